@@ -1,0 +1,26 @@
+/* log.h - one line per event: time, level, subsystem, key=value pairs and a
+ * sentence.  Never log a secret: no tokens, keys, signatures or
+ * Authorization headers.  Thread-safe. */
+#ifndef TW_BROKER_LOG_H
+#define TW_BROKER_LOG_H
+
+#include <stdbool.h>
+
+enum tw_log_level { TW_LOG_DEBUG, TW_LOG_INFO, TW_LOG_WARN, TW_LOG_ERROR };
+
+void tw_log(enum tw_log_level lvl, const char *subsys, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define tw_log_debug(s, ...) tw_log(TW_LOG_DEBUG, s, __VA_ARGS__)
+#define tw_log_info(s, ...) tw_log(TW_LOG_INFO, s, __VA_ARGS__)
+#define tw_log_warn(s, ...) tw_log(TW_LOG_WARN, s, __VA_ARGS__)
+#define tw_log_error(s, ...) tw_log(TW_LOG_ERROR, s, __VA_ARGS__)
+
+/* Minimum level printed; debug lines print only for the subsystems named
+ * by tw_log_set_debug() (comma separated, "*" for all).  Both may change at
+ * any time (SIGHUP reload). */
+void tw_log_set_level(enum tw_log_level lvl);
+void tw_log_set_debug(const char *subsystems);
+/* Parses "debug"/"info"/"warn"/"error"; false on anything else. */
+bool tw_log_level_parse(const char *s, enum tw_log_level *out);
+
+#endif

@@ -1,0 +1,38 @@
+/* mem.h - allocation that aborts on exhaustion (as Redis's zmalloc), and a
+ * growable byte buffer.  Limits on growth are real errors (TW_E_TOOBIG). */
+#ifndef TW_BROKER_MEM_H
+#define TW_BROKER_MEM_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+void *tw_malloc(size_t n);
+void *tw_calloc(size_t n, size_t size);
+void *tw_realloc(void *p, size_t n);
+char *tw_strdup(const char *s);            /* NULL in, NULL out */
+char *tw_strndup(const char *s, size_t n);
+char *tw_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A NUL-terminated growable buffer.  Embed it, tw_buf_init(), and
+ * tw_buf_release() when done; tw_buf_detach() hands the storage to the
+ * caller (free() it). */
+struct tw_buf {
+  char *data;
+  size_t len;
+  size_t cap;
+};
+
+void tw_buf_init(struct tw_buf *b);
+void tw_buf_release(struct tw_buf *b);
+void tw_buf_reset(struct tw_buf *b);
+void tw_buf_add(struct tw_buf *b, const void *data, size_t n);
+void tw_buf_adds(struct tw_buf *b, const char *s);
+void tw_buf_addc(struct tw_buf *b, char c);
+void tw_buf_printf(struct tw_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void tw_buf_vprintf(struct tw_buf *b, const char *fmt, va_list ap);
+/* Appends s as a JSON string literal, quotes included. */
+void tw_buf_json_str(struct tw_buf *b, const char *s);
+char *tw_buf_detach(struct tw_buf *b);
+
+#endif

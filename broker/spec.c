@@ -1,0 +1,2 @@
+/* placeholder until the spec module lands: see spec.h */
+#include "spec.h"

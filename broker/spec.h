@@ -1,0 +1,104 @@
+/* spec.h - the job spec: what a user submits, parsed and validated.
+ *
+ * Input is YAML or JSON (see node.h).  Validation errors are TW_E_INVALID
+ * with err->field set to the field path ("resources.cpus",
+ * "datasets[1].size") and err->msg reading
+ * `resources.cpus: expected a number or N+, got "eight"`.  Unknown keys are
+ * rejected with the closest known key suggested:
+ * `resources.acelerators: unknown key; did you mean "accelerators"?`. */
+#ifndef TW_BROKER_SPEC_H
+#define TW_BROKER_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "mem.h"
+
+struct tw_node;
+
+enum tw_market { TW_MARKET_ANY = 0, TW_MARKET_SPOT, TW_MARKET_ON_DEMAND };
+enum tw_arch { TW_ARCH_ANY = 0, TW_ARCH_X86_64, TW_ARCH_ARM64 };
+
+#define TW_SPEC_NAME_MAX 128
+
+struct tw_dataset_ref {
+  char *uri;          /* required, e.g. s3://bucket/path */
+  int64_t size_bytes; /* 0 when not given */
+  char *location;     /* "aws:us-east-1" or NULL */
+};
+
+struct tw_kv {
+  char *key;
+  char *value;
+};
+
+struct tw_job_spec {
+  char *name;    /* required: [A-Za-z0-9._-], 1..128 chars */
+  char *tenant;  /* default "default" */
+  char *project; /* default "default" */
+
+  /* resources: per node */
+  char *accel_name;      /* as written: "A100", "A100-80GB"; NULL = none */
+  int accel_count;       /* >= 1 when accel_name is set */
+  int cpus;              /* 0 = unspecified */
+  bool cpus_at_least;    /* "8+" */
+  int64_t memory_mib;    /* GiB in the spec, MiB here; 0 = unspecified */
+  bool memory_at_least;  /* "32+" */
+  enum tw_arch arch;
+  enum tw_market market; /* market: or use_spot: */
+
+  int nodes;                     /* default 1, 1..4096 */
+  int64_t duration_s;            /* expected run time; 0 = unspecified */
+  int64_t deadline_ms;           /* ms since epoch; 0 = none */
+  int64_t max_price_uusd_per_hour; /* micro-USD; 0 = no cap */
+
+  struct tw_dataset_ref *datasets;
+  size_t n_datasets;
+
+  /* placement */
+  char **providers;  /* allowed providers: aws azure alibaba slurm */
+  size_t n_providers;
+  char **regions;    /* region selectors: "aws:us-*", "azure:westeurope" */
+  size_t n_regions;
+  char **residency;  /* allowed jurisdictions: "EU", "US", "CN", ... */
+  size_t n_residency;
+
+  int priority;      /* default 0, -1000..1000 */
+
+  int64_t checkpoint_interval_s; /* 0 = none */
+  char *checkpoint_uri;
+
+  char *run;         /* the script; NULL = none */
+  struct tw_kv *env;
+  size_t n_env;
+};
+
+/* Validates a parsed document into spec (zeroed, then filled).  On error
+ * spec is released and err names the field.  The caller tw_spec_release()s
+ * a successful result. */
+enum tw_rc tw_spec_from_node(const struct tw_node *root,
+                             struct tw_job_spec *spec, struct tw_err *err);
+
+/* Parses text: JSON when is_json, else YAML (which also reads JSON). */
+enum tw_rc tw_spec_parse(const char *text, size_t len, bool is_json,
+                         struct tw_job_spec *spec, struct tw_err *err);
+
+void tw_spec_release(struct tw_job_spec *spec);
+
+/* Appends the normalized spec as canonical JSON (fixed key order, units in
+ * the key names: memory_mib, duration_s, max_price_uusd_per_hour, deadline
+ * as RFC 3339).  tw_spec_parse() of this output yields an equal spec. */
+void tw_spec_to_json(const struct tw_job_spec *spec, struct tw_buf *out);
+
+/* Helpers shared with config parsing.  Each returns 0 on success, -1 on
+ * malformed input. */
+int tw_parse_duration_s(const char *s, int64_t *out);  /* "6h", "1h30m", "90s", "2d" */
+int tw_parse_usd_uusd(const char *s, int64_t *out);    /* "3.25" -> 3250000, exact */
+int tw_parse_size_bytes(const char *s, int64_t *out);  /* "10GiB", "500GB", "1024" */
+
+const char *tw_market_str(enum tw_market m); /* "any", "spot", "on-demand" */
+const char *tw_arch_str(enum tw_arch a);     /* "any", "x86_64", "arm64" */
+
+#endif
