@@ -1,0 +1,20 @@
+# tw_add_fuzz(NAME SOURCES ... LIBS ... LABELS area [CORPUS dir-or-file ...])
+# Builds tests/fuzz/<NAME>.c against the plain driver and registers it as a
+# ctest labelled `fuzz` plus the area; with TW_FUZZ=ON (clang) also builds
+# <NAME>-libfuzzer for coverage-guided runs.
+function(tw_add_fuzz name)
+  cmake_parse_arguments(F "" "ITERATIONS" "SOURCES;LIBS;LABELS;CORPUS" ${ARGN})
+  if(NOT F_ITERATIONS)
+    set(F_ITERATIONS 20000)
+  endif()
+  add_executable(${name} ${F_SOURCES} ${CMAKE_SOURCE_DIR}/tests/fuzz/driver.c)
+  target_link_libraries(${name} PRIVATE ${F_LIBS})
+  add_test(NAME ${name} COMMAND ${name} --iterations ${F_ITERATIONS} ${F_CORPUS})
+  set_tests_properties(${name} PROPERTIES LABELS "fuzz;${F_LABELS}")
+  if(TW_FUZZ)
+    add_executable(${name}-libfuzzer ${F_SOURCES})
+    target_compile_options(${name}-libfuzzer PRIVATE -fsanitize=fuzzer)
+    target_link_options(${name}-libfuzzer PRIVATE -fsanitize=fuzzer)
+    target_link_libraries(${name}-libfuzzer PRIVATE ${F_LIBS})
+  endif()
+endfunction()
