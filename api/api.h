@@ -1,0 +1,50 @@
+/* api.h - the REST server (libmicrohttpd), routes under /v1.
+ *
+ * Thread-per-connection: a handler may block until the store's group
+ * commit makes its write durable, and the commits of all connections
+ * waiting at once share one fsync.  Errors leave as
+ * application/problem+json through problem.c only; no request can crash
+ * the daemon or store anything when it fails. */
+#ifndef TW_API_API_H
+#define TW_API_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker/clock.h"
+#include "broker/err.h"
+
+struct tw_api;
+struct tw_store;
+
+struct tw_api_opts {
+  const char *listen;         /* "HOST:PORT"; port 0 picks a free one */
+  struct tw_store *store;     /* borrowed; outlives the server */
+  struct tw_clock *clock;     /* NULL: real */
+  int64_t max_body_bytes;
+  unsigned max_connections;
+  unsigned timeout_s;
+};
+
+/* Binds and starts serving.  *out is owned (tw_api_stop). */
+enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
+                        struct tw_err *err);
+/* The bound port (useful with port 0). */
+int tw_api_port(const struct tw_api *api);
+/* Reloadable settings. */
+void tw_api_set_max_body(struct tw_api *api, int64_t bytes);
+/* Stops accepting connections; /readyz answers 503 from now on.  Requests
+ * in flight finish. */
+void tw_api_drain(struct tw_api *api);
+/* Waits for requests in flight, closes everything, frees api.  NULL ok. */
+void tw_api_stop(struct tw_api *api);
+
+/* The route table, for the OpenAPI agreement test: method and path
+ * template as OpenAPI writes it ("/v1/jobs/{id}"). */
+struct tw_api_route_info {
+  const char *method;
+  const char *path;
+};
+const struct tw_api_route_info *tw_api_route_table(size_t *n);
+
+#endif

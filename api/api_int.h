@@ -1,0 +1,79 @@
+/* api_int.h - what the files of api/ share and nobody else. */
+#ifndef TW_API_API_INT_H
+#define TW_API_API_INT_H
+
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api.h"
+#include "broker/err.h"
+#include "broker/mem.h"
+
+#define TW_API_MAX_HEADERS 4
+
+/* One request, from the first call of the access handler to the answer. */
+struct tw_req {
+  struct tw_api *api;
+  struct MHD_Connection *conn;
+  const char *method;
+  const char *url;
+  int route;               /* index in the route table, -1 when none */
+  const char *params[2];   /* path parameters ({id}) */
+  char param_buf[256];
+  struct tw_buf body;      /* request body */
+  bool too_big;
+  int64_t start_us;
+  char request_id[17];
+
+  /* the answer */
+  unsigned status;
+  const char *content_type;
+  struct tw_buf out;
+  const char *hdr_name[TW_API_MAX_HEADERS];
+  char *hdr_value[TW_API_MAX_HEADERS]; /* owned */
+  int n_hdr;
+};
+
+typedef void (*tw_handler_fn)(struct tw_req *r);
+
+struct tw_route {
+  const char *method;
+  const char *path; /* OpenAPI template */
+  tw_handler_fn fn;
+  const char *name; /* metric label */
+};
+
+extern const struct tw_route tw_routes[];
+extern const size_t tw_n_routes;
+
+/* handlers.c */
+void tw_h_healthz(struct tw_req *r);
+void tw_h_readyz(struct tw_req *r);
+void tw_h_metrics(struct tw_req *r);
+void tw_h_jobs_create(struct tw_req *r);
+void tw_h_jobs_list(struct tw_req *r);
+void tw_h_jobs_get(struct tw_req *r);
+void tw_h_jobs_cancel(struct tw_req *r);
+void tw_h_jobs_events(struct tw_req *r);
+
+/* server.c: accessors for handlers */
+struct tw_store *tw_api_store(struct tw_api *api);
+struct tw_clock *tw_api_clock(struct tw_api *api);
+bool tw_api_draining(struct tw_api *api);
+void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out);
+const char *tw_req_header(struct tw_req *r, const char *name);
+const char *tw_req_query(struct tw_req *r, const char *name);
+void tw_req_add_header(struct tw_req *r, const char *name, const char *value);
+void tw_req_json(struct tw_req *r, unsigned status); /* r->out holds JSON */
+
+/* problem.c: the one way errors leave.  `type` is a slug under /problems/;
+ * field may be NULL or "". */
+void tw_problem(struct tw_req *r, unsigned status, const char *type,
+                const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Maps err->rc to a status and type and answers with err's text. */
+void tw_problem_err(struct tw_req *r, const struct tw_err *err);
+unsigned tw_rc_http_status(enum tw_rc rc);
+
+#endif

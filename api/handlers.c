@@ -1,0 +1,283 @@
+/* handlers.c - the /v1 routes: parse into C structs, work on them, render
+ * from them.  Money stays integer micro-USD on the wire. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api_int.h"
+#include "broker/clock.h"
+#include "broker/log.h"
+#include "broker/spec.h"
+#include "broker/store.h"
+
+static void add_time(struct tw_buf *b, const char *key, int64_t ms) {
+  char t[40];
+  tw_time_fmt_rfc3339(ms, t, sizeof t);
+  tw_buf_printf(b, ",\"%s\":\"%s\"", key, t);
+}
+
+static void render_job(struct tw_buf *b, const struct tw_job_rec *j) {
+  tw_buf_adds(b, "{\"id\":");
+  tw_buf_json_str(b, j->id);
+  tw_buf_adds(b, ",\"name\":");
+  tw_buf_json_str(b, j->name);
+  tw_buf_adds(b, ",\"tenant\":");
+  tw_buf_json_str(b, j->tenant);
+  tw_buf_adds(b, ",\"project\":");
+  tw_buf_json_str(b, j->project);
+  tw_buf_printf(b, ",\"state\":\"%s\",\"reason\":", tw_job_state_str(j->state));
+  tw_buf_json_str(b, j->reason);
+  tw_buf_printf(b, ",\"priority\":%d", j->priority);
+  add_time(b, "created_at", j->created_ms);
+  add_time(b, "updated_at", j->updated_ms);
+  /* spec and placement are JSON the broker wrote itself */
+  tw_buf_adds(b, ",\"spec\":");
+  tw_buf_adds(b, j->spec_json ? j->spec_json : "null");
+  tw_buf_adds(b, ",\"placement\":");
+  tw_buf_adds(b, j->placement_json ? j->placement_json : "null");
+  if (j->has_exit_code)
+    tw_buf_printf(b, ",\"exit_code\":%d}", j->exit_code);
+  else
+    tw_buf_adds(b, ",\"exit_code\":null}");
+}
+
+void tw_h_healthz(struct tw_req *r) {
+  tw_buf_adds(&r->out, "{\"status\":\"ok\"}");
+  tw_req_json(r, 200);
+}
+
+void tw_h_readyz(struct tw_req *r) {
+  if (tw_api_draining(r->api)) {
+    tw_problem(r, 503, "draining", NULL, "the broker is shutting down");
+    return;
+  }
+  tw_buf_adds(&r->out, "{\"status\":\"ready\"}");
+  tw_req_json(r, 200);
+}
+
+void tw_h_metrics(struct tw_req *r) {
+  int64_t counts[TW_JOB_NSTATES];
+  struct tw_err err = {0};
+  tw_api_metrics_render(r->api, &r->out);
+  if (tw_store_job_counts(tw_api_store(r->api), counts, &err) == TW_OK) {
+    tw_buf_adds(&r->out, "# HELP tradewind_jobs Jobs in the store, by state.\n"
+                         "# TYPE tradewind_jobs gauge\n");
+    for (int s = 0; s < TW_JOB_NSTATES; s++)
+      tw_buf_printf(&r->out, "tradewind_jobs{state=\"%s\"} %lld\n",
+                    tw_job_state_str((enum tw_job_state)s), (long long)counts[s]);
+  }
+  struct tw_store_stats st;
+  tw_store_stats(tw_api_store(r->api), &st);
+  tw_buf_printf(&r->out,
+                "# HELP tradewind_store_commits_total Store transactions committed.\n"
+                "# TYPE tradewind_store_commits_total counter\n"
+                "tradewind_store_commits_total %llu\n"
+                "# HELP tradewind_store_writes_total Write operations committed (several per transaction under load).\n"
+                "# TYPE tradewind_store_writes_total counter\n"
+                "tradewind_store_writes_total %llu\n",
+                (unsigned long long)st.commits, (unsigned long long)st.ops);
+  r->status = 200;
+  r->content_type = "text/plain; version=0.0.4; charset=utf-8";
+}
+
+/* Media type without parameters, compared case-insensitively. */
+static bool media_is(const char *ct, const char *want) {
+  size_t n = strlen(want);
+  if (strncasecmp(ct, want, n))
+    return false;
+  return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
+}
+
+static bool valid_idem_key(const char *k) {
+  size_t n = strlen(k);
+  if (n == 0 || n > 128)
+    return false;
+  for (const char *p = k; *p; p++)
+    if (*p < 0x21 || *p > 0x7e)
+      return false;
+  return true;
+}
+
+void tw_h_jobs_create(struct tw_req *r) {
+  const char *ct = tw_req_header(r, "Content-Type");
+  bool is_json;
+  if (!ct) {
+    tw_problem(r, 415, "unsupported-media-type", NULL,
+               "Content-Type is required: application/json or application/yaml");
+    return;
+  }
+  if (media_is(ct, "application/json"))
+    is_json = true;
+  else if (media_is(ct, "application/yaml") || media_is(ct, "application/x-yaml") ||
+           media_is(ct, "text/yaml") || media_is(ct, "text/x-yaml"))
+    is_json = false;
+  else {
+    tw_problem(r, 415, "unsupported-media-type", NULL,
+               "Content-Type %s is not accepted: use application/json or application/yaml",
+               ct);
+    return;
+  }
+  const char *key = tw_req_header(r, "Idempotency-Key");
+  if (key && !valid_idem_key(key)) {
+    tw_problem(r, 400, "invalid-field", "Idempotency-Key",
+               "Idempotency-Key: expected 1 to 128 printable characters");
+    return;
+  }
+  struct tw_job_spec spec;
+  struct tw_err err = {0};
+  if (tw_spec_parse(r->body.data ? r->body.data : "", r->body.len, is_json, &spec, &err)) {
+    tw_problem_err(r, &err);
+    return;
+  }
+  struct tw_buf canon;
+  tw_buf_init(&canon);
+  tw_spec_to_json(&spec, &canon);
+  struct tw_job_new req = {.name = spec.name,
+                           .tenant = spec.tenant,
+                           .project = spec.project,
+                           .priority = spec.priority,
+                           .spec_json = canon.data,
+                           .idem_key = key};
+  struct tw_job_rec job;
+  bool replayed = false;
+  enum tw_rc rc = tw_store_job_create(tw_api_store(r->api), &req, &job, &replayed, &err);
+  tw_spec_release(&spec);
+  tw_buf_release(&canon);
+  if (rc) {
+    if (rc != TW_E_CONFLICT)
+      tw_log_error("api", "request=%s create job failed: %s", r->request_id, err.msg);
+    tw_problem_err(r, &err);
+    return;
+  }
+  render_job(&r->out, &job);
+  char loc[64];
+  snprintf(loc, sizeof loc, "/v1/jobs/%s", job.id);
+  tw_req_add_header(r, "Location", loc);
+  if (replayed)
+    tw_req_add_header(r, "Idempotent-Replayed", "true");
+  tw_job_rec_release(&job);
+  tw_req_json(r, replayed ? 200 : 201);
+}
+
+void tw_h_jobs_get(struct tw_req *r) {
+  struct tw_job_rec job;
+  struct tw_err err = {0};
+  if (tw_store_job_get(tw_api_store(r->api), r->params[0], &job, &err)) {
+    tw_problem_err(r, &err);
+    return;
+  }
+  render_job(&r->out, &job);
+  tw_job_rec_release(&job);
+  tw_req_json(r, 200);
+}
+
+static bool parse_pos_int(const char *s, int64_t *out) {
+  if (!s || !*s || strlen(s) > 18)
+    return false;
+  for (const char *p = s; *p; p++)
+    if (!isdigit((unsigned char)*p))
+      return false;
+  *out = strtoll(s, NULL, 10);
+  return *out > 0;
+}
+
+void tw_h_jobs_list(struct tw_req *r) {
+  struct tw_job_filter f = {.limit = 50};
+  const char *state = tw_req_query(r, "state");
+  const char *tenant = tw_req_query(r, "tenant");
+  const char *limit = tw_req_query(r, "limit");
+  const char *cursor = tw_req_query(r, "cursor");
+  enum tw_job_state js;
+  int64_t v;
+  if (state) {
+    if (!tw_job_state_parse(state, &js)) {
+      tw_problem(r, 400, "invalid-field", "state",
+                 "state: unknown job state \"%s\"", state);
+      return;
+    }
+    f.state = state;
+  }
+  if (tenant && *tenant)
+    f.tenant = tenant;
+  if (limit) {
+    if (!parse_pos_int(limit, &v) || v > 500) {
+      tw_problem(r, 400, "invalid-field", "limit",
+                 "limit: expected an integer from 1 to 500, got \"%s\"", limit);
+      return;
+    }
+    f.limit = (int)v;
+  }
+  if (cursor && *cursor) {
+    /* the cursor is opaque to clients: "c" + the last seq seen */
+    if (cursor[0] != 'c' || !parse_pos_int(cursor + 1, &v)) {
+      tw_problem(r, 400, "invalid-field", "cursor", "cursor: not a cursor this server issued");
+      return;
+    }
+    f.before_seq = v;
+  }
+  struct tw_job_rec *jobs;
+  size_t n;
+  int64_t next;
+  struct tw_err err = {0};
+  if (tw_store_job_list(tw_api_store(r->api), &f, &jobs, &n, &next, &err)) {
+    tw_problem_err(r, &err);
+    return;
+  }
+  tw_buf_adds(&r->out, "{\"items\":[");
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      tw_buf_addc(&r->out, ',');
+    render_job(&r->out, &jobs[i]);
+    tw_job_rec_release(&jobs[i]);
+  }
+  free(jobs);
+  if (next)
+    tw_buf_printf(&r->out, "],\"next_cursor\":\"c%lld\"}", (long long)next);
+  else
+    tw_buf_adds(&r->out, "],\"next_cursor\":null}");
+  tw_req_json(r, 200);
+}
+
+void tw_h_jobs_cancel(struct tw_req *r) {
+  struct tw_job_transition t = {
+      .id = r->params[0], .to = TW_JOB_CANCELLED, .reason = "cancelled by request"};
+  struct tw_job_rec job;
+  struct tw_err err = {0};
+  if (tw_store_job_transition(tw_api_store(r->api), &t, &job, &err)) {
+    tw_problem_err(r, &err);
+    return;
+  }
+  render_job(&r->out, &job);
+  tw_job_rec_release(&job);
+  tw_req_json(r, 200);
+}
+
+void tw_h_jobs_events(struct tw_req *r) {
+  struct tw_job_event *ev;
+  size_t n;
+  struct tw_err err = {0};
+  if (tw_store_job_events(tw_api_store(r->api), r->params[0], &ev, &n, &err)) {
+    tw_problem_err(r, &err);
+    return;
+  }
+  tw_buf_adds(&r->out, "{\"items\":[");
+  for (size_t i = 0; i < n; i++) {
+    char t[40];
+    tw_time_fmt_rfc3339(ev[i].at_ms, t, sizeof t);
+    tw_buf_printf(&r->out, "%s{\"seq\":%lld,\"at\":\"%s\",\"from\":", i ? "," : "",
+                  (long long)ev[i].seq, t);
+    if (ev[i].has_from)
+      tw_buf_printf(&r->out, "\"%s\"", tw_job_state_str(ev[i].from));
+    else
+      tw_buf_adds(&r->out, "null");
+    tw_buf_printf(&r->out, ",\"to\":\"%s\",\"reason\":", tw_job_state_str(ev[i].to));
+    tw_buf_json_str(&r->out, ev[i].reason ? ev[i].reason : "");
+    tw_buf_addc(&r->out, '}');
+    free(ev[i].reason);
+  }
+  free(ev);
+  tw_buf_adds(&r->out, "]}");
+  tw_req_json(r, 200);
+}

@@ -1,0 +1,50 @@
+/* config.h - the daemon's configuration: YAML, described by one table in
+ * config.c (path, type, default, bounds, whether a reload may change it).
+ *
+ * Loading parses and validates everything before building a struct
+ * tw_cfg; an error names the key path and the reason
+ * (`store.max_batch: must be between 1 and 10000, got 0`) and nothing is
+ * applied.  A reload (SIGHUP) builds a new config the same way; keys that
+ * cannot change without a restart are reported and keep their old value. */
+#ifndef TW_BROKER_CONFIG_H
+#define TW_BROKER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "log.h"
+
+struct tw_node;
+
+struct tw_cfg {
+  char *listen;               /* "HOST:PORT" */
+  char *db;                   /* sqlite file */
+  enum tw_log_level log_level;
+  char *log_debug;            /* comma-separated subsystems, "" for none */
+  int64_t api_max_body_bytes;
+  int64_t api_max_connections;
+  int64_t api_timeout_s;      /* idle connection timeout */
+  bool store_sync_full;       /* synchronous: full | normal */
+  int64_t store_max_batch;
+  int64_t store_readers;
+  struct tw_node *providers;  /* the providers: sequence as written, or NULL */
+  struct tw_node *root;       /* the whole document (owned) */
+};
+
+/* Loads and validates a file.  *out is owned (tw_cfg_free). */
+enum tw_rc tw_cfg_load_file(const char *path, struct tw_cfg **out,
+                            struct tw_err *err);
+/* Same from text (tests). */
+enum tw_rc tw_cfg_load_text(const char *text, size_t len, struct tw_cfg **out,
+                            struct tw_err *err);
+void tw_cfg_free(struct tw_cfg *cfg);
+
+/* Carries the values that cannot change at run time from old into next, and
+ * writes a line naming each such key that differed into *report (owned,
+ * NULL when nothing was refused). */
+void tw_cfg_keep_fixed(const struct tw_cfg *old, struct tw_cfg *next,
+                       char **report);
+
+#endif

@@ -1,0 +1,835 @@
+#include "store.h"
+
+#include <pthread.h>
+#include <openssl/sha.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uuid/uuid.h>
+
+#include "log.h"
+#include "mem.h"
+
+/* ---- schema ------------------------------------------------------------ */
+
+/* Migrations are numbered in code; migration i brings user_version from i
+ * to i + 1.  Only append. */
+static const char *const MIGRATIONS[] = {
+    /* 1: jobs and their events */
+    "CREATE TABLE jobs ("
+    "  seq INTEGER PRIMARY KEY,"
+    "  id TEXT NOT NULL UNIQUE,"
+    "  tenant TEXT NOT NULL,"
+    "  project TEXT NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  state TEXT NOT NULL,"
+    "  reason TEXT NOT NULL DEFAULT '',"
+    "  priority INTEGER NOT NULL DEFAULT 0,"
+    "  spec TEXT NOT NULL,"
+    "  placement TEXT,"
+    "  exit_code INTEGER,"
+    "  idem_key TEXT,"
+    "  idem_hash TEXT,"
+    "  created_at_ms INTEGER NOT NULL,"
+    "  updated_at_ms INTEGER NOT NULL);"
+    "CREATE UNIQUE INDEX jobs_idem ON jobs(tenant, idem_key)"
+    "  WHERE idem_key IS NOT NULL;"
+    "CREATE INDEX jobs_state ON jobs(state, seq);"
+    "CREATE INDEX jobs_tenant ON jobs(tenant, seq);"
+    "CREATE TABLE job_events ("
+    "  seq INTEGER PRIMARY KEY,"
+    "  job_id TEXT NOT NULL REFERENCES jobs(id),"
+    "  at_ms INTEGER NOT NULL,"
+    "  from_state TEXT,"
+    "  to_state TEXT NOT NULL,"
+    "  reason TEXT NOT NULL);"
+    "CREATE INDEX job_events_job ON job_events(job_id, seq);",
+};
+#define N_MIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
+
+int tw_store_schema_version(void) { return N_MIGRATIONS; }
+
+/* ---- SQL --------------------------------------------------------------- */
+
+#define JOB_COLS                                                               \
+  "seq, id, name, tenant, project, state, reason, priority, spec,"             \
+  " placement, exit_code, created_at_ms, updated_at_ms"
+
+static const char SQL_JOB_INSERT[] =
+    "INSERT INTO jobs (id, tenant, project, name, state, reason, priority,"
+    " spec, idem_key, idem_hash, created_at_ms, updated_at_ms)"
+    " VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?7, ?8, ?9, ?10, ?10)";
+static const char SQL_EVENT_INSERT[] =
+    "INSERT INTO job_events (job_id, at_ms, from_state, to_state, reason)"
+    " VALUES (?1, ?2, ?3, ?4, ?5)";
+static const char SQL_JOB_BY_IDEM[] =
+    "SELECT " JOB_COLS ", idem_hash FROM jobs WHERE tenant = ?1 AND idem_key = ?2";
+static const char SQL_JOB_BY_ID[] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1";
+static const char SQL_JOB_SET_STATE[] =
+    "UPDATE jobs SET state = ?1, reason = ?2, updated_at_ms = ?3,"
+    " placement = COALESCE(?4, placement),"
+    " exit_code = CASE WHEN ?5 THEN ?6 ELSE exit_code END"
+    " WHERE id = ?7 AND state = ?8";
+/* One constant statement per filter combination: no SQL is ever built. */
+static const char SQL_JOB_LIST[] =
+    "SELECT " JOB_COLS " FROM jobs WHERE seq < ?1 ORDER BY seq DESC LIMIT ?2";
+static const char SQL_JOB_LIST_STATE[] =
+    "SELECT " JOB_COLS " FROM jobs WHERE state = ?3 AND seq < ?1"
+    " ORDER BY seq DESC LIMIT ?2";
+static const char SQL_JOB_LIST_TENANT[] =
+    "SELECT " JOB_COLS " FROM jobs WHERE tenant = ?4 AND seq < ?1"
+    " ORDER BY seq DESC LIMIT ?2";
+static const char SQL_JOB_LIST_BOTH[] =
+    "SELECT " JOB_COLS " FROM jobs WHERE state = ?3 AND tenant = ?4"
+    " AND seq < ?1 ORDER BY seq DESC LIMIT ?2";
+static const char SQL_EVENTS[] =
+    "SELECT seq, at_ms, from_state, to_state, reason FROM job_events"
+    " WHERE job_id = ?1 ORDER BY seq";
+static const char SQL_JOB_EXISTS[] = "SELECT 1 FROM jobs WHERE id = ?1";
+static const char SQL_COUNTS[] =
+    "SELECT state, count(*) FROM jobs GROUP BY state";
+static const char SQL_BEGIN[] = "BEGIN IMMEDIATE";
+static const char SQL_COMMIT[] = "COMMIT";
+static const char SQL_ROLLBACK[] = "ROLLBACK";
+static const char SQL_SAVEPOINT[] = "SAVEPOINT op";
+static const char SQL_RELEASE[] = "RELEASE op";
+static const char SQL_ROLLBACK_TO[] = "ROLLBACK TO op";
+
+/* ---- connections with a statement cache --------------------------------- */
+
+#define STMT_CACHE 48
+
+struct conn {
+  sqlite3 *db;
+  const char *sql[STMT_CACHE]; /* keyed by the address of constant text */
+  sqlite3_stmt *st[STMT_CACHE];
+  int n;
+};
+
+struct wop {
+  tw_store_write_fn fn;
+  void *arg;
+  struct tw_err *err;
+  enum tw_rc rc;
+  bool done;
+  struct wop *next;
+};
+
+struct tw_store {
+  struct tw_clock *clock;
+  int max_batch;
+
+  struct conn w; /* writer thread only */
+  pthread_t writer;
+  pthread_mutex_t mu;
+  pthread_cond_t work;  /* writer waits for ops */
+  pthread_cond_t done;  /* callers wait for their batch */
+  struct wop *head, *tail;
+  bool stopping;
+
+  struct conn *readers;
+  bool *reader_busy;
+  int n_readers;
+  pthread_mutex_t rmu;
+  pthread_cond_t rfree;
+
+  uint64_t commits, ops, max_seen;
+};
+
+static enum tw_rc db_err(sqlite3 *db, struct tw_err *err, const char *what) {
+  /* copy at once: the next call may overwrite sqlite3_errmsg() */
+  return tw_err_set(err, TW_E_IO, "store: %s: %s", what, sqlite3_errmsg(db));
+}
+
+static sqlite3_stmt *prep(struct conn *c, const char *sql, struct tw_err *err) {
+  for (int i = 0; i < c->n; i++)
+    if (c->sql[i] == sql) {
+      sqlite3_reset(c->st[i]);
+      sqlite3_clear_bindings(c->st[i]);
+      return c->st[i];
+    }
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) !=
+      SQLITE_OK) {
+    db_err(c->db, err, "prepare");
+    return NULL;
+  }
+  if (c->n < STMT_CACHE) {
+    c->sql[c->n] = sql;
+    c->st[c->n++] = st;
+  } else {
+    /* cache full: a programming error (more distinct statements than the
+     * cache holds); keep working by evicting the last slot */
+    sqlite3_finalize(c->st[STMT_CACHE - 1]);
+    c->sql[STMT_CACHE - 1] = sql;
+    c->st[STMT_CACHE - 1] = st;
+  }
+  return st;
+}
+
+static void conn_close(struct conn *c) {
+  for (int i = 0; i < c->n; i++)
+    sqlite3_finalize(c->st[i]);
+  c->n = 0;
+  if (c->db)
+    sqlite3_close(c->db);
+  c->db = NULL;
+}
+
+static enum tw_rc exec_simple(struct conn *c, const char *sql, struct tw_err *err) {
+  sqlite3_stmt *st = prep(c, sql, err);
+  if (!st)
+    return TW_E_IO;
+  int r = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (r != SQLITE_DONE && r != SQLITE_ROW)
+    return db_err(c->db, err, sql);
+  return TW_OK;
+}
+
+static enum tw_rc conn_open(struct conn *c, const char *path, bool readonly,
+                            bool sync_full, struct tw_err *err) {
+  memset(c, 0, sizeof *c);
+  int flags = (readonly ? SQLITE_OPEN_READONLY
+                        : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+              SQLITE_OPEN_NOMUTEX;
+  if (sqlite3_open_v2(path, &c->db, flags, NULL) != SQLITE_OK) {
+    enum tw_rc rc = tw_err_set(err, TW_E_IO, "store: cannot open %s: %s", path,
+                               c->db ? sqlite3_errmsg(c->db) : "out of memory");
+    conn_close(c);
+    return rc;
+  }
+  sqlite3_busy_timeout(c->db, 5000);
+  /* Constant pragmas, run through sqlite3_exec as the migrations are. */
+  const char *pragmas =
+      readonly ? "PRAGMA foreign_keys=ON;"
+               : (sync_full ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                              " PRAGMA foreign_keys=ON;"
+                            : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                              " PRAGMA foreign_keys=ON;");
+  char *msg = NULL;
+  if (sqlite3_exec(c->db, pragmas, NULL, NULL, &msg) != SQLITE_OK) {
+    enum tw_rc rc = tw_err_set(err, TW_E_IO, "store: %s: %s", path, msg ? msg : "pragma failed");
+    sqlite3_free(msg);
+    conn_close(c);
+    return rc;
+  }
+  return TW_OK;
+}
+
+static enum tw_rc migrate(struct conn *c, struct tw_err *err) {
+  sqlite3_stmt *st = NULL;
+  int version = 0;
+  if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+    return db_err(c->db, err, "read user_version");
+  if (sqlite3_step(st) == SQLITE_ROW)
+    version = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  if (version > N_MIGRATIONS)
+    return tw_err_set(err, TW_E_IO,
+                      "store: schema version %d is newer than this build (%d)",
+                      version, N_MIGRATIONS);
+  static const char *const set_version[] = {
+      "PRAGMA user_version = 1", "PRAGMA user_version = 2",
+      "PRAGMA user_version = 3", "PRAGMA user_version = 4",
+      "PRAGMA user_version = 5", "PRAGMA user_version = 6",
+      "PRAGMA user_version = 7", "PRAGMA user_version = 8"};
+  for (int v = version; v < N_MIGRATIONS; v++) {
+    char *msg = NULL;
+    if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(c->db, MIGRATIONS[v], NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(c->db, set_version[v], NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(c->db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
+      enum tw_rc rc = tw_err_set(err, TW_E_IO, "store: migration %d failed: %s",
+                                 v + 1, msg ? msg : "?");
+      sqlite3_free(msg);
+      sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+      return rc;
+    }
+    tw_log_info("store", "migrated schema to version %d", v + 1);
+  }
+  return TW_OK;
+}
+
+/* ---- the writer -------------------------------------------------------- */
+
+static void *writer_main(void *arg) {
+  struct tw_store *s = arg;
+  for (;;) {
+    pthread_mutex_lock(&s->mu);
+    while (!s->head && !s->stopping)
+      pthread_cond_wait(&s->work, &s->mu);
+    if (!s->head && s->stopping) {
+      pthread_mutex_unlock(&s->mu);
+      break;
+    }
+    /* take up to max_batch operations */
+    struct wop *batch = s->head, *last = s->head;
+    int n = 1;
+    while (last->next && n < s->max_batch) {
+      last = last->next;
+      n++;
+    }
+    s->head = last->next;
+    if (!s->head)
+      s->tail = NULL;
+    last->next = NULL;
+    pthread_mutex_unlock(&s->mu);
+
+    struct tw_err berr = {0};
+    enum tw_rc brc = exec_simple(&s->w, SQL_BEGIN, &berr);
+    int committed = 0;
+    for (struct wop *o = batch; o; o = o->next) {
+      if (brc) {
+        o->rc = tw_err_set(o->err, brc, "%s", berr.msg);
+        continue;
+      }
+      if ((o->rc = exec_simple(&s->w, SQL_SAVEPOINT, o->err)))
+        continue;
+      o->rc = o->fn(s, s->w.db, o->arg, o->err);
+      if (o->rc) {
+        exec_simple(&s->w, SQL_ROLLBACK_TO, NULL);
+        exec_simple(&s->w, SQL_RELEASE, NULL);
+      } else if ((o->rc = exec_simple(&s->w, SQL_RELEASE, o->err)) == TW_OK) {
+        committed++;
+      }
+    }
+    if (!brc && (brc = exec_simple(&s->w, SQL_COMMIT, &berr))) {
+      exec_simple(&s->w, SQL_ROLLBACK, NULL);
+      for (struct wop *o = batch; o; o = o->next)
+        if (o->rc == TW_OK)
+          o->rc = tw_err_set(o->err, brc, "%s", berr.msg);
+      committed = 0;
+      tw_log_error("store", "commit failed: %s", berr.msg);
+    }
+    pthread_mutex_lock(&s->mu);
+    if (!brc) {
+      s->commits++;
+      s->ops += (uint64_t)committed;
+      if ((uint64_t)n > s->max_seen)
+        s->max_seen = (uint64_t)n;
+    }
+    for (struct wop *o = batch, *nx; o; o = nx) {
+      nx = o->next;
+      o->done = true;
+    }
+    pthread_cond_broadcast(&s->done);
+    pthread_mutex_unlock(&s->mu);
+  }
+  return NULL;
+}
+
+enum tw_rc tw_store_write(struct tw_store *s, tw_store_write_fn fn, void *arg,
+                          struct tw_err *err) {
+  struct tw_err local = {0};
+  struct wop op = {.fn = fn, .arg = arg, .err = err ? err : &local};
+  pthread_mutex_lock(&s->mu);
+  if (s->stopping) {
+    pthread_mutex_unlock(&s->mu);
+    return tw_err_set(err, TW_E_IO, "store: closing");
+  }
+  if (s->tail)
+    s->tail->next = &op;
+  else
+    s->head = &op;
+  s->tail = &op;
+  pthread_cond_signal(&s->work);
+  while (!op.done)
+    pthread_cond_wait(&s->done, &s->mu);
+  pthread_mutex_unlock(&s->mu);
+  return op.rc;
+}
+
+void tw_store_stats(struct tw_store *s, struct tw_store_stats *out) {
+  pthread_mutex_lock(&s->mu);
+  out->commits = s->commits;
+  out->ops = s->ops;
+  out->max_batch = s->max_seen;
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- open / close ------------------------------------------------------ */
+
+enum tw_rc tw_store_open(const struct tw_store_opts *opts,
+                         struct tw_store **out, struct tw_err *err) {
+  struct tw_store *s = tw_calloc(1, sizeof *s);
+  enum tw_rc rc;
+  *out = NULL;
+  s->clock = opts->clock ? opts->clock : tw_clock_real();
+  s->max_batch = opts->max_batch > 0 ? opts->max_batch : 512;
+  s->n_readers = opts->readers > 0 ? opts->readers : 8;
+  if ((rc = conn_open(&s->w, opts->path, false, opts->sync_full, err)))
+    goto fail;
+  if ((rc = migrate(&s->w, err)))
+    goto fail;
+  s->readers = tw_calloc((size_t)s->n_readers, sizeof *s->readers);
+  s->reader_busy = tw_calloc((size_t)s->n_readers, sizeof *s->reader_busy);
+  for (int i = 0; i < s->n_readers; i++)
+    if ((rc = conn_open(&s->readers[i], opts->path, true, false, err)))
+      goto fail;
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->work, NULL);
+  pthread_cond_init(&s->done, NULL);
+  pthread_mutex_init(&s->rmu, NULL);
+  pthread_cond_init(&s->rfree, NULL);
+  if (pthread_create(&s->writer, NULL, writer_main, s) != 0) {
+    rc = tw_err_set(err, TW_E_INTERNAL, "store: cannot start the writer thread");
+    goto fail;
+  }
+  *out = s;
+  return TW_OK;
+fail:
+  if (s->readers)
+    for (int i = 0; i < s->n_readers; i++)
+      conn_close(&s->readers[i]);
+  free(s->readers);
+  free(s->reader_busy);
+  conn_close(&s->w);
+  free(s);
+  return rc;
+}
+
+void tw_store_close(struct tw_store *s) {
+  if (!s)
+    return;
+  pthread_mutex_lock(&s->mu);
+  s->stopping = true;
+  pthread_cond_signal(&s->work);
+  pthread_mutex_unlock(&s->mu);
+  pthread_join(s->writer, NULL);
+  for (int i = 0; i < s->n_readers; i++)
+    conn_close(&s->readers[i]);
+  free(s->readers);
+  free(s->reader_busy);
+  conn_close(&s->w);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->work);
+  pthread_cond_destroy(&s->done);
+  pthread_mutex_destroy(&s->rmu);
+  pthread_cond_destroy(&s->rfree);
+  free(s);
+}
+
+static struct conn *reader_get(struct tw_store *s) {
+  pthread_mutex_lock(&s->rmu);
+  for (;;) {
+    for (int i = 0; i < s->n_readers; i++)
+      if (!s->reader_busy[i]) {
+        s->reader_busy[i] = true;
+        pthread_mutex_unlock(&s->rmu);
+        return &s->readers[i];
+      }
+    pthread_cond_wait(&s->rfree, &s->rmu);
+  }
+}
+
+static void reader_put(struct tw_store *s, struct conn *c) {
+  pthread_mutex_lock(&s->rmu);
+  s->reader_busy[c - s->readers] = false;
+  pthread_cond_signal(&s->rfree);
+  pthread_mutex_unlock(&s->rmu);
+}
+
+/* ---- rows -------------------------------------------------------------- */
+
+void tw_job_rec_release(struct tw_job_rec *r) {
+  if (!r)
+    return;
+  free(r->name);
+  free(r->tenant);
+  free(r->project);
+  free(r->reason);
+  free(r->spec_json);
+  free(r->placement_json);
+  memset(r, 0, sizeof *r);
+}
+
+static char *col_dup(sqlite3_stmt *st, int i) {
+  const unsigned char *t = sqlite3_column_text(st, i);
+  return t ? tw_strdup((const char *)t) : NULL;
+}
+
+static void row_to_job(sqlite3_stmt *st, struct tw_job_rec *r) {
+  memset(r, 0, sizeof *r);
+  r->seq = sqlite3_column_int64(st, 0);
+  snprintf(r->id, sizeof r->id, "%s", (const char *)sqlite3_column_text(st, 1));
+  r->name = col_dup(st, 2);
+  r->tenant = col_dup(st, 3);
+  r->project = col_dup(st, 4);
+  const char *state = (const char *)sqlite3_column_text(st, 5);
+  if (!state || !tw_job_state_parse(state, &r->state))
+    r->state = TW_JOB_FAILED; /* unreachable: states are written by us */
+  r->reason = col_dup(st, 6);
+  if (!r->reason)
+    r->reason = tw_strdup("");
+  r->priority = sqlite3_column_int(st, 7);
+  r->spec_json = col_dup(st, 8);
+  r->placement_json = col_dup(st, 9);
+  r->has_exit_code = sqlite3_column_type(st, 10) != SQLITE_NULL;
+  r->exit_code = sqlite3_column_int(st, 10);
+  r->created_ms = sqlite3_column_int64(st, 11);
+  r->updated_ms = sqlite3_column_int64(st, 12);
+}
+
+/* Time-ordered id: 48 bits of milliseconds then 80 random bits, in
+ * Crockford base32, so ids sort by creation and never collide. */
+static void new_job_id(int64_t now_ms, char out[TW_JOB_ID_LEN + 1]) {
+  static const char b32[] = "0123456789abcdefghjkmnpqrstvwxyz";
+  unsigned char bytes[16];
+  uuid_t u;
+  uuid_generate_random(u);
+  for (int i = 0; i < 6; i++)
+    bytes[i] = (unsigned char)((uint64_t)now_ms >> (40 - 8 * i));
+  memcpy(bytes + 6, u, 10);
+  out[0] = 'j';
+  out[1] = '-';
+  /* 128 bits -> 26 base32 digits (130 bits, top two zero) */
+  int bit = -2;
+  for (int i = 0; i < 26; i++, bit += 5) {
+    int v = 0;
+    for (int b = 0; b < 5; b++) {
+      int pos = bit + b;
+      v <<= 1;
+      if (pos >= 0)
+        v |= (bytes[pos / 8] >> (7 - pos % 8)) & 1;
+    }
+    out[2 + i] = b32[v];
+  }
+  out[TW_JOB_ID_LEN] = '\0';
+}
+
+static enum tw_rc step_done(struct conn *c, sqlite3_stmt *st, const char *what,
+                            struct tw_err *err) {
+  int r = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (r != SQLITE_DONE)
+    return db_err(c->db, err, what);
+  return TW_OK;
+}
+
+static enum tw_rc insert_event(struct tw_store *s, const char *id, int64_t at,
+                               const char *from, const char *to,
+                               const char *reason, struct tw_err *err) {
+  sqlite3_stmt *st = prep(&s->w, SQL_EVENT_INSERT, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, at);
+  if (from)
+    sqlite3_bind_text(st, 3, from, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, to, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 5, reason, -1, SQLITE_STATIC);
+  return step_done(&s->w, st, "insert event", err);
+}
+
+/* The idempotency check compares SHA-256 digests of the canonical spec, so
+ * the same spec sent as YAML or as JSON replays. */
+static void spec_hash(const char *spec, char out[65]) {
+  unsigned char md[SHA256_DIGEST_LENGTH];
+  SHA256((const unsigned char *)spec, strlen(spec), md);
+  for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
+    snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+struct create_arg {
+  const struct tw_job_new *req;
+  struct tw_job_rec *out;
+  bool replayed;
+};
+
+static enum tw_rc op_create(struct tw_store *s, sqlite3 *db, void *varg,
+                            struct tw_err *err) {
+  (void)db;
+  struct create_arg *a = varg;
+  const struct tw_job_new *req = a->req;
+  char hash[65];
+  enum tw_rc rc;
+  spec_hash(req->spec_json, hash);
+  if (req->idem_key) {
+    sqlite3_stmt *st = prep(&s->w, SQL_JOB_BY_IDEM, err);
+    if (!st)
+      return TW_E_IO;
+    sqlite3_bind_text(st, 1, req->tenant, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, req->idem_key, -1, SQLITE_STATIC);
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW) {
+      const char *old = (const char *)sqlite3_column_text(st, 13);
+      bool same = old && strcmp(old, hash) == 0;
+      if (same)
+        row_to_job(st, a->out);
+      sqlite3_reset(st);
+      if (!same)
+        return tw_err_field(err, TW_E_CONFLICT, "Idempotency-Key",
+                            "Idempotency-Key: already used with a different job spec");
+      a->replayed = true;
+      return TW_OK;
+    }
+    sqlite3_reset(st);
+    if (r != SQLITE_DONE)
+      return db_err(s->w.db, err, "idempotency lookup");
+  }
+  int64_t now = tw_clock_now_ms(s->clock);
+  char id[TW_JOB_ID_LEN + 1];
+  new_job_id(now, id);
+  sqlite3_stmt *st = prep(&s->w, SQL_JOB_INSERT, err);
+  if (!st)
+    return TW_E_IO;
+  const char *reason = "submitted";
+  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, req->tenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, req->project, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, req->name, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 5, reason, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 6, req->priority);
+  sqlite3_bind_text(st, 7, req->spec_json, -1, SQLITE_STATIC);
+  if (req->idem_key) {
+    sqlite3_bind_text(st, 8, req->idem_key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 9, hash, -1, SQLITE_STATIC);
+  }
+  sqlite3_bind_int64(st, 10, now);
+  if ((rc = step_done(&s->w, st, "insert job", err)))
+    return rc;
+  int64_t seq = sqlite3_last_insert_rowid(s->w.db);
+  if ((rc = insert_event(s, id, now, NULL, "pending", reason, err)))
+    return rc;
+  struct tw_job_rec *r = a->out;
+  memset(r, 0, sizeof *r);
+  r->seq = seq;
+  memcpy(r->id, id, sizeof r->id);
+  r->name = tw_strdup(req->name);
+  r->tenant = tw_strdup(req->tenant);
+  r->project = tw_strdup(req->project);
+  r->state = TW_JOB_PENDING;
+  r->reason = tw_strdup(reason);
+  r->priority = req->priority;
+  r->spec_json = tw_strdup(req->spec_json);
+  r->created_ms = r->updated_ms = now;
+  return TW_OK;
+}
+
+enum tw_rc tw_store_job_create(struct tw_store *s, const struct tw_job_new *req,
+                               struct tw_job_rec *out, bool *replayed,
+                               struct tw_err *err) {
+  struct create_arg a = {.req = req, .out = out};
+  memset(out, 0, sizeof *out);
+  enum tw_rc rc = tw_store_write(s, op_create, &a, err);
+  if (rc)
+    tw_job_rec_release(out);
+  if (replayed)
+    *replayed = a.replayed;
+  return rc;
+}
+
+static enum tw_rc get_on(struct conn *c, const char *id, struct tw_job_rec *out,
+                         struct tw_err *err) {
+  sqlite3_stmt *st = prep(c, SQL_JOB_BY_ID, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  int r = sqlite3_step(st);
+  enum tw_rc rc = TW_OK;
+  if (r == SQLITE_ROW)
+    row_to_job(st, out);
+  else if (r == SQLITE_DONE)
+    rc = tw_err_set(err, TW_E_NOTFOUND, "job %s not found", id);
+  else
+    rc = db_err(c->db, err, "get job");
+  sqlite3_reset(st);
+  return rc;
+}
+
+enum tw_rc tw_store_job_get(struct tw_store *s, const char *id,
+                            struct tw_job_rec *out, struct tw_err *err) {
+  struct conn *c = reader_get(s);
+  enum tw_rc rc = get_on(c, id, out, err);
+  reader_put(s, c);
+  return rc;
+}
+
+enum tw_rc tw_store_job_list(struct tw_store *s, const struct tw_job_filter *f,
+                             struct tw_job_rec **out, size_t *n,
+                             int64_t *next_before, struct tw_err *err) {
+  const char *sql = f->state ? (f->tenant ? SQL_JOB_LIST_BOTH : SQL_JOB_LIST_STATE)
+                             : (f->tenant ? SQL_JOB_LIST_TENANT : SQL_JOB_LIST);
+  int limit = f->limit < 1 ? 1 : f->limit > 500 ? 500 : f->limit;
+  *out = NULL;
+  *n = 0;
+  *next_before = 0;
+  struct conn *c = reader_get(s);
+  enum tw_rc rc = TW_OK;
+  sqlite3_stmt *st = prep(c, sql, err);
+  if (!st) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  /* fetch one more than asked to know whether another page exists */
+  sqlite3_bind_int64(st, 1, f->before_seq > 0 ? f->before_seq : INT64_MAX);
+  sqlite3_bind_int(st, 2, limit + 1);
+  if (f->state)
+    sqlite3_bind_text(st, 3, f->state, -1, SQLITE_STATIC);
+  if (f->tenant)
+    sqlite3_bind_text(st, 4, f->tenant, -1, SQLITE_STATIC);
+  struct tw_job_rec *recs = tw_calloc((size_t)limit, sizeof *recs);
+  size_t k = 0;
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (k == (size_t)limit) {
+      *next_before = recs[k - 1].seq;
+      break;
+    }
+    row_to_job(st, &recs[k++]);
+  }
+  if (r != SQLITE_ROW && r != SQLITE_DONE) {
+    rc = db_err(c->db, err, "list jobs");
+    for (size_t i = 0; i < k; i++)
+      tw_job_rec_release(&recs[i]);
+    free(recs);
+  } else {
+    *out = recs;
+    *n = k;
+  }
+  sqlite3_reset(st);
+out:
+  reader_put(s, c);
+  return rc;
+}
+
+struct transition_arg {
+  const struct tw_job_transition *t;
+  struct tw_job_rec *out;
+};
+
+static enum tw_rc op_transition(struct tw_store *s, sqlite3 *db, void *varg,
+                                struct tw_err *err) {
+  (void)db;
+  struct transition_arg *a = varg;
+  const struct tw_job_transition *t = a->t;
+  struct tw_job_rec cur;
+  enum tw_rc rc = get_on(&s->w, t->id, &cur, err);
+  if (rc)
+    return rc;
+  if ((rc = tw_job_transition_check(cur.state, t->to, err)))
+    goto out;
+  int64_t now = tw_clock_now_ms(s->clock);
+  const char *from = tw_job_state_str(cur.state), *to = tw_job_state_str(t->to);
+  const char *reason = t->reason ? t->reason : "";
+  sqlite3_stmt *st = prep(&s->w, SQL_JOB_SET_STATE, err);
+  if (!st) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  sqlite3_bind_text(st, 1, to, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, now);
+  if (t->placement_json)
+    sqlite3_bind_text(st, 4, t->placement_json, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 5, t->has_exit);
+  sqlite3_bind_int(st, 6, t->exit_code);
+  sqlite3_bind_text(st, 7, t->id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 8, from, -1, SQLITE_STATIC);
+  if ((rc = step_done(&s->w, st, "update job state", err)))
+    goto out;
+  if (sqlite3_changes(s->w.db) != 1) {
+    rc = tw_err_set(err, TW_E_CONFLICT, "job %s changed state concurrently", t->id);
+    goto out;
+  }
+  if ((rc = insert_event(s, t->id, now, from, to, reason, err)))
+    goto out;
+  if (a->out)
+    rc = get_on(&s->w, t->id, a->out, err);
+out:
+  tw_job_rec_release(&cur);
+  return rc;
+}
+
+enum tw_rc tw_store_job_transition(struct tw_store *s,
+                                   const struct tw_job_transition *t,
+                                   struct tw_job_rec *out, struct tw_err *err) {
+  struct transition_arg a = {.t = t, .out = out};
+  if (out)
+    memset(out, 0, sizeof *out);
+  enum tw_rc rc = tw_store_write(s, op_transition, &a, err);
+  if (rc && out)
+    tw_job_rec_release(out);
+  return rc;
+}
+
+enum tw_rc tw_store_job_events(struct tw_store *s, const char *id,
+                               struct tw_job_event **out, size_t *n,
+                               struct tw_err *err) {
+  *out = NULL;
+  *n = 0;
+  struct conn *c = reader_get(s);
+  enum tw_rc rc = TW_OK;
+  sqlite3_stmt *st = prep(c, SQL_JOB_EXISTS, err);
+  if (!st) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  int r = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (r == SQLITE_DONE) {
+    rc = tw_err_set(err, TW_E_NOTFOUND, "job %s not found", id);
+    goto out;
+  }
+  if (r != SQLITE_ROW) {
+    rc = db_err(c->db, err, "get job");
+    goto out;
+  }
+  if (!(st = prep(c, SQL_EVENTS, err))) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  size_t cap = 0;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 8;
+      *out = tw_realloc(*out, cap * sizeof **out);
+    }
+    struct tw_job_event *e = &(*out)[(*n)++];
+    memset(e, 0, sizeof *e);
+    e->seq = sqlite3_column_int64(st, 0);
+    e->at_ms = sqlite3_column_int64(st, 1);
+    const char *from = (const char *)sqlite3_column_text(st, 2);
+    e->has_from = from && tw_job_state_parse(from, &e->from);
+    const char *to = (const char *)sqlite3_column_text(st, 3);
+    if (!to || !tw_job_state_parse(to, &e->to))
+      e->to = TW_JOB_FAILED;
+    e->reason = col_dup(st, 4);
+  }
+  if (r != SQLITE_DONE)
+    rc = db_err(c->db, err, "list events");
+  sqlite3_reset(st);
+out:
+  reader_put(s, c);
+  return rc;
+}
+
+enum tw_rc tw_store_job_counts(struct tw_store *s,
+                               int64_t counts[TW_JOB_NSTATES],
+                               struct tw_err *err) {
+  memset(counts, 0, sizeof(int64_t) * TW_JOB_NSTATES);
+  struct conn *c = reader_get(s);
+  enum tw_rc rc = TW_OK;
+  sqlite3_stmt *st = prep(c, SQL_COUNTS, err);
+  if (!st) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    enum tw_job_state js;
+    const char *name = (const char *)sqlite3_column_text(st, 0);
+    if (name && tw_job_state_parse(name, &js))
+      counts[js] = sqlite3_column_int64(st, 1);
+  }
+  if (r != SQLITE_DONE)
+    rc = db_err(c->db, err, "count jobs");
+  sqlite3_reset(st);
+out:
+  reader_put(s, c);
+  return rc;
+}

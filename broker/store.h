@@ -1,0 +1,151 @@
+/* store.h - the embedded store: sqlite in WAL mode.
+ *
+ * One writer thread owns the write connection.  Callers hand it write
+ * operations and block until the transaction holding theirs has committed:
+ * writes that arrive together commit together (group commit), so a burst of
+ * N concurrent submissions costs one fsync, not N, and each caller still
+ * gets its answer only after its row is durable.  Each operation runs inside
+ * its own SAVEPOINT, so one failing operation never undoes its neighbours.
+ * Reads use a small pool of read-only connections (WAL readers never block
+ * the writer).  All functions are thread-safe. */
+#ifndef TW_BROKER_STORE_H
+#define TW_BROKER_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "err.h"
+#include "job.h"
+
+struct tw_store;
+struct sqlite3;
+
+struct tw_store_opts {
+  const char *path;        /* sqlite file; created when absent */
+  struct tw_clock *clock;  /* NULL: the real clock */
+  bool sync_full;          /* PRAGMA synchronous=FULL (default) vs NORMAL */
+  int max_batch;           /* operations per transaction; 0: 512 */
+  int readers;             /* read connections; 0: 8 */
+};
+
+/* Opens (and migrates) the store and starts its writer thread.  *out is
+ * owned; tw_store_close() it. */
+enum tw_rc tw_store_open(const struct tw_store_opts *opts,
+                         struct tw_store **out, struct tw_err *err);
+/* Finishes queued writes, stops the writer, closes every connection.
+ * NULL is a no-op. */
+void tw_store_close(struct tw_store *s);
+
+/* The schema version this build migrates to (PRAGMA user_version). */
+int tw_store_schema_version(void);
+
+/* ---- jobs -------------------------------------------------------------- */
+
+#define TW_JOB_ID_LEN 28 /* "j-" + 26 characters, time-ordered */
+
+struct tw_job_rec {
+  int64_t seq;
+  char id[TW_JOB_ID_LEN + 1];
+  char *name, *tenant, *project; /* owned */
+  enum tw_job_state state;
+  char *reason;                  /* owned, never NULL */
+  int priority;
+  char *spec_json;               /* canonical spec (owned) */
+  char *placement_json;          /* owned; NULL until placed */
+  bool has_exit_code;
+  int exit_code;
+  int64_t created_ms, updated_ms;
+};
+
+void tw_job_rec_release(struct tw_job_rec *r);
+
+struct tw_job_new {
+  const char *name, *tenant, *project;
+  int priority;
+  const char *spec_json;       /* canonical JSON of the validated spec */
+  const char *idem_key;        /* NULL: none */
+};
+
+/* Stores a new pending job with its first event, durably, before
+ * returning.  With an idempotency key already used by the same tenant:
+ * the same spec returns the stored job with *replayed = true; another spec
+ * returns TW_E_CONFLICT. */
+enum tw_rc tw_store_job_create(struct tw_store *s, const struct tw_job_new *req,
+                               struct tw_job_rec *out, bool *replayed,
+                               struct tw_err *err);
+
+/* TW_E_NOTFOUND when absent. */
+enum tw_rc tw_store_job_get(struct tw_store *s, const char *id,
+                            struct tw_job_rec *out, struct tw_err *err);
+
+struct tw_job_filter {
+  const char *state;   /* NULL: any */
+  const char *tenant;  /* NULL: any */
+  int64_t before_seq;  /* 0: from the newest; else only seq < before_seq */
+  int limit;           /* 1..500 */
+};
+
+/* Newest first.  *out is an array of *n records (free each with
+ * tw_job_rec_release, then free() the array).  *next_before is the seq to
+ * pass as before_seq for the next page, or 0 when this was the last. */
+enum tw_rc tw_store_job_list(struct tw_store *s, const struct tw_job_filter *f,
+                             struct tw_job_rec **out, size_t *n,
+                             int64_t *next_before, struct tw_err *err);
+
+/* Moves a job to `to`, validated by tw_job_transition_check() against its
+ * current state inside the write transaction, and records the event.
+ * placement_json and exit_code (when has_exit) are stored if given.  On
+ * success *out (if non-NULL) holds the updated job. */
+struct tw_job_transition {
+  const char *id;
+  enum tw_job_state to;
+  const char *reason;
+  const char *placement_json; /* NULL: unchanged */
+  bool has_exit;
+  int exit_code;
+};
+enum tw_rc tw_store_job_transition(struct tw_store *s,
+                                   const struct tw_job_transition *t,
+                                   struct tw_job_rec *out, struct tw_err *err);
+
+struct tw_job_event {
+  int64_t seq;
+  int64_t at_ms;
+  bool has_from;
+  enum tw_job_state from, to;
+  char *reason; /* owned */
+};
+
+/* Oldest first; TW_E_NOTFOUND when the job does not exist.  free() each
+ * reason and the array. */
+enum tw_rc tw_store_job_events(struct tw_store *s, const char *id,
+                               struct tw_job_event **out, size_t *n,
+                               struct tw_err *err);
+
+/* counts[state] = number of jobs in that state. */
+enum tw_rc tw_store_job_counts(struct tw_store *s,
+                               int64_t counts[TW_JOB_NSTATES],
+                               struct tw_err *err);
+
+/* ---- generic write operations ------------------------------------------ */
+
+/* Runs fn inside the next group-committed transaction (in its own
+ * savepoint) and returns its result once that transaction is durable.  fn
+ * runs on the writer thread; it must use only db and its arg.  Later
+ * modules (attempts, ledger, audit) add their writes through this. */
+typedef enum tw_rc (*tw_store_write_fn)(struct tw_store *s, struct sqlite3 *db,
+                                        void *arg, struct tw_err *err);
+enum tw_rc tw_store_write(struct tw_store *s, tw_store_write_fn fn, void *arg,
+                          struct tw_err *err);
+
+/* Statistics for /metrics and the benchmark. */
+struct tw_store_stats {
+  uint64_t commits;       /* transactions committed */
+  uint64_t ops;           /* write operations committed */
+  uint64_t max_batch;     /* largest batch so far */
+};
+void tw_store_stats(struct tw_store *s, struct tw_store_stats *out);
+
+#endif
