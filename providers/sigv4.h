@@ -4,7 +4,22 @@
  * tw_sigv4_sign(), and the fake cloud checks requests with
  * tw_sigv4_verify() exactly as AWS does.  Conformance: every case of the
  * AWS SigV4 test suites in shared/data/sigv4 and a differential test
- * against botocore (tests/unit/test_sigv4.c, tests/providers.cmake). */
+ * against botocore (tests/unit/test_sigv4.c, tests/providers-sigv4.cmake).
+ *
+ * Canonical form, as botocore builds it:
+ *   - path: dot segments and empty segments removed when normalize_path,
+ *     then URI-encoded once ('/' kept).  Given a wire path ("/a%20b") this
+ *     yields the double encoding AWS expects from every service but S3
+ *     ("/a%2520b"); given a raw path as in the test suites ("/a b") it
+ *     yields "/a%20b".
+ *   - query: split on '&' and '=', each key and value percent-decoded then
+ *     URI-encoded (so raw UTF-8 and already encoded input agree), sorted by
+ *     key then value; "k" becomes "k=".
+ *   - headers: names lower-cased, values trimmed with inner whitespace runs
+ *     made one space, repeated names joined with ',' in the order sent.
+ *   - payload: the value of an x-amz-content-sha256 header when present,
+ *     else the hex SHA-256 of the body.
+ * All functions are reentrant; none keeps state. */
 #ifndef TW_PROVIDERS_SIGV4_H
 #define TW_PROVIDERS_SIGV4_H
 
@@ -50,12 +65,22 @@ struct tw_sigv4_result {
 };
 
 /* Signs req.  The headers signed are all of req's headers (as the AWS test
- * suite does); the caller adds x-amz-date, host and, for a session token,
- * x-amz-security-token before calling. */
+ * suite does) except those botocore never signs because proxies rewrite
+ * them: connection, expect, keep-alive, proxy-authenticate,
+ * proxy-authorization, te, trailer, transfer-encoding, upgrade, user-agent,
+ * x-amzn-trace-id.  The caller adds x-amz-date, host and, for a session
+ * token, x-amz-security-token before calling; params->session_token is not
+ * added by the signer.  On success out holds the results (release with
+ * tw_sigv4_result_release()); on failure out is empty.
+ * Errors: TW_E_INVALID for a missing method, credentials, region, service,
+ * or an amz_date not of the form YYYYMMDDTHHMMSSZ. */
 enum tw_rc tw_sigv4_sign(const struct tw_sigv4_request *req,
                          const struct tw_sigv4_params *params,
                          struct tw_sigv4_result *out, struct tw_err *err);
 void tw_sigv4_result_release(struct tw_sigv4_result *r);
+
+/* Formats ms since the epoch as an x-amz-date value, "20150830T123600Z". */
+void tw_sigv4_amz_date(int64_t ms, char out[17]);
 
 /* Looks up the secret of an access key; returns NULL when unknown. */
 typedef const char *(*tw_sigv4_secret_fn)(void *ctx, const char *access_key);
@@ -68,7 +93,18 @@ typedef const char *(*tw_sigv4_secret_fn)(void *ctx, const char *access_key);
  *   TW_E_AUTH "AuthFailure"               unknown access key
  *   TW_E_AUTH "SignatureDoesNotMatch"     wrong secret or altered request
  *   TW_E_AUTH "RequestExpired"            date outside the skew window
- * On success, *access_key_out (if non-NULL) receives a copy (free()). */
+ * On success, *access_key_out (if non-NULL) receives a copy (free()).
+ * The request is req as received: wire path and query, every header.  The
+ * time is x-amz-date, else an HTTP Date header; the Credential scope date
+ * must equal its day and the scope's service expect_service (when
+ * non-NULL; the region is not checked).  Only the headers named in
+ * SignedHeaders are used, and each must be present; host must be among
+ * them.  An x-amz-content-sha256 header must equal the SHA-256 of the body
+ * (SignatureDoesNotMatch otherwise), since the signature covers the header
+ * and not the body.  Paths are normalized unless the service is "s3".
+ * Signatures are compared in constant time.  TW_E_INVALID when req or
+ * secret is NULL.  The secret callback is called at most once, from the
+ * calling thread. */
 enum tw_rc tw_sigv4_verify(const struct tw_sigv4_request *req,
                            tw_sigv4_secret_fn secret, void *ctx,
                            int64_t now_ms, int64_t skew_ms,
