@@ -23,6 +23,24 @@ enum tw_arch { TW_ARCH_ANY = 0, TW_ARCH_X86_64, TW_ARCH_ARM64 };
 
 #define TW_SPEC_NAME_MAX 128
 
+/* Bounds enforced by validation (docs/jobspec.md lists them all). */
+#define TW_SPEC_NODES_MAX 4096
+#define TW_SPEC_CPUS_MAX 1024
+#define TW_SPEC_ACCEL_COUNT_MAX 256
+#define TW_SPEC_MEMORY_MIB_MAX (64LL * 1024 * 1024) /* 64 TiB */
+#define TW_SPEC_DURATION_MAX_S (365LL * 86400)
+#define TW_SPEC_PRICE_MAX_UUSD (1000000LL * 1000000) /* 1,000,000 USD/h */
+#define TW_SPEC_PRIORITY_MIN (-1000)
+#define TW_SPEC_PRIORITY_MAX 1000
+#define TW_SPEC_DATASETS_MAX 256
+#define TW_SPEC_PROVIDERS_MAX 16
+#define TW_SPEC_REGIONS_MAX 256
+#define TW_SPEC_RESIDENCY_MAX 64
+#define TW_SPEC_ENV_MAX 512
+#define TW_SPEC_URI_MAX 2048
+#define TW_SPEC_RUN_MAX (64 * 1024)
+#define TW_SPEC_ENV_VALUE_MAX (32 * 1024)
+
 struct tw_dataset_ref {
   char *uri;          /* required, e.g. s3://bucket/path */
   int64_t size_bytes; /* 0 when not given */
@@ -97,6 +115,10 @@ void tw_spec_to_json(const struct tw_job_spec *spec, struct tw_buf *out);
 int tw_parse_duration_s(const char *s, int64_t *out);  /* "6h", "1h30m", "90s", "2d" */
 int tw_parse_usd_uusd(const char *s, int64_t *out);    /* "3.25" -> 3250000, exact */
 int tw_parse_size_bytes(const char *s, int64_t *out);  /* "10GiB", "500GB", "1024" */
+
+/* Provider names accepted in placement.providers, dataset locations and
+ * region selectors: a NULL-terminated list ("aws", "azure", ...). */
+extern const char *const tw_spec_providers[];
 
 const char *tw_market_str(enum tw_market m); /* "any", "spot", "on-demand" */
 const char *tw_arch_str(enum tw_arch a);     /* "any", "x86_64", "arm64" */

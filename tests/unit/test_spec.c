@@ -1,0 +1,657 @@
+/* test_spec.c - the job spec parser and validator (broker/spec.h).
+ *
+ * Bad inputs each name the exact field path and a message fragment; good
+ * inputs in YAML and JSON must survive spec -> JSON -> spec -> JSON
+ * unchanged; money, durations and sizes are parsed exactly; every example
+ * in configs/jobs/ must validate. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/clock.h"
+#include "broker/node.h"
+#include "broker/spec.h"
+
+static int failures;
+static int checks;
+
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    checks++;                                                                  \
+    if (!(cond)) {                                                             \
+      failures++;                                                              \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fputc('\n', stderr);                                                     \
+    }                                                                          \
+  } while (0)
+
+static enum tw_rc parse(const char *text, bool json, struct tw_job_spec *s,
+                        struct tw_err *err) {
+  tw_err_clear(err);
+  return tw_spec_parse(text, strlen(text), json, s, err);
+}
+
+static char *to_json(const struct tw_job_spec *s) {
+  struct tw_buf b;
+  tw_buf_init(&b);
+  tw_spec_to_json(s, &b);
+  return tw_buf_detach(&b);
+}
+
+/* spec -> JSON -> spec -> JSON must be a fixed point, read back both as
+ * strict JSON and through the YAML front-end. */
+static void check_round_trip(const char *label, const struct tw_job_spec *s) {
+  struct tw_job_spec a, y;
+  struct tw_err err;
+  char *j1 = to_json(s);
+  enum tw_rc rc = parse(j1, true, &a, &err);
+  CHECK(rc == TW_OK, "%s: canonical JSON does not reparse: %s\n  %s", label,
+        err.msg, j1);
+  if (rc == TW_OK) {
+    char *j2 = to_json(&a);
+    CHECK(!strcmp(j1, j2), "%s: round trip differs\n  %s\n  %s", label, j1,
+          j2);
+    free(j2);
+    tw_spec_release(&a);
+  }
+  rc = parse(j1, false, &y, &err);
+  CHECK(rc == TW_OK, "%s: canonical JSON does not reparse as YAML: %s",
+        label, err.msg);
+  if (rc == TW_OK) {
+    char *j3 = to_json(&y);
+    CHECK(!strcmp(j1, j3), "%s: YAML reading differs\n  %s\n  %s", label, j1,
+          j3);
+    free(j3);
+    tw_spec_release(&y);
+  }
+  free(j1);
+}
+
+/* ---- bad inputs -------------------------------------------------------- */
+
+struct bad {
+  bool json;
+  const char *text;
+  const char *field; /* exact err->field */
+  const char *frag;  /* must appear in err->msg */
+};
+
+static const struct bad bad_cases[] = {
+    /* top level */
+    {false, "- a\n- b\n", "", "expected a mapping at the top level"},
+    {true, "[1,2]", "", "got a sequence"},
+    {false, "tenant: t\n", "name", "name: required"},
+    {false, "name: \"\"\n", "name", "must not be empty"},
+    {false, "name: has space\n", "name", "may only contain letters"},
+    {false, "name: [a]\n", "name", "expected a string, got a sequence"},
+    {false, "name: a\ntenant: a/b\n", "tenant", "may only contain"},
+    {false, "name: a\nproject: {x: 1}\n", "project", "got a mapping"},
+    {false, "name: a\nnmae: b\n", "nmae", "unknown key; did you mean \"name\"?"},
+    {false, "name: a\nzzzzzzzz: 1\n", "zzzzzzzz", "zzzzzzzz: unknown key"},
+    {false, "name: a\nnum_nodes: 2\n", "num_nodes", "use \"nodes\" instead"},
+    /* resources */
+    {false, "name: a\nresources: {acelerators: A100}\n",
+     "resources.acelerators",
+     "resources.acelerators: unknown key; did you mean \"accelerators\"?"},
+    {false, "name: a\nresources: {cloud: aws}\n", "resources.cloud",
+     "use \"placement.providers\" instead"},
+    {false, "name: a\nresources: 8\n", "resources", "expected a mapping"},
+    {false, "name: a\nresources: {cpus: eight}\n", "resources.cpus",
+     "resources.cpus: expected a number or N+, got \"eight\""},
+    {false, "name: a\nresources: {cpus: 0}\n", "resources.cpus",
+     "must be 1..1024, got 0"},
+    {false, "name: a\nresources: {cpus: -4}\n", "resources.cpus",
+     "must be 1..1024, got -4"},
+    {false, "name: a\nresources: {cpus: 2.5}\n", "resources.cpus",
+     "whole number of CPUs"},
+    {false, "name: a\nresources: {cpus: 99999999999999999999999}\n",
+     "resources.cpus", "must be 1..1024"},
+    {false, "name: a\nresources: {cpus: true}\n", "resources.cpus",
+     "got boolean true"},
+    {false, "name: a\nresources: {cpus_at_least: true}\n",
+     "resources.cpus_at_least", "needs resources.cpus"},
+    {false, "name: a\nresources: {cpus: 8+, cpus_at_least: false}\n",
+     "resources.cpus_at_least", "conflicts"},
+    {false, "name: a\nresources: {memory: 0.3}\n", "resources.memory",
+     "not a whole number of MiB"},
+    {false, "name: a\nresources: {memory: 0}\n", "resources.memory",
+     "must be > 0"},
+    {false, "name: a\nresources: {memory: lots}\n", "resources.memory",
+     "expected GiB as a number or N+"},
+    {false, "name: a\nresources: {memory: 32, memory_mib: 1024}\n",
+     "resources.memory_mib", "not both"},
+    {false, "name: a\nresources: {accelerators: \"A100:0\"}\n",
+     "resources.accelerators", "count after ':' must be 1..256"},
+    {false, "name: a\nresources: {accelerators: \"A100:x\"}\n",
+     "resources.accelerators", "must be 1..256"},
+    {false, "name: a\nresources: {accelerators: \"8\"}\n",
+     "resources.accelerators", "expected an accelerator name"},
+    {false, "name: a\nresources: {accelerators: {A100: 8, H100: 8}}\n",
+     "resources.accelerators", "alternatives are not supported"},
+    {false, "name: a\nresources: {accelerators: {A100: \"8\"}}\n",
+     "resources.accelerators.A100", "write it without quotes"},
+    {false, "name: a\nresources: {accelerators: [A100]}\n",
+     "resources.accelerators", "expected a string like A100:8"},
+    {false, "name: a\nresources: {accelerators: {name: A100, cnt: 2}}\n",
+     "resources.accelerators.cnt", "did you mean \"count\"?"},
+    {false, "name: a\nresources: {arch: x86-64}\n", "resources.arch",
+     "did you mean \"x86_64\"?"},
+    {false, "name: a\nresources: {arch: sparc}\n", "resources.arch",
+     "expected x86_64, arm64 or any, got \"sparc\""},
+    {false, "name: a\nresources: {market: spto}\n", "resources.market",
+     "did you mean \"spot\"?"},
+    {false, "name: a\nresources: {market: on-demand, use_spot: true}\n",
+     "resources.use_spot", "true conflicts with market \"on-demand\""},
+    {false, "name: a\nresources: {market: spot, use_spot: false}\n",
+     "resources.use_spot", "false conflicts with market \"spot\""},
+    {false, "name: a\nresources: {use_spot: \"yes\"}\n", "resources.use_spot",
+     "expected true or false"},
+    /* nodes, priority: strict integers */
+    {false, "name: a\nnodes: \"8\"\n", "nodes",
+     "expected an integer, got string \"8\" (write it without quotes)"},
+    {true, "{\"name\":\"a\",\"nodes\":\"8\"}", "nodes", "string \"8\""},
+    {false, "name: a\nnodes: 0\n", "nodes", "must be 1..4096, got 0"},
+    {false, "name: a\nnodes: 4097\n", "nodes", "must be 1..4096"},
+    {false, "name: a\nnodes: 1.5\n", "nodes", "expected a whole number"},
+    {false, "name: a\npriority: 1001\n", "priority", "must be -1000..1000"},
+    {false, "name: a\npriority: high\n", "priority", "expected an integer"},
+    /* duration, deadline */
+    {false, "name: a\nduration: 6x\n", "duration",
+     "expected a duration like 6h"},
+    {false, "name: a\nduration: 30m1h\n", "duration", "expected a duration"},
+    {false, "name: a\nduration: 0\n", "duration", "must be > 0"},
+    {false, "name: a\nduration: -5\n", "duration", "must be > 0"},
+    {false, "name: a\nduration: 366d\n", "duration", "at most 365d"},
+    {false, "name: a\nduration: 99999999999999999999d\n", "duration",
+     "at most 365d"},
+    {false, "name: a\nduration: 6h\nduration_s: 60\n", "duration_s",
+     "not both"},
+    {false, "name: a\ndeadline: tomorrow\n", "deadline", "RFC 3339"},
+    {false, "name: a\ndeadline: 2026-02-30T00:00:00Z\n", "deadline",
+     "RFC 3339"},
+    {false, "name: a\ndeadline: 1960-01-01T00:00:00Z\n", "deadline",
+     "after 1970"},
+    /* money */
+    {false, "name: a\nmax_price_per_hour: 0.0000001\n", "max_price_per_hour",
+     "more than 6 decimals"},
+    {false, "name: a\nmax_price_per_hour: 0\n", "max_price_per_hour",
+     "must be > 0"},
+    {false, "name: a\nmax_price_per_hour: -3\n", "max_price_per_hour",
+     "must be > 0"},
+    {false, "name: a\nmax_price_per_hour: $3\n", "max_price_per_hour",
+     "expected USD like 3.25"},
+    {false, "name: a\nmax_price_per_hour: 3,25\n", "max_price_per_hour",
+     "expected USD"},
+    {false, "name: a\nmax_price_per_hour: 99999999999999\n",
+     "max_price_per_hour", "at most 1000000 USD"},
+    {true, "{\"name\":\"a\",\"max_price_per_hour\":1e-7}",
+     "max_price_per_hour", "more than 6 decimals"},
+    /* datasets */
+    {false, "name: a\ndatasets: {uri: s3://b}\n", "datasets",
+     "expected a sequence"},
+    {false, "name: a\ndatasets:\n  - uri: s3://b\n  - size: 1GB\n",
+     "datasets[1].uri", "required"},
+    {false, "name: a\ndatasets:\n  - uri: s3://b\n  - uri: s3://c\n    size: 10QB\n",
+     "datasets[1].size", "datasets[1].size: expected a size > 0"},
+    {false, "name: a\ndatasets:\n  - uri: s3://b\n    size: 1.5B\n",
+     "datasets[0].size", "expected a size"},
+    {false, "name: a\ndatasets:\n  - uri: bucket/path\n", "datasets[0].uri",
+     "expected a URI with a scheme"},
+    {false, "name: a\ndatasets:\n  - uri: s3://b\n    location: aws\n",
+     "datasets[0].location", "expected provider:region"},
+    {false, "name: a\ndatasets:\n  - uri: s3://b\n    location: asw:us-east-1\n",
+     "datasets[0].location", "did you mean \"aws\"?"},
+    {false, "name: a\ndatasets:\n  - uri: s3://b\n    locaton: aws:x\n",
+     "datasets[0].locaton", "did you mean \"location\"?"},
+    /* placement */
+    {false, "name: a\nplacement: {providers: [aws, gpc]}\n",
+     "placement.providers[1]", "unknown provider"},
+    {false, "name: a\nplacement: {providers: [AWS]}\n",
+     "placement.providers[0]", "did you mean \"aws\"?"},
+    {false, "name: a\nplacement: {providers: [azrue]}\n",
+     "placement.providers[0]", "did you mean \"azure\"?"},
+    {false, "name: a\nplacement: {providers: [aws, aws]}\n",
+     "placement.providers[1]", "duplicate"},
+    {false, "name: a\nplacement: {regions: [us-east-1]}\n",
+     "placement.regions[0]", "expected provider:region"},
+    {false, "name: a\nplacement: {regions: [\"aws:us east\"]}\n",
+     "placement.regions[0]", "region may only contain"},
+    {false, "name: a\nplacement: {residency: eu}\n", "placement.residency",
+     "upper-case letters"},
+    {false, "name: a\nplacement: {residency: [EU, X]}\n",
+     "placement.residency[1]", "2..8 upper-case"},
+    {false, "name: a\nplacement: {residnecy: EU}\n", "placement.residnecy",
+     "did you mean \"residency\"?"},
+    /* checkpoint, run, env */
+    {false, "name: a\ncheckpoint: {interval: 10m}\n", "checkpoint.uri",
+     "required"},
+    {false, "name: a\ncheckpoint: {interval: often, uri: s3://b}\n",
+     "checkpoint.interval", "expected a duration"},
+    {false, "name: a\nrun: [echo, hi]\n", "run", "expected a string"},
+    {false, "name: a\nenv: {1BAD: x}\n", "env.1BAD", "[A-Za-z_]"},
+    {false, "name: a\nenv: {GOOD: [1]}\n", "env.GOOD",
+     "expected a string, number or boolean"},
+    {false, "name: a\nenv: [A]\n", "env", "expected a mapping"},
+};
+
+static void test_bad_inputs(void) {
+  size_t n = sizeof bad_cases / sizeof bad_cases[0];
+  CHECK(n >= 40, "only %zu bad cases", n);
+  for (size_t i = 0; i < n; i++) {
+    const struct bad *c = &bad_cases[i];
+    struct tw_job_spec s;
+    struct tw_err err;
+    enum tw_rc rc = parse(c->text, c->json, &s, &err);
+    CHECK(rc == TW_E_INVALID, "bad[%zu] %s: rc %s", i, c->text,
+          tw_rc_str(rc));
+    if (rc == TW_OK) {
+      tw_spec_release(&s);
+      continue;
+    }
+    CHECK(err.rc == TW_E_INVALID, "bad[%zu]: err.rc %d", i, err.rc);
+    CHECK(!strcmp(err.field, c->field), "bad[%zu] %s: field \"%s\", want \"%s\"",
+          i, c->text, err.field, c->field);
+    CHECK(strstr(err.msg, c->frag) != NULL,
+          "bad[%zu] %s: message \"%s\" lacks \"%s\"", i, c->text, err.msg,
+          c->frag);
+    /* The message leads with the path. */
+    if (*c->field)
+      CHECK(!strncmp(err.msg, c->field, strlen(c->field)) &&
+                err.msg[strlen(c->field)] == ':',
+            "bad[%zu]: message \"%s\" does not start with the path", i,
+            err.msg);
+    /* A failed parse leaves nothing to free. */
+    CHECK(s.name == NULL && s.datasets == NULL && s.env == NULL,
+          "bad[%zu]: spec not released", i);
+  }
+}
+
+static void test_yaml_line_in_message(void) {
+  struct tw_job_spec s;
+  struct tw_err err;
+  parse("name: a\nresources:\n  cpus: 4\n  acelerators: A100\n", false, &s,
+        &err);
+  CHECK(strstr(err.msg, "(line 4)") != NULL, "no line in \"%s\"", err.msg);
+}
+
+static void test_syntax_errors_pass_through(void) {
+  struct tw_job_spec s;
+  struct tw_err err;
+  CHECK(parse("{\"name\": ", true, &s, &err) == TW_E_INVALID, "json");
+  CHECK(strstr(err.msg, "malformed JSON") != NULL, "%s", err.msg);
+  CHECK(parse("name: [a\n", false, &s, &err) == TW_E_INVALID, "yaml");
+  CHECK(strstr(err.msg, "malformed YAML") != NULL, "%s", err.msg);
+  CHECK(parse("", false, &s, &err) == TW_E_INVALID, "empty");
+}
+
+/* ---- good inputs ------------------------------------------------------- */
+
+struct good {
+  bool json;
+  const char *text;
+  const char *canon; /* expected canonical JSON, or NULL: round trip only */
+};
+
+static const struct good good_cases[] = {
+    {false, "name: hello\nrun: echo hello\n",
+     "{\"name\":\"hello\",\"tenant\":\"default\",\"project\":\"default\","
+     "\"nodes\":1,\"priority\":0,\"run\":\"echo hello\"}"},
+    /* SkyPilot's resources block */
+    {false,
+     "name: train\nresources: {accelerators: A100:8, use_spot: true, cpus: "
+     "8+}\n",
+     "{\"name\":\"train\",\"tenant\":\"default\",\"project\":\"default\","
+     "\"resources\":{\"accelerators\":{\"name\":\"A100\",\"count\":8},"
+     "\"cpus\":8,\"cpus_at_least\":true,\"market\":\"spot\"},\"nodes\":1,"
+     "\"priority\":0}"},
+    {false,
+     "name: llm-train.v2\ntenant: research\nproject: llm\n"
+     "resources:\n  accelerators: A100:8\n  cpus: 8+\n  memory: 32+\n"
+     "  arch: amd64\n  market: spot\n"
+     "nodes: 2\nduration: 6h\ndeadline: 2026-12-01T00:00:00Z\n"
+     "max_price_per_hour: \"3.25\"\n"
+     "datasets:\n  - uri: s3://corpus/tokens\n    size: 10GiB\n"
+     "    location: aws:us-east-1\n  - gs://extra/shard\n"
+     "placement:\n  providers: [aws, azure]\n  regions: [\"aws:us-*\", "
+     "azure:westeurope]\n  residency: EU\n"
+     "priority: -5\ncheckpoint: {interval: 30m, uri: s3://ckpt/llm}\n"
+     "run: |\n  python train.py\n"
+     "env: {ZETA: 1, ALPHA: true, MID: text}\n",
+     "{\"name\":\"llm-train.v2\",\"tenant\":\"research\",\"project\":\"llm\","
+     "\"resources\":{\"accelerators\":{\"name\":\"A100\",\"count\":8},"
+     "\"cpus\":8,\"cpus_at_least\":true,\"memory_mib\":32768,"
+     "\"memory_at_least\":true,\"arch\":\"x86_64\",\"market\":\"spot\"},"
+     "\"nodes\":2,\"duration_s\":21600,"
+     "\"deadline\":\"2026-12-01T00:00:00.000Z\","
+     "\"max_price_uusd_per_hour\":3250000,"
+     "\"datasets\":[{\"uri\":\"s3://corpus/tokens\",\"size_bytes\":"
+     "10737418240,\"location\":\"aws:us-east-1\"},"
+     "{\"uri\":\"gs://extra/shard\"}],"
+     "\"placement\":{\"providers\":[\"aws\",\"azure\"],\"regions\":"
+     "[\"aws:us-*\",\"azure:westeurope\"],\"residency\":[\"EU\"]},"
+     "\"priority\":-5,\"checkpoint\":{\"interval_s\":1800,\"uri\":"
+     "\"s3://ckpt/llm\"},\"run\":\"python train.py\\n\","
+     "\"env\":{\"ALPHA\":\"true\",\"MID\":\"text\",\"ZETA\":\"1\"}}"},
+    /* one-entry mapping, use_spot false, aarch64, fractional GiB */
+    {false,
+     "name: x\nresources:\n  accelerators: {A100-80GB: 4}\n  use_spot: false\n"
+     "  arch: aarch64\n  memory: 0.5\n",
+     "{\"name\":\"x\",\"tenant\":\"default\",\"project\":\"default\","
+     "\"resources\":{\"accelerators\":{\"name\":\"A100-80GB\",\"count\":4},"
+     "\"memory_mib\":512,\"memory_at_least\":false,\"arch\":\"arm64\","
+     "\"market\":\"on-demand\"},\"nodes\":1,\"priority\":0}"},
+    /* JSON, with reals that went through jansson's doubles */
+    {true,
+     "{\"name\":\"j\",\"resources\":{\"accelerators\":\"H100\",\"cpus\":16,"
+     "\"memory\":1.5},\"max_price_per_hour\":3.1,\"duration\":\"1h30m\","
+     "\"env\":{\"RATE\":0.1}}",
+     "{\"name\":\"j\",\"tenant\":\"default\",\"project\":\"default\","
+     "\"resources\":{\"accelerators\":{\"name\":\"H100\",\"count\":1},"
+     "\"cpus\":16,\"cpus_at_least\":false,\"memory_mib\":1536,"
+     "\"memory_at_least\":false},\"nodes\":1,\"duration_s\":5400,"
+     "\"max_price_uusd_per_hour\":3100000,\"priority\":0,"
+     "\"env\":{\"RATE\":\"0.1\"}}"},
+    /* the canonical form itself is accepted */
+    {true,
+     "{\"name\":\"c\",\"tenant\":\"t\",\"project\":\"p\",\"resources\":"
+     "{\"accelerators\":{\"name\":\"L4\",\"count\":2},\"cpus\":4,"
+     "\"cpus_at_least\":true,\"memory_mib\":1000,\"memory_at_least\":true,"
+     "\"market\":\"any\"},\"nodes\":3,\"duration_s\":45,"
+     "\"max_price_uusd_per_hour\":1,\"datasets\":[{\"uri\":\"file:///d\","
+     "\"size_bytes\":7}],\"priority\":1000,\"checkpoint\":{\"interval_s\":"
+     "60,\"uri\":\"https://h/c\"}}",
+     "{\"name\":\"c\",\"tenant\":\"t\",\"project\":\"p\",\"resources\":"
+     "{\"accelerators\":{\"name\":\"L4\",\"count\":2},\"cpus\":4,"
+     "\"cpus_at_least\":true,\"memory_mib\":1000,\"memory_at_least\":true},"
+     "\"nodes\":3,\"duration_s\":45,\"max_price_uusd_per_hour\":1,"
+     "\"datasets\":[{\"uri\":\"file:///d\",\"size_bytes\":7}],"
+     "\"priority\":1000,\"checkpoint\":{\"interval_s\":60,\"uri\":"
+     "\"https://h/c\"}}"},
+    /* quoted strings where the field is naturally a string */
+    {false,
+     "name: q\nresources: {cpus: \"8\", memory: \"32+\"}\nduration: \"90\"\n"
+     "max_price_per_hour: 1e1\n",
+     "{\"name\":\"q\",\"tenant\":\"default\",\"project\":\"default\","
+     "\"resources\":{\"cpus\":8,\"cpus_at_least\":false,\"memory_mib\":32768,"
+     "\"memory_at_least\":true},\"nodes\":1,\"duration_s\":90,"
+     "\"max_price_uusd_per_hour\":10000000,\"priority\":0}"},
+    /* null means absent; a deadline with an offset is normalized to UTC */
+    {false,
+     "name: n\nresources:\nenv:\nplacement:\n  residency: [EU, UK]\n"
+     "deadline: 2026-06-01T12:30:00.250+02:00\n",
+     "{\"name\":\"n\",\"tenant\":\"default\",\"project\":\"default\","
+     "\"nodes\":1,\"deadline\":\"2026-06-01T10:30:00.250Z\","
+     "\"placement\":{\"residency\":[\"EU\",\"UK\"]},\"priority\":0}"},
+    {false, "name: a\ndatasets: []\nenv: {}\nrun: \"\"\n", NULL},
+    {false,
+     "name: s\nplacement:\n  providers: slurm\n  regions: [\"slurm:hpc1/gpu\", "
+     "\"*:eu-*\", \"alibaba:cn-hangzhou\"]\n",
+     NULL},
+    {true, "{\"name\":\"u\",\"run\":\"echo \\\"\\u00e9\\\"\\n\\ttab\"}", NULL},
+    {false, "name: p\nmax_price_per_hour: 999999.999999\n", NULL},
+};
+
+static void test_good_inputs(void) {
+  for (size_t i = 0; i < sizeof good_cases / sizeof good_cases[0]; i++) {
+    const struct good *c = &good_cases[i];
+    struct tw_job_spec s;
+    struct tw_err err;
+    char label[32];
+    snprintf(label, sizeof label, "good[%zu]", i);
+    enum tw_rc rc = parse(c->text, c->json, &s, &err);
+    CHECK(rc == TW_OK, "%s: %s\n  %s", label, err.msg, c->text);
+    if (rc)
+      continue;
+    char *j = to_json(&s);
+    if (c->canon)
+      CHECK(!strcmp(j, c->canon), "%s: canonical JSON\n  got  %s\n  want %s",
+            label, j, c->canon);
+    free(j);
+    check_round_trip(label, &s);
+    tw_spec_release(&s);
+  }
+}
+
+static void test_struct_fields(void) {
+  struct tw_job_spec s;
+  struct tw_err err;
+  enum tw_rc rc = parse(good_cases[2].text, false, &s, &err);
+  CHECK(rc == TW_OK, "%s", err.msg);
+  if (rc)
+    return;
+  CHECK(!strcmp(s.accel_name, "A100") && s.accel_count == 8, "accel");
+  CHECK(s.cpus == 8 && s.cpus_at_least, "cpus");
+  CHECK(s.memory_mib == 32768 && s.memory_at_least, "memory");
+  CHECK(s.arch == TW_ARCH_X86_64 && s.market == TW_MARKET_SPOT, "arch/market");
+  CHECK(s.nodes == 2 && s.duration_s == 21600, "nodes/duration");
+  int64_t dl;
+  tw_time_parse_rfc3339("2026-12-01T00:00:00Z", &dl);
+  CHECK(s.deadline_ms == dl, "deadline %lld", (long long)s.deadline_ms);
+  CHECK(s.max_price_uusd_per_hour == 3250000, "price");
+  CHECK(s.n_datasets == 2 && s.datasets[0].size_bytes == 10737418240LL &&
+            !strcmp(s.datasets[0].location, "aws:us-east-1") &&
+            s.datasets[1].size_bytes == 0 && !s.datasets[1].location,
+        "datasets");
+  CHECK(s.n_providers == 2 && s.n_regions == 2 && s.n_residency == 1 &&
+            !strcmp(s.residency[0], "EU"),
+        "placement");
+  CHECK(s.priority == -5 && s.checkpoint_interval_s == 1800 &&
+            !strcmp(s.checkpoint_uri, "s3://ckpt/llm"),
+        "priority/checkpoint");
+  CHECK(s.n_env == 3 && !strcmp(s.env[0].key, "ALPHA") &&
+            !strcmp(s.env[0].value, "true"),
+        "env sorted");
+  tw_spec_release(&s);
+  tw_spec_release(&s); /* a released spec is empty: harmless */
+
+  rc = parse("name: d\n", false, &s, &err);
+  CHECK(rc == TW_OK && !strcmp(s.tenant, "default") &&
+            !strcmp(s.project, "default") && s.nodes == 1 &&
+            s.market == TW_MARKET_ANY && s.arch == TW_ARCH_ANY &&
+            !s.accel_name && !s.run && s.priority == 0,
+        "defaults");
+  tw_spec_release(&s);
+}
+
+/* tw_spec_from_node works on a tree parsed by the caller. */
+static void test_from_node(void) {
+  struct tw_node *root;
+  struct tw_err err;
+  struct tw_job_spec s;
+  const char *t = "{\"name\":\"n\",\"nodes\":4}";
+  tw_err_clear(&err);
+  CHECK(tw_node_parse_json(t, strlen(t), &root, &err) == TW_OK, "%s", err.msg);
+  CHECK(tw_spec_from_node(root, &s, &err) == TW_OK && s.nodes == 4, "%s",
+        err.msg);
+  tw_spec_release(&s);
+  tw_node_free(root);
+  CHECK(tw_spec_from_node(NULL, &s, &err) == TW_E_INVALID, "NULL root");
+}
+
+/* ---- exact helpers ----------------------------------------------------- */
+
+static void test_money(void) {
+  static const struct {
+    const char *in;
+    int rc;
+    int64_t want;
+  } cases[] = {
+      {"0.000001", 0, 1},
+      {"3.1", 0, 3100000},
+      {"3.25", 0, 3250000},
+      {"3.250000", 0, 3250000},
+      {"3.2500000", 0, 3250000}, /* trailing zeros carry no value */
+      {"0.1", 0, 100000},
+      {"0.29", 0, 290000}, /* 0.29 * 1e6 in doubles is 289999.99... */
+      {"1e3", 0, 1000000000},
+      {"2.5E-1", 0, 250000},
+      {"1e-6", 0, 1},
+      {"0", 0, 0},
+      {"-1.5", 0, -1500000},
+      {"9223372036854.775807", 0, INT64_MAX},
+      {"1234567890123.123456", 0, 1234567890123123456LL},
+      {"9223372036854.775808", -1, 0},
+      {"0.0000001", -1, 0},
+      {"1e-7", -1, 0},
+      {"3.", -1, 0},
+      {".5", -1, 0},
+      {"+1", -1, 0},
+      {"$3", -1, 0},
+      {"3.25 ", -1, 0},
+      {"", -1, 0},
+      {"1e", -1, 0},
+      {"1e999999", -1, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int64_t v = -42;
+    int rc = tw_parse_usd_uusd(cases[i].in, &v);
+    CHECK(rc == cases[i].rc, "usd \"%s\": rc %d", cases[i].in, rc);
+    if (rc == 0 && cases[i].rc == 0)
+      CHECK(v == cases[i].want, "usd \"%s\": %lld, want %lld", cases[i].in,
+            (long long)v, (long long)cases[i].want);
+  }
+}
+
+static void test_duration(void) {
+  static const struct {
+    const char *in;
+    int rc;
+    int64_t want;
+  } cases[] = {
+      {"6h", 0, 21600},   {"90m", 0, 5400},     {"1h30m", 0, 5400},
+      {"45s", 0, 45},     {"2d", 0, 172800},    {"1d2h3m4s", 0, 93784},
+      {"3600", 0, 3600},  {"0", 0, 0},          {"30m1h", -1, 0},
+      {"1h1h", -1, 0},    {"1h30", -1, 0},      {"h", -1, 0},
+      {"1.5h", -1, 0},    {"-5s", -1, 0},       {"", -1, 0},
+      {"1w", -1, 0},      {"99999999999999999999", -1, 0},
+      {"106751991167301d", -1, 0}, {"6H", -1, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int64_t v = -42;
+    int rc = tw_parse_duration_s(cases[i].in, &v);
+    CHECK(rc == cases[i].rc, "duration \"%s\": rc %d", cases[i].in, rc);
+    if (rc == 0 && cases[i].rc == 0)
+      CHECK(v == cases[i].want, "duration \"%s\": %lld", cases[i].in,
+            (long long)v);
+  }
+}
+
+static void test_size(void) {
+  static const struct {
+    const char *in;
+    int rc;
+    int64_t want;
+  } cases[] = {
+      {"10GiB", 0, 10737418240LL},
+      {"500GB", 0, 500000000000LL},
+      {"1.5TB", 0, 1500000000000LL},
+      {"1024", 0, 1024},
+      {"1.5KiB", 0, 1536},
+      {"10 GiB", 0, 10737418240LL},
+      {"10gib", 0, 10737418240LL},
+      {"7B", 0, 7},
+      {"2PiB", 0, 2251799813685248LL},
+      {"8191PiB", 0, 8191LL << 50},
+      {"8192PiB", -1, 0},
+      {"1.5B", -1, 0},
+      {"0.1KiB", -1, 0},
+      {"10QB", -1, 0},
+      {"10G", -1, 0},
+      {"GB", -1, 0},
+      {"-1GB", -1, 0},
+      {"10 ", -1, 0},
+      {"", -1, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int64_t v = -42;
+    int rc = tw_parse_size_bytes(cases[i].in, &v);
+    CHECK(rc == cases[i].rc, "size \"%s\": rc %d", cases[i].in, rc);
+    if (rc == 0 && cases[i].rc == 0)
+      CHECK(v == cases[i].want, "size \"%s\": %lld", cases[i].in,
+            (long long)v);
+  }
+}
+
+static void test_names(void) {
+  CHECK(!strcmp(tw_market_str(TW_MARKET_ANY), "any"), "any");
+  CHECK(!strcmp(tw_market_str(TW_MARKET_SPOT), "spot"), "spot");
+  CHECK(!strcmp(tw_market_str(TW_MARKET_ON_DEMAND), "on-demand"), "od");
+  CHECK(!strcmp(tw_arch_str(TW_ARCH_ANY), "any"), "arch any");
+  CHECK(!strcmp(tw_arch_str(TW_ARCH_X86_64), "x86_64"), "x86_64");
+  CHECK(!strcmp(tw_arch_str(TW_ARCH_ARM64), "arm64"), "arm64");
+}
+
+/* ---- configs/jobs ------------------------------------------------------ */
+
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  struct tw_buf b;
+  tw_buf_init(&b);
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    tw_buf_add(&b, chunk, n);
+  fclose(f);
+  *len = b.len;
+  return tw_buf_detach(&b);
+}
+
+static void test_example_jobs(void) {
+  const char *src = getenv("TW_SOURCE_DIR");
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s/configs/jobs", src ? src : ".");
+  DIR *d = opendir(dir);
+  CHECK(d != NULL, "cannot open %s", dir);
+  if (!d)
+    return;
+  int seen = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t nl = strlen(e->d_name);
+    bool yaml = nl > 5 && (!strcmp(e->d_name + nl - 5, ".yaml") ||
+                           !strcmp(e->d_name + nl - 4, ".yml"));
+    bool json = nl > 5 && !strcmp(e->d_name + nl - 5, ".json");
+    if (!yaml && !json)
+      continue;
+    char path[2048];
+    size_t len;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    char *text = slurp(path, &len);
+    CHECK(text != NULL, "cannot read %s", path);
+    if (!text)
+      continue;
+    struct tw_job_spec s;
+    struct tw_err err;
+    tw_err_clear(&err);
+    enum tw_rc rc = tw_spec_parse(text, len, json, &s, &err);
+    CHECK(rc == TW_OK, "configs/jobs/%s: %s", e->d_name, err.msg);
+    if (rc == TW_OK) {
+      check_round_trip(e->d_name, &s);
+      tw_spec_release(&s);
+    }
+    free(text);
+    seen++;
+  }
+  closedir(d);
+  CHECK(seen >= 3, "only %d example jobs in %s", seen, dir);
+}
+
+int main(void) {
+  test_bad_inputs();
+  test_yaml_line_in_message();
+  test_syntax_errors_pass_through();
+  test_good_inputs();
+  test_struct_fields();
+  test_from_node();
+  test_money();
+  test_duration();
+  test_size();
+  test_names();
+  test_example_jobs();
+  printf("test_spec: %d checks, %d failures\n", checks, failures);
+  return failures ? 1 : 0;
+}
