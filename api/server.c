@@ -2,6 +2,7 @@
  * draining. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -305,6 +306,18 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   __atomic_sub_fetch(&api->in_flight, 1, __ATOMIC_RELAXED);
 }
 
+/* libmicrohttpd's own diagnostics (malformed requests it refused) go to our
+ * log as debug lines of the `http` subsystem: they are the client's fault. */
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+  (void)cls;
+  char line[512];
+  vsnprintf(line, sizeof line, fmt, ap);
+  size_t n = strlen(line);
+  while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+    line[--n] = '\0';
+  tw_log_debug("http", "%s", line);
+}
+
 static enum tw_rc bind_listen(const char *listen_addr, int *fd_out, int *port_out,
                               struct tw_err *err) {
   char host[256];
@@ -372,7 +385,8 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
       MHD_OPTION_CONNECTION_LIMIT, opts->max_connections ? opts->max_connections : 1024u,
       MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s ? opts->timeout_s : 60u,
-      MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1u << 20), MHD_OPTION_END);
+      MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1u << 20),
+      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
   if (!api->mhd) {
     close(api->listen_fd);
     free(api);

@@ -1,0 +1,5 @@
+tw_add_test(test_api SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_api.c
+            LIBS tw_api PkgConfig::CURL PkgConfig::CMOCKA
+            LABELS integration api TIMEOUT 120)
+tw_add_test(test_openapi SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_openapi.c
+            LIBS tw_api PkgConfig::CMOCKA LABELS unit api)
