@@ -45,6 +45,24 @@ static const char *const MIGRATIONS[] = {
     "  to_state TEXT NOT NULL,"
     "  reason TEXT NOT NULL);"
     "CREATE INDEX job_events_job ON job_events(job_id, seq);",
+    /* 2: attempts, written before the provider is called */
+    "CREATE TABLE attempts ("
+    "  id INTEGER PRIMARY KEY,"
+    "  job_id TEXT NOT NULL REFERENCES jobs(id),"
+    "  n INTEGER NOT NULL,"
+    "  client_token TEXT NOT NULL UNIQUE,"
+    "  provider TEXT NOT NULL,"
+    "  offer_id TEXT NOT NULL,"
+    "  market TEXT NOT NULL,"
+    "  price_uusd_per_hour INTEGER NOT NULL,"
+    "  instance_id TEXT NOT NULL DEFAULT '',"
+    "  state TEXT NOT NULL,"
+    "  end_reason TEXT NOT NULL DEFAULT '',"
+    "  started_at_ms INTEGER NOT NULL,"
+    "  running_at_ms INTEGER NOT NULL DEFAULT 0,"
+    "  ended_at_ms INTEGER NOT NULL DEFAULT 0,"
+    "  UNIQUE (job_id, n));"
+    "CREATE INDEX attempts_live ON attempts(state, id);",
 };
 #define N_MIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 
@@ -89,6 +107,36 @@ static const char SQL_EVENTS[] =
 static const char SQL_JOB_EXISTS[] = "SELECT 1 FROM jobs WHERE id = ?1";
 static const char SQL_COUNTS[] =
     "SELECT state, count(*) FROM jobs GROUP BY state";
+#define ATTEMPT_COLS                                                           \
+  "id, job_id, n, client_token, provider, offer_id, market,"                   \
+  " price_uusd_per_hour, instance_id, state, end_reason, started_at_ms,"       \
+  " running_at_ms, ended_at_ms"
+static const char SQL_ATTEMPT_NEXT_N[] =
+    "SELECT COALESCE(MAX(n), 0) + 1 FROM attempts WHERE job_id = ?1";
+static const char SQL_ATTEMPT_INSERT[] =
+    "INSERT INTO attempts (job_id, n, client_token, provider, offer_id, market,"
+    " price_uusd_per_hour, state, started_at_ms)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'launching', ?8)";
+static const char SQL_ATTEMPT_BY_ID[] =
+    "SELECT " ATTEMPT_COLS " FROM attempts WHERE id = ?1";
+static const char SQL_ATTEMPT_SET_LAUNCHED[] =
+    "UPDATE attempts SET instance_id = ?2, state = 'provisioning'"
+    " WHERE id = ?1 AND state = 'launching'";
+static const char SQL_ATTEMPT_SET_RUNNING[] =
+    "UPDATE attempts SET state = 'running', running_at_ms = ?2"
+    " WHERE id = ?1 AND state = 'provisioning'";
+static const char SQL_ATTEMPT_SET_ENDED[] =
+    "UPDATE attempts SET state = 'ended', end_reason = ?2, ended_at_ms = ?3"
+    " WHERE id = ?1 AND state <> 'ended'";
+static const char SQL_ATTEMPTS_LIVE[] =
+    "SELECT " ATTEMPT_COLS " FROM attempts WHERE state <> 'ended' ORDER BY id";
+static const char SQL_ATTEMPTS_OF[] =
+    "SELECT " ATTEMPT_COLS " FROM attempts WHERE job_id = ?1 ORDER BY n";
+static const char SQL_JOBS_QUEUED[] =
+    "SELECT " JOB_COLS " FROM jobs WHERE state = ?1"
+    " ORDER BY priority DESC, seq ASC LIMIT ?2";
+static const char SQL_JOB_SET_REASON[] =
+    "UPDATE jobs SET reason = ?2, updated_at_ms = ?3 WHERE id = ?1";
 static const char SQL_BEGIN[] = "BEGIN IMMEDIATE";
 static const char SQL_COMMIT[] = "COMMIT";
 static const char SQL_ROLLBACK[] = "ROLLBACK";
@@ -832,4 +880,332 @@ enum tw_rc tw_store_job_counts(struct tw_store *s,
 out:
   reader_put(s, c);
   return rc;
+}
+
+/* ---- attempts ------------------------------------------------------------ */
+
+static const char *const ATTEMPT_STATES[] = {"launching", "provisioning",
+                                             "running", "ended"};
+
+const char *tw_attempt_state_str(enum tw_attempt_state st) {
+  return (unsigned)st < 4 ? ATTEMPT_STATES[st] : "unknown";
+}
+
+static void copy_col(char *dst, size_t n, sqlite3_stmt *st, int i) {
+  const unsigned char *t = sqlite3_column_text(st, i);
+  snprintf(dst, n, "%s", t ? (const char *)t : "");
+}
+
+static void row_to_attempt(sqlite3_stmt *st, struct tw_attempt_rec *a) {
+  memset(a, 0, sizeof *a);
+  a->id = sqlite3_column_int64(st, 0);
+  copy_col(a->job_id, sizeof a->job_id, st, 1);
+  a->n = sqlite3_column_int(st, 2);
+  copy_col(a->client_token, sizeof a->client_token, st, 3);
+  copy_col(a->provider, sizeof a->provider, st, 4);
+  copy_col(a->offer_id, sizeof a->offer_id, st, 5);
+  copy_col(a->market, sizeof a->market, st, 6);
+  a->price_uusd_per_hour = sqlite3_column_int64(st, 7);
+  copy_col(a->instance_id, sizeof a->instance_id, st, 8);
+  const char *state = (const char *)sqlite3_column_text(st, 9);
+  a->state = TW_ATTEMPT_ENDED;
+  for (int i = 0; i < 4; i++)
+    if (state && !strcmp(state, ATTEMPT_STATES[i]))
+      a->state = (enum tw_attempt_state)i;
+  copy_col(a->end_reason, sizeof a->end_reason, st, 10);
+  a->started_ms = sqlite3_column_int64(st, 11);
+  a->running_ms = sqlite3_column_int64(st, 12);
+  a->ended_ms = sqlite3_column_int64(st, 13);
+}
+
+static enum tw_rc attempt_get_w(struct tw_store *s, int64_t id,
+                                struct tw_attempt_rec *out, struct tw_err *err) {
+  sqlite3_stmt *st = prep(&s->w, SQL_ATTEMPT_BY_ID, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, id);
+  int r = sqlite3_step(st);
+  enum tw_rc rc = TW_OK;
+  if (r == SQLITE_ROW)
+    row_to_attempt(st, out);
+  else if (r == SQLITE_DONE)
+    rc = tw_err_set(err, TW_E_NOTFOUND, "attempt %lld not found", (long long)id);
+  else
+    rc = db_err(s->w.db, err, "get attempt");
+  sqlite3_reset(st);
+  return rc;
+}
+
+/* The job transition used inside other write operations. */
+static enum tw_rc transition_w(struct tw_store *s,
+                               const struct tw_job_transition *t,
+                               struct tw_err *err) {
+  struct transition_arg a = {.t = t, .out = NULL};
+  return op_transition(s, s->w.db, &a, err);
+}
+
+struct attempt_open_arg {
+  const struct tw_attempt_new *req;
+  struct tw_attempt_rec *out;
+};
+
+static enum tw_rc op_attempt_open(struct tw_store *s, sqlite3 *db, void *varg,
+                                  struct tw_err *err) {
+  (void)db;
+  struct attempt_open_arg *a = varg;
+  const struct tw_attempt_new *req = a->req;
+  struct tw_job_rec job;
+  enum tw_rc rc = get_on(&s->w, req->job_id, &job, err);
+  if (rc)
+    return rc;
+  enum tw_job_state state = job.state;
+  tw_job_rec_release(&job);
+  if (state == TW_JOB_PENDING) {
+    struct tw_job_transition t = {.id = req->job_id, .to = TW_JOB_PLACING,
+                                  .reason = req->reason ? req->reason : "placing"};
+    if ((rc = transition_w(s, &t, err)))
+      return rc;
+  } else if (state != TW_JOB_PLACING) {
+    return tw_err_set(err, TW_E_CONFLICT, "job %s is %s, not pending", req->job_id,
+                      tw_job_state_str(state));
+  }
+  sqlite3_stmt *st = prep(&s->w, SQL_ATTEMPT_NEXT_N, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, req->job_id, -1, SQLITE_STATIC);
+  int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 1;
+  sqlite3_reset(st);
+  char token[48];
+  snprintf(token, sizeof token, "%s-%d", req->job_id, n);
+  int64_t now = tw_clock_now_ms(s->clock);
+  if (!(st = prep(&s->w, SQL_ATTEMPT_INSERT, err)))
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, req->job_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 2, n);
+  sqlite3_bind_text(st, 3, token, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, req->provider, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 5, req->offer_id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 6, req->market, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 7, req->price_uusd_per_hour);
+  sqlite3_bind_int64(st, 8, now);
+  if ((rc = step_done(&s->w, st, "insert attempt", err)))
+    return rc;
+  return attempt_get_w(s, sqlite3_last_insert_rowid(s->w.db), a->out, err);
+}
+
+enum tw_rc tw_store_attempt_open(struct tw_store *s,
+                                 const struct tw_attempt_new *req,
+                                 struct tw_attempt_rec *out,
+                                 struct tw_err *err) {
+  struct attempt_open_arg a = {.req = req, .out = out};
+  return tw_store_write(s, op_attempt_open, &a, err);
+}
+
+struct attempt_step_arg {
+  int64_t id;
+  const char *instance_id;
+  const char *placement_json;
+  const struct tw_attempt_close *close;
+  int kind; /* 0 launched, 1 running, 2 close */
+};
+
+static enum tw_rc op_attempt_step(struct tw_store *s, sqlite3 *db, void *varg,
+                                  struct tw_err *err) {
+  (void)db;
+  struct attempt_step_arg *a = varg;
+  struct tw_attempt_rec at;
+  enum tw_rc rc = attempt_get_w(s, a->id, &at, err);
+  if (rc)
+    return rc;
+  int64_t now = tw_clock_now_ms(s->clock);
+  sqlite3_stmt *st;
+  if (a->kind == 0) {
+    if (!(st = prep(&s->w, SQL_ATTEMPT_SET_LAUNCHED, err)))
+      return TW_E_IO;
+    sqlite3_bind_int64(st, 1, a->id);
+    sqlite3_bind_text(st, 2, a->instance_id, -1, SQLITE_STATIC);
+    if ((rc = step_done(&s->w, st, "attempt launched", err)))
+      return rc;
+    if (sqlite3_changes(s->w.db) != 1)
+      return tw_err_set(err, TW_E_CONFLICT, "attempt %lld is %s, not launching",
+                        (long long)a->id, tw_attempt_state_str(at.state));
+    char reason[256];
+    snprintf(reason, sizeof reason, "launched %s on %s", a->instance_id, at.offer_id);
+    struct tw_job_transition t = {.id = at.job_id, .to = TW_JOB_PROVISIONING,
+                                  .reason = reason, .placement_json = a->placement_json};
+    return transition_w(s, &t, err);
+  }
+  if (a->kind == 1) {
+    if (!(st = prep(&s->w, SQL_ATTEMPT_SET_RUNNING, err)))
+      return TW_E_IO;
+    sqlite3_bind_int64(st, 1, a->id);
+    sqlite3_bind_int64(st, 2, now);
+    if ((rc = step_done(&s->w, st, "attempt running", err)))
+      return rc;
+    if (sqlite3_changes(s->w.db) != 1)
+      return tw_err_set(err, TW_E_CONFLICT, "attempt %lld is %s, not provisioning",
+                        (long long)a->id, tw_attempt_state_str(at.state));
+    char reason[192];
+    snprintf(reason, sizeof reason, "instance %s running", at.instance_id);
+    struct tw_job_transition t = {.id = at.job_id, .to = TW_JOB_RUNNING, .reason = reason};
+    return transition_w(s, &t, err);
+  }
+  const struct tw_attempt_close *c = a->close;
+  if (!(st = prep(&s->w, SQL_ATTEMPT_SET_ENDED, err)))
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, a->id);
+  sqlite3_bind_text(st, 2, c->end_reason, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, now);
+  if ((rc = step_done(&s->w, st, "attempt ended", err)))
+    return rc;
+  if (c->job_to == TW_JOB_NSTATES)
+    return TW_OK;
+  struct tw_job_rec job;
+  if ((rc = get_on(&s->w, at.job_id, &job, err)))
+    return rc;
+  bool finished = tw_job_state_terminal(job.state);
+  tw_job_rec_release(&job);
+  if (finished)
+    return TW_OK; /* cancelled meanwhile: the attempt still ends */
+  struct tw_job_transition t = {.id = at.job_id, .to = c->job_to,
+                                .reason = c->job_reason, .has_exit = c->has_exit,
+                                .exit_code = c->exit_code};
+  return transition_w(s, &t, err);
+}
+
+enum tw_rc tw_store_attempt_launched(struct tw_store *s, int64_t attempt_id,
+                                     const char *instance_id,
+                                     const char *placement_json,
+                                     struct tw_err *err) {
+  struct attempt_step_arg a = {.id = attempt_id, .instance_id = instance_id,
+                               .placement_json = placement_json, .kind = 0};
+  return tw_store_write(s, op_attempt_step, &a, err);
+}
+
+enum tw_rc tw_store_attempt_running(struct tw_store *s, int64_t attempt_id,
+                                    struct tw_err *err) {
+  struct attempt_step_arg a = {.id = attempt_id, .kind = 1};
+  return tw_store_write(s, op_attempt_step, &a, err);
+}
+
+enum tw_rc tw_store_attempt_close(struct tw_store *s,
+                                  const struct tw_attempt_close *c,
+                                  struct tw_err *err) {
+  struct attempt_step_arg a = {.id = c->attempt_id, .close = c, .kind = 2};
+  return tw_store_write(s, op_attempt_step, &a, err);
+}
+
+static enum tw_rc attempts_query(struct tw_store *s, const char *sql,
+                                 const char *job_id, struct tw_attempt_rec **out,
+                                 size_t *n, struct tw_err *err) {
+  *out = NULL;
+  *n = 0;
+  struct conn *c = reader_get(s);
+  enum tw_rc rc = TW_OK;
+  sqlite3_stmt *st = prep(c, sql, err);
+  if (!st) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  if (job_id)
+    sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
+  size_t cap = 0;
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 8;
+      *out = tw_realloc(*out, cap * sizeof **out);
+    }
+    row_to_attempt(st, &(*out)[(*n)++]);
+  }
+  if (r != SQLITE_DONE)
+    rc = db_err(c->db, err, "list attempts");
+  sqlite3_reset(st);
+out:
+  reader_put(s, c);
+  return rc;
+}
+
+enum tw_rc tw_store_attempts_live(struct tw_store *s,
+                                  struct tw_attempt_rec **out, size_t *n,
+                                  struct tw_err *err) {
+  return attempts_query(s, SQL_ATTEMPTS_LIVE, NULL, out, n, err);
+}
+
+enum tw_rc tw_store_attempts_of(struct tw_store *s, const char *job_id,
+                                struct tw_attempt_rec **out, size_t *n,
+                                struct tw_err *err) {
+  return attempts_query(s, SQL_ATTEMPTS_OF, job_id, out, n, err);
+}
+
+enum tw_rc tw_store_jobs_queued(struct tw_store *s, enum tw_job_state state,
+                                int limit, struct tw_job_rec **out, size_t *n,
+                                struct tw_err *err) {
+  *out = NULL;
+  *n = 0;
+  struct conn *c = reader_get(s);
+  enum tw_rc rc = TW_OK;
+  sqlite3_stmt *st = prep(c, SQL_JOBS_QUEUED, err);
+  if (!st) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  sqlite3_bind_text(st, 1, tw_job_state_str(state), -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 2, limit);
+  size_t cap = 0;
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 16;
+      *out = tw_realloc(*out, cap * sizeof **out);
+    }
+    row_to_job(st, &(*out)[(*n)++]);
+  }
+  if (r != SQLITE_DONE)
+    rc = db_err(c->db, err, "queued jobs");
+  sqlite3_reset(st);
+out:
+  reader_put(s, c);
+  return rc;
+}
+
+struct note_arg {
+  const char *id, *reason;
+};
+
+static enum tw_rc op_note(struct tw_store *s, sqlite3 *db, void *varg,
+                          struct tw_err *err) {
+  (void)db;
+  struct note_arg *a = varg;
+  struct tw_job_rec job;
+  enum tw_rc rc = get_on(&s->w, a->id, &job, err);
+  if (rc)
+    return rc;
+  /* the same reason again (a job that still fits nowhere) is not news */
+  if (!strcmp(job.reason, a->reason)) {
+    tw_job_rec_release(&job);
+    return TW_OK;
+  }
+  int64_t now = tw_clock_now_ms(s->clock);
+  const char *state = tw_job_state_str(job.state);
+  sqlite3_stmt *st = prep(&s->w, SQL_JOB_SET_REASON, err);
+  if (!st) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  sqlite3_bind_text(st, 1, a->id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, a->reason, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, now);
+  if ((rc = step_done(&s->w, st, "set reason", err)))
+    goto out;
+  rc = insert_event(s, a->id, now, state, state, a->reason, err);
+out:
+  tw_job_rec_release(&job);
+  return rc;
+}
+
+enum tw_rc tw_store_job_note(struct tw_store *s, const char *job_id,
+                             const char *reason, struct tw_err *err) {
+  struct note_arg a = {.id = job_id, .reason = reason};
+  return tw_store_write(s, op_note, &a, err);
 }

@@ -148,4 +148,99 @@ struct tw_store_stats {
 };
 void tw_store_stats(struct tw_store *s, struct tw_store_stats *out);
 
+/* ---- attempts ------------------------------------------------------------
+ *
+ * An attempt is one launch of a job on one offer.  It is written before the
+ * provider is called, with its client token, so a launch that was sent but
+ * whose answer was lost (timeout, daemon killed) is retried with the same
+ * token and never buys a second instance. */
+
+enum tw_attempt_state {
+  TW_ATTEMPT_LAUNCHING = 0, /* written; the provider may or may not have it */
+  TW_ATTEMPT_PROVISIONING,  /* the provider returned an instance */
+  TW_ATTEMPT_RUNNING,
+  TW_ATTEMPT_ENDED
+};
+
+struct tw_attempt_rec {
+  int64_t id;                 /* store-wide sequence */
+  char job_id[TW_JOB_ID_LEN + 1];
+  int n;                      /* 1, 2, ... within the job */
+  char client_token[48];      /* "<job id>-<n>" */
+  char provider[64];          /* account name of the provider */
+  char offer_id[192];
+  char market[16];            /* "spot" | "on-demand" */
+  int64_t price_uusd_per_hour;
+  char instance_id[128];      /* "" until launched */
+  enum tw_attempt_state state;
+  char end_reason[32];        /* completed interrupted capacity failed
+                                 cancelled; "" while live */
+  int64_t started_ms, running_ms, ended_ms; /* 0 when not yet */
+};
+
+const char *tw_attempt_state_str(enum tw_attempt_state s);
+
+struct tw_attempt_new {
+  const char *job_id;
+  const char *provider, *offer_id, *market;
+  int64_t price_uusd_per_hour;
+  const char *reason;         /* for the job's event when it moves */
+};
+
+/* Opens attempt n+1 of a pending or placing job; a pending job moves to
+ * placing in the same transaction.  TW_E_CONFLICT when the job is in any
+ * other state (cancelled meanwhile, say). */
+enum tw_rc tw_store_attempt_open(struct tw_store *s,
+                                 const struct tw_attempt_new *req,
+                                 struct tw_attempt_rec *out,
+                                 struct tw_err *err);
+
+/* The provider returned instance_id: the attempt is provisioning and the
+ * job moves placing -> provisioning with its placement. */
+enum tw_rc tw_store_attempt_launched(struct tw_store *s, int64_t attempt_id,
+                                     const char *instance_id,
+                                     const char *placement_json,
+                                     struct tw_err *err);
+
+/* The instance runs: attempt running, job provisioning -> running. */
+enum tw_rc tw_store_attempt_running(struct tw_store *s, int64_t attempt_id,
+                                    struct tw_err *err);
+
+/* Ends the attempt with end_reason and, when job_to is not
+ * TW_JOB_NSTATES, moves the job there (validated) with job_reason and the
+ * exit code when has_exit.  The attempt is ended even if the job's move is
+ * refused because the job already finished (cancelled meanwhile). */
+struct tw_attempt_close {
+  int64_t attempt_id;
+  const char *end_reason;
+  enum tw_job_state job_to;   /* TW_JOB_NSTATES: leave the job alone */
+  const char *job_reason;
+  bool has_exit;
+  int exit_code;
+};
+enum tw_rc tw_store_attempt_close(struct tw_store *s,
+                                  const struct tw_attempt_close *c,
+                                  struct tw_err *err);
+
+/* Every attempt not yet ended, oldest first (the monitor's work list).
+ * free() the array. */
+enum tw_rc tw_store_attempts_live(struct tw_store *s,
+                                  struct tw_attempt_rec **out, size_t *n,
+                                  struct tw_err *err);
+/* A job's attempts, oldest first; free() the array. */
+enum tw_rc tw_store_attempts_of(struct tw_store *s, const char *job_id,
+                                struct tw_attempt_rec **out, size_t *n,
+                                struct tw_err *err);
+
+/* Jobs in a state, in queue order: priority (high first), then age.  For
+ * the scheduler.  Release as tw_store_job_list's. */
+enum tw_rc tw_store_jobs_queued(struct tw_store *s, enum tw_job_state state,
+                                int limit, struct tw_job_rec **out, size_t *n,
+                                struct tw_err *err);
+
+/* Records an event on a job without changing its state (a provider notice,
+ * a placement decision).  from and to are the job's current state. */
+enum tw_rc tw_store_job_note(struct tw_store *s, const char *job_id,
+                             const char *reason, struct tw_err *err);
+
 #endif

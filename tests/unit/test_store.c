@@ -307,6 +307,108 @@ static void newer_schema_is_refused(void **state) {
   assert_non_null(strstr(err.msg, "newer than this build"));
 }
 
+static void attempts_carry_tokens_and_move_the_job(void **state) {
+  (void)state;
+  struct tw_store *s = open_store();
+  struct tw_job_rec j, g;
+  bool rep;
+  struct tw_err err = {0};
+  create(s, "j", NULL, "{}", &j, &rep, TW_OK);
+  struct tw_attempt_new an = {.job_id = j.id, .provider = "aws", .offer_id = "aws:r:z:t:spot",
+                              .market = "spot", .price_uusd_per_hour = 1500000,
+                              .reason = "cheapest offer"};
+  struct tw_attempt_rec a1, a2;
+  assert_int_equal(tw_store_attempt_open(s, &an, &a1, &err), TW_OK);
+  assert_int_equal(a1.n, 1);
+  char tok[64];
+  snprintf(tok, sizeof tok, "%s-1", j.id);
+  assert_string_equal(a1.client_token, tok);
+  assert_int_equal(a1.state, TW_ATTEMPT_LAUNCHING);
+  assert_int_equal(tw_store_job_get(s, j.id, &g, &err), TW_OK);
+  assert_int_equal(g.state, TW_JOB_PLACING);
+  tw_job_rec_release(&g);
+  /* a capacity error: the attempt ends, the job stays placing for the next */
+  struct tw_attempt_close c1 = {.attempt_id = a1.id, .end_reason = "capacity",
+                                .job_to = TW_JOB_NSTATES};
+  assert_int_equal(tw_store_attempt_close(s, &c1, &err), TW_OK);
+  assert_int_equal(tw_store_attempt_open(s, &an, &a2, &err), TW_OK);
+  assert_int_equal(a2.n, 2);
+  assert_int_equal(tw_store_attempt_launched(s, a2.id, "i-123", "{\"provider\":\"aws\"}", &err), TW_OK);
+  /* launched twice is a conflict */
+  struct tw_err e2 = {0};
+  assert_int_equal(tw_store_attempt_launched(s, a2.id, "i-999", NULL, &e2), TW_E_CONFLICT);
+  assert_int_equal(tw_store_attempt_running(s, a2.id, &err), TW_OK);
+  struct tw_attempt_rec *live;
+  size_t n;
+  assert_int_equal(tw_store_attempts_live(s, &live, &n, &err), TW_OK);
+  assert_int_equal(n, 1);
+  assert_string_equal(live[0].instance_id, "i-123");
+  assert_int_equal(live[0].state, TW_ATTEMPT_RUNNING);
+  free(live);
+  struct tw_attempt_close c2 = {.attempt_id = a2.id, .end_reason = "completed",
+                                .job_to = TW_JOB_SUCCEEDED, .job_reason = "done",
+                                .has_exit = true, .exit_code = 0};
+  assert_int_equal(tw_store_attempt_close(s, &c2, &err), TW_OK);
+  assert_int_equal(tw_store_job_get(s, j.id, &g, &err), TW_OK);
+  assert_int_equal(g.state, TW_JOB_SUCCEEDED);
+  assert_string_equal(g.placement_json, "{\"provider\":\"aws\"}");
+  tw_job_rec_release(&g);
+  struct tw_attempt_rec *all;
+  assert_int_equal(tw_store_attempts_of(s, j.id, &all, &n, &err), TW_OK);
+  assert_int_equal(n, 2);
+  assert_string_equal(all[0].end_reason, "capacity");
+  assert_string_equal(all[1].end_reason, "completed");
+  free(all);
+  /* a finished job cannot open another attempt */
+  e2 = (struct tw_err){0};
+  assert_int_equal(tw_store_attempt_open(s, &an, &a1, &e2), TW_E_CONFLICT);
+  struct tw_job_event *ev;
+  assert_int_equal(tw_store_job_events(s, j.id, &ev, &n, &err), TW_OK);
+  /* submitted, placing, provisioning, running, succeeded */
+  assert_int_equal(n, 5);
+  for (size_t i = 0; i < n; i++)
+    free(ev[i].reason);
+  free(ev);
+  tw_job_rec_release(&j);
+  tw_store_close(s);
+}
+
+static void queue_order_and_notes(void **state) {
+  (void)state;
+  struct tw_store *s = open_store();
+  struct tw_err err = {0};
+  const int prio[] = {0, 5, 0, 5};
+  char ids[4][TW_JOB_ID_LEN + 1];
+  for (int i = 0; i < 4; i++) {
+    struct tw_job_new req = {.name = "q", .tenant = "t", .project = "p",
+                             .spec_json = "{}", .priority = prio[i]};
+    struct tw_job_rec j;
+    assert_int_equal(tw_store_job_create(s, &req, &j, NULL, &err), TW_OK);
+    memcpy(ids[i], j.id, sizeof ids[i]);
+    tw_job_rec_release(&j);
+  }
+  struct tw_job_rec *q;
+  size_t n;
+  assert_int_equal(tw_store_jobs_queued(s, TW_JOB_PENDING, 10, &q, &n, &err), TW_OK);
+  assert_int_equal(n, 4);
+  const int want[] = {1, 3, 0, 2};
+  for (int i = 0; i < 4; i++) {
+    assert_string_equal(q[i].id, ids[want[i]]);
+    tw_job_rec_release(&q[i]);
+  }
+  free(q);
+  assert_int_equal(tw_store_job_note(s, ids[0], "no offer fits", &err), TW_OK);
+  assert_int_equal(tw_store_job_note(s, ids[0], "no offer fits", &err), TW_OK);
+  struct tw_job_event *ev;
+  assert_int_equal(tw_store_job_events(s, ids[0], &ev, &n, &err), TW_OK);
+  assert_int_equal(n, 2); /* submitted + one note: the repeat is not news */
+  assert_string_equal(ev[1].reason, "no offer fits");
+  for (size_t i = 0; i < n; i++)
+    free(ev[i].reason);
+  free(ev);
+  tw_store_close(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(create_get_and_reopen, setup, teardown),
@@ -316,6 +418,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(transitions_are_validated_and_recorded, setup, teardown),
       cmocka_unit_test_setup_teardown(concurrent_writes_share_commits, setup, teardown),
       cmocka_unit_test_setup_teardown(schema_version_is_recorded, setup, teardown),
+      cmocka_unit_test_setup_teardown(attempts_carry_tokens_and_move_the_job, setup, teardown),
+      cmocka_unit_test_setup_teardown(queue_order_and_notes, setup, teardown),
       cmocka_unit_test_setup_teardown(newer_schema_is_refused, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
