@@ -24,3 +24,8 @@ tw_add_fuzz(fuzz_sigv4_authz
   SOURCES fuzz/fuzz_sigv4_authz.c LIBS tw_providers
   LABELS providers aws
   CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/sigv4)
+
+tw_add_test(http_retries_backoff_limits_and_reuse
+  SOURCES unit/test_http.c LIBS tw_providers PkgConfig::MHD
+  LABELS unit providers TIMEOUT 60)
+tw_sigv4_labels(http_retries_backoff_limits_and_reuse unit providers)
