@@ -1,0 +1,665 @@
+/* provider.c - the generic layer over struct tw_provider_ops.
+ *
+ * The only code that calls through p->ops.  Every wrapper has the same
+ * shape: check the arguments, enter (count the call in flight, start the
+ * timer), call the slot or its default, leave (record the time and the
+ * outcome, log a failure once), then check and complete the results. */
+#include "provider.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/clock.h"
+#include "broker/log.h"
+#include "broker/mem.h"
+#include "broker/node.h"
+
+static const char *const op_names[TW_POP_COUNT] = {
+    "list_offers", "launch",       "describe",
+    "terminate",   "list_managed", "poll_events"};
+
+const char *tw_provider_op_str(enum tw_provider_op op) {
+  return (unsigned)op < TW_POP_COUNT ? op_names[op] : "unknown";
+}
+
+/* ---- life cycle --------------------------------------------------------- */
+
+enum tw_rc tw_provider_new_ops(const struct tw_provider_ops *ops,
+                               const char *account, const struct tw_node *cfg,
+                               struct tw_clock *clock, struct tw_provider **out,
+                               struct tw_err *err) {
+  *out = NULL;
+  if (!ops || !ops->name || !*ops->name)
+    return tw_err_set(err, TW_E_INVALID, "provider: adapter without a name");
+  if (ops->version < 1 || ops->version > TW_PROVIDER_OPS_VERSION)
+    return tw_err_set(err, TW_E_INVALID,
+                      "provider %s: built against interface version %u, "
+                      "this build knows 1..%u",
+                      ops->name, ops->version, TW_PROVIDER_OPS_VERSION);
+  if (!account || !*account)
+    account = ops->name;
+  if (strlen(account) >= TW_MODEL_NAME_MAX)
+    return tw_err_field(err, TW_E_INVALID, "name",
+                        "name: at most %d characters, got %zu",
+                        TW_MODEL_NAME_MAX - 1, strlen(account));
+
+  struct tw_provider *p = tw_calloc(1, sizeof *p);
+  p->ops = ops;
+  p->account = tw_strdup(account);
+  p->clock = clock ? clock : tw_clock_real();
+  atomic_init(&p->in_flight, 0);
+  pthread_mutex_init(&p->stats_lock, NULL);
+
+  if (ops->init) {
+    struct tw_err e = {0};
+    enum tw_rc rc = ops->init(p, cfg, &e);
+    if (rc) {
+      if (e.rc == TW_OK)
+        tw_err_set(&e, rc, "provider %s: init failed", account);
+      tw_log_warn("provider", "provider=%s account=%s op=init rc=%s %s",
+                  ops->name, account, tw_rc_str(rc), e.msg);
+      if (err && err->rc == TW_OK)
+        *err = e;
+      tw_provider_free(p);
+      return rc;
+    }
+  }
+  *out = p;
+  return TW_OK;
+}
+
+enum tw_rc tw_provider_new(const struct tw_node *cfg, struct tw_clock *clock,
+                           struct tw_provider **out, struct tw_err *err) {
+  *out = NULL;
+  if (!cfg || cfg->kind != TW_NODE_MAP)
+    return tw_err_set(err, TW_E_INVALID, "provider: expected a mapping, got %s",
+                      tw_node_type_name(cfg));
+  const char *type = NULL, *name = NULL;
+  enum tw_rc rc = tw_provider_cfg_str(cfg, "type", NULL, &type, err);
+  if (rc)
+    return rc;
+  if (!type)
+    return tw_err_field(err, TW_E_INVALID, "type",
+                        "type: required (one of the built adapters)");
+  rc = tw_provider_cfg_str(cfg, "name", NULL, &name, err);
+  if (rc)
+    return rc;
+  const struct tw_provider_ops *ops = tw_provider_find(type);
+  if (!ops) {
+    const char *names[16];
+    size_t n = 0;
+    for (size_t i = 0; tw_provider_registry[i] && n < 15; i++)
+      names[n++] = tw_provider_registry[i]->name;
+    names[n] = NULL;
+    const char *near = tw_closest(type, names);
+    if (near)
+      return tw_err_field(err, TW_E_INVALID, "type",
+                          "type: unknown provider \"%s\"; did you mean "
+                          "\"%s\"?",
+                          type, near);
+    return tw_err_field(err, TW_E_INVALID, "type",
+                        "type: unknown provider \"%s\"", type);
+  }
+  return tw_provider_new_ops(ops, name, cfg, clock, out, err);
+}
+
+void tw_provider_free(struct tw_provider *p) {
+  if (!p)
+    return;
+  /* Parents outlive children: a call still running would use p->ctx after
+   * the adapter freed it. */
+  assert(atomic_load(&p->in_flight) == 0);
+  if (p->ops->free)
+    p->ops->free(p);
+  pthread_mutex_destroy(&p->stats_lock);
+  free(p->account);
+  free(p);
+}
+
+/* ---- call bracket ------------------------------------------------------- */
+
+struct call {
+  struct tw_provider *p;
+  enum tw_provider_op op;
+  const char *what; /* an id, for the log line; may be "" */
+  int64_t start_us;
+  struct tw_err e; /* the adapter's error, copied to the caller's */
+};
+
+static void enter(struct call *c, struct tw_provider *p, enum tw_provider_op op,
+                  const char *what) {
+  c->p = p;
+  c->op = op;
+  c->what = what ? what : "";
+  memset(&c->e, 0, sizeof c->e);
+  atomic_fetch_add(&p->in_flight, 1);
+  c->start_us = tw_mono_us();
+}
+
+/* Records the outcome; returns rc with the caller's err filled. */
+static enum tw_rc leave(struct call *c, enum tw_rc rc, struct tw_err *err) {
+  int64_t us = tw_mono_us() - c->start_us;
+  struct tw_provider *p = c->p;
+  atomic_fetch_sub(&p->in_flight, 1);
+
+  pthread_mutex_lock(&p->stats_lock);
+  struct tw_provider_stats *s = &p->stats[c->op];
+  s->calls++;
+  s->total_us += us;
+  s->last_us = us;
+  if (us > s->max_us)
+    s->max_us = us;
+  s->last_rc = rc;
+  if (rc)
+    s->failures++;
+  pthread_mutex_unlock(&p->stats_lock);
+
+  if (rc) {
+    /* An adapter that fails without a message still yields one, so the
+     * log line and the API's problem document say what failed. */
+    if (c->e.rc == TW_OK)
+      tw_err_set(&c->e, rc, "%s %s failed", p->ops->name,
+                 tw_provider_op_str(c->op));
+    c->e.rc = rc;
+    tw_log_warn("provider",
+                "provider=%s account=%s op=%s%s%s rc=%s detail=%s ms=%lld "
+                "%s",
+                p->ops->name, p->account, tw_provider_op_str(c->op),
+                *c->what ? " id=" : "", c->what, tw_rc_str(rc),
+                *c->e.detail ? c->e.detail : "-", (long long)(us / 1000),
+                c->e.msg);
+    if (err && err->rc == TW_OK)
+      *err = c->e;
+  } else {
+    tw_log_debug("provider", "provider=%s account=%s op=%s%s%s us=%lld",
+                 p->ops->name, p->account, tw_provider_op_str(c->op),
+                 *c->what ? " id=" : "", c->what, (long long)us);
+  }
+  return rc;
+}
+
+/* Argument errors are the caller's bug or bad input, not the provider's:
+ * they are not counted as provider calls. */
+static enum tw_rc bad_arg(struct tw_provider *p, enum tw_provider_op op,
+                          struct tw_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static enum tw_rc bad_arg(struct tw_provider *p, enum tw_provider_op op,
+                          struct tw_err *err, const char *fmt, ...) {
+  char msg[200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return tw_err_set(err, TW_E_INVALID, "%s %s: %s", p->ops->name,
+                    tw_provider_op_str(op), msg);
+}
+
+static bool valid_id(const char *id) {
+  return id && *id && strlen(id) < TW_MODEL_ID_MAX;
+}
+
+/* Client tokens go to the provider verbatim (EC2: at most 64 ASCII
+ * characters); refuse anything else here rather than get a provider's
+ * less helpful error. */
+static bool valid_token(const char *t) {
+  if (!t || !*t || strlen(t) >= TW_MODEL_TOKEN_MAX)
+    return false;
+  for (; *t; t++)
+    if (*t < 0x21 || *t > 0x7e)
+      return false;
+  return true;
+}
+
+static bool valid_tag(const char *t) {
+  return t && *t && strlen(t) < TW_MODEL_TAG_MAX;
+}
+
+static void complete_instance(struct tw_provider *p, struct tw_instance *i) {
+  if (!*i->provider)
+    TW_SET(i->provider, p->ops->name);
+  if (!*i->account)
+    TW_SET(i->account, p->account);
+  if (!*i->provider_state)
+    TW_SET(i->provider_state, tw_instance_state_str(i->state));
+}
+
+/* ---- operations --------------------------------------------------------- */
+
+static const char *offer_problem(const struct tw_offer *o) {
+  if (!*o->instance_type)
+    return "no instance type";
+  if (!*o->region)
+    return "no region";
+  if (o->vcpus < 1)
+    return "vcpus < 1";
+  if (o->memory_mib < 0)
+    return "negative memory";
+  if (o->price_uusd_per_hour < 0 ||
+      o->price_uusd_per_hour > TW_MODEL_PRICE_MAX_UUSD)
+    return "price out of range";
+  if (o->market != TW_MARKET_SPOT && o->market != TW_MARKET_ON_DEMAND)
+    return "no market";
+  if (o->accel_count < 0 || (o->accel_count > 0 && !*o->accel_name))
+    return "accelerator count without a name";
+  return NULL;
+}
+
+enum tw_rc tw_provider_list_offers(struct tw_provider *p,
+                                   struct tw_offer_list *out,
+                                   struct tw_err *err) {
+  struct call c;
+  size_t first = out->n;
+  enter(&c, p, TW_POP_LIST_OFFERS, NULL);
+  enum tw_rc rc =
+      p->ops->list_offers ? p->ops->list_offers(p, out, &c.e) : TW_OK;
+  if (rc) {
+    /* A half-built catalog would look like "these are all the offers". */
+    out->n = first;
+    return leave(&c, rc, err);
+  }
+  leave(&c, rc, err);
+
+  size_t kept = first, dropped = 0;
+  const char *why = NULL;
+  for (size_t i = first; i < out->n; i++) {
+    struct tw_offer *o = &out->items[i];
+    if (!*o->provider)
+      TW_SET(o->provider, p->ops->name);
+    if (!*o->account)
+      TW_SET(o->account, p->account);
+    const char *problem = offer_problem(o);
+    if (!problem && !*o->id && !tw_offer_make_id(o))
+      problem = "id too long";
+    if (problem) {
+      dropped++;
+      if (!why)
+        why = problem;
+      continue;
+    }
+    if (kept != i)
+      out->items[kept] = *o;
+    kept++;
+  }
+  out->n = kept;
+  if (dropped)
+    tw_log_warn("provider",
+                "provider=%s account=%s op=list_offers dropped=%zu first "
+                "reason: %s",
+                p->ops->name, p->account, dropped, why);
+  return TW_OK;
+}
+
+enum tw_rc tw_provider_launch(struct tw_provider *p,
+                              const struct tw_launch *req,
+                              struct tw_instance *out, struct tw_err *err) {
+  const enum tw_provider_op op = TW_POP_LAUNCH;
+  tw_instance_init(out);
+  if (!req || !req->offer)
+    return bad_arg(p, op, err, "no offer");
+  const struct tw_offer *o = req->offer;
+  if (!valid_token(req->client_token))
+    return bad_arg(p, op, err,
+                   "client token: 1..64 printable ASCII characters "
+                   "required");
+  if (!valid_tag(req->job_id) || !valid_tag(req->attempt_id) ||
+      !valid_tag(req->tenant))
+    return bad_arg(p, op, err,
+                   "job, attempt and tenant (1..%d chars) "
+                   "required",
+                   TW_MODEL_TAG_MAX - 1);
+  if (!*o->instance_type || !*o->region)
+    return bad_arg(p, op, err, "offer without instance type or region");
+  if (o->market != TW_MARKET_SPOT && o->market != TW_MARKET_ON_DEMAND)
+    return bad_arg(p, op, err, "offer without a market");
+  if (o->market == TW_MARKET_SPOT && !tw_provider_supports(p, TW_PROV_SPOT))
+    return bad_arg(p, op, err, "spot offers are not supported");
+  if (*o->account && strcmp(o->account, p->account))
+    return bad_arg(p, op, err, "offer %s belongs to account %s", o->id,
+                   o->account);
+  if (req->max_price_uusd_per_hour < 0)
+    return bad_arg(p, op, err, "negative max price");
+  if (!p->ops->launch)
+    return bad_arg(p, op, err, "not supported by this provider");
+
+  struct call c;
+  enter(&c, p, op, req->client_token);
+  enum tw_rc rc = p->ops->launch(p, req, out, &c.e);
+  if (rc == TW_OK && !*out->id)
+    rc =
+        tw_err_set(&c.e, TW_E_INTERNAL,
+                   "%s launch: succeeded without an instance id", p->ops->name);
+  /* The same token names the same purchase: an instance tagged for another
+   * job means the token was reused, and handing it over would let two
+   * attempts share (and later terminate) one machine. */
+  if (rc == TW_OK && *out->job_id &&
+      (strcmp(out->job_id, req->job_id) ||
+       (*out->attempt_id && strcmp(out->attempt_id, req->attempt_id)))) {
+    tw_err_detail(&c.e, "ClientTokenReused");
+    rc = tw_err_set(&c.e, TW_E_CONFLICT,
+                    "%s launch: token %s returned instance %s of job %s "
+                    "attempt %s",
+                    p->ops->name, req->client_token, out->id, out->job_id,
+                    out->attempt_id);
+  }
+  rc = leave(&c, rc, err);
+  if (rc) {
+    if (rc != TW_E_CONFLICT)
+      tw_instance_init(out);
+    return rc;
+  }
+  complete_instance(p, out);
+  if (!*out->region)
+    TW_SET(out->region, o->region);
+  if (!*out->zone)
+    TW_SET(out->zone, o->zone);
+  if (!*out->instance_type)
+    TW_SET(out->instance_type, o->instance_type);
+  if (out->market == TW_MARKET_ANY)
+    out->market = o->market;
+  if (!*out->client_token)
+    TW_SET(out->client_token, req->client_token);
+  if (!*out->job_id)
+    TW_SET(out->job_id, req->job_id);
+  if (!*out->attempt_id)
+    TW_SET(out->attempt_id, req->attempt_id);
+  if (!*out->tenant)
+    TW_SET(out->tenant, req->tenant);
+  return TW_OK;
+}
+
+/* The default describe: find the instance among the managed ones.  Good
+ * enough for a provider whose list is cheap (a Slurm cluster). */
+static enum tw_rc describe_by_list(struct tw_provider *p, const char *id,
+                                   struct tw_instance *out,
+                                   struct tw_err *err) {
+  if (!p->ops->list_managed)
+    return tw_err_set(err, TW_E_NOTFOUND, "%s: no instance %s", p->ops->name,
+                      id);
+  struct tw_instance_list l;
+  tw_instance_list_init(&l);
+  enum tw_rc rc = p->ops->list_managed(p, &l, err);
+  if (rc)
+    goto out;
+  size_t i;
+  for (i = 0; i < l.n && strcmp(l.items[i].id, id); i++)
+    ;
+  if (i < l.n)
+    *out = l.items[i];
+  else
+    rc = tw_err_set(err, TW_E_NOTFOUND, "%s: no instance %s", p->ops->name, id);
+out:
+  tw_instance_list_release(&l);
+  return rc;
+}
+
+enum tw_rc tw_provider_describe(struct tw_provider *p, const char *id,
+                                struct tw_instance *out, struct tw_err *err) {
+  tw_instance_init(out);
+  if (!valid_id(id))
+    return bad_arg(p, TW_POP_DESCRIBE, err, "instance id required");
+  struct call c;
+  enter(&c, p, TW_POP_DESCRIBE, id);
+  enum tw_rc rc = p->ops->describe ? p->ops->describe(p, id, out, &c.e)
+                                   : describe_by_list(p, id, out, &c.e);
+  if (rc == TW_OK && strcmp(out->id, id))
+    rc = tw_err_set(&c.e, TW_E_INTERNAL, "%s describe %s: answered for \"%s\"",
+                    p->ops->name, id, out->id);
+  rc = leave(&c, rc, err);
+  if (rc) {
+    tw_instance_init(out);
+    return rc;
+  }
+  complete_instance(p, out);
+  return TW_OK;
+}
+
+enum tw_rc tw_provider_terminate(struct tw_provider *p, const char *id,
+                                 struct tw_err *err) {
+  if (!valid_id(id))
+    return bad_arg(p, TW_POP_TERMINATE, err, "instance id required");
+  if (!p->ops->terminate)
+    return bad_arg(p, TW_POP_TERMINATE, err, "not supported by this provider");
+  struct call c;
+  enter(&c, p, TW_POP_TERMINATE, id);
+  enum tw_rc rc = p->ops->terminate(p, id, &c.e);
+  return leave(&c, rc, err);
+}
+
+enum tw_rc tw_provider_list_managed(struct tw_provider *p,
+                                    struct tw_instance_list *out,
+                                    struct tw_err *err) {
+  struct call c;
+  size_t first = out->n;
+  enter(&c, p, TW_POP_LIST_MANAGED, NULL);
+  enum tw_rc rc =
+      p->ops->list_managed ? p->ops->list_managed(p, out, &c.e) : TW_OK;
+  if (rc) {
+    /* A partial list would make the reconciler see orphans' absence. */
+    out->n = first;
+    return leave(&c, rc, err);
+  }
+  leave(&c, rc, err);
+  size_t kept = first;
+  for (size_t i = first; i < out->n; i++) {
+    if (!*out->items[i].id)
+      continue;
+    if (kept != i)
+      out->items[kept] = out->items[i];
+    complete_instance(p, &out->items[kept]);
+    kept++;
+  }
+  out->n = kept;
+  return TW_OK;
+}
+
+enum tw_rc tw_provider_poll_events(struct tw_provider *p,
+                                   struct tw_event_list *out,
+                                   struct tw_err *err) {
+  if (!p->ops->poll_events)
+    return TW_OK;
+  struct call c;
+  size_t first = out->n;
+  enter(&c, p, TW_POP_POLL_EVENTS, NULL);
+  enum tw_rc rc = p->ops->poll_events(p, out, &c.e);
+  if (rc) {
+    out->n = first;
+    return leave(&c, rc, err);
+  }
+  leave(&c, rc, err);
+  size_t kept = first;
+  for (size_t i = first; i < out->n; i++) {
+    const struct tw_event *e = &out->items[i];
+    if (!*e->instance_id ||
+        (e->kind != TW_EVENT_INTERRUPTION && e->kind != TW_EVENT_REBALANCE))
+      continue;
+    if (kept != i)
+      out->items[kept] = *e;
+    kept++;
+  }
+  out->n = kept;
+  return TW_OK;
+}
+
+void tw_provider_stats(struct tw_provider *p, enum tw_provider_op op,
+                       struct tw_provider_stats *out) {
+  memset(out, 0, sizeof *out);
+  if ((unsigned)op >= TW_POP_COUNT)
+    return;
+  pthread_mutex_lock(&p->stats_lock);
+  *out = p->stats[op];
+  pthread_mutex_unlock(&p->stats_lock);
+}
+
+/* ---- helpers for adapters ----------------------------------------------- */
+
+static const char *const common_keys[] = {TW_PROVIDER_COMMON_KEYS, NULL};
+
+static bool in_list(const char *key, const char *const *list) {
+  for (; list && *list; list++)
+    if (!strcmp(key, *list))
+      return true;
+  return false;
+}
+
+enum tw_rc tw_provider_cfg_check_keys(const struct tw_node *cfg,
+                                      const char *const *keys,
+                                      struct tw_err *err) {
+  if (!cfg || cfg->kind == TW_NODE_NULL)
+    return TW_OK;
+  if (cfg->kind != TW_NODE_MAP)
+    return tw_err_set(err, TW_E_INVALID, "provider: expected a mapping, got %s",
+                      tw_node_type_name(cfg));
+  for (size_t i = 0; i < cfg->n; i++) {
+    const char *k = cfg->keys[i];
+    if (in_list(k, keys) || in_list(k, common_keys))
+      continue;
+    const char *all[128];
+    size_t n = 0;
+    for (size_t j = 0; keys && keys[j] && n < 100; j++)
+      all[n++] = keys[j];
+    for (size_t j = 0; common_keys[j]; j++)
+      all[n++] = common_keys[j];
+    all[n] = NULL;
+    const char *near = tw_closest(k, all);
+    if (near)
+      return tw_err_field(err, TW_E_INVALID, k,
+                          "%s: unknown key; did you mean \"%s\"?", k, near);
+    return tw_err_field(err, TW_E_INVALID, k, "%s: unknown key", k);
+  }
+  return TW_OK;
+}
+
+enum tw_rc tw_provider_cfg_str(const struct tw_node *cfg, const char *key,
+                               const char *def, const char **out,
+                               struct tw_err *err) {
+  const struct tw_node *n = tw_node_get(cfg, key);
+  *out = def;
+  if (!n)
+    return TW_OK;
+  if (n->kind != TW_NODE_SCALAR)
+    return tw_err_field(err, TW_E_INVALID, key, "%s: expected a string, got %s",
+                        key, tw_node_type_name(n));
+  *out = n->str;
+  return TW_OK;
+}
+
+enum tw_rc tw_provider_cfg_int(const struct tw_node *cfg, const char *key,
+                               int64_t min, int64_t max, int64_t def,
+                               int64_t *out, struct tw_err *err) {
+  const struct tw_node *n = tw_node_get(cfg, key);
+  *out = def;
+  if (!n)
+    return TW_OK;
+  int64_t v;
+  if (!tw_node_as_int(n, &v) || v < min || v > max)
+    return tw_err_field(
+        err, TW_E_INVALID, key, "%s: expected an integer in %lld..%lld, got %s",
+        key, (long long)min, (long long)max,
+        n->kind == TW_NODE_SCALAR ? n->str : tw_node_type_name(n));
+  *out = v;
+  return TW_OK;
+}
+
+static char *read_first_line(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return NULL;
+  char buf[4096];
+  char *line = fgets(buf, sizeof buf, f);
+  fclose(f);
+  if (!line)
+    return NULL;
+  buf[strcspn(buf, "\r\n")] = '\0';
+  return tw_strdup(buf);
+}
+
+enum tw_rc tw_provider_cfg_secret(const struct tw_node *cfg, const char *base,
+                                  const char *def_env, bool required,
+                                  char **out, struct tw_err *err) {
+  char key_env[96], key_file[96];
+  const char *env = NULL, *file = NULL;
+  enum tw_rc rc;
+  *out = NULL;
+  snprintf(key_env, sizeof key_env, "%s_env", base);
+  snprintf(key_file, sizeof key_file, "%s_file", base);
+  if (tw_node_get(cfg, base))
+    return tw_err_field(err, TW_E_INVALID, base,
+                        "%s: secrets are not written inline; use %s or %s",
+                        base, key_env, key_file);
+  if ((rc = tw_provider_cfg_str(cfg, key_env, NULL, &env, err)) ||
+      (rc = tw_provider_cfg_str(cfg, key_file, NULL, &file, err)))
+    return rc;
+  if (env && file)
+    return tw_err_field(err, TW_E_INVALID, key_env,
+                        "%s and %s: give one, not both", key_env, key_file);
+  if (file) {
+    *out = read_first_line(file);
+    if (!*out || !**out) {
+      free(*out);
+      *out = NULL;
+      return tw_err_field(err, TW_E_AUTH, key_file,
+                          "%s: cannot read a value from %s", key_file, file);
+    }
+    return TW_OK;
+  }
+  if (!env)
+    env = def_env;
+  const char *v = env ? getenv(env) : NULL;
+  if (v && *v) {
+    *out = tw_strdup(v);
+    return TW_OK;
+  }
+  if (!required)
+    return TW_OK;
+  if (env)
+    return tw_err_field(err, TW_E_AUTH, key_env,
+                        "%s: environment variable %s is not set", base, env);
+  return tw_err_field(err, TW_E_AUTH, key_env, "%s: required (%s or %s)", base,
+                      key_env, key_file);
+}
+
+enum tw_rc tw_provider_usd_to_uusd(const char *s, int64_t *out,
+                                   struct tw_err *err) {
+  const char *p = s;
+  int64_t whole = 0, frac = 0;
+  int digits = 0, frac_digits = 0;
+  bool round_up = false;
+  if (!s)
+    return tw_err_set(err, TW_E_INVALID, "price: missing");
+  while (isspace((unsigned char)*p))
+    p++;
+  if (*p == '+')
+    p++;
+  for (; isdigit((unsigned char)*p); p++, digits++) {
+    whole = whole * 10 + (*p - '0');
+    if (whole > TW_MODEL_PRICE_MAX_UUSD / 1000000)
+      return tw_err_set(err, TW_E_INVALID, "price \"%.32s\": too large", s);
+  }
+  if (*p == '.') {
+    for (p++; isdigit((unsigned char)*p); p++, digits++) {
+      if (frac_digits < 6) {
+        frac = frac * 10 + (*p - '0');
+        frac_digits++;
+      } else if (frac_digits == 6) {
+        round_up = *p >= '5';
+        frac_digits++;
+      }
+    }
+  }
+  while (isspace((unsigned char)*p))
+    p++;
+  if (*p || digits == 0)
+    return tw_err_set(err, TW_E_INVALID,
+                      "price \"%.32s\": expected a decimal USD amount", s);
+  for (int i = frac_digits < 6 ? frac_digits : 6; i < 6; i++)
+    frac *= 10;
+  int64_t v = whole * 1000000 + frac + (round_up ? 1 : 0);
+  if (v > TW_MODEL_PRICE_MAX_UUSD)
+    return tw_err_set(err, TW_E_INVALID, "price \"%.32s\": too large", s);
+  *out = v;
+  return TW_OK;
+}

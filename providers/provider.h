@@ -1,0 +1,262 @@
+/* provider.h - the provider interface: one table of function pointers per
+ * adapter, and the generic layer that is the only code calling through it.
+ *
+ * An adapter (providers/aws/aws.c, ...) exports one
+ * `const struct tw_provider_ops tw_provider_<name>` and keeps everything
+ * else static.  It translates and nothing more: wire shapes in, struct
+ * tw_offer / tw_instance / tw_event out (broker/model.h), provider errors
+ * mapped to a few classes with the provider's own code in err->detail:
+ *
+ *   TW_E_RETRYABLE  throttled, 5xx, timeout (already retried by the http
+ *                   helper; the caller may try again later)
+ *   TW_E_CAPACITY   no capacity for this offer now: fall back elsewhere
+ *   TW_E_QUOTA      a provider-side limit of the account
+ *   TW_E_AUTH       credentials refused
+ *   TW_E_INVALID    the request is wrong; retrying it will not help
+ *   TW_E_NOTFOUND   describe/terminate of an id the provider does not know
+ *
+ * The core calls tw_provider_*() below, never p->ops.  The generic layer
+ * checks arguments and results, fills what every adapter would fill the
+ * same way (provider and account names, offer ids), supplies a default for
+ * a NULL slot, times each call (tw_provider_stats) and logs each failure
+ * once, at warn level, under subsystem "provider": callers handle the
+ * returned class and need not log it again.
+ *
+ * Threads: after tw_provider_new() returns, the operations may be called
+ * from several threads at once; adapters keep their state immutable after
+ * init or lock it.  tw_provider_free() must not race with any call: freeing
+ * a provider with calls in flight is a bug and asserts. */
+#ifndef TW_PROVIDERS_PROVIDER_H
+#define TW_PROVIDERS_PROVIDER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "broker/err.h"
+#include "broker/model.h"
+
+struct tw_node;
+struct tw_clock;
+struct tw_provider;
+
+/* Bumped whenever a slot is appended to struct tw_provider_ops; slots are
+ * only ever appended, and the generic layer gives new ones a default so an
+ * adapter built against an older version keeps working. */
+#define TW_PROVIDER_OPS_VERSION 1
+
+/* supports bits */
+#define TW_PROV_SPOT (1u << 0)   /* can launch spot offers */
+#define TW_PROV_EVENTS (1u << 1) /* poll_events reports notices */
+#define TW_PROV_ZONES (1u << 2)  /* offers name zones */
+#define TW_PROV_CLIENT_TOKEN                                                   \
+  (1u << 3) /* the provider itself honours the                                 \
+               client token (idempotent launch) */
+
+struct tw_provider_ops {
+  const char *name;  /* "aws", "azure", "alibaba", "slurm": the config's
+                        `type` */
+  unsigned version;  /* TW_PROVIDER_OPS_VERSION it was built against */
+  unsigned supports; /* TW_PROV_* */
+
+  /* Reads the adapter's config section (cfg: a YAML map, see
+   * docs/providers.md) and sets p->ctx.  May do no network I/O: a daemon
+   * must start while a cloud is down.  On error p->ctx is left NULL (or
+   * whatever free() accepts). */
+  enum tw_rc (*init)(struct tw_provider *p, const struct tw_node *cfg,
+                     struct tw_err *err);
+  /* Appends every offer the account can buy now to out. */
+  enum tw_rc (*list_offers)(struct tw_provider *p, struct tw_offer_list *out,
+                            struct tw_err *err);
+  /* Buys one instance; *out describes it (state usually pending). */
+  enum tw_rc (*launch)(struct tw_provider *p, const struct tw_launch *req,
+                       struct tw_instance *out, struct tw_err *err);
+  /* TW_E_NOTFOUND when the provider does not know id. */
+  enum tw_rc (*describe)(struct tw_provider *p, const char *id,
+                         struct tw_instance *out, struct tw_err *err);
+  /* Idempotent: terminating a terminated instance succeeds. */
+  enum tw_rc (*terminate)(struct tw_provider *p, const char *id,
+                          struct tw_err *err);
+  /* Appends every instance carrying Tradewind's tags (TW_TAG_JOB), in any
+   * state the provider still reports, to out. */
+  enum tw_rc (*list_managed)(struct tw_provider *p,
+                             struct tw_instance_list *out, struct tw_err *err);
+  /* Appends the interruption notices and rebalance recommendations now in
+   * force for managed instances.  A notice stays in force (and is reported
+   * again) until its instance is gone; callers dedup on (instance_id, kind,
+   * noticed_ms).  NULL: the provider has none. */
+  enum tw_rc (*poll_events)(struct tw_provider *p, struct tw_event_list *out,
+                            struct tw_err *err);
+  /* Frees p->ctx (which may be NULL after a failed init). */
+  void (*free)(struct tw_provider *p);
+};
+
+/* The generic layer's operations, for tw_provider_stats(). */
+enum tw_provider_op {
+  TW_POP_LIST_OFFERS = 0,
+  TW_POP_LAUNCH,
+  TW_POP_DESCRIBE,
+  TW_POP_TERMINATE,
+  TW_POP_LIST_MANAGED,
+  TW_POP_POLL_EVENTS,
+  TW_POP_COUNT
+};
+
+struct tw_provider_stats {
+  uint64_t calls;
+  uint64_t failures; /* calls that returned anything but TW_OK */
+  int64_t total_us;  /* wall time spent in the adapter */
+  int64_t max_us;
+  int64_t last_us;
+  enum tw_rc last_rc;
+};
+
+struct tw_provider {
+  const struct tw_provider_ops *ops; /* first member */
+  char *account;                     /* owned: the config's `name` */
+  void *ctx;                         /* adapter state, made by init */
+  struct tw_clock *clock;            /* borrowed: the injected clock */
+
+  /* Below: the generic layer's own; adapters leave them alone. */
+  atomic_int in_flight;
+  pthread_mutex_t stats_lock;
+  struct tw_provider_stats stats[TW_POP_COUNT];
+};
+
+/* ---- registry (providers/registry.c) ---------------------------------- */
+
+/* The adapters built into this binary, NULL-terminated, in a fixed order. */
+extern const struct tw_provider_ops *const tw_provider_registry[];
+
+/* The adapter named name ("aws"), or NULL. */
+const struct tw_provider_ops *tw_provider_find(const char *name);
+
+/* ---- life cycle --------------------------------------------------------- */
+
+/* Creates a provider from its config section: `type` picks the adapter
+ * from the registry, `name` (default: the type) names the account.  clock
+ * is borrowed and must outlive the provider (NULL: tw_clock_real()).
+ * Errors: TW_E_INVALID naming the key (unknown type, with a suggestion;
+ * bad values), TW_E_AUTH when a referenced secret cannot be read, or
+ * whatever the adapter's init returns.  *out is freed with
+ * tw_provider_free(). */
+enum tw_rc tw_provider_new(const struct tw_node *cfg, struct tw_clock *clock,
+                           struct tw_provider **out, struct tw_err *err);
+
+/* As tw_provider_new, with the adapter given directly (tests, fakes) and
+ * the account name given (NULL: ops->name).  cfg may be NULL (an empty
+ * section).  TW_E_INVALID when ops is newer than this build or nameless. */
+enum tw_rc tw_provider_new_ops(const struct tw_provider_ops *ops,
+                               const char *account, const struct tw_node *cfg,
+                               struct tw_clock *clock, struct tw_provider **out,
+                               struct tw_err *err);
+
+/* Frees p (NULL allowed).  Asserts that no call is in flight. */
+void tw_provider_free(struct tw_provider *p);
+
+static inline const char *tw_provider_name(const struct tw_provider *p) {
+  return p->ops->name;
+}
+static inline const char *tw_provider_account(const struct tw_provider *p) {
+  return p->account;
+}
+static inline bool tw_provider_supports(const struct tw_provider *p,
+                                        unsigned bits) {
+  return (p->ops->supports & bits) == bits;
+}
+
+/* ---- operations --------------------------------------------------------- */
+
+/* Appends the provider's offers to out (items already in out are kept).
+ * Each offer gets provider, account and id filled when the adapter left
+ * them empty; offers that break the model (no type or region, vcpus < 1,
+ * negative price, no market) are dropped and counted in one log line.
+ * NULL slot: no offers. */
+enum tw_rc tw_provider_list_offers(struct tw_provider *p,
+                                   struct tw_offer_list *out,
+                                   struct tw_err *err);
+
+/* Launches req (see struct tw_launch: offer, client token, job, attempt
+ * and tenant are required; the token is at most 64 printable ASCII
+ * characters).  TW_E_INVALID for a missing field, a spot offer on a
+ * provider without TW_PROV_SPOT, or an offer of another account.  On
+ * success *out holds the instance with provider, account, region, client
+ * token and tags filled; TW_E_CONFLICT when the instance the provider
+ * returned carries another job's tags (a client token reused across
+ * attempts; *out then describes that instance).  NULL slot:
+ * TW_E_INVALID. */
+enum tw_rc tw_provider_launch(struct tw_provider *p,
+                              const struct tw_launch *req,
+                              struct tw_instance *out, struct tw_err *err);
+
+/* Describes instance id.  TW_E_NOTFOUND when unknown.  NULL slot: found
+ * through list_managed. */
+enum tw_rc tw_provider_describe(struct tw_provider *p, const char *id,
+                                struct tw_instance *out, struct tw_err *err);
+
+/* Terminates instance id; succeeds for one already gone.  NULL slot:
+ * TW_E_INVALID. */
+enum tw_rc tw_provider_terminate(struct tw_provider *p, const char *id,
+                                 struct tw_err *err);
+
+/* Appends the instances carrying Tradewind's tags to out.  NULL slot:
+ * none. */
+enum tw_rc tw_provider_list_managed(struct tw_provider *p,
+                                    struct tw_instance_list *out,
+                                    struct tw_err *err);
+
+/* Appends the notices in force to out (see the poll_events slot).  NULL
+ * slot: none. */
+enum tw_rc tw_provider_poll_events(struct tw_provider *p,
+                                   struct tw_event_list *out,
+                                   struct tw_err *err);
+
+/* Copies the counters of one operation. */
+void tw_provider_stats(struct tw_provider *p, enum tw_provider_op op,
+                       struct tw_provider_stats *out);
+
+/* "list_offers", "launch", ... */
+const char *tw_provider_op_str(enum tw_provider_op op);
+
+/* ---- helpers for adapters ----------------------------------------------- */
+
+/* The keys every provider section may carry whatever its type. */
+#define TW_PROVIDER_COMMON_KEYS "name", "type", "enabled", "labels"
+
+/* TW_E_INVALID naming the first key of the map cfg that is neither in
+ * keys (NULL-terminated) nor a common key, with the closest known key
+ * suggested.  cfg NULL is an empty map; a non-map is TW_E_INVALID. */
+enum tw_rc tw_provider_cfg_check_keys(const struct tw_node *cfg,
+                                      const char *const *keys,
+                                      struct tw_err *err);
+
+/* A string value: *out borrowed from cfg, or def when the key is absent.
+ * TW_E_INVALID naming the key when it is not a scalar. */
+enum tw_rc tw_provider_cfg_str(const struct tw_node *cfg, const char *key,
+                               const char *def, const char **out,
+                               struct tw_err *err);
+
+/* An integer in [min, max], or def when absent.  TW_E_INVALID naming the
+ * key and the bounds otherwise. */
+enum tw_rc tw_provider_cfg_int(const struct tw_node *cfg, const char *key,
+                               int64_t min, int64_t max, int64_t def,
+                               int64_t *out, struct tw_err *err);
+
+/* A secret, referenced and never inline: `<base>_env` names an environment
+ * variable, `<base>_file` a file whose first line is the value.  An inline
+ * `<base>` is refused (TW_E_INVALID) so secrets never sit in configs.  When
+ * neither is given, def_env (may be NULL) is tried.  *out is owned (free()
+ * it) or NULL when absent and !required; TW_E_AUTH when required and
+ * absent or unreadable.  The value is never logged. */
+enum tw_rc tw_provider_cfg_secret(const struct tw_node *cfg, const char *base,
+                                  const char *def_env, bool required,
+                                  char **out, struct tw_err *err);
+
+/* Converts a decimal USD amount ("0.0437", "12", "3.5e-2" is refused) to
+ * micro-USD, rounding half up beyond the sixth decimal.  TW_E_INVALID when
+ * malformed, negative or above TW_MODEL_PRICE_MAX_UUSD. */
+enum tw_rc tw_provider_usd_to_uusd(const char *s, int64_t *out,
+                                   struct tw_err *err);
+
+#endif

@@ -1,0 +1,380 @@
+/* fake_provider.c - the scripted in-process provider (fake_provider.h). */
+#include "fake_provider.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/clock.h"
+#include "broker/mem.h"
+
+struct fault {
+  enum tw_rc rc;
+  char detail[64];
+  int times; /* < 0: until cleared */
+};
+
+struct offer_fault {
+  char offer_id[TW_MODEL_ID_MAX];
+  enum tw_rc rc;
+  char detail[64];
+};
+
+struct inst {
+  struct tw_instance i;
+  int64_t interrupt_notice_ms; /* 0: none */
+  int64_t interrupt_deadline_ms;
+  int64_t rebalance_ms; /* 0: none */
+};
+
+struct tw_fake {
+  pthread_mutex_t lock;
+  struct tw_provider *p;
+  struct tw_offer_list offers;
+  struct inst *inst;
+  size_t n_inst, cap_inst;
+  struct fault faults[TW_POP_COUNT];
+  struct offer_fault *offer_faults;
+  size_t n_offer_faults;
+  size_t calls[TW_POP_COUNT];
+};
+
+struct tw_fake *tw_fake_of(struct tw_provider *p) {
+  return p->ctx;
+}
+
+static enum tw_rc fake_init(struct tw_provider *p, const struct tw_node *cfg,
+                            struct tw_err *err) {
+  enum tw_rc rc =
+      tw_provider_cfg_check_keys(cfg, (const char *const[]){NULL}, err);
+  if (rc)
+    return rc;
+  struct tw_fake *f = tw_calloc(1, sizeof *f);
+  pthread_mutex_init(&f->lock, NULL);
+  tw_offer_list_init(&f->offers);
+  f->p = p;
+  p->ctx = f;
+  return TW_OK;
+}
+
+static void fake_free(struct tw_provider *p) {
+  struct tw_fake *f = p->ctx;
+  if (!f)
+    return;
+  tw_offer_list_release(&f->offers);
+  free(f->inst);
+  free(f->offer_faults);
+  pthread_mutex_destroy(&f->lock);
+  free(f);
+}
+
+/* Charges one firing of op's fault; true (with err set) when it fires.
+ * Called with the lock held. */
+static bool fire(struct tw_fake *f, enum tw_provider_op op,
+                 struct tw_err *err) {
+  f->calls[op]++;
+  struct fault *ft = &f->faults[op];
+  if (ft->times == 0)
+    return false;
+  if (ft->times > 0)
+    ft->times--;
+  tw_err_detail(err, ft->detail);
+  tw_err_set(err, ft->rc, "fake %s: injected %s", tw_provider_op_str(op),
+             tw_rc_str(ft->rc));
+  return true;
+}
+
+/* Brings an instance up to date with the clock: pending turns running,
+ * an interruption past its deadline terminates it. */
+static void advance(struct tw_fake *f, struct inst *in) {
+  int64_t now = tw_clock_now_ms(f->p->clock);
+  if (in->interrupt_deadline_ms && now >= in->interrupt_deadline_ms &&
+      !tw_instance_state_gone(in->i.state)) {
+    in->i.state = TW_INST_TERMINATED;
+    TW_SET(in->i.state_reason, "Server.SpotInstanceTermination");
+  } else if (in->i.state == TW_INST_PENDING) {
+    in->i.state = TW_INST_RUNNING;
+  }
+  TW_SET(in->i.provider_state, tw_instance_state_str(in->i.state));
+}
+
+static struct inst *find(struct tw_fake *f, const char *id) {
+  for (size_t i = 0; i < f->n_inst; i++)
+    if (!strcmp(f->inst[i].i.id, id))
+      return &f->inst[i];
+  return NULL;
+}
+
+static enum tw_rc fake_list_offers(struct tw_provider *p,
+                                   struct tw_offer_list *out,
+                                   struct tw_err *err) {
+  struct tw_fake *f = p->ctx;
+  pthread_mutex_lock(&f->lock);
+  enum tw_rc rc = TW_OK;
+  if (fire(f, TW_POP_LIST_OFFERS, err))
+    rc = err ? err->rc : TW_E_INTERNAL;
+  else
+    for (size_t i = 0; i < f->offers.n; i++)
+      tw_offer_list_push(out, &f->offers.items[i]);
+  pthread_mutex_unlock(&f->lock);
+  return rc;
+}
+
+static enum tw_rc fake_launch(struct tw_provider *p,
+                              const struct tw_launch *req,
+                              struct tw_instance *out, struct tw_err *err) {
+  struct tw_fake *f = p->ctx;
+  enum tw_rc rc = TW_OK;
+  pthread_mutex_lock(&f->lock);
+  if (fire(f, TW_POP_LAUNCH, err)) {
+    rc = err ? err->rc : TW_E_INTERNAL;
+    goto out;
+  }
+  /* As EC2: a known token returns its instance, whatever else changed. */
+  for (size_t i = 0; i < f->n_inst; i++)
+    if (!strcmp(f->inst[i].i.client_token, req->client_token)) {
+      *out = f->inst[i].i;
+      goto out;
+    }
+  for (size_t i = 0; i < f->n_offer_faults; i++)
+    if (!strcmp(f->offer_faults[i].offer_id, req->offer->id)) {
+      tw_err_detail(err, f->offer_faults[i].detail);
+      rc = tw_err_set(err, f->offer_faults[i].rc,
+                      "fake launch: offer %s: injected %s", req->offer->id,
+                      tw_rc_str(f->offer_faults[i].rc));
+      goto out;
+    }
+  if (f->n_inst == f->cap_inst) {
+    f->cap_inst = f->cap_inst ? f->cap_inst * 2 : 16;
+    f->inst = tw_realloc(f->inst, f->cap_inst * sizeof *f->inst);
+  }
+  struct inst *in = &f->inst[f->n_inst++];
+  memset(in, 0, sizeof *in);
+  struct tw_instance *i = &in->i;
+  snprintf(i->id, sizeof i->id, "%s-%zu", p->account, f->n_inst);
+  TW_SET(i->region, req->offer->region);
+  TW_SET(i->zone, req->offer->zone);
+  TW_SET(i->instance_type, req->offer->instance_type);
+  i->arch = req->offer->arch;
+  i->market = req->offer->market;
+  i->state = TW_INST_PENDING;
+  TW_SET(i->provider_state, "pending");
+  TW_SET(i->client_token, req->client_token);
+  TW_SET(i->job_id, req->job_id);
+  TW_SET(i->attempt_id, req->attempt_id);
+  TW_SET(i->tenant, req->tenant);
+  i->launched_ms = tw_clock_now_ms(p->clock);
+  *out = *i;
+out:
+  pthread_mutex_unlock(&f->lock);
+  return rc;
+}
+
+static enum tw_rc fake_describe(struct tw_provider *p, const char *id,
+                                struct tw_instance *out, struct tw_err *err) {
+  struct tw_fake *f = p->ctx;
+  enum tw_rc rc = TW_OK;
+  pthread_mutex_lock(&f->lock);
+  if (fire(f, TW_POP_DESCRIBE, err)) {
+    rc = err ? err->rc : TW_E_INTERNAL;
+  } else {
+    struct inst *in = find(f, id);
+    if (!in) {
+      tw_err_detail(err, "NotFound");
+      rc = tw_err_set(err, TW_E_NOTFOUND, "fake: no instance %s", id);
+    } else {
+      advance(f, in);
+      *out = in->i;
+    }
+  }
+  pthread_mutex_unlock(&f->lock);
+  return rc;
+}
+
+static enum tw_rc fake_terminate(struct tw_provider *p, const char *id,
+                                 struct tw_err *err) {
+  struct tw_fake *f = p->ctx;
+  enum tw_rc rc = TW_OK;
+  pthread_mutex_lock(&f->lock);
+  if (fire(f, TW_POP_TERMINATE, err)) {
+    rc = err ? err->rc : TW_E_INTERNAL;
+  } else {
+    struct inst *in = find(f, id);
+    if (!in) {
+      tw_err_detail(err, "NotFound");
+      rc = tw_err_set(err, TW_E_NOTFOUND, "fake: no instance %s", id);
+    } else {
+      in->i.state = TW_INST_TERMINATED;
+      TW_SET(in->i.provider_state, "terminated");
+    }
+  }
+  pthread_mutex_unlock(&f->lock);
+  return rc;
+}
+
+static enum tw_rc fake_list_managed(struct tw_provider *p,
+                                    struct tw_instance_list *out,
+                                    struct tw_err *err) {
+  struct tw_fake *f = p->ctx;
+  enum tw_rc rc = TW_OK;
+  pthread_mutex_lock(&f->lock);
+  if (fire(f, TW_POP_LIST_MANAGED, err)) {
+    rc = err ? err->rc : TW_E_INTERNAL;
+  } else {
+    for (size_t i = 0; i < f->n_inst; i++) {
+      advance(f, &f->inst[i]);
+      tw_instance_list_push(out, &f->inst[i].i);
+    }
+  }
+  pthread_mutex_unlock(&f->lock);
+  return rc;
+}
+
+static enum tw_rc fake_poll_events(struct tw_provider *p,
+                                   struct tw_event_list *out,
+                                   struct tw_err *err) {
+  struct tw_fake *f = p->ctx;
+  enum tw_rc rc = TW_OK;
+  pthread_mutex_lock(&f->lock);
+  if (fire(f, TW_POP_POLL_EVENTS, err)) {
+    rc = err ? err->rc : TW_E_INTERNAL;
+  } else {
+    for (size_t i = 0; i < f->n_inst; i++) {
+      struct inst *in = &f->inst[i];
+      advance(f, in);
+      if (tw_instance_state_gone(in->i.state))
+        continue;
+      if (in->interrupt_notice_ms) {
+        struct tw_event *e = tw_event_list_add(out);
+        e->kind = TW_EVENT_INTERRUPTION;
+        TW_SET(e->instance_id, in->i.id);
+        TW_SET(e->action, "terminate");
+        e->noticed_ms = in->interrupt_notice_ms;
+        e->deadline_ms = in->interrupt_deadline_ms;
+      }
+      if (in->rebalance_ms) {
+        struct tw_event *e = tw_event_list_add(out);
+        e->kind = TW_EVENT_REBALANCE;
+        TW_SET(e->instance_id, in->i.id);
+        e->noticed_ms = in->rebalance_ms;
+      }
+    }
+  }
+  pthread_mutex_unlock(&f->lock);
+  return rc;
+}
+
+const struct tw_provider_ops tw_provider_fake = {
+    .name = "fake",
+    .version = TW_PROVIDER_OPS_VERSION,
+    .supports =
+        TW_PROV_SPOT | TW_PROV_EVENTS | TW_PROV_ZONES | TW_PROV_CLIENT_TOKEN,
+    .init = fake_init,
+    .list_offers = fake_list_offers,
+    .launch = fake_launch,
+    .describe = fake_describe,
+    .terminate = fake_terminate,
+    .list_managed = fake_list_managed,
+    .poll_events = fake_poll_events,
+    .free = fake_free,
+};
+
+/* ---- script ------------------------------------------------------------- */
+
+void tw_fake_add_offer(struct tw_fake *f, const struct tw_offer *o) {
+  pthread_mutex_lock(&f->lock);
+  tw_offer_list_push(&f->offers, o);
+  pthread_mutex_unlock(&f->lock);
+}
+
+void tw_fake_fail(struct tw_fake *f, enum tw_provider_op op, enum tw_rc rc,
+                  const char *detail, int times) {
+  if ((unsigned)op >= TW_POP_COUNT)
+    return;
+  pthread_mutex_lock(&f->lock);
+  f->faults[op].rc = rc;
+  f->faults[op].times = times;
+  TW_SET(f->faults[op].detail, detail ? detail : "");
+  pthread_mutex_unlock(&f->lock);
+}
+
+void tw_fake_fail_offer(struct tw_fake *f, const char *offer_id, enum tw_rc rc,
+                        const char *detail) {
+  pthread_mutex_lock(&f->lock);
+  f->offer_faults = tw_realloc(f->offer_faults, (f->n_offer_faults + 1) *
+                                                    sizeof *f->offer_faults);
+  struct offer_fault *of = &f->offer_faults[f->n_offer_faults++];
+  memset(of, 0, sizeof *of);
+  TW_SET(of->offer_id, offer_id);
+  of->rc = rc;
+  TW_SET(of->detail, detail ? detail : "");
+  pthread_mutex_unlock(&f->lock);
+}
+
+void tw_fake_clear_faults(struct tw_fake *f) {
+  pthread_mutex_lock(&f->lock);
+  memset(f->faults, 0, sizeof f->faults);
+  f->n_offer_faults = 0;
+  pthread_mutex_unlock(&f->lock);
+}
+
+enum tw_rc tw_fake_set_state(struct tw_fake *f, const char *id,
+                             enum tw_instance_state state) {
+  pthread_mutex_lock(&f->lock);
+  struct inst *in = find(f, id);
+  if (in) {
+    in->i.state = state;
+    TW_SET(in->i.provider_state, tw_instance_state_str(state));
+  }
+  pthread_mutex_unlock(&f->lock);
+  return in ? TW_OK : TW_E_NOTFOUND;
+}
+
+enum tw_rc tw_fake_interrupt(struct tw_fake *f, const char *id,
+                             int64_t lead_ms) {
+  pthread_mutex_lock(&f->lock);
+  struct inst *in = find(f, id);
+  if (in) {
+    int64_t now = tw_clock_now_ms(f->p->clock);
+    in->interrupt_notice_ms = now;
+    in->interrupt_deadline_ms = now + lead_ms;
+  }
+  pthread_mutex_unlock(&f->lock);
+  return in ? TW_OK : TW_E_NOTFOUND;
+}
+
+enum tw_rc tw_fake_rebalance(struct tw_fake *f, const char *id) {
+  pthread_mutex_lock(&f->lock);
+  struct inst *in = find(f, id);
+  if (in)
+    in->rebalance_ms = tw_clock_now_ms(f->p->clock);
+  pthread_mutex_unlock(&f->lock);
+  return in ? TW_OK : TW_E_NOTFOUND;
+}
+
+size_t tw_fake_instances_created(struct tw_fake *f) {
+  pthread_mutex_lock(&f->lock);
+  size_t n = f->n_inst;
+  pthread_mutex_unlock(&f->lock);
+  return n;
+}
+
+size_t tw_fake_calls(struct tw_fake *f, enum tw_provider_op op) {
+  if ((unsigned)op >= TW_POP_COUNT)
+    return 0;
+  pthread_mutex_lock(&f->lock);
+  size_t n = f->calls[op];
+  pthread_mutex_unlock(&f->lock);
+  return n;
+}
+
+enum tw_rc tw_fake_get(struct tw_fake *f, const char *id,
+                       struct tw_instance *out) {
+  pthread_mutex_lock(&f->lock);
+  struct inst *in = find(f, id);
+  if (in)
+    *out = in->i;
+  pthread_mutex_unlock(&f->lock);
+  return in ? TW_OK : TW_E_NOTFOUND;
+}

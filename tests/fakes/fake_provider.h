@@ -1,0 +1,68 @@
+/* fake_provider.h - an in-process provider with scripted offers, instances,
+ * faults and notices, for tests of the generic layer and the scheduler.
+ *
+ * `tw_provider_fake` is a struct tw_provider_ops like any adapter's; create
+ * it with tw_provider_new_ops(&tw_provider_fake, "fake-a", NULL, clock,
+ * &p, &err) and script it through tw_fake_of(p).  It honours client tokens
+ * as EC2 does (the same token returns the same instance), names instances
+ * "<account>-1", "<account>-2", ..., starts them pending and has them
+ * running at the first describe or list that follows.  Times come from
+ * p->clock, so a test's fake clock drives notices' deadlines.
+ *
+ * Every function is thread-safe (one mutex per fake), so scheduler tests
+ * may launch from several threads. */
+#ifndef TW_TESTS_FAKES_FAKE_PROVIDER_H
+#define TW_TESTS_FAKES_FAKE_PROVIDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "providers/provider.h"
+
+extern const struct tw_provider_ops tw_provider_fake;
+
+struct tw_fake;
+
+/* The script of provider p (which must have been made from
+ * tw_provider_fake). */
+struct tw_fake *tw_fake_of(struct tw_provider *p);
+
+/* Adds an offer returned by list_offers (copied). */
+void tw_fake_add_offer(struct tw_fake *f, const struct tw_offer *o);
+
+/* The next `times` calls of op fail with rc, detail as err->detail
+ * (times < 0: until tw_fake_clear_faults). */
+void tw_fake_fail(struct tw_fake *f, enum tw_provider_op op, enum tw_rc rc,
+                  const char *detail, int times);
+
+/* Launches of the offer with this id fail with rc until cleared, as a
+ * zone out of capacity does. */
+void tw_fake_fail_offer(struct tw_fake *f, const char *offer_id, enum tw_rc rc,
+                        const char *detail);
+
+void tw_fake_clear_faults(struct tw_fake *f);
+
+/* Sets the state of instance id; TW_E_NOTFOUND when unknown. */
+enum tw_rc tw_fake_set_state(struct tw_fake *f, const char *id,
+                             enum tw_instance_state state);
+
+/* Issues an interruption notice for instance id, taking effect
+ * lead_ms after the provider clock's now (AWS: 120000); the instance is
+ * terminated when describe or list runs at or after the deadline.
+ * TW_E_NOTFOUND when unknown. */
+enum tw_rc tw_fake_interrupt(struct tw_fake *f, const char *id,
+                             int64_t lead_ms);
+
+/* Issues a rebalance recommendation for instance id. */
+enum tw_rc tw_fake_rebalance(struct tw_fake *f, const char *id);
+
+/* How many instances were ever created (a retried launch with a known
+ * token creates none), and how many calls each op received. */
+size_t tw_fake_instances_created(struct tw_fake *f);
+size_t tw_fake_calls(struct tw_fake *f, enum tw_provider_op op);
+
+/* Copies instance id into *out; TW_E_NOTFOUND when unknown. */
+enum tw_rc tw_fake_get(struct tw_fake *f, const char *id,
+                       struct tw_instance *out);
+
+#endif

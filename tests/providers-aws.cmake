@@ -1,0 +1,22 @@
+# The provider interface (providers/provider.c, registry.c), the in-process
+# fake provider (tests/fakes/) and the AWS EC2 adapter (providers/aws/).
+#
+# tw_add_test() keeps only the first of several LABELS, so each test sets
+# its full label list again.
+if(NOT TARGET tw_providers)
+  return()
+endif()
+
+function(tw_aws_labels name)
+  set_tests_properties(${name} PROPERTIES LABELS "${ARGN}" SKIP_RETURN_CODE 77)
+endfunction()
+
+add_library(tw_fake_provider STATIC
+            ${CMAKE_SOURCE_DIR}/tests/fakes/fake_provider.c)
+target_link_libraries(tw_fake_provider PUBLIC tw_providers)
+
+tw_add_test(test_provider
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_provider.c
+  LIBS tw_fake_provider tw_providers LABELS unit)
+tw_aws_labels(test_provider unit providers)
+

@@ -1,0 +1,540 @@
+/* test_provider.c - the generic provider layer: argument and result checks,
+ * defaults for NULL slots, timing counters, config helpers; and the
+ * scripted fake provider the scheduler tests build on. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "broker/clock.h"
+#include "broker/log.h"
+#include "broker/node.h"
+#include "providers/provider.h"
+#include "tests/fakes/fake_provider.h"
+
+static int failures, checks;
+
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    checks++;                                                                  \
+    if (!(cond)) {                                                             \
+      failures++;                                                              \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                          \
+  } while (0)
+
+static struct tw_offer make_offer(const char *account, const char *zone,
+                                  const char *type, enum tw_market m,
+                                  int64_t price) {
+  struct tw_offer o;
+  tw_offer_init(&o);
+  TW_SET(o.account, account);
+  TW_SET(o.region, "us-east-1");
+  TW_SET(o.zone, zone);
+  TW_SET(o.instance_type, type);
+  o.arch = TW_ARCH_X86_64;
+  o.vcpus = 2;
+  o.memory_mib = 8192;
+  o.market = m;
+  o.price_uusd_per_hour = price;
+  return o;
+}
+
+static struct tw_provider *new_fake(struct tw_clock *clock) {
+  struct tw_provider *p = NULL;
+  struct tw_err err = {0};
+  enum tw_rc rc =
+      tw_provider_new_ops(&tw_provider_fake, "fake-a", NULL, clock, &p, &err);
+  CHECK(rc == TW_OK && p);
+  return p;
+}
+
+static struct tw_launch make_launch(const struct tw_offer *o,
+                                    const char *token) {
+  struct tw_launch l = {0};
+  l.offer = o;
+  l.client_token = token;
+  l.job_id = "job-1";
+  l.attempt_id = "att-1";
+  l.tenant = "physics";
+  return l;
+}
+
+static void model_helpers(void) {
+  char small[4];
+  CHECK(tw_model_set(small, sizeof small, "abc"));
+  CHECK(!strcmp(small, "abc"));
+  CHECK(!tw_model_set(small, sizeof small, "abcd") && small[0] == '\0');
+  CHECK(tw_model_set(small, sizeof small, NULL) && small[0] == '\0');
+
+  struct tw_offer o =
+      make_offer("aws-main", "us-east-1a", "m5.large", TW_MARKET_SPOT, 1);
+  CHECK(tw_offer_make_id(&o));
+  CHECK(!strcmp(o.id, "aws-main:us-east-1:us-east-1a:m5.large:spot"));
+  CHECK(o.interruption_pct == -1 && o.capacity == -1);
+  CHECK(tw_offer_set_label(&o, "country", "US"));
+  CHECK(tw_offer_set_label(&o, "country", "CA"));
+  CHECK(o.n_labels == 1 && !strcmp(tw_offer_label(&o, "country"), "CA"));
+  CHECK(tw_offer_label(&o, "geo") == NULL);
+  for (int i = 0; i < TW_OFFER_LABELS_MAX + 2; i++) {
+    char k[8];
+    snprintf(k, sizeof k, "k%d", i);
+    bool ok = tw_offer_set_label(&o, k, "v");
+    CHECK(ok == (i < TW_OFFER_LABELS_MAX - 1));
+  }
+
+  for (int s = TW_INST_UNKNOWN; s <= TW_INST_TERMINATED; s++)
+    CHECK((int)tw_instance_state_parse(tw_instance_state_str(s)) == s);
+  CHECK(tw_instance_state_parse("Running") == TW_INST_UNKNOWN);
+
+  struct tw_offer_list l;
+  tw_offer_list_init(&l);
+  for (int i = 0; i < 100; i++) {
+    struct tw_offer *x = tw_offer_list_add(&l);
+    CHECK(x->capacity == -1); /* the slot is initialised as an offer */
+    x->vcpus = i;
+  }
+  CHECK(l.n == 100 && l.items[99].vcpus == 99);
+  tw_offer_list_release(&l);
+  CHECK(l.n == 0 && l.items == NULL);
+}
+
+static void usd_conversion(void) {
+  struct {
+    const char *s;
+    int64_t v;
+    enum tw_rc rc;
+  } cases[] = {
+      {"0.043700", 43700, TW_OK},
+      {"12", 12000000, TW_OK},
+      {"3.25", 3250000, TW_OK},
+      {" 0.0000004 ", 0, TW_OK},
+      {"0.0000005", 1, TW_OK}, /* half up */
+      {"9.8304000000", 9830400, TW_OK},
+      {"0.1234565", 123457, TW_OK},
+      {".5", 500000, TW_OK},
+      {"", 0, TW_E_INVALID},
+      {"-1", 0, TW_E_INVALID},
+      {"1e-3", 0, TW_E_INVALID},
+      {"1.2.3", 0, TW_E_INVALID},
+      {"abc", 0, TW_E_INVALID},
+      {"1000001", 0, TW_E_INVALID},
+      {"99999999999999999999", 0, TW_E_INVALID},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    int64_t v = -7;
+    struct tw_err err = {0};
+    enum tw_rc rc = tw_provider_usd_to_uusd(cases[i].s, &v, &err);
+    CHECK(rc == cases[i].rc);
+    if (rc == TW_OK)
+      CHECK(v == cases[i].v);
+    else
+      CHECK(v == -7);
+    if (rc != cases[i].rc || (rc == TW_OK && v != cases[i].v))
+      fprintf(stderr, "  usd \"%s\": %s %lld\n", cases[i].s, tw_rc_str(rc),
+              (long long)v);
+  }
+}
+
+static void launch_is_idempotent_and_checked(void) {
+  struct tw_clock clock;
+  tw_clock_fake_init(&clock, 1767225600000LL);
+  struct tw_provider *p = new_fake(&clock);
+  struct tw_fake *f = tw_fake_of(p);
+  struct tw_offer o =
+      make_offer("", "us-east-1a", "m5.large", TW_MARKET_SPOT, 40000);
+  struct tw_instance a, b;
+  struct tw_err err = {0};
+
+  struct tw_launch req = make_launch(&o, "tok-1");
+  CHECK(tw_provider_launch(p, &req, &a, &err) == TW_OK);
+  CHECK(!strcmp(a.id, "fake-a-1") && a.state == TW_INST_PENDING);
+  CHECK(!strcmp(a.provider, "fake") && !strcmp(a.account, "fake-a"));
+  CHECK(!strcmp(a.job_id, "job-1") && !strcmp(a.tenant, "physics"));
+  CHECK(a.market == TW_MARKET_SPOT && a.launched_ms == 1767225600000LL);
+
+  /* Retried with the same token: the same instance, nothing bought. */
+  CHECK(tw_provider_launch(p, &req, &b, &err) == TW_OK);
+  CHECK(!strcmp(a.id, b.id));
+  CHECK(tw_fake_instances_created(f) == 1);
+
+  /* The same token under another job: refused as a conflict. */
+  struct tw_launch other = make_launch(&o, "tok-1");
+  other.job_id = "job-2";
+  CHECK(tw_provider_launch(p, &other, &b, &err) == TW_E_CONFLICT);
+  CHECK(!strcmp(err.detail, "ClientTokenReused"));
+  CHECK(!strcmp(b.id, a.id)); /* the caller sees what it collided with */
+
+  /* Argument checks never reach the adapter. */
+  size_t calls = tw_fake_calls(f, TW_POP_LAUNCH);
+  const char *bad_tokens[] = {NULL, "", "has space",
+                              "0123456789012345678901234567890123456789"
+                              "01234567890123456789012345"};
+  for (size_t i = 0; i < sizeof bad_tokens / sizeof *bad_tokens; i++) {
+    struct tw_launch r = make_launch(&o, bad_tokens[i]);
+    memset(&err, 0, sizeof err);
+    CHECK(tw_provider_launch(p, &r, &b, &err) == TW_E_INVALID);
+  }
+  struct tw_launch r = make_launch(&o, "tok-2");
+  r.tenant = NULL;
+  CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_E_INVALID);
+  struct tw_offer foreign = o;
+  TW_SET(foreign.account, "someone-else");
+  r = make_launch(&foreign, "tok-2");
+  CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_E_INVALID);
+  struct tw_offer no_market = o;
+  no_market.market = TW_MARKET_ANY;
+  r = make_launch(&no_market, "tok-2");
+  CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_E_INVALID);
+  r = make_launch(NULL, "tok-2");
+  CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_E_INVALID);
+  CHECK(tw_fake_calls(f, TW_POP_LAUNCH) == calls);
+
+  /* Each error class comes back with the adapter's detail, counted. */
+  enum tw_rc classes[] = {TW_E_CAPACITY, TW_E_QUOTA, TW_E_AUTH, TW_E_RETRYABLE,
+                          TW_E_INVALID};
+  for (size_t i = 0; i < sizeof classes / sizeof *classes; i++) {
+    tw_fake_fail(f, TW_POP_LAUNCH, classes[i], "SomeCode", 1);
+    memset(&err, 0, sizeof err);
+    r = make_launch(&o, "tok-3");
+    CHECK(tw_provider_launch(p, &r, &b, &err) == classes[i]);
+    CHECK(err.rc == classes[i] && !strcmp(err.detail, "SomeCode"));
+    CHECK(b.id[0] == '\0');
+  }
+  struct tw_provider_stats st;
+  tw_provider_stats(p, TW_POP_LAUNCH, &st);
+  CHECK(st.calls == 8 && st.failures == 6); /* 3 + 5 injected */
+  CHECK(st.last_rc == TW_E_INVALID && st.max_us >= st.last_us);
+
+  /* Capacity out in one zone only. */
+  struct tw_offer z2 =
+      make_offer("", "us-east-1b", "m5.large", TW_MARKET_SPOT, 40000);
+  tw_offer_make_id(&o);
+  tw_offer_make_id(&z2);
+  tw_fake_fail_offer(f, o.id, TW_E_CAPACITY, "InsufficientInstanceCapacity");
+  r = make_launch(&o, "tok-4");
+  CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_E_CAPACITY);
+  r = make_launch(&z2, "tok-4");
+  CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_OK);
+  CHECK(!strcmp(b.zone, "us-east-1b"));
+
+  tw_provider_free(p);
+}
+
+static void describe_terminate_events(void) {
+  struct tw_clock clock;
+  tw_clock_fake_init(&clock, 1767225600000LL);
+  struct tw_provider *p = new_fake(&clock);
+  struct tw_fake *f = tw_fake_of(p);
+  struct tw_offer o =
+      make_offer("", "us-east-1a", "m5.large", TW_MARKET_SPOT, 40000);
+  struct tw_launch req = make_launch(&o, "tok-1");
+  struct tw_instance a, d;
+  struct tw_err err = {0};
+  CHECK(tw_provider_launch(p, &req, &a, &err) == TW_OK);
+  CHECK(tw_provider_describe(p, a.id, &d, &err) == TW_OK);
+  CHECK(d.state == TW_INST_RUNNING && !strcmp(d.provider_state, "running"));
+  CHECK(tw_provider_describe(p, "nope", &d, &err) == TW_E_NOTFOUND);
+  CHECK(tw_provider_describe(p, "", &d, NULL) == TW_E_INVALID);
+
+  struct tw_event_list ev;
+  tw_event_list_init(&ev);
+  CHECK(tw_provider_poll_events(p, &ev, NULL) == TW_OK && ev.n == 0);
+  CHECK(tw_fake_interrupt(f, a.id, 120000) == TW_OK);
+  CHECK(tw_fake_rebalance(f, a.id) == TW_OK);
+  CHECK(tw_provider_poll_events(p, &ev, NULL) == TW_OK);
+  CHECK(ev.n == 2);
+  if (ev.n == 2) {
+    CHECK(ev.items[0].kind == TW_EVENT_INTERRUPTION);
+    CHECK(ev.items[0].deadline_ms == 1767225600000LL + 120000);
+    CHECK(!strcmp(ev.items[0].action, "terminate"));
+    CHECK(ev.items[1].kind == TW_EVENT_REBALANCE);
+  }
+  tw_event_list_release(&ev);
+  /* Past the deadline the instance is gone and its notices with it. */
+  tw_clock_advance(&clock, 120000);
+  CHECK(tw_provider_poll_events(p, &ev, NULL) == TW_OK && ev.n == 0);
+  CHECK(tw_provider_describe(p, a.id, &d, NULL) == TW_OK);
+  CHECK(d.state == TW_INST_TERMINATED);
+  CHECK(!strcmp(d.state_reason, "Server.SpotInstanceTermination"));
+  tw_event_list_release(&ev);
+
+  /* A failed list leaves the caller's list as it was. */
+  struct tw_instance_list il;
+  tw_instance_list_init(&il);
+  CHECK(tw_provider_list_managed(p, &il, NULL) == TW_OK && il.n == 1);
+  tw_fake_fail(f, TW_POP_LIST_MANAGED, TW_E_RETRYABLE, "RequestLimitExceeded",
+               1);
+  CHECK(tw_provider_list_managed(p, &il, NULL) == TW_E_RETRYABLE);
+  CHECK(il.n == 1);
+  tw_instance_list_release(&il);
+
+  CHECK(tw_provider_terminate(p, a.id, NULL) == TW_OK);
+  CHECK(tw_provider_terminate(p, "nope", NULL) == TW_E_NOTFOUND);
+  tw_provider_free(p);
+}
+
+/* ---- an adapter with holes and bugs ---------------------------------- */
+
+static int bad_mode;
+
+static enum tw_rc bad_list_offers(struct tw_provider *p,
+                                  struct tw_offer_list *out,
+                                  struct tw_err *err) {
+  struct tw_offer good =
+      make_offer("", "z1", "t.good", TW_MARKET_ON_DEMAND, 1000);
+  struct tw_offer *o = tw_offer_list_add(out);
+  *o = good;
+  o = tw_offer_list_add(out);
+  *o = good;
+  o->vcpus = 0; /* broken */
+  o = tw_offer_list_add(out);
+  *o = good;
+  o->price_uusd_per_hour = -5; /* broken */
+  o = tw_offer_list_add(out);
+  *o = good;
+  TW_SET(o->zone, "z2");
+  if (bad_mode == 1)
+    return tw_err_set(err, TW_E_RETRYABLE, "page 2 failed");
+  return TW_OK;
+}
+
+static enum tw_rc bad_launch(struct tw_provider *p, const struct tw_launch *req,
+                             struct tw_instance *out, struct tw_err *err) {
+  (void)req;
+  (void)err;
+  return TW_OK; /* forgot the id */
+}
+
+static enum tw_rc bad_describe(struct tw_provider *p, const char *id,
+                               struct tw_instance *out, struct tw_err *err) {
+  TW_SET(out->id, "i-other");
+  return TW_OK;
+}
+
+static enum tw_rc holes_list_managed(struct tw_provider *p,
+                                     struct tw_instance_list *out,
+                                     struct tw_err *err) {
+  struct tw_instance *i = tw_instance_list_add(out);
+  TW_SET(i->id, "h-1");
+  i->state = TW_INST_RUNNING;
+  i = tw_instance_list_add(out);
+  TW_SET(i->id, "h-2");
+  return TW_OK;
+}
+
+static const struct tw_provider_ops bad_ops = {
+    .name = "bad",
+    .version = TW_PROVIDER_OPS_VERSION,
+    .list_offers = bad_list_offers,
+    .launch = bad_launch,
+    .describe = bad_describe,
+};
+
+static const struct tw_provider_ops holes_ops = {
+    .name = "holes",
+    .version = TW_PROVIDER_OPS_VERSION,
+    .list_managed = holes_list_managed,
+};
+
+static const struct tw_provider_ops future_ops = {
+    .name = "future",
+    .version = TW_PROVIDER_OPS_VERSION + 1,
+};
+
+static void generic_checks_and_defaults(void) {
+  struct tw_provider *p = NULL;
+  struct tw_err err = {0};
+  CHECK(tw_provider_new_ops(&bad_ops, NULL, NULL, NULL, &p, &err) == TW_OK);
+  CHECK(!strcmp(tw_provider_account(p), "bad"));
+
+  struct tw_offer_list l;
+  tw_offer_list_init(&l);
+  struct tw_offer pre = make_offer("x", "z0", "t.pre", TW_MARKET_SPOT, 1);
+  tw_offer_list_push(&l, &pre);
+  CHECK(tw_provider_list_offers(p, &l, &err) == TW_OK);
+  CHECK(l.n == 3); /* pre + the two valid ones */
+  CHECK(!strcmp(l.items[0].instance_type, "t.pre"));
+  for (size_t i = 1; i < l.n; i++) {
+    CHECK(!strcmp(l.items[i].provider, "bad"));
+    CHECK(!strcmp(l.items[i].account, "bad"));
+    CHECK(l.items[i].id[0] != '\0');
+  }
+  CHECK(!strcmp(l.items[2].id, "bad:us-east-1:z2:t.good:on-demand"));
+  bad_mode = 1;
+  memset(&err, 0, sizeof err);
+  CHECK(tw_provider_list_offers(p, &l, &err) == TW_E_RETRYABLE);
+  CHECK(l.n == 3); /* the partial page was dropped */
+  bad_mode = 0;
+  tw_offer_list_release(&l);
+
+  struct tw_offer o = make_offer("", "z1", "t.good", TW_MARKET_ON_DEMAND, 1);
+  struct tw_launch req = make_launch(&o, "tok");
+  struct tw_instance inst;
+  memset(&err, 0, sizeof err);
+  CHECK(tw_provider_launch(p, &req, &inst, &err) == TW_E_INTERNAL);
+  /* A spot offer to a provider without TW_PROV_SPOT. */
+  o.market = TW_MARKET_SPOT;
+  CHECK(tw_provider_launch(p, &req, &inst, NULL) == TW_E_INVALID);
+
+  memset(&err, 0, sizeof err);
+  CHECK(tw_provider_describe(p, "i-mine", &inst, &err) == TW_E_INTERNAL);
+  /* NULL slots with no default. */
+  CHECK(tw_provider_terminate(p, "i-mine", NULL) == TW_E_INVALID);
+  struct tw_instance_list il;
+  tw_instance_list_init(&il);
+  CHECK(tw_provider_list_managed(p, &il, NULL) == TW_OK && il.n == 0);
+  struct tw_event_list ev;
+  tw_event_list_init(&ev);
+  CHECK(tw_provider_poll_events(p, &ev, NULL) == TW_OK && ev.n == 0);
+  tw_provider_free(p);
+
+  /* describe defaults to a lookup in list_managed. */
+  CHECK(tw_provider_new_ops(&holes_ops, "h", NULL, NULL, &p, NULL) == TW_OK);
+  CHECK(tw_provider_describe(p, "h-2", &inst, NULL) == TW_OK);
+  CHECK(!strcmp(inst.id, "h-2") && !strcmp(inst.provider, "holes"));
+  CHECK(!strcmp(inst.provider_state, "unknown"));
+  CHECK(tw_provider_describe(p, "h-3", &inst, NULL) == TW_E_NOTFOUND);
+  tw_provider_free(p);
+
+  memset(&err, 0, sizeof err);
+  CHECK(tw_provider_new_ops(&future_ops, NULL, NULL, NULL, &p, &err) ==
+        TW_E_INVALID);
+  CHECK(p == NULL && strstr(err.msg, "version"));
+  tw_provider_free(NULL);
+}
+
+/* ---- config helpers --------------------------------------------------- */
+
+static struct tw_node *yaml(const char *s) {
+  struct tw_node *n = NULL;
+  struct tw_err err = {0};
+  if (tw_node_parse_yaml(s, strlen(s), &n, &err))
+    fprintf(stderr, "yaml: %s\n", err.msg);
+  return n;
+}
+
+static void config_helpers(void) {
+  static const char *const keys[] = {"endpoint", "regions", "timeout_ms", NULL};
+  struct tw_node *n = yaml("name: a\ntype: aws\nendpont: x\n");
+  struct tw_err err = {0};
+  CHECK(tw_provider_cfg_check_keys(n, keys, &err) == TW_E_INVALID);
+  CHECK(strstr(err.msg, "did you mean \"endpoint\"") != NULL);
+  CHECK(!strcmp(err.field, "endpont"));
+  tw_node_free(n);
+
+  n = yaml("timeout_ms: 70000\nregions: [a]\n");
+  memset(&err, 0, sizeof err);
+  CHECK(tw_provider_cfg_check_keys(n, keys, &err) == TW_OK);
+  int64_t v;
+  CHECK(tw_provider_cfg_int(n, "timeout_ms", 1, 60000, 5, &v, &err) ==
+        TW_E_INVALID);
+  CHECK(strstr(err.msg, "timeout_ms") && strstr(err.msg, "1..60000"));
+  CHECK(tw_provider_cfg_int(n, "absent", 1, 60000, 5, &v, NULL) == TW_OK &&
+        v == 5);
+  const char *s;
+  CHECK(tw_provider_cfg_str(n, "regions", NULL, &s, NULL) == TW_E_INVALID);
+  tw_node_free(n);
+
+  /* Secrets: inline refused, env and file read, never both. */
+  n = yaml("secret_key: hunter2\n");
+  char *secret = NULL;
+  memset(&err, 0, sizeof err);
+  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, &err) ==
+        TW_E_INVALID);
+  CHECK(secret == NULL && !strstr(err.msg, "hunter2"));
+  tw_node_free(n);
+
+  setenv("TW_TEST_SECRET", "s3cr3t", 1);
+  n = yaml("secret_key_env: TW_TEST_SECRET\n");
+  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
+        TW_OK);
+  CHECK(secret && !strcmp(secret, "s3cr3t"));
+  free(secret);
+  tw_node_free(n);
+
+  n = yaml("secret_key_env: TW_TEST_UNSET_VAR\n");
+  memset(&err, 0, sizeof err);
+  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, &err) ==
+        TW_E_AUTH);
+  CHECK(strstr(err.msg, "TW_TEST_UNSET_VAR") != NULL);
+  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, false, &secret, NULL) ==
+            TW_OK &&
+        secret == NULL);
+  tw_node_free(n);
+
+  char path[] = "/tmp/tw_test_secretXXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (fd >= 0) {
+    CHECK(write(fd, "from-file\nsecond line\n", 22) == 22);
+    close(fd);
+    char *doc = tw_asprintf("secret_key_file: %s\n", path);
+    n = yaml(doc);
+    CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
+          TW_OK);
+    CHECK(secret && !strcmp(secret, "from-file"));
+    free(secret);
+    tw_node_free(n);
+    free(doc);
+    unlink(path);
+  }
+  n = yaml("secret_key_file: /nonexistent/tw\n");
+  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
+        TW_E_AUTH);
+  tw_node_free(n);
+  n = yaml("secret_key_file: /x\nsecret_key_env: Y\n");
+  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
+        TW_E_INVALID);
+  tw_node_free(n);
+  /* The default variable. */
+  CHECK(tw_provider_cfg_secret(NULL, "secret_key", "TW_TEST_SECRET", true,
+                               &secret, NULL) == TW_OK);
+  CHECK(secret && !strcmp(secret, "s3cr3t"));
+  free(secret);
+}
+
+static void registry_and_new(void) {
+  /* Every registered adapter is well formed and findable by name. */
+  for (size_t i = 0; tw_provider_registry[i]; i++) {
+    const struct tw_provider_ops *ops = tw_provider_registry[i];
+    CHECK(ops->name && *ops->name);
+    CHECK(ops->version >= 1 && ops->version <= TW_PROVIDER_OPS_VERSION);
+    CHECK(tw_provider_find(ops->name) == ops);
+  }
+  CHECK(tw_provider_find("nope") == NULL);
+  CHECK(tw_provider_find(NULL) == NULL);
+
+  struct tw_provider *p = NULL;
+  struct tw_err err = {0};
+  struct tw_node *n = yaml("name: x\n");
+  CHECK(tw_provider_new(n, NULL, &p, &err) == TW_E_INVALID);
+  CHECK(!strcmp(err.field, "type"));
+  tw_node_free(n);
+  n = yaml("type: no-such-cloud\n");
+  memset(&err, 0, sizeof err);
+  CHECK(tw_provider_new(n, NULL, &p, &err) == TW_E_INVALID && !p);
+  CHECK(strstr(err.msg, "no-such-cloud") != NULL);
+  tw_node_free(n);
+  if (tw_provider_find("aws")) {
+    n = yaml("type: avs\n");
+    memset(&err, 0, sizeof err);
+    CHECK(tw_provider_new(n, NULL, &p, &err) == TW_E_INVALID);
+    CHECK(strstr(err.msg, "did you mean \"aws\"") != NULL);
+    tw_node_free(n);
+  }
+}
+
+int main(void) {
+  /* Failures are logged at warn by design; keep the test output short. */
+  tw_log_set_level(TW_LOG_ERROR);
+  model_helpers();
+  usd_conversion();
+  launch_is_idempotent_and_checked();
+  describe_terminate_events();
+  generic_checks_and_defaults();
+  config_helpers();
+  registry_and_new();
+  printf("%d checks, %d failed\n", checks, failures);
+  return failures ? 1 : 0;
+}
