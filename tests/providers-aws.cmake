@@ -20,3 +20,18 @@ tw_add_test(test_provider
   LIBS tw_fake_provider tw_providers LABELS unit)
 tw_aws_labels(test_provider unit providers)
 
+tw_add_test(test_aws_xml
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_aws_xml.c
+  LIBS tw_providers LABELS unit)
+tw_aws_labels(test_aws_xml unit providers aws)
+
+tw_add_test(test_aws_errors
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_aws_errors.c
+  LIBS tw_providers LABELS unit)
+tw_aws_labels(test_aws_errors unit providers aws)
+
+tw_add_fuzz(fuzz_ec2_xml
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_ec2_xml.c
+  LIBS tw_providers
+  LABELS providers aws
+  CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/ec2_xml)
