@@ -1,0 +1,23 @@
+# tradewind-fakecloud: the loopback fake clouds (EC2 today), their unit and
+# integration tests, the request-parsing fuzz target and the conformance
+# tests against the official AWS SDK.  See docs/fakecloud.md.
+
+set(FC_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fakecloud)
+set(FC_CATALOG_C ${CMAKE_CURRENT_BINARY_DIR}/fakecloud_catalog.c)
+add_custom_command(
+  OUTPUT ${FC_CATALOG_C}
+  COMMAND ${CMAKE_COMMAND} -DIN=${FC_DIR}/catalog.json -DOUT=${FC_CATALOG_C}
+          -DNAME=fc_catalog_json -P ${FC_DIR}/embed.cmake
+  DEPENDS ${FC_DIR}/catalog.json ${FC_DIR}/embed.cmake
+  COMMENT "Embedding the fake cloud catalog")
+
+# tw_fakecloud: everything but main(), so tests run servers in-process.
+add_library(tw_fakecloud STATIC
+  ${FC_DIR}/server.c ${FC_DIR}/params.c ${FC_DIR}/xml.c ${FC_DIR}/clock.c
+  ${FC_DIR}/fault.c ${FC_DIR}/catalog.c ${FC_DIR}/ec2_req.c ${FC_DIR}/ec2.c
+  ${FC_CATALOG_C})
+target_link_libraries(tw_fakecloud PUBLIC tw_providers tw_base
+  PkgConfig::MHD PkgConfig::JANSSON Threads::Threads m)
+
+add_executable(tradewind-fakecloud ${FC_DIR}/main.c)
+target_link_libraries(tradewind-fakecloud PRIVATE tw_fakecloud)

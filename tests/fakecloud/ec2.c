@@ -1,0 +1,1908 @@
+/* ec2.c - the EC2 module of tradewind-fakecloud: the Query API (version
+ * 2016-11-15) over POST form bodies and GET query strings, SigV4 checked
+ * with tw_sigv4_verify, instances kept in memory and moved through their
+ * states by the fake clock, and EC2's own error codes and envelopes.
+ *
+ * The module runs with the server's mutex held (module.h), so it keeps
+ * plain arrays.  Time only moves forward between calls: every entry point
+ * first calls ec2_tick() to apply the transitions that are due. */
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "broker/clock.h"
+#include "broker/mem.h"
+#include "providers/sigv4.h"
+#include "tests/fakecloud/clock.h"
+#include "tests/fakecloud/ec2_req.h"
+#include "tests/fakecloud/fakecloud.h"
+#include "tests/fakecloud/module.h"
+#include "tests/fakecloud/params.h"
+#include "tests/fakecloud/xml.h"
+
+#define EC2_NS "http://ec2.amazonaws.com/doc/2016-11-15/"
+#define SKEW_MS (5 * 60 * 1000)         /* SigV4: five minutes */
+#define TERMINATED_VISIBLE_MS 3600000   /* EC2 lists them about an hour */
+#define SPOT_STEP_MS (6 * 3600 * 1000)  /* spot price history grid */
+#define SPOT_HISTORY_MS (90LL * 24 * 3600 * 1000) /* EC2 keeps 90 days */
+
+enum ec2_state {
+  ST_PENDING = 0,
+  ST_RUNNING = 16,
+  ST_SHUTTING_DOWN = 32,
+  ST_TERMINATED = 48,
+  ST_STOPPING = 64,
+  ST_STOPPED = 80
+};
+
+static const char *state_name(int code) {
+  switch (code) {
+  case ST_PENDING: return "pending";
+  case ST_RUNNING: return "running";
+  case ST_SHUTTING_DOWN: return "shutting-down";
+  case ST_TERMINATED: return "terminated";
+  case ST_STOPPING: return "stopping";
+  case ST_STOPPED: return "stopped";
+  }
+  return "unknown";
+}
+
+struct inst {
+  uint64_t seq; /* creation order: listing order and page cursor */
+  char id[20];
+  char reservation_id[20];
+  char image_id[32];
+  char itype[32];
+  char region[32];
+  char zone[32];
+  char key_name[64];
+  char client_token[65];
+  char private_ip[16];
+  int ami_launch_index;
+  int state;
+  int64_t launch_ms;
+  int64_t next_ms;       /* when the current transient state ends */
+  int64_t terminated_ms; /* -1 until terminated */
+  char reason[96];       /* stateTransitionReason */
+  char sr_code[48];      /* stateReason */
+  char sr_msg[96];
+  bool spot;
+  char sir_id[16];
+  int64_t max_price_uusd;
+  char spot_type[16];
+  char interruption[16];
+  int64_t notice_ms;     /* spot instance-action notice, -1 none */
+  int64_t action_ms;     /* when the interruption happens */
+  char notice_action[16];
+  int64_t rebalance_ms;  /* rebalance recommendation, -1 none */
+  struct {
+    char *key, *value;
+  } tags[EC2_MAX_TAGS];
+  size_t n_tags;
+};
+
+struct token {
+  char token[65];
+  char region[32];
+  uint64_t hash;
+  char reservation_id[20];
+};
+
+struct counter {
+  char name[48];
+  int64_t n;
+};
+
+struct price_override {
+  char itype[32];
+  char region[32];
+  size_t zone;
+  int64_t from_ms;
+  int64_t uusd;
+};
+
+struct ec2 {
+  struct fc_server *s;
+  struct inst **inst;
+  size_t n_inst;
+  uint64_t next_seq;
+  struct token *tokens;
+  size_t n_tokens;
+  struct counter calls[64], errors[64];
+  struct price_override *overrides;
+  size_t n_overrides;
+  int64_t pending_ms;
+  int64_t shutdown_ms;
+  int64_t vcpu_limit_on_demand; /* per region, like the Standard bucket */
+  int64_t vcpu_limit_spot;
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static void count(struct counter *c, const char *name) {
+  size_t i;
+  for (i = 0; i < 64 && c[i].name[0]; i++)
+    if (!strcmp(c[i].name, name)) {
+      c[i].n++;
+      return;
+    }
+  if (i == 64) /* a flood of distinct names lands in the last slot */
+    i = 63, snprintf(c[i].name, sizeof c[i].name, "(other)");
+  else
+    snprintf(c[i].name, sizeof c[i].name, "%s", name);
+  c[i].n++;
+}
+
+static void rand_hex(struct ec2 *e, char *out, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; i++)
+    out[i] = hex[fc_rng_below(fc_rng(e->s), 16)];
+  out[n] = '\0';
+}
+
+static void fmt_time(int64_t ms, char out[32]) {
+  tw_time_fmt_rfc3339(ms, out, 32);
+}
+
+/* EC2's HTTP status for each error code it returns. */
+static int error_status(const char *code) {
+  static const struct {
+    const char *code;
+    int status;
+  } map[] = {
+      {"MissingAuthenticationToken", 401},
+      {"AuthFailure", 401},
+      {"SignatureDoesNotMatch", 403},
+      {"UnauthorizedOperation", 403},
+      {"DryRunOperation", 412},
+      {"RequestEntityTooLarge", 413},
+      {"InternalError", 500},
+      {"InsufficientInstanceCapacity", 500},
+      {"RequestLimitExceeded", 503},
+      {"Unavailable", 503},
+  };
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (!strcmp(map[i].code, code))
+      return map[i].status;
+  return 400;
+}
+
+/* The error envelope, byte for byte as EC2 writes it (no namespace,
+ * RequestID spelled with a capital D). */
+static void ec2_error(struct ec2 *e, struct fc_response *resp, int status,
+                      const char *code, const char *msg) {
+  count(e->errors, code);
+  resp->status = status ? status : error_status(code);
+  resp->content_type = "text/xml;charset=UTF-8";
+  tw_buf_reset(&resp->body);
+  tw_buf_adds(&resp->body, FC_XML_DECL "<Response><Errors><Error>");
+  fc_xml_elem(&resp->body, "Code", code);
+  fc_xml_elem(&resp->body, "Message", msg);
+  tw_buf_adds(&resp->body, "</Error></Errors>");
+  fc_xml_elem(&resp->body, "RequestID", resp->request_id);
+  tw_buf_adds(&resp->body, "</Response>");
+}
+
+static void ec2_error_err(struct ec2 *e, struct fc_response *resp,
+                          const struct tw_err *err) {
+  ec2_error(e, resp, 0, err->detail[0] ? err->detail : "InternalError",
+            err->msg);
+}
+
+static void begin(struct fc_response *resp, const char *root) {
+  resp->status = 200;
+  resp->content_type = "text/xml;charset=UTF-8";
+  tw_buf_reset(&resp->body);
+  tw_buf_printf(&resp->body, FC_XML_DECL "<%s xmlns=\"" EC2_NS "\">", root);
+  fc_xml_elem(&resp->body, "requestId", resp->request_id);
+}
+
+static void end(struct fc_response *resp, const char *root) {
+  fc_xml_close(&resp->body, root);
+}
+
+/* ---- state ------------------------------------------------------------ */
+
+static struct inst *find(struct ec2 *e, const char *id) {
+  for (size_t i = 0; i < e->n_inst; i++)
+    if (!strcmp(e->inst[i]->id, id))
+      return e->inst[i];
+  return NULL;
+}
+
+static void inst_free(struct inst *in) {
+  for (size_t t = 0; t < in->n_tags; t++) {
+    free(in->tags[t].key);
+    free(in->tags[t].value);
+  }
+  free(in);
+}
+
+static bool live(const struct inst *in) {
+  return in->state == ST_PENDING || in->state == ST_RUNNING;
+}
+
+static void schedule_notice(struct inst *in, int64_t at, int64_t lead,
+                            const char *action) {
+  in->notice_ms = at;
+  in->action_ms = at + lead;
+  snprintf(in->notice_action, sizeof in->notice_action, "%s",
+           action && *action ? action : in->interruption);
+}
+
+/* Applies every transition due at `now`, in time order per instance, so a
+ * long jump of the clock walks pending -> running -> interrupted ->
+ * terminated as the real service would have. */
+static void ec2_tick(struct ec2 *e) {
+  int64_t now = fc_now_ms(e->s);
+  struct fc_faults *faults = fc_faults(e->s);
+  /* Rules naming one instance: the notice starts when the rule fires. */
+  for (size_t r = 0; r < faults->n; r++) {
+    struct fc_fault *f = &faults->v[r];
+    if ((f->kind != FC_FAULT_SPOT_INTERRUPTION &&
+         f->kind != FC_FAULT_REBALANCE) ||
+        !f->instance_id[0])
+      continue;
+    struct inst *in = find(e, f->instance_id);
+    if (!in || !in->spot || !live(in))
+      continue;
+    if (f->kind == FC_FAULT_SPOT_INTERRUPTION && in->notice_ms >= 0)
+      continue;
+    if (f->kind == FC_FAULT_REBALANCE && in->rebalance_ms >= 0)
+      continue;
+    struct fc_fault_query q = {.service = "ec2", .instance_id = in->id,
+                               .instance_type = in->itype, .zone = in->zone,
+                               .market = "spot"};
+    if (!fc_fault_matches(f, &q, fc_elapsed_ms(e->s)) ||
+        !fc_rng_chance_ppm(fc_rng(e->s), f->probability_ppm))
+      continue;
+    if (f->count > 0)
+      f->count--;
+    f->fired++;
+    if (f->kind == FC_FAULT_SPOT_INTERRUPTION)
+      schedule_notice(in, now, f->lead_ms, NULL);
+    else
+      in->rebalance_ms = now;
+  }
+  for (size_t i = 0; i < e->n_inst; i++) {
+    struct inst *in = e->inst[i];
+    for (;;) {
+      bool early = in->notice_ms >= 0 && in->action_ms <= in->next_ms;
+      if (in->state == ST_PENDING && now >= in->next_ms && !early) {
+        in->state = ST_RUNNING;
+        in->sr_code[0] = in->sr_msg[0] = '\0';
+        continue;
+      }
+      if (live(in) && in->notice_ms >= 0 && now >= in->action_ms) {
+        bool stop = strcmp(in->notice_action, "terminate") != 0;
+        char when[32];
+        fmt_time(in->action_ms, when);
+        in->state = stop ? ST_STOPPING : ST_SHUTTING_DOWN;
+        in->next_ms = in->action_ms + e->shutdown_ms;
+        snprintf(in->sr_code, sizeof in->sr_code, "%s",
+                 stop ? "Server.SpotInstanceShutdown"
+                      : "Server.SpotInstanceTermination");
+        snprintf(in->sr_msg, sizeof in->sr_msg, "%s: %s", in->sr_code,
+                 stop ? "Spot instance shutdown"
+                      : "Spot instance termination");
+        snprintf(in->reason, sizeof in->reason,
+                 "Service initiated (%.10s %.8s GMT)", when, when + 11);
+        continue;
+      }
+      if (in->state == ST_SHUTTING_DOWN && now >= in->next_ms) {
+        in->state = ST_TERMINATED;
+        in->terminated_ms = in->next_ms;
+        continue;
+      }
+      if (in->state == ST_STOPPING && now >= in->next_ms) {
+        in->state = ST_STOPPED;
+        continue;
+      }
+      break;
+    }
+  }
+  /* Terminated instances drop out of listings after about an hour. */
+  size_t w = 0;
+  for (size_t i = 0; i < e->n_inst; i++) {
+    struct inst *in = e->inst[i];
+    if (in->state == ST_TERMINATED &&
+        now >= in->terminated_ms + TERMINATED_VISIBLE_MS)
+      inst_free(in);
+    else
+      e->inst[w++] = in;
+  }
+  e->n_inst = w;
+}
+
+/* ---- spot prices ------------------------------------------------------ */
+
+/* The price of a grid step: the catalog's figure moved by up to +-10 % by
+ * a hash of (seed, offer, zone, step), rounded to 1/10000 USD as EC2's
+ * prices are.  Stateless, so every page and every call agrees. */
+static int64_t spot_at_step(struct ec2 *e, const struct fc_offer *o,
+                            size_t zone, int64_t step) {
+  const struct fc_catalog *c = fc_catalog(e->s);
+  int64_t base = fc_offer_spot(o, zone);
+  if (base < 0)
+    return -1;
+  uint64_t h = fc_hash3(fc_seed(e->s) ^ fc_hash_str(c->itypes[o->itype].name),
+                        (uint64_t)(o->region * 64 + zone), (uint64_t)step);
+  int64_t permille = (int64_t)(h % 201) - 100; /* -100..100 = +-10 % */
+  int64_t p = base + base * permille / 1000;
+  p = p / 100 * 100;
+  int64_t od = o->on_demand_uusd;
+  if (p > od)
+    p = od; /* spot never costs more than on-demand */
+  return p < 100 ? 100 : p;
+}
+
+/* The override in force at t for (offer, zone), or NULL. */
+static const struct price_override *override_at(struct ec2 *e,
+                                                const struct fc_offer *o,
+                                                size_t zone, int64_t t) {
+  const struct fc_catalog *c = fc_catalog(e->s);
+  const struct price_override *best = NULL;
+  for (size_t i = 0; i < e->n_overrides; i++) {
+    const struct price_override *po = &e->overrides[i];
+    if (po->zone == zone && po->from_ms <= t &&
+        !strcmp(po->itype, c->itypes[o->itype].name) &&
+        !strcmp(po->region, c->regions[o->region].name) &&
+        (!best || po->from_ms >= best->from_ms))
+      best = po;
+  }
+  return best;
+}
+
+static int64_t spot_price_now(struct ec2 *e, const struct fc_offer *o,
+                              size_t zone, int64_t now) {
+  int64_t step = now / SPOT_STEP_MS;
+  const struct price_override *po = override_at(e, o, zone, now);
+  if (po && po->from_ms >= step * SPOT_STEP_MS)
+    return po->uusd;
+  return spot_at_step(e, o, zone, step);
+}
+
+/* ---- authentication --------------------------------------------------- */
+
+static const char *secret_cb(void *ctx, const char *ak) {
+  return fc_secret_for(ctx, ak);
+}
+
+/* Checks the signature; on success copies the credential scope's region
+ * (the signature was verified over it) into region. */
+static enum tw_rc authenticate(struct ec2 *e, const struct fc_request *req,
+                               char region[32], struct tw_err *err) {
+  struct tw_sigv4_header *h =
+      tw_calloc(req->n_headers ? req->n_headers : 1, sizeof *h);
+  for (size_t i = 0; i < req->n_headers; i++) {
+    h[i].name = req->headers[i].name;
+    h[i].value = req->headers[i].value;
+  }
+  struct tw_sigv4_request sr = {
+      .method = req->method,
+      .path = req->raw_path[0] ? req->raw_path : "/",
+      .query = req->raw_query,
+      .headers = h,
+      .n_headers = req->n_headers,
+      .body = req->body,
+      .body_len = req->body_len,
+  };
+  char *ak = NULL;
+  enum tw_rc rc = tw_sigv4_verify(&sr, secret_cb, e->s, fc_now_ms(e->s),
+                                  SKEW_MS, "ec2", &ak, err);
+  free(h);
+  free(ak);
+  if (rc)
+    return rc;
+  /* Credential=AKID/20240501/us-east-1/ec2/aws4_request */
+  const char *authz = fc_header(req, "Authorization");
+  const char *cred = authz ? strstr(authz, "Credential=") : NULL;
+  region[0] = '\0';
+  if (cred) {
+    const char *p = cred + 11;
+    for (int slash = 0; slash < 2 && p; slash++) {
+      p = strchr(p, '/');
+      if (p)
+        p++;
+    }
+    if (p) {
+      size_t n = strcspn(p, "/");
+      if (n < 32) {
+        memcpy(region, p, n);
+        region[n] = '\0';
+      }
+    }
+  }
+  if (!region[0] || !fc_catalog_region(fc_catalog(e->s), region)) {
+    tw_err_detail(err, "AuthFailure");
+    return tw_err_set(err, TW_E_AUTH,
+                      "Credential should be scoped to a valid region, not "
+                      "'%.31s'.",
+                      region);
+  }
+  return TW_OK;
+}
+
+/* ---- XML of an instance ---------------------------------------------- */
+
+static void instance_xml(struct ec2 *e, struct tw_buf *b,
+                         const struct inst *in) {
+  const struct fc_itype *it = fc_catalog_itype(fc_catalog(e->s), in->itype);
+  char t[32];
+  fc_xml_open(b, "item");
+  fc_xml_elem(b, "instanceId", in->id);
+  fc_xml_elem(b, "imageId", in->image_id);
+  tw_buf_printf(b, "<instanceState><code>%d</code><name>%s</name>"
+                   "</instanceState>",
+                in->state, state_name(in->state));
+  if (in->state == ST_TERMINATED) {
+    fc_xml_elem(b, "privateDnsName", NULL);
+  } else {
+    char dns[64];
+    snprintf(dns, sizeof dns, "ip-%s.ec2.internal", in->private_ip);
+    for (char *p = dns; *p; p++)
+      if (*p == '.' && p < dns + 3 + strlen(in->private_ip))
+        *p = '-';
+    fc_xml_elem(b, "privateDnsName", dns);
+  }
+  fc_xml_elem(b, "dnsName", NULL);
+  fc_xml_elem(b, "reason", in->reason);
+  if (in->key_name[0])
+    fc_xml_elem(b, "keyName", in->key_name);
+  fc_xml_elem_i64(b, "amiLaunchIndex", in->ami_launch_index);
+  fc_xml_elem(b, "productCodes", NULL);
+  fc_xml_elem(b, "instanceType", in->itype);
+  fmt_time(in->launch_ms, t);
+  fc_xml_elem(b, "launchTime", t);
+  fc_xml_open(b, "placement");
+  fc_xml_elem(b, "availabilityZone", in->zone);
+  fc_xml_elem(b, "groupName", NULL);
+  fc_xml_elem(b, "tenancy", "default");
+  fc_xml_close(b, "placement");
+  tw_buf_adds(b, "<monitoring><state>disabled</state></monitoring>");
+  if (in->state != ST_TERMINATED)
+    fc_xml_elem(b, "privateIpAddress", in->private_ip);
+  fc_xml_elem(b, "groupSet", NULL);
+  if (in->sr_code[0]) {
+    fc_xml_open(b, "stateReason");
+    fc_xml_elem(b, "code", in->sr_code);
+    fc_xml_elem(b, "message", in->sr_msg);
+    fc_xml_close(b, "stateReason");
+  }
+  fc_xml_elem(b, "architecture", it && !strcmp(it->arch[0], "arm64")
+                                     ? "arm64"
+                                     : "x86_64");
+  fc_xml_elem(b, "rootDeviceType", "ebs");
+  fc_xml_elem(b, "rootDeviceName", "/dev/xvda");
+  fc_xml_elem(b, "blockDeviceMapping", NULL);
+  if (in->spot) {
+    fc_xml_elem(b, "instanceLifecycle", "spot");
+    fc_xml_elem(b, "spotInstanceRequestId", in->sir_id);
+  }
+  fc_xml_elem(b, "virtualizationType", "hvm");
+  fc_xml_elem(b, "clientToken", in->client_token);
+  if (in->n_tags) { /* EC2 leaves tagSet out when there are none */
+    fc_xml_open(b, "tagSet");
+    for (size_t i = 0; i < in->n_tags; i++) {
+      fc_xml_open(b, "item");
+      fc_xml_elem(b, "key", in->tags[i].key);
+      fc_xml_elem(b, "value", in->tags[i].value);
+      fc_xml_close(b, "item");
+    }
+    fc_xml_close(b, "tagSet");
+  }
+  fc_xml_elem(b, "hypervisor", "xen");
+  fc_xml_elem_bool(b, "ebsOptimized", 0);
+  fc_xml_elem_bool(b, "enaSupport", 1);
+  if (it)
+    tw_buf_printf(b, "<cpuOptions><coreCount>%d</coreCount><threadsPerCore>"
+                     "%d</threadsPerCore></cpuOptions>",
+                  it->cores, it->threads_per_core);
+  fc_xml_close(b, "item");
+}
+
+/* Writes reservations for the instances of list (already in order):
+ * consecutive instances of one reservation share an item. */
+static void reservations_xml(struct ec2 *e, struct tw_buf *b,
+                             struct inst **list, size_t n) {
+  const char *owner = fc_catalog(e->s)->owner_id;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    fc_xml_open(b, "item");
+    fc_xml_elem(b, "reservationId", list[i]->reservation_id);
+    fc_xml_elem(b, "ownerId", owner);
+    fc_xml_elem(b, "groupSet", NULL);
+    fc_xml_open(b, "instancesSet");
+    while (j < n &&
+           !strcmp(list[j]->reservation_id, list[i]->reservation_id))
+      instance_xml(e, b, list[j++]);
+    fc_xml_close(b, "instancesSet");
+    fc_xml_close(b, "item");
+    i = j;
+  }
+}
+
+/* ---- pagination tokens ------------------------------------------------ */
+
+/* Opaque tokens bound to the request that made them: (cursor, extra) and a
+ * check hash over them, the seed and the request's other parameters.  A
+ * token from another query, another server or hand-edited is refused. */
+static void make_token(struct ec2 *e, uint64_t qhash, int64_t cursor,
+                       int64_t extra, char out[80]) {
+  uint64_t chk = fc_hash3(fc_seed(e->s) ^ qhash, (uint64_t)cursor,
+                          (uint64_t)extra);
+  snprintf(out, 80, "eyJ2IjoxfQ.%llx.%llx.%016llx", (unsigned long long)cursor,
+           (unsigned long long)extra, (unsigned long long)chk);
+}
+
+static bool read_token(struct ec2 *e, uint64_t qhash, const char *tok,
+                       int64_t *cursor, int64_t *extra) {
+  unsigned long long c, x, chk;
+  int used = 0;
+  if (strlen(tok) > 79 ||
+      sscanf(tok, "eyJ2IjoxfQ.%llx.%llx.%16llx%n", &c, &x, &chk, &used) != 3 ||
+      tok[used] != '\0')
+    return false;
+  if (fc_hash3(fc_seed(e->s) ^ qhash, c, x) != chk)
+    return false;
+  *cursor = (int64_t)c;
+  *extra = (int64_t)x;
+  return true;
+}
+
+static const char *const page_skip[] = {"NextToken", "MaxResults", NULL};
+
+/* ---- actions ----------------------------------------------------------- */
+
+struct call {
+  struct ec2 *e;
+  const struct fc_params *p;
+  const char *region;
+  struct fc_response *resp;
+  struct tw_err err;
+};
+
+static bool dry_run(struct call *c) {
+  bool dry = false;
+  if (ec2_bool(c->p, "DryRun", &dry, &c->err)) {
+    ec2_error_err(c->e, c->resp, &c->err);
+    return true;
+  }
+  if (dry)
+    ec2_error(c->e, c->resp, 0, "DryRunOperation",
+              "Request would have succeeded, but DryRun flag is set.");
+  return dry;
+}
+
+static int64_t vcpus_in_use(struct ec2 *e, const char *region, bool spot) {
+  const struct fc_catalog *cat = fc_catalog(e->s);
+  int64_t n = 0;
+  for (size_t i = 0; i < e->n_inst; i++) {
+    const struct inst *in = e->inst[i];
+    if (in->spot != spot || strcmp(in->region, region) ||
+        in->state == ST_TERMINATED || in->state == ST_STOPPED)
+      continue;
+    const struct fc_itype *it = fc_catalog_itype(cat, in->itype);
+    n += it ? it->vcpus : 0;
+  }
+  return n;
+}
+
+static void zone_list(const struct fc_region *r, const struct fc_offer *o,
+                      int except, char *out, size_t outsz) {
+  size_t len = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < o->n_zones && len + 40 < outsz; i++) {
+    if ((int)o->zones[i].zone == except)
+      continue;
+    len += (size_t)snprintf(out + len, outsz - len, "%s%s", len ? ", " : "",
+                            r->zones[o->zones[i].zone].name);
+  }
+}
+
+static void run_reply(struct call *c, const char *reservation_id) {
+  struct ec2 *e = c->e;
+  struct tw_buf *b = &c->resp->body;
+  begin(c->resp, "RunInstancesResponse");
+  fc_xml_elem(b, "reservationId", reservation_id);
+  fc_xml_elem(b, "ownerId", fc_catalog(e->s)->owner_id);
+  fc_xml_elem(b, "groupSet", NULL);
+  fc_xml_open(b, "instancesSet");
+  for (size_t i = 0; i < e->n_inst; i++)
+    if (!strcmp(e->inst[i]->reservation_id, reservation_id))
+      instance_xml(e, b, e->inst[i]);
+  fc_xml_close(b, "instancesSet");
+  end(c->resp, "RunInstancesResponse");
+}
+
+static void act_run(struct call *c) {
+  struct ec2 *e = c->e;
+  const struct fc_catalog *cat = fc_catalog(e->s);
+  struct ec2_run r;
+  if (ec2_parse_run(c->p, &r, &c->err)) {
+    ec2_error_err(e, c->resp, &c->err);
+    return;
+  }
+  const struct fc_itype *it = fc_catalog_itype(cat, r.instance_type);
+  if (!it) {
+    ec2_fail(&c->err, "InvalidParameterValue",
+             "Invalid value '%.64s' for InstanceType.", r.instance_type);
+    ec2_error_err(e, c->resp, &c->err);
+    return;
+  }
+  const struct fc_region *reg = fc_catalog_region(cat, c->region);
+  int zi = -1;
+  if (r.zone) {
+    zi = fc_region_zone(reg, r.zone);
+    if (zi < 0) {
+      ec2_fail(&c->err, "InvalidParameterValue",
+               "Invalid availability zone: [%.64s]", r.zone);
+      ec2_error_err(e, c->resp, &c->err);
+      return;
+    }
+  }
+  if (r.dry_run) {
+    ec2_error(e, c->resp, 0, "DryRunOperation",
+              "Request would have succeeded, but DryRun flag is set.");
+    return;
+  }
+  /* Idempotency: same token and same parameters answer with the same
+   * reservation; the same token with other parameters is refused. */
+  static const char *const token_skip[] = {"ClientToken", NULL};
+  uint64_t phash = ec2_params_hash(c->p, token_skip);
+  if (r.client_token) {
+    for (size_t i = 0; i < e->n_tokens; i++) {
+      struct token *t = &e->tokens[i];
+      if (strcmp(t->token, r.client_token) || strcmp(t->region, c->region))
+        continue;
+      if (t->hash != phash) {
+        ec2_error(e, c->resp, 0, "IdempotentParameterMismatch",
+                  "Arguments on this idempotent request are inconsistent "
+                  "with arguments used in previous request(s).");
+        return;
+      }
+      run_reply(c, t->reservation_id);
+      return;
+    }
+  }
+  const struct fc_offer *o = fc_catalog_offer(cat, it->name, c->region);
+  if (!o) {
+    ec2_error(e, c->resp, 0, "Unsupported",
+              "The requested configuration is currently not supported. "
+              "Please check the documentation for supported "
+              "configurations.");
+    return;
+  }
+  if (zi >= 0 && fc_offer_spot(o, (size_t)zi) < 0) {
+    char zones[200], msg[800];
+    zone_list(reg, o, -1, zones, sizeof zones);
+    snprintf(msg, sizeof msg,
+             "Your requested instance type (%s) is not supported in your "
+             "requested Availability Zone (%s). Please retry your request "
+             "by not specifying an Availability Zone or choosing %s.",
+             it->name, r.zone, zones);
+    ec2_error(e, c->resp, 0, "Unsupported", msg);
+    return;
+  }
+  if (zi < 0) /* EC2 picks a zone that offers the type */
+    zi = (int)o->zones[fc_rng_below(fc_rng(e->s), o->n_zones)].zone;
+  const char *zone = reg->zones[zi].name;
+  const char *market = r.spot ? "spot" : "on-demand";
+  int64_t now = fc_now_ms(e->s);
+  if (r.spot && r.max_price_uusd >= 0) {
+    int64_t sp = spot_price_now(e, o, (size_t)zi, now);
+    if (r.max_price_uusd < sp) {
+      char want[32], need[32], msg[256];
+      fc_price_fmt(r.max_price_uusd, want);
+      fc_price_fmt(sp, need);
+      snprintf(msg, sizeof msg,
+               "Your Spot request price of %s is lower than the minimum "
+               "required Spot request fulfillment price of %s.",
+               r.max_price, need);
+      ec2_error(e, c->resp, 0, "SpotMaxPriceTooLow", msg);
+      return;
+    }
+  }
+  struct fc_fault_query q = {.service = "ec2", .action = "RunInstances",
+                             .instance_type = it->name, .zone = zone,
+                             .market = market};
+  if (fc_faults_fire(fc_faults(e->s), FC_FAULT_CAPACITY, &q,
+                     fc_elapsed_ms(e->s), fc_rng(e->s))) {
+    char zones[200], msg[1024];
+    zone_list(reg, o, zi, zones, sizeof zones);
+    snprintf(msg, sizeof msg,
+             "We currently do not have sufficient %s capacity in the "
+             "Availability Zone you requested (%s). Our system will be "
+             "working on provisioning additional capacity. You can "
+             "currently get %s capacity by not specifying an Availability "
+             "Zone in your request or choosing %s.",
+             it->name, zone, it->name, zones[0] ? zones : "another region");
+    ec2_error(e, c->resp, 0, "InsufficientInstanceCapacity", msg);
+    return;
+  }
+  int64_t limit = r.spot ? e->vcpu_limit_spot : e->vcpu_limit_on_demand;
+  int64_t room = (limit - vcpus_in_use(e, c->region, r.spot)) / it->vcpus;
+  bool quota_fault = fc_faults_fire(fc_faults(e->s), FC_FAULT_QUOTA, &q,
+                                    fc_elapsed_ms(e->s), fc_rng(e->s)) != NULL;
+  if (quota_fault || room < r.min_count) {
+    char msg[400];
+    if (r.spot)
+      snprintf(msg, sizeof msg,
+               "Max spot instance count exceeded: your vCPU limit for Spot "
+               "Instance Requests is %lld.",
+               (long long)limit);
+    else
+      snprintf(msg, sizeof msg,
+               "You have requested more vCPU capacity than your current "
+               "vCPU limit of %lld allows for the instance bucket that the "
+               "specified instance type belongs to. Please visit "
+               "http://aws.amazon.com/contact-us/ec2-request to request an "
+               "adjustment to this limit.",
+               (long long)limit);
+    ec2_error(e, c->resp, 0,
+              r.spot ? "MaxSpotInstanceCountExceeded" : "VcpuLimitExceeded",
+              msg);
+    return;
+  }
+  long n = r.max_count < room ? r.max_count : (long)room;
+  char rid[20];
+  memcpy(rid, "r-", 2);
+  rand_hex(e, rid + 2, 17);
+  for (long k = 0; k < n; k++) {
+    struct inst *in = tw_calloc(1, sizeof *in);
+    in->seq = ++e->next_seq;
+    memcpy(in->id, "i-", 2);
+    rand_hex(e, in->id + 2, 17);
+    memcpy(in->reservation_id, rid, sizeof rid);
+    snprintf(in->image_id, sizeof in->image_id, "%s", r.image_id);
+    snprintf(in->itype, sizeof in->itype, "%s", it->name);
+    snprintf(in->region, sizeof in->region, "%s", c->region);
+    snprintf(in->zone, sizeof in->zone, "%s", zone);
+    snprintf(in->key_name, sizeof in->key_name, "%s",
+             r.key_name ? r.key_name : "");
+    snprintf(in->client_token, sizeof in->client_token, "%s",
+             r.client_token ? r.client_token : "");
+    snprintf(in->private_ip, sizeof in->private_ip, "172.31.%u.%u",
+             (unsigned)fc_rng_below(fc_rng(e->s), 256),
+             (unsigned)(1 + fc_rng_below(fc_rng(e->s), 254)));
+    in->ami_launch_index = (int)k;
+    in->state = ST_PENDING;
+    in->launch_ms = now;
+    in->next_ms = now + e->pending_ms;
+    in->terminated_ms = -1;
+    snprintf(in->sr_code, sizeof in->sr_code, "pending");
+    snprintf(in->sr_msg, sizeof in->sr_msg, "pending");
+    in->notice_ms = in->action_ms = in->rebalance_ms = -1;
+    in->spot = r.spot;
+    in->max_price_uusd = r.spot ? (r.max_price_uusd >= 0 ? r.max_price_uusd
+                                                         : o->on_demand_uusd)
+                                : -1;
+    if (r.spot) {
+      memcpy(in->sir_id, "sir-", 4);
+      rand_hex(e, in->sir_id + 4, 8);
+      snprintf(in->spot_type, sizeof in->spot_type, "%s", r.spot_type);
+      snprintf(in->interruption, sizeof in->interruption, "%s",
+               r.interruption);
+    }
+    for (size_t t = 0; t < r.n_tags; t++) {
+      in->tags[t].key = tw_strdup(r.tags[t].key);
+      in->tags[t].value = tw_strdup(r.tags[t].value);
+    }
+    in->n_tags = r.n_tags;
+    if (r.spot) {
+      /* Scheduled interruptions and rebalance recommendations that apply
+       * to this offer: after a fixed delay or at a Poisson rate. */
+      struct fc_faults *fl = fc_faults(e->s);
+      for (size_t f = 0; f < fl->n; f++) {
+        struct fc_fault *rule = &fl->v[f];
+        if ((rule->kind != FC_FAULT_SPOT_INTERRUPTION &&
+             rule->kind != FC_FAULT_REBALANCE) ||
+            rule->instance_id[0])
+          continue;
+        struct fc_fault_query sq = q;
+        sq.action = NULL; /* the notice is not an API call */
+        if (!fc_fault_matches(rule, &sq, fc_elapsed_ms(e->s)) ||
+            !fc_rng_chance_ppm(fc_rng(e->s), rule->probability_ppm))
+          continue;
+        int64_t after = rule->after_ms;
+        if (after < 0) {
+          double u = ((double)fc_rng_below(fc_rng(e->s), 1000000) + 0.5) /
+                     1e6;
+          after = (int64_t)(-log(u) / rule->rate_per_hour * 3600000.0);
+        }
+        if (rule->count > 0)
+          rule->count--;
+        rule->fired++;
+        if (rule->kind == FC_FAULT_SPOT_INTERRUPTION && in->notice_ms < 0)
+          schedule_notice(in, now + after, rule->lead_ms, NULL);
+        else if (rule->kind == FC_FAULT_REBALANCE && in->rebalance_ms < 0)
+          in->rebalance_ms = now + after;
+      }
+    }
+    e->inst = tw_realloc(e->inst, (e->n_inst + 1) * sizeof *e->inst);
+    e->inst[e->n_inst++] = in;
+  }
+  if (r.client_token) {
+    e->tokens = tw_realloc(e->tokens, (e->n_tokens + 1) * sizeof *e->tokens);
+    struct token *t = &e->tokens[e->n_tokens++];
+    snprintf(t->token, sizeof t->token, "%s", r.client_token);
+    snprintf(t->region, sizeof t->region, "%s", c->region);
+    memcpy(t->reservation_id, rid, sizeof rid);
+    t->hash = phash;
+  }
+  run_reply(c, rid);
+}
+
+/* Collects and checks InstanceId.N: malformed ids and unknown ids fail the
+ * whole call, as in EC2. */
+static bool instance_ids(struct call *c, struct inst ***out, size_t *n) {
+  const char **ids = NULL;
+  size_t nids = 0;
+  *out = NULL;
+  *n = 0;
+  if (ec2_list(c->p, "InstanceId", EC2_MAX_LIST, &ids, &nids, &c->err)) {
+    ec2_error_err(c->e, c->resp, &c->err);
+    return false;
+  }
+  struct tw_buf missing;
+  tw_buf_init(&missing);
+  size_t n_missing = 0;
+  struct inst **list = tw_calloc(nids ? nids : 1, sizeof *list);
+  for (size_t i = 0; i < nids; i++) {
+    if (!ec2_instance_id_valid(ids[i])) {
+      char msg[128];
+      snprintf(msg, sizeof msg, "Invalid id: \"%.64s\"", ids[i]);
+      ec2_error(c->e, c->resp, 0, "InvalidInstanceID.Malformed", msg);
+      goto fail;
+    }
+    struct inst *in = find(c->e, ids[i]);
+    if (!in || strcmp(in->region, c->region)) {
+      if (n_missing++ < 20)
+        tw_buf_printf(&missing, "%s%s", missing.len ? ", " : "", ids[i]);
+      continue;
+    }
+    list[i - n_missing] = in;
+  }
+  if (n_missing) {
+    char *msg = tw_asprintf("The instance ID%s '%s' do%s not exist",
+                            n_missing > 1 ? "s" : "", missing.data,
+                            n_missing > 1 ? "" : "es");
+    ec2_error(c->e, c->resp, 0, "InvalidInstanceID.NotFound", msg);
+    free(msg);
+    goto fail;
+  }
+  tw_buf_release(&missing);
+  free(ids);
+  *out = list;
+  *n = nids;
+  return true;
+fail:
+  tw_buf_release(&missing);
+  free(ids);
+  free(list);
+  return false;
+}
+
+static const char *tag_value(const struct inst *in, const char *key) {
+  for (size_t i = 0; i < in->n_tags; i++)
+    if (!strcmp(in->tags[i].key, key))
+      return in->tags[i].value;
+  return NULL;
+}
+
+static bool inst_matches(const struct inst *in, const struct ec2_filters *fs) {
+  for (size_t i = 0; i < fs->n; i++) {
+    const struct ec2_filter *f = &fs->v[i];
+    const char *n = f->name;
+    bool ok = false;
+    char code[8];
+    if (!strncmp(n, "tag:", 4)) {
+      const char *v = tag_value(in, n + 4);
+      ok = v && ec2_filter_any(f, v);
+    } else if (!strcmp(n, "tag-key") || !strcmp(n, "tag-value")) {
+      bool key = n[4] == 'k';
+      for (size_t t = 0; t < in->n_tags && !ok; t++)
+        ok = ec2_filter_any(f, key ? in->tags[t].key : in->tags[t].value);
+    } else if (!strcmp(n, "instance-state-name")) {
+      ok = ec2_filter_any(f, state_name(in->state));
+    } else if (!strcmp(n, "instance-state-code")) {
+      snprintf(code, sizeof code, "%d", in->state);
+      ok = ec2_filter_any(f, code);
+    } else if (!strcmp(n, "availability-zone")) {
+      ok = ec2_filter_any(f, in->zone);
+    } else if (!strcmp(n, "instance-type")) {
+      ok = ec2_filter_any(f, in->itype);
+    } else if (!strcmp(n, "instance-id")) {
+      ok = ec2_filter_any(f, in->id);
+    } else if (!strcmp(n, "instance-lifecycle")) {
+      ok = in->spot && ec2_filter_any(f, "spot");
+    } else if (!strcmp(n, "client-token")) {
+      ok = ec2_filter_any(f, in->client_token);
+    } else if (!strcmp(n, "image-id")) {
+      ok = ec2_filter_any(f, in->image_id);
+    } else if (!strcmp(n, "reservation-id")) {
+      ok = ec2_filter_any(f, in->reservation_id);
+    } else if (!strcmp(n, "spot-instance-request-id")) {
+      ok = in->spot && ec2_filter_any(f, in->sir_id);
+    }
+    if (!ok)
+      return false;
+  }
+  return true;
+}
+
+static void act_describe_instances(struct call *c) {
+  static const char *const filters[] = {
+      "tag:", "tag-key", "tag-value", "instance-state-name",
+      "instance-state-code", "availability-zone", "instance-type",
+      "instance-id", "instance-lifecycle", "client-token", "image-id",
+      "reservation-id", "spot-instance-request-id", NULL};
+  struct ec2 *e = c->e;
+  struct ec2_filters fs = {.n = 0};
+  struct inst **ids = NULL, **out = NULL;
+  size_t n_ids = 0;
+  long max = 0;
+  bool has_max = false;
+  if (ec2_check_known(c->p, ec2_describe_instances_params, &c->err) ||
+      ec2_filters_parse(c->p, filters, &fs, &c->err) ||
+      ec2_int(c->p, "MaxResults", LONG_MIN / 2, LONG_MAX / 2, &max, &has_max,
+              &c->err)) {
+    ec2_error_err(e, c->resp, &c->err);
+    goto out;
+  }
+  if (has_max && fc_params_indexes(c->p, "InstanceId", NULL, 0, NULL)) {
+    ec2_error(e, c->resp, 0, "InvalidParameterCombination",
+              "The parameter instancesSet cannot be used with the parameter "
+              "maxResults");
+    goto out;
+  }
+  if (has_max && (max < 5 || max > 1000)) {
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "Value ( %ld ) for parameter maxResults is invalid. Expecting "
+             "a value %s.",
+             max, max < 5 ? "greater than 5" : "less than 1000");
+    ec2_error(e, c->resp, 0, "InvalidParameterValue", msg);
+    goto out;
+  }
+  if (dry_run(c))
+    goto out;
+  if (!instance_ids(c, &ids, &n_ids))
+    goto out;
+  uint64_t qhash = ec2_params_hash(c->p, page_skip);
+  int64_t cursor = 0, extra = 0;
+  const char *tok = fc_params_get(c->p, "NextToken");
+  if (tok && !read_token(e, qhash, tok, &cursor, &extra)) {
+    ec2_error(e, c->resp, 0, "InvalidPaginationToken",
+              "The specified pagination token is not valid or is expired.");
+    goto out;
+  }
+  out = tw_calloc(e->n_inst ? e->n_inst : 1, sizeof *out);
+  size_t n = 0;
+  bool more = false;
+  for (size_t i = 0; i < e->n_inst; i++) {
+    struct inst *in = e->inst[i];
+    if (strcmp(in->region, c->region) || in->seq <= (uint64_t)cursor)
+      continue;
+    if (n_ids) {
+      bool named = false;
+      for (size_t k = 0; k < n_ids && !named; k++)
+        named = ids[k] == in;
+      if (!named)
+        continue;
+    }
+    if (!inst_matches(in, &fs))
+      continue;
+    if (has_max && (long)n == max) {
+      more = true;
+      break;
+    }
+    out[n++] = in;
+  }
+  begin(c->resp, "DescribeInstancesResponse");
+  fc_xml_open(&c->resp->body, "reservationSet");
+  reservations_xml(e, &c->resp->body, out, n);
+  fc_xml_close(&c->resp->body, "reservationSet");
+  if (more) {
+    char t[80];
+    make_token(e, qhash, (int64_t)out[n - 1]->seq, 0, t);
+    fc_xml_elem(&c->resp->body, "nextToken", t);
+  }
+  end(c->resp, "DescribeInstancesResponse");
+out:
+  ec2_filters_release(&fs);
+  free(ids);
+  free(out);
+}
+
+static void act_terminate(struct call *c) {
+  struct ec2 *e = c->e;
+  struct inst **list = NULL;
+  size_t n = 0;
+  if (ec2_check_known(c->p, ec2_terminate_params, &c->err)) {
+    ec2_error_err(e, c->resp, &c->err);
+    return;
+  }
+  if (!fc_params_indexes(c->p, "InstanceId", NULL, 0, NULL)) {
+    ec2_error(e, c->resp, 0, "MissingParameter",
+              "The request must contain the parameter InstanceId");
+    return;
+  }
+  if (!instance_ids(c, &list, &n))
+    return;
+  if (dry_run(c)) {
+    free(list);
+    return;
+  }
+  int64_t now = fc_now_ms(e->s);
+  struct tw_buf *b = &c->resp->body;
+  begin(c->resp, "TerminateInstancesResponse");
+  fc_xml_open(b, "instancesSet");
+  for (size_t i = 0; i < n; i++) {
+    struct inst *in = list[i];
+    int prev = in->state;
+    bool seen = false;
+    for (size_t k = 0; k < i; k++)
+      seen = seen || list[k] == in;
+    if (!seen && prev != ST_TERMINATED && prev != ST_SHUTTING_DOWN) {
+      char when[32];
+      fmt_time(now, when);
+      in->state = prev == ST_STOPPED ? ST_TERMINATED : ST_SHUTTING_DOWN;
+      in->next_ms = now + e->shutdown_ms;
+      if (in->state == ST_TERMINATED)
+        in->terminated_ms = now;
+      snprintf(in->sr_code, sizeof in->sr_code,
+               "Client.UserInitiatedShutdown");
+      snprintf(in->sr_msg, sizeof in->sr_msg,
+               "Client.UserInitiatedShutdown: User initiated shutdown");
+      snprintf(in->reason, sizeof in->reason,
+               "User initiated (%.10s %.8s GMT)", when, when + 11);
+    }
+    fc_xml_open(b, "item");
+    fc_xml_elem(b, "instanceId", in->id);
+    tw_buf_printf(b, "<currentState><code>%d</code><name>%s</name>"
+                     "</currentState>",
+                  in->state, state_name(in->state));
+    tw_buf_printf(b, "<previousState><code>%d</code><name>%s</name>"
+                     "</previousState>",
+                  prev, state_name(prev));
+    fc_xml_close(b, "item");
+  }
+  fc_xml_close(b, "instancesSet");
+  end(c->resp, "TerminateInstancesResponse");
+  free(list);
+}
+
+static const char *const products[] = {
+    "Linux/UNIX", "Linux/UNIX (Amazon VPC)", "SUSE Linux",
+    "SUSE Linux (Amazon VPC)", "Red Hat Enterprise Linux",
+    "Red Hat Enterprise Linux (Amazon VPC)", "Windows",
+    "Windows (Amazon VPC)", NULL};
+/* The fake publishes history for these two; Windows adds the licence,
+ * about 0.0184 USD per vCPU-hour on top of the Linux price. */
+static const char *const published[] = {"Linux/UNIX", "Windows"};
+
+struct sph_item {
+  int64_t t;
+  size_t itype, zone;
+  int prod;
+  int64_t uusd;
+};
+
+static int sph_cmp(const void *a, const void *b) {
+  const struct sph_item *x = a, *y = b;
+  if (x->t != y->t)
+    return x->t > y->t ? -1 : 1; /* newest first, as EC2 */
+  if (x->itype != y->itype)
+    return x->itype < y->itype ? -1 : 1;
+  if (x->zone != y->zone)
+    return x->zone < y->zone ? -1 : 1;
+  return x->prod - y->prod;
+}
+
+static void act_spot_history(struct call *c) {
+  static const char *const filters[] = {"availability-zone", "instance-type",
+                                        "product-description", NULL};
+  struct ec2 *e = c->e;
+  const struct fc_catalog *cat = fc_catalog(e->s);
+  const struct fc_region *reg = fc_catalog_region(cat, c->region);
+  struct ec2_filters fs = {.n = 0};
+  const char **types = NULL, **prods = NULL;
+  size_t n_types = 0, n_prods = 0;
+  struct sph_item *items = NULL;
+  long max = 1000;
+  bool has_max, has_start, has_end;
+  int64_t now = fc_now_ms(e->s), start = 0, endt = 0;
+  if (ec2_check_known(c->p, ec2_spot_history_params, &c->err) ||
+      ec2_filters_parse(c->p, filters, &fs, &c->err) ||
+      ec2_list(c->p, "InstanceType", EC2_MAX_LIST, &types, &n_types,
+               &c->err) ||
+      ec2_list(c->p, "ProductDescription", EC2_MAX_LIST, &prods, &n_prods,
+               &c->err) ||
+      ec2_int(c->p, "MaxResults", 1, 1000, &max, &has_max, &c->err) ||
+      ec2_time(c->p, "StartTime", &start, &has_start, &c->err) ||
+      ec2_time(c->p, "EndTime", &endt, &has_end, &c->err)) {
+    ec2_error_err(e, c->resp, &c->err);
+    goto out;
+  }
+  for (size_t i = 0; i < n_types; i++)
+    if (!fc_catalog_itype(cat, types[i]))
+      ec2_fail(&c->err, "InvalidParameterValue",
+               "Invalid value '%.64s' for InstanceType.", types[i]);
+  for (size_t i = 0; i < n_prods; i++) {
+    bool ok = false;
+    for (const char *const *p = products; *p && !ok; p++)
+      ok = !strcmp(*p, prods[i]);
+    if (!ok)
+      ec2_fail(&c->err, "InvalidParameterValue",
+               "Invalid value '%.64s' for ProductDescription.", prods[i]);
+  }
+  const char *az = fc_params_get(c->p, "AvailabilityZone");
+  if (az && fc_region_zone(reg, az) < 0)
+    ec2_fail(&c->err, "InvalidParameterValue",
+             "Invalid availability zone: [%.64s]", az);
+  if (c->err.rc) {
+    ec2_error_err(e, c->resp, &c->err);
+    goto out;
+  }
+  if (dry_run(c))
+    goto out;
+  if (!has_end || endt > now)
+    endt = now;
+  if (!has_start || start < now - SPOT_HISTORY_MS)
+    start = has_start && start >= now - SPOT_HISTORY_MS
+                ? start
+                : now - SPOT_HISTORY_MS;
+  if (start > endt) {
+    ec2_error(e, c->resp, 0, "InvalidParameterValue",
+              "The start time must be earlier than the end time.");
+    goto out;
+  }
+  uint64_t qhash = ec2_params_hash(c->p, page_skip);
+  int64_t offset = 0, fixed_end = endt;
+  const char *tok = fc_params_get(c->p, "NextToken");
+  if (tok) {
+    if (!read_token(e, qhash, tok, &offset, &fixed_end) || offset < 0) {
+      ec2_error(e, c->resp, 0, "InvalidPaginationToken",
+                "The specified pagination token is not valid or is "
+                "expired.");
+      goto out;
+    }
+    endt = fixed_end; /* later pages see the window of the first */
+  }
+  size_t n = 0, cap = 0;
+  for (size_t oi = 0; oi < cat->n_offers; oi++) {
+    const struct fc_offer *o = &cat->offers[oi];
+    if (strcmp(cat->regions[o->region].name, c->region))
+      continue;
+    const struct fc_itype *it = &cat->itypes[o->itype];
+    bool want = !n_types;
+    for (size_t i = 0; i < n_types && !want; i++)
+      want = !strcmp(types[i], it->name);
+    if (!want)
+      continue;
+    for (size_t zi = 0; zi < o->n_zones; zi++) {
+      size_t z = o->zones[zi].zone;
+      const char *zname = reg->zones[z].name;
+      if (az && strcmp(az, zname))
+        continue;
+      for (int pi = 0; pi < 2; pi++) {
+        bool pw = !n_prods;
+        for (size_t i = 0; i < n_prods && !pw; i++)
+          pw = !strcmp(prods[i], published[pi]);
+        if (!pw)
+          continue;
+        bool fok = true;
+        for (size_t fi = 0; fi < fs.n && fok; fi++) {
+          const struct ec2_filter *f = &fs.v[fi];
+          const char *v = !strcmp(f->name, "availability-zone") ? zname
+                          : !strcmp(f->name, "instance-type")   ? it->name
+                                                                : published[pi];
+          fok = ec2_filter_any(f, v);
+        }
+        if (!fok)
+          continue;
+        /* Grid points in force during [start, end], the one in force at
+         * start included (EC2 returns the effective price too). */
+        int64_t first = start / SPOT_STEP_MS, last = endt / SPOT_STEP_MS;
+        for (int64_t st = last; st >= first; st--) {
+          int64_t p = spot_at_step(e, o, z, st);
+          if (p < 0)
+            continue;
+          if (n == cap) {
+            cap = cap ? cap * 2 : 256;
+            items = tw_realloc(items, cap * sizeof *items);
+          }
+          items[n++] = (struct sph_item){st * SPOT_STEP_MS, o->itype, z, pi,
+                                         pi ? p + 18400 * it->vcpus : p};
+        }
+        for (size_t k = 0; k < e->n_overrides; k++) {
+          const struct price_override *po = &e->overrides[k];
+          if (po->zone != z || strcmp(po->itype, it->name) ||
+              strcmp(po->region, c->region) || po->from_ms > endt ||
+              po->from_ms < start)
+            continue;
+          if (n == cap) {
+            cap = cap ? cap * 2 : 256;
+            items = tw_realloc(items, cap * sizeof *items);
+          }
+          items[n++] = (struct sph_item){po->from_ms, o->itype, z, pi,
+                                         pi ? po->uusd + 18400 * it->vcpus
+                                            : po->uusd};
+        }
+      }
+    }
+  }
+  if (n)
+    qsort(items, n, sizeof *items, sph_cmp);
+  struct tw_buf *b = &c->resp->body;
+  begin(c->resp, "DescribeSpotPriceHistoryResponse");
+  fc_xml_open(b, "spotPriceHistorySet");
+  size_t stop = (size_t)offset + (size_t)max < n ? (size_t)offset + (size_t)max
+                                                 : n;
+  for (size_t i = (size_t)offset; i < stop; i++) {
+    char t[32], p[32];
+    fmt_time(items[i].t, t);
+    fc_price_fmt(items[i].uusd, p);
+    fc_xml_open(b, "item");
+    fc_xml_elem(b, "instanceType", cat->itypes[items[i].itype].name);
+    fc_xml_elem(b, "productDescription", published[items[i].prod]);
+    fc_xml_elem(b, "spotPrice", p);
+    fc_xml_elem(b, "timestamp", t);
+    fc_xml_elem(b, "availabilityZone", reg->zones[items[i].zone].name);
+    fc_xml_close(b, "item");
+  }
+  fc_xml_close(b, "spotPriceHistorySet");
+  if (stop < n) {
+    char t[80];
+    make_token(e, qhash, (int64_t)stop, fixed_end, t);
+    fc_xml_elem(b, "nextToken", t);
+  } else {
+    fc_xml_elem(b, "nextToken", NULL); /* EC2 sends it empty at the end */
+  }
+  end(c->resp, "DescribeSpotPriceHistoryResponse");
+out:
+  ec2_filters_release(&fs);
+  free(types);
+  free(prods);
+  free(items);
+}
+
+static void itype_xml(struct tw_buf *b, const struct fc_itype *it) {
+  fc_xml_open(b, "item");
+  fc_xml_elem(b, "instanceType", it->name);
+  fc_xml_elem_bool(b, "currentGeneration", 1);
+  fc_xml_elem_bool(b, "freeTierEligible", 0);
+  tw_buf_adds(b, "<supportedUsageClasses><item>on-demand</item><item>spot"
+                 "</item></supportedUsageClasses>"
+                 "<supportedRootDeviceTypes><item>ebs</item>"
+                 "</supportedRootDeviceTypes>"
+                 "<supportedVirtualizationTypes><item>hvm</item>"
+                 "</supportedVirtualizationTypes>");
+  fc_xml_elem_bool(b, "bareMetal", 0);
+  fc_xml_elem(b, "hypervisor", it->hypervisor[0] ? it->hypervisor : "nitro");
+  fc_xml_open(b, "processorInfo");
+  fc_xml_open(b, "supportedArchitectures");
+  for (size_t i = 0; i < it->n_arch; i++)
+    fc_xml_elem(b, "item", it->arch[i]);
+  fc_xml_close(b, "supportedArchitectures");
+  if (it->clock_ghz[0])
+    fc_xml_elem(b, "sustainedClockSpeedInGhz", it->clock_ghz);
+  fc_xml_close(b, "processorInfo");
+  tw_buf_printf(b, "<vCpuInfo><defaultVCpus>%d</defaultVCpus><defaultCores>"
+                   "%d</defaultCores><defaultThreadsPerCore>%d"
+                   "</defaultThreadsPerCore></vCpuInfo>",
+                it->vcpus, it->cores, it->threads_per_core);
+  tw_buf_printf(b, "<memoryInfo><sizeInMiB>%lld</sizeInMiB></memoryInfo>",
+                (long long)it->memory_mib);
+  fc_xml_elem_bool(b, "instanceStorageSupported", 0);
+  tw_buf_adds(b, "<ebsInfo><ebsOptimizedSupport>default"
+                 "</ebsOptimizedSupport><encryptionSupport>supported"
+                 "</encryptionSupport><nvmeSupport>required</nvmeSupport>"
+                 "</ebsInfo>");
+  fc_xml_open(b, "networkInfo");
+  fc_xml_elem(b, "networkPerformance", it->network);
+  fc_xml_elem(b, "ipv6Supported", "true");
+  fc_xml_elem(b, "enaSupport", "required");
+  fc_xml_close(b, "networkInfo");
+  if (it->has_gpu) {
+    fc_xml_open(b, "gpuInfo");
+    fc_xml_open(b, "gpus");
+    fc_xml_open(b, "item");
+    fc_xml_elem(b, "name", it->gpu.name);
+    fc_xml_elem(b, "manufacturer", it->gpu.manufacturer);
+    fc_xml_elem_i64(b, "count", it->gpu.count);
+    tw_buf_printf(b, "<memoryInfo><sizeInMiB>%lld</sizeInMiB></memoryInfo>",
+                  (long long)it->gpu.memory_mib);
+    fc_xml_close(b, "item");
+    fc_xml_close(b, "gpus");
+    fc_xml_elem_i64(b, "totalGpuMemoryInMiB",
+                    it->gpu.memory_mib * it->gpu.count);
+    fc_xml_close(b, "gpuInfo");
+  }
+  fc_xml_elem_bool(b, "hibernationSupported", 0);
+  fc_xml_elem_bool(b, "burstablePerformanceSupported", 0);
+  fc_xml_elem_bool(b, "dedicatedHostsSupported", 1);
+  fc_xml_elem_bool(b, "autoRecoverySupported", 1);
+  tw_buf_adds(b, "<supportedBootModes><item>legacy-bios</item><item>uefi"
+                 "</item></supportedBootModes>");
+  fc_xml_close(b, "item");
+}
+
+static void act_instance_types(struct call *c) {
+  static const char *const filters[] = {
+      "instance-type", "processor-info.supported-architecture",
+      "vcpu-info.default-vcpus", "current-generation",
+      "memory-info.size-in-mib", NULL};
+  struct ec2 *e = c->e;
+  const struct fc_catalog *cat = fc_catalog(e->s);
+  struct ec2_filters fs = {.n = 0};
+  const char **types = NULL;
+  size_t n_types = 0;
+  long max = 100;
+  bool has_max;
+  if (ec2_check_known(c->p, ec2_instance_types_params, &c->err) ||
+      ec2_filters_parse(c->p, filters, &fs, &c->err) ||
+      ec2_list(c->p, "InstanceType", 100, &types, &n_types, &c->err) ||
+      ec2_int(c->p, "MaxResults", 5, 100, &max, &has_max, &c->err)) {
+    ec2_error_err(e, c->resp, &c->err);
+    goto out;
+  }
+  struct tw_buf bad;
+  tw_buf_init(&bad);
+  for (size_t i = 0; i < n_types; i++)
+    if (!fc_catalog_itype(cat, types[i]))
+      tw_buf_printf(&bad, "%s%s", bad.len ? ", " : "", types[i]);
+  if (bad.len) {
+    char *msg = tw_asprintf("The following supplied instance types do not "
+                            "exist: [%.200s]",
+                            bad.data);
+    ec2_error(e, c->resp, 0, "InvalidInstanceType", msg);
+    free(msg);
+    tw_buf_release(&bad);
+    goto out;
+  }
+  tw_buf_release(&bad);
+  if (dry_run(c))
+    goto out;
+  uint64_t qhash = ec2_params_hash(c->p, page_skip);
+  int64_t offset = 0, extra = 0;
+  const char *tok = fc_params_get(c->p, "NextToken");
+  if (tok && !read_token(e, qhash, tok, &offset, &extra)) {
+    ec2_error(e, c->resp, 0, "InvalidPaginationToken",
+              "The specified pagination token is not valid or is expired.");
+    goto out;
+  }
+  struct tw_buf *b = &c->resp->body;
+  begin(c->resp, "DescribeInstanceTypesResponse");
+  fc_xml_open(b, "instanceTypeSet");
+  int64_t idx = 0, shown = 0;
+  bool more = false;
+  for (size_t i = 0; i < cat->n_itypes; i++) {
+    const struct fc_itype *it = &cat->itypes[i];
+    if (!fc_catalog_offer(cat, it->name, c->region))
+      continue; /* not sold in this region */
+    bool want = !n_types;
+    for (size_t k = 0; k < n_types && !want; k++)
+      want = !strcmp(types[k], it->name);
+    for (size_t fi = 0; fi < fs.n && want; fi++) {
+      const struct ec2_filter *f = &fs.v[fi];
+      char num[24];
+      if (!strcmp(f->name, "instance-type")) {
+        want = ec2_filter_any(f, it->name);
+      } else if (!strcmp(f->name, "processor-info.supported-architecture")) {
+        bool any = false;
+        for (size_t a = 0; a < it->n_arch && !any; a++)
+          any = ec2_filter_any(f, it->arch[a]);
+        want = any;
+      } else if (!strcmp(f->name, "vcpu-info.default-vcpus")) {
+        snprintf(num, sizeof num, "%d", it->vcpus);
+        want = ec2_filter_any(f, num);
+      } else if (!strcmp(f->name, "memory-info.size-in-mib")) {
+        snprintf(num, sizeof num, "%lld", (long long)it->memory_mib);
+        want = ec2_filter_any(f, num);
+      } else {
+        want = ec2_filter_any(f, "true");
+      }
+    }
+    if (!want)
+      continue;
+    if (idx++ < offset)
+      continue;
+    if (shown == max) {
+      more = true;
+      break;
+    }
+    itype_xml(b, it);
+    shown++;
+  }
+  fc_xml_close(b, "instanceTypeSet");
+  if (more) {
+    char t[80];
+    make_token(e, qhash, offset + shown, 0, t);
+    fc_xml_elem(b, "nextToken", t);
+  }
+  end(c->resp, "DescribeInstanceTypesResponse");
+out:
+  ec2_filters_release(&fs);
+  free(types);
+}
+
+static void act_zones(struct call *c) {
+  static const char *const filters[] = {"zone-name", "zone-id", "region-name",
+                                        "state", "zone-type", NULL};
+  struct ec2 *e = c->e;
+  const struct fc_region *reg = fc_catalog_region(fc_catalog(e->s), c->region);
+  struct ec2_filters fs = {.n = 0};
+  const char **names = NULL, **zids = NULL;
+  size_t n_names = 0, n_zids = 0;
+  bool all;
+  if (ec2_check_known(c->p, ec2_zones_params, &c->err) ||
+      ec2_filters_parse(c->p, filters, &fs, &c->err) ||
+      ec2_list(c->p, "ZoneName", 100, &names, &n_names, &c->err) ||
+      ec2_list(c->p, "ZoneId", 100, &zids, &n_zids, &c->err) ||
+      ec2_bool(c->p, "AllAvailabilityZones", &all, &c->err)) {
+    ec2_error_err(e, c->resp, &c->err);
+    goto out;
+  }
+  for (size_t i = 0; i < n_names; i++)
+    if (fc_region_zone(reg, names[i]) < 0) {
+      char msg[160];
+      snprintf(msg, sizeof msg, "The zone '%.64s' does not exist.",
+               names[i]);
+      ec2_error(e, c->resp, 0, "InvalidParameterValue", msg);
+      goto out;
+    }
+  for (size_t i = 0; i < n_zids; i++) {
+    bool ok = false;
+    for (size_t z = 0; z < reg->n_zones && !ok; z++)
+      ok = !strcmp(reg->zones[z].id, zids[i]);
+    if (!ok) {
+      char msg[160];
+      snprintf(msg, sizeof msg, "The zone id '%.64s' does not exist.",
+               zids[i]);
+      ec2_error(e, c->resp, 0, "InvalidParameterValue", msg);
+      goto out;
+    }
+  }
+  if (dry_run(c))
+    goto out;
+  struct tw_buf *b = &c->resp->body;
+  begin(c->resp, "DescribeAvailabilityZonesResponse");
+  fc_xml_open(b, "availabilityZoneInfo");
+  for (size_t z = 0; z < reg->n_zones; z++) {
+    const struct fc_zone *zo = &reg->zones[z];
+    bool want = !n_names && !n_zids;
+    for (size_t i = 0; i < n_names; i++)
+      want = want || !strcmp(names[i], zo->name);
+    for (size_t i = 0; i < n_zids; i++)
+      want = want || !strcmp(zids[i], zo->id);
+    for (size_t fi = 0; fi < fs.n && want; fi++) {
+      const struct ec2_filter *f = &fs.v[fi];
+      const char *v = !strcmp(f->name, "zone-name")     ? zo->name
+                      : !strcmp(f->name, "zone-id")     ? zo->id
+                      : !strcmp(f->name, "region-name") ? reg->name
+                      : !strcmp(f->name, "state")       ? "available"
+                                                        : "availability-zone";
+      want = ec2_filter_any(f, v);
+    }
+    if (!want)
+      continue;
+    fc_xml_open(b, "item");
+    fc_xml_elem(b, "zoneName", zo->name);
+    fc_xml_elem(b, "zoneState", "available");
+    fc_xml_elem(b, "regionName", reg->name);
+    fc_xml_elem(b, "messageSet", NULL);
+    fc_xml_elem(b, "optInStatus", "opt-in-not-required");
+    fc_xml_elem(b, "zoneId", zo->id);
+    fc_xml_elem(b, "groupName", reg->name);
+    fc_xml_elem(b, "networkBorderGroup", reg->name);
+    fc_xml_elem(b, "zoneType", "availability-zone");
+    fc_xml_close(b, "item");
+  }
+  fc_xml_close(b, "availabilityZoneInfo");
+  end(c->resp, "DescribeAvailabilityZonesResponse");
+out:
+  ec2_filters_release(&fs);
+  free(names);
+  free(zids);
+}
+
+static const struct {
+  const char *name;
+  void (*fn)(struct call *c);
+} actions[] = {
+    {"RunInstances", act_run},
+    {"DescribeInstances", act_describe_instances},
+    {"TerminateInstances", act_terminate},
+    {"DescribeSpotPriceHistory", act_spot_history},
+    {"DescribeInstanceTypes", act_instance_types},
+    {"DescribeAvailabilityZones", act_zones},
+};
+
+/* ---- module entry points ---------------------------------------------- */
+
+static bool is_form(const struct fc_request *req) {
+  const char *ct = fc_header(req, "Content-Type");
+  return ct && !strncasecmp(ct, "application/x-www-form-urlencoded", 33);
+}
+
+static void ec2_handle(void *ctx, const struct fc_request *req,
+                       struct fc_response *resp) {
+  struct ec2 *e = ctx;
+  struct fc_params p;
+  struct call c = {.e = e, .p = &p, .resp = resp};
+  char region[32];
+  fc_params_init(&p);
+  tw_err_clear(&c.err);
+  fc_request_id(e->s, resp->request_id);
+  ec2_tick(e);
+  if (req->body_too_big) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "Request body is larger than %zu bytes.",
+             fc_opts(e->s)->max_body_bytes);
+    ec2_error(e, resp, 413, "RequestEntityTooLarge", msg);
+    goto out;
+  }
+  if (strcmp(req->method, "GET") && strcmp(req->method, "POST")) {
+    ec2_error(e, resp, 405, "InvalidHttpRequest",
+              "The HTTP method is not supported; use GET or POST.");
+    goto out;
+  }
+  if (authenticate(e, req, region, &c.err)) {
+    ec2_error_err(e, resp, &c.err);
+    goto out;
+  }
+  c.region = region;
+  if ((req->raw_query &&
+       fc_params_parse(&p, req->raw_query, strlen(req->raw_query), &c.err)) ||
+      (!strcmp(req->method, "POST") && is_form(req) &&
+       fc_params_parse(&p, req->body, req->body_len, &c.err))) {
+    ec2_error_err(e, resp, &c.err);
+    goto out;
+  }
+  const char *action = fc_params_get(&p, "Action");
+  if (!action || !*action) {
+    ec2_error(e, resp, 0, "MissingAction",
+              "The request must contain the parameter Action");
+    goto out;
+  }
+  count(e->calls, action);
+  const char *version = fc_params_get(&p, "Version");
+  if (!version) {
+    ec2_error(e, resp, 0, "MissingParameter",
+              "The request must contain the parameter Version");
+    goto out;
+  }
+  if (strcmp(version, EC2_API_VERSION)) {
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "The requested version (%.32s) of service AmazonEC2 does not "
+             "exist",
+             version);
+    ec2_error(e, resp, 0, "NoSuchVersion", msg);
+    goto out;
+  }
+  size_t a;
+  for (a = 0; a < sizeof actions / sizeof actions[0]; a++)
+    if (!strcmp(actions[a].name, action))
+      break;
+  if (a == sizeof actions / sizeof actions[0]) {
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "The action %.64s is not valid for this web service.", action);
+    ec2_error(e, resp, 0, "InvalidAction", msg);
+    goto out;
+  }
+  /* Request-level faults, after authentication as in EC2 (an unsigned
+   * request is refused before it is counted against the rate limit). */
+  struct fc_fault_query q = {.service = "ec2", .action = action};
+  struct fc_faults *fl = fc_faults(e->s);
+  struct fc_fault *f;
+  if ((f = fc_faults_fire(fl, FC_FAULT_SLOW, &q, fc_elapsed_ms(e->s),
+                          fc_rng(e->s))))
+    resp->delay_ms += f->delay_ms;
+  if (fc_faults_fire(fl, FC_FAULT_THROTTLE, &q, fc_elapsed_ms(e->s),
+                     fc_rng(e->s))) {
+    ec2_error(e, resp, 503, "RequestLimitExceeded", "Request limit exceeded.");
+    goto out;
+  }
+  if ((f = fc_faults_fire(fl, FC_FAULT_ERROR, &q, fc_elapsed_ms(e->s),
+                          fc_rng(e->s)))) {
+    ec2_error(e, resp, f->status, f->code,
+              f->message[0] ? f->message
+                            : "An internal error has occurred.");
+    goto out;
+  }
+  actions[a].fn(&c);
+out:
+  fc_params_release(&p);
+}
+
+static bool ec2_claims(const struct fc_request *req) {
+  return !strcmp(req->raw_path, "/") || !req->raw_path[0];
+}
+
+/* ---- control API: /_fake/ec2/... ------------------------------------- */
+
+static json_t *inst_json(const struct inst *in) {
+  char t[32];
+  json_t *o = json_object();
+  json_object_set_new(o, "id", json_string(in->id));
+  json_object_set_new(o, "reservation_id", json_string(in->reservation_id));
+  json_object_set_new(o, "instance_type", json_string(in->itype));
+  json_object_set_new(o, "region", json_string(in->region));
+  json_object_set_new(o, "zone", json_string(in->zone));
+  json_object_set_new(o, "image_id", json_string(in->image_id));
+  json_object_set_new(o, "state", json_string(state_name(in->state)));
+  json_object_set_new(o, "state_code", json_integer(in->state));
+  json_object_set_new(o, "lifecycle",
+                      json_string(in->spot ? "spot" : "on-demand"));
+  fmt_time(in->launch_ms, t);
+  json_object_set_new(o, "launch_time", json_string(t));
+  if (in->client_token[0])
+    json_object_set_new(o, "client_token", json_string(in->client_token));
+  if (in->sr_code[0])
+    json_object_set_new(o, "state_reason", json_string(in->sr_code));
+  json_t *tags = json_object();
+  for (size_t i = 0; i < in->n_tags; i++)
+    json_object_set_new(tags, in->tags[i].key, json_string(in->tags[i].value));
+  json_object_set_new(o, "tags", tags);
+  if (in->spot) {
+    char p[32];
+    json_t *s = json_object();
+    fc_price_fmt(in->max_price_uusd, p);
+    json_object_set_new(s, "max_price", json_string(p));
+    json_object_set_new(s, "request_id", json_string(in->sir_id));
+    json_object_set_new(s, "type", json_string(in->spot_type));
+    json_object_set_new(s, "interruption_behavior",
+                        json_string(in->interruption));
+    if (in->notice_ms >= 0) {
+      fmt_time(in->notice_ms, t);
+      json_object_set_new(s, "notice_time", json_string(t));
+      fmt_time(in->action_ms, t);
+      json_object_set_new(s, "action_time", json_string(t));
+      json_object_set_new(s, "action", json_string(in->notice_action));
+    }
+    if (in->rebalance_ms >= 0) {
+      fmt_time(in->rebalance_ms, t);
+      json_object_set_new(s, "rebalance_time", json_string(t));
+    }
+    json_object_set_new(o, "spot", s);
+  }
+  return o;
+}
+
+static json_t *config_json(struct ec2 *e) {
+  return json_pack("{s:I,s:I,s:I,s:I}", "pending_ms",
+                   (json_int_t)e->pending_ms, "shutdown_ms",
+                   (json_int_t)e->shutdown_ms, "vcpu_limit_on_demand",
+                   (json_int_t)e->vcpu_limit_on_demand, "vcpu_limit_spot",
+                   (json_int_t)e->vcpu_limit_spot);
+}
+
+static void ec2_dump(void *ctx, json_t *out) {
+  struct ec2 *e = ctx;
+  ec2_tick(e);
+  json_t *arr = json_array(), *calls = json_object(), *errs = json_object();
+  for (size_t i = 0; i < e->n_inst; i++)
+    json_array_append_new(arr, inst_json(e->inst[i]));
+  for (size_t i = 0; i < 64 && e->calls[i].name[0]; i++)
+    json_object_set_new(calls, e->calls[i].name, json_integer(e->calls[i].n));
+  for (size_t i = 0; i < 64 && e->errors[i].name[0]; i++)
+    json_object_set_new(errs, e->errors[i].name,
+                        json_integer(e->errors[i].n));
+  json_object_set_new(out, "instances", arr);
+  json_object_set_new(out, "calls", calls);
+  json_object_set_new(out, "errors", errs);
+  json_object_set_new(out, "config", config_json(e));
+}
+
+static bool json_ms(const json_t *body, const char *key, int64_t *out,
+                    struct fc_response *resp) {
+  json_t *v = json_object_get(body, key);
+  if (!v)
+    return true;
+  if (!json_is_integer(v) || json_integer_value(v) < 0) {
+    fc_json_error(resp, 400, "%s: expected an integer >= 0", key);
+    return false;
+  }
+  *out = json_integer_value(v);
+  return true;
+}
+
+static bool ctl_instance(struct ec2 *e, const char *method, const char *rest,
+                         const json_t *body, struct fc_response *resp) {
+  char id[32];
+  size_t n = strcspn(rest, "/");
+  if (n == 0 || n >= sizeof id)
+    return false;
+  memcpy(id, rest, n);
+  id[n] = '\0';
+  const char *sub = rest + n;
+  struct inst *in = find(e, id);
+  if (!in) {
+    fc_json_error(resp, 404, "no instance %s", id);
+    return true;
+  }
+  int64_t now = fc_now_ms(e->s);
+  char t[32];
+  if (!strcmp(sub, "") && !strcmp(method, "GET")) {
+    fc_json_reply(resp, 200, inst_json(in));
+  } else if (!strcmp(sub, "/spot/instance-action") &&
+             !strcmp(method, "GET")) {
+    /* As instance metadata: 404 until a notice is out. */
+    if (in->notice_ms < 0 || now < in->notice_ms) {
+      fc_json_error(resp, 404, "no interruption notice");
+      return true;
+    }
+    fc_iso_seconds(in->action_ms, t);
+    fc_json_reply(resp, 200, json_pack("{s:s,s:s}", "action",
+                                       in->notice_action, "time", t));
+  } else if (!strcmp(sub, "/events/recommendations/rebalance") &&
+             !strcmp(method, "GET")) {
+    if (in->rebalance_ms < 0 || now < in->rebalance_ms) {
+      fc_json_error(resp, 404, "no rebalance recommendation");
+      return true;
+    }
+    fc_iso_seconds(in->rebalance_ms, t);
+    fc_json_reply(resp, 200, json_pack("{s:s}", "noticeTime", t));
+  } else if ((!strcmp(sub, "/interrupt") || !strcmp(sub, "/rebalance")) &&
+             !strcmp(method, "POST")) {
+    int64_t delay = 0, lead = 120000;
+    const char *action = NULL;
+    if (body && !json_is_object(body)) {
+      fc_json_error(resp, 400, "expected a JSON object body");
+      return true;
+    }
+    if (!json_ms(body, "delay_ms", &delay, resp) ||
+        !json_ms(body, "lead_ms", &lead, resp))
+      return true;
+    json_t *a = json_object_get(body, "action");
+    if (a) {
+      action = json_string_value(a);
+      if (!action || (strcmp(action, "terminate") && strcmp(action, "stop") &&
+                      strcmp(action, "hibernate"))) {
+        fc_json_error(resp, 400,
+                      "action: expected terminate, stop or hibernate");
+        return true;
+      }
+    }
+    if (!in->spot || !live(in)) {
+      fc_json_error(resp, 409, "%s is not a running spot instance", id);
+      return true;
+    }
+    if (sub[1] == 'r') {
+      in->rebalance_ms = now + delay;
+      fc_iso_seconds(in->rebalance_ms, t);
+      fc_json_reply(resp, 200, json_pack("{s:s}", "noticeTime", t));
+    } else {
+      schedule_notice(in, now + delay, lead, action);
+      char nt[32];
+      fc_iso_seconds(in->notice_ms, nt);
+      fc_iso_seconds(in->action_ms, t);
+      fc_json_reply(resp, 200,
+                    json_pack("{s:s,s:s,s:s}", "notice_time", nt, "time", t,
+                              "action", in->notice_action));
+    }
+  } else {
+    return false;
+  }
+  return true;
+}
+
+static bool ec2_control(void *ctx, const char *method, const char *rest,
+                        const json_t *body, struct fc_response *resp) {
+  struct ec2 *e = ctx;
+  ec2_tick(e);
+  if (!strcmp(rest, "/state") && !strcmp(method, "GET")) {
+    json_t *out = json_object();
+    ec2_dump(e, out);
+    fc_json_reply(resp, 200, out);
+    return true;
+  }
+  if (!strncmp(rest, "/instances/", 11))
+    return ctl_instance(e, method, rest + 11, body, resp);
+  if (!strcmp(rest, "/config")) {
+    if (!strcmp(method, "POST")) {
+      int64_t v[4] = {e->pending_ms, e->shutdown_ms, e->vcpu_limit_on_demand,
+                      e->vcpu_limit_spot};
+      if (!json_is_object(body)) {
+        fc_json_error(resp, 400, "expected a JSON object body");
+        return true;
+      }
+      if (!json_ms(body, "pending_ms", &v[0], resp) ||
+          !json_ms(body, "shutdown_ms", &v[1], resp) ||
+          !json_ms(body, "vcpu_limit_on_demand", &v[2], resp) ||
+          !json_ms(body, "vcpu_limit_spot", &v[3], resp))
+        return true;
+      e->pending_ms = v[0];
+      e->shutdown_ms = v[1];
+      e->vcpu_limit_on_demand = v[2];
+      e->vcpu_limit_spot = v[3];
+    } else if (strcmp(method, "GET")) {
+      return false;
+    }
+    fc_json_reply(resp, 200, config_json(e));
+    return true;
+  }
+  if (!strcmp(rest, "/spot-price") && !strcmp(method, "POST")) {
+    const char *type = json_string_value(json_object_get(body, "instance_type"));
+    const char *zone = json_string_value(json_object_get(body, "zone"));
+    const char *price = json_string_value(json_object_get(body, "price"));
+    const struct fc_catalog *cat = fc_catalog(e->s);
+    struct price_override po = {.from_ms = fc_now_ms(e->s)};
+    const struct fc_region *reg = NULL;
+    int zi = -1;
+    for (size_t r = 0; r < cat->n_regions && zi < 0 && zone; r++) {
+      zi = fc_region_zone(&cat->regions[r], zone);
+      reg = &cat->regions[r];
+    }
+    if (!type || !zone || !price || zi < 0 ||
+        !fc_price_parse(price, &po.uusd) || po.uusd <= 0 ||
+        !fc_catalog_offer(cat, type, reg->name) ||
+        fc_offer_spot(fc_catalog_offer(cat, type, reg->name), (size_t)zi) <
+            0) {
+      fc_json_error(resp, 400,
+                    "expected {\"instance_type\", \"zone\", \"price\"} for "
+                    "a spot offer of the catalog");
+      return true;
+    }
+    snprintf(po.itype, sizeof po.itype, "%s", type);
+    snprintf(po.region, sizeof po.region, "%s", reg->name);
+    po.zone = (size_t)zi;
+    e->overrides = tw_realloc(e->overrides,
+                              (e->n_overrides + 1) * sizeof *e->overrides);
+    e->overrides[e->n_overrides++] = po;
+    fc_json_reply(resp, 200, json_pack("{s:s,s:s,s:s}", "instance_type", type,
+                                       "zone", zone, "price", price));
+    return true;
+  }
+  return false;
+}
+
+static void ec2_reset(void *ctx) {
+  struct ec2 *e = ctx;
+  for (size_t i = 0; i < e->n_inst; i++)
+    inst_free(e->inst[i]);
+  free(e->inst);
+  free(e->tokens);
+  free(e->overrides);
+  struct fc_server *s = e->s;
+  memset(e, 0, sizeof *e);
+  e->s = s;
+  e->pending_ms = fc_opts(s)->pending_ms;
+  e->shutdown_ms = 3000;
+  e->vcpu_limit_on_demand = 1152;
+  e->vcpu_limit_spot = 1152;
+}
+
+static enum tw_rc ec2_create(struct fc_server *s, void **ctx,
+                             struct tw_err *err) {
+  struct ec2 *e = tw_calloc(1, sizeof *e);
+  e->s = s;
+  ec2_reset(e);
+  *ctx = e;
+  return TW_OK;
+}
+
+static void ec2_destroy(void *ctx) {
+  struct ec2 *e = ctx;
+  ec2_reset(e);
+  free(e);
+}
+
+const struct fc_module_ops fc_module_ec2 = {
+    .name = "ec2",
+    .create = ec2_create,
+    .destroy = ec2_destroy,
+    .claims = ec2_claims,
+    .handle = ec2_handle,
+    .control = ec2_control,
+    .dump = ec2_dump,
+    .reset = ec2_reset,
+};

@@ -1,0 +1,92 @@
+/* module.h - what the server core gives each cloud module and what a
+ * module provides: the contract between server.c and ec2.c (and later
+ * arm.c and ecs.c).
+ *
+ * Threads: the server holds its one mutex around every call into a
+ * module, so modules keep plain in-memory state and never lock.  A module
+ * may ask for a slow answer (resp->delay_ms); the server sleeps after
+ * releasing the mutex. */
+#ifndef TW_TESTS_FAKECLOUD_MODULE_H
+#define TW_TESTS_FAKECLOUD_MODULE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker/err.h"
+#include "broker/mem.h"
+#include "tests/fakecloud/catalog.h"
+#include "tests/fakecloud/fault.h"
+#include "tests/fakecloud/rng.h"
+
+struct fc_server;
+
+struct fc_header {
+  const char *name; /* as received */
+  const char *value;
+};
+
+struct fc_request {
+  const char *method;
+  const char *raw_path;  /* as on the wire, without the query */
+  const char *raw_query; /* as on the wire, without '?'; NULL when none */
+  const struct fc_header *headers;
+  size_t n_headers;
+  const char *body;      /* NUL-terminated copy; may hold NULs */
+  size_t body_len;
+  bool body_too_big;     /* the body passed the limit and was dropped */
+};
+
+struct fc_response {
+  int status;
+  const char *content_type; /* static string */
+  struct tw_buf body;
+  int64_t delay_ms;         /* slow fault: sleep before answering */
+  char request_id[40];      /* x-amzn-RequestId when set */
+};
+
+struct fc_module_ops {
+  const char *name; /* "ec2": also the /_fake/<name>/ prefix */
+  enum tw_rc (*create)(struct fc_server *s, void **ctx, struct tw_err *err);
+  void (*destroy)(void *ctx);
+  /* Whether this module serves a cloud API request (not /_fake). */
+  bool (*claims)(const struct fc_request *req);
+  void (*handle)(void *ctx, const struct fc_request *req,
+                 struct fc_response *resp);
+  /* /_fake/<name>/<rest>; body is the parsed JSON body or NULL.  Returns
+   * false when no route matches (the server answers 404). */
+  bool (*control)(void *ctx, const char *method, const char *rest,
+                  const json_t *body, struct fc_response *resp);
+  /* Adds the module's state (instances, counters) to out. */
+  void (*dump)(void *ctx, json_t *out);
+  /* Forgets all state (instances, counters, idempotency tokens). */
+  void (*reset)(void *ctx);
+};
+
+extern const struct fc_module_ops fc_module_ec2;
+
+/* Services for modules; call only with the server's mutex held, which is
+ * the case inside every module callback. */
+int64_t fc_now_ms(struct fc_server *s);
+/* Fake time elapsed since the server started (fault windows). */
+int64_t fc_elapsed_ms(struct fc_server *s);
+struct fc_rng *fc_rng(struct fc_server *s);
+uint64_t fc_seed(const struct fc_server *s);
+const struct fc_catalog *fc_catalog(const struct fc_server *s);
+struct fc_faults *fc_faults(struct fc_server *s);
+const struct fc_opts *fc_opts(const struct fc_server *s);
+/* Secret of access_key, or NULL (borrowed). */
+const char *fc_secret_for(const struct fc_server *s, const char *access_key);
+/* A fresh request id in UUID form from the seeded generator. */
+void fc_request_id(struct fc_server *s, char out[40]);
+
+/* Case-insensitive header lookup; NULL when absent. */
+const char *fc_header(const struct fc_request *req, const char *name);
+
+/* JSON answers for control routes. */
+void fc_json_reply(struct fc_response *resp, int status, json_t *body);
+void fc_json_error(struct fc_response *resp, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif
