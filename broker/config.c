@@ -33,12 +33,15 @@ static const struct key KEYS[] = {
     {"store.synchronous", K_SYNC, OFF(store_sync_full), "full", 0, 0, false},
     {"store.max_batch", K_INT, OFF(store_max_batch), "512", 1, 10000, false},
     {"store.readers", K_INT, OFF(store_readers), "8", 1, 64, false},
+    {"scheduler.tick_ms", K_INT, OFF(sched_tick_ms), "1000", 10, 600000, false},
+    {"scheduler.offers_ttl_s", K_INT, OFF(sched_offers_ttl_s), "300", 1, 86400,
+     false},
     {"providers", K_RAW_SEQ, OFF(providers), NULL, 0, 0, false},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
 /* Sections: mappings whose keys are listed above. */
-static const char *const SECTIONS[] = {"log", "api", "store", NULL};
+static const char *const SECTIONS[] = {"log", "api", "store", "scheduler", NULL};
 
 static bool is_section(const char *path) {
   for (int i = 0; SECTIONS[i]; i++)

@@ -29,6 +29,8 @@ struct tw_cfg {
   bool store_sync_full;       /* synchronous: full | normal */
   int64_t store_max_batch;
   int64_t store_readers;
+  int64_t sched_tick_ms;      /* scheduler pass interval */
+  int64_t sched_offers_ttl_s; /* how long a provider's offers are reused */
   struct tw_node *providers;  /* the providers: sequence as written, or NULL */
   struct tw_node *root;       /* the whole document (owned) */
 };

@@ -8,7 +8,10 @@
 #include "api/api.h"
 #include "broker/config.h"
 #include "broker/log.h"
+#include "broker/node.h"
+#include "broker/sched.h"
 #include "broker/store.h"
+#include "providers/provider.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -96,6 +99,37 @@ int main(int argc, char **argv) {
     tw_cfg_free(cfg);
     return 1;
   }
+  /* Providers: each section of `providers:` becomes an adapter.  init does
+   * no network I/O, so the daemon starts while a cloud is down. */
+  size_t n_prov = 0;
+  struct tw_provider **provs = NULL;
+  if (cfg->providers) {
+    provs = calloc(cfg->providers->n, sizeof *provs);
+    for (size_t i = 0; i < cfg->providers->n; i++) {
+      const struct tw_node *pn = cfg->providers->items[i];
+      bool enabled = true;
+      const struct tw_node *en = tw_node_get(pn, "enabled");
+      if (en && tw_node_as_bool(en, &enabled) && !enabled)
+        continue;
+      struct tw_err perr = {0};
+      if (tw_provider_new(pn, NULL, &provs[n_prov], &perr)) {
+        fprintf(stderr, "tradewindd: providers[%zu]: %s\n", i, perr.msg);
+        for (size_t k = 0; k < n_prov; k++)
+          tw_provider_free(provs[k]);
+        free(provs);
+        tw_store_close(store);
+        tw_cfg_free(cfg);
+        return 1;
+      }
+      n_prov++;
+    }
+  }
+  struct tw_sched *sched = NULL;
+  struct tw_sched_opts sopts = {.store = store, .providers = provs,
+                                .n_providers = n_prov, .tick_ms = cfg->sched_tick_ms,
+                                .offers_ttl_ms = cfg->sched_offers_ttl_s * 1000};
+  tw_sched_new(&sopts, &sched, &err);
+
   struct tw_api *api = NULL;
   struct tw_api_opts ao = {.listen = cfg->listen,
                            .store = store,
@@ -104,8 +138,16 @@ int main(int argc, char **argv) {
                            .timeout_s = (unsigned)cfg->api_timeout_s};
   if (tw_api_start(&ao, &api, &err)) {
     fprintf(stderr, "tradewindd: %s\n", err.msg);
+    tw_sched_free(sched);
+    for (size_t k = 0; k < n_prov; k++)
+      tw_provider_free(provs[k]);
+    free(provs);
     tw_store_close(store);
     tw_cfg_free(cfg);
+    return 1;
+  }
+  if (n_prov && tw_sched_start(sched, &err)) {
+    fprintf(stderr, "tradewindd: %s\n", err.msg);
     return 1;
   }
   char host[256];
@@ -113,7 +155,8 @@ int main(int argc, char **argv) {
            cfg->listen);
   printf("listening http://%s:%d\n", host, tw_api_port(api));
   fflush(stdout);
-  tw_log_info("daemon", "listen=%s:%d db=%s serving", host, tw_api_port(api), cfg->db);
+  tw_log_info("daemon", "listen=%s:%d db=%s providers=%zu serving", host,
+              tw_api_port(api), cfg->db, n_prov);
 
   for (;;) {
     int sig = 0;
@@ -153,6 +196,10 @@ int main(int argc, char **argv) {
   }
   tw_api_drain(api);
   tw_api_stop(api);
+  tw_sched_free(sched);
+  for (size_t k = 0; k < n_prov; k++)
+    tw_provider_free(provs[k]);
+  free(provs);
   tw_store_close(store);
   tw_cfg_free(cfg);
   tw_log_info("daemon", "stopped");

@@ -1,0 +1,468 @@
+#include "sched.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "broker/log.h"
+#include "broker/mem.h"
+#include "broker/model.h"
+#include "broker/spec.h"
+#include "broker/store.h"
+#include "policies/place.h"
+#include "providers/provider.h"
+
+/* Run time assumed on the fake clouds for a job that gives no duration. */
+#define DEFAULT_RUN_S 60
+
+struct pcache {
+  struct tw_provider *p;
+  struct tw_offer_list offers;
+  int64_t fetched_ms; /* 0: never */
+};
+
+struct tw_sched {
+  struct tw_store *store;
+  struct tw_clock *clock;
+  struct pcache *pc;
+  size_t n_pc;
+  struct tw_offer_list all; /* every provider's offers, for placement */
+  int64_t tick_ms, ttl_ms;
+  int max_place;
+
+  pthread_t thread;
+  bool started, stopping;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+};
+
+enum tw_rc tw_sched_new(const struct tw_sched_opts *o, struct tw_sched **out,
+                        struct tw_err *err) {
+  (void)err;
+  struct tw_sched *s = tw_calloc(1, sizeof *s);
+  s->store = o->store;
+  s->clock = o->clock ? o->clock : tw_clock_real();
+  s->tick_ms = o->tick_ms > 0 ? o->tick_ms : 1000;
+  s->ttl_ms = o->offers_ttl_ms > 0 ? o->offers_ttl_ms : 300000;
+  s->max_place = o->max_place_per_tick > 0 ? o->max_place_per_tick : 64;
+  s->n_pc = o->n_providers;
+  s->pc = tw_calloc(s->n_pc ? s->n_pc : 1, sizeof *s->pc);
+  for (size_t i = 0; i < s->n_pc; i++) {
+    s->pc[i].p = o->providers[i];
+    tw_offer_list_init(&s->pc[i].offers);
+  }
+  tw_offer_list_init(&s->all);
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
+  *out = s;
+  return TW_OK;
+}
+
+static struct pcache *provider_by_account(struct tw_sched *s, const char *acct) {
+  for (size_t i = 0; i < s->n_pc; i++)
+    if (!strcmp(tw_provider_account(s->pc[i].p), acct))
+      return &s->pc[i];
+  return NULL;
+}
+
+static const struct tw_offer *offer_by_id(struct tw_sched *s, const char *id) {
+  for (size_t i = 0; i < s->all.n; i++)
+    if (!strcmp(s->all.items[i].id, id))
+      return &s->all.items[i];
+  return NULL;
+}
+
+/* 1. offers */
+static void refresh_offers(struct tw_sched *s, int64_t now) {
+  bool changed = false;
+  for (size_t i = 0; i < s->n_pc; i++) {
+    struct pcache *c = &s->pc[i];
+    if (c->fetched_ms && now - c->fetched_ms < s->ttl_ms)
+      continue;
+    struct tw_offer_list fresh;
+    struct tw_err err = {0};
+    tw_offer_list_init(&fresh);
+    if (tw_provider_list_offers(c->p, &fresh, &err) == TW_OK) {
+      tw_offer_list_release(&c->offers);
+      c->offers = fresh;
+      c->fetched_ms = now;
+      changed = true;
+      tw_log_info("sched", "provider=%s offers=%zu refreshed",
+                  tw_provider_account(c->p), c->offers.n);
+    } else {
+      /* keep the previous offers; try again next pass (logged by the
+       * provider layer) */
+      tw_offer_list_release(&fresh);
+    }
+  }
+  if (!changed)
+    return;
+  tw_offer_list_release(&s->all);
+  for (size_t i = 0; i < s->n_pc; i++)
+    for (size_t k = 0; k < s->pc[i].offers.n; k++)
+      tw_offer_list_push(&s->all, &s->pc[i].offers.items[k]);
+}
+
+static bool parse_spec(const struct tw_job_rec *job, struct tw_job_spec *spec) {
+  struct tw_err err = {0};
+  if (tw_spec_parse(job->spec_json, strlen(job->spec_json), true, spec, &err)) {
+    tw_log_error("sched", "job=%s stored spec does not parse: %s", job->id, err.msg);
+    return false;
+  }
+  return true;
+}
+
+/* Sends a job whose instance is gone back to the queue, through
+ * interrupted and recovering so its history says what happened. */
+static int requeue_after_interruption(struct tw_sched *s,
+                                      const struct tw_attempt_rec *a,
+                                      const char *why) {
+  struct tw_err err = {0};
+  char reason[512];
+  snprintf(reason, sizeof reason, "instance %s interrupted: %s", a->instance_id, why);
+  struct tw_attempt_close c = {.attempt_id = a->id, .end_reason = "interrupted",
+                               .job_to = TW_JOB_INTERRUPTED, .job_reason = reason};
+  if (tw_store_attempt_close(s->store, &c, &err)) {
+    tw_log_warn("sched", "job=%s attempt=%d close failed: %s", a->job_id, a->n, err.msg);
+    return 0;
+  }
+  struct tw_job_transition t1 = {.id = a->job_id, .to = TW_JOB_RECOVERING,
+                                 .reason = "placing again, avoiding the interrupted offer"};
+  struct tw_job_transition t2 = {.id = a->job_id, .to = TW_JOB_PENDING,
+                                 .reason = "waiting for placement after an interruption"};
+  if (tw_store_job_transition(s->store, &t1, NULL, &err) == TW_OK)
+    tw_store_job_transition(s->store, &t2, NULL, &err);
+  tw_log_info("sched", "job=%s attempt=%d offer=%s interrupted: %s", a->job_id, a->n,
+              a->offer_id, why);
+  return 1;
+}
+
+static void placement_json(struct tw_buf *b, const struct tw_offer *o,
+                           const struct tw_attempt_rec *a, const char *instance_id,
+                           int64_t cost, const char *explain) {
+  tw_buf_adds(b, "{\"provider\":");
+  tw_buf_json_str(b, o->provider);
+  tw_buf_adds(b, ",\"account\":");
+  tw_buf_json_str(b, o->account);
+  tw_buf_adds(b, ",\"region\":");
+  tw_buf_json_str(b, o->region);
+  tw_buf_adds(b, ",\"zone\":");
+  tw_buf_json_str(b, o->zone);
+  tw_buf_adds(b, ",\"instance_type\":");
+  tw_buf_json_str(b, o->instance_type);
+  tw_buf_printf(b, ",\"market\":\"%s\",\"price_uusd_per_hour\":%lld",
+                tw_market_str(o->market), (long long)o->price_uusd_per_hour);
+  tw_buf_printf(b, ",\"expected_cost_uusd\":%lld,\"attempt\":%d,\"instance_id\":",
+                (long long)cost, a->n);
+  tw_buf_json_str(b, instance_id);
+  tw_buf_adds(b, ",\"offer_id\":");
+  tw_buf_json_str(b, o->id);
+  tw_buf_adds(b, ",\"explain\":");
+  tw_buf_json_str(b, explain);
+  tw_buf_addc(b, '}');
+}
+
+/* Calls the provider for attempt a on offer o; stores the outcome.
+ * Returns the rc of the launch. */
+static enum tw_rc launch_attempt(struct tw_sched *s, const struct tw_job_rec *job,
+                                 const struct tw_job_spec *spec,
+                                 const struct tw_attempt_rec *a,
+                                 const struct tw_offer *o, int64_t cost,
+                                 const char *explain) {
+  struct pcache *pc = provider_by_account(s, o->account);
+  struct tw_err err = {0};
+  if (!pc)
+    return tw_err_set(&err, TW_E_INVALID, "provider %s is not configured", o->account);
+  struct tw_launch req = {.offer = o,
+                          .client_token = a->client_token,
+                          .job_id = job->id,
+                          .attempt_id = a->client_token,
+                          .tenant = job->tenant,
+                          .max_price_uusd_per_hour = spec->max_price_uusd_per_hour,
+                          .user_data = spec->run};
+  struct tw_instance inst;
+  enum tw_rc rc = tw_provider_launch(pc->p, &req, &inst, &err);
+  if (rc == TW_OK) {
+    struct tw_buf pj;
+    tw_buf_init(&pj);
+    placement_json(&pj, o, a, inst.id, cost, explain);
+    struct tw_err serr = {0};
+    if (tw_store_attempt_launched(s->store, a->id, inst.id, pj.data, &serr))
+      tw_log_warn("sched", "job=%s attempt=%d launched %s but not recorded: %s",
+                  job->id, a->n, inst.id, serr.msg);
+    else
+      tw_log_info("sched", "job=%s attempt=%d offer=%s instance=%s launched", job->id,
+                  a->n, o->id, inst.id);
+    tw_buf_release(&pj);
+    return TW_OK;
+  }
+  const char *end = rc == TW_E_CAPACITY || rc == TW_E_QUOTA ? "capacity" : "failed";
+  struct tw_attempt_close c = {.attempt_id = a->id, .end_reason = end,
+                               .job_to = TW_JOB_NSTATES};
+  struct tw_err serr = {0};
+  tw_store_attempt_close(s->store, &c, &serr);
+  char note[768];
+  snprintf(note, sizeof note, "launch on %s refused (%s%s%s): %s", o->id, tw_rc_str(rc),
+           err.detail[0] ? " " : "", err.detail, err.msg);
+  tw_store_job_note(s->store, job->id, note, &serr);
+  return rc;
+}
+
+/* 4. one pending job */
+static int place_job(struct tw_sched *s, const struct tw_job_rec *job) {
+  struct tw_job_spec spec;
+  struct tw_err err = {0};
+  if (!parse_spec(job, &spec))
+    return 0;
+  int changes = 0;
+  struct tw_attempt_rec *past = NULL;
+  size_t n_past = 0;
+  tw_store_attempts_of(s->store, job->id, &past, &n_past, &err);
+  const char **excl = tw_calloc(n_past + 1, sizeof *excl);
+  size_t n_excl = 0;
+  for (size_t i = 0; i < n_past; i++)
+    if (!strcmp(past[i].end_reason, "capacity") || !strcmp(past[i].end_reason, "interrupted"))
+      excl[n_excl++] = past[i].offer_id;
+
+  struct tw_placement pl;
+  tw_place_rank(&spec, s->all.items, s->all.n, excl, n_excl, &pl);
+  char explain[512];
+  tw_placement_explain(&pl, explain, sizeof explain);
+  if (spec.nodes > 1) {
+    tw_store_job_note(s->store, job->id,
+                      "waiting: multi-node gangs are not placed on clouds yet", &err);
+    goto out;
+  }
+  if (pl.n == 0) {
+    char note[600];
+    snprintf(note, sizeof note, "no offer fits: %s", explain);
+    tw_store_job_note(s->store, job->id, note, &err);
+    goto out;
+  }
+  bool placed = false, opened = false;
+  for (size_t i = 0; i < pl.n && !placed; i++) {
+    const struct tw_offer *o = pl.cands[i].offer;
+    char why[1100];
+    snprintf(why, sizeof why, "cheapest feasible offer %s (%s)", o->id, explain);
+    struct tw_attempt_new an = {.job_id = job->id, .provider = o->account,
+                                .offer_id = o->id, .market = tw_market_str(o->market),
+                                .price_uusd_per_hour = o->price_uusd_per_hour,
+                                .reason = why};
+    struct tw_attempt_rec a;
+    struct tw_err aerr = {0};
+    if (tw_store_attempt_open(s->store, &an, &a, &aerr)) {
+      /* cancelled meanwhile, most likely */
+      break;
+    }
+    opened = true;
+    changes++;
+    enum tw_rc rc = launch_attempt(s, job, &spec, &a, o, pl.cands[i].cost_uusd, explain);
+    if (rc == TW_OK)
+      placed = true;
+    else if (rc != TW_E_CAPACITY && rc != TW_E_QUOTA)
+      break; /* throttled, auth, invalid: try again next pass, not elsewhere */
+  }
+  if (opened && !placed) {
+    struct tw_job_transition t = {.id = job->id, .to = TW_JOB_PENDING,
+                                  .reason = "launch failed; waiting to place again"};
+    tw_store_job_transition(s->store, &t, NULL, &err);
+  }
+out:
+  tw_placement_release(&pl);
+  free(excl);
+  free(past);
+  tw_spec_release(&spec);
+  return changes;
+}
+
+/* 3. one live attempt */
+static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
+                          int64_t now) {
+  struct tw_err err = {0};
+  struct tw_job_rec job;
+  if (tw_store_job_get(s->store, a->job_id, &job, &err))
+    return 0;
+  int changes = 0;
+  struct pcache *pc = provider_by_account(s, a->provider);
+  if (!pc) {
+    tw_log_warn("sched", "job=%s attempt=%d provider=%s is no longer configured", a->job_id,
+                a->n, a->provider);
+    goto out;
+  }
+  if (tw_job_state_terminal(job.state)) {
+    /* cancelled while the attempt lived: give the instance back */
+    if (a->instance_id[0] && tw_provider_terminate(pc->p, a->instance_id, &err))
+      goto out; /* try again next pass */
+    struct tw_attempt_close c = {.attempt_id = a->id, .end_reason = "cancelled",
+                                 .job_to = TW_JOB_NSTATES};
+    if (tw_store_attempt_close(s->store, &c, &err) == TW_OK)
+      changes++;
+    goto out;
+  }
+  if (a->state == TW_ATTEMPT_LAUNCHING) {
+    /* The launch was sent but its answer never stored (the daemon stopped
+     * in between).  Send it again with the same client token: the provider
+     * answers with the instance it already made, if it made one. */
+    const struct tw_offer *o = offer_by_id(s, a->offer_id);
+    if (!o)
+      goto out;
+    struct tw_job_spec spec;
+    if (!parse_spec(&job, &spec))
+      goto out;
+    if (launch_attempt(s, &job, &spec, a, o, 0, "resumed after a restart") == TW_OK)
+      changes++;
+    else if (job.state == TW_JOB_PLACING) {
+      struct tw_job_transition t = {.id = job.id, .to = TW_JOB_PENDING,
+                                    .reason = "launch failed; waiting to place again"};
+      tw_store_job_transition(s->store, &t, NULL, &err);
+    }
+    tw_spec_release(&spec);
+    goto out;
+  }
+  struct tw_instance inst;
+  enum tw_rc rc = tw_provider_describe(pc->p, a->instance_id, &inst, &err);
+  if (rc == TW_E_NOTFOUND) {
+    changes += requeue_after_interruption(s, a, "the provider no longer knows it");
+    goto out;
+  }
+  if (rc)
+    goto out; /* throttled or down: look again next pass */
+  if (inst.state == TW_INST_TERMINATED || inst.state == TW_INST_SHUTTING_DOWN ||
+      inst.state == TW_INST_STOPPED || inst.state == TW_INST_STOPPING) {
+    char why[320];
+    snprintf(why, sizeof why, "%s%s%s", inst.provider_state, inst.state_reason[0] ? ", " : "",
+             inst.state_reason);
+    changes += requeue_after_interruption(s, a, why);
+    goto out;
+  }
+  if (a->state == TW_ATTEMPT_PROVISIONING && inst.state == TW_INST_RUNNING) {
+    if (tw_store_attempt_running(s->store, a->id, &err) == TW_OK)
+      changes++;
+    goto out;
+  }
+  if (a->state == TW_ATTEMPT_RUNNING) {
+    struct tw_job_spec spec;
+    if (!parse_spec(&job, &spec))
+      goto out;
+    int64_t run_s = spec.duration_s > 0 ? spec.duration_s : DEFAULT_RUN_S;
+    tw_spec_release(&spec);
+    if (now - a->running_ms < run_s * 1000)
+      goto out;
+    if (tw_provider_terminate(pc->p, a->instance_id, &err))
+      goto out;
+    struct tw_attempt_close c = {.attempt_id = a->id, .end_reason = "completed",
+                                 .job_to = TW_JOB_SUCCEEDED,
+                                 .job_reason = "ran its expected duration; instance terminated",
+                                 .has_exit = true, .exit_code = 0};
+    if (tw_store_attempt_close(s->store, &c, &err) == TW_OK)
+      changes++;
+  }
+out:
+  tw_job_rec_release(&job);
+  return changes;
+}
+
+/* 2. notices */
+static void poll_notices(struct tw_sched *s, const struct tw_attempt_rec *live,
+                         size_t n_live) {
+  for (size_t i = 0; i < s->n_pc; i++) {
+    struct tw_event_list ev;
+    struct tw_err err = {0};
+    tw_event_list_init(&ev);
+    if (tw_provider_poll_events(s->pc[i].p, &ev, &err) == TW_OK) {
+      for (size_t e = 0; e < ev.n; e++)
+        for (size_t k = 0; k < n_live; k++) {
+          if (strcmp(live[k].instance_id, ev.items[e].instance_id))
+            continue;
+          char at[40] = "", note[512];
+          if (ev.items[e].deadline_ms)
+            tw_time_fmt_rfc3339(ev.items[e].deadline_ms, at, sizeof at);
+          if (ev.items[e].kind == TW_EVENT_INTERRUPTION)
+            snprintf(note, sizeof note, "interruption notice for %s: %s at %s",
+                     live[k].instance_id, ev.items[e].action, at);
+          else
+            snprintf(note, sizeof note, "rebalance recommendation for %s",
+                     live[k].instance_id);
+          tw_store_job_note(s->store, live[k].job_id, note, &err);
+        }
+    }
+    tw_event_list_release(&ev);
+  }
+}
+
+int tw_sched_tick(struct tw_sched *s) {
+  int changes = 0;
+  int64_t now = tw_clock_now_ms(s->clock);
+  struct tw_err err = {0};
+  refresh_offers(s, now);
+
+  struct tw_attempt_rec *live = NULL;
+  size_t n_live = 0;
+  if (tw_store_attempts_live(s->store, &live, &n_live, &err) == TW_OK) {
+    poll_notices(s, live, n_live);
+    for (size_t i = 0; i < n_live; i++)
+      changes += follow_attempt(s, &live[i], now);
+  }
+  free(live);
+
+  struct tw_job_rec *queue = NULL;
+  size_t n = 0;
+  if (tw_store_jobs_queued(s->store, TW_JOB_PENDING, s->max_place, &queue, &n, &err) == TW_OK)
+    for (size_t i = 0; i < n; i++) {
+      changes += place_job(s, &queue[i]);
+      tw_job_rec_release(&queue[i]);
+    }
+  free(queue);
+  return changes;
+}
+
+static void *loop_main(void *arg) {
+  struct tw_sched *s = arg;
+  pthread_mutex_lock(&s->mu);
+  while (!s->stopping) {
+    pthread_mutex_unlock(&s->mu);
+    tw_sched_tick(s);
+    pthread_mutex_lock(&s->mu);
+    if (s->stopping)
+      break;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += s->tick_ms / 1000;
+    ts.tv_nsec += (s->tick_ms % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+enum tw_rc tw_sched_start(struct tw_sched *s, struct tw_err *err) {
+  if (pthread_create(&s->thread, NULL, loop_main, s) != 0)
+    return tw_err_set(err, TW_E_INTERNAL, "sched: cannot start the loop thread");
+  s->started = true;
+  return TW_OK;
+}
+
+void tw_sched_free(struct tw_sched *s) {
+  if (!s)
+    return;
+  if (s->started) {
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+  }
+  for (size_t i = 0; i < s->n_pc; i++)
+    tw_offer_list_release(&s->pc[i].offers);
+  tw_offer_list_release(&s->all);
+  free(s->pc);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  free(s);
+}

@@ -1,0 +1,307 @@
+/* The scheduler loop over the in-process fake provider and a fake clock:
+ * placement, capacity fallback, interruption and re-placement, cancel,
+ * and a launch resumed after a crash with the same client token. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "broker/sched.h"
+#include "broker/spec.h"
+#include "broker/store.h"
+#include "tests/fakes/fake_provider.h"
+
+static char dir[64], path[128];
+static struct tw_clock clk;
+static struct tw_store *store;
+static struct tw_provider *prov;
+static struct tw_fake *fake;
+static struct tw_sched *sched;
+
+static void add_offer(const char *zone, const char *type, enum tw_market m,
+                      int64_t price, int vcpus, const char *accel, int accels) {
+  struct tw_offer o;
+  tw_offer_init(&o);
+  snprintf(o.provider, sizeof o.provider, "fake");
+  snprintf(o.account, sizeof o.account, "fake-a");
+  snprintf(o.region, sizeof o.region, "r1");
+  snprintf(o.zone, sizeof o.zone, "%s", zone);
+  snprintf(o.instance_type, sizeof o.instance_type, "%s", type);
+  o.arch = TW_ARCH_X86_64;
+  o.vcpus = vcpus;
+  o.memory_mib = vcpus * 4096;
+  if (accel) {
+    snprintf(o.accel_name, sizeof o.accel_name, "%s", accel);
+    o.accel_count = accels;
+  }
+  o.market = m;
+  o.price_uusd_per_hour = price;
+  o.billing_granularity_s = 1;
+  o.min_charge_s = 60;
+  tw_offer_make_id(&o);
+  tw_fake_add_offer(fake, &o);
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/tw-sched-XXXXXX");
+  if (!mkdtemp(dir))
+    return -1;
+  snprintf(path, sizeof path, "%s/s.db", dir);
+  tw_clock_fake_init(&clk, 1764460800000);
+  struct tw_err err = {0};
+  struct tw_store_opts so = {.path = path, .clock = &clk};
+  if (tw_store_open(&so, &store, &err))
+    return -1;
+  if (tw_provider_new_ops(&tw_provider_fake, "fake-a", NULL, &clk, &prov, &err))
+    return -1;
+  fake = tw_fake_of(prov);
+  add_offer("r1a", "gpu.spot", TW_MARKET_SPOT, 2000000, 32, "A100-80GB", 8);
+  add_offer("r1b", "gpu.spot", TW_MARKET_SPOT, 2500000, 32, "A100-80GB", 8);
+  add_offer("r1a", "gpu.od", TW_MARKET_ON_DEMAND, 9000000, 32, "A100-80GB", 8);
+  add_offer("r1a", "cpu.small", TW_MARKET_ON_DEMAND, 100000, 4, NULL, 0);
+  struct tw_sched_opts o = {.store = store, .clock = &clk, .providers = &prov,
+                            .n_providers = 1};
+  return tw_sched_new(&o, &sched, &err) ? -1 : 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  tw_sched_free(sched);
+  tw_provider_free(prov);
+  tw_store_close(store);
+  char p[160];
+  const char *sfx[] = {"", "-wal", "-shm"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+    unlink(p);
+  }
+  rmdir(dir);
+  return 0;
+}
+
+static void submit(const char *yaml, char id[TW_JOB_ID_LEN + 1]) {
+  struct tw_job_spec spec;
+  struct tw_err err = {0};
+  if (tw_spec_parse(yaml, strlen(yaml), false, &spec, &err))
+    fail_msg("spec: %s", err.msg);
+  struct tw_buf b;
+  tw_buf_init(&b);
+  tw_spec_to_json(&spec, &b);
+  struct tw_job_new req = {.name = spec.name, .tenant = spec.tenant,
+                           .project = spec.project, .spec_json = b.data};
+  struct tw_job_rec j;
+  assert_int_equal(tw_store_job_create(store, &req, &j, NULL, &err), TW_OK);
+  memcpy(id, j.id, TW_JOB_ID_LEN + 1);
+  tw_job_rec_release(&j);
+  tw_buf_release(&b);
+  tw_spec_release(&spec);
+}
+
+static struct tw_job_rec get(const char *id) {
+  struct tw_job_rec j;
+  assert_int_equal(tw_store_job_get(store, id, &j, NULL), TW_OK);
+  return j;
+}
+
+static enum tw_job_state state_of(const char *id) {
+  struct tw_job_rec j = get(id);
+  enum tw_job_state s = j.state;
+  tw_job_rec_release(&j);
+  return s;
+}
+
+static void cheapest_feasible_offer_runs_to_completion(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: train\nresources: {accelerators: A100:8, use_spot: true}\nduration: 10m\n", id);
+  assert_true(tw_sched_tick(sched) > 0);
+  struct tw_job_rec j = get(id);
+  assert_int_equal(j.state, TW_JOB_PROVISIONING);
+  assert_non_null(strstr(j.placement_json, "\"zone\":\"r1a\""));
+  assert_non_null(strstr(j.placement_json, "\"instance_type\":\"gpu.spot\""));
+  /* 10 minutes at $2/h */
+  assert_non_null(strstr(j.placement_json, "\"expected_cost_uusd\":333334"));
+  tw_job_rec_release(&j);
+  tw_sched_tick(sched);
+  assert_int_equal(state_of(id), TW_JOB_RUNNING);
+  tw_clock_advance(&clk, 9 * 60 * 1000);
+  tw_sched_tick(sched);
+  assert_int_equal(state_of(id), TW_JOB_RUNNING);
+  tw_clock_advance(&clk, 60 * 1000);
+  tw_sched_tick(sched);
+  j = get(id);
+  assert_int_equal(j.state, TW_JOB_SUCCEEDED);
+  assert_true(j.has_exit_code);
+  assert_int_equal(j.exit_code, 0);
+  tw_job_rec_release(&j);
+  struct tw_instance inst;
+  assert_int_equal(tw_fake_get(fake, "fake-a-1", &inst), TW_OK);
+  assert_int_equal(inst.state, TW_INST_TERMINATED);
+  assert_int_equal(tw_fake_instances_created(fake), 1);
+}
+
+static void capacity_error_moves_to_the_next_offer_at_once(void **state) {
+  (void)state;
+  tw_fake_fail_offer(fake, "fake-a:r1:r1a:gpu.spot:spot", TW_E_CAPACITY,
+                     "InsufficientInstanceCapacity");
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: train\nresources: {accelerators: A100:8, market: spot}\n", id);
+  tw_sched_tick(sched);
+  struct tw_job_rec j = get(id);
+  assert_int_equal(j.state, TW_JOB_PROVISIONING);
+  assert_non_null(strstr(j.placement_json, "\"zone\":\"r1b\""));
+  tw_job_rec_release(&j);
+  struct tw_attempt_rec *a;
+  size_t n;
+  assert_int_equal(tw_store_attempts_of(store, id, &a, &n, NULL), TW_OK);
+  assert_int_equal(n, 2);
+  assert_string_equal(a[0].end_reason, "capacity");
+  assert_string_equal(a[1].offer_id, "fake-a:r1:r1b:gpu.spot:spot");
+  free(a);
+}
+
+static void nothing_fits_stays_pending_with_counts(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: big\nresources: {accelerators: H100:8}\n", id);
+  tw_sched_tick(sched);
+  struct tw_job_rec j = get(id);
+  assert_int_equal(j.state, TW_JOB_PENDING);
+  assert_string_equal(j.reason, "no offer fits: 0 of 4 offers fit: 4 without the accelerators");
+  tw_job_rec_release(&j);
+  char id2[TW_JOB_ID_LEN + 1];
+  submit("name: cheap\nresources: {accelerators: A100:8}\nmax_price_per_hour: 1\n", id2);
+  tw_sched_tick(sched);
+  j = get(id2);
+  assert_non_null(strstr(j.reason, "1 without the accelerators, 3 over max price"));
+  tw_job_rec_release(&j);
+}
+
+static void interruption_sends_the_job_elsewhere(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: spot\nresources: {accelerators: A100:8, use_spot: true}\nduration: 1h\n", id);
+  tw_sched_tick(sched);
+  tw_sched_tick(sched);
+  assert_int_equal(state_of(id), TW_JOB_RUNNING);
+  assert_int_equal(tw_fake_interrupt(fake, "fake-a-1", 120000), TW_OK);
+  tw_sched_tick(sched);
+  struct tw_job_rec j = get(id);
+  assert_int_equal(j.state, TW_JOB_RUNNING);
+  assert_non_null(strstr(j.reason, "interruption notice for fake-a-1"));
+  tw_job_rec_release(&j);
+  tw_clock_advance(&clk, 120000);
+  tw_sched_tick(sched);
+  /* interrupted, recovering, pending, then placed again in the same pass,
+   * on the other zone: the interrupted offer is avoided */
+  j = get(id);
+  assert_int_equal(j.state, TW_JOB_PROVISIONING);
+  assert_non_null(strstr(j.placement_json, "\"zone\":\"r1b\""));
+  assert_non_null(strstr(j.placement_json, "\"attempt\":2"));
+  tw_job_rec_release(&j);
+  struct tw_job_event *ev;
+  size_t n;
+  assert_int_equal(tw_store_job_events(store, id, &ev, &n, NULL), TW_OK);
+  const char *want[] = {"pending", "placing", "provisioning", "running", "running",
+                        "interrupted", "recovering", "pending", "placing", "provisioning"};
+  assert_int_equal(n, 10);
+  for (size_t i = 0; i < n; i++) {
+    assert_string_equal(tw_job_state_str(ev[i].to), want[i]);
+    free(ev[i].reason);
+  }
+  free(ev);
+}
+
+static void cancel_terminates_the_instance(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: c\nresources: {cpus: 4}\n", id);
+  tw_sched_tick(sched);
+  tw_sched_tick(sched);
+  assert_int_equal(state_of(id), TW_JOB_RUNNING);
+  struct tw_job_transition t = {.id = id, .to = TW_JOB_CANCELLED, .reason = "user"};
+  assert_int_equal(tw_store_job_transition(store, &t, NULL, NULL), TW_OK);
+  tw_sched_tick(sched);
+  struct tw_instance inst;
+  assert_int_equal(tw_fake_get(fake, "fake-a-1", &inst), TW_OK);
+  assert_int_equal(inst.state, TW_INST_TERMINATED);
+  struct tw_attempt_rec *live;
+  size_t n;
+  assert_int_equal(tw_store_attempts_live(store, &live, &n, NULL), TW_OK);
+  assert_int_equal(n, 0);
+  free(live);
+  assert_int_equal(state_of(id), TW_JOB_CANCELLED);
+}
+
+static void lost_launch_answer_is_resumed_with_the_same_token(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: crash\nresources: {cpus: 4}\n", id);
+  tw_sched_tick(sched); /* loads offers, places */
+  /* simulate a daemon killed after the launch call and before the store
+   * write: a second job whose attempt is stored and whose instance exists */
+  char id2[TW_JOB_ID_LEN + 1];
+  submit("name: crash2\nresources: {cpus: 4}\n", id2);
+  struct tw_attempt_new an = {.job_id = id2, .provider = "fake-a",
+                              .offer_id = "fake-a:r1:r1a:cpu.small:on-demand",
+                              .market = "on-demand", .price_uusd_per_hour = 100000};
+  struct tw_attempt_rec a;
+  assert_int_equal(tw_store_attempt_open(store, &an, &a, NULL), TW_OK);
+  struct tw_offer o;
+  tw_offer_init(&o);
+  snprintf(o.provider, sizeof o.provider, "fake");
+  snprintf(o.account, sizeof o.account, "fake-a");
+  snprintf(o.region, sizeof o.region, "r1");
+  snprintf(o.zone, sizeof o.zone, "r1a");
+  snprintf(o.instance_type, sizeof o.instance_type, "cpu.small");
+  o.market = TW_MARKET_ON_DEMAND;
+  o.vcpus = 4;
+  tw_offer_make_id(&o);
+  struct tw_launch req = {.offer = &o, .client_token = a.client_token, .job_id = id2,
+                          .attempt_id = a.client_token, .tenant = "default"};
+  struct tw_instance inst;
+  assert_int_equal(tw_provider_launch(prov, &req, &inst, NULL), TW_OK);
+  size_t before = tw_fake_instances_created(fake);
+  tw_sched_tick(sched);
+  assert_int_equal(tw_fake_instances_created(fake), before);
+  struct tw_job_rec j = get(id2);
+  assert_int_equal(j.state, TW_JOB_PROVISIONING);
+  char want[192];
+  snprintf(want, sizeof want, "\"instance_id\":\"%s\"", inst.id);
+  assert_non_null(strstr(j.placement_json, want));
+  tw_job_rec_release(&j);
+}
+
+static void throttled_launch_waits_for_the_next_pass(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: t\nresources: {cpus: 4}\n", id);
+  tw_fake_fail(fake, TW_POP_LAUNCH, TW_E_RETRYABLE, "RequestLimitExceeded", 1);
+  tw_sched_tick(sched);
+  struct tw_job_rec j = get(id);
+  assert_int_equal(j.state, TW_JOB_PENDING);
+  assert_non_null(strstr(j.reason, "launch failed"));
+  tw_job_rec_release(&j);
+  tw_sched_tick(sched);
+  assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
+}
+
+int main(void) {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+  const struct CMUnitTest tests[] = {
+      T(cheapest_feasible_offer_runs_to_completion),
+      T(capacity_error_moves_to_the_next_offer_at_once),
+      T(nothing_fits_stays_pending_with_counts),
+      T(interruption_sends_the_job_elsewhere),
+      T(cancel_terminates_the_instance),
+      T(lost_launch_answer_is_resumed_with_the_same_token),
+      T(throttled_launch_waits_for_the_next_pass),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
