@@ -21,3 +21,18 @@ target_link_libraries(tw_fakecloud PUBLIC tw_providers tw_base
 
 add_executable(tradewind-fakecloud ${FC_DIR}/main.c)
 target_link_libraries(tradewind-fakecloud PRIVATE tw_fakecloud)
+
+# tw_add_test splits a multi-entry LABELS list; register with one label and
+# set the full list afterwards (as tests/cli.cmake does).
+function(fc_test name)
+  cmake_parse_arguments(F "" "TIMEOUT" "SOURCES;LIBS;LABELS;ARGS" ${ARGN})
+  tw_add_test(${name} SOURCES ${F_SOURCES} LIBS ${F_LIBS} LABELS fakecloud
+              TIMEOUT ${F_TIMEOUT} ARGS ${F_ARGS})
+  set_tests_properties(${name} PROPERTIES LABELS "${F_LABELS}")
+endfunction()
+
+fc_test(test_fakecloud_ec2
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_fakecloud_ec2.c
+  LIBS tw_fakecloud tw_providers PkgConfig::CURL PkgConfig::LIBXML2
+  LABELS integration providers fakecloud
+  TIMEOUT 60)
