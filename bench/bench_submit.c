@@ -1,0 +1,669 @@
+/* bench-submit - durable REST submissions per second, and their latency.
+ *
+ * Starts its own tradewindd on a temporary sqlite file (port 0), then for
+ * each concurrency level N runs N client threads, each with one keep-alive
+ * connection, submitting small distinct job specs back to back for a fixed
+ * time.  A submission counts when its complete 201 arrived, which the
+ * daemon sends only after the job's transaction is durable (group commit,
+ * synchronous=FULL by default).  The store's group commit is read from
+ * /metrics before and after each level: writes per commit.
+ *
+ * The client is a minimal HTTP/1.1 writer and reader over raw sockets (one
+ * send per request, status line and Content-Length parsed, nothing else),
+ * so the two cores of a small machine go to the daemon rather than to
+ * client overhead.
+ *
+ * Output: one `key value unit` line per figure, e.g.
+ *   submit_c64_rate 5321 jobs/s
+ *   submit_c64_p50 9.1 ms
+ * Lines starting with # are context.  Exit 0 when every submission
+ * succeeded, 1 when some failed, 2 on usage errors.
+ *
+ * Peers: the broker is one `struct peer`; another system measured in the
+ * same run (e.g. Slurm's slurmrestd) is another struct peer with its own
+ * start, request and stop functions, appended to PEERS[]. */
+#define _GNU_SOURCE /* pipe2, close_range, mkdtemp under strict C11 */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef TW_TRADEWINDD_PATH
+#define TW_TRADEWINDD_PATH "tradewindd"
+#endif
+
+#define MAX_LEVELS 8
+#define MAX_THREADS 1024
+
+struct opts {
+  const char *tradewindd;
+  const char *config;    /* NULL: a generated one with the defaults */
+  int levels[MAX_LEVELS];
+  int n_levels;
+  double seconds;        /* measured time per level */
+  double warmup_s;       /* unmeasured load before each level */
+  bool smoke;
+  bool keep;             /* keep the temp dir */
+};
+
+static int64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("bench-submit: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(1);
+}
+
+/* ---- the raw HTTP/1.1 client ------------------------------------------------ */
+
+struct conn {
+  int fd;
+  int port;
+  char buf[65536]; /* /metrics is the largest answer read */
+  size_t len;      /* bytes buffered, not yet consumed */
+};
+
+static int conn_open(struct conn *c, int port) {
+  c->port = port;
+  c->len = 0;
+  c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (c->fd < 0)
+    return -1;
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int one = 1;
+  setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  struct timeval tv = {.tv_sec = 30};
+  setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    close(c->fd);
+    c->fd = -1;
+    return -1;
+  }
+  return 0;
+}
+
+static void conn_close(struct conn *c) {
+  if (c->fd >= 0)
+    close(c->fd);
+  c->fd = -1;
+  c->len = 0;
+}
+
+/* Sends req and reads one response.  Returns the status, or -1 when the
+ * connection failed (it is closed then).  *body points into c->buf and
+ * stays valid until the next call. */
+static int conn_roundtrip(struct conn *c, const char *req, size_t req_len,
+                          const char **body, size_t *body_len) {
+  if (c->fd < 0 && conn_open(c, c->port) != 0)
+    return -1;
+  for (size_t off = 0; off < req_len;) {
+    ssize_t w = send(c->fd, req + off, req_len - off, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      goto fail;
+    off += (size_t)w;
+  }
+  size_t head = 0;
+  long clen = -1;
+  int status = -1;
+  for (;;) {
+    if (!head) {
+      for (size_t i = 3; i < c->len; i++)
+        if (c->buf[i] == '\n' && c->buf[i - 1] == '\r' && c->buf[i - 2] == '\n' &&
+            c->buf[i - 3] == '\r') {
+          head = i + 1;
+          break;
+        }
+      if (head) {
+        c->buf[head - 1] = '\0'; /* the head as a string */
+        if (sscanf(c->buf, "HTTP/1.%*d %d", &status) != 1)
+          goto fail;
+        for (char *p = strstr(c->buf, "\r\n"); p; p = strstr(p + 2, "\r\n"))
+          if (!strncasecmp(p + 2, "Content-Length:", 15))
+            clen = strtol(p + 17, NULL, 10);
+        if (clen < 0 || head + (size_t)clen > sizeof c->buf)
+          goto fail; /* the daemon always sends Content-Length */
+      }
+    }
+    if (head && c->len >= head + (size_t)clen)
+      break;
+    if (c->len == sizeof c->buf)
+      goto fail;
+    ssize_t n = recv(c->fd, c->buf + c->len, sizeof c->buf - c->len, 0);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      goto fail;
+    c->len += (size_t)n;
+  }
+  if (body) {
+    *body = c->buf + head;
+    *body_len = (size_t)clen;
+  }
+  /* one request at a time: nothing may follow the body */
+  if (c->len != head + (size_t)clen)
+    goto fail;
+  c->len = 0;
+  return status;
+fail:
+  conn_close(c);
+  return -1;
+}
+
+/* One GET on a fresh connection; the body is copied into out. */
+static int http_get(int port, const char *path, char *out, size_t outsz) {
+  struct conn c = {.fd = -1};
+  char req[256];
+  int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+  const char *body;
+  size_t len;
+  if (conn_open(&c, port) != 0)
+    return -1;
+  int status = conn_roundtrip(&c, req, (size_t)n, &body, &len);
+  if (status > 0)
+    snprintf(out, outsz, "%.*s", (int)len, body);
+  conn_close(&c);
+  return status;
+}
+
+/* ---- peers -------------------------------------------------------------------- */
+
+struct peer {
+  const char *name;    /* shown in context lines */
+  const char *prefix;  /* of the figure keys: "submit" -> submit_c64_rate */
+  int ok_status;       /* the answer of a successful submission */
+  /* Starts (or finds) the system; sets port.  0 or -1. */
+  int (*start)(struct peer *p, const struct opts *o);
+  /* Writes one complete submission request for client `client`, number i,
+   * into buf; returns its length. */
+  size_t (*request)(struct peer *p, int level, int client, long i, char *buf,
+                    size_t bufsz);
+  /* Figures read from the system itself around a level; NULL: none.
+   * `before` is true before the level, false after (then print). */
+  void (*observe)(struct peer *p, int level, bool before);
+  void (*stop)(struct peer *p, bool keep);
+  int port;
+  long long committed; /* set by observe(after): writes the system
+                        * committed in the level; -1 when unknown */
+  void *ctx;
+};
+
+/* -- the broker ----------------------------------------------------------------- */
+
+struct broker {
+  char dir[256];
+  char config[320];
+  char db[320];
+  char log[320];
+  pid_t pid;
+  int out_fd;
+  uint64_t commits0, writes0;
+};
+
+static int broker_metric(int port, const char *name, uint64_t *out) {
+  static char text[65536];
+  if (http_get(port, "/metrics", text, sizeof text) != 200)
+    return -1;
+  size_t n = strlen(name);
+  for (char *line = text; line && *line;) {
+    if (!strncmp(line, name, n) && line[n] == ' ') {
+      *out = strtoull(line + n + 1, NULL, 10);
+      return 0;
+    }
+    line = strchr(line, '\n');
+    line = line ? line + 1 : NULL;
+  }
+  return -1;
+}
+
+static int broker_start(struct peer *p, const struct opts *o) {
+  struct broker *b = calloc(1, sizeof *b);
+  if (!b)
+    abort();
+  p->ctx = b;
+  const char *tmp = getenv("TMPDIR");
+  snprintf(b->dir, sizeof b->dir, "%s/tw-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(b->dir))
+    die("mkdtemp %s: %s", b->dir, strerror(errno));
+  snprintf(b->db, sizeof b->db, "%s/tradewind.db", b->dir);
+  snprintf(b->log, sizeof b->log, "%s/tradewindd.log", b->dir);
+  if (o->config) {
+    snprintf(b->config, sizeof b->config, "%s", o->config);
+  } else {
+    /* the defaults, spelled out so the figures say what they measured */
+    snprintf(b->config, sizeof b->config, "%s/tradewind.yaml", b->dir);
+    FILE *f = fopen(b->config, "w");
+    if (!f)
+      die("cannot write %s", b->config);
+    fputs("log:\n  level: warn\nstore:\n  synchronous: full\n  max_batch: 512\n", f);
+    fclose(f);
+  }
+  const char *argv[] = {o->tradewindd, "--config", b->config, "--listen",
+                        "127.0.0.1:0", "--db", b->db, NULL};
+  int pfd[2];
+  if (pipe2(pfd, O_CLOEXEC) != 0)
+    die("pipe: %s", strerror(errno));
+  int logfd = open(b->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (logfd < 0)
+    die("open %s: %s", b->log, strerror(errno));
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0)
+    die("fork: %s", strerror(errno));
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the bench */
+    if (getppid() != parent)
+      _exit(127);
+    dup2(pfd[1], 1);
+    dup2(logfd, 2);
+    execv(o->tradewindd, (char *const *)argv);
+    _exit(127);
+  }
+  close(pfd[1]);
+  close(logfd);
+  b->pid = pid;
+  b->out_fd = pfd[0];
+  char line[256];
+  size_t len = 0;
+  int64_t deadline = mono_ns() + 20 * 1000000000LL;
+  while (!memchr(line, '\n', len)) {
+    int left = (int)((deadline - mono_ns()) / 1000000);
+    struct pollfd pf = {.fd = b->out_fd, .events = POLLIN};
+    if (left <= 0 || poll(&pf, 1, left) <= 0)
+      return -1;
+    ssize_t n = read(b->out_fd, line + len, sizeof line - 1 - len);
+    if (n <= 0)
+      return -1;
+    len += (size_t)n;
+    if (len == sizeof line - 1)
+      break;
+  }
+  line[len] = '\0';
+  const char *colon = strrchr(line, ':');
+  if (strncmp(line, "listening http://", 17) || !colon)
+    return -1;
+  p->port = atoi(colon + 1);
+  printf("# broker: %s, db %s, config %s\n", o->tradewindd, b->db,
+         o->config ? o->config : "defaults (synchronous: full, max_batch: 512)");
+  return p->port > 0 ? 0 : -1;
+}
+
+static size_t broker_request(struct peer *p, int level, int client, long i, char *buf,
+                             size_t bufsz) {
+  (void)p;
+  char body[256];
+  int blen = snprintf(body, sizeof body,
+                      "{\"name\":\"bench-c%d-t%d-%ld\",\"priority\":%ld,"
+                      "\"resources\":{\"cpus\":%ld}}",
+                      level, client, i, i % 10, 1 + i % 8);
+  int n = snprintf(buf, bufsz,
+                   "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+                   blen, body);
+  return (size_t)n;
+}
+
+static void broker_observe(struct peer *p, int level, bool before) {
+  struct broker *b = p->ctx;
+  uint64_t commits = 0, writes = 0;
+  p->committed = -1;
+  if (broker_metric(p->port, "tradewind_store_commits_total", &commits) ||
+      broker_metric(p->port, "tradewind_store_writes_total", &writes)) {
+    fprintf(stderr, "bench-submit: cannot read the store counters from /metrics\n");
+    return;
+  }
+  if (before) {
+    b->commits0 = commits;
+    b->writes0 = writes;
+    return;
+  }
+  uint64_t dc = commits - b->commits0, dw = writes - b->writes0;
+  p->committed = (long long)dw;
+  printf("%s_c%d_commits %llu commits\n", p->prefix, level, (unsigned long long)dc);
+  printf("%s_c%d_writes_per_commit %.1f writes/commit\n", p->prefix, level,
+         dc ? (double)dw / (double)dc : 0.0);
+}
+
+static void broker_stop(struct peer *p, bool keep) {
+  struct broker *b = p->ctx;
+  if (!b)
+    return;
+  if (b->pid > 0) {
+    kill(b->pid, SIGTERM);
+    int status = 0;
+    waitpid(b->pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      fprintf(stderr, "bench-submit: tradewindd ended with status %d (log %s)\n",
+              status, b->log);
+  }
+  if (b->out_fd >= 0)
+    close(b->out_fd);
+  if (keep) {
+    printf("# kept %s\n", b->dir);
+  } else {
+    static const char *const files[] = {"tradewind.db", "tradewind.db-wal",
+                                        "tradewind.db-shm", "tradewind.yaml",
+                                        "tradewindd.log"};
+    char path[400];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+      snprintf(path, sizeof path, "%s/%s", b->dir, files[i]);
+      unlink(path);
+    }
+    rmdir(b->dir);
+  }
+  free(b);
+  p->ctx = NULL;
+}
+
+/* Slurm (slurmrestd) joins as a second peer here: its start finds the
+ * daemon and token, its request writes POST /slurm/v0.0.40/job/submit,
+ * ok_status 200. */
+static struct peer PEERS[] = {
+    {.name = "tradewind broker",
+     .prefix = "submit",
+     .ok_status = 201,
+     .start = broker_start,
+     .request = broker_request,
+     .observe = broker_observe,
+     .stop = broker_stop},
+};
+
+/* ---- one level ----------------------------------------------------------------- */
+
+struct run {
+  struct peer *peer;
+  int level;
+  int64_t measure_from, measure_until; /* mono ns */
+  pthread_barrier_t ready;
+};
+
+struct worker {
+  struct run *run;
+  int index;
+  int64_t *lat_ns; /* measured successes */
+  size_t n, cap;
+  long failed;     /* measured failures */
+  long answers;    /* complete answers of any status, warm-up included */
+  int first_bad_status;
+};
+
+static void *worker_main(void *arg) {
+  struct worker *w = arg;
+  struct run *r = w->run;
+  struct conn c = {.fd = -1, .port = r->peer->port};
+  char req[1024];
+  conn_open(&c, c.port);
+  pthread_barrier_wait(&r->ready);
+  for (long i = 0;; i++) {
+    size_t len = r->peer->request(r->peer, r->level, w->index, i, req, sizeof req);
+    int64_t t0 = mono_ns();
+    if (t0 >= r->measure_until)
+      break;
+    int status = conn_roundtrip(&c, req, len, NULL, NULL);
+    int64_t t1 = mono_ns();
+    if (status > 0)
+      w->answers++;
+    if (t0 < r->measure_from)
+      continue; /* warm-up */
+    if (status == r->peer->ok_status) {
+      if (w->n == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 4096;
+        if (!(w->lat_ns = realloc(w->lat_ns, w->cap * sizeof *w->lat_ns)))
+          abort();
+      }
+      w->lat_ns[w->n++] = t1 - t0;
+    } else {
+      w->failed++;
+      if (!w->first_bad_status)
+        w->first_bad_status = status;
+    }
+  }
+  conn_close(&c);
+  return NULL;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Runs one level; returns the number of failed submissions. */
+static long run_level(struct peer *p, int level, const struct opts *o) {
+  struct run r = {.peer = p, .level = level};
+  struct worker *w = calloc((size_t)level, sizeof *w);
+  pthread_t *th = calloc((size_t)level, sizeof *th);
+  if (!w || !th)
+    abort();
+  pthread_barrier_init(&r.ready, NULL, (unsigned)level + 1);
+  /* Without a warm-up every request is measured: read the store counters
+   * before any client runs, so the smoke run can match them exactly. */
+  bool observed = false;
+  if (o->warmup_s <= 0 && p->observe) {
+    p->observe(p, level, true);
+    observed = true;
+  }
+  /* generous stacks are not needed: 256 KiB keeps 1024 clients cheap */
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  for (int i = 0; i < level; i++) {
+    w[i].run = &r;
+    w[i].index = i;
+    if (pthread_create(&th[i], &attr, worker_main, &w[i]) != 0)
+      die("cannot start client thread %d", i);
+  }
+  pthread_attr_destroy(&attr);
+  /* Deadlines are set while the clients wait at the barrier. */
+  int64_t now = mono_ns();
+  r.measure_from = now + (int64_t)(o->warmup_s * 1e9);
+  r.measure_until = r.measure_from + (int64_t)(o->seconds * 1e9);
+  /* The store counters around the measured window only: read them when the
+   * warm-up ends. */
+  pthread_barrier_wait(&r.ready);
+  int64_t wait_ns = r.measure_from - mono_ns();
+  if (wait_ns > 0) {
+    struct timespec ts = {wait_ns / 1000000000, wait_ns % 1000000000};
+    nanosleep(&ts, NULL);
+  }
+  if (p->observe && !observed)
+    p->observe(p, level, true);
+  for (int i = 0; i < level; i++)
+    pthread_join(th[i], NULL);
+  int64_t end = mono_ns();
+  pthread_barrier_destroy(&r.ready);
+
+  size_t total = 0;
+  long failed = 0;
+  int bad = 0;
+  for (int i = 0; i < level; i++) {
+    total += w[i].n;
+    failed += w[i].failed;
+    if (!bad)
+      bad = w[i].first_bad_status;
+  }
+  int64_t *all = malloc((total ? total : 1) * sizeof *all);
+  if (!all)
+    abort();
+  size_t k = 0;
+  for (int i = 0; i < level; i++) {
+    memcpy(all + k, w[i].lat_ns, w[i].n * sizeof *all);
+    k += w[i].n;
+    free(w[i].lat_ns);
+  }
+  qsort(all, total, sizeof *all, cmp_i64);
+  /* Requests started before measure_until finish after it: divide by the
+   * time up to the last answer. */
+  double secs = (double)(end - r.measure_from) / 1e9;
+  double p50 = total ? (double)all[(total - 1) / 2] / 1e6 : 0;
+  double p99 = total ? (double)all[(size_t)((double)(total - 1) * 0.99)] / 1e6 : 0;
+  printf("%s_c%d_rate %.0f jobs/s\n", p->prefix, level, (double)total / secs);
+  printf("%s_c%d_p50 %.2f ms\n", p->prefix, level, p50);
+  printf("%s_c%d_p99 %.2f ms\n", p->prefix, level, p99);
+  printf("%s_c%d_submitted %zu jobs\n", p->prefix, level, total);
+  printf("%s_c%d_failed %ld requests\n", p->prefix, level, failed);
+  if (failed)
+    fprintf(stderr, "bench-submit: %s c%d: %ld submissions failed (first status %d)\n",
+            p->name, level, failed, bad);
+  if (p->observe)
+    p->observe(p, level, false);
+  if (o->smoke && p->committed >= 0 && p->committed != (long long)total) {
+    fprintf(stderr, "bench-submit: %s c%d: %zu submissions acknowledged, %lld committed\n",
+            p->name, level, total, p->committed);
+    failed++;
+  }
+  fflush(stdout);
+  free(all);
+  free(w);
+  free(th);
+  return failed + (total == 0);
+}
+
+/* ---- main ------------------------------------------------------------------------ */
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: bench-submit [--quick | --smoke] [--seconds S] [--levels 1,16,64]\n"
+          "                    [--tradewindd PATH] [--config FILE] [--keep]\n"
+          "\n"
+          "Measures durable job submissions per second through the REST API of a\n"
+          "tradewindd it starts itself (temp db, port 0), at each concurrency level:\n"
+          "N client threads, one keep-alive connection each.\n"
+          "\n"
+          "  --quick        2 s per level (under a minute in all)\n"
+          "  --smoke        1 s at concurrency 4; fails unless every submission succeeded\n"
+          "  --seconds S    measured seconds per level (default 10)\n"
+          "  --levels LIST  concurrency levels (default 1,16,64)\n"
+          "  --tradewindd P the daemon to start (default: the one built with this bench)\n"
+          "  --config FILE  its config (default: the defaults, log level warn)\n"
+          "  --keep         keep the temp dir (db, log)\n");
+}
+
+static void parse_levels(struct opts *o, const char *s) {
+  o->n_levels = 0;
+  for (const char *p = s; *p;) {
+    char *end;
+    long v = strtol(p, &end, 10);
+    if (end == p || v < 1 || v > MAX_THREADS || o->n_levels == MAX_LEVELS) {
+      fprintf(stderr, "bench-submit: --levels: expected up to %d numbers 1..%d, got \"%s\"\n",
+              MAX_LEVELS, MAX_THREADS, s);
+      exit(2);
+    }
+    o->levels[o->n_levels++] = (int)v;
+    p = *end == ',' ? end + 1 : end;
+    if (*end && *end != ',') {
+      fprintf(stderr, "bench-submit: --levels: bad list \"%s\"\n", s);
+      exit(2);
+    }
+  }
+}
+
+int main(int argc, char **argv) {
+  struct opts o = {.tradewindd = TW_TRADEWINDD_PATH,
+                   .levels = {1, 16, 64},
+                   .n_levels = 3,
+                   .seconds = 10,
+                   .warmup_s = 1};
+  const char *env = getenv("TRADEWINDD");
+  if (env && *env)
+    o.tradewindd = env;
+  bool seconds_set = false, levels_set = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--quick")) {
+      o.seconds = 2;
+      o.warmup_s = 0.5;
+    } else if (!strcmp(a, "--smoke")) {
+      o.smoke = true;
+    } else if (!strcmp(a, "--keep")) {
+      o.keep = true;
+    } else if (!strcmp(a, "--seconds") && i + 1 < argc) {
+      o.seconds = strtod(argv[++i], NULL);
+      seconds_set = true;
+      if (!(o.seconds > 0 && o.seconds <= 3600)) {
+        fprintf(stderr, "bench-submit: --seconds: expected 0 < S <= 3600\n");
+        return 2;
+      }
+    } else if (!strcmp(a, "--levels") && i + 1 < argc) {
+      parse_levels(&o, argv[++i]);
+      levels_set = true;
+    } else if (!strcmp(a, "--tradewindd") && i + 1 < argc) {
+      o.tradewindd = argv[++i];
+    } else if (!strcmp(a, "--config") && i + 1 < argc) {
+      o.config = argv[++i];
+    } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "bench-submit: unknown or incomplete option %s\n", a);
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (o.smoke) {
+    if (!levels_set) {
+      o.levels[0] = 4;
+      o.n_levels = 1;
+    }
+    if (!seconds_set)
+      o.seconds = 1;
+    o.warmup_s = 0;
+  }
+  if (access(o.tradewindd, X_OK) != 0) {
+    printf("SKIPPED: no tradewindd at %s\n", o.tradewindd);
+    return 77;
+  }
+  signal(SIGPIPE, SIG_IGN);
+
+  time_t now = time(NULL);
+  char date[32];
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+  printf("# bench-submit %s, %ld cpus, %.1f s per level after %.1f s warm-up\n", date,
+         sysconf(_SC_NPROCESSORS_ONLN), o.seconds, o.warmup_s);
+
+  long failed = 0;
+  for (size_t pi = 0; pi < sizeof PEERS / sizeof PEERS[0]; pi++) {
+    struct peer *p = &PEERS[pi];
+    if (p->start(p, &o) != 0) {
+      fprintf(stderr, "bench-submit: %s did not start\n", p->name);
+      p->stop(p, true);
+      return 1;
+    }
+    for (int l = 0; l < o.n_levels; l++)
+      failed += run_level(p, o.levels[l], &o);
+    p->stop(p, o.keep || failed);
+  }
+  if (o.smoke)
+    printf("%s\n", failed ? "smoke: FAILED" : "smoke: every submission succeeded");
+  return failed ? 1 : 0;
+}
