@@ -36,3 +36,15 @@ fc_test(test_fakecloud_ec2
   LIBS tw_fakecloud tw_providers PkgConfig::CURL PkgConfig::LIBXML2
   LABELS integration providers fakecloud
   TIMEOUT 60)
+
+tw_add_fuzz(fuzz_fakecloud_req
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_fakecloud_req.c
+  LIBS tw_fakecloud
+  LABELS providers fakecloud
+  CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/fakecloud)
+
+fc_test(test_fakecloud_parse
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_fakecloud_parse.c
+  LIBS tw_fakecloud
+  LABELS unit providers fakecloud
+  TIMEOUT 30)
