@@ -39,7 +39,7 @@ void tw_err_clear(struct tw_err *err);
 enum tw_rc tw_err_set(struct tw_err *err, enum tw_rc rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 enum tw_rc tw_err_setv(struct tw_err *err, enum tw_rc rc, const char *fmt,
-                       va_list ap);
+                       va_list ap) __attribute__((format(printf, 3, 0)));
 
 /* As tw_err_set, and records the field path (shown separately by the API). */
 enum tw_rc tw_err_field(struct tw_err *err, enum tw_rc rc, const char *field,

@@ -30,7 +30,8 @@ void tw_buf_adds(struct tw_buf *b, const char *s);
 void tw_buf_addc(struct tw_buf *b, char c);
 void tw_buf_printf(struct tw_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-void tw_buf_vprintf(struct tw_buf *b, const char *fmt, va_list ap);
+void tw_buf_vprintf(struct tw_buf *b, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 /* Appends s as a JSON string literal, quotes included. */
 void tw_buf_json_str(struct tw_buf *b, const char *s);
 char *tw_buf_detach(struct tw_buf *b);
