@@ -213,6 +213,11 @@ struct tw_instance {
   int64_t launched_ms; /* 0 unknown */
   char private_ip[48];
   char public_ip[48];
+  /* Batch providers (Slurm) run the job's script themselves: `finished`
+   * says the workload ended on its own, with exit_code.  Clouds leave it
+   * false: their instances end when Tradewind terminates them. */
+  bool finished;
+  int exit_code;
 };
 
 /* The tag keys every adapter writes and reads back. */
