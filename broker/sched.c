@@ -329,6 +329,22 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
   }
   if (rc)
     goto out; /* throttled or down: look again next pass */
+  if (inst.finished) {
+    /* a batch provider ran the script to its end */
+    char why[96];
+    snprintf(why, sizeof why, "exited with code %d", inst.exit_code);
+    struct tw_attempt_close c = {.attempt_id = a->id, .end_reason = "completed",
+                                 .job_to = inst.exit_code == 0 ? TW_JOB_SUCCEEDED : TW_JOB_FAILED,
+                                 .job_reason = why, .has_exit = true,
+                                 .exit_code = inst.exit_code};
+    /* a job that finished before we saw it running still passes through
+     * running, so its history is complete */
+    if (a->state == TW_ATTEMPT_PROVISIONING)
+      tw_store_attempt_running(s->store, a->id, &err);
+    if (tw_store_attempt_close(s->store, &c, &err) == TW_OK)
+      changes++;
+    goto out;
+  }
   if (inst.state == TW_INST_TERMINATED || inst.state == TW_INST_SHUTTING_DOWN ||
       inst.state == TW_INST_STOPPED || inst.state == TW_INST_STOPPING) {
     char why[320];

@@ -331,6 +331,19 @@ enum tw_rc tw_fake_set_state(struct tw_fake *f, const char *id,
   return in ? TW_OK : TW_E_NOTFOUND;
 }
 
+enum tw_rc tw_fake_finish(struct tw_fake *f, const char *id, int exit_code) {
+  pthread_mutex_lock(&f->lock);
+  struct inst *in = find(f, id);
+  if (in) {
+    in->i.state = TW_INST_TERMINATED;
+    TW_SET(in->i.provider_state, "COMPLETED");
+    in->i.finished = true;
+    in->i.exit_code = exit_code;
+  }
+  pthread_mutex_unlock(&f->lock);
+  return in ? TW_OK : TW_E_NOTFOUND;
+}
+
 enum tw_rc tw_fake_interrupt(struct tw_fake *f, const char *id,
                              int64_t lead_ms) {
   pthread_mutex_lock(&f->lock);

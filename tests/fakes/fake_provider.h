@@ -46,6 +46,11 @@ void tw_fake_clear_faults(struct tw_fake *f);
 enum tw_rc tw_fake_set_state(struct tw_fake *f, const char *id,
                              enum tw_instance_state state);
 
+/* The workload of instance id ends on its own with exit_code, as a batch
+ * job does (sets `finished`; the instance is terminated).  TW_E_NOTFOUND
+ * when unknown. */
+enum tw_rc tw_fake_finish(struct tw_fake *f, const char *id, int exit_code);
+
 /* Issues an interruption notice for instance id, taking effect
  * lead_ms after the provider clock's now (AWS: 120000); the instance is
  * terminated when describe or list runs at or after the deadline.

@@ -292,6 +292,28 @@ static void throttled_launch_waits_for_the_next_pass(void **state) {
   assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
 }
 
+static void batch_workload_exit_code_decides_the_outcome(void **state) {
+  (void)state;
+  char ok[TW_JOB_ID_LEN + 1], bad[TW_JOB_ID_LEN + 1];
+  submit("name: ok\nresources: {cpus: 4}\n", ok);
+  submit("name: bad\nresources: {cpus: 4}\n", bad);
+  tw_sched_tick(sched);
+  /* both provisioning on fake-a-1 and fake-a-2; the script of the second
+   * exits 3 before we ever see it running */
+  assert_int_equal(tw_fake_finish(fake, "fake-a-1", 0), TW_OK);
+  assert_int_equal(tw_fake_finish(fake, "fake-a-2", 3), TW_OK);
+  tw_sched_tick(sched);
+  struct tw_job_rec j = get(ok);
+  assert_int_equal(j.state, TW_JOB_SUCCEEDED);
+  assert_int_equal(j.exit_code, 0);
+  tw_job_rec_release(&j);
+  j = get(bad);
+  assert_int_equal(j.state, TW_JOB_FAILED);
+  assert_int_equal(j.exit_code, 3);
+  assert_string_equal(j.reason, "exited with code 3");
+  tw_job_rec_release(&j);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -302,6 +324,7 @@ int main(void) {
       T(cancel_terminates_the_instance),
       T(lost_launch_answer_is_resumed_with_the_same_token),
       T(throttled_launch_waits_for_the_next_pass),
+      T(batch_workload_exit_code_decides_the_outcome),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
