@@ -643,13 +643,18 @@ static enum tw_rc parse_accel(const struct tw_node *n, const char *path,
     spec->accel_count = (int)count;
     return TW_OK;
   }
-  if (n->kind == TW_NODE_MAP && tw_node_get(n, "name")) {
+  /* The canonical form; "count" alone is that form missing its name, not
+   * an accelerator called "count". */
+  if (n->kind == TW_NODE_MAP &&
+      (tw_node_get(n, "name") || tw_node_get(n, "count"))) {
     static const char *const keys[] = {"name", "count", NULL};
     const struct tw_node *nm = tw_node_get(n, "name"),
                          *cn = tw_node_get(n, "count");
     if ((rc = check_keys(n, path, keys, err)))
       return rc;
     path_key(sub, path, "name");
+    if (is_null(nm))
+      return fail(err, sub, n, "required");
     if (nm->kind != TW_NODE_SCALAR)
       return fail(err, sub, nm, "expected an accelerator name, got %s",
                   describe(nm, d, sizeof d));
@@ -689,14 +694,21 @@ static enum tw_rc parse_accel(const struct tw_node *n, const char *path,
               describe(n, d, sizeof d));
 }
 
-/* Splits a trailing '+' ("8+", "32+") off a scalar's text into tmp. */
+/* Splits a trailing '+' ("8+", "32+") off a scalar's text into tmp.  Text
+ * too long for tmp comes back as "" (a syntax error to the caller) rather
+ * than cut short, which could turn garbage into a valid number. */
 static const char *at_least_text(const struct tw_node *n, char *tmp,
                                  size_t sz, bool *plus) {
   char t[40];
   const char *s = scalar_text(n, t, sizeof t);
   size_t len = strlen(s);
   *plus = len > 0 && s[len - 1] == '+';
-  snprintf(tmp, sz, "%.*s", (int)(*plus ? len - 1 : len), s);
+  if (*plus)
+    len--;
+  if (len >= sz)
+    len = 0;
+  memcpy(tmp, s, len);
+  tmp[len] = '\0';
   return tmp;
 }
 

@@ -136,6 +136,13 @@ static const struct bad bad_cases[] = {
      "resources.accelerators", "expected a string like A100:8"},
     {false, "name: a\nresources: {accelerators: {name: A100, cnt: 2}}\n",
      "resources.accelerators.cnt", "did you mean \"count\"?"},
+    {false, "name: a\nresources: {accelerators: {count: 8}}\n",
+     "resources.accelerators.name", "required"},
+    /* 62 zeros then 8 and garbage: never truncated into a valid "...08" */
+    {false,
+     "name: a\nresources: {cpus: "
+     "\"000000000000000000000000000000000000000000000000000000000000008x\"}\n",
+     "resources.cpus", "expected a number or N+"},
     {false, "name: a\nresources: {arch: x86-64}\n", "resources.arch",
      "did you mean \"x86_64\"?"},
     {false, "name: a\nresources: {arch: sparc}\n", "resources.arch",
