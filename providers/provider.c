@@ -20,7 +20,7 @@
 
 static const char *const op_names[TW_POP_COUNT] = {
     "list_offers", "launch",       "describe",
-    "terminate",   "list_managed", "poll_events"};
+    "terminate",   "list_managed", "poll_events", "read_output"};
 
 const char *tw_provider_op_str(enum tw_provider_op op) {
   return (unsigned)op < TW_POP_COUNT ? op_names[op] : "unknown";
@@ -482,6 +482,30 @@ enum tw_rc tw_provider_poll_events(struct tw_provider *p,
   }
   out->n = kept;
   return TW_OK;
+}
+
+enum tw_rc tw_provider_read_output(struct tw_provider *p, const char *id,
+                                   int64_t offset, size_t max,
+                                   struct tw_buf *out, bool *eof,
+                                   struct tw_err *err) {
+  *eof = false;
+  if (p->ops->version < 2 || !p->ops->read_output)
+    return tw_err_set(err, TW_E_NOTFOUND, "provider %s keeps no output", p->account);
+  if (!id || !*id || offset < 0)
+    return tw_err_set(err, TW_E_INVALID, "read_output: an instance id and offset >= 0 are required");
+  if (max > (1u << 20))
+    max = 1u << 20;
+  struct call c;
+  size_t first = out->len;
+  enter(&c, p, TW_POP_READ_OUTPUT, id);
+  enum tw_rc rc = p->ops->read_output(p, id, offset, max, out, eof, &c.e);
+  if (rc) {
+    out->len = first;
+    if (out->data)
+      out->data[first] = '\0';
+    return leave(&c, rc, err);
+  }
+  return leave(&c, rc, err);
 }
 
 void tw_provider_stats(struct tw_provider *p, enum tw_provider_op op,

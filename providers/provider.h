@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "broker/err.h"
+#include "broker/mem.h"
 #include "broker/model.h"
 
 struct tw_node;
@@ -44,7 +45,7 @@ struct tw_provider;
 /* Bumped whenever a slot is appended to struct tw_provider_ops; slots are
  * only ever appended, and the generic layer gives new ones a default so an
  * adapter built against an older version keeps working. */
-#define TW_PROVIDER_OPS_VERSION 1
+#define TW_PROVIDER_OPS_VERSION 2
 
 /* supports bits */
 #define TW_PROV_SPOT (1u << 0)   /* can launch spot offers */
@@ -90,6 +91,17 @@ struct tw_provider_ops {
                             struct tw_err *err);
   /* Frees p->ctx (which may be NULL after a failed init). */
   void (*free)(struct tw_provider *p);
+
+  /* ---- version 2 ---- */
+
+  /* Appends at most max bytes of the job's output (stdout and stderr as
+   * the provider keeps them), starting at byte offset, to out; *eof is set
+   * when nothing more will ever come (the workload ended and everything
+   * was read).  TW_E_NOTFOUND for an unknown instance.  NULL: the provider
+   * keeps no output (clouds: the workload logs where it likes). */
+  enum tw_rc (*read_output)(struct tw_provider *p, const char *id,
+                            int64_t offset, size_t max, struct tw_buf *out,
+                            bool *eof, struct tw_err *err);
 };
 
 /* The generic layer's operations, for tw_provider_stats(). */
@@ -100,6 +112,7 @@ enum tw_provider_op {
   TW_POP_TERMINATE,
   TW_POP_LIST_MANAGED,
   TW_POP_POLL_EVENTS,
+  TW_POP_READ_OUTPUT,
   TW_POP_COUNT
 };
 
@@ -210,6 +223,14 @@ enum tw_rc tw_provider_list_managed(struct tw_provider *p,
  * slot: none. */
 enum tw_rc tw_provider_poll_events(struct tw_provider *p,
                                    struct tw_event_list *out,
+                                   struct tw_err *err);
+
+/* Reads the output of instance id (see the read_output slot).  max is
+ * capped at 1 MiB.  An adapter older than version 2, or without the slot:
+ * TW_E_NOTFOUND with "keeps no output". */
+enum tw_rc tw_provider_read_output(struct tw_provider *p, const char *id,
+                                   int64_t offset, size_t max,
+                                   struct tw_buf *out, bool *eof,
                                    struct tw_err *err);
 
 /* Copies the counters of one operation. */
