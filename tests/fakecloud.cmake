@@ -48,3 +48,21 @@ fc_test(test_fakecloud_parse
   LIBS tw_fakecloud
   LABELS unit providers fakecloud
   TIMEOUT 30)
+
+# Conformance with the official AWS SDK for JavaScript.  A fixture installs
+# the pinned packages (package-lock.json) into the build tree with npm ci;
+# each conformance test then runs a node:test file against the real
+# tradewind-fakecloud binary.  Both skip (77) when node or npm is missing.
+set(FC_CONF_DIR ${CMAKE_BINARY_DIR}/conformance)
+add_test(NAME fakecloud_conformance_setup
+  COMMAND sh ${CMAKE_SOURCE_DIR}/tests/conformance/run.sh setup ${FC_CONF_DIR})
+set_tests_properties(fakecloud_conformance_setup PROPERTIES
+  LABELS "conformance;providers;fakecloud;aws"
+  FIXTURES_SETUP fakecloud_npm SKIP_RETURN_CODE 77 TIMEOUT 600)
+add_test(NAME fakecloud_conformance_ec2
+  COMMAND sh ${CMAKE_SOURCE_DIR}/tests/conformance/run.sh test ${FC_CONF_DIR}
+          ec2.test.mjs)
+set_tests_properties(fakecloud_conformance_ec2 PROPERTIES
+  LABELS "conformance;providers;fakecloud;aws"
+  FIXTURES_REQUIRED fakecloud_npm SKIP_RETURN_CODE 77 TIMEOUT 60
+  ENVIRONMENT "TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>")
