@@ -104,6 +104,7 @@ static void early_failure(struct burst *b, const char *fmt, ...) {
     vsnprintf(b->first_failure, sizeof b->first_failure, fmt, ap);
     va_end(ap);
   }
+  pthread_cond_signal(&b->reached); /* no point waiting for the target */
   pthread_mutex_unlock(&b->mu);
 }
 

@@ -359,6 +359,7 @@ struct load {
   struct sent *sent;
   size_t n, cap;
   long acked;
+  int running;  /* loaders still going */
   long partial; /* answers cut in the middle: always a failure */
   char first_bad[256];
   long bad_status;
@@ -431,6 +432,10 @@ static void *loader_main(void *arg) {
   }
   if (fd >= 0)
     close(fd);
+  pthread_mutex_lock(&l->mu);
+  l->running--;
+  pthread_cond_broadcast(&l->progress);
+  pthread_mutex_unlock(&l->mu);
   return NULL;
 }
 
@@ -475,7 +480,7 @@ static void sigterm_finishes_in_flight_requests(void) {
           "slow request %d: cannot send its first half", i);
   }
 
-  struct load l = {.port = d.port};
+  struct load l = {.port = d.port, .running = LOADERS};
   pthread_mutex_init(&l.mu, NULL);
   pthread_cond_init(&l.progress, NULL);
   pthread_t th[LOADERS];
@@ -487,7 +492,7 @@ static void sigterm_finishes_in_flight_requests(void) {
   /* Wait until the load runs (and so the slow requests have long been
    * accepted: their headers went first). */
   pthread_mutex_lock(&l.mu);
-  while (l.acked < 200 && l.n < 400)
+  while (l.acked < 200 && l.n < 400 && l.running > 0)
     pthread_cond_wait(&l.progress, &l.mu);
   pthread_mutex_unlock(&l.mu);
 
