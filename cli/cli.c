@@ -339,11 +339,6 @@ int tw_cli_run(int argc, char **argv, const struct tw_cli_io *io) {
     code = TW_EXIT_USAGE;
     goto out;
   }
-  if (strcmp(p0.pos[0], "version") == 0 && p0.npos == 1) {
-    fprintf(io->out, "tradewind %s\n", TW_VERSION);
-    code = TW_EXIT_OK;
-    goto out;
-  }
 
   /* `tradewind help CMD...`: the words after help name the command. */
   if (strcmp(p0.pos[0], "help") == 0) {

@@ -95,7 +95,7 @@ static void list_row(struct tw_cli *c, struct tw_cli_table *t, json_t *job,
   tw_buf_release(&where);
 }
 
-static int list_run(struct tw_cli *c, const struct tw_cli_parsed *p) {
+static int cmd_jobs_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
   static const char *const headers[] = {"ID",     "NAME",      "STATE",
                                         "TENANT", "PLACEMENT", "AGE"};
   const char *state = NULL, *tenant = NULL, *cursor = NULL, *limit = NULL;
@@ -250,7 +250,7 @@ const struct tw_cli_cmd tw_cli_cmd_jobs_list = {
     .opts = list_opts,
     .min_pos = 0,
     .max_pos = 0,
-    .run = list_run,
+    .run = cmd_jobs_list,
 };
 
 /* --- jobs get ------------------------------------------------------------ */
@@ -306,7 +306,7 @@ static void print_job(struct tw_cli *c, json_t *job) {
   tw_buf_release(&where);
 }
 
-static int get_run(struct tw_cli *c, const struct tw_cli_parsed *p) {
+static int cmd_jobs_get(struct tw_cli *c, const struct tw_cli_parsed *p) {
   struct tw_cli_http_resp resp;
   json_t *job = NULL;
   int code = check_id(c, p->pos[0]);
@@ -335,12 +335,12 @@ const struct tw_cli_cmd tw_cli_cmd_jobs_get = {
     .opts = NULL,
     .min_pos = 1,
     .max_pos = 1,
-    .run = get_run,
+    .run = cmd_jobs_get,
 };
 
 /* --- jobs cancel --------------------------------------------------------- */
 
-static int cancel_run(struct tw_cli *c, const struct tw_cli_parsed *p) {
+static int cmd_jobs_cancel(struct tw_cli *c, const struct tw_cli_parsed *p) {
   struct tw_cli_http_resp resp;
   json_t *job = NULL;
   int code = check_id(c, p->pos[0]);
@@ -377,12 +377,12 @@ const struct tw_cli_cmd tw_cli_cmd_jobs_cancel = {
     .opts = NULL,
     .min_pos = 1,
     .max_pos = 1,
-    .run = cancel_run,
+    .run = cmd_jobs_cancel,
 };
 
 /* --- jobs events --------------------------------------------------------- */
 
-static int events_run(struct tw_cli *c, const struct tw_cli_parsed *p) {
+static int cmd_jobs_events(struct tw_cli *c, const struct tw_cli_parsed *p) {
   static const char *const headers[] = {"SEQ", "AT", "FROM", "TO", "REASON"};
   struct tw_cli_http_resp resp;
   json_t *body = NULL;
@@ -427,5 +427,5 @@ const struct tw_cli_cmd tw_cli_cmd_jobs_events = {
     .opts = NULL,
     .min_pos = 1,
     .max_pos = 1,
-    .run = events_run,
+    .run = cmd_jobs_events,
 };

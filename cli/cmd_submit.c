@@ -55,7 +55,7 @@ static const char *media_type(const char *file, const char *text, size_t len) {
   return "application/yaml";
 }
 
-static int submit_run(struct tw_cli *c, const struct tw_cli_parsed *p) {
+static int cmd_submit(struct tw_cli *c, const struct tw_cli_parsed *p) {
   const char *file = p->pos[0], *key = NULL;
   bool wait = false, timeout_given = false;
   int64_t timeout_ms = 0;
@@ -195,5 +195,5 @@ const struct tw_cli_cmd tw_cli_cmd_submit = {
     .opts = submit_opts,
     .min_pos = 1,
     .max_pos = 1,
-    .run = submit_run,
+    .run = cmd_submit,
 };

@@ -128,7 +128,7 @@ static const struct tw_cli_opt wait_opts[] = {
     {0},
 };
 
-static int wait_run(struct tw_cli *c, const struct tw_cli_parsed *p) {
+static int cmd_jobs_wait(struct tw_cli *c, const struct tw_cli_parsed *p) {
   int64_t timeout_ms = 0;
   for (size_t i = 0; i < p->nopts; i++)
     if (p->opts[i].id == OPT_TIMEOUT &&
@@ -154,5 +154,5 @@ const struct tw_cli_cmd tw_cli_cmd_jobs_wait = {
     .opts = wait_opts,
     .min_pos = 1,
     .max_pos = 1,
-    .run = wait_run,
+    .run = cmd_jobs_wait,
 };

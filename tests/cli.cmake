@@ -14,6 +14,12 @@ if(TARGET tw_cli)
     LIBS tw_cli PkgConfig::CMOCKA PkgConfig::MHD Threads::Threads
     LABELS unit cli
     TIMEOUT 60)
+
+  # Problem lines, indented JSON and tables from arbitrary server answers.
+  tw_add_fuzz(fuzz_cli_output
+    SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_cli_fuzz.c
+    LIBS tw_cli
+    LABELS cli)
 endif()
 
 # The real daemon and the real binary, end to end; both paths are passed in.
