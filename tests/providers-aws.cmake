@@ -35,3 +35,15 @@ tw_add_fuzz(fuzz_ec2_xml
   LIBS tw_providers
   LABELS providers aws
   CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/ec2_xml)
+
+# The adapter against tradewind-fakecloud (started as a subprocess).
+if(TARGET tradewind-fakecloud)
+  tw_add_test(test_aws_fake
+    SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_aws_fake.c
+    LIBS tw_providers PkgConfig::CURL PkgConfig::JANSSON
+    LABELS integration TIMEOUT 120)
+  tw_aws_labels(test_aws_fake integration providers aws)
+  target_compile_definitions(test_aws_fake PRIVATE
+    TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
+  add_dependencies(test_aws_fake tradewind-fakecloud)
+endif()

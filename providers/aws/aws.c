@@ -1,0 +1,1308 @@
+/* aws.c - the AWS EC2 adapter: the Query API (version 2016-11-15) over
+ * POST form bodies signed with SigV4, answers read by ec2_xml.c.
+ *
+ * Translation only: retries, backoff and jitter are the http helper's
+ * (providers/http.h), which calls aws_sign() before every attempt so each
+ * attempt carries a fresh x-amz-date; decisions are the core's.  Config
+ * keys, the error table and the event mapping: docs/providers.md. */
+#include "aws.h"
+
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "broker/clock.h"
+#include "broker/mem.h"
+#include "broker/node.h"
+#include "providers/aws/ec2_xml.h"
+#include "providers/http.h"
+#include "providers/sigv4.h"
+
+#define AWS_API_VERSION "2016-11-15"
+#define AWS_FORM "application/x-www-form-urlencoded; charset=utf-8"
+/* EC2 gives a spot instance two minutes between the instance-action
+ * notice and the action itself. */
+#define AWS_NOTICE_LEAD_MS 120000
+/* EC2 bills Linux instances per second with a 60-second minimum. */
+#define AWS_BILLING_GRANULARITY_S 1
+#define AWS_MIN_CHARGE_S 60
+#define AWS_WHERE_MAX 4096 /* remembered instance -> region pairs */
+
+struct aws_price {
+  char type[TW_MODEL_NAME_MAX];
+  char region[TW_MODEL_NAME_MAX]; /* "" = every region */
+  int64_t uusd;
+};
+
+struct aws_image {
+  char region[TW_MODEL_NAME_MAX]; /* "" = default */
+  char *image;
+};
+
+struct aws_where {
+  char id[TW_MODEL_ID_MAX];
+  char region[TW_MODEL_NAME_MAX];
+};
+
+struct aws_ctx {
+  char *endpoint; /* may hold "{region}" */
+  char **regions;
+  size_t n_regions;
+  char *access_key, *secret_key, *session_token; /* never logged */
+  long timeout_ms, connect_timeout_ms;
+  char *ca_file;
+  struct aws_image *images;
+  size_t n_images;
+  char *subnet_id, *key_name;
+  char **security_groups;
+  size_t n_security_groups;
+  char **types; /* instance_types: only these are offered; NULL all */
+  size_t n_types;
+  struct aws_price *prices; /* sorted by type, then region */
+  size_t n_prices;
+  int64_t spot_window_ms;
+  char *product;
+  int64_t max_pages;
+  int64_t page_size;  /* MaxResults of the paged calls */
+  char *metadata_url; /* events: per-instance metadata, "{id}" inside */
+  struct tw_http *http;
+
+  /* Mutable after init. */
+  atomic_llong skew_ms; /* server clock minus ours, learnt from Date */
+  pthread_mutex_t lock; /* guards where */
+  struct aws_where *where;
+  size_t n_where, next_where;
+};
+
+/* ---- config ------------------------------------------------------------- */
+
+static const char *const aws_keys[] = {"endpoint",
+                                       "region",
+                                       "regions",
+                                       "access_key_env",
+                                       "access_key_file",
+                                       "secret_key_env",
+                                       "secret_key_file",
+                                       "session_token_env",
+                                       "session_token_file",
+                                       "access_key",
+                                       "secret_key",
+                                       "session_token",
+                                       "timeout_ms",
+                                       "connect_timeout_ms",
+                                       "max_attempts",
+                                       "backoff_base_ms",
+                                       "backoff_cap_ms",
+                                       "ca_file",
+                                       "image",
+                                       "images",
+                                       "subnet_id",
+                                       "security_group_ids",
+                                       "key_name",
+                                       "instance_types",
+                                       "on_demand_prices",
+                                       "price_file",
+                                       "spot_history_s",
+                                       "product_description",
+                                       "max_pages",
+                                       "page_size",
+                                       "metadata_url",
+                                       NULL};
+
+static void free_strv(char **v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(v[i]);
+  free(v);
+}
+
+/* A list of strings: a sequence of scalars or one scalar. */
+static enum tw_rc cfg_list(const struct tw_node *cfg, const char *key,
+                           char ***out, size_t *n, struct tw_err *err) {
+  const struct tw_node *v = tw_node_get(cfg, key);
+  *out = NULL;
+  *n = 0;
+  if (!v)
+    return TW_OK;
+  if (v->kind == TW_NODE_SCALAR) {
+    *out = tw_calloc(1, sizeof **out);
+    (*out)[0] = tw_strdup(v->str);
+    *n = 1;
+    return TW_OK;
+  }
+  if (v->kind != TW_NODE_SEQ)
+    return tw_err_field(err, TW_E_INVALID, key,
+                        "%s: expected a list of strings, got %s", key,
+                        tw_node_type_name(v));
+  *out = tw_calloc(v->n ? v->n : 1, sizeof **out);
+  for (size_t i = 0; i < v->n; i++) {
+    if (v->items[i]->kind != TW_NODE_SCALAR || !*v->items[i]->str) {
+      free_strv(*out, *n);
+      *out = NULL;
+      *n = 0;
+      return tw_err_field(err, TW_E_INVALID, key,
+                          "%s[%zu]: expected a non-empty string, got %s", key,
+                          i, tw_node_type_name(v->items[i]));
+    }
+    (*out)[(*n)++] = tw_strdup(v->items[i]->str);
+  }
+  return TW_OK;
+}
+
+static int price_cmp(const void *a, const void *b) {
+  const struct aws_price *x = a, *y = b;
+  int c = strcmp(x->type, y->type);
+  return c ? c : strcmp(x->region, y->region);
+}
+
+static enum tw_rc add_price(struct aws_ctx *a, const char *where,
+                            const char *type, const char *region,
+                            const struct tw_node *v, struct tw_err *err) {
+  int64_t uusd;
+  struct tw_err e = {0};
+  if (v->kind != TW_NODE_SCALAR || tw_provider_usd_to_uusd(v->str, &uusd, &e))
+    return tw_err_field(err, TW_E_INVALID, where,
+                        "%s.%s%s%s: expected a USD amount per hour such as "
+                        "\"0.096\"",
+                        where, type, *region ? "." : "", region);
+  a->prices = tw_realloc(a->prices, (a->n_prices + 1) * sizeof *a->prices);
+  struct aws_price *p = &a->prices[a->n_prices++];
+  if (!TW_SET(p->type, type) || !TW_SET(p->region, region)) {
+    a->n_prices--;
+    return tw_err_field(err, TW_E_INVALID, where, "%s.%s: name too long", where,
+                        type);
+  }
+  p->uusd = uusd;
+  return TW_OK;
+}
+
+/* on_demand_prices: {m5.large: "0.096", p4d.24xlarge: {us-east-1:
+ * "32.7726", eu-west-1: "35.39"}} */
+static enum tw_rc read_prices(struct aws_ctx *a, const struct tw_node *m,
+                              const char *where, struct tw_err *err) {
+  if (!m)
+    return TW_OK;
+  if (m->kind != TW_NODE_MAP)
+    return tw_err_field(err, TW_E_INVALID, where,
+                        "%s: expected a mapping of instance types to prices",
+                        where);
+  for (size_t i = 0; i < m->n; i++) {
+    const struct tw_node *v = m->items[i];
+    enum tw_rc rc;
+    if (v->kind == TW_NODE_MAP) {
+      for (size_t j = 0; j < v->n; j++)
+        if ((rc =
+                 add_price(a, where, m->keys[i], v->keys[j], v->items[j], err)))
+          return rc;
+    } else if ((rc = add_price(a, where, m->keys[i], "", v, err))) {
+      return rc;
+    }
+  }
+  return TW_OK;
+}
+
+static enum tw_rc read_price_file(struct aws_ctx *a, const char *path,
+                                  struct tw_err *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return tw_err_field(err, TW_E_INVALID, "price_file",
+                        "price_file: cannot open %s", path);
+  struct tw_buf b;
+  tw_buf_init(&b);
+  char chunk[8192];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    tw_buf_add(&b, chunk, n);
+  fclose(f);
+  struct tw_node *root = NULL;
+  struct tw_err e = {0};
+  enum tw_rc rc = tw_node_parse_yaml(b.data ? b.data : "", b.len, &root, &e);
+  tw_buf_release(&b);
+  if (rc) {
+    tw_node_free(root);
+    return tw_err_field(err, TW_E_INVALID, "price_file", "price_file %s: %s",
+                        path, e.msg);
+  }
+  rc = read_prices(a, root, "price_file", err);
+  tw_node_free(root);
+  return rc;
+}
+
+static const struct aws_price *
+find_price(const struct aws_ctx *a, const char *type, const char *region) {
+  struct aws_price key;
+  memset(&key, 0, sizeof key);
+  if (!TW_SET(key.type, type) || !TW_SET(key.region, region))
+    return NULL;
+  const struct aws_price *p =
+      bsearch(&key, a->prices, a->n_prices, sizeof *a->prices, price_cmp);
+  if (p)
+    return p;
+  key.region[0] = '\0';
+  return bsearch(&key, a->prices, a->n_prices, sizeof *a->prices, price_cmp);
+}
+
+static const char *image_for(const struct aws_ctx *a, const char *region) {
+  const char *def = NULL;
+  for (size_t i = 0; i < a->n_images; i++) {
+    if (!strcmp(a->images[i].region, region))
+      return a->images[i].image;
+    if (!a->images[i].region[0])
+      def = a->images[i].image;
+  }
+  return def;
+}
+
+static void aws_free(struct tw_provider *p) {
+  struct aws_ctx *a = p->ctx;
+  if (!a)
+    return;
+  tw_http_free(a->http);
+  free(a->endpoint);
+  free_strv(a->regions, a->n_regions);
+  /* Credentials are wiped, not just freed: a core dump should not carry
+   * them. */
+  if (a->secret_key)
+    OPENSSL_cleanse(a->secret_key, strlen(a->secret_key));
+  if (a->session_token)
+    OPENSSL_cleanse(a->session_token, strlen(a->session_token));
+  free(a->access_key);
+  free(a->secret_key);
+  free(a->session_token);
+  free(a->ca_file);
+  for (size_t i = 0; i < a->n_images; i++)
+    free(a->images[i].image);
+  free(a->images);
+  free(a->subnet_id);
+  free(a->key_name);
+  free_strv(a->security_groups, a->n_security_groups);
+  free_strv(a->types, a->n_types);
+  free(a->prices);
+  free(a->product);
+  free(a->metadata_url);
+  free(a->where);
+  pthread_mutex_destroy(&a->lock);
+  free(a);
+  p->ctx = NULL;
+}
+
+static enum tw_rc opt_str(const struct tw_node *cfg, const char *key,
+                          const char *def, char **out, struct tw_err *err) {
+  const char *v;
+  enum tw_rc rc = tw_provider_cfg_str(cfg, key, def, &v, err);
+  if (rc)
+    return rc;
+  *out = tw_strdup(v);
+  return TW_OK;
+}
+
+static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
+                           struct tw_err *err) {
+  enum tw_rc rc = tw_provider_cfg_check_keys(cfg, aws_keys, err);
+  if (rc)
+    return rc;
+  tw_ec2_xml_init();
+  struct aws_ctx *a = tw_calloc(1, sizeof *a);
+  pthread_mutex_init(&a->lock, NULL);
+  atomic_init(&a->skew_ms, 0);
+  p->ctx = a;
+
+  int64_t v, attempts, base, cap;
+  if ((rc = opt_str(cfg, "endpoint", "https://ec2.{region}.amazonaws.com",
+                    &a->endpoint, err)))
+    return rc;
+  if (strncmp(a->endpoint, "http://", 7) && strncmp(a->endpoint, "https://", 8))
+    return tw_err_field(err, TW_E_INVALID, "endpoint",
+                        "endpoint: expected an http:// or https:// URL");
+  if ((rc = cfg_list(cfg, "regions", &a->regions, &a->n_regions, err)))
+    return rc;
+  if (!a->n_regions &&
+      (rc = cfg_list(cfg, "region", &a->regions, &a->n_regions, err)))
+    return rc;
+  if (!a->n_regions)
+    return tw_err_field(err, TW_E_INVALID, "regions",
+                        "regions: at least one region is required");
+  for (size_t i = 0; i < a->n_regions; i++)
+    if (strlen(a->regions[i]) >= TW_MODEL_NAME_MAX)
+      return tw_err_field(err, TW_E_INVALID, "regions",
+                          "regions[%zu]: too long", i);
+
+  if ((rc = tw_provider_cfg_secret(cfg, "access_key", "AWS_ACCESS_KEY_ID", true,
+                                   &a->access_key, err)) ||
+      (rc = tw_provider_cfg_secret(cfg, "secret_key", "AWS_SECRET_ACCESS_KEY",
+                                   true, &a->secret_key, err)) ||
+      (rc = tw_provider_cfg_secret(cfg, "session_token", "AWS_SESSION_TOKEN",
+                                   false, &a->session_token, err)))
+    return rc;
+
+  if ((rc =
+           tw_provider_cfg_int(cfg, "timeout_ms", 100, 600000, 20000, &v, err)))
+    return rc;
+  a->timeout_ms = (long)v;
+  if ((rc = tw_provider_cfg_int(cfg, "connect_timeout_ms", 100, 60000, 5000, &v,
+                                err)))
+    return rc;
+  a->connect_timeout_ms = (long)v;
+  if ((rc = tw_provider_cfg_int(cfg, "max_attempts", 1, 20, 4, &attempts,
+                                err)) ||
+      (rc = tw_provider_cfg_int(cfg, "backoff_base_ms", 1, 60000, 200, &base,
+                                err)) ||
+      (rc = tw_provider_cfg_int(cfg, "backoff_cap_ms", 1, 600000, 20000, &cap,
+                                err)) ||
+      (rc = tw_provider_cfg_int(cfg, "spot_history_s", 60, 90 * 86400, 3600, &v,
+                                err)))
+    return rc;
+  a->spot_window_ms = v * 1000;
+  if ((rc = tw_provider_cfg_int(cfg, "max_pages", 1, 100000, 1000,
+                                &a->max_pages, err)) ||
+      (rc = tw_provider_cfg_int(cfg, "page_size", 5, 1000, 1000, &a->page_size,
+                                err)))
+    return rc;
+  if ((rc = opt_str(cfg, "ca_file", NULL, &a->ca_file, err)) ||
+      (rc = opt_str(cfg, "subnet_id", NULL, &a->subnet_id, err)) ||
+      (rc = opt_str(cfg, "key_name", NULL, &a->key_name, err)) ||
+      (rc = opt_str(cfg, "product_description", "Linux/UNIX", &a->product,
+                    err)) ||
+      (rc = opt_str(cfg, "metadata_url", NULL, &a->metadata_url, err)) ||
+      (rc = cfg_list(cfg, "security_group_ids", &a->security_groups,
+                     &a->n_security_groups, err)) ||
+      (rc = cfg_list(cfg, "instance_types", &a->types, &a->n_types, err)))
+    return rc;
+  if (a->n_types > 100)
+    return tw_err_field(err, TW_E_INVALID, "instance_types",
+                        "instance_types: at most 100 (one "
+                        "DescribeInstanceTypes request), got %zu",
+                        a->n_types);
+  if (a->metadata_url && !strstr(a->metadata_url, "{id}"))
+    return tw_err_field(err, TW_E_INVALID, "metadata_url",
+                        "metadata_url: must contain {id}, replaced by the "
+                        "instance id");
+
+  /* image: ami-... for every region; images: {region: ami-...}. */
+  const char *img;
+  if ((rc = tw_provider_cfg_str(cfg, "image", NULL, &img, err)))
+    return rc;
+  const struct tw_node *imgs = tw_node_get(cfg, "images");
+  if (imgs && imgs->kind != TW_NODE_MAP)
+    return tw_err_field(err, TW_E_INVALID, "images",
+                        "images: expected a mapping of regions to image ids");
+  a->images = tw_calloc((imgs ? imgs->n : 0) + 1, sizeof *a->images);
+  if (img)
+    a->images[a->n_images++].image = tw_strdup(img);
+  for (size_t i = 0; imgs && i < imgs->n; i++) {
+    if (imgs->items[i]->kind != TW_NODE_SCALAR)
+      return tw_err_field(err, TW_E_INVALID, "images",
+                          "images.%s: expected an image id", imgs->keys[i]);
+    struct aws_image *im = &a->images[a->n_images++];
+    TW_SET(im->region, imgs->keys[i]);
+    im->image = tw_strdup(imgs->items[i]->str);
+  }
+
+  if ((rc = read_prices(a, tw_node_get(cfg, "on_demand_prices"),
+                        "on_demand_prices", err)))
+    return rc;
+  const char *price_file;
+  if ((rc = tw_provider_cfg_str(cfg, "price_file", NULL, &price_file, err)))
+    return rc;
+  if (price_file && (rc = read_price_file(a, price_file, err)))
+    return rc;
+  if (a->n_prices)
+    qsort(a->prices, a->n_prices, sizeof *a->prices, price_cmp);
+
+  struct tw_http_opts ho = {0};
+  ho.max_attempts = (unsigned)attempts;
+  ho.backoff_base_ms = base;
+  ho.backoff_cap_ms = cap;
+  ho.clock = p->clock;
+  return tw_http_new(&ho, &a->http, err);
+}
+
+/* ---- signed calls ------------------------------------------------------- */
+
+/* Form values and names, percent-encoded as SigV4 canonicalizes them, so
+ * what is signed is byte for byte what is sent. */
+static void form_add(struct tw_buf *b, const char *name, const char *value) {
+  char *enc = NULL;
+  tw_buf_addc(b, '&');
+  tw_buf_adds(b, name);
+  tw_buf_addc(b, '=');
+  tw_sigv4_uri_encode(value, strlen(value), 0, &enc);
+  tw_buf_adds(b, enc);
+  free(enc);
+}
+
+static void form_addf(struct tw_buf *b, const char *value, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void form_addf(struct tw_buf *b, const char *value, const char *fmt,
+                      ...) {
+  char name[128];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(name, sizeof name, fmt, ap);
+  va_end(ap);
+  form_add(b, name, value);
+}
+
+static void amz_date(int64_t ms, char out[17]) {
+  time_t t = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(out, 17, "%Y%m%dT%H%M%SZ", &tm);
+}
+
+static void iso_time(int64_t ms, char out[32]) {
+  time_t t = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* An RFC 7231 Date ("Tue, 03 Jun 2008 11:05:30 GMT") in ms; -1 when
+ * malformed. */
+static int64_t http_date_ms(const char *s) {
+  static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+  char mon[4];
+  int d, y, h, mi, se;
+  if (!s ||
+      sscanf(s, "%*3s, %d %3s %d %d:%d:%d GMT", &d, mon, &y, &h, &mi, &se) != 6)
+    return -1;
+  const char *m = strstr(months, mon);
+  if (!m || (m - months) % 3)
+    return -1;
+  struct tm tm = {.tm_sec = se,
+                  .tm_min = mi,
+                  .tm_hour = h,
+                  .tm_mday = d,
+                  .tm_mon = (int)((m - months) / 3),
+                  .tm_year = y - 1900};
+  return (int64_t)timegm(&tm) * 1000;
+}
+
+struct aws_req {
+  struct tw_provider *p;
+  struct aws_ctx *a;
+  const char *region;
+  char host[256];
+  char path[512];
+  char url[1024];
+  const struct tw_buf *body;
+};
+
+/* Splits the endpoint (its {region} replaced) into URL, host and path. */
+static enum tw_rc endpoint_for(struct aws_req *r, struct tw_err *err) {
+  struct tw_buf u;
+  tw_buf_init(&u);
+  const char *e = r->a->endpoint, *at;
+  while ((at = strstr(e, "{region}"))) {
+    tw_buf_add(&u, e, (size_t)(at - e));
+    tw_buf_adds(&u, r->region);
+    e = at + strlen("{region}");
+  }
+  tw_buf_adds(&u, e);
+  const char *hs = strstr(u.data, "://") + 3;
+  size_t hl = strcspn(hs, "/?#");
+  const char *path = hs + hl;
+  enum tw_rc rc = TW_OK;
+  if (hl == 0 || hl >= sizeof r->host || strlen(path) >= sizeof r->path ||
+      u.len + 2 >= sizeof r->url) {
+    rc = tw_err_set(err, TW_E_INVALID, "aws: endpoint %s: malformed",
+                    r->a->endpoint);
+  } else {
+    memcpy(r->host, hs, hl);
+    r->host[hl] = '\0';
+    snprintf(r->path, sizeof r->path, "%s", *path ? path : "/");
+    snprintf(r->url, sizeof r->url, "%s%s", u.data, *path ? "" : "/");
+  }
+  tw_buf_release(&u);
+  return rc;
+}
+
+/* The http helper's prepare hook: sign this attempt. */
+static enum tw_rc aws_sign(void *vctx, struct tw_http_attempt *att,
+                           struct tw_err *err) {
+  struct aws_req *r = vctx;
+  struct aws_ctx *a = r->a;
+  char date[17];
+  amz_date(tw_clock_now_ms(r->p->clock) + atomic_load(&a->skew_ms), date);
+  struct tw_sigv4_header h[4] = {{"host", r->host},
+                                 {"content-type", AWS_FORM},
+                                 {"x-amz-date", date},
+                                 {"x-amz-security-token", a->session_token}};
+  struct tw_sigv4_request sr = {.method = "POST",
+                                .path = r->path,
+                                .query = NULL,
+                                .headers = h,
+                                .n_headers = a->session_token ? 4 : 3,
+                                .body = r->body->data,
+                                .body_len = r->body->len};
+  struct tw_sigv4_params sp = {.access_key = a->access_key,
+                               .secret_key = a->secret_key,
+                               .session_token = a->session_token,
+                               .region = r->region,
+                               .service = "ec2",
+                               .amz_date = date,
+                               .normalize_path = 1};
+  struct tw_sigv4_result res;
+  memset(&res, 0, sizeof res);
+  enum tw_rc rc = tw_sigv4_sign(&sr, &sp, &res, err);
+  if (rc == TW_OK) {
+    tw_http_attempt_add_header(att, "X-Amz-Date", date);
+    tw_http_attempt_add_header(att, "Authorization", res.authorization);
+    if (a->session_token)
+      tw_http_attempt_add_header(att, "X-Amz-Security-Token", a->session_token);
+  }
+  tw_sigv4_result_release(&res);
+  return rc;
+}
+
+/* The http helper retries 429 and 5xx; EC2 sends some errors that no
+ * retry can fix with those statuses (InsufficientInstanceCapacity: 500). */
+static bool aws_should_retry(void *ctx, long status,
+                             const struct tw_buf *body) {
+  struct tw_ec2_error e;
+  if (body && tw_ec2_parse_error(body->data, body->len, &e))
+    return tw_ec2_error_class(e.code, status) == TW_E_RETRYABLE;
+  return true;
+}
+
+/* Calls action in region with the form parameters in params (each
+ * "&Name=value"); on success *out holds the response body. */
+static enum tw_rc aws_call(struct tw_provider *p, const char *region,
+                           const char *action, const struct tw_buf *params,
+                           struct tw_buf *out, struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  struct aws_req r;
+  memset(&r, 0, sizeof r);
+  r.p = p;
+  r.a = a;
+  r.region = region;
+  enum tw_rc rc = endpoint_for(&r, err);
+  if (rc)
+    return rc;
+  struct tw_buf body;
+  tw_buf_init(&body);
+  tw_buf_printf(&body, "Action=%s&Version=%s", action, AWS_API_VERSION);
+  if (params && params->len)
+    tw_buf_add(&body, params->data, params->len);
+  r.body = &body;
+
+  const struct tw_http_header hdrs[] = {{"Host", r.host},
+                                        {"Content-Type", AWS_FORM}};
+  struct tw_http_request req = {.method = "POST",
+                                .url = r.url,
+                                .headers = hdrs,
+                                .n_headers = 2,
+                                .body = body.data,
+                                .body_len = body.len,
+                                .timeout_ms = a->timeout_ms,
+                                .connect_timeout_ms = a->connect_timeout_ms,
+                                .max_body_bytes = TW_EC2_XML_MAX_BYTES,
+                                .ca_file = a->ca_file,
+                                .prepare = aws_sign,
+                                .prepare_ctx = &r,
+                                .should_retry = aws_should_retry};
+  struct tw_http_response resp;
+  tw_http_response_init(&resp);
+  for (int round = 0;; round++) {
+    struct tw_err e = {0};
+    rc = tw_http_do(a->http, &req, &resp, &e);
+    if (rc) {
+      if (!*e.detail)
+        tw_err_detail(&e, "transport");
+      if (err && err->rc == TW_OK)
+        *err = e;
+      break;
+    }
+    if (resp.status == 200) {
+      tw_buf_release(out);
+      *out = resp.body;
+      tw_buf_init(&resp.body);
+      break;
+    }
+    rc = tw_ec2_response_error(action, resp.status, resp.body.data,
+                               resp.body.len, &e);
+    /* Our clock is off (or the server's is, as a fast-forwarded fake
+     * cloud's): learn the offset from its Date and sign again once, as
+     * the AWS SDKs correct clock skew. */
+    int64_t server_ms = http_date_ms(tw_http_response_header(&resp, "Date"));
+    if (round == 0 && server_ms > 0 &&
+        (!strcmp(e.detail, "RequestExpired") ||
+         !strcmp(e.detail, "RequestTimeTooSkewed"))) {
+      atomic_store(&a->skew_ms, server_ms - tw_clock_now_ms(p->clock));
+      continue;
+    }
+    if (err && err->rc == TW_OK)
+      *err = e;
+    break;
+  }
+  tw_http_response_release(&resp);
+  tw_buf_release(&body);
+  return rc;
+}
+
+/* ---- where instances live ----------------------------------------------- */
+
+static void remember(struct aws_ctx *a, const char *id, const char *region) {
+  if (a->n_regions == 1)
+    return;
+  pthread_mutex_lock(&a->lock);
+  size_t i;
+  for (i = 0; i < a->n_where && strcmp(a->where[i].id, id); i++)
+    ;
+  if (i == a->n_where) {
+    if (!a->where)
+      a->where = tw_calloc(AWS_WHERE_MAX, sizeof *a->where);
+    if (a->n_where < AWS_WHERE_MAX) {
+      i = a->n_where++;
+    } else {
+      i = a->next_where; /* the oldest goes */
+      a->next_where = (a->next_where + 1) % AWS_WHERE_MAX;
+    }
+  }
+  TW_SET(a->where[i].id, id);
+  TW_SET(a->where[i].region, region);
+  pthread_mutex_unlock(&a->lock);
+}
+
+/* The region to try first for id: the remembered one, else the first. */
+static size_t region_hint(struct aws_ctx *a, const char *id) {
+  size_t hint = 0;
+  pthread_mutex_lock(&a->lock);
+  for (size_t i = 0; i < a->n_where; i++)
+    if (!strcmp(a->where[i].id, id)) {
+      for (size_t r = 0; r < a->n_regions; r++)
+        if (!strcmp(a->regions[r], a->where[i].region))
+          hint = r;
+      break;
+    }
+  pthread_mutex_unlock(&a->lock);
+  return hint;
+}
+
+/* ---- launch, describe, terminate ---------------------------------------- */
+
+static bool configured_region(const struct aws_ctx *a, const char *region) {
+  for (size_t i = 0; i < a->n_regions; i++)
+    if (!strcmp(a->regions[i], region))
+      return true;
+  return false;
+}
+
+static enum tw_rc aws_launch(struct tw_provider *p, const struct tw_launch *req,
+                             struct tw_instance *out, struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  const struct tw_offer *o = req->offer;
+  if (!configured_region(a, o->region))
+    return tw_err_set(err, TW_E_INVALID,
+                      "aws launch: region %s is not configured for %s",
+                      o->region, p->account);
+  const char *image = req->image ? req->image : image_for(a, o->region);
+  if (!image)
+    return tw_err_field(err, TW_E_INVALID, "image",
+                        "aws launch: no image for region %s (set image or "
+                        "images.%s)",
+                        o->region, o->region);
+  struct tw_buf f, body;
+  tw_buf_init(&f);
+  tw_buf_init(&body);
+  form_add(&f, "ImageId", image);
+  form_add(&f, "InstanceType", o->instance_type);
+  form_add(&f, "MinCount", "1");
+  form_add(&f, "MaxCount", "1");
+  /* The attempt's token: if a first call timed out after EC2 accepted it,
+   * the retry (here or in the http helper) returns the same instance
+   * instead of buying a second one. */
+  form_add(&f, "ClientToken", req->client_token);
+  if (*o->zone)
+    form_add(&f, "Placement.AvailabilityZone", o->zone);
+  if (o->market == TW_MARKET_SPOT) {
+    form_add(&f, "InstanceMarketOptions.MarketType", "spot");
+    form_add(&f, "InstanceMarketOptions.SpotOptions.SpotInstanceType",
+             "one-time");
+    form_add(&f,
+             "InstanceMarketOptions.SpotOptions.InstanceInterruptionBehavior",
+             "terminate");
+    if (req->max_price_uusd_per_hour > 0) {
+      char price[32];
+      snprintf(price, sizeof price, "%lld.%06lld",
+               (long long)(req->max_price_uusd_per_hour / 1000000),
+               (long long)(req->max_price_uusd_per_hour % 1000000));
+      form_add(&f, "InstanceMarketOptions.SpotOptions.MaxPrice", price);
+    }
+  }
+  form_add(&f, "TagSpecification.1.ResourceType", "instance");
+  const char *tags[][2] = {{TW_TAG_JOB, req->job_id},
+                           {TW_TAG_ATTEMPT, req->attempt_id},
+                           {TW_TAG_TENANT, req->tenant}};
+  for (int i = 0; i < 3; i++) {
+    form_addf(&f, tags[i][0], "TagSpecification.1.Tag.%d.Key", i + 1);
+    form_addf(&f, tags[i][1], "TagSpecification.1.Tag.%d.Value", i + 1);
+  }
+  if (a->subnet_id)
+    form_add(&f, "SubnetId", a->subnet_id);
+  for (size_t i = 0; i < a->n_security_groups; i++)
+    form_addf(&f, a->security_groups[i], "SecurityGroupId.%zu", i + 1);
+  if (a->key_name)
+    form_add(&f, "KeyName", a->key_name);
+  if (req->user_data) {
+    size_t n = strlen(req->user_data);
+    /* EC2 takes at most 16 KiB of user data, before encoding. */
+    if (n > 16384) {
+      tw_buf_release(&f);
+      return tw_err_field(err, TW_E_INVALID, "user_data",
+                          "aws launch: user data is %zu bytes, EC2 takes "
+                          "at most 16384",
+                          n);
+    }
+    unsigned char *b64 = tw_malloc(4 * ((n + 2) / 3) + 1);
+    EVP_EncodeBlock(b64, (const unsigned char *)req->user_data, (int)n);
+    form_add(&f, "UserData", (const char *)b64);
+    free(b64);
+  }
+
+  enum tw_rc rc = aws_call(p, o->region, "RunInstances", &f, &body, err);
+  if (rc)
+    goto out;
+  struct tw_instance_list l;
+  tw_instance_list_init(&l);
+  rc = tw_ec2_parse_instances(body.data, body.len, &l, NULL, err);
+  if (rc == TW_OK && l.n != 1)
+    rc = tw_err_set(err, TW_E_INTERNAL,
+                    "aws RunInstances: %zu instances in the answer, asked 1",
+                    l.n);
+  if (rc == TW_OK) {
+    *out = l.items[0];
+    TW_SET(out->region, o->region);
+    remember(a, out->id, o->region);
+  }
+  tw_instance_list_release(&l);
+out:
+  tw_buf_release(&f);
+  tw_buf_release(&body);
+  return rc;
+}
+
+/* DescribeInstances of one id in one region.  TW_E_NOTFOUND when the
+ * region does not know it. */
+static enum tw_rc describe_in(struct tw_provider *p, const char *region,
+                              const char *id, struct tw_instance *out,
+                              struct tw_err *err) {
+  struct tw_buf f, body;
+  tw_buf_init(&f);
+  tw_buf_init(&body);
+  form_add(&f, "InstanceId.1", id);
+  enum tw_rc rc = aws_call(p, region, "DescribeInstances", &f, &body, err);
+  struct tw_instance_list l;
+  tw_instance_list_init(&l);
+  if (rc == TW_OK)
+    rc = tw_ec2_parse_instances(body.data, body.len, &l, NULL, err);
+  if (rc == TW_OK) {
+    size_t i;
+    for (i = 0; i < l.n && strcmp(l.items[i].id, id); i++)
+      ;
+    if (i == l.n) {
+      /* EC2 answers an empty set for an instance terminated long ago. */
+      tw_err_detail(err, "InvalidInstanceID.NotFound");
+      rc = tw_err_set(err, TW_E_NOTFOUND, "aws: no instance %s in %s", id,
+                      region);
+    } else {
+      *out = l.items[i];
+      TW_SET(out->region, region);
+    }
+  }
+  tw_instance_list_release(&l);
+  tw_buf_release(&f);
+  tw_buf_release(&body);
+  return rc;
+}
+
+/* Runs fn in the region id was seen in, then in the others while they
+ * answer NotFound. */
+static enum tw_rc in_its_region(struct tw_provider *p, const char *id,
+                                enum tw_rc (*fn)(struct tw_provider *,
+                                                 const char *, const char *,
+                                                 void *, struct tw_err *),
+                                void *arg, struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  size_t first = region_hint(a, id);
+  enum tw_rc rc = TW_E_NOTFOUND;
+  for (size_t k = 0; k < a->n_regions; k++) {
+    const char *region = a->regions[(first + k) % a->n_regions];
+    struct tw_err e = {0};
+    rc = fn(p, region, id, arg, &e);
+    if (rc == TW_OK) {
+      remember(a, id, region);
+      return TW_OK;
+    }
+    if (rc != TW_E_NOTFOUND || k + 1 == a->n_regions) {
+      if (err && err->rc == TW_OK)
+        *err = e;
+      return rc;
+    }
+  }
+  return rc;
+}
+
+static enum tw_rc describe_fn(struct tw_provider *p, const char *region,
+                              const char *id, void *out, struct tw_err *err) {
+  return describe_in(p, region, id, out, err);
+}
+
+static enum tw_rc aws_describe(struct tw_provider *p, const char *id,
+                               struct tw_instance *out, struct tw_err *err) {
+  return in_its_region(p, id, describe_fn, out, err);
+}
+
+static enum tw_rc terminate_fn(struct tw_provider *p, const char *region,
+                               const char *id, void *arg, struct tw_err *err) {
+  struct tw_buf f, body;
+  tw_buf_init(&f);
+  tw_buf_init(&body);
+  form_add(&f, "InstanceId.1", id);
+  enum tw_rc rc = aws_call(p, region, "TerminateInstances", &f, &body, err);
+  if (rc == TW_OK) {
+    struct tw_ec2_state_change_list l;
+    tw_ec2_state_change_list_init(&l);
+    rc = tw_ec2_parse_state_changes(body.data, body.len, &l, err);
+    if (rc == TW_OK && (l.n != 1 || strcmp(l.items[0].id, id)))
+      rc = tw_err_set(err, TW_E_INTERNAL,
+                      "aws TerminateInstances %s: answered for another "
+                      "instance",
+                      id);
+    tw_ec2_state_change_list_release(&l);
+  }
+  tw_buf_release(&f);
+  tw_buf_release(&body);
+  return rc;
+}
+
+static enum tw_rc aws_terminate(struct tw_provider *p, const char *id,
+                                struct tw_err *err) {
+  return in_its_region(p, id, terminate_fn, NULL, err);
+}
+
+/* ---- paged listings ----------------------------------------------------- */
+
+/* Tradewind's instances in one region, every page (tag-key filter: all
+ * instances carrying tradewind:job, whatever the value). */
+static enum tw_rc managed_in(struct tw_provider *p, const char *region,
+                             const char *extra_filter_name,
+                             const char *extra_filter_value,
+                             struct tw_instance_list *out, struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  char *next = NULL, page[24];
+  enum tw_rc rc = TW_OK;
+  struct tw_buf f, body;
+  tw_buf_init(&f);
+  tw_buf_init(&body);
+  snprintf(page, sizeof page, "%lld", (long long)a->page_size);
+  int64_t pages = 0;
+  do {
+    if (++pages > a->max_pages) {
+      rc = tw_err_set(err, TW_E_TOOBIG,
+                      "aws DescribeInstances %s: more than %lld pages", region,
+                      (long long)a->max_pages);
+      break;
+    }
+    tw_buf_reset(&f);
+    form_add(&f, "Filter.1.Name", "tag-key");
+    form_add(&f, "Filter.1.Value.1", TW_TAG_JOB);
+    if (extra_filter_name) {
+      form_add(&f, "Filter.2.Name", extra_filter_name);
+      form_add(&f, "Filter.2.Value.1", extra_filter_value);
+    }
+    form_addf(&f, page, "MaxResults");
+    if (next)
+      form_add(&f, "NextToken", next);
+    free(next);
+    next = NULL;
+    size_t first = out->n;
+    if ((rc = aws_call(p, region, "DescribeInstances", &f, &body, err)) ||
+        (rc = tw_ec2_parse_instances(body.data, body.len, out, &next, err)))
+      break;
+    for (size_t i = first; i < out->n; i++) {
+      TW_SET(out->items[i].region, region);
+      remember(a, out->items[i].id, region);
+    }
+  } while (next);
+  free(next);
+  tw_buf_release(&f);
+  tw_buf_release(&body);
+  return rc;
+}
+
+static enum tw_rc aws_list_managed(struct tw_provider *p,
+                                   struct tw_instance_list *out,
+                                   struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  for (size_t r = 0; r < a->n_regions; r++) {
+    enum tw_rc rc = managed_in(p, a->regions[r], NULL, NULL, out, err);
+    if (rc)
+      return rc;
+  }
+  return TW_OK;
+}
+
+/* ---- offers ------------------------------------------------------------- */
+
+static void add_type_filter(const struct aws_ctx *a, struct tw_buf *f) {
+  for (size_t i = 0; i < a->n_types; i++)
+    form_addf(f, a->types[i], "InstanceType.%zu", i + 1);
+}
+
+static enum tw_rc types_in(struct tw_provider *p, const char *region,
+                           struct tw_ec2_instance_type_list *out,
+                           struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  char *next = NULL, page[24];
+  enum tw_rc rc = TW_OK;
+  struct tw_buf f, body;
+  tw_buf_init(&f);
+  tw_buf_init(&body);
+  /* DescribeInstanceTypes pages hold at most 100. */
+  snprintf(page, sizeof page, "%lld",
+           (long long)(a->page_size < 100 ? a->page_size : 100));
+  int64_t pages = 0;
+  do {
+    if (++pages > a->max_pages) {
+      rc = tw_err_set(err, TW_E_TOOBIG,
+                      "aws DescribeInstanceTypes %s: more than %lld pages",
+                      region, (long long)a->max_pages);
+      break;
+    }
+    tw_buf_reset(&f);
+    add_type_filter(a, &f);
+    form_addf(&f, page, "MaxResults");
+    if (next)
+      form_add(&f, "NextToken", next);
+    free(next);
+    next = NULL;
+    if ((rc = aws_call(p, region, "DescribeInstanceTypes", &f, &body, err)) ||
+        (rc =
+             tw_ec2_parse_instance_types(body.data, body.len, out, &next, err)))
+      break;
+  } while (next);
+  free(next);
+  tw_buf_release(&f);
+  tw_buf_release(&body);
+  return rc;
+}
+
+static enum tw_rc spot_in(struct tw_provider *p, const char *region,
+                          struct tw_ec2_spot_price_list *out,
+                          struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  char *next = NULL, start[32], page[24];
+  enum tw_rc rc = TW_OK;
+  struct tw_buf f, body;
+  tw_buf_init(&f);
+  tw_buf_init(&body);
+  snprintf(page, sizeof page, "%lld", (long long)a->page_size);
+  /* EC2 also returns the price in effect at StartTime, so every offered
+   * type and zone has at least one row in the window. */
+  iso_time(tw_clock_now_ms(p->clock) + atomic_load(&a->skew_ms) -
+               a->spot_window_ms,
+           start);
+  int64_t pages = 0;
+  do {
+    if (++pages > a->max_pages) {
+      rc = tw_err_set(err, TW_E_TOOBIG,
+                      "aws DescribeSpotPriceHistory %s: more than %lld pages",
+                      region, (long long)a->max_pages);
+      break;
+    }
+    tw_buf_reset(&f);
+    add_type_filter(a, &f);
+    form_add(&f, "ProductDescription.1", a->product);
+    form_add(&f, "StartTime", start);
+    form_addf(&f, page, "MaxResults");
+    if (next)
+      form_add(&f, "NextToken", next);
+    free(next);
+    next = NULL;
+    if ((rc =
+             aws_call(p, region, "DescribeSpotPriceHistory", &f, &body, err)) ||
+        (rc = tw_ec2_parse_spot_prices(body.data, body.len, out, &next, err)))
+      break;
+  } while (next);
+  free(next);
+  tw_buf_release(&f);
+  tw_buf_release(&body);
+  return rc;
+}
+
+static int spot_cmp(const void *x, const void *y) {
+  const struct tw_ec2_spot_price *a = x, *b = y;
+  int c = strcmp(a->instance_type, b->instance_type);
+  if (!c)
+    c = strcmp(a->zone, b->zone);
+  if (!c) /* newest first */
+    c = (a->timestamp_ms < b->timestamp_ms) -
+        (a->timestamp_ms > b->timestamp_ms);
+  return c;
+}
+
+static int type_cmp(const void *x, const void *y) {
+  const struct tw_ec2_instance_type *a = x, *b = y;
+  return strcmp(a->name, b->name);
+}
+
+static void offer_from(struct tw_offer *o, const struct tw_ec2_instance_type *t,
+                       const char *region, const struct tw_ec2_zone *z,
+                       enum tw_market market, int64_t uusd) {
+  TW_SET(o->region, region);
+  TW_SET(o->zone, z->name);
+  TW_SET(o->zone_id, z->zone_id);
+  TW_SET(o->instance_type, t->name);
+  o->arch = t->arch;
+  o->vcpus = t->vcpus;
+  o->memory_mib = t->memory_mib;
+  TW_SET(o->accel_name, t->accel_name);
+  o->accel_count = t->accel_count;
+  o->accel_memory_mib = t->accel_memory_mib;
+  o->market = market;
+  o->price_uusd_per_hour = uusd;
+  o->billing_granularity_s = AWS_BILLING_GRANULARITY_S;
+  o->min_charge_s = AWS_MIN_CHARGE_S;
+  if (z->zone_type[0] && strcmp(z->zone_type, "availability-zone"))
+    tw_offer_set_label(o, "zone_type", z->zone_type);
+}
+
+static enum tw_rc offers_in(struct tw_provider *p, const char *region,
+                            struct tw_offer_list *out, struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  struct tw_ec2_zone_list zones;
+  struct tw_ec2_instance_type_list types;
+  struct tw_ec2_spot_price_list spot;
+  struct tw_buf body;
+  tw_ec2_zone_list_init(&zones);
+  tw_ec2_instance_type_list_init(&types);
+  tw_ec2_spot_price_list_init(&spot);
+  tw_buf_init(&body);
+  enum tw_rc rc;
+  if ((rc = aws_call(p, region, "DescribeAvailabilityZones", NULL, &body,
+                     err)) ||
+      (rc = tw_ec2_parse_zones(body.data, body.len, &zones, err)) ||
+      (rc = types_in(p, region, &types, err)) ||
+      (rc = spot_in(p, region, &spot, err)))
+    goto out;
+  qsort(types.items, types.n, sizeof *types.items, type_cmp);
+
+  /* On-demand: one offer per type and available zone, at the configured
+   * price (EC2 has no on-demand price call; the Price List API is another
+   * service).  Types without a price are not offered on demand. */
+  for (size_t t = 0; t < types.n; t++) {
+    const struct tw_ec2_instance_type *ty = &types.items[t];
+    const struct aws_price *price = find_price(a, ty->name, region);
+    if (!ty->on_demand || !price || ty->vcpus < 1)
+      continue;
+    for (size_t z = 0; z < zones.n; z++) {
+      if (strcmp(zones.items[z].state, "available") ||
+          strcmp(zones.items[z].region, region))
+        continue;
+      offer_from(tw_offer_list_add(out), ty, region, &zones.items[z],
+                 TW_MARKET_ON_DEMAND, price->uusd);
+    }
+  }
+
+  /* Spot: the newest price of each type and zone in the window. */
+  qsort(spot.items, spot.n, sizeof *spot.items, spot_cmp);
+  for (size_t i = 0; i < spot.n; i++) {
+    const struct tw_ec2_spot_price *s = &spot.items[i];
+    if (i > 0 && !strcmp(s->instance_type, spot.items[i - 1].instance_type) &&
+        !strcmp(s->zone, spot.items[i - 1].zone))
+      continue;
+    struct tw_ec2_instance_type key;
+    memset(&key, 0, sizeof key);
+    TW_SET(key.name, s->instance_type);
+    const struct tw_ec2_instance_type *ty =
+        bsearch(&key, types.items, types.n, sizeof *types.items, type_cmp);
+    const struct tw_ec2_zone *zone = NULL;
+    for (size_t z = 0; z < zones.n && !zone; z++)
+      if (!strcmp(zones.items[z].name, s->zone))
+        zone = &zones.items[z];
+    if (!ty || !ty->spot || ty->vcpus < 1 || !zone ||
+        strcmp(zone->state, "available"))
+      continue;
+    struct tw_offer *o = tw_offer_list_add(out);
+    offer_from(o, ty, region, zone, TW_MARKET_SPOT, s->price_uusd_per_hour);
+    o->price_observed_ms = s->timestamp_ms;
+  }
+out:
+  tw_ec2_zone_list_release(&zones);
+  tw_ec2_instance_type_list_release(&types);
+  tw_ec2_spot_price_list_release(&spot);
+  tw_buf_release(&body);
+  return rc;
+}
+
+static enum tw_rc aws_list_offers(struct tw_provider *p,
+                                  struct tw_offer_list *out,
+                                  struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  for (size_t r = 0; r < a->n_regions; r++) {
+    enum tw_rc rc = offers_in(p, a->regions[r], out, err);
+    if (rc)
+      return rc;
+  }
+  return TW_OK;
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+/* GETs one metadata document of instance id; TW_E_NOTFOUND on 404 (no
+ * notice out), *out the body otherwise. */
+static enum tw_rc metadata_get(struct tw_provider *p, const char *id,
+                               const char *doc, struct tw_buf *out,
+                               struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  struct tw_buf url;
+  tw_buf_init(&url);
+  const char *t = strstr(a->metadata_url, "{id}");
+  tw_buf_add(&url, a->metadata_url, (size_t)(t - a->metadata_url));
+  tw_buf_adds(&url, id);
+  tw_buf_adds(&url, t + 4);
+  tw_buf_adds(&url, doc);
+  struct tw_http_request req = {.method = "GET",
+                                .url = url.data,
+                                .timeout_ms = a->timeout_ms,
+                                .connect_timeout_ms = a->connect_timeout_ms,
+                                .max_body_bytes = 65536,
+                                .ca_file = a->ca_file};
+  struct tw_http_response resp;
+  tw_http_response_init(&resp);
+  enum tw_rc rc = tw_http_do(a->http, &req, &resp, err);
+  if (rc == TW_OK) {
+    if (resp.status == 404) {
+      rc = TW_E_NOTFOUND;
+    } else if (resp.status != 200) {
+      char detail[32];
+      snprintf(detail, sizeof detail, "HTTP %ld", resp.status);
+      tw_err_detail(err, detail);
+      rc = tw_err_set(err, tw_http_status_rc(resp.status),
+                      "aws metadata %s%s: HTTP %ld", id, doc, resp.status);
+    } else {
+      tw_buf_release(out);
+      *out = resp.body;
+      tw_buf_init(&resp.body);
+    }
+  }
+  tw_http_response_release(&resp);
+  tw_buf_release(&url);
+  return rc;
+}
+
+/* A string member of a small flat JSON object ({"action": "terminate",
+ * "time": "2017-09-18T08:22:00Z"}), as instance metadata serves it. */
+static bool json_member(const char *json, const char *key, char *out,
+                        size_t size) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\"", key);
+  const char *at = json ? strstr(json, pat) : NULL;
+  if (!at)
+    return false;
+  at += strlen(pat);
+  while (*at == ' ' || *at == '\t' || *at == '\n' || *at == '\r')
+    at++;
+  if (*at++ != ':')
+    return false;
+  while (*at == ' ' || *at == '\t' || *at == '\n' || *at == '\r')
+    at++;
+  if (*at++ != '"')
+    return false;
+  size_t n = strcspn(at, "\"");
+  if (at[n] != '"' || n >= size)
+    return false;
+  memcpy(out, at, n);
+  out[n] = '\0';
+  return true;
+}
+
+static enum tw_rc events_of(struct tw_provider *p, const char *id,
+                            struct tw_event_list *out, struct tw_err *err) {
+  struct tw_buf b;
+  tw_buf_init(&b);
+  char action[16], when[40];
+  int64_t ms;
+  /* latest/meta-data/spot/instance-action: {"action", "time"} where time
+   * is when the action happens; the notice itself went out two minutes
+   * earlier, which keeps noticed_ms stable from poll to poll. */
+  enum tw_rc rc = metadata_get(p, id, "/spot/instance-action", &b, err);
+  if (rc == TW_OK) {
+    if (!json_member(b.data, "action", action, sizeof action) ||
+        !json_member(b.data, "time", when, sizeof when) ||
+        tw_time_parse_rfc3339(when, &ms)) {
+      rc = tw_err_set(err, TW_E_INVALID,
+                      "aws metadata %s: malformed instance-action", id);
+      goto out;
+    }
+    struct tw_event *e = tw_event_list_add(out);
+    e->kind = TW_EVENT_INTERRUPTION;
+    TW_SET(e->instance_id, id);
+    TW_SET(e->action, action);
+    e->deadline_ms = ms;
+    e->noticed_ms = ms - AWS_NOTICE_LEAD_MS;
+  } else if (rc != TW_E_NOTFOUND) {
+    goto out;
+  }
+  /* latest/meta-data/events/recommendations/rebalance: {"noticeTime"} */
+  rc = metadata_get(p, id, "/events/recommendations/rebalance", &b, err);
+  if (rc == TW_OK) {
+    if (!json_member(b.data, "noticeTime", when, sizeof when) ||
+        tw_time_parse_rfc3339(when, &ms)) {
+      rc =
+          tw_err_set(err, TW_E_INVALID,
+                     "aws metadata %s: malformed rebalance recommendation", id);
+      goto out;
+    }
+    struct tw_event *e = tw_event_list_add(out);
+    e->kind = TW_EVENT_REBALANCE;
+    TW_SET(e->instance_id, id);
+    e->noticed_ms = ms;
+  } else if (rc == TW_E_NOTFOUND) {
+    rc = TW_OK;
+  }
+out:
+  tw_buf_release(&b);
+  return rc;
+}
+
+static enum tw_rc aws_poll_events(struct tw_provider *p,
+                                  struct tw_event_list *out,
+                                  struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  if (!a->metadata_url)
+    return TW_OK; /* see docs/providers.md: notices need a relay */
+  struct tw_instance_list l;
+  tw_instance_list_init(&l);
+  enum tw_rc rc = TW_OK;
+  /* Only live spot instances get notices. */
+  for (size_t r = 0; r < a->n_regions && !rc; r++)
+    rc = managed_in(p, a->regions[r], "instance-lifecycle", "spot", &l, err);
+  for (size_t i = 0; i < l.n && !rc; i++)
+    if (l.items[i].state == TW_INST_PENDING ||
+        l.items[i].state == TW_INST_RUNNING)
+      rc = events_of(p, l.items[i].id, out, err);
+  tw_instance_list_release(&l);
+  return rc;
+}
+
+const struct tw_provider_ops tw_provider_aws = {
+    .name = "aws",
+    .version = TW_PROVIDER_OPS_VERSION,
+    .supports =
+        TW_PROV_SPOT | TW_PROV_EVENTS | TW_PROV_ZONES | TW_PROV_CLIENT_TOKEN,
+    .init = aws_init,
+    .list_offers = aws_list_offers,
+    .launch = aws_launch,
+    .describe = aws_describe,
+    .terminate = aws_terminate,
+    .list_managed = aws_list_managed,
+    .poll_events = aws_poll_events,
+    .free = aws_free,
+};

@@ -1,0 +1,664 @@
+/* test_aws_fake.c - the AWS adapter against tradewind-fakecloud.
+ *
+ * Starts the fake as a subprocess on a free loopback port with its clock
+ * frozen, then drives the adapter through the generic layer: offers,
+ * on-demand and spot launches, describe until running (moving the fake's
+ * clock through its control API instead of sleeping), notices, terminate,
+ * listing, and every error class provoked by the fake's fault injection.
+ * The fake's /_fake/ec2/state is the witness: how many instances exist,
+ * with which tags and tokens, and how many calls each action received. */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "broker/clock.h"
+#include "broker/log.h"
+#include "broker/mem.h"
+#include "broker/node.h"
+#include "providers/provider.h"
+
+#ifndef TW_FAKECLOUD_PATH
+#define TW_FAKECLOUD_PATH "tradewind-fakecloud"
+#endif
+
+static int failures, checks;
+
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    checks++;                                                                  \
+    if (!(cond)) {                                                             \
+      failures++;                                                              \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                          \
+  } while (0)
+#define CHECK_RC(expr, want, err)                                              \
+  do {                                                                         \
+    enum tw_rc rc_ = (expr);                                                   \
+    checks++;                                                                  \
+    if (rc_ != (want)) {                                                       \
+      failures++;                                                              \
+      fprintf(stderr, "%s:%d: %s: rc %s, want %s (%s: %s)\n", __FILE__,        \
+              __LINE__, #expr, tw_rc_str(rc_), tw_rc_str(want), (err).detail,  \
+              (err).msg);                                                      \
+    }                                                                          \
+  } while (0)
+
+/* ---- the fake as a subprocess ------------------------------------------ */
+
+static pid_t fake_pid;
+static char base_url[64];
+
+static void stop_fake(void) {
+  if (fake_pid > 0) {
+    kill(fake_pid, SIGTERM);
+    waitpid(fake_pid, NULL, 0);
+    fake_pid = 0;
+  }
+}
+
+static bool start_fake(void) {
+  int fds[2];
+  if (pipe(fds))
+    return false;
+  fake_pid = fork();
+  if (fake_pid < 0)
+    return false;
+  if (fake_pid == 0) {
+    /* Dies with the test, even when the test crashes. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    execl(TW_FAKECLOUD_PATH, "tradewind-fakecloud", "--listen", "127.0.0.1:0",
+          "--seed", "7", "--clock-speed", "0", "--pending-ms", "5000",
+          (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  FILE *f = fdopen(fds[0], "r");
+  char line[256] = "";
+  bool ok = f && fgets(line, sizeof line, f) &&
+            sscanf(line, "listening %63s", base_url) == 1;
+  /* Keep the pipe open (the fake may write more); it closes with us. */
+  if (!ok) {
+    fprintf(stderr, "fakecloud did not start: \"%s\"\n", line);
+    stop_fake();
+  }
+  return ok;
+}
+
+/* ---- control API ------------------------------------------------------- */
+
+static size_t collect(char *p, size_t sz, size_t n, void *ud) {
+  tw_buf_add(ud, p, sz * n);
+  return sz * n;
+}
+
+/* method path [json body] -> parsed JSON answer (json_decref it) */
+static json_t *ctl(const char *method, const char *path, const char *body) {
+  CURL *c = curl_easy_init();
+  struct tw_buf b;
+  tw_buf_init(&b);
+  char url[256];
+  snprintf(url, sizeof url, "%s%s", base_url, path);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+  struct curl_slist *h = NULL;
+  if (body) {
+    h = curl_slist_append(h, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+  }
+  CURLcode cc = curl_easy_perform(c);
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(h);
+  curl_easy_cleanup(c);
+  json_t *j = NULL;
+  if (cc == CURLE_OK && b.data)
+    j = json_loads(b.data, 0, NULL);
+  if (cc != CURLE_OK || status >= 300)
+    fprintf(stderr, "control %s %s: curl %d HTTP %ld %s\n", method, path,
+            (int)cc, status, b.data ? b.data : "");
+  tw_buf_release(&b);
+  return j;
+}
+
+static void ctl_ok(const char *method, const char *path, const char *body) {
+  json_t *j = ctl(method, path, body);
+  CHECK(j != NULL);
+  json_decref(j);
+}
+
+static void advance(int64_t ms) {
+  char body[64];
+  snprintf(body, sizeof body, "{\"advance_ms\": %lld}", (long long)ms);
+  ctl_ok("POST", "/_fake/clock", body);
+}
+
+static void add_fault(const char *rule) {
+  ctl_ok("POST", "/_fake/faults", rule);
+}
+
+static void clear_faults(void) { ctl_ok("DELETE", "/_fake/faults", NULL); }
+
+/* Calls of one EC2 action so far, from the fake's counters. */
+static long calls_of(const char *action) {
+  json_t *s = ctl("GET", "/_fake/ec2/state", NULL);
+  long n = (long)json_integer_value(
+      json_object_get(json_object_get(s, "calls"), action));
+  json_decref(s);
+  return n;
+}
+
+/* The fake's instances carrying client token tok. */
+static size_t instances_with_token(const char *tok) {
+  json_t *s = ctl("GET", "/_fake/ec2/state", NULL);
+  size_t n = 0, i;
+  json_t *in;
+  json_array_foreach(json_object_get(s, "instances"), i, in) {
+    const char *t = json_string_value(json_object_get(in, "client_token"));
+    if (t && !strcmp(t, tok))
+      n++;
+  }
+  json_decref(s);
+  return n;
+}
+
+static json_t *fake_instance(const char *id) {
+  char path[256];
+  snprintf(path, sizeof path, "/_fake/ec2/instances/%s", id);
+  return ctl("GET", path, NULL);
+}
+
+/* ---- providers ------------------------------------------------------ */
+
+/* A provider on the fake with the given credentials' variables and extra
+ * config lines. */
+static struct tw_provider *provider_as(const char *ak_env, const char *sk_env,
+                                       const char *extra) {
+  char *doc =
+      tw_asprintf("name: aws-test\n"
+                  "type: aws\n"
+                  "endpoint: %s\n"
+                  "regions: [us-east-1]\n"
+                  "access_key_env: %s\n"
+                  "secret_key_env: %s\n"
+                  "image: ami-0abcdef1234567890\n"
+                  "instance_types: [m5.large, p4d.24xlarge]\n"
+                  "on_demand_prices: {m5.large: \"0.096\"}\n"
+                  "backoff_base_ms: 1\n"
+                  "backoff_cap_ms: 5\n"
+                  "metadata_url: %s/_fake/ec2/instances/{id}\n"
+                  "%s",
+                  base_url, ak_env, sk_env, base_url, extra ? extra : "");
+  struct tw_node *cfg = NULL;
+  struct tw_err err = {0};
+  struct tw_provider *p = NULL;
+  if (tw_node_parse_yaml(doc, strlen(doc), &cfg, &err) ||
+      tw_provider_new(cfg, NULL, &p, &err)) {
+    fprintf(stderr, "provider: %s\n", err.msg);
+    failures++;
+  }
+  tw_node_free(cfg);
+  free(doc);
+  return p;
+}
+
+static struct tw_provider *provider(const char *extra) {
+  return provider_as("TW_TEST_AWS_AK", "TW_TEST_AWS_SK", extra);
+}
+
+/* A string member, "" when absent. */
+static const char *js(const json_t *o, const char *key) {
+  const char *s = json_string_value(json_object_get(o, key));
+  return s ? s : "";
+}
+
+static const struct tw_offer *find_offer(const struct tw_offer_list *l,
+                                         const char *type, const char *zone,
+                                         enum tw_market m) {
+  for (size_t i = 0; i < l->n; i++)
+    if (!strcmp(l->items[i].instance_type, type) &&
+        !strcmp(l->items[i].zone, zone) && l->items[i].market == m)
+      return &l->items[i];
+  return NULL;
+}
+
+static struct tw_launch launch_req(const struct tw_offer *o, const char *tok,
+                                   const char *job) {
+  struct tw_launch l = {0};
+  l.offer = o;
+  l.client_token = tok;
+  l.job_id = job;
+  l.attempt_id = "att-1";
+  l.tenant = "physics";
+  return l;
+}
+
+/* ---- scenarios ---------------------------------------------------------- */
+
+static struct tw_offer_list offers;
+
+static void offers_from_the_fake(struct tw_provider *p) {
+  /* A price the fake did not make up: it must come back exactly. */
+  ctl_ok("POST", "/_fake/ec2/spot-price",
+         "{\"instance_type\": \"m5.large\", \"zone\": \"us-east-1a\", "
+         "\"price\": \"0.041234\"}");
+  struct tw_err err = {0};
+  tw_offer_list_init(&offers);
+  CHECK_RC(tw_provider_list_offers(p, &offers, &err), TW_OK, err);
+  const struct tw_offer *od =
+      find_offer(&offers, "m5.large", "us-east-1a", TW_MARKET_ON_DEMAND);
+  const struct tw_offer *sp =
+      find_offer(&offers, "m5.large", "us-east-1a", TW_MARKET_SPOT);
+  CHECK(od && sp);
+  if (od) {
+    CHECK(od->price_uusd_per_hour == 96000);
+    CHECK(od->vcpus == 2 && od->memory_mib == 8192);
+    CHECK(od->arch == TW_ARCH_X86_64);
+    CHECK(!strcmp(od->zone_id, "use1-az1"));
+    CHECK(!strcmp(od->provider, "aws") && !strcmp(od->account, "aws-test"));
+    CHECK(!strcmp(od->id, "aws-test:us-east-1:us-east-1a:m5.large:on-demand"));
+    CHECK(od->min_charge_s == 60);
+  }
+  if (sp) {
+    CHECK(sp->price_uusd_per_hour == 41234);
+    CHECK(sp->price_observed_ms > 0);
+  }
+  size_t od_zones = 0, spot_zones = 0, p4d_spot = 0;
+  for (size_t i = 0; i < offers.n; i++) {
+    const struct tw_offer *o = &offers.items[i];
+    if (!strcmp(o->instance_type, "m5.large"))
+      o->market == TW_MARKET_ON_DEMAND ? od_zones++ : spot_zones++;
+    if (!strcmp(o->instance_type, "p4d.24xlarge")) {
+      /* No on-demand price configured: spot only. */
+      CHECK(o->market == TW_MARKET_SPOT);
+      CHECK(!strcmp(o->accel_name, "A100") && o->accel_count == 8);
+      CHECK(o->price_uusd_per_hour > 0);
+      p4d_spot++;
+    }
+    CHECK(!strcmp(o->region, "us-east-1"));
+  }
+  CHECK(od_zones == 6 && spot_zones == 6 && p4d_spot >= 1);
+}
+
+static char od_id[TW_MODEL_ID_MAX], spot_id[TW_MODEL_ID_MAX];
+
+static void launch_describe_list_terminate(struct tw_provider *p) {
+  const struct tw_offer *od =
+      find_offer(&offers, "m5.large", "us-east-1a", TW_MARKET_ON_DEMAND);
+  const struct tw_offer *sp =
+      find_offer(&offers, "m5.large", "us-east-1b", TW_MARKET_SPOT);
+  if (!od || !sp)
+    return;
+  struct tw_err err = {0};
+  struct tw_instance a, b, d;
+
+  struct tw_launch req = launch_req(od, "tok-od-1", "job-od");
+  CHECK_RC(tw_provider_launch(p, &req, &a, &err), TW_OK, err);
+  CHECK(!strncmp(a.id, "i-", 2) && a.state == TW_INST_PENDING);
+  CHECK(a.market == TW_MARKET_ON_DEMAND && !strcmp(a.zone, "us-east-1a"));
+  CHECK(!strcmp(a.region, "us-east-1") && !strcmp(a.client_token, "tok-od-1"));
+  snprintf(od_id, sizeof od_id, "%s", a.id);
+
+  req = launch_req(sp, "tok-spot-1", "job-spot");
+  req.max_price_uusd_per_hour = 50000;
+  CHECK_RC(tw_provider_launch(p, &req, &b, &err), TW_OK, err);
+  CHECK(b.market == TW_MARKET_SPOT && !strcmp(b.zone, "us-east-1b"));
+  snprintf(spot_id, sizeof spot_id, "%s", b.id);
+
+  /* What the fake holds: tags, token, market and the spot price cap. */
+  json_t *fi = fake_instance(b.id);
+  json_t *tags = json_object_get(fi, "tags");
+  CHECK(!strcmp(js(tags, "tradewind:job"), "job-spot"));
+  CHECK(!strcmp(js(tags, "tradewind:attempt"), "att-1"));
+  CHECK(!strcmp(js(tags, "tradewind:tenant"), "physics"));
+  CHECK(!strcmp(js(fi, "lifecycle"), "spot"));
+  CHECK(!strcmp(js(fi, "client_token"), "tok-spot-1"));
+  CHECK(!strcmp(js(json_object_get(fi, "spot"), "max_price"), "0.050000"));
+  json_decref(fi);
+
+  /* The same token again buys nothing. */
+  long runs = calls_of("RunInstances");
+  req = launch_req(od, "tok-od-1", "job-od");
+  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
+  CHECK(!strcmp(d.id, od_id));
+  CHECK(calls_of("RunInstances") == runs + 1);
+  CHECK(instances_with_token("tok-od-1") == 1);
+
+  /* Pending until the fake's clock passes its pending time. */
+  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
+  CHECK(d.state == TW_INST_PENDING);
+  advance(6000);
+  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
+  CHECK(d.state == TW_INST_RUNNING && !strcmp(d.provider_state, "running"));
+  CHECK(!strcmp(d.job_id, "job-od") && !strcmp(d.tenant, "physics"));
+  CHECK(!strcmp(d.instance_type, "m5.large") && !strcmp(d.region, "us-east-1"));
+  CHECK(d.launched_ms > 0);
+
+  struct tw_instance_list l;
+  tw_instance_list_init(&l);
+  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  bool seen_od = false, seen_spot = false;
+  for (size_t i = 0; i < l.n; i++) {
+    seen_od |=
+        !strcmp(l.items[i].id, od_id) && !strcmp(l.items[i].job_id, "job-od");
+    seen_spot |= !strcmp(l.items[i].id, spot_id) &&
+                 l.items[i].market == TW_MARKET_SPOT &&
+                 l.items[i].state == TW_INST_RUNNING;
+  }
+  CHECK(seen_od && seen_spot);
+  tw_instance_list_release(&l);
+}
+
+static void spot_notices(struct tw_provider *p) {
+  struct tw_err err = {0};
+  struct tw_event_list ev;
+  tw_event_list_init(&ev);
+  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  CHECK(ev.n == 0);
+  tw_event_list_release(&ev);
+
+  char path[256];
+  snprintf(path, sizeof path, "/_fake/ec2/instances/%s/interrupt", spot_id);
+  json_t *n = ctl("POST", path, "{\"lead_ms\": 120000}");
+  int64_t deadline = 0;
+  tw_time_parse_rfc3339(js(n, "time"), &deadline);
+  json_decref(n);
+  snprintf(path, sizeof path, "/_fake/ec2/instances/%s/rebalance", spot_id);
+  ctl_ok("POST", path, "{}");
+
+  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  CHECK(ev.n == 2);
+  for (size_t i = 0; i < ev.n; i++) {
+    CHECK(!strcmp(ev.items[i].instance_id, spot_id));
+    if (ev.items[i].kind == TW_EVENT_INTERRUPTION) {
+      CHECK(!strcmp(ev.items[i].action, "terminate"));
+      CHECK(deadline > 0 && ev.items[i].deadline_ms == deadline);
+      CHECK(ev.items[i].noticed_ms == deadline - 120000);
+    } else {
+      CHECK(ev.items[i].kind == TW_EVENT_REBALANCE);
+      CHECK(ev.items[i].noticed_ms > 0);
+    }
+  }
+  /* Stable from poll to poll, so the monitor can dedup. */
+  struct tw_event_list again;
+  tw_event_list_init(&again);
+  CHECK_RC(tw_provider_poll_events(p, &again, &err), TW_OK, err);
+  CHECK(again.n == ev.n);
+  for (size_t i = 0; i < again.n && i < ev.n; i++)
+    CHECK(again.items[i].noticed_ms == ev.items[i].noticed_ms);
+  tw_event_list_release(&again);
+  tw_event_list_release(&ev);
+
+  /* Two minutes on, EC2 has taken the instance back. */
+  advance(125000);
+  struct tw_instance d;
+  CHECK_RC(tw_provider_describe(p, spot_id, &d, &err), TW_OK, err);
+  CHECK(tw_instance_state_gone(d.state));
+  CHECK(!strcmp(d.state_reason, "Server.SpotInstanceTermination"));
+  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  CHECK(ev.n == 0);
+  tw_event_list_release(&ev);
+}
+
+static void terminate(struct tw_provider *p) {
+  struct tw_err err = {0};
+  struct tw_instance d;
+  CHECK_RC(tw_provider_terminate(p, od_id, &err), TW_OK, err);
+  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
+  CHECK(tw_instance_state_gone(d.state));
+  /* Again: still fine. */
+  CHECK_RC(tw_provider_terminate(p, od_id, &err), TW_OK, err);
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_describe(p, "i-0123456789abcdef0", &d, &err),
+           TW_E_NOTFOUND, err);
+  CHECK(!strcmp(err.detail, "InvalidInstanceID.NotFound"));
+}
+
+static void error_classes(struct tw_provider *p) {
+  const struct tw_offer *od =
+      find_offer(&offers, "m5.large", "us-east-1c", TW_MARKET_ON_DEMAND);
+  const struct tw_offer *sp =
+      find_offer(&offers, "m5.large", "us-east-1c", TW_MARKET_SPOT);
+  if (!od || !sp)
+    return;
+  struct tw_instance d;
+  struct tw_err err = {0};
+  struct tw_launch req;
+
+  /* Capacity: not retried (one RunInstances), class capacity. */
+  add_fault("{\"kind\": \"capacity\", \"count\": 1}");
+  long runs = calls_of("RunInstances");
+  req = launch_req(od, "tok-cap", "job-cap");
+  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
+  CHECK(!strcmp(err.detail, "InsufficientInstanceCapacity"));
+  CHECK(calls_of("RunInstances") == runs + 1);
+  CHECK(instances_with_token("tok-cap") == 0);
+  clear_faults();
+
+  /* Quota, on demand and spot. */
+  add_fault("{\"kind\": \"quota\", \"count\": 2}");
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_QUOTA, err);
+  CHECK(!strcmp(err.detail, "VcpuLimitExceeded"));
+  memset(&err, 0, sizeof err);
+  req = launch_req(sp, "tok-quota-spot", "job-q");
+  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_QUOTA, err);
+  CHECK(!strcmp(err.detail, "MaxSpotInstanceCountExceeded"));
+  clear_faults();
+
+  /* Spot price cap below the market: capacity (try elsewhere). */
+  memset(&err, 0, sizeof err);
+  req = launch_req(sp, "tok-lowball", "job-q");
+  req.max_price_uusd_per_hour = 1;
+  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
+  CHECK(!strcmp(err.detail, "SpotMaxPriceTooLow"));
+
+  /* Throttled twice, then served: retried by the http helper. */
+  add_fault("{\"kind\": \"throttle\", \"action\": \"DescribeInstances\", "
+            "\"count\": 2}");
+  long desc = calls_of("DescribeInstances");
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
+  CHECK(calls_of("DescribeInstances") == desc + 3);
+  clear_faults();
+
+  /* Throttled on every attempt: retryable once attempts run out (4). */
+  add_fault("{\"kind\": \"throttle\", \"action\": \"DescribeInstances\"}");
+  desc = calls_of("DescribeInstances");
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_E_RETRYABLE, err);
+  CHECK(!strcmp(err.detail, "RequestLimitExceeded"));
+  CHECK(calls_of("DescribeInstances") == desc + 4);
+  clear_faults();
+
+  /* A server fault once: retried, then served. */
+  add_fault("{\"kind\": \"error\", \"action\": \"DescribeInstances\", "
+            "\"status\": 500, \"code\": \"InternalError\", \"count\": 1}");
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
+  clear_faults();
+
+  /* Invalid: a type the region does not have; a malformed id. */
+  struct tw_offer bogus = *od;
+  TW_SET(bogus.instance_type, "m5.nonexistent");
+  TW_SET(bogus.id, "");
+  req = launch_req(&bogus, "tok-bogus", "job-b");
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_INVALID, err);
+  CHECK(err.detail[0] != '\0');
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_terminate(p, "not-an-id", &err), TW_E_INVALID, err);
+
+  /* Auth: a wrong secret, and an unknown access key. */
+  setenv("TW_TEST_AWS_SK_BAD", "not-the-secret", 1);
+  struct tw_provider *bad =
+      provider_as("TW_TEST_AWS_AK", "TW_TEST_AWS_SK_BAD", NULL);
+  if (bad) {
+    struct tw_instance_list l;
+    tw_instance_list_init(&l);
+    memset(&err, 0, sizeof err);
+    CHECK_RC(tw_provider_list_managed(bad, &l, &err), TW_E_AUTH, err);
+    CHECK(!strcmp(err.detail, "SignatureDoesNotMatch"));
+    tw_instance_list_release(&l);
+    tw_provider_free(bad);
+  }
+  setenv("TW_TEST_AWS_AK_BAD", "AKIDNOBODYKNOWS", 1);
+  bad = provider_as("TW_TEST_AWS_AK_BAD", "TW_TEST_AWS_SK", NULL);
+  if (bad) {
+    memset(&err, 0, sizeof err);
+    CHECK_RC(tw_provider_describe(bad, od_id, &d, &err), TW_E_AUTH, err);
+    CHECK(!strcmp(err.detail, "AuthFailure"));
+    tw_provider_free(bad);
+  }
+}
+
+/* A launch whose answer arrives after the client gave up: the retry
+ * carries the same client token, so exactly one instance exists. */
+static void timeout_then_retry_buys_once(void) {
+  const struct tw_offer *od =
+      find_offer(&offers, "m5.large", "us-east-1d", TW_MARKET_ON_DEMAND);
+  if (!od)
+    return;
+  struct tw_err err = {0};
+  struct tw_instance d;
+
+  /* Retried inside the http helper. */
+  struct tw_provider *p = provider("timeout_ms: 400\n");
+  add_fault("{\"kind\": \"slow\", \"action\": \"RunInstances\", "
+            "\"delay_ms\": 1500, \"count\": 1}");
+  struct tw_launch req = launch_req(od, "tok-slow-1", "job-slow");
+  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
+  CHECK(instances_with_token("tok-slow-1") == 1);
+  clear_faults();
+  tw_provider_free(p);
+
+  /* Retried by the caller after the provider call itself timed out. */
+  p = provider("timeout_ms: 400\nmax_attempts: 1\n");
+  add_fault("{\"kind\": \"slow\", \"action\": \"RunInstances\", "
+            "\"delay_ms\": 1500, \"count\": 1}");
+  req = launch_req(od, "tok-slow-2", "job-slow2");
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_RETRYABLE, err);
+  CHECK(instances_with_token("tok-slow-2") == 1); /* bought, answer lost */
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
+  CHECK(instances_with_token("tok-slow-2") == 1);
+  CHECK(!strcmp(d.job_id, "job-slow2"));
+  clear_faults();
+  tw_provider_free(p);
+}
+
+/* The fake's clock an hour ahead of ours: the first call is refused as
+ * expired, the adapter learns the offset from Date and signs again. */
+static void clock_skew_is_corrected(struct tw_provider *p) {
+  advance(3600 * 1000);
+  struct tw_err err = {0};
+  struct tw_instance_list l;
+  tw_instance_list_init(&l);
+  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  CHECK(l.n >= 2);
+  tw_instance_list_release(&l);
+}
+
+/* Paging: DescribeInstances and spot history in small pages. */
+static void paging(void) {
+  struct tw_provider *p = provider("page_size: 5\nspot_history_s: 86400\n");
+  const struct tw_offer *od =
+      find_offer(&offers, "m5.large", "us-east-1e", TW_MARKET_ON_DEMAND);
+  if (!p || !od)
+    return;
+  struct tw_err err = {0};
+  struct tw_instance d;
+  for (int i = 0; i < 7; i++) {
+    char tok[32], job[32];
+    snprintf(tok, sizeof tok, "tok-page-%d", i);
+    snprintf(job, sizeof job, "job-page-%d", i);
+    struct tw_launch req = launch_req(od, tok, job);
+    CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
+  }
+  long desc = calls_of("DescribeInstances");
+  struct tw_instance_list l;
+  tw_instance_list_init(&l);
+  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  int pages_seen = 0;
+  for (size_t i = 0; i < l.n; i++)
+    pages_seen += !strncmp(l.items[i].job_id, "job-page-", 9);
+  CHECK(pages_seen == 7);
+  /* Pages of 5: one call per page (maybe one more for an empty last
+   * page), never one call for everything. */
+  long used = calls_of("DescribeInstances") - desc;
+  CHECK(used >= 2 && (size_t)used >= (l.n + 4) / 5 &&
+        (size_t)used <= l.n / 5 + 1);
+  /* No instance twice. */
+  for (size_t i = 0; i < l.n; i++)
+    for (size_t j = i + 1; j < l.n; j++)
+      CHECK(strcmp(l.items[i].id, l.items[j].id));
+  tw_instance_list_release(&l);
+
+  long hist = calls_of("DescribeSpotPriceHistory");
+  struct tw_offer_list ol;
+  tw_offer_list_init(&ol);
+  CHECK_RC(tw_provider_list_offers(p, &ol, &err), TW_OK, err);
+  CHECK(calls_of("DescribeSpotPriceHistory") - hist > 1);
+  const struct tw_offer *sp =
+      find_offer(&ol, "m5.large", "us-east-1a", TW_MARKET_SPOT);
+  CHECK(sp && sp->price_uusd_per_hour == 41234); /* still the newest */
+  tw_offer_list_release(&ol);
+  tw_provider_free(p);
+
+  /* A bound on pages is an error, not a silent cut. */
+  p = provider("page_size: 5\nspot_history_s: 86400\nmax_pages: 1\n");
+  tw_offer_list_init(&ol);
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_list_offers(p, &ol, &err), TW_E_TOOBIG, err);
+  CHECK(ol.n == 0);
+  tw_offer_list_release(&ol);
+  tw_provider_free(p);
+}
+
+int main(void) {
+  if (access(TW_FAKECLOUD_PATH, X_OK)) {
+    printf("SKIPPED: %s not built\n", TW_FAKECLOUD_PATH);
+    return 77;
+  }
+  tw_log_set_level(TW_LOG_ERROR);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (!start_fake())
+    return 1;
+  setenv("TW_TEST_AWS_AK", "AKIDTRADEWINDFAKE", 1);
+  setenv("TW_TEST_AWS_SK", "tradewind-fake-secret", 1);
+
+  struct tw_provider *p = provider(NULL);
+  if (p) {
+    offers_from_the_fake(p);
+    launch_describe_list_terminate(p);
+    spot_notices(p);
+    error_classes(p);
+    terminate(p);
+    timeout_then_retry_buys_once();
+    paging();
+    clock_skew_is_corrected(p);
+
+    struct tw_provider_stats st;
+    tw_provider_stats(p, TW_POP_LAUNCH, &st);
+    CHECK(st.calls >= 8 && st.failures >= 5);
+  }
+  tw_offer_list_release(&offers);
+  tw_provider_free(p);
+  stop_fake();
+  curl_global_cleanup();
+  printf("%d checks, %d failed\n", checks, failures);
+  return failures ? 1 : 0;
+}
