@@ -66,3 +66,10 @@ set_tests_properties(fakecloud_conformance_ec2 PROPERTIES
   LABELS "conformance;providers;fakecloud;aws"
   FIXTURES_REQUIRED fakecloud_npm SKIP_RETURN_CODE 77 TIMEOUT 60
   ENVIRONMENT "TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>")
+
+fc_test(test_fakecloud_cli
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_fakecloud_cli.c
+  LIBS tw_base PkgConfig::CURL
+  LABELS integration providers fakecloud
+  TIMEOUT 30
+  ARGS $<TARGET_FILE:tradewind-fakecloud>)
