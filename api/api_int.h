@@ -10,7 +10,7 @@
 #include "broker/err.h"
 #include "broker/mem.h"
 
-#define TW_API_MAX_HEADERS 4
+#define TW_API_MAX_HEADERS 8
 
 /* One request, from the first call of the access handler to the answer. */
 struct tw_req {
@@ -56,10 +56,13 @@ void tw_h_jobs_list(struct tw_req *r);
 void tw_h_jobs_get(struct tw_req *r);
 void tw_h_jobs_cancel(struct tw_req *r);
 void tw_h_jobs_events(struct tw_req *r);
+void tw_h_jobs_logs(struct tw_req *r);
 
 /* server.c: accessors for handlers */
 struct tw_store *tw_api_store(struct tw_api *api);
 struct tw_clock *tw_api_clock(struct tw_api *api);
+/* The provider whose account is `account`, or NULL. */
+struct tw_provider *tw_api_provider(struct tw_api *api, const char *account);
 bool tw_api_draining(struct tw_api *api);
 void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out);
 const char *tw_req_header(struct tw_req *r, const char *name);

@@ -11,6 +11,7 @@
 #include "broker/log.h"
 #include "broker/spec.h"
 #include "broker/store.h"
+#include "providers/provider.h"
 
 static void add_time(struct tw_buf *b, const char *key, int64_t ms) {
   char t[40];
@@ -280,4 +281,68 @@ void tw_h_jobs_events(struct tw_req *r) {
   free(ev);
   tw_buf_adds(&r->out, "]}");
   tw_req_json(r, 200);
+}
+
+/* The output of the job's latest attempt that reached a provider, as
+ * text/plain from `offset`.  Tradewind-Next-Offset says where to continue,
+ * Tradewind-Output-Complete whether more can ever come. */
+void tw_h_jobs_logs(struct tw_req *r) {
+  int64_t offset = 0, limit = 65536;
+  const char *qo = tw_req_query(r, "offset"), *ql = tw_req_query(r, "limit");
+  if (qo && strcmp(qo, "0") && !parse_pos_int(qo, &offset)) {
+    tw_problem(r, 400, "invalid-field", "offset", "offset: expected an integer >= 0, got \"%s\"", qo);
+    return;
+  }
+  if (ql && (!parse_pos_int(ql, &limit) || limit > (1 << 20))) {
+    tw_problem(r, 400, "invalid-field", "limit",
+               "limit: expected an integer from 1 to 1048576, got \"%s\"", ql);
+    return;
+  }
+  struct tw_job_rec job;
+  struct tw_err err = {0};
+  if (tw_store_job_get(tw_api_store(r->api), r->params[0], &job, &err)) {
+    tw_problem_err(r, &err);
+    return;
+  }
+  bool terminal = tw_job_state_terminal(job.state);
+  tw_job_rec_release(&job);
+  struct tw_attempt_rec *at = NULL;
+  size_t n = 0;
+  if (tw_store_attempts_of(tw_api_store(r->api), r->params[0], &at, &n, &err)) {
+    tw_problem_err(r, &err);
+    return;
+  }
+  const struct tw_attempt_rec *last = NULL;
+  for (size_t i = 0; i < n; i++)
+    if (at[i].instance_id[0])
+      last = &at[i];
+  bool eof = terminal;
+  char hdr[32];
+  if (last) {
+    struct tw_provider *p = tw_api_provider(r->api, last->provider);
+    if (!p) {
+      free(at);
+      tw_problem(r, 404, "not-found", NULL, "the job ran on %s, which is no longer configured",
+                 last->provider);
+      return;
+    }
+    enum tw_rc rc = tw_provider_read_output(p, last->instance_id, offset, (size_t)limit,
+                                            &r->out, &eof, &err);
+    if (rc) {
+      free(at);
+      if (rc == TW_E_NOTFOUND)
+        tw_problem(r, 404, "not-found", NULL, "no output: %s", err.msg);
+      else
+        tw_problem_err(r, &err);
+      return;
+    }
+    snprintf(hdr, sizeof hdr, "%d", last->n);
+    tw_req_add_header(r, "Tradewind-Attempt", hdr);
+  }
+  free(at);
+  snprintf(hdr, sizeof hdr, "%lld", (long long)(offset + (int64_t)r->out.len));
+  tw_req_add_header(r, "Tradewind-Next-Offset", hdr);
+  tw_req_add_header(r, "Tradewind-Output-Complete", eof ? "true" : "false");
+  r->status = 200;
+  r->content_type = "text/plain; charset=utf-8";
 }

@@ -16,6 +16,7 @@
 #include "broker/clock.h"
 #include "broker/log.h"
 #include "broker/store.h"
+#include "providers/provider.h"
 
 const struct tw_route tw_routes[] = {
     {"POST", "/v1/jobs", tw_h_jobs_create, "jobs_create"},
@@ -23,6 +24,7 @@ const struct tw_route tw_routes[] = {
     {"GET", "/v1/jobs/{id}", tw_h_jobs_get, "jobs_get"},
     {"DELETE", "/v1/jobs/{id}", tw_h_jobs_cancel, "jobs_cancel"},
     {"GET", "/v1/jobs/{id}/events", tw_h_jobs_events, "jobs_events"},
+    {"GET", "/v1/jobs/{id}/logs", tw_h_jobs_logs, "jobs_logs"},
     {"GET", "/healthz", tw_h_healthz, "healthz"},
     {"GET", "/readyz", tw_h_readyz, "readyz"},
     {"GET", "/metrics", tw_h_metrics, "metrics"},
@@ -59,6 +61,8 @@ struct tw_api {
   int port;
   struct tw_store *store;
   struct tw_clock *clock;
+  struct tw_provider **providers;
+  size_t n_providers;
   int64_t max_body; /* atomic */
   int draining;     /* atomic */
   struct route_metrics metrics[sizeof tw_routes / sizeof tw_routes[0] + 1];
@@ -67,6 +71,12 @@ struct tw_api {
 
 struct tw_store *tw_api_store(struct tw_api *api) { return api->store; }
 struct tw_clock *tw_api_clock(struct tw_api *api) { return api->clock; }
+struct tw_provider *tw_api_provider(struct tw_api *api, const char *account) {
+  for (size_t i = 0; i < api->n_providers; i++)
+    if (!strcmp(tw_provider_account(api->providers[i]), account))
+      return api->providers[i];
+  return NULL;
+}
 bool tw_api_draining(struct tw_api *api) {
   return __atomic_load_n(&api->draining, __ATOMIC_ACQUIRE) != 0;
 }
@@ -209,6 +219,9 @@ static void finish(struct tw_req *r, bool send_body, struct MHD_Connection *conn
   (void)send_body;
   if (r->content_type)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
+  /* while draining, clients must not reuse the connection */
+  if (tw_api_draining(r->api))
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
   MHD_add_response_header(resp, "X-Request-Id", r->request_id);
   for (int i = 0; i < r->n_hdr; i++)
     MHD_add_response_header(resp, r->hdr_name[i], r->hdr_value[i]);
@@ -372,6 +385,8 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   *out = NULL;
   api->store = opts->store;
   api->clock = opts->clock ? opts->clock : tw_clock_real();
+  api->providers = opts->providers;
+  api->n_providers = opts->n_providers;
   api->max_body = opts->max_body_bytes > 0 ? opts->max_body_bytes : (1 << 20);
   if ((rc = bind_listen(opts->listen, &api->listen_fd, &api->port, err))) {
     free(api);
@@ -409,7 +424,12 @@ void tw_api_stop(struct tw_api *api) {
   if (!api)
     return;
   tw_api_drain(api);
-  /* joins every connection thread: requests in flight finish first */
+  /* MHD_stop_daemon closes every connection, including those whose request
+   * is still in a handler: wait (bounded) until every request in flight has
+   * had its answer queued and sent, so a stored job never loses its 2xx. */
+  int64_t deadline = tw_mono_us() + 30 * 1000000LL;
+  while (__atomic_load_n(&api->in_flight, __ATOMIC_ACQUIRE) > 0 && tw_mono_us() < deadline)
+    usleep(1000);
   MHD_stop_daemon(api->mhd);
   free(api);
 }

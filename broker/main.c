@@ -133,6 +133,8 @@ int main(int argc, char **argv) {
   struct tw_api *api = NULL;
   struct tw_api_opts ao = {.listen = cfg->listen,
                            .store = store,
+                           .providers = provs,
+                           .n_providers = n_prov,
                            .max_body_bytes = cfg->api_max_body_bytes,
                            .max_connections = (unsigned)cfg->api_max_connections,
                            .timeout_s = (unsigned)cfg->api_timeout_s};

@@ -161,6 +161,7 @@ struct wop {
   struct tw_err *err;
   enum tw_rc rc;
   bool done;
+  pthread_cond_t cv; /* this caller's own: a commit wakes only its callers */
   struct wop *next;
 };
 
@@ -172,7 +173,6 @@ struct tw_store {
   pthread_t writer;
   pthread_mutex_t mu;
   pthread_cond_t work;  /* writer waits for ops */
-  pthread_cond_t done;  /* callers wait for their batch */
   struct wop *head, *tail;
   bool stopping;
 
@@ -359,10 +359,10 @@ static void *writer_main(void *arg) {
         s->max_seen = (uint64_t)n;
     }
     for (struct wop *o = batch, *nx; o; o = nx) {
-      nx = o->next;
+      nx = o->next; /* o lives on its caller's stack: read next first */
       o->done = true;
+      pthread_cond_signal(&o->cv);
     }
-    pthread_cond_broadcast(&s->done);
     pthread_mutex_unlock(&s->mu);
   }
   return NULL;
@@ -372,9 +372,11 @@ enum tw_rc tw_store_write(struct tw_store *s, tw_store_write_fn fn, void *arg,
                           struct tw_err *err) {
   struct tw_err local = {0};
   struct wop op = {.fn = fn, .arg = arg, .err = err ? err : &local};
+  pthread_cond_init(&op.cv, NULL);
   pthread_mutex_lock(&s->mu);
   if (s->stopping) {
     pthread_mutex_unlock(&s->mu);
+    pthread_cond_destroy(&op.cv);
     return tw_err_set(err, TW_E_IO, "store: closing");
   }
   if (s->tail)
@@ -384,8 +386,9 @@ enum tw_rc tw_store_write(struct tw_store *s, tw_store_write_fn fn, void *arg,
   s->tail = &op;
   pthread_cond_signal(&s->work);
   while (!op.done)
-    pthread_cond_wait(&s->done, &s->mu);
+    pthread_cond_wait(&op.cv, &s->mu);
   pthread_mutex_unlock(&s->mu);
+  pthread_cond_destroy(&op.cv);
   return op.rc;
 }
 
@@ -418,7 +421,6 @@ enum tw_rc tw_store_open(const struct tw_store_opts *opts,
       goto fail;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->work, NULL);
-  pthread_cond_init(&s->done, NULL);
   pthread_mutex_init(&s->rmu, NULL);
   pthread_cond_init(&s->rfree, NULL);
   if (pthread_create(&s->writer, NULL, writer_main, s) != 0) {
@@ -453,7 +455,6 @@ void tw_store_close(struct tw_store *s) {
   conn_close(&s->w);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->work);
-  pthread_cond_destroy(&s->done);
   pthread_mutex_destroy(&s->rmu);
   pthread_cond_destroy(&s->rfree);
   free(s);

@@ -4,3 +4,8 @@ if(TARGET tw_sched AND TARGET tw_fake_provider)
 endif()
 tw_add_test(test_place SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_place.c
             LIBS tw_policies PkgConfig::CMOCKA LABELS unit placement)
+if(TARGET tw_fake_provider)
+  tw_add_test(test_api_logs SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_api_logs.c
+              LIBS tw_api tw_sched tw_fake_provider PkgConfig::CURL PkgConfig::CMOCKA
+              LABELS integration api)
+endif()

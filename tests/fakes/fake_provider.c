@@ -26,6 +26,8 @@ struct inst {
   int64_t interrupt_notice_ms; /* 0: none */
   int64_t interrupt_deadline_ms;
   int64_t rebalance_ms; /* 0: none */
+  char output[2048];    /* what the workload printed so far */
+  bool output_done;
 };
 
 struct tw_fake {
@@ -265,6 +267,28 @@ static enum tw_rc fake_poll_events(struct tw_provider *p,
   return rc;
 }
 
+static enum tw_rc fake_read_output(struct tw_provider *p, const char *id,
+                                   int64_t offset, size_t max, struct tw_buf *out,
+                                   bool *eof, struct tw_err *err) {
+  struct tw_fake *f = p->ctx;
+  pthread_mutex_lock(&f->lock);
+  struct inst *in = find(f, id);
+  if (!in) {
+    pthread_mutex_unlock(&f->lock);
+    return tw_err_set(err, TW_E_NOTFOUND, "fake: no instance %s", id);
+  }
+  size_t len = strlen(in->output), got = 0;
+  if ((size_t)offset < len) {
+    got = len - (size_t)offset;
+    if (got > max)
+      got = max;
+    tw_buf_add(out, in->output + offset, got);
+  }
+  *eof = in->output_done && (size_t)offset + got >= len;
+  pthread_mutex_unlock(&f->lock);
+  return TW_OK;
+}
+
 const struct tw_provider_ops tw_provider_fake = {
     .name = "fake",
     .version = TW_PROVIDER_OPS_VERSION,
@@ -278,6 +302,7 @@ const struct tw_provider_ops tw_provider_fake = {
     .list_managed = fake_list_managed,
     .poll_events = fake_poll_events,
     .free = fake_free,
+    .read_output = fake_read_output,
 };
 
 /* ---- script ------------------------------------------------------------- */
@@ -326,6 +351,19 @@ enum tw_rc tw_fake_set_state(struct tw_fake *f, const char *id,
   if (in) {
     in->i.state = state;
     TW_SET(in->i.provider_state, tw_instance_state_str(state));
+  }
+  pthread_mutex_unlock(&f->lock);
+  return in ? TW_OK : TW_E_NOTFOUND;
+}
+
+enum tw_rc tw_fake_output(struct tw_fake *f, const char *id, const char *text,
+                          bool done) {
+  pthread_mutex_lock(&f->lock);
+  struct inst *in = find(f, id);
+  if (in) {
+    size_t have = strlen(in->output);
+    snprintf(in->output + have, sizeof in->output - have, "%s", text);
+    in->output_done = done;
   }
   pthread_mutex_unlock(&f->lock);
   return in ? TW_OK : TW_E_NOTFOUND;

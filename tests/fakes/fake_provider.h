@@ -46,6 +46,11 @@ void tw_fake_clear_faults(struct tw_fake *f);
 enum tw_rc tw_fake_set_state(struct tw_fake *f, const char *id,
                              enum tw_instance_state state);
 
+/* Appends text to what instance id's workload printed (read_output);
+ * done says nothing more will come.  TW_E_NOTFOUND when unknown. */
+enum tw_rc tw_fake_output(struct tw_fake *f, const char *id, const char *text,
+                          bool done);
+
 /* The workload of instance id ends on its own with exit_code, as a batch
  * job does (sets `finished`; the instance is terminated).  TW_E_NOTFOUND
  * when unknown. */
