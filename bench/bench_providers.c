@@ -1,0 +1,312 @@
+/* bench_providers.c - bench-providers: the provider layer's costs.
+ *
+ *   bench-providers [--quick | --smoke] [--fakecloud PATH]
+ *
+ * Figures, one `key value unit` line each:
+ *   sigv4_signatures_per_s        SigV4 signatures of a RunInstances body
+ *   ec2_xml_describe_pages_per_s  DescribeInstances pages of 100 parsed
+ *   launch_round_trips_per_s      tw_provider_launch through the AWS
+ *                                 adapter against tradewind-fakecloud
+ *                                 (signed, over loopback HTTP, parsed)
+ *   launch_latency_p50_ms, launch_latency_p99_ms
+ *   describe_round_trips_per_s    tw_provider_describe, same path
+ *
+ * The fake is started as a subprocess on a free port.  --quick runs each
+ * measurement about 2 s (under a minute in all), the default about 10 s;
+ * --smoke runs a fraction of a second and only checks that every call
+ * succeeded (ctest runs it so the benchmark cannot rot). */
+#include <curl/curl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "broker/clock.h"
+#include "broker/log.h"
+#include "broker/mem.h"
+#include "broker/node.h"
+#include "providers/aws/ec2_xml.h"
+#include "providers/provider.h"
+#include "providers/sigv4.h"
+
+#ifndef TW_FAKECLOUD_PATH
+#define TW_FAKECLOUD_PATH "tradewind-fakecloud"
+#endif
+
+static double seconds_per_figure = 10.0;
+static int failed;
+
+static double now_s(void) { return (double)tw_mono_us() / 1e6; }
+
+static void figure(const char *key, double v, const char *unit) {
+  printf("%s %.1f %s\n", key, v, unit);
+  fflush(stdout);
+}
+
+/* ---- SigV4 -------------------------------------------------------------- */
+
+static void bench_sigv4(void) {
+  const char *body =
+      "Action=RunInstances&Version=2016-11-15&ImageId=ami-0abcdef1234567890"
+      "&InstanceType=p4d.24xlarge&MinCount=1&MaxCount=1&ClientToken=tw-att-"
+      "0123456789abcdef&Placement.AvailabilityZone=us-east-1a"
+      "&InstanceMarketOptions.MarketType=spot&TagSpecification.1."
+      "ResourceType=instance&TagSpecification.1.Tag.1.Key=tradewind%3Ajob"
+      "&TagSpecification.1.Tag.1.Value=job-0001";
+  struct tw_sigv4_header h[] = {
+      {"host", "ec2.us-east-1.amazonaws.com"},
+      {"content-type", "application/x-www-form-urlencoded; charset=utf-8"},
+      {"x-amz-date", "20260105T100000Z"}};
+  struct tw_sigv4_request req = {"POST", "/", NULL, h, 3, body, strlen(body)};
+  struct tw_sigv4_params sp = {"AKIDEXAMPLE",
+                               "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+                               NULL,
+                               "us-east-1",
+                               "ec2",
+                               "20260105T100000Z",
+                               1};
+  long n = 0;
+  double t0 = now_s(), t;
+  do {
+    for (int i = 0; i < 256; i++) {
+      struct tw_sigv4_result r;
+      memset(&r, 0, sizeof r);
+      struct tw_err err = {0};
+      if (tw_sigv4_sign(&req, &sp, &r, &err)) {
+        fprintf(stderr, "sign: %s\n", err.msg);
+        failed++;
+        return;
+      }
+      tw_sigv4_result_release(&r);
+      n++;
+    }
+    t = now_s() - t0;
+  } while (t < seconds_per_figure);
+  figure("sigv4_signatures_per_s", n / t, "1/s");
+}
+
+/* ---- XML ---------------------------------------------------------------- */
+
+static void bench_xml(void) {
+  struct tw_buf b;
+  tw_buf_init(&b);
+  tw_buf_adds(&b, "<DescribeInstancesResponse xmlns=\"http://ec2.amazonaws."
+                  "com/doc/2016-11-15/\"><requestId>r</requestId>"
+                  "<reservationSet>");
+  for (int i = 0; i < 100; i++)
+    tw_buf_printf(
+        &b,
+        "<item><reservationId>r-%017x</reservationId><instancesSet><item>"
+        "<instanceId>i-%017x</instanceId><imageId>ami-0abc</imageId>"
+        "<instanceState><code>16</code><name>running</name></instanceState>"
+        "<instanceType>m5.large</instanceType><launchTime>2026-01-05T10:00:"
+        "00.000Z</launchTime><placement><availabilityZone>us-east-1a"
+        "</availabilityZone></placement><privateIpAddress>10.0.0.%d"
+        "</privateIpAddress><clientToken>tok-%d</clientToken><tagSet><item>"
+        "<key>tradewind:job</key><value>job-%d</value></item><item><key>"
+        "tradewind:attempt</key><value>att-%d</value></item><item><key>"
+        "tradewind:tenant</key><value>physics</value></item></tagSet>"
+        "</item></instancesSet></item>",
+        i, i, i, i, i, i);
+  tw_buf_adds(&b, "</reservationSet></DescribeInstancesResponse>");
+  long n = 0;
+  double t0 = now_s(), t;
+  do {
+    for (int i = 0; i < 16; i++) {
+      struct tw_instance_list l;
+      struct tw_err err = {0};
+      tw_instance_list_init(&l);
+      if (tw_ec2_parse_instances(b.data, b.len, &l, NULL, &err) || l.n != 100) {
+        fprintf(stderr, "parse: %s\n", err.msg);
+        failed++;
+      }
+      tw_instance_list_release(&l);
+      n++;
+    }
+    t = now_s() - t0;
+  } while (t < seconds_per_figure);
+  figure("ec2_xml_describe_pages_per_s", n / t, "1/s");
+  tw_buf_release(&b);
+}
+
+/* ---- through the fake --------------------------------------------------- */
+
+static pid_t fake_pid;
+static char base_url[64];
+
+static bool start_fake(const char *path) {
+  int fds[2];
+  if (pipe(fds))
+    return false;
+  fake_pid = fork();
+  if (fake_pid < 0)
+    return false;
+  if (fake_pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    execl(path, "tradewind-fakecloud", "--listen", "127.0.0.1:0", "--seed", "3",
+          (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  FILE *f = fdopen(fds[0], "r");
+  char line[256] = "";
+  if (!f || !fgets(line, sizeof line, f) ||
+      sscanf(line, "listening %63s", base_url) != 1) {
+    fprintf(stderr, "bench-providers: %s did not start\n", path);
+    return false;
+  }
+  return true;
+}
+
+static void stop_fake(void) {
+  if (fake_pid > 0) {
+    kill(fake_pid, SIGTERM);
+    waitpid(fake_pid, NULL, 0);
+  }
+}
+
+/* Lifts the fake's vCPU limits so the launch loop never meets a quota. */
+static bool lift_limits(void) {
+  CURL *c = curl_easy_init();
+  char url[128];
+  snprintf(url, sizeof url, "%s/_fake/ec2/config", base_url);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_POSTFIELDS,
+                   "{\"vcpu_limit_on_demand\": 1000000000, "
+                   "\"vcpu_limit_spot\": 1000000000}");
+  FILE *null = fopen("/dev/null", "w");
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, null);
+  long status = 0;
+  CURLcode cc = curl_easy_perform(c);
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_cleanup(c);
+  fclose(null);
+  return cc == CURLE_OK && status == 200;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static void bench_fake(const char *path) {
+  if (access(path, X_OK)) {
+    fprintf(stderr, "bench-providers: %s not found; skipping the fake\n", path);
+    return;
+  }
+  if (!start_fake(path) || !lift_limits()) {
+    failed++;
+    stop_fake();
+    return;
+  }
+  setenv("TW_BENCH_AWS_AK", "AKIDTRADEWINDFAKE", 1);
+  setenv("TW_BENCH_AWS_SK", "tradewind-fake-secret", 1);
+  char *doc = tw_asprintf("type: aws\nname: bench\nendpoint: %s\n"
+                          "region: us-east-1\n"
+                          "access_key_env: TW_BENCH_AWS_AK\n"
+                          "secret_key_env: TW_BENCH_AWS_SK\n"
+                          "image: ami-0abcdef1234567890\n",
+                          base_url);
+  struct tw_node *cfg = NULL;
+  struct tw_provider *p = NULL;
+  struct tw_err err = {0};
+  if (tw_node_parse_yaml(doc, strlen(doc), &cfg, &err) ||
+      tw_provider_new(cfg, NULL, &p, &err)) {
+    fprintf(stderr, "bench-providers: %s\n", err.msg);
+    failed++;
+    goto out;
+  }
+  struct tw_offer o;
+  tw_offer_init(&o);
+  TW_SET(o.region, "us-east-1");
+  TW_SET(o.zone, "us-east-1a");
+  TW_SET(o.instance_type, "m5.large");
+  o.market = TW_MARKET_ON_DEMAND;
+
+  size_t cap = 1 << 16, n = 0;
+  int64_t *lat = tw_malloc(cap * sizeof *lat);
+  char last_id[TW_MODEL_ID_MAX] = "";
+  double t0 = now_s(), t;
+  do {
+    char tok[40];
+    snprintf(tok, sizeof tok, "bench-%zu", n);
+    struct tw_launch req = {.offer = &o,
+                            .client_token = tok,
+                            .job_id = "job-bench",
+                            .attempt_id = tok,
+                            .tenant = "bench"};
+    struct tw_instance inst;
+    int64_t s = tw_mono_us();
+    memset(&err, 0, sizeof err);
+    if (tw_provider_launch(p, &req, &inst, &err)) {
+      fprintf(stderr, "launch: %s\n", err.msg);
+      failed++;
+      break;
+    }
+    if (n < cap)
+      lat[n] = tw_mono_us() - s;
+    snprintf(last_id, sizeof last_id, "%s", inst.id);
+    n++;
+    t = now_s() - t0;
+  } while (t < seconds_per_figure);
+  if (n && !failed) {
+    figure("launch_round_trips_per_s", n / t, "1/s");
+    size_t m = n < cap ? n : cap;
+    qsort(lat, m, sizeof *lat, cmp_i64);
+    figure("launch_latency_p50_ms", lat[m / 2] / 1000.0, "ms");
+    figure("launch_latency_p99_ms", lat[(m * 99) / 100] / 1000.0, "ms");
+  }
+  free(lat);
+
+  n = 0;
+  t0 = now_s();
+  do {
+    struct tw_instance inst;
+    memset(&err, 0, sizeof err);
+    if (tw_provider_describe(p, last_id, &inst, &err)) {
+      fprintf(stderr, "describe: %s\n", err.msg);
+      failed++;
+      break;
+    }
+    n++;
+    t = now_s() - t0;
+  } while (t < seconds_per_figure);
+  if (n && !failed)
+    figure("describe_round_trips_per_s", n / t, "1/s");
+out:
+  tw_provider_free(p);
+  tw_node_free(cfg);
+  free(doc);
+  stop_fake();
+}
+
+int main(int argc, char **argv) {
+  const char *fake = TW_FAKECLOUD_PATH;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--quick")) {
+      seconds_per_figure = 2.0;
+    } else if (!strcmp(argv[i], "--smoke")) {
+      seconds_per_figure = 0.2;
+    } else if (!strcmp(argv[i], "--fakecloud") && i + 1 < argc) {
+      fake = argv[++i];
+    } else {
+      fprintf(stderr, "usage: bench-providers [--quick | --smoke] "
+                      "[--fakecloud PATH]\n");
+      return 2;
+    }
+  }
+  tw_log_set_level(TW_LOG_ERROR);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  tw_ec2_xml_init();
+  bench_sigv4();
+  bench_xml();
+  bench_fake(fake);
+  curl_global_cleanup();
+  return failed ? 1 : 0;
+}
