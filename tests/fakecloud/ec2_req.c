@@ -95,11 +95,12 @@ enum tw_rc ec2_list(const struct fc_params *p, const char *prefix,
     snprintf(key, sizeof key, "%s.%d", prefix, idx[i]);
     vals[i] = fc_params_get(p, key);
     if (!vals[i]) { /* only sub-keys like prefix.N.Foo exist */
+      int bad_index = idx[i];
       free(vals);
       free(idx);
       return ec2_fail(err, "UnknownParameter",
                       "The parameter %s.%d is not recognized", prefix,
-                      idx[i]);
+                      bad_index);
     }
   }
   free(idx);

@@ -252,6 +252,13 @@ static bool matches(const char *s, const char *re) {
   return ok;
 }
 
+static bool xp_match(struct reply *r, const char *expr, const char *re) {
+  char *v = xp(r, expr);
+  bool ok = matches(v, re);
+  free(v);
+  return ok;
+}
+
 /* An EC2 error: status, envelope shape and code. */
 static bool is_error(struct reply *r, long status, const char *code) {
   char *want = tw_asprintf("<Code>%s</Code>", code);
@@ -292,10 +299,10 @@ static void on_demand_runs_then_becomes_running(void) {
                      &r);
   CHECK(r.status == 200, "run: %ld %s", r.status, r.body.data);
   CHECK(matches(id, "^i-[0-9a-f]{17}$"), "id %s", id ? id : "");
-  CHECK(matches(xp(&r, "/e:RunInstancesResponse/e:requestId"),
+  CHECK(xp_match(&r, "/e:RunInstancesResponse/e:requestId",
                 "^[0-9a-f-]{36}$"),
         "requestId");
-  CHECK(matches(xp(&r, "//e:reservationId"), "^r-[0-9a-f]{17}$"), "rid");
+  CHECK(xp_match(&r, "//e:reservationId", "^r-[0-9a-f]{17}$"), "rid");
   CHECK(xp_is(&r, "//e:instancesSet/e:item/e:instanceState/e:name",
               "pending"),
         "pending");
@@ -334,7 +341,7 @@ static void spot_run_reports_lifecycle_and_tags(void) {
   CHECK(r.status == 200, "spot run: %ld %s", r.status, r.body.data);
   CHECK(id != NULL, "id");
   CHECK(xp_is(&r, "//e:instanceLifecycle", "spot"), "spot");
-  CHECK(matches(xp(&r, "//e:spotInstanceRequestId"), "^sir-[0-9a-f]{8}$"),
+  CHECK(xp_match(&r, "//e:spotInstanceRequestId", "^sir-[0-9a-f]{8}$"),
         "sir");
   CHECK(xp_is(&r, "//e:tagSet/e:item[e:key='broker-job']/e:value",
               "job<42>&x"),
@@ -789,7 +796,7 @@ static void spot_price_history_pages_and_prices(void) {
   CHECK(xp_count(&r, "//e:spotPriceHistorySet/e:item") == 3, "3 items");
   char *price = xp(&r, "//e:item[1]/e:spotPrice");
   CHECK(matches(price, "^[0-9]+\\.[0-9]{6}$"), "price %s", price);
-  CHECK(matches(xp(&r, "//e:item[1]/e:timestamp"),
+  CHECK(xp_match(&r, "//e:item[1]/e:timestamp",
                 "^2024-05-01T12:00:00.000Z$"),
         "newest first on the 6-hour grid");
   CHECK(xp_is(&r, "//e:item[2]/e:timestamp", "2024-05-01T06:00:00.000Z"),
