@@ -63,6 +63,10 @@ static const char *const MIGRATIONS[] = {
     "  ended_at_ms INTEGER NOT NULL DEFAULT 0,"
     "  UNIQUE (job_id, n));"
     "CREATE INDEX attempts_live ON attempts(state, id);",
+    /* 3: the versions of modules that migrate themselves */
+    "CREATE TABLE schema_modules ("
+    "  name TEXT PRIMARY KEY,"
+    "  version INTEGER NOT NULL);",
 };
 #define N_MIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
 
@@ -1209,4 +1213,99 @@ enum tw_rc tw_store_job_note(struct tw_store *s, const char *job_id,
                              const char *reason, struct tw_err *err) {
   struct note_arg a = {.id = job_id, .reason = reason};
   return tw_store_write(s, op_note, &a, err);
+}
+
+/* ---- module schemas and statements ---------------------------------------- */
+
+static struct conn *conn_of(struct tw_store *s, sqlite3 *db) {
+  if (s->w.db == db)
+    return &s->w;
+  for (int i = 0; i < s->n_readers; i++)
+    if (s->readers[i].db == db)
+      return &s->readers[i];
+  return NULL;
+}
+
+struct sqlite3_stmt *tw_store_stmt(struct tw_store *s, struct sqlite3 *db,
+                                   const char *sql, struct tw_err *err) {
+  struct conn *c = conn_of(s, db);
+  if (!c) {
+    tw_err_set(err, TW_E_INTERNAL, "store: statement asked for an unknown connection");
+    return NULL;
+  }
+  return prep(c, sql, err);
+}
+
+enum tw_rc tw_store_read(struct tw_store *s, tw_store_read_fn fn, void *arg,
+                         struct tw_err *err) {
+  struct conn *c = reader_get(s);
+  enum tw_rc rc = fn(s, c->db, arg, err);
+  reader_put(s, c);
+  return rc;
+}
+
+static const char SQL_MODULE_VERSION[] =
+    "SELECT version FROM schema_modules WHERE name = ?1";
+static const char SQL_MODULE_SET[] =
+    "INSERT INTO schema_modules (name, version) VALUES (?1, ?2)"
+    " ON CONFLICT (name) DO UPDATE SET version = excluded.version";
+
+struct migrate_arg {
+  const char *module;
+  const char *sql;
+  int version;
+};
+
+static enum tw_rc op_module_step(struct tw_store *s, sqlite3 *db, void *varg,
+                                 struct tw_err *err) {
+  struct migrate_arg *a = varg;
+  char *msg = NULL;
+  /* the migration's text is constant SQL of the module, as ours is */
+  if (sqlite3_exec(db, a->sql, NULL, NULL, &msg) != SQLITE_OK) {
+    enum tw_rc rc = tw_err_set(err, TW_E_IO, "store: %s migration %d failed: %s",
+                               a->module, a->version, msg ? msg : "?");
+    sqlite3_free(msg);
+    return rc;
+  }
+  sqlite3_stmt *st = prep(&s->w, SQL_MODULE_SET, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, a->module, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 2, a->version);
+  return step_done(&s->w, st, "record module version", err);
+}
+
+static enum tw_rc read_module_version(struct tw_store *s, sqlite3 *db, void *arg,
+                                      struct tw_err *err) {
+  struct migrate_arg *a = arg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_MODULE_VERSION, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, a->module, -1, SQLITE_STATIC);
+  int r = sqlite3_step(st);
+  a->version = r == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+  sqlite3_reset(st);
+  if (r != SQLITE_ROW && r != SQLITE_DONE)
+    return db_err(db, err, "read module version");
+  return TW_OK;
+}
+
+enum tw_rc tw_store_migrate_module(struct tw_store *s, const char *module,
+                                   const char *const *migrations, int n,
+                                   struct tw_err *err) {
+  struct migrate_arg a = {.module = module};
+  enum tw_rc rc = tw_store_read(s, read_module_version, &a, err);
+  if (rc)
+    return rc;
+  if (a.version > n)
+    return tw_err_set(err, TW_E_IO,
+                      "store: module %s is at schema version %d, newer than this build (%d)",
+                      module, a.version, n);
+  for (int v = a.version; v < n; v++) {
+    struct migrate_arg step = {.module = module, .sql = migrations[v], .version = v + 1};
+    if ((rc = tw_store_write(s, op_module_step, &step, err)))
+      return rc;
+    tw_log_info("store", "module=%s migrated to version %d", module, v + 1);
+  }
+  return TW_OK;
 }

@@ -243,4 +243,34 @@ enum tw_rc tw_store_jobs_queued(struct tw_store *s, enum tw_job_state state,
 enum tw_rc tw_store_job_note(struct tw_store *s, const char *job_id,
                              const char *reason, struct tw_err *err);
 
+/* ---- module schemas and statements ------------------------------------------
+ *
+ * A module with tables of its own (catalog, tenancy, ledger, audit) keeps
+ * its SQL in its own file and migrates itself: its migrations are numbered
+ * from 1, and the version reached is kept per module in the table
+ * schema_modules, so modules never contend for PRAGMA user_version.  Its
+ * writes go through tw_store_write() (group-committed like every write) and
+ * its reads through tw_store_read(); inside either, tw_store_stmt() hands out
+ * a cached prepared statement for constant SQL text. */
+
+/* Applies the migrations of `module` that this database lacks, each in its
+ * own transaction.  Call after tw_store_open(), before serving.  A database
+ * whose module version is newer than n is refused (TW_E_IO). */
+enum tw_rc tw_store_migrate_module(struct tw_store *s, const char *module,
+                                   const char *const *migrations, int n,
+                                   struct tw_err *err);
+
+/* Runs fn with a read-only connection of the pool (WAL: sees the last
+ * commit, never blocks the writer). */
+typedef enum tw_rc (*tw_store_read_fn)(struct tw_store *s, struct sqlite3 *db,
+                                       void *arg, struct tw_err *err);
+enum tw_rc tw_store_read(struct tw_store *s, tw_store_read_fn fn, void *arg,
+                         struct tw_err *err);
+
+/* Inside a tw_store_write or tw_store_read function only: the prepared
+ * statement for sql (constant text; cached by its address, reset and
+ * cleared), or NULL with err set. */
+struct sqlite3_stmt *tw_store_stmt(struct tw_store *s, struct sqlite3 *db,
+                                   const char *sql, struct tw_err *err);
+
 #endif
