@@ -677,6 +677,16 @@ static void throttle_and_error_faults(void) {
   ec2("Action=DescribeAvailabilityZones&Version=2016-11-15", &r);
   CHECK(is_error(&r, 503, "Unavailable"), "5xx");
   reply_free(&r);
+  /* A slow answer arrives late, then normally. */
+  ctl_ok("POST", "/_fake/faults",
+         "{\"kind\":\"slow\",\"action\":\"DescribeAvailabilityZones\","
+         "\"delay_ms\":150,\"count\":1}");
+  int64_t t0 = tw_mono_us();
+  ec2("Action=DescribeAvailabilityZones&Version=2016-11-15", &r);
+  int64_t slow_us = tw_mono_us() - t0;
+  CHECK(r.status == 200 && slow_us >= 150000, "slow: %ld after %lld us",
+        r.status, (long long)slow_us);
+  reply_free(&r);
   /* A probability: seeded, so neither never nor always. */
   ctl_ok("DELETE", "/_fake/faults", NULL);
   ctl_ok("POST", "/_fake/faults",
@@ -781,6 +791,29 @@ static void spot_interruption_notice_then_termination(void) {
   free(d);
   free(id);
   free(od);
+  ctl_ok("DELETE", "/_fake/faults", NULL);
+
+  /* A Poisson rate of one an hour per instance: of 20 spot instances,
+   * some are interrupted within an hour and not all of them. */
+  ctl_ok("POST", "/_fake/faults",
+         "{\"kind\":\"spot_interruption\",\"instance_type\":\"c5.xlarge\","
+         "\"rate_per_hour\":1.0}");
+  ec2(RUN "&MinCount=20&MaxCount=20&InstanceType=c5.xlarge"
+          "&InstanceMarketOptions.MarketType=spot"
+          "&TagSpecification.1.ResourceType=instance"
+          "&TagSpecification.1.Tag.1.Key=poisson"
+          "&TagSpecification.1.Tag.1.Value=1",
+      &r);
+  CHECK(xp_count(&r, "//e:instancesSet/e:item") == 20, "20 spot");
+  reply_free(&r);
+  advance(3600 * 1000);
+  ec2(DESCRIBE "&Filter.1.Name=tag%3Apoisson&Filter.1.Value.1=1"
+               "&Filter.2.Name=instance-state-name&Filter.2.Value.1=terminated",
+      &r);
+  int gone = xp_count(&r, "//e:instancesSet/e:item");
+  CHECK(gone >= 5 && gone <= 19, "rate 1/h: %d of 20 interrupted in 1 h",
+        gone);
+  reply_free(&r);
   ctl_ok("DELETE", "/_fake/faults", NULL);
 }
 

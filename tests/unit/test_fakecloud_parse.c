@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "broker/mem.h"
 #include "tests/fakecloud/catalog.h"
+#include "tests/fakecloud/clock.h"
 #include "tests/fakecloud/ec2_req.h"
 #include "tests/fakecloud/fault.h"
 #include "tests/fakecloud/params.h"
@@ -341,7 +343,31 @@ static void fault_rules(void) {
   fc_faults_release(&fl);
 }
 
+static void scaled_clock(void) {
+  struct fc_clock c;
+  fc_clock_init(&c, 1000, 0.0);
+  struct timespec ts = {0, 2000000};
+  nanosleep(&ts, NULL);
+  CHECK(fc_clock_now(&c) == 1000, "speed 0 is frozen");
+  fc_clock_advance(&c, 500);
+  CHECK(fc_clock_now(&c) == 1500, "advance");
+  fc_clock_set_speed(&c, 1000.0);
+  nanosleep(&ts, NULL); /* 2 ms real = at least 2 s fake */
+  int64_t now = fc_clock_now(&c);
+  CHECK(now >= 3500 && now < 1500 + 60000, "speed 1000: %lld",
+        (long long)now);
+  fc_clock_set(&c, 0);
+  fc_clock_set_speed(&c, 0.0);
+  CHECK(fc_clock_now(&c) < 100, "set");
+  char d[32];
+  fc_http_date(1714564800000, d);
+  CHECK(!strcmp(d, "Wed, 01 May 2024 12:00:00 GMT"), "%s", d);
+  fc_iso_seconds(1714564925000, d);
+  CHECK(!strcmp(d, "2024-05-01T12:02:05Z"), "%s", d);
+}
+
 int main(void) {
+  scaled_clock();
   decoding();
   lists_and_filters();
   globbing();
