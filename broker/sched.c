@@ -32,6 +32,17 @@ struct tw_sched {
   int64_t tick_ms, ttl_ms;
   int max_place;
 
+  /* Jobs whose last launch failed for a reason that is not the offer's
+   * (throttled, auth, provider down) wait before the next try, doubling
+   * from 1 s to 60 s, so a broken provider is not hammered every pass.
+   * In memory only: a restart simply tries at once. */
+  struct backoff {
+    char job_id[TW_JOB_ID_LEN + 1];
+    int64_t not_before_ms;
+    int64_t delay_ms;
+  } *backoff;
+  size_t n_backoff, cap_backoff;
+
   pthread_t thread;
   bool started, stopping;
   pthread_mutex_t mu;
@@ -198,7 +209,12 @@ static enum tw_rc launch_attempt(struct tw_sched *s, const struct tw_job_rec *jo
     tw_buf_release(&pj);
     return TW_OK;
   }
-  const char *end = rc == TW_E_CAPACITY || rc == TW_E_QUOTA ? "capacity" : "failed";
+  /* capacity: that offer is full now; rejected: that offer refuses this
+   * request (an image missing in that region, say), so both are avoided
+   * for this job; failed: nothing wrong with the offer (throttled, auth) */
+  const char *end = rc == TW_E_CAPACITY || rc == TW_E_QUOTA ? "capacity"
+                    : rc == TW_E_INVALID                   ? "rejected"
+                                                           : "failed";
   struct tw_attempt_close c = {.attempt_id = a->id, .end_reason = end,
                                .job_to = TW_JOB_NSTATES};
   struct tw_err serr = {0};
@@ -210,8 +226,40 @@ static enum tw_rc launch_attempt(struct tw_sched *s, const struct tw_job_rec *jo
   return rc;
 }
 
+static struct backoff *backoff_find(struct tw_sched *s, const char *job_id) {
+  for (size_t i = 0; i < s->n_backoff; i++)
+    if (!strcmp(s->backoff[i].job_id, job_id))
+      return &s->backoff[i];
+  return NULL;
+}
+
+static void backoff_clear(struct tw_sched *s, const char *job_id) {
+  struct backoff *b = backoff_find(s, job_id);
+  if (b)
+    *b = s->backoff[--s->n_backoff];
+}
+
+static int64_t backoff_bump(struct tw_sched *s, const char *job_id, int64_t now) {
+  struct backoff *b = backoff_find(s, job_id);
+  if (!b) {
+    if (s->n_backoff == s->cap_backoff) {
+      s->cap_backoff = s->cap_backoff ? s->cap_backoff * 2 : 16;
+      s->backoff = tw_realloc(s->backoff, s->cap_backoff * sizeof *s->backoff);
+    }
+    b = &s->backoff[s->n_backoff++];
+    snprintf(b->job_id, sizeof b->job_id, "%s", job_id);
+    b->delay_ms = 500;
+  }
+  b->delay_ms = b->delay_ms * 2 > 60000 ? 60000 : b->delay_ms * 2;
+  b->not_before_ms = now + b->delay_ms;
+  return b->delay_ms;
+}
+
 /* 4. one pending job */
-static int place_job(struct tw_sched *s, const struct tw_job_rec *job) {
+static int place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t now) {
+  struct backoff *b = backoff_find(s, job->id);
+  if (b && now < b->not_before_ms)
+    return 0;
   struct tw_job_spec spec;
   struct tw_err err = {0};
   if (!parse_spec(job, &spec))
@@ -223,7 +271,8 @@ static int place_job(struct tw_sched *s, const struct tw_job_rec *job) {
   const char **excl = tw_calloc(n_past + 1, sizeof *excl);
   size_t n_excl = 0;
   for (size_t i = 0; i < n_past; i++)
-    if (!strcmp(past[i].end_reason, "capacity") || !strcmp(past[i].end_reason, "interrupted"))
+    if (!strcmp(past[i].end_reason, "capacity") || !strcmp(past[i].end_reason, "interrupted") ||
+        !strcmp(past[i].end_reason, "rejected"))
       excl[n_excl++] = past[i].offer_id;
 
   struct tw_placement pl;
@@ -241,7 +290,7 @@ static int place_job(struct tw_sched *s, const struct tw_job_rec *job) {
     tw_store_job_note(s->store, job->id, note, &err);
     goto out;
   }
-  bool placed = false, opened = false;
+  bool placed = false, opened = false, retry_later = false;
   for (size_t i = 0; i < pl.n && !placed; i++) {
     const struct tw_offer *o = pl.cands[i].offer;
     char why[1100];
@@ -261,14 +310,21 @@ static int place_job(struct tw_sched *s, const struct tw_job_rec *job) {
     enum tw_rc rc = launch_attempt(s, job, &spec, &a, o, pl.cands[i].cost_uusd, explain);
     if (rc == TW_OK)
       placed = true;
-    else if (rc != TW_E_CAPACITY && rc != TW_E_QUOTA)
-      break; /* throttled, auth, invalid: try again next pass, not elsewhere */
+    else if (rc != TW_E_CAPACITY && rc != TW_E_QUOTA && rc != TW_E_INVALID) {
+      retry_later = true; /* throttled, auth, down: not the offer's fault */
+      break;
+    }
   }
   if (opened && !placed) {
-    struct tw_job_transition t = {.id = job->id, .to = TW_JOB_PENDING,
-                                  .reason = "launch failed; waiting to place again"};
+    char why[128] = "launch failed; waiting to place again";
+    if (retry_later)
+      snprintf(why, sizeof why, "launch failed; trying again in %lld s",
+               (long long)(backoff_bump(s, job->id, now) / 1000));
+    struct tw_job_transition t = {.id = job->id, .to = TW_JOB_PENDING, .reason = why};
     tw_store_job_transition(s->store, &t, NULL, &err);
   }
+  if (placed)
+    backoff_clear(s, job->id);
 out:
   tw_placement_release(&pl);
   free(excl);
@@ -427,7 +483,7 @@ int tw_sched_tick(struct tw_sched *s) {
   size_t n = 0;
   if (tw_store_jobs_queued(s->store, TW_JOB_PENDING, s->max_place, &queue, &n, &err) == TW_OK)
     for (size_t i = 0; i < n; i++) {
-      changes += place_job(s, &queue[i]);
+      changes += place_job(s, &queue[i], now);
       tw_job_rec_release(&queue[i]);
     }
   free(queue);
@@ -478,6 +534,7 @@ void tw_sched_free(struct tw_sched *s) {
     tw_offer_list_release(&s->pc[i].offers);
   tw_offer_list_release(&s->all);
   free(s->pc);
+  free(s->backoff);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->cv);
   free(s);

@@ -282,12 +282,22 @@ static void throttled_launch_waits_for_the_next_pass(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
   submit("name: t\nresources: {cpus: 4}\n", id);
-  tw_fake_fail(fake, TW_POP_LAUNCH, TW_E_RETRYABLE, "RequestLimitExceeded", 1);
+  tw_fake_fail(fake, TW_POP_LAUNCH, TW_E_RETRYABLE, "RequestLimitExceeded", 2);
   tw_sched_tick(sched);
   struct tw_job_rec j = get(id);
   assert_int_equal(j.state, TW_JOB_PENDING);
-  assert_non_null(strstr(j.reason, "launch failed"));
+  assert_string_equal(j.reason, "launch failed; trying again in 1 s");
   tw_job_rec_release(&j);
+  /* backing off: the next pass leaves it alone */
+  size_t calls = tw_fake_calls(fake, TW_POP_LAUNCH);
+  tw_sched_tick(sched);
+  assert_int_equal(tw_fake_calls(fake, TW_POP_LAUNCH), calls);
+  tw_clock_advance(&clk, 1000);
+  tw_sched_tick(sched); /* fails again: the wait doubles */
+  j = get(id);
+  assert_string_equal(j.reason, "launch failed; trying again in 2 s");
+  tw_job_rec_release(&j);
+  tw_clock_advance(&clk, 2000);
   tw_sched_tick(sched);
   assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
 }
@@ -314,6 +324,20 @@ static void batch_workload_exit_code_decides_the_outcome(void **state) {
   tw_job_rec_release(&j);
 }
 
+static void offer_refusing_the_request_is_avoided(void **state) {
+  (void)state;
+  tw_fake_fail_offer(fake, "fake-a:r1:r1a:cpu.small:on-demand", TW_E_INVALID,
+                     "InvalidAMIID.NotFound");
+  add_offer("r1b", "cpu.small", TW_MARKET_ON_DEMAND, 120000, 4, NULL, 0);
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: r\nresources: {cpus: 4}\n", id);
+  tw_sched_tick(sched);
+  struct tw_job_rec j = get(id);
+  assert_int_equal(j.state, TW_JOB_PROVISIONING);
+  assert_non_null(strstr(j.placement_json, "\"zone\":\"r1b\""));
+  tw_job_rec_release(&j);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -325,6 +349,7 @@ int main(void) {
       T(lost_launch_answer_is_resumed_with_the_same_token),
       T(throttled_launch_waits_for_the_next_pass),
       T(batch_workload_exit_code_decides_the_outcome),
+      T(offer_refusing_the_request_is_avoided),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

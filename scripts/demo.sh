@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# The Tradewind demo: builds everything, starts a fake EC2 (tradewind-fakecloud)
+# and the broker configured for it, submits jobs with the CLI, and shows
+# where they were placed, a capacity fallback, a spot interruption with its
+# re-placement, and a job that fits nowhere with the reason.
+#
+#   scripts/demo.sh                  set up, build, run the demo
+#   scripts/demo.sh --no-setup DIR   use binaries already built in DIR (tests)
+#
+# Exits non-zero when the story did not happen as told, so it doubles as an
+# end-to-end test (tests/e2e).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+build=build
+if [ "${1:-}" = "--no-setup" ]; then
+  build=${2:?--no-setup needs the build directory}
+else
+  bash scripts/deps.sh
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" \
+    --target tradewindd tradewind tradewind-fakecloud >/dev/null
+fi
+case $build in /*) ;; *) build=$root/$build ;; esac
+TRADEWINDD=$build/tradewindd
+CLI=$build/cli/tradewind
+FAKECLOUD=$build/tests/tradewind-fakecloud
+for b in "$TRADEWINDD" "$CLI" "$FAKECLOUD"; do
+  [ -x "$b" ] || { echo "demo: $b is not built" >&2; exit 2; }
+done
+
+state=$(mktemp -d "${TMPDIR:-/tmp}/tradewind-demo.XXXXXX")
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ "${KEEP_STATE:-}" = 1 ]; then echo "demo: state kept in $state"; else rm -rf "$state"; fi
+}
+trap cleanup EXIT
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+fail() { echo "demo: FAILED: $*" >&2; exit 1; }
+json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+# Starts a program whose first stdout line is "listening URL"; sets $url.
+start() {
+  local log=$1; shift
+  "$@" >"$log.out" 2>"$log.err" &
+  pids+=($!)
+  for _ in $(seq 100); do
+    url=$(sed -n 's/^listening //p' "$log.out" 2>/dev/null | head -1)
+    [ -n "$url" ] && return 0
+    kill -0 "${pids[-1]}" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$log.err" >&2
+  fail "$1 did not start"
+}
+
+say "starting the fake EC2 (three regions, real wire protocol, SigV4 checked)"
+start "$state/fakecloud" "$FAKECLOUD" --listen 127.0.0.1:0 --seed 7 --pending-ms 2000
+fake=$url
+echo "fake EC2 at $fake"
+
+say "starting tradewindd on its embedded default store, with the fake as provider aws-demo"
+export TW_DEMO_AWS_ACCESS_KEY=AKIDTRADEWINDFAKE TW_DEMO_AWS_SECRET_KEY=tradewind-fake-secret
+cat >"$state/tradewind.yaml" <<YAML
+listen: 127.0.0.1:0
+db: $state/tradewind.db
+log: {level: info}
+scheduler: {tick_ms: 500}
+providers:
+  - name: aws-demo
+    type: aws
+    endpoint: $fake
+    regions: [us-east-1, us-west-2, eu-west-1]
+    access_key_env: TW_DEMO_AWS_ACCESS_KEY
+    secret_key_env: TW_DEMO_AWS_SECRET_KEY
+    image: ami-0123456789abcdef0
+    # where interruption notices are read: on EC2 the instance metadata
+    # service; the fake serves the same documents per instance
+    metadata_url: $fake/_fake/ec2/instances/{id}
+YAML
+start "$state/tradewindd" "$TRADEWINDD" --config "$state/tradewind.yaml"
+export TRADEWIND_URL=$url
+echo "broker at $TRADEWIND_URL (log: $state/tradewindd.err)"
+
+mkdir -p "$state/jobs"
+cat >"$state/jobs/hello.yaml" <<'YAML'
+name: hello
+tenant: demo
+resources: {cpus: 2+}
+duration: 8s
+run: echo hello from tradewind
+YAML
+cat >"$state/jobs/train.yaml" <<'YAML'
+name: finetune-a100
+tenant: research
+resources: {accelerators: A100:8, use_spot: true}
+duration: 10m
+max_price_per_hour: 30
+checkpoint: {interval: 5m, uri: s3://demo-ckpt/finetune/}
+run: torchrun train.py
+YAML
+cat >"$state/jobs/inference.yaml" <<'YAML'
+name: batch-inference
+tenant: research
+resources: {accelerators: A10G:1, market: spot}
+duration: 30m
+YAML
+cat >"$state/jobs/huge.yaml" <<'YAML'
+name: too-big
+tenant: research
+resources: {accelerators: H100:16}
+YAML
+
+say "a capacity fault: the first A10G spot launch will find no capacity"
+curl -fsS -X POST "$fake/_fake/faults" -H 'Content-Type: application/json' \
+  -d '{"kind":"capacity","instance_type":"g5.xlarge","market":"spot","count":1}' >/dev/null
+echo "injected one InsufficientInstanceCapacity for g5.xlarge spot"
+
+say "submitting four jobs with the CLI"
+for f in hello train inference huge; do
+  id=$("$CLI" submit "$state/jobs/$f.yaml")
+  printf '%-10s %s\n' "$f" "$id"
+  eval "id_$f=$id"
+done
+
+say "the scheduler places them (cheapest feasible offer first)"
+sleep 3
+"$CLI" jobs list
+
+placement() { "$CLI" jobs get "$1" -o json | json "d['placement'] and '%s %s %s %s \$%.4f/h' % (d['placement']['provider'], d['placement']['zone'], d['placement']['instance_type'], d['placement']['market'], d['placement']['price_uusd_per_hour']/1e6)"; }
+for f in hello train inference; do
+  eval "id=\$id_$f"
+  printf '%-10s -> %s\n' "$f" "$(placement "$id")"
+done
+
+say "capacity fallback: batch-inference moved on to the next offer at once"
+"$CLI" jobs events "$id_inference"
+"$CLI" jobs events "$id_inference" -o json | grep -q 'refused (capacity' ||
+  fail "batch-inference shows no capacity refusal"
+placement "$id_inference" | grep -q 'g5.xlarge spot' ||
+  fail "batch-inference is not on another g5.xlarge spot offer"
+[ "$("$CLI" jobs get "$id_inference" -o json | json "d['placement']['attempt']")" = 2 ] ||
+  fail "batch-inference is not on its second attempt"
+
+say "a job that fits nowhere waits, and says why"
+"$CLI" jobs get "$id_huge" -o json | json "d['state'] + ': ' + d['reason']"
+[ "$("$CLI" jobs get "$id_huge" -o json | json "d['state']")" = pending ] ||
+  fail "too-big is not pending"
+
+say "a spot interruption: EC2 sends the two-minute notice (shortened to 4 s here)"
+inst=$("$CLI" jobs get "$id_train" -o json | json "d['placement']['instance_id']")
+zone1=$("$CLI" jobs get "$id_train" -o json | json "d['placement']['zone']")
+for _ in $(seq 40); do
+  [ "$("$CLI" jobs get "$id_train" -o json | json "d['state']")" = running ] && break
+  sleep 0.25
+done
+curl -fsS -X POST "$fake/_fake/ec2/instances/$inst/interrupt" \
+  -H 'Content-Type: application/json' -d '{"lead_ms":4000}' >/dev/null
+echo "interrupting $inst in $zone1"
+for _ in $(seq 60); do
+  a=$("$CLI" jobs get "$id_train" -o json | json "(d['placement'] or {}).get('attempt', 0)")
+  [ "$a" -ge 2 ] && break
+  sleep 0.25
+done
+"$CLI" jobs events "$id_train"
+[ "$a" -ge 2 ] || fail "finetune-a100 was not placed again after its interruption"
+"$CLI" jobs events "$id_train" -o json | grep -q 'interruption notice for' ||
+  fail "finetune-a100 shows no interruption notice"
+zone2=$("$CLI" jobs get "$id_train" -o json | json "d['placement']['zone']")
+echo "finetune-a100: $zone1 -> $zone2 (attempt $a)"
+
+say "waiting for hello to finish (tradewind jobs wait exits with the job's outcome)"
+"$CLI" jobs wait "$id_hello" --timeout 60s && echo "hello: succeeded (exit 0)"
+
+say "cancelling the training run: its instance is terminated"
+"$CLI" jobs cancel "$id_train" >/dev/null
+sleep 1.5
+inst2=$("$CLI" jobs get "$id_train" -o json | json "d['placement']['instance_id']")
+curl -fsS "$fake/_fake/ec2/instances/$inst2" | json "'$inst2: ' + d['state']"
+
+say "all jobs"
+"$CLI" jobs list
+
+say "spend report"
+echo "(metering and spend reports arrive with the billing work; not in this build)"
+
+echo
+echo "demo: done"
