@@ -395,6 +395,15 @@ static void generic_checks_and_defaults(void) {
   CHECK(!strcmp(inst.id, "h-2") && !strcmp(inst.provider, "holes"));
   CHECK(!strcmp(inst.provider_state, "unknown"));
   CHECK(tw_provider_describe(p, "h-3", &inst, NULL) == TW_E_NOTFOUND);
+  /* No read_output slot: the provider keeps no output. */
+  struct tw_buf out;
+  bool eof = true;
+  tw_buf_init(&out);
+  memset(&err, 0, sizeof err);
+  CHECK(tw_provider_read_output(p, "h-2", 0, 4096, &out, &eof, &err) ==
+        TW_E_NOTFOUND);
+  CHECK(!eof && out.len == 0 && strstr(err.msg, "keeps no output"));
+  tw_buf_release(&out);
   tw_provider_free(p);
 
   memset(&err, 0, sizeof err);
