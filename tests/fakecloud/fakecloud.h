@@ -8,6 +8,7 @@
 #ifndef TW_TESTS_FAKECLOUD_FAKECLOUD_H
 #define TW_TESTS_FAKECLOUD_FAKECLOUD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,6 +37,10 @@ struct fc_opts {
   size_t n_creds;
   size_t max_body_bytes;    /* 0: FC_MAX_BODY_BYTES */
   int verbose;              /* log each request to stderr */
+  /* PEM files: both set, every module is served over HTTPS (the Azure
+   * SDK sends bearer tokens over https only); NULL: plain http. */
+  const char *tls_cert_path;
+  const char *tls_key_path;
 };
 
 struct fc_server;
@@ -45,13 +50,16 @@ void fc_opts_init(struct fc_opts *o);
 
 /* Loads catalog and faults, binds and starts serving on background
  * threads.  *out is owned (fc_server_stop).  Errors: TW_E_INVALID for a
- * bad catalog or fault file (naming it), TW_E_IO when the port cannot be
- * bound. */
+ * bad catalog or fault file (naming it) or a TLS file that cannot be read,
+ * TW_E_IO when the port cannot be bound or TLS cannot start. */
 enum tw_rc fc_server_start(const struct fc_opts *o, struct fc_server **out,
                            struct tw_err *err);
 
 /* The bound port (the chosen one when 0 was asked). */
 unsigned fc_server_port(const struct fc_server *s);
+
+/* Whether s serves HTTPS (--tls-cert and --tls-key). */
+bool fc_tls(const struct fc_server *s);
 
 /* Stops serving, waits for in-flight requests, frees s (NULL: no-op). */
 void fc_server_stop(struct fc_server *s);

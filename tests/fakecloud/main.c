@@ -32,6 +32,8 @@ static const char usage[] =
     "  --faults FILE        fault schedule (JSON, see docs/fakecloud.md).\n"
     "  --credentials AK:SK  accept another access key (repeatable, up to %d).\n"
     "  --max-body BYTES     largest request body (default %u; above: 413).\n"
+    "  --tls-cert FILE      serve HTTPS with this PEM certificate (and\n"
+    "  --tls-key FILE       this PEM key); the first line then says https.\n"
     "  --verbose            log each request to stderr.\n"
     "  --help               this text.\n"
     "\n"
@@ -120,6 +122,10 @@ int main(int argc, char **argv) {
       o.catalog_path = v;
     } else if (!strcmp(a, "--faults")) {
       o.faults_path = v;
+    } else if (!strcmp(a, "--tls-cert")) {
+      o.tls_cert_path = v;
+    } else if (!strcmp(a, "--tls-key")) {
+      o.tls_key_path = v;
     } else if (!strcmp(a, "--clock-speed")) {
       o.clock_speed = strtod(v, &end);
       if (*end || !*v || !(o.clock_speed >= 0) || o.clock_speed > 1e6)
@@ -148,6 +154,10 @@ int main(int argc, char **argv) {
     }
   }
   o.listen_host = host;
+  if (!o.tls_cert_path != !o.tls_key_path)
+    return bad("--tls-cert and --tls-key go together", o.tls_cert_path
+                                                          ? o.tls_cert_path
+                                                          : o.tls_key_path);
 
   /* Block the stop signals before the server's threads start, so they
    * inherit the mask and only sigwait() below sees them. */
@@ -166,7 +176,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "tradewind-fakecloud: %s\n", err.msg);
     return 1;
   }
-  printf("listening http://%s:%u\n", host, fc_server_port(s));
+  printf("listening %s://%s:%u\n", fc_tls(s) ? "https" : "http", host,
+         fc_server_port(s));
   fflush(stdout);
   int sig = 0;
   sigwait(&set, &sig);

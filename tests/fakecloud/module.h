@@ -38,12 +38,21 @@ struct fc_request {
   bool body_too_big;     /* the body passed the limit and was dropped */
 };
 
+#define FC_RESPONSE_EXTRA_MAX 8
+
 struct fc_response {
   int status;
   const char *content_type; /* static string */
   struct tw_buf body;
   int64_t delay_ms;         /* slow fault: sleep before answering */
   char request_id[40];      /* x-amzn-RequestId when set */
+  /* More headers (Azure-AsyncOperation, Retry-After, ...), added with
+   * fc_response_header(); names are static strings, values copies. */
+  struct {
+    const char *name;
+    char *value;
+  } extra[FC_RESPONSE_EXTRA_MAX];
+  size_t n_extra;
 };
 
 struct fc_module_ops {
@@ -80,6 +89,12 @@ const struct fc_opts *fc_opts(const struct fc_server *s);
 const char *fc_secret_for(const struct fc_server *s, const char *access_key);
 /* A fresh request id in UUID form from the seeded generator. */
 void fc_request_id(struct fc_server *s, char out[40]);
+
+/* Adds a response header (name static, value copied); beyond
+ * FC_RESPONSE_EXTRA_MAX headers, or for a value holding CR or LF, it is
+ * dropped. */
+void fc_response_header(struct fc_response *resp, const char *name,
+                        const char *value);
 
 /* Case-insensitive header lookup; NULL when absent. */
 const char *fc_header(const struct fc_request *req, const char *name);

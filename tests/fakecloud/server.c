@@ -27,6 +27,7 @@ static const struct fc_module_ops *const modules[] = {&fc_module_ec2};
 
 struct fc_server {
   struct fc_opts opts;
+  char *tls_cert, *tls_key; /* PEM text, kept while MHD runs */
   pthread_mutex_t mu;
   struct fc_clock clock;
   struct fc_rng rng;
@@ -83,6 +84,15 @@ void fc_request_id(struct fc_server *s, char out[40]) {
            (unsigned)(a >> 16) & 0xffff, (unsigned)a & 0xfff,
            (unsigned)((b >> 48) & 0x3fff) | 0x8000,
            (unsigned long long)(b & 0xffffffffffffull));
+}
+
+void fc_response_header(struct fc_response *resp, const char *name,
+                        const char *value) {
+  if (resp->n_extra >= FC_RESPONSE_EXTRA_MAX || strpbrk(value, "\r\n"))
+    return;
+  resp->extra[resp->n_extra].name = name;
+  resp->extra[resp->n_extra].value = tw_strdup(value);
+  resp->n_extra++;
 }
 
 const char *fc_header(const struct fc_request *req, const char *name) {
@@ -393,6 +403,10 @@ static enum MHD_Result respond(struct fc_server *s, struct MHD_Connection *con,
   MHD_add_response_header(r, MHD_HTTP_HEADER_DATE, date);
   if (resp.request_id[0])
     MHD_add_response_header(r, "x-amzn-RequestId", resp.request_id);
+  for (size_t i = 0; i < resp.n_extra; i++) {
+    MHD_add_response_header(r, resp.extra[i].name, resp.extra[i].value);
+    free(resp.extra[i].value);
+  }
   if (c->too_big)
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
   enum MHD_Result ret = MHD_queue_response(con, (unsigned)resp.status, r);
@@ -429,6 +443,41 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con,
     return MHD_YES;
   }
   return respond(s, con, c, method);
+}
+
+/* Reads a whole PEM file (at most 1 MiB) into *out. */
+static enum tw_rc read_pem(const char *path, const char *what, char **out,
+                           struct tw_err *err) {
+  FILE *f = path ? fopen(path, "rb") : NULL;
+  if (!f)
+    return tw_err_set(err, TW_E_INVALID, "%s: cannot open %s", what,
+                      path ? path : "(not given)");
+  struct tw_buf b;
+  tw_buf_init(&b);
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len < (1u << 20))
+    tw_buf_add(&b, chunk, n);
+  fclose(f);
+  if (!b.len || !strstr(b.data, "-----BEGIN ")) {
+    tw_buf_release(&b);
+    return tw_err_set(err, TW_E_INVALID, "%s: %s holds no PEM block", what,
+                      path);
+  }
+  *out = tw_buf_detach(&b);
+  return TW_OK;
+}
+
+static enum tw_rc tls_load(struct fc_server *s, struct tw_err *err) {
+  enum tw_rc rc;
+  if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+    return tw_err_set(err, TW_E_IO,
+                      "this libmicrohttpd was built without TLS support");
+  if ((rc = read_pem(s->opts.tls_cert_path, "--tls-cert", &s->tls_cert,
+                     err)) ||
+      (rc = read_pem(s->opts.tls_key_path, "--tls-key", &s->tls_key, err)))
+    return rc;
+  return TW_OK;
 }
 
 enum tw_rc fc_server_start(const struct fc_opts *o, struct fc_server **out,
@@ -469,13 +518,25 @@ enum tw_rc fc_server_start(const struct fc_opts *o, struct fc_server **out,
                     s->opts.listen_host);
     goto fail;
   }
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD |
+                   MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
+  if (o->tls_cert_path || o->tls_key_path) {
+    if ((rc = tls_load(s, err)))
+      goto fail;
+    flags |= MHD_USE_TLS;
+  }
+  /* MHD refuses the certificate options without MHD_USE_TLS: when TLS is
+   * off an empty MHD_OPTION_ARRAY stands in for them. */
+  struct MHD_OptionItem tls_opts[] = {
+      {MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert},
+      {MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key},
+      {MHD_OPTION_END, 0, NULL}};
   s->mhd = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-          MHD_USE_ERROR_LOG,
-      0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa,
+      flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa,
       MHD_OPTION_URI_LOG_CALLBACK, uri_logger, s,
       MHD_OPTION_NOTIFY_COMPLETED, request_done, s,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_ARRAY,
+      s->tls_cert ? tls_opts : tls_opts + 2, MHD_OPTION_END);
   if (!s->mhd) {
     rc = tw_err_set(err, TW_E_IO, "cannot listen on %s:%u",
                     s->opts.listen_host, o->port);
@@ -493,6 +554,8 @@ fail:
 
 unsigned fc_server_port(const struct fc_server *s) { return s->port; }
 
+bool fc_tls(const struct fc_server *s) { return s->tls_cert != NULL; }
+
 void fc_server_stop(struct fc_server *s) {
   if (!s)
     return;
@@ -504,5 +567,7 @@ void fc_server_stop(struct fc_server *s) {
   fc_faults_release(&s->faults);
   fc_catalog_free(s->catalog);
   pthread_mutex_destroy(&s->mu);
+  free(s->tls_cert);
+  free(s->tls_key);
   free(s);
 }
