@@ -132,7 +132,8 @@ void tw_place_rank(const struct tw_job_spec *spec, const struct tw_offer *offers
         tw_place_compute_cost(&offers[i], duration, spec->nodes > 0 ? spec->nodes : 1);
     out->n++;
   }
-  qsort(out->cands, out->n, sizeof *out->cands, by_cost);
+  if (out->n > 1) /* qsort wants a non-NULL base even for nothing */
+    qsort(out->cands, out->n, sizeof *out->cands, by_cost);
 }
 
 void tw_placement_release(struct tw_placement *p) {
