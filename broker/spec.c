@@ -27,6 +27,7 @@ const char *tw_market_str(enum tw_market m) {
   switch (m) {
   case TW_MARKET_SPOT: return "spot";
   case TW_MARKET_ON_DEMAND: return "on-demand";
+  case TW_MARKET_PRIVATE: return "private";
   case TW_MARKET_ANY: break;
   }
   return "any";

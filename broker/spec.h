@@ -18,7 +18,15 @@
 
 struct tw_node;
 
-enum tw_market { TW_MARKET_ANY = 0, TW_MARKET_SPOT, TW_MARKET_ON_DEMAND };
+/* TW_MARKET_PRIVATE: capacity the organisation owns (a Slurm cluster),
+ * priced at internal chargeback rates.  Offers carry it; a job spec cannot
+ * ask for it (`providers: [slurm]` selects private capacity instead). */
+enum tw_market {
+  TW_MARKET_ANY = 0,
+  TW_MARKET_SPOT,
+  TW_MARKET_ON_DEMAND,
+  TW_MARKET_PRIVATE
+};
 enum tw_arch { TW_ARCH_ANY = 0, TW_ARCH_X86_64, TW_ARCH_ARM64 };
 
 #define TW_SPEC_NAME_MAX 128
@@ -127,7 +135,8 @@ int tw_parse_size_bytes(const char *s, int64_t *out);  /* "10GiB", "500GB", "102
  * region selectors: a NULL-terminated list ("aws", "azure", ...). */
 extern const char *const tw_spec_providers[];
 
-const char *tw_market_str(enum tw_market m); /* "any", "spot", "on-demand" */
+const char *tw_market_str(enum tw_market m); /* "any", "spot", "on-demand",
+                                                "private" */
 const char *tw_arch_str(enum tw_arch a);     /* "any", "x86_64", "arm64" */
 
 #endif
