@@ -186,6 +186,7 @@ extern const struct tw_cli_cmd tw_cli_cmd_jobs_get;
 extern const struct tw_cli_cmd tw_cli_cmd_jobs_cancel;
 extern const struct tw_cli_cmd tw_cli_cmd_jobs_wait;
 extern const struct tw_cli_cmd tw_cli_cmd_jobs_events;
+extern const struct tw_cli_cmd tw_cli_cmd_jobs_logs;
 
 /* Option ids below this are the commands' own. */
 #define TW_CLI_OPT_GLOBAL 1000
