@@ -1,0 +1,1489 @@
+/* alibaba.c - the Alibaba Cloud ECS adapter: the RPC API (version
+ * 2014-05-26) signed with the legacy HMAC-SHA1 form or ACS3-HMAC-SHA256
+ * (ali_sign.h), JSON answers read by ecs_json.c, spot reclaim notices from
+ * CloudMonitor (version 2019-01-01).
+ *
+ * Translation only: retries, backoff and jitter are the http helper's
+ * (providers/http.h), which calls ali_sign_attempt() before every attempt
+ * so each attempt carries a fresh timestamp and nonce (ECS refuses a
+ * nonce it has seen: a retry must never repeat one).  Prices arrive in
+ * CNY and become micro-USD at the configured rate.  Config keys, the error
+ * table and the event mapping: docs/alibaba.md. */
+#include "alibaba.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "broker/clock.h"
+#include "broker/mem.h"
+#include "broker/node.h"
+#include "providers/alibaba/ali_sign.h"
+#include "providers/alibaba/ecs_json.h"
+#include "providers/http.h"
+
+#define ALI_ECS_VERSION "2014-05-26"
+#define ALI_CMS_VERSION "2019-01-01"
+#define ALI_FORM "application/x-www-form-urlencoded"
+/* ECS raises the reclaim event five minutes before it releases a spot
+ * instance. */
+#define ALI_NOTICE_LEAD_MS 300000
+/* Pay-as-you-go ECS is billed by the second. */
+#define ALI_BILLING_GRANULARITY_S 1
+#define ALI_WHERE_MAX 4096
+/* DescribeInstanceTypes takes at most 10 InstanceTypes.N. */
+#define ALI_TYPES_PER_CALL 10
+
+struct ali_image {
+  char region[TW_MODEL_NAME_MAX]; /* "" = default */
+  char *image;
+};
+
+struct ali_vswitch {
+  char zone[TW_MODEL_NAME_MAX]; /* "" = default */
+  char *id;
+};
+
+struct ali_where {
+  char id[TW_MODEL_ID_MAX];
+  char region[TW_MODEL_NAME_MAX];
+};
+
+struct ali_ctx {
+  char *endpoint;     /* may hold "{region}" */
+  char *cms_endpoint; /* CloudMonitor; NULL: no reclaim times */
+  char **regions;
+  size_t n_regions;
+  char *access_key, *secret_key; /* never logged */
+  bool acs3;                     /* sign ACS3-HMAC-SHA256, else HMAC-SHA1 */
+  long timeout_ms, connect_timeout_ms;
+  char *ca_file;
+  struct ali_image *images;
+  size_t n_images;
+  struct ali_vswitch *vswitches;
+  size_t n_vswitches;
+  char *security_group_id, *key_pair_name;
+  char **types; /* instance_types: only these are offered; NULL all */
+  size_t n_types;
+  int64_t rate_uusd;  /* USD per CNY, in micro-USD */
+  char rate_text[24]; /* as configured: "0.1380" */
+  char rate_date[16]; /* "2024-05-01" */
+  int64_t spot_duration_h;
+  char *spot_behavior;
+  int64_t spot_window_ms;
+  int64_t max_pages;
+  int64_t page_size;
+  struct tw_http *http;
+
+  /* Mutable after init. */
+  atomic_llong skew_ms; /* server clock minus ours, learnt from Date */
+  pthread_mutex_t lock; /* guards where */
+  struct ali_where *where;
+  size_t n_where, next_where;
+};
+
+/* ---- config ------------------------------------------------------------- */
+
+static const char *const ali_keys[] = {"endpoint",
+                                       "cms_endpoint",
+                                       "region",
+                                       "regions",
+                                       "access_key_env",
+                                       "access_key_file",
+                                       "secret_key_env",
+                                       "secret_key_file",
+                                       "access_key",
+                                       "secret_key",
+                                       "signature",
+                                       "timeout_ms",
+                                       "connect_timeout_ms",
+                                       "max_attempts",
+                                       "backoff_base_ms",
+                                       "backoff_cap_ms",
+                                       "ca_file",
+                                       "image",
+                                       "images",
+                                       "vswitch_id",
+                                       "vswitch_ids",
+                                       "security_group_id",
+                                       "key_pair_name",
+                                       "instance_types",
+                                       "cny_usd_rate",
+                                       "cny_usd_rate_date",
+                                       "spot_duration_h",
+                                       "spot_interruption_behavior",
+                                       "spot_history_s",
+                                       "max_pages",
+                                       "page_size",
+                                       NULL};
+
+static void free_strv(char **v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(v[i]);
+  free(v);
+}
+
+/* A list of strings: a sequence of scalars or one scalar. */
+static enum tw_rc cfg_list(const struct tw_node *cfg, const char *key,
+                           char ***out, size_t *n, struct tw_err *err) {
+  const struct tw_node *v = tw_node_get(cfg, key);
+  *out = NULL;
+  *n = 0;
+  if (!v)
+    return TW_OK;
+  if (v->kind == TW_NODE_SCALAR) {
+    *out = tw_calloc(1, sizeof **out);
+    (*out)[0] = tw_strdup(v->str);
+    *n = 1;
+    return TW_OK;
+  }
+  if (v->kind != TW_NODE_SEQ)
+    return tw_err_field(err, TW_E_INVALID, key,
+                        "%s: expected a list of strings, got %s", key,
+                        tw_node_type_name(v));
+  *out = tw_calloc(v->n ? v->n : 1, sizeof **out);
+  for (size_t i = 0; i < v->n; i++) {
+    if (v->items[i]->kind != TW_NODE_SCALAR || !*v->items[i]->str) {
+      free_strv(*out, *n);
+      *out = NULL;
+      *n = 0;
+      return tw_err_field(err, TW_E_INVALID, key,
+                          "%s[%zu]: expected a non-empty string, got %s", key,
+                          i, tw_node_type_name(v->items[i]));
+    }
+    (*out)[(*n)++] = tw_strdup(v->items[i]->str);
+  }
+  return TW_OK;
+}
+
+static enum tw_rc opt_str(const struct tw_node *cfg, const char *key,
+                          const char *def, char **out, struct tw_err *err) {
+  const char *v;
+  enum tw_rc rc = tw_provider_cfg_str(cfg, key, def, &v, err);
+  if (rc)
+    return rc;
+  *out = tw_strdup(v);
+  return TW_OK;
+}
+
+static void ali_free(struct tw_provider *p) {
+  struct ali_ctx *a = p->ctx;
+  if (!a)
+    return;
+  tw_http_free(a->http);
+  free(a->endpoint);
+  free(a->cms_endpoint);
+  free_strv(a->regions, a->n_regions);
+  /* Wiped, not just freed: a core dump should not carry the secret. */
+  if (a->secret_key)
+    OPENSSL_cleanse(a->secret_key, strlen(a->secret_key));
+  free(a->access_key);
+  free(a->secret_key);
+  free(a->ca_file);
+  for (size_t i = 0; i < a->n_images; i++)
+    free(a->images[i].image);
+  free(a->images);
+  for (size_t i = 0; i < a->n_vswitches; i++)
+    free(a->vswitches[i].id);
+  free(a->vswitches);
+  free(a->security_group_id);
+  free(a->key_pair_name);
+  free_strv(a->types, a->n_types);
+  free(a->spot_behavior);
+  free(a->where);
+  pthread_mutex_destroy(&a->lock);
+  free(a);
+  p->ctx = NULL;
+}
+
+static bool url_ok(const char *u) {
+  return !strncmp(u, "http://", 7) || !strncmp(u, "https://", 8);
+}
+
+/* name: scalar for every key, or {key: value} per region or zone. */
+static enum tw_rc read_per_key(const struct tw_node *cfg, const char *one,
+                               const char *many, char (**keys)[TW_MODEL_NAME_MAX],
+                               char ***vals, size_t *n, struct tw_err *err) {
+  const char *v;
+  enum tw_rc rc = tw_provider_cfg_str(cfg, one, NULL, &v, err);
+  if (rc)
+    return rc;
+  const struct tw_node *m = tw_node_get(cfg, many);
+  if (m && m->kind != TW_NODE_MAP)
+    return tw_err_field(err, TW_E_INVALID, many,
+                        "%s: expected a mapping of names to ids", many);
+  size_t cap = (m ? m->n : 0) + 1;
+  *keys = tw_calloc(cap, sizeof **keys);
+  *vals = tw_calloc(cap, sizeof **vals);
+  *n = 0;
+  if (v) {
+    (*vals)[(*n)++] = tw_strdup(v);
+  }
+  for (size_t i = 0; m && i < m->n; i++) {
+    if (m->items[i]->kind != TW_NODE_SCALAR || !*m->items[i]->str ||
+        strlen(m->keys[i]) >= TW_MODEL_NAME_MAX)
+      return tw_err_field(err, TW_E_INVALID, many,
+                          "%s.%s: expected an id", many, m->keys[i]);
+    TW_SET((*keys)[*n], m->keys[i]);
+    (*vals)[(*n)++] = tw_strdup(m->items[i]->str);
+  }
+  return TW_OK;
+}
+
+static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
+                           struct tw_err *err) {
+  enum tw_rc rc = tw_provider_cfg_check_keys(cfg, ali_keys, err);
+  if (rc)
+    return rc;
+  struct ali_ctx *a = tw_calloc(1, sizeof *a);
+  pthread_mutex_init(&a->lock, NULL);
+  atomic_init(&a->skew_ms, 0);
+  p->ctx = a;
+
+  int64_t v, attempts, base, cap;
+  const char *s;
+  if ((rc = opt_str(cfg, "endpoint", "https://ecs.{region}.aliyuncs.com",
+                    &a->endpoint, err)) ||
+      (rc = opt_str(cfg, "cms_endpoint",
+                    "https://metrics.{region}.aliyuncs.com", &a->cms_endpoint,
+                    err)))
+    return rc;
+  if (!url_ok(a->endpoint))
+    return tw_err_field(err, TW_E_INVALID, "endpoint",
+                        "endpoint: expected an http:// or https:// URL");
+  if (!*a->cms_endpoint) { /* "": reclaim notices without their time */
+    free(a->cms_endpoint);
+    a->cms_endpoint = NULL;
+  } else if (!url_ok(a->cms_endpoint)) {
+    return tw_err_field(err, TW_E_INVALID, "cms_endpoint",
+                        "cms_endpoint: expected an http:// or https:// URL "
+                        "or \"\"");
+  }
+  if ((rc = cfg_list(cfg, "regions", &a->regions, &a->n_regions, err)))
+    return rc;
+  if (!a->n_regions &&
+      (rc = cfg_list(cfg, "region", &a->regions, &a->n_regions, err)))
+    return rc;
+  if (!a->n_regions)
+    return tw_err_field(err, TW_E_INVALID, "regions",
+                        "regions: at least one region is required");
+  for (size_t i = 0; i < a->n_regions; i++)
+    if (strlen(a->regions[i]) >= TW_MODEL_NAME_MAX)
+      return tw_err_field(err, TW_E_INVALID, "regions",
+                          "regions[%zu]: too long", i);
+
+  if ((rc = tw_provider_cfg_secret(cfg, "access_key",
+                                   "ALIBABA_CLOUD_ACCESS_KEY_ID", true,
+                                   &a->access_key, err)) ||
+      (rc = tw_provider_cfg_secret(cfg, "secret_key",
+                                   "ALIBABA_CLOUD_ACCESS_KEY_SECRET", true,
+                                   &a->secret_key, err)))
+    return rc;
+
+  if ((rc = tw_provider_cfg_str(cfg, "signature", "hmac-sha1", &s, err)))
+    return rc;
+  if (!strcmp(s, "acs3"))
+    a->acs3 = true;
+  else if (strcmp(s, "hmac-sha1"))
+    return tw_err_field(err, TW_E_INVALID, "signature",
+                        "signature: expected hmac-sha1 or acs3, got \"%s\"",
+                        s);
+
+  /* The exchange rate and the day it was read: every offer carries both,
+   * so a price can always be traced back to the CNY it came from. */
+  const char *rate, *date;
+  if ((rc = tw_provider_cfg_str(cfg, "cny_usd_rate", NULL, &rate, err)) ||
+      (rc = tw_provider_cfg_str(cfg, "cny_usd_rate_date", NULL, &date, err)))
+    return rc;
+  struct tw_err e = {0};
+  if (!rate || tw_provider_usd_to_uusd(rate, &a->rate_uusd, &e) ||
+      a->rate_uusd <= 0 || strlen(rate) >= sizeof a->rate_text)
+    return tw_err_field(err, TW_E_INVALID, "cny_usd_rate",
+                        "cny_usd_rate: expected the USD value of one CNY, "
+                        "such as \"0.1380\"");
+  int y, mo, d, n = 0;
+  if (!date || sscanf(date, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 ||
+      date[n] || n != 10 || mo < 1 || mo > 12 || d < 1 || d > 31)
+    return tw_err_field(err, TW_E_INVALID, "cny_usd_rate_date",
+                        "cny_usd_rate_date: expected the day the rate was "
+                        "read, YYYY-MM-DD");
+  TW_SET(a->rate_text, rate);
+  TW_SET(a->rate_date, date);
+
+  if ((rc =
+           tw_provider_cfg_int(cfg, "timeout_ms", 100, 600000, 20000, &v, err)))
+    return rc;
+  a->timeout_ms = (long)v;
+  if ((rc = tw_provider_cfg_int(cfg, "connect_timeout_ms", 100, 60000, 5000, &v,
+                                err)))
+    return rc;
+  a->connect_timeout_ms = (long)v;
+  if ((rc = tw_provider_cfg_int(cfg, "max_attempts", 1, 20, 4, &attempts,
+                                err)) ||
+      (rc = tw_provider_cfg_int(cfg, "backoff_base_ms", 1, 60000, 200, &base,
+                                err)) ||
+      (rc = tw_provider_cfg_int(cfg, "backoff_cap_ms", 1, 600000, 20000, &cap,
+                                err)) ||
+      (rc = tw_provider_cfg_int(cfg, "spot_history_s", 60, 30 * 86400, 3600,
+                                &v, err)))
+    return rc;
+  a->spot_window_ms = v * 1000;
+  /* SpotDuration: hours of protection from reclaim after launch (ECS: 0
+   * none, 1 the default, up to 6 where offered). */
+  if ((rc = tw_provider_cfg_int(cfg, "spot_duration_h", 0, 6, 1,
+                                &a->spot_duration_h, err)) ||
+      (rc = tw_provider_cfg_int(cfg, "max_pages", 1, 100000, 1000,
+                                &a->max_pages, err)) ||
+      (rc = tw_provider_cfg_int(cfg, "page_size", 1, 100, 100, &a->page_size,
+                                err)))
+    return rc;
+  if ((rc = opt_str(cfg, "spot_interruption_behavior", "Terminate",
+                    &a->spot_behavior, err)))
+    return rc;
+  if (strcmp(a->spot_behavior, "Terminate") && strcmp(a->spot_behavior, "Stop"))
+    return tw_err_field(err, TW_E_INVALID, "spot_interruption_behavior",
+                        "spot_interruption_behavior: expected Terminate or "
+                        "Stop");
+  if ((rc = opt_str(cfg, "ca_file", NULL, &a->ca_file, err)) ||
+      (rc = opt_str(cfg, "security_group_id", NULL, &a->security_group_id,
+                    err)) ||
+      (rc = opt_str(cfg, "key_pair_name", NULL, &a->key_pair_name, err)) ||
+      (rc = cfg_list(cfg, "instance_types", &a->types, &a->n_types, err)))
+    return rc;
+
+  char(*keys)[TW_MODEL_NAME_MAX] = NULL;
+  char **vals = NULL;
+  size_t nv = 0;
+  rc = read_per_key(cfg, "image", "images", &keys, &vals, &nv, err);
+  a->images = tw_calloc(nv + 1, sizeof *a->images);
+  for (size_t i = 0; i < nv; i++) {
+    TW_SET(a->images[i].region, keys[i]);
+    a->images[i].image = vals[i];
+  }
+  a->n_images = nv;
+  free(keys);
+  free(vals);
+  if (rc)
+    return rc;
+  rc = read_per_key(cfg, "vswitch_id", "vswitch_ids", &keys, &vals, &nv, err);
+  a->vswitches = tw_calloc(nv + 1, sizeof *a->vswitches);
+  for (size_t i = 0; i < nv; i++) {
+    TW_SET(a->vswitches[i].zone, keys[i]);
+    a->vswitches[i].id = vals[i];
+  }
+  a->n_vswitches = nv;
+  free(keys);
+  free(vals);
+  if (rc)
+    return rc;
+
+  struct tw_http_opts ho = {0};
+  ho.max_attempts = (unsigned)attempts;
+  ho.backoff_base_ms = base;
+  ho.backoff_cap_ms = cap;
+  ho.clock = p->clock;
+  return tw_http_new(&ho, &a->http, err);
+}
+
+static const char *image_for(const struct ali_ctx *a, const char *region) {
+  const char *def = NULL;
+  for (size_t i = 0; i < a->n_images; i++) {
+    if (!strcmp(a->images[i].region, region))
+      return a->images[i].image;
+    if (!a->images[i].region[0])
+      def = a->images[i].image;
+  }
+  return def;
+}
+
+static const char *vswitch_for(const struct ali_ctx *a, const char *zone) {
+  const char *def = NULL;
+  for (size_t i = 0; i < a->n_vswitches; i++) {
+    if (!strcmp(a->vswitches[i].zone, zone))
+      return a->vswitches[i].id;
+    if (!a->vswitches[i].zone[0])
+      def = a->vswitches[i].id;
+  }
+  return def;
+}
+
+/* ---- request parameters ------------------------------------------------- */
+
+struct ali_params {
+  struct tw_ali_pair *v; /* names and values owned */
+  size_t n;
+};
+
+static void ap_add(struct ali_params *p, const char *name,
+                   const char *value) {
+  p->v = tw_realloc(p->v, (p->n + 1) * sizeof *p->v);
+  p->v[p->n].name = tw_strdup(name);
+  p->v[p->n].value = tw_strdup(value ? value : "");
+  p->n++;
+}
+
+static void ap_addf(struct ali_params *p, const char *value, const char *fmt,
+                    ...) __attribute__((format(printf, 3, 4)));
+static void ap_addf(struct ali_params *p, const char *value, const char *fmt,
+                    ...) {
+  char name[128];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(name, sizeof name, fmt, ap);
+  va_end(ap);
+  ap_add(p, name, value);
+}
+
+static void ap_release(struct ali_params *p) {
+  for (size_t i = 0; i < p->n; i++) {
+    free((char *)p->v[i].name);
+    free((char *)p->v[i].value);
+  }
+  free(p->v);
+  p->v = NULL;
+  p->n = 0;
+}
+
+/* "name=value&..." percent-encoded as signed. */
+static void ap_encode(struct tw_buf *b, const struct tw_ali_pair *v,
+                      size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      tw_buf_addc(b, '&');
+    tw_ali_encode(b, v[i].name, strlen(v[i].name));
+    tw_buf_addc(b, '=');
+    tw_ali_encode(b, v[i].value, strlen(v[i].value));
+  }
+}
+
+/* ---- signed calls ------------------------------------------------------- */
+
+static void iso_time(int64_t ms, char out[32]) {
+  time_t t = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* An RFC 7231 Date in ms; -1 when malformed. */
+static int64_t http_date_ms(const char *s) {
+  static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+  char mon[4];
+  int d, y, h, mi, se;
+  if (!s ||
+      sscanf(s, "%*3s, %d %3s %d %d:%d:%d GMT", &d, mon, &y, &h, &mi, &se) != 6)
+    return -1;
+  const char *m = strstr(months, mon);
+  if (!m || (m - months) % 3)
+    return -1;
+  struct tm tm = {.tm_sec = se,
+                  .tm_min = mi,
+                  .tm_hour = h,
+                  .tm_mday = d,
+                  .tm_mon = (int)((m - months) / 3),
+                  .tm_year = y - 1900};
+  return (int64_t)timegm(&tm) * 1000;
+}
+
+static void nonce(char out[33]) {
+  static const char hex[] = "0123456789abcdef";
+  unsigned char r[16];
+  if (RAND_bytes(r, sizeof r) != 1) {
+    /* Uniqueness is what matters, not secrecy: fall back on time and a
+     * counter. */
+    static atomic_ulong seq;
+    unsigned long long t = (unsigned long long)tw_mono_us();
+    unsigned long k = atomic_fetch_add(&seq, 1);
+    memcpy(r, &t, 8);
+    memcpy(r + 8, &k, sizeof k < 8 ? sizeof k : 8);
+  }
+  for (int i = 0; i < 16; i++) {
+    out[2 * i] = hex[r[i] >> 4];
+    out[2 * i + 1] = hex[r[i] & 15];
+  }
+  out[32] = '\0';
+}
+
+struct ali_req {
+  struct tw_provider *p;
+  struct ali_ctx *a;
+  const char *action;
+  const char *version;
+  const struct ali_params *params; /* the action's own */
+  char host[256];
+  char url[4096];
+  /* The request the http helper sends.  The legacy form carries its
+   * timestamp, nonce and signature in the body, so the prepare hook
+   * rebuilds body (and points hreq at it) before every attempt; the
+   * helper reads the body only after the hook has run. */
+  struct tw_http_request hreq;
+  struct tw_buf body;
+};
+
+/* Splits the endpoint (its {region} replaced) into URL and host. */
+static enum tw_rc endpoint_for(struct ali_req *r, const char *tmpl,
+                               const char *region, struct tw_err *err) {
+  struct tw_buf u;
+  tw_buf_init(&u);
+  const char *e = tmpl, *at;
+  while ((at = strstr(e, "{region}"))) {
+    tw_buf_add(&u, e, (size_t)(at - e));
+    tw_buf_adds(&u, region);
+    e = at + strlen("{region}");
+  }
+  tw_buf_adds(&u, e);
+  const char *hs = strstr(u.data, "://") + 3;
+  size_t hl = strcspn(hs, "/?#");
+  enum tw_rc rc = TW_OK;
+  if (hl == 0 || hl >= sizeof r->host || u.len + 2 >= 1024) {
+    rc = tw_err_set(err, TW_E_INVALID, "alibaba: endpoint %s: malformed",
+                    tmpl);
+  } else {
+    memcpy(r->host, hs, hl);
+    r->host[hl] = '\0';
+    /* RPC APIs are served at "/" of the host. */
+    snprintf(r->url, sizeof r->url, "%.*s/", (int)(hs + hl - u.data),
+             u.data);
+  }
+  tw_buf_release(&u);
+  return rc;
+}
+
+/* The http helper's prepare hook: sign this attempt with a fresh time and
+ * nonce. */
+static enum tw_rc ali_sign_attempt(void *vctx, struct tw_http_attempt *att,
+                                   struct tw_err *err) {
+  struct ali_req *r = vctx;
+  struct ali_ctx *a = r->a;
+  char ts[32], non[33];
+  iso_time(tw_clock_now_ms(r->p->clock) + atomic_load(&a->skew_ms), ts);
+  nonce(non);
+  if (!a->acs3) {
+    struct ali_params all = {0};
+    ap_add(&all, "Action", r->action);
+    ap_add(&all, "Version", r->version);
+    ap_add(&all, "Format", "JSON");
+    ap_add(&all, "AccessKeyId", a->access_key);
+    ap_add(&all, "SignatureMethod", "HMAC-SHA1");
+    ap_add(&all, "SignatureVersion", "1.0");
+    ap_add(&all, "SignatureNonce", non);
+    ap_add(&all, "Timestamp", ts);
+    for (size_t i = 0; i < r->params->n; i++)
+      ap_add(&all, r->params->v[i].name, r->params->v[i].value);
+    char sig[32];
+    enum tw_rc rc =
+        tw_ali_rpc_sign("POST", all.v, all.n, a->secret_key, sig, NULL, err);
+    if (rc == TW_OK) {
+      ap_add(&all, "Signature", sig);
+      tw_buf_reset(&r->body);
+      ap_encode(&r->body, all.v, all.n);
+      r->hreq.body = r->body.data;
+      r->hreq.body_len = r->body.len;
+    }
+    ap_release(&all);
+    return rc;
+  }
+  char hash[65];
+  tw_ali_sha256_hex("", 0, hash);
+  const struct tw_ali_pair h[] = {{"host", r->host},
+                                  {"x-acs-action", r->action},
+                                  {"x-acs-version", r->version},
+                                  {"x-acs-date", ts},
+                                  {"x-acs-signature-nonce", non},
+                                  {"x-acs-content-sha256", hash}};
+  struct tw_ali_acs3_request sr = {.method = "POST",
+                                   .path = "/",
+                                   .query = r->params->v,
+                                   .n_query = r->params->n,
+                                   .headers = h,
+                                   .n_headers = sizeof h / sizeof h[0],
+                                   .payload_hash = hash};
+  struct tw_ali_acs3_result res;
+  enum tw_rc rc = tw_ali_acs3_sign(&sr, a->secret_key, &res, err);
+  if (rc == TW_OK) {
+    char *authz = tw_asprintf("%s Credential=%s,SignedHeaders=%s,Signature=%s",
+                              TW_ALI_ACS3, a->access_key, res.signed_headers,
+                              res.signature);
+    for (size_t i = 1; i < sizeof h / sizeof h[0]; i++)
+      tw_http_attempt_add_header(att, h[i].name, h[i].value);
+    tw_http_attempt_add_header(att, "Authorization", authz);
+    OPENSSL_cleanse(authz, strlen(authz));
+    free(authz);
+  }
+  tw_ali_acs3_result_release(&res);
+  return rc;
+}
+
+/* The http helper retries 429 and 5xx; some ECS errors with those statuses
+ * are not worth another attempt. */
+static bool ali_should_retry(void *ctx, long status,
+                             const struct tw_buf *body) {
+  struct tw_ecs_error e;
+  if (body && tw_ecs_parse_error(body->data, body->len, &e))
+    return tw_ecs_error_class(e.code, status) == TW_E_RETRYABLE;
+  return true;
+}
+
+/* Calls action (of API version) at the endpoint tmpl in region with the
+ * parameters params; on success *out holds the answer's body. */
+static enum tw_rc ali_call(struct tw_provider *p, const char *tmpl,
+                           const char *region, const char *action,
+                           const char *version,
+                           const struct ali_params *params,
+                           struct tw_buf *out, struct tw_err *err) {
+  struct ali_ctx *a = p->ctx;
+  struct ali_req *r = tw_calloc(1, sizeof *r);
+  r->p = p;
+  r->a = a;
+  r->action = action;
+  r->version = version;
+  r->params = params;
+  tw_buf_init(&r->body);
+  enum tw_rc rc = endpoint_for(r, tmpl, region, err);
+  if (rc) {
+    free(r);
+    return rc;
+  }
+  if (a->acs3 && params->n) {
+    /* ACS3 carries the parameters in the query, as the SDK does. */
+    struct tw_buf q;
+    tw_buf_init(&q);
+    tw_buf_adds(&q, r->url);
+    tw_buf_addc(&q, '?');
+    ap_encode(&q, params->v, params->n);
+    if (q.len >= sizeof r->url)
+      rc = tw_err_set(err, TW_E_TOOBIG, "alibaba %s: request too long",
+                      action);
+    else
+      memcpy(r->url, q.data, q.len + 1);
+    tw_buf_release(&q);
+    if (rc) {
+      free(r);
+      return rc;
+    }
+  }
+  const struct tw_http_header form[] = {{"Host", r->host},
+                                        {"Content-Type", ALI_FORM}};
+  r->hreq = (struct tw_http_request){
+      .method = "POST",
+      .url = r->url,
+      .headers = form,
+      .n_headers = a->acs3 ? 1 : 2,
+      .timeout_ms = a->timeout_ms,
+      .connect_timeout_ms = a->connect_timeout_ms,
+      .max_body_bytes = TW_ECS_JSON_MAX_BYTES,
+      .ca_file = a->ca_file,
+      .prepare = ali_sign_attempt,
+      .prepare_ctx = r,
+      .should_retry = ali_should_retry};
+  struct tw_http_response resp;
+  tw_http_response_init(&resp);
+  for (int round = 0;; round++) {
+    struct tw_err e = {0};
+    rc = tw_http_do(a->http, &r->hreq, &resp, &e);
+    if (rc) {
+      if (!*e.detail)
+        tw_err_detail(&e, "transport");
+      if (err && err->rc == TW_OK)
+        *err = e;
+      break;
+    }
+    if (resp.status == 200) {
+      /* CloudMonitor reports some failures with a 200 and Success
+       * false. */
+      if (tw_ecs_parse_error(resp.body.data, resp.body.len,
+                             &(struct tw_ecs_error){0})) {
+        rc = tw_ecs_response_error(action, resp.status, resp.body.data,
+                                   resp.body.len, err);
+        break;
+      }
+      tw_buf_release(out);
+      *out = resp.body;
+      tw_buf_init(&resp.body);
+      break;
+    }
+    rc = tw_ecs_response_error(action, resp.status, resp.body.data,
+                               resp.body.len, &e);
+    /* Our clock is off (or the server's is, as a fast-forwarded fake
+     * cloud's): learn the offset from its Date and sign again once. */
+    int64_t server_ms = http_date_ms(tw_http_response_header(&resp, "Date"));
+    if (round == 0 && server_ms > 0 &&
+        !strcmp(e.detail, "InvalidTimeStamp.Expired")) {
+      atomic_store(&a->skew_ms, server_ms - tw_clock_now_ms(p->clock));
+      continue;
+    }
+    if (err && err->rc == TW_OK)
+      *err = e;
+    break;
+  }
+  tw_http_response_release(&resp);
+  tw_buf_release(&r->body);
+  free(r);
+  return rc;
+}
+
+static enum tw_rc ecs_call(struct tw_provider *p, const char *region,
+                           const char *action, const struct ali_params *params,
+                           struct tw_buf *out, struct tw_err *err) {
+  struct ali_ctx *a = p->ctx;
+  return ali_call(p, a->endpoint, region, action, ALI_ECS_VERSION, params,
+                  out, err);
+}
+
+/* ---- where instances live ----------------------------------------------- */
+
+static void remember(struct ali_ctx *a, const char *id, const char *region) {
+  if (a->n_regions == 1)
+    return;
+  pthread_mutex_lock(&a->lock);
+  size_t i;
+  for (i = 0; i < a->n_where && strcmp(a->where[i].id, id); i++)
+    ;
+  if (i == a->n_where) {
+    if (!a->where)
+      a->where = tw_calloc(ALI_WHERE_MAX, sizeof *a->where);
+    if (a->n_where < ALI_WHERE_MAX) {
+      i = a->n_where++;
+    } else {
+      i = a->next_where; /* the oldest goes */
+      a->next_where = (a->next_where + 1) % ALI_WHERE_MAX;
+    }
+  }
+  TW_SET(a->where[i].id, id);
+  TW_SET(a->where[i].region, region);
+  pthread_mutex_unlock(&a->lock);
+}
+
+static size_t region_hint(struct ali_ctx *a, const char *id) {
+  size_t hint = 0;
+  pthread_mutex_lock(&a->lock);
+  for (size_t i = 0; i < a->n_where; i++)
+    if (!strcmp(a->where[i].id, id)) {
+      for (size_t r = 0; r < a->n_regions; r++)
+        if (!strcmp(a->regions[r], a->where[i].region))
+          hint = r;
+      break;
+    }
+  pthread_mutex_unlock(&a->lock);
+  return hint;
+}
+
+/* Runs fn in the region id was seen in, then in the others while they
+ * answer NotFound. */
+static enum tw_rc in_its_region(struct tw_provider *p, const char *id,
+                                enum tw_rc (*fn)(struct tw_provider *,
+                                                 const char *, const char *,
+                                                 void *, struct tw_err *),
+                                void *arg, struct tw_err *err) {
+  struct ali_ctx *a = p->ctx;
+  size_t first = region_hint(a, id);
+  enum tw_rc rc = TW_E_NOTFOUND;
+  for (size_t k = 0; k < a->n_regions; k++) {
+    const char *region = a->regions[(first + k) % a->n_regions];
+    struct tw_err e = {0};
+    rc = fn(p, region, id, arg, &e);
+    if (rc == TW_OK) {
+      remember(a, id, region);
+      return TW_OK;
+    }
+    if (rc != TW_E_NOTFOUND || k + 1 == a->n_regions) {
+      if (err && err->rc == TW_OK)
+        *err = e;
+      return rc;
+    }
+  }
+  return rc;
+}
+
+/* ---- launch, describe, terminate ---------------------------------------- */
+
+static bool configured_region(const struct ali_ctx *a, const char *region) {
+  for (size_t i = 0; i < a->n_regions; i++)
+    if (!strcmp(a->regions[i], region))
+      return true;
+  return false;
+}
+
+static enum tw_rc ali_launch(struct tw_provider *p, const struct tw_launch *req,
+                             struct tw_instance *out, struct tw_err *err) {
+  struct ali_ctx *a = p->ctx;
+  const struct tw_offer *o = req->offer;
+  if (!configured_region(a, o->region))
+    return tw_err_set(err, TW_E_INVALID,
+                      "alibaba launch: region %s is not configured for %s",
+                      o->region, p->account);
+  const char *image = req->image ? req->image : image_for(a, o->region);
+  if (!image)
+    return tw_err_field(err, TW_E_INVALID, "image",
+                        "alibaba launch: no image for region %s (set image "
+                        "or images.%s)",
+                        o->region, o->region);
+  struct ali_params f = {0};
+  struct tw_buf body;
+  tw_buf_init(&body);
+  enum tw_rc rc = TW_OK;
+  ap_add(&f, "RegionId", o->region);
+  if (*o->zone)
+    ap_add(&f, "ZoneId", o->zone);
+  ap_add(&f, "ImageId", image);
+  ap_add(&f, "InstanceType", o->instance_type);
+  ap_add(&f, "InstanceChargeType", "PostPaid");
+  ap_add(&f, "Amount", "1");
+  ap_add(&f, "MinAmount", "1");
+  /* The attempt's token: if a first call timed out after ECS accepted it,
+   * the retry (here or in the http helper) returns the same instance
+   * instead of buying a second one. */
+  ap_add(&f, "ClientToken", req->client_token);
+  if (o->market == TW_MARKET_SPOT) {
+    char price[48], dur[8];
+    if (req->max_price_uusd_per_hour > 0) {
+      /* SpotPriceLimit is CNY per hour with three decimals; rounded down
+       * so the limit never exceeds the caller's. */
+      int64_t milli =
+          tw_ecs_uusd_to_milli(req->max_price_uusd_per_hour, a->rate_uusd * 1000);
+      if (milli <= 0) {
+        rc = tw_err_field(err, TW_E_INVALID, "max_price",
+                          "alibaba launch: a maximum price of %lld micro-USD "
+                          "is below 0.001 CNY",
+                          (long long)req->max_price_uusd_per_hour);
+        goto out;
+      }
+      snprintf(price, sizeof price, "%lld.%03lld", (long long)(milli / 1000),
+               (long long)(milli % 1000));
+      ap_add(&f, "SpotStrategy", "SpotWithPriceLimit");
+      ap_add(&f, "SpotPriceLimit", price);
+    } else {
+      ap_add(&f, "SpotStrategy", "SpotAsPriceGo");
+    }
+    snprintf(dur, sizeof dur, "%lld", (long long)a->spot_duration_h);
+    ap_add(&f, "SpotDuration", dur);
+    ap_add(&f, "SpotInterruptionBehavior", a->spot_behavior);
+  } else {
+    ap_add(&f, "SpotStrategy", "NoSpot");
+  }
+  const char *tags[][2] = {{TW_TAG_JOB, req->job_id},
+                           {TW_TAG_ATTEMPT, req->attempt_id},
+                           {TW_TAG_TENANT, req->tenant}};
+  for (int i = 0; i < 3; i++) {
+    ap_addf(&f, tags[i][0], "Tag.%d.Key", i + 1);
+    ap_addf(&f, tags[i][1], "Tag.%d.Value", i + 1);
+  }
+  const char *vsw = vswitch_for(a, o->zone);
+  if (vsw)
+    ap_add(&f, "VSwitchId", vsw);
+  if (a->security_group_id)
+    ap_add(&f, "SecurityGroupId", a->security_group_id);
+  if (a->key_pair_name)
+    ap_add(&f, "KeyPairName", a->key_pair_name);
+  if (req->user_data) {
+    size_t n = strlen(req->user_data);
+    /* ECS takes at most 32 KiB of user data once encoded. */
+    if (4 * ((n + 2) / 3) > 32768) {
+      rc = tw_err_field(err, TW_E_INVALID, "user_data",
+                        "alibaba launch: user data is %zu bytes, ECS takes "
+                        "at most 32 KiB once base64-encoded",
+                        n);
+      goto out;
+    }
+    unsigned char *b64 = tw_malloc(4 * ((n + 2) / 3) + 1);
+    EVP_EncodeBlock(b64, (const unsigned char *)req->user_data, (int)n);
+    ap_add(&f, "UserData", (const char *)b64);
+    free(b64);
+  }
+
+  if ((rc = ecs_call(p, o->region, "RunInstances", &f, &body, err)))
+    goto out;
+  char **ids = NULL;
+  size_t n_ids = 0;
+  if ((rc = tw_ecs_parse_run(body.data, body.len, &ids, &n_ids, NULL, err)))
+    goto out;
+  if (n_ids != 1) {
+    rc = tw_err_set(err, TW_E_INTERNAL,
+                    "alibaba RunInstances: %zu instances in the answer, "
+                    "asked 1",
+                    n_ids);
+  } else {
+    /* RunInstances answers ids only: what was asked is what was bought,
+     * and DescribeInstances tells the rest later. */
+    tw_instance_init(out);
+    TW_SET(out->id, ids[0]);
+    TW_SET(out->region, o->region);
+    TW_SET(out->zone, o->zone);
+    TW_SET(out->instance_type, o->instance_type);
+    out->arch = o->arch;
+    out->market = o->market;
+    out->state = TW_INST_PENDING;
+    TW_SET(out->provider_state, "Pending");
+    remember(a, out->id, o->region);
+  }
+  for (size_t i = 0; i < n_ids; i++)
+    free(ids[i]);
+  free(ids);
+out:
+  ap_release(&f);
+  tw_buf_release(&body);
+  return rc;
+}
+
+static enum tw_rc describe_fn(struct tw_provider *p, const char *region,
+                              const char *id, void *vout, struct tw_err *err) {
+  struct tw_instance *out = vout;
+  struct ali_params f = {0};
+  struct tw_buf body, ids;
+  tw_buf_init(&body);
+  tw_buf_init(&ids);
+  /* InstanceIds is a JSON array in a string. */
+  tw_buf_adds(&ids, "[");
+  tw_buf_json_str(&ids, id);
+  tw_buf_adds(&ids, "]");
+  ap_add(&f, "RegionId", region);
+  ap_add(&f, "InstanceIds", ids.data);
+  enum tw_rc rc = ecs_call(p, region, "DescribeInstances", &f, &body, err);
+  struct tw_instance_list l;
+  tw_instance_list_init(&l);
+  if (rc == TW_OK)
+    rc = tw_ecs_parse_instances(body.data, body.len, &l, NULL, err);
+  if (rc == TW_OK) {
+    size_t i;
+    for (i = 0; i < l.n && strcmp(l.items[i].id, id); i++)
+      ;
+    if (i == l.n) {
+      /* ECS forgets released instances: an empty answer. */
+      tw_err_detail(err, "InvalidInstanceId.NotFound");
+      rc = tw_err_set(err, TW_E_NOTFOUND, "alibaba: no instance %s in %s", id,
+                      region);
+    } else {
+      *out = l.items[i];
+      TW_SET(out->region, region);
+    }
+  }
+  tw_instance_list_release(&l);
+  ap_release(&f);
+  tw_buf_release(&body);
+  tw_buf_release(&ids);
+  return rc;
+}
+
+static enum tw_rc ali_describe(struct tw_provider *p, const char *id,
+                               struct tw_instance *out, struct tw_err *err) {
+  return in_its_region(p, id, describe_fn, out, err);
+}
+
+static enum tw_rc terminate_fn(struct tw_provider *p, const char *region,
+                               const char *id, void *arg, struct tw_err *err) {
+  struct ali_params f = {0};
+  struct tw_buf body;
+  tw_buf_init(&body);
+  ap_add(&f, "RegionId", region);
+  ap_add(&f, "InstanceId.1", id);
+  /* Force: release a running instance without stopping it first. */
+  ap_add(&f, "Force", "true");
+  enum tw_rc rc = ecs_call(p, region, "DeleteInstances", &f, &body, err);
+  ap_release(&f);
+  tw_buf_release(&body);
+  return rc;
+}
+
+static enum tw_rc ali_terminate(struct tw_provider *p, const char *id,
+                                struct tw_err *err) {
+  struct tw_err e = {0};
+  enum tw_rc rc = in_its_region(p, id, terminate_fn, NULL, &e);
+  /* Released already (or by a reclaim): that is what was asked. */
+  if (rc == TW_E_NOTFOUND)
+    return TW_OK;
+  if (rc && err && err->rc == TW_OK)
+    *err = e;
+  return rc;
+}
+
+/* ---- paged listings ----------------------------------------------------- */
+
+/* Tradewind's instances in one region, every page (a tag filter with a key
+ * and no value matches every value). */
+static enum tw_rc managed_in(struct tw_provider *p, const char *region,
+                             struct tw_instance_list *out,
+                             struct tw_err *err) {
+  struct ali_ctx *a = p->ctx;
+  char next[256] = "", size[24];
+  enum tw_rc rc = TW_OK;
+  struct tw_buf body;
+  tw_buf_init(&body);
+  snprintf(size, sizeof size, "%lld", (long long)a->page_size);
+  int64_t pages = 0;
+  do {
+    if (++pages > a->max_pages) {
+      rc = tw_err_set(err, TW_E_TOOBIG,
+                      "alibaba DescribeInstances %s: more than %lld pages",
+                      region, (long long)a->max_pages);
+      break;
+    }
+    struct ali_params f = {0};
+    ap_add(&f, "RegionId", region);
+    ap_add(&f, "Tag.1.Key", TW_TAG_JOB);
+    ap_add(&f, "MaxResults", size);
+    if (next[0])
+      ap_add(&f, "NextToken", next);
+    struct tw_ecs_page pg;
+    size_t first = out->n;
+    rc = ecs_call(p, region, "DescribeInstances", &f, &body, err);
+    ap_release(&f);
+    if (rc ||
+        (rc = tw_ecs_parse_instances(body.data, body.len, out, &pg, err)))
+      break;
+    for (size_t i = first; i < out->n; i++) {
+      TW_SET(out->items[i].region, region);
+      remember(a, out->items[i].id, region);
+    }
+    if (pg.next_token[0] && !strcmp(pg.next_token, next)) {
+      rc = tw_err_set(err, TW_E_INTERNAL,
+                      "alibaba DescribeInstances %s: the same NextToken "
+                      "twice",
+                      region);
+      break;
+    }
+    memcpy(next, pg.next_token, sizeof next);
+  } while (next[0]);
+  tw_buf_release(&body);
+  return rc;
+}
+
+static enum tw_rc ali_list_managed(struct tw_provider *p,
+                                   struct tw_instance_list *out,
+                                   struct tw_err *err) {
+  struct ali_ctx *a = p->ctx;
+  for (size_t r = 0; r < a->n_regions; r++) {
+    enum tw_rc rc = managed_in(p, a->regions[r], out, err);
+    if (rc)
+      return rc;
+  }
+  return TW_OK;
+}
+
+/* ---- offers ------------------------------------------------------------- */
+
+/* The rate of a currency in nano-USD per unit: CNY at the configured rate,
+ * USD (the international site answers in USD) at par; 0 otherwise. */
+static int64_t rate_of(const struct ali_ctx *a, const char *currency) {
+  if (!*currency || !strcmp(currency, "CNY"))
+    return a->rate_uusd * 1000;
+  if (!strcmp(currency, "USD"))
+    return TW_ECS_NANO;
+  return 0;
+}
+
+static enum tw_rc stock_in(struct tw_provider *p, const char *region,
+                           bool spot, struct tw_ecs_stock_list *out,
+                           struct tw_err *err) {
+  struct ali_params f = {0};
+  struct tw_buf body;
+  tw_buf_init(&body);
+  ap_add(&f, "RegionId", region);
+  ap_add(&f, "DestinationResource", "InstanceType");
+  ap_add(&f, "ResourceType", "instance");
+  ap_add(&f, "InstanceChargeType", "PostPaid");
+  if (spot)
+    ap_add(&f, "SpotStrategy", "SpotAsPriceGo");
+  enum tw_rc rc =
+      ecs_call(p, region, "DescribeAvailableResource", &f, &body, err);
+  if (rc == TW_OK)
+    rc = tw_ecs_parse_available(body.data, body.len, "InstanceType", out,
+                                err);
+  ap_release(&f);
+  tw_buf_release(&body);
+  return rc;
+}
+
+static bool wanted(const struct ali_ctx *a, const char *type) {
+  if (!a->n_types)
+    return true;
+  for (size_t i = 0; i < a->n_types; i++)
+    if (!strcmp(a->types[i], type))
+      return true;
+  return false;
+}
+
+static enum tw_rc types_in(struct tw_provider *p, const char *region,
+                           char **names, size_t n,
+                           struct tw_ecs_itype_list *out,
+                           struct tw_err *err) {
+  struct ali_ctx *a = p->ctx;
+  enum tw_rc rc = TW_OK;
+  struct tw_buf body;
+  tw_buf_init(&body);
+  for (size_t at = 0; at < n && !rc; at += ALI_TYPES_PER_CALL) {
+    char next[256] = "";
+    int64_t pages = 0;
+    do {
+      if (++pages > a->max_pages) {
+        rc = tw_err_set(err, TW_E_TOOBIG,
+                        "alibaba DescribeInstanceTypes: more than %lld "
+                        "pages",
+                        (long long)a->max_pages);
+        break;
+      }
+      struct ali_params f = {0};
+      ap_add(&f, "RegionId", region);
+      for (size_t k = 0; k < ALI_TYPES_PER_CALL && at + k < n; k++)
+        ap_addf(&f, names[at + k], "InstanceTypes.%zu", k + 1);
+      ap_add(&f, "MaxResults", "100");
+      if (next[0])
+        ap_add(&f, "NextToken", next);
+      rc = ecs_call(p, region, "DescribeInstanceTypes", &f, &body, err);
+      ap_release(&f);
+      char tok[256];
+      if (rc || (rc = tw_ecs_parse_instance_types(body.data, body.len, out,
+                                                  tok, err)))
+        break;
+      if (tok[0] && !strcmp(tok, next)) {
+        rc = tw_err_set(err, TW_E_INTERNAL,
+                        "alibaba DescribeInstanceTypes: the same NextToken "
+                        "twice");
+        break;
+      }
+      memcpy(next, tok, sizeof next);
+    } while (next[0]);
+  }
+  tw_buf_release(&body);
+  return rc;
+}
+
+static enum tw_rc price_of(struct tw_provider *p, const char *region,
+                           const char *type, int64_t *uusd,
+                           char currency[8], struct tw_err *err) {
+  struct ali_ctx *a = p->ctx;
+  struct ali_params f = {0};
+  struct tw_buf body;
+  tw_buf_init(&body);
+  ap_add(&f, "RegionId", region);
+  ap_add(&f, "ResourceType", "instance");
+  ap_add(&f, "InstanceType", type);
+  ap_add(&f, "InstanceNetworkType", "vpc");
+  ap_add(&f, "PriceUnit", "Hour");
+  ap_add(&f, "Period", "1");
+  struct tw_ecs_price pr;
+  enum tw_rc rc = ecs_call(p, region, "DescribePrice", &f, &body, err);
+  if (rc == TW_OK)
+    rc = tw_ecs_parse_price(body.data, body.len, &pr, err);
+  if (rc == TW_OK) {
+    int64_t rate = rate_of(a, pr.currency);
+    if (!rate)
+      rc = tw_err_set(err, TW_E_INVALID,
+                      "alibaba DescribePrice %s: unknown currency %s", type,
+                      pr.currency);
+    else
+      rc = tw_ecs_to_uusd(pr.trade_nano, rate, uusd, err);
+    snprintf(currency, 8, "%s", pr.currency[0] ? pr.currency : "CNY");
+  }
+  ap_release(&f);
+  tw_buf_release(&body);
+  return rc;
+}
+
+static enum tw_rc spot_history(struct tw_provider *p, const char *region,
+                               const char *type,
+                               struct tw_ecs_spot_price_list *out,
+                               char currency[8], struct tw_err *err) {
+  struct ali_ctx *a = p->ctx;
+  char start[32], off[24];
+  enum tw_rc rc = TW_OK;
+  struct tw_buf body;
+  tw_buf_init(&body);
+  /* ECS also returns the price in force at StartTime, so every zone that
+   * sells the type has a row in the window. */
+  iso_time(tw_clock_now_ms(p->clock) + atomic_load(&a->skew_ms) -
+               a->spot_window_ms,
+           start);
+  int64_t offset = 0, pages = 0;
+  do {
+    if (++pages > a->max_pages) {
+      rc = tw_err_set(err, TW_E_TOOBIG,
+                      "alibaba DescribeSpotPriceHistory %s: more than %lld "
+                      "pages",
+                      type, (long long)a->max_pages);
+      break;
+    }
+    struct ali_params f = {0};
+    ap_add(&f, "RegionId", region);
+    ap_add(&f, "InstanceType", type);
+    ap_add(&f, "NetworkType", "vpc");
+    ap_add(&f, "OSType", "linux");
+    ap_add(&f, "StartTime", start);
+    if (offset) {
+      snprintf(off, sizeof off, "%lld", (long long)offset);
+      ap_add(&f, "Offset", off);
+    }
+    int64_t next = 0;
+    rc = ecs_call(p, region, "DescribeSpotPriceHistory", &f, &body, err);
+    ap_release(&f);
+    if (rc || (rc = tw_ecs_parse_spot_prices(body.data, body.len, out, &next,
+                                             currency, err)))
+      break;
+    if (next && next <= offset) {
+      rc = tw_err_set(err, TW_E_INTERNAL,
+                      "alibaba DescribeSpotPriceHistory: NextOffset went "
+                      "back");
+      break;
+    }
+    offset = next;
+  } while (offset);
+  tw_buf_release(&body);
+  return rc;
+}
+
+static void offer_from(const struct ali_ctx *a, struct tw_offer *o,
+                       const struct tw_ecs_itype *t, const char *region,
+                       const char *zone, enum tw_market market, int64_t uusd,
+                       const char *currency) {
+  TW_SET(o->region, region);
+  TW_SET(o->zone, zone);
+  TW_SET(o->zone_id, zone);
+  TW_SET(o->instance_type, t->name);
+  o->arch = t->arch;
+  o->vcpus = t->vcpus;
+  o->memory_mib = t->memory_mib;
+  TW_SET(o->accel_name, t->accel_name);
+  o->accel_count = t->accel_count;
+  o->accel_memory_mib = t->accel_memory_mib;
+  o->market = market;
+  o->price_uusd_per_hour = uusd;
+  o->billing_granularity_s = ALI_BILLING_GRANULARITY_S;
+  /* Where the price came from: the currency and, for CNY, the rate and
+   * the day it was read. */
+  tw_offer_set_label(o, "currency", currency);
+  if (strcmp(currency, "USD")) {
+    tw_offer_set_label(o, "fx_cny_usd", a->rate_text);
+    tw_offer_set_label(o, "fx_date", a->rate_date);
+  }
+  if (market == TW_MARKET_SPOT) {
+    char h[8];
+    snprintf(h, sizeof h, "%lld", (long long)a->spot_duration_h);
+    tw_offer_set_label(o, "spot_protection_h", h);
+  }
+}
+
+static int spot_cmp(const void *x, const void *y) {
+  const struct tw_ecs_spot_price *a = x, *b = y;
+  int c = strcmp(a->zone, b->zone);
+  if (!c) /* newest first */
+    c = (a->timestamp_ms < b->timestamp_ms) -
+        (a->timestamp_ms > b->timestamp_ms);
+  return c;
+}
+
+static bool in_stock(const struct tw_ecs_stock_list *l, const char *zone,
+                     const char *type) {
+  for (size_t i = 0; i < l->n; i++)
+    if (l->items[i].available && !strcmp(l->items[i].zone, zone) &&
+        !strcmp(l->items[i].value, type) &&
+        strcmp(l->items[i].category, "WithoutStock"))
+      return true;
+  return false;
+}
+
+static enum tw_rc offers_in(struct tw_provider *p, const char *region,
+                            struct tw_offer_list *out, struct tw_err *err) {
+  struct ali_ctx *a = p->ctx;
+  struct tw_ecs_stock_list od, sp;
+  struct tw_ecs_itype_list types;
+  char **names = NULL;
+  size_t n_names = 0;
+  tw_ecs_stock_list_init(&od);
+  tw_ecs_stock_list_init(&sp);
+  tw_ecs_itype_list_init(&types);
+  enum tw_rc rc;
+  if ((rc = stock_in(p, region, false, &od, err)) ||
+      (rc = stock_in(p, region, true, &sp, err)))
+    goto out;
+  /* The types sold here, that the config wants. */
+  const struct tw_ecs_stock_list *both[] = {&od, &sp};
+  for (int k = 0; k < 2; k++)
+    for (size_t i = 0; i < both[k]->n; i++) {
+      const char *t = both[k]->items[i].value;
+      bool seen = !wanted(a, t);
+      for (size_t j = 0; j < n_names && !seen; j++)
+        seen = !strcmp(names[j], t);
+      if (seen)
+        continue;
+      names = tw_realloc(names, (n_names + 1) * sizeof *names);
+      names[n_names++] = tw_strdup(t);
+    }
+  if (!n_names)
+    goto out;
+  if ((rc = types_in(p, region, names, n_names, &types, err)))
+    goto out;
+  for (size_t t = 0; t < types.n; t++) {
+    const struct tw_ecs_itype *ty = &types.items[t];
+    if (ty->vcpus < 1 || !wanted(a, ty->name))
+      continue;
+    bool any_od = false, any_spot = false;
+    for (size_t i = 0; i < od.n; i++)
+      any_od |= !strcmp(od.items[i].value, ty->name);
+    for (size_t i = 0; i < sp.n; i++)
+      any_spot |= !strcmp(sp.items[i].value, ty->name);
+    if (any_od) {
+      /* Pay-as-you-go prices are regional: one DescribePrice a type. */
+      int64_t uusd;
+      char cur[8];
+      if ((rc = price_of(p, region, ty->name, &uusd, cur, err)))
+        goto out;
+      for (size_t i = 0; i < od.n; i++) {
+        const struct tw_ecs_stock *s = &od.items[i];
+        if (strcmp(s->value, ty->name) || !in_stock(&od, s->zone, ty->name))
+          continue;
+        offer_from(a, tw_offer_list_add(out), ty, region, s->zone,
+                   TW_MARKET_ON_DEMAND, uusd, cur);
+      }
+    }
+    if (any_spot) {
+      struct tw_ecs_spot_price_list hist;
+      char cur[8] = "";
+      tw_ecs_spot_price_list_init(&hist);
+      rc = spot_history(p, region, ty->name, &hist, cur, err);
+      if (rc == TW_OK && !rate_of(a, cur))
+        rc = tw_err_set(err, TW_E_INVALID,
+                        "alibaba DescribeSpotPriceHistory %s: unknown "
+                        "currency %s",
+                        ty->name, cur);
+      if (rc) {
+        tw_ecs_spot_price_list_release(&hist);
+        goto out;
+      }
+      /* The newest price of each zone in the window. */
+      qsort(hist.items, hist.n, sizeof *hist.items, spot_cmp);
+      for (size_t i = 0; i < hist.n; i++) {
+        const struct tw_ecs_spot_price *s = &hist.items[i];
+        if ((i > 0 && !strcmp(s->zone, hist.items[i - 1].zone)) ||
+            strcmp(s->instance_type, ty->name) ||
+            !in_stock(&sp, s->zone, ty->name))
+          continue;
+        int64_t uusd;
+        if ((rc = tw_ecs_to_uusd(s->price_nano, rate_of(a, cur), &uusd,
+                                 err))) {
+          tw_ecs_spot_price_list_release(&hist);
+          goto out;
+        }
+        struct tw_offer *o = tw_offer_list_add(out);
+        offer_from(a, o, ty, region, s->zone, TW_MARKET_SPOT, uusd,
+                   cur[0] ? cur : "CNY");
+        o->price_observed_ms = s->timestamp_ms;
+      }
+      tw_ecs_spot_price_list_release(&hist);
+    }
+  }
+out:
+  free_strv(names, n_names);
+  tw_ecs_stock_list_release(&od);
+  tw_ecs_stock_list_release(&sp);
+  tw_ecs_itype_list_release(&types);
+  return rc;
+}
+
+static enum tw_rc ali_list_offers(struct tw_provider *p,
+                                  struct tw_offer_list *out,
+                                  struct tw_err *err) {
+  struct ali_ctx *a = p->ctx;
+  for (size_t r = 0; r < a->n_regions; r++) {
+    enum tw_rc rc = offers_in(p, a->regions[r], out, err);
+    if (rc)
+      return rc;
+  }
+  return TW_OK;
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+/* The reclaim events CloudMonitor holds for region over the last hour. */
+static enum tw_rc reclaim_events(struct tw_provider *p, const char *region,
+                                 struct tw_ecs_notice_list *out,
+                                 struct tw_err *err) {
+  struct ali_ctx *a = p->ctx;
+  int64_t now = tw_clock_now_ms(p->clock) + atomic_load(&a->skew_ms);
+  char from[24], to[24];
+  snprintf(from, sizeof from, "%lld", (long long)(now - 3600000));
+  snprintf(to, sizeof to, "%lld", (long long)(now + 60000));
+  struct ali_params f = {0};
+  struct tw_buf body;
+  tw_buf_init(&body);
+  ap_add(&f, "Product", "ECS");
+  ap_add(&f, "EventType", "StatusNotification");
+  ap_add(&f, "Name", TW_ECS_RECLAIM_EVENT);
+  ap_add(&f, "StartTime", from);
+  ap_add(&f, "EndTime", to);
+  ap_add(&f, "PageSize", "100");
+  enum tw_rc rc = ali_call(p, a->cms_endpoint, region,
+                           "DescribeSystemEventAttribute", ALI_CMS_VERSION,
+                           &f, &body, err);
+  if (rc == TW_OK)
+    rc = tw_ecs_parse_reclaim_events(body.data, body.len, out, err);
+  ap_release(&f);
+  tw_buf_release(&body);
+  return rc;
+}
+
+static enum tw_rc ali_poll_events(struct tw_provider *p,
+                                  struct tw_event_list *out,
+                                  struct tw_err *err) {
+  struct ali_ctx *a = p->ctx;
+  enum tw_rc rc = TW_OK;
+  for (size_t r = 0; r < a->n_regions && !rc; r++) {
+    struct tw_instance_list l;
+    struct tw_ecs_notice_list notes;
+    tw_instance_list_init(&l);
+    tw_ecs_notice_list_init(&notes);
+    rc = managed_in(p, a->regions[r], &l, err);
+    /* A spot instance ECS is about to reclaim carries the OperationLocks
+     * reason "Recycling" from the notice on; CloudMonitor tells when the
+     * notice went out. */
+    bool any = false;
+    for (size_t i = 0; i < l.n && !rc; i++)
+      any |= l.items[i].market == TW_MARKET_SPOT &&
+             !strcmp(l.items[i].state_reason, "Recycling");
+    if (!rc && any && a->cms_endpoint)
+      rc = reclaim_events(p, a->regions[r], &notes, err);
+    for (size_t i = 0; i < l.n && !rc; i++) {
+      const struct tw_instance *in = &l.items[i];
+      if (in->market != TW_MARKET_SPOT ||
+          strcmp(in->state_reason, "Recycling"))
+        continue;
+      struct tw_event *e = tw_event_list_add(out);
+      e->kind = TW_EVENT_INTERRUPTION;
+      TW_SET(e->instance_id, in->id);
+      TW_SET(e->action, strcmp(a->spot_behavior, "Stop") ? "terminate"
+                                                          : "stop");
+      /* The newest event of this instance; without CloudMonitor the time
+       * is unknown (0), which still dedups from poll to poll. */
+      for (size_t k = 0; k < notes.n; k++)
+        if (!strcmp(notes.items[k].instance_id, in->id) &&
+            notes.items[k].time_ms > e->noticed_ms) {
+          e->noticed_ms = notes.items[k].time_ms;
+          e->deadline_ms = e->noticed_ms + ALI_NOTICE_LEAD_MS;
+        }
+    }
+    tw_instance_list_release(&l);
+    tw_ecs_notice_list_release(&notes);
+  }
+  return rc;
+}
+
+const struct tw_provider_ops tw_provider_alibaba = {
+    .name = "alibaba",
+    .version = TW_PROVIDER_OPS_VERSION,
+    .supports =
+        TW_PROV_SPOT | TW_PROV_EVENTS | TW_PROV_ZONES | TW_PROV_CLIENT_TOKEN,
+    .init = ali_init,
+    .list_offers = ali_list_offers,
+    .launch = ali_launch,
+    .describe = ali_describe,
+    .terminate = ali_terminate,
+    .list_managed = ali_list_managed,
+    .poll_events = ali_poll_events,
+    .free = ali_free,
+};

@@ -1,0 +1,25 @@
+# The Alibaba Cloud ECS adapter (providers/alibaba/), its fake
+# (tests/fakecloud/alibaba*.c) and the conformance tests against the
+# official SDK.  See docs/alibaba.md.
+#
+# tw_add_test() keeps only the first of several LABELS, so each test sets
+# its full label list again.
+if(NOT TARGET tw_providers OR
+   NOT EXISTS ${CMAKE_SOURCE_DIR}/providers/alibaba/alibaba.c)
+  return()
+endif()
+
+function(ali_labels name)
+  set_tests_properties(${name} PROPERTIES LABELS "${ARGN}" SKIP_RETURN_CODE 77)
+endfunction()
+
+tw_add_test(test_alibaba_sign
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_alibaba_sign.c
+  LIBS tw_providers LABELS unit TIMEOUT 30)
+ali_labels(test_alibaba_sign unit providers alibaba)
+# The same binary on the published vectors of shared/data (skipped when
+# absent).
+add_test(NAME test_alibaba_sign_vectors COMMAND test_alibaba_sign --vectors)
+set_tests_properties(test_alibaba_sign_vectors PROPERTIES TIMEOUT 30
+  ENVIRONMENT "TW_SOURCE_DIR=${CMAKE_SOURCE_DIR};TW_BINARY_DIR=${CMAKE_BINARY_DIR}")
+ali_labels(test_alibaba_sign_vectors unit providers alibaba)
