@@ -33,3 +33,51 @@ tw_add_fuzz(fuzz_slurm_json
   LIBS tw_providers
   LABELS slurm providers
   CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/slurm_json)
+
+# ---- the cluster fixture ---------------------------------------------------
+set(TW_SLURM_STATE ${CMAKE_BINARY_DIR}/slurm-state)
+add_test(NAME slurm_cluster_start
+  COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/slurm.sh start ${TW_SLURM_STATE})
+set_tests_properties(slurm_cluster_start PROPERTIES
+  LABELS "integration;slurm;providers" SKIP_RETURN_CODE 77 TIMEOUT 300
+  FIXTURES_SETUP slurm_cluster)
+add_test(NAME slurm_cluster_stop
+  COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/slurm.sh stop ${TW_SLURM_STATE} --purge)
+set_tests_properties(slurm_cluster_stop PROPERTIES
+  LABELS "integration;slurm;providers" TIMEOUT 120
+  FIXTURES_CLEANUP slurm_cluster)
+
+# A test on the cluster: needs the fixture, finds it through TW_SLURM_DIR,
+# and runs alone (the cases count free capacity).
+function(tw_slurm_cluster_test name)
+  set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT
+               "TW_SLURM_DIR=${TW_SLURM_STATE}")
+  set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED slurm_cluster
+                       RESOURCE_LOCK slurm_cluster)
+endfunction()
+
+tw_add_test(test_slurm_adapter
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_slurm_adapter.c
+  LIBS tw_providers Threads::Threads LABELS integration TIMEOUT 120)
+tw_slurm_labels(test_slurm_adapter integration slurm providers)
+tw_slurm_cluster_test(test_slurm_adapter)
+
+# ---- daemon, CLI and cluster together --------------------------------------
+if(TARGET twtest_daemon AND TARGET tradewind)
+  tw_add_test(test_slurm_e2e
+    SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_slurm_e2e.c
+    LIBS twtest_daemon PkgConfig::JANSSON LABELS e2e TIMEOUT 120
+    ARGS $<TARGET_FILE:tradewindd> $<TARGET_FILE:tradewind>)
+  tw_slurm_labels(test_slurm_e2e e2e slurm providers)
+  tw_slurm_cluster_test(test_slurm_e2e)
+  add_dependencies(test_slurm_e2e tradewindd tradewind)
+
+  # kill a slurmd under a running job: the broker places the job again
+  add_test(NAME test_slurm_fault
+    COMMAND test_slurm_e2e $<TARGET_FILE:tradewindd> $<TARGET_FILE:tradewind>
+            fault)
+  set_tests_properties(test_slurm_fault PROPERTIES
+    LABELS "e2e;slurm;providers" SKIP_RETURN_CODE 77 TIMEOUT 150
+    ENVIRONMENT "TW_SOURCE_DIR=${CMAKE_SOURCE_DIR};TW_BINARY_DIR=${CMAKE_BINARY_DIR}")
+  tw_slurm_cluster_test(test_slurm_fault)
+endif()
