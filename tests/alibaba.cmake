@@ -23,3 +23,17 @@ add_test(NAME test_alibaba_sign_vectors COMMAND test_alibaba_sign --vectors)
 set_tests_properties(test_alibaba_sign_vectors PROPERTIES TIMEOUT 30
   ENVIRONMENT "TW_SOURCE_DIR=${CMAKE_SOURCE_DIR};TW_BINARY_DIR=${CMAKE_BINARY_DIR}")
 ali_labels(test_alibaba_sign_vectors unit providers alibaba)
+
+# Everything below needs tw_fakecloud, which tests/fakecloud.cmake defines;
+# that fragment is included after this one (fragments go in name order),
+# so these parts run deferred, once the directory is read.
+function(ali_fakecloud_parts)
+  if(NOT TARGET tw_fakecloud)
+    return()
+  endif()
+  # The ECS module of the fake (listed in server.c's module table).
+  target_sources(tw_fakecloud PRIVATE
+    ${CMAKE_SOURCE_DIR}/tests/fakecloud/alibaba.c
+    ${CMAKE_SOURCE_DIR}/tests/fakecloud/alibaba_req.c)
+endfunction()
+cmake_language(DEFER CALL ali_fakecloud_parts)

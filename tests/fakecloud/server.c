@@ -22,7 +22,15 @@
 
 /* The modules of this binary, in routing order.  Azure ARM and Alibaba
  * ECS are added here. */
-static const struct fc_module_ops *const modules[] = {&fc_module_ec2};
+#if __has_include("tests/fakecloud/alibaba.h")
+#include "tests/fakecloud/alibaba.h"
+#define FC_HAVE_ALIBABA 1
+#endif
+static const struct fc_module_ops *const modules[] = {
+#ifdef FC_HAVE_ALIBABA
+    &fc_module_alibaba, /* before ec2: both serve "/", it claims its own */
+#endif
+    &fc_module_ec2};
 #define N_MODULES (sizeof modules / sizeof modules[0])
 
 struct fc_server {
