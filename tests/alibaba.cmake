@@ -37,3 +37,19 @@ function(ali_fakecloud_parts)
     ${CMAKE_SOURCE_DIR}/tests/fakecloud/alibaba_req.c)
 endfunction()
 cmake_language(DEFER CALL ali_fakecloud_parts)
+
+# The adapter against the tradewind-fakecloud binary (a subprocess).
+function(ali_integration)
+  if(NOT TARGET tradewind-fakecloud)
+    return()
+  endif()
+  tw_add_test(test_alibaba_fake
+    SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_alibaba_fake.c
+    LIBS tw_providers PkgConfig::CURL PkgConfig::JANSSON
+    LABELS integration TIMEOUT 60)
+  ali_labels(test_alibaba_fake integration providers alibaba)
+  target_compile_definitions(test_alibaba_fake PRIVATE
+    TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
+  add_dependencies(test_alibaba_fake tradewind-fakecloud)
+endfunction()
+cmake_language(DEFER CALL ali_integration)

@@ -142,6 +142,7 @@ struct inst {
   int64_t limit_milli; /* SpotPriceLimit, -1 none */
   int duration_h;
   int64_t notice_ms, reclaim_ms; /* -1 none */
+  bool noticed;                  /* the notice is out: Recycling lock */
   char private_ip[16];
   struct {
     char *key, *value;
@@ -286,11 +287,9 @@ static void ali_tick(struct ali *a) {
           (in->state == IS_PENDING || in->state == IS_RUNNING) &&
           in->notice_ms > -1 && !in->release_after) {
         /* The notice: CloudMonitor's event, and the Recycling lock. */
-        bool seen = false;
-        for (size_t k = 0; k < a->n_events && !seen; k++)
-          seen = !strcmp(a->events[k].instance_id, in->id);
-        if (!seen)
+        if (!in->noticed)
           add_event(a, in);
+        in->noticed = true;
       }
       if (in->reclaim_ms >= 0 && now >= in->reclaim_ms &&
           (in->state == IS_PENDING || in->state == IS_RUNNING)) {
@@ -477,7 +476,7 @@ static json_t *inst_json(const struct inst *in) {
                                           in->tags[t].key, "TagValue",
                                           in->tags[t].value));
   json_t *locks = json_array();
-  if (in->notice_ms >= 0 && in->state != IS_STOPPED)
+  if (in->noticed && in->state != IS_STOPPED)
     json_array_append_new(locks, json_pack("{s:s}", "LockReason",
                                            "Recycling"));
   json_t *o = json_pack(
@@ -1598,7 +1597,7 @@ static bool ctl_instance(struct ali *a, const char *method, const char *rest,
              !strcmp(method, "GET")) {
     /* As instance metadata (meta-data/instance/spot/termination-time):
      * 404 until the notice is out. */
-    if (in->notice_ms < 0 || now < in->notice_ms) {
+    if (!in->noticed || now < in->notice_ms) {
       fc_json_error(resp, 404, "no reclaim notice");
       return true;
     }

@@ -1,0 +1,694 @@
+/* test_alibaba_fake.c - the Alibaba ECS adapter against tradewind-fakecloud.
+ *
+ * Starts the fake as a subprocess on a free loopback port with its clock
+ * frozen, then drives the adapter through the generic layer: offers (CNY
+ * converted at the configured rate), on-demand and spot launches, describe
+ * until running (moving the fake's clock through its control API instead
+ * of sleeping), the spot reclaim notice after the protection period,
+ * terminate, listing with paging, every error class provoked by the fake's
+ * fault injection, a launch retried after a timeout, both signature forms
+ * and clock skew.  The fake's /_fake/alibaba/state is the witness: how many
+ * instances exist, with which tags and tokens, and how many calls each
+ * action received. */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "broker/clock.h"
+#include "broker/log.h"
+#include "broker/mem.h"
+#include "broker/node.h"
+#include "providers/provider.h"
+
+#ifndef TW_FAKECLOUD_PATH
+#define TW_FAKECLOUD_PATH "tradewind-fakecloud"
+#endif
+
+static int failures, checks;
+
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    checks++;                                                                  \
+    if (!(cond)) {                                                             \
+      failures++;                                                              \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                          \
+  } while (0)
+#define CHECK_RC(expr, want, err)                                              \
+  do {                                                                         \
+    enum tw_rc rc_ = (expr);                                                   \
+    checks++;                                                                  \
+    if (rc_ != (want)) {                                                       \
+      failures++;                                                              \
+      fprintf(stderr, "%s:%d: %s: rc %s, want %s (%s: %s)\n", __FILE__,        \
+              __LINE__, #expr, tw_rc_str(rc_), tw_rc_str(want), (err).detail,  \
+              (err).msg);                                                      \
+    }                                                                          \
+  } while (0)
+
+/* ---- the fake as a subprocess ------------------------------------------ */
+
+static pid_t fake_pid;
+static char base_url[64];
+
+static void stop_fake(void) {
+  if (fake_pid > 0) {
+    kill(fake_pid, SIGTERM);
+    waitpid(fake_pid, NULL, 0);
+    fake_pid = 0;
+  }
+}
+
+static bool start_fake(void) {
+  int fds[2];
+  if (pipe(fds))
+    return false;
+  fake_pid = fork();
+  if (fake_pid < 0)
+    return false;
+  if (fake_pid == 0) {
+    /* Dies with the test, even when the test crashes. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    execl(TW_FAKECLOUD_PATH, "tradewind-fakecloud", "--listen", "127.0.0.1:0",
+          "--seed", "7", "--clock-speed", "0", "--pending-ms", "5000",
+          "--credentials", "testid:testsecret",
+          (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  FILE *f = fdopen(fds[0], "r");
+  char line[256] = "";
+  bool ok = f && fgets(line, sizeof line, f) &&
+            sscanf(line, "listening %63s", base_url) == 1;
+  /* Keep the pipe open (the fake may write more); it closes with us. */
+  if (!ok) {
+    fprintf(stderr, "fakecloud did not start: \"%s\"\n", line);
+    stop_fake();
+  }
+  return ok;
+}
+
+/* ---- control API ------------------------------------------------------- */
+
+static size_t collect(char *p, size_t sz, size_t n, void *ud) {
+  tw_buf_add(ud, p, sz * n);
+  return sz * n;
+}
+
+/* method path [json body] -> parsed JSON answer (json_decref it) */
+static json_t *ctl(const char *method, const char *path, const char *body) {
+  CURL *c = curl_easy_init();
+  struct tw_buf b;
+  tw_buf_init(&b);
+  char url[256];
+  snprintf(url, sizeof url, "%s%s", base_url, path);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+  struct curl_slist *h = NULL;
+  if (body) {
+    h = curl_slist_append(h, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+  }
+  CURLcode cc = curl_easy_perform(c);
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(h);
+  curl_easy_cleanup(c);
+  json_t *j = NULL;
+  if (cc == CURLE_OK && b.data)
+    j = json_loads(b.data, 0, NULL);
+  if (cc != CURLE_OK || status >= 300)
+    fprintf(stderr, "control %s %s: curl %d HTTP %ld %s\n", method, path,
+            (int)cc, status, b.data ? b.data : "");
+  tw_buf_release(&b);
+  return j;
+}
+
+static void ctl_ok(const char *method, const char *path, const char *body) {
+  json_t *j = ctl(method, path, body);
+  CHECK(j != NULL);
+  json_decref(j);
+}
+
+static void advance(int64_t ms) {
+  char body[64];
+  snprintf(body, sizeof body, "{\"advance_ms\": %lld}", (long long)ms);
+  ctl_ok("POST", "/_fake/clock", body);
+}
+
+static void add_fault(const char *rule) {
+  ctl_ok("POST", "/_fake/faults", rule);
+}
+
+static void clear_faults(void) { ctl_ok("DELETE", "/_fake/faults", NULL); }
+
+/* Calls of one ECS action so far, from the fake's counters. */
+static long calls_of(const char *action) {
+  json_t *s = ctl("GET", "/_fake/alibaba/state", NULL);
+  long n = (long)json_integer_value(
+      json_object_get(json_object_get(s, "calls"), action));
+  json_decref(s);
+  return n;
+}
+
+/* The fake's instances carrying client token tok. */
+static size_t instances_with_token(const char *tok) {
+  json_t *s = ctl("GET", "/_fake/alibaba/state", NULL);
+  size_t n = 0, i;
+  json_t *in;
+  json_array_foreach(json_object_get(s, "instances"), i, in) {
+    const char *t = json_string_value(json_object_get(in, "ClientToken"));
+    if (t && !strcmp(t, tok))
+      n++;
+  }
+  json_decref(s);
+  return n;
+}
+
+static json_t *fake_instance(const char *id) {
+  char path[256];
+  snprintf(path, sizeof path, "/_fake/alibaba/instances/%s", id);
+  return ctl("GET", path, NULL);
+}
+
+/* ---- providers ---------------------------------------------------------- */
+
+static struct tw_provider *provider_as(const char *ak_env, const char *sk_env,
+                                       const char *extra) {
+  char *doc = tw_asprintf("name: ali-test\n"
+                          "type: alibaba\n"
+                          "endpoint: %s\n"
+                          "cms_endpoint: %s\n"
+                          "regions: [cn-hangzhou]\n"
+                          "access_key_env: %s\n"
+                          "secret_key_env: %s\n"
+                          "image: ubuntu_22_04_x64_20G_alibase_20240101.vhd\n"
+                          "instance_types: [ecs.g7.large, "
+                          "ecs.gn7-c12g1.3xlarge]\n"
+                          "cny_usd_rate: \"0.138\"\n"
+                          "cny_usd_rate_date: \"2024-05-01\"\n"
+                          "backoff_base_ms: 1\n"
+                          "backoff_cap_ms: 5\n"
+                          "%s",
+                          base_url, base_url, ak_env, sk_env,
+                          extra ? extra : "");
+  struct tw_node *cfg = NULL;
+  struct tw_err err = {0};
+  struct tw_provider *p = NULL;
+  if (tw_node_parse_yaml(doc, strlen(doc), &cfg, &err) ||
+      tw_provider_new(cfg, NULL, &p, &err)) {
+    fprintf(stderr, "provider: %s\n", err.msg);
+    failures++;
+  }
+  tw_node_free(cfg);
+  free(doc);
+  return p;
+}
+
+static struct tw_provider *provider(const char *extra) {
+  return provider_as("TW_TEST_ALI_AK", "TW_TEST_ALI_SK", extra);
+}
+
+static const char *js(const json_t *o, const char *key) {
+  const char *s = json_string_value(json_object_get(o, key));
+  return s ? s : "";
+}
+
+static const struct tw_offer *find_offer(const struct tw_offer_list *l,
+                                         const char *type, const char *zone,
+                                         enum tw_market m) {
+  for (size_t i = 0; i < l->n; i++)
+    if (!strcmp(l->items[i].instance_type, type) &&
+        !strcmp(l->items[i].zone, zone) && l->items[i].market == m)
+      return &l->items[i];
+  return NULL;
+}
+
+static struct tw_launch launch_req(const struct tw_offer *o, const char *tok,
+                                   const char *job) {
+  struct tw_launch l = {0};
+  l.offer = o;
+  l.client_token = tok;
+  l.job_id = job;
+  l.attempt_id = "att-1";
+  l.tenant = "physics";
+  return l;
+}
+
+/* ---- scenarios ---------------------------------------------------------- */
+
+static struct tw_offer_list offers;
+
+static void offers_from_the_fake(struct tw_provider *p) {
+  /* A known spot price from now on: 0.200 CNY in cn-hangzhou-i. */
+  ctl_ok("POST", "/_fake/alibaba/spot-price",
+         "{\"instance_type\": \"ecs.g7.large\", \"zone\": \"cn-hangzhou-i\", "
+         "\"price\": \"0.200\"}");
+  struct tw_err err = {0};
+  CHECK_RC(tw_provider_list_offers(p, &offers, &err), TW_OK, err);
+  const struct tw_offer *od =
+      find_offer(&offers, "ecs.g7.large", "cn-hangzhou-i",
+                 TW_MARKET_ON_DEMAND);
+  const struct tw_offer *sp =
+      find_offer(&offers, "ecs.g7.large", "cn-hangzhou-i", TW_MARKET_SPOT);
+  CHECK(od && sp);
+  if (od) {
+    /* 0.693 CNY/h at 0.138 USD per CNY = 0.095634 USD/h, exactly. */
+    CHECK(od->price_uusd_per_hour == 95634);
+    CHECK(od->vcpus == 2 && od->memory_mib == 8192);
+    CHECK(!strcmp(od->region, "cn-hangzhou"));
+    CHECK(!strcmp(tw_offer_label(od, "currency"), "CNY"));
+    CHECK(!strcmp(tw_offer_label(od, "fx_cny_usd"), "0.138"));
+    CHECK(!strcmp(tw_offer_label(od, "fx_date"), "2024-05-01"));
+    CHECK(!strcmp(od->provider, "alibaba") && !strcmp(od->account, "ali-test"));
+  }
+  if (sp) {
+    CHECK(sp->price_uusd_per_hour == 27600); /* 0.200 * 0.138 */
+    CHECK(sp->price_observed_ms > 0);
+    CHECK(!strcmp(tw_offer_label(sp, "spot_protection_h"), "1"));
+  }
+  /* The A100 type: sold in two zones only, its GPU normalized. */
+  const struct tw_offer *gpu = find_offer(
+      &offers, "ecs.gn7-c12g1.3xlarge", "cn-hangzhou-j", TW_MARKET_ON_DEMAND);
+  CHECK(gpu && !strcmp(gpu->accel_name, "A100") && gpu->accel_count == 1 &&
+        gpu->accel_memory_mib == 40960 && gpu->vcpus == 12);
+  CHECK(!find_offer(&offers, "ecs.gn7-c12g1.3xlarge", "cn-hangzhou-h",
+                    TW_MARKET_ON_DEMAND));
+  /* Only the configured types. */
+  for (size_t i = 0; i < offers.n; i++)
+    CHECK(!strcmp(offers.items[i].instance_type, "ecs.g7.large") ||
+          !strcmp(offers.items[i].instance_type, "ecs.gn7-c12g1.3xlarge"));
+
+  /* A zone sold out: its offer is gone. */
+  ctl_ok("POST", "/_fake/alibaba/stock",
+         "{\"instance_type\": \"ecs.g7.large\", \"zone\": \"cn-hangzhou-k\", "
+         "\"status\": \"WithoutStock\"}");
+  struct tw_offer_list l2;
+  tw_offer_list_init(&l2);
+  CHECK_RC(tw_provider_list_offers(p, &l2, &err), TW_OK, err);
+  CHECK(!find_offer(&l2, "ecs.g7.large", "cn-hangzhou-k",
+                    TW_MARKET_ON_DEMAND));
+  CHECK(find_offer(&l2, "ecs.g7.large", "cn-hangzhou-h", TW_MARKET_ON_DEMAND));
+  tw_offer_list_release(&l2);
+}
+
+static char od_id[TW_MODEL_ID_MAX], spot_id[TW_MODEL_ID_MAX];
+
+static void launch_describe_list(struct tw_provider *p) {
+  const struct tw_offer *od = find_offer(&offers, "ecs.g7.large",
+                                         "cn-hangzhou-i", TW_MARKET_ON_DEMAND);
+  const struct tw_offer *sp =
+      find_offer(&offers, "ecs.g7.large", "cn-hangzhou-i", TW_MARKET_SPOT);
+  if (!od || !sp)
+    return;
+  struct tw_instance in;
+  struct tw_err err = {0};
+  struct tw_launch req = launch_req(od, "tok-od-1", "job-od");
+  CHECK_RC(tw_provider_launch(p, &req, &in, &err), TW_OK, err);
+  CHECK(in.state == TW_INST_PENDING && in.market == TW_MARKET_ON_DEMAND);
+  CHECK(!strcmp(in.client_token, "tok-od-1"));
+  CHECK(!strncmp(in.id, "i-bp", 4));
+  TW_SET(od_id, in.id);
+
+  req = launch_req(sp, "tok-spot-1", "job-spot");
+  req.max_price_uusd_per_hour = 50000; /* 0.362 CNY: above 0.200 */
+  CHECK_RC(tw_provider_launch(p, &req, &in, &err), TW_OK, err);
+  CHECK(in.market == TW_MARKET_SPOT);
+  TW_SET(spot_id, in.id);
+  json_t *fi = fake_instance(spot_id);
+  CHECK(!strcmp(js(fi, "SpotStrategy"), "SpotWithPriceLimit"));
+  CHECK(json_real_value(json_object_get(fi, "SpotPriceLimit")) == 0.362);
+  CHECK(json_integer_value(json_object_get(fi, "SpotDuration")) == 1);
+  CHECK(!strcmp(js(fi, "ZoneId"), "cn-hangzhou-i"));
+  json_decref(fi);
+
+  /* Describe until running: the fake's clock moves, nobody sleeps. */
+  struct tw_instance d;
+  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
+  CHECK(d.state == TW_INST_PENDING && !strcmp(d.provider_state, "Pending"));
+  int rounds = 0;
+  while (d.state != TW_INST_RUNNING && rounds++ < 10) {
+    advance(1000);
+    CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
+  }
+  CHECK(d.state == TW_INST_RUNNING && rounds >= 5);
+  CHECK(!strcmp(d.job_id, "job-od") && !strcmp(d.attempt_id, "att-1") &&
+        !strcmp(d.tenant, "physics"));
+  CHECK(!strcmp(d.zone, "cn-hangzhou-i") && d.private_ip[0]);
+  CHECK(d.launched_ms > 0);
+  CHECK_RC(tw_provider_describe(p, spot_id, &d, &err), TW_OK, err);
+  CHECK(d.state == TW_INST_RUNNING && d.market == TW_MARKET_SPOT);
+
+  struct tw_instance_list l;
+  tw_instance_list_init(&l);
+  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  int seen = 0;
+  for (size_t i = 0; i < l.n; i++)
+    seen += !strcmp(l.items[i].id, od_id) || !strcmp(l.items[i].id, spot_id);
+  CHECK(seen == 2);
+  tw_instance_list_release(&l);
+
+  /* The same token again: the same instance, no second purchase. */
+  req = launch_req(od, "tok-od-1", "job-od");
+  CHECK_RC(tw_provider_launch(p, &req, &in, &err), TW_OK, err);
+  CHECK(!strcmp(in.id, od_id) && instances_with_token("tok-od-1") == 1);
+}
+
+/* The reclaim notice: never inside the protection period, five minutes
+ * ahead, reported with CloudMonitor's time; then the instance is gone. */
+static void spot_reclaim(struct tw_provider *p) {
+  if (!spot_id[0])
+    return;
+  struct tw_err err = {0};
+  struct tw_event_list ev;
+  tw_event_list_init(&ev);
+  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  CHECK(ev.n == 0);
+  char path[256];
+  snprintf(path, sizeof path, "/_fake/alibaba/instances/%s/interrupt",
+           spot_id);
+  json_t *r = ctl("POST", path, "{\"delay_ms\": 0}");
+  int64_t notice = 0, reclaim = 0, launched = 0;
+  CHECK(!tw_time_parse_rfc3339(js(r, "notice_time"), &notice));
+  CHECK(!tw_time_parse_rfc3339(js(r, "reclaim_time"), &reclaim));
+  json_decref(r);
+  CHECK(reclaim - notice == 5 * 60000);
+  struct tw_instance d;
+  CHECK_RC(tw_provider_describe(p, spot_id, &d, &err), TW_OK, err);
+  launched = d.launched_ms;
+  /* SpotDuration 1: released no earlier than an hour after launch
+   * (CreationTime has minutes only, hence the minute of slack). */
+  CHECK(reclaim >= launched + 3600000 && reclaim < launched + 3660000 + 60000);
+  json_t *clk = ctl("GET", "/_fake/clock", NULL);
+  int64_t now = json_integer_value(json_object_get(clk, "now_ms"));
+  json_decref(clk);
+  /* Just before the notice: nothing yet (and the fake's clock is now far
+   * from ours: the adapter corrects the skew from Date). */
+  advance(notice - now - 1000);
+  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  CHECK(ev.n == 0);
+  advance(2000);
+  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  CHECK(ev.n == 1);
+  if (ev.n == 1) {
+    CHECK(ev.items[0].kind == TW_EVENT_INTERRUPTION);
+    CHECK(!strcmp(ev.items[0].instance_id, spot_id));
+    /* (the control API prints whole seconds) */
+    CHECK(ev.items[0].noticed_ms / 1000 == notice / 1000);
+    CHECK(ev.items[0].deadline_ms - ev.items[0].noticed_ms == 5 * 60000);
+    CHECK(ev.items[0].deadline_ms / 1000 == reclaim / 1000);
+    CHECK(!strcmp(ev.items[0].action, "terminate"));
+  }
+  /* Reported again while in force, with the same notice time. */
+  struct tw_event_list ev2;
+  tw_event_list_init(&ev2);
+  CHECK_RC(tw_provider_poll_events(p, &ev2, &err), TW_OK, err);
+  CHECK(ev2.n == 1 && ev.n == 1 &&
+        ev2.items[0].noticed_ms == ev.items[0].noticed_ms);
+  tw_event_list_release(&ev2);
+  advance(5 * 60000);
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_describe(p, spot_id, &d, &err), TW_E_NOTFOUND, err);
+  tw_event_list_release(&ev);
+  tw_event_list_init(&ev);
+  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  CHECK(ev.n == 0);
+  tw_event_list_release(&ev);
+
+  /* Without protection (spot_duration_h: 0) the notice comes at once. */
+  struct tw_provider *q = provider("spot_duration_h: 0\n");
+  const struct tw_offer *sp =
+      find_offer(&offers, "ecs.g7.large", "cn-hangzhou-i", TW_MARKET_SPOT);
+  if (!q || !sp)
+    return;
+  struct tw_launch req = launch_req(sp, "tok-spot-0", "job-spot0");
+  struct tw_instance in;
+  CHECK_RC(tw_provider_launch(q, &req, &in, &err), TW_OK, err);
+  snprintf(path, sizeof path, "/_fake/alibaba/instances/%s/interrupt", in.id);
+  r = ctl("POST", path, "{}");
+  clk = ctl("GET", "/_fake/clock", NULL);
+  now = json_integer_value(json_object_get(clk, "now_ms"));
+  CHECK(!tw_time_parse_rfc3339(js(r, "notice_time"), &notice));
+  CHECK(notice / 1000 == now / 1000);
+  json_decref(clk);
+  json_decref(r);
+  tw_event_list_init(&ev);
+  CHECK_RC(tw_provider_poll_events(q, &ev, &err), TW_OK, err);
+  CHECK(ev.n == 1 && !strcmp(ev.items[0].instance_id, in.id));
+  tw_event_list_release(&ev);
+  tw_provider_free(q);
+}
+
+static void terminate(struct tw_provider *p) {
+  if (!od_id[0])
+    return;
+  struct tw_err err = {0};
+  CHECK_RC(tw_provider_terminate(p, od_id, &err), TW_OK, err);
+  struct tw_instance d;
+  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
+  CHECK(d.state == TW_INST_STOPPING);
+  advance(3000);
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_E_NOTFOUND, err);
+  /* Idempotent: released already is what was asked. */
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_terminate(p, od_id, &err), TW_OK, err);
+  struct tw_instance_list l;
+  tw_instance_list_init(&l);
+  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  for (size_t i = 0; i < l.n; i++)
+    CHECK(strcmp(l.items[i].id, od_id));
+  tw_instance_list_release(&l);
+}
+
+static void error_classes(struct tw_provider *p) {
+  const struct tw_offer *od = find_offer(&offers, "ecs.g7.large",
+                                         "cn-hangzhou-h", TW_MARKET_ON_DEMAND);
+  const struct tw_offer *sp =
+      find_offer(&offers, "ecs.g7.large", "cn-hangzhou-h", TW_MARKET_SPOT);
+  if (!od || !sp)
+    return;
+  struct tw_instance d;
+  struct tw_err err = {0};
+  struct tw_launch req;
+
+  /* Capacity: NoStock (403, not retried) and Zone.NotOnSale. */
+  add_fault("{\"kind\": \"capacity\", \"service\": \"ecs\", \"count\": 1}");
+  long runs = calls_of("RunInstances");
+  req = launch_req(od, "tok-cap", "job-cap");
+  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
+  CHECK(!strcmp(err.detail, "OperationDenied.NoStock"));
+  CHECK(calls_of("RunInstances") == runs + 1);
+  CHECK(instances_with_token("tok-cap") == 0);
+  clear_faults();
+  add_fault("{\"kind\": \"capacity\", \"code\": \"Zone.NotOnSale\", "
+            "\"count\": 1}");
+  memset(&err, 0, sizeof err);
+  req = launch_req(od, "tok-cap2", "job-cap");
+  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
+  CHECK(!strcmp(err.detail, "Zone.NotOnSale"));
+  clear_faults();
+
+  /* Provider quota. */
+  add_fault("{\"kind\": \"quota\", \"count\": 1}");
+  memset(&err, 0, sizeof err);
+  req = launch_req(sp, "tok-quota", "job-q");
+  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_QUOTA, err);
+  CHECK(!strncmp(err.detail, "QuotaExceed.", 12));
+  clear_faults();
+
+  /* A spot limit under the market: capacity at that price. */
+  memset(&err, 0, sizeof err);
+  req = launch_req(sp, "tok-lowball", "job-q");
+  req.max_price_uusd_per_hour = 200; /* 0.001 CNY */
+  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
+  CHECK(!strcmp(err.detail, "InvalidSpotPriceLimit.LowerThanPublicPrice"));
+
+  /* Throttling: ECS sends it with 400, which no retry is made for; the
+   * class tells the caller to come back. */
+  add_fault("{\"kind\": \"throttle\", \"action\": \"DescribeInstances\", "
+            "\"count\": 1}");
+  long desc = calls_of("DescribeInstances");
+  memset(&err, 0, sizeof err);
+  struct tw_instance_list l;
+  tw_instance_list_init(&l);
+  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_E_RETRYABLE, err);
+  CHECK(!strcmp(err.detail, "Throttling"));
+  CHECK(calls_of("DescribeInstances") == desc + 1);
+  clear_faults();
+  /* Throttled with a 503: retried by the http helper, then served. */
+  add_fault("{\"kind\": \"throttle\", \"action\": \"DescribeInstances\", "
+            "\"status\": 503, \"count\": 2}");
+  desc = calls_of("DescribeInstances");
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  CHECK(calls_of("DescribeInstances") == desc + 3);
+  clear_faults();
+  /* A server fault once: retried, then served. */
+  add_fault("{\"kind\": \"error\", \"action\": \"DescribeInstances\", "
+            "\"count\": 1}");
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  clear_faults();
+  tw_instance_list_release(&l);
+
+  /* Invalid: a type ECS does not have. */
+  struct tw_offer bogus = *od;
+  TW_SET(bogus.instance_type, "ecs.nonexistent.large");
+  req = launch_req(&bogus, "tok-bogus", "job-b");
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_INVALID, err);
+  CHECK(!strcmp(err.detail, "InvalidInstanceType.ValueNotSupported"));
+
+  /* The same token with other parameters: conflict. */
+  const struct tw_offer *od2 = find_offer(&offers, "ecs.g7.large",
+                                          "cn-hangzhou-j", TW_MARKET_ON_DEMAND);
+  if (od2) {
+    req = launch_req(od2, "tok-od-1", "job-od");
+    memset(&err, 0, sizeof err);
+    CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CONFLICT, err);
+    CHECK(!strcmp(err.detail, "IdempotentParameterMismatch"));
+  }
+
+  /* Auth: a wrong secret, and an unknown access key. */
+  setenv("TW_TEST_ALI_SK_BAD", "not-the-secret", 1);
+  struct tw_provider *bad =
+      provider_as("TW_TEST_ALI_AK", "TW_TEST_ALI_SK_BAD", NULL);
+  if (bad) {
+    tw_instance_list_init(&l);
+    memset(&err, 0, sizeof err);
+    CHECK_RC(tw_provider_list_managed(bad, &l, &err), TW_E_AUTH, err);
+    CHECK(!strcmp(err.detail, "SignatureDoesNotMatch"));
+    tw_instance_list_release(&l);
+    tw_provider_free(bad);
+  }
+  setenv("TW_TEST_ALI_AK_BAD", "LTAInobodyknows", 1);
+  bad = provider_as("TW_TEST_ALI_AK_BAD", "TW_TEST_ALI_SK", "signature: acs3\n");
+  if (bad) {
+    memset(&err, 0, sizeof err);
+    CHECK_RC(tw_provider_describe(bad, "i-bp0000", &d, &err), TW_E_AUTH, err);
+    CHECK(!strcmp(err.detail, "InvalidAccessKeyId.NotFound"));
+    tw_provider_free(bad);
+  }
+}
+
+/* A launch whose answer arrives after the client gave up: the retry
+ * carries the same client token (and a fresh nonce), so exactly one
+ * instance exists. */
+static void timeout_then_retry_buys_once(const char *sig) {
+  const struct tw_offer *od = find_offer(&offers, "ecs.g7.large",
+                                         "cn-hangzhou-j", TW_MARKET_ON_DEMAND);
+  if (!od)
+    return;
+  struct tw_err err = {0};
+  struct tw_instance d;
+  char extra[128], tok[64];
+
+  /* Retried inside the http helper. */
+  snprintf(extra, sizeof extra, "timeout_ms: 400\nsignature: %s\n", sig);
+  struct tw_provider *p = provider(extra);
+  add_fault("{\"kind\": \"slow\", \"action\": \"RunInstances\", "
+            "\"delay_ms\": 1500, \"count\": 1}");
+  snprintf(tok, sizeof tok, "tok-slow-1-%s", sig);
+  struct tw_launch req = launch_req(od, tok, "job-slow");
+  long runs = calls_of("RunInstances");
+  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
+  CHECK(calls_of("RunInstances") == runs + 2);
+  CHECK(instances_with_token(tok) == 1);
+  clear_faults();
+  tw_provider_free(p);
+
+  /* Retried by the caller after the provider call itself timed out. */
+  snprintf(extra, sizeof extra, "timeout_ms: 400\nmax_attempts: 1\n"
+                                "signature: %s\n", sig);
+  p = provider(extra);
+  add_fault("{\"kind\": \"slow\", \"action\": \"RunInstances\", "
+            "\"delay_ms\": 1500, \"count\": 1}");
+  snprintf(tok, sizeof tok, "tok-slow-2-%s", sig);
+  req = launch_req(od, tok, "job-slow2");
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_RETRYABLE, err);
+  CHECK(instances_with_token(tok) == 1); /* bought, answer lost */
+  memset(&err, 0, sizeof err);
+  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
+  CHECK(instances_with_token(tok) == 1);
+  clear_faults();
+  tw_provider_free(p);
+}
+
+/* DescribeInstances in pages of 2. */
+static void paging(void) {
+  struct tw_provider *p = provider("page_size: 2\nsignature: acs3\n");
+  const struct tw_offer *od = find_offer(&offers, "ecs.g7.large",
+                                         "cn-hangzhou-j", TW_MARKET_ON_DEMAND);
+  if (!p || !od)
+    return;
+  struct tw_err err = {0};
+  struct tw_instance d;
+  for (int i = 0; i < 5; i++) {
+    char tok[32], job[32];
+    snprintf(tok, sizeof tok, "tok-page-%d", i);
+    snprintf(job, sizeof job, "job-page-%d", i);
+    struct tw_launch req = launch_req(od, tok, job);
+    CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
+  }
+  long desc = calls_of("DescribeInstances");
+  struct tw_instance_list l;
+  tw_instance_list_init(&l);
+  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  int seen = 0;
+  for (size_t i = 0; i < l.n; i++)
+    seen += !strncmp(l.items[i].job_id, "job-page-", 9);
+  CHECK(seen == 5);
+  long used = calls_of("DescribeInstances") - desc;
+  CHECK(used == (long)(l.n + 1) / 2);
+  for (size_t i = 0; i < l.n; i++)
+    for (size_t j = i + 1; j < l.n; j++)
+      CHECK(strcmp(l.items[i].id, l.items[j].id));
+  tw_instance_list_release(&l);
+  tw_provider_free(p);
+}
+
+int main(void) {
+  if (access(TW_FAKECLOUD_PATH, X_OK)) {
+    printf("SKIPPED: %s not built\n", TW_FAKECLOUD_PATH);
+    return 77;
+  }
+  tw_log_set_level(TW_LOG_ERROR);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (!start_fake())
+    return 1;
+  setenv("TW_TEST_ALI_AK", "testid", 1);
+  setenv("TW_TEST_ALI_SK", "testsecret", 1);
+  tw_offer_list_init(&offers);
+  struct tw_provider *p = provider(NULL);
+  if (p) {
+    offers_from_the_fake(p);
+    launch_describe_list(p);
+    error_classes(p);
+    timeout_then_retry_buys_once("hmac-sha1");
+    timeout_then_retry_buys_once("acs3");
+    paging();
+    terminate(p);
+    spot_reclaim(p);
+    tw_provider_free(p);
+  }
+  tw_offer_list_release(&offers);
+  stop_fake();
+  curl_global_cleanup();
+  printf("%d checks, %d failed\n", checks, failures);
+  return failures ? 1 : 0;
+}
