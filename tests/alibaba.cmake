@@ -24,6 +24,24 @@ set_tests_properties(test_alibaba_sign_vectors PROPERTIES TIMEOUT 30
   ENVIRONMENT "TW_SOURCE_DIR=${CMAKE_SOURCE_DIR};TW_BINARY_DIR=${CMAKE_BINARY_DIR}")
 ali_labels(test_alibaba_sign_vectors unit providers alibaba)
 
+tw_add_test(test_alibaba_json
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_alibaba_json.c
+  LIBS tw_providers LABELS unit TIMEOUT 30)
+ali_labels(test_alibaba_json unit providers alibaba)
+# The same binary on the recorded ECS examples of shared/data (skipped when
+# absent).
+add_test(NAME test_alibaba_json_fixtures
+  COMMAND test_alibaba_json --fixtures)
+set_tests_properties(test_alibaba_json_fixtures PROPERTIES TIMEOUT 30
+  ENVIRONMENT "TW_SOURCE_DIR=${CMAKE_SOURCE_DIR};TW_BINARY_DIR=${CMAKE_BINARY_DIR}")
+ali_labels(test_alibaba_json_fixtures unit providers alibaba)
+
+tw_add_fuzz(fuzz_alibaba_json
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_alibaba_json.c
+  LIBS tw_providers
+  LABELS providers alibaba
+  CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/alibaba_json)
+
 # Everything below needs tw_fakecloud, which tests/fakecloud.cmake defines;
 # that fragment is included after this one (fragments go in name order),
 # so these parts run deferred, once the directory is read.
@@ -35,6 +53,11 @@ function(ali_fakecloud_parts)
   target_sources(tw_fakecloud PRIVATE
     ${CMAKE_SOURCE_DIR}/tests/fakecloud/alibaba.c
     ${CMAKE_SOURCE_DIR}/tests/fakecloud/alibaba_req.c)
+  tw_add_fuzz(fuzz_alibaba_req
+    SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_alibaba_req.c
+    LIBS tw_fakecloud
+    LABELS providers fakecloud alibaba
+    CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/alibaba_req)
 endfunction()
 cmake_language(DEFER CALL ali_fakecloud_parts)
 
