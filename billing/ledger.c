@@ -48,7 +48,8 @@ static const char MIGRATION_1[] =
     " region TEXT NOT NULL, tenant TEXT NOT NULL, project TEXT NOT NULL,"
     " list_uusd INTEGER NOT NULL, effective_uusd INTEGER NOT NULL,"
     " usage_ms INTEGER NOT NULL, rows INTEGER NOT NULL,"
-    " PRIMARY KEY (job_id, day, provider, region)) WITHOUT ROWID;"
+    " PRIMARY KEY (job_id, day, tenant, project, provider, region))"
+    " WITHOUT ROWID;"
     "CREATE INDEX ledger_job_day_by_day ON ledger_job_day(day);"
     "CREATE TABLE ledger_budgets ("
     " tenant TEXT NOT NULL, project TEXT NOT NULL, limit_uusd INTEGER NOT NULL,"
@@ -90,7 +91,7 @@ static const char SQL_ROLLUP_JOB[] =
     "INSERT INTO ledger_job_day (job_id, day, provider, region, tenant,"
     " project, list_uusd, effective_uusd, usage_ms, rows)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1)"
-    " ON CONFLICT (job_id, day, provider, region) DO UPDATE SET"
+    " ON CONFLICT (job_id, day, tenant, project, provider, region) DO UPDATE SET"
     " list_uusd = list_uusd + excluded.list_uusd,"
     " effective_uusd = effective_uusd + excluded.effective_uusd,"
     " usage_ms = usage_ms + excluded.usage_ms, rows = rows + 1";

@@ -1,0 +1,305 @@
+/* Ledger: rows land with their rollups; grouped sums over any range (whole
+ * days from the rollups, edge days from the rows) equal the rows summed
+ * one by one, to the micro-dollar; the ledger refuses updates and
+ * deletes; corrections are new rows. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "billing/ledger.h"
+#include "broker/store.h"
+
+#define T0 1764460800000LL /* 2025-11-30T00:00:00Z */
+#define HOUR 3600000LL
+
+static char dir[64], path[128];
+static struct tw_clock clk;
+static struct tw_store *store;
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/tw-ledger-XXXXXX");
+  if (!mkdtemp(dir))
+    return -1;
+  snprintf(path, sizeof path, "%s/t.db", dir);
+  tw_clock_fake_init(&clk, T0);
+  struct tw_err err = {0};
+  struct tw_store_opts o = {.path = path, .clock = &clk, .sync_full = false};
+  if (tw_store_open(&o, &store, &err) || tw_ledger_migrate(store, &err)) {
+    fprintf(stderr, "setup: %s\n", err.msg);
+    return -1;
+  }
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  tw_store_close(store);
+  char p[160];
+  const char *sfx[] = {"", "-wal", "-shm"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+    unlink(p);
+  }
+  rmdir(dir);
+  return 0;
+}
+
+static struct tw_ledger_row mkrow(const char *tenant, const char *project,
+                                  const char *provider, const char *region,
+                                  const char *job, int64_t start, int64_t end,
+                                  int64_t list, int64_t eff) {
+  struct tw_ledger_row r;
+  memset(&r, 0, sizeof r);
+  snprintf(r.tenant, sizeof r.tenant, "%s", tenant);
+  snprintf(r.project, sizeof r.project, "%s", project);
+  snprintf(r.provider, sizeof r.provider, "%s", provider);
+  snprintf(r.account, sizeof r.account, "%s-main", provider);
+  snprintf(r.region, sizeof r.region, "%s", region);
+  snprintf(r.job_id, sizeof r.job_id, "%s", job);
+  snprintf(r.market, sizeof r.market, "on-demand");
+  r.start_ms = start;
+  r.end_ms = end;
+  r.usage_ms = end - start;
+  r.nodes = 1;
+  r.quantity = (end - start) / 1000;
+  r.list_uusd = list;
+  r.effective_uusd = eff;
+  return r;
+}
+
+/* ---- random rows against brute force ------------------------------------ */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+static uint64_t next_rand(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
+
+#define NROWS 3000
+static struct tw_ledger_row rows[NROWS];
+
+struct brute {
+  int64_t from, to;
+  const char *tenant;
+  int64_t list, eff, n;
+};
+
+static void brute_sum(struct brute *b) {
+  b->list = b->eff = b->n = 0;
+  for (size_t i = 0; i < NROWS; i++)
+    if (rows[i].start_ms >= b->from && rows[i].start_ms < b->to &&
+        (!b->tenant || !strcmp(b->tenant, rows[i].tenant))) {
+      b->list += rows[i].list_uusd;
+      b->eff += rows[i].effective_uusd;
+      b->n++;
+    }
+}
+
+static void sums_over_any_range_equal_the_rows(void **state) {
+  (void)state;
+  static const char *tenants[] = {"ml", "web", "etl"};
+  static const char *providers[] = {"aws", "azure", "slurm"};
+  static const char *regions[] = {"us-east-1", "eu-west-1"};
+  unsigned seed = (unsigned)(getenv("TW_SEED") ? atoi(getenv("TW_SEED")) : 42);
+  rng ^= seed;
+  printf("seed %u\n", seed);
+  for (size_t i = 0; i < NROWS; i++) {
+    int64_t h = (int64_t)(next_rand() % (10 * 24)); /* ten days of hours */
+    int64_t start = T0 + h * HOUR + (int64_t)(next_rand() % 1800000);
+    int64_t list = (int64_t)(next_rand() % 5000000) - 100000; /* some credits */
+    rows[i] = mkrow(tenants[next_rand() % 3], next_rand() % 2 ? "a" : "b",
+                    providers[next_rand() % 3], regions[next_rand() % 2],
+                    next_rand() % 4 ? "j-1" : "", start,
+                    start + (int64_t)(next_rand() % 1800000), list, list * 9 / 10);
+  }
+  struct tw_err err = {0};
+  /* in batches, as the meter writes them */
+  for (size_t i = 0; i < NROWS; i += 500)
+    assert_int_equal(tw_ledger_append(store, rows + i, 500, T0, &err), TW_OK);
+  int64_t count;
+  assert_int_equal(tw_ledger_count(store, &count, &err), TW_OK);
+  assert_int_equal(count, NROWS);
+
+  static const unsigned masks[] = {0,
+                                   TW_GROUP_TENANT,
+                                   TW_GROUP_TENANT | TW_GROUP_PROVIDER | TW_GROUP_DAY,
+                                   TW_GROUP_PROJECT | TW_GROUP_REGION,
+                                   TW_GROUP_JOB | TW_GROUP_DAY,
+                                   TW_GROUP_TENANT | TW_GROUP_PROJECT | TW_GROUP_PROVIDER |
+                                       TW_GROUP_REGION | TW_GROUP_DAY};
+  for (int k = 0; k < 60; k++) {
+    struct brute b = {0};
+    /* whole days, partial days, one hour, all of it */
+    b.from = T0 - TW_DAY_MS + (int64_t)(next_rand() % (12 * 24)) * HOUR;
+    if (k % 3 == 0)
+      b.from = b.from / TW_DAY_MS * TW_DAY_MS;
+    b.to = b.from + (int64_t)(next_rand() % (6 * 24) + 1) * HOUR;
+    if (k % 5 == 0)
+      b.from += (int64_t)(next_rand() % HOUR); /* not even on the hour */
+    b.tenant = k % 4 == 0 ? "web" : NULL;
+    brute_sum(&b);
+    for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++) {
+      struct tw_ledger_filter f = {.tenant = b.tenant};
+      struct tw_ledger_group *g;
+      size_t n;
+      assert_int_equal(tw_ledger_sum(store, b.from, b.to, masks[m], &f, &g, &n, &err), TW_OK);
+      int64_t list = 0, eff = 0, cnt = 0;
+      for (size_t i = 0; i < n; i++) {
+        list += g[i].list_uusd;
+        eff += g[i].effective_uusd;
+        cnt += g[i].rows;
+        if (i)
+          /* merged: no two groups with the same key */
+          assert_true(memcmp(&g[i - 1], &g[i], offsetof(struct tw_ledger_group, list_uusd)));
+      }
+      free(g);
+      if (masks[m] & TW_GROUP_JOB) {
+        /* per-job sums leave out rows of no job */
+        struct brute nb = b;
+        int64_t l2 = 0, n2 = 0;
+        for (size_t i = 0; i < NROWS; i++)
+          if (rows[i].start_ms >= nb.from && rows[i].start_ms < nb.to && rows[i].job_id[0] &&
+              (!nb.tenant || !strcmp(nb.tenant, rows[i].tenant))) {
+            l2 += rows[i].list_uusd;
+            n2++;
+          }
+        assert_int_equal(list, l2);
+        assert_int_equal(cnt, n2);
+      } else {
+        assert_int_equal(list, b.list);
+        assert_int_equal(eff, b.eff);
+        assert_int_equal(cnt, b.n);
+      }
+    }
+    int64_t spent;
+    assert_int_equal(tw_ledger_spent(store, b.tenant, NULL, b.from, b.to, &spent, &err), TW_OK);
+    assert_int_equal(spent, b.eff);
+  }
+}
+
+static void day_groups_carry_the_day(void **state) {
+  (void)state;
+  struct tw_err err = {0};
+  struct tw_ledger_row r[3] = {
+      mkrow("t", "p", "aws", "us-east-1", "j-a", T0 + 1 * HOUR, T0 + 2 * HOUR, 100, 90),
+      mkrow("t", "p", "aws", "us-east-1", "j-a", T0 + 25 * HOUR, T0 + 26 * HOUR, 200, 180),
+      mkrow("t", "p", "aws", "us-east-1", "j-b", T0 + 26 * HOUR, T0 + 27 * HOUR, 300, 270)};
+  assert_int_equal(tw_ledger_append(store, r, 3, T0, &err), TW_OK);
+  struct tw_ledger_group *g;
+  size_t n;
+  /* a range starting mid-day: the first day from rows, the second from the
+   * rollup */
+  assert_int_equal(tw_ledger_sum(store, T0 + HOUR / 2, T0 + 48 * HOUR, TW_GROUP_DAY,
+                                 NULL, &g, &n, &err),
+                   TW_OK);
+  assert_int_equal(n, 2);
+  assert_int_equal(g[0].day, T0 / TW_DAY_MS);
+  assert_int_equal(g[0].list_uusd, 100);
+  assert_int_equal(g[1].day, T0 / TW_DAY_MS + 1);
+  assert_int_equal(g[1].list_uusd, 500);
+  assert_int_equal(g[1].rows, 2);
+  free(g);
+  int64_t l, e;
+  assert_int_equal(tw_ledger_job_cost(store, "j-a", &l, &e, &err), TW_OK);
+  assert_int_equal(l, 300);
+  assert_int_equal(e, 270);
+}
+
+static void ledger_refuses_updates_and_deletes(void **state) {
+  (void)state;
+  struct tw_err err = {0};
+  struct tw_ledger_row r = mkrow("t", "p", "aws", "us-east-1", "j-a", T0, T0 + HOUR, 1000, 900);
+  assert_int_equal(tw_ledger_append(store, &r, 1, T0, &err), TW_OK);
+  assert_true(r.seq > 0);
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  char *msg = NULL;
+  assert_int_not_equal(sqlite3_exec(db, "UPDATE ledger SET list_uusd = 0", NULL, NULL, &msg),
+                       SQLITE_OK);
+  assert_non_null(strstr(msg, "append-only"));
+  sqlite3_free(msg);
+  msg = NULL;
+  assert_int_not_equal(sqlite3_exec(db, "DELETE FROM ledger", NULL, NULL, &msg), SQLITE_OK);
+  sqlite3_free(msg);
+  sqlite3_close(db);
+
+  /* a correction is a new row, in the same day and groups */
+  struct tw_ledger_row adj;
+  assert_int_equal(tw_ledger_adjust(store, r.seq, -400, -360, "price was wrong", T0 + 2 * HOUR,
+                                    &adj, &err),
+                   TW_OK);
+  assert_int_equal(adj.category, TW_CHARGE_ADJUSTMENT);
+  assert_true(adj.correction);
+  assert_int_equal(adj.corrects_seq, r.seq);
+  assert_true(adj.seq > r.seq);
+  int64_t spent;
+  assert_int_equal(tw_ledger_spent(store, "t", "p", T0, T0 + TW_DAY_MS, &spent, &err), TW_OK);
+  assert_int_equal(spent, 900 - 360);
+  assert_int_equal(tw_ledger_adjust(store, 999999, 1, 1, "x", T0, NULL, &err), TW_E_NOTFOUND);
+}
+
+static void rows_that_cross_midnight_are_refused(void **state) {
+  (void)state;
+  struct tw_err err = {0};
+  struct tw_ledger_row r[2] = {
+      mkrow("t", "p", "aws", "r", "j", T0 + 2 * HOUR, T0 + 3 * HOUR, 1, 1),
+      mkrow("t", "p", "aws", "r", "j", T0 + 23 * HOUR, T0 + 25 * HOUR, 1, 1)};
+  assert_int_equal(tw_ledger_append(store, r, 2, T0, &err), TW_E_INVALID);
+  assert_non_null(strstr(err.msg, "row 1"));
+  int64_t count;
+  assert_int_equal(tw_ledger_count(store, &count, &err), TW_OK);
+  assert_int_equal(count, 0); /* nothing of the batch landed */
+  /* ending exactly at midnight is the same day */
+  r[1].end_ms = T0 + 24 * HOUR;
+  assert_int_equal(tw_ledger_append(store, &r[1], 1, T0, &err), TW_OK);
+}
+
+static void group_by_words(void **state) {
+  (void)state;
+  unsigned m;
+  struct tw_err err = {0};
+  assert_int_equal(tw_ledger_group_parse("tenant,day,provider", &m, &err), TW_OK);
+  assert_int_equal(m, TW_GROUP_TENANT | TW_GROUP_DAY | TW_GROUP_PROVIDER);
+  assert_int_equal(tw_ledger_group_parse("", &m, &err), TW_OK);
+  assert_int_equal(m, 0);
+  assert_int_equal(tw_ledger_group_parse("tenant,zone", &m, &err), TW_E_INVALID);
+  assert_non_null(strstr(err.msg, "\"zone\""));
+  assert_string_equal(err.field, "group_by");
+}
+
+static void budgets_are_replaced_whole(void **state) {
+  (void)state;
+  struct tw_err err = {0};
+  struct tw_ledger_budget b[2] = {{.tenant = "ml", .limit_uusd = 5000000000},
+                                  {.tenant = "ml", .project = "vision", .limit_uusd = 1}};
+  assert_int_equal(tw_ledger_budgets_set(store, b, 2, &err), TW_OK);
+  assert_int_equal(tw_ledger_budgets_set(store, b + 1, 1, &err), TW_OK);
+  struct tw_ledger_budget *out;
+  size_t n;
+  assert_int_equal(tw_ledger_budgets_get(store, &out, &n, &err), TW_OK);
+  assert_int_equal(n, 1);
+  assert_string_equal(out[0].project, "vision");
+  free(out);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(sums_over_any_range_equal_the_rows, setup, teardown),
+      cmocka_unit_test_setup_teardown(day_groups_carry_the_day, setup, teardown),
+      cmocka_unit_test_setup_teardown(ledger_refuses_updates_and_deletes, setup, teardown),
+      cmocka_unit_test_setup_teardown(rows_that_cross_midnight_are_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(group_by_words, setup, teardown),
+      cmocka_unit_test_setup_teardown(budgets_are_replaced_whole, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

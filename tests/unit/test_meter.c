@@ -1,0 +1,511 @@
+/* Metering: each provider's billing rule (a 59-second AWS attempt is
+ * charged 60 s, a reclaimed spot attempt to the second it ended, hourly
+ * units charged as they start and credited back with an Adjustment), the
+ * price in force per charge period, node counts, discounts, chargeback,
+ * egress, restarts that neither skip nor repeat a period, and the
+ * `billing:` section's validation.  Attempts go through the real store on
+ * a fake clock; the meter's pass is driven by hand. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "billing/ledger.h"
+#include "billing/meter.h"
+#include "broker/model.h"
+#include "broker/node.h"
+#include "broker/store.h"
+
+#define T0 1764460800000LL /* 2025-11-30T00:00:00Z */
+#define SEC 1000LL
+#define MIN (60 * SEC)
+#define HOUR (60 * MIN)
+
+static char dir[64], path[128];
+static struct tw_clock clk;
+static struct tw_store *store;
+static struct tw_meter *meter;
+static struct tw_offer offers[2];
+static size_t n_offers;
+
+static struct tw_meter *new_meter(const char *billing_yaml) {
+  struct tw_err err = {0};
+  struct tw_meter_cfg cfg;
+  struct tw_node *n = NULL;
+  if (billing_yaml)
+    assert_int_equal(tw_node_parse_yaml(billing_yaml, strlen(billing_yaml), &n, &err), TW_OK);
+  assert_int_equal(tw_meter_cfg_parse(n, &cfg, &err), TW_OK);
+  struct tw_meter_opts o = {.store = store, .cfg = &cfg, .clock = &clk};
+  struct tw_meter *m = NULL;
+  assert_int_equal(tw_meter_new(&o, &m, &err), TW_OK);
+  tw_meter_cfg_release(&cfg);
+  tw_node_free(n);
+  return m;
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/tw-meter-XXXXXX");
+  if (!mkdtemp(dir))
+    return -1;
+  snprintf(path, sizeof path, "%s/t.db", dir);
+  tw_clock_fake_init(&clk, T0);
+  struct tw_err err = {0};
+  struct tw_store_opts o = {.path = path, .clock = &clk, .sync_full = false};
+  if (tw_store_open(&o, &store, &err))
+    return -1;
+  meter = NULL;
+  n_offers = 0;
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  tw_meter_free(meter);
+  tw_store_close(store);
+  char p[160];
+  const char *sfx[] = {"", "-wal", "-shm"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+    unlink(p);
+  }
+  rmdir(dir);
+  return 0;
+}
+
+/* An AWS-like offer: per second, 60 s minimum. */
+static struct tw_offer *add_offer(const char *account, const char *provider,
+                                  enum tw_market market, int64_t price, int64_t gran,
+                                  int64_t min) {
+  /* built aside: snprintf into the array it reads from upsets -Wrestrict */
+  struct tw_offer tmp, *o = &tmp;
+  tw_offer_init(o);
+  snprintf(o->provider, sizeof o->provider, "%s", provider);
+  snprintf(o->account, sizeof o->account, "%s", account);
+  snprintf(o->region, sizeof o->region, "us-east-1");
+  snprintf(o->zone, sizeof o->zone, "us-east-1a");
+  snprintf(o->instance_type, sizeof o->instance_type, "m5.large");
+  o->market = market;
+  o->price_uusd_per_hour = price;
+  o->billing_granularity_s = gran;
+  o->min_charge_s = min;
+  o->vcpus = 8;
+  o->memory_mib = 32768;
+  o->accel_count = 2;
+  tw_offer_make_id(o);
+  offers[n_offers] = tmp;
+  o = &offers[n_offers++];
+  return o;
+}
+
+/* A job with one attempt on o, launched; returns the attempt id. */
+static int64_t start_attempt(const struct tw_offer *o, const char *tenant, int nodes) {
+  struct tw_err err = {0};
+  char spec[128];
+  snprintf(spec, sizeof spec, "{\"name\":\"train\",\"nodes\":%d}", nodes);
+  struct tw_job_new jn = {.name = "train", .tenant = tenant, .project = "vision",
+                          .spec_json = spec};
+  struct tw_job_rec job;
+  bool replayed;
+  assert_int_equal(tw_store_job_create(store, &jn, &job, &replayed, &err), TW_OK);
+  struct tw_attempt_new an = {.job_id = job.id, .provider = o->account, .offer_id = o->id,
+                              .market = o->market == TW_MARKET_SPOT ? "spot" : "on-demand",
+                              .price_uusd_per_hour = o->price_uusd_per_hour,
+                              .reason = "test"};
+  struct tw_attempt_rec a;
+  assert_int_equal(tw_store_attempt_open(store, &an, &a, &err), TW_OK);
+  assert_int_equal(tw_store_attempt_launched(store, a.id, "i-0abc", "{}", &err), TW_OK);
+  tw_job_rec_release(&job);
+  return a.id;
+}
+
+static void set_running(int64_t id) {
+  struct tw_err err = {0};
+  assert_int_equal(tw_store_attempt_running(store, id, &err), TW_OK);
+}
+
+static void end_attempt(int64_t id, const char *reason) {
+  struct tw_err err = {0};
+  struct tw_attempt_close c = {.attempt_id = id, .end_reason = reason,
+                               .job_to = TW_JOB_NSTATES};
+  assert_int_equal(tw_store_attempt_close(store, &c, &err), TW_OK);
+}
+
+/* One meter pass at the clock's time, as the meter's thread does it. */
+static void pass_at(int64_t t) {
+  clk.fake_ms = t;
+  struct tw_attempt_rec *live = NULL;
+  size_t n = 0;
+  struct tw_err err = {0};
+  assert_int_equal(tw_store_attempts_live(store, &live, &n, &err), TW_OK);
+  tw_meter_observe(meter, live, n, offers, n_offers, t);
+  free(live);
+}
+
+#define MAXR 64
+static struct tw_ledger_row got[MAXR];
+static size_t n_got;
+
+static int collect(void *ctx, const struct tw_ledger_row *r) {
+  (void)ctx;
+  assert_true(n_got < MAXR);
+  got[n_got++] = *r;
+  return 0;
+}
+
+static void read_rows(void) {
+  struct tw_err err = {0};
+  n_got = 0;
+  assert_int_equal(tw_ledger_scan(store, T0 - TW_DAY_MS, T0 + 30 * TW_DAY_MS, NULL, collect,
+                                  NULL, &err),
+                   TW_OK);
+}
+
+static int64_t total_quantity(void) {
+  int64_t q = 0;
+  for (size_t i = 0; i < n_got; i++)
+    q += got[i].quantity;
+  return q;
+}
+
+static int64_t total_list(void) {
+  int64_t v = 0;
+  for (size_t i = 0; i < n_got; i++)
+    v += got[i].list_uusd;
+  return v;
+}
+
+/* ---- the rules alone ---------------------------------------------------- */
+
+static void billing_rules_table(void **state) {
+  (void)state;
+  static const struct {
+    int64_t gran, min, elapsed_ms;
+    enum tw_bill_phase phase;
+    int64_t want_s;
+  } cases[] = {
+      {1, 60, 59000, TW_BILL_ENDED, 60},        /* AWS: 59 s -> 60 s */
+      {1, 60, 59000, TW_BILL_RECLAIMED, 59},    /* reclaimed spot: to the second */
+      {1, 60, 59000, TW_BILL_RUNNING, 59},      /* the minimum waits for the end */
+      {1, 60, 59001, TW_BILL_ENDED, 60},        /* a started second is a second */
+      {1, 60, 61001, TW_BILL_ENDED, 62},
+      {1, 60, 0, TW_BILL_ENDED, 60},
+      {3600, 0, 1, TW_BILL_RUNNING, 3600},      /* hourly: charged as it starts */
+      {3600, 0, 3600001, TW_BILL_RUNNING, 7200},
+      {3600, 0, 5000, TW_BILL_RECLAIMED, 5},
+      {60, 0, 61000, TW_BILL_ENDED, 120},       /* per minute */
+      {0, 0, 1500, TW_BILL_ENDED, 2},           /* unknown granularity: seconds */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct tw_bill_rule r = {cases[i].gran, cases[i].min};
+    int64_t got_s = tw_bill_seconds(&r, cases[i].elapsed_ms, cases[i].phase);
+    if (got_s != cases[i].want_s)
+      fail_msg("case %zu: %lld s, want %lld", i, (long long)got_s, (long long)cases[i].want_s);
+  }
+  assert_int_equal(tw_bill_cost(3600000, 60), 60000);   /* $3.60/h, 60 s */
+  assert_int_equal(tw_bill_cost(1, 1800), 1);           /* half rounds up */
+  assert_int_equal(tw_bill_cost(1, 1799), 0);
+  assert_int_equal(tw_bill_cost(3600000, -3510), -3510000);
+  assert_int_equal(tw_bill_cost(98000000, 3600 * 4), 392000000); /* p4d x 4 h */
+  assert_int_equal(tw_bill_discount(1000000, 1250), 875000);
+  assert_int_equal(tw_bill_discount(1000000, 0), 1000000);
+  assert_int_equal(tw_bill_discount(-1000, 1000), -900);
+}
+
+/* ---- attempts through the store ------------------------------------------- */
+
+static void aws_59_second_attempt_is_charged_60_seconds(void **state) {
+  (void)state;
+  meter = new_meter(NULL);
+  const struct tw_offer *o = add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 1, 60);
+  int64_t a = start_attempt(o, "ml", 1);
+  clk.fake_ms = T0 + 10 * MIN;
+  set_running(a);
+  pass_at(T0 + 10 * MIN + 1 * SEC);
+  pass_at(T0 + 10 * MIN + 30 * SEC);
+  clk.fake_ms = T0 + 10 * MIN + 59 * SEC;
+  end_attempt(a, "completed");
+  pass_at(T0 + 10 * MIN + 60 * SEC);
+  read_rows();
+  assert_int_equal(n_got, 1);
+  assert_int_equal(got[0].quantity, 60);
+  assert_int_equal(got[0].usage_ms, 59 * SEC);
+  assert_int_equal(got[0].list_uusd, 60000); /* $1 per 1000 s */
+  assert_int_equal(got[0].start_ms, T0 + 10 * MIN);
+  assert_int_equal(got[0].end_ms, T0 + 10 * MIN + 59 * SEC);
+  assert_string_equal(got[0].tenant, "ml");
+  assert_string_equal(got[0].project, "vision");
+  assert_string_equal(got[0].provider, "aws");
+  assert_string_equal(got[0].account, "aws-main");
+  assert_string_equal(got[0].region, "us-east-1");
+  assert_string_equal(got[0].resource_id, "i-0abc");
+  assert_int_equal(got[0].attempt_id, a);
+  struct tw_meter_stats st;
+  tw_meter_stats(meter, &st);
+  assert_int_equal(st.attempts, 1);
+  assert_int_equal(st.open, 0);
+  /* nothing more on later passes */
+  pass_at(T0 + 3 * HOUR);
+  read_rows();
+  assert_int_equal(n_got, 1);
+}
+
+static void reclaimed_spot_attempt_is_charged_to_the_second(void **state) {
+  (void)state;
+  meter = new_meter(NULL);
+  const struct tw_offer *o = add_offer("aws-main", "aws", TW_MARKET_SPOT, 3600000, 1, 60);
+  int64_t a = start_attempt(o, "ml", 1);
+  clk.fake_ms = T0 + 5 * MIN;
+  set_running(a);
+  pass_at(T0 + 5 * MIN + 2 * SEC);
+  clk.fake_ms = T0 + 5 * MIN + 30 * SEC;
+  end_attempt(a, "interrupted");
+  pass_at(T0 + 5 * MIN + 31 * SEC);
+  read_rows();
+  assert_int_equal(n_got, 1);
+  assert_int_equal(got[0].quantity, 30);
+  assert_int_equal(got[0].list_uusd, 30000);
+  assert_string_equal(got[0].market, "spot");
+
+  /* the same 30 s on spot ended by us pays the minimum */
+  int64_t b = start_attempt(o, "ml", 1);
+  clk.fake_ms = T0 + 20 * MIN;
+  set_running(b);
+  pass_at(T0 + 20 * MIN + 1 * SEC);
+  clk.fake_ms = T0 + 20 * MIN + 30 * SEC;
+  end_attempt(b, "cancelled");
+  pass_at(T0 + 20 * MIN + 31 * SEC);
+  read_rows();
+  assert_int_equal(n_got, 2);
+  assert_int_equal(got[1].quantity, 60);
+}
+
+static void hourly_units_charged_ahead_are_credited_when_spot_is_reclaimed(void **state) {
+  (void)state;
+  meter = new_meter(NULL);
+  const struct tw_offer *o = add_offer("azure-main", "azure", TW_MARKET_SPOT, 3600000, 3600, 0);
+  int64_t a = start_attempt(o, "ml", 1);
+  clk.fake_ms = T0 + 10 * HOUR + 59 * MIN;
+  set_running(a);
+  pass_at(T0 + 10 * HOUR + 59 * MIN + 30 * SEC);
+  pass_at(T0 + 11 * HOUR + 10 * SEC);
+  pass_at(T0 + 11 * HOUR + 20 * SEC); /* closes the 10:00 period */
+  read_rows();
+  assert_int_equal(n_got, 1);
+  assert_int_equal(got[0].quantity, 3600); /* the hour started is charged */
+  assert_int_equal(got[0].end_ms, T0 + 11 * HOUR);
+  int64_t first = got[0].seq;
+  clk.fake_ms = T0 + 11 * HOUR + 30 * SEC;
+  end_attempt(a, "interrupted");
+  pass_at(T0 + 11 * HOUR + 31 * SEC);
+  read_rows();
+  assert_int_equal(n_got, 3);
+  assert_int_equal(got[1].category, TW_CHARGE_USAGE);
+  assert_int_equal(got[1].quantity, 0);
+  assert_int_equal(got[1].usage_ms, 30 * SEC);
+  assert_int_equal(got[2].category, TW_CHARGE_ADJUSTMENT);
+  assert_true(got[2].correction);
+  assert_int_equal(got[2].corrects_seq, first);
+  assert_int_equal(got[2].quantity, -(3600 - 90));
+  /* 90 s used: 60 before 11:00 and 30 after */
+  assert_int_equal(total_quantity(), 90);
+  assert_int_equal(total_list(), 90000);
+}
+
+static void spot_price_in_force_per_charge_period(void **state) {
+  (void)state;
+  meter = new_meter(NULL);
+  struct tw_offer *o = add_offer("aws-main", "aws", TW_MARKET_SPOT, 1000000, 1, 60);
+  int64_t a = start_attempt(o, "ml", 1); /* launched at $1.00/h */
+  clk.fake_ms = T0 + 10 * HOUR + 30 * MIN;
+  set_running(a);
+  pass_at(T0 + 10 * HOUR + 31 * MIN);
+  o->price_uusd_per_hour = 1300000; /* the market moved: $1.30/h */
+  pass_at(T0 + 10 * HOUR + 59 * MIN);
+  pass_at(T0 + 11 * HOUR + 1 * SEC);
+  pass_at(T0 + 11 * HOUR + 2 * SEC); /* closes 10:30-11:00, a tick late */
+  o->price_uusd_per_hour = 900000;   /* moved again within the period */
+  pass_at(T0 + 11 * HOUR + 20 * MIN);
+  clk.fake_ms = T0 + 11 * HOUR + 30 * MIN;
+  end_attempt(a, "completed");
+  pass_at(T0 + 11 * HOUR + 30 * MIN + 1 * SEC);
+  read_rows();
+  assert_int_equal(n_got, 2);
+  assert_int_equal(got[0].unit_price_uusd, 1000000); /* the launch price */
+  assert_int_equal(got[0].list_uusd, 500000);
+  /* the price seen when the second period began holds for all of it */
+  assert_int_equal(got[1].unit_price_uusd, 1300000);
+  assert_int_equal(got[1].list_uusd, 650000);
+}
+
+static void nodes_discounts_and_chargeback(void **state) {
+  (void)state;
+  meter = new_meter("providers:\n"
+                    "  aws: {discount_pct: \"12.5\"}\n"
+                    "  slurm-lab:\n"
+                    "    chargeback: {vcpu_hour_usd: \"0.02\", gpu_hour_usd: \"1.10\",\n"
+                    "                 memory_gib_hour_usd: \"0.003\"}\n");
+  const struct tw_offer *od = add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 1, 60);
+  const struct tw_offer *lab = add_offer("slurm-lab", "slurm", TW_MARKET_ON_DEMAND, 0, 1, 0);
+  int64_t a = start_attempt(od, "ml", 3);
+  int64_t b = start_attempt(lab, "web", 1);
+  clk.fake_ms = T0 + 1 * HOUR;
+  set_running(a);
+  set_running(b);
+  pass_at(T0 + 1 * HOUR + 1 * SEC);
+  clk.fake_ms = T0 + 2 * HOUR;
+  end_attempt(a, "completed");
+  end_attempt(b, "completed");
+  pass_at(T0 + 2 * HOUR + 1 * SEC);
+  read_rows();
+  assert_int_equal(n_got, 2);
+  const struct tw_ledger_row *ra = got[0].attempt_id == a ? &got[0] : &got[1];
+  const struct tw_ledger_row *rb = got[0].attempt_id == a ? &got[1] : &got[0];
+  assert_int_equal(ra->nodes, 3);
+  assert_int_equal(ra->quantity, 3 * 3600);
+  assert_int_equal(ra->list_uusd, 3 * 3600000);
+  assert_int_equal(ra->effective_uusd, 3 * 3600000 - 3 * 450000);
+  /* 8 vCPU x 0.02 + 2 GPU x 1.10 + 32 GiB x 0.003 = 2.456 per hour */
+  assert_int_equal(rb->unit_price_uusd, 2456000);
+  assert_int_equal(rb->list_uusd, 2456000);
+  assert_int_equal(rb->effective_uusd, 2456000);
+  assert_string_equal(rb->provider, "slurm");
+}
+
+static void a_restart_neither_skips_nor_repeats_a_period(void **state) {
+  (void)state;
+  meter = new_meter(NULL);
+  const struct tw_offer *o = add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 1, 60);
+  int64_t a = start_attempt(o, "ml", 1);
+  clk.fake_ms = T0 + 1 * HOUR + 30 * MIN;
+  set_running(a);
+  pass_at(T0 + 1 * HOUR + 31 * MIN);
+  pass_at(T0 + 2 * HOUR + 1 * SEC);
+  pass_at(T0 + 2 * HOUR + 2 * SEC); /* 1:30-2:00 charged */
+  read_rows();
+  assert_int_equal(n_got, 1);
+  tw_meter_free(meter); /* the daemon stops */
+  meter = new_meter(NULL);
+  struct tw_meter_stats st;
+  tw_meter_stats(meter, &st);
+  assert_int_equal(st.open, 1); /* progress came back from the store */
+  pass_at(T0 + 3 * HOUR + 5 * SEC);
+  pass_at(T0 + 3 * HOUR + 6 * SEC); /* 2:00-3:00 charged once */
+  clk.fake_ms = T0 + 3 * HOUR + 10 * MIN;
+  end_attempt(a, "completed");
+  pass_at(T0 + 3 * HOUR + 11 * MIN);
+  read_rows();
+  assert_int_equal(n_got, 3);
+  assert_int_equal(got[1].start_ms, T0 + 2 * HOUR);
+  assert_int_equal(got[1].end_ms, T0 + 3 * HOUR);
+  assert_int_equal(total_quantity(), 100 * 60);
+  assert_int_equal(total_list(), 6000000);
+}
+
+static void attempt_that_never_ran_costs_nothing(void **state) {
+  (void)state;
+  meter = new_meter(NULL);
+  const struct tw_offer *o = add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 1, 60);
+  int64_t a = start_attempt(o, "ml", 1);
+  pass_at(T0 + 1 * SEC);
+  clk.fake_ms = T0 + 2 * MIN;
+  end_attempt(a, "cancelled");
+  pass_at(T0 + 3 * MIN);
+  read_rows();
+  assert_int_equal(n_got, 0);
+  struct tw_meter_stats st;
+  tw_meter_stats(meter, &st);
+  assert_int_equal(st.open, 0);
+}
+
+static void egress_is_charged_per_gigabyte(void **state) {
+  (void)state;
+  meter = new_meter("providers:\n  aws: {egress_usd_per_gb: \"0.09\", discount_pct: 10}\n");
+  struct tw_err err = {0};
+  struct tw_meter_egress e = {.tenant = "ml", .project = "vision", .job_id = "j-1",
+                              .provider = "aws", .account = "aws-main",
+                              .region = "us-east-1", .dest_region = "eu-west-1",
+                              .bytes = 5000000000LL, .at_ms = T0 + HOUR};
+  struct tw_ledger_row r;
+  assert_int_equal(tw_meter_egress(meter, &e, &r, &err), TW_OK);
+  assert_int_equal(r.list_uusd, 450000);
+  assert_int_equal(r.effective_uusd, 405000);
+  assert_int_equal(r.service, TW_SERVICE_NETWORK);
+  e.price_uusd_per_gb = 20000; /* a price given by the caller wins */
+  e.bytes = 1500000000LL;
+  assert_int_equal(tw_meter_egress(meter, &e, &r, &err), TW_OK);
+  assert_int_equal(r.list_uusd, 30000);
+  e.tenant = "";
+  assert_int_equal(tw_meter_egress(meter, &e, &r, &err), TW_E_INVALID);
+}
+
+static void billing_section_is_validated(void **state) {
+  (void)state;
+  static const struct {
+    const char *yaml, *want;
+  } bad[] = {
+      {"charge_period_s: 7000\n", "billing.charge_period_s"},
+      {"providers:\n  aws: {discount_pct: \"101\"}\n", "billing.providers.aws.discount_pct"},
+      {"providers:\n  aws: {discount_pct: \"1.234\"}\n", "discount_pct"},
+      {"providers:\n  aws: {discont_pct: 5}\n", "did you mean \"discount_pct\""},
+      {"providers:\n  aws: {egress_usd_per_gb: cheap}\n", "egress_usd_per_gb"},
+      {"budgets:\n  - {tenant: ml}\n", "limit_usd is required"},
+      {"budgets:\n  - {project: x, limit_usd: 5}\n", "needs its tenant"},
+      {"budgets:\n  - {tenant: ml, limit_usd: 5}\n  - {tenant: ml, limit_usd: 6}\n",
+       "the same tenant"},
+      {"budget: []\n", "did you mean \"budgets\""},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    struct tw_err err = {0};
+    struct tw_node *n = NULL;
+    assert_int_equal(tw_node_parse_yaml(bad[i].yaml, strlen(bad[i].yaml), &n, &err), TW_OK);
+    struct tw_meter_cfg cfg;
+    assert_int_equal(tw_meter_cfg_parse(n, &cfg, &err), TW_E_INVALID);
+    if (!strstr(err.msg, bad[i].want))
+      fail_msg("case %zu: \"%s\" does not say \"%s\"", i, err.msg, bad[i].want);
+    tw_meter_cfg_release(&cfg);
+    tw_node_free(n);
+  }
+  const char *good = "charge_period_s: 900\n"
+                     "providers:\n  aws: {discount_pct: 7.5, discount_spot: true}\n"
+                     "budgets:\n  - {tenant: ml, limit_usd: \"5000\"}\n";
+  struct tw_err err = {0};
+  struct tw_node *n = NULL;
+  assert_int_equal(tw_node_parse_yaml(good, strlen(good), &n, &err), TW_OK);
+  struct tw_meter_cfg cfg;
+  assert_int_equal(tw_meter_cfg_parse(n, &cfg, &err), TW_OK);
+  assert_int_equal(cfg.charge_period_s, 900);
+  assert_int_equal(cfg.n_rates, 1);
+  assert_int_equal(cfg.rates[0].discount_bp, 750);
+  assert_true(cfg.rates[0].discount_spot);
+  assert_int_equal(cfg.budgets[0].limit_uusd, 5000000000LL);
+  assert_non_null(tw_meter_cfg_rate(&cfg, "aws-main", "aws"));
+  assert_null(tw_meter_cfg_rate(&cfg, "az", "azure"));
+  tw_meter_cfg_release(&cfg);
+  tw_node_free(n);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(billing_rules_table),
+      cmocka_unit_test_setup_teardown(aws_59_second_attempt_is_charged_60_seconds, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(reclaimed_spot_attempt_is_charged_to_the_second, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(
+          hourly_units_charged_ahead_are_credited_when_spot_is_reclaimed, setup, teardown),
+      cmocka_unit_test_setup_teardown(spot_price_in_force_per_charge_period, setup, teardown),
+      cmocka_unit_test_setup_teardown(nodes_discounts_and_chargeback, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_restart_neither_skips_nor_repeats_a_period, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(attempt_that_never_ran_costs_nothing, setup, teardown),
+      cmocka_unit_test_setup_teardown(egress_is_charged_per_gigabyte, setup, teardown),
+      cmocka_unit_test(billing_section_is_validated),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
