@@ -58,6 +58,23 @@ function(ali_fakecloud_parts)
     LIBS tw_fakecloud
     LABELS providers fakecloud alibaba
     CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/alibaba_req)
+
+  # Conformance with the official Alibaba Cloud SDK: a fixture installs the
+  # pinned packages into the build tree with npm ci, then node:test runs
+  # against the real binary.  Both skip (77) without node or npm.
+  set(ali_conf ${CMAKE_BINARY_DIR}/conformance-alibaba)
+  set(ali_run ${CMAKE_SOURCE_DIR}/tests/conformance/alibaba/run.sh)
+  add_test(NAME alibaba_conformance_setup
+    COMMAND sh ${ali_run} setup ${ali_conf})
+  set_tests_properties(alibaba_conformance_setup PROPERTIES
+    LABELS "conformance;providers;fakecloud;alibaba"
+    FIXTURES_SETUP alibaba_npm SKIP_RETURN_CODE 77 TIMEOUT 600)
+  add_test(NAME alibaba_conformance_ecs
+    COMMAND sh ${ali_run} test ${ali_conf} ecs.test.mjs)
+  set_tests_properties(alibaba_conformance_ecs PROPERTIES
+    LABELS "conformance;providers;fakecloud;alibaba"
+    FIXTURES_REQUIRED alibaba_npm SKIP_RETURN_CODE 77 TIMEOUT 60
+    ENVIRONMENT "TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>")
 endfunction()
 cmake_language(DEFER CALL ali_fakecloud_parts)
 
