@@ -25,6 +25,7 @@ const struct tw_route tw_routes[] = {
     {"DELETE", "/v1/jobs/{id}", tw_h_jobs_cancel, "jobs_cancel"},
     {"GET", "/v1/jobs/{id}/events", tw_h_jobs_events, "jobs_events"},
     {"GET", "/v1/jobs/{id}/logs", tw_h_jobs_logs, "jobs_logs"},
+    {"GET", "/v1/reports/spend", tw_h_reports_spend, "reports_spend"},
     {"GET", "/healthz", tw_h_healthz, "healthz"},
     {"GET", "/readyz", tw_h_readyz, "readyz"},
     {"GET", "/metrics", tw_h_metrics, "metrics"},
