@@ -30,3 +30,41 @@ tw_add_fuzz(fuzz_azure_json
   LIBS tw_providers
   LABELS providers azure
   CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/azure_json)
+
+# The Azure module of the fake needs tw_fakecloud, which
+# tests/fakecloud.cmake defines after this fragment is read (fragments go
+# in name order): these parts run deferred, once the directory is read.
+function(tw_azure_fakecloud_parts)
+  if(NOT TARGET tw_fakecloud)
+    return()
+  endif()
+  set(dir ${CMAKE_SOURCE_DIR}/tests/fakecloud)
+  set(cat_c ${CMAKE_BINARY_DIR}/tests/fakecloud_azure_catalog.c)
+  add_custom_command(
+    OUTPUT ${cat_c}
+    COMMAND ${CMAKE_COMMAND} -DIN=${dir}/azure_catalog.json -DOUT=${cat_c}
+            -DNAME=fc_azure_catalog_json -P ${dir}/embed.cmake
+    DEPENDS ${dir}/azure_catalog.json ${dir}/embed.cmake
+    COMMENT "Embedding the fake Azure catalog")
+  # Listed in server.c's module table when tests/fakecloud/azure.h exists.
+  target_sources(tw_fakecloud PRIVATE ${dir}/azure.c ${dir}/azure_req.c
+    ${dir}/azure_catalog.c ${dir}/azure_cert.c ${cat_c})
+endfunction()
+cmake_language(DEFER CALL tw_azure_fakecloud_parts)
+
+# The adapter against the tradewind-fakecloud binary (a subprocess serving
+# HTTPS with a certificate made by the test).
+function(tw_azure_integration)
+  if(NOT TARGET tradewind-fakecloud)
+    return()
+  endif()
+  tw_add_test(test_azure_fake
+    SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_azure_fake.c
+    LIBS tw_fakecloud tw_providers PkgConfig::CURL PkgConfig::JANSSON
+    LABELS integration TIMEOUT 60)
+  tw_azure_labels(test_azure_fake integration providers azure)
+  target_compile_definitions(test_azure_fake PRIVATE
+    TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
+  add_dependencies(test_azure_fake tradewind-fakecloud)
+endfunction()
+cmake_language(DEFER CALL tw_azure_integration)

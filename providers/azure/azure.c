@@ -73,7 +73,7 @@ struct az_ctx {
   pthread_mutex_t lock;
   char *token_endpoint;
   char *token; /* never logged */
-  int64_t token_expires_ms;
+  int64_t token_expires_ms, token_life_ms;
   struct az_prices *prices;
   size_t n_prices;
 };
@@ -613,6 +613,7 @@ static enum tw_rc token_fetch_locked(struct tw_provider *p,
   }
   a->token = tok;
   a->token_expires_ms = tw_clock_now_ms(p->clock) + secs * 1000;
+  a->token_life_ms = secs * 1000;
   tw_log_debug("azure", "account=%s token refreshed expires_in_s=%lld",
                p->account, (long long)secs);
 out:
@@ -623,9 +624,8 @@ out:
 }
 
 /* An owned copy of a token valid for a while yet, fetching one when the
- * cached one is missing or within the refresh margin of its expiry (the
- * margin is shortened for short-lived tokens, so it never spans the whole
- * lifetime). */
+ * cached one is missing or within the refresh margin of its expiry (at
+ * most half the token's lifetime, so a short-lived token is still used). */
 static enum tw_rc token_get(struct tw_provider *p, char **out,
                             struct tw_err *err) {
   struct az_ctx *a = p->ctx;
@@ -633,8 +633,8 @@ static enum tw_rc token_get(struct tw_provider *p, char **out,
   pthread_mutex_lock(&a->lock);
   int64_t now = tw_clock_now_ms(p->clock);
   int64_t margin = a->refresh_margin_ms;
-  if (a->token && a->token_expires_ms - now < 2 * margin)
-    margin = (a->token_expires_ms - now) / 2;
+  if (margin > a->token_life_ms / 2)
+    margin = a->token_life_ms / 2;
   if (!a->token || now >= a->token_expires_ms - margin)
     rc = token_fetch_locked(p, err);
   if (rc == TW_OK)

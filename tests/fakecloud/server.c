@@ -26,7 +26,14 @@
 #include "tests/fakecloud/alibaba.h"
 #define FC_HAVE_ALIBABA 1
 #endif
+#if __has_include("tests/fakecloud/azure.h")
+#include "tests/fakecloud/azure.h"
+#define FC_HAVE_AZURE 1
+#endif
 static const struct fc_module_ops *const modules[] = {
+#ifdef FC_HAVE_AZURE
+    &fc_module_azure, /* its own paths only, never "/" */
+#endif
 #ifdef FC_HAVE_ALIBABA
     &fc_module_alibaba, /* before ec2: both serve "/", it claims its own */
 #endif

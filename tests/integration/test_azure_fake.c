@@ -1,0 +1,613 @@
+/* test_azure_fake.c - the Azure adapter against tradewind-fakecloud.
+ *
+ * Makes a throwaway certificate, starts the fake as a subprocess serving
+ * HTTPS with its clock frozen, then drives the adapter through the generic
+ * layer: offers (Resource SKUs and Retail Prices, paged), on-demand and
+ * Spot launches through the long-running operation, describe, Scheduled
+ * Events, terminate, listing by tag, and every error class provoked by the
+ * fake's fault injection, both synchronous and in failed operations.  The
+ * adapter's waits move the fake's clock (and the adapter's own) through
+ * the control API instead of sleeping.  /_fake/azure/state is the witness:
+ * which VMs exist, with which tags, and how many calls each action got. */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "broker/clock.h"
+#include "broker/log.h"
+#include "broker/mem.h"
+#include "broker/node.h"
+#include "providers/azure/azure.h"
+#include "providers/provider.h"
+#include "tests/fakecloud/azure_cert.h"
+#include "tests/fakecloud/azure_req.h"
+
+#ifndef TW_FAKECLOUD_PATH
+#define TW_FAKECLOUD_PATH "tradewind-fakecloud"
+#endif
+
+static int failures, checks;
+
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    checks++;                                                                  \
+    if (!(cond)) {                                                             \
+      failures++;                                                              \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                          \
+  } while (0)
+#define CHECK_RC(expr, want, err)                                              \
+  do {                                                                         \
+    enum tw_rc rc_ = (expr);                                                   \
+    checks++;                                                                  \
+    if (rc_ != (want)) {                                                       \
+      failures++;                                                              \
+      fprintf(stderr, "%s:%d: %s: rc %s, want %s (%s: %s)\n", __FILE__,        \
+              __LINE__, #expr, tw_rc_str(rc_), tw_rc_str(want), (err).detail,  \
+              (err).msg);                                                      \
+    }                                                                          \
+  } while (0)
+
+/* The fake's clock starts here; the adapter's fake clock follows it. */
+#define START "2026-06-15T00:00:00Z"
+#define START_MS 1781481600000LL
+
+static char tmp_dir[] = "/tmp/tw-azure-XXXXXX";
+static char cert[256], key[256];
+static pid_t fake_pid;
+static char base_url[64];
+static struct tw_clock clk;
+static int64_t slept_ms;
+
+/* ---- the fake as a subprocess ------------------------------------------ */
+
+static void stop_fake(void) {
+  if (fake_pid > 0) {
+    kill(fake_pid, SIGTERM);
+    waitpid(fake_pid, NULL, 0);
+    fake_pid = 0;
+  }
+}
+
+static bool start_fake(void) {
+  int fds[2];
+  if (pipe(fds))
+    return false;
+  fake_pid = fork();
+  if (fake_pid < 0)
+    return false;
+  if (fake_pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* dies with the test */
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    execl(TW_FAKECLOUD_PATH, "tradewind-fakecloud", "--listen", "127.0.0.1:0",
+          "--seed", "7", "--clock-speed", "0", "--start-time", START,
+          "--pending-ms", "5000", "--tls-cert", cert, "--tls-key", key,
+          (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  FILE *f = fdopen(fds[0], "r");
+  char line[256] = "";
+  bool ok = f && fgets(line, sizeof line, f) &&
+            sscanf(line, "listening %63s", base_url) == 1 &&
+            !strncmp(base_url, "https://", 8);
+  if (!ok) {
+    fprintf(stderr, "fakecloud did not start over https: \"%s\"\n", line);
+    stop_fake();
+  }
+  return ok;
+}
+
+/* ---- control API ------------------------------------------------------- */
+
+static size_t collect(char *p, size_t sz, size_t n, void *ud) {
+  tw_buf_add(ud, p, sz * n);
+  return sz * n;
+}
+
+static json_t *ctl(const char *method, const char *path, const char *body) {
+  CURL *c = curl_easy_init();
+  struct tw_buf b;
+  tw_buf_init(&b);
+  char url[256];
+  snprintf(url, sizeof url, "%s%s", base_url, path);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+  curl_easy_setopt(c, CURLOPT_CAINFO, cert);
+  struct curl_slist *h = NULL;
+  if (body) {
+    h = curl_slist_append(h, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+  }
+  CURLcode cc = curl_easy_perform(c);
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(h);
+  curl_easy_cleanup(c);
+  json_t *j = NULL;
+  if (cc == CURLE_OK && b.data)
+    j = json_loads(b.data, 0, NULL);
+  if (cc != CURLE_OK || status >= 300)
+    fprintf(stderr, "control %s %s: curl %d HTTP %ld %s\n", method, path,
+            (int)cc, status, b.data ? b.data : "");
+  tw_buf_release(&b);
+  return j;
+}
+
+static void ctl_ok(const char *method, const char *path, const char *body) {
+  json_t *j = ctl(method, path, body);
+  CHECK(j != NULL);
+  json_decref(j);
+}
+
+static void fault(const char *rule) {
+  ctl_ok("DELETE", "/_fake/faults", NULL);
+  if (rule)
+    ctl_ok("POST", "/_fake/faults", rule);
+}
+
+static void advance(int64_t ms) {
+  char body[64];
+  snprintf(body, sizeof body, "{\"advance_ms\":%lld}", (long long)ms);
+  ctl_ok("POST", "/_fake/clock", body);
+  tw_clock_advance(&clk, ms);
+}
+
+/* The adapter's waits: Retry-After between polls, backoff between
+ * retries.  Both clocks move, nothing sleeps. */
+static void fake_sleep(void *ctx, int64_t ms) {
+  slept_ms += ms;
+  if (ms > 0)
+    advance(ms);
+}
+
+static int64_t calls(const char *action) {
+  json_t *s = ctl("GET", "/_fake/azure/state", NULL);
+  int64_t n = json_integer_value(
+      json_object_get(json_object_get(s, "calls"), action));
+  json_decref(s);
+  return n;
+}
+
+/* The fake's view of one VM (json_decref it), NULL when gone. */
+static json_t *fake_vm(const char *name) {
+  json_t *s = ctl("GET", "/_fake/azure/state", NULL);
+  json_t *vms = json_object_get(s, "vms"), *v, *found = NULL;
+  size_t i;
+  json_array_foreach(vms, i, v) {
+    if (!strcmp(json_string_value(json_object_get(v, "name")), name))
+      found = json_incref(v);
+  }
+  json_decref(s);
+  return found;
+}
+
+static size_t fake_vm_count(void) {
+  json_t *s = ctl("GET", "/_fake/azure/state", NULL);
+  size_t n = json_array_size(json_object_get(s, "vms"));
+  json_decref(s);
+  return n;
+}
+
+/* ---- the adapter --------------------------------------------------------- */
+
+static struct tw_provider *provider(const char *extra, const char *secret,
+                                    struct tw_err *err) {
+  setenv("TW_TEST_AZURE_SECRET", secret, 1);
+  struct tw_buf y;
+  tw_buf_init(&y);
+  tw_buf_printf(&y,
+                "type: azure\n"
+                "name: azure-test\n"
+                "tenant_id: " FC_AZ_TENANT "\n"
+                "client_id: " FC_AZ_CLIENT_ID "\n"
+                "client_secret_env: TW_TEST_AZURE_SECRET\n"
+                "subscription_id: " FC_AZ_SUBSCRIPTION "\n"
+                "resource_group: " FC_AZ_RESOURCE_GROUP "\n"
+                "regions: [eastus, westus2]\n"
+                "authority: %s\n"
+                "management_endpoint: %s\n"
+                "prices_url: %s/api/retail/prices\n"
+                "scheduled_events_url: %s/metadata/scheduledevents"
+                "?api-version=2020-07-01\n"
+                "ca_file: %s\n"
+                "image: Canonical:ubuntu-24_04-lts:server:latest\n"
+                "ssh_public_key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake\n"
+                "subnet_id: /subscriptions/" FC_AZ_SUBSCRIPTION
+                "/resourceGroups/tradewind/providers/Microsoft.Network/"
+                "virtualNetworks/vnet/subnets/default\n"
+                "backoff_base_ms: 50\n"
+                "%s",
+                base_url, base_url, base_url, base_url, cert,
+                extra ? extra : "");
+  struct tw_node *cfg = NULL;
+  struct tw_provider *p = NULL;
+  if (tw_node_parse_yaml(y.data, y.len, &cfg, err) == TW_OK &&
+      tw_provider_new(cfg, &clk, &p, err) == TW_OK)
+    tw_azure_set_sleep(p, fake_sleep, NULL);
+  tw_node_free(cfg);
+  tw_buf_release(&y);
+  return p;
+}
+
+static struct tw_offer offer(const char *region, const char *zone,
+                             const char *type, enum tw_market m) {
+  struct tw_offer o;
+  tw_offer_init(&o);
+  TW_SET(o.account, "azure-test");
+  TW_SET(o.region, region);
+  TW_SET(o.zone, zone);
+  TW_SET(o.instance_type, type);
+  o.market = m;
+  o.vcpus = 2;
+  return o;
+}
+
+static enum tw_rc launch(struct tw_provider *p, const struct tw_offer *o,
+                         const char *token, const char *attempt,
+                         int64_t max_uusd, struct tw_instance *out,
+                         struct tw_err *err) {
+  struct tw_launch req = {.offer = o,
+                          .client_token = token,
+                          .job_id = "job-1",
+                          .attempt_id = attempt,
+                          .tenant = "acme",
+                          .max_price_uusd_per_hour = max_uusd};
+  tw_err_clear(err);
+  return tw_provider_launch(p, &req, out, err);
+}
+
+/* ---- scenarios ----------------------------------------------------------- */
+
+static const struct tw_offer *find_offer(const struct tw_offer_list *l,
+                                         const char *region, const char *type,
+                                         enum tw_market m) {
+  for (size_t i = 0; i < l->n; i++)
+    if (!strcmp(l->items[i].region, region) &&
+        !strcmp(l->items[i].instance_type, type) && l->items[i].market == m)
+      return &l->items[i];
+  return NULL;
+}
+
+static void offers(struct tw_provider *p) {
+  struct tw_err err = {0};
+  struct tw_offer_list l;
+  tw_offer_list_init(&l);
+  /* Small pages, so nextLink and NextPageLink are followed. */
+  ctl_ok("POST", "/_fake/azure/config", "{\"page_size\":7}");
+  CHECK_RC(tw_provider_list_offers(p, &l, &err), TW_OK, err);
+  /* 10 sizes x 2 markets x 2 regions, all with both prices. */
+  CHECK(l.n == 40);
+  const struct tw_offer *o =
+      find_offer(&l, "eastus", "Standard_D2s_v5", TW_MARKET_ON_DEMAND);
+  CHECK(o && o->price_uusd_per_hour == 96000 && o->vcpus == 2 &&
+        o->memory_mib == 8192 && !o->zone[0] && o->arch == TW_ARCH_X86_64);
+  o = find_offer(&l, "eastus", "Standard_D2s_v5", TW_MARKET_SPOT);
+  CHECK(o && o->price_uusd_per_hour == 20362);
+  o = find_offer(&l, "westus2", "Standard_NC24ads_A100_v4", TW_MARKET_SPOT);
+  CHECK(o && o->price_uusd_per_hour == 1298406 && o->accel_count == 1 &&
+        !strcmp(o->accel_name, "A100-80GB"));
+  o = find_offer(&l, "eastus", "Standard_D2ps_v5", TW_MARKET_ON_DEMAND);
+  CHECK(o && o->arch == TW_ARCH_ARM64);
+  CHECK(o && !strcmp(o->id, "azure-test:eastus::Standard_D2ps_v5:on-demand"));
+  /* Prices are cached per region: a second listing reads SKUs again but
+   * not the price pages. */
+  int64_t before = calls("RetailPrices");
+  /* 40 Linux and Windows Consumption rows a region: 6 pages of 7. */
+  CHECK(before == 12);
+  tw_offer_list_release(&l);
+  CHECK_RC(tw_provider_list_offers(p, &l, &err), TW_OK, err);
+  CHECK(l.n == 40 && calls("RetailPrices") == before);
+  tw_offer_list_release(&l);
+  ctl_ok("POST", "/_fake/azure/config", "{\"page_size\":100}");
+}
+
+static void zonal_offers(void) {
+  struct tw_err err = {0};
+  struct tw_provider *p =
+      provider("zonal: true\ninstance_types: [Standard_D2s_v5]\n",
+               FC_AZ_CLIENT_SECRET, &err);
+  CHECK(p != NULL);
+  if (!p)
+    return;
+  struct tw_offer_list l;
+  tw_offer_list_init(&l);
+  CHECK_RC(tw_provider_list_offers(p, &l, &err), TW_OK, err);
+  CHECK(l.n == 12); /* 3 zones x 2 markets x 2 regions */
+  CHECK(l.n && !strcmp(l.items[0].zone, "1"));
+  tw_offer_list_release(&l);
+  tw_provider_free(p);
+}
+
+static void launches(struct tw_provider *p) {
+  struct tw_err err = {0};
+  struct tw_instance od, sp, d;
+  struct tw_offer o1 =
+      offer("eastus", "", "Standard_D2s_v5", TW_MARKET_ON_DEMAND);
+  struct tw_offer o2 = offer("westus2", "", "Standard_D4s_v5", TW_MARKET_SPOT);
+
+  int64_t slept = slept_ms;
+  CHECK_RC(launch(p, &o1, "tok-od-1", "att-od", 0, &od, &err), TW_OK, err);
+  /* The create took 5 s of fake time, waited in Retry-After steps. */
+  CHECK(slept_ms - slept >= 5000);
+  CHECK(od.state == TW_INST_RUNNING);
+  char name[64];
+  tw_azure_vm_name("tw-", "tok-od-1", name, sizeof name);
+  CHECK(!strcmp(od.id, name));
+  CHECK(od.market == TW_MARKET_ON_DEMAND && !strcmp(od.region, "eastus"));
+  CHECK(!strcmp(od.job_id, "job-1") && !strcmp(od.attempt_id, "att-od") &&
+        !strcmp(od.tenant, "acme") && !strcmp(od.client_token, "tok-od-1"));
+  json_t *v = fake_vm(od.id);
+  CHECK(v && !strcmp(json_string_value(json_object_get(v, "priority")),
+                     "Regular"));
+  CHECK(v && !strcmp(json_string_value(json_object_get(
+                         json_object_get(v, "tags"), "tradewind:tenant")),
+                     "acme"));
+  json_decref(v);
+
+  CHECK_RC(launch(p, &o2, "tok-spot-1", "att-spot", 75678, &sp, &err), TW_OK,
+           err);
+  CHECK(sp.market == TW_MARKET_SPOT && sp.state == TW_INST_RUNNING);
+  v = fake_vm(sp.id);
+  /* maxPrice takes five decimals: 0.075678 is cut to 0.07567. */
+  CHECK(v && json_integer_value(json_object_get(v, "max_price_uusd")) ==
+                 75670);
+  CHECK(v && !strcmp(json_string_value(json_object_get(v, "eviction_policy")),
+                     "Delete"));
+  json_decref(v);
+
+  CHECK_RC(tw_provider_describe(p, od.id, &d, &err), TW_OK, err);
+  CHECK(d.state == TW_INST_RUNNING && !strcmp(d.provider_state,
+                                              "Succeeded/running"));
+  tw_err_clear(&err);
+  CHECK_RC(tw_provider_describe(p, "tw-nosuchvm", &d, &err), TW_E_NOTFOUND,
+           err);
+  CHECK(!strcmp(err.detail, "ResourceNotFound"));
+
+  /* Listing by tag, one resource a page. */
+  ctl_ok("POST", "/_fake/azure/config", "{\"page_size\":1}");
+  struct tw_instance_list l;
+  tw_instance_list_init(&l);
+  tw_err_clear(&err);
+  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  CHECK(l.n == 2);
+  for (size_t i = 0; i < l.n; i++)
+    CHECK(!strcmp(l.items[i].job_id, "job-1") &&
+          l.items[i].state == TW_INST_RUNNING);
+  tw_instance_list_release(&l);
+  ctl_ok("POST", "/_fake/azure/config", "{\"page_size\":100}");
+
+  /* Eviction: the Preempt notice, at least 30 s ahead. */
+  struct tw_event_list ev;
+  tw_event_list_init(&ev);
+  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  CHECK(ev.n == 0);
+  char path[160];
+  snprintf(path, sizeof path, "/_fake/azure/vms/%s/evict", sp.id);
+  ctl_ok("POST", path, "{\"lead_ms\":30000}");
+  int64_t noticed = tw_clock_now_ms(&clk);
+  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  CHECK(ev.n == 1);
+  if (ev.n == 1) {
+    CHECK(ev.items[0].kind == TW_EVENT_INTERRUPTION);
+    CHECK(!strcmp(ev.items[0].instance_id, sp.id));
+    CHECK(!strcmp(ev.items[0].action, "terminate"));
+    /* NotBefore has whole seconds. */
+    CHECK(ev.items[0].deadline_ms / 1000 == (noticed + 30000) / 1000);
+    CHECK(ev.items[0].noticed_ms == ev.items[0].deadline_ms - 30000);
+  }
+  /* Still in force on the next poll, with the same times. */
+  struct tw_event_list ev2;
+  tw_event_list_init(&ev2);
+  advance(10000);
+  CHECK_RC(tw_provider_poll_events(p, &ev2, &err), TW_OK, err);
+  CHECK(ev2.n == 1 && ev.n == 1 &&
+        ev2.items[0].noticed_ms == ev.items[0].noticed_ms);
+  tw_event_list_release(&ev);
+  tw_event_list_release(&ev2);
+  advance(21000); /* evicted: Delete policy */
+  CHECK_RC(tw_provider_describe(p, sp.id, &d, &err), TW_OK, err);
+  CHECK(d.state == TW_INST_SHUTTING_DOWN);
+  advance(3000);
+  tw_err_clear(&err);
+  CHECK_RC(tw_provider_describe(p, sp.id, &d, &err), TW_E_NOTFOUND, err);
+
+  /* Terminate: accepted, Deleting, then gone; idempotent throughout. */
+  tw_err_clear(&err);
+  CHECK_RC(tw_provider_terminate(p, od.id, &err), TW_OK, err);
+  CHECK_RC(tw_provider_describe(p, od.id, &d, &err), TW_OK, err);
+  CHECK(d.state == TW_INST_SHUTTING_DOWN);
+  CHECK_RC(tw_provider_terminate(p, od.id, &err), TW_OK, err);
+  advance(3000);
+  CHECK_RC(tw_provider_terminate(p, od.id, &err), TW_OK, err);
+  CHECK(fake_vm_count() == 0);
+}
+
+/* A launch must fail with want, the provider's code in detail, and leave
+ * no VM running. */
+static void launch_fails(struct tw_provider *p, const struct tw_offer *o,
+                         const char *rule, enum tw_rc want,
+                         const char *detail, int64_t max_uusd) {
+  static int n;
+  char token[32];
+  snprintf(token, sizeof token, "tok-fail-%d", ++n);
+  struct tw_err err = {0};
+  struct tw_instance in;
+  fault(rule);
+  CHECK_RC(launch(p, o, token, "att-f", max_uusd, &in, &err), want, err);
+  if (strcmp(err.detail, detail))
+    fprintf(stderr, "launch_fails: detail %s, want %s\n", err.detail, detail);
+  CHECK(!strcmp(err.detail, detail));
+  advance(5000); /* a failed create's VM is being deleted */
+  CHECK(fake_vm_count() == 0);
+  fault(NULL);
+}
+
+static void errors(struct tw_provider *p) {
+  struct tw_err err = {0};
+  struct tw_instance in;
+  struct tw_offer od = offer("eastus", "", "Standard_D2s_v5",
+                             TW_MARKET_ON_DEMAND);
+  struct tw_offer zonal = offer("eastus", "2", "Standard_D2s_v5",
+                                TW_MARKET_ON_DEMAND);
+  struct tw_offer spot = offer("eastus", "", "Standard_D2s_v5", TW_MARKET_SPOT);
+
+  /* Capacity: in a failed operation (regional, zonal, overconstrained),
+   * and synchronously (SkuNotAvailable). */
+  launch_fails(p, &od, "{\"kind\":\"capacity\",\"service\":\"azure\"}",
+               TW_E_CAPACITY, "AllocationFailed", 0);
+  launch_fails(p, &zonal, "{\"kind\":\"capacity\",\"zone\":\"2\"}",
+               TW_E_CAPACITY, "ZonalAllocationFailed", 0);
+  launch_fails(p, &spot,
+               "{\"kind\":\"capacity\",\"market\":\"spot\",\"code\":"
+               "\"OverconstrainedAllocationRequest\"}",
+               TW_E_CAPACITY, "OverconstrainedAllocationRequest", 0);
+  launch_fails(p, &od, "{\"kind\":\"capacity\",\"status\":409}",
+               TW_E_CAPACITY, "SkuNotAvailable", 0);
+  /* Quota: OperationNotAllowed naming the quota, or QuotaExceeded. */
+  launch_fails(p, &spot, "{\"kind\":\"quota\"}", TW_E_QUOTA,
+               "OperationNotAllowed", 0);
+  launch_fails(p, &od, "{\"kind\":\"quota\",\"code\":\"QuotaExceeded\"}",
+               TW_E_QUOTA, "QuotaExceeded", 0);
+  ctl_ok("POST", "/_fake/azure/config", "{\"vcpu_limit\":1}");
+  launch_fails(p, &od, NULL, TW_E_QUOTA, "OperationNotAllowed", 0);
+  ctl_ok("POST", "/_fake/azure/config", "{\"vcpu_limit\":350}");
+  /* A max price under the Spot price is the caller's mistake. */
+  launch_fails(p, &spot, NULL, TW_E_INVALID, "OperationNotAllowed", 10000);
+  /* A region the account does not use. */
+  struct tw_offer far = offer("westeurope", "", "Standard_D2s_v5",
+                              TW_MARKET_ON_DEMAND);
+  CHECK_RC(launch(p, &far, "tok-far", "att", 0, &in, &err), TW_E_INVALID,
+           err);
+
+  /* 429: retried after Retry-After, then reported as retryable. */
+  int64_t before = calls("GetVirtualMachine"), slept = slept_ms;
+  fault("{\"kind\":\"throttle\",\"action\":\"GetVirtualMachine\"}");
+  tw_err_clear(&err);
+  CHECK_RC(tw_provider_describe(p, "tw-x", &in, &err), TW_E_RETRYABLE, err);
+  CHECK(!strcmp(err.detail, "TooManyRequests"));
+  CHECK(calls("GetVirtualMachine") - before == 4); /* max_attempts */
+  CHECK(slept_ms - slept == 3000);                  /* Retry-After: 1 */
+  /* A 500 once: the retry answers. */
+  fault("{\"kind\":\"error\",\"status\":500,\"count\":1,\"action\":"
+        "\"GetVirtualMachine\"}");
+  tw_err_clear(&err);
+  CHECK_RC(tw_provider_describe(p, "tw-x", &in, &err), TW_E_NOTFOUND, err);
+  fault(NULL);
+
+  /* 401: an expired token is replaced once, transparently. */
+  int64_t tokens = calls("Token");
+  ctl_ok("POST", "/_fake/azure/tokens/expire", NULL);
+  tw_err_clear(&err);
+  CHECK_RC(tw_provider_describe(p, "tw-x", &in, &err), TW_E_NOTFOUND, err);
+  CHECK(calls("Token") == tokens + 1);
+  /* The token's own lifetime, on the adapter's clock: a new one is
+   * fetched ahead of expiry (3599 s less the 300 s margin). */
+  advance(3400 * 1000LL);
+  CHECK_RC(tw_provider_describe(p, "tw-x", &in, &err), TW_E_NOTFOUND, err);
+  CHECK(calls("Token") == tokens + 2);
+  /* A wrong secret: the identity platform refuses the client. */
+  struct tw_provider *bad = provider(NULL, "not-the-secret", &err);
+  CHECK(bad != NULL);
+  if (bad) {
+    tw_err_clear(&err);
+    CHECK_RC(tw_provider_describe(bad, "tw-x", &in, &err), TW_E_AUTH, err);
+    CHECK(!strcmp(err.detail, "invalid_client"));
+    tw_provider_free(bad);
+  }
+}
+
+/* The first PUT is answered too late: the http helper's retry finds the
+ * VM by its name (412, then GET), and so does a second launch with the
+ * same token.  One VM in the end. */
+static void retried_launch(void) {
+  struct tw_err err = {0};
+  struct tw_provider *p = provider("timeout_ms: 400\n", FC_AZ_CLIENT_SECRET,
+                                   &err);
+  CHECK(p != NULL);
+  if (!p)
+    return;
+  struct tw_offer o = offer("eastus", "", "Standard_D2s_v5", TW_MARKET_SPOT);
+  struct tw_instance a, b;
+  fault("{\"kind\":\"slow\",\"action\":\"CreateOrUpdateVirtualMachine\","
+        "\"delay_ms\":1200,\"count\":1}");
+  int64_t puts = calls("CreateOrUpdateVirtualMachine");
+  CHECK_RC(launch(p, &o, "tok-retry", "att-r", 0, &a, &err), TW_OK, err);
+  CHECK(calls("CreateOrUpdateVirtualMachine") - puts == 2);
+  CHECK(a.state == TW_INST_RUNNING);
+  CHECK_RC(launch(p, &o, "tok-retry", "att-r", 0, &b, &err), TW_OK, err);
+  CHECK(!strcmp(a.id, b.id));
+  CHECK(fake_vm_count() == 1);
+  /* The same token from another job: the VM is handed back untouched and
+   * the generic layer flags the reuse. */
+  struct tw_launch req = {.offer = &o,
+                          .client_token = "tok-retry",
+                          .job_id = "job-2",
+                          .attempt_id = "att-x",
+                          .tenant = "acme"};
+  tw_err_clear(&err);
+  CHECK_RC(tw_provider_launch(p, &req, &b, &err), TW_E_CONFLICT, err);
+  json_t *v = fake_vm(a.id);
+  CHECK(v && !strcmp(json_string_value(json_object_get(
+                         json_object_get(v, "tags"), "tradewind:job")),
+                     "job-1"));
+  json_decref(v);
+  CHECK_RC(tw_provider_terminate(p, a.id, &err), TW_OK, err);
+  advance(3000);
+  CHECK(fake_vm_count() == 0);
+
+  /* Operation-Location instead of Azure-AsyncOperation. */
+  ctl_ok("POST", "/_fake/azure/config",
+         "{\"lro_header\":\"Operation-Location\"}");
+  CHECK_RC(launch(p, &o, "tok-oploc", "att-o", 0, &a, &err), TW_OK, err);
+  CHECK(a.state == TW_INST_RUNNING);
+  CHECK_RC(tw_provider_terminate(p, a.id, &err), TW_OK, err);
+  advance(3000);
+  ctl_ok("POST", "/_fake/azure/config",
+         "{\"lro_header\":\"Azure-AsyncOperation\"}");
+  fault(NULL);
+  tw_provider_free(p);
+}
+
+int main(void) {
+  tw_log_set_level(TW_LOG_ERROR);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  struct tw_err err = {0};
+  if (!mkdtemp(tmp_dir) ||
+      fc_az_make_cert(tmp_dir, 1, cert, sizeof cert, key, sizeof key, &err)) {
+    fprintf(stderr, "cannot make a certificate: %s\n", err.msg);
+    return 1;
+  }
+  if (!start_fake())
+    return 1;
+  tw_clock_fake_init(&clk, START_MS);
+  struct tw_provider *p = provider(NULL, FC_AZ_CLIENT_SECRET, &err);
+  CHECK(p != NULL);
+  if (p) {
+    offers(p);
+    zonal_offers();
+    launches(p);
+    errors(p);
+    retried_launch();
+    tw_provider_free(p);
+  }
+  stop_fake();
+  unlink(cert);
+  unlink(key);
+  rmdir(tmp_dir);
+  curl_global_cleanup();
+  printf("%d checks, %d failures\n", checks, failures);
+  return failures ? 1 : 0;
+}
