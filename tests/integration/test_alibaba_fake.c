@@ -252,6 +252,55 @@ static struct tw_launch launch_req(const struct tw_offer *o, const char *tok,
 
 static struct tw_offer_list offers;
 
+/* The fake's built-in specs against ECS's documentation
+ * (shared/data/catalogs/aliyun/ecs_instance_families.csv: family, type,
+ * vcpus, memory_gib, ...), when the data is there. */
+static void specs_match_the_docs(const struct tw_offer_list *l) {
+  char path[4096];
+  const char *dir = getenv("TRADEWIND_TESTDATA");
+  if (dir)
+    snprintf(path, sizeof path, "%s/catalogs/aliyun/ecs_instance_families.csv",
+             dir);
+  else
+    snprintf(path, sizeof path,
+             "%s/../shared/data/catalogs/aliyun/ecs_instance_families.csv",
+             getenv("TW_SOURCE_DIR") ? getenv("TW_SOURCE_DIR") : ".");
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    printf("note: %s absent, specs not compared\n", path);
+    return;
+  }
+  char line[4096];
+  int compared = 0;
+  while (fgets(line, sizeof line, f)) {
+    /* The family cell is quoted and holds commas: skip past it. */
+    char *p = line;
+    if (*p == '"') {
+      p = strchr(p + 1, '"');
+      if (!p)
+        continue;
+      p++;
+    } else {
+      p = strchr(p, ',');
+      if (!p)
+        continue;
+    }
+    char type[64];
+    int vcpus;
+    double gib;
+    if (sscanf(p, ",%63[^,],%d,%lf", type, &vcpus, &gib) != 3)
+      continue;
+    for (size_t i = 0; i < l->n; i++)
+      if (!strcmp(l->items[i].instance_type, type)) {
+        CHECK(l->items[i].vcpus == vcpus);
+        CHECK(l->items[i].memory_mib == (int64_t)(gib * 1024 + 0.5));
+        compared++;
+      }
+  }
+  fclose(f);
+  CHECK(compared > 0);
+}
+
 static void offers_from_the_fake(struct tw_provider *p) {
   /* A known spot price from now on: 0.200 CNY in cn-hangzhou-i. */
   ctl_ok("POST", "/_fake/alibaba/spot-price",
@@ -287,6 +336,7 @@ static void offers_from_the_fake(struct tw_provider *p) {
         gpu->accel_memory_mib == 40960 && gpu->vcpus == 12);
   CHECK(!find_offer(&offers, "ecs.gn7-c12g1.3xlarge", "cn-hangzhou-h",
                     TW_MARKET_ON_DEMAND));
+  specs_match_the_docs(&offers);
   /* Only the configured types. */
   for (size_t i = 0; i < offers.n; i++)
     CHECK(!strcmp(offers.items[i].instance_type, "ecs.g7.large") ||
