@@ -20,8 +20,19 @@
  * succeeded, 1 when some failed, 2 on usage errors.
  *
  * Peers: the broker is one `struct peer`; another system measured in the
- * same run (e.g. Slurm's slurmrestd) is another struct peer with its own
- * start, request and stop functions, appended to PEERS[]. */
+ * same run is another struct peer with its own start, request and stop
+ * functions, appended to PEERS[].  Slurm is two: slurmrestd (REST
+ * submissions over keep-alive connections, the same client as the broker's)
+ * and sbatch (one process per submission, as people and scripts submit).
+ * Both submit held jobs (nothing runs: the submission rate is measured,
+ * not the execution), cancelled after each level.  They use the cluster of
+ * scripts/slurm.sh in --slurm-dir (default $TW_SLURM_DIR, else .state/slurm
+ * under the current directory), starting it when it is not up and the
+ * script is found (./scripts/slurm.sh or $TW_SOURCE_DIR/scripts/slurm.sh),
+ * and stopping it afterwards if they started it.  Without a cluster they
+ * are skipped.  The ratio of the broker's rate to each is printed per
+ * level:
+ *   ratio_submit_vs_slurm_rest_c16 1.9 x */
 #define _GNU_SOURCE /* pipe2, close_range, mkdtemp under strict C11 */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -63,6 +74,8 @@ struct opts {
   double warmup_s;       /* unmeasured load before each level */
   bool smoke;
   bool keep;             /* keep the temp dir */
+  bool slurm;            /* measure the Slurm peers too */
+  const char *slurm_dir; /* NULL: $TW_SLURM_DIR, else .state/slurm */
 };
 
 static int64_t mono_ns(void) {
@@ -213,7 +226,12 @@ struct peer {
    * `before` is true before the level, false after (then print). */
   void (*observe)(struct peer *p, int level, bool before);
   void (*stop)(struct peer *p, bool keep);
+  /* Measures one level itself instead of the HTTP clients (sbatch);
+   * returns the failures like run_level().  NULL: the HTTP clients. */
+  long (*run)(struct peer *p, int level, const struct opts *o);
   int port;
+  bool skipped;             /* start() said the system is not here */
+  double rate[MAX_LEVELS];  /* jobs/s per level, for the ratios */
   long long committed; /* set by observe(after): writes the system
                         * committed in the level; -1 when unknown */
   void *ctx;
@@ -266,6 +284,7 @@ static int broker_start(struct peer *p, const struct opts *o) {
     FILE *f = fopen(b->config, "w");
     if (!f)
       die("cannot write %s", b->config);
+    /* open mode: the figures measure submissions, not token checks */
     fputs("log:\n  level: warn\nstore:\n  synchronous: full\n  max_batch: 512\n", f);
     fclose(f);
   }
@@ -386,9 +405,268 @@ static void broker_stop(struct peer *p, bool keep) {
   p->ctx = NULL;
 }
 
-/* Slurm (slurmrestd) joins as a second peer here: its start finds the
- * daemon and token, its request writes POST /slurm/v0.0.40/job/submit,
- * ok_status 200. */
+/* -- Slurm: slurmrestd and sbatch ------------------------------------------------ */
+
+/* The cluster both Slurm peers use, found (or started) once. */
+static struct {
+  bool tried, up, started;
+  int users;
+  char dir[512], script[600], conf[700], out_dir[700];
+  char token[2048];
+  int port;
+} cluster;
+
+static void env_value(const char *text, const char *key, char *out, size_t size) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "export %s=", key);
+  const char *p = strstr(text, pat);
+  out[0] = '\0';
+  if (!p)
+    return;
+  p += strlen(pat);
+  size_t n = strcspn(p, "\n");
+  if (n >= size)
+    n = size - 1;
+  memcpy(out, p, n);
+  out[n] = '\0';
+}
+
+static int read_cluster_env(void) {
+  char path[600], text[4096] = "", tokfile[700], url[256];
+  snprintf(path, sizeof path, "%s/slurm.env", cluster.dir);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  env_value(text, "SLURM_CONF", cluster.conf, sizeof cluster.conf);
+  env_value(text, "TW_SLURM_OUTPUT_DIR", cluster.out_dir, sizeof cluster.out_dir);
+  env_value(text, "TW_SLURM_TOKEN_FILE", tokfile, sizeof tokfile);
+  env_value(text, "TW_SLURM_URL", url, sizeof url);
+  const char *colon = strrchr(url, ':');
+  cluster.port = colon ? atoi(colon + 1) : 0;
+  f = fopen(tokfile, "r");
+  if (!f || !fgets(cluster.token, sizeof cluster.token, f)) {
+    if (f)
+      fclose(f);
+    return -1;
+  }
+  fclose(f);
+  cluster.token[strcspn(cluster.token, "\r\n")] = '\0';
+  return cluster.port > 0 && cluster.conf[0] && cluster.token[0] ? 0 : -1;
+}
+
+/* 0 when the cluster is up, 1 when there is none to use. */
+static int cluster_up(const struct opts *o) {
+  if (cluster.tried)
+    return cluster.up ? 0 : 1;
+  cluster.tried = true;
+  const char *d = o->slurm_dir ? o->slurm_dir : getenv("TW_SLURM_DIR");
+  if (d && *d)
+    snprintf(cluster.dir, sizeof cluster.dir, "%s", d);
+  else if (!getcwd(cluster.dir, sizeof cluster.dir - 16) ||
+           strlen(cluster.dir) + 14 >= sizeof cluster.dir)
+    return 1;
+  else
+    strcat(cluster.dir, "/.state/slurm");
+  const char *src = getenv("TW_SOURCE_DIR");
+  if (access("scripts/slurm.sh", R_OK) == 0)
+    snprintf(cluster.script, sizeof cluster.script, "scripts/slurm.sh");
+  else if (src && *src)
+    snprintf(cluster.script, sizeof cluster.script, "%s/scripts/slurm.sh", src);
+  char cmd[1400];
+  if (cluster.script[0]) {
+    /* Idempotent: a running cluster is left as it is.  Only a cluster that
+     * was not running is stopped at the end. */
+    snprintf(cmd, sizeof cmd, "bash '%s' status '%s' >/dev/null 2>&1", cluster.script,
+             cluster.dir);
+    bool was_up = system(cmd) == 0;
+    snprintf(cmd, sizeof cmd, "bash '%s' start '%s' >/dev/null 2>&1", cluster.script,
+             cluster.dir);
+    int rc = system(cmd);
+    if (rc != 0) {
+      printf("# slurm: not measured: %s start %s exited %d\n", cluster.script, cluster.dir,
+             WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+      return 1;
+    }
+    cluster.started = !was_up;
+  }
+  if (read_cluster_env()) {
+    printf("# slurm: not measured: no cluster in %s (scripts/slurm.sh start)\n", cluster.dir);
+    return 1;
+  }
+  cluster.up = true;
+  printf("# slurm: cluster in %s, slurmrestd on 127.0.0.1:%d%s\n", cluster.dir, cluster.port,
+         cluster.started ? " (started for this run)" : "");
+  return 0;
+}
+
+/* Counts the held jobs the level left (what slurmctld really accepted),
+ * then cancels them. */
+static long long cluster_cancel_held(void) {
+  char cmd[1000];
+  long long n = -1;
+  snprintf(cmd, sizeof cmd,
+           "SLURM_CONF='%s' squeue -h -n bench-submit -t PD -o %%i 2>/dev/null | wc -l",
+           cluster.conf);
+  FILE *f = popen(cmd, "r");
+  if (f) {
+    if (fscanf(f, "%lld", &n) != 1)
+      n = -1;
+    pclose(f);
+  }
+  snprintf(cmd, sizeof cmd,
+           "SLURM_CONF='%s' scancel --name=bench-submit --state=PENDING >/dev/null 2>&1",
+           cluster.conf);
+  if (system(cmd) != 0)
+    fprintf(stderr, "bench-submit: scancel of the held jobs failed\n");
+  return n;
+}
+
+/* Stops the cluster after the last Slurm peer, if this run started it. */
+static void cluster_finish(bool keep) {
+  if (!cluster.up || !cluster.started || keep)
+    return;
+  char cmd[1400];
+  snprintf(cmd, sizeof cmd, "bash '%s' stop '%s' >/dev/null 2>&1", cluster.script,
+           cluster.dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "bench-submit: stopping the cluster in %s failed\n", cluster.dir);
+}
+
+static int slurm_start(struct peer *p, const struct opts *o) {
+  if (!o->slurm || cluster_up(o))
+    return 1;
+  p->port = cluster.port;
+  return 0;
+}
+
+static void slurm_stop(struct peer *p, bool keep) {
+  (void)p, (void)keep; /* the cluster is stopped once, at the end */
+}
+
+static void slurm_observe(struct peer *p, int level, bool before) {
+  p->committed = -1;
+  if (!before) {
+    p->committed = cluster_cancel_held();
+    printf("%s_c%d_accepted %lld jobs\n", p->prefix, level, p->committed);
+  }
+}
+
+/* A held one-CPU job: slurmctld accepts it (and gives it an id) but
+ * nothing runs. */
+static size_t slurm_rest_request(struct peer *p, int level, int client, long i, char *buf,
+                                 size_t bufsz) {
+  (void)p, (void)level, (void)client, (void)i;
+  char body[700];
+  int blen = snprintf(body, sizeof body,
+                      "{\"script\":\"#!/bin/sh\\ntrue\\n\",\"job\":{\"name\":\"bench-submit\","
+                      "\"partition\":\"cpu\",\"tasks\":1,\"cpus_per_task\":1,"
+                      "\"memory_per_node\":100,\"time_limit\":1,\"hold\":true,"
+                      "\"current_working_directory\":\"%s\",\"standard_output\":\"/dev/null\","
+                      "\"environment\":{\"PATH\":\"/bin:/usr/bin\"}}}",
+                      cluster.out_dir);
+  int n = snprintf(buf, bufsz,
+                   "POST /slurm/v0.0.38/job/submit HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   "X-SLURM-USER-NAME: root\r\nX-SLURM-USER-TOKEN: %s\r\n"
+                   "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+                   cluster.token, blen, body);
+  if (n < 0 || (size_t)n >= bufsz)
+    die("slurmrestd request does not fit %zu bytes", bufsz);
+  return (size_t)n;
+}
+
+struct sbatch_worker {
+  int64_t until;
+  size_t ok, failed;
+  int64_t *lat_ns;
+  size_t n, cap;
+};
+
+static void *sbatch_main(void *arg) {
+  struct sbatch_worker *w = arg;
+  while (mono_ns() < w->until) {
+    int64_t t0 = mono_ns();
+    pid_t pid = fork();
+    if (pid == 0) {
+      int null = open("/dev/null", O_WRONLY);
+      dup2(null, 1);
+      dup2(null, 2);
+      setenv("SLURM_CONF", cluster.conf, 1);
+      unsetenv("SLURM_JWT");
+      execlp("sbatch", "sbatch", "--hold", "--parsable", "-J", "bench-submit", "-p", "cpu",
+             "-o", "/dev/null", "-D", cluster.out_dir, "--wrap", "true", (char *)NULL);
+      _exit(127);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+      w->failed++;
+      continue;
+    }
+    if (w->n == w->cap) {
+      w->cap = w->cap ? 2 * w->cap : 1024;
+      if (!(w->lat_ns = realloc(w->lat_ns, w->cap * sizeof *w->lat_ns)))
+        abort();
+    }
+    w->lat_ns[w->n++] = mono_ns() - t0;
+    w->ok++;
+  }
+  return NULL;
+}
+
+static int cmp_i64(const void *a, const void *b);
+
+/* `level` processes at a time, each running sbatch back to back: sbatch
+ * is how people and scripts submit, one process per job. */
+static long sbatch_run(struct peer *p, int level, const struct opts *o) {
+  if (level > 16) {
+    printf("# sbatch: level %d not measured (one process per submission; at most 16)\n",
+           level);
+    return 0;
+  }
+  struct sbatch_worker *w = calloc((size_t)level, sizeof *w);
+  pthread_t *th = calloc((size_t)level, sizeof *th);
+  if (!w || !th)
+    abort();
+  int64_t start = mono_ns();
+  for (int i = 0; i < level; i++) {
+    w[i].until = start + (int64_t)(o->seconds * 1e9);
+    pthread_create(&th[i], NULL, sbatch_main, &w[i]);
+  }
+  size_t total = 0, failed = 0;
+  for (int i = 0; i < level; i++) {
+    pthread_join(th[i], NULL);
+    total += w[i].ok;
+    failed += w[i].failed;
+  }
+  double secs = (double)(mono_ns() - start) / 1e9;
+  int64_t *all = malloc((total ? total : 1) * sizeof *all);
+  if (!all)
+    abort();
+  size_t k = 0;
+  for (int i = 0; i < level; i++) {
+    memcpy(all + k, w[i].lat_ns, w[i].n * sizeof *all);
+    k += w[i].n;
+    free(w[i].lat_ns);
+  }
+  qsort(all, total, sizeof *all, cmp_i64);
+  for (int l = 0; l < o->n_levels; l++)
+    if (o->levels[l] == level)
+      p->rate[l] = (double)total / secs;
+  printf("%s_c%d_rate %.0f jobs/s\n", p->prefix, level, (double)total / secs);
+  printf("%s_c%d_p50 %.2f ms\n", p->prefix, level,
+         total ? (double)all[(total - 1) / 2] / 1e6 : 0);
+  printf("%s_c%d_submitted %zu jobs\n", p->prefix, level, total);
+  printf("%s_c%d_failed %zu requests\n", p->prefix, level, failed);
+  printf("%s_c%d_accepted %lld jobs\n", p->prefix, level, cluster_cancel_held());
+  fflush(stdout);
+  free(all);
+  free(w);
+  free(th);
+  return (long)failed + (total == 0);
+}
+
 static struct peer PEERS[] = {
     {.name = "tradewind broker",
      .prefix = "submit",
@@ -397,6 +675,18 @@ static struct peer PEERS[] = {
      .request = broker_request,
      .observe = broker_observe,
      .stop = broker_stop},
+    {.name = "slurmrestd",
+     .prefix = "slurm_rest",
+     .ok_status = 200,
+     .start = slurm_start,
+     .request = slurm_rest_request,
+     .observe = slurm_observe,
+     .stop = slurm_stop},
+    {.name = "sbatch",
+     .prefix = "slurm_sbatch",
+     .start = slurm_start,
+     .stop = slurm_stop,
+     .run = sbatch_run},
 };
 
 /* ---- one level ----------------------------------------------------------------- */
@@ -527,6 +817,9 @@ static long run_level(struct peer *p, int level, const struct opts *o) {
   double secs = (double)(end - r.measure_from) / 1e9;
   double p50 = total ? (double)all[(total - 1) / 2] / 1e6 : 0;
   double p99 = total ? (double)all[(size_t)((double)(total - 1) * 0.99)] / 1e6 : 0;
+  for (int l = 0; l < o->n_levels; l++)
+    if (o->levels[l] == level)
+      p->rate[l] = (double)total / secs;
   printf("%s_c%d_rate %.0f jobs/s\n", p->prefix, level, (double)total / secs);
   printf("%s_c%d_p50 %.2f ms\n", p->prefix, level, p50);
   printf("%s_c%d_p99 %.2f ms\n", p->prefix, level, p99);
@@ -566,7 +859,10 @@ static void usage(FILE *f) {
           "  --levels LIST  concurrency levels (default 1,16,64)\n"
           "  --tradewindd P the daemon to start (default: the one built with this bench)\n"
           "  --config FILE  its config (default: the defaults, log level warn)\n"
-          "  --keep         keep the temp dir (db, log)\n");
+          "  --keep         keep the temp dir (db, log)\n"
+          "  --no-slurm     do not measure Slurm (slurmrestd, sbatch) beside it\n"
+          "  --slurm-dir D  the scripts/slurm.sh cluster to use (default $TW_SLURM_DIR,\n"
+          "                 else .state/slurm); --smoke measures Slurm only with it\n");
 }
 
 static void parse_levels(struct opts *o, const char *s) {
@@ -597,7 +893,7 @@ int main(int argc, char **argv) {
   const char *env = getenv("TRADEWINDD");
   if (env && *env)
     o.tradewindd = env;
-  bool seconds_set = false, levels_set = false;
+  bool seconds_set = false, levels_set = false, no_slurm = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--quick")) {
@@ -621,6 +917,10 @@ int main(int argc, char **argv) {
       o.tradewindd = argv[++i];
     } else if (!strcmp(a, "--config") && i + 1 < argc) {
       o.config = argv[++i];
+    } else if (!strcmp(a, "--no-slurm")) {
+      no_slurm = true;
+    } else if (!strcmp(a, "--slurm-dir") && i + 1 < argc) {
+      o.slurm_dir = argv[++i];
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       return 0;
@@ -630,6 +930,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  /* the smoke run stays a check of the broker unless a cluster is named */
+  o.slurm = !no_slurm && (!o.smoke || o.slurm_dir);
   if (o.smoke) {
     if (!levels_set) {
       o.levels[0] = 4;
@@ -654,15 +956,28 @@ int main(int argc, char **argv) {
   long failed = 0;
   for (size_t pi = 0; pi < sizeof PEERS / sizeof PEERS[0]; pi++) {
     struct peer *p = &PEERS[pi];
-    if (p->start(p, &o) != 0) {
+    int sr = p->start(p, &o);
+    if (sr > 0) {
+      p->skipped = true;
+      continue;
+    }
+    if (sr != 0) {
       fprintf(stderr, "bench-submit: %s did not start\n", p->name);
       p->stop(p, true);
       return 1;
     }
+    printf("# %s\n", p->name);
     for (int l = 0; l < o.n_levels; l++)
-      failed += run_level(p, o.levels[l], &o);
+      failed += p->run ? p->run(p, o.levels[l], &o) : run_level(p, o.levels[l], &o);
     p->stop(p, o.keep || failed);
   }
+  cluster_finish(o.keep);
+  /* the broker's rate beside each peer's, level by level */
+  for (size_t pi = 1; pi < sizeof PEERS / sizeof PEERS[0]; pi++)
+    for (int l = 0; !PEERS[pi].skipped && l < o.n_levels; l++)
+      if (PEERS[0].rate[l] > 0 && PEERS[pi].rate[l] > 0)
+        printf("ratio_%s_vs_%s_c%d %.2f x\n", PEERS[0].prefix, PEERS[pi].prefix,
+               o.levels[l], PEERS[0].rate[l] / PEERS[pi].rate[l]);
   if (o.smoke)
     printf("%s\n", failed ? "smoke: FAILED" : "smoke: every submission succeeded");
   return failed ? 1 : 0;
