@@ -10,6 +10,14 @@
  *                                 (signed, over loopback HTTP, parsed)
  *   launch_latency_p50_ms, launch_latency_p99_ms
  *   describe_round_trips_per_s    tw_provider_describe, same path
+ * and, when the Alibaba adapter is built in, the same for ECS:
+ *   ali_rpc_signatures_per_s      legacy HMAC-SHA1 signatures of a
+ *                                 RunInstances request
+ *   ali_acs3_signatures_per_s     ACS3-HMAC-SHA256 signatures of it
+ *   ecs_json_describe_pages_per_s DescribeInstances pages of 100 parsed
+ *   ali_launch_round_trips_per_s, ali_launch_latency_p50_ms,
+ *   ali_launch_latency_p99_ms, ali_describe_round_trips_per_s
+ *                                 through the ECS adapter and the fake
  *
  * The fake is emptied every 1000 launches, outside the timed window, so
  * it never holds more than 1000 instances.
@@ -34,6 +42,12 @@
 #include "providers/aws/ec2_xml.h"
 #include "providers/provider.h"
 #include "providers/sigv4.h"
+
+#if __has_include("providers/alibaba/alibaba.h")
+#include "providers/alibaba/ali_sign.h"
+#include "providers/alibaba/ecs_json.h"
+#define BENCH_ALIBABA 1
+#endif
 
 #ifndef TW_FAKECLOUD_PATH
 #define TW_FAKECLOUD_PATH "tradewind-fakecloud"
@@ -197,7 +211,13 @@ static bool post(const char *path, const char *body) {
 static bool reset_fake(void) {
   return post("/_fake/reset", "{}") &&
          post("/_fake/ec2/config", "{\"vcpu_limit_on_demand\": 1000000000, "
-                                   "\"vcpu_limit_spot\": 1000000000}");
+                                   "\"vcpu_limit_spot\": 1000000000}")
+#ifdef BENCH_ALIBABA
+         && post("/_fake/alibaba/config",
+                 "{\"vcpu_limit_on_demand\": 1000000000, "
+                 "\"vcpu_limit_spot\": 1000000000}")
+#endif
+      ;
 }
 
 static int cmp_i64(const void *a, const void *b) {
@@ -205,7 +225,28 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* The launch and describe loops through the adapter of cloud ("aws" or
+ * "alibaba"); keys prefixed with prefix. */
+struct bench_cloud {
+  const char *prefix;     /* "" or "ali_" */
+  const char *config;     /* the provider's YAML, "%s" the fake's URL */
+  const char *region, *zone, *type;
+};
+
+static void bench_fake_cloud(const char *path, const struct bench_cloud *bc);
+
 static void bench_fake(const char *path) {
+  static const struct bench_cloud aws = {
+      "", "type: aws\nname: bench\nendpoint: %s\n"
+          "region: us-east-1\n"
+          "access_key_env: TW_BENCH_AWS_AK\n"
+          "secret_key_env: TW_BENCH_AWS_SK\n"
+          "image: ami-0abcdef1234567890\n",
+      "us-east-1", "us-east-1a", "m5.large"};
+  bench_fake_cloud(path, &aws);
+}
+
+static void bench_fake_cloud(const char *path, const struct bench_cloud *bc) {
   if (access(path, X_OK)) {
     fprintf(stderr, "bench-providers: %s not found; skipping the fake\n", path);
     return;
@@ -217,12 +258,10 @@ static void bench_fake(const char *path) {
   }
   setenv("TW_BENCH_AWS_AK", "AKIDTRADEWINDFAKE", 1);
   setenv("TW_BENCH_AWS_SK", "tradewind-fake-secret", 1);
-  char *doc = tw_asprintf("type: aws\nname: bench\nendpoint: %s\n"
-                          "region: us-east-1\n"
-                          "access_key_env: TW_BENCH_AWS_AK\n"
-                          "secret_key_env: TW_BENCH_AWS_SK\n"
-                          "image: ami-0abcdef1234567890\n",
-                          base_url);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+  char *doc = tw_asprintf(bc->config, base_url);
+#pragma GCC diagnostic pop
   struct tw_node *cfg = NULL;
   struct tw_provider *p = NULL;
   struct tw_err err = {0};
@@ -234,9 +273,9 @@ static void bench_fake(const char *path) {
   }
   struct tw_offer o;
   tw_offer_init(&o);
-  TW_SET(o.region, "us-east-1");
-  TW_SET(o.zone, "us-east-1a");
-  TW_SET(o.instance_type, "m5.large");
+  TW_SET(o.region, bc->region);
+  TW_SET(o.zone, bc->zone);
+  TW_SET(o.instance_type, bc->type);
   o.market = TW_MARKET_ON_DEMAND;
 
   size_t cap = 1 << 16, n = 0;
@@ -273,12 +312,16 @@ static void bench_fake(const char *path) {
     n++;
   } while (t + (now_s() - t0) < seconds_per_figure);
   t += now_s() - t0;
+  char key[64];
   if (n && !failed) {
-    figure("launch_round_trips_per_s", n / t, "1/s");
+    snprintf(key, sizeof key, "%slaunch_round_trips_per_s", bc->prefix);
+    figure(key, n / t, "1/s");
     size_t m = n < cap ? n : cap;
     qsort(lat, m, sizeof *lat, cmp_i64);
-    figure("launch_latency_p50_ms", lat[m / 2] / 1000.0, "ms");
-    figure("launch_latency_p99_ms", lat[(m * 99) / 100] / 1000.0, "ms");
+    snprintf(key, sizeof key, "%slaunch_latency_p50_ms", bc->prefix);
+    figure(key, lat[m / 2] / 1000.0, "ms");
+    snprintf(key, sizeof key, "%slaunch_latency_p99_ms", bc->prefix);
+    figure(key, lat[(m * 99) / 100] / 1000.0, "ms");
   }
   free(lat);
 
@@ -295,14 +338,115 @@ static void bench_fake(const char *path) {
     n++;
     t = now_s() - t0;
   } while (t < seconds_per_figure);
+  snprintf(key, sizeof key, "%sdescribe_round_trips_per_s", bc->prefix);
   if (n && !failed)
-    figure("describe_round_trips_per_s", n / t, "1/s");
+    figure(key, n / t, "1/s");
 out:
   tw_provider_free(p);
   tw_node_free(cfg);
   free(doc);
   stop_fake();
 }
+
+#ifdef BENCH_ALIBABA
+/* ---- Alibaba ECS -------------------------------------------------------- */
+
+static void bench_alibaba_sign(void) {
+  const struct tw_ali_pair p[] = {
+      {"Action", "RunInstances"}, {"Version", "2014-05-26"},
+      {"Format", "JSON"}, {"AccessKeyId", "testid"},
+      {"SignatureMethod", "HMAC-SHA1"}, {"SignatureVersion", "1.0"},
+      {"SignatureNonce", "0123456789abcdef0123456789abcdef"},
+      {"Timestamp", "2024-05-01T12:00:00Z"}, {"RegionId", "cn-hangzhou"},
+      {"ZoneId", "cn-hangzhou-i"}, {"ImageId", "ubuntu_22_04_x64_20G"},
+      {"InstanceType", "ecs.gn7-c12g1.3xlarge"},
+      {"SpotStrategy", "SpotWithPriceLimit"}, {"SpotPriceLimit", "12.5"},
+      {"ClientToken", "tw-att-0123456789abcdef"},
+      {"Tag.1.Key", "tradewind:job"}, {"Tag.1.Value", "job-0123"}};
+  size_t n = sizeof p / sizeof p[0], k = 0;
+  char sig[32];
+  double t0 = now_s(), t;
+  do {
+    for (int i = 0; i < 1000; i++, k++)
+      if (tw_ali_rpc_sign("POST", p, n, "testsecret", sig, NULL, NULL))
+        failed++;
+    t = now_s() - t0;
+  } while (t < seconds_per_figure / 4);
+  figure("ali_rpc_signatures_per_s", k / t, "1/s");
+
+  char hash[65];
+  tw_ali_sha256_hex("", 0, hash);
+  const struct tw_ali_pair h[] = {
+      {"host", "ecs.cn-hangzhou.aliyuncs.com"},
+      {"x-acs-action", "RunInstances"}, {"x-acs-version", "2014-05-26"},
+      {"x-acs-date", "2024-05-01T12:00:00Z"},
+      {"x-acs-signature-nonce", "0123456789abcdef"},
+      {"x-acs-content-sha256", hash}};
+  struct tw_ali_acs3_request r = {.method = "POST", .path = "/",
+                                  .query = p + 8, .n_query = n - 8,
+                                  .headers = h, .n_headers = 6,
+                                  .payload_hash = hash};
+  k = 0;
+  t0 = now_s();
+  do {
+    for (int i = 0; i < 1000; i++, k++) {
+      struct tw_ali_acs3_result res;
+      if (tw_ali_acs3_sign(&r, "testsecret", &res, NULL))
+        failed++;
+      tw_ali_acs3_result_release(&res);
+    }
+    t = now_s() - t0;
+  } while (t < seconds_per_figure / 4);
+  figure("ali_acs3_signatures_per_s", k / t, "1/s");
+}
+
+static void bench_ecs_json(void) {
+  struct tw_buf b;
+  tw_buf_init(&b);
+  tw_buf_adds(&b, "{\"RequestId\":\"R\",\"TotalCount\":100,\"NextToken\":"
+                  "\"00ff\",\"Instances\":{\"Instance\":[");
+  for (int i = 0; i < 100; i++)
+    tw_buf_printf(
+        &b,
+        "%s{\"InstanceId\":\"i-bp%018d\",\"RegionId\":\"cn-hangzhou\","
+        "\"ZoneId\":\"cn-hangzhou-i\",\"InstanceType\":\"ecs.g7.large\","
+        "\"Status\":\"Running\",\"SpotStrategy\":\"SpotAsPriceGo\","
+        "\"SpotPriceLimit\":0.5,\"CreationTime\":\"2024-05-01T12:00Z\","
+        "\"VpcAttributes\":{\"PrivateIpAddress\":{\"IpAddress\":"
+        "[\"172.16.0.%d\"]}},\"Tags\":{\"Tag\":[{\"TagKey\":"
+        "\"tradewind:job\",\"TagValue\":\"job-%d\"},{\"TagKey\":"
+        "\"tradewind:attempt\",\"TagValue\":\"att-%d\"}]},"
+        "\"OperationLocks\":{\"LockReason\":[]}}",
+        i ? "," : "", i, i % 250, i, i);
+  tw_buf_adds(&b, "]}}");
+  size_t k = 0;
+  double t0 = now_s(), t;
+  do {
+    struct tw_instance_list l;
+    tw_instance_list_init(&l);
+    if (tw_ecs_parse_instances(b.data, b.len, &l, NULL, NULL) || l.n != 100)
+      failed++;
+    tw_instance_list_release(&l);
+    k++;
+    t = now_s() - t0;
+  } while (t < seconds_per_figure / 4);
+  figure("ecs_json_describe_pages_per_s", k / t, "1/s");
+  tw_buf_release(&b);
+}
+
+static void bench_alibaba_fake(const char *path) {
+  static const struct bench_cloud ali = {
+      "ali_", "type: alibaba\nname: bench\nendpoint: %s\n"
+              "region: cn-hangzhou\n"
+              "access_key_env: TW_BENCH_AWS_AK\n"
+              "secret_key_env: TW_BENCH_AWS_SK\n"
+              "image: ubuntu_22_04_x64_20G_alibase_20240101.vhd\n"
+              "cny_usd_rate: \"0.138\"\n"
+              "cny_usd_rate_date: \"2024-05-01\"\n",
+      "cn-hangzhou", "cn-hangzhou-i", "ecs.g7.large"};
+  bench_fake_cloud(path, &ali);
+}
+#endif
 
 int main(int argc, char **argv) {
   const char *fake = TW_FAKECLOUD_PATH;
@@ -325,6 +469,11 @@ int main(int argc, char **argv) {
   bench_sigv4();
   bench_xml();
   bench_fake(fake);
+#ifdef BENCH_ALIBABA
+  bench_alibaba_sign();
+  bench_ecs_json();
+  bench_alibaba_fake(fake);
+#endif
   curl_global_cleanup();
   return failed ? 1 : 0;
 }
