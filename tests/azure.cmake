@@ -68,3 +68,29 @@ function(tw_azure_integration)
   add_dependencies(test_azure_fake tradewind-fakecloud)
 endfunction()
 cmake_language(DEFER CALL tw_azure_integration)
+
+# Conformance with the official Azure SDK for JavaScript: a fixture
+# installs the pinned @azure/arm-compute and @azure/identity
+# (package-lock.json) into the build tree with npm ci; the test runs
+# node:test against the real binary over HTTPS.  Both skip (77) without
+# node (20 or newer), npm or openssl.
+set(TW_AZURE_CONF_DIR ${CMAKE_BINARY_DIR}/conformance-azure)
+add_test(NAME azure_conformance_setup
+  COMMAND sh ${CMAKE_SOURCE_DIR}/tests/conformance/azure/run.sh setup
+          ${TW_AZURE_CONF_DIR})
+set_tests_properties(azure_conformance_setup PROPERTIES
+  LABELS "conformance;providers;fakecloud;azure"
+  FIXTURES_SETUP azure_npm SKIP_RETURN_CODE 77 TIMEOUT 600)
+function(tw_azure_conformance)
+  if(NOT TARGET tradewind-fakecloud)
+    return()
+  endif()
+  add_test(NAME azure_conformance_sdk
+    COMMAND sh ${CMAKE_SOURCE_DIR}/tests/conformance/azure/run.sh test
+            ${TW_AZURE_CONF_DIR} azure.test.mjs)
+  set_tests_properties(azure_conformance_sdk PROPERTIES
+    LABELS "conformance;providers;fakecloud;azure"
+    FIXTURES_REQUIRED azure_npm SKIP_RETURN_CODE 77 TIMEOUT 60
+    ENVIRONMENT "TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>")
+endfunction()
+cmake_language(DEFER CALL tw_azure_conformance)
