@@ -94,3 +94,21 @@ function(tw_azure_conformance)
     ENVIRONMENT "TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>")
 endfunction()
 cmake_language(DEFER CALL tw_azure_conformance)
+
+# The fake's request parsers (paths, VM bodies, OData, token forms):
+# unit tests and a fuzz target.
+function(tw_azure_fuzz_fake)
+  if(NOT TARGET tw_fakecloud)
+    return()
+  endif()
+  tw_add_test(test_azure_fake_req
+    SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_azure_fake_req.c
+    LIBS tw_fakecloud LABELS unit TIMEOUT 30)
+  tw_azure_labels(test_azure_fake_req unit providers fakecloud azure)
+  tw_add_fuzz(fuzz_azure_fake_req
+    SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_azure_fake_req.c
+    LIBS tw_fakecloud
+    LABELS providers fakecloud azure
+    CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/azure_fake)
+endfunction()
+cmake_language(DEFER CALL tw_azure_fuzz_fake)
