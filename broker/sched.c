@@ -32,6 +32,7 @@ enum tw_rc tw_sched_new(const struct tw_sched_opts *o, struct tw_sched **out,
   tw_offer_list_init(&s->all);
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
+  sched__spot_init(s, o);
   *out = s;
   return TW_OK;
 }
@@ -126,15 +127,21 @@ enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
   struct tw_err err = {0};
   if (!pc)
     return tw_err_set(&err, TW_E_INVALID, "provider %s is not configured", o->account);
+  /* the same attempt always gets the same user data (the checkpoint
+   * contract's prelude is a function of the attempt), so a launch resent
+   * with its client token matches the first one */
+  struct tw_buf ud;
+  tw_buf_init(&ud);
   struct tw_launch req = {.offer = o,
                           .client_token = a->client_token,
                           .job_id = job->id,
                           .attempt_id = a->client_token,
                           .tenant = job->tenant,
                           .max_price_uusd_per_hour = spec->max_price_uusd_per_hour,
-                          .user_data = spec->run};
+                          .user_data = sched__spot_user_data(s, job, spec, a, o, &ud)};
   struct tw_instance inst;
   enum tw_rc rc = tw_provider_launch(pc->p, &req, &inst, &err);
+  tw_buf_release(&ud);
   if (rc == TW_OK) {
     struct tw_buf pj;
     tw_buf_init(&pj);
@@ -152,6 +159,7 @@ enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
   /* capacity: that offer is full now; rejected: that offer refuses this
    * request (an image missing in that region, say), so both are avoided
    * for this job; failed: nothing wrong with the offer (throttled, auth) */
+  sched__spot_launch_failed(s, o, rc, tw_clock_now_ms(s->clock));
   const char *end = rc == TW_E_CAPACITY || rc == TW_E_QUOTA ? "capacity"
                     : rc == TW_E_INVALID                   ? "rejected"
                                                            : "failed";
@@ -195,8 +203,8 @@ static int64_t backoff_bump(struct tw_sched *s, const char *job_id, int64_t now)
   return b->delay_ms;
 }
 
-/* 4. one pending job */
-static int place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t now) {
+/* 4. one pending job (or, from monitor.c, a recovering one) */
+int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t now) {
   struct backoff *b = backoff_find(s, job->id);
   if (b && now < b->not_before_ms)
     return 0;
@@ -215,10 +223,16 @@ static int place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t n
         !strcmp(past[i].end_reason, "rejected"))
       excl[n_excl++] = past[i].offer_id;
 
+  /* the spot lifecycle: blocklisted offers, the fallback strategy's
+   * market and order */
+  struct spot_plan plan;
+  sched__spot_plan(s, job, &spec, past, n_past, now, &excl, &n_excl, &plan);
+
   struct tw_placement pl;
   tw_place_rank(&spec, s->all.items, s->all.n, excl, n_excl, &pl);
   char explain[512];
   tw_placement_explain(&pl, explain, sizeof explain);
+  sched__spot_order(s, job, &plan, &pl, explain, sizeof explain, now);
   if (spec.nodes > 1) {
     tw_store_job_note(s->store, job->id,
                       "waiting: multi-node gangs are not placed on clouds yet", &err);
@@ -285,7 +299,7 @@ int tw_sched_tick(struct tw_sched *s) {
   size_t n = 0;
   if (tw_store_jobs_queued(s->store, TW_JOB_PENDING, s->max_place, &queue, &n, &err) == TW_OK)
     for (size_t i = 0; i < n; i++) {
-      changes += place_job(s, &queue[i], now);
+      changes += sched__place_job(s, &queue[i], now);
       tw_job_rec_release(&queue[i]);
     }
   free(queue);
@@ -337,6 +351,7 @@ void tw_sched_free(struct tw_sched *s) {
   tw_offer_list_release(&s->all);
   free(s->pc);
   free(s->backoff);
+  sched__spot_free(s);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->cv);
   free(s);

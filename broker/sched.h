@@ -33,6 +33,8 @@
 struct tw_store;
 struct tw_provider;
 struct tw_sched;
+struct tw_fallback_cfg;
+struct tw_blocklist_opts;
 
 struct tw_sched_opts {
   struct tw_store *store;           /* borrowed */
@@ -42,6 +44,10 @@ struct tw_sched_opts {
   int64_t tick_ms;                  /* default 1000 */
   int64_t offers_ttl_ms;            /* default 300000 */
   int max_place_per_tick;           /* default 64 */
+  /* The spot lifecycle (docs/spot.md); NULL: the defaults. */
+  const struct tw_fallback_cfg *fallback;   /* policies/fallback_strategy.h */
+  const struct tw_blocklist_opts *blocklist; /* broker/blocklist.h */
+  int64_t review_ms; /* running attempts reviewed by their strategy; 60000 */
 };
 
 enum tw_rc tw_sched_new(const struct tw_sched_opts *opts, struct tw_sched **out,

@@ -11,9 +11,13 @@
 #include "broker/model.h"
 #include "broker/spec.h"
 #include "broker/store.h"
+#include "policies/fallback_strategy.h"
+#include "policies/place.h"
 #include "sched.h"
 
 struct tw_provider;
+struct tw_blocklist;
+struct spot_state;
 
 struct pcache {
   struct tw_provider *p;
@@ -41,6 +45,14 @@ struct tw_sched {
   } *backoff;
   size_t n_backoff, cap_backoff;
 
+  /* The spot lifecycle (monitor.c, docs/spot.md): what failed recently,
+   * the default fallback strategy, and the monitor's own state (poll
+   * schedule, notices seen). */
+  struct tw_blocklist *blocklist;
+  struct tw_fallback_cfg fallback;
+  int64_t review_ms;
+  struct spot_state *spot;
+
   pthread_t thread;
   bool started, stopping;
   pthread_mutex_t mu;
@@ -57,7 +69,48 @@ enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
                          const struct tw_attempt_rec *a, const struct tw_offer *o,
                          int64_t cost, const char *explain);
 
-/* monitor.c: notices, then every live attempt; returns state changes. */
+/* Places one pending (or recovering) job: opens an attempt, launches the
+ * best candidate, moves on at once after a capacity error.  Returns the
+ * number of state changes. */
+int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t now);
+
+/* monitor.c: notices, then every live attempt, then jobs a restart left
+ * half way (placing, interrupted, recovering without a live attempt);
+ * returns state changes. */
 int sched__follow(struct tw_sched *s, int64_t now);
+
+/* monitor.c: the spot lifecycle's part of placement. */
+void sched__spot_init(struct tw_sched *s, const struct tw_sched_opts *o);
+void sched__spot_free(struct tw_sched *s);
+
+/* What placing job must take into account besides its spec. */
+struct spot_plan {
+  struct tw_fallback_decision d;
+  enum tw_fallback_event event;
+  char region[TW_MODEL_NAME_MAX]; /* of its last attempt that ran; "" none */
+};
+/* Decides the job's fallback (spec->market is set to the market to rank
+ * with) and appends the ids of blocklisted offers to *excl (a malloc'd
+ * array, grown here; the ids are borrowed from s->all). */
+void sched__spot_plan(struct tw_sched *s, const struct tw_job_rec *job,
+                      struct tw_job_spec *spec, const struct tw_attempt_rec *past,
+                      size_t n_past, int64_t now, const char ***excl,
+                      size_t *n_excl, struct spot_plan *plan);
+/* Applies the plan to the ranked candidates, prefixes explain with the
+ * decision's reason, and stores the decision when a launch will follow. */
+void sched__spot_order(struct tw_sched *s, const struct tw_job_rec *job,
+                       const struct spot_plan *plan, struct tw_placement *pl,
+                       char *explain, size_t explain_sz, int64_t now);
+/* A launch on o failed with rc: capacity and quota errors blocklist it. */
+void sched__spot_launch_failed(struct tw_sched *s, const struct tw_offer *o,
+                               enum tw_rc rc, int64_t now);
+/* The user data of attempt a: the spec's script, prefixed with the
+ * checkpoint contract's environment when the spec has `checkpoint:`
+ * (broker/checkpoint.h).  Returns NULL when there is nothing to send, else
+ * out->data. */
+const char *sched__spot_user_data(struct tw_sched *s, const struct tw_job_rec *job,
+                                  const struct tw_job_spec *spec,
+                                  const struct tw_attempt_rec *a,
+                                  const struct tw_offer *o, struct tw_buf *out);
 
 #endif

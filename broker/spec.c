@@ -23,6 +23,9 @@
 const char *const tw_spec_providers[] = {"aws", "azure", "alibaba", "slurm",
                                          NULL};
 
+const char *const tw_spec_fallbacks[] = {"failover", "eager-next-region",
+                                         "on-demand-fallback", "deadline", NULL};
+
 const char *tw_market_str(enum tw_market m) {
   switch (m) {
   case TW_MARKET_SPOT: return "spot";
@@ -1172,7 +1175,8 @@ static enum tw_rc parse_top(const struct tw_node *root,
       "duration_s", "deadline",   "max_price_per_hour",
       "max_price_uusd_per_hour",  "datasets",
       "placement",  "priority",   "checkpoint",
-      "run",        "env",        NULL};
+      "run",        "env",        "fallback",
+      NULL};
   char d[128];
   enum tw_rc rc;
   const struct tw_node *n;
@@ -1268,6 +1272,16 @@ static enum tw_rc parse_top(const struct tw_node *root,
     return rc;
   if (!is_null(n = tw_node_get(root, "env")) && (rc = parse_env(n, spec, err)))
     return rc;
+  if (!is_null(n = tw_node_get(root, "fallback"))) {
+    static const int idx[] = {0, 1, 2, 3};
+    int k;
+    if ((rc = parse_choice(n, "fallback", tw_spec_fallbacks, idx,
+                           "failover, eager-next-region, on-demand-fallback "
+                           "or deadline",
+                           &k, err)))
+      return rc;
+    spec->fallback = tw_strdup(tw_spec_fallbacks[k]);
+  }
   return TW_OK;
 }
 
@@ -1323,6 +1337,7 @@ void tw_spec_release(struct tw_job_spec *spec) {
   free_list(spec->regions, spec->n_regions);
   free_list(spec->residency, spec->n_residency);
   free(spec->checkpoint_uri);
+  free(spec->fallback);
   free(spec->run);
   for (size_t i = 0; i < spec->n_env; i++) {
     free(spec->env[i].key);
@@ -1459,6 +1474,10 @@ void tw_spec_to_json(const struct tw_job_spec *s, struct tw_buf *b) {
       tw_buf_json_str(b, s->checkpoint_uri);
     }
     tw_buf_addc(b, '}');
+  }
+  if (s->fallback) {
+    json_key(b, &first, "fallback");
+    tw_buf_json_str(b, s->fallback);
   }
   if (s->run) {
     json_key(b, &first, "run");

@@ -95,6 +95,9 @@ struct tw_job_spec {
 
   int64_t checkpoint_interval_s; /* 0 = none */
   char *checkpoint_uri;
+  /* the spot fallback strategy (policies/fallback_strategy.h); NULL: the
+   * policy's (the config's spot.fallback) */
+  char *fallback;
 
   char *run;         /* the script; NULL = none */
   struct tw_kv *env;
@@ -134,6 +137,9 @@ int tw_parse_size_bytes(const char *s, int64_t *out);  /* "10GiB", "500GB", "102
 /* Provider names accepted in placement.providers, dataset locations and
  * region selectors: a NULL-terminated list ("aws", "azure", ...). */
 extern const char *const tw_spec_providers[];
+/* Fallback strategy names accepted in `fallback:` and in the config's
+ * spot.fallback, NULL-terminated. */
+extern const char *const tw_spec_fallbacks[];
 
 const char *tw_market_str(enum tw_market m); /* "any", "spot", "on-demand",
                                                 "private" */

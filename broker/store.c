@@ -970,7 +970,9 @@ static enum tw_rc op_attempt_open(struct tw_store *s, sqlite3 *db, void *varg,
                                   .reason = req->reason ? req->reason : "placing"};
     if ((rc = transition_w(s, &t, err)))
       return rc;
-  } else if (state != TW_JOB_PLACING) {
+  } else if (state != TW_JOB_PLACING && state != TW_JOB_RECOVERING) {
+    /* recovering: placed again right after an interruption, the job goes
+     * on to provisioning when the launch succeeds */
     return tw_err_set(err, TW_E_CONFLICT, "job %s is %s, not pending", req->job_id,
                       tw_job_state_str(state));
   }

@@ -187,9 +187,10 @@ struct tw_attempt_new {
   const char *reason;         /* for the job's event when it moves */
 };
 
-/* Opens attempt n+1 of a pending or placing job; a pending job moves to
- * placing in the same transaction.  TW_E_CONFLICT when the job is in any
- * other state (cancelled meanwhile, say). */
+/* Opens attempt n+1 of a pending, placing or recovering job; a pending job
+ * moves to placing in the same transaction (a recovering one stays
+ * recovering until launched).  TW_E_CONFLICT when the job is in any other
+ * state (cancelled meanwhile, say). */
 enum tw_rc tw_store_attempt_open(struct tw_store *s,
                                  const struct tw_attempt_new *req,
                                  struct tw_attempt_rec *out,
