@@ -8,7 +8,7 @@
 #include "mem.h"
 #include "node.h"
 
-enum ktype { K_STR, K_INT, K_LEVEL, K_SUBSYS, K_SYNC, K_RAW_SEQ };
+enum ktype { K_STR, K_INT, K_LEVEL, K_SUBSYS, K_SYNC, K_RAW_SEQ, K_RAW_MAP };
 
 struct key {
   const char *path;  /* dotted */
@@ -37,6 +37,8 @@ static const struct key KEYS[] = {
     {"scheduler.offers_ttl_s", K_INT, OFF(sched_offers_ttl_s), "300", 1, 86400,
      false},
     {"providers", K_RAW_SEQ, OFF(providers), NULL, 0, 0, false},
+    /* validated by billing/meter.h (tw_meter_cfg_parse) at start and reload */
+    {"billing", K_RAW_MAP, OFF(billing), NULL, 0, 0, true},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -140,6 +142,12 @@ static enum tw_rc set_value(struct tw_cfg *c, const struct key *k,
                           tw_node_type_name(n));
     *(const struct tw_node **)(base + k->off) = n && n->kind == TW_NODE_SEQ ? n : NULL;
     return TW_OK;
+  case K_RAW_MAP:
+    if (n && n->kind != TW_NODE_MAP && n->kind != TW_NODE_NULL)
+      return tw_err_field(err, TW_E_INVALID, k->path, "%s: expected a mapping, got %s",
+                          k->path, tw_node_type_name(n));
+    *(const struct tw_node **)(base + k->off) = n && n->kind == TW_NODE_MAP ? n : NULL;
+    return TW_OK;
   }
   return TW_E_INTERNAL;
 }
@@ -153,7 +161,7 @@ static enum tw_rc walk(struct tw_cfg *c, const struct tw_node *m,
     const struct tw_node *v = m->items[i];
     enum tw_rc rc;
     if (k) {
-      if (v->kind == TW_NODE_NULL && k->type != K_RAW_SEQ)
+      if (v->kind == TW_NODE_NULL && k->type != K_RAW_SEQ && k->type != K_RAW_MAP)
         return tw_err_field(err, TW_E_INVALID, path, "%s: a value is required", path);
       if ((rc = set_value(c, k, v, v->kind == TW_NODE_SCALAR ? v->str : "", err)))
         return rc;
@@ -307,6 +315,7 @@ void tw_cfg_keep_fixed(const struct tw_cfg *old, struct tw_cfg *next,
       *(bool *)(nb + k->off) = *(bool *)(ob + k->off);
       break;
     case K_LEVEL:
+    case K_RAW_MAP:
       break;
     case K_RAW_SEQ: {
       /* compare the sections as JSON text; the provider set changes only

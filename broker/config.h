@@ -32,6 +32,7 @@ struct tw_cfg {
   int64_t sched_tick_ms;      /* scheduler pass interval */
   int64_t sched_offers_ttl_s; /* how long a provider's offers are reused */
   struct tw_node *providers;  /* the providers: sequence as written, or NULL */
+  struct tw_node *billing;    /* the billing: mapping (billing/meter.h), or NULL */
   struct tw_node *root;       /* the whole document (owned) */
 };
 

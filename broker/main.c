@@ -6,8 +6,10 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "billing/meter.h"
 #include "broker/config.h"
 #include "broker/log.h"
+#include "broker/model.h"
 #include "broker/node.h"
 #include "broker/sched.h"
 #include "broker/store.h"
@@ -30,6 +32,24 @@ static void usage(FILE *f) {
           "reported and kept); SIGTERM or SIGINT stop accepting, finish the\n"
           "requests in flight, and exit 0.\n"
           "Exit codes: 0 clean stop, 1 start-up failure, 2 usage error.\n");
+}
+
+/* The meter's prices in force: every provider's offers (billing/meter.h). */
+struct meter_src {
+  struct tw_provider **p;
+  size_t n;
+};
+static void meter_offers(void *ctx, struct tw_offer_list *out) {
+  struct meter_src *src = ctx;
+  for (size_t i = 0; i < src->n; i++) {
+    struct tw_offer_list l;
+    struct tw_err e = {0};
+    tw_offer_list_init(&l);
+    if (tw_provider_list_offers(src->p[i], &l, &e) == TW_OK)
+      for (size_t k = 0; k < l.n; k++)
+        tw_offer_list_push(out, &l.items[k]);
+    tw_offer_list_release(&l);
+  }
 }
 
 static void apply_log(const struct tw_cfg *c) {
@@ -99,6 +119,23 @@ int main(int argc, char **argv) {
     tw_cfg_free(cfg);
     return 1;
   }
+  /* Metering: attempts become ledger rows (billing/meter.h). */
+  struct meter_src msrc = {0};
+  struct tw_meter *meter = NULL;
+  struct tw_meter_cfg mcfg;
+  if (tw_meter_cfg_parse(cfg->billing, &mcfg, &err) == TW_OK) {
+    struct tw_meter_opts mo = {.store = store, .cfg = &mcfg, .offers = meter_offers,
+                               .offers_ctx = &msrc, .tick_ms = cfg->sched_tick_ms,
+                               .offers_ttl_ms = cfg->sched_offers_ttl_s * 1000};
+    tw_meter_new(&mo, &meter, &err);
+  }
+  tw_meter_cfg_release(&mcfg);
+  if (!meter) {
+    fprintf(stderr, "tradewindd: %s\n", err.msg);
+    tw_store_close(store);
+    tw_cfg_free(cfg);
+    return 1;
+  }
   /* Providers: each section of `providers:` becomes an adapter.  init does
    * no network I/O, so the daemon starts while a cloud is down. */
   size_t n_prov = 0;
@@ -114,6 +151,7 @@ int main(int argc, char **argv) {
       struct tw_err perr = {0};
       if (tw_provider_new(pn, NULL, &provs[n_prov], &perr)) {
         fprintf(stderr, "tradewindd: providers[%zu]: %s\n", i, perr.msg);
+        tw_meter_free(meter);
         for (size_t k = 0; k < n_prov; k++)
           tw_provider_free(provs[k]);
         free(provs);
@@ -124,6 +162,8 @@ int main(int argc, char **argv) {
       n_prov++;
     }
   }
+  msrc.p = provs;
+  msrc.n = n_prov;
   struct tw_sched *sched = NULL;
   struct tw_sched_opts sopts = {.store = store, .providers = provs,
                                 .n_providers = n_prov, .tick_ms = cfg->sched_tick_ms,
@@ -141,6 +181,7 @@ int main(int argc, char **argv) {
   if (tw_api_start(&ao, &api, &err)) {
     fprintf(stderr, "tradewindd: %s\n", err.msg);
     tw_sched_free(sched);
+    tw_meter_free(meter);
     for (size_t k = 0; k < n_prov; k++)
       tw_provider_free(provs[k]);
     free(provs);
@@ -148,7 +189,7 @@ int main(int argc, char **argv) {
     tw_cfg_free(cfg);
     return 1;
   }
-  if (n_prov && tw_sched_start(sched, &err)) {
+  if ((n_prov && tw_sched_start(sched, &err)) || tw_meter_start(meter, &err)) {
     fprintf(stderr, "tradewindd: %s\n", err.msg);
     return 1;
   }
@@ -171,6 +212,13 @@ int main(int argc, char **argv) {
         tw_log_error("daemon", "reload refused, nothing applied: %s", rerr.msg);
         continue;
       }
+      struct tw_meter_cfg mnext;
+      if (tw_meter_cfg_parse(next->billing, &mnext, &rerr)) {
+        tw_log_error("daemon", "reload refused, nothing applied: %s", rerr.msg);
+        tw_meter_cfg_release(&mnext);
+        tw_cfg_free(next);
+        continue;
+      }
       /* command-line overrides win over the file, as at start */
       if (listen) {
         free(next->listen);
@@ -188,6 +236,9 @@ int main(int argc, char **argv) {
       }
       apply_log(next);
       tw_api_set_max_body(api, next->api_max_body_bytes);
+      if (tw_meter_set_cfg(meter, &mnext, &rerr))
+        tw_log_error("daemon", "reload: billing budgets not stored: %s", rerr.msg);
+      tw_meter_cfg_release(&mnext);
       tw_cfg_free(cfg);
       cfg = next;
       tw_log_info("daemon", "configuration reloaded");
@@ -199,6 +250,7 @@ int main(int argc, char **argv) {
   tw_api_drain(api);
   tw_api_stop(api);
   tw_sched_free(sched);
+  tw_meter_free(meter);
   for (size_t k = 0; k < n_prov; k++)
     tw_provider_free(provs[k]);
   free(provs);
