@@ -74,6 +74,12 @@ static const char usage[] =
     "  GET  /_fake/ec2/instances/ID/events/recommendations/rebalance\n"
     "                    {\"noticeTime\":\"...\"} or 404\n"
     "\n"
+    "Azure (service \"azure\"; serve it with --tls-cert/--tls-key):\n"
+    "  /{tenant}/oauth2/v2.0/token, /{tenant}/v2.0/.well-known/...\n"
+    "  /subscriptions/...  ARM: Microsoft.Compute VMs, operations, SKUs,\n"
+    "                      resources; /api/retail/prices;\n"
+    "  /metadata/scheduledevents; control under /_fake/azure/.\n"
+    "\n"
     "Fault rule kinds: throttle, error, slow, capacity, quota,\n"
     "spot_interruption, rebalance; see docs/fakecloud.md.\n";
 

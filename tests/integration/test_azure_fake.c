@@ -10,6 +10,7 @@
  * the control API instead of sleeping.  /_fake/azure/state is the witness:
  * which VMs exist, with which tags, and how many calls each action got. */
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -581,6 +582,30 @@ static void retried_launch(void) {
   tw_provider_free(p);
 }
 
+/* The binary's TLS flags: they go together, and a file that is not PEM
+ * stops the start (exit 2 for the flags, 1 for the file). */
+static int run_fake(const char *const *args) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execv(TW_FAKECLOUD_PATH, (char *const *)args);
+    _exit(127);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void tls_flags(void) {
+  const char *only_cert[] = {"tradewind-fakecloud", "--tls-cert", cert, NULL};
+  CHECK(run_fake(only_cert) == 2);
+  const char *not_pem[] = {"tradewind-fakecloud", "--tls-cert", cert,
+                           "--tls-key", "/dev/null", NULL};
+  CHECK(run_fake(not_pem) == 1);
+}
+
 int main(void) {
   tw_log_set_level(TW_LOG_ERROR);
   curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -590,6 +615,7 @@ int main(void) {
     fprintf(stderr, "cannot make a certificate: %s\n", err.msg);
     return 1;
   }
+  tls_flags();
   if (!start_fake())
     return 1;
   tw_clock_fake_init(&clk, START_MS);
