@@ -207,6 +207,7 @@ static size_t fake_vm_count(void) {
 static struct tw_provider *provider(const char *extra, const char *secret,
                                     struct tw_err *err) {
   setenv("TW_TEST_AZURE_SECRET", secret, 1);
+  bool own_events = extra && strstr(extra, "scheduled_events_url");
   struct tw_buf y;
   tw_buf_init(&y);
   tw_buf_printf(&y,
@@ -221,8 +222,7 @@ static struct tw_provider *provider(const char *extra, const char *secret,
                 "authority: %s\n"
                 "management_endpoint: %s\n"
                 "prices_url: %s/api/retail/prices\n"
-                "scheduled_events_url: %s/metadata/scheduledevents"
-                "?api-version=2020-07-01\n"
+                "%s%s%s"
                 "ca_file: %s\n"
                 "image: Canonical:ubuntu-24_04-lts:server:latest\n"
                 "ssh_public_key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake\n"
@@ -231,8 +231,11 @@ static struct tw_provider *provider(const char *extra, const char *secret,
                 "virtualNetworks/vnet/subnets/default\n"
                 "backoff_base_ms: 50\n"
                 "%s",
-                base_url, base_url, base_url, base_url, cert,
-                extra ? extra : "");
+                base_url, base_url, base_url, own_events ? "" :
+                "scheduled_events_url: ", own_events ? "" : base_url,
+                own_events ? "" : "/metadata/scheduledevents"
+                                  "?api-version=2020-07-01\n",
+                cert, extra ? extra : "");
   struct tw_node *cfg = NULL;
   struct tw_provider *p = NULL;
   if (tw_node_parse_yaml(y.data, y.len, &cfg, err) == TW_OK &&
@@ -418,6 +421,23 @@ static void launches(struct tw_provider *p) {
         ev2.items[0].noticed_ms == ev.items[0].noticed_ms);
   tw_event_list_release(&ev);
   tw_event_list_release(&ev2);
+  /* A per-VM relay ({name} in the URL): asked for each live Spot VM. */
+  struct tw_buf extra;
+  tw_buf_init(&extra);
+  tw_buf_printf(&extra,
+                "scheduled_events_url: %s/_fake/azure/vms/{name}/"
+                "scheduledevents\n",
+                base_url);
+  struct tw_provider *relay = provider(extra.data, FC_AZ_CLIENT_SECRET, &err);
+  tw_buf_release(&extra);
+  CHECK(relay != NULL);
+  if (relay) {
+    tw_event_list_init(&ev);
+    CHECK_RC(tw_provider_poll_events(relay, &ev, &err), TW_OK, err);
+    CHECK(ev.n == 1 && !strcmp(ev.items[0].instance_id, sp.id));
+    tw_event_list_release(&ev);
+    tw_provider_free(relay);
+  }
   advance(21000); /* evicted: Delete policy */
   CHECK_RC(tw_provider_describe(p, sp.id, &d, &err), TW_OK, err);
   CHECK(d.state == TW_INST_SHUTTING_DOWN);
