@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "auth.h"
 #include "broker/clock.h"
 #include "broker/err.h"
 
@@ -27,6 +28,7 @@ struct tw_api_opts {
   int64_t max_body_bytes;
   unsigned max_connections;
   unsigned timeout_s;
+  struct tw_auth_opts auth;   /* tokens or open, rate limit, TLS (auth.h) */
 };
 
 /* Binds and starts serving.  *out is owned (tw_api_stop). */

@@ -25,6 +25,7 @@ struct tw_req {
   bool too_big;
   int64_t start_us;
   char request_id[17];
+  struct tw_auth_ctx *auth; /* api/auth.c: the caller, while the handler runs */
 
   /* the answer */
   unsigned status;
@@ -65,6 +66,7 @@ struct tw_clock *tw_api_clock(struct tw_api *api);
 /* The provider whose account is `account`, or NULL. */
 struct tw_provider *tw_api_provider(struct tw_api *api, const char *account);
 bool tw_api_draining(struct tw_api *api);
+struct tw_auth *tw_api_auth(struct tw_api *api); /* api/auth.c's state */
 void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out);
 const char *tw_req_header(struct tw_req *r, const char *name);
 const char *tw_req_query(struct tw_req *r, const char *name);

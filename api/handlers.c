@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "api_int.h"
+#include "auth_int.h"
 #include "broker/clock.h"
 #include "broker/log.h"
 #include "broker/spec.h"
@@ -132,6 +133,10 @@ void tw_h_jobs_create(struct tw_req *r) {
     tw_problem_err(r, &err);
     return;
   }
+  if (!tw_auth_admit_job(r, &spec)) { /* tenant scope, quota, budget */
+    tw_spec_release(&spec);
+    return;
+  }
   struct tw_buf canon;
   tw_buf_init(&canon);
   tw_spec_to_json(&spec, &canon);
@@ -152,6 +157,7 @@ void tw_h_jobs_create(struct tw_req *r) {
     tw_problem_err(r, &err);
     return;
   }
+  tw_auth_job_created(r, &job);
   render_job(&r->out, &job);
   char loc[64];
   snprintf(loc, sizeof loc, "/v1/jobs/%s", job.id);

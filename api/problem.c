@@ -32,7 +32,9 @@ static const char *title_of(unsigned status) {
   case 405: return "Method Not Allowed";
   case 409: return "Conflict";
   case 413: return "Content Too Large";
+  case 412: return "Precondition Failed";
   case 415: return "Unsupported Media Type";
+  case 428: return "Precondition Required";
   case 429: return "Too Many Requests";
   case 503: return "Service Unavailable";
   default: return "Internal Server Error";

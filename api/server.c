@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "api_int.h"
+#include "auth_int.h"
+#include "auth_routes.h"
 #include "broker/clock.h"
 #include "broker/log.h"
 #include "broker/store.h"
@@ -26,6 +28,7 @@ const struct tw_route tw_routes[] = {
     {"GET", "/v1/jobs/{id}/events", tw_h_jobs_events, "jobs_events"},
     {"GET", "/v1/jobs/{id}/logs", tw_h_jobs_logs, "jobs_logs"},
     {"GET", "/v1/reports/spend", tw_h_reports_spend, "reports_spend"},
+    TW_TENANCY_ROUTES
     {"GET", "/healthz", tw_h_healthz, "healthz"},
     {"GET", "/readyz", tw_h_readyz, "readyz"},
     {"GET", "/metrics", tw_h_metrics, "metrics"},
@@ -68,6 +71,7 @@ struct tw_api {
   int draining;     /* atomic */
   struct route_metrics metrics[sizeof tw_routes / sizeof tw_routes[0] + 1];
   uint64_t in_flight; /* atomic */
+  struct tw_auth *auth;
 };
 
 struct tw_store *tw_api_store(struct tw_api *api) { return api->store; }
@@ -78,6 +82,7 @@ struct tw_provider *tw_api_provider(struct tw_api *api, const char *account) {
       return api->providers[i];
   return NULL;
 }
+struct tw_auth *tw_api_auth(struct tw_api *api) { return api->auth; }
 bool tw_api_draining(struct tw_api *api) {
   return __atomic_load_n(&api->draining, __ATOMIC_ACQUIRE) != 0;
 }
@@ -297,7 +302,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     else
       tw_problem(r, 404, "not-found", NULL, "no route for %s %s", method, url);
   } else {
-    tw_routes[r->route].fn(r);
+    tw_auth_dispatch(r, tw_routes[r->route].fn); /* authn, authz, audit */
   }
   finish(r, strcmp(method, "HEAD") != 0, conn, &res);
   return res;
@@ -389,15 +394,27 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   api->providers = opts->providers;
   api->n_providers = opts->n_providers;
   api->max_body = opts->max_body_bytes > 0 ? opts->max_body_bytes : (1 << 20);
+  /* TLS: libmicrohttpd over GnuTLS, from the configured PEM files */
+  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                   MHD_USE_ITC | MHD_USE_ERROR_LOG;
+  struct MHD_OptionItem tls[3];
+  size_t ntls = 0;
+  if ((rc = tw_auth_new(&opts->auth, api->clock, &api->auth, err)) ||
+      (rc = tw_auth_tls(api->auth, &flags, tls, 2, &ntls, err))) {
+    tw_auth_free(api->auth);
+    free(api);
+    return rc;
+  }
+  tls[ntls] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
   if ((rc = bind_listen(opts->listen, &api->listen_fd, &api->port, err))) {
+    tw_auth_free(api->auth);
     free(api);
     return rc;
   }
   /* Thread per connection: see api.h.  ITC lets quiesce wake the listener. */
   api->mhd = MHD_start_daemon(
-      MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-          MHD_USE_ITC | MHD_USE_ERROR_LOG,
-      0, NULL, NULL, on_request, api, MHD_OPTION_LISTEN_SOCKET, api->listen_fd,
+      flags, 0, NULL, NULL, on_request, api, MHD_OPTION_ARRAY, tls,
+      MHD_OPTION_LISTEN_SOCKET, api->listen_fd,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
       MHD_OPTION_CONNECTION_LIMIT, opts->max_connections ? opts->max_connections : 1024u,
       MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s ? opts->timeout_s : 60u,
@@ -405,6 +422,7 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
   if (!api->mhd) {
     close(api->listen_fd);
+    tw_auth_free(api->auth);
     free(api);
     return tw_err_set(err, TW_E_IO, "api: cannot start the HTTP server");
   }
@@ -432,5 +450,6 @@ void tw_api_stop(struct tw_api *api) {
   while (__atomic_load_n(&api->in_flight, __ATOMIC_ACQUIRE) > 0 && tw_mono_us() < deadline)
     usleep(1000);
   MHD_stop_daemon(api->mhd);
+  tw_auth_free(api->auth);
   free(api);
 }

@@ -37,13 +37,28 @@ static const struct key KEYS[] = {
     {"scheduler.offers_ttl_s", K_INT, OFF(sched_offers_ttl_s), "300", 1, 86400,
      false},
     {"providers", K_RAW_SEQ, OFF(providers), NULL, 0, 0, false},
+    {"auth.mode", K_STR, OFF(auth_mode), "tokens", 0, 0, false},
+    {"auth.admin_token_file", K_STR, OFF(auth_admin_token_file), "", 0, 0, false},
+    {"auth.rate_limit_per_s", K_INT, OFF(auth_rate_per_s), "50", 0, 1000000, false},
+    {"auth.rate_limit_burst", K_INT, OFF(auth_rate_burst), "100", 1, 1000000, false},
+    {"tls.cert_file", K_STR, OFF(tls_cert_file), "", 0, 0, false},
+    {"tls.key_file", K_STR, OFF(tls_key_file), "", 0, 0, false},
+    {"secrets.key_file", K_STR, OFF(secrets_key_file), "", 0, 0, false},
+    {"secrets.key_env", K_STR, OFF(secrets_key_env), "TRADEWIND_SECRETS_KEY", 0, 0,
+     false},
+    {"secrets.previous_key_file", K_STR, OFF(secrets_previous_key_file), "", 0, 0,
+     false},
+    {"secrets.previous_key_env", K_STR, OFF(secrets_previous_key_env), "", 0, 0, false},
+    {"tenancy.tick_ms", K_INT, OFF(tenancy_tick_ms), "5000", 100, 3600000, false},
     /* validated by billing/meter.h (tw_meter_cfg_parse) at start and reload */
     {"billing", K_RAW_MAP, OFF(billing), NULL, 0, 0, true},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
 /* Sections: mappings whose keys are listed above. */
-static const char *const SECTIONS[] = {"log", "api", "store", "scheduler", NULL};
+static const char *const SECTIONS[] = {"log",  "api",     "store",   "scheduler",
+                                       "auth", "tls",     "secrets", "tenancy",
+                                       NULL};
 
 static bool is_section(const char *path) {
   for (int i = 0; SECTIONS[i]; i++)
@@ -69,6 +84,9 @@ static enum tw_rc set_value(struct tw_cfg *c, const struct key *k,
       return tw_err_field(err, TW_E_INVALID, k->path,
                           "%s: expected a non-empty string, got %s", k->path,
                           tw_node_type_name(n));
+    if (!strcmp(k->path, "auth.mode") && strcmp(text, "tokens") && strcmp(text, "open"))
+      return tw_err_field(err, TW_E_INVALID, k->path,
+                          "%s: expected tokens or open, got \"%s\"", k->path, text);
     if (!strcmp(k->path, "listen")) {
       const char *colon = strrchr(text, ':');
       char *end;
@@ -203,6 +221,14 @@ void tw_cfg_free(struct tw_cfg *cfg) {
   free(cfg->listen);
   free(cfg->db);
   free(cfg->log_debug);
+  free(cfg->auth_mode);
+  free(cfg->auth_admin_token_file);
+  free(cfg->tls_cert_file);
+  free(cfg->tls_key_file);
+  free(cfg->secrets_key_file);
+  free(cfg->secrets_key_env);
+  free(cfg->secrets_previous_key_file);
+  free(cfg->secrets_previous_key_env);
   tw_node_free(cfg->root);
   free(cfg);
 }

@@ -32,6 +32,15 @@ struct tw_cfg {
   int64_t sched_tick_ms;      /* scheduler pass interval */
   int64_t sched_offers_ttl_s; /* how long a provider's offers are reused */
   struct tw_node *providers;  /* the providers: sequence as written, or NULL */
+  /* security (api/auth_daemon.h); "" where a path is optional */
+  char *auth_mode;            /* tokens | open */
+  char *auth_admin_token_file;
+  int64_t auth_rate_per_s;    /* per token; 0: no limit */
+  int64_t auth_rate_burst;
+  char *tls_cert_file, *tls_key_file;
+  char *secrets_key_file, *secrets_key_env;
+  char *secrets_previous_key_file, *secrets_previous_key_env;
+  int64_t tenancy_tick_ms;    /* budget alerts and stops */
   struct tw_node *billing;    /* the billing: mapping (billing/meter.h), or NULL */
   struct tw_node *root;       /* the whole document (owned) */
 };

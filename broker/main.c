@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/auth_daemon.h"
 #include "billing/meter.h"
 #include "broker/config.h"
 #include "broker/log.h"
@@ -164,14 +165,28 @@ int main(int argc, char **argv) {
   }
   msrc.p = provs;
   msrc.n = n_prov;
+  /* Principals, tokens (the first start writes admin.token), quotas,
+   * budgets, the audit log, sealed secrets: api/auth_daemon.h. */
+  struct tw_auth_daemon *sec = NULL;
+  if (tw_auth_daemon_start(cfg, store, provs, n_prov, &sec, &err)) {
+    fprintf(stderr, "tradewindd: %s\n", err.msg);
+    for (size_t k = 0; k < n_prov; k++)
+      tw_provider_free(provs[k]);
+    free(provs);
+    tw_store_close(store);
+    tw_cfg_free(cfg);
+    return 1;
+  }
   struct tw_sched *sched = NULL;
   struct tw_sched_opts sopts = {.store = store, .providers = provs,
                                 .n_providers = n_prov, .tick_ms = cfg->sched_tick_ms,
                                 .offers_ttl_ms = cfg->sched_offers_ttl_s * 1000};
+  sopts.tenancy = sec->tenancy;
   tw_sched_new(&sopts, &sched, &err);
 
   struct tw_api *api = NULL;
   struct tw_api_opts ao = {.listen = cfg->listen,
+                           .auth = sec->opts,
                            .store = store,
                            .providers = provs,
                            .n_providers = n_prov,
@@ -181,6 +196,7 @@ int main(int argc, char **argv) {
   if (tw_api_start(&ao, &api, &err)) {
     fprintf(stderr, "tradewindd: %s\n", err.msg);
     tw_sched_free(sched);
+    tw_auth_daemon_stop(sec);
     tw_meter_free(meter);
     for (size_t k = 0; k < n_prov; k++)
       tw_provider_free(provs[k]);
@@ -196,7 +212,8 @@ int main(int argc, char **argv) {
   char host[256];
   snprintf(host, sizeof host, "%.*s", (int)(strrchr(cfg->listen, ':') - cfg->listen),
            cfg->listen);
-  printf("listening http://%s:%d\n", host, tw_api_port(api));
+  printf("listening %s://%s:%d\n", sec->opts.tls_cert_file ? "https" : "http", host,
+         tw_api_port(api));
   fflush(stdout);
   tw_log_info("daemon", "listen=%s:%d db=%s providers=%zu serving", host,
               tw_api_port(api), cfg->db, n_prov);
@@ -250,6 +267,7 @@ int main(int argc, char **argv) {
   tw_api_drain(api);
   tw_api_stop(api);
   tw_sched_free(sched);
+  tw_auth_daemon_stop(sec);
   tw_meter_free(meter);
   for (size_t k = 0; k < n_prov; k++)
     tw_provider_free(provs[k]);

@@ -11,6 +11,7 @@
 #include "broker/model.h"
 #include "broker/spec.h"
 #include "broker/store.h"
+#include "broker/tenancy.h"
 #include "policies/place.h"
 #include "providers/provider.h"
 
@@ -23,6 +24,7 @@ enum tw_rc tw_sched_new(const struct tw_sched_opts *o, struct tw_sched **out,
   s->tick_ms = o->tick_ms > 0 ? o->tick_ms : 1000;
   s->ttl_ms = o->offers_ttl_ms > 0 ? o->offers_ttl_ms : 300000;
   s->max_place = o->max_place_per_tick > 0 ? o->max_place_per_tick : 64;
+  s->tenancy = o->tenancy;
   s->n_pc = o->n_providers;
   s->pc = tw_calloc(s->n_pc ? s->n_pc : 1, sizeof *s->pc);
   for (size_t i = 0; i < s->n_pc; i++) {
@@ -80,6 +82,8 @@ static void refresh_offers(struct tw_sched *s, int64_t now) {
   for (size_t i = 0; i < s->n_pc; i++)
     for (size_t k = 0; k < s->pc[i].offers.n; k++)
       tw_offer_list_push(&s->all, &s->pc[i].offers.items[k]);
+  if (s->tenancy) /* admission projects costs over the same offers */
+    tw_tenancy_set_offers(s->tenancy, s->all.items, s->all.n);
 }
 
 bool sched__parse_spec(const struct tw_job_rec *job, struct tw_job_spec *spec) {
@@ -153,6 +157,8 @@ enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
     else
       tw_log_info("sched", "job=%s attempt=%d offer=%s instance=%s launched", job->id,
                   a->n, o->id, inst.id);
+    if (s->tenancy)
+      tw_tenancy_audit_launch(s->tenancy, job, a->n, o, TW_OK, NULL, explain);
     tw_buf_release(&pj);
     return TW_OK;
   }
@@ -163,6 +169,8 @@ enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
   const char *end = rc == TW_E_CAPACITY || rc == TW_E_QUOTA ? "capacity"
                     : rc == TW_E_INVALID                   ? "rejected"
                                                            : "failed";
+  if (s->tenancy)
+    tw_tenancy_audit_launch(s->tenancy, job, a->n, o, rc, err.msg, explain);
   struct tw_attempt_close c = {.attempt_id = a->id, .end_reason = end,
                                .job_to = TW_JOB_NSTATES};
   struct tw_err serr = {0};
@@ -244,6 +252,8 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t n
     tw_store_job_note(s->store, job->id, note, &err);
     goto out;
   }
+  if (s->tenancy && tw_tenancy_place_filter(s->tenancy, job, &spec, &pl))
+    goto out; /* nothing within the tenant's quota now (noted once) */
   bool placed = false, opened = false, retry_later = false;
   for (size_t i = 0; i < pl.n && !placed; i++) {
     const struct tw_offer *o = pl.cands[i].offer;
@@ -255,6 +265,8 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t n
                                 .reason = why};
     struct tw_attempt_rec a;
     struct tw_err aerr = {0};
+    if (s->tenancy) /* the job's share, held while its attempt lives */
+      tw_tenancy_place_commit(s->tenancy, job, &spec, o);
     if (tw_store_attempt_open(s->store, &an, &a, &aerr)) {
       /* cancelled meanwhile, most likely */
       break;
@@ -292,6 +304,8 @@ int tw_sched_tick(struct tw_sched *s) {
   int64_t now = tw_clock_now_ms(s->clock);
   struct tw_err err = {0};
   refresh_offers(s, now);
+  if (s->tenancy) /* what each tenant holds: live attempts' reservations */
+    tw_tenancy_place_begin(s->tenancy);
 
   changes += sched__follow(s, now);
 

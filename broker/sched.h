@@ -44,6 +44,7 @@ struct tw_sched_opts {
   int64_t tick_ms;                  /* default 1000 */
   int64_t offers_ttl_ms;            /* default 300000 */
   int max_place_per_tick;           /* default 64 */
+  struct tw_tenancy *tenancy;       /* borrowed: quotas, audit; NULL none */
   /* The spot lifecycle (docs/spot.md); NULL: the defaults. */
   const struct tw_fallback_cfg *fallback;   /* policies/fallback_strategy.h */
   const struct tw_blocklist_opts *blocklist; /* broker/blocklist.h */

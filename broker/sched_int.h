@@ -33,6 +33,7 @@ struct tw_sched {
   struct tw_offer_list all; /* every provider's offers, for placement */
   int64_t tick_ms, ttl_ms;
   int max_place;
+  struct tw_tenancy *tenancy; /* quota filter, reservations, audit */
 
   /* Jobs whose last launch failed for a reason that is not the offer's
    * (throttled, auth, provider down) wait before the next try, doubling

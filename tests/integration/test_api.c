@@ -162,7 +162,8 @@ static int setup(void **state) {
   if (tw_store_open(&so, &store, &err))
     return -1;
   struct tw_api_opts ao = {.listen = "127.0.0.1:0", .store = store,
-                           .max_body_bytes = 1 << 20};
+                           .max_body_bytes = 1 << 20,
+                           .auth = {.open = true}}; /* no tokens here */
   if (tw_api_start(&ao, &api, &err))
     return -1;
   port = tw_api_port(api);

@@ -106,7 +106,8 @@ static int setup(void **state) {
   struct tw_sched_opts sopt = {.store = store, .clock = &clk, .providers = &prov,
                                .n_providers = 1};
   struct tw_api_opts aopt = {.listen = "127.0.0.1:0", .store = store, .clock = &clk,
-                             .providers = &prov, .n_providers = 1};
+                             .providers = &prov, .n_providers = 1,
+                             .auth = {.open = true}}; /* no tokens here */
   curl_global_init(CURL_GLOBAL_ALL);
   return tw_sched_new(&sopt, &sched, &err) || tw_api_start(&aopt, &api, &err) ? -1 : 0;
 }

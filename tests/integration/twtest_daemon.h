@@ -50,7 +50,9 @@ const char *twtest_daemon_binary(void);
  * stderr. */
 int twtest_daemon_init(struct twtest_daemon *d, const char *config_text);
 
-/* Replaces the config file (atomically: write then rename). */
+/* Replaces the config file (atomically: write then rename).  A text
+ * without an `auth:` section gets `auth: {mode: open}` appended: the tests
+ * talk to the daemon without tokens. */
 int twtest_daemon_write_config(struct twtest_daemon *d, const char *text);
 
 /* Starts the daemon and waits (up to 20 s) for its `listening` line.

@@ -1,0 +1,72 @@
+/* auth_daemon.c - the daemon's security from its config (see
+ * auth_daemon.h). */
+#include "auth_daemon.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/config.h"
+#include "broker/log.h"
+#include "broker/mem.h"
+#include "broker/secrets.h"
+#include "broker/tenancy.h"
+
+static const char *opt(const char *s) { return s && *s ? s : NULL; }
+
+enum tw_rc tw_auth_daemon_start(const struct tw_cfg *cfg, struct tw_store *store,
+                                struct tw_provider **providers, size_t n_providers,
+                                struct tw_auth_daemon **out, struct tw_err *err) {
+  struct tw_auth_daemon *d = tw_calloc(1, sizeof *d);
+  enum tw_rc rc;
+  *out = NULL;
+  char token_file[1024];
+  if (opt(cfg->auth_admin_token_file))
+    snprintf(token_file, sizeof token_file, "%s", cfg->auth_admin_token_file);
+  else
+    tw_tenancy_token_path(cfg->db, token_file, sizeof token_file);
+  struct tw_tenancy_opts to = {.store = store, .providers = providers,
+                               .n_providers = n_providers,
+                               .admin_token_file = token_file};
+  if ((rc = tw_tenancy_open(&to, &d->tenancy, err)))
+    goto fail;
+  /* secrets: only with a key; a key named but unreadable is an error */
+  const char *env = opt(cfg->secrets_key_env);
+  if (opt(cfg->secrets_key_file) || (env && getenv(env) && *getenv(env))) {
+    struct tw_secrets_opts so = {.store = store, .key_file = opt(cfg->secrets_key_file),
+                                 .key_env = env,
+                                 .previous_key_file = opt(cfg->secrets_previous_key_file),
+                                 .previous_key_env = opt(cfg->secrets_previous_key_env)};
+    if ((rc = tw_secrets_open(&so, &d->secrets, err)))
+      goto fail;
+    if (so.previous_key_file || (so.previous_key_env && getenv(so.previous_key_env))) {
+      size_t n = 0;
+      struct tw_err rerr = {0};
+      if (tw_secrets_rotate(d->secrets, &n, &rerr))
+        tw_log_warn("secrets", "rotation left values behind: %s", rerr.msg);
+      tw_log_info("secrets", "rotated=%zu to key=%s", n, tw_secrets_key_id(d->secrets));
+    }
+  }
+  d->opts.open = !strcmp(cfg->auth_mode, "open");
+  d->opts.tenancy = d->tenancy;
+  d->opts.secrets = d->secrets;
+  d->opts.rate_per_s = cfg->auth_rate_per_s > 0 ? cfg->auth_rate_per_s : -1;
+  d->opts.rate_burst = cfg->auth_rate_burst;
+  d->opts.tls_cert_file = opt(cfg->tls_cert_file);
+  d->opts.tls_key_file = opt(cfg->tls_key_file);
+  if ((rc = tw_tenancy_start(d->tenancy, cfg->tenancy_tick_ms, err)))
+    goto fail;
+  *out = d;
+  return TW_OK;
+fail:
+  tw_auth_daemon_stop(d);
+  return rc;
+}
+
+void tw_auth_daemon_stop(struct tw_auth_daemon *d) {
+  if (!d)
+    return;
+  tw_tenancy_free(d->tenancy);
+  tw_secrets_free(d->secrets);
+  free(d);
+}

@@ -1,0 +1,40 @@
+/* auth_daemon.h - the daemon's security, set up from its config in one
+ * call: principals and the audit log (broker/tenancy.h, with the first
+ * start's admin token), sealed provider credentials (broker/secrets.h),
+ * the maintenance thread of budgets, and the API's struct tw_auth_opts.
+ *
+ * Config keys (broker/config.c; configs/tradewind.yaml documents them):
+ *   auth.mode               tokens (default) | open
+ *   auth.admin_token_file   default: admin.token beside the db
+ *   auth.rate_limit_per_s   per token; 0: no limit.  auth.rate_limit_burst
+ *   tls.cert_file, tls.key_file          PEM; both or neither
+ *   secrets.key_file | secrets.key_env   32-byte key; no key: no secrets
+ *   secrets.previous_key_file | _env     rotated away from at start
+ *   tenancy.tick_ms                      budget alerts and stops */
+#ifndef TW_API_AUTH_DAEMON_H
+#define TW_API_AUTH_DAEMON_H
+
+#include <stddef.h>
+
+#include "auth.h"
+#include "broker/err.h"
+
+struct tw_cfg;
+struct tw_store;
+struct tw_provider;
+
+struct tw_auth_daemon {
+  struct tw_tenancy *tenancy; /* owned */
+  struct tw_secrets *secrets; /* owned; NULL without a key */
+  struct tw_auth_opts opts;   /* for tw_api_opts.auth; borrows the above */
+};
+
+/* Opens everything and starts the maintenance thread.  Errors name the
+ * config key.  *out is owned (tw_auth_daemon_stop). */
+enum tw_rc tw_auth_daemon_start(const struct tw_cfg *cfg, struct tw_store *store,
+                                struct tw_provider **providers, size_t n_providers,
+                                struct tw_auth_daemon **out, struct tw_err *err);
+/* Stops the thread and frees; call before closing the store.  NULL ok. */
+void tw_auth_daemon_stop(struct tw_auth_daemon *d);
+
+#endif

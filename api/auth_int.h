@@ -1,0 +1,87 @@
+/* auth_int.h - what api/auth.c offers the rest of api/: the one call that
+ * guards every route, the hooks of job submission, the TLS options, and
+ * for the tenancy handlers, who is calling and with what permission.
+ *
+ * The flow of one request through tw_auth_dispatch():
+ *   1. the route's rule (api/rbac.c); none: 403 for everybody;
+ *   2. public routes (probes) run at once;
+ *   3. authentication: `Authorization: Bearer <token>`, else 401 with
+ *      `WWW-Authenticate: Bearer`; the open mode acts as admin;
+ *   4. the token's rate limit: 429 with Retry-After;
+ *   5. authorization against the route's target (the job, tenant, token
+ *      or principal it names, or ?tenant=): 403, or 404 for what the
+ *      caller may not know exists;
+ *   6. the handler;
+ *   7. for POST, PUT, PATCH and DELETE, an audit entry with the outcome
+ *      (and for a job just created, its owner, in the same transaction).
+ * Runs on the request's connection thread; thread-safe. */
+#ifndef TW_API_AUTH_INT_H
+#define TW_API_AUTH_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "api_int.h"
+#include "auth.h"
+#include "rbac.h"
+
+struct tw_auth;
+struct tw_job_spec;
+struct tw_job_rec;
+
+/* One request's security state; lives on tw_auth_dispatch()'s stack and
+ * is reachable as r->auth while the handler runs. */
+struct tw_auth_ctx {
+  struct tw_principal who;
+  const struct tw_rbac_rule *rule;
+  enum tw_perm perm;               /* who's permission on this route */
+  char tenant[TW_NAME_MAX];        /* the object's tenant (audit) */
+  char object[192];                /* what was acted on (audit) */
+  char query_tenant[TW_NAME_MAX];  /* ?tenant= added for the caller */
+  bool denied;                     /* answered 403/404 by authorization */
+  /* a job the handler created */
+  bool job_created;
+  char job_id[48], job_tenant[TW_NAME_MAX], job_project[TW_NAME_MAX];
+  int64_t projected_uusd;
+};
+
+enum tw_rc tw_auth_new(const struct tw_auth_opts *o, struct tw_clock *clock,
+                       struct tw_auth **out, struct tw_err *err);
+void tw_auth_free(struct tw_auth *a);
+
+/* Adds to *flags and items[] (cap slots, *n used, MHD_OPTION_END not
+ * included) what libmicrohttpd needs to serve TLS; nothing without a
+ * certificate.  TW_E_IO when a file cannot be read, TW_E_INVALID when
+ * only one of the two is given, TW_E_INTERNAL when this libmicrohttpd
+ * lacks TLS. */
+enum tw_rc tw_auth_tls(struct tw_auth *a, unsigned *flags,
+                       struct MHD_OptionItem *items, size_t cap, size_t *n,
+                       struct tw_err *err);
+bool tw_auth_tls_on(const struct tw_auth *a);
+
+/* Guards and runs one route's handler (see above). */
+void tw_auth_dispatch(struct tw_req *r, tw_handler_fn fn);
+
+/* POST /v1/jobs, after the spec parsed: a spec without `tenant:` (that is,
+ * "default") goes to the caller's tenant; another tenant is 404, a role
+ * that may not submit there 403; then quota and budget admission (403
+ * quota-exceeded / budget-exceeded naming the quota and the numbers).
+ * false: answered; the handler returns. */
+bool tw_auth_admit_job(struct tw_req *r, struct tw_job_spec *spec);
+/* POST /v1/jobs, once stored: its owner is recorded with the audit entry. */
+void tw_auth_job_created(struct tw_req *r, const struct tw_job_rec *job);
+
+/* For handlers of TW_TGT_BODY and TW_TGT_GLOBAL routes: may the caller act
+ * on an object of tenant (NULL: none) owned by owner (NULL: nobody)?
+ * false: answered 403, or 404 "<what> not found" (what: "principal bob"),
+ * the very answer an absent object gets. */
+bool tw_auth_check(struct tw_req *r, const char *tenant, const char *owner,
+                   const char *what);
+const struct tw_principal *tw_auth_who(struct tw_req *r);
+enum tw_perm tw_auth_perm(struct tw_req *r);
+struct tw_tenancy *tw_auth_tenancy(struct tw_req *r);
+struct tw_secrets *tw_auth_secrets(struct tw_req *r);
+/* What the audit entry names as acted on; tenant may be NULL. */
+void tw_auth_set_object(struct tw_req *r, const char *tenant, const char *object);
+
+#endif
