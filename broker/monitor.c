@@ -46,6 +46,7 @@ struct att_state {
 struct spot_state {
   struct att_state *a;
   size_t n, cap;
+  int64_t offer_block_ms; /* the blocklist's time for one offer */
 };
 
 /* ---- life cycle ---------------------------------------------------------- */
@@ -58,6 +59,8 @@ void sched__spot_init(struct tw_sched *s, const struct tw_sched_opts *o) {
     tw_fallback_cfg_default(&s->fallback);
   s->review_ms = o->review_ms > 0 ? o->review_ms : 60000;
   s->spot = tw_calloc(1, sizeof *s->spot);
+  s->spot->offer_block_ms =
+      o->blocklist && o->blocklist->offer_ms > 0 ? o->blocklist->offer_ms : 10 * 60 * 1000;
   struct tw_err err = {0};
   if (s->store && tw_checkpoint_migrate(s->store, &err))
     tw_log_error("spot", "checkpoint tables unavailable: %s", err.msg);
@@ -239,6 +242,18 @@ static void blocked_ids(struct tw_sched *s, int64_t now, const char ***ids, size
 }
 
 /* ---- placement hooks (called by sched.c) ----------------------------------- */
+
+bool sched__spot_excludes(const struct tw_sched *s, const struct tw_attempt_rec *past,
+                          int64_t now) {
+  if (!strcmp(past->end_reason, "rejected"))
+    return true;
+  /* The blocklist keeps every job off a failed offer for a while; this is
+   * the job's own memory of it, which survives a restart (ended_ms is
+   * stored).  Forever would starve a long job of offers. */
+  if (!strcmp(past->end_reason, "capacity") || !strcmp(past->end_reason, "interrupted"))
+    return now - past->ended_ms < s->spot->offer_block_ms;
+  return false;
+}
 
 void sched__spot_plan(struct tw_sched *s, const struct tw_job_rec *job,
                       struct tw_job_spec *spec, const struct tw_attempt_rec *past,

@@ -227,8 +227,7 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t n
   const char **excl = tw_calloc(n_past + 1, sizeof *excl);
   size_t n_excl = 0;
   for (size_t i = 0; i < n_past; i++)
-    if (!strcmp(past[i].end_reason, "capacity") || !strcmp(past[i].end_reason, "interrupted") ||
-        !strcmp(past[i].end_reason, "rejected"))
+    if (sched__spot_excludes(s, &past[i], now))
       excl[n_excl++] = past[i].offer_id;
 
   /* the spot lifecycle: blocklisted offers, the fallback strategy's

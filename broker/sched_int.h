@@ -84,6 +84,13 @@ int sched__follow(struct tw_sched *s, int64_t now);
 void sched__spot_init(struct tw_sched *s, const struct tw_sched_opts *o);
 void sched__spot_free(struct tw_sched *s);
 
+/* Whether a past attempt keeps its offer from the job: always when the
+ * offer refused the request (rejected), for the blocklist's offer time
+ * after a capacity error or an interruption (then the offer may have
+ * capacity again). */
+bool sched__spot_excludes(const struct tw_sched *s, const struct tw_attempt_rec *past,
+                          int64_t now);
+
 /* What placing job must take into account besides its spec. */
 struct spot_plan {
   struct tw_fallback_decision d;

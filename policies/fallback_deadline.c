@@ -10,9 +10,9 @@
  * A job that needs an instance goes to spot only when S >= 2d + m: one d
  * to start there and one more to restart on on-demand if spot is taken
  * away, so an interruption can never make it late.  Otherwise on-demand.
- * When no spot launch succeeds it waits for spot if it is ahead of the
- * uniform line (done >= E: waiting costs nothing) and takes on-demand at
- * once if it is behind.  A job running on on-demand moves back to spot when
+ * When no spot launch succeeds it waits for spot if it is on track (done
+ * + d >= E: at most one restart behind the uniform line; waiting costs
+ * nothing) and takes on-demand at once if it is further behind.  A job running on on-demand moves back to spot when
  * S >= 3d + m (the extra d is hysteresis, so the job does not bounce), it
  * is on track, and a spot offer is placeable.  A job on spot stays there:
  * its slack does not shrink while it runs, and the rule above left it room
@@ -53,7 +53,12 @@ void fb__deadline(const struct tw_fallback_cfg *cfg, const struct tw_fallback_jo
   int64_t d = cfg->restart_overhead_s > 0 ? cfg->restart_overhead_s : 300;
   int64_t m = cfg->margin_s > 0 ? cfg->margin_s : 0;
   int64_t slack = tw_fallback_slack_s(j);
+  /* On track means at most one restart behind the uniform line: a job that
+   * just arrived (or just lost its instance) is always a little behind it,
+   * and waiting minutes for spot beats an on-demand start that must be
+   * undone later. */
   int64_t ahead = j->done_s - tw_fallback_expected_done_s(j);
+  bool on_track = ahead + d >= 0;
   char s_txt[24], d_txt[24], a_txt[24];
   tw_fallback_fmt_dur(slack, s_txt, sizeof s_txt);
   tw_fallback_fmt_dur(d, d_txt, sizeof d_txt);
@@ -85,12 +90,12 @@ void fb__deadline(const struct tw_fallback_cfg *cfg, const struct tw_fallback_jo
   out->action = TW_FB_ACT_PLACE;
   if (slack >= 2 * d + m) {
     out->market = TW_MARKET_SPOT;
-    out->then_on_demand = ahead < 0;
+    out->then_on_demand = !on_track;
     snprintf(out->reason, sizeof out->reason,
              "deadline: slack %s absorbs an interruption and restart (2 x %s): "
              "spot; %s by %s, so %s",
              s_txt, d_txt, ahead < 0 ? "behind" : "ahead", a_txt,
-             ahead < 0 ? "on-demand if no spot is left" : "waits if no spot is left");
+             on_track ? "waits if no spot is left" : "on-demand if no spot is left");
   } else {
     out->market = TW_MARKET_ON_DEMAND;
     snprintf(out->reason, sizeof out->reason,

@@ -9,3 +9,8 @@ if(TARGET tw_sched AND TARGET tw_fake_provider)
   tw_add_test(test_reconcile SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_reconcile.c
               LIBS tw_sched tw_fake_provider PkgConfig::CMOCKA LABELS unit spot)
 endif()
+if(TARGET tw_sched AND TARGET tw_fake_provider)
+  tw_add_test(test_fallback_monitor
+              SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_fallback_monitor.c
+              LIBS tw_sched tw_fake_provider PkgConfig::CMOCKA LABELS unit spot)
+endif()
