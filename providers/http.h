@@ -56,7 +56,11 @@ struct tw_http_header {
 
 /* Called before every attempt (attempt 1 included) to add the headers of
  * that attempt, typically a fresh x-amz-date and Authorization.  Returning
- * an error ends tw_http_do() with that error before anything is sent. */
+ * an error ends tw_http_do() with that error before anything is sent.
+ * The helper reads req->body and req->body_len after the hook on every
+ * attempt, so a hook may rewrite the body in storage its adapter owns
+ * (Alibaba's legacy signature travels in the body, with a fresh nonce per
+ * attempt); keep the same pointer valid until tw_http_do() returns. */
 typedef enum tw_rc (*tw_http_prepare_fn)(void *ctx, struct tw_http_attempt *a,
                                          struct tw_err *err);
 
