@@ -32,6 +32,7 @@ tw_add_fuzz(fuzz_slurm_json
   SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_slurm_json.c
   LIBS tw_providers
   LABELS slurm providers
+  ITERATIONS 5000
   CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/slurm_json)
 
 # ---- the cluster fixture ---------------------------------------------------
