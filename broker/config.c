@@ -7,6 +7,7 @@
 
 #include "mem.h"
 #include "node.h"
+#include "spec.h" /* tw_spec_fallbacks */
 
 enum ktype { K_STR, K_INT, K_LEVEL, K_SUBSYS, K_SYNC, K_RAW_SEQ, K_RAW_MAP };
 
@@ -50,6 +51,22 @@ static const struct key KEYS[] = {
      false},
     {"secrets.previous_key_env", K_STR, OFF(secrets_previous_key_env), "", 0, 0, false},
     {"tenancy.tick_ms", K_INT, OFF(tenancy_tick_ms), "5000", 100, 3600000, false},
+    /* the spot lifecycle (docs/spot.md) */
+    {"spot.fallback", K_STR, OFF(spot_fallback), "failover", 0, 0, false},
+    {"spot.on_demand_after", K_INT, OFF(spot_on_demand_after), "2", 1, 100, false},
+    {"spot.restart_overhead_s", K_INT, OFF(spot_restart_overhead_s), "300", 1, 86400,
+     false},
+    {"spot.deadline_margin_s", K_INT, OFF(spot_deadline_margin_s), "0", 0, 86400, false},
+    {"spot.review_s", K_INT, OFF(spot_review_s), "60", 1, 3600, false},
+    {"spot.blocklist_offer_s", K_INT, OFF(spot_bl_offer_s), "600", 1, 86400, false},
+    {"spot.blocklist_zone_s", K_INT, OFF(spot_bl_zone_s), "1800", 1, 86400, false},
+    {"spot.blocklist_region_s", K_INT, OFF(spot_bl_region_s), "3600", 1, 86400, false},
+    {"spot.blocklist_window_s", K_INT, OFF(spot_bl_window_s), "1800", 1, 86400, false},
+    {"spot.blocklist_zone_after", K_INT, OFF(spot_bl_zone_after), "3", 1, 1000, false},
+    {"spot.blocklist_region_after", K_INT, OFF(spot_bl_region_after), "2", 1, 1000,
+     false},
+    /* 0: no reconciler */
+    {"reconcile.interval_s", K_INT, OFF(reconcile_interval_s), "60", 0, 86400, false},
     /* validated by billing/meter.h (tw_meter_cfg_parse) at start and reload */
     {"billing", K_RAW_MAP, OFF(billing), NULL, 0, 0, true},
 };
@@ -58,7 +75,7 @@ static const struct key KEYS[] = {
 /* Sections: mappings whose keys are listed above. */
 static const char *const SECTIONS[] = {"log",  "api",     "store",   "scheduler",
                                        "auth", "tls",     "secrets", "tenancy",
-                                       NULL};
+                                       "spot", "reconcile", NULL};
 
 static bool is_section(const char *path) {
   for (int i = 0; SECTIONS[i]; i++)
@@ -84,6 +101,16 @@ static enum tw_rc set_value(struct tw_cfg *c, const struct key *k,
       return tw_err_field(err, TW_E_INVALID, k->path,
                           "%s: expected a non-empty string, got %s", k->path,
                           tw_node_type_name(n));
+    if (!strcmp(k->path, "spot.fallback")) {
+      size_t i = 0;
+      while (tw_spec_fallbacks[i] && strcmp(tw_spec_fallbacks[i], text))
+        i++;
+      if (!tw_spec_fallbacks[i])
+        return tw_err_field(err, TW_E_INVALID, k->path,
+                            "%s: expected failover, eager-next-region, "
+                            "on-demand-fallback or deadline, got \"%s\"",
+                            k->path, text);
+    }
     if (!strcmp(k->path, "auth.mode") && strcmp(text, "tokens") && strcmp(text, "open"))
       return tw_err_field(err, TW_E_INVALID, k->path,
                           "%s: expected tokens or open, got \"%s\"", k->path, text);
@@ -229,6 +256,7 @@ void tw_cfg_free(struct tw_cfg *cfg) {
   free(cfg->secrets_key_env);
   free(cfg->secrets_previous_key_file);
   free(cfg->secrets_previous_key_env);
+  free(cfg->spot_fallback);
   tw_node_free(cfg->root);
   free(cfg);
 }

@@ -42,6 +42,13 @@ struct tw_cfg {
   char *secrets_previous_key_file, *secrets_previous_key_env;
   int64_t tenancy_tick_ms;    /* budget alerts and stops */
   struct tw_node *billing;    /* the billing: mapping (billing/meter.h), or NULL */
+  /* the spot lifecycle (docs/spot.md) */
+  char *spot_fallback;        /* default strategy for jobs that name none */
+  int64_t spot_on_demand_after, spot_restart_overhead_s, spot_deadline_margin_s;
+  int64_t spot_review_s;      /* running attempts reviewed by their strategy */
+  int64_t spot_bl_offer_s, spot_bl_zone_s, spot_bl_region_s, spot_bl_window_s;
+  int64_t spot_bl_zone_after, spot_bl_region_after;
+  int64_t reconcile_interval_s; /* 0: no reconciler */
   struct tw_node *root;       /* the whole document (owned) */
 };
 

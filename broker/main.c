@@ -8,12 +8,17 @@
 #include "api/api.h"
 #include "api/auth_daemon.h"
 #include "billing/meter.h"
+#include "broker/audit.h"
+#include "broker/blocklist.h"
 #include "broker/config.h"
 #include "broker/log.h"
 #include "broker/model.h"
 #include "broker/node.h"
+#include "broker/reconcile.h"
 #include "broker/sched.h"
 #include "broker/store.h"
+#include "broker/tenancy.h"
+#include "policies/fallback_strategy.h"
 #include "providers/provider.h"
 
 static void usage(FILE *f) {
@@ -51,6 +56,20 @@ static void meter_offers(void *ctx, struct tw_offer_list *out) {
         tw_offer_list_push(out, &l.items[k]);
     tw_offer_list_release(&l);
   }
+}
+
+/* The reconciler's actions go to the audit log too (broker/reconcile.h). */
+static void reconcile_audit(void *ctx, const struct tw_reconcile_action *a) {
+  char action[40], detail[400];
+  snprintf(action, sizeof action, "reconcile.%s", a->action);
+  snprintf(detail, sizeof detail, "provider=%s job=%s attempt=%s: %s", a->provider,
+           a->job_id, a->attempt, a->reason);
+  struct tw_audit_event ev = {.principal = "reconcile", .tenant = "", .action = action,
+                              .object = a->instance_id, .outcome = "ok",
+                              .request_id = "", .detail = detail};
+  struct tw_err err = {0};
+  if (tw_audit_append(ctx, &ev, NULL, &err))
+    tw_log_warn("reconcile", "instance=%s not audited: %s", a->instance_id, err.msg);
 }
 
 static void apply_log(const struct tw_cfg *c) {
@@ -182,7 +201,38 @@ int main(int argc, char **argv) {
                                 .n_providers = n_prov, .tick_ms = cfg->sched_tick_ms,
                                 .offers_ttl_ms = cfg->sched_offers_ttl_s * 1000};
   sopts.tenancy = sec->tenancy;
+  /* the spot lifecycle: the default fallback strategy and the blocklist
+   * (docs/spot.md); spot.fallback was validated with the config */
+  struct tw_fallback_cfg fb;
+  tw_fallback_cfg_default(&fb);
+  tw_fallback_parse(cfg->spot_fallback, &fb.kind);
+  fb.on_demand_after = (int)cfg->spot_on_demand_after;
+  fb.restart_overhead_s = cfg->spot_restart_overhead_s;
+  fb.margin_s = cfg->spot_deadline_margin_s;
+  struct tw_blocklist_opts bo = {.offer_ms = cfg->spot_bl_offer_s * 1000,
+                                 .zone_ms = cfg->spot_bl_zone_s * 1000,
+                                 .region_ms = cfg->spot_bl_region_s * 1000,
+                                 .window_ms = cfg->spot_bl_window_s * 1000,
+                                 .zone_after = (int)cfg->spot_bl_zone_after,
+                                 .region_after = (int)cfg->spot_bl_region_after};
+  sopts.fallback = &fb;
+  sopts.blocklist = &bo;
+  sopts.review_ms = cfg->spot_review_s * 1000;
   tw_sched_new(&sopts, &sched, &err);
+
+  /* The reconciler: a pass at start, then every reconcile.interval_s. */
+  struct tw_reconcile *rec = NULL;
+  if (n_prov && cfg->reconcile_interval_s > 0) {
+    struct tw_reconcile_opts ro = {.store = store, .providers = provs,
+                                   .n_providers = n_prov,
+                                   .interval_ms = cfg->reconcile_interval_s * 1000,
+                                   .on_action = reconcile_audit,
+                                   .ctx = tw_tenancy_audit(sec->tenancy)};
+    if (tw_reconcile_new(&ro, &rec, &err)) {
+      fprintf(stderr, "tradewindd: %s\n", err.msg);
+      return 1;
+    }
+  }
 
   struct tw_api *api = NULL;
   struct tw_api_opts ao = {.listen = cfg->listen,
@@ -195,6 +245,7 @@ int main(int argc, char **argv) {
                            .timeout_s = (unsigned)cfg->api_timeout_s};
   if (tw_api_start(&ao, &api, &err)) {
     fprintf(stderr, "tradewindd: %s\n", err.msg);
+    tw_reconcile_free(rec);
     tw_sched_free(sched);
     tw_auth_daemon_stop(sec);
     tw_meter_free(meter);
@@ -205,7 +256,8 @@ int main(int argc, char **argv) {
     tw_cfg_free(cfg);
     return 1;
   }
-  if ((n_prov && tw_sched_start(sched, &err)) || tw_meter_start(meter, &err)) {
+  if ((n_prov && tw_sched_start(sched, &err)) || tw_meter_start(meter, &err) ||
+      (rec && tw_reconcile_start(rec, &err))) {
     fprintf(stderr, "tradewindd: %s\n", err.msg);
     return 1;
   }
@@ -266,6 +318,7 @@ int main(int argc, char **argv) {
   }
   tw_api_drain(api);
   tw_api_stop(api);
+  tw_reconcile_free(rec);
   tw_sched_free(sched);
   tw_auth_daemon_stop(sec);
   tw_meter_free(meter);

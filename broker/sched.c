@@ -142,7 +142,11 @@ enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
                           .attempt_id = a->client_token,
                           .tenant = job->tenant,
                           .max_price_uusd_per_hour = spec->max_price_uusd_per_hour,
-                          .user_data = sched__spot_user_data(s, job, spec, a, o, &ud)};
+                          .user_data = sched__spot_user_data(s, job, spec, a, o, &ud),
+                          .duration_s = spec->duration_s,
+                          .nodes = spec->nodes,
+                          .env = spec->env,
+                          .n_env = spec->n_env};
   struct tw_instance inst;
   enum tw_rc rc = tw_provider_launch(pc->p, &req, &inst, &err);
   tw_buf_release(&ud);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "broker/checkpoint.h"
+#include "broker/config.h"
 #include "broker/sched.h"
 #include "broker/spec.h"
 #include "broker/store.h"
@@ -544,6 +545,30 @@ static void kept_progress_follows_the_contract(void **state) {
   }
 }
 
+/* ---- the config's spot: and reconcile: sections ----------------------------- */
+
+static void config_spot_section_is_validated(void **state) {
+  (void)state;
+  struct tw_cfg *c = NULL;
+  struct tw_err err = {0};
+  const char *ok = "spot: {fallback: deadline, restart_overhead_s: 120}\n"
+                   "reconcile: {interval_s: 0}\n";
+  assert_int_equal(tw_cfg_load_text(ok, strlen(ok), &c, &err), TW_OK);
+  assert_string_equal(c->spot_fallback, "deadline");
+  assert_int_equal(c->spot_restart_overhead_s, 120);
+  assert_int_equal(c->spot_on_demand_after, 2);
+  assert_int_equal(c->reconcile_interval_s, 0);
+  tw_cfg_free(c);
+  const char *bad = "spot: {fallback: eager}\n";
+  assert_int_equal(tw_cfg_load_text(bad, strlen(bad), &c, &err), TW_E_INVALID);
+  assert_string_equal(err.msg, "spot.fallback: expected failover, eager-next-region, "
+                               "on-demand-fallback or deadline, got \"eager\"");
+  tw_err_clear(&err);
+  const char *typo = "spot: {on_demand_afer: 3}\n";
+  assert_int_equal(tw_cfg_load_text(typo, strlen(typo), &c, &err), TW_E_INVALID);
+  assert_non_null(strstr(err.msg, "did you mean \"on_demand_after\""));
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -562,6 +587,7 @@ int main(void) {
       T(a_job_left_placing_is_placed_again),
       cmocka_unit_test(checkpoint_script_exports_the_contract),
       cmocka_unit_test(kept_progress_follows_the_contract),
+      cmocka_unit_test(config_spot_section_is_validated),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
