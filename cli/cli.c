@@ -30,6 +30,7 @@ static const struct tw_cli_cmd *const commands[] = {
     &tw_cli_cmd_submit,      &tw_cli_cmd_jobs_list,   &tw_cli_cmd_jobs_get,
     &tw_cli_cmd_jobs_cancel, &tw_cli_cmd_jobs_wait,   &tw_cli_cmd_jobs_events,
     &tw_cli_cmd_jobs_logs,
+    &tw_cli_cmd_report_spend,
     NULL,
 };
 

@@ -187,6 +187,7 @@ extern const struct tw_cli_cmd tw_cli_cmd_jobs_cancel;
 extern const struct tw_cli_cmd tw_cli_cmd_jobs_wait;
 extern const struct tw_cli_cmd tw_cli_cmd_jobs_events;
 extern const struct tw_cli_cmd tw_cli_cmd_jobs_logs;
+extern const struct tw_cli_cmd tw_cli_cmd_report_spend;
 
 /* Option ids below this are the commands' own. */
 #define TW_CLI_OPT_GLOBAL 1000
