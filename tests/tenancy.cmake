@@ -1,0 +1,37 @@
+# Tenancy (issue 9): tokens, the policy table, quotas, budgets, the audit
+# chain, sealed secrets and TLS.  Every test carries the label `tenancy`.
+
+tw_add_test(test_tenancy_rbac
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_tenancy_rbac.c
+  LIBS tw_api PkgConfig::CMOCKA
+  LABELS unit tenancy)
+
+tw_add_test(test_audit
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_audit.c
+  LIBS tw_tenancy PkgConfig::CMOCKA PkgConfig::SQLITE3 PkgConfig::JANSSON
+       Threads::Threads
+  LABELS unit tenancy TIMEOUT 60)
+
+tw_add_test(test_tenancy
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_tenancy.c
+  LIBS tw_tenancy PkgConfig::CMOCKA PkgConfig::SQLITE3 PkgConfig::OPENSSL
+  LABELS unit tenancy TIMEOUT 60)
+
+# Placement over the real scheduler and the in-process fake provider.
+if(TARGET tw_sched AND TARGET tw_fake_provider)
+  tw_add_test(test_tenancy_quota
+    SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_tenancy_quota.c
+    LIBS tw_sched tw_tenancy tw_fake_provider PkgConfig::CMOCKA
+    LABELS unit tenancy TIMEOUT 60)
+endif()
+
+# Budgets over the scheduler: a hard budget refuses a job and stops a
+# running one; thresholds alert once (audit entry and a webhook served by
+# the test itself).
+if(TARGET tw_sched AND TARGET tw_fake_provider)
+  tw_add_test(test_tenancy_budget
+    SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_tenancy_budget.c
+    LIBS tw_sched tw_tenancy tw_fake_provider PkgConfig::CMOCKA PkgConfig::MHD
+         Threads::Threads
+    LABELS unit tenancy TIMEOUT 60)
+endif()

@@ -1,0 +1,315 @@
+/* The audit chain: appends (also concurrent ones) form one chain, and
+ * tw_audit_verify names the first entry that was altered, removed or
+ * reordered when the sqlite file is edited directly, as an intruder with
+ * the file would.  Exports re-verify from their JSON. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "broker/audit.h"
+#include "broker/store.h"
+
+static char dir[64], path[128];
+static struct tw_clock clk;
+
+static void open_log(struct tw_store **s, struct tw_audit **a) {
+  struct tw_err err = {0};
+  struct tw_store_opts so = {.path = path, .clock = &clk};
+  if (tw_store_open(&so, s, &err) || tw_audit_open(*s, &clk, a, &err))
+    fail_msg("open: %s", err.msg);
+}
+
+static void close_log(struct tw_store *s, struct tw_audit *a) {
+  tw_audit_free(a);
+  tw_store_close(s);
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/tw-audit-XXXXXX");
+  if (!mkdtemp(dir))
+    return -1;
+  snprintf(path, sizeof path, "%s/a.db", dir);
+  tw_clock_fake_init(&clk, 1764460800000);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char p[200];
+  const char *sfx[] = {"", "-wal", "-shm"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+    unlink(p);
+  }
+  rmdir(dir);
+  return 0;
+}
+
+/* Writes n entries: "POST /v1/jobs" by alice, object j-<i>. */
+static void fill(struct tw_audit *a, int n) {
+  for (int i = 1; i <= n; i++) {
+    char obj[32], detail[64];
+    snprintf(obj, sizeof obj, "j-%d", i);
+    snprintf(detail, sizeof detail, "status=201 entry %d", i);
+    struct tw_audit_event ev = {.principal = "alice", .tenant = "ml",
+                                .action = "POST /v1/jobs", .object = obj,
+                                .outcome = "ok", .request_id = "r1", .detail = detail};
+    int64_t seq = 0;
+    assert_int_equal(tw_audit_append(a, &ev, &seq, NULL), TW_OK);
+    assert_int_equal(seq, i);
+    tw_clock_advance(&clk, 1000);
+  }
+}
+
+static void sql(const char *stmt) {
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  char *msg = NULL;
+  if (sqlite3_exec(db, stmt, NULL, NULL, &msg) != SQLITE_OK)
+    fail_msg("%s: %s", stmt, msg);
+  sqlite3_close(db);
+}
+
+/* Verifies the file as `tradewind audit verify --db` does and returns the
+ * message (static). */
+static const char *verify_file(void) {
+  static struct tw_err err;
+  memset(&err, 0, sizeof err);
+  int64_t n = 0;
+  enum tw_rc rc = tw_audit_verify_file(path, &n, NULL, &err);
+  if (rc == TW_OK)
+    return NULL;
+  assert_int_equal(rc, TW_E_CONFLICT);
+  return err.msg;
+}
+
+static void intact_chain_verifies(void **state) {
+  (void)state;
+  struct tw_store *s;
+  struct tw_audit *a;
+  open_log(&s, &a);
+  fill(a, 30);
+  int64_t n = 0;
+  char head[TW_AUDIT_HASH_HEX];
+  assert_int_equal(tw_audit_verify(a, &n, head, NULL), TW_OK);
+  assert_int_equal(n, 30);
+  assert_int_equal(strlen(head), 64);
+  close_log(s, a);
+  assert_null(verify_file());
+}
+
+static void altered_entry_is_named(void **state) {
+  (void)state;
+  struct tw_store *s;
+  struct tw_audit *a;
+  open_log(&s, &a);
+  fill(a, 12);
+  close_log(s, a);
+  /* somebody hides what principal did entry 5 */
+  sql("UPDATE audit_log SET principal = 'mallory' WHERE seq = 5");
+  const char *why = verify_file();
+  assert_non_null(why);
+  assert_non_null(strstr(why, "entry 5 was altered"));
+}
+
+static void altered_and_rehashed_entry_breaks_the_next_link(void **state) {
+  (void)state;
+  struct tw_store *s;
+  struct tw_audit *a;
+  open_log(&s, &a);
+  fill(a, 8);
+  close_log(s, a);
+  /* a careful intruder recomputes entry 3's hash too; entry 4 still
+   * links to the old one */
+  sql("UPDATE audit_log SET outcome = 'denied' WHERE seq = 3");
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  sqlite3_stmt *st;
+  assert_int_equal(sqlite3_prepare_v2(db,
+                                      "SELECT seq, at_ms, principal, tenant, action, object,"
+                                      " outcome, request_id, detail, prev_hash FROM audit_log"
+                                      " WHERE seq = 3",
+                                      -1, &st, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  struct tw_audit_entry e = {.seq = 3, .at_ms = sqlite3_column_int64(st, 1)};
+  e.principal = (char *)sqlite3_column_text(st, 2);
+  e.tenant = (char *)sqlite3_column_text(st, 3);
+  e.action = (char *)sqlite3_column_text(st, 4);
+  e.object = (char *)sqlite3_column_text(st, 5);
+  e.outcome = (char *)sqlite3_column_text(st, 6);
+  e.request_id = (char *)sqlite3_column_text(st, 7);
+  e.detail = (char *)sqlite3_column_text(st, 8);
+  char h[TW_AUDIT_HASH_HEX];
+  tw_audit_entry_hash(&e, (const char *)sqlite3_column_text(st, 9), h);
+  sqlite3_finalize(st);
+  char upd[200];
+  snprintf(upd, sizeof upd, "UPDATE audit_log SET hash = '%s' WHERE seq = 3", h);
+  char *msg = NULL;
+  assert_int_equal(sqlite3_exec(db, upd, NULL, NULL, &msg), SQLITE_OK);
+  sqlite3_close(db);
+  const char *why = verify_file();
+  assert_non_null(why);
+  assert_non_null(strstr(why, "entry 4 does not follow entry 3"));
+}
+
+static void removed_entry_is_named(void **state) {
+  (void)state;
+  struct tw_store *s;
+  struct tw_audit *a;
+  open_log(&s, &a);
+  fill(a, 10);
+  close_log(s, a);
+  sql("DELETE FROM audit_log WHERE seq = 4");
+  const char *why = verify_file();
+  assert_non_null(why);
+  assert_non_null(strstr(why, "entry 4 was removed"));
+}
+
+static void reordered_entries_are_named(void **state) {
+  (void)state;
+  struct tw_store *s;
+  struct tw_audit *a;
+  open_log(&s, &a);
+  fill(a, 10);
+  close_log(s, a);
+  /* swap entries 6 and 7 whole, sequence numbers included */
+  sql("UPDATE audit_log SET seq = -6 WHERE seq = 6;"
+      "UPDATE audit_log SET seq = 6 WHERE seq = 7;"
+      "UPDATE audit_log SET seq = 7 WHERE seq = -6;");
+  const char *why = verify_file();
+  assert_non_null(why);
+  assert_non_null(strstr(why, "entry 6 is out of place"));
+  assert_non_null(strstr(why, "written as entry 7"));
+}
+
+struct writer {
+  struct tw_audit *a;
+  int n, id;
+};
+
+static void *write_many(void *arg) {
+  struct writer *w = arg;
+  for (int i = 0; i < w->n; i++) {
+    char obj[32];
+    snprintf(obj, sizeof obj, "t%d-%d", w->id, i);
+    struct tw_audit_event ev = {.principal = "sched", .action = "sched.place",
+                                .object = obj, .outcome = "ok"};
+    if (tw_audit_append(w->a, &ev, NULL, NULL))
+      return (void *)1;
+  }
+  return NULL;
+}
+
+static void concurrent_appends_form_one_chain(void **state) {
+  (void)state;
+  struct tw_store *s;
+  struct tw_audit *a;
+  open_log(&s, &a);
+  pthread_t th[8];
+  struct writer w[8];
+  for (int i = 0; i < 8; i++) {
+    w[i] = (struct writer){.a = a, .n = 50, .id = i};
+    pthread_create(&th[i], NULL, write_many, &w[i]);
+  }
+  for (int i = 0; i < 8; i++) {
+    void *rv;
+    pthread_join(th[i], &rv);
+    assert_null(rv);
+  }
+  int64_t n = 0;
+  struct tw_err err = {0};
+  assert_int_equal(tw_audit_verify(a, &n, NULL, &err), TW_OK);
+  assert_int_equal(n, 400);
+  close_log(s, a);
+}
+
+static void export_reverifies_from_json(void **state) {
+  (void)state;
+  struct tw_store *s;
+  struct tw_audit *a;
+  open_log(&s, &a);
+  fill(a, 5);
+  /* a detail with quotes, a newline and non-ASCII survives the round trip */
+  struct tw_audit_event ev = {.principal = "bob", .tenant = "ml", .action = "x",
+                              .object = "o", .outcome = "ok",
+                              .detail = "said \"hi\"\nthen caf\xc3\xa9"};
+  assert_int_equal(tw_audit_append(a, &ev, NULL, NULL), TW_OK);
+  struct tw_audit_filter f = {.limit = 100};
+  struct tw_audit_entry *items;
+  size_t n;
+  int64_t next;
+  assert_int_equal(tw_audit_list(a, &f, &items, &n, &next, NULL), TW_OK);
+  assert_int_equal(n, 6);
+  assert_int_equal(next, 0);
+  struct tw_audit_entry back[6];
+  json_t *docs[6];
+  for (size_t i = 0; i < n; i++) {
+    struct tw_buf b;
+    tw_buf_init(&b);
+    tw_audit_entry_json(&items[i], &b);
+    docs[i] = json_loads(b.data, 0, NULL);
+    assert_non_null(docs[i]);
+    tw_buf_release(&b);
+    back[i] = (struct tw_audit_entry){
+        .seq = json_integer_value(json_object_get(docs[i], "seq")),
+        .at_ms = json_integer_value(json_object_get(docs[i], "at_ms")),
+        .principal = (char *)json_string_value(json_object_get(docs[i], "principal")),
+        .tenant = (char *)json_string_value(json_object_get(docs[i], "tenant")),
+        .action = (char *)json_string_value(json_object_get(docs[i], "action")),
+        .object = (char *)json_string_value(json_object_get(docs[i], "object")),
+        .outcome = (char *)json_string_value(json_object_get(docs[i], "outcome")),
+        .request_id = (char *)json_string_value(json_object_get(docs[i], "request_id")),
+        .detail = (char *)json_string_value(json_object_get(docs[i], "detail"))};
+    snprintf(back[i].prev_hash, sizeof back[i].prev_hash, "%s",
+             json_string_value(json_object_get(docs[i], "prev_hash")));
+    snprintf(back[i].hash, sizeof back[i].hash, "%s",
+             json_string_value(json_object_get(docs[i], "hash")));
+  }
+  assert_int_equal(tw_audit_verify_entries(back, n, 1, NULL, NULL), TW_OK);
+  /* and a changed export does not */
+  back[2].detail = "status=200";
+  struct tw_err err = {0};
+  assert_int_equal(tw_audit_verify_entries(back, n, 1, NULL, &err), TW_E_CONFLICT);
+  assert_non_null(strstr(err.msg, "entry 3 was altered"));
+  for (size_t i = 0; i < n; i++)
+    json_decref(docs[i]);
+  tw_audit_entries_free(items, n);
+  /* filters */
+  struct tw_audit_filter g = {.limit = 2, .principal = "alice"};
+  assert_int_equal(tw_audit_list(a, &g, &items, &n, &next, NULL), TW_OK);
+  assert_int_equal(n, 2);
+  assert_int_equal(next, 2);
+  tw_audit_entries_free(items, n);
+  g.after_seq = next;
+  g.limit = 100;
+  assert_int_equal(tw_audit_list(a, &g, &items, &n, &next, NULL), TW_OK);
+  assert_int_equal(n, 3);
+  assert_string_equal(items[0].object, "j-3");
+  tw_audit_entries_free(items, n);
+  close_log(s, a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(intact_chain_verifies, setup, teardown),
+      cmocka_unit_test_setup_teardown(altered_entry_is_named, setup, teardown),
+      cmocka_unit_test_setup_teardown(altered_and_rehashed_entry_breaks_the_next_link,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(removed_entry_is_named, setup, teardown),
+      cmocka_unit_test_setup_teardown(reordered_entries_are_named, setup, teardown),
+      cmocka_unit_test_setup_teardown(concurrent_appends_form_one_chain, setup, teardown),
+      cmocka_unit_test_setup_teardown(export_reverifies_from_json, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

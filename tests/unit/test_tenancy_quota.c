@@ -1,0 +1,275 @@
+/* Quotas at placement, over the real scheduler, the in-process fake
+ * provider and a fake clock.
+ *
+ *   cohort_borrowing_and_reclaim: two tenants of one cohort, 8 vCPUs each,
+ *     8 more borrowable.  vision runs two 8-vCPU jobs (the second on ml's
+ *     idle quota); when ml submits, vision's newest job is preempted (its
+ *     instance terminated, back to pending, audited) and ml's runs; vision's
+ *     job waits, noted once, and runs again when capacity frees up.
+ *   reservations_end_with_their_attempts: a finished job's share returns;
+ *   concurrent_jobs_limit_holds_the_next_job;
+ *   spot_share_zero_places_on_demand: the cheaper spot offer is skipped. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "broker/audit.h"
+#include "broker/sched.h"
+#include "broker/spec.h"
+#include "broker/store.h"
+#include "broker/tenancy.h"
+#include "tests/fakes/fake_provider.h"
+
+static char dir[64], path[128];
+static struct tw_clock clk;
+static struct tw_store *store;
+static struct tw_provider *prov;
+static struct tw_fake *fake;
+static struct tw_sched *sched;
+static struct tw_tenancy *ten;
+
+static void add_offer(const char *type, enum tw_market m, int64_t price, int vcpus) {
+  struct tw_offer o;
+  tw_offer_init(&o);
+  snprintf(o.provider, sizeof o.provider, "fake");
+  snprintf(o.account, sizeof o.account, "fake-a");
+  snprintf(o.region, sizeof o.region, "r1");
+  snprintf(o.zone, sizeof o.zone, "r1a");
+  snprintf(o.instance_type, sizeof o.instance_type, "%s", type);
+  o.arch = TW_ARCH_X86_64;
+  o.vcpus = vcpus;
+  o.memory_mib = vcpus * 4096;
+  o.market = m;
+  o.price_uusd_per_hour = price;
+  o.billing_granularity_s = 1;
+  tw_offer_make_id(&o);
+  tw_fake_add_offer(fake, &o);
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/tw-quota-XXXXXX");
+  if (!mkdtemp(dir))
+    return -1;
+  snprintf(path, sizeof path, "%s/q.db", dir);
+  tw_clock_fake_init(&clk, 1764460800000);
+  struct tw_err err = {0};
+  struct tw_store_opts so = {.path = path, .clock = &clk};
+  if (tw_store_open(&so, &store, &err) ||
+      tw_provider_new_ops(&tw_provider_fake, "fake-a", NULL, &clk, &prov, &err))
+    return -1;
+  fake = tw_fake_of(prov);
+  add_offer("cpu.8", TW_MARKET_ON_DEMAND, 400000, 8);
+  add_offer("cpu.8s", TW_MARKET_SPOT, 120000, 8);
+  struct tw_tenancy_opts to = {.store = store, .clock = &clk, .providers = &prov,
+                               .n_providers = 1};
+  if (tw_tenancy_open(&to, &ten, &err))
+    return -1;
+  struct tw_sched_opts o = {.store = store, .clock = &clk, .providers = &prov,
+                            .n_providers = 1, .tenancy = ten};
+  return tw_sched_new(&o, &sched, &err) ? -1 : 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  tw_sched_free(sched);
+  tw_tenancy_free(ten);
+  tw_provider_free(prov);
+  tw_store_close(store);
+  char p[160];
+  const char *sfx[] = {"", "-wal", "-shm"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+    unlink(p);
+  }
+  rmdir(dir);
+  return 0;
+}
+
+static void tenant(const char *name, const char *cohort, int64_t vcpus, int64_t borrow,
+                   int64_t jobs, int spot_pct) {
+  assert_int_equal(tw_tenancy_tenant_create(ten, name, NULL), TW_OK);
+  struct tw_quota q, out;
+  tw_quota_init(&q);
+  snprintf(q.cohort, sizeof q.cohort, "%s", cohort);
+  q.vcpus = (struct tw_quota_limit){vcpus, borrow};
+  q.jobs = (struct tw_quota_limit){jobs, 0};
+  q.spot_share_pct = spot_pct;
+  assert_int_equal(tw_tenancy_quota_set(ten, name, &q, 0, &out, NULL), TW_OK);
+}
+
+static void submit(const char *yaml, char id[TW_JOB_ID_LEN + 1]) {
+  struct tw_job_spec spec;
+  struct tw_err err = {0};
+  if (tw_spec_parse(yaml, strlen(yaml), false, &spec, &err))
+    fail_msg("spec: %s", err.msg);
+  struct tw_buf b;
+  tw_buf_init(&b);
+  tw_spec_to_json(&spec, &b);
+  struct tw_job_new req = {.name = spec.name, .tenant = spec.tenant,
+                           .project = spec.project, .spec_json = b.data};
+  struct tw_job_rec j;
+  assert_int_equal(tw_store_job_create(store, &req, &j, NULL, &err), TW_OK);
+  memcpy(id, j.id, TW_JOB_ID_LEN + 1);
+  tw_job_rec_release(&j);
+  tw_buf_release(&b);
+  tw_spec_release(&spec);
+  tw_clock_advance(&clk, 1000); /* distinct submission and start times */
+}
+
+static struct tw_job_rec get(const char *id) {
+  struct tw_job_rec j;
+  assert_int_equal(tw_store_job_get(store, id, &j, NULL), TW_OK);
+  return j;
+}
+
+static enum tw_job_state state_of(const char *id) {
+  struct tw_job_rec j = get(id);
+  enum tw_job_state s = j.state;
+  tw_job_rec_release(&j);
+  return s;
+}
+
+static void ticks(int n) {
+  for (int i = 0; i < n; i++) {
+    tw_sched_tick(sched);
+    tw_clock_advance(&clk, 1000);
+  }
+}
+
+/* How many events of job id carry reason text. */
+static int events_with(const char *id, const char *text) {
+  struct tw_job_event *ev;
+  size_t n;
+  int hits = 0;
+  assert_int_equal(tw_store_job_events(store, id, &ev, &n, NULL), TW_OK);
+  for (size_t i = 0; i < n; i++) {
+    hits += strstr(ev[i].reason, text) != NULL;
+    free(ev[i].reason);
+  }
+  free(ev);
+  return hits;
+}
+
+static int audit_count(const char *action) {
+  struct tw_audit_filter f = {.limit = 1000, .action = action};
+  struct tw_audit_entry *e;
+  size_t n;
+  int64_t next;
+  assert_int_equal(tw_audit_list(tw_tenancy_audit(ten), &f, &e, &n, &next, NULL), TW_OK);
+  tw_audit_entries_free(e, n);
+  return (int)n;
+}
+
+static void cohort_borrowing_and_reclaim(void **state) {
+  (void)state;
+  tenant("ml", "research", 8, 8, -1, 100);
+  tenant("vision", "research", 8, 8, -1, 100);
+  char v1[TW_JOB_ID_LEN + 1], v2[TW_JOB_ID_LEN + 1], m1[TW_JOB_ID_LEN + 1];
+  const char *vjob = "name: v\ntenant: vision\nduration: 2h\nresources: {cpus: 8, "
+                     "market: on-demand}\n";
+  submit(vjob, v1);
+  ticks(2);
+  assert_int_equal(state_of(v1), TW_JOB_RUNNING);
+  /* the second goes above vision's 8 on ml's idle quota */
+  submit(vjob, v2);
+  ticks(2);
+  assert_int_equal(state_of(v2), TW_JOB_RUNNING);
+  assert_int_equal(tw_fake_instances_created(fake), 2);
+  /* ml wants its own quota back */
+  submit("name: m\ntenant: ml\nduration: 1h\nresources: {cpus: 8, market: on-demand}\n", m1);
+  ticks(1);
+  enum tw_job_state ms = state_of(m1);
+  assert_true(ms == TW_JOB_PROVISIONING || ms == TW_JOB_RUNNING);
+  assert_int_equal(state_of(v1), TW_JOB_RUNNING);
+  assert_int_equal(state_of(v2), TW_JOB_PENDING); /* the newest borrower */
+  struct tw_attempt_rec *a;
+  size_t n;
+  assert_int_equal(tw_store_attempts_of(store, v2, &a, &n, NULL), TW_OK);
+  assert_int_equal(n, 1);
+  assert_string_equal(a[0].end_reason, "preempted");
+  struct tw_instance inst;
+  assert_int_equal(tw_fake_get(fake, a[0].instance_id, &inst), TW_OK);
+  assert_int_equal(inst.state, TW_INST_TERMINATED);
+  free(a);
+  assert_int_equal(events_with(v2, "preempted: tenant ml reclaims its vcpus quota"), 1);
+  assert_int_equal(audit_count("quota.reclaim"), 1);
+  /* vision's job waits, said once however many passes go by */
+  ticks(5);
+  assert_int_equal(state_of(v2), TW_JOB_PENDING);
+  assert_int_equal(events_with(v2, "waiting for quota: quota vcpus of tenant vision"), 1);
+  assert_int_equal(audit_count("quota.hold"), 1);
+  /* ml's hour ends; its share goes back to the cohort, vision borrows again */
+  tw_clock_advance(&clk, 3600 * 1000);
+  ticks(3);
+  assert_int_equal(state_of(m1), TW_JOB_SUCCEEDED);
+  enum tw_job_state vs = state_of(v2);
+  assert_true(vs == TW_JOB_PROVISIONING || vs == TW_JOB_RUNNING);
+}
+
+static void reservations_end_with_their_attempts(void **state) {
+  (void)state;
+  tenant("ml", "", 8, 0, -1, 100);
+  char a[TW_JOB_ID_LEN + 1], b[TW_JOB_ID_LEN + 1];
+  submit("name: a\ntenant: ml\nduration: 10m\nresources: {cpus: 8, market: on-demand}\n", a);
+  submit("name: b\ntenant: ml\nduration: 10m\nresources: {cpus: 8, market: on-demand}\n", b);
+  ticks(3);
+  assert_int_equal(state_of(a), TW_JOB_RUNNING);
+  assert_int_equal(state_of(b), TW_JOB_PENDING);
+  assert_int_equal(events_with(b, "quota vcpus of tenant ml: using 8, job needs 8, limit 8"),
+                   1);
+  /* cancelling a gives its share back at the next pass */
+  struct tw_job_transition t = {.id = a, .to = TW_JOB_CANCELLED, .reason = "user"};
+  assert_int_equal(tw_store_job_transition(store, &t, NULL, NULL), TW_OK);
+  ticks(3);
+  assert_int_equal(state_of(b), TW_JOB_RUNNING);
+}
+
+static void concurrent_jobs_limit_holds_the_next_job(void **state) {
+  (void)state;
+  tenant("ml", "", -1, 0, 1, 100);
+  char a[TW_JOB_ID_LEN + 1], b[TW_JOB_ID_LEN + 1];
+  submit("name: a\ntenant: ml\nduration: 10m\nresources: {cpus: 8}\n", a);
+  submit("name: b\ntenant: ml\nduration: 10m\nresources: {cpus: 8}\n", b);
+  ticks(2);
+  assert_int_equal(state_of(b), TW_JOB_PENDING);
+  assert_int_equal(events_with(b, "quota jobs of tenant ml: using 1, job needs 1, limit 1"),
+                   1);
+  tw_clock_advance(&clk, 10 * 60 * 1000);
+  ticks(3);
+  assert_int_equal(state_of(a), TW_JOB_SUCCEEDED);
+  assert_int_equal(state_of(b), TW_JOB_RUNNING);
+}
+
+static void spot_share_zero_places_on_demand(void **state) {
+  (void)state;
+  tenant("ml", "", 64, 0, -1, 0);
+  tenant("free", "", 64, 0, -1, 100);
+  char a[TW_JOB_ID_LEN + 1], b[TW_JOB_ID_LEN + 1];
+  submit("name: a\ntenant: ml\nresources: {cpus: 8}\n", a);
+  submit("name: b\ntenant: free\nresources: {cpus: 8}\n", b);
+  ticks(1);
+  struct tw_job_rec ja = get(a), jb = get(b);
+  assert_non_null(ja.placement_json);
+  assert_non_null(strstr(ja.placement_json, "\"market\":\"on-demand\""));
+  assert_non_null(strstr(jb.placement_json, "\"market\":\"spot\""));
+  tw_job_rec_release(&ja);
+  tw_job_rec_release(&jb);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(cohort_borrowing_and_reclaim, setup, teardown),
+      cmocka_unit_test_setup_teardown(reservations_end_with_their_attempts, setup, teardown),
+      cmocka_unit_test_setup_teardown(concurrent_jobs_limit_holds_the_next_job, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(spot_share_zero_places_on_demand, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
