@@ -606,6 +606,12 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a, in
     poll_soon(s, st, now);
     goto out;
   }
+  if (a->state == TW_ATTEMPT_RUNNING && tw_provider_supports(pc->p, TW_PROV_BATCH)) {
+    /* the batch system runs the script and reports its end (finished,
+     * above): nothing to decide from the clock */
+    poll_later(s, st, a, now);
+    goto out;
+  }
   if (a->state == TW_ATTEMPT_RUNNING) {
     struct tw_job_spec spec;
     if (!sched__parse_spec(&job, &spec))

@@ -82,7 +82,9 @@ static enum tw_reject check(const struct tw_job_spec *s, const struct tw_offer *
   }
   if (s->market == TW_MARKET_SPOT && o->market != TW_MARKET_SPOT)
     return TW_REJ_MARKET;
-  if (s->market == TW_MARKET_ON_DEMAND && o->market != TW_MARKET_ON_DEMAND)
+  /* on-demand means "not interruptible": private capacity is that too */
+  if (s->market == TW_MARKET_ON_DEMAND && o->market != TW_MARKET_ON_DEMAND &&
+      o->market != TW_MARKET_PRIVATE)
     return TW_REJ_MARKET;
   if (s->arch != TW_ARCH_ANY && o->arch != s->arch)
     return TW_REJ_ARCH;

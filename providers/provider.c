@@ -241,7 +241,8 @@ static const char *offer_problem(const struct tw_offer *o) {
   if (o->price_uusd_per_hour < 0 ||
       o->price_uusd_per_hour > TW_MODEL_PRICE_MAX_UUSD)
     return "price out of range";
-  if (o->market != TW_MARKET_SPOT && o->market != TW_MARKET_ON_DEMAND)
+  if (o->market != TW_MARKET_SPOT && o->market != TW_MARKET_ON_DEMAND &&
+      o->market != TW_MARKET_PRIVATE)
     return "no market";
   if (o->accel_count < 0 || (o->accel_count > 0 && !*o->accel_name))
     return "accelerator count without a name";
@@ -313,7 +314,8 @@ enum tw_rc tw_provider_launch(struct tw_provider *p,
                    TW_MODEL_TAG_MAX - 1);
   if (!*o->instance_type || !*o->region)
     return bad_arg(p, op, err, "offer without instance type or region");
-  if (o->market != TW_MARKET_SPOT && o->market != TW_MARKET_ON_DEMAND)
+  if (o->market != TW_MARKET_SPOT && o->market != TW_MARKET_ON_DEMAND &&
+      o->market != TW_MARKET_PRIVATE)
     return bad_arg(p, op, err, "offer without a market");
   if (o->market == TW_MARKET_SPOT && !tw_provider_supports(p, TW_PROV_SPOT))
     return bad_arg(p, op, err, "spot offers are not supported");

@@ -54,6 +54,10 @@ struct tw_provider;
 #define TW_PROV_CLIENT_TOKEN                                                   \
   (1u << 3) /* the provider itself honours the                                 \
                client token (idempotent launch) */
+/* The provider runs the job's script itself and reports when it finished,
+ * with its exit code (struct tw_instance.finished): Slurm.  Clouds do not:
+ * their instances run until Tradewind terminates them. */
+#define TW_PROV_BATCH (1u << 4)
 
 struct tw_provider_ops {
   const char *name;  /* "aws", "azure", "alibaba", "slurm": the config's

@@ -1385,7 +1385,7 @@ static enum tw_rc slurm_read_output(struct tw_provider *p, const char *id,
 const struct tw_provider_ops tw_provider_slurm = {
     .name = "slurm",
     .version = TW_PROVIDER_OPS_VERSION,
-    .supports = TW_PROV_EVENTS | TW_PROV_ZONES | TW_PROV_CLIENT_TOKEN,
+    .supports = TW_PROV_EVENTS | TW_PROV_ZONES | TW_PROV_CLIENT_TOKEN | TW_PROV_BATCH,
     .init = slurm_init,
     .list_offers = slurm_list_offers,
     .launch = slurm_launch,
