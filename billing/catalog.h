@@ -109,13 +109,18 @@ struct tw_cat_view {
   enum tw_market market;
   int64_t price_uusd_per_hour;
   int64_t source_price_micro; /* per hour in the source's currency */
+  /* the rate the price went through: the source's, or the offer's own
+   * when an adapter priced it in another currency */
+  char currency[4];   /* sizes as struct tw_rate's */
+  char rate[24];      /* as written: "0.1393" */
+  char rate_date[11]; /* "2025-06-30"; "" for USD */
   int64_t granularity_s, min_charge_s, protection_s;
   enum tw_risk risk;
   int64_t capacity;          /* -1 unknown */
   int64_t observed_ms;       /* 0 unknown */
   const struct tw_cat_source_info *source;
   uint32_t source_row;       /* line of the file; position in the list */
-  const char *labels;        /* extra labels "k=v\x1fk=v"; "" none */
+  const char *labels;        /* the adapter's labels "k=v\x1fk=v"; "" none */
 };
 
 void tw_cat_snap_view(const struct tw_cat_snap *s, size_t i,

@@ -24,6 +24,20 @@ void tw_cat_sha256_hex(const void *data, size_t len, char out[65]) {
 
 /* ---- files ------------------------------------------------------------------------ */
 
+/* The rate a source table records: the one its prices went through, or
+ * USD's identity. */
+static void set_rate(struct tw_cat_source_info *si, const struct tw_rate *r) {
+  if (r) {
+    si->rate = *r;
+    return;
+  }
+  memset(&si->rate, 0, sizeof si->rate);
+  snprintf(si->rate.currency, sizeof si->rate.currency, "USD");
+  si->rate.nusd_per_unit = 1000000000;
+  snprintf(si->rate.text, sizeof si->rate.text, "1");
+  snprintf(si->rate.source, sizeof si->rate.source, "identity");
+}
+
 enum tw_rc tw_cat_snap_from_csv(const char *data, size_t len,
                                 const struct tw_csv_opts *o,
                                 const struct tw_cat_source_info *info,
@@ -34,6 +48,7 @@ enum tw_rc tw_cat_snap_from_csv(const char *data, size_t len,
   tw_cat_builder_init(&b);
   struct tw_cat_source_info si = *info;
   memset(&si.report, 0, sizeof si.report);
+  set_rate(&si, o->rate);
   uint16_t src = tw_cat_bld_source(&b, &si);
   struct tw_csv_opts oo = *o;
   oo.source = src;
@@ -68,7 +83,8 @@ static enum tw_risk risk_of_pct(int pct) {
 
 static bool is_reserved(const char *k) {
   static const char *const R[] = {"jurisdiction", "country", "geo",
-                                  "interruption", "currency", NULL};
+                                  "interruption", "currency", "rate",
+                                  "rate_date", NULL};
   for (int i = 0; R[i]; i++)
     if (!strcmp(R[i], k))
       return true;
@@ -85,6 +101,11 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
     return TW_CAT_REJ_NO_TYPE;
   if (!in->region[0])
     return TW_CAT_REJ_NO_REGION;
+  /* a colon in a name would make offer ids ambiguous */
+  if (strchr(in->instance_type, ':') || strchr(in->region, ':') ||
+      strchr(in->zone, ':') || strchr(in->zone_id, ':') ||
+      strchr(in->account, ':'))
+    return TW_CAT_REJ_BAD_TEXT;
   if (in->vcpus < 0 || in->vcpus > 100000 || in->memory_mib < 0 ||
       in->memory_mib > ((int64_t)1 << 40) || in->accel_count < 0 ||
       in->accel_count > 100000 || in->accel_memory_mib < 0 ||
@@ -100,8 +121,9 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
    * currency, in micro-units of it */
   int64_t micro = in->price_uusd_per_hour, uusd = micro;
   const char *cur = tw_offer_label(in, "currency");
+  const struct tw_rate *rate = NULL;
   if (cur && strcasecmp(cur, "USD")) {
-    const struct tw_rate *rate = tw_rates_find(o->rates, cur);
+    rate = tw_rates_find(o->rates, cur);
     if (!rate)
       return TW_CAT_REJ_NO_RATE;
     if (tw_rate_convert(rate, micro, &uusd, NULL) ||
@@ -174,9 +196,13 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
     sh.accel_milli = accel_count * 1000;
   }
 
-  /* the adapter's own labels, minus those computed here */
-  char lab[TW_OFFER_LABELS_MAX * 100];
+  /* the adapter's own labels, minus those computed here; a converted
+   * price records its rate among them */
+  char lab[TW_OFFER_LABELS_MAX * 100 + 128];
   size_t ll = 0;
+  if (rate)
+    ll = (size_t)snprintf(lab, sizeof lab, "currency=%s\x1frate=%s\x1frate_date=%s",
+                          rate->currency, rate->text, rate->date);
   for (size_t i = 0; i < in->n_labels && i < TW_OFFER_LABELS_MAX; i++) {
     if (is_reserved(in->labels[i].key))
       continue;
@@ -237,6 +263,9 @@ enum tw_rc tw_cat_snap_from_offers(const struct tw_offer *offers, size_t n,
   tw_cat_builder_init(&b);
   struct tw_cat_source_info si = *info;
   memset(&si.report, 0, sizeof si.report);
+  /* adapters price in USD; an offer in another currency says so in its
+   * `currency` label and records its own conversion */
+  set_rate(&si, NULL);
   uint16_t src = tw_cat_bld_source(&b, &si);
   for (size_t i = 0; i < n; i++) {
     rep.rows++;

@@ -385,13 +385,66 @@ struct ingest {
   uint64_t *lc_keys;
   uint32_t *lc_vals;
   size_t lc_mask, lc_count;
-  /* the previous row's shape */
-  char last_shape_raw[512];
-  size_t last_shape_len;
-  uint32_t last_shape;
-  enum tw_cat_note last_shape_notes[4];
-  int last_shape_nnotes;
+  /* shapes seen, by the text of their columns: catalogs repeat a type's
+   * columns on every row of it */
+  struct shape_entry *sc;
+  size_t sc_mask, sc_count;
+  struct tw_strpool sc_raw;
 };
+
+struct shape_entry {
+  uint64_t h;       /* hash of the raw text; 0 empty */
+  uint32_t raw;     /* the raw text in sc_raw */
+  uint32_t shape;
+  uint8_t notes[4]; /* enum tw_cat_note, noted again at each reuse */
+  uint8_t nnotes;
+};
+
+static struct shape_entry *shape_cache_find(struct ingest *g, uint64_t h,
+                                            const char *raw, size_t len) {
+  if (!g->sc)
+    return NULL;
+  for (size_t i = h & g->sc_mask;; i = (i + 1) & g->sc_mask) {
+    struct shape_entry *e = &g->sc[i];
+    if (!e->h)
+      return NULL;
+    if (e->h == h && !strncmp(tw_strpool_str(&g->sc_raw, e->raw), raw, len) &&
+        tw_strpool_str(&g->sc_raw, e->raw)[len] == '\0')
+      return e;
+  }
+}
+
+static void shape_cache_put(struct ingest *g, uint64_t h, const char *raw,
+                            size_t len, uint32_t shape,
+                            const enum tw_cat_note *notes, int nnotes) {
+  if (!g->sc || (g->sc_count + 1) * 2 > g->sc_mask + 1) {
+    size_t n = g->sc ? (g->sc_mask + 1) * 2 : 256;
+    struct shape_entry *t = tw_calloc(n, sizeof *t);
+    for (size_t i = 0; g->sc && i <= g->sc_mask; i++)
+      if (g->sc[i].h)
+        for (size_t j = g->sc[i].h & (n - 1);; j = (j + 1) & (n - 1))
+          if (!t[j].h) {
+            t[j] = g->sc[i];
+            break;
+          }
+    free(g->sc);
+    g->sc = t;
+    g->sc_mask = n - 1;
+    if (!g->sc_raw.buf)
+      tw_strpool_init(&g->sc_raw);
+  }
+  size_t i = h & g->sc_mask;
+  while (g->sc[i].h)
+    i = (i + 1) & g->sc_mask;
+  struct shape_entry *e = &g->sc[i];
+  e->h = h;
+  e->raw = tw_strpool_intern(&g->sc_raw, raw, len);
+  e->shape = shape;
+  e->nnotes = (uint8_t)nnotes;
+  for (int k = 0; k < nnotes && k < 4; k++)
+    e->notes[k] = (uint8_t)notes[k];
+  g->sc_count++;
+}
 
 static void reject(struct ingest *g, enum tw_cat_reject why, size_t line) {
   g->rep->rejected[why]++;
@@ -493,17 +546,29 @@ static bool row_shape(struct ingest *g, const struct tw_csv_record *rec,
   /* the same shape as the previous row: reuse it (catalogs list a type's
    * rows together) */
   char raw[512];
-  int rl = snprintf(raw, sizeof raw, "%.*s|%.*s|%.*s|%.*s|%.*s|%.*s|%.*s",
-                    (int)type.n, type.s, (int)accel.n, accel.s, (int)count.n,
-                    count.s, (int)vcpus.n, vcpus.s, (int)mem.n, mem.s,
-                    (int)arch.n, arch.s, (int)(info.n > 300 ? 300 : info.n),
-                    info.s);
-  if (rl > 0 && (size_t)rl < sizeof raw && (size_t)rl == g->last_shape_len &&
-      !memcmp(raw, g->last_shape_raw, (size_t)rl)) {
-    for (int i = 0; i < g->last_shape_nnotes; i++)
-      note(g, g->last_shape_notes[i]);
-    *out = g->last_shape;
-    return true;
+  size_t rl = 0;
+  const struct slice parts[] = {type, accel, count, vcpus, mem, arch, info};
+  bool fits = true;
+  for (size_t k = 0; k < sizeof parts / sizeof parts[0] && fits; k++) {
+    if (rl + parts[k].n + 1 > sizeof raw) {
+      fits = false;
+      break;
+    }
+    memcpy(raw + rl, parts[k].s, parts[k].n);
+    rl += parts[k].n;
+    raw[rl++] = '|';
+  }
+  uint64_t rh = 0;
+  if (fits) {
+    rh = tw_cat_hash(raw, rl, 0x5a);
+    rh = rh ? rh : 1;
+    const struct shape_entry *e = shape_cache_find(g, rh, raw, rl);
+    if (e) {
+      for (int i = 0; i < e->nnotes; i++)
+        note(g, (enum tw_cat_note)e->notes[i]);
+      *out = e->shape;
+      return true;
+    }
   }
   enum tw_cat_note notes[4];
   int nnotes = 0;
@@ -588,15 +653,9 @@ static bool row_shape(struct ingest *g, const struct tw_csv_record *rec,
   *out = tw_cat_bld_shape(g->b, &sh);
   for (int i = 0; i < nnotes; i++)
     note(g, notes[i]);
-  if (rl > 0 && (size_t)rl < sizeof raw) {
-    memcpy(g->last_shape_raw, raw, (size_t)rl);
-    g->last_shape_len = (size_t)rl;
-    g->last_shape = *out;
-    memcpy(g->last_shape_notes, notes, sizeof notes);
-    g->last_shape_nnotes = nnotes;
-  } else {
-    g->last_shape_len = 0;
-  }
+  /* a raw text holding a NUL cannot be compared as a string: not cached */
+  if (fits && !memchr(raw, '\0', rl))
+    shape_cache_put(g, rh, raw, rl, *out, notes, nnotes);
   return true;
 }
 
@@ -701,7 +760,11 @@ static enum tw_cat_reject row_body(struct ingest *g,
   if (!region.n) {
     return TW_CAT_REJ_NO_REGION;
   }
-  if (has_ctl(type) || has_ctl(region) || has_ctl(zone) || has_ctl(rack)) {
+  /* a colon in a name would make offer ids (account:region:zone:type:
+   * market) ambiguous */
+  if (has_ctl(type) || has_ctl(region) || has_ctl(zone) || has_ctl(rack) ||
+      memchr(type.s, ':', type.n) || memchr(region.s, ':', region.n) ||
+      memchr(zone.s, ':', zone.n)) {
     return TW_CAT_REJ_BAD_TEXT;
   }
   if (type.n > 63 || region.n > 63 || zone.n > 63 || rack.n > 63) {
@@ -844,6 +907,8 @@ enum tw_rc tw_csv_ingest(const char *data, size_t len,
   else if (g.m.idx[C_VCPUS] < 0 && !o->specs)
     rc = tw_err_set(err, TW_E_INVALID, "no vCPUs column and no specs table");
   if (rc == TW_OK) {
+    /* a catalog row is 40 to 300 bytes and gives up to two offers */
+    tw_cat_bld_reserve(b, len / 40 + 16);
     g.provider_sid = tw_cat_bld_cstr(b, o->provider);
     g.account_sid = tw_cat_bld_cstr(b, g.account);
     while (tw_csv_read(&r, &rec))
@@ -852,6 +917,9 @@ enum tw_rc tw_csv_ingest(const char *data, size_t len,
   colmap_release(&g.m);
   free(g.lc_keys);
   free(g.lc_vals);
+  free(g.sc);
+  if (g.sc_raw.buf)
+    tw_strpool_release(&g.sc_raw);
   tw_csv_reader_release(&r);
   return rc;
 }

@@ -101,6 +101,8 @@ struct tw_cat_snap {
   struct tw_cat_offer *offers; /* grouped by shape */
   size_t n_offers;
   uint32_t *shape_start;       /* n_shapes + 1 */
+  uint32_t *by_loc;            /* offer indexes grouped by location */
+  uint32_t *loc_start;         /* n_locs + 1 */
   uint32_t *by_price;          /* (price, tie) order */
   uint32_t *hidx;              /* (key, market) -> index + 1 */
   size_t hmask;
@@ -111,12 +113,22 @@ struct tw_cat_snap {
 
 /* ---- the builder ------------------------------------------------------------------ */
 
+/* Both markets of one key share a probe sequence (the key is a hash
+ * already), so a row's lookups and inserts touch the same cache lines. */
+struct tw_cat_slot {
+  uint64_t key;
+  uint32_t idx;   /* offer index + 1; 0 empty */
+  uint8_t market;
+};
+
 struct tw_cat_builder {
   struct tw_cat_snap *s;
   size_t cap_locs, cap_shapes, cap_offers;
   uint32_t *loc_ht, *shape_ht; /* index + 1 */
   size_t loc_mask, shape_mask;
-  uint32_t *key_ht;            /* offer index + 1, by (key, market) */
+  /* offers by (key, market): the slot's hash beside the index, so a probe
+   * rarely touches the offers array */
+  struct tw_cat_slot *key_ht;
   size_t key_mask;
 };
 
@@ -128,6 +140,9 @@ static inline uint32_t tw_cat_bld_cstr(struct tw_cat_builder *b,
                                        const char *s) {
   return tw_cat_bld_str(b, s, s ? __builtin_strlen(s) : 0);
 }
+/* Makes room for n offers ahead of time (a CSV's size tells roughly how
+ * many rows it holds): no regrowth or rehash while ingesting. */
+void tw_cat_bld_reserve(struct tw_cat_builder *b, size_t n);
 /* Adds (or finds) a source and returns its index. */
 uint16_t tw_cat_bld_source(struct tw_cat_builder *b,
                            const struct tw_cat_source_info *info);

@@ -258,6 +258,11 @@ static bool loc_ok(const struct tw_cat_snap *s, const struct tw_cat_query *q,
   return true;
 }
 
+static int skey_cmp(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
 /* First position of the price index whose (price, tie) >= (k, t). */
 static size_t price_lower_bound(const struct tw_cat_snap *s, int64_t k,
                                 uint64_t t) {
@@ -334,10 +339,30 @@ enum tw_rc tw_cat_snap_query(const struct tw_cat_snap *s,
   size_t want = (size_t)q->limit + 1;
   struct okey *found = tw_malloc(want * sizeof *found);
   size_t nf = 0;
-  bool by_index = (q->sort == TW_CAT_SORT_PRICE ||
-                   q->sort == TW_CAT_SORT_PRICE_DESC) &&
-                  selected * 8 > s->n_offers;
-  if (by_index && q->sort == TW_CAT_SORT_PRICE) {
+
+  /* Which way costs least: the price index (price orders only), visiting
+   * about want / density entries where density is the share of offers
+   * that match (shape and location filters taken as independent), or the
+   * offers of the matching shapes, or of the matching locations. */
+  size_t sel_loc = 0;
+  for (uint32_t k = 0; k < s->n_locs; k++)
+    if (c.lmask[k])
+      sel_loc += s->loc_start[k + 1] - s->loc_start[k];
+  double total = (double)s->n_offers;
+  double density = total > 0 ? ((double)selected / total) *
+                                   ((double)sel_loc / total) *
+                                   (q->market != TW_MARKET_ANY ? 0.5 : 1.0)
+                             : 0;
+  bool price_sort =
+      q->sort == TW_CAT_SORT_PRICE || q->sort == TW_CAT_SORT_PRICE_DESC;
+  double walk = price_sort && density > 0 ? (double)want / density : 1e300;
+  enum { BY_PRICE, BY_SHAPE, BY_LOC } how = BY_SHAPE;
+  if (walk < (double)selected && walk < (double)sel_loc)
+    how = BY_PRICE;
+  else if (sel_loc < selected)
+    how = BY_LOC;
+
+  if (how == BY_PRICE && q->sort == TW_CAT_SORT_PRICE) {
     size_t pos = has_cur ? price_lower_bound(s, ck, ct) : 0;
     for (; pos < s->n_offers && nf < want; pos++) {
       uint32_t i = s->by_price[pos];
@@ -345,13 +370,14 @@ enum tw_rc tw_cat_snap_query(const struct tw_cat_snap *s,
       out->scanned++;
       if (q->max_price_uusd && o->price_uusd > q->max_price_uusd)
         break;
+      if (!offer_ok(&c, o))
+        continue;
       struct okey kk = key_of(s, i, q->sort);
       if (has_cur && okey_cmp(&kk, ck, ct) <= 0)
         continue;
-      if (offer_ok(&c, o))
-        found[nf++] = kk;
+      found[nf++] = kk;
     }
-  } else if (by_index) {
+  } else if (how == BY_PRICE) {
     /* descending: walk the price index backwards from below the cursor
      * and the price cap */
     size_t top = s->n_offers;
@@ -365,17 +391,76 @@ enum tw_rc tw_cat_snap_query(const struct tw_cat_snap *s,
     for (size_t pos = top; pos-- > 0 && nf < want;) {
       uint32_t i = s->by_price[pos];
       out->scanned++;
+      if (!offer_ok(&c, &s->offers[i]))
+        continue;
       struct okey kk = key_of(s, i, q->sort);
       if (has_cur && okey_cmp(&kk, ck, ct) <= 0)
         continue;
-      if (offer_ok(&c, &s->offers[i]))
-        found[nf++] = kk;
+      found[nf++] = kk;
     }
-  } else {
+  } else if (how == BY_LOC) {
     struct heap h = {.a = found, .cap = want};
+    for (uint32_t k = 0; k < s->n_locs; k++) {
+      if (!c.lmask[k])
+        continue;
+      for (uint32_t p = s->loc_start[k]; p < s->loc_start[k + 1]; p++) {
+        uint32_t i = s->by_loc[p];
+        out->scanned++;
+        if (!offer_ok(&c, &s->offers[i]))
+          continue;
+        struct okey kk = key_of(s, i, q->sort);
+        if (has_cur && okey_cmp(&kk, ck, ct) <= 0)
+          continue;
+        heap_offer(&h, &kk);
+      }
+    }
+    nf = h.n;
+    qsort(found, nf, sizeof *found, okey_qcmp);
+  } else {
+    /* Sorts by vCPUs or memory order the shapes themselves: visiting them
+     * in that order, the scan stops at the first shape whose every offer
+     * would sort after a full page. */
+    struct skey {
+      int64_t k;
+      uint32_t shape;
+    } *order = tw_malloc(((size_t)s->n_shapes + 1) * sizeof *order);
+    size_t no = 0;
+    bool ordered = q->sort == TW_CAT_SORT_VCPUS ||
+                   q->sort == TW_CAT_SORT_VCPUS_DESC ||
+                   q->sort == TW_CAT_SORT_MEMORY ||
+                   q->sort == TW_CAT_SORT_MEMORY_DESC;
     for (uint32_t k = 0; k < s->n_shapes; k++) {
       if (!c.smask[k])
         continue;
+      const struct tw_cat_shape *sh = &s->shapes[k];
+      int64_t mk = 0;
+      switch (q->sort) {
+      case TW_CAT_SORT_VCPUS:
+        mk = (int64_t)sh->vcpus * SHIFT;
+        break;
+      case TW_CAT_SORT_VCPUS_DESC:
+        mk = -(int64_t)sh->vcpus * SHIFT;
+        break;
+      case TW_CAT_SORT_MEMORY:
+        mk = sh->memory_mib;
+        break;
+      case TW_CAT_SORT_MEMORY_DESC:
+        mk = -sh->memory_mib;
+        break;
+      default:
+        break;
+      }
+      order[no].k = mk;
+      order[no++].shape = k;
+    }
+    if (ordered)
+      qsort(order, no, sizeof *order, skey_cmp);
+    struct heap h = {.a = found, .cap = want};
+    for (size_t oi = 0; oi < no; oi++) {
+      uint32_t k = order[oi].shape;
+      /* every offer of this shape has a key >= order[oi].k */
+      if (ordered && h.n == h.cap && order[oi].k > h.a[0].k)
+        break;
       for (uint32_t i = s->shape_start[k]; i < s->shape_start[k + 1]; i++) {
         out->scanned++;
         if (!offer_ok(&c, &s->offers[i]))
@@ -386,6 +471,7 @@ enum tw_rc tw_cat_snap_query(const struct tw_cat_snap *s,
         heap_offer(&h, &kk);
       }
     }
+    free(order);
     nf = h.n;
     qsort(found, nf, sizeof *found, okey_qcmp);
   }

@@ -1,6 +1,5 @@
 /* catalog_snap.c - interned strings, the snapshot builder, and reading one
  * offer back out of a snapshot. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +143,8 @@ static void snap_free(struct tw_cat_snap *s) {
   free(s->offers);
   free(s->shape_start);
   free(s->by_price);
+  free(s->by_loc);
+  free(s->loc_start);
   free(s->hidx);
   free(s->srcs);
   free(s);
@@ -263,48 +264,76 @@ uint32_t tw_cat_bld_shape(struct tw_cat_builder *b,
   return r;
 }
 
+/* The snapshot's id index: keyed by the key alone (it is a hash already),
+ * so an offer and its companion in the other market sit side by side. */
 static inline uint64_t slot_hash(uint64_t key, int market) {
-  return tw_cat_mix(key + (uint64_t)market * 0x2545f4914f6cdd1dULL);
+  (void)market;
+  return key;
 }
 
 int64_t tw_cat_bld_find(const struct tw_cat_builder *b, uint64_t key,
                         int market) {
   if (!b->key_ht)
     return -1;
-  for (size_t i = slot_hash(key, market) & b->key_mask;;
-       i = (i + 1) & b->key_mask) {
-    uint32_t v = b->key_ht[i];
-    if (!v)
+  for (size_t i = key & b->key_mask;; i = (i + 1) & b->key_mask) {
+    const struct tw_cat_slot *sl = &b->key_ht[i];
+    if (!sl->idx)
       return -1;
-    const struct tw_cat_offer *o = &b->s->offers[v - 1];
-    if (o->key == key && o->market == market)
-      return v - 1;
+    if (sl->key == key && sl->market == market)
+      return sl->idx - 1;
   }
+}
+
+void tw_cat_bld_reserve(struct tw_cat_builder *b, size_t n) {
+  struct tw_cat_snap *s = b->s;
+  if (n <= b->cap_offers || n > ((size_t)1 << 31))
+    return;
+  s->offers = tw_realloc(s->offers, n * sizeof *s->offers);
+  b->cap_offers = n;
+  size_t sz = 1024;
+  while (sz < n * 2)
+    sz *= 2;
+  if (b->key_ht && sz <= b->key_mask + 1)
+    return;
+  struct tw_cat_slot *nt = tw_calloc(sz, sizeof *nt);
+  for (size_t i = 0; b->key_ht && i <= b->key_mask; i++) {
+    if (!b->key_ht[i].idx)
+      continue;
+    for (size_t j = b->key_ht[i].key & (sz - 1);; j = (j + 1) & (sz - 1))
+      if (!nt[j].idx) {
+        nt[j] = b->key_ht[i];
+        break;
+      }
+  }
+  free(b->key_ht);
+  b->key_ht = nt;
+  b->key_mask = sz - 1;
 }
 
 bool tw_cat_bld_offer(struct tw_cat_builder *b, const struct tw_cat_offer *o) {
   struct tw_cat_snap *s = b->s;
   if (!b->key_ht || (s->n_offers + 1) * 2 > b->key_mask + 1) {
     size_t sz = b->key_ht ? (b->key_mask + 1) * 2 : 1024;
-    uint32_t *nt = tw_calloc(sz, sizeof *nt);
-    for (size_t i = 0; i < s->n_offers; i++)
-      for (size_t j = slot_hash(s->offers[i].key, s->offers[i].market) &
-                      (sz - 1);
-           ; j = (j + 1) & (sz - 1))
-        if (!nt[j]) {
-          nt[j] = (uint32_t)i + 1;
+    struct tw_cat_slot *nt = tw_calloc(sz, sizeof *nt);
+    for (size_t i = 0; b->key_ht && i <= b->key_mask; i++) {
+      if (!b->key_ht[i].idx)
+        continue;
+      for (size_t j = b->key_ht[i].key & (sz - 1);; j = (j + 1) & (sz - 1))
+        if (!nt[j].idx) {
+          nt[j] = b->key_ht[i];
           break;
         }
+    }
     free(b->key_ht);
     b->key_ht = nt;
     b->key_mask = sz - 1;
   }
-  size_t i = slot_hash(o->key, o->market) & b->key_mask;
+  size_t i = o->key & b->key_mask;
   for (;; i = (i + 1) & b->key_mask) {
-    uint32_t v = b->key_ht[i];
-    if (!v)
+    const struct tw_cat_slot *sl = &b->key_ht[i];
+    if (!sl->idx)
       break;
-    if (s->offers[v - 1].key == o->key && s->offers[v - 1].market == o->market)
+    if (sl->key == o->key && sl->market == o->market)
       return false;
   }
   if (s->n_offers == b->cap_offers) {
@@ -312,24 +341,81 @@ bool tw_cat_bld_offer(struct tw_cat_builder *b, const struct tw_cat_offer *o) {
     s->offers = tw_realloc(s->offers, b->cap_offers * sizeof *s->offers);
   }
   s->offers[s->n_offers] = *o;
-  b->key_ht[i] = (uint32_t)++s->n_offers;
+  b->key_ht[i].key = o->key;
+  b->key_ht[i].market = o->market;
+  b->key_ht[i].idx = (uint32_t)++s->n_offers;
   return true;
 }
 
-static const struct tw_cat_offer *sort_base; /* under sort_mu */
+/* The price index: offers in (price, tie) order.  A radix sort on one
+ * 64-bit key, the price (below 2^40: TW_MODEL_PRICE_MAX_UUSD is 10^12) over
+ * the tie's top 24 bits, then the rare runs of equal keys sorted by the
+ * whole tie: a qsort with a comparator was most of a large ingestion. */
+struct pkey {
+  uint64_t k;
+  uint32_t idx;
+};
 
-static int by_price_cmp(const void *a, const void *b) {
-  const struct tw_cat_offer *x = &sort_base[*(const uint32_t *)a];
-  const struct tw_cat_offer *y = &sort_base[*(const uint32_t *)b];
-  if (x->price_uusd != y->price_uusd)
-    return x->price_uusd < y->price_uusd ? -1 : 1;
-  uint64_t tx = tw_cat_tie(x->key, x->market), ty = tw_cat_tie(y->key, y->market);
-  return tx < ty ? -1 : tx > ty;
+static void radix_sort(struct pkey *a, struct pkey *tmp, size_t n) {
+  size_t cnt[1 << 16];
+  for (int shift = 0; shift < 64; shift += 16) {
+    memset(cnt, 0, sizeof cnt);
+    for (size_t i = 0; i < n; i++)
+      cnt[(a[i].k >> shift) & 0xffff]++;
+    /* a digit that is the same everywhere needs no pass */
+    if (n && cnt[(a[0].k >> shift) & 0xffff] == n)
+      continue;
+    size_t sum = 0;
+    for (size_t d = 0; d < (1 << 16); d++) {
+      size_t c = cnt[d];
+      cnt[d] = sum;
+      sum += c;
+    }
+    for (size_t i = 0; i < n; i++)
+      tmp[cnt[(a[i].k >> shift) & 0xffff]++] = a[i];
+    memcpy(a, tmp, n * sizeof *a);
+  }
 }
 
-/* qsort has no context argument; one lock keeps concurrent finishes (two
- * sources refreshing at once) from sharing sort_base. */
-static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
+static int pkey_cmp(const void *x, const void *y) {
+  const struct pkey *a = x, *b = y;
+  return a->k < b->k ? -1 : a->k > b->k;
+}
+
+static void price_index(struct tw_cat_snap *s) {
+  size_t n = s->n_offers;
+  struct pkey *a = tw_malloc((n ? n : 1) * sizeof *a);
+  struct pkey *tmp = tw_malloc((n ? n : 1) * sizeof *tmp);
+  for (size_t i = 0; i < n; i++) {
+    const struct tw_cat_offer *o = &s->offers[i];
+    uint64_t price = (uint64_t)o->price_uusd & ((UINT64_C(1) << 40) - 1);
+    a[i].k = price << 24 | tw_cat_tie(o->key, o->market) >> 40;
+    a[i].idx = (uint32_t)i;
+  }
+  if (n < 4096)
+    qsort(a, n, sizeof *a, pkey_cmp); /* the radix pass setup costs more */
+  else
+    radix_sort(a, tmp, n);
+  /* equal keys: order by the whole tie (insertion sort; runs are short) */
+  for (size_t i = 1; i < n; i++) {
+    if (a[i].k != a[i - 1].k)
+      continue;
+    size_t j = i;
+    struct pkey x = a[i];
+    uint64_t tx = tw_cat_tie(s->offers[x.idx].key, s->offers[x.idx].market);
+    while (j > 0 && a[j - 1].k == x.k &&
+           tw_cat_tie(s->offers[a[j - 1].idx].key,
+                      s->offers[a[j - 1].idx].market) > tx) {
+      a[j] = a[j - 1];
+      j--;
+    }
+    a[j] = x;
+  }
+  for (size_t i = 0; i < n; i++)
+    s->by_price[i] = a[i].idx;
+  free(a);
+  free(tmp);
+}
 
 struct tw_cat_snap *tw_cat_bld_finish(struct tw_cat_builder *b,
                                       uint64_t version, int64_t built_ms) {
@@ -345,7 +431,8 @@ struct tw_cat_snap *tw_cat_bld_finish(struct tw_cat_builder *b,
   for (uint32_t k = 0; k < s->n_shapes; k++)
     s->shape_start[k + 1] += s->shape_start[k];
   struct tw_cat_offer *sorted = tw_malloc((n ? n : 1) * sizeof *sorted);
-  uint32_t *fill = tw_malloc(((size_t)s->n_shapes + 1) * sizeof *fill);
+  uint32_t *fill;
+  fill = tw_malloc(((size_t)s->n_shapes + 1) * sizeof *fill);
   memcpy(fill, s->shape_start, ((size_t)s->n_shapes + 1) * sizeof *fill);
   for (size_t i = 0; i < n; i++)
     sorted[fill[s->offers[i].shape]++] = s->offers[i];
@@ -354,12 +441,20 @@ struct tw_cat_snap *tw_cat_bld_finish(struct tw_cat_builder *b,
   s->offers = sorted;
 
   s->by_price = tw_malloc((n ? n : 1) * sizeof *s->by_price);
+  price_index(s);
+
+  /* offers by location, for queries that name a zone or a few regions */
+  s->loc_start = tw_calloc((size_t)s->n_locs + 1, sizeof *s->loc_start);
   for (size_t i = 0; i < n; i++)
-    s->by_price[i] = (uint32_t)i;
-  pthread_mutex_lock(&sort_mu);
-  sort_base = s->offers;
-  qsort(s->by_price, n, sizeof *s->by_price, by_price_cmp);
-  pthread_mutex_unlock(&sort_mu);
+    s->loc_start[s->offers[i].loc + 1]++;
+  for (uint32_t k = 0; k < s->n_locs; k++)
+    s->loc_start[k + 1] += s->loc_start[k];
+  s->by_loc = tw_malloc((n ? n : 1) * sizeof *s->by_loc);
+  fill = tw_malloc(((size_t)s->n_locs + 1) * sizeof *fill);
+  memcpy(fill, s->loc_start, ((size_t)s->n_locs + 1) * sizeof *fill);
+  for (size_t i = 0; i < n; i++)
+    s->by_loc[fill[s->offers[i].loc]++] = (uint32_t)i;
+  free(fill);
 
   size_t sz = 16;
   while (sz < n * 2)
@@ -381,6 +476,8 @@ struct tw_cat_snap *tw_cat_bld_finish(struct tw_cat_builder *b,
   s->pool.buf = tw_realloc(s->pool.buf, s->pool.len);
   s->pool.cap = s->pool.len;
   s->bytes = sizeof *s + n * sizeof *s->offers + n * sizeof *s->by_price +
+             n * sizeof *s->by_loc +
+             ((size_t)s->n_locs + 1) * sizeof *s->loc_start +
              sz * sizeof *s->hidx + s->n_locs * sizeof *s->locs +
              s->n_shapes * sizeof *s->shapes +
              ((size_t)s->n_shapes + 1) * sizeof *s->shape_start +
@@ -487,6 +584,34 @@ void tw_cat_snap_view(const struct tw_cat_snap *s, size_t i,
   v->source = o->src < s->n_srcs ? &s->srcs[o->src] : NULL;
   v->source_row = o->row;
   v->labels = tw_strpool_str(p, o->labels);
+  if (v->source) {
+    /* same sizes as struct tw_rate's, NUL-terminated there */
+    memcpy(v->currency, v->source->rate.currency, sizeof v->currency);
+    memcpy(v->rate, v->source->rate.text, sizeof v->rate);
+    memcpy(v->rate_date, v->source->rate.date, sizeof v->rate_date);
+  }
+  /* an adapter offer converted on its own carries its rate as labels */
+  for (const char *q = v->labels; *q;) {
+    const char *e = strchr(q, '\x1f');
+    size_t n = e ? (size_t)(e - q) : strlen(q);
+    const struct {
+      const char *key;
+      char *dst;
+      size_t size;
+    } K[] = {{"currency=", v->currency, sizeof v->currency},
+             {"rate=", v->rate, sizeof v->rate},
+             {"rate_date=", v->rate_date, sizeof v->rate_date}};
+    for (size_t k = 0; k < 3; k++) {
+      size_t kl = strlen(K[k].key);
+      if (n > kl && !strncmp(q, K[k].key, kl) && n - kl < K[k].size) {
+        memcpy(K[k].dst, q + kl, n - kl);
+        K[k].dst[n - kl] = '\0';
+      }
+    }
+    if (!e)
+      break;
+    q = e + 1;
+  }
 }
 
 bool tw_cat_snap_offer_id(const struct tw_cat_snap *s, size_t i, char *out,
@@ -575,7 +700,8 @@ bool tw_cat_snap_companion(const struct tw_cat_snap *s, size_t i,
 /* Labels Tradewind computes itself; an adapter's own are kept apart. */
 static bool reserved_label(const char *k, size_t n) {
   static const char *const R[] = {"jurisdiction", "country", "geo",
-                                  "interruption", "currency", NULL};
+                                  "interruption", "currency", "rate",
+                                  "rate_date", NULL};
   for (int i = 0; R[i]; i++)
     if (strlen(R[i]) == n && !memcmp(R[i], k, n))
       return true;

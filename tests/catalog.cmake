@@ -5,3 +5,21 @@ if(TARGET tw_billing)
               SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_catalog_normalize.c
               LIBS tw_billing PkgConfig::CMOCKA LABELS unit catalog)
 endif()
+if(TARGET tw_billing)
+  tw_add_test(test_catalog_csv
+              SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_catalog_csv.c
+              LIBS tw_billing PkgConfig::CMOCKA LABELS unit catalog)
+endif()
+# The real public catalogs of shared/data (SKIPPED when absent).
+if(TARGET tw_billing)
+  tw_add_test(test_catalog_real
+              SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_catalog_real.c
+              LIBS tw_billing LABELS integration catalog TIMEOUT 120)
+endif()
+# The CSV importer on arbitrary bytes (the first byte picks the options).
+if(TARGET tw_billing)
+  tw_add_fuzz(fuzz_catalog_csv
+              SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_catalog_csv.c
+              LIBS tw_billing LABELS catalog
+              CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/catalog)
+endif()
