@@ -1,0 +1,515 @@
+/* Reports: JSON and CSV totals equal the ledger to the micro-dollar for
+ * every grouping; the FOCUS export carries every mandatory column with
+ * the right types and allowed values (checked here independently of the
+ * writer); the forecast extrapolates the recent run rate; budgets are
+ * compared; the HTML page is self-contained; ranges parse. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "billing/ledger.h"
+#include "billing/report.h"
+#include "broker/store.h"
+
+#define NOV1 1761955200000LL /* 2025-11-01T00:00:00Z */
+#define DEC1 1764547200000LL /* 2025-12-01T00:00:00Z */
+#define HOUR 3600000LL
+
+static char dir[64], path[128];
+static struct tw_clock clk;
+static struct tw_store *store;
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/tw-report-XXXXXX");
+  if (!mkdtemp(dir))
+    return -1;
+  snprintf(path, sizeof path, "%s/t.db", dir);
+  tw_clock_fake_init(&clk, NOV1);
+  struct tw_err err = {0};
+  struct tw_store_opts o = {.path = path, .clock = &clk, .sync_full = false};
+  if (tw_store_open(&o, &store, &err) || tw_ledger_migrate(store, &err))
+    return -1;
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  tw_store_close(store);
+  char p[160];
+  const char *sfx[] = {"", "-wal", "-shm"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+    unlink(p);
+  }
+  rmdir(dir);
+  return 0;
+}
+
+static struct tw_ledger_row row(const char *tenant, const char *project, const char *provider,
+                                const char *region, const char *job, int64_t start,
+                                int64_t len, int64_t list, int64_t eff) {
+  struct tw_ledger_row r;
+  memset(&r, 0, sizeof r);
+  snprintf(r.tenant, sizeof r.tenant, "%s", tenant);
+  snprintf(r.project, sizeof r.project, "%s", project);
+  snprintf(r.provider, sizeof r.provider, "%s", provider);
+  snprintf(r.account, sizeof r.account, "%s-main", provider);
+  snprintf(r.region, sizeof r.region, "%s", region);
+  snprintf(r.zone, sizeof r.zone, "%sa", region);
+  snprintf(r.instance_type, sizeof r.instance_type, "m5.large");
+  snprintf(r.resource_id, sizeof r.resource_id, "i-0123456789abcdef0");
+  snprintf(r.job_id, sizeof r.job_id, "%s", job);
+  snprintf(r.market, sizeof r.market, "%s", list % 2 ? "spot" : "on-demand");
+  snprintf(r.description, sizeof r.description, "m5.large, \"quoted\", in %s", region);
+  r.start_ms = start;
+  r.end_ms = start + len;
+  r.usage_ms = len;
+  r.nodes = 1;
+  r.quantity = len / 1000;
+  r.unit_price_uusd = 96000;
+  r.list_uusd = list;
+  r.effective_uusd = eff;
+  return r;
+}
+
+static int64_t all_list, all_eff;
+static size_t all_rows;
+
+/* Three tenants over November, two providers, an egress row, a credit. */
+static void seed(void) {
+  struct tw_err err = {0};
+  static const char *tenants[] = {"ml", "web", "etl, \"quoted\""};
+  static const char *providers[] = {"aws", "azure"};
+  struct tw_ledger_row rows[200];
+  size_t n = 0;
+  all_list = all_eff = 0;
+  for (int d = 0; d < 20; d++)
+    for (int k = 0; k < 9; k++) {
+      int64_t list = 1000003 * (k + 1) + d;
+      rows[n++] = row(tenants[k % 3], k % 2 ? "vision" : "nlp", providers[k % 2],
+                      k % 4 ? "us-east-1" : "eu-west-1", k % 3 ? "j-1" : "j-2",
+                      NOV1 + d * TW_DAY_MS + k * HOUR, HOUR, list, list - list / 8);
+    }
+  struct tw_ledger_row eg = row("ml", "nlp", "aws", "us-east-1", "j-1", NOV1 + 3 * HOUR, 0,
+                                450000, 405000);
+  eg.service = TW_SERVICE_NETWORK;
+  eg.quantity = 5000000000LL;
+  eg.unit_price_uusd = 90000;
+  eg.instance_type[0] = eg.zone[0] = eg.resource_id[0] = eg.market[0] = '\0';
+  rows[n++] = eg;
+  assert_int_equal(tw_ledger_append(store, rows, n, NOV1, &err), TW_OK);
+  for (size_t i = 0; i < n; i++) {
+    all_list += rows[i].list_uusd;
+    all_eff += rows[i].effective_uusd;
+  }
+  all_rows = n;
+  struct tw_ledger_row adj;
+  assert_int_equal(tw_ledger_adjust(store, rows[5].seq, -123457, -100001, "rate fixed",
+                                    NOV1 + 25 * TW_DAY_MS, &adj, &err),
+                   TW_OK);
+  all_list += -123457;
+  all_eff += -100001;
+  all_rows++;
+}
+
+static char *render(enum tw_report_format fmt, unsigned mask, const char *tenant,
+                    int64_t now) {
+  struct tw_report_req q = {.from_ms = NOV1, .to_ms = DEC1, .group_mask = mask,
+                            .tenant = tenant, .format = fmt, .now_ms = now};
+  struct tw_buf b;
+  struct tw_err err = {0};
+  const char *ctype;
+  tw_buf_init(&b);
+  assert_int_equal(tw_report_render(store, &q, &b, &ctype, &err), TW_OK);
+  assert_non_null(ctype);
+  return tw_buf_detach(&b);
+}
+
+/* "12.345678" -> 12345678; fails the test on anything else */
+static int64_t usd_to_uusd(const char *s) {
+  regex_t re;
+  assert_int_equal(regcomp(&re, "^-?[0-9]+\\.[0-9]{6}$", REG_EXTENDED), 0);
+  int bad = regexec(&re, s, 0, NULL, 0);
+  regfree(&re);
+  if (bad)
+    fail_msg("not a six-place amount: \"%s\"", s);
+  bool neg = s[0] == '-';
+  const char *p = s + neg;
+  int64_t whole = strtoll(p, NULL, 10);
+  int64_t frac = strtoll(strchr(p, '.') + 1, NULL, 10);
+  int64_t v = whole * 1000000 + frac;
+  return neg ? -v : v;
+}
+
+/* RFC 4180: splits one record of text at *pos into fields (owned). */
+static size_t csv_record(const char *text, size_t *pos, char **fields, size_t max) {
+  size_t n = 0, i = *pos;
+  if (!text[i])
+    return 0;
+  for (;;) {
+    char buf[4096];
+    size_t k = 0;
+    if (text[i] == '"') {
+      i++;
+      for (;;) {
+        if (text[i] == '"' && text[i + 1] == '"') {
+          buf[k++] = '"';
+          i += 2;
+        } else if (text[i] == '"') {
+          i++;
+          break;
+        } else {
+          assert_true(text[i] != '\0');
+          buf[k++] = text[i++];
+        }
+      }
+    } else {
+      while (text[i] && text[i] != ',' && text[i] != '\r' && text[i] != '\n')
+        buf[k++] = text[i++];
+    }
+    buf[k] = '\0';
+    assert_true(n < max);
+    fields[n++] = strdup(buf);
+    if (text[i] == ',') {
+      i++;
+      continue;
+    }
+    assert_true(text[i] == '\r' && text[i + 1] == '\n'); /* CRLF */
+    i += 2;
+    break;
+  }
+  *pos = i;
+  return n;
+}
+
+static void free_fields(char **f, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(f[i]);
+}
+
+static void json_and_csv_totals_equal_the_ledger(void **state) {
+  (void)state;
+  seed();
+  static const unsigned masks[] = {
+      TW_GROUP_TENANT | TW_GROUP_PROVIDER | TW_GROUP_DAY,
+      TW_GROUP_TENANT | TW_GROUP_PROJECT | TW_GROUP_PROVIDER | TW_GROUP_REGION | TW_GROUP_DAY,
+      TW_GROUP_REGION, TW_GROUP_PROJECT | TW_GROUP_DAY};
+  for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++) {
+    char *text = render(TW_REPORT_JSON, masks[m], NULL, DEC1);
+    json_error_t je;
+    json_t *j = json_loads(text, 0, &je);
+    assert_non_null(j);
+    json_t *items = json_object_get(j, "items");
+    int64_t list = 0, eff = 0, rows = 0;
+    for (size_t i = 0; i < json_array_size(items); i++) {
+      json_t *it = json_array_get(items, i);
+      list += json_integer_value(json_object_get(it, "list_cost_uusd"));
+      eff += json_integer_value(json_object_get(it, "effective_cost_uusd"));
+      rows += json_integer_value(json_object_get(it, "rows"));
+    }
+    assert_int_equal(list, all_list);
+    assert_int_equal(eff, all_eff);
+    assert_int_equal(rows, (int64_t)all_rows);
+    json_t *total = json_object_get(j, "total");
+    assert_int_equal(json_integer_value(json_object_get(total, "effective_cost_uusd")), all_eff);
+    assert_int_equal(json_integer_value(json_object_get(total, "list_cost_uusd")), all_list);
+    json_decref(j);
+    free(text);
+
+    text = render(TW_REPORT_CSV, masks[m], NULL, DEC1);
+    size_t pos = 0, nf;
+    char *f[16];
+    nf = csv_record(text, &pos, f, 16);
+    int ci_list = -1, ci_eff = -1;
+    for (size_t i = 0; i < nf; i++) {
+      if (!strcmp(f[i], "list_cost_usd"))
+        ci_list = (int)i;
+      if (!strcmp(f[i], "effective_cost_usd"))
+        ci_eff = (int)i;
+    }
+    assert_true(ci_list >= 0 && ci_eff >= 0);
+    size_t ncols = nf;
+    free_fields(f, nf);
+    list = eff = 0;
+    while ((nf = csv_record(text, &pos, f, 16))) {
+      assert_int_equal(nf, ncols);
+      list += usd_to_uusd(f[ci_list]);
+      eff += usd_to_uusd(f[ci_eff]);
+      free_fields(f, nf);
+    }
+    assert_int_equal(list, all_list);
+    assert_int_equal(eff, all_eff);
+    free(text);
+  }
+  /* one tenant: only its rows */
+  char *text = render(TW_REPORT_JSON, TW_GROUP_TENANT, "web", DEC1);
+  json_t *j = json_loads(text, 0, NULL);
+  json_t *items = json_object_get(j, "items");
+  assert_int_equal(json_array_size(items), 1);
+  assert_string_equal(json_string_value(json_object_get(json_array_get(items, 0), "tenant")),
+                      "web");
+  int64_t spent;
+  struct tw_err err = {0};
+  assert_int_equal(tw_ledger_spent(store, "web", NULL, NOV1, DEC1, &spent, &err), TW_OK);
+  assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "total"),
+                                                      "effective_cost_uusd")),
+                   spent);
+  json_decref(j);
+  free(text);
+}
+
+static bool in_set(const char *v, const char *const *set) {
+  for (size_t i = 0; set[i]; i++)
+    if (!strcmp(v, set[i]))
+      return true;
+  return false;
+}
+
+static size_t col_of(char **hdr, size_t nh, const char *name) {
+  size_t c;
+  for (c = 0; c < nh && strcmp(hdr[c], name); c++)
+    ;
+  if (c == nh)
+    fail_msg("no column %s", name);
+  return c;
+}
+
+static void focus_export_has_every_column_with_valid_values(void **state) {
+  (void)state;
+  seed();
+  static const char *const mandatory[] = {
+      "BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency",
+      "BillingPeriodEnd", "BillingPeriodStart", "ChargeCategory", "ChargeClass",
+      "ChargeDescription", "ChargePeriodEnd", "ChargePeriodStart", "ContractedCost",
+      "EffectiveCost", "InvoiceIssuerName", "ListCost", "PricingQuantity", "PricingUnit",
+      "ProviderName", "PublisherName", "ServiceCategory", "ServiceName",
+      /* asked for beyond the mandatory set */
+      "RegionId", "ResourceId", "Tags", NULL};
+  static const char *const categories[] = {"Usage", "Purchase", "Tax", "Credit",
+                                           "Adjustment", NULL};
+  static const char *const classes[] = {"", "Correction", NULL};
+  /* FOCUS 1.0 ServiceCategory */
+  static const char *const services[] = {
+      "AI and Machine Learning", "Analytics", "Business Applications", "Compute",
+      "Databases", "Developer Tools", "Multicloud", "Identity", "Integration",
+      "Internet of Things", "Management and Governance", "Media", "Migration", "Mobile",
+      "Networking", "Security", "Storage", "Web", "Other", NULL};
+  static const char *const pricing_categories[] = {"Standard", "Dynamic", "Committed",
+                                                   "Other", NULL};
+  static const char *const frequencies[] = {"One-Time", "Recurring", "Usage-Based", NULL};
+  static const char *const decimals[] = {"BilledCost", "ContractedCost", "EffectiveCost",
+                                         "ListCost", "PricingQuantity", "ListUnitPrice",
+                                         "ConsumedQuantity", NULL};
+  static const char *const dates[] = {"BillingPeriodStart", "BillingPeriodEnd",
+                                      "ChargePeriodStart", "ChargePeriodEnd", NULL};
+  static const char *const nonempty[] = {
+      "BillingAccountId", "BillingAccountName", "ChargeDescription", "InvoiceIssuerName",
+      "PricingUnit", "ProviderName", "PublisherName", "ServiceName", "RegionId", NULL};
+  regex_t dec, iso;
+  assert_int_equal(regcomp(&dec, "^-?[0-9]+(\\.[0-9]+)?$", REG_EXTENDED), 0);
+  assert_int_equal(
+      regcomp(&iso, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$", REG_EXTENDED), 0);
+
+  char *text = render(TW_REPORT_FOCUS, 0, NULL, DEC1);
+  size_t pos = 0;
+  char *hdr[64];
+  size_t nh = csv_record(text, &pos, hdr, 64);
+  for (size_t i = 0; mandatory[i]; i++) {
+    size_t k;
+    for (k = 0; k < nh && strcmp(hdr[k], mandatory[i]); k++)
+      ;
+    if (k == nh)
+      fail_msg("FOCUS column %s is missing", mandatory[i]);
+  }
+#define COL(name) col_of(hdr, nh, name)
+  char *f[64];
+  size_t nf, nrows = 0, corrections = 0, network = 0;
+  int64_t billed = 0, list = 0;
+  while ((nf = csv_record(text, &pos, f, 64))) {
+    assert_int_equal(nf, nh);
+    nrows++;
+    for (size_t i = 0; decimals[i]; i++)
+      if (regexec(&dec, f[COL(decimals[i])], 0, NULL, 0))
+        fail_msg("row %zu: %s is not a decimal: \"%s\"", nrows, decimals[i],
+                 f[COL(decimals[i])]);
+    for (size_t i = 0; dates[i]; i++)
+      if (regexec(&iso, f[COL(dates[i])], 0, NULL, 0))
+        fail_msg("row %zu: %s is not ISO 8601 UTC: \"%s\"", nrows, dates[i], f[COL(dates[i])]);
+    for (size_t i = 0; nonempty[i]; i++)
+      if (!*f[COL(nonempty[i])])
+        fail_msg("row %zu: %s is empty", nrows, nonempty[i]);
+    assert_string_equal(f[COL("BillingCurrency")], "USD");
+    assert_true(in_set(f[COL("ChargeCategory")], categories));
+    assert_true(in_set(f[COL("ChargeClass")], classes));
+    assert_true(in_set(f[COL("ServiceCategory")], services));
+    assert_true(in_set(f[COL("PricingCategory")], pricing_categories));
+    assert_true(in_set(f[COL("ChargeFrequency")], frequencies));
+    /* periods nest: billing period holds the charge period, which is not
+     * empty (ISO text compares as time) */
+    assert_true(strcmp(f[COL("BillingPeriodStart")], f[COL("ChargePeriodStart")]) <= 0);
+    assert_true(strcmp(f[COL("ChargePeriodStart")], f[COL("ChargePeriodEnd")]) < 0);
+    assert_true(strcmp(f[COL("ChargePeriodEnd")], f[COL("BillingPeriodEnd")]) <= 0);
+    assert_true(strcmp(f[COL("BillingPeriodStart")], f[COL("BillingPeriodEnd")]) < 0);
+    if (!strcmp(f[COL("ChargeClass")], "Correction")) {
+      corrections++;
+      assert_string_equal(f[COL("ChargeCategory")], "Adjustment");
+    }
+    if (!strcmp(f[COL("ServiceCategory")], "Networking")) {
+      network++;
+      assert_string_equal(f[COL("PricingUnit")], "GB");
+      assert_string_equal(f[COL("PricingQuantity")], "5.000000000");
+    } else {
+      assert_string_equal(f[COL("PricingUnit")], "Hours");
+    }
+    json_t *tags = json_loads(f[COL("Tags")], 0, NULL);
+    assert_true(json_is_object(tags));
+    assert_true(json_is_string(json_object_get(tags, "tradewind:tenant")));
+    assert_true(json_is_string(json_object_get(tags, "tradewind:project")));
+    assert_true(json_is_string(json_object_get(tags, "tradewind:job")));
+    json_decref(tags);
+    billed += usd_to_uusd(f[COL("BilledCost")]);
+    list += usd_to_uusd(f[COL("ListCost")]);
+    free_fields(f, nf);
+  }
+  assert_int_equal(nrows, all_rows);
+  assert_int_equal(corrections, 1);
+  assert_int_equal(network, 1);
+  assert_int_equal(billed, all_eff);
+  assert_int_equal(list, all_list);
+  free_fields(hdr, nh);
+  regfree(&dec);
+  regfree(&iso);
+  free(text);
+}
+
+static void forecast_extrapolates_the_recent_run_rate(void **state) {
+  (void)state;
+  struct tw_err err = {0};
+  /* $10 a day for tenant a on Nov 1..10, $2 a day for b on Nov 8..10 */
+  for (int d = 0; d < 10; d++) {
+    struct tw_ledger_row r = row("a", "p", "aws", "us-east-1", "j-a",
+                                 NOV1 + d * TW_DAY_MS + 12 * HOUR, HOUR, 10000000, 10000000);
+    assert_int_equal(tw_ledger_append(store, &r, 1, NOV1, &err), TW_OK);
+    if (d >= 7) {
+      r = row("b", "p", "aws", "us-east-1", "j-b", NOV1 + d * TW_DAY_MS + 13 * HOUR, HOUR,
+              2000000, 2000000);
+      assert_int_equal(tw_ledger_append(store, &r, 1, NOV1, &err), TW_OK);
+    }
+  }
+  struct tw_ledger_budget b[2] = {{.tenant = "a", .limit_uusd = 250000000},
+                                  {.tenant = "b", .limit_uusd = 500000000}};
+  assert_int_equal(tw_ledger_budgets_set(store, b, 2, &err), TW_OK);
+  int64_t now = NOV1 + 10 * TW_DAY_MS; /* Nov 11, 00:00 */
+  char *text = render(TW_REPORT_JSON, TW_GROUP_TENANT, NULL, now);
+  json_t *j = json_loads(text, 0, NULL);
+  json_t *fc = json_object_get(j, "forecast");
+  /* last 7 days: $70 of a and $6 of b -> $76 / 7 days; 20 days remain */
+  int64_t rate = (76000000LL * 1 + 3) / 7; /* rounded */
+  assert_int_equal(json_integer_value(json_object_get(fc, "run_rate_uusd_per_day")), rate);
+  int64_t want = 106000000 + (76000000LL * 20 + 3) / 7;
+  assert_int_equal(json_integer_value(json_object_get(fc, "effective_cost_uusd")), want);
+  json_t *tenants = json_object_get(fc, "tenants");
+  assert_int_equal(json_array_size(tenants), 2);
+  json_t *ta = json_array_get(tenants, 0); /* largest first */
+  assert_string_equal(json_string_value(json_object_get(ta, "tenant")), "a");
+  assert_int_equal(json_integer_value(json_object_get(ta, "forecast_uusd")), 300000000);
+  json_t *tb = json_array_get(tenants, 1);
+  assert_int_equal(json_integer_value(json_object_get(tb, "forecast_uusd")),
+                   6000000 + (6000000LL * 20 + 3) / 7);
+  json_t *budgets = json_object_get(json_object_get(j, "budgets"), "items");
+  assert_int_equal(json_array_size(budgets), 2);
+  json_t *ba = json_array_get(budgets, 0);
+  assert_int_equal(json_integer_value(json_object_get(ba, "spent_uusd")), 100000000);
+  assert_int_equal(json_integer_value(json_object_get(ba, "forecast_uusd")), 300000000);
+  assert_string_equal(json_string_value(json_object_get(json_object_get(j, "budgets"), "source")),
+                      "config");
+  json_decref(j);
+  free(text);
+  /* after the range: the forecast is what was spent */
+  text = render(TW_REPORT_JSON, 0, NULL, DEC1 + HOUR);
+  j = json_loads(text, 0, NULL);
+  assert_int_equal(
+      json_integer_value(json_object_get(json_object_get(j, "forecast"), "effective_cost_uusd")),
+      106000000);
+  json_decref(j);
+  free(text);
+}
+
+static void html_page_is_self_contained_with_three_charts(void **state) {
+  (void)state;
+  seed();
+  char *html = render(TW_REPORT_HTML, TW_GROUP_TENANT | TW_GROUP_PROVIDER, NULL,
+                      NOV1 + 21 * TW_DAY_MS);
+  assert_non_null(strstr(html, "<svg class=\"chart\" id=\"chart-time\""));
+  assert_non_null(strstr(html, "<svg class=\"chart\" id=\"chart-tenants\""));
+  assert_non_null(strstr(html, "<svg class=\"chart\" id=\"chart-burndown\""));
+  assert_non_null(strstr(html, "<table id=\"detail\">"));
+  char want[96];
+  snprintf(want, sizeof want, "id=\"total-effective\" data-uusd=\"%lld\"", (long long)all_eff);
+  assert_non_null(strstr(html, want));
+  /* nothing to fetch: no src or href, no URL but the SVG namespace */
+  assert_null(strstr(html, "src="));
+  assert_null(strstr(html, "href"));
+  for (const char *p = strstr(html, "http"); p; p = strstr(p + 1, "http"))
+    assert_true(!strncmp(p, "http://www.w3.org/2000/svg", 26) ||
+                !strncmp(p, "http-equiv=", 11));
+  assert_non_null(strstr(html, "default-src 'none'"));
+  /* text from the ledger is escaped */
+  assert_non_null(strstr(html, "etl, &quot;quoted&quot;"));
+  assert_null(strstr(html, "etl, \"quoted\""));
+  free(html);
+}
+
+static void ranges_parse_and_default_to_the_month(void **state) {
+  (void)state;
+  struct tw_err err = {0};
+  int64_t f, t;
+  int64_t now = NOV1 + 17 * TW_DAY_MS + 5 * HOUR;
+  assert_int_equal(tw_report_range_parse(NULL, NULL, now, &f, &t, &err), TW_OK);
+  assert_int_equal(f, NOV1);
+  assert_int_equal(t, DEC1);
+  assert_int_equal(tw_report_range_parse("2025-11-03", "2025-11-05T12:00:00Z", now, &f, &t, &err),
+                   TW_OK);
+  assert_int_equal(f, NOV1 + 2 * TW_DAY_MS);
+  assert_int_equal(t, NOV1 + 4 * TW_DAY_MS + 12 * HOUR);
+  assert_int_equal(tw_report_range_parse("2025-11-05", "2025-11-03", now, &f, &t, &err),
+                   TW_E_INVALID);
+  tw_err_clear(&err); /* the first failure's text would win */
+  assert_int_equal(tw_report_range_parse("2025-02-30", NULL, now, &f, &t, &err), TW_E_INVALID);
+  assert_string_equal(err.field, "from");
+  assert_int_equal(tw_report_range_parse("yesterday", NULL, now, &f, &t, &err), TW_E_INVALID);
+  assert_int_equal(tw_report_range_parse("2000-01-01", "2020-01-01", now, &f, &t, &err),
+                   TW_E_INVALID);
+  enum tw_report_format fmt;
+  assert_int_equal(tw_report_format_parse("focus", &fmt, &err), TW_OK);
+  assert_int_equal(fmt, TW_REPORT_FOCUS);
+  assert_int_equal(tw_report_format_parse("xlsx", &fmt, &err), TW_E_INVALID);
+  char buf[32];
+  tw_report_fmt_usd(-1, buf, sizeof buf);
+  assert_string_equal(buf, "-0.000001");
+  tw_report_fmt_usd(INT64_MIN, buf, sizeof buf);
+  assert_string_equal(buf, "-9223372036854.775808");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(json_and_csv_totals_equal_the_ledger, setup, teardown),
+      cmocka_unit_test_setup_teardown(focus_export_has_every_column_with_valid_values, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(forecast_extrapolates_the_recent_run_rate, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(html_page_is_self_contained_with_three_charts, setup,
+                                      teardown),
+      cmocka_unit_test(ranges_parse_and_default_to_the_month),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
