@@ -312,11 +312,6 @@ static enum tw_rc refresh_one(struct tw_catalog *c, struct source *s,
       s->from_store = false;
     }
   }
-  if (!s->attempted) {
-    s->attempted = true;
-    c->pending--;
-    pthread_cond_broadcast(&c->cv);
-  }
   pthread_mutex_unlock(&c->mu);
   if (rc) {
     tw_log_warn("catalog", "source=%s refresh failed, keeping the previous "
@@ -332,6 +327,14 @@ static enum tw_rc refresh_one(struct tw_catalog *c, struct source *s,
   tw_cat_snap_release(old);
   if (fresh)
     publish(c, now);
+  /* ready only once what it brought is published */
+  pthread_mutex_lock(&c->mu);
+  if (!s->attempted) {
+    s->attempted = true;
+    c->pending--;
+    pthread_cond_broadcast(&c->cv);
+  }
+  pthread_mutex_unlock(&c->mu);
   pthread_mutex_unlock(&s->run_mu);
   if (rc)
     tw_err_set(err, rc, "%s", local.msg);
@@ -972,8 +975,7 @@ enum tw_rc tw_catalog_new_from_cfg(const struct tw_cfg *cfg,
                                    size_t n_providers, struct tw_catalog **out,
                                    struct tw_err *err) {
   struct cfg_opts *co = tw_calloc(1, sizeof *co);
-  const struct tw_node *sec = cfg->root ? tw_node_get(cfg->root, "catalog")
-                                        : NULL;
+  const struct tw_node *sec = cfg->catalog;
   enum tw_rc rc = cfg_parse(sec, cfg->sched_offers_ttl_s, co, err);
   if (rc == TW_OK) {
     co->o.store = store;

@@ -69,6 +69,8 @@ static const struct key KEYS[] = {
     {"reconcile.interval_s", K_INT, OFF(reconcile_interval_s), "60", 0, 86400, false},
     /* validated by billing/meter.h (tw_meter_cfg_parse) at start and reload */
     {"billing", K_RAW_MAP, OFF(billing), NULL, 0, 0, true},
+    /* validated by billing/catalog.h (tw_catalog_new_from_cfg) at start */
+    {"catalog", K_RAW_MAP, OFF(catalog), NULL, 0, 0, false},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -369,8 +371,8 @@ void tw_cfg_keep_fixed(const struct tw_cfg *old, struct tw_cfg *next,
       *(bool *)(nb + k->off) = *(bool *)(ob + k->off);
       break;
     case K_LEVEL:
-    case K_RAW_MAP:
       break;
+    case K_RAW_MAP:
     case K_RAW_SEQ: {
       /* compare the sections as JSON text; the provider set changes only
        * with a restart for now */

@@ -42,6 +42,7 @@ struct tw_cfg {
   char *secrets_previous_key_file, *secrets_previous_key_env;
   int64_t tenancy_tick_ms;    /* budget alerts and stops */
   struct tw_node *billing;    /* the billing: mapping (billing/meter.h), or NULL */
+  struct tw_node *catalog;    /* the catalog: mapping (billing/catalog.h), or NULL */
   /* the spot lifecycle (docs/spot.md) */
   char *spot_fallback;        /* default strategy for jobs that name none */
   int64_t spot_on_demand_after, spot_restart_overhead_s, spot_deadline_margin_s;

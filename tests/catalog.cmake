@@ -23,3 +23,11 @@ if(TARGET tw_billing)
               LIBS tw_billing LABELS catalog
               CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/catalog)
 endif()
+# The catalog object over the fake provider, files and the store.
+# (tw_fake_provider is defined by a later fragment, providers-aws.cmake)
+if(TARGET tw_billing)
+  tw_add_test(test_catalog
+              SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_catalog.c
+              LIBS tw_billing tw_fake_provider PkgConfig::CMOCKA
+              LABELS unit catalog)
+endif()
