@@ -35,6 +35,7 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  [ "${slurm_started:-0}" = 1 ] && bash scripts/slurm.sh stop "$state/slurm" >/dev/null 2>&1 || true
   if [ "${KEEP_STATE:-}" = 1 ]; then echo "demo: state kept in $state"; else rm -rf "$state"; fi
 }
 trap cleanup EXIT
@@ -63,7 +64,30 @@ start "$state/fakecloud" "$FAKECLOUD" --listen 127.0.0.1:0 --seed 7 --pending-ms
 fake=$url
 echo "fake EC2 at $fake"
 
-say "starting tradewindd on its embedded default store, with the fake as provider aws-demo"
+say "starting a real Slurm cluster (munge, slurmctld, four slurmd, slurmrestd with JWT)"
+slurm_entry=""
+# slurmrestd runs unprivileged and must traverse into the state directory
+chmod 711 "$state"
+if bash scripts/slurm.sh start "$state/slurm" >"$state/slurm.log" 2>&1; then
+  . "$state/slurm/slurm.env"
+  slurm_started=1
+  echo "slurmrestd at $TW_SLURM_URL"
+  slurm_entry="
+  - name: lab
+    type: slurm
+    endpoint: $TW_SLURM_URL
+    user: $TW_SLURM_USER
+    token_file: $TW_SLURM_TOKEN_FILE
+    output_dir: $TW_SLURM_OUTPUT_DIR
+    cluster: lab
+    rates: {cpu_hour: \"0.01\", mem_gib_hour: \"0.001\", gpu_hour: {A100: \"0.80\", default: \"0.60\"}}"
+else
+  slurm_started=0
+  echo "Slurm could not be started here (see $state/slurm.log); the demo goes on with the clouds only"
+  tail -3 "$state/slurm.log"
+fi
+
+say "starting tradewindd on its embedded default store, with the fake as provider aws-demo and Slurm as lab"
 export TW_DEMO_AWS_ACCESS_KEY=AKIDTRADEWINDFAKE TW_DEMO_AWS_SECRET_KEY=tradewind-fake-secret
 cat >"$state/tradewind.yaml" <<YAML
 listen: 127.0.0.1:0
@@ -80,11 +104,16 @@ providers:
     image: ami-0123456789abcdef0
     # where interruption notices are read: on EC2 the instance metadata
     # service; the fake serves the same documents per instance
-    metadata_url: $fake/_fake/ec2/instances/{id}
+    metadata_url: $fake/_fake/ec2/instances/{id}$slurm_entry
 YAML
 start "$state/tradewindd" "$TRADEWINDD" --config "$state/tradewind.yaml"
 export TRADEWIND_URL=$url
 echo "broker at $TRADEWIND_URL (log: $state/tradewindd.err)"
+# the first start writes an admin token beside the database (mode 0600)
+if [ -s "$state/admin.token" ]; then
+  export TRADEWIND_TOKEN=$(cat "$state/admin.token")
+  echo "using the admin token from $state/admin.token (export TRADEWIND_TOKEN=\$(cat admin.token))"
+fi
 
 mkdir -p "$state/jobs"
 cat >"$state/jobs/hello.yaml" <<'YAML'
@@ -181,6 +210,26 @@ say "cancelling the training run: its instance is terminated"
 sleep 1.5
 inst2=$("$CLI" jobs get "$id_train" -o json | json "d['placement']['instance_id']")
 curl -fsS "$fake/_fake/ec2/instances/$inst2" | json "'$inst2: ' + d['state']"
+
+if [ "$slurm_started" = 1 ]; then
+  say "a job on the private Slurm cluster: it really runs, and CI can wait for its outcome"
+  cat >"$state/jobs/lab.yaml" <<'YAML'
+name: lab-report
+tenant: research
+resources: {cpus: 1+}
+placement: {providers: [slurm]}
+duration: 2m
+run: |
+  echo "running on $(hostname) as Slurm job $SLURM_JOB_ID"
+  echo "2 + 2 = $((2 + 2))"
+YAML
+  id_lab=$("$CLI" submit "$state/jobs/lab.yaml")
+  "$CLI" jobs wait "$id_lab" --timeout 60s || fail "lab-report did not succeed"
+  echo "placement: $(placement "$id_lab")"
+  echo "--- tradewind jobs logs $id_lab"
+  "$CLI" jobs logs "$id_lab" | tee "$state/lab.out"
+  grep -q '2 + 2 = 4' "$state/lab.out" || fail "lab-report's output is not readable"
+fi
 
 say "all jobs"
 "$CLI" jobs list
