@@ -431,6 +431,15 @@ static void record(struct tw_auth *a, struct tw_req *r, struct tw_auth_ctx *c) {
                  err.msg);
 }
 
+static void keep_projection(struct tw_auth *a, struct tw_auth_ctx *c) {
+  struct tw_job_created job = {.job_id = c->job_id, .tenant = c->job_tenant,
+                               .project = c->job_project, .principal = c->who.name,
+                               .projected_uusd = c->projected_uusd};
+  struct tw_err err = {0};
+  if (tw_tenancy_request_done(a->ten, NULL, &job, &err))
+    tw_log_error("auth", "job=%s projection not kept: %s", c->job_id, err.msg);
+}
+
 /* ---- dispatch ----------------------------------------------------------------------------- */
 
 void tw_auth_dispatch(struct tw_req *r, tw_handler_fn fn) {
@@ -457,8 +466,13 @@ void tw_auth_dispatch(struct tw_req *r, tw_handler_fn fn) {
     goto out; /* 401s and 429s are not audited: nobody to name, or flooding */
   if (authorize(a, r, &c, mutating))
     fn(r);
-  if (mutating && a->ten)
+  /* The open mode has nobody to name: its requests are not audited (the
+   * scheduler's decisions still are); a job's projected cost is still kept
+   * when a budget asked for one. */
+  if (mutating && a->ten && !a->open)
     record(a, r, &c);
+  else if (a->ten && a->open && c.job_created && c.projected_uusd > 0)
+    keep_projection(a, &c);
 out:
   r->auth = NULL;
 }

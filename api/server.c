@@ -413,13 +413,14 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   }
   /* Thread per connection: see api.h.  ITC lets quiesce wake the listener. */
   api->mhd = MHD_start_daemon(
-      flags, 0, NULL, NULL, on_request, api, MHD_OPTION_ARRAY, tls,
+      flags, 0, NULL, NULL, on_request, api,
+      /* the logger first, so the TLS setup's complaints reach it */
+      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_ARRAY, tls,
       MHD_OPTION_LISTEN_SOCKET, api->listen_fd,
       MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
       MHD_OPTION_CONNECTION_LIMIT, opts->max_connections ? opts->max_connections : 1024u,
       MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s ? opts->timeout_s : 60u,
-      MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1u << 20),
-      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
+      MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1u << 20), MHD_OPTION_END);
   if (!api->mhd) {
     close(api->listen_fd);
     tw_auth_free(api->auth);

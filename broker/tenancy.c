@@ -887,7 +887,7 @@ static enum tw_rc op_request_done(struct tw_store *s, sqlite3 *db, void *varg,
     if (r != SQLITE_DONE)
       return tn_db_err(db, err, "owner insert");
   }
-  return tw_audit_append_in(s, db, a->ev, a->now, NULL, err);
+  return a->ev ? tw_audit_append_in(s, db, a->ev, a->now, NULL, err) : TW_OK;
 }
 
 enum tw_rc tw_tenancy_request_done(struct tw_tenancy *t,

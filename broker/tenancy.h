@@ -208,8 +208,9 @@ struct tw_job_created {
   int64_t projected_uusd;
 };
 
-/* Appends a request's audit entry and, when job is not NULL, records the
- * job's owner and projected cost, both in one transaction. */
+/* Appends a request's audit entry (unless ev is NULL) and, when job is
+ * not NULL, records the job's owner and projected cost, both in one
+ * transaction. */
 enum tw_rc tw_tenancy_request_done(struct tw_tenancy *t,
                                    const struct tw_audit_event *ev,
                                    const struct tw_job_created *job,

@@ -35,3 +35,15 @@ if(TARGET tw_sched AND TARGET tw_fake_provider)
          Threads::Threads
     LABELS unit tenancy TIMEOUT 60)
 endif()
+
+# Every route x every role against the live server with real tokens.
+tw_add_test(test_rbac
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_rbac.c
+  LIBS tw_api PkgConfig::CURL
+  LABELS integration tenancy TIMEOUT 180)
+
+# HTTPS from a configured certificate (made by the test).
+tw_add_test(test_tls
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_tls.c
+  LIBS tw_api PkgConfig::CURL PkgConfig::OPENSSL PkgConfig::MHD
+  LABELS integration tenancy TIMEOUT 60)

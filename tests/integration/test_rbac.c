@@ -1,0 +1,568 @@
+/* The route x role test: every route the server has, for every role and
+ * without a token, against the live server with real tokens.
+ *
+ * Two tenants, ml (the callers') and vision.  For each route and role the
+ * request targets, as the route's rule says, an object of the caller's
+ * own (a fresh job it submitted, its own token...), an object of a
+ * colleague in ml, and one of vision; the answer must be what the policy
+ * table (api/rbac.c) decides:
+ *   no token                      401 with WWW-Authenticate: Bearer
+ *   the rule denies the role      403
+ *   another tenant's object       404 (for every role but the admin)
+ *   a colleague's, rule says OWN  403 if the role reads it, else 404
+ *   allowed                       anything but 401, 403, 404
+ * A route without a rule fails the test.  Then: member listings are
+ * scoped to ml, the token rate limit answers 429 with Retry-After on an
+ * injected clock, and the audit trail of all this verifies. */
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "api/rbac.h"
+#include "broker/audit.h"
+#include "broker/secrets.h"
+#include "broker/spec.h"
+#include "broker/store.h"
+#include "broker/tenancy.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      failures++;                                                              \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                    \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fputc('\n', stderr);                                                     \
+    }                                                                          \
+  } while (0)
+
+static char dir[64], path[128];
+static struct tw_store *store;
+static struct tw_tenancy *ten;
+static struct tw_secrets *sec;
+static struct tw_api *api;
+static char base[64];
+
+/* ---- HTTP ----------------------------------------------------------------- */
+
+struct resp {
+  long status;
+  char body[8192];
+  size_t len;
+  char www_auth[256];
+  char retry_after[32];
+  char etag[64];
+  char ctype[128];
+};
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
+  struct resp *r = ud;
+  size_t k = sz * n, room = sizeof r->body - 1 - r->len;
+  memcpy(r->body + r->len, p, k < room ? k : room);
+  r->len += k < room ? k : room;
+  r->body[r->len] = '\0';
+  return sz * n;
+}
+
+static void hdr_value(const char *line, size_t n, const char *name, char *out,
+                      size_t outsz) {
+  size_t l = strlen(name);
+  if (n > l + 1 && !strncasecmp(line, name, l) && line[l] == ':') {
+    const char *v = line + l + 1;
+    while (*v == ' ')
+      v++;
+    size_t vl = n - (size_t)(v - line);
+    while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n'))
+      vl--;
+    snprintf(out, outsz, "%.*s", (int)vl, v);
+  }
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *ud) {
+  struct resp *r = ud;
+  hdr_value(p, sz * n, "WWW-Authenticate", r->www_auth, sizeof r->www_auth);
+  hdr_value(p, sz * n, "Retry-After", r->retry_after, sizeof r->retry_after);
+  hdr_value(p, sz * n, "ETag", r->etag, sizeof r->etag);
+  hdr_value(p, sz * n, "Content-Type", r->ctype, sizeof r->ctype);
+  return sz * n;
+}
+
+static struct resp req(const char *token, const char *method, const char *pth,
+                       const char *ctype, const char *body, const char *if_match) {
+  struct resp r;
+  memset(&r, 0, sizeof r);
+  CURL *c = curl_easy_init();
+  char url[512], auth[128], ct[128], im[128];
+  snprintf(url, sizeof url, "%s%s", base, pth);
+  struct curl_slist *h = NULL;
+  if (token) {
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    h = curl_slist_append(h, auth);
+  }
+  if (ctype) {
+    snprintf(ct, sizeof ct, "Content-Type: %s", ctype);
+    h = curl_slist_append(h, ct);
+  }
+  if (if_match) {
+    snprintf(im, sizeof im, "If-Match: %s", if_match);
+    h = curl_slist_append(h, im);
+  }
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+  if (body) {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+  } else if (strcmp(method, "GET") && strcmp(method, "DELETE")) {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+  }
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
+  if (curl_easy_perform(c) == CURLE_OK)
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+  curl_slist_free_all(h);
+  curl_easy_cleanup(c);
+  return r;
+}
+
+/* ---- fixtures --------------------------------------------------------------- */
+
+static int serial;
+
+static void user(const char *name, const char *tenant, enum tw_role role) {
+  struct tw_principal p;
+  memset(&p, 0, sizeof p);
+  snprintf(p.name, sizeof p.name, "%s", name);
+  snprintf(p.tenant, sizeof p.tenant, "%s", tenant);
+  p.role = role;
+  struct tw_err err = {0};
+  if (tw_tenancy_user_create(ten, &p, &err))
+    fprintf(stderr, "user %s: %s\n", name, err.msg), abort();
+}
+
+static void token_for(const char *principal, char out[TW_TOKEN_LEN + 1],
+                      char id[TW_TOKEN_ID_LEN + 1]) {
+  struct tw_token_info info;
+  struct tw_err err = {0};
+  if (tw_tenancy_token_create(ten, principal, "test", 0, out, &info, &err))
+    fprintf(stderr, "token %s: %s\n", principal, err.msg), abort();
+  if (id)
+    memcpy(id, info.id, TW_TOKEN_ID_LEN + 1);
+}
+
+/* A job of tenant submitted by principal, as the API records it. */
+static void job(const char *tenant, const char *principal, char id[TW_JOB_ID_LEN + 1]) {
+  char spec[128];
+  snprintf(spec, sizeof spec, "{\"name\":\"j%d\",\"tenant\":\"%s\"}", ++serial, tenant);
+  struct tw_job_new jn = {.name = "j", .tenant = tenant, .project = "default",
+                          .spec_json = spec};
+  struct tw_job_rec j;
+  struct tw_err err = {0};
+  if (tw_store_job_create(store, &jn, &j, NULL, &err))
+    fprintf(stderr, "job: %s\n", err.msg), abort();
+  struct tw_job_created jc = {.job_id = j.id, .tenant = tenant, .project = "default",
+                              .principal = principal};
+  struct tw_audit_event ev = {.principal = principal, .tenant = tenant,
+                              .action = "POST /v1/jobs", .object = j.id, .outcome = "ok"};
+  tw_tenancy_request_done(ten, &ev, &jc, &err);
+  memcpy(id, j.id, TW_JOB_ID_LEN + 1);
+  tw_job_rec_release(&j);
+}
+
+static const char *const ROLE_USER[TW_ROLE_COUNT] = {
+    "admin", "ml-tadmin", "ml-member", "ml-viewer", "ml-finance", "ml-ci"};
+static char tokens[TW_ROLE_COUNT][TW_TOKEN_LEN + 1];
+
+/* ---- the matrix --------------------------------------------------------------- */
+
+enum scene { OWN_OBJECT, COLLEAGUES, OTHER_TENANT };
+static const char *const SCENE[] = {"own", "colleague's", "other tenant's"};
+
+/* Fills the path's parameters for the scene and says who owns the object
+ * and in which tenant it lives; false when the scene does not apply. */
+static bool build(const struct tw_rbac_rule *rule, enum tw_role role, enum scene sc,
+                  char *pth, size_t pthsz, char *body, size_t bodysz, const char **ctype,
+                  char *if_match, size_t imsz) {
+  const char *caller = ROLE_USER[role];
+  const char *tenant = sc == OTHER_TENANT ? "vision" : "ml";
+  const char *owner = sc == OWN_OBJECT ? caller : sc == COLLEAGUES ? "ml-colleague"
+                                                                   : "vision-member";
+  char param[160] = "x", param2[64] = "default";
+  *ctype = NULL;
+  body[0] = '\0';
+  if_match[0] = '\0';
+  bool owned_target = rule->target == TW_TGT_JOB || rule->target == TW_TGT_TOKEN ||
+                      rule->target == TW_TGT_USER;
+  if (sc == COLLEAGUES && !owned_target && rule->target != TW_TGT_BODY)
+    return false;
+  if (sc != OWN_OBJECT && (rule->target == TW_TGT_GLOBAL || rule->target == TW_TGT_PUBLIC))
+    return false;
+  if (role == TW_ROLE_ADMIN && sc == OWN_OBJECT && owned_target)
+    owner = "ml-colleague"; /* the admin owns nothing in ml */
+  switch (rule->target) {
+  case TW_TGT_JOB: {
+    char id[TW_JOB_ID_LEN + 1];
+    job(tenant, owner, id);
+    snprintf(param, sizeof param, "%s", id);
+    break;
+  }
+  case TW_TGT_TOKEN: {
+    char tok[TW_TOKEN_LEN + 1], id[TW_TOKEN_ID_LEN + 1];
+    token_for(owner, tok, id);
+    snprintf(param, sizeof param, "%s", id);
+    break;
+  }
+  case TW_TGT_USER: {
+    char name[64];
+    snprintf(name, sizeof name, "%s-u%d", tenant, ++serial);
+    user(name, tenant, TW_ROLE_VIEWER);
+    snprintf(param, sizeof param, "%s", name);
+    break;
+  }
+  case TW_TGT_TENANT:
+    snprintf(param, sizeof param, "%s", tenant);
+    break;
+  default:
+    break;
+  }
+  /* the path */
+  const char *t = rule->path;
+  size_t o = 0;
+  int np = 0;
+  while (*t && o < pthsz - 1) {
+    if (*t == '{') {
+      o += (size_t)snprintf(pth + o, pthsz - o, "%s", np++ ? param2 : param);
+      t = strchr(t, '}') + 1;
+    } else {
+      pth[o++] = *t++;
+    }
+  }
+  pth[o] = '\0';
+  if (rule->target == TW_TGT_QUERY_TENANT && sc == OTHER_TENANT)
+    snprintf(pth + o, pthsz - o, "?tenant=vision");
+  /* bodies and preconditions the handlers need */
+  const char *p = rule->path;
+  if (!strcmp(rule->method, "POST") && !strcmp(p, "/v1/jobs")) {
+    *ctype = "application/yaml";
+    snprintf(body, bodysz, "name: m%d\ntenant: %s\n", ++serial, tenant);
+  } else if (!strcmp(rule->method, "POST") && !strcmp(p, "/v1/tokens")) {
+    *ctype = "application/json";
+    snprintf(body, bodysz, "{\"principal\":\"%s\"}", owner);
+  } else if (!strcmp(rule->method, "POST") && !strcmp(p, "/v1/users")) {
+    *ctype = "application/json";
+    snprintf(body, bodysz, "{\"name\":\"n%d\",\"tenant\":\"%s\",\"role\":\"viewer\"}",
+             ++serial, tenant);
+  } else if (!strcmp(rule->method, "POST") && !strcmp(p, "/v1/tenants")) {
+    *ctype = "application/json";
+    snprintf(body, bodysz, "{\"name\":\"t%d\"}", ++serial);
+  } else if (!strcmp(rule->method, "PUT") && strstr(p, "/quota")) {
+    struct tw_quota q;
+    if (tw_tenancy_quota_get(ten, tenant, &q, NULL) == TW_OK)
+      snprintf(if_match, imsz, "\"q%" PRId64 "\"", q.version);
+    *ctype = "application/json";
+    snprintf(body, bodysz, "{\"limits\":{\"vcpus\":1000}}");
+  } else if (!strcmp(rule->method, "PUT") && strstr(p, "/budget")) {
+    struct tw_budget b;
+    if (tw_tenancy_budget_get(ten, tenant, np > 1 ? param2 : NULL, &b, NULL) == TW_OK)
+      snprintf(if_match, imsz, "\"b%" PRId64 "\"", b.version);
+    *ctype = "application/json";
+    snprintf(body, bodysz, "{\"limit_uusd\":100000000}");
+  } else if (!strcmp(p, "/v1/secrets/{name}")) {
+    tw_secrets_put(sec, "x", "v", 1, NULL);
+    if (!strcmp(rule->method, "PUT")) {
+      *ctype = "application/json";
+      snprintf(body, bodysz, "{\"value\":\"v\"}");
+    }
+  } else if (strcmp(rule->method, "GET") && strcmp(rule->method, "DELETE")) {
+    *ctype = "application/json";
+    snprintf(body, bodysz, "{}");
+  }
+  if (!strcmp(rule->method, "GET") && strstr(p, "/budget") && !strstr(p, "/budgets")) {
+    /* a budget to read */
+    struct tw_budget b;
+    tw_budget_init(&b);
+    snprintf(b.tenant, sizeof b.tenant, "%s", tenant);
+    if (np > 1)
+      snprintf(b.project, sizeof b.project, "%s", param2);
+    b.limit_uusd = 1;
+    tw_tenancy_budget_set(ten, &b, 0, NULL, NULL);
+  }
+  return true;
+}
+
+static bool role_reads(const struct tw_rbac_rule *rule, enum tw_role role) {
+  const struct tw_rbac_rule *get = tw_rbac_find("GET", rule->path);
+  return get && get->perm[role] >= TW_PERM_TENANT;
+}
+
+static void matrix(void) {
+  size_t n;
+  const struct tw_api_route_info *routes = tw_api_route_table(&n);
+  int cells = 0;
+  for (size_t i = 0; i < n; i++) {
+    const struct tw_rbac_rule *rule = tw_rbac_find(routes[i].method, routes[i].path);
+    if (!rule) {
+      CHECK(0, "%s %s has no rule in api/rbac.c", routes[i].method, routes[i].path);
+      continue;
+    }
+    char pth[512], body[512], im[64];
+    const char *ct;
+    /* without a token */
+    build(rule, TW_ROLE_MEMBER, OWN_OBJECT, pth, sizeof pth, body, sizeof body, &ct, im,
+          sizeof im);
+    struct resp r = req(NULL, rule->method, pth, ct, body[0] ? body : NULL, NULL);
+    if (rule->target == TW_TGT_PUBLIC) {
+      CHECK(r.status != 401 && r.status != 403, "%s %s without a token: %ld", rule->method,
+            pth, r.status);
+    } else {
+      CHECK(r.status == 401 && !strncmp(r.www_auth, "Bearer", 6) &&
+                strstr(r.ctype, "problem+json"),
+            "%s %s without a token: %ld, WWW-Authenticate \"%s\"", rule->method, pth,
+            r.status, r.www_auth);
+    }
+    for (int role = 0; role < TW_ROLE_COUNT; role++)
+      for (int sc = OWN_OBJECT; sc <= OTHER_TENANT; sc++) {
+        if (!build(rule, (enum tw_role)role, (enum scene)sc, pth, sizeof pth, body,
+                   sizeof body, &ct, im, sizeof im))
+          continue;
+        r = req(tokens[role], rule->method, pth, ct, body[0] ? body : NULL,
+                im[0] ? im : NULL);
+        cells++;
+        enum tw_perm perm = (enum tw_perm)rule->perm[role];
+        const char *what;
+        bool ok;
+        if (rule->target == TW_TGT_PUBLIC || perm == TW_PERM_ANY) {
+          what = "allowed";
+          ok = r.status != 401 && r.status != 403 && r.status != 404;
+        } else if (perm == TW_PERM_DENY) {
+          what = "403";
+          ok = r.status == 403;
+        } else if (sc == OTHER_TENANT) {
+          what = "404";
+          ok = r.status == 404;
+        } else if (sc == COLLEAGUES && perm == TW_PERM_OWN) {
+          bool reads = role_reads(rule, (enum tw_role)role);
+          what = reads ? "403" : "404";
+          ok = r.status == (reads ? 403 : 404);
+        } else {
+          what = "allowed";
+          ok = r.status != 401 && r.status != 403 && r.status != 404;
+        }
+        if (ok && r.status >= 400)
+          ok = strstr(r.ctype, "problem+json") != NULL;
+        CHECK(ok, "%s %s as %s (%s object): %ld, expected %s: %.300s", rule->method, pth,
+              tw_role_str((enum tw_role)role), SCENE[sc], r.status, what, r.body);
+      }
+  }
+  printf("# %d route x role x object cells over %zu routes\n", cells, n);
+  CHECK(cells > 100, "only %d cells", cells);
+}
+
+/* ---- specific behaviour ---------------------------------------------------------- */
+
+static void listings_are_scoped(void) {
+  char mine[TW_JOB_ID_LEN + 1], theirs[TW_JOB_ID_LEN + 1];
+  job("ml", "ml-member", mine);
+  job("vision", "vision-member", theirs);
+  struct resp r = req(tokens[TW_ROLE_MEMBER], "GET", "/v1/jobs?limit=500", NULL, NULL, NULL);
+  CHECK(r.status == 200 && strstr(r.body, mine) && !strstr(r.body, theirs) &&
+            !strstr(r.body, "\"tenant\":\"vision\""),
+        "member's job list: %ld %.200s", r.status, r.body);
+  r = req(tokens[TW_ROLE_ADMIN], "GET", "/v1/jobs?limit=500", NULL, NULL, NULL);
+  CHECK(r.status == 200 && strstr(r.body, mine) && strstr(r.body, theirs),
+        "admin's job list: %ld", r.status);
+  r = req(tokens[TW_ROLE_MEMBER], "GET", "/v1/jobs?tenant=", NULL, NULL, NULL);
+  CHECK(r.status == 404, "an empty ?tenant= is another tenant: %ld", r.status);
+  /* a spec without tenant: goes to the caller's */
+  r = req(tokens[TW_ROLE_CI], "POST", "/v1/jobs", "application/yaml", "name: ci-job\n", NULL);
+  CHECK(r.status == 201 && strstr(r.body, "\"tenant\":\"ml\""), "ci submit: %ld %.200s",
+        r.status, r.body);
+  r = req(tokens[TW_ROLE_TENANT_ADMIN], "GET", "/v1/tenants", NULL, NULL, NULL);
+  CHECK(r.status == 200 && strstr(r.body, "\"ml\"") && !strstr(r.body, "vision"),
+        "tenant list: %.200s", r.body);
+  r = req(tokens[TW_ROLE_VIEWER], "GET", "/v1/tokens", NULL, NULL, NULL);
+  CHECK(r.status == 200 && strstr(r.body, "ml-viewer") && !strstr(r.body, "ml-member"),
+        "viewer's tokens: %.200s", r.body);
+  r = req(tokens[TW_ROLE_VIEWER], "GET", "/v1/whoami", NULL, NULL, NULL);
+  CHECK(r.status == 200 && strstr(r.body, "\"role\":\"viewer\"") && !strstr(r.body, "twt_"),
+        "whoami: %.200s", r.body);
+  /* a token shown once: never in listings */
+  r = req(tokens[TW_ROLE_MEMBER], "POST", "/v1/tokens", "application/json",
+          "{\"name\":\"laptop\",\"ttl\":\"30d\"}", NULL);
+  CHECK(r.status == 201 && strstr(r.body, "\"token\":\"twt_") && strstr(r.body, "expires_at\":\""),
+        "token create: %.200s", r.body);
+  r = req(tokens[TW_ROLE_MEMBER], "GET", "/v1/tokens", NULL, NULL, NULL);
+  CHECK(r.status == 200 && !strstr(r.body, "twt_"), "token list shows a token: %.200s",
+        r.body);
+}
+
+static void quota_updates_need_the_etag(void) {
+  const char *tok = tokens[TW_ROLE_ADMIN];
+  struct resp g = req(tok, "GET", "/v1/tenants/ml/quota", NULL, NULL, NULL);
+  CHECK(g.status == 200 && g.etag[0] == '"', "quota get: %ld etag %s", g.status, g.etag);
+  struct resp r = req(tok, "PUT", "/v1/tenants/ml/quota", "application/json",
+                      "{\"limits\":{\"vcpus\":64}}", NULL);
+  CHECK(r.status == 428, "PUT without If-Match: %ld", r.status);
+  r = req(tok, "PUT", "/v1/tenants/ml/quota", "application/json",
+          "{\"limits\":{\"vcpus\":{\"limit\":64,\"borrow\":8}},\"gpus\":{\"A100\":8},"
+          "\"cohort\":\"research\",\"spot_share_pct\":50}",
+          g.etag);
+  CHECK(r.status == 200 && strcmp(r.etag, g.etag) && strstr(r.body, "\"borrow\":8"),
+        "PUT with If-Match: %ld %.200s", r.status, r.body);
+  r = req(tok, "PUT", "/v1/tenants/ml/quota", "application/json", "{}", g.etag);
+  CHECK(r.status == 412, "PUT with a stale If-Match: %ld", r.status);
+  /* admission names the quota and the numbers */
+  r = req(tokens[TW_ROLE_MEMBER], "POST", "/v1/jobs", "application/yaml",
+          "name: big\nresources: {accelerators: A100:8}\nnodes: 3\n", NULL);
+  CHECK(r.status == 403 && strstr(r.body, "/problems/quota-exceeded") &&
+            strstr(r.body, "\"field\":\"quota.gpus.A100\"") &&
+            strstr(r.body, "needs 24 A100 (3 nodes x 8), the limit is 8 (+0 borrowable)") == NULL &&
+            strstr(r.body, "needs 24 A100 (3 nodes x 8), the limit is 8"),
+        "quota refusal: %ld %.300s", r.status, r.body);
+}
+
+static void rate_limit_answers_429(void) {
+  struct tw_clock fake;
+  tw_clock_fake_init(&fake, 1764460800000);
+  struct tw_api *limited;
+  struct tw_err err = {0};
+  struct tw_api_opts o = {.listen = "127.0.0.1:0", .store = store, .clock = &fake,
+                          .auth = {.tenancy = ten, .rate_per_s = 2, .rate_burst = 3}};
+  if (tw_api_start(&o, &limited, &err)) {
+    CHECK(0, "second server: %s", err.msg);
+    return;
+  }
+  char saved[64];
+  snprintf(saved, sizeof saved, "%s", base);
+  snprintf(base, sizeof base, "http://127.0.0.1:%d", tw_api_port(limited));
+  const char *tok = tokens[TW_ROLE_VIEWER];
+  for (int i = 0; i < 3; i++) {
+    struct resp r = req(tok, "GET", "/v1/whoami", NULL, NULL, NULL);
+    CHECK(r.status == 200, "request %d within the burst: %ld", i, r.status);
+  }
+  struct resp r = req(tok, "GET", "/v1/whoami", NULL, NULL, NULL);
+  CHECK(r.status == 429 && !strcmp(r.retry_after, "1") && strstr(r.body, "rate-limited"),
+        "over the burst: %ld Retry-After \"%s\"", r.status, r.retry_after);
+  /* another token has its own bucket */
+  r = req(tokens[TW_ROLE_MEMBER], "GET", "/v1/whoami", NULL, NULL, NULL);
+  CHECK(r.status == 200, "another token: %ld", r.status);
+  /* half a second refills one request at 2/s */
+  tw_clock_advance(&fake, 500);
+  r = req(tok, "GET", "/v1/whoami", NULL, NULL, NULL);
+  CHECK(r.status == 200, "after 500 ms: %ld", r.status);
+  r = req(tok, "GET", "/v1/whoami", NULL, NULL, NULL);
+  CHECK(r.status == 429, "and then none: %ld", r.status);
+  tw_api_stop(limited);
+  snprintf(base, sizeof base, "%s", saved);
+}
+
+static void revoked_and_garbage_tokens(void) {
+  char tok[TW_TOKEN_LEN + 1], id[TW_TOKEN_ID_LEN + 1];
+  token_for("ml-member", tok, id);
+  char pth[64];
+  snprintf(pth, sizeof pth, "/v1/tokens/%s", id);
+  struct resp r = req(tok, "DELETE", pth, NULL, NULL, NULL);
+  CHECK(r.status == 200 && strstr(r.body, "revoked_at\":\""), "revoke own: %ld", r.status);
+  r = req(tok, "GET", "/v1/whoami", NULL, NULL, NULL);
+  CHECK(r.status == 401 && strstr(r.www_auth, "invalid_token") &&
+            strstr(r.body, "token revoked"),
+        "revoked: %ld %s", r.status, r.www_auth);
+  r = req("not-a-token", "GET", "/v1/whoami", NULL, NULL, NULL);
+  CHECK(r.status == 401 && strstr(r.body, "malformed token"), "garbage: %ld", r.status);
+  r = req(NULL, "GET", "/healthz", NULL, NULL, NULL);
+  CHECK(r.status == 200, "healthz needs no token: %ld", r.status);
+}
+
+static void audit_is_scoped_and_verifies(void) {
+  struct resp r = req(tokens[TW_ROLE_FINANCE], "GET", "/v1/audit?limit=10000", NULL, NULL,
+                      NULL);
+  CHECK(r.status == 200 && strstr(r.body, "\"tenant\":\"ml\"") &&
+            !strstr(r.body, "\"tenant\":\"vision\""),
+        "finance's audit view: %ld", r.status);
+  r = req(tokens[TW_ROLE_ADMIN], "GET", "/v1/audit?limit=3&format=jsonl", NULL, NULL, NULL);
+  int lines = 0;
+  for (const char *p = r.body; (p = strchr(p, '\n')); p++)
+    lines++;
+  CHECK(r.status == 200 && lines == 3 && strstr(r.ctype, "jsonl"), "jsonl: %ld %d lines",
+        r.status, lines);
+  r = req(tokens[TW_ROLE_ADMIN], "GET", "/v1/audit?action=POST%20/v1/users&outcome=denied",
+          NULL, NULL, NULL);
+  CHECK(r.status == 200 && strstr(r.body, "\"principal\":\"ml-member\""),
+        "denied user creations are audited: %.300s", r.body);
+  r = req(tokens[TW_ROLE_ADMIN], "GET", "/v1/audit/verify", NULL, NULL, NULL);
+  CHECK(r.status == 200 && strstr(r.body, "\"ok\":true"), "verify: %.200s", r.body);
+}
+
+int main(void) {
+  snprintf(dir, sizeof dir, "/tmp/tw-rbac-XXXXXX");
+  if (!mkdtemp(dir))
+    return 1;
+  snprintf(path, sizeof path, "%s/r.db", dir);
+  char tokfile[160], keyfile[160];
+  snprintf(tokfile, sizeof tokfile, "%s/admin.token", dir);
+  snprintf(keyfile, sizeof keyfile, "%s/key", dir);
+  FILE *kf = fopen(keyfile, "w");
+  fputs("1111111111111111111111111111111111111111111111111111111111111111\n", kf);
+  fclose(kf);
+  curl_global_init(CURL_GLOBAL_ALL);
+  struct tw_err err = {0};
+  struct tw_store_opts so = {.path = path, .sync_full = false};
+  struct tw_tenancy_opts to = {.admin_token_file = tokfile};
+  struct tw_secrets_opts xo = {.key_file = keyfile};
+  if (tw_store_open(&so, &store, &err) || (to.store = store, xo.store = store,
+                                           tw_tenancy_open(&to, &ten, &err)) ||
+      tw_secrets_open(&xo, &sec, &err)) {
+    fprintf(stderr, "setup: %s\n", err.msg);
+    return 1;
+  }
+  FILE *tf = fopen(tokfile, "r");
+  if (!tf || !fgets(tokens[TW_ROLE_ADMIN], sizeof tokens[0], tf))
+    return 1;
+  fclose(tf);
+  tokens[TW_ROLE_ADMIN][strcspn(tokens[TW_ROLE_ADMIN], "\n")] = '\0';
+  tw_tenancy_tenant_create(ten, "ml", NULL);
+  tw_tenancy_tenant_create(ten, "vision", NULL);
+  for (int role = 1; role < TW_ROLE_COUNT; role++) {
+    user(ROLE_USER[role], "ml", (enum tw_role)role);
+    token_for(ROLE_USER[role], tokens[role], NULL);
+  }
+  user("ml-colleague", "ml", TW_ROLE_MEMBER);
+  user("vision-member", "vision", TW_ROLE_MEMBER);
+  struct tw_api_opts ao = {.listen = "127.0.0.1:0", .store = store,
+                           .auth = {.tenancy = ten, .secrets = sec, .rate_per_s = -1}};
+  if (tw_api_start(&ao, &api, &err)) {
+    fprintf(stderr, "api: %s\n", err.msg);
+    return 1;
+  }
+  snprintf(base, sizeof base, "http://127.0.0.1:%d", tw_api_port(api));
+
+  matrix();
+  listings_are_scoped();
+  quota_updates_need_the_etag();
+  rate_limit_answers_429();
+  revoked_and_garbage_tokens();
+  audit_is_scoped_and_verifies();
+
+  tw_api_stop(api);
+  tw_secrets_free(sec);
+  tw_tenancy_free(ten);
+  tw_store_close(store);
+  curl_global_cleanup();
+  char p[200];
+  const char *sfx[] = {"/r.db", "/r.db-wal", "/r.db-shm", "/admin.token", "/key"};
+  for (int i = 0; i < 5; i++) {
+    snprintf(p, sizeof p, "%s%s", dir, sfx[i]);
+    unlink(p);
+  }
+  rmdir(dir);
+  printf("%s route x role\n", failures ? "not ok" : "ok");
+  return failures ? 1 : 0;
+}

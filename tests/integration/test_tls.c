@@ -1,0 +1,202 @@
+/* The API over TLS from a configured certificate.
+ *
+ * Makes a self-signed P-256 certificate for 127.0.0.1 (OpenSSL), starts
+ * the server with it (libmicrohttpd over GnuTLS) and checks that a client
+ * trusting that certificate gets its answers over HTTPS with a token, that
+ * plain HTTP to the same port gets nothing, that a client trusting nothing
+ * refuses the server, and that half a TLS configuration or a file that is
+ * not PEM stops the start with a reason.  Skips (77) when this
+ * libmicrohttpd lacks TLS. */
+#include <curl/curl.h>
+#include <microhttpd.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "broker/log.h"
+#include "broker/store.h"
+#include "broker/tenancy.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      failures++;                                                              \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                    \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fputc('\n', stderr);                                                     \
+    }                                                                          \
+  } while (0)
+
+static char dir[64], certf[128], keyf[128];
+
+static int make_cert(void) {
+  EVP_PKEY *key = EVP_EC_gen("P-256");
+  X509 *x = X509_new();
+  if (!key || !x)
+    return -1;
+  X509_set_version(x, 2); /* v3: extensions follow */
+  ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+  X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(x), 3600L * 24);
+  X509_set_pubkey(x, key);
+  X509_NAME *name = X509_get_subject_name(x);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"127.0.0.1",
+                             -1, -1, 0);
+  X509_set_issuer_name(x, name);
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
+  X509_EXTENSION *san = X509V3_EXT_nconf_nid(NULL, &ctx, NID_subject_alt_name, "IP:127.0.0.1");
+  X509_EXTENSION *bc = X509V3_EXT_nconf_nid(NULL, &ctx, NID_basic_constraints, "critical,CA:TRUE");
+  X509_add_ext(x, san, -1);
+  X509_add_ext(x, bc, -1);
+  X509_EXTENSION_free(san);
+  X509_EXTENSION_free(bc);
+  if (!X509_sign(x, key, EVP_sha256()))
+    return -1;
+  FILE *f = fopen(certf, "w");
+  PEM_write_X509(f, x);
+  fclose(f);
+  f = fopen(keyf, "w");
+  PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL);
+  fclose(f);
+  X509_free(x);
+  EVP_PKEY_free(key);
+  return 0;
+}
+
+struct resp {
+  long status;
+  char body[4096];
+  size_t len;
+  CURLcode rc;
+};
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
+  struct resp *r = ud;
+  size_t k = sz * n, room = sizeof r->body - 1 - r->len;
+  memcpy(r->body + r->len, p, k < room ? k : room);
+  r->len += k < room ? k : room;
+  r->body[r->len] = '\0';
+  return sz * n;
+}
+
+static struct resp get(const char *url, const char *token, const char *ca) {
+  struct resp r;
+  memset(&r, 0, sizeof r);
+  CURL *c = curl_easy_init();
+  struct curl_slist *h = NULL;
+  char auth[128];
+  if (token) {
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    h = curl_slist_append(h, auth);
+  }
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+  if (ca)
+    curl_easy_setopt(c, CURLOPT_CAINFO, ca);
+  else
+    curl_easy_setopt(c, CURLOPT_CAINFO, "/dev/null");
+  curl_easy_setopt(c, CURLOPT_CAPATH, NULL);
+  r.rc = curl_easy_perform(c);
+  if (r.rc == CURLE_OK)
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+  curl_slist_free_all(h);
+  curl_easy_cleanup(c);
+  return r;
+}
+
+int main(void) {
+  if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+    printf("SKIPPED: this libmicrohttpd has no TLS\n");
+    return 77;
+  }
+  snprintf(dir, sizeof dir, "/tmp/tw-tls-XXXXXX");
+  if (!mkdtemp(dir))
+    return 1;
+  snprintf(certf, sizeof certf, "%s/tls.crt", dir);
+  snprintf(keyf, sizeof keyf, "%s/tls.key", dir);
+  if (make_cert()) {
+    fprintf(stderr, "cannot make a certificate\n");
+    return 1;
+  }
+  tw_log_set_debug("http"); /* GnuTLS's reasons, should a start fail */
+  curl_global_init(CURL_GLOBAL_ALL);
+  char path[128], tokfile[128];
+  snprintf(path, sizeof path, "%s/t.db", dir);
+  snprintf(tokfile, sizeof tokfile, "%s/admin.token", dir);
+  struct tw_store *store;
+  struct tw_tenancy *ten;
+  struct tw_err err = {0};
+  struct tw_store_opts so = {.path = path};
+  if (tw_store_open(&so, &store, &err))
+    return 1;
+  struct tw_tenancy_opts to = {.store = store, .admin_token_file = tokfile};
+  if (tw_tenancy_open(&to, &ten, &err))
+    return 1;
+  char tok[TW_TOKEN_LEN + 2] = "";
+  FILE *tf = fopen(tokfile, "r");
+  if (!tf || !fgets(tok, sizeof tok, tf))
+    return 1;
+  fclose(tf);
+  tok[strcspn(tok, "\n")] = '\0';
+
+  struct tw_api *api;
+  struct tw_api_opts ao = {.listen = "127.0.0.1:0", .store = store,
+                           .auth = {.tenancy = ten, .tls_cert_file = certf,
+                                    .tls_key_file = keyf}};
+  if (tw_api_start(&ao, &api, &err)) {
+    fprintf(stderr, "start: %s\n", err.msg);
+    return 1;
+  }
+  char https[128], http[128];
+  snprintf(https, sizeof https, "https://127.0.0.1:%d/v1/whoami", tw_api_port(api));
+  snprintf(http, sizeof http, "http://127.0.0.1:%d/v1/whoami", tw_api_port(api));
+
+  struct resp r = get(https, tok, certf);
+  CHECK(r.rc == CURLE_OK && r.status == 200 && strstr(r.body, "\"role\":\"admin\""),
+        "https with the certificate: curl %d status %ld %s", r.rc, r.status, r.body);
+  r = get(https, NULL, certf);
+  CHECK(r.rc == CURLE_OK && r.status == 401, "https without a token: %ld", r.status);
+  r = get(https, tok, NULL);
+  CHECK(r.rc != CURLE_OK, "a client trusting nothing accepted the server");
+  r = get(http, tok, NULL);
+  CHECK(r.rc != CURLE_OK || r.status != 200, "plain HTTP got an answer: %ld", r.status);
+  tw_api_stop(api);
+
+  /* half a configuration, or not PEM: the start fails and says why */
+  struct tw_api_opts half = {.listen = "127.0.0.1:0", .store = store,
+                             .auth = {.tenancy = ten, .tls_cert_file = certf}};
+  memset(&err, 0, sizeof err);
+  CHECK(tw_api_start(&half, &api, &err) == TW_E_INVALID && strstr(err.msg, "both"),
+        "cert without key: %s", err.msg);
+  struct tw_api_opts notpem = {.listen = "127.0.0.1:0", .store = store,
+                               .auth = {.tenancy = ten, .tls_cert_file = tokfile,
+                                        .tls_key_file = keyf}};
+  memset(&err, 0, sizeof err);
+  CHECK(tw_api_start(&notpem, &api, &err) == TW_E_INVALID && strstr(err.msg, "not a PEM"),
+        "not PEM: %s", err.msg);
+
+  tw_tenancy_free(ten);
+  tw_store_close(store);
+  curl_global_cleanup();
+  const char *files[] = {"t.db", "t.db-wal", "t.db-shm", "admin.token", "tls.crt", "tls.key"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char p[200];
+    snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+    unlink(p);
+  }
+  rmdir(dir);
+  printf("%s tls\n", failures ? "not ok" : "ok");
+  return failures ? 1 : 0;
+}
