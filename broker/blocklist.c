@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "mem.h"
+#include "policies/inputs.h"
 
 struct failure {
   char account[TW_MODEL_NAME_MAX];
@@ -27,6 +28,7 @@ struct tw_blocklist {
   size_t n_fail, cap_fail;
   struct tw_block *blocks;
   size_t n_blocks, cap_blocks;
+  uint64_t generation; /* bumped whenever the blocks in force change */
 };
 
 static const char *const SCOPE_NAMES[] = {"offer", "zone", "region"};
@@ -67,6 +69,7 @@ void tw_blocklist_free(struct tw_blocklist *bl) {
 void tw_blocklist_clear(struct tw_blocklist *bl) {
   pthread_mutex_lock(&bl->mu);
   bl->n_fail = bl->n_blocks = 0;
+  bl->generation++;
   pthread_mutex_unlock(&bl->mu);
 }
 
@@ -81,6 +84,8 @@ static void prune(struct tw_blocklist *bl, int64_t now) {
   for (size_t i = 0; i < bl->n_blocks; i++)
     if (bl->blocks[i].until_ms > now)
       bl->blocks[k++] = bl->blocks[i];
+  if (k != bl->n_blocks)
+    bl->generation++;
   bl->n_blocks = k;
 }
 
@@ -147,6 +152,7 @@ static void block(struct tw_blocklist *bl, enum tw_block_scope scope,
   }
   if (now + dur_ms > b->until_ms)
     b->until_ms = now + dur_ms;
+  bl->generation++;
   b->failures = failures;
   snprintf(b->reason, sizeof b->reason, "%s", reason);
 }
@@ -236,6 +242,7 @@ void tw_blocklist_snapshot(struct tw_blocklist *bl, int64_t now,
   prune(bl, now);
   out->n = bl->n_blocks;
   out->at_ms = now;
+  out->generation = bl->generation;
   out->items = NULL;
   if (out->n) {
     out->items = tw_malloc(out->n * sizeof *out->items);
@@ -262,6 +269,21 @@ const struct tw_block *tw_blocklist_snap_match(const struct tw_blocklist_snap *s
       best = b;
   }
   return best;
+}
+
+static bool hook_blocked(const void *ctx, const struct tw_offer *o, int64_t now_ms, char *why,
+                         size_t whysz) {
+  const struct tw_block *b = tw_blocklist_snap_match(ctx, o, now_ms);
+  if (b && why && whysz)
+    tw_block_describe(b, why, whysz);
+  return b != NULL;
+}
+
+void tw_blocklist_place_hook(const struct tw_blocklist_snap *s,
+                             struct tw_place_blocklist *hook) {
+  hook->ctx = s;
+  hook->blocked = hook_blocked;
+  hook->generation = s->generation;
 }
 
 void tw_block_describe(const struct tw_block *b, char *out, size_t outsz) {

@@ -16,7 +16,8 @@
  * Placement reads a snapshot: tw_blocklist_snapshot() copies the blocks in
  * force into a plain array the placement filter can consult without a lock
  * (tw_blocklist_snap_match), so placement stays a pure function of its
- * inputs.  The blocklist lives in memory: a restart forgets it, and the
+ * inputs; tw_blocklist_place_hook() wraps a snapshot as the hook the
+ * policy runner's blocklist filter calls (policies/inputs.h).  The blocklist lives in memory: a restart forgets it, and the
  * first failures after the restart rebuild it.
  *
  * Threads: every function taking a struct tw_blocklist is thread-safe; a
@@ -83,6 +84,7 @@ struct tw_blocklist_snap {
   struct tw_block *items; /* owned */
   size_t n;
   int64_t at_ms;          /* when it was taken */
+  uint64_t generation;    /* changes whenever the blocks in force change */
 };
 
 /* Copies the blocks in force at now_ms into *out (release it). */
@@ -97,5 +99,13 @@ const struct tw_block *tw_blocklist_snap_match(const struct tw_blocklist_snap *s
 
 /* "zone us-east-1a (spot) until 12:30:00Z: 3 capacity errors in 30 min" */
 void tw_block_describe(const struct tw_block *b, char *out, size_t outsz);
+
+/* Fills hook so that placement's blocklist filter answers from s: an offer
+ * is blocked when tw_blocklist_snap_match() finds a block, and why reads
+ * tw_block_describe().  s is borrowed and must outlive the hook's use (one
+ * plan); the hook's generation is the snapshot's. */
+struct tw_place_blocklist;
+void tw_blocklist_place_hook(const struct tw_blocklist_snap *s,
+                             struct tw_place_blocklist *hook);
 
 #endif

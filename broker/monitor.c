@@ -58,6 +58,10 @@ void sched__spot_init(struct tw_sched *s, const struct tw_sched_opts *o) {
   else
     tw_fallback_cfg_default(&s->fallback);
   s->review_ms = o->review_ms > 0 ? o->review_ms : 60000;
+  /* the deadline strategy is asked again at the next pass at the latest,
+   * and an interruption without notice is seen at the next describe */
+  if (s->fallback.step_s <= 0)
+    s->fallback.step_s = (s->tick_ms > SPOT_POLL_MAX_MS ? s->tick_ms : SPOT_POLL_MAX_MS) / 1000;
   s->spot = tw_calloc(1, sizeof *s->spot);
   s->spot->offer_block_ms =
       o->blocklist && o->blocklist->offer_ms > 0 ? o->blocklist->offer_ms : 10 * 60 * 1000;
@@ -274,6 +278,11 @@ void sched__spot_plan(struct tw_sched *s, const struct tw_job_rec *job,
   j.event = plan->event;
   j.region = plan->region;
   tw_fallback_decide(&s->fallback, kind_of(s, spec), &j, &plan->d);
+  /* a job moved off on-demand for spot goes back to on-demand at once
+   * when the spot launch fails: it gave up a running instance for this */
+  if (n_past && !strcmp(past[n_past - 1].end_reason, "moved") &&
+      plan->d.market == TW_MARKET_SPOT)
+    plan->d.then_on_demand = true;
   spec->market = plan->d.rank_market;
 }
 

@@ -54,11 +54,16 @@ bool tw_fallback_parse(const char *name, enum tw_fallback_kind *out);
 struct tw_fallback_cfg {
   enum tw_fallback_kind kind; /* for jobs whose spec names none */
   int on_demand_after;        /* on-demand-fallback: interruptions; 0 -> 2 */
-  /* deadline: the time a (re)start costs before work resumes (provisioning,
-   * boot, restoring the checkpoint); 0 -> 300 s */
+  /* deadline: what a (re)start costs before work resumes: provisioning,
+   * boot, restoring the checkpoint, plus the work lost at an interruption
+   * and how late one may be noticed; 0 -> 300 s */
   int64_t restart_overhead_s;
   /* deadline: slack kept in reserve on top of one restart; default 0 */
   int64_t margin_s;
+  /* deadline: how long until the strategy is asked again at the latest
+   * (the scheduler's pass): a job that waits for spot spends that much
+   * slack before anything can change; default 0 */
+  int64_t step_s;
 };
 
 /* The defaults above (failover). */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "broker/blocklist.h"
+#include "policies/inputs.h"
 
 #define MIN (60 * 1000LL)
 static const int64_t T0 = 1764460800000;
@@ -167,6 +168,36 @@ static void a_snapshot_does_not_change_with_the_blocklist(void **state) {
   tw_blocklist_free(bl);
 }
 
+static void placement_hook_answers_from_the_snapshot(void **state) {
+  (void)state;
+  struct tw_blocklist *bl = tw_blocklist_new(NULL);
+  struct tw_offer a = offer("us-east-1", "us-east-1a", "p3.2xlarge", TW_MARKET_SPOT);
+  struct tw_offer b = offer("us-east-1", "us-east-1b", "p3.2xlarge", TW_MARKET_SPOT);
+  struct tw_blocklist_snap s0;
+  tw_blocklist_snapshot(bl, T0, &s0);
+  tw_blocklist_report(bl, &a, TW_BLOCK_CAPACITY, T0, NULL);
+  struct tw_blocklist_snap s;
+  tw_blocklist_snapshot(bl, T0, &s);
+  /* placement caches verdicts per generation: it must change */
+  assert_true(s.generation != s0.generation);
+  struct tw_place_blocklist hook;
+  tw_blocklist_place_hook(&s, &hook);
+  assert_int_equal(hook.generation, s.generation);
+  char why[200] = "";
+  assert_true(hook.blocked(hook.ctx, &a, T0 + MIN, why, sizeof why));
+  assert_non_null(strstr(why, "offer aws-main:us-east-1:us-east-1a:p3.2xlarge:spot (spot)"));
+  assert_false(hook.blocked(hook.ctx, &b, T0 + MIN, why, sizeof why));
+  assert_false(hook.blocked(hook.ctx, &a, T0 + 10 * MIN, NULL, 0));
+  tw_blocklist_snap_release(&s);
+  tw_blocklist_snap_release(&s0);
+  /* expiry changes the answers too */
+  tw_blocklist_snapshot(bl, T0 + 10 * MIN, &s0);
+  assert_int_equal(s0.n, 0);
+  assert_true(s0.generation != hook.generation);
+  tw_blocklist_snap_release(&s0);
+  tw_blocklist_free(bl);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(capacity_error_blocks_the_offer_for_a_while),
@@ -176,6 +207,7 @@ int main(void) {
       cmocka_unit_test(regional_offers_escalate_to_the_region),
       cmocka_unit_test(failures_outside_the_window_are_forgotten),
       cmocka_unit_test(a_snapshot_does_not_change_with_the_blocklist),
+      cmocka_unit_test(placement_hook_answers_from_the_snapshot),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
