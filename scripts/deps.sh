@@ -9,6 +9,7 @@ PKGS=(
   libcurl4-openssl-dev libssl-dev libjansson-dev libxml2-dev
   libsqlite3-dev uuid-dev libmicrohttpd-dev libyaml-dev libcmocka-dev
   sqlite3 curl ca-certificates
+  chromium                     # renders the HTML spend report in its test
   python3 python3-botocore     # the independent SigV4 signer for tests
 )
 # Node.js and npm run the official cloud SDKs in the conformance tests;
