@@ -31,6 +31,12 @@ static const struct tw_cli_cmd *const commands[] = {
     &tw_cli_cmd_jobs_cancel, &tw_cli_cmd_jobs_wait,   &tw_cli_cmd_jobs_events,
     &tw_cli_cmd_jobs_logs,
     &tw_cli_cmd_report_spend,
+    &tw_cli_cmd_token_create, &tw_cli_cmd_token_list,    &tw_cli_cmd_token_revoke,
+    &tw_cli_cmd_user_create,  &tw_cli_cmd_user_list,     &tw_cli_cmd_user_disable,
+    &tw_cli_cmd_tenant_create, &tw_cli_cmd_tenant_list,  &tw_cli_cmd_quota_get,
+    &tw_cli_cmd_quota_set,    &tw_cli_cmd_budget_get,    &tw_cli_cmd_budget_set,
+    &tw_cli_cmd_budget_status, &tw_cli_cmd_audit_list,   &tw_cli_cmd_audit_export,
+    &tw_cli_cmd_audit_verify,
     NULL,
 };
 

@@ -188,6 +188,14 @@ extern const struct tw_cli_cmd tw_cli_cmd_jobs_wait;
 extern const struct tw_cli_cmd tw_cli_cmd_jobs_events;
 extern const struct tw_cli_cmd tw_cli_cmd_jobs_logs;
 extern const struct tw_cli_cmd tw_cli_cmd_report_spend;
+/* tenancy: cmd_token.c, cmd_user.c, cmd_tenant.c, cmd_quota.c,
+ * cmd_budget.c, cmd_audit.c */
+extern const struct tw_cli_cmd tw_cli_cmd_token_create, tw_cli_cmd_token_list,
+    tw_cli_cmd_token_revoke, tw_cli_cmd_user_create, tw_cli_cmd_user_list,
+    tw_cli_cmd_user_disable, tw_cli_cmd_tenant_create, tw_cli_cmd_tenant_list,
+    tw_cli_cmd_quota_get, tw_cli_cmd_quota_set, tw_cli_cmd_budget_get,
+    tw_cli_cmd_budget_set, tw_cli_cmd_budget_status, tw_cli_cmd_audit_list,
+    tw_cli_cmd_audit_export, tw_cli_cmd_audit_verify;
 
 /* Option ids below this are the commands' own. */
 #define TW_CLI_OPT_GLOBAL 1000

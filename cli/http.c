@@ -67,12 +67,14 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud) {
     x->resp->content_type[0] = '\0';
     x->resp->request_id[0] = '\0';
     x->resp->replayed = false;
+    x->resp->etag[0] = '\0';
     return n;
   }
   if (header_value(data, n, "Idempotent-Replayed", tmp, sizeof tmp))
     x->resp->replayed = strcasecmp(tmp, "true") == 0;
   else if (!header_value(data, n, "Content-Type", x->resp->content_type,
-                         sizeof x->resp->content_type))
+                         sizeof x->resp->content_type) &&
+           !header_value(data, n, "ETag", x->resp->etag, sizeof x->resp->etag))
     header_value(data, n, "X-Request-Id", x->resp->request_id,
                  sizeof x->resp->request_id);
   return n;
@@ -112,6 +114,10 @@ enum tw_rc tw_cli_http_do(const struct tw_cli_http_req *req,
     rc = tw_err_set(err, TW_E_INVALID, "the token holds control characters");
     goto out;
   }
+  if (req->if_match && !header_safe(req->if_match)) {
+    rc = tw_err_set(err, TW_E_INVALID, "the ETag holds control characters");
+    goto out;
+  }
   if (req->idempotency_key && !header_safe(req->idempotency_key)) {
     rc = tw_err_set(err, TW_E_INVALID,
                     "the idempotency key holds control characters");
@@ -134,6 +140,11 @@ enum tw_rc tw_cli_http_do(const struct tw_cli_http_req *req,
     char *ct = tw_asprintf("Content-Type: %s", req->content_type);
     hdrs = curl_slist_append(hdrs, ct);
     free(ct);
+  }
+  if (req->if_match) {
+    char *im = tw_asprintf("If-Match: %s", req->if_match);
+    hdrs = curl_slist_append(hdrs, im);
+    free(im);
   }
   if (req->idempotency_key) {
     char *ik = tw_asprintf("Idempotency-Key: %s", req->idempotency_key);
@@ -163,6 +174,10 @@ enum tw_rc tw_cli_http_do(const struct tw_cli_http_req *req,
                      (curl_off_t)(req->body ? req->body_len : 0));
   } else if (strcmp(req->method, "GET") != 0) {
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req->method);
+    if (req->body) { /* PUT */
+      curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body);
+      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+    }
   }
 
   CURLcode cc = curl_easy_perform(h);

@@ -29,6 +29,7 @@ struct tw_cli_http_req {
   size_t body_len;
   const char *idempotency_key; /* NULL: no Idempotency-Key header */
   long timeout_ms;             /* whole transfer; 0: TW_CLI_HTTP_TIMEOUT_MS */
+  const char *if_match;        /* NULL: no If-Match header */
 };
 
 struct tw_cli_http_resp {
@@ -37,6 +38,7 @@ struct tw_cli_http_resp {
   char content_type[128];
   char request_id[128];
   bool replayed;     /* Idempotent-Replayed: true */
+  char etag[128];    /* ETag, "" when absent */
 };
 
 void tw_cli_http_resp_init(struct tw_cli_http_resp *r);

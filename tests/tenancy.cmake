@@ -47,3 +47,11 @@ tw_add_test(test_tls
   SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_tls.c
   LIBS tw_api PkgConfig::CURL PkgConfig::OPENSSL PkgConfig::MHD
   LABELS integration tenancy TIMEOUT 60)
+
+# The client's token, user, tenant, quota, budget and audit commands.
+if(TARGET tw_cli)
+  tw_add_test(test_rbac_cli
+    SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_rbac_cli.c
+    LIBS tw_api tw_cli PkgConfig::CURL PkgConfig::SQLITE3
+    LABELS integration tenancy cli TIMEOUT 120)
+endif()
