@@ -55,3 +55,10 @@ if(TARGET tw_cli)
     LIBS tw_api tw_cli PkgConfig::CURL PkgConfig::SQLITE3
     LABELS integration tenancy cli TIMEOUT 120)
 endif()
+
+# Token checking and the audit chain against patched inputs: only the real
+# token authenticates, and no change to a chain verifies.
+tw_add_fuzz(fuzz_auth
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_auth.c
+  LIBS tw_tenancy
+  LABELS tenancy)
