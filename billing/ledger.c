@@ -48,9 +48,11 @@ static const char MIGRATION_1[] =
     " region TEXT NOT NULL, tenant TEXT NOT NULL, project TEXT NOT NULL,"
     " list_uusd INTEGER NOT NULL, effective_uusd INTEGER NOT NULL,"
     " usage_ms INTEGER NOT NULL, rows INTEGER NOT NULL,"
-    " PRIMARY KEY (job_id, day, tenant, project, provider, region))"
+    /* day first: rows arrive in time order, so the rollup is written near
+     * its end, not all over (keyed by job it made appends 40 % slower) */
+    " PRIMARY KEY (day, job_id, tenant, project, provider, region))"
     " WITHOUT ROWID;"
-    "CREATE INDEX ledger_job_day_by_day ON ledger_job_day(day);"
+    "CREATE INDEX ledger_job_day_by_job ON ledger_job_day(job_id);"
     "CREATE TABLE ledger_budgets ("
     " tenant TEXT NOT NULL, project TEXT NOT NULL, limit_uusd INTEGER NOT NULL,"
     " PRIMARY KEY (tenant, project)) WITHOUT ROWID;";
@@ -91,7 +93,7 @@ static const char SQL_ROLLUP_JOB[] =
     "INSERT INTO ledger_job_day (job_id, day, provider, region, tenant,"
     " project, list_uusd, effective_uusd, usage_ms, rows)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1)"
-    " ON CONFLICT (job_id, day, tenant, project, provider, region) DO UPDATE SET"
+    " ON CONFLICT (day, job_id, tenant, project, provider, region) DO UPDATE SET"
     " list_uusd = list_uusd + excluded.list_uusd,"
     " effective_uusd = effective_uusd + excluded.effective_uusd,"
     " usage_ms = usage_ms + excluded.usage_ms, rows = rows + 1";
