@@ -11,6 +11,13 @@
 
 const struct tw_dataset_set tw_dataset_set_empty = {0};
 
+/* Every change gives a set a generation no other content had: placement
+ * caches data costs by it. */
+static uint64_t next_generation = 1; /* atomic */
+static uint64_t fresh(void) {
+  return __atomic_fetch_add(&next_generation, 1, __ATOMIC_RELAXED);
+}
+
 void tw_dataset_set_init(struct tw_dataset_set *s) { memset(s, 0, sizeof *s); }
 
 void tw_dataset_set_release(struct tw_dataset_set *s) {
@@ -60,6 +67,7 @@ void tw_dataset_set_add(struct tw_dataset_set *s, const char *uri, int64_t size_
   for (size_t i = 0; i < n_locations; i++)
     if (locations[i] && *locations[i])
       add_location(d, locations[i], 0);
+  s->generation = fresh();
 }
 
 void tw_dataset_set_plan_replica(struct tw_dataset_set *s, const char *uri,
@@ -67,7 +75,7 @@ void tw_dataset_set_plan_replica(struct tw_dataset_set *s, const char *uri,
   struct tw_dataset_info *d = find_linear(s, uri);
   if (d)
     add_location(d, location, share_uusd > 0 ? share_uusd : 0);
-  s->generation++;
+  s->generation = fresh();
 }
 
 static int by_uri(const void *a, const void *b) {

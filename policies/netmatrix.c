@@ -239,7 +239,8 @@ static size_t provider_len(const char *key) {
 
 static enum tw_net_scope classify(const char *src, const char *dst) {
   size_t ps = provider_len(src), pd = provider_len(dst);
-  if (!ps || !pd)
+  /* "https://host/x" is a place on the internet, not a region */
+  if (!ps || !pd || strchr(src, '/') || strchr(dst, '/'))
     return TW_NET_INTERNET;
   if (!strcmp(src, dst))
     return TW_NET_SAME_REGION;

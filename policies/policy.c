@@ -250,7 +250,7 @@ static enum tw_rc build_filters(struct tw_policy_set *s, const struct tw_node *l
     for (size_t i = 0; DEFAULT_FILTERS[i]; i++) {
       char path[64];
       snprintf(path, sizeof path, "policies.filters[%zu]", i);
-      enum tw_rc rc = add_policy(&s->filters[s->n_filters++], tw_policy_find(DEFAULT_FILTERS[i]),
+      enum tw_rc rc = add_policy(&s->filters[s->n_filters++], tw_policy_find_filter(DEFAULT_FILTERS[i]),
                                  NULL, path, 0, err);
       if (rc)
         return rc;
@@ -273,8 +273,8 @@ static enum tw_rc build_filters(struct tw_policy_set *s, const struct tw_node *l
     if (!nm || nm->kind != TW_NODE_SCALAR)
       return tw_err_field(err, TW_E_INVALID, path,
                           "%s: expected a filter name or {name: ..., settings}", path);
-    const struct tw_policy_ops *ops = tw_policy_find(nm->str);
-    if (!ops || !ops->filter) {
+    const struct tw_policy_ops *ops = tw_policy_find_filter(nm->str);
+    if (!ops) {
       const char *cands[TW_POLICY_MAX_FILTERS + 1];
       size_t nc = 0;
       for (size_t k = 0; tw_policy_registry[k]; k++)
@@ -333,7 +333,7 @@ static enum tw_rc build_scores(struct tw_policy_set *s, const struct tw_node *li
                                TW_SCORE_MAX, &weight, err);
     if (rc)
       return rc;
-    const struct tw_policy_ops *ops = tw_policy_find(nm->str);
+    const struct tw_policy_ops *ops = tw_policy_find_score(nm->str);
     const struct tw_node *pn = e->kind == TW_NODE_MAP ? tw_node_get(e, "path") : NULL;
     struct tw_node *sub = NULL;
     const struct tw_node *cfg = e;
@@ -363,7 +363,7 @@ static enum tw_rc build_scores(struct tw_policy_set *s, const struct tw_node *li
           sub->items[sub->n++] = e->items[k];
         }
       cfg = sub;
-    } else if (!ops || !ops->score) {
+    } else if (!ops) {
       const char *cands[TW_POLICY_MAX_SCORES + 8];
       size_t nc = 0;
       for (size_t k = 0; tw_policy_registry[k]; k++)
@@ -425,8 +425,10 @@ static enum tw_rc build_params(struct tw_policy_set *s, const struct tw_node *se
                                struct tw_err *err) {
   enum tw_rc rc;
   const char *p = "policies";
-  if ((rc = pi_cfg_int(sec, p, "candidates", 1, 256, (int64_t *)&s->candidates, err)))
+  int64_t cands = (int64_t)s->candidates;
+  if ((rc = pi_cfg_int(sec, p, "candidates", 1, 256, &cands, err)))
     return rc;
+  s->candidates = (size_t)cands;
   const struct tw_node *c = tw_node_get(sec, "cost");
   if (c && c->kind != TW_NODE_NULL) {
     static const char *const keys[] = {"default_duration", "launch_overhead",
@@ -596,7 +598,7 @@ void tw_policy_set_to_json(const struct tw_policy_set *s, struct tw_buf *b) {
     tw_buf_printf(b, "%s{\"name\":", i ? "," : "");
     tw_buf_json_str(b, s->scores[i].name);
     tw_buf_printf(b, ",\"weight\":%lld,\"builtin\":%s}", (long long)s->scores[i].weight,
-                  tw_policy_find(s->scores[i].name) == s->scores[i].ops ? "true" : "false");
+                  tw_policy_find_score(s->scores[i].name) == s->scores[i].ops ? "true" : "false");
   }
   tw_buf_printf(b,
                 "],\"candidates\":%zu,\"cost\":{\"default_duration_s\":%lld,"

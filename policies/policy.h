@@ -178,7 +178,11 @@ struct tw_policy {
 
 /* The built-in plugins, NULL-terminated. */
 extern const struct tw_policy_ops *const tw_policy_registry[];
+/* The built-in of that name, filters first (a filter and a score may share
+ * a name: "latency"); the _filter and _score forms look at one kind. */
 const struct tw_policy_ops *tw_policy_find(const char *name);
+const struct tw_policy_ops *tw_policy_find_filter(const char *name);
+const struct tw_policy_ops *tw_policy_find_score(const char *name);
 
 /* The built-ins, one per file. */
 extern const struct tw_policy_ops tw_filter_provider, tw_filter_selector,

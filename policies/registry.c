@@ -23,3 +23,17 @@ const struct tw_policy_ops *tw_policy_find(const char *name) {
       return tw_policy_registry[i];
   return NULL;
 }
+
+const struct tw_policy_ops *tw_policy_find_filter(const char *name) {
+  for (size_t i = 0; tw_policy_registry[i]; i++)
+    if (tw_policy_registry[i]->filter && !strcmp(tw_policy_registry[i]->name, name))
+      return tw_policy_registry[i];
+  return NULL;
+}
+
+const struct tw_policy_ops *tw_policy_find_score(const char *name) {
+  for (size_t i = 0; tw_policy_registry[i]; i++)
+    if (tw_policy_registry[i]->score && !strcmp(tw_policy_registry[i]->name, name))
+      return tw_policy_registry[i];
+  return NULL;
+}

@@ -3,3 +3,27 @@
 # plus its kind.
 tw_add_test(test_plan SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_plan.c
             LIBS tw_policies PkgConfig::CMOCKA LABELS unit placement)
+tw_add_test(test_policy_filters SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_policy_filters.c
+            LIBS tw_policies PkgConfig::CMOCKA LABELS unit placement)
+# Score plugins the loader must refuse, built as shared objects like the
+# example (policies/plugins/score_fit.c).
+add_library(tw_test_plugin_bad_version MODULE ${CMAKE_SOURCE_DIR}/tests/unit/test_policy_plugin_bad.c)
+target_compile_definitions(tw_test_plugin_bad_version PRIVATE BAD_VERSION)
+add_library(tw_test_plugin_bad_filter MODULE ${CMAKE_SOURCE_DIR}/tests/unit/test_policy_plugin_bad.c)
+target_compile_definitions(tw_test_plugin_bad_filter PRIVATE BAD_FILTER)
+tw_add_test(test_policy_set SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_policy_set.c
+            LIBS tw_policies PkgConfig::CMOCKA LABELS unit placement)
+target_compile_definitions(test_policy_set PRIVATE
+  TW_PLUGIN_FIT="$<TARGET_FILE:tw_score_fit>"
+  TW_PLUGIN_BAD_VERSION="$<TARGET_FILE:tw_test_plugin_bad_version>"
+  TW_PLUGIN_BAD_FILTER="$<TARGET_FILE:tw_test_plugin_bad_filter>")
+add_dependencies(test_policy_set tw_score_fit tw_test_plugin_bad_version tw_test_plugin_bad_filter)
+tw_add_test(test_plan_netmatrix SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_plan_netmatrix.c
+            LIBS tw_policies PkgConfig::CMOCKA LABELS unit placement)
+tw_add_fuzz(fuzz_network_matrix SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_network_matrix.c
+            LIBS tw_policies LABELS placement
+            CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/network)
+tw_add_test(test_plan_queue SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_plan_queue.c
+            LIBS tw_policies PkgConfig::CMOCKA LABELS unit placement)
+tw_add_test(test_plan_datasets SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_plan_datasets.c
+            LIBS tw_broker PkgConfig::CMOCKA LABELS unit placement)
