@@ -1085,6 +1085,7 @@ void tw_tenancy_free(struct tw_tenancy *t) {
   tw_http_free(t->http);
   free(t->offers);
   free(t->resv);
+  free(t->quotas);
   pthread_mutex_destroy(&t->mu);
   pthread_mutex_destroy(&t->tmu);
   pthread_cond_destroy(&t->tcv);
