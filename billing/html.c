@@ -64,8 +64,9 @@ static void usd_short(int64_t uusd, char *out, size_t n) {
     grouped[k++] = digits[i];
   }
   grouped[k] = '\0';
-  snprintf(out, n, "%s$%s.%02llu", neg ? "-" : "", grouped,
-           (unsigned long long)(cents % 100));
+  /* at most 26 characters of digits and commas: the bound tells the
+   * compiler a 40-byte buffer always holds it */
+  snprintf(out, n, "%s$%.30s.%02u", neg ? "-" : "", grouped, (unsigned)(cents % 100));
 }
 
 /* A round axis maximum >= v (1, 2, 5 x 10^k micro-USD). */
