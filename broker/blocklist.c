@@ -236,6 +236,21 @@ void tw_blocklist_report(struct tw_blocklist *bl, const struct tw_offer *o,
     *widest = top;
 }
 
+void tw_blocklist_report_ok(struct tw_blocklist *bl, const struct tw_offer *o, int64_t now) {
+  pthread_mutex_lock(&bl->mu);
+  prune(bl, now);
+  size_t k = 0;
+  for (size_t i = 0; i < bl->n_fail; i++) {
+    const struct failure *f = &bl->fail[i];
+    bool there = f->market == o->market && !strcmp(f->account, o->account) &&
+                 !strcmp(f->region, o->region) && !strcmp(f->zone, o->zone);
+    if (!there)
+      bl->fail[k++] = *f;
+  }
+  bl->n_fail = k;
+  pthread_mutex_unlock(&bl->mu);
+}
+
 void tw_blocklist_snapshot(struct tw_blocklist *bl, int64_t now,
                            struct tw_blocklist_snap *out) {
   pthread_mutex_lock(&bl->mu);

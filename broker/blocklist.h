@@ -11,7 +11,10 @@
  * scope on purpose: spot capacity running out says nothing about on-demand
  * capacity, so an on-demand fallback is never blocked by spot failures.
  * Offers without a zone (regional providers) escalate straight to the
- * region after zone_after failures.
+ * region after zone_after failures.  "Repeat" means without a success in
+ * between: a launch that succeeds in a zone (tw_blocklist_report_ok)
+ * forgets the failures remembered there, so a zone where one launch in
+ * four fails at random is not taken for one out of capacity.
  *
  * Placement reads a snapshot: tw_blocklist_snapshot() copies the blocks in
  * force into a plain array the placement filter can consult without a lock
@@ -74,6 +77,12 @@ void tw_blocklist_free(struct tw_blocklist *bl);
 void tw_blocklist_report(struct tw_blocklist *bl, const struct tw_offer *o,
                          enum tw_block_cause cause, int64_t now_ms,
                          enum tw_block_scope *widest);
+
+/* A launch on offer o succeeded at now_ms: the failures remembered in its
+ * zone (its region, for an offer without a zone) and market are
+ * forgotten.  Blocks already in force stay until they end. */
+void tw_blocklist_report_ok(struct tw_blocklist *bl, const struct tw_offer *o,
+                            int64_t now_ms);
 
 /* Forgets everything (tests, an operator's reset). */
 void tw_blocklist_clear(struct tw_blocklist *bl);

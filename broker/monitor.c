@@ -292,9 +292,25 @@ void sched__spot_order(struct tw_sched *s, const struct tw_job_rec *job,
   size_t before = pl->n;
   if (!before)
     return; /* nothing fits at all: the counts say why */
+  struct tw_candidate *all = tw_malloc(before * sizeof *all);
+  memcpy(all, pl->cands, before * sizeof *all);
   tw_fallback_apply(&plan->d, plan->region, pl);
   char tmp[512];
   snprintf(tmp, sizeof tmp, "%s", explain);
+  struct tw_fallback_decision d = plan->d;
+  if (!pl->n && d.market == TW_MARKET_ON_DEMAND) {
+    /* Nothing on-demand fits at all (a provider that sells spot only, say):
+     * running on spot beats never running. */
+    free(pl->cands);
+    pl->cands = all;
+    pl->n = before;
+    all = NULL;
+    d.market = TW_MARKET_ANY;
+    tw_fallback_apply(&d, plan->region, pl);
+    size_t len = strlen(d.reason);
+    snprintf(d.reason + len, sizeof d.reason - len, "; no on-demand offer fits, so spot");
+  }
+  free(all);
   if (!pl->n)
     /* No numbers in this text: a job waiting pass after pass keeps the same
      * reason, and the same reason is not recorded twice. */
@@ -304,9 +320,13 @@ void sched__spot_order(struct tw_sched *s, const struct tw_job_rec *job,
                    " deadline, so it waits for spot"
                  : "none of them is in the market it chose");
   else
-    snprintf(explain, explain_sz, "%s; %s", plan->d.reason, tmp);
+    snprintf(explain, explain_sz, "%s; %s", d.reason, tmp);
   if (pl->n)
-    record_decision(s, job->id, plan->event, &plan->d, now);
+    record_decision(s, job->id, plan->event, &d, now);
+}
+
+void sched__spot_launch_ok(struct tw_sched *s, const struct tw_offer *o, int64_t now) {
+  tw_blocklist_report_ok(s->blocklist, o, now);
 }
 
 void sched__spot_launch_failed(struct tw_sched *s, const struct tw_offer *o, enum tw_rc rc,

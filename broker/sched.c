@@ -164,6 +164,7 @@ enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
     if (s->tenancy)
       tw_tenancy_audit_launch(s->tenancy, job, a->n, o, TW_OK, NULL, explain);
     tw_buf_release(&pj);
+    sched__spot_launch_ok(s, o, tw_clock_now_ms(s->clock));
     return TW_OK;
   }
   /* capacity: that offer is full now; rejected: that offer refuses this

@@ -109,6 +109,9 @@ void sched__spot_plan(struct tw_sched *s, const struct tw_job_rec *job,
 void sched__spot_order(struct tw_sched *s, const struct tw_job_rec *job,
                        const struct spot_plan *plan, struct tw_placement *pl,
                        char *explain, size_t explain_sz, int64_t now);
+/* A launch on o succeeded: the blocklist forgets the failures remembered
+ * in its zone (a streak of failures is what escalates). */
+void sched__spot_launch_ok(struct tw_sched *s, const struct tw_offer *o, int64_t now);
 /* A launch on o failed with rc: capacity and quota errors blocklist it. */
 void sched__spot_launch_failed(struct tw_sched *s, const struct tw_offer *o,
                                enum tw_rc rc, int64_t now);

@@ -138,6 +138,27 @@ static void regional_offers_escalate_to_the_region(void **state) {
   tw_blocklist_free(bl);
 }
 
+static void a_success_in_the_zone_breaks_the_streak(void **state) {
+  (void)state;
+  struct tw_blocklist *bl = tw_blocklist_new(NULL);
+  const char *types[] = {"p3.2xlarge", "p3.8xlarge", "g5.xlarge", "g5.2xlarge"};
+  enum tw_block_scope w = TW_BLOCK_OFFER;
+  struct tw_offer ok = offer("us-east-1", "us-east-1a", "m5.large", TW_MARKET_SPOT);
+  for (int i = 0; i < 4; i++) {
+    struct tw_offer o = offer("us-east-1", "us-east-1a", types[i], TW_MARKET_SPOT);
+    tw_blocklist_report(bl, &o, TW_BLOCK_CAPACITY, T0 + i * MIN, &w);
+    /* one launch in two succeeds there: random failures, not a shortage */
+    if (i % 2)
+      tw_blocklist_report_ok(bl, &ok, T0 + i * MIN);
+    assert_int_equal(w, TW_BLOCK_OFFER);
+  }
+  /* the failed offers themselves stay blocked */
+  struct tw_offer first = offer("us-east-1", "us-east-1a", types[0], TW_MARKET_SPOT);
+  assert_int_equal(blocked(bl, &first, T0 + 4 * MIN), TW_BLOCK_OFFER);
+  assert_int_equal(blocked(bl, &ok, T0 + 4 * MIN), -1);
+  tw_blocklist_free(bl);
+}
+
 static void failures_outside_the_window_are_forgotten(void **state) {
   (void)state;
   struct tw_blocklist *bl = tw_blocklist_new(NULL);
@@ -206,6 +227,7 @@ int main(void) {
       cmocka_unit_test(two_zones_blocked_block_the_region),
       cmocka_unit_test(regional_offers_escalate_to_the_region),
       cmocka_unit_test(failures_outside_the_window_are_forgotten),
+      cmocka_unit_test(a_success_in_the_zone_breaks_the_streak),
       cmocka_unit_test(a_snapshot_does_not_change_with_the_blocklist),
       cmocka_unit_test(placement_hook_answers_from_the_snapshot),
   };

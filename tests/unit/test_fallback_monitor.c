@@ -357,6 +357,35 @@ static void on_demand_fallback_after_two_interruptions(void **state) {
   free(d);
 }
 
+static void without_any_on_demand_offer_the_job_stays_on_spot(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  /* $2/h keeps every on-demand offer ($3/h) out */
+  submit("name: cap\nresources: {accelerators: V100:1, use_spot: true}\n"
+         "max_price_per_hour: 2\nfallback: on-demand-fallback\n", id);
+  struct tw_attempt_rec a = run(id);
+  vanish(a.instance_id);
+  tw_sched_tick(sched);
+  tw_sched_tick(sched);
+  vanish(last_attempt(id, NULL).instance_id);
+  tw_sched_tick(sched);
+  size_t n;
+  a = last_attempt(id, &n);
+  assert_int_equal(n, 3);
+  assert_string_equal(a.market, "spot");
+  assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
+  assert_true(event_has(id, "on-demand-fallback: 2 interruptions (limit 2)"));
+  /* the decision as placed, and the placement, say why it is spot */
+  struct tw_ckpt_decision *d;
+  size_t nd;
+  assert_int_equal(tw_checkpoint_decisions_of(store, id, &d, &nd, NULL), TW_OK);
+  assert_non_null(strstr(d[nd - 1].reason, "on-demand from now on; no on-demand offer fits, so spot"));
+  free(d);
+  struct tw_job_rec j = get(id);
+  assert_non_null(strstr(j.placement_json, "no on-demand offer fits, so spot"));
+  tw_job_rec_release(&j);
+}
+
 /* ---- the deadline strategy --------------------------------------------------- */
 
 static void deadline_picks_the_market_by_slack(void **state) {
@@ -580,6 +609,7 @@ int main(void) {
       T(failover_retries_within_the_region),
       T(eager_next_region_leaves_the_region),
       T(on_demand_fallback_after_two_interruptions),
+      T(without_any_on_demand_offer_the_job_stays_on_spot),
       T(deadline_picks_the_market_by_slack),
       T(deadline_waits_for_spot_when_ahead_and_pays_when_behind),
       T(deadline_moves_back_to_spot_after_a_checkpoint),

@@ -1,0 +1,416 @@
+/* test_chaos.c - the spot lifecycle under faults, with the daemon killed.
+ *
+ * tradewind-fakecloud serves EC2 with injected faults from a seeded
+ * schedule: capacity errors on spot launches and on one zone, throttling
+ * and 503s, and spot interruptions (a Poisson rate per instance, with a
+ * short notice) and slow answers.  tradewindd runs against it (auth open, the AWS adapter
+ * with interruption notices, the reconciler every few seconds); a few
+ * hundred jobs of a few seconds each are submitted, with every fallback
+ * strategy and with and without checkpoints; then the daemon is killed
+ * with SIGKILL at random moments and restarted, again and again, until
+ * the jobs are done.  At the end:
+ *
+ *   - no job is lost: every job submitted has succeeded;
+ *   - no attempt has two instances: among every instance the fake ever
+ *     made, each tradewind:attempt tag appears at most once, and no two
+ *     attempts in the store name the same instance;
+ *   - no orphan survives one reconcile pass: orphans are added on purpose
+ *     (instances tagged for jobs the store never had, bought through the
+ *     AWS adapter as another broker would have), the daemon is started
+ *     once more, and after its start-up pass the fake holds no live
+ *     instance at all.
+ *
+ * The seed is printed; TW_SEED=N replays a run, TW_CHAOS_JOBS=N changes
+ * the number of jobs (default 200).  Exits 77 when the daemon or the fake
+ * is not built. */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "broker/clock.h"
+#include "broker/mem.h"
+#include "broker/node.h"
+#include "providers/provider.h"
+#include "twtest_daemon.h"
+
+#ifndef TW_FAKECLOUD_PATH
+#define TW_FAKECLOUD_PATH "tradewind-fakecloud"
+#endif
+
+#define BUDGET_S 100    /* the whole run, jobs done or not */
+#define CHAOS_S 45      /* kills stop after this, so the run settles */
+#define ORPHANS 5
+
+static int failures;
+
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fputc('\n', stderr);                                                     \
+      failures++;                                                              \
+    }                                                                          \
+  } while (0)
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void) {
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return rng_state * 0x2545F4914F6CDD1DULL;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static double now_s(void) { return (double)tw_mono_us() / 1e6; }
+
+/* ---- the fake ------------------------------------------------------------- */
+
+static pid_t fake_pid;
+static char fake_url[64];
+
+static bool start_fake(uint64_t seed) {
+  int fds[2];
+  if (pipe(fds))
+    return false;
+  fake_pid = fork();
+  if (fake_pid < 0)
+    return false;
+  if (fake_pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    char s[32];
+    snprintf(s, sizeof s, "%llu", (unsigned long long)(seed % 1000000007ULL));
+    execl(TW_FAKECLOUD_PATH, "tradewind-fakecloud", "--listen", "127.0.0.1:0", "--seed", s,
+          "--pending-ms", "1000", (char *)NULL);
+    _exit(127);
+  }
+  close(fds[1]);
+  FILE *f = fdopen(fds[0], "r");
+  char line[256] = "";
+  bool ok = f && fgets(line, sizeof line, f) && sscanf(line, "listening %63s", fake_url) == 1;
+  if (!ok)
+    fprintf(stderr, "fakecloud did not start: \"%s\"\n", line);
+  return ok;
+}
+
+static void stop_fake(void) {
+  if (fake_pid > 0) {
+    kill(fake_pid, SIGTERM);
+    waitpid(fake_pid, NULL, 0);
+    fake_pid = 0;
+  }
+}
+
+static json_t *fake_ctl(const char *method, const char *path, const char *body) {
+  struct twtest_resp r;
+  json_t *j = NULL;
+  if (twtest_http(fake_url, method, path, body ? "application/json" : NULL, body, &r) == 0 &&
+      r.status / 100 == 2)
+    j = json_loads(r.body, 0, NULL);
+  else
+    fprintf(stderr, "fake %s %s: %ld %s\n", method, path, r.status, r.body ? r.body : "");
+  twtest_resp_release(&r);
+  return j;
+}
+
+/* ---- the store, read beside the daemon -------------------------------------- */
+
+static int count_sql(const char *db, const char *sql) {
+  sqlite3 *h = NULL;
+  int n = -1;
+  if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+    sqlite3_busy_timeout(h, 2000);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+      n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(h);
+  return n;
+}
+
+/* ---- jobs ---------------------------------------------------------------- */
+
+static const char *const FALLBACKS[] = {"failover", "eager-next-region", "on-demand-fallback",
+                                        "deadline"};
+
+static bool submit(const char *url, int i, char id[64]) {
+  char body[512];
+  int dur = 2 + (int)(rng_next() % 5);
+  const char *market = rng_next() % 3 ? "spot" : "any";
+  bool ckpt = rng_next() % 2;
+  /* deadlines an hour out: the strategy has room to choose */
+  char deadline[40];
+  tw_time_fmt_rfc3339(tw_clock_now_ms(tw_clock_real()) + 3600 * 1000, deadline,
+                      sizeof deadline);
+  snprintf(body, sizeof body,
+           "{\"name\":\"chaos-%d\",\"resources\":{\"cpus\":%d,\"market\":\"%s\"},"
+           "\"duration\":\"%ds\",\"deadline\":\"%s\",\"fallback\":\"%s\"%s}",
+           i, rng_next() % 4 ? 2 : 4, market, dur, deadline, FALLBACKS[rng_next() % 4],
+           ckpt ? ",\"checkpoint\":{\"interval\":\"2s\",\"uri\":\"s3://chaos/ckpt/\"}" : "");
+  for (int tries = 0; tries < 50; tries++) {
+    struct twtest_resp r;
+    int rc = twtest_http(url, "POST", "/v1/jobs", "application/json", body, &r);
+    bool ok = rc == 0 && r.status == 201;
+    if (ok) {
+      json_t *j = json_loads(r.body, 0, NULL);
+      const char *s = j ? json_string_value(json_object_get(j, "id")) : NULL;
+      snprintf(id, 64, "%s", s ? s : "");
+      json_decref(j);
+    } else if (rc == 0) {
+      fprintf(stderr, "submit %d: %ld %s\n", i, r.status, r.body);
+    }
+    twtest_resp_release(&r);
+    if (ok)
+      return id[0] != '\0';
+    sleep_ms(100);
+  }
+  return false;
+}
+
+/* ---- orphans, bought as another broker would ------------------------------- */
+
+static int buy_orphans(void) {
+  char yaml[1024];
+  snprintf(yaml, sizeof yaml,
+           "name: orphan-maker\ntype: aws\nendpoint: %s\nregions: [us-east-1]\n"
+           "access_key_env: TW_CHAOS_AWS_ACCESS_KEY\nsecret_key_env: TW_CHAOS_AWS_SECRET_KEY\n"
+           "image: ami-0123456789abcdef0\non_demand_prices: {m5.large: \"0.096\"}\n",
+           fake_url);
+  struct tw_node *cfg = NULL;
+  struct tw_provider *p = NULL;
+  struct tw_err err = {0};
+  int made = 0;
+  if (tw_node_parse_yaml(yaml, strlen(yaml), &cfg, &err) ||
+      tw_provider_new(cfg, NULL, &p, &err)) {
+    fprintf(stderr, "orphan maker: %s\n", err.msg);
+    goto out;
+  }
+  struct tw_offer_list offers;
+  tw_offer_list_init(&offers);
+  if (tw_provider_list_offers(p, &offers, &err) == TW_OK) {
+    const struct tw_offer *o = NULL;
+    for (size_t i = 0; i < offers.n && !o; i++)
+      if (!strcmp(offers.items[i].instance_type, "m5.large") &&
+          offers.items[i].market == TW_MARKET_ON_DEMAND)
+        o = &offers.items[i];
+    for (int i = 0; o && i < ORPHANS; i++) {
+      char job[40], token[48];
+      snprintf(job, sizeof job, "j-orphan%020d", i);
+      snprintf(token, sizeof token, "%s-1", job);
+      struct tw_launch req = {.offer = o, .client_token = token, .job_id = job,
+                              .attempt_id = token, .tenant = "default"};
+      struct tw_instance inst;
+      struct tw_err lerr = {0};
+      if (tw_provider_launch(p, &req, &inst, &lerr) == TW_OK)
+        made++;
+      else
+        fprintf(stderr, "orphan %d: %s\n", i, lerr.msg);
+    }
+  }
+  tw_offer_list_release(&offers);
+out:
+  tw_provider_free(p);
+  tw_node_free(cfg);
+  return made;
+}
+
+/* ---- the run -------------------------------------------------------------- */
+
+int main(void) {
+  if (access(TW_FAKECLOUD_PATH, X_OK) || access(twtest_daemon_binary(), X_OK)) {
+    printf("SKIPPED: tradewindd or tradewind-fakecloud is not built\n");
+    return 77;
+  }
+  const char *env = getenv("TW_SEED");
+  uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+  rng_state = seed * 2654435761ULL + 1;
+  int n_jobs = getenv("TW_CHAOS_JOBS") ? atoi(getenv("TW_CHAOS_JOBS")) : 200;
+  printf("chaos: seed=%llu jobs=%d (TW_SEED=%llu replays this run)\n",
+         (unsigned long long)seed, n_jobs, (unsigned long long)seed);
+  fflush(stdout);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (!start_fake(seed))
+    return 1;
+
+  /* the faults: every kind the lifecycle must survive */
+  json_t *ok = fake_ctl(
+      "POST", "/_fake/faults",
+      "{\"faults\":["
+      "{\"kind\":\"capacity\",\"action\":\"RunInstances\",\"market\":\"spot\",\"probability\":0.25},"
+      "{\"kind\":\"capacity\",\"zone\":\"us-east-1a\",\"probability\":0.6},"
+      "{\"kind\":\"throttle\",\"action\":\"DescribeInstances\",\"probability\":0.05},"
+      "{\"kind\":\"throttle\",\"action\":\"RunInstances\",\"probability\":0.05},"
+      "{\"kind\":\"error\",\"status\":503,\"code\":\"Unavailable\",\"action\":\"RunInstances\","
+      "\"probability\":0.03},"
+      "{\"kind\":\"spot_interruption\",\"market\":\"spot\",\"rate_per_hour\":240,"
+      "\"lead_ms\":2000},"
+      /* slow answers widen the window between a launch and its record,
+       * where a kill leaves an instance the store does not know yet */
+      "{\"kind\":\"slow\",\"action\":\"RunInstances\",\"delay_ms\":700,"
+      "\"probability\":0.05}]}");
+  CHECK(ok, "faults refused");
+  json_decref(ok);
+
+  setenv("TW_CHAOS_AWS_ACCESS_KEY", "AKIDTRADEWINDFAKE", 1);
+  setenv("TW_CHAOS_AWS_SECRET_KEY", "tradewind-fake-secret", 1);
+  char config[2048];
+  snprintf(config, sizeof config,
+           "log: {level: info}\n"
+           "auth: {mode: open}\n"
+           "scheduler: {tick_ms: 500}\n"
+           "reconcile: {interval_s: 3}\n"
+           /* the blocklist's times scaled to a run of seconds */
+           "spot: {restart_overhead_s: 5, review_s: 2, blocklist_offer_s: 3,\n"
+           "       blocklist_zone_s: 6, blocklist_region_s: 10, blocklist_window_s: 10}\n"
+           "providers:\n"
+           "  - name: aws-chaos\n"
+           "    type: aws\n"
+           "    endpoint: %s\n"
+           "    regions: [us-east-1, us-west-2]\n"
+           "    access_key_env: TW_CHAOS_AWS_ACCESS_KEY\n"
+           "    secret_key_env: TW_CHAOS_AWS_SECRET_KEY\n"
+           "    image: ami-0123456789abcdef0\n"
+           "    metadata_url: %s/_fake/ec2/instances/{id}\n"
+           "    on_demand_prices: {m5.large: \"0.096\", m6g.large: \"0.077\","
+           " c5.xlarge: \"0.17\"}\n",
+           fake_url, fake_url);
+  struct twtest_daemon d;
+  if (twtest_daemon_init(&d, config) || twtest_daemon_start(&d)) {
+    stop_fake();
+    return 1;
+  }
+
+  char (*ids)[64] = tw_calloc((size_t)n_jobs, sizeof *ids);
+  int submitted = 0;
+  for (int i = 0; i < n_jobs; i++)
+    if (submit(d.url, i, ids[i]))
+      submitted++;
+  CHECK(submitted == n_jobs, "only %d of %d jobs were accepted", submitted, n_jobs);
+
+  /* kill, restart, until the jobs are done */
+  double t0 = now_s();
+  int kills = 0, done = 0;
+  while (now_s() - t0 < BUDGET_S) {
+    long wait_ms = 1000 + (long)(rng_next() % 3000);
+    sleep_ms(wait_ms);
+    done = count_sql(d.db, "SELECT count(*) FROM jobs WHERE state IN"
+                           " ('succeeded','failed','cancelled')");
+    if (done == submitted)
+      break;
+    if (now_s() - t0 < CHAOS_S) {
+      twtest_daemon_kill(&d);
+      kills++;
+      if (twtest_daemon_start(&d)) {
+        CHECK(false, "the daemon did not come back after kill %d", kills);
+        break;
+      }
+    }
+  }
+  int succeeded = count_sql(d.db, "SELECT count(*) FROM jobs WHERE state = 'succeeded'");
+  int interrupted = count_sql(d.db, "SELECT count(*) FROM attempts WHERE end_reason = 'interrupted'");
+  int attempts = count_sql(d.db, "SELECT count(*) FROM attempts");
+  int capacity = count_sql(d.db, "SELECT count(*) FROM attempts WHERE end_reason = 'capacity'");
+  printf("chaos: %d kills in %.0f s; %d of %d jobs succeeded; %d attempts, %d capacity "
+         "errors, %d interruptions\n",
+         kills, now_s() - t0, succeeded, submitted, attempts, capacity, interrupted);
+  CHECK(kills >= 5, "only %d kills: the chaos did not happen", kills);
+  CHECK(interrupted > 0, "no interruption happened");
+  CHECK(capacity > 0, "no capacity error happened");
+
+  /* no job lost */
+  CHECK(succeeded == submitted, "%d of %d jobs did not succeed", submitted - succeeded,
+        submitted);
+  int missing = 0;
+  for (int i = 0; i < n_jobs; i++) {
+    if (!ids[i][0])
+      continue;
+    struct twtest_resp r;
+    char path[96];
+    snprintf(path, sizeof path, "/v1/jobs/%s", ids[i]);
+    if (twtest_http(d.url, "GET", path, NULL, NULL, &r) || r.status != 200)
+      missing++;
+    twtest_resp_release(&r);
+  }
+  CHECK(missing == 0, "%d acknowledged jobs are gone", missing);
+  CHECK(count_sql(d.db, "SELECT count(*) FROM attempts WHERE state <> 'ended'") == 0,
+        "attempts are still live after every job ended");
+  /* no two attempts name one instance */
+  CHECK(count_sql(d.db, "SELECT count(*) FROM (SELECT instance_id FROM attempts"
+                        " WHERE instance_id <> '' GROUP BY instance_id HAVING count(*) > 1)") ==
+            0,
+        "two attempts share an instance");
+  int stop_rc = twtest_daemon_stop(&d, 20000);
+  CHECK(stop_rc == 0, "the daemon exited %d on SIGTERM", stop_rc);
+
+  /* orphans, then one reconcile pass: the daemon's start-up pass */
+  json_decref(fake_ctl("DELETE", "/_fake/faults", NULL));
+  int orphans = buy_orphans();
+  CHECK(orphans == ORPHANS, "bought %d orphans of %d", orphans, ORPHANS);
+  size_t passes_before = twtest_daemon_log_count(&d, "reconcile: pass done");
+  if (twtest_daemon_start(&d) == 0) {
+    CHECK(twtest_daemon_wait_log(&d, "reconcile: pass done", passes_before + 1, 20000),
+          "no reconcile pass after the last start");
+    twtest_daemon_stop(&d, 20000);
+  }
+  json_t *st = fake_ctl("GET", "/_fake/ec2/state", NULL);
+  json_t *insts = st ? json_object_get(st, "instances") : NULL;
+  CHECK(json_is_array(insts), "no instance list from the fake");
+  size_t n = json_array_size(insts), live = 0, dup = 0;
+  /* each attempt tag at most once, over every instance ever made */
+  const char **tags = tw_calloc(n + 1, sizeof *tags);
+  size_t n_tags = 0;
+  for (size_t i = 0; i < n; i++) {
+    json_t *in = json_array_get(insts, i);
+    const char *state = json_string_value(json_object_get(in, "state"));
+    const char *tag =
+        json_string_value(json_object_get(json_object_get(in, "tags"), "tradewind:attempt"));
+    if (state && strcmp(state, "terminated") && strcmp(state, "shutting-down")) {
+      live++;
+      fprintf(stderr, "still live: %s %s attempt=%s\n",
+              json_string_value(json_object_get(in, "id")), state, tag ? tag : "-");
+    }
+    for (size_t k = 0; tag && k < n_tags; k++)
+      if (!strcmp(tags[k], tag)) {
+        dup++;
+        fprintf(stderr, "attempt %s has two instances\n", tag);
+      }
+    if (tag)
+      tags[n_tags++] = tag;
+  }
+  printf("chaos: the fake made %zu instances; %zu live after the last reconcile pass\n", n, live);
+  CHECK(n >= (size_t)submitted, "fewer instances than jobs: %zu", n);
+  CHECK(dup == 0, "%zu attempts have two instances", dup);
+  CHECK(live == 0, "%zu instances survived the reconcile pass", live);
+  size_t adopted = twtest_daemon_log_count(&d, "adopted: ");
+  size_t reaped = twtest_daemon_log_count(&d, "terminated: ");
+  printf("chaos: the reconciler adopted %zu and terminated %zu instances in all\n", adopted,
+         reaped);
+  free(tags);
+  json_decref(st);
+  free(ids);
+  stop_fake();
+  twtest_daemon_cleanup(&d, failures > 0);
+  curl_global_cleanup();
+  if (failures)
+    fprintf(stderr, "chaos: %d checks failed (seed %llu)\n", failures, (unsigned long long)seed);
+  return failures ? 1 : 0;
+}
