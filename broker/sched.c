@@ -12,7 +12,13 @@
 #include "broker/spec.h"
 #include "broker/store.h"
 #include "broker/tenancy.h"
+#include "broker/datasets.h"
+#include "policies/index.h"
 #include "policies/place.h"
+#include "policies/placer.h"
+#include "policies/plan.h"
+#include "policies/queue.h"
+#include "policies/replicate.h"
 #include "providers/provider.h"
 
 enum tw_rc tw_sched_new(const struct tw_sched_opts *o, struct tw_sched **out,
@@ -54,6 +60,9 @@ const struct tw_offer *sched__offer(struct tw_sched *s, const char *id) {
 }
 
 /* 1. offers */
+static void sched__offers_changing(struct tw_sched *s);
+static void sched_place_free(const struct tw_sched *s);
+
 static void refresh_offers(struct tw_sched *s, int64_t now) {
   bool changed = false;
   for (size_t i = 0; i < s->n_pc; i++) {
@@ -78,12 +87,500 @@ static void refresh_offers(struct tw_sched *s, int64_t now) {
   }
   if (!changed)
     return;
+  sched__offers_changing(s);
   tw_offer_list_release(&s->all);
   for (size_t i = 0; i < s->n_pc; i++)
     for (size_t k = 0; k < s->pc[i].offers.n; k++)
       tw_offer_list_push(&s->all, &s->pc[i].offers.items[k]);
   if (s->tenancy) /* admission projects costs over the same offers */
     tw_tenancy_set_offers(s->tenancy, s->all.items, s->all.n);
+}
+
+/* ---- placement (policies/plan.h) --------------------------------------------
+ *
+ * What placement needs beyond one job, kept beside the scheduler by its
+ * address (as the catalog's state is, so struct tw_sched stays as the rest
+ * of the loop knows it): the offer index over s->all, rebuilt when the
+ * offers change; the plan workspace (stage caches); the dataset set,
+ * reloaded when the registry's version moves; private capacity taken
+ * since the offers were listed; this pass's backfill reservations; and
+ * what each live job holds, for fair share.  Scheduler thread only. */
+
+struct sched_demand {
+  char job_id[TW_JOB_ID_LEN + 1];
+  char tenant[64];
+  int64_t vcpus, memory_mib, gpus, duration_s;
+  char offer_id[192];  /* private offers: the pool it holds nodes of */
+  int nodes;
+  int64_t end_ms;      /* when its attempt is expected to end */
+  bool live;
+};
+
+struct sched_place {
+  const struct tw_sched *s;
+  struct sched_place *next;
+  uint64_t offers_gen, ix_gen;     /* the index is current when equal */
+  struct tw_offer_index *ix;       /* over s->all, borrowed until the offers
+                                      change (then it owns them) */
+  const struct tw_offer *ix_items; /* the array it was built over */
+  struct tw_plan_ws *ws;
+  struct tw_placer *own;           /* when the daemon published none */
+  bool ds_ready;
+  int64_t ds_version;
+  struct tw_dataset_set ds;
+  struct tw_capacity_view cap;
+  struct tw_reservations res;
+  struct tw_health health;
+  struct sched_demand *dem;
+  size_t n_dem, cap_dem;
+};
+
+static pthread_mutex_t place_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sched_place *places;
+
+static struct sched_place *sched_place_of(const struct tw_sched *s) {
+  pthread_mutex_lock(&place_mu);
+  struct sched_place *p = places;
+  while (p && p->s != s)
+    p = p->next;
+  if (!p) {
+    p = tw_calloc(1, sizeof *p);
+    p->s = s;
+    p->offers_gen = 1;
+    p->ws = tw_plan_ws_new();
+    tw_dataset_set_init(&p->ds);
+    tw_capacity_view_init(&p->cap);
+    tw_reservations_init(&p->res);
+    p->next = places;
+    places = p;
+  }
+  pthread_mutex_unlock(&place_mu);
+  return p;
+}
+
+static void sched_place_free(const struct tw_sched *s) {
+  pthread_mutex_lock(&place_mu);
+  struct sched_place **pp = &places, *p = NULL;
+  while (*pp && (*pp)->s != s)
+    pp = &(*pp)->next;
+  if (*pp) {
+    p = *pp;
+    *pp = p->next;
+  }
+  pthread_mutex_unlock(&place_mu);
+  if (!p)
+    return;
+  tw_offer_index_unref(p->ix);
+  tw_plan_ws_free(p->ws);
+  tw_placer_free(p->own);
+  tw_dataset_set_release(&p->ds);
+  tw_capacity_view_release(&p->cap);
+  tw_reservations_release(&p->res);
+  free(p->dem);
+  free(p);
+}
+
+/* s->all is about to be replaced (or freed).  The index built over it
+ * takes the array over, so plans still holding the index (the placer's
+ * readers) keep valid offers; the next plan builds a new index.  What was
+ * taken of private capacity starts again from the new listing. */
+static void sched__offers_changing(struct tw_sched *s) {
+  struct sched_place *p = sched_place_of(s);
+  if (p->ix && p->ix_gen == p->offers_gen && p->ix_items == s->all.items && s->all.items) {
+    tw_offer_index_own_source(p->ix);
+    tw_offer_list_init(&s->all); /* the release that follows frees nothing */
+  }
+  p->offers_gen++;
+  tw_capacity_view_release(&p->cap);
+  tw_capacity_view_init(&p->cap);
+}
+
+static struct tw_placer *sched_placer(struct sched_place *p) {
+  struct tw_placer *d = tw_placer_default();
+  if (d)
+    return d;
+  if (!p->own)
+    p->own = tw_placer_new(NULL);
+  return p->own;
+}
+
+/* The index over s->all, rebuilt when the offers changed (the REST
+ * handlers' plans get it through the placer). */
+static struct tw_offer_index *sched_index(struct tw_sched *s, struct sched_place *p) {
+  if (p->ix && p->ix_gen == p->offers_gen)
+    return p->ix;
+  struct tw_offer_source src;
+  tw_offer_source_array(&src, s->all.items, s->all.n);
+  struct tw_offer_index *ix = NULL;
+  struct tw_err err = {0};
+  if (tw_offer_index_build(&src, &ix, &err)) {
+    tw_log_error("sched", "offers=%zu index not built: %s", s->all.n, err.msg);
+    return p->ix;
+  }
+  /* the REST handlers plan on the same index, through the placer */
+  tw_placer_set_index(sched_placer(p), ix);
+  tw_offer_index_unref(p->ix);
+  p->ix = ix;
+  p->ix_items = s->all.items;
+  p->ix_gen = p->offers_gen;
+  struct tw_offer_index_stats st;
+  tw_offer_index_stats(ix, &st);
+  tw_log_info("sched", "offers=%zu shapes=%zu locations=%zu build_ms=%lld placement index built",
+              st.offers, st.shapes, st.locations, (long long)(st.build_us / 1000));
+  return ix;
+}
+
+struct ds_load {
+  struct tw_dataset_set set;
+  bool sealed;
+};
+
+static void ds_each(void *ctx, const char *uri, int64_t size, const char *loc) {
+  struct ds_load *l = ctx;
+  if (!loc) {
+    tw_dataset_set_add(&l->set, uri, size, NULL, 0);
+    return;
+  }
+  if (!l->sealed) { /* locations come after every dataset */
+    tw_dataset_set_seal(&l->set);
+    l->sealed = true;
+  }
+  if (tw_dataset_set_find(&l->set, uri))
+    tw_dataset_set_plan_replica(&l->set, uri, loc, 0);
+}
+
+/* The registry's datasets, reloaded when its version moved. */
+static void sched_datasets(struct tw_sched *s, struct sched_place *p) {
+  struct tw_err err = {0};
+  if (!p->ds_ready) {
+    if (tw_datasets_migrate(s->store, &err)) {
+      tw_log_error("sched", "dataset registry unavailable: %s", err.msg);
+      return;
+    }
+    p->ds_ready = true;
+    p->ds_version = -1;
+  }
+  int64_t v = 0;
+  if (tw_datasets_version(s->store, &v, &err) || v == p->ds_version)
+    return;
+  struct ds_load fresh = {.sealed = false};
+  tw_dataset_set_init(&fresh.set);
+  if (tw_datasets_each(s->store, ds_each, &fresh, &v, &err)) {
+    tw_dataset_set_release(&fresh.set);
+    return;
+  }
+  tw_dataset_set_seal(&fresh.set);
+  tw_dataset_set_release(&p->ds);
+  p->ds = fresh.set;
+  p->ds_version = v;
+}
+
+/* Accounts whose provider refuses our credentials are left out until a
+ * call succeeds again. */
+static void sched_health(struct tw_sched *s, struct sched_place *p) {
+  p->health.n = 0;
+  for (size_t i = 0; i < s->n_pc && p->health.n < TW_HEALTH_MAX; i++) {
+    struct tw_provider_stats st[2];
+    tw_provider_stats(s->pc[i].p, TW_POP_LAUNCH, &st[0]);
+    tw_provider_stats(s->pc[i].p, TW_POP_LIST_OFFERS, &st[1]);
+    if (st[0].last_rc == TW_E_AUTH || st[1].last_rc == TW_E_AUTH) {
+      snprintf(p->health.account[p->health.n], sizeof p->health.account[0], "%s",
+               tw_provider_account(s->pc[i].p));
+      snprintf(p->health.reason[p->health.n++], sizeof p->health.reason[0],
+               "credentials refused");
+    }
+  }
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < p->health.n; i++)
+    for (const char *c = p->health.account[i]; *c; c++)
+      h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+  p->health.generation = h + p->health.n;
+}
+
+static void snapshot_of(struct sched_place *p, struct tw_place_snapshot *snap) {
+  *snap = (struct tw_place_snapshot){.index = p->ix,
+                                     .datasets = &p->ds,
+                                     .health = &p->health,
+                                     .capacity = &p->cap,
+                                     .reservations = &p->res};
+}
+
+/* What a job asks for in all, for fair share and backfill. */
+static void demand_of(const struct tw_job_spec *spec, struct sched_demand *d) {
+  int64_t nodes = spec->nodes > 0 ? spec->nodes : 1;
+  d->vcpus = (spec->cpus > 0 ? spec->cpus : 1) * nodes;
+  d->memory_mib = spec->memory_mib * nodes;
+  d->gpus = spec->accel_name ? (int64_t)spec->accel_count * nodes : 0;
+  d->duration_s = spec->duration_s;
+  d->nodes = (int)nodes;
+}
+
+static struct sched_demand *demand_find(struct sched_place *p, const char *job_id) {
+  for (size_t i = 0; i < p->n_dem; i++)
+    if (!strcmp(p->dem[i].job_id, job_id))
+      return &p->dem[i];
+  return NULL;
+}
+
+/* What every tenant's live jobs hold (and which private pools they hold
+ * nodes of), from the live attempts; a job's demand is read once. */
+static void sched_usage(struct tw_sched *s, struct sched_place *p,
+                        const struct tw_attempt_rec *live, size_t n_live) {
+  for (size_t i = 0; i < p->n_dem; i++)
+    p->dem[i].live = false;
+  for (size_t i = 0; i < n_live; i++) {
+    struct sched_demand *d = demand_find(p, live[i].job_id);
+    if (!d) {
+      struct tw_job_rec job;
+      struct tw_job_spec spec;
+      if (tw_store_job_get(s->store, live[i].job_id, &job, NULL))
+        continue;
+      bool ok = sched__parse_spec(&job, &spec);
+      if (ok) {
+        if (p->n_dem == p->cap_dem) {
+          p->cap_dem = p->cap_dem ? p->cap_dem * 2 : 64;
+          p->dem = tw_realloc(p->dem, p->cap_dem * sizeof *p->dem);
+        }
+        d = &p->dem[p->n_dem++];
+        memset(d, 0, sizeof *d);
+        snprintf(d->job_id, sizeof d->job_id, "%s", job.id);
+        snprintf(d->tenant, sizeof d->tenant, "%s", job.tenant);
+        demand_of(&spec, d);
+        tw_spec_release(&spec);
+      }
+      tw_job_rec_release(&job);
+      if (!d)
+        continue;
+    }
+    d->live = true;
+    snprintf(d->offer_id, sizeof d->offer_id, "%s", live[i].offer_id);
+    int64_t from = live[i].running_ms ? live[i].running_ms : live[i].started_ms;
+    d->end_ms = from + (d->duration_s > 0 ? d->duration_s : 3600) * 1000;
+  }
+  /* forget the jobs that hold nothing any more */
+  size_t k = 0;
+  for (size_t i = 0; i < p->n_dem; i++)
+    if (p->dem[i].live)
+      p->dem[k++] = p->dem[i];
+  p->n_dem = k;
+}
+
+/* The plan of one job with its exclusions; counts every rejection, so
+ * the explanation can say why the others lost. */
+static void sched_plan(struct tw_sched *s, struct sched_place *p, const struct tw_job_rec *job,
+                       const struct tw_job_spec *spec, const char *const *excl, size_t n_excl,
+                       int64_t now, const struct tw_policy_set *set, struct tw_plan *plan) {
+  struct tw_place_snapshot snap;
+  snapshot_of(p, &snap);
+  struct tw_plan_input in = {.job = spec, .job_id = job->id, .now_ms = now,
+                             .excluded = excl, .n_excluded = n_excl};
+  struct tw_plan_opts opts = {.counts = true};
+  struct tw_err err = {0};
+  if (!p->ix || tw_plan_make(set, &snap, &in, &opts, p->ws, plan, &err)) {
+    memset(plan, 0, sizeof *plan);
+    plan->strategy = "none";
+  }
+  (void)s;
+}
+
+/* Backfill: a job that fits nowhere now but would fit a private pool once
+ * its running jobs end holds a reservation there, unless an earlier job
+ * of this pass holds one: later jobs may use the pool only beside it or
+ * until it starts (the backfill filter). */
+static void sched_reserve(struct tw_sched *s, struct sched_place *p,
+                          const struct tw_job_rec *job, const struct tw_job_spec *spec,
+                          int64_t now, const struct tw_policy_set *set) {
+  if (!p->ix)
+    return;
+  struct tw_policy_set relaxed = *set; /* a view: never freed */
+  relaxed.n_filters = 0;
+  for (size_t i = 0; i < set->n_filters; i++)
+    if (set->filters[i].ops != &tw_filter_capacity && set->filters[i].ops != &tw_filter_backfill)
+      relaxed.filters[relaxed.n_filters++] = set->filters[i];
+  struct tw_place_snapshot snap;
+  snapshot_of(p, &snap);
+  struct tw_plan_input in = {.job = spec, .job_id = job->id, .now_ms = now};
+  struct tw_plan plan;
+  if (tw_plan_make(&relaxed, &snap, &in, NULL, p->ws, &plan, NULL))
+    return;
+  for (size_t i = 0; i < plan.n; i++) {
+    const struct tw_offer *o = plan.cands[i].offer;
+    if (o->capacity < 0)
+      continue;
+    if (tw_reservations_find(&p->res, o->id))
+      break; /* an earlier job of this pass holds the pool */
+    int64_t free_now = o->capacity - tw_capacity_view_used(&p->cap, o->id);
+    struct tw_bf_running *run = tw_calloc(p->n_dem ? p->n_dem : 1, sizeof *run);
+    size_t nr = 0;
+    for (size_t d = 0; d < p->n_dem; d++)
+      if (!strcmp(p->dem[d].offer_id, o->id))
+        run[nr++] = (struct tw_bf_running){p->dem[d].nodes, p->dem[d].end_ms};
+    int nodes = spec->nodes > 0 ? spec->nodes : 1;
+    int64_t start = tw_backfill_start_ms(free_now < 0 ? 0 : free_now, run, nr, nodes, now);
+    free(run);
+    if (start == INT64_MAX)
+      continue;
+    struct tw_reservation rv = {.start_ms = start, .nodes = nodes};
+    snprintf(rv.offer_id, sizeof rv.offer_id, "%s", o->id);
+    snprintf(rv.job_id, sizeof rv.job_id, "%s", job->id);
+    tw_reservations_add(&p->res, &rv);
+    char at[40], note[400];
+    tw_time_fmt_rfc3339(start, at, sizeof at);
+    snprintf(note, sizeof note,
+             "waiting for private capacity: %d nodes of %s reserved from %s; smaller jobs "
+             "backfill only around it",
+             nodes, o->id, at);
+    tw_store_job_note(s->store, job->id, note, NULL);
+    break;
+  }
+  tw_plan_release(&plan);
+}
+
+/* Shared replication: for each dataset several of this pass's jobs read,
+ * ask whether one copy to where they would run saves more than it costs;
+ * if so, record the replica (the registry's version moves, so the set is
+ * reloaded before these jobs are placed) and tell each reader. */
+static void sched_replicate(struct tw_sched *s, struct sched_place *p,
+                            const struct tw_policy_set *set, struct tw_job_rec *jobs,
+                            struct tw_job_spec *specs, const bool *parsed, const size_t *order,
+                            size_t n, int64_t now) {
+  if (!set->replication.enabled || !p->ix || !p->ds_ready)
+    return;
+  const char *done[64];
+  size_t n_done = 0;
+  const struct tw_job_spec **readers = tw_calloc(n ? n : 1, sizeof *readers);
+  size_t *reader_idx = tw_calloc(n ? n : 1, sizeof *reader_idx);
+  for (size_t a = 0; a < n && n_done < 64; a++) {
+    size_t ja = order[a];
+    if (!parsed[ja])
+      continue;
+    for (size_t d = 0; d < specs[ja].n_datasets; d++) {
+      const char *uri = specs[ja].datasets[d].uri;
+      bool seen = false;
+      for (size_t q = 0; q < n_done && !seen; q++)
+        seen = !strcmp(done[q], uri);
+      if (seen)
+        continue;
+      done[n_done++] = uri;
+      size_t nr = 0;
+      for (size_t b = a; b < n; b++) {
+        size_t jb = order[b];
+        for (size_t e = 0; parsed[jb] && e < specs[jb].n_datasets; e++)
+          if (!strcmp(specs[jb].datasets[e].uri, uri)) {
+            reader_idx[nr] = jb;
+            readers[nr++] = &specs[jb];
+            break;
+          }
+      }
+      if (nr < (size_t)set->replication.min_jobs)
+        continue;
+      struct tw_place_snapshot snap;
+      snapshot_of(p, &snap);
+      struct tw_repl_choice c;
+      if (tw_replicate_decide(set, &snap, uri, readers, nr, now, p->ws, &c, NULL) ||
+          !c.replicate)
+        continue;
+      /* the registry learns the dataset from the readers when it lacks it */
+      const struct tw_dataset_ref *ref = &specs[ja].datasets[d];
+      const char *loc = ref->location;
+      struct tw_dataset_put put = {.uri = uri, .size_bytes = ref->size_bytes,
+                                   .locations = &loc, .n_locations = loc ? 1 : 0};
+      char note[512], copy[32], saved[32];
+      tw_policy_fmt_uusd(c.copy_uusd, copy, sizeof copy);
+      tw_policy_fmt_uusd(c.before_uusd - c.after_uusd, saved, sizeof saved);
+      snprintf(note, sizeof note, "%zu pending jobs read it: one copy from %s (%s) saves %s",
+               c.readers, c.source, copy, saved);
+      struct tw_err err = {0};
+      if (tw_datasets_put(s->store, &put, now, NULL, NULL, &err) ||
+          tw_datasets_add_replica(s->store, uri, c.target, c.copy_uusd, note, now, &err)) {
+        tw_log_warn("sched", "dataset=%s replica to %s not recorded: %s", uri, c.target,
+                    err.msg);
+        continue;
+      }
+      tw_log_info("sched", "dataset=%s target=%s copy_uusd=%lld readers=%zu replicated", uri,
+                  c.target, (long long)c.copy_uusd, c.readers);
+      char jn[1024];
+      snprintf(jn, sizeof jn, "dataset %.200s replicated to %s once for %zu jobs: %s", uri,
+               c.target, c.readers, note);
+      for (size_t r = 0; r < nr; r++)
+        tw_store_job_note(s->store, jobs[reader_idx[r]].id, jn, NULL);
+      sched_datasets(s, p);
+    }
+  }
+  free(readers);
+  free(reader_idx);
+}
+
+/* The plan of the job being launched, as JSON, for its stored placement;
+ * set around the launches of one job (scheduler thread). */
+static __thread const char *launch_plan_json;
+
+/* 4. the pending jobs of this pass: the queue in its order (policies/queue.h:
+ * priority, aging, fair share), shared replication for datasets several of
+ * them read, then each job placed in turn. */
+static int sched_place_pending(struct tw_sched *s, int64_t now) {
+  struct sched_place *p = sched_place_of(s);
+  struct tw_policy_set *set = NULL;
+  struct tw_offer_index *unused = NULL;
+  tw_placer_acquire(sched_placer(p), &set, &unused);
+  tw_offer_index_unref(unused);
+  sched_index(s, p);
+  sched_datasets(s, p);
+  sched_health(s, p);
+  tw_reservations_release(&p->res);
+  tw_reservations_init(&p->res);
+  struct tw_err err = {0};
+  struct tw_attempt_rec *live = NULL;
+  size_t n_live = 0;
+  if (tw_store_attempts_live(s->store, &live, &n_live, &err) == TW_OK)
+    sched_usage(s, p, live, n_live);
+  free(live);
+  /* a window larger than one pass places, so fair share and aging can
+   * bring a job from further back */
+  int window = s->max_place * 4 < 1024 ? s->max_place * 4 : 1024;
+  struct tw_job_rec *queue = NULL;
+  size_t n = 0;
+  int changes = 0;
+  if (tw_store_jobs_queued(s->store, TW_JOB_PENDING, window, &queue, &n, &err)) {
+    tw_policy_set_unref(set);
+    return 0;
+  }
+  struct tw_job_spec *specs = tw_calloc(n ? n : 1, sizeof *specs);
+  bool *parsed = tw_calloc(n ? n : 1, sizeof *parsed);
+  struct tw_queue_job *qj = tw_calloc(n ? n : 1, sizeof *qj);
+  size_t *order = tw_calloc(n ? n : 1, sizeof *order);
+  for (size_t i = 0; i < n; i++) {
+    struct sched_demand d = {0};
+    parsed[i] = sched__parse_spec(&queue[i], &specs[i]);
+    if (parsed[i])
+      demand_of(&specs[i], &d);
+    qj[i] = (struct tw_queue_job){.id = queue[i].id, .tenant = queue[i].tenant,
+                                  .priority = queue[i].priority,
+                                  .created_ms = queue[i].created_ms, .vcpus = d.vcpus,
+                                  .memory_mib = d.memory_mib, .gpus = d.gpus};
+  }
+  struct tw_queue_usage *use = tw_calloc(p->n_dem ? p->n_dem : 1, sizeof *use);
+  for (size_t i = 0; i < p->n_dem; i++)
+    use[i] = (struct tw_queue_usage){p->dem[i].tenant, p->dem[i].vcpus, p->dem[i].memory_mib,
+                                     p->dem[i].gpus};
+  tw_queue_order(&set->queue, now, qj, n, use, p->n_dem, order, NULL);
+  free(use);
+  size_t todo = n < (size_t)s->max_place ? n : (size_t)s->max_place;
+  sched_replicate(s, p, set, queue, specs, parsed, order, todo, now);
+  tw_policy_set_unref(set);
+  for (size_t k = 0; k < todo; k++)
+    changes += sched__place_job(s, &queue[order[k]], now);
+  for (size_t i = 0; i < n; i++) {
+    if (parsed[i])
+      tw_spec_release(&specs[i]);
+    tw_job_rec_release(&queue[i]);
+  }
+  free(queue);
+  free(specs);
+  free(parsed);
+  free(qj);
+  free(order);
+  return changes;
 }
 
 bool sched__parse_spec(const struct tw_job_rec *job, struct tw_job_spec *spec) {
@@ -117,6 +614,10 @@ static void placement_json(struct tw_buf *b, const struct tw_offer *o,
   tw_buf_json_str(b, o->id);
   tw_buf_adds(b, ",\"explain\":");
   tw_buf_json_str(b, explain);
+  if (launch_plan_json) { /* the candidates and rejections behind it */
+    tw_buf_adds(b, ",\"plan\":");
+    tw_buf_adds(b, launch_plan_json);
+  }
   tw_buf_addc(b, '}');
 }
 
@@ -240,20 +741,53 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t n
   struct spot_plan plan;
   sched__spot_plan(s, job, &spec, past, n_past, now, &excl, &n_excl, &plan);
 
+  /* placement: the policy set in force, the plan with its explanation */
+  struct sched_place *sp = sched_place_of(s);
+  struct tw_policy_set *set = NULL;
+  struct tw_offer_index *pix = NULL;
+  tw_placer_acquire(sched_placer(sp), &set, &pix);
+  tw_offer_index_unref(pix); /* plans here use the scheduler's own index */
+  sched_index(s, sp);
+  struct tw_plan pplan;
+  sched_plan(s, sp, job, &spec, excl, n_excl, now, set, &pplan);
   struct tw_placement pl;
-  tw_place_rank(&spec, s->all.items, s->all.n, excl, n_excl, &pl);
+  tw_plan_to_placement(&pplan, &pl);
   char explain[512];
-  tw_placement_explain(&pl, explain, sizeof explain);
+  struct tw_buf eb, planj;
+  tw_buf_init(&eb);
+  tw_buf_init(&planj);
+  tw_plan_explain(&pplan, &eb);
+  snprintf(explain, sizeof explain, "%s", eb.data ? eb.data : "");
+  tw_buf_release(&eb);
+  tw_plan_to_json(&pplan, 5, &planj);
   sched__spot_order(s, job, &plan, &pl, explain, sizeof explain, now);
-  if (spec.nodes > 1) {
-    tw_store_job_note(s->store, job->id,
-                      "waiting: multi-node gangs are not placed on clouds yet", &err);
-    goto out;
+  if (spec.nodes > 1 && pl.n) {
+    /* The plan put the gang in one zone.  It is launched as one request,
+     * so only providers that run a multi-node job as one (batch: Slurm)
+     * take it today: a cloud gang would be several instances for one
+     * attempt, which the monitor and the reconciler do not follow yet. */
+    size_t k = 0;
+    for (size_t i = 0; i < pl.n; i++) {
+      struct pcache *gpc = sched__provider(s, pl.cands[i].offer->account);
+      if (gpc && tw_provider_supports(gpc->p, TW_PROV_BATCH))
+        pl.cands[k++] = pl.cands[i];
+    }
+    if (!k) {
+      char note[1024];
+      snprintf(note, sizeof note,
+               "waiting: a gang of %d fits best on %s, but gangs are launched on batch "
+               "providers (Slurm) only; %s",
+               spec.nodes, pl.cands[0].offer->id, explain);
+      tw_store_job_note(s->store, job->id, note, &err);
+      goto out;
+    }
+    pl.n = k;
   }
   if (pl.n == 0) {
     char note[600];
     snprintf(note, sizeof note, "no offer fits: %s", explain);
     tw_store_job_note(s->store, job->id, note, &err);
+    sched_reserve(s, sp, job, &spec, now, set);
     goto out;
   }
   if (s->tenancy && tw_tenancy_place_filter(s->tenancy, job, &spec, &pl))
@@ -262,7 +796,10 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t n
   for (size_t i = 0; i < pl.n && !placed; i++) {
     const struct tw_offer *o = pl.cands[i].offer;
     char why[1100];
-    snprintf(why, sizeof why, "cheapest feasible offer %s (%s)", o->id, explain);
+    char cost[32];
+    tw_policy_fmt_uusd(pl.cands[i].cost_uusd, cost, sizeof cost);
+    snprintf(why, sizeof why, "%s %s, expected %s (%s)",
+             i ? "next best offer" : "best offer", o->id, cost, explain);
     struct tw_attempt_new an = {.job_id = job->id, .provider = o->account,
                                 .offer_id = o->id, .market = tw_market_str(o->market),
                                 .price_uusd_per_hour = o->price_uusd_per_hour,
@@ -277,9 +814,14 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t n
     }
     opened = true;
     changes++;
+    launch_plan_json = planj.data;
     enum tw_rc rc = sched__launch(s, job, &spec, &a, o, pl.cands[i].cost_uusd, explain);
-    if (rc == TW_OK)
+    launch_plan_json = NULL;
+    if (rc == TW_OK) {
       placed = true;
+      if (o->capacity >= 0) /* private: these nodes are taken until relisted */
+        tw_capacity_view_take(&sp->cap, o->id, spec.nodes > 0 ? spec.nodes : 1);
+    }
     else if (rc != TW_E_CAPACITY && rc != TW_E_QUOTA && rc != TW_E_INVALID) {
       retry_later = true; /* throttled, auth, down: not the offer's fault */
       break;
@@ -297,6 +839,9 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t n
     backoff_clear(s, job->id);
 out:
   tw_placement_release(&pl);
+  tw_plan_release(&pplan);
+  tw_buf_release(&planj);
+  tw_policy_set_unref(set);
   free(excl);
   free(past);
   tw_spec_release(&spec);
@@ -306,21 +851,13 @@ out:
 int tw_sched_tick(struct tw_sched *s) {
   int changes = 0;
   int64_t now = tw_clock_now_ms(s->clock);
-  struct tw_err err = {0};
   refresh_offers(s, now);
   if (s->tenancy) /* what each tenant holds: live attempts' reservations */
     tw_tenancy_place_begin(s->tenancy);
 
   changes += sched__follow(s, now);
 
-  struct tw_job_rec *queue = NULL;
-  size_t n = 0;
-  if (tw_store_jobs_queued(s->store, TW_JOB_PENDING, s->max_place, &queue, &n, &err) == TW_OK)
-    for (size_t i = 0; i < n; i++) {
-      changes += sched__place_job(s, &queue[i], now);
-      tw_job_rec_release(&queue[i]);
-    }
-  free(queue);
+  changes += sched_place_pending(s, now);
   return changes;
 }
 
@@ -366,7 +903,9 @@ void tw_sched_free(struct tw_sched *s) {
   }
   for (size_t i = 0; i < s->n_pc; i++)
     tw_offer_list_release(&s->pc[i].offers);
+  sched__offers_changing(s);
   tw_offer_list_release(&s->all);
+  sched_place_free(s);
   free(s->pc);
   free(s->backoff);
   sched__spot_free(s);

@@ -97,8 +97,8 @@ static void capacity_filter(const struct tw_policy *self, const struct tw_place_
   if (f < ctx->nodes) {
     v->pass = false;
     v->amount = ctx->nodes - f;
-    snprintf(v->reason, sizeof v->reason, "without %d free nodes (%lld free)", ctx->nodes,
-             (long long)f);
+    snprintf(v->reason, sizeof v->reason, "short of free nodes (%d wanted, %lld free)",
+             ctx->nodes, (long long)f);
   }
 }
 

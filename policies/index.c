@@ -518,6 +518,11 @@ enum tw_rc tw_offer_index_build_take(struct tw_offer *offers, size_t n,
   return rc;
 }
 
+void tw_offer_index_own_source(struct tw_offer_index *ix) {
+  /* the release of the caller's reference publishes this store */
+  ix->src.free = owned_free;
+}
+
 struct tw_offer_index *tw_offer_index_ref(struct tw_offer_index *ix) {
   if (ix)
     __atomic_add_fetch(&ix->refs, 1, __ATOMIC_RELAXED);

@@ -64,6 +64,13 @@ enum tw_rc tw_offer_index_build_take(struct tw_offer *offers, size_t n,
                                      struct tw_offer_index **out,
                                      struct tw_err *err);
 
+/* From now on the index owns the array its tw_offer_source_array source
+ * points at, and free()s it with itself: the scheduler hands an index its
+ * offers when it replaces them, so plans still holding the index (REST
+ * handlers) keep reading valid offers.  Call only while holding a
+ * reference, from the thread that built it. */
+void tw_offer_index_own_source(struct tw_offer_index *ix);
+
 /* Reference counting: build returns one reference. */
 struct tw_offer_index *tw_offer_index_ref(struct tw_offer_index *ix);
 void tw_offer_index_unref(struct tw_offer_index *ix);

@@ -49,8 +49,7 @@ static int by_base(const void *a, const void *b) {
     return sort_base[x] > sort_base[y] ? -1 : 1;
   if (sort_jobs[x].created_ms != sort_jobs[y].created_ms)
     return sort_jobs[x].created_ms < sort_jobs[y].created_ms ? -1 : 1;
-  int c = strcmp(sort_jobs[x].id, sort_jobs[y].id);
-  return c ? c : (x < y ? -1 : 1);
+  return x < y ? -1 : x > y;
 }
 
 void tw_queue_order(const struct tw_queue_params *p, int64_t now_ms,
@@ -99,7 +98,7 @@ void tw_queue_order(const struct tw_queue_params *p, int64_t now_ms,
       if (!better && key == best_key) {
         size_t bj = t[best_t].jobs[t[best_t].next];
         better = jobs[j].created_ms < jobs[bj].created_ms ||
-                 (jobs[j].created_ms == jobs[bj].created_ms && strcmp(jobs[j].id, jobs[bj].id) < 0);
+                 (jobs[j].created_ms == jobs[bj].created_ms && j < bj);
       }
       if (better) {
         best_t = k;

@@ -16,7 +16,8 @@
  * before the next choice; so a tenant that already holds much waits
  * behind one that holds little, by as many points as the weight says,
  * and aging lifts a job that has waited long over both.  Ties go to the
- * job submitted first, then to its id.
+ * job submitted first, then to the one given first (the store lists jobs
+ * of one millisecond in the order they were stored).
  *
  * Pure; thread-safe. */
 #ifndef TW_POLICIES_QUEUE_H

@@ -38,7 +38,7 @@ static void order_of(const struct tw_queue_job *jobs, size_t n,
   assert_string_equal(got, want);
 }
 
-static void priority_then_age_then_id(void **state) {
+static void priority_then_age_then_given_order(void **state) {
   (void)state;
   struct tw_queue_job j[] = {
       {"a", "t", 0, NOW - 1000, 1, 1, 0},
@@ -168,7 +168,7 @@ static void replication_pays_off_with_enough_readers(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(priority_then_age_then_id),
+      cmocka_unit_test(priority_then_age_then_given_order),
       cmocka_unit_test(aging_lifts_a_waiting_job_up_to_a_cap),
       cmocka_unit_test(a_tenant_holding_much_waits_behind_one_holding_little),
       cmocka_unit_test(equal_tenants_take_turns),

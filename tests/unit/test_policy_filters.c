@@ -143,7 +143,7 @@ static const struct row ROWS[] = {
     {"blocklist", "name: t", "aws", true, NULL, -1},
     /* capacity: private offers only */
     {"capacity", "name: t\nnodes: 2", "private", true, NULL, -1},
-    {"capacity", "name: t\nnodes: 3", "private", false, "without 3 free nodes (2 free)", 1},
+    {"capacity", "name: t\nnodes: 3", "private", false, "short of free nodes (3 wanted, 2 free)", 1},
     {"capacity", "name: t\nnodes: 64", "aws", true, NULL, -1},
     /* backfill: the head job reserved 2 nodes of the private pool from
      * 02:00; 1 node beside it, or ending before it, passes */

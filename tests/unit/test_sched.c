@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "broker/datasets.h"
 #include "broker/sched.h"
 #include "broker/spec.h"
 #include "broker/store.h"
@@ -94,7 +95,8 @@ static void submit(const char *yaml, char id[TW_JOB_ID_LEN + 1]) {
   tw_buf_init(&b);
   tw_spec_to_json(&spec, &b);
   struct tw_job_new req = {.name = spec.name, .tenant = spec.tenant,
-                           .project = spec.project, .spec_json = b.data};
+                           .project = spec.project, .priority = spec.priority,
+                           .spec_json = b.data};
   struct tw_job_rec j;
   assert_int_equal(tw_store_job_create(store, &req, &j, NULL, &err), TW_OK);
   memcpy(id, j.id, TW_JOB_ID_LEN + 1);
@@ -125,8 +127,10 @@ static void cheapest_feasible_offer_runs_to_completion(void **state) {
   assert_int_equal(j.state, TW_JOB_PROVISIONING);
   assert_non_null(strstr(j.placement_json, "\"zone\":\"r1a\""));
   assert_non_null(strstr(j.placement_json, "\"instance_type\":\"gpu.spot\""));
-  /* 10 minutes at $2/h */
-  assert_non_null(strstr(j.placement_json, "\"expected_cost_uusd\":333334"));
+  /* 10 minutes at $2/h, and the expected cost of spot interruptions (an
+   * unknown band counts as 10%/month: 1 s of lost work and restart) */
+  assert_non_null(strstr(j.placement_json, "\"compute_uusd\":333334,\"spot_risk_uusd\":556"));
+  assert_non_null(strstr(j.placement_json, "\"expected_cost_uusd\":333890"));
   tw_job_rec_release(&j);
   tw_sched_tick(sched);
   assert_int_equal(state_of(id), TW_JOB_RUNNING);
@@ -173,13 +177,13 @@ static void nothing_fits_stays_pending_with_counts(void **state) {
   tw_sched_tick(sched);
   struct tw_job_rec j = get(id);
   assert_int_equal(j.state, TW_JOB_PENDING);
-  assert_string_equal(j.reason, "no offer fits: 0 of 4 offers fit: 4 without the accelerators");
+  assert_string_equal(j.reason, "no offer fits: 4 offers, 0 fit: 4 without 8 H100");
   tw_job_rec_release(&j);
   char id2[TW_JOB_ID_LEN + 1];
   submit("name: cheap\nresources: {accelerators: A100:8}\nmax_price_per_hour: 1\n", id2);
   tw_sched_tick(sched);
   j = get(id2);
-  assert_non_null(strstr(j.reason, "1 without the accelerators, 3 over max price"));
+  assert_non_null(strstr(j.reason, "4 offers, 0 fit: 3 over max price $1.00/h, 1 without 8 A100"));
   tw_job_rec_release(&j);
 }
 
@@ -338,6 +342,163 @@ static void offer_refusing_the_request_is_avoided(void **state) {
   tw_job_rec_release(&j);
 }
 
+/* ---- placement: queue order, the stored plan, replication, backfill --- */
+
+static void offer_at(struct tw_fake *f, const char *pname, const char *acct, const char *region,
+                     const char *zone, const char *type, enum tw_market m, int64_t price,
+                     int vcpus, int64_t capacity) {
+  struct tw_offer o;
+  tw_offer_init(&o);
+  snprintf(o.provider, sizeof o.provider, "%s", pname);
+  snprintf(o.account, sizeof o.account, "%s", acct);
+  snprintf(o.region, sizeof o.region, "%s", region);
+  snprintf(o.zone, sizeof o.zone, "%s", zone);
+  snprintf(o.instance_type, sizeof o.instance_type, "%s", type);
+  o.arch = TW_ARCH_X86_64;
+  o.vcpus = vcpus;
+  o.memory_mib = vcpus * 4096;
+  o.market = m;
+  o.price_uusd_per_hour = price;
+  o.billing_granularity_s = 1;
+  o.capacity = capacity;
+  tw_offer_make_id(&o);
+  tw_fake_add_offer(f, &o);
+}
+
+static bool has_event(const char *id, const char *text) {
+  struct tw_job_event *ev;
+  size_t n;
+  bool found = false;
+  assert_int_equal(tw_store_job_events(store, id, &ev, &n, NULL), TW_OK);
+  for (size_t i = 0; i < n; i++) {
+    found |= ev[i].reason && strstr(ev[i].reason, text) != NULL;
+    free(ev[i].reason);
+  }
+  free(ev);
+  return found;
+}
+
+static void the_tenant_holding_less_goes_first(void **state) {
+  (void)state;
+  tw_sched_free(sched);
+  struct tw_sched_opts o = {.store = store, .clock = &clk, .providers = &prov,
+                            .n_providers = 1, .max_place_per_tick = 1};
+  assert_int_equal(tw_sched_new(&o, &sched, NULL), TW_OK);
+  char a1[TW_JOB_ID_LEN + 1], a2[TW_JOB_ID_LEN + 1], b1[TW_JOB_ID_LEN + 1];
+  submit("name: a1\ntenant: a\nresources: {cpus: 4}\nduration: 1h\n", a1);
+  tw_sched_tick(sched);
+  assert_int_equal(state_of(a1), TW_JOB_PROVISIONING);
+  /* a2 waited longer than b1, but tenant a holds a1's vCPUs */
+  submit("name: a2\ntenant: a\nresources: {cpus: 4}\n", a2);
+  tw_clock_advance(&clk, 1);
+  submit("name: b1\ntenant: b\nresources: {cpus: 4}\n", b1);
+  tw_sched_tick(sched);
+  assert_int_equal(state_of(b1), TW_JOB_PROVISIONING);
+  assert_int_equal(state_of(a2), TW_JOB_PENDING);
+  tw_sched_tick(sched);
+  assert_int_equal(state_of(a2), TW_JOB_PROVISIONING);
+}
+
+static void the_stored_placement_carries_its_plan(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: p\nresources: {accelerators: A100:8}\nmax_price_per_hour: \"2.2\"\n", id);
+  tw_sched_tick(sched);
+  struct tw_job_rec j = get(id);
+  assert_int_equal(j.state, TW_JOB_PROVISIONING);
+  assert_non_null(strstr(j.placement_json, "\"plan\":{\"offers\":4,\"counted\":true,\"feasible\":1"));
+  assert_non_null(strstr(j.placement_json, "\"explain\":\"4 offers, 1 fit: 2 over max price $2.20/h, "
+                                           "1 without 8 A100\""));
+  assert_non_null(strstr(j.placement_json, "{\"filter\":\"price\",\"stage\":\"offer\",\"count\":2"));
+  tw_job_rec_release(&j);
+  /* an hour by default, and a second of expected spot losses */
+  assert_true(has_event(id, "best offer fake-a:r1:r1a:gpu.spot:spot, expected $2.000556"));
+}
+
+static void readers_of_one_dataset_share_one_copy(void **state) {
+  (void)state;
+  /* 1 TB in azure:westeurope; the cheapest machines are in aws:us-east-1:
+   * three readers would pay $90 of egress each, one copy pays it once */
+  offer_at(fake, "aws", "fake-a", "us-east-1", "us-east-1a", "m5.xlarge", TW_MARKET_ON_DEMAND,
+           50000, 4, -1);
+  char id[3][TW_JOB_ID_LEN + 1];
+  for (int i = 0; i < 3; i++)
+    submit("name: r\nresources: {cpus: 4}\nduration: 5h\n"
+           "datasets: [{uri: s3://corpus/v3, size: 1TB, location: azure:westeurope}]\n",
+           id[i]);
+  tw_sched_tick(sched);
+  struct tw_dataset_rec ds;
+  assert_int_equal(tw_datasets_get(store, "s3://corpus/v3", &ds, NULL), TW_OK);
+  assert_int_equal(ds.n_locations, 2);
+  int rep = !strcmp(ds.locations[1].location, "aws:us-east-1");
+  assert_string_equal(ds.locations[1 - rep].location, "azure:westeurope");
+  assert_string_equal(ds.locations[1 - rep].origin, "registered");
+  assert_string_equal(ds.locations[rep].location, "aws:us-east-1");
+  assert_string_equal(ds.locations[rep].origin, "replicated");
+  assert_int_equal(ds.locations[rep].cost_uusd, 90000000);
+  tw_dataset_rec_release(&ds);
+  for (int i = 0; i < 3; i++) {
+    struct tw_job_rec j = get(id[i]);
+    assert_int_equal(j.state, TW_JOB_PROVISIONING);
+    assert_non_null(strstr(j.placement_json, "\"region\":\"us-east-1\""));
+    assert_non_null(strstr(j.placement_json, "\"egress_uusd\":0,"));
+    tw_job_rec_release(&j);
+    assert_true(has_event(id[i], "replicated to aws:us-east-1 once for 3 jobs"));
+  }
+}
+
+static void backfill_keeps_the_head_jobs_reservation(void **state) {
+  (void)state;
+  /* a batch provider with a private pool of 5 nodes */
+  static struct tw_provider_ops batch;
+  batch = tw_provider_fake;
+  batch.supports |= TW_PROV_BATCH;
+  struct tw_provider *bp;
+  assert_int_equal(tw_provider_new_ops(&batch, "fake-b", NULL, &clk, &bp, NULL), TW_OK);
+  offer_at(tw_fake_of(bp), "slurm", "fake-b", "hpc", "p1", "node", TW_MARKET_PRIVATE, 500000, 4, 5);
+  tw_sched_free(sched);
+  struct tw_provider *both[] = {prov, bp};
+  struct tw_sched_opts o = {.store = store, .clock = &clk, .providers = both, .n_providers = 2};
+  assert_int_equal(tw_sched_new(&o, &sched, NULL), TW_OK);
+  char l[TW_JOB_ID_LEN + 1], h[TW_JOB_ID_LEN + 1], s1[TW_JOB_ID_LEN + 1], s2[TW_JOB_ID_LEN + 1];
+  submit("name: l\nnodes: 3\nduration: 10h\nplacement: {providers: [slurm]}\n", l);
+  tw_sched_tick(sched);
+  assert_int_equal(state_of(l), TW_JOB_PROVISIONING);
+  submit("name: h\npriority: 10\nnodes: 4\nduration: 2h\nplacement: {providers: [slurm]}\n", h);
+  submit("name: s1\npriority: 5\nduration: 1h\nplacement: {providers: [slurm]}\n", s1);
+  submit("name: s2\npriority: 1\nduration: 20h\nplacement: {providers: [slurm]}\n", s2);
+  tw_sched_tick(sched);
+  /* l holds 3 nodes for 10 h; h needs 4 and waits for them; s1 takes a
+   * free node and gives it back before then; s2 would still hold its node
+   * when h's reservation starts */
+  assert_int_equal(state_of(h), TW_JOB_PENDING);
+  assert_true(has_event(h, "waiting for private capacity: 4 nodes of fake-b:hpc:p1:node:on-demand "
+                           "reserved from 2025-11-30T10:00:00.000Z"));
+  assert_int_equal(state_of(s1), TW_JOB_PROVISIONING);
+  assert_int_equal(state_of(s2), TW_JOB_PENDING);
+  struct tw_job_rec j = get(s2);
+  char want[128];
+  snprintf(want, sizeof want, "1 reserved for job %s", h);
+  if (!strstr(j.reason, want))
+    fail_msg("s2: %s", j.reason);
+  tw_job_rec_release(&j);
+  tw_sched_free(sched);
+  sched = NULL;
+  tw_provider_free(bp);
+}
+
+static void a_gang_on_a_cloud_waits_with_the_reason(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: g\nresources: {cpus: 4}\nnodes: 2\n", id);
+  tw_sched_tick(sched);
+  struct tw_job_rec j = get(id);
+  assert_int_equal(j.state, TW_JOB_PENDING);
+  assert_non_null(strstr(j.reason, "a gang of 2 fits best on fake-a:r1:r1a:cpu.small:on-demand, "
+                                   "but gangs are launched on batch providers (Slurm) only"));
+  tw_job_rec_release(&j);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -350,6 +511,11 @@ int main(void) {
       T(throttled_launch_waits_for_the_next_pass),
       T(batch_workload_exit_code_decides_the_outcome),
       T(offer_refusing_the_request_is_avoided),
+      T(the_tenant_holding_less_goes_first),
+      T(the_stored_placement_carries_its_plan),
+      T(readers_of_one_dataset_share_one_copy),
+      T(backfill_keeps_the_head_jobs_reservation),
+      T(a_gang_on_a_cloud_waits_with_the_reason),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
