@@ -95,10 +95,12 @@ int64_t tw_checkpoint_kept(const struct tw_ckpt_calc *c, const char **how) {
     why = "saved at the notice";
   } else if (c->interval_s > 0) {
     kept = c->resume_s + run / c->interval_s * c->interval_s;
-    why = "last periodic checkpoint";
+    why = c->request_run_s >= 0 ? "notice too short to save; last periodic checkpoint"
+                                : "last periodic checkpoint";
   } else {
     kept = c->resume_s;
-    why = "nothing saved since the last checkpoint";
+    why = c->request_run_s >= 0 ? "notice too short to save"
+                                : "nothing saved since the last checkpoint";
   }
   if (kept > c->work_s)
     kept = c->work_s;

@@ -439,6 +439,10 @@ static int end_and_recover(struct tw_sched *s, const struct tw_attempt_rec *a,
   char cause[16];
   bool asked = false;
   tw_checkpoint_request_get(s->store, a->id, &asked, &req, cause, &err);
+  /* a move is timed right after a periodic checkpoint: that is what the
+   * job keeps, not a save on request */
+  if (asked && !strcmp(cause, "move"))
+    asked = false;
   int64_t resume = st && st->resume_s >= 0 ? st->resume_s : resume_of(s, a->job_id);
   struct tw_ckpt_calc c = {
       .enabled = have_spec && (spec.checkpoint_uri || spec.checkpoint_interval_s),

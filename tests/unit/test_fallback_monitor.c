@@ -560,7 +560,7 @@ static void kept_progress_follows_the_contract(void **state) {
       /* a notice too short to save in */
       {{.enabled = true, .interval_s = 300, .work_s = 3600, .resume_s = 600, .run_s = 900,
         .request_run_s = 895, .grace_s = 5},
-       1500, "last periodic checkpoint"},
+       1500, "notice too short to save; last periodic checkpoint"},
       {{.enabled = true, .work_s = 3600, .resume_s = 600, .run_s = 900, .request_run_s = -1},
        600, "nothing saved since the last checkpoint"},
       {{.enabled = true, .work_s = 1000, .resume_s = 600, .run_s = 900, .request_run_s = 900,
