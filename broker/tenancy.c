@@ -769,8 +769,10 @@ enum tw_rc tw_tenancy_tenant_create(struct tw_tenancy *t, const char *name,
                         name ? name : "");
   struct tenant_arg a = {.name = name, .now = tw_clock_now_ms(t->clock)};
   enum tw_rc rc = tw_store_write(t->store, op_tenant_create, &a, err);
-  if (rc == TW_OK)
+  if (rc == TW_OK) {
+    tn_cache_changed(t);
     tw_log_info("tenancy", "tenant=%s created", name);
+  }
   return rc;
 }
 
@@ -896,6 +898,63 @@ enum tw_rc tw_tenancy_request_done(struct tw_tenancy *t,
                                    struct tw_err *err) {
   struct done_arg a = {.ev = ev, .job = job, .now = tw_clock_now_ms(t->clock)};
   return tw_store_write(t->store, op_request_done, &a, err);
+}
+
+/* ---- the quota and budget cache -------------------------------------------------- */
+
+void tn_cache_changed(struct tw_tenancy *t) {
+  __atomic_add_fetch(&t->gen, 1, __ATOMIC_ACQ_REL);
+}
+
+/* Reloads when stale; called with cmu held.  On a failed load the cache
+ * stays stale and the next lookup tries again. */
+static void cache_fresh(struct tw_tenancy *t) {
+  uint64_t gen = __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE);
+  if (gen == t->loaded_gen)
+    return;
+  struct tw_quota *q = NULL;
+  struct tw_budget *b = NULL;
+  size_t nq = 0, nb = 0;
+  struct tw_err err = {0};
+  if (tn_load_all_quotas(t, &q, &nq, &err) || tn_load_all_budgets(t, &b, &nb, &err)) {
+    tw_log_warn("tenancy", "quotas and budgets not reloaded: %s", err.msg);
+    free(q);
+    free(b);
+    return;
+  }
+  free(t->cq);
+  free(t->cb);
+  t->cq = q;
+  t->n_cq = nq;
+  t->cb = b;
+  t->n_cb = nb;
+  t->loaded_gen = gen;
+}
+
+bool tn_cache_quota(struct tw_tenancy *t, const char *tenant, struct tw_quota *out) {
+  bool found = false;
+  pthread_mutex_lock(&t->cmu);
+  cache_fresh(t);
+  for (size_t i = 0; i < t->n_cq && !found; i++)
+    if (!strcmp(t->cq[i].tenant, tenant)) {
+      *out = t->cq[i];
+      found = true;
+    }
+  pthread_mutex_unlock(&t->cmu);
+  return found;
+}
+
+size_t tn_cache_budgets(struct tw_tenancy *t, const char *tenant, const char *project,
+                        struct tw_budget out[2]) {
+  size_t n = 0;
+  pthread_mutex_lock(&t->cmu);
+  cache_fresh(t);
+  for (size_t i = 0; i < t->n_cb && n < 2; i++)
+    if (!strcmp(t->cb[i].tenant, tenant) &&
+        (!t->cb[i].project[0] || (project && !strcmp(t->cb[i].project, project))))
+      out[n++] = t->cb[i];
+  pthread_mutex_unlock(&t->cmu);
+  return n;
 }
 
 /* ---- opening and the first admin token ------------------------------------------ */
@@ -1026,6 +1085,8 @@ enum tw_rc tw_tenancy_open(const struct tw_tenancy_opts *opts,
   t->n_providers = opts->n_providers;
   t->webhook_timeout_ms = opts->webhook_timeout_ms > 0 ? opts->webhook_timeout_ms : 5000;
   pthread_mutex_init(&t->mu, NULL);
+  pthread_mutex_init(&t->cmu, NULL);
+  t->gen = 1;
   pthread_mutex_init(&t->tmu, NULL);
   pthread_cond_init(&t->tcv, NULL);
   if ((rc = tw_audit_open(t->store, t->clock, &t->audit, err)) ||
@@ -1086,7 +1147,10 @@ void tw_tenancy_free(struct tw_tenancy *t) {
   free(t->offers);
   free(t->resv);
   free(t->quotas);
+  free(t->cq);
+  free(t->cb);
   pthread_mutex_destroy(&t->mu);
+  pthread_mutex_destroy(&t->cmu);
   pthread_mutex_destroy(&t->tmu);
   pthread_cond_destroy(&t->tcv);
   free(t);

@@ -237,6 +237,11 @@ enum tw_rc tw_tenancy_budget_get(struct tw_tenancy *t, const char *tenant,
   return rc;
 }
 
+enum tw_rc tn_load_all_budgets(struct tw_tenancy *t, struct tw_budget **out, size_t *n,
+                               struct tw_err *err) {
+  return tw_tenancy_budget_list(t, NULL, out, n, err);
+}
+
 enum tw_rc tw_tenancy_budget_list(struct tw_tenancy *t, const char *tenant,
                                   struct tw_budget **out, size_t *n,
                                   struct tw_err *err) {
@@ -350,6 +355,8 @@ enum tw_rc tw_tenancy_budget_set(struct tw_tenancy *t, const struct tw_budget *b
     return rc;
   struct budget_arg a = {.put = b, .if_version = if_version};
   rc = tw_store_write(t->store, op_budget_put, &a, err);
+  if (rc == TW_OK)
+    tn_cache_changed(t);
   if (rc == TW_OK && a.n && out)
     *out = a.items[0];
   free(a.items);
@@ -540,15 +547,12 @@ int64_t tn_project_cost(struct tw_tenancy *t, const struct tw_job_spec *spec,
 
 enum tw_rc tn_budget_admit(struct tw_tenancy *t, const struct tw_job_spec *spec,
                            int64_t projected, struct tw_err *err) {
-  const char *scopes[2] = {"", spec->project};
-  for (int i = 0; i < 2; i++) {
-    struct tw_budget b;
+  struct tw_budget bs[2];
+  size_t nb = tn_cache_budgets(t, spec->tenant, spec->project, bs);
+  for (size_t i = 0; i < nb; i++) {
+    const struct tw_budget b = bs[i];
     struct tw_err e2 = {0};
-    enum tw_rc rc = tw_tenancy_budget_get(t, spec->tenant, scopes[i], &b, &e2);
-    if (rc == TW_E_NOTFOUND)
-      continue;
-    if (rc)
-      return tw_err_set(err, rc, "%s", e2.msg);
+    enum tw_rc rc;
     if (!b.hard)
       continue;
     struct tw_budget_status s;
@@ -582,18 +586,9 @@ enum tw_rc tw_tenancy_admit(struct tw_tenancy *t, const struct tw_job_spec *spec
   const char *action = "quota.refuse";
   if (rc == TW_OK) {
     /* project only when some budget may use it: ranking offers costs */
-    struct tw_budget *bs = NULL;
-    size_t nb = 0;
-    struct tw_err e2 = {0};
-    if (tw_tenancy_budget_list(t, spec->tenant, &bs, &nb, &e2) == TW_OK) {
-      bool any = false;
-      for (size_t i = 0; i < nb; i++)
-        any |= !bs[i].project[0] || !strcmp(bs[i].project, spec->project);
-      if (any)
-        out->projected_uusd = tn_project_cost(t, spec, out->projection,
-                                              sizeof out->projection);
-    }
-    free(bs);
+    struct tw_budget bs[2];
+    if (tn_cache_budgets(t, spec->tenant, spec->project, bs))
+      out->projected_uusd = tn_project_cost(t, spec, out->projection, sizeof out->projection);
     rc = tn_budget_admit(t, spec, out->projected_uusd, err);
     action = "budget.refuse";
   }

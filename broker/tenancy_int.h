@@ -65,6 +65,16 @@ struct tw_tenancy {
   struct tn_held held[64];
   size_t n_held;
 
+  /* Quotas and budgets change rarely and are read at every submission:
+   * a copy of all of them, reloaded when a write of this process bumped
+   * gen (the daemon is their only writer). */
+  pthread_mutex_t cmu;
+  uint64_t gen, loaded_gen; /* gen: atomic */
+  struct tw_quota *cq;
+  size_t n_cq;
+  struct tw_budget *cb;
+  size_t n_cb;
+
   /* maintenance thread */
   pthread_t thread;
   bool started, stopping;
@@ -82,6 +92,19 @@ void tn_col(sqlite3_stmt *st, int i, char *out, size_t outsz);
 void tn_audit(struct tw_tenancy *t, const char *principal, const char *tenant,
               const char *action, const char *object, const char *outcome,
               const char *request_id, const char *detail);
+
+/* The cache: tn_cache_changed() after every write to tenants, quotas or
+ * budgets; the lookups copy under the lock.  false: not configured. */
+void tn_cache_changed(struct tw_tenancy *t);
+bool tn_cache_quota(struct tw_tenancy *t, const char *tenant, struct tw_quota *out);
+/* The budgets of tenant that apply to project (tenant-wide and the
+ * project's), at most 2, into out; returns how many. */
+size_t tn_cache_budgets(struct tw_tenancy *t, const char *tenant, const char *project,
+                        struct tw_budget out[2]);
+enum tw_rc tn_load_all_budgets(struct tw_tenancy *t, struct tw_budget **out, size_t *n,
+                               struct tw_err *err);
+enum tw_rc tn_load_all_quotas(struct tw_tenancy *t, struct tw_quota **out, size_t *n,
+                              struct tw_err *err);
 
 /* tenancy_budget.c: the period [start, end) holding now. */
 void tn_period(enum tw_budget_period p, int64_t now_ms, int64_t *start,

@@ -130,6 +130,19 @@ static enum tw_rc op_quota_load(struct tw_store *s, sqlite3 *db, void *varg,
   return load_quotas(db, varg, err);
 }
 
+enum tw_rc tn_load_all_quotas(struct tw_tenancy *t, struct tw_quota **out, size_t *n,
+                              struct tw_err *err) {
+  struct quota_arg a = {0};
+  enum tw_rc rc = tw_store_read(t->store, op_quota_load, &a, err);
+  if (rc) {
+    free(a.items);
+    return rc;
+  }
+  *out = a.items;
+  *n = a.n;
+  return TW_OK;
+}
+
 enum tw_rc tw_tenancy_quota_get(struct tw_tenancy *t, const char *tenant,
                                 struct tw_quota *out, struct tw_err *err) {
   struct quota_arg a = {.tenant = tenant};
@@ -255,6 +268,8 @@ enum tw_rc tw_tenancy_quota_set(struct tw_tenancy *t, const char *tenant,
     return rc;
   struct quota_arg a = {.tenant = tenant, .q = q, .if_version = if_version};
   rc = tw_store_write(t->store, op_quota_set, &a, err);
+  if (rc == TW_OK)
+    tn_cache_changed(t);
   if (rc == TW_OK && a.n == 1 && out)
     *out = a.items[0];
   free(a.items);
@@ -276,12 +291,8 @@ static void fmt_limit(const struct tw_quota_limit *l, bool cohort, char *out,
 enum tw_rc tn_quota_admit(struct tw_tenancy *t, const struct tw_job_spec *spec,
                           struct tw_err *err) {
   struct tw_quota q;
-  struct tw_err e2 = {0};
-  enum tw_rc rc = tw_tenancy_quota_get(t, spec->tenant, &q, &e2);
-  if (rc == TW_E_NOTFOUND)
+  if (!tn_cache_quota(t, spec->tenant, &q))
     return TW_OK; /* a tenant nobody configured has no quota */
-  if (rc)
-    return tw_err_set(err, rc, "%s", e2.msg);
   bool cohort = q.cohort[0] != '\0';
   int nodes = spec->nodes > 0 ? spec->nodes : 1;
   char lim[64];
