@@ -1,12 +1,53 @@
 /* h_reports.c - GET /v1/reports/spend: the ledger's spend, grouped, as
  * JSON, CSV, FOCUS 1.0 CSV or a self-contained HTML page
- * (billing/report.h). */
+ * (billing/report.h).  Budgets come from the tenancy module when it keeps
+ * monthly ones, else from the config's billing.budgets. */
 #include <string.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "api_int.h"
+#include "auth_int.h"
 #include "billing/ledger.h"
 #include "billing/report.h"
 #include "broker/clock.h"
+#include "broker/tenancy.h"
+
+/* The tenancy module's monthly budgets, when it keeps any; *out NULL
+ * otherwise (the report then reads the config's).  Weekly and daily
+ * budgets are left out: reports compare budgets with months. */
+static void tenancy_budgets(struct tw_req *r, struct tw_ledger_budget **out, size_t *n) {
+  struct tw_tenancy *t = tw_auth_tenancy(r);
+  struct tw_tenant_info *tenants = NULL;
+  size_t nt = 0, cap = 0;
+  struct tw_err err = {0};
+  *out = NULL;
+  *n = 0;
+  if (!t || tw_tenancy_tenant_list(t, &tenants, &nt, &err))
+    return;
+  for (size_t i = 0; i < nt; i++) {
+    struct tw_budget *b = NULL;
+    size_t nb = 0;
+    if (tw_tenancy_budget_list(t, tenants[i].name, &b, &nb, &err))
+      continue;
+    for (size_t k = 0; k < nb; k++) {
+      if (b[k].period != TW_PERIOD_MONTHLY || b[k].limit_uusd <= 0)
+        continue;
+      if (*n == cap) {
+        cap = cap ? cap * 2 : 8;
+        *out = tw_realloc(*out, cap * sizeof **out);
+      }
+      struct tw_ledger_budget *x = &(*out)[(*n)++];
+      memset(x, 0, sizeof *x);
+      snprintf(x->tenant, sizeof x->tenant, "%s", b[k].tenant);
+      snprintf(x->project, sizeof x->project, "%s", b[k].project);
+      x->limit_uusd = b[k].limit_uusd;
+    }
+    free(b);
+  }
+  free(tenants);
+}
 
 void tw_h_reports_spend(struct tw_req *r) {
   struct tw_err err = {0};
@@ -28,9 +69,20 @@ void tw_h_reports_spend(struct tw_req *r) {
   q.project = project && *project ? project : NULL;
   /* The daemon migrates the ledger at start (billing/meter.h); a server
    * started without metering still answers, with an empty ledger. */
+  struct tw_ledger_budget *budgets = NULL;
+  size_t n_budgets = 0;
+  tenancy_budgets(r, &budgets, &n_budgets);
+  if (n_budgets) {
+    q.budgets = budgets;
+    q.n_budgets = n_budgets;
+    q.budgets_source = "tenancy";
+  }
   const char *ctype = NULL;
-  if (tw_ledger_migrate(store, &err) ||
-      tw_report_render(store, &q, &r->out, &ctype, &err)) {
+  enum tw_rc rc = tw_ledger_migrate(store, &err);
+  if (rc == TW_OK)
+    rc = tw_report_render(store, &q, &r->out, &ctype, &err);
+  free(budgets);
+  if (rc) {
     tw_problem_err(r, &err);
     return;
   }

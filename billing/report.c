@@ -127,19 +127,6 @@ enum tw_rc tw_report_range_parse(const char *from, const char *to,
   return TW_OK;
 }
 
-/* ---- budgets ------------------------------------------------------------- */
-
-static tw_report_budget_fn budget_fn;
-static void *budget_ctx;
-static const char *budget_name = "config";
-
-void tw_report_set_budget_source(tw_report_budget_fn fn, void *ctx,
-                                 const char *name) {
-  budget_fn = fn;
-  budget_ctx = ctx;
-  budget_name = fn ? (name ? name : "custom") : "config";
-}
-
 /* ---- the model ---------------------------------------------------------------- */
 
 int64_t report__forecast(const struct tw_report *r, int64_t spent_uusd,
@@ -258,11 +245,17 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
     qsort(r->tenants, r->n_tenants, sizeof *r->tenants, tenant_cmp);
 
   /* budgets */
-  rc = budget_fn ? budget_fn(budget_ctx, s, &budgets, &n_budgets, err)
-                 : tw_ledger_budgets_get(s, &budgets, &n_budgets, err);
-  if (rc)
-    goto out;
-  r->budget_source = budget_name;
+  if (req->budgets_source) {
+    n_budgets = req->n_budgets;
+    budgets = tw_calloc(n_budgets ? n_budgets : 1, sizeof *budgets);
+    if (n_budgets)
+      memcpy(budgets, req->budgets, n_budgets * sizeof *budgets);
+    r->budget_source = req->budgets_source;
+  } else {
+    if ((rc = tw_ledger_budgets_get(s, &budgets, &n_budgets, err)))
+      goto out;
+    r->budget_source = "config";
+  }
   r->budgets = tw_calloc(n_budgets ? n_budgets : 1, sizeof *r->budgets);
   for (size_t i = 0; i < n_budgets; i++) {
     if (!budget_in_scope(req, &budgets[i]))

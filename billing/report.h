@@ -52,6 +52,13 @@ struct tw_report_req {
   const char *project;      /* NULL: every project */
   enum tw_report_format format;
   int64_t now_ms;           /* "now" of the forecast */
+  /* Monthly budgets to compare with.  budgets_source NULL: the ones the
+   * daemon stored from the config's `billing.budgets`
+   * (tw_ledger_budgets_get), reported as "config".  The API passes the
+   * tenancy module's budgets here when it keeps any ("tenancy"). */
+  const struct tw_ledger_budget *budgets;
+  size_t n_budgets;
+  const char *budgets_source;
 };
 
 /* Parses the range: each bound is RFC 3339 or a date (YYYY-MM-DD, midnight
@@ -68,17 +75,6 @@ enum tw_rc tw_report_range_parse(const char *from, const char *to,
 enum tw_rc tw_report_render(struct tw_store *s, const struct tw_report_req *req,
                             struct tw_buf *out, const char **content_type,
                             struct tw_err *err);
-
-/* Where budgets come from.  The default reads the ones the daemon stored
- * from the config's `billing.budgets` (tw_ledger_budgets_get).  The tenancy
- * module, which keeps budgets of its own, installs its source here at
- * start; the report then says "source": "tenancy".  fn returns an array of
- * *n budgets (free() it).  Not thread-safe: set before serving. */
-typedef enum tw_rc (*tw_report_budget_fn)(void *ctx, struct tw_store *s,
-                                          struct tw_ledger_budget **out,
-                                          size_t *n, struct tw_err *err);
-void tw_report_set_budget_source(tw_report_budget_fn fn, void *ctx,
-                                 const char *name);
 
 /* Formats micro-USD as a decimal dollar amount with six places
  * ("-0.000001", "1234.500000"): exact, for CSV and FOCUS. */
