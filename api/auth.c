@@ -264,9 +264,11 @@ static bool authenticate(struct tw_auth *a, struct tw_req *r, struct tw_auth_ctx
   enum tw_rc rc = tw_tenancy_authenticate(a->ten, token, &c->who, &err);
   OPENSSL_cleanse(token, sizeof token);
   if (rc == TW_E_AUTH) {
-    /* the token id is public: it identifies the attempt in the log */
+    /* a token's id is public and identifies the attempt in the log; text
+     * of any other shape might be somebody's secret and is not logged */
+    bool ours = !strncmp(tok, "twt_", 4);
     tw_log_info("auth", "request=%s token=%.16s refused: %s", r->request_id,
-                tok + 4, err.msg);
+                ours ? tok + 4 : "-", err.msg);
     unauthorized(r, err.msg, true);
     return false;
   }
