@@ -150,13 +150,15 @@ static const char SQL_ROLLBACK_TO[] = "ROLLBACK TO op";
 
 /* ---- connections with a statement cache --------------------------------- */
 
-#define STMT_CACHE 48
-
 struct conn {
   sqlite3 *db;
-  const char *sql[STMT_CACHE]; /* keyed by the address of constant text */
-  sqlite3_stmt *st[STMT_CACHE];
-  int n;
+  /* Keyed by the address of constant text.  It only grows: evicting would
+   * finalize a statement a caller may still be stepping (a module holding
+   * two at once), so every distinct statement stays prepared for the life
+   * of the connection; there are a few dozen. */
+  const char **sql;
+  sqlite3_stmt **st;
+  int n, cap;
 };
 
 struct wop {
@@ -207,23 +209,24 @@ static sqlite3_stmt *prep(struct conn *c, const char *sql, struct tw_err *err) {
     db_err(c->db, err, "prepare");
     return NULL;
   }
-  if (c->n < STMT_CACHE) {
-    c->sql[c->n] = sql;
-    c->st[c->n++] = st;
-  } else {
-    /* cache full: a programming error (more distinct statements than the
-     * cache holds); keep working by evicting the last slot */
-    sqlite3_finalize(c->st[STMT_CACHE - 1]);
-    c->sql[STMT_CACHE - 1] = sql;
-    c->st[STMT_CACHE - 1] = st;
+  if (c->n == c->cap) {
+    c->cap = c->cap ? c->cap * 2 : 32;
+    c->sql = tw_realloc(c->sql, (size_t)c->cap * sizeof *c->sql);
+    c->st = tw_realloc(c->st, (size_t)c->cap * sizeof *c->st);
   }
+  c->sql[c->n] = sql;
+  c->st[c->n++] = st;
   return st;
 }
 
 static void conn_close(struct conn *c) {
   for (int i = 0; i < c->n; i++)
     sqlite3_finalize(c->st[i]);
-  c->n = 0;
+  free(c->sql);
+  free(c->st);
+  c->sql = NULL;
+  c->st = NULL;
+  c->n = c->cap = 0;
   if (c->db)
     sqlite3_close(c->db);
   c->db = NULL;
