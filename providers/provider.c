@@ -543,6 +543,15 @@ enum tw_rc tw_provider_cfg_check_keys(const struct tw_node *cfg,
     const char *k = cfg->keys[i];
     if (in_list(k, keys) || in_list(k, common_keys))
       continue;
+    /* every secret an adapter reads from `<base>_env` may also be a sealed
+     * one, `<base>_secret` (tw_provider_cfg_secret) */
+    size_t kl = strlen(k);
+    if (kl > 7 && kl < 90 && !strcmp(k + kl - 7, "_secret")) {
+      char env_key[96];
+      snprintf(env_key, sizeof env_key, "%.*s_env", (int)(kl - 7), k);
+      if (in_list(env_key, keys))
+        continue;
+    }
     const char *all[128];
     size_t n = 0;
     for (size_t j = 0; keys && keys[j] && n < 100; j++)
@@ -603,25 +612,52 @@ static char *read_first_line(const char *path) {
   return tw_strdup(buf);
 }
 
+static tw_secret_resolver_fn secret_resolver;
+static void *secret_resolver_ctx;
+
+void tw_provider_set_secret_resolver(tw_secret_resolver_fn fn, void *ctx) {
+  secret_resolver = fn;
+  secret_resolver_ctx = ctx;
+}
+
 enum tw_rc tw_provider_cfg_secret(const struct tw_node *cfg, const char *base,
                                   const char *def_env, bool required,
                                   char **out, struct tw_err *err) {
-  char key_env[96], key_file[96];
-  const char *env = NULL, *file = NULL;
+  char key_env[96], key_file[96], key_sealed[96];
+  const char *env = NULL, *file = NULL, *sealed = NULL;
   enum tw_rc rc;
   *out = NULL;
   snprintf(key_env, sizeof key_env, "%s_env", base);
   snprintf(key_file, sizeof key_file, "%s_file", base);
+  snprintf(key_sealed, sizeof key_sealed, "%s_secret", base);
   if (tw_node_get(cfg, base))
     return tw_err_field(err, TW_E_INVALID, base,
-                        "%s: secrets are not written inline; use %s or %s",
-                        base, key_env, key_file);
+                        "%s: secrets are not written inline; use %s, %s or %s",
+                        base, key_sealed, key_env, key_file);
   if ((rc = tw_provider_cfg_str(cfg, key_env, NULL, &env, err)) ||
-      (rc = tw_provider_cfg_str(cfg, key_file, NULL, &file, err)))
+      (rc = tw_provider_cfg_str(cfg, key_file, NULL, &file, err)) ||
+      (rc = tw_provider_cfg_str(cfg, key_sealed, NULL, &sealed, err)))
     return rc;
-  if (env && file)
+  if ((env != NULL) + (file != NULL) + (sealed != NULL) > 1)
     return tw_err_field(err, TW_E_INVALID, key_env,
-                        "%s and %s: give one, not both", key_env, key_file);
+                        "%s: give one of %s, %s and %s", base, key_sealed,
+                        key_env, key_file);
+  if (sealed) {
+    if (!secret_resolver)
+      return tw_err_field(err, TW_E_AUTH, key_sealed,
+                          "%s: no sealed secrets here (the daemon needs secrets.key_file "
+                          "or secrets.key_env)",
+                          key_sealed);
+    struct tw_err serr = {0};
+    if (secret_resolver(secret_resolver_ctx, sealed, out, &serr) || !*out || !**out) {
+      free(*out);
+      *out = NULL;
+      /* the resolver's text names the secret, never its value */
+      return tw_err_field(err, TW_E_AUTH, key_sealed, "%s: cannot open sealed secret %s: %s",
+                          key_sealed, sealed, serr.msg);
+    }
+    return TW_OK;
+  }
   if (file) {
     *out = read_first_line(file);
     if (!*out || !**out) {

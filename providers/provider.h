@@ -268,7 +268,16 @@ enum tw_rc tw_provider_cfg_int(const struct tw_node *cfg, const char *key,
                                int64_t min, int64_t max, int64_t def,
                                int64_t *out, struct tw_err *err);
 
-/* A secret, referenced and never inline: `<base>_env` names an environment
+/* Resolves `<base>_secret: NAME` references to a value (owned: free()
+ * it).  The daemon installs one that opens the sealed secrets of the store
+ * (broker/secrets.h) before it creates the providers; without one such a
+ * reference is TW_E_AUTH.  Set once at start, before any thread reads it. */
+typedef enum tw_rc (*tw_secret_resolver_fn)(void *ctx, const char *name,
+                                            char **value, struct tw_err *err);
+void tw_provider_set_secret_resolver(tw_secret_resolver_fn fn, void *ctx);
+
+/* A secret, referenced and never inline: `<base>_secret` names a sealed
+ * secret of the store (see above), `<base>_env` an environment
  * variable, `<base>_file` a file whose first line is the value.  An inline
  * `<base>` is refused (TW_E_INVALID) so secrets never sit in configs.  When
  * neither is given, def_env (may be NULL) is tried.  *out is owned (free()

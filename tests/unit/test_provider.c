@@ -12,6 +12,15 @@
 #include "providers/provider.h"
 #include "tests/fakes/fake_provider.h"
 
+/* A resolver standing in for the daemon's sealed secrets. */
+static enum tw_rc test_resolver(void *ctx, const char *name, char **value,
+                                struct tw_err *err) {
+  if (strcmp(name, "aws-main"))
+    return tw_err_set(err, TW_E_NOTFOUND, "no such secret %s", name);
+  *value = tw_strdup(ctx);
+  return TW_OK;
+}
+
 static int failures, checks;
 
 #define CHECK(cond)                                                            \
@@ -496,6 +505,35 @@ static void config_helpers(void) {
   CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
         TW_E_INVALID);
   tw_node_free(n);
+
+  /* Sealed secrets: through the daemon's resolver only, accepted by the
+   * key check wherever the _env form is, never inline with another form. */
+  n = yaml("secret_key_secret: aws-main\n");
+  memset(&err, 0, sizeof err);
+  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, &err) ==
+        TW_E_AUTH);
+  CHECK(strstr(err.msg, "no sealed secrets") != NULL);
+  tw_provider_set_secret_resolver(test_resolver, "opened-value");
+  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
+        TW_OK);
+  CHECK(secret && !strcmp(secret, "opened-value"));
+  free(secret);
+  static const char *const sk[] = {"secret_key_env", NULL};
+  CHECK(tw_provider_cfg_check_keys(n, sk, NULL) == TW_OK);
+  static const char *const nosk[] = {"endpoint", NULL};
+  CHECK(tw_provider_cfg_check_keys(n, nosk, NULL) == TW_E_INVALID);
+  tw_node_free(n);
+  n = yaml("secret_key_secret: missing\n");
+  memset(&err, 0, sizeof err);
+  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, &err) ==
+        TW_E_AUTH);
+  CHECK(strstr(err.msg, "missing") && strstr(err.msg, "no such secret"));
+  tw_node_free(n);
+  n = yaml("secret_key_secret: a\nsecret_key_env: B\n");
+  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
+        TW_E_INVALID);
+  tw_node_free(n);
+  tw_provider_set_secret_resolver(NULL, NULL);
   /* The default variable. */
   CHECK(tw_provider_cfg_secret(NULL, "secret_key", "TW_TEST_SECRET", true,
                                &secret, NULL) == TW_OK);
