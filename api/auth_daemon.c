@@ -11,8 +11,51 @@
 #include "broker/mem.h"
 #include "broker/secrets.h"
 #include "broker/tenancy.h"
+#include "providers/provider.h"
 
 static const char *opt(const char *s) { return s && *s ? s : NULL; }
+
+/* Opened by tw_auth_daemon_open_secrets(), taken by the start. */
+static struct tw_secrets *preopened;
+
+static enum tw_rc open_sealed(void *ctx, const char *name, char **value,
+                              struct tw_err *err) {
+  char *v = NULL;
+  size_t len = 0;
+  enum tw_rc rc = tw_secrets_get(ctx, name, &v, &len, err);
+  if (rc)
+    return rc;
+  *value = tw_strndup(v, len);
+  tw_secrets_value_free(v, len);
+  return TW_OK;
+}
+
+enum tw_rc tw_auth_daemon_open_secrets(const struct tw_cfg *cfg,
+                                       struct tw_store *store,
+                                       struct tw_err *err) {
+  if (preopened)
+    return TW_OK;
+  /* only with a key; a key named but unreadable is an error */
+  const char *env = opt(cfg->secrets_key_env);
+  if (!opt(cfg->secrets_key_file) && !(env && getenv(env) && *getenv(env)))
+    return TW_OK;
+  struct tw_secrets_opts so = {.store = store, .key_file = opt(cfg->secrets_key_file),
+                               .key_env = env,
+                               .previous_key_file = opt(cfg->secrets_previous_key_file),
+                               .previous_key_env = opt(cfg->secrets_previous_key_env)};
+  enum tw_rc rc = tw_secrets_open(&so, &preopened, err);
+  if (rc)
+    return rc;
+  if (so.previous_key_file || (so.previous_key_env && getenv(so.previous_key_env))) {
+    size_t n = 0;
+    struct tw_err rerr = {0};
+    if (tw_secrets_rotate(preopened, &n, &rerr))
+      tw_log_warn("secrets", "rotation left values behind: %s", rerr.msg);
+    tw_log_info("secrets", "rotated=%zu to key=%s", n, tw_secrets_key_id(preopened));
+  }
+  tw_provider_set_secret_resolver(open_sealed, preopened);
+  return TW_OK;
+}
 
 enum tw_rc tw_auth_daemon_start(const struct tw_cfg *cfg, struct tw_store *store,
                                 struct tw_provider **providers, size_t n_providers,
@@ -30,23 +73,10 @@ enum tw_rc tw_auth_daemon_start(const struct tw_cfg *cfg, struct tw_store *store
                                .admin_token_file = token_file};
   if ((rc = tw_tenancy_open(&to, &d->tenancy, err)))
     goto fail;
-  /* secrets: only with a key; a key named but unreadable is an error */
-  const char *env = opt(cfg->secrets_key_env);
-  if (opt(cfg->secrets_key_file) || (env && getenv(env) && *getenv(env))) {
-    struct tw_secrets_opts so = {.store = store, .key_file = opt(cfg->secrets_key_file),
-                                 .key_env = env,
-                                 .previous_key_file = opt(cfg->secrets_previous_key_file),
-                                 .previous_key_env = opt(cfg->secrets_previous_key_env)};
-    if ((rc = tw_secrets_open(&so, &d->secrets, err)))
-      goto fail;
-    if (so.previous_key_file || (so.previous_key_env && getenv(so.previous_key_env))) {
-      size_t n = 0;
-      struct tw_err rerr = {0};
-      if (tw_secrets_rotate(d->secrets, &n, &rerr))
-        tw_log_warn("secrets", "rotation left values behind: %s", rerr.msg);
-      tw_log_info("secrets", "rotated=%zu to key=%s", n, tw_secrets_key_id(d->secrets));
-    }
-  }
+  if (!preopened && (rc = tw_auth_daemon_open_secrets(cfg, store, err)))
+    goto fail;
+  d->secrets = preopened;
+  preopened = NULL;
   d->opts.open = !strcmp(cfg->auth_mode, "open");
   d->opts.tenancy = d->tenancy;
   d->opts.secrets = d->secrets;
@@ -67,6 +97,8 @@ void tw_auth_daemon_stop(struct tw_auth_daemon *d) {
   if (!d)
     return;
   tw_tenancy_free(d->tenancy);
+  if (d->secrets)
+    tw_provider_set_secret_resolver(NULL, NULL);
   tw_secrets_free(d->secrets);
   free(d);
 }

@@ -29,6 +29,15 @@ struct tw_auth_daemon {
   struct tw_auth_opts opts;   /* for tw_api_opts.auth; borrows the above */
 };
 
+/* Opens the sealed secrets when the config names a key, rotating from a
+ * previous key if one is named, and installs them as the providers'
+ * resolver of `<base>_secret: NAME` (providers/provider.h).  Call before
+ * creating the providers; tw_auth_daemon_start() then takes them over
+ * (without this call it opens them itself, too late for providers). */
+enum tw_rc tw_auth_daemon_open_secrets(const struct tw_cfg *cfg,
+                                       struct tw_store *store,
+                                       struct tw_err *err);
+
 /* Opens everything and starts the maintenance thread.  Errors name the
  * config key.  *out is owned (tw_auth_daemon_stop). */
 enum tw_rc tw_auth_daemon_start(const struct tw_cfg *cfg, struct tw_store *store,
