@@ -22,6 +22,13 @@ static const struct tw_rbac_rule RULES[] = {
     /* the offer catalog and spend reports */
     {"GET", "/v1/offers", TW_TGT_GLOBAL, {A, A, A, A, A, A}},
     {"GET", "/v1/reports/spend", TW_TGT_QUERY_TENANT, {A, T, D, T, T, D}},
+    /* placement: plans read offers only; datasets are shared; the policy
+     * set is the operator's */
+    {"POST", "/v1/plan", TW_TGT_GLOBAL, {A, A, A, A, A, A}},
+    {"POST", "/v1/datasets", TW_TGT_GLOBAL, {A, A, A, D, D, A}},
+    {"GET", "/v1/datasets", TW_TGT_GLOBAL, {A, A, A, A, A, A}},
+    {"GET", "/v1/policies", TW_TGT_GLOBAL, {A, A, A, A, A, A}},
+    {"PUT", "/v1/policies", TW_TGT_GLOBAL, {A, D, D, D, D, D}},
     /* probes and metrics (metrics count every tenant's jobs) */
     {"GET", "/healthz", TW_TGT_PUBLIC, {A, A, A, A, A, A}},
     {"GET", "/readyz", TW_TGT_PUBLIC, {A, A, A, A, A, A}},

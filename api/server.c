@@ -15,6 +15,7 @@
 #include "api_int.h"
 #include "auth_int.h"
 #include "auth_routes.h"
+#include "h_placement.h"
 #include "broker/clock.h"
 #include "broker/log.h"
 #include "broker/store.h"
@@ -28,6 +29,7 @@ const struct tw_route tw_routes[] = {
     {"GET", "/v1/jobs/{id}/events", tw_h_jobs_events, "jobs_events"},
     {"GET", "/v1/jobs/{id}/logs", tw_h_jobs_logs, "jobs_logs"},
     {"GET", "/v1/reports/spend", tw_h_reports_spend, "reports_spend"},
+    TW_PLACEMENT_ROUTES
     TW_TENANCY_ROUTES
     {"GET", "/healthz", tw_h_healthz, "healthz"},
     {"GET", "/readyz", tw_h_readyz, "readyz"},

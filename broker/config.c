@@ -71,6 +71,9 @@ static const struct key KEYS[] = {
     {"billing", K_RAW_MAP, OFF(billing), NULL, 0, 0, true},
     /* validated by billing/catalog.h (tw_catalog_new_from_cfg) at start */
     {"catalog", K_RAW_MAP, OFF(catalog), NULL, 0, 0, false},
+    /* validated whole by policies/policy.h (tw_policy_set_build) at start
+     * and before a reload applies anything */
+    {"policies", K_RAW_MAP, OFF(policies), NULL, 0, 0, true},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 

@@ -43,6 +43,7 @@ struct tw_cfg {
   int64_t tenancy_tick_ms;    /* budget alerts and stops */
   struct tw_node *billing;    /* the billing: mapping (billing/meter.h), or NULL */
   struct tw_node *catalog;    /* the catalog: mapping (billing/catalog.h), or NULL */
+  struct tw_node *policies;   /* the policies: mapping (policies/policy.h), or NULL */
   /* the spot lifecycle (docs/spot.md) */
   char *spot_fallback;        /* default strategy for jobs that name none */
   int64_t spot_on_demand_after, spot_restart_overhead_s, spot_deadline_margin_s;

@@ -10,6 +10,7 @@
 #include "billing/meter.h"
 #include "broker/audit.h"
 #include "broker/blocklist.h"
+#include "broker/datasets.h"
 #include "broker/config.h"
 #include "broker/log.h"
 #include "broker/model.h"
@@ -19,6 +20,7 @@
 #include "broker/store.h"
 #include "broker/tenancy.h"
 #include "policies/fallback_strategy.h"
+#include "policies/placer.h"
 #include "providers/provider.h"
 
 static void usage(FILE *f) {
@@ -70,6 +72,16 @@ static void reconcile_audit(void *ctx, const struct tw_reconcile_action *a) {
   struct tw_err err = {0};
   if (tw_audit_append(ctx, &ev, NULL, &err))
     tw_log_warn("reconcile", "instance=%s not audited: %s", a->instance_id, err.msg);
+}
+
+/* The directory of the config file: relative paths in it (the network
+ * matrix, score plugins) are read from there. */
+static void config_dir(const char *path, char *out, size_t outsz) {
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(out, outsz, ".");
+  else
+    snprintf(out, outsz, "%.*s", (int)(slash - path > 0 ? slash - path : 1), path);
 }
 
 static void apply_log(const struct tw_cfg *c) {
@@ -128,6 +140,20 @@ int main(int argc, char **argv) {
     cfg->db = strdup(db);
   }
   apply_log(cfg);
+  /* Placement policies (policies/policy.h): validated before anything
+   * starts.  The placer shares the set in force (and the scheduler's
+   * offer index) with the REST handlers; a reload swaps the set whole. */
+  char cfg_dir[1024];
+  config_dir(config, cfg_dir, sizeof cfg_dir);
+  struct tw_policy_set *policies = NULL;
+  if (tw_policy_set_build(cfg->policies, cfg_dir, &policies, &err)) {
+    fprintf(stderr, "tradewindd: %s\n", err.msg);
+    tw_cfg_free(cfg);
+    return 1;
+  }
+  struct tw_placer *placer = tw_placer_new(policies);
+  tw_placer_set_base_dir(placer, cfg_dir);
+  tw_placer_set_default(placer);
 
   struct tw_store *store = NULL;
   struct tw_store_opts so = {.path = cfg->db,
@@ -136,6 +162,12 @@ int main(int argc, char **argv) {
                              .readers = (int)cfg->store_readers};
   if (tw_store_open(&so, &store, &err)) {
     fprintf(stderr, "tradewindd: %s\n", err.msg);
+    tw_cfg_free(cfg);
+    return 1;
+  }
+  if (tw_datasets_migrate(store, &err)) { /* the dataset registry */
+    fprintf(stderr, "tradewindd: %s\n", err.msg);
+    tw_store_close(store);
     tw_cfg_free(cfg);
     return 1;
   }
@@ -288,6 +320,13 @@ int main(int argc, char **argv) {
         tw_cfg_free(next);
         continue;
       }
+      struct tw_policy_set *pnext = NULL;
+      if (tw_policy_set_build(next->policies, cfg_dir, &pnext, &rerr)) {
+        tw_log_error("daemon", "reload refused, nothing applied: %s", rerr.msg);
+        tw_meter_cfg_release(&mnext);
+        tw_cfg_free(next);
+        continue;
+      }
       /* command-line overrides win over the file, as at start */
       if (listen) {
         free(next->listen);
@@ -310,6 +349,7 @@ int main(int argc, char **argv) {
       tw_meter_cfg_release(&mnext);
       tw_cfg_free(cfg);
       cfg = next;
+      tw_placer_set_policies(placer, pnext);
       tw_log_info("daemon", "configuration reloaded");
       continue;
     }
@@ -320,6 +360,8 @@ int main(int argc, char **argv) {
   tw_api_stop(api);
   tw_reconcile_free(rec);
   tw_sched_free(sched);
+  tw_placer_set_default(NULL);
+  tw_placer_free(placer);
   tw_auth_daemon_stop(sec);
   tw_meter_free(meter);
   for (size_t k = 0; k < n_prov; k++)

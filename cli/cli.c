@@ -26,6 +26,10 @@ static const struct tw_cli_opt global_opts[] = {
     {0},
 };
 
+/* cmd_plan.c, cmd_datasets.c (placement) */
+extern const struct tw_cli_cmd tw_cli_cmd_plan, tw_cli_cmd_datasets_add,
+    tw_cli_cmd_datasets_list;
+
 static const struct tw_cli_cmd *const commands[] = {
     &tw_cli_cmd_submit,      &tw_cli_cmd_jobs_list,   &tw_cli_cmd_jobs_get,
     &tw_cli_cmd_jobs_cancel, &tw_cli_cmd_jobs_wait,   &tw_cli_cmd_jobs_events,
@@ -37,6 +41,7 @@ static const struct tw_cli_cmd *const commands[] = {
     &tw_cli_cmd_quota_set,    &tw_cli_cmd_budget_get,    &tw_cli_cmd_budget_set,
     &tw_cli_cmd_budget_status, &tw_cli_cmd_audit_list,   &tw_cli_cmd_audit_export,
     &tw_cli_cmd_audit_verify,
+    &tw_cli_cmd_plan,         &tw_cli_cmd_datasets_add,  &tw_cli_cmd_datasets_list,
     NULL,
 };
 

@@ -298,6 +298,12 @@ static void print_job(struct tw_cli *c, json_t *job) {
   }
   const char *prow[] = {"Price", price};
   tw_cli_table_add(&t, prow);
+  /* why there: the counts per reason the scheduler's plan stored */
+  const char *why = json_is_object(pl) ? jstr(pl, "explain") : NULL;
+  if (why) {
+    const char *xrow[] = {"Explain", why};
+    tw_cli_table_add(&t, xrow);
+  }
   jint(job, "exit_code", num, sizeof num);
   const char *erow[] = {"Exit code", num};
   tw_cli_table_add(&t, erow);

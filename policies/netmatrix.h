@@ -75,6 +75,10 @@ struct tw_net_region {
  * across providers, $0.02 within one, nothing within a region). */
 struct tw_netmatrix *tw_netmatrix_empty(void);
 
+/* The shipped matrix, configs/network/default.net, compiled in (a new
+ * matrix each call; free it). */
+struct tw_netmatrix *tw_netmatrix_builtin(void);
+
 /* Parses the text format; name is used in messages.  *out is owned. */
 enum tw_rc tw_netmatrix_parse(const char *text, size_t len, const char *name,
                               struct tw_netmatrix **out, struct tw_err *err);

@@ -528,6 +528,8 @@ enum tw_rc tw_policy_set_build(const struct tw_node *sec, const char *base,
   if (!sec && ((rc = build_filters(s, NULL, err)) || (rc = build_scores(s, NULL, base, err))))
     goto fail;
   const struct tw_node *net = sec ? tw_node_get(sec, "network") : NULL;
+  if (net && net->kind == TW_NODE_SCALAR && !strcmp(net->str, "builtin"))
+    net = NULL;
   if (net && net->kind != TW_NODE_NULL) {
     if (net->kind != TW_NODE_SCALAR || !*net->str) {
       rc = tw_err_field(err, TW_E_INVALID, "policies.network",
@@ -543,7 +545,7 @@ enum tw_rc tw_policy_set_build(const struct tw_node *sec, const char *base,
     }
     s->net_source = tw_strdup(full);
   } else {
-    s->net = tw_netmatrix_empty();
+    s->net = tw_netmatrix_builtin();
     s->net_source = tw_strdup("built-in");
   }
   if (sec) {

@@ -219,7 +219,7 @@ struct tw_policy_set {
   struct tw_cost_params cost;
   struct tw_queue_params queue;
   struct tw_replication_params replication;
-  struct tw_netmatrix *net;  /* owned; empty when none configured */
+  struct tw_netmatrix *net;  /* owned; the built-in one unless configured */
   char *net_source;          /* file it came from, or "built-in" */
   char *config_json;         /* the section as given, canonical JSON */
   uint64_t generation;       /* unique per set built in this process */
@@ -229,7 +229,8 @@ struct tw_policy_set {
 };
 
 /* The defaults: every built-in filter in the documented order, the cost
- * score alone (weight 1), 16 candidates, an empty network matrix. */
+ * score alone (weight 1), 16 candidates, the built-in network matrix (the
+ * shipped configs/network/default.net). */
 struct tw_policy_set *tw_policy_set_default(void);
 
 /* Builds a set from the `policies:` section (NULL: the defaults).

@@ -1,0 +1,33 @@
+/* h_placement.h - the placement routes: plans without submitting
+ * (h_plan.c), the dataset registry (h_datasets.c) and the policy set in
+ * force (h_policies.c), as rows of the server's route table (api/server.c
+ * expands TW_PLACEMENT_ROUTES inside tw_routes[]).  Each has its rule in
+ * api/rbac.c and its path in api/openapi.yaml.
+ *
+ * They reach placement through the daemon's placer (policies/placer.h,
+ * tw_placer_default): the policy set in force and the scheduler's last
+ * offer index.  Without one (a server started alone, in tests) plans use
+ * the default set over no offers, and PUT /v1/policies answers 503. */
+#ifndef TW_API_H_PLACEMENT_H
+#define TW_API_H_PLACEMENT_H
+
+struct tw_req;
+
+void tw_h_plan(struct tw_req *r);
+void tw_h_datasets_create(struct tw_req *r);
+void tw_h_datasets_list(struct tw_req *r);
+void tw_h_policies_get(struct tw_req *r);
+void tw_h_policies_put(struct tw_req *r);
+
+#define TW_PLACEMENT_ROUTES                                                    \
+  {"POST", "/v1/plan", tw_h_plan, "plan"},                                     \
+  {"POST", "/v1/datasets", tw_h_datasets_create, "datasets_create"},           \
+  {"GET", "/v1/datasets", tw_h_datasets_list, "datasets_list"},                \
+  {"GET", "/v1/policies", tw_h_policies_get, "policies_get"},                  \
+  {"PUT", "/v1/policies", tw_h_policies_put, "policies_put"},
+
+/* h_plan.c: the body's media type, JSON or YAML (415 answered when
+ * neither); false when r was answered. */
+bool tw_h_placement_media(struct tw_req *r, bool *is_json);
+
+#endif
