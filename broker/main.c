@@ -188,6 +188,15 @@ int main(int argc, char **argv) {
     tw_cfg_free(cfg);
     return 1;
   }
+  /* Sealed secrets first: provider sections may name their credentials as
+   * `<base>_secret: NAME` (providers/provider.h). */
+  if (tw_auth_daemon_open_secrets(cfg, store, &err)) {
+    fprintf(stderr, "tradewindd: %s\n", err.msg);
+    tw_meter_free(meter);
+    tw_store_close(store);
+    tw_cfg_free(cfg);
+    return 1;
+  }
   /* Providers: each section of `providers:` becomes an adapter.  init does
    * no network I/O, so the daemon starts while a cloud is down. */
   size_t n_prov = 0;

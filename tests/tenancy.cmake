@@ -62,3 +62,11 @@ tw_add_fuzz(fuzz_auth
   SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_auth.c
   LIBS tw_tenancy
   LABELS tenancy)
+
+# Provider credentials as sealed secrets, end to end against the fake EC2.
+if(TARGET twtest_daemon AND TARGET tradewind-fakecloud)
+  tw_add_test(test_sealed_secrets
+              SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_sealed_secrets.c
+              LIBS twtest_daemon LABELS integration tenancy TIMEOUT 120)
+  add_dependencies(test_sealed_secrets tradewind-fakecloud tradewindd)
+endif()
