@@ -345,7 +345,7 @@ static enum tw_rc build_scores(struct tw_policy_set *s, const struct tw_node *li
       void *h = NULL;
       struct tw_err perr = {0};
       if ((rc = tw_policy_plugin_open(full, &ops, &h, &perr)))
-        return tw_err_field(err, rc, path, "%s.path: %s", path, perr.msg);
+        return tw_err_field(err, TW_E_INVALID, path, "%s.path: %s", path, perr.msg);
       s->dl[s->n_dl++] = h;
       if (strcmp(ops->name, nm->str))
         return tw_err_field(err, TW_E_INVALID, path,
@@ -540,7 +540,10 @@ enum tw_rc tw_policy_set_build(const struct tw_node *sec, const char *base,
     join_path(base, net->str, full, sizeof full);
     struct tw_err nerr = {0};
     if ((rc = tw_netmatrix_load(full, &s->net, &nerr))) {
-      rc = tw_err_field(err, rc, "policies.network", "policies.network: %s", nerr.msg);
+      /* a file the section names and that cannot be used is the
+       * section's fault: the caller's to fix, never retried */
+      rc = tw_err_field(err, TW_E_INVALID, "policies.network", "policies.network: %s",
+                        nerr.msg);
       goto fail;
     }
     s->net_source = tw_strdup(full);

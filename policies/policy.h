@@ -237,8 +237,9 @@ struct tw_policy_set *tw_policy_set_default(void);
  * base_dir resolves relative paths (network file, plugins); NULL: the
  * working directory.  Everything is validated before anything is built:
  * TW_E_INVALID with err->field and err->msg naming the path
- * ("policies.scores[1].weight: must be between 0 and 1000000, got -1");
- * TW_E_IO when a named file cannot be read.  *out has one reference. */
+ * ("policies.scores[1].weight: must be between 0 and 1000000, got -1"),
+ * a named file that cannot be read or used included.  *out has one
+ * reference. */
 enum tw_rc tw_policy_set_build(const struct tw_node *section,
                                const char *base_dir,
                                struct tw_policy_set **out, struct tw_err *err);

@@ -33,3 +33,7 @@ if(TARGET tw_sched AND TARGET tw_cli)
               LIBS tw_api tw_sched tw_cli tw_fake_provider PkgConfig::CURL PkgConfig::CMOCKA
               LABELS integration placement)
 endif()
+if(TARGET twtest_daemon)
+  tw_add_test(test_plan_reload SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_plan_reload.c
+              LIBS twtest_daemon PkgConfig::CMOCKA LABELS integration placement TIMEOUT 120)
+endif()
