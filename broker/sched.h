@@ -4,14 +4,18 @@
  * One pass (tw_sched_tick) does, in order:
  *   1. refresh each provider's offers when older than offers_ttl_ms (a
  *      provider that fails keeps its previous offers);
- *   2. poll each provider's interruption notices and note them on the job;
+ *   2. poll each provider's interruption notices: request a checkpoint,
+ *      blocklist the offer, note them on the job (docs/spot.md);
  *   3. follow every live attempt: re-send a launch whose answer was lost
  *      (same client token), mark it running, complete it, or treat an
- *      instance that vanished as an interruption and send the job back to
- *      the queue; terminate the instance of a job cancelled meanwhile;
+ *      instance that vanished (or whose notice ran out) as an
+ *      interruption: record the progress kept, and place the job again at
+ *      once through its fallback strategy; terminate the instance of a job
+ *      cancelled meanwhile; pick up jobs a restart left half way;
  *   4. place pending jobs in queue order (policies/place.h): open an
- *      attempt (stored before the call), launch the cheapest candidate,
- *      and on a capacity or quota error move on to the next at once.
+ *      attempt (stored before the call), launch the best candidate under
+ *      the blocklist and the job's fallback strategy, and on a capacity or
+ *      quota error move on to the next at once.
  * Jobs that fit nowhere stay pending with the reason (counts per filter).
  *
  * Placement is pure; this loop does the I/O around it.  On the fake clouds

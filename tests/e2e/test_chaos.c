@@ -400,6 +400,10 @@ int main(void) {
   CHECK(n >= (size_t)submitted, "fewer instances than jobs: %zu", n);
   CHECK(dup == 0, "%zu attempts have two instances", dup);
   CHECK(live == 0, "%zu instances survived the reconcile pass", live);
+  /* a sanitizer build reports in the daemon's log */
+  CHECK(twtest_daemon_log_count(&d, "AddressSanitizer") == 0 &&
+            twtest_daemon_log_count(&d, "runtime error") == 0,
+        "the daemon's log has sanitizer reports");
   size_t adopted = twtest_daemon_log_count(&d, "adopted: ");
   size_t reaped = twtest_daemon_log_count(&d, "terminated: ");
   printf("chaos: the reconciler adopted %zu and terminated %zu instances in all\n", adopted,
