@@ -1,11 +1,16 @@
-/* place.h - choose where a job runs: filter the offers that meet every
- * constraint of its spec, then rank them by expected cost.
+/* place.h - the first cut of placement, kept for what other modules build
+ * on: struct tw_placement (the ranked candidates the fallback strategies
+ * and tenancy's quota filter work on; tw_plan_to_placement() makes one
+ * from a plan), the compute cost under billing rules, and accelerator
+ * name matching.
+ *
+ * The scheduler places through policies/plan.h: filter and score plugins,
+ * the full cost model (spot risk, egress, transfer, deadline) and the offer
+ * index.  tw_place_rank() below is a plain scan over an array with the
+ * fixed filters of the first cut, left for small callers and its tests.
  *
  * A pure function of (spec, offers, exclusions): no I/O, no clock, the same
- * input always gives the same ranking (ties break on the offer id).  This
- * is the first cut of the placement pipeline (filters, then a cost score);
- * the plugin framework, the network and data costs and the spot-risk model
- * grow on it. */
+ * input always gives the same ranking (ties break on the offer id). */
 #ifndef TW_POLICIES_PLACE_H
 #define TW_POLICIES_PLACE_H
 

@@ -37,3 +37,6 @@ if(TARGET twtest_daemon)
   tw_add_test(test_plan_reload SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_plan_reload.c
               LIBS twtest_daemon PkgConfig::CMOCKA LABELS integration placement TIMEOUT 120)
 endif()
+tw_add_fuzz(fuzz_policies SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_policies.c
+            LIBS tw_policies LABELS placement ITERATIONS 5000
+            CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/policies)
