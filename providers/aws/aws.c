@@ -237,7 +237,8 @@ static const struct aws_price *
 find_price(const struct aws_ctx *a, const char *type, const char *region) {
   struct aws_price key;
   memset(&key, 0, sizeof key);
-  if (!TW_SET(key.type, type) || !TW_SET(key.region, region))
+  /* bsearch wants a non-NULL base even for nothing: no prices configured */
+  if (!a->n_prices || !TW_SET(key.type, type) || !TW_SET(key.region, region))
     return NULL;
   const struct aws_price *p =
       bsearch(&key, a->prices, a->n_prices, sizeof *a->prices, price_cmp);
