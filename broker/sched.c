@@ -133,6 +133,14 @@ struct sched_place {
   struct tw_health health;
   struct sched_demand *dem;
   size_t n_dem, cap_dem;
+  /* Jobs that fit nowhere: what their last plan saw (so an unchanged
+   * situation is not counted again every pass) and what was last noted
+   * on them (so their events do not repeat it every pass). */
+  struct sched_wait {
+    char job_id[TW_JOB_ID_LEN + 1];
+    uint64_t key, note;
+  } *wait;
+  size_t n_wait, cap_wait;
 };
 
 static pthread_mutex_t place_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -177,6 +185,7 @@ static void sched_place_free(const struct tw_sched *s) {
   tw_capacity_view_release(&p->cap);
   tw_reservations_release(&p->res);
   free(p->dem);
+  free(p->wait);
   free(p);
 }
 
@@ -369,18 +378,72 @@ static void sched_usage(struct tw_sched *s, struct sched_place *p,
  * the explanation can say why the others lost. */
 static void sched_plan(struct tw_sched *s, struct sched_place *p, const struct tw_job_rec *job,
                        const struct tw_job_spec *spec, const char *const *excl, size_t n_excl,
-                       int64_t now, const struct tw_policy_set *set, struct tw_plan *plan) {
+                       int64_t now, const struct tw_policy_set *set, bool counts,
+                       struct tw_plan *plan) {
   struct tw_place_snapshot snap;
   snapshot_of(p, &snap);
   struct tw_plan_input in = {.job = spec, .job_id = job->id, .now_ms = now,
                              .excluded = excl, .n_excluded = n_excl};
-  struct tw_plan_opts opts = {.counts = true};
+  struct tw_plan_opts opts = {.counts = counts};
   struct tw_err err = {0};
   if (!p->ix || tw_plan_make(set, &snap, &in, &opts, p->ws, plan, &err)) {
     memset(plan, 0, sizeof *plan);
     plan->strategy = "none";
   }
   (void)s;
+}
+
+static uint64_t fnv64(uint64_t h, const void *data, size_t n) {
+  const unsigned char *c = data;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ c[i]) * 1099511628211ULL;
+  return h;
+}
+
+static struct sched_wait *wait_of(struct sched_place *p, const char *job_id) {
+  for (size_t i = 0; i < p->n_wait; i++)
+    if (!strcmp(p->wait[i].job_id, job_id))
+      return &p->wait[i];
+  if (p->n_wait >= 4096) { /* forget the older half */
+    memmove(p->wait, p->wait + 2048, (p->n_wait - 2048) * sizeof *p->wait);
+    p->n_wait -= 2048;
+  }
+  if (p->n_wait == p->cap_wait) {
+    p->cap_wait = p->cap_wait ? p->cap_wait * 2 : 64;
+    p->wait = tw_realloc(p->wait, p->cap_wait * sizeof *p->wait);
+  }
+  struct sched_wait *w = &p->wait[p->n_wait++];
+  memset(w, 0, sizeof *w);
+  snprintf(w->job_id, sizeof w->job_id, "%s", job_id);
+  return w;
+}
+
+/* Notes text on the job unless it is what was noted last. */
+static void note_once(struct tw_sched *s, struct sched_place *p, const char *job_id,
+                      const char *text) {
+  struct sched_wait *w = wait_of(p, job_id);
+  uint64_t h = fnv64(1469598103934665603ULL, text, strlen(text));
+  if (w->note == h)
+    return;
+  w->note = h;
+  tw_store_job_note(s->store, job_id, text, NULL);
+}
+
+/* Everything a plan of this job reads that can change between passes: if
+ * none did, a job that fit nowhere still fits nowhere, for the same
+ * reasons. */
+static uint64_t wait_key(const struct sched_place *p, const struct tw_policy_set *set,
+                         const struct tw_job_rec *job, const char *const *excl,
+                         size_t n_excl) {
+  uint64_t v[6] = {p->ix_gen, set->generation, p->ds.generation, p->health.generation,
+                   p->cap.generation, (uint64_t)p->res.n};
+  uint64_t h = fnv64(1469598103934665603ULL, v, sizeof v);
+  h = fnv64(h, job->spec_json, strlen(job->spec_json));
+  for (size_t i = 0; i < n_excl; i++)
+    h = fnv64(h, excl[i], strlen(excl[i]) + 1);
+  for (size_t i = 0; i < p->res.n; i++)
+    h = fnv64(h, &p->res.items[i], sizeof p->res.items[i]);
+  return h;
 }
 
 /* Backfill: a job that fits nowhere now but would fit a private pool once
@@ -430,7 +493,7 @@ static void sched_reserve(struct tw_sched *s, struct sched_place *p,
              "waiting for private capacity: %d nodes of %s reserved from %s; smaller jobs "
              "backfill only around it",
              nodes, o->id, at);
-    tw_store_job_note(s->store, job->id, note, NULL);
+    note_once(s, p, job->id, note);
     break;
   }
   tw_plan_release(&plan);
@@ -748,8 +811,18 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t n
   tw_placer_acquire(sched_placer(sp), &set, &pix);
   tw_offer_index_unref(pix); /* plans here use the scheduler's own index */
   sched_index(s, sp);
+  /* A plan without counts first: a job that fits nowhere, in the same
+   * situation as at its last pass, is not counted (nor noted) again. */
   struct tw_plan pplan;
-  sched_plan(s, sp, job, &spec, excl, n_excl, now, set, &pplan);
+  sched_plan(s, sp, job, &spec, excl, n_excl, now, set, false, &pplan);
+  uint64_t wkey = wait_key(sp, set, job, excl, n_excl);
+  struct sched_wait *wt = wait_of(sp, job->id);
+  bool counted = pplan.n || wt->key != wkey;
+  if (counted) {
+    tw_plan_release(&pplan);
+    sched_plan(s, sp, job, &spec, excl, n_excl, now, set, true, &pplan);
+    wt->key = pplan.n ? 0 : wkey;
+  }
   struct tw_placement pl;
   tw_plan_to_placement(&pplan, &pl);
   char explain[512];
@@ -778,15 +851,17 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t n
                "waiting: a gang of %d fits best on %s, but gangs are launched on batch "
                "providers (Slurm) only; %s",
                spec.nodes, pl.cands[0].offer->id, explain);
-      tw_store_job_note(s->store, job->id, note, &err);
+      note_once(s, sp, job->id, note);
       goto out;
     }
     pl.n = k;
   }
   if (pl.n == 0) {
     char note[600];
-    snprintf(note, sizeof note, "no offer fits: %s", explain);
-    tw_store_job_note(s->store, job->id, note, &err);
+    if (counted) {
+      snprintf(note, sizeof note, "no offer fits: %s", explain);
+      note_once(s, sp, job->id, note);
+    }
     sched_reserve(s, sp, job, &spec, now, set);
     goto out;
   }

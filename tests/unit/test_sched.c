@@ -499,6 +499,32 @@ static void a_gang_on_a_cloud_waits_with_the_reason(void **state) {
   tw_job_rec_release(&j);
 }
 
+static size_t count_events(const char *id, const char *text) {
+  struct tw_job_event *ev;
+  size_t n, hits = 0;
+  assert_int_equal(tw_store_job_events(store, id, &ev, &n, NULL), TW_OK);
+  for (size_t i = 0; i < n; i++) {
+    hits += ev[i].reason && strstr(ev[i].reason, text) != NULL;
+    free(ev[i].reason);
+  }
+  free(ev);
+  return hits;
+}
+
+static void a_job_that_fits_nowhere_is_noted_once(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: h\nresources: {accelerators: H100:8}\n", id);
+  for (int i = 0; i < 3; i++)
+    tw_sched_tick(sched);
+  assert_int_equal(count_events(id, "no offer fits"), 1);
+  /* new offers: planned (and counted) again, and placed */
+  add_offer("r1c", "h100.od", TW_MARKET_ON_DEMAND, 30000000, 96, "H100", 8);
+  tw_clock_advance(&clk, 301 * 1000);
+  tw_sched_tick(sched);
+  assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -516,6 +542,7 @@ int main(void) {
       T(readers_of_one_dataset_share_one_copy),
       T(backfill_keeps_the_head_jobs_reservation),
       T(a_gang_on_a_cloud_waits_with_the_reason),
+      T(a_job_that_fits_nowhere_is_noted_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
