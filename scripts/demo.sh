@@ -35,7 +35,8 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  [ "${slurm_started:-0}" = 1 ] && bash scripts/slurm.sh stop "$state/slurm" >/dev/null 2>&1 || true
+  # also when the demo stopped while the cluster was starting
+  [ -d "$state/slurm" ] && bash scripts/slurm.sh stop "$state/slurm" >/dev/null 2>&1 || true
   if [ "${KEEP_STATE:-}" = 1 ]; then echo "demo: state kept in $state"; else rm -rf "$state"; fi
 }
 trap cleanup EXIT
