@@ -145,6 +145,10 @@ tenant: research
 resources: {accelerators: H100:16}
 YAML
 
+say "one plan explained: where finetune-a100 would run, and why (tradewind plan)"
+"$CLI" plan "$state/jobs/train.yaml" -n 5 | tee "$state/plan.out"
+grep -q 'p4d.24xlarge' "$state/plan.out" || fail "the plan shows no p4d.24xlarge candidate"
+
 say "a capacity fault: the first A10G spot launch will find no capacity"
 curl -fsS -X POST "$fake/_fake/faults" -H 'Content-Type: application/json' \
   -d '{"kind":"capacity","instance_type":"g5.xlarge","market":"spot","count":1}' >/dev/null
