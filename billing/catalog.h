@@ -102,6 +102,8 @@ struct tw_cat_view {
   int vcpus;
   int64_t memory_mib;
   const char *accel;        /* canonical name; "" none */
+  const char *accel_listed; /* as the adapter listed it ("a100"), else the
+                               canonical name */
   const char *accel_vendor;
   enum tw_accel_kind accel_kind;
   int accel_milli;          /* devices in thousandths: 8000 = 8, 333 = 1/3 */
@@ -115,7 +117,9 @@ struct tw_cat_view {
   char rate[24];      /* as written: "0.1393" */
   char rate_date[11]; /* "2025-06-30"; "" for USD */
   int64_t granularity_s, min_charge_s, protection_s;
-  enum tw_risk risk;
+  enum tw_risk risk;         /* the band */
+  int interruption_pct;      /* the source's own estimate, or the band's
+                                upper edge; -1 unknown */
   int64_t capacity;          /* -1 unknown */
   int64_t observed_ms;       /* 0 unknown */
   const struct tw_cat_source_info *source;
@@ -136,9 +140,11 @@ bool tw_cat_snap_find(const struct tw_cat_snap *s, const char *id, size_t *i);
  * spot one); false when there is none. */
 bool tw_cat_snap_companion(const struct tw_cat_snap *s, size_t i,
                            size_t *other);
-/* Fills a placement offer: fields, and the labels jurisdiction, country,
- * geo ("lat,lon"), interruption (the band) and the adapter's own, as many
- * as TW_OFFER_LABELS_MAX allows. */
+/* Fills a placement offer: its fields (the accelerator as the adapter
+ * listed it, since adapters read their offers back at launch), the
+ * adapter's own labels, then jurisdiction, country, geo ("lat,lon") and
+ * interruption (the band), as many as TW_OFFER_LABELS_MAX allows.  An
+ * offer an adapter named its own way keeps that id. */
 void tw_cat_snap_to_offer(const struct tw_cat_snap *s, size_t i,
                           struct tw_offer *out);
 /* Appends the offers of the given accounts (all when n_accounts is 0) to

@@ -67,24 +67,10 @@ enum tw_rc tw_cat_snap_from_csv(const char *data, size_t len,
 
 /* ---- adapters --------------------------------------------------------------------- */
 
-static enum tw_risk risk_of_pct(int pct) {
-  if (pct < 0)
-    return TW_RISK_UNKNOWN;
-  if (pct < 5)
-    return TW_RISK_LT5;
-  if (pct < 10)
-    return TW_RISK_5_10;
-  if (pct < 15)
-    return TW_RISK_10_15;
-  if (pct <= 20)
-    return TW_RISK_15_20;
-  return TW_RISK_GT20;
-}
-
 static bool is_reserved(const char *k) {
   static const char *const R[] = {"jurisdiction", "country", "geo",
                                   "interruption", "currency", "rate",
-                                  "rate_date", NULL};
+                                  "rate_date", "id", NULL};
   for (int i = 0; R[i]; i++)
     if (!strcmp(R[i], k))
       return true;
@@ -104,12 +90,14 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
   /* a colon in a name would make offer ids ambiguous */
   if (strchr(in->instance_type, ':') || strchr(in->region, ':') ||
       strchr(in->zone, ':') || strchr(in->zone_id, ':') ||
-      strchr(in->account, ':'))
+      strchr(in->account, ':') || strchr(in->rack, ':') ||
+      strchr(in->zone, '/') || strchr(in->zone_id, '/'))
     return TW_CAT_REJ_BAD_TEXT;
   if (in->vcpus < 0 || in->vcpus > 100000 || in->memory_mib < 0 ||
       in->memory_mib > ((int64_t)1 << 40) || in->accel_count < 0 ||
       in->accel_count > 100000 || in->accel_memory_mib < 0 ||
-      (in->market != TW_MARKET_SPOT && in->market != TW_MARKET_ON_DEMAND))
+      (in->market != TW_MARKET_SPOT && in->market != TW_MARKET_ON_DEMAND &&
+       in->market != TW_MARKET_PRIVATE))
     return TW_CAT_REJ_BAD_NUMBER;
   if (in->price_uusd_per_hour < 0 ||
       in->price_uusd_per_hour > TW_MODEL_PRICE_MAX_UUSD)
@@ -182,6 +170,8 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
     }
     if (tw_norm_accel(name, strlen(name), in->accel_memory_mib, &ai)) {
       sh.accel = tw_cat_bld_cstr(b, ai.name);
+      if (strcmp(ai.name, in->accel_name))
+        sh.accel_listed = tw_cat_bld_cstr(b, in->accel_name);
       sh.accel_vendor = tw_cat_bld_cstr(b, ai.vendor);
       sh.accel_kind = (uint8_t)ai.kind;
       sh.accel_memory_mib =
@@ -198,11 +188,26 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
 
   /* the adapter's own labels, minus those computed here; a converted
    * price records its rate among them */
-  char lab[TW_OFFER_LABELS_MAX * 100 + 128];
+  char lab[TW_OFFER_LABELS_MAX * 100 + 128 + TW_MODEL_ID_MAX];
   size_t ll = 0;
   if (rate)
     ll = (size_t)snprintf(lab, sizeof lab, "currency=%s\x1frate=%s\x1frate_date=%s",
                           rate->currency, rate->text, rate->date);
+  /* an adapter that names its offers its own way keeps its names: the
+   * scheduler's attempts and the adapter's launches refer to them */
+  if (in->id[0]) {
+    char canon[TW_MODEL_ID_MAX + 64];
+    snprintf(canon, sizeof canon, "%s:%s:%s%s%s:%s:%s",
+             in->account[0] ? in->account : in->provider, in->region,
+             in->zone[0] ? in->zone : in->zone_id, in->rack[0] ? "/" : "",
+             in->rack, in->instance_type, tw_market_str(in->market));
+    if (strcmp(canon, in->id)) {
+      int w = snprintf(lab + ll, sizeof lab - ll, "%sid=%s", ll ? "\x1f" : "",
+                       in->id);
+      if (w > 0 && (size_t)w < sizeof lab - ll)
+        ll += (size_t)w;
+    }
+  }
   for (size_t i = 0; i < in->n_labels && i < TW_OFFER_LABELS_MAX; i++) {
     if (is_reserved(in->labels[i].key))
       continue;
@@ -218,7 +223,8 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
   struct tw_cat_offer x;
   memset(&x, 0, sizeof x);
   x.key = tw_cat_offer_key(acct, strlen(acct), in->region, strlen(in->region),
-                           zone_key, strlen(zone_key), in->instance_type,
+                           zone_key, strlen(zone_key), in->rack,
+                           strlen(in->rack), in->instance_type,
                            strlen(in->instance_type));
   x.market = (uint8_t)in->market;
   if (tw_cat_bld_find(b, x.key, x.market) >= 0)
@@ -234,7 +240,7 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
                : in->capacity > INT32_MAX ? INT32_MAX
                                           : (int32_t)in->capacity;
   x.src = src;
-  x.risk = (uint8_t)risk_of_pct(in->interruption_pct);
+  x.risk = tw_cat_risk_of_pct(in->interruption_pct);
   struct tw_billing_rule rule;
   tw_norm_billing(in->provider, in->market, &rule);
   int64_t gran = in->billing_granularity_s > 0 ? in->billing_granularity_s
@@ -513,18 +519,21 @@ void tw_cat_snap_merge(struct tw_cat_snap *const *srcs, size_t n,
       x.type = tw_cat_bld_cstr(&b, tw_strpool_str(p, sh->type));
       x.accel = tw_cat_bld_cstr(&b, tw_strpool_str(p, sh->accel));
       x.accel_vendor = tw_cat_bld_cstr(&b, tw_strpool_str(p, sh->accel_vendor));
+      x.accel_listed = tw_cat_bld_cstr(&b, tw_strpool_str(p, sh->accel_listed));
       shape_map[k] = tw_cat_bld_shape(&b, &x);
     }
     for (size_t i = 0; i < s->n_offers; i++) {
       struct tw_cat_offer x = s->offers[i];
       const struct tw_cat_loc *l = &s->locs[x.loc];
       x.src = x.src < s->n_srcs ? src_map[x.src] : 0;
-      if (risk && loc_aws[x.loc] && x.market == TW_MARKET_SPOT) {
+      /* the feed's band where the source had no estimate of its own */
+      if (risk && loc_aws[x.loc] && x.market == TW_MARKET_SPOT &&
+          x.risk == TW_CAT_RISK_NONE) {
         enum tw_risk r = tw_cat_risk_find(
             risk, tw_strpool_str(p, l->region),
             tw_strpool_str(p, s->shapes[x.shape].type));
         if (r != TW_RISK_UNKNOWN)
-          x.risk = (uint8_t)r;
+          x.risk = tw_cat_risk_of_band(r);
       }
       x.loc = loc_map[x.loc];
       x.shape = shape_map[x.shape];
@@ -556,8 +565,8 @@ static const char NORM_HEADER[] =
     "arch,vcpus,memory_mib,accelerator,accelerator_vendor,accelerator_kind,"
     "accelerator_milli,accelerator_memory_mib,market,price_uusd,"
     "source_price_micro,granularity_s,min_charge_s,risk,capacity,observed_ms,"
-    "labels\n";
-#define NORM_NFIELDS 26
+    "labels,accelerator_listed\n";
+#define NORM_NFIELDS 27
 
 static void csv_str(struct tw_buf *b, const char *s) {
   bool quote = strpbrk(s, ",\"\n\r") != NULL || (*s && (s[0] == ' ' ||
@@ -595,15 +604,22 @@ void tw_cat_snap_write_csv(const struct tw_cat_snap *s, struct tw_buf *out) {
     csv_str(out, v.accel);
     tw_buf_addc(out, ',');
     csv_str(out, v.accel_vendor);
+    /* risk: a percentage of the source's own, or a band */
+    const struct tw_cat_offer *o = &s->offers[i];
+    char risk[16] = "";
+    if (o->risk != TW_CAT_RISK_NONE && o->risk >= TW_CAT_RISK_BAND)
+      snprintf(risk, sizeof risk, "%s", tw_risk_str(v.risk));
+    else if (o->risk != TW_CAT_RISK_NONE)
+      snprintf(risk, sizeof risk, "%d", o->risk);
     tw_buf_printf(out, ",%s,%d,%" PRId64 ",%s,%" PRId64 ",%" PRId64
                        ",%" PRId64 ",%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",",
                   tw_accel_kind_str(v.accel_kind), v.accel_milli,
                   v.accel_memory_mib, tw_market_str(v.market),
                   v.price_uusd_per_hour, v.source_price_micro, v.granularity_s,
-                  v.min_charge_s,
-                  v.risk == TW_RISK_UNKNOWN ? "" : tw_risk_str(v.risk),
-                  v.capacity, v.observed_ms);
+                  v.min_charge_s, risk, v.capacity, v.observed_ms);
     csv_str(out, v.labels);
+    tw_buf_addc(out, ',');
+    csv_str(out, s->shapes[o->shape].accel_listed ? v.accel_listed : "");
     tw_buf_addc(out, '\n');
   }
 }
@@ -698,14 +714,18 @@ enum tw_rc tw_cat_snap_read_csv(const char *data, size_t len,
     sh.accel_kind = (uint8_t)kind_parse(rec.f[14], rec.len[14]);
     sh.accel_milli = (int32_t)milli;
     sh.accel_memory_mib = amem;
+    sh.accel_listed = tw_cat_bld_str(&b, rec.f[26], rec.len[26]);
     struct tw_cat_offer x;
     memset(&x, 0, sizeof x);
     bool spot = rec.len[17] == 4 && !memcmp(rec.f[17], "spot", 4);
-    x.market = spot ? TW_MARKET_SPOT : TW_MARKET_ON_DEMAND;
+    bool priv = rec.len[17] == 7 && !memcmp(rec.f[17], "private", 7);
+    x.market = spot ? TW_MARKET_SPOT
+               : priv ? TW_MARKET_PRIVATE
+                      : TW_MARKET_ON_DEMAND;
     const char *zk = rec.len[5] ? rec.f[5] : rec.f[4];
     size_t zl = rec.len[5] ? rec.len[5] : rec.len[4];
     x.key = tw_cat_offer_key(rec.f[2], rec.len[2], rec.f[3], rec.len[3], zk,
-                             zl, rec.f[8], rec.len[8]);
+                             zl, rec.f[7], rec.len[7], rec.f[8], rec.len[8]);
     x.loc = tw_cat_bld_loc(&b, &l);
     x.shape = tw_cat_bld_shape(&b, &sh);
     x.price_uusd = price;
@@ -720,7 +740,10 @@ enum tw_rc tw_cat_snap_read_csv(const char *data, size_t len,
     char band[8];
     snprintf(band, sizeof band, "%.*s", (int)(rec.len[22] < 7 ? rec.len[22] : 7),
              rec.f[22]);
-    x.risk = (uint8_t)tw_risk_parse(band);
+    int64_t pct;
+    x.risk = fld_int(&rec, 22, 0, 100, &pct)
+                 ? (uint8_t)pct
+                 : tw_cat_risk_of_band(tw_risk_parse(band));
     tw_cat_bld_offer(&b, &x);
   }
   tw_csv_reader_release(&r);

@@ -764,7 +764,8 @@ static enum tw_cat_reject row_body(struct ingest *g,
    * market) ambiguous */
   if (has_ctl(type) || has_ctl(region) || has_ctl(zone) || has_ctl(rack) ||
       memchr(type.s, ':', type.n) || memchr(region.s, ':', region.n) ||
-      memchr(zone.s, ':', zone.n)) {
+      memchr(zone.s, ':', zone.n) || memchr(zone.s, '/', zone.n) ||
+      memchr(rack.s, ':', rack.n)) {
     return TW_CAT_REJ_BAD_TEXT;
   }
   if (type.n > 63 || region.n > 63 || zone.n > 63 || rack.n > 63) {
@@ -795,8 +796,8 @@ static enum tw_cat_reject row_body(struct ingest *g,
     return why;
   }
   uint64_t key = tw_cat_offer_key(g->account, strlen(g->account), region.s,
-                                  region.n, zone_key.s, zone_key.n, type.s,
-                                  type.n);
+                                  region.n, zone_key.s, zone_key.n, rack.s,
+                                  rack.n, type.s, type.n);
   if (tw_cat_bld_find(g->b, key, TW_MARKET_ON_DEMAND) >= 0 ||
       tw_cat_bld_find(g->b, key, TW_MARKET_SPOT) >= 0) {
     return TW_CAT_REJ_DUPLICATE;
@@ -823,6 +824,7 @@ static enum tw_cat_reject row_body(struct ingest *g,
   o.row = (uint32_t)(line > UINT32_MAX ? UINT32_MAX : line);
   o.key = key;
   o.capacity = (int32_t)capacity;
+  o.risk = TW_CAT_RISK_NONE;
   o.src = g->src;
   o.observed_ms = g->o->observed_ms;
   int n = 0;

@@ -24,10 +24,11 @@ static inline uint64_t tw_cat_mix(uint64_t x) {
 }
 
 /* The identity of an offer across snapshots and sources, without its
- * market: account, region, zone (its id when known) and type. */
+ * market: account, region, zone (its id when known), rack and type. */
 uint64_t tw_cat_offer_key(const char *account, size_t account_len,
                           const char *region, size_t region_len,
                           const char *zone_key, size_t zone_len,
+                          const char *rack, size_t rack_len,
                           const char *type, size_t type_len);
 /* The tie-breaker of the sort orders: a stable hash of key and market. */
 static inline uint64_t tw_cat_tie(uint64_t key, int market) {
@@ -69,6 +70,8 @@ struct tw_cat_loc {
 struct tw_cat_shape {
   uint32_t provider, type;
   uint32_t accel, accel_vendor; /* 0: none */
+  uint32_t accel_listed;        /* the adapter's own name when it differs
+                                   from the canonical one; 0 otherwise */
   int32_t vcpus, accel_milli;
   int64_t memory_mib, accel_memory_mib;
   uint8_t arch, accel_kind;
@@ -86,8 +89,36 @@ struct tw_cat_offer {
   int32_t capacity;        /* -1 unknown */
   int32_t granularity_s, min_charge_s;
   uint16_t src;            /* index in the snapshot's sources */
-  uint8_t market, risk;
+  uint8_t market;
+  uint8_t risk;            /* see tw_cat_risk_* below */
 };
+
+/* An offer's interruption risk in one byte: an adapter's own estimate in
+ * percent per month (0..100) is kept exactly; data that gives only a band
+ * (the Spot Advisor feed) is stored as TW_CAT_RISK_BAND + band; unknown is
+ * TW_CAT_RISK_NONE. */
+#define TW_CAT_RISK_NONE 255
+#define TW_CAT_RISK_BAND 200
+static inline uint8_t tw_cat_risk_of_pct(int pct) {
+  return pct < 0 ? TW_CAT_RISK_NONE : pct > 100 ? 100 : (uint8_t)pct;
+}
+static inline uint8_t tw_cat_risk_of_band(enum tw_risk b) {
+  return b == TW_RISK_UNKNOWN ? TW_CAT_RISK_NONE
+                              : (uint8_t)(TW_CAT_RISK_BAND + b);
+}
+static inline enum tw_risk tw_cat_risk_band(uint8_t r) {
+  if (r == TW_CAT_RISK_NONE)
+    return TW_RISK_UNKNOWN;
+  if (r >= TW_CAT_RISK_BAND)
+    return (enum tw_risk)(r - TW_CAT_RISK_BAND);
+  return r < 5 ? TW_RISK_LT5 : r < 10 ? TW_RISK_5_10 : r < 15 ? TW_RISK_10_15
+       : r <= 20 ? TW_RISK_15_20 : TW_RISK_GT20;
+}
+static inline int tw_cat_risk_pct(uint8_t r) {
+  if (r == TW_CAT_RISK_NONE)
+    return -1;
+  return r >= TW_CAT_RISK_BAND ? tw_risk_pct(tw_cat_risk_band(r)) : r;
+}
 
 struct tw_cat_snap {
   atomic_int refs;

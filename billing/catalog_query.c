@@ -82,7 +82,11 @@ static struct okey key_of(const struct tw_cat_snap *s, uint32_t i,
     r.k = -sh->memory_mib;
     break;
   case TW_CAT_SORT_RISK:
-    r.k = (int64_t)(o->risk ? o->risk : TW_RISK_COUNT) * SHIFT + o->price_uusd;
+  {
+    enum tw_risk b = tw_cat_risk_band(o->risk);
+    r.k = (int64_t)(b != TW_RISK_UNKNOWN ? b : TW_RISK_COUNT) * SHIFT +
+          o->price_uusd;
+  }
     break;
   }
   return r;

@@ -35,10 +35,13 @@ uint64_t tw_cat_hash(const void *data, size_t len, uint64_t seed) {
 uint64_t tw_cat_offer_key(const char *account, size_t account_len,
                           const char *region, size_t region_len,
                           const char *zone_key, size_t zone_len,
+                          const char *rack, size_t rack_len,
                           const char *type, size_t type_len) {
   uint64_t k = tw_cat_hash(account, account_len, 0x7a3);
   k = tw_cat_hash(region, region_len, k);
   k = tw_cat_hash(zone_key, zone_len, k);
+  if (rack_len) /* keys of offers without a rack stay as they were */
+    k = tw_cat_hash(rack, rack_len, k ^ 0x7ac);
   return tw_cat_hash(type, type_len, k);
 }
 
@@ -251,6 +254,7 @@ uint32_t tw_cat_bld_shape(struct tw_cat_builder *b,
   z.type = sh->type;
   z.accel = sh->accel;
   z.accel_vendor = sh->accel_vendor;
+  z.accel_listed = sh->accel_listed;
   z.vcpus = sh->vcpus;
   z.accel_milli = sh->accel_milli;
   z.memory_mib = sh->memory_mib;
@@ -565,6 +569,8 @@ void tw_cat_snap_view(const struct tw_cat_snap *s, size_t i,
   v->vcpus = sh->vcpus;
   v->memory_mib = sh->memory_mib;
   v->accel = tw_strpool_str(p, sh->accel);
+  v->accel_listed = tw_strpool_str(p, sh->accel_listed ? sh->accel_listed
+                                                       : sh->accel);
   v->accel_vendor = tw_strpool_str(p, sh->accel_vendor);
   v->accel_kind = sh->accel ? (enum tw_accel_kind)sh->accel_kind
                             : TW_ACCEL_NONE;
@@ -578,7 +584,8 @@ void tw_cat_snap_view(const struct tw_cat_snap *s, size_t i,
   struct tw_billing_rule rule;
   tw_norm_billing(v->provider, v->market, &rule);
   v->protection_s = rule.protection_s;
-  v->risk = (enum tw_risk)o->risk;
+  v->risk = tw_cat_risk_band(o->risk);
+  v->interruption_pct = tw_cat_risk_pct(o->risk);
   v->capacity = o->capacity;
   v->observed_ms = o->observed_ms;
   v->source = o->src < s->n_srcs ? &s->srcs[o->src] : NULL;
@@ -621,10 +628,13 @@ bool tw_cat_snap_offer_id(const struct tw_cat_snap *s, size_t i, char *out,
   const struct tw_strpool *p = &s->pool;
   const char *zone = l->zone ? tw_strpool_str(p, l->zone)
                              : tw_strpool_str(p, l->zone_id);
-  int n = snprintf(out, outsz, "%s:%s:%s:%s:%s", tw_strpool_str(p, l->account),
-                   tw_strpool_str(p, l->region), zone,
+  /* a rack follows its zone: "partition/rack", as the Slurm adapter
+   * names its offers */
+  int n = snprintf(out, outsz, "%s:%s:%s%s%s:%s:%s",
+                   tw_strpool_str(p, l->account), tw_strpool_str(p, l->region),
+                   zone, l->rack ? "/" : "", tw_strpool_str(p, l->rack),
                    tw_strpool_str(p, s->shapes[o->shape].type),
-                   o->market == TW_MARKET_SPOT ? "spot" : "on-demand");
+                   tw_market_str((enum tw_market)o->market));
   if (n < 0 || (size_t)n >= outsz) {
     if (outsz)
       out[0] = '\0';
@@ -632,6 +642,23 @@ bool tw_cat_snap_offer_id(const struct tw_cat_snap *s, size_t i, char *out,
   }
   return true;
 }
+
+/* The value of key in a "k=v\x1fk=v" label string, or NULL; its length is
+ * label_len(). */
+static const char *label_in(const char *labels, const char *key) {
+  size_t kl = strlen(key);
+  for (const char *p = labels; *p;) {
+    if (!strncmp(p, key, kl) && p[kl] == '=')
+      return p + kl + 1;
+    p = strchr(p, '\x1f');
+    if (!p)
+      break;
+    p++;
+  }
+  return NULL;
+}
+
+static size_t label_len(const char *v) { return strcspn(v, "\x1f"); }
 
 int64_t tw_cat_snap_find_key(const struct tw_cat_snap *s, uint64_t key,
                              int market) {
@@ -646,26 +673,39 @@ int64_t tw_cat_snap_find_key(const struct tw_cat_snap *s, uint64_t key,
   }
 }
 
-bool tw_cat_snap_find(const struct tw_cat_snap *s, const char *id, size_t *i) {
-  /* account:region:zone:type:market, the type being the rest up to the
-   * last colon (types hold no colon, but be exact) */
+/* The offer with a canonical id (account:region:zone[/rack]:type:market),
+ * or -1. */
+static int64_t find_canonical(const struct tw_cat_snap *s, const char *id) {
+  /* the type runs up to the last colon (types hold no colon, but be
+   * exact) */
   const char *c1 = strchr(id, ':');
   const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
   const char *c3 = c2 ? strchr(c2 + 1, ':') : NULL;
   const char *c4 = strrchr(id, ':');
   if (!c3 || c4 <= c3)
-    return false;
+    return -1;
   int market;
   if (!strcmp(c4 + 1, "spot"))
     market = TW_MARKET_SPOT;
   else if (!strcmp(c4 + 1, "on-demand"))
     market = TW_MARKET_ON_DEMAND;
+  else if (!strcmp(c4 + 1, "private"))
+    market = TW_MARKET_PRIVATE;
   else
-    return false;
+    return -1;
   const char *acct = id, *reg = c1 + 1, *zone = c2 + 1, *type = c3 + 1;
   size_t al = (size_t)(c1 - id), rl = (size_t)(c2 - reg),
          zl = (size_t)(c3 - zone), tl = (size_t)(c4 - type);
-  uint64_t key = tw_cat_offer_key(acct, al, reg, rl, zone, zl, type, tl);
+  /* "zone/rack" */
+  const char *rack = memchr(zone, '/', zl);
+  size_t rkl = 0;
+  if (rack) {
+    rkl = zl - (size_t)(rack - zone) - 1;
+    zl = (size_t)(rack - zone);
+    rack++;
+  }
+  uint64_t key =
+      tw_cat_offer_key(acct, al, reg, rl, zone, zl, rack, rkl, type, tl);
   int64_t hit = tw_cat_snap_find_key(s, key, market);
   if (hit < 0 && zl) {
     /* an AWS offer keyed by its zone id, asked for by the zone's name */
@@ -675,8 +715,26 @@ bool tw_cat_snap_find(const struct tw_cat_snap *s, const char *id, size_t *i) {
       if (l->zone != zs || !l->zone_id)
         continue;
       const char *zid = tw_strpool_str(&s->pool, l->zone_id);
-      key = tw_cat_offer_key(acct, al, reg, rl, zid, strlen(zid), type, tl);
+      key = tw_cat_offer_key(acct, al, reg, rl, zid, strlen(zid), rack, rkl,
+                             type, tl);
       hit = tw_cat_snap_find_key(s, key, market);
+    }
+  }
+  return hit;
+}
+
+bool tw_cat_snap_find(const struct tw_cat_snap *s, const char *id, size_t *i) {
+  int64_t hit = find_canonical(s, id);
+  if (hit < 0) {
+    /* an adapter's own name for an offer (see catalog_adapt.c) */
+    size_t idl = strlen(id);
+    for (size_t k = 0; k < s->n_offers && hit < 0; k++) {
+      if (!s->offers[k].labels)
+        continue;
+      const char *own = label_in(tw_strpool_str(&s->pool, s->offers[k].labels),
+                                 "id");
+      if (own && label_len(own) == idl && !strncmp(own, id, idl))
+        hit = (int64_t)k;
     }
   }
   if (hit < 0)
@@ -688,6 +746,8 @@ bool tw_cat_snap_find(const struct tw_cat_snap *s, const char *id, size_t *i) {
 bool tw_cat_snap_companion(const struct tw_cat_snap *s, size_t i,
                            size_t *other) {
   const struct tw_cat_offer *o = &s->offers[i];
+  if (o->market != TW_MARKET_SPOT && o->market != TW_MARKET_ON_DEMAND)
+    return false;
   int64_t hit = tw_cat_snap_find_key(s, o->key,
                          o->market == TW_MARKET_SPOT ? TW_MARKET_ON_DEMAND
                                                      : TW_MARKET_SPOT);
@@ -701,7 +761,7 @@ bool tw_cat_snap_companion(const struct tw_cat_snap *s, size_t i,
 static bool reserved_label(const char *k, size_t n) {
   static const char *const R[] = {"jurisdiction", "country", "geo",
                                   "interruption", "currency", "rate",
-                                  "rate_date", NULL};
+                                  "rate_date", "id", NULL};
   for (int i = 0; R[i]; i++)
     if (strlen(R[i]) == n && !memcmp(R[i], k, n))
       return true;
@@ -725,7 +785,9 @@ void tw_cat_snap_to_offer(const struct tw_cat_snap *s, size_t i,
   out->memory_mib = v.memory_mib;
   /* a share of one device is no whole device to placement */
   if (v.accel_milli >= 1000) {
-    TW_SET(out->accel_name, v.accel);
+    /* the adapter's own name: adapters read it back at launch (Slurm maps
+     * it to its GRES type); placement matches "A100" to "a100" either way */
+    TW_SET(out->accel_name, v.accel_listed);
     out->accel_count = v.accel_milli / 1000;
     out->accel_memory_mib = v.accel_memory_mib;
   }
@@ -733,21 +795,15 @@ void tw_cat_snap_to_offer(const struct tw_cat_snap *s, size_t i,
   out->price_uusd_per_hour = v.price_uusd_per_hour;
   out->billing_granularity_s = v.granularity_s;
   out->min_charge_s = v.min_charge_s;
-  out->interruption_pct = tw_risk_pct(v.risk);
+  out->interruption_pct = v.interruption_pct;
   out->capacity = v.capacity;
   out->price_observed_ms = v.observed_ms;
   tw_cat_snap_offer_id(s, i, out->id, sizeof out->id);
-  if (*v.jurisdiction)
-    tw_offer_set_label(out, "jurisdiction", v.jurisdiction);
-  if (*v.country)
-    tw_offer_set_label(out, "country", v.country);
-  if (v.has_geo) {
-    char geo[48];
-    snprintf(geo, sizeof geo, "%.6f,%.6f", v.lat_e6 / 1e6, v.lon_e6 / 1e6);
-    tw_offer_set_label(out, "geo", geo);
-  }
-  if (v.risk != TW_RISK_UNKNOWN)
-    tw_offer_set_label(out, "interruption", tw_risk_str(v.risk));
+  const char *own = label_in(v.labels, "id");
+  if (own)
+    snprintf(out->id, sizeof out->id, "%.*s", (int)label_len(own), own);
+  /* the adapter's labels first: they were all it set before the catalog
+   * existed, and it may read them back */
   for (const char *p = v.labels; *p;) {
     const char *e = strchr(p, '\x1f');
     size_t n = e ? (size_t)(e - p) : strlen(p);
@@ -765,6 +821,17 @@ void tw_cat_snap_to_offer(const struct tw_cat_snap *s, size_t i,
       break;
     p = e + 1;
   }
+  if (*v.jurisdiction)
+    tw_offer_set_label(out, "jurisdiction", v.jurisdiction);
+  if (*v.country)
+    tw_offer_set_label(out, "country", v.country);
+  if (v.has_geo) {
+    char geo[48];
+    snprintf(geo, sizeof geo, "%.6f,%.6f", v.lat_e6 / 1e6, v.lon_e6 / 1e6);
+    tw_offer_set_label(out, "geo", geo);
+  }
+  if (v.risk != TW_RISK_UNKNOWN)
+    tw_offer_set_label(out, "interruption", tw_risk_str(v.risk));
 }
 
 size_t tw_cat_snap_offers_of(const struct tw_cat_snap *s,

@@ -7,6 +7,7 @@
 
 #include "api/api.h"
 #include "api/auth_daemon.h"
+#include "billing/catalog.h"
 #include "billing/meter.h"
 #include "broker/audit.h"
 #include "broker/blocklist.h"
@@ -42,22 +43,25 @@ static void usage(FILE *f) {
           "Exit codes: 0 clean stop, 1 start-up failure, 2 usage error.\n");
 }
 
-/* The meter's prices in force: every provider's offers (billing/meter.h). */
+/* The meter's prices in force: the configured providers' offers in the
+ * catalog's current snapshot (billing/meter.h, billing/catalog.h), so the
+ * meter charges what placement saw without listing offers again. */
 struct meter_src {
   struct tw_provider **p;
   size_t n;
+  struct tw_catalog *cat;
 };
 static void meter_offers(void *ctx, struct tw_offer_list *out) {
   struct meter_src *src = ctx;
-  for (size_t i = 0; i < src->n; i++) {
-    struct tw_offer_list l;
-    struct tw_err e = {0};
-    tw_offer_list_init(&l);
-    if (tw_provider_list_offers(src->p[i], &l, &e) == TW_OK)
-      for (size_t k = 0; k < l.n; k++)
-        tw_offer_list_push(out, &l.items[k]);
-    tw_offer_list_release(&l);
-  }
+  if (!src->cat || !src->n)
+    return;
+  const char **accounts = calloc(src->n, sizeof *accounts);
+  for (size_t i = 0; i < src->n; i++)
+    accounts[i] = tw_provider_account(src->p[i]);
+  struct tw_cat_snap *snap = tw_catalog_acquire(src->cat);
+  tw_cat_snap_offers_of(snap, accounts, src->n, out);
+  tw_cat_snap_release(snap);
+  free(accounts);
 }
 
 /* The reconciler's actions go to the audit log too (broker/reconcile.h). */
@@ -225,11 +229,30 @@ int main(int argc, char **argv) {
   }
   msrc.p = provs;
   msrc.n = n_prov;
+  /* The catalog: every source's offers normalized, versioned in the store
+   * and refreshed per source on threads of its own (billing/catalog.h).
+   * Placement, the meter and GET /v1/offers read its snapshots; it is
+   * published before the scheduler is made, which takes it from there. */
+  struct tw_catalog *cat = NULL;
+  if (tw_catalog_new_from_cfg(cfg, store, NULL, provs, n_prov, &cat, &err)) {
+    fprintf(stderr, "tradewindd: %s\n", err.msg);
+    tw_meter_free(meter);
+    for (size_t k = 0; k < n_prov; k++)
+      tw_provider_free(provs[k]);
+    free(provs);
+    tw_store_close(store);
+    tw_cfg_free(cfg);
+    return 1;
+  }
+  tw_catalog_publish(cat);
+  msrc.cat = cat;
   /* Principals, tokens (the first start writes admin.token), quotas,
    * budgets, the audit log, sealed secrets: api/auth_daemon.h. */
   struct tw_auth_daemon *sec = NULL;
   if (tw_auth_daemon_start(cfg, store, provs, n_prov, &sec, &err)) {
     fprintf(stderr, "tradewindd: %s\n", err.msg);
+    tw_catalog_publish(NULL);
+    tw_catalog_free(cat);
     for (size_t k = 0; k < n_prov; k++)
       tw_provider_free(provs[k]);
     free(provs);
@@ -290,6 +313,8 @@ int main(int argc, char **argv) {
     tw_sched_free(sched);
     tw_auth_daemon_stop(sec);
     tw_meter_free(meter);
+    tw_catalog_publish(NULL);
+    tw_catalog_free(cat);
     for (size_t k = 0; k < n_prov; k++)
       tw_provider_free(provs[k]);
     free(provs);
@@ -297,7 +322,8 @@ int main(int argc, char **argv) {
     tw_cfg_free(cfg);
     return 1;
   }
-  if ((n_prov && tw_sched_start(sched, &err)) || tw_meter_start(meter, &err) ||
+  if (tw_catalog_start(cat, &err) || (n_prov && tw_sched_start(sched, &err)) ||
+      tw_meter_start(meter, &err) ||
       (rec && tw_reconcile_start(rec, &err))) {
     fprintf(stderr, "tradewindd: %s\n", err.msg);
     return 1;
@@ -373,6 +399,9 @@ int main(int argc, char **argv) {
   tw_placer_free(placer);
   tw_auth_daemon_stop(sec);
   tw_meter_free(meter);
+  /* after its readers, before the providers its threads call */
+  tw_catalog_publish(NULL);
+  tw_catalog_free(cat);
   for (size_t k = 0; k < n_prov; k++)
     tw_provider_free(provs[k]);
   free(provs);

@@ -11,6 +11,7 @@
 #include "broker/model.h"
 #include "broker/spec.h"
 #include "broker/store.h"
+#include "billing/catalog.h"
 #include "broker/tenancy.h"
 #include "broker/datasets.h"
 #include "policies/index.h"
@@ -21,9 +22,34 @@
 #include "policies/replicate.h"
 #include "providers/provider.h"
 
+/* The catalog a scheduler reads its offers from (billing/catalog.h), and
+ * the version of the snapshot its placement array was built from.  The
+ * daemon's catalog (tw_catalog_published) refreshes on its own threads; a
+ * scheduler made without one (tests) gets a private catalog over its
+ * providers, refreshed at each pass when offers_ttl_ms has passed, as the
+ * scheduler used to list offers itself.  Kept beside the scheduler, by its
+ * address, so struct tw_sched stays as the rest of the loop knows it. */
+struct sched_catalog {
+  const struct tw_sched *s;
+  struct tw_catalog *cat;
+  bool own;         /* made for this scheduler: refreshed and freed by it */
+  uint64_t version; /* of the snapshot s->all was built from; 0 none */
+  struct sched_catalog *next;
+};
+static pthread_mutex_t sched_cat_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sched_catalog *sched_cats;
+
+static struct sched_catalog *sched_catalog_of(const struct tw_sched *s) {
+  pthread_mutex_lock(&sched_cat_mu);
+  struct sched_catalog *c = sched_cats;
+  while (c && c->s != s)
+    c = c->next;
+  pthread_mutex_unlock(&sched_cat_mu);
+  return c;
+}
+
 enum tw_rc tw_sched_new(const struct tw_sched_opts *o, struct tw_sched **out,
                         struct tw_err *err) {
-  (void)err;
   struct tw_sched *s = tw_calloc(1, sizeof *s);
   s->store = o->store;
   s->clock = o->clock ? o->clock : tw_clock_real();
@@ -38,6 +64,27 @@ enum tw_rc tw_sched_new(const struct tw_sched_opts *o, struct tw_sched **out,
     tw_offer_list_init(&s->pc[i].offers);
   }
   tw_offer_list_init(&s->all);
+  struct sched_catalog *sc = tw_calloc(1, sizeof *sc);
+  sc->s = s;
+  sc->cat = tw_catalog_published();
+  if (!sc->cat) {
+    struct tw_catalog_opts co = {.clock = s->clock,
+                                 .providers = o->providers,
+                                 .n_providers = o->n_providers,
+                                 .refresh_ms = s->ttl_ms};
+    enum tw_rc rc = tw_catalog_new(&co, &sc->cat, err);
+    if (rc) {
+      free(sc);
+      free(s->pc);
+      free(s);
+      return rc;
+    }
+    sc->own = true;
+  }
+  pthread_mutex_lock(&sched_cat_mu);
+  sc->next = sched_cats;
+  sched_cats = sc;
+  pthread_mutex_unlock(&sched_cat_mu);
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   sched__spot_init(s, o);
@@ -59,41 +106,37 @@ const struct tw_offer *sched__offer(struct tw_sched *s, const char *id) {
   return NULL;
 }
 
-/* 1. offers */
+/* 1. offers: placement's array follows the catalog's snapshot, rebuilt
+ * only when a new snapshot was published.  A provider whose refresh
+ * fails keeps its previous offers there (the catalog keeps its table). */
 static void sched__offers_changing(struct tw_sched *s);
 static void sched_place_free(const struct tw_sched *s);
 
 static void refresh_offers(struct tw_sched *s, int64_t now) {
-  bool changed = false;
-  for (size_t i = 0; i < s->n_pc; i++) {
-    struct pcache *c = &s->pc[i];
-    if (c->fetched_ms && now - c->fetched_ms < s->ttl_ms)
-      continue;
-    struct tw_offer_list fresh;
-    struct tw_err err = {0};
-    tw_offer_list_init(&fresh);
-    if (tw_provider_list_offers(c->p, &fresh, &err) == TW_OK) {
-      tw_offer_list_release(&c->offers);
-      c->offers = fresh;
-      c->fetched_ms = now;
-      changed = true;
-      tw_log_info("sched", "provider=%s offers=%zu refreshed",
-                  tw_provider_account(c->p), c->offers.n);
-    } else {
-      /* keep the previous offers; try again next pass (logged by the
-       * provider layer) */
-      tw_offer_list_release(&fresh);
-    }
-  }
-  if (!changed)
+  struct sched_catalog *sc = sched_catalog_of(s);
+  if (!sc || !s->n_pc)
     return;
-  sched__offers_changing(s);
-  tw_offer_list_release(&s->all);
-  for (size_t i = 0; i < s->n_pc; i++)
-    for (size_t k = 0; k < s->pc[i].offers.n; k++)
-      tw_offer_list_push(&s->all, &s->pc[i].offers.items[k]);
-  if (s->tenancy) /* admission projects costs over the same offers */
-    tw_tenancy_set_offers(s->tenancy, s->all.items, s->all.n);
+  if (sc->own)
+    tw_catalog_refresh_due(sc->cat, now);
+  else /* the first pass places on complete offers, as it did when it
+        * listed them itself */
+    tw_catalog_wait_ready(sc->cat);
+  struct tw_cat_snap *snap = tw_catalog_acquire(sc->cat);
+  if (tw_cat_snap_version(snap) != sc->version) {
+    const char **accounts = tw_calloc(s->n_pc, sizeof *accounts);
+    for (size_t i = 0; i < s->n_pc; i++)
+      accounts[i] = tw_provider_account(s->pc[i].p);
+    sched__offers_changing(s);
+    tw_offer_list_release(&s->all);
+    tw_cat_snap_offers_of(snap, accounts, s->n_pc, &s->all);
+    free(accounts);
+    sc->version = tw_cat_snap_version(snap);
+    tw_log_info("sched", "catalog=%llu offers=%zu refreshed",
+                (unsigned long long)sc->version, s->all.n);
+    if (s->tenancy) /* admission projects costs over the same offers */
+      tw_tenancy_set_offers(s->tenancy, s->all.items, s->all.n);
+  }
+  tw_cat_snap_release(snap);
 }
 
 /* ---- placement (policies/plan.h) --------------------------------------------
@@ -976,6 +1019,18 @@ void tw_sched_free(struct tw_sched *s) {
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->thread, NULL);
   }
+  pthread_mutex_lock(&sched_cat_mu);
+  struct sched_catalog **pp = &sched_cats, *sc = NULL;
+  while (*pp && (*pp)->s != s)
+    pp = &(*pp)->next;
+  if (*pp) {
+    sc = *pp;
+    *pp = sc->next;
+  }
+  pthread_mutex_unlock(&sched_cat_mu);
+  if (sc && sc->own)
+    tw_catalog_free(sc->cat);
+  free(sc);
   for (size_t i = 0; i < s->n_pc; i++)
     tw_offer_list_release(&s->pc[i].offers);
   sched__offers_changing(s);

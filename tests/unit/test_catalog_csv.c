@@ -493,9 +493,15 @@ static void adapter_offers_are_normalized_too(void **state) {
   assert_int_equal(i, j);
   tw_cat_snap_view(s, i, &v);
   assert_string_equal(v.accel, "H100-80GB");
+  assert_string_equal(v.accel_listed, "H100");
   assert_int_equal(v.granularity_s, 1);
   assert_int_equal(v.min_charge_s, 60);
   assert_int_equal(v.source_row, 1);
+  /* the adapter gets its own accelerator name back at launch */
+  struct tw_offer lo;
+  tw_cat_snap_to_offer(s, i, &lo);
+  assert_string_equal(lo.accel_name, "H100");
+  assert_int_equal(lo.accel_count, 8);
   assert_true(tw_cat_snap_find(s, "ali:cn-hangzhou:cn-hangzhou-h:ecs.gn7.xlarge:on-demand", &i));
   tw_cat_snap_view(s, i, &v);
   assert_int_equal(v.price_uusd_per_hour, 1393000);
@@ -527,7 +533,43 @@ static void adapter_offers_are_normalized_too(void **state) {
   assert_string_equal(tw_offer_label(&o, "country"), "US");
   assert_string_equal(tw_offer_label(&o, "interruption"), "5-10%");
   assert_non_null(tw_offer_label(&o, "geo"));
-  assert_int_equal(o.interruption_pct, 11);
+  assert_int_equal(o.interruption_pct, 7); /* the adapter's own figure */
+  tw_cat_snap_release(s);
+
+  /* private capacity per rack, named as the Slurm adapter names it */
+  struct tw_offer pv[3];
+  for (int k = 0; k < 3; k++) {
+    offer(&pv[k], "lab", "cluster-a", "gpu", "", "a100x2", TW_MARKET_PRIVATE,
+          2400000);
+    TW_SET(pv[k].provider, "slurm");
+    TW_SET(pv[k].rack, k == 0 ? "r1" : "r2");
+    pv[k].capacity = 4;
+    snprintf(pv[k].id, sizeof pv[k].id, "lab:cluster-a:gpu/%s:a100x2:private",
+             pv[k].rack);
+  }
+  TW_SET(pv[2].instance_type, "cpu16"); /* named its own way */
+  snprintf(pv[2].id, sizeof pv[2].id, "lab/cpu16@r2");
+  s = adapt(pv, 3, "lab", NULL);
+  assert_int_equal(tw_cat_snap_source(s, 0)->report.normalized, 3);
+  assert_true(tw_cat_snap_find(s, "lab:cluster-a:gpu/r1:a100x2:private", &i));
+  tw_cat_snap_to_offer(s, i, &o);
+  assert_string_equal(o.id, "lab:cluster-a:gpu/r1:a100x2:private");
+  assert_int_equal(o.market, TW_MARKET_PRIVATE);
+  assert_int_equal(o.capacity, 4);
+  assert_string_equal(o.rack, "r1");
+  assert_true(tw_cat_snap_find(s, "lab:cluster-a:gpu/r2:a100x2:private", &j));
+  assert_int_not_equal(i, j);
+  assert_false(tw_cat_snap_companion(s, i, &j));
+  assert_true(tw_cat_snap_find(s, "lab/cpu16@r2", &i));
+  tw_cat_snap_to_offer(s, i, &o);
+  assert_string_equal(o.id, "lab/cpu16@r2");
+  assert_null(tw_offer_label(&o, "id"));
+  struct tw_cat_query pq = {.market = TW_MARKET_PRIVATE, .limit = 10};
+  struct tw_cat_page pg;
+  struct tw_err qerr = {0};
+  assert_int_equal(tw_cat_snap_query(s, &pq, &pg, &qerr), TW_OK);
+  assert_int_equal(pg.n, 3);
+  tw_cat_page_release(&pg);
   tw_cat_snap_release(s);
 }
 
