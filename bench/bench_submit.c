@@ -285,7 +285,6 @@ static int broker_start(struct peer *p, const struct opts *o) {
     if (!f)
       die("cannot write %s", b->config);
     /* open mode: the figures measure submissions, not token checks */
-    /* open mode: the figures measure submissions, not token checks */
     fputs("log:\n  level: warn\nstore:\n  synchronous: full\n  max_batch: 512\n"
           "auth:\n  mode: open\n", f);
     fclose(f);
