@@ -45,6 +45,17 @@ const char *tw_arch_str(enum tw_arch a) {
   return "any";
 }
 
+const char *tw_sel_op_str(enum tw_sel_op op) {
+  switch (op) {
+  case TW_SEL_NOT_IN: return "not_in";
+  case TW_SEL_EXISTS:
+  case TW_SEL_NOT_EXISTS: return "exists";
+  case TW_SEL_GLOB: return "glob";
+  case TW_SEL_IN: break;
+  }
+  return "in";
+}
+
 /* ---- exact decimal numbers --------------------------------------------- */
 
 enum dec_rc { DEC_OK = 0, DEC_SYNTAX, DEC_RANGE, DEC_FRACTION };
@@ -958,10 +969,128 @@ static enum tw_rc check_jurisdiction(const struct tw_node *n,
   return TW_OK;
 }
 
+/* A label or a label value: printable, no spaces, 1..max bytes. */
+static enum tw_rc check_label_text(const struct tw_node *n, const char *path,
+                                   size_t max, struct tw_err *err) {
+  char d[128];
+  const char *s = n->str;
+  size_t len = strlen(s);
+  if (!len)
+    return fail(err, path, n, "must not be empty");
+  if (len > max)
+    return fail(err, path, n, "longer than %zu bytes", max);
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char)s[i] <= 0x20 || s[i] == 0x7f)
+      return fail(err, path, n,
+                  "must not contain spaces or control characters, got %s",
+                  describe(n, d, sizeof d));
+  return TW_OK;
+}
+
+static enum tw_rc check_label_value(const struct tw_node *n, const char *path,
+                                    struct tw_err *err) {
+  return check_label_text(n, path, TW_SPEC_LABEL_VALUE_MAX, err);
+}
+
+static enum tw_rc check_near(const struct tw_node *n, const char *path,
+                             struct tw_err *err) {
+  return check_location(n, path, false, err);
+}
+
+/* One selector, in the selector filter's config syntax so that an
+ * operator's selector can be copied into a job and back. */
+static enum tw_rc parse_selector(const struct tw_node *m, const char *path,
+                                 struct tw_label_selector *sel,
+                                 struct tw_err *err) {
+  static const char *const keys[] = {"label", "in", "not_in", "exists",
+                                     "glob", NULL};
+  static const struct {
+    const char *key;
+    enum tw_sel_op op;
+  } lists[] = {{"in", TW_SEL_IN}, {"not_in", TW_SEL_NOT_IN},
+               {"glob", TW_SEL_GLOB}};
+  char d[128], sub[PATH_MAX_LEN];
+  enum tw_rc rc;
+  const struct tw_node *n;
+  if (m->kind != TW_NODE_MAP)
+    return fail(err, path, m,
+                "expected a mapping like {label: region, in: [us-east-1]}, "
+                "got %s",
+                describe(m, d, sizeof d));
+  if ((rc = check_keys(m, path, keys, err)))
+    return rc;
+  path_key(sub, path, "label");
+  n = tw_node_get(m, "label");
+  if (is_null(n))
+    return fail(err, sub, m, "required");
+  if (n->kind != TW_NODE_SCALAR)
+    return fail(err, sub, n, "expected a label name, got %s",
+                describe(n, d, sizeof d));
+  if ((rc = check_label_text(n, sub, TW_SPEC_LABEL_MAX, err)))
+    return rc;
+  sel->label = tw_strdup(n->str);
+  int ops = 0;
+  for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
+    if (tw_node_get(m, lists[i].key))
+      ops++;
+  if (tw_node_get(m, "exists"))
+    ops++;
+  if (ops != 1)
+    return fail(err, path, m,
+                "expected exactly one of in, not_in, exists, glob, got %d",
+                ops);
+  for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) {
+    if (!(n = tw_node_get(m, lists[i].key)))
+      continue;
+    path_key(sub, path, lists[i].key);
+    sel->op = lists[i].op;
+    if (is_null(n))
+      return fail(err, sub, n, "expected a value or a list of values, got null");
+    if ((rc = parse_str_list(n, sub, TW_SPEC_SELECTOR_VALUES_MAX,
+                             check_label_value, "a value or a list of values",
+                             &sel->values, &sel->n_values, err)))
+      return rc;
+    if (!sel->n_values)
+      return fail(err, sub, n, "expected at least one value");
+  }
+  if ((n = tw_node_get(m, "exists"))) {
+    bool b;
+    path_key(sub, path, "exists");
+    if ((rc = get_bool(n, sub, &b, err)))
+      return rc;
+    sel->op = b ? TW_SEL_EXISTS : TW_SEL_NOT_EXISTS;
+  }
+  return TW_OK;
+}
+
+static enum tw_rc parse_selectors(const struct tw_node *n,
+                                  struct tw_job_spec *spec,
+                                  struct tw_err *err) {
+  static const char *const path = "placement.selectors";
+  char d[128], sub[PATH_MAX_LEN];
+  enum tw_rc rc;
+  if (n->kind != TW_NODE_SEQ)
+    return fail(err, path, n, "expected a list of selectors, got %s",
+                describe(n, d, sizeof d));
+  if (n->n > TW_SPEC_SELECTORS_MAX)
+    return fail(err, path, n, "at most %d entries, got %zu",
+                TW_SPEC_SELECTORS_MAX, n->n);
+  spec->selectors = tw_calloc(n->n ? n->n : 1, sizeof *spec->selectors);
+  for (size_t i = 0; i < n->n; i++) {
+    path_idx(sub, path, i);
+    /* counted first so that release frees a half-parsed selector */
+    spec->n_selectors++;
+    if ((rc = parse_selector(n->items[i], sub, &spec->selectors[i], err)))
+      return rc;
+  }
+  return TW_OK;
+}
+
 static enum tw_rc parse_placement(const struct tw_node *m,
                                   struct tw_job_spec *spec,
                                   struct tw_err *err) {
   static const char *const keys[] = {"providers", "regions", "residency",
+                                     "selectors", "max_rtt_ms", "near",
                                      NULL};
   char d[128];
   enum tw_rc rc;
@@ -986,6 +1115,26 @@ static enum tw_rc parse_placement(const struct tw_node *m,
                            check_jurisdiction, "a jurisdiction or a list of them",
                            &spec->residency, &spec->n_residency, err)))
     return rc;
+  if (!is_null(n = tw_node_get(m, "selectors")) &&
+      (rc = parse_selectors(n, spec, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(m, "max_rtt_ms"))) {
+    int64_t v;
+    if ((rc = get_int(n, "placement.max_rtt_ms", 1, TW_SPEC_RTT_MS_MAX, &v,
+                      err)))
+      return rc;
+    spec->max_rtt_ms = (int)v;
+  }
+  if (!is_null(n = tw_node_get(m, "near")) &&
+      (rc = parse_str_list(n, "placement.near", TW_SPEC_NEAR_MAX, check_near,
+                           "a location like \"aws:us-east-1\" or a list of "
+                           "them",
+                           &spec->near, &spec->n_near, err)))
+    return rc;
+  if (spec->n_near && !spec->max_rtt_ms)
+    return fail(err, "placement.near", tw_node_get(m, "near"),
+                "needs placement.max_rtt_ms: it is where that bound is "
+                "measured from");
   return TW_OK;
 }
 
@@ -1336,6 +1485,12 @@ void tw_spec_release(struct tw_job_spec *spec) {
   free_list(spec->providers, spec->n_providers);
   free_list(spec->regions, spec->n_regions);
   free_list(spec->residency, spec->n_residency);
+  for (size_t i = 0; i < spec->n_selectors; i++) {
+    free(spec->selectors[i].label);
+    free_list(spec->selectors[i].values, spec->selectors[i].n_values);
+  }
+  free(spec->selectors);
+  free_list(spec->near, spec->n_near);
   free(spec->checkpoint_uri);
   free(spec->fallback);
   free(spec->run);
@@ -1450,13 +1605,41 @@ void tw_spec_to_json(const struct tw_job_spec *s, struct tw_buf *b) {
     }
     tw_buf_addc(b, ']');
   }
-  if (s->n_providers || s->n_regions || s->n_residency) {
+  if (s->n_providers || s->n_regions || s->n_residency || s->n_selectors ||
+      s->max_rtt_ms || s->n_near) {
     json_key(b, &first, "placement");
     tw_buf_addc(b, '{');
     f2 = true;
     json_list(b, &f2, "providers", s->providers, s->n_providers);
     json_list(b, &f2, "regions", s->regions, s->n_regions);
     json_list(b, &f2, "residency", s->residency, s->n_residency);
+    if (s->n_selectors) {
+      json_key(b, &f2, "selectors");
+      tw_buf_addc(b, '[');
+      for (size_t i = 0; i < s->n_selectors; i++) {
+        const struct tw_label_selector *sel = &s->selectors[i];
+        bool f3 = true;
+        if (i)
+          tw_buf_addc(b, ',');
+        tw_buf_addc(b, '{');
+        json_key(b, &f3, "label");
+        tw_buf_json_str(b, sel->label ? sel->label : "");
+        if (sel->op == TW_SEL_EXISTS || sel->op == TW_SEL_NOT_EXISTS) {
+          json_key(b, &f3, "exists");
+          tw_buf_adds(b, sel->op == TW_SEL_EXISTS ? "true" : "false");
+        } else {
+          json_list(b, &f3, tw_sel_op_str(sel->op), sel->values,
+                    sel->n_values);
+        }
+        tw_buf_addc(b, '}');
+      }
+      tw_buf_addc(b, ']');
+    }
+    if (s->max_rtt_ms) {
+      json_key(b, &f2, "max_rtt_ms");
+      tw_buf_printf(b, "%d", s->max_rtt_ms);
+    }
+    json_list(b, &f2, "near", s->near, s->n_near);
     tw_buf_addc(b, '}');
   }
   json_key(b, &first, "priority");

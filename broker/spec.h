@@ -48,11 +48,37 @@ enum tw_arch { TW_ARCH_ANY = 0, TW_ARCH_X86_64, TW_ARCH_ARM64 };
 #define TW_SPEC_URI_MAX 2048
 #define TW_SPEC_RUN_MAX (64 * 1024)
 #define TW_SPEC_ENV_VALUE_MAX (32 * 1024)
+#define TW_SPEC_SELECTORS_MAX 32
+#define TW_SPEC_SELECTOR_VALUES_MAX 64
+#define TW_SPEC_LABEL_MAX 31        /* the selector filter's label buffer */
+#define TW_SPEC_LABEL_VALUE_MAX 128
+#define TW_SPEC_RTT_MS_MAX 10000
+#define TW_SPEC_NEAR_MAX 8
 
 struct tw_dataset_ref {
   char *uri;          /* required, e.g. s3://bucket/path */
   int64_t size_bytes; /* 0 when not given */
   char *location;     /* "aws:us-east-1" or NULL */
+};
+
+/* A label selector, the syntax of the selector filter's config
+ * (policies/filter_location.c): {label: L, in|not_in|glob: [values]} or
+ * {label: L, exists: true|false}.  Labels are the offer's own and its
+ * topology (provider, account, region, zone, zone_id, rack, country,
+ * jurisdiction). */
+enum tw_sel_op {
+  TW_SEL_IN = 0,
+  TW_SEL_NOT_IN,
+  TW_SEL_EXISTS,
+  TW_SEL_NOT_EXISTS,
+  TW_SEL_GLOB
+};
+
+struct tw_label_selector {
+  char *label;    /* 1..31 bytes, no spaces or control characters */
+  enum tw_sel_op op;
+  char **values;  /* in, not_in, glob: 1..64 distinct; else NULL */
+  size_t n_values;
 };
 
 struct tw_kv {
@@ -90,6 +116,13 @@ struct tw_job_spec {
   size_t n_regions;
   char **residency;  /* allowed jurisdictions: "EU", "US", "CN", ... */
   size_t n_residency;
+  /* all must match, in addition to the policy's own selectors */
+  struct tw_label_selector *selectors;
+  size_t n_selectors;
+  int max_rtt_ms;    /* 0 = none; else 1..10000, the latency filter's bound */
+  char **near;       /* "provider:region" the users sit at: latency origins
+                        beside the job's data */
+  size_t n_near;
 
   int priority;      /* default 0, -1000..1000 */
 
@@ -144,5 +177,7 @@ extern const char *const tw_spec_fallbacks[];
 const char *tw_market_str(enum tw_market m); /* "any", "spot", "on-demand",
                                                 "private" */
 const char *tw_arch_str(enum tw_arch a);     /* "any", "x86_64", "arm64" */
+/* "in", "not_in", "exists" (also for TW_SEL_NOT_EXISTS), "glob" */
+const char *tw_sel_op_str(enum tw_sel_op op);
 
 #endif

@@ -231,6 +231,53 @@ static const struct bad bad_cases[] = {
      "placement.residency[1]", "2..8 upper-case"},
     {false, "name: a\nplacement: {residnecy: EU}\n", "placement.residnecy",
      "did you mean \"residency\"?"},
+    /* placement.selectors: the selector filter's syntax */
+    {false, "name: a\nplacement: {selectors: {label: rack, exists: true}}\n",
+     "placement.selectors", "expected a list of selectors"},
+    {false, "name: a\nplacement: {selectors: [\"region in (us-east-1)\"]}\n",
+     "placement.selectors[0]", "expected a mapping like {label: region"},
+    {false, "name: a\nplacement: {selectors: [{in: [us-east-1]}]}\n",
+     "placement.selectors[0].label", "required"},
+    {false, "name: a\nplacement: {selectors: [{label: \"my label\", exists: true}]}\n",
+     "placement.selectors[0].label", "must not contain spaces"},
+    {false, "name: a\nplacement: {selectors: [{label: "
+     "abcdefghijabcdefghijabcdefghijab, exists: true}]}\n",
+     "placement.selectors[0].label", "longer than 31 bytes"},
+    {false, "name: a\nplacement: {selectors: [{label: rack, exists: true}, "
+     "{label: zone}]}\n",
+     "placement.selectors[1]", "expected exactly one of in, not_in, exists, glob, got 0"},
+    {false, "name: a\nplacement: {selectors: [{label: zone, in: [a], glob: \"b*\"}]}\n",
+     "placement.selectors[0]", "expected exactly one of in, not_in, exists, glob, got 2"},
+    {false, "name: a\nplacement: {selectors: [{label: zone, notin: [a]}]}\n",
+     "placement.selectors[0].notin", "did you mean \"not_in\"?"},
+    {false, "name: a\nplacement: {selectors: [{label: zone, in: []}]}\n",
+     "placement.selectors[0].in", "expected at least one value"},
+    {false, "name: a\nplacement: {selectors: [{label: zone, in: [a, a]}]}\n",
+     "placement.selectors[0].in[1]", "duplicate"},
+    {false, "name: a\nplacement: {selectors: [{label: zone, not_in: [{x: 1}]}]}\n",
+     "placement.selectors[0].not_in[0]", "expected a string"},
+    {false, "name: a\nplacement: {selectors: [{label: zone, glob: \"\"}]}\n",
+     "placement.selectors[0].glob", "must not be empty"},
+    {false, "name: a\nplacement: {selectors: [{label: rack, exists: maybe}]}\n",
+     "placement.selectors[0].exists", "expected true or false"},
+    {true, "{\"name\":\"a\",\"placement\":{\"selectors\":[{\"label\":\"r\","
+     "\"in\":null}]}}",
+     "placement.selectors[0].in", "expected a value or a list of values"},
+    /* placement.max_rtt_ms, placement.near */
+    {false, "name: a\nplacement: {max_rtt_ms: 0}\n", "placement.max_rtt_ms",
+     "must be 1..10000, got 0"},
+    {false, "name: a\nplacement: {max_rtt_ms: 10001}\n", "placement.max_rtt_ms",
+     "must be 1..10000"},
+    {false, "name: a\nplacement: {max_rtt_ms: 50ms}\n", "placement.max_rtt_ms",
+     "expected an integer"},
+    {false, "name: a\nplacement: {max_rtt_ms: 50, near: us-east-1}\n",
+     "placement.near", "expected provider:region"},
+    {false, "name: a\nplacement: {max_rtt_ms: 50, near: [\"aws:us-*\"]}\n",
+     "placement.near[0]", "region may only contain"},
+    {false, "name: a\nplacement: {max_rtt_ms: 50, near: [azrue:westeurope]}\n",
+     "placement.near[0]", "did you mean \"azure\"?"},
+    {false, "name: a\nplacement: {near: aws:us-east-1}\n", "placement.near",
+     "needs placement.max_rtt_ms"},
     /* checkpoint, run, env */
     {false, "name: a\ncheckpoint: {interval: 10m}\n", "checkpoint.uri",
      "required"},
@@ -398,6 +445,33 @@ static const struct good good_cases[] = {
      NULL},
     {true, "{\"name\":\"u\",\"run\":\"echo \\\"\\u00e9\\\"\\n\\ttab\"}", NULL},
     {false, "name: p\nmax_price_per_hour: 999999.999999\n", NULL},
+    /* selectors, a latency bound and where it is measured from */
+    {false,
+     "name: sel\nplacement:\n  selectors:\n"
+     "    - {label: region, in: [us-east-1, us-west-2]}\n"
+     "    - {label: zone, not_in: us-east-1b}\n"
+     "    - {label: rack, exists: true}\n"
+     "    - {label: spot_pool, exists: false}\n"
+     "    - {label: provider, glob: \"aw*\"}\n"
+     "  max_rtt_ms: 80\n  near: [aws:us-east-1, azure:westeurope]\n",
+     "{\"name\":\"sel\",\"tenant\":\"default\",\"project\":\"default\","
+     "\"nodes\":1,\"placement\":{\"selectors\":["
+     "{\"label\":\"region\",\"in\":[\"us-east-1\",\"us-west-2\"]},"
+     "{\"label\":\"zone\",\"not_in\":[\"us-east-1b\"]},"
+     "{\"label\":\"rack\",\"exists\":true},"
+     "{\"label\":\"spot_pool\",\"exists\":false},"
+     "{\"label\":\"provider\",\"glob\":[\"aw*\"]}],"
+     "\"max_rtt_ms\":80,\"near\":[\"aws:us-east-1\",\"azure:westeurope\"]},"
+     "\"priority\":0}"},
+    /* a bound alone measures from the job's data */
+    {false, "name: lat\nplacement: {max_rtt_ms: 10000}\n",
+     "{\"name\":\"lat\",\"tenant\":\"default\",\"project\":\"default\","
+     "\"nodes\":1,\"placement\":{\"max_rtt_ms\":10000},\"priority\":0}"},
+    {true,
+     "{\"name\":\"j\",\"placement\":{\"regions\":[\"aws:*\"],\"selectors\":"
+     "[{\"label\":\"country\",\"in\":\"DE\"},{\"label\":\"tier\",\"glob\":"
+     "[\"gold-*\",\"silver-?\"]}],\"max_rtt_ms\":1,\"near\":\"aws:eu-central-1\"}}",
+     NULL},
 };
 
 static void test_good_inputs(void) {
@@ -419,6 +493,36 @@ static void test_good_inputs(void) {
     check_round_trip(label, &s);
     tw_spec_release(&s);
   }
+}
+
+/* The selectors reach the struct the placement filters read. */
+static void test_selector_fields(void) {
+  struct tw_job_spec s;
+  struct tw_err err;
+  const char *text = NULL;
+  for (size_t i = 0; i < sizeof good_cases / sizeof good_cases[0] && !text; i++)
+    if (!strncmp(good_cases[i].text, "name: sel\n", 10))
+      text = good_cases[i].text;
+  CHECK(text != NULL, "no selector case");
+  if (!text || parse(text, false, &s, &err) != TW_OK) {
+    CHECK(0, "selector case: %s", err.msg);
+    return;
+  }
+  CHECK(s.n_selectors == 5, "n_selectors %zu", s.n_selectors);
+  if (s.n_selectors == 5) {
+    CHECK(!strcmp(s.selectors[0].label, "region") && s.selectors[0].op == TW_SEL_IN &&
+              s.selectors[0].n_values == 2 &&
+              !strcmp(s.selectors[0].values[1], "us-west-2"),
+          "in");
+    CHECK(s.selectors[1].op == TW_SEL_NOT_IN && s.selectors[1].n_values == 1, "not_in");
+    CHECK(s.selectors[2].op == TW_SEL_EXISTS && !s.selectors[2].values, "exists");
+    CHECK(s.selectors[3].op == TW_SEL_NOT_EXISTS, "exists false");
+    CHECK(s.selectors[4].op == TW_SEL_GLOB && !strcmp(s.selectors[4].values[0], "aw*"),
+          "glob");
+  }
+  CHECK(s.max_rtt_ms == 80, "max_rtt_ms %d", s.max_rtt_ms);
+  CHECK(s.n_near == 2 && !strcmp(s.near[1], "azure:westeurope"), "near");
+  tw_spec_release(&s);
 }
 
 static void test_struct_fields(void) {
@@ -653,6 +757,7 @@ int main(void) {
   test_syntax_errors_pass_through();
   test_good_inputs();
   test_struct_fields();
+  test_selector_fields();
   test_from_node();
   test_money();
   test_duration();
