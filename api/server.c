@@ -21,6 +21,8 @@
 #include "broker/store.h"
 #include "providers/provider.h"
 
+void tw_h_offers_list(struct tw_req *r); /* h_offers.c */
+
 const struct tw_route tw_routes[] = {
     {"POST", "/v1/jobs", tw_h_jobs_create, "jobs_create"},
     {"GET", "/v1/jobs", tw_h_jobs_list, "jobs_list"},
@@ -28,6 +30,7 @@ const struct tw_route tw_routes[] = {
     {"DELETE", "/v1/jobs/{id}", tw_h_jobs_cancel, "jobs_cancel"},
     {"GET", "/v1/jobs/{id}/events", tw_h_jobs_events, "jobs_events"},
     {"GET", "/v1/jobs/{id}/logs", tw_h_jobs_logs, "jobs_logs"},
+    {"GET", "/v1/offers", tw_h_offers_list, "offers_list"},
     {"GET", "/v1/reports/spend", tw_h_reports_spend, "reports_spend"},
     TW_PLACEMENT_ROUTES
     TW_TENANCY_ROUTES
