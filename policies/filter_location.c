@@ -150,6 +150,51 @@ static bool sel_match(const struct sel *s, const char *value) {
   return false;
 }
 
+/* The job's placement.selectors: the same semantics as the operator's, with
+ * a reason that reads on its own ("label zone in (us-east-1b)") and names
+ * no offer's value, so that one count gathers every offer it refused. */
+static bool job_sel_match(const struct tw_label_selector *s, const char *value) {
+  switch (s->op) {
+  case TW_SEL_EXISTS: return value != NULL;
+  case TW_SEL_NOT_EXISTS: return value == NULL;
+  case TW_SEL_IN:
+  case TW_SEL_NOT_IN:
+  case TW_SEL_GLOB: {
+    bool hit = false;
+    for (size_t i = 0; value && i < s->n_values && !hit; i++)
+      hit = s->op == TW_SEL_GLOB ? !fnmatch(s->values[i], value, 0)
+                                 : !strcmp(s->values[i], value);
+    return s->op == TW_SEL_NOT_IN ? !hit : hit;
+  }
+  }
+  return false;
+}
+
+static void job_sel_reject(const struct tw_label_selector *s, struct tw_verdict *v) {
+  char list[80] = "";
+  for (size_t k = 0; k < s->n_values && strlen(list) < 60; k++)
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "",
+             s->values[k]);
+  v->pass = false;
+  switch (s->op) {
+  case TW_SEL_EXISTS:
+    snprintf(v->reason, sizeof v->reason, "without label %.31s (job selector)", s->label);
+    break;
+  case TW_SEL_NOT_EXISTS:
+    snprintf(v->reason, sizeof v->reason, "with label %.31s (job selector)", s->label);
+    break;
+  case TW_SEL_IN:
+    snprintf(v->reason, sizeof v->reason, "label %.31s not in (%s)", s->label, list);
+    break;
+  case TW_SEL_NOT_IN:
+    snprintf(v->reason, sizeof v->reason, "label %.31s in (%s)", s->label, list);
+    break;
+  case TW_SEL_GLOB:
+    snprintf(v->reason, sizeof v->reason, "label %.31s not matching (%s)", s->label, list);
+    break;
+  }
+}
+
 static void selector_filter(const struct tw_policy *self, const struct tw_place_ctx *ctx,
                             const struct tw_offer *o, struct tw_verdict *v) {
   const struct tw_job_spec *s = ctx->job;
@@ -180,14 +225,29 @@ static void selector_filter(const struct tw_policy *self, const struct tw_place_
       return;
     }
   }
+  /* the job's own narrow the operator's: every one must match too */
+  for (size_t i = 0; i < s->n_selectors; i++)
+    if (!job_sel_match(&s->selectors[i], pi_label(ctx, o, s->selectors[i].label))) {
+      job_sel_reject(&s->selectors[i], v);
+      return;
+    }
 }
 
 static void selector_key(const struct tw_policy *self, const struct tw_place_ctx *ctx,
                          struct tw_buf *b) {
   (void)self;
-  pi_key_int(b, (int64_t)ctx->job->n_regions);
-  for (size_t i = 0; i < ctx->job->n_regions; i++)
-    pi_key_str(b, ctx->job->regions[i]);
+  const struct tw_job_spec *s = ctx->job;
+  pi_key_int(b, (int64_t)s->n_regions);
+  for (size_t i = 0; i < s->n_regions; i++)
+    pi_key_str(b, s->regions[i]);
+  pi_key_int(b, (int64_t)s->n_selectors);
+  for (size_t i = 0; i < s->n_selectors; i++) {
+    pi_key_str(b, s->selectors[i].label);
+    pi_key_int(b, s->selectors[i].op);
+    pi_key_int(b, (int64_t)s->selectors[i].n_values);
+    for (size_t k = 0; k < s->selectors[i].n_values; k++)
+      pi_key_str(b, s->selectors[i].values[k]);
+  }
 }
 
 const struct tw_policy_ops tw_filter_selector = {
@@ -286,33 +346,46 @@ static enum tw_rc lat_configure(const struct tw_node *cfg, const char *path, voi
   return TW_OK;
 }
 
+/* The bound is the tighter of the operator's max_rtt_ms and the job's
+ * placement.max_rtt_ms (either may be unset); it holds from every origin:
+ * the job's data, the operator's `from` and the job's placement.near. */
 static void latency_filter(const struct tw_policy *self, const struct tw_place_ctx *ctx,
                            const struct tw_offer *o, struct tw_verdict *v) {
   const struct lat_state *st = PI_STATE(self, struct lat_state);
+  const struct tw_job_spec *s = ctx->job;
   v->pass = true;
-  if (!st || !st->max_rtt_us)
+  int64_t bound = st ? st->max_rtt_us : 0;
+  if (s->max_rtt_ms && (!bound || (int64_t)s->max_rtt_ms * 1000 < bound))
+    bound = (int64_t)s->max_rtt_ms * 1000;
+  if (!bound)
     return;
   int64_t worst = 0;
   const char *what = "the data";
   if (ctx->data && ctx->region >= 0 && (size_t)ctx->region < ctx->data->n_regions)
     worst = ctx->data->rtt_us[ctx->region];
-  if (st->from) {
-    char here[2 * TW_MODEL_NAME_MAX + 2];
-    snprintf(here, sizeof here, "%s:%s", o->provider, o->region);
-    for (char **f = st->from; *f; f++) {
-      struct tw_net_link l;
-      tw_netmatrix_link(ctx->net, *f, here, &l);
-      if (l.rtt_us > worst) {
-        worst = l.rtt_us;
-        what = *f;
-      }
+  char here[2 * TW_MODEL_NAME_MAX + 2];
+  snprintf(here, sizeof here, "%s:%s", o->provider, o->region);
+  for (char **f = st ? st->from : NULL; f && *f; f++) {
+    struct tw_net_link l;
+    tw_netmatrix_link(ctx->net, *f, here, &l);
+    if (l.rtt_us > worst) {
+      worst = l.rtt_us;
+      what = *f;
     }
   }
-  if (worst > st->max_rtt_us) {
+  for (size_t i = 0; i < s->n_near; i++) {
+    struct tw_net_link l;
+    tw_netmatrix_link(ctx->net, s->near[i], here, &l);
+    if (l.rtt_us > worst) {
+      worst = l.rtt_us;
+      what = s->near[i];
+    }
+  }
+  if (worst > bound) {
     v->pass = false;
-    v->amount = worst - st->max_rtt_us;
+    v->amount = worst - bound;
     snprintf(v->reason, sizeof v->reason, "over %lld ms from %.60s (%lld ms)",
-             (long long)(st->max_rtt_us / 1000), what, (long long)(worst / 1000));
+             (long long)(bound / 1000), what, (long long)(worst / 1000));
   }
 }
 
@@ -328,6 +401,10 @@ static void latency_key(const struct tw_policy *self, const struct tw_place_ctx 
     pi_key_str(b, s->datasets[i].location);
     pi_key_int(b, s->datasets[i].size_bytes);
   }
+  pi_key_int(b, s->max_rtt_ms);
+  pi_key_int(b, (int64_t)s->n_near);
+  for (size_t i = 0; i < s->n_near; i++)
+    pi_key_str(b, s->near[i]);
 }
 
 const struct tw_policy_ops tw_filter_latency = {

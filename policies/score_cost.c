@@ -58,15 +58,20 @@ static int64_t latency_score(const struct tw_policy *self, const struct tw_place
   int64_t worst = 0;
   if (ctx->data && c->region >= 0 && (size_t)c->region < ctx->data->n_regions)
     worst = ctx->data->rtt_us[c->region];
-  if (st && st->from) {
-    char here[2 * TW_MODEL_NAME_MAX + 2];
-    snprintf(here, sizeof here, "%s:%s", c->offer->provider, c->offer->region);
-    for (char **f = st->from; *f; f++) {
-      struct tw_net_link l;
-      tw_netmatrix_link(ctx->net, *f, here, &l);
-      if (l.rtt_us > worst)
-        worst = l.rtt_us;
-    }
+  char here[2 * TW_MODEL_NAME_MAX + 2];
+  snprintf(here, sizeof here, "%s:%s", c->offer->provider, c->offer->region);
+  for (char **f = st ? st->from : NULL; f && *f; f++) {
+    struct tw_net_link l;
+    tw_netmatrix_link(ctx->net, *f, here, &l);
+    if (l.rtt_us > worst)
+      worst = l.rtt_us;
+  }
+  /* the job's placement.near: where its users sit, as the filter reads it */
+  for (size_t i = 0; i < ctx->job->n_near; i++) {
+    struct tw_net_link l;
+    tw_netmatrix_link(ctx->net, ctx->job->near[i], here, &l);
+    if (l.rtt_us > worst)
+      worst = l.rtt_us;
   }
   /* 1 ms floor: within a region every candidate is as near */
   return worst < 1000 ? 1000 : worst;

@@ -40,3 +40,6 @@ endif()
 tw_add_fuzz(fuzz_policies SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_policies.c
             LIBS tw_policies LABELS placement ITERATIONS 5000
             CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/policies)
+# A job's placement.selectors, max_rtt_ms and near through whole plans.
+tw_add_test(test_spec_placement SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_spec_placement.c
+            LIBS tw_policies PkgConfig::CMOCKA LABELS unit placement)
