@@ -32,10 +32,10 @@ if(TARGET tw_billing)
               LABELS unit catalog)
 endif()
 # GET /v1/offers and /metrics over HTTP with a published catalog.
-if(TARGET tw_billing AND TARGET tw_api)
+if(TARGET tw_billing AND TARGET tw_api AND TARGET tw_cli)
   tw_add_test(test_catalog_api
               SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_catalog_api.c
-              LIBS tw_api tw_billing tw_fake_provider PkgConfig::CURL
+              LIBS tw_api tw_billing tw_cli tw_fake_provider PkgConfig::CURL
                    PkgConfig::JANSSON PkgConfig::CMOCKA
               LABELS integration catalog api)
 endif()

@@ -16,6 +16,7 @@
 
 #include "api/api.h"
 #include "billing/catalog.h"
+#include "cli/cli.h"
 #include "broker/store.h"
 #include "tests/fakes/fake_provider.h"
 
@@ -309,8 +310,74 @@ static void staleness_shows_in_metrics_and_the_answer(void **state) {
   tw_catalog_publish(cat);
 }
 
+/* Runs `tradewind ARGS...` in-process against the server. */
+static int cli(char *out, size_t outsz, char *errs, size_t errsz, ...) {
+  char *argv[32] = {"tradewind", "--url", base};
+  int argc = 3;
+  va_list ap;
+  va_start(ap, errsz);
+  for (char *a; argc < 31 && (a = va_arg(ap, char *));)
+    argv[argc++] = a;
+  va_end(ap);
+  FILE *o = fmemopen(out, outsz, "w"), *e = fmemopen(errs, errsz, "w");
+  struct tw_cli_io io = {.out = o, .err = e, .in = stdin, .clock = &clk};
+  int code = tw_cli_run(argc, argv, &io);
+  fclose(o);
+  fclose(e);
+  return code;
+}
+
+static void the_cli_prints_a_table_or_json(void **state) {
+  (void)state;
+  static char out[65536], errs[4096];
+  memset(out, 0, sizeof out);
+  int code = cli(out, sizeof out, errs, sizeof errs, "offers", "--gpu",
+                 "A100-80GB:8", "--spot", "--provider", "aws", "--limit", "10",
+                 (char *)NULL);
+  assert_int_equal(code, 0);
+  assert_non_null(strstr(out, "PROVIDER"));
+  assert_non_null(strstr(out, "$/H ON-DEMAND"));
+  /* cheapest first: eu-central-1 at $11, beside its $44 on demand */
+  char *first = strstr(out, "\n") + 1;
+  assert_non_null(strstr(first, "eu-central-1"));
+  assert_true(strstr(out, "eu-central-1") < strstr(out, "us-east-1"));
+  assert_non_null(strstr(first, "$44.00"));
+  assert_non_null(strstr(first, "$11.00"));
+  assert_non_null(strstr(first, "A100-80GB x8"));
+  memset(out, 0, sizeof out);
+  code = cli(out, sizeof out, errs, sizeof errs, "offers", "--gpu", "A100-80GB:8",
+             "--spot", "-o", "json", "--limit", "2", (char *)NULL);
+  assert_int_equal(code, 0);
+  json_t *j = json_loads(out, 0, NULL);
+  assert_non_null(j);
+  assert_int_equal(json_array_size(json_object_get(j, "items")), 2);
+  assert_non_null(json_object_get(j, "catalog"));
+  json_decref(j);
+  /* --all follows the cursors */
+  memset(out, 0, sizeof out);
+  code = cli(out, sizeof out, errs, sizeof errs, "offers", "--all", "--limit", "3",
+             "-o", "json", (char *)NULL);
+  assert_int_equal(code, 0);
+  j = json_loads(out, 0, NULL);
+  assert_int_equal(json_array_size(json_object_get(j, "items")), 11);
+  json_decref(j);
+  /* bad flags are usage errors, refused parameters rejections */
+  assert_int_equal(cli(out, sizeof out, errs, sizeof errs, "offers", "--gpu", ":8",
+                       (char *)NULL),
+                   2);
+  assert_int_equal(cli(out, sizeof out, errs, sizeof errs, "offers", "--max-price",
+                       "cheap", (char *)NULL),
+                   2);
+  memset(errs, 0, sizeof errs);
+  assert_int_equal(cli(out, sizeof out, errs, sizeof errs, "offers", "--sort",
+                       "best", (char *)NULL),
+                   5);
+  assert_non_null(strstr(errs, "sort"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(the_cli_prints_a_table_or_json),
       cmocka_unit_test(gpu_filter_spot_cheapest_first),
       cmocka_unit_test(paging_visits_every_offer_once),
       cmocka_unit_test(one_offer_by_id_with_history_and_sources),
