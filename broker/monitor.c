@@ -68,6 +68,8 @@ void sched__spot_init(struct tw_sched *s, const struct tw_sched_opts *o) {
   struct tw_err err = {0};
   if (s->store && tw_checkpoint_migrate(s->store, &err))
     tw_log_error("spot", "checkpoint tables unavailable: %s", err.msg);
+  if (s->store && tw_store_gang_migrate(s->store, &err))
+    tw_log_error("spot", "gang table unavailable: %s", err.msg);
 }
 
 void sched__spot_free(struct tw_sched *s) {
@@ -127,6 +129,86 @@ static void poll_later(struct tw_sched *s, struct att_state *st,
   if (st->notice_deadline_ms)
     st->interval_ms = s->tick_ms;
   st->next_poll_ms = now + st->interval_ms;
+}
+
+/* ---- gangs ----------------------------------------------------------------- */
+
+/* The nodes of one live attempt: a slice of the pass's list (none for an
+ * attempt of one instance). */
+struct nodes {
+  const struct tw_attempt_instance *g;
+  size_t n;
+};
+
+static struct nodes nodes_of(const struct tw_attempt_instance *all, size_t n_all,
+                             int64_t attempt_id) {
+  struct nodes r = {0};
+  for (size_t i = 0; i < n_all; i++)
+    if (all[i].attempt_id == attempt_id) {
+      if (!r.g)
+        r.g = &all[i];
+      r.n++;
+    }
+  return r;
+}
+
+/* Terminates every instance of attempt a: its one instance, or each node
+ * of its gang (each recorded as terminated).  The first failure is
+ * returned; the others are still tried. */
+static enum tw_rc terminate_all(struct tw_sched *s, struct pcache *pc,
+                                const struct tw_attempt_rec *a, struct nodes nd,
+                                struct tw_err *err) {
+  if (!nd.n)
+    return a->instance_id[0] ? tw_provider_terminate(pc->p, a->instance_id, err) : TW_OK;
+  enum tw_rc first = TW_OK;
+  for (size_t i = 0; i < nd.n; i++) {
+    if (!strcmp(nd.g[i].state, "terminated"))
+      continue;
+    struct tw_err terr = {0};
+    enum tw_rc rc = tw_provider_terminate(pc->p, nd.g[i].instance_id, &terr);
+    if (rc == TW_OK)
+      tw_store_attempt_instance_put(s->store, a->id, nd.g[i].k, nd.g[i].instance_id,
+                                    "terminated", &terr);
+    else if (!first) {
+      first = rc;
+      if (err)
+        *err = terr;
+    }
+  }
+  return first;
+}
+
+/* Describes attempt a's instances as one: the first node gone (or
+ * unknown: TW_E_NOTFOUND) decides, else one still starting, else all run.
+ * *which names the instance that decided. */
+static enum tw_rc describe_all(struct pcache *pc, const struct tw_attempt_rec *a,
+                               struct nodes nd, struct tw_instance *out, char which[128],
+                               struct tw_err *err) {
+  snprintf(which, 128, "%s", a->instance_id);
+  if (!nd.n)
+    return tw_provider_describe(pc->p, a->instance_id, out, err);
+  bool starting = false;
+  for (size_t i = 0; i < nd.n; i++) {
+    struct tw_instance in;
+    enum tw_rc rc = tw_provider_describe(pc->p, nd.g[i].instance_id, &in, err);
+    if (rc == TW_E_NOTFOUND) {
+      snprintf(which, 128, "%s", nd.g[i].instance_id);
+      return rc;
+    }
+    if (rc)
+      return rc;
+    if (in.state == TW_INST_TERMINATED || in.state == TW_INST_SHUTTING_DOWN ||
+        in.state == TW_INST_STOPPED || in.state == TW_INST_STOPPING) {
+      snprintf(which, 128, "%s", nd.g[i].instance_id);
+      *out = in;
+      return TW_OK;
+    }
+    if (!starting && (i == 0 || in.state != TW_INST_RUNNING)) {
+      *out = in;
+      starting = in.state != TW_INST_RUNNING;
+    }
+  }
+  return TW_OK;
 }
 
 /* ---- helpers --------------------------------------------------------------- */
@@ -495,7 +577,7 @@ static int end_and_recover(struct tw_sched *s, const struct tw_attempt_rec *a,
 /* A deadline job on on-demand: back to spot when its slack allows. */
 static int review(struct tw_sched *s, const struct tw_job_rec *job,
                   const struct tw_job_spec *spec, const struct tw_attempt_rec *a,
-                  struct att_state *st, int64_t now) {
+                  struct nodes nd, struct att_state *st, int64_t now) {
   if (now < st->review_at_ms || strcmp(a->market, "on-demand") ||
       kind_of(s, spec) != TW_FALLBACK_DEADLINE)
     return 0;
@@ -537,7 +619,7 @@ static int review(struct tw_sched *s, const struct tw_job_rec *job,
                                 .requested_ms = now, .deadline_ms = now};
   tw_checkpoint_request(s->store, &req, &err);
   struct pcache *pc = sched__provider(s, a->provider);
-  if (!pc || tw_provider_terminate(pc->p, a->instance_id, &err))
+  if (!pc || terminate_all(s, pc, a, nd, &err))
     return 0; /* try again at the next review */
   char why[420];
   snprintf(why, sizeof why, "moved off on-demand instance %s: %s", a->instance_id, d.reason);
@@ -545,7 +627,8 @@ static int review(struct tw_sched *s, const struct tw_job_rec *job,
 }
 
 /* 3. one live attempt */
-static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a, int64_t now) {
+static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a, struct nodes nd,
+                          int64_t now) {
   struct tw_err err = {0};
   struct tw_job_rec job;
   if (tw_store_job_get(s->store, a->job_id, &job, &err))
@@ -559,8 +642,8 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a, in
     goto out;
   }
   if (tw_job_state_terminal(job.state)) {
-    /* cancelled while the attempt lived: give the instance back */
-    if (a->instance_id[0] && tw_provider_terminate(pc->p, a->instance_id, &err))
+    /* cancelled while the attempt lived: give the instances back */
+    if (terminate_all(s, pc, a, nd, &err))
       goto out; /* try again next pass */
     struct tw_attempt_close c = {.attempt_id = a->id, .end_reason = "cancelled",
                                  .job_to = TW_JOB_NSTATES};
@@ -592,10 +675,16 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a, in
   if (now < st->next_poll_ms && !notice_due)
     goto out;
   struct tw_instance inst;
-  enum tw_rc rc = tw_provider_describe(pc->p, a->instance_id, &inst, &err);
+  char which[128];
+  enum tw_rc rc = describe_all(pc, a, nd, &inst, which, &err);
   if (rc == TW_E_NOTFOUND) {
-    changes += end_and_recover(s, a, st, "interrupted",
-                               "the provider no longer knows its instance", now);
+    char why[320] = "the provider no longer knows its instance";
+    if (nd.n) { /* a gang runs whole or not at all: the others go too */
+      snprintf(why, sizeof why, "the provider no longer knows instance %s of its gang of %zu",
+               which, nd.n);
+      terminate_all(s, pc, a, nd, &err);
+    }
+    changes += end_and_recover(s, a, st, "interrupted", why, now);
     goto out;
   }
   if (rc) {
@@ -624,16 +713,23 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a, in
     if (notice_due && !tw_instance_state_gone(inst.state)) {
       /* the notice ran out: the provider takes it now whatever it still
        * says, so the job moves on without waiting for that */
-      tw_provider_terminate(pc->p, a->instance_id, &err);
-      snprintf(why, sizeof why, "instance %s interrupted: its notice ran out", a->instance_id);
+      terminate_all(s, pc, a, nd, &err);
+      snprintf(why, sizeof why, "instance %s interrupted: its notice ran out",
+               nd.n ? "of the gang" : a->instance_id);
     } else {
-      snprintf(why, sizeof why, "instance %s interrupted: %s%s%s", a->instance_id,
+      snprintf(why, sizeof why, "instance %s interrupted: %s%s%s", which,
                inst.provider_state, inst.state_reason[0] ? ", " : "", inst.state_reason);
+      if (nd.n) /* a gang runs whole or not at all: the others go too */
+        terminate_all(s, pc, a, nd, &err);
     }
     changes += end_and_recover(s, a, st, "interrupted", why, now);
     goto out;
   }
   if (a->state == TW_ATTEMPT_PROVISIONING && inst.state == TW_INST_RUNNING) {
+    /* a gang runs once all its nodes do (describe_all) */
+    for (size_t i = 0; i < nd.n; i++)
+      tw_store_attempt_instance_put(s->store, a->id, nd.g[i].k, nd.g[i].instance_id, "running",
+                                    &err);
     if (tw_store_attempt_running(s->store, a->id, &err) == TW_OK)
       changes++;
     poll_soon(s, st, now);
@@ -659,7 +755,7 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a, in
     int64_t done_at = a->running_ms + run_s * 1000;
     if (now >= done_at) {
       tw_spec_release(&spec);
-      if (tw_provider_terminate(pc->p, a->instance_id, &err))
+      if (terminate_all(s, pc, a, nd, &err))
         goto out;
       struct tw_attempt_close c = {.attempt_id = a->id, .end_reason = "completed",
                                    .job_to = TW_JOB_SUCCEEDED,
@@ -669,7 +765,7 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a, in
         changes++;
       goto out;
     }
-    int moved = review(s, &job, &spec, a, st, now);
+    int moved = review(s, &job, &spec, a, nd, st, now);
     tw_spec_release(&spec);
     if (moved) {
       changes += moved;
@@ -693,7 +789,7 @@ static void on_notice(struct tw_sched *s, const struct tw_attempt_rec *a,
   struct tw_err err = {0};
   char at[40] = "", note[640];
   if (ev->kind != TW_EVENT_INTERRUPTION) {
-    snprintf(note, sizeof note, "rebalance recommendation for %s", a->instance_id);
+    snprintf(note, sizeof note, "rebalance recommendation for %s", ev->instance_id);
     tw_store_job_note(s->store, a->job_id, note, &err);
     return;
   }
@@ -726,15 +822,26 @@ static void on_notice(struct tw_sched *s, const struct tw_attempt_rec *a,
     }
     tw_job_rec_release(&job);
   }
-  snprintf(note, sizeof note, "interruption notice for %s: %s at %s; %s", a->instance_id,
+  snprintf(note, sizeof note, "interruption notice for %s: %s at %s; %s", ev->instance_id,
            ev->action[0] ? ev->action : "terminate", at, ckpt);
   tw_store_job_note(s->store, a->job_id, note, &err);
   tw_log_info("spot", "job=%s attempt=%d instance=%s notice deadline=%s", a->job_id, a->n,
-              a->instance_id, at);
+              ev->instance_id, at);
+}
+
+/* Whether event instance id is one of attempt a's (a gang's: any node). */
+static bool notice_is_of(const struct tw_attempt_rec *a, struct nodes nd, const char *id) {
+  if (a->instance_id[0] && !strcmp(a->instance_id, id))
+    return true;
+  for (size_t i = 0; i < nd.n; i++)
+    if (!strcmp(nd.g[i].instance_id, id))
+      return true;
+  return false;
 }
 
 static void poll_notices(struct tw_sched *s, const struct tw_attempt_rec *live,
-                         size_t n_live, int64_t now) {
+                         size_t n_live, const struct tw_attempt_instance *g, size_t n_g,
+                         int64_t now) {
   for (size_t i = 0; i < s->n_pc; i++) {
     struct tw_event_list ev;
     struct tw_err err = {0};
@@ -742,7 +849,7 @@ static void poll_notices(struct tw_sched *s, const struct tw_attempt_rec *live,
     if (tw_provider_poll_events(s->pc[i].p, &ev, &err) == TW_OK) {
       for (size_t e = 0; e < ev.n; e++)
         for (size_t k = 0; k < n_live; k++)
-          if (live[k].instance_id[0] && !strcmp(live[k].instance_id, ev.items[e].instance_id) &&
+          if (notice_is_of(&live[k], nodes_of(g, n_g, live[k].id), ev.items[e].instance_id) &&
               !strcmp(live[k].provider, tw_provider_account(s->pc[i].p)))
             on_notice(s, &live[k], &ev.items[e], now);
     }
@@ -801,9 +908,15 @@ int sched__follow(struct tw_sched *s, int64_t now) {
   struct tw_err err = {0};
   int changes = 0;
   if (tw_store_attempts_live(s->store, &live, &n_live, &err) == TW_OK) {
-    poll_notices(s, live, n_live, now);
+    /* the nodes of the live gangs, read once per pass */
+    struct tw_attempt_instance *g = NULL;
+    size_t n_g = 0;
+    if (tw_store_attempt_instances(s->store, 0, &g, &n_g, &err))
+      tw_log_warn("spot", "gang nodes unreadable: %s", err.msg);
+    poll_notices(s, live, n_live, g, n_g, now);
     for (size_t i = 0; i < n_live; i++)
-      changes += follow_attempt(s, &live[i], now);
+      changes += follow_attempt(s, &live[i], nodes_of(g, n_g, live[i].id), now);
+    free(g);
     att_prune(s);
     changes += sweep(s, live, n_live, now);
   }

@@ -13,6 +13,7 @@
 #include "mem.h"
 #include "model.h"
 #include "providers/provider.h"
+#include "spec.h"
 #include "store.h"
 
 static const char *const MIGRATIONS[] = {
@@ -53,6 +54,8 @@ enum tw_rc tw_reconcile_new(const struct tw_reconcile_opts *opts, struct tw_reco
   enum tw_rc rc = tw_store_migrate_module(opts->store, "reconcile", MIGRATIONS,
                                           (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]), err);
   if (rc)
+    return rc;
+  if ((rc = tw_store_gang_migrate(opts->store, err)))
     return rc;
   struct tw_reconcile *r = tw_calloc(1, sizeof *r);
   r->o = *opts;
@@ -170,6 +173,102 @@ static void placement_json(struct tw_buf *b, const struct tw_instance *i,
   tw_buf_adds(b, ",\"explain\":\"adopted by the reconciler: the launch's answer was lost\"}");
 }
 
+/* k when client token ct is node k of a gang of attempt token ("<token>-<k>"),
+ * else 0. */
+static int gang_k(const char *ct, const char *token) {
+  size_t n = strlen(token);
+  if (strncmp(ct, token, n) || ct[n] != '-' || !ct[n + 1])
+    return 0;
+  int k = 0;
+  for (const char *p = ct + n + 1; *p; p++) {
+    if (*p < '0' || *p > '9' || k > 100000)
+      return 0;
+    k = k * 10 + (*p - '0');
+  }
+  return k;
+}
+
+/* The node count of job_id's spec; 0 when it cannot be read. */
+static int nodes_of_job(struct tw_reconcile *r, const char *job_id) {
+  struct tw_job_rec job;
+  struct tw_err err = {0};
+  if (tw_store_job_get(r->o.store, job_id, &job, &err))
+    return 0;
+  struct tw_job_spec spec;
+  int n = 0;
+  if (tw_spec_parse(job.spec_json, strlen(job.spec_json), true, &spec, &err) == TW_OK) {
+    n = spec.nodes > 0 ? spec.nodes : 1;
+    tw_spec_release(&spec);
+  }
+  tw_job_rec_release(&job);
+  return n;
+}
+
+/* Node k of live gang attempt a answers: adopted when its node is not
+ * recorded (once all N are, the attempt is launched with node 1 as its
+ * instance), left alone when it is that node, terminated when it is
+ * beyond the gang or a second instance for one node.  Returns the action
+ * (NULL: nothing to record) with reason filled; *failed when a call
+ * failed. */
+static const char *gang_node(struct tw_reconcile *r, struct tw_provider *prov,
+                             const struct tw_instance *in, struct tw_attempt_rec *a, int k,
+                             char *reason, size_t rsz, struct tw_reconcile_stats *st) {
+  int nodes = nodes_of_job(r, a->job_id);
+  if (!nodes)
+    return NULL; /* the store could not say: decide nothing on that */
+  struct tw_attempt_instance *g = NULL;
+  size_t ng = 0;
+  struct tw_err err = {0};
+  if (tw_store_attempt_instances(r->o.store, a->id, &g, &ng, &err))
+    return NULL;
+  const struct tw_attempt_instance *mine = NULL;
+  for (size_t i = 0; i < ng; i++)
+    if (g[i].k == k)
+      mine = &g[i];
+  const char *action = NULL;
+  if (k <= nodes && mine && !strcmp(mine->instance_id, in->id)) {
+    /* as it should be */
+  } else if (k <= nodes && !mine) {
+    if (tw_store_attempt_instance_put(r->o.store, a->id, k, in->id, "launched", &err) == TW_OK) {
+      action = "adopted";
+      snprintf(reason, rsz, "the launch's answer was lost; node %d of %d of attempt %d", k,
+               nodes, a->n);
+      st->adopted++;
+      if (ng + 1 == (size_t)nodes && !a->instance_id[0]) {
+        /* the whole gang is known: the attempt goes on with it */
+        const char *first = k == 1 ? in->id : NULL;
+        for (size_t i = 0; i < ng && !first; i++)
+          if (g[i].k == 1)
+            first = g[i].instance_id;
+        struct tw_buf pj;
+        tw_buf_init(&pj);
+        struct tw_instance head = *in;
+        snprintf(head.id, sizeof head.id, "%s", first ? first : in->id);
+        placement_json(&pj, &head, a);
+        if (tw_store_attempt_launched(r->o.store, a->id, head.id, pj.data, &err) == TW_OK) {
+          snprintf(a->instance_id, sizeof a->instance_id, "%s", head.id);
+          a->state = TW_ATTEMPT_PROVISIONING;
+        }
+        tw_buf_release(&pj);
+      }
+    }
+  } else {
+    if (k > nodes)
+      snprintf(reason, rsz, "beyond its gang: node %d of %d", k, nodes);
+    else
+      snprintf(reason, rsz, "a duplicate: node %d of attempt %d runs on %s", k, a->n,
+               mine->instance_id);
+    if (tw_provider_terminate(prov, in->id, &err))
+      st->failures++;
+    else {
+      action = "terminated";
+      st->terminated++;
+    }
+  }
+  free(g);
+  return action;
+}
+
 enum tw_rc tw_reconcile_pass(struct tw_reconcile *r, struct tw_reconcile_stats *done,
                              struct tw_err *err) {
   (void)err;
@@ -223,7 +322,12 @@ enum tw_rc tw_reconcile_pass(struct tw_reconcile *r, struct tw_reconcile_stats *
     int64_t now = tw_clock_now_ms(r->o.clock);
     char reason[200];
     const char *action = NULL;
-    if (a && a->state != TW_ATTEMPT_ENDED && !a->instance_id[0]) {
+    int k = a && a->state != TW_ATTEMPT_ENDED ? gang_k(in->client_token, token) : 0;
+    if (k) {
+      action = gang_node(r, prov, in, a, k, reason, sizeof reason, &st);
+      if (!action)
+        continue;
+    } else if (a && a->state != TW_ATTEMPT_ENDED && !a->instance_id[0]) {
       struct tw_buf pj;
       tw_buf_init(&pj);
       placement_json(&pj, in, a);

@@ -700,7 +700,8 @@ bool sched__parse_spec(const struct tw_job_rec *job, struct tw_job_spec *spec) {
 
 static void placement_json(struct tw_buf *b, const struct tw_offer *o,
                            const struct tw_attempt_rec *a, const char *instance_id,
-                           int64_t cost, const char *explain) {
+                           const char (*gang_ids)[128], size_t n_gang, int64_t cost,
+                           const char *explain) {
   tw_buf_adds(b, "{\"provider\":");
   tw_buf_json_str(b, o->provider);
   tw_buf_adds(b, ",\"account\":");
@@ -716,6 +717,15 @@ static void placement_json(struct tw_buf *b, const struct tw_offer *o,
   tw_buf_printf(b, ",\"expected_cost_uusd\":%lld,\"attempt\":%d,\"instance_id\":",
                 (long long)cost, a->n);
   tw_buf_json_str(b, instance_id);
+  if (gang_ids && n_gang > 1) { /* a gang: every node, first = instance_id */
+    tw_buf_adds(b, ",\"instance_ids\":[");
+    for (size_t k = 0; k < n_gang; k++) {
+      if (k)
+        tw_buf_addc(b, ',');
+      tw_buf_json_str(b, gang_ids[k]);
+    }
+    tw_buf_addc(b, ']');
+  }
   tw_buf_adds(b, ",\"offer_id\":");
   tw_buf_json_str(b, o->id);
   tw_buf_adds(b, ",\"explain\":");
@@ -725,6 +735,59 @@ static void placement_json(struct tw_buf *b, const struct tw_offer *o,
     tw_buf_adds(b, launch_plan_json);
   }
   tw_buf_addc(b, '}');
+}
+
+bool sched__is_gang(struct tw_sched *s, const struct tw_job_spec *spec, const char *account) {
+  if (spec->nodes <= 1)
+    return false;
+  struct pcache *pc = sched__provider(s, account);
+  /* a batch provider runs the N nodes as one job of its own */
+  return !pc || !tw_provider_supports(pc->p, TW_PROV_BATCH);
+}
+
+void sched__gang_token(const struct tw_attempt_rec *a, int k, char *out, size_t sz) {
+  snprintf(out, sz, "%s-%d", a->client_token, k);
+}
+
+/* Launches the N nodes of a gang for attempt a, all or nothing: node k with
+ * the client token "<attempt token>-<k>", so a launch resent after a lost
+ * answer (or a restart) gets the instances already made.  Each node is
+ * stored as soon as it is known.  When one node fails, the nodes already
+ * launched are terminated (what a terminate misses, the reconciler ends:
+ * their attempt is closed) and the failure's rc is returned with err set.
+ * ids[k - 1] is node k's instance. */
+static enum tw_rc gang_launch(struct tw_sched *s, struct pcache *pc,
+                              const struct tw_launch *base, const struct tw_attempt_rec *a,
+                              int nodes, char (*ids)[128], struct tw_err *err) {
+  enum tw_rc rc = TW_OK;
+  int got = 0;
+  for (int k = 1; k <= nodes && rc == TW_OK; k++) {
+    char token[64];
+    sched__gang_token(a, k, token, sizeof token);
+    struct tw_launch req = *base;
+    req.client_token = token;
+    req.nodes = 1;
+    struct tw_instance inst;
+    rc = tw_provider_launch(pc->p, &req, &inst, err);
+    if (rc != TW_OK)
+      break;
+    snprintf(ids[k - 1], 128, "%s", inst.id);
+    got = k;
+    struct tw_err serr = {0};
+    if (tw_store_attempt_instance_put(s->store, a->id, k, inst.id, "launched", &serr))
+      tw_log_warn("sched", "job=%s attempt=%d node %d launched %s but not recorded: %s",
+                  a->job_id, a->n, k, inst.id, serr.msg);
+  }
+  if (rc == TW_OK)
+    return TW_OK;
+  for (int k = 1; k <= got; k++) {
+    struct tw_err terr = {0};
+    if (tw_provider_terminate(pc->p, ids[k - 1], &terr) == TW_OK)
+      tw_store_attempt_instance_put(s->store, a->id, k, ids[k - 1], "terminated", &terr);
+  }
+  tw_log_info("sched", "job=%s attempt=%d gang of %d: node %d refused (%s); %d node%s given back",
+              a->job_id, a->n, nodes, got + 1, tw_rc_str(rc), got, got == 1 ? "" : "s");
+  return rc;
 }
 
 /* Calls the provider for attempt a on offer o; stores the outcome.
@@ -755,12 +818,24 @@ enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
                           .env = spec->env,
                           .n_env = spec->n_env};
   struct tw_instance inst;
-  enum tw_rc rc = tw_provider_launch(pc->p, &req, &inst, &err);
+  int nodes = sched__is_gang(s, spec, o->account) ? spec->nodes : 1;
+  char(*ids)[128] = NULL;
+  enum tw_rc rc;
+  if (nodes > 1) {
+    ids = tw_calloc((size_t)nodes, sizeof *ids);
+    rc = gang_launch(s, pc, &req, a, nodes, ids, &err);
+    if (rc == TW_OK)
+      snprintf(inst.id, sizeof inst.id, "%s", ids[0]);
+  } else {
+    rc = tw_provider_launch(pc->p, &req, &inst, &err);
+  }
   tw_buf_release(&ud);
   if (rc == TW_OK) {
     struct tw_buf pj;
     tw_buf_init(&pj);
-    placement_json(&pj, o, a, inst.id, cost, explain);
+    placement_json(&pj, o, a, inst.id, (const char(*)[128])ids, ids ? (size_t)nodes : 0, cost,
+                   explain);
+    free(ids);
     struct tw_err serr = {0};
     if (tw_store_attempt_launched(s->store, a->id, inst.id, pj.data, &serr))
       tw_log_warn("sched", "job=%s attempt=%d launched %s but not recorded: %s",
@@ -774,6 +849,7 @@ enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
     sched__spot_launch_ok(s, o, tw_clock_now_ms(s->clock));
     return TW_OK;
   }
+  free(ids);
   /* capacity: that offer is full now; rejected: that offer refuses this
    * request (an image missing in that region, say), so both are avoided
    * for this job; failed: nothing wrong with the offer (throttled, auth) */
@@ -877,28 +953,6 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t n
   tw_buf_release(&eb);
   tw_plan_to_json(&pplan, 5, &planj);
   sched__spot_order(s, job, &plan, &pl, explain, sizeof explain, now);
-  if (spec.nodes > 1 && pl.n) {
-    /* The plan put the gang in one zone.  It is launched as one request,
-     * so only providers that run a multi-node job as one (batch: Slurm)
-     * take it today: a cloud gang would be several instances for one
-     * attempt, which the monitor and the reconciler do not follow yet. */
-    size_t k = 0;
-    for (size_t i = 0; i < pl.n; i++) {
-      struct pcache *gpc = sched__provider(s, pl.cands[i].offer->account);
-      if (gpc && tw_provider_supports(gpc->p, TW_PROV_BATCH))
-        pl.cands[k++] = pl.cands[i];
-    }
-    if (!k) {
-      char note[1024];
-      snprintf(note, sizeof note,
-               "waiting: a gang of %d fits best on %s, but gangs are launched on batch "
-               "providers (Slurm) only; %s",
-               spec.nodes, pl.cands[0].offer->id, explain);
-      note_once(s, sp, job->id, note);
-      goto out;
-    }
-    pl.n = k;
-  }
   if (pl.n == 0) {
     char note[600];
     if (counted) {

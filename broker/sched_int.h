@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "broker/mem.h"
@@ -69,6 +70,13 @@ enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
                          const struct tw_job_spec *spec,
                          const struct tw_attempt_rec *a, const struct tw_offer *o,
                          int64_t cost, const char *explain);
+
+/* Whether spec on the provider account is a gang launched as N instances
+ * of one attempt (nodes > 1 on a cloud; a batch provider runs the N nodes
+ * as one job of its own). */
+bool sched__is_gang(struct tw_sched *s, const struct tw_job_spec *spec, const char *account);
+/* The client token of node k (1..N) of a gang attempt: "<token>-<k>". */
+void sched__gang_token(const struct tw_attempt_rec *a, int k, char *out, size_t sz);
 
 /* Places one pending (or recovering) job: opens an attempt, launches the
  * best candidate, moves on at once after a capacity error.  Returns the

@@ -1314,3 +1314,109 @@ enum tw_rc tw_store_migrate_module(struct tw_store *s, const char *module,
   }
   return TW_OK;
 }
+
+/* ---- gangs ------------------------------------------------------------------ */
+
+static const char *const GANG_MIGRATIONS[] = {
+    /* 1: the instances of a multi-node attempt */
+    "CREATE TABLE attempt_instances ("
+    "  attempt_id INTEGER NOT NULL REFERENCES attempts(id),"
+    "  k INTEGER NOT NULL,"
+    "  instance_id TEXT NOT NULL,"
+    "  state TEXT NOT NULL,"
+    "  PRIMARY KEY (attempt_id, k));",
+};
+
+static const char SQL_GANG_PUT[] =
+    "INSERT INTO attempt_instances (attempt_id, k, instance_id, state) VALUES (?1, ?2, ?3, ?4)"
+    " ON CONFLICT (attempt_id, k) DO UPDATE SET instance_id = excluded.instance_id,"
+    " state = excluded.state";
+static const char SQL_GANG_OF[] =
+    "SELECT attempt_id, k, instance_id, state FROM attempt_instances"
+    " WHERE attempt_id = ?1 ORDER BY k";
+static const char SQL_GANG_LIVE[] =
+    "SELECT g.attempt_id, g.k, g.instance_id, g.state FROM attempt_instances g"
+    " JOIN attempts a ON a.id = g.attempt_id WHERE a.state != 'ended'"
+    " ORDER BY g.attempt_id, g.k";
+
+enum tw_rc tw_store_gang_migrate(struct tw_store *s, struct tw_err *err) {
+  return tw_store_migrate_module(s, "gang", GANG_MIGRATIONS,
+                                 (int)(sizeof GANG_MIGRATIONS / sizeof GANG_MIGRATIONS[0]),
+                                 err);
+}
+
+static enum tw_rc op_gang_put(struct tw_store *s, sqlite3 *db, void *arg,
+                              struct tw_err *err) {
+  const struct tw_attempt_instance *g = arg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_GANG_PUT, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, g->attempt_id);
+  sqlite3_bind_int(st, 2, g->k);
+  sqlite3_bind_text(st, 3, g->instance_id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, g->state, -1, SQLITE_STATIC);
+  int r = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (r != SQLITE_DONE)
+    return db_err(db, err, "record a gang instance");
+  return TW_OK;
+}
+
+enum tw_rc tw_store_attempt_instance_put(struct tw_store *s, int64_t attempt_id, int k,
+                                         const char *instance_id, const char *state,
+                                         struct tw_err *err) {
+  struct tw_attempt_instance g = {.attempt_id = attempt_id, .k = k};
+  snprintf(g.instance_id, sizeof g.instance_id, "%s", instance_id);
+  snprintf(g.state, sizeof g.state, "%s", state);
+  return tw_store_write(s, op_gang_put, &g, err);
+}
+
+struct gang_read {
+  int64_t attempt_id;
+  struct tw_attempt_instance *items;
+  size_t n, cap;
+};
+
+static enum tw_rc op_gang_read(struct tw_store *s, sqlite3 *db, void *arg,
+                               struct tw_err *err) {
+  struct gang_read *a = arg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, a->attempt_id ? SQL_GANG_OF : SQL_GANG_LIVE, err);
+  if (!st)
+    return TW_E_IO;
+  if (a->attempt_id)
+    sqlite3_bind_int64(st, 1, a->attempt_id);
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (a->n == a->cap) {
+      a->cap = a->cap ? a->cap * 2 : 8;
+      a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
+    }
+    struct tw_attempt_instance *g = &a->items[a->n++];
+    memset(g, 0, sizeof *g);
+    g->attempt_id = sqlite3_column_int64(st, 0);
+    g->k = sqlite3_column_int(st, 1);
+    const unsigned char *t = sqlite3_column_text(st, 2);
+    snprintf(g->instance_id, sizeof g->instance_id, "%s", t ? (const char *)t : "");
+    t = sqlite3_column_text(st, 3);
+    snprintf(g->state, sizeof g->state, "%s", t ? (const char *)t : "");
+  }
+  sqlite3_reset(st);
+  if (r != SQLITE_DONE)
+    return db_err(db, err, "list gang instances");
+  return TW_OK;
+}
+
+enum tw_rc tw_store_attempt_instances(struct tw_store *s, int64_t attempt_id,
+                                      struct tw_attempt_instance **out, size_t *n,
+                                      struct tw_err *err) {
+  struct gang_read a = {.attempt_id = attempt_id};
+  enum tw_rc rc = tw_store_read(s, op_gang_read, &a, err);
+  if (rc) {
+    free(a.items);
+    a.items = NULL;
+    a.n = 0;
+  }
+  *out = a.items;
+  *n = a.n;
+  return rc;
+}

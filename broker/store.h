@@ -274,4 +274,34 @@ enum tw_rc tw_store_read(struct tw_store *s, tw_store_read_fn fn, void *arg,
 struct sqlite3_stmt *tw_store_stmt(struct tw_store *s, struct sqlite3 *db,
                                    const char *sql, struct tw_err *err);
 
+/* ---- gangs: the instances of one attempt -----------------------------------
+ *
+ * A gang (spec `nodes: N` > 1 on a cloud) is one attempt with N instances,
+ * node k launched with the client token "<attempt token>-<k>".  Its
+ * instances are kept in the module table attempt_instances (module "gang");
+ * attempts.instance_id stays the first one so readers of one instance per
+ * attempt keep working. */
+
+struct tw_attempt_instance {
+  int64_t attempt_id;
+  int k;                 /* 1..N */
+  char instance_id[128];
+  char state[16];        /* "launched" | "running" | "terminated" */
+};
+
+/* Creates the table when this database lacks it.  Idempotent; call before
+ * the functions below (the scheduler and the reconciler do). */
+enum tw_rc tw_store_gang_migrate(struct tw_store *s, struct tw_err *err);
+
+/* Records (or replaces) node k of attempt_id. */
+enum tw_rc tw_store_attempt_instance_put(struct tw_store *s, int64_t attempt_id, int k,
+                                         const char *instance_id, const char *state,
+                                         struct tw_err *err);
+
+/* The nodes of attempt_id (attempt_id > 0), or of every attempt not yet
+ * ended (attempt_id 0), by attempt then k.  free() the array. */
+enum tw_rc tw_store_attempt_instances(struct tw_store *s, int64_t attempt_id,
+                                      struct tw_attempt_instance **out, size_t *n,
+                                      struct tw_err *err);
+
 #endif

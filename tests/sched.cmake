@@ -9,3 +9,7 @@ if(TARGET tw_fake_provider)
               LIBS tw_api tw_sched tw_fake_provider PkgConfig::CURL PkgConfig::CMOCKA
               LABELS integration api)
 endif()
+if(TARGET tw_sched AND TARGET tw_fake_provider)
+  tw_add_test(test_gang SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_gang.c
+              LIBS tw_sched tw_fake_provider PkgConfig::CMOCKA LABELS unit placement)
+endif()

@@ -487,18 +487,6 @@ static void backfill_keeps_the_head_jobs_reservation(void **state) {
   tw_provider_free(bp);
 }
 
-static void a_gang_on_a_cloud_waits_with_the_reason(void **state) {
-  (void)state;
-  char id[TW_JOB_ID_LEN + 1];
-  submit("name: g\nresources: {cpus: 4}\nnodes: 2\n", id);
-  tw_sched_tick(sched);
-  struct tw_job_rec j = get(id);
-  assert_int_equal(j.state, TW_JOB_PENDING);
-  assert_non_null(strstr(j.reason, "a gang of 2 fits best on fake-a:r1:r1a:cpu.small:on-demand, "
-                                   "but gangs are launched on batch providers (Slurm) only"));
-  tw_job_rec_release(&j);
-}
-
 static size_t count_events(const char *id, const char *text) {
   struct tw_job_event *ev;
   size_t n, hits = 0;
@@ -541,7 +529,6 @@ int main(void) {
       T(the_stored_placement_carries_its_plan),
       T(readers_of_one_dataset_share_one_copy),
       T(backfill_keeps_the_head_jobs_reservation),
-      T(a_gang_on_a_cloud_waits_with_the_reason),
       T(a_job_that_fits_nowhere_is_noted_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
