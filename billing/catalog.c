@@ -503,6 +503,13 @@ enum tw_rc tw_catalog_new(const struct tw_catalog_opts *o,
       rc = tw_err_set(err, TW_E_INVALID, "catalog: two sources named %s", name);
       goto fail;
     }
+    /* offer ids are account:region:zone:type:market */
+    if (strpbrk(f->provider, ":/") || (f->account && strpbrk(f->account, ":/"))) {
+      rc = tw_err_set(err, TW_E_INVALID,
+                      "catalog file %s: provider and account may not hold ':' "
+                      "or '/'", name);
+      goto fail;
+    }
     if (f->mode == TW_CAT_ADAPTER) {
       rc = tw_err_set(err, TW_E_INVALID,
                       "catalog file %s: mode is seed or override", name);

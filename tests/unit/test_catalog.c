@@ -322,6 +322,8 @@ static void config_section_is_validated(void **state) {
       {"catalog: {accounts: {fake-a: {chargeback: {vcpu_hour: cheap}}}}\n",
        TW_E_INVALID, "catalog.accounts.fake-a.chargeback.vcpu_hour"},
       {"catalog: {rates: /nonexistent-rates.csv}\n", TW_E_IO, "cannot open"},
+      {"catalog: {files: [{path: SEED, provider: aws, account: \"a:b\"}]}\n",
+       TW_E_INVALID, "may not hold"},
       {"catalog: {files: [{path: SEED, provider: aws, currency: XYZ}]}\n",
        TW_E_INVALID, "no rate for currency XYZ"},
   };
@@ -396,8 +398,58 @@ static void config_section_is_validated(void **state) {
   tw_cfg_free(b);
 }
 
+static void shipped_tables_and_demo_catalog_load(void **state) {
+  (void)state;
+  const char *src = getenv("TW_SOURCE_DIR");
+  char p[1024];
+  struct tw_err err = {0};
+  struct tw_regions *r1 = NULL, *r2 = NULL;
+  snprintf(p, sizeof p, "%s/configs/catalog/regions.csv", src ? src : ".");
+  if (tw_regions_load_file(p, &r1, &err))
+    fail_msg("%s", err.msg);
+  assert_int_equal(tw_regions_builtin(&r2, &err), TW_OK);
+  assert_int_equal(tw_regions_count(r1), tw_regions_count(r2)); /* same table */
+  tw_regions_free(r1);
+  tw_regions_free(r2);
+  struct tw_rates *rt = NULL;
+  snprintf(p, sizeof p, "%s/configs/catalog/rates.csv", src ? src : ".");
+  if (tw_rates_load_file(p, &rt, &err))
+    fail_msg("%s", err.msg);
+  assert_non_null(tw_rates_find(rt, "CNY"));
+  tw_rates_free(rt);
+
+  snprintf(p, sizeof p, "%s/configs/catalog/demo-aws.csv", src ? src : ".");
+  struct tw_catalog_file files[] = {{.name = "demo", .path = p, .provider = "aws",
+                                     .account = "aws-demo"}};
+  struct tw_catalog_opts o = {.clock = &clk, .files = files, .n_files = 1};
+  struct tw_catalog *c = NULL;
+  if (tw_catalog_new(&o, &c, &err))
+    fail_msg("%s", err.msg);
+  assert_int_equal(tw_catalog_refresh_due(c, tw_clock_now_ms(&clk)), 1);
+  struct tw_catalog_status *st;
+  size_t n;
+  tw_catalog_status(c, &st, &n);
+  const struct tw_cat_report *rep = &st[0].info.report;
+  assert_int_equal(rep->rows, 10);
+  assert_int_equal(rep->normalized, 10);
+  assert_int_equal(rep->notes[TW_CAT_NOTE_SPOT_NOT_OFFERED], 1);
+  assert_int_equal(rep->notes[TW_CAT_NOTE_ZERO_PRICE], 1);
+  assert_int_equal(rep->notes[TW_CAT_NOTE_REGION_UNKNOWN], 0);
+  assert_int_equal(st[0].info.offers, 18);
+  free(st);
+  struct tw_cat_snap *s = tw_catalog_acquire(c);
+  struct tw_cat_query q = {.accel = "A100", .market = TW_MARKET_SPOT, .limit = 10};
+  struct tw_cat_page pg;
+  assert_int_equal(tw_cat_snap_query(s, &q, &pg, &err), TW_OK);
+  assert_int_equal(pg.n, 3); /* two A100-80GB and one A100-40GB on spot */
+  tw_cat_page_release(&pg);
+  tw_cat_snap_release(s);
+  tw_catalog_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(shipped_tables_and_demo_catalog_load),
       cmocka_unit_test(refresh_publishes_a_merged_snapshot),
       cmocka_unit_test(a_failed_refresh_keeps_the_previous_table),
       cmocka_unit_test(snapshots_are_stored_and_loaded_back),
