@@ -1,5 +1,6 @@
 /* cli.c - the command table, global options, help and the request helper
  * every command goes through. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +16,20 @@
 
 #define DEFAULT_URL "http://127.0.0.1:8420"
 
-enum { OPT_OUTPUT = TW_CLI_OPT_GLOBAL, OPT_URL, OPT_TOKEN, OPT_HELP, OPT_VERSION };
+enum {
+  OPT_OUTPUT = TW_CLI_OPT_GLOBAL,
+  OPT_URL,
+  OPT_TOKEN,
+  OPT_CACERT,
+  OPT_HELP,
+  OPT_VERSION
+};
 
 static const struct tw_cli_opt global_opts[] = {
     {"output", 'o', true, OPT_OUTPUT},
     {"url", 0, true, OPT_URL},
     {"token", 0, true, OPT_TOKEN},
+    {"cacert", 0, true, OPT_CACERT},
     {"help", 'h', false, OPT_HELP},
     {"version", 0, false, OPT_VERSION},
     {0},
@@ -63,6 +72,9 @@ static const char main_help[] =
     "                        " DEFAULT_URL "\n"
     "      --token TOKEN     bearer token; default $TRADEWIND_TOKEN (prefer the\n"
     "                        variable: other users can read command lines)\n"
+    "      --cacert FILE     trust the CA certificates in FILE (PEM) for an\n"
+    "                        https:// URL, instead of the system's; default\n"
+    "                        $TRADEWIND_CACERT\n"
     "  -h, --help            show help\n"
     "      --version         show the version\n"
     "\n"
@@ -93,8 +105,8 @@ static void print_cmd_help(FILE *f, const struct tw_cli_cmd *cmd) {
           *cmd->args ? " " : "", cmd->args, cmd->summary);
   if (cmd->help && *cmd->help)
     fprintf(f, "\n%s", cmd->help);
-  fprintf(f, "\nGlobal options -o, --url, --token and the exit codes are "
-             "listed by `tradewind --help`.\n");
+  fprintf(f, "\nGlobal options -o, --url, --token, --cacert and the exit "
+             "codes are listed by `tradewind --help`.\n");
 }
 
 /* `tradewind jobs --help`: the commands of one group. */
@@ -243,7 +255,8 @@ int tw_cli_request_quiet(struct tw_cli *c, const char *method,
                          const char *path, struct tw_cli_http_resp *resp,
                          json_t **json, struct tw_buf *line) {
   struct tw_cli_http_req req = {
-      .base_url = c->url, .token = c->token, .method = method, .path = path};
+      .base_url = c->url, .token = c->token, .method = method, .path = path,
+      .cacert = c->cacert};
   return call(&req, resp, json, line);
 }
 
@@ -258,7 +271,8 @@ int tw_cli_request(struct tw_cli *c, const char *method, const char *path,
                                 .content_type = content_type,
                                 .body = body,
                                 .body_len = len,
-                                .idempotency_key = idempotency_key};
+                                .idempotency_key = idempotency_key,
+                                .cacert = c->cacert};
   struct tw_cli_http_resp local;
   struct tw_buf line;
   tw_cli_http_resp_init(&local);
@@ -274,8 +288,8 @@ int tw_cli_request(struct tw_cli *c, const char *method, const char *path,
 /* Applies the global options found in p; returns -1 to go on, or an exit
  * code (help and version print and stop). */
 static int apply_globals(struct tw_cli *c, const struct tw_cli_parsed *p,
-                         const char **url, const char **token, bool *help,
-                         bool *version) {
+                         const char **url, const char **token,
+                         const char **cacert, bool *help, bool *version) {
   for (size_t i = 0; i < p->nopts; i++) {
     const struct tw_cli_optval *o = &p->opts[i];
     switch (o->id) {
@@ -294,6 +308,9 @@ static int apply_globals(struct tw_cli *c, const struct tw_cli_parsed *p,
     case OPT_TOKEN:
       *token = o->value;
       break;
+    case OPT_CACERT:
+      *cacert = o->value;
+      break;
     case OPT_HELP:
       *help = true;
       break;
@@ -304,6 +321,26 @@ static int apply_globals(struct tw_cli *c, const struct tw_cli_parsed *p,
       break;
     }
   }
+  return -1;
+}
+
+/* The CA file is opened here so that a typo is a usage error naming the
+ * file, not a TLS failure (exit 3) naming none. */
+static int check_cacert(struct tw_cli *c, const char *file, bool from_env) {
+  const char *what = from_env ? "TRADEWIND_CACERT" : "--cacert";
+  if (!*file)
+    return tw_cli_usage(c, "%s: expected a file of PEM certificates", what);
+  FILE *f = fopen(file, "r");
+  int ch = f ? fgetc(f) : EOF;
+  int e = errno;
+  bool bad = !f || ferror(f), empty = f && !bad && ch == EOF;
+  if (f)
+    fclose(f);
+  if (bad) /* a directory opens, and fails on the first read */
+    return tw_cli_usage(c, "%s: cannot read \"%.200s\": %s", what, file,
+                        strerror(e));
+  if (empty)
+    return tw_cli_usage(c, "%s: \"%.200s\" is empty", what, file);
   return -1;
 }
 
@@ -328,6 +365,7 @@ int tw_cli_run(int argc, char **argv, const struct tw_cli_io *io) {
   struct tw_err err;
   const char *url = io->env_url && *io->env_url ? io->env_url : DEFAULT_URL;
   const char *token = io->env_token;
+  const char *cacert = io->env_cacert && *io->env_cacert ? io->env_cacert : NULL;
   char *base = NULL;
   bool help = false, version = false;
   int code;
@@ -337,7 +375,7 @@ int tw_cli_run(int argc, char **argv, const struct tw_cli_io *io) {
     code = tw_cli_usage(&c, "%s", err.msg);
     goto out;
   }
-  if ((code = apply_globals(&c, &p0, &url, &token, &help, &version)) >= 0)
+  if ((code = apply_globals(&c, &p0, &url, &token, &cacert, &help, &version)) >= 0)
     goto out;
   if (version) {
     fprintf(io->out, "tradewind %s\n", TW_VERSION);
@@ -425,7 +463,7 @@ int tw_cli_run(int argc, char **argv, const struct tw_cli_io *io) {
     code = tw_cli_usage(&c, "%s", err.msg);
     goto out;
   }
-  if ((code = apply_globals(&c, &p1, &url, &token, &help, &version)) >= 0)
+  if ((code = apply_globals(&c, &p1, &url, &token, &cacert, &help, &version)) >= 0)
     goto out;
   if (help) {
     print_cmd_help(io->out, cmd);
@@ -450,6 +488,12 @@ int tw_cli_run(int argc, char **argv, const struct tw_cli_io *io) {
     goto out;
   c.url = base;
   c.token = token && *token ? token : NULL;
+  if (cacert) {
+    bool from_env = cacert == io->env_cacert;
+    if ((code = check_cacert(&c, cacert, from_env)) >= 0)
+      goto out;
+    c.cacert = cacert;
+  }
   code = cmd->run(&c, &p1);
 
 out:

@@ -122,6 +122,7 @@ struct tw_cli {
   enum tw_cli_format format;
   const char *url;   /* base URL without trailing slash (owned by run) */
   const char *token; /* NULL when none */
+  const char *cacert; /* CA bundle for https (--cacert), NULL: the system's */
   const char *cmd;   /* "jobs list": for "see --help" hints */
 };
 

@@ -126,7 +126,7 @@ static int cmd_budget_set(struct tw_cli *c, const struct tw_cli_parsed *p) {
   char *body = NULL, etag[128] = "";
   /* the current budget, if any, and its ETag */
   struct tw_cli_http_req get = {.base_url = c->url, .token = c->token, .method = "GET",
-                                .path = path};
+                                .path = path, .cacert = c->cacert};
   struct tw_err err;
   tw_err_clear(&err);
   int code = TW_EXIT_OK;

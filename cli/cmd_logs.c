@@ -32,7 +32,8 @@ static int read_piece(struct tw_cli *c, const char *eid, int64_t offset,
   char *path = tw_asprintf("/v1/jobs/%s/logs?offset=%lld&limit=%d", eid,
                            (long long)offset, LOGS_CHUNK);
   struct tw_cli_http_req req = {
-      .base_url = c->url, .token = c->token, .method = "GET", .path = path};
+      .base_url = c->url, .token = c->token, .method = "GET", .path = path,
+      .cacert = c->cacert};
   struct tw_cli_http_resp resp;
   struct tw_err err;
   tw_err_clear(&err);

@@ -114,7 +114,8 @@ static int print_table(struct tw_cli *c, json_t *body) {
 /* CSV, FOCUS and HTML: the body as the server wrote it. */
 static int fetch_raw(struct tw_cli *c, const char *path, const char *out) {
   struct tw_cli_http_req req = {.base_url = c->url, .token = c->token, .method = "GET",
-                                .path = path, .timeout_ms = 300000};
+                                .path = path, .timeout_ms = 300000,
+                                .cacert = c->cacert};
   struct tw_cli_http_resp resp;
   struct tw_err err;
   tw_err_clear(&err);

@@ -59,7 +59,7 @@ void tn_time(json_t *o, const char *key, char *out, size_t outsz) {
 int tn_call(struct tw_cli *c, const char *method, const char *path, const char *body,
             const char *if_match, struct tw_cli_http_resp *resp, json_t **out) {
   struct tw_cli_http_req req = {.base_url = c->url, .token = c->token, .method = method,
-                                .path = path,
+                                .path = path, .cacert = c->cacert,
                                 .content_type = body ? "application/json" : NULL,
                                 .body = body, .body_len = body ? strlen(body) : 0,
                                 .if_match = if_match};

@@ -161,6 +161,10 @@ enum tw_rc tw_cli_http_do(const struct tw_cli_http_req *req,
                    req->timeout_ms > 0 ? req->timeout_ms
                                        : TW_CLI_HTTP_TIMEOUT_MS);
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  /* libcurl reads no CA variable from the environment: the CLI passes
+   * TRADEWIND_CACERT / --cacert here itself. */
+  if (req->cacert)
+    curl_easy_setopt(h, CURLOPT_CAINFO, req->cacert);
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h, CURLOPT_USERAGENT, "tradewind/" TW_VERSION);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);

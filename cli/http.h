@@ -30,6 +30,9 @@ struct tw_cli_http_req {
   const char *idempotency_key; /* NULL: no Idempotency-Key header */
   long timeout_ms;             /* whole transfer; 0: TW_CLI_HTTP_TIMEOUT_MS */
   const char *if_match;        /* NULL: no If-Match header */
+  /* A PEM file of CA certificates to trust for https:// instead of the
+   * system's bundle (a private CA); NULL: libcurl's default. */
+  const char *cacert;
 };
 
 struct tw_cli_http_resp {

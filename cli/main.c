@@ -26,6 +26,7 @@ int main(int argc, char **argv) {
       .in = stdin,
       .env_url = getenv("TRADEWIND_URL"),
       .env_token = getenv("TRADEWIND_TOKEN"),
+      .env_cacert = getenv("TRADEWIND_CACERT"),
       .clock = tw_clock_real(),
       .sleep_ms = real_sleep_ms,
   };

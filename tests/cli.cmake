@@ -15,6 +15,14 @@ if(TARGET tw_cli)
     LABELS unit cli
     TIMEOUT 60)
 
+  # --cacert and TRADEWIND_CACERT: parsing, help, and the file reaching libcurl.
+  tw_add_test(test_cli_cacert
+    SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_cli_cacert.c
+            ${CMAKE_SOURCE_DIR}/tests/unit/test_cli_fake.c
+    LIBS tw_cli PkgConfig::CMOCKA PkgConfig::MHD Threads::Threads
+    LABELS unit cli
+    TIMEOUT 60)
+
   # Problem lines, indented JSON and tables from arbitrary server answers.
   tw_add_fuzz(fuzz_cli_output
     SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_cli_fuzz.c

@@ -47,6 +47,11 @@ tw_add_test(test_tls
   SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_tls.c
   LIBS tw_api PkgConfig::CURL PkgConfig::OPENSSL PkgConfig::MHD
   LABELS integration tenancy TIMEOUT 60)
+# ... and the tradewind binary against it with --cacert / TRADEWIND_CACERT.
+if(TARGET tradewind)
+  target_compile_definitions(test_tls PRIVATE TW_CLI_BIN="$<TARGET_FILE:tradewind>")
+  add_dependencies(test_tls tradewind)
+endif()
 
 # The client's token, user, tenant, quota, budget and audit commands.
 if(TARGET tw_cli)

@@ -5,17 +5,22 @@
  * trusting that certificate gets its answers over HTTPS with a token, that
  * plain HTTP to the same port gets nothing, that a client trusting nothing
  * refuses the server, and that half a TLS configuration or a file that is
- * not PEM stops the start with a reason.  Skips (77) when this
- * libmicrohttpd lacks TLS. */
+ * not PEM stops the start with a reason.  With the tradewind binary's path
+ * (TW_CLI_BIN), runs it against the server: trusting the certificate by
+ * --cacert or TRADEWIND_CACERT it gets answers; trusting only the
+ * system's store it is refused.  Skips (77) when this libmicrohttpd lacks
+ * TLS. */
 #include <curl/curl.h>
 #include <microhttpd.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "api/api.h"
@@ -116,6 +121,73 @@ static struct resp get(const char *url, const char *token, const char *ca) {
   return r;
 }
 
+#ifdef TW_CLI_BIN
+static char outf[128];
+
+/* Runs the CLI with argv[1..] and exactly the environment env (no HOME,
+ * no CURL_CA_BUNDLE: nothing else may make it trust the certificate);
+ * stdout and stderr go to outf.  Returns the exit code, -1 when it died. */
+static int run_cli(const char *const *args, char *const *env) {
+  char *argv[16];
+  int argc = 0;
+  argv[argc++] = (char *)TW_CLI_BIN;
+  for (size_t i = 0; args[i] && argc < 15; i++)
+    argv[argc++] = (char *)args[i];
+  argv[argc] = NULL;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(outf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0)
+      _exit(126);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execve(TW_CLI_BIN, argv, env);
+    _exit(127);
+  }
+  int st;
+  if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+    return -1;
+  return WEXITSTATUS(st);
+}
+
+static const char *cli_output(void) {
+  static char buf[2048];
+  FILE *f = fopen(outf, "r");
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  buf[n] = '\0';
+  if (f)
+    fclose(f);
+  return buf;
+}
+
+static void cli_checks(int port, const char *tok) {
+  char url[96], token[TW_TOKEN_LEN + 24], cacert[160];
+  snprintf(outf, sizeof outf, "%s/cli.out", dir);
+  snprintf(url, sizeof url, "TRADEWIND_URL=https://127.0.0.1:%d", port);
+  snprintf(token, sizeof token, "TRADEWIND_TOKEN=%s", tok);
+  snprintf(cacert, sizeof cacert, "TRADEWIND_CACERT=%s", certf);
+  char *plain[] = {url, token, NULL};
+  char *with_ca[] = {url, token, cacert, NULL};
+  const char *list[] = {"jobs", "list", "-o", "json", NULL};
+  const char *flag[] = {"--cacert", certf, "jobs", "list", "-o", "json", NULL};
+  int code = run_cli(flag, plain);
+  CHECK(code == 0 && strstr(cli_output(), "["), "cli --cacert: exit %d: %s", code,
+        cli_output());
+  code = run_cli(list, with_ca);
+  CHECK(code == 0, "cli with TRADEWIND_CACERT: exit %d: %s", code, cli_output());
+  code = run_cli(list, plain);
+  CHECK(code == 3 && strstr(cli_output(), "cannot reach https://"),
+        "cli trusting the system's store: exit %d: %s", code, cli_output());
+  /* the certificate is for 127.0.0.1: another name for the host fails */
+  char local[96];
+  snprintf(local, sizeof local, "https://localhost:%d", port);
+  const char *byname[] = {"--url", local, "--cacert", certf, "jobs", "list", NULL};
+  code = run_cli(byname, plain);
+  CHECK(code == 3, "cli to a name the certificate lacks: exit %d: %s", code, cli_output());
+  unlink(outf);
+}
+#endif
+
 int main(void) {
   if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
     printf("SKIPPED: this libmicrohttpd has no TLS\n");
@@ -172,6 +244,11 @@ int main(void) {
   CHECK(r.rc != CURLE_OK, "a client trusting nothing accepted the server");
   r = get(http, tok, NULL);
   CHECK(r.rc != CURLE_OK || r.status != 200, "plain HTTP got an answer: %ld", r.status);
+#ifdef TW_CLI_BIN
+  cli_checks(tw_api_port(api), tok);
+#else
+  printf("# the CLI part needs TW_CLI_BIN: not run\n");
+#endif
   tw_api_stop(api);
 
   /* half a configuration, or not PEM: the start fails and says why */
