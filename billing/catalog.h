@@ -185,7 +185,9 @@ struct tw_cat_query {
   const char *providers[TW_CAT_QUERY_LIST_MAX]; /* provider or account */
   size_t n_providers;
   /* "provider:region" or "provider:region:zone" globs, as placement's
-   * region selectors ("aws:us-*", "azure:westeurope") */
+   * region selectors ("aws:us-*", "azure:westeurope"); the account may
+   * stand for the provider.  Only a selector with two colons is tried on
+   * zones ("aws:us-east-1:use1-az*"). */
   const char *regions[TW_CAT_QUERY_LIST_MAX];
   size_t n_regions;
   const char *jurisdictions[TW_CAT_QUERY_LIST_MAX];

@@ -209,9 +209,44 @@ static bool shape_ok(const struct tw_cat_snap *s, const struct tw_cat_query *q,
   return true;
 }
 
+/* Results of the region-level selectors per (provider, account, region),
+ * for one query. */
+struct region_memo {
+  uint64_t *keys; /* 0 empty */
+  uint8_t *vals;
+  size_t mask;
+};
+
+static bool region_memo_match(const struct tw_cat_snap *s,
+                              const struct tw_cat_query *q,
+                              struct region_memo *m,
+                              const struct tw_cat_loc *l) {
+  uint64_t k = tw_cat_mix(((uint64_t)l->provider << 40) ^
+                          ((uint64_t)l->account << 20) ^ l->region) |
+               1;
+  size_t i = k & m->mask;
+  for (; m->keys[i]; i = (i + 1) & m->mask)
+    if (m->keys[i] == k)
+      return m->vals[i];
+  const struct tw_strpool *p = &s->pool;
+  char where[2][208];
+  snprintf(where[0], sizeof where[0], "%s:%s", tw_strpool_str(p, l->provider),
+           tw_strpool_str(p, l->region));
+  snprintf(where[1], sizeof where[1], "%s:%s", tw_strpool_str(p, l->account),
+           tw_strpool_str(p, l->region));
+  bool ok = false;
+  for (size_t r = 0; r < q->n_regions && !ok; r++)
+    ok = !fnmatch(q->regions[r], where[0], 0) ||
+         !fnmatch(q->regions[r], where[1], 0);
+  m->keys[i] = k;
+  m->vals[i] = ok;
+  return ok;
+}
+
 static bool loc_ok(const struct tw_cat_snap *s, const struct tw_cat_query *q,
                    const struct tw_cat_loc *l, const uint32_t *prov_ids,
-                   uint32_t zone_sid, const uint64_t *zone_ids, size_t n_zids) {
+                   uint32_t zone_sid, const uint64_t *zone_ids, size_t n_zids,
+                   struct region_memo *memo) {
   const struct tw_strpool *p = &s->pool;
   if (q->n_providers) {
     size_t i;
@@ -240,23 +275,27 @@ static bool loc_ok(const struct tw_cat_snap *s, const struct tw_cat_query *q,
       return false;
   }
   if (q->n_regions) {
+    /* region-level selectors are decided once per region (memo); a
+     * selector with two colons names zones and is tried on each */
+    if (region_memo_match(s, q, memo, l))
+      return true;
     const char *prov = tw_strpool_str(p, l->provider);
-    const char *acct = tw_strpool_str(p, l->account);
     const char *reg = tw_strpool_str(p, l->region);
-    const char *zn = tw_strpool_str(p, l->zone);
-    const char *zid = tw_strpool_str(p, l->zone_id);
-    char where[4][208];
-    int nw = 0;
-    snprintf(where[nw++], sizeof where[0], "%s:%s", prov, reg);
-    snprintf(where[nw++], sizeof where[0], "%s:%s", acct, reg);
-    if (*zn)
-      snprintf(where[nw++], sizeof where[0], "%s:%s:%s", prov, reg, zn);
-    if (*zid)
-      snprintf(where[nw++], sizeof where[0], "%s:%s:%s", prov, reg, zid);
-    for (size_t i = 0; i < q->n_regions; i++)
-      for (int w = 0; w < nw; w++)
-        if (!fnmatch(q->regions[i], where[w], 0))
+    const char *zones[2] = {tw_strpool_str(p, l->zone),
+                            tw_strpool_str(p, l->zone_id)};
+    for (size_t i = 0; i < q->n_regions; i++) {
+      const char *c1 = strchr(q->regions[i], ':');
+      if (!c1 || !strchr(c1 + 1, ':'))
+        continue;
+      for (int z = 0; z < 2; z++) {
+        if (!*zones[z])
+          continue;
+        char where[208];
+        snprintf(where, sizeof where, "%s:%s:%s", prov, reg, zones[z]);
+        if (!fnmatch(q->regions[i], where, 0))
           return true;
+      }
+    }
     return false;
   }
   return true;
@@ -335,9 +374,20 @@ enum tw_rc tw_cat_snap_query(const struct tw_cat_snap *s,
         zone_ids[n_zids++] = ((uint64_t)s->locs[k].account << 32) |
                              s->locs[k].zone_id;
   }
+  struct region_memo memo = {0};
+  if (q->n_regions) {
+    size_t sz = 16;
+    while (sz < (size_t)s->n_locs * 2)
+      sz *= 2;
+    memo.keys = tw_calloc(sz, sizeof *memo.keys);
+    memo.vals = tw_calloc(sz, 1);
+    memo.mask = sz - 1;
+  }
   for (uint32_t k = 0; k < s->n_locs; k++)
     c.lmask[k] = loc_ok(s, q, &s->locs[k], prov_ids, zone_sid, zone_ids,
-                        n_zids);
+                        n_zids, &memo);
+  free(memo.keys);
+  free(memo.vals);
   free(zone_ids);
 
   size_t want = (size_t)q->limit + 1;

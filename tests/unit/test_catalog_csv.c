@@ -840,6 +840,13 @@ static void queries_filter_sort_and_page(void **state) {
   struct tw_cat_query prov = {.limit = 5, .providers = {"azure"}, .n_providers = 1};
   assert_int_equal(run(s, &prov, &p), 0);
   tw_cat_page_release(&p);
+  /* a selector with two colons names zones */
+  struct tw_cat_query zsel = {.limit = 1000,
+                              .regions = {"aws:eu-central-1:euc1-az1", "gcp:*"},
+                              .n_regions = 2};
+  run(s, &zsel, &p);
+  assert_int_equal(p.n, 12);
+  tw_cat_page_release(&p);
   struct tw_cat_query zone = {.limit = 1000, .zone = "use1-az1"};
   run(s, &zone, &p);
   assert_int_equal(p.n, 12); /* 6 types x 2 markets in that zone */
