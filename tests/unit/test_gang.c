@@ -1,7 +1,7 @@
 /* Gangs on a cloud (spec `nodes: N` > 1): one attempt with N instances,
  * all or nothing, over the in-process fake provider and a fake clock.
  * Launch in one zone, a capacity error on a later node, an interruption of
- * one node, cancel, a launch resumed after a lost answer, and the
+ * one node (without and with notice), cancel, a launch resumed after a lost answer, and the
  * reconciler adopting a gang and removing an instance beyond it. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -259,6 +259,45 @@ static void an_interrupted_node_places_the_whole_gang_again(void **state) {
   assert_int_equal(state_of(id), TW_JOB_RUNNING);
 }
 
+static void a_notice_for_one_node_ends_the_whole_gang_at_its_deadline(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  submit(GANG, id);
+  tw_sched_tick(sched);
+  tw_sched_tick(sched);
+  assert_int_equal(state_of(id), TW_JOB_RUNNING);
+  size_t n;
+  struct tw_attempt_rec *a = attempts(id, &n);
+  char ids[3][128];
+  assert_gang(&a[0], 3, "r1a", ids);
+  free(a);
+  assert_int_equal(tw_fake_interrupt(fake, ids[2], 120000), TW_OK);
+  tw_sched_tick(sched);
+  /* noticed on the node it names; the gang still runs meanwhile */
+  char want[200];
+  snprintf(want, sizeof want, "interruption notice for %s", ids[2]);
+  struct tw_job_event *ev;
+  size_t n_ev, hits = 0;
+  assert_int_equal(tw_store_job_events(store, id, &ev, &n_ev, NULL), TW_OK);
+  for (size_t i = 0; i < n_ev; i++) {
+    hits += ev[i].reason && strstr(ev[i].reason, want) != NULL;
+    free(ev[i].reason);
+  }
+  free(ev);
+  assert_int_equal(hits, 1);
+  assert_int_equal(state_of(id), TW_JOB_RUNNING);
+  tw_clock_advance(&clk, 120 * 1000);
+  tw_sched_tick(sched);
+  for (int k = 0; k < 3; k++)
+    assert_int_equal(inst_state(ids[k]), TW_INST_TERMINATED);
+  a = attempts(id, &n);
+  assert_int_equal(n, 2);
+  assert_string_equal(a[0].end_reason, "interrupted");
+  char again[3][128];
+  assert_gang(&a[1], 3, "r1b", again);
+  free(a);
+}
+
 static void cancel_terminates_every_node(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
@@ -384,6 +423,7 @@ int main(void) {
       T(a_gang_launches_three_instances_in_one_zone_and_runs),
       T(a_capacity_error_on_the_second_node_moves_the_whole_gang),
       T(an_interrupted_node_places_the_whole_gang_again),
+      T(a_notice_for_one_node_ends_the_whole_gang_at_its_deadline),
       T(cancel_terminates_every_node),
       T(a_resumed_gang_launch_creates_no_extra_instance),
       T(the_reconciler_adopts_a_gang_and_ends_an_extra_node),
