@@ -196,7 +196,8 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
   /* an adapter that names its offers its own way keeps its names: the
    * scheduler's attempts and the adapter's launches refer to them */
   if (in->id[0]) {
-    char canon[TW_MODEL_ID_MAX + 64];
+    /* room for every field at its longest, so nothing is cut */
+    char canon[6 * TW_MODEL_NAME_MAX + 32];
     snprintf(canon, sizeof canon, "%s:%s:%s%s%s:%s:%s",
              in->account[0] ? in->account : in->provider, in->region,
              in->zone[0] ? in->zone : in->zone_id, in->rack[0] ? "/" : "",
