@@ -184,13 +184,13 @@ static void job_sel_reject(const struct tw_label_selector *s, struct tw_verdict 
     snprintf(v->reason, sizeof v->reason, "with label %.31s (job selector)", s->label);
     break;
   case TW_SEL_IN:
-    snprintf(v->reason, sizeof v->reason, "label %.31s not in (%s)", s->label, list);
+    snprintf(v->reason, sizeof v->reason, "label %.31s not in (%.60s)", s->label, list);
     break;
   case TW_SEL_NOT_IN:
-    snprintf(v->reason, sizeof v->reason, "label %.31s in (%s)", s->label, list);
+    snprintf(v->reason, sizeof v->reason, "label %.31s in (%.60s)", s->label, list);
     break;
   case TW_SEL_GLOB:
-    snprintf(v->reason, sizeof v->reason, "label %.31s not matching (%s)", s->label, list);
+    snprintf(v->reason, sizeof v->reason, "label %.31s not matching (%.60s)", s->label, list);
     break;
   }
 }

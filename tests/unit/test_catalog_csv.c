@@ -449,7 +449,7 @@ static void adapter_offers_are_normalized_too(void **state) {
         1);
   offer(&in[3], "aws-main", "us-east-1", "us-east-1b", "use1-az6", "p5.48xlarge",
         TW_MARKET_ON_DEMAND, -5);
-  /* an Alibaba price in yuan, labelled so */
+  /* an Alibaba price converted from yuan by its adapter, labelled so */
   offer(&in[4], "ali", "cn-hangzhou", "cn-hangzhou-h", "", "ecs.gn7.xlarge",
         TW_MARKET_ON_DEMAND, 10000000);
   TW_SET(in[4].provider, "alibaba");
@@ -457,7 +457,7 @@ static void adapter_offers_are_normalized_too(void **state) {
   tw_offer_set_label(&in[4], "zone_type", "availability-zone");
   offer(&in[5], "ali", "cn-hangzhou", "cn-hangzhou-h", "", "ecs.x", TW_MARKET_SPOT, 1);
   TW_SET(in[5].provider, "alibaba");
-  tw_offer_set_label(&in[5], "currency", "XYZ");
+  tw_offer_set_label(&in[5], "currency", "XYZ"); /* a label like any */
   /* a private NPU node, priced by chargeback */
   offer(&in[6], "lab", "rack-a", "", "", "npu-node", TW_MARKET_ON_DEMAND, 0);
   TW_SET(in[6].provider, "slurm");
@@ -481,8 +481,7 @@ static void adapter_offers_are_normalized_too(void **state) {
   assert_int_equal(r->rejected[TW_CAT_REJ_DUPLICATE], 1);
   assert_int_equal(r->rejected[TW_CAT_REJ_NO_TYPE], 1);
   assert_int_equal(r->rejected[TW_CAT_REJ_BAD_PRICE], 1);
-  assert_int_equal(r->rejected[TW_CAT_REJ_NO_RATE], 1);
-  assert_int_equal(r->normalized, 4);
+  assert_int_equal(r->normalized, 5);
   assert_int_equal(r->notes[TW_CAT_NOTE_ARCH_GUESSED], 3); /* aws x2, alibaba */
   size_t i;
   struct tw_cat_view v;
@@ -504,15 +503,16 @@ static void adapter_offers_are_normalized_too(void **state) {
   assert_int_equal(lo.accel_count, 8);
   assert_true(tw_cat_snap_find(s, "ali:cn-hangzhou:cn-hangzhou-h:ecs.gn7.xlarge:on-demand", &i));
   tw_cat_snap_view(s, i, &v);
-  assert_int_equal(v.price_uusd_per_hour, 1393000);
+  /* adapters hand over micro-USD: the one that converted from yuan keeps
+   * saying so in its labels, and is not converted twice */
+  assert_int_equal(v.price_uusd_per_hour, 10000000);
   assert_int_equal(v.source_price_micro, 10000000);
-  assert_string_equal(v.currency, "CNY");
-  assert_string_equal(v.rate, "0.1393");
-  assert_string_equal(v.rate_date, "2025-06-30");
+  assert_string_equal(v.currency, "USD");
+  assert_non_null(strstr(v.labels, "currency=CNY"));
   assert_non_null(strstr(v.labels, "zone_type=availability-zone"));
   struct tw_offer ao;
   tw_cat_snap_to_offer(s, i, &ao);
-  assert_null(tw_offer_label(&ao, "rate")); /* kept out of placement's labels */
+  assert_string_equal(tw_offer_label(&ao, "currency"), "CNY");
   assert_string_equal(tw_offer_label(&ao, "zone_type"), "availability-zone");
   assert_true(tw_cat_snap_find(s, "lab:rack-a::npu-node:on-demand", &i));
   tw_cat_snap_view(s, i, &v);
@@ -545,7 +545,7 @@ static void adapter_offers_are_normalized_too(void **state) {
     TW_SET(pv[k].rack, k == 0 ? "r1" : "r2");
     pv[k].capacity = 4;
     snprintf(pv[k].id, sizeof pv[k].id, "lab:cluster-a:gpu/%s:a100x2:private",
-             pv[k].rack);
+             k == 0 ? "r1" : "r2");
   }
   TW_SET(pv[2].instance_type, "cpu16"); /* named its own way */
   snprintf(pv[2].id, sizeof pv[2].id, "lab/cpu16@r2");
