@@ -164,8 +164,7 @@ static void render_offer(struct tw_buf *b, const struct tw_cat_snap *s,
     if (eq) {
       char *k = tw_strndup(p, (size_t)(eq - p));
       char *val = tw_strndup(eq + 1, n - (size_t)(eq - p) - 1);
-      if (strcmp(k, "currency") && strcmp(k, "rate") && strcmp(k, "rate_date") &&
-          strcmp(k, "id")) {
+      if (strcmp(k, "id")) {
         tw_buf_adds(b, first ? "" : ",");
         tw_buf_json_str(b, k);
         tw_buf_addc(b, ':');

@@ -111,8 +111,8 @@ struct tw_cat_view {
   enum tw_market market;
   int64_t price_uusd_per_hour;
   int64_t source_price_micro; /* per hour in the source's currency */
-  /* the rate the price went through: the source's, or the offer's own
-   * when an adapter priced it in another currency */
+  /* the rate the source's prices went through (adapters hand over USD;
+   * their own conversions are in their labels) */
   char currency[4];   /* sizes as struct tw_rate's */
   char rate[24];      /* as written: "0.1393" */
   char rate_date[11]; /* "2025-06-30"; "" for USD */
@@ -227,7 +227,7 @@ enum tw_rc tw_cat_snap_from_csv(const char *data, size_t len,
                                 struct tw_cat_snap **out, struct tw_err *err);
 
 /* Normalizes adapter offers (accelerator names, architecture, billing
- * rules, geography, currency from a `currency` label) into a new snapshot
+ * rules, geography; prices are micro-USD already) into a new snapshot
  * holding only them; each offer is normalized or rejected with a reason in
  * info's report. */
 struct tw_cat_adapter_opts {

@@ -69,8 +69,7 @@ enum tw_rc tw_cat_snap_from_csv(const char *data, size_t len,
 
 static bool is_reserved(const char *k) {
   static const char *const R[] = {"jurisdiction", "country", "geo",
-                                  "interruption", "currency", "rate",
-                                  "rate_date", "id", NULL};
+                                  "interruption", "id", NULL};
   for (int i = 0; R[i]; i++)
     if (!strcmp(R[i], k))
       return true;
@@ -105,19 +104,10 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
   enum tw_cat_note notes[4];
   int nn = 0;
 
-  /* money: a `currency` label says the adapter priced in another
-   * currency, in micro-units of it */
+  /* money: adapters hand over micro-USD (struct tw_offer's unit); one
+   * that converted from another currency says so in its own labels
+   * (Alibaba: currency, fx_cny_usd, fx_date), kept with the offer */
   int64_t micro = in->price_uusd_per_hour, uusd = micro;
-  const char *cur = tw_offer_label(in, "currency");
-  const struct tw_rate *rate = NULL;
-  if (cur && strcasecmp(cur, "USD")) {
-    rate = tw_rates_find(o->rates, cur);
-    if (!rate)
-      return TW_CAT_REJ_NO_RATE;
-    if (tw_rate_convert(rate, micro, &uusd, NULL) ||
-        uusd > TW_MODEL_PRICE_MAX_UUSD)
-      return TW_CAT_REJ_BAD_PRICE;
-  }
   int accel_count = in->accel_count;
   if (uusd == 0 && (o->chargeback_vcpu_uusd || o->chargeback_gib_uusd ||
                     o->chargeback_accel_uusd)) {
@@ -186,13 +176,9 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
     sh.accel_milli = accel_count * 1000;
   }
 
-  /* the adapter's own labels, minus those computed here; a converted
-   * price records its rate among them */
+  /* the adapter's own labels, minus those computed here */
   char lab[TW_OFFER_LABELS_MAX * 100 + 128 + TW_MODEL_ID_MAX];
   size_t ll = 0;
-  if (rate)
-    ll = (size_t)snprintf(lab, sizeof lab, "currency=%s\x1frate=%s\x1frate_date=%s",
-                          rate->currency, rate->text, rate->date);
   /* an adapter that names its offers its own way keeps its names: the
    * scheduler's attempts and the adapter's launches refer to them */
   if (in->id[0]) {
@@ -270,8 +256,7 @@ enum tw_rc tw_cat_snap_from_offers(const struct tw_offer *offers, size_t n,
   tw_cat_builder_init(&b);
   struct tw_cat_source_info si = *info;
   memset(&si.report, 0, sizeof si.report);
-  /* adapters price in USD; an offer in another currency says so in its
-   * `currency` label and records its own conversion */
+  /* adapters price in USD (see adapt_one) */
   set_rate(&si, NULL);
   uint16_t src = tw_cat_bld_source(&b, &si);
   for (size_t i = 0; i < n; i++) {

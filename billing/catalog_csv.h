@@ -69,7 +69,10 @@ enum tw_cat_reject {
   TW_CAT_REJ_BAD_NUMBER,      /* "bad_number": vCPUs, memory, GPU count */
   TW_CAT_REJ_BAD_PRICE,       /* "bad_price": not a decimal, too large */
   TW_CAT_REJ_NO_PRICE,        /* "no_price": neither price is offered */
-  TW_CAT_REJ_NO_RATE,         /* "no_rate": currency without a rate */
+  TW_CAT_REJ_NO_RATE,         /* "no_rate": currency without a rate
+                                 (not produced today: a file's currency
+                                 is checked at start, adapters price in
+                                 USD) */
   TW_CAT_REJ_DUPLICATE,       /* "duplicate": same offer earlier in the
                                  source */
   TW_CAT_REJ_COUNT

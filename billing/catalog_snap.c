@@ -597,28 +597,6 @@ void tw_cat_snap_view(const struct tw_cat_snap *s, size_t i,
     memcpy(v->rate, v->source->rate.text, sizeof v->rate);
     memcpy(v->rate_date, v->source->rate.date, sizeof v->rate_date);
   }
-  /* an adapter offer converted on its own carries its rate as labels */
-  for (const char *q = v->labels; *q;) {
-    const char *e = strchr(q, '\x1f');
-    size_t n = e ? (size_t)(e - q) : strlen(q);
-    const struct {
-      const char *key;
-      char *dst;
-      size_t size;
-    } K[] = {{"currency=", v->currency, sizeof v->currency},
-             {"rate=", v->rate, sizeof v->rate},
-             {"rate_date=", v->rate_date, sizeof v->rate_date}};
-    for (size_t k = 0; k < 3; k++) {
-      size_t kl = strlen(K[k].key);
-      if (n > kl && !strncmp(q, K[k].key, kl) && n - kl < K[k].size) {
-        memcpy(K[k].dst, q + kl, n - kl);
-        K[k].dst[n - kl] = '\0';
-      }
-    }
-    if (!e)
-      break;
-    q = e + 1;
-  }
 }
 
 bool tw_cat_snap_offer_id(const struct tw_cat_snap *s, size_t i, char *out,
@@ -760,8 +738,7 @@ bool tw_cat_snap_companion(const struct tw_cat_snap *s, size_t i,
 /* Labels Tradewind computes itself; an adapter's own are kept apart. */
 static bool reserved_label(const char *k, size_t n) {
   static const char *const R[] = {"jurisdiction", "country", "geo",
-                                  "interruption", "currency", "rate",
-                                  "rate_date", "id", NULL};
+                                  "interruption", "id", NULL};
   for (int i = 0; R[i]; i++)
     if (strlen(R[i]) == n && !memcmp(R[i], k, n))
       return true;
