@@ -265,6 +265,7 @@ int main(int argc, char **argv) {
                                 .n_providers = n_prov, .tick_ms = cfg->sched_tick_ms,
                                 .offers_ttl_ms = cfg->sched_offers_ttl_s * 1000};
   sopts.tenancy = sec->tenancy;
+  sopts.meter = meter;
   /* the spot lifecycle: the default fallback strategy and the blocklist
    * (docs/spot.md); spot.fallback was validated with the config */
   struct tw_fallback_cfg fb;

@@ -12,6 +12,8 @@
 #include "broker/spec.h"
 #include "broker/store.h"
 #include "billing/catalog.h"
+#include "billing/meter.h"
+#include "policies/netmatrix.h"
 #include "broker/tenancy.h"
 #include "broker/datasets.h"
 #include "policies/index.h"
@@ -57,6 +59,7 @@ enum tw_rc tw_sched_new(const struct tw_sched_opts *o, struct tw_sched **out,
   s->ttl_ms = o->offers_ttl_ms > 0 ? o->offers_ttl_ms : 300000;
   s->max_place = o->max_place_per_tick > 0 ? o->max_place_per_tick : 64;
   s->tenancy = o->tenancy;
+  s->meter = o->meter;
   s->n_pc = o->n_providers;
   s->pc = tw_calloc(s->n_pc ? s->n_pc : 1, sizeof *s->pc);
   for (size_t i = 0; i < s->n_pc; i++) {
@@ -900,6 +903,45 @@ static int64_t backoff_bump(struct tw_sched *s, const char *job_id, int64_t now)
 }
 
 /* 4. one pending job (or, from monitor.c, a recovering one) */
+/* The datasets a launch makes move: each dataset that lives elsewhere than
+ * the offer's region is read from there, so its bytes leave that region
+ * once for this attempt and are metered as egress at the network matrix's
+ * price (the one placement's cost model used).  Links the matrix prices
+ * at zero (within a region) are not billed.  Shared replicas decided by
+ * placement are not moved by the broker and not metered here. */
+static void meter_data_moved(struct tw_sched *s, const struct tw_job_rec *job,
+                             const struct tw_job_spec *spec, const struct tw_attempt_rec *a,
+                             const struct tw_offer *o, const struct tw_netmatrix *net,
+                             int64_t now) {
+  if (!s->meter || !net)
+    return;
+  char dst[2 * TW_MODEL_NAME_MAX + 2];
+  snprintf(dst, sizeof dst, "%s:%s", o->provider, o->region);
+  for (size_t i = 0; i < spec->n_datasets; i++) {
+    const struct tw_dataset_ref *d = &spec->datasets[i];
+    const char *colon = d->location ? strchr(d->location, ':') : NULL;
+    if (!colon || d->size_bytes <= 0 || !strcmp(d->location, dst))
+      continue;
+    struct tw_net_link l;
+    tw_netmatrix_link(net, d->location, dst, &l);
+    if (l.egress_uusd_per_gb <= 0)
+      continue;
+    char src_provider[TW_MODEL_NAME_MAX];
+    snprintf(src_provider, sizeof src_provider, "%.*s", (int)(colon - d->location),
+             d->location);
+    struct tw_meter_egress e = {.tenant = job->tenant, .project = job->project,
+                                .job_id = job->id, .attempt_id = a->id,
+                                .provider = src_provider, .account = src_provider,
+                                .region = colon + 1, .dest_region = o->region,
+                                .bytes = d->size_bytes,
+                                .price_uusd_per_gb = l.egress_uusd_per_gb, .at_ms = now};
+    struct tw_err err = {0};
+    if (tw_meter_egress(s->meter, &e, NULL, &err))
+      tw_log_warn("billing", "job=%s dataset=%s egress not metered: %s", job->id, d->uri,
+                  err.msg);
+  }
+}
+
 int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t now) {
   struct backoff *b = backoff_find(s, job->id);
   if (b && now < b->not_before_ms)
@@ -991,6 +1033,7 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t n
     launch_plan_json = NULL;
     if (rc == TW_OK) {
       placed = true;
+      meter_data_moved(s, job, &spec, &a, o, set ? set->net : NULL, now);
       if (o->capacity >= 0) /* private: these nodes are taken until relisted */
         tw_capacity_view_take(&sp->cap, o->id, spec.nodes > 0 ? spec.nodes : 1);
     }

@@ -37,6 +37,7 @@
 struct tw_store;
 struct tw_provider;
 struct tw_sched;
+struct tw_meter;
 struct tw_fallback_cfg;
 struct tw_blocklist_opts;
 
@@ -49,6 +50,8 @@ struct tw_sched_opts {
   int64_t offers_ttl_ms;            /* default 300000 */
   int max_place_per_tick;           /* default 64 */
   struct tw_tenancy *tenancy;       /* borrowed: quotas, audit; NULL none */
+  struct tw_meter *meter;           /* borrowed: data moved for a launch is
+                                       metered as egress; NULL none */
   /* The spot lifecycle (docs/spot.md); NULL: the defaults. */
   const struct tw_fallback_cfg *fallback;   /* policies/fallback_strategy.h */
   const struct tw_blocklist_opts *blocklist; /* broker/blocklist.h */

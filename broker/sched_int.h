@@ -35,6 +35,7 @@ struct tw_sched {
   int64_t tick_ms, ttl_ms;
   int max_place;
   struct tw_tenancy *tenancy; /* quota filter, reservations, audit */
+  struct tw_meter *meter;     /* egress of datasets moved for a launch */
 
   /* Jobs whose last launch failed for a reason that is not the offer's
    * (throttled, auth, provider down) wait before the next try, doubling

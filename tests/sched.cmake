@@ -1,6 +1,6 @@
 if(TARGET tw_sched AND TARGET tw_fake_provider)
   tw_add_test(test_sched SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_sched.c
-              LIBS tw_sched tw_fake_provider PkgConfig::CMOCKA LABELS unit sched)
+              LIBS tw_sched tw_billing tw_fake_provider PkgConfig::CMOCKA LABELS unit sched)
 endif()
 tw_add_test(test_place SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_place.c
             LIBS tw_policies PkgConfig::CMOCKA LABELS unit placement)

@@ -12,7 +12,10 @@
 #include <unistd.h>
 
 #include "broker/datasets.h"
+#include "billing/ledger.h"
+#include "billing/meter.h"
 #include "broker/sched.h"
+#include "policies/netmatrix.h"
 #include "broker/spec.h"
 #include "broker/store.h"
 #include "tests/fakes/fake_provider.h"
@@ -513,6 +516,37 @@ static void a_job_that_fits_nowhere_is_noted_once(void **state) {
   assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
 }
 
+static void data_moved_for_a_launch_is_metered_as_egress(void **state) {
+  (void)state;
+  struct tw_meter *m = NULL;
+  struct tw_meter_opts mo = {.store = store, .clock = &clk};
+  assert_int_equal(tw_meter_new(&mo, &m, NULL), TW_OK);
+  tw_sched_free(sched);
+  struct tw_sched_opts o = {.store = store, .clock = &clk, .providers = &prov,
+                            .n_providers = 1, .meter = m};
+  assert_int_equal(tw_sched_new(&o, &sched, NULL), TW_OK);
+  char id[TW_JOB_ID_LEN + 1];
+  /* 100 GB living in another cloud's region, and a dataset of unknown
+   * size, which cannot be metered */
+  submit("name: d\nresources: {cpus: 4}\n"
+         "datasets:\n"
+         "  - {uri: 's3://b/train', size: 100GB, location: 'aws:us-west-2'}\n"
+         "  - {uri: 's3://b/none', location: 'aws:us-west-2'}\n", id);
+  tw_sched_tick(sched);
+  assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
+  int64_t list = 0, eff = 0;
+  assert_int_equal(tw_ledger_job_cost(store, id, &list, &eff, NULL), TW_OK);
+  /* the built-in matrix's price from aws:us-west-2 to another cloud, 1e11
+   * bytes: whatever it is per GB, 100 of them */
+  struct tw_net_link l;
+  struct tw_netmatrix *net = tw_netmatrix_builtin();
+  tw_netmatrix_link(net, "aws:us-west-2", "fake:r1", &l);
+  tw_netmatrix_free(net);
+  assert_true(l.egress_uusd_per_gb > 0);
+  assert_int_equal(list, 100 * l.egress_uusd_per_gb);
+  tw_meter_free(m);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -530,6 +564,7 @@ int main(void) {
       T(readers_of_one_dataset_share_one_copy),
       T(backfill_keeps_the_head_jobs_reservation),
       T(a_job_that_fits_nowhere_is_noted_once),
+      T(data_moved_for_a_launch_is_metered_as_egress),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
