@@ -17,6 +17,7 @@
 #include "broker/log.h"
 #include "broker/mem.h"
 #include "broker/node.h"
+#include "providers/http.h"
 
 static const char *const op_names[TW_POP_COUNT] = {
     "list_offers", "launch",       "describe",
@@ -596,6 +597,82 @@ enum tw_rc tw_provider_cfg_int(const struct tw_node *cfg, const char *key,
         key, (long long)min, (long long)max,
         n->kind == TW_NODE_SCALAR ? n->str : tw_node_type_name(n));
   *out = v;
+  return TW_OK;
+}
+
+enum tw_rc tw_provider_cfg_strdup(const struct tw_node *cfg, const char *key,
+                                  const char *def, char **out,
+                                  struct tw_err *err) {
+  const char *v;
+  enum tw_rc rc = tw_provider_cfg_str(cfg, key, def, &v, err);
+  if (rc)
+    return rc;
+  *out = tw_strdup(v);
+  return TW_OK;
+}
+
+void tw_provider_strv_free(char **v, size_t n) {
+  for (size_t i = 0; v && i < n; i++)
+    free(v[i]);
+  free(v);
+}
+
+enum tw_rc tw_provider_cfg_list(const struct tw_node *cfg, const char *key,
+                                char ***out, size_t *n, struct tw_err *err) {
+  const struct tw_node *v = tw_node_get(cfg, key);
+  *out = NULL;
+  *n = 0;
+  if (!v)
+    return TW_OK;
+  if (v->kind == TW_NODE_SCALAR) {
+    *out = tw_calloc(1, sizeof **out);
+    (*out)[0] = tw_strdup(v->str);
+    *n = 1;
+    return TW_OK;
+  }
+  if (v->kind != TW_NODE_SEQ)
+    return tw_err_field(err, TW_E_INVALID, key,
+                        "%s: expected a list of strings, got %s", key,
+                        tw_node_type_name(v));
+  *out = tw_calloc(v->n ? v->n : 1, sizeof **out);
+  for (size_t i = 0; i < v->n; i++) {
+    if (v->items[i]->kind != TW_NODE_SCALAR || !*v->items[i]->str) {
+      tw_provider_strv_free(*out, *n);
+      *out = NULL;
+      *n = 0;
+      return tw_err_field(err, TW_E_INVALID, key,
+                          "%s[%zu]: expected a non-empty string, got %s", key,
+                          i, tw_node_type_name(v->items[i]));
+    }
+    (*out)[(*n)++] = tw_strdup(v->items[i]->str);
+  }
+  return TW_OK;
+}
+
+enum tw_rc tw_provider_cfg_http(const struct tw_node *cfg,
+                                const struct tw_provider_http_limits *lim,
+                                long *timeout_ms, long *connect_timeout_ms,
+                                struct tw_http_opts *opts, struct tw_err *err) {
+  int64_t v, attempts, base, cap;
+  enum tw_rc rc;
+  if ((rc = tw_provider_cfg_int(cfg, "timeout_ms", 100, 600000,
+                                lim->timeout_def, &v, err)))
+    return rc;
+  *timeout_ms = (long)v;
+  if ((rc = tw_provider_cfg_int(cfg, "connect_timeout_ms", lim->connect_min,
+                                60000, 5000, &v, err)))
+    return rc;
+  *connect_timeout_ms = (long)v;
+  if ((rc = tw_provider_cfg_int(cfg, "max_attempts", 1, lim->attempts_max,
+                                lim->attempts_def, &attempts, err)) ||
+      (rc = tw_provider_cfg_int(cfg, "backoff_base_ms", lim->backoff_min, 60000,
+                                200, &base, err)) ||
+      (rc = tw_provider_cfg_int(cfg, "backoff_cap_ms", lim->backoff_min, 600000,
+                                lim->backoff_cap_def, &cap, err)))
+    return rc;
+  opts->max_attempts = (unsigned)attempts;
+  opts->backoff_base_ms = base;
+  opts->backoff_cap_ms = cap;
   return TW_OK;
 }
 

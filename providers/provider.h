@@ -268,6 +268,61 @@ enum tw_rc tw_provider_cfg_int(const struct tw_node *cfg, const char *key,
                                int64_t min, int64_t max, int64_t def,
                                int64_t *out, struct tw_err *err);
 
+/* As tw_provider_cfg_str, with *out an owned copy (free() it; NULL when
+ * the key is absent and def is NULL).  On error *out is untouched. */
+enum tw_rc tw_provider_cfg_strdup(const struct tw_node *cfg, const char *key,
+                                  const char *def, char **out,
+                                  struct tw_err *err);
+
+/* A list of strings: a sequence of non-empty scalars, or one scalar (a
+ * list of one).  *out is an owned array of *n owned strings (free with
+ * tw_provider_strv_free()); NULL and 0 when the key is absent.
+ * TW_E_INVALID naming the key when it is neither, or naming the index of
+ * the first item that is not a non-empty scalar; *out is then NULL and
+ * *n 0. */
+enum tw_rc tw_provider_cfg_list(const struct tw_node *cfg, const char *key,
+                                char ***out, size_t *n, struct tw_err *err);
+
+/* Frees the n strings of v and v itself (NULL allowed). */
+void tw_provider_strv_free(char **v, size_t n);
+
+/* The bounds and defaults of the HTTP keys an adapter reads with
+ * tw_provider_cfg_http(); adapters differ only in these numbers. */
+struct tw_provider_http_limits {
+  int64_t timeout_def;  /* timeout_ms: 100..600000 */
+  int64_t connect_min;  /* connect_timeout_ms: connect_min..60000,
+                           default 5000 */
+  int64_t attempts_max; /* max_attempts: 1..attempts_max */
+  int64_t attempts_def;
+  int64_t backoff_min; /* backoff_base_ms: backoff_min..60000, default
+                          200; backoff_cap_ms: backoff_min..600000 */
+  int64_t backoff_cap_def;
+};
+
+/* The clouds' limits: timeout_ms 20000, connect_timeout_ms from 100,
+ * max_attempts 1..20 (4), backoffs from 1 ms, cap 20000. */
+#define TW_PROVIDER_HTTP_CLOUD                                                 \
+  {.timeout_def = 20000,                                                       \
+   .connect_min = 100,                                                         \
+   .attempts_max = 20,                                                         \
+   .attempts_def = 4,                                                          \
+   .backoff_min = 1,                                                           \
+   .backoff_cap_def = 20000}
+
+struct tw_http_opts;
+
+/* Reads timeout_ms, connect_timeout_ms, max_attempts, backoff_base_ms and
+ * backoff_cap_ms, in that order, within lim (see above).  The timeouts go
+ * to *timeout_ms and *connect_timeout_ms (per request, struct
+ * tw_http_request); the retry settings to opts->max_attempts,
+ * backoff_base_ms and backoff_cap_ms, leaving the other fields of opts
+ * alone.  TW_E_INVALID naming the first key out of bounds, as
+ * tw_provider_cfg_int(); the outputs may then be partly written. */
+enum tw_rc tw_provider_cfg_http(const struct tw_node *cfg,
+                                const struct tw_provider_http_limits *lim,
+                                long *timeout_ms, long *connect_timeout_ms,
+                                struct tw_http_opts *opts, struct tw_err *err);
+
 /* Resolves `<base>_secret: NAME` references to a value (owned: free()
  * it).  The daemon installs one that opens the sealed secrets of the store
  * (broker/secrets.h) before it creates the providers; without one such a

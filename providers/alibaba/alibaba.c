@@ -125,55 +125,6 @@ static const char *const ali_keys[] = {"endpoint",
                                        "page_size",
                                        NULL};
 
-static void free_strv(char **v, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    free(v[i]);
-  free(v);
-}
-
-/* A list of strings: a sequence of scalars or one scalar. */
-static enum tw_rc cfg_list(const struct tw_node *cfg, const char *key,
-                           char ***out, size_t *n, struct tw_err *err) {
-  const struct tw_node *v = tw_node_get(cfg, key);
-  *out = NULL;
-  *n = 0;
-  if (!v)
-    return TW_OK;
-  if (v->kind == TW_NODE_SCALAR) {
-    *out = tw_calloc(1, sizeof **out);
-    (*out)[0] = tw_strdup(v->str);
-    *n = 1;
-    return TW_OK;
-  }
-  if (v->kind != TW_NODE_SEQ)
-    return tw_err_field(err, TW_E_INVALID, key,
-                        "%s: expected a list of strings, got %s", key,
-                        tw_node_type_name(v));
-  *out = tw_calloc(v->n ? v->n : 1, sizeof **out);
-  for (size_t i = 0; i < v->n; i++) {
-    if (v->items[i]->kind != TW_NODE_SCALAR || !*v->items[i]->str) {
-      free_strv(*out, *n);
-      *out = NULL;
-      *n = 0;
-      return tw_err_field(err, TW_E_INVALID, key,
-                          "%s[%zu]: expected a non-empty string, got %s", key,
-                          i, tw_node_type_name(v->items[i]));
-    }
-    (*out)[(*n)++] = tw_strdup(v->items[i]->str);
-  }
-  return TW_OK;
-}
-
-static enum tw_rc opt_str(const struct tw_node *cfg, const char *key,
-                          const char *def, char **out, struct tw_err *err) {
-  const char *v;
-  enum tw_rc rc = tw_provider_cfg_str(cfg, key, def, &v, err);
-  if (rc)
-    return rc;
-  *out = tw_strdup(v);
-  return TW_OK;
-}
-
 static void ali_free(struct tw_provider *p) {
   struct ali_ctx *a = p->ctx;
   if (!a)
@@ -181,7 +132,7 @@ static void ali_free(struct tw_provider *p) {
   tw_http_free(a->http);
   free(a->endpoint);
   free(a->cms_endpoint);
-  free_strv(a->regions, a->n_regions);
+  tw_provider_strv_free(a->regions, a->n_regions);
   /* Wiped, not just freed: a core dump should not carry the secret. */
   if (a->secret_key)
     OPENSSL_cleanse(a->secret_key, strlen(a->secret_key));
@@ -196,7 +147,7 @@ static void ali_free(struct tw_provider *p) {
   free(a->vswitches);
   free(a->security_group_id);
   free(a->key_pair_name);
-  free_strv(a->types, a->n_types);
+  tw_provider_strv_free(a->types, a->n_types);
   free(a->spot_behavior);
   free(a->where);
   pthread_mutex_destroy(&a->lock);
@@ -248,13 +199,14 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
   atomic_init(&a->skew_ms, 0);
   p->ctx = a;
 
-  int64_t v, attempts, base, cap;
+  int64_t v;
   const char *s;
-  if ((rc = opt_str(cfg, "endpoint", "https://ecs.{region}.aliyuncs.com",
-                    &a->endpoint, err)) ||
-      (rc = opt_str(cfg, "cms_endpoint",
-                    "https://metrics.{region}.aliyuncs.com", &a->cms_endpoint,
-                    err)))
+  if ((rc = tw_provider_cfg_strdup(cfg, "endpoint",
+                                   "https://ecs.{region}.aliyuncs.com",
+                                   &a->endpoint, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "cms_endpoint",
+                                   "https://metrics.{region}.aliyuncs.com",
+                                   &a->cms_endpoint, err)))
     return rc;
   if (!url_ok(a->endpoint))
     return tw_err_field(err, TW_E_INVALID, "endpoint",
@@ -267,10 +219,11 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
                         "cms_endpoint: expected an http:// or https:// URL "
                         "or \"\"");
   }
-  if ((rc = cfg_list(cfg, "regions", &a->regions, &a->n_regions, err)))
+  if ((rc = tw_provider_cfg_list(cfg, "regions", &a->regions, &a->n_regions,
+                                 err)))
     return rc;
-  if (!a->n_regions &&
-      (rc = cfg_list(cfg, "region", &a->regions, &a->n_regions, err)))
+  if (!a->n_regions && (rc = tw_provider_cfg_list(cfg, "region", &a->regions,
+                                                  &a->n_regions, err)))
     return rc;
   if (!a->n_regions)
     return tw_err_field(err, TW_E_INVALID, "regions",
@@ -318,22 +271,14 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
   TW_SET(a->rate_text, rate);
   TW_SET(a->rate_date, date);
 
-  if ((rc =
-           tw_provider_cfg_int(cfg, "timeout_ms", 100, 600000, 20000, &v, err)))
-    return rc;
-  a->timeout_ms = (long)v;
-  if ((rc = tw_provider_cfg_int(cfg, "connect_timeout_ms", 100, 60000, 5000, &v,
+  /* Retries and timeouts of every call (providers/http.h). */
+  static const struct tw_provider_http_limits http_limits =
+      TW_PROVIDER_HTTP_CLOUD;
+  struct tw_http_opts ho = {.clock = p->clock};
+  if ((rc = tw_provider_cfg_http(cfg, &http_limits, &a->timeout_ms,
+                                 &a->connect_timeout_ms, &ho, err)) ||
+      (rc = tw_provider_cfg_int(cfg, "spot_history_s", 60, 30 * 86400, 3600, &v,
                                 err)))
-    return rc;
-  a->connect_timeout_ms = (long)v;
-  if ((rc = tw_provider_cfg_int(cfg, "max_attempts", 1, 20, 4, &attempts,
-                                err)) ||
-      (rc = tw_provider_cfg_int(cfg, "backoff_base_ms", 1, 60000, 200, &base,
-                                err)) ||
-      (rc = tw_provider_cfg_int(cfg, "backoff_cap_ms", 1, 600000, 20000, &cap,
-                                err)) ||
-      (rc = tw_provider_cfg_int(cfg, "spot_history_s", 60, 30 * 86400, 3600,
-                                &v, err)))
     return rc;
   a->spot_window_ms = v * 1000;
   /* SpotDuration: hours of protection from reclaim after launch (ECS: 0
@@ -345,18 +290,20 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
       (rc = tw_provider_cfg_int(cfg, "page_size", 1, 100, 100, &a->page_size,
                                 err)))
     return rc;
-  if ((rc = opt_str(cfg, "spot_interruption_behavior", "Terminate",
-                    &a->spot_behavior, err)))
+  if ((rc = tw_provider_cfg_strdup(cfg, "spot_interruption_behavior",
+                                   "Terminate", &a->spot_behavior, err)))
     return rc;
   if (strcmp(a->spot_behavior, "Terminate") && strcmp(a->spot_behavior, "Stop"))
     return tw_err_field(err, TW_E_INVALID, "spot_interruption_behavior",
                         "spot_interruption_behavior: expected Terminate or "
                         "Stop");
-  if ((rc = opt_str(cfg, "ca_file", NULL, &a->ca_file, err)) ||
-      (rc = opt_str(cfg, "security_group_id", NULL, &a->security_group_id,
-                    err)) ||
-      (rc = opt_str(cfg, "key_pair_name", NULL, &a->key_pair_name, err)) ||
-      (rc = cfg_list(cfg, "instance_types", &a->types, &a->n_types, err)))
+  if ((rc = tw_provider_cfg_strdup(cfg, "ca_file", NULL, &a->ca_file, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "security_group_id", NULL,
+                                   &a->security_group_id, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "key_pair_name", NULL,
+                                   &a->key_pair_name, err)) ||
+      (rc = tw_provider_cfg_list(cfg, "instance_types", &a->types, &a->n_types,
+                                 err)))
     return rc;
 
   char(*keys)[TW_MODEL_NAME_MAX] = NULL;
@@ -385,11 +332,6 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
   if (rc)
     return rc;
 
-  struct tw_http_opts ho = {0};
-  ho.max_attempts = (unsigned)attempts;
-  ho.backoff_base_ms = base;
-  ho.backoff_cap_ms = cap;
-  ho.clock = p->clock;
   return tw_http_new(&ho, &a->http, err);
 }
 
@@ -1379,7 +1321,7 @@ static enum tw_rc offers_in(struct tw_provider *p, const char *region,
     }
   }
 out:
-  free_strv(names, n_names);
+  tw_provider_strv_free(names, n_names);
   tw_ecs_stock_list_release(&od);
   tw_ecs_stock_list_release(&sp);
   tw_ecs_itype_list_release(&types);

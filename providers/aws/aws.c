@@ -115,45 +115,6 @@ static const char *const aws_keys[] = {"endpoint",
                                        "metadata_url",
                                        NULL};
 
-static void free_strv(char **v, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    free(v[i]);
-  free(v);
-}
-
-/* A list of strings: a sequence of scalars or one scalar. */
-static enum tw_rc cfg_list(const struct tw_node *cfg, const char *key,
-                           char ***out, size_t *n, struct tw_err *err) {
-  const struct tw_node *v = tw_node_get(cfg, key);
-  *out = NULL;
-  *n = 0;
-  if (!v)
-    return TW_OK;
-  if (v->kind == TW_NODE_SCALAR) {
-    *out = tw_calloc(1, sizeof **out);
-    (*out)[0] = tw_strdup(v->str);
-    *n = 1;
-    return TW_OK;
-  }
-  if (v->kind != TW_NODE_SEQ)
-    return tw_err_field(err, TW_E_INVALID, key,
-                        "%s: expected a list of strings, got %s", key,
-                        tw_node_type_name(v));
-  *out = tw_calloc(v->n ? v->n : 1, sizeof **out);
-  for (size_t i = 0; i < v->n; i++) {
-    if (v->items[i]->kind != TW_NODE_SCALAR || !*v->items[i]->str) {
-      free_strv(*out, *n);
-      *out = NULL;
-      *n = 0;
-      return tw_err_field(err, TW_E_INVALID, key,
-                          "%s[%zu]: expected a non-empty string, got %s", key,
-                          i, tw_node_type_name(v->items[i]));
-    }
-    (*out)[(*n)++] = tw_strdup(v->items[i]->str);
-  }
-  return TW_OK;
-}
-
 static int price_cmp(const void *a, const void *b) {
   const struct aws_price *x = a, *y = b;
   int c = strcmp(x->type, y->type);
@@ -265,7 +226,7 @@ static void aws_free(struct tw_provider *p) {
     return;
   tw_http_free(a->http);
   free(a->endpoint);
-  free_strv(a->regions, a->n_regions);
+  tw_provider_strv_free(a->regions, a->n_regions);
   /* Credentials are wiped, not just freed: a core dump should not carry
    * them. */
   if (a->secret_key)
@@ -281,8 +242,8 @@ static void aws_free(struct tw_provider *p) {
   free(a->images);
   free(a->subnet_id);
   free(a->key_name);
-  free_strv(a->security_groups, a->n_security_groups);
-  free_strv(a->types, a->n_types);
+  tw_provider_strv_free(a->security_groups, a->n_security_groups);
+  tw_provider_strv_free(a->types, a->n_types);
   free(a->prices);
   free(a->product);
   free(a->metadata_url);
@@ -290,16 +251,6 @@ static void aws_free(struct tw_provider *p) {
   pthread_mutex_destroy(&a->lock);
   free(a);
   p->ctx = NULL;
-}
-
-static enum tw_rc opt_str(const struct tw_node *cfg, const char *key,
-                          const char *def, char **out, struct tw_err *err) {
-  const char *v;
-  enum tw_rc rc = tw_provider_cfg_str(cfg, key, def, &v, err);
-  if (rc)
-    return rc;
-  *out = tw_strdup(v);
-  return TW_OK;
 }
 
 static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
@@ -313,17 +264,19 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
   atomic_init(&a->skew_ms, 0);
   p->ctx = a;
 
-  int64_t v, attempts, base, cap;
-  if ((rc = opt_str(cfg, "endpoint", "https://ec2.{region}.amazonaws.com",
-                    &a->endpoint, err)))
+  int64_t v;
+  if ((rc = tw_provider_cfg_strdup(cfg, "endpoint",
+                                   "https://ec2.{region}.amazonaws.com",
+                                   &a->endpoint, err)))
     return rc;
   if (strncmp(a->endpoint, "http://", 7) && strncmp(a->endpoint, "https://", 8))
     return tw_err_field(err, TW_E_INVALID, "endpoint",
                         "endpoint: expected an http:// or https:// URL");
-  if ((rc = cfg_list(cfg, "regions", &a->regions, &a->n_regions, err)))
+  if ((rc = tw_provider_cfg_list(cfg, "regions", &a->regions, &a->n_regions,
+                                 err)))
     return rc;
-  if (!a->n_regions &&
-      (rc = cfg_list(cfg, "region", &a->regions, &a->n_regions, err)))
+  if (!a->n_regions && (rc = tw_provider_cfg_list(cfg, "region", &a->regions,
+                                                  &a->n_regions, err)))
     return rc;
   if (!a->n_regions)
     return tw_err_field(err, TW_E_INVALID, "regions",
@@ -341,20 +294,12 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
                                    false, &a->session_token, err)))
     return rc;
 
-  if ((rc =
-           tw_provider_cfg_int(cfg, "timeout_ms", 100, 600000, 20000, &v, err)))
-    return rc;
-  a->timeout_ms = (long)v;
-  if ((rc = tw_provider_cfg_int(cfg, "connect_timeout_ms", 100, 60000, 5000, &v,
-                                err)))
-    return rc;
-  a->connect_timeout_ms = (long)v;
-  if ((rc = tw_provider_cfg_int(cfg, "max_attempts", 1, 20, 4, &attempts,
-                                err)) ||
-      (rc = tw_provider_cfg_int(cfg, "backoff_base_ms", 1, 60000, 200, &base,
-                                err)) ||
-      (rc = tw_provider_cfg_int(cfg, "backoff_cap_ms", 1, 600000, 20000, &cap,
-                                err)) ||
+  /* Retries and timeouts of every call (providers/http.h). */
+  static const struct tw_provider_http_limits http_limits =
+      TW_PROVIDER_HTTP_CLOUD;
+  struct tw_http_opts ho = {.clock = p->clock};
+  if ((rc = tw_provider_cfg_http(cfg, &http_limits, &a->timeout_ms,
+                                 &a->connect_timeout_ms, &ho, err)) ||
       (rc = tw_provider_cfg_int(cfg, "spot_history_s", 60, 90 * 86400, 3600, &v,
                                 err)))
     return rc;
@@ -364,15 +309,18 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
       (rc = tw_provider_cfg_int(cfg, "page_size", 5, 1000, 1000, &a->page_size,
                                 err)))
     return rc;
-  if ((rc = opt_str(cfg, "ca_file", NULL, &a->ca_file, err)) ||
-      (rc = opt_str(cfg, "subnet_id", NULL, &a->subnet_id, err)) ||
-      (rc = opt_str(cfg, "key_name", NULL, &a->key_name, err)) ||
-      (rc = opt_str(cfg, "product_description", "Linux/UNIX", &a->product,
-                    err)) ||
-      (rc = opt_str(cfg, "metadata_url", NULL, &a->metadata_url, err)) ||
-      (rc = cfg_list(cfg, "security_group_ids", &a->security_groups,
-                     &a->n_security_groups, err)) ||
-      (rc = cfg_list(cfg, "instance_types", &a->types, &a->n_types, err)))
+  if ((rc = tw_provider_cfg_strdup(cfg, "ca_file", NULL, &a->ca_file, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "subnet_id", NULL, &a->subnet_id,
+                                   err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "key_name", NULL, &a->key_name, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "product_description", "Linux/UNIX",
+                                   &a->product, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "metadata_url", NULL, &a->metadata_url,
+                                   err)) ||
+      (rc = tw_provider_cfg_list(cfg, "security_group_ids", &a->security_groups,
+                                 &a->n_security_groups, err)) ||
+      (rc = tw_provider_cfg_list(cfg, "instance_types", &a->types, &a->n_types,
+                                 err)))
     return rc;
   if (a->n_types > 100)
     return tw_err_field(err, TW_E_INVALID, "instance_types",
@@ -415,11 +363,6 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
   if (a->n_prices)
     qsort(a->prices, a->n_prices, sizeof *a->prices, price_cmp);
 
-  struct tw_http_opts ho = {0};
-  ho.max_attempts = (unsigned)attempts;
-  ho.backoff_base_ms = base;
-  ho.backoff_cap_ms = cap;
-  ho.clock = p->clock;
   return tw_http_new(&ho, &a->http, err);
 }
 

@@ -80,12 +80,6 @@ struct az_ctx {
 
 /* ---- small helpers ------------------------------------------------------- */
 
-static void free_strv(char **v, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    free(v[i]);
-  free(v);
-}
-
 static void default_sleep(void *ctx, int64_t ms) {
   if (ms <= 0)
     return;
@@ -191,47 +185,9 @@ static const char *const az_keys[] = {"tenant_id",
                                       "scheduled_events_url",
                                       NULL};
 
-static enum tw_rc cfg_list(const struct tw_node *cfg, const char *key,
-                           char ***out, size_t *n, struct tw_err *err) {
-  const struct tw_node *v = tw_node_get(cfg, key);
-  *out = NULL;
-  *n = 0;
-  if (!v)
-    return TW_OK;
-  if (v->kind == TW_NODE_SCALAR) {
-    *out = tw_calloc(1, sizeof **out);
-    (*out)[0] = tw_strdup(v->str);
-    *n = 1;
-    return TW_OK;
-  }
-  if (v->kind != TW_NODE_SEQ)
-    return tw_err_field(err, TW_E_INVALID, key,
-                        "%s: expected a list of strings, got %s", key,
-                        tw_node_type_name(v));
-  *out = tw_calloc(v->n ? v->n : 1, sizeof **out);
-  for (size_t i = 0; i < v->n; i++) {
-    if (v->items[i]->kind != TW_NODE_SCALAR || !*v->items[i]->str)
-      return tw_err_field(err, TW_E_INVALID, key,
-                          "%s[%zu]: expected a non-empty string, got %s", key,
-                          i, tw_node_type_name(v->items[i]));
-    (*out)[(*n)++] = tw_strdup(v->items[i]->str);
-  }
-  return TW_OK;
-}
-
-static enum tw_rc opt_str(const struct tw_node *cfg, const char *key,
-                          const char *def, char **out, struct tw_err *err) {
-  const char *v;
-  enum tw_rc rc = tw_provider_cfg_str(cfg, key, def, &v, err);
-  if (rc)
-    return rc;
-  *out = tw_strdup(v);
-  return TW_OK;
-}
-
 static enum tw_rc req_str(const struct tw_node *cfg, const char *key,
                           char **out, struct tw_err *err) {
-  enum tw_rc rc = opt_str(cfg, key, NULL, out, err);
+  enum tw_rc rc = tw_provider_cfg_strdup(cfg, key, NULL, out, err);
   if (rc == TW_OK && (!*out || !**out))
     return tw_err_field(err, TW_E_INVALID, key, "%s: required", key);
   return rc;
@@ -270,7 +226,7 @@ static void az_free(struct tw_provider *p) {
   free(a->client_id);
   free(a->subscription);
   free(a->resource_group);
-  free_strv(a->regions, a->n_regions);
+  tw_provider_strv_free(a->regions, a->n_regions);
   free(a->authority);
   free(a->management);
   free(a->prices_url);
@@ -289,7 +245,7 @@ static void az_free(struct tw_provider *p) {
   free(a->os_disk_type);
   free(a->eviction_policy);
   free(a->name_prefix);
-  free_strv(a->types, a->n_types);
+  tw_provider_strv_free(a->types, a->n_types);
   free(a->events_url);
   free(a->token_endpoint);
   for (size_t i = 0; i < a->n_prices; i++)
@@ -326,7 +282,7 @@ static enum tw_rc az_init(struct tw_provider *p, const struct tw_node *cfg,
   a->sleep_fn = default_sleep;
   p->ctx = a;
 
-  int64_t v, attempts, base, cap;
+  int64_t v;
   if ((rc = req_str(cfg, "tenant_id", &a->tenant, err)) ||
       (rc = req_str(cfg, "client_id", &a->client_id, err)) ||
       (rc = req_str(cfg, "subscription_id", &a->subscription, err)) ||
@@ -344,10 +300,11 @@ static enum tw_rc az_init(struct tw_provider *p, const struct tw_node *cfg,
                           "%s: 1..90 characters without / ? # %% or \\",
                           names[i][0]);
 
-  if ((rc = cfg_list(cfg, "regions", &a->regions, &a->n_regions, err)))
+  if ((rc = tw_provider_cfg_list(cfg, "regions", &a->regions, &a->n_regions,
+                                 err)))
     return rc;
-  if (!a->n_regions &&
-      (rc = cfg_list(cfg, "region", &a->regions, &a->n_regions, err)))
+  if (!a->n_regions && (rc = tw_provider_cfg_list(cfg, "region", &a->regions,
+                                                  &a->n_regions, err)))
     return rc;
   if (!a->n_regions)
     return tw_err_field(err, TW_E_INVALID, "regions",
@@ -361,13 +318,15 @@ static enum tw_rc az_init(struct tw_provider *p, const struct tw_node *cfg,
                           "eastus",
                           i);
 
-  if ((rc = opt_str(cfg, "authority", "https://login.microsoftonline.com",
-                    &a->authority, err)) ||
-      (rc = opt_str(cfg, "management_endpoint", "https://management.azure.com",
-                    &a->management, err)) ||
-      (rc = opt_str(cfg, "prices_url",
-                    "https://prices.azure.com/api/retail/prices",
-                    &a->prices_url, err)))
+  if ((rc = tw_provider_cfg_strdup(cfg, "authority",
+                                   "https://login.microsoftonline.com",
+                                   &a->authority, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "management_endpoint",
+                                   "https://management.azure.com",
+                                   &a->management, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "prices_url",
+                                   "https://prices.azure.com/api/retail/prices",
+                                   &a->prices_url, err)))
     return rc;
   const char *urls[][2] = {{"authority", a->authority},
                            {"management_endpoint", a->management},
@@ -381,27 +340,33 @@ static enum tw_rc az_init(struct tw_provider *p, const struct tw_node *cfg,
   trim_slash(a->management);
   char def_scope[512];
   snprintf(def_scope, sizeof def_scope, "%s/.default", a->management);
-  if ((rc = opt_str(cfg, "scope", def_scope, &a->scope, err)) ||
-      (rc = opt_str(cfg, "compute_api_version", "2024-07-01",
-                    &a->compute_api, err)) ||
-      (rc = opt_str(cfg, "resources_api_version", "2021-04-01",
-                    &a->resources_api, err)) ||
-      (rc = opt_str(cfg, "skus_api_version", "2021-07-01", &a->skus_api,
-                    err)) ||
-      (rc = opt_str(cfg, "prices_api_version", "2023-01-01-preview",
-                    &a->prices_api, err)) ||
-      (rc = opt_str(cfg, "ca_file", NULL, &a->ca_file, err)) ||
-      (rc = opt_str(cfg, "admin_username", "tradewind", &a->admin_user,
-                    err)) ||
-      (rc = opt_str(cfg, "ssh_public_key", NULL, &a->ssh_key, err)) ||
-      (rc = opt_str(cfg, "subnet_id", NULL, &a->subnet_id, err)) ||
-      (rc = opt_str(cfg, "os_disk_type", "StandardSSD_LRS", &a->os_disk_type,
-                    err)) ||
-      (rc = opt_str(cfg, "eviction_policy", "Delete", &a->eviction_policy,
-                    err)) ||
-      (rc = opt_str(cfg, "vm_name_prefix", "tw-", &a->name_prefix, err)) ||
-      (rc = opt_str(cfg, "scheduled_events_url", NULL, &a->events_url, err)) ||
-      (rc = cfg_list(cfg, "instance_types", &a->types, &a->n_types, err)))
+  if ((rc = tw_provider_cfg_strdup(cfg, "scope", def_scope, &a->scope, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "compute_api_version", "2024-07-01",
+                                   &a->compute_api, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "resources_api_version", "2021-04-01",
+                                   &a->resources_api, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "skus_api_version", "2021-07-01",
+                                   &a->skus_api, err)) ||
+      (rc =
+           tw_provider_cfg_strdup(cfg, "prices_api_version",
+                                  "2023-01-01-preview", &a->prices_api, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "ca_file", NULL, &a->ca_file, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "admin_username", "tradewind",
+                                   &a->admin_user, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "ssh_public_key", NULL, &a->ssh_key,
+                                   err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "subnet_id", NULL, &a->subnet_id,
+                                   err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "os_disk_type", "StandardSSD_LRS",
+                                   &a->os_disk_type, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "eviction_policy", "Delete",
+                                   &a->eviction_policy, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "vm_name_prefix", "tw-",
+                                   &a->name_prefix, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "scheduled_events_url", NULL,
+                                   &a->events_url, err)) ||
+      (rc = tw_provider_cfg_list(cfg, "instance_types", &a->types, &a->n_types,
+                                 err)))
     return rc;
   const char *key_file;
   if ((rc = tw_provider_cfg_str(cfg, "ssh_public_key_file", NULL, &key_file,
@@ -441,30 +406,28 @@ static enum tw_rc az_init(struct tw_provider *p, const struct tw_node *cfg,
     return tw_err_field(err, TW_E_INVALID, "zonal",
                         "zonal: expected true or false");
 
-  if ((rc =
-           tw_provider_cfg_int(cfg, "timeout_ms", 100, 600000, 30000, &v, err)))
-    return rc;
-  a->timeout_ms = (long)v;
-  if ((rc = tw_provider_cfg_int(cfg, "connect_timeout_ms", 100, 60000, 5000,
-                                &v, err)))
-    return rc;
-  a->connect_timeout_ms = (long)v;
-  if ((rc = tw_provider_cfg_int(cfg, "max_attempts", 1, 20, 4, &attempts,
-                                err)) ||
-      (rc = tw_provider_cfg_int(cfg, "backoff_base_ms", 1, 60000, 200, &base,
-                                err)) ||
-      (rc = tw_provider_cfg_int(cfg, "backoff_cap_ms", 1, 600000, 20000, &cap,
-                                err)) ||
+  /* Retries and timeouts of every call (providers/http.h): the clouds'
+   * limits with a longer default timeout. */
+  static const struct tw_provider_http_limits http_limits = {
+      .timeout_def = 30000,
+      .connect_min = 100,
+      .attempts_max = 20,
+      .attempts_def = 4,
+      .backoff_min = 1,
+      .backoff_cap_def = 20000};
+  struct tw_http_opts ho = {.clock = p->clock};
+  if ((rc = tw_provider_cfg_http(cfg, &http_limits, &a->timeout_ms,
+                                 &a->connect_timeout_ms, &ho, err)) ||
       (rc = tw_provider_cfg_int(cfg, "max_pages", 1, 100000, 1000,
                                 &a->max_pages, err)) ||
       (rc = tw_provider_cfg_int(cfg, "operation_timeout_ms", 1000, 86400000,
                                 1800000, &a->lro_timeout_ms, err)) ||
       (rc = tw_provider_cfg_int(cfg, "operation_poll_ms", 0, 600000, 2000,
                                 &a->lro_poll_ms, err)) ||
-      (rc = tw_provider_cfg_int(cfg, "operation_poll_max_ms", 0, 3600000,
-                                60000, &a->lro_poll_max_ms, err)) ||
-      (rc = tw_provider_cfg_int(cfg, "token_refresh_margin_s", 0, 3600, 300,
-                                &v, err)))
+      (rc = tw_provider_cfg_int(cfg, "operation_poll_max_ms", 0, 3600000, 60000,
+                                &a->lro_poll_max_ms, err)) ||
+      (rc = tw_provider_cfg_int(cfg, "token_refresh_margin_s", 0, 3600, 300, &v,
+                                err)))
     return rc;
   a->refresh_margin_ms = v * 1000;
   if ((rc = tw_provider_cfg_int(cfg, "price_cache_s", 0, 7 * 86400, 3600, &v,
@@ -497,11 +460,6 @@ static enum tw_rc az_init(struct tw_provider *p, const struct tw_node *cfg,
     im->image = tw_strdup(imgs->items[i]->str);
   }
 
-  struct tw_http_opts ho = {0};
-  ho.max_attempts = (unsigned)attempts;
-  ho.backoff_base_ms = base;
-  ho.backoff_cap_ms = cap;
-  ho.clock = p->clock;
   ho.sleep_ms = http_sleep;
   ho.sleep_ctx = a;
   return tw_http_new(&ho, &a->http, err);

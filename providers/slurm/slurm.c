@@ -309,31 +309,22 @@ static enum tw_rc slurm_init(struct tw_provider *p, const struct tw_node *cfg,
     }
   }
 
-  int64_t v;
   if ((rc = tw_provider_cfg_int(cfg, "time_limit_min", 0, 525600, 0,
                                 &c->time_limit_min, err)))
     return rc;
-  if ((rc = tw_provider_cfg_int(cfg, "timeout_ms", 100, 600000, 30000, &v,
-                                err)))
-    return rc;
-  c->timeout_ms = (long)v;
-  if ((rc = tw_provider_cfg_int(cfg, "connect_timeout_ms", 10, 60000, 5000,
-                                &v, err)))
-    return rc;
-  c->connect_timeout_ms = (long)v;
+  /* One slurmrestd nearby: fewer, shorter retries than a cloud's. */
+  static const struct tw_provider_http_limits http_limits = {
+      .timeout_def = 30000,
+      .connect_min = 10,
+      .attempts_max = 10,
+      .attempts_def = 3,
+      .backoff_min = 0,
+      .backoff_cap_def = 5000};
   struct tw_http_opts ho = {.clock = p->clock,
                             .user_agent = "tradewind-slurm"};
-  if ((rc = tw_provider_cfg_int(cfg, "max_attempts", 1, 10, 3, &v, err)))
+  if ((rc = tw_provider_cfg_http(cfg, &http_limits, &c->timeout_ms,
+                                 &c->connect_timeout_ms, &ho, err)))
     return rc;
-  ho.max_attempts = (unsigned)v;
-  if ((rc = tw_provider_cfg_int(cfg, "backoff_base_ms", 0, 60000, 200, &v,
-                                err)))
-    return rc;
-  ho.backoff_base_ms = v;
-  if ((rc = tw_provider_cfg_int(cfg, "backoff_cap_ms", 0, 600000, 5000, &v,
-                                err)))
-    return rc;
-  ho.backoff_cap_ms = v;
   return tw_http_new(&ho, &c->http, err);
 }
 

@@ -9,6 +9,7 @@
 #include "broker/clock.h"
 #include "broker/log.h"
 #include "broker/node.h"
+#include "providers/http.h"
 #include "providers/provider.h"
 #include "tests/fakes/fake_provider.h"
 
@@ -541,6 +542,144 @@ static void config_helpers(void) {
   free(secret);
 }
 
+/* tw_provider_cfg_list: one scalar or a sequence of non-empty scalars. */
+static void cfg_list_table(void) {
+  static const struct {
+    const char *yaml;
+    enum tw_rc rc;
+    size_t n;
+    const char *items[3]; /* expected items, or the expected error text */
+  } cases[] = {
+      {"other: x\n", TW_OK, 0, {NULL}},
+      {"regions: us-east-1\n", TW_OK, 1, {"us-east-1"}},
+      {"regions: [a, b, c]\n", TW_OK, 3, {"a", "b", "c"}},
+      {"regions: []\n", TW_OK, 0, {NULL}},
+      {"regions: {a: 1}\n",
+       TW_E_INVALID,
+       0,
+       {"regions: expected a list of strings"}},
+      {"regions: [a, [b]]\n",
+       TW_E_INVALID,
+       0,
+       {"regions[1]: expected a non-empty string"}},
+      {"regions: [a, \"\"]\n",
+       TW_E_INVALID,
+       0,
+       {"regions[1]: expected a non-empty string"}},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct tw_node *n = yaml(cases[i].yaml);
+    struct tw_err err = {0};
+    char **v = (char **)&err; /* must be overwritten */
+    size_t nv = 99;
+    enum tw_rc rc = tw_provider_cfg_list(n, "regions", &v, &nv, &err);
+    CHECK(rc == cases[i].rc);
+    CHECK(nv == cases[i].n);
+    if (rc == TW_OK) {
+      CHECK(!nv || v != NULL);
+      for (size_t k = 0; k < nv; k++)
+        CHECK(v[k] && !strcmp(v[k], cases[i].items[k]));
+    } else {
+      CHECK(v == NULL);
+      CHECK(strstr(err.msg, cases[i].items[0]) != NULL);
+      CHECK(!strcmp(err.field, "regions"));
+    }
+    tw_provider_strv_free(v, nv);
+    tw_node_free(n);
+  }
+  tw_provider_strv_free(NULL, 0);
+}
+
+/* tw_provider_cfg_strdup: an owned copy, the default, or an error. */
+static void cfg_strdup_table(void) {
+  static const struct {
+    const char *yaml, *def;
+    enum tw_rc rc;
+    const char *want;
+  } cases[] = {
+      {"ca_file: /etc/ca.pem\n", NULL, TW_OK, "/etc/ca.pem"},
+      {"ca_file: /etc/ca.pem\n", "def", TW_OK, "/etc/ca.pem"},
+      {"other: 1\n", "def", TW_OK, "def"},
+      {"other: 1\n", NULL, TW_OK, NULL},
+      {"ca_file: [a]\n", "def", TW_E_INVALID, "ca_file"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct tw_node *n = yaml(cases[i].yaml);
+    struct tw_err err = {0};
+    char *out = (char *)"untouched";
+    enum tw_rc rc =
+        tw_provider_cfg_strdup(n, "ca_file", cases[i].def, &out, &err);
+    CHECK(rc == cases[i].rc);
+    if (rc == TW_OK) {
+      CHECK(cases[i].want ? out && !strcmp(out, cases[i].want) : !out);
+      CHECK(!cases[i].def || out != cases[i].def); /* a copy */
+      free(out);
+    } else {
+      CHECK(!strcmp(out, "untouched"));
+      CHECK(strstr(err.msg, cases[i].want) != NULL);
+    }
+    tw_node_free(n);
+  }
+}
+
+/* tw_provider_cfg_http: the five HTTP keys within an adapter's limits. */
+static void cfg_http_table(void) {
+  static const struct tw_provider_http_limits cloud = TW_PROVIDER_HTTP_CLOUD;
+  static const struct tw_provider_http_limits slurm = {.timeout_def = 30000,
+                                                       .connect_min = 10,
+                                                       .attempts_max = 10,
+                                                       .attempts_def = 3,
+                                                       .backoff_min = 0,
+                                                       .backoff_cap_def = 5000};
+  static const struct {
+    const struct tw_provider_http_limits *lim;
+    const char *yaml;
+    enum tw_rc rc;
+    long timeout, connect;
+    unsigned attempts;
+    int64_t base, cap;
+    const char *bad; /* the key named by the error */
+  } cases[] = {
+      {&cloud, "other: 1\n", TW_OK, 20000, 5000, 4, 200, 20000, NULL},
+      {&slurm, "other: 1\n", TW_OK, 30000, 5000, 3, 200, 5000, NULL},
+      {&cloud,
+       "timeout_ms: 1000\nconnect_timeout_ms: 100\nmax_attempts: 20\n"
+       "backoff_base_ms: 1\nbackoff_cap_ms: 600000\n",
+       TW_OK, 1000, 100, 20, 1, 600000, NULL},
+      {&slurm, "connect_timeout_ms: 10\nbackoff_base_ms: 0\n", TW_OK, 30000, 10,
+       3, 0, 5000, NULL},
+      {&cloud, "connect_timeout_ms: 10\n", TW_E_INVALID, 0, 0, 0, 0, 0,
+       "connect_timeout_ms"},
+      {&cloud, "backoff_base_ms: 0\n", TW_E_INVALID, 0, 0, 0, 0, 0,
+       "backoff_base_ms"},
+      {&slurm, "max_attempts: 11\n", TW_E_INVALID, 0, 0, 0, 0, 0,
+       "max_attempts"},
+      {&cloud, "timeout_ms: 99\nmax_attempts: 0\n", TW_E_INVALID, 0, 0, 0, 0, 0,
+       "timeout_ms"},
+      {&cloud, "backoff_cap_ms: 600001\n", TW_E_INVALID, 0, 0, 0, 0, 0,
+       "backoff_cap_ms"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct tw_node *n = yaml(cases[i].yaml);
+    struct tw_err err = {0};
+    struct tw_http_opts ho = {.user_agent = "kept", .seed = 7};
+    long timeout = -1, connect = -1;
+    enum tw_rc rc =
+        tw_provider_cfg_http(n, cases[i].lim, &timeout, &connect, &ho, &err);
+    CHECK(rc == cases[i].rc);
+    if (rc == TW_OK) {
+      CHECK(timeout == cases[i].timeout && connect == cases[i].connect);
+      CHECK(ho.max_attempts == cases[i].attempts);
+      CHECK(ho.backoff_base_ms == cases[i].base &&
+            ho.backoff_cap_ms == cases[i].cap);
+    } else {
+      CHECK(!strcmp(err.field, cases[i].bad));
+    }
+    CHECK(!strcmp(ho.user_agent, "kept") && ho.seed == 7);
+    tw_node_free(n);
+  }
+}
+
 static void registry_and_new(void) {
   /* Every registered adapter is well formed and findable by name. */
   for (size_t i = 0; tw_provider_registry[i]; i++) {
@@ -581,6 +720,9 @@ int main(void) {
   describe_terminate_events();
   generic_checks_and_defaults();
   config_helpers();
+  cfg_list_table();
+  cfg_strdup_table();
+  cfg_http_table();
   registry_and_new();
   printf("%d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;
