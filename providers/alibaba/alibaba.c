@@ -26,6 +26,7 @@
 #include "broker/clock.h"
 #include "broker/mem.h"
 #include "broker/node.h"
+#include "providers/adapter_util.h"
 #include "providers/alibaba/ali_sign.h"
 #include "providers/alibaba/ecs_json.h"
 #include "providers/http.h"
@@ -38,7 +39,6 @@
 #define ALI_NOTICE_LEAD_MS 300000
 /* Pay-as-you-go ECS is billed by the second. */
 #define ALI_BILLING_GRANULARITY_S 1
-#define ALI_WHERE_MAX 4096
 /* DescribeInstanceTypes takes at most 10 InstanceTypes.N. */
 #define ALI_TYPES_PER_CALL 10
 
@@ -50,11 +50,6 @@ struct ali_image {
 struct ali_vswitch {
   char zone[TW_MODEL_NAME_MAX]; /* "" = default */
   char *id;
-};
-
-struct ali_where {
-  char id[TW_MODEL_ID_MAX];
-  char region[TW_MODEL_NAME_MAX];
 };
 
 struct ali_ctx {
@@ -85,9 +80,7 @@ struct ali_ctx {
 
   /* Mutable after init. */
   atomic_llong skew_ms; /* server clock minus ours, learnt from Date */
-  pthread_mutex_t lock; /* guards where */
-  struct ali_where *where;
-  size_t n_where, next_where;
+  struct tw_region_memo where; /* the region of each known instance */
 };
 
 /* ---- config ------------------------------------------------------------- */
@@ -149,8 +142,7 @@ static void ali_free(struct tw_provider *p) {
   free(a->key_pair_name);
   tw_provider_strv_free(a->types, a->n_types);
   free(a->spot_behavior);
-  free(a->where);
-  pthread_mutex_destroy(&a->lock);
+  tw_region_memo_release(&a->where);
   free(a);
   p->ctx = NULL;
 }
@@ -195,7 +187,7 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
   if (rc)
     return rc;
   struct ali_ctx *a = tw_calloc(1, sizeof *a);
-  pthread_mutex_init(&a->lock, NULL);
+  tw_region_memo_init(&a->where);
   atomic_init(&a->skew_ms, 0);
   p->ctx = a;
 
@@ -232,6 +224,8 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
     if (strlen(a->regions[i]) >= TW_MODEL_NAME_MAX)
       return tw_err_field(err, TW_E_INVALID, "regions",
                           "regions[%zu]: too long", i);
+  a->where.regions = a->regions;
+  a->where.n_regions = a->n_regions;
 
   if ((rc = tw_provider_cfg_secret(cfg, "access_key",
                                    "ALIBABA_CLOUD_ACCESS_KEY_ID", true,
@@ -680,71 +674,6 @@ static enum tw_rc ecs_call(struct tw_provider *p, const char *region,
                   out, err);
 }
 
-/* ---- where instances live ----------------------------------------------- */
-
-static void remember(struct ali_ctx *a, const char *id, const char *region) {
-  if (a->n_regions == 1)
-    return;
-  pthread_mutex_lock(&a->lock);
-  size_t i;
-  for (i = 0; i < a->n_where && strcmp(a->where[i].id, id); i++)
-    ;
-  if (i == a->n_where) {
-    if (!a->where)
-      a->where = tw_calloc(ALI_WHERE_MAX, sizeof *a->where);
-    if (a->n_where < ALI_WHERE_MAX) {
-      i = a->n_where++;
-    } else {
-      i = a->next_where; /* the oldest goes */
-      a->next_where = (a->next_where + 1) % ALI_WHERE_MAX;
-    }
-  }
-  TW_SET(a->where[i].id, id);
-  TW_SET(a->where[i].region, region);
-  pthread_mutex_unlock(&a->lock);
-}
-
-static size_t region_hint(struct ali_ctx *a, const char *id) {
-  size_t hint = 0;
-  pthread_mutex_lock(&a->lock);
-  for (size_t i = 0; i < a->n_where; i++)
-    if (!strcmp(a->where[i].id, id)) {
-      for (size_t r = 0; r < a->n_regions; r++)
-        if (!strcmp(a->regions[r], a->where[i].region))
-          hint = r;
-      break;
-    }
-  pthread_mutex_unlock(&a->lock);
-  return hint;
-}
-
-/* Runs fn in the region id was seen in, then in the others while they
- * answer NotFound. */
-static enum tw_rc in_its_region(struct tw_provider *p, const char *id,
-                                enum tw_rc (*fn)(struct tw_provider *,
-                                                 const char *, const char *,
-                                                 void *, struct tw_err *),
-                                void *arg, struct tw_err *err) {
-  struct ali_ctx *a = p->ctx;
-  size_t first = region_hint(a, id);
-  enum tw_rc rc = TW_E_NOTFOUND;
-  for (size_t k = 0; k < a->n_regions; k++) {
-    const char *region = a->regions[(first + k) % a->n_regions];
-    struct tw_err e = {0};
-    rc = fn(p, region, id, arg, &e);
-    if (rc == TW_OK) {
-      remember(a, id, region);
-      return TW_OK;
-    }
-    if (rc != TW_E_NOTFOUND || k + 1 == a->n_regions) {
-      if (err && err->rc == TW_OK)
-        *err = e;
-      return rc;
-    }
-  }
-  return rc;
-}
-
 /* ---- launch, describe, terminate ---------------------------------------- */
 
 static bool configured_region(const struct ali_ctx *a, const char *region) {
@@ -864,7 +793,7 @@ static enum tw_rc ali_launch(struct tw_provider *p, const struct tw_launch *req,
     out->market = o->market;
     out->state = TW_INST_PENDING;
     TW_SET(out->provider_state, "Pending");
-    remember(a, out->id, o->region);
+    tw_region_memo_put(&a->where, out->id, o->region);
   }
   for (size_t i = 0; i < n_ids; i++)
     free(ids[i]);
@@ -916,7 +845,8 @@ static enum tw_rc describe_fn(struct tw_provider *p, const char *region,
 
 static enum tw_rc ali_describe(struct tw_provider *p, const char *id,
                                struct tw_instance *out, struct tw_err *err) {
-  return in_its_region(p, id, describe_fn, out, err);
+  struct ali_ctx *a = p->ctx;
+  return tw_region_memo_run(&a->where, p, id, describe_fn, out, err);
 }
 
 static enum tw_rc terminate_fn(struct tw_provider *p, const char *region,
@@ -937,7 +867,8 @@ static enum tw_rc terminate_fn(struct tw_provider *p, const char *region,
 static enum tw_rc ali_terminate(struct tw_provider *p, const char *id,
                                 struct tw_err *err) {
   struct tw_err e = {0};
-  enum tw_rc rc = in_its_region(p, id, terminate_fn, NULL, &e);
+  struct ali_ctx *a = p->ctx;
+  enum tw_rc rc = tw_region_memo_run(&a->where, p, id, terminate_fn, NULL, &e);
   /* Released already (or by a reclaim): that is what was asked. */
   if (rc == TW_E_NOTFOUND)
     return TW_OK;
@@ -982,7 +913,7 @@ static enum tw_rc managed_in(struct tw_provider *p, const char *region,
       break;
     for (size_t i = first; i < out->n; i++) {
       TW_SET(out->items[i].region, region);
-      remember(a, out->items[i].id, region);
+      tw_region_memo_put(&a->where, out->items[i].id, region);
     }
     if (pg.next_token[0] && !strcmp(pg.next_token, next)) {
       rc = tw_err_set(err, TW_E_INTERNAL,

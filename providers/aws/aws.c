@@ -20,6 +20,7 @@
 #include "broker/clock.h"
 #include "broker/mem.h"
 #include "broker/node.h"
+#include "providers/adapter_util.h"
 #include "providers/aws/ec2_xml.h"
 #include "providers/http.h"
 #include "providers/sigv4.h"
@@ -32,7 +33,6 @@
 /* EC2 bills Linux instances per second with a 60-second minimum. */
 #define AWS_BILLING_GRANULARITY_S 1
 #define AWS_MIN_CHARGE_S 60
-#define AWS_WHERE_MAX 4096 /* remembered instance -> region pairs */
 
 struct aws_price {
   char type[TW_MODEL_NAME_MAX];
@@ -43,11 +43,6 @@ struct aws_price {
 struct aws_image {
   char region[TW_MODEL_NAME_MAX]; /* "" = default */
   char *image;
-};
-
-struct aws_where {
-  char id[TW_MODEL_ID_MAX];
-  char region[TW_MODEL_NAME_MAX];
 };
 
 struct aws_ctx {
@@ -75,9 +70,7 @@ struct aws_ctx {
 
   /* Mutable after init. */
   atomic_llong skew_ms; /* server clock minus ours, learnt from Date */
-  pthread_mutex_t lock; /* guards where */
-  struct aws_where *where;
-  size_t n_where, next_where;
+  struct tw_region_memo where; /* the region of each known instance */
 };
 
 /* ---- config ------------------------------------------------------------- */
@@ -247,8 +240,7 @@ static void aws_free(struct tw_provider *p) {
   free(a->prices);
   free(a->product);
   free(a->metadata_url);
-  free(a->where);
-  pthread_mutex_destroy(&a->lock);
+  tw_region_memo_release(&a->where);
   free(a);
   p->ctx = NULL;
 }
@@ -260,7 +252,7 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
     return rc;
   tw_ec2_xml_init();
   struct aws_ctx *a = tw_calloc(1, sizeof *a);
-  pthread_mutex_init(&a->lock, NULL);
+  tw_region_memo_init(&a->where);
   atomic_init(&a->skew_ms, 0);
   p->ctx = a;
 
@@ -285,6 +277,8 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
     if (strlen(a->regions[i]) >= TW_MODEL_NAME_MAX)
       return tw_err_field(err, TW_E_INVALID, "regions",
                           "regions[%zu]: too long", i);
+  a->where.regions = a->regions;
+  a->where.n_regions = a->n_regions;
 
   if ((rc = tw_provider_cfg_secret(cfg, "access_key", "AWS_ACCESS_KEY_ID", true,
                                    &a->access_key, err)) ||
@@ -589,45 +583,6 @@ static enum tw_rc aws_call(struct tw_provider *p, const char *region,
   return rc;
 }
 
-/* ---- where instances live ----------------------------------------------- */
-
-static void remember(struct aws_ctx *a, const char *id, const char *region) {
-  if (a->n_regions == 1)
-    return;
-  pthread_mutex_lock(&a->lock);
-  size_t i;
-  for (i = 0; i < a->n_where && strcmp(a->where[i].id, id); i++)
-    ;
-  if (i == a->n_where) {
-    if (!a->where)
-      a->where = tw_calloc(AWS_WHERE_MAX, sizeof *a->where);
-    if (a->n_where < AWS_WHERE_MAX) {
-      i = a->n_where++;
-    } else {
-      i = a->next_where; /* the oldest goes */
-      a->next_where = (a->next_where + 1) % AWS_WHERE_MAX;
-    }
-  }
-  TW_SET(a->where[i].id, id);
-  TW_SET(a->where[i].region, region);
-  pthread_mutex_unlock(&a->lock);
-}
-
-/* The region to try first for id: the remembered one, else the first. */
-static size_t region_hint(struct aws_ctx *a, const char *id) {
-  size_t hint = 0;
-  pthread_mutex_lock(&a->lock);
-  for (size_t i = 0; i < a->n_where; i++)
-    if (!strcmp(a->where[i].id, id)) {
-      for (size_t r = 0; r < a->n_regions; r++)
-        if (!strcmp(a->regions[r], a->where[i].region))
-          hint = r;
-      break;
-    }
-  pthread_mutex_unlock(&a->lock);
-  return hint;
-}
-
 /* ---- launch, describe, terminate ---------------------------------------- */
 
 static bool configured_region(const struct aws_ctx *a, const char *region) {
@@ -722,7 +677,7 @@ static enum tw_rc aws_launch(struct tw_provider *p, const struct tw_launch *req,
   if (rc == TW_OK) {
     *out = l.items[0];
     TW_SET(out->region, o->region);
-    remember(a, out->id, o->region);
+    tw_region_memo_put(&a->where, out->id, o->region);
   }
   tw_instance_list_release(&l);
 out:
@@ -765,33 +720,6 @@ static enum tw_rc describe_in(struct tw_provider *p, const char *region,
   return rc;
 }
 
-/* Runs fn in the region id was seen in, then in the others while they
- * answer NotFound. */
-static enum tw_rc in_its_region(struct tw_provider *p, const char *id,
-                                enum tw_rc (*fn)(struct tw_provider *,
-                                                 const char *, const char *,
-                                                 void *, struct tw_err *),
-                                void *arg, struct tw_err *err) {
-  struct aws_ctx *a = p->ctx;
-  size_t first = region_hint(a, id);
-  enum tw_rc rc = TW_E_NOTFOUND;
-  for (size_t k = 0; k < a->n_regions; k++) {
-    const char *region = a->regions[(first + k) % a->n_regions];
-    struct tw_err e = {0};
-    rc = fn(p, region, id, arg, &e);
-    if (rc == TW_OK) {
-      remember(a, id, region);
-      return TW_OK;
-    }
-    if (rc != TW_E_NOTFOUND || k + 1 == a->n_regions) {
-      if (err && err->rc == TW_OK)
-        *err = e;
-      return rc;
-    }
-  }
-  return rc;
-}
-
 static enum tw_rc describe_fn(struct tw_provider *p, const char *region,
                               const char *id, void *out, struct tw_err *err) {
   return describe_in(p, region, id, out, err);
@@ -799,7 +727,8 @@ static enum tw_rc describe_fn(struct tw_provider *p, const char *region,
 
 static enum tw_rc aws_describe(struct tw_provider *p, const char *id,
                                struct tw_instance *out, struct tw_err *err) {
-  return in_its_region(p, id, describe_fn, out, err);
+  struct aws_ctx *a = p->ctx;
+  return tw_region_memo_run(&a->where, p, id, describe_fn, out, err);
 }
 
 static enum tw_rc terminate_fn(struct tw_provider *p, const char *region,
@@ -827,7 +756,8 @@ static enum tw_rc terminate_fn(struct tw_provider *p, const char *region,
 
 static enum tw_rc aws_terminate(struct tw_provider *p, const char *id,
                                 struct tw_err *err) {
-  return in_its_region(p, id, terminate_fn, NULL, err);
+  struct aws_ctx *a = p->ctx;
+  return tw_region_memo_run(&a->where, p, id, terminate_fn, NULL, err);
 }
 
 /* ---- paged listings ----------------------------------------------------- */
@@ -871,7 +801,7 @@ static enum tw_rc managed_in(struct tw_provider *p, const char *region,
       break;
     for (size_t i = first; i < out->n; i++) {
       TW_SET(out->items[i].region, region);
-      remember(a, out->items[i].id, region);
+      tw_region_memo_put(&a->where, out->items[i].id, region);
     }
   } while (next);
   free(next);

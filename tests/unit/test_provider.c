@@ -9,6 +9,7 @@
 #include "broker/clock.h"
 #include "broker/log.h"
 #include "broker/node.h"
+#include "providers/adapter_util.h"
 #include "providers/http.h"
 #include "providers/provider.h"
 #include "tests/fakes/fake_provider.h"
@@ -680,6 +681,97 @@ static void cfg_http_table(void) {
   }
 }
 
+/* A region call for tw_region_memo_run: instances live where `homes`
+ * says; region "bad" refuses everything; every call is logged. */
+struct memo_world {
+  const char *const *homes; /* id, region, id, region, ..., NULL */
+  char log[128];
+};
+
+static enum tw_rc memo_fn(struct tw_provider *p, const char *region,
+                          const char *id, void *arg, struct tw_err *err) {
+  (void)p;
+  struct memo_world *w = arg;
+  strncat(w->log, region, sizeof w->log - strlen(w->log) - 1);
+  strncat(w->log, " ", sizeof w->log - strlen(w->log) - 1);
+  if (!strcmp(region, "bad"))
+    return tw_err_set(err, TW_E_AUTH, "refused in %s", region);
+  for (size_t i = 0; w->homes[i]; i += 2)
+    if (!strcmp(w->homes[i], id) && !strcmp(w->homes[i + 1], region))
+      return TW_OK;
+  return tw_err_set(err, TW_E_NOTFOUND, "no %s in %s", id, region);
+}
+
+/* tw_region_memo_*: the remembered region first, then the others. */
+static void region_memo_table(void) {
+  static const char *const homes[] = {"i-1", "r2", "i-2", "r3", NULL};
+  static char *three[] = {"r1", "r2", "r3"};
+  static char *one[] = {"r2"};
+  static char *with_bad[] = {"r1", "bad", "r2"};
+  static const struct {
+    char **regions;
+    size_t n;
+    const char *put_id, *put_region; /* remembered first, or NULL */
+    const char *id;
+    enum tw_rc rc;
+    const char *calls;  /* regions tried, in order */
+    size_t hint_after;  /* tw_region_memo_hint(id) afterwards */
+    const char *errmsg; /* in err, or NULL for none */
+  } cases[] = {
+      {three, 3, NULL, NULL, "i-1", TW_OK, "r1 r2 ", 1, NULL},
+      {three, 3, "i-1", "r2", "i-1", TW_OK, "r2 ", 1, NULL},
+      {three, 3, "i-2", "r2", "i-2", TW_OK, "r2 r3 ", 2, NULL},
+      {three, 3, "i-1", "gone", "i-1", TW_OK, "r1 r2 ", 1, NULL},
+      {three, 3, NULL, NULL, "i-9", TW_E_NOTFOUND, "r1 r2 r3 ", 0,
+       "no i-9 in r3"},
+      {three, 3, "i-9", "r3", "i-9", TW_E_NOTFOUND, "r3 r1 r2 ", 2,
+       "no i-9 in r2"},
+      {with_bad, 3, NULL, NULL, "i-1", TW_E_AUTH, "r1 bad ", 0,
+       "refused in bad"},
+      {one, 1, "i-2", "r3", "i-1", TW_OK, "r2 ", 0, NULL},
+      {one, 0, NULL, NULL, "i-1", TW_E_NOTFOUND, "", 0, NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct tw_region_memo m;
+    tw_region_memo_init(&m);
+    m.regions = cases[i].regions;
+    m.n_regions = cases[i].n;
+    if (cases[i].put_id)
+      tw_region_memo_put(&m, cases[i].put_id, cases[i].put_region);
+    struct memo_world w = {.homes = homes};
+    struct tw_err err = {0};
+    enum tw_rc rc =
+        tw_region_memo_run(&m, NULL, cases[i].id, memo_fn, &w, &err);
+    CHECK(rc == cases[i].rc);
+    if (strcmp(w.log, cases[i].calls))
+      fprintf(stderr, "case %zu: tried \"%s\"\n", i, w.log);
+    CHECK(!strcmp(w.log, cases[i].calls));
+    CHECK(tw_region_memo_hint(&m, cases[i].id) == cases[i].hint_after);
+    CHECK(cases[i].errmsg ? !strcmp(err.msg, cases[i].errmsg)
+                          : err.rc == TW_OK);
+    tw_region_memo_release(&m);
+  }
+
+  /* A full table drops the oldest entry first. */
+  struct tw_region_memo m;
+  tw_region_memo_init(&m);
+  m.regions = three;
+  m.n_regions = 3;
+  char id[32];
+  for (int i = 0; i <= TW_REGION_MEMO_MAX; i++) {
+    snprintf(id, sizeof id, "i-%d", i);
+    tw_region_memo_put(&m, id, "r3");
+  }
+  CHECK(tw_region_memo_hint(&m, "i-0") == 0); /* dropped */
+  CHECK(tw_region_memo_hint(&m, "i-1") == 2);
+  snprintf(id, sizeof id, "i-%d", TW_REGION_MEMO_MAX);
+  CHECK(tw_region_memo_hint(&m, id) == 2);
+  tw_region_memo_put(&m, "i-1", "r2"); /* replaced, not added */
+  CHECK(tw_region_memo_hint(&m, "i-1") == 1);
+  CHECK(m.n_where == TW_REGION_MEMO_MAX);
+  tw_region_memo_release(&m);
+}
+
 static void registry_and_new(void) {
   /* Every registered adapter is well formed and findable by name. */
   for (size_t i = 0; tw_provider_registry[i]; i++) {
@@ -723,6 +815,7 @@ int main(void) {
   cfg_list_table();
   cfg_strdup_table();
   cfg_http_table();
+  region_memo_table();
   registry_and_new();
   printf("%d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;

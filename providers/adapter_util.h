@@ -1,0 +1,73 @@
+/* adapter_util.h - pieces the multi-region cloud adapters (aws, alibaba)
+ * share and nothing else uses: remembering which region an instance lives
+ * in, and running a per-instance call in that region first.
+ *
+ * An adapter with several regions does not know, from an instance id
+ * alone, where to send DescribeInstances or TerminateInstances.  It
+ * remembers the region of every instance it launched or listed (a bounded
+ * table, the oldest entry going first) and tries that region first, then
+ * the others while they answer TW_E_NOTFOUND. */
+#ifndef TW_PROVIDERS_ADAPTER_UTIL_H
+#define TW_PROVIDERS_ADAPTER_UTIL_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "broker/err.h"
+#include "broker/model.h"
+
+struct tw_provider;
+
+/* Instance -> region pairs remembered at the most. */
+#define TW_REGION_MEMO_MAX 4096
+
+struct tw_region_memo_entry {
+  char id[TW_MODEL_ID_MAX];
+  char region[TW_MODEL_NAME_MAX];
+};
+
+struct tw_region_memo {
+  /* Borrowed: the adapter's configured regions, set by the adapter once it
+   * has read them and not changed after init. */
+  char *const *regions;
+  size_t n_regions;
+
+  pthread_mutex_t lock; /* guards the rest */
+  struct tw_region_memo_entry *where; /* allocated on first use */
+  size_t n_where, next_where;
+};
+
+/* Initializes m with no regions and nothing remembered. */
+void tw_region_memo_init(struct tw_region_memo *m);
+
+/* Frees what m holds (not m).  No call may be in flight. */
+void tw_region_memo_release(struct tw_region_memo *m);
+
+/* Remembers that instance id lives in region (replacing what was known
+ * of id; with the table full, the oldest entry goes).  Nothing to do, and
+ * nothing done, with a single region.  Thread-safe. */
+void tw_region_memo_put(struct tw_region_memo *m, const char *id,
+                        const char *region);
+
+/* The index in m->regions of the region to try first for id: the
+ * remembered one when it is still configured, else 0.  Thread-safe. */
+size_t tw_region_memo_hint(struct tw_region_memo *m, const char *id);
+
+/* A call about instance id in one region; TW_E_NOTFOUND when the region
+ * does not know id. */
+typedef enum tw_rc (*tw_region_fn)(struct tw_provider *p, const char *region,
+                                   const char *id, void *arg,
+                                   struct tw_err *err);
+
+/* Runs fn in the region id was remembered in, then in the other
+ * configured regions in order while they answer TW_E_NOTFOUND, and
+ * remembers the region that answered TW_OK.  Returns the first result
+ * other than TW_E_NOTFOUND, or TW_E_NOTFOUND from the last region; err is
+ * set (when not already set) from that call only, so the NotFound of the
+ * regions tried before does not leak into it.  TW_E_NOTFOUND, err
+ * untouched, when no region is configured. */
+enum tw_rc tw_region_memo_run(struct tw_region_memo *m, struct tw_provider *p,
+                              const char *id, tw_region_fn fn, void *arg,
+                              struct tw_err *err);
+
+#endif
