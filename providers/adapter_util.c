@@ -1,10 +1,38 @@
 /* adapter_util.c - see adapter_util.h. */
 #include "adapter_util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "broker/mem.h"
+
+void tw_adapter_iso_time(int64_t ms, char out[32]) {
+  time_t t = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int64_t tw_adapter_http_date_ms(const char *s) {
+  static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+  char mon[4];
+  int d, y, h, mi, se;
+  if (!s ||
+      sscanf(s, "%*3s, %d %3s %d %d:%d:%d GMT", &d, mon, &y, &h, &mi, &se) != 6)
+    return -1;
+  const char *m = strstr(months, mon);
+  if (!m || (m - months) % 3)
+    return -1;
+  struct tm tm = {.tm_sec = se,
+                  .tm_min = mi,
+                  .tm_hour = h,
+                  .tm_mday = d,
+                  .tm_mon = (int)((m - months) / 3),
+                  .tm_year = y - 1900};
+  return (int64_t)timegm(&tm) * 1000;
+}
 
 void tw_region_memo_init(struct tw_region_memo *m) {
   memset(m, 0, sizeof *m);

@@ -1,6 +1,7 @@
 /* adapter_util.h - pieces the multi-region cloud adapters (aws, alibaba)
- * share and nothing else uses: remembering which region an instance lives
- * in, and running a per-instance call in that region first.
+ * share and nothing else uses: timestamps for their requests and the
+ * server Date they learn clock skew from; remembering which region an
+ * instance lives in, and running a per-instance call in that region first.
  *
  * An adapter with several regions does not know, from an instance id
  * alone, where to send DescribeInstances or TerminateInstances.  It
@@ -12,11 +13,23 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "broker/err.h"
 #include "broker/model.h"
 
 struct tw_provider;
+
+/* ms since the epoch as "2008-06-03T11:05:30Z" (UTC, seconds truncated),
+ * NUL-terminated in out. */
+void tw_adapter_iso_time(int64_t ms, char out[32]);
+
+/* An RFC 7231 Date ("Tue, 03 Jun 2008 11:05:30 GMT") in ms since the
+ * epoch; -1 when s is NULL or malformed.  Lenient: neither the weekday
+ * nor what follows the seconds ("GMT") is checked, nor the ranges of the
+ * fields (timegm normalizes them); Azure's stricter tw_arm_http_date_ms
+ * checks all three. */
+int64_t tw_adapter_http_date_ms(const char *s);
 
 /* Instance -> region pairs remembered at the most. */
 #define TW_REGION_MEMO_MAX 4096

@@ -402,33 +402,6 @@ static void ap_encode(struct tw_buf *b, const struct tw_ali_pair *v,
 
 /* ---- signed calls ------------------------------------------------------- */
 
-static void iso_time(int64_t ms, char out[32]) {
-  time_t t = (time_t)(ms / 1000);
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-/* An RFC 7231 Date in ms; -1 when malformed. */
-static int64_t http_date_ms(const char *s) {
-  static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-  char mon[4];
-  int d, y, h, mi, se;
-  if (!s ||
-      sscanf(s, "%*3s, %d %3s %d %d:%d:%d GMT", &d, mon, &y, &h, &mi, &se) != 6)
-    return -1;
-  const char *m = strstr(months, mon);
-  if (!m || (m - months) % 3)
-    return -1;
-  struct tm tm = {.tm_sec = se,
-                  .tm_min = mi,
-                  .tm_hour = h,
-                  .tm_mday = d,
-                  .tm_mon = (int)((m - months) / 3),
-                  .tm_year = y - 1900};
-  return (int64_t)timegm(&tm) * 1000;
-}
-
 static void nonce(char out[33]) {
   static const char hex[] = "0123456789abcdef";
   unsigned char r[16];
@@ -500,7 +473,8 @@ static enum tw_rc ali_sign_attempt(void *vctx, struct tw_http_attempt *att,
   struct ali_req *r = vctx;
   struct ali_ctx *a = r->a;
   char ts[32], non[33];
-  iso_time(tw_clock_now_ms(r->p->clock) + atomic_load(&a->skew_ms), ts);
+  tw_adapter_iso_time(tw_clock_now_ms(r->p->clock) + atomic_load(&a->skew_ms),
+                      ts);
   nonce(non);
   if (!a->acs3) {
     struct ali_params all = {0};
@@ -650,7 +624,8 @@ static enum tw_rc ali_call(struct tw_provider *p, const char *tmpl,
                                resp.body.len, &e);
     /* Our clock is off (or the server's is, as a fast-forwarded fake
      * cloud's): learn the offset from its Date and sign again once. */
-    int64_t server_ms = http_date_ms(tw_http_response_header(&resp, "Date"));
+    int64_t server_ms =
+        tw_adapter_http_date_ms(tw_http_response_header(&resp, "Date"));
     if (round == 0 && server_ms > 0 &&
         !strcmp(e.detail, "InvalidTimeStamp.Expired")) {
       atomic_store(&a->skew_ms, server_ms - tw_clock_now_ms(p->clock));
@@ -1071,9 +1046,9 @@ static enum tw_rc spot_history(struct tw_provider *p, const char *region,
   tw_buf_init(&body);
   /* ECS also returns the price in force at StartTime, so every zone that
    * sells the type has a row in the window. */
-  iso_time(tw_clock_now_ms(p->clock) + atomic_load(&a->skew_ms) -
-               a->spot_window_ms,
-           start);
+  tw_adapter_iso_time(tw_clock_now_ms(p->clock) + atomic_load(&a->skew_ms) -
+                          a->spot_window_ms,
+                      start);
   int64_t offset = 0, pages = 0;
   do {
     if (++pages > a->max_pages) {

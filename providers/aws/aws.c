@@ -393,34 +393,6 @@ static void amz_date(int64_t ms, char out[17]) {
   strftime(out, 17, "%Y%m%dT%H%M%SZ", &tm);
 }
 
-static void iso_time(int64_t ms, char out[32]) {
-  time_t t = (time_t)(ms / 1000);
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-/* An RFC 7231 Date ("Tue, 03 Jun 2008 11:05:30 GMT") in ms; -1 when
- * malformed. */
-static int64_t http_date_ms(const char *s) {
-  static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-  char mon[4];
-  int d, y, h, mi, se;
-  if (!s ||
-      sscanf(s, "%*3s, %d %3s %d %d:%d:%d GMT", &d, mon, &y, &h, &mi, &se) != 6)
-    return -1;
-  const char *m = strstr(months, mon);
-  if (!m || (m - months) % 3)
-    return -1;
-  struct tm tm = {.tm_sec = se,
-                  .tm_min = mi,
-                  .tm_hour = h,
-                  .tm_mday = d,
-                  .tm_mon = (int)((m - months) / 3),
-                  .tm_year = y - 1900};
-  return (int64_t)timegm(&tm) * 1000;
-}
-
 struct aws_req {
   struct tw_provider *p;
   struct aws_ctx *a;
@@ -567,7 +539,8 @@ static enum tw_rc aws_call(struct tw_provider *p, const char *region,
     /* Our clock is off (or the server's is, as a fast-forwarded fake
      * cloud's): learn the offset from its Date and sign again once, as
      * the AWS SDKs correct clock skew. */
-    int64_t server_ms = http_date_ms(tw_http_response_header(&resp, "Date"));
+    int64_t server_ms =
+        tw_adapter_http_date_ms(tw_http_response_header(&resp, "Date"));
     if (round == 0 && server_ms > 0 &&
         (!strcmp(e.detail, "RequestExpired") ||
          !strcmp(e.detail, "RequestTimeTooSkewed"))) {
@@ -879,9 +852,9 @@ static enum tw_rc spot_in(struct tw_provider *p, const char *region,
   snprintf(page, sizeof page, "%lld", (long long)a->page_size);
   /* EC2 also returns the price in effect at StartTime, so every offered
    * type and zone has at least one row in the window. */
-  iso_time(tw_clock_now_ms(p->clock) + atomic_load(&a->skew_ms) -
-               a->spot_window_ms,
-           start);
+  tw_adapter_iso_time(tw_clock_now_ms(p->clock) + atomic_load(&a->skew_ms) -
+                          a->spot_window_ms,
+                      start);
   int64_t pages = 0;
   do {
     if (++pages > a->max_pages) {

@@ -681,6 +681,37 @@ static void cfg_http_table(void) {
   }
 }
 
+/* tw_adapter_iso_time and tw_adapter_http_date_ms, round trips included. */
+static void adapter_time_table(void) {
+  static const struct {
+    const char *date; /* RFC 7231 */
+    int64_t ms;       /* -1: malformed */
+    const char *iso;  /* of ms */
+  } cases[] = {
+      {"Thu, 01 Jan 1970 00:00:01 GMT", 1000, "1970-01-01T00:00:01Z"},
+      {"Tue, 03 Jun 2008 11:05:30 GMT", 1212491130000, "2008-06-03T11:05:30Z"},
+      {"Sun, 29 Feb 2032 23:59:59 GMT", 1961711999000, "2032-02-29T23:59:59Z"},
+      /* Lenient: what follows the seconds is not checked. */
+      {"Tue, 03 Jun 2008 11:05:30 PST", 1212491130000, "2008-06-03T11:05:30Z"},
+      {"Tue, 03 Jnu 2008 11:05:30 GMT", -1, NULL},
+      {"Tue, 03 anF 2008 11:05:30 GMT", -1, NULL}, /* not on a boundary */
+      {"2008-06-03T11:05:30Z", -1, NULL},
+      {"", -1, NULL},
+      {NULL, -1, NULL},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int64_t ms = tw_adapter_http_date_ms(cases[i].date);
+    if (ms != cases[i].ms)
+      fprintf(stderr, "case %zu: %lld\n", i, (long long)ms);
+    CHECK(ms == cases[i].ms);
+    if (cases[i].iso) {
+      char iso[32];
+      tw_adapter_iso_time(ms + 999, iso); /* milliseconds are truncated */
+      CHECK(!strcmp(iso, cases[i].iso));
+    }
+  }
+}
+
 /* A region call for tw_region_memo_run: instances live where `homes`
  * says; region "bad" refuses everything; every call is logged. */
 struct memo_world {
@@ -816,6 +847,7 @@ int main(void) {
   cfg_strdup_table();
   cfg_http_table();
   region_memo_table();
+  adapter_time_table();
   registry_and_new();
   printf("%d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;
