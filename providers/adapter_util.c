@@ -8,6 +8,19 @@
 
 #include "broker/mem.h"
 
+enum tw_rc tw_adapter_offers_by_region(struct tw_provider *p,
+                                       char *const *regions, size_t n,
+                                       tw_region_offers_fn fn,
+                                       struct tw_offer_list *out,
+                                       struct tw_err *err) {
+  for (size_t r = 0; r < n; r++) {
+    enum tw_rc rc = fn(p, regions[r], out, err);
+    if (rc)
+      return rc;
+  }
+  return TW_OK;
+}
+
 void tw_adapter_iso_time(int64_t ms, char out[32]) {
   time_t t = (time_t)(ms / 1000);
   struct tm tm;

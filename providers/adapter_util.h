@@ -1,7 +1,8 @@
-/* adapter_util.h - pieces the multi-region cloud adapters (aws, alibaba)
- * share and nothing else uses: timestamps for their requests and the
- * server Date they learn clock skew from; remembering which region an
- * instance lives in, and running a per-instance call in that region first.
+/* adapter_util.h - pieces the multi-region cloud adapters (aws, alibaba,
+ * azure) share and nothing else uses: listing offers region by region;
+ * timestamps for their requests and the server Date they learn clock skew from;
+ * remembering which region an instance lives in, and running a per-instance
+ * call in that region first.
  *
  * An adapter with several regions does not know, from an instance id
  * alone, where to send DescribeInstances or TerminateInstances.  It
@@ -30,6 +31,20 @@ void tw_adapter_iso_time(int64_t ms, char out[32]);
  * fields (timegm normalizes them); Azure's stricter tw_arm_http_date_ms
  * checks all three. */
 int64_t tw_adapter_http_date_ms(const char *s);
+
+/* Appends the offers of one region to out. */
+typedef enum tw_rc (*tw_region_offers_fn)(struct tw_provider *p,
+                                          const char *region,
+                                          struct tw_offer_list *out,
+                                          struct tw_err *err);
+
+/* Calls fn for each of the n regions in order, stopping at (and returning)
+ * the first error; the offers of the regions done before stay in out. */
+enum tw_rc tw_adapter_offers_by_region(struct tw_provider *p,
+                                       char *const *regions, size_t n,
+                                       tw_region_offers_fn fn,
+                                       struct tw_offer_list *out,
+                                       struct tw_err *err);
 
 /* Instance -> region pairs remembered at the most. */
 #define TW_REGION_MEMO_MAX 4096

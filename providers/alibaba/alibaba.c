@@ -1238,12 +1238,8 @@ static enum tw_rc ali_list_offers(struct tw_provider *p,
                                   struct tw_offer_list *out,
                                   struct tw_err *err) {
   struct ali_ctx *a = p->ctx;
-  for (size_t r = 0; r < a->n_regions; r++) {
-    enum tw_rc rc = offers_in(p, a->regions[r], out, err);
-    if (rc)
-      return rc;
-  }
-  return TW_OK;
+  return tw_adapter_offers_by_region(p, a->regions, a->n_regions, offers_in,
+                                     out, err);
 }
 
 /* ---- events ------------------------------------------------------------- */

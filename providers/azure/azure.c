@@ -25,6 +25,7 @@
 #include "broker/log.h"
 #include "broker/mem.h"
 #include "broker/node.h"
+#include "providers/adapter_util.h"
 #include "providers/azure/arm_json.h"
 #include "providers/http.h"
 #include "providers/sigv4.h"
@@ -1352,12 +1353,8 @@ static enum tw_rc az_list_offers(struct tw_provider *p,
                                  struct tw_offer_list *out,
                                  struct tw_err *err) {
   struct az_ctx *a = p->ctx;
-  for (size_t r = 0; r < a->n_regions; r++) {
-    enum tw_rc rc = offers_in(p, a->regions[r], out, err);
-    if (rc)
-      return rc;
-  }
-  return TW_OK;
+  return tw_adapter_offers_by_region(p, a->regions, a->n_regions, offers_in,
+                                     out, err);
 }
 
 /* ---- events ------------------------------------------------------------- */

@@ -681,6 +681,52 @@ static void cfg_http_table(void) {
   }
 }
 
+/* A per-region lister for tw_adapter_offers_by_region: region "down"
+ * fails, every other region yields one offer named after it. */
+static enum tw_rc region_offers(struct tw_provider *p, const char *region,
+                                struct tw_offer_list *out, struct tw_err *err) {
+  (void)p;
+  if (!strcmp(region, "down"))
+    return tw_err_set(err, TW_E_RETRYABLE, "%s is down", region);
+  TW_SET(tw_offer_list_add(out)->region, region);
+  return TW_OK;
+}
+
+/* tw_adapter_offers_by_region: in order, stopping at the first error with
+ * what came before kept. */
+static void by_region_table(void) {
+  static char *ok[] = {"r1", "r2", "r3"};
+  static char *mid[] = {"r1", "down", "r3"};
+  static const struct {
+    char **regions;
+    size_t n;
+    enum tw_rc rc;
+    size_t items;
+    const char *regions_seen; /* of the items, in order */
+  } cases[] = {
+      {ok, 3, TW_OK, 3, "r1 r2 r3 "},
+      {ok, 0, TW_OK, 0, ""},
+      {mid, 3, TW_E_RETRYABLE, 1, "r1 "},
+      {mid + 1, 2, TW_E_RETRYABLE, 0, ""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct tw_offer_list o;
+    tw_offer_list_init(&o);
+    struct tw_err err = {0};
+    CHECK(tw_adapter_offers_by_region(NULL, cases[i].regions, cases[i].n,
+                                      region_offers, &o, &err) == cases[i].rc);
+    CHECK(o.n == cases[i].items);
+    char seen[64] = "";
+    for (size_t k = 0; k < o.n; k++) {
+      strcat(seen, o.items[k].region);
+      strcat(seen, " ");
+    }
+    CHECK(!strcmp(seen, cases[i].regions_seen));
+    CHECK(cases[i].rc ? !strcmp(err.msg, "down is down") : err.rc == TW_OK);
+    tw_offer_list_release(&o);
+  }
+}
+
 /* tw_adapter_iso_time and tw_adapter_http_date_ms, round trips included. */
 static void adapter_time_table(void) {
   static const struct {
@@ -848,6 +894,7 @@ int main(void) {
   cfg_http_table();
   region_memo_table();
   adapter_time_table();
+  by_region_table();
   registry_and_new();
   printf("%d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;
