@@ -21,6 +21,17 @@ enum tw_rc tw_adapter_offers_by_region(struct tw_provider *p,
   return TW_OK;
 }
 
+bool tw_adapter_find_instance(const struct tw_instance_list *l, const char *id,
+                              const char *region, struct tw_instance *out) {
+  for (size_t i = 0; i < l->n; i++)
+    if (!strcmp(l->items[i].id, id)) {
+      *out = l->items[i];
+      TW_SET(out->region, region);
+      return true;
+    }
+  return false;
+}
+
 void tw_adapter_iso_time(int64_t ms, char out[32]) {
   time_t t = (time_t)(ms / 1000);
   struct tm tm;

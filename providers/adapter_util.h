@@ -13,6 +13,7 @@
 #define TW_PROVIDERS_ADAPTER_UTIL_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,12 @@ enum tw_rc tw_adapter_offers_by_region(struct tw_provider *p,
                                        tw_region_offers_fn fn,
                                        struct tw_offer_list *out,
                                        struct tw_err *err);
+
+/* Copies the item of l whose id is id to *out, with its region set to
+ * region (a describe answer names no region); false, *out untouched, when
+ * l does not hold id (the provider answered an empty set). */
+bool tw_adapter_find_instance(const struct tw_instance_list *l, const char *id,
+                              const char *region, struct tw_instance *out);
 
 /* Instance -> region pairs remembered at the most. */
 #define TW_REGION_MEMO_MAX 4096

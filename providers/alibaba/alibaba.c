@@ -797,19 +797,11 @@ static enum tw_rc describe_fn(struct tw_provider *p, const char *region,
   tw_instance_list_init(&l);
   if (rc == TW_OK)
     rc = tw_ecs_parse_instances(body.data, body.len, &l, NULL, err);
-  if (rc == TW_OK) {
-    size_t i;
-    for (i = 0; i < l.n && strcmp(l.items[i].id, id); i++)
-      ;
-    if (i == l.n) {
-      /* ECS forgets released instances: an empty answer. */
-      tw_err_detail(err, "InvalidInstanceId.NotFound");
-      rc = tw_err_set(err, TW_E_NOTFOUND, "alibaba: no instance %s in %s", id,
-                      region);
-    } else {
-      *out = l.items[i];
-      TW_SET(out->region, region);
-    }
+  if (rc == TW_OK && !tw_adapter_find_instance(&l, id, region, out)) {
+    /* ECS forgets released instances: an empty answer. */
+    tw_err_detail(err, "InvalidInstanceId.NotFound");
+    rc = tw_err_set(err, TW_E_NOTFOUND, "alibaba: no instance %s in %s", id,
+                    region);
   }
   tw_instance_list_release(&l);
   ap_release(&f);

@@ -681,6 +681,42 @@ static void cfg_http_table(void) {
   }
 }
 
+/* tw_adapter_find_instance: the matching item, region filled; else
+ * nothing written. */
+static void find_instance_table(void) {
+  static const char *const ids[] = {"i-1", "i-2", "i-3"};
+  static const struct {
+    size_t n; /* items of ids[] in the list */
+    const char *id;
+    bool found;
+  } cases[] = {
+      {3, "i-1", true},  {3, "i-3", true},  {3, "i-4", false},
+      {2, "i-3", false}, {0, "i-1", false}, {3, "i-", false},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct tw_instance_list l;
+    tw_instance_list_init(&l);
+    for (size_t k = 0; k < cases[i].n; k++) {
+      struct tw_instance *in = tw_instance_list_add(&l);
+      TW_SET(in->id, ids[k]);
+      TW_SET(in->instance_type, ids[k]);
+    }
+    struct tw_instance out;
+    tw_instance_init(&out);
+    TW_SET(out.id, "untouched");
+    CHECK(tw_adapter_find_instance(&l, cases[i].id, "eu-west-1", &out) ==
+          cases[i].found);
+    if (cases[i].found) {
+      CHECK(!strcmp(out.id, cases[i].id));
+      CHECK(!strcmp(out.instance_type, cases[i].id)); /* the whole item */
+      CHECK(!strcmp(out.region, "eu-west-1"));
+    } else {
+      CHECK(!strcmp(out.id, "untouched") && !out.region[0]);
+    }
+    tw_instance_list_release(&l);
+  }
+}
+
 /* A per-region lister for tw_adapter_offers_by_region: region "down"
  * fails, every other region yields one offer named after it. */
 static enum tw_rc region_offers(struct tw_provider *p, const char *region,
@@ -895,6 +931,7 @@ int main(void) {
   region_memo_table();
   adapter_time_table();
   by_region_table();
+  find_instance_table();
   registry_and_new();
   printf("%d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;
