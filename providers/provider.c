@@ -649,6 +649,29 @@ enum tw_rc tw_provider_cfg_list(const struct tw_node *cfg, const char *key,
   return TW_OK;
 }
 
+enum tw_rc tw_provider_cfg_regions(const struct tw_node *cfg, char ***out,
+                                   size_t *n, struct tw_err *err) {
+  enum tw_rc rc;
+  if ((rc = tw_provider_cfg_list(cfg, "regions", out, n, err)))
+    return rc;
+  if (!*n) {
+    tw_provider_strv_free(*out, *n);
+    if ((rc = tw_provider_cfg_list(cfg, "region", out, n, err)))
+      return rc;
+  }
+  if (!*n)
+    return tw_err_field(err, TW_E_INVALID, "regions",
+                        "regions: at least one region is required");
+  return TW_OK;
+}
+
+bool tw_provider_strv_has(char *const *v, size_t n, const char *s) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(v[i], s))
+      return true;
+  return false;
+}
+
 enum tw_rc tw_provider_cfg_http(const struct tw_node *cfg,
                                 const struct tw_provider_http_limits *lim,
                                 long *timeout_ms, long *connect_timeout_ms,

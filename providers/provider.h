@@ -283,6 +283,16 @@ enum tw_rc tw_provider_cfg_strdup(const struct tw_node *cfg, const char *key,
 enum tw_rc tw_provider_cfg_list(const struct tw_node *cfg, const char *key,
                                 char ***out, size_t *n, struct tw_err *err);
 
+/* The regions of a cloud adapter: the list `regions`, or when it is absent
+ * or empty the list `region` (tw_provider_cfg_list() for both).
+ * TW_E_INVALID naming "regions" when neither gives one.  On error *out
+ * may hold what was read (free it with tw_provider_strv_free()). */
+enum tw_rc tw_provider_cfg_regions(const struct tw_node *cfg, char ***out,
+                                   size_t *n, struct tw_err *err);
+
+/* Whether s is one of the n strings of v. */
+bool tw_provider_strv_has(char *const *v, size_t n, const char *s);
+
 /* Frees the n strings of v and v itself (NULL allowed). */
 void tw_provider_strv_free(char **v, size_t n);
 

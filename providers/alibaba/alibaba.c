@@ -211,15 +211,8 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
                         "cms_endpoint: expected an http:// or https:// URL "
                         "or \"\"");
   }
-  if ((rc = tw_provider_cfg_list(cfg, "regions", &a->regions, &a->n_regions,
-                                 err)))
+  if ((rc = tw_provider_cfg_regions(cfg, &a->regions, &a->n_regions, err)))
     return rc;
-  if (!a->n_regions && (rc = tw_provider_cfg_list(cfg, "region", &a->regions,
-                                                  &a->n_regions, err)))
-    return rc;
-  if (!a->n_regions)
-    return tw_err_field(err, TW_E_INVALID, "regions",
-                        "regions: at least one region is required");
   for (size_t i = 0; i < a->n_regions; i++)
     if (strlen(a->regions[i]) >= TW_MODEL_NAME_MAX)
       return tw_err_field(err, TW_E_INVALID, "regions",
@@ -651,18 +644,11 @@ static enum tw_rc ecs_call(struct tw_provider *p, const char *region,
 
 /* ---- launch, describe, terminate ---------------------------------------- */
 
-static bool configured_region(const struct ali_ctx *a, const char *region) {
-  for (size_t i = 0; i < a->n_regions; i++)
-    if (!strcmp(a->regions[i], region))
-      return true;
-  return false;
-}
-
 static enum tw_rc ali_launch(struct tw_provider *p, const struct tw_launch *req,
                              struct tw_instance *out, struct tw_err *err) {
   struct ali_ctx *a = p->ctx;
   const struct tw_offer *o = req->offer;
-  if (!configured_region(a, o->region))
+  if (!tw_provider_strv_has(a->regions, a->n_regions, o->region))
     return tw_err_set(err, TW_E_INVALID,
                       "alibaba launch: region %s is not configured for %s",
                       o->region, p->account);

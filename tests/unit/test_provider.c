@@ -591,6 +591,47 @@ static void cfg_list_table(void) {
   tw_provider_strv_free(NULL, 0);
 }
 
+/* tw_provider_cfg_regions and tw_provider_strv_has. */
+static void cfg_regions_table(void) {
+  static const struct {
+    const char *yaml;
+    enum tw_rc rc;
+    const char *joined; /* the regions read, or the error's text */
+  } cases[] = {
+      {"regions: [a, b]\n", TW_OK, "a b "},
+      {"region: a\n", TW_OK, "a "},
+      {"regions: [a]\nregion: b\n", TW_OK, "a "},
+      {"regions: []\nregion: [b, c]\n", TW_OK, "b c "},
+      {"other: 1\n", TW_E_INVALID, "regions: at least one region is required"},
+      {"regions: []\n", TW_E_INVALID,
+       "regions: at least one region is required"},
+      {"regions: {a: 1}\n", TW_E_INVALID, "regions: expected a list"},
+      {"region: [a, []]\n", TW_E_INVALID, "region[1]: expected a non-empty"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct tw_node *n = yaml(cases[i].yaml);
+    struct tw_err err = {0};
+    char **v = NULL;
+    size_t nv = 0;
+    CHECK(tw_provider_cfg_regions(n, &v, &nv, &err) == cases[i].rc);
+    if (cases[i].rc == TW_OK) {
+      char joined[64] = "";
+      for (size_t k = 0; k < nv; k++) {
+        strcat(joined, v[k]);
+        strcat(joined, " ");
+        CHECK(tw_provider_strv_has(v, nv, v[k]));
+      }
+      CHECK(!strcmp(joined, cases[i].joined));
+      CHECK(!tw_provider_strv_has(v, nv, "z"));
+      CHECK(!tw_provider_strv_has(v, nv - 1, v[nv - 1])); /* n bounds it */
+    } else {
+      CHECK(strstr(err.msg, cases[i].joined) == err.msg);
+    }
+    tw_provider_strv_free(v, nv);
+    tw_node_free(n);
+  }
+}
+
 /* tw_provider_cfg_strdup: an owned copy, the default, or an error. */
 static void cfg_strdup_table(void) {
   static const struct {
@@ -926,6 +967,7 @@ int main(void) {
   generic_checks_and_defaults();
   config_helpers();
   cfg_list_table();
+  cfg_regions_table();
   cfg_strdup_table();
   cfg_http_table();
   region_memo_table();
