@@ -22,6 +22,18 @@ target_link_libraries(tw_fakecloud PUBLIC tw_providers tw_base
 add_executable(tradewind-fakecloud ${FC_DIR}/main.c)
 target_link_libraries(tradewind-fakecloud PRIVATE tw_fakecloud)
 
+# twtest_fakecloud: the binary as a subprocess, its control API and the
+# CHECK counters, for the adapters' integration tests (test_*_fake.c).
+add_library(twtest_fakecloud STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/integration/twtest_fakecloud.c)
+target_link_libraries(twtest_fakecloud PUBLIC tw_base PkgConfig::CURL
+  PkgConfig::JANSSON)
+target_include_directories(twtest_fakecloud PUBLIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/integration)
+target_compile_definitions(twtest_fakecloud PRIVATE
+  TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
+add_dependencies(twtest_fakecloud tradewind-fakecloud)
+
 # tw_add_test splits a multi-entry LABELS list; register with one label and
 # set the full list afterwards (as tests/cli.cmake does).
 function(fc_test name)

@@ -40,7 +40,7 @@ tw_add_fuzz(fuzz_ec2_xml
 if(TARGET tradewind-fakecloud)
   tw_add_test(test_aws_fake
     SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_aws_fake.c
-    LIBS tw_providers PkgConfig::CURL PkgConfig::JANSSON
+    LIBS twtest_fakecloud tw_providers PkgConfig::CURL PkgConfig::JANSSON
     LABELS integration TIMEOUT 120)
   tw_aws_labels(test_aws_fake integration providers aws)
   target_compile_definitions(test_aws_fake PRIVATE

@@ -12,12 +12,9 @@
  * action received. */
 #include <curl/curl.h>
 #include <jansson.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "broker/clock.h"
@@ -25,148 +22,25 @@
 #include "broker/mem.h"
 #include "broker/node.h"
 #include "providers/provider.h"
+#include "twtest_fakecloud.h"
 
 #ifndef TW_FAKECLOUD_PATH
 #define TW_FAKECLOUD_PATH "tradewind-fakecloud"
 #endif
 
-static int failures, checks;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
-#define CHECK_RC(expr, want, err)                                              \
-  do {                                                                         \
-    enum tw_rc rc_ = (expr);                                                   \
-    checks++;                                                                  \
-    if (rc_ != (want)) {                                                       \
-      failures++;                                                              \
-      fprintf(stderr, "%s:%d: %s: rc %s, want %s (%s: %s)\n", __FILE__,        \
-              __LINE__, #expr, tw_rc_str(rc_), tw_rc_str(want), (err).detail,  \
-              (err).msg);                                                      \
-    }                                                                          \
-  } while (0)
-
-/* ---- the fake as a subprocess ------------------------------------------ */
-
-static pid_t fake_pid;
-static char base_url[64];
-
-static void stop_fake(void) {
-  if (fake_pid > 0) {
-    kill(fake_pid, SIGTERM);
-    waitpid(fake_pid, NULL, 0);
-    fake_pid = 0;
-  }
-}
-
 static bool start_fake(void) {
-  int fds[2];
-  if (pipe(fds))
-    return false;
-  fake_pid = fork();
-  if (fake_pid < 0)
-    return false;
-  if (fake_pid == 0) {
-    /* Dies with the test, even when the test crashes. */
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    execl(TW_FAKECLOUD_PATH, "tradewind-fakecloud", "--listen", "127.0.0.1:0",
-          "--seed", "7", "--clock-speed", "0", "--pending-ms", "5000",
-          "--credentials", "testid:testsecret",
-          (char *)NULL);
-    _exit(127);
-  }
-  close(fds[1]);
-  FILE *f = fdopen(fds[0], "r");
-  char line[256] = "";
-  bool ok = f && fgets(line, sizeof line, f) &&
-            sscanf(line, "listening %63s", base_url) == 1;
-  /* Keep the pipe open (the fake may write more); it closes with us. */
-  if (!ok) {
-    fprintf(stderr, "fakecloud did not start: \"%s\"\n", line);
-    stop_fake();
-  }
-  return ok;
+  return twtest_fake_start((const char *[]){
+      "--pending-ms", "5000", "--credentials", "testid:testsecret", NULL});
 }
-
-/* ---- control API ------------------------------------------------------- */
-
-static size_t collect(char *p, size_t sz, size_t n, void *ud) {
-  tw_buf_add(ud, p, sz * n);
-  return sz * n;
-}
-
-/* method path [json body] -> parsed JSON answer (json_decref it) */
-static json_t *ctl(const char *method, const char *path, const char *body) {
-  CURL *c = curl_easy_init();
-  struct tw_buf b;
-  tw_buf_init(&b);
-  char url[256];
-  snprintf(url, sizeof url, "%s%s", base_url, path);
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-  struct curl_slist *h = NULL;
-  if (body) {
-    h = curl_slist_append(h, "Content-Type: application/json");
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-  }
-  CURLcode cc = curl_easy_perform(c);
-  long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  curl_slist_free_all(h);
-  curl_easy_cleanup(c);
-  json_t *j = NULL;
-  if (cc == CURLE_OK && b.data)
-    j = json_loads(b.data, 0, NULL);
-  if (cc != CURLE_OK || status >= 300)
-    fprintf(stderr, "control %s %s: curl %d HTTP %ld %s\n", method, path,
-            (int)cc, status, b.data ? b.data : "");
-  tw_buf_release(&b);
-  return j;
-}
-
-static void ctl_ok(const char *method, const char *path, const char *body) {
-  json_t *j = ctl(method, path, body);
-  CHECK(j != NULL);
-  json_decref(j);
-}
-
-static void advance(int64_t ms) {
-  char body[64];
-  snprintf(body, sizeof body, "{\"advance_ms\": %lld}", (long long)ms);
-  ctl_ok("POST", "/_fake/clock", body);
-}
-
-static void add_fault(const char *rule) {
-  ctl_ok("POST", "/_fake/faults", rule);
-}
-
-static void clear_faults(void) { ctl_ok("DELETE", "/_fake/faults", NULL); }
 
 /* Calls of one ECS action so far, from the fake's counters. */
 static long calls_of(const char *action) {
-  json_t *s = ctl("GET", "/_fake/alibaba/state", NULL);
-  long n = (long)json_integer_value(
-      json_object_get(json_object_get(s, "calls"), action));
-  json_decref(s);
-  return n;
+  return twtest_fake_calls("/_fake/alibaba/state", action);
 }
 
 /* The fake's instances carrying client token tok. */
 static size_t instances_with_token(const char *tok) {
-  json_t *s = ctl("GET", "/_fake/alibaba/state", NULL);
+  json_t *s = twtest_fake_ctl("GET", "/_fake/alibaba/state", NULL);
   size_t n = 0, i;
   json_t *in;
   json_array_foreach(json_object_get(s, "instances"), i, in) {
@@ -181,7 +55,7 @@ static size_t instances_with_token(const char *tok) {
 static json_t *fake_instance(const char *id) {
   char path[256];
   snprintf(path, sizeof path, "/_fake/alibaba/instances/%s", id);
-  return ctl("GET", path, NULL);
+  return twtest_fake_ctl("GET", path, NULL);
 }
 
 /* ---- providers ---------------------------------------------------------- */
@@ -203,7 +77,7 @@ static struct tw_provider *provider_as(const char *ak_env, const char *sk_env,
                           "backoff_base_ms: 1\n"
                           "backoff_cap_ms: 5\n"
                           "%s",
-                          base_url, base_url, ak_env, sk_env,
+                          twtest_fake_url, twtest_fake_url, ak_env, sk_env,
                           extra ? extra : "");
   struct tw_node *cfg = NULL;
   struct tw_err err = {0};
@@ -211,7 +85,7 @@ static struct tw_provider *provider_as(const char *ak_env, const char *sk_env,
   if (tw_node_parse_yaml(doc, strlen(doc), &cfg, &err) ||
       tw_provider_new(cfg, NULL, &p, &err)) {
     fprintf(stderr, "provider: %s\n", err.msg);
-    failures++;
+    twtest_failures++;
   }
   tw_node_free(cfg);
   free(doc);
@@ -303,9 +177,10 @@ static void specs_match_the_docs(const struct tw_offer_list *l) {
 
 static void offers_from_the_fake(struct tw_provider *p) {
   /* A known spot price from now on: 0.200 CNY in cn-hangzhou-i. */
-  ctl_ok("POST", "/_fake/alibaba/spot-price",
-         "{\"instance_type\": \"ecs.g7.large\", \"zone\": \"cn-hangzhou-i\", "
-         "\"price\": \"0.200\"}");
+  twtest_fake_ctl_ok(
+      "POST", "/_fake/alibaba/spot-price",
+      "{\"instance_type\": \"ecs.g7.large\", \"zone\": \"cn-hangzhou-i\", "
+      "\"price\": \"0.200\"}");
   struct tw_err err = {0};
   CHECK_RC(tw_provider_list_offers(p, &offers, &err), TW_OK, err);
   const struct tw_offer *od =
@@ -343,9 +218,10 @@ static void offers_from_the_fake(struct tw_provider *p) {
           !strcmp(offers.items[i].instance_type, "ecs.gn7-c12g1.3xlarge"));
 
   /* A zone sold out: its offer is gone. */
-  ctl_ok("POST", "/_fake/alibaba/stock",
-         "{\"instance_type\": \"ecs.g7.large\", \"zone\": \"cn-hangzhou-k\", "
-         "\"status\": \"WithoutStock\"}");
+  twtest_fake_ctl_ok(
+      "POST", "/_fake/alibaba/stock",
+      "{\"instance_type\": \"ecs.g7.large\", \"zone\": \"cn-hangzhou-k\", "
+      "\"status\": \"WithoutStock\"}");
   struct tw_offer_list l2;
   tw_offer_list_init(&l2);
   CHECK_RC(tw_provider_list_offers(p, &l2, &err), TW_OK, err);
@@ -391,7 +267,7 @@ static void launch_describe_list(struct tw_provider *p) {
   CHECK(d.state == TW_INST_PENDING && !strcmp(d.provider_state, "Pending"));
   int rounds = 0;
   while (d.state != TW_INST_RUNNING && rounds++ < 10) {
-    advance(1000);
+    twtest_fake_advance(1000);
     CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
   }
   CHECK(d.state == TW_INST_RUNNING && rounds >= 5);
@@ -430,7 +306,7 @@ static void spot_reclaim(struct tw_provider *p) {
   char path[256];
   snprintf(path, sizeof path, "/_fake/alibaba/instances/%s/interrupt",
            spot_id);
-  json_t *r = ctl("POST", path, "{\"delay_ms\": 0}");
+  json_t *r = twtest_fake_ctl("POST", path, "{\"delay_ms\": 0}");
   int64_t notice = 0, reclaim = 0, launched = 0;
   CHECK(!tw_time_parse_rfc3339(js(r, "notice_time"), &notice));
   CHECK(!tw_time_parse_rfc3339(js(r, "reclaim_time"), &reclaim));
@@ -442,15 +318,15 @@ static void spot_reclaim(struct tw_provider *p) {
   /* SpotDuration 1: released no earlier than an hour after launch
    * (CreationTime has minutes only, hence the minute of slack). */
   CHECK(reclaim >= launched + 3600000 && reclaim < launched + 3660000 + 60000);
-  json_t *clk = ctl("GET", "/_fake/clock", NULL);
+  json_t *clk = twtest_fake_ctl("GET", "/_fake/clock", NULL);
   int64_t now = json_integer_value(json_object_get(clk, "now_ms"));
   json_decref(clk);
   /* Just before the notice: nothing yet (and the fake's clock is now far
    * from ours: the adapter corrects the skew from Date). */
-  advance(notice - now - 1000);
+  twtest_fake_advance(notice - now - 1000);
   CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
   CHECK(ev.n == 0);
-  advance(2000);
+  twtest_fake_advance(2000);
   CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
   CHECK(ev.n == 1);
   if (ev.n == 1) {
@@ -469,7 +345,7 @@ static void spot_reclaim(struct tw_provider *p) {
   CHECK(ev2.n == 1 && ev.n == 1 &&
         ev2.items[0].noticed_ms == ev.items[0].noticed_ms);
   tw_event_list_release(&ev2);
-  advance(5 * 60000);
+  twtest_fake_advance(5 * 60000);
   memset(&err, 0, sizeof err);
   CHECK_RC(tw_provider_describe(p, spot_id, &d, &err), TW_E_NOTFOUND, err);
   tw_event_list_release(&ev);
@@ -488,8 +364,8 @@ static void spot_reclaim(struct tw_provider *p) {
   struct tw_instance in;
   CHECK_RC(tw_provider_launch(q, &req, &in, &err), TW_OK, err);
   snprintf(path, sizeof path, "/_fake/alibaba/instances/%s/interrupt", in.id);
-  r = ctl("POST", path, "{}");
-  clk = ctl("GET", "/_fake/clock", NULL);
+  r = twtest_fake_ctl("POST", path, "{}");
+  clk = twtest_fake_ctl("GET", "/_fake/clock", NULL);
   now = json_integer_value(json_object_get(clk, "now_ms"));
   CHECK(!tw_time_parse_rfc3339(js(r, "notice_time"), &notice));
   CHECK(notice / 1000 == now / 1000);
@@ -510,7 +386,7 @@ static void terminate(struct tw_provider *p) {
   struct tw_instance d;
   CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
   CHECK(d.state == TW_INST_STOPPING);
-  advance(3000);
+  twtest_fake_advance(3000);
   memset(&err, 0, sizeof err);
   CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_E_NOTFOUND, err);
   /* Idempotent: released already is what was asked. */
@@ -536,29 +412,31 @@ static void error_classes(struct tw_provider *p) {
   struct tw_launch req;
 
   /* Capacity: NoStock (403, not retried) and Zone.NotOnSale. */
-  add_fault("{\"kind\": \"capacity\", \"service\": \"ecs\", \"count\": 1}");
+  twtest_fake_add_fault(
+      "{\"kind\": \"capacity\", \"service\": \"ecs\", \"count\": 1}");
   long runs = calls_of("RunInstances");
   req = launch_req(od, "tok-cap", "job-cap");
   CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
   CHECK(!strcmp(err.detail, "OperationDenied.NoStock"));
   CHECK(calls_of("RunInstances") == runs + 1);
   CHECK(instances_with_token("tok-cap") == 0);
-  clear_faults();
-  add_fault("{\"kind\": \"capacity\", \"code\": \"Zone.NotOnSale\", "
-            "\"count\": 1}");
+  twtest_fake_clear_faults();
+  twtest_fake_add_fault(
+      "{\"kind\": \"capacity\", \"code\": \"Zone.NotOnSale\", "
+      "\"count\": 1}");
   memset(&err, 0, sizeof err);
   req = launch_req(od, "tok-cap2", "job-cap");
   CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
   CHECK(!strcmp(err.detail, "Zone.NotOnSale"));
-  clear_faults();
+  twtest_fake_clear_faults();
 
   /* Provider quota. */
-  add_fault("{\"kind\": \"quota\", \"count\": 1}");
+  twtest_fake_add_fault("{\"kind\": \"quota\", \"count\": 1}");
   memset(&err, 0, sizeof err);
   req = launch_req(sp, "tok-quota", "job-q");
   CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_QUOTA, err);
   CHECK(!strncmp(err.detail, "QuotaExceed.", 12));
-  clear_faults();
+  twtest_fake_clear_faults();
 
   /* A spot limit under the market: capacity at that price. */
   memset(&err, 0, sizeof err);
@@ -569,8 +447,9 @@ static void error_classes(struct tw_provider *p) {
 
   /* Throttling: ECS sends it with 400, which no retry is made for; the
    * class tells the caller to come back. */
-  add_fault("{\"kind\": \"throttle\", \"action\": \"DescribeInstances\", "
-            "\"count\": 1}");
+  twtest_fake_add_fault(
+      "{\"kind\": \"throttle\", \"action\": \"DescribeInstances\", "
+      "\"count\": 1}");
   long desc = calls_of("DescribeInstances");
   memset(&err, 0, sizeof err);
   struct tw_instance_list l;
@@ -578,21 +457,23 @@ static void error_classes(struct tw_provider *p) {
   CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_E_RETRYABLE, err);
   CHECK(!strcmp(err.detail, "Throttling"));
   CHECK(calls_of("DescribeInstances") == desc + 1);
-  clear_faults();
+  twtest_fake_clear_faults();
   /* Throttled with a 503: retried by the http helper, then served. */
-  add_fault("{\"kind\": \"throttle\", \"action\": \"DescribeInstances\", "
-            "\"status\": 503, \"count\": 2}");
+  twtest_fake_add_fault(
+      "{\"kind\": \"throttle\", \"action\": \"DescribeInstances\", "
+      "\"status\": 503, \"count\": 2}");
   desc = calls_of("DescribeInstances");
   memset(&err, 0, sizeof err);
   CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
   CHECK(calls_of("DescribeInstances") == desc + 3);
-  clear_faults();
+  twtest_fake_clear_faults();
   /* A server fault once: retried, then served. */
-  add_fault("{\"kind\": \"error\", \"action\": \"DescribeInstances\", "
-            "\"count\": 1}");
+  twtest_fake_add_fault(
+      "{\"kind\": \"error\", \"action\": \"DescribeInstances\", "
+      "\"count\": 1}");
   memset(&err, 0, sizeof err);
   CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
-  clear_faults();
+  twtest_fake_clear_faults();
   tw_instance_list_release(&l);
 
   /* Invalid: a type ECS does not have. */
@@ -650,23 +531,23 @@ static void timeout_then_retry_buys_once(const char *sig) {
   /* Retried inside the http helper. */
   snprintf(extra, sizeof extra, "timeout_ms: 400\nsignature: %s\n", sig);
   struct tw_provider *p = provider(extra);
-  add_fault("{\"kind\": \"slow\", \"action\": \"RunInstances\", "
-            "\"delay_ms\": 1500, \"count\": 1}");
+  twtest_fake_add_fault("{\"kind\": \"slow\", \"action\": \"RunInstances\", "
+                        "\"delay_ms\": 1500, \"count\": 1}");
   snprintf(tok, sizeof tok, "tok-slow-1-%s", sig);
   struct tw_launch req = launch_req(od, tok, "job-slow");
   long runs = calls_of("RunInstances");
   CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
   CHECK(calls_of("RunInstances") == runs + 2);
   CHECK(instances_with_token(tok) == 1);
-  clear_faults();
+  twtest_fake_clear_faults();
   tw_provider_free(p);
 
   /* Retried by the caller after the provider call itself timed out. */
   snprintf(extra, sizeof extra, "timeout_ms: 400\nmax_attempts: 1\n"
                                 "signature: %s\n", sig);
   p = provider(extra);
-  add_fault("{\"kind\": \"slow\", \"action\": \"RunInstances\", "
-            "\"delay_ms\": 1500, \"count\": 1}");
+  twtest_fake_add_fault("{\"kind\": \"slow\", \"action\": \"RunInstances\", "
+                        "\"delay_ms\": 1500, \"count\": 1}");
   snprintf(tok, sizeof tok, "tok-slow-2-%s", sig);
   req = launch_req(od, tok, "job-slow2");
   memset(&err, 0, sizeof err);
@@ -675,7 +556,7 @@ static void timeout_then_retry_buys_once(const char *sig) {
   memset(&err, 0, sizeof err);
   CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
   CHECK(instances_with_token(tok) == 1);
-  clear_faults();
+  twtest_fake_clear_faults();
   tw_provider_free(p);
 }
 
@@ -737,8 +618,7 @@ int main(void) {
     tw_provider_free(p);
   }
   tw_offer_list_release(&offers);
-  stop_fake();
+  twtest_fake_stop();
   curl_global_cleanup();
-  printf("%d checks, %d failed\n", checks, failures);
-  return failures ? 1 : 0;
+  return twtest_report();
 }

@@ -9,12 +9,9 @@
  * with which tags and tokens, and how many calls each action received. */
 #include <curl/curl.h>
 #include <jansson.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "broker/clock.h"
@@ -22,147 +19,24 @@
 #include "broker/mem.h"
 #include "broker/node.h"
 #include "providers/provider.h"
+#include "twtest_fakecloud.h"
 
 #ifndef TW_FAKECLOUD_PATH
 #define TW_FAKECLOUD_PATH "tradewind-fakecloud"
 #endif
 
-static int failures, checks;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
-#define CHECK_RC(expr, want, err)                                              \
-  do {                                                                         \
-    enum tw_rc rc_ = (expr);                                                   \
-    checks++;                                                                  \
-    if (rc_ != (want)) {                                                       \
-      failures++;                                                              \
-      fprintf(stderr, "%s:%d: %s: rc %s, want %s (%s: %s)\n", __FILE__,        \
-              __LINE__, #expr, tw_rc_str(rc_), tw_rc_str(want), (err).detail,  \
-              (err).msg);                                                      \
-    }                                                                          \
-  } while (0)
-
-/* ---- the fake as a subprocess ------------------------------------------ */
-
-static pid_t fake_pid;
-static char base_url[64];
-
-static void stop_fake(void) {
-  if (fake_pid > 0) {
-    kill(fake_pid, SIGTERM);
-    waitpid(fake_pid, NULL, 0);
-    fake_pid = 0;
-  }
-}
-
 static bool start_fake(void) {
-  int fds[2];
-  if (pipe(fds))
-    return false;
-  fake_pid = fork();
-  if (fake_pid < 0)
-    return false;
-  if (fake_pid == 0) {
-    /* Dies with the test, even when the test crashes. */
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    execl(TW_FAKECLOUD_PATH, "tradewind-fakecloud", "--listen", "127.0.0.1:0",
-          "--seed", "7", "--clock-speed", "0", "--pending-ms", "5000",
-          (char *)NULL);
-    _exit(127);
-  }
-  close(fds[1]);
-  FILE *f = fdopen(fds[0], "r");
-  char line[256] = "";
-  bool ok = f && fgets(line, sizeof line, f) &&
-            sscanf(line, "listening %63s", base_url) == 1;
-  /* Keep the pipe open (the fake may write more); it closes with us. */
-  if (!ok) {
-    fprintf(stderr, "fakecloud did not start: \"%s\"\n", line);
-    stop_fake();
-  }
-  return ok;
+  return twtest_fake_start((const char *[]){"--pending-ms", "5000", NULL});
 }
-
-/* ---- control API ------------------------------------------------------- */
-
-static size_t collect(char *p, size_t sz, size_t n, void *ud) {
-  tw_buf_add(ud, p, sz * n);
-  return sz * n;
-}
-
-/* method path [json body] -> parsed JSON answer (json_decref it) */
-static json_t *ctl(const char *method, const char *path, const char *body) {
-  CURL *c = curl_easy_init();
-  struct tw_buf b;
-  tw_buf_init(&b);
-  char url[256];
-  snprintf(url, sizeof url, "%s%s", base_url, path);
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-  struct curl_slist *h = NULL;
-  if (body) {
-    h = curl_slist_append(h, "Content-Type: application/json");
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-  }
-  CURLcode cc = curl_easy_perform(c);
-  long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  curl_slist_free_all(h);
-  curl_easy_cleanup(c);
-  json_t *j = NULL;
-  if (cc == CURLE_OK && b.data)
-    j = json_loads(b.data, 0, NULL);
-  if (cc != CURLE_OK || status >= 300)
-    fprintf(stderr, "control %s %s: curl %d HTTP %ld %s\n", method, path,
-            (int)cc, status, b.data ? b.data : "");
-  tw_buf_release(&b);
-  return j;
-}
-
-static void ctl_ok(const char *method, const char *path, const char *body) {
-  json_t *j = ctl(method, path, body);
-  CHECK(j != NULL);
-  json_decref(j);
-}
-
-static void advance(int64_t ms) {
-  char body[64];
-  snprintf(body, sizeof body, "{\"advance_ms\": %lld}", (long long)ms);
-  ctl_ok("POST", "/_fake/clock", body);
-}
-
-static void add_fault(const char *rule) {
-  ctl_ok("POST", "/_fake/faults", rule);
-}
-
-static void clear_faults(void) { ctl_ok("DELETE", "/_fake/faults", NULL); }
 
 /* Calls of one EC2 action so far, from the fake's counters. */
 static long calls_of(const char *action) {
-  json_t *s = ctl("GET", "/_fake/ec2/state", NULL);
-  long n = (long)json_integer_value(
-      json_object_get(json_object_get(s, "calls"), action));
-  json_decref(s);
-  return n;
+  return twtest_fake_calls("/_fake/ec2/state", action);
 }
 
 /* The fake's instances carrying client token tok. */
 static size_t instances_with_token(const char *tok) {
-  json_t *s = ctl("GET", "/_fake/ec2/state", NULL);
+  json_t *s = twtest_fake_ctl("GET", "/_fake/ec2/state", NULL);
   size_t n = 0, i;
   json_t *in;
   json_array_foreach(json_object_get(s, "instances"), i, in) {
@@ -177,7 +51,7 @@ static size_t instances_with_token(const char *tok) {
 static json_t *fake_instance(const char *id) {
   char path[256];
   snprintf(path, sizeof path, "/_fake/ec2/instances/%s", id);
-  return ctl("GET", path, NULL);
+  return twtest_fake_ctl("GET", path, NULL);
 }
 
 /* ---- providers ------------------------------------------------------ */
@@ -186,28 +60,28 @@ static json_t *fake_instance(const char *id) {
  * config lines. */
 static struct tw_provider *provider_as(const char *ak_env, const char *sk_env,
                                        const char *extra) {
-  char *doc =
-      tw_asprintf("name: aws-test\n"
-                  "type: aws\n"
-                  "endpoint: %s\n"
-                  "regions: [us-east-1]\n"
-                  "access_key_env: %s\n"
-                  "secret_key_env: %s\n"
-                  "image: ami-0abcdef1234567890\n"
-                  "instance_types: [m5.large, p4d.24xlarge]\n"
-                  "on_demand_prices: {m5.large: \"0.096\"}\n"
-                  "backoff_base_ms: 1\n"
-                  "backoff_cap_ms: 5\n"
-                  "metadata_url: %s/_fake/ec2/instances/{id}\n"
-                  "%s",
-                  base_url, ak_env, sk_env, base_url, extra ? extra : "");
+  char *doc = tw_asprintf("name: aws-test\n"
+                          "type: aws\n"
+                          "endpoint: %s\n"
+                          "regions: [us-east-1]\n"
+                          "access_key_env: %s\n"
+                          "secret_key_env: %s\n"
+                          "image: ami-0abcdef1234567890\n"
+                          "instance_types: [m5.large, p4d.24xlarge]\n"
+                          "on_demand_prices: {m5.large: \"0.096\"}\n"
+                          "backoff_base_ms: 1\n"
+                          "backoff_cap_ms: 5\n"
+                          "metadata_url: %s/_fake/ec2/instances/{id}\n"
+                          "%s",
+                          twtest_fake_url, ak_env, sk_env, twtest_fake_url,
+                          extra ? extra : "");
   struct tw_node *cfg = NULL;
   struct tw_err err = {0};
   struct tw_provider *p = NULL;
   if (tw_node_parse_yaml(doc, strlen(doc), &cfg, &err) ||
       tw_provider_new(cfg, NULL, &p, &err)) {
     fprintf(stderr, "provider: %s\n", err.msg);
-    failures++;
+    twtest_failures++;
   }
   tw_node_free(cfg);
   free(doc);
@@ -251,9 +125,10 @@ static struct tw_offer_list offers;
 
 static void offers_from_the_fake(struct tw_provider *p) {
   /* A price the fake did not make up: it must come back exactly. */
-  ctl_ok("POST", "/_fake/ec2/spot-price",
-         "{\"instance_type\": \"m5.large\", \"zone\": \"us-east-1a\", "
-         "\"price\": \"0.041234\"}");
+  twtest_fake_ctl_ok(
+      "POST", "/_fake/ec2/spot-price",
+      "{\"instance_type\": \"m5.large\", \"zone\": \"us-east-1a\", "
+      "\"price\": \"0.041234\"}");
   struct tw_err err = {0};
   tw_offer_list_init(&offers);
   CHECK_RC(tw_provider_list_offers(p, &offers, &err), TW_OK, err);
@@ -339,7 +214,7 @@ static void launch_describe_list_terminate(struct tw_provider *p) {
   /* Pending until the fake's clock passes its pending time. */
   CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
   CHECK(d.state == TW_INST_PENDING);
-  advance(6000);
+  twtest_fake_advance(6000);
   CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
   CHECK(d.state == TW_INST_RUNNING && !strcmp(d.provider_state, "running"));
   CHECK(!strcmp(d.job_id, "job-od") && !strcmp(d.tenant, "physics"));
@@ -371,12 +246,12 @@ static void spot_notices(struct tw_provider *p) {
 
   char path[256];
   snprintf(path, sizeof path, "/_fake/ec2/instances/%s/interrupt", spot_id);
-  json_t *n = ctl("POST", path, "{\"lead_ms\": 120000}");
+  json_t *n = twtest_fake_ctl("POST", path, "{\"lead_ms\": 120000}");
   int64_t deadline = 0;
   tw_time_parse_rfc3339(js(n, "time"), &deadline);
   json_decref(n);
   snprintf(path, sizeof path, "/_fake/ec2/instances/%s/rebalance", spot_id);
-  ctl_ok("POST", path, "{}");
+  twtest_fake_ctl_ok("POST", path, "{}");
 
   CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
   CHECK(ev.n == 2);
@@ -402,7 +277,7 @@ static void spot_notices(struct tw_provider *p) {
   tw_event_list_release(&ev);
 
   /* Two minutes on, EC2 has taken the instance back. */
-  advance(125000);
+  twtest_fake_advance(125000);
   struct tw_instance d;
   CHECK_RC(tw_provider_describe(p, spot_id, &d, &err), TW_OK, err);
   CHECK(tw_instance_state_gone(d.state));
@@ -438,17 +313,17 @@ static void error_classes(struct tw_provider *p) {
   struct tw_launch req;
 
   /* Capacity: not retried (one RunInstances), class capacity. */
-  add_fault("{\"kind\": \"capacity\", \"count\": 1}");
+  twtest_fake_add_fault("{\"kind\": \"capacity\", \"count\": 1}");
   long runs = calls_of("RunInstances");
   req = launch_req(od, "tok-cap", "job-cap");
   CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
   CHECK(!strcmp(err.detail, "InsufficientInstanceCapacity"));
   CHECK(calls_of("RunInstances") == runs + 1);
   CHECK(instances_with_token("tok-cap") == 0);
-  clear_faults();
+  twtest_fake_clear_faults();
 
   /* Quota, on demand and spot. */
-  add_fault("{\"kind\": \"quota\", \"count\": 2}");
+  twtest_fake_add_fault("{\"kind\": \"quota\", \"count\": 2}");
   memset(&err, 0, sizeof err);
   CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_QUOTA, err);
   CHECK(!strcmp(err.detail, "VcpuLimitExceeded"));
@@ -456,7 +331,7 @@ static void error_classes(struct tw_provider *p) {
   req = launch_req(sp, "tok-quota-spot", "job-q");
   CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_QUOTA, err);
   CHECK(!strcmp(err.detail, "MaxSpotInstanceCountExceeded"));
-  clear_faults();
+  twtest_fake_clear_faults();
 
   /* Spot price cap below the market: capacity (try elsewhere). */
   memset(&err, 0, sizeof err);
@@ -466,29 +341,32 @@ static void error_classes(struct tw_provider *p) {
   CHECK(!strcmp(err.detail, "SpotMaxPriceTooLow"));
 
   /* Throttled twice, then served: retried by the http helper. */
-  add_fault("{\"kind\": \"throttle\", \"action\": \"DescribeInstances\", "
-            "\"count\": 2}");
+  twtest_fake_add_fault(
+      "{\"kind\": \"throttle\", \"action\": \"DescribeInstances\", "
+      "\"count\": 2}");
   long desc = calls_of("DescribeInstances");
   memset(&err, 0, sizeof err);
   CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
   CHECK(calls_of("DescribeInstances") == desc + 3);
-  clear_faults();
+  twtest_fake_clear_faults();
 
   /* Throttled on every attempt: retryable once attempts run out (4). */
-  add_fault("{\"kind\": \"throttle\", \"action\": \"DescribeInstances\"}");
+  twtest_fake_add_fault(
+      "{\"kind\": \"throttle\", \"action\": \"DescribeInstances\"}");
   desc = calls_of("DescribeInstances");
   memset(&err, 0, sizeof err);
   CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_E_RETRYABLE, err);
   CHECK(!strcmp(err.detail, "RequestLimitExceeded"));
   CHECK(calls_of("DescribeInstances") == desc + 4);
-  clear_faults();
+  twtest_fake_clear_faults();
 
   /* A server fault once: retried, then served. */
-  add_fault("{\"kind\": \"error\", \"action\": \"DescribeInstances\", "
-            "\"status\": 500, \"code\": \"InternalError\", \"count\": 1}");
+  twtest_fake_add_fault(
+      "{\"kind\": \"error\", \"action\": \"DescribeInstances\", "
+      "\"status\": 500, \"code\": \"InternalError\", \"count\": 1}");
   memset(&err, 0, sizeof err);
   CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
-  clear_faults();
+  twtest_fake_clear_faults();
 
   /* Invalid: a type the region does not have; a malformed id. */
   struct tw_offer bogus = *od;
@@ -536,18 +414,18 @@ static void timeout_then_retry_buys_once(void) {
 
   /* Retried inside the http helper. */
   struct tw_provider *p = provider("timeout_ms: 400\n");
-  add_fault("{\"kind\": \"slow\", \"action\": \"RunInstances\", "
-            "\"delay_ms\": 1500, \"count\": 1}");
+  twtest_fake_add_fault("{\"kind\": \"slow\", \"action\": \"RunInstances\", "
+                        "\"delay_ms\": 1500, \"count\": 1}");
   struct tw_launch req = launch_req(od, "tok-slow-1", "job-slow");
   CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
   CHECK(instances_with_token("tok-slow-1") == 1);
-  clear_faults();
+  twtest_fake_clear_faults();
   tw_provider_free(p);
 
   /* Retried by the caller after the provider call itself timed out. */
   p = provider("timeout_ms: 400\nmax_attempts: 1\n");
-  add_fault("{\"kind\": \"slow\", \"action\": \"RunInstances\", "
-            "\"delay_ms\": 1500, \"count\": 1}");
+  twtest_fake_add_fault("{\"kind\": \"slow\", \"action\": \"RunInstances\", "
+                        "\"delay_ms\": 1500, \"count\": 1}");
   req = launch_req(od, "tok-slow-2", "job-slow2");
   memset(&err, 0, sizeof err);
   CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_RETRYABLE, err);
@@ -556,14 +434,14 @@ static void timeout_then_retry_buys_once(void) {
   CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
   CHECK(instances_with_token("tok-slow-2") == 1);
   CHECK(!strcmp(d.job_id, "job-slow2"));
-  clear_faults();
+  twtest_fake_clear_faults();
   tw_provider_free(p);
 }
 
 /* The fake's clock an hour ahead of ours: the first call is refused as
  * expired, the adapter learns the offset from Date and signs again. */
 static void clock_skew_is_corrected(struct tw_provider *p) {
-  advance(3600 * 1000);
+  twtest_fake_advance(3600 * 1000);
   struct tw_err err = {0};
   struct tw_instance_list l;
   tw_instance_list_init(&l);
@@ -657,8 +535,7 @@ int main(void) {
   }
   tw_offer_list_release(&offers);
   tw_provider_free(p);
-  stop_fake();
+  twtest_fake_stop();
   curl_global_cleanup();
-  printf("%d checks, %d failed\n", checks, failures);
-  return failures ? 1 : 0;
+  return twtest_report();
 }

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,32 +27,11 @@
 #include "providers/provider.h"
 #include "tests/fakecloud/azure_cert.h"
 #include "tests/fakecloud/azure_req.h"
+#include "twtest_fakecloud.h"
 
 #ifndef TW_FAKECLOUD_PATH
 #define TW_FAKECLOUD_PATH "tradewind-fakecloud"
 #endif
-
-static int failures, checks;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
-#define CHECK_RC(expr, want, err)                                              \
-  do {                                                                         \
-    enum tw_rc rc_ = (expr);                                                   \
-    checks++;                                                                  \
-    if (rc_ != (want)) {                                                       \
-      failures++;                                                              \
-      fprintf(stderr, "%s:%d: %s: rc %s, want %s (%s: %s)\n", __FILE__,        \
-              __LINE__, #expr, tw_rc_str(rc_), tw_rc_str(want), (err).detail,  \
-              (err).msg);                                                      \
-    }                                                                          \
-  } while (0)
 
 /* The fake's clock starts here; the adapter's fake clock follows it. */
 #define START "2026-06-15T00:00:00Z"
@@ -61,108 +39,34 @@ static int failures, checks;
 
 static char tmp_dir[] = "/tmp/tw-azure-XXXXXX";
 static char cert[256], key[256];
-static pid_t fake_pid;
-static char base_url[64];
 static struct tw_clock clk;
 static int64_t slept_ms;
 
 /* ---- the fake as a subprocess ------------------------------------------ */
 
-static void stop_fake(void) {
-  if (fake_pid > 0) {
-    kill(fake_pid, SIGTERM);
-    waitpid(fake_pid, NULL, 0);
-    fake_pid = 0;
-  }
-}
-
 static bool start_fake(void) {
-  int fds[2];
-  if (pipe(fds))
+  twtest_fake_set_cainfo(cert);
+  if (!twtest_fake_start((const char *[]){"--start-time", START, "--pending-ms",
+                                          "5000", "--tls-cert", cert,
+                                          "--tls-key", key, NULL}))
     return false;
-  fake_pid = fork();
-  if (fake_pid < 0)
+  if (strncmp(twtest_fake_url, "https://", 8)) {
+    fprintf(stderr, "fakecloud did not start over https: \"%s\"\n",
+            twtest_fake_url);
+    twtest_fake_stop();
     return false;
-  if (fake_pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM); /* dies with the test */
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    execl(TW_FAKECLOUD_PATH, "tradewind-fakecloud", "--listen", "127.0.0.1:0",
-          "--seed", "7", "--clock-speed", "0", "--start-time", START,
-          "--pending-ms", "5000", "--tls-cert", cert, "--tls-key", key,
-          (char *)NULL);
-    _exit(127);
   }
-  close(fds[1]);
-  FILE *f = fdopen(fds[0], "r");
-  char line[256] = "";
-  bool ok = f && fgets(line, sizeof line, f) &&
-            sscanf(line, "listening %63s", base_url) == 1 &&
-            !strncmp(base_url, "https://", 8);
-  if (!ok) {
-    fprintf(stderr, "fakecloud did not start over https: \"%s\"\n", line);
-    stop_fake();
-  }
-  return ok;
-}
-
-/* ---- control API ------------------------------------------------------- */
-
-static size_t collect(char *p, size_t sz, size_t n, void *ud) {
-  tw_buf_add(ud, p, sz * n);
-  return sz * n;
-}
-
-static json_t *ctl(const char *method, const char *path, const char *body) {
-  CURL *c = curl_easy_init();
-  struct tw_buf b;
-  tw_buf_init(&b);
-  char url[256];
-  snprintf(url, sizeof url, "%s%s", base_url, path);
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-  curl_easy_setopt(c, CURLOPT_CAINFO, cert);
-  struct curl_slist *h = NULL;
-  if (body) {
-    h = curl_slist_append(h, "Content-Type: application/json");
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-  }
-  CURLcode cc = curl_easy_perform(c);
-  long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  curl_slist_free_all(h);
-  curl_easy_cleanup(c);
-  json_t *j = NULL;
-  if (cc == CURLE_OK && b.data)
-    j = json_loads(b.data, 0, NULL);
-  if (cc != CURLE_OK || status >= 300)
-    fprintf(stderr, "control %s %s: curl %d HTTP %ld %s\n", method, path,
-            (int)cc, status, b.data ? b.data : "");
-  tw_buf_release(&b);
-  return j;
-}
-
-static void ctl_ok(const char *method, const char *path, const char *body) {
-  json_t *j = ctl(method, path, body);
-  CHECK(j != NULL);
-  json_decref(j);
+  return true;
 }
 
 static void fault(const char *rule) {
-  ctl_ok("DELETE", "/_fake/faults", NULL);
+  twtest_fake_clear_faults();
   if (rule)
-    ctl_ok("POST", "/_fake/faults", rule);
+    twtest_fake_add_fault(rule);
 }
 
 static void advance(int64_t ms) {
-  char body[64];
-  snprintf(body, sizeof body, "{\"advance_ms\":%lld}", (long long)ms);
-  ctl_ok("POST", "/_fake/clock", body);
+  twtest_fake_advance(ms);
   tw_clock_advance(&clk, ms);
 }
 
@@ -175,16 +79,12 @@ static void fake_sleep(void *ctx, int64_t ms) {
 }
 
 static int64_t calls(const char *action) {
-  json_t *s = ctl("GET", "/_fake/azure/state", NULL);
-  int64_t n = json_integer_value(
-      json_object_get(json_object_get(s, "calls"), action));
-  json_decref(s);
-  return n;
+  return twtest_fake_calls("/_fake/azure/state", action);
 }
 
 /* The fake's view of one VM (json_decref it), NULL when gone. */
 static json_t *fake_vm(const char *name) {
-  json_t *s = ctl("GET", "/_fake/azure/state", NULL);
+  json_t *s = twtest_fake_ctl("GET", "/_fake/azure/state", NULL);
   json_t *vms = json_object_get(s, "vms"), *v, *found = NULL;
   size_t i;
   json_array_foreach(vms, i, v) {
@@ -196,7 +96,7 @@ static json_t *fake_vm(const char *name) {
 }
 
 static size_t fake_vm_count(void) {
-  json_t *s = ctl("GET", "/_fake/azure/state", NULL);
+  json_t *s = twtest_fake_ctl("GET", "/_fake/azure/state", NULL);
   size_t n = json_array_size(json_object_get(s, "vms"));
   json_decref(s);
   return n;
@@ -231,10 +131,12 @@ static struct tw_provider *provider(const char *extra, const char *secret,
                 "virtualNetworks/vnet/subnets/default\n"
                 "backoff_base_ms: 50\n"
                 "%s",
-                base_url, base_url, base_url, own_events ? "" :
-                "scheduled_events_url: ", own_events ? "" : base_url,
-                own_events ? "" : "/metadata/scheduledevents"
-                                  "?api-version=2020-07-01\n",
+                twtest_fake_url, twtest_fake_url, twtest_fake_url,
+                own_events ? "" : "scheduled_events_url: ",
+                own_events ? "" : twtest_fake_url,
+                own_events ? ""
+                           : "/metadata/scheduledevents"
+                             "?api-version=2020-07-01\n",
                 cert, extra ? extra : "");
   struct tw_node *cfg = NULL;
   struct tw_provider *p = NULL;
@@ -290,7 +192,7 @@ static void offers(struct tw_provider *p) {
   struct tw_offer_list l;
   tw_offer_list_init(&l);
   /* Small pages, so nextLink and NextPageLink are followed. */
-  ctl_ok("POST", "/_fake/azure/config", "{\"page_size\":7}");
+  twtest_fake_ctl_ok("POST", "/_fake/azure/config", "{\"page_size\":7}");
   CHECK_RC(tw_provider_list_offers(p, &l, &err), TW_OK, err);
   /* 10 sizes x 2 markets x 2 regions, all with both prices. */
   CHECK(l.n == 40);
@@ -315,7 +217,7 @@ static void offers(struct tw_provider *p) {
   CHECK_RC(tw_provider_list_offers(p, &l, &err), TW_OK, err);
   CHECK(l.n == 40 && calls("RetailPrices") == before);
   tw_offer_list_release(&l);
-  ctl_ok("POST", "/_fake/azure/config", "{\"page_size\":100}");
+  twtest_fake_ctl_ok("POST", "/_fake/azure/config", "{\"page_size\":100}");
 }
 
 static void zonal_offers(void) {
@@ -381,7 +283,7 @@ static void launches(struct tw_provider *p) {
   CHECK(!strcmp(err.detail, "ResourceNotFound"));
 
   /* Listing by tag, one resource a page. */
-  ctl_ok("POST", "/_fake/azure/config", "{\"page_size\":1}");
+  twtest_fake_ctl_ok("POST", "/_fake/azure/config", "{\"page_size\":1}");
   struct tw_instance_list l;
   tw_instance_list_init(&l);
   tw_err_clear(&err);
@@ -391,7 +293,7 @@ static void launches(struct tw_provider *p) {
     CHECK(!strcmp(l.items[i].job_id, "job-1") &&
           l.items[i].state == TW_INST_RUNNING);
   tw_instance_list_release(&l);
-  ctl_ok("POST", "/_fake/azure/config", "{\"page_size\":100}");
+  twtest_fake_ctl_ok("POST", "/_fake/azure/config", "{\"page_size\":100}");
 
   /* Eviction: the Preempt notice, at least 30 s ahead. */
   struct tw_event_list ev;
@@ -400,7 +302,7 @@ static void launches(struct tw_provider *p) {
   CHECK(ev.n == 0);
   char path[160];
   snprintf(path, sizeof path, "/_fake/azure/vms/%s/evict", sp.id);
-  ctl_ok("POST", path, "{\"lead_ms\":30000}");
+  twtest_fake_ctl_ok("POST", path, "{\"lead_ms\":30000}");
   int64_t noticed = tw_clock_now_ms(&clk);
   CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
   CHECK(ev.n == 1);
@@ -427,7 +329,7 @@ static void launches(struct tw_provider *p) {
   tw_buf_printf(&extra,
                 "scheduled_events_url: %s/_fake/azure/vms/{name}/"
                 "scheduledevents\n",
-                base_url);
+                twtest_fake_url);
   struct tw_provider *relay = provider(extra.data, FC_AZ_CLIENT_SECRET, &err);
   tw_buf_release(&extra);
   CHECK(relay != NULL);
@@ -502,9 +404,9 @@ static void errors(struct tw_provider *p) {
                "OperationNotAllowed", 0);
   launch_fails(p, &od, "{\"kind\":\"quota\",\"code\":\"QuotaExceeded\"}",
                TW_E_QUOTA, "QuotaExceeded", 0);
-  ctl_ok("POST", "/_fake/azure/config", "{\"vcpu_limit\":1}");
+  twtest_fake_ctl_ok("POST", "/_fake/azure/config", "{\"vcpu_limit\":1}");
   launch_fails(p, &od, NULL, TW_E_QUOTA, "OperationNotAllowed", 0);
-  ctl_ok("POST", "/_fake/azure/config", "{\"vcpu_limit\":350}");
+  twtest_fake_ctl_ok("POST", "/_fake/azure/config", "{\"vcpu_limit\":350}");
   /* A max price under the Spot price is the caller's mistake. */
   launch_fails(p, &spot, NULL, TW_E_INVALID, "OperationNotAllowed", 10000);
   /* A region the account does not use. */
@@ -530,7 +432,7 @@ static void errors(struct tw_provider *p) {
 
   /* 401: an expired token is replaced once, transparently. */
   int64_t tokens = calls("Token");
-  ctl_ok("POST", "/_fake/azure/tokens/expire", NULL);
+  twtest_fake_ctl_ok("POST", "/_fake/azure/tokens/expire", NULL);
   tw_err_clear(&err);
   CHECK_RC(tw_provider_describe(p, "tw-x", &in, &err), TW_E_NOTFOUND, err);
   CHECK(calls("Token") == tokens + 1);
@@ -590,14 +492,14 @@ static void retried_launch(void) {
   CHECK(fake_vm_count() == 0);
 
   /* Operation-Location instead of Azure-AsyncOperation. */
-  ctl_ok("POST", "/_fake/azure/config",
-         "{\"lro_header\":\"Operation-Location\"}");
+  twtest_fake_ctl_ok("POST", "/_fake/azure/config",
+                     "{\"lro_header\":\"Operation-Location\"}");
   CHECK_RC(launch(p, &o, "tok-oploc", "att-o", 0, &a, &err), TW_OK, err);
   CHECK(a.state == TW_INST_RUNNING);
   CHECK_RC(tw_provider_terminate(p, a.id, &err), TW_OK, err);
   advance(3000);
-  ctl_ok("POST", "/_fake/azure/config",
-         "{\"lro_header\":\"Azure-AsyncOperation\"}");
+  twtest_fake_ctl_ok("POST", "/_fake/azure/config",
+                     "{\"lro_header\":\"Azure-AsyncOperation\"}");
   fault(NULL);
   tw_provider_free(p);
 }
@@ -649,11 +551,10 @@ int main(void) {
     retried_launch();
     tw_provider_free(p);
   }
-  stop_fake();
+  twtest_fake_stop();
   unlink(cert);
   unlink(key);
   rmdir(tmp_dir);
   curl_global_cleanup();
-  printf("%d checks, %d failures\n", checks, failures);
-  return failures ? 1 : 0;
+  return twtest_report();
 }
