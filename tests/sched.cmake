@@ -1,6 +1,12 @@
 if(TARGET tw_sched AND TARGET tw_fake_provider)
+  # The scheduler over the fake provider, a fake clock and a temp store,
+  # shared by test_sched, test_gang and test_fallback_monitor (spot.cmake).
+  add_library(sched_fixture STATIC
+              ${CMAKE_SOURCE_DIR}/tests/unit/sched_fixture.c)
+  target_link_libraries(sched_fixture PUBLIC tw_sched tw_fake_provider
+                        PkgConfig::CMOCKA)
   tw_add_test(test_sched SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_sched.c
-              LIBS tw_sched tw_billing tw_fake_provider PkgConfig::CMOCKA LABELS unit sched)
+              LIBS sched_fixture tw_sched tw_billing tw_fake_provider PkgConfig::CMOCKA LABELS unit sched)
 endif()
 tw_add_test(test_place SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_place.c
             LIBS tw_policies PkgConfig::CMOCKA LABELS unit placement)
@@ -11,5 +17,5 @@ if(TARGET tw_fake_provider)
 endif()
 if(TARGET tw_sched AND TARGET tw_fake_provider)
   tw_add_test(test_gang SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_gang.c
-              LIBS tw_sched tw_fake_provider PkgConfig::CMOCKA LABELS unit placement)
+              LIBS sched_fixture tw_sched tw_fake_provider PkgConfig::CMOCKA LABELS unit placement)
 endif()

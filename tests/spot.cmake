@@ -12,7 +12,7 @@ endif()
 if(TARGET tw_sched AND TARGET tw_fake_provider)
   tw_add_test(test_fallback_monitor
               SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_fallback_monitor.c
-              LIBS tw_sched tw_fake_provider PkgConfig::CMOCKA LABELS unit spot)
+              LIBS sched_fixture tw_sched tw_fake_provider PkgConfig::CMOCKA LABELS unit spot)
 endif()
 # A few hundred jobs against the fake EC2 with injected faults, the daemon
 # SIGKILLed at random moments and restarted; seeded (TW_SEED replays).

@@ -20,16 +20,10 @@
 #include "broker/store.h"
 #include "policies/fallback_strategy.h"
 #include "tests/fakes/fake_provider.h"
+#include "tests/unit/sched_fixture.h"
 
 #define MIN (60 * 1000LL)
 static const int64_t T0 = 1764460800000;
-
-static char dir[64], path[128];
-static struct tw_clock clk;
-static struct tw_store *store;
-static struct tw_provider *prov;
-static struct tw_fake *fake;
-static struct tw_sched *sched;
 
 static const char *SPOT_R1A = "fake-a:r1:r1a:gpu:spot";
 static const char *SPOT_R1B = "fake-a:r1:r1b:gpu:spot";
@@ -37,46 +31,24 @@ static const char *SPOT_R2A = "fake-a:r2:r2a:gpu:spot";
 
 static void add_offer(const char *region, const char *zone, enum tw_market m, int64_t price) {
   struct tw_offer o;
-  tw_offer_init(&o);
-  snprintf(o.provider, sizeof o.provider, "fake");
-  snprintf(o.account, sizeof o.account, "fake-a");
-  snprintf(o.region, sizeof o.region, "%s", region);
-  snprintf(o.zone, sizeof o.zone, "%s", zone);
-  snprintf(o.instance_type, sizeof o.instance_type, "gpu");
-  o.arch = TW_ARCH_X86_64;
+  sfx_offer(&o, region, zone, "gpu", m, price);
   o.vcpus = 8;
   o.memory_mib = 61440;
   snprintf(o.accel_name, sizeof o.accel_name, "V100");
   o.accel_count = 1;
-  o.market = m;
-  o.price_uusd_per_hour = price;
-  o.billing_granularity_s = 1;
-  tw_offer_make_id(&o);
-  tw_fake_add_offer(fake, &o);
+  sfx_add_offer(&o);
 }
 
 static void start_sched(void) {
   struct tw_fallback_cfg fb;
   tw_fallback_cfg_default(&fb);
-  struct tw_sched_opts o = {.store = store, .clock = &clk, .providers = &prov,
-                            .n_providers = 1, .fallback = &fb};
-  assert_int_equal(tw_sched_new(&o, &sched, NULL), TW_OK);
+  assert_int_equal(sfx_start_sched(&fb), 0);
 }
 
 static int setup(void **state) {
   (void)state;
-  snprintf(dir, sizeof dir, "/tmp/tw-fbmon-XXXXXX");
-  if (!mkdtemp(dir))
+  if (sfx_open("fbmon", T0, NULL))
     return -1;
-  snprintf(path, sizeof path, "%s/s.db", dir);
-  tw_clock_fake_init(&clk, T0);
-  struct tw_err err = {0};
-  struct tw_store_opts so = {.path = path, .clock = &clk};
-  if (tw_store_open(&so, &store, &err))
-    return -1;
-  if (tw_provider_new_ops(&tw_provider_fake, "fake-a", NULL, &clk, &prov, &err))
-    return -1;
-  fake = tw_fake_of(prov);
   add_offer("r1", "r1a", TW_MARKET_SPOT, 1000000);
   add_offer("r1", "r1b", TW_MARKET_SPOT, 1100000);
   add_offer("r2", "r2a", TW_MARKET_SPOT, 1200000);
@@ -88,55 +60,15 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  tw_sched_free(sched);
-  tw_provider_free(prov);
-  tw_store_close(store);
-  char p[160];
-  const char *sfx[] = {"", "-wal", "-shm"};
-  for (int i = 0; i < 3; i++) {
-    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
-    unlink(p);
-  }
-  rmdir(dir);
+  sfx_close();
   return 0;
-}
-
-static void submit(const char *yaml, char id[TW_JOB_ID_LEN + 1]) {
-  struct tw_job_spec spec;
-  struct tw_err err = {0};
-  if (tw_spec_parse(yaml, strlen(yaml), false, &spec, &err))
-    fail_msg("spec: %s", err.msg);
-  struct tw_buf b;
-  tw_buf_init(&b);
-  tw_spec_to_json(&spec, &b);
-  struct tw_job_new req = {.name = spec.name, .tenant = spec.tenant,
-                           .project = spec.project, .spec_json = b.data};
-  struct tw_job_rec j;
-  assert_int_equal(tw_store_job_create(store, &req, &j, NULL, &err), TW_OK);
-  memcpy(id, j.id, TW_JOB_ID_LEN + 1);
-  tw_job_rec_release(&j);
-  tw_buf_release(&b);
-  tw_spec_release(&spec);
-}
-
-static struct tw_job_rec get(const char *id) {
-  struct tw_job_rec j;
-  assert_int_equal(tw_store_job_get(store, id, &j, NULL), TW_OK);
-  return j;
-}
-
-static enum tw_job_state state_of(const char *id) {
-  struct tw_job_rec j = get(id);
-  enum tw_job_state s = j.state;
-  tw_job_rec_release(&j);
-  return s;
 }
 
 /* The live (or last) attempt of a job. */
 static struct tw_attempt_rec last_attempt(const char *id, size_t *n_out) {
   struct tw_attempt_rec *a;
   size_t n;
-  assert_int_equal(tw_store_attempts_of(store, id, &a, &n, NULL), TW_OK);
+  assert_int_equal(tw_store_attempts_of(sfx_store, id, &a, &n, NULL), TW_OK);
   assert_true(n > 0);
   struct tw_attempt_rec r = a[n - 1];
   free(a);
@@ -149,7 +81,7 @@ static struct tw_attempt_rec last_attempt(const char *id, size_t *n_out) {
 static bool event_has(const char *id, const char *text) {
   struct tw_job_event *ev;
   size_t n;
-  assert_int_equal(tw_store_job_events(store, id, &ev, &n, NULL), TW_OK);
+  assert_int_equal(tw_store_job_events(sfx_store, id, &ev, &n, NULL), TW_OK);
   bool found = false;
   for (size_t i = 0; i < n; i++) {
     if (strstr(ev[i].reason, text))
@@ -163,7 +95,7 @@ static bool event_has(const char *id, const char *text) {
 static size_t events_with(const char *id, const char *text) {
   struct tw_job_event *ev;
   size_t n, k = 0;
-  assert_int_equal(tw_store_job_events(store, id, &ev, &n, NULL), TW_OK);
+  assert_int_equal(tw_store_job_events(sfx_store, id, &ev, &n, NULL), TW_OK);
   for (size_t i = 0; i < n; i++) {
     if (strstr(ev[i].reason, text))
       k++;
@@ -175,15 +107,16 @@ static size_t events_with(const char *id, const char *text) {
 
 /* Places and starts job: returns its instance. */
 static struct tw_attempt_rec run(const char *id) {
-  tw_sched_tick(sched);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
+  tw_sched_tick(sfx_sched);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   return last_attempt(id, NULL);
 }
 
 /* Takes the instance away without notice. */
 static void vanish(const char *instance) {
-  assert_int_equal(tw_fake_set_state(fake, instance, TW_INST_TERMINATED), TW_OK);
+  assert_int_equal(tw_fake_set_state(sfx_fake, instance, TW_INST_TERMINATED),
+                   TW_OK);
 }
 
 /* ---- notices and checkpoints ----------------------------------------------- */
@@ -191,112 +124,124 @@ static void vanish(const char *instance) {
 static void notice_saves_progress_and_the_next_attempt_does_the_rest(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: train\nresources: {accelerators: V100:1, use_spot: true}\nduration: 1h\n"
-         "checkpoint: {interval: 10m, uri: s3://ckpt/train/}\n", id);
+  sfx_submit("name: train\nresources: {accelerators: V100:1, use_spot: "
+             "true}\nduration: 1h\n"
+             "checkpoint: {interval: 10m, uri: s3://ckpt/train/}\n",
+             id);
   struct tw_attempt_rec a = run(id);
   assert_string_equal(a.offer_id, SPOT_R1A);
-  tw_clock_advance(&clk, 40 * MIN + 30000);
-  tw_sched_tick(sched);
-  assert_int_equal(tw_fake_interrupt(fake, a.instance_id, 120000), TW_OK);
-  tw_sched_tick(sched);
+  tw_clock_advance(&sfx_clk, 40 * MIN + 30000);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(tw_fake_interrupt(sfx_fake, a.instance_id, 120000), TW_OK);
+  tw_sched_tick(sfx_sched);
   assert_true(event_has(id, "interruption notice for"));
   assert_true(event_has(id, "checkpoint requested"));
   /* the notice runs out: attempt 2 goes elsewhere in the same pass */
-  tw_clock_advance(&clk, 120000);
-  tw_sched_tick(sched);
+  tw_clock_advance(&sfx_clk, 120000);
+  tw_sched_tick(sfx_sched);
   size_t n;
   struct tw_attempt_rec b = last_attempt(id, &n);
   assert_int_equal(n, 2);
   assert_string_equal(b.offer_id, SPOT_R1B);
-  assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
+  assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
   assert_true(event_has(id, "progress kept: 40m of 1h00m (saved at the notice)"));
   int64_t kept;
-  assert_int_equal(tw_checkpoint_progress(store, id, &kept, NULL), TW_OK);
+  assert_int_equal(tw_checkpoint_progress(sfx_store, id, &kept, NULL), TW_OK);
   assert_int_equal(kept, 40 * 60 + 30);
   /* the rest: 19 m 30 s of running */
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
-  tw_clock_advance(&clk, 19 * MIN + 29000);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
-  tw_clock_advance(&clk, 1000);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_SUCCEEDED);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  tw_clock_advance(&sfx_clk, 19 * MIN + 29000);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  tw_clock_advance(&sfx_clk, 1000);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_SUCCEEDED);
 }
 
 static void without_checkpoint_the_job_starts_over(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: plain\nresources: {accelerators: V100:1, use_spot: true}\nduration: 1h\n", id);
+  sfx_submit("name: plain\nresources: {accelerators: V100:1, use_spot: "
+             "true}\nduration: 1h\n",
+             id);
   struct tw_attempt_rec a = run(id);
-  tw_clock_advance(&clk, 40 * MIN);
-  tw_fake_interrupt(fake, a.instance_id, 120000);
-  tw_sched_tick(sched);
+  tw_clock_advance(&sfx_clk, 40 * MIN);
+  tw_fake_interrupt(sfx_fake, a.instance_id, 120000);
+  tw_sched_tick(sfx_sched);
   assert_true(event_has(id, "no checkpoint: the job will start over"));
-  tw_clock_advance(&clk, 120000);
-  tw_sched_tick(sched);
+  tw_clock_advance(&sfx_clk, 120000);
+  tw_sched_tick(sfx_sched);
   assert_true(event_has(id, "progress kept: 0s of 1h00m (no checkpoint: starts over)"));
-  tw_sched_tick(sched);
-  tw_clock_advance(&clk, 59 * MIN);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
-  tw_clock_advance(&clk, MIN);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_SUCCEEDED);
+  tw_sched_tick(sfx_sched);
+  tw_clock_advance(&sfx_clk, 59 * MIN);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  tw_clock_advance(&sfx_clk, MIN);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_SUCCEEDED);
 }
 
 static void without_notice_the_last_periodic_checkpoint_counts(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: periodic\nresources: {accelerators: V100:1, use_spot: true}\nduration: 1h\n"
-         "checkpoint: {interval: 10m, uri: s3://ckpt/p/}\n", id);
+  sfx_submit("name: periodic\nresources: {accelerators: V100:1, use_spot: "
+             "true}\nduration: 1h\n"
+             "checkpoint: {interval: 10m, uri: s3://ckpt/p/}\n",
+             id);
   struct tw_attempt_rec a = run(id);
-  tw_clock_advance(&clk, 25 * MIN);
+  tw_clock_advance(&sfx_clk, 25 * MIN);
   vanish(a.instance_id);
-  tw_sched_tick(sched);
+  tw_sched_tick(sfx_sched);
   assert_true(event_has(id, "progress kept: 20m of 1h00m (last periodic checkpoint)"));
   int64_t kept;
-  tw_checkpoint_progress(store, id, &kept, NULL);
+  tw_checkpoint_progress(sfx_store, id, &kept, NULL);
   assert_int_equal(kept, 20 * 60);
 }
 
 static void a_notice_is_acted_on_once(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: once\nresources: {accelerators: V100:1, use_spot: true}\nduration: 1h\n", id);
+  sfx_submit("name: once\nresources: {accelerators: V100:1, use_spot: "
+             "true}\nduration: 1h\n",
+             id);
   struct tw_attempt_rec a = run(id);
-  tw_fake_interrupt(fake, a.instance_id, 120000);
+  tw_fake_interrupt(sfx_fake, a.instance_id, 120000);
   for (int i = 0; i < 4; i++) {
-    tw_clock_advance(&clk, 10000);
-    tw_sched_tick(sched);
+    tw_clock_advance(&sfx_clk, 10000);
+    tw_sched_tick(sfx_sched);
   }
   assert_int_equal(events_with(id, "interruption notice for"), 1);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
 }
 
 /* ---- the blocklist feeds placement ------------------------------------------ */
 
 static void a_capacity_error_keeps_other_jobs_off_the_offer(void **state) {
   (void)state;
-  tw_fake_fail_offer(fake, SPOT_R1A, TW_E_CAPACITY, "InsufficientInstanceCapacity");
+  tw_fake_fail_offer(sfx_fake, SPOT_R1A, TW_E_CAPACITY,
+                     "InsufficientInstanceCapacity");
   char one[TW_JOB_ID_LEN + 1], two[TW_JOB_ID_LEN + 1];
-  submit("name: one\nresources: {accelerators: V100:1, use_spot: true}\n", one);
-  tw_sched_tick(sched);
+  sfx_submit("name: one\nresources: {accelerators: V100:1, use_spot: true}\n",
+             one);
+  tw_sched_tick(sfx_sched);
   assert_string_equal(last_attempt(one, NULL).offer_id, SPOT_R1B);
-  size_t launches = tw_fake_calls(fake, TW_POP_LAUNCH);
-  submit("name: two\nresources: {accelerators: V100:1, use_spot: true}\n", two);
-  tw_sched_tick(sched);
+  size_t launches = tw_fake_calls(sfx_fake, TW_POP_LAUNCH);
+  sfx_submit("name: two\nresources: {accelerators: V100:1, use_spot: true}\n",
+             two);
+  tw_sched_tick(sfx_sched);
   /* straight to r1b: r1a is not tried again while blocklisted */
-  assert_int_equal(tw_fake_calls(fake, TW_POP_LAUNCH), launches + 1);
+  assert_int_equal(tw_fake_calls(sfx_fake, TW_POP_LAUNCH), launches + 1);
   size_t n;
   assert_string_equal(last_attempt(two, &n).offer_id, SPOT_R1B);
   assert_int_equal(n, 1);
   /* ten minutes later the block is over */
-  tw_fake_clear_faults(fake);
-  tw_clock_advance(&clk, 10 * MIN);
+  tw_fake_clear_faults(sfx_fake);
+  tw_clock_advance(&sfx_clk, 10 * MIN);
   char three[TW_JOB_ID_LEN + 1];
-  submit("name: three\nresources: {accelerators: V100:1, use_spot: true}\n", three);
-  tw_sched_tick(sched);
+  sfx_submit("name: three\nresources: {accelerators: V100:1, use_spot: true}\n",
+             three);
+  tw_sched_tick(sfx_sched);
   assert_string_equal(last_attempt(three, NULL).offer_id, SPOT_R1A);
 }
 
@@ -305,11 +250,12 @@ static void a_capacity_error_keeps_other_jobs_off_the_offer(void **state) {
 static void failover_retries_within_the_region(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: f\nresources: {accelerators: V100:1}\nfallback: failover\n", id);
+  sfx_submit("name: f\nresources: {accelerators: V100:1}\nfallback: failover\n",
+             id);
   struct tw_attempt_rec a = run(id);
   assert_string_equal(a.offer_id, SPOT_R1A);
   vanish(a.instance_id);
-  tw_sched_tick(sched);
+  tw_sched_tick(sfx_sched);
   assert_string_equal(last_attempt(id, NULL).offer_id, SPOT_R1B);
   assert_true(event_has(id, "failover: interruption 1: retrying within r1, then elsewhere"));
 }
@@ -317,10 +263,12 @@ static void failover_retries_within_the_region(void **state) {
 static void eager_next_region_leaves_the_region(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: e\nresources: {accelerators: V100:1}\nfallback: eager-next-region\n", id);
+  sfx_submit("name: e\nresources: {accelerators: V100:1}\nfallback: "
+             "eager-next-region\n",
+             id);
   struct tw_attempt_rec a = run(id);
   vanish(a.instance_id);
-  tw_sched_tick(sched);
+  tw_sched_tick(sfx_sched);
   /* r1b is cheaper, but the job leaves r1 */
   assert_string_equal(last_attempt(id, NULL).offer_id, SPOT_R2A);
   assert_true(event_has(id, "eager-next-region: interruption 1: leaving r1 for another region"));
@@ -329,16 +277,17 @@ static void eager_next_region_leaves_the_region(void **state) {
 static void on_demand_fallback_after_two_interruptions(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: o\nresources: {accelerators: V100:1, use_spot: true}\n"
-         "fallback: on-demand-fallback\n", id);
+  sfx_submit("name: o\nresources: {accelerators: V100:1, use_spot: true}\n"
+             "fallback: on-demand-fallback\n",
+             id);
   struct tw_attempt_rec a = run(id);
   vanish(a.instance_id);
-  tw_sched_tick(sched);
+  tw_sched_tick(sfx_sched);
   a = last_attempt(id, NULL);
   assert_string_equal(a.market, "spot");
-  tw_sched_tick(sched);
+  tw_sched_tick(sfx_sched);
   vanish(a.instance_id);
-  tw_sched_tick(sched);
+  tw_sched_tick(sfx_sched);
   size_t n;
   a = last_attempt(id, &n);
   assert_int_equal(n, 3);
@@ -348,7 +297,8 @@ static void on_demand_fallback_after_two_interruptions(void **state) {
   /* each decision is stored with its reason */
   struct tw_ckpt_decision *d;
   size_t nd;
-  assert_int_equal(tw_checkpoint_decisions_of(store, id, &d, &nd, NULL), TW_OK);
+  assert_int_equal(tw_checkpoint_decisions_of(sfx_store, id, &d, &nd, NULL),
+                   TW_OK);
   assert_true(nd >= 3);
   assert_string_equal(d[nd - 1].strategy, "on-demand-fallback");
   assert_string_equal(d[nd - 1].event, "interrupted");
@@ -361,27 +311,29 @@ static void without_any_on_demand_offer_the_job_stays_on_spot(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
   /* $2/h keeps every on-demand offer ($3/h) out */
-  submit("name: cap\nresources: {accelerators: V100:1, use_spot: true}\n"
-         "max_price_per_hour: 2\nfallback: on-demand-fallback\n", id);
+  sfx_submit("name: cap\nresources: {accelerators: V100:1, use_spot: true}\n"
+             "max_price_per_hour: 2\nfallback: on-demand-fallback\n",
+             id);
   struct tw_attempt_rec a = run(id);
   vanish(a.instance_id);
-  tw_sched_tick(sched);
-  tw_sched_tick(sched);
+  tw_sched_tick(sfx_sched);
+  tw_sched_tick(sfx_sched);
   vanish(last_attempt(id, NULL).instance_id);
-  tw_sched_tick(sched);
+  tw_sched_tick(sfx_sched);
   size_t n;
   a = last_attempt(id, &n);
   assert_int_equal(n, 3);
   assert_string_equal(a.market, "spot");
-  assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
+  assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
   assert_true(event_has(id, "on-demand-fallback: 2 interruptions (limit 2)"));
   /* the decision as placed, and the placement, say why it is spot */
   struct tw_ckpt_decision *d;
   size_t nd;
-  assert_int_equal(tw_checkpoint_decisions_of(store, id, &d, &nd, NULL), TW_OK);
+  assert_int_equal(tw_checkpoint_decisions_of(sfx_store, id, &d, &nd, NULL),
+                   TW_OK);
   assert_non_null(strstr(d[nd - 1].reason, "on-demand from now on; no on-demand offer fits, so spot"));
   free(d);
-  struct tw_job_rec j = get(id);
+  struct tw_job_rec j = sfx_get(id);
   assert_non_null(strstr(j.placement_json, "no on-demand offer fits, so spot"));
   tw_job_rec_release(&j);
 }
@@ -392,11 +344,13 @@ static void deadline_picks_the_market_by_slack(void **state) {
   (void)state;
   char tight[TW_JOB_ID_LEN + 1], loose[TW_JOB_ID_LEN + 1];
   /* 1 h of work due in 1 h 5 m: no room for an interruption */
-  submit("name: tight\nresources: {accelerators: V100:1}\nduration: 1h\n"
-         "deadline: 2025-11-30T01:05:00Z\nfallback: deadline\n", tight);
-  submit("name: loose\nresources: {accelerators: V100:1}\nduration: 1h\n"
-         "deadline: 2025-11-30T04:00:00Z\nfallback: deadline\n", loose);
-  tw_sched_tick(sched);
+  sfx_submit("name: tight\nresources: {accelerators: V100:1}\nduration: 1h\n"
+             "deadline: 2025-11-30T01:05:00Z\nfallback: deadline\n",
+             tight);
+  sfx_submit("name: loose\nresources: {accelerators: V100:1}\nduration: 1h\n"
+             "deadline: 2025-11-30T04:00:00Z\nfallback: deadline\n",
+             loose);
+  tw_sched_tick(sfx_sched);
   assert_string_equal(last_attempt(tight, NULL).market, "on-demand");
   assert_string_equal(last_attempt(loose, NULL).market, "spot");
   assert_true(event_has(tight, "cannot absorb another interruption and restart"));
@@ -404,72 +358,80 @@ static void deadline_picks_the_market_by_slack(void **state) {
 
 static void deadline_waits_for_spot_when_ahead_and_pays_when_behind(void **state) {
   (void)state;
-  tw_fake_fail_offer(fake, SPOT_R1A, TW_E_CAPACITY, "InsufficientInstanceCapacity");
-  tw_fake_fail_offer(fake, SPOT_R1B, TW_E_CAPACITY, "InsufficientInstanceCapacity");
-  tw_fake_fail_offer(fake, SPOT_R2A, TW_E_CAPACITY, "InsufficientInstanceCapacity");
+  tw_fake_fail_offer(sfx_fake, SPOT_R1A, TW_E_CAPACITY,
+                     "InsufficientInstanceCapacity");
+  tw_fake_fail_offer(sfx_fake, SPOT_R1B, TW_E_CAPACITY,
+                     "InsufficientInstanceCapacity");
+  tw_fake_fail_offer(sfx_fake, SPOT_R2A, TW_E_CAPACITY,
+                     "InsufficientInstanceCapacity");
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: d\nresources: {accelerators: V100:1}\nduration: 1h\n"
-         "deadline: 2025-11-30T03:00:00Z\nfallback: deadline\n", id);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_PENDING);
+  sfx_submit("name: d\nresources: {accelerators: V100:1}\nduration: 1h\n"
+             "deadline: 2025-11-30T03:00:00Z\nfallback: deadline\n",
+             id);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_PENDING);
   assert_true(event_has(id, "so waits if no spot is left"));
   /* while the spot offers are blocklisted it keeps waiting, quietly */
-  tw_clock_advance(&clk, 2 * MIN);
-  tw_sched_tick(sched);
-  struct tw_job_rec j = get(id);
+  tw_clock_advance(&sfx_clk, 2 * MIN);
+  tw_sched_tick(sfx_sched);
+  struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PENDING);
   assert_non_null(strstr(j.reason, "so it waits for spot"));
   tw_job_rec_release(&j);
-  tw_clock_advance(&clk, MIN);
-  tw_sched_tick(sched);
+  tw_clock_advance(&sfx_clk, MIN);
+  tw_sched_tick(sfx_sched);
   assert_int_equal(events_with(id, "so it waits for spot"), 1);
   size_t n;
   assert_string_equal(last_attempt(id, &n).market, "spot");
   assert_int_equal(n, 3);
   /* twenty minutes on it is behind the uniform line: on-demand */
-  tw_clock_advance(&clk, 17 * MIN);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
+  tw_clock_advance(&sfx_clk, 17 * MIN);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
   assert_string_equal(last_attempt(id, NULL).market, "on-demand");
   assert_true(event_has(id, "so on-demand if no spot is left"));
 }
 
 static void deadline_moves_back_to_spot_after_a_checkpoint(void **state) {
   (void)state;
-  tw_fake_fail_offer(fake, SPOT_R1A, TW_E_CAPACITY, "InsufficientInstanceCapacity");
-  tw_fake_fail_offer(fake, SPOT_R1B, TW_E_CAPACITY, "InsufficientInstanceCapacity");
-  tw_fake_fail_offer(fake, SPOT_R2A, TW_E_CAPACITY, "InsufficientInstanceCapacity");
+  tw_fake_fail_offer(sfx_fake, SPOT_R1A, TW_E_CAPACITY,
+                     "InsufficientInstanceCapacity");
+  tw_fake_fail_offer(sfx_fake, SPOT_R1B, TW_E_CAPACITY,
+                     "InsufficientInstanceCapacity");
+  tw_fake_fail_offer(sfx_fake, SPOT_R2A, TW_E_CAPACITY,
+                     "InsufficientInstanceCapacity");
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: back\nresources: {accelerators: V100:1}\nduration: 1h\n"
-         "deadline: 2025-11-30T03:00:00Z\nfallback: deadline\n"
-         "checkpoint: {interval: 10m, uri: s3://ckpt/back/}\n", id);
-  tw_sched_tick(sched);
-  tw_clock_advance(&clk, 10 * MIN);
-  tw_sched_tick(sched); /* 3m20s behind: still on track, waits */
-  assert_int_equal(state_of(id), TW_JOB_PENDING);
-  tw_clock_advance(&clk, 10 * MIN);
-  tw_sched_tick(sched); /* 6m40s behind: on-demand */
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
+  sfx_submit("name: back\nresources: {accelerators: V100:1}\nduration: 1h\n"
+             "deadline: 2025-11-30T03:00:00Z\nfallback: deadline\n"
+             "checkpoint: {interval: 10m, uri: s3://ckpt/back/}\n",
+             id);
+  tw_sched_tick(sfx_sched);
+  tw_clock_advance(&sfx_clk, 10 * MIN);
+  tw_sched_tick(sfx_sched); /* 3m20s behind: still on track, waits */
+  assert_int_equal(sfx_state_of(id), TW_JOB_PENDING);
+  tw_clock_advance(&sfx_clk, 10 * MIN);
+  tw_sched_tick(sfx_sched); /* 6m40s behind: on-demand */
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   struct tw_attempt_rec od = last_attempt(id, NULL);
   assert_string_equal(od.market, "on-demand");
   /* spot is back; 40 minutes of work later (a checkpoint just made) the
    * job is well ahead and moves */
-  tw_fake_clear_faults(fake);
-  tw_clock_advance(&clk, 40 * MIN);
-  tw_sched_tick(sched);
+  tw_fake_clear_faults(sfx_fake);
+  tw_clock_advance(&sfx_clk, 40 * MIN);
+  tw_sched_tick(sfx_sched);
   struct tw_attempt_rec sp = last_attempt(id, NULL);
   assert_string_equal(sp.market, "spot");
   struct tw_instance inst;
-  assert_int_equal(tw_fake_get(fake, od.instance_id, &inst), TW_OK);
+  assert_int_equal(tw_fake_get(sfx_fake, od.instance_id, &inst), TW_OK);
   assert_int_equal(inst.state, TW_INST_TERMINATED);
   assert_true(event_has(id, "back to spot"));
   assert_true(event_has(id, "progress kept: 40m of 1h00m (last periodic checkpoint)"));
   /* and it finishes its last 20 minutes there */
-  tw_sched_tick(sched);
-  tw_clock_advance(&clk, 20 * MIN);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_SUCCEEDED);
+  tw_sched_tick(sfx_sched);
+  tw_clock_advance(&sfx_clk, 20 * MIN);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_SUCCEEDED);
 }
 
 /* ---- crash safety: jobs a restart left half way ------------------------------ */
@@ -477,17 +439,18 @@ static void deadline_moves_back_to_spot_after_a_checkpoint(void **state) {
 static void a_job_left_interrupted_is_recovered_after_a_restart(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: left\nresources: {accelerators: V100:1, use_spot: true}\n", id);
+  sfx_submit("name: left\nresources: {accelerators: V100:1, use_spot: true}\n",
+             id);
   struct tw_attempt_rec a = run(id);
   /* the daemon ended the attempt and died before the job went on */
   vanish(a.instance_id);
   struct tw_attempt_close c = {.attempt_id = a.id, .end_reason = "interrupted",
                                .job_to = TW_JOB_INTERRUPTED, .job_reason = "gone"};
-  assert_int_equal(tw_store_attempt_close(store, &c, NULL), TW_OK);
-  tw_sched_free(sched);
+  assert_int_equal(tw_store_attempt_close(sfx_store, &c, NULL), TW_OK);
+  tw_sched_free(sfx_sched);
   start_sched();
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
   size_t n;
   assert_string_equal(last_attempt(id, &n).offer_id, SPOT_R1B);
   assert_int_equal(n, 2);
@@ -496,17 +459,18 @@ static void a_job_left_interrupted_is_recovered_after_a_restart(void **state) {
 static void a_job_left_placing_is_placed_again(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: placing\nresources: {accelerators: V100:1, use_spot: true}\n", id);
+  sfx_submit(
+      "name: placing\nresources: {accelerators: V100:1, use_spot: true}\n", id);
   struct tw_attempt_new an = {.job_id = id, .provider = "fake-a", .offer_id = SPOT_R1A,
                               .market = "spot", .price_uusd_per_hour = 1000000};
   struct tw_attempt_rec a;
-  assert_int_equal(tw_store_attempt_open(store, &an, &a, NULL), TW_OK);
+  assert_int_equal(tw_store_attempt_open(sfx_store, &an, &a, NULL), TW_OK);
   struct tw_attempt_close c = {.attempt_id = a.id, .end_reason = "capacity",
                                .job_to = TW_JOB_NSTATES};
-  assert_int_equal(tw_store_attempt_close(store, &c, NULL), TW_OK);
-  assert_int_equal(state_of(id), TW_JOB_PLACING);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
+  assert_int_equal(tw_store_attempt_close(sfx_store, &c, NULL), TW_OK);
+  assert_int_equal(sfx_state_of(id), TW_JOB_PLACING);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
   assert_true(event_has(id, "placement was cut short"));
 }
 

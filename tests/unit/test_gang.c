@@ -18,15 +18,9 @@
 #include "broker/spec.h"
 #include "broker/store.h"
 #include "tests/fakes/fake_provider.h"
+#include "tests/unit/sched_fixture.h"
 
 #define GANG "name: g\nresources: {cpus: 4}\nnodes: 3\nduration: 10m\n"
-
-static char dir[64], path[128];
-static struct tw_clock clk;
-static struct tw_store *store;
-static struct tw_provider *prov;
-static struct tw_fake *fake;
-static struct tw_sched *sched;
 
 /* The fake with a launch that fails its fail_at-th call with capacity, as
  * a zone running out between two nodes of a gang does. */
@@ -45,105 +39,42 @@ static enum tw_rc flaky_launch(struct tw_provider *p, const struct tw_launch *re
 
 static void add_offer(const char *zone, int64_t price) {
   struct tw_offer o;
-  tw_offer_init(&o);
-  snprintf(o.provider, sizeof o.provider, "fake");
-  snprintf(o.account, sizeof o.account, "fake-a");
-  snprintf(o.region, sizeof o.region, "r1");
-  snprintf(o.zone, sizeof o.zone, "%s", zone);
-  snprintf(o.instance_type, sizeof o.instance_type, "cpu.small");
-  o.arch = TW_ARCH_X86_64;
+  sfx_offer(&o, "r1", zone, "cpu.small", TW_MARKET_ON_DEMAND, price);
   o.vcpus = 4;
   o.memory_mib = 16384;
-  o.market = TW_MARKET_ON_DEMAND;
-  o.price_uusd_per_hour = price;
-  o.billing_granularity_s = 1;
   o.min_charge_s = 60;
-  tw_offer_make_id(&o);
-  tw_fake_add_offer(fake, &o);
+  sfx_add_offer(&o);
 }
 
 static int setup(void **state) {
   (void)state;
-  snprintf(dir, sizeof dir, "/tmp/tw-gang-XXXXXX");
-  if (!mkdtemp(dir))
-    return -1;
-  snprintf(path, sizeof path, "%s/s.db", dir);
-  tw_clock_fake_init(&clk, 1764460800000);
-  struct tw_err err = {0};
-  struct tw_store_opts so = {.path = path, .clock = &clk};
-  if (tw_store_open(&so, &store, &err))
-    return -1;
   flaky = tw_provider_fake;
   flaky.launch = flaky_launch;
   launch_calls = 0;
   fail_at = 0;
-  if (tw_provider_new_ops(&flaky, "fake-a", NULL, &clk, &prov, &err))
+  if (sfx_open("gang", 1764460800000, &flaky))
     return -1;
-  fake = tw_fake_of(prov);
   add_offer("r1a", 100000);
   add_offer("r1b", 120000);
-  struct tw_sched_opts o = {.store = store, .clock = &clk, .providers = &prov,
-                            .n_providers = 1};
-  return tw_sched_new(&o, &sched, &err) ? -1 : 0;
+  return sfx_start_sched(NULL);
 }
 
 static int teardown(void **state) {
   (void)state;
-  tw_sched_free(sched);
-  tw_provider_free(prov);
-  tw_store_close(store);
-  char p[160];
-  const char *sfx[] = {"", "-wal", "-shm"};
-  for (int i = 0; i < 3; i++) {
-    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
-    unlink(p);
-  }
-  rmdir(dir);
+  sfx_close();
   return 0;
-}
-
-static void submit(const char *yaml, char id[TW_JOB_ID_LEN + 1]) {
-  struct tw_job_spec spec;
-  struct tw_err err = {0};
-  if (tw_spec_parse(yaml, strlen(yaml), false, &spec, &err))
-    fail_msg("spec: %s", err.msg);
-  struct tw_buf b;
-  tw_buf_init(&b);
-  tw_spec_to_json(&spec, &b);
-  struct tw_job_new req = {.name = spec.name, .tenant = spec.tenant,
-                           .project = spec.project, .priority = spec.priority,
-                           .spec_json = b.data};
-  struct tw_job_rec j;
-  assert_int_equal(tw_store_job_create(store, &req, &j, NULL, &err), TW_OK);
-  memcpy(id, j.id, TW_JOB_ID_LEN + 1);
-  tw_job_rec_release(&j);
-  tw_buf_release(&b);
-  tw_spec_release(&spec);
-}
-
-static struct tw_job_rec get(const char *id) {
-  struct tw_job_rec j;
-  assert_int_equal(tw_store_job_get(store, id, &j, NULL), TW_OK);
-  return j;
-}
-
-static enum tw_job_state state_of(const char *id) {
-  struct tw_job_rec j = get(id);
-  enum tw_job_state s = j.state;
-  tw_job_rec_release(&j);
-  return s;
 }
 
 /* The job's attempts; the caller frees. */
 static struct tw_attempt_rec *attempts(const char *id, size_t *n) {
   struct tw_attempt_rec *a = NULL;
-  assert_int_equal(tw_store_attempts_of(store, id, &a, n, NULL), TW_OK);
+  assert_int_equal(tw_store_attempts_of(sfx_store, id, &a, n, NULL), TW_OK);
   return a;
 }
 
 static enum tw_instance_state inst_state(const char *iid) {
   struct tw_instance in;
-  assert_int_equal(tw_fake_get(fake, iid, &in), TW_OK);
+  assert_int_equal(tw_fake_get(sfx_fake, iid, &in), TW_OK);
   return in.state;
 }
 
@@ -154,12 +85,13 @@ static void assert_gang(const struct tw_attempt_rec *a, size_t n, const char *zo
                         char ids[][128]) {
   struct tw_attempt_instance *g;
   size_t ng;
-  assert_int_equal(tw_store_attempt_instances(store, a->id, &g, &ng, NULL), TW_OK);
+  assert_int_equal(tw_store_attempt_instances(sfx_store, a->id, &g, &ng, NULL),
+                   TW_OK);
   assert_int_equal(ng, n);
   for (size_t k = 0; k < ng; k++) {
     assert_int_equal(g[k].k, (int)k + 1);
     struct tw_instance in;
-    assert_int_equal(tw_fake_get(fake, g[k].instance_id, &in), TW_OK);
+    assert_int_equal(tw_fake_get(sfx_fake, g[k].instance_id, &in), TW_OK);
     assert_string_equal(in.zone, zone);
     char want[96];
     snprintf(want, sizeof want, "%s-%d", a->client_token, (int)k + 1);
@@ -176,27 +108,27 @@ static void assert_gang(const struct tw_attempt_rec *a, size_t n, const char *zo
 static void a_gang_launches_three_instances_in_one_zone_and_runs(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit(GANG, id);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
-  assert_int_equal(tw_fake_instances_created(fake), 3);
+  sfx_submit(GANG, id);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
+  assert_int_equal(tw_fake_instances_created(sfx_fake), 3);
   size_t n;
   struct tw_attempt_rec *a = attempts(id, &n);
   assert_int_equal(n, 1);
   char ids[3][128];
   assert_gang(&a[0], 3, "r1a", ids);
-  struct tw_job_rec j = get(id);
+  struct tw_job_rec j = sfx_get(id);
   char want[512];
   snprintf(want, sizeof want, "\"instance_ids\":[\"%s\",\"%s\",\"%s\"]", ids[0], ids[1], ids[2]);
   assert_non_null(strstr(j.placement_json, want));
   tw_job_rec_release(&j);
   free(a);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   /* it runs its duration, then every node is given back */
-  tw_clock_advance(&clk, 10 * 60 * 1000);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_SUCCEEDED);
+  tw_clock_advance(&sfx_clk, 10 * 60 * 1000);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_SUCCEEDED);
   for (int k = 0; k < 3; k++)
     assert_int_equal(inst_state(ids[k]), TW_INST_TERMINATED);
 }
@@ -204,14 +136,14 @@ static void a_gang_launches_three_instances_in_one_zone_and_runs(void **state) {
 static void a_capacity_error_on_the_second_node_moves_the_whole_gang(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit(GANG, id);
+  sfx_submit(GANG, id);
   fail_at = 2;
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
   /* node 1 in r1a, given back; then three in r1b */
-  assert_int_equal(tw_fake_instances_created(fake), 4);
+  assert_int_equal(tw_fake_instances_created(sfx_fake), 4);
   struct tw_instance first;
-  assert_int_equal(tw_fake_get(fake, "fake-a-1", &first), TW_OK);
+  assert_int_equal(tw_fake_get(sfx_fake, "fake-a-1", &first), TW_OK);
   assert_string_equal(first.zone, "r1a");
   assert_int_equal(first.state, TW_INST_TERMINATED);
   size_t n;
@@ -224,26 +156,27 @@ static void a_capacity_error_on_the_second_node_moves_the_whole_gang(void **stat
   for (int k = 0; k < 3; k++)
     assert_string_not_equal(ids[k], "fake-a-1");
   free(a);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
 }
 
 static void an_interrupted_node_places_the_whole_gang_again(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit(GANG, id);
-  tw_sched_tick(sched);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
+  sfx_submit(GANG, id);
+  tw_sched_tick(sfx_sched);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   size_t n;
   struct tw_attempt_rec *a = attempts(id, &n);
   char ids[3][128];
   assert_gang(&a[0], 3, "r1a", ids);
   free(a);
   /* node 2 is taken away without notice */
-  assert_int_equal(tw_fake_set_state(fake, ids[1], TW_INST_TERMINATED), TW_OK);
-  tw_clock_advance(&clk, 121 * 1000);
-  tw_sched_tick(sched);
+  assert_int_equal(tw_fake_set_state(sfx_fake, ids[1], TW_INST_TERMINATED),
+                   TW_OK);
+  tw_clock_advance(&sfx_clk, 121 * 1000);
+  tw_sched_tick(sfx_sched);
   /* the others are given back and a whole new gang is launched elsewhere */
   assert_int_equal(inst_state(ids[0]), TW_INST_TERMINATED);
   assert_int_equal(inst_state(ids[2]), TW_INST_TERMINATED);
@@ -253,41 +186,41 @@ static void an_interrupted_node_places_the_whole_gang_again(void **state) {
   char again[3][128];
   assert_gang(&a[1], 3, "r1b", again);
   free(a);
-  assert_int_equal(tw_fake_instances_created(fake), 6);
-  assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
+  assert_int_equal(tw_fake_instances_created(sfx_fake), 6);
+  assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
 }
 
 static void a_notice_for_one_node_ends_the_whole_gang_at_its_deadline(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit(GANG, id);
-  tw_sched_tick(sched);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
+  sfx_submit(GANG, id);
+  tw_sched_tick(sfx_sched);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   size_t n;
   struct tw_attempt_rec *a = attempts(id, &n);
   char ids[3][128];
   assert_gang(&a[0], 3, "r1a", ids);
   free(a);
-  assert_int_equal(tw_fake_interrupt(fake, ids[2], 120000), TW_OK);
-  tw_sched_tick(sched);
+  assert_int_equal(tw_fake_interrupt(sfx_fake, ids[2], 120000), TW_OK);
+  tw_sched_tick(sfx_sched);
   /* noticed on the node it names; the gang still runs meanwhile */
   char want[200];
   snprintf(want, sizeof want, "interruption notice for %s", ids[2]);
   struct tw_job_event *ev;
   size_t n_ev, hits = 0;
-  assert_int_equal(tw_store_job_events(store, id, &ev, &n_ev, NULL), TW_OK);
+  assert_int_equal(tw_store_job_events(sfx_store, id, &ev, &n_ev, NULL), TW_OK);
   for (size_t i = 0; i < n_ev; i++) {
     hits += ev[i].reason && strstr(ev[i].reason, want) != NULL;
     free(ev[i].reason);
   }
   free(ev);
   assert_int_equal(hits, 1);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
-  tw_clock_advance(&clk, 120 * 1000);
-  tw_sched_tick(sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  tw_clock_advance(&sfx_clk, 120 * 1000);
+  tw_sched_tick(sfx_sched);
   for (int k = 0; k < 3; k++)
     assert_int_equal(inst_state(ids[k]), TW_INST_TERMINATED);
   a = attempts(id, &n);
@@ -301,25 +234,25 @@ static void a_notice_for_one_node_ends_the_whole_gang_at_its_deadline(void **sta
 static void cancel_terminates_every_node(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit(GANG, id);
-  tw_sched_tick(sched);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
+  sfx_submit(GANG, id);
+  tw_sched_tick(sfx_sched);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   size_t n;
   struct tw_attempt_rec *a = attempts(id, &n);
   char ids[3][128];
   assert_gang(&a[0], 3, "r1a", ids);
   free(a);
   struct tw_job_transition t = {.id = id, .to = TW_JOB_CANCELLED, .reason = "user"};
-  assert_int_equal(tw_store_job_transition(store, &t, NULL, NULL), TW_OK);
-  tw_sched_tick(sched);
+  assert_int_equal(tw_store_job_transition(sfx_store, &t, NULL, NULL), TW_OK);
+  tw_sched_tick(sfx_sched);
   for (int k = 0; k < 3; k++)
     assert_int_equal(inst_state(ids[k]), TW_INST_TERMINATED);
   struct tw_attempt_rec *live;
-  assert_int_equal(tw_store_attempts_live(store, &live, &n, NULL), TW_OK);
+  assert_int_equal(tw_store_attempts_live(sfx_store, &live, &n, NULL), TW_OK);
   assert_int_equal(n, 0);
   free(live);
-  assert_int_equal(state_of(id), TW_JOB_CANCELLED);
+  assert_int_equal(sfx_state_of(id), TW_JOB_CANCELLED);
 }
 
 /* An attempt stored, then two of its nodes launched and their answers lost
@@ -329,7 +262,7 @@ static struct tw_attempt_rec lost_gang(const char *id, int launched) {
                               .offer_id = "fake-a:r1:r1a:cpu.small:on-demand",
                               .market = "on-demand", .price_uusd_per_hour = 100000};
   struct tw_attempt_rec a;
-  assert_int_equal(tw_store_attempt_open(store, &an, &a, NULL), TW_OK);
+  assert_int_equal(tw_store_attempt_open(sfx_store, &an, &a, NULL), TW_OK);
   struct tw_offer o;
   tw_offer_init(&o);
   snprintf(o.provider, sizeof o.provider, "fake");
@@ -346,7 +279,7 @@ static struct tw_attempt_rec lost_gang(const char *id, int launched) {
     struct tw_launch req = {.offer = &o, .client_token = token, .job_id = id,
                             .attempt_id = a.client_token, .tenant = "default"};
     struct tw_instance inst;
-    assert_int_equal(tw_provider_launch(prov, &req, &inst, NULL), TW_OK);
+    assert_int_equal(tw_provider_launch(sfx_prov, &req, &inst, NULL), TW_OK);
   }
   return a;
 }
@@ -354,15 +287,15 @@ static struct tw_attempt_rec lost_gang(const char *id, int launched) {
 static void a_resumed_gang_launch_creates_no_extra_instance(void **state) {
   (void)state;
   char other[TW_JOB_ID_LEN + 1], id[TW_JOB_ID_LEN + 1];
-  submit("name: warm\nresources: {cpus: 4}\n", other);
-  tw_sched_tick(sched); /* loads the offers */
-  submit(GANG, id);
+  sfx_submit("name: warm\nresources: {cpus: 4}\n", other);
+  tw_sched_tick(sfx_sched); /* loads the offers */
+  sfx_submit(GANG, id);
   struct tw_attempt_rec a = lost_gang(id, 2);
-  size_t before = tw_fake_instances_created(fake);
-  tw_sched_tick(sched);
+  size_t before = tw_fake_instances_created(sfx_fake);
+  tw_sched_tick(sfx_sched);
   /* nodes 1 and 2 are found by their tokens; only node 3 is new */
-  assert_int_equal(tw_fake_instances_created(fake), before + 1);
-  assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
+  assert_int_equal(tw_fake_instances_created(sfx_fake), before + 1);
+  assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
   size_t n;
   struct tw_attempt_rec *as = attempts(id, &n);
   assert_int_equal(n, 1);
@@ -371,19 +304,21 @@ static void a_resumed_gang_launch_creates_no_extra_instance(void **state) {
   assert_gang(&as[0], 3, "r1a", ids);
   free(as);
   /* once more: nothing new */
-  tw_sched_tick(sched);
-  assert_int_equal(tw_fake_instances_created(fake), before + 1);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(tw_fake_instances_created(sfx_fake), before + 1);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
 }
 
 static void the_reconciler_adopts_a_gang_and_ends_an_extra_node(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit(GANG, id);
+  sfx_submit(GANG, id);
   /* all three nodes and a fourth were launched; no answer was stored */
   struct tw_attempt_rec a = lost_gang(id, 4);
   struct tw_reconcile *rec;
-  struct tw_reconcile_opts ro = {.store = store, .clock = &clk, .providers = &prov,
+  struct tw_reconcile_opts ro = {.store = sfx_store,
+                                 .clock = &sfx_clk,
+                                 .providers = &sfx_prov,
                                  .n_providers = 1};
   assert_int_equal(tw_reconcile_new(&ro, &rec, NULL), TW_OK);
   struct tw_reconcile_stats st;
@@ -399,7 +334,7 @@ static void the_reconciler_adopts_a_gang_and_ends_an_extra_node(void **state) {
   char ids[3][128];
   assert_gang(&as[0], 3, "r1a", ids);
   free(as);
-  assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
+  assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
   /* the next pass finds everything as it should be */
   assert_int_equal(tw_reconcile_pass(rec, &st, NULL), TW_OK);
   assert_int_equal(st.adopted, 0);
@@ -408,10 +343,10 @@ static void the_reconciler_adopts_a_gang_and_ends_an_extra_node(void **state) {
     assert_int_not_equal(inst_state(ids[k]), TW_INST_TERMINATED);
   /* an ended gang's nodes are orphans */
   struct tw_job_transition t = {.id = id, .to = TW_JOB_CANCELLED, .reason = "user"};
-  assert_int_equal(tw_store_job_transition(store, &t, NULL, NULL), TW_OK);
+  assert_int_equal(tw_store_job_transition(sfx_store, &t, NULL, NULL), TW_OK);
   struct tw_attempt_close c = {.attempt_id = a.id, .end_reason = "cancelled",
                                .job_to = TW_JOB_NSTATES};
-  assert_int_equal(tw_store_attempt_close(store, &c, NULL), TW_OK);
+  assert_int_equal(tw_store_attempt_close(sfx_store, &c, NULL), TW_OK);
   assert_int_equal(tw_reconcile_pass(rec, &st, NULL), TW_OK);
   assert_int_equal(st.terminated, 3);
   tw_reconcile_free(rec);

@@ -11,122 +11,55 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "broker/datasets.h"
 #include "billing/ledger.h"
 #include "billing/meter.h"
+#include "broker/datasets.h"
 #include "broker/sched.h"
-#include "policies/netmatrix.h"
 #include "broker/spec.h"
 #include "broker/store.h"
+#include "policies/netmatrix.h"
 #include "tests/fakes/fake_provider.h"
-
-static char dir[64], path[128];
-static struct tw_clock clk;
-static struct tw_store *store;
-static struct tw_provider *prov;
-static struct tw_fake *fake;
-static struct tw_sched *sched;
+#include "tests/unit/sched_fixture.h"
 
 static void add_offer(const char *zone, const char *type, enum tw_market m,
                       int64_t price, int vcpus, const char *accel, int accels) {
   struct tw_offer o;
-  tw_offer_init(&o);
-  snprintf(o.provider, sizeof o.provider, "fake");
-  snprintf(o.account, sizeof o.account, "fake-a");
-  snprintf(o.region, sizeof o.region, "r1");
-  snprintf(o.zone, sizeof o.zone, "%s", zone);
-  snprintf(o.instance_type, sizeof o.instance_type, "%s", type);
-  o.arch = TW_ARCH_X86_64;
+  sfx_offer(&o, "r1", zone, type, m, price);
   o.vcpus = vcpus;
   o.memory_mib = vcpus * 4096;
   if (accel) {
     snprintf(o.accel_name, sizeof o.accel_name, "%s", accel);
     o.accel_count = accels;
   }
-  o.market = m;
-  o.price_uusd_per_hour = price;
-  o.billing_granularity_s = 1;
   o.min_charge_s = 60;
-  tw_offer_make_id(&o);
-  tw_fake_add_offer(fake, &o);
+  sfx_add_offer(&o);
 }
 
 static int setup(void **state) {
   (void)state;
-  snprintf(dir, sizeof dir, "/tmp/tw-sched-XXXXXX");
-  if (!mkdtemp(dir))
+  if (sfx_open("sched", 1764460800000, NULL))
     return -1;
-  snprintf(path, sizeof path, "%s/s.db", dir);
-  tw_clock_fake_init(&clk, 1764460800000);
-  struct tw_err err = {0};
-  struct tw_store_opts so = {.path = path, .clock = &clk};
-  if (tw_store_open(&so, &store, &err))
-    return -1;
-  if (tw_provider_new_ops(&tw_provider_fake, "fake-a", NULL, &clk, &prov, &err))
-    return -1;
-  fake = tw_fake_of(prov);
   add_offer("r1a", "gpu.spot", TW_MARKET_SPOT, 2000000, 32, "A100-80GB", 8);
   add_offer("r1b", "gpu.spot", TW_MARKET_SPOT, 2500000, 32, "A100-80GB", 8);
   add_offer("r1a", "gpu.od", TW_MARKET_ON_DEMAND, 9000000, 32, "A100-80GB", 8);
   add_offer("r1a", "cpu.small", TW_MARKET_ON_DEMAND, 100000, 4, NULL, 0);
-  struct tw_sched_opts o = {.store = store, .clock = &clk, .providers = &prov,
-                            .n_providers = 1};
-  return tw_sched_new(&o, &sched, &err) ? -1 : 0;
+  return sfx_start_sched(NULL);
 }
 
 static int teardown(void **state) {
   (void)state;
-  tw_sched_free(sched);
-  tw_provider_free(prov);
-  tw_store_close(store);
-  char p[160];
-  const char *sfx[] = {"", "-wal", "-shm"};
-  for (int i = 0; i < 3; i++) {
-    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
-    unlink(p);
-  }
-  rmdir(dir);
+  sfx_close();
   return 0;
-}
-
-static void submit(const char *yaml, char id[TW_JOB_ID_LEN + 1]) {
-  struct tw_job_spec spec;
-  struct tw_err err = {0};
-  if (tw_spec_parse(yaml, strlen(yaml), false, &spec, &err))
-    fail_msg("spec: %s", err.msg);
-  struct tw_buf b;
-  tw_buf_init(&b);
-  tw_spec_to_json(&spec, &b);
-  struct tw_job_new req = {.name = spec.name, .tenant = spec.tenant,
-                           .project = spec.project, .priority = spec.priority,
-                           .spec_json = b.data};
-  struct tw_job_rec j;
-  assert_int_equal(tw_store_job_create(store, &req, &j, NULL, &err), TW_OK);
-  memcpy(id, j.id, TW_JOB_ID_LEN + 1);
-  tw_job_rec_release(&j);
-  tw_buf_release(&b);
-  tw_spec_release(&spec);
-}
-
-static struct tw_job_rec get(const char *id) {
-  struct tw_job_rec j;
-  assert_int_equal(tw_store_job_get(store, id, &j, NULL), TW_OK);
-  return j;
-}
-
-static enum tw_job_state state_of(const char *id) {
-  struct tw_job_rec j = get(id);
-  enum tw_job_state s = j.state;
-  tw_job_rec_release(&j);
-  return s;
 }
 
 static void cheapest_feasible_offer_runs_to_completion(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: train\nresources: {accelerators: A100:8, use_spot: true}\nduration: 10m\n", id);
-  assert_true(tw_sched_tick(sched) > 0);
-  struct tw_job_rec j = get(id);
+  sfx_submit("name: train\nresources: {accelerators: A100:8, use_spot: "
+             "true}\nduration: 10m\n",
+             id);
+  assert_true(tw_sched_tick(sfx_sched) > 0);
+  struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PROVISIONING);
   assert_non_null(strstr(j.placement_json, "\"zone\":\"r1a\""));
   assert_non_null(strstr(j.placement_json, "\"instance_type\":\"gpu.spot\""));
@@ -135,38 +68,39 @@ static void cheapest_feasible_offer_runs_to_completion(void **state) {
   assert_non_null(strstr(j.placement_json, "\"compute_uusd\":333334,\"spot_risk_uusd\":556"));
   assert_non_null(strstr(j.placement_json, "\"expected_cost_uusd\":333890"));
   tw_job_rec_release(&j);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
-  tw_clock_advance(&clk, 9 * 60 * 1000);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
-  tw_clock_advance(&clk, 60 * 1000);
-  tw_sched_tick(sched);
-  j = get(id);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  tw_clock_advance(&sfx_clk, 9 * 60 * 1000);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  tw_clock_advance(&sfx_clk, 60 * 1000);
+  tw_sched_tick(sfx_sched);
+  j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_SUCCEEDED);
   assert_true(j.has_exit_code);
   assert_int_equal(j.exit_code, 0);
   tw_job_rec_release(&j);
   struct tw_instance inst;
-  assert_int_equal(tw_fake_get(fake, "fake-a-1", &inst), TW_OK);
+  assert_int_equal(tw_fake_get(sfx_fake, "fake-a-1", &inst), TW_OK);
   assert_int_equal(inst.state, TW_INST_TERMINATED);
-  assert_int_equal(tw_fake_instances_created(fake), 1);
+  assert_int_equal(tw_fake_instances_created(sfx_fake), 1);
 }
 
 static void capacity_error_moves_to_the_next_offer_at_once(void **state) {
   (void)state;
-  tw_fake_fail_offer(fake, "fake-a:r1:r1a:gpu.spot:spot", TW_E_CAPACITY,
+  tw_fake_fail_offer(sfx_fake, "fake-a:r1:r1a:gpu.spot:spot", TW_E_CAPACITY,
                      "InsufficientInstanceCapacity");
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: train\nresources: {accelerators: A100:8, market: spot}\n", id);
-  tw_sched_tick(sched);
-  struct tw_job_rec j = get(id);
+  sfx_submit("name: train\nresources: {accelerators: A100:8, market: spot}\n",
+             id);
+  tw_sched_tick(sfx_sched);
+  struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PROVISIONING);
   assert_non_null(strstr(j.placement_json, "\"zone\":\"r1b\""));
   tw_job_rec_release(&j);
   struct tw_attempt_rec *a;
   size_t n;
-  assert_int_equal(tw_store_attempts_of(store, id, &a, &n, NULL), TW_OK);
+  assert_int_equal(tw_store_attempts_of(sfx_store, id, &a, &n, NULL), TW_OK);
   assert_int_equal(n, 2);
   assert_string_equal(a[0].end_reason, "capacity");
   assert_string_equal(a[1].offer_id, "fake-a:r1:r1b:gpu.spot:spot");
@@ -176,16 +110,18 @@ static void capacity_error_moves_to_the_next_offer_at_once(void **state) {
 static void nothing_fits_stays_pending_with_counts(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: big\nresources: {accelerators: H100:8}\n", id);
-  tw_sched_tick(sched);
-  struct tw_job_rec j = get(id);
+  sfx_submit("name: big\nresources: {accelerators: H100:8}\n", id);
+  tw_sched_tick(sfx_sched);
+  struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PENDING);
   assert_string_equal(j.reason, "no offer fits: 4 offers, 0 fit: 4 without 8 H100");
   tw_job_rec_release(&j);
   char id2[TW_JOB_ID_LEN + 1];
-  submit("name: cheap\nresources: {accelerators: A100:8}\nmax_price_per_hour: 1\n", id2);
-  tw_sched_tick(sched);
-  j = get(id2);
+  sfx_submit(
+      "name: cheap\nresources: {accelerators: A100:8}\nmax_price_per_hour: 1\n",
+      id2);
+  tw_sched_tick(sfx_sched);
+  j = sfx_get(id2);
   assert_non_null(strstr(j.reason, "4 offers, 0 fit: 3 over max price $1.00/h, 1 without 8 A100"));
   tw_job_rec_release(&j);
 }
@@ -193,28 +129,30 @@ static void nothing_fits_stays_pending_with_counts(void **state) {
 static void interruption_sends_the_job_elsewhere(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: spot\nresources: {accelerators: A100:8, use_spot: true}\nduration: 1h\n", id);
-  tw_sched_tick(sched);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
-  assert_int_equal(tw_fake_interrupt(fake, "fake-a-1", 120000), TW_OK);
-  tw_sched_tick(sched);
-  struct tw_job_rec j = get(id);
+  sfx_submit("name: spot\nresources: {accelerators: A100:8, use_spot: "
+             "true}\nduration: 1h\n",
+             id);
+  tw_sched_tick(sfx_sched);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  assert_int_equal(tw_fake_interrupt(sfx_fake, "fake-a-1", 120000), TW_OK);
+  tw_sched_tick(sfx_sched);
+  struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_RUNNING);
   assert_non_null(strstr(j.reason, "interruption notice for fake-a-1"));
   tw_job_rec_release(&j);
-  tw_clock_advance(&clk, 120000);
-  tw_sched_tick(sched);
+  tw_clock_advance(&sfx_clk, 120000);
+  tw_sched_tick(sfx_sched);
   /* interrupted, recovering, then placed again in the same pass, on the
    * other zone: the interrupted offer is avoided */
-  j = get(id);
+  j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PROVISIONING);
   assert_non_null(strstr(j.placement_json, "\"zone\":\"r1b\""));
   assert_non_null(strstr(j.placement_json, "\"attempt\":2"));
   tw_job_rec_release(&j);
   struct tw_job_event *ev;
   size_t n;
-  assert_int_equal(tw_store_job_events(store, id, &ev, &n, NULL), TW_OK);
+  assert_int_equal(tw_store_job_events(sfx_store, id, &ev, &n, NULL), TW_OK);
   const char *want[] = {"pending",     "placing",    "provisioning", "running",
                         "running",     "interrupted", "recovering",  "provisioning"};
   assert_int_equal(n, 8);
@@ -228,38 +166,38 @@ static void interruption_sends_the_job_elsewhere(void **state) {
 static void cancel_terminates_the_instance(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: c\nresources: {cpus: 4}\n", id);
-  tw_sched_tick(sched);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_RUNNING);
+  sfx_submit("name: c\nresources: {cpus: 4}\n", id);
+  tw_sched_tick(sfx_sched);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   struct tw_job_transition t = {.id = id, .to = TW_JOB_CANCELLED, .reason = "user"};
-  assert_int_equal(tw_store_job_transition(store, &t, NULL, NULL), TW_OK);
-  tw_sched_tick(sched);
+  assert_int_equal(tw_store_job_transition(sfx_store, &t, NULL, NULL), TW_OK);
+  tw_sched_tick(sfx_sched);
   struct tw_instance inst;
-  assert_int_equal(tw_fake_get(fake, "fake-a-1", &inst), TW_OK);
+  assert_int_equal(tw_fake_get(sfx_fake, "fake-a-1", &inst), TW_OK);
   assert_int_equal(inst.state, TW_INST_TERMINATED);
   struct tw_attempt_rec *live;
   size_t n;
-  assert_int_equal(tw_store_attempts_live(store, &live, &n, NULL), TW_OK);
+  assert_int_equal(tw_store_attempts_live(sfx_store, &live, &n, NULL), TW_OK);
   assert_int_equal(n, 0);
   free(live);
-  assert_int_equal(state_of(id), TW_JOB_CANCELLED);
+  assert_int_equal(sfx_state_of(id), TW_JOB_CANCELLED);
 }
 
 static void lost_launch_answer_is_resumed_with_the_same_token(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: crash\nresources: {cpus: 4}\n", id);
-  tw_sched_tick(sched); /* loads offers, places */
+  sfx_submit("name: crash\nresources: {cpus: 4}\n", id);
+  tw_sched_tick(sfx_sched); /* loads offers, places */
   /* simulate a daemon killed after the launch call and before the store
    * write: a second job whose attempt is stored and whose instance exists */
   char id2[TW_JOB_ID_LEN + 1];
-  submit("name: crash2\nresources: {cpus: 4}\n", id2);
+  sfx_submit("name: crash2\nresources: {cpus: 4}\n", id2);
   struct tw_attempt_new an = {.job_id = id2, .provider = "fake-a",
                               .offer_id = "fake-a:r1:r1a:cpu.small:on-demand",
                               .market = "on-demand", .price_uusd_per_hour = 100000};
   struct tw_attempt_rec a;
-  assert_int_equal(tw_store_attempt_open(store, &an, &a, NULL), TW_OK);
+  assert_int_equal(tw_store_attempt_open(sfx_store, &an, &a, NULL), TW_OK);
   struct tw_offer o;
   tw_offer_init(&o);
   snprintf(o.provider, sizeof o.provider, "fake");
@@ -273,11 +211,11 @@ static void lost_launch_answer_is_resumed_with_the_same_token(void **state) {
   struct tw_launch req = {.offer = &o, .client_token = a.client_token, .job_id = id2,
                           .attempt_id = a.client_token, .tenant = "default"};
   struct tw_instance inst;
-  assert_int_equal(tw_provider_launch(prov, &req, &inst, NULL), TW_OK);
-  size_t before = tw_fake_instances_created(fake);
-  tw_sched_tick(sched);
-  assert_int_equal(tw_fake_instances_created(fake), before);
-  struct tw_job_rec j = get(id2);
+  assert_int_equal(tw_provider_launch(sfx_prov, &req, &inst, NULL), TW_OK);
+  size_t before = tw_fake_instances_created(sfx_fake);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(tw_fake_instances_created(sfx_fake), before);
+  struct tw_job_rec j = sfx_get(id2);
   assert_int_equal(j.state, TW_JOB_PROVISIONING);
   char want[192];
   snprintf(want, sizeof want, "\"instance_id\":\"%s\"", inst.id);
@@ -288,43 +226,44 @@ static void lost_launch_answer_is_resumed_with_the_same_token(void **state) {
 static void throttled_launch_waits_for_the_next_pass(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: t\nresources: {cpus: 4}\n", id);
-  tw_fake_fail(fake, TW_POP_LAUNCH, TW_E_RETRYABLE, "RequestLimitExceeded", 2);
-  tw_sched_tick(sched);
-  struct tw_job_rec j = get(id);
+  sfx_submit("name: t\nresources: {cpus: 4}\n", id);
+  tw_fake_fail(sfx_fake, TW_POP_LAUNCH, TW_E_RETRYABLE, "RequestLimitExceeded",
+               2);
+  tw_sched_tick(sfx_sched);
+  struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PENDING);
   assert_string_equal(j.reason, "launch failed; trying again in 1 s");
   tw_job_rec_release(&j);
   /* backing off: the next pass leaves it alone */
-  size_t calls = tw_fake_calls(fake, TW_POP_LAUNCH);
-  tw_sched_tick(sched);
-  assert_int_equal(tw_fake_calls(fake, TW_POP_LAUNCH), calls);
-  tw_clock_advance(&clk, 1000);
-  tw_sched_tick(sched); /* fails again: the wait doubles */
-  j = get(id);
+  size_t calls = tw_fake_calls(sfx_fake, TW_POP_LAUNCH);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(tw_fake_calls(sfx_fake, TW_POP_LAUNCH), calls);
+  tw_clock_advance(&sfx_clk, 1000);
+  tw_sched_tick(sfx_sched); /* fails again: the wait doubles */
+  j = sfx_get(id);
   assert_string_equal(j.reason, "launch failed; trying again in 2 s");
   tw_job_rec_release(&j);
-  tw_clock_advance(&clk, 2000);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
+  tw_clock_advance(&sfx_clk, 2000);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
 }
 
 static void batch_workload_exit_code_decides_the_outcome(void **state) {
   (void)state;
   char ok[TW_JOB_ID_LEN + 1], bad[TW_JOB_ID_LEN + 1];
-  submit("name: ok\nresources: {cpus: 4}\n", ok);
-  submit("name: bad\nresources: {cpus: 4}\n", bad);
-  tw_sched_tick(sched);
+  sfx_submit("name: ok\nresources: {cpus: 4}\n", ok);
+  sfx_submit("name: bad\nresources: {cpus: 4}\n", bad);
+  tw_sched_tick(sfx_sched);
   /* both provisioning on fake-a-1 and fake-a-2; the script of the second
    * exits 3 before we ever see it running */
-  assert_int_equal(tw_fake_finish(fake, "fake-a-1", 0), TW_OK);
-  assert_int_equal(tw_fake_finish(fake, "fake-a-2", 3), TW_OK);
-  tw_sched_tick(sched);
-  struct tw_job_rec j = get(ok);
+  assert_int_equal(tw_fake_finish(sfx_fake, "fake-a-1", 0), TW_OK);
+  assert_int_equal(tw_fake_finish(sfx_fake, "fake-a-2", 3), TW_OK);
+  tw_sched_tick(sfx_sched);
+  struct tw_job_rec j = sfx_get(ok);
   assert_int_equal(j.state, TW_JOB_SUCCEEDED);
   assert_int_equal(j.exit_code, 0);
   tw_job_rec_release(&j);
-  j = get(bad);
+  j = sfx_get(bad);
   assert_int_equal(j.state, TW_JOB_FAILED);
   assert_int_equal(j.exit_code, 3);
   assert_string_equal(j.reason, "exited with code 3");
@@ -333,13 +272,13 @@ static void batch_workload_exit_code_decides_the_outcome(void **state) {
 
 static void offer_refusing_the_request_is_avoided(void **state) {
   (void)state;
-  tw_fake_fail_offer(fake, "fake-a:r1:r1a:cpu.small:on-demand", TW_E_INVALID,
-                     "InvalidAMIID.NotFound");
+  tw_fake_fail_offer(sfx_fake, "fake-a:r1:r1a:cpu.small:on-demand",
+                     TW_E_INVALID, "InvalidAMIID.NotFound");
   add_offer("r1b", "cpu.small", TW_MARKET_ON_DEMAND, 120000, 4, NULL, 0);
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: r\nresources: {cpus: 4}\n", id);
-  tw_sched_tick(sched);
-  struct tw_job_rec j = get(id);
+  sfx_submit("name: r\nresources: {cpus: 4}\n", id);
+  tw_sched_tick(sfx_sched);
+  struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PROVISIONING);
   assert_non_null(strstr(j.placement_json, "\"zone\":\"r1b\""));
   tw_job_rec_release(&j);
@@ -372,7 +311,7 @@ static bool has_event(const char *id, const char *text) {
   struct tw_job_event *ev;
   size_t n;
   bool found = false;
-  assert_int_equal(tw_store_job_events(store, id, &ev, &n, NULL), TW_OK);
+  assert_int_equal(tw_store_job_events(sfx_store, id, &ev, &n, NULL), TW_OK);
   for (size_t i = 0; i < n; i++) {
     found |= ev[i].reason && strstr(ev[i].reason, text) != NULL;
     free(ev[i].reason);
@@ -383,31 +322,36 @@ static bool has_event(const char *id, const char *text) {
 
 static void the_tenant_holding_less_goes_first(void **state) {
   (void)state;
-  tw_sched_free(sched);
-  struct tw_sched_opts o = {.store = store, .clock = &clk, .providers = &prov,
-                            .n_providers = 1, .max_place_per_tick = 1};
-  assert_int_equal(tw_sched_new(&o, &sched, NULL), TW_OK);
+  tw_sched_free(sfx_sched);
+  struct tw_sched_opts o = {.store = sfx_store,
+                            .clock = &sfx_clk,
+                            .providers = &sfx_prov,
+                            .n_providers = 1,
+                            .max_place_per_tick = 1};
+  assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
   char a1[TW_JOB_ID_LEN + 1], a2[TW_JOB_ID_LEN + 1], b1[TW_JOB_ID_LEN + 1];
-  submit("name: a1\ntenant: a\nresources: {cpus: 4}\nduration: 1h\n", a1);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(a1), TW_JOB_PROVISIONING);
+  sfx_submit("name: a1\ntenant: a\nresources: {cpus: 4}\nduration: 1h\n", a1);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(a1), TW_JOB_PROVISIONING);
   /* a2 waited longer than b1, but tenant a holds a1's vCPUs */
-  submit("name: a2\ntenant: a\nresources: {cpus: 4}\n", a2);
-  tw_clock_advance(&clk, 1);
-  submit("name: b1\ntenant: b\nresources: {cpus: 4}\n", b1);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(b1), TW_JOB_PROVISIONING);
-  assert_int_equal(state_of(a2), TW_JOB_PENDING);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(a2), TW_JOB_PROVISIONING);
+  sfx_submit("name: a2\ntenant: a\nresources: {cpus: 4}\n", a2);
+  tw_clock_advance(&sfx_clk, 1);
+  sfx_submit("name: b1\ntenant: b\nresources: {cpus: 4}\n", b1);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(b1), TW_JOB_PROVISIONING);
+  assert_int_equal(sfx_state_of(a2), TW_JOB_PENDING);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(a2), TW_JOB_PROVISIONING);
 }
 
 static void the_stored_placement_carries_its_plan(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: p\nresources: {accelerators: A100:8}\nmax_price_per_hour: \"2.2\"\n", id);
-  tw_sched_tick(sched);
-  struct tw_job_rec j = get(id);
+  sfx_submit("name: p\nresources: {accelerators: A100:8}\nmax_price_per_hour: "
+             "\"2.2\"\n",
+             id);
+  tw_sched_tick(sfx_sched);
+  struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PROVISIONING);
   assert_non_null(strstr(j.placement_json, "\"plan\":{\"offers\":4,\"counted\":true,\"feasible\":1"));
   assert_non_null(strstr(j.placement_json, "\"explain\":\"4 offers, 1 fit: 2 over max price $2.20/h, "
@@ -422,16 +366,18 @@ static void readers_of_one_dataset_share_one_copy(void **state) {
   (void)state;
   /* 1 TB in azure:westeurope; the cheapest machines are in aws:us-east-1:
    * three readers would pay $87 of egress each, one copy pays it once */
-  offer_at(fake, "aws", "fake-a", "us-east-1", "us-east-1a", "m5.xlarge", TW_MARKET_ON_DEMAND,
-           50000, 4, -1);
+  offer_at(sfx_fake, "aws", "fake-a", "us-east-1", "us-east-1a", "m5.xlarge",
+           TW_MARKET_ON_DEMAND, 50000, 4, -1);
   char id[3][TW_JOB_ID_LEN + 1];
   for (int i = 0; i < 3; i++)
-    submit("name: r\nresources: {cpus: 4}\nduration: 5h\n"
-           "datasets: [{uri: s3://corpus/v3, size: 1TB, location: azure:westeurope}]\n",
-           id[i]);
-  tw_sched_tick(sched);
+    sfx_submit("name: r\nresources: {cpus: 4}\nduration: 5h\n"
+               "datasets: [{uri: s3://corpus/v3, size: 1TB, location: "
+               "azure:westeurope}]\n",
+               id[i]);
+  tw_sched_tick(sfx_sched);
   struct tw_dataset_rec ds;
-  assert_int_equal(tw_datasets_get(store, "s3://corpus/v3", &ds, NULL), TW_OK);
+  assert_int_equal(tw_datasets_get(sfx_store, "s3://corpus/v3", &ds, NULL),
+                   TW_OK);
   assert_int_equal(ds.n_locations, 2);
   int rep = !strcmp(ds.locations[1].location, "aws:us-east-1");
   assert_string_equal(ds.locations[1 - rep].location, "azure:westeurope");
@@ -441,7 +387,7 @@ static void readers_of_one_dataset_share_one_copy(void **state) {
   assert_int_equal(ds.locations[rep].cost_uusd, 87000000);
   tw_dataset_rec_release(&ds);
   for (int i = 0; i < 3; i++) {
-    struct tw_job_rec j = get(id[i]);
+    struct tw_job_rec j = sfx_get(id[i]);
     assert_int_equal(j.state, TW_JOB_PROVISIONING);
     assert_non_null(strstr(j.placement_json, "\"region\":\"us-east-1\""));
     assert_non_null(strstr(j.placement_json, "\"egress_uusd\":0,"));
@@ -457,43 +403,54 @@ static void backfill_keeps_the_head_jobs_reservation(void **state) {
   batch = tw_provider_fake;
   batch.supports |= TW_PROV_BATCH;
   struct tw_provider *bp;
-  assert_int_equal(tw_provider_new_ops(&batch, "fake-b", NULL, &clk, &bp, NULL), TW_OK);
+  assert_int_equal(
+      tw_provider_new_ops(&batch, "fake-b", NULL, &sfx_clk, &bp, NULL), TW_OK);
   offer_at(tw_fake_of(bp), "slurm", "fake-b", "hpc", "p1", "node", TW_MARKET_PRIVATE, 500000, 4, 5);
-  tw_sched_free(sched);
-  struct tw_provider *both[] = {prov, bp};
-  struct tw_sched_opts o = {.store = store, .clock = &clk, .providers = both, .n_providers = 2};
-  assert_int_equal(tw_sched_new(&o, &sched, NULL), TW_OK);
+  tw_sched_free(sfx_sched);
+  struct tw_provider *both[] = {sfx_prov, bp};
+  struct tw_sched_opts o = {.store = sfx_store,
+                            .clock = &sfx_clk,
+                            .providers = both,
+                            .n_providers = 2};
+  assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
   char l[TW_JOB_ID_LEN + 1], h[TW_JOB_ID_LEN + 1], s1[TW_JOB_ID_LEN + 1], s2[TW_JOB_ID_LEN + 1];
-  submit("name: l\nnodes: 3\nduration: 10h\nplacement: {providers: [slurm]}\n", l);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(l), TW_JOB_PROVISIONING);
-  submit("name: h\npriority: 10\nnodes: 4\nduration: 2h\nplacement: {providers: [slurm]}\n", h);
-  submit("name: s1\npriority: 5\nduration: 1h\nplacement: {providers: [slurm]}\n", s1);
-  submit("name: s2\npriority: 1\nduration: 20h\nplacement: {providers: [slurm]}\n", s2);
-  tw_sched_tick(sched);
+  sfx_submit(
+      "name: l\nnodes: 3\nduration: 10h\nplacement: {providers: [slurm]}\n", l);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(l), TW_JOB_PROVISIONING);
+  sfx_submit("name: h\npriority: 10\nnodes: 4\nduration: 2h\nplacement: "
+             "{providers: [slurm]}\n",
+             h);
+  sfx_submit(
+      "name: s1\npriority: 5\nduration: 1h\nplacement: {providers: [slurm]}\n",
+      s1);
+  sfx_submit(
+      "name: s2\npriority: 1\nduration: 20h\nplacement: {providers: [slurm]}\n",
+      s2);
+  tw_sched_tick(sfx_sched);
   /* l holds 3 nodes for 10 h; h needs 4 and waits for them; s1 takes a
    * free node and gives it back before then; s2 would still hold its node
    * when h's reservation starts */
-  assert_int_equal(state_of(h), TW_JOB_PENDING);
+  assert_int_equal(sfx_state_of(h), TW_JOB_PENDING);
   assert_true(has_event(h, "waiting for private capacity: 4 nodes of fake-b:hpc:p1:node:on-demand "
                            "reserved from 2025-11-30T10:00:00.000Z"));
-  assert_int_equal(state_of(s1), TW_JOB_PROVISIONING);
-  assert_int_equal(state_of(s2), TW_JOB_PENDING);
-  struct tw_job_rec j = get(s2);
+  assert_int_equal(sfx_state_of(s1), TW_JOB_PROVISIONING);
+  assert_int_equal(sfx_state_of(s2), TW_JOB_PENDING);
+  struct tw_job_rec j = sfx_get(s2);
   char want[128];
   snprintf(want, sizeof want, "1 reserved for job %s", h);
   if (!strstr(j.reason, want))
     fail_msg("s2: %s", j.reason);
   tw_job_rec_release(&j);
-  tw_sched_free(sched);
-  sched = NULL;
+  tw_sched_free(sfx_sched);
+  sfx_sched = NULL;
   tw_provider_free(bp);
 }
 
 static size_t count_events(const char *id, const char *text) {
   struct tw_job_event *ev;
   size_t n, hits = 0;
-  assert_int_equal(tw_store_job_events(store, id, &ev, &n, NULL), TW_OK);
+  assert_int_equal(tw_store_job_events(sfx_store, id, &ev, &n, NULL), TW_OK);
   for (size_t i = 0; i < n; i++) {
     hits += ev[i].reason && strstr(ev[i].reason, text) != NULL;
     free(ev[i].reason);
@@ -505,37 +462,42 @@ static size_t count_events(const char *id, const char *text) {
 static void a_job_that_fits_nowhere_is_noted_once(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  submit("name: h\nresources: {accelerators: H100:8}\n", id);
+  sfx_submit("name: h\nresources: {accelerators: H100:8}\n", id);
   for (int i = 0; i < 3; i++)
-    tw_sched_tick(sched);
+    tw_sched_tick(sfx_sched);
   assert_int_equal(count_events(id, "no offer fits"), 1);
   /* new offers: planned (and counted) again, and placed */
   add_offer("r1c", "h100.od", TW_MARKET_ON_DEMAND, 30000000, 96, "H100", 8);
-  tw_clock_advance(&clk, 301 * 1000);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
+  tw_clock_advance(&sfx_clk, 301 * 1000);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
 }
 
 static void data_moved_for_a_launch_is_metered_as_egress(void **state) {
   (void)state;
   struct tw_meter *m = NULL;
-  struct tw_meter_opts mo = {.store = store, .clock = &clk};
+  struct tw_meter_opts mo = {.store = sfx_store, .clock = &sfx_clk};
   assert_int_equal(tw_meter_new(&mo, &m, NULL), TW_OK);
-  tw_sched_free(sched);
-  struct tw_sched_opts o = {.store = store, .clock = &clk, .providers = &prov,
-                            .n_providers = 1, .meter = m};
-  assert_int_equal(tw_sched_new(&o, &sched, NULL), TW_OK);
+  tw_sched_free(sfx_sched);
+  struct tw_sched_opts o = {.store = sfx_store,
+                            .clock = &sfx_clk,
+                            .providers = &sfx_prov,
+                            .n_providers = 1,
+                            .meter = m};
+  assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
   char id[TW_JOB_ID_LEN + 1];
   /* 100 GB living in another cloud's region, and a dataset of unknown
    * size, which cannot be metered */
-  submit("name: d\nresources: {cpus: 4}\n"
-         "datasets:\n"
-         "  - {uri: 's3://b/train', size: 100GB, location: 'aws:us-west-2'}\n"
-         "  - {uri: 's3://b/none', location: 'aws:us-west-2'}\n", id);
-  tw_sched_tick(sched);
-  assert_int_equal(state_of(id), TW_JOB_PROVISIONING);
+  sfx_submit(
+      "name: d\nresources: {cpus: 4}\n"
+      "datasets:\n"
+      "  - {uri: 's3://b/train', size: 100GB, location: 'aws:us-west-2'}\n"
+      "  - {uri: 's3://b/none', location: 'aws:us-west-2'}\n",
+      id);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
   int64_t list = 0, eff = 0;
-  assert_int_equal(tw_ledger_job_cost(store, id, &list, &eff, NULL), TW_OK);
+  assert_int_equal(tw_ledger_job_cost(sfx_store, id, &list, &eff, NULL), TW_OK);
   /* the built-in matrix's price from aws:us-west-2 to another cloud, 1e11
    * bytes: whatever it is per GB, 100 of them */
   struct tw_net_link l;
