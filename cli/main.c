@@ -1,6 +1,7 @@
 /* main.c - the `tradewind` program: the real streams, environment and
  * clock around tw_cli_run(). */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -16,6 +17,10 @@ static void real_sleep_ms(void *ctx, int64_t ms) {
 }
 
 int main(int argc, char **argv) {
+  /* A server that closes the connection while a TLS record is being
+   * written must give an error, not kill the program (OpenSSL writes
+   * without MSG_NOSIGNAL). */
+  signal(SIGPIPE, SIG_IGN);
   if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
     fputs("tradewind: cannot initialise libcurl\n", stderr);
     return 3;

@@ -1,5 +1,6 @@
 /* The CLI's pure parts: option parsing, durations, the exit-code table,
  * problem lines, indented JSON and aligned tables. */
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -360,6 +361,9 @@ static void escaping_keeps_only_unreserved_characters(void **state) {
 }
 
 int main(void) {
+  /* as the program does (cli/main.c): a peer closing mid-write is an
+   * error, not a signal */
+  signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(options_accept_every_spelling),
       cmocka_unit_test(options_stop_at_the_first_word_when_asked),
