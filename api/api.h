@@ -20,15 +20,15 @@ struct tw_store;
 struct tw_provider;
 
 struct tw_api_opts {
-  const char *listen;         /* "HOST:PORT"; port 0 picks a free one */
-  struct tw_store *store;     /* borrowed; outlives the server */
-  struct tw_clock *clock;     /* NULL: real */
+  const char *listen;             /* "HOST:PORT"; port 0 picks a free one */
+  struct tw_store *store;         /* borrowed; outlives the server */
+  struct tw_clock *clock;         /* NULL: real */
   struct tw_provider **providers; /* borrowed; for job output */
   size_t n_providers;
   int64_t max_body_bytes;
   unsigned max_connections;
   unsigned timeout_s;
-  struct tw_auth_opts auth;   /* tokens or open, rate limit, TLS (auth.h) */
+  struct tw_auth_opts auth; /* tokens or open, rate limit, TLS (auth.h) */
 };
 
 /* Binds and starts serving.  *out is owned (tw_api_stop). */

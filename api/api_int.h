@@ -18,10 +18,10 @@ struct tw_req {
   struct MHD_Connection *conn;
   const char *method;
   const char *url;
-  int route;               /* index in the route table, -1 when none */
-  const char *params[2];   /* path parameters ({id}) */
+  int route;             /* index in the route table, -1 when none */
+  const char *params[2]; /* path parameters ({id}) */
   char param_buf[256];
-  struct tw_buf body;      /* request body */
+  struct tw_buf body; /* request body */
   bool too_big;
   int64_t start_us;
   char request_id[17];

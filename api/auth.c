@@ -77,7 +77,8 @@ void tw_auth_free(struct tw_auth *a) {
   free(a);
 }
 
-/* ---- TLS ------------------------------------------------------------------- */
+/* ---- TLS -------------------------------------------------------------------
+ */
 
 static char *read_pem(const char *path, struct tw_err *err) {
   FILE *f = fopen(path, "rb");
@@ -102,8 +103,9 @@ static char *read_pem(const char *path, struct tw_err *err) {
 
 bool tw_auth_tls_on(const struct tw_auth *a) { return a->cert_file != NULL; }
 
-enum tw_rc tw_auth_tls(struct tw_auth *a, unsigned *flags, struct MHD_OptionItem *items,
-                       size_t cap, size_t *n, struct tw_err *err) {
+enum tw_rc tw_auth_tls(struct tw_auth *a, unsigned *flags,
+                       struct MHD_OptionItem *items, size_t cap, size_t *n,
+                       struct tw_err *err) {
   if (!a->cert_file)
     return TW_OK;
   if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
@@ -116,12 +118,15 @@ enum tw_rc tw_auth_tls(struct tw_auth *a, unsigned *flags, struct MHD_OptionItem
   if (!a->tls_key && !(a->tls_key = read_pem(a->key_file, err)))
     return err ? err->rc : TW_E_IO;
   *flags |= MHD_USE_TLS;
-  items[(*n)++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, a->tls_cert};
-  items[(*n)++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, a->tls_key};
+  items[(*n)++] =
+      (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, a->tls_cert};
+  items[(*n)++] =
+      (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, a->tls_key};
   return TW_OK;
 }
 
-/* ---- rate limiting ------------------------------------------------------------ */
+/* ---- rate limiting
+ * ------------------------------------------------------------ */
 
 /* A token bucket per token id in a small open-addressed table: full of
  * other tokens, the stalest of the probed slots is reused (its owner
@@ -140,7 +145,8 @@ static int64_t rate_take(struct tw_auth *a, const char *id) {
     struct bucket *b = &a->b[(h + (uint32_t)i) % BUCKETS];
     if (!strcmp(b->id, id))
       slot = b;
-    else if (!stalest || !b->id[0] || (stalest->id[0] && b->at_ms < stalest->at_ms))
+    else if (!stalest || !b->id[0] ||
+             (stalest->id[0] && b->at_ms < stalest->at_ms))
       stalest = b;
   }
   if (!slot) {
@@ -168,7 +174,8 @@ static int64_t rate_take(struct tw_auth *a, const char *id) {
   return wait;
 }
 
-/* ---- helpers ---------------------------------------------------------------------- */
+/* ---- helpers
+ * ---------------------------------------------------------------------- */
 
 static struct tw_auth *auth_of(struct tw_req *r) { return tw_api_auth(r->api); }
 
@@ -178,10 +185,15 @@ const struct tw_principal *tw_auth_who(struct tw_req *r) {
 enum tw_perm tw_auth_perm(struct tw_req *r) {
   return r->auth ? r->auth->perm : TW_PERM_DENY;
 }
-struct tw_tenancy *tw_auth_tenancy(struct tw_req *r) { return auth_of(r)->ten; }
-struct tw_secrets *tw_auth_secrets(struct tw_req *r) { return auth_of(r)->sec; }
+struct tw_tenancy *tw_auth_tenancy(struct tw_req *r) {
+  return auth_of(r)->ten;
+}
+struct tw_secrets *tw_auth_secrets(struct tw_req *r) {
+  return auth_of(r)->sec;
+}
 
-void tw_auth_set_object(struct tw_req *r, const char *tenant, const char *object) {
+void tw_auth_set_object(struct tw_req *r, const char *tenant,
+                        const char *object) {
   if (!r->auth)
     return;
   if (tenant)
@@ -204,7 +216,8 @@ static void unauthorized(struct tw_req *r, const char *why, bool invalid) {
 }
 
 /* Answers the verdict; true when allowed. */
-static bool verdict(struct tw_req *r, enum tw_rbac_verdict v, const char *what) {
+static bool verdict(struct tw_req *r, enum tw_rbac_verdict v,
+                    const char *what) {
   if (v == TW_RBAC_ALLOW)
     return true;
   r->auth->denied = true;
@@ -212,7 +225,8 @@ static bool verdict(struct tw_req *r, enum tw_rbac_verdict v, const char *what) 
     tw_problem(r, 404, "not-found", NULL, "%s not found", what);
   else
     tw_problem(r, 403, "forbidden", NULL, "role %s may not %s %s",
-               tw_role_str(r->auth->who.role), r->method, tw_routes[r->route].path);
+               tw_role_str(r->auth->who.role), r->method,
+               tw_routes[r->route].path);
   return false;
 }
 
@@ -226,9 +240,11 @@ bool tw_auth_check(struct tw_req *r, const char *tenant, const char *owner,
   return verdict(r, tw_rbac_decide(c->rule, &c->who, tenant, owner), what);
 }
 
-/* ---- authentication ------------------------------------------------------------- */
+/* ---- authentication
+ * ------------------------------------------------------------- */
 
-static bool authenticate(struct tw_auth *a, struct tw_req *r, struct tw_auth_ctx *c) {
+static bool authenticate(struct tw_auth *a, struct tw_req *r,
+                         struct tw_auth_ctx *c) {
   if (a->open) {
     snprintf(c->who.name, sizeof c->who.name, "anonymous");
     snprintf(c->who.tenant, sizeof c->who.tenant, "%s", TW_TENANT_GLOBAL);
@@ -237,7 +253,8 @@ static bool authenticate(struct tw_auth *a, struct tw_req *r, struct tw_auth_ctx
   }
   const char *h = tw_req_header(r, "Authorization");
   if (!h || !*h) {
-    unauthorized(r, "a bearer token is required (Authorization: Bearer <token>)", false);
+    unauthorized(
+        r, "a bearer token is required (Authorization: Bearer <token>)", false);
     return false;
   }
   if (strncasecmp(h, "Bearer ", 7)) {
@@ -273,7 +290,8 @@ static bool authenticate(struct tw_auth *a, struct tw_req *r, struct tw_auth_ctx
     return false;
   }
   if (rc) {
-    tw_log_error("auth", "request=%s token check failed: %s", r->request_id, err.msg);
+    tw_log_error("auth", "request=%s token check failed: %s", r->request_id,
+                 err.msg);
     tw_problem_err(r, &err);
     return false;
   }
@@ -283,18 +301,20 @@ static bool authenticate(struct tw_auth *a, struct tw_req *r, struct tw_auth_ctx
     snprintf(s, sizeof s, "%" PRId64, wait);
     tw_req_add_header(r, "Retry-After", s);
     tw_problem(r, 429, "rate-limited", NULL,
-               "token %s is over %" PRId64 " requests per second (burst %" PRId64
-               "); retry in %" PRId64 " s",
+               "token %s is over %" PRId64
+               " requests per second (burst %" PRId64 "); retry in %" PRId64
+               " s",
                c->who.token_id, a->rate, a->burst, wait);
     return false;
   }
   return true;
 }
 
-/* ---- authorization --------------------------------------------------------------- */
+/* ---- authorization
+ * --------------------------------------------------------------- */
 
-static bool authorize(struct tw_auth *a, struct tw_req *r, struct tw_auth_ctx *c,
-                      bool mutating) {
+static bool authorize(struct tw_auth *a, struct tw_req *r,
+                      struct tw_auth_ctx *c, bool mutating) {
   const struct tw_rbac_rule *rule = c->rule;
   c->perm = (enum tw_perm)rule->perm[c->who.role];
   if (c->perm == TW_PERM_DENY) {
@@ -327,12 +347,14 @@ static bool authorize(struct tw_auth *a, struct tw_req *r, struct tw_auth_ctx *c
       /* handlers read ?tenant=; the value must outlive this call only
        * until the handler returns, which it does inside dispatch */
       snprintf(c->query_tenant, sizeof c->query_tenant, "%s", c->who.tenant);
-      MHD_set_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "tenant", c->query_tenant);
+      MHD_set_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "tenant",
+                               c->query_tenant);
     }
     return true;
   }
   case TW_TGT_TENANT:
-    snprintf(c->tenant, sizeof c->tenant, "%s", r->params[0] ? r->params[0] : "");
+    snprintf(c->tenant, sizeof c->tenant, "%s",
+             r->params[0] ? r->params[0] : "");
     snprintf(c->object, sizeof c->object, "tenant/%s", c->tenant);
     snprintf(what, sizeof what, "tenant %s", c->tenant);
     return verdict(r, tw_rbac_decide(rule, &c->who, c->tenant, NULL), what);
@@ -349,11 +371,14 @@ static bool authorize(struct tw_auth *a, struct tw_req *r, struct tw_auth_ctx *c
     tw_job_rec_release(&job);
     struct tw_job_owner owner;
     memset(&owner, 0, sizeof owner);
-    bool owned = a->ten && tw_tenancy_job_owner(a->ten, r->params[0], &owner, NULL) == TW_OK;
+    bool owned = a->ten && tw_tenancy_job_owner(a->ten, r->params[0], &owner,
+                                                NULL) == TW_OK;
     snprintf(what, sizeof what, "job %s", r->params[0]);
-    return verdict(r, tw_rbac_decide(rule, &c->who, c->tenant,
-                                     owned && owner.principal[0] ? owner.principal : NULL),
-                   what);
+    return verdict(
+        r,
+        tw_rbac_decide(rule, &c->who, c->tenant,
+                       owned && owner.principal[0] ? owner.principal : NULL),
+        what);
   }
   case TW_TGT_TOKEN: {
     snprintf(c->object, sizeof c->object, "token/%s", r->params[0]);
@@ -366,7 +391,8 @@ static bool authorize(struct tw_auth *a, struct tw_req *r, struct tw_auth_ctx *c
       return false;
     }
     snprintf(c->tenant, sizeof c->tenant, "%s", ti.tenant);
-    return verdict(r, tw_rbac_decide(rule, &c->who, ti.tenant, ti.principal), what);
+    return verdict(r, tw_rbac_decide(rule, &c->who, ti.tenant, ti.principal),
+                   what);
   }
   case TW_TGT_USER: {
     snprintf(c->object, sizeof c->object, "principal/%s", r->params[0]);
@@ -385,7 +411,8 @@ static bool authorize(struct tw_auth *a, struct tw_req *r, struct tw_auth_ctx *c
   return false;
 }
 
-/* ---- the audit entry ------------------------------------------------------------------ */
+/* ---- the audit entry
+ * ------------------------------------------------------------------ */
 
 static const char *header_of(struct tw_req *r, const char *name) {
   for (int i = 0; i < r->n_hdr; i++)
@@ -396,9 +423,10 @@ static const char *header_of(struct tw_req *r, const char *name) {
 
 static void record(struct tw_auth *a, struct tw_req *r, struct tw_auth_ctx *c) {
   const char *outcome = r->status < 300 ? "ok"
-                        : c->denied || r->status == 401 || r->status == 403 ? "denied"
-                        : r->status < 500                                  ? "refused"
-                                                                           : "error";
+                        : c->denied || r->status == 401 || r->status == 403
+                            ? "denied"
+                        : r->status < 500 ? "refused"
+                                          : "error";
   char action[160], detail[320];
   snprintf(action, sizeof action, "%s %s", r->method, tw_routes[r->route].path);
   if (!c->object[0]) {
@@ -421,28 +449,37 @@ static void record(struct tw_auth *a, struct tw_req *r, struct tw_auth_ctx *c) {
     }
   }
   struct tw_audit_event ev = {.principal = c->who.name[0] ? c->who.name : "-",
-                              .tenant = c->tenant, .action = action,
-                              .object = c->object, .outcome = outcome,
-                              .request_id = r->request_id, .detail = detail};
-  struct tw_job_created job = {.job_id = c->job_id, .tenant = c->job_tenant,
-                               .project = c->job_project, .principal = c->who.name,
+                              .tenant = c->tenant,
+                              .action = action,
+                              .object = c->object,
+                              .outcome = outcome,
+                              .request_id = r->request_id,
+                              .detail = detail};
+  struct tw_job_created job = {.job_id = c->job_id,
+                               .tenant = c->job_tenant,
+                               .project = c->job_project,
+                               .principal = c->who.name,
                                .projected_uusd = c->projected_uusd};
   struct tw_err err = {0};
   if (tw_tenancy_request_done(a->ten, &ev, c->job_created ? &job : NULL, &err))
-    tw_log_error("audit", "request=%s %s not recorded: %s", r->request_id, action,
-                 err.msg);
+    tw_log_error("audit", "request=%s %s not recorded: %s", r->request_id,
+                 action, err.msg);
 }
 
 static void keep_projection(struct tw_auth *a, struct tw_auth_ctx *c) {
-  struct tw_job_created job = {.job_id = c->job_id, .tenant = c->job_tenant,
-                               .project = c->job_project, .principal = c->who.name,
+  struct tw_job_created job = {.job_id = c->job_id,
+                               .tenant = c->job_tenant,
+                               .project = c->job_project,
+                               .principal = c->who.name,
                                .projected_uusd = c->projected_uusd};
   struct tw_err err = {0};
   if (tw_tenancy_request_done(a->ten, NULL, &job, &err))
     tw_log_error("auth", "job=%s projection not kept: %s", c->job_id, err.msg);
 }
 
-/* ---- dispatch ----------------------------------------------------------------------------- */
+/* ---- dispatch
+ * -----------------------------------------------------------------------------
+ */
 
 void tw_auth_dispatch(struct tw_req *r, tw_handler_fn fn) {
   struct tw_auth *a = auth_of(r);
@@ -454,10 +491,10 @@ void tw_auth_dispatch(struct tw_req *r, tw_handler_fn fn) {
   bool mutating = strcmp(r->method, "GET") && strcmp(r->method, "HEAD");
   if (!c.rule) {
     /* fail closed: a route nobody wrote a rule for serves nobody */
-    tw_log_error("auth", "request=%s no access rule for %s %s: refused", r->request_id,
-                 route->method, route->path);
-    tw_problem(r, 403, "forbidden", NULL, "no access rule covers %s %s", route->method,
-               route->path);
+    tw_log_error("auth", "request=%s no access rule for %s %s: refused",
+                 r->request_id, route->method, route->path);
+    tw_problem(r, 403, "forbidden", NULL, "no access rule covers %s %s",
+               route->method, route->path);
     goto out;
   }
   if (c.rule->target == TW_TGT_PUBLIC) {
@@ -479,13 +516,15 @@ out:
   r->auth = NULL;
 }
 
-/* ---- job submission --------------------------------------------------------------------------- */
+/* ---- job submission
+ * ---------------------------------------------------------------------------
+ */
 
 static bool problem_admission(struct tw_req *r, const struct tw_err *err) {
   if (err->rc == TW_E_QUOTA) {
     bool budget = !strncmp(err->field, "budget.", 7);
-    tw_problem(r, 403, budget ? "budget-exceeded" : "quota-exceeded", err->field, "%s",
-               err->msg);
+    tw_problem(r, 403, budget ? "budget-exceeded" : "quota-exceeded",
+               err->field, "%s", err->msg);
   } else {
     tw_problem_err(r, err);
   }

@@ -39,27 +39,33 @@ enum tw_rc tw_auth_daemon_open_secrets(const struct tw_cfg *cfg,
   const char *env = opt(cfg->secrets_key_env);
   if (!opt(cfg->secrets_key_file) && !(env && getenv(env) && *getenv(env)))
     return TW_OK;
-  struct tw_secrets_opts so = {.store = store, .key_file = opt(cfg->secrets_key_file),
-                               .key_env = env,
-                               .previous_key_file = opt(cfg->secrets_previous_key_file),
-                               .previous_key_env = opt(cfg->secrets_previous_key_env)};
+  struct tw_secrets_opts so = {
+      .store = store,
+      .key_file = opt(cfg->secrets_key_file),
+      .key_env = env,
+      .previous_key_file = opt(cfg->secrets_previous_key_file),
+      .previous_key_env = opt(cfg->secrets_previous_key_env)};
   enum tw_rc rc = tw_secrets_open(&so, &preopened, err);
   if (rc)
     return rc;
-  if (so.previous_key_file || (so.previous_key_env && getenv(so.previous_key_env))) {
+  if (so.previous_key_file ||
+      (so.previous_key_env && getenv(so.previous_key_env))) {
     size_t n = 0;
     struct tw_err rerr = {0};
     if (tw_secrets_rotate(preopened, &n, &rerr))
       tw_log_warn("secrets", "rotation left values behind: %s", rerr.msg);
-    tw_log_info("secrets", "rotated=%zu to key=%s", n, tw_secrets_key_id(preopened));
+    tw_log_info("secrets", "rotated=%zu to key=%s", n,
+                tw_secrets_key_id(preopened));
   }
   tw_provider_set_secret_resolver(open_sealed, preopened);
   return TW_OK;
 }
 
-enum tw_rc tw_auth_daemon_start(const struct tw_cfg *cfg, struct tw_store *store,
-                                struct tw_provider **providers, size_t n_providers,
-                                struct tw_auth_daemon **out, struct tw_err *err) {
+enum tw_rc tw_auth_daemon_start(const struct tw_cfg *cfg,
+                                struct tw_store *store,
+                                struct tw_provider **providers,
+                                size_t n_providers, struct tw_auth_daemon **out,
+                                struct tw_err *err) {
   struct tw_auth_daemon *d = tw_calloc(1, sizeof *d);
   enum tw_rc rc;
   *out = NULL;
@@ -68,7 +74,8 @@ enum tw_rc tw_auth_daemon_start(const struct tw_cfg *cfg, struct tw_store *store
     snprintf(token_file, sizeof token_file, "%s", cfg->auth_admin_token_file);
   else
     tw_tenancy_token_path(cfg->db, token_file, sizeof token_file);
-  struct tw_tenancy_opts to = {.store = store, .providers = providers,
+  struct tw_tenancy_opts to = {.store = store,
+                               .providers = providers,
                                .n_providers = n_providers,
                                .admin_token_file = token_file};
   if ((rc = tw_tenancy_open(&to, &d->tenancy, err)))

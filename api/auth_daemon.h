@@ -40,9 +40,11 @@ enum tw_rc tw_auth_daemon_open_secrets(const struct tw_cfg *cfg,
 
 /* Opens everything and starts the maintenance thread.  Errors name the
  * config key.  *out is owned (tw_auth_daemon_stop). */
-enum tw_rc tw_auth_daemon_start(const struct tw_cfg *cfg, struct tw_store *store,
-                                struct tw_provider **providers, size_t n_providers,
-                                struct tw_auth_daemon **out, struct tw_err *err);
+enum tw_rc tw_auth_daemon_start(const struct tw_cfg *cfg,
+                                struct tw_store *store,
+                                struct tw_provider **providers,
+                                size_t n_providers, struct tw_auth_daemon **out,
+                                struct tw_err *err);
 /* Stops the thread and frees; call before closing the store.  NULL ok. */
 void tw_auth_daemon_stop(struct tw_auth_daemon *d);
 

@@ -34,11 +34,11 @@ struct tw_job_rec;
 struct tw_auth_ctx {
   struct tw_principal who;
   const struct tw_rbac_rule *rule;
-  enum tw_perm perm;               /* who's permission on this route */
-  char tenant[TW_NAME_MAX];        /* the object's tenant (audit) */
-  char object[192];                /* what was acted on (audit) */
-  char query_tenant[TW_NAME_MAX];  /* ?tenant= added for the caller */
-  bool denied;                     /* answered 403/404 by authorization */
+  enum tw_perm perm;              /* who's permission on this route */
+  char tenant[TW_NAME_MAX];       /* the object's tenant (audit) */
+  char object[192];               /* what was acted on (audit) */
+  char query_tenant[TW_NAME_MAX]; /* ?tenant= added for the caller */
+  bool denied;                    /* answered 403/404 by authorization */
   /* a job the handler created */
   bool job_created;
   char job_id[48], job_tenant[TW_NAME_MAX], job_project[TW_NAME_MAX];
@@ -82,6 +82,7 @@ enum tw_perm tw_auth_perm(struct tw_req *r);
 struct tw_tenancy *tw_auth_tenancy(struct tw_req *r);
 struct tw_secrets *tw_auth_secrets(struct tw_req *r);
 /* What the audit entry names as acted on; tenant may be NULL. */
-void tw_auth_set_object(struct tw_req *r, const char *tenant, const char *object);
+void tw_auth_set_object(struct tw_req *r, const char *tenant,
+                        const char *object);
 
 #endif

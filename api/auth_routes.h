@@ -31,28 +31,30 @@ void tw_h_secrets_rotate(struct tw_req *r);
  * wins; budget and project paths are distinct templates. */
 #define TW_TENANCY_ROUTES                                                      \
   {"GET", "/v1/whoami", tw_h_whoami, "whoami"},                                \
-  {"POST", "/v1/tokens", tw_h_tokens_create, "tokens_create"},                 \
-  {"GET", "/v1/tokens", tw_h_tokens_list, "tokens_list"},                      \
-  {"DELETE", "/v1/tokens/{id}", tw_h_tokens_revoke, "tokens_revoke"},          \
-  {"POST", "/v1/users", tw_h_users_create, "users_create"},                    \
-  {"GET", "/v1/users", tw_h_users_list, "users_list"},                         \
-  {"POST", "/v1/users/{name}/disable", tw_h_users_disable, "users_disable"},   \
-  {"POST", "/v1/tenants", tw_h_tenants_create, "tenants_create"},              \
-  {"GET", "/v1/tenants", tw_h_tenants_list, "tenants_list"},                   \
-  {"GET", "/v1/tenants/{tenant}/quota", tw_h_quota_get, "quota_get"},          \
-  {"PUT", "/v1/tenants/{tenant}/quota", tw_h_quota_put, "quota_put"},          \
-  {"GET", "/v1/tenants/{tenant}/budgets", tw_h_budgets_list, "budgets_list"},  \
-  {"GET", "/v1/tenants/{tenant}/budget", tw_h_budget_get, "budget_get"},       \
-  {"PUT", "/v1/tenants/{tenant}/budget", tw_h_budget_put, "budget_put"},       \
-  {"GET", "/v1/tenants/{tenant}/projects/{project}/budget", tw_h_budget_get,   \
-   "project_budget_get"},                                                      \
-  {"PUT", "/v1/tenants/{tenant}/projects/{project}/budget", tw_h_budget_put,   \
-   "project_budget_put"},                                                      \
-  {"GET", "/v1/audit", tw_h_audit_list, "audit_list"},                         \
-  {"GET", "/v1/audit/verify", tw_h_audit_verify, "audit_verify"},              \
-  {"GET", "/v1/secrets", tw_h_secrets_list, "secrets_list"},                   \
-  {"POST", "/v1/secrets/rotate", tw_h_secrets_rotate, "secrets_rotate"},       \
-  {"PUT", "/v1/secrets/{name}", tw_h_secrets_put, "secrets_put"},              \
-  {"DELETE", "/v1/secrets/{name}", tw_h_secrets_delete, "secrets_delete"},
+      {"POST", "/v1/tokens", tw_h_tokens_create, "tokens_create"},             \
+      {"GET", "/v1/tokens", tw_h_tokens_list, "tokens_list"},                  \
+      {"DELETE", "/v1/tokens/{id}", tw_h_tokens_revoke, "tokens_revoke"},      \
+      {"POST", "/v1/users", tw_h_users_create, "users_create"},                \
+      {"GET", "/v1/users", tw_h_users_list, "users_list"},                     \
+      {"POST", "/v1/users/{name}/disable", tw_h_users_disable,                 \
+       "users_disable"},                                                       \
+      {"POST", "/v1/tenants", tw_h_tenants_create, "tenants_create"},          \
+      {"GET", "/v1/tenants", tw_h_tenants_list, "tenants_list"},               \
+      {"GET", "/v1/tenants/{tenant}/quota", tw_h_quota_get, "quota_get"},      \
+      {"PUT", "/v1/tenants/{tenant}/quota", tw_h_quota_put, "quota_put"},      \
+      {"GET", "/v1/tenants/{tenant}/budgets", tw_h_budgets_list,               \
+       "budgets_list"},                                                        \
+      {"GET", "/v1/tenants/{tenant}/budget", tw_h_budget_get, "budget_get"},   \
+      {"PUT", "/v1/tenants/{tenant}/budget", tw_h_budget_put, "budget_put"},   \
+      {"GET", "/v1/tenants/{tenant}/projects/{project}/budget",                \
+       tw_h_budget_get, "project_budget_get"},                                 \
+      {"PUT", "/v1/tenants/{tenant}/projects/{project}/budget",                \
+       tw_h_budget_put, "project_budget_put"},                                 \
+      {"GET", "/v1/audit", tw_h_audit_list, "audit_list"},                     \
+      {"GET", "/v1/audit/verify", tw_h_audit_verify, "audit_verify"},          \
+      {"GET", "/v1/secrets", tw_h_secrets_list, "secrets_list"},               \
+      {"POST", "/v1/secrets/rotate", tw_h_secrets_rotate, "secrets_rotate"},   \
+      {"PUT", "/v1/secrets/{name}", tw_h_secrets_put, "secrets_put"},          \
+      {"DELETE", "/v1/secrets/{name}", tw_h_secrets_delete, "secrets_delete"},
 
 #endif

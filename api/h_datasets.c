@@ -53,16 +53,19 @@ void tw_h_datasets_create(struct tw_req *r) {
   struct tw_node *root = NULL;
   struct tw_err err = {0};
   const char *body = r->body.data ? r->body.data : "";
-  if ((is_json ? tw_node_parse_json : tw_node_parse_yaml)(body, r->body.len, &root, &err)) {
+  if ((is_json ? tw_node_parse_json : tw_node_parse_yaml)(body, r->body.len,
+                                                          &root, &err)) {
     tw_problem_err(r, &err);
     return;
   }
-  static const char *const keys[] = {"uri", "size", "size_bytes", "location", "locations", NULL};
+  static const char *const keys[] = {"uri",      "size",      "size_bytes",
+                                     "location", "locations", NULL};
   const char *locs[TW_DATASET_LOCATIONS + 1];
   size_t n_locs = 0;
   struct tw_dataset_put req = {0};
   if (root->kind != TW_NODE_MAP) {
-    tw_problem(r, 400, "malformed", NULL, "expected a mapping with uri, size and locations");
+    tw_problem(r, 400, "malformed", NULL,
+               "expected a mapping with uri, size and locations");
     goto out;
   }
   for (size_t i = 0; i < root->n; i++) {
@@ -71,8 +74,9 @@ void tw_h_datasets_create(struct tw_req *r) {
       ;
     if (!keys[k]) {
       const char *near = tw_closest(root->keys[i], keys);
-      tw_problem(r, 400, "invalid-field", root->keys[i], "%.64s: unknown key%s%s%s",
-                 root->keys[i], near ? "; did you mean \"" : "", near ? near : "",
+      tw_problem(r, 400, "invalid-field", root->keys[i],
+                 "%.64s: unknown key%s%s%s", root->keys[i],
+                 near ? "; did you mean \"" : "", near ? near : "",
                  near ? "\"?" : "");
       goto out;
     }
@@ -84,7 +88,8 @@ void tw_h_datasets_create(struct tw_req *r) {
   }
   req.uri = n->str;
   if ((n = tw_node_get(root, "size")) && n->kind != TW_NODE_NULL) {
-    if (n->kind != TW_NODE_SCALAR || tw_parse_size_bytes(n->str, &req.size_bytes)) {
+    if (n->kind != TW_NODE_SCALAR ||
+        tw_parse_size_bytes(n->str, &req.size_bytes)) {
       invalid(r, "size", "size: expected a size such as 1.5TB or 200GiB");
       goto out;
     }
@@ -120,7 +125,8 @@ void tw_h_datasets_create(struct tw_req *r) {
       if (n->items[i]->kind != TW_NODE_SCALAR) {
         char f[32];
         snprintf(f, sizeof f, "locations[%zu]", i);
-        tw_problem(r, 400, "invalid-field", f, "%s: expected provider:region", f);
+        tw_problem(r, 400, "invalid-field", f, "%s: expected provider:region",
+                   f);
         goto out;
       }
       locs[n_locs++] = n->items[i]->str;
@@ -130,8 +136,9 @@ void tw_h_datasets_create(struct tw_req *r) {
   req.n_locations = n_locs;
   struct tw_dataset_rec rec;
   bool created = false;
-  if (tw_datasets_put(tw_api_store(r->api), &req, tw_clock_now_ms(tw_api_clock(r->api)), &rec,
-                      &created, &err)) {
+  if (tw_datasets_put(tw_api_store(r->api), &req,
+                      tw_clock_now_ms(tw_api_clock(r->api)), &rec, &created,
+                      &err)) {
     tw_problem_err(r, &err);
     goto out;
   }
@@ -172,13 +179,15 @@ void tw_h_datasets_list(struct tw_req *r) {
   /* the cursor is opaque to clients: "d" + the last URI seen */
   const char *cursor = tw_req_query(r, "cursor");
   if (cursor && *cursor && cursor[0] != 'd') {
-    tw_problem(r, 400, "invalid-field", "cursor", "cursor: not a cursor this server issued");
+    tw_problem(r, 400, "invalid-field", "cursor",
+               "cursor: not a cursor this server issued");
     return;
   }
   struct tw_dataset_rec *items;
   size_t n;
   bool more;
-  if (tw_datasets_list(tw_api_store(r->api), cursor && *cursor ? cursor + 1 : NULL, (int)limit,
+  if (tw_datasets_list(tw_api_store(r->api),
+                       cursor && *cursor ? cursor + 1 : NULL, (int)limit,
                        &items, &n, &more, &err)) {
     tw_problem_err(r, &err);
     return;

@@ -93,7 +93,8 @@ static void render_offer(struct tw_buf *b, const struct tw_cat_snap *s,
     tw_buf_json_str(b, v.accel);
     tw_buf_adds(b, ",\"vendor\":");
     str_or_null(b, v.accel_vendor);
-    tw_buf_printf(b, ",\"kind\":\"%s\",\"count\":", tw_accel_kind_str(v.accel_kind));
+    tw_buf_printf(
+        b, ",\"kind\":\"%s\",\"count\":", tw_accel_kind_str(v.accel_kind));
     /* thousandths: a third of a GPU is 0.333 */
     tw_buf_printf(b, "%d", v.accel_milli / 1000);
     if (v.accel_milli % 1000)
@@ -149,7 +150,8 @@ static void render_offer(struct tw_buf *b, const struct tw_cat_snap *s,
   str_or_null(b, si ? si->sha256 : NULL);
   tw_buf_adds(b, ",\"currency\":");
   tw_buf_json_str(b, v.currency);
-  tw_buf_printf(b, ",\"price_micro\":%" PRId64 ",\"rate\":", v.source_price_micro);
+  tw_buf_printf(b,
+                ",\"price_micro\":%" PRId64 ",\"rate\":", v.source_price_micro);
   tw_buf_json_str(b, v.rate);
   tw_buf_adds(b, ",\"rate_date\":");
   str_or_null(b, v.rate_date);
@@ -182,8 +184,9 @@ static void render_offer(struct tw_buf *b, const struct tw_cat_snap *s,
 }
 
 static void render_report(struct tw_buf *b, const struct tw_cat_report *r) {
-  tw_buf_printf(b, "\"rows\":%" PRIu64 ",\"normalized\":%" PRIu64 ",\"rejected\":{",
-                r->rows, r->normalized);
+  tw_buf_printf(
+      b, "\"rows\":%" PRIu64 ",\"normalized\":%" PRIu64 ",\"rejected\":{",
+      r->rows, r->normalized);
   bool first = true;
   for (int k = 0; k < TW_CAT_REJ_COUNT; k++)
     if (r->rejected[k]) {
@@ -218,8 +221,8 @@ static void render_catalog(struct tw_buf *b, struct tw_catalog *cat,
     stale = stale || x->stale;
     tw_buf_adds(b, i ? ",{\"name\":" : "{\"name\":");
     tw_buf_json_str(b, x->info.name);
-    tw_buf_printf(b, ",\"kind\":\"%s\",\"mode\":\"%s\",\"provider\":", x->info.kind,
-                  tw_cat_mode_str(x->info.mode));
+    tw_buf_printf(b, ",\"kind\":\"%s\",\"mode\":\"%s\",\"provider\":",
+                  x->info.kind, tw_cat_mode_str(x->info.mode));
     tw_buf_json_str(b, x->info.provider);
     tw_buf_adds(b, ",\"account\":");
     tw_buf_json_str(b, x->info.account);
@@ -233,17 +236,19 @@ static void render_catalog(struct tw_buf *b, struct tw_catalog *cat,
     else
       tw_buf_adds(b, ",\"age_s\":null");
     tw_buf_printf(b,
-                  ",\"refresh_s\":%" PRId64 ",\"stale\":%s,\"loaded_from_store\":%s"
+                  ",\"refresh_s\":%" PRId64
+                  ",\"stale\":%s,\"loaded_from_store\":%s"
                   ",\"refreshes\":%" PRIu64 ",\"failures\":%" PRIu64
                   ",\"unchanged\":%" PRIu64 ",\"last_error\":",
                   x->refresh_ms / 1000, x->stale ? "true" : "false",
-                  x->loaded_from_store ? "true" : "false", x->refreshes, x->failures,
-                  x->unchanged);
+                  x->loaded_from_store ? "true" : "false", x->refreshes,
+                  x->failures, x->unchanged);
     str_or_null(b, x->last_error);
     tw_buf_printf(b, ",\"version\":%" PRId64 ",\"sha256\":", x->info.version);
     str_or_null(b, x->info.sha256);
     tw_buf_adds(b, ",\"currency\":");
-    tw_buf_json_str(b, x->info.rate.currency[0] ? x->info.rate.currency : "USD");
+    tw_buf_json_str(b,
+                    x->info.rate.currency[0] ? x->info.rate.currency : "USD");
     tw_buf_adds(b, ",\"rate\":");
     str_or_null(b, x->info.rate.text);
     tw_buf_adds(b, ",\"rate_date\":");
@@ -288,8 +293,9 @@ static void one_offer(struct tw_req *r, struct tw_catalog *cat,
                       const struct tw_cat_snap *s, const char *id) {
   size_t i;
   if (!tw_cat_snap_find(s, id, &i)) {
-    tw_problem(r, 404, "not-found", "id", "no offer %s in catalog version %" PRIu64,
-               id, tw_cat_snap_version(s));
+    tw_problem(r, 404, "not-found", "id",
+               "no offer %s in catalog version %" PRIu64, id,
+               tw_cat_snap_version(s));
     return;
   }
   tw_buf_adds(&r->out, "{\"items\":[");
@@ -303,7 +309,8 @@ static void one_offer(struct tw_req *r, struct tw_catalog *cat,
   tw_catalog_history(cat, canon, 100, &pts, &n, &err);
   tw_buf_adds(&r->out, ",\"history\":[");
   for (size_t k = 0; k < n; k++) {
-    tw_buf_printf(&r->out, "%s{\"price_uusd_per_hour\":%" PRId64 ",\"observed_at\":",
+    tw_buf_printf(&r->out,
+                  "%s{\"price_uusd_per_hour\":%" PRId64 ",\"observed_at\":",
                   k ? "," : "", pts[k].price_uusd_per_hour);
     add_time(&r->out, pts[k].observed_ms);
     tw_buf_printf(&r->out, ",\"snapshot\":%" PRId64 "}", pts[k].snapshot);
@@ -334,7 +341,8 @@ void tw_h_offers_list(struct tw_req *r) {
       if (!parse_int(colon + 1, 1, 1024, &n)) {
         tw_problem(r, 400, "invalid-field", "accelerator",
                    "accelerator: expected NAME or NAME:COUNT with a count of "
-                   "1..1024, got \"%s\"", v);
+                   "1..1024, got \"%s\"",
+                   v);
         return;
       }
       q.accel_count = (int)n;
@@ -382,7 +390,8 @@ void tw_h_offers_list(struct tw_req *r) {
       q.market = TW_MARKET_PRIVATE;
     else if (strcmp(v, "any")) {
       tw_problem(r, 400, "invalid-field", "market",
-                 "market: expected spot, on-demand, private or any, got \"%s\"", v);
+                 "market: expected spot, on-demand, private or any, got \"%s\"",
+                 v);
       return;
     }
   }
@@ -402,7 +411,8 @@ void tw_h_offers_list(struct tw_req *r) {
     if (!(v = tw_req_query(r, lists[k].name)) || !*v)
       continue;
     if (strlen(v) >= lists[k].size) {
-      tw_problem(r, 400, "invalid-field", lists[k].name, "%s: too long", lists[k].name);
+      tw_problem(r, 400, "invalid-field", lists[k].name, "%s: too long",
+                 lists[k].name);
       return;
     }
     snprintf(lists[k].buf, lists[k].size, "%s", v);
@@ -419,15 +429,18 @@ void tw_h_offers_list(struct tw_req *r) {
     if (!parse_int(v, 1, TW_MODEL_PRICE_MAX_UUSD, &n)) {
       tw_problem(r, 400, "invalid-field", "max_price_uusd",
                  "max_price_uusd: expected micro-USD per hour, a positive "
-                 "integer, got \"%s\"", v);
+                 "integer, got \"%s\"",
+                 v);
       return;
     }
     q.max_price_uusd = n;
   }
   if ((v = tw_req_query(r, "sort")) && !tw_cat_sort_parse(v, &q.sort)) {
-    tw_problem(r, 400, "invalid-field", "sort",
-               "sort: expected price, -price, vcpus, -vcpus, memory, -memory or "
-               "risk, got \"%s\"", v);
+    tw_problem(
+        r, 400, "invalid-field", "sort",
+        "sort: expected price, -price, vcpus, -vcpus, memory, -memory or "
+        "risk, got \"%s\"",
+        v);
     return;
   }
   if ((v = tw_req_query(r, "limit"))) {

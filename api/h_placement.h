@@ -21,10 +21,10 @@ void tw_h_policies_put(struct tw_req *r);
 
 #define TW_PLACEMENT_ROUTES                                                    \
   {"POST", "/v1/plan", tw_h_plan, "plan"},                                     \
-  {"POST", "/v1/datasets", tw_h_datasets_create, "datasets_create"},           \
-  {"GET", "/v1/datasets", tw_h_datasets_list, "datasets_list"},                \
-  {"GET", "/v1/policies", tw_h_policies_get, "policies_get"},                  \
-  {"PUT", "/v1/policies", tw_h_policies_put, "policies_put"},
+      {"POST", "/v1/datasets", tw_h_datasets_create, "datasets_create"},       \
+      {"GET", "/v1/datasets", tw_h_datasets_list, "datasets_list"},            \
+      {"GET", "/v1/policies", tw_h_policies_get, "policies_get"},              \
+      {"PUT", "/v1/policies", tw_h_policies_put, "policies_put"},
 
 /* h_plan.c: the body's media type, JSON or YAML (415 answered when
  * neither); false when r was answered. */

@@ -28,8 +28,9 @@ static bool media_is(const char *ct, const char *want) {
 bool tw_h_placement_media(struct tw_req *r, bool *is_json) {
   const char *ct = tw_req_header(r, "Content-Type");
   if (!ct) {
-    tw_problem(r, 415, "unsupported-media-type", NULL,
-               "Content-Type is required: application/json or application/yaml");
+    tw_problem(
+        r, 415, "unsupported-media-type", NULL,
+        "Content-Type is required: application/json or application/yaml");
     return false;
   }
   if (media_is(ct, "application/json")) {
@@ -42,7 +43,9 @@ bool tw_h_placement_media(struct tw_req *r, bool *is_json) {
     return true;
   }
   tw_problem(r, 415, "unsupported-media-type", NULL,
-             "Content-Type %s is not accepted: use application/json or application/yaml", ct);
+             "Content-Type %s is not accepted: use application/json or "
+             "application/yaml",
+             ct);
   return false;
 }
 
@@ -53,7 +56,8 @@ static void job_datasets(struct tw_req *r, const struct tw_job_spec *spec,
   tw_dataset_set_init(ds);
   for (size_t i = 0; i < spec->n_datasets; i++) {
     struct tw_dataset_rec rec;
-    if (tw_datasets_get(tw_api_store(r->api), spec->datasets[i].uri, &rec, NULL))
+    if (tw_datasets_get(tw_api_store(r->api), spec->datasets[i].uri, &rec,
+                        NULL))
       continue; /* unknown, or no registry: the spec alone speaks */
     const char *locs[TW_DATASET_LOCATIONS];
     size_t n = 0;
@@ -84,7 +88,8 @@ void tw_h_plan(struct tw_req *r) {
   }
   struct tw_job_spec spec;
   struct tw_err err = {0};
-  if (tw_spec_parse(r->body.data ? r->body.data : "", r->body.len, is_json, &spec, &err)) {
+  if (tw_spec_parse(r->body.data ? r->body.data : "", r->body.len, is_json,
+                    &spec, &err)) {
     tw_problem_err(r, &err);
     return;
   }
@@ -105,8 +110,9 @@ void tw_h_plan(struct tw_req *r) {
   struct tw_place_snapshot snap = {.index = ix, .datasets = &ds};
   struct tw_plan_input in = {.job = &spec,
                              .now_ms = tw_clock_now_ms(tw_api_clock(r->api))};
-  struct tw_plan_opts opts = {.counts = true,
-                              .candidates = (size_t)limit > set->candidates ? (size_t)limit : 0};
+  struct tw_plan_opts opts = {
+      .counts = true,
+      .candidates = (size_t)limit > set->candidates ? (size_t)limit : 0};
   struct tw_plan plan;
   if (tw_plan_make(set, &snap, &in, &opts, NULL, &plan, &err)) {
     tw_problem_err(r, &err);

@@ -12,7 +12,8 @@
 #include "h_placement.h"
 #include "policies/placer.h"
 
-static void render(struct tw_req *r, struct tw_placer *pl, const struct tw_policy_set *set) {
+static void render(struct tw_req *r, struct tw_placer *pl,
+                   const struct tw_policy_set *set) {
   tw_buf_printf(&r->out, "{\"reloads\":%llu,\"policies\":",
                 (unsigned long long)(pl ? tw_placer_reloads(pl) : 0));
   tw_policy_set_to_json(set, &r->out);
@@ -38,15 +39,16 @@ void tw_h_policies_put(struct tw_req *r) {
     return;
   struct tw_placer *pl = tw_placer_default();
   if (!pl) {
-    tw_problem(r, 503, "unavailable", NULL, "placement is not running in this server");
+    tw_problem(r, 503, "unavailable", NULL,
+               "placement is not running in this server");
     return;
   }
   struct tw_policy_set *next = NULL;
   struct tw_err err = {0};
   if (tw_policy_set_parse(r->body.data ? r->body.data : "", r->body.len,
                           tw_placer_base_dir(pl), &next, &err)) {
-    tw_log_warn("api", "request=%s policies refused, nothing applied: %s", r->request_id,
-                err.msg);
+    tw_log_warn("api", "request=%s policies refused, nothing applied: %s",
+                r->request_id, err.msg);
     tw_problem_err(r, &err);
     return;
   }

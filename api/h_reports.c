@@ -17,7 +17,8 @@
 /* The tenancy module's monthly budgets, when it keeps any; *out NULL
  * otherwise (the report then reads the config's).  Weekly and daily
  * budgets are left out: reports compare budgets with months. */
-static void tenancy_budgets(struct tw_req *r, struct tw_ledger_budget **out, size_t *n) {
+static void tenancy_budgets(struct tw_req *r, struct tw_ledger_budget **out,
+                            size_t *n) {
   struct tw_tenancy *t = tw_auth_tenancy(r);
   struct tw_tenant_info *tenants = NULL;
   size_t nt = 0, cap = 0;
@@ -60,8 +61,8 @@ void tw_h_reports_spend(struct tw_req *r) {
   const char *project = tw_req_query(r, "project");
   if (format && *format && tw_report_format_parse(format, &q.format, &err))
     goto bad;
-  if (tw_report_range_parse(tw_req_query(r, "from"), tw_req_query(r, "to"), q.now_ms,
-                            &q.from_ms, &q.to_ms, &err))
+  if (tw_report_range_parse(tw_req_query(r, "from"), tw_req_query(r, "to"),
+                            q.now_ms, &q.from_ms, &q.to_ms, &err))
     goto bad;
   if (group_by && tw_ledger_group_parse(group_by, &q.group_mask, &err))
     goto bad;

@@ -25,7 +25,8 @@
 /* Tokens live this long unless the request says otherwise. */
 #define DEFAULT_TOKEN_TTL_S (90LL * 86400)
 
-/* ---- helpers ---------------------------------------------------------------- */
+/* ---- helpers ----------------------------------------------------------------
+ */
 
 static struct tw_tenancy *need_tenancy(struct tw_req *r) {
   struct tw_tenancy *t = tw_auth_tenancy(r);
@@ -47,8 +48,9 @@ static json_t *body_object(struct tw_req *r) {
   json_t *j = json_loadb(r->body.data ? r->body.data : "", r->body.len,
                          JSON_REJECT_DUPLICATES, &je);
   if (!j) {
-    tw_problem(r, 400, "malformed", NULL, "body: not JSON: %s (line %d, column %d)",
-               je.text, je.line, je.column);
+    tw_problem(r, 400, "malformed", NULL,
+               "body: not JSON: %s (line %d, column %d)", je.text, je.line,
+               je.column);
     return NULL;
   }
   if (!json_is_object(j)) {
@@ -77,7 +79,8 @@ static bool known_keys(struct tw_req *r, json_t *j, const char *const *keys) {
 }
 
 /* An optional string member: *out NULL when absent.  false: answered. */
-static bool get_str(struct tw_req *r, json_t *j, const char *key, const char **out) {
+static bool get_str(struct tw_req *r, json_t *j, const char *key,
+                    const char **out) {
   json_t *v = json_object_get(j, key);
   *out = NULL;
   if (!v || json_is_null(v))
@@ -96,9 +99,11 @@ static bool get_int(struct tw_req *r, json_t *j, const char *key, int64_t min,
   *present = false;
   if (!v || json_is_null(v))
     return true;
-  if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
+  if (!json_is_integer(v) || json_integer_value(v) < min ||
+      json_integer_value(v) > max) {
     tw_problem(r, 400, "invalid-field", key,
-               "/%s: expected an integer from %" PRId64 " to %" PRId64, key, min, max);
+               "/%s: expected an integer from %" PRId64 " to %" PRId64, key,
+               min, max);
     return false;
   }
   *present = true;
@@ -111,7 +116,8 @@ static bool get_bool(struct tw_req *r, json_t *j, const char *key, bool *out) {
   if (!v || json_is_null(v))
     return true;
   if (!json_is_boolean(v)) {
-    tw_problem(r, 400, "invalid-field", key, "/%s: expected true or false", key);
+    tw_problem(r, 400, "invalid-field", key, "/%s: expected true or false",
+               key);
     return false;
   }
   *out = json_is_true(v);
@@ -148,15 +154,17 @@ static void etag(struct tw_req *r, char kind, int64_t version) {
   tw_req_add_header(r, "ETag", e);
 }
 
-/* ---- whoami ----------------------------------------------------------------- */
+/* ---- whoami -----------------------------------------------------------------
+ */
 
 static void render_principal(struct tw_buf *b, const struct tw_principal *p) {
   tw_buf_adds(b, "{\"name\":");
   tw_buf_json_str(b, p->name);
   tw_buf_adds(b, ",\"tenant\":");
   tw_buf_json_str(b, p->tenant);
-  tw_buf_printf(b, ",\"role\":\"%s\",\"service\":%s,\"disabled\":%s", tw_role_str(p->role),
-                p->service ? "true" : "false", p->disabled ? "true" : "false");
+  tw_buf_printf(b, ",\"role\":\"%s\",\"service\":%s,\"disabled\":%s",
+                tw_role_str(p->role), p->service ? "true" : "false",
+                p->disabled ? "true" : "false");
   add_time(b, "created_at", p->created_ms);
   tw_buf_addc(b, '}');
 }
@@ -175,7 +183,8 @@ void tw_h_whoami(struct tw_req *r) {
   tw_req_json(r, 200);
 }
 
-/* ---- tokens ------------------------------------------------------------------- */
+/* ---- tokens
+ * ------------------------------------------------------------------- */
 
 static void render_token(struct tw_buf *b, const struct tw_token_info *t) {
   tw_buf_adds(b, "{\"id\":");
@@ -212,10 +221,11 @@ void tw_h_tokens_create(struct tw_req *r) {
     ttl_s = 0;
   else if (ttl && (tw_parse_duration_s(ttl, &ttl_s) || ttl_s < 60 ||
                    ttl_s > 10LL * 365 * 86400)) {
-    tw_problem(r, 400, "invalid-field", "ttl",
-               "/ttl: expected a duration from 1m to 3650d (\"90d\", \"12h\") or "
-               "\"never\", got \"%.40s\"",
-               ttl);
+    tw_problem(
+        r, 400, "invalid-field", "ttl",
+        "/ttl: expected a duration from 1m to 3650d (\"90d\", \"12h\") or "
+        "\"never\", got \"%.40s\"",
+        ttl);
     goto out;
   }
   struct tw_principal p;
@@ -226,12 +236,14 @@ void tw_h_tokens_create(struct tw_req *r) {
     tw_problem(r, 404, "not-found", "principal", "%s not found", what);
     goto out;
   }
-  if (!tw_auth_check(r, strcmp(p.tenant, TW_TENANT_GLOBAL) ? p.tenant : TW_TENANT_GLOBAL,
-                     p.name, what))
+  if (!tw_auth_check(
+          r, strcmp(p.tenant, TW_TENANT_GLOBAL) ? p.tenant : TW_TENANT_GLOBAL,
+          p.name, what))
     goto out;
   char tok[TW_TOKEN_LEN + 1];
   struct tw_token_info info;
-  if (tw_tenancy_token_create(t, principal, name, ttl_s * 1000, tok, &info, &err)) {
+  if (tw_tenancy_token_create(t, principal, name, ttl_s * 1000, tok, &info,
+                              &err)) {
     tw_problem_err(r, &err);
     goto out;
   }
@@ -267,7 +279,8 @@ void tw_h_tokens_list(struct tw_req *r) {
     break;
   default:
     if (principal && strcmp(principal, who->name)) {
-      tw_problem(r, 404, "not-found", "principal", "principal %s not found", principal);
+      tw_problem(r, 404, "not-found", "principal", "principal %s not found",
+                 principal);
       return;
     }
     principal = who->name;
@@ -277,7 +290,8 @@ void tw_h_tokens_list(struct tw_req *r) {
   size_t n = 0;
   struct tw_err err = {0};
   if (tw_tenancy_token_list(t, principal && *principal ? principal : NULL,
-                            tenant && *tenant ? tenant : NULL, &items, &n, &err)) {
+                            tenant && *tenant ? tenant : NULL, &items, &n,
+                            &err)) {
     tw_problem_err(r, &err);
     return;
   }
@@ -307,7 +321,8 @@ void tw_h_tokens_revoke(struct tw_req *r) {
   tw_req_json(r, 200);
 }
 
-/* ---- users ---------------------------------------------------------------------- */
+/* ---- users
+ * ---------------------------------------------------------------------- */
 
 void tw_h_users_create(struct tw_req *r) {
   struct tw_tenancy *t = need_tenancy(r);
@@ -331,10 +346,11 @@ void tw_h_users_create(struct tw_req *r) {
     goto out;
   }
   if (!tw_role_parse(role, &p.role)) {
-    tw_problem(r, 400, "invalid-field", "role",
-               "/role: expected admin, tenant-admin, member, viewer, finance or ci, "
-               "got \"%.40s\"",
-               role);
+    tw_problem(
+        r, 400, "invalid-field", "role",
+        "/role: expected admin, tenant-admin, member, viewer, finance or ci, "
+        "got \"%.40s\"",
+        role);
     goto out;
   }
   if (!tenant)
@@ -351,7 +367,8 @@ void tw_h_users_create(struct tw_req *r) {
     goto out;
   tw_auth_set_object(r, NULL, name);
   struct tw_err err = {0};
-  if (tw_tenancy_user_create(t, &p, &err) || tw_tenancy_user_get(t, name, &p, &err)) {
+  if (tw_tenancy_user_create(t, &p, &err) ||
+      tw_tenancy_user_get(t, name, &p, &err)) {
     tw_problem_err(r, &err);
     goto out;
   }
@@ -369,7 +386,8 @@ void tw_h_users_list(struct tw_req *r) {
   struct tw_principal *items = NULL;
   size_t n = 0;
   struct tw_err err = {0};
-  if (tw_tenancy_user_list(t, tenant && *tenant ? tenant : NULL, &items, &n, &err)) {
+  if (tw_tenancy_user_list(t, tenant && *tenant ? tenant : NULL, &items, &n,
+                           &err)) {
     tw_problem_err(r, &err);
     return;
   }
@@ -390,7 +408,8 @@ void tw_h_users_disable(struct tw_req *r) {
     return;
   if (!strcmp(r->params[0], tw_auth_who(r)->name)) {
     tw_problem(r, 409, "conflict", NULL,
-               "principal %s may not disable itself: ask another admin", r->params[0]);
+               "principal %s may not disable itself: ask another admin",
+               r->params[0]);
     return;
   }
   struct tw_principal p;
@@ -404,7 +423,8 @@ void tw_h_users_disable(struct tw_req *r) {
   tw_req_json(r, 200);
 }
 
-/* ---- tenants ----------------------------------------------------------------------- */
+/* ---- tenants
+ * ----------------------------------------------------------------------- */
 
 static void render_tenant(struct tw_buf *b, const struct tw_tenant_info *t) {
   tw_buf_adds(b, "{\"name\":");
@@ -475,10 +495,12 @@ void tw_h_tenants_list(struct tw_req *r) {
   tw_req_json(r, 200);
 }
 
-/* ---- quotas ---------------------------------------------------------------------------- */
+/* ---- quotas
+ * ----------------------------------------------------------------------------
+ */
 
-static void render_limit(struct tw_buf *b, const char *key, const struct tw_quota_limit *l,
-                         bool *first) {
+static void render_limit(struct tw_buf *b, const char *key,
+                         const struct tw_quota_limit *l, bool *first) {
   if (l->limit < 0)
     return;
   tw_buf_printf(b, "%s\"%s\":{\"limit\":%" PRId64 ",\"borrow\":%" PRId64 "}",
@@ -533,15 +555,18 @@ static bool parse_limit(struct tw_req *r, json_t *v, const char *path,
     bor = json_object_get(v, "borrow");
     const char *k;
     json_t *x;
-    json_object_foreach(v, k, x) if (strcmp(k, "limit") && strcmp(k, "borrow")) {
-      tw_problem(r, 400, "invalid-field", path, "%s/%s: unknown member", path, k);
+    json_object_foreach(v, k,
+                        x) if (strcmp(k, "limit") && strcmp(k, "borrow")) {
+      tw_problem(r, 400, "invalid-field", path, "%s/%s: unknown member", path,
+                 k);
       return false;
     }
   }
   if (!lim || !json_is_integer(lim) || json_integer_value(lim) < 0 ||
       (bor && (!json_is_integer(bor) || json_integer_value(bor) < 0))) {
     tw_problem(r, 400, "invalid-field", path,
-               "%s: expected a count >= 0, or {\"limit\": N, \"borrow\": M}", path);
+               "%s: expected a count >= 0, or {\"limit\": N, \"borrow\": M}",
+               path);
     return false;
   }
   l->limit = json_integer_value(lim);
@@ -567,8 +592,8 @@ void tw_h_quota_put(struct tw_req *r) {
   json_t *j = body_object(r);
   if (!j)
     return;
-  static const char *const keys[] = {"cohort", "spot_share_pct", "limits", "gpus",
-                                     "tenant", "version", NULL};
+  static const char *const keys[] = {
+      "cohort", "spot_share_pct", "limits", "gpus", "tenant", "version", NULL};
   struct tw_quota q;
   tw_quota_init(&q);
   const char *cohort;
@@ -580,10 +605,12 @@ void tw_h_quota_put(struct tw_req *r) {
   q.spot_share_pct = (int)share;
   if (cohort)
     snprintf(q.cohort, sizeof q.cohort, "%.63s", cohort);
-  json_t *limits = json_object_get(j, "limits"), *gpus = json_object_get(j, "gpus");
+  json_t *limits = json_object_get(j, "limits"),
+         *gpus = json_object_get(j, "gpus");
   if (limits && !json_is_null(limits)) {
     if (!json_is_object(limits)) {
-      tw_problem(r, 400, "invalid-field", "limits", "/limits: expected an object");
+      tw_problem(r, 400, "invalid-field", "limits",
+                 "/limits: expected an object");
       goto out;
     }
     const char *k;
@@ -591,12 +618,13 @@ void tw_h_quota_put(struct tw_req *r) {
     json_object_foreach(limits, k, v) {
       char path[80];
       snprintf(path, sizeof path, "/limits/%.40s", k);
-      struct tw_quota_limit *dst = !strcmp(k, "vcpus") ? &q.vcpus
+      struct tw_quota_limit *dst = !strcmp(k, "vcpus")  ? &q.vcpus
                                    : !strcmp(k, "jobs") ? &q.jobs
                                                         : NULL;
       if (!dst) {
         tw_problem(r, 400, "invalid-field", "limits",
-                   "%s: unknown limit (vcpus or jobs; GPUs go under /gpus)", path);
+                   "%s: unknown limit (vcpus or jobs; GPUs go under /gpus)",
+                   path);
         goto out;
       }
       if (!parse_limit(r, v, path, dst))
@@ -614,8 +642,10 @@ void tw_h_quota_put(struct tw_req *r) {
     json_object_foreach(gpus, k, v) {
       char path[80];
       snprintf(path, sizeof path, "/gpus/%.40s", k);
-      if (q.n_gpus == TW_QUOTA_GPU_TYPES || strlen(k) >= sizeof q.gpus[0].name) {
-        tw_problem(r, 400, "invalid-field", "gpus", "%s: too many types or too long", path);
+      if (q.n_gpus == TW_QUOTA_GPU_TYPES ||
+          strlen(k) >= sizeof q.gpus[0].name) {
+        tw_problem(r, 400, "invalid-field", "gpus",
+                   "%s: too many types or too long", path);
         goto out;
       }
       struct tw_quota_gpu *g = &q.gpus[q.n_gpus];
@@ -642,7 +672,9 @@ out:
   json_decref(j);
 }
 
-/* ---- budgets ------------------------------------------------------------------------------ */
+/* ---- budgets
+ * ------------------------------------------------------------------------------
+ */
 
 static void render_budget(struct tw_buf *b, const struct tw_budget_status *s) {
   const struct tw_budget *x = &s->budget;
@@ -653,8 +685,9 @@ static void render_budget(struct tw_buf *b, const struct tw_budget_status *s) {
     tw_buf_json_str(b, x->project);
   else
     tw_buf_adds(b, "null");
-  tw_buf_printf(b, ",\"period\":\"%s\",\"limit_uusd\":%" PRId64 ",\"thresholds_pct\":[",
-                tw_budget_period_str(x->period), x->limit_uusd);
+  tw_buf_printf(
+      b, ",\"period\":\"%s\",\"limit_uusd\":%" PRId64 ",\"thresholds_pct\":[",
+      tw_budget_period_str(x->period), x->limit_uusd);
   for (size_t i = 0; i < x->n_thresholds; i++)
     tw_buf_printf(b, "%s%d", i ? "," : "", x->thresholds_pct[i]);
   tw_buf_printf(b, "],\"mode\":\"%s\",\"stop_running\":%s,\"webhook\":",
@@ -667,12 +700,13 @@ static void render_budget(struct tw_buf *b, const struct tw_budget_status *s) {
   char t0[40], t1[40];
   tw_time_fmt_rfc3339(s->period_start_ms, t0, sizeof t0);
   tw_time_fmt_rfc3339(s->period_end_ms, t1, sizeof t1);
-  tw_buf_printf(b,
-                "\"period_start\":\"%s\",\"period_end\":\"%s\",\"spent_uusd\":%" PRId64
-                ",\"committed_uusd\":%" PRId64 ",\"forecast_uusd\":%" PRId64
-                ",\"remaining_uusd\":%" PRId64 ",\"alerted_pct\":%d}}",
-                t0, t1, s->spent_uusd, s->committed_uusd, s->forecast_uusd,
-                x->limit_uusd - s->spent_uusd - s->committed_uusd, s->alerted_pct);
+  tw_buf_printf(
+      b,
+      "\"period_start\":\"%s\",\"period_end\":\"%s\",\"spent_uusd\":%" PRId64
+      ",\"committed_uusd\":%" PRId64 ",\"forecast_uusd\":%" PRId64
+      ",\"remaining_uusd\":%" PRId64 ",\"alerted_pct\":%d}}",
+      t0, t1, s->spent_uusd, s->committed_uusd, s->forecast_uusd,
+      x->limit_uusd - s->spent_uusd - s->committed_uusd, s->alerted_pct);
 }
 
 void tw_h_budgets_list(struct tw_req *r) {
@@ -691,7 +725,8 @@ void tw_h_budgets_list(struct tw_req *r) {
   tw_buf_adds(&r->out, "{\"items\":[");
   for (size_t i = 0; i < n; i++) {
     struct tw_budget_status s;
-    if (tw_tenancy_budget_status(t, items[i].tenant, items[i].project, &s, &err)) {
+    if (tw_tenancy_budget_status(t, items[i].tenant, items[i].project, &s,
+                                 &err)) {
       free(items);
       tw_problem_err(r, &err);
       return;
@@ -711,8 +746,8 @@ void tw_h_budget_get(struct tw_req *r) {
     return;
   struct tw_budget_status s;
   struct tw_err err = {0};
-  if (tw_tenancy_budget_status(t, r->params[0], r->params[1] ? r->params[1] : "", &s,
-                               &err)) {
+  if (tw_tenancy_budget_status(t, r->params[0],
+                               r->params[1] ? r->params[1] : "", &s, &err)) {
     tw_problem_err(r, &err);
     return;
   }
@@ -725,14 +760,16 @@ void tw_h_budget_put(struct tw_req *r) {
   struct tw_tenancy *t = need_tenancy(r);
   if (!t)
     return;
-  const char *tenant = r->params[0], *project = r->params[1] ? r->params[1] : "";
+  const char *tenant = r->params[0],
+             *project = r->params[1] ? r->params[1] : "";
   struct tw_budget cur;
   struct tw_err err = {0};
   bool exists = tw_tenancy_budget_get(t, tenant, project, &cur, &err) == TW_OK;
   int64_t ver = if_match(r, 'b');
   if (exists && ver == 0) {
     tw_problem(r, 428, "precondition-required", "If-Match",
-               "If-Match is required to change a budget: GET it and send its ETag back");
+               "If-Match is required to change a budget: GET it and send its "
+               "ETag back");
     return;
   }
   if (ver < 0 || (!exists && ver > 0)) {
@@ -743,9 +780,10 @@ void tw_h_budget_put(struct tw_req *r) {
   json_t *j = body_object(r);
   if (!j)
     return;
-  static const char *const keys[] = {"limit_uusd", "period", "thresholds_pct", "mode",
-                                     "stop_running", "webhook", "tenant", "project",
-                                     "version", "status", NULL};
+  static const char *const keys[] = {
+      "limit_uusd", "period", "thresholds_pct", "mode",    "stop_running",
+      "webhook",    "tenant", "project",        "version", "status",
+      NULL};
   struct tw_budget b;
   tw_budget_init(&b);
   snprintf(b.tenant, sizeof b.tenant, "%s", tenant);
@@ -753,9 +791,11 @@ void tw_h_budget_put(struct tw_req *r) {
   const char *period, *mode, *hook;
   bool has;
   if (!known_keys(r, j, keys) ||
-      !get_int(r, j, "limit_uusd", 0, 1000000000LL * 1000000, &has, &b.limit_uusd) ||
+      !get_int(r, j, "limit_uusd", 0, 1000000000LL * 1000000, &has,
+               &b.limit_uusd) ||
       !get_str(r, j, "period", &period) || !get_str(r, j, "mode", &mode) ||
-      !get_str(r, j, "webhook", &hook) || !get_bool(r, j, "stop_running", &b.stop_running))
+      !get_str(r, j, "webhook", &hook) ||
+      !get_bool(r, j, "stop_running", &b.stop_running))
     goto out;
   if (!has) {
     tw_problem(r, 400, "invalid-field", "limit_uusd",
@@ -764,7 +804,8 @@ void tw_h_budget_put(struct tw_req *r) {
   }
   if (period && !tw_budget_period_parse(period, &b.period)) {
     tw_problem(r, 400, "invalid-field", "period",
-               "/period: expected monthly, weekly or daily, got \"%.20s\"", period);
+               "/period: expected monthly, weekly or daily, got \"%.20s\"",
+               period);
     goto out;
   }
   if (mode && strcmp(mode, "hard") && strcmp(mode, "soft")) {
@@ -783,16 +824,19 @@ void tw_h_budget_put(struct tw_req *r) {
   if (thr && !json_is_null(thr)) {
     if (!json_is_array(thr) || json_array_size(thr) > TW_BUDGET_THRESHOLDS) {
       tw_problem(r, 400, "invalid-field", "thresholds_pct",
-                 "/thresholds_pct: expected up to %d percentages", TW_BUDGET_THRESHOLDS);
+                 "/thresholds_pct: expected up to %d percentages",
+                 TW_BUDGET_THRESHOLDS);
       goto out;
     }
     b.n_thresholds = 0;
     size_t i;
     json_t *v;
     json_array_foreach(thr, i, v) {
-      if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 1000) {
+      if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+          json_integer_value(v) > 1000) {
         tw_problem(r, 400, "invalid-field", "thresholds_pct",
-                   "/thresholds_pct/%zu: expected a percentage from 1 to 1000", i);
+                   "/thresholds_pct/%zu: expected a percentage from 1 to 1000",
+                   i);
         goto out;
       }
       b.thresholds_pct[b.n_thresholds++] = (int)json_integer_value(v);
@@ -819,7 +863,9 @@ out:
   json_decref(j);
 }
 
-/* ---- audit ------------------------------------------------------------------------------------ */
+/* ---- audit
+ * ------------------------------------------------------------------------------------
+ */
 
 static bool parse_seq(const char *s, int64_t *out) {
   if (!s || !*s || strlen(s) > 18)
@@ -839,21 +885,25 @@ void tw_h_audit_list(struct tw_req *r) {
   const char *v;
   int64_t n;
   if ((v = tw_req_query(r, "after")) && !parse_seq(v, &f.after_seq)) {
-    tw_problem(r, 400, "invalid-field", "after", "after: expected a sequence number");
+    tw_problem(r, 400, "invalid-field", "after",
+               "after: expected a sequence number");
     return;
   }
-  if ((v = tw_req_query(r, "limit")) && (!parse_seq(v, &n) || n < 1 || n > 10000)) {
+  if ((v = tw_req_query(r, "limit")) &&
+      (!parse_seq(v, &n) || n < 1 || n > 10000)) {
     tw_problem(r, 400, "invalid-field", "limit", "limit: expected 1 to 10000");
     return;
   } else if (v) {
     f.limit = (int)n;
   }
   if ((v = tw_req_query(r, "since")) && tw_time_parse_rfc3339(v, &f.since_ms)) {
-    tw_problem(r, 400, "invalid-field", "since", "since: expected an RFC 3339 time");
+    tw_problem(r, 400, "invalid-field", "since",
+               "since: expected an RFC 3339 time");
     return;
   }
   if ((v = tw_req_query(r, "until")) && tw_time_parse_rfc3339(v, &f.until_ms)) {
-    tw_problem(r, 400, "invalid-field", "until", "until: expected an RFC 3339 time");
+    tw_problem(r, 400, "invalid-field", "until",
+               "until: expected an RFC 3339 time");
     return;
   }
   const char *tenant = tw_req_query(r, "tenant");
@@ -864,7 +914,8 @@ void tw_h_audit_list(struct tw_req *r) {
   const char *format = tw_req_query(r, "format");
   bool jsonl = format && !strcmp(format, "jsonl");
   if (format && !jsonl && strcmp(format, "json")) {
-    tw_problem(r, 400, "invalid-field", "format", "format: expected json or jsonl");
+    tw_problem(r, 400, "invalid-field", "format",
+               "format: expected json or jsonl");
     return;
   }
   struct tw_audit_entry *items = NULL;
@@ -915,8 +966,9 @@ void tw_h_audit_verify(struct tw_req *r) {
     return;
   }
   if (rc == TW_OK) {
-    tw_buf_printf(&r->out, "{\"ok\":true,\"entries\":%" PRId64 ",\"head\":\"%s\"}", entries,
-                  head);
+    tw_buf_printf(&r->out,
+                  "{\"ok\":true,\"entries\":%" PRId64 ",\"head\":\"%s\"}",
+                  entries, head);
   } else {
     tw_buf_adds(&r->out, "{\"ok\":false,\"problem\":");
     tw_buf_json_str(&r->out, err.msg);
@@ -925,13 +977,16 @@ void tw_h_audit_verify(struct tw_req *r) {
   tw_req_json(r, 200);
 }
 
-/* ---- secrets ---------------------------------------------------------------------------------- */
+/* ---- secrets
+ * ----------------------------------------------------------------------------------
+ */
 
 static struct tw_secrets *need_secrets(struct tw_req *r) {
   struct tw_secrets *s = tw_auth_secrets(r);
   if (!s)
-    tw_problem(r, 503, "unavailable", NULL,
-               "no secrets key is configured (secrets.key_file or secrets.key_env)");
+    tw_problem(
+        r, 503, "unavailable", NULL,
+        "no secrets key is configured (secrets.key_file or secrets.key_env)");
   return s;
 }
 
@@ -946,7 +1001,8 @@ void tw_h_secrets_list(struct tw_req *r) {
     tw_problem_err(r, &err);
     return;
   }
-  tw_buf_printf(&r->out, "{\"key_id\":\"%s\",\"items\":[", tw_secrets_key_id(s));
+  tw_buf_printf(&r->out, "{\"key_id\":\"%s\",\"items\":[",
+                tw_secrets_key_id(s));
   for (size_t i = 0; i < n; i++) {
     tw_buf_adds(&r->out, i ? ",{\"name\":" : "{\"name\":");
     tw_buf_json_str(&r->out, items[i].name);
@@ -976,7 +1032,8 @@ void tw_h_secrets_put(struct tw_req *r) {
   }
   tw_auth_set_object(r, NULL, r->params[0]);
   struct tw_err err = {0};
-  if (tw_secrets_put(s, r->params[0], json_string_value(v), json_string_length(v), &err)) {
+  if (tw_secrets_put(s, r->params[0], json_string_value(v),
+                     json_string_length(v), &err)) {
     tw_problem_err(r, &err);
     goto out;
   }

@@ -69,18 +69,21 @@ void tw_h_metrics(struct tw_req *r) {
                          "# TYPE tradewind_jobs gauge\n");
     for (int s = 0; s < TW_JOB_NSTATES; s++)
       tw_buf_printf(&r->out, "tradewind_jobs{state=\"%s\"} %lld\n",
-                    tw_job_state_str((enum tw_job_state)s), (long long)counts[s]);
+                    tw_job_state_str((enum tw_job_state)s),
+                    (long long)counts[s]);
   }
   struct tw_store_stats st;
   tw_store_stats(tw_api_store(r->api), &st);
-  tw_buf_printf(&r->out,
-                "# HELP tradewind_store_commits_total Store transactions committed.\n"
-                "# TYPE tradewind_store_commits_total counter\n"
-                "tradewind_store_commits_total %llu\n"
-                "# HELP tradewind_store_writes_total Write operations committed (several per transaction under load).\n"
-                "# TYPE tradewind_store_writes_total counter\n"
-                "tradewind_store_writes_total %llu\n",
-                (unsigned long long)st.commits, (unsigned long long)st.ops);
+  tw_buf_printf(
+      &r->out,
+      "# HELP tradewind_store_commits_total Store transactions committed.\n"
+      "# TYPE tradewind_store_commits_total counter\n"
+      "tradewind_store_commits_total %llu\n"
+      "# HELP tradewind_store_writes_total Write operations committed (several "
+      "per transaction under load).\n"
+      "# TYPE tradewind_store_writes_total counter\n"
+      "tradewind_store_writes_total %llu\n",
+      (unsigned long long)st.commits, (unsigned long long)st.ops);
   tw_catalog_metrics(tw_catalog_published(), &r->out); /* billing/catalog.h */
   r->status = 200;
   r->content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -108,18 +111,21 @@ void tw_h_jobs_create(struct tw_req *r) {
   const char *ct = tw_req_header(r, "Content-Type");
   bool is_json;
   if (!ct) {
-    tw_problem(r, 415, "unsupported-media-type", NULL,
-               "Content-Type is required: application/json or application/yaml");
+    tw_problem(
+        r, 415, "unsupported-media-type", NULL,
+        "Content-Type is required: application/json or application/yaml");
     return;
   }
   if (media_is(ct, "application/json"))
     is_json = true;
-  else if (media_is(ct, "application/yaml") || media_is(ct, "application/x-yaml") ||
-           media_is(ct, "text/yaml") || media_is(ct, "text/x-yaml"))
+  else if (media_is(ct, "application/yaml") ||
+           media_is(ct, "application/x-yaml") || media_is(ct, "text/yaml") ||
+           media_is(ct, "text/x-yaml"))
     is_json = false;
   else {
     tw_problem(r, 415, "unsupported-media-type", NULL,
-               "Content-Type %s is not accepted: use application/json or application/yaml",
+               "Content-Type %s is not accepted: use application/json or "
+               "application/yaml",
                ct);
     return;
   }
@@ -131,7 +137,8 @@ void tw_h_jobs_create(struct tw_req *r) {
   }
   struct tw_job_spec spec;
   struct tw_err err = {0};
-  if (tw_spec_parse(r->body.data ? r->body.data : "", r->body.len, is_json, &spec, &err)) {
+  if (tw_spec_parse(r->body.data ? r->body.data : "", r->body.len, is_json,
+                    &spec, &err)) {
     tw_problem_err(r, &err);
     return;
   }
@@ -150,12 +157,14 @@ void tw_h_jobs_create(struct tw_req *r) {
                            .idem_key = key};
   struct tw_job_rec job;
   bool replayed = false;
-  enum tw_rc rc = tw_store_job_create(tw_api_store(r->api), &req, &job, &replayed, &err);
+  enum tw_rc rc =
+      tw_store_job_create(tw_api_store(r->api), &req, &job, &replayed, &err);
   tw_spec_release(&spec);
   tw_buf_release(&canon);
   if (rc) {
     if (rc != TW_E_CONFLICT)
-      tw_log_error("api", "request=%s create job failed: %s", r->request_id, err.msg);
+      tw_log_error("api", "request=%s create job failed: %s", r->request_id,
+                   err.msg);
     tw_problem_err(r, &err);
     return;
   }
@@ -221,7 +230,8 @@ void tw_h_jobs_list(struct tw_req *r) {
   if (cursor && *cursor) {
     /* the cursor is opaque to clients: "c" + the last seq seen */
     if (cursor[0] != 'c' || !parse_pos_int(cursor + 1, &v)) {
-      tw_problem(r, 400, "invalid-field", "cursor", "cursor: not a cursor this server issued");
+      tw_problem(r, 400, "invalid-field", "cursor",
+                 "cursor: not a cursor this server issued");
       return;
     }
     f.before_seq = v;
@@ -250,8 +260,9 @@ void tw_h_jobs_list(struct tw_req *r) {
 }
 
 void tw_h_jobs_cancel(struct tw_req *r) {
-  struct tw_job_transition t = {
-      .id = r->params[0], .to = TW_JOB_CANCELLED, .reason = "cancelled by request"};
+  struct tw_job_transition t = {.id = r->params[0],
+                                .to = TW_JOB_CANCELLED,
+                                .reason = "cancelled by request"};
   struct tw_job_rec job;
   struct tw_err err = {0};
   if (tw_store_job_transition(tw_api_store(r->api), &t, &job, &err)) {
@@ -275,13 +286,15 @@ void tw_h_jobs_events(struct tw_req *r) {
   for (size_t i = 0; i < n; i++) {
     char t[40];
     tw_time_fmt_rfc3339(ev[i].at_ms, t, sizeof t);
-    tw_buf_printf(&r->out, "%s{\"seq\":%lld,\"at\":\"%s\",\"from\":", i ? "," : "",
+    tw_buf_printf(&r->out,
+                  "%s{\"seq\":%lld,\"at\":\"%s\",\"from\":", i ? "," : "",
                   (long long)ev[i].seq, t);
     if (ev[i].has_from)
       tw_buf_printf(&r->out, "\"%s\"", tw_job_state_str(ev[i].from));
     else
       tw_buf_adds(&r->out, "null");
-    tw_buf_printf(&r->out, ",\"to\":\"%s\",\"reason\":", tw_job_state_str(ev[i].to));
+    tw_buf_printf(&r->out,
+                  ",\"to\":\"%s\",\"reason\":", tw_job_state_str(ev[i].to));
     tw_buf_json_str(&r->out, ev[i].reason ? ev[i].reason : "");
     tw_buf_addc(&r->out, '}');
     free(ev[i].reason);
@@ -298,7 +311,8 @@ void tw_h_jobs_logs(struct tw_req *r) {
   int64_t offset = 0, limit = 65536;
   const char *qo = tw_req_query(r, "offset"), *ql = tw_req_query(r, "limit");
   if (qo && strcmp(qo, "0") && !parse_pos_int(qo, &offset)) {
-    tw_problem(r, 400, "invalid-field", "offset", "offset: expected an integer >= 0, got \"%s\"", qo);
+    tw_problem(r, 400, "invalid-field", "offset",
+               "offset: expected an integer >= 0, got \"%s\"", qo);
     return;
   }
   if (ql && (!parse_pos_int(ql, &limit) || limit > (1 << 20))) {
@@ -330,12 +344,13 @@ void tw_h_jobs_logs(struct tw_req *r) {
     struct tw_provider *p = tw_api_provider(r->api, last->provider);
     if (!p) {
       free(at);
-      tw_problem(r, 404, "not-found", NULL, "the job ran on %s, which is no longer configured",
+      tw_problem(r, 404, "not-found", NULL,
+                 "the job ran on %s, which is no longer configured",
                  last->provider);
       return;
     }
-    enum tw_rc rc = tw_provider_read_output(p, last->instance_id, offset, (size_t)limit,
-                                            &r->out, &eof, &err);
+    enum tw_rc rc = tw_provider_read_output(p, last->instance_id, offset,
+                                            (size_t)limit, &r->out, &eof, &err);
     if (rc) {
       free(at);
       if (rc == TW_E_NOTFOUND)

@@ -25,19 +25,32 @@ static const struct {
 
 static const char *title_of(unsigned status) {
   switch (status) {
-  case 400: return "Bad Request";
-  case 401: return "Unauthorized";
-  case 403: return "Forbidden";
-  case 404: return "Not Found";
-  case 405: return "Method Not Allowed";
-  case 409: return "Conflict";
-  case 413: return "Content Too Large";
-  case 412: return "Precondition Failed";
-  case 415: return "Unsupported Media Type";
-  case 428: return "Precondition Required";
-  case 429: return "Too Many Requests";
-  case 503: return "Service Unavailable";
-  default: return "Internal Server Error";
+  case 400:
+    return "Bad Request";
+  case 401:
+    return "Unauthorized";
+  case 403:
+    return "Forbidden";
+  case 404:
+    return "Not Found";
+  case 405:
+    return "Method Not Allowed";
+  case 409:
+    return "Conflict";
+  case 413:
+    return "Content Too Large";
+  case 412:
+    return "Precondition Failed";
+  case 415:
+    return "Unsupported Media Type";
+  case 428:
+    return "Precondition Required";
+  case 429:
+    return "Too Many Requests";
+  case 503:
+    return "Service Unavailable";
+  default:
+    return "Internal Server Error";
   }
 }
 
@@ -85,7 +98,8 @@ void tw_problem_err(struct tw_req *r, const struct tw_err *err) {
     type = err->field[0] ? "invalid-field" : "malformed";
   /* internal failures keep their text in the log, not on the wire */
   if (status >= 500 && err->rc != TW_E_RETRYABLE)
-    tw_problem(r, status, type, NULL, "internal error (request %s)", r->request_id);
+    tw_problem(r, status, type, NULL, "internal error (request %s)",
+               r->request_id);
   else
     tw_problem(r, status, type, err->field, "%s", err->msg);
 }

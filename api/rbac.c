@@ -50,9 +50,13 @@ static const struct tw_rbac_rule RULES[] = {
     {"GET", "/v1/tenants/{tenant}/budgets", TW_TGT_TENANT, {A, T, T, T, T, D}},
     {"GET", "/v1/tenants/{tenant}/budget", TW_TGT_TENANT, {A, T, T, T, T, D}},
     {"PUT", "/v1/tenants/{tenant}/budget", TW_TGT_TENANT, {A, T, D, D, T, D}},
-    {"GET", "/v1/tenants/{tenant}/projects/{project}/budget", TW_TGT_TENANT,
+    {"GET",
+     "/v1/tenants/{tenant}/projects/{project}/budget",
+     TW_TGT_TENANT,
      {A, T, T, T, T, D}},
-    {"PUT", "/v1/tenants/{tenant}/projects/{project}/budget", TW_TGT_TENANT,
+    {"PUT",
+     "/v1/tenants/{tenant}/projects/{project}/budget",
+     TW_TGT_TENANT,
      {A, T, D, D, T, D}},
     /* the audit log */
     {"GET", "/v1/audit", TW_TGT_QUERY_TENANT, {A, T, D, D, T, D}},
@@ -90,7 +94,8 @@ static bool can_read(const struct tw_rbac_rule *rule, enum tw_role role) {
 
 enum tw_rbac_verdict tw_rbac_decide(const struct tw_rbac_rule *rule,
                                     const struct tw_principal *p,
-                                    const char *obj_tenant, const char *obj_owner) {
+                                    const char *obj_tenant,
+                                    const char *obj_owner) {
   if (!rule || (unsigned)p->role >= TW_ROLE_COUNT)
     return TW_RBAC_FORBID;
   enum tw_perm perm = (enum tw_perm)rule->perm[p->role];

@@ -32,9 +32,8 @@ const struct tw_route tw_routes[] = {
     {"GET", "/v1/jobs/{id}/logs", tw_h_jobs_logs, "jobs_logs"},
     {"GET", "/v1/offers", tw_h_offers_list, "offers_list"},
     {"GET", "/v1/reports/spend", tw_h_reports_spend, "reports_spend"},
-    TW_PLACEMENT_ROUTES
-    TW_TENANCY_ROUTES
-    {"GET", "/healthz", tw_h_healthz, "healthz"},
+    TW_PLACEMENT_ROUTES TW_TENANCY_ROUTES{"GET", "/healthz", tw_h_healthz,
+                                          "healthz"},
     {"GET", "/readyz", tw_h_readyz, "readyz"},
     {"GET", "/metrics", tw_h_metrics, "metrics"},
 };
@@ -51,8 +50,8 @@ const struct tw_api_route_info *tw_api_route_table(size_t *n) {
 }
 
 /* Latency buckets in microseconds (Prometheus wants seconds: printed so). */
-static const int64_t BUCKETS_US[] = {250,   500,    1000,   2500,   5000,
-                                     10000, 25000,  50000,  100000, 250000,
+static const int64_t BUCKETS_US[] = {250,    500,     1000,   2500,   5000,
+                                     10000,  25000,   50000,  100000, 250000,
                                      500000, 1000000, 2500000};
 #define NBUCKETS (sizeof BUCKETS_US / sizeof BUCKETS_US[0])
 #define NCLASSES 5 /* 1xx..5xx */
@@ -79,15 +78,21 @@ struct tw_api {
   struct tw_auth *auth;
 };
 
-struct tw_store *tw_api_store(struct tw_api *api) { return api->store; }
-struct tw_clock *tw_api_clock(struct tw_api *api) { return api->clock; }
+struct tw_store *tw_api_store(struct tw_api *api) {
+  return api->store;
+}
+struct tw_clock *tw_api_clock(struct tw_api *api) {
+  return api->clock;
+}
 struct tw_provider *tw_api_provider(struct tw_api *api, const char *account) {
   for (size_t i = 0; i < api->n_providers; i++)
     if (!strcmp(tw_provider_account(api->providers[i]), account))
       return api->providers[i];
   return NULL;
 }
-struct tw_auth *tw_api_auth(struct tw_api *api) { return api->auth; }
+struct tw_auth *tw_api_auth(struct tw_api *api) {
+  return api->auth;
+}
 bool tw_api_draining(struct tw_api *api) {
   return __atomic_load_n(&api->draining, __ATOMIC_ACQUIRE) != 0;
 }
@@ -101,7 +106,8 @@ void tw_api_set_max_body(struct tw_api *api, int64_t bytes) {
 static void request_id(char out[17]) {
   static __thread uint64_t x;
   if (!x)
-    x = (uint64_t)tw_mono_us() ^ ((uint64_t)(uintptr_t)&x << 16) ^ 0x9e3779b97f4a7c15ULL;
+    x = (uint64_t)tw_mono_us() ^ ((uint64_t)(uintptr_t)&x << 16) ^
+        0x9e3779b97f4a7c15ULL;
   x ^= x << 13;
   x ^= x >> 7;
   x ^= x << 17;
@@ -170,7 +176,8 @@ static int route(struct tw_req *r, bool *path_known) {
 
 static void record(struct tw_api *api, int route_idx, unsigned status,
                    int64_t us) {
-  struct route_metrics *m = &api->metrics[route_idx < 0 ? tw_n_routes : (size_t)route_idx];
+  struct route_metrics *m =
+      &api->metrics[route_idx < 0 ? tw_n_routes : (size_t)route_idx];
   unsigned cls = status / 100;
   if (cls >= 1 && cls <= NCLASSES)
     __atomic_add_fetch(&m->by_class[cls - 1], 1, __ATOMIC_RELAXED);
@@ -183,19 +190,25 @@ static void record(struct tw_api *api, int route_idx, unsigned status,
 }
 
 void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out) {
-  tw_buf_adds(out, "# HELP tradewind_http_requests_total HTTP requests answered, by route and status class.\n"
+  tw_buf_adds(out, "# HELP tradewind_http_requests_total HTTP requests "
+                   "answered, by route and status class.\n"
                    "# TYPE tradewind_http_requests_total counter\n");
   for (size_t i = 0; i <= tw_n_routes; i++) {
     const char *name = i < tw_n_routes ? tw_routes[i].name : "unmatched";
     for (int c = 0; c < NCLASSES; c++) {
-      uint64_t v = __atomic_load_n(&api->metrics[i].by_class[c], __ATOMIC_RELAXED);
+      uint64_t v =
+          __atomic_load_n(&api->metrics[i].by_class[c], __ATOMIC_RELAXED);
       if (v)
-        tw_buf_printf(out, "tradewind_http_requests_total{route=\"%s\",code=\"%dxx\"} %llu\n",
-                      name, c + 1, (unsigned long long)v);
+        tw_buf_printf(
+            out,
+            "tradewind_http_requests_total{route=\"%s\",code=\"%dxx\"} %llu\n",
+            name, c + 1, (unsigned long long)v);
     }
   }
-  tw_buf_adds(out, "# HELP tradewind_http_request_duration_seconds Time from the request's first byte to its answer.\n"
-                   "# TYPE tradewind_http_request_duration_seconds histogram\n");
+  tw_buf_adds(out,
+              "# HELP tradewind_http_request_duration_seconds Time from the "
+              "request's first byte to its answer.\n"
+              "# TYPE tradewind_http_request_duration_seconds histogram\n");
   for (size_t i = 0; i <= tw_n_routes; i++) {
     const struct route_metrics *m = &api->metrics[i];
     uint64_t count = __atomic_load_n(&m->count, __ATOMIC_RELAXED);
@@ -206,30 +219,42 @@ void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out) {
     for (size_t b = 0; b <= NBUCKETS; b++) {
       cum += __atomic_load_n(&m->buckets[b], __ATOMIC_RELAXED);
       if (b < NBUCKETS)
-        tw_buf_printf(out, "tradewind_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n",
-                      name, (double)BUCKETS_US[b] / 1e6, (unsigned long long)cum);
+        tw_buf_printf(out,
+                      "tradewind_http_request_duration_seconds_bucket{route=\"%"
+                      "s\",le=\"%g\"} %llu\n",
+                      name, (double)BUCKETS_US[b] / 1e6,
+                      (unsigned long long)cum);
       else
-        tw_buf_printf(out, "tradewind_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n",
+        tw_buf_printf(out,
+                      "tradewind_http_request_duration_seconds_bucket{route=\"%"
+                      "s\",le=\"+Inf\"} %llu\n",
                       name, (unsigned long long)cum);
     }
-    tw_buf_printf(out, "tradewind_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n",
-                  name, (double)__atomic_load_n(&m->sum_us, __ATOMIC_RELAXED) / 1e6);
-    tw_buf_printf(out, "tradewind_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
-                  name, (unsigned long long)count);
+    tw_buf_printf(
+        out, "tradewind_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n",
+        name, (double)__atomic_load_n(&m->sum_us, __ATOMIC_RELAXED) / 1e6);
+    tw_buf_printf(
+        out,
+        "tradewind_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
+        name, (unsigned long long)count);
   }
-  tw_buf_printf(out, "# HELP tradewind_http_requests_in_flight Requests being handled.\n"
-                     "# TYPE tradewind_http_requests_in_flight gauge\n"
-                     "tradewind_http_requests_in_flight %llu\n",
-                (unsigned long long)__atomic_load_n(&api->in_flight, __ATOMIC_RELAXED));
+  tw_buf_printf(
+      out,
+      "# HELP tradewind_http_requests_in_flight Requests being handled.\n"
+      "# TYPE tradewind_http_requests_in_flight gauge\n"
+      "tradewind_http_requests_in_flight %llu\n",
+      (unsigned long long)__atomic_load_n(&api->in_flight, __ATOMIC_RELAXED));
 }
 
-static void finish(struct tw_req *r, bool send_body, struct MHD_Connection *conn,
-                   enum MHD_Result *res) {
+static void finish(struct tw_req *r, bool send_body,
+                   struct MHD_Connection *conn, enum MHD_Result *res) {
   struct MHD_Response *resp = MHD_create_response_from_buffer(
-      r->out.len, r->out.data ? r->out.data : (void *)"", MHD_RESPMEM_MUST_COPY);
+      r->out.len, r->out.data ? r->out.data : (void *)"",
+      MHD_RESPMEM_MUST_COPY);
   (void)send_body;
   if (r->content_type)
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            r->content_type);
   /* while draining, clients must not reuse the connection */
   if (tw_api_draining(r->api))
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
@@ -243,7 +268,8 @@ static void finish(struct tw_req *r, bool send_body, struct MHD_Connection *conn
     struct tw_req probe = *r;
     for (size_t i = 0; i < tw_n_routes; i++)
       if (match(tw_routes[i].path, r->url, &probe))
-        tw_buf_printf(&allow, "%s%s", allow.len ? ", " : "", tw_routes[i].method);
+        tw_buf_printf(&allow, "%s%s", allow.len ? ", " : "",
+                      tw_routes[i].method);
     MHD_add_response_header(resp, "Allow", allow.data ? allow.data : "");
     tw_buf_release(&allow);
   }
@@ -278,8 +304,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     *con_cls = r;
     __atomic_add_fetch(&api->in_flight, 1, __ATOMIC_RELAXED);
     /* Refuse an oversized body from its Content-Length, before reading it. */
-    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *cl = MHD_lookup_connection_value(
+        conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     int64_t max = __atomic_load_n(&api->max_body, __ATOMIC_ACQUIRE);
     if (cl && strtoll(cl, NULL, 10) > max)
       r->too_big = true;
@@ -342,13 +368,13 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
   tw_log_debug("http", "%s", line);
 }
 
-static enum tw_rc bind_listen(const char *listen_addr, int *fd_out, int *port_out,
-                              struct tw_err *err) {
+static enum tw_rc bind_listen(const char *listen_addr, int *fd_out,
+                              int *port_out, struct tw_err *err) {
   char host[256];
   const char *colon = strrchr(listen_addr, ':');
   if (!colon || (size_t)(colon - listen_addr) >= sizeof host)
-    return tw_err_field(err, TW_E_INVALID, "listen", "listen: expected HOST:PORT, got \"%s\"",
-                        listen_addr);
+    return tw_err_field(err, TW_E_INVALID, "listen",
+                        "listen: expected HOST:PORT, got \"%s\"", listen_addr);
   memcpy(host, listen_addr, (size_t)(colon - listen_addr));
   host[colon - listen_addr] = '\0';
   /* [::1]:8420 */
@@ -363,9 +389,11 @@ static enum tw_rc bind_listen(const char *listen_addr, int *fd_out, int *port_ou
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   int gr = getaddrinfo(*h ? h : NULL, colon + 1, &hints, &ai);
   if (gr != 0)
-    return tw_err_field(err, TW_E_INVALID, "listen", "listen: cannot resolve \"%s\": %s",
-                        listen_addr, gai_strerror(gr));
-  int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    return tw_err_field(err, TW_E_INVALID, "listen",
+                        "listen: cannot resolve \"%s\": %s", listen_addr,
+                        gai_strerror(gr));
+  int fd =
+      socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
   if (fd < 0) {
     freeaddrinfo(ai);
     return tw_err_set(err, TW_E_IO, "listen: socket: %s", strerror(errno));
@@ -376,15 +404,16 @@ static enum tw_rc bind_listen(const char *listen_addr, int *fd_out, int *port_ou
     int e = errno;
     close(fd);
     freeaddrinfo(ai);
-    return tw_err_set(err, TW_E_IO, "listen: cannot listen on %s: %s", listen_addr,
-                      strerror(e));
+    return tw_err_set(err, TW_E_IO, "listen: cannot listen on %s: %s",
+                      listen_addr, strerror(e));
   }
   freeaddrinfo(ai);
   struct sockaddr_storage ss;
   socklen_t sl = sizeof ss;
   getsockname(fd, (struct sockaddr *)&ss, &sl);
-  *port_out = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                             : ((struct sockaddr_in *)&ss)->sin_port);
+  *port_out =
+      ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                     : ((struct sockaddr_in *)&ss)->sin_port);
   *fd_out = fd;
   return TW_OK;
 }
@@ -400,8 +429,9 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   api->n_providers = opts->n_providers;
   api->max_body = opts->max_body_bytes > 0 ? opts->max_body_bytes : (1 << 20);
   /* TLS: libmicrohttpd over GnuTLS, from the configured PEM files */
-  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                   MHD_USE_ITC | MHD_USE_ERROR_LOG;
+  unsigned flags = MHD_USE_THREAD_PER_CONNECTION |
+                   MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
+                   MHD_USE_ERROR_LOG;
   struct MHD_OptionItem tls[3];
   size_t ntls = 0;
   if ((rc = tw_auth_new(&opts->auth, api->clock, &api->auth, err)) ||
@@ -421,9 +451,9 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
       flags, 0, NULL, NULL, on_request, api,
       /* the logger first, so the TLS setup's complaints reach it */
       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_ARRAY, tls,
-      MHD_OPTION_LISTEN_SOCKET, api->listen_fd,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
-      MHD_OPTION_CONNECTION_LIMIT, opts->max_connections ? opts->max_connections : 1024u,
+      MHD_OPTION_LISTEN_SOCKET, api->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
+      on_completed, api, MHD_OPTION_CONNECTION_LIMIT,
+      opts->max_connections ? opts->max_connections : 1024u,
       MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s ? opts->timeout_s : 60u,
       MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1u << 20), MHD_OPTION_END);
   if (!api->mhd) {
@@ -453,7 +483,8 @@ void tw_api_stop(struct tw_api *api) {
    * is still in a handler: wait (bounded) until every request in flight has
    * had its answer queued and sent, so a stored job never loses its 2xx. */
   int64_t deadline = tw_mono_us() + 30 * 1000000LL;
-  while (__atomic_load_n(&api->in_flight, __ATOMIC_ACQUIRE) > 0 && tw_mono_us() < deadline)
+  while (__atomic_load_n(&api->in_flight, __ATOMIC_ACQUIRE) > 0 &&
+         tw_mono_us() < deadline)
     usleep(1000);
   MHD_stop_daemon(api->mhd);
   tw_auth_free(api->auth);

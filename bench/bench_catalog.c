@@ -56,43 +56,49 @@ static size_t heap_in_use(void) {
 
 static struct tw_regions *regions;
 
-/* ---- a synthetic catalog ----------------------------------------------------------- */
+/* ---- a synthetic catalog
+ * ----------------------------------------------------------- */
 
 /* AWS regions and their zone-id prefixes: the importer checks that a zone
  * id belongs to its row's region. */
 static const char *const REGIONS[][2] = {
-    {"us-east-1", "use1"},      {"us-east-2", "use2"},
-    {"us-west-1", "usw1"},      {"us-west-2", "usw2"},
-    {"af-south-1", "afs1"},     {"ap-east-1", "ape1"},
+    {"us-east-1", "use1"},       {"us-east-2", "use2"},
+    {"us-west-1", "usw1"},       {"us-west-2", "usw2"},
+    {"af-south-1", "afs1"},      {"ap-east-1", "ape1"},
     {"ap-northeast-1", "apne1"}, {"ap-northeast-2", "apne2"},
     {"ap-northeast-3", "apne3"}, {"ap-south-1", "aps1"},
-    {"ap-south-2", "aps2"},     {"ap-southeast-1", "apse1"},
+    {"ap-south-2", "aps2"},      {"ap-southeast-1", "apse1"},
     {"ap-southeast-2", "apse2"}, {"ap-southeast-3", "apse3"},
     {"ap-southeast-4", "apse4"}, {"ca-central-1", "cac1"},
-    {"ca-west-1", "caw1"},      {"eu-central-1", "euc1"},
-    {"eu-central-2", "euc2"},   {"eu-north-1", "eun1"},
-    {"eu-south-1", "eus1"},     {"eu-south-2", "eus2"},
-    {"eu-west-1", "euw1"},      {"eu-west-2", "euw2"},
-    {"eu-west-3", "euw3"},      {"il-central-1", "ilc1"},
-    {"me-central-1", "mec1"},   {"me-south-1", "mes1"},
-    {"sa-east-1", "sae1"},      {"mx-central-1", "mxc1"}};
+    {"ca-west-1", "caw1"},       {"eu-central-1", "euc1"},
+    {"eu-central-2", "euc2"},    {"eu-north-1", "eun1"},
+    {"eu-south-1", "eus1"},      {"eu-south-2", "eus2"},
+    {"eu-west-1", "euw1"},       {"eu-west-2", "euw2"},
+    {"eu-west-3", "euw3"},       {"il-central-1", "ilc1"},
+    {"me-central-1", "mec1"},    {"me-south-1", "mes1"},
+    {"sa-east-1", "sae1"},       {"mx-central-1", "mxc1"}};
 #define NREGIONS (sizeof REGIONS / sizeof REGIONS[0])
 
 /* accelerator, count, vCPUs, GiB per instance family */
 static const struct {
   const char *family, *accel, *count;
   int vcpus, gib;
-} FAMILIES[] = {
-    {"p5", "H100", "8.0", 192, 2048},   {"p4de", "A100-80GB", "8.0", 96, 1152},
-    {"p4d", "A100", "8.0", 96, 1152},   {"p3", "V100", "4.0", 32, 244},
-    {"g5", "A10G", "1.0", 8, 32},       {"g6", "L4", "1.0", 8, 32},
-    {"g4dn", "T4", "1.0", 4, 16},       {"m6i", "", "", 8, 32},
-    {"c7g", "", "", 4, 8},              {"r6i", "", "", 16, 128},
-    {"m7a", "", "", 8, 32},             {"c6in", "", "", 32, 64}};
+} FAMILIES[] = {{"p5", "H100", "8.0", 192, 2048},
+                {"p4de", "A100-80GB", "8.0", 96, 1152},
+                {"p4d", "A100", "8.0", 96, 1152},
+                {"p3", "V100", "4.0", 32, 244},
+                {"g5", "A10G", "1.0", 8, 32},
+                {"g6", "L4", "1.0", 8, 32},
+                {"g4dn", "T4", "1.0", 4, 16},
+                {"m6i", "", "", 8, 32},
+                {"c7g", "", "", 4, 8},
+                {"r6i", "", "", 16, 128},
+                {"m7a", "", "", 8, 32},
+                {"c6in", "", "", 32, 64}};
 #define NFAMILIES (sizeof FAMILIES / sizeof FAMILIES[0])
-static const char *const SIZES[] = {"large", "xlarge", "2xlarge", "4xlarge",
-                                    "8xlarge", "12xlarge", "16xlarge",
-                                    "24xlarge", "32xlarge", "48xlarge"};
+static const char *const SIZES[] = {
+    "large",    "xlarge",   "2xlarge",  "4xlarge",  "8xlarge",
+    "12xlarge", "16xlarge", "24xlarge", "32xlarge", "48xlarge"};
 #define NSIZES (sizeof SIZES / sizeof SIZES[0])
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
@@ -125,13 +131,14 @@ static void synth(size_t rows, struct tw_buf *b) {
           snprintf(spot_text, sizeof spot_text, "%" PRIu64 ".%06" PRIu64,
                    spot / 1000000, spot % 1000000);
         char line[320];
-        int n = snprintf(
-            line, sizeof line,
-            "%s.%s,%s,%s,%d.0,%d.0,,%" PRIu64 ".%06" PRIu64 ",%s,%s,%s-az%zu,%s\n",
-            FAMILIES[f].family, SIZES[sz], FAMILIES[f].accel, FAMILIES[f].count,
-            FAMILIES[f].vcpus * mult / 8 + 1, FAMILIES[f].gib * mult / 8 + 1,
-            base / 1000000, base % 1000000, spot_text, REGIONS[r][0],
-            REGIONS[r][1], z, f == 8 ? "arm64" : "x86_64");
+        int n = snprintf(line, sizeof line,
+                         "%s.%s,%s,%s,%d.0,%d.0,,%" PRIu64 ".%06" PRIu64
+                         ",%s,%s,%s-az%zu,%s\n",
+                         FAMILIES[f].family, SIZES[sz], FAMILIES[f].accel,
+                         FAMILIES[f].count, FAMILIES[f].vcpus * mult / 8 + 1,
+                         FAMILIES[f].gib * mult / 8 + 1, base / 1000000,
+                         base % 1000000, spot_text, REGIONS[r][0],
+                         REGIONS[r][1], z, f == 8 ? "arm64" : "x86_64");
         tw_buf_add(b, line, (size_t)n);
       }
 }
@@ -157,7 +164,9 @@ static struct tw_cat_snap *ingest(const char *text, size_t len,
   return s;
 }
 
-/* ---- queries ---------------------------------------------------------------------------- */
+/* ---- queries
+ * ----------------------------------------------------------------------------
+ */
 
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -220,26 +229,40 @@ static void time_query(const struct tw_cat_snap *s, const struct qdef *d,
 static void query_set(const struct tw_cat_snap *s, size_t label, int reps) {
   struct qdef defs[] = {
       {"gpu_a100_80gb_8_spot",
-       {.accel = "A100-80GB", .accel_count = 8, .market = TW_MARKET_SPOT,
-        .limit = 10}, false},
+       {.accel = "A100-80GB",
+        .accel_count = 8,
+        .market = TW_MARKET_SPOT,
+        .limit = 10},
+       false},
       {"h100_any_price", {.accel = "H100", .limit = 50}, false},
       {"cpus16_eu_ondemand",
-       {.cpus = 16, .market = TW_MARKET_ON_DEMAND, .jurisdictions = {"EU"},
-        .n_jurisdictions = 1, .limit = 50}, false},
+       {.cpus = 16,
+        .market = TW_MARKET_ON_DEMAND,
+        .jurisdictions = {"EU"},
+        .n_jurisdictions = 1,
+        .limit = 50},
+       false},
       {"cheapest_100", {.limit = 100}, false},
       {"cheapest_page2", {.limit = 100}, true},
-      {"region_glob_arm", {.regions = {"aws:eu-*"}, .n_regions = 1,
-                           .arch = TW_ARCH_ARM64, .limit = 20}, false},
+      {"region_glob_arm",
+       {.regions = {"aws:eu-*"},
+        .n_regions = 1,
+        .arch = TW_ARCH_ARM64,
+        .limit = 20},
+       false},
       {"sort_vcpus_desc", {.sort = TW_CAT_SORT_VCPUS_DESC, .limit = 20}, false},
       {"zone_id", {.zone = "use1-az1", .limit = 50}, false},
       {"max_price_spot",
-       {.market = TW_MARKET_SPOT, .max_price_uusd = 100000, .limit = 50}, false},
+       {.market = TW_MARKET_SPOT, .max_price_uusd = 100000, .limit = 50},
+       false},
   };
   for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
     time_query(s, &defs[i], label, reps);
 }
 
-/* ---- main -------------------------------------------------------------------------------- */
+/* ---- main
+ * --------------------------------------------------------------------------------
+ */
 
 static char *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
@@ -267,7 +290,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--data") && i + 1 < argc)
       data = argv[++i];
     else {
-      fprintf(stderr, "usage: bench-catalog [--quick | --smoke] [--data DIR]\n");
+      fprintf(stderr,
+              "usage: bench-catalog [--quick | --smoke] [--data DIR]\n");
       return 2;
     }
   }
@@ -290,8 +314,8 @@ int main(int argc, char **argv) {
     synth(rows, &csv);
     size_t heap0 = heap_in_use();
     double cpu, wall;
-    struct tw_cat_snap *s = ingest(csv.data, csv.len, "aws", "synthetic", &cpu,
-                                   &wall);
+    struct tw_cat_snap *s =
+        ingest(csv.data, csv.len, "aws", "synthetic", &cpu, &wall);
     if (!s)
       break;
     size_t heap = heap_in_use() - heap0;
@@ -313,7 +337,8 @@ int main(int argc, char **argv) {
       printf("ingest_synthetic_rows_per_s %.0f rows/s\n", (double)rows / cpu);
     printf("bytes_per_offer_%s %.1f bytes\n", label,
            (double)tw_cat_snap_bytes(s) / (double)n);
-    printf("heap_bytes_per_offer_%s %.1f bytes\n", label, (double)heap / (double)n);
+    printf("heap_bytes_per_offer_%s %.1f bytes\n", label,
+           (double)heap / (double)n);
     if ((double)tw_cat_snap_bytes(s) / (double)n > 200) {
       fprintf(stderr, "bench-catalog: over 200 bytes per offer\n");
       failed = 1;
@@ -360,8 +385,8 @@ int main(int argc, char **argv) {
     size_t rows = 0;
     for (int rep = 0; rep < (quick ? 1 : 5); rep++) {
       double w;
-      struct tw_cat_snap *s = ingest(text, len, REAL[i].provider, REAL[i].key,
-                                     &cpu, &w);
+      struct tw_cat_snap *s =
+          ingest(text, len, REAL[i].provider, REAL[i].key, &cpu, &w);
       if (!s)
         break;
       rows = tw_cat_snap_source(s, 0)->report.rows;
@@ -371,7 +396,8 @@ int main(int argc, char **argv) {
       }
       tw_cat_snap_release(s);
     }
-    printf("ingest_%s_rows_per_s %.0f rows/s\n", REAL[i].key, (double)rows / best);
+    printf("ingest_%s_rows_per_s %.0f rows/s\n", REAL[i].key,
+           (double)rows / best);
     printf("# %s: %zu rows in %.3f s CPU (%.3f s wall), best of %d\n",
            REAL[i].rel, rows, best, wall, quick ? 1 : 5);
     free(text);

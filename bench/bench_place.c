@@ -42,7 +42,8 @@
 #define TW_SOURCE_DIR "."
 #endif
 
-/* ---- a compact catalog ------------------------------------------------------ */
+/* ---- a compact catalog ------------------------------------------------------
+ */
 
 struct b_shape {
   char provider[12];
@@ -106,8 +107,8 @@ static uint32_t intern_shape(struct catalog *c, const struct b_shape *s) {
   }
 }
 
-static uint32_t intern_loc(struct catalog *c, const char *prov, const char *region,
-                           const char *zone) {
+static uint32_t intern_loc(struct catalog *c, const char *prov,
+                           const char *region, const char *zone) {
   static uint32_t *h;
   static size_t hcap;
   if (!h) {
@@ -135,18 +136,20 @@ static uint32_t intern_loc(struct catalog *c, const char *prov, const char *regi
       return h[i] - 1;
     }
     const struct b_loc *l = &c->locs[h[i] - 1];
-    if (!strcmp(l->provider, prov) && !strcmp(l->region, region) && !strcmp(l->zone, zone))
+    if (!strcmp(l->provider, prov) && !strcmp(l->region, region) &&
+        !strcmp(l->zone, zone))
       return h[i] - 1;
   }
 }
 
-static void add_offer(struct catalog *c, uint32_t shape, uint32_t loc, int64_t price,
-                      enum tw_market m, int intr) {
+static void add_offer(struct catalog *c, uint32_t shape, uint32_t loc,
+                      int64_t price, enum tw_market m, int intr) {
   if (c->n == c->cap) {
     c->cap = c->cap ? c->cap * 2 : 4096;
     c->offers = realloc(c->offers, c->cap * sizeof *c->offers);
   }
-  c->offers[c->n++] = (struct b_offer){shape, loc, price, (int8_t)m, (int8_t)intr};
+  c->offers[c->n++] =
+      (struct b_offer){shape, loc, price, (int8_t)m, (int8_t)intr};
 }
 
 /* "0.00924" -> 9240 micro-USD, rounding up past six decimals. */
@@ -215,30 +218,40 @@ static void upper_accel(char *a) {
 }
 
 /* Azure and GCP rows in the SkyPilot layout; columns found by name. */
-static size_t load_skypilot(struct catalog *c, const char *path, const char *prov) {
+static size_t load_skypilot(struct catalog *c, const char *path,
+                            const char *prov) {
   FILE *fp = fopen(path, "r");
   if (!fp)
     return 0;
   char line[4096];
   char *f[32];
   size_t len[32];
-  int col_type = -1, col_acc = -1, col_accn = -1, col_cpu = -1, col_mem = -1, col_price = -1,
-      col_spot = -1, col_region = -1, col_zone = -1;
+  int col_type = -1, col_acc = -1, col_accn = -1, col_cpu = -1, col_mem = -1,
+      col_price = -1, col_spot = -1, col_region = -1, col_zone = -1;
   size_t before = c->n;
   if (fgets(line, sizeof line, fp)) {
     int n = split(line, f, len, 32);
     for (int i = 0; i < n; i++) {
       char name[32];
       fld(name, sizeof name, f[i], len[i]);
-      if (!strcmp(name, "InstanceType")) col_type = i;
-      else if (!strcmp(name, "AcceleratorName")) col_acc = i;
-      else if (!strcmp(name, "AcceleratorCount")) col_accn = i;
-      else if (!strcmp(name, "vCPUs")) col_cpu = i;
-      else if (!strcmp(name, "MemoryGiB")) col_mem = i;
-      else if (!strcmp(name, "Price")) col_price = i;
-      else if (!strcmp(name, "SpotPrice")) col_spot = i;
-      else if (!strcmp(name, "Region")) col_region = i;
-      else if (!strcmp(name, "AvailabilityZone")) col_zone = i;
+      if (!strcmp(name, "InstanceType"))
+        col_type = i;
+      else if (!strcmp(name, "AcceleratorName"))
+        col_acc = i;
+      else if (!strcmp(name, "AcceleratorCount"))
+        col_accn = i;
+      else if (!strcmp(name, "vCPUs"))
+        col_cpu = i;
+      else if (!strcmp(name, "MemoryGiB"))
+        col_mem = i;
+      else if (!strcmp(name, "Price"))
+        col_price = i;
+      else if (!strcmp(name, "SpotPrice"))
+        col_spot = i;
+      else if (!strcmp(name, "Region"))
+        col_region = i;
+      else if (!strcmp(name, "AvailabilityZone"))
+        col_zone = i;
     }
   }
   while (fgets(line, sizeof line, fp)) {
@@ -267,7 +280,9 @@ static size_t load_skypilot(struct catalog *c, const char *path, const char *pro
       fld(zone, sizeof zone, f[col_zone], len[col_zone]);
     uint32_t sh = intern_shape(c, &s), lo = intern_loc(c, prov, region, zone);
     int64_t od = len[col_price] ? usd(f[col_price], len[col_price]) : 0;
-    int64_t sp = col_spot >= 0 && n > col_spot && len[col_spot] ? usd(f[col_spot], len[col_spot]) : 0;
+    int64_t sp = col_spot >= 0 && n > col_spot && len[col_spot]
+                     ? usd(f[col_spot], len[col_spot])
+                     : 0;
     if (od > 0)
       add_offer(c, sh, lo, od, TW_MARKET_ON_DEMAND, -1);
     if (sp > 0)
@@ -319,7 +334,8 @@ static size_t load_aws(struct catalog *c, const char *dir) {
       if (len[0])
         add_offer(c, sh, lo, usd(f[0], len[0]), TW_MARKET_ON_DEMAND, -1);
       if (len[1])
-        add_offer(c, sh, lo, usd(f[1], len[1]), TW_MARKET_SPOT, (int)(c->n % 23));
+        add_offer(c, sh, lo, usd(f[1], len[1]), TW_MARKET_SPOT,
+                  (int)(c->n % 23));
     }
     if (rp)
       fclose(rp);
@@ -329,8 +345,8 @@ static size_t load_aws(struct catalog *c, const char *dir) {
 }
 
 /* Materializes offer i of the compact catalog (struct tw_offer_source). */
-static const struct tw_offer *cat_get(const struct tw_offer_source *src, size_t i,
-                                      struct tw_offer *o) {
+static const struct tw_offer *cat_get(const struct tw_offer_source *src,
+                                      size_t i, struct tw_offer *o) {
   const struct catalog *c = src->ctx;
   const struct b_offer *b = &c->offers[i];
   const struct b_shape *s = &c->shapes[b->shape];
@@ -366,7 +382,8 @@ static void make_templates(struct catalog *c) {
     snprintf(o->zone, sizeof o->zone, "%s", c->locs[l].zone);
     o->billing_granularity_s = !strcmp(o->provider, "aws") ? 1 : 60;
     o->min_charge_s = 60;
-    snprintf(o->id, sizeof o->id, "%.24s:%.40s:%.48s:", o->account, o->region, o->zone);
+    snprintf(o->id, sizeof o->id, "%.24s:%.40s:%.48s:", o->account, o->region,
+             o->zone);
   }
 }
 
@@ -397,7 +414,8 @@ static void derive(const struct catalog *base, size_t n, struct catalog *out) {
       if (k) {
         /* a generated zone of the same region */
         char z[64];
-        snprintf(z, sizeof z, "%.30s-g%zu", d->zone[0] ? d->zone : d->region, k);
+        snprintf(z, sizeof z, "%.30s-g%zu", d->zone[0] ? d->zone : d->region,
+                 k);
         snprintf(d->zone, sizeof d->zone, "%.47s", z);
       }
     }
@@ -417,30 +435,39 @@ static void derive(const struct catalog *base, size_t n, struct catalog *out) {
   make_templates(out);
 }
 
-/* ---- the job mix ---------------------------------------------------------------- */
+/* ---- the job mix
+ * ---------------------------------------------------------------- */
 
 static const char *const MIX[] = {
     "name: web\nresources: {cpus: 4+, memory: 16+}\nduration: 2h\n",
     "name: batch\nresources: {cpus: 8+, use_spot: true}\nduration: 6h\n",
     "name: train\nresources: {accelerators: A100:8}\nduration: 12h\n"
     "checkpoint: {interval: 30m, uri: s3://ckpt/t/}\n",
-    "name: eu-ft\nresources: {accelerators: H100:1}\nplacement: {residency: EU}\nduration: 4h\n",
-    "name: infer\nresources: {accelerators: T4:1}\nplacement: {providers: [aws]}\n",
-    "name: we\nresources: {cpus: 16+}\nplacement: {regions: [\"azure:westeurope\", \"azure:northeurope\"]}\n",
+    "name: eu-ft\nresources: {accelerators: H100:1}\nplacement: {residency: "
+    "EU}\nduration: 4h\n",
+    "name: infer\nresources: {accelerators: T4:1}\nplacement: {providers: "
+    "[aws]}\n",
+    "name: we\nresources: {cpus: 16+}\nplacement: {regions: "
+    "[\"azure:westeurope\", \"azure:northeurope\"]}\n",
     "name: etl\nresources: {cpus: 32+}\nduration: 3h\n"
-    "datasets: [{uri: s3://lake/events/, size: 500GB, location: aws:us-east-1}]\n",
+    "datasets: [{uri: s3://lake/events/, size: 500GB, location: "
+    "aws:us-east-1}]\n",
     "name: v100\nresources: {accelerators: V100:1}\nduration: 1h\n"
     "deadline: 2025-11-30T06:00:00Z\n",
     "name: small\nresources: {cpus: 2, memory: 8}\n",
-    "name: l4\nresources: {accelerators: L4:1, use_spot: true}\nplacement: {residency: US}\n",
+    "name: l4\nresources: {accelerators: L4:1, use_spot: true}\nplacement: "
+    "{residency: US}\n",
     "name: mpi\nresources: {cpus: 64+}\nnodes: 4\nduration: 8h\n",
     "name: od80\nresources: {accelerators: A100-80GB:8, market: on-demand}\n"
     "max_price_per_hour: 45\n",
-    "name: jp\nresources: {cpus: 8+}\nplacement: {regions: [\"azure:japan*\"]}\n",
+    "name: jp\nresources: {cpus: 8+}\nplacement: {regions: "
+    "[\"azure:japan*\"]}\n",
     "name: genomics\nresources: {cpus: 16+, memory: 128+}\nduration: 10h\n"
-    "datasets: [{uri: gs://ref/hg38/, size: 3TB, location: azure:westeurope}]\n",
+    "datasets: [{uri: gs://ref/hg38/, size: 3TB, location: "
+    "azure:westeurope}]\n",
     "name: arm\nresources: {cpus: 4+, arch: arm64}\n",
-    "name: h100x8\nresources: {accelerators: H100:8, use_spot: true}\nduration: 24h\n"
+    "name: h100x8\nresources: {accelerators: H100:8, use_spot: "
+    "true}\nduration: 24h\n"
     "checkpoint: {interval: 1h, uri: s3://ckpt/h/}\n",
 };
 #define NMIX (sizeof MIX / sizeof MIX[0])
@@ -469,11 +496,13 @@ static double pct(const int64_t *sorted, size_t n, double p) {
   return (double)sorted[i] / 1000.0;
 }
 
-static int run_size(const struct catalog *base, size_t n, const struct tw_policy_set *set,
-                    struct tw_job_spec *specs, size_t decisions, bool smoke) {
+static int run_size(const struct catalog *base, size_t n,
+                    const struct tw_policy_set *set, struct tw_job_spec *specs,
+                    size_t decisions, bool smoke) {
   struct catalog cat;
   derive(base, n, &cat);
-  struct tw_offer_source src = {.n = cat.n, .get = cat_get, .ctx = &cat, .stable = false};
+  struct tw_offer_source src = {
+      .n = cat.n, .get = cat_get, .ctx = &cat, .stable = false};
   struct tw_offer_index *ix;
   struct tw_err err = {0};
   if (tw_offer_index_build(&src, &ix, &err)) {
@@ -482,10 +511,11 @@ static int run_size(const struct catalog *base, size_t n, const struct tw_policy
   }
   struct tw_offer_index_stats st;
   tw_offer_index_stats(ix, &st);
-  printf("# offers=%zu shapes=%zu locations=%zu regions=%zu cells=%zu\n", st.offers, st.shapes,
-         st.locations, st.regions, st.cells);
+  printf("# offers=%zu shapes=%zu locations=%zu regions=%zu cells=%zu\n",
+         st.offers, st.shapes, st.locations, st.regions, st.cells);
   printf("place_%zu_build %.1f ms\n", n, (double)st.build_us / 1000.0);
-  printf("place_%zu_index_bytes_per_offer %.0f B\n", n, (double)st.bytes / (double)st.offers);
+  printf("place_%zu_index_bytes_per_offer %.0f B\n", n,
+         (double)st.bytes / (double)st.offers);
   struct tw_place_snapshot snap = {.index = ix};
   const int64_t now = 1764460800000; /* 2025-11-30T00:00Z */
   struct tw_plan_ws *ws = tw_plan_ws_new();
@@ -527,20 +557,24 @@ static int run_size(const struct catalog *base, size_t n, const struct tw_policy
     for (size_t d = j; d < decisions; d += NMIX)
       per[cnt++] = lat[d];
     qsort(per, cnt, sizeof *per, cmp_i64);
-    printf(" %zu:%.1f/%s/%llu", j, pct(per, cnt, 0.5), strat[j] ? strat[j] : "-",
-           (unsigned long long)steps[j]);
+    printf(" %zu:%.1f/%s/%llu", j, pct(per, cnt, 0.5),
+           strat[j] ? strat[j] : "-", (unsigned long long)steps[j]);
   }
   printf("\n");
   free(per);
   qsort(lat, decisions, sizeof *lat, cmp_i64);
-  printf("place_%zu_rate %.0f decisions/s\n", n, (double)decisions * 1e9 / (double)wall);
-  printf("place_%zu_rate_cpu %.0f decisions/s\n", n, (double)decisions * 1e9 / (double)cpu);
+  printf("place_%zu_rate %.0f decisions/s\n", n,
+         (double)decisions * 1e9 / (double)wall);
+  printf("place_%zu_rate_cpu %.0f decisions/s\n", n,
+         (double)decisions * 1e9 / (double)cpu);
   printf("place_%zu_p50 %.1f us\n", n, pct(lat, decisions, 0.50));
   printf("place_%zu_p99 %.1f us\n", n, pct(lat, decisions, 0.99));
   printf("place_%zu_p999 %.1f us\n", n, pct(lat, decisions, 0.999));
   printf("place_%zu_max %.1f us\n", n, (double)lat[decisions - 1] / 1000.0);
-  printf("place_%zu_visited %.1f offers/decision\n", n, (double)visited / (double)decisions);
-  printf("place_%zu_placed %.1f %%\n", n, 100.0 * (double)chosen / (double)decisions);
+  printf("place_%zu_visited %.1f offers/decision\n", n,
+         (double)visited / (double)decisions);
+  printf("place_%zu_placed %.1f %%\n", n,
+         100.0 * (double)chosen / (double)decisions);
   /* cold: nothing cached */
   size_t cold_n = smoke ? NMIX : NMIX * 8;
   int64_t *cl = malloc(cold_n * sizeof *cl);
@@ -570,7 +604,8 @@ static int run_size(const struct catalog *base, size_t n, const struct tw_policy
     cc[d] = now_ns() - a;
     tw_plan_make(set, &snap, &in, NULL, ws, &q, NULL);
     if (p.n != q.n || (p.n && p.cands[0].index != q.cands[0].index)) {
-      fprintf(stderr, "bench-place: job %zu: search and scan disagree\n", d % NMIX);
+      fprintf(stderr, "bench-place: job %zu: search and scan disagree\n",
+              d % NMIX);
       bad = 1;
     }
     tw_plan_release(&p);
@@ -615,7 +650,8 @@ int main(int argc, char **argv) {
       cpu = strtol(argv[++i], NULL, 10);
     else {
       fprintf(stderr,
-              "usage: bench-place [--quick] [--smoke] [--sizes N,N,...] [--decisions N]\n"
+              "usage: bench-place [--quick] [--smoke] [--sizes N,N,...] "
+              "[--decisions N]\n"
               "                   [--data DIR] [--network FILE] [--cpu N]\n");
       return 2;
     }
@@ -648,12 +684,14 @@ int main(int argc, char **argv) {
     printf("SKIPPED: no catalogs under %s\n", data);
     return 77;
   }
-  printf("# real offers: azure %zu, gcp %zu, aws %zu; shapes %zu, locations %zu; cpu %ld\n",
+  printf("# real offers: azure %zu, gcp %zu, aws %zu; shapes %zu, locations "
+         "%zu; cpu %ld\n",
          az, gc, aw, base.n_shapes, base.n_locs, cpu);
 
   char netb[1200];
   if (!net) {
-    snprintf(netb, sizeof netb, "%s/configs/network/default.net", TW_SOURCE_DIR);
+    snprintf(netb, sizeof netb, "%s/configs/network/default.net",
+             TW_SOURCE_DIR);
     net = netb;
   }
   char cfg[1400];

@@ -225,9 +225,9 @@ static bool reset_fake(void) {
          post("/_fake/ec2/config", "{\"vcpu_limit_on_demand\": 1000000000, "
                                    "\"vcpu_limit_spot\": 1000000000}")
 #ifdef BENCH_ALIBABA
-         && post("/_fake/alibaba/config",
-                 "{\"vcpu_limit_on_demand\": 1000000000, "
-                 "\"vcpu_limit_spot\": 1000000000}")
+         &&
+         post("/_fake/alibaba/config", "{\"vcpu_limit_on_demand\": 1000000000, "
+                                       "\"vcpu_limit_spot\": 1000000000}")
 #endif
 #ifdef BENCH_AZURE
          /* Operations end at once and are polled without waiting, so a
@@ -247,8 +247,8 @@ static int cmp_i64(const void *a, const void *b) {
 /* The launch and describe loops through the adapter of cloud ("aws" or
  * "alibaba"); keys prefixed with prefix. */
 struct bench_cloud {
-  const char *prefix;     /* "" or "ali_" */
-  const char *config;     /* the provider's YAML, "%s" the fake's URL */
+  const char *prefix; /* "" or "ali_" */
+  const char *config; /* the provider's YAML, "%s" the fake's URL */
   const char *region, *zone, *type;
 };
 
@@ -256,11 +256,12 @@ static void bench_fake_cloud(const char *path, const struct bench_cloud *bc);
 
 static void bench_fake(const char *path) {
   static const struct bench_cloud aws = {
-      "", "type: aws\nname: bench\nendpoint: %s\n"
-          "region: us-east-1\n"
-          "access_key_env: TW_BENCH_AWS_AK\n"
-          "secret_key_env: TW_BENCH_AWS_SK\n"
-          "image: ami-0abcdef1234567890\n",
+      "",
+      "type: aws\nname: bench\nendpoint: %s\n"
+      "region: us-east-1\n"
+      "access_key_env: TW_BENCH_AWS_AK\n"
+      "secret_key_env: TW_BENCH_AWS_SK\n"
+      "image: ami-0abcdef1234567890\n",
       "us-east-1", "us-east-1a", "m5.large"};
   bench_fake_cloud(path, &aws);
 }
@@ -372,16 +373,23 @@ out:
 
 static void bench_alibaba_sign(void) {
   const struct tw_ali_pair p[] = {
-      {"Action", "RunInstances"}, {"Version", "2014-05-26"},
-      {"Format", "JSON"}, {"AccessKeyId", "testid"},
-      {"SignatureMethod", "HMAC-SHA1"}, {"SignatureVersion", "1.0"},
+      {"Action", "RunInstances"},
+      {"Version", "2014-05-26"},
+      {"Format", "JSON"},
+      {"AccessKeyId", "testid"},
+      {"SignatureMethod", "HMAC-SHA1"},
+      {"SignatureVersion", "1.0"},
       {"SignatureNonce", "0123456789abcdef0123456789abcdef"},
-      {"Timestamp", "2024-05-01T12:00:00Z"}, {"RegionId", "cn-hangzhou"},
-      {"ZoneId", "cn-hangzhou-i"}, {"ImageId", "ubuntu_22_04_x64_20G"},
+      {"Timestamp", "2024-05-01T12:00:00Z"},
+      {"RegionId", "cn-hangzhou"},
+      {"ZoneId", "cn-hangzhou-i"},
+      {"ImageId", "ubuntu_22_04_x64_20G"},
       {"InstanceType", "ecs.gn7-c12g1.3xlarge"},
-      {"SpotStrategy", "SpotWithPriceLimit"}, {"SpotPriceLimit", "12.5"},
+      {"SpotStrategy", "SpotWithPriceLimit"},
+      {"SpotPriceLimit", "12.5"},
       {"ClientToken", "tw-att-0123456789abcdef"},
-      {"Tag.1.Key", "tradewind:job"}, {"Tag.1.Value", "job-0123"}};
+      {"Tag.1.Key", "tradewind:job"},
+      {"Tag.1.Value", "job-0123"}};
   size_t n = sizeof p / sizeof p[0], k = 0;
   char sig[32];
   double t0 = now_s(), t;
@@ -395,15 +403,18 @@ static void bench_alibaba_sign(void) {
 
   char hash[65];
   tw_ali_sha256_hex("", 0, hash);
-  const struct tw_ali_pair h[] = {
-      {"host", "ecs.cn-hangzhou.aliyuncs.com"},
-      {"x-acs-action", "RunInstances"}, {"x-acs-version", "2014-05-26"},
-      {"x-acs-date", "2024-05-01T12:00:00Z"},
-      {"x-acs-signature-nonce", "0123456789abcdef"},
-      {"x-acs-content-sha256", hash}};
-  struct tw_ali_acs3_request r = {.method = "POST", .path = "/",
-                                  .query = p + 8, .n_query = n - 8,
-                                  .headers = h, .n_headers = 6,
+  const struct tw_ali_pair h[] = {{"host", "ecs.cn-hangzhou.aliyuncs.com"},
+                                  {"x-acs-action", "RunInstances"},
+                                  {"x-acs-version", "2014-05-26"},
+                                  {"x-acs-date", "2024-05-01T12:00:00Z"},
+                                  {"x-acs-signature-nonce", "0123456789abcdef"},
+                                  {"x-acs-content-sha256", hash}};
+  struct tw_ali_acs3_request r = {.method = "POST",
+                                  .path = "/",
+                                  .query = p + 8,
+                                  .n_query = n - 8,
+                                  .headers = h,
+                                  .n_headers = 6,
                                   .payload_hash = hash};
   k = 0;
   t0 = now_s();
@@ -455,20 +466,22 @@ static void bench_ecs_json(void) {
 
 static void bench_alibaba_fake(const char *path) {
   static const struct bench_cloud ali = {
-      "ali_", "type: alibaba\nname: bench\nendpoint: %s\n"
-              "region: cn-hangzhou\n"
-              "access_key_env: TW_BENCH_AWS_AK\n"
-              "secret_key_env: TW_BENCH_AWS_SK\n"
-              "image: ubuntu_22_04_x64_20G_alibase_20240101.vhd\n"
-              "cny_usd_rate: \"0.138\"\n"
-              "cny_usd_rate_date: \"2024-05-01\"\n",
+      "ali_",
+      "type: alibaba\nname: bench\nendpoint: %s\n"
+      "region: cn-hangzhou\n"
+      "access_key_env: TW_BENCH_AWS_AK\n"
+      "secret_key_env: TW_BENCH_AWS_SK\n"
+      "image: ubuntu_22_04_x64_20G_alibase_20240101.vhd\n"
+      "cny_usd_rate: \"0.138\"\n"
+      "cny_usd_rate_date: \"2024-05-01\"\n",
       "cn-hangzhou", "cn-hangzhou-i", "ecs.g7.large"};
   bench_fake_cloud(path, &ali);
 }
 #endif
 
 #ifdef BENCH_AZURE
-/* ---- Azure ---------------------------------------------------------------- */
+/* ---- Azure ----------------------------------------------------------------
+ */
 
 static void bench_arm_json(void) {
   struct tw_buf b;
@@ -492,7 +505,8 @@ static void bench_arm_json(void) {
         "\"ProvisioningState/succeeded\",\"level\":\"Info\"},{\"code\":"
         "\"PowerState/running\",\"level\":\"Info\"}]}}}",
         i ? "," : "", i, i, i, i, i, i);
-  tw_buf_adds(&b, "],\"nextLink\":\"https://management.azure.com/x?$skiptoken=1\"}");
+  tw_buf_adds(
+      &b, "],\"nextLink\":\"https://management.azure.com/x?$skiptoken=1\"}");
   size_t k = 0;
   double t0 = now_s(), t;
   do {

@@ -48,10 +48,11 @@ static uint64_t next_rand(void) {
 }
 
 static const char *const PROVIDERS[] = {"aws", "azure", "alibaba", "slurm"};
-static const char *const REGIONS[4][3] = {{"us-east-1", "us-west-2", "eu-west-1"},
-                                          {"eastus", "westeurope", "japaneast"},
-                                          {"cn-hangzhou", "cn-beijing", "ap-southeast-1"},
-                                          {"lab-a", "lab-b", "lab-c"}};
+static const char *const REGIONS[4][3] = {
+    {"us-east-1", "us-west-2", "eu-west-1"},
+    {"eastus", "westeurope", "japaneast"},
+    {"cn-hangzhou", "cn-beijing", "ap-southeast-1"},
+    {"lab-a", "lab-b", "lab-c"}};
 
 /* Row i of n: day, hour and dimensions spread evenly, costs random. */
 static void make_row(struct tw_ledger_row *r, int64_t i, int64_t n) {
@@ -71,7 +72,8 @@ static void make_row(struct tw_ledger_row *r, int64_t i, int64_t n) {
   snprintf(r->job_id, sizeof r->job_id, "j-%04d", j);
   snprintf(r->resource_id, sizeof r->resource_id, "i-%016llx",
            (unsigned long long)(next_rand() & 0xffffffffffffULL));
-  snprintf(r->market, sizeof r->market, "%s", next_rand() % 3 ? "spot" : "on-demand");
+  snprintf(r->market, sizeof r->market, "%s",
+           next_rand() % 3 ? "spot" : "on-demand");
   r->attempt_id = i + 1;
   r->start_ms = T0 + slot * HOUR;
   r->end_ms = r->start_ms + HOUR;
@@ -81,7 +83,8 @@ static void make_row(struct tw_ledger_row *r, int64_t i, int64_t n) {
   r->unit_price_uusd = (int64_t)(next_rand() % 40000000) + 50000;
   r->list_uusd = r->unit_price_uusd;
   r->effective_uusd = r->list_uusd - r->list_uusd / 8;
-  snprintf(r->description, sizeof r->description, "p4d.24xlarge in %s", r->zone);
+  snprintf(r->description, sizeof r->description, "p4d.24xlarge in %s",
+           r->zone);
 }
 
 struct single_arg {
@@ -128,8 +131,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--keep"))
       keep = true;
     else {
-      fprintf(stderr, "usage: bench-report [--rows N] [--quick] [--smoke] [--dir DIR] "
-                      "[--keep]\n");
+      fprintf(stderr,
+              "usage: bench-report [--rows N] [--quick] [--smoke] [--dir DIR] "
+              "[--keep]\n");
       return 2;
     }
   }
@@ -172,7 +176,8 @@ int main(int argc, char **argv) {
   }
   double t_append = now_s() - t0;
   rows = rows / BATCH * BATCH;
-  printf("appends (batches of %d, synchronous=normal): %lld rows in %.1f s = %.0f rows/s\n",
+  printf("appends (batches of %d, synchronous=normal): %lld rows in %.1f s = "
+         "%.0f rows/s\n",
          BATCH, (long long)rows, t_append, (double)rows / t_append);
   free(batch);
 
@@ -184,8 +189,8 @@ int main(int argc, char **argv) {
     size_t n;
     double a = now_s();
     if (tw_ledger_sum(s, T0, T0 + DAYS * TW_DAY_MS,
-                      TW_GROUP_TENANT | TW_GROUP_PROVIDER | TW_GROUP_DAY, NULL, &g, &n,
-                      &err)) {
+                      TW_GROUP_TENANT | TW_GROUP_PROVIDER | TW_GROUP_DAY, NULL,
+                      &g, &n, &err)) {
       fprintf(stderr, "report: %s\n", err.msg);
       return 1;
     }
@@ -199,20 +204,25 @@ int main(int argc, char **argv) {
     free(g);
     groups = n;
     if (l != list_total || e != eff_total || c != rows) {
-      fprintf(stderr, "report total %lld/%lld over %lld rows != appended %lld/%lld over %lld\n",
+      fprintf(stderr,
+              "report total %lld/%lld over %lld rows != appended %lld/%lld "
+              "over %lld\n",
               (long long)l, (long long)e, (long long)c, (long long)list_total,
               (long long)eff_total, (long long)rows);
       return 1;
     }
   }
   qsort(runs, 5, sizeof runs[0], cmp_double);
-  printf("report over %lld rows by tenant,provider,day: %zu groups, median %.1f ms "
+  printf("report over %lld rows by tenant,provider,day: %zu groups, median "
+         "%.1f ms "
          "(best %.1f, worst %.1f); totals equal the appended rows\n",
          (long long)rows, groups, runs[2] * 1e3, runs[0] * 1e3, runs[4] * 1e3);
 
   /* the whole JSON report (groups, by provider x day, tenants, forecast) */
-  struct tw_report_req q = {.from_ms = T0, .to_ms = T0 + DAYS * TW_DAY_MS,
-                            .group_mask = TW_GROUP_TENANT | TW_GROUP_PROVIDER | TW_GROUP_DAY,
+  struct tw_report_req q = {.from_ms = T0,
+                            .to_ms = T0 + DAYS * TW_DAY_MS,
+                            .group_mask = TW_GROUP_TENANT | TW_GROUP_PROVIDER |
+                                          TW_GROUP_DAY,
                             .format = TW_REPORT_JSON,
                             .now_ms = T0 + (DAYS - 10) * TW_DAY_MS};
   struct tw_buf out;
@@ -223,8 +233,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "render: %s\n", err.msg);
     return 1;
   }
-  printf("JSON report (with forecast and budgets): %.1f ms, %zu bytes\n", (now_s() - a) * 1e3,
-         out.len);
+  printf("JSON report (with forecast and budgets): %.1f ms, %zu bytes\n",
+         (now_s() - a) * 1e3, out.len);
   q.format = TW_REPORT_HTML;
   tw_buf_reset(&out);
   a = now_s();
@@ -262,19 +272,21 @@ int main(int argc, char **argv) {
   tw_store_stats(s, &st);
   int64_t spent = 0;
   tw_ledger_spent(s, NULL, NULL, T0, T0 + (DAYS + 2) * TW_DAY_MS, &spent, &err);
-  printf("single-row appends, 8 threads, synchronous=full: %lld rows in %.2f s = %.0f rows/s "
+  printf("single-row appends, 8 threads, synchronous=full: %lld rows in %.2f s "
+         "= %.0f rows/s "
          "(%llu commits)\n",
          (long long)(8 * per), t_single, (double)(8 * per) / t_single,
          (unsigned long long)st.commits);
   tw_store_close(s);
   if (spent != single_eff) {
-    fprintf(stderr, "single-row total %lld != appended %lld\n", (long long)spent,
-            (long long)single_eff);
+    fprintf(stderr, "single-row total %lld != appended %lld\n",
+            (long long)spent, (long long)single_eff);
     return 1;
   }
   struct stat sb;
   if (stat(path, &sb) == 0)
-    printf("ledger file: %.1f MB for %lld rows\n", (double)sb.st_size / 1e6, (long long)rows);
+    printf("ledger file: %.1f MB for %lld rows\n", (double)sb.st_size / 1e6,
+           (long long)rows);
   if (!keep) {
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);

@@ -62,8 +62,8 @@
 #define TW_SOURCE_DIR "."
 #endif
 
-#define BOOT_S 180          /* provisioning and restore, billed */
-#define NOTICE_S 120        /* work lost at an interruption (the notice) */
+#define BOOT_S 180   /* provisioning and restore, billed */
+#define NOTICE_S 120 /* work lost at an interruption (the notice) */
 #define CKPT_INTERVAL_S 1800
 #define MAX_PAST 16
 
@@ -80,7 +80,7 @@ struct traceset {
   struct zone z[16];
   size_t nz;
   int64_t gap_s;
-  size_t ticks;     /* shortest trace */
+  size_t ticks; /* shortest trace */
   struct tw_offer offers[32];
   size_t n_offers;
   int zone_of[32];  /* offer -> zone index, -1 for on-demand */
@@ -118,7 +118,8 @@ struct price_row {
   int64_t od, spot; /* spot 0: not sold */
 };
 
-static size_t load_prices(const char *path, struct price_row *rows, size_t max) {
+static size_t load_prices(const char *path, struct price_row *rows,
+                          size_t max) {
   FILE *f = fopen(path, "r");
   if (!f)
     return 0;
@@ -155,7 +156,8 @@ static size_t load_prices(const char *path, struct price_row *rows, size_t max) 
 }
 
 static int by_zone_id(const void *a, const void *b) {
-  return strcmp(((const struct price_row *)a)->zone_id, ((const struct price_row *)b)->zone_id);
+  return strcmp(((const struct price_row *)a)->zone_id,
+                ((const struct price_row *)b)->zone_id);
 }
 
 static void offer_base(struct tw_offer *o, const char *region, const char *zone,
@@ -180,7 +182,8 @@ static void offer_base(struct tw_offer *o, const char *region, const char *zone,
 
 static int load_set(const char *data, struct traceset *t) {
   char dir[1024], path[1400];
-  snprintf(dir, sizeof dir, "%s/spot/cant-be-late/availability/1-node/%s", data, t->name);
+  snprintf(dir, sizeof dir, "%s/spot/cant-be-late/availability/1-node/%s", data,
+           t->name);
   DIR *d = opendir(dir);
   if (!d)
     return -1;
@@ -191,7 +194,8 @@ static int load_set(const char *data, struct traceset *t) {
       continue;
     struct zone *z = &t->z[t->nz];
     memset(z, 0, sizeof *z);
-    snprintf(z->name, sizeof z->name, "%.*s", (int)(sfx - e->d_name), e->d_name);
+    snprintf(z->name, sizeof z->name, "%.*s", (int)(sfx - e->d_name),
+             e->d_name);
     /* "us-east-1a" -> region "us-east-1" */
     size_t rl = strlen(z->name) - 1;
     memcpy(z->region, z->name, rl);
@@ -215,7 +219,8 @@ static int load_set(const char *data, struct traceset *t) {
       t->ticks = t->z[i].n;
 
   struct price_row rows[128];
-  snprintf(path, sizeof path, "%s/catalogs/skypilot/aws_v8_subset/p3.2xlarge.rows", data);
+  snprintf(path, sizeof path,
+           "%s/catalogs/skypilot/aws_v8_subset/p3.2xlarge.rows", data);
   size_t nr = load_prices(path, rows, 128);
   if (!nr)
     return -1;
@@ -228,11 +233,13 @@ static int load_set(const char *data, struct traceset *t) {
         rank++;
     int64_t price = 0;
     for (size_t r = 0, seen = 0; r < nr && !price; r++)
-      if (!strcmp(rows[r].region, t->z[i].region) && rows[r].spot && seen++ == rank)
+      if (!strcmp(rows[r].region, t->z[i].region) && rows[r].spot &&
+          seen++ == rank)
         price = rows[r].spot;
     if (!price)
       return -1;
-    offer_base(&t->offers[t->n_offers], t->z[i].region, t->z[i].name, TW_MARKET_SPOT, price);
+    offer_base(&t->offers[t->n_offers], t->z[i].region, t->z[i].name,
+               TW_MARKET_SPOT, price);
     t->zone_of[t->n_offers++] = (int)i;
   }
   /* on-demand: one offer per region */
@@ -248,7 +255,8 @@ static int load_set(const char *data, struct traceset *t) {
         od = rows[r].od;
     if (!od)
       return -1;
-    offer_base(&t->offers[t->n_offers], t->z[i].region, "", TW_MARKET_ON_DEMAND, od);
+    offer_base(&t->offers[t->n_offers], t->z[i].region, "", TW_MARKET_ON_DEMAND,
+               od);
     t->zone_of[t->n_offers++] = -1;
   }
   return 0;
@@ -268,13 +276,13 @@ struct job {
   int64_t arrive_s, work_s, deadline_s;
   /* state */
   enum phase phase;
-  int offer;          /* running on */
-  int64_t started_s;  /* this attempt */
+  int offer;         /* running on */
+  int64_t started_s; /* this attempt */
   int64_t boot_left_s;
-  int64_t done_s;     /* progress */
-  int64_t resume_s;   /* progress at this attempt's start */
-  bool interrupted;   /* placed next as after an interruption */
-  bool moved;         /* placed next after a move: on-demand if no spot */
+  int64_t done_s;   /* progress */
+  int64_t resume_s; /* progress at this attempt's start */
+  bool interrupted; /* placed next as after an interruption */
+  bool moved;       /* placed next after a move: on-demand if no spot */
   char region[TW_MODEL_NAME_MAX]; /* of the last attempt that ran */
   struct past past[MAX_PAST];
   size_t n_past;
@@ -294,7 +302,8 @@ static uint64_t rnd(struct rng *r) {
   return r->s;
 }
 
-static void make_jobs(struct job *jobs, size_t n, const struct traceset *t, uint64_t seed) {
+static void make_jobs(struct job *jobs, size_t n, const struct traceset *t,
+                      uint64_t seed) {
   static const int64_t work_h[] = {2, 4, 8, 12, 24, 48};
   static const int slack_pct[] = {10, 25, 50, 100};
   struct rng r = {seed * 2654435761u + 1};
@@ -310,7 +319,8 @@ static void make_jobs(struct job *jobs, size_t n, const struct traceset *t, uint
     int s = slack_pct[rnd(&r) % 4];
     j->deadline_s = BOOT_S + j->work_s * (100 + s) / 100; /* relative for now */
     int64_t room = span - BOOT_S - j->work_s * 2 - t->gap_s;
-    j->arrive_s = (int64_t)(rnd(&r) % (uint64_t)(room > 1 ? room : 1)) / t->gap_s * t->gap_s;
+    j->arrive_s = (int64_t)(rnd(&r) % (uint64_t)(room > 1 ? room : 1)) /
+                  t->gap_s * t->gap_s;
     j->deadline_s += j->arrive_s;
     j->offer = -1;
   }
@@ -337,7 +347,9 @@ struct sim {
   struct tw_job_spec spec;
 };
 
-static int64_t ms_of(const struct sim *s, int64_t t_s) { return s->t->start_ms + t_s * 1000; }
+static int64_t ms_of(const struct sim *s, int64_t t_s) {
+  return s->t->start_ms + t_s * 1000;
+}
 
 static bool spot_up(const struct sim *s, int offer, size_t tick) {
   int z = s->t->zone_of[offer];
@@ -375,7 +387,8 @@ static void view(const struct sim *s, const struct job *j, int64_t t_s,
   v->done_s = j->done_s;
   v->interruptions = j->interruptions;
   v->spec_market = s->spec.market;
-  v->current_market = j->offer >= 0 ? s->t->offers[j->offer].market : TW_MARKET_ANY;
+  v->current_market =
+      j->offer >= 0 ? s->t->offers[j->offer].market : TW_MARKET_ANY;
   v->region = j->region;
   v->zone = "";
 }
@@ -464,10 +477,13 @@ static void step(struct sim *s, struct job *j, size_t tick) {
   const struct tw_offer *o = &s->t->offers[j->offer];
   if (o->market == TW_MARKET_SPOT && !spot_up(s, j->offer, tick)) {
     /* taken away: saved at the notice, the notice's minutes lost */
-    struct tw_ckpt_calc c = {.enabled = true, .interval_s = CKPT_INTERVAL_S,
-                             .work_s = j->work_s, .resume_s = j->resume_s,
+    struct tw_ckpt_calc c = {.enabled = true,
+                             .interval_s = CKPT_INTERVAL_S,
+                             .work_s = j->work_s,
+                             .resume_s = j->resume_s,
                              .run_s = j->done_s - j->resume_s,
-                             .request_run_s = j->done_s - j->resume_s - NOTICE_S,
+                             .request_run_s =
+                                 j->done_s - j->resume_s - NOTICE_S,
                              .grace_s = NOTICE_S};
     if (c.request_run_s < 0)
       c.request_run_s = 0;
@@ -504,9 +520,13 @@ static void step(struct sim *s, struct job *j, size_t tick) {
   tw_fallback_decide(&s->cfg, s->st->kind, &v, &d);
   if (d.action != TW_FB_ACT_MOVE)
     return;
-  struct tw_ckpt_calc c = {.enabled = true, .interval_s = CKPT_INTERVAL_S,
-                           .work_s = j->work_s, .resume_s = j->resume_s, .run_s = run,
-                           .request_run_s = run, .grace_s = 0};
+  struct tw_ckpt_calc c = {.enabled = true,
+                           .interval_s = CKPT_INTERVAL_S,
+                           .work_s = j->work_s,
+                           .resume_s = j->resume_s,
+                           .run_s = run,
+                           .request_run_s = run,
+                           .grace_s = 0};
   int64_t kept = tw_checkpoint_kept(&c, NULL);
   j->lost_s += j->done_s - kept;
   j->done_s = kept;
@@ -517,8 +537,8 @@ static void step(struct sim *s, struct job *j, size_t tick) {
   place(s, j, tick);
 }
 
-static void run_one(const struct traceset *t, const struct strat *st, const struct job *jobs0,
-                    size_t n, struct result *res) {
+static void run_one(const struct traceset *t, const struct strat *st,
+                    const struct job *jobs0, size_t n, struct result *res) {
   struct sim s = {.t = t, .st = st};
   tw_fallback_cfg_default(&s.cfg);
   s.cfg.kind = st->kind;
@@ -569,7 +589,8 @@ static void run_one(const struct traceset *t, const struct strat *st, const stru
   tw_blocklist_free(s.bl);
 }
 
-/* ---- main ------------------------------------------------------------------ */
+/* ---- main ------------------------------------------------------------------
+ */
 
 static const struct strat STRATS[] = {
     {"always on-demand", TW_FALLBACK_FAILOVER, true},
@@ -583,13 +604,14 @@ static const struct strat STRATS[] = {
 /* cost_goal: whether --check holds this set to half of on-demand (see
  * docs/benchmarks.md: on the two us-west-2 zones spot itself costs 40 % of
  * on-demand, so half is not a fair bar there). */
-static int run_set(const char *data, const char *name, int64_t start_ms, size_t n_jobs,
-                   uint64_t seed, bool check, bool cost_goal) {
+static int run_set(const char *data, const char *name, int64_t start_ms,
+                   size_t n_jobs, uint64_t seed, bool check, bool cost_goal) {
   struct traceset *t = tw_calloc(1, sizeof *t);
   t->name = name;
   t->start_ms = start_ms;
   if (load_set(data, t)) {
-    printf("SKIPPED: trace set %s or its prices are missing under %s\n", name, data);
+    printf("SKIPPED: trace set %s or its prices are missing under %s\n", name,
+           data);
     free(t);
     return 77;
   }
@@ -602,25 +624,29 @@ static int run_set(const char *data, const char *name, int64_t start_ms, size_t 
   for (size_t i = 0; i < t->nz; i++)
     printf("%s%s", i ? " " : "", t->z[i].name);
   printf("), %lld s ticks, %.1f days; %zu jobs, %.0f h of work, seed %llu\n\n",
-         (long long)t->gap_s, (double)t->ticks * t->gap_s / 86400, n_jobs, (double)work / 3600,
-         (unsigned long long)seed);
-  printf("| strategy | cost | vs on-demand | deadlines missed | interruptions | time lost | "
+         (long long)t->gap_s, (double)t->ticks * t->gap_s / 86400, n_jobs,
+         (double)work / 3600, (unsigned long long)seed);
+  printf("| strategy | cost | vs on-demand | deadlines missed | interruptions "
+         "| time lost | "
          "on-demand share |\n");
   printf("|---|---:|---:|---:|---:|---:|---:|\n");
   struct result r[NSTRATS];
   for (size_t k = 0; k < NSTRATS; k++) {
     run_one(t, &STRATS[k], jobs, n_jobs, &r[k]);
-    printf("| %s | $%.2f | %.1f %% | %d of %zu | %d | %.1f h | %.1f %% |\n", STRATS[k].label,
-           (double)r[k].cost_uusd / 1e6, 100.0 * (double)r[k].cost_uusd / (double)r[0].cost_uusd,
+    printf("| %s | $%.2f | %.1f %% | %d of %zu | %d | %.1f h | %.1f %% |\n",
+           STRATS[k].label, (double)r[k].cost_uusd / 1e6,
+           100.0 * (double)r[k].cost_uusd / (double)r[0].cost_uusd,
            r[k].missed + r[k].unfinished, n_jobs, r[k].interruptions,
            (double)r[k].lost_s / 3600,
-           r[k].run_s ? 100.0 * (double)r[k].od_run_s / (double)r[k].run_s : 0.0);
+           r[k].run_s ? 100.0 * (double)r[k].od_run_s / (double)r[k].run_s
+                      : 0.0);
   }
   const struct result *od = &r[0], *fo = &r[1], *dl = &r[NSTRATS - 1];
   bool half = dl->cost_uusd * 2 <= od->cost_uusd;
   bool cheaper = dl->cost_uusd < fo->cost_uusd;
   bool none = dl->missed == 0 && dl->unfinished == 0;
-  printf("\ngoal: deadline misses none: %s; costs at most half of always on-demand: %s "
+  printf("\ngoal: deadline misses none: %s; costs at most half of always "
+         "on-demand: %s "
          "(%.1f %%%s); costs less than failover: %s (failover missed %d)\n",
          none ? "yes" : "NO", half ? "yes" : "NO",
          100.0 * (double)dl->cost_uusd / (double)od->cost_uusd,
@@ -630,11 +656,13 @@ static int run_set(const char *data, const char *name, int64_t start_ms, size_t 
   if (check) {
     for (size_t k = 0; k < NSTRATS; k++)
       if (r[k].unfinished) {
-        printf("check: %s left %d jobs unfinished\n", STRATS[k].label, r[k].unfinished);
+        printf("check: %s left %d jobs unfinished\n", STRATS[k].label,
+               r[k].unfinished);
         rc = 1;
       }
     if (od->missed) {
-      printf("check: always on-demand missed %d deadlines: the job mix is infeasible\n",
+      printf("check: always on-demand missed %d deadlines: the job mix is "
+             "infeasible\n",
              od->missed);
       rc = 1;
     }
@@ -665,8 +693,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--data") && i + 1 < argc) {
       data = argv[++i];
     } else {
-      fprintf(stderr, "usage: bench-sim [--quick] [--check] [--jobs N] [--seed N] "
-                      "[--data DIR]\n");
+      fprintf(stderr,
+              "usage: bench-sim [--quick] [--check] [--jobs N] [--seed N] "
+              "[--data DIR]\n");
       return 2;
     }
   }
@@ -681,15 +710,17 @@ int main(int argc, char **argv) {
   time_t now = time(NULL);
   char when[32];
   strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-  printf("# bench-sim %s: data %s, boot %d s, notice %d s, checkpoint every %d s\n", when, data,
-         BOOT_S, NOTICE_S, CKPT_INTERVAL_S);
+  printf("# bench-sim %s: data %s, boot %d s, notice %d s, checkpoint every %d "
+         "s\n",
+         when, data, BOOT_S, NOTICE_S, CKPT_INTERVAL_S);
   int64_t t0 = tw_mono_us();
   /* the traces' first days (README.upstream.md) */
-  int rc = run_set(data, "aws-02-15-2023", 1676419200000LL, n_jobs, seed, check, true);
+  int rc = run_set(data, "aws-02-15-2023", 1676419200000LL, n_jobs, seed, check,
+                   true);
   if (rc == 77)
     return 77;
-  int rc2 = run_set(data, "aws-10-26-2022", 1666742400000LL, n_jobs / 3 ? n_jobs / 3 : 1,
-                    seed, check, false);
+  int rc2 = run_set(data, "aws-10-26-2022", 1666742400000LL,
+                    n_jobs / 3 ? n_jobs / 3 : 1, seed, check, false);
   printf("\n# %.1f s\n", (double)(tw_mono_us() - t0) / 1e6);
   return rc ? rc : rc2 == 77 ? 0 : rc2;
 }

@@ -67,11 +67,11 @@
 
 struct opts {
   const char *tradewindd;
-  const char *config;    /* NULL: a generated one with the defaults */
+  const char *config; /* NULL: a generated one with the defaults */
   int levels[MAX_LEVELS];
   int n_levels;
-  double seconds;        /* measured time per level */
-  double warmup_s;       /* unmeasured load before each level */
+  double seconds;  /* measured time per level */
+  double warmup_s; /* unmeasured load before each level */
   bool smoke;
   bool keep;             /* keep the temp dir */
   bool slurm;            /* measure the Slurm peers too */
@@ -84,7 +84,8 @@ static int64_t mono_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -95,7 +96,8 @@ static void die(const char *fmt, ...) {
   exit(1);
 }
 
-/* ---- the raw HTTP/1.1 client ------------------------------------------------ */
+/* ---- the raw HTTP/1.1 client ------------------------------------------------
+ */
 
 struct conn {
   int fd;
@@ -110,7 +112,8 @@ static int conn_open(struct conn *c, int port) {
   c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (c->fd < 0)
     return -1;
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_port = htons((uint16_t)port)};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   int one = 1;
   setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -153,8 +156,8 @@ static int conn_roundtrip(struct conn *c, const char *req, size_t req_len,
   for (;;) {
     if (!head) {
       for (size_t i = 3; i < c->len; i++)
-        if (c->buf[i] == '\n' && c->buf[i - 1] == '\r' && c->buf[i - 2] == '\n' &&
-            c->buf[i - 3] == '\r') {
+        if (c->buf[i] == '\n' && c->buf[i - 1] == '\r' &&
+            c->buf[i - 2] == '\n' && c->buf[i - 3] == '\r') {
           head = i + 1;
           break;
         }
@@ -198,7 +201,8 @@ fail:
 static int http_get(int port, const char *path, char *out, size_t outsz) {
   struct conn c = {.fd = -1};
   char req[256];
-  int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+  int n = snprintf(req, sizeof req,
+                   "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
   const char *body;
   size_t len;
   if (conn_open(&c, port) != 0)
@@ -210,12 +214,13 @@ static int http_get(int port, const char *path, char *out, size_t outsz) {
   return status;
 }
 
-/* ---- peers -------------------------------------------------------------------- */
+/* ---- peers
+ * -------------------------------------------------------------------- */
 
 struct peer {
-  const char *name;    /* shown in context lines */
-  const char *prefix;  /* of the figure keys: "submit" -> submit_c64_rate */
-  int ok_status;       /* the answer of a successful submission */
+  const char *name;   /* shown in context lines */
+  const char *prefix; /* of the figure keys: "submit" -> submit_c64_rate */
+  int ok_status;      /* the answer of a successful submission */
   /* Starts (or finds) the system; sets port.  0 or -1. */
   int (*start)(struct peer *p, const struct opts *o);
   /* Writes one complete submission request for client `client`, number i,
@@ -230,14 +235,15 @@ struct peer {
    * returns the failures like run_level().  NULL: the HTTP clients. */
   long (*run)(struct peer *p, int level, const struct opts *o);
   int port;
-  bool skipped;             /* start() said the system is not here */
-  double rate[MAX_LEVELS];  /* jobs/s per level, for the ratios */
-  long long committed; /* set by observe(after): writes the system
-                        * committed in the level; -1 when unknown */
+  bool skipped;            /* start() said the system is not here */
+  double rate[MAX_LEVELS]; /* jobs/s per level, for the ratios */
+  long long committed;     /* set by observe(after): writes the system
+                            * committed in the level; -1 when unknown */
   void *ctx;
 };
 
-/* -- the broker ----------------------------------------------------------------- */
+/* -- the broker
+ * ----------------------------------------------------------------- */
 
 struct broker {
   char dir[256];
@@ -271,7 +277,8 @@ static int broker_start(struct peer *p, const struct opts *o) {
     abort();
   p->ctx = b;
   const char *tmp = getenv("TMPDIR");
-  snprintf(b->dir, sizeof b->dir, "%s/tw-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  snprintf(b->dir, sizeof b->dir, "%s/tw-bench-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(b->dir))
     die("mkdtemp %s: %s", b->dir, strerror(errno));
   snprintf(b->db, sizeof b->db, "%s/tradewind.db", b->dir);
@@ -286,11 +293,12 @@ static int broker_start(struct peer *p, const struct opts *o) {
       die("cannot write %s", b->config);
     /* open mode: the figures measure submissions, not token checks */
     fputs("log:\n  level: warn\nstore:\n  synchronous: full\n  max_batch: 512\n"
-          "auth:\n  mode: open\n", f);
+          "auth:\n  mode: open\n",
+          f);
     fclose(f);
   }
   const char *argv[] = {o->tradewindd, "--config", b->config, "--listen",
-                        "127.0.0.1:0", "--db", b->db, NULL};
+                        "127.0.0.1:0", "--db",     b->db,     NULL};
   int pfd[2];
   if (pipe2(pfd, O_CLOEXEC) != 0)
     die("pipe: %s", strerror(errno));
@@ -335,22 +343,24 @@ static int broker_start(struct peer *p, const struct opts *o) {
     return -1;
   p->port = atoi(colon + 1);
   printf("# broker: %s, db %s, config %s\n", o->tradewindd, b->db,
-         o->config ? o->config : "defaults (synchronous: full, max_batch: 512)");
+         o->config ? o->config
+                   : "defaults (synchronous: full, max_batch: 512)");
   return p->port > 0 ? 0 : -1;
 }
 
-static size_t broker_request(struct peer *p, int level, int client, long i, char *buf,
-                             size_t bufsz) {
+static size_t broker_request(struct peer *p, int level, int client, long i,
+                             char *buf, size_t bufsz) {
   (void)p;
   char body[256];
   int blen = snprintf(body, sizeof body,
                       "{\"name\":\"bench-c%d-t%d-%ld\",\"priority\":%ld,"
                       "\"resources\":{\"cpus\":%ld}}",
                       level, client, i, i % 10, 1 + i % 8);
-  int n = snprintf(buf, bufsz,
-                   "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                   "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-                   blen, body);
+  int n =
+      snprintf(buf, bufsz,
+               "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+               "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+               blen, body);
   return (size_t)n;
 }
 
@@ -360,7 +370,8 @@ static void broker_observe(struct peer *p, int level, bool before) {
   p->committed = -1;
   if (broker_metric(p->port, "tradewind_store_commits_total", &commits) ||
       broker_metric(p->port, "tradewind_store_writes_total", &writes)) {
-    fprintf(stderr, "bench-submit: cannot read the store counters from /metrics\n");
+    fprintf(stderr,
+            "bench-submit: cannot read the store counters from /metrics\n");
     return;
   }
   if (before) {
@@ -370,7 +381,8 @@ static void broker_observe(struct peer *p, int level, bool before) {
   }
   uint64_t dc = commits - b->commits0, dw = writes - b->writes0;
   p->committed = (long long)dw;
-  printf("%s_c%d_commits %llu commits\n", p->prefix, level, (unsigned long long)dc);
+  printf("%s_c%d_commits %llu commits\n", p->prefix, level,
+         (unsigned long long)dc);
   printf("%s_c%d_writes_per_commit %.1f writes/commit\n", p->prefix, level,
          dc ? (double)dw / (double)dc : 0.0);
 }
@@ -384,7 +396,8 @@ static void broker_stop(struct peer *p, bool keep) {
     int status = 0;
     waitpid(b->pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      fprintf(stderr, "bench-submit: tradewindd ended with status %d (log %s)\n",
+      fprintf(stderr,
+              "bench-submit: tradewindd ended with status %d (log %s)\n",
               status, b->log);
   }
   if (b->out_fd >= 0)
@@ -406,7 +419,8 @@ static void broker_stop(struct peer *p, bool keep) {
   p->ctx = NULL;
 }
 
-/* -- Slurm: slurmrestd and sbatch ------------------------------------------------ */
+/* -- Slurm: slurmrestd and sbatch
+ * ------------------------------------------------ */
 
 /* The cluster both Slurm peers use, found (or started) once. */
 static struct {
@@ -417,7 +431,8 @@ static struct {
   int port;
 } cluster;
 
-static void env_value(const char *text, const char *key, char *out, size_t size) {
+static void env_value(const char *text, const char *key, char *out,
+                      size_t size) {
   char pat[64];
   snprintf(pat, sizeof pat, "export %s=", key);
   const char *p = strstr(text, pat);
@@ -442,7 +457,8 @@ static int read_cluster_env(void) {
   text[n] = '\0';
   fclose(f);
   env_value(text, "SLURM_CONF", cluster.conf, sizeof cluster.conf);
-  env_value(text, "TW_SLURM_OUTPUT_DIR", cluster.out_dir, sizeof cluster.out_dir);
+  env_value(text, "TW_SLURM_OUTPUT_DIR", cluster.out_dir,
+            sizeof cluster.out_dir);
   env_value(text, "TW_SLURM_TOKEN_FILE", tokfile, sizeof tokfile);
   env_value(text, "TW_SLURM_URL", url, sizeof url);
   const char *colon = strrchr(url, ':');
@@ -480,26 +496,27 @@ static int cluster_up(const struct opts *o) {
   if (cluster.script[0]) {
     /* Idempotent: a running cluster is left as it is.  Only a cluster that
      * was not running is stopped at the end. */
-    snprintf(cmd, sizeof cmd, "bash '%s' status '%s' >/dev/null 2>&1", cluster.script,
-             cluster.dir);
+    snprintf(cmd, sizeof cmd, "bash '%s' status '%s' >/dev/null 2>&1",
+             cluster.script, cluster.dir);
     bool was_up = system(cmd) == 0;
-    snprintf(cmd, sizeof cmd, "bash '%s' start '%s' >/dev/null 2>&1", cluster.script,
-             cluster.dir);
+    snprintf(cmd, sizeof cmd, "bash '%s' start '%s' >/dev/null 2>&1",
+             cluster.script, cluster.dir);
     int rc = system(cmd);
     if (rc != 0) {
-      printf("# slurm: not measured: %s start %s exited %d\n", cluster.script, cluster.dir,
-             WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+      printf("# slurm: not measured: %s start %s exited %d\n", cluster.script,
+             cluster.dir, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
       return 1;
     }
     cluster.started = !was_up;
   }
   if (read_cluster_env()) {
-    printf("# slurm: not measured: no cluster in %s (scripts/slurm.sh start)\n", cluster.dir);
+    printf("# slurm: not measured: no cluster in %s (scripts/slurm.sh start)\n",
+           cluster.dir);
     return 1;
   }
   cluster.up = true;
-  printf("# slurm: cluster in %s, slurmrestd on 127.0.0.1:%d%s\n", cluster.dir, cluster.port,
-         cluster.started ? " (started for this run)" : "");
+  printf("# slurm: cluster in %s, slurmrestd on 127.0.0.1:%d%s\n", cluster.dir,
+         cluster.port, cluster.started ? " (started for this run)" : "");
   return 0;
 }
 
@@ -509,7 +526,8 @@ static long long cluster_cancel_held(void) {
   char cmd[1000];
   long long n = -1;
   snprintf(cmd, sizeof cmd,
-           "SLURM_CONF='%s' squeue -h -n bench-submit -t PD -o %%i 2>/dev/null | wc -l",
+           "SLURM_CONF='%s' squeue -h -n bench-submit -t PD -o %%i 2>/dev/null "
+           "| wc -l",
            cluster.conf);
   FILE *f = popen(cmd, "r");
   if (f) {
@@ -518,7 +536,8 @@ static long long cluster_cancel_held(void) {
     pclose(f);
   }
   snprintf(cmd, sizeof cmd,
-           "SLURM_CONF='%s' scancel --name=bench-submit --state=PENDING >/dev/null 2>&1",
+           "SLURM_CONF='%s' scancel --name=bench-submit --state=PENDING "
+           ">/dev/null 2>&1",
            cluster.conf);
   if (system(cmd) != 0)
     fprintf(stderr, "bench-submit: scancel of the held jobs failed\n");
@@ -530,10 +549,11 @@ static void cluster_finish(bool keep) {
   if (!cluster.up || !cluster.started || keep)
     return;
   char cmd[1400];
-  snprintf(cmd, sizeof cmd, "bash '%s' stop '%s' >/dev/null 2>&1", cluster.script,
-           cluster.dir);
+  snprintf(cmd, sizeof cmd, "bash '%s' stop '%s' >/dev/null 2>&1",
+           cluster.script, cluster.dir);
   if (system(cmd) != 0)
-    fprintf(stderr, "bench-submit: stopping the cluster in %s failed\n", cluster.dir);
+    fprintf(stderr, "bench-submit: stopping the cluster in %s failed\n",
+            cluster.dir);
 }
 
 static int slurm_start(struct peer *p, const struct opts *o) {
@@ -557,22 +577,24 @@ static void slurm_observe(struct peer *p, int level, bool before) {
 
 /* A held one-CPU job: slurmctld accepts it (and gives it an id) but
  * nothing runs. */
-static size_t slurm_rest_request(struct peer *p, int level, int client, long i, char *buf,
-                                 size_t bufsz) {
+static size_t slurm_rest_request(struct peer *p, int level, int client, long i,
+                                 char *buf, size_t bufsz) {
   (void)p, (void)level, (void)client, (void)i;
   char body[700];
-  int blen = snprintf(body, sizeof body,
-                      "{\"script\":\"#!/bin/sh\\ntrue\\n\",\"job\":{\"name\":\"bench-submit\","
-                      "\"partition\":\"cpu\",\"tasks\":1,\"cpus_per_task\":1,"
-                      "\"memory_per_node\":100,\"time_limit\":1,\"hold\":true,"
-                      "\"current_working_directory\":\"%s\",\"standard_output\":\"/dev/null\","
-                      "\"environment\":{\"PATH\":\"/bin:/usr/bin\"}}}",
-                      cluster.out_dir);
-  int n = snprintf(buf, bufsz,
-                   "POST /slurm/v0.0.38/job/submit HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                   "X-SLURM-USER-NAME: root\r\nX-SLURM-USER-TOKEN: %s\r\n"
-                   "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-                   cluster.token, blen, body);
+  int blen = snprintf(
+      body, sizeof body,
+      "{\"script\":\"#!/bin/sh\\ntrue\\n\",\"job\":{\"name\":\"bench-submit\","
+      "\"partition\":\"cpu\",\"tasks\":1,\"cpus_per_task\":1,"
+      "\"memory_per_node\":100,\"time_limit\":1,\"hold\":true,"
+      "\"current_working_directory\":\"%s\",\"standard_output\":\"/dev/null\","
+      "\"environment\":{\"PATH\":\"/bin:/usr/bin\"}}}",
+      cluster.out_dir);
+  int n =
+      snprintf(buf, bufsz,
+               "POST /slurm/v0.0.38/job/submit HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+               "X-SLURM-USER-NAME: root\r\nX-SLURM-USER-TOKEN: %s\r\n"
+               "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+               cluster.token, blen, body);
   if (n < 0 || (size_t)n >= bufsz)
     die("slurmrestd request does not fit %zu bytes", bufsz);
   return (size_t)n;
@@ -596,12 +618,14 @@ static void *sbatch_main(void *arg) {
       dup2(null, 2);
       setenv("SLURM_CONF", cluster.conf, 1);
       unsetenv("SLURM_JWT");
-      execlp("sbatch", "sbatch", "--hold", "--parsable", "-J", "bench-submit", "-p", "cpu",
-             "-o", "/dev/null", "-D", cluster.out_dir, "--wrap", "true", (char *)NULL);
+      execlp("sbatch", "sbatch", "--hold", "--parsable", "-J", "bench-submit",
+             "-p", "cpu", "-o", "/dev/null", "-D", cluster.out_dir, "--wrap",
+             "true", (char *)NULL);
       _exit(127);
     }
     int st = 0;
-    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+        WEXITSTATUS(st)) {
       w->failed++;
       continue;
     }
@@ -622,7 +646,8 @@ static int cmp_i64(const void *a, const void *b);
  * is how people and scripts submit, one process per job. */
 static long sbatch_run(struct peer *p, int level, const struct opts *o) {
   if (level > 16) {
-    printf("# sbatch: level %d not measured (one process per submission; at most 16)\n",
+    printf("# sbatch: level %d not measured (one process per submission; at "
+           "most 16)\n",
            level);
     return 0;
   }
@@ -660,7 +685,8 @@ static long sbatch_run(struct peer *p, int level, const struct opts *o) {
          total ? (double)all[(total - 1) / 2] / 1e6 : 0);
   printf("%s_c%d_submitted %zu jobs\n", p->prefix, level, total);
   printf("%s_c%d_failed %zu requests\n", p->prefix, level, failed);
-  printf("%s_c%d_accepted %lld jobs\n", p->prefix, level, cluster_cancel_held());
+  printf("%s_c%d_accepted %lld jobs\n", p->prefix, level,
+         cluster_cancel_held());
   fflush(stdout);
   free(all);
   free(w);
@@ -690,7 +716,8 @@ static struct peer PEERS[] = {
      .run = sbatch_run},
 };
 
-/* ---- one level ----------------------------------------------------------------- */
+/* ---- one level
+ * ----------------------------------------------------------------- */
 
 struct run {
   struct peer *peer;
@@ -704,8 +731,8 @@ struct worker {
   int index;
   int64_t *lat_ns; /* measured successes */
   size_t n, cap;
-  long failed;     /* measured failures */
-  long answers;    /* complete answers of any status, warm-up included */
+  long failed;  /* measured failures */
+  long answers; /* complete answers of any status, warm-up included */
   int first_bad_status;
 };
 
@@ -717,7 +744,8 @@ static void *worker_main(void *arg) {
   conn_open(&c, c.port);
   pthread_barrier_wait(&r->ready);
   for (long i = 0;; i++) {
-    size_t len = r->peer->request(r->peer, r->level, w->index, i, req, sizeof req);
+    size_t len =
+        r->peer->request(r->peer, r->level, w->index, i, req, sizeof req);
     int64_t t0 = mono_ns();
     if (t0 >= r->measure_until)
       break;
@@ -817,7 +845,8 @@ static long run_level(struct peer *p, int level, const struct opts *o) {
    * time up to the last answer. */
   double secs = (double)(end - r.measure_from) / 1e9;
   double p50 = total ? (double)all[(total - 1) / 2] / 1e6 : 0;
-  double p99 = total ? (double)all[(size_t)((double)(total - 1) * 0.99)] / 1e6 : 0;
+  double p99 =
+      total ? (double)all[(size_t)((double)(total - 1) * 0.99)] / 1e6 : 0;
   for (int l = 0; l < o->n_levels; l++)
     if (o->levels[l] == level)
       p->rate[l] = (double)total / secs;
@@ -827,13 +856,16 @@ static long run_level(struct peer *p, int level, const struct opts *o) {
   printf("%s_c%d_submitted %zu jobs\n", p->prefix, level, total);
   printf("%s_c%d_failed %ld requests\n", p->prefix, level, failed);
   if (failed)
-    fprintf(stderr, "bench-submit: %s c%d: %ld submissions failed (first status %d)\n",
+    fprintf(stderr,
+            "bench-submit: %s c%d: %ld submissions failed (first status %d)\n",
             p->name, level, failed, bad);
   if (p->observe)
     p->observe(p, level, false);
   if (o->smoke && p->committed >= 0 && p->committed != (long long)total) {
-    fprintf(stderr, "bench-submit: %s c%d: %zu submissions acknowledged, %lld committed\n",
-            p->name, level, total, p->committed);
+    fprintf(
+        stderr,
+        "bench-submit: %s c%d: %zu submissions acknowledged, %lld committed\n",
+        p->name, level, total, p->committed);
     failed++;
   }
   fflush(stdout);
@@ -843,27 +875,35 @@ static long run_level(struct peer *p, int level, const struct opts *o) {
   return failed + (total == 0);
 }
 
-/* ---- main ------------------------------------------------------------------------ */
+/* ---- main
+ * ------------------------------------------------------------------------ */
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: bench-submit [--quick | --smoke] [--seconds S] [--levels 1,16,64]\n"
-          "                    [--tradewindd PATH] [--config FILE] [--keep]\n"
-          "\n"
-          "Measures durable job submissions per second through the REST API of a\n"
-          "tradewindd it starts itself (temp db, port 0), at each concurrency level:\n"
-          "N client threads, one keep-alive connection each.\n"
-          "\n"
-          "  --quick        2 s per level (under a minute in all)\n"
-          "  --smoke        1 s at concurrency 4; fails unless every submission succeeded\n"
-          "  --seconds S    measured seconds per level (default 10)\n"
-          "  --levels LIST  concurrency levels (default 1,16,64)\n"
-          "  --tradewindd P the daemon to start (default: the one built with this bench)\n"
-          "  --config FILE  its config (default: the defaults, log level warn)\n"
-          "  --keep         keep the temp dir (db, log)\n"
-          "  --no-slurm     do not measure Slurm (slurmrestd, sbatch) beside it\n"
-          "  --slurm-dir D  the scripts/slurm.sh cluster to use (default $TW_SLURM_DIR,\n"
-          "                 else .state/slurm); --smoke measures Slurm only with it\n");
+  fprintf(
+      f,
+      "usage: bench-submit [--quick | --smoke] [--seconds S] [--levels "
+      "1,16,64]\n"
+      "                    [--tradewindd PATH] [--config FILE] [--keep]\n"
+      "\n"
+      "Measures durable job submissions per second through the REST API of a\n"
+      "tradewindd it starts itself (temp db, port 0), at each concurrency "
+      "level:\n"
+      "N client threads, one keep-alive connection each.\n"
+      "\n"
+      "  --quick        2 s per level (under a minute in all)\n"
+      "  --smoke        1 s at concurrency 4; fails unless every submission "
+      "succeeded\n"
+      "  --seconds S    measured seconds per level (default 10)\n"
+      "  --levels LIST  concurrency levels (default 1,16,64)\n"
+      "  --tradewindd P the daemon to start (default: the one built with this "
+      "bench)\n"
+      "  --config FILE  its config (default: the defaults, log level warn)\n"
+      "  --keep         keep the temp dir (db, log)\n"
+      "  --no-slurm     do not measure Slurm (slurmrestd, sbatch) beside it\n"
+      "  --slurm-dir D  the scripts/slurm.sh cluster to use (default "
+      "$TW_SLURM_DIR,\n"
+      "                 else .state/slurm); --smoke measures Slurm only with "
+      "it\n");
 }
 
 static void parse_levels(struct opts *o, const char *s) {
@@ -872,7 +912,9 @@ static void parse_levels(struct opts *o, const char *s) {
     char *end;
     long v = strtol(p, &end, 10);
     if (end == p || v < 1 || v > MAX_THREADS || o->n_levels == MAX_LEVELS) {
-      fprintf(stderr, "bench-submit: --levels: expected up to %d numbers 1..%d, got \"%s\"\n",
+      fprintf(stderr,
+              "bench-submit: --levels: expected up to %d numbers 1..%d, got "
+              "\"%s\"\n",
               MAX_LEVELS, MAX_THREADS, s);
       exit(2);
     }
@@ -951,8 +993,8 @@ int main(int argc, char **argv) {
   time_t now = time(NULL);
   char date[32];
   strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-  printf("# bench-submit %s, %ld cpus, %.1f s per level after %.1f s warm-up\n", date,
-         sysconf(_SC_NPROCESSORS_ONLN), o.seconds, o.warmup_s);
+  printf("# bench-submit %s, %ld cpus, %.1f s per level after %.1f s warm-up\n",
+         date, sysconf(_SC_NPROCESSORS_ONLN), o.seconds, o.warmup_s);
 
   long failed = 0;
   for (size_t pi = 0; pi < sizeof PEERS / sizeof PEERS[0]; pi++) {
@@ -969,7 +1011,8 @@ int main(int argc, char **argv) {
     }
     printf("# %s\n", p->name);
     for (int l = 0; l < o.n_levels; l++)
-      failed += p->run ? p->run(p, o.levels[l], &o) : run_level(p, o.levels[l], &o);
+      failed +=
+          p->run ? p->run(p, o.levels[l], &o) : run_level(p, o.levels[l], &o);
     p->stop(p, o.keep || failed);
   }
   cluster_finish(o.keep);
@@ -980,6 +1023,7 @@ int main(int argc, char **argv) {
         printf("ratio_%s_vs_%s_c%d %.2f x\n", PEERS[0].prefix, PEERS[pi].prefix,
                o.levels[l], PEERS[0].rate[l] / PEERS[pi].rate[l]);
   if (o.smoke)
-    printf("%s\n", failed ? "smoke: FAILED" : "smoke: every submission succeeded");
+    printf("%s\n",
+           failed ? "smoke: FAILED" : "smoke: every submission succeeded");
   return failed ? 1 : 0;
 }

@@ -73,7 +73,9 @@ struct tw_catalog {
   pthread_mutex_t merge_mu;    /* one merge at a time, in order */
 };
 
-static char *dup_or_null(const char *s) { return s && *s ? tw_strdup(s) : NULL; }
+static char *dup_or_null(const char *s) {
+  return s && *s ? tw_strdup(s) : NULL;
+}
 
 static void source_release(struct source *s) {
   tw_cat_snap_release(s->table);
@@ -115,7 +117,8 @@ static enum tw_rc slurp_file(const char *path, char **out, size_t *len,
   return TW_OK;
 }
 
-/* ---- merging and publishing ------------------------------------------------------ */
+/* ---- merging and publishing
+ * ------------------------------------------------------ */
 
 static void publish(struct tw_catalog *c, int64_t now_ms) {
   pthread_mutex_lock(&c->merge_mu);
@@ -149,7 +152,8 @@ struct tw_cat_snap *tw_catalog_acquire(struct tw_catalog *c) {
   return s;
 }
 
-/* ---- one refresh -------------------------------------------------------------------- */
+/* ---- one refresh
+ * -------------------------------------------------------------------- */
 
 static void source_info_base(const struct source *s,
                              struct tw_cat_source_info *si) {
@@ -169,13 +173,14 @@ static void source_info_base(const struct source *s,
     si->rate = *tw_rates_find(s->cat->rates, "USD");
 }
 
-static enum tw_rc load_file(struct tw_catalog *c, struct source *s,
-                            int64_t now, struct tw_cat_snap **fresh,
-                            bool *unchanged, struct tw_err *err) {
+static enum tw_rc load_file(struct tw_catalog *c, struct source *s, int64_t now,
+                            struct tw_cat_snap **fresh, bool *unchanged,
+                            struct tw_err *err) {
   struct stat st;
   if (stat(s->path, &st) != 0)
     return tw_err_set(err, TW_E_IO, "%s: %s", s->path, strerror(errno));
-  int64_t mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  int64_t mtime_ns =
+      (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
   pthread_mutex_lock(&c->mu);
   bool have = s->table != NULL;
   char old_sha[65];
@@ -259,8 +264,8 @@ static enum tw_rc load_adapter(struct tw_catalog *c, struct source *s,
   tw_cat_sha256_hex(b.data, b.len, (*fresh)->srcs[0].sha256);
   tw_buf_release(&b);
   pthread_mutex_lock(&c->mu);
-  bool same = s->table && !strcmp(s->table->srcs[0].sha256,
-                                  (*fresh)->srcs[0].sha256);
+  bool same =
+      s->table && !strcmp(s->table->srcs[0].sha256, (*fresh)->srcs[0].sha256);
   pthread_mutex_unlock(&c->mu);
   if (same) {
     tw_cat_snap_release(*fresh);
@@ -277,9 +282,9 @@ static enum tw_rc refresh_one(struct tw_catalog *c, struct source *s,
   struct tw_cat_snap *fresh = NULL;
   bool unchanged = false;
   struct tw_err local = {0};
-  enum tw_rc rc = s->is_file ? load_file(c, s, now, &fresh, &unchanged, &local)
-                             : load_adapter(c, s, now, &fresh, &unchanged,
-                                            &local);
+  enum tw_rc rc = s->is_file
+                      ? load_file(c, s, now, &fresh, &unchanged, &local)
+                      : load_adapter(c, s, now, &fresh, &unchanged, &local);
   if (rc == TW_OK && fresh && c->store) {
     pthread_mutex_lock(&c->mu);
     struct tw_cat_snap *prev = s->table;
@@ -314,15 +319,18 @@ static enum tw_rc refresh_one(struct tw_catalog *c, struct source *s,
   }
   pthread_mutex_unlock(&c->mu);
   if (rc) {
-    tw_log_warn("catalog", "source=%s refresh failed, keeping the previous "
-                "table: %s", s->name, local.msg);
+    tw_log_warn("catalog",
+                "source=%s refresh failed, keeping the previous "
+                "table: %s",
+                s->name, local.msg);
   } else if (fresh) {
     const struct tw_cat_report *r = &fresh->srcs[0].report;
-    tw_log_info("catalog", "source=%s rows=%" PRIu64 " normalized=%" PRIu64
+    tw_log_info("catalog",
+                "source=%s rows=%" PRIu64 " normalized=%" PRIu64
                 " rejected=%" PRIu64 " offers=%zu version=%" PRId64
-                " refreshed", s->name, r->rows, r->normalized,
-                tw_cat_report_rejected(r), fresh->n_offers,
-                fresh->srcs[0].version);
+                " refreshed",
+                s->name, r->rows, r->normalized, tw_cat_report_rejected(r),
+                fresh->n_offers, fresh->srcs[0].version);
   }
   tw_cat_snap_release(old);
   if (fresh)
@@ -374,7 +382,8 @@ void tw_catalog_wait_ready(struct tw_catalog *c) {
   pthread_mutex_unlock(&c->mu);
 }
 
-/* ---- threads -------------------------------------------------------------------------- */
+/* ---- threads
+ * -------------------------------------------------------------------------- */
 
 static void *source_main(void *arg) {
   struct source *s = arg;
@@ -417,7 +426,9 @@ enum tw_rc tw_catalog_start(struct tw_catalog *c, struct tw_err *err) {
   return TW_OK;
 }
 
-/* ---- creation --------------------------------------------------------------------------- */
+/* ---- creation
+ * ---------------------------------------------------------------------------
+ */
 
 static bool name_taken(const struct tw_catalog *c, size_t upto,
                        const char *name) {
@@ -440,8 +451,9 @@ enum tw_rc tw_catalog_new(const struct tw_catalog_opts *o,
   pthread_cond_init(&c->cv, NULL);
   int64_t refresh = o->refresh_ms > 0 ? o->refresh_ms : DEFAULT_REFRESH_MS;
 
-  if ((rc = o->regions_path ? tw_regions_load_file(o->regions_path, &c->regions, err)
-                            : tw_regions_builtin(&c->regions, err)))
+  if ((rc = o->regions_path
+                ? tw_regions_load_file(o->regions_path, &c->regions, err)
+                : tw_regions_builtin(&c->regions, err)))
     goto fail;
   if ((rc = o->rates_path ? tw_rates_load_file(o->rates_path, &c->rates, err)
                           : tw_rates_builtin(&c->rates, err)))
@@ -504,10 +516,12 @@ enum tw_rc tw_catalog_new(const struct tw_catalog_opts *o,
       goto fail;
     }
     /* offer ids are account:region:zone:type:market */
-    if (strpbrk(f->provider, ":/") || (f->account && strpbrk(f->account, ":/"))) {
+    if (strpbrk(f->provider, ":/") ||
+        (f->account && strpbrk(f->account, ":/"))) {
       rc = tw_err_set(err, TW_E_INVALID,
                       "catalog file %s: provider and account may not hold ':' "
-                      "or '/'", name);
+                      "or '/'",
+                      name);
       goto fail;
     }
     if (f->mode == TW_CAT_ADAPTER) {
@@ -597,7 +611,8 @@ void tw_catalog_free(struct tw_catalog *c) {
   free(c);
 }
 
-/* ---- status and metrics --------------------------------------------------------------- */
+/* ---- status and metrics
+ * --------------------------------------------------------------- */
 
 void tw_catalog_status(struct tw_catalog *c, struct tw_catalog_status **out,
                        size_t *n) {
@@ -622,7 +637,7 @@ void tw_catalog_status(struct tw_catalog *c, struct tw_catalog_status **out,
     /* age: since the data was last known current (a fetch, or a check
      * that found it unchanged); a table loaded from the store is as old
      * as its fetch */
-    int64_t fresh_ms = s->ok_ms ? s->ok_ms
+    int64_t fresh_ms = s->ok_ms   ? s->ok_ms
                        : s->table ? s->table->srcs[0].fetched_ms
                                   : 0;
     x->age_ms = fresh_ms ? now - fresh_ms : -1;
@@ -757,10 +772,9 @@ void tw_catalog_metrics(struct tw_catalog *c, struct tw_buf *out) {
             continue;
           tw_buf_printf(out, "%s{source=\"", M[m].name);
           label_value(out, src);
-          tw_buf_printf(out, "\",outcome=\"rejected\",reason=\"%s\"} %" PRIu64
-                             "\n",
-                        tw_cat_reject_str((enum tw_cat_reject)k),
-                        r->rejected[k]);
+          tw_buf_printf(
+              out, "\",outcome=\"rejected\",reason=\"%s\"} %" PRIu64 "\n",
+              tw_cat_reject_str((enum tw_cat_reject)k), r->rejected[k]);
         }
         break;
       }
@@ -770,7 +784,8 @@ void tw_catalog_metrics(struct tw_catalog *c, struct tw_buf *out) {
   free(st);
 }
 
-/* ---- the daemon's catalog --------------------------------------------------------------- */
+/* ---- the daemon's catalog
+ * --------------------------------------------------------------- */
 
 static _Atomic(struct tw_catalog *) published;
 
@@ -780,7 +795,8 @@ struct tw_catalog *tw_catalog_published(void) {
   return atomic_load(&published);
 }
 
-/* ---- configuration ------------------------------------------------------------------------ */
+/* ---- configuration
+ * ------------------------------------------------------------------------ */
 
 /* The `catalog:` section as tw_catalog_opts, with the arrays owned here. */
 struct cfg_opts {
@@ -802,8 +818,8 @@ static enum tw_rc cfg_str(const struct tw_node *m, const char *key,
     return TW_OK;
   if (n->kind != TW_NODE_SCALAR || !*n->str)
     return tw_err_field(err, TW_E_INVALID, path,
-                        "%s.%s: expected a non-empty string, got %s", path,
-                        key, tw_node_type_name(n));
+                        "%s.%s: expected a non-empty string, got %s", path, key,
+                        tw_node_type_name(n));
   *out = n->str;
   return TW_OK;
 }
@@ -833,9 +849,10 @@ static enum tw_rc cfg_usd(const struct tw_node *m, const char *key,
   const char *s = scalar(n);
   int64_t v;
   if (!s || !tw_norm_decimal_micro(s, strlen(s), &v, NULL))
-    return tw_err_field(err, TW_E_INVALID, path,
-                        "%s.%s: expected dollars per hour like \"0.012\", got %s",
-                        path, key, s ? s : tw_node_type_name(n));
+    return tw_err_field(
+        err, TW_E_INVALID, path,
+        "%s.%s: expected dollars per hour like \"0.012\", got %s", path, key,
+        s ? s : tw_node_type_name(n));
   *out = v;
   return TW_OK;
 }
@@ -843,8 +860,9 @@ static enum tw_rc cfg_usd(const struct tw_node *m, const char *key,
 static enum tw_rc cfg_keys(const struct tw_node *m, const char *path,
                            const char *const *known, struct tw_err *err) {
   if (m->kind != TW_NODE_MAP)
-    return tw_err_field(err, TW_E_INVALID, path, "%s: expected a mapping, got %s",
-                        path, tw_node_type_name(m));
+    return tw_err_field(err, TW_E_INVALID, path,
+                        "%s: expected a mapping, got %s", path,
+                        tw_node_type_name(m));
   for (size_t i = 0; i < m->n; i++) {
     size_t k;
     for (k = 0; known[k]; k++)
@@ -865,23 +883,23 @@ static enum tw_rc cfg_keys(const struct tw_node *m, const char *path,
 
 static enum tw_rc cfg_parse(const struct tw_node *sec, int64_t def_refresh_s,
                             struct cfg_opts *co, struct tw_err *err) {
-  static const char *const TOP[] = {"refresh_s", "regions", "rates",
-                                    "interruption", "keep_snapshots",
-                                    "accounts", "files", NULL};
+  static const char *const TOP[] = {
+      "refresh_s",      "regions",  "rates", "interruption",
+      "keep_snapshots", "accounts", "files", NULL};
   static const char *const ACCT[] = {"refresh_s", "granularity_s",
                                      "min_charge_s", "chargeback", NULL};
   static const char *const CHARGE[] = {"vcpu_hour", "gib_hour",
                                        "accelerator_hour", NULL};
-  static const char *const FILE_KEYS[] = {"name", "path", "provider", "account",
-                                          "currency", "mode", "columns",
-                                          "instance_type", "specs",
-                                          "refresh_s", NULL};
+  static const char *const FILE_KEYS[] = {
+      "name",    "path",          "provider", "account",   "currency", "mode",
+      "columns", "instance_type", "specs",    "refresh_s", NULL};
   enum tw_rc rc;
   int64_t refresh_s = def_refresh_s, keep = 2;
   memset(co, 0, sizeof *co);
   if (sec && sec->kind != TW_NODE_NULL) {
     if ((rc = cfg_keys(sec, "catalog", TOP, err)) ||
-        (rc = cfg_int(sec, "refresh_s", "catalog", 10, 86400, &refresh_s, err)) ||
+        (rc = cfg_int(sec, "refresh_s", "catalog", 10, 86400, &refresh_s,
+                      err)) ||
         (rc = cfg_int(sec, "keep_snapshots", "catalog", 1, 100, &keep, err)) ||
         (rc = cfg_str(sec, "regions", "catalog", &co->o.regions_path, err)) ||
         (rc = cfg_str(sec, "rates", "catalog", &co->o.rates_path, err)) ||
@@ -893,7 +911,8 @@ static enum tw_rc cfg_parse(const struct tw_node *sec, int64_t def_refresh_s,
       if (acc->kind != TW_NODE_MAP)
         return tw_err_field(err, TW_E_INVALID, "catalog.accounts",
                             "catalog.accounts: expected a mapping of account "
-                            "names, got %s", tw_node_type_name(acc));
+                            "names, got %s",
+                            tw_node_type_name(acc));
       if (acc->n > sizeof co->accounts / sizeof co->accounts[0])
         return tw_err_set(err, TW_E_INVALID, "catalog.accounts: at most 64");
       for (size_t i = 0; i < acc->n; i++) {
@@ -905,8 +924,8 @@ static enum tw_rc cfg_parse(const struct tw_node *sec, int64_t def_refresh_s,
         a->account = acc->keys[i];
         if ((rc = cfg_keys(m, path, ACCT, err)) ||
             (rc = cfg_int(m, "refresh_s", path, 10, 86400, &r, err)) ||
-            (rc = cfg_int(m, "granularity_s", path, 1, 86400,
-                          &a->granularity_s, err)) ||
+            (rc = cfg_int(m, "granularity_s", path, 1, 86400, &a->granularity_s,
+                          err)) ||
             (rc = cfg_int(m, "min_charge_s", path, 0, 86400, &a->min_charge_s,
                           err)))
           return rc;

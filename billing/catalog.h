@@ -49,15 +49,16 @@ struct tw_store;
 struct tw_provider;
 struct tw_cfg;
 
-/* ---- sources ------------------------------------------------------------------ */
+/* ---- sources
+ * ------------------------------------------------------------------ */
 
 enum tw_cat_mode { TW_CAT_SEED = 0, TW_CAT_ADAPTER, TW_CAT_OVERRIDE };
 const char *tw_cat_mode_str(enum tw_cat_mode m); /* "seed", ... */
 
 /* What a snapshot records about each source it holds offers from. */
 struct tw_cat_source_info {
-  char name[64];       /* the provider account, or the file source's name */
-  char kind[8];        /* "adapter" or "file" */
+  char name[64]; /* the provider account, or the file source's name */
+  char kind[8];  /* "adapter" or "file" */
   enum tw_cat_mode mode;
   char provider[32];
   char account[64];
@@ -71,7 +72,8 @@ struct tw_cat_source_info {
   uint64_t superseded; /* offers hidden by a source of higher precedence */
 };
 
-/* ---- snapshots ------------------------------------------------------------------ */
+/* ---- snapshots
+ * ------------------------------------------------------------------ */
 
 struct tw_cat_snap;
 
@@ -117,14 +119,14 @@ struct tw_cat_view {
   char rate[24];      /* as written: "0.1393" */
   char rate_date[11]; /* "2025-06-30"; "" for USD */
   int64_t granularity_s, min_charge_s, protection_s;
-  enum tw_risk risk;         /* the band */
-  int interruption_pct;      /* the source's own estimate, or the band's
-                                upper edge; -1 unknown */
-  int64_t capacity;          /* -1 unknown */
-  int64_t observed_ms;       /* 0 unknown */
+  enum tw_risk risk;    /* the band */
+  int interruption_pct; /* the source's own estimate, or the band's
+                           upper edge; -1 unknown */
+  int64_t capacity;     /* -1 unknown */
+  int64_t observed_ms;  /* 0 unknown */
   const struct tw_cat_source_info *source;
-  uint32_t source_row;       /* line of the file; position in the list */
-  const char *labels;        /* the adapter's labels "k=v\x1fk=v"; "" none */
+  uint32_t source_row; /* line of the file; position in the list */
+  const char *labels;  /* the adapter's labels "k=v\x1fk=v"; "" none */
 };
 
 void tw_cat_snap_view(const struct tw_cat_snap *s, size_t i,
@@ -153,7 +155,8 @@ size_t tw_cat_snap_offers_of(const struct tw_cat_snap *s,
                              const char *const *accounts, size_t n_accounts,
                              struct tw_offer_list *out);
 
-/* ---- queries ------------------------------------------------------------------- */
+/* ---- queries
+ * ------------------------------------------------------------------- */
 
 enum tw_cat_sort {
   TW_CAT_SORT_PRICE = 0, /* cheapest first (the default) */
@@ -174,14 +177,14 @@ bool tw_cat_sort_parse(const char *s, enum tw_cat_sort *out);
 
 /* Filters: every one set must hold.  Lists match any of their items. */
 struct tw_cat_query {
-  const char *accel;       /* "A100" matches every A100 variant,
-                              "A100-80GB" only itself; NULL: any */
-  int accel_count;         /* at least this many devices (with accel) */
-  bool no_accel;           /* only offers without accelerators */
-  int cpus;                /* at least; 0 any */
-  int64_t memory_mib;      /* at least; 0 any */
-  enum tw_arch arch;       /* TW_ARCH_ANY: any */
-  enum tw_market market;   /* TW_MARKET_ANY: any */
+  const char *accel;     /* "A100" matches every A100 variant,
+                            "A100-80GB" only itself; NULL: any */
+  int accel_count;       /* at least this many devices (with accel) */
+  bool no_accel;         /* only offers without accelerators */
+  int cpus;              /* at least; 0 any */
+  int64_t memory_mib;    /* at least; 0 any */
+  enum tw_arch arch;     /* TW_ARCH_ANY: any */
+  enum tw_market market; /* TW_MARKET_ANY: any */
   const char *providers[TW_CAT_QUERY_LIST_MAX]; /* provider or account */
   size_t n_providers;
   /* "provider:region" or "provider:region:zone" globs, as placement's
@@ -192,18 +195,18 @@ struct tw_cat_query {
   size_t n_regions;
   const char *jurisdictions[TW_CAT_QUERY_LIST_MAX];
   size_t n_jurisdictions;
-  const char *zone;        /* a zone's name or (AWS) id; NULL any */
-  int64_t max_price_uusd;  /* per hour; 0 no cap */
+  const char *zone;       /* a zone's name or (AWS) id; NULL any */
+  int64_t max_price_uusd; /* per hour; 0 no cap */
   enum tw_cat_sort sort;
-  int limit;               /* 1..TW_CAT_PAGE_MAX */
-  const char *cursor;      /* next_cursor of the previous page; NULL */
+  int limit;          /* 1..TW_CAT_PAGE_MAX */
+  const char *cursor; /* next_cursor of the previous page; NULL */
 };
 
 struct tw_cat_page {
-  uint32_t *items;     /* offer indexes in order; owned */
+  uint32_t *items; /* offer indexes in order; owned */
   size_t n;
-  char next_cursor[64];/* "" on the last page */
-  size_t scanned;      /* offers examined (for the benchmark) */
+  char next_cursor[64]; /* "" on the last page */
+  size_t scanned;       /* offers examined (for the benchmark) */
 };
 
 /* Runs q over s.  Paging is by key (the sort value and a stable hash of
@@ -216,7 +219,8 @@ enum tw_rc tw_cat_snap_query(const struct tw_cat_snap *s,
                              struct tw_cat_page *out, struct tw_err *err);
 void tw_cat_page_release(struct tw_cat_page *p);
 
-/* ---- standalone snapshots (tests, the benchmark, the fuzzer) ---------------------- */
+/* ---- standalone snapshots (tests, the benchmark, the fuzzer)
+ * ---------------------- */
 
 /* Ingests one CSV into a new snapshot holding only it.  info describes the
  * source (name, provider, mode...); its report is filled.  *out is owned
@@ -261,13 +265,14 @@ void tw_cat_snap_merge(struct tw_cat_snap *const *srcs, size_t n,
                        const struct tw_cat_risk *risk, uint64_t version,
                        int64_t now_ms, struct tw_cat_snap **out);
 
-/* ---- the catalog ------------------------------------------------------------------- */
+/* ---- the catalog
+ * ------------------------------------------------------------------- */
 
 struct tw_catalog;
 
 /* A file source. */
 struct tw_catalog_file {
-  const char *name;          /* unique among sources; default: the path */
+  const char *name; /* unique among sources; default: the path */
   const char *path;
   const char *provider;      /* required */
   const char *account;       /* NULL: the provider */
@@ -282,25 +287,25 @@ struct tw_catalog_file {
 /* Per-account settings of an adapter source. */
 struct tw_catalog_account {
   const char *account;
-  int64_t refresh_ms;        /* 0: the catalog's */
+  int64_t refresh_ms; /* 0: the catalog's */
   int64_t granularity_s, min_charge_s;
   int64_t chargeback_vcpu_uusd, chargeback_gib_uusd, chargeback_accel_uusd;
 };
 
 struct tw_catalog_opts {
-  struct tw_store *store;          /* borrowed; NULL: memory only */
-  struct tw_clock *clock;          /* borrowed; NULL: real */
-  struct tw_provider **providers;  /* borrowed; outlive the catalog */
+  struct tw_store *store;         /* borrowed; NULL: memory only */
+  struct tw_clock *clock;         /* borrowed; NULL: real */
+  struct tw_provider **providers; /* borrowed; outlive the catalog */
   size_t n_providers;
   const struct tw_catalog_account *accounts;
   size_t n_accounts;
   const struct tw_catalog_file *files;
   size_t n_files;
-  int64_t refresh_ms;              /* default interval; 0: 300 s */
-  const char *regions_path;        /* NULL: the compiled-in table */
-  const char *rates_path;          /* NULL: the compiled-in table */
-  const char *interruption_path;   /* NULL: no risk bands */
-  int keep_snapshots;              /* per source in the store; 0: 2 */
+  int64_t refresh_ms;            /* default interval; 0: 300 s */
+  const char *regions_path;      /* NULL: the compiled-in table */
+  const char *rates_path;        /* NULL: the compiled-in table */
+  const char *interruption_path; /* NULL: no risk bands */
+  int keep_snapshots;            /* per source in the store; 0: 2 */
 };
 
 /* Loads the tables, checks the file sources exist, migrates the store's
@@ -348,7 +353,7 @@ struct tw_catalog_status {
   bool stale;             /* older than twice its refresh interval */
   bool loaded_from_store; /* the table came from the store, not a fetch */
   uint64_t refreshes, failures, unchanged;
-  char last_error[256];   /* "" after a success */
+  char last_error[256]; /* "" after a success */
 };
 /* *out is an owned array of *n (free()). */
 void tw_catalog_status(struct tw_catalog *c, struct tw_catalog_status **out,

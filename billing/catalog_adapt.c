@@ -22,7 +22,8 @@ void tw_cat_sha256_hex(const void *data, size_t len, char out[65]) {
   out[64] = '\0';
 }
 
-/* ---- files ------------------------------------------------------------------------ */
+/* ---- files
+ * ------------------------------------------------------------------------ */
 
 /* The rate a source table records: the one its prices went through, or
  * USD's identity. */
@@ -65,11 +66,12 @@ enum tw_rc tw_cat_snap_from_csv(const char *data, size_t len,
   return TW_OK;
 }
 
-/* ---- adapters --------------------------------------------------------------------- */
+/* ---- adapters
+ * --------------------------------------------------------------------- */
 
 static bool is_reserved(const char *k) {
   static const char *const R[] = {"jurisdiction", "country", "geo",
-                                  "interruption", "id", NULL};
+                                  "interruption", "id",      NULL};
   for (int i = 0; R[i]; i++)
     if (!strcmp(R[i], k))
       return true;
@@ -112,10 +114,10 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
   if (uusd == 0 && (o->chargeback_vcpu_uusd || o->chargeback_gib_uusd ||
                     o->chargeback_accel_uusd)) {
     /* a private cluster's chargeback: per vCPU, GiB and device hour */
-    __int128 c = (__int128)o->chargeback_vcpu_uusd * in->vcpus +
-                 ((__int128)o->chargeback_gib_uusd * in->memory_mib + 512) /
-                     1024 +
-                 (__int128)o->chargeback_accel_uusd * accel_count;
+    __int128 c =
+        (__int128)o->chargeback_vcpu_uusd * in->vcpus +
+        ((__int128)o->chargeback_gib_uusd * in->memory_mib + 512) / 1024 +
+        (__int128)o->chargeback_accel_uusd * accel_count;
     if (c > TW_MODEL_PRICE_MAX_UUSD)
       return TW_CAT_REJ_BAD_PRICE;
     uusd = (int64_t)c;
@@ -209,10 +211,10 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
   const char *acct = in->account[0] ? in->account : in->provider;
   struct tw_cat_offer x;
   memset(&x, 0, sizeof x);
-  x.key = tw_cat_offer_key(acct, strlen(acct), in->region, strlen(in->region),
-                           zone_key, strlen(zone_key), in->rack,
-                           strlen(in->rack), in->instance_type,
-                           strlen(in->instance_type));
+  x.key =
+      tw_cat_offer_key(acct, strlen(acct), in->region, strlen(in->region),
+                       zone_key, strlen(zone_key), in->rack, strlen(in->rack),
+                       in->instance_type, strlen(in->instance_type));
   x.market = (uint8_t)in->market;
   if (tw_cat_bld_find(b, x.key, x.market) >= 0)
     return TW_CAT_REJ_DUPLICATE;
@@ -223,7 +225,7 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
   x.observed_ms = in->price_observed_ms;
   x.row = (uint32_t)row;
   x.labels = tw_cat_bld_str(b, lab, ll);
-  x.capacity = in->capacity < 0 ? -1
+  x.capacity = in->capacity < 0           ? -1
                : in->capacity > INT32_MAX ? INT32_MAX
                                           : (int32_t)in->capacity;
   x.src = src;
@@ -233,7 +235,7 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
   int64_t gran = in->billing_granularity_s > 0 ? in->billing_granularity_s
                  : o->granularity_s > 0        ? o->granularity_s
                                                : rule.granularity_s;
-  int64_t minc = in->min_charge_s > 0 ? in->min_charge_s
+  int64_t minc = in->min_charge_s > 0  ? in->min_charge_s
                  : o->min_charge_s > 0 ? o->min_charge_s
                                        : rule.min_charge_s;
   x.granularity_s = (int32_t)(gran > INT32_MAX ? INT32_MAX : gran);
@@ -278,7 +280,8 @@ enum tw_rc tw_cat_snap_from_offers(const struct tw_offer *offers, size_t n,
   return TW_OK;
 }
 
-/* ---- interruption risk -------------------------------------------------------------- */
+/* ---- interruption risk
+ * -------------------------------------------------------------- */
 
 struct tw_cat_risk {
   uint64_t *keys; /* hash of region and type; 0 = empty */
@@ -313,8 +316,8 @@ enum tw_rc tw_cat_risk_load(const char *text, size_t len,
   *out = NULL;
   json_t *root = json_loadb(text, len, 0, &je);
   if (!root)
-    return tw_err_set(err, TW_E_INVALID,
-                      "interruption data: line %d: %s", je.line, je.text);
+    return tw_err_set(err, TW_E_INVALID, "interruption data: line %d: %s",
+                      je.line, je.text);
   json_t *adv = json_object_get(root, "spot_advisor");
   json_t *ranges = json_object_get(root, "ranges");
   if (!json_is_object(adv) || !json_is_array(ranges)) {
@@ -393,7 +396,8 @@ enum tw_risk tw_cat_risk_find(const struct tw_cat_risk *r, const char *region,
   }
 }
 
-/* ---- merging -------------------------------------------------------------------------- */
+/* ---- merging
+ * -------------------------------------------------------------------------- */
 
 /* (account, zone id) -> zone name, learned from every offer that carries
  * both (AWS adapters do): files that only name zone ids get the names. */
@@ -467,7 +471,8 @@ void tw_cat_snap_merge(struct tw_cat_snap *const *srcs, size_t n,
   for (size_t oi = 0; oi < no; oi++) {
     const struct tw_cat_snap *s = srcs[order[oi]];
     const struct tw_strpool *p = &s->pool;
-    uint16_t *src_map = tw_malloc((s->n_srcs ? s->n_srcs : 1) * sizeof *src_map);
+    uint16_t *src_map =
+        tw_malloc((s->n_srcs ? s->n_srcs : 1) * sizeof *src_map);
     for (size_t k = 0; k < s->n_srcs; k++) {
       struct tw_cat_source_info si = s->srcs[k];
       si.offers = si.superseded = 0;
@@ -515,16 +520,16 @@ void tw_cat_snap_merge(struct tw_cat_snap *const *srcs, size_t n,
       /* the feed's band where the source had no estimate of its own */
       if (risk && loc_aws[x.loc] && x.market == TW_MARKET_SPOT &&
           x.risk == TW_CAT_RISK_NONE) {
-        enum tw_risk r = tw_cat_risk_find(
-            risk, tw_strpool_str(p, l->region),
-            tw_strpool_str(p, s->shapes[x.shape].type));
+        enum tw_risk r =
+            tw_cat_risk_find(risk, tw_strpool_str(p, l->region),
+                             tw_strpool_str(p, s->shapes[x.shape].type));
         if (r != TW_RISK_UNKNOWN)
           x.risk = tw_cat_risk_of_band(r);
       }
       x.loc = loc_map[x.loc];
       x.shape = shape_map[x.shape];
-      x.labels = x.labels ? tw_cat_bld_cstr(&b, tw_strpool_str(p, x.labels))
-                          : 0;
+      x.labels =
+          x.labels ? tw_cat_bld_cstr(&b, tw_strpool_str(p, x.labels)) : 0;
       struct tw_cat_source_info *si = tw_cat_bld_source_at(&b, x.src);
       if (tw_cat_bld_offer(&b, &x)) {
         if (si)
@@ -544,7 +549,8 @@ void tw_cat_snap_merge(struct tw_cat_snap *const *srcs, size_t n,
   *out = tw_cat_bld_finish(&b, version, now_ms);
 }
 
-/* ---- the normalized CSV form --------------------------------------------------------- */
+/* ---- the normalized CSV form
+ * --------------------------------------------------------- */
 
 static const char NORM_HEADER[] =
     "row,provider,account,region,zone,zone_id,local_zone,rack,instance_type,"
@@ -555,8 +561,8 @@ static const char NORM_HEADER[] =
 #define NORM_NFIELDS 27
 
 static void csv_str(struct tw_buf *b, const char *s) {
-  bool quote = strpbrk(s, ",\"\n\r") != NULL || (*s && (s[0] == ' ' ||
-                                                        s[strlen(s) - 1] == ' '));
+  bool quote = strpbrk(s, ",\"\n\r") != NULL ||
+               (*s && (s[0] == ' ' || s[strlen(s) - 1] == ' '));
   if (!quote) {
     tw_buf_adds(b, s);
     return;
@@ -585,8 +591,9 @@ void tw_cat_snap_write_csv(const struct tw_cat_snap *s, struct tw_buf *out) {
     csv_str(out, v.rack);
     tw_buf_addc(out, ',');
     csv_str(out, v.instance_type);
-    tw_buf_printf(out, ",%s,%d,%" PRId64 ",", v.arch == TW_ARCH_ANY ? "" :
-                  tw_arch_str(v.arch), v.vcpus, v.memory_mib);
+    tw_buf_printf(out, ",%s,%d,%" PRId64 ",",
+                  v.arch == TW_ARCH_ANY ? "" : tw_arch_str(v.arch), v.vcpus,
+                  v.memory_mib);
     csv_str(out, v.accel);
     tw_buf_addc(out, ',');
     csv_str(out, v.accel_vendor);
@@ -597,8 +604,9 @@ void tw_cat_snap_write_csv(const struct tw_cat_snap *s, struct tw_buf *out) {
       snprintf(risk, sizeof risk, "%s", tw_risk_str(v.risk));
     else if (o->risk != TW_CAT_RISK_NONE)
       snprintf(risk, sizeof risk, "%d", o->risk);
-    tw_buf_printf(out, ",%s,%d,%" PRId64 ",%s,%" PRId64 ",%" PRId64
-                       ",%" PRId64 ",%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",",
+    tw_buf_printf(out,
+                  ",%s,%d,%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",%" PRId64
+                  ",%" PRId64 ",%s,%" PRId64 ",%" PRId64 ",",
                   tw_accel_kind_str(v.accel_kind), v.accel_milli,
                   v.accel_memory_mib, tw_market_str(v.market),
                   v.price_uusd_per_hour, v.source_price_micro, v.granularity_s,
@@ -656,8 +664,8 @@ enum tw_rc tw_cat_snap_read_csv(const char *data, size_t len,
   tw_cat_builder_init(&b);
   uint16_t src = tw_cat_bld_source(&b, info);
   while (tw_csv_read(&r, &rec)) {
-    int64_t row, local, vcpus, mem, milli, amem, price, sprice, gran, minc,
-        cap, obs;
+    int64_t row, local, vcpus, mem, milli, amem, price, sprice, gran, minc, cap,
+        obs;
     if (rec.n != NORM_NFIELDS || rec.bad_quote ||
         !fld_int(&rec, 0, 0, UINT32_MAX, &row) ||
         !fld_int(&rec, 6, 0, 1, &local) ||
@@ -705,13 +713,13 @@ enum tw_rc tw_cat_snap_read_csv(const char *data, size_t len,
     memset(&x, 0, sizeof x);
     bool spot = rec.len[17] == 4 && !memcmp(rec.f[17], "spot", 4);
     bool priv = rec.len[17] == 7 && !memcmp(rec.f[17], "private", 7);
-    x.market = spot ? TW_MARKET_SPOT
+    x.market = spot   ? TW_MARKET_SPOT
                : priv ? TW_MARKET_PRIVATE
                       : TW_MARKET_ON_DEMAND;
     const char *zk = rec.len[5] ? rec.f[5] : rec.f[4];
     size_t zl = rec.len[5] ? rec.len[5] : rec.len[4];
-    x.key = tw_cat_offer_key(rec.f[2], rec.len[2], rec.f[3], rec.len[3], zk,
-                             zl, rec.f[7], rec.len[7], rec.f[8], rec.len[8]);
+    x.key = tw_cat_offer_key(rec.f[2], rec.len[2], rec.f[3], rec.len[3], zk, zl,
+                             rec.f[7], rec.len[7], rec.f[8], rec.len[8]);
     x.loc = tw_cat_bld_loc(&b, &l);
     x.shape = tw_cat_bld_shape(&b, &sh);
     x.price_uusd = price;
@@ -724,8 +732,8 @@ enum tw_rc tw_cat_snap_read_csv(const char *data, size_t len,
     x.min_charge_s = (int32_t)minc;
     x.src = src;
     char band[8];
-    snprintf(band, sizeof band, "%.*s", (int)(rec.len[22] < 7 ? rec.len[22] : 7),
-             rec.f[22]);
+    snprintf(band, sizeof band, "%.*s",
+             (int)(rec.len[22] < 7 ? rec.len[22] : 7), rec.f[22]);
     int64_t pct;
     x.risk = fld_int(&rec, 22, 0, 100, &pct)
                  ? (uint8_t)pct

@@ -10,7 +10,8 @@
 #include "billing/normalize.h"
 #include "broker/mem.h"
 
-/* ---- records --------------------------------------------------------------- */
+/* ---- records ---------------------------------------------------------------
+ */
 
 void tw_csv_reader_init(struct tw_csv_reader *r, const char *data, size_t len) {
   memset(r, 0, sizeof *r);
@@ -141,18 +142,19 @@ bool tw_csv_read(struct tw_csv_reader *r, struct tw_csv_record *rec) {
   return true;
 }
 
-/* ---- reasons ------------------------------------------------------------------ */
+/* ---- reasons
+ * ------------------------------------------------------------------ */
 
 static const char *const REJECT_NAMES[TW_CAT_REJ_COUNT] = {
-    "fields",        "bad_text",   "too_long",  "no_instance_type",
-    "no_region",     "zone_mismatch", "bad_number", "bad_price",
-    "no_price",      "no_rate",    "duplicate"};
+    "fields",    "bad_text",      "too_long",   "no_instance_type",
+    "no_region", "zone_mismatch", "bad_number", "bad_price",
+    "no_price",  "no_rate",       "duplicate"};
 
 static const char *const NOTE_NAMES[TW_CAT_NOTE_COUNT] = {
-    "spot_not_offered",      "on_demand_not_offered", "zero_price",
-    "extra_fields_joined",   "region_unknown",        "zone_name_unknown",
-    "accelerator_unknown",   "accelerator_from_type", "accelerator_unnamed",
-    "accelerator_fraction",  "vcpu_fraction",         "arch_from_type",
+    "spot_not_offered",     "on_demand_not_offered", "zero_price",
+    "extra_fields_joined",  "region_unknown",        "zone_name_unknown",
+    "accelerator_unknown",  "accelerator_from_type", "accelerator_unnamed",
+    "accelerator_fraction", "vcpu_fraction",         "arch_from_type",
     "price_rounded"};
 
 const char *tw_cat_reject_str(enum tw_cat_reject r) {
@@ -184,7 +186,8 @@ void tw_cat_report_add(struct tw_cat_report *into,
     into->notes[i] += from->notes[i];
 }
 
-/* ---- columns ------------------------------------------------------------------- */
+/* ---- columns
+ * ------------------------------------------------------------------- */
 
 enum col {
   C_TYPE = 0,
@@ -204,11 +207,20 @@ enum col {
   C_NCOLS
 };
 
-static const char *const COL_NAMES[C_NCOLS] = {
-    "InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs",
-    "MemoryGiB",    "GpuInfo",         "Price",            "SpotPrice",
-    "Region",       "AvailabilityZone", "Arch",            "Generation",
-    "Rack",         "Capacity"};
+static const char *const COL_NAMES[C_NCOLS] = {"InstanceType",
+                                               "AcceleratorName",
+                                               "AcceleratorCount",
+                                               "vCPUs",
+                                               "MemoryGiB",
+                                               "GpuInfo",
+                                               "Price",
+                                               "SpotPrice",
+                                               "Region",
+                                               "AvailabilityZone",
+                                               "Arch",
+                                               "Generation",
+                                               "Rack",
+                                               "Capacity"};
 
 /* Columns whose text nothing reads: an unquoted comma inside the last of
  * them (Azure's Generation "V1,V2") can be joined back without changing
@@ -249,7 +261,8 @@ static void colmap_from(const struct tw_csv_record *h, struct colmap *m) {
   }
 }
 
-/* ---- specs ------------------------------------------------------------------------ */
+/* ---- specs
+ * ------------------------------------------------------------------------ */
 
 struct spec_row {
   char *type;
@@ -325,7 +338,8 @@ static const struct spec_row *specs_find(const struct tw_csv_specs *s,
   return NULL;
 }
 
-/* ---- rows ------------------------------------------------------------------------- */
+/* ---- rows
+ * ------------------------------------------------------------------------- */
 
 struct slice {
   const char *s;
@@ -356,8 +370,8 @@ static int64_t gpuinfo_mib(struct slice g) {
     if (memcmp(g.s + i, KEY, sizeof KEY - 1))
       continue;
     size_t k = i + sizeof KEY - 1;
-    while (k < g.n && (g.s[k] == '\'' || g.s[k] == '"' || g.s[k] == ':' ||
-                       g.s[k] == ' '))
+    while (k < g.n &&
+           (g.s[k] == '\'' || g.s[k] == '"' || g.s[k] == ':' || g.s[k] == ' '))
       k++;
     int64_t v = 0;
     size_t d = 0;
@@ -393,8 +407,8 @@ struct ingest {
 };
 
 struct shape_entry {
-  uint64_t h;       /* hash of the raw text; 0 empty */
-  uint32_t raw;     /* the raw text in sc_raw */
+  uint64_t h;   /* hash of the raw text; 0 empty */
+  uint32_t raw; /* the raw text in sc_raw */
   uint32_t shape;
   uint8_t notes[4]; /* enum tw_cat_note, noted again at each reuse */
   uint8_t nnotes;
@@ -702,8 +716,8 @@ static bool row_loc(struct ingest *g, const struct tw_csv_record *rec,
   if (zone.n) {
     if (zone_is_id) {
       bool local = false;
-      const struct tw_region *zr = tw_regions_by_zone_id(g->o->regions, zz,
-                                                         &local);
+      const struct tw_region *zr =
+          tw_regions_by_zone_id(g->o->regions, zz, &local);
       if (zr && strcmp(zr->region, rz)) {
         *why = TW_CAT_REJ_ZONE_MISMATCH;
         return false;
@@ -746,10 +760,10 @@ static enum tw_cat_reject row_body(struct ingest *g,
       return TW_CAT_REJ_FIELDS;
     }
   }
-  struct slice type = g->m.idx[C_TYPE] >= 0
-                          ? col(g, rec, NULL, C_TYPE)
-                          : (struct slice){g->o->instance_type,
-                                           strlen(g->o->instance_type)};
+  struct slice type =
+      g->m.idx[C_TYPE] >= 0
+          ? col(g, rec, NULL, C_TYPE)
+          : (struct slice){g->o->instance_type, strlen(g->o->instance_type)};
   if (!type.n) {
     return TW_CAT_REJ_NO_TYPE;
   }
@@ -795,9 +809,9 @@ static enum tw_cat_reject row_body(struct ingest *g,
       !row_shape(g, rec, sp, type, &shape, &why)) {
     return why;
   }
-  uint64_t key = tw_cat_offer_key(g->account, strlen(g->account), region.s,
-                                  region.n, zone_key.s, zone_key.n, rack.s,
-                                  rack.n, type.s, type.n);
+  uint64_t key =
+      tw_cat_offer_key(g->account, strlen(g->account), region.s, region.n,
+                       zone_key.s, zone_key.n, rack.s, rack.n, type.s, type.n);
   if (tw_cat_bld_find(g->b, key, TW_MARKET_ON_DEMAND) >= 0 ||
       tw_cat_bld_find(g->b, key, TW_MARKET_SPOT) >= 0) {
     return TW_CAT_REJ_DUPLICATE;

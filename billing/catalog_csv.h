@@ -28,22 +28,23 @@
 
 #include "broker/err.h"
 
-/* ---- records --------------------------------------------------------------- */
+/* ---- records ---------------------------------------------------------------
+ */
 
 #define TW_CSV_MAX_FIELDS 32
 
 struct tw_csv_reader {
   const char *p, *end;
-  size_t line;        /* line number of the next record (1-based) */
-  char *scratch;      /* unescaped fields; owned */
+  size_t line;   /* line number of the next record (1-based) */
+  char *scratch; /* unescaped fields; owned */
   size_t scratch_len, scratch_cap;
 };
 
 struct tw_csv_record {
-  size_t line;        /* where the record starts (1-based) */
-  size_t n;           /* fields read, at most TW_CSV_MAX_FIELDS */
-  bool overflow;      /* the record had more fields than that */
-  bool bad_quote;     /* a quoted field was not closed before the end */
+  size_t line;    /* where the record starts (1-based) */
+  size_t n;       /* fields read, at most TW_CSV_MAX_FIELDS */
+  bool overflow;  /* the record had more fields than that */
+  bool bad_quote; /* a quoted field was not closed before the end */
   const char *f[TW_CSV_MAX_FIELDS];
   size_t len[TW_CSV_MAX_FIELDS];
 };
@@ -55,26 +56,27 @@ void tw_csv_reader_release(struct tw_csv_reader *r);
  * skipped.  The fields stay valid until the next call. */
 bool tw_csv_read(struct tw_csv_reader *r, struct tw_csv_record *rec);
 
-/* ---- the importer ------------------------------------------------------------ */
+/* ---- the importer
+ * ------------------------------------------------------------ */
 
 /* Why a row was rejected.  The names (tw_cat_reject_str) are what the API,
  * the metrics and the tests use. */
 enum tw_cat_reject {
-  TW_CAT_REJ_FIELDS = 0,      /* "fields": too few or too many fields */
-  TW_CAT_REJ_BAD_TEXT,        /* "bad_text": control bytes, bad quoting */
-  TW_CAT_REJ_TOO_LONG,        /* "too_long": a name over 63 bytes */
-  TW_CAT_REJ_NO_TYPE,         /* "no_instance_type": nothing to launch */
-  TW_CAT_REJ_NO_REGION,       /* "no_region" */
-  TW_CAT_REJ_ZONE_MISMATCH,   /* "zone_mismatch": zone of another region */
-  TW_CAT_REJ_BAD_NUMBER,      /* "bad_number": vCPUs, memory, GPU count */
-  TW_CAT_REJ_BAD_PRICE,       /* "bad_price": not a decimal, too large */
-  TW_CAT_REJ_NO_PRICE,        /* "no_price": neither price is offered */
-  TW_CAT_REJ_NO_RATE,         /* "no_rate": currency without a rate
-                                 (not produced today: a file's currency
-                                 is checked at start, adapters price in
-                                 USD) */
-  TW_CAT_REJ_DUPLICATE,       /* "duplicate": same offer earlier in the
-                                 source */
+  TW_CAT_REJ_FIELDS = 0,    /* "fields": too few or too many fields */
+  TW_CAT_REJ_BAD_TEXT,      /* "bad_text": control bytes, bad quoting */
+  TW_CAT_REJ_TOO_LONG,      /* "too_long": a name over 63 bytes */
+  TW_CAT_REJ_NO_TYPE,       /* "no_instance_type": nothing to launch */
+  TW_CAT_REJ_NO_REGION,     /* "no_region" */
+  TW_CAT_REJ_ZONE_MISMATCH, /* "zone_mismatch": zone of another region */
+  TW_CAT_REJ_BAD_NUMBER,    /* "bad_number": vCPUs, memory, GPU count */
+  TW_CAT_REJ_BAD_PRICE,     /* "bad_price": not a decimal, too large */
+  TW_CAT_REJ_NO_PRICE,      /* "no_price": neither price is offered */
+  TW_CAT_REJ_NO_RATE,       /* "no_rate": currency without a rate
+                               (not produced today: a file's currency
+                               is checked at start, adapters price in
+                               USD) */
+  TW_CAT_REJ_DUPLICATE,     /* "duplicate": same offer earlier in the
+                               source */
   TW_CAT_REJ_COUNT
 };
 
@@ -110,9 +112,9 @@ const char *tw_cat_note_str(enum tw_cat_note n);
 
 /* Counts of one ingestion. */
 struct tw_cat_report {
-  uint64_t rows;         /* data rows read (header excluded) */
-  uint64_t normalized;   /* rows that gave at least one offer */
-  uint64_t offers;       /* offers made (a row gives one or two) */
+  uint64_t rows;       /* data rows read (header excluded) */
+  uint64_t normalized; /* rows that gave at least one offer */
+  uint64_t offers;     /* offers made (a row gives one or two) */
   uint64_t rejected[TW_CAT_REJ_COUNT];
   uint64_t notes[TW_CAT_NOTE_COUNT];
   uint64_t first_rejected_line[TW_CAT_REJ_COUNT]; /* an example; 0 none */
@@ -129,17 +131,17 @@ struct tw_rate;
 
 /* One source file of the SkyPilot catalog format. */
 struct tw_csv_opts {
-  const char *provider;      /* "aws", "azure", "gcp", "alibaba"; required */
-  const char *account;       /* NULL: the provider's name */
-  const struct tw_rate *rate;/* the source's currency; NULL: USD */
-  const char *columns;       /* the header for a file without one
-                                ("Price,SpotPrice,Region,AvailabilityZone");
-                                NULL: the first line is the header */
-  const char *instance_type; /* for files without an InstanceType column */
+  const char *provider;       /* "aws", "azure", "gcp", "alibaba"; required */
+  const char *account;        /* NULL: the provider's name */
+  const struct tw_rate *rate; /* the source's currency; NULL: USD */
+  const char *columns;        /* the header for a file without one
+                                 ("Price,SpotPrice,Region,AvailabilityZone");
+                                 NULL: the first line is the header */
+  const char *instance_type;  /* for files without an InstanceType column */
   const struct tw_csv_specs *specs; /* joined on InstanceType; may be NULL */
   const struct tw_regions *regions; /* NULL: no geography labels */
-  uint16_t source;           /* source index recorded in each offer */
-  int64_t observed_ms;       /* when these prices were seen (file time) */
+  uint16_t source;                  /* source index recorded in each offer */
+  int64_t observed_ms; /* when these prices were seen (file time) */
 };
 
 /* Reads every row of data[0..len) into builder b and adds the counts to

@@ -11,7 +11,8 @@
 
 #include "billing/catalog.h"
 
-/* ---- hashing ------------------------------------------------------------------- */
+/* ---- hashing
+ * ------------------------------------------------------------------- */
 
 uint64_t tw_cat_hash(const void *data, size_t len, uint64_t seed);
 static inline uint64_t tw_cat_mix(uint64_t x) {
@@ -28,14 +29,15 @@ static inline uint64_t tw_cat_mix(uint64_t x) {
 uint64_t tw_cat_offer_key(const char *account, size_t account_len,
                           const char *region, size_t region_len,
                           const char *zone_key, size_t zone_len,
-                          const char *rack, size_t rack_len,
-                          const char *type, size_t type_len);
+                          const char *rack, size_t rack_len, const char *type,
+                          size_t type_len);
 /* The tie-breaker of the sort orders: a stable hash of key and market. */
 static inline uint64_t tw_cat_tie(uint64_t key, int market) {
   return tw_cat_mix(key ^ ((uint64_t)market * 0x9e3779b97f4a7c15ULL));
 }
 
-/* ---- interned strings ---------------------------------------------------------- */
+/* ---- interned strings
+ * ---------------------------------------------------------- */
 
 /* Strings are ids: byte offsets into buf, each NUL-terminated; 0 is "". */
 struct tw_strpool {
@@ -56,7 +58,8 @@ static inline const char *tw_strpool_str(const struct tw_strpool *p,
 uint32_t tw_strpool_lookup(const struct tw_strpool *p, const char *s,
                            size_t len);
 
-/* ---- records --------------------------------------------------------------------- */
+/* ---- records
+ * --------------------------------------------------------------------- */
 
 /* Where: shared by every offer of one location. */
 struct tw_cat_loc {
@@ -82,15 +85,15 @@ struct tw_cat_offer {
   int64_t price_uusd;      /* per hour */
   int64_t src_price_micro; /* per hour, in the source's currency */
   int64_t observed_ms;
-  uint64_t key;            /* tw_cat_offer_key */
+  uint64_t key; /* tw_cat_offer_key */
   uint32_t loc, shape;
-  uint32_t row;            /* line in the file, position in the list */
-  uint32_t labels;         /* string id of "k=v\x1fk=v"; 0 none */
-  int32_t capacity;        /* -1 unknown */
+  uint32_t row;     /* line in the file, position in the list */
+  uint32_t labels;  /* string id of "k=v\x1fk=v"; 0 none */
+  int32_t capacity; /* -1 unknown */
   int32_t granularity_s, min_charge_s;
-  uint16_t src;            /* index in the snapshot's sources */
+  uint16_t src; /* index in the snapshot's sources */
   uint8_t market;
-  uint8_t risk;            /* see tw_cat_risk_* below */
+  uint8_t risk; /* see tw_cat_risk_* below */
 };
 
 /* An offer's interruption risk in one byte: an adapter's own estimate in
@@ -111,8 +114,11 @@ static inline enum tw_risk tw_cat_risk_band(uint8_t r) {
     return TW_RISK_UNKNOWN;
   if (r >= TW_CAT_RISK_BAND)
     return (enum tw_risk)(r - TW_CAT_RISK_BAND);
-  return r < 5 ? TW_RISK_LT5 : r < 10 ? TW_RISK_5_10 : r < 15 ? TW_RISK_10_15
-       : r <= 20 ? TW_RISK_15_20 : TW_RISK_GT20;
+  return r < 5     ? TW_RISK_LT5
+         : r < 10  ? TW_RISK_5_10
+         : r < 15  ? TW_RISK_10_15
+         : r <= 20 ? TW_RISK_15_20
+                   : TW_RISK_GT20;
 }
 static inline int tw_cat_risk_pct(uint8_t r) {
   if (r == TW_CAT_RISK_NONE)
@@ -131,24 +137,25 @@ struct tw_cat_snap {
   uint32_t n_shapes;
   struct tw_cat_offer *offers; /* grouped by shape */
   size_t n_offers;
-  uint32_t *shape_start;       /* n_shapes + 1 */
-  uint32_t *by_loc;            /* offer indexes grouped by location */
-  uint32_t *loc_start;         /* n_locs + 1 */
-  uint32_t *by_price;          /* (price, tie) order */
-  uint32_t *hidx;              /* (key, market) -> index + 1 */
+  uint32_t *shape_start; /* n_shapes + 1 */
+  uint32_t *by_loc;      /* offer indexes grouped by location */
+  uint32_t *loc_start;   /* n_locs + 1 */
+  uint32_t *by_price;    /* (price, tie) order */
+  uint32_t *hidx;        /* (key, market) -> index + 1 */
   size_t hmask;
   struct tw_cat_source_info *srcs;
   size_t n_srcs;
   size_t bytes;
 };
 
-/* ---- the builder ------------------------------------------------------------------ */
+/* ---- the builder
+ * ------------------------------------------------------------------ */
 
 /* Both markets of one key share a probe sequence (the key is a hash
  * already), so a row's lookups and inserts touch the same cache lines. */
 struct tw_cat_slot {
   uint64_t key;
-  uint32_t idx;   /* offer index + 1; 0 empty */
+  uint32_t idx; /* offer index + 1; 0 empty */
   uint8_t market;
 };
 
@@ -200,7 +207,8 @@ bool tw_cat_loc_geo(struct tw_cat_builder *b, struct tw_cat_loc *l,
                     const struct tw_regions *regions, const char *provider,
                     const char *region);
 
-/* ---- the normalized CSV form of a source table (the store keeps it) ----------------- */
+/* ---- the normalized CSV form of a source table (the store keeps it)
+ * ----------------- */
 
 /* Writes s's offers (one source) as CSV text with a header line. */
 void tw_cat_snap_write_csv(const struct tw_cat_snap *s, struct tw_buf *out);
@@ -216,7 +224,8 @@ int64_t tw_cat_snap_find_key(const struct tw_cat_snap *s, uint64_t key,
 /* SHA-256 of data as 64 hex digits into out[65]. */
 void tw_cat_sha256_hex(const void *data, size_t len, char out[65]);
 
-/* ---- store ---------------------------------------------------------------------- */
+/* ---- store
+ * ---------------------------------------------------------------------- */
 
 enum tw_rc tw_cat_store_migrate(struct tw_store *st, struct tw_err *err);
 /* Writes one source table as a new snapshot row (and its spot prices that

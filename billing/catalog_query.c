@@ -81,13 +81,11 @@ static struct okey key_of(const struct tw_cat_snap *s, uint32_t i,
   case TW_CAT_SORT_MEMORY_DESC:
     r.k = -sh->memory_mib;
     break;
-  case TW_CAT_SORT_RISK:
-  {
+  case TW_CAT_SORT_RISK: {
     enum tw_risk b = tw_cat_risk_band(o->risk);
     r.k = (int64_t)(b != TW_RISK_UNKNOWN ? b : TW_RISK_COUNT) * SHIFT +
           o->price_uusd;
-  }
-    break;
+  } break;
   }
   return r;
 }
@@ -179,7 +177,8 @@ struct qctx {
   uint8_t *smask, *lmask;
 };
 
-static inline bool offer_ok(const struct qctx *c, const struct tw_cat_offer *o) {
+static inline bool offer_ok(const struct qctx *c,
+                            const struct tw_cat_offer *o) {
   if (!c->smask[o->shape] || !c->lmask[o->loc])
     return false;
   if (c->q->market != TW_MARKET_ANY && o->market != c->q->market)
@@ -359,8 +358,8 @@ enum tw_rc tw_cat_snap_query(const struct tw_cat_snap *s,
 
   uint32_t prov_ids[TW_CAT_QUERY_LIST_MAX];
   for (size_t i = 0; i < q->n_providers; i++)
-    prov_ids[i] = tw_strpool_lookup(&s->pool, q->providers[i],
-                                    strlen(q->providers[i]));
+    prov_ids[i] =
+        tw_strpool_lookup(&s->pool, q->providers[i], strlen(q->providers[i]));
   uint32_t zone_sid = UINT32_MAX;
   uint64_t *zone_ids = NULL;
   size_t n_zids = 0;
@@ -371,8 +370,8 @@ enum tw_rc tw_cat_snap_query(const struct tw_cat_snap *s,
     zone_ids = tw_malloc(((size_t)s->n_locs + 1) * sizeof *zone_ids);
     for (uint32_t k = 0; zone_sid != UINT32_MAX && k < s->n_locs; k++)
       if (s->locs[k].zone == zone_sid && s->locs[k].zone_id)
-        zone_ids[n_zids++] = ((uint64_t)s->locs[k].account << 32) |
-                             s->locs[k].zone_id;
+        zone_ids[n_zids++] =
+            ((uint64_t)s->locs[k].account << 32) | s->locs[k].zone_id;
   }
   struct region_memo memo = {0};
   if (q->n_regions) {
@@ -384,8 +383,8 @@ enum tw_rc tw_cat_snap_query(const struct tw_cat_snap *s,
     memo.mask = sz - 1;
   }
   for (uint32_t k = 0; k < s->n_locs; k++)
-    c.lmask[k] = loc_ok(s, q, &s->locs[k], prov_ids, zone_sid, zone_ids,
-                        n_zids, &memo);
+    c.lmask[k] =
+        loc_ok(s, q, &s->locs[k], prov_ids, zone_sid, zone_ids, n_zids, &memo);
   free(memo.keys);
   free(memo.vals);
   free(zone_ids);
@@ -479,10 +478,9 @@ enum tw_rc tw_cat_snap_query(const struct tw_cat_snap *s,
       uint32_t shape;
     } *order = tw_malloc(((size_t)s->n_shapes + 1) * sizeof *order);
     size_t no = 0;
-    bool ordered = q->sort == TW_CAT_SORT_VCPUS ||
-                   q->sort == TW_CAT_SORT_VCPUS_DESC ||
-                   q->sort == TW_CAT_SORT_MEMORY ||
-                   q->sort == TW_CAT_SORT_MEMORY_DESC;
+    bool ordered =
+        q->sort == TW_CAT_SORT_VCPUS || q->sort == TW_CAT_SORT_VCPUS_DESC ||
+        q->sort == TW_CAT_SORT_MEMORY || q->sort == TW_CAT_SORT_MEMORY_DESC;
     for (uint32_t k = 0; k < s->n_shapes; k++) {
       if (!c.smask[k])
         continue;

@@ -8,7 +8,8 @@
 #include "billing/catalog_int.h"
 #include "broker/mem.h"
 
-/* ---- hashing ------------------------------------------------------------------- */
+/* ---- hashing
+ * ------------------------------------------------------------------- */
 
 static inline uint64_t rotl(uint64_t x, int r) {
   return (x << r) | (x >> (64 - r));
@@ -35,8 +36,8 @@ uint64_t tw_cat_hash(const void *data, size_t len, uint64_t seed) {
 uint64_t tw_cat_offer_key(const char *account, size_t account_len,
                           const char *region, size_t region_len,
                           const char *zone_key, size_t zone_len,
-                          const char *rack, size_t rack_len,
-                          const char *type, size_t type_len) {
+                          const char *rack, size_t rack_len, const char *type,
+                          size_t type_len) {
   uint64_t k = tw_cat_hash(account, account_len, 0x7a3);
   k = tw_cat_hash(region, region_len, k);
   k = tw_cat_hash(zone_key, zone_len, k);
@@ -45,7 +46,8 @@ uint64_t tw_cat_offer_key(const char *account, size_t account_len,
   return tw_cat_hash(type, type_len, k);
 }
 
-/* ---- interned strings ---------------------------------------------------------- */
+/* ---- interned strings
+ * ---------------------------------------------------------- */
 
 void tw_strpool_init(struct tw_strpool *p) {
   memset(p, 0, sizeof *p);
@@ -128,7 +130,8 @@ uint32_t tw_strpool_intern(struct tw_strpool *p, const char *s, size_t len) {
   return off;
 }
 
-/* ---- the builder ------------------------------------------------------------------ */
+/* ---- the builder
+ * ------------------------------------------------------------------ */
 
 void tw_cat_builder_init(struct tw_cat_builder *b) {
   memset(b, 0, sizeof *b);
@@ -193,8 +196,8 @@ static uint32_t table_put(uint32_t **ht, size_t *mask, size_t count,
       uint32_t v = (*ht)[i];
       if (!v)
         continue;
-      uint64_t h = tw_cat_hash((char *)*arr + (size_t)(v - 1) * rec_size,
-                               rec_size, 3);
+      uint64_t h =
+          tw_cat_hash((char *)*arr + (size_t)(v - 1) * rec_size, rec_size, 3);
       for (size_t j = h & (sz - 1);; j = (j + 1) & (sz - 1))
         if (!nt[j]) {
           nt[j] = v;
@@ -479,14 +482,13 @@ struct tw_cat_snap *tw_cat_bld_finish(struct tw_cat_builder *b,
     s->shapes = tw_realloc(s->shapes, s->n_shapes * sizeof *s->shapes);
   s->pool.buf = tw_realloc(s->pool.buf, s->pool.len);
   s->pool.cap = s->pool.len;
-  s->bytes = sizeof *s + n * sizeof *s->offers + n * sizeof *s->by_price +
-             n * sizeof *s->by_loc +
-             ((size_t)s->n_locs + 1) * sizeof *s->loc_start +
-             sz * sizeof *s->hidx + s->n_locs * sizeof *s->locs +
-             s->n_shapes * sizeof *s->shapes +
-             ((size_t)s->n_shapes + 1) * sizeof *s->shape_start +
-             s->pool.cap + s->pool.nslots * sizeof *s->pool.slots +
-             s->n_srcs * sizeof *s->srcs;
+  s->bytes =
+      sizeof *s + n * sizeof *s->offers + n * sizeof *s->by_price +
+      n * sizeof *s->by_loc + ((size_t)s->n_locs + 1) * sizeof *s->loc_start +
+      sz * sizeof *s->hidx + s->n_locs * sizeof *s->locs +
+      s->n_shapes * sizeof *s->shapes +
+      ((size_t)s->n_shapes + 1) * sizeof *s->shape_start + s->pool.cap +
+      s->pool.nslots * sizeof *s->pool.slots + s->n_srcs * sizeof *s->srcs;
   free(b->loc_ht);
   free(b->shape_ht);
   free(b->key_ht);
@@ -509,7 +511,8 @@ bool tw_cat_loc_geo(struct tw_cat_builder *b, struct tw_cat_loc *l,
   return true;
 }
 
-/* ---- snapshots ------------------------------------------------------------------ */
+/* ---- snapshots
+ * ------------------------------------------------------------------ */
 
 void tw_cat_snap_retain(struct tw_cat_snap *s) {
   atomic_fetch_add(&s->refs, 1);
@@ -569,11 +572,11 @@ void tw_cat_snap_view(const struct tw_cat_snap *s, size_t i,
   v->vcpus = sh->vcpus;
   v->memory_mib = sh->memory_mib;
   v->accel = tw_strpool_str(p, sh->accel);
-  v->accel_listed = tw_strpool_str(p, sh->accel_listed ? sh->accel_listed
-                                                       : sh->accel);
+  v->accel_listed =
+      tw_strpool_str(p, sh->accel_listed ? sh->accel_listed : sh->accel);
   v->accel_vendor = tw_strpool_str(p, sh->accel_vendor);
-  v->accel_kind = sh->accel ? (enum tw_accel_kind)sh->accel_kind
-                            : TW_ACCEL_NONE;
+  v->accel_kind =
+      sh->accel ? (enum tw_accel_kind)sh->accel_kind : TW_ACCEL_NONE;
   v->accel_milli = sh->accel_milli;
   v->accel_memory_mib = sh->accel_memory_mib;
   v->market = (enum tw_market)o->market;
@@ -604,8 +607,8 @@ bool tw_cat_snap_offer_id(const struct tw_cat_snap *s, size_t i, char *out,
   const struct tw_cat_offer *o = &s->offers[i];
   const struct tw_cat_loc *l = &s->locs[o->loc];
   const struct tw_strpool *p = &s->pool;
-  const char *zone = l->zone ? tw_strpool_str(p, l->zone)
-                             : tw_strpool_str(p, l->zone_id);
+  const char *zone =
+      l->zone ? tw_strpool_str(p, l->zone) : tw_strpool_str(p, l->zone_id);
   /* a rack follows its zone: "partition/rack", as the Slurm adapter
    * names its offers */
   int n = snprintf(out, outsz, "%s:%s:%s%s%s:%s:%s",
@@ -709,8 +712,8 @@ bool tw_cat_snap_find(const struct tw_cat_snap *s, const char *id, size_t *i) {
     for (size_t k = 0; k < s->n_offers && hit < 0; k++) {
       if (!s->offers[k].labels)
         continue;
-      const char *own = label_in(tw_strpool_str(&s->pool, s->offers[k].labels),
-                                 "id");
+      const char *own =
+          label_in(tw_strpool_str(&s->pool, s->offers[k].labels), "id");
       if (own && label_len(own) == idl && !strncmp(own, id, idl))
         hit = (int64_t)k;
     }
@@ -726,9 +729,9 @@ bool tw_cat_snap_companion(const struct tw_cat_snap *s, size_t i,
   const struct tw_cat_offer *o = &s->offers[i];
   if (o->market != TW_MARKET_SPOT && o->market != TW_MARKET_ON_DEMAND)
     return false;
-  int64_t hit = tw_cat_snap_find_key(s, o->key,
-                         o->market == TW_MARKET_SPOT ? TW_MARKET_ON_DEMAND
-                                                     : TW_MARKET_SPOT);
+  int64_t hit = tw_cat_snap_find_key(
+      s, o->key,
+      o->market == TW_MARKET_SPOT ? TW_MARKET_ON_DEMAND : TW_MARKET_SPOT);
   if (hit < 0)
     return false;
   *other = (size_t)hit;
@@ -738,7 +741,7 @@ bool tw_cat_snap_companion(const struct tw_cat_snap *s, size_t i,
 /* Labels Tradewind computes itself; an adapter's own are kept apart. */
 static bool reserved_label(const char *k, size_t n) {
   static const char *const R[] = {"jurisdiction", "country", "geo",
-                                  "interruption", "id", NULL};
+                                  "interruption", "id",      NULL};
   for (int i = 0; R[i]; i++)
     if (strlen(R[i]) == n && !memcmp(R[i], k, n))
       return true;
@@ -787,7 +790,8 @@ void tw_cat_snap_to_offer(const struct tw_cat_snap *s, size_t i,
     const char *eq = memchr(p, '=', n);
     if (eq && !reserved_label(p, (size_t)(eq - p))) {
       char k[32], val[64];
-      if ((size_t)(eq - p) < sizeof k && n - (size_t)(eq - p) - 1 < sizeof val) {
+      if ((size_t)(eq - p) < sizeof k &&
+          n - (size_t)(eq - p) - 1 < sizeof val) {
         snprintf(k, sizeof k, "%.*s", (int)(eq - p), p);
         snprintf(val, sizeof val, "%.*s", (int)(n - (size_t)(eq - p) - 1),
                  eq + 1);

@@ -57,9 +57,9 @@ static const char SQL_HISTORY[] =
     " WHERE offer_id = ?1 ORDER BY observed_ms DESC, rowid DESC LIMIT ?2";
 
 enum tw_rc tw_cat_store_migrate(struct tw_store *st, struct tw_err *err) {
-  return tw_store_migrate_module(
-      st, "catalog", MIGRATIONS, (int)(sizeof MIGRATIONS / sizeof *MIGRATIONS),
-      err);
+  return tw_store_migrate_module(st, "catalog", MIGRATIONS,
+                                 (int)(sizeof MIGRATIONS / sizeof *MIGRATIONS),
+                                 err);
 }
 
 static enum tw_rc db_fail(sqlite3 *db, const char *what, struct tw_err *err) {
@@ -99,9 +99,11 @@ static void report_parse(const char *text, struct tw_cat_report *r) {
   if (!j)
     return;
   r->rows = (uint64_t)json_integer_value(json_object_get(j, "rows"));
-  r->normalized = (uint64_t)json_integer_value(json_object_get(j, "normalized"));
+  r->normalized =
+      (uint64_t)json_integer_value(json_object_get(j, "normalized"));
   r->offers = (uint64_t)json_integer_value(json_object_get(j, "offers"));
-  json_t *rej = json_object_get(j, "rejected"), *notes = json_object_get(j, "notes");
+  json_t *rej = json_object_get(j, "rejected"),
+         *notes = json_object_get(j, "notes");
   for (int i = 0; i < TW_CAT_REJ_COUNT; i++)
     r->rejected[i] = (uint64_t)json_integer_value(
         json_object_get(rej, tw_cat_reject_str((enum tw_cat_reject)i)));
@@ -143,8 +145,8 @@ static enum tw_rc op_put(struct tw_store *st, sqlite3 *db, void *varg,
   sqlite3_bind_int64(q, 14, (sqlite3_int64)si->report.normalized);
   sqlite3_bind_int64(q, 15, (sqlite3_int64)a->s->n_offers);
   sqlite3_bind_text(q, 16, a->report, -1, SQLITE_STATIC);
-  sqlite3_bind_blob64(q, 17, a->body->data ? a->body->data : "",
-                      a->body->len, SQLITE_STATIC);
+  sqlite3_bind_blob64(q, 17, a->body->data ? a->body->data : "", a->body->len,
+                      SQLITE_STATIC);
   int r = sqlite3_step(q);
   sqlite3_reset(q);
   if (r != SQLITE_DONE)
@@ -240,7 +242,7 @@ static enum tw_rc op_latest(struct tw_store *st, sqlite3 *db, void *varg,
     si->version = sqlite3_column_int64(q, 0);
     col_copy(q, 1, si->kind, sizeof si->kind);
     col_copy(q, 2, mode, sizeof mode);
-    si->mode = !strcmp(mode, "override") ? TW_CAT_OVERRIDE
+    si->mode = !strcmp(mode, "override")  ? TW_CAT_OVERRIDE
                : !strcmp(mode, "adapter") ? TW_CAT_ADAPTER
                                           : TW_CAT_SEED;
     col_copy(q, 3, si->provider, sizeof si->provider);

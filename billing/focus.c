@@ -17,7 +17,8 @@ static const char HEADER[] =
     "ProviderName,PublisherName,ServiceCategory,ServiceName,"
     "RegionId,RegionName,AvailabilityZone,ResourceId,ResourceType,SkuId,"
     "PricingCategory,ChargeFrequency,ListUnitPrice,ConsumedQuantity,"
-    "ConsumedUnit,Tags,x_LedgerSeq,x_CorrectsSeq,x_AttemptId,x_Nodes,x_Market\r\n";
+    "ConsumedUnit,Tags,x_LedgerSeq,x_CorrectsSeq,x_AttemptId,x_Nodes,x_"
+    "Market\r\n";
 
 void tw_focus_header(struct tw_buf *out) { tw_buf_adds(out, HEADER); }
 
@@ -102,10 +103,10 @@ static void json_chars(struct tw_buf *b, const char *s) {
 
 void tw_focus_row(struct tw_buf *b, const struct tw_ledger_row *r) {
   bool net = r->service == TW_SERVICE_NETWORK;
-  money(b, r->effective_uusd);           /* BilledCost */
-  field(b, r->account);                  /* BillingAccountId */
-  field(b, r->account);                  /* BillingAccountName */
-  field(b, "USD");                       /* BillingCurrency */
+  money(b, r->effective_uusd); /* BilledCost */
+  field(b, r->account);        /* BillingAccountId */
+  field(b, r->account);        /* BillingAccountName */
+  field(b, "USD");             /* BillingCurrency */
   time_field(b, tw_report_next_month(r->start_ms));
   time_field(b, tw_report_month_start(r->start_ms));
   field(b, tw_charge_category_str(r->category));
@@ -118,36 +119,37 @@ void tw_focus_row(struct tw_buf *b, const struct tw_ledger_row *r) {
   int64_t s1 = r->end_ms + (1000 - ((r->end_ms % 1000) + 1000) % 1000) % 1000;
   if (s1 <= s0)
     s1 = s0 + 1000;
-  time_field(b, s1);                     /* ChargePeriodEnd */
-  time_field(b, s0);                     /* ChargePeriodStart */
-  money(b, r->effective_uusd);           /* ContractedCost */
-  money(b, r->effective_uusd);           /* EffectiveCost */
+  time_field(b, s1);           /* ChargePeriodEnd */
+  time_field(b, s0);           /* ChargePeriodStart */
+  money(b, r->effective_uusd); /* ContractedCost */
+  money(b, r->effective_uusd); /* EffectiveCost */
   const char *prov = tw_focus_provider_name(r->provider);
-  field(b, prov);                        /* InvoiceIssuerName */
-  money(b, r->list_uusd);                /* ListCost */
+  field(b, prov);         /* InvoiceIssuerName */
+  money(b, r->list_uusd); /* ListCost */
   if (net)
     decimal(b, r->quantity, 1000000000, 9); /* PricingQuantity: GB */
   else
-    decimal(b, r->quantity, 3600, 6);       /* PricingQuantity: hours */
+    decimal(b, r->quantity, 3600, 6); /* PricingQuantity: hours */
   field(b, net ? "GB" : "Hours");
-  field(b, prov);                        /* ProviderName */
-  field(b, prov);                        /* PublisherName */
+  field(b, prov); /* ProviderName */
+  field(b, prov); /* PublisherName */
   field(b, net ? "Networking" : "Compute");
   field(b, service_name(r));
-  field(b, r->region);                   /* RegionId */
-  field(b, r->region);                   /* RegionName */
+  field(b, r->region); /* RegionId */
+  field(b, r->region); /* RegionName */
   field(b, r->zone);
   field(b, r->resource_id);
   field(b, net ? "" : "Virtual Machine");
-  field(b, r->instance_type);            /* SkuId */
+  field(b, r->instance_type); /* SkuId */
   field(b, !strcmp(r->market, "spot") ? "Dynamic" : "Standard");
   field(b, "Usage-Based");
-  money(b, r->unit_price_uusd);          /* ListUnitPrice */
+  money(b, r->unit_price_uusd); /* ListUnitPrice */
   if (net)
     decimal(b, r->quantity, 1000000000, 9);
   else
-    decimal(b, (__int128)r->usage_ms * (r->nodes > 0 ? r->nodes : 1), 3600000, 6);
-  field(b, net ? "GB" : "Hours");        /* ConsumedUnit */
+    decimal(b, (__int128)r->usage_ms * (r->nodes > 0 ? r->nodes : 1), 3600000,
+            6);
+  field(b, net ? "GB" : "Hours"); /* ConsumedUnit */
   struct tw_buf tags;
   tw_buf_init(&tags);
   tw_buf_adds(&tags, "{\"tradewind:tenant\":\"");
@@ -190,7 +192,8 @@ enum tw_rc focus__render(struct tw_store *s, const struct tw_report_req *req,
   struct focus_ctx c = {.out = out};
   size_t mark = out->len;
   tw_focus_header(out);
-  enum tw_rc rc = tw_ledger_scan(s, req->from_ms, req->to_ms, &f, focus_one, &c, err);
+  enum tw_rc rc =
+      tw_ledger_scan(s, req->from_ms, req->to_ms, &f, focus_one, &c, err);
   if (rc == TW_OK && c.too_many)
     rc = tw_err_set(err, TW_E_TOOBIG,
                     "format=focus lists ledger rows, at most %d at once: "

@@ -22,8 +22,9 @@
 #define MB 40
 #define MAX_BARS 180
 
-static const char *const COLORS[] = {"#2f6fb0", "#e07b39", "#3a9d5d", "#b8475a",
-                                     "#7a5bb5", "#c9a227", "#3aa6b9", "#8c6d4f"};
+static const char *const COLORS[] = {"#2f6fb0", "#e07b39", "#3a9d5d",
+                                     "#b8475a", "#7a5bb5", "#c9a227",
+                                     "#3aa6b9", "#8c6d4f"};
 #define NCOLORS (sizeof COLORS / sizeof COLORS[0])
 
 static void esc(struct tw_buf *b, const char *s) {
@@ -66,7 +67,8 @@ static void usd_short(int64_t uusd, char *out, size_t n) {
   grouped[k] = '\0';
   /* at most 26 characters of digits and commas: the bound tells the
    * compiler a 40-byte buffer always holds it */
-  snprintf(out, n, "%s$%.30s.%02u", neg ? "-" : "", grouped, (unsigned)(cents % 100));
+  snprintf(out, n, "%s$%.30s.%02u", neg ? "-" : "", grouped,
+           (unsigned)(cents % 100));
 }
 
 /* A round axis maximum >= v (1, 2, 5 x 10^k micro-USD). */
@@ -97,10 +99,12 @@ static void y_axis(struct tw_buf *b, int64_t lo, int64_t hi) {
     double y = y_of(v, lo, hi);
     char t[40];
     usd_short(v, t, sizeof t);
-    tw_buf_printf(b,
-                  "<line class=\"grid\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>"
-                  "<text class=\"tick\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>",
-                  ML, W - MR, y, y, ML - 6, y + 4, t);
+    tw_buf_printf(
+        b,
+        "<line class=\"grid\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>"
+        "<text class=\"tick\" x=\"%d\" y=\"%.1f\" "
+        "text-anchor=\"end\">%s</text>",
+        ML, W - MR, y, y, ML - 6, y + 4, t);
   }
 }
 
@@ -147,11 +151,12 @@ static void chart_time(const struct tw_report *r, struct tw_buf *b) {
   }
   int64_t hi = nice_max(top);
   lo = lo < 0 ? -nice_max(-lo) : 0;
-  tw_buf_printf(b,
-                "<svg class=\"chart\" id=\"chart-time\" role=\"img\" "
-                "aria-label=\"Spend over time by provider\" viewBox=\"0 0 %d %d\" "
-                "width=\"%d\" height=\"%d\" xmlns=\"http://www.w3.org/2000/svg\">",
-                W, H, W, H);
+  tw_buf_printf(
+      b,
+      "<svg class=\"chart\" id=\"chart-time\" role=\"img\" "
+      "aria-label=\"Spend over time by provider\" viewBox=\"0 0 %d %d\" "
+      "width=\"%d\" height=\"%d\" xmlns=\"http://www.w3.org/2000/svg\">",
+      W, H, W, H);
   y_axis(b, lo, hi);
   double slot = (double)(W - ML - MR) / (double)(nbars ? nbars : 1);
   double bw = slot * 0.8 > 1 ? slot * 0.8 : 1;
@@ -176,7 +181,8 @@ static void chart_time(const struct tw_report *r, struct tw_buf *b) {
       tw_buf_printf(b,
                     "<rect class=\"bar\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                     "height=\"%.1f\" fill=\"%s\" data-uusd=\"%lld\"><title>%s ",
-                    x, y, bw, h > 0.5 ? h : 0.5, COLORS[p % NCOLORS], (long long)v, day);
+                    x, y, bw, h > 0.5 ? h : 0.5, COLORS[p % NCOLORS],
+                    (long long)v, day);
       esc(b, names[p]);
       tw_buf_printf(b, ": %s</title></rect>", amt);
     }
@@ -188,12 +194,15 @@ static void chart_time(const struct tw_report *r, struct tw_buf *b) {
       continue;
     char day[16];
     tw_report_fmt_day(d0 + (int64_t)marks[i] * per, day, sizeof day);
-    tw_buf_printf(b, "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>",
+    tw_buf_printf(b,
+                  "<text class=\"tick\" x=\"%.1f\" y=\"%d\" "
+                  "text-anchor=\"middle\">%s</text>",
                   ML + slot * ((double)marks[i] + 0.5), H - MB + 18, day);
   }
   tw_buf_adds(b, "</svg><div class=\"legend\">");
   for (size_t p = 0; p < np; p++) {
-    tw_buf_printf(b, "<span><i style=\"background:%s\"></i>", COLORS[p % NCOLORS]);
+    tw_buf_printf(b, "<span><i style=\"background:%s\"></i>",
+                  COLORS[p % NCOLORS]);
     esc(b, tw_focus_provider_name(names[p]));
     tw_buf_adds(b, "</span>");
   }
@@ -218,33 +227,42 @@ static void chart_tenants(const struct tw_report *r, struct tw_buf *b) {
   }
   int64_t hi = nice_max(top);
   int x0 = 160, xw = W - x0 - 120;
-  tw_buf_printf(b,
-                "<svg class=\"chart\" id=\"chart-tenants\" role=\"img\" "
-                "aria-label=\"Spend by tenant\" viewBox=\"0 0 %d %d\" width=\"%d\" "
-                "height=\"%d\" xmlns=\"http://www.w3.org/2000/svg\">",
-                W, h, W, h);
+  tw_buf_printf(
+      b,
+      "<svg class=\"chart\" id=\"chart-tenants\" role=\"img\" "
+      "aria-label=\"Spend by tenant\" viewBox=\"0 0 %d %d\" width=\"%d\" "
+      "height=\"%d\" xmlns=\"http://www.w3.org/2000/svg\">",
+      W, h, W, h);
   for (size_t i = 0; i < n; i++) {
     const struct tw_report_tenant *t = &r->tenants[i];
     double y = MT + (double)i * rowh;
-    double ws = t->spent_uusd > 0 ? (double)xw * (double)t->spent_uusd / (double)hi : 0;
-    double wf = t->forecast_uusd > 0 ? (double)xw * (double)t->forecast_uusd / (double)hi : 0;
+    double ws =
+        t->spent_uusd > 0 ? (double)xw * (double)t->spent_uusd / (double)hi : 0;
+    double wf = t->forecast_uusd > 0
+                    ? (double)xw * (double)t->forecast_uusd / (double)hi
+                    : 0;
     char s[40], f[40];
     usd_short(t->spent_uusd, s, sizeof s);
     usd_short(t->forecast_uusd, f, sizeof f);
-    tw_buf_printf(b, "<text class=\"label\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">",
-                  x0 - 8, y + 17);
+    tw_buf_printf(
+        b, "<text class=\"label\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">",
+        x0 - 8, y + 17);
     esc(b, t->tenant);
-    tw_buf_printf(b,
-                  "</text><rect class=\"forecast\" x=\"%d\" y=\"%.1f\" width=\"%.1f\" "
-                  "height=\"18\"><title>forecast %s</title></rect>"
-                  "<rect class=\"bar\" x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"18\" "
-                  "fill=\"%s\" data-uusd=\"%lld\"><title>spent %s</title></rect>"
-                  "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\">%s (forecast %s)</text>",
-                  x0, y + 2, wf, f, x0, y + 2, ws > 1 ? ws : 1, COLORS[0],
-                  (long long)t->spent_uusd, s, x0 + (wf > ws ? wf : ws) + 6, y + 16, s, f);
+    tw_buf_printf(
+        b,
+        "</text><rect class=\"forecast\" x=\"%d\" y=\"%.1f\" width=\"%.1f\" "
+        "height=\"18\"><title>forecast %s</title></rect>"
+        "<rect class=\"bar\" x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"18\" "
+        "fill=\"%s\" data-uusd=\"%lld\"><title>spent %s</title></rect>"
+        "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\">%s (forecast %s)</text>",
+        x0, y + 2, wf, f, x0, y + 2, ws > 1 ? ws : 1, COLORS[0],
+        (long long)t->spent_uusd, s, x0 + (wf > ws ? wf : ws) + 6, y + 16, s,
+        f);
   }
   if (!n)
-    tw_buf_printf(b, "<text class=\"label\" x=\"%d\" y=\"%d\">No spend in this range.</text>",
+    tw_buf_printf(b,
+                  "<text class=\"label\" x=\"%d\" y=\"%d\">No spend in this "
+                  "range.</text>",
                   x0, MT + 18);
   tw_buf_adds(b, "</svg>");
 }
@@ -256,8 +274,9 @@ static int64_t burn_limit(const struct tw_report *r, char *what, size_t n) {
   size_t count = 0;
   for (size_t i = 0; i < r->n_budgets; i++) {
     const struct tw_ledger_budget *b = &r->budgets[i].b;
-    bool exact = (q->tenant ? !strcmp(b->tenant, q->tenant) : !b->tenant[0]) &&
-                 (q->project ? !strcmp(b->project, q->project) : !b->project[0]);
+    bool exact =
+        (q->tenant ? !strcmp(b->tenant, q->tenant) : !b->tenant[0]) &&
+        (q->project ? !strcmp(b->project, q->project) : !b->project[0]);
     if (exact) {
       snprintf(what, n, "%s%s%s", b->tenant[0] ? b->tenant : "overall",
                b->project[0] ? "/" : "", b->project);
@@ -292,10 +311,11 @@ static void chart_burndown(const struct tw_report *r, struct tw_buf *b) {
   bool has_budget = limit >= 0;
   /* days elapsed: up to now, within the range */
   int64_t now = r->req->now_ms;
-  double now_x_days = now <= r->req->from_ms ? 0
-                      : now >= r->req->to_ms
-                          ? (double)nd
-                          : (double)(now - (int64_t)d0 * TW_DAY_MS) / (double)TW_DAY_MS;
+  double now_x_days =
+      now <= r->req->from_ms ? 0
+      : now >= r->req->to_ms
+          ? (double)nd
+          : (double)(now - (int64_t)d0 * TW_DAY_MS) / (double)TW_DAY_MS;
   size_t upto = now_x_days >= (double)nd ? nd : (size_t)now_x_days;
   int64_t spent = r->total_effective_uusd;
   int64_t fc = r->forecast_uusd;
@@ -310,22 +330,25 @@ static void chart_burndown(const struct tw_report *r, struct tw_buf *b) {
       bottom = v;
   }
   int64_t hi = nice_max(top), lo = bottom < 0 ? -nice_max(-bottom) : 0;
-  tw_buf_printf(b,
-                "<svg class=\"chart\" id=\"chart-burndown\" role=\"img\" "
-                "aria-label=\"Budget burn-down with forecast\" viewBox=\"0 0 %d %d\" "
-                "width=\"%d\" height=\"%d\" xmlns=\"http://www.w3.org/2000/svg\">",
-                W, H, W, H);
+  tw_buf_printf(
+      b,
+      "<svg class=\"chart\" id=\"chart-burndown\" role=\"img\" "
+      "aria-label=\"Budget burn-down with forecast\" viewBox=\"0 0 %d %d\" "
+      "width=\"%d\" height=\"%d\" xmlns=\"http://www.w3.org/2000/svg\">",
+      W, H, W, H);
   y_axis(b, lo, hi);
   double span = (double)(W - ML - MR) / (double)(nd ? nd : 1);
   if (has_budget)
     /* the even burn a budget allows */
-    tw_buf_printf(b,
-                  "<line class=\"ideal\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>",
-                  ML, y_of(limit, lo, hi), W - MR, y_of(0, lo, hi));
+    tw_buf_printf(
+        b,
+        "<line class=\"ideal\" x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>",
+        ML, y_of(limit, lo, hi), W - MR, y_of(0, lo, hi));
   tw_buf_adds(b, "<polyline class=\"series actual\" points=\"");
   for (size_t k = 0; k <= upto; k++) {
     int64_t v = has_budget ? limit - cum[k] : cum[k];
-    tw_buf_printf(b, "%s%.1f,%.1f", k ? " " : "", ML + span * (double)k, y_of(v, lo, hi));
+    tw_buf_printf(b, "%s%.1f,%.1f", k ? " " : "", ML + span * (double)k,
+                  y_of(v, lo, hi));
   }
   /* end the actual line at now, with what was spent by now */
   int64_t v_now = has_budget ? limit - spent : spent;
@@ -333,20 +356,23 @@ static void chart_burndown(const struct tw_report *r, struct tw_buf *b) {
   tw_buf_printf(b, " %.1f,%.1f\"/>", x_now, y_of(v_now, lo, hi));
   if (now < r->req->to_ms) {
     int64_t v_end = has_budget ? limit - fc : fc;
-    tw_buf_printf(b,
-                  "<polyline class=\"series forecast-line\" points=\"%.1f,%.1f %d,%.1f\">"
-                  "<title>forecast to the end of the range</title></polyline>",
-                  x_now, y_of(v_now, lo, hi), W - MR, y_of(v_end, lo, hi));
+    tw_buf_printf(
+        b,
+        "<polyline class=\"series forecast-line\" points=\"%.1f,%.1f %d,%.1f\">"
+        "<title>forecast to the end of the range</title></polyline>",
+        x_now, y_of(v_now, lo, hi), W - MR, y_of(v_end, lo, hi));
   }
   if (lo < 0)
-    tw_buf_printf(b, "<line class=\"zero\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>",
-                  ML, W - MR, y_of(0, lo, hi), y_of(0, lo, hi));
+    tw_buf_printf(
+        b, "<line class=\"zero\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>",
+        ML, W - MR, y_of(0, lo, hi), y_of(0, lo, hi));
   char f0[16], f1[16];
   tw_report_fmt_day(d0, f0, sizeof f0);
   tw_report_fmt_day(d1 - 1, f1, sizeof f1);
   tw_buf_printf(b,
                 "<text class=\"tick\" x=\"%d\" y=\"%d\">%s</text>"
-                "<text class=\"tick\" x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text></svg>",
+                "<text class=\"tick\" x=\"%d\" y=\"%d\" "
+                "text-anchor=\"end\">%s</text></svg>",
                 ML, H - MB + 18, f0, W - MR, H - MB + 18, f1);
   char l[40], s[40], f[40];
   usd_short(limit, l, sizeof l);
@@ -356,13 +382,15 @@ static void chart_burndown(const struct tw_report *r, struct tw_buf *b) {
   if (has_budget) {
     tw_buf_adds(b, "Remaining of the monthly budget (");
     esc(b, what);
-    tw_buf_printf(b, ", %s from %s): solid so far, dashed the forecast. "
-                     "Spent %s; forecast %s by the end of the range%s.",
+    tw_buf_printf(b,
+                  ", %s from %s): solid so far, dashed the forecast. "
+                  "Spent %s; forecast %s by the end of the range%s.",
                   l, r->budget_source ? r->budget_source : "config", s, f,
                   fc > limit ? ", <b class=\"over\">over budget</b>" : "");
   } else {
-    tw_buf_printf(b, "No budget configured for this scope: cumulative spend "
-                     "(solid) and its forecast (dashed). Spent %s; forecast %s.",
+    tw_buf_printf(b,
+                  "No budget configured for this scope: cumulative spend "
+                  "(solid) and its forecast (dashed). Spent %s; forecast %s.",
                   s, f);
   }
   tw_buf_adds(b, "</p>");
@@ -370,13 +398,16 @@ static void chart_burndown(const struct tw_report *r, struct tw_buf *b) {
 }
 
 static const char STYLE[] =
-    "body{font:14px/1.4 'DejaVu Sans',Arial,sans-serif;color:#1d2733;margin:24px;"
+    "body{font:14px/1.4 'DejaVu "
+    "Sans',Arial,sans-serif;color:#1d2733;margin:24px;"
     "max-width:960px}"
     "h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px}"
     ".sub{color:#5b6b7c;margin:0 0 16px}"
     ".kpis{display:flex;gap:12px;flex-wrap:wrap}"
-    ".kpi{border:1px solid #d5dde6;border-radius:6px;padding:8px 14px;min-width:160px}"
-    ".kpi b{display:block;font-size:20px}.kpi span{color:#5b6b7c;font-size:12px}"
+    ".kpi{border:1px solid #d5dde6;border-radius:6px;padding:8px "
+    "14px;min-width:160px}"
+    ".kpi b{display:block;font-size:20px}.kpi "
+    "span{color:#5b6b7c;font-size:12px}"
     "svg{display:block;max-width:100%;height:auto}"
     ".grid{stroke:#e3e8ee}.zero{stroke:#1d2733}"
     ".tick{font-size:11px;fill:#5b6b7c}.label{font-size:12px;fill:#1d2733}"
@@ -411,7 +442,8 @@ static const struct {
 static void money_cell(struct tw_buf *b, int64_t v) {
   char t[32];
   tw_report_fmt_usd(v, t, sizeof t);
-  tw_buf_printf(b, "<td class=\"n\" data-uusd=\"%lld\">%s</td>", (long long)v, t);
+  tw_buf_printf(b, "<td class=\"n\" data-uusd=\"%lld\">%s</td>", (long long)v,
+                t);
 }
 
 static void table(const struct tw_report *r, struct tw_buf *b) {
@@ -422,8 +454,9 @@ static void table(const struct tw_report *r, struct tw_buf *b) {
       tw_buf_printf(b, "<th>%s</th>", DIMS[d].name);
       ndim++;
     }
-  tw_buf_adds(b, "<th class=\"n\">List cost (USD)</th><th class=\"n\">Effective "
-                 "cost (USD)</th><th class=\"n\">Rows</th></tr></thead><tbody>");
+  tw_buf_adds(b,
+              "<th class=\"n\">List cost (USD)</th><th class=\"n\">Effective "
+              "cost (USD)</th><th class=\"n\">Rows</th></tr></thead><tbody>");
   for (size_t i = 0; i < r->n_groups; i++) {
     const struct tw_ledger_group *g = &r->groups[i];
     tw_buf_adds(b, "<tr>");
@@ -447,8 +480,9 @@ static void table(const struct tw_report *r, struct tw_buf *b) {
     money_cell(b, g->effective_uusd);
     tw_buf_printf(b, "<td class=\"n\">%lld</td></tr>", (long long)g->rows);
   }
-  tw_buf_printf(b, "</tbody><tfoot><tr id=\"total-row\"><td colspan=\"%d\">Total</td>",
-                ndim ? ndim : 1);
+  tw_buf_printf(
+      b, "</tbody><tfoot><tr id=\"total-row\"><td colspan=\"%d\">Total</td>",
+      ndim ? ndim : 1);
   money_cell(b, r->total_list_uusd);
   money_cell(b, r->total_effective_uusd);
   tw_buf_printf(b, "<td class=\"n\">%lld</td></tr></tfoot></table>",
@@ -458,9 +492,10 @@ static void table(const struct tw_report *r, struct tw_buf *b) {
 static void budgets_table(const struct tw_report *r, struct tw_buf *b) {
   if (!r->n_budgets)
     return;
-  tw_buf_adds(b, "<table id=\"budgets\"><thead><tr><th>Tenant</th><th>Project</th>"
-                 "<th class=\"n\">Monthly limit</th><th class=\"n\">Spent</th>"
-                 "<th class=\"n\">Forecast</th></tr></thead><tbody>");
+  tw_buf_adds(b,
+              "<table id=\"budgets\"><thead><tr><th>Tenant</th><th>Project</th>"
+              "<th class=\"n\">Monthly limit</th><th class=\"n\">Spent</th>"
+              "<th class=\"n\">Forecast</th></tr></thead><tbody>");
   for (size_t i = 0; i < r->n_budgets; i++) {
     const struct tw_report_budget *x = &r->budgets[i];
     tw_buf_adds(b, "<tr><td>");
@@ -485,13 +520,14 @@ void html__render(const struct tw_report *r, struct tw_buf *b) {
   usd_short(r->total_list_uusd, list, sizeof list);
   usd_short(r->forecast_uusd, fc, sizeof fc);
   usd_short(r->run_rate_uusd_per_day, rate, sizeof rate);
-  tw_buf_printf(b,
-                "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-                "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
-                "'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
-                "<title>Tradewind spend %s to %s</title><style>%s</style></head>"
-                "<body><h1>Spend report</h1><p class=\"sub\">%s to %s",
-                from, to, STYLE, from, to);
+  tw_buf_printf(
+      b,
+      "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
+      "'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+      "<title>Tradewind spend %s to %s</title><style>%s</style></head>"
+      "<body><h1>Spend report</h1><p class=\"sub\">%s to %s",
+      from, to, STYLE, from, to);
   if (r->req->tenant) {
     tw_buf_adds(b, " &middot; tenant ");
     esc(b, r->req->tenant);
@@ -500,19 +536,21 @@ void html__render(const struct tw_report *r, struct tw_buf *b) {
     tw_buf_adds(b, " &middot; project ");
     esc(b, r->req->project);
   }
-  tw_buf_printf(b,
-                " &middot; generated %s &middot; USD</p><div class=\"kpis\">"
-                "<div class=\"kpi\"><span>Effective cost</span><b id=\"total-effective\" "
-                "data-uusd=\"%lld\">%s</b></div>"
-                "<div class=\"kpi\"><span>List cost</span><b id=\"total-list\" "
-                "data-uusd=\"%lld\">%s</b></div>"
-                "<div class=\"kpi\"><span>Forecast to %s</span><b id=\"forecast\" "
-                "data-uusd=\"%lld\">%s</b></div>"
-                "<div class=\"kpi\"><span>Run rate (last 7 days)</span><b>%s/day</b></div>"
-                "</div>",
-                now, (long long)r->total_effective_uusd, tot,
-                (long long)r->total_list_uusd, list, to, (long long)r->forecast_uusd,
-                fc, rate);
+  tw_buf_printf(
+      b,
+      " &middot; generated %s &middot; USD</p><div class=\"kpis\">"
+      "<div class=\"kpi\"><span>Effective cost</span><b id=\"total-effective\" "
+      "data-uusd=\"%lld\">%s</b></div>"
+      "<div class=\"kpi\"><span>List cost</span><b id=\"total-list\" "
+      "data-uusd=\"%lld\">%s</b></div>"
+      "<div class=\"kpi\"><span>Forecast to %s</span><b id=\"forecast\" "
+      "data-uusd=\"%lld\">%s</b></div>"
+      "<div class=\"kpi\"><span>Run rate (last 7 "
+      "days)</span><b>%s/day</b></div>"
+      "</div>",
+      now, (long long)r->total_effective_uusd, tot,
+      (long long)r->total_list_uusd, list, to, (long long)r->forecast_uusd, fc,
+      rate);
   tw_buf_adds(b, "<h2>Spend over time, by provider</h2>");
   chart_time(r, b);
   tw_buf_adds(b, "<h2>Spend by tenant</h2>");

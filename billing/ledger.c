@@ -60,16 +60,17 @@ static const char MIGRATION_1[] =
 static const char *const MIGRATIONS[] = {MIGRATION_1};
 
 enum tw_rc tw_ledger_migrate(struct tw_store *s, struct tw_err *err) {
-  return tw_store_migrate_module(s, "ledger", MIGRATIONS,
-                                 (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]),
-                                 err);
+  return tw_store_migrate_module(
+      s, "ledger", MIGRATIONS, (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]),
+      err);
 }
 
 const char *tw_charge_category_str(enum tw_charge_category c) {
   return c == TW_CHARGE_ADJUSTMENT ? "Adjustment" : "Usage";
 }
 
-/* ---- append --------------------------------------------------------------- */
+/* ---- append ---------------------------------------------------------------
+ */
 
 static const char SQL_INSERT[] =
     "INSERT INTO ledger (recorded_ms, start_ms, end_ms, day, category,"
@@ -93,7 +94,8 @@ static const char SQL_ROLLUP_JOB[] =
     "INSERT INTO ledger_job_day (job_id, day, provider, region, tenant,"
     " project, list_uusd, effective_uusd, usage_ms, rows)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1)"
-    " ON CONFLICT (day, job_id, tenant, project, provider, region) DO UPDATE SET"
+    " ON CONFLICT (day, job_id, tenant, project, provider, region) DO UPDATE "
+    "SET"
     " list_uusd = list_uusd + excluded.list_uusd,"
     " effective_uusd = effective_uusd + excluded.effective_uusd,"
     " usage_ms = usage_ms + excluded.usage_ms, rows = rows + 1";
@@ -119,7 +121,8 @@ static enum tw_rc check_row(const struct tw_ledger_row *r, size_t i,
   if (r->end_ms > r->start_ms &&
       tw_ledger_day(r->start_ms) != tw_ledger_day(r->end_ms - 1))
     return tw_err_set(err, TW_E_INVALID,
-                      "ledger row %zu: charge period crosses midnight (UTC)", i);
+                      "ledger row %zu: charge period crosses midnight (UTC)",
+                      i);
   if (!r->tenant[0] || !r->provider[0])
     return tw_err_set(err, TW_E_INVALID,
                       "ledger row %zu: tenant and provider are required", i);
@@ -227,7 +230,8 @@ enum tw_rc tw_ledger_append(struct tw_store *s, struct tw_ledger_row *rows,
   return tw_store_write(s, append_fn, &a, err);
 }
 
-/* ---- reading rows ------------------------------------------------------------ */
+/* ---- reading rows
+ * ------------------------------------------------------------ */
 
 #define ROW_COLUMNS                                                            \
   "seq, recorded_ms, start_ms, end_ms, category, correction, service,"         \
@@ -387,7 +391,8 @@ enum tw_rc tw_ledger_scan(struct tw_store *s, int64_t from_ms, int64_t to_ms,
   return tw_store_read(s, scan_fn, &a, err);
 }
 
-/* ---- grouped sums --------------------------------------------------------- */
+/* ---- grouped sums ---------------------------------------------------------
+ */
 
 enum tw_rc tw_ledger_group_parse(const char *text, unsigned *mask,
                                  struct tw_err *err) {
@@ -541,8 +546,10 @@ static enum tw_rc sum_fn(struct tw_store *s, sqlite3 *db, void *arg,
 static int group_cmp(const void *x, const void *y) {
   const struct tw_ledger_group *a = x, *b = y;
   int c;
-  if ((c = strcmp(a->tenant, b->tenant)) || (c = strcmp(a->project, b->project)) ||
-      (c = strcmp(a->provider, b->provider)) || (c = strcmp(a->region, b->region)))
+  if ((c = strcmp(a->tenant, b->tenant)) ||
+      (c = strcmp(a->project, b->project)) ||
+      (c = strcmp(a->provider, b->provider)) ||
+      (c = strcmp(a->region, b->region)))
     return c;
   if (a->day != b->day)
     return a->day < b->day ? -1 : 1;
@@ -553,7 +560,8 @@ enum tw_rc tw_ledger_sum(struct tw_store *s, int64_t from_ms, int64_t to_ms,
                          unsigned group_mask, const struct tw_ledger_filter *f,
                          struct tw_ledger_group **out, size_t *n,
                          struct tw_err *err) {
-  struct sum_arg a = {.from_ms = from_ms, .to_ms = to_ms, .mask = group_mask, .f = f};
+  struct sum_arg a = {
+      .from_ms = from_ms, .to_ms = to_ms, .mask = group_mask, .f = f};
   *out = NULL;
   *n = 0;
   if (to_ms <= from_ms)
@@ -585,9 +593,8 @@ enum tw_rc tw_ledger_sum(struct tw_store *s, int64_t from_ms, int64_t to_ms,
 }
 
 enum tw_rc tw_ledger_spent(struct tw_store *s, const char *tenant,
-                           const char *project, int64_t from_ms,
-                           int64_t to_ms, int64_t *effective_uusd,
-                           struct tw_err *err) {
+                           const char *project, int64_t from_ms, int64_t to_ms,
+                           int64_t *effective_uusd, struct tw_err *err) {
   struct tw_ledger_filter f = {.tenant = tenant, .project = project};
   struct tw_ledger_group *g;
   size_t n;
@@ -660,7 +667,8 @@ enum tw_rc tw_ledger_count(struct tw_store *s, int64_t *rows,
   return tw_store_read(s, count_fn, rows, err);
 }
 
-/* ---- budgets -------------------------------------------------------------- */
+/* ---- budgets --------------------------------------------------------------
+ */
 
 static const char SQL_BUDGETS_CLEAR[] = "DELETE FROM ledger_budgets";
 static const char SQL_BUDGET_PUT[] =
@@ -698,8 +706,8 @@ static enum tw_rc budgets_set_fn(struct tw_store *s, sqlite3 *db, void *arg,
 }
 
 enum tw_rc tw_ledger_budgets_set(struct tw_store *s,
-                                 const struct tw_ledger_budget *budgets, size_t n,
-                                 struct tw_err *err) {
+                                 const struct tw_ledger_budget *budgets,
+                                 size_t n, struct tw_err *err) {
   struct budgets_arg a = {.in = budgets, .n = n};
   return tw_store_write(s, budgets_set_fn, &a, err);
 }
@@ -730,8 +738,9 @@ static enum tw_rc budgets_get_fn(struct tw_store *s, sqlite3 *db, void *arg,
   return rc;
 }
 
-enum tw_rc tw_ledger_budgets_get(struct tw_store *s, struct tw_ledger_budget **out,
-                                 size_t *n, struct tw_err *err) {
+enum tw_rc tw_ledger_budgets_get(struct tw_store *s,
+                                 struct tw_ledger_budget **out, size_t *n,
+                                 struct tw_err *err) {
   struct budgets_arg a = {0};
   enum tw_rc rc = tw_store_read(s, budgets_get_fn, &a, err);
   if (rc) {

@@ -32,10 +32,7 @@ struct sqlite3;
 #define TW_DAY_MS 86400000LL
 
 /* FOCUS ChargeCategory values the ledger writes. */
-enum tw_charge_category {
-  TW_CHARGE_USAGE = 0,
-  TW_CHARGE_ADJUSTMENT
-};
+enum tw_charge_category { TW_CHARGE_USAGE = 0, TW_CHARGE_ADJUSTMENT };
 
 /* FOCUS ServiceCategory of the row. */
 enum tw_service {
@@ -48,19 +45,19 @@ const char *tw_charge_category_str(enum tw_charge_category c);
 #define TW_LEDGER_NAME_MAX 128
 
 struct tw_ledger_row {
-  int64_t seq;           /* assigned by the append; 0 before */
-  int64_t recorded_ms;   /* when the row was written (0: now) */
-  int64_t start_ms;      /* charge period [start_ms, end_ms) */
+  int64_t seq;         /* assigned by the append; 0 before */
+  int64_t recorded_ms; /* when the row was written (0: now) */
+  int64_t start_ms;    /* charge period [start_ms, end_ms) */
   int64_t end_ms;
   enum tw_charge_category category;
-  bool correction;       /* FOCUS ChargeClass "Correction" */
+  bool correction; /* FOCUS ChargeClass "Correction" */
   enum tw_service service;
   char tenant[TW_LEDGER_NAME_MAX];
   char project[TW_LEDGER_NAME_MAX];
   char job_id[32];
-  int64_t attempt_id;    /* 0: not an attempt's (egress of a job) */
-  char provider[64];     /* adapter: "aws", "slurm" */
-  char account[64];      /* configured account: "aws-main" */
+  int64_t attempt_id; /* 0: not an attempt's (egress of a job) */
+  char provider[64];  /* adapter: "aws", "slurm" */
+  char account[64];   /* configured account: "aws-main" */
   char region[64];
   char zone[64];
   char instance_type[64];
@@ -74,7 +71,7 @@ struct tw_ledger_row {
   int64_t unit_price_uusd; /* list price per hour (compute) or per GB */
   int64_t list_uusd;       /* may be negative in an adjustment */
   int64_t effective_uusd;
-  int64_t corrects_seq;    /* adjustment: the row it corrects; else 0 */
+  int64_t corrects_seq; /* adjustment: the row it corrects; else 0 */
   char description[256];
 };
 
@@ -143,11 +140,11 @@ struct tw_ledger_group {
   char provider[64];
   char region[64];
   char job_id[32];
-  int64_t day;           /* days since 1970-01-01 (UTC) */
+  int64_t day; /* days since 1970-01-01 (UTC) */
   int64_t list_uusd;
   int64_t effective_uusd;
   int64_t usage_ms;
-  int64_t rows;          /* ledger rows summed */
+  int64_t rows; /* ledger rows summed */
 };
 
 /* *out is an array of *n groups ordered by the dimensions (free() it).
@@ -161,9 +158,8 @@ enum tw_rc tw_ledger_sum(struct tw_store *s, int64_t from_ms, int64_t to_ms,
  * one of its projects when project is not NULL, over [from_ms, to_ms).
  * For budgets (broker/tenancy): cheap, reads the rollups. */
 enum tw_rc tw_ledger_spent(struct tw_store *s, const char *tenant,
-                           const char *project, int64_t from_ms,
-                           int64_t to_ms, int64_t *effective_uusd,
-                           struct tw_err *err);
+                           const char *project, int64_t from_ms, int64_t to_ms,
+                           int64_t *effective_uusd, struct tw_err *err);
 
 /* Total cost of one job so far (per-job rollup). */
 enum tw_rc tw_ledger_job_cost(struct tw_store *s, const char *job_id,
@@ -187,11 +183,12 @@ struct tw_ledger_budget {
 
 /* Replaces the stored budgets with budgets[0..n). */
 enum tw_rc tw_ledger_budgets_set(struct tw_store *s,
-                                 const struct tw_ledger_budget *budgets, size_t n,
-                                 struct tw_err *err);
+                                 const struct tw_ledger_budget *budgets,
+                                 size_t n, struct tw_err *err);
 /* *out: array of *n (free() it), ordered by tenant and project. */
-enum tw_rc tw_ledger_budgets_get(struct tw_store *s, struct tw_ledger_budget **out,
-                                 size_t *n, struct tw_err *err);
+enum tw_rc tw_ledger_budgets_get(struct tw_store *s,
+                                 struct tw_ledger_budget **out, size_t *n,
+                                 struct tw_err *err);
 
 /* Days since the epoch of a UTC time, rounding toward minus infinity. */
 static inline int64_t tw_ledger_day(int64_t ms) {

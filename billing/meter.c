@@ -50,7 +50,8 @@ int64_t tw_bill_discount(int64_t list_uusd, int64_t discount_bp) {
   return list_uusd - div_round((__int128)list_uusd * discount_bp, 10000);
 }
 
-/* ---- configuration ---------------------------------------------------------- */
+/* ---- configuration ----------------------------------------------------------
+ */
 
 /* "12.5" -> 1250 basis points; 0..100 with at most two decimals. */
 static int parse_pct_bp(const char *s, int64_t *out) {
@@ -83,10 +84,10 @@ static enum tw_rc cfg_usd(const struct tw_node *n, const char *path,
                           int64_t *out, struct tw_err *err) {
   if (!n || n->kind != TW_NODE_SCALAR || tw_parse_usd_uusd(n->str, out) ||
       *out < 0)
-    return tw_err_field(err, TW_E_INVALID, path,
-                        "%s: expected an amount in USD such as \"0.09\", got %s",
-                        path, n && n->kind == TW_NODE_SCALAR ? n->str
-                                                               : tw_node_type_name(n));
+    return tw_err_field(
+        err, TW_E_INVALID, path,
+        "%s: expected an amount in USD such as \"0.09\", got %s", path,
+        n && n->kind == TW_NODE_SCALAR ? n->str : tw_node_type_name(n));
   return TW_OK;
 }
 
@@ -95,7 +96,8 @@ static enum tw_rc unknown_key(const char *path, const char *key,
   const char *near = tw_closest(key, known);
   if (near)
     return tw_err_field(err, TW_E_INVALID, path,
-                        "%s.%s: unknown key; did you mean \"%s\"?", path, key, near);
+                        "%s.%s: unknown key; did you mean \"%s\"?", path, key,
+                        near);
   return tw_err_field(err, TW_E_INVALID, path, "%s.%s: unknown key", path, key);
 }
 
@@ -112,8 +114,9 @@ static enum tw_rc cfg_rate(const char *name, const struct tw_node *n,
   if (n->kind == TW_NODE_NULL)
     return TW_OK;
   if (n->kind != TW_NODE_MAP)
-    return tw_err_field(err, TW_E_INVALID, path, "%s: expected a mapping, got %s",
-                        path, tw_node_type_name(n));
+    return tw_err_field(err, TW_E_INVALID, path,
+                        "%s: expected a mapping, got %s", path,
+                        tw_node_type_name(n));
   enum tw_rc rc;
   for (size_t i = 0; i < n->n; i++) {
     const char *k = n->keys[i];
@@ -122,29 +125,33 @@ static enum tw_rc cfg_rate(const char *name, const struct tw_node *n,
     snprintf(kp, sizeof kp, "%s.%s", path, k);
     if (!strcmp(k, "discount_pct")) {
       if (v->kind != TW_NODE_SCALAR || parse_pct_bp(v->str, &r->discount_bp))
-        return tw_err_field(err, TW_E_INVALID, kp,
-                            "%s: expected a percentage from 0 to 100 with at most "
-                            "two decimals, got %s",
-                            kp, v->kind == TW_NODE_SCALAR ? v->str : tw_node_type_name(v));
+        return tw_err_field(
+            err, TW_E_INVALID, kp,
+            "%s: expected a percentage from 0 to 100 with at most "
+            "two decimals, got %s",
+            kp, v->kind == TW_NODE_SCALAR ? v->str : tw_node_type_name(v));
     } else if (!strcmp(k, "discount_spot")) {
       if (!tw_node_as_bool(v, &r->discount_spot))
-        return tw_err_field(err, TW_E_INVALID, kp, "%s: expected true or false", kp);
+        return tw_err_field(err, TW_E_INVALID, kp, "%s: expected true or false",
+                            kp);
     } else if (!strcmp(k, "egress_usd_per_gb")) {
       if ((rc = cfg_usd(v, kp, &r->egress_uusd_per_gb, err)))
         return rc;
     } else if (!strcmp(k, "chargeback")) {
       if (v->kind != TW_NODE_MAP)
-        return tw_err_field(err, TW_E_INVALID, kp, "%s: expected a mapping, got %s",
-                            kp, tw_node_type_name(v));
+        return tw_err_field(err, TW_E_INVALID, kp,
+                            "%s: expected a mapping, got %s", kp,
+                            tw_node_type_name(v));
       r->chargeback = true;
       for (size_t j = 0; j < v->n; j++) {
         char cp[240];
         snprintf(cp, sizeof cp, "%s.%s", kp, v->keys[j]);
-        int64_t *slot = !strcmp(v->keys[j], "vcpu_hour_usd")    ? &r->vcpu_hour_uusd
-                        : !strcmp(v->keys[j], "gpu_hour_usd")   ? &r->gpu_hour_uusd
-                        : !strcmp(v->keys[j], "memory_gib_hour_usd")
-                            ? &r->memory_gib_hour_uusd
-                            : NULL;
+        int64_t *slot =
+            !strcmp(v->keys[j], "vcpu_hour_usd")  ? &r->vcpu_hour_uusd
+            : !strcmp(v->keys[j], "gpu_hour_usd") ? &r->gpu_hour_uusd
+            : !strcmp(v->keys[j], "memory_gib_hour_usd")
+                ? &r->memory_gib_hour_uusd
+                : NULL;
         if (!slot)
           return unknown_key(kp, v->keys[j], cb_keys, err);
         if ((rc = cfg_usd(v->items[j], cp, slot, err)))
@@ -163,8 +170,9 @@ static enum tw_rc cfg_budget(size_t i, const struct tw_node *n,
   char path[64];
   snprintf(path, sizeof path, "billing.budgets[%zu]", i);
   if (n->kind != TW_NODE_MAP)
-    return tw_err_field(err, TW_E_INVALID, path, "%s: expected a mapping, got %s",
-                        path, tw_node_type_name(n));
+    return tw_err_field(err, TW_E_INVALID, path,
+                        "%s: expected a mapping, got %s", path,
+                        tw_node_type_name(n));
   bool has_limit = false;
   enum tw_rc rc;
   for (size_t k = 0; k < n->n; k++) {
@@ -188,7 +196,8 @@ static enum tw_rc cfg_budget(size_t i, const struct tw_node *n,
     }
   }
   if (!has_limit)
-    return tw_err_field(err, TW_E_INVALID, path, "%s: limit_usd is required", path);
+    return tw_err_field(err, TW_E_INVALID, path, "%s: limit_usd is required",
+                        path);
   if (b->project[0] && !b->tenant[0])
     return tw_err_field(err, TW_E_INVALID, path,
                         "%s: a project budget needs its tenant", path);
@@ -206,14 +215,16 @@ void tw_meter_cfg_release(struct tw_meter_cfg *c) {
 
 enum tw_rc tw_meter_cfg_parse(const struct tw_node *n, struct tw_meter_cfg *out,
                               struct tw_err *err) {
-  static const char *const keys[] = {"charge_period_s", "providers", "budgets", NULL};
+  static const char *const keys[] = {"charge_period_s", "providers", "budgets",
+                                     NULL};
   memset(out, 0, sizeof *out);
   out->charge_period_s = 3600;
   if (!n || n->kind == TW_NODE_NULL)
     return TW_OK;
   if (n->kind != TW_NODE_MAP)
     return tw_err_field(err, TW_E_INVALID, "billing",
-                        "billing: expected a mapping, got %s", tw_node_type_name(n));
+                        "billing: expected a mapping, got %s",
+                        tw_node_type_name(n));
   enum tw_rc rc;
   for (size_t i = 0; i < n->n; i++) {
     const char *k = n->keys[i];
@@ -221,9 +232,10 @@ enum tw_rc tw_meter_cfg_parse(const struct tw_node *n, struct tw_meter_cfg *out,
     if (!strcmp(k, "charge_period_s")) {
       int64_t p;
       if (!tw_node_as_int(v, &p) || p < 60 || p > 86400 || 86400 % p)
-        return tw_err_field(err, TW_E_INVALID, "billing.charge_period_s",
-                            "billing.charge_period_s: expected seconds from 60 to "
-                            "86400 that divide a day (60, 300, 900, 3600, ...)");
+        return tw_err_field(
+            err, TW_E_INVALID, "billing.charge_period_s",
+            "billing.charge_period_s: expected seconds from 60 to "
+            "86400 that divide a day (60, 300, 900, 3600, ...)");
       out->charge_period_s = p;
     } else if (!strcmp(k, "providers")) {
       if (v->kind == TW_NODE_NULL)
@@ -255,9 +267,9 @@ enum tw_rc tw_meter_cfg_parse(const struct tw_node *n, struct tw_meter_cfg *out,
               !strcmp(out->budgets[d].project, out->budgets[j].project)) {
             char path[64];
             snprintf(path, sizeof path, "billing.budgets[%zu]", j);
-            return tw_err_field(err, TW_E_INVALID, path,
-                                "%s: the same tenant and project as budgets[%zu]",
-                                path, d);
+            return tw_err_field(
+                err, TW_E_INVALID, path,
+                "%s: the same tenant and project as budgets[%zu]", path, d);
           }
         out->n_budgets++;
       }
@@ -282,7 +294,8 @@ const struct tw_meter_rate *tw_meter_cfg_rate(const struct tw_meter_cfg *c,
 
 static void cfg_copy(struct tw_meter_cfg *dst, const struct tw_meter_cfg *src) {
   memset(dst, 0, sizeof *dst);
-  dst->charge_period_s = src && src->charge_period_s ? src->charge_period_s : 3600;
+  dst->charge_period_s =
+      src && src->charge_period_s ? src->charge_period_s : 3600;
   if (!src)
     return;
   if (src->n_rates) {
@@ -297,7 +310,8 @@ static void cfg_copy(struct tw_meter_cfg *dst, const struct tw_meter_cfg *src) {
   }
 }
 
-/* ---- the meter's table ------------------------------------------------------ */
+/* ---- the meter's table ------------------------------------------------------
+ */
 
 static const char METER_MIGRATION_1[] =
     "CREATE TABLE meter_attempts ("
@@ -337,14 +351,14 @@ struct mst {
   char market[16], resource_id[128];
   int nodes;
   struct tw_bill_rule rule;
-  int64_t price;        /* list price per hour of the current period */
+  int64_t price; /* list price per hour of the current period */
   int64_t running_ms;
   int64_t metered_to_ms;
-  int64_t billed_s;     /* seconds charged so far (per node) */
-  int64_t last_seq;     /* the last row that charged something */
-  bool running;         /* false: seen launching or provisioning only */
-  bool seen;            /* live in the current pass */
-  bool ended;           /* finished: dropped once written */
+  int64_t billed_s; /* seconds charged so far (per node) */
+  int64_t last_seq; /* the last row that charged something */
+  bool running;     /* false: seen launching or provisioning only */
+  bool seen;        /* live in the current pass */
+  bool ended;       /* finished: dropped once written */
 };
 
 struct tw_meter {
@@ -357,9 +371,9 @@ struct tw_meter {
   int64_t offers_at_ms, offers_ttl_ms, tick_ms;
   pthread_t thread;
   bool started, stopping;
-  pthread_mutex_t run_mu;      /* guards stopping */
+  pthread_mutex_t run_mu; /* guards stopping */
   pthread_cond_t run_cv;
-  pthread_mutex_t mu;          /* guards the rest */
+  pthread_mutex_t mu; /* guards the rest */
   struct mst *st;
   size_t n, cap;
   int64_t last_now;
@@ -430,10 +444,9 @@ enum tw_rc tw_meter_new(const struct tw_meter_opts *opts, struct tw_meter **out,
   *out = NULL;
   enum tw_rc rc;
   if ((rc = tw_ledger_migrate(opts->store, err)) ||
-      (rc = tw_store_migrate_module(opts->store, "meter", METER_MIGRATIONS,
-                                    (int)(sizeof METER_MIGRATIONS /
-                                          sizeof METER_MIGRATIONS[0]),
-                                    err)))
+      (rc = tw_store_migrate_module(
+           opts->store, "meter", METER_MIGRATIONS,
+           (int)(sizeof METER_MIGRATIONS / sizeof METER_MIGRATIONS[0]), err)))
     return rc;
   struct tw_meter *m = tw_calloc(1, sizeof *m);
   m->store = opts->store;
@@ -448,7 +461,8 @@ enum tw_rc tw_meter_new(const struct tw_meter_opts *opts, struct tw_meter **out,
   pthread_mutex_init(&m->run_mu, NULL);
   pthread_cond_init(&m->run_cv, NULL);
   if ((rc = tw_store_read(m->store, load_fn, m, err)) ||
-      (rc = tw_ledger_budgets_set(m->store, m->cfg.budgets, m->cfg.n_budgets, err))) {
+      (rc = tw_ledger_budgets_set(m->store, m->cfg.budgets, m->cfg.n_budgets,
+                                  err))) {
     tw_meter_free(m);
     return rc;
   }
@@ -496,11 +510,12 @@ void tw_meter_stats(struct tw_meter *m, struct tw_meter_stats *out) {
   pthread_mutex_unlock(&m->mu);
 }
 
-/* ---- charging ------------------------------------------------------------- */
+/* ---- charging -------------------------------------------------------------
+ */
 
 /* Rows and the attempt's new progress, written together. */
 struct work {
-  struct mst next;            /* the state once written */
+  struct mst next; /* the state once written */
   struct tw_ledger_row *rows;
   size_t n_rows, cap_rows;
 };
@@ -530,7 +545,8 @@ static void batch_release(struct batch *b) {
 }
 
 static int64_t discount_bp(const struct tw_meter *m, const struct mst *s) {
-  const struct tw_meter_rate *r = tw_meter_cfg_rate(&m->cfg, s->account, s->provider);
+  const struct tw_meter_rate *r =
+      tw_meter_cfg_rate(&m->cfg, s->account, s->provider);
   if (!r || (!strcmp(s->market, "spot") && !r->discount_spot))
     return 0;
   return r->discount_bp;
@@ -562,7 +578,8 @@ static struct tw_ledger_row *work_row(struct work *w) {
 
 static void price_text(int64_t uusd, char *out, size_t n) {
   snprintf(out, n, "%s$%lld.%06lld", uusd < 0 ? "-" : "",
-           (long long)(llabs(uusd) / 1000000), (long long)(llabs(uusd) % 1000000));
+           (long long)(llabs(uusd) / 1000000),
+           (long long)(llabs(uusd) % 1000000));
 }
 
 static void charge_row(const struct tw_meter *m, struct work *w, int64_t from,
@@ -579,9 +596,9 @@ static void charge_row(const struct tw_meter *m, struct work *w, int64_t from,
   char p[32];
   price_text(s->price, p, sizeof p);
   snprintf(r->description, sizeof r->description,
-           "%s %s in %s: %lld s x %d node%s at %s/h", s->instance_type, s->market,
-           s->zone[0] ? s->zone : s->region, (long long)seconds, s->nodes,
-           s->nodes == 1 ? "" : "s", p);
+           "%s %s in %s: %lld s x %d node%s at %s/h", s->instance_type,
+           s->market, s->zone[0] ? s->zone : s->region, (long long)seconds,
+           s->nodes, s->nodes == 1 ? "" : "s", p);
 }
 
 /* Charges w's attempt from where it stands up to `upto`, period by period.
@@ -598,7 +615,8 @@ static void advance(const struct tw_meter *m, struct work *w, int64_t upto,
     if (b > upto)
       b = upto;
     enum tw_bill_phase ph = b == upto ? phase : TW_BILL_RUNNING;
-    int64_t due = tw_bill_seconds(&s->rule, b - s->running_ms, ph) - s->billed_s;
+    int64_t due =
+        tw_bill_seconds(&s->rule, b - s->running_ms, ph) - s->billed_s;
     if (due < 0)
       due = 0; /* credited below, as an adjustment */
     charge_row(m, w, t, b, due);
@@ -613,7 +631,8 @@ static void advance(const struct tw_meter *m, struct work *w, int64_t upto,
   if (phase == TW_BILL_RUNNING)
     return;
   int64_t end = upto;
-  int64_t diff = tw_bill_seconds(&s->rule, end - s->running_ms, phase) - s->billed_s;
+  int64_t diff =
+      tw_bill_seconds(&s->rule, end - s->running_ms, phase) - s->billed_s;
   if (diff > 0) {
     charge_row(m, w, end, end, diff);
   } else if (diff < 0) {
@@ -675,7 +694,8 @@ static enum tw_rc batch_fn(struct tw_store *store, sqlite3 *db, void *arg,
     sqlite3_bind_int64(st, 19, s->last_seq);
     sqlite3_bind_int(st, 20, s->ended ? 1 : 0);
     if (sqlite3_step(st) != SQLITE_DONE)
-      return tw_err_set(err, TW_E_IO, "meter: progress: %s", sqlite3_errmsg(db));
+      return tw_err_set(err, TW_E_IO, "meter: progress: %s",
+                        sqlite3_errmsg(db));
   }
   return TW_OK;
 }
@@ -689,7 +709,8 @@ static void batch_commit(struct tw_meter *m, struct batch *b) {
   struct tw_err err = {0};
   if (tw_store_write(m->store, batch_fn, b, &err)) {
     m->stats.errors++;
-    tw_log_warn("billing", "attempts=%zu metering not written, retried next pass: %s",
+    tw_log_warn("billing",
+                "attempts=%zu metering not written, retried next pass: %s",
                 b->n, err.msg);
     return;
   }
@@ -708,7 +729,8 @@ static void batch_commit(struct tw_meter *m, struct batch *b) {
   m->n = w;
 }
 
-/* ---- following attempts ---------------------------------------------------- */
+/* ---- following attempts ----------------------------------------------------
+ */
 
 static const struct tw_offer *find_offer(const struct tw_offer *o, size_t n,
                                          const char *id) {
@@ -733,8 +755,8 @@ static bool start_state(struct tw_meter *m, struct mst *s,
   }
   int nodes = 1;
   struct tw_job_spec spec;
-  if (job.spec_json &&
-      tw_spec_parse(job.spec_json, strlen(job.spec_json), true, &spec, &err) == TW_OK) {
+  if (job.spec_json && tw_spec_parse(job.spec_json, strlen(job.spec_json), true,
+                                     &spec, &err) == TW_OK) {
     nodes = spec.nodes > 0 ? spec.nodes : 1;
     tw_spec_release(&spec);
   }
@@ -774,12 +796,14 @@ static bool start_state(struct tw_meter *m, struct mst *s,
       TW_SET(s->instance_type, f[3]);
     }
   }
-  const struct tw_meter_rate *r = tw_meter_cfg_rate(&m->cfg, s->account, s->provider);
+  const struct tw_meter_rate *r =
+      tw_meter_cfg_rate(&m->cfg, s->account, s->provider);
   if (r && r->chargeback && o) {
     /* a private cloud prices its own capacity by what the offer holds */
     int64_t gib_x1024 = o->memory_mib;
-    s->price = o->vcpus * r->vcpu_hour_uusd + o->accel_count * r->gpu_hour_uusd +
-               (int64_t)(((__int128)gib_x1024 * r->memory_gib_hour_uusd + 512) / 1024);
+    s->price =
+        o->vcpus * r->vcpu_hour_uusd + o->accel_count * r->gpu_hour_uusd +
+        (int64_t)(((__int128)gib_x1024 * r->memory_gib_hour_uusd + 512) / 1024);
   }
   s->running_ms = a->running_ms;
   s->metered_to_ms = a->running_ms;
@@ -791,10 +815,12 @@ static bool start_state(struct tw_meter *m, struct mst *s,
 static int64_t price_now(const struct tw_meter *m, const struct mst *s,
                          const struct tw_offer *offers, size_t n_offers,
                          const char *offer_id) {
-  const struct tw_meter_rate *r = tw_meter_cfg_rate(&m->cfg, s->account, s->provider);
+  const struct tw_meter_rate *r =
+      tw_meter_cfg_rate(&m->cfg, s->account, s->provider);
   if (r && r->chargeback)
     return s->price; /* chargeback rates are not market prices */
-  const struct tw_offer *o = offer_id ? find_offer(offers, n_offers, offer_id) : NULL;
+  const struct tw_offer *o =
+      offer_id ? find_offer(offers, n_offers, offer_id) : NULL;
   return o ? o->price_uusd_per_hour : 0;
 }
 
@@ -890,7 +916,8 @@ void tw_meter_observe(struct tw_meter *m, const struct tw_attempt_rec *live,
   pthread_mutex_unlock(&m->mu);
 }
 
-/* ---- the pass and its thread ------------------------------------------------- */
+/* ---- the pass and its thread
+ * ------------------------------------------------- */
 
 void tw_meter_tick(struct tw_meter *m) {
   int64_t now = tw_clock_now_ms(m->clock);
@@ -898,7 +925,8 @@ void tw_meter_tick(struct tw_meter *m) {
   size_t n_live = 0;
   struct tw_err err = {0};
   if (tw_store_attempts_live(m->store, &live, &n_live, &err)) {
-    tw_log_warn("billing", "live attempts not read, metering waits: %s", err.msg);
+    tw_log_warn("billing", "live attempts not read, metering waits: %s",
+                err.msg);
     return;
   }
   /* The price in force matters when a period closes; list offers only
@@ -950,21 +978,24 @@ enum tw_rc tw_meter_start(struct tw_meter *m, struct tw_err *err) {
   return TW_OK;
 }
 
-/* ---- egress ------------------------------------------------------------------ */
+/* ---- egress
+ * ------------------------------------------------------------------ */
 
 enum tw_rc tw_meter_egress(struct tw_meter *m, const struct tw_meter_egress *e,
                            struct tw_ledger_row *out, struct tw_err *err) {
-  if (!e->tenant || !*e->tenant || !e->provider || !*e->provider || e->bytes < 0 ||
-      e->price_uusd_per_gb < 0)
-    return tw_err_set(err, TW_E_INVALID,
-                      "egress: tenant, provider and a byte count >= 0 are required");
+  if (!e->tenant || !*e->tenant || !e->provider || !*e->provider ||
+      e->bytes < 0 || e->price_uusd_per_gb < 0)
+    return tw_err_set(
+        err, TW_E_INVALID,
+        "egress: tenant, provider and a byte count >= 0 are required");
   struct tw_ledger_row r;
   memset(&r, 0, sizeof r);
   pthread_mutex_lock(&m->mu);
-  const struct tw_meter_rate *rate = tw_meter_cfg_rate(&m->cfg, e->account, e->provider);
+  const struct tw_meter_rate *rate =
+      tw_meter_cfg_rate(&m->cfg, e->account, e->provider);
   int64_t price = e->price_uusd_per_gb ? e->price_uusd_per_gb
-                  : rate                ? rate->egress_uusd_per_gb
-                                        : 0;
+                  : rate               ? rate->egress_uusd_per_gb
+                                       : 0;
   int64_t bp = rate ? rate->discount_bp : 0;
   pthread_mutex_unlock(&m->mu);
   bool ok = tw_model_set(r.tenant, sizeof r.tenant, e->tenant) &&
@@ -983,9 +1014,9 @@ enum tw_rc tw_meter_egress(struct tw_meter *m, const struct tw_meter_egress *e,
   r.unit_price_uusd = price;
   r.list_uusd = div_round((__int128)e->bytes * price, 1000000000);
   r.effective_uusd = tw_bill_discount(r.list_uusd, bp);
-  snprintf(r.description, sizeof r.description, "Data transfer %s -> %s: %lld bytes",
-           e->region ? e->region : "", e->dest_region ? e->dest_region : "internet",
-           (long long)e->bytes);
+  snprintf(r.description, sizeof r.description,
+           "Data transfer %s -> %s: %lld bytes", e->region ? e->region : "",
+           e->dest_region ? e->dest_region : "internet", (long long)e->bytes);
   enum tw_rc rc = tw_ledger_append(m->store, &r, 1, e->at_ms, err);
   if (rc == TW_OK) {
     pthread_mutex_lock(&m->mu);

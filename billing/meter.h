@@ -69,10 +69,10 @@ struct tw_meter;
  *       - {tenant: ml, project: vision, limit_usd: "1200"}
  */
 struct tw_meter_rate {
-  char name[64];               /* account or adapter name */
-  int64_t discount_bp;         /* basis points off list: 1250 = 12.5 % */
+  char name[64];       /* account or adapter name */
+  int64_t discount_bp; /* basis points off list: 1250 = 12.5 % */
   bool discount_spot;
-  int64_t egress_uusd_per_gb;  /* 0: none configured */
+  int64_t egress_uusd_per_gb; /* 0: none configured */
   bool chargeback;
   int64_t vcpu_hour_uusd, gpu_hour_uusd, memory_gib_hour_uusd;
 };
@@ -81,7 +81,7 @@ struct tw_meter_cfg {
   int64_t charge_period_s;
   struct tw_meter_rate *rates; /* owned */
   size_t n_rates;
-  struct tw_ledger_budget *budgets;   /* owned */
+  struct tw_ledger_budget *budgets; /* owned */
   size_t n_budgets;
 };
 
@@ -105,9 +105,9 @@ struct tw_bill_rule {
 };
 
 enum tw_bill_phase {
-  TW_BILL_RUNNING = 0,   /* so far: units started are charged */
-  TW_BILL_ENDED,         /* ended: the minimum charge applies */
-  TW_BILL_RECLAIMED      /* spot reclaimed by the provider: to the second */
+  TW_BILL_RUNNING = 0, /* so far: units started are charged */
+  TW_BILL_ENDED,       /* ended: the minimum charge applies */
+  TW_BILL_RECLAIMED    /* spot reclaimed by the provider: to the second */
 };
 
 /* Seconds charged for an attempt that has run elapsed_ms (cumulative). */
@@ -121,7 +121,8 @@ int64_t tw_bill_cost(int64_t price_uusd_per_hour, int64_t node_seconds);
 /* list less discount_bp basis points, rounded half away from zero. */
 int64_t tw_bill_discount(int64_t list_uusd, int64_t discount_bp);
 
-/* ---- the meter ------------------------------------------------------------- */
+/* ---- the meter -------------------------------------------------------------
+ */
 
 /* Lists the providers' current offers into out (appending); failures are
  * the callee's to log.  Called from the meter's thread. */
@@ -134,8 +135,8 @@ struct tw_meter_opts {
   struct tw_clock *clock;         /* borrowed; NULL: the real clock */
   tw_meter_offers_fn offers;      /* NULL: launch prices only */
   void *offers_ctx;
-  int64_t tick_ms;                /* pass interval; default 1000 */
-  int64_t offers_ttl_ms;          /* offers listed again after; 300000 */
+  int64_t tick_ms;       /* pass interval; default 1000 */
+  int64_t offers_ttl_ms; /* offers listed again after; 300000 */
 };
 
 /* Migrates the ledger and meter tables, stores the configured budgets and
@@ -172,7 +173,7 @@ void tw_meter_observe(struct tw_meter *m, const struct tw_attempt_rec *live,
 struct tw_meter_egress {
   const char *tenant, *project, *job_id; /* job_id may be "" */
   int64_t attempt_id;
-  const char *provider, *account;        /* where the data left */
+  const char *provider, *account; /* where the data left */
   const char *region, *dest_region;
   int64_t bytes;
   int64_t price_uusd_per_gb;
@@ -182,9 +183,9 @@ enum tw_rc tw_meter_egress(struct tw_meter *m, const struct tw_meter_egress *e,
                            struct tw_ledger_row *out, struct tw_err *err);
 
 struct tw_meter_stats {
-  uint64_t rows;        /* ledger rows written */
-  uint64_t attempts;    /* attempts metered to their end */
-  uint64_t open;        /* attempts being metered now */
+  uint64_t rows;     /* ledger rows written */
+  uint64_t attempts; /* attempts metered to their end */
+  uint64_t open;     /* attempts being metered now */
   uint64_t errors;
 };
 void tw_meter_stats(struct tw_meter *m, struct tw_meter_stats *out);

@@ -13,8 +13,8 @@
 
 /* ---- decimals ------------------------------------------------------------ */
 
-static const int64_t POW10[] = {1,         10,         100,       1000,
-                                10000,     100000,     1000000,   10000000,
+static const int64_t POW10[] = {1,         10,         100,          1000,
+                                10000,     100000,     1000000,      10000000,
                                 100000000, 1000000000, 10000000000LL};
 
 /* Parses s into an integer scaled by 10^scale.  The integer part must stay
@@ -92,7 +92,8 @@ bool tw_norm_gib_to_mib(const char *s, size_t len, int64_t *mib) {
   return true;
 }
 
-/* ---- accelerators ---------------------------------------------------------- */
+/* ---- accelerators ----------------------------------------------------------
+ */
 
 struct accel_entry {
   const char *name;
@@ -104,7 +105,7 @@ struct accel_entry {
   const char *aliases;
 };
 
-#define GIB(n) ((int64_t)(n) * 1024)
+#define GIB(n) ((int64_t)(n)*1024)
 
 static const struct accel_entry ACCELS[] = {
     /* NVIDIA data-centre GPUs; the first of a family is its default */
@@ -191,8 +192,8 @@ const char *tw_accel_kind_str(enum tw_accel_kind k) {
  * "V100-32GB".  False when it does not fit. */
 static bool accel_key(const char *raw, size_t len, char *out, size_t outsz) {
   static const char *const VENDOR_WORDS[] = {
-      "NVIDIA-", "TESLA-", "AMD-", "INSTINCT-", "HUAWEI-", "XILINX-",
-      "INTEL-", "HABANA-", "AWS-", "GOOGLE-", NULL};
+      "NVIDIA-", "TESLA-",  "AMD-", "INSTINCT-", "HUAWEI-", "XILINX-",
+      "INTEL-",  "HABANA-", "AWS-", "GOOGLE-",   NULL};
   size_t n = 0;
   bool sep = true; /* drop leading separators */
   for (size_t i = 0; i < len; i++) {
@@ -261,8 +262,8 @@ bool tw_norm_accel(const char *raw, size_t len, int64_t mem_mib_hint,
   for (size_t i = 0; i < NACCELS; i++) {
     if (!alias_has(ACCELS[i].aliases, key))
       continue;
-    int64_t d = mem_mib_hint > 0 ? llabs(ACCELS[i].memory_mib - mem_mib_hint)
-                                 : 0;
+    int64_t d =
+        mem_mib_hint > 0 ? llabs(ACCELS[i].memory_mib - mem_mib_hint) : 0;
     if (!best || d < best_d) {
       best = &ACCELS[i];
       best_d = d;
@@ -310,16 +311,17 @@ bool tw_norm_npu_resource(const char *name, bool *is_control) {
   return false;
 }
 
-/* ---- CPU architecture -------------------------------------------------------- */
+/* ---- CPU architecture
+ * -------------------------------------------------------- */
 
 enum tw_arch tw_norm_arch(const char *raw, size_t len) {
   static const struct {
     const char *name;
     enum tw_arch arch;
-  } NAMES[] = {{"x86_64", TW_ARCH_X86_64},  {"amd64", TW_ARCH_X86_64},
-               {"x86-64", TW_ARCH_X86_64},  {"x64", TW_ARCH_X86_64},
-               {"i386", TW_ARCH_X86_64},    {"arm64", TW_ARCH_ARM64},
-               {"aarch64", TW_ARCH_ARM64},  {"arm64_mac", TW_ARCH_ARM64}};
+  } NAMES[] = {{"x86_64", TW_ARCH_X86_64}, {"amd64", TW_ARCH_X86_64},
+               {"x86-64", TW_ARCH_X86_64}, {"x64", TW_ARCH_X86_64},
+               {"i386", TW_ARCH_X86_64},   {"arm64", TW_ARCH_ARM64},
+               {"aarch64", TW_ARCH_ARM64}, {"arm64_mac", TW_ARCH_ARM64}};
   for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++)
     if (strlen(NAMES[i].name) == len && !strncasecmp(NAMES[i].name, raw, len))
       return NAMES[i].arch;
@@ -383,7 +385,8 @@ enum tw_arch tw_norm_arch_guess(const char *provider, const char *type) {
   return TW_ARCH_ANY;
 }
 
-/* ---- small CSV tables ---------------------------------------------------------- */
+/* ---- small CSV tables
+ * ---------------------------------------------------------- */
 
 /* Copies field i of rec into out (NUL-terminated, trimmed of spaces);
  * false when it does not fit or holds a control byte. */
@@ -483,7 +486,8 @@ static enum tw_rc slurp(const char *path, const char *what, char **out,
   return TW_OK;
 }
 
-/* ---- regions ------------------------------------------------------------------ */
+/* ---- regions
+ * ------------------------------------------------------------------ */
 
 struct tw_regions {
   struct tw_region *items; /* sorted by (provider, region) */
@@ -497,9 +501,9 @@ static int region_cmp(const void *a, const void *b) {
 }
 
 static const char *const EU_MEMBERS[] = {
-    "AT", "BE", "BG", "HR", "CY", "CZ", "DK", "EE", "FI", "FR", "DE", "GR", "HU",
-    "IE", "IT", "LV", "LT", "LU", "MT", "NL", "PL", "PT", "RO", "SK", "SI", "ES",
-    "SE", NULL};
+    "AT", "BE", "BG", "HR", "CY", "CZ", "DK", "EE", "FI", "FR",
+    "DE", "GR", "HU", "IE", "IT", "LV", "LT", "LU", "MT", "NL",
+    "PL", "PT", "RO", "SK", "SI", "ES", "SE", NULL};
 
 const char *tw_norm_jurisdiction_of(const char *country) {
   for (int i = 0; EU_MEMBERS[i]; i++)
@@ -512,7 +516,7 @@ const char *tw_norm_jurisdiction_of(const char *country) {
 
 enum tw_rc tw_regions_load_text(const char *text, size_t len,
                                 struct tw_regions **out, struct tw_err *err) {
-  static const char *const HEADER[] = {"provider", "region",      "country",
+  static const char *const HEADER[] = {"provider",     "region",   "country",
                                        "jurisdiction", "lat",      "lon",
                                        "zone_prefix",  "location", NULL};
   struct tw_regions *t = tw_calloc(1, sizeof *t);
@@ -564,10 +568,11 @@ enum tw_rc tw_regions_load_text(const char *text, size_t len,
       snprintf(g.jurisdiction, sizeof g.jurisdiction, "%s",
                tw_norm_jurisdiction_of(g.country));
     if (!is_upper_code(g.jurisdiction, 2, 8)) {
-      rc = tw_err_set(err, TW_E_INVALID,
-                      "regions line %zu: jurisdiction: expected 2..8 upper-case "
-                      "letters, got \"%s\"",
-                      rec.line, g.jurisdiction);
+      rc =
+          tw_err_set(err, TW_E_INVALID,
+                     "regions line %zu: jurisdiction: expected 2..8 upper-case "
+                     "letters, got \"%s\"",
+                     rec.line, g.jurisdiction);
       goto fail;
     }
     if (!parse_degrees(lat, 90, &g.lat_e6) ||
@@ -694,7 +699,8 @@ const struct tw_region *tw_regions_by_zone_id(const struct tw_regions *t,
   return NULL;
 }
 
-/* ---- currency ------------------------------------------------------------------- */
+/* ---- currency
+ * ------------------------------------------------------------------- */
 
 struct tw_rates {
   struct tw_rate *items;
@@ -851,7 +857,8 @@ enum tw_rc tw_rate_convert(const struct tw_rate *rate, int64_t micro,
   return TW_OK;
 }
 
-/* ---- billing rules ----------------------------------------------------------------- */
+/* ---- billing rules
+ * ----------------------------------------------------------------- */
 
 bool tw_norm_billing(const char *provider, enum tw_market market,
                      struct tw_billing_rule *out) {
@@ -875,7 +882,8 @@ bool tw_norm_billing(const char *provider, enum tw_market market,
   return true;
 }
 
-/* ---- interruption risk -------------------------------------------------------------- */
+/* ---- interruption risk
+ * -------------------------------------------------------------- */
 
 static const char *const RISK_NAMES[TW_RISK_COUNT] = {
     "unknown", "<5%", "5-10%", "10-15%", "15-20%", ">20%"};

@@ -39,8 +39,7 @@ bool tw_norm_decimal_micro(const char *s, size_t len, int64_t *out,
                            bool *exact);
 
 /* The same with nine decimals (billionths), for currency rates. */
-bool tw_norm_decimal_nano(const char *s, size_t len, int64_t *out,
-                          bool *exact);
+bool tw_norm_decimal_nano(const char *s, size_t len, int64_t *out, bool *exact);
 
 /* Writes millionths as the shortest decimal text: 68800000 -> "68.8",
  * 9240 -> "0.00924", 0 -> "0", -1500000 -> "-1.5".  out holds at least
@@ -51,7 +50,8 @@ void tw_norm_fmt_micro(int64_t v, char *out, size_t outsz);
  * decimal. */
 bool tw_norm_gib_to_mib(const char *s, size_t len, int64_t *mib);
 
-/* ---- accelerators ---------------------------------------------------------- */
+/* ---- accelerators ----------------------------------------------------------
+ */
 
 enum tw_accel_kind {
   TW_ACCEL_NONE = 0,
@@ -93,7 +93,8 @@ bool tw_norm_accel_from_type(const char *provider, const char *type,
  * with them).  True when name is one of those two. */
 bool tw_norm_npu_resource(const char *name, bool *is_control);
 
-/* ---- CPU architecture -------------------------------------------------------- */
+/* ---- CPU architecture
+ * -------------------------------------------------------- */
 
 /* "x86_64", "amd64", "x86-64", "i386" -> x86_64; "arm64", "aarch64",
  * "arm64_mac" -> arm64; anything else TW_ARCH_ANY (unknown). */
@@ -106,16 +107,17 @@ enum tw_arch tw_norm_arch(const char *raw, size_t len);
  * give TW_ARCH_ANY. */
 enum tw_arch tw_norm_arch_guess(const char *provider, const char *type);
 
-/* ---- regions ------------------------------------------------------------------ */
+/* ---- regions
+ * ------------------------------------------------------------------ */
 
 struct tw_region {
-  char provider[16];     /* "aws", "azure", "gcp", "alibaba", ... */
-  char region[48];       /* "us-east-1" */
-  char country[3];       /* ISO 3166-1 alpha-2: "US" */
-  char jurisdiction[9];  /* for residency: "EU", "US", "UK", "CN", ... */
+  char provider[16];      /* "aws", "azure", "gcp", "alibaba", ... */
+  char region[48];        /* "us-east-1" */
+  char country[3];        /* ISO 3166-1 alpha-2: "US" */
+  char jurisdiction[9];   /* for residency: "EU", "US", "UK", "CN", ... */
   int32_t lat_e6, lon_e6; /* coordinates in millionths of a degree */
-  char zone_prefix[12];  /* AWS zone-id prefix: "use1"; "" elsewhere */
-  char location[48];     /* "N. Virginia" */
+  char zone_prefix[12];   /* AWS zone-id prefix: "use1"; "" elsewhere */
+  char location[48];      /* "N. Virginia" */
 };
 
 struct tw_regions;
@@ -142,8 +144,7 @@ const struct tw_region *tw_regions_find(const struct tw_regions *t,
  * zone).  Returns the region it belongs to, or NULL when id is not shaped
  * like one or its prefix is unknown; *local (may be NULL) says local zone. */
 const struct tw_region *tw_regions_by_zone_id(const struct tw_regions *t,
-                                              const char *zone_id,
-                                              bool *local);
+                                              const char *zone_id, bool *local);
 
 /* True when s is shaped like an AWS zone id ("use1-az4"), not a zone name
  * ("us-east-1a"). */
@@ -153,15 +154,16 @@ bool tw_norm_is_aws_zone_id(const char *s);
  * gives "UK", any other its own code. */
 const char *tw_norm_jurisdiction_of(const char *country);
 
-/* ---- currency ------------------------------------------------------------------- */
+/* ---- currency
+ * ------------------------------------------------------------------- */
 
 struct tw_rate {
-  char currency[4];        /* ISO 4217: "CNY" */
-  int64_t nusd_per_unit;   /* billionths of a USD per unit: 0.1373 USD ->
-                              137300000 */
-  char text[24];           /* the rate as written: "0.1373" */
-  char date[11];           /* "2025-06-30": the day the rate is from */
-  char source[64];         /* "ECB reference rate", ... */
+  char currency[4];      /* ISO 4217: "CNY" */
+  int64_t nusd_per_unit; /* billionths of a USD per unit: 0.1373 USD ->
+                            137300000 */
+  char text[24];         /* the rate as written: "0.1373" */
+  char date[11];         /* "2025-06-30": the day the rate is from */
+  char source[64];       /* "ECB reference rate", ... */
 };
 
 struct tw_rates;
@@ -188,12 +190,13 @@ const struct tw_rate *tw_rates_find(const struct tw_rates *r,
 enum tw_rc tw_rate_convert(const struct tw_rate *rate, int64_t micro,
                            int64_t *uusd, struct tw_err *err);
 
-/* ---- billing rules ----------------------------------------------------------------- */
+/* ---- billing rules
+ * ----------------------------------------------------------------- */
 
 struct tw_billing_rule {
-  int64_t granularity_s;  /* 1 = per second; 0 unknown */
-  int64_t min_charge_s;   /* charged at least this per start */
-  int64_t protection_s;   /* spot: time guaranteed before a reclaim */
+  int64_t granularity_s; /* 1 = per second; 0 unknown */
+  int64_t min_charge_s;  /* charged at least this per start */
+  int64_t protection_s;  /* spot: time guaranteed before a reclaim */
 };
 
 /* The published rule of a provider and market: AWS per second with a
@@ -204,7 +207,8 @@ struct tw_billing_rule {
 bool tw_norm_billing(const char *provider, enum tw_market market,
                      struct tw_billing_rule *out);
 
-/* ---- interruption risk -------------------------------------------------------------- */
+/* ---- interruption risk
+ * -------------------------------------------------------------- */
 
 /* The bands of AWS's Spot Advisor, the public interruption-frequency data:
  * the share of spot instances reclaimed per month. */

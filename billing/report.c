@@ -17,7 +17,8 @@ void tw_report_fmt_usd(int64_t uusd, char *out, size_t outsz) {
   /* unsigned: llabs(INT64_MIN) would overflow */
   uint64_t a = uusd < 0 ? (uint64_t)0 - (uint64_t)uusd : (uint64_t)uusd;
   snprintf(out, outsz, "%s%llu.%06llu", uusd < 0 ? "-" : "",
-           (unsigned long long)(a / 1000000), (unsigned long long)(a % 1000000));
+           (unsigned long long)(a / 1000000),
+           (unsigned long long)(a % 1000000));
 }
 
 void tw_report_fmt_day(int64_t day, char *out, size_t outsz) {
@@ -34,9 +35,10 @@ void tw_report_fmt_time(int64_t ms, char *out, size_t outsz) {
   struct tm tm;
   gmtime_r(&t, &tm);
   snprintf(out, outsz, "%04u-%02u-%02uT%02u:%02u:%02uZ",
-           (unsigned)(tm.tm_year + 1900) % 10000u, (unsigned)(tm.tm_mon + 1) % 100u,
-           (unsigned)tm.tm_mday % 100u, (unsigned)tm.tm_hour % 100u,
-           (unsigned)tm.tm_min % 100u, (unsigned)tm.tm_sec % 100u);
+           (unsigned)(tm.tm_year + 1900) % 10000u,
+           (unsigned)(tm.tm_mon + 1) % 100u, (unsigned)tm.tm_mday % 100u,
+           (unsigned)tm.tm_hour % 100u, (unsigned)tm.tm_min % 100u,
+           (unsigned)tm.tm_sec % 100u);
 }
 
 int64_t tw_report_month_start(int64_t ms) {
@@ -71,9 +73,9 @@ enum tw_rc tw_report_format_parse(const char *s, enum tw_report_format *out,
       *out = (enum tw_report_format)i;
       return TW_OK;
     }
-  return tw_err_field(err, TW_E_INVALID, "format",
-                      "format: expected json, csv, focus or html, got \"%.32s\"",
-                      s ? s : "");
+  return tw_err_field(
+      err, TW_E_INVALID, "format",
+      "format: expected json, csv, focus or html, got \"%.32s\"", s ? s : "");
 }
 
 /* "2026-11-01": midnight UTC.  0 on success. */
@@ -127,7 +129,8 @@ enum tw_rc tw_report_range_parse(const char *from, const char *to,
   return TW_OK;
 }
 
-/* ---- the model ---------------------------------------------------------------- */
+/* ---- the model
+ * ---------------------------------------------------------------- */
 
 int64_t report__forecast(const struct tw_report *r, int64_t spent_uusd,
                          int64_t window_uusd) {
@@ -191,7 +194,8 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
                           TW_GROUP_PROVIDER | TW_GROUP_DAY, &f,
                           &r->by_provider_day, &r->n_by_provider_day, err)) ||
       (rc = tw_ledger_sum(s, req->from_ms, req->to_ms,
-                          TW_GROUP_TENANT | TW_GROUP_PROJECT, &f, &tp, &n_tp, err)))
+                          TW_GROUP_TENANT | TW_GROUP_PROJECT, &f, &tp, &n_tp,
+                          err)))
     goto out;
   for (size_t i = 0; i < r->n_groups; i++) {
     r->total_list_uusd += r->groups[i].list_uusd;
@@ -207,8 +211,8 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
   if (wto > wfrom) {
     r->window_from_ms = wfrom;
     r->window_to_ms = wto;
-    if ((rc = tw_ledger_sum(s, wfrom, wto, TW_GROUP_TENANT | TW_GROUP_PROJECT, &f,
-                            &tpw, &n_tpw, err)))
+    if ((rc = tw_ledger_sum(s, wfrom, wto, TW_GROUP_TENANT | TW_GROUP_PROJECT,
+                            &f, &tpw, &n_tpw, err)))
       goto out;
   }
   int64_t spent = 0, window = 0;
@@ -218,7 +222,8 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
     window += tpw[i].effective_uusd;
   if (wto > wfrom)
     r->run_rate_uusd_per_day =
-        (int64_t)(((__int128)window * TW_DAY_MS + (wto - wfrom) / 2) / (wto - wfrom));
+        (int64_t)(((__int128)window * TW_DAY_MS + (wto - wfrom) / 2) /
+                  (wto - wfrom));
   r->forecast_uusd = report__forecast(r, spent, window);
 
   /* tenants */
@@ -275,7 +280,8 @@ out:
   return rc;
 }
 
-/* ---- JSON and CSV ---------------------------------------------------------------- */
+/* ---- JSON and CSV
+ * ---------------------------------------------------------------- */
 
 static const struct {
   unsigned bit;
@@ -304,7 +310,8 @@ static const char *dim_value(const struct tw_ledger_group *g, unsigned bit,
   }
 }
 
-static void json_money(struct tw_buf *b, const char *key, int64_t v, bool comma) {
+static void json_money(struct tw_buf *b, const char *key, int64_t v,
+                       bool comma) {
   tw_buf_printf(b, "%s\"%s\":%lld", comma ? "," : "", key, (long long)v);
 }
 
@@ -336,13 +343,14 @@ static void render_json(const struct tw_report *r, struct tw_buf *b) {
       }
     json_money(b, "list_cost_uusd", g->list_uusd, false);
     json_money(b, "effective_cost_uusd", g->effective_uusd, true);
-    tw_buf_printf(b, ",\"usage_s\":%lld,\"rows\":%lld}", (long long)(g->usage_ms / 1000),
-                  (long long)g->rows);
+    tw_buf_printf(b, ",\"usage_s\":%lld,\"rows\":%lld}",
+                  (long long)(g->usage_ms / 1000), (long long)g->rows);
   }
   tw_buf_adds(b, "],\"total\":{");
   json_money(b, "list_cost_uusd", r->total_list_uusd, false);
   json_money(b, "effective_cost_uusd", r->total_effective_uusd, true);
-  tw_buf_printf(b, ",\"rows\":%lld},\"forecast\":{\"to\":", (long long)r->total_rows);
+  tw_buf_printf(
+      b, ",\"rows\":%lld},\"forecast\":{\"to\":", (long long)r->total_rows);
   tw_report_fmt_time(r->req->to_ms, t, sizeof t);
   tw_buf_json_str(b, t);
   tw_buf_adds(b, ",\"now\":");
@@ -414,8 +422,9 @@ static void render_csv(const struct tw_report *r, struct tw_buf *b) {
     tw_report_fmt_usd(g->effective_uusd, e, sizeof e);
     /* hours with six places, from milliseconds: exact enough to sum */
     int64_t uh = (g->usage_ms * 1000 + 1800) / 3600;
-    tw_buf_printf(b, "%s,%s,%lld.%06lld,%lld\r\n", l, e, (long long)(uh / 1000000),
-                  (long long)(uh % 1000000), (long long)g->rows);
+    tw_buf_printf(b, "%s,%s,%lld.%06lld,%lld\r\n", l, e,
+                  (long long)(uh / 1000000), (long long)(uh % 1000000),
+                  (long long)g->rows);
   }
 }
 

@@ -36,7 +36,8 @@ enum tw_rc tw_report_format_parse(const char *s, enum tw_report_format *out,
                                   struct tw_err *err);
 
 /* The default grouping when a request names none. */
-#define TW_REPORT_DEFAULT_GROUPS (TW_GROUP_TENANT | TW_GROUP_PROVIDER | TW_GROUP_DAY)
+#define TW_REPORT_DEFAULT_GROUPS                                               \
+  (TW_GROUP_TENANT | TW_GROUP_PROVIDER | TW_GROUP_DAY)
 
 /* How far back the run rate of the forecast looks. */
 #define TW_REPORT_RUN_RATE_MS (7 * TW_DAY_MS)
@@ -46,12 +47,12 @@ enum tw_rc tw_report_format_parse(const char *s, enum tw_report_format *out,
 #define TW_REPORT_FOCUS_MAX_ROWS 2000000
 
 struct tw_report_req {
-  int64_t from_ms, to_ms;   /* [from, to) */
-  unsigned group_mask;      /* TW_GROUP_*; 0: TW_REPORT_DEFAULT_GROUPS */
-  const char *tenant;       /* NULL: every tenant */
-  const char *project;      /* NULL: every project */
+  int64_t from_ms, to_ms; /* [from, to) */
+  unsigned group_mask;    /* TW_GROUP_*; 0: TW_REPORT_DEFAULT_GROUPS */
+  const char *tenant;     /* NULL: every tenant */
+  const char *project;    /* NULL: every project */
   enum tw_report_format format;
-  int64_t now_ms;           /* "now" of the forecast */
+  int64_t now_ms; /* "now" of the forecast */
   /* Monthly budgets to compare with.  budgets_source NULL: the ones the
    * daemon stored from the config's `billing.budgets`
    * (tw_ledger_budgets_get), reported as "config".  The API passes the

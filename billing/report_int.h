@@ -8,9 +8,9 @@
 
 struct tw_report_tenant {
   char tenant[TW_LEDGER_NAME_MAX];
-  int64_t spent_uusd;     /* effective, over the range */
+  int64_t spent_uusd; /* effective, over the range */
   int64_t list_uusd;
-  int64_t forecast_uusd;  /* to the end of the range */
+  int64_t forecast_uusd; /* to the end of the range */
 };
 
 struct tw_report_budget {
@@ -23,20 +23,20 @@ struct tw_report_budget {
  * report__release. */
 struct tw_report {
   const struct tw_report_req *req;
-  unsigned mask;                   /* effective grouping */
-  struct tw_ledger_group *groups;  /* by req's grouping */
+  unsigned mask;                  /* effective grouping */
+  struct tw_ledger_group *groups; /* by req's grouping */
   size_t n_groups;
   int64_t total_list_uusd, total_effective_uusd, total_rows;
   struct tw_ledger_group *by_provider_day; /* provider x day, for the chart */
   size_t n_by_provider_day;
-  struct tw_report_tenant *tenants;         /* by tenant, largest first */
+  struct tw_report_tenant *tenants; /* by tenant, largest first */
   size_t n_tenants;
-  int64_t window_from_ms, window_to_ms;     /* run-rate window; empty: none */
-  int64_t run_rate_uusd_per_day;            /* effective */
-  int64_t forecast_uusd;                    /* overall, to the range's end */
+  int64_t window_from_ms, window_to_ms; /* run-rate window; empty: none */
+  int64_t run_rate_uusd_per_day;        /* effective */
+  int64_t forecast_uusd;                /* overall, to the range's end */
   struct tw_report_budget *budgets;
   size_t n_budgets;
-  const char *budget_source;                /* "config" | "tenancy" | ... */
+  const char *budget_source; /* "config" | "tenancy" | ... */
 };
 
 enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,

@@ -162,26 +162,29 @@ enum tw_rc tw_audit_verify_entries(const struct tw_audit_entry *e, size_t n,
     if (strcmp(h, x->hash)) {
       int64_t orig = written_as(x);
       if (orig)
-        return tw_err_set(err, TW_E_CONFLICT,
-                          "entry %" PRId64 " is out of place: it holds the record "
-                          "written as entry %" PRId64 " (entries were reordered)",
-                          x->seq, orig);
+        return tw_err_set(
+            err, TW_E_CONFLICT,
+            "entry %" PRId64 " is out of place: it holds the record "
+            "written as entry %" PRId64 " (entries were reordered)",
+            x->seq, orig);
       return tw_err_set(err, TW_E_CONFLICT,
                         "entry %" PRId64 " was altered: its content does not "
                         "match its hash",
                         x->seq);
     }
     if (x->seq > want)
-      return tw_err_set(err, TW_E_CONFLICT,
-                        want == x->seq - 1
-                            ? "entry %" PRId64 " was removed (the log goes from "
-                              "entry %" PRId64 " to entry %" PRId64 ")"
-                            : "entries from %" PRId64 " were removed (the log "
-                              "goes from entry %" PRId64 " to entry %" PRId64 ")",
-                        want, want - 1, x->seq);
+      return tw_err_set(
+          err, TW_E_CONFLICT,
+          want == x->seq - 1
+              ? "entry %" PRId64 " was removed (the log goes from "
+                "entry %" PRId64 " to entry %" PRId64 ")"
+              : "entries from %" PRId64 " were removed (the log "
+                "goes from entry %" PRId64 " to entry %" PRId64 ")",
+          want, want - 1, x->seq);
     if (x->seq < want)
       return tw_err_set(err, TW_E_CONFLICT,
-                        "entry %" PRId64 " is out of place: it follows entry %" PRId64,
+                        "entry %" PRId64
+                        " is out of place: it follows entry %" PRId64,
                         x->seq, want - 1);
     if (strcmp(x->prev_hash, prev))
       return tw_err_set(err, TW_E_CONFLICT,
@@ -194,13 +197,14 @@ enum tw_rc tw_audit_verify_entries(const struct tw_audit_entry *e, size_t n,
   return TW_OK;
 }
 
-/* ---- store ---------------------------------------------------------------- */
+/* ---- store ----------------------------------------------------------------
+ */
 
 enum tw_rc tw_audit_open(struct tw_store *store, struct tw_clock *clock,
                          struct tw_audit **out, struct tw_err *err) {
   enum tw_rc rc = tw_store_migrate_module(
-      store, "audit", MIGRATIONS, (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]),
-      err);
+      store, "audit", MIGRATIONS,
+      (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]), err);
   if (rc)
     return rc;
   struct tw_audit *a = tw_calloc(1, sizeof *a);
@@ -384,7 +388,8 @@ enum tw_rc tw_audit_list(struct tw_audit *a, const struct tw_audit_filter *f,
 
 /* The walk shared by the store and file forms: pages of 1000 oldest first,
  * each checked against the last hash of the page before. */
-typedef enum tw_rc (*page_fn)(void *ctx, struct list_arg *a, struct tw_err *err);
+typedef enum tw_rc (*page_fn)(void *ctx, struct list_arg *a,
+                              struct tw_err *err);
 
 static enum tw_rc walk(page_fn page, void *ctx, int64_t *entries,
                        char head_hex[TW_AUDIT_HASH_HEX], struct tw_err *err) {
@@ -422,13 +427,15 @@ static enum tw_rc walk(page_fn page, void *ctx, int64_t *entries,
   return TW_OK;
 }
 
-static enum tw_rc page_store(void *ctx, struct list_arg *a, struct tw_err *err) {
+static enum tw_rc page_store(void *ctx, struct list_arg *a,
+                             struct tw_err *err) {
   struct tw_audit *au = ctx;
   return tw_store_read(au->store, op_list, a, err);
 }
 
 enum tw_rc tw_audit_verify(struct tw_audit *a, int64_t *entries,
-                           char head_hex[TW_AUDIT_HASH_HEX], struct tw_err *err) {
+                           char head_hex[TW_AUDIT_HASH_HEX],
+                           struct tw_err *err) {
   return walk(page_store, a, entries, head_hex, err);
 }
 
@@ -447,7 +454,8 @@ enum tw_rc tw_audit_verify_file(const char *db_path, int64_t *entries,
                                 struct tw_err *err) {
   struct file_ctx fc = {0};
   enum tw_rc rc;
-  if (sqlite3_open_v2(db_path, &fc.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+  if (sqlite3_open_v2(db_path, &fc.db, SQLITE_OPEN_READONLY, NULL) !=
+      SQLITE_OK) {
     rc = tw_err_set(err, TW_E_IO, "audit: cannot open %s: %s", db_path,
                     fc.db ? sqlite3_errmsg(fc.db) : "out of memory");
     goto out;
@@ -468,8 +476,9 @@ out:
 void tw_audit_entry_json(const struct tw_audit_entry *e, struct tw_buf *out) {
   char at[40];
   tw_time_fmt_rfc3339(e->at_ms, at, sizeof at);
-  tw_buf_printf(out, "{\"seq\":%" PRId64 ",\"at\":\"%s\",\"at_ms\":%" PRId64
-                     ",\"principal\":",
+  tw_buf_printf(out,
+                "{\"seq\":%" PRId64 ",\"at\":\"%s\",\"at_ms\":%" PRId64
+                ",\"principal\":",
                 e->seq, at, e->at_ms);
   tw_buf_json_str(out, e->principal ? e->principal : "");
   tw_buf_adds(out, ",\"tenant\":");
@@ -484,5 +493,6 @@ void tw_audit_entry_json(const struct tw_audit_entry *e, struct tw_buf *out) {
   tw_buf_json_str(out, e->request_id ? e->request_id : "");
   tw_buf_adds(out, ",\"detail\":");
   tw_buf_json_str(out, e->detail ? e->detail : "");
-  tw_buf_printf(out, ",\"prev_hash\":\"%s\",\"hash\":\"%s\"}", e->prev_hash, e->hash);
+  tw_buf_printf(out, ",\"prev_hash\":\"%s\",\"hash\":\"%s\"}", e->prev_hash,
+                e->hash);
 }

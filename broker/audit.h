@@ -93,14 +93,14 @@ enum tw_rc tw_audit_append_in(struct tw_store *s, struct sqlite3 *db,
                               int64_t *seq_out, struct tw_err *err);
 
 struct tw_audit_filter {
-  int64_t after_seq;      /* entries with seq > after_seq */
-  const char *tenant;     /* NULL: any */
-  const char *principal;  /* NULL: any */
-  const char *action;     /* NULL: any; exact match */
-  const char *outcome;    /* NULL: any */
-  int64_t since_ms;       /* 0: no lower bound */
-  int64_t until_ms;       /* 0: no upper bound (exclusive) */
-  int limit;              /* 1..10000 */
+  int64_t after_seq;     /* entries with seq > after_seq */
+  const char *tenant;    /* NULL: any */
+  const char *principal; /* NULL: any */
+  const char *action;    /* NULL: any; exact match */
+  const char *outcome;   /* NULL: any */
+  int64_t since_ms;      /* 0: no lower bound */
+  int64_t until_ms;      /* 0: no upper bound (exclusive) */
+  int limit;             /* 1..10000 */
 };
 
 /* Oldest first.  *next_after is the after_seq of the next page, 0 when

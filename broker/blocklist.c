@@ -102,8 +102,9 @@ static bool same_block(const struct tw_block *b, enum tw_block_scope scope,
 }
 
 /* Counts the remembered failures matching o at scope, by cause. */
-static int count_failures(const struct tw_blocklist *bl, enum tw_block_scope scope,
-                          const struct tw_offer *o, int *capacity, int *interrupted) {
+static int count_failures(const struct tw_blocklist *bl,
+                          enum tw_block_scope scope, const struct tw_offer *o,
+                          int *capacity, int *interrupted) {
   int n = 0;
   *capacity = *interrupted = 0;
   for (size_t i = 0; i < bl->n_fail; i++) {
@@ -161,10 +162,11 @@ static void reason_text(char *out, size_t outsz, int capacity, int interrupted,
                         int64_t window_ms, const char *extra) {
   int n = 0;
   if (capacity)
-    n = snprintf(out, outsz, "%d capacity error%s", capacity, capacity > 1 ? "s" : "");
+    n = snprintf(out, outsz, "%d capacity error%s", capacity,
+                 capacity > 1 ? "s" : "");
   if (interrupted && n >= 0 && (size_t)n < outsz)
-    n += snprintf(out + n, outsz - (size_t)n, "%s%d interruption%s", n ? " and " : "",
-                  interrupted, interrupted > 1 ? "s" : "");
+    n += snprintf(out + n, outsz - (size_t)n, "%s%d interruption%s",
+                  n ? " and " : "", interrupted, interrupted > 1 ? "s" : "");
   if (n >= 0 && (size_t)n < outsz)
     snprintf(out + n, outsz - (size_t)n, " in %lld min%s",
              (long long)(window_ms / 60000), extra ? extra : "");
@@ -226,7 +228,8 @@ void tw_blocklist_report(struct tw_blocklist *bl, const struct tw_offer *o,
   } else {
     k = count_failures(bl, TW_BLOCK_REGION, o, &cap, &intr);
     if (k >= bl->o.zone_after) {
-      reason_text(why, sizeof why, cap, intr, bl->o.window_ms, " in the region");
+      reason_text(why, sizeof why, cap, intr, bl->o.window_ms,
+                  " in the region");
       block(bl, TW_BLOCK_REGION, o, now, bl->o.region_ms, k, why);
       top = TW_BLOCK_REGION;
     }
@@ -236,7 +239,8 @@ void tw_blocklist_report(struct tw_blocklist *bl, const struct tw_offer *o,
     *widest = top;
 }
 
-void tw_blocklist_report_ok(struct tw_blocklist *bl, const struct tw_offer *o, int64_t now) {
+void tw_blocklist_report_ok(struct tw_blocklist *bl, const struct tw_offer *o,
+                            int64_t now) {
   pthread_mutex_lock(&bl->mu);
   prune(bl, now);
   size_t k = 0;
@@ -272,9 +276,9 @@ void tw_blocklist_snap_release(struct tw_blocklist_snap *s) {
   s->n = 0;
 }
 
-const struct tw_block *tw_blocklist_snap_match(const struct tw_blocklist_snap *s,
-                                               const struct tw_offer *o,
-                                               int64_t now) {
+const struct tw_block *
+tw_blocklist_snap_match(const struct tw_blocklist_snap *s,
+                        const struct tw_offer *o, int64_t now) {
   const struct tw_block *best = NULL;
   for (size_t i = 0; i < s->n; i++) {
     const struct tw_block *b = &s->items[i];
@@ -286,8 +290,8 @@ const struct tw_block *tw_blocklist_snap_match(const struct tw_blocklist_snap *s
   return best;
 }
 
-static bool hook_blocked(const void *ctx, const struct tw_offer *o, int64_t now_ms, char *why,
-                         size_t whysz) {
+static bool hook_blocked(const void *ctx, const struct tw_offer *o,
+                         int64_t now_ms, char *why, size_t whysz) {
   const struct tw_block *b = tw_blocklist_snap_match(ctx, o, now_ms);
   if (b && why && whysz)
     tw_block_describe(b, why, whysz);
@@ -307,6 +311,6 @@ void tw_block_describe(const struct tw_block *b, char *out, size_t outsz) {
   const char *what = b->scope == TW_BLOCK_OFFER  ? b->offer_id
                      : b->scope == TW_BLOCK_ZONE ? b->zone
                                                  : b->region;
-  snprintf(out, outsz, "%s %s (%s) until %s: %s", tw_block_scope_str(b->scope), what,
-           tw_market_str(b->market), until, b->reason);
+  snprintf(out, outsz, "%s %s (%s) until %s: %s", tw_block_scope_str(b->scope),
+           what, tw_market_str(b->market), until, b->reason);
 }

@@ -20,8 +20,9 @@
  * force into a plain array the placement filter can consult without a lock
  * (tw_blocklist_snap_match), so placement stays a pure function of its
  * inputs; tw_blocklist_place_hook() wraps a snapshot as the hook the
- * policy runner's blocklist filter calls (policies/inputs.h).  The blocklist lives in memory: a restart forgets it, and the
- * first failures after the restart rebuild it.
+ * policy runner's blocklist filter calls (policies/inputs.h).  The blocklist
+ * lives in memory: a restart forgets it, and the first failures after the
+ * restart rebuild it.
  *
  * Threads: every function taking a struct tw_blocklist is thread-safe; a
  * snapshot is immutable and may be read from any thread. */
@@ -61,8 +62,8 @@ struct tw_block {
   char zone[TW_MODEL_NAME_MAX];
   char offer_id[TW_MODEL_ID_MAX];
   int64_t since_ms, until_ms;
-  int failures;                 /* failures that led to it */
-  char reason[160];             /* "3 capacity errors in 30 min" */
+  int failures;     /* failures that led to it */
+  char reason[160]; /* "3 capacity errors in 30 min" */
 };
 
 struct tw_blocklist;
@@ -92,8 +93,8 @@ void tw_blocklist_clear(struct tw_blocklist *bl);
 struct tw_blocklist_snap {
   struct tw_block *items; /* owned */
   size_t n;
-  int64_t at_ms;          /* when it was taken */
-  uint64_t generation;    /* changes whenever the blocks in force change */
+  int64_t at_ms;       /* when it was taken */
+  uint64_t generation; /* changes whenever the blocks in force change */
 };
 
 /* Copies the blocks in force at now_ms into *out (release it). */
@@ -102,9 +103,9 @@ void tw_blocklist_snapshot(struct tw_blocklist *bl, int64_t now_ms,
 void tw_blocklist_snap_release(struct tw_blocklist_snap *s);
 
 /* The widest block in s that covers offer o at now_ms, or NULL.  Pure. */
-const struct tw_block *tw_blocklist_snap_match(const struct tw_blocklist_snap *s,
-                                               const struct tw_offer *o,
-                                               int64_t now_ms);
+const struct tw_block *
+tw_blocklist_snap_match(const struct tw_blocklist_snap *s,
+                        const struct tw_offer *o, int64_t now_ms);
 
 /* "zone us-east-1a (spot) until 12:30:00Z: 3 capacity errors in 30 min" */
 void tw_block_describe(const struct tw_block *b, char *out, size_t outsz);

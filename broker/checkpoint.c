@@ -9,7 +9,8 @@
 
 #include "store.h"
 
-/* ---- schema --------------------------------------------------------------- */
+/* ---- schema ---------------------------------------------------------------
+ */
 
 static const char *const MIGRATIONS[] = {
     /* 1: requests, what each attempt kept, decisions */
@@ -42,8 +43,9 @@ static const char *const MIGRATIONS[] = {
 };
 
 enum tw_rc tw_checkpoint_migrate(struct tw_store *s, struct tw_err *err) {
-  return tw_store_migrate_module(s, "spot", MIGRATIONS,
-                                 (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]), err);
+  return tw_store_migrate_module(
+      s, "spot", MIGRATIONS, (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]),
+      err);
 }
 
 static const char SQL_REQ_ADD[] =
@@ -54,25 +56,28 @@ static const char SQL_REQ_GET[] =
     " WHERE attempt_id = ?1";
 static const char SQL_PROG_ADD[] =
     "INSERT OR IGNORE INTO spot_progress (attempt_id, job_id, attempt_n,"
-    " resume_s, run_s, kept_s, how, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    " resume_s, run_s, kept_s, how, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+    "?8)";
 static const char SQL_PROG_LAST[] =
     "SELECT kept_s FROM spot_progress WHERE job_id = ?1"
     " ORDER BY attempt_n DESC LIMIT 1";
-static const char SQL_DEC_LAST[] =
-    "SELECT reason FROM spot_decisions WHERE job_id = ?1 ORDER BY seq DESC LIMIT 1";
+static const char SQL_DEC_LAST[] = "SELECT reason FROM spot_decisions WHERE "
+                                   "job_id = ?1 ORDER BY seq DESC LIMIT 1";
 static const char SQL_DEC_ADD[] =
-    "INSERT INTO spot_decisions (job_id, at_ms, event, strategy, action, market,"
+    "INSERT INTO spot_decisions (job_id, at_ms, event, strategy, action, "
+    "market,"
     " reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 static const char SQL_DEC_OF[] =
     "SELECT at_ms, job_id, event, strategy, action, market, reason"
     " FROM spot_decisions WHERE job_id = ?1 ORDER BY seq";
 
-static enum tw_rc step_done(struct sqlite3 *db, sqlite3_stmt *st, const char *what,
-                            struct tw_err *err) {
+static enum tw_rc step_done(struct sqlite3 *db, sqlite3_stmt *st,
+                            const char *what, struct tw_err *err) {
   int r = sqlite3_step(st);
   sqlite3_reset(st);
   if (r != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "checkpoint: %s: %s", what, sqlite3_errmsg(db));
+    return tw_err_set(err, TW_E_IO, "checkpoint: %s: %s", what,
+                      sqlite3_errmsg(db));
   return TW_OK;
 }
 
@@ -81,7 +86,8 @@ static void col_copy(char *dst, size_t n, sqlite3_stmt *st, int i) {
   snprintf(dst, n, "%s", t ? (const char *)t : "");
 }
 
-/* ---- pure ----------------------------------------------------------------- */
+/* ---- pure -----------------------------------------------------------------
+ */
 
 int64_t tw_checkpoint_kept(const struct tw_ckpt_calc *c, const char **how) {
   int64_t kept;
@@ -95,8 +101,9 @@ int64_t tw_checkpoint_kept(const struct tw_ckpt_calc *c, const char **how) {
     why = "saved at the notice";
   } else if (c->interval_s > 0) {
     kept = c->resume_s + run / c->interval_s * c->interval_s;
-    why = c->request_run_s >= 0 ? "notice too short to save; last periodic checkpoint"
-                                : "last periodic checkpoint";
+    why = c->request_run_s >= 0
+              ? "notice too short to save; last periodic checkpoint"
+              : "last periodic checkpoint";
   } else {
     kept = c->resume_s;
     why = c->request_run_s >= 0 ? "notice too short to save"
@@ -118,9 +125,11 @@ const char *tw_checkpoint_notice_url(const char *provider) {
   if (!strcmp(provider, "aws"))
     return "http://169.254.169.254/latest/meta-data/spot/instance-action";
   if (!strcmp(provider, "azure"))
-    return "http://169.254.169.254/metadata/scheduledevents?api-version=2020-07-01";
+    return "http://169.254.169.254/metadata/"
+           "scheduledevents?api-version=2020-07-01";
   if (!strcmp(provider, "alibaba"))
-    return "http://100.100.100.200/latest/meta-data/instance/spot/termination-time";
+    return "http://100.100.100.200/latest/meta-data/instance/spot/"
+           "termination-time";
   return "";
 }
 
@@ -142,7 +151,8 @@ static void sh_quote(struct tw_buf *b, const char *v) {
 }
 
 static bool posix_shell(const char *line, size_t n) {
-  static const char *const shells[] = {"sh", "bash", "dash", "ksh", "zsh", NULL};
+  static const char *const shells[] = {"sh",  "bash", "dash",
+                                       "ksh", "zsh",  NULL};
   /* the interpreter's basename, or the word after `env` */
   char buf[256];
   if (n >= sizeof buf)
@@ -186,7 +196,8 @@ void tw_checkpoint_script(const struct tw_ckpt_env *e, const char *run,
   sh_quote(out, e->uri);
   tw_buf_printf(out, "\nexport TRADEWIND_CHECKPOINT_INTERVAL_S=%lld\n",
                 (long long)e->interval_s);
-  tw_buf_printf(out, "export TRADEWIND_RESUME_S=%lld\n", (long long)e->resume_s);
+  tw_buf_printf(out, "export TRADEWIND_RESUME_S=%lld\n",
+                (long long)e->resume_s);
   tw_buf_adds(out, "export TRADEWIND_NOTICE_URL=");
   sh_quote(out, tw_checkpoint_notice_url(e->provider));
   tw_buf_adds(out, "\nexport TRADEWIND_NOTICE_SIGNAL=");
@@ -195,7 +206,8 @@ void tw_checkpoint_script(const struct tw_ckpt_env *e, const char *run,
   tw_buf_adds(out, body);
 }
 
-/* ---- requests ------------------------------------------------------------- */
+/* ---- requests -------------------------------------------------------------
+ */
 
 static enum tw_rc op_req_add(struct tw_store *s, struct sqlite3 *db, void *arg,
                              struct tw_err *err) {
@@ -211,7 +223,8 @@ static enum tw_rc op_req_add(struct tw_store *s, struct sqlite3 *db, void *arg,
   return step_done(db, st, "add request", err);
 }
 
-enum tw_rc tw_checkpoint_request(struct tw_store *s, const struct tw_ckpt_request *r,
+enum tw_rc tw_checkpoint_request(struct tw_store *s,
+                                 const struct tw_ckpt_request *r,
                                  struct tw_err *err) {
   return tw_store_write(s, op_req_add, (void *)r, err);
 }
@@ -242,14 +255,16 @@ static enum tw_rc op_req_get(struct tw_store *s, struct sqlite3 *db, void *arg,
   }
   sqlite3_reset(st);
   if (r != SQLITE_ROW && r != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "checkpoint: read request: %s", sqlite3_errmsg(db));
+    return tw_err_set(err, TW_E_IO, "checkpoint: read request: %s",
+                      sqlite3_errmsg(db));
   return TW_OK;
 }
 
-enum tw_rc tw_checkpoint_request_get(struct tw_store *s, int64_t attempt_id, bool *found,
-                                     struct tw_ckpt_request *out, char cause[16],
-                                     struct tw_err *err) {
-  struct req_get a = {.id = attempt_id, .found = found, .out = out, .cause = cause};
+enum tw_rc tw_checkpoint_request_get(struct tw_store *s, int64_t attempt_id,
+                                     bool *found, struct tw_ckpt_request *out,
+                                     char cause[16], struct tw_err *err) {
+  struct req_get a = {
+      .id = attempt_id, .found = found, .out = out, .cause = cause};
   memset(out, 0, sizeof *out);
   cause[0] = '\0';
   enum tw_rc rc = tw_store_read(s, op_req_get, &a, err);
@@ -258,7 +273,8 @@ enum tw_rc tw_checkpoint_request_get(struct tw_store *s, int64_t attempt_id, boo
   return rc;
 }
 
-/* ---- progress ------------------------------------------------------------- */
+/* ---- progress -------------------------------------------------------------
+ */
 
 static enum tw_rc op_prog_add(struct tw_store *s, struct sqlite3 *db, void *arg,
                               struct tw_err *err) {
@@ -277,7 +293,8 @@ static enum tw_rc op_prog_add(struct tw_store *s, struct sqlite3 *db, void *arg,
   return step_done(db, st, "add progress", err);
 }
 
-enum tw_rc tw_checkpoint_record(struct tw_store *s, const struct tw_ckpt_outcome *o,
+enum tw_rc tw_checkpoint_record(struct tw_store *s,
+                                const struct tw_ckpt_outcome *o,
                                 struct tw_err *err) {
   return tw_store_write(s, op_prog_add, (void *)o, err);
 }
@@ -287,8 +304,8 @@ struct prog_get {
   int64_t *kept;
 };
 
-static enum tw_rc op_prog_last(struct tw_store *s, struct sqlite3 *db, void *arg,
-                               struct tw_err *err) {
+static enum tw_rc op_prog_last(struct tw_store *s, struct sqlite3 *db,
+                               void *arg, struct tw_err *err) {
   struct prog_get *a = arg;
   sqlite3_stmt *st = tw_store_stmt(s, db, SQL_PROG_LAST, err);
   if (!st)
@@ -298,17 +315,19 @@ static enum tw_rc op_prog_last(struct tw_store *s, struct sqlite3 *db, void *arg
   *a->kept = r == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
   sqlite3_reset(st);
   if (r != SQLITE_ROW && r != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "checkpoint: read progress: %s", sqlite3_errmsg(db));
+    return tw_err_set(err, TW_E_IO, "checkpoint: read progress: %s",
+                      sqlite3_errmsg(db));
   return TW_OK;
 }
 
-enum tw_rc tw_checkpoint_progress(struct tw_store *s, const char *job_id, int64_t *kept_s,
-                                  struct tw_err *err) {
+enum tw_rc tw_checkpoint_progress(struct tw_store *s, const char *job_id,
+                                  int64_t *kept_s, struct tw_err *err) {
   struct prog_get a = {.job = job_id, .kept = kept_s};
   return tw_store_read(s, op_prog_last, &a, err);
 }
 
-/* ---- decisions ------------------------------------------------------------ */
+/* ---- decisions ------------------------------------------------------------
+ */
 
 struct dec_add {
   const struct tw_ckpt_decision *d;
@@ -346,7 +365,8 @@ static enum tw_rc op_dec_add(struct tw_store *s, struct sqlite3 *db, void *arg,
   return rc;
 }
 
-enum tw_rc tw_checkpoint_decision_add(struct tw_store *s, const struct tw_ckpt_decision *d,
+enum tw_rc tw_checkpoint_decision_add(struct tw_store *s,
+                                      const struct tw_ckpt_decision *d,
                                       bool *added, struct tw_err *err) {
   struct dec_add a = {.d = d};
   enum tw_rc rc = tw_store_write(s, op_dec_add, &a, err);
@@ -386,7 +406,8 @@ static enum tw_rc op_dec_of(struct tw_store *s, struct sqlite3 *db, void *arg,
   }
   sqlite3_reset(st);
   if (r != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "checkpoint: read decisions: %s", sqlite3_errmsg(db));
+    return tw_err_set(err, TW_E_IO, "checkpoint: read decisions: %s",
+                      sqlite3_errmsg(db));
   return TW_OK;
 }
 

@@ -58,14 +58,14 @@ enum tw_rc tw_checkpoint_migrate(struct tw_store *s, struct tw_err *err);
 /* ---- what an attempt kept (pure) ----------------------------------------- */
 
 struct tw_ckpt_calc {
-  bool enabled;           /* the spec has `checkpoint:` */
-  int64_t interval_s;     /* the spec's checkpoint interval; 0 none */
-  int64_t work_s;         /* the job's whole run time */
-  int64_t resume_s;       /* progress the attempt started from */
-  int64_t run_s;          /* how long it ran (running to end) */
-  int64_t request_run_s;  /* its run time when a checkpoint was requested;
-                             -1: never requested */
-  int64_t grace_s;        /* from the request to the end */
+  bool enabled;          /* the spec has `checkpoint:` */
+  int64_t interval_s;    /* the spec's checkpoint interval; 0 none */
+  int64_t work_s;        /* the job's whole run time */
+  int64_t resume_s;      /* progress the attempt started from */
+  int64_t run_s;         /* how long it ran (running to end) */
+  int64_t request_run_s; /* its run time when a checkpoint was requested;
+                            -1: never requested */
+  int64_t grace_s;       /* from the request to the end */
 };
 
 /* Progress kept after the attempt (never above work_s) and, in *how, a
@@ -80,7 +80,7 @@ struct tw_ckpt_env {
   const char *uri;
   int64_t interval_s;
   int64_t resume_s;
-  const char *provider;   /* adapter name: "aws", "azure", ... */
+  const char *provider; /* adapter name: "aws", "azure", ... */
 };
 
 /* The notice URL or signal of a provider ("" when it has neither). */
@@ -101,9 +101,9 @@ void tw_checkpoint_script(const struct tw_ckpt_env *e, const char *run,
 struct tw_ckpt_request {
   int64_t attempt_id;
   const char *job_id;
-  const char *cause;       /* "notice", "move" */
+  const char *cause; /* "notice", "move" */
   int64_t requested_ms;
-  int64_t deadline_ms;     /* when the instance goes; 0 unknown */
+  int64_t deadline_ms; /* when the instance goes; 0 unknown */
 };
 /* Stores the first request of an attempt; later ones are ignored. */
 enum tw_rc tw_checkpoint_request(struct tw_store *s,
@@ -136,10 +136,10 @@ enum tw_rc tw_checkpoint_progress(struct tw_store *s, const char *job_id,
 struct tw_ckpt_decision {
   int64_t at_ms;
   char job_id[32];
-  char event[16];     /* "place", "interrupted", "review" */
+  char event[16]; /* "place", "interrupted", "review" */
   char strategy[24];
-  char action[8];     /* "place", "stay", "move" */
-  char market[16];    /* "spot", "on-demand", "any" */
+  char action[8];  /* "place", "stay", "move" */
+  char market[16]; /* "spot", "on-demand", "any" */
   char reason[256];
 };
 /* Stores d unless the job's last stored decision has the same reason

@@ -15,7 +15,9 @@ static int64_t real_now(struct tw_clock *c) {
 
 static struct tw_clock real_clock = {real_now, 0};
 
-struct tw_clock *tw_clock_real(void) { return &real_clock; }
+struct tw_clock *tw_clock_real(void) {
+  return &real_clock;
+}
 
 static int64_t fake_now(struct tw_clock *c) {
   return __atomic_load_n(&c->fake_ms, __ATOMIC_SEQ_CST);
@@ -45,9 +47,8 @@ void tw_time_fmt_rfc3339(int64_t ms, char *out, unsigned long outsz) {
   }
   struct tm tm;
   gmtime_r(&s, &tm);
-  snprintf(out, outsz, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-           tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-           tm.tm_min, tm.tm_sec, frac);
+  snprintf(out, outsz, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+           tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
 }
 
 static int digits(const char **p, int n, int *out) {

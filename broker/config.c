@@ -12,11 +12,11 @@
 enum ktype { K_STR, K_INT, K_LEVEL, K_SUBSYS, K_SYNC, K_RAW_SEQ, K_RAW_MAP };
 
 struct key {
-  const char *path;  /* dotted */
+  const char *path; /* dotted */
   enum ktype type;
-  size_t off;        /* offset in struct tw_cfg */
-  const char *def;   /* default as text */
-  int64_t min, max;  /* K_INT bounds */
+  size_t off;       /* offset in struct tw_cfg */
+  const char *def;  /* default as text */
+  int64_t min, max; /* K_INT bounds */
   bool reloadable;
 };
 
@@ -39,34 +39,47 @@ static const struct key KEYS[] = {
      false},
     {"providers", K_RAW_SEQ, OFF(providers), NULL, 0, 0, false},
     {"auth.mode", K_STR, OFF(auth_mode), "tokens", 0, 0, false},
-    {"auth.admin_token_file", K_STR, OFF(auth_admin_token_file), "", 0, 0, false},
-    {"auth.rate_limit_per_s", K_INT, OFF(auth_rate_per_s), "50", 0, 1000000, false},
-    {"auth.rate_limit_burst", K_INT, OFF(auth_rate_burst), "100", 1, 1000000, false},
+    {"auth.admin_token_file", K_STR, OFF(auth_admin_token_file), "", 0, 0,
+     false},
+    {"auth.rate_limit_per_s", K_INT, OFF(auth_rate_per_s), "50", 0, 1000000,
+     false},
+    {"auth.rate_limit_burst", K_INT, OFF(auth_rate_burst), "100", 1, 1000000,
+     false},
     {"tls.cert_file", K_STR, OFF(tls_cert_file), "", 0, 0, false},
     {"tls.key_file", K_STR, OFF(tls_key_file), "", 0, 0, false},
     {"secrets.key_file", K_STR, OFF(secrets_key_file), "", 0, 0, false},
-    {"secrets.key_env", K_STR, OFF(secrets_key_env), "TRADEWIND_SECRETS_KEY", 0, 0,
+    {"secrets.key_env", K_STR, OFF(secrets_key_env), "TRADEWIND_SECRETS_KEY", 0,
+     0, false},
+    {"secrets.previous_key_file", K_STR, OFF(secrets_previous_key_file), "", 0,
+     0, false},
+    {"secrets.previous_key_env", K_STR, OFF(secrets_previous_key_env), "", 0, 0,
      false},
-    {"secrets.previous_key_file", K_STR, OFF(secrets_previous_key_file), "", 0, 0,
+    {"tenancy.tick_ms", K_INT, OFF(tenancy_tick_ms), "5000", 100, 3600000,
      false},
-    {"secrets.previous_key_env", K_STR, OFF(secrets_previous_key_env), "", 0, 0, false},
-    {"tenancy.tick_ms", K_INT, OFF(tenancy_tick_ms), "5000", 100, 3600000, false},
     /* the spot lifecycle (docs/spot.md) */
     {"spot.fallback", K_STR, OFF(spot_fallback), "failover", 0, 0, false},
-    {"spot.on_demand_after", K_INT, OFF(spot_on_demand_after), "2", 1, 100, false},
-    {"spot.restart_overhead_s", K_INT, OFF(spot_restart_overhead_s), "300", 1, 86400,
+    {"spot.on_demand_after", K_INT, OFF(spot_on_demand_after), "2", 1, 100,
      false},
-    {"spot.deadline_margin_s", K_INT, OFF(spot_deadline_margin_s), "0", 0, 86400, false},
+    {"spot.restart_overhead_s", K_INT, OFF(spot_restart_overhead_s), "300", 1,
+     86400, false},
+    {"spot.deadline_margin_s", K_INT, OFF(spot_deadline_margin_s), "0", 0,
+     86400, false},
     {"spot.review_s", K_INT, OFF(spot_review_s), "60", 1, 3600, false},
-    {"spot.blocklist_offer_s", K_INT, OFF(spot_bl_offer_s), "600", 1, 86400, false},
-    {"spot.blocklist_zone_s", K_INT, OFF(spot_bl_zone_s), "1800", 1, 86400, false},
-    {"spot.blocklist_region_s", K_INT, OFF(spot_bl_region_s), "3600", 1, 86400, false},
-    {"spot.blocklist_window_s", K_INT, OFF(spot_bl_window_s), "1800", 1, 86400, false},
-    {"spot.blocklist_zone_after", K_INT, OFF(spot_bl_zone_after), "3", 1, 1000, false},
-    {"spot.blocklist_region_after", K_INT, OFF(spot_bl_region_after), "2", 1, 1000,
+    {"spot.blocklist_offer_s", K_INT, OFF(spot_bl_offer_s), "600", 1, 86400,
      false},
+    {"spot.blocklist_zone_s", K_INT, OFF(spot_bl_zone_s), "1800", 1, 86400,
+     false},
+    {"spot.blocklist_region_s", K_INT, OFF(spot_bl_region_s), "3600", 1, 86400,
+     false},
+    {"spot.blocklist_window_s", K_INT, OFF(spot_bl_window_s), "1800", 1, 86400,
+     false},
+    {"spot.blocklist_zone_after", K_INT, OFF(spot_bl_zone_after), "3", 1, 1000,
+     false},
+    {"spot.blocklist_region_after", K_INT, OFF(spot_bl_region_after), "2", 1,
+     1000, false},
     /* 0: no reconciler */
-    {"reconcile.interval_s", K_INT, OFF(reconcile_interval_s), "60", 0, 86400, false},
+    {"reconcile.interval_s", K_INT, OFF(reconcile_interval_s), "60", 0, 86400,
+     false},
     /* validated by billing/meter.h (tw_meter_cfg_parse) at start and reload */
     {"billing", K_RAW_MAP, OFF(billing), NULL, 0, 0, true},
     /* validated by billing/catalog.h (tw_catalog_new_from_cfg) at start */
@@ -78,9 +91,9 @@ static const struct key KEYS[] = {
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
 /* Sections: mappings whose keys are listed above. */
-static const char *const SECTIONS[] = {"log",  "api",     "store",   "scheduler",
-                                       "auth", "tls",     "secrets", "tenancy",
-                                       "spot", "reconcile", NULL};
+static const char *const SECTIONS[] = {
+    "log",     "api",     "store", "scheduler", "auth", "tls",
+    "secrets", "tenancy", "spot",  "reconcile", NULL};
 
 static bool is_section(const char *path) {
   for (int i = 0; SECTIONS[i]; i++)
@@ -116,17 +129,21 @@ static enum tw_rc set_value(struct tw_cfg *c, const struct key *k,
                             "on-demand-fallback or deadline, got \"%s\"",
                             k->path, text);
     }
-    if (!strcmp(k->path, "auth.mode") && strcmp(text, "tokens") && strcmp(text, "open"))
+    if (!strcmp(k->path, "auth.mode") && strcmp(text, "tokens") &&
+        strcmp(text, "open"))
       return tw_err_field(err, TW_E_INVALID, k->path,
-                          "%s: expected tokens or open, got \"%s\"", k->path, text);
+                          "%s: expected tokens or open, got \"%s\"", k->path,
+                          text);
     if (!strcmp(k->path, "listen")) {
       const char *colon = strrchr(text, ':');
       char *end;
       long port = colon ? strtol(colon + 1, &end, 10) : -1;
-      if (!colon || colon == text || !colon[1] || *end || port < 0 || port > 65535)
-        return tw_err_field(err, TW_E_INVALID, k->path,
-                            "%s: expected HOST:PORT with a port 0..65535, got \"%s\"",
-                            k->path, text);
+      if (!colon || colon == text || !colon[1] || *end || port < 0 ||
+          port > 65535)
+        return tw_err_field(
+            err, TW_E_INVALID, k->path,
+            "%s: expected HOST:PORT with a port 0..65535, got \"%s\"", k->path,
+            text);
     }
     free(*(char **)(base + k->off));
     *(char **)(base + k->off) = tw_strdup(text);
@@ -140,25 +157,29 @@ static enum tw_rc set_value(struct tw_cfg *c, const struct key *k,
                           n ? tw_node_type_name(n) : text);
     if (v < k->min || v > k->max)
       return tw_err_field(err, TW_E_INVALID, k->path,
-                          "%s: must be between %lld and %lld, got %lld", k->path,
-                          (long long)k->min, (long long)k->max, (long long)v);
+                          "%s: must be between %lld and %lld, got %lld",
+                          k->path, (long long)k->min, (long long)k->max,
+                          (long long)v);
     *(int64_t *)(base + k->off) = v;
     return TW_OK;
   }
   case K_LEVEL: {
     enum tw_log_level lvl;
     if ((n && n->kind != TW_NODE_SCALAR) || !tw_log_level_parse(text, &lvl))
-      return tw_err_field(err, TW_E_INVALID, k->path,
-                          "%s: expected one of debug, info, warn, error, got \"%s\"",
-                          k->path, n && n->kind != TW_NODE_SCALAR ? tw_node_type_name(n) : text);
+      return tw_err_field(
+          err, TW_E_INVALID, k->path,
+          "%s: expected one of debug, info, warn, error, got \"%s\"", k->path,
+          n && n->kind != TW_NODE_SCALAR ? tw_node_type_name(n) : text);
     *(enum tw_log_level *)(base + k->off) = lvl;
     return TW_OK;
   }
   case K_SYNC:
-    if ((n && n->kind != TW_NODE_SCALAR) || (strcmp(text, "full") && strcmp(text, "normal")))
+    if ((n && n->kind != TW_NODE_SCALAR) ||
+        (strcmp(text, "full") && strcmp(text, "normal")))
       return tw_err_field(err, TW_E_INVALID, k->path,
                           "%s: expected full or normal, got \"%s\"", k->path,
-                          n && n->kind != TW_NODE_SCALAR ? tw_node_type_name(n) : text);
+                          n && n->kind != TW_NODE_SCALAR ? tw_node_type_name(n)
+                                                         : text);
     *(bool *)(base + k->off) = !strcmp(text, "full");
     return TW_OK;
   case K_SUBSYS: {
@@ -169,8 +190,8 @@ static enum tw_rc set_value(struct tw_cfg *c, const struct key *k,
         if (n->items[i]->kind != TW_NODE_SCALAR) {
           tw_buf_release(&b);
           return tw_err_field(err, TW_E_INVALID, k->path,
-                              "%s[%zu]: expected a subsystem name, got %s", k->path,
-                              i, tw_node_type_name(n->items[i]));
+                              "%s[%zu]: expected a subsystem name, got %s",
+                              k->path, i, tw_node_type_name(n->items[i]));
         }
         tw_buf_printf(&b, "%s%s", i ? "," : "", n->items[i]->str);
       }
@@ -190,13 +211,16 @@ static enum tw_rc set_value(struct tw_cfg *c, const struct key *k,
       return tw_err_field(err, TW_E_INVALID, k->path,
                           "%s: expected a list of providers, got %s", k->path,
                           tw_node_type_name(n));
-    *(const struct tw_node **)(base + k->off) = n && n->kind == TW_NODE_SEQ ? n : NULL;
+    *(const struct tw_node **)(base + k->off) =
+        n && n->kind == TW_NODE_SEQ ? n : NULL;
     return TW_OK;
   case K_RAW_MAP:
     if (n && n->kind != TW_NODE_MAP && n->kind != TW_NODE_NULL)
-      return tw_err_field(err, TW_E_INVALID, k->path, "%s: expected a mapping, got %s",
-                          k->path, tw_node_type_name(n));
-    *(const struct tw_node **)(base + k->off) = n && n->kind == TW_NODE_MAP ? n : NULL;
+      return tw_err_field(err, TW_E_INVALID, k->path,
+                          "%s: expected a mapping, got %s", k->path,
+                          tw_node_type_name(n));
+    *(const struct tw_node **)(base + k->off) =
+        n && n->kind == TW_NODE_MAP ? n : NULL;
     return TW_OK;
   }
   return TW_E_INTERNAL;
@@ -206,19 +230,24 @@ static enum tw_rc walk(struct tw_cfg *c, const struct tw_node *m,
                        const char *prefix, struct tw_err *err) {
   for (size_t i = 0; i < m->n; i++) {
     char path[128];
-    snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", m->keys[i]);
+    snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "",
+             m->keys[i]);
     const struct key *k = find_key(path);
     const struct tw_node *v = m->items[i];
     enum tw_rc rc;
     if (k) {
-      if (v->kind == TW_NODE_NULL && k->type != K_RAW_SEQ && k->type != K_RAW_MAP)
-        return tw_err_field(err, TW_E_INVALID, path, "%s: a value is required", path);
-      if ((rc = set_value(c, k, v, v->kind == TW_NODE_SCALAR ? v->str : "", err)))
+      if (v->kind == TW_NODE_NULL && k->type != K_RAW_SEQ &&
+          k->type != K_RAW_MAP)
+        return tw_err_field(err, TW_E_INVALID, path, "%s: a value is required",
+                            path);
+      if ((rc = set_value(c, k, v, v->kind == TW_NODE_SCALAR ? v->str : "",
+                          err)))
         return rc;
     } else if (is_section(path)) {
       if (v->kind != TW_NODE_MAP)
-        return tw_err_field(err, TW_E_INVALID, path, "%s: expected a mapping, got %s",
-                            path, tw_node_type_name(v));
+        return tw_err_field(err, TW_E_INVALID, path,
+                            "%s: expected a mapping, got %s", path,
+                            tw_node_type_name(v));
       if ((rc = walk(c, v, path, err)))
         return rc;
     } else {
@@ -240,7 +269,8 @@ static enum tw_rc walk(struct tw_cfg *c, const struct tw_node *m,
       const char *near = tw_closest(m->keys[i], cands);
       if (near)
         return tw_err_field(err, TW_E_INVALID, path,
-                            "%s: unknown key; did you mean \"%s\"?", path, near);
+                            "%s: unknown key; did you mean \"%s\"?", path,
+                            near);
       return tw_err_field(err, TW_E_INVALID, path, "%s: unknown key", path);
     }
   }
@@ -277,7 +307,8 @@ static enum tw_rc load_tree(struct tw_node *root, struct tw_cfg **out,
   if (root->kind == TW_NODE_NULL)
     goto done; /* an empty file: all defaults */
   if (root->kind != TW_NODE_MAP) {
-    rc = tw_err_set(err, TW_E_INVALID, "config: expected a mapping at the top, got %s",
+    rc = tw_err_set(err, TW_E_INVALID,
+                    "config: expected a mapping at the top, got %s",
                     tw_node_type_name(root));
     goto fail;
   }
@@ -302,7 +333,8 @@ enum tw_rc tw_cfg_load_text(const char *text, size_t len, struct tw_cfg **out,
     if (text[i] == '#') {
       while (i < len && text[i] != '\n')
         i++;
-    } else if (text[i] != ' ' && text[i] != '\n' && text[i] != '\t' && text[i] != '\r') {
+    } else if (text[i] != ' ' && text[i] != '\n' && text[i] != '\t' &&
+               text[i] != '\r') {
       blank = false;
     }
   }
@@ -395,7 +427,8 @@ void tw_cfg_keep_fixed(const struct tw_cfg *old, struct tw_cfg *next,
     }
     }
     if (differ)
-      tw_buf_printf(&b, "%s%s: changed in the file; takes effect after a restart",
+      tw_buf_printf(&b,
+                    "%s%s: changed in the file; takes effect after a restart",
                     b.len ? "\n" : "", k->path);
   }
   *report = b.len ? tw_buf_detach(&b) : (tw_buf_release(&b), NULL);

@@ -19,39 +19,41 @@
 struct tw_node;
 
 struct tw_cfg {
-  char *listen;               /* "HOST:PORT" */
-  char *db;                   /* sqlite file */
+  char *listen; /* "HOST:PORT" */
+  char *db;     /* sqlite file */
   enum tw_log_level log_level;
-  char *log_debug;            /* comma-separated subsystems, "" for none */
+  char *log_debug; /* comma-separated subsystems, "" for none */
   int64_t api_max_body_bytes;
   int64_t api_max_connections;
-  int64_t api_timeout_s;      /* idle connection timeout */
-  bool store_sync_full;       /* synchronous: full | normal */
+  int64_t api_timeout_s; /* idle connection timeout */
+  bool store_sync_full;  /* synchronous: full | normal */
   int64_t store_max_batch;
   int64_t store_readers;
   int64_t sched_tick_ms;      /* scheduler pass interval */
   int64_t sched_offers_ttl_s; /* how long a provider's offers are reused */
   struct tw_node *providers;  /* the providers: sequence as written, or NULL */
   /* security (api/auth_daemon.h); "" where a path is optional */
-  char *auth_mode;            /* tokens | open */
+  char *auth_mode; /* tokens | open */
   char *auth_admin_token_file;
-  int64_t auth_rate_per_s;    /* per token; 0: no limit */
+  int64_t auth_rate_per_s; /* per token; 0: no limit */
   int64_t auth_rate_burst;
   char *tls_cert_file, *tls_key_file;
   char *secrets_key_file, *secrets_key_env;
   char *secrets_previous_key_file, *secrets_previous_key_env;
-  int64_t tenancy_tick_ms;    /* budget alerts and stops */
-  struct tw_node *billing;    /* the billing: mapping (billing/meter.h), or NULL */
-  struct tw_node *catalog;    /* the catalog: mapping (billing/catalog.h), or NULL */
-  struct tw_node *policies;   /* the policies: mapping (policies/policy.h), or NULL */
+  int64_t tenancy_tick_ms; /* budget alerts and stops */
+  struct tw_node *billing; /* the billing: mapping (billing/meter.h), or NULL */
+  struct tw_node
+      *catalog; /* the catalog: mapping (billing/catalog.h), or NULL */
+  struct tw_node
+      *policies; /* the policies: mapping (policies/policy.h), or NULL */
   /* the spot lifecycle (docs/spot.md) */
-  char *spot_fallback;        /* default strategy for jobs that name none */
+  char *spot_fallback; /* default strategy for jobs that name none */
   int64_t spot_on_demand_after, spot_restart_overhead_s, spot_deadline_margin_s;
-  int64_t spot_review_s;      /* running attempts reviewed by their strategy */
+  int64_t spot_review_s; /* running attempts reviewed by their strategy */
   int64_t spot_bl_offer_s, spot_bl_zone_s, spot_bl_region_s, spot_bl_window_s;
   int64_t spot_bl_zone_after, spot_bl_region_after;
   int64_t reconcile_interval_s; /* 0: no reconciler */
-  struct tw_node *root;       /* the whole document (owned) */
+  struct tw_node *root;         /* the whole document (owned) */
 };
 
 /* Loads and validates a file.  *out is owned (tw_cfg_free). */

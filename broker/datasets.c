@@ -33,23 +33,29 @@ static const char MIGRATION_1[] =
 static const char *const MIGRATIONS[] = {MIGRATION_1};
 
 enum tw_rc tw_datasets_migrate(struct tw_store *s, struct tw_err *err) {
-  return tw_store_migrate_module(s, "datasets", MIGRATIONS,
-                                 (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]), err);
+  return tw_store_migrate_module(
+      s, "datasets", MIGRATIONS,
+      (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]), err);
 }
 
-static const char SQL_GET[] =
-    "SELECT uri, size_bytes, created_ms, updated_ms FROM datasets WHERE uri = ?1";
+static const char SQL_GET[] = "SELECT uri, size_bytes, created_ms, updated_ms "
+                              "FROM datasets WHERE uri = ?1";
 static const char SQL_LOCATIONS[] =
-    "SELECT location, origin, cost_uusd, created_ms, note FROM dataset_locations"
+    "SELECT location, origin, cost_uusd, created_ms, note FROM "
+    "dataset_locations"
     " WHERE uri = ?1 ORDER BY created_ms, location";
-static const char SQL_LIST[] =
-    "SELECT uri, size_bytes, created_ms, updated_ms FROM datasets WHERE uri > ?1"
-    " ORDER BY uri LIMIT ?2";
+static const char SQL_LIST[] = "SELECT uri, size_bytes, created_ms, updated_ms "
+                               "FROM datasets WHERE uri > ?1"
+                               " ORDER BY uri LIMIT ?2";
 static const char SQL_ALL_LOCATIONS[] =
-    "SELECT uri, location, cost_uusd FROM dataset_locations ORDER BY uri, created_ms";
-static const char SQL_ALL[] = "SELECT uri, size_bytes FROM datasets ORDER BY uri";
-static const char SQL_VERSION[] = "SELECT version FROM dataset_version WHERE id = 1";
-static const char SQL_BUMP[] = "UPDATE dataset_version SET version = version + 1 WHERE id = 1";
+    "SELECT uri, location, cost_uusd FROM dataset_locations ORDER BY uri, "
+    "created_ms";
+static const char SQL_ALL[] =
+    "SELECT uri, size_bytes FROM datasets ORDER BY uri";
+static const char SQL_VERSION[] =
+    "SELECT version FROM dataset_version WHERE id = 1";
+static const char SQL_BUMP[] =
+    "UPDATE dataset_version SET version = version + 1 WHERE id = 1";
 static const char SQL_INSERT[] =
     "INSERT INTO datasets (uri, size_bytes, created_ms, updated_ms)"
     " VALUES (?1, ?2, ?3, ?3)"
@@ -60,7 +66,8 @@ static const char SQL_EXISTS[] = "SELECT 1 FROM datasets WHERE uri = ?1";
 static const char SQL_COUNT_LOC[] =
     "SELECT COUNT(*) FROM dataset_locations WHERE uri = ?1 AND location != ?2";
 static const char SQL_ADD_LOC[] =
-    "INSERT INTO dataset_locations (uri, location, origin, cost_uusd, created_ms, note)"
+    "INSERT INTO dataset_locations (uri, location, origin, cost_uusd, "
+    "created_ms, note)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (uri, location) DO NOTHING";
 
 void tw_dataset_rec_release(struct tw_dataset_rec *r) {
@@ -71,7 +78,8 @@ void tw_dataset_rec_release(struct tw_dataset_rec *r) {
   memset(r, 0, sizeof *r);
 }
 
-/* ---- validation ------------------------------------------------------------ */
+/* ---- validation ------------------------------------------------------------
+ */
 
 enum tw_rc tw_datasets_check_uri(const char *uri, struct tw_err *err) {
   size_t n = uri ? strlen(uri) : 0;
@@ -90,25 +98,31 @@ enum tw_rc tw_datasets_check_location(const char *loc, const char *field,
                                       struct tw_err *err) {
   const char *c = loc ? strchr(loc, ':') : NULL;
   if (!c || c == loc || !c[1] || strlen(loc) >= 160)
-    return tw_err_field(err, TW_E_INVALID, field,
-                        "%s: expected provider:region such as aws:us-east-1, got \"%.60s\"",
-                        field, loc ? loc : "");
+    return tw_err_field(
+        err, TW_E_INVALID, field,
+        "%s: expected provider:region such as aws:us-east-1, got \"%.60s\"",
+        field, loc ? loc : "");
   size_t pl = (size_t)(c - loc);
   bool known = false;
   for (size_t i = 0; tw_spec_providers[i] && !known; i++)
-    known = strlen(tw_spec_providers[i]) == pl && !strncmp(tw_spec_providers[i], loc, pl);
+    known = strlen(tw_spec_providers[i]) == pl &&
+            !strncmp(tw_spec_providers[i], loc, pl);
   if (!known)
-    return tw_err_field(err, TW_E_INVALID, field, "%s: unknown provider \"%.*s\"", field,
+    return tw_err_field(err, TW_E_INVALID, field,
+                        "%s: unknown provider \"%.*s\"", field,
                         (int)(pl > 40 ? 40 : pl), loc);
   for (const char *p = c + 1; *p; p++)
-    if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_' && *p != '.' && *p != ':')
-      return tw_err_field(err, TW_E_INVALID, field,
-                          "%s: a region is letters, digits, '-', '_' and '.', got \"%.60s\"",
-                          field, loc);
+    if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_' && *p != '.' &&
+        *p != ':')
+      return tw_err_field(
+          err, TW_E_INVALID, field,
+          "%s: a region is letters, digits, '-', '_' and '.', got \"%.60s\"",
+          field, loc);
   return TW_OK;
 }
 
-/* ---- reading ------------------------------------------------------------------- */
+/* ---- reading
+ * ------------------------------------------------------------------- */
 
 static char *col_dup(sqlite3_stmt *st, int i) {
   const unsigned char *t = sqlite3_column_text(st, i);
@@ -120,8 +134,8 @@ static void col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz) {
   snprintf(out, outsz, "%s", t ? (const char *)t : "");
 }
 
-static enum tw_rc read_locations(struct tw_store *s, sqlite3 *db, struct tw_dataset_rec *r,
-                                 struct tw_err *err) {
+static enum tw_rc read_locations(struct tw_store *s, sqlite3 *db,
+                                 struct tw_dataset_rec *r, struct tw_err *err) {
   sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LOCATIONS, err);
   if (!st)
     return TW_E_IO;
@@ -151,7 +165,8 @@ struct get_arg {
   struct tw_dataset_rec *out;
 };
 
-static enum tw_rc get_fn(struct tw_store *s, sqlite3 *db, void *arg, struct tw_err *err) {
+static enum tw_rc get_fn(struct tw_store *s, sqlite3 *db, void *arg,
+                         struct tw_err *err) {
   struct get_arg *a = arg;
   sqlite3_stmt *st = tw_store_stmt(s, db, SQL_GET, err);
   if (!st)
@@ -174,8 +189,8 @@ static enum tw_rc get_fn(struct tw_store *s, sqlite3 *db, void *arg, struct tw_e
   return r;
 }
 
-enum tw_rc tw_datasets_get(struct tw_store *s, const char *uri, struct tw_dataset_rec *out,
-                           struct tw_err *err) {
+enum tw_rc tw_datasets_get(struct tw_store *s, const char *uri,
+                           struct tw_dataset_rec *out, struct tw_err *err) {
   struct get_arg a = {.uri = uri, .out = out};
   return tw_store_read(s, get_fn, &a, err);
 }
@@ -188,7 +203,8 @@ struct list_arg {
   bool more;
 };
 
-static enum tw_rc list_fn(struct tw_store *s, sqlite3 *db, void *arg, struct tw_err *err) {
+static enum tw_rc list_fn(struct tw_store *s, sqlite3 *db, void *arg,
+                          struct tw_err *err) {
   struct list_arg *a = arg;
   sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LIST, err);
   if (!st)
@@ -226,7 +242,8 @@ enum tw_rc tw_datasets_list(struct tw_store *s, const char *after, int limit,
   *n = 0;
   *more = false;
   if (limit < 1 || limit > 500)
-    return tw_err_field(err, TW_E_INVALID, "limit", "limit: expected 1 to 500, got %d", limit);
+    return tw_err_field(err, TW_E_INVALID, "limit",
+                        "limit: expected 1 to 500, got %d", limit);
   struct list_arg a = {.after = after, .limit = limit};
   enum tw_rc rc = tw_store_read(s, list_fn, &a, err);
   if (rc) {
@@ -241,7 +258,8 @@ enum tw_rc tw_datasets_list(struct tw_store *s, const char *after, int limit,
   return TW_OK;
 }
 
-static enum tw_rc version_of(struct tw_store *s, sqlite3 *db, int64_t *v, struct tw_err *err) {
+static enum tw_rc version_of(struct tw_store *s, sqlite3 *db, int64_t *v,
+                             struct tw_err *err) {
   sqlite3_stmt *st = tw_store_stmt(s, db, SQL_VERSION, err);
   if (!st)
     return TW_E_IO;
@@ -259,7 +277,8 @@ struct each_arg {
   int64_t version;
 };
 
-static enum tw_rc each_fn(struct tw_store *s, sqlite3 *db, void *arg, struct tw_err *err) {
+static enum tw_rc each_fn(struct tw_store *s, sqlite3 *db, void *arg,
+                          struct tw_err *err) {
   struct each_arg *a = arg;
   enum tw_rc r = version_of(s, db, &a->version, err);
   if (r)
@@ -269,7 +288,8 @@ static enum tw_rc each_fn(struct tw_store *s, sqlite3 *db, void *arg, struct tw_
     return TW_E_IO;
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-    a->fn(a->ctx, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1), NULL);
+    a->fn(a->ctx, (const char *)sqlite3_column_text(st, 0),
+          sqlite3_column_int64(st, 1), NULL);
   sqlite3_reset(st);
   if (rc != SQLITE_DONE)
     return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
@@ -285,8 +305,8 @@ static enum tw_rc each_fn(struct tw_store *s, sqlite3 *db, void *arg, struct tw_
   return TW_OK;
 }
 
-enum tw_rc tw_datasets_each(struct tw_store *s, tw_datasets_each_fn fn, void *ctx,
-                            int64_t *version, struct tw_err *err) {
+enum tw_rc tw_datasets_each(struct tw_store *s, tw_datasets_each_fn fn,
+                            void *ctx, int64_t *version, struct tw_err *err) {
   struct each_arg a = {.fn = fn, .ctx = ctx};
   enum tw_rc rc = tw_store_read(s, each_fn, &a, err);
   if (version)
@@ -298,18 +318,21 @@ struct version_arg {
   int64_t v;
 };
 
-static enum tw_rc version_fn(struct tw_store *s, sqlite3 *db, void *arg, struct tw_err *err) {
+static enum tw_rc version_fn(struct tw_store *s, sqlite3 *db, void *arg,
+                             struct tw_err *err) {
   return version_of(s, db, &((struct version_arg *)arg)->v, err);
 }
 
-enum tw_rc tw_datasets_version(struct tw_store *s, int64_t *version, struct tw_err *err) {
+enum tw_rc tw_datasets_version(struct tw_store *s, int64_t *version,
+                               struct tw_err *err) {
   struct version_arg a = {0};
   enum tw_rc rc = tw_store_read(s, version_fn, &a, err);
   *version = a.v;
   return rc;
 }
 
-/* ---- writing ------------------------------------------------------------------- */
+/* ---- writing
+ * ------------------------------------------------------------------- */
 
 static enum tw_rc step_done(sqlite3 *db, sqlite3_stmt *st, struct tw_err *err) {
   int rc = sqlite3_step(st);
@@ -320,18 +343,21 @@ static enum tw_rc step_done(sqlite3 *db, sqlite3_stmt *st, struct tw_err *err) {
 }
 
 static enum tw_rc add_location(struct tw_store *s, sqlite3 *db, const char *uri,
-                               const char *loc, const char *origin, int64_t cost,
-                               const char *note, int64_t now, struct tw_err *err) {
+                               const char *loc, const char *origin,
+                               int64_t cost, const char *note, int64_t now,
+                               struct tw_err *err) {
   sqlite3_stmt *st = tw_store_stmt(s, db, SQL_COUNT_LOC, err);
   if (!st)
     return TW_E_IO;
   sqlite3_bind_text(st, 1, uri, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, loc, -1, SQLITE_STATIC);
-  int64_t others = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+  int64_t others =
+      sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
   sqlite3_reset(st);
   if (others >= TW_DATASET_LOCATIONS)
     return tw_err_field(err, TW_E_TOOBIG, "locations",
-                        "locations: a dataset has at most %d locations", TW_DATASET_LOCATIONS);
+                        "locations: a dataset has at most %d locations",
+                        TW_DATASET_LOCATIONS);
   st = tw_store_stmt(s, db, SQL_ADD_LOC, err);
   if (!st)
     return TW_E_IO;
@@ -355,7 +381,8 @@ struct put_arg {
   bool created;
 };
 
-static enum tw_rc put_fn(struct tw_store *s, sqlite3 *db, void *arg, struct tw_err *err) {
+static enum tw_rc put_fn(struct tw_store *s, sqlite3 *db, void *arg,
+                         struct tw_err *err) {
   struct put_arg *a = arg;
   sqlite3_stmt *st = tw_store_stmt(s, db, SQL_EXISTS, err);
   if (!st)
@@ -371,18 +398,20 @@ static enum tw_rc put_fn(struct tw_store *s, sqlite3 *db, void *arg, struct tw_e
   sqlite3_bind_int64(st, 3, a->now);
   enum tw_rc rc = step_done(db, st, err);
   for (size_t i = 0; !rc && i < a->req->n_locations; i++)
-    rc = add_location(s, db, a->req->uri, a->req->locations[i], "registered", 0, NULL, a->now,
-                      err);
+    rc = add_location(s, db, a->req->uri, a->req->locations[i], "registered", 0,
+                      NULL, a->now, err);
   return rc ? rc : bump(s, db, err);
 }
 
-enum tw_rc tw_datasets_put(struct tw_store *s, const struct tw_dataset_put *req, int64_t now,
-                           struct tw_dataset_rec *out, bool *created, struct tw_err *err) {
+enum tw_rc tw_datasets_put(struct tw_store *s, const struct tw_dataset_put *req,
+                           int64_t now, struct tw_dataset_rec *out,
+                           bool *created, struct tw_err *err) {
   enum tw_rc rc = tw_datasets_check_uri(req->uri, err);
   if (rc)
     return rc;
   if (req->size_bytes < 0)
-    return tw_err_field(err, TW_E_INVALID, "size_bytes", "size_bytes: must be >= 0");
+    return tw_err_field(err, TW_E_INVALID, "size_bytes",
+                        "size_bytes: must be >= 0");
   if (req->n_locations > TW_DATASET_LOCATIONS)
     return tw_err_field(err, TW_E_TOOBIG, "locations",
                         "locations: at most %d, got %zu", TW_DATASET_LOCATIONS,
@@ -406,7 +435,8 @@ struct replica_arg {
   int64_t cost, now;
 };
 
-static enum tw_rc replica_fn(struct tw_store *s, sqlite3 *db, void *arg, struct tw_err *err) {
+static enum tw_rc replica_fn(struct tw_store *s, sqlite3 *db, void *arg,
+                             struct tw_err *err) {
   struct replica_arg *a = arg;
   sqlite3_stmt *st = tw_store_stmt(s, db, SQL_EXISTS, err);
   if (!st)
@@ -416,20 +446,21 @@ static enum tw_rc replica_fn(struct tw_store *s, sqlite3 *db, void *arg, struct 
   sqlite3_reset(st);
   if (!exists)
     return tw_err_set(err, TW_E_NOTFOUND, "no dataset %.200s", a->uri);
-  enum tw_rc rc = add_location(s, db, a->uri, a->loc, "replicated", a->cost, a->note, a->now,
-                               err);
+  enum tw_rc rc = add_location(s, db, a->uri, a->loc, "replicated", a->cost,
+                               a->note, a->now, err);
   return rc ? rc : bump(s, db, err);
 }
 
-enum tw_rc tw_datasets_add_replica(struct tw_store *s, const char *uri, const char *location,
-                                   int64_t cost_uusd, const char *note, int64_t now,
+enum tw_rc tw_datasets_add_replica(struct tw_store *s, const char *uri,
+                                   const char *location, int64_t cost_uusd,
+                                   const char *note, int64_t now,
                                    struct tw_err *err) {
   enum tw_rc rc = tw_datasets_check_uri(uri, err);
   if (!rc)
     rc = tw_datasets_check_location(location, "location", err);
   if (rc)
     return rc;
-  struct replica_arg a = {.uri = uri, .loc = location, .note = note, .cost = cost_uusd,
-                          .now = now};
+  struct replica_arg a = {
+      .uri = uri, .loc = location, .note = note, .cost = cost_uusd, .now = now};
   return tw_store_write(s, replica_fn, &a, err);
 }

@@ -35,15 +35,15 @@ enum tw_rc tw_datasets_migrate(struct tw_store *s, struct tw_err *err);
 
 struct tw_dataset_location {
   char location[160];
-  char origin[16];        /* "registered" | "replicated" */
-  int64_t cost_uusd;      /* replicated: what the copy cost; else 0 */
+  char origin[16];   /* "registered" | "replicated" */
+  int64_t cost_uusd; /* replicated: what the copy cost; else 0 */
   int64_t created_ms;
-  char note[256];         /* replicated: why ("3 pending jobs read it") */
+  char note[256]; /* replicated: why ("3 pending jobs read it") */
 };
 
 struct tw_dataset_rec {
-  char *uri;              /* owned */
-  int64_t size_bytes;     /* 0 unknown */
+  char *uri;          /* owned */
+  int64_t size_bytes; /* 0 unknown */
   int64_t created_ms, updated_ms;
   struct tw_dataset_location *locations; /* owned */
   size_t n_locations;
@@ -59,8 +59,8 @@ enum tw_rc tw_datasets_check_location(const char *location, const char *field,
 
 struct tw_dataset_put {
   const char *uri;
-  int64_t size_bytes;            /* 0: keep the known size */
-  const char *const *locations;  /* registered copies to add */
+  int64_t size_bytes;           /* 0: keep the known size */
+  const char *const *locations; /* registered copies to add */
   size_t n_locations;
 };
 
@@ -68,8 +68,8 @@ struct tw_dataset_put {
  * receives the stored record.  TW_E_TOOBIG past TW_DATASET_LOCATIONS
  * locations. */
 enum tw_rc tw_datasets_put(struct tw_store *s, const struct tw_dataset_put *req,
-                           int64_t now_ms, struct tw_dataset_rec *out, bool *created,
-                           struct tw_err *err);
+                           int64_t now_ms, struct tw_dataset_rec *out,
+                           bool *created, struct tw_err *err);
 
 /* Records a replica made (or decided) by the scheduler at location, with
  * its cost and note.  TW_E_NOTFOUND when the dataset is unknown. */
@@ -92,10 +92,10 @@ enum tw_rc tw_datasets_list(struct tw_store *s, const char *after, int limit,
  * its locations, in one read transaction (a consistent view).  *version
  * (may be NULL) receives a number that changes with every write.  The
  * scheduler builds placement's dataset set (policies/inputs.h) this way. */
-typedef void (*tw_datasets_each_fn)(void *ctx, const char *uri, int64_t size_bytes,
-                                    const char *location);
-enum tw_rc tw_datasets_each(struct tw_store *s, tw_datasets_each_fn fn, void *ctx,
-                            int64_t *version, struct tw_err *err);
+typedef void (*tw_datasets_each_fn)(void *ctx, const char *uri,
+                                    int64_t size_bytes, const char *location);
+enum tw_rc tw_datasets_each(struct tw_store *s, tw_datasets_each_fn fn,
+                            void *ctx, int64_t *version, struct tw_err *err);
 
 /* The number above alone: cheap, for "did anything change?". */
 enum tw_rc tw_datasets_version(struct tw_store *s, int64_t *version,

@@ -44,19 +44,32 @@ void tw_err_detail(struct tw_err *err, const char *code) {
 
 const char *tw_rc_str(enum tw_rc rc) {
   switch (rc) {
-  case TW_OK: return "ok";
-  case TW_E_INVALID: return "invalid";
-  case TW_E_NOTFOUND: return "not-found";
-  case TW_E_CONFLICT: return "conflict";
-  case TW_E_RETRYABLE: return "retryable";
-  case TW_E_CAPACITY: return "capacity";
-  case TW_E_QUOTA: return "provider-quota";
-  case TW_E_AUTH: return "auth";
-  case TW_E_TOOBIG: return "too-big";
-  case TW_E_IO: return "io";
-  case TW_E_INTERNAL: return "internal";
-  case TW_E_FORBIDDEN: return "forbidden";
-  case TW_E_UNSUPPORTED_MEDIA: return "unsupported-media-type";
+  case TW_OK:
+    return "ok";
+  case TW_E_INVALID:
+    return "invalid";
+  case TW_E_NOTFOUND:
+    return "not-found";
+  case TW_E_CONFLICT:
+    return "conflict";
+  case TW_E_RETRYABLE:
+    return "retryable";
+  case TW_E_CAPACITY:
+    return "capacity";
+  case TW_E_QUOTA:
+    return "provider-quota";
+  case TW_E_AUTH:
+    return "auth";
+  case TW_E_TOOBIG:
+    return "too-big";
+  case TW_E_IO:
+    return "io";
+  case TW_E_INTERNAL:
+    return "internal";
+  case TW_E_FORBIDDEN:
+    return "forbidden";
+  case TW_E_UNSUPPORTED_MEDIA:
+    return "unsupported-media-type";
   }
   return "unknown";
 }

@@ -10,7 +10,7 @@
 
 enum tw_rc {
   TW_OK = 0,
-  TW_E_INVALID,   /* the caller's input is wrong; never retried */
+  TW_E_INVALID, /* the caller's input is wrong; never retried */
   TW_E_NOTFOUND,
   TW_E_CONFLICT,  /* idempotency key, ETag or state mismatch */
   TW_E_RETRYABLE, /* throttled, 5xx, timeout: the http helper retries */
@@ -18,7 +18,7 @@ enum tw_rc {
   TW_E_QUOTA,     /* provider-side quota */
   TW_E_AUTH,
   TW_E_TOOBIG,
-  TW_E_IO,        /* store, file or socket */
+  TW_E_IO, /* store, file or socket */
   TW_E_INTERNAL,
   TW_E_FORBIDDEN, /* authenticated but not allowed */
   TW_E_UNSUPPORTED_MEDIA

@@ -9,7 +9,8 @@ static const char *const state_names[TW_JOB_NSTATES] = {
 /* allowed[from] is a bit set of the states `from` may move to. */
 #define B(s) (1u << (s))
 static const unsigned allowed[TW_JOB_NSTATES] = {
-    [TW_JOB_PENDING] = B(TW_JOB_PLACING) | B(TW_JOB_CANCELLED) | B(TW_JOB_FAILED),
+    [TW_JOB_PENDING] =
+        B(TW_JOB_PLACING) | B(TW_JOB_CANCELLED) | B(TW_JOB_FAILED),
     /* placing -> pending: nothing fits now, the job waits with a reason */
     [TW_JOB_PLACING] = B(TW_JOB_PROVISIONING) | B(TW_JOB_PENDING) |
                        B(TW_JOB_FAILED) | B(TW_JOB_CANCELLED),
@@ -18,8 +19,8 @@ static const unsigned allowed[TW_JOB_NSTATES] = {
                             B(TW_JOB_INTERRUPTED),
     [TW_JOB_RUNNING] = B(TW_JOB_SUCCEEDED) | B(TW_JOB_FAILED) |
                        B(TW_JOB_CANCELLED) | B(TW_JOB_INTERRUPTED),
-    [TW_JOB_INTERRUPTED] = B(TW_JOB_RECOVERING) | B(TW_JOB_FAILED) |
-                           B(TW_JOB_CANCELLED),
+    [TW_JOB_INTERRUPTED] =
+        B(TW_JOB_RECOVERING) | B(TW_JOB_FAILED) | B(TW_JOB_CANCELLED),
     [TW_JOB_RECOVERING] = B(TW_JOB_PROVISIONING) | B(TW_JOB_PENDING) |
                           B(TW_JOB_FAILED) | B(TW_JOB_CANCELLED),
 };
@@ -42,8 +43,8 @@ bool tw_job_state_terminal(enum tw_job_state s) {
   return s == TW_JOB_SUCCEEDED || s == TW_JOB_FAILED || s == TW_JOB_CANCELLED;
 }
 
-enum tw_rc tw_job_transition_check(enum tw_job_state from,
-                                   enum tw_job_state to, struct tw_err *err) {
+enum tw_rc tw_job_transition_check(enum tw_job_state from, enum tw_job_state to,
+                                   struct tw_err *err) {
   if ((unsigned)from >= TW_JOB_NSTATES || (unsigned)to >= TW_JOB_NSTATES)
     return tw_err_set(err, TW_E_INVALID, "unknown job state");
   if (allowed[from] & (1u << to))

@@ -34,7 +34,7 @@ bool tw_job_state_terminal(enum tw_job_state s);
 
 /* TW_OK when from -> to is allowed; TW_E_CONFLICT with a message naming both
  * states otherwise. */
-enum tw_rc tw_job_transition_check(enum tw_job_state from,
-                                   enum tw_job_state to, struct tw_err *err);
+enum tw_rc tw_job_transition_check(enum tw_job_state from, enum tw_job_state to,
+                                   struct tw_err *err);
 
 #endif

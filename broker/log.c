@@ -18,7 +18,8 @@ void tw_log_set_level(enum tw_log_level lvl) {
 
 void tw_log_set_debug(const char *subsystems) {
   pthread_mutex_lock(&log_mu);
-  snprintf(debug_subsys, sizeof debug_subsys, ",%s,", subsystems ? subsystems : "");
+  snprintf(debug_subsys, sizeof debug_subsys, ",%s,",
+           subsystems ? subsystems : "");
   pthread_mutex_unlock(&log_mu);
 }
 
@@ -52,11 +53,11 @@ void tw_log(enum tw_log_level lvl, const char *subsys, const char *fmt, ...) {
     return;
   clock_gettime(CLOCK_REALTIME, &ts);
   gmtime_r(&ts.tv_sec, &tm);
-  int n = snprintf(line, sizeof line,
-                   "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s %s: ",
-                   tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                   tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, names[lvl],
-                   subsys);
+  int n = snprintf(
+      line, sizeof line,
+      "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s %s: ", tm.tm_year + 1900,
+      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+      ts.tv_nsec / 1000000, names[lvl], subsys);
   va_list ap;
   va_start(ap, fmt);
   if (n > 0 && (size_t)n < sizeof line)

@@ -25,22 +25,23 @@
 #include "providers/provider.h"
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: tradewindd --config FILE [--listen HOST:PORT] [--db PATH]\n"
-          "\n"
-          "The Tradewind broker daemon.\n"
-          "\n"
-          "  --config FILE      YAML configuration (see configs/tradewind.yaml)\n"
-          "  --listen HOST:PORT address of the REST API; overrides `listen`\n"
-          "                     (port 0 picks a free port)\n"
-          "  --db PATH          sqlite database file; overrides `db`\n"
-          "  --help, --version\n"
-          "\n"
-          "Once serving, it prints `listening http://HOST:PORT` on stdout.\n"
-          "Signals: SIGHUP reloads the config (keys that need a restart are\n"
-          "reported and kept); SIGTERM or SIGINT stop accepting, finish the\n"
-          "requests in flight, and exit 0.\n"
-          "Exit codes: 0 clean stop, 1 start-up failure, 2 usage error.\n");
+  fprintf(
+      f,
+      "usage: tradewindd --config FILE [--listen HOST:PORT] [--db PATH]\n"
+      "\n"
+      "The Tradewind broker daemon.\n"
+      "\n"
+      "  --config FILE      YAML configuration (see configs/tradewind.yaml)\n"
+      "  --listen HOST:PORT address of the REST API; overrides `listen`\n"
+      "                     (port 0 picks a free port)\n"
+      "  --db PATH          sqlite database file; overrides `db`\n"
+      "  --help, --version\n"
+      "\n"
+      "Once serving, it prints `listening http://HOST:PORT` on stdout.\n"
+      "Signals: SIGHUP reloads the config (keys that need a restart are\n"
+      "reported and kept); SIGTERM or SIGINT stop accepting, finish the\n"
+      "requests in flight, and exit 0.\n"
+      "Exit codes: 0 clean stop, 1 start-up failure, 2 usage error.\n");
 }
 
 /* The meter's prices in force: the configured providers' offers in the
@@ -68,14 +69,19 @@ static void meter_offers(void *ctx, struct tw_offer_list *out) {
 static void reconcile_audit(void *ctx, const struct tw_reconcile_action *a) {
   char action[40], detail[400];
   snprintf(action, sizeof action, "reconcile.%s", a->action);
-  snprintf(detail, sizeof detail, "provider=%s job=%s attempt=%s: %s", a->provider,
-           a->job_id, a->attempt, a->reason);
-  struct tw_audit_event ev = {.principal = "reconcile", .tenant = "", .action = action,
-                              .object = a->instance_id, .outcome = "ok",
-                              .request_id = "", .detail = detail};
+  snprintf(detail, sizeof detail, "provider=%s job=%s attempt=%s: %s",
+           a->provider, a->job_id, a->attempt, a->reason);
+  struct tw_audit_event ev = {.principal = "reconcile",
+                              .tenant = "",
+                              .action = action,
+                              .object = a->instance_id,
+                              .outcome = "ok",
+                              .request_id = "",
+                              .detail = detail};
   struct tw_err err = {0};
   if (tw_audit_append(ctx, &ev, NULL, &err))
-    tw_log_warn("reconcile", "instance=%s not audited: %s", a->instance_id, err.msg);
+    tw_log_warn("reconcile", "instance=%s not audited: %s", a->instance_id,
+                err.msg);
 }
 
 /* The directory of the config file: relative paths in it (the network
@@ -85,7 +91,8 @@ static void config_dir(const char *path, char *out, size_t outsz) {
   if (!slash)
     snprintf(out, outsz, ".");
   else
-    snprintf(out, outsz, "%.*s", (int)(slash - path > 0 ? slash - path : 1), path);
+    snprintf(out, outsz, "%.*s", (int)(slash - path > 0 ? slash - path : 1),
+             path);
 }
 
 static void apply_log(const struct tw_cfg *c) {
@@ -103,7 +110,8 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--version")) {
       printf("tradewindd 0.1.0\n");
       return 0;
-    } else if ((!strcmp(a, "--config") || !strcmp(a, "--listen") || !strcmp(a, "--db")) &&
+    } else if ((!strcmp(a, "--config") || !strcmp(a, "--listen") ||
+                !strcmp(a, "--db")) &&
                i + 1 < argc) {
       const char **slot = a[2] == 'c' ? &config : a[2] == 'l' ? &listen : &db;
       *slot = argv[++i];
@@ -180,8 +188,11 @@ int main(int argc, char **argv) {
   struct tw_meter *meter = NULL;
   struct tw_meter_cfg mcfg;
   if (tw_meter_cfg_parse(cfg->billing, &mcfg, &err) == TW_OK) {
-    struct tw_meter_opts mo = {.store = store, .cfg = &mcfg, .offers = meter_offers,
-                               .offers_ctx = &msrc, .tick_ms = cfg->sched_tick_ms,
+    struct tw_meter_opts mo = {.store = store,
+                               .cfg = &mcfg,
+                               .offers = meter_offers,
+                               .offers_ctx = &msrc,
+                               .tick_ms = cfg->sched_tick_ms,
                                .offers_ttl_ms = cfg->sched_offers_ttl_s * 1000};
     tw_meter_new(&mo, &meter, &err);
   }
@@ -261,9 +272,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   struct tw_sched *sched = NULL;
-  struct tw_sched_opts sopts = {.store = store, .providers = provs,
-                                .n_providers = n_prov, .tick_ms = cfg->sched_tick_ms,
-                                .offers_ttl_ms = cfg->sched_offers_ttl_s * 1000};
+  struct tw_sched_opts sopts = {.store = store,
+                                .providers = provs,
+                                .n_providers = n_prov,
+                                .tick_ms = cfg->sched_tick_ms,
+                                .offers_ttl_ms =
+                                    cfg->sched_offers_ttl_s * 1000};
   sopts.tenancy = sec->tenancy;
   sopts.meter = meter;
   /* the spot lifecycle: the default fallback strategy and the blocklist
@@ -279,7 +293,8 @@ int main(int argc, char **argv) {
                                  .region_ms = cfg->spot_bl_region_s * 1000,
                                  .window_ms = cfg->spot_bl_window_s * 1000,
                                  .zone_after = (int)cfg->spot_bl_zone_after,
-                                 .region_after = (int)cfg->spot_bl_region_after};
+                                 .region_after =
+                                     (int)cfg->spot_bl_region_after};
   sopts.fallback = &fb;
   sopts.blocklist = &bo;
   sopts.review_ms = cfg->spot_review_s * 1000;
@@ -288,9 +303,11 @@ int main(int argc, char **argv) {
   /* The reconciler: a pass at start, then every reconcile.interval_s. */
   struct tw_reconcile *rec = NULL;
   if (n_prov && cfg->reconcile_interval_s > 0) {
-    struct tw_reconcile_opts ro = {.store = store, .providers = provs,
+    struct tw_reconcile_opts ro = {.store = store,
+                                   .providers = provs,
                                    .n_providers = n_prov,
-                                   .interval_ms = cfg->reconcile_interval_s * 1000,
+                                   .interval_ms =
+                                       cfg->reconcile_interval_s * 1000,
                                    .on_action = reconcile_audit,
                                    .ctx = tw_tenancy_audit(sec->tenancy)};
     if (tw_reconcile_new(&ro, &rec, &err)) {
@@ -306,7 +323,8 @@ int main(int argc, char **argv) {
                            .providers = provs,
                            .n_providers = n_prov,
                            .max_body_bytes = cfg->api_max_body_bytes,
-                           .max_connections = (unsigned)cfg->api_max_connections,
+                           .max_connections =
+                               (unsigned)cfg->api_max_connections,
                            .timeout_s = (unsigned)cfg->api_timeout_s};
   if (tw_api_start(&ao, &api, &err)) {
     fprintf(stderr, "tradewindd: %s\n", err.msg);
@@ -324,16 +342,15 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (tw_catalog_start(cat, &err) || (n_prov && tw_sched_start(sched, &err)) ||
-      tw_meter_start(meter, &err) ||
-      (rec && tw_reconcile_start(rec, &err))) {
+      tw_meter_start(meter, &err) || (rec && tw_reconcile_start(rec, &err))) {
     fprintf(stderr, "tradewindd: %s\n", err.msg);
     return 1;
   }
   char host[256];
-  snprintf(host, sizeof host, "%.*s", (int)(strrchr(cfg->listen, ':') - cfg->listen),
-           cfg->listen);
-  printf("listening %s://%s:%d\n", sec->opts.tls_cert_file ? "https" : "http", host,
-         tw_api_port(api));
+  snprintf(host, sizeof host, "%.*s",
+           (int)(strrchr(cfg->listen, ':') - cfg->listen), cfg->listen);
+  printf("listening %s://%s:%d\n", sec->opts.tls_cert_file ? "https" : "http",
+         host, tw_api_port(api));
   fflush(stdout);
   tw_log_info("daemon", "listen=%s:%d db=%s providers=%zu serving", host,
               tw_api_port(api), cfg->db, n_prov);
@@ -381,7 +398,8 @@ int main(int argc, char **argv) {
       apply_log(next);
       tw_api_set_max_body(api, next->api_max_body_bytes);
       if (tw_meter_set_cfg(meter, &mnext, &rerr))
-        tw_log_error("daemon", "reload: billing budgets not stored: %s", rerr.msg);
+        tw_log_error("daemon", "reload: billing budgets not stored: %s",
+                     rerr.msg);
       tw_meter_cfg_release(&mnext);
       tw_cfg_free(cfg);
       cfg = next;

@@ -89,7 +89,9 @@ void tw_buf_add(struct tw_buf *b, const void *data, size_t n) {
   b->data[b->len] = '\0';
 }
 
-void tw_buf_adds(struct tw_buf *b, const char *s) { tw_buf_add(b, s, strlen(s)); }
+void tw_buf_adds(struct tw_buf *b, const char *s) {
+  tw_buf_add(b, s, strlen(s));
+}
 
 void tw_buf_addc(struct tw_buf *b, char c) { tw_buf_add(b, &c, 1); }
 
@@ -117,11 +119,21 @@ void tw_buf_json_str(struct tw_buf *b, const char *s) {
   tw_buf_addc(b, '"');
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     switch (*p) {
-    case '"': tw_buf_add(b, "\\\"", 2); break;
-    case '\\': tw_buf_add(b, "\\\\", 2); break;
-    case '\n': tw_buf_add(b, "\\n", 2); break;
-    case '\r': tw_buf_add(b, "\\r", 2); break;
-    case '\t': tw_buf_add(b, "\\t", 2); break;
+    case '"':
+      tw_buf_add(b, "\\\"", 2);
+      break;
+    case '\\':
+      tw_buf_add(b, "\\\\", 2);
+      break;
+    case '\n':
+      tw_buf_add(b, "\\n", 2);
+      break;
+    case '\r':
+      tw_buf_add(b, "\\r", 2);
+      break;
+    case '\t':
+      tw_buf_add(b, "\\t", 2);
+      break;
     default:
       if (*p < 0x20) {
         char u[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};

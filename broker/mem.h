@@ -9,7 +9,7 @@
 void *tw_malloc(size_t n);
 void *tw_calloc(size_t n, size_t size);
 void *tw_realloc(void *p, size_t n);
-char *tw_strdup(const char *s);            /* NULL in, NULL out */
+char *tw_strdup(const char *s); /* NULL in, NULL out */
 char *tw_strndup(const char *s, size_t n);
 char *tw_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

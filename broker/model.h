@@ -246,9 +246,9 @@ struct tw_launch {
 
   /* Batch providers (Slurm) run the job themselves and use these; clouds
    * ignore them.  Zero/NULL when the caller does not know. */
-  int64_t duration_s;       /* expected run time: sets the time limit */
-  int nodes;                /* gang size; 0 means 1 */
-  const struct tw_kv *env;  /* the job's environment (spec.h) */
+  int64_t duration_s;      /* expected run time: sets the time limit */
+  int nodes;               /* gang size; 0 means 1 */
+  const struct tw_kv *env; /* the job's environment (spec.h) */
   size_t n_env;
 };
 

@@ -29,9 +29,11 @@ void tw_node_free(struct tw_node *n) {
 }
 
 static void push(struct tw_node *parent, char *key, struct tw_node *child) {
-  parent->items = tw_realloc(parent->items, (parent->n + 1) * sizeof *parent->items);
+  parent->items =
+      tw_realloc(parent->items, (parent->n + 1) * sizeof *parent->items);
   if (parent->kind == TW_NODE_MAP) {
-    parent->keys = tw_realloc(parent->keys, (parent->n + 1) * sizeof *parent->keys);
+    parent->keys =
+        tw_realloc(parent->keys, (parent->n + 1) * sizeof *parent->keys);
     parent->keys[parent->n] = key;
   }
   parent->items[parent->n++] = child;
@@ -56,10 +58,11 @@ struct yctx {
 
 static enum tw_rc y_fail(struct yctx *c, const char *what) {
   if (c->p.error != YAML_NO_ERROR) {
-    return tw_err_set(c->err, TW_E_INVALID, "malformed YAML at line %zu column %zu: %s%s%s",
-                      c->p.problem_mark.line + 1, c->p.problem_mark.column + 1,
-                      c->p.problem ? c->p.problem : "syntax error",
-                      c->p.context ? " " : "", c->p.context ? c->p.context : "");
+    return tw_err_set(
+        c->err, TW_E_INVALID, "malformed YAML at line %zu column %zu: %s%s%s",
+        c->p.problem_mark.line + 1, c->p.problem_mark.column + 1,
+        c->p.problem ? c->p.problem : "syntax error", c->p.context ? " " : "",
+        c->p.context ? c->p.context : "");
   }
   return tw_err_set(c->err, TW_E_INVALID, "malformed YAML: %s", what);
 }
@@ -89,27 +92,31 @@ static enum tw_rc y_node(struct yctx *c, yaml_event_t *ev, int depth,
     return tw_err_set(c->err, TW_E_TOOBIG, "document has more than %d nodes",
                       TW_NODE_MAX_NODES);
   if (depth > TW_NODE_MAX_DEPTH)
-    return tw_err_set(c->err, TW_E_INVALID,
-                      "malformed YAML at line %d column %d: nested deeper than %d",
-                      line, col, TW_NODE_MAX_DEPTH);
+    return tw_err_set(
+        c->err, TW_E_INVALID,
+        "malformed YAML at line %d column %d: nested deeper than %d", line, col,
+        TW_NODE_MAX_DEPTH);
   switch (ev->type) {
   case YAML_ALIAS_EVENT:
-    return tw_err_set(c->err, TW_E_INVALID,
-                      "malformed YAML at line %d column %d: aliases are not supported",
-                      line, col);
+    return tw_err_set(
+        c->err, TW_E_INVALID,
+        "malformed YAML at line %d column %d: aliases are not supported", line,
+        col);
   case YAML_SCALAR_EVENT:
     if (plain_null(ev)) {
       *out = node_new(TW_NODE_NULL, line, col);
     } else {
       *out = node_new(TW_NODE_SCALAR, line, col);
-      (*out)->str = tw_strndup((const char *)ev->data.scalar.value, ev->data.scalar.length);
+      (*out)->str = tw_strndup((const char *)ev->data.scalar.value,
+                               ev->data.scalar.length);
       (*out)->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
       if (strlen((*out)->str) != ev->data.scalar.length) {
         tw_node_free(*out);
         *out = NULL;
-        return tw_err_set(c->err, TW_E_INVALID,
-                          "malformed YAML at line %d column %d: NUL byte in a string",
-                          line, col);
+        return tw_err_set(
+            c->err, TW_E_INVALID,
+            "malformed YAML at line %d column %d: NUL byte in a string", line,
+            col);
       }
     }
     return TW_OK;
@@ -121,7 +128,8 @@ static enum tw_rc y_node(struct yctx *c, yaml_event_t *ev, int depth,
       yaml_event_t kev;
       if ((rc = y_next(c, &kev)))
         break;
-      if (kev.type == YAML_SEQUENCE_END_EVENT || kev.type == YAML_MAPPING_END_EVENT) {
+      if (kev.type == YAML_SEQUENCE_END_EVENT ||
+          kev.type == YAML_MAPPING_END_EVENT) {
         yaml_event_delete(&kev);
         break;
       }
@@ -129,18 +137,22 @@ static enum tw_rc y_node(struct yctx *c, yaml_event_t *ev, int depth,
       if (map) {
         if (kev.type != YAML_SCALAR_EVENT) {
           rc = tw_err_set(c->err, TW_E_INVALID,
-                          "malformed YAML at line %zu column %zu: mapping keys must be strings",
+                          "malformed YAML at line %zu column %zu: mapping keys "
+                          "must be strings",
                           kev.start_mark.line + 1, kev.start_mark.column + 1);
           yaml_event_delete(&kev);
           break;
         }
-        key = tw_strndup((const char *)kev.data.scalar.value, kev.data.scalar.length);
-        int kl = (int)kev.start_mark.line + 1, kc = (int)kev.start_mark.column + 1;
+        key = tw_strndup((const char *)kev.data.scalar.value,
+                         kev.data.scalar.length);
+        int kl = (int)kev.start_mark.line + 1,
+            kc = (int)kev.start_mark.column + 1;
         yaml_event_delete(&kev);
         if (tw_node_get(n, key)) {
-          rc = tw_err_set(c->err, TW_E_INVALID,
-                          "malformed YAML at line %d column %d: duplicate key \"%s\"",
-                          kl, kc, key);
+          rc = tw_err_set(
+              c->err, TW_E_INVALID,
+              "malformed YAML at line %d column %d: duplicate key \"%s\"", kl,
+              kc, key);
           free(key);
           break;
         }
@@ -166,8 +178,8 @@ static enum tw_rc y_node(struct yctx *c, yaml_event_t *ev, int depth,
     return TW_OK;
   }
   default:
-    return tw_err_set(c->err, TW_E_INVALID, "malformed YAML at line %d column %d",
-                      line, col);
+    return tw_err_set(c->err, TW_E_INVALID,
+                      "malformed YAML at line %d column %d", line, col);
   }
 }
 
@@ -206,9 +218,10 @@ enum tw_rc tw_node_parse_yaml(const char *text, size_t len,
   if ((rc = y_next(&c, &ev)))
     goto out;
   if (ev.type != YAML_STREAM_END_EVENT)
-    rc = tw_err_set(err, TW_E_INVALID,
-                    "malformed YAML: expected a single document, found another at line %zu",
-                    ev.start_mark.line + 1);
+    rc = tw_err_set(
+        err, TW_E_INVALID,
+        "malformed YAML: expected a single document, found another at line %zu",
+        ev.start_mark.line + 1);
   yaml_event_delete(&ev);
 out:
   yaml_parser_delete(&c.p);
@@ -293,11 +306,13 @@ enum tw_rc tw_node_parse_json(const char *text, size_t len,
   /* jansson's own parser bounds nesting depth (JSON_PARSER_MAX_DEPTH). */
   json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
   if (!j)
-    return tw_err_set(err, TW_E_INVALID, "malformed JSON at line %d column %d: %s",
-                      je.line, je.column, je.text);
+    return tw_err_set(err, TW_E_INVALID,
+                      "malformed JSON at line %d column %d: %s", je.line,
+                      je.column, je.text);
   if (json_depth(j, 0) > TW_NODE_MAX_DEPTH) {
     json_decref(j);
-    return tw_err_set(err, TW_E_INVALID, "malformed JSON: nested deeper than %d",
+    return tw_err_set(err, TW_E_INVALID,
+                      "malformed JSON: nested deeper than %d",
                       TW_NODE_MAX_DEPTH);
   }
   *out = from_json(j);
@@ -326,11 +341,13 @@ bool tw_node_as_int(const struct tw_node *n, int64_t *out) {
 bool tw_node_as_bool(const struct tw_node *n, bool *out) {
   if (!n || n->kind != TW_NODE_SCALAR || n->quoted)
     return false;
-  if (!strcmp(n->str, "true") || !strcmp(n->str, "True") || !strcmp(n->str, "TRUE")) {
+  if (!strcmp(n->str, "true") || !strcmp(n->str, "True") ||
+      !strcmp(n->str, "TRUE")) {
     *out = true;
     return true;
   }
-  if (!strcmp(n->str, "false") || !strcmp(n->str, "False") || !strcmp(n->str, "FALSE")) {
+  if (!strcmp(n->str, "false") || !strcmp(n->str, "False") ||
+      !strcmp(n->str, "FALSE")) {
     *out = false;
     return true;
   }
@@ -351,9 +368,12 @@ const char *tw_node_type_name(const struct tw_node *n) {
   if (!n)
     return "nothing";
   switch (n->kind) {
-  case TW_NODE_NULL: return "null";
-  case TW_NODE_MAP: return "mapping";
-  case TW_NODE_SEQ: return "sequence";
+  case TW_NODE_NULL:
+    return "null";
+  case TW_NODE_MAP:
+    return "mapping";
+  case TW_NODE_SEQ:
+    return "sequence";
   case TW_NODE_SCALAR:
     if (n->quoted)
       return "string";

@@ -18,11 +18,11 @@ enum tw_node_kind { TW_NODE_NULL, TW_NODE_SCALAR, TW_NODE_MAP, TW_NODE_SEQ };
 
 struct tw_node {
   enum tw_node_kind kind;
-  int line, col;     /* 1-based position in the source */
-  char *str;         /* SCALAR: its text (owned) */
-  bool quoted;       /* SCALAR: was a quoted string (JSON strings too) */
-  size_t n;          /* MAP and SEQ: number of children */
-  char **keys;       /* MAP: n keys (owned) */
+  int line, col;          /* 1-based position in the source */
+  char *str;              /* SCALAR: its text (owned) */
+  bool quoted;            /* SCALAR: was a quoted string (JSON strings too) */
+  size_t n;               /* MAP and SEQ: number of children */
+  char **keys;            /* MAP: n keys (owned) */
   struct tw_node **items; /* MAP values / SEQ items (owned) */
 };
 

@@ -46,13 +46,14 @@ struct tw_reconcile {
   bool started, stopping;
 };
 
-enum tw_rc tw_reconcile_new(const struct tw_reconcile_opts *opts, struct tw_reconcile **out,
-                            struct tw_err *err) {
+enum tw_rc tw_reconcile_new(const struct tw_reconcile_opts *opts,
+                            struct tw_reconcile **out, struct tw_err *err) {
   *out = NULL;
   if (!opts->store)
     return tw_err_set(err, TW_E_INVALID, "reconcile: a store is required");
-  enum tw_rc rc = tw_store_migrate_module(opts->store, "reconcile", MIGRATIONS,
-                                          (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]), err);
+  enum tw_rc rc = tw_store_migrate_module(
+      opts->store, "reconcile", MIGRATIONS,
+      (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]), err);
   if (rc)
     return rc;
   if ((rc = tw_store_gang_migrate(opts->store, err)))
@@ -70,7 +71,8 @@ enum tw_rc tw_reconcile_new(const struct tw_reconcile_opts *opts, struct tw_reco
   return TW_OK;
 }
 
-/* ---- recording ------------------------------------------------------------- */
+/* ---- recording -------------------------------------------------------------
+ */
 
 static enum tw_rc op_log_add(struct tw_store *s, struct sqlite3 *db, void *arg,
                              struct tw_err *err) {
@@ -92,24 +94,30 @@ static enum tw_rc op_log_add(struct tw_store *s, struct sqlite3 *db, void *arg,
   return TW_OK;
 }
 
-static void record(struct tw_reconcile *r, const struct tw_reconcile_action *a) {
+static void record(struct tw_reconcile *r,
+                   const struct tw_reconcile_action *a) {
   struct tw_err err = {0};
   if (tw_store_write(r->o.store, op_log_add, (void *)a, &err))
-    tw_log_warn("reconcile", "instance=%s action not stored: %s", a->instance_id, err.msg);
+    tw_log_warn("reconcile", "instance=%s action not stored: %s",
+                a->instance_id, err.msg);
   if (a->job_id[0]) {
     char note[400];
     snprintf(note, sizeof note, "reconciler %s instance %s%s%s: %s", a->action,
-             a->instance_id, a->attempt[0] ? " of attempt " : "", a->attempt, a->reason);
+             a->instance_id, a->attempt[0] ? " of attempt " : "", a->attempt,
+             a->reason);
     struct tw_err nerr = {0};
-    tw_store_job_note(r->o.store, a->job_id, note, &nerr); /* no job: nothing to note */
+    tw_store_job_note(r->o.store, a->job_id, note,
+                      &nerr); /* no job: nothing to note */
   }
-  tw_log_info("reconcile", "provider=%s instance=%s job=%s attempt=%s %s: %s", a->provider,
-              a->instance_id, a->job_id, a->attempt, a->action, a->reason);
+  tw_log_info("reconcile", "provider=%s instance=%s job=%s attempt=%s %s: %s",
+              a->provider, a->instance_id, a->job_id, a->attempt, a->action,
+              a->reason);
   if (r->o.on_action)
     r->o.on_action(r->o.ctx, a);
 }
 
-/* ---- one pass ----------------------------------------------------------------- */
+/* ---- one pass
+ * ----------------------------------------------------------------- */
 
 struct seen {
   struct tw_instance inst;
@@ -131,8 +139,8 @@ static int by_launch(const void *x, const void *y) {
   return strcmp(a->inst.id, b->inst.id);
 }
 
-static struct job_atts *atts_of(struct tw_reconcile *r, struct job_atts **cache, size_t *n,
-                                size_t *cap, const char *job_id) {
+static struct job_atts *atts_of(struct tw_reconcile *r, struct job_atts **cache,
+                                size_t *n, size_t *cap, const char *job_id) {
   for (size_t i = 0; i < *n; i++)
     if (!strcmp((*cache)[i].job_id, job_id))
       return &(*cache)[i];
@@ -164,13 +172,15 @@ static void placement_json(struct tw_buf *b, const struct tw_instance *i,
   tw_buf_json_str(b, i->zone);
   tw_buf_adds(b, ",\"instance_type\":");
   tw_buf_json_str(b, i->instance_type);
-  tw_buf_printf(b, ",\"market\":\"%s\",\"price_uusd_per_hour\":%lld,\"attempt\":%d",
-                a->market, (long long)a->price_uusd_per_hour, a->n);
+  tw_buf_printf(
+      b, ",\"market\":\"%s\",\"price_uusd_per_hour\":%lld,\"attempt\":%d",
+      a->market, (long long)a->price_uusd_per_hour, a->n);
   tw_buf_adds(b, ",\"instance_id\":");
   tw_buf_json_str(b, i->id);
   tw_buf_adds(b, ",\"offer_id\":");
   tw_buf_json_str(b, a->offer_id);
-  tw_buf_adds(b, ",\"explain\":\"adopted by the reconciler: the launch's answer was lost\"}");
+  tw_buf_adds(b, ",\"explain\":\"adopted by the reconciler: the launch's "
+                 "answer was lost\"}");
 }
 
 /* k when client token ct is node k of a gang of attempt token ("<token>-<k>"),
@@ -196,7 +206,8 @@ static int nodes_of_job(struct tw_reconcile *r, const char *job_id) {
     return 0;
   struct tw_job_spec spec;
   int n = 0;
-  if (tw_spec_parse(job.spec_json, strlen(job.spec_json), true, &spec, &err) == TW_OK) {
+  if (tw_spec_parse(job.spec_json, strlen(job.spec_json), true, &spec, &err) ==
+      TW_OK) {
     n = spec.nodes > 0 ? spec.nodes : 1;
     tw_spec_release(&spec);
   }
@@ -211,8 +222,9 @@ static int nodes_of_job(struct tw_reconcile *r, const char *job_id) {
  * (NULL: nothing to record) with reason filled; *failed when a call
  * failed. */
 static const char *gang_node(struct tw_reconcile *r, struct tw_provider *prov,
-                             const struct tw_instance *in, struct tw_attempt_rec *a, int k,
-                             char *reason, size_t rsz, struct tw_reconcile_stats *st) {
+                             const struct tw_instance *in,
+                             struct tw_attempt_rec *a, int k, char *reason,
+                             size_t rsz, struct tw_reconcile_stats *st) {
   int nodes = nodes_of_job(r, a->job_id);
   if (!nodes)
     return NULL; /* the store could not say: decide nothing on that */
@@ -229,9 +241,11 @@ static const char *gang_node(struct tw_reconcile *r, struct tw_provider *prov,
   if (k <= nodes && mine && !strcmp(mine->instance_id, in->id)) {
     /* as it should be */
   } else if (k <= nodes && !mine) {
-    if (tw_store_attempt_instance_put(r->o.store, a->id, k, in->id, "launched", &err) == TW_OK) {
+    if (tw_store_attempt_instance_put(r->o.store, a->id, k, in->id, "launched",
+                                      &err) == TW_OK) {
       action = "adopted";
-      snprintf(reason, rsz, "the launch's answer was lost; node %d of %d of attempt %d", k,
+      snprintf(reason, rsz,
+               "the launch's answer was lost; node %d of %d of attempt %d", k,
                nodes, a->n);
       st->adopted++;
       if (ng + 1 == (size_t)nodes && !a->instance_id[0]) {
@@ -245,7 +259,8 @@ static const char *gang_node(struct tw_reconcile *r, struct tw_provider *prov,
         struct tw_instance head = *in;
         snprintf(head.id, sizeof head.id, "%s", first ? first : in->id);
         placement_json(&pj, &head, a);
-        if (tw_store_attempt_launched(r->o.store, a->id, head.id, pj.data, &err) == TW_OK) {
+        if (tw_store_attempt_launched(r->o.store, a->id, head.id, pj.data,
+                                      &err) == TW_OK) {
           snprintf(a->instance_id, sizeof a->instance_id, "%s", head.id);
           a->state = TW_ATTEMPT_PROVISIONING;
         }
@@ -256,8 +271,8 @@ static const char *gang_node(struct tw_reconcile *r, struct tw_provider *prov,
     if (k > nodes)
       snprintf(reason, rsz, "beyond its gang: node %d of %d", k, nodes);
     else
-      snprintf(reason, rsz, "a duplicate: node %d of attempt %d runs on %s", k, a->n,
-               mine->instance_id);
+      snprintf(reason, rsz, "a duplicate: node %d of attempt %d runs on %s", k,
+               a->n, mine->instance_id);
     if (tw_provider_terminate(prov, in->id, &err))
       st->failures++;
     else {
@@ -269,7 +284,8 @@ static const char *gang_node(struct tw_reconcile *r, struct tw_provider *prov,
   return action;
 }
 
-enum tw_rc tw_reconcile_pass(struct tw_reconcile *r, struct tw_reconcile_stats *done,
+enum tw_rc tw_reconcile_pass(struct tw_reconcile *r,
+                             struct tw_reconcile_stats *done,
                              struct tw_err *err) {
   (void)err;
   struct tw_reconcile_stats st = {.passes = 1};
@@ -311,8 +327,9 @@ enum tw_rc tw_reconcile_pass(struct tw_reconcile *r, struct tw_reconcile_stats *
     if (tw_instance_state_gone(in->state))
       continue;
     const char *token = in->attempt_id[0] ? in->attempt_id : in->client_token;
-    struct job_atts *j = in->job_id[0] ? atts_of(r, &cache, &n_cache, &cap_cache, in->job_id)
-                                       : NULL;
+    struct job_atts *j =
+        in->job_id[0] ? atts_of(r, &cache, &n_cache, &cap_cache, in->job_id)
+                      : NULL;
     if (j && j->missing)
       continue; /* the store could not answer: decide nothing on that */
     struct tw_attempt_rec *a = NULL;
@@ -322,7 +339,8 @@ enum tw_rc tw_reconcile_pass(struct tw_reconcile *r, struct tw_reconcile_stats *
     int64_t now = tw_clock_now_ms(r->o.clock);
     char reason[200];
     const char *action = NULL;
-    int k = a && a->state != TW_ATTEMPT_ENDED ? gang_k(in->client_token, token) : 0;
+    int k =
+        a && a->state != TW_ATTEMPT_ENDED ? gang_k(in->client_token, token) : 0;
     if (k) {
       action = gang_node(r, prov, in, a, k, reason, sizeof reason, &st);
       if (!action)
@@ -332,13 +350,15 @@ enum tw_rc tw_reconcile_pass(struct tw_reconcile *r, struct tw_reconcile_stats *
       tw_buf_init(&pj);
       placement_json(&pj, in, a);
       struct tw_err aerr = {0};
-      enum tw_rc rc = tw_store_attempt_launched(r->o.store, a->id, in->id, pj.data, &aerr);
+      enum tw_rc rc =
+          tw_store_attempt_launched(r->o.store, a->id, in->id, pj.data, &aerr);
       tw_buf_release(&pj);
       if (rc == TW_OK) {
         snprintf(a->instance_id, sizeof a->instance_id, "%s", in->id);
         a->state = TW_ATTEMPT_PROVISIONING;
         action = "adopted";
-        snprintf(reason, sizeof reason, "the launch's answer was lost; attempt %d goes on with it",
+        snprintf(reason, sizeof reason,
+                 "the launch's answer was lost; attempt %d goes on with it",
                  a->n);
         st.adopted++;
       } else {
@@ -363,17 +383,20 @@ enum tw_rc tw_reconcile_pass(struct tw_reconcile *r, struct tw_reconcile_stats *
         snprintf(reason, sizeof reason, "its job is %s", tw_job_state_str(js));
         st.terminated++;
       }
-    } else if (a && a->state != TW_ATTEMPT_ENDED && !strcmp(a->instance_id, in->id)) {
+    } else if (a && a->state != TW_ATTEMPT_ENDED &&
+               !strcmp(a->instance_id, in->id)) {
       continue; /* as it should be */
     } else {
       if (!a)
-        snprintf(reason, sizeof reason, "%s", in->job_id[0] ? "no such attempt in the store"
-                                                            : "it names no job");
+        snprintf(reason, sizeof reason, "%s",
+                 in->job_id[0] ? "no such attempt in the store"
+                               : "it names no job");
       else if (a->state == TW_ATTEMPT_ENDED)
-        snprintf(reason, sizeof reason, "its attempt ended (%s)", a->end_reason);
+        snprintf(reason, sizeof reason, "its attempt ended (%s)",
+                 a->end_reason);
       else
-        snprintf(reason, sizeof reason, "a duplicate: attempt %d runs on %s", a->n,
-                 a->instance_id);
+        snprintf(reason, sizeof reason, "a duplicate: attempt %d runs on %s",
+                 a->n, a->instance_id);
       struct tw_err terr = {0};
       if (tw_provider_terminate(prov, in->id, &terr)) {
         st.failures++;
@@ -405,21 +428,25 @@ enum tw_rc tw_reconcile_pass(struct tw_reconcile *r, struct tw_reconcile_stats *
   r->stats.last_pass_ms = st.last_pass_ms;
   pthread_mutex_unlock(&r->mu);
   pthread_mutex_unlock(&r->pass_mu);
-  tw_log_info("reconcile", "pass done listed=%llu adopted=%llu terminated=%llu failures=%llu",
-              (unsigned long long)st.listed, (unsigned long long)st.adopted,
-              (unsigned long long)st.terminated, (unsigned long long)st.failures);
+  tw_log_info(
+      "reconcile",
+      "pass done listed=%llu adopted=%llu terminated=%llu failures=%llu",
+      (unsigned long long)st.listed, (unsigned long long)st.adopted,
+      (unsigned long long)st.terminated, (unsigned long long)st.failures);
   if (done)
     *done = st;
   return TW_OK;
 }
 
-void tw_reconcile_stats(struct tw_reconcile *r, struct tw_reconcile_stats *out) {
+void tw_reconcile_stats(struct tw_reconcile *r,
+                        struct tw_reconcile_stats *out) {
   pthread_mutex_lock(&r->mu);
   *out = r->stats;
   pthread_mutex_unlock(&r->mu);
 }
 
-/* ---- the thread -------------------------------------------------------------- */
+/* ---- the thread
+ * -------------------------------------------------------------- */
 
 static void *loop_main(void *arg) {
   struct tw_reconcile *r = arg;
@@ -467,7 +494,8 @@ void tw_reconcile_free(struct tw_reconcile *r) {
   free(r);
 }
 
-/* ---- the log --------------------------------------------------------------- */
+/* ---- the log ---------------------------------------------------------------
+ */
 
 struct log_read {
   int limit;
@@ -504,15 +532,17 @@ static enum tw_rc op_log_list(struct tw_store *s, struct sqlite3 *db, void *arg,
   }
   sqlite3_reset(st);
   if (rc != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "reconcile: read log: %s", sqlite3_errmsg(db));
+    return tw_err_set(err, TW_E_IO, "reconcile: read log: %s",
+                      sqlite3_errmsg(db));
   return TW_OK;
 }
 
-enum tw_rc tw_reconcile_log(struct tw_store *s, int limit, struct tw_reconcile_logrec **out,
-                            size_t *n, struct tw_err *err) {
+enum tw_rc tw_reconcile_log(struct tw_store *s, int limit,
+                            struct tw_reconcile_logrec **out, size_t *n,
+                            struct tw_err *err) {
   if (limit < 1 || limit > 10000)
-    return tw_err_set(err, TW_E_INVALID, "reconcile log: limit must be 1..10000, got %d",
-                      limit);
+    return tw_err_set(err, TW_E_INVALID,
+                      "reconcile log: limit must be 1..10000, got %d", limit);
   struct log_read a = {.limit = limit};
   enum tw_rc rc = tw_store_read(s, op_log_list, &a, err);
   if (rc) {

@@ -43,20 +43,20 @@ struct tw_reconcile;
 /* One thing a pass did. */
 struct tw_reconcile_action {
   int64_t at_ms;
-  const char *provider;    /* account name */
+  const char *provider; /* account name */
   const char *instance_id;
-  const char *job_id;      /* "" when the instance names none */
-  const char *attempt;     /* the attempt's client token, "" when none */
-  const char *action;      /* "adopted", "terminated" */
-  const char *reason;      /* "no attempt in the store", ... */
+  const char *job_id;  /* "" when the instance names none */
+  const char *attempt; /* the attempt's client token, "" when none */
+  const char *action;  /* "adopted", "terminated" */
+  const char *reason;  /* "no attempt in the store", ... */
 };
 
 struct tw_reconcile_opts {
-  struct tw_store *store;          /* borrowed */
-  struct tw_clock *clock;          /* borrowed; NULL: real */
-  struct tw_provider **providers;  /* borrowed; outlive the reconciler */
+  struct tw_store *store;         /* borrowed */
+  struct tw_clock *clock;         /* borrowed; NULL: real */
+  struct tw_provider **providers; /* borrowed; outlive the reconciler */
   size_t n_providers;
-  int64_t interval_ms;             /* between passes; default 60000 */
+  int64_t interval_ms; /* between passes; default 60000 */
   /* Called after each action is recorded, on the pass's thread; NULL:
    * none.  The audit log (broker/audit.h) plugs in here. */
   void (*on_action)(void *ctx, const struct tw_reconcile_action *a);
@@ -65,11 +65,11 @@ struct tw_reconcile_opts {
 
 struct tw_reconcile_stats {
   uint64_t passes;
-  uint64_t listed;       /* instances seen, all passes */
+  uint64_t listed; /* instances seen, all passes */
   uint64_t adopted;
   uint64_t terminated;
-  uint64_t failures;     /* listings or terminations that failed */
-  int64_t last_pass_ms;  /* when the last pass ended; 0 never */
+  uint64_t failures;    /* listings or terminations that failed */
+  int64_t last_pass_ms; /* when the last pass ended; 0 never */
 };
 
 /* Creates a reconciler (migrates its table).  *out is owned:

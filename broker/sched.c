@@ -156,9 +156,9 @@ struct sched_demand {
   char job_id[TW_JOB_ID_LEN + 1];
   char tenant[64];
   int64_t vcpus, memory_mib, gpus, duration_s;
-  char offer_id[192];  /* private offers: the pool it holds nodes of */
+  char offer_id[192]; /* private offers: the pool it holds nodes of */
   int nodes;
-  int64_t end_ms;      /* when its attempt is expected to end */
+  int64_t end_ms; /* when its attempt is expected to end */
   bool live;
 };
 
@@ -170,7 +170,7 @@ struct sched_place {
                                       change (then it owns them) */
   const struct tw_offer *ix_items; /* the array it was built over */
   struct tw_plan_ws *ws;
-  struct tw_placer *own;           /* when the daemon published none */
+  struct tw_placer *own; /* when the daemon published none */
   bool ds_ready;
   int64_t ds_version;
   struct tw_dataset_set ds;
@@ -185,7 +185,7 @@ struct sched_place {
   struct sched_wait {
     char job_id[TW_JOB_ID_LEN + 1];
     uint64_t key, note;
-  } *wait;
+  } * wait;
   size_t n_wait, cap_wait;
 };
 
@@ -241,7 +241,8 @@ static void sched_place_free(const struct tw_sched *s) {
  * taken of private capacity starts again from the new listing. */
 static void sched__offers_changing(struct tw_sched *s) {
   struct sched_place *p = sched_place_of(s);
-  if (p->ix && p->ix_gen == p->offers_gen && p->ix_items == s->all.items && s->all.items) {
+  if (p->ix && p->ix_gen == p->offers_gen && p->ix_items == s->all.items &&
+      s->all.items) {
     tw_offer_index_own_source(p->ix);
     tw_offer_list_init(&s->all); /* the release that follows frees nothing */
   }
@@ -261,7 +262,8 @@ static struct tw_placer *sched_placer(struct sched_place *p) {
 
 /* The index over s->all, rebuilt when the offers changed (the REST
  * handlers' plans get it through the placer). */
-static struct tw_offer_index *sched_index(struct tw_sched *s, struct sched_place *p) {
+static struct tw_offer_index *sched_index(struct tw_sched *s,
+                                          struct sched_place *p) {
   if (p->ix && p->ix_gen == p->offers_gen)
     return p->ix;
   struct tw_offer_source src;
@@ -280,8 +282,10 @@ static struct tw_offer_index *sched_index(struct tw_sched *s, struct sched_place
   p->ix_gen = p->offers_gen;
   struct tw_offer_index_stats st;
   tw_offer_index_stats(ix, &st);
-  tw_log_info("sched", "offers=%zu shapes=%zu locations=%zu build_ms=%lld placement index built",
-              st.offers, st.shapes, st.locations, (long long)(st.build_us / 1000));
+  tw_log_info(
+      "sched",
+      "offers=%zu shapes=%zu locations=%zu build_ms=%lld placement index built",
+      st.offers, st.shapes, st.locations, (long long)(st.build_us / 1000));
   return ix;
 }
 
@@ -339,8 +343,8 @@ static void sched_health(struct tw_sched *s, struct sched_place *p) {
     tw_provider_stats(s->pc[i].p, TW_POP_LAUNCH, &st[0]);
     tw_provider_stats(s->pc[i].p, TW_POP_LIST_OFFERS, &st[1]);
     if (st[0].last_rc == TW_E_AUTH || st[1].last_rc == TW_E_AUTH) {
-      snprintf(p->health.account[p->health.n], sizeof p->health.account[0], "%s",
-               tw_provider_account(s->pc[i].p));
+      snprintf(p->health.account[p->health.n], sizeof p->health.account[0],
+               "%s", tw_provider_account(s->pc[i].p));
       snprintf(p->health.reason[p->health.n++], sizeof p->health.reason[0],
                "credentials refused");
     }
@@ -370,7 +374,8 @@ static void demand_of(const struct tw_job_spec *spec, struct sched_demand *d) {
   d->nodes = (int)nodes;
 }
 
-static struct sched_demand *demand_find(struct sched_place *p, const char *job_id) {
+static struct sched_demand *demand_find(struct sched_place *p,
+                                        const char *job_id) {
   for (size_t i = 0; i < p->n_dem; i++)
     if (!strcmp(p->dem[i].job_id, job_id))
       return &p->dem[i];
@@ -422,14 +427,19 @@ static void sched_usage(struct tw_sched *s, struct sched_place *p,
 
 /* The plan of one job with its exclusions; counts every rejection, so
  * the explanation can say why the others lost. */
-static void sched_plan(struct tw_sched *s, struct sched_place *p, const struct tw_job_rec *job,
-                       const struct tw_job_spec *spec, const char *const *excl, size_t n_excl,
-                       int64_t now, const struct tw_policy_set *set, bool counts,
+static void sched_plan(struct tw_sched *s, struct sched_place *p,
+                       const struct tw_job_rec *job,
+                       const struct tw_job_spec *spec, const char *const *excl,
+                       size_t n_excl, int64_t now,
+                       const struct tw_policy_set *set, bool counts,
                        struct tw_plan *plan) {
   struct tw_place_snapshot snap;
   snapshot_of(p, &snap);
-  struct tw_plan_input in = {.job = spec, .job_id = job->id, .now_ms = now,
-                             .excluded = excl, .n_excluded = n_excl};
+  struct tw_plan_input in = {.job = spec,
+                             .job_id = job->id,
+                             .now_ms = now,
+                             .excluded = excl,
+                             .n_excluded = n_excl};
   struct tw_plan_opts opts = {.counts = counts};
   struct tw_err err = {0};
   if (!p->ix || tw_plan_make(set, &snap, &in, &opts, p->ws, plan, &err)) {
@@ -465,8 +475,8 @@ static struct sched_wait *wait_of(struct sched_place *p, const char *job_id) {
 }
 
 /* Notes text on the job unless it is what was noted last. */
-static void note_once(struct tw_sched *s, struct sched_place *p, const char *job_id,
-                      const char *text) {
+static void note_once(struct tw_sched *s, struct sched_place *p,
+                      const char *job_id, const char *text) {
   struct sched_wait *w = wait_of(p, job_id);
   uint64_t h = fnv64(1469598103934665603ULL, text, strlen(text));
   if (w->note == h)
@@ -478,10 +488,12 @@ static void note_once(struct tw_sched *s, struct sched_place *p, const char *job
 /* Everything a plan of this job reads that can change between passes: if
  * none did, a job that fit nowhere still fits nowhere, for the same
  * reasons. */
-static uint64_t wait_key(const struct sched_place *p, const struct tw_policy_set *set,
+static uint64_t wait_key(const struct sched_place *p,
+                         const struct tw_policy_set *set,
                          const struct tw_job_rec *job, const char *const *excl,
                          size_t n_excl) {
-  uint64_t v[6] = {p->ix_gen, set->generation, p->ds.generation, p->health.generation,
+  uint64_t v[6] = {p->ix_gen,         set->generation,
+                   p->ds.generation,  p->health.generation,
                    p->cap.generation, (uint64_t)p->res.n};
   uint64_t h = fnv64(1469598103934665603ULL, v, sizeof v);
   h = fnv64(h, job->spec_json, strlen(job->spec_json));
@@ -497,14 +509,16 @@ static uint64_t wait_key(const struct sched_place *p, const struct tw_policy_set
  * of this pass holds one: later jobs may use the pool only beside it or
  * until it starts (the backfill filter). */
 static void sched_reserve(struct tw_sched *s, struct sched_place *p,
-                          const struct tw_job_rec *job, const struct tw_job_spec *spec,
-                          int64_t now, const struct tw_policy_set *set) {
+                          const struct tw_job_rec *job,
+                          const struct tw_job_spec *spec, int64_t now,
+                          const struct tw_policy_set *set) {
   if (!p->ix)
     return;
   struct tw_policy_set relaxed = *set; /* a view: never freed */
   relaxed.n_filters = 0;
   for (size_t i = 0; i < set->n_filters; i++)
-    if (set->filters[i].ops != &tw_filter_capacity && set->filters[i].ops != &tw_filter_backfill)
+    if (set->filters[i].ops != &tw_filter_capacity &&
+        set->filters[i].ops != &tw_filter_backfill)
       relaxed.filters[relaxed.n_filters++] = set->filters[i];
   struct tw_place_snapshot snap;
   snapshot_of(p, &snap);
@@ -525,7 +539,8 @@ static void sched_reserve(struct tw_sched *s, struct sched_place *p,
       if (!strcmp(p->dem[d].offer_id, o->id))
         run[nr++] = (struct tw_bf_running){p->dem[d].nodes, p->dem[d].end_ms};
     int nodes = spec->nodes > 0 ? spec->nodes : 1;
-    int64_t start = tw_backfill_start_ms(free_now < 0 ? 0 : free_now, run, nr, nodes, now);
+    int64_t start =
+        tw_backfill_start_ms(free_now < 0 ? 0 : free_now, run, nr, nodes, now);
     free(run);
     if (start == INT64_MAX)
       continue;
@@ -536,7 +551,8 @@ static void sched_reserve(struct tw_sched *s, struct sched_place *p,
     char at[40], note[400];
     tw_time_fmt_rfc3339(start, at, sizeof at);
     snprintf(note, sizeof note,
-             "waiting for private capacity: %d nodes of %s reserved from %s; smaller jobs "
+             "waiting for private capacity: %d nodes of %s reserved from %s; "
+             "smaller jobs "
              "backfill only around it",
              nodes, o->id, at);
     note_once(s, p, job->id, note);
@@ -550,9 +566,10 @@ static void sched_reserve(struct tw_sched *s, struct sched_place *p,
  * if so, record the replica (the registry's version moves, so the set is
  * reloaded before these jobs are placed) and tell each reader. */
 static void sched_replicate(struct tw_sched *s, struct sched_place *p,
-                            const struct tw_policy_set *set, struct tw_job_rec *jobs,
-                            struct tw_job_spec *specs, const bool *parsed, const size_t *order,
-                            size_t n, int64_t now) {
+                            const struct tw_policy_set *set,
+                            struct tw_job_rec *jobs, struct tw_job_spec *specs,
+                            const bool *parsed, const size_t *order, size_t n,
+                            int64_t now) {
   if (!set->replication.enabled || !p->ix || !p->ds_ready)
     return;
   const char *done[64];
@@ -586,30 +603,37 @@ static void sched_replicate(struct tw_sched *s, struct sched_place *p,
       struct tw_place_snapshot snap;
       snapshot_of(p, &snap);
       struct tw_repl_choice c;
-      if (tw_replicate_decide(set, &snap, uri, readers, nr, now, p->ws, &c, NULL) ||
+      if (tw_replicate_decide(set, &snap, uri, readers, nr, now, p->ws, &c,
+                              NULL) ||
           !c.replicate)
         continue;
       /* the registry learns the dataset from the readers when it lacks it */
       const struct tw_dataset_ref *ref = &specs[ja].datasets[d];
       const char *loc = ref->location;
-      struct tw_dataset_put put = {.uri = uri, .size_bytes = ref->size_bytes,
-                                   .locations = &loc, .n_locations = loc ? 1 : 0};
+      struct tw_dataset_put put = {.uri = uri,
+                                   .size_bytes = ref->size_bytes,
+                                   .locations = &loc,
+                                   .n_locations = loc ? 1 : 0};
       char note[512], copy[32], saved[32];
       tw_policy_fmt_uusd(c.copy_uusd, copy, sizeof copy);
       tw_policy_fmt_uusd(c.before_uusd - c.after_uusd, saved, sizeof saved);
-      snprintf(note, sizeof note, "%zu pending jobs read it: one copy from %s (%s) saves %s",
+      snprintf(note, sizeof note,
+               "%zu pending jobs read it: one copy from %s (%s) saves %s",
                c.readers, c.source, copy, saved);
       struct tw_err err = {0};
       if (tw_datasets_put(s->store, &put, now, NULL, NULL, &err) ||
-          tw_datasets_add_replica(s->store, uri, c.target, c.copy_uusd, note, now, &err)) {
-        tw_log_warn("sched", "dataset=%s replica to %s not recorded: %s", uri, c.target,
-                    err.msg);
+          tw_datasets_add_replica(s->store, uri, c.target, c.copy_uusd, note,
+                                  now, &err)) {
+        tw_log_warn("sched", "dataset=%s replica to %s not recorded: %s", uri,
+                    c.target, err.msg);
         continue;
       }
-      tw_log_info("sched", "dataset=%s target=%s copy_uusd=%lld readers=%zu replicated", uri,
-                  c.target, (long long)c.copy_uusd, c.readers);
+      tw_log_info("sched",
+                  "dataset=%s target=%s copy_uusd=%lld readers=%zu replicated",
+                  uri, c.target, (long long)c.copy_uusd, c.readers);
       char jn[1024];
-      snprintf(jn, sizeof jn, "dataset %.200s replicated to %s once for %zu jobs: %s", uri,
+      snprintf(jn, sizeof jn,
+               "dataset %.200s replicated to %s once for %zu jobs: %s", uri,
                c.target, c.readers, note);
       for (size_t r = 0; r < nr; r++)
         tw_store_job_note(s->store, jobs[reader_idx[r]].id, jn, NULL);
@@ -650,7 +674,8 @@ static int sched_place_pending(struct tw_sched *s, int64_t now) {
   struct tw_job_rec *queue = NULL;
   size_t n = 0;
   int changes = 0;
-  if (tw_store_jobs_queued(s->store, TW_JOB_PENDING, window, &queue, &n, &err)) {
+  if (tw_store_jobs_queued(s->store, TW_JOB_PENDING, window, &queue, &n,
+                           &err)) {
     tw_policy_set_unref(set);
     return 0;
   }
@@ -663,15 +688,18 @@ static int sched_place_pending(struct tw_sched *s, int64_t now) {
     parsed[i] = sched__parse_spec(&queue[i], &specs[i]);
     if (parsed[i])
       demand_of(&specs[i], &d);
-    qj[i] = (struct tw_queue_job){.id = queue[i].id, .tenant = queue[i].tenant,
+    qj[i] = (struct tw_queue_job){.id = queue[i].id,
+                                  .tenant = queue[i].tenant,
                                   .priority = queue[i].priority,
-                                  .created_ms = queue[i].created_ms, .vcpus = d.vcpus,
-                                  .memory_mib = d.memory_mib, .gpus = d.gpus};
+                                  .created_ms = queue[i].created_ms,
+                                  .vcpus = d.vcpus,
+                                  .memory_mib = d.memory_mib,
+                                  .gpus = d.gpus};
   }
   struct tw_queue_usage *use = tw_calloc(p->n_dem ? p->n_dem : 1, sizeof *use);
   for (size_t i = 0; i < p->n_dem; i++)
-    use[i] = (struct tw_queue_usage){p->dem[i].tenant, p->dem[i].vcpus, p->dem[i].memory_mib,
-                                     p->dem[i].gpus};
+    use[i] = (struct tw_queue_usage){p->dem[i].tenant, p->dem[i].vcpus,
+                                     p->dem[i].memory_mib, p->dem[i].gpus};
   tw_queue_order(&set->queue, now, qj, n, use, p->n_dem, order, NULL);
   free(use);
   size_t todo = n < (size_t)s->max_place ? n : (size_t)s->max_place;
@@ -695,16 +723,17 @@ static int sched_place_pending(struct tw_sched *s, int64_t now) {
 bool sched__parse_spec(const struct tw_job_rec *job, struct tw_job_spec *spec) {
   struct tw_err err = {0};
   if (tw_spec_parse(job->spec_json, strlen(job->spec_json), true, spec, &err)) {
-    tw_log_error("sched", "job=%s stored spec does not parse: %s", job->id, err.msg);
+    tw_log_error("sched", "job=%s stored spec does not parse: %s", job->id,
+                 err.msg);
     return false;
   }
   return true;
 }
 
 static void placement_json(struct tw_buf *b, const struct tw_offer *o,
-                           const struct tw_attempt_rec *a, const char *instance_id,
-                           const char (*gang_ids)[128], size_t n_gang, int64_t cost,
-                           const char *explain) {
+                           const struct tw_attempt_rec *a,
+                           const char *instance_id, const char (*gang_ids)[128],
+                           size_t n_gang, int64_t cost, const char *explain) {
   tw_buf_adds(b, "{\"provider\":");
   tw_buf_json_str(b, o->provider);
   tw_buf_adds(b, ",\"account\":");
@@ -717,7 +746,8 @@ static void placement_json(struct tw_buf *b, const struct tw_offer *o,
   tw_buf_json_str(b, o->instance_type);
   tw_buf_printf(b, ",\"market\":\"%s\",\"price_uusd_per_hour\":%lld",
                 tw_market_str(o->market), (long long)o->price_uusd_per_hour);
-  tw_buf_printf(b, ",\"expected_cost_uusd\":%lld,\"attempt\":%d,\"instance_id\":",
+  tw_buf_printf(b,
+                ",\"expected_cost_uusd\":%lld,\"attempt\":%d,\"instance_id\":",
                 (long long)cost, a->n);
   tw_buf_json_str(b, instance_id);
   if (gang_ids && n_gang > 1) { /* a gang: every node, first = instance_id */
@@ -740,7 +770,8 @@ static void placement_json(struct tw_buf *b, const struct tw_offer *o,
   tw_buf_addc(b, '}');
 }
 
-bool sched__is_gang(struct tw_sched *s, const struct tw_job_spec *spec, const char *account) {
+bool sched__is_gang(struct tw_sched *s, const struct tw_job_spec *spec,
+                    const char *account) {
   if (spec->nodes <= 1)
     return false;
   struct pcache *pc = sched__provider(s, account);
@@ -748,7 +779,8 @@ bool sched__is_gang(struct tw_sched *s, const struct tw_job_spec *spec, const ch
   return !pc || !tw_provider_supports(pc->p, TW_PROV_BATCH);
 }
 
-void sched__gang_token(const struct tw_attempt_rec *a, int k, char *out, size_t sz) {
+void sched__gang_token(const struct tw_attempt_rec *a, int k, char *out,
+                       size_t sz) {
   snprintf(out, sz, "%s-%d", a->client_token, k);
 }
 
@@ -760,8 +792,9 @@ void sched__gang_token(const struct tw_attempt_rec *a, int k, char *out, size_t 
  * their attempt is closed) and the failure's rc is returned with err set.
  * ids[k - 1] is node k's instance. */
 static enum tw_rc gang_launch(struct tw_sched *s, struct pcache *pc,
-                              const struct tw_launch *base, const struct tw_attempt_rec *a,
-                              int nodes, char (*ids)[128], struct tw_err *err) {
+                              const struct tw_launch *base,
+                              const struct tw_attempt_rec *a, int nodes,
+                              char (*ids)[128], struct tw_err *err) {
   enum tw_rc rc = TW_OK;
   int got = 0;
   for (int k = 1; k <= nodes && rc == TW_OK; k++) {
@@ -777,8 +810,10 @@ static enum tw_rc gang_launch(struct tw_sched *s, struct pcache *pc,
     snprintf(ids[k - 1], 128, "%s", inst.id);
     got = k;
     struct tw_err serr = {0};
-    if (tw_store_attempt_instance_put(s->store, a->id, k, inst.id, "launched", &serr))
-      tw_log_warn("sched", "job=%s attempt=%d node %d launched %s but not recorded: %s",
+    if (tw_store_attempt_instance_put(s->store, a->id, k, inst.id, "launched",
+                                      &serr))
+      tw_log_warn("sched",
+                  "job=%s attempt=%d node %d launched %s but not recorded: %s",
                   a->job_id, a->n, k, inst.id, serr.msg);
   }
   if (rc == TW_OK)
@@ -786,40 +821,46 @@ static enum tw_rc gang_launch(struct tw_sched *s, struct pcache *pc,
   for (int k = 1; k <= got; k++) {
     struct tw_err terr = {0};
     if (tw_provider_terminate(pc->p, ids[k - 1], &terr) == TW_OK)
-      tw_store_attempt_instance_put(s->store, a->id, k, ids[k - 1], "terminated", &terr);
+      tw_store_attempt_instance_put(s->store, a->id, k, ids[k - 1],
+                                    "terminated", &terr);
   }
-  tw_log_info("sched", "job=%s attempt=%d gang of %d: node %d refused (%s); %d node%s given back",
-              a->job_id, a->n, nodes, got + 1, tw_rc_str(rc), got, got == 1 ? "" : "s");
+  tw_log_info("sched",
+              "job=%s attempt=%d gang of %d: node %d refused (%s); %d node%s "
+              "given back",
+              a->job_id, a->n, nodes, got + 1, tw_rc_str(rc), got,
+              got == 1 ? "" : "s");
   return rc;
 }
 
 /* Calls the provider for attempt a on offer o; stores the outcome.
  * Returns the rc of the launch. */
 enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
-                                 const struct tw_job_spec *spec,
-                                 const struct tw_attempt_rec *a,
-                                 const struct tw_offer *o, int64_t cost,
-                                 const char *explain) {
+                         const struct tw_job_spec *spec,
+                         const struct tw_attempt_rec *a,
+                         const struct tw_offer *o, int64_t cost,
+                         const char *explain) {
   struct pcache *pc = sched__provider(s, o->account);
   struct tw_err err = {0};
   if (!pc)
-    return tw_err_set(&err, TW_E_INVALID, "provider %s is not configured", o->account);
+    return tw_err_set(&err, TW_E_INVALID, "provider %s is not configured",
+                      o->account);
   /* the same attempt always gets the same user data (the checkpoint
    * contract's prelude is a function of the attempt), so a launch resent
    * with its client token matches the first one */
   struct tw_buf ud;
   tw_buf_init(&ud);
-  struct tw_launch req = {.offer = o,
-                          .client_token = a->client_token,
-                          .job_id = job->id,
-                          .attempt_id = a->client_token,
-                          .tenant = job->tenant,
-                          .max_price_uusd_per_hour = spec->max_price_uusd_per_hour,
-                          .user_data = sched__spot_user_data(s, job, spec, a, o, &ud),
-                          .duration_s = spec->duration_s,
-                          .nodes = spec->nodes,
-                          .env = spec->env,
-                          .n_env = spec->n_env};
+  struct tw_launch req = {
+      .offer = o,
+      .client_token = a->client_token,
+      .job_id = job->id,
+      .attempt_id = a->client_token,
+      .tenant = job->tenant,
+      .max_price_uusd_per_hour = spec->max_price_uusd_per_hour,
+      .user_data = sched__spot_user_data(s, job, spec, a, o, &ud),
+      .duration_s = spec->duration_s,
+      .nodes = spec->nodes,
+      .env = spec->env,
+      .n_env = spec->n_env};
   struct tw_instance inst;
   int nodes = sched__is_gang(s, spec, o->account) ? spec->nodes : 1;
   char(*ids)[128] = NULL;
@@ -836,16 +877,16 @@ enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
   if (rc == TW_OK) {
     struct tw_buf pj;
     tw_buf_init(&pj);
-    placement_json(&pj, o, a, inst.id, (const char(*)[128])ids, ids ? (size_t)nodes : 0, cost,
-                   explain);
+    placement_json(&pj, o, a, inst.id, (const char(*)[128])ids,
+                   ids ? (size_t)nodes : 0, cost, explain);
     free(ids);
     struct tw_err serr = {0};
     if (tw_store_attempt_launched(s->store, a->id, inst.id, pj.data, &serr))
       tw_log_warn("sched", "job=%s attempt=%d launched %s but not recorded: %s",
                   job->id, a->n, inst.id, serr.msg);
     else
-      tw_log_info("sched", "job=%s attempt=%d offer=%s instance=%s launched", job->id,
-                  a->n, o->id, inst.id);
+      tw_log_info("sched", "job=%s attempt=%d offer=%s instance=%s launched",
+                  job->id, a->n, o->id, inst.id);
     if (s->tenancy)
       tw_tenancy_audit_launch(s->tenancy, job, a->n, o, TW_OK, NULL, explain);
     tw_buf_release(&pj);
@@ -858,17 +899,17 @@ enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
    * for this job; failed: nothing wrong with the offer (throttled, auth) */
   sched__spot_launch_failed(s, o, rc, tw_clock_now_ms(s->clock));
   const char *end = rc == TW_E_CAPACITY || rc == TW_E_QUOTA ? "capacity"
-                    : rc == TW_E_INVALID                   ? "rejected"
-                                                           : "failed";
+                    : rc == TW_E_INVALID                    ? "rejected"
+                                                            : "failed";
   if (s->tenancy)
     tw_tenancy_audit_launch(s->tenancy, job, a->n, o, rc, err.msg, explain);
-  struct tw_attempt_close c = {.attempt_id = a->id, .end_reason = end,
-                               .job_to = TW_JOB_NSTATES};
+  struct tw_attempt_close c = {
+      .attempt_id = a->id, .end_reason = end, .job_to = TW_JOB_NSTATES};
   struct tw_err serr = {0};
   tw_store_attempt_close(s->store, &c, &serr);
   char note[768];
-  snprintf(note, sizeof note, "launch on %s refused (%s%s%s): %s", o->id, tw_rc_str(rc),
-           err.detail[0] ? " " : "", err.detail, err.msg);
+  snprintf(note, sizeof note, "launch on %s refused (%s%s%s): %s", o->id,
+           tw_rc_str(rc), err.detail[0] ? " " : "", err.detail, err.msg);
   tw_store_job_note(s->store, job->id, note, &serr);
   return rc;
 }
@@ -886,7 +927,8 @@ static void backoff_clear(struct tw_sched *s, const char *job_id) {
     *b = s->backoff[--s->n_backoff];
 }
 
-static int64_t backoff_bump(struct tw_sched *s, const char *job_id, int64_t now) {
+static int64_t backoff_bump(struct tw_sched *s, const char *job_id,
+                            int64_t now) {
   struct backoff *b = backoff_find(s, job_id);
   if (!b) {
     if (s->n_backoff == s->cap_backoff) {
@@ -910,9 +952,10 @@ static int64_t backoff_bump(struct tw_sched *s, const char *job_id, int64_t now)
  * at zero (within a region) are not billed.  Shared replicas decided by
  * placement are not moved by the broker and not metered here. */
 static void meter_data_moved(struct tw_sched *s, const struct tw_job_rec *job,
-                             const struct tw_job_spec *spec, const struct tw_attempt_rec *a,
-                             const struct tw_offer *o, const struct tw_netmatrix *net,
-                             int64_t now) {
+                             const struct tw_job_spec *spec,
+                             const struct tw_attempt_rec *a,
+                             const struct tw_offer *o,
+                             const struct tw_netmatrix *net, int64_t now) {
   if (!s->meter || !net)
     return;
   char dst[2 * TW_MODEL_NAME_MAX + 2];
@@ -927,22 +970,28 @@ static void meter_data_moved(struct tw_sched *s, const struct tw_job_rec *job,
     if (l.egress_uusd_per_gb <= 0)
       continue;
     char src_provider[TW_MODEL_NAME_MAX];
-    snprintf(src_provider, sizeof src_provider, "%.*s", (int)(colon - d->location),
-             d->location);
-    struct tw_meter_egress e = {.tenant = job->tenant, .project = job->project,
-                                .job_id = job->id, .attempt_id = a->id,
-                                .provider = src_provider, .account = src_provider,
-                                .region = colon + 1, .dest_region = o->region,
+    snprintf(src_provider, sizeof src_provider, "%.*s",
+             (int)(colon - d->location), d->location);
+    struct tw_meter_egress e = {.tenant = job->tenant,
+                                .project = job->project,
+                                .job_id = job->id,
+                                .attempt_id = a->id,
+                                .provider = src_provider,
+                                .account = src_provider,
+                                .region = colon + 1,
+                                .dest_region = o->region,
                                 .bytes = d->size_bytes,
-                                .price_uusd_per_gb = l.egress_uusd_per_gb, .at_ms = now};
+                                .price_uusd_per_gb = l.egress_uusd_per_gb,
+                                .at_ms = now};
     struct tw_err err = {0};
     if (tw_meter_egress(s->meter, &e, NULL, &err))
-      tw_log_warn("billing", "job=%s dataset=%s egress not metered: %s", job->id, d->uri,
-                  err.msg);
+      tw_log_warn("billing", "job=%s dataset=%s egress not metered: %s",
+                  job->id, d->uri, err.msg);
   }
 }
 
-int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t now) {
+int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
+                     int64_t now) {
   struct backoff *b = backoff_find(s, job->id);
   if (b && now < b->not_before_ms)
     return 0;
@@ -1014,8 +1063,10 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t n
     tw_policy_fmt_uusd(pl.cands[i].cost_uusd, cost, sizeof cost);
     snprintf(why, sizeof why, "%s %s, expected %s (%s)",
              i ? "next best offer" : "best offer", o->id, cost, explain);
-    struct tw_attempt_new an = {.job_id = job->id, .provider = o->account,
-                                .offer_id = o->id, .market = tw_market_str(o->market),
+    struct tw_attempt_new an = {.job_id = job->id,
+                                .provider = o->account,
+                                .offer_id = o->id,
+                                .market = tw_market_str(o->market),
                                 .price_uusd_per_hour = o->price_uusd_per_hour,
                                 .reason = why};
     struct tw_attempt_rec a;
@@ -1029,15 +1080,15 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t n
     opened = true;
     changes++;
     launch_plan_json = planj.data;
-    enum tw_rc rc = sched__launch(s, job, &spec, &a, o, pl.cands[i].cost_uusd, explain);
+    enum tw_rc rc =
+        sched__launch(s, job, &spec, &a, o, pl.cands[i].cost_uusd, explain);
     launch_plan_json = NULL;
     if (rc == TW_OK) {
       placed = true;
       meter_data_moved(s, job, &spec, &a, o, set ? set->net : NULL, now);
       if (o->capacity >= 0) /* private: these nodes are taken until relisted */
         tw_capacity_view_take(&sp->cap, o->id, spec.nodes > 0 ? spec.nodes : 1);
-    }
-    else if (rc != TW_E_CAPACITY && rc != TW_E_QUOTA && rc != TW_E_INVALID) {
+    } else if (rc != TW_E_CAPACITY && rc != TW_E_QUOTA && rc != TW_E_INVALID) {
       retry_later = true; /* throttled, auth, down: not the offer's fault */
       break;
     }
@@ -1047,7 +1098,8 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t n
     if (retry_later)
       snprintf(why, sizeof why, "launch failed; trying again in %lld s",
                (long long)(backoff_bump(s, job->id, now) / 1000));
-    struct tw_job_transition t = {.id = job->id, .to = TW_JOB_PENDING, .reason = why};
+    struct tw_job_transition t = {
+        .id = job->id, .to = TW_JOB_PENDING, .reason = why};
     tw_store_job_transition(s->store, &t, NULL, &err);
   }
   if (placed)
@@ -1101,7 +1153,8 @@ static void *loop_main(void *arg) {
 
 enum tw_rc tw_sched_start(struct tw_sched *s, struct tw_err *err) {
   if (pthread_create(&s->thread, NULL, loop_main, s) != 0)
-    return tw_err_set(err, TW_E_INTERNAL, "sched: cannot start the loop thread");
+    return tw_err_set(err, TW_E_INTERNAL,
+                      "sched: cannot start the loop thread");
   s->started = true;
   return TW_OK;
 }

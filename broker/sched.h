@@ -42,18 +42,18 @@ struct tw_fallback_cfg;
 struct tw_blocklist_opts;
 
 struct tw_sched_opts {
-  struct tw_store *store;           /* borrowed */
-  struct tw_clock *clock;           /* borrowed; NULL: real */
-  struct tw_provider **providers;   /* borrowed array; outlives the loop */
+  struct tw_store *store;         /* borrowed */
+  struct tw_clock *clock;         /* borrowed; NULL: real */
+  struct tw_provider **providers; /* borrowed array; outlives the loop */
   size_t n_providers;
-  int64_t tick_ms;                  /* default 1000 */
-  int64_t offers_ttl_ms;            /* default 300000 */
-  int max_place_per_tick;           /* default 64 */
-  struct tw_tenancy *tenancy;       /* borrowed: quotas, audit; NULL none */
-  struct tw_meter *meter;           /* borrowed: data moved for a launch is
-                                       metered as egress; NULL none */
+  int64_t tick_ms;            /* default 1000 */
+  int64_t offers_ttl_ms;      /* default 300000 */
+  int max_place_per_tick;     /* default 64 */
+  struct tw_tenancy *tenancy; /* borrowed: quotas, audit; NULL none */
+  struct tw_meter *meter;     /* borrowed: data moved for a launch is
+                                 metered as egress; NULL none */
   /* The spot lifecycle (docs/spot.md); NULL: the defaults. */
-  const struct tw_fallback_cfg *fallback;   /* policies/fallback_strategy.h */
+  const struct tw_fallback_cfg *fallback;    /* policies/fallback_strategy.h */
   const struct tw_blocklist_opts *blocklist; /* broker/blocklist.h */
   int64_t review_ms; /* running attempts reviewed by their strategy; 60000 */
 };

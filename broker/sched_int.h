@@ -45,7 +45,7 @@ struct tw_sched {
     char job_id[TW_JOB_ID_LEN + 1];
     int64_t not_before_ms;
     int64_t delay_ms;
-  } *backoff;
+  } * backoff;
   size_t n_backoff, cap_backoff;
 
   /* The spot lifecycle (monitor.c, docs/spot.md): what failed recently,
@@ -69,20 +69,24 @@ bool sched__parse_spec(const struct tw_job_rec *job, struct tw_job_spec *spec);
 /* Calls the provider for attempt a on offer o and stores the outcome. */
 enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
                          const struct tw_job_spec *spec,
-                         const struct tw_attempt_rec *a, const struct tw_offer *o,
-                         int64_t cost, const char *explain);
+                         const struct tw_attempt_rec *a,
+                         const struct tw_offer *o, int64_t cost,
+                         const char *explain);
 
 /* Whether spec on the provider account is a gang launched as N instances
  * of one attempt (nodes > 1 on a cloud; a batch provider runs the N nodes
  * as one job of its own). */
-bool sched__is_gang(struct tw_sched *s, const struct tw_job_spec *spec, const char *account);
+bool sched__is_gang(struct tw_sched *s, const struct tw_job_spec *spec,
+                    const char *account);
 /* The client token of node k (1..N) of a gang attempt: "<token>-<k>". */
-void sched__gang_token(const struct tw_attempt_rec *a, int k, char *out, size_t sz);
+void sched__gang_token(const struct tw_attempt_rec *a, int k, char *out,
+                       size_t sz);
 
 /* Places one pending (or recovering) job: opens an attempt, launches the
  * best candidate, moves on at once after a capacity error.  Returns the
  * number of state changes. */
-int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job, int64_t now);
+int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
+                     int64_t now);
 
 /* monitor.c: notices, then every live attempt, then jobs a restart left
  * half way (placing, interrupted, recovering without a live attempt);
@@ -97,8 +101,8 @@ void sched__spot_free(struct tw_sched *s);
  * offer refused the request (rejected), for the blocklist's offer time
  * after a capacity error or an interruption (then the offer may have
  * capacity again). */
-bool sched__spot_excludes(const struct tw_sched *s, const struct tw_attempt_rec *past,
-                          int64_t now);
+bool sched__spot_excludes(const struct tw_sched *s,
+                          const struct tw_attempt_rec *past, int64_t now);
 
 /* What placing job must take into account besides its spec. */
 struct spot_plan {
@@ -110,9 +114,10 @@ struct spot_plan {
  * with) and appends the ids of blocklisted offers to *excl (a malloc'd
  * array, grown here; the ids are borrowed from s->all). */
 void sched__spot_plan(struct tw_sched *s, const struct tw_job_rec *job,
-                      struct tw_job_spec *spec, const struct tw_attempt_rec *past,
-                      size_t n_past, int64_t now, const char ***excl,
-                      size_t *n_excl, struct spot_plan *plan);
+                      struct tw_job_spec *spec,
+                      const struct tw_attempt_rec *past, size_t n_past,
+                      int64_t now, const char ***excl, size_t *n_excl,
+                      struct spot_plan *plan);
 /* Applies the plan to the ranked candidates, prefixes explain with the
  * decision's reason, and stores the decision when a launch will follow. */
 void sched__spot_order(struct tw_sched *s, const struct tw_job_rec *job,
@@ -120,7 +125,8 @@ void sched__spot_order(struct tw_sched *s, const struct tw_job_rec *job,
                        char *explain, size_t explain_sz, int64_t now);
 /* A launch on o succeeded: the blocklist forgets the failures remembered
  * in its zone (a streak of failures is what escalates). */
-void sched__spot_launch_ok(struct tw_sched *s, const struct tw_offer *o, int64_t now);
+void sched__spot_launch_ok(struct tw_sched *s, const struct tw_offer *o,
+                           int64_t now);
 /* A launch on o failed with rc: capacity and quota errors blocklist it. */
 void sched__spot_launch_failed(struct tw_sched *s, const struct tw_offer *o,
                                enum tw_rc rc, int64_t now);
@@ -128,7 +134,8 @@ void sched__spot_launch_failed(struct tw_sched *s, const struct tw_offer *o,
  * checkpoint contract's environment when the spec has `checkpoint:`
  * (broker/checkpoint.h).  Returns NULL when there is nothing to send, else
  * out->data. */
-const char *sched__spot_user_data(struct tw_sched *s, const struct tw_job_rec *job,
+const char *sched__spot_user_data(struct tw_sched *s,
+                                  const struct tw_job_rec *job,
                                   const struct tw_job_spec *spec,
                                   const struct tw_attempt_rec *a,
                                   const struct tw_offer *o, struct tw_buf *out);

@@ -51,7 +51,8 @@ struct tw_secrets {
 
 const char *tw_secrets_key_id(const struct tw_secrets *s) { return s->cur.id; }
 
-/* ---- keys ------------------------------------------------------------------ */
+/* ---- keys ------------------------------------------------------------------
+ */
 
 static int hexval(int c) {
   if (c >= '0' && c <= '9')
@@ -111,7 +112,8 @@ static enum tw_rc load_key(const char *file, const char *env, const char *what,
   if (file && *file) {
     FILE *f = fopen(file, "r");
     if (!f)
-      return tw_err_set(err, TW_E_IO, "secrets: cannot read the %s key file %s: %s", what,
+      return tw_err_set(err, TW_E_IO,
+                        "secrets: cannot read the %s key file %s: %s", what,
                         file, strerror(errno));
     size_t n = fread(text, 1, sizeof text - 1, f);
     text[n] = '\0';
@@ -123,17 +125,19 @@ static enum tw_rc load_key(const char *file, const char *env, const char *what,
   } else {
     if (!required)
       return TW_OK;
-    return tw_err_set(err, TW_E_INVALID,
-                      "secrets: no %s key: set secrets.key_file or the variable %s",
-                      what, env && *env ? env : "named by secrets.key_env");
+    return tw_err_set(
+        err, TW_E_INVALID,
+        "secrets: no %s key: set secrets.key_file or the variable %s", what,
+        env && *env ? env : "named by secrets.key_env");
   }
   bool ok = decode_key(text, k->k);
   OPENSSL_cleanse(text, sizeof text);
   if (!ok)
-    return tw_err_set(err, TW_E_INVALID,
-                      "secrets: the %s key in %s is not 32 bytes as 64 hex digits "
-                      "or base64",
-                      what, src);
+    return tw_err_set(
+        err, TW_E_INVALID,
+        "secrets: the %s key in %s is not 32 bytes as 64 hex digits "
+        "or base64",
+        what, src);
   unsigned char h[32];
   unsigned int hl = 0;
   EVP_Digest(k->k, sizeof k->k, h, &hl, EVP_sha256(), NULL);
@@ -142,24 +146,24 @@ static enum tw_rc load_key(const char *file, const char *env, const char *what,
   return TW_OK;
 }
 
-enum tw_rc tw_secrets_open(const struct tw_secrets_opts *o, struct tw_secrets **out,
-                           struct tw_err *err) {
+enum tw_rc tw_secrets_open(const struct tw_secrets_opts *o,
+                           struct tw_secrets **out, struct tw_err *err) {
   struct tw_secrets *s = tw_calloc(1, sizeof *s);
   enum tw_rc rc;
   *out = NULL;
   s->store = o->store;
   s->clock = o->clock ? o->clock : tw_clock_real();
   if ((rc = load_key(o->key_file, o->key_env, "current", true, &s->cur, err)) ||
-      (rc = load_key(o->previous_key_file, o->previous_key_env, "previous", false,
-                     &s->prev, err)) ||
-      (rc = tw_store_migrate_module(s->store, "secrets", MIGRATIONS,
-                                    (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]),
-                                    err))) {
+      (rc = load_key(o->previous_key_file, o->previous_key_env, "previous",
+                     false, &s->prev, err)) ||
+      (rc = tw_store_migrate_module(
+           s->store, "secrets", MIGRATIONS,
+           (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]), err))) {
     tw_secrets_free(s);
     return rc;
   }
-  tw_log_info("secrets", "key=%s ready%s%s", s->cur.id, s->prev.set ? " previous=" : "",
-              s->prev.set ? s->prev.id : "");
+  tw_log_info("secrets", "key=%s ready%s%s", s->cur.id,
+              s->prev.set ? " previous=" : "", s->prev.set ? s->prev.id : "");
   *out = s;
   return TW_OK;
 }
@@ -171,17 +175,20 @@ void tw_secrets_free(struct tw_secrets *s) {
   free(s);
 }
 
-/* ---- sealing ------------------------------------------------------------------ */
+/* ---- sealing
+ * ------------------------------------------------------------------ */
 
-static bool seal(const struct key *k, const char *name, const void *in, size_t len,
-                 unsigned char nonce[12], unsigned char *ct, unsigned char tag[16]) {
+static bool seal(const struct key *k, const char *name, const void *in,
+                 size_t len, unsigned char nonce[12], unsigned char *ct,
+                 unsigned char tag[16]) {
   EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
   int n = 0;
   bool ok = c && RAND_bytes(nonce, 12) == 1 &&
             EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
             EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, 12, NULL) == 1 &&
             EVP_EncryptInit_ex(c, NULL, NULL, k->k, nonce) == 1 &&
-            EVP_EncryptUpdate(c, NULL, &n, (const unsigned char *)name, (int)strlen(name)) == 1 &&
+            EVP_EncryptUpdate(c, NULL, &n, (const unsigned char *)name,
+                              (int)strlen(name)) == 1 &&
             (len == 0 || EVP_EncryptUpdate(c, ct, &n, in, (int)len) == 1) &&
             EVP_EncryptFinal_ex(c, ct + (len ? n : 0), &n) == 1 &&
             EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, 16, tag) == 1;
@@ -189,18 +196,21 @@ static bool seal(const struct key *k, const char *name, const void *in, size_t l
   return ok;
 }
 
-static bool unseal(const struct key *k, const char *name, const unsigned char nonce[12],
-                   const unsigned char *ct, size_t len, const unsigned char tag[16],
+static bool unseal(const struct key *k, const char *name,
+                   const unsigned char nonce[12], const unsigned char *ct,
+                   size_t len, const unsigned char tag[16],
                    unsigned char *out) {
   EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
   int n = 0;
-  bool ok = c && EVP_DecryptInit_ex(c, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
-            EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, 12, NULL) == 1 &&
-            EVP_DecryptInit_ex(c, NULL, NULL, k->k, nonce) == 1 &&
-            EVP_DecryptUpdate(c, NULL, &n, (const unsigned char *)name, (int)strlen(name)) == 1 &&
-            (len == 0 || EVP_DecryptUpdate(c, out, &n, ct, (int)len) == 1) &&
-            EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, 16, (void *)tag) == 1 &&
-            EVP_DecryptFinal_ex(c, out + (len ? n : 0), &n) == 1;
+  bool ok =
+      c && EVP_DecryptInit_ex(c, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
+      EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, 12, NULL) == 1 &&
+      EVP_DecryptInit_ex(c, NULL, NULL, k->k, nonce) == 1 &&
+      EVP_DecryptUpdate(c, NULL, &n, (const unsigned char *)name,
+                        (int)strlen(name)) == 1 &&
+      (len == 0 || EVP_DecryptUpdate(c, out, &n, ct, (int)len) == 1) &&
+      EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, 16, (void *)tag) == 1 &&
+      EVP_DecryptFinal_ex(c, out + (len ? n : 0), &n) == 1;
   EVP_CIPHER_CTX_free(c);
   return ok;
 }
@@ -223,7 +233,8 @@ struct put_arg {
   int64_t now;
 };
 
-static enum tw_rc op_put(struct tw_store *s, sqlite3 *db, void *varg, struct tw_err *err) {
+static enum tw_rc op_put(struct tw_store *s, sqlite3 *db, void *varg,
+                         struct tw_err *err) {
   (void)s;
   struct put_arg *a = varg;
   sqlite3_stmt *st = NULL;
@@ -232,30 +243,38 @@ static enum tw_rc op_put(struct tw_store *s, sqlite3 *db, void *varg, struct tw_
   sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 2, a->key_id, -1, SQLITE_STATIC);
   sqlite3_bind_blob(st, 3, a->nonce, 12, SQLITE_STATIC);
-  sqlite3_bind_blob(st, 4, a->len ? (const void *)a->ct : "", (int)a->len, SQLITE_STATIC);
+  sqlite3_bind_blob(st, 4, a->len ? (const void *)a->ct : "", (int)a->len,
+                    SQLITE_STATIC);
   sqlite3_bind_blob(st, 5, a->tag, 16, SQLITE_STATIC);
   sqlite3_bind_int64(st, 6, a->now);
   int r = sqlite3_step(st);
   sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
+  return r == SQLITE_DONE
+             ? TW_OK
+             : tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
 }
 
-enum tw_rc tw_secrets_put(struct tw_secrets *s, const char *name, const void *value,
-                          size_t len, struct tw_err *err) {
+enum tw_rc tw_secrets_put(struct tw_secrets *s, const char *name,
+                          const void *value, size_t len, struct tw_err *err) {
   if (!name_ok(name))
     return tw_err_field(err, TW_E_INVALID, "name",
                         "name: expected 1 to 63 of [A-Za-z0-9._-]");
   if (len > TW_SECRET_VALUE_MAX)
-    return tw_err_field(err, TW_E_TOOBIG, "value", "value: larger than %d bytes",
-                        TW_SECRET_VALUE_MAX);
+    return tw_err_field(err, TW_E_TOOBIG, "value",
+                        "value: larger than %d bytes", TW_SECRET_VALUE_MAX);
   unsigned char nonce[12], tag[16];
   unsigned char *ct = tw_malloc(len ? len : 1);
   if (!seal(&s->cur, name, value, len, nonce, ct, tag)) {
     free(ct);
     return tw_err_set(err, TW_E_INTERNAL, "secrets: encryption failed");
   }
-  struct put_arg a = {.name = name, .key_id = s->cur.id, .nonce = nonce, .ct = ct,
-                      .tag = tag, .len = len, .now = tw_clock_now_ms(s->clock)};
+  struct put_arg a = {.name = name,
+                      .key_id = s->cur.id,
+                      .nonce = nonce,
+                      .ct = ct,
+                      .tag = tag,
+                      .len = len,
+                      .now = tw_clock_now_ms(s->clock)};
   enum tw_rc rc = tw_store_write(s->store, op_put, &a, err);
   free(ct);
   if (rc == TW_OK)
@@ -272,7 +291,8 @@ struct get_arg {
   size_t len;
 };
 
-static enum tw_rc op_get(struct tw_store *s, sqlite3 *db, void *varg, struct tw_err *err) {
+static enum tw_rc op_get(struct tw_store *s, sqlite3 *db, void *varg,
+                         struct tw_err *err) {
   (void)s;
   struct get_arg *a = varg;
   sqlite3_stmt *st = NULL;
@@ -299,22 +319,25 @@ static enum tw_rc op_get(struct tw_store *s, sqlite3 *db, void *varg, struct tw_
 }
 
 /* Opens a's value under whichever key sealed it. */
-static enum tw_rc open_value(struct tw_secrets *s, struct get_arg *a, char **value,
-                             struct tw_err *err) {
+static enum tw_rc open_value(struct tw_secrets *s, struct get_arg *a,
+                             char **value, struct tw_err *err) {
   const struct key *k = !strcmp(a->key_id, s->cur.id) ? &s->cur
-                        : s->prev.set && !strcmp(a->key_id, s->prev.id) ? &s->prev
-                                                                         : NULL;
+                        : s->prev.set && !strcmp(a->key_id, s->prev.id)
+                            ? &s->prev
+                            : NULL;
   if (!k)
     return tw_err_set(err, TW_E_AUTH,
-                      "secret %s is sealed under key %s, which is not loaded", a->name,
-                      a->key_id);
+                      "secret %s is sealed under key %s, which is not loaded",
+                      a->name, a->key_id);
   char *out = tw_malloc(a->len + 1);
-  if (!unseal(k, a->name, a->nonce, a->ct, a->len, a->tag, (unsigned char *)out)) {
+  if (!unseal(k, a->name, a->nonce, a->ct, a->len, a->tag,
+              (unsigned char *)out)) {
     tw_secrets_value_free(out, a->len + 1);
-    return tw_err_set(err, TW_E_AUTH,
-                      "secret %s does not open: tampered with, or moved from another "
-                      "name",
-                      a->name);
+    return tw_err_set(
+        err, TW_E_AUTH,
+        "secret %s does not open: tampered with, or moved from another "
+        "name",
+        a->name);
   }
   out[a->len] = '\0';
   *value = out;
@@ -346,7 +369,8 @@ struct list_arg {
   size_t n, cap;
 };
 
-static enum tw_rc op_list(struct tw_store *s, sqlite3 *db, void *varg, struct tw_err *err) {
+static enum tw_rc op_list(struct tw_store *s, sqlite3 *db, void *varg,
+                          struct tw_err *err) {
   (void)s;
   struct list_arg *a = varg;
   sqlite3_stmt *st = NULL;
@@ -367,11 +391,13 @@ static enum tw_rc op_list(struct tw_store *s, sqlite3 *db, void *varg, struct tw
     i->updated_ms = sqlite3_column_int64(st, 2);
   }
   sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
+  return r == SQLITE_DONE
+             ? TW_OK
+             : tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
 }
 
-enum tw_rc tw_secrets_list(struct tw_secrets *s, struct tw_secret_info **out, size_t *n,
-                           struct tw_err *err) {
+enum tw_rc tw_secrets_list(struct tw_secrets *s, struct tw_secret_info **out,
+                           size_t *n, struct tw_err *err) {
   struct list_arg a = {0};
   enum tw_rc rc = tw_store_read(s->store, op_list, &a, err);
   if (rc) {
@@ -383,7 +409,8 @@ enum tw_rc tw_secrets_list(struct tw_secrets *s, struct tw_secret_info **out, si
   return TW_OK;
 }
 
-static enum tw_rc op_delete(struct tw_store *s, sqlite3 *db, void *varg, struct tw_err *err) {
+static enum tw_rc op_delete(struct tw_store *s, sqlite3 *db, void *varg,
+                            struct tw_err *err) {
   (void)s;
   sqlite3_stmt *st = NULL;
   if (sqlite3_prepare_v2(db, SQL_DELETE, -1, &st, NULL) != SQLITE_OK)
@@ -394,18 +421,21 @@ static enum tw_rc op_delete(struct tw_store *s, sqlite3 *db, void *varg, struct 
   if (r != SQLITE_DONE)
     return tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
   if (sqlite3_changes(db) == 0)
-    return tw_err_set(err, TW_E_NOTFOUND, "secret %s not found", (const char *)varg);
+    return tw_err_set(err, TW_E_NOTFOUND, "secret %s not found",
+                      (const char *)varg);
   return TW_OK;
 }
 
-enum tw_rc tw_secrets_delete(struct tw_secrets *s, const char *name, struct tw_err *err) {
+enum tw_rc tw_secrets_delete(struct tw_secrets *s, const char *name,
+                             struct tw_err *err) {
   enum tw_rc rc = tw_store_write(s->store, op_delete, (void *)name, err);
   if (rc == TW_OK)
     tw_log_info("secrets", "secret=%s deleted", name);
   return rc;
 }
 
-enum tw_rc tw_secrets_rotate(struct tw_secrets *s, size_t *rotated, struct tw_err *err) {
+enum tw_rc tw_secrets_rotate(struct tw_secrets *s, size_t *rotated,
+                             struct tw_err *err) {
   struct tw_secret_info *items = NULL;
   size_t n = 0, done = 0;
   enum tw_rc rc = tw_secrets_list(s, &items, &n, err), first_bad = TW_OK;

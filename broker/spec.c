@@ -23,35 +23,46 @@
 const char *const tw_spec_providers[] = {"aws", "azure", "alibaba", "slurm",
                                          NULL};
 
-const char *const tw_spec_fallbacks[] = {"failover", "eager-next-region",
-                                         "on-demand-fallback", "deadline", NULL};
+const char *const tw_spec_fallbacks[] = {
+    "failover", "eager-next-region", "on-demand-fallback", "deadline", NULL};
 
 const char *tw_market_str(enum tw_market m) {
   switch (m) {
-  case TW_MARKET_SPOT: return "spot";
-  case TW_MARKET_ON_DEMAND: return "on-demand";
-  case TW_MARKET_PRIVATE: return "private";
-  case TW_MARKET_ANY: break;
+  case TW_MARKET_SPOT:
+    return "spot";
+  case TW_MARKET_ON_DEMAND:
+    return "on-demand";
+  case TW_MARKET_PRIVATE:
+    return "private";
+  case TW_MARKET_ANY:
+    break;
   }
   return "any";
 }
 
 const char *tw_arch_str(enum tw_arch a) {
   switch (a) {
-  case TW_ARCH_X86_64: return "x86_64";
-  case TW_ARCH_ARM64: return "arm64";
-  case TW_ARCH_ANY: break;
+  case TW_ARCH_X86_64:
+    return "x86_64";
+  case TW_ARCH_ARM64:
+    return "arm64";
+  case TW_ARCH_ANY:
+    break;
   }
   return "any";
 }
 
 const char *tw_sel_op_str(enum tw_sel_op op) {
   switch (op) {
-  case TW_SEL_NOT_IN: return "not_in";
+  case TW_SEL_NOT_IN:
+    return "not_in";
   case TW_SEL_EXISTS:
-  case TW_SEL_NOT_EXISTS: return "exists";
-  case TW_SEL_GLOB: return "glob";
-  case TW_SEL_IN: break;
+  case TW_SEL_NOT_EXISTS:
+    return "exists";
+  case TW_SEL_GLOB:
+    return "glob";
+  case TW_SEL_IN:
+    break;
   }
   return "in";
 }
@@ -281,8 +292,8 @@ static enum tw_rc fail(struct tw_err *err, const char *path,
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
   if (at && at->line > 0)
-    return tw_err_field(err, TW_E_INVALID, path, "%s: %s (line %d)", path,
-                        what, at->line);
+    return tw_err_field(err, TW_E_INVALID, path, "%s: %s (line %d)", path, what,
+                        at->line);
   return tw_err_field(err, TW_E_INVALID, path, "%s: %s", path, what);
 }
 
@@ -319,10 +330,9 @@ static const char *describe(const struct tw_node *n, char *buf, size_t sz) {
     snprintf(buf, sz, "%s %s", type, n->str);
     if (strlen(n->str) > 40)
       snprintf(buf, sz, "%s %s", type, q);
-  } else if (n->quoted && (strspn(n->str, "0123456789+-.eE") ==
-                               strlen(n->str) ||
-                           !strcmp(n->str, "true") ||
-                           !strcmp(n->str, "false"))) {
+  } else if (n->quoted &&
+             (strspn(n->str, "0123456789+-.eE") == strlen(n->str) ||
+              !strcmp(n->str, "true") || !strcmp(n->str, "false"))) {
     snprintf(buf, sz, "string %s (write it without quotes)", q);
   } else {
     snprintf(buf, sz, "%s", q);
@@ -381,8 +391,8 @@ static enum tw_rc check_keys(const struct tw_node *m, const char *parent,
                     h->use);
     const char *best = tw_closest(k, known);
     if (best)
-      return fail(err, path, m->items[i],
-                  "unknown key; did you mean \"%s\"?", best);
+      return fail(err, path, m->items[i], "unknown key; did you mean \"%s\"?",
+                  best);
     return fail(err, path, m->items[i], "unknown key");
   }
   return TW_OK;
@@ -395,8 +405,7 @@ static enum tw_rc check_keys(const struct tw_node *m, const char *parent,
  * "3.1000000000000001"; when a plain scalar is exactly such a rendering we
  * take the shortest text that reads back to the same double.  The double is
  * only used to recover the text: the value itself is then parsed exactly. */
-static const char *scalar_text(const struct tw_node *n, char *tmp,
-                               size_t sz) {
+static const char *scalar_text(const struct tw_node *n, char *tmp, size_t sz) {
   const char *s = n->str;
   if (n->quoted || strlen(s) < 17 || !strpbrk(s, ".eE") ||
       strspn(s, "0123456789+-.eE") != strlen(s))
@@ -487,8 +496,8 @@ static enum tw_rc get_int(const struct tw_node *n, const char *path,
               describe(n, d, sizeof d));
 }
 
-static enum tw_rc get_bool(const struct tw_node *n, const char *path,
-                           bool *out, struct tw_err *err) {
+static enum tw_rc get_bool(const struct tw_node *n, const char *path, bool *out,
+                           struct tw_err *err) {
   char d[128];
   if (!tw_node_as_bool(n, out))
     return fail(err, path, n, "expected true or false, got %s",
@@ -525,8 +534,8 @@ static enum tw_rc get_duration(const struct tw_node *n, const char *path,
   return TW_OK;
 }
 
-static enum tw_rc get_uri(const struct tw_node *n, const char *path,
-                          char **out, struct tw_err *err) {
+static enum tw_rc get_uri(const struct tw_node *n, const char *path, char **out,
+                          struct tw_err *err) {
   char d[128];
   if (n->kind != TW_NODE_SCALAR || strcmp(tw_node_type_name(n), "string"))
     return fail(err, path, n, "expected a URI like s3://bucket/path, got %s",
@@ -549,8 +558,9 @@ static enum tw_rc get_uri(const struct tw_node *n, const char *path,
                 describe(n, d, sizeof d));
   for (size_t i = 0; i < len; i++)
     if ((unsigned char)s[i] <= 0x20 || s[i] == 0x7f)
-      return fail(err, path, n, "must not contain spaces or control "
-                                "characters, got %s",
+      return fail(err, path, n,
+                  "must not contain spaces or control "
+                  "characters, got %s",
                   describe(n, d, sizeof d));
   *out = tw_strdup(s);
   return TW_OK;
@@ -574,8 +584,7 @@ static bool known_provider(const char *p, size_t len) {
 }
 
 static enum tw_rc bad_provider(const struct tw_node *n, const char *path,
-                               const char *p, size_t len,
-                               struct tw_err *err) {
+                               const char *p, size_t len, struct tw_err *err) {
   char name[64], q[64];
   snprintf(name, sizeof name, "%.*s", (int)(len < 60 ? len : 60), p);
   quote(name, q, sizeof q);
@@ -592,8 +601,8 @@ static enum tw_rc bad_provider(const struct tw_node *n, const char *path,
 static enum tw_rc check_location(const struct tw_node *n, const char *path,
                                  bool glob, struct tw_err *err) {
   char d[128];
-  const char *example = glob ? "\"aws:us-east-1\" or \"aws:us-*\""
-                             : "\"aws:us-east-1\"";
+  const char *example =
+      glob ? "\"aws:us-east-1\" or \"aws:us-*\"" : "\"aws:us-east-1\"";
   if (n->kind != TW_NODE_SCALAR || strcmp(tw_node_type_name(n), "string"))
     return fail(err, path, n, "expected provider:region like %s, got %s",
                 example, describe(n, d, sizeof d));
@@ -712,8 +721,8 @@ static enum tw_rc parse_accel(const struct tw_node *n, const char *path,
 /* Splits a trailing '+' ("8+", "32+") off a scalar's text into tmp.  Text
  * too long for tmp comes back as "" (a syntax error to the caller) rather
  * than cut short, which could turn garbage into a valid number. */
-static const char *at_least_text(const struct tw_node *n, char *tmp,
-                                 size_t sz, bool *plus) {
+static const char *at_least_text(const struct tw_node *n, char *tmp, size_t sz,
+                                 bool *plus) {
   char t[40];
   const char *s = scalar_text(n, t, sizeof t);
   size_t len = strlen(s);
@@ -800,8 +809,8 @@ static enum tw_rc parse_resources(const struct tw_node *m,
                                   struct tw_job_spec *spec,
                                   struct tw_err *err) {
   static const char *const keys[] = {
-      "accelerators", "cpus",   "cpus_at_least", "memory",   "memory_mib",
-      "memory_at_least", "arch", "market",       "use_spot", NULL};
+      "accelerators",    "cpus", "cpus_at_least", "memory",   "memory_mib",
+      "memory_at_least", "arch", "market",        "use_spot", NULL};
   const char *path = "resources";
   char d[128];
   enum tw_rc rc;
@@ -824,8 +833,7 @@ static enum tw_rc parse_resources(const struct tw_node *m,
     if ((rc = get_bool(n, "resources.cpus_at_least", &b, err)))
       return rc;
     if (!spec->cpus)
-      return fail(err, "resources.cpus_at_least", n,
-                  "needs resources.cpus");
+      return fail(err, "resources.cpus_at_least", n, "needs resources.cpus");
     if (spec->cpus_at_least && !b)
       return fail(err, "resources.cpus_at_least", n,
                   "false conflicts with cpus written as N+");
@@ -833,16 +841,16 @@ static enum tw_rc parse_resources(const struct tw_node *m,
   }
 
   const struct tw_node *mem = tw_node_get(m, "memory");
-  if (!is_null(mem) && (rc = parse_memory_gib(mem, "resources.memory", spec,
-                                              err)))
+  if (!is_null(mem) &&
+      (rc = parse_memory_gib(mem, "resources.memory", spec, err)))
     return rc;
   if (!is_null(n = tw_node_get(m, "memory_mib"))) {
     int64_t v;
     if (!is_null(mem))
       return fail(err, "resources.memory_mib", n,
                   "give either memory (GiB) or memory_mib, not both");
-    if ((rc = get_int(n, "resources.memory_mib", 1, TW_SPEC_MEMORY_MIB_MAX,
-                      &v, err)))
+    if ((rc = get_int(n, "resources.memory_mib", 1, TW_SPEC_MEMORY_MIB_MAX, &v,
+                      err)))
       return rc;
     spec->memory_mib = v;
   }
@@ -860,10 +868,10 @@ static enum tw_rc parse_resources(const struct tw_node *m,
   }
 
   if (!is_null(n = tw_node_get(m, "arch"))) {
-    static const char *const names[] = {"x86_64", "arm64", "amd64",
-                                        "aarch64", "any", NULL};
-    static const int values[] = {TW_ARCH_X86_64, TW_ARCH_ARM64,
-                                 TW_ARCH_X86_64, TW_ARCH_ARM64, TW_ARCH_ANY};
+    static const char *const names[] = {"x86_64",  "arm64", "amd64",
+                                        "aarch64", "any",   NULL};
+    static const int values[] = {TW_ARCH_X86_64, TW_ARCH_ARM64, TW_ARCH_X86_64,
+                                 TW_ARCH_ARM64, TW_ARCH_ANY};
     int v;
     if ((rc = parse_choice(n, "resources.arch", names, values,
                            "x86_64, arm64 or any", &v, err)))
@@ -956,11 +964,12 @@ static enum tw_rc check_region(const struct tw_node *n, const char *path,
   return check_location(n, path, true, err);
 }
 
-static enum tw_rc check_jurisdiction(const struct tw_node *n,
-                                     const char *path, struct tw_err *err) {
+static enum tw_rc check_jurisdiction(const struct tw_node *n, const char *path,
+                                     struct tw_err *err) {
   char d[128];
   size_t len = strlen(n->str);
-  bool ok = len >= 2 && len <= 8 && strspn(n->str, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == len;
+  bool ok = len >= 2 && len <= 8 &&
+            strspn(n->str, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == len;
   if (!ok)
     return fail(err, path, n,
                 "expected a jurisdiction of 2..8 upper-case letters like EU, "
@@ -1002,13 +1011,13 @@ static enum tw_rc check_near(const struct tw_node *n, const char *path,
 static enum tw_rc parse_selector(const struct tw_node *m, const char *path,
                                  struct tw_label_selector *sel,
                                  struct tw_err *err) {
-  static const char *const keys[] = {"label", "in", "not_in", "exists",
-                                     "glob", NULL};
+  static const char *const keys[] = {"label",  "in",   "not_in",
+                                     "exists", "glob", NULL};
   static const struct {
     const char *key;
     enum tw_sel_op op;
-  } lists[] = {{"in", TW_SEL_IN}, {"not_in", TW_SEL_NOT_IN},
-               {"glob", TW_SEL_GLOB}};
+  } lists[] = {
+      {"in", TW_SEL_IN}, {"not_in", TW_SEL_NOT_IN}, {"glob", TW_SEL_GLOB}};
   char d[128], sub[PATH_MAX_LEN];
   enum tw_rc rc;
   const struct tw_node *n;
@@ -1045,7 +1054,8 @@ static enum tw_rc parse_selector(const struct tw_node *m, const char *path,
     path_key(sub, path, lists[i].key);
     sel->op = lists[i].op;
     if (is_null(n))
-      return fail(err, sub, n, "expected a value or a list of values, got null");
+      return fail(err, sub, n,
+                  "expected a value or a list of values, got null");
     if ((rc = parse_str_list(n, sub, TW_SPEC_SELECTOR_VALUES_MAX,
                              check_label_value, "a value or a list of values",
                              &sel->values, &sel->n_values, err)))
@@ -1089,7 +1099,7 @@ static enum tw_rc parse_selectors(const struct tw_node *n,
 static enum tw_rc parse_placement(const struct tw_node *m,
                                   struct tw_job_spec *spec,
                                   struct tw_err *err) {
-  static const char *const keys[] = {"providers", "regions", "residency",
+  static const char *const keys[] = {"providers", "regions",    "residency",
                                      "selectors", "max_rtt_ms", "near",
                                      NULL};
   char d[128];
@@ -1102,8 +1112,8 @@ static enum tw_rc parse_placement(const struct tw_node *m,
     return rc;
   if (!is_null(n = tw_node_get(m, "providers")) &&
       (rc = parse_str_list(n, "placement.providers", TW_SPEC_PROVIDERS_MAX,
-                           check_provider, "a list of providers", &spec->providers,
-                           &spec->n_providers, err)))
+                           check_provider, "a list of providers",
+                           &spec->providers, &spec->n_providers, err)))
     return rc;
   if (!is_null(n = tw_node_get(m, "regions")) &&
       (rc = parse_str_list(n, "placement.regions", TW_SPEC_REGIONS_MAX,
@@ -1112,8 +1122,9 @@ static enum tw_rc parse_placement(const struct tw_node *m,
     return rc;
   if (!is_null(n = tw_node_get(m, "residency")) &&
       (rc = parse_str_list(n, "placement.residency", TW_SPEC_RESIDENCY_MAX,
-                           check_jurisdiction, "a jurisdiction or a list of them",
-                           &spec->residency, &spec->n_residency, err)))
+                           check_jurisdiction,
+                           "a jurisdiction or a list of them", &spec->residency,
+                           &spec->n_residency, err)))
     return rc;
   if (!is_null(n = tw_node_get(m, "selectors")) &&
       (rc = parse_selectors(n, spec, err)))
@@ -1139,8 +1150,7 @@ static enum tw_rc parse_placement(const struct tw_node *m,
 }
 
 static enum tw_rc parse_dataset(const struct tw_node *m, const char *path,
-                                struct tw_dataset_ref *ds,
-                                struct tw_err *err) {
+                                struct tw_dataset_ref *ds, struct tw_err *err) {
   static const char *const keys[] = {"uri", "size", "size_bytes", "location",
                                      NULL};
   char d[128], sub[PATH_MAX_LEN];
@@ -1162,8 +1172,7 @@ static enum tw_rc parse_dataset(const struct tw_node *m, const char *path,
   if (!is_null(sz)) {
     char tmp[40];
     path_key(sub, path, "size");
-    if (sz->kind != TW_NODE_SCALAR ||
-        !strcmp(tw_node_type_name(sz), "boolean"))
+    if (sz->kind != TW_NODE_SCALAR || !strcmp(tw_node_type_name(sz), "boolean"))
       return fail(err, sub, sz, "expected a size like 10GiB, got %s",
                   describe(sz, d, sizeof d));
     const char *s = scalar_text(sz, tmp, sizeof tmp);
@@ -1173,7 +1182,8 @@ static enum tw_rc parse_dataset(const struct tw_node *m, const char *path,
                   "got %s",
                   describe(sz, d, sizeof d));
     if (ds->size_bytes <= 0)
-      return fail(err, sub, sz, "must be > 0, got %s", describe(sz, d, sizeof d));
+      return fail(err, sub, sz, "must be > 0, got %s",
+                  describe(sz, d, sizeof d));
   }
   if (!is_null(n = tw_node_get(m, "size_bytes"))) {
     path_key(sub, path, "size_bytes");
@@ -1192,8 +1202,7 @@ static enum tw_rc parse_dataset(const struct tw_node *m, const char *path,
 }
 
 static enum tw_rc parse_datasets(const struct tw_node *n,
-                                 struct tw_job_spec *spec,
-                                 struct tw_err *err) {
+                                 struct tw_job_spec *spec, struct tw_err *err) {
   char d[128], sub[PATH_MAX_LEN];
   enum tw_rc rc;
   if (n->kind != TW_NODE_SEQ)
@@ -1256,8 +1265,8 @@ static enum tw_rc parse_env(const struct tw_node *m, struct tw_job_spec *spec,
     return fail(err, "env", m, "expected a mapping of NAME: value, got %s",
                 describe(m, d, sizeof d));
   if (m->n > TW_SPEC_ENV_MAX)
-    return fail(err, "env", m, "at most %d variables, got %zu",
-                TW_SPEC_ENV_MAX, m->n);
+    return fail(err, "env", m, "at most %d variables, got %zu", TW_SPEC_ENV_MAX,
+                m->n);
   if (m->n == 0)
     return TW_OK;
   spec->env = tw_calloc(m->n, sizeof *spec->env);
@@ -1265,8 +1274,7 @@ static enum tw_rc parse_env(const struct tw_node *m, struct tw_job_spec *spec,
     const char *k = m->keys[i];
     const struct tw_node *v = m->items[i];
     path_key(sub, "env", k);
-    bool ok = (isalpha((unsigned char)k[0]) || k[0] == '_') &&
-              strlen(k) <= 128;
+    bool ok = (isalpha((unsigned char)k[0]) || k[0] == '_') && strlen(k) <= 128;
     for (const char *p = k; ok && *p; p++)
       ok = isalnum((unsigned char)*p) || *p == '_';
     if (!ok) {
@@ -1282,8 +1290,8 @@ static enum tw_rc parse_env(const struct tw_node *m, struct tw_job_spec *spec,
                   describe(v, d, sizeof d));
     spec->n_env = i + 1;
     spec->env[i].key = tw_strdup(k);
-    if ((rc = get_text(v, sub, TW_SPEC_ENV_VALUE_MAX, &spec->env[i].value,
-                       err)))
+    if ((rc =
+             get_text(v, sub, TW_SPEC_ENV_VALUE_MAX, &spec->env[i].value, err)))
       return rc;
   }
   /* Sorted, so equal specs give equal canonical JSON whatever the order
@@ -1318,14 +1326,24 @@ static enum tw_rc parse_price(const struct tw_node *n, const char *path,
 
 static enum tw_rc parse_top(const struct tw_node *root,
                             struct tw_job_spec *spec, struct tw_err *err) {
-  static const char *const keys[] = {
-      "name",       "tenant",     "project",
-      "resources",  "nodes",      "duration",
-      "duration_s", "deadline",   "max_price_per_hour",
-      "max_price_uusd_per_hour",  "datasets",
-      "placement",  "priority",   "checkpoint",
-      "run",        "env",        "fallback",
-      NULL};
+  static const char *const keys[] = {"name",
+                                     "tenant",
+                                     "project",
+                                     "resources",
+                                     "nodes",
+                                     "duration",
+                                     "duration_s",
+                                     "deadline",
+                                     "max_price_per_hour",
+                                     "max_price_uusd_per_hour",
+                                     "datasets",
+                                     "placement",
+                                     "priority",
+                                     "checkpoint",
+                                     "run",
+                                     "env",
+                                     "fallback",
+                                     NULL};
   char d[128];
   enum tw_rc rc;
   const struct tw_node *n;
@@ -1360,8 +1378,8 @@ static enum tw_rc parse_top(const struct tw_node *root,
   }
 
   const struct tw_node *dur = tw_node_get(root, "duration");
-  if (!is_null(dur) && (rc = get_duration(dur, "duration", &spec->duration_s,
-                                          err)))
+  if (!is_null(dur) &&
+      (rc = get_duration(dur, "duration", &spec->duration_s, err)))
     return rc;
   if (!is_null(n = tw_node_get(root, "duration_s"))) {
     if (!is_null(dur))
@@ -1407,8 +1425,8 @@ static enum tw_rc parse_top(const struct tw_node *root,
     return rc;
 
   if (!is_null(n = tw_node_get(root, "priority"))) {
-    if ((rc = get_int(n, "priority", TW_SPEC_PRIORITY_MIN,
-                      TW_SPEC_PRIORITY_MAX, &v, err)))
+    if ((rc = get_int(n, "priority", TW_SPEC_PRIORITY_MIN, TW_SPEC_PRIORITY_MAX,
+                      &v, err)))
       return rc;
     spec->priority = (int)v;
   }
@@ -1628,8 +1646,7 @@ void tw_spec_to_json(const struct tw_job_spec *s, struct tw_buf *b) {
           json_key(b, &f3, "exists");
           tw_buf_adds(b, sel->op == TW_SEL_EXISTS ? "true" : "false");
         } else {
-          json_list(b, &f3, tw_sel_op_str(sel->op), sel->values,
-                    sel->n_values);
+          json_list(b, &f3, tw_sel_op_str(sel->op), sel->values, sel->n_values);
         }
         tw_buf_addc(b, '}');
       }

@@ -50,7 +50,7 @@ enum tw_arch { TW_ARCH_ANY = 0, TW_ARCH_X86_64, TW_ARCH_ARM64 };
 #define TW_SPEC_ENV_VALUE_MAX (32 * 1024)
 #define TW_SPEC_SELECTORS_MAX 32
 #define TW_SPEC_SELECTOR_VALUES_MAX 64
-#define TW_SPEC_LABEL_MAX 31        /* the selector filter's label buffer */
+#define TW_SPEC_LABEL_MAX 31 /* the selector filter's label buffer */
 #define TW_SPEC_LABEL_VALUE_MAX 128
 #define TW_SPEC_RTT_MS_MAX 10000
 #define TW_SPEC_NEAR_MAX 8
@@ -75,9 +75,9 @@ enum tw_sel_op {
 };
 
 struct tw_label_selector {
-  char *label;    /* 1..31 bytes, no spaces or control characters */
+  char *label; /* 1..31 bytes, no spaces or control characters */
   enum tw_sel_op op;
-  char **values;  /* in, not_in, glob: 1..64 distinct; else NULL */
+  char **values; /* in, not_in, glob: 1..64 distinct; else NULL */
   size_t n_values;
 };
 
@@ -92,39 +92,39 @@ struct tw_job_spec {
   char *project; /* default "default" */
 
   /* resources: per node */
-  char *accel_name;      /* as written: "A100", "A100-80GB"; NULL = none */
-  int accel_count;       /* >= 1 when accel_name is set */
-  int cpus;              /* 0 = unspecified */
-  bool cpus_at_least;    /* "8+" */
-  int64_t memory_mib;    /* GiB in the spec, MiB here; 0 = unspecified */
-  bool memory_at_least;  /* "32+" */
+  char *accel_name;     /* as written: "A100", "A100-80GB"; NULL = none */
+  int accel_count;      /* >= 1 when accel_name is set */
+  int cpus;             /* 0 = unspecified */
+  bool cpus_at_least;   /* "8+" */
+  int64_t memory_mib;   /* GiB in the spec, MiB here; 0 = unspecified */
+  bool memory_at_least; /* "32+" */
   enum tw_arch arch;
   enum tw_market market; /* market: or use_spot: */
 
-  int nodes;                     /* default 1, 1..4096 */
-  int64_t duration_s;            /* expected run time; 0 = unspecified */
-  int64_t deadline_ms;           /* ms since epoch; 0 = none */
+  int nodes;                       /* default 1, 1..4096 */
+  int64_t duration_s;              /* expected run time; 0 = unspecified */
+  int64_t deadline_ms;             /* ms since epoch; 0 = none */
   int64_t max_price_uusd_per_hour; /* micro-USD; 0 = no cap */
 
   struct tw_dataset_ref *datasets;
   size_t n_datasets;
 
   /* placement */
-  char **providers;  /* allowed providers: aws azure alibaba slurm */
+  char **providers; /* allowed providers: aws azure alibaba slurm */
   size_t n_providers;
-  char **regions;    /* region selectors: "aws:us-*", "azure:westeurope" */
+  char **regions; /* region selectors: "aws:us-*", "azure:westeurope" */
   size_t n_regions;
-  char **residency;  /* allowed jurisdictions: "EU", "US", "CN", ... */
+  char **residency; /* allowed jurisdictions: "EU", "US", "CN", ... */
   size_t n_residency;
   /* all must match, in addition to the policy's own selectors */
   struct tw_label_selector *selectors;
   size_t n_selectors;
-  int max_rtt_ms;    /* 0 = none; else 1..10000, the latency filter's bound */
-  char **near;       /* "provider:region" the users sit at: latency origins
-                        beside the job's data */
+  int max_rtt_ms; /* 0 = none; else 1..10000, the latency filter's bound */
+  char **near;    /* "provider:region" the users sit at: latency origins
+                     beside the job's data */
   size_t n_near;
 
-  int priority;      /* default 0, -1000..1000 */
+  int priority; /* default 0, -1000..1000 */
 
   int64_t checkpoint_interval_s; /* 0 = none */
   char *checkpoint_uri;
@@ -132,7 +132,7 @@ struct tw_job_spec {
    * policy's (the config's spot.fallback) */
   char *fallback;
 
-  char *run;         /* the script; NULL = none */
+  char *run; /* the script; NULL = none */
   struct tw_kv *env;
   size_t n_env;
 };
@@ -163,9 +163,12 @@ void tw_spec_to_json(const struct tw_job_spec *spec, struct tw_buf *out);
  * than 6 nonzero decimals is -1.  Sizes: no sign; units B, KB..PB (powers
  * of 1000), KiB..PiB (powers of 1024), any case, optionally after spaces;
  * the result must be a whole number of bytes ("1.5B" is -1). */
-int tw_parse_duration_s(const char *s, int64_t *out);  /* "6h", "1h30m", "90s", "2d" */
-int tw_parse_usd_uusd(const char *s, int64_t *out);    /* "3.25" -> 3250000, exact */
-int tw_parse_size_bytes(const char *s, int64_t *out);  /* "10GiB", "500GB", "1024" */
+int tw_parse_duration_s(const char *s,
+                        int64_t *out); /* "6h", "1h30m", "90s", "2d" */
+int tw_parse_usd_uusd(const char *s,
+                      int64_t *out); /* "3.25" -> 3250000, exact */
+int tw_parse_size_bytes(const char *s,
+                        int64_t *out); /* "10GiB", "500GB", "1024" */
 
 /* Provider names accepted in placement.providers, dataset locations and
  * region selectors: a NULL-terminated list ("aws", "azure", ...). */

@@ -86,8 +86,10 @@ static const char SQL_EVENT_INSERT[] =
     "INSERT INTO job_events (job_id, at_ms, from_state, to_state, reason)"
     " VALUES (?1, ?2, ?3, ?4, ?5)";
 static const char SQL_JOB_BY_IDEM[] =
-    "SELECT " JOB_COLS ", idem_hash FROM jobs WHERE tenant = ?1 AND idem_key = ?2";
-static const char SQL_JOB_BY_ID[] = "SELECT " JOB_COLS " FROM jobs WHERE id = ?1";
+    "SELECT " JOB_COLS
+    ", idem_hash FROM jobs WHERE tenant = ?1 AND idem_key = ?2";
+static const char SQL_JOB_BY_ID[] =
+    "SELECT " JOB_COLS " FROM jobs WHERE id = ?1";
 static const char SQL_JOB_SET_STATE[] =
     "UPDATE jobs SET state = ?1, reason = ?2, updated_at_ms = ?3,"
     " placement = COALESCE(?4, placement),"
@@ -178,7 +180,7 @@ struct tw_store {
   struct conn w; /* writer thread only */
   pthread_t writer;
   pthread_mutex_t mu;
-  pthread_cond_t work;  /* writer waits for ops */
+  pthread_cond_t work; /* writer waits for ops */
   struct wop *head, *tail;
   bool stopping;
 
@@ -204,8 +206,8 @@ static sqlite3_stmt *prep(struct conn *c, const char *sql, struct tw_err *err) {
       return c->st[i];
     }
   sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) !=
-      SQLITE_OK) {
+  if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st,
+                         NULL) != SQLITE_OK) {
     db_err(c->db, err, "prepare");
     return NULL;
   }
@@ -232,7 +234,8 @@ static void conn_close(struct conn *c) {
   c->db = NULL;
 }
 
-static enum tw_rc exec_simple(struct conn *c, const char *sql, struct tw_err *err) {
+static enum tw_rc exec_simple(struct conn *c, const char *sql,
+                              struct tw_err *err) {
   sqlite3_stmt *st = prep(c, sql, err);
   if (!st)
     return TW_E_IO;
@@ -258,14 +261,16 @@ static enum tw_rc conn_open(struct conn *c, const char *path, bool readonly,
   sqlite3_busy_timeout(c->db, 5000);
   /* Constant pragmas, run through sqlite3_exec as the migrations are. */
   const char *pragmas =
-      readonly ? "PRAGMA foreign_keys=ON;"
-               : (sync_full ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                              " PRAGMA foreign_keys=ON;"
-                            : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                              " PRAGMA foreign_keys=ON;");
+      readonly
+          ? "PRAGMA foreign_keys=ON;"
+          : (sync_full ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                         " PRAGMA foreign_keys=ON;"
+                       : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                         " PRAGMA foreign_keys=ON;");
   char *msg = NULL;
   if (sqlite3_exec(c->db, pragmas, NULL, NULL, &msg) != SQLITE_OK) {
-    enum tw_rc rc = tw_err_set(err, TW_E_IO, "store: %s: %s", path, msg ? msg : "pragma failed");
+    enum tw_rc rc = tw_err_set(err, TW_E_IO, "store: %s: %s", path,
+                               msg ? msg : "pragma failed");
     sqlite3_free(msg);
     conn_close(c);
     return rc;
@@ -276,7 +281,8 @@ static enum tw_rc conn_open(struct conn *c, const char *path, bool readonly,
 static enum tw_rc migrate(struct conn *c, struct tw_err *err) {
   sqlite3_stmt *st = NULL;
   int version = 0;
-  if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+  if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &st, NULL) !=
+      SQLITE_OK)
     return db_err(c->db, err, "read user_version");
   if (sqlite3_step(st) == SQLITE_ROW)
     version = sqlite3_column_int(st, 0);
@@ -431,7 +437,8 @@ enum tw_rc tw_store_open(const struct tw_store_opts *opts,
   pthread_mutex_init(&s->rmu, NULL);
   pthread_cond_init(&s->rfree, NULL);
   if (pthread_create(&s->writer, NULL, writer_main, s) != 0) {
-    rc = tw_err_set(err, TW_E_INTERNAL, "store: cannot start the writer thread");
+    rc =
+        tw_err_set(err, TW_E_INTERNAL, "store: cannot start the writer thread");
     goto fail;
   }
   *out = s;
@@ -616,8 +623,9 @@ static enum tw_rc op_create(struct tw_store *s, sqlite3 *db, void *varg,
         row_to_job(st, a->out);
       sqlite3_reset(st);
       if (!same)
-        return tw_err_field(err, TW_E_CONFLICT, "Idempotency-Key",
-                            "Idempotency-Key: already used with a different job spec");
+        return tw_err_field(
+            err, TW_E_CONFLICT, "Idempotency-Key",
+            "Idempotency-Key: already used with a different job spec");
       a->replayed = true;
       return TW_OK;
     }
@@ -706,8 +714,9 @@ enum tw_rc tw_store_job_get(struct tw_store *s, const char *id,
 enum tw_rc tw_store_job_list(struct tw_store *s, const struct tw_job_filter *f,
                              struct tw_job_rec **out, size_t *n,
                              int64_t *next_before, struct tw_err *err) {
-  const char *sql = f->state ? (f->tenant ? SQL_JOB_LIST_BOTH : SQL_JOB_LIST_STATE)
-                             : (f->tenant ? SQL_JOB_LIST_TENANT : SQL_JOB_LIST);
+  const char *sql = f->state
+                        ? (f->tenant ? SQL_JOB_LIST_BOTH : SQL_JOB_LIST_STATE)
+                        : (f->tenant ? SQL_JOB_LIST_TENANT : SQL_JOB_LIST);
   int limit = f->limit < 1 ? 1 : f->limit > 500 ? 500 : f->limit;
   *out = NULL;
   *n = 0;
@@ -787,7 +796,8 @@ static enum tw_rc op_transition(struct tw_store *s, sqlite3 *db, void *varg,
   if ((rc = step_done(&s->w, st, "update job state", err)))
     goto out;
   if (sqlite3_changes(s->w.db) != 1) {
-    rc = tw_err_set(err, TW_E_CONFLICT, "job %s changed state concurrently", t->id);
+    rc = tw_err_set(err, TW_E_CONFLICT, "job %s changed state concurrently",
+                    t->id);
     goto out;
   }
   if ((rc = insert_event(s, t->id, now, from, to, reason, err)))
@@ -927,7 +937,8 @@ static void row_to_attempt(sqlite3_stmt *st, struct tw_attempt_rec *a) {
 }
 
 static enum tw_rc attempt_get_w(struct tw_store *s, int64_t id,
-                                struct tw_attempt_rec *out, struct tw_err *err) {
+                                struct tw_attempt_rec *out,
+                                struct tw_err *err) {
   sqlite3_stmt *st = prep(&s->w, SQL_ATTEMPT_BY_ID, err);
   if (!st)
     return TW_E_IO;
@@ -937,7 +948,8 @@ static enum tw_rc attempt_get_w(struct tw_store *s, int64_t id,
   if (r == SQLITE_ROW)
     row_to_attempt(st, out);
   else if (r == SQLITE_DONE)
-    rc = tw_err_set(err, TW_E_NOTFOUND, "attempt %lld not found", (long long)id);
+    rc =
+        tw_err_set(err, TW_E_NOTFOUND, "attempt %lld not found", (long long)id);
   else
     rc = db_err(s->w.db, err, "get attempt");
   sqlite3_reset(st);
@@ -969,15 +981,17 @@ static enum tw_rc op_attempt_open(struct tw_store *s, sqlite3 *db, void *varg,
   enum tw_job_state state = job.state;
   tw_job_rec_release(&job);
   if (state == TW_JOB_PENDING) {
-    struct tw_job_transition t = {.id = req->job_id, .to = TW_JOB_PLACING,
-                                  .reason = req->reason ? req->reason : "placing"};
+    struct tw_job_transition t = {.id = req->job_id,
+                                  .to = TW_JOB_PLACING,
+                                  .reason =
+                                      req->reason ? req->reason : "placing"};
     if ((rc = transition_w(s, &t, err)))
       return rc;
   } else if (state != TW_JOB_PLACING && state != TW_JOB_RECOVERING) {
     /* recovering: placed again right after an interruption, the job goes
      * on to provisioning when the launch succeeds */
-    return tw_err_set(err, TW_E_CONFLICT, "job %s is %s, not pending", req->job_id,
-                      tw_job_state_str(state));
+    return tw_err_set(err, TW_E_CONFLICT, "job %s is %s, not pending",
+                      req->job_id, tw_job_state_str(state));
   }
   sqlite3_stmt *st = prep(&s->w, SQL_ATTEMPT_NEXT_N, err);
   if (!st)
@@ -1040,9 +1054,12 @@ static enum tw_rc op_attempt_step(struct tw_store *s, sqlite3 *db, void *varg,
       return tw_err_set(err, TW_E_CONFLICT, "attempt %lld is %s, not launching",
                         (long long)a->id, tw_attempt_state_str(at.state));
     char reason[256];
-    snprintf(reason, sizeof reason, "launched %s on %s", a->instance_id, at.offer_id);
-    struct tw_job_transition t = {.id = at.job_id, .to = TW_JOB_PROVISIONING,
-                                  .reason = reason, .placement_json = a->placement_json};
+    snprintf(reason, sizeof reason, "launched %s on %s", a->instance_id,
+             at.offer_id);
+    struct tw_job_transition t = {.id = at.job_id,
+                                  .to = TW_JOB_PROVISIONING,
+                                  .reason = reason,
+                                  .placement_json = a->placement_json};
     return transition_w(s, &t, err);
   }
   if (a->kind == 1) {
@@ -1053,11 +1070,13 @@ static enum tw_rc op_attempt_step(struct tw_store *s, sqlite3 *db, void *varg,
     if ((rc = step_done(&s->w, st, "attempt running", err)))
       return rc;
     if (sqlite3_changes(s->w.db) != 1)
-      return tw_err_set(err, TW_E_CONFLICT, "attempt %lld is %s, not provisioning",
+      return tw_err_set(err, TW_E_CONFLICT,
+                        "attempt %lld is %s, not provisioning",
                         (long long)a->id, tw_attempt_state_str(at.state));
     char reason[192];
     snprintf(reason, sizeof reason, "instance %s running", at.instance_id);
-    struct tw_job_transition t = {.id = at.job_id, .to = TW_JOB_RUNNING, .reason = reason};
+    struct tw_job_transition t = {
+        .id = at.job_id, .to = TW_JOB_RUNNING, .reason = reason};
     return transition_w(s, &t, err);
   }
   const struct tw_attempt_close *c = a->close;
@@ -1077,8 +1096,10 @@ static enum tw_rc op_attempt_step(struct tw_store *s, sqlite3 *db, void *varg,
   tw_job_rec_release(&job);
   if (finished)
     return TW_OK; /* cancelled meanwhile: the attempt still ends */
-  struct tw_job_transition t = {.id = at.job_id, .to = c->job_to,
-                                .reason = c->job_reason, .has_exit = c->has_exit,
+  struct tw_job_transition t = {.id = at.job_id,
+                                .to = c->job_to,
+                                .reason = c->job_reason,
+                                .has_exit = c->has_exit,
                                 .exit_code = c->exit_code};
   return transition_w(s, &t, err);
 }
@@ -1087,8 +1108,10 @@ enum tw_rc tw_store_attempt_launched(struct tw_store *s, int64_t attempt_id,
                                      const char *instance_id,
                                      const char *placement_json,
                                      struct tw_err *err) {
-  struct attempt_step_arg a = {.id = attempt_id, .instance_id = instance_id,
-                               .placement_json = placement_json, .kind = 0};
+  struct attempt_step_arg a = {.id = attempt_id,
+                               .instance_id = instance_id,
+                               .placement_json = placement_json,
+                               .kind = 0};
   return tw_store_write(s, op_attempt_step, &a, err);
 }
 
@@ -1106,8 +1129,9 @@ enum tw_rc tw_store_attempt_close(struct tw_store *s,
 }
 
 static enum tw_rc attempts_query(struct tw_store *s, const char *sql,
-                                 const char *job_id, struct tw_attempt_rec **out,
-                                 size_t *n, struct tw_err *err) {
+                                 const char *job_id,
+                                 struct tw_attempt_rec **out, size_t *n,
+                                 struct tw_err *err) {
   *out = NULL;
   *n = 0;
   struct conn *c = reader_get(s);
@@ -1220,7 +1244,8 @@ enum tw_rc tw_store_job_note(struct tw_store *s, const char *job_id,
   return tw_store_write(s, op_note, &a, err);
 }
 
-/* ---- module schemas and statements ---------------------------------------- */
+/* ---- module schemas and statements ----------------------------------------
+ */
 
 static struct conn *conn_of(struct tw_store *s, sqlite3 *db) {
   if (s->w.db == db)
@@ -1235,7 +1260,8 @@ struct sqlite3_stmt *tw_store_stmt(struct tw_store *s, struct sqlite3 *db,
                                    const char *sql, struct tw_err *err) {
   struct conn *c = conn_of(s, db);
   if (!c) {
-    tw_err_set(err, TW_E_INTERNAL, "store: statement asked for an unknown connection");
+    tw_err_set(err, TW_E_INTERNAL,
+               "store: statement asked for an unknown connection");
     return NULL;
   }
   return prep(c, sql, err);
@@ -1267,8 +1293,9 @@ static enum tw_rc op_module_step(struct tw_store *s, sqlite3 *db, void *varg,
   char *msg = NULL;
   /* the migration's text is constant SQL of the module, as ours is */
   if (sqlite3_exec(db, a->sql, NULL, NULL, &msg) != SQLITE_OK) {
-    enum tw_rc rc = tw_err_set(err, TW_E_IO, "store: %s migration %d failed: %s",
-                               a->module, a->version, msg ? msg : "?");
+    enum tw_rc rc =
+        tw_err_set(err, TW_E_IO, "store: %s migration %d failed: %s", a->module,
+                   a->version, msg ? msg : "?");
     sqlite3_free(msg);
     return rc;
   }
@@ -1280,8 +1307,8 @@ static enum tw_rc op_module_step(struct tw_store *s, sqlite3 *db, void *varg,
   return step_done(&s->w, st, "record module version", err);
 }
 
-static enum tw_rc read_module_version(struct tw_store *s, sqlite3 *db, void *arg,
-                                      struct tw_err *err) {
+static enum tw_rc read_module_version(struct tw_store *s, sqlite3 *db,
+                                      void *arg, struct tw_err *err) {
   struct migrate_arg *a = arg;
   sqlite3_stmt *st = tw_store_stmt(s, db, SQL_MODULE_VERSION, err);
   if (!st)
@@ -1303,11 +1330,13 @@ enum tw_rc tw_store_migrate_module(struct tw_store *s, const char *module,
   if (rc)
     return rc;
   if (a.version > n)
-    return tw_err_set(err, TW_E_IO,
-                      "store: module %s is at schema version %d, newer than this build (%d)",
-                      module, a.version, n);
+    return tw_err_set(
+        err, TW_E_IO,
+        "store: module %s is at schema version %d, newer than this build (%d)",
+        module, a.version, n);
   for (int v = a.version; v < n; v++) {
-    struct migrate_arg step = {.module = module, .sql = migrations[v], .version = v + 1};
+    struct migrate_arg step = {
+        .module = module, .sql = migrations[v], .version = v + 1};
     if ((rc = tw_store_write(s, op_module_step, &step, err)))
       return rc;
     tw_log_info("store", "module=%s migrated to version %d", module, v + 1);
@@ -1315,7 +1344,8 @@ enum tw_rc tw_store_migrate_module(struct tw_store *s, const char *module,
   return TW_OK;
 }
 
-/* ---- gangs ------------------------------------------------------------------ */
+/* ---- gangs ------------------------------------------------------------------
+ */
 
 static const char *const GANG_MIGRATIONS[] = {
     /* 1: the instances of a multi-node attempt */
@@ -1328,8 +1358,10 @@ static const char *const GANG_MIGRATIONS[] = {
 };
 
 static const char SQL_GANG_PUT[] =
-    "INSERT INTO attempt_instances (attempt_id, k, instance_id, state) VALUES (?1, ?2, ?3, ?4)"
-    " ON CONFLICT (attempt_id, k) DO UPDATE SET instance_id = excluded.instance_id,"
+    "INSERT INTO attempt_instances (attempt_id, k, instance_id, state) VALUES "
+    "(?1, ?2, ?3, ?4)"
+    " ON CONFLICT (attempt_id, k) DO UPDATE SET instance_id = "
+    "excluded.instance_id,"
     " state = excluded.state";
 static const char SQL_GANG_OF[] =
     "SELECT attempt_id, k, instance_id, state FROM attempt_instances"
@@ -1340,9 +1372,9 @@ static const char SQL_GANG_LIVE[] =
     " ORDER BY g.attempt_id, g.k";
 
 enum tw_rc tw_store_gang_migrate(struct tw_store *s, struct tw_err *err) {
-  return tw_store_migrate_module(s, "gang", GANG_MIGRATIONS,
-                                 (int)(sizeof GANG_MIGRATIONS / sizeof GANG_MIGRATIONS[0]),
-                                 err);
+  return tw_store_migrate_module(
+      s, "gang", GANG_MIGRATIONS,
+      (int)(sizeof GANG_MIGRATIONS / sizeof GANG_MIGRATIONS[0]), err);
 }
 
 static enum tw_rc op_gang_put(struct tw_store *s, sqlite3 *db, void *arg,
@@ -1362,8 +1394,9 @@ static enum tw_rc op_gang_put(struct tw_store *s, sqlite3 *db, void *arg,
   return TW_OK;
 }
 
-enum tw_rc tw_store_attempt_instance_put(struct tw_store *s, int64_t attempt_id, int k,
-                                         const char *instance_id, const char *state,
+enum tw_rc tw_store_attempt_instance_put(struct tw_store *s, int64_t attempt_id,
+                                         int k, const char *instance_id,
+                                         const char *state,
                                          struct tw_err *err) {
   struct tw_attempt_instance g = {.attempt_id = attempt_id, .k = k};
   snprintf(g.instance_id, sizeof g.instance_id, "%s", instance_id);
@@ -1380,7 +1413,8 @@ struct gang_read {
 static enum tw_rc op_gang_read(struct tw_store *s, sqlite3 *db, void *arg,
                                struct tw_err *err) {
   struct gang_read *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, a->attempt_id ? SQL_GANG_OF : SQL_GANG_LIVE, err);
+  sqlite3_stmt *st =
+      tw_store_stmt(s, db, a->attempt_id ? SQL_GANG_OF : SQL_GANG_LIVE, err);
   if (!st)
     return TW_E_IO;
   if (a->attempt_id)
@@ -1396,7 +1430,8 @@ static enum tw_rc op_gang_read(struct tw_store *s, sqlite3 *db, void *arg,
     g->attempt_id = sqlite3_column_int64(st, 0);
     g->k = sqlite3_column_int(st, 1);
     const unsigned char *t = sqlite3_column_text(st, 2);
-    snprintf(g->instance_id, sizeof g->instance_id, "%s", t ? (const char *)t : "");
+    snprintf(g->instance_id, sizeof g->instance_id, "%s",
+             t ? (const char *)t : "");
     t = sqlite3_column_text(st, 3);
     snprintf(g->state, sizeof g->state, "%s", t ? (const char *)t : "");
   }
@@ -1407,8 +1442,8 @@ static enum tw_rc op_gang_read(struct tw_store *s, sqlite3 *db, void *arg,
 }
 
 enum tw_rc tw_store_attempt_instances(struct tw_store *s, int64_t attempt_id,
-                                      struct tw_attempt_instance **out, size_t *n,
-                                      struct tw_err *err) {
+                                      struct tw_attempt_instance **out,
+                                      size_t *n, struct tw_err *err) {
   struct gang_read a = {.attempt_id = attempt_id};
   enum tw_rc rc = tw_store_read(s, op_gang_read, &a, err);
   if (rc) {

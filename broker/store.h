@@ -23,11 +23,11 @@ struct tw_store;
 struct sqlite3;
 
 struct tw_store_opts {
-  const char *path;        /* sqlite file; created when absent */
-  struct tw_clock *clock;  /* NULL: the real clock */
-  bool sync_full;          /* PRAGMA synchronous=FULL (default) vs NORMAL */
-  int max_batch;           /* operations per transaction; 0: 512 */
-  int readers;             /* read connections; 0: 8 */
+  const char *path;       /* sqlite file; created when absent */
+  struct tw_clock *clock; /* NULL: the real clock */
+  bool sync_full;         /* PRAGMA synchronous=FULL (default) vs NORMAL */
+  int max_batch;          /* operations per transaction; 0: 512 */
+  int readers;            /* read connections; 0: 8 */
 };
 
 /* Opens (and migrates) the store and starts its writer thread.  *out is
@@ -50,10 +50,10 @@ struct tw_job_rec {
   char id[TW_JOB_ID_LEN + 1];
   char *name, *tenant, *project; /* owned */
   enum tw_job_state state;
-  char *reason;                  /* owned, never NULL */
+  char *reason; /* owned, never NULL */
   int priority;
-  char *spec_json;               /* canonical spec (owned) */
-  char *placement_json;          /* owned; NULL until placed */
+  char *spec_json;      /* canonical spec (owned) */
+  char *placement_json; /* owned; NULL until placed */
   bool has_exit_code;
   int exit_code;
   int64_t created_ms, updated_ms;
@@ -64,8 +64,8 @@ void tw_job_rec_release(struct tw_job_rec *r);
 struct tw_job_new {
   const char *name, *tenant, *project;
   int priority;
-  const char *spec_json;       /* canonical JSON of the validated spec */
-  const char *idem_key;        /* NULL: none */
+  const char *spec_json; /* canonical JSON of the validated spec */
+  const char *idem_key;  /* NULL: none */
 };
 
 /* Stores a new pending job with its first event, durably, before
@@ -81,10 +81,10 @@ enum tw_rc tw_store_job_get(struct tw_store *s, const char *id,
                             struct tw_job_rec *out, struct tw_err *err);
 
 struct tw_job_filter {
-  const char *state;   /* NULL: any */
-  const char *tenant;  /* NULL: any */
-  int64_t before_seq;  /* 0: from the newest; else only seq < before_seq */
-  int limit;           /* 1..500 */
+  const char *state;  /* NULL: any */
+  const char *tenant; /* NULL: any */
+  int64_t before_seq; /* 0: from the newest; else only seq < before_seq */
+  int limit;          /* 1..500 */
 };
 
 /* Newest first.  *out is an array of *n records (free each with
@@ -142,9 +142,9 @@ enum tw_rc tw_store_write(struct tw_store *s, tw_store_write_fn fn, void *arg,
 
 /* Statistics for /metrics and the benchmark. */
 struct tw_store_stats {
-  uint64_t commits;       /* transactions committed */
-  uint64_t ops;           /* write operations committed */
-  uint64_t max_batch;     /* largest batch so far */
+  uint64_t commits;   /* transactions committed */
+  uint64_t ops;       /* write operations committed */
+  uint64_t max_batch; /* largest batch so far */
 };
 void tw_store_stats(struct tw_store *s, struct tw_store_stats *out);
 
@@ -163,18 +163,18 @@ enum tw_attempt_state {
 };
 
 struct tw_attempt_rec {
-  int64_t id;                 /* store-wide sequence */
+  int64_t id; /* store-wide sequence */
   char job_id[TW_JOB_ID_LEN + 1];
-  int n;                      /* 1, 2, ... within the job */
-  char client_token[48];      /* "<job id>-<n>" */
-  char provider[64];          /* account name of the provider */
+  int n;                 /* 1, 2, ... within the job */
+  char client_token[48]; /* "<job id>-<n>" */
+  char provider[64];     /* account name of the provider */
   char offer_id[192];
-  char market[16];            /* "spot" | "on-demand" */
+  char market[16]; /* "spot" | "on-demand" */
   int64_t price_uusd_per_hour;
-  char instance_id[128];      /* "" until launched */
+  char instance_id[128]; /* "" until launched */
   enum tw_attempt_state state;
-  char end_reason[32];        /* completed interrupted capacity failed
-                                 cancelled; "" while live */
+  char end_reason[32]; /* completed interrupted capacity failed
+                          cancelled; "" while live */
   int64_t started_ms, running_ms, ended_ms; /* 0 when not yet */
 };
 
@@ -184,7 +184,7 @@ struct tw_attempt_new {
   const char *job_id;
   const char *provider, *offer_id, *market;
   int64_t price_uusd_per_hour;
-  const char *reason;         /* for the job's event when it moves */
+  const char *reason; /* for the job's event when it moves */
 };
 
 /* Opens attempt n+1 of a pending, placing or recovering job; a pending job
@@ -214,7 +214,7 @@ enum tw_rc tw_store_attempt_running(struct tw_store *s, int64_t attempt_id,
 struct tw_attempt_close {
   int64_t attempt_id;
   const char *end_reason;
-  enum tw_job_state job_to;   /* TW_JOB_NSTATES: leave the job alone */
+  enum tw_job_state job_to; /* TW_JOB_NSTATES: leave the job alone */
   const char *job_reason;
   bool has_exit;
   int exit_code;
@@ -284,9 +284,9 @@ struct sqlite3_stmt *tw_store_stmt(struct tw_store *s, struct sqlite3 *db,
 
 struct tw_attempt_instance {
   int64_t attempt_id;
-  int k;                 /* 1..N */
+  int k; /* 1..N */
   char instance_id[128];
-  char state[16];        /* "launched" | "running" | "terminated" */
+  char state[16]; /* "launched" | "running" | "terminated" */
 };
 
 /* Creates the table when this database lacks it.  Idempotent; call before
@@ -294,14 +294,14 @@ struct tw_attempt_instance {
 enum tw_rc tw_store_gang_migrate(struct tw_store *s, struct tw_err *err);
 
 /* Records (or replaces) node k of attempt_id. */
-enum tw_rc tw_store_attempt_instance_put(struct tw_store *s, int64_t attempt_id, int k,
-                                         const char *instance_id, const char *state,
-                                         struct tw_err *err);
+enum tw_rc tw_store_attempt_instance_put(struct tw_store *s, int64_t attempt_id,
+                                         int k, const char *instance_id,
+                                         const char *state, struct tw_err *err);
 
 /* The nodes of attempt_id (attempt_id > 0), or of every attempt not yet
  * ended (attempt_id 0), by attempt then k.  free() the array. */
 enum tw_rc tw_store_attempt_instances(struct tw_store *s, int64_t attempt_id,
-                                      struct tw_attempt_instance **out, size_t *n,
-                                      struct tw_err *err);
+                                      struct tw_attempt_instance **out,
+                                      size_t *n, struct tw_err *err);
 
 #endif

@@ -105,7 +105,8 @@ static const char SQL_OWNER_INSERT[] =
     "INSERT OR IGNORE INTO tenancy_jobs (job_id, tenant, project, principal,"
     " projected_uusd, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 
-static const char SQL_COUNT_PRINCIPALS[] = "SELECT count(*) FROM tenancy_principals";
+static const char SQL_COUNT_PRINCIPALS[] =
+    "SELECT count(*) FROM tenancy_principals";
 static const char SQL_TENANT_INSERT[] =
     "INSERT INTO tenancy_tenants (name, created_at_ms) VALUES (?1, ?2)";
 static const char SQL_TENANT_GET[] =
@@ -113,7 +114,8 @@ static const char SQL_TENANT_GET[] =
 static const char SQL_TENANT_LIST[] =
     "SELECT name, cohort, created_at_ms FROM tenancy_tenants ORDER BY name";
 static const char SQL_PRINCIPAL_INSERT[] =
-    "INSERT INTO tenancy_principals (name, tenant, role, service, created_at_ms)"
+    "INSERT INTO tenancy_principals (name, tenant, role, service, "
+    "created_at_ms)"
     " VALUES (?1, ?2, ?3, ?4, ?5)";
 static const char SQL_PRINCIPAL_GET[] =
     "SELECT name, tenant, role, service, disabled, created_at_ms"
@@ -137,9 +139,11 @@ static const char SQL_TOKEN_LIST[] =
 static const char SQL_TOKEN_REVOKE[] =
     "UPDATE tenancy_tokens SET revoked_at_ms = ?2"
     " WHERE id = ?1 AND revoked_at_ms = 0";
-static const char SQL_TOKEN_EXISTS[] = "SELECT 1 FROM tenancy_tokens WHERE id = ?1";
+static const char SQL_TOKEN_EXISTS[] =
+    "SELECT 1 FROM tenancy_tokens WHERE id = ?1";
 
-/* ---- small helpers ---------------------------------------------------------- */
+/* ---- small helpers ----------------------------------------------------------
+ */
 
 static const char *const ROLE_NAMES[TW_ROLE_COUNT] = {
     "admin", "tenant-admin", "member", "viewer", "finance", "ci"};
@@ -202,9 +206,12 @@ static void bind_opt(sqlite3_stmt *st, int i, const char *s) {
 void tn_audit(struct tw_tenancy *t, const char *principal, const char *tenant,
               const char *action, const char *object, const char *outcome,
               const char *request_id, const char *detail) {
-  struct tw_audit_event ev = {.principal = principal, .tenant = tenant,
-                              .action = action, .object = object,
-                              .outcome = outcome, .request_id = request_id,
+  struct tw_audit_event ev = {.principal = principal,
+                              .tenant = tenant,
+                              .action = action,
+                              .object = object,
+                              .outcome = outcome,
+                              .request_id = request_id,
                               .detail = detail};
   struct tw_err err = {0};
   if (tw_audit_append(t->audit, &ev, NULL, &err))
@@ -212,11 +219,18 @@ void tn_audit(struct tw_tenancy *t, const char *principal, const char *tenant,
                  object ? object : "", err.msg);
 }
 
-struct tw_audit *tw_tenancy_audit(struct tw_tenancy *t) { return t->audit; }
-struct tw_store *tw_tenancy_store(struct tw_tenancy *t) { return t->store; }
-struct tw_clock *tw_tenancy_clock(struct tw_tenancy *t) { return t->clock; }
+struct tw_audit *tw_tenancy_audit(struct tw_tenancy *t) {
+  return t->audit;
+}
+struct tw_store *tw_tenancy_store(struct tw_tenancy *t) {
+  return t->store;
+}
+struct tw_clock *tw_tenancy_clock(struct tw_tenancy *t) {
+  return t->clock;
+}
 
-/* ---- tokens --------------------------------------------------------------- */
+/* ---- tokens ---------------------------------------------------------------
+ */
 
 static void sha256(const void *data, size_t n, unsigned char out[32]) {
   unsigned int len = 0;
@@ -274,7 +288,8 @@ static bool token_shape(const char *tok, char id[TW_TOKEN_ID_LEN + 1]) {
 }
 
 /* A fresh token: 64 random bits of public id, 256 of secret. */
-static enum tw_rc token_new(char tok[TW_TOKEN_LEN + 1], char id[TW_TOKEN_ID_LEN + 1],
+static enum tw_rc token_new(char tok[TW_TOKEN_LEN + 1],
+                            char id[TW_TOKEN_ID_LEN + 1],
                             unsigned char hash[32], struct tw_err *err) {
   unsigned char idb[8], sec[32];
   char sec64[48];
@@ -328,7 +343,8 @@ static enum tw_rc op_auth(struct tw_store *s, sqlite3 *db, void *varg,
 }
 
 enum tw_rc tw_tenancy_authenticate(struct tw_tenancy *t, const char *token,
-                                   struct tw_principal *out, struct tw_err *err) {
+                                   struct tw_principal *out,
+                                   struct tw_err *err) {
   char id[TW_TOKEN_ID_LEN + 1];
   memset(out, 0, sizeof *out);
   if (!token_shape(token, id))
@@ -389,7 +405,8 @@ static enum tw_rc op_token_new(struct tw_store *s, sqlite3 *db, void *varg,
   if (rc)
     return rc;
   if (p.disabled)
-    return tw_err_set(err, TW_E_CONFLICT, "principal %s is disabled", a->principal);
+    return tw_err_set(err, TW_E_CONFLICT, "principal %s is disabled",
+                      a->principal);
   sqlite3_stmt *st = tn_prepare(db, SQL_TOKEN_INSERT, err);
   if (!st)
     return TW_E_IO;
@@ -423,15 +440,18 @@ enum tw_rc tw_tenancy_token_create(struct tw_tenancy *t, const char *principal,
   enum tw_rc rc;
   token_out[0] = '\0';
   if (name && strlen(name) >= TW_NAME_MAX)
-    return tw_err_field(err, TW_E_INVALID, "name", "name: at most %d characters",
-                        TW_NAME_MAX - 1);
+    return tw_err_field(err, TW_E_INVALID, "name",
+                        "name: at most %d characters", TW_NAME_MAX - 1);
   if (ttl_ms < 0)
     return tw_err_field(err, TW_E_INVALID, "ttl", "ttl: must not be negative");
   if ((rc = token_new(token_out, id, hash, err)))
     return rc;
   int64_t now = tw_clock_now_ms(t->clock);
-  struct token_new_arg a = {.principal = principal, .name = name ? name : "",
-                            .id = id, .hash = hash, .now = now,
+  struct token_new_arg a = {.principal = principal,
+                            .name = name ? name : "",
+                            .id = id,
+                            .hash = hash,
+                            .now = now,
                             .expires = ttl_ms ? now + ttl_ms : 0};
   rc = tw_store_write(t->store, op_token_new, &a, err);
   if (rc) {
@@ -455,7 +475,8 @@ static enum tw_rc op_token_list(struct tw_store *s, sqlite3 *db, void *varg,
                                 struct tw_err *err) {
   (void)s;
   struct token_get_arg *a = varg;
-  sqlite3_stmt *st = tn_prepare(db, a->id ? SQL_TOKEN_GET : SQL_TOKEN_LIST, err);
+  sqlite3_stmt *st =
+      tn_prepare(db, a->id ? SQL_TOKEN_GET : SQL_TOKEN_LIST, err);
   if (!st)
     return TW_E_IO;
   if (a->id) {
@@ -541,7 +562,8 @@ enum tw_rc tw_tenancy_token_revoke(struct tw_tenancy *t, const char *id,
   return rc;
 }
 
-/* ---- principals ------------------------------------------------------------- */
+/* ---- principals -------------------------------------------------------------
+ */
 
 static enum tw_rc read_principal(sqlite3_stmt *st, struct tw_principal *o) {
   char role[32];
@@ -572,7 +594,8 @@ static enum tw_rc get_principal(sqlite3 *db, const char *name,
   return r == SQLITE_ROW ? TW_OK : tn_db_err(db, err, "principal lookup");
 }
 
-static enum tw_rc tenant_exists(sqlite3 *db, const char *name, struct tw_err *err) {
+static enum tw_rc tenant_exists(sqlite3 *db, const char *name,
+                                struct tw_err *err) {
   sqlite3_stmt *st = tn_prepare(db, SQL_TENANT_GET, err);
   if (!st)
     return TW_E_IO;
@@ -594,13 +617,14 @@ static enum tw_rc op_user_create(struct tw_store *s, sqlite3 *db, void *varg,
   (void)s;
   struct user_arg *a = varg;
   enum tw_rc rc;
-  if (strcmp(a->p->tenant, TW_TENANT_GLOBAL) && (rc = tenant_exists(db, a->p->tenant, err)))
+  if (strcmp(a->p->tenant, TW_TENANT_GLOBAL) &&
+      (rc = tenant_exists(db, a->p->tenant, err)))
     return rc;
   struct tw_principal old;
   struct tw_err ignore = {0};
   if (get_principal(db, a->p->name, &old, &ignore) == TW_OK)
-    return tw_err_field(err, TW_E_CONFLICT, "name", "principal %s already exists",
-                        a->p->name);
+    return tw_err_field(err, TW_E_CONFLICT, "name",
+                        "principal %s already exists", a->p->name);
   sqlite3_stmt *st = tn_prepare(db, SQL_PRINCIPAL_INSERT, err);
   if (!st)
     return TW_E_IO;
@@ -614,11 +638,12 @@ static enum tw_rc op_user_create(struct tw_store *s, sqlite3 *db, void *varg,
   return r == SQLITE_DONE ? TW_OK : tn_db_err(db, err, "principal insert");
 }
 
-static enum tw_rc check_principal(const struct tw_principal *p, struct tw_err *err) {
+static enum tw_rc check_principal(const struct tw_principal *p,
+                                  struct tw_err *err) {
   if (!tw_tenancy_name_ok(p->name))
-    return tw_err_field(err, TW_E_INVALID, "name",
-                        "name: expected 1 to 63 of [A-Za-z0-9._-], got \"%.64s\"",
-                        p->name);
+    return tw_err_field(
+        err, TW_E_INVALID, "name",
+        "name: expected 1 to 63 of [A-Za-z0-9._-], got \"%.64s\"", p->name);
   if ((unsigned)p->role >= TW_ROLE_COUNT)
     return tw_err_field(err, TW_E_INVALID, "role", "role: unknown");
   bool global = !strcmp(p->tenant, TW_TENANT_GLOBAL);
@@ -630,13 +655,14 @@ static enum tw_rc check_principal(const struct tw_principal *p, struct tw_err *e
     return tw_err_field(err, TW_E_INVALID, "tenant",
                         "tenant: \"*\" is only for the admin role");
   if (!global && !tw_tenancy_name_ok(p->tenant))
-    return tw_err_field(err, TW_E_INVALID, "tenant",
-                        "tenant: expected 1 to 63 of [A-Za-z0-9._-], got \"%.64s\"",
-                        p->tenant);
+    return tw_err_field(
+        err, TW_E_INVALID, "tenant",
+        "tenant: expected 1 to 63 of [A-Za-z0-9._-], got \"%.64s\"", p->tenant);
   return TW_OK;
 }
 
-enum tw_rc tw_tenancy_user_create(struct tw_tenancy *t, const struct tw_principal *p,
+enum tw_rc tw_tenancy_user_create(struct tw_tenancy *t,
+                                  const struct tw_principal *p,
                                   struct tw_err *err) {
   enum tw_rc rc = check_principal(p, err);
   if (rc)
@@ -735,7 +761,8 @@ enum tw_rc tw_tenancy_user_disable(struct tw_tenancy *t, const char *name,
   return rc;
 }
 
-/* ---- tenants ------------------------------------------------------------------ */
+/* ---- tenants
+ * ------------------------------------------------------------------ */
 
 struct tenant_arg {
   const char *name;
@@ -750,7 +777,8 @@ static enum tw_rc op_tenant_create(struct tw_store *s, sqlite3 *db, void *varg,
   struct tenant_arg *a = varg;
   struct tw_err ignore = {0};
   if (tenant_exists(db, a->name, &ignore) == TW_OK)
-    return tw_err_field(err, TW_E_CONFLICT, "name", "tenant %s already exists", a->name);
+    return tw_err_field(err, TW_E_CONFLICT, "name", "tenant %s already exists",
+                        a->name);
   sqlite3_stmt *st = tn_prepare(db, SQL_TENANT_INSERT, err);
   if (!st)
     return TW_E_IO;
@@ -764,9 +792,10 @@ static enum tw_rc op_tenant_create(struct tw_store *s, sqlite3 *db, void *varg,
 enum tw_rc tw_tenancy_tenant_create(struct tw_tenancy *t, const char *name,
                                     struct tw_err *err) {
   if (!tw_tenancy_name_ok(name))
-    return tw_err_field(err, TW_E_INVALID, "name",
-                        "name: expected 1 to 63 of [A-Za-z0-9._-], got \"%.64s\"",
-                        name ? name : "");
+    return tw_err_field(
+        err, TW_E_INVALID, "name",
+        "name: expected 1 to 63 of [A-Za-z0-9._-], got \"%.64s\"",
+        name ? name : "");
   struct tenant_arg a = {.name = name, .now = tw_clock_now_ms(t->clock)};
   enum tw_rc rc = tw_store_write(t->store, op_tenant_create, &a, err);
   if (rc == TW_OK) {
@@ -780,7 +809,8 @@ static enum tw_rc op_tenant_list(struct tw_store *s, sqlite3 *db, void *varg,
                                  struct tw_err *err) {
   (void)s;
   struct tenant_arg *a = varg;
-  sqlite3_stmt *st = tn_prepare(db, a->name ? SQL_TENANT_GET : SQL_TENANT_LIST, err);
+  sqlite3_stmt *st =
+      tn_prepare(db, a->name ? SQL_TENANT_GET : SQL_TENANT_LIST, err);
   if (!st)
     return TW_E_IO;
   if (a->name)
@@ -802,7 +832,8 @@ static enum tw_rc op_tenant_list(struct tw_store *s, sqlite3 *db, void *varg,
 }
 
 enum tw_rc tw_tenancy_tenant_get(struct tw_tenancy *t, const char *name,
-                                 struct tw_tenant_info *out, struct tw_err *err) {
+                                 struct tw_tenant_info *out,
+                                 struct tw_err *err) {
   struct tenant_arg a = {.name = name};
   enum tw_rc rc = tw_store_read(t->store, op_tenant_list, &a, err);
   if (rc == TW_OK && a.n == 0)
@@ -813,8 +844,9 @@ enum tw_rc tw_tenancy_tenant_get(struct tw_tenancy *t, const char *name,
   return rc;
 }
 
-enum tw_rc tw_tenancy_tenant_list(struct tw_tenancy *t, struct tw_tenant_info **out,
-                                  size_t *n, struct tw_err *err) {
+enum tw_rc tw_tenancy_tenant_list(struct tw_tenancy *t,
+                                  struct tw_tenant_info **out, size_t *n,
+                                  struct tw_err *err) {
   struct tenant_arg a = {0};
   enum tw_rc rc = tw_store_read(t->store, op_tenant_list, &a, err);
   if (rc) {
@@ -826,7 +858,8 @@ enum tw_rc tw_tenancy_tenant_list(struct tw_tenancy *t, struct tw_tenant_info **
   return TW_OK;
 }
 
-/* ---- job owners and request records ------------------------------------------- */
+/* ---- job owners and request records
+ * ------------------------------------------- */
 
 struct owner_arg {
   const char *job_id;
@@ -850,7 +883,9 @@ static enum tw_rc op_owner(struct tw_store *s, sqlite3 *db, void *varg,
     a->o.projected_uusd = sqlite3_column_int64(st, 3);
   }
   sqlite3_reset(st);
-  return r == SQLITE_ROW || r == SQLITE_DONE ? TW_OK : tn_db_err(db, err, "owner lookup");
+  return r == SQLITE_ROW || r == SQLITE_DONE
+             ? TW_OK
+             : tn_db_err(db, err, "owner lookup");
 }
 
 enum tw_rc tw_tenancy_job_owner(struct tw_tenancy *t, const char *job_id,
@@ -860,7 +895,8 @@ enum tw_rc tw_tenancy_job_owner(struct tw_tenancy *t, const char *job_id,
   if (rc)
     return rc;
   if (!a.found)
-    return tw_err_set(err, TW_E_NOTFOUND, "job %s has no recorded owner", job_id);
+    return tw_err_set(err, TW_E_NOTFOUND, "job %s has no recorded owner",
+                      job_id);
   *out = a.o;
   return TW_OK;
 }
@@ -900,7 +936,8 @@ enum tw_rc tw_tenancy_request_done(struct tw_tenancy *t,
   return tw_store_write(t->store, op_request_done, &a, err);
 }
 
-/* ---- the quota and budget cache -------------------------------------------------- */
+/* ---- the quota and budget cache
+ * -------------------------------------------------- */
 
 void tn_cache_changed(struct tw_tenancy *t) {
   __atomic_add_fetch(&t->gen, 1, __ATOMIC_ACQ_REL);
@@ -916,7 +953,8 @@ static void cache_fresh(struct tw_tenancy *t) {
   struct tw_budget *b = NULL;
   size_t nq = 0, nb = 0;
   struct tw_err err = {0};
-  if (tn_load_all_quotas(t, &q, &nq, &err) || tn_load_all_budgets(t, &b, &nb, &err)) {
+  if (tn_load_all_quotas(t, &q, &nq, &err) ||
+      tn_load_all_budgets(t, &b, &nb, &err)) {
     tw_log_warn("tenancy", "quotas and budgets not reloaded: %s", err.msg);
     free(q);
     free(b);
@@ -931,7 +969,8 @@ static void cache_fresh(struct tw_tenancy *t) {
   t->loaded_gen = gen;
 }
 
-bool tn_cache_quota(struct tw_tenancy *t, const char *tenant, struct tw_quota *out) {
+bool tn_cache_quota(struct tw_tenancy *t, const char *tenant,
+                    struct tw_quota *out) {
   bool found = false;
   pthread_mutex_lock(&t->cmu);
   cache_fresh(t);
@@ -944,20 +983,22 @@ bool tn_cache_quota(struct tw_tenancy *t, const char *tenant, struct tw_quota *o
   return found;
 }
 
-size_t tn_cache_budgets(struct tw_tenancy *t, const char *tenant, const char *project,
-                        struct tw_budget out[2]) {
+size_t tn_cache_budgets(struct tw_tenancy *t, const char *tenant,
+                        const char *project, struct tw_budget out[2]) {
   size_t n = 0;
   pthread_mutex_lock(&t->cmu);
   cache_fresh(t);
   for (size_t i = 0; i < t->n_cb && n < 2; i++)
     if (!strcmp(t->cb[i].tenant, tenant) &&
-        (!t->cb[i].project[0] || (project && !strcmp(t->cb[i].project, project))))
+        (!t->cb[i].project[0] ||
+         (project && !strcmp(t->cb[i].project, project))))
       out[n++] = t->cb[i];
   pthread_mutex_unlock(&t->cmu);
   return n;
 }
 
-/* ---- opening and the first admin token ------------------------------------------ */
+/* ---- opening and the first admin token
+ * ------------------------------------------ */
 
 void tw_tenancy_token_path(const char *db_path, char *out, size_t outsz) {
   const char *slash = db_path ? strrchr(db_path, '/') : NULL;
@@ -1001,18 +1042,24 @@ static enum tw_rc op_bootstrap(struct tw_store *s, sqlite3 *db, void *varg,
   if (tenant_exists(db, "default", &ignore) != TW_OK &&
       (rc = op_tenant_create(s, db, &ta, err)))
     return rc;
-  struct tw_principal p = {.name = "admin", .tenant = TW_TENANT_GLOBAL,
-                           .role = TW_ROLE_ADMIN};
+  struct tw_principal p = {
+      .name = "admin", .tenant = TW_TENANT_GLOBAL, .role = TW_ROLE_ADMIN};
   struct user_arg ua = {.p = &p, .now = a->now};
   if ((rc = op_user_create(s, db, &ua, err)))
     return rc;
-  struct token_new_arg tn = {.principal = "admin", .name = "bootstrap", .id = a->id,
-                             .hash = a->hash, .now = a->now};
+  struct token_new_arg tn = {.principal = "admin",
+                             .name = "bootstrap",
+                             .id = a->id,
+                             .hash = a->hash,
+                             .now = a->now};
   if ((rc = op_token_new(s, db, &tn, err)))
     return rc;
-  struct tw_audit_event ev = {.principal = "tradewindd", .action = "tenancy.bootstrap",
-                              .object = "principal/admin", .outcome = "ok",
-                              .detail = "first start: admin principal and token made"};
+  struct tw_audit_event ev = {
+      .principal = "tradewindd",
+      .action = "tenancy.bootstrap",
+      .object = "principal/admin",
+      .outcome = "ok",
+      .detail = "first start: admin principal and token made"};
   if ((rc = tw_audit_append_in(s, db, &ev, a->now, NULL, err)))
     return rc;
   a->made = true;
@@ -1026,9 +1073,11 @@ static enum tw_rc write_private(const char *path, const char *text,
   char tmp[1100];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   unlink(tmp);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  int fd =
+      open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0)
-    return tw_err_set(err, TW_E_IO, "tenancy: cannot create %s: %s", tmp, strerror(errno));
+    return tw_err_set(err, TW_E_IO, "tenancy: cannot create %s: %s", tmp,
+                      strerror(errno));
   size_t n = strlen(text);
   bool bad = fchmod(fd, 0600) != 0 || write(fd, text, n) != (ssize_t)n ||
              write(fd, "\n", 1) != 1 || fsync(fd) != 0;
@@ -1036,7 +1085,8 @@ static enum tw_rc write_private(const char *path, const char *text,
   if (bad || rename(tmp, path) != 0) {
     int e = errno;
     unlink(tmp);
-    return tw_err_set(err, TW_E_IO, "tenancy: cannot write %s: %s", path, strerror(e));
+    return tw_err_set(err, TW_E_IO, "tenancy: cannot write %s: %s", path,
+                      strerror(e));
   }
   return TW_OK;
 }
@@ -1057,7 +1107,8 @@ static enum tw_rc bootstrap(struct tw_tenancy *t, const char *file,
   OPENSSL_cleanse(tok, sizeof tok);
   if (rc)
     return rc;
-  struct boot_arg a = {.id = id, .hash = hash, .now = tw_clock_now_ms(t->clock)};
+  struct boot_arg a = {
+      .id = id, .hash = hash, .now = tw_clock_now_ms(t->clock)};
   if ((rc = tw_store_write(t->store, op_bootstrap, &a, err))) {
     unlink(file);
     return rc;
@@ -1066,7 +1117,8 @@ static enum tw_rc bootstrap(struct tw_tenancy *t, const char *file,
     unlink(file);
     return TW_OK;
   }
-  tw_log_info("tenancy", "first start: admin token %s written to %s (mode 0600)", id,
+  tw_log_info("tenancy",
+              "first start: admin token %s written to %s (mode 0600)", id,
               file);
   return TW_OK;
 }
@@ -1075,15 +1127,17 @@ enum tw_rc tw_tenancy_open(const struct tw_tenancy_opts *opts,
                            struct tw_tenancy **out, struct tw_err *err) {
   enum tw_rc rc;
   *out = NULL;
-  if ((rc = tw_store_migrate_module(opts->store, "tenancy", MIGRATIONS,
-                                    (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]), err)))
+  if ((rc = tw_store_migrate_module(
+           opts->store, "tenancy", MIGRATIONS,
+           (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]), err)))
     return rc;
   struct tw_tenancy *t = tw_calloc(1, sizeof *t);
   t->store = opts->store;
   t->clock = opts->clock ? opts->clock : tw_clock_real();
   t->providers = opts->providers;
   t->n_providers = opts->n_providers;
-  t->webhook_timeout_ms = opts->webhook_timeout_ms > 0 ? opts->webhook_timeout_ms : 5000;
+  t->webhook_timeout_ms =
+      opts->webhook_timeout_ms > 0 ? opts->webhook_timeout_ms : 5000;
   pthread_mutex_init(&t->mu, NULL);
   pthread_mutex_init(&t->cmu, NULL);
   t->gen = 1;
@@ -1098,7 +1152,8 @@ enum tw_rc tw_tenancy_open(const struct tw_tenancy_opts *opts,
   return TW_OK;
 }
 
-/* ---- maintenance thread ------------------------------------------------------------ */
+/* ---- maintenance thread
+ * ------------------------------------------------------------ */
 
 static void *tick_main(void *arg) {
   struct tw_tenancy *t = arg;
@@ -1127,7 +1182,8 @@ enum tw_rc tw_tenancy_start(struct tw_tenancy *t, int64_t interval_ms,
                             struct tw_err *err) {
   t->interval_ms = interval_ms > 0 ? interval_ms : 5000;
   if (pthread_create(&t->thread, NULL, tick_main, t) != 0)
-    return tw_err_set(err, TW_E_INTERNAL, "tenancy: cannot start the maintenance thread");
+    return tw_err_set(err, TW_E_INTERNAL,
+                      "tenancy: cannot start the maintenance thread");
   t->started = true;
   return TW_OK;
 }

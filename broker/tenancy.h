@@ -68,10 +68,10 @@ struct tw_principal {
   char name[TW_NAME_MAX];
   char tenant[TW_NAME_MAX]; /* "*" for the global admin */
   enum tw_role role;
-  bool service;             /* a service account (CI), not a person */
+  bool service; /* a service account (CI), not a person */
   bool disabled;
   int64_t created_ms;
-  char token_id[24];        /* the token that authenticated; "" otherwise */
+  char token_id[24]; /* the token that authenticated; "" otherwise */
 };
 
 /* ---- opening ------------------------------------------------------------ */
@@ -118,8 +118,8 @@ struct tw_token_info {
   char tenant[TW_NAME_MAX]; /* the principal's */
   char name[TW_NAME_MAX];   /* what it is for: "laptop", "ci-main" */
   int64_t created_ms;
-  int64_t expires_ms;       /* 0: never */
-  int64_t revoked_ms;       /* 0: live */
+  int64_t expires_ms; /* 0: never */
+  int64_t revoked_ms; /* 0: live */
 };
 
 /* Makes a token for principal (which must exist and be enabled), valid
@@ -189,13 +189,14 @@ enum tw_rc tw_tenancy_tenant_list(struct tw_tenancy *t,
                                   struct tw_tenant_info **out, size_t *n,
                                   struct tw_err *err);
 
-/* ---- jobs' owners --------------------------------------------------------- */
+/* ---- jobs' owners ---------------------------------------------------------
+ */
 
 struct tw_job_owner {
   char principal[TW_NAME_MAX]; /* "" when unknown (made before tenancy) */
   char tenant[TW_NAME_MAX];
   char project[TW_NAME_MAX];
-  int64_t projected_uusd;      /* the cost projected at admission */
+  int64_t projected_uusd; /* the cost projected at admission */
 };
 
 /* The owner recorded at submission; TW_E_NOTFOUND when none was. */
@@ -216,7 +217,8 @@ enum tw_rc tw_tenancy_request_done(struct tw_tenancy *t,
                                    const struct tw_job_created *job,
                                    struct tw_err *err);
 
-/* ---- quotas --------------------------------------------------------------- */
+/* ---- quotas ---------------------------------------------------------------
+ */
 
 #define TW_QUOTA_GPU_TYPES 16
 
@@ -234,14 +236,14 @@ struct tw_quota_gpu {
 
 struct tw_quota {
   char tenant[TW_NAME_MAX];
-  char cohort[TW_NAME_MAX];     /* "" when in none */
+  char cohort[TW_NAME_MAX]; /* "" when in none */
   struct tw_quota_limit vcpus;
-  struct tw_quota_limit jobs;   /* jobs holding an attempt at once */
+  struct tw_quota_limit jobs; /* jobs holding an attempt at once */
   struct tw_quota_gpu gpus[TW_QUOTA_GPU_TYPES];
   size_t n_gpus;
-  int spot_share_pct;           /* vCPUs that may be on spot, % of the
-                                   vCPU limit (of usage when unlimited) */
-  int64_t version;              /* the ETag: "q<version>" */
+  int spot_share_pct; /* vCPUs that may be on spot, % of the
+                         vCPU limit (of usage when unlimited) */
+  int64_t version;    /* the ETag: "q<version>" */
 };
 
 /* Every limit unlimited, share 100, no cohort. */
@@ -258,7 +260,8 @@ enum tw_rc tw_tenancy_quota_set(struct tw_tenancy *t, const char *tenant,
                                 const struct tw_quota *q, int64_t if_version,
                                 struct tw_quota *out, struct tw_err *err);
 
-/* ---- budgets -------------------------------------------------------------- */
+/* ---- budgets --------------------------------------------------------------
+ */
 
 enum tw_budget_period {
   TW_PERIOD_MONTHLY = 0, /* calendar months, UTC */
@@ -278,10 +281,10 @@ struct tw_budget {
   int64_t limit_uusd;
   int thresholds_pct[TW_BUDGET_THRESHOLDS]; /* ascending, 1..1000 */
   size_t n_thresholds;
-  bool hard;          /* refuse jobs that do not fit; else alert only */
-  bool stop_running;  /* hard only: stop live jobs once the limit is hit */
+  bool hard;         /* refuse jobs that do not fit; else alert only */
+  bool stop_running; /* hard only: stop live jobs once the limit is hit */
   char webhook[TW_BUDGET_WEBHOOK_MAX]; /* "" none; http(s) URL */
-  int64_t version;    /* the ETag: "b<version>" */
+  int64_t version;                     /* the ETag: "b<version>" */
 };
 
 /* Monthly, no limit (0), thresholds 50/80/100, soft. */
@@ -294,9 +297,9 @@ enum tw_rc tw_tenancy_budget_get(struct tw_tenancy *t, const char *tenant,
                                  struct tw_err *err);
 /* Creates or replaces; if_version as for quotas (0 creates, or replaces
  * without a check).  TW_E_NOTFOUND when the tenant does not exist. */
-enum tw_rc tw_tenancy_budget_set(struct tw_tenancy *t, const struct tw_budget *b,
-                                 int64_t if_version, struct tw_budget *out,
-                                 struct tw_err *err);
+enum tw_rc tw_tenancy_budget_set(struct tw_tenancy *t,
+                                 const struct tw_budget *b, int64_t if_version,
+                                 struct tw_budget *out, struct tw_err *err);
 /* Every budget of a tenant; free() *out. */
 enum tw_rc tw_tenancy_budget_list(struct tw_tenancy *t, const char *tenant,
                                   struct tw_budget **out, size_t *n,
@@ -308,22 +311,23 @@ enum tw_rc tw_tenancy_budget_list(struct tw_tenancy *t, const char *tenant,
 struct tw_budget_status {
   struct tw_budget budget;
   int64_t period_start_ms, period_end_ms;
-  int64_t spent_uusd;      /* actual, this period */
-  int64_t committed_uusd;  /* live jobs: projected cost not yet spent */
-  int64_t forecast_uusd;   /* spent + what live jobs will still spend
-                              before the period ends */
-  int alerted_pct;         /* highest threshold alerted this period; 0 */
+  int64_t spent_uusd;     /* actual, this period */
+  int64_t committed_uusd; /* live jobs: projected cost not yet spent */
+  int64_t forecast_uusd;  /* spent + what live jobs will still spend
+                             before the period ends */
+  int alerted_pct;        /* highest threshold alerted this period; 0 */
 };
 enum tw_rc tw_tenancy_budget_status(struct tw_tenancy *t, const char *tenant,
                                     const char *project,
                                     struct tw_budget_status *out,
                                     struct tw_err *err);
 
-/* ---- admission (API: POST /v1/jobs) ---------------------------------------- */
+/* ---- admission (API: POST /v1/jobs) ----------------------------------------
+ */
 
 struct tw_admission {
-  int64_t projected_uusd;   /* the job's projected cost; 0 unknown */
-  char projection[256];     /* how it was projected, for the answer */
+  int64_t projected_uusd; /* the job's projected cost; 0 unknown */
+  char projection[256];   /* how it was projected, for the answer */
 };
 
 /* Checks a job against its tenant's quota (the job alone must fit in the
@@ -341,7 +345,8 @@ enum tw_rc tw_tenancy_admit(struct tw_tenancy *t,
                             const char *principal, const char *request_id,
                             struct tw_admission *out, struct tw_err *err);
 
-/* ---- the scheduler's hooks ------------------------------------------------- */
+/* ---- the scheduler's hooks -------------------------------------------------
+ */
 
 /* The offers the scheduler placed against, copied for admission's cost
  * projection.  Scheduler thread. */
@@ -377,15 +382,17 @@ void tw_tenancy_place_commit(struct tw_tenancy *t, const struct tw_job_rec *job,
  * with the provider's message (the scheduler moves on or retries).
  * Scheduler thread. */
 void tw_tenancy_audit_launch(struct tw_tenancy *t, const struct tw_job_rec *job,
-                             int attempt, const struct tw_offer *o, enum tw_rc rc,
-                             const char *msg, const char *explain);
+                             int attempt, const struct tw_offer *o,
+                             enum tw_rc rc, const char *msg,
+                             const char *explain);
 
 /* Audits one scheduler or reconciler decision under principal "sched". */
 void tw_tenancy_sched_audit(struct tw_tenancy *t, const char *job_id,
                             const char *tenant, const char *action,
                             const char *outcome, const char *detail);
 
-/* ---- maintenance ----------------------------------------------------------- */
+/* ---- maintenance -----------------------------------------------------------
+ */
 
 /* One pass: budget thresholds (audit entry, log line, webhook once per
  * threshold and period) and hard budgets with stop_running (live jobs,

@@ -30,18 +30,22 @@
 #include "providers/http.h"
 
 static const char SQL_BUDGET_GET[] =
-    "SELECT tenant, project, period, limit_uusd, thresholds, hard, stop_running,"
+    "SELECT tenant, project, period, limit_uusd, thresholds, hard, "
+    "stop_running,"
     " webhook, version FROM tenancy_budgets"
     " WHERE (?1 IS NULL OR tenant = ?1) AND (?2 IS NULL OR project = ?2)"
     " ORDER BY tenant, project";
 static const char SQL_BUDGET_PUT[] =
-    "INSERT INTO tenancy_budgets (tenant, project, period, limit_uusd, thresholds,"
-    " hard, stop_running, webhook, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+    "INSERT INTO tenancy_budgets (tenant, project, period, limit_uusd, "
+    "thresholds,"
+    " hard, stop_running, webhook, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+    "?7, ?8, ?9)"
     " ON CONFLICT (tenant, project) DO UPDATE SET period = excluded.period,"
     " limit_uusd = excluded.limit_uusd, thresholds = excluded.thresholds,"
     " hard = excluded.hard, stop_running = excluded.stop_running,"
     " webhook = excluded.webhook, version = excluded.version";
-static const char SQL_TENANT_EXISTS[] = "SELECT 1 FROM tenancy_tenants WHERE name = ?1";
+static const char SQL_TENANT_EXISTS[] =
+    "SELECT 1 FROM tenancy_tenants WHERE name = ?1";
 /* Attempts that ran inside [?3, ?4) for the scope. */
 static const char SQL_SPENT[] =
     "SELECT a.price_uusd_per_hour, a.running_at_ms, a.ended_at_ms"
@@ -62,7 +66,8 @@ static const char SQL_ALERTED[] =
     "SELECT coalesce(max(threshold_pct), 0) FROM tenancy_budget_alerts"
     " WHERE tenant = ?1 AND project = ?2 AND period_start_ms = ?3";
 static const char SQL_ALERT_PUT[] =
-    "INSERT OR IGNORE INTO tenancy_budget_alerts (tenant, project, period_start_ms,"
+    "INSERT OR IGNORE INTO tenancy_budget_alerts (tenant, project, "
+    "period_start_ms,"
     " threshold_pct, at_ms, spent_uusd) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 
 void tn_fmt_usd(int64_t uusd, char *out, size_t outsz) {
@@ -76,7 +81,8 @@ void tn_fmt_usd(int64_t uusd, char *out, size_t outsz) {
   snprintf(out, outsz, "%s$%" PRIu64 ".%s", sign, v / 1000000, frac);
 }
 
-/* ---- periods -------------------------------------------------------------- */
+/* ---- periods --------------------------------------------------------------
+ */
 
 static const char *const PERIOD_NAMES[] = {"monthly", "weekly", "daily"};
 
@@ -117,7 +123,8 @@ static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d) {
 
 #define DAY_MS 86400000LL
 
-void tn_period(enum tw_budget_period p, int64_t now_ms, int64_t *start, int64_t *end) {
+void tn_period(enum tw_budget_period p, int64_t now_ms, int64_t *start,
+               int64_t *end) {
   int64_t day = now_ms >= 0 ? now_ms / DAY_MS : (now_ms - DAY_MS + 1) / DAY_MS;
   switch (p) {
   case TW_PERIOD_DAILY:
@@ -137,7 +144,9 @@ void tn_period(enum tw_budget_period p, int64_t now_ms, int64_t *start, int64_t 
     unsigned m, d;
     civil_from_days(day, &y, &m, &d);
     *start = days_from_civil(y, m, 1) * DAY_MS;
-    *end = (m == 12 ? days_from_civil(y + 1, 1, 1) : days_from_civil(y, m + 1, 1)) * DAY_MS;
+    *end = (m == 12 ? days_from_civil(y + 1, 1, 1)
+                    : days_from_civil(y, m + 1, 1)) *
+           DAY_MS;
     return;
   }
   }
@@ -151,7 +160,8 @@ static int64_t cost_between(int64_t price, int64_t from, int64_t to) {
   return (int64_t)((c + 3599999) / 3600000);
 }
 
-/* ---- storage ---------------------------------------------------------------- */
+/* ---- storage ----------------------------------------------------------------
+ */
 
 void tw_budget_init(struct tw_budget *b) {
   memset(b, 0, sizeof *b);
@@ -182,7 +192,8 @@ struct budget_arg {
   int64_t if_version;
 };
 
-static enum tw_rc load_budgets(sqlite3 *db, struct budget_arg *a, struct tw_err *err) {
+static enum tw_rc load_budgets(sqlite3 *db, struct budget_arg *a,
+                               struct tw_err *err) {
   sqlite3_stmt *st = tn_prepare(db, SQL_BUDGET_GET, err);
   if (!st)
     return TW_E_IO;
@@ -227,18 +238,20 @@ enum tw_rc tw_tenancy_budget_get(struct tw_tenancy *t, const char *tenant,
   struct budget_arg a = {.tenant = tenant, .project = project ? project : ""};
   enum tw_rc rc = tw_store_read(t->store, op_budget_load, &a, err);
   if (rc == TW_OK && a.n == 0)
-    rc = project && *project
-             ? tw_err_set(err, TW_E_NOTFOUND, "no budget for project %s of tenant %s",
-                          project, tenant)
-             : tw_err_set(err, TW_E_NOTFOUND, "no budget for tenant %s", tenant);
+    rc =
+        project && *project
+            ? tw_err_set(err, TW_E_NOTFOUND,
+                         "no budget for project %s of tenant %s", project,
+                         tenant)
+            : tw_err_set(err, TW_E_NOTFOUND, "no budget for tenant %s", tenant);
   if (rc == TW_OK)
     *out = a.items[0];
   free(a.items);
   return rc;
 }
 
-enum tw_rc tn_load_all_budgets(struct tw_tenancy *t, struct tw_budget **out, size_t *n,
-                               struct tw_err *err) {
+enum tw_rc tn_load_all_budgets(struct tw_tenancy *t, struct tw_budget **out,
+                               size_t *n, struct tw_err *err) {
   return tw_tenancy_budget_list(t, NULL, out, n, err);
 }
 
@@ -258,14 +271,16 @@ enum tw_rc tw_tenancy_budget_list(struct tw_tenancy *t, const char *tenant,
 
 static enum tw_rc check_budget(const struct tw_budget *b, struct tw_err *err) {
   if (!tw_tenancy_name_ok(b->tenant))
-    return tw_err_field(err, TW_E_INVALID, "tenant", "tenant: not a tenant name");
+    return tw_err_field(err, TW_E_INVALID, "tenant",
+                        "tenant: not a tenant name");
   if (b->project[0] && !tw_tenancy_name_ok(b->project))
     return tw_err_field(err, TW_E_INVALID, "project",
                         "project: expected 1 to 63 of [A-Za-z0-9._-]");
   if (b->limit_uusd < 0 || b->limit_uusd > 1000000000LL * 1000000)
-    return tw_err_field(err, TW_E_INVALID, "limit_uusd",
-                        "limit_uusd: expected 0 to 10^15 micro-USD, got %" PRId64,
-                        b->limit_uusd);
+    return tw_err_field(
+        err, TW_E_INVALID, "limit_uusd",
+        "limit_uusd: expected 0 to 10^15 micro-USD, got %" PRId64,
+        b->limit_uusd);
   if ((unsigned)b->period > TW_PERIOD_DAILY)
     return tw_err_field(err, TW_E_INVALID, "period", "period: unknown");
   if (b->n_thresholds > TW_BUDGET_THRESHOLDS)
@@ -274,10 +289,11 @@ static enum tw_rc check_budget(const struct tw_budget *b, struct tw_err *err) {
   for (size_t i = 0; i < b->n_thresholds; i++) {
     int v = b->thresholds_pct[i];
     if (v < 1 || v > 1000 || (i && v <= b->thresholds_pct[i - 1]))
-      return tw_err_field(err, TW_E_INVALID, "thresholds_pct",
-                          "thresholds_pct: expected ascending percentages from 1 "
-                          "to 1000, got %d at position %zu",
-                          v, i);
+      return tw_err_field(
+          err, TW_E_INVALID, "thresholds_pct",
+          "thresholds_pct: expected ascending percentages from 1 "
+          "to 1000, got %d at position %zu",
+          v, i);
   }
   if (b->stop_running && !b->hard)
     return tw_err_field(err, TW_E_INVALID, "stop_running",
@@ -325,8 +341,8 @@ static enum tw_rc op_budget_put(struct tw_store *s, sqlite3 *db, void *varg,
   char thr[96] = "";
   size_t used = 0;
   for (size_t i = 0; i < b->n_thresholds; i++)
-    used += (size_t)snprintf(thr + used, sizeof thr - used, "%s%d", i ? "," : "",
-                             b->thresholds_pct[i]);
+    used += (size_t)snprintf(thr + used, sizeof thr - used, "%s%d",
+                             i ? "," : "", b->thresholds_pct[i]);
   if (!(st = tn_prepare(db, SQL_BUDGET_PUT, err)))
     return TW_E_IO;
   sqlite3_bind_text(st, 1, b->tenant, -1, SQLITE_STATIC);
@@ -347,9 +363,9 @@ static enum tw_rc op_budget_put(struct tw_store *s, sqlite3 *db, void *varg,
   return load_budgets(db, a, err);
 }
 
-enum tw_rc tw_tenancy_budget_set(struct tw_tenancy *t, const struct tw_budget *b,
-                                 int64_t if_version, struct tw_budget *out,
-                                 struct tw_err *err) {
+enum tw_rc tw_tenancy_budget_set(struct tw_tenancy *t,
+                                 const struct tw_budget *b, int64_t if_version,
+                                 struct tw_budget *out, struct tw_err *err) {
   enum tw_rc rc = check_budget(b, err);
   if (rc)
     return rc;
@@ -366,12 +382,13 @@ enum tw_rc tw_tenancy_budget_set(struct tw_tenancy *t, const struct tw_budget *b
   return rc;
 }
 
-/* ---- spend ---------------------------------------------------------------------- */
+/* ---- spend
+ * ---------------------------------------------------------------------- */
 
 struct live_job {
   char id[40];
   int64_t created_ms;
-  int64_t remaining_uusd; /* committed: projected minus spent so far */
+  int64_t remaining_uusd;     /* committed: projected minus spent so far */
   int64_t burn_uusd_per_hour; /* its running attempt's price; 0 none */
 };
 
@@ -398,7 +415,8 @@ static enum tw_rc op_spend(struct tw_store *s, sqlite3 *db, void *varg,
   int r;
   while ((r = sqlite3_step(st)) == SQLITE_ROW) {
     int64_t price = sqlite3_column_int64(st, 0);
-    int64_t run = sqlite3_column_int64(st, 1), end = sqlite3_column_int64(st, 2);
+    int64_t run = sqlite3_column_int64(st, 1),
+            end = sqlite3_column_int64(st, 2);
     int64_t lo = run > a->from ? run : a->from;
     int64_t hi = end ? end : a->now;
     if (hi > a->to)
@@ -431,7 +449,8 @@ static enum tw_rc op_spend(struct tw_store *s, sqlite3 *db, void *varg,
     sqlite3_bind_text(at, 1, j->id, -1, SQLITE_TRANSIENT);
     while (sqlite3_step(at) == SQLITE_ROW) {
       int64_t price = sqlite3_column_int64(at, 0);
-      int64_t run = sqlite3_column_int64(at, 1), end = sqlite3_column_int64(at, 2);
+      int64_t run = sqlite3_column_int64(at, 1),
+              end = sqlite3_column_int64(at, 2);
       so_far += cost_between(price, run, end ? end : a->now);
       if (!end)
         j->burn_uusd_per_hour = price;
@@ -454,14 +473,17 @@ static enum tw_rc op_spend(struct tw_store *s, sqlite3 *db, void *varg,
 }
 
 static enum tw_rc status_of(struct tw_tenancy *t, const struct tw_budget *b,
-                            struct tw_budget_status *out, struct live_job **jobs,
-                            size_t *n_jobs, struct tw_err *err) {
+                            struct tw_budget_status *out,
+                            struct live_job **jobs, size_t *n_jobs,
+                            struct tw_err *err) {
   int64_t now = tw_clock_now_ms(t->clock);
   memset(out, 0, sizeof *out);
   out->budget = *b;
   tn_period(b->period, now, &out->period_start_ms, &out->period_end_ms);
-  struct spend_arg a = {.tenant = b->tenant, .project = b->project,
-                        .from = out->period_start_ms, .to = out->period_end_ms,
+  struct spend_arg a = {.tenant = b->tenant,
+                        .project = b->project,
+                        .from = out->period_start_ms,
+                        .to = out->period_end_ms,
                         .now = now};
   enum tw_rc rc = tw_store_read(t->store, op_spend, &a, err);
   if (rc) {
@@ -476,7 +498,8 @@ static enum tw_rc status_of(struct tw_tenancy *t, const struct tw_budget *b,
     out->committed_uusd += j->remaining_uusd;
     int64_t more = j->remaining_uusd;
     if (j->burn_uusd_per_hour) {
-      int64_t until_end = cost_between(j->burn_uusd_per_hour, now, out->period_end_ms);
+      int64_t until_end =
+          cost_between(j->burn_uusd_per_hour, now, out->period_end_ms);
       if (until_end < more)
         more = until_end;
     }
@@ -502,7 +525,8 @@ enum tw_rc tw_tenancy_budget_status(struct tw_tenancy *t, const char *tenant,
   return status_of(t, &b, out, NULL, NULL, err);
 }
 
-/* ---- offers and projection --------------------------------------------------------- */
+/* ---- offers and projection
+ * --------------------------------------------------------- */
 
 void tw_tenancy_set_offers(struct tw_tenancy *t, const struct tw_offer *offers,
                            size_t n) {
@@ -518,7 +542,8 @@ void tw_tenancy_set_offers(struct tw_tenancy *t, const struct tw_offer *offers,
 
 int64_t tn_project_cost(struct tw_tenancy *t, const struct tw_job_spec *spec,
                         char *how, size_t howsz) {
-  int64_t duration = spec->duration_s > 0 ? spec->duration_s : TW_PLACE_DEFAULT_DURATION_S;
+  int64_t duration =
+      spec->duration_s > 0 ? spec->duration_s : TW_PLACE_DEFAULT_DURATION_S;
   int nodes = spec->nodes > 0 ? spec->nodes : 1;
   int64_t cost = 0;
   struct tw_placement pl;
@@ -535,15 +560,18 @@ int64_t tn_project_cost(struct tw_tenancy *t, const struct tw_job_spec *spec,
     return cost;
   if (spec->max_price_uusd_per_hour > 0) {
     __int128 c = (__int128)spec->max_price_uusd_per_hour * duration * nodes;
-    snprintf(how, howsz, "no offer known fits: max_price_per_hour for %" PRId64 " s",
+    snprintf(how, howsz,
+             "no offer known fits: max_price_per_hour for %" PRId64 " s",
              duration);
     return (int64_t)((c + 3599) / 3600);
   }
-  snprintf(how, howsz, "no offer known fits and no max_price_per_hour: unknown");
+  snprintf(how, howsz,
+           "no offer known fits and no max_price_per_hour: unknown");
   return 0;
 }
 
-/* ---- admission ------------------------------------------------------------------- */
+/* ---- admission
+ * ------------------------------------------------------------------- */
 
 enum tw_rc tn_budget_admit(struct tw_tenancy *t, const struct tw_job_spec *spec,
                            int64_t projected, struct tw_err *err) {
@@ -567,18 +595,20 @@ enum tw_rc tn_budget_admit(struct tw_tenancy *t, const struct tw_job_spec *spec,
     tn_fmt_usd(s.spent_uusd, sp, sizeof sp);
     tn_fmt_usd(s.committed_uusd, co, sizeof co);
     tn_fmt_usd(projected, pj, sizeof pj);
-    snprintf(field, sizeof field, "budget.%s%s%s", b.tenant, b.project[0] ? "/" : "",
-             b.project);
-    return tw_err_field(err, TW_E_QUOTA, field,
-                        "hard %s budget of %s%s%s: limit %s, spent %s, committed %s; "
-                        "this job is projected at %s, which does not fit",
-                        tw_budget_period_str(b.period), b.tenant,
-                        b.project[0] ? "/" : "", b.project, lim, sp, co, pj);
+    snprintf(field, sizeof field, "budget.%s%s%s", b.tenant,
+             b.project[0] ? "/" : "", b.project);
+    return tw_err_field(
+        err, TW_E_QUOTA, field,
+        "hard %s budget of %s%s%s: limit %s, spent %s, committed %s; "
+        "this job is projected at %s, which does not fit",
+        tw_budget_period_str(b.period), b.tenant, b.project[0] ? "/" : "",
+        b.project, lim, sp, co, pj);
   }
   return TW_OK;
 }
 
-enum tw_rc tw_tenancy_admit(struct tw_tenancy *t, const struct tw_job_spec *spec,
+enum tw_rc tw_tenancy_admit(struct tw_tenancy *t,
+                            const struct tw_job_spec *spec,
                             const char *principal, const char *request_id,
                             struct tw_admission *out, struct tw_err *err) {
   memset(out, 0, sizeof *out);
@@ -588,20 +618,23 @@ enum tw_rc tw_tenancy_admit(struct tw_tenancy *t, const struct tw_job_spec *spec
     /* project only when some budget may use it: ranking offers costs */
     struct tw_budget bs[2];
     if (tn_cache_budgets(t, spec->tenant, spec->project, bs))
-      out->projected_uusd = tn_project_cost(t, spec, out->projection, sizeof out->projection);
+      out->projected_uusd =
+          tn_project_cost(t, spec, out->projection, sizeof out->projection);
     rc = tn_budget_admit(t, spec, out->projected_uusd, err);
     action = "budget.refuse";
   }
   if (rc == TW_E_QUOTA && err) {
     char object[200];
-    snprintf(object, sizeof object, "job-spec/%s", spec->name ? spec->name : "");
-    tn_audit(t, principal ? principal : "", spec->tenant, action, object, "refused",
-             request_id ? request_id : "", err->msg);
+    snprintf(object, sizeof object, "job-spec/%s",
+             spec->name ? spec->name : "");
+    tn_audit(t, principal ? principal : "", spec->tenant, action, object,
+             "refused", request_id ? request_id : "", err->msg);
   }
   return rc;
 }
 
-/* ---- the scheduler's audit entries --------------------------------------------------- */
+/* ---- the scheduler's audit entries
+ * --------------------------------------------------- */
 
 void tw_tenancy_sched_audit(struct tw_tenancy *t, const char *job_id,
                             const char *tenant, const char *action,
@@ -610,23 +643,28 @@ void tw_tenancy_sched_audit(struct tw_tenancy *t, const char *job_id,
 }
 
 void tw_tenancy_audit_launch(struct tw_tenancy *t, const struct tw_job_rec *job,
-                             int attempt, const struct tw_offer *o, enum tw_rc rc,
-                             const char *msg, const char *explain) {
+                             int attempt, const struct tw_offer *o,
+                             enum tw_rc rc, const char *msg,
+                             const char *explain) {
   char detail[900], price[32];
   tn_fmt_usd(o->price_uusd_per_hour, price, sizeof price);
   if (rc == TW_OK)
-    snprintf(detail, sizeof detail, "attempt %d on %s at %s/h: %s", attempt, o->id, price,
-             explain ? explain : "");
+    snprintf(detail, sizeof detail, "attempt %d on %s at %s/h: %s", attempt,
+             o->id, price, explain ? explain : "");
   else
-    snprintf(detail, sizeof detail, "attempt %d on %s refused (%s): %s; moving on",
-             attempt, o->id, tw_rc_str(rc), msg ? msg : "");
-  tn_audit(t, "sched", job->tenant, rc == TW_OK ? "sched.place" : "sched.fallback",
-           job->id, rc == TW_OK ? "ok" : "refused", "", detail);
+    snprintf(detail, sizeof detail,
+             "attempt %d on %s refused (%s): %s; moving on", attempt, o->id,
+             tw_rc_str(rc), msg ? msg : "");
+  tn_audit(t, "sched", job->tenant,
+           rc == TW_OK ? "sched.place" : "sched.fallback", job->id,
+           rc == TW_OK ? "ok" : "refused", "", detail);
 }
 
-/* ---- maintenance ----------------------------------------------------------------------- */
+/* ---- maintenance
+ * ----------------------------------------------------------------------- */
 
-static void webhook(struct tw_tenancy *t, const struct tw_budget_status *s, int pct) {
+static void webhook(struct tw_tenancy *t, const struct tw_budget_status *s,
+                    int pct) {
   const struct tw_budget *b = &s->budget;
   struct tw_buf body;
   tw_buf_init(&body);
@@ -634,26 +672,30 @@ static void webhook(struct tw_tenancy *t, const struct tw_budget_status *s, int 
   tw_buf_json_str(&body, b->tenant);
   tw_buf_adds(&body, ",\"project\":");
   tw_buf_json_str(&body, b->project);
-  tw_buf_printf(&body,
-                ",\"period\":\"%s\",\"threshold_pct\":%d,\"limit_uusd\":%" PRId64
-                ",\"spent_uusd\":%" PRId64 ",\"committed_uusd\":%" PRId64
-                ",\"forecast_uusd\":%" PRId64 "}",
-                tw_budget_period_str(b->period), pct, b->limit_uusd, s->spent_uusd,
-                s->committed_uusd, s->forecast_uusd);
+  tw_buf_printf(
+      &body,
+      ",\"period\":\"%s\",\"threshold_pct\":%d,\"limit_uusd\":%" PRId64
+      ",\"spent_uusd\":%" PRId64 ",\"committed_uusd\":%" PRId64
+      ",\"forecast_uusd\":%" PRId64 "}",
+      tw_budget_period_str(b->period), pct, b->limit_uusd, s->spent_uusd,
+      s->committed_uusd, s->forecast_uusd);
   struct tw_err err = {0};
   pthread_mutex_lock(&t->mu);
   if (!t->http) {
-    struct tw_http_opts ho = {.max_attempts = 2, .clock = t->clock,
-                              .user_agent = "tradewind-budget"};
+    struct tw_http_opts ho = {
+        .max_attempts = 2, .clock = t->clock, .user_agent = "tradewind-budget"};
     tw_http_new(&ho, &t->http, &err);
   }
   struct tw_http *h = t->http;
   pthread_mutex_unlock(&t->mu);
   if (h) {
     struct tw_http_header hdr = {"Content-Type", "application/json"};
-    struct tw_http_request req = {.method = "POST", .url = b->webhook,
-                                  .headers = &hdr, .n_headers = 1,
-                                  .body = body.data, .body_len = body.len,
+    struct tw_http_request req = {.method = "POST",
+                                  .url = b->webhook,
+                                  .headers = &hdr,
+                                  .n_headers = 1,
+                                  .body = body.data,
+                                  .body_len = body.len,
                                   .timeout_ms = (long)t->webhook_timeout_ms,
                                   .max_body_bytes = 65536};
     struct tw_http_response resp;
@@ -692,14 +734,18 @@ static enum tw_rc op_alert(struct tw_store *s, sqlite3 *db, void *varg,
   char detail[300], lim[32], sp[32];
   tn_fmt_usd(b->limit_uusd, lim, sizeof lim);
   tn_fmt_usd(a->s->spent_uusd, sp, sizeof sp);
-  snprintf(detail, sizeof detail, "%d%% of the %s budget reached: spent %s of %s",
-           a->pct, tw_budget_period_str(b->period), sp, lim);
+  snprintf(detail, sizeof detail,
+           "%d%% of the %s budget reached: spent %s of %s", a->pct,
+           tw_budget_period_str(b->period), sp, lim);
   char object[140];
-  snprintf(object, sizeof object, "budget/%s%s%s", b->tenant, b->project[0] ? "/" : "",
-           b->project);
-  struct tw_audit_event ev = {.principal = "tradewindd", .tenant = b->tenant,
-                              .action = "budget.alert", .object = object,
-                              .outcome = "ok", .detail = detail};
+  snprintf(object, sizeof object, "budget/%s%s%s", b->tenant,
+           b->project[0] ? "/" : "", b->project);
+  struct tw_audit_event ev = {.principal = "tradewindd",
+                              .tenant = b->tenant,
+                              .action = "budget.alert",
+                              .object = object,
+                              .outcome = "ok",
+                              .detail = detail};
   return tw_audit_append_in(s, db, &ev, a->now, NULL, err);
 }
 
@@ -717,7 +763,8 @@ static int enforce(struct tw_tenancy *t, const struct tw_budget *b) {
   struct tw_err err = {0};
   int stopped = 0;
   if (status_of(t, b, &s, &jobs, &n, &err)) {
-    tw_log_warn("tenancy", "tenant=%s budget status failed: %s", b->tenant, err.msg);
+    tw_log_warn("tenancy", "tenant=%s budget status failed: %s", b->tenant,
+                err.msg);
     return 0;
   }
   int64_t now = tw_clock_now_ms(t->clock);
@@ -730,19 +777,22 @@ static int enforce(struct tw_tenancy *t, const struct tw_budget *b) {
         continue;
       struct alert_arg a = {.s = &s, .pct = pct, .now = now};
       if (tw_store_write(t->store, op_alert, &a, &err)) {
-        tw_log_warn("tenancy", "tenant=%s budget alert not stored: %s", b->tenant, err.msg);
+        tw_log_warn("tenancy", "tenant=%s budget alert not stored: %s",
+                    b->tenant, err.msg);
         break;
       }
       char sp[32], lim[32];
       tn_fmt_usd(s.spent_uusd, sp, sizeof sp);
       tn_fmt_usd(b->limit_uusd, lim, sizeof lim);
-      tw_log_warn("tenancy", "tenant=%s project=%s budget at %d%%: spent %s of %s",
+      tw_log_warn("tenancy",
+                  "tenant=%s project=%s budget at %d%%: spent %s of %s",
                   b->tenant, b->project[0] ? b->project : "*", pct, sp, lim);
       s.alerted_pct = pct;
       if (b->webhook[0])
         webhook(t, &s, pct);
     }
-  if (b->hard && b->stop_running && s.spent_uusd + s.committed_uusd >= b->limit_uusd) {
+  if (b->hard && b->stop_running &&
+      s.spent_uusd + s.committed_uusd >= b->limit_uusd) {
     qsort(jobs, n, sizeof *jobs, newest_first);
     int64_t total = s.spent_uusd + s.committed_uusd;
     for (size_t i = 0; i < n && total >= b->limit_uusd; i++) {
@@ -750,13 +800,14 @@ static int enforce(struct tw_tenancy *t, const struct tw_budget *b) {
       tn_fmt_usd(b->limit_uusd, lim, sizeof lim);
       tn_fmt_usd(s.spent_uusd, sp, sizeof sp);
       tn_fmt_usd(total - s.spent_uusd, co, sizeof co);
-      snprintf(reason, sizeof reason,
-               "stopped: hard %s budget of %s%s%s reached: spent %s + committed %s "
-               ">= limit %s",
-               tw_budget_period_str(b->period), b->tenant, b->project[0] ? "/" : "",
-               b->project, sp, co, lim);
-      struct tw_job_transition tr = {.id = jobs[i].id, .to = TW_JOB_CANCELLED,
-                                     .reason = reason};
+      snprintf(
+          reason, sizeof reason,
+          "stopped: hard %s budget of %s%s%s reached: spent %s + committed %s "
+          ">= limit %s",
+          tw_budget_period_str(b->period), b->tenant, b->project[0] ? "/" : "",
+          b->project, sp, co, lim);
+      struct tw_job_transition tr = {
+          .id = jobs[i].id, .to = TW_JOB_CANCELLED, .reason = reason};
       tw_err_clear(&err);
       if (tw_store_job_transition(t->store, &tr, NULL, &err)) {
         tw_log_warn("tenancy", "job=%s not stopped: %s", jobs[i].id, err.msg);
@@ -764,8 +815,10 @@ static int enforce(struct tw_tenancy *t, const struct tw_budget *b) {
       }
       total -= jobs[i].remaining_uusd;
       stopped++;
-      tw_log_warn("tenancy", "job=%s tenant=%s %s", jobs[i].id, b->tenant, reason);
-      tn_audit(t, "tradewindd", b->tenant, "budget.stop", jobs[i].id, "ok", "", reason);
+      tw_log_warn("tenancy", "job=%s tenant=%s %s", jobs[i].id, b->tenant,
+                  reason);
+      tn_audit(t, "tradewindd", b->tenant, "budget.stop", jobs[i].id, "ok", "",
+               reason);
     }
   }
   free(jobs);

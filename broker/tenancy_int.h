@@ -33,9 +33,9 @@ struct tn_resv {
   bool spot;
   int64_t at_ms;
   /* the live attempt holding it, filled at place_begin */
-  int64_t attempt_id;                     /* 0 when not live */
-  char instance_id[TW_MODEL_ID_MAX];      /* "" while launching */
-  char provider[TW_MODEL_NAME_MAX];       /* account */
+  int64_t attempt_id;                /* 0 when not live */
+  char instance_id[TW_MODEL_ID_MAX]; /* "" while launching */
+  char provider[TW_MODEL_NAME_MAX];  /* account */
 };
 
 /* The last reason a job waited for, so it is noted and audited once. */
@@ -96,15 +96,16 @@ void tn_audit(struct tw_tenancy *t, const char *principal, const char *tenant,
 /* The cache: tn_cache_changed() after every write to tenants, quotas or
  * budgets; the lookups copy under the lock.  false: not configured. */
 void tn_cache_changed(struct tw_tenancy *t);
-bool tn_cache_quota(struct tw_tenancy *t, const char *tenant, struct tw_quota *out);
+bool tn_cache_quota(struct tw_tenancy *t, const char *tenant,
+                    struct tw_quota *out);
 /* The budgets of tenant that apply to project (tenant-wide and the
  * project's), at most 2, into out; returns how many. */
-size_t tn_cache_budgets(struct tw_tenancy *t, const char *tenant, const char *project,
-                        struct tw_budget out[2]);
-enum tw_rc tn_load_all_budgets(struct tw_tenancy *t, struct tw_budget **out, size_t *n,
-                               struct tw_err *err);
-enum tw_rc tn_load_all_quotas(struct tw_tenancy *t, struct tw_quota **out, size_t *n,
-                              struct tw_err *err);
+size_t tn_cache_budgets(struct tw_tenancy *t, const char *tenant,
+                        const char *project, struct tw_budget out[2]);
+enum tw_rc tn_load_all_budgets(struct tw_tenancy *t, struct tw_budget **out,
+                               size_t *n, struct tw_err *err);
+enum tw_rc tn_load_all_quotas(struct tw_tenancy *t, struct tw_quota **out,
+                              size_t *n, struct tw_err *err);
 
 /* tenancy_budget.c: the period [start, end) holding now. */
 void tn_period(enum tw_budget_period p, int64_t now_ms, int64_t *start,

@@ -34,18 +34,22 @@ static const char SQL_TENANT_ROW[] =
 static const char SQL_QUOTA_ROWS[] =
     "SELECT tenant, resource, lim, borrow FROM tenancy_quota"
     " WHERE (?1 IS NULL OR tenant = ?1) ORDER BY tenant, resource";
-static const char SQL_QUOTA_DELETE[] = "DELETE FROM tenancy_quota WHERE tenant = ?1";
+static const char SQL_QUOTA_DELETE[] =
+    "DELETE FROM tenancy_quota WHERE tenant = ?1";
 static const char SQL_QUOTA_INSERT[] =
-    "INSERT INTO tenancy_quota (tenant, resource, lim, borrow) VALUES (?1, ?2, ?3, ?4)";
+    "INSERT INTO tenancy_quota (tenant, resource, lim, borrow) VALUES (?1, ?2, "
+    "?3, ?4)";
 static const char SQL_TENANT_QUOTA_SET[] =
     "UPDATE tenancy_tenants SET cohort = ?2, spot_share_pct = ?3,"
     " quota_version = quota_version + 1 WHERE name = ?1";
-static const char SQL_RESV_ALL[] =
-    "SELECT job_id, tenant, vcpus, accel, gpus, spot, at_ms FROM tenancy_reservations";
+static const char SQL_RESV_ALL[] = "SELECT job_id, tenant, vcpus, accel, gpus, "
+                                   "spot, at_ms FROM tenancy_reservations";
 static const char SQL_RESV_PUT[] =
-    "INSERT OR REPLACE INTO tenancy_reservations (job_id, tenant, offer_id, vcpus,"
+    "INSERT OR REPLACE INTO tenancy_reservations (job_id, tenant, offer_id, "
+    "vcpus,"
     " accel, gpus, spot, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
-static const char SQL_RESV_DELETE[] = "DELETE FROM tenancy_reservations WHERE job_id = ?1";
+static const char SQL_RESV_DELETE[] =
+    "DELETE FROM tenancy_reservations WHERE job_id = ?1";
 
 void tw_quota_init(struct tw_quota *q) {
   memset(q, 0, sizeof *q);
@@ -54,7 +58,8 @@ void tw_quota_init(struct tw_quota *q) {
   q->spot_share_pct = 100;
 }
 
-/* ---- storage -------------------------------------------------------------- */
+/* ---- storage --------------------------------------------------------------
+ */
 
 struct quota_arg {
   const char *tenant; /* NULL: all */
@@ -65,14 +70,16 @@ struct quota_arg {
   int64_t if_version;
 };
 
-static struct tw_quota *find_q(struct tw_quota *qs, size_t n, const char *tenant) {
+static struct tw_quota *find_q(struct tw_quota *qs, size_t n,
+                               const char *tenant) {
   for (size_t i = 0; i < n; i++)
     if (!strcmp(qs[i].tenant, tenant))
       return &qs[i];
   return NULL;
 }
 
-static enum tw_rc load_quotas(sqlite3 *db, struct quota_arg *a, struct tw_err *err) {
+static enum tw_rc load_quotas(sqlite3 *db, struct quota_arg *a,
+                              struct tw_err *err) {
   sqlite3_stmt *st = tn_prepare(db, SQL_TENANT_ROW, err);
   if (!st)
     return TW_E_IO;
@@ -109,7 +116,8 @@ static enum tw_rc load_quotas(sqlite3 *db, struct quota_arg *a, struct tw_err *e
     struct tw_quota *q = find_q(a->items, a->n, tenant);
     if (!q)
       continue;
-    struct tw_quota_limit l = {sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3)};
+    struct tw_quota_limit l = {sqlite3_column_int64(st, 2),
+                               sqlite3_column_int64(st, 3)};
     if (!strcmp(res, "vcpus"))
       q->vcpus = l;
     else if (!strcmp(res, "jobs"))
@@ -130,8 +138,8 @@ static enum tw_rc op_quota_load(struct tw_store *s, sqlite3 *db, void *varg,
   return load_quotas(db, varg, err);
 }
 
-enum tw_rc tn_load_all_quotas(struct tw_tenancy *t, struct tw_quota **out, size_t *n,
-                              struct tw_err *err) {
+enum tw_rc tn_load_all_quotas(struct tw_tenancy *t, struct tw_quota **out,
+                              size_t *n, struct tw_err *err) {
   struct quota_arg a = {0};
   enum tw_rc rc = tw_store_read(t->store, op_quota_load, &a, err);
   if (rc) {
@@ -171,7 +179,8 @@ static enum tw_rc check_limit(const char *name, const struct tw_quota_limit *l,
 
 static enum tw_rc check_quota(const struct tw_quota *q, struct tw_err *err) {
   enum tw_rc rc;
-  if ((rc = check_limit("vcpus", &q->vcpus, err)) || (rc = check_limit("jobs", &q->jobs, err)))
+  if ((rc = check_limit("vcpus", &q->vcpus, err)) ||
+      (rc = check_limit("jobs", &q->jobs, err)))
     return rc;
   if (q->n_gpus > TW_QUOTA_GPU_TYPES)
     return tw_err_field(err, TW_E_INVALID, "gpus", "gpus: at most %d types",
@@ -181,8 +190,9 @@ static enum tw_rc check_quota(const struct tw_quota *q, struct tw_err *err) {
     char path[64];
     snprintf(path, sizeof path, "gpus.%s", n);
     if (strcmp(n, "*") && !tw_tenancy_name_ok(n))
-      return tw_err_field(err, TW_E_INVALID, "gpus",
-                          "gpus: \"%s\" is not an accelerator name (or \"*\" for all)", n);
+      return tw_err_field(
+          err, TW_E_INVALID, "gpus",
+          "gpus: \"%s\" is not an accelerator name (or \"*\" for all)", n);
     for (size_t k = 0; k < i; k++)
       if (!strcasecmp(q->gpus[k].name, n))
         return tw_err_field(err, TW_E_INVALID, path, "%s: given twice", path);
@@ -191,7 +201,8 @@ static enum tw_rc check_quota(const struct tw_quota *q, struct tw_err *err) {
   }
   if (q->spot_share_pct < 0 || q->spot_share_pct > 100)
     return tw_err_field(err, TW_E_INVALID, "spot_share_pct",
-                        "spot_share_pct: expected 0 to 100, got %d", q->spot_share_pct);
+                        "spot_share_pct: expected 0 to 100, got %d",
+                        q->spot_share_pct);
   if (q->cohort[0] && !tw_tenancy_name_ok(q->cohort))
     return tw_err_field(err, TW_E_INVALID, "cohort",
                         "cohort: expected 1 to 63 of [A-Za-z0-9._-]");
@@ -208,7 +219,8 @@ static enum tw_rc put_row(sqlite3 *db, sqlite3_stmt *st, const char *tenant,
   sqlite3_bind_text(st, 2, res, -1, SQLITE_TRANSIENT);
   sqlite3_bind_int64(st, 3, l->limit);
   sqlite3_bind_int64(st, 4, l->borrow);
-  return sqlite3_step(st) == SQLITE_DONE ? TW_OK : tn_db_err(db, err, "quota insert");
+  return sqlite3_step(st) == SQLITE_DONE ? TW_OK
+                                         : tn_db_err(db, err, "quota insert");
 }
 
 static enum tw_rc op_quota_set(struct tw_store *s, sqlite3 *db, void *varg,
@@ -278,12 +290,14 @@ enum tw_rc tw_tenancy_quota_set(struct tw_tenancy *t, const char *tenant,
   return rc;
 }
 
-/* ---- admission ------------------------------------------------------------- */
+/* ---- admission -------------------------------------------------------------
+ */
 
 static void fmt_limit(const struct tw_quota_limit *l, bool cohort, char *out,
                       size_t outsz) {
   if (cohort && l->borrow)
-    snprintf(out, outsz, "%" PRId64 " (+%" PRId64 " borrowable)", l->limit, l->borrow);
+    snprintf(out, outsz, "%" PRId64 " (+%" PRId64 " borrowable)", l->limit,
+             l->borrow);
   else
     snprintf(out, outsz, "%" PRId64, l->limit);
 }
@@ -308,14 +322,15 @@ enum tw_rc tn_quota_admit(struct tw_tenancy *t, const struct tw_job_spec *spec,
       return tw_err_field(err, TW_E_QUOTA, "quota.vcpus",
                           "quota vcpus of tenant %s: the job needs %" PRId64
                           " vCPUs (%d node%s x %d), the limit is %s",
-                          q.tenant, need, nodes, nodes > 1 ? "s" : "", spec->cpus, lim);
+                          q.tenant, need, nodes, nodes > 1 ? "s" : "",
+                          spec->cpus, lim);
     }
   }
   if (spec->accel_name && spec->accel_count > 0)
     for (size_t i = 0; i < q.n_gpus; i++) {
       const struct tw_quota_gpu *g = &q.gpus[i];
-      if (g->q.limit < 0 ||
-          (strcmp(g->name, "*") && !tw_accel_matches(g->name, spec->accel_name)))
+      if (g->q.limit < 0 || (strcmp(g->name, "*") &&
+                             !tw_accel_matches(g->name, spec->accel_name)))
         continue;
       int64_t need = (int64_t)spec->accel_count * nodes;
       int64_t most = g->q.limit + (cohort ? g->q.borrow : 0);
@@ -331,14 +346,16 @@ enum tw_rc tn_quota_admit(struct tw_tenancy *t, const struct tw_job_spec *spec,
       }
     }
   if (spec->market == TW_MARKET_SPOT && q.spot_share_pct == 0)
-    return tw_err_field(err, TW_E_QUOTA, "quota.spot_share_pct",
-                        "quota spot_share_pct of tenant %s is 0%%: the job asks "
-                        "for spot only",
-                        q.tenant);
+    return tw_err_field(
+        err, TW_E_QUOTA, "quota.spot_share_pct",
+        "quota spot_share_pct of tenant %s is 0%%: the job asks "
+        "for spot only",
+        q.tenant);
   return TW_OK;
 }
 
-/* ---- placement ---------------------------------------------------------------- */
+/* ---- placement
+ * ---------------------------------------------------------------- */
 
 struct resv_load {
   struct tn_resv *items;
@@ -390,8 +407,8 @@ static enum tw_rc op_resv_delete(struct tw_store *s, sqlite3 *db, void *varg,
 static void resv_drop(struct tw_tenancy *t, size_t i) {
   struct tw_err err = {0};
   if (tw_store_write(t->store, op_resv_delete, t->resv[i].job_id, &err))
-    tw_log_warn("tenancy", "job=%s reservation not dropped: %s", t->resv[i].job_id,
-                err.msg);
+    tw_log_warn("tenancy", "job=%s reservation not dropped: %s",
+                t->resv[i].job_id, err.msg);
   t->resv[i] = t->resv[--t->n_resv];
 }
 
@@ -436,14 +453,15 @@ void tw_tenancy_place_begin(struct tw_tenancy *t) {
 
 /* One resource a placement needs. */
 struct dim {
-  char name[48];   /* "vcpus", "jobs", "gpus.A100" */
-  int kind;        /* 0 vcpus, 1 jobs, 2 gpus */
-  char gpu[32];    /* kind 2: the quota's accelerator name */
+  char name[48]; /* "vcpus", "jobs", "gpus.A100" */
+  int kind;      /* 0 vcpus, 1 jobs, 2 gpus */
+  char gpu[32];  /* kind 2: the quota's accelerator name */
   int64_t need;
 };
 
 static bool gpu_covers(const char *quota_name, const char *accel) {
-  return accel[0] && (!strcmp(quota_name, "*") || tw_accel_matches(quota_name, accel));
+  return accel[0] &&
+         (!strcmp(quota_name, "*") || tw_accel_matches(quota_name, accel));
 }
 
 static int64_t held_by(const struct tn_resv *v, const struct dim *d) {
@@ -459,11 +477,12 @@ static int64_t held_by(const struct tn_resv *v, const struct dim *d) {
 
 /* What tenant holds in d, leaving out job skip (a job placed again after
  * an interruption must not count against itself). */
-static int64_t used(struct tw_tenancy *t, const char *tenant, const struct dim *d,
-                    const char *skip) {
+static int64_t used(struct tw_tenancy *t, const char *tenant,
+                    const struct dim *d, const char *skip) {
   int64_t u = 0;
   for (size_t i = 0; i < t->n_resv; i++)
-    if (!strcmp(t->resv[i].tenant, tenant) && (!skip || strcmp(t->resv[i].job_id, skip)))
+    if (!strcmp(t->resv[i].tenant, tenant) &&
+        (!skip || strcmp(t->resv[i].job_id, skip)))
       u += held_by(&t->resv[i], d);
   return u;
 }
@@ -482,8 +501,9 @@ static const struct tw_quota_limit *limit_of(const struct tw_quota *q,
 
 /* The cohort's capacity and usage in d; false when a member is unlimited
  * in it (then the cohort is too). */
-static bool cohort_totals(struct tw_tenancy *t, const char *cohort, const struct dim *d,
-                          const char *skip, int64_t *cap, int64_t *use) {
+static bool cohort_totals(struct tw_tenancy *t, const char *cohort,
+                          const struct dim *d, const char *skip, int64_t *cap,
+                          int64_t *use) {
   *cap = *use = 0;
   for (size_t i = 0; i < t->n_quotas; i++) {
     const struct tw_quota *m = &t->quotas[i];
@@ -522,8 +542,9 @@ static enum fit fit_dim(struct tw_tenancy *t, const struct tw_quota *q,
     if (!bounded || cuse + d->need <= cap)
       return FIT_OK; /* borrowing */
     snprintf(why, whysz,
-             "quota %.63s of tenant %.63s: using %" PRId64 ", job needs %" PRId64
-             ", limit %" PRId64 "; cohort %.63s has %" PRId64 " of %" PRId64
+             "quota %.63s of tenant %.63s: using %" PRId64
+             ", job needs %" PRId64 ", limit %" PRId64
+             "; cohort %.63s has %" PRId64 " of %" PRId64
              " in use, none idle to borrow",
              d->name, q->tenant, u, d->need, l->limit, q->cohort, cuse, cap);
     return FIT_NO;
@@ -536,10 +557,11 @@ static enum fit fit_dim(struct tw_tenancy *t, const struct tw_quota *q,
   return FIT_NO;
 }
 
-static size_t dims_of(const struct tw_quota *q, const struct tw_offer *o, int nodes,
-                      struct dim *d) {
+static size_t dims_of(const struct tw_quota *q, const struct tw_offer *o,
+                      int nodes, struct dim *d) {
   size_t n = 0;
-  d[n] = (struct dim){.name = "vcpus", .kind = 0, .need = (int64_t)o->vcpus * nodes};
+  d[n] = (struct dim){
+      .name = "vcpus", .kind = 0, .need = (int64_t)o->vcpus * nodes};
   n++;
   d[n] = (struct dim){.name = "jobs", .kind = 1, .need = 1};
   n++;
@@ -579,7 +601,8 @@ static enum fit fit_offer(struct tw_tenancy *t, const struct tw_quota *q,
     if (spot + need > allowed) {
       snprintf(why, whysz,
                "quota spot_share_pct of tenant %.63s: %d%% of %" PRId64
-               " vCPUs allows %" PRId64 " on spot, %" PRId64 " are, job needs %" PRId64,
+               " vCPUs allows %" PRId64 " on spot, %" PRId64
+               " are, job needs %" PRId64,
                q->tenant, q->spot_share_pct, base, allowed, spot, need);
       return FIT_NO;
     }
@@ -587,7 +610,8 @@ static enum fit fit_offer(struct tw_tenancy *t, const struct tw_quota *q,
   return worst;
 }
 
-static struct tw_provider *provider_of(struct tw_tenancy *t, const char *account) {
+static struct tw_provider *provider_of(struct tw_tenancy *t,
+                                       const char *account) {
   for (size_t i = 0; i < t->n_providers; i++)
     if (!strcmp(tw_provider_account(t->providers[i]), account))
       return t->providers[i];
@@ -602,27 +626,35 @@ static bool preempt(struct tw_tenancy *t, size_t i, const char *why) {
   struct tw_provider *p = provider_of(t, v.provider);
   if (!p || !v.instance_id[0] || !v.attempt_id)
     return false;
-  if (tw_provider_terminate(p, v.instance_id, &err) && err.rc != TW_E_NOTFOUND) {
+  if (tw_provider_terminate(p, v.instance_id, &err) &&
+      err.rc != TW_E_NOTFOUND) {
     tw_log_warn("tenancy", "job=%s instance=%s not preempted: %s", v.job_id,
                 v.instance_id, err.msg);
     return false;
   }
   char reason[420];
   snprintf(reason, sizeof reason, "preempted: %s", why);
-  struct tw_attempt_close c = {.attempt_id = v.attempt_id, .end_reason = "preempted",
-                               .job_to = TW_JOB_INTERRUPTED, .job_reason = reason};
+  struct tw_attempt_close c = {.attempt_id = v.attempt_id,
+                               .end_reason = "preempted",
+                               .job_to = TW_JOB_INTERRUPTED,
+                               .job_reason = reason};
   tw_err_clear(&err);
   if (tw_store_attempt_close(t->store, &c, &err))
-    tw_log_warn("tenancy", "job=%s preempted attempt not closed: %s", v.job_id, err.msg);
-  struct tw_job_transition t1 = {.id = v.job_id, .to = TW_JOB_RECOVERING,
+    tw_log_warn("tenancy", "job=%s preempted attempt not closed: %s", v.job_id,
+                err.msg);
+  struct tw_job_transition t1 = {.id = v.job_id,
+                                 .to = TW_JOB_RECOVERING,
                                  .reason = "placing again after preemption"};
-  struct tw_job_transition t2 = {.id = v.job_id, .to = TW_JOB_PENDING,
-                                 .reason = "waiting for quota after preemption"};
+  struct tw_job_transition t2 = {.id = v.job_id,
+                                 .to = TW_JOB_PENDING,
+                                 .reason =
+                                     "waiting for quota after preemption"};
   if (tw_store_job_transition(t->store, &t1, NULL, &err) == TW_OK)
     tw_store_job_transition(t->store, &t2, NULL, &err);
   tw_log_info("tenancy", "job=%s tenant=%s instance=%s preempted: %s", v.job_id,
               v.tenant, v.instance_id, why);
-  tn_audit(t, "sched", v.tenant, "quota.reclaim", v.job_id, "preempted", "", reason);
+  tn_audit(t, "sched", v.tenant, "quota.reclaim", v.job_id, "preempted", "",
+           reason);
   resv_drop(t, i);
   return true;
 }
@@ -643,7 +675,8 @@ static bool reclaim(struct tw_tenancy *t, const struct tw_quota *q,
       ssize_t best = -1;
       for (size_t i = 0; i < t->n_resv; i++) {
         const struct tn_resv *v = &t->resv[i];
-        if (!strcmp(v->tenant, q->tenant) || held_by(v, &d[k]) == 0 || !v->instance_id[0])
+        if (!strcmp(v->tenant, q->tenant) || held_by(v, &d[k]) == 0 ||
+            !v->instance_id[0])
           continue;
         const struct tw_quota *m = find_q(t->quotas, t->n_quotas, v->tenant);
         const struct tw_quota_limit *l = m ? limit_of(m, &d[k]) : NULL;
@@ -651,14 +684,17 @@ static bool reclaim(struct tw_tenancy *t, const struct tw_quota *q,
             used(t, v->tenant, &d[k], NULL) <= l->limit)
           continue;
         if (best < 0 || v->at_ms > t->resv[best].at_ms ||
-            (v->at_ms == t->resv[best].at_ms && strcmp(v->job_id, t->resv[best].job_id) > 0))
+            (v->at_ms == t->resv[best].at_ms &&
+             strcmp(v->job_id, t->resv[best].job_id) > 0))
           best = (ssize_t)i;
       }
       if (best < 0)
         return false;
       char why[400];
-      snprintf(why, sizeof why, "tenant %.63s reclaims its %.63s quota lent to %.63s in cohort %.63s",
-               q->tenant, d[k].name, t->resv[best].tenant, q->cohort);
+      snprintf(
+          why, sizeof why,
+          "tenant %.63s reclaims its %.63s quota lent to %.63s in cohort %.63s",
+          q->tenant, d[k].name, t->resv[best].tenant, q->cohort);
       if (!preempt(t, (size_t)best, why))
         return false;
     }
@@ -666,7 +702,8 @@ static bool reclaim(struct tw_tenancy *t, const struct tw_quota *q,
   return true;
 }
 
-static void held(struct tw_tenancy *t, const struct tw_job_rec *job, const char *why) {
+static void held(struct tw_tenancy *t, const struct tw_job_rec *job,
+                 const char *why) {
   size_t i;
   for (i = 0; i < t->n_held; i++)
     if (!strcmp(t->held[i].job_id, job->id))
@@ -697,7 +734,8 @@ static void unheld(struct tw_tenancy *t, const char *job_id) {
 }
 
 bool tw_tenancy_place_filter(struct tw_tenancy *t, const struct tw_job_rec *job,
-                             const struct tw_job_spec *spec, struct tw_placement *pl) {
+                             const struct tw_job_spec *spec,
+                             struct tw_placement *pl) {
   const struct tw_quota *q = find_q(t->quotas, t->n_quotas, job->tenant);
   if (!q || pl->n == 0)
     return false;
@@ -707,7 +745,8 @@ bool tw_tenancy_place_filter(struct tw_tenancy *t, const struct tw_job_rec *job,
   ssize_t reclaimable = -1;
   for (size_t i = 0; i < pl->n; i++) {
     why[0] = '\0';
-    enum fit f = fit_offer(t, q, pl->cands[i].offer, nodes, job->id, why, sizeof why);
+    enum fit f =
+        fit_offer(t, q, pl->cands[i].offer, nodes, job->id, why, sizeof why);
     if (f == FIT_OK)
       pl->cands[keep++] = pl->cands[i];
     else if (f == FIT_RECLAIM && reclaimable < 0)
@@ -721,10 +760,11 @@ bool tw_tenancy_place_filter(struct tw_tenancy *t, const struct tw_job_rec *job,
         fit_offer(t, q, c.offer, nodes, job->id, why, sizeof why) == FIT_OK) {
       pl->cands[keep++] = c;
     } else if (!first_why[0]) {
-      snprintf(first_why, sizeof first_why,
-               "tenant %.63s is within its quota but cohort %.63s cannot give back "
-               "what was borrowed yet",
-               q->tenant, q->cohort);
+      snprintf(
+          first_why, sizeof first_why,
+          "tenant %.63s is within its quota but cohort %.63s cannot give back "
+          "what was borrowed yet",
+          q->tenant, q->cohort);
     }
   }
   pl->n = keep;
@@ -760,7 +800,8 @@ static enum tw_rc op_resv_put(struct tw_store *s, sqlite3 *db, void *varg,
 }
 
 void tw_tenancy_place_commit(struct tw_tenancy *t, const struct tw_job_rec *job,
-                             const struct tw_job_spec *spec, const struct tw_offer *o) {
+                             const struct tw_job_spec *spec,
+                             const struct tw_offer *o) {
   int nodes = spec->nodes > 0 ? spec->nodes : 1;
   struct tn_resv v = {.vcpus = (int64_t)o->vcpus * nodes,
                       .gpus = (int64_t)o->accel_count * nodes,
@@ -773,7 +814,8 @@ void tw_tenancy_place_commit(struct tw_tenancy *t, const struct tw_job_rec *job,
   struct resv_put a = {.v = &v, .offer_id = o->id};
   struct tw_err err = {0};
   if (tw_store_write(t->store, op_resv_put, &a, &err))
-    tw_log_warn("tenancy", "job=%s reservation not stored: %s", job->id, err.msg);
+    tw_log_warn("tenancy", "job=%s reservation not stored: %s", job->id,
+                err.msg);
   unheld(t, job->id);
   for (size_t i = 0; i < t->n_resv; i++)
     if (!strcmp(t->resv[i].job_id, job->id)) {

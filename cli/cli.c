@@ -41,18 +41,34 @@ extern const struct tw_cli_cmd tw_cli_cmd_plan, tw_cli_cmd_datasets_add,
     tw_cli_cmd_datasets_list;
 
 static const struct tw_cli_cmd *const commands[] = {
-    &tw_cli_cmd_submit,      &tw_cli_cmd_jobs_list,   &tw_cli_cmd_jobs_get,
-    &tw_cli_cmd_jobs_cancel, &tw_cli_cmd_jobs_wait,   &tw_cli_cmd_jobs_events,
+    &tw_cli_cmd_submit,
+    &tw_cli_cmd_jobs_list,
+    &tw_cli_cmd_jobs_get,
+    &tw_cli_cmd_jobs_cancel,
+    &tw_cli_cmd_jobs_wait,
+    &tw_cli_cmd_jobs_events,
     &tw_cli_cmd_jobs_logs,
     &tw_cli_cmd_report_spend,
-    &tw_cli_cmd_token_create, &tw_cli_cmd_token_list,    &tw_cli_cmd_token_revoke,
-    &tw_cli_cmd_user_create,  &tw_cli_cmd_user_list,     &tw_cli_cmd_user_disable,
-    &tw_cli_cmd_tenant_create, &tw_cli_cmd_tenant_list,  &tw_cli_cmd_quota_get,
-    &tw_cli_cmd_quota_set,    &tw_cli_cmd_budget_get,    &tw_cli_cmd_budget_set,
-    &tw_cli_cmd_budget_status, &tw_cli_cmd_audit_list,   &tw_cli_cmd_audit_export,
+    &tw_cli_cmd_token_create,
+    &tw_cli_cmd_token_list,
+    &tw_cli_cmd_token_revoke,
+    &tw_cli_cmd_user_create,
+    &tw_cli_cmd_user_list,
+    &tw_cli_cmd_user_disable,
+    &tw_cli_cmd_tenant_create,
+    &tw_cli_cmd_tenant_list,
+    &tw_cli_cmd_quota_get,
+    &tw_cli_cmd_quota_set,
+    &tw_cli_cmd_budget_get,
+    &tw_cli_cmd_budget_set,
+    &tw_cli_cmd_budget_status,
+    &tw_cli_cmd_audit_list,
+    &tw_cli_cmd_audit_export,
     &tw_cli_cmd_audit_verify,
     &tw_cli_cmd_offers,
-    &tw_cli_cmd_plan,         &tw_cli_cmd_datasets_add,  &tw_cli_cmd_datasets_list,
+    &tw_cli_cmd_plan,
+    &tw_cli_cmd_datasets_add,
+    &tw_cli_cmd_datasets_list,
     NULL,
 };
 
@@ -70,7 +86,8 @@ static const char main_help[] =
     "                        server's JSON, indented)\n"
     "      --url URL         broker URL; default $TRADEWIND_URL, else\n"
     "                        " DEFAULT_URL "\n"
-    "      --token TOKEN     bearer token; default $TRADEWIND_TOKEN (prefer the\n"
+    "      --token TOKEN     bearer token; default $TRADEWIND_TOKEN (prefer "
+    "the\n"
     "                        variable: other users can read command lines)\n"
     "      --cacert FILE     trust the CA certificates in FILE (PEM) for an\n"
     "                        https:// URL, instead of the system's; default\n"
@@ -237,8 +254,8 @@ static int call(const struct tw_cli_http_req *req,
     return tw_cli_exit_for_rc(rc);
   }
   json_error_t je;
-  json_t *j = json_loadb(resp->body.data ? resp->body.data : "",
-                         resp->body.len, 0, &je);
+  json_t *j = json_loadb(resp->body.data ? resp->body.data : "", resp->body.len,
+                         0, &je);
   if (!j) {
     tw_buf_printf(line, "%s %s: the server's answer (%ld) is not JSON: %s",
                   req->method, req->path, resp->status, je.text);
@@ -251,12 +268,14 @@ static int call(const struct tw_cli_http_req *req,
   return TW_EXIT_OK;
 }
 
-int tw_cli_request_quiet(struct tw_cli *c, const char *method,
-                         const char *path, struct tw_cli_http_resp *resp,
-                         json_t **json, struct tw_buf *line) {
-  struct tw_cli_http_req req = {
-      .base_url = c->url, .token = c->token, .method = method, .path = path,
-      .cacert = c->cacert};
+int tw_cli_request_quiet(struct tw_cli *c, const char *method, const char *path,
+                         struct tw_cli_http_resp *resp, json_t **json,
+                         struct tw_buf *line) {
+  struct tw_cli_http_req req = {.base_url = c->url,
+                                .token = c->token,
+                                .method = method,
+                                .path = path,
+                                .cacert = c->cacert};
   return call(&req, resp, json, line);
 }
 
@@ -346,8 +365,10 @@ static int check_cacert(struct tw_cli *c, const char *file, bool from_env) {
 
 static int check_url(struct tw_cli *c, const char *url, char **out) {
   if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
-    return tw_cli_usage(c, "--url: expected http://HOST[:PORT] or https://..., "
-                           "got \"%.200s\"", url);
+    return tw_cli_usage(c,
+                        "--url: expected http://HOST[:PORT] or https://..., "
+                        "got \"%.200s\"",
+                        url);
   for (const unsigned char *p = (const unsigned char *)url; *p; p++)
     if (*p <= 0x20 || *p == 0x7f)
       return tw_cli_usage(c, "--url: spaces or control characters in the URL");
@@ -365,7 +386,8 @@ int tw_cli_run(int argc, char **argv, const struct tw_cli_io *io) {
   struct tw_err err;
   const char *url = io->env_url && *io->env_url ? io->env_url : DEFAULT_URL;
   const char *token = io->env_token;
-  const char *cacert = io->env_cacert && *io->env_cacert ? io->env_cacert : NULL;
+  const char *cacert =
+      io->env_cacert && *io->env_cacert ? io->env_cacert : NULL;
   char *base = NULL;
   bool help = false, version = false;
   int code;
@@ -375,7 +397,8 @@ int tw_cli_run(int argc, char **argv, const struct tw_cli_io *io) {
     code = tw_cli_usage(&c, "%s", err.msg);
     goto out;
   }
-  if ((code = apply_globals(&c, &p0, &url, &token, &cacert, &help, &version)) >= 0)
+  if ((code = apply_globals(&c, &p0, &url, &token, &cacert, &help, &version)) >=
+      0)
     goto out;
   if (version) {
     fprintf(io->out, "tradewind %s\n", TW_VERSION);
@@ -415,8 +438,8 @@ int tw_cli_run(int argc, char **argv, const struct tw_cli_io *io) {
     /* "tradewind jobs", "tradewind jobs --help", "tradewind jobs lst". */
     const char *group = p0.pos[0];
     struct tw_cli_parsed pg = {0};
-    if (tw_cli_opts_parse(only_globals, (int)p0.npos - 1, p0.pos + 1, true,
-                          &pg, &err)) {
+    if (tw_cli_opts_parse(only_globals, (int)p0.npos - 1, p0.pos + 1, true, &pg,
+                          &err)) {
       tw_cli_parsed_release(&pg);
       c.cmd = group;
       code = tw_cli_usage(&c, "%s", err.msg);
@@ -435,11 +458,13 @@ int tw_cli_run(int argc, char **argv, const struct tw_cli_io *io) {
     } else {
       const char *near = suggest(pg.pos[0], group);
       if (near)
-        code = tw_cli_usage(&c, "unknown command \"%s %.64s\"; did you mean "
-                                "\"%s %s\"?", group, pg.pos[0], group, near);
+        code = tw_cli_usage(&c,
+                            "unknown command \"%s %.64s\"; did you mean "
+                            "\"%s %s\"?",
+                            group, pg.pos[0], group, near);
       else
-        code = tw_cli_usage(&c, "unknown command \"%s %.64s\"", group,
-                            pg.pos[0]);
+        code =
+            tw_cli_usage(&c, "unknown command \"%s %.64s\"", group, pg.pos[0]);
     }
     tw_cli_parsed_release(&pg);
     goto out;
@@ -463,7 +488,8 @@ int tw_cli_run(int argc, char **argv, const struct tw_cli_io *io) {
     code = tw_cli_usage(&c, "%s", err.msg);
     goto out;
   }
-  if ((code = apply_globals(&c, &p1, &url, &token, &cacert, &help, &version)) >= 0)
+  if ((code = apply_globals(&c, &p1, &url, &token, &cacert, &help, &version)) >=
+      0)
     goto out;
   if (help) {
     print_cmd_help(io->out, cmd);

@@ -29,11 +29,11 @@ enum tw_cli_exit {
 };
 
 struct tw_cli_io {
-  FILE *out; /* results: ids, tables, JSON */
-  FILE *err; /* progress, errors */
-  FILE *in;  /* read by `submit -` */
-  const char *env_url;   /* TRADEWIND_URL, NULL when unset */
-  const char *env_token; /* TRADEWIND_TOKEN, NULL when unset */
+  FILE *out;              /* results: ids, tables, JSON */
+  FILE *err;              /* progress, errors */
+  FILE *in;               /* read by `submit -` */
+  const char *env_url;    /* TRADEWIND_URL, NULL when unset */
+  const char *env_token;  /* TRADEWIND_TOKEN, NULL when unset */
   const char *env_cacert; /* TRADEWIND_CACERT, NULL when unset */
   struct tw_clock *clock; /* wall clock: job ages and wait deadlines */
   /* Blocks for ms milliseconds; tests pass one that advances a fake clock. */

@@ -120,10 +120,10 @@ enum tw_cli_format { TW_CLI_TABLE = 0, TW_CLI_JSON };
 struct tw_cli {
   const struct tw_cli_io *io;
   enum tw_cli_format format;
-  const char *url;   /* base URL without trailing slash (owned by run) */
-  const char *token; /* NULL when none */
+  const char *url;    /* base URL without trailing slash (owned by run) */
+  const char *token;  /* NULL when none */
   const char *cacert; /* CA bundle for https (--cacert), NULL: the system's */
-  const char *cmd;   /* "jobs list": for "see --help" hints */
+  const char *cmd;    /* "jobs list": for "see --help" hints */
 };
 
 struct json_t;
@@ -141,9 +141,9 @@ int tw_cli_request(struct tw_cli *c, const char *method, const char *path,
 
 /* As tw_cli_request, but on failure appends the reason to line instead of
  * printing it (the wait loop decides whether to retry). */
-int tw_cli_request_quiet(struct tw_cli *c, const char *method,
-                         const char *path, struct tw_cli_http_resp *resp,
-                         struct json_t **json, struct tw_buf *line);
+int tw_cli_request_quiet(struct tw_cli *c, const char *method, const char *path,
+                         struct tw_cli_http_resp *resp, struct json_t **json,
+                         struct tw_buf *line);
 
 /* Prints "tradewind: <fmt>" and a "see --help" hint on stderr; returns
  * TW_EXIT_USAGE. */

@@ -19,8 +19,9 @@ const char *tn_jstr(json_t *o, const char *key);
 int64_t tn_jint(json_t *o, const char *key);
 void tn_param(struct tw_buf *q, const char *name, const char *value);
 void tn_print_table(struct tw_cli *c, struct tw_cli_table *t);
-int tn_call(struct tw_cli *c, const char *method, const char *path, const char *body,
-            const char *if_match, struct tw_cli_http_resp *resp, json_t **out);
+int tn_call(struct tw_cli *c, const char *method, const char *path,
+            const char *body, const char *if_match,
+            struct tw_cli_http_resp *resp, json_t **out);
 int tn_print(struct tw_cli *c, const struct tw_cli_http_resp *resp);
 
 #define PAGE 10000
@@ -39,29 +40,33 @@ enum {
 };
 
 static const struct tw_cli_opt filter_opts[] = {
-    {"tenant", 0, true, OPT_TENANT}, {"principal", 0, true, OPT_PRINCIPAL},
-    {"action", 0, true, OPT_ACTION}, {"outcome", 0, true, OPT_OUTCOME},
-    {"since", 0, true, OPT_SINCE},   {"until", 0, true, OPT_UNTIL},
-    {"limit", 0, true, OPT_LIMIT},   {"after", 0, true, OPT_AFTER},
+    {"tenant", 0, true, OPT_TENANT},
+    {"principal", 0, true, OPT_PRINCIPAL},
+    {"action", 0, true, OPT_ACTION},
+    {"outcome", 0, true, OPT_OUTCOME},
+    {"since", 0, true, OPT_SINCE},
+    {"until", 0, true, OPT_UNTIL},
+    {"limit", 0, true, OPT_LIMIT},
+    {"after", 0, true, OPT_AFTER},
     {0},
 };
 
-#define FILTER_HELP \
-    "Options:\n" \
-    "  --tenant NAME       only this tenant's entries\n" \
-    "  --principal NAME    only this principal's\n" \
-    "  --action ACTION     exactly: \"POST /v1/jobs\", \"sched.place\",\n" \
-    "                      \"quota.reclaim\", \"budget.stop\", ...\n" \
-    "  --outcome OUTCOME   ok, denied, refused, error, preempted\n" \
-    "  --since TIME        RFC 3339; --until TIME (exclusive)\n" \
-    "  --after SEQ         entries after this sequence number\n" \
-    "  --limit N           at most N (list: default 100)\n"
+#define FILTER_HELP                                                            \
+  "Options:\n"                                                                 \
+  "  --tenant NAME       only this tenant's entries\n"                         \
+  "  --principal NAME    only this principal's\n"                              \
+  "  --action ACTION     exactly: \"POST /v1/jobs\", \"sched.place\",\n"       \
+  "                      \"quota.reclaim\", \"budget.stop\", ...\n"            \
+  "  --outcome OUTCOME   ok, denied, refused, error, preempted\n"              \
+  "  --since TIME        RFC 3339; --until TIME (exclusive)\n"                 \
+  "  --after SEQ         entries after this sequence number\n"                 \
+  "  --limit N           at most N (list: default 100)\n"
 
 /* The query of the filters, without limit and after. */
-static void filters(const struct tw_cli_parsed *p, struct tw_buf *q, long *limit,
-                    const char **after) {
-  static const char *const names[] = {NULL,    "tenant", "principal", "action",
-                                      "outcome", "since", "until"};
+static void filters(const struct tw_cli_parsed *p, struct tw_buf *q,
+                    long *limit, const char **after) {
+  static const char *const names[] = {
+      NULL, "tenant", "principal", "action", "outcome", "since", "until"};
   for (size_t i = 0; i < p->nopts; i++) {
     const struct tw_cli_optval *o = &p->opts[i];
     if (o->id >= OPT_TENANT && o->id <= OPT_UNTIL)
@@ -74,10 +79,11 @@ static void filters(const struct tw_cli_parsed *p, struct tw_buf *q, long *limit
 }
 
 /* One page of entries after `after`; *next is 0 after the last. */
-static int page(struct tw_cli *c, const struct tw_buf *q, int64_t after, long limit,
-                json_t **items, int64_t *next) {
-  char *path = tw_asprintf("/v1/audit%s%safter=%" PRId64 "&limit=%ld", q->len ? q->data : "",
-                           q->len ? "&" : "?", after, limit);
+static int page(struct tw_cli *c, const struct tw_buf *q, int64_t after,
+                long limit, json_t **items, int64_t *next) {
+  char *path =
+      tw_asprintf("/v1/audit%s%safter=%" PRId64 "&limit=%ld",
+                  q->len ? q->data : "", q->len ? "&" : "?", after, limit);
   json_t *out = NULL;
   int code = tn_call(c, "GET", path, NULL, NULL, NULL, &out);
   free(path);
@@ -95,8 +101,8 @@ static int page(struct tw_cli *c, const struct tw_buf *q, int64_t after, long li
 }
 
 static int cmd_audit_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
-  static const char *const headers[] = {"SEQ",    "TIME",   "PRINCIPAL", "TENANT",
-                                        "ACTION", "OBJECT", "OUTCOME"};
+  static const char *const headers[] = {
+      "SEQ", "TIME", "PRINCIPAL", "TENANT", "ACTION", "OBJECT", "OUTCOME"};
   struct tw_buf q;
   tw_buf_init(&q);
   long limit = 100;
@@ -104,8 +110,8 @@ static int cmd_audit_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
   filters(p, &q, &limit, &after);
   json_t *items = NULL;
   int64_t next = 0;
-  int code = page(c, &q, after ? strtoll(after, NULL, 10) : 0, limit > PAGE ? PAGE : limit,
-                  &items, &next);
+  int code = page(c, &q, after ? strtoll(after, NULL, 10) : 0,
+                  limit > PAGE ? PAGE : limit, &items, &next);
   tw_buf_release(&q);
   if (code == TW_EXIT_OK && c->format == TW_CLI_JSON) {
     json_t *doc = json_pack("{s:O}", "items", items);
@@ -118,9 +124,14 @@ static int cmd_audit_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
       json_t *e = json_array_get(items, i);
       char seq[24], at[24];
       snprintf(seq, sizeof seq, "%" PRId64, tn_jint(e, "seq"));
-      snprintf(at, sizeof at, "%.19s", tn_jstr(e, "at") ? tn_jstr(e, "at") : "-");
-      const char *row[] = {seq, at, tn_jstr(e, "principal"), tn_jstr(e, "tenant"),
-                           tn_jstr(e, "action"), tn_jstr(e, "object"),
+      snprintf(at, sizeof at, "%.19s",
+               tn_jstr(e, "at") ? tn_jstr(e, "at") : "-");
+      const char *row[] = {seq,
+                           at,
+                           tn_jstr(e, "principal"),
+                           tn_jstr(e, "tenant"),
+                           tn_jstr(e, "action"),
+                           tn_jstr(e, "object"),
                            tn_jstr(e, "outcome")};
       tw_cli_table_add(&t, row);
     }
@@ -150,15 +161,18 @@ static int cmd_audit_export(struct tw_cli *c, const struct tw_cli_parsed *p) {
   long limit = 0;
   const char *after = NULL;
   filters(p, &q, &limit, &after);
-  int64_t from = after ? strtoll(after, NULL, 10) : 0, left = limit ? limit : INT64_MAX;
+  int64_t from = after ? strtoll(after, NULL, 10) : 0,
+          left = limit ? limit : INT64_MAX;
   int code = TW_EXIT_OK;
   for (int n = 0; n < MAX_PAGES && left > 0; n++) {
     json_t *items = NULL;
     int64_t next = 0;
-    if ((code = page(c, &q, from, left < PAGE ? (long)left : PAGE, &items, &next)))
+    if ((code =
+             page(c, &q, from, left < PAGE ? (long)left : PAGE, &items, &next)))
       break;
     for (size_t i = 0; i < json_array_size(items); i++) {
-      char *line = json_dumps(json_array_get(items, i), JSON_COMPACT | JSON_PRESERVE_ORDER);
+      char *line = json_dumps(json_array_get(items, i),
+                              JSON_COMPACT | JSON_PRESERVE_ORDER);
       fprintf(c->io->out, "%s\n", line);
       free(line);
     }
@@ -202,7 +216,8 @@ static void to_entries(json_t *items, struct tw_audit_entry *e) {
     e[i].detail = (char *)tn_jstr(x, "detail");
     snprintf(e[i].prev_hash, sizeof e[i].prev_hash, "%s",
              tn_jstr(x, "prev_hash") ? tn_jstr(x, "prev_hash") : "");
-    snprintf(e[i].hash, sizeof e[i].hash, "%s", tn_jstr(x, "hash") ? tn_jstr(x, "hash") : "");
+    snprintf(e[i].hash, sizeof e[i].hash, "%s",
+             tn_jstr(x, "hash") ? tn_jstr(x, "hash") : "");
   }
 }
 
@@ -212,7 +227,8 @@ static int cmd_audit_verify(struct tw_cli *c, const struct tw_cli_parsed *p) {
     if (p->opts[i].id == OPT_DB)
       db = p->opts[i].value;
   int64_t count = 0;
-  char head[TW_AUDIT_HASH_HEX] = "0000000000000000000000000000000000000000000000000000000000000000";
+  char head[TW_AUDIT_HASH_HEX] =
+      "0000000000000000000000000000000000000000000000000000000000000000";
   struct tw_err err;
   tw_err_clear(&err);
   enum tw_rc rc = TW_OK;
@@ -264,10 +280,13 @@ static int cmd_audit_verify(struct tw_cli *c, const struct tw_cli_parsed *p) {
     return TW_EXIT_JOB_FAILED;
   }
   if (c->format == TW_CLI_JSON)
-    fprintf(c->io->out, "{\n  \"ok\": true,\n  \"entries\": %" PRId64 ",\n  \"head\": \"%s\"\n}\n",
+    fprintf(c->io->out,
+            "{\n  \"ok\": true,\n  \"entries\": %" PRId64
+            ",\n  \"head\": \"%s\"\n}\n",
             count, head);
   else
-    fprintf(c->io->out, "audit log intact: %" PRId64 " entries, head %s\n", count, head);
+    fprintf(c->io->out, "audit log intact: %" PRId64 " entries, head %s\n",
+            count, head);
   return TW_EXIT_OK;
 }
 
@@ -275,13 +294,14 @@ const struct tw_cli_cmd tw_cli_cmd_audit_verify = {
     .name = "audit verify",
     .args = "",
     .summary = "check the audit chain; names the first bad entry",
-    .help = "Options:\n"
-            "  --db FILE   read the broker's sqlite file directly (no daemon)\n"
-            "\n"
-            "Without --db the entries come from the server (admin) and the hashes\n"
-            "are computed here.  Keep the head hash it prints somewhere else:\n"
-            "removing the newest entries leaves a chain that still holds.\n"
-            "Exit 0 intact, 1 broken.\n",
+    .help =
+        "Options:\n"
+        "  --db FILE   read the broker's sqlite file directly (no daemon)\n"
+        "\n"
+        "Without --db the entries come from the server (admin) and the hashes\n"
+        "are computed here.  Keep the head hash it prints somewhere else:\n"
+        "removing the newest entries leaves a chain that still holds.\n"
+        "Exit 0 intact, 1 broken.\n",
     .opts = verify_opts,
     .min_pos = 0,
     .max_pos = 0,

@@ -41,7 +41,8 @@ static void fmt_size(int64_t b, char *out, size_t outsz) {
   if (!b)
     snprintf(out, outsz, "-");
   else if (k && frac >= 100)
-    snprintf(out, outsz, "%lld.%lld %s", (long long)whole, (long long)(frac / 100), u[k]);
+    snprintf(out, outsz, "%lld.%lld %s", (long long)whole,
+             (long long)(frac / 100), u[k]);
   else
     snprintf(out, outsz, "%lld %s", (long long)whole, u[k]);
 }
@@ -55,7 +56,8 @@ static void print_items(struct tw_cli *c, json_t *items) {
   json_array_foreach(items, i, d) {
     char size[32];
     json_t *sb = json_object_get(d, "size_bytes");
-    fmt_size(json_is_integer(sb) ? (int64_t)json_integer_value(sb) : 0, size, sizeof size);
+    fmt_size(json_is_integer(sb) ? (int64_t)json_integer_value(sb) : 0, size,
+             sizeof size);
     struct tw_buf locs;
     tw_buf_init(&locs);
     tw_buf_adds(&locs, "");
@@ -66,8 +68,9 @@ static void print_items(struct tw_cli *c, json_t *items) {
       if (!strcmp(jstr(l, "origin"), "replicated")) {
         char cost[32];
         json_t *cu = json_object_get(l, "cost_uusd");
-        tw_cli_fmt_uusd(json_is_integer(cu) ? (int64_t)json_integer_value(cu) : 0, cost,
-                        sizeof cost);
+        tw_cli_fmt_uusd(json_is_integer(cu) ? (int64_t)json_integer_value(cu)
+                                            : 0,
+                        cost, sizeof cost);
         tw_buf_printf(&locs, " (replicated, %s)", cost);
       }
     }
@@ -105,8 +108,8 @@ static int cmd_add(struct tw_cli *c, const struct tw_cli_parsed *p) {
   struct tw_cli_http_resp resp;
   tw_cli_http_resp_init(&resp);
   json_t *d = NULL;
-  int code = tw_cli_request(c, "POST", "/v1/datasets", "application/json", body.data,
-                            body.len, NULL, &resp, &d);
+  int code = tw_cli_request(c, "POST", "/v1/datasets", "application/json",
+                            body.data, body.len, NULL, &resp, &d);
   if (code == TW_EXIT_OK) {
     if (c->format == TW_CLI_JSON) {
       code = tw_cli_print_json_text(c, resp.body.data, resp.body.len);
@@ -136,16 +139,19 @@ static int cmd_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
       if (tw_cli_parse_int(p->opts[i].value, 1, 500, &limit)) {
         free(e);
         tw_buf_release(&path);
-        return tw_cli_usage(c, "--limit: expected 1 to 500, got \"%.32s\"", p->opts[i].value);
+        return tw_cli_usage(c, "--limit: expected 1 to 500, got \"%.32s\"",
+                            p->opts[i].value);
       }
-      tw_buf_printf(&path, "%climit=%ld", strchr(path.data, '?') ? '&' : '?', limit);
+      tw_buf_printf(&path, "%climit=%ld", strchr(path.data, '?') ? '&' : '?',
+                    limit);
     }
     free(e);
   }
   struct tw_cli_http_resp resp;
   tw_cli_http_resp_init(&resp);
   json_t *body = NULL;
-  int code = tw_cli_request(c, "GET", path.data, NULL, NULL, 0, NULL, &resp, &body);
+  int code =
+      tw_cli_request(c, "GET", path.data, NULL, NULL, 0, NULL, &resp, &body);
   if (code == TW_EXIT_OK) {
     if (c->format == TW_CLI_JSON)
       code = tw_cli_print_json_text(c, resp.body.data, resp.body.len);
@@ -162,14 +168,15 @@ const struct tw_cli_cmd tw_cli_cmd_datasets_add = {
     .name = "datasets add",
     .args = "URI",
     .summary = "register a dataset (its size and where copies are)",
-    .help = "Adds to what the broker knows: a size replaces the old one,\n"
-            "locations are added.  Placement prices moving a job's datasets\n"
-            "from the nearest copy (egress and transfer time).\n"
-            "\n"
-            "Options:\n"
-            "      --size SIZE          1.5TB, 200GiB, or bytes\n"
-            "  -l, --location P:REGION  where a copy is (aws:us-east-1); repeat\n"
-            "                           for each copy\n",
+    .help =
+        "Adds to what the broker knows: a size replaces the old one,\n"
+        "locations are added.  Placement prices moving a job's datasets\n"
+        "from the nearest copy (egress and transfer time).\n"
+        "\n"
+        "Options:\n"
+        "      --size SIZE          1.5TB, 200GiB, or bytes\n"
+        "  -l, --location P:REGION  where a copy is (aws:us-east-1); repeat\n"
+        "                           for each copy\n",
     .opts = add_opts,
     .min_pos = 1,
     .max_pos = 1,

@@ -88,9 +88,9 @@ static void list_row(struct tw_cli *c, struct tw_cli_table *t, json_t *job,
   placement_short(job, &where);
   if (at && tw_time_parse_rfc3339(at, &created) == 0)
     tw_cli_fmt_age(now_ms - created, age, sizeof age);
-  const char *row[] = {jstr(job, "id"),     jstr(job, "name"),
-                       jstr(job, "state"),  jstr(job, "tenant"),
-                       where.data,          age};
+  const char *row[] = {jstr(job, "id"),    jstr(job, "name"),
+                       jstr(job, "state"), jstr(job, "tenant"),
+                       where.data,         age};
   tw_cli_table_add(t, row);
   tw_buf_release(&where);
 }
@@ -117,8 +117,10 @@ static int cmd_jobs_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
           names[k] = tw_job_state_str((enum tw_job_state)k);
         names[TW_JOB_NSTATES] = NULL;
         const char *near = tw_closest(o->value, names);
-        code = near ? tw_cli_usage(c, "--state: unknown state \"%.64s\"; did "
-                                      "you mean \"%s\"?", o->value, near)
+        code = near ? tw_cli_usage(c,
+                                   "--state: unknown state \"%.64s\"; did "
+                                   "you mean \"%s\"?",
+                                   o->value, near)
                     : tw_cli_usage(c, "--state: unknown state \"%.64s\"",
                                    o->value);
         goto out;
@@ -195,9 +197,10 @@ static int cmd_jobs_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
     if (!all || !next)
       break;
     if (repeated || page + 1 >= LIST_MAX_PAGES) {
-      tw_cli_errorf(c, "the server keeps returning more pages (cursor %s); "
-                       "stopped after %d", repeated ? "repeated" : "unchanged",
-                    page + 1);
+      tw_cli_errorf(c,
+                    "the server keeps returning more pages (cursor %s); "
+                    "stopped after %d",
+                    repeated ? "repeated" : "unchanged", page + 1);
       code = TW_EXIT_UNREACHABLE;
       goto out;
     }
@@ -259,9 +262,14 @@ static void print_job(struct tw_cli *c, json_t *job) {
   static const struct {
     const char *label, *key;
   } text_fields[] = {
-      {"ID", "id"},           {"Name", "name"},         {"Tenant", "tenant"},
-      {"Project", "project"}, {"State", "state"},       {"Reason", "reason"},
-      {"Created", "created_at"}, {"Updated", "updated_at"},
+      {"ID", "id"},
+      {"Name", "name"},
+      {"Tenant", "tenant"},
+      {"Project", "project"},
+      {"State", "state"},
+      {"Reason", "reason"},
+      {"Created", "created_at"},
+      {"Updated", "updated_at"},
   };
   struct tw_cli_table t;
   char num[32], price[48];
@@ -288,8 +296,8 @@ static void print_job(struct tw_cli *c, json_t *job) {
   }
   const char *wrow[] = {"Placement", where.data};
   tw_cli_table_add(&t, wrow);
-  json_t *pv = json_is_object(pl) ? json_object_get(pl, "price_uusd_per_hour")
-                                  : NULL;
+  json_t *pv =
+      json_is_object(pl) ? json_object_get(pl, "price_uusd_per_hour") : NULL;
   if (json_is_integer(pv)) {
     tw_cli_fmt_uusd(json_integer_value(pv), price, sizeof price - 3);
     strcat(price, "/h");

@@ -31,9 +31,11 @@ static int read_piece(struct tw_cli *c, const char *eid, int64_t offset,
                       struct tw_buf *out) {
   char *path = tw_asprintf("/v1/jobs/%s/logs?offset=%lld&limit=%d", eid,
                            (long long)offset, LOGS_CHUNK);
-  struct tw_cli_http_req req = {
-      .base_url = c->url, .token = c->token, .method = "GET", .path = path,
-      .cacert = c->cacert};
+  struct tw_cli_http_req req = {.base_url = c->url,
+                                .token = c->token,
+                                .method = "GET",
+                                .path = path,
+                                .cacert = c->cacert};
   struct tw_cli_http_resp resp;
   struct tw_err err;
   tw_err_clear(&err);
@@ -67,8 +69,8 @@ static int job_ended(struct tw_cli *c, const char *eid) {
   if (code != TW_EXIT_OK)
     return -code;
   json_t *sv = json_object_get(job, "state");
-  int ended = json_is_string(sv) &&
-              tw_cli_exit_for_state(json_string_value(sv)) >= 0;
+  int ended =
+      json_is_string(sv) && tw_cli_exit_for_state(json_string_value(sv)) >= 0;
   json_decref(job);
   return ended;
 }
@@ -121,7 +123,8 @@ static int cmd_jobs_logs(struct tw_cli *c, const struct tw_cli_parsed *p) {
       backoff = TW_CLI_WAIT_FIRST_MS;
   nap:
     c->io->sleep_ms(c->io->sleep_ctx, backoff);
-    backoff = backoff * 2 > TW_CLI_WAIT_MAX_MS ? TW_CLI_WAIT_MAX_MS : backoff * 2;
+    backoff =
+        backoff * 2 > TW_CLI_WAIT_MAX_MS ? TW_CLI_WAIT_MAX_MS : backoff * 2;
   }
   free(eid);
   return code;

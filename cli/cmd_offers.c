@@ -117,14 +117,15 @@ static void offer_row(struct tw_cli_table *t, json_t *o) {
       snprintf(n, sizeof n, "%" JSON_INTEGER_FORMAT, json_integer_value(count));
     else if (json_is_number(count))
       snprintf(n, sizeof n, "%.3g", json_number_value(count));
-    snprintf(gpu, sizeof gpu, "%s x%s", jstr(acc, "name") ? jstr(acc, "name") : "?",
-             n);
+    snprintf(gpu, sizeof gpu, "%s x%s",
+             jstr(acc, "name") ? jstr(acc, "name") : "?", n);
   }
   const char *market = jstr(o, "market");
   json_t *price = json_object_get(o, "price_uusd_per_hour");
   if (market && !strcmp(market, "spot")) {
     money_cell(price, spot, sizeof spot);
-    money_cell(json_object_get(o, "on_demand_price_uusd_per_hour"), od, sizeof od);
+    money_cell(json_object_get(o, "on_demand_price_uusd_per_hour"), od,
+               sizeof od);
   } else {
     money_cell(price, od, sizeof od);
     if (market && !strcmp(market, "private"))
@@ -134,8 +135,14 @@ static void offer_row(struct tw_cli_table *t, json_t *o) {
   if (json_is_object(intr) && jstr(intr, "band"))
     snprintf(risk, sizeof risk, "%s", jstr(intr, "band"));
   const char *zone = jstr(o, "zone");
-  const char *row[] = {jstr(o, "provider"), jstr(o, "region"), zone ? zone : "-",
-                       jstr(o, "instance_type"), gpu, od, spot, risk};
+  const char *row[] = {jstr(o, "provider"),
+                       jstr(o, "region"),
+                       zone ? zone : "-",
+                       jstr(o, "instance_type"),
+                       gpu,
+                       od,
+                       spot,
+                       risk};
   tw_cli_table_add(t, row);
 }
 
@@ -160,10 +167,9 @@ static void warn_stale(struct tw_cli *c, json_t *catj) {
 }
 
 static int cmd_offers(struct tw_cli *c, const struct tw_cli_parsed *p) {
-  static const char *const headers[] = {"PROVIDER", "REGION",       "ZONE",
-                                        "INSTANCE TYPE", "ACCELERATORS",
-                                        "$/H ON-DEMAND", "$/H SPOT",
-                                        "INTERRUPTION"};
+  static const char *const headers[] = {
+      "PROVIDER",     "REGION",        "ZONE",     "INSTANCE TYPE",
+      "ACCELERATORS", "$/H ON-DEMAND", "$/H SPOT", "INTERRUPTION"};
   struct tw_buf q, providers, regions, jurisdictions;
   const char *cursor = NULL;
   bool all = false;
@@ -185,8 +191,10 @@ static int cmd_offers(struct tw_cli *c, const struct tw_cli_parsed *p) {
       const char *colon = strchr(o->value, ':');
       if (!*o->value || colon == o->value ||
           (colon && tw_cli_parse_int(colon + 1, 1, 1024, &n))) {
-        code = tw_cli_usage(c, "--gpu: expected NAME or NAME:COUNT like "
-                               "A100-80GB:8, got \"%.64s\"", o->value);
+        code = tw_cli_usage(c,
+                            "--gpu: expected NAME or NAME:COUNT like "
+                            "A100-80GB:8, got \"%.64s\"",
+                            o->value);
         goto out;
       }
       add_param(&q, "accelerator", o->value);
@@ -201,8 +209,10 @@ static int cmd_offers(struct tw_cli *c, const struct tw_cli_parsed *p) {
     case OPT_MARKET:
       if (strcmp(o->value, "spot") && strcmp(o->value, "on-demand") &&
           strcmp(o->value, "private") && strcmp(o->value, "any")) {
-        code = tw_cli_usage(c, "--market: expected spot, on-demand, private or "
-                               "any, got \"%.64s\"", o->value);
+        code = tw_cli_usage(c,
+                            "--market: expected spot, on-demand, private or "
+                            "any, got \"%.64s\"",
+                            o->value);
         goto out;
       }
       add_param(&q, "market", o->value);
@@ -217,16 +227,18 @@ static int cmd_offers(struct tw_cli *c, const struct tw_cli_parsed *p) {
       break;
     case OPT_MEMORY:
       if (tw_cli_parse_int(o->value, 1, 1 << 24, &n)) {
-        code = tw_cli_usage(c, "--memory: expected GiB, a positive integer, "
-                               "got \"%.64s\"", o->value);
+        code = tw_cli_usage(c,
+                            "--memory: expected GiB, a positive integer, "
+                            "got \"%.64s\"",
+                            o->value);
         goto out;
       }
       add_param(&q, "memory_gib", o->value);
       break;
     case OPT_ARCH:
       if (strcmp(o->value, "x86_64") && strcmp(o->value, "arm64")) {
-        code = tw_cli_usage(c, "--arch: expected x86_64 or arm64, got \"%.64s\"",
-                            o->value);
+        code = tw_cli_usage(
+            c, "--arch: expected x86_64 or arm64, got \"%.64s\"", o->value);
         goto out;
       }
       add_param(&q, "arch", o->value);
@@ -245,8 +257,10 @@ static int cmd_offers(struct tw_cli *c, const struct tw_cli_parsed *p) {
       break;
     case OPT_MAX_PRICE: {
       if (dollars(o->value, &v)) {
-        code = tw_cli_usage(c, "--max-price: expected dollars per hour like "
-                               "12.5, got \"%.64s\"", o->value);
+        code = tw_cli_usage(c,
+                            "--max-price: expected dollars per hour like "
+                            "12.5, got \"%.64s\"",
+                            o->value);
         goto out;
       }
       char t[32];
@@ -298,7 +312,8 @@ static int cmd_offers(struct tw_cli *c, const struct tw_cli_parsed *p) {
       tw_buf_printf(&path, "%ccursor=%s", q.len ? '&' : '?', e);
       free(e);
     }
-    code = tw_cli_request(c, "GET", path.data, NULL, NULL, 0, NULL, &resp, &body);
+    code =
+        tw_cli_request(c, "GET", path.data, NULL, NULL, 0, NULL, &resp, &body);
     tw_buf_release(&path);
     json_t *page_items = json_object_get(body, "items");
     if (code == TW_EXIT_OK && !json_is_array(page_items)) {
@@ -326,7 +341,8 @@ static int cmd_offers(struct tw_cli *c, const struct tw_cli_parsed *p) {
     if (!all || !next)
       break;
     if (repeated || page + 1 >= OFFERS_MAX_PAGES) {
-      tw_cli_errorf(c, "the server keeps returning more pages; stopped after %d",
+      tw_cli_errorf(c,
+                    "the server keeps returning more pages; stopped after %d",
                     page + 1);
       code = TW_EXIT_UNREACHABLE;
       goto out;
@@ -337,8 +353,9 @@ static int cmd_offers(struct tw_cli *c, const struct tw_cli_parsed *p) {
     if (single) {
       code = tw_cli_print_json_text(c, single, single_len);
     } else {
-      json_t *doc = json_pack("{s:O,s:n,s:O}", "items", items, "next_cursor",
-                              "catalog", last_catalog ? last_catalog : json_null());
+      json_t *doc =
+          json_pack("{s:O,s:n,s:O}", "items", items, "next_cursor", "catalog",
+                    last_catalog ? last_catalog : json_null());
       code = tw_cli_print_json(c, doc);
       json_decref(doc);
     }
@@ -380,30 +397,32 @@ const struct tw_cli_cmd tw_cli_cmd_offers = {
     .name = "offers",
     .args = "",
     .summary = "list the offers of every cloud, cheapest first",
-    .help = "Prints provider, region, zone, instance type, accelerators, the\n"
-            "hourly price on demand and on spot, and the interruption band;\n"
-            "-o json prints the server's answer, with each offer's source.\n"
-            "A stale catalog source is reported on stderr.\n"
-            "\n"
-            "Options:\n"
-            "  --gpu NAME[:COUNT]   accelerators, at least COUNT (A100 matches\n"
-            "                       every A100; A100-80GB only itself)\n"
-            "  --spot, --on-demand  one market (or --market spot|on-demand|\n"
-            "                       private|any)\n"
-            "  --cpus N             at least N vCPUs\n"
-            "  --memory GIB         at least GIB of memory\n"
-            "  --arch ARCH          x86_64 or arm64\n"
-            "  --provider NAME      a provider or account (repeatable)\n"
-            "  --region SELECTOR    \"aws:us-*\", \"azure:westeurope\" (repeatable)\n"
-            "  --jurisdiction J     EU, US, UK, ... (repeatable)\n"
-            "  --zone ZONE          a zone's name or AWS zone id\n"
-            "  --max-price USD      at most USD per hour, like 12.5\n"
-            "  --sort ORDER         price (default), -price, vcpus, -vcpus,\n"
-            "                       memory, -memory, risk\n"
-            "  -n, --limit N        offers per page, 1..1000 (server default 50)\n"
-            "  --cursor CURSOR      start at this page (from a previous list)\n"
-            "  --all                follow next_cursor through every page\n"
-            "  --id ID              one offer, with its spot price history\n",
+    .help =
+        "Prints provider, region, zone, instance type, accelerators, the\n"
+        "hourly price on demand and on spot, and the interruption band;\n"
+        "-o json prints the server's answer, with each offer's source.\n"
+        "A stale catalog source is reported on stderr.\n"
+        "\n"
+        "Options:\n"
+        "  --gpu NAME[:COUNT]   accelerators, at least COUNT (A100 matches\n"
+        "                       every A100; A100-80GB only itself)\n"
+        "  --spot, --on-demand  one market (or --market spot|on-demand|\n"
+        "                       private|any)\n"
+        "  --cpus N             at least N vCPUs\n"
+        "  --memory GIB         at least GIB of memory\n"
+        "  --arch ARCH          x86_64 or arm64\n"
+        "  --provider NAME      a provider or account (repeatable)\n"
+        "  --region SELECTOR    \"aws:us-*\", \"azure:westeurope\" "
+        "(repeatable)\n"
+        "  --jurisdiction J     EU, US, UK, ... (repeatable)\n"
+        "  --zone ZONE          a zone's name or AWS zone id\n"
+        "  --max-price USD      at most USD per hour, like 12.5\n"
+        "  --sort ORDER         price (default), -price, vcpus, -vcpus,\n"
+        "                       memory, -memory, risk\n"
+        "  -n, --limit N        offers per page, 1..1000 (server default 50)\n"
+        "  --cursor CURSOR      start at this page (from a previous list)\n"
+        "  --all                follow next_cursor through every page\n"
+        "  --id ID              one offer, with its spot price history\n",
     .opts = offers_opts,
     .min_pos = 0,
     .max_pos = 0,

@@ -68,19 +68,21 @@ static int print_plan(struct tw_cli *c, json_t *plan) {
   fprintf(c->io->out, "%s\n", line.data);
   tw_buf_reset(&line);
   if (json_array_size(cands)) {
-    static const char *const headers[] = {"RANK",    "OFFER",  "MARKET",   "PRICE/H",
-                                          "COMPUTE", "SPOT",   "EGRESS",   "TRANSFER",
-                                          "TOTAL",   "FINISH", "SCORES"};
+    static const char *const headers[] = {
+        "RANK",   "OFFER",    "MARKET", "PRICE/H", "COMPUTE", "SPOT",
+        "EGRESS", "TRANSFER", "TOTAL",  "FINISH",  "SCORES"};
     struct tw_cli_table t;
     tw_cli_table_init(&t, 11, headers);
     size_t i;
     json_t *cand;
     json_array_foreach(cands, i, cand) {
       json_t *cost = json_object_get(cand, "cost");
-      char rank[16], where[256], price[32], comp[32], spot[32], eg[32], tr[48], total[32];
+      char rank[16], where[256], price[32], comp[32], spot[32], eg[32], tr[48],
+          total[32];
       snprintf(rank, sizeof rank, "%lld", (long long)jint(cand, "rank"));
-      snprintf(where, sizeof where, "%s/%s%s%s/%s", jstr(cand, "account"), jstr(cand, "region"),
-               *jstr(cand, "zone") ? "/" : "", jstr(cand, "zone"), jstr(cand, "instance_type"));
+      snprintf(where, sizeof where, "%s/%s%s%s/%s", jstr(cand, "account"),
+               jstr(cand, "region"), *jstr(cand, "zone") ? "/" : "",
+               jstr(cand, "zone"), jstr(cand, "instance_type"));
       money(cand, "price_uusd_per_hour", price, sizeof price);
       money(cost, "compute_uusd", comp, sizeof comp);
       money(cost, "spot_risk_uusd", spot, sizeof spot);
@@ -101,12 +103,14 @@ static int print_plan(struct tw_cli *c, json_t *plan) {
       json_t *cs = json_object_get(cand, "scores");
       json_object_foreach(cs, name, v) {
         tw_buf_printf(&sc, "%s%s=%lld", sc.len ? " " : "", name,
-                      json_is_integer(v) ? (long long)json_integer_value(v) : 0LL);
+                      json_is_integer(v) ? (long long)json_integer_value(v)
+                                         : 0LL);
       }
       if (json_array_size(scores) > 1)
         tw_buf_printf(&sc, " total=%lld", (long long)jint(cand, "total_score"));
-      const char *row[] = {rank,  where, jstr(cand, "market"), price, comp, spot, eg, tr,
-                           total, jstr(cost, "finish"), sc.data};
+      const char *row[] = {
+          rank, where, jstr(cand, "market"), price,  comp, spot, eg,
+          tr,   total, jstr(cost, "finish"), sc.data};
       tw_cli_table_add(&t, row);
       tw_buf_release(&sc);
     }
@@ -140,7 +144,8 @@ static int cmd_plan(struct tw_cli *c, const struct tw_cli_parsed *p) {
   const char *file = p->pos[0];
   long n = 10;
   for (size_t i = 0; i < p->nopts; i++)
-    if (p->opts[i].id == OPT_CANDIDATES && tw_cli_parse_int(p->opts[i].value, 1, 256, &n))
+    if (p->opts[i].id == OPT_CANDIDATES &&
+        tw_cli_parse_int(p->opts[i].value, 1, 256, &n))
       return tw_cli_usage(c, "--candidates: expected 1 to 256, got \"%.32s\"",
                           p->opts[i].value);
   struct tw_buf spec;
@@ -167,19 +172,22 @@ static int cmd_plan(struct tw_cli *c, const struct tw_cli_parsed *p) {
                         big ? "larger than 8 MiB" : "it is empty");
   }
   size_t fl = strlen(file);
-  bool json = (fl > 5 && !strcasecmp(file + fl - 5, ".json")) ||
-              (!(fl > 5 && !strcasecmp(file + fl - 5, ".yaml")) &&
-               !(fl > 4 && !strcasecmp(file + fl - 4, ".yml")) && spec.data[0] == '{');
+  bool json =
+      (fl > 5 && !strcasecmp(file + fl - 5, ".json")) ||
+      (!(fl > 5 && !strcasecmp(file + fl - 5, ".yaml")) &&
+       !(fl > 4 && !strcasecmp(file + fl - 4, ".yml")) && spec.data[0] == '{');
   char path[64];
   snprintf(path, sizeof path, "/v1/plan?candidates=%ld", n);
   struct tw_cli_http_resp resp;
   tw_cli_http_resp_init(&resp);
   json_t *plan = NULL;
-  int code = tw_cli_request(c, "POST", path, json ? "application/json" : "application/yaml",
+  int code = tw_cli_request(c, "POST", path,
+                            json ? "application/json" : "application/yaml",
                             spec.data, spec.len, NULL, &resp, &plan);
   if (code == TW_EXIT_OK)
-    code = c->format == TW_CLI_JSON ? tw_cli_print_json_text(c, resp.body.data, resp.body.len)
-                                    : print_plan(c, plan);
+    code = c->format == TW_CLI_JSON
+               ? tw_cli_print_json_text(c, resp.body.data, resp.body.len)
+               : print_plan(c, plan);
   json_decref(plan);
   tw_cli_http_resp_release(&resp);
   tw_buf_release(&spec);

@@ -14,8 +14,9 @@
 const char *tn_jstr(json_t *o, const char *key);
 int64_t tn_jint(json_t *o, const char *key);
 void tn_print_table(struct tw_cli *c, struct tw_cli_table *t);
-int tn_call(struct tw_cli *c, const char *method, const char *path, const char *body,
-            const char *if_match, struct tw_cli_http_resp *resp, json_t **out);
+int tn_call(struct tw_cli *c, const char *method, const char *path,
+            const char *body, const char *if_match,
+            struct tw_cli_http_resp *resp, json_t **out);
 int tn_print(struct tw_cli *c, const struct tw_cli_http_resp *resp);
 
 static char *quota_path(const char *tenant) {
@@ -25,7 +26,8 @@ static char *quota_path(const char *tenant) {
   return p;
 }
 
-static void limit_rows(struct tw_cli_table *t, json_t *obj, const char *prefix) {
+static void limit_rows(struct tw_cli_table *t, json_t *obj,
+                       const char *prefix) {
   const char *k;
   json_t *v;
   json_object_foreach(obj, k, v) {
@@ -41,10 +43,11 @@ static void limit_rows(struct tw_cli_table *t, json_t *obj, const char *prefix) 
 static void print_quota(struct tw_cli *c, json_t *q) {
   static const char *const headers[] = {"RESOURCE", "LIMIT", "BORROW"};
   const char *cohort = tn_jstr(q, "cohort");
-  fprintf(c->io->out, "Tenant      %s\nCohort      %s\nSpot share  %" PRId64
-                      "%%\nVersion     %" PRId64 "\n\n",
-          tn_jstr(q, "tenant"), cohort ? cohort : "-", tn_jint(q, "spot_share_pct"),
-          tn_jint(q, "version"));
+  fprintf(c->io->out,
+          "Tenant      %s\nCohort      %s\nSpot share  %" PRId64
+          "%%\nVersion     %" PRId64 "\n\n",
+          tn_jstr(q, "tenant"), cohort ? cohort : "-",
+          tn_jint(q, "spot_share_pct"), tn_jint(q, "version"));
   struct tw_cli_table t;
   tw_cli_table_init(&t, 3, headers);
   limit_rows(&t, json_object_get(q, "limits"), "");
@@ -88,9 +91,12 @@ const struct tw_cli_cmd tw_cli_cmd_quota_get = {
 enum { OPT_VCPUS = 1, OPT_JOBS, OPT_GPUS, OPT_SPOT, OPT_COHORT, OPT_NO_COHORT };
 
 static const struct tw_cli_opt set_opts[] = {
-    {"vcpus", 0, true, OPT_VCPUS},         {"jobs", 0, true, OPT_JOBS},
-    {"gpus", 0, true, OPT_GPUS},           {"spot-share", 0, true, OPT_SPOT},
-    {"cohort", 0, true, OPT_COHORT},       {"no-cohort", 0, false, OPT_NO_COHORT},
+    {"vcpus", 0, true, OPT_VCPUS},
+    {"jobs", 0, true, OPT_JOBS},
+    {"gpus", 0, true, OPT_GPUS},
+    {"spot-share", 0, true, OPT_SPOT},
+    {"cohort", 0, true, OPT_COHORT},
+    {"no-cohort", 0, false, OPT_NO_COHORT},
     {0},
 };
 
@@ -103,12 +109,14 @@ static bool put_limit(json_t *obj, const char *key, const char *text) {
   long lim, bor = 0;
   char head[32];
   const char *colon = strchr(text, ':');
-  snprintf(head, sizeof head, "%.*s", colon ? (int)(colon - text) : (int)strlen(text), text);
+  snprintf(head, sizeof head, "%.*s",
+           colon ? (int)(colon - text) : (int)strlen(text), text);
   if (tw_cli_parse_int(head, 0, 100000000, &lim) ||
       (colon && tw_cli_parse_int(colon + 1, 0, 100000000, &bor)))
     return false;
-  json_object_set_new(obj, key, json_pack("{s:I,s:I}", "limit", (json_int_t)lim, "borrow",
-                                          (json_int_t)bor));
+  json_object_set_new(obj, key,
+                      json_pack("{s:I,s:I}", "limit", (json_int_t)lim, "borrow",
+                                (json_int_t)bor));
   return true;
 }
 
@@ -124,7 +132,8 @@ static int cmd_quota_set(struct tw_cli *c, const struct tw_cli_parsed *p) {
   char etag[128];
   snprintf(etag, sizeof etag, "%s", resp.etag);
   tw_cli_http_resp_release(&resp);
-  json_t *limits = json_object_get(q, "limits"), *gpus = json_object_get(q, "gpus");
+  json_t *limits = json_object_get(q, "limits"),
+         *gpus = json_object_get(q, "gpus");
   if (!json_is_object(limits) || !json_is_object(gpus)) {
     tw_cli_errorf(c, "the server's quota has no limits");
     code = TW_EXIT_UNREACHABLE;
@@ -137,8 +146,9 @@ static int cmd_quota_set(struct tw_cli *c, const struct tw_cli_parsed *p) {
     case OPT_VCPUS:
     case OPT_JOBS:
       if (!put_limit(limits, o->id == OPT_VCPUS ? "vcpus" : "jobs", o->value)) {
-        code = tw_cli_usage(c, "--%s: expected N, N:BORROW or unlimited, got \"%.40s\"",
-                            o->name, o->value);
+        code = tw_cli_usage(
+            c, "--%s: expected N, N:BORROW or unlimited, got \"%.40s\"",
+            o->name, o->value);
         goto out;
       }
       break;
@@ -146,12 +156,14 @@ static int cmd_quota_set(struct tw_cli *c, const struct tw_cli_parsed *p) {
       const char *eq = strchr(o->value, '=');
       char type[40];
       if (!eq || eq == o->value || (size_t)(eq - o->value) >= sizeof type) {
-        code = tw_cli_usage(c, "--gpus: expected TYPE=N[:BORROW], got \"%.40s\"", o->value);
+        code = tw_cli_usage(
+            c, "--gpus: expected TYPE=N[:BORROW], got \"%.40s\"", o->value);
         goto out;
       }
       snprintf(type, sizeof type, "%.*s", (int)(eq - o->value), o->value);
       if (!put_limit(gpus, type, eq + 1)) {
-        code = tw_cli_usage(c, "--gpus: expected TYPE=N[:BORROW] or TYPE=unlimited");
+        code = tw_cli_usage(
+            c, "--gpus: expected TYPE=N[:BORROW] or TYPE=unlimited");
         goto out;
       }
       break;
@@ -197,18 +209,21 @@ const struct tw_cli_cmd tw_cli_cmd_quota_set = {
     .name = "quota set",
     .args = "TENANT",
     .summary = "change a tenant's quota (admin)",
-    .help = "Options (unnamed limits stay as they are):\n"
-            "  --vcpus N[:BORROW]        vCPUs held at once; BORROW more on the\n"
-            "                            cohort's idle quota; or \"unlimited\"\n"
-            "  --jobs N[:BORROW]         jobs holding an attempt at once\n"
-            "  --gpus TYPE=N[:BORROW]    per accelerator type (\"A100\" covers its\n"
-            "                            variants, \"*\" every type); repeatable\n"
-            "  --spot-share PCT          vCPUs that may run on spot, % of the limit\n"
-            "  --cohort NAME             lend and borrow within this cohort\n"
-            "  --no-cohort\n"
-            "\n"
-            "Reads the quota, changes it and writes it back with If-Match: if\n"
-            "somebody changed it meanwhile, nothing is written (exit 5).\n",
+    .help =
+        "Options (unnamed limits stay as they are):\n"
+        "  --vcpus N[:BORROW]        vCPUs held at once; BORROW more on the\n"
+        "                            cohort's idle quota; or \"unlimited\"\n"
+        "  --jobs N[:BORROW]         jobs holding an attempt at once\n"
+        "  --gpus TYPE=N[:BORROW]    per accelerator type (\"A100\" covers "
+        "its\n"
+        "                            variants, \"*\" every type); repeatable\n"
+        "  --spot-share PCT          vCPUs that may run on spot, % of the "
+        "limit\n"
+        "  --cohort NAME             lend and borrow within this cohort\n"
+        "  --no-cohort\n"
+        "\n"
+        "Reads the quota, changes it and writes it back with If-Match: if\n"
+        "somebody changed it meanwhile, nothing is written (exit 5).\n",
     .opts = set_opts,
     .min_pos = 1,
     .max_pos = 1,

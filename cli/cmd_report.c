@@ -9,7 +9,15 @@
 
 #include "cli/cli_int.h"
 
-enum { OPT_FROM = 1, OPT_TO, OPT_GROUP_BY, OPT_FORMAT, OPT_TENANT, OPT_PROJECT, OPT_OUT };
+enum {
+  OPT_FROM = 1,
+  OPT_TO,
+  OPT_GROUP_BY,
+  OPT_FORMAT,
+  OPT_TENANT,
+  OPT_PROJECT,
+  OPT_OUT
+};
 
 static const struct tw_cli_opt spend_opts[] = {
     {"from", 0, true, OPT_FROM},         {"to", 0, true, OPT_TO},
@@ -20,7 +28,8 @@ static const struct tw_cli_opt spend_opts[] = {
 
 static void add_param(struct tw_buf *q, const char *name, const char *value) {
   char *e = tw_cli_http_escape(value);
-  tw_buf_printf(q, "%c%s=%s", strchr(q->data ? q->data : "", '?') ? '&' : '?', name, e);
+  tw_buf_printf(q, "%c%s=%s", strchr(q->data ? q->data : "", '?') ? '&' : '?',
+                name, e);
   free(e);
 }
 
@@ -85,8 +94,9 @@ static int print_table(struct tw_cli *c, json_t *body) {
   tw_cli_fmt_uusd(jint(total, "effective_cost_uusd"), e, sizeof e);
   tw_cli_fmt_uusd(jint(fc, "effective_cost_uusd"), f, sizeof f);
   tw_cli_fmt_uusd(jint(fc, "run_rate_uusd_per_day"), rate, sizeof rate);
-  fprintf(c->io->out, "%s\nTotal: %s effective, %s list, from %s to %s\n", b.data, e, l,
-          jstr(body, "from") ? jstr(body, "from") : "?", jstr(body, "to") ? jstr(body, "to") : "?");
+  fprintf(c->io->out, "%s\nTotal: %s effective, %s list, from %s to %s\n",
+          b.data, e, l, jstr(body, "from") ? jstr(body, "from") : "?",
+          jstr(body, "to") ? jstr(body, "to") : "?");
   fprintf(c->io->out, "Forecast to %s: %s (run rate %s/day)\n",
           jstr(fc, "to") ? jstr(fc, "to") : "?", f, rate);
   json_t *budgets = json_object_get(json_object_get(body, "budgets"), "items");
@@ -98,13 +108,15 @@ static int print_table(struct tw_cli *c, json_t *body) {
     tw_cli_fmt_uusd(jint(x, "forecast_uusd"), fo, sizeof fo);
     struct tw_buf who;
     tw_buf_init(&who);
-    tw_cli_add_clean(&who, jstr(x, "tenant") ? jstr(x, "tenant") : "all tenants");
+    tw_cli_add_clean(&who,
+                     jstr(x, "tenant") ? jstr(x, "tenant") : "all tenants");
     if (jstr(x, "project")) {
       tw_buf_addc(&who, '/');
       tw_cli_add_clean(&who, jstr(x, "project"));
     }
-    fprintf(c->io->out, "Budget %s: %s a month, spent %s, forecast %s%s\n", who.data, lim,
-            sp, fo, jint(x, "forecast_uusd") > jint(x, "limit_uusd") ? " (over)" : "");
+    fprintf(c->io->out, "Budget %s: %s a month, spent %s, forecast %s%s\n",
+            who.data, lim, sp, fo,
+            jint(x, "forecast_uusd") > jint(x, "limit_uusd") ? " (over)" : "");
     tw_buf_release(&who);
   }
   tw_buf_release(&b);
@@ -113,8 +125,11 @@ static int print_table(struct tw_cli *c, json_t *body) {
 
 /* CSV, FOCUS and HTML: the body as the server wrote it. */
 static int fetch_raw(struct tw_cli *c, const char *path, const char *out) {
-  struct tw_cli_http_req req = {.base_url = c->url, .token = c->token, .method = "GET",
-                                .path = path, .timeout_ms = 300000,
+  struct tw_cli_http_req req = {.base_url = c->url,
+                                .token = c->token,
+                                .method = "GET",
+                                .path = path,
+                                .timeout_ms = 300000,
                                 .cacert = c->cacert};
   struct tw_cli_http_resp resp;
   struct tw_err err;
@@ -191,10 +206,11 @@ static int cmd_report_spend(struct tw_cli *c, const struct tw_cli_parsed *p) {
     }
   }
   int code;
-  if (strcmp(format, "json") && strcmp(format, "csv") && strcmp(format, "focus") &&
-      strcmp(format, "html")) {
-    code = tw_cli_usage(c, "--format: expected json, csv, focus or html, got \"%.32s\"",
-                        format);
+  if (strcmp(format, "json") && strcmp(format, "csv") &&
+      strcmp(format, "focus") && strcmp(format, "html")) {
+    code = tw_cli_usage(
+        c, "--format: expected json, csv, focus or html, got \"%.32s\"",
+        format);
   } else if (strcmp(format, "json") || out) {
     add_param(&path, "format", format);
     code = fetch_raw(c, path.data, out);
@@ -202,7 +218,8 @@ static int cmd_report_spend(struct tw_cli *c, const struct tw_cli_parsed *p) {
     json_t *body = NULL;
     struct tw_cli_http_resp resp;
     tw_cli_http_resp_init(&resp);
-    code = tw_cli_request(c, "GET", path.data, NULL, NULL, 0, NULL, &resp, &body);
+    code =
+        tw_cli_request(c, "GET", path.data, NULL, NULL, 0, NULL, &resp, &body);
     if (code == TW_EXIT_OK)
       code = c->format == TW_CLI_JSON
                  ? tw_cli_print_json_text(c, resp.body.data, resp.body.len)
@@ -218,18 +235,21 @@ const struct tw_cli_cmd tw_cli_cmd_report_spend = {
     .name = "report spend",
     .args = "",
     .summary = "spend from the ledger: table, JSON, CSV, FOCUS or HTML",
-    .help = "Options:\n"
-            "  --from DATE|TIME      start (2026-11-01 or RFC 3339); default the\n"
-            "                        start of the current month (UTC)\n"
-            "  --to DATE|TIME        end, exclusive; default the next month's start\n"
-            "  --group-by LIST       tenant,project,provider,region,day,job\n"
-            "                        (default tenant,provider,day)\n"
-            "  --format FORMAT       json (a table unless -o json), csv, focus\n"
-            "                        (FOCUS 1.0 CSV, one row per ledger row) or html\n"
-            "                        (one page with charts)\n"
-            "  --tenant NAME         only this tenant\n"
-            "  --project NAME        only this project\n"
-            "  --out FILE            write the answer to FILE instead of stdout\n",
+    .help =
+        "Options:\n"
+        "  --from DATE|TIME      start (2026-11-01 or RFC 3339); default the\n"
+        "                        start of the current month (UTC)\n"
+        "  --to DATE|TIME        end, exclusive; default the next month's "
+        "start\n"
+        "  --group-by LIST       tenant,project,provider,region,day,job\n"
+        "                        (default tenant,provider,day)\n"
+        "  --format FORMAT       json (a table unless -o json), csv, focus\n"
+        "                        (FOCUS 1.0 CSV, one row per ledger row) or "
+        "html\n"
+        "                        (one page with charts)\n"
+        "  --tenant NAME         only this tenant\n"
+        "  --project NAME        only this project\n"
+        "  --out FILE            write the answer to FILE instead of stdout\n",
     .opts = spend_opts,
     .min_pos = 0,
     .max_pos = 0,

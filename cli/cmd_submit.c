@@ -74,8 +74,10 @@ static int cmd_submit(struct tw_cli *c, const struct tw_cli_parsed *p) {
       break;
     case OPT_TIMEOUT:
       if (tw_cli_parse_duration_ms(o->value, &timeout_ms)) {
-        code = tw_cli_usage(c, "--timeout: expected a duration such as 90s, "
-                               "10m or 1h30m, got \"%.64s\"", o->value);
+        code = tw_cli_usage(c,
+                            "--timeout: expected a duration such as 90s, "
+                            "10m or 1h30m, got \"%.64s\"",
+                            o->value);
         goto out;
       }
       timeout_given = true;
@@ -83,8 +85,10 @@ static int cmd_submit(struct tw_cli *c, const struct tw_cli_parsed *p) {
     case OPT_IDEMPOTENCY_KEY:
       key = o->value;
       if (strlen(key) < 1 || strlen(key) > 128) {
-        code = tw_cli_usage(c, "--idempotency-key: expected 1..128 "
-                               "characters, got %zu", strlen(key));
+        code = tw_cli_usage(c,
+                            "--idempotency-key: expected 1..128 "
+                            "characters, got %zu",
+                            strlen(key));
         goto out;
       }
       for (const unsigned char *q = (const unsigned char *)key; *q; q++)
@@ -145,8 +149,10 @@ static int cmd_submit(struct tw_cli *c, const struct tw_cli_parsed *p) {
     struct tw_buf b;
     tw_buf_init(&b);
     tw_cli_add_clean(&b, id);
-    tw_cli_errorf(c, "job %s was already submitted with this idempotency key; "
-                     "not submitted again", b.data);
+    tw_cli_errorf(c,
+                  "job %s was already submitted with this idempotency key; "
+                  "not submitted again",
+                  b.data);
     tw_buf_release(&b);
   }
   /* With --wait and -o json only the final job is printed, so stdout stays

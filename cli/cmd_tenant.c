@@ -10,14 +10,16 @@
 
 #include "cli/cli_int.h"
 
-/* ---- shared ----------------------------------------------------------------- */
+/* ---- shared -----------------------------------------------------------------
+ */
 
 const char *tn_jstr(json_t *o, const char *key);
 int64_t tn_jint(json_t *o, const char *key);
 void tn_param(struct tw_buf *q, const char *name, const char *value);
 void tn_print_table(struct tw_cli *c, struct tw_cli_table *t);
-int tn_call(struct tw_cli *c, const char *method, const char *path, const char *body,
-            const char *if_match, struct tw_cli_http_resp *resp, json_t **out);
+int tn_call(struct tw_cli *c, const char *method, const char *path,
+            const char *body, const char *if_match,
+            struct tw_cli_http_resp *resp, json_t **out);
 int tn_print(struct tw_cli *c, const struct tw_cli_http_resp *resp);
 void tn_time(json_t *o, const char *key, char *out, size_t outsz);
 
@@ -56,12 +58,18 @@ void tn_time(json_t *o, const char *key, char *out, size_t outsz) {
 
 /* As tw_cli_request with a JSON body and an optional If-Match; the answer
  * (with its ETag) goes to resp when not NULL. */
-int tn_call(struct tw_cli *c, const char *method, const char *path, const char *body,
-            const char *if_match, struct tw_cli_http_resp *resp, json_t **out) {
-  struct tw_cli_http_req req = {.base_url = c->url, .token = c->token, .method = method,
-                                .path = path, .cacert = c->cacert,
-                                .content_type = body ? "application/json" : NULL,
-                                .body = body, .body_len = body ? strlen(body) : 0,
+int tn_call(struct tw_cli *c, const char *method, const char *path,
+            const char *body, const char *if_match,
+            struct tw_cli_http_resp *resp, json_t **out) {
+  struct tw_cli_http_req req = {.base_url = c->url,
+                                .token = c->token,
+                                .method = method,
+                                .path = path,
+                                .cacert = c->cacert,
+                                .content_type =
+                                    body ? "application/json" : NULL,
+                                .body = body,
+                                .body_len = body ? strlen(body) : 0,
                                 .if_match = if_match};
   struct tw_cli_http_resp local;
   struct tw_cli_http_resp *r = resp ? resp : &local;
@@ -87,7 +95,8 @@ int tn_call(struct tw_cli *c, const char *method, const char *path, const char *
     json_error_t je;
     *out = json_loadb(r->body.data ? r->body.data : "", r->body.len, 0, &je);
     if (!*out) {
-      tw_cli_errorf(c, "%s %s: the server's answer is not JSON: %s", method, path, je.text);
+      tw_cli_errorf(c, "%s %s: the server's answer is not JSON: %s", method,
+                    path, je.text);
       code = TW_EXIT_UNREACHABLE;
     }
   }
@@ -99,10 +108,12 @@ done:
 
 /* -o json: the server's own text, indented. */
 int tn_print(struct tw_cli *c, const struct tw_cli_http_resp *resp) {
-  return tw_cli_print_json_text(c, resp->body.data ? resp->body.data : "", resp->body.len);
+  return tw_cli_print_json_text(c, resp->body.data ? resp->body.data : "",
+                                resp->body.len);
 }
 
-/* ---- tenant create / list ------------------------------------------------------ */
+/* ---- tenant create / list
+ * ------------------------------------------------------ */
 
 static int cmd_tenant_create(struct tw_cli *c, const struct tw_cli_parsed *p) {
   json_t *req = json_pack("{s:s}", "name", p->pos[0]);
@@ -128,8 +139,9 @@ const struct tw_cli_cmd tw_cli_cmd_tenant_create = {
     .name = "tenant create",
     .args = "NAME",
     .summary = "make a tenant (admin)",
-    .help = "Tenant names are 1 to 63 of [A-Za-z0-9._-].  Give it a quota with\n"
-            "`tradewind quota set` and principals with `tradewind user create`.\n",
+    .help =
+        "Tenant names are 1 to 63 of [A-Za-z0-9._-].  Give it a quota with\n"
+        "`tradewind quota set` and principals with `tradewind user create`.\n",
     .min_pos = 1,
     .max_pos = 1,
     .run = cmd_tenant_create,

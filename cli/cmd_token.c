@@ -12,8 +12,9 @@
 const char *tn_jstr(json_t *o, const char *key);
 void tn_param(struct tw_buf *q, const char *name, const char *value);
 void tn_print_table(struct tw_cli *c, struct tw_cli_table *t);
-int tn_call(struct tw_cli *c, const char *method, const char *path, const char *body,
-            const char *if_match, struct tw_cli_http_resp *resp, json_t **out);
+int tn_call(struct tw_cli *c, const char *method, const char *path,
+            const char *body, const char *if_match,
+            struct tw_cli_http_resp *resp, json_t **out);
 int tn_print(struct tw_cli *c, const struct tw_cli_http_resp *resp);
 void tn_time(json_t *o, const char *key, char *out, size_t outsz);
 
@@ -55,10 +56,11 @@ static int cmd_token_create(struct tw_cli *c, const struct tw_cli_parsed *p) {
       fprintf(c->io->out, "%s\n", tok);
       char exp[32];
       tn_time(out, "expires_at", exp, sizeof exp);
-      fprintf(c->io->err,
-              "token %s for %s (tenant %s), expires %s; it is shown this once\n",
-              tn_jstr(out, "id"), tn_jstr(out, "principal"), tn_jstr(out, "tenant"),
-              strcmp(exp, "-") ? exp : "never");
+      fprintf(
+          c->io->err,
+          "token %s for %s (tenant %s), expires %s; it is shown this once\n",
+          tn_jstr(out, "id"), tn_jstr(out, "principal"), tn_jstr(out, "tenant"),
+          strcmp(exp, "-") ? exp : "never");
     }
   }
   /* wipe what held the token */
@@ -73,14 +75,16 @@ const struct tw_cli_cmd tw_cli_cmd_token_create = {
     .name = "token create",
     .args = "",
     .summary = "make a bearer token; prints it once",
-    .help = "Options:\n"
-            "  --principal NAME  for another principal (a tenant-admin: of its\n"
-            "                    tenant; the admin: anybody); default yourself\n"
-            "  --name TEXT       what it is for (\"laptop\", \"ci-main\")\n"
-            "  --ttl DURATION    lifetime, \"30d\", \"12h\", or \"never\"; default 90d\n"
-            "\n"
-            "The token goes to stdout alone, the rest to stderr:\n"
-            "  export TRADEWIND_TOKEN=$(tradewind token create --name laptop)\n",
+    .help =
+        "Options:\n"
+        "  --principal NAME  for another principal (a tenant-admin: of its\n"
+        "                    tenant; the admin: anybody); default yourself\n"
+        "  --name TEXT       what it is for (\"laptop\", \"ci-main\")\n"
+        "  --ttl DURATION    lifetime, \"30d\", \"12h\", or \"never\"; default "
+        "90d\n"
+        "\n"
+        "The token goes to stdout alone, the rest to stderr:\n"
+        "  export TRADEWIND_TOKEN=$(tradewind token create --name laptop)\n",
     .opts = create_opts,
     .min_pos = 0,
     .max_pos = 0,
@@ -94,8 +98,8 @@ static const struct tw_cli_opt list_opts[] = {
 };
 
 static int cmd_token_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
-  static const char *const headers[] = {"ID",      "PRINCIPAL", "TENANT", "NAME",
-                                        "CREATED", "EXPIRES",   "REVOKED"};
+  static const char *const headers[] = {
+      "ID", "PRINCIPAL", "TENANT", "NAME", "CREATED", "EXPIRES", "REVOKED"};
   struct tw_buf q;
   tw_buf_init(&q);
   for (size_t i = 0; i < p->nopts; i++)
@@ -120,9 +124,13 @@ static int cmd_token_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
       tn_time(it, "created_at", cr, sizeof cr);
       tn_time(it, "expires_at", ex, sizeof ex);
       tn_time(it, "revoked_at", rv, sizeof rv);
-      const char *row[] = {tn_jstr(it, "id"),   tn_jstr(it, "principal"),
-                           tn_jstr(it, "tenant"), tn_jstr(it, "name"),
-                           cr, ex, rv};
+      const char *row[] = {tn_jstr(it, "id"),
+                           tn_jstr(it, "principal"),
+                           tn_jstr(it, "tenant"),
+                           tn_jstr(it, "name"),
+                           cr,
+                           ex,
+                           rv};
       tw_cli_table_add(&t, row);
     }
     tn_print_table(c, &t);

@@ -11,8 +11,9 @@
 const char *tn_jstr(json_t *o, const char *key);
 void tn_param(struct tw_buf *q, const char *name, const char *value);
 void tn_print_table(struct tw_cli *c, struct tw_cli_table *t);
-int tn_call(struct tw_cli *c, const char *method, const char *path, const char *body,
-            const char *if_match, struct tw_cli_http_resp *resp, json_t **out);
+int tn_call(struct tw_cli *c, const char *method, const char *path,
+            const char *body, const char *if_match,
+            struct tw_cli_http_resp *resp, json_t **out);
 int tn_print(struct tw_cli *c, const struct tw_cli_http_resp *resp);
 void tn_time(json_t *o, const char *key, char *out, size_t outsz);
 
@@ -28,16 +29,22 @@ static const struct tw_cli_opt create_opts[] = {
 static void row_of(struct tw_cli_table *t, json_t *u) {
   char created[32];
   tn_time(u, "created_at", created, sizeof created);
-  json_t *svc = json_object_get(u, "service"), *dis = json_object_get(u, "disabled");
-  const char *row[] = {tn_jstr(u, "name"), tn_jstr(u, "tenant"), tn_jstr(u, "role"),
+  json_t *svc = json_object_get(u, "service"),
+         *dis = json_object_get(u, "disabled");
+  const char *row[] = {tn_jstr(u, "name"),
+                       tn_jstr(u, "tenant"),
+                       tn_jstr(u, "role"),
                        json_is_true(svc) ? "service" : "user",
-                       json_is_true(dis) ? "disabled" : "active", created};
+                       json_is_true(dis) ? "disabled" : "active",
+                       created};
   tw_cli_table_add(t, row);
 }
 
-static const char *const HEADERS[] = {"NAME", "TENANT", "ROLE", "KIND", "STATE", "CREATED"};
+static const char *const HEADERS[] = {"NAME", "TENANT", "ROLE",
+                                      "KIND", "STATE",  "CREATED"};
 
-static int one_user(struct tw_cli *c, const char *method, const char *path, char *body) {
+static int one_user(struct tw_cli *c, const char *method, const char *path,
+                    char *body) {
   struct tw_cli_http_resp resp;
   tw_cli_http_resp_init(&resp);
   json_t *out = NULL;
@@ -72,8 +79,9 @@ static int cmd_user_create(struct tw_cli *c, const struct tw_cli_parsed *p) {
   }
   if (!role) {
     json_decref(req);
-    return tw_cli_usage(c, "--role is required (admin, tenant-admin, member, viewer, "
-                           "finance or ci)");
+    return tw_cli_usage(
+        c, "--role is required (admin, tenant-admin, member, viewer, "
+           "finance or ci)");
   }
   char *body = json_dumps(req, JSON_COMPACT);
   json_decref(req);
@@ -87,7 +95,8 @@ const struct tw_cli_cmd tw_cli_cmd_user_create = {
     .args = "NAME",
     .summary = "make a principal with one role in one tenant",
     .help = "Options:\n"
-            "  --role ROLE      admin (global: tenant \"*\"), tenant-admin, member,\n"
+            "  --role ROLE      admin (global: tenant \"*\"), tenant-admin, "
+            "member,\n"
             "                   viewer, finance or ci\n"
             "  --tenant NAME    its tenant; default yours\n"
             "  --service        a service account (CI), not a person\n"
@@ -99,7 +108,8 @@ const struct tw_cli_cmd tw_cli_cmd_user_create = {
     .run = cmd_user_create,
 };
 
-static const struct tw_cli_opt list_opts[] = {{"tenant", 0, true, OPT_TENANT}, {0}};
+static const struct tw_cli_opt list_opts[] = {{"tenant", 0, true, OPT_TENANT},
+                                              {0}};
 
 static int cmd_user_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
   struct tw_buf q;

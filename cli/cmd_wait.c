@@ -114,7 +114,8 @@ int tw_cli_wait_job(struct tw_cli *c, const char *id, int64_t timeout_ms) {
         nap = left;
     }
     c->io->sleep_ms(c->io->sleep_ctx, nap);
-    backoff = backoff * 2 > TW_CLI_WAIT_MAX_MS ? TW_CLI_WAIT_MAX_MS : backoff * 2;
+    backoff =
+        backoff * 2 > TW_CLI_WAIT_MAX_MS ? TW_CLI_WAIT_MAX_MS : backoff * 2;
   }
   free(last);
   free(path);
@@ -133,8 +134,10 @@ static int cmd_jobs_wait(struct tw_cli *c, const struct tw_cli_parsed *p) {
   for (size_t i = 0; i < p->nopts; i++)
     if (p->opts[i].id == OPT_TIMEOUT &&
         tw_cli_parse_duration_ms(p->opts[i].value, &timeout_ms))
-      return tw_cli_usage(c, "--timeout: expected a duration such as 90s, "
-                             "10m or 1h30m, got \"%.64s\"", p->opts[i].value);
+      return tw_cli_usage(c,
+                          "--timeout: expected a duration such as 90s, "
+                          "10m or 1h30m, got \"%.64s\"",
+                          p->opts[i].value);
   if (!*p->pos[0])
     return tw_cli_usage(c, "the job id is empty");
   return tw_cli_wait_job(c, p->pos[0], timeout_ms);

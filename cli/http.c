@@ -128,8 +128,8 @@ enum tw_rc tw_cli_http_do(const struct tw_cli_http_req *req,
     rc = tw_err_set(err, TW_E_INTERNAL, "curl_easy_init failed");
     goto out;
   }
-  hdrs = curl_slist_append(hdrs,
-                           "Accept: application/json, application/problem+json");
+  hdrs = curl_slist_append(
+      hdrs, "Accept: application/json, application/problem+json");
   /* Without this curl waits up to a second for 100 Continue on big bodies. */
   hdrs = curl_slist_append(hdrs, "Expect:");
   if (req->token && *req->token) {
@@ -156,7 +156,8 @@ enum tw_rc tw_cli_http_do(const struct tw_cli_http_req *req,
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, TW_CLI_HTTP_CONNECT_TIMEOUT_MS);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                   TW_CLI_HTTP_CONNECT_TIMEOUT_MS);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
                    req->timeout_ms > 0 ? req->timeout_ms
                                        : TW_CLI_HTTP_TIMEOUT_MS);
@@ -180,15 +181,15 @@ enum tw_rc tw_cli_http_do(const struct tw_cli_http_req *req,
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req->method);
     if (req->body) { /* PUT */
       curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body);
-      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
+                       (curl_off_t)req->body_len);
     }
   }
 
   CURLcode cc = curl_easy_perform(h);
   if (x.toobig) {
-    rc = tw_err_set(err, TW_E_TOOBIG,
-                    "%s %s: response larger than %u bytes", req->method,
-                    req->path, TW_CLI_HTTP_MAX_BODY);
+    rc = tw_err_set(err, TW_E_TOOBIG, "%s %s: response larger than %u bytes",
+                    req->method, req->path, TW_CLI_HTTP_MAX_BODY);
     goto out;
   }
   if (cc != CURLE_OK) {

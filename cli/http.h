@@ -36,12 +36,12 @@ struct tw_cli_http_req {
 };
 
 struct tw_cli_http_resp {
-  long status;       /* 0 until a response arrived */
+  long status; /* 0 until a response arrived */
   struct tw_buf body;
   char content_type[128];
   char request_id[128];
-  bool replayed;     /* Idempotent-Replayed: true */
-  char etag[128];    /* ETag, "" when absent */
+  bool replayed;  /* Idempotent-Replayed: true */
+  char etag[128]; /* ETag, "" when absent */
 };
 
 void tw_cli_http_resp_init(struct tw_cli_http_resp *r);

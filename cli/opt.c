@@ -15,8 +15,9 @@ void tw_cli_parsed_release(struct tw_cli_parsed *p) {
   memset(p, 0, sizeof *p);
 }
 
-static const struct tw_cli_opt *find_long(const struct tw_cli_opt *const *tables,
-                                          const char *name, size_t len) {
+static const struct tw_cli_opt *
+find_long(const struct tw_cli_opt *const *tables, const char *name,
+          size_t len) {
   for (size_t t = 0; tables[t]; t++)
     for (const struct tw_cli_opt *o = tables[t]; o->name; o++)
       if (strlen(o->name) == len && strncmp(o->name, name, len) == 0)
@@ -24,8 +25,8 @@ static const struct tw_cli_opt *find_long(const struct tw_cli_opt *const *tables
   return NULL;
 }
 
-static const struct tw_cli_opt *find_short(const struct tw_cli_opt *const *tables,
-                                           char c) {
+static const struct tw_cli_opt *
+find_short(const struct tw_cli_opt *const *tables, char c) {
   for (size_t t = 0; tables[t]; t++)
     for (const struct tw_cli_opt *o = tables[t]; o->name; o++)
       if (o->short_name && o->short_name == c)
@@ -90,8 +91,8 @@ enum tw_rc tw_cli_opts_parse(const struct tw_cli_opt *const *tables, int argc,
         return unknown_long(tables, name, len, err);
       if (!o->has_arg) {
         if (eq)
-          return tw_err_set(err, TW_E_INVALID,
-                            "option \"--%s\" takes no value", o->name);
+          return tw_err_set(err, TW_E_INVALID, "option \"--%s\" takes no value",
+                            o->name);
         add_opt(out, o, NULL);
       } else if (eq) {
         add_opt(out, o, eq + 1);

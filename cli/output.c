@@ -59,20 +59,34 @@ void tw_cli_add_clean(struct tw_buf *out, const char *s) {
 
 static const char *reason_phrase(long status) {
   switch (status) {
-  case 400: return "Bad Request";
-  case 401: return "Unauthorized";
-  case 403: return "Forbidden";
-  case 404: return "Not Found";
-  case 405: return "Method Not Allowed";
-  case 409: return "Conflict";
-  case 413: return "Content Too Large";
-  case 415: return "Unsupported Media Type";
-  case 429: return "Too Many Requests";
-  case 500: return "Internal Server Error";
-  case 502: return "Bad Gateway";
-  case 503: return "Service Unavailable";
-  case 504: return "Gateway Timeout";
-  default: return "no details";
+  case 400:
+    return "Bad Request";
+  case 401:
+    return "Unauthorized";
+  case 403:
+    return "Forbidden";
+  case 404:
+    return "Not Found";
+  case 405:
+    return "Method Not Allowed";
+  case 409:
+    return "Conflict";
+  case 413:
+    return "Content Too Large";
+  case 415:
+    return "Unsupported Media Type";
+  case 429:
+    return "Too Many Requests";
+  case 500:
+    return "Internal Server Error";
+  case 502:
+    return "Bad Gateway";
+  case 503:
+    return "Service Unavailable";
+  case 504:
+    return "Gateway Timeout";
+  default:
+    return "no details";
   }
 }
 
@@ -243,8 +257,8 @@ void tw_cli_fmt_duration(int64_t ms, char *out, size_t outsz) {
   static const struct {
     const char *unit;
     int64_t ms;
-  } units[] = {{"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000},
-               {"ms", 1}};
+  } units[] = {
+      {"d", 86400000}, {"h", 3600000}, {"m", 60000}, {"s", 1000}, {"ms", 1}};
   struct tw_buf b;
   tw_buf_init(&b);
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)

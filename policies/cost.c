@@ -36,8 +36,8 @@ int64_t tw_cost_egress_uusd(int64_t size_bytes, int64_t uusd_per_gb) {
   return ceil_div((__int128)size_bytes * uusd_per_gb, 1000000000);
 }
 
-int64_t tw_cost_transfer_s(int64_t size_bytes, int64_t rtt_us, int64_t bandwidth_kbps,
-                           int round_trips) {
+int64_t tw_cost_transfer_s(int64_t size_bytes, int64_t rtt_us,
+                           int64_t bandwidth_kbps, int round_trips) {
   if (bandwidth_kbps <= 0)
     bandwidth_kbps = 1;
   /* bits / (kbit/s) is ms; x1000 for us */
@@ -47,8 +47,8 @@ int64_t tw_cost_transfer_s(int64_t size_bytes, int64_t rtt_us, int64_t bandwidth
 }
 
 void tw_cost_eval(const struct tw_cost_params *p, const struct tw_cost_job *j,
-                  const struct tw_cost_offer *o, int64_t egress_uusd, int64_t transfer_s,
-                  struct tw_cost *out) {
+                  const struct tw_cost_offer *o, int64_t egress_uusd,
+                  int64_t transfer_s, struct tw_cost *out) {
   memset(out, 0, sizeof *out);
   int64_t nodes = j->nodes > 0 ? j->nodes : 1;
   int64_t t = j->duration_s > 0 ? j->duration_s : p->default_duration_s;
@@ -56,36 +56,43 @@ void tw_cost_eval(const struct tw_cost_params *p, const struct tw_cost_job *j,
   if (o->min_charge_s > billed)
     billed = o->min_charge_s;
   if (o->granularity_s > 1)
-    billed = (billed + o->granularity_s - 1) / o->granularity_s * o->granularity_s;
-  out->compute_uusd = ceil_div((__int128)o->price_uusd_per_hour * billed * nodes, 3600);
+    billed =
+        (billed + o->granularity_s - 1) / o->granularity_s * o->granularity_s;
+  out->compute_uusd =
+      ceil_div((__int128)o->price_uusd_per_hour * billed * nodes, 3600);
   if (o->spot) {
     int64_t pct = o->interruption_pct >= 0 ? o->interruption_pct
                                            : p->spot_default_interruption_pct;
-    int64_t ckpt = j->checkpoint_s > 0 && j->checkpoint_s < t ? j->checkpoint_s : t;
+    int64_t ckpt =
+        j->checkpoint_s > 0 && j->checkpoint_s < t ? j->checkpoint_s : t;
     int64_t loss = ckpt / 2 + p->restart_overhead_s;
     /* interruptions expected = nodes * t * pct / (100 * MONTH_S) */
-    out->spot_extra_s = ceil_div((__int128)nodes * t * pct * loss, 100 * MONTH_S);
-    out->spot_risk_uusd =
-        ceil_div((__int128)o->price_uusd_per_hour * out->spot_extra_s * nodes, 3600);
+    out->spot_extra_s =
+        ceil_div((__int128)nodes * t * pct * loss, 100 * MONTH_S);
+    out->spot_risk_uusd = ceil_div(
+        (__int128)o->price_uusd_per_hour * out->spot_extra_s * nodes, 3600);
   }
   out->egress_uusd = egress_uusd > 0 ? egress_uusd : 0;
   out->transfer_s = transfer_s > 0 ? transfer_s : 0;
-  out->transfer_uusd =
-      ceil_div((__int128)o->price_uusd_per_hour * out->transfer_s * nodes, 3600);
+  out->transfer_uusd = ceil_div(
+      (__int128)o->price_uusd_per_hour * out->transfer_s * nodes, 3600);
   out->total_uusd = sat_add(sat_add(out->compute_uusd, out->spot_risk_uusd),
                             sat_add(out->egress_uusd, out->transfer_uusd));
-  out->finish_ms = j->now_ms + (p->launch_overhead_s + out->transfer_s + t + out->spot_extra_s) * 1000;
+  out->finish_ms =
+      j->now_ms +
+      (p->launch_overhead_s + out->transfer_s + t + out->spot_extra_s) * 1000;
 }
 
-int64_t tw_cost_lower_bound(const struct tw_cost_job *j, int64_t price, int64_t egress_uusd,
-                            int64_t transfer_s) {
+int64_t tw_cost_lower_bound(const struct tw_cost_job *j, int64_t price,
+                            int64_t egress_uusd, int64_t transfer_s) {
   int64_t nodes = j->nodes > 0 ? j->nodes : 1;
   __int128 v = (__int128)price * (j->duration_s + transfer_s) * nodes / 3600;
   int64_t lb = v > INT64_MAX ? INT64_MAX : (int64_t)v;
   return sat_add(lb, egress_uusd > 0 ? egress_uusd : 0);
 }
 
-/* ---- per-job data costs ---------------------------------------------------- */
+/* ---- per-job data costs ----------------------------------------------------
+ */
 
 /* "aws:us-east-1:us-east-1a" -> "aws:us-east-1" */
 static void region_of(const char *loc, char *out, size_t outsz) {
@@ -100,10 +107,13 @@ struct src {
   int64_t extra_uusd;
 };
 
-bool tw_job_data_build(const struct tw_job_spec *spec, const struct tw_dataset_set *datasets,
-                       const struct tw_netmatrix *net, const struct tw_cost_params *p,
-                       const char *const *regions, size_t n, tw_cost_rows_fn rows,
-                       void *rows_ctx, struct tw_job_data *d) {
+bool tw_job_data_build(const struct tw_job_spec *spec,
+                       const struct tw_dataset_set *datasets,
+                       const struct tw_netmatrix *net,
+                       const struct tw_cost_params *p,
+                       const char *const *regions, size_t n,
+                       tw_cost_rows_fn rows, void *rows_ctx,
+                       struct tw_job_data *d) {
   memset(d, 0, sizeof *d);
   if (!spec->n_datasets)
     return false;
@@ -113,11 +123,14 @@ bool tw_job_data_build(const struct tw_job_spec *spec, const struct tw_dataset_s
     const struct tw_dataset_ref *ref = &spec->datasets[k];
     const struct tw_dataset_info *info =
         datasets ? tw_dataset_set_find(datasets, ref->uri) : NULL;
-    int64_t size = ref->size_bytes > 0 ? ref->size_bytes : info ? info->size_bytes : 0;
+    int64_t size = ref->size_bytes > 0 ? ref->size_bytes
+                   : info              ? info->size_bytes
+                                       : 0;
     struct src srcs[TW_DATASET_LOCATIONS_MAX + 1];
     size_t ns = 0;
     if (ref->location && *ref->location)
-      region_of(ref->location, srcs[ns].region, sizeof srcs[ns].region), srcs[ns++].extra_uusd = 0;
+      region_of(ref->location, srcs[ns].region, sizeof srcs[ns].region),
+          srcs[ns++].extra_uusd = 0;
     for (size_t l = 0; info && l < info->n_locations; l++) {
       char r[160];
       region_of(info->locations[l], r, sizeof r);

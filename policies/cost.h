@@ -46,7 +46,7 @@ struct tw_cost_offer {
   int64_t price_uusd_per_hour;
   int64_t granularity_s;
   int64_t min_charge_s;
-  int interruption_pct;  /* -1 unknown */
+  int interruption_pct; /* -1 unknown */
   bool spot;
 };
 
@@ -54,7 +54,7 @@ struct tw_cost_offer {
 struct tw_cost_job {
   int64_t duration_s;
   int nodes;
-  int64_t checkpoint_s;  /* 0: none */
+  int64_t checkpoint_s; /* 0: none */
   int64_t now_ms;
 };
 
@@ -66,16 +66,17 @@ struct tw_job_data {
   int64_t *egress_uusd;
   int64_t *transfer_s;
   int64_t *rtt_us;
-  int64_t min_egress_uusd;  /* over all regions: bounds for the search */
+  int64_t min_egress_uusd; /* over all regions: bounds for the search */
   int64_t min_transfer_s;
-  size_t n_datasets;        /* datasets with a known location and size */
-  char source[256];         /* "s3://x (1.5 TB) at aws:us-east-1; ..." */
+  size_t n_datasets; /* datasets with a known location and size */
+  char source[256];  /* "s3://x (1.5 TB) at aws:us-east-1; ..." */
 };
 
 /* Row provider: the link from src to every region of the list; may come
  * from a cache (plan.c keeps one per workspace).  NULL: computed. */
 struct tw_net_link;
-typedef const struct tw_net_link *(*tw_cost_rows_fn)(void *ctx, const char *src);
+typedef const struct tw_net_link *(*tw_cost_rows_fn)(void *ctx,
+                                                     const char *src);
 
 /* Fills d for spec's datasets over regions[0..n) ("provider:region").
  * Sizes and locations come from the spec, completed by the registry's
@@ -98,13 +99,14 @@ void tw_cost_eval(const struct tw_cost_params *p, const struct tw_cost_job *j,
 
 /* A lower bound of total_uusd for any offer at this price in a region
  * with these data costs (the search orders lists by it). */
-int64_t tw_cost_lower_bound(const struct tw_cost_job *j, int64_t price_uusd_per_hour,
-                            int64_t egress_uusd, int64_t transfer_s);
+int64_t tw_cost_lower_bound(const struct tw_cost_job *j,
+                            int64_t price_uusd_per_hour, int64_t egress_uusd,
+                            int64_t transfer_s);
 
 /* Transfer time in seconds of size bytes over a link: round trips plus
  * size over bandwidth, rounded up. */
-int64_t tw_cost_transfer_s(int64_t size_bytes, int64_t rtt_us, int64_t bandwidth_kbps,
-                           int round_trips);
+int64_t tw_cost_transfer_s(int64_t size_bytes, int64_t rtt_us,
+                           int64_t bandwidth_kbps, int round_trips);
 /* size x price per GB (10^9 bytes), rounded up. */
 int64_t tw_cost_egress_uusd(int64_t size_bytes, int64_t uusd_per_gb);
 

@@ -18,9 +18,9 @@
  * room for on-demand at the next step), and takes on-demand at once
  * otherwise.  A job running on on-demand moves back to spot when
  * S >= 3d + s + m (a d and a step of hysteresis, so the job does not
- * bounce), it is on track, and a spot offer is placeable.  A job on spot stays there:
- * its slack does not shrink while it runs, and the rule above left it room
- * for one restart.
+ * bounce), it is on track, and a spot offer is placeable.  A job on spot stays
+ * there: its slack does not shrink while it runs, and the rule above left it
+ * room for one restart.
  *
  * The paper's policy decides each tick over a single spot pool; here the
  * same rules decide at the points where Tradewind acts (placement,
@@ -44,7 +44,8 @@ int64_t tw_fallback_expected_done_s(const struct tw_fallback_job *j) {
   return (int64_t)((__int128)j->work_s * elapsed / window);
 }
 
-void fb__deadline(const struct tw_fallback_cfg *cfg, const struct tw_fallback_job *j,
+void fb__deadline(const struct tw_fallback_cfg *cfg,
+                  const struct tw_fallback_job *j,
                   struct tw_fallback_decision *out) {
   if (!j->deadline_ms) {
     fb__failover(cfg, j, "deadline (none set, as failover)", out);
@@ -89,8 +90,9 @@ void fb__deadline(const struct tw_fallback_cfg *cfg, const struct tw_fallback_jo
                " hysteresis), ahead by %s: back to spot",
                s_txt, r_txt, a_txt);
     } else {
-      snprintf(out->reason, sizeof out->reason, "deadline: slack %s: stays on %s",
-               s_txt, tw_market_str(j->current_market));
+      snprintf(out->reason, sizeof out->reason,
+               "deadline: slack %s: stays on %s", s_txt,
+               tw_market_str(j->current_market));
     }
     return;
   }
@@ -102,7 +104,8 @@ void fb__deadline(const struct tw_fallback_cfg *cfg, const struct tw_fallback_jo
              "deadline: slack %s absorbs an interruption and restart (%s): "
              "spot; %s by %s, so %s",
              s_txt, r_txt, ahead < 0 ? "behind" : "ahead", a_txt,
-             out->then_on_demand ? "on-demand if no spot is left" : "waits if no spot is left");
+             out->then_on_demand ? "on-demand if no spot is left"
+                                 : "waits if no spot is left");
   } else {
     out->market = TW_MARKET_ON_DEMAND;
     snprintf(out->reason, sizeof out->reason,

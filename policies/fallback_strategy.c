@@ -46,38 +46,44 @@ void tw_fallback_fmt_dur(int64_t s, char *out, size_t outsz) {
 
 static bool has(const char *s) { return s && *s; }
 
-void fb__failover(const struct tw_fallback_cfg *cfg, const struct tw_fallback_job *j,
-                  const char *prefix, struct tw_fallback_decision *out) {
+void fb__failover(const struct tw_fallback_cfg *cfg,
+                  const struct tw_fallback_job *j, const char *prefix,
+                  struct tw_fallback_decision *out) {
   (void)cfg;
   out->action = j->event == TW_FB_REVIEW ? TW_FB_ACT_STAY : TW_FB_ACT_PLACE;
   out->market = TW_MARKET_ANY;
   out->rank_market = j->spec_market;
   if (j->event == TW_FB_REVIEW) {
-    snprintf(out->reason, sizeof out->reason, "%s: stays where it runs", prefix);
+    snprintf(out->reason, sizeof out->reason, "%s: stays where it runs",
+             prefix);
   } else if (j->interruptions > 0 && has(j->region)) {
     out->region = TW_FB_SAME_REGION_FIRST;
     snprintf(out->reason, sizeof out->reason,
              "%s: interruption %d: retrying within %s, then elsewhere", prefix,
              j->interruptions, j->region);
   } else {
-    snprintf(out->reason, sizeof out->reason, "%s: cheapest feasible offer", prefix);
+    snprintf(out->reason, sizeof out->reason, "%s: cheapest feasible offer",
+             prefix);
   }
 }
 
-static void eager(const struct tw_fallback_cfg *cfg, const struct tw_fallback_job *j,
+static void eager(const struct tw_fallback_cfg *cfg,
+                  const struct tw_fallback_job *j,
                   struct tw_fallback_decision *out) {
   fb__failover(cfg, j, "eager-next-region", out);
   if (j->event != TW_FB_REVIEW && j->interruptions > 0 && has(j->region)) {
     /* the region's other zones last, not never: a job that fits only there
      * still runs */
     out->region = TW_FB_OTHER_REGIONS_FIRST;
-    snprintf(out->reason, sizeof out->reason,
-             "eager-next-region: interruption %d: leaving %s for another region",
-             j->interruptions, j->region);
+    snprintf(
+        out->reason, sizeof out->reason,
+        "eager-next-region: interruption %d: leaving %s for another region",
+        j->interruptions, j->region);
   }
 }
 
-static void on_demand(const struct tw_fallback_cfg *cfg, const struct tw_fallback_job *j,
+static void on_demand(const struct tw_fallback_cfg *cfg,
+                      const struct tw_fallback_job *j,
                       struct tw_fallback_decision *out) {
   int n = cfg->on_demand_after > 0 ? cfg->on_demand_after : 2;
   fb__failover(cfg, j, "on-demand-fallback", out);
@@ -87,7 +93,8 @@ static void on_demand(const struct tw_fallback_cfg *cfg, const struct tw_fallbac
     out->market = TW_MARKET_ON_DEMAND;
     out->rank_market = TW_MARKET_ANY;
     snprintf(out->reason, sizeof out->reason,
-             "on-demand-fallback: %d interruption%s (limit %d): on-demand from now on",
+             "on-demand-fallback: %d interruption%s (limit %d): on-demand from "
+             "now on",
              j->interruptions, j->interruptions > 1 ? "s" : "", n);
   } else if (j->interruptions > 0) {
     size_t len = strlen(out->reason);
@@ -96,7 +103,8 @@ static void on_demand(const struct tw_fallback_cfg *cfg, const struct tw_fallbac
   }
 }
 
-void tw_fallback_decide(const struct tw_fallback_cfg *cfg, enum tw_fallback_kind kind,
+void tw_fallback_decide(const struct tw_fallback_cfg *cfg,
+                        enum tw_fallback_kind kind,
                         const struct tw_fallback_job *j,
                         struct tw_fallback_decision *out) {
   struct tw_fallback_cfg def;

@@ -81,18 +81,18 @@ enum tw_fallback_event {
 struct tw_fallback_job {
   enum tw_fallback_event event;
   int64_t now_ms;
-  int64_t submitted_ms; /* the uniform progress line starts here */
-  int64_t deadline_ms;  /* 0: none */
-  int64_t work_s;       /* run time the job needs in all */
-  int64_t done_s;       /* progress kept so far (checkpointed, or running
-                           now) */
-  int interruptions;    /* so far, this one included */
-  enum tw_market spec_market;    /* what the spec asks: any, spot, on-demand */
+  int64_t submitted_ms;       /* the uniform progress line starts here */
+  int64_t deadline_ms;        /* 0: none */
+  int64_t work_s;             /* run time the job needs in all */
+  int64_t done_s;             /* progress kept so far (checkpointed, or running
+                                 now) */
+  int interruptions;          /* so far, this one included */
+  enum tw_market spec_market; /* what the spec asks: any, spot, on-demand */
   enum tw_market current_market; /* of the live or last attempt; ANY: none */
-  const char *region;   /* of the live or last attempt */
+  const char *region;            /* of the live or last attempt */
   const char *zone;
-  bool spot_offered;    /* REVIEW: a spot candidate is placeable now (not
-                           blocklisted); the caller ranks to know */
+  bool spot_offered; /* REVIEW: a spot candidate is placeable now (not
+                        blocklisted); the caller ranks to know */
 };
 
 enum tw_fallback_action {
@@ -102,8 +102,11 @@ enum tw_fallback_action {
                           below */
 };
 
-enum tw_fallback_region { TW_FB_ANY_REGION = 0, TW_FB_SAME_REGION_FIRST,
-                          TW_FB_OTHER_REGIONS_FIRST };
+enum tw_fallback_region {
+  TW_FB_ANY_REGION = 0,
+  TW_FB_SAME_REGION_FIRST,
+  TW_FB_OTHER_REGIONS_FIRST
+};
 
 struct tw_fallback_decision {
   enum tw_fallback_kind kind;
@@ -118,9 +121,9 @@ struct tw_fallback_decision {
   /* The market to rank offers with (placement filters on it): the spec's,
    * or ANY when the strategy widens it. */
   enum tw_market rank_market;
-  int64_t slack_s;      /* deadline: remaining slack; 0 otherwise */
-  char reason[240];     /* "deadline: slack 3h12m absorbs an interruption
-                           (2 x 5m): spot" */
+  int64_t slack_s;  /* deadline: remaining slack; 0 otherwise */
+  char reason[240]; /* "deadline: slack 3h12m absorbs an interruption
+                       (2 x 5m): spot" */
 };
 
 /* Decides for job j under cfg and kind.  Pure. */

@@ -8,9 +8,11 @@
 #include "broker/clock.h"
 #include "policies/policy_int.h"
 
-/* ---- market ------------------------------------------------------------------ */
+/* ---- market
+ * ------------------------------------------------------------------ */
 
-static void market_filter(const struct tw_policy *self, const struct tw_place_ctx *ctx,
+static void market_filter(const struct tw_policy *self,
+                          const struct tw_place_ctx *ctx,
                           const struct tw_offer *o, struct tw_verdict *v) {
   (void)self;
   enum tw_market want = ctx->job->market;
@@ -18,16 +20,20 @@ static void market_filter(const struct tw_policy *self, const struct tw_place_ct
   v->pass = want == TW_MARKET_ANY || o->market == want ||
             (want == TW_MARKET_ON_DEMAND && o->market == TW_MARKET_PRIVATE);
   if (!v->pass)
-    snprintf(v->reason, sizeof v->reason, "not in the %s market", tw_market_str(want));
+    snprintf(v->reason, sizeof v->reason, "not in the %s market",
+             tw_market_str(want));
 }
 
-const struct tw_policy_ops tw_filter_market = {
-    .name = "market", .version = TW_POLICY_ABI_VERSION, .scope = TW_SCOPE_OFFER,
-    .filter = market_filter};
+const struct tw_policy_ops tw_filter_market = {.name = "market",
+                                               .version = TW_POLICY_ABI_VERSION,
+                                               .scope = TW_SCOPE_OFFER,
+                                               .filter = market_filter};
 
-/* ---- price ------------------------------------------------------------------- */
+/* ---- price
+ * ------------------------------------------------------------------- */
 
-static void price_filter(const struct tw_policy *self, const struct tw_place_ctx *ctx,
+static void price_filter(const struct tw_policy *self,
+                         const struct tw_place_ctx *ctx,
                          const struct tw_offer *o, struct tw_verdict *v) {
   (void)self;
   int64_t max = ctx->job->max_price_uusd_per_hour;
@@ -40,13 +46,16 @@ static void price_filter(const struct tw_policy *self, const struct tw_place_ctx
   }
 }
 
-const struct tw_policy_ops tw_filter_price = {
-    .name = "price", .version = TW_POLICY_ABI_VERSION, .scope = TW_SCOPE_OFFER,
-    .filter = price_filter};
+const struct tw_policy_ops tw_filter_price = {.name = "price",
+                                              .version = TW_POLICY_ABI_VERSION,
+                                              .scope = TW_SCOPE_OFFER,
+                                              .filter = price_filter};
 
-/* ---- excluded: offers this job's earlier attempts failed on --------------- */
+/* ---- excluded: offers this job's earlier attempts failed on ---------------
+ */
 
-static void excluded_filter(const struct tw_policy *self, const struct tw_place_ctx *ctx,
+static void excluded_filter(const struct tw_policy *self,
+                            const struct tw_place_ctx *ctx,
                             const struct tw_offer *o, struct tw_verdict *v) {
   (void)self;
   v->pass = true;
@@ -58,13 +67,17 @@ static void excluded_filter(const struct tw_policy *self, const struct tw_place_
     }
 }
 
-const struct tw_policy_ops tw_filter_excluded = {
-    .name = "excluded", .version = TW_POLICY_ABI_VERSION, .scope = TW_SCOPE_OFFER,
-    .filter = excluded_filter};
+const struct tw_policy_ops tw_filter_excluded = {.name = "excluded",
+                                                 .version =
+                                                     TW_POLICY_ABI_VERSION,
+                                                 .scope = TW_SCOPE_OFFER,
+                                                 .filter = excluded_filter};
 
-/* ---- blocklist: the spot lifecycle's hook ----------------------------------- */
+/* ---- blocklist: the spot lifecycle's hook -----------------------------------
+ */
 
-static void blocklist_filter(const struct tw_policy *self, const struct tw_place_ctx *ctx,
+static void blocklist_filter(const struct tw_policy *self,
+                             const struct tw_place_ctx *ctx,
                              const struct tw_offer *o, struct tw_verdict *v) {
   (void)self;
   const struct tw_place_blocklist *bl = ctx->blocklist;
@@ -72,22 +85,28 @@ static void blocklist_filter(const struct tw_policy *self, const struct tw_place
   char why[112] = "";
   if (bl->blocked && bl->blocked(bl->ctx, o, ctx->now_ms, why, sizeof why)) {
     v->pass = false;
-    snprintf(v->reason, sizeof v->reason, "blocklisted%s%s", why[0] ? ": " : "", why);
+    snprintf(v->reason, sizeof v->reason, "blocklisted%s%s", why[0] ? ": " : "",
+             why);
   }
 }
 
-const struct tw_policy_ops tw_filter_blocklist = {
-    .name = "blocklist", .version = TW_POLICY_ABI_VERSION, .scope = TW_SCOPE_OFFER,
-    .filter = blocklist_filter};
+const struct tw_policy_ops tw_filter_blocklist = {.name = "blocklist",
+                                                  .version =
+                                                      TW_POLICY_ABI_VERSION,
+                                                  .scope = TW_SCOPE_OFFER,
+                                                  .filter = blocklist_filter};
 
-/* ---- capacity: private offers know how many nodes are free ----------------- */
+/* ---- capacity: private offers know how many nodes are free -----------------
+ */
 
-static int64_t free_nodes(const struct tw_place_ctx *ctx, const struct tw_offer *o) {
+static int64_t free_nodes(const struct tw_place_ctx *ctx,
+                          const struct tw_offer *o) {
   int64_t f = o->capacity - tw_capacity_view_used(ctx->capacity, o->id);
   return f < 0 ? 0 : f;
 }
 
-static void capacity_filter(const struct tw_policy *self, const struct tw_place_ctx *ctx,
+static void capacity_filter(const struct tw_policy *self,
+                            const struct tw_place_ctx *ctx,
                             const struct tw_offer *o, struct tw_verdict *v) {
   (void)self;
   v->pass = true;
@@ -97,24 +116,29 @@ static void capacity_filter(const struct tw_policy *self, const struct tw_place_
   if (f < ctx->nodes) {
     v->pass = false;
     v->amount = ctx->nodes - f;
-    snprintf(v->reason, sizeof v->reason, "short of free nodes (%d wanted, %lld free)",
-             ctx->nodes, (long long)f);
+    snprintf(v->reason, sizeof v->reason,
+             "short of free nodes (%d wanted, %lld free)", ctx->nodes,
+             (long long)f);
   }
 }
 
-const struct tw_policy_ops tw_filter_capacity = {
-    .name = "capacity", .version = TW_POLICY_ABI_VERSION, .scope = TW_SCOPE_OFFER,
-    .filter = capacity_filter};
+const struct tw_policy_ops tw_filter_capacity = {.name = "capacity",
+                                                 .version =
+                                                     TW_POLICY_ABI_VERSION,
+                                                 .scope = TW_SCOPE_OFFER,
+                                                 .filter = capacity_filter};
 
 /* ---- backfill: never delay the head job's reservation -------------------- */
 
-static void backfill_filter(const struct tw_policy *self, const struct tw_place_ctx *ctx,
+static void backfill_filter(const struct tw_policy *self,
+                            const struct tw_place_ctx *ctx,
                             const struct tw_offer *o, struct tw_verdict *v) {
   (void)self;
   v->pass = true;
   if (o->capacity < 0)
     return;
-  const struct tw_reservation *r = tw_reservations_find(ctx->reservations, o->id);
+  const struct tw_reservation *r =
+      tw_reservations_find(ctx->reservations, o->id);
   if (!r || (ctx->job_id && !strcmp(r->job_id, ctx->job_id)))
     return;
   /* Fits beside the reservation, or ends before it starts. */
@@ -126,16 +150,21 @@ static void backfill_filter(const struct tw_policy *self, const struct tw_place_
   v->pass = false;
   char at[40];
   tw_time_fmt_rfc3339(r->start_ms, at, sizeof at);
-  snprintf(v->reason, sizeof v->reason, "reserved for job %.32s from %s", r->job_id, at);
+  snprintf(v->reason, sizeof v->reason, "reserved for job %.32s from %s",
+           r->job_id, at);
 }
 
-const struct tw_policy_ops tw_filter_backfill = {
-    .name = "backfill", .version = TW_POLICY_ABI_VERSION, .scope = TW_SCOPE_OFFER,
-    .filter = backfill_filter};
+const struct tw_policy_ops tw_filter_backfill = {.name = "backfill",
+                                                 .version =
+                                                     TW_POLICY_ABI_VERSION,
+                                                 .scope = TW_SCOPE_OFFER,
+                                                 .filter = backfill_filter};
 
-/* ---- deadline ------------------------------------------------------------------ */
+/* ---- deadline
+ * ------------------------------------------------------------------ */
 
-static void deadline_filter(const struct tw_policy *self, const struct tw_place_ctx *ctx,
+static void deadline_filter(const struct tw_policy *self,
+                            const struct tw_place_ctx *ctx,
                             const struct tw_offer *o, struct tw_verdict *v) {
   (void)self;
   (void)o;
@@ -151,9 +180,12 @@ static void deadline_filter(const struct tw_policy *self, const struct tw_place_
   tw_policy_fmt_duration(short_s, d, sizeof d);
   v->pass = false;
   v->amount = short_s;
-  snprintf(v->reason, sizeof v->reason, "cannot finish before the deadline: short by %s", d);
+  snprintf(v->reason, sizeof v->reason,
+           "cannot finish before the deadline: short by %s", d);
 }
 
-const struct tw_policy_ops tw_filter_deadline = {
-    .name = "deadline", .version = TW_POLICY_ABI_VERSION, .scope = TW_SCOPE_OFFER,
-    .filter = deadline_filter};
+const struct tw_policy_ops tw_filter_deadline = {.name = "deadline",
+                                                 .version =
+                                                     TW_POLICY_ABI_VERSION,
+                                                 .scope = TW_SCOPE_OFFER,
+                                                 .filter = deadline_filter};

@@ -11,14 +11,14 @@
 
 static uint64_t next_generation = 1; /* atomic */
 
-static const struct tw_offer *array_get(const struct tw_offer_source *src, size_t i,
-                                        struct tw_offer *scratch) {
+static const struct tw_offer *array_get(const struct tw_offer_source *src,
+                                        size_t i, struct tw_offer *scratch) {
   (void)scratch;
   return &((const struct tw_offer *)src->ctx)[i];
 }
 
-void tw_offer_source_array(struct tw_offer_source *src, const struct tw_offer *offers,
-                           size_t n) {
+void tw_offer_source_array(struct tw_offer_source *src,
+                           const struct tw_offer *offers, size_t n) {
   memset(src, 0, sizeof *src);
   src->n = n;
   src->get = array_get;
@@ -43,14 +43,15 @@ void ix_family_of(const char *accel, char out[24]) {
   out[i] = '\0';
 }
 
-/* ---- an interning table: key text -> small id ----------------------------- */
+/* ---- an interning table: key text -> small id -----------------------------
+ */
 
 struct intern {
   struct {
     uint64_t h;
     uint32_t id;
-    uint32_t off;  /* key text in arena */
-  } *slots;
+    uint32_t off; /* key text in arena */
+  } * slots;
   size_t cap, n;
   struct tw_buf arena;
 };
@@ -69,7 +70,8 @@ static void intern_release(struct intern *t) {
 }
 
 /* The id of key (len bytes), made when new; *fresh says so. */
-static uint32_t intern_get(struct intern *t, const char *key, size_t len, bool *fresh) {
+static uint32_t intern_get(struct intern *t, const char *key, size_t len,
+                           bool *fresh) {
   uint64_t h = fnv(key, len);
   size_t mask = t->cap - 1;
   for (size_t i = h & mask;; i = (i + 1) & mask) {
@@ -97,7 +99,8 @@ static uint32_t intern_get(struct intern *t, const char *key, size_t len, bool *
       }
       return id;
     }
-    if (t->slots[i].h == h && !memcmp(t->arena.data + t->slots[i].off, key, len) &&
+    if (t->slots[i].h == h &&
+        !memcmp(t->arena.data + t->slots[i].off, key, len) &&
         t->arena.data[t->slots[i].off + len] == '\0') {
       *fresh = false;
       return t->slots[i].id;
@@ -105,27 +108,32 @@ static uint32_t intern_get(struct intern *t, const char *key, size_t len, bool *
   }
 }
 
-/* ---- keys --------------------------------------------------------------------- */
+/* ---- keys
+ * --------------------------------------------------------------------- */
 
 static size_t shape_key(const struct tw_offer *o, char *buf, size_t sz) {
-  int n = snprintf(buf, sz, "%s\x1f%s\x1f%d\x1f%d\x1f%lld\x1f%s\x1f%d\x1f%lld", o->provider,
-                   o->instance_type, (int)o->arch, o->vcpus, (long long)o->memory_mib,
-                   o->accel_name, o->accel_count, (long long)o->accel_memory_mib);
+  int n = snprintf(buf, sz, "%s\x1f%s\x1f%d\x1f%d\x1f%lld\x1f%s\x1f%d\x1f%lld",
+                   o->provider, o->instance_type, (int)o->arch, o->vcpus,
+                   (long long)o->memory_mib, o->accel_name, o->accel_count,
+                   (long long)o->accel_memory_mib);
   return n < 0 ? 0 : (size_t)n < sz ? (size_t)n : sz - 1;
 }
 
 static size_t loc_key(const struct tw_offer *o, char *buf, size_t sz) {
-  int n = snprintf(buf, sz, "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", o->provider, o->account,
-                   o->region, o->zone, o->zone_id, o->rack);
+  int n = snprintf(buf, sz, "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", o->provider,
+                   o->account, o->region, o->zone, o->zone_id, o->rack);
   size_t len = n < 0 ? 0 : (size_t)n < sz ? (size_t)n : sz - 1;
-  for (size_t i = 0; i < o->n_labels && i < TW_OFFER_LABELS_MAX && len < sz; i++) {
-    n = snprintf(buf + len, sz - len, "\x1f%s=%s", o->labels[i].key, o->labels[i].value);
+  for (size_t i = 0; i < o->n_labels && i < TW_OFFER_LABELS_MAX && len < sz;
+       i++) {
+    n = snprintf(buf + len, sz - len, "\x1f%s=%s", o->labels[i].key,
+                 o->labels[i].value);
     len = n < 0 ? len : len + (size_t)n < sz ? len + (size_t)n : sz - 1;
   }
   return len;
 }
 
-/* ---- sorting helpers (qsort has no context argument) ------------------------ */
+/* ---- sorting helpers (qsort has no context argument) ------------------------
+ */
 
 static __thread const struct ix_offer *sort_offers;
 static __thread char *const *sort_ids;
@@ -158,7 +166,8 @@ static int by_loc_price(const void *a, const void *b) {
 }
 
 static int by_id(const void *a, const void *b) {
-  int c = strcmp(sort_ids[*(const uint32_t *)a], sort_ids[*(const uint32_t *)b]);
+  int c =
+      strcmp(sort_ids[*(const uint32_t *)a], sort_ids[*(const uint32_t *)b]);
   if (c)
     return c;
   return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
@@ -166,7 +175,8 @@ static int by_id(const void *a, const void *b) {
 
 /* Groups offers by key(offer) (0..nkeys) into out, each group sorted with
  * cmp; ranges[k] receives group k's range. */
-static void group_sort(const struct tw_offer_index *ix, uint32_t nkeys, bool by_shape_key,
+static void group_sort(const struct tw_offer_index *ix, uint32_t nkeys,
+                       bool by_shape_key,
                        int (*cmp)(const void *, const void *), uint32_t *out,
                        struct ix_range *ranges) {
   uint32_t *count = tw_calloc(nkeys + 1, sizeof *count);
@@ -188,7 +198,8 @@ static void group_sort(const struct tw_offer_index *ix, uint32_t nkeys, bool by_
       qsort(out + ranges[k].start, ranges[k].count, sizeof *out, cmp);
 }
 
-static void push_rep(struct tw_offer_index *ix, size_t *cap, const struct tw_offer *o) {
+static void push_rep(struct tw_offer_index *ix, size_t *cap,
+                     const struct tw_offer *o) {
   if (ix->n_reps == *cap) {
     *cap = *cap ? *cap * 2 : 256;
     ix->reps = tw_realloc(ix->reps, *cap * sizeof *ix->reps);
@@ -201,8 +212,8 @@ static uint64_t cell_hash(uint32_t s, uint32_t l) {
   return h ^ (h >> 31);
 }
 
-const struct ix_range *ix_cell_find(const struct tw_offer_index *ix, uint32_t shape,
-                                    uint32_t loc) {
+const struct ix_range *ix_cell_find(const struct tw_offer_index *ix,
+                                    uint32_t shape, uint32_t loc) {
   size_t mask = ix->cell_hash_cap - 1;
   for (size_t i = cell_hash(shape, loc) & mask;; i = (i + 1) & mask) {
     uint32_t v = ix->cell_hash[i];
@@ -226,8 +237,8 @@ size_t ix_count_cheaper(const struct tw_offer_index *ix, int64_t price) {
   return lo;
 }
 
-const struct ix_group *ix_group_find(const struct tw_offer_index *ix, uint32_t shape,
-                                     uint32_t region) {
+const struct ix_group *ix_group_find(const struct tw_offer_index *ix,
+                                     uint32_t shape, uint32_t region) {
   /* a shape's groups are in region order */
   const struct ix_range *g = &ix->shapes[shape].groups;
   size_t lo = g->start, hi = (size_t)g->start + g->count;
@@ -261,10 +272,12 @@ long ix_region_find(const struct tw_offer_index *ix, const char *key) {
 }
 
 enum tw_rc tw_offer_index_build(const struct tw_offer_source *src,
-                                struct tw_offer_index **out, struct tw_err *err) {
+                                struct tw_offer_index **out,
+                                struct tw_err *err) {
   *out = NULL;
   if (src->n >= (1u << 31))
-    return tw_err_set(err, TW_E_TOOBIG, "index: %zu offers, at most 2^31", src->n);
+    return tw_err_set(err, TW_E_TOOBIG, "index: %zu offers, at most 2^31",
+                      src->n);
   int64_t t0 = tw_mono_us();
   struct tw_offer_index *ix = tw_calloc(1, sizeof *ix);
   ix->refs = 1;
@@ -290,11 +303,14 @@ enum tw_rc tw_offer_index_build(const struct tw_offer_source *src,
     struct ix_offer *c = &ix->offers[i];
     c->price = o->price_uusd_per_hour;
     c->market = (uint8_t)o->market;
-    c->intr_pct = (int8_t)(o->interruption_pct < -1 ? -1
-                           : o->interruption_pct > 100 ? 100 : o->interruption_pct);
-    c->granularity_s = (int32_t)(o->billing_granularity_s > INT32_MAX ? INT32_MAX
-                                                                      : o->billing_granularity_s);
-    c->min_charge_s = (int32_t)(o->min_charge_s > INT32_MAX ? INT32_MAX : o->min_charge_s);
+    c->intr_pct = (int8_t)(o->interruption_pct < -1    ? -1
+                           : o->interruption_pct > 100 ? 100
+                                                       : o->interruption_pct);
+    c->granularity_s = (int32_t)(o->billing_granularity_s > INT32_MAX
+                                     ? INT32_MAX
+                                     : o->billing_granularity_s);
+    c->min_charge_s =
+        (int32_t)(o->min_charge_s > INT32_MAX ? INT32_MAX : o->min_charge_s);
     bool fresh;
     c->shape = intern_get(&shapes, key, shape_key(o, key, sizeof key), &fresh);
     if (fresh) {
@@ -322,11 +338,13 @@ enum tw_rc tw_offer_index_build(const struct tw_offer_source *src,
       l->rep = (uint32_t)ix->n_reps;
       int n = snprintf(key, sizeof key, "%s:%s", o->provider, o->region);
       bool rfresh;
-      l->region = intern_get(&regions, key, (size_t)n < sizeof key ? (size_t)n : 0, &rfresh);
+      l->region = intern_get(&regions, key,
+                             (size_t)n < sizeof key ? (size_t)n : 0, &rfresh);
       if (rfresh) {
         if (ix->n_regions == cap_regions) {
           cap_regions = cap_regions ? cap_regions * 2 : 64;
-          ix->regions = tw_realloc(ix->regions, cap_regions * sizeof *ix->regions);
+          ix->regions =
+              tw_realloc(ix->regions, cap_regions * sizeof *ix->regions);
         }
         struct ix_region *r = &ix->regions[ix->n_regions++];
         memset(r, 0, sizeof *r);
@@ -386,11 +404,13 @@ enum tw_rc tw_offer_index_build(const struct tw_offer_source *src,
   group_sort(ix, (uint32_t)ix->n_locs, false, by_price, ix->by_loc, lr);
   for (size_t s = 0; s < ix->n_shapes; s++) {
     ix->shapes[s].all = sr[s];
-    ix->shapes[s].min_price = sr[s].count ? ix->offers[ix->by_shape[sr[s].start]].price : 0;
+    ix->shapes[s].min_price =
+        sr[s].count ? ix->offers[ix->by_shape[sr[s].start]].price : 0;
   }
   for (size_t l = 0; l < ix->n_locs; l++) {
     ix->locs[l].all = lr[l];
-    ix->locs[l].min_price = lr[l].count ? ix->offers[ix->by_loc[lr[l].start]].price : 0;
+    ix->locs[l].min_price =
+        lr[l].count ? ix->offers[ix->by_loc[lr[l].start]].price : 0;
   }
   /* (shape, region) groups and (shape, loc) cells: re-sort each shape's
    * slice */
@@ -408,7 +428,8 @@ enum tw_rc tw_offer_index_build(const struct tw_offer_source *src,
     ix->shapes[s].groups.start = (uint32_t)ix->n_groups;
     for (uint32_t k = r.start; k < r.start + r.count;) {
       uint32_t reg = ix->locs[ix->offers[ix->by_group[k]].loc].region, e = k;
-      while (e < r.start + r.count && ix->locs[ix->offers[ix->by_group[e]].loc].region == reg)
+      while (e < r.start + r.count &&
+             ix->locs[ix->offers[ix->by_group[e]].loc].region == reg)
         e++;
       if (ix->n_groups == cap_groups) {
         cap_groups = cap_groups ? cap_groups * 2 : 1024;
@@ -417,7 +438,8 @@ enum tw_rc tw_offer_index_build(const struct tw_offer_source *src,
       ix->groups[ix->n_groups++] = (struct ix_group){reg, {k, e - k}};
       k = e;
     }
-    ix->shapes[s].groups.count = (uint32_t)(ix->n_groups - ix->shapes[s].groups.start);
+    ix->shapes[s].groups.count =
+        (uint32_t)(ix->n_groups - ix->shapes[s].groups.start);
     for (uint32_t k = r.start; k < r.start + r.count;) {
       uint32_t loc = ix->offers[ix->by_cell[k]].loc, e = k;
       while (e < r.start + r.count && ix->offers[ix->by_cell[e]].loc == loc)
@@ -475,14 +497,17 @@ enum tw_rc tw_offer_index_build(const struct tw_offer_source *src,
     if (!ix->shapes[s].family[0]) {
       if (ix->n_plain == cap_plain) {
         cap_plain = cap_plain ? cap_plain * 2 : 256;
-        ix->plain_shapes = tw_realloc(ix->plain_shapes, cap_plain * sizeof(uint32_t));
+        ix->plain_shapes =
+            tw_realloc(ix->plain_shapes, cap_plain * sizeof(uint32_t));
       }
       ix->plain_shapes[ix->n_plain++] = (uint32_t)s;
       continue;
     }
-    struct ix_family *f = (struct ix_family *)ix_family_find(ix, ix->shapes[s].family);
+    struct ix_family *f =
+        (struct ix_family *)ix_family_find(ix, ix->shapes[s].family);
     if (!f) {
-      ix->families = tw_realloc(ix->families, (ix->n_families + 1) * sizeof *ix->families);
+      ix->families =
+          tw_realloc(ix->families, (ix->n_families + 1) * sizeof *ix->families);
       f = &ix->families[ix->n_families++];
       memset(f, 0, sizeof *f);
       snprintf(f->name, sizeof f->name, "%s", ix->shapes[s].family);
@@ -491,15 +516,18 @@ enum tw_rc tw_offer_index_build(const struct tw_offer_source *src,
     f->shapes[f->n++] = (uint32_t)s;
   }
 
-  ix->region_keys = tw_calloc(ix->n_regions ? ix->n_regions : 1, sizeof *ix->region_keys);
+  ix->region_keys =
+      tw_calloc(ix->n_regions ? ix->n_regions : 1, sizeof *ix->region_keys);
   for (size_t r = 0; r < ix->n_regions; r++)
     ix->region_keys[r] = ix->regions[r].key;
 
-  ix->bytes = sizeof *ix + ix->n * (sizeof *ix->offers + 6 * sizeof(uint32_t) + sizeof(int64_t)) +
-              ix->n_reps * sizeof *ix->reps + ix->n_shapes * sizeof *ix->shapes +
-              ix->n_locs * sizeof *ix->locs + ix->n_regions * sizeof *ix->regions +
-              ix->n_groups * sizeof *ix->groups + ix->n_cells * sizeof *ix->cells +
-              (ix->cell_hash_cap + ix->id_hash_cap) * sizeof(uint32_t);
+  ix->bytes =
+      sizeof *ix +
+      ix->n * (sizeof *ix->offers + 6 * sizeof(uint32_t) + sizeof(int64_t)) +
+      ix->n_reps * sizeof *ix->reps + ix->n_shapes * sizeof *ix->shapes +
+      ix->n_locs * sizeof *ix->locs + ix->n_regions * sizeof *ix->regions +
+      ix->n_groups * sizeof *ix->groups + ix->n_cells * sizeof *ix->cells +
+      (ix->cell_hash_cap + ix->id_hash_cap) * sizeof(uint32_t);
   ix->build_us = tw_mono_us() - t0;
   *out = ix;
   return TW_OK;
@@ -508,7 +536,8 @@ enum tw_rc tw_offer_index_build(const struct tw_offer_source *src,
 static void owned_free(struct tw_offer_source *src) { free((void *)src->ctx); }
 
 enum tw_rc tw_offer_index_build_take(struct tw_offer *offers, size_t n,
-                                     struct tw_offer_index **out, struct tw_err *err) {
+                                     struct tw_offer_index **out,
+                                     struct tw_err *err) {
   struct tw_offer_source src;
   tw_offer_source_array(&src, offers, n);
   src.free = owned_free;
@@ -560,8 +589,8 @@ void tw_offer_index_unref(struct tw_offer_index *ix) {
 
 size_t tw_offer_index_count(const struct tw_offer_index *ix) { return ix->n; }
 
-const struct tw_offer *tw_offer_index_get(const struct tw_offer_index *ix, size_t i,
-                                          struct tw_offer *scratch) {
+const struct tw_offer *tw_offer_index_get(const struct tw_offer_index *ix,
+                                          size_t i, struct tw_offer *scratch) {
   return ix->src.get(&ix->src, i, scratch);
 }
 

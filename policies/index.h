@@ -86,7 +86,7 @@ uint64_t tw_offer_index_generation(const struct tw_offer_index *ix);
 
 struct tw_offer_index_stats {
   size_t offers, shapes, locations, regions, cells;
-  size_t bytes;       /* the index's own memory */
+  size_t bytes; /* the index's own memory */
   int64_t build_us;
 };
 void tw_offer_index_stats(const struct tw_offer_index *ix,

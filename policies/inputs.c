@@ -7,7 +7,8 @@
 
 #include "broker/mem.h"
 
-/* ---- datasets -------------------------------------------------------------- */
+/* ---- datasets --------------------------------------------------------------
+ */
 
 const struct tw_dataset_set tw_dataset_set_empty = {0};
 
@@ -30,14 +31,16 @@ void tw_dataset_set_release(struct tw_dataset_set *s) {
   memset(s, 0, sizeof *s);
 }
 
-static struct tw_dataset_info *find_linear(struct tw_dataset_set *s, const char *uri) {
+static struct tw_dataset_info *find_linear(struct tw_dataset_set *s,
+                                           const char *uri) {
   for (size_t i = 0; i < s->n; i++)
     if (!strcmp(s->items[i].uri, uri))
       return &s->items[i];
   return NULL;
 }
 
-static void add_location(struct tw_dataset_info *d, const char *loc, int64_t cost) {
+static void add_location(struct tw_dataset_info *d, const char *loc,
+                         int64_t cost) {
   for (size_t l = 0; l < d->n_locations; l++)
     if (!strcmp(d->locations[l], loc)) {
       if (cost < d->location_cost_uusd[l])
@@ -50,8 +53,9 @@ static void add_location(struct tw_dataset_info *d, const char *loc, int64_t cos
   d->locations[d->n_locations++] = tw_strdup(loc);
 }
 
-void tw_dataset_set_add(struct tw_dataset_set *s, const char *uri, int64_t size_bytes,
-                        const char *const *locations, size_t n_locations) {
+void tw_dataset_set_add(struct tw_dataset_set *s, const char *uri,
+                        int64_t size_bytes, const char *const *locations,
+                        size_t n_locations) {
   struct tw_dataset_info *d = find_linear(s, uri);
   if (!d) {
     if (s->n == s->cap) {
@@ -88,8 +92,8 @@ void tw_dataset_set_seal(struct tw_dataset_set *s) {
     qsort(s->items, s->n, sizeof *s->items, by_uri);
 }
 
-const struct tw_dataset_info *tw_dataset_set_find(const struct tw_dataset_set *s,
-                                                  const char *uri) {
+const struct tw_dataset_info *
+tw_dataset_set_find(const struct tw_dataset_set *s, const char *uri) {
   size_t lo = 0, hi = s->n;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
@@ -104,7 +108,8 @@ const struct tw_dataset_info *tw_dataset_set_find(const struct tw_dataset_set *s
   return NULL;
 }
 
-void tw_dataset_set_copy(struct tw_dataset_set *dst, const struct tw_dataset_set *src) {
+void tw_dataset_set_copy(struct tw_dataset_set *dst,
+                         const struct tw_dataset_set *src) {
   tw_dataset_set_init(dst);
   for (size_t i = 0; i < src->n; i++) {
     const struct tw_dataset_info *d = &src->items[i];
@@ -117,7 +122,8 @@ void tw_dataset_set_copy(struct tw_dataset_set *dst, const struct tw_dataset_set
   tw_dataset_set_seal(dst);
 }
 
-/* ---- blocklist, health, quota ------------------------------------------------ */
+/* ---- blocklist, health, quota
+ * ------------------------------------------------ */
 
 const struct tw_place_blocklist tw_place_blocklist_none = {0};
 const struct tw_health tw_health_all_good = {0};
@@ -130,11 +136,14 @@ const char *tw_health_down(const struct tw_health *h, const char *account) {
   return NULL;
 }
 
-/* ---- capacity in use ----------------------------------------------------------- */
+/* ---- capacity in use
+ * ----------------------------------------------------------- */
 
 const struct tw_capacity_view tw_capacity_view_empty = {0};
 
-void tw_capacity_view_init(struct tw_capacity_view *v) { memset(v, 0, sizeof *v); }
+void tw_capacity_view_init(struct tw_capacity_view *v) {
+  memset(v, 0, sizeof *v);
+}
 void tw_capacity_view_release(struct tw_capacity_view *v) {
   free(v->items);
   memset(v, 0, sizeof *v);
@@ -152,28 +161,34 @@ void tw_capacity_view_take(struct tw_capacity_view *v, const char *offer_id,
     v->cap = v->cap ? v->cap * 2 : 8;
     v->items = tw_realloc(v->items, v->cap * sizeof *v->items);
   }
-  snprintf(v->items[v->n].offer_id, sizeof v->items[v->n].offer_id, "%s", offer_id);
+  snprintf(v->items[v->n].offer_id, sizeof v->items[v->n].offer_id, "%s",
+           offer_id);
   v->items[v->n++].nodes = nodes;
 }
 
-int64_t tw_capacity_view_used(const struct tw_capacity_view *v, const char *offer_id) {
+int64_t tw_capacity_view_used(const struct tw_capacity_view *v,
+                              const char *offer_id) {
   for (size_t i = 0; i < v->n; i++)
     if (!strcmp(v->items[i].offer_id, offer_id))
       return v->items[i].nodes;
   return 0;
 }
 
-/* ---- reservations ---------------------------------------------------------------- */
+/* ---- reservations
+ * ---------------------------------------------------------------- */
 
 const struct tw_reservations tw_reservations_none = {0};
 
-void tw_reservations_init(struct tw_reservations *r) { memset(r, 0, sizeof *r); }
+void tw_reservations_init(struct tw_reservations *r) {
+  memset(r, 0, sizeof *r);
+}
 void tw_reservations_release(struct tw_reservations *r) {
   free(r->items);
   memset(r, 0, sizeof *r);
 }
 
-void tw_reservations_add(struct tw_reservations *r, const struct tw_reservation *item) {
+void tw_reservations_add(struct tw_reservations *r,
+                         const struct tw_reservation *item) {
   r->generation++;
   if (r->n == r->cap) {
     r->cap = r->cap ? r->cap * 2 : 8;
@@ -182,8 +197,8 @@ void tw_reservations_add(struct tw_reservations *r, const struct tw_reservation 
   r->items[r->n++] = *item;
 }
 
-const struct tw_reservation *tw_reservations_find(const struct tw_reservations *r,
-                                                  const char *offer_id) {
+const struct tw_reservation *
+tw_reservations_find(const struct tw_reservations *r, const char *offer_id) {
   for (size_t i = 0; i < r->n; i++)
     if (!strcmp(r->items[i].offer_id, offer_id))
       return &r->items[i];

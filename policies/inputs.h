@@ -25,8 +25,8 @@ struct tw_offer;
 #define TW_DATASET_LOCATIONS_MAX 16
 
 struct tw_dataset_info {
-  char *uri;                   /* owned */
-  int64_t size_bytes;          /* 0 unknown */
+  char *uri;                                 /* owned */
+  int64_t size_bytes;                        /* 0 unknown */
   char *locations[TW_DATASET_LOCATIONS_MAX]; /* "aws:us-east-1"; owned */
   /* What a reader pays on top of egress when fetching from location i: 0
    * for a replica that exists, a share of the copy for one that the
@@ -57,8 +57,8 @@ void tw_dataset_set_copy(struct tw_dataset_set *dst,
                          const struct tw_dataset_set *src);
 /* Sorts for lookup; call once after the last add. */
 void tw_dataset_set_seal(struct tw_dataset_set *s);
-const struct tw_dataset_info *tw_dataset_set_find(const struct tw_dataset_set *s,
-                                                  const char *uri);
+const struct tw_dataset_info *
+tw_dataset_set_find(const struct tw_dataset_set *s, const char *uri);
 extern const struct tw_dataset_set tw_dataset_set_empty;
 
 /* ---- capacity blocklist (filled by the spot lifecycle) ------------------ */
@@ -146,8 +146,8 @@ void tw_reservations_init(struct tw_reservations *r);
 void tw_reservations_release(struct tw_reservations *r);
 void tw_reservations_add(struct tw_reservations *r,
                          const struct tw_reservation *item);
-const struct tw_reservation *tw_reservations_find(const struct tw_reservations *r,
-                                                  const char *offer_id);
+const struct tw_reservation *
+tw_reservations_find(const struct tw_reservations *r, const char *offer_id);
 extern const struct tw_reservations tw_reservations_none;
 
 #endif

@@ -28,27 +28,27 @@
 
 struct link {
   uint32_t src, dst;
-  int64_t rtt_us;         /* -1: not given */
-  int64_t bw_kbps;        /* -1 */
-  int64_t egress_uusd;    /* -1 */
+  int64_t rtt_us;      /* -1: not given */
+  int64_t bw_kbps;     /* -1 */
+  int64_t egress_uusd; /* -1 */
 };
 
 struct rule {
   enum { R_EGRESS, R_BW } kind;
-  char provider[32];      /* egress: the source's provider */
+  char provider[32]; /* egress: the source's provider */
   enum tw_net_scope scope;
-  char from[64], to[64];  /* globs on the region part; "" any */
-  int64_t value;          /* uusd per GB, or kbps */
+  char from[64], to[64]; /* globs on the region part; "" any */
+  int64_t value;         /* uusd per GB, or kbps */
 };
 
 struct tw_netmatrix {
   struct tw_net_region *regions;
   size_t n_regions, cap_regions;
-  uint32_t *rhash;        /* open addressing: region index + 1, 0 empty */
+  uint32_t *rhash; /* open addressing: region index + 1, 0 empty */
   size_t rhash_cap;
   struct link *links;
   size_t n_links, cap_links;
-  uint32_t *lhash;        /* link index + 1 */
+  uint32_t *lhash; /* link index + 1 */
   size_t lhash_cap;
   struct rule *rules;
   size_t n_rules, cap_rules;
@@ -57,10 +57,14 @@ struct tw_netmatrix {
 
 const char *tw_net_scope_str(enum tw_net_scope s) {
   switch (s) {
-  case TW_NET_SAME_REGION: return "same-region";
-  case TW_NET_SAME_PROVIDER: return "same-provider";
-  case TW_NET_INTER_PROVIDER: return "inter-provider";
-  case TW_NET_INTERNET: return "internet";
+  case TW_NET_SAME_REGION:
+    return "same-region";
+  case TW_NET_SAME_PROVIDER:
+    return "same-provider";
+  case TW_NET_INTER_PROVIDER:
+    return "inter-provider";
+  case TW_NET_INTERNET:
+    return "internet";
   }
   return "?";
 }
@@ -84,7 +88,8 @@ static uint64_t fnv(const char *s, size_t n) {
 }
 
 static uint64_t mix(uint64_t a, uint64_t b) {
-  uint64_t h = a * 0x9e3779b97f4a7c15ULL ^ (b + 0x7f4a7c159e3779b9ULL + (a << 6));
+  uint64_t h =
+      a * 0x9e3779b97f4a7c15ULL ^ (b + 0x7f4a7c159e3779b9ULL + (a << 6));
   h ^= h >> 29;
   return h * 0xbf58476d1ce4e5b9ULL;
 }
@@ -159,7 +164,8 @@ static long region_intern(struct tw_netmatrix *m, const char *key) {
   return (long)(m->n_regions - 1);
 }
 
-static struct link *link_find(const struct tw_netmatrix *m, uint32_t s, uint32_t d) {
+static struct link *link_find(const struct tw_netmatrix *m, uint32_t s,
+                              uint32_t d) {
   if (!m->lhash_cap)
     return NULL;
   size_t mask = m->lhash_cap - 1;
@@ -194,7 +200,8 @@ static struct link *link_get(struct tw_netmatrix *m, uint32_t s, uint32_t d) {
     m->links = tw_realloc(m->links, m->cap_links * sizeof *m->links);
   }
   l = &m->links[m->n_links++];
-  *l = (struct link){.src = s, .dst = d, .rtt_us = -1, .bw_kbps = -1, .egress_uusd = -1};
+  *l = (struct link){
+      .src = s, .dst = d, .rtt_us = -1, .bw_kbps = -1, .egress_uusd = -1};
   if ((m->n_links + 1) * 2 > m->lhash_cap) {
     free(m->lhash);
     m->lhash_cap = m->lhash_cap ? m->lhash_cap * 2 : 512;
@@ -215,16 +222,18 @@ static void rule_add(struct tw_netmatrix *m, const struct rule *r) {
   m->rules[m->n_rules++] = *r;
 }
 
-/* ---- answering ------------------------------------------------------------ */
+/* ---- answering ------------------------------------------------------------
+ */
 
-int64_t tw_net_rtt_estimate_us(int32_t lat1_e4, int32_t lon1_e4, int32_t lat2_e4,
-                               int32_t lon2_e4) {
+int64_t tw_net_rtt_estimate_us(int32_t lat1_e4, int32_t lon1_e4,
+                               int32_t lat2_e4, int32_t lon2_e4) {
   /* Haversine; distances are not money, and the result is rounded to a
    * whole microsecond at once. */
   const double k = M_PI / 180.0 / 10000.0;
   double p1 = lat1_e4 * k, p2 = lat2_e4 * k;
   double dp = (lat2_e4 - lat1_e4) * k, dl = (lon2_e4 - lon1_e4) * k;
-  double a = sin(dp / 2) * sin(dp / 2) + cos(p1) * cos(p2) * sin(dl / 2) * sin(dl / 2);
+  double a =
+      sin(dp / 2) * sin(dp / 2) + cos(p1) * cos(p2) * sin(dl / 2) * sin(dl / 2);
   if (a > 1)
     a = 1;
   double km = 2 * 6371.0 * atan2(sqrt(a), sqrt(1 - a));
@@ -273,9 +282,11 @@ void tw_netmatrix_link(const struct tw_netmatrix *m, const char *src,
     out->rtt_us = bw->rtt_us, out->rtt_how = 'l';
   } else if (out->scope == TW_NET_SAME_REGION) {
     out->rtt_us = SAME_REGION_RTT_US, out->rtt_how = 'r';
-  } else if (si >= 0 && di >= 0 && m->regions[si].has_geo && m->regions[di].has_geo) {
+  } else if (si >= 0 && di >= 0 && m->regions[si].has_geo &&
+             m->regions[di].has_geo) {
     const struct tw_net_region *a = &m->regions[si], *b = &m->regions[di];
-    out->rtt_us = tw_net_rtt_estimate_us(a->lat_e4, a->lon_e4, b->lat_e4, b->lon_e4);
+    out->rtt_us =
+        tw_net_rtt_estimate_us(a->lat_e4, a->lon_e4, b->lat_e4, b->lon_e4);
     out->rtt_how = 'g';
   } else {
     out->rtt_us = m->def_rtt_us, out->rtt_how = 'd';
@@ -309,7 +320,8 @@ void tw_netmatrix_link(const struct tw_netmatrix *m, const char *src,
     const struct rule *r = &m->rules[i];
     if (r->kind != R_EGRESS || r->scope != out->scope)
       continue;
-    if (r->provider[0] && (strlen(r->provider) != pl || strncmp(r->provider, src, pl)))
+    if (r->provider[0] &&
+        (strlen(r->provider) != pl || strncmp(r->provider, src, pl)))
       continue;
     if (!glob_ok(r->from, src) || !glob_ok(r->to, dst))
       continue;
@@ -317,9 +329,10 @@ void tw_netmatrix_link(const struct tw_netmatrix *m, const char *src,
     return;
   }
   out->egress_how = 'd';
-  out->egress_uusd_per_gb = out->scope == TW_NET_SAME_REGION     ? 0
-                            : out->scope == TW_NET_SAME_PROVIDER ? DEF_SAME_PROVIDER_UUSD
-                                                                 : m->def_egress_uusd;
+  out->egress_uusd_per_gb = out->scope == TW_NET_SAME_REGION ? 0
+                            : out->scope == TW_NET_SAME_PROVIDER
+                                ? DEF_SAME_PROVIDER_UUSD
+                                : m->def_egress_uusd;
 }
 
 const struct tw_net_region *tw_netmatrix_region(const struct tw_netmatrix *m,
@@ -328,7 +341,9 @@ const struct tw_net_region *tw_netmatrix_region(const struct tw_netmatrix *m,
   return i < 0 ? NULL : &m->regions[i];
 }
 
-size_t tw_netmatrix_n_regions(const struct tw_netmatrix *m) { return m->n_regions; }
+size_t tw_netmatrix_n_regions(const struct tw_netmatrix *m) {
+  return m->n_regions;
+}
 size_t tw_netmatrix_n_links(const struct tw_netmatrix *m) { return m->n_links; }
 const struct tw_net_region *tw_netmatrix_region_at(const struct tw_netmatrix *m,
                                                    size_t i) {
@@ -341,7 +356,8 @@ bool tw_netmatrix_has_link(const struct tw_netmatrix *m, const char *src,
   return si >= 0 && di >= 0 && link_find(m, (uint32_t)si, (uint32_t)di);
 }
 
-/* ---- parsing -------------------------------------------------------------- */
+/* ---- parsing --------------------------------------------------------------
+ */
 
 /* Parses "[-]D[.D]" into value x 10^scale exactly; more decimals than
  * scale are refused, as are results past `max` (scaled) in magnitude. */
@@ -449,15 +465,18 @@ static enum tw_rc parse_usd(struct parser *p, const char *k, const char *v,
 static enum tw_rc parse_ms(struct parser *p, const char *k, const char *v,
                            int64_t *out_us) {
   if (!fixed_parse(v, 3, 3600000000LL, out_us) || *out_us < 0)
-    PFAIL(p, "%s: expected milliseconds from 0 to 3600000 (3 decimals at most), "
-             "got \"%.40s\"", k, v);
+    PFAIL(p,
+          "%s: expected milliseconds from 0 to 3600000 (3 decimals at most), "
+          "got \"%.40s\"",
+          k, v);
   return TW_OK;
 }
 
 static enum tw_rc parse_mbps(struct parser *p, const char *k, const char *v,
                              int64_t *out_kbps) {
   if (!fixed_parse(v, 3, 100000000000LL, out_kbps) || *out_kbps <= 0)
-    PFAIL(p, "%s: expected Mbit/s from 0.001 to 100000000, got \"%.40s\"", k, v);
+    PFAIL(p, "%s: expected Mbit/s from 0.001 to 100000000, got \"%.40s\"", k,
+          v);
   return TW_OK;
 }
 
@@ -492,8 +511,10 @@ static enum tw_rc line_rule(struct parser *p, char **tok, int n, bool egress) {
       PFAIL(p, "%s: expected key=value, got \"%.40s\"", what, tok[i]);
     if (!strcmp(k, "scope")) {
       if (!scope_parse(v, &r.scope))
-        PFAIL(p, "%s: unknown scope \"%.40s\" (same-region, same-provider, "
-                 "inter-provider, internet)", what, v);
+        PFAIL(p,
+              "%s: unknown scope \"%.40s\" (same-region, same-provider, "
+              "inter-provider, internet)",
+              what, v);
       have_scope = true;
     } else if (egress && !strcmp(k, "provider")) {
       if (!name_ok(v, sizeof r.provider))
@@ -529,7 +550,8 @@ static enum tw_rc line_rule(struct parser *p, char **tok, int n, bool egress) {
 
 static enum tw_rc line_region(struct parser *p, char **tok, int n) {
   if (n < 2 || !region_key_ok(tok[1]))
-    PFAIL(p, "region: expected provider:region first, got \"%.60s\"", n > 1 ? tok[1] : "");
+    PFAIL(p, "region: expected provider:region first, got \"%.60s\"",
+          n > 1 ? tok[1] : "");
   long idx = region_intern(p->m, tok[1]);
   if (idx < 0)
     PFAIL(p, "region: more than %d regions", MAX_REGIONS);
@@ -543,8 +565,10 @@ static enum tw_rc line_region(struct parser *p, char **tok, int n) {
     if (!strcmp(k, "lat") || !strcmp(k, "lon")) {
       int64_t lim = k[1] == 'a' ? 900000 : 1800000;
       if (!fixed_parse(v, 4, 1800000, &x) || x < -lim || x > lim)
-        PFAIL(p, "region: %s: expected degrees within +-%d (4 decimals at most), "
-                 "got \"%.40s\"", k, (int)(lim / 10000), v);
+        PFAIL(p,
+              "region: %s: expected degrees within +-%d (4 decimals at most), "
+              "got \"%.40s\"",
+              k, (int)(lim / 10000), v);
       if (k[1] == 'a')
         r->lat_e4 = (int32_t)x, lat = true;
       else
@@ -555,7 +579,8 @@ static enum tw_rc line_region(struct parser *p, char **tok, int n) {
       snprintf(r->country, sizeof r->country, "%s", v);
     } else if (!strcmp(k, "jurisdiction")) {
       if (!name_ok(v, sizeof r->jurisdiction))
-        PFAIL(p, "region: jurisdiction: expected a short code, got \"%.40s\"", v);
+        PFAIL(p, "region: jurisdiction: expected a short code, got \"%.40s\"",
+              v);
       snprintf(r->jurisdiction, sizeof r->jurisdiction, "%s", v);
     } else {
       PFAIL(p, "region: unknown key \"%.40s\"", k);
@@ -616,8 +641,8 @@ enum tw_rc tw_netmatrix_parse(const char *text, size_t len, const char *name,
     if (n && text[pos + n - 1] == '\r')
       n--;
     if (n >= sizeof buf) {
-      rc = tw_err_set(err, TW_E_INVALID, "%s:%zu: line longer than %zu bytes", name,
-                      p.line, sizeof buf - 1);
+      rc = tw_err_set(err, TW_E_INVALID, "%s:%zu: line longer than %zu bytes",
+                      name, p.line, sizeof buf - 1);
       goto fail;
     }
     memcpy(buf, text + pos, n);
@@ -634,7 +659,8 @@ enum tw_rc tw_netmatrix_parse(const char *text, size_t len, const char *name,
     int nt = 0;
     for (char *s = strtok(buf, " \t"); s; s = strtok(NULL, " \t")) {
       if (nt == 32) {
-        rc = tw_err_set(err, TW_E_INVALID, "%s:%zu: more than 32 fields", name, p.line);
+        rc = tw_err_set(err, TW_E_INVALID, "%s:%zu: more than 32 fields", name,
+                        p.line);
         goto fail;
       }
       tok[nt++] = s;
@@ -642,9 +668,11 @@ enum tw_rc tw_netmatrix_parse(const char *text, size_t len, const char *name,
     if (!nt)
       continue;
     if (!header) {
-      if (nt != 2 || strcmp(tok[0], "tradewind-network") || strcmp(tok[1], "1")) {
+      if (nt != 2 || strcmp(tok[0], "tradewind-network") ||
+          strcmp(tok[1], "1")) {
         rc = tw_err_set(err, TW_E_INVALID,
-                        "%s:%zu: expected the header \"tradewind-network 1\"", name, p.line);
+                        "%s:%zu: expected the header \"tradewind-network 1\"",
+                        name, p.line);
         goto fail;
       }
       header = true;
@@ -661,14 +689,17 @@ enum tw_rc tw_netmatrix_parse(const char *text, size_t len, const char *name,
     else if (!strcmp(tok[0], "link"))
       rc = line_link(&p, tok, nt);
     else
-      rc = tw_err_set(err, TW_E_INVALID,
-                      "%s:%zu: unknown line \"%.40s\" (default, egress, bandwidth, "
-                      "region, link)", name, p.line, tok[0]);
+      rc = tw_err_set(
+          err, TW_E_INVALID,
+          "%s:%zu: unknown line \"%.40s\" (default, egress, bandwidth, "
+          "region, link)",
+          name, p.line, tok[0]);
     if (rc)
       goto fail;
   }
   if (!header) {
-    rc = tw_err_set(err, TW_E_INVALID, "%s: empty: expected \"tradewind-network 1\"", name);
+    rc = tw_err_set(err, TW_E_INVALID,
+                    "%s: empty: expected \"tradewind-network 1\"", name);
     goto fail;
   }
   *out = m;
@@ -686,8 +717,8 @@ struct tw_netmatrix *tw_netmatrix_builtin(void) {
   struct tw_netmatrix *m = NULL;
   /* the shipped file is parsed by a test on every build: it cannot fail
    * here, short of memory */
-  if (tw_netmatrix_parse(tw_netmatrix_builtin_text, tw_netmatrix_builtin_len, "built-in",
-                         &m, NULL))
+  if (tw_netmatrix_parse(tw_netmatrix_builtin_text, tw_netmatrix_builtin_len,
+                         "built-in", &m, NULL))
     m = tw_netmatrix_empty();
   return m;
 }
@@ -696,14 +727,16 @@ static enum tw_rc slurp(const char *path, size_t max, struct tw_buf *b,
                         struct tw_err *err) {
   FILE *f = fopen(path, "rb");
   if (!f)
-    return tw_err_set(err, TW_E_IO, "%s: cannot open: %s", path, strerror(errno));
+    return tw_err_set(err, TW_E_IO, "%s: cannot open: %s", path,
+                      strerror(errno));
   char chunk[16384];
   size_t n;
   tw_buf_adds(b, "");
   while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
     if (b->len + n > max) {
       fclose(f);
-      return tw_err_set(err, TW_E_TOOBIG, "%s: larger than %zu bytes", path, max);
+      return tw_err_set(err, TW_E_TOOBIG, "%s: larger than %zu bytes", path,
+                        max);
     }
     tw_buf_add(b, chunk, n);
   }
@@ -772,7 +805,8 @@ static void sky_rows(const char *text, size_t len,
   }
 }
 
-static struct link *sky_link(struct tw_netmatrix *m, const char *a, const char *b) {
+static struct link *sky_link(struct tw_netmatrix *m, const char *a,
+                             const char *b) {
   char s[128], d[128];
   sky_region(a, strlen(a), s, sizeof s);
   sky_region(b, strlen(b), d, sizeof d);
@@ -816,11 +850,13 @@ static void sky_cost(struct tw_netmatrix *m, char **f, int n) {
     l->egress_uusd = u;
 }
 
-enum tw_rc tw_netmatrix_load_skyplane(const char *dir, struct tw_netmatrix **out,
+enum tw_rc tw_netmatrix_load_skyplane(const char *dir,
+                                      struct tw_netmatrix **out,
                                       struct tw_err *err) {
-  static const char *const files[] = {"latency.csv", "throughput.csv", "cost.csv"};
-  void (*const fns[])(struct tw_netmatrix *, char **, int) = {sky_latency, sky_throughput,
-                                                              sky_cost};
+  static const char *const files[] = {"latency.csv", "throughput.csv",
+                                      "cost.csv"};
+  void (*const fns[])(struct tw_netmatrix *, char **,
+                      int) = {sky_latency, sky_throughput, sky_cost};
   *out = NULL;
   struct tw_netmatrix *m = tw_netmatrix_empty();
   for (int i = 0; i < 3; i++) {

@@ -15,9 +15,10 @@
  *   # comment
  *   default   rtt_ms=150 bandwidth_mbps=1000 egress_usd_per_gb=0.09
  *   bandwidth scope=same-provider mbps=5000
- *   egress    provider=aws scope=same-provider from=us-* to=us-* usd_per_gb=0.02
- *   region    aws:us-east-1 lat=38.95 lon=-77.45 country=US jurisdiction=US
- *   link      aws:us-east-1 aws:eu-west-1 rtt_ms=68 bandwidth_mbps=4000
+ *   egress    provider=aws scope=same-provider from=us-* to=us-*
+ * usd_per_gb=0.02 region    aws:us-east-1 lat=38.95 lon=-77.45 country=US
+ * jurisdiction=US link      aws:us-east-1 aws:eu-west-1 rtt_ms=68
+ * bandwidth_mbps=4000
  *
  * Scopes: same-region, same-provider (another region of the provider),
  * inter-provider, internet (to a location that is no region).  Egress
@@ -56,17 +57,17 @@ const char *tw_net_scope_str(enum tw_net_scope s);
 
 struct tw_net_link {
   int64_t rtt_us;
-  int64_t bandwidth_kbps;      /* kilobits per second */
-  int64_t egress_uusd_per_gb;  /* micro-USD per 10^9 bytes */
+  int64_t bandwidth_kbps;     /* kilobits per second */
+  int64_t egress_uusd_per_gb; /* micro-USD per 10^9 bytes */
   enum tw_net_scope scope;
   /* where each came from: 'l' link, 'r' rule, 'g' geography, 'd' default */
   char rtt_how, bw_how, egress_how;
 };
 
 struct tw_net_region {
-  const char *key;             /* "aws:us-east-1" */
+  const char *key; /* "aws:us-east-1" */
   bool has_geo;
-  int32_t lat_e4, lon_e4;      /* degrees x 10^4 */
+  int32_t lat_e4, lon_e4; /* degrees x 10^4 */
   char country[8];
   char jurisdiction[16];
 };
@@ -92,7 +93,8 @@ enum tw_rc tw_netmatrix_load(const char *path, struct tw_netmatrix **out,
  * and cost for every measured pair, GCP zones folded into their regions.
  * Defaults as tw_netmatrix_empty() for the rest.  TW_E_IO when a file is
  * missing. */
-enum tw_rc tw_netmatrix_load_skyplane(const char *dir, struct tw_netmatrix **out,
+enum tw_rc tw_netmatrix_load_skyplane(const char *dir,
+                                      struct tw_netmatrix **out,
                                       struct tw_err *err);
 
 void tw_netmatrix_free(struct tw_netmatrix *m);
@@ -119,7 +121,7 @@ bool tw_netmatrix_has_link(const struct tw_netmatrix *m, const char *src,
 /* Great-circle estimate of the round trip between two points, the
  * formula the matrix uses without a link: 1 ms plus 18 us per km (light
  * in fibre at 200 km/ms, paths 1.8 times the great circle, both ways). */
-int64_t tw_net_rtt_estimate_us(int32_t lat1_e4, int32_t lon1_e4, int32_t lat2_e4,
-                               int32_t lon2_e4);
+int64_t tw_net_rtt_estimate_us(int32_t lat1_e4, int32_t lon1_e4,
+                               int32_t lat2_e4, int32_t lon2_e4);
 
 #endif

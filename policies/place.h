@@ -29,9 +29,9 @@ enum tw_reject {
   TW_REJ_ARCH,
   TW_REJ_CPUS,
   TW_REJ_MEMORY,
-  TW_REJ_ACCEL,        /* wrong accelerator or too few */
-  TW_REJ_PRICE,        /* over max_price_per_hour */
-  TW_REJ_EXCLUDED,     /* failed this job before (capacity, interruption) */
+  TW_REJ_ACCEL,    /* wrong accelerator or too few */
+  TW_REJ_PRICE,    /* over max_price_per_hour */
+  TW_REJ_EXCLUDED, /* failed this job before (capacity, interruption) */
   TW_REJ_COUNT
 };
 
@@ -43,7 +43,7 @@ struct tw_candidate {
 };
 
 struct tw_placement {
-  struct tw_candidate *cands;   /* cheapest first; owned */
+  struct tw_candidate *cands; /* cheapest first; owned */
   size_t n;
   size_t considered;
   size_t rejected[TW_REJ_COUNT];
@@ -54,13 +54,15 @@ struct tw_placement {
 
 /* Ranks offers for spec.  excluded holds offer ids this job must avoid.
  * out is filled (release with tw_placement_release). */
-void tw_place_rank(const struct tw_job_spec *spec, const struct tw_offer *offers,
-                   size_t n_offers, const char *const *excluded,
-                   size_t n_excluded, struct tw_placement *out);
+void tw_place_rank(const struct tw_job_spec *spec,
+                   const struct tw_offer *offers, size_t n_offers,
+                   const char *const *excluded, size_t n_excluded,
+                   struct tw_placement *out);
 void tw_placement_release(struct tw_placement *p);
 
 /* "0 of 42 offers fit: 30 without the accelerator, 12 over max price". */
-void tw_placement_explain(const struct tw_placement *p, char *out, size_t outsz);
+void tw_placement_explain(const struct tw_placement *p, char *out,
+                          size_t outsz);
 
 /* Compute cost of running for duration_s on nodes of offer o, under its
  * billing rules (granularity, minimum charge), rounded up to the

@@ -17,20 +17,21 @@
 #define DATA_SLOTS 16
 #define ROWS_SLOTS 32
 
-/* ---- the workspace: caches and scratch ------------------------------------ */
+/* ---- the workspace: caches and scratch ------------------------------------
+ */
 
 struct stage_entry {
   bool used, full;
   uint64_t h, ix_gen, set_gen, stamp;
   char *key;
   size_t keylen;
-  size_t n;              /* locations or shapes */
-  uint8_t *verdict;      /* 0 feasible, else 1 + filter index in the set */
-  uint32_t *ok;          /* feasible ids */
+  size_t n;         /* locations or shapes */
+  uint8_t *verdict; /* 0 feasible, else 1 + filter index in the set */
+  uint32_t *ok;     /* feasible ids */
   size_t n_ok;
-  uint64_t ok_offers;    /* offers they hold */
-  int64_t min_price;     /* shapes: the cheapest feasible shape's price */
-  size_t n_groups;       /* shapes: their (shape, region) lists */
+  uint64_t ok_offers; /* offers they hold */
+  int64_t min_price;  /* shapes: the cheapest feasible shape's price */
+  size_t n_groups;    /* shapes: their (shape, region) lists */
   /* shapes, built when a search first needs them: every offer of a
    * feasible shape by (price, id rank), and the same per region. */
   uint32_t *feas;
@@ -38,7 +39,7 @@ struct stage_entry {
   uint32_t *feas_by_region;
   struct ix_range *feas_region; /* per region: its range in feas_by_region */
   uint64_t feas_stamp;
-  uint64_t hits;         /* decisions that used this entry */
+  uint64_t hits; /* decisions that used this entry */
   char reason[TW_POLICY_MAX_FILTERS][128];
   int64_t amount[TW_POLICY_MAX_FILTERS];
   bool seen[TW_POLICY_MAX_FILTERS];
@@ -137,7 +138,8 @@ static const struct tw_net_link *rows_fn(void *arg, const char *src) {
   struct rows_entry *victim = &ws->rows[0];
   for (int i = 0; i < ROWS_SLOTS; i++) {
     struct rows_entry *e = &ws->rows[i];
-    if (e->used && e->ix_gen == ig && e->set_gen == sg && !strcmp(e->src, src)) {
+    if (e->used && e->ix_gen == ig && e->set_gen == sg &&
+        !strcmp(e->src, src)) {
       e->stamp = ++ws->clock;
       return e->links;
     }
@@ -153,11 +155,13 @@ static const struct tw_net_link *rows_fn(void *arg, const char *src) {
   size_t n = ws->ix->n_regions;
   victim->links = tw_malloc((n ? n : 1) * sizeof *victim->links);
   for (size_t r = 0; r < n; r++)
-    tw_netmatrix_link(ws->set->net, src, ws->ix->regions[r].key, &victim->links[r]);
+    tw_netmatrix_link(ws->set->net, src, ws->ix->regions[r].key,
+                      &victim->links[r]);
   return victim->links;
 }
 
-/* ---- one run ---------------------------------------------------------------- */
+/* ---- one run ----------------------------------------------------------------
+ */
 
 struct run {
   const struct tw_policy_set *set;
@@ -167,14 +171,14 @@ struct run {
   struct tw_place_ctx ctx;
   struct tw_cost_job cj;
   const struct stage_entry *ls, *ss;
-  size_t k;              /* candidates wanted */
+  size_t k; /* candidates wanted */
   size_t n_top;
   uint64_t visited;
-  uint64_t steps;        /* list entries looked at */
-  int64_t price_cap;     /* 0: none (the price filter's bound) */
-  const char *force;     /* a strategy named by the caller (tests) */
-  uint8_t market_ok[4];  /* the market filter's answer per market, so the
-                            search skips the others without visiting */
+  uint64_t steps;       /* list entries looked at */
+  int64_t price_cap;    /* 0: none (the price filter's bound) */
+  const char *force;    /* a strategy named by the caller (tests) */
+  uint8_t market_ok[4]; /* the market filter's answer per market, so the
+                           search skips the others without visiting */
   /* offer-stage filters, in set order */
   const struct tw_policy *of[TW_POLICY_MAX_FILTERS];
   size_t of_idx[TW_POLICY_MAX_FILTERS];
@@ -192,12 +196,13 @@ static unsigned scope_of(const struct tw_policy *p) {
   return s == TW_SCOPE_LOCATION || s == TW_SCOPE_SHAPE ? s : TW_SCOPE_OFFER;
 }
 
-static void note_reason(char reason[][128], int64_t *amount, bool *seen, size_t f,
-                        const struct tw_verdict *v) {
+static void note_reason(char reason[][128], int64_t *amount, bool *seen,
+                        size_t f, const struct tw_verdict *v) {
   if (!seen[f] || (v->amount && v->amount < amount[f])) {
     seen[f] = true;
     amount[f] = v->amount;
-    snprintf(reason[f], sizeof reason[f], "%s", v->reason[0] ? v->reason : "refused");
+    snprintf(reason[f], sizeof reason[f], "%s",
+             v->reason[0] ? v->reason : "refused");
   }
 }
 
@@ -218,8 +223,8 @@ static bool stage_key(struct run *r, unsigned scope, struct tw_buf *b) {
 }
 
 /* Evaluates the stage's filters on one representative; 0 or 1 + index. */
-static uint8_t stage_eval(struct run *r, unsigned scope, const struct tw_offer *rep,
-                          struct stage_entry *e) {
+static uint8_t stage_eval(struct run *r, unsigned scope,
+                          const struct tw_offer *rep, struct stage_entry *e) {
   for (size_t i = 0; i < r->set->n_filters; i++) {
     const struct tw_policy *p = &r->set->filters[i];
     if (scope_of(p) != scope)
@@ -234,14 +239,16 @@ static uint8_t stage_eval(struct run *r, unsigned scope, const struct tw_offer *
   return 0;
 }
 
-static size_t set_index_of(const struct tw_policy_set *s, const struct tw_policy_ops *ops) {
+static size_t set_index_of(const struct tw_policy_set *s,
+                           const struct tw_policy_ops *ops) {
   for (size_t i = 0; i < s->n_filters; i++)
     if (s->filters[i].ops == ops)
       return i;
   return SIZE_MAX;
 }
 
-static void shape_summary(const struct tw_offer_index *ix, struct stage_entry *e) {
+static void shape_summary(const struct tw_offer_index *ix,
+                          struct stage_entry *e) {
   e->min_price = INT64_MAX;
   for (size_t i = 0; i < e->n_ok; i++) {
     const struct ix_shape *sh = &ix->shapes[e->ok[i]];
@@ -251,7 +258,8 @@ static void shape_summary(const struct tw_offer_index *ix, struct stage_entry *e
   }
 }
 
-static const struct stage_entry *stage_run(struct run *r, unsigned scope, bool need_full) {
+static const struct stage_entry *stage_run(struct run *r, unsigned scope,
+                                           bool need_full) {
   struct tw_plan_ws *ws = r->ws;
   struct stage_entry *slots = scope == TW_SCOPE_LOCATION ? ws->loc : ws->shape;
   bool cacheable = stage_key(r, scope, &ws->key);
@@ -260,9 +268,9 @@ static const struct stage_entry *stage_run(struct run *r, unsigned scope, bool n
   struct stage_entry *victim = &slots[0];
   for (int i = 0; i < STAGE_SLOTS; i++) {
     struct stage_entry *e = &slots[i];
-    if (cacheable && e->used && e->h == h && e->ix_gen == ig && e->set_gen == sg &&
-        e->keylen == ws->key.len && !memcmp(e->key, ws->key.data, e->keylen) &&
-        (e->full || !need_full)) {
+    if (cacheable && e->used && e->h == h && e->ix_gen == ig &&
+        e->set_gen == sg && e->keylen == ws->key.len &&
+        !memcmp(e->key, ws->key.data, e->keylen) && (e->full || !need_full)) {
       e->stamp = ++ws->clock;
       e->hits++;
       return e;
@@ -342,7 +350,8 @@ static const struct stage_entry *stage_run(struct run *r, unsigned scope, bool n
 }
 
 /* The job's data costs per region, cached per distinct dataset list. */
-static const struct tw_job_data *job_data(struct run *r, const struct tw_dataset_set *ds) {
+static const struct tw_job_data *job_data(struct run *r,
+                                          const struct tw_dataset_set *ds) {
   const struct tw_job_spec *s = r->in->job;
   if (!s->n_datasets)
     return NULL;
@@ -358,8 +367,9 @@ static const struct tw_job_data *job_data(struct run *r, const struct tw_dataset
   struct data_entry *victim = &ws->data[0];
   for (int i = 0; i < DATA_SLOTS; i++) {
     struct data_entry *e = &ws->data[i];
-    if (e->used && e->h == h && e->ix_gen == ig && e->set_gen == sg && e->ds_gen == dg &&
-        e->keylen == ws->key.len && !memcmp(e->key, ws->key.data, e->keylen)) {
+    if (e->used && e->h == h && e->ix_gen == ig && e->set_gen == sg &&
+        e->ds_gen == dg && e->keylen == ws->key.len &&
+        !memcmp(e->key, ws->key.data, e->keylen)) {
       e->stamp = ++ws->clock;
       return e->has ? &e->d : NULL;
     }
@@ -380,8 +390,9 @@ static const struct tw_job_data *job_data(struct run *r, const struct tw_dataset
   e->keylen = ws->key.len;
   ws->ix = r->ix;
   ws->set = r->set;
-  e->has = tw_job_data_build(s, ds, r->set->net, &r->set->cost, r->ix->region_keys,
-                             r->ix->n_regions, rows_fn, ws, &e->d);
+  e->has =
+      tw_job_data_build(s, ds, r->set->net, &r->set->cost, r->ix->region_keys,
+                        r->ix->n_regions, rows_fn, ws, &e->d);
   return e->has ? &e->d : NULL;
 }
 
@@ -428,11 +439,12 @@ static bool could_enter(const struct run *r, int64_t cost, uint32_t id_rank) {
   if (r->n_top < r->k)
     return true;
   const struct tw_cand *w = &r->ws->top[0];
-  return cost < w->cost.total_uusd || (cost == w->cost.total_uusd && id_rank < w->id_rank);
+  return cost < w->cost.total_uusd ||
+         (cost == w->cost.total_uusd && id_rank < w->id_rank);
 }
 
-static void offer_cost(const struct run *r, const struct ix_offer *c, int32_t region,
-                       struct tw_cost *out) {
+static void offer_cost(const struct run *r, const struct ix_offer *c,
+                       int32_t region, struct tw_cost *out) {
   struct tw_cost_offer co = {.price_uusd_per_hour = c->price,
                              .granularity_s = c->granularity_s,
                              .min_charge_s = c->min_charge_s,
@@ -476,7 +488,8 @@ static void visit(struct run *r, uint32_t i) {
   }
   r->ctx.offer_cost = NULL;
   r->feasible++;
-  struct tw_cand cand = {.index = i, .id_rank = c->id_rank, .region = region, .cost = cost};
+  struct tw_cand cand = {
+      .index = i, .id_rank = c->id_rank, .region = region, .cost = cost};
   top_push(r, &cand);
 }
 
@@ -531,7 +544,8 @@ static void feas_build(struct run *r, struct stage_entry *e) {
     feas_clear(old);
   }
   e->feas = tw_malloc((e->ok_offers ? e->ok_offers : 1) * sizeof *e->feas);
-  e->feas_by_region = tw_malloc((e->ok_offers ? e->ok_offers : 1) * sizeof *e->feas_by_region);
+  e->feas_by_region =
+      tw_malloc((e->ok_offers ? e->ok_offers : 1) * sizeof *e->feas_by_region);
   e->feas_region = tw_calloc(ix->n_regions + 1, sizeof *e->feas_region);
   const uint8_t *sv = e->verdict;
   for (size_t q = 0; q < ix->n; q++) {
@@ -554,11 +568,13 @@ static void feas_build(struct run *r, struct stage_entry *e) {
   }
 }
 
-/* ---- the search ---------------------------------------------------------------- */
+/* ---- the search
+ * ---------------------------------------------------------------- */
 
 /* The model's lower bound for an offer at price in a region with these
  * data costs; 64-bit arithmetic when it cannot overflow. */
-static int64_t lb_of(const struct run *r, int64_t price, int64_t egress, int64_t transfer) {
+static int64_t lb_of(const struct run *r, int64_t price, int64_t egress,
+                     int64_t transfer) {
   int64_t secs = r->cj.duration_s + transfer;
   int64_t nodes = r->cj.nodes > 0 ? r->cj.nodes : 1;
   if (price < (1LL << 31) && secs < (1LL << 25) && nodes < (1LL << 6))
@@ -573,7 +589,7 @@ static bool beyond(const struct run *r, int64_t lb) {
 }
 
 struct hitem {
-  int64_t lb;            /* of the list's next offer: the heap's key */
+  int64_t lb; /* of the list's next offer: the heap's key */
   const uint32_t *arr;
   uint32_t pos, end;
   int64_t egress, transfer; /* the list's data costs (one region) */
@@ -605,33 +621,39 @@ static void heap_reserve(struct tw_plan_ws *ws, size_t n) {
 
 static bool feasible_here(const struct run *r, uint32_t i) {
   const struct ix_offer *c = &r->ix->offers[i];
-  return !r->ls->verdict[c->loc] && !r->ss->verdict[c->shape] && r->market_ok[c->market & 3];
+  return !r->ls->verdict[c->loc] && !r->ss->verdict[c->shape] &&
+         r->market_ok[c->market & 3];
 }
 
 /* The first position at or after pos whose offer passed both stages, or
  * end.  Skipping here, not through the heap, keeps a list of mostly
  * infeasible offers cheap to walk. */
-static uint32_t next_feasible(const struct run *r, const uint32_t *arr, uint32_t pos,
-                              uint32_t end) {
+static uint32_t next_feasible(const struct run *r, const uint32_t *arr,
+                              uint32_t pos, uint32_t end) {
   const struct ix_offer *offers = r->ix->offers;
   const uint8_t *lv = r->ls->verdict, *sv = r->ss->verdict, *mk = r->market_ok;
   uint32_t from = pos;
-  while (pos < end && ((lv[offers[arr[pos]].loc] | sv[offers[arr[pos]].shape]) ||
-                       !mk[offers[arr[pos]].market & 3]))
+  while (pos < end &&
+         ((lv[offers[arr[pos]].loc] | sv[offers[arr[pos]].shape]) ||
+          !mk[offers[arr[pos]].market & 3]))
     pos++;
   ((struct run *)r)->steps += pos - from + 1;
   return pos;
 }
 
 /* Adds the list arr[from, to) with its data costs to the heap. */
-static void push_list(struct run *r, size_t *m, const uint32_t *arr, size_t from, size_t to,
-                      int64_t egress, int64_t transfer) {
+static void push_list(struct run *r, size_t *m, const uint32_t *arr,
+                      size_t from, size_t to, int64_t egress,
+                      int64_t transfer) {
   uint32_t pos = next_feasible(r, arr, (uint32_t)from, (uint32_t)to);
   if (pos >= to)
     return;
   struct hitem *h = &r->ws->heap[(*m)++];
-  *h = (struct hitem){.arr = arr, .pos = pos, .end = (uint32_t)to,
-                      .egress = egress, .transfer = transfer};
+  *h = (struct hitem){.arr = arr,
+                      .pos = pos,
+                      .end = (uint32_t)to,
+                      .egress = egress,
+                      .transfer = transfer};
   h->lb = lb_of(r, r->ix->offers[arr[pos]].price, egress, transfer);
 }
 
@@ -663,13 +685,15 @@ static void walk(struct run *r, size_t n) {
 
 /* One price-ordered run of offers [from, to) of arr with the same data
  * costs, until nothing further can enter. */
-static void run_list(struct run *r, const uint32_t *arr, size_t from, size_t to) {
+static void run_list(struct run *r, const uint32_t *arr, size_t from,
+                     size_t to) {
   const struct ix_offer *offers = r->ix->offers;
   for (size_t q = from; q < to; q++) {
     uint32_t i = arr[q];
     int64_t price = offers[i].price;
     r->steps++;
-    if ((r->price_cap && price > r->price_cap) || beyond(r, lb_of(r, price, 0, 0)))
+    if ((r->price_cap && price > r->price_cap) ||
+        beyond(r, lb_of(r, price, 0, 0)))
       return;
     if (feasible_here(r, i))
       visit(r, i);
@@ -701,8 +725,9 @@ static const char *regions(struct run *r, int64_t minp, double w_groups) {
   /* regions walk the feasible lists: a build (once per kind of job), then
    * a push per region and the candidates */
   (void)minp;
-  double w_regions = PUSH * (double)n_reg + STEP * 2 * k +
-                     (ss->feas ? 0 : BUILD * (double)ix->n / (double)(1 + ss->hits));
+  double w_regions =
+      PUSH * (double)n_reg + STEP * 2 * k +
+      (ss->feas ? 0 : BUILD * (double)ix->n / (double)(1 + ss->hits));
   if (w_groups < w_regions) {
     heap_reserve(ws, (size_t)w_groups + 1);
     for (size_t a = 0; a < ss->n_ok; a++) {
@@ -711,7 +736,8 @@ static const char *regions(struct run *r, int64_t minp, double w_groups) {
         const struct ix_group *gr = &ix->groups[sh->groups.start + q];
         if (ws->region_ok[gr->region]) {
           heap_reserve(ws, m + 1);
-          push_list(r, &m, ix->by_group, gr->r.start, (size_t)gr->r.start + gr->r.count,
+          push_list(r, &m, ix->by_group, gr->r.start,
+                    (size_t)gr->r.start + gr->r.count,
                     d->egress_uusd[gr->region], d->transfer_s[gr->region]);
         }
       }
@@ -756,15 +782,19 @@ static const char *search(struct run *r) {
       goto cells;
     if (r->force)
       w_groups = strcmp(r->force, "groups") ? 1e18 : 0;
-    else if (w_cells <= w_groups && w_cells <= PUSH * (double)ix->n_regions + STEP * 2 * k)
+    else if (w_cells <= w_groups &&
+             w_cells <= PUSH * (double)ix->n_regions + STEP * 2 * k)
       goto cells;
     return regions(r, minp, w_groups);
   }
   /* the feasible lists are built once per kind of job: their cost is
    * spread over the decisions that reuse them */
-  double w_global = STEP * k * loc_waste + (ss->feas ? 0 : BUILD * n / (double)(1 + ss->hits));
-  double per_shape = loc_waste < fs / (double)ss->n_ok ? loc_waste : fs / (double)ss->n_ok;
-  double w_shapes = (PUSH + STEP * per_shape) * (double)ss->n_ok + STEP * k * loc_waste;
+  double w_global = STEP * k * loc_waste +
+                    (ss->feas ? 0 : BUILD * n / (double)(1 + ss->hits));
+  double per_shape =
+      loc_waste < fs / (double)ss->n_ok ? loc_waste : fs / (double)ss->n_ok;
+  double w_shapes =
+      (PUSH + STEP * per_shape) * (double)ss->n_ok + STEP * k * loc_waste;
   double cheap = (double)ix_count_cheaper(ix, minp) * fl / n;
   double w_locs = PUSH * (double)ls->n_ok + STEP * (cheap + k * n / fs);
   const char *force = r->force;
@@ -787,7 +817,8 @@ static const char *search(struct run *r) {
     heap_reserve(ws, ls->n_ok);
     for (size_t i = 0; i < ls->n_ok; i++) {
       const struct ix_loc *l = &ix->locs[ls->ok[i]];
-      push_list(r, &m, ix->by_loc, l->all.start, (size_t)l->all.start + l->all.count, 0, 0);
+      push_list(r, &m, ix->by_loc, l->all.start,
+                (size_t)l->all.start + l->all.count, 0, 0);
     }
     walk(r, m);
     return "locations";
@@ -795,7 +826,8 @@ static const char *search(struct run *r) {
   heap_reserve(ws, ss->n_ok);
   for (size_t i = 0; i < ss->n_ok; i++) {
     const struct ix_shape *sh = &ix->shapes[ss->ok[i]];
-    push_list(r, &m, ix->by_shape, sh->all.start, (size_t)sh->all.start + sh->all.count, 0, 0);
+    push_list(r, &m, ix->by_shape, sh->all.start,
+              (size_t)sh->all.start + sh->all.count, 0, 0);
   }
   walk(r, m);
   return "shapes";
@@ -814,7 +846,8 @@ cells:
   return "cells";
 }
 
-/* ---- scores ---------------------------------------------------------------------- */
+/* ---- scores
+ * ---------------------------------------------------------------------- */
 
 static int by_rank(const void *a, const void *b) {
   const struct tw_cand *x = a, *y = b;
@@ -838,7 +871,9 @@ static void score(struct run *r, struct tw_plan *p) {
     if (pol->ops->normalize && p->n)
       pol->ops->normalize(pol, raw, p->n);
     for (size_t j = 0; j < p->n; j++) {
-      int64_t v = raw[j] < 0 ? 0 : raw[j] > TW_SCORE_MAX ? TW_SCORE_MAX : raw[j];
+      int64_t v = raw[j] < 0              ? 0
+                  : raw[j] > TW_SCORE_MAX ? TW_SCORE_MAX
+                                          : raw[j];
       p->cands[j].scores[si] = v;
       p->cands[j].total += v * pol->weight;
     }
@@ -850,28 +885,35 @@ static void score(struct run *r, struct tw_plan *p) {
     qsort(p->cands, p->n, sizeof *p->cands, by_rank);
 }
 
-/* ---- the entry point ------------------------------------------------------------ */
+/* ---- the entry point
+ * ------------------------------------------------------------ */
 
-enum tw_rc tw_plan_make(const struct tw_policy_set *set, const struct tw_place_snapshot *snap,
-                        const struct tw_plan_input *in, const struct tw_plan_opts *opts,
-                        struct tw_plan_ws *ws_in, struct tw_plan *p, struct tw_err *err) {
+enum tw_rc tw_plan_make(const struct tw_policy_set *set,
+                        const struct tw_place_snapshot *snap,
+                        const struct tw_plan_input *in,
+                        const struct tw_plan_opts *opts,
+                        struct tw_plan_ws *ws_in, struct tw_plan *p,
+                        struct tw_err *err) {
   memset(p, 0, sizeof *p);
   p->strategy = "none";
   if (!snap || !snap->index || !in || !in->job || !set)
-    return tw_err_set(err, TW_E_INVALID, "plan: a policy set, an index and a job are needed");
+    return tw_err_set(err, TW_E_INVALID,
+                      "plan: a policy set, an index and a job are needed");
   static const struct tw_plan_opts no_opts;
   if (!opts)
     opts = &no_opts;
   struct tw_plan_ws *ws = ws_in ? ws_in : tw_plan_ws_new();
   const struct tw_offer_index *ix = snap->index;
-  const struct tw_dataset_set *ds = snap->datasets ? snap->datasets : &tw_dataset_set_empty;
+  const struct tw_dataset_set *ds =
+      snap->datasets ? snap->datasets : &tw_dataset_set_empty;
   struct run r = {.set = set, .ix = ix, .in = in, .ws = ws};
   const struct tw_job_spec *job = in->job;
   r.ctx = (struct tw_place_ctx){
       .version = TW_POLICY_ABI_VERSION,
       .job = job,
       .now_ms = in->now_ms,
-      .duration_s = job->duration_s > 0 ? job->duration_s : set->cost.default_duration_s,
+      .duration_s =
+          job->duration_s > 0 ? job->duration_s : set->cost.default_duration_s,
       .nodes = job->nodes > 0 ? job->nodes : 1,
       .cost = &set->cost,
       .net = set->net,
@@ -880,13 +922,15 @@ enum tw_rc tw_plan_make(const struct tw_policy_set *set, const struct tw_place_s
       .blocklist = snap->blocklist ? snap->blocklist : &tw_place_blocklist_none,
       .health = snap->health ? snap->health : &tw_health_all_good,
       .capacity = snap->capacity ? snap->capacity : &tw_capacity_view_empty,
-      .reservations = snap->reservations ? snap->reservations : &tw_reservations_none,
+      .reservations =
+          snap->reservations ? snap->reservations : &tw_reservations_none,
       .excluded = in->excluded,
       .n_excluded = in->n_excluded,
       .job_id = in->job_id,
       .tenant = job->tenant ? job->tenant : "default",
       .region = -1};
-  r.cj = (struct tw_cost_job){.duration_s = r.ctx.duration_s, .nodes = r.ctx.nodes,
+  r.cj = (struct tw_cost_job){.duration_s = r.ctx.duration_s,
+                              .nodes = r.ctx.nodes,
                               .checkpoint_s = job->checkpoint_interval_s,
                               .now_ms = in->now_ms};
   r.k = opts->candidates ? opts->candidates : set->candidates;
@@ -935,8 +979,8 @@ enum tw_rc tw_plan_make(const struct tw_policy_set *set, const struct tw_place_s
   if (!ix->src.stable && p->n)
     p->store = tw_malloc(p->n * sizeof *p->store);
   for (size_t j = 0; j < p->n; j++) {
-    const struct tw_offer *o = ix->src.get(&ix->src, p->cands[j].index,
-                                           p->store ? &p->store[j] : &ws->scratch);
+    const struct tw_offer *o = ix->src.get(
+        &ix->src, p->cands[j].index, p->store ? &p->store[j] : &ws->scratch);
     if (p->store && o != &p->store[j])
       p->store[j] = *o, o = &p->store[j];
     p->cands[j].offer = o;
@@ -950,13 +994,15 @@ enum tw_rc tw_plan_make(const struct tw_policy_set *set, const struct tw_place_s
     snprintf(p->data, sizeof p->data, "%s", r.ctx.data->source);
   p->n_scores = set->n_scores;
   for (size_t i = 0; i < set->n_scores; i++) {
-    snprintf(p->score_names[i], sizeof p->score_names[i], "%s", set->scores[i].name);
+    snprintf(p->score_names[i], sizeof p->score_names[i], "%s",
+             set->scores[i].name);
     p->weights[i] = set->scores[i].weight;
   }
   if (opts->counts) {
     p->counted = true;
     p->feasible = r.feasible;
-    static const unsigned order[] = {TW_SCOPE_LOCATION, TW_SCOPE_SHAPE, TW_SCOPE_OFFER};
+    static const unsigned order[] = {TW_SCOPE_LOCATION, TW_SCOPE_SHAPE,
+                                     TW_SCOPE_OFFER};
     static const char *const names[] = {"location", "shape", "offer"};
     for (int st = 0; st < 3; st++)
       for (size_t i = 0; i < set->n_filters; i++) {
@@ -987,7 +1033,8 @@ void tw_plan_release(struct tw_plan *p) {
   memset(p, 0, sizeof *p);
 }
 
-/* ---- output ------------------------------------------------------------------------ */
+/* ---- output
+ * ------------------------------------------------------------------------ */
 
 /* 41203 -> "41,203" */
 static void fmt_count(uint64_t v, char *out, size_t outsz) {
@@ -1018,7 +1065,9 @@ void tw_plan_explain(const struct tw_plan *p, struct tw_buf *b) {
     if (p->rejects[i].count)
       idx[n++] = i;
   for (size_t i = 1; i < n; i++)
-    for (size_t j = i; j > 0 && p->rejects[idx[j - 1]].count < p->rejects[idx[j]].count; j--) {
+    for (size_t j = i;
+         j > 0 && p->rejects[idx[j - 1]].count < p->rejects[idx[j]].count;
+         j--) {
       size_t t = idx[j];
       idx[j] = idx[j - 1];
       idx[j - 1] = t;
@@ -1026,13 +1075,15 @@ void tw_plan_explain(const struct tw_plan *p, struct tw_buf *b) {
   for (size_t i = 0; i < n; i++) {
     const struct tw_plan_reject *rj = &p->rejects[idx[i]];
     fmt_count(rj->count, c, sizeof c);
-    tw_buf_printf(b, "%s%s %s", i ? ", " : ": ", c, rj->reason[0] ? rj->reason : rj->filter);
+    tw_buf_printf(b, "%s%s %s", i ? ", " : ": ", c,
+                  rj->reason[0] ? rj->reason : rj->filter);
   }
 }
 
 void tw_plan_to_json(const struct tw_plan *p, size_t max, struct tw_buf *b) {
   size_t n = max && max < p->n ? max : p->n;
-  tw_buf_printf(b, "{\"offers\":%llu,\"counted\":%s,", (unsigned long long)p->considered,
+  tw_buf_printf(b, "{\"offers\":%llu,\"counted\":%s,",
+                (unsigned long long)p->considered,
                 p->counted ? "true" : "false");
   if (p->counted)
     tw_buf_printf(b, "\"feasible\":%llu,", (unsigned long long)p->feasible);
@@ -1067,16 +1118,17 @@ void tw_plan_to_json(const struct tw_plan *p, size_t max, struct tw_buf *b) {
     tw_buf_json_str(b, o->zone);
     tw_buf_adds(b, ",\"instance_type\":");
     tw_buf_json_str(b, o->instance_type);
-    tw_buf_printf(b,
-                  ",\"market\":\"%s\",\"price_uusd_per_hour\":%lld,\"cost\":{"
-                  "\"total_uusd\":%lld,\"compute_uusd\":%lld,\"spot_risk_uusd\":%lld,"
-                  "\"egress_uusd\":%lld,\"transfer_uusd\":%lld,\"transfer_s\":%lld,"
-                  "\"spot_extra_s\":%lld,\"finish\":\"%s\"},\"scores\":{",
-                  tw_market_str(o->market), (long long)o->price_uusd_per_hour,
-                  (long long)c->cost.total_uusd, (long long)c->cost.compute_uusd,
-                  (long long)c->cost.spot_risk_uusd, (long long)c->cost.egress_uusd,
-                  (long long)c->cost.transfer_uusd, (long long)c->cost.transfer_s,
-                  (long long)c->cost.spot_extra_s, fin);
+    tw_buf_printf(
+        b,
+        ",\"market\":\"%s\",\"price_uusd_per_hour\":%lld,\"cost\":{"
+        "\"total_uusd\":%lld,\"compute_uusd\":%lld,\"spot_risk_uusd\":%lld,"
+        "\"egress_uusd\":%lld,\"transfer_uusd\":%lld,\"transfer_s\":%lld,"
+        "\"spot_extra_s\":%lld,\"finish\":\"%s\"},\"scores\":{",
+        tw_market_str(o->market), (long long)o->price_uusd_per_hour,
+        (long long)c->cost.total_uusd, (long long)c->cost.compute_uusd,
+        (long long)c->cost.spot_risk_uusd, (long long)c->cost.egress_uusd,
+        (long long)c->cost.transfer_uusd, (long long)c->cost.transfer_s,
+        (long long)c->cost.spot_extra_s, fin);
     for (size_t i = 0; i < p->n_scores; i++) {
       if (i)
         tw_buf_addc(b, ',');

@@ -58,18 +58,18 @@ struct tw_place_snapshot {
 };
 
 struct tw_plan_input {
-  const struct tw_job_spec *job;  /* required */
-  const char *job_id;             /* NULL: not submitted */
+  const struct tw_job_spec *job; /* required */
+  const char *job_id;            /* NULL: not submitted */
   int64_t now_ms;
-  const char *const *excluded;    /* offer ids to avoid */
+  const char *const *excluded; /* offer ids to avoid */
   size_t n_excluded;
 };
 
 struct tw_plan_opts {
-  bool counts;        /* count rejections per filter (walks every offer) */
-  bool scan;          /* find candidates by walking every offer (tests:
-                         the reference the index must agree with) */
-  size_t candidates;  /* 0: the set's */
+  bool counts;       /* count rejections per filter (walks every offer) */
+  bool scan;         /* find candidates by walking every offer (tests:
+                        the reference the index must agree with) */
+  size_t candidates; /* 0: the set's */
   /* Force a search strategy (tests): "cells", "global", "shapes",
    * "locations"; with data costs "cells", "groups" or "regions".  NULL:
    * the cheapest by the planner's estimate. */
@@ -78,28 +78,28 @@ struct tw_plan_opts {
 
 struct tw_plan_reject {
   char filter[TW_POLICY_NAME_MAX];
-  const char *stage;  /* "location", "shape", "offer" */
+  const char *stage; /* "location", "shape", "offer" */
   uint64_t count;
-  char reason[128];   /* the closest miss (smallest amount) */
+  char reason[128]; /* the closest miss (smallest amount) */
   int64_t amount;
 };
 
 struct tw_plan {
-  struct tw_cand *cands;  /* best first; owned */
+  struct tw_cand *cands; /* best first; owned */
   size_t n;
-  uint64_t considered;    /* offers in the snapshot */
-  bool counted;           /* rejects[] and feasible are exact */
+  uint64_t considered; /* offers in the snapshot */
+  bool counted;        /* rejects[] and feasible are exact */
   uint64_t feasible;
   struct tw_plan_reject rejects[TW_POLICY_MAX_FILTERS]; /* stage order */
   size_t n_rejects;
-  const char *strategy;   /* "shapes", "groups", "locations", "cells",
-                             "scan", "none" */
-  uint64_t visited;       /* offers the search evaluated */
-  uint64_t steps;         /* list entries it looked at */
+  const char *strategy; /* "shapes", "groups", "locations", "cells",
+                           "scan", "none" */
+  uint64_t visited;     /* offers the search evaluated */
+  uint64_t steps;       /* list entries it looked at */
   size_t n_scores;
   char score_names[TW_POLICY_MAX_SCORES][TW_POLICY_NAME_MAX];
   int64_t weights[TW_POLICY_MAX_SCORES];
-  int64_t duration_s;     /* what the model assumed */
+  int64_t duration_s; /* what the model assumed */
   int nodes;
   char data[256];         /* the datasets the model moved, "" none */
   struct tw_offer *store; /* copies of candidates from non-stable sources */

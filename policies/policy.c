@@ -11,7 +11,8 @@
 
 static uint64_t next_generation = 1; /* atomic */
 
-/* ---- helpers for plugins ------------------------------------------------------ */
+/* ---- helpers for plugins
+ * ------------------------------------------------------ */
 
 void tw_policy_fmt_duration(int64_t s, char *out, size_t outsz) {
   if (s < 0)
@@ -36,7 +37,8 @@ void tw_policy_fmt_uusd(int64_t u, char *out, size_t outsz) {
   int keep = 6;
   while (keep > 2 && f[keep - 1] == '0')
     keep--;
-  snprintf(out, outsz, "%s$%llu.%.*s", sign, (unsigned long long)(a / 1000000), keep, f);
+  snprintf(out, outsz, "%s$%llu.%.*s", sign, (unsigned long long)(a / 1000000),
+           keep, f);
 }
 
 void tw_policy_normalize_inverse(int64_t *s, size_t n) {
@@ -72,7 +74,8 @@ const char *pi_label(const struct tw_place_ctx *ctx, const struct tw_offer *o,
   if (!strcmp(key, "country") || !strcmp(key, "jurisdiction")) {
     char rk[2 * TW_MODEL_NAME_MAX + 2];
     snprintf(rk, sizeof rk, "%s:%s", o->provider, o->region);
-    const struct tw_net_region *r = ctx && ctx->net ? tw_netmatrix_region(ctx->net, rk) : NULL;
+    const struct tw_net_region *r =
+        ctx && ctx->net ? tw_netmatrix_region(ctx->net, rk) : NULL;
     if (!r)
       return NULL;
     const char *x = key[0] == 'c' ? r->country : r->jurisdiction;
@@ -123,25 +126,30 @@ enum tw_rc pi_cfg_keys(const struct tw_node *cfg, const char *path,
       continue;
     const char *near = tw_closest(cfg->keys[i], known);
     if (near)
-      return tw_err_field(err, TW_E_INVALID, path, "%s.%s: unknown key; did you mean \"%s\"?",
-                          path, cfg->keys[i], near);
-    return tw_err_field(err, TW_E_INVALID, path, "%s.%s: unknown key", path, cfg->keys[i]);
+      return tw_err_field(err, TW_E_INVALID, path,
+                          "%s.%s: unknown key; did you mean \"%s\"?", path,
+                          cfg->keys[i], near);
+    return tw_err_field(err, TW_E_INVALID, path, "%s.%s: unknown key", path,
+                        cfg->keys[i]);
   }
   return TW_OK;
 }
 
-enum tw_rc pi_cfg_int(const struct tw_node *cfg, const char *path, const char *key,
-                      int64_t min, int64_t max, int64_t *out, struct tw_err *err) {
+enum tw_rc pi_cfg_int(const struct tw_node *cfg, const char *path,
+                      const char *key, int64_t min, int64_t max, int64_t *out,
+                      struct tw_err *err) {
   const struct tw_node *n = cfg ? tw_node_get(cfg, key) : NULL;
   if (!n || n->kind == TW_NODE_NULL)
     return TW_OK;
   int64_t v;
   if (!tw_node_as_int(n, &v))
-    return tw_err_field(err, TW_E_INVALID, path, "%s.%s: expected an integer, got %s", path,
-                        key, tw_node_type_name(n));
+    return tw_err_field(err, TW_E_INVALID, path,
+                        "%s.%s: expected an integer, got %s", path, key,
+                        tw_node_type_name(n));
   if (v < min || v > max)
-    return tw_err_field(err, TW_E_INVALID, path, "%s.%s: must be between %lld and %lld, got %lld",
-                        path, key, (long long)min, (long long)max, (long long)v);
+    return tw_err_field(err, TW_E_INVALID, path,
+                        "%s.%s: must be between %lld and %lld, got %lld", path,
+                        key, (long long)min, (long long)max, (long long)v);
   *out = v;
   return TW_OK;
 }
@@ -152,23 +160,25 @@ void pi_strv_free(char **v) {
   free(v);
 }
 
-enum tw_rc pi_cfg_strv(const struct tw_node *cfg, const char *path, const char *key,
-                       char ***out, struct tw_err *err) {
+enum tw_rc pi_cfg_strv(const struct tw_node *cfg, const char *path,
+                       const char *key, char ***out, struct tw_err *err) {
   const struct tw_node *n = cfg ? tw_node_get(cfg, key) : NULL;
   *out = NULL;
   if (!n || n->kind == TW_NODE_NULL)
     return TW_OK;
   size_t cnt = n->kind == TW_NODE_SEQ ? n->n : 1;
   if (n->kind != TW_NODE_SEQ && n->kind != TW_NODE_SCALAR)
-    return tw_err_field(err, TW_E_INVALID, path, "%s.%s: expected a list of strings, got %s",
-                        path, key, tw_node_type_name(n));
+    return tw_err_field(err, TW_E_INVALID, path,
+                        "%s.%s: expected a list of strings, got %s", path, key,
+                        tw_node_type_name(n));
   char **v = tw_calloc(cnt + 1, sizeof *v);
   for (size_t i = 0; i < cnt; i++) {
     const struct tw_node *e = n->kind == TW_NODE_SEQ ? n->items[i] : n;
     if (e->kind != TW_NODE_SCALAR || !*e->str || strlen(e->str) > 200) {
       pi_strv_free(v);
-      return tw_err_field(err, TW_E_INVALID, path, "%s.%s[%zu]: expected a non-empty string",
-                          path, key, i);
+      return tw_err_field(err, TW_E_INVALID, path,
+                          "%s.%s[%zu]: expected a non-empty string", path, key,
+                          i);
     }
     v[i] = tw_strdup(e->str);
   }
@@ -176,12 +186,14 @@ enum tw_rc pi_cfg_strv(const struct tw_node *cfg, const char *path, const char *
   return TW_OK;
 }
 
-/* ---- the set --------------------------------------------------------------------- */
+/* ---- the set
+ * --------------------------------------------------------------------- */
 
 static const char *const DEFAULT_FILTERS[] = {
-    "provider", "selector", "residency", "health",    "latency",  "gang",
-    "arch",     "cpus",     "memory",    "accelerators", "quota", "market",
-    "price",    "excluded", "blocklist", "capacity",  "backfill", "deadline", NULL};
+    "provider", "selector", "residency", "health",   "latency",
+    "gang",     "arch",     "cpus",      "memory",   "accelerators",
+    "quota",    "market",   "price",     "excluded", "blocklist",
+    "capacity", "backfill", "deadline",  NULL};
 
 static struct tw_policy_set *set_new(void) {
   struct tw_policy_set *s = tw_calloc(1, sizeof *s);
@@ -195,7 +207,8 @@ static struct tw_policy_set *set_new(void) {
                                       .capacity_vcpus = 10000,
                                       .capacity_memory_mib = 40000LL * 1024,
                                       .capacity_gpus = 512};
-  s->replication = (struct tw_replication_params){.enabled = true, .min_jobs = 2};
+  s->replication =
+      (struct tw_replication_params){.enabled = true, .min_jobs = 2};
   return s;
 }
 
@@ -229,14 +242,16 @@ void tw_policy_set_unref(struct tw_policy_set *s) {
     set_free(s);
 }
 
-static enum tw_rc add_policy(struct tw_policy *p, const struct tw_policy_ops *ops,
-                             const struct tw_node *cfg, const char *path, int64_t weight,
-                             struct tw_err *err) {
+static enum tw_rc add_policy(struct tw_policy *p,
+                             const struct tw_policy_ops *ops,
+                             const struct tw_node *cfg, const char *path,
+                             int64_t weight, struct tw_err *err) {
   p->ops = ops;
   p->weight = weight;
   snprintf(p->name, sizeof p->name, "%s", ops->name);
   if (ops->configure)
-    return ops->configure(cfg && cfg->kind == TW_NODE_MAP ? cfg : NULL, path, &p->state, err);
+    return ops->configure(cfg && cfg->kind == TW_NODE_MAP ? cfg : NULL, path,
+                          &p->state, err);
   if (cfg && cfg->kind == TW_NODE_MAP) {
     static const char *const keys[] = {"name", "weight", NULL};
     return pi_cfg_keys(cfg, path, keys, err);
@@ -244,13 +259,15 @@ static enum tw_rc add_policy(struct tw_policy *p, const struct tw_policy_ops *op
   return TW_OK;
 }
 
-static enum tw_rc build_filters(struct tw_policy_set *s, const struct tw_node *list,
+static enum tw_rc build_filters(struct tw_policy_set *s,
+                                const struct tw_node *list,
                                 struct tw_err *err) {
   if (!list || list->kind == TW_NODE_NULL) {
     for (size_t i = 0; DEFAULT_FILTERS[i]; i++) {
       char path[64];
       snprintf(path, sizeof path, "policies.filters[%zu]", i);
-      enum tw_rc rc = add_policy(&s->filters[s->n_filters++], tw_policy_find_filter(DEFAULT_FILTERS[i]),
+      enum tw_rc rc = add_policy(&s->filters[s->n_filters++],
+                                 tw_policy_find_filter(DEFAULT_FILTERS[i]),
                                  NULL, path, 0, err);
       if (rc)
         return rc;
@@ -258,21 +275,24 @@ static enum tw_rc build_filters(struct tw_policy_set *s, const struct tw_node *l
     return TW_OK;
   }
   if (list->kind != TW_NODE_SEQ)
-    return tw_err_field(err, TW_E_INVALID, "policies.filters",
-                        "policies.filters: expected a list of filter names, got %s",
-                        tw_node_type_name(list));
+    return tw_err_field(
+        err, TW_E_INVALID, "policies.filters",
+        "policies.filters: expected a list of filter names, got %s",
+        tw_node_type_name(list));
   if (list->n > TW_POLICY_MAX_FILTERS)
     return tw_err_field(err, TW_E_INVALID, "policies.filters",
-                        "policies.filters: at most %d filters, got %zu", TW_POLICY_MAX_FILTERS,
-                        list->n);
+                        "policies.filters: at most %d filters, got %zu",
+                        TW_POLICY_MAX_FILTERS, list->n);
   for (size_t i = 0; i < list->n; i++) {
     char path[64];
     snprintf(path, sizeof path, "policies.filters[%zu]", i);
     const struct tw_node *e = list->items[i];
-    const struct tw_node *nm = e->kind == TW_NODE_MAP ? tw_node_get(e, "name") : e;
+    const struct tw_node *nm =
+        e->kind == TW_NODE_MAP ? tw_node_get(e, "name") : e;
     if (!nm || nm->kind != TW_NODE_SCALAR)
       return tw_err_field(err, TW_E_INVALID, path,
-                          "%s: expected a filter name or {name: ..., settings}", path);
+                          "%s: expected a filter name or {name: ..., settings}",
+                          path);
     const struct tw_policy_ops *ops = tw_policy_find_filter(nm->str);
     if (!ops) {
       const char *cands[TW_POLICY_MAX_FILTERS + 1];
@@ -283,39 +303,44 @@ static enum tw_rc build_filters(struct tw_policy_set *s, const struct tw_node *l
       cands[nc] = NULL;
       const char *near = tw_closest(nm->str, cands);
       if (near)
-        return tw_err_field(err, TW_E_INVALID, path,
-                            "%s: unknown filter \"%.40s\"; did you mean \"%s\"?", path, nm->str,
-                            near);
-      return tw_err_field(err, TW_E_INVALID, path, "%s: unknown filter \"%.40s\"", path,
-                          nm->str);
+        return tw_err_field(
+            err, TW_E_INVALID, path,
+            "%s: unknown filter \"%.40s\"; did you mean \"%s\"?", path, nm->str,
+            near);
+      return tw_err_field(err, TW_E_INVALID, path,
+                          "%s: unknown filter \"%.40s\"", path, nm->str);
     }
     for (size_t k = 0; k < s->n_filters; k++)
       if (s->filters[k].ops == ops)
-        return tw_err_field(err, TW_E_INVALID, path, "%s: filter %s is listed twice", path,
-                            ops->name);
-    enum tw_rc rc = add_policy(&s->filters[s->n_filters++], ops, e, path, 0, err);
+        return tw_err_field(err, TW_E_INVALID, path,
+                            "%s: filter %s is listed twice", path, ops->name);
+    enum tw_rc rc =
+        add_policy(&s->filters[s->n_filters++], ops, e, path, 0, err);
     if (rc)
       return rc;
   }
   return TW_OK;
 }
 
-static void join_path(const char *base, const char *p, char *out, size_t outsz) {
+static void join_path(const char *base, const char *p, char *out,
+                      size_t outsz) {
   if (p[0] == '/' || !base || !*base)
     snprintf(out, outsz, "%s", p);
   else
     snprintf(out, outsz, "%s/%s", base, p);
 }
 
-static enum tw_rc build_scores(struct tw_policy_set *s, const struct tw_node *list,
-                               const char *base, struct tw_err *err) {
+static enum tw_rc build_scores(struct tw_policy_set *s,
+                               const struct tw_node *list, const char *base,
+                               struct tw_err *err) {
   if (!list || list->kind == TW_NODE_NULL)
-    return add_policy(&s->scores[s->n_scores++], &tw_score_cost, NULL, "policies.scores[0]", 1,
-                      err);
+    return add_policy(&s->scores[s->n_scores++], &tw_score_cost, NULL,
+                      "policies.scores[0]", 1, err);
   if (list->kind != TW_NODE_SEQ)
-    return tw_err_field(err, TW_E_INVALID, "policies.scores",
-                        "policies.scores: expected a list of {name, weight}, got %s",
-                        tw_node_type_name(list));
+    return tw_err_field(
+        err, TW_E_INVALID, "policies.scores",
+        "policies.scores: expected a list of {name, weight}, got %s",
+        tw_node_type_name(list));
   if (!list->n || list->n > TW_POLICY_MAX_SCORES)
     return tw_err_field(err, TW_E_INVALID, "policies.scores",
                         "policies.scores: expected 1 to %d scores, got %zu",
@@ -324,33 +349,38 @@ static enum tw_rc build_scores(struct tw_policy_set *s, const struct tw_node *li
     char path[64];
     snprintf(path, sizeof path, "policies.scores[%zu]", i);
     const struct tw_node *e = list->items[i];
-    const struct tw_node *nm = e->kind == TW_NODE_MAP ? tw_node_get(e, "name") : e;
+    const struct tw_node *nm =
+        e->kind == TW_NODE_MAP ? tw_node_get(e, "name") : e;
     if (!nm || nm->kind != TW_NODE_SCALAR || !*nm->str)
       return tw_err_field(err, TW_E_INVALID, path,
-                          "%s: expected a score name or {name: ..., weight: N}", path);
+                          "%s: expected a score name or {name: ..., weight: N}",
+                          path);
     int64_t weight = 1;
-    enum tw_rc rc = pi_cfg_int(e->kind == TW_NODE_MAP ? e : NULL, path, "weight", 0,
-                               TW_SCORE_MAX, &weight, err);
+    enum tw_rc rc = pi_cfg_int(e->kind == TW_NODE_MAP ? e : NULL, path,
+                               "weight", 0, TW_SCORE_MAX, &weight, err);
     if (rc)
       return rc;
     const struct tw_policy_ops *ops = tw_policy_find_score(nm->str);
-    const struct tw_node *pn = e->kind == TW_NODE_MAP ? tw_node_get(e, "path") : NULL;
+    const struct tw_node *pn =
+        e->kind == TW_NODE_MAP ? tw_node_get(e, "path") : NULL;
     struct tw_node *sub = NULL;
     const struct tw_node *cfg = e;
     if (pn) {
       if (pn->kind != TW_NODE_SCALAR || !*pn->str)
-        return tw_err_field(err, TW_E_INVALID, path, "%s.path: expected a file name", path);
+        return tw_err_field(err, TW_E_INVALID, path,
+                            "%s.path: expected a file name", path);
       char full[1024];
       join_path(base, pn->str, full, sizeof full);
       void *h = NULL;
       struct tw_err perr = {0};
       if ((rc = tw_policy_plugin_open(full, &ops, &h, &perr)))
-        return tw_err_field(err, TW_E_INVALID, path, "%s.path: %s", path, perr.msg);
+        return tw_err_field(err, TW_E_INVALID, path, "%s.path: %s", path,
+                            perr.msg);
       s->dl[s->n_dl++] = h;
       if (strcmp(ops->name, nm->str))
         return tw_err_field(err, TW_E_INVALID, path,
-                            "%s.name: %s holds plugin \"%s\", not \"%.40s\"", path, full,
-                            ops->name, nm->str);
+                            "%s.name: %s holds plugin \"%s\", not \"%.40s\"",
+                            path, full, ops->name, nm->str);
       /* the plugin sees its own settings only, without path and weight */
       sub = tw_calloc(1, sizeof *sub);
       sub->kind = TW_NODE_MAP;
@@ -371,18 +401,19 @@ static enum tw_rc build_scores(struct tw_policy_set *s, const struct tw_node *li
           cands[nc++] = tw_policy_registry[k]->name;
       cands[nc] = NULL;
       const char *near = tw_closest(nm->str, cands);
-      return tw_err_field(err, TW_E_INVALID, path,
-                          "%s: unknown score \"%.40s\"%s%s%s (a plugin needs path:)", path,
-                          nm->str, near ? "; did you mean \"" : "", near ? near : "",
-                          near ? "\"?" : "");
+      return tw_err_field(
+          err, TW_E_INVALID, path,
+          "%s: unknown score \"%.40s\"%s%s%s (a plugin needs path:)", path,
+          nm->str, near ? "; did you mean \"" : "", near ? near : "",
+          near ? "\"?" : "");
     }
     for (size_t k = 0; k < s->n_scores; k++)
       if (!strcmp(s->scores[k].name, ops->name)) {
         free(sub ? sub->keys : NULL);
         free(sub ? sub->items : NULL);
         free(sub);
-        return tw_err_field(err, TW_E_INVALID, path, "%s: score %s is listed twice", path,
-                            ops->name);
+        return tw_err_field(err, TW_E_INVALID, path,
+                            "%s: score %s is listed twice", path, ops->name);
       }
     if (pn) {
       /* configure sees a map without path/weight/name */
@@ -403,26 +434,30 @@ static enum tw_rc build_scores(struct tw_policy_set *s, const struct tw_node *li
   return TW_OK;
 }
 
-static enum tw_rc cfg_duration(const struct tw_node *m, const char *path, const char *key,
-                               int64_t min, int64_t max, int64_t *out, struct tw_err *err) {
+static enum tw_rc cfg_duration(const struct tw_node *m, const char *path,
+                               const char *key, int64_t min, int64_t max,
+                               int64_t *out, struct tw_err *err) {
   const struct tw_node *n = m ? tw_node_get(m, key) : NULL;
   if (!n || n->kind == TW_NODE_NULL)
     return TW_OK;
   int64_t v;
   if (!tw_node_as_int(n, &v) &&
       (n->kind != TW_NODE_SCALAR || tw_parse_duration_s(n->str, &v)))
-    return tw_err_field(err, TW_E_INVALID, path,
-                        "%s.%s: expected a duration such as 90s, 5m or 1h, got %s", path, key,
-                        n->kind == TW_NODE_SCALAR ? n->str : tw_node_type_name(n));
+    return tw_err_field(
+        err, TW_E_INVALID, path,
+        "%s.%s: expected a duration such as 90s, 5m or 1h, got %s", path, key,
+        n->kind == TW_NODE_SCALAR ? n->str : tw_node_type_name(n));
   if (v < min || v > max)
-    return tw_err_field(err, TW_E_INVALID, path, "%s.%s: must be between %llds and %llds, got %llds",
-                        path, key, (long long)min, (long long)max, (long long)v);
+    return tw_err_field(err, TW_E_INVALID, path,
+                        "%s.%s: must be between %llds and %llds, got %llds",
+                        path, key, (long long)min, (long long)max,
+                        (long long)v);
   *out = v;
   return TW_OK;
 }
 
-static enum tw_rc build_params(struct tw_policy_set *s, const struct tw_node *sec,
-                               struct tw_err *err) {
+static enum tw_rc build_params(struct tw_policy_set *s,
+                               const struct tw_node *sec, struct tw_err *err) {
   enum tw_rc rc;
   const char *p = "policies";
   int64_t cands = (int64_t)s->candidates;
@@ -431,41 +466,45 @@ static enum tw_rc build_params(struct tw_policy_set *s, const struct tw_node *se
   s->candidates = (size_t)cands;
   const struct tw_node *c = tw_node_get(sec, "cost");
   if (c && c->kind != TW_NODE_NULL) {
-    static const char *const keys[] = {"default_duration", "launch_overhead",
-                                       "restart_overhead", "spot_interruption_pct",
-                                       "transfer_round_trips", NULL};
+    static const char *const keys[] = {
+        "default_duration",      "launch_overhead",      "restart_overhead",
+        "spot_interruption_pct", "transfer_round_trips", NULL};
     if (c->kind != TW_NODE_MAP)
       return tw_err_field(err, TW_E_INVALID, "policies.cost",
-                          "policies.cost: expected a mapping, got %s", tw_node_type_name(c));
+                          "policies.cost: expected a mapping, got %s",
+                          tw_node_type_name(c));
     if ((rc = pi_cfg_keys(c, "policies.cost", keys, err)) ||
-        (rc = cfg_duration(c, "policies.cost", "default_duration", 1, 365LL * 86400,
-                           &s->cost.default_duration_s, err)) ||
+        (rc = cfg_duration(c, "policies.cost", "default_duration", 1,
+                           365LL * 86400, &s->cost.default_duration_s, err)) ||
         (rc = cfg_duration(c, "policies.cost", "launch_overhead", 0, 86400,
                            &s->cost.launch_overhead_s, err)) ||
         (rc = cfg_duration(c, "policies.cost", "restart_overhead", 0, 86400,
                            &s->cost.restart_overhead_s, err)))
       return rc;
     int64_t v = s->cost.spot_default_interruption_pct;
-    if ((rc = pi_cfg_int(c, "policies.cost", "spot_interruption_pct", 0, 100, &v, err)))
+    if ((rc = pi_cfg_int(c, "policies.cost", "spot_interruption_pct", 0, 100,
+                         &v, err)))
       return rc;
     s->cost.spot_default_interruption_pct = (int)v;
     v = s->cost.transfer_round_trips;
-    if ((rc = pi_cfg_int(c, "policies.cost", "transfer_round_trips", 0, 100, &v, err)))
+    if ((rc = pi_cfg_int(c, "policies.cost", "transfer_round_trips", 0, 100, &v,
+                         err)))
       return rc;
     s->cost.transfer_round_trips = (int)v;
   }
   const struct tw_node *q = tw_node_get(sec, "queue");
   if (q && q->kind != TW_NODE_NULL) {
-    static const char *const keys[] = {"aging_per_hour", "aging_max", "fair_share_weight",
-                                       "capacity", NULL};
+    static const char *const keys[] = {"aging_per_hour", "aging_max",
+                                       "fair_share_weight", "capacity", NULL};
     if (q->kind != TW_NODE_MAP)
       return tw_err_field(err, TW_E_INVALID, "policies.queue",
-                          "policies.queue: expected a mapping, got %s", tw_node_type_name(q));
+                          "policies.queue: expected a mapping, got %s",
+                          tw_node_type_name(q));
     if ((rc = pi_cfg_keys(q, "policies.queue", keys, err)) ||
         (rc = pi_cfg_int(q, "policies.queue", "aging_per_hour", 0, 100000,
                          &s->queue.aging_per_hour, err)) ||
-        (rc = pi_cfg_int(q, "policies.queue", "aging_max", 0, 1000000, &s->queue.aging_max,
-                         err)) ||
+        (rc = pi_cfg_int(q, "policies.queue", "aging_max", 0, 1000000,
+                         &s->queue.aging_max, err)) ||
         (rc = pi_cfg_int(q, "policies.queue", "fair_share_weight", 0, 1000000,
                          &s->queue.fair_share_weight, err)))
       return rc;
@@ -475,12 +514,15 @@ static enum tw_rc build_params(struct tw_policy_set *s, const struct tw_node *se
       const char *cp = "policies.queue.capacity";
       int64_t gib = s->queue.capacity_memory_mib / 1024;
       if (cap->kind != TW_NODE_MAP)
-        return tw_err_field(err, TW_E_INVALID, cp, "%s: expected a mapping, got %s", cp,
+        return tw_err_field(err, TW_E_INVALID, cp,
+                            "%s: expected a mapping, got %s", cp,
                             tw_node_type_name(cap));
       if ((rc = pi_cfg_keys(cap, cp, ck, err)) ||
-          (rc = pi_cfg_int(cap, cp, "vcpus", 1, 1LL << 40, &s->queue.capacity_vcpus, err)) ||
+          (rc = pi_cfg_int(cap, cp, "vcpus", 1, 1LL << 40,
+                           &s->queue.capacity_vcpus, err)) ||
           (rc = pi_cfg_int(cap, cp, "memory_gib", 1, 1LL << 40, &gib, err)) ||
-          (rc = pi_cfg_int(cap, cp, "gpus", 1, 1LL << 40, &s->queue.capacity_gpus, err)))
+          (rc = pi_cfg_int(cap, cp, "gpus", 1, 1LL << 40,
+                           &s->queue.capacity_gpus, err)))
         return rc;
       s->queue.capacity_memory_mib = gib * 1024;
     }
@@ -496,10 +538,12 @@ static enum tw_rc build_params(struct tw_policy_set *s, const struct tw_node *se
       return rc;
     const struct tw_node *en = tw_node_get(r, "enabled");
     if (en && !tw_node_as_bool(en, &s->replication.enabled))
-      return tw_err_field(err, TW_E_INVALID, "policies.replication",
-                          "policies.replication.enabled: expected true or false");
+      return tw_err_field(
+          err, TW_E_INVALID, "policies.replication",
+          "policies.replication.enabled: expected true or false");
     int64_t mj = s->replication.min_jobs;
-    if ((rc = pi_cfg_int(r, "policies.replication", "min_jobs", 2, 10000, &mj, err)))
+    if ((rc = pi_cfg_int(r, "policies.replication", "min_jobs", 2, 10000, &mj,
+                         err)))
       return rc;
     s->replication.min_jobs = (int)mj;
   }
@@ -514,26 +558,30 @@ enum tw_rc tw_policy_set_build(const struct tw_node *sec, const char *base,
   if (sec && sec->kind == TW_NODE_NULL)
     sec = NULL;
   if (sec && sec->kind != TW_NODE_MAP) {
-    rc = tw_err_field(err, TW_E_INVALID, "policies", "policies: expected a mapping, got %s",
+    rc = tw_err_field(err, TW_E_INVALID, "policies",
+                      "policies: expected a mapping, got %s",
                       tw_node_type_name(sec));
     goto fail;
   }
-  static const char *const keys[] = {"filters", "scores",      "candidates", "cost",
-                                     "queue",   "replication", "network",    NULL};
+  static const char *const keys[] = {"filters", "scores", "candidates",
+                                     "cost",    "queue",  "replication",
+                                     "network", NULL};
   if (sec && ((rc = pi_cfg_keys(sec, "policies", keys, err)) ||
               (rc = build_filters(s, tw_node_get(sec, "filters"), err)) ||
               (rc = build_scores(s, tw_node_get(sec, "scores"), base, err)) ||
               (rc = build_params(s, sec, err))))
     goto fail;
-  if (!sec && ((rc = build_filters(s, NULL, err)) || (rc = build_scores(s, NULL, base, err))))
+  if (!sec && ((rc = build_filters(s, NULL, err)) ||
+               (rc = build_scores(s, NULL, base, err))))
     goto fail;
   const struct tw_node *net = sec ? tw_node_get(sec, "network") : NULL;
   if (net && net->kind == TW_NODE_SCALAR && !strcmp(net->str, "builtin"))
     net = NULL;
   if (net && net->kind != TW_NODE_NULL) {
     if (net->kind != TW_NODE_SCALAR || !*net->str) {
-      rc = tw_err_field(err, TW_E_INVALID, "policies.network",
-                        "policies.network: expected the path of a network matrix file");
+      rc = tw_err_field(
+          err, TW_E_INVALID, "policies.network",
+          "policies.network: expected the path of a network matrix file");
       goto fail;
     }
     char full[1024];
@@ -542,8 +590,8 @@ enum tw_rc tw_policy_set_build(const struct tw_node *sec, const char *base,
     if ((rc = tw_netmatrix_load(full, &s->net, &nerr))) {
       /* a file the section names and that cannot be used is the
        * section's fault: the caller's to fix, never retried */
-      rc = tw_err_field(err, TW_E_INVALID, "policies.network", "policies.network: %s",
-                        nerr.msg);
+      rc = tw_err_field(err, TW_E_INVALID, "policies.network",
+                        "policies.network: %s", nerr.msg);
       goto fail;
     }
     s->net_source = tw_strdup(full);
@@ -580,7 +628,8 @@ enum tw_rc tw_policy_set_parse(const char *text, size_t len, const char *base,
     return rc;
   /* accept the section itself or a document holding `policies:` */
   const struct tw_node *sec = root;
-  if (root->kind == TW_NODE_MAP && root->n == 1 && !strcmp(root->keys[0], "policies"))
+  if (root->kind == TW_NODE_MAP && root->n == 1 &&
+      !strcmp(root->keys[0], "policies"))
     sec = root->items[0];
   rc = tw_policy_set_build(sec, base, out, err);
   tw_node_free(root);
@@ -588,40 +637,52 @@ enum tw_rc tw_policy_set_parse(const char *text, size_t len, const char *base,
 }
 
 static const char *scope_name(unsigned scope) {
-  return scope == TW_SCOPE_LOCATION ? "location" : scope == TW_SCOPE_SHAPE ? "shape" : "offer";
+  return scope == TW_SCOPE_LOCATION ? "location"
+         : scope == TW_SCOPE_SHAPE  ? "shape"
+                                    : "offer";
 }
 
 void tw_policy_set_to_json(const struct tw_policy_set *s, struct tw_buf *b) {
-  tw_buf_printf(b, "{\"generation\":%llu,\"filters\":[", (unsigned long long)s->generation);
+  tw_buf_printf(b, "{\"generation\":%llu,\"filters\":[",
+                (unsigned long long)s->generation);
   for (size_t i = 0; i < s->n_filters; i++) {
     tw_buf_printf(b, "%s{\"name\":", i ? "," : "");
     tw_buf_json_str(b, s->filters[i].name);
-    tw_buf_printf(b, ",\"stage\":\"%s\"}", scope_name(s->filters[i].ops->scope));
+    tw_buf_printf(b, ",\"stage\":\"%s\"}",
+                  scope_name(s->filters[i].ops->scope));
   }
   tw_buf_adds(b, "],\"scores\":[");
   for (size_t i = 0; i < s->n_scores; i++) {
     tw_buf_printf(b, "%s{\"name\":", i ? "," : "");
     tw_buf_json_str(b, s->scores[i].name);
-    tw_buf_printf(b, ",\"weight\":%lld,\"builtin\":%s}", (long long)s->scores[i].weight,
-                  tw_policy_find_score(s->scores[i].name) == s->scores[i].ops ? "true" : "false");
+    tw_buf_printf(
+        b, ",\"weight\":%lld,\"builtin\":%s}", (long long)s->scores[i].weight,
+        tw_policy_find_score(s->scores[i].name) == s->scores[i].ops ? "true"
+                                                                    : "false");
   }
   tw_buf_printf(b,
                 "],\"candidates\":%zu,\"cost\":{\"default_duration_s\":%lld,"
                 "\"launch_overhead_s\":%lld,\"restart_overhead_s\":%lld,"
                 "\"spot_interruption_pct\":%d,\"transfer_round_trips\":%d},",
                 s->candidates, (long long)s->cost.default_duration_s,
-                (long long)s->cost.launch_overhead_s, (long long)s->cost.restart_overhead_s,
-                s->cost.spot_default_interruption_pct, s->cost.transfer_round_trips);
+                (long long)s->cost.launch_overhead_s,
+                (long long)s->cost.restart_overhead_s,
+                s->cost.spot_default_interruption_pct,
+                s->cost.transfer_round_trips);
+  tw_buf_printf(
+      b,
+      "\"queue\":{\"aging_per_hour\":%lld,\"aging_max\":%lld,"
+      "\"fair_share_weight\":%lld,\"capacity\":{\"vcpus\":%lld,"
+      "\"memory_gib\":%lld,\"gpus\":%lld}},",
+      (long long)s->queue.aging_per_hour, (long long)s->queue.aging_max,
+      (long long)s->queue.fair_share_weight, (long long)s->queue.capacity_vcpus,
+      (long long)(s->queue.capacity_memory_mib / 1024),
+      (long long)s->queue.capacity_gpus);
   tw_buf_printf(b,
-                "\"queue\":{\"aging_per_hour\":%lld,\"aging_max\":%lld,"
-                "\"fair_share_weight\":%lld,\"capacity\":{\"vcpus\":%lld,"
-                "\"memory_gib\":%lld,\"gpus\":%lld}},",
-                (long long)s->queue.aging_per_hour, (long long)s->queue.aging_max,
-                (long long)s->queue.fair_share_weight, (long long)s->queue.capacity_vcpus,
-                (long long)(s->queue.capacity_memory_mib / 1024),
-                (long long)s->queue.capacity_gpus);
-  tw_buf_printf(b, "\"replication\":{\"enabled\":%s,\"min_jobs\":%d},\"network\":{\"source\":",
-                s->replication.enabled ? "true" : "false", s->replication.min_jobs);
+                "\"replication\":{\"enabled\":%s,\"min_jobs\":%d},\"network\":{"
+                "\"source\":",
+                s->replication.enabled ? "true" : "false",
+                s->replication.min_jobs);
   tw_buf_json_str(b, s->net_source ? s->net_source : "built-in");
   tw_buf_printf(b, ",\"regions\":%zu,\"links\":%zu},\"config\":",
                 tw_netmatrix_n_regions(s->net), tw_netmatrix_n_links(s->net));

@@ -82,43 +82,43 @@ struct tw_cost {
   int64_t egress_uusd;    /* moving the datasets to the offer's region */
   int64_t transfer_uusd;  /* the instances waiting while data arrives */
   int64_t total_uusd;
-  int64_t transfer_s;     /* data transfer time before the job starts */
-  int64_t spot_extra_s;   /* expected time lost to interruptions */
-  int64_t finish_ms;      /* expected end: now + launch + transfer + run */
+  int64_t transfer_s;   /* data transfer time before the job starts */
+  int64_t spot_extra_s; /* expected time lost to interruptions */
+  int64_t finish_ms;    /* expected end: now + launch + transfer + run */
 };
 
 /* The cost model's parameters (the config's policies.cost). */
 struct tw_cost_params {
-  int64_t default_duration_s;    /* a job without duration: 3600 */
-  int64_t launch_overhead_s;     /* provisioning and boot: 120 */
-  int64_t restart_overhead_s;    /* after an interruption: 300 */
+  int64_t default_duration_s;        /* a job without duration: 3600 */
+  int64_t launch_overhead_s;         /* provisioning and boot: 120 */
+  int64_t restart_overhead_s;        /* after an interruption: 300 */
   int spot_default_interruption_pct; /* unknown band: 10 (%/month) */
-  int transfer_round_trips;      /* connection setup per dataset: 3 */
+  int transfer_round_trips;          /* connection setup per dataset: 3 */
 };
 
 /* What plugins read.  Every pointer is borrowed for one decision; the
  * inputs never change while a plan runs. */
 struct tw_place_ctx {
-  unsigned version;                /* TW_POLICY_ABI_VERSION */
+  unsigned version; /* TW_POLICY_ABI_VERSION */
   const struct tw_job_spec *job;
-  int64_t now_ms;                  /* the clock's value */
-  int64_t duration_s;              /* the job's, or the default */
-  int nodes;                       /* >= 1 */
+  int64_t now_ms;     /* the clock's value */
+  int64_t duration_s; /* the job's, or the default */
+  int nodes;          /* >= 1 */
   const struct tw_cost_params *cost;
-  const struct tw_netmatrix *net;  /* never NULL (may be empty) */
+  const struct tw_netmatrix *net;        /* never NULL (may be empty) */
   const struct tw_dataset_set *datasets; /* never NULL (may be empty) */
   const struct tw_quota_state *quota;    /* never NULL: default unlimited */
   const struct tw_place_blocklist *blocklist; /* never NULL */
-  const struct tw_health *health;        /* never NULL */
-  const struct tw_capacity_view *capacity; /* never NULL */
+  const struct tw_health *health;             /* never NULL */
+  const struct tw_capacity_view *capacity;    /* never NULL */
   const struct tw_reservations *reservations; /* never NULL */
-  const char *const *excluded;     /* offer ids this job failed on */
+  const char *const *excluded;                /* offer ids this job failed on */
   size_t n_excluded;
   /* Per-region data costs of this job (cost.h), indexed by region id;
    * NULL when it reads no datasets. */
   const struct tw_job_data *data;
-  const char *job_id;              /* NULL for a plan of an unsubmitted job */
-  const char *tenant;              /* the spec's, never NULL */
+  const char *job_id; /* NULL for a plan of an unsubmitted job */
+  const char *tenant; /* the spec's, never NULL */
 
   /* Set by the runner for each call, about the offer being considered:
    * its region id in `data` (-1 when not known: the shape stage), and in
@@ -131,26 +131,26 @@ struct tw_place_ctx {
  * set's i-th score plugin, after normalization. */
 struct tw_cand {
   const struct tw_offer *offer;
-  uint32_t index;                  /* in the snapshot's offers */
-  uint32_t id_rank;                /* position in offer id order */
-  int32_t region;                  /* region id (see tw_place_ctx.data) */
+  uint32_t index;   /* in the snapshot's offers */
+  uint32_t id_rank; /* position in offer id order */
+  int32_t region;   /* region id (see tw_place_ctx.data) */
   struct tw_cost cost;
   int64_t scores[TW_POLICY_MAX_SCORES];
-  int64_t total;                   /* sum of weight x score */
+  int64_t total; /* sum of weight x score */
 };
 
 struct tw_policy;
 
 struct tw_policy_ops {
-  const char *name;    /* as the config names it: "residency", "cost" */
-  unsigned version;    /* TW_POLICY_ABI_VERSION it was built against */
-  unsigned scope;      /* filters: TW_SCOPE_*; 0 counts as OFFER */
+  const char *name; /* as the config names it: "residency", "cost" */
+  unsigned version; /* TW_POLICY_ABI_VERSION it was built against */
+  unsigned scope;   /* filters: TW_SCOPE_*; 0 counts as OFFER */
   /* Reads the plugin's own keys from cfg (the config entry, a mapping;
    * NULL when none) into *state.  path is the entry's config path for
    * error messages ("policies.scores[1]").  NULL: no settings. */
   enum tw_rc (*configure)(const struct tw_node *cfg, const char *path,
                           void **state, struct tw_err *err);
-  void (*release)(void *state);  /* NULL: free(state) */
+  void (*release)(void *state); /* NULL: free(state) */
   /* NULL: score only. */
   void (*filter)(const struct tw_policy *self, const struct tw_place_ctx *ctx,
                  const struct tw_offer *o, struct tw_verdict *out);
@@ -207,7 +207,7 @@ struct tw_queue_params {
 
 struct tw_replication_params {
   bool enabled;
-  int min_jobs;              /* pending readers before replicating: 2 */
+  int min_jobs; /* pending readers before replicating: 2 */
 };
 
 struct tw_policy_set {
@@ -215,17 +215,17 @@ struct tw_policy_set {
   size_t n_filters;
   struct tw_policy scores[TW_POLICY_MAX_SCORES];
   size_t n_scores;
-  size_t candidates;         /* cheapest offers kept for scoring: 16 */
+  size_t candidates; /* cheapest offers kept for scoring: 16 */
   struct tw_cost_params cost;
   struct tw_queue_params queue;
   struct tw_replication_params replication;
-  struct tw_netmatrix *net;  /* owned; the built-in one unless configured */
-  char *net_source;          /* file it came from, or "built-in" */
-  char *config_json;         /* the section as given, canonical JSON */
-  uint64_t generation;       /* unique per set built in this process */
+  struct tw_netmatrix *net; /* owned; the built-in one unless configured */
+  char *net_source;         /* file it came from, or "built-in" */
+  char *config_json;        /* the section as given, canonical JSON */
+  uint64_t generation;      /* unique per set built in this process */
   void *dl[TW_POLICY_MAX_SCORES]; /* dlopen handles, closed at the end */
   size_t n_dl;
-  int refs;                  /* atomic */
+  int refs; /* atomic */
 };
 
 /* The defaults: every built-in filter in the documented order, the cost
@@ -241,13 +241,13 @@ struct tw_policy_set *tw_policy_set_default(void);
  * a named file that cannot be read or used included.  *out has one
  * reference. */
 enum tw_rc tw_policy_set_build(const struct tw_node *section,
-                               const char *base_dir,
-                               struct tw_policy_set **out, struct tw_err *err);
+                               const char *base_dir, struct tw_policy_set **out,
+                               struct tw_err *err);
 
 /* As tw_policy_set_build from YAML or JSON text (PUT /v1/policies). */
 enum tw_rc tw_policy_set_parse(const char *text, size_t len,
-                               const char *base_dir,
-                               struct tw_policy_set **out, struct tw_err *err);
+                               const char *base_dir, struct tw_policy_set **out,
+                               struct tw_err *err);
 
 struct tw_policy_set *tw_policy_set_ref(struct tw_policy_set *s);
 /* Drops a reference; the last one frees (closing loaded objects).  NULL

@@ -10,7 +10,8 @@ int64_t tw_queue_dominant_ppm(const struct tw_queue_params *p, int64_t vcpus,
                               int64_t memory_mib, int64_t gpus) {
   int64_t best = 0;
   const int64_t have[3] = {vcpus, memory_mib, gpus};
-  const int64_t cap[3] = {p->capacity_vcpus, p->capacity_memory_mib, p->capacity_gpus};
+  const int64_t cap[3] = {p->capacity_vcpus, p->capacity_memory_mib,
+                          p->capacity_gpus};
   for (int i = 0; i < 3; i++) {
     if (cap[i] <= 0 || have[i] <= 0)
       continue;
@@ -22,8 +23,8 @@ int64_t tw_queue_dominant_ppm(const struct tw_queue_params *p, int64_t vcpus,
   return best;
 }
 
-static int64_t base_milli(const struct tw_queue_params *p, const struct tw_queue_job *j,
-                          int64_t now_ms) {
+static int64_t base_milli(const struct tw_queue_params *p,
+                          const struct tw_queue_job *j, int64_t now_ms) {
   int64_t age_ms = now_ms > j->created_ms ? now_ms - j->created_ms : 0;
   /* points x 1000 = hours x per_hour x 1000 = ms x per_hour / 3600 */
   __int128 aged = (__int128)age_ms * p->aging_per_hour / 3600;
@@ -54,8 +55,8 @@ static int by_base(const void *a, const void *b) {
 
 void tw_queue_order(const struct tw_queue_params *p, int64_t now_ms,
                     const struct tw_queue_job *jobs, size_t n,
-                    const struct tw_queue_usage *usage, size_t n_usage, size_t *order,
-                    int64_t *eff) {
+                    const struct tw_queue_usage *usage, size_t n_usage,
+                    size_t *order, int64_t *eff) {
   if (!n)
     return;
   int64_t *base = tw_malloc(n * sizeof *base);
@@ -91,9 +92,11 @@ void tw_queue_order(const struct tw_queue_params *p, int64_t now_ms,
       if (t[k].next == t[k].n)
         continue;
       size_t j = t[k].jobs[t[k].next];
-      int64_t share = tw_queue_dominant_ppm(p, t[k].vcpus, t[k].memory_mib, t[k].gpus);
+      int64_t share =
+          tw_queue_dominant_ppm(p, t[k].vcpus, t[k].memory_mib, t[k].gpus);
       __int128 pen = (__int128)p->fair_share_weight * share / 1000;
-      int64_t key = base[j] - (pen > INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)pen);
+      int64_t key =
+          base[j] - (pen > INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)pen);
       bool better = best_t == SIZE_MAX || key > best_key;
       if (!better && key == best_key) {
         size_t bj = t[best_t].jobs[t[best_t].next];
@@ -124,7 +127,8 @@ static int by_end(const void *a, const void *b) {
   return x->end_ms < y->end_ms ? -1 : x->end_ms > y->end_ms;
 }
 
-int64_t tw_backfill_start_ms(int64_t free_now, const struct tw_bf_running *running, size_t n,
+int64_t tw_backfill_start_ms(int64_t free_now,
+                             const struct tw_bf_running *running, size_t n,
                              int64_t need, int64_t now_ms) {
   if (free_now >= need)
     return now_ms;

@@ -29,15 +29,15 @@
 #include "policies/policy.h"
 
 struct tw_queue_job {
-  const char *id;       /* borrowed */
+  const char *id; /* borrowed */
   const char *tenant;
-  int priority;         /* -1000..1000 */
+  int priority; /* -1000..1000 */
   int64_t created_ms;
   int64_t vcpus, memory_mib, gpus; /* what the whole job asks (x nodes) */
 };
 
 struct tw_queue_usage {
-  const char *tenant;   /* borrowed */
+  const char *tenant; /* borrowed */
   int64_t vcpus, memory_mib, gpus;
 };
 
@@ -53,7 +53,8 @@ void tw_queue_order(const struct tw_queue_params *p, int64_t now_ms,
 int64_t tw_queue_dominant_ppm(const struct tw_queue_params *p, int64_t vcpus,
                               int64_t memory_mib, int64_t gpus);
 
-/* ---- backfill on private capacity ----------------------------------------- */
+/* ---- backfill on private capacity -----------------------------------------
+ */
 
 /* A job holding nodes of a private pool until end_ms. */
 struct tw_bf_running {
@@ -68,7 +69,8 @@ struct tw_bf_running {
  * the backfill filter (filter_offer.c) then lets a later job use the pool
  * only if it fits beside the reservation or ends before it starts, so the
  * head job is never delayed (EASY backfilling). */
-int64_t tw_backfill_start_ms(int64_t free_now, const struct tw_bf_running *running,
-                             size_t n, int64_t need, int64_t now_ms);
+int64_t tw_backfill_start_ms(int64_t free_now,
+                             const struct tw_bf_running *running, size_t n,
+                             int64_t need, int64_t now_ms);
 
 #endif

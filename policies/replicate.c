@@ -22,9 +22,11 @@ static void region_of(const char *loc, char *out, size_t outsz) {
 
 /* Sum of each job's best total cost under snap (jobs without a placement
  * add nothing); *where[i] gets job i's best region ("" none). */
-static int64_t best_sum(const struct tw_policy_set *set, const struct tw_place_snapshot *snap,
-                        const struct tw_job_spec *const *jobs, size_t n, int64_t now,
-                        struct tw_plan_ws *ws, char (*where)[160], size_t *placed) {
+static int64_t best_sum(const struct tw_policy_set *set,
+                        const struct tw_place_snapshot *snap,
+                        const struct tw_job_spec *const *jobs, size_t n,
+                        int64_t now, struct tw_plan_ws *ws, char (*where)[160],
+                        size_t *placed) {
   int64_t sum = 0;
   *placed = 0;
   for (size_t i = 0; i < n; i++) {
@@ -43,15 +45,17 @@ static int64_t best_sum(const struct tw_policy_set *set, const struct tw_place_s
 }
 
 enum tw_rc tw_replicate_decide(const struct tw_policy_set *set,
-                               const struct tw_place_snapshot *snap, const char *uri,
-                               const struct tw_job_spec *const *jobs, size_t n, int64_t now,
-                               struct tw_plan_ws *ws, struct tw_repl_choice *out,
-                               struct tw_err *err) {
+                               const struct tw_place_snapshot *snap,
+                               const char *uri,
+                               const struct tw_job_spec *const *jobs, size_t n,
+                               int64_t now, struct tw_plan_ws *ws,
+                               struct tw_repl_choice *out, struct tw_err *err) {
   (void)err;
   memset(out, 0, sizeof *out);
   if (!set->replication.enabled || n < (size_t)set->replication.min_jobs)
     return TW_OK;
-  const struct tw_dataset_set *ds = snap->datasets ? snap->datasets : &tw_dataset_set_empty;
+  const struct tw_dataset_set *ds =
+      snap->datasets ? snap->datasets : &tw_dataset_set_empty;
   /* the dataset as the registry and the readers know it */
   struct tw_dataset_set base;
   tw_dataset_set_copy(&base, ds);
@@ -65,7 +69,7 @@ enum tw_rc tw_replicate_decide(const struct tw_policy_set *set,
     }
   tw_dataset_set_seal(&base);
   const struct tw_dataset_info *info = tw_dataset_set_find(&base, uri);
-  char (*where)[160] = tw_calloc(n, sizeof *where);
+  char(*where)[160] = tw_calloc(n, sizeof *where);
   char targets[MAX_TARGETS][160];
   size_t nt = 0, placed;
   if (!info || !info->size_bytes || !info->n_locations)
@@ -77,7 +81,8 @@ enum tw_rc tw_replicate_decide(const struct tw_policy_set *set,
    * without this dataset */
   for (size_t i = 0; i < n && nt < MAX_TARGETS; i++) {
     struct tw_job_spec sp = *jobs[i];
-    struct tw_dataset_ref *refs = tw_calloc(sp.n_datasets ? sp.n_datasets : 1, sizeof *refs);
+    struct tw_dataset_ref *refs =
+        tw_calloc(sp.n_datasets ? sp.n_datasets : 1, sizeof *refs);
     size_t k = 0;
     for (size_t d = 0; d < sp.n_datasets; d++)
       if (strcmp(sp.datasets[d].uri, uri))
@@ -89,7 +94,8 @@ enum tw_rc tw_replicate_decide(const struct tw_policy_set *set,
     if (tw_plan_make(set, &s2, &in, NULL, ws, &p, NULL) == TW_OK)
       for (size_t c = 0; c < p.n && c < 3 && nt < MAX_TARGETS; c++) {
         char t[160];
-        snprintf(t, sizeof t, "%s:%s", p.cands[c].offer->provider, p.cands[c].offer->region);
+        snprintf(t, sizeof t, "%s:%s", p.cands[c].offer->provider,
+                 p.cands[c].offer->region);
         bool dup = false;
         for (size_t q = 0; q < nt && !dup; q++)
           dup = !strcmp(targets[q], t);
@@ -128,7 +134,7 @@ enum tw_rc tw_replicate_decide(const struct tw_policy_set *set,
     tw_dataset_set_plan_replica(&with, uri, targets[t], 0);
     tw_dataset_set_seal(&with);
     s2.datasets = &with;
-    char (*w2)[160] = tw_calloc(n, sizeof *w2);
+    char(*w2)[160] = tw_calloc(n, sizeof *w2);
     size_t p2;
     int64_t after = best_sum(set, &s2, jobs, n, now, ws, w2, &p2) + copy;
     size_t readers = 0;

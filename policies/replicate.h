@@ -29,13 +29,13 @@
 
 struct tw_repl_choice {
   bool replicate;
-  char target[160];       /* "aws:eu-west-1" */
-  char source[160];       /* where the copy comes from */
-  int64_t copy_uusd;      /* the copy's egress, paid once */
-  int64_t before_uusd;    /* the readers' best plans, summed, as things are */
-  int64_t after_uusd;     /* the same with the replica, copy included */
-  size_t readers;         /* readers that place at the target */
-  size_t candidates;      /* regions considered */
+  char target[160];    /* "aws:eu-west-1" */
+  char source[160];    /* where the copy comes from */
+  int64_t copy_uusd;   /* the copy's egress, paid once */
+  int64_t before_uusd; /* the readers' best plans, summed, as things are */
+  int64_t after_uusd;  /* the same with the replica, copy included */
+  size_t readers;      /* readers that place at the target */
+  size_t candidates;   /* regions considered */
 };
 
 /* Decides for dataset uri (its size and locations from snap->datasets or
@@ -44,8 +44,9 @@ struct tw_repl_choice {
  * false otherwise, or when no region saves.  ws may be NULL. */
 enum tw_rc tw_replicate_decide(const struct tw_policy_set *set,
                                const struct tw_place_snapshot *snap,
-                               const char *uri, const struct tw_job_spec *const *jobs,
-                               size_t n, int64_t now_ms, struct tw_plan_ws *ws,
+                               const char *uri,
+                               const struct tw_job_spec *const *jobs, size_t n,
+                               int64_t now_ms, struct tw_plan_ws *ws,
                                struct tw_repl_choice *out, struct tw_err *err);
 
 #endif

@@ -8,9 +8,11 @@
 #include "policies/netmatrix.h"
 #include "policies/policy_int.h"
 
-/* ---- cost: the cheapest candidate gets TW_SCORE_MAX, others in proportion - */
+/* ---- cost: the cheapest candidate gets TW_SCORE_MAX, others in proportion -
+ */
 
-static int64_t cost_score(const struct tw_policy *self, const struct tw_place_ctx *ctx,
+static int64_t cost_score(const struct tw_policy *self,
+                          const struct tw_place_ctx *ctx,
                           const struct tw_cand *c) {
   (void)self;
   (void)ctx;
@@ -22,11 +24,13 @@ static void cost_normalize(const struct tw_policy *self, int64_t *s, size_t n) {
   tw_policy_normalize_inverse(s, n);
 }
 
-const struct tw_policy_ops tw_score_cost = {
-    .name = "cost", .version = TW_POLICY_ABI_VERSION, .score = cost_score,
-    .normalize = cost_normalize};
+const struct tw_policy_ops tw_score_cost = {.name = "cost",
+                                            .version = TW_POLICY_ABI_VERSION,
+                                            .score = cost_score,
+                                            .normalize = cost_normalize};
 
-/* ---- latency: the nearest candidate to the data gets TW_SCORE_MAX ---------- */
+/* ---- latency: the nearest candidate to the data gets TW_SCORE_MAX ----------
+ */
 
 struct lat_state {
   char **from;
@@ -39,8 +43,8 @@ static void lat_release(void *p) {
   free(st);
 }
 
-static enum tw_rc lat_configure(const struct tw_node *cfg, const char *path, void **state,
-                                struct tw_err *err) {
+static enum tw_rc lat_configure(const struct tw_node *cfg, const char *path,
+                                void **state, struct tw_err *err) {
   static const char *const keys[] = {"name", "weight", "from", NULL};
   enum tw_rc rc = pi_cfg_keys(cfg, path, keys, err);
   if (rc)
@@ -52,7 +56,8 @@ static enum tw_rc lat_configure(const struct tw_node *cfg, const char *path, voi
   return TW_OK;
 }
 
-static int64_t latency_score(const struct tw_policy *self, const struct tw_place_ctx *ctx,
+static int64_t latency_score(const struct tw_policy *self,
+                             const struct tw_place_ctx *ctx,
                              const struct tw_cand *c) {
   const struct lat_state *st = PI_STATE(self, struct lat_state);
   int64_t worst = 0;
@@ -77,6 +82,9 @@ static int64_t latency_score(const struct tw_policy *self, const struct tw_place
   return worst < 1000 ? 1000 : worst;
 }
 
-const struct tw_policy_ops tw_score_latency = {
-    .name = "latency", .version = TW_POLICY_ABI_VERSION, .configure = lat_configure,
-    .release = lat_release, .score = latency_score, .normalize = cost_normalize};
+const struct tw_policy_ops tw_score_latency = {.name = "latency",
+                                               .version = TW_POLICY_ABI_VERSION,
+                                               .configure = lat_configure,
+                                               .release = lat_release,
+                                               .score = latency_score,
+                                               .normalize = cost_normalize};

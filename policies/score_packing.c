@@ -7,14 +7,15 @@
 
 #include "policies/policy_int.h"
 
-/* ---- packing ------------------------------------------------------------------ */
+/* ---- packing
+ * ------------------------------------------------------------------ */
 
 struct pack_state {
   bool spread;
 };
 
-static enum tw_rc pack_configure(const struct tw_node *cfg, const char *path, void **state,
-                                 struct tw_err *err) {
+static enum tw_rc pack_configure(const struct tw_node *cfg, const char *path,
+                                 void **state, struct tw_err *err) {
   static const char *const keys[] = {"name", "weight", "mode", NULL};
   enum tw_rc rc = pi_cfg_keys(cfg, path, keys, err);
   if (rc)
@@ -24,9 +25,11 @@ static enum tw_rc pack_configure(const struct tw_node *cfg, const char *path, vo
   const struct tw_node *m = cfg ? tw_node_get(cfg, "mode") : NULL;
   if (!m)
     return TW_OK;
-  if (m->kind != TW_NODE_SCALAR || (strcmp(m->str, "binpack") && strcmp(m->str, "spread")))
-    return tw_err_field(err, TW_E_INVALID, path, "%s.mode: expected binpack or spread, got %s",
-                        path, m->kind == TW_NODE_SCALAR ? m->str : tw_node_type_name(m));
+  if (m->kind != TW_NODE_SCALAR ||
+      (strcmp(m->str, "binpack") && strcmp(m->str, "spread")))
+    return tw_err_field(
+        err, TW_E_INVALID, path, "%s.mode: expected binpack or spread, got %s",
+        path, m->kind == TW_NODE_SCALAR ? m->str : tw_node_type_name(m));
   st->spread = !strcmp(m->str, "spread");
   return TW_OK;
 }
@@ -34,25 +37,29 @@ static enum tw_rc pack_configure(const struct tw_node *cfg, const char *path, vo
 /* Private offers only (capacity known): bin-packing prefers the pool the
  * job fills most, spreading the one it leaves emptiest.  Clouds score in
  * the middle so the weight does not favour or punish them. */
-static int64_t pack_score(const struct tw_policy *self, const struct tw_place_ctx *ctx,
+static int64_t pack_score(const struct tw_policy *self,
+                          const struct tw_place_ctx *ctx,
                           const struct tw_cand *c) {
   const struct pack_state *st = PI_STATE(self, struct pack_state);
   const struct tw_offer *o = c->offer;
   if (o->capacity <= 0)
     return TW_SCORE_MAX / 2;
-  int64_t free_after =
-      o->capacity - tw_capacity_view_used(ctx->capacity, o->id) - (ctx->nodes > 0 ? ctx->nodes : 1);
+  int64_t free_after = o->capacity -
+                       tw_capacity_view_used(ctx->capacity, o->id) -
+                       (ctx->nodes > 0 ? ctx->nodes : 1);
   if (free_after < 0)
     free_after = 0;
   int64_t left = (int64_t)((__int128)TW_SCORE_MAX * free_after / o->capacity);
   return st && st->spread ? left : TW_SCORE_MAX - left;
 }
 
-const struct tw_policy_ops tw_score_packing = {
-    .name = "packing", .version = TW_POLICY_ABI_VERSION, .configure = pack_configure,
-    .score = pack_score};
+const struct tw_policy_ops tw_score_packing = {.name = "packing",
+                                               .version = TW_POLICY_ABI_VERSION,
+                                               .configure = pack_configure,
+                                               .score = pack_score};
 
-/* ---- preference ----------------------------------------------------------------- */
+/* ---- preference
+ * ----------------------------------------------------------------- */
 
 struct pref {
   char match[160];
@@ -70,9 +77,10 @@ static void pref_release(void *s) {
   free(st);
 }
 
-/* prefer: [{match: "aws:us-*", bonus: 1000000}, {match: "slurm:*", bonus: 500000}] */
-static enum tw_rc pref_configure(const struct tw_node *cfg, const char *path, void **state,
-                                 struct tw_err *err) {
+/* prefer: [{match: "aws:us-*", bonus: 1000000}, {match: "slurm:*", bonus:
+ * 500000}] */
+static enum tw_rc pref_configure(const struct tw_node *cfg, const char *path,
+                                 void **state, struct tw_err *err) {
   static const char *const keys[] = {"name", "weight", "prefer", NULL};
   enum tw_rc rc = pi_cfg_keys(cfg, path, keys, err);
   if (rc)
@@ -83,7 +91,8 @@ static enum tw_rc pref_configure(const struct tw_node *cfg, const char *path, vo
   if (!l || l->kind == TW_NODE_NULL)
     return TW_OK;
   if (l->kind != TW_NODE_SEQ)
-    return tw_err_field(err, TW_E_INVALID, path, "%s.prefer: expected a list, got %s", path,
+    return tw_err_field(err, TW_E_INVALID, path,
+                        "%s.prefer: expected a list, got %s", path,
                         tw_node_type_name(l));
   st->p = tw_calloc(l->n ? l->n : 1, sizeof *st->p);
   for (size_t i = 0; i < l->n; i++) {
@@ -92,14 +101,17 @@ static enum tw_rc pref_configure(const struct tw_node *cfg, const char *path, vo
     static const char *const ek[] = {"match", "bonus", NULL};
     const struct tw_node *e = l->items[i];
     if (e->kind != TW_NODE_MAP)
-      return tw_err_field(err, TW_E_INVALID, p, "%s: expected a mapping, got %s", p,
+      return tw_err_field(err, TW_E_INVALID, p,
+                          "%s: expected a mapping, got %s", p,
                           tw_node_type_name(e));
     if ((rc = pi_cfg_keys(e, p, ek, err)))
       return rc;
     const struct tw_node *m = tw_node_get(e, "match");
-    if (!m || m->kind != TW_NODE_SCALAR || !*m->str || strlen(m->str) >= sizeof st->p[i].match)
+    if (!m || m->kind != TW_NODE_SCALAR || !*m->str ||
+        strlen(m->str) >= sizeof st->p[i].match)
       return tw_err_field(err, TW_E_INVALID, p,
-                          "%s.match: expected a selector such as \"aws:us-*\"", p);
+                          "%s.match: expected a selector such as \"aws:us-*\"",
+                          p);
     snprintf(st->p[i].match, sizeof st->p[i].match, "%s", m->str);
     st->p[i].bonus = TW_SCORE_MAX;
     if ((rc = pi_cfg_int(e, p, "bonus", 0, TW_SCORE_MAX, &st->p[i].bonus, err)))
@@ -109,7 +121,8 @@ static enum tw_rc pref_configure(const struct tw_node *cfg, const char *path, vo
   return TW_OK;
 }
 
-static int64_t pref_score(const struct tw_policy *self, const struct tw_place_ctx *ctx,
+static int64_t pref_score(const struct tw_policy *self,
+                          const struct tw_place_ctx *ctx,
                           const struct tw_cand *c) {
   (void)ctx;
   const struct pref_state *st = PI_STATE(self, struct pref_state);
@@ -120,6 +133,9 @@ static int64_t pref_score(const struct tw_policy *self, const struct tw_place_ct
   return best;
 }
 
-const struct tw_policy_ops tw_score_preference = {
-    .name = "preference", .version = TW_POLICY_ABI_VERSION, .configure = pref_configure,
-    .release = pref_release, .score = pref_score};
+const struct tw_policy_ops tw_score_preference = {.name = "preference",
+                                                  .version =
+                                                      TW_POLICY_ABI_VERSION,
+                                                  .configure = pref_configure,
+                                                  .release = pref_release,
+                                                  .score = pref_score};

@@ -67,7 +67,7 @@ struct tw_region_memo {
   char *const *regions;
   size_t n_regions;
 
-  pthread_mutex_t lock; /* guards the rest */
+  pthread_mutex_t lock;               /* guards the rest */
   struct tw_region_memo_entry *where; /* allocated on first use */
   size_t n_where, next_where;
 };

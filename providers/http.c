@@ -92,8 +92,7 @@ static void http_response_index(struct tw_http_response *r) {
   r->content_type = tw_http_response_header(r, "Content-Type");
   r->location = tw_http_response_header(r, "Location");
   r->retry_after = tw_http_response_header(r, "Retry-After");
-  r->azure_async_operation =
-      tw_http_response_header(r, "Azure-AsyncOperation");
+  r->azure_async_operation = tw_http_response_header(r, "Azure-AsyncOperation");
   r->operation_location = tw_http_response_header(r, "Operation-Location");
 }
 
@@ -103,18 +102,26 @@ enum tw_rc tw_http_status_rc(long status) {
   if (status >= 200 && status < 400)
     return TW_OK;
   switch (status) {
-  case 400: return TW_E_INVALID;
+  case 400:
+    return TW_E_INVALID;
   case 401:
-  case 403: return TW_E_AUTH;
+  case 403:
+    return TW_E_AUTH;
   case 404:
-  case 410: return TW_E_NOTFOUND;
+  case 410:
+    return TW_E_NOTFOUND;
   case 409:
-  case 412: return TW_E_CONFLICT;
-  case 413: return TW_E_TOOBIG;
-  case 415: return TW_E_UNSUPPORTED_MEDIA;
+  case 412:
+    return TW_E_CONFLICT;
+  case 413:
+    return TW_E_TOOBIG;
+  case 415:
+    return TW_E_UNSUPPORTED_MEDIA;
   case 408:
-  case 429: return TW_E_RETRYABLE;
-  default: break;
+  case 429:
+    return TW_E_RETRYABLE;
+  default:
+    break;
   }
   if (status >= 500 && status < 600)
     return TW_E_RETRYABLE;
@@ -208,8 +215,8 @@ enum tw_rc tw_http_new(const struct tw_http_opts *opts, struct tw_http **out,
     h->opts.sleep_ms = http_default_sleep;
   if (!h->opts.clock)
     h->opts.clock = tw_clock_real();
-  h->user_agent = tw_strdup(h->opts.user_agent ? h->opts.user_agent
-                                               : "tradewind/0.1");
+  h->user_agent =
+      tw_strdup(h->opts.user_agent ? h->opts.user_agent : "tradewind/0.1");
   h->opts.user_agent = h->user_agent;
   h->rng = h->opts.seed ? h->opts.seed
                         : (uint64_t)tw_mono_us() ^ ((uint64_t)getpid() << 32);
@@ -256,14 +263,14 @@ unsigned tw_http_attempt_number(const struct tw_http_attempt *a) {
   return a->n;
 }
 
-const struct tw_http_request *tw_http_attempt_request(
-    const struct tw_http_attempt *a) {
+const struct tw_http_request *
+tw_http_attempt_request(const struct tw_http_attempt *a) {
   return a->req;
 }
 
 /* "Name: value", or "Name;" which is curl's way to send an empty value. */
-static struct curl_slist *http_slist_add(struct curl_slist *l,
-                                         const char *name, const char *value) {
+static struct curl_slist *http_slist_add(struct curl_slist *l, const char *name,
+                                         const char *value) {
   char *line = value && *value ? tw_asprintf("%s: %s", name, value)
                                : tw_asprintf("%s;", name);
   struct curl_slist *n = curl_slist_append(l, line);
@@ -323,8 +330,7 @@ static size_t http_header_cb(char *data, size_t size, size_t nmemb,
     s->toobig_what = "response headers";
     return 0;
   }
-  r->headers =
-      tw_realloc(r->headers, (r->n_headers + 1) * sizeof *r->headers);
+  r->headers = tw_realloc(r->headers, (r->n_headers + 1) * sizeof *r->headers);
   r->headers[r->n_headers].name = tw_strndup(data, (size_t)(colon - data));
   r->headers[r->n_headers].value = tw_strndup(v, (size_t)(end - v));
   r->n_headers++;
@@ -430,14 +436,13 @@ static CURLcode http_perform(struct tw_http *h, CURL *c,
 enum tw_rc tw_http_do(struct tw_http *h, const struct tw_http_request *req,
                       struct tw_http_response *resp, struct tw_err *err) {
   tw_http_response_release(resp);
-  if (!h || !req || !req->method || !*req->method || !req->url ||
-      !*req->url || (req->n_headers && !req->headers) ||
-      (req->body_len && !req->body))
+  if (!h || !req || !req->method || !*req->method || !req->url || !*req->url ||
+      (req->n_headers && !req->headers) || (req->body_len && !req->body))
     return tw_err_set(err, TW_E_INVALID, "http: request incomplete");
   unsigned max = req->max_attempts ? req->max_attempts : h->opts.max_attempts;
-  struct http_sink sink = {
-      .resp = resp,
-      .max_body = req->max_body_bytes ? req->max_body_bytes : (32u << 20)};
+  struct http_sink sink = {.resp = resp,
+                           .max_body = req->max_body_bytes ? req->max_body_bytes
+                                                           : (32u << 20)};
   char *where = http_url_for_log(req->url);
   char errbuf[CURL_ERROR_SIZE];
   enum tw_rc rc = TW_OK;
@@ -497,8 +502,7 @@ enum tw_rc tw_http_do(struct tw_http *h, const struct tw_http_request *req,
       delay = -1;
       const char *ra = tw_http_response_header(resp, "Retry-After");
       if ((status == 429 || status == 503) && ra) {
-        delay = tw_http_parse_retry_after(
-            ra, tw_clock_now_ms(h->opts.clock));
+        delay = tw_http_parse_retry_after(ra, tw_clock_now_ms(h->opts.clock));
         if (delay > h->opts.retry_after_max_ms) {
           tw_log_debug("http",
                        "url=%s status=%ld retry_after_ms=%lld beyond the "

@@ -33,9 +33,9 @@ struct tw_http_attempt;
 
 /* Client settings; a zero field takes the default named beside it. */
 struct tw_http_opts {
-  unsigned max_attempts;      /* 4: first try plus 3 retries */
-  int64_t backoff_base_ms;    /* 200 */
-  int64_t backoff_cap_ms;     /* 20000 */
+  unsigned max_attempts;   /* 4: first try plus 3 retries */
+  int64_t backoff_base_ms; /* 200 */
+  int64_t backoff_cap_ms;  /* 20000 */
   /* A Retry-After longer than this is not waited for: the answer is
    * returned at once (the caller decides whether to come back later). */
   int64_t retry_after_max_ms; /* 60000 */
@@ -46,7 +46,7 @@ struct tw_http_opts {
   /* Reads "now" for an HTTP-date Retry-After; NULL: the real clock.
    * Borrowed: must outlive the client. */
   struct tw_clock *clock;
-  const char *user_agent;     /* "tradewind/<version>" */
+  const char *user_agent; /* "tradewind/<version>" */
 };
 
 struct tw_http_header {
@@ -75,14 +75,14 @@ struct tw_http_request {
   const char *url;                      /* absolute, http or https */
   const struct tw_http_header *headers; /* sent on every attempt */
   size_t n_headers;
-  const void *body;                     /* NULL: none */
+  const void *body; /* NULL: none */
   size_t body_len;
-  long timeout_ms;          /* whole attempt; 0: 30000 */
-  long connect_timeout_ms;  /* 0: 5000 */
-  size_t max_body_bytes;    /* response body limit; 0: 32 MiB */
-  unsigned max_attempts;    /* 0: the client's; 1: never retry */
-  const char *ca_file;      /* PEM bundle to trust; NULL: system CAs */
-  bool insecure;            /* skip TLS verification: local fakes only */
+  long timeout_ms;            /* whole attempt; 0: 30000 */
+  long connect_timeout_ms;    /* 0: 5000 */
+  size_t max_body_bytes;      /* response body limit; 0: 32 MiB */
+  unsigned max_attempts;      /* 0: the client's; 1: never retry */
+  const char *ca_file;        /* PEM bundle to trust; NULL: system CAs */
+  bool insecure;              /* skip TLS verification: local fakes only */
   tw_http_prepare_fn prepare; /* optional */
   void *prepare_ctx;
   tw_http_retry_fn should_retry; /* optional */
@@ -91,7 +91,7 @@ struct tw_http_request {
 
 /* The final answer.  Header values are those of the last attempt. */
 struct tw_http_response {
-  long status;              /* 0 when no answer was received */
+  long status; /* 0 when no answer was received */
   struct tw_buf body;
   /* Borrowed from headers below, NULL when absent. */
   const char *content_type;
@@ -101,8 +101,8 @@ struct tw_http_response {
   const char *operation_location;    /* Operation-Location */
   struct tw_http_header *headers;    /* every response header, as sent */
   size_t n_headers;
-  unsigned attempts;        /* attempts made, 1 when not retried */
-  int64_t slept_ms;         /* total backoff requested between attempts */
+  unsigned attempts; /* attempts made, 1 when not retried */
+  int64_t slept_ms;  /* total backoff requested between attempts */
 };
 
 void tw_http_response_init(struct tw_http_response *r);
@@ -147,8 +147,8 @@ enum tw_rc tw_http_status_rc(long status);
 /* For the prepare hook: the attempt number, 1 for the first. */
 unsigned tw_http_attempt_number(const struct tw_http_attempt *a);
 /* For the prepare hook: the request being sent. */
-const struct tw_http_request *tw_http_attempt_request(
-    const struct tw_http_attempt *a);
+const struct tw_http_request *
+tw_http_attempt_request(const struct tw_http_attempt *a);
 /* For the prepare hook: adds a header to this attempt only (copied). */
 void tw_http_attempt_add_header(struct tw_http_attempt *a, const char *name,
                                 const char *value);

@@ -20,8 +20,8 @@
 #include "providers/http.h"
 
 static const char *const op_names[TW_POP_COUNT] = {
-    "list_offers", "launch",       "describe",
-    "terminate",   "list_managed", "poll_events", "read_output"};
+    "list_offers",  "launch",      "describe",   "terminate",
+    "list_managed", "poll_events", "read_output"};
 
 const char *tw_provider_op_str(enum tw_provider_op op) {
   return (unsigned)op < TW_POP_COUNT ? op_names[op] : "unknown";
@@ -493,9 +493,12 @@ enum tw_rc tw_provider_read_output(struct tw_provider *p, const char *id,
                                    struct tw_err *err) {
   *eof = false;
   if (p->ops->version < 2 || !p->ops->read_output)
-    return tw_err_set(err, TW_E_NOTFOUND, "provider %s keeps no output", p->account);
+    return tw_err_set(err, TW_E_NOTFOUND, "provider %s keeps no output",
+                      p->account);
   if (!id || !*id || offset < 0)
-    return tw_err_set(err, TW_E_INVALID, "read_output: an instance id and offset >= 0 are required");
+    return tw_err_set(
+        err, TW_E_INVALID,
+        "read_output: an instance id and offset >= 0 are required");
   if (max > (1u << 20))
     max = 1u << 20;
   struct call c;
@@ -744,17 +747,20 @@ enum tw_rc tw_provider_cfg_secret(const struct tw_node *cfg, const char *base,
                         key_env, key_file);
   if (sealed) {
     if (!secret_resolver)
-      return tw_err_field(err, TW_E_AUTH, key_sealed,
-                          "%s: no sealed secrets here (the daemon needs secrets.key_file "
-                          "or secrets.key_env)",
-                          key_sealed);
+      return tw_err_field(
+          err, TW_E_AUTH, key_sealed,
+          "%s: no sealed secrets here (the daemon needs secrets.key_file "
+          "or secrets.key_env)",
+          key_sealed);
     struct tw_err serr = {0};
-    if (secret_resolver(secret_resolver_ctx, sealed, out, &serr) || !*out || !**out) {
+    if (secret_resolver(secret_resolver_ctx, sealed, out, &serr) || !*out ||
+        !**out) {
       free(*out);
       *out = NULL;
       /* the resolver's text names the secret, never its value */
-      return tw_err_field(err, TW_E_AUTH, key_sealed, "%s: cannot open sealed secret %s: %s",
-                          key_sealed, sealed, serr.msg);
+      return tw_err_field(err, TW_E_AUTH, key_sealed,
+                          "%s: cannot open sealed secret %s: %s", key_sealed,
+                          sealed, serr.msg);
     }
     return TW_OK;
   }

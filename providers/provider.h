@@ -312,12 +312,10 @@ struct tw_provider_http_limits {
 /* The clouds' limits: timeout_ms 20000, connect_timeout_ms from 100,
  * max_attempts 1..20 (4), backoffs from 1 ms, cap 20000. */
 #define TW_PROVIDER_HTTP_CLOUD                                                 \
-  {.timeout_def = 20000,                                                       \
-   .connect_min = 100,                                                         \
-   .attempts_max = 20,                                                         \
-   .attempts_def = 4,                                                          \
-   .backoff_min = 1,                                                           \
-   .backoff_cap_def = 20000}
+  {                                                                            \
+    .timeout_def = 20000, .connect_min = 100, .attempts_max = 20,              \
+    .attempts_def = 4, .backoff_min = 1, .backoff_cap_def = 20000              \
+  }
 
 struct tw_http_opts;
 

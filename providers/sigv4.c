@@ -30,10 +30,18 @@ static const char HEX_UPPER[] = "0123456789ABCDEF";
  * botocore/auth.py): hop-by-hop headers a proxy may rewrite, and
  * user-agent / x-amzn-trace-id which middleboxes touch.  Signing them
  * would make a request fail on its way through a proxy. */
-static const char *const UNSIGNED_HEADERS[] = {
-    "connection", "expect",  "keep-alive",        "proxy-authenticate",
-    "proxy-authorization", "te", "trailer", "transfer-encoding",
-    "upgrade",    "user-agent", "x-amzn-trace-id", NULL};
+static const char *const UNSIGNED_HEADERS[] = {"connection",
+                                               "expect",
+                                               "keep-alive",
+                                               "proxy-authenticate",
+                                               "proxy-authorization",
+                                               "te",
+                                               "trailer",
+                                               "transfer-encoding",
+                                               "upgrade",
+                                               "user-agent",
+                                               "x-amzn-trace-id",
+                                               NULL};
 
 /* Python's str.split() treats these as whitespace too; botocore trims
  * header values with it, so the same set keeps signatures identical. */
@@ -44,8 +52,7 @@ static bool sigv4_is_ws(unsigned char c) {
 
 static bool sigv4_unreserved(unsigned char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-         (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
-         c == '~';
+         (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~';
 }
 
 static int sigv4_hexval(unsigned char c) {
@@ -99,8 +106,7 @@ void tw_sigv4_uri_encode(const char *s, size_t len, int keep_slash,
  * decode-then-encode maps both a raw UTF-8 query (the AWS test suite's
  * get-vanilla-utf8-query) and an already encoded one (what botocore and
  * curl put on the wire) to the same canonical form. */
-static void sigv4_canon_component(struct tw_buf *b, const char *s,
-                                  size_t len) {
+static void sigv4_canon_component(struct tw_buf *b, const char *s, size_t len) {
   struct tw_buf raw;
   tw_buf_init(&raw);
   for (size_t i = 0; i < len; i++) {
@@ -319,8 +325,7 @@ static void sigv4_hmac(const void *key, size_t klen, const void *msg,
 static enum tw_rc sigv4_sign(const struct tw_sigv4_request *req,
                              const struct tw_sigv4_params *p,
                              const char *only_signed,
-                             struct tw_sigv4_result *out,
-                             struct tw_err *err) {
+                             struct tw_sigv4_result *out, struct tw_err *err) {
   memset(out, 0, sizeof *out);
   if (!req || !p || !req->method || !*req->method)
     return tw_err_set(err, TW_E_INVALID, "sigv4: request method missing");
@@ -367,8 +372,8 @@ static enum tw_rc sigv4_sign(const struct tw_sigv4_request *req,
 
   /* Headers: lower-cased names, sorted; repeated names merged in the order
    * sent, values joined by ','. */
-  struct sigv4_hdr *hs = tw_calloc(req->n_headers ? req->n_headers : 1,
-                                   sizeof *hs);
+  struct sigv4_hdr *hs =
+      tw_calloc(req->n_headers ? req->n_headers : 1, sizeof *hs);
   size_t nh = 0;
   const char *payload_hdr = NULL;
   for (size_t i = 0; i < req->n_headers; i++) {
@@ -555,9 +560,9 @@ static void sigv4_authz_release(struct sigv4_authz *a) {
 
 static bool sigv4_token_char(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '_' || c == '.' || c == '!' || c == '#' || c == '$' ||
-         c == '%' || c == '&' || c == '\'' || c == '*' || c == '+' ||
-         c == '^' || c == '`' || c == '|' || c == '~';
+         c == '_' || c == '.' || c == '!' || c == '#' || c == '$' || c == '%' ||
+         c == '&' || c == '\'' || c == '*' || c == '+' || c == '^' ||
+         c == '`' || c == '|' || c == '~';
 }
 
 /* Parses "AWS4-HMAC-SHA256 Credential=AK/YYYYMMDD/region/service/
@@ -599,8 +604,8 @@ static bool sigv4_parse_authz(const char *v, struct sigv4_authz *a,
         c = slash + 1;
       }
       bool ok = np == 5 && c <= ce && !memchr(c, '/', (size_t)(ce - c)) &&
-                *parts[0] && strlen(parts[1]) == 8 && *parts[2] &&
-                *parts[3] && !strcmp(parts[4], "aws4_request");
+                *parts[0] && strlen(parts[1]) == 8 && *parts[2] && *parts[3] &&
+                !strcmp(parts[4], "aws4_request");
       for (int i = 0; ok && i < 8; i++)
         ok = parts[1][i] >= '0' && parts[1][i] <= '9';
       if (!ok) {
@@ -669,10 +674,9 @@ static bool sigv4_parse_authz(const char *v, struct sigv4_authz *a,
 }
 
 enum tw_rc tw_sigv4_verify(const struct tw_sigv4_request *req,
-                           tw_sigv4_secret_fn secret, void *ctx,
-                           int64_t now_ms, int64_t skew_ms,
-                           const char *expect_service, char **access_key_out,
-                           struct tw_err *err) {
+                           tw_sigv4_secret_fn secret, void *ctx, int64_t now_ms,
+                           int64_t skew_ms, const char *expect_service,
+                           char **access_key_out, struct tw_err *err) {
   if (access_key_out)
     *access_key_out = NULL;
   if (!req || !secret || (req->n_headers && !req->headers))
@@ -691,8 +695,8 @@ enum tw_rc tw_sigv4_verify(const struct tw_sigv4_request *req,
   struct tw_sigv4_result res;
   memset(&res, 0, sizeof res);
   if (!sigv4_parse_authz(authz, &a, &why)) {
-    rc = sigv4_deny(err, "IncompleteSignature", "Authorization header: %s",
-                    why);
+    rc =
+        sigv4_deny(err, "IncompleteSignature", "Authorization header: %s", why);
     goto out;
   }
   if (!sigv4_in_list(a.signed_headers, "host")) {

@@ -29,16 +29,16 @@
 #include "broker/err.h"
 
 struct tw_sigv4_header {
-  const char *name;  /* as sent; canonicalized (lower case, trimmed) inside */
+  const char *name; /* as sent; canonicalized (lower case, trimmed) inside */
   const char *value;
 };
 
 struct tw_sigv4_request {
-  const char *method;   /* "GET", "POST" */
-  const char *path;     /* raw path as on the wire, "/" if empty */
-  const char *query;    /* raw query string without '?', or NULL */
+  const char *method; /* "GET", "POST" */
+  const char *path;   /* raw path as on the wire, "/" if empty */
+  const char *query;  /* raw query string without '?', or NULL */
   const struct tw_sigv4_header *headers;
-  size_t n_headers;     /* must include host and x-amz-date (or date) */
+  size_t n_headers; /* must include host and x-amz-date (or date) */
   const void *body;
   size_t body_len;
 };
@@ -58,10 +58,10 @@ struct tw_sigv4_params {
 struct tw_sigv4_result {
   char *canonical_request;
   char *string_to_sign;
-  char signature[65];     /* lower-case hex */
-  char *authorization;    /* full Authorization header value */
-  char *signed_headers;   /* "host;x-amz-date" */
-  char payload_hash[65];  /* hex SHA-256 of the body */
+  char signature[65];    /* lower-case hex */
+  char *authorization;   /* full Authorization header value */
+  char *signed_headers;  /* "host;x-amz-date" */
+  char payload_hash[65]; /* hex SHA-256 of the body */
 };
 
 /* Signs req.  The headers signed are all of req's headers (as the AWS test
@@ -106,16 +106,14 @@ typedef const char *(*tw_sigv4_secret_fn)(void *ctx, const char *access_key);
  * secret is NULL.  The secret callback is called at most once, from the
  * calling thread. */
 enum tw_rc tw_sigv4_verify(const struct tw_sigv4_request *req,
-                           tw_sigv4_secret_fn secret, void *ctx,
-                           int64_t now_ms, int64_t skew_ms,
-                           const char *expect_service, char **access_key_out,
-                           struct tw_err *err);
+                           tw_sigv4_secret_fn secret, void *ctx, int64_t now_ms,
+                           int64_t skew_ms, const char *expect_service,
+                           char **access_key_out, struct tw_err *err);
 
 /* Lower-case hex SHA-256 of data into out[65]. */
 void tw_sha256_hex(const void *data, size_t len, char out[65]);
 
 /* AWS's URI encoding (RFC 3986 unreserved kept; '/' kept when keep_slash). */
-void tw_sigv4_uri_encode(const char *s, size_t len, int keep_slash,
-                         char **out);
+void tw_sigv4_uri_encode(const char *s, size_t len, int keep_slash, char **out);
 
 #endif

@@ -26,8 +26,8 @@ struct fit_state {
   int by_memory;
 };
 
-static enum tw_rc fit_configure(const struct tw_node *cfg, const char *path, void **state,
-                                struct tw_err *err) {
+static enum tw_rc fit_configure(const struct tw_node *cfg, const char *path,
+                                void **state, struct tw_err *err) {
   (void)path;
   struct fit_state *st = calloc(1, sizeof *st);
   if (!st)
@@ -51,7 +51,8 @@ static enum tw_rc fit_configure(const struct tw_node *cfg, const char *path, voi
   return TW_OK;
 }
 
-static int64_t fit_score(const struct tw_policy *self, const struct tw_place_ctx *ctx,
+static int64_t fit_score(const struct tw_policy *self,
+                         const struct tw_place_ctx *ctx,
                          const struct tw_cand *c) {
   const struct fit_state *st = self->state;
   int64_t want, have;

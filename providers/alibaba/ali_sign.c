@@ -141,8 +141,7 @@ static int str_cmp(const void *x, const void *y) {
 }
 
 enum tw_rc tw_ali_acs3_sign(const struct tw_ali_acs3_request *r,
-                            const char *secret,
-                            struct tw_ali_acs3_result *out,
+                            const char *secret, struct tw_ali_acs3_result *out,
                             struct tw_err *err) {
   memset(out, 0, sizeof *out);
   if (!r || !r->method || !secret)
@@ -247,8 +246,8 @@ enum tw_rc tw_ali_acs3_sign(const struct tw_ali_acs3_request *r,
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int md_len = 0;
   HMAC(EVP_sha256(), secret, (int)strlen(secret),
-       (const unsigned char *)out->string_to_sign,
-       strlen(out->string_to_sign), md, &md_len);
+       (const unsigned char *)out->string_to_sign, strlen(out->string_to_sign),
+       md, &md_len);
   static const char hex[] = "0123456789abcdef";
   for (unsigned i = 0; i < 32 && i < md_len; i++) {
     out->signature[2 * i] = hex[md[i] >> 4];

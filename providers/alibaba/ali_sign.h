@@ -64,24 +64,24 @@ enum tw_rc tw_ali_rpc_sign(const char *method, const struct tw_ali_pair *p,
 
 /* What ACS3 signs. */
 struct tw_ali_acs3_request {
-  const char *method;                 /* "POST" */
-  const char *path;                   /* "/" for the RPC APIs */
-  const struct tw_ali_pair *query;    /* decoded query parameters */
+  const char *method;              /* "POST" */
+  const char *path;                /* "/" for the RPC APIs */
+  const struct tw_ali_pair *query; /* decoded query parameters */
   size_t n_query;
-  const struct tw_ali_pair *headers;  /* as sent; names any case */
+  const struct tw_ali_pair *headers; /* as sent; names any case */
   size_t n_headers;
   /* The names to sign, lower case, ';'-separated, as the Authorization
    * header lists them.  NULL: every header named host, content-type or
    * x-acs-* (what the SDK signs). */
   const char *signed_headers;
-  const char *payload_hash;           /* hex SHA-256 of the body */
+  const char *payload_hash; /* hex SHA-256 of the body */
 };
 
 struct tw_ali_acs3_result {
-  char signature[65];          /* lower-case hex */
-  char *canonical_request;     /* owned */
-  char *string_to_sign;        /* owned */
-  char *signed_headers;        /* owned: "host;x-acs-action;..." */
+  char signature[65];      /* lower-case hex */
+  char *canonical_request; /* owned */
+  char *string_to_sign;    /* owned */
+  char *signed_headers;    /* owned: "host;x-acs-action;..." */
 };
 
 /* Signs r with secret.  Every name in signed_headers must be among the
@@ -89,8 +89,7 @@ struct tw_ali_acs3_result {
  * answers).  Release out with tw_ali_acs3_result_release(), also after a
  * failure. */
 enum tw_rc tw_ali_acs3_sign(const struct tw_ali_acs3_request *r,
-                            const char *secret,
-                            struct tw_ali_acs3_result *out,
+                            const char *secret, struct tw_ali_acs3_result *out,
                             struct tw_err *err);
 void tw_ali_acs3_result_release(struct tw_ali_acs3_result *r);
 

@@ -79,7 +79,7 @@ struct ali_ctx {
   struct tw_http *http;
 
   /* Mutable after init. */
-  atomic_llong skew_ms; /* server clock minus ours, learnt from Date */
+  atomic_llong skew_ms;        /* server clock minus ours, learnt from Date */
   struct tw_region_memo where; /* the region of each known instance */
 };
 
@@ -153,8 +153,9 @@ static bool url_ok(const char *u) {
 
 /* name: scalar for every key, or {key: value} per region or zone. */
 static enum tw_rc read_per_key(const struct tw_node *cfg, const char *one,
-                               const char *many, char (**keys)[TW_MODEL_NAME_MAX],
-                               char ***vals, size_t *n, struct tw_err *err) {
+                               const char *many,
+                               char (**keys)[TW_MODEL_NAME_MAX], char ***vals,
+                               size_t *n, struct tw_err *err) {
   const char *v;
   enum tw_rc rc = tw_provider_cfg_str(cfg, one, NULL, &v, err);
   if (rc)
@@ -173,8 +174,8 @@ static enum tw_rc read_per_key(const struct tw_node *cfg, const char *one,
   for (size_t i = 0; m && i < m->n; i++) {
     if (m->items[i]->kind != TW_NODE_SCALAR || !*m->items[i]->str ||
         strlen(m->keys[i]) >= TW_MODEL_NAME_MAX)
-      return tw_err_field(err, TW_E_INVALID, many,
-                          "%s.%s: expected an id", many, m->keys[i]);
+      return tw_err_field(err, TW_E_INVALID, many, "%s.%s: expected an id",
+                          many, m->keys[i]);
     TW_SET((*keys)[*n], m->keys[i]);
     (*vals)[(*n)++] = tw_strdup(m->items[i]->str);
   }
@@ -234,8 +235,7 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
     a->acs3 = true;
   else if (strcmp(s, "hmac-sha1"))
     return tw_err_field(err, TW_E_INVALID, "signature",
-                        "signature: expected hmac-sha1 or acs3, got \"%s\"",
-                        s);
+                        "signature: expected hmac-sha1 or acs3, got \"%s\"", s);
 
   /* The exchange rate and the day it was read: every offer carries both,
    * so a price can always be traced back to the CNY it came from. */
@@ -250,8 +250,8 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
                         "cny_usd_rate: expected the USD value of one CNY, "
                         "such as \"0.1380\"");
   int y, mo, d, n = 0;
-  if (!date || sscanf(date, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 ||
-      date[n] || n != 10 || mo < 1 || mo > 12 || d < 1 || d > 31)
+  if (!date || sscanf(date, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || date[n] ||
+      n != 10 || mo < 1 || mo > 12 || d < 1 || d > 31)
     return tw_err_field(err, TW_E_INVALID, "cny_usd_rate_date",
                         "cny_usd_rate_date: expected the day the rate was "
                         "read, YYYY-MM-DD");
@@ -351,8 +351,7 @@ struct ali_params {
   size_t n;
 };
 
-static void ap_add(struct ali_params *p, const char *name,
-                   const char *value) {
+static void ap_add(struct ali_params *p, const char *name, const char *value) {
   p->v = tw_realloc(p->v, (p->n + 1) * sizeof *p->v);
   p->v[p->n].name = tw_strdup(name);
   p->v[p->n].value = tw_strdup(value ? value : "");
@@ -382,8 +381,7 @@ static void ap_release(struct ali_params *p) {
 }
 
 /* "name=value&..." percent-encoded as signed. */
-static void ap_encode(struct tw_buf *b, const struct tw_ali_pair *v,
-                      size_t n) {
+static void ap_encode(struct tw_buf *b, const struct tw_ali_pair *v, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (i)
       tw_buf_addc(b, '&');
@@ -446,14 +444,12 @@ static enum tw_rc endpoint_for(struct ali_req *r, const char *tmpl,
   size_t hl = strcspn(hs, "/?#");
   enum tw_rc rc = TW_OK;
   if (hl == 0 || hl >= sizeof r->host || u.len + 2 >= 1024) {
-    rc = tw_err_set(err, TW_E_INVALID, "alibaba: endpoint %s: malformed",
-                    tmpl);
+    rc = tw_err_set(err, TW_E_INVALID, "alibaba: endpoint %s: malformed", tmpl);
   } else {
     memcpy(r->host, hs, hl);
     r->host[hl] = '\0';
     /* RPC APIs are served at "/" of the host. */
-    snprintf(r->url, sizeof r->url, "%.*s/", (int)(hs + hl - u.data),
-             u.data);
+    snprintf(r->url, sizeof r->url, "%.*s/", (int)(hs + hl - u.data), u.data);
   }
   tw_buf_release(&u);
   return rc;
@@ -539,8 +535,7 @@ static bool ali_should_retry(void *ctx, long status,
  * parameters params; on success *out holds the answer's body. */
 static enum tw_rc ali_call(struct tw_provider *p, const char *tmpl,
                            const char *region, const char *action,
-                           const char *version,
-                           const struct ali_params *params,
+                           const char *version, const struct ali_params *params,
                            struct tw_buf *out, struct tw_err *err) {
   struct ali_ctx *a = p->ctx;
   struct ali_req *r = tw_calloc(1, sizeof *r);
@@ -563,8 +558,7 @@ static enum tw_rc ali_call(struct tw_provider *p, const char *tmpl,
     tw_buf_addc(&q, '?');
     ap_encode(&q, params->v, params->n);
     if (q.len >= sizeof r->url)
-      rc = tw_err_set(err, TW_E_TOOBIG, "alibaba %s: request too long",
-                      action);
+      rc = tw_err_set(err, TW_E_TOOBIG, "alibaba %s: request too long", action);
     else
       memcpy(r->url, q.data, q.len + 1);
     tw_buf_release(&q);
@@ -575,18 +569,18 @@ static enum tw_rc ali_call(struct tw_provider *p, const char *tmpl,
   }
   const struct tw_http_header form[] = {{"Host", r->host},
                                         {"Content-Type", ALI_FORM}};
-  r->hreq = (struct tw_http_request){
-      .method = "POST",
-      .url = r->url,
-      .headers = form,
-      .n_headers = a->acs3 ? 1 : 2,
-      .timeout_ms = a->timeout_ms,
-      .connect_timeout_ms = a->connect_timeout_ms,
-      .max_body_bytes = TW_ECS_JSON_MAX_BYTES,
-      .ca_file = a->ca_file,
-      .prepare = ali_sign_attempt,
-      .prepare_ctx = r,
-      .should_retry = ali_should_retry};
+  r->hreq =
+      (struct tw_http_request){.method = "POST",
+                               .url = r->url,
+                               .headers = form,
+                               .n_headers = a->acs3 ? 1 : 2,
+                               .timeout_ms = a->timeout_ms,
+                               .connect_timeout_ms = a->connect_timeout_ms,
+                               .max_body_bytes = TW_ECS_JSON_MAX_BYTES,
+                               .ca_file = a->ca_file,
+                               .prepare = ali_sign_attempt,
+                               .prepare_ctx = r,
+                               .should_retry = ali_should_retry};
   struct tw_http_response resp;
   tw_http_response_init(&resp);
   for (int round = 0;; round++) {
@@ -638,8 +632,8 @@ static enum tw_rc ecs_call(struct tw_provider *p, const char *region,
                            const char *action, const struct ali_params *params,
                            struct tw_buf *out, struct tw_err *err) {
   struct ali_ctx *a = p->ctx;
-  return ali_call(p, a->endpoint, region, action, ALI_ECS_VERSION, params,
-                  out, err);
+  return ali_call(p, a->endpoint, region, action, ALI_ECS_VERSION, params, out,
+                  err);
 }
 
 /* ---- launch, describe, terminate ---------------------------------------- */
@@ -679,8 +673,8 @@ static enum tw_rc ali_launch(struct tw_provider *p, const struct tw_launch *req,
     if (req->max_price_uusd_per_hour > 0) {
       /* SpotPriceLimit is CNY per hour with three decimals; rounded down
        * so the limit never exceeds the caller's. */
-      int64_t milli =
-          tw_ecs_uusd_to_milli(req->max_price_uusd_per_hour, a->rate_uusd * 1000);
+      int64_t milli = tw_ecs_uusd_to_milli(req->max_price_uusd_per_hour,
+                                           a->rate_uusd * 1000);
       if (milli <= 0) {
         rc = tw_err_field(err, TW_E_INVALID, "max_price",
                           "alibaba launch: a maximum price of %lld micro-USD "
@@ -835,8 +829,7 @@ static enum tw_rc ali_terminate(struct tw_provider *p, const char *id,
 /* Tradewind's instances in one region, every page (a tag filter with a key
  * and no value matches every value). */
 static enum tw_rc managed_in(struct tw_provider *p, const char *region,
-                             struct tw_instance_list *out,
-                             struct tw_err *err) {
+                             struct tw_instance_list *out, struct tw_err *err) {
   struct ali_ctx *a = p->ctx;
   char next[256] = "", size[24];
   enum tw_rc rc = TW_OK;
@@ -861,8 +854,7 @@ static enum tw_rc managed_in(struct tw_provider *p, const char *region,
     size_t first = out->n;
     rc = ecs_call(p, region, "DescribeInstances", &f, &body, err);
     ap_release(&f);
-    if (rc ||
-        (rc = tw_ecs_parse_instances(body.data, body.len, out, &pg, err)))
+    if (rc || (rc = tw_ecs_parse_instances(body.data, body.len, out, &pg, err)))
       break;
     for (size_t i = first; i < out->n; i++) {
       TW_SET(out->items[i].region, region);
@@ -905,9 +897,8 @@ static int64_t rate_of(const struct ali_ctx *a, const char *currency) {
   return 0;
 }
 
-static enum tw_rc stock_in(struct tw_provider *p, const char *region,
-                           bool spot, struct tw_ecs_stock_list *out,
-                           struct tw_err *err) {
+static enum tw_rc stock_in(struct tw_provider *p, const char *region, bool spot,
+                           struct tw_ecs_stock_list *out, struct tw_err *err) {
   struct ali_params f = {0};
   struct tw_buf body;
   tw_buf_init(&body);
@@ -920,8 +911,7 @@ static enum tw_rc stock_in(struct tw_provider *p, const char *region,
   enum tw_rc rc =
       ecs_call(p, region, "DescribeAvailableResource", &f, &body, err);
   if (rc == TW_OK)
-    rc = tw_ecs_parse_available(body.data, body.len, "InstanceType", out,
-                                err);
+    rc = tw_ecs_parse_available(body.data, body.len, "InstanceType", out, err);
   ap_release(&f);
   tw_buf_release(&body);
   return rc;
@@ -938,8 +928,7 @@ static bool wanted(const struct ali_ctx *a, const char *type) {
 
 static enum tw_rc types_in(struct tw_provider *p, const char *region,
                            char **names, size_t n,
-                           struct tw_ecs_itype_list *out,
-                           struct tw_err *err) {
+                           struct tw_ecs_itype_list *out, struct tw_err *err) {
   struct ali_ctx *a = p->ctx;
   enum tw_rc rc = TW_OK;
   struct tw_buf body;
@@ -965,8 +954,8 @@ static enum tw_rc types_in(struct tw_provider *p, const char *region,
       rc = ecs_call(p, region, "DescribeInstanceTypes", &f, &body, err);
       ap_release(&f);
       char tok[256];
-      if (rc || (rc = tw_ecs_parse_instance_types(body.data, body.len, out,
-                                                  tok, err)))
+      if (rc || (rc = tw_ecs_parse_instance_types(body.data, body.len, out, tok,
+                                                  err)))
         break;
       if (tok[0] && !strcmp(tok, next)) {
         rc = tw_err_set(err, TW_E_INTERNAL,
@@ -982,8 +971,8 @@ static enum tw_rc types_in(struct tw_provider *p, const char *region,
 }
 
 static enum tw_rc price_of(struct tw_provider *p, const char *region,
-                           const char *type, int64_t *uusd,
-                           char currency[8], struct tw_err *err) {
+                           const char *type, int64_t *uusd, char currency[8],
+                           struct tw_err *err) {
   struct ali_ctx *a = p->ctx;
   struct ali_params f = {0};
   struct tw_buf body;
@@ -1191,8 +1180,7 @@ static enum tw_rc offers_in(struct tw_provider *p, const char *region,
             !in_stock(&sp, s->zone, ty->name))
           continue;
         int64_t uusd;
-        if ((rc = tw_ecs_to_uusd(s->price_nano, rate_of(a, cur), &uusd,
-                                 err))) {
+        if ((rc = tw_ecs_to_uusd(s->price_nano, rate_of(a, cur), &uusd, err))) {
           tw_ecs_spot_price_list_release(&hist);
           goto out;
         }
@@ -1240,9 +1228,9 @@ static enum tw_rc reclaim_events(struct tw_provider *p, const char *region,
   ap_add(&f, "StartTime", from);
   ap_add(&f, "EndTime", to);
   ap_add(&f, "PageSize", "100");
-  enum tw_rc rc = ali_call(p, a->cms_endpoint, region,
-                           "DescribeSystemEventAttribute", ALI_CMS_VERSION,
-                           &f, &body, err);
+  enum tw_rc rc =
+      ali_call(p, a->cms_endpoint, region, "DescribeSystemEventAttribute",
+               ALI_CMS_VERSION, &f, &body, err);
   if (rc == TW_OK)
     rc = tw_ecs_parse_reclaim_events(body.data, body.len, out, err);
   ap_release(&f);
@@ -1272,14 +1260,13 @@ static enum tw_rc ali_poll_events(struct tw_provider *p,
       rc = reclaim_events(p, a->regions[r], &notes, err);
     for (size_t i = 0; i < l.n && !rc; i++) {
       const struct tw_instance *in = &l.items[i];
-      if (in->market != TW_MARKET_SPOT ||
-          strcmp(in->state_reason, "Recycling"))
+      if (in->market != TW_MARKET_SPOT || strcmp(in->state_reason, "Recycling"))
         continue;
       struct tw_event *e = tw_event_list_add(out);
       e->kind = TW_EVENT_INTERRUPTION;
       TW_SET(e->instance_id, in->id);
-      TW_SET(e->action, strcmp(a->spot_behavior, "Stop") ? "terminate"
-                                                          : "stop");
+      TW_SET(e->action,
+             strcmp(a->spot_behavior, "Stop") ? "terminate" : "stop");
       /* The newest event of this instance; without CloudMonitor the time
        * is unknown (0), which still dedups from poll to poll. */
       for (size_t k = 0; k < notes.n; k++)

@@ -76,8 +76,8 @@ bool tw_ecs_decimal_nano(const char *s, int64_t *out) {
   return true;
 }
 
-enum tw_rc tw_ecs_to_uusd(int64_t amount_nano, int64_t rate_nano,
-                          int64_t *out, struct tw_err *err) {
+enum tw_rc tw_ecs_to_uusd(int64_t amount_nano, int64_t rate_nano, int64_t *out,
+                          struct tw_err *err) {
   if (amount_nano < 0 || rate_nano <= 0)
     return tw_err_set(err, TW_E_INVALID,
                       "alibaba price: negative amount or rate");
@@ -128,18 +128,17 @@ static enum tw_rc load(const char *body, size_t len, const char *what,
                        json_t **root, struct tw_err *err) {
   *root = NULL;
   if (len > TW_ECS_JSON_MAX_BYTES)
-    return tw_err_set(err, TW_E_TOOBIG, "alibaba %s: answer of %zu bytes",
-                      what, len);
+    return tw_err_set(err, TW_E_TOOBIG, "alibaba %s: answer of %zu bytes", what,
+                      len);
   json_error_t je;
   json_t *r = json_loadb(body ? body : "", len, 0, &je);
   if (!r)
     return tw_err_set(err, TW_E_INVALID,
-                      "alibaba %s: malformed JSON: %s (line %d)", what,
-                      je.text, je.line);
+                      "alibaba %s: malformed JSON: %s (line %d)", what, je.text,
+                      je.line);
   if (!json_is_object(r)) {
     json_decref(r);
-    return tw_err_set(err, TW_E_INVALID, "alibaba %s: not a JSON object",
-                      what);
+    return tw_err_set(err, TW_E_INVALID, "alibaba %s: not a JSON object", what);
   }
   *root = r;
   return TW_OK;
@@ -157,8 +156,7 @@ static enum tw_rc list_at(const json_t *obj, const char *a, const char *b,
   if (!o || json_is_null(o))
     return TW_OK;
   if (!json_is_object(o))
-    return tw_err_field(err, TW_E_INVALID, a, "alibaba: %s: not an object",
-                        a);
+    return tw_err_field(err, TW_E_INVALID, a, "alibaba: %s: not an object", a);
   json_t *l = json_object_get(o, b);
   if (!l || json_is_null(l))
     return TW_OK;
@@ -168,8 +166,8 @@ static enum tw_rc list_at(const json_t *obj, const char *a, const char *b,
     return TW_OK;
   }
   if (!json_is_array(l))
-    return tw_err_field(err, TW_E_INVALID, a, "alibaba: %s.%s: not a list",
-                        a, b);
+    return tw_err_field(err, TW_E_INVALID, a, "alibaba: %s.%s: not a list", a,
+                        b);
   *out = l;
   return TW_OK;
 }
@@ -186,8 +184,7 @@ static json_t *list_item(json_t *l, bool single, size_t i) {
  * decimal text (ECS is loose about both); anything else, or too long, is
  * TW_E_INVALID naming where. */
 static enum tw_rc get_str(const json_t *obj, const char *key, char *out,
-                          size_t size, const char *where,
-                          struct tw_err *err) {
+                          size_t size, const char *where, struct tw_err *err) {
   out[0] = '\0';
   json_t *v = json_object_get(obj, key);
   if (!v || json_is_null(v))
@@ -215,8 +212,7 @@ static enum tw_rc get_str(const json_t *obj, const char *key, char *out,
 
 /* An integer member; def when absent.  Strings of digits are accepted. */
 static enum tw_rc get_int(const json_t *obj, const char *key, int64_t def,
-                          int64_t *out, const char *where,
-                          struct tw_err *err) {
+                          int64_t *out, const char *where, struct tw_err *err) {
   json_t *v = json_object_get(obj, key);
   *out = def;
   if (!v || json_is_null(v))
@@ -234,7 +230,8 @@ static enum tw_rc get_int(const json_t *obj, const char *key, int64_t def,
       return TW_OK;
     }
   }
-  if (json_is_real(v) && json_real_value(v) == (double)(int64_t)json_real_value(v)) {
+  if (json_is_real(v) &&
+      json_real_value(v) == (double)(int64_t)json_real_value(v)) {
     *out = (int64_t)json_real_value(v);
     return TW_OK;
   }
@@ -252,8 +249,8 @@ static enum tw_rc get_money(const json_t *obj, const char *key, int64_t def,
     return TW_OK;
   if (!json_nano(v, out))
     return tw_err_field(err, TW_E_INVALID, key,
-                        "alibaba %s: %s: expected a non-negative amount",
-                        where, key);
+                        "alibaba %s: %s: expected a non-negative amount", where,
+                        key);
   return TW_OK;
 }
 
@@ -281,8 +278,7 @@ bool tw_ecs_parse_error(const char *body, size_t len,
   json_t *ok = json_object_get(r, "Success");
   bool is_err = json_is_string(code) && *json_string_value(code) &&
                 /* CloudMonitor puts "Code": "200" in its successes */
-                strcmp(json_string_value(code), "200") &&
-                !json_is_true(ok);
+                strcmp(json_string_value(code), "200") && !json_is_true(ok);
   if (is_err) {
     cut_copy(out->code, sizeof out->code, json_string_value(code));
     cut_copy(out->message, sizeof out->message,
@@ -377,8 +373,8 @@ enum tw_rc tw_ecs_response_error(const char *action, long http_status,
     snprintf(detail, sizeof detail, "HTTP %ld", http_status);
     tw_err_detail(err, detail);
   }
-  return tw_err_set(err, rc, "%s: HTTP %ld without an error document",
-                    action, http_status);
+  return tw_err_set(err, rc, "%s: HTTP %ld without an error document", action,
+                    http_status);
 }
 
 /* ---- instances --------------------------------------------------------- */
@@ -432,8 +428,8 @@ int64_t tw_ecs_parse_time(const char *s) {
   int y, mo, d, h, mi, se = 0, n = 0;
   if (!s)
     return -1;
-  if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &y, &mo, &d, &h, &mi, &se,
-             &n) == 6 &&
+  if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &y, &mo, &d, &h, &mi, &se, &n) ==
+          6 &&
       n && !s[n]) {
     /* with seconds */
   } else {
@@ -443,11 +439,15 @@ int64_t tw_ecs_parse_time(const char *s) {
         !n || s[n])
       return -1;
   }
-  if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 ||
-      h > 23 || mi > 59 || se > 60 || h < 0 || mi < 0 || se < 0)
+  if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 ||
+      mi > 59 || se > 60 || h < 0 || mi < 0 || se < 0)
     return -1;
-  struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d,
-                  .tm_hour = h, .tm_min = mi, .tm_sec = se};
+  struct tm tm = {.tm_year = y - 1900,
+                  .tm_mon = mo - 1,
+                  .tm_mday = d,
+                  .tm_hour = h,
+                  .tm_min = mi,
+                  .tm_sec = se};
   return (int64_t)timegm(&tm) * 1000;
 }
 
@@ -505,14 +505,13 @@ static enum tw_rc one_instance(json_t *it, struct tw_instance *in,
                         "InstanceId");
   TW_SET(in->provider_state, status);
   in->state = ecs_state(status);
-  in->market = spot[0] && strcmp(spot, "NoSpot") ? TW_MARKET_SPOT
-                                                 : TW_MARKET_ON_DEMAND;
+  in->market =
+      spot[0] && strcmp(spot, "NoSpot") ? TW_MARKET_SPOT : TW_MARKET_ON_DEMAND;
   int64_t t = tw_ecs_parse_time(created);
   in->launched_ms = t > 0 ? t : 0;
   json_t *locks;
   bool single;
-  if ((rc = list_at(it, "OperationLocks", "LockReason", &locks, &single,
-                    err)))
+  if ((rc = list_at(it, "OperationLocks", "LockReason", &locks, &single, err)))
     return rc;
   if (list_size(locks, single)) {
     json_t *l = list_item(locks, single, 0);
@@ -523,24 +522,22 @@ static enum tw_rc one_instance(json_t *it, struct tw_instance *in,
     if (json_is_object(l))
       TW_SET(in->state_reason, reason);
   }
-  if ((rc = first_ip(it, "VpcAttributes", in->private_ip,
-                     sizeof in->private_ip, err)))
+  if ((rc = first_ip(it, "VpcAttributes", in->private_ip, sizeof in->private_ip,
+                     err)))
     return rc;
   json_t *vpc = json_object_get(it, "VpcAttributes");
   if (json_is_object(vpc) &&
       (rc = first_ip(vpc, "PrivateIpAddress", in->private_ip,
                      sizeof in->private_ip, err)))
     return rc;
-  if (!in->private_ip[0] &&
-      (rc = first_ip(it, "InnerIpAddress", in->private_ip,
-                     sizeof in->private_ip, err)))
+  if (!in->private_ip[0] && (rc = first_ip(it, "InnerIpAddress", in->private_ip,
+                                           sizeof in->private_ip, err)))
     return rc;
-  if ((rc = first_ip(it, "PublicIpAddress", in->public_ip,
-                     sizeof in->public_ip, err)))
-    return rc;
-  if (!in->public_ip[0] &&
-      (rc = first_ip(it, "EipAddress", in->public_ip, sizeof in->public_ip,
+  if ((rc = first_ip(it, "PublicIpAddress", in->public_ip, sizeof in->public_ip,
                      err)))
+    return rc;
+  if (!in->public_ip[0] && (rc = first_ip(it, "EipAddress", in->public_ip,
+                                          sizeof in->public_ip, err)))
     return rc;
   json_t *tags;
   if ((rc = list_at(it, "Tags", "Tag", &tags, &single, err)))
@@ -634,8 +631,10 @@ enum tw_rc tw_ecs_parse_spot_prices(const char *body, size_t len,
     struct tw_ecs_spot_price *s = tw_ecs_spot_price_list_add(out);
     char ts[40];
     if (!json_is_object(it)) {
-      rc = tw_err_set(err, TW_E_INVALID, "alibaba %s: item %zu: not an "
-                      "object", W, i);
+      rc = tw_err_set(err, TW_E_INVALID,
+                      "alibaba %s: item %zu: not an "
+                      "object",
+                      W, i);
       goto out;
     }
     if ((rc = get_str(it, "InstanceType", s->instance_type,
@@ -718,8 +717,8 @@ enum tw_rc tw_ecs_parse_available(const char *body, size_t len,
       goto out;
     json_t *res;
     bool rs;
-    if ((rc = list_at(zo, "AvailableResources", "AvailableResource", &res,
-                      &rs, err)))
+    if ((rc = list_at(zo, "AvailableResources", "AvailableResource", &res, &rs,
+                      err)))
       goto out;
     for (size_t a = 0; a < list_size(res, rs); a++) {
       json_t *ar = list_item(res, rs, a);
@@ -744,8 +743,8 @@ enum tw_rc tw_ecs_parse_available(const char *body, size_t len,
         TW_SET(s->zone, zone);
         if ((rc = get_str(it, "Value", s->value, sizeof s->value, W, err)) ||
             (rc = get_str(it, "Status", st, sizeof st, W, err)) ||
-            (rc = get_str(it, "StatusCategory", s->category,
-                          sizeof s->category, W, err)))
+            (rc = get_str(it, "StatusCategory", s->category, sizeof s->category,
+                          W, err)))
           goto out;
         s->available = !strcmp(st, "Available") &&
                        (!zstatus[0] || !strcmp(zstatus, "Available"));
@@ -802,15 +801,16 @@ enum tw_rc tw_ecs_parse_instance_types(const char *body, size_t len,
   for (size_t i = 0; i < list_size(l, single); i++) {
     json_t *it = list_item(l, single, i);
     if (!json_is_object(it)) {
-      rc = tw_err_set(err, TW_E_INVALID, "alibaba %s: item %zu: not an "
-                      "object", W, i);
+      rc = tw_err_set(err, TW_E_INVALID,
+                      "alibaba %s: item %zu: not an "
+                      "object",
+                      W, i);
       goto out;
     }
     struct tw_ecs_itype *t = tw_ecs_itype_list_add(out);
     char arch[16], gpu[64];
     int64_t vcpus, gpus, mem_nano, gmem_nano;
-    if ((rc = get_str(it, "InstanceTypeId", t->name, sizeof t->name, W,
-                      err)) ||
+    if ((rc = get_str(it, "InstanceTypeId", t->name, sizeof t->name, W, err)) ||
         (rc = get_str(it, "CpuArchitecture", arch, sizeof arch, W, err)) ||
         (rc = get_str(it, "GPUSpec", gpu, sizeof gpu, W, err)) ||
         (rc = get_int(it, "CpuCoreCount", 0, &vcpus, W, err)) ||
@@ -829,16 +829,13 @@ enum tw_rc tw_ecs_parse_instance_types(const char *body, size_t len,
     t->vcpus = (int)vcpus;
     t->accel_count = (int)gpus;
     /* GiB (possibly fractional) to MiB. */
-    t->memory_mib = (int64_t)(((ecs_i128)mem_nano * 1024 +
-                               TW_ECS_NANO / 2) /
-                              TW_ECS_NANO);
+    t->memory_mib =
+        (int64_t)(((ecs_i128)mem_nano * 1024 + TW_ECS_NANO / 2) / TW_ECS_NANO);
     t->accel_memory_mib =
-        (int64_t)(((ecs_i128)gmem_nano * 1024 +
-                   TW_ECS_NANO / 2) /
-                  TW_ECS_NANO);
-    t->arch = !strcasecmp(arch, "ARM")    ? TW_ARCH_ARM64
-              : !strcasecmp(arch, "X86")  ? TW_ARCH_X86_64
-                                          : TW_ARCH_ANY;
+        (int64_t)(((ecs_i128)gmem_nano * 1024 + TW_ECS_NANO / 2) / TW_ECS_NANO);
+    t->arch = !strcasecmp(arch, "ARM")   ? TW_ARCH_ARM64
+              : !strcasecmp(arch, "X86") ? TW_ARCH_X86_64
+                                         : TW_ARCH_ANY;
     if (gpus > 0 && gpu[0])
       tw_ecs_accel_name(gpu, t->accel_memory_mib, t->accel_name,
                         sizeof t->accel_name);
@@ -884,7 +881,7 @@ enum tw_rc tw_ecs_parse_reclaim_events(const char *body, size_t len,
     /* Content is a JSON text inside a string:
      * "{\"action\":\"delete\",\"instanceId\":\"i-...\"}". */
     json_t *c = json_object_get(ev, "Content");
-    json_t *cj = json_is_string(c) ? json_loads(json_string_value(c), 0, NULL)
+    json_t *cj = json_is_string(c)   ? json_loads(json_string_value(c), 0, NULL)
                  : json_is_object(c) ? json_incref(c)
                                      : NULL;
     if (json_is_object(cj)) {

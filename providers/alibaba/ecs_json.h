@@ -41,8 +41,8 @@ bool tw_ecs_decimal_nano(const char *s, int64_t *out);
 /* amount_nano (of a currency) times rate_nano (USD per unit of it, in
  * nano-USD) in micro-USD, rounded half up.  TW_E_INVALID when the result
  * is above TW_MODEL_PRICE_MAX_UUSD. */
-enum tw_rc tw_ecs_to_uusd(int64_t amount_nano, int64_t rate_nano,
-                          int64_t *out, struct tw_err *err);
+enum tw_rc tw_ecs_to_uusd(int64_t amount_nano, int64_t rate_nano, int64_t *out,
+                          struct tw_err *err);
 
 /* uusd (micro-USD) in the currency at rate_nano, in thousandths, rounded
  * down (a price limit never exceeds what the caller allowed). */
@@ -51,16 +51,15 @@ int64_t tw_ecs_uusd_to_milli(int64_t uusd, int64_t rate_nano);
 /* ---- errors ------------------------------------------------------------ */
 
 struct tw_ecs_error {
-  char code[64];      /* "OperationDenied.NoStock" */
-  char message[256];  /* may be cut to fit */
+  char code[64];     /* "OperationDenied.NoStock" */
+  char message[256]; /* may be cut to fit */
   char request_id[64];
 };
 
 /* True when body is an Alibaba error document ({"Code": ..., "Message":
  * ...}; CloudMonitor also answers {"Success": false, "Code": ...}), with
  * its fields in *out. */
-bool tw_ecs_parse_error(const char *body, size_t len,
-                        struct tw_ecs_error *out);
+bool tw_ecs_parse_error(const char *body, size_t len, struct tw_ecs_error *out);
 
 /* The class of an ECS error code given its HTTP status (0: unknown): the
  * code decides first (see docs/alibaba.md for the table: NoStock and
@@ -103,8 +102,7 @@ struct tw_ecs_page {
  * CreationTime, addresses and Tradewind's tags.  page may be NULL. */
 enum tw_rc tw_ecs_parse_instances(const char *body, size_t len,
                                   struct tw_instance_list *out,
-                                  struct tw_ecs_page *page,
-                                  struct tw_err *err);
+                                  struct tw_ecs_page *page, struct tw_err *err);
 
 /* ECS times: "2017-12-10T04:04Z" (minutes, as DescribeInstances writes
  * them) or with seconds "2019-11-19T06:00:00Z".  -1 when malformed. */
@@ -122,8 +120,7 @@ struct tw_ecs_spot_price {
 static inline void tw_ecs_spot_price_init(struct tw_ecs_spot_price *s) {
   memset(s, 0, sizeof *s);
 }
-TW_MODEL_LIST(tw_ecs_spot_price_list, tw_ecs_spot_price,
-              tw_ecs_spot_price_init)
+TW_MODEL_LIST(tw_ecs_spot_price_list, tw_ecs_spot_price, tw_ecs_spot_price_init)
 
 /* Parses a DescribeSpotPriceHistory answer (SpotPrices.SpotPriceType).
  * *next_offset receives NextOffset (0 when absent: the last page);
@@ -147,9 +144,9 @@ enum tw_rc tw_ecs_parse_price(const char *body, size_t len,
 struct tw_ecs_stock {
   char zone[TW_MODEL_NAME_MAX];
   char value[TW_MODEL_NAME_MAX]; /* the resource: an instance type */
-  bool available;     /* Status Available, in a zone that is Available */
-  char category[24];  /* StatusCategory: WithStock, ClosedWithStock,
-                         WithoutStock */
+  bool available;    /* Status Available, in a zone that is Available */
+  char category[24]; /* StatusCategory: WithStock, ClosedWithStock,
+                        WithoutStock */
 };
 static inline void tw_ecs_stock_init(struct tw_ecs_stock *s) {
   memset(s, 0, sizeof *s);

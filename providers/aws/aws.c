@@ -69,7 +69,7 @@ struct aws_ctx {
   struct tw_http *http;
 
   /* Mutable after init. */
-  atomic_llong skew_ms; /* server clock minus ours, learnt from Date */
+  atomic_llong skew_ms;        /* server clock minus ours, learnt from Date */
   struct tw_region_memo where; /* the region of each known instance */
 };
 

@@ -67,8 +67,8 @@ static enum tw_rc str_at(json_t *o, const char *path, char *out, size_t size,
     return tw_err_set(err, TW_E_INVALID, "%s: /%s: expected a string", what,
                       path);
   if (json_string_length(v) >= size)
-    return tw_err_set(err, TW_E_INVALID, "%s: /%s: longer than %zu bytes",
-                      what, path, size - 1);
+    return tw_err_set(err, TW_E_INVALID, "%s: /%s: longer than %zu bytes", what,
+                      path, size - 1);
   memcpy(out, json_string_value(v), json_string_length(v) + 1);
   return TW_OK;
 }
@@ -94,8 +94,8 @@ static enum tw_rc next_link(json_t *root, const char *key, char **out,
                       key);
   /* Links are opaque and may be long; bound them all the same. */
   if (json_string_length(v) > 8192)
-    return tw_err_set(err, TW_E_TOOBIG, "%s: /%s: longer than 8192 bytes",
-                      what, key);
+    return tw_err_set(err, TW_E_TOOBIG, "%s: /%s: longer than 8192 bytes", what,
+                      key);
   if (json_string_length(v))
     *out = tw_strdup(json_string_value(v));
   return TW_OK;
@@ -289,9 +289,8 @@ enum tw_rc tw_arm_response_error(const char *what, long http_status,
 
 /* ---- identity ----------------------------------------------------------- */
 
-enum tw_rc tw_arm_parse_token(const char *body, size_t len,
-                              char **access_token, int64_t *expires_in_s,
-                              struct tw_err *err) {
+enum tw_rc tw_arm_parse_token(const char *body, size_t len, char **access_token,
+                              int64_t *expires_in_s, struct tw_err *err) {
   const char *what = "token answer";
   *access_token = NULL;
   *expires_in_s = 0;
@@ -320,8 +319,8 @@ enum tw_rc tw_arm_parse_token(const char *body, size_t len,
                     "%s: expires_in: expected 1..2592000 seconds", what);
   else if (json_is_string(type) &&
            strcasecmp(json_string_value(type), "Bearer"))
-    rc = tw_err_set(err, TW_E_INVALID, "%s: token_type %.32s, not Bearer",
-                    what, json_string_value(type));
+    rc = tw_err_set(err, TW_E_INVALID, "%s: token_type %.32s, not Bearer", what,
+                    json_string_value(type));
   if (rc == TW_OK) {
     *access_token = tw_strdup(json_string_value(tok));
     *expires_in_s = secs;
@@ -368,8 +367,7 @@ static const char *tag_ci(json_t *tags, const char *name) {
 }
 
 static enum tw_rc tag_into(json_t *tags, const char *name, char *out,
-                           size_t size, const char *what,
-                           struct tw_err *err) {
+                           size_t size, const char *what, struct tw_err *err) {
   const char *v = tag_ci(tags, name);
   out[0] = '\0';
   if (!v)
@@ -399,8 +397,7 @@ static void statuses_into(json_t *iv, struct tw_arm_vm *vm) {
     } else if (!strncmp(code, "ProvisioningState/failed", 24)) {
       const char *sub = code[24] == '/' ? code + 25 : "";
       snprintf(vm->failure_code, sizeof vm->failure_code, "%s", sub);
-      str_cut(s, "message", vm->failure_message,
-              sizeof vm->failure_message);
+      str_cut(s, "message", vm->failure_message, sizeof vm->failure_message);
     }
   }
 }
@@ -416,13 +413,12 @@ static enum tw_rc vm_from(json_t *o, struct tw_arm_vm *vm, const char *what,
                    err)) ||
       (rc = str_at(o, "properties/hardwareProfile/vmSize", vm->vm_size,
                    sizeof vm->vm_size, what, err)) ||
-      (rc = str_at(o, "properties/priority", vm->priority,
-                   sizeof vm->priority, what, err)) ||
+      (rc = str_at(o, "properties/priority", vm->priority, sizeof vm->priority,
+                   what, err)) ||
       (rc = str_at(o, "properties/evictionPolicy", vm->eviction_policy,
                    sizeof vm->eviction_policy, what, err)) ||
-      (rc = str_at(o, "properties/provisioningState",
-                   vm->provisioning_state, sizeof vm->provisioning_state,
-                   what, err)) ||
+      (rc = str_at(o, "properties/provisioningState", vm->provisioning_state,
+                   sizeof vm->provisioning_state, what, err)) ||
       (rc = str_at(o, "properties/vmId", vm->vm_id, sizeof vm->vm_id, what,
                    err)))
     return rc;
@@ -529,10 +525,10 @@ void tw_arm_vm_instance(const struct tw_arm_vm *vm, struct tw_instance *out) {
   TW_SET(out->region, vm->location);
   TW_SET(out->zone, vm->zone);
   TW_SET(out->instance_type, vm->vm_size);
-  out->market = !strcasecmp(vm->priority, "Spot") ||
-                        !strcasecmp(vm->priority, "Low")
-                    ? TW_MARKET_SPOT
-                    : TW_MARKET_ON_DEMAND;
+  out->market =
+      !strcasecmp(vm->priority, "Spot") || !strcasecmp(vm->priority, "Low")
+          ? TW_MARKET_SPOT
+          : TW_MARKET_ON_DEMAND;
   const char *ps = vm->provisioning_state, *pw = vm->power_state;
   enum tw_instance_state st = TW_INST_UNKNOWN;
   if (!strcasecmp(ps, "Deleting"))
@@ -573,8 +569,8 @@ void tw_arm_vm_instance(const struct tw_arm_vm *vm, struct tw_instance *out) {
 /* ---- generic resources -------------------------------------------------- */
 
 enum tw_rc tw_arm_parse_resources(const char *body, size_t len,
-                                  struct tw_arm_resource_list *out,
-                                  char **next, struct tw_err *err) {
+                                  struct tw_arm_resource_list *out, char **next,
+                                  struct tw_err *err) {
   const char *what = "resource list";
   json_t *root;
   if (next)
@@ -722,8 +718,7 @@ enum tw_rc tw_arm_parse_skus(const char *body, size_t len,
   }
   json_array_foreach(v, i, item) {
     json_t *rt = json_object_get(item, "resourceType");
-    if (!json_is_string(rt) ||
-        strcmp(json_string_value(rt), "virtualMachines"))
+    if (!json_is_string(rt) || strcmp(json_string_value(rt), "virtualMachines"))
       continue;
     struct tw_arm_sku base;
     tw_arm_sku_init(&base);
@@ -739,7 +734,7 @@ enum tw_rc tw_arm_parse_skus(const char *body, size_t len,
       base.memory_mib = 0;
     base.gpus = cap_int(caps, "GPUs");
     const char *arch = capability(caps, "CpuArchitectureType");
-    base.arch = !arch                      ? TW_ARCH_ANY
+    base.arch = !arch                        ? TW_ARCH_ANY
                 : !strcasecmp(arch, "Arm64") ? TW_ARCH_ARM64
                 : !strcasecmp(arch, "x64")   ? TW_ARCH_X86_64
                                              : TW_ARCH_ANY;
@@ -893,8 +888,9 @@ int64_t tw_arm_http_date_ms(const char *s) {
   static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
   char mon[4], wday[4], tz[4];
   int d, y, h, mi, se;
-  if (!s || sscanf(s, "%3s, %d %3s %d %d:%d:%d %3s", wday, &d, mon, &y, &h,
-                   &mi, &se, tz) != 8 ||
+  if (!s ||
+      sscanf(s, "%3s, %d %3s %d %d:%d:%d %3s", wday, &d, mon, &y, &h, &mi, &se,
+             tz) != 8 ||
       strcmp(tz, "GMT"))
     return -1;
   const char *m = strstr(months, mon);
@@ -927,8 +923,7 @@ enum tw_rc tw_arm_parse_scheduled_events(const char *body, size_t len,
   size_t i, j;
   json_t *e, *r;
   if (!json_is_array(ev)) {
-    rc = tw_err_set(err, TW_E_INVALID, "%s: /Events: expected an array",
-                    what);
+    rc = tw_err_set(err, TW_E_INVALID, "%s: /Events: expected an array", what);
     goto out;
   }
   json_array_foreach(ev, i, e) {
@@ -941,8 +936,7 @@ enum tw_rc tw_arm_parse_scheduled_events(const char *body, size_t len,
     }
     if ((rc = str_at(e, "EventId", base.event_id, sizeof base.event_id, what,
                      err)) ||
-        (rc = str_at(e, "EventType", base.type, sizeof base.type, what,
-                     err)) ||
+        (rc = str_at(e, "EventType", base.type, sizeof base.type, what, err)) ||
         (rc = str_at(e, "EventStatus", base.status, sizeof base.status, what,
                      err)))
       goto out;

@@ -39,8 +39,7 @@ struct tw_arm_error {
  * platform's {"error": "invalid_client", "error_description": "..."}.
  * When the top code is generic and a detail carries a capacity or quota
  * code, the detail's is taken (a failed deployment nests the real one). */
-bool tw_arm_parse_error(const char *body, size_t len,
-                        struct tw_arm_error *out);
+bool tw_arm_parse_error(const char *body, size_t len, struct tw_arm_error *out);
 
 /* The class of an Azure error, from its code, its message (quota errors
  * come as OperationNotAllowed with the quota named in the text) and the
@@ -73,9 +72,8 @@ enum tw_rc tw_arm_response_error(const char *what, long http_status,
  * number; v1.0: a string).  *access_token is owned (free()); *expires_in_s
  * is at least 1.  TW_E_INVALID when either is missing or the token type
  * is not Bearer. */
-enum tw_rc tw_arm_parse_token(const char *body, size_t len,
-                              char **access_token, int64_t *expires_in_s,
-                              struct tw_err *err);
+enum tw_rc tw_arm_parse_token(const char *body, size_t len, char **access_token,
+                              int64_t *expires_in_s, struct tw_err *err);
 
 /* Parses an OpenID Connect discovery document; *token_endpoint is owned. */
 enum tw_rc tw_arm_parse_openid(const char *body, size_t len,
@@ -127,8 +125,7 @@ enum tw_rc tw_arm_parse_vm(const char *body, size_t len, struct tw_arm_vm *out,
 /* Parses a VirtualMachineInstanceView (GET .../instanceView) into the
  * power state and failure fields of vm. */
 enum tw_rc tw_arm_parse_instance_view(const char *body, size_t len,
-                                      struct tw_arm_vm *vm,
-                                      struct tw_err *err);
+                                      struct tw_arm_vm *vm, struct tw_err *err);
 
 /* Parses a page of virtual machines ({"value": [...], "nextLink"}).
  * *next_link (may be NULL) receives an owned copy of nextLink, NULL on the
@@ -228,10 +225,10 @@ struct tw_arm_price {
   char region[TW_MODEL_NAME_MAX]; /* armRegionName */
   char meter[96];
   char product[96];
-  char type[32];     /* "Consumption", "DevTestConsumption", ... */
-  char unit[16];     /* "1 Hour" */
-  char currency[8];  /* "USD" */
-  int64_t uusd;      /* retailPrice, micro-units of currency */
+  char type[32];    /* "Consumption", "DevTestConsumption", ... */
+  char unit[16];    /* "1 Hour" */
+  char currency[8]; /* "USD" */
+  int64_t uusd;     /* retailPrice, micro-units of currency */
   int64_t effective_ms;
   bool spot;         /* meter "... Spot" */
   bool low_priority; /* meter "... Low Priority" */
@@ -245,8 +242,8 @@ TW_MODEL_LIST(tw_arm_price_list, tw_arm_price, tw_arm_price_init)
 /* Parses a Retail Prices API page ({"Items": [...], "NextPageLink"}).
  * retailPrice (a JSON number) becomes micro-units rounded half up. */
 enum tw_rc tw_arm_parse_prices(const char *body, size_t len,
-                               struct tw_arm_price_list *out,
-                               char **next_page, struct tw_err *err);
+                               struct tw_arm_price_list *out, char **next_page,
+                               struct tw_err *err);
 
 /* The hourly Linux pay-as-you-go (market on-demand) or Spot price of sku
  * in region among l: Consumption rows in USD per "1 Hour", Windows and

@@ -102,8 +102,8 @@ void tw_azure_set_sleep(struct tw_provider *p,
   a->sleep_ctx = fn ? ctx : NULL;
 }
 
-void tw_azure_vm_name(const char *prefix, const char *client_token,
-                      char *out, size_t out_size) {
+void tw_azure_vm_name(const char *prefix, const char *client_token, char *out,
+                      size_t out_size) {
   char hex[65];
   tw_sha256_hex(client_token, strlen(client_token), hex);
   snprintf(out, out_size, "%s%.24s", prefix, hex);
@@ -257,8 +257,8 @@ static void az_free(struct tw_provider *p) {
   p->ctx = NULL;
 }
 
-static enum tw_rc read_first_line(const char *path, const char *key,
-                                  char **out, struct tw_err *err) {
+static enum tw_rc read_first_line(const char *path, const char *key, char **out,
+                                  struct tw_err *err) {
   FILE *f = fopen(path, "rb");
   char line[8192];
   if (!f)
@@ -288,9 +288,8 @@ static enum tw_rc az_init(struct tw_provider *p, const struct tw_node *cfg,
       (rc = req_str(cfg, "client_id", &a->client_id, err)) ||
       (rc = req_str(cfg, "subscription_id", &a->subscription, err)) ||
       (rc = req_str(cfg, "resource_group", &a->resource_group, err)) ||
-      (rc = tw_provider_cfg_secret(cfg, "client_secret",
-                                   "AZURE_CLIENT_SECRET", true,
-                                   &a->client_secret, err)))
+      (rc = tw_provider_cfg_secret(cfg, "client_secret", "AZURE_CLIENT_SECRET",
+                                   true, &a->client_secret, err)))
     return rc;
   const char *names[][2] = {{"tenant_id", a->tenant},
                             {"subscription_id", a->subscription},
@@ -367,8 +366,7 @@ static enum tw_rc az_init(struct tw_provider *p, const struct tw_node *cfg,
                                 err)))
     return rc;
   if (key_file && !a->ssh_key &&
-      (rc = read_first_line(key_file, "ssh_public_key_file", &a->ssh_key,
-                            err)))
+      (rc = read_first_line(key_file, "ssh_public_key_file", &a->ssh_key, err)))
     return rc;
   if (strcmp(a->eviction_policy, "Delete") &&
       strcmp(a->eviction_policy, "Deallocate"))
@@ -376,9 +374,9 @@ static enum tw_rc az_init(struct tw_provider *p, const struct tw_node *cfg,
                         "eviction_policy: expected Delete or Deallocate");
   /* VM names: letters, digits, '-', '_', '.'; 24 hex digits follow. */
   if (!*a->name_prefix || strlen(a->name_prefix) > 38 ||
-      strspn(a->name_prefix, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS"
-                             "TUVWXYZ0123456789-_.") !=
-          strlen(a->name_prefix) ||
+      strspn(a->name_prefix,
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS"
+             "TUVWXYZ0123456789-_.") != strlen(a->name_prefix) ||
       !strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
               a->name_prefix[0]))
     return tw_err_field(err, TW_E_INVALID, "vm_name_prefix",
@@ -556,8 +554,8 @@ static enum tw_rc token_fetch_locked(struct tw_provider *p,
   }
   char *tok = NULL;
   int64_t secs = 0;
-  if ((rc = tw_arm_parse_token(resp.body.data, resp.body.len, &tok, &secs,
-                               err)))
+  if ((rc =
+           tw_arm_parse_token(resp.body.data, resp.body.len, &tok, &secs, err)))
     goto out;
   if (a->token) {
     OPENSSL_cleanse(a->token, strlen(a->token));
@@ -606,7 +604,8 @@ static void token_drop(struct az_ctx *a, const char *refused) {
   pthread_mutex_unlock(&a->lock);
 }
 
-/* ---- ARM calls ------------------------------------------------------------ */
+/* ---- ARM calls ------------------------------------------------------------
+ */
 
 struct arm_req {
   struct tw_provider *p;
@@ -650,8 +649,7 @@ static bool arm_should_retry(void *ctx, long status,
 static enum tw_rc arm_call(struct tw_provider *p, const char *method,
                            const char *url, const char *body,
                            const struct tw_http_header *extra,
-                           struct tw_http_response *resp,
-                           struct tw_err *err) {
+                           struct tw_http_response *resp, struct tw_err *err) {
   struct az_ctx *a = p->ctx;
   if (!same_origin(url, a->management))
     return tw_err_set(err, TW_E_INVALID,
@@ -706,8 +704,8 @@ static enum tw_rc arm_call(struct tw_provider *p, const char *method,
   return rc;
 }
 
-static void vm_url(const struct az_ctx *a, const char *name,
-                   const char *query, struct tw_buf *u) {
+static void vm_url(const struct az_ctx *a, const char *name, const char *query,
+                   struct tw_buf *u) {
   tw_buf_printf(u, "%s/subscriptions/", a->management);
   add_enc(u, a->subscription);
   tw_buf_adds(u, "/resourceGroups/");
@@ -754,8 +752,7 @@ static enum tw_rc follow_operation(struct tw_provider *p, const char *what,
       break;
     }
     struct tw_arm_operation op;
-    if ((rc = tw_arm_parse_operation(resp.body.data, resp.body.len, &op,
-                                     err)))
+    if ((rc = tw_arm_parse_operation(resp.body.data, resp.body.len, &op, err)))
       break;
     if (op.status == TW_ARM_OP_SUCCEEDED) {
       rc = TW_OK;
@@ -770,8 +767,8 @@ static enum tw_rc follow_operation(struct tw_provider *p, const char *what,
         rc = TW_E_RETRYABLE;
       if (err && err->rc == TW_OK)
         tw_err_detail(err, code);
-      rc = tw_err_set(err, rc, "%s: operation %s: %s: %s", what,
-                      op.status_text, code,
+      rc = tw_err_set(err, rc, "%s: operation %s: %s: %s", what, op.status_text,
+                      code,
                       *op.error.message ? op.error.message : "(no message)");
       break;
     }
@@ -833,15 +830,14 @@ static json_t *image_json(const char *image) {
   const char *s = image;
   for (int i = 0; i < 4; i++) {
     size_t n = strcspn(s, ":");
-    if (!n || n >= sizeof part[i] || (i < 3 && s[n] != ':') ||
-        (i == 3 && s[n]))
+    if (!n || n >= sizeof part[i] || (i < 3 && s[n] != ':') || (i == 3 && s[n]))
       return NULL;
     memcpy(part[i], s, n);
     part[i][n] = '\0';
     s += n + (i < 3);
   }
-  return json_pack("{s:s,s:s,s:s,s:s}", "publisher", part[0], "offer",
-                   part[1], "sku", part[2], "version", part[3]);
+  return json_pack("{s:s,s:s,s:s,s:s}", "publisher", part[0], "offer", part[1],
+                   "sku", part[2], "version", part[3]);
 }
 
 /* The PUT body of a VM for req. */
@@ -875,11 +871,11 @@ static enum tw_rc vm_body(struct az_ctx *a, const struct tw_launch *req,
            a->admin_user);
   char nic[80];
   snprintf(nic, sizeof nic, "%s-nic", name);
-  json_t *os = json_pack(
-      "{s:s,s:s,s:{s:b,s:{s:[{s:s,s:s}]}}}", "computerName", name,
-      "adminUsername", a->admin_user, "linuxConfiguration",
-      "disablePasswordAuthentication", 1, "ssh", "publicKeys", "path",
-      key_path, "keyData", a->ssh_key);
+  json_t *os =
+      json_pack("{s:s,s:s,s:{s:b,s:{s:[{s:s,s:s}]}}}", "computerName", name,
+                "adminUsername", a->admin_user, "linuxConfiguration",
+                "disablePasswordAuthentication", 1, "ssh", "publicKeys", "path",
+                key_path, "keyData", a->ssh_key);
   if (req->user_data) {
     size_t n = strlen(req->user_data);
     /* customData: at most 65535 bytes before encoding. */
@@ -906,10 +902,9 @@ static enum tw_rc vm_body(struct az_ctx *a, const struct tw_launch *req,
       "imageReference", img, "osDisk", "createOption", "FromImage",
       "deleteOption", "Delete", "managedDisk", "storageAccountType",
       a->os_disk_type, "osProfile", os, "networkProfile", "networkApiVersion",
-      "2022-11-01", "networkInterfaceConfigurations", "name", nic,
-      "properties", "primary", 1, "deleteOption", "Delete",
-      "ipConfigurations", "name", "ipconfig1", "properties", "subnet", "id",
-      a->subnet_id);
+      "2022-11-01", "networkInterfaceConfigurations", "name", nic, "properties",
+      "primary", 1, "deleteOption", "Delete", "ipConfigurations", "name",
+      "ipconfig1", "properties", "subnet", "id", a->subnet_id);
   if (o->market == TW_MARKET_SPOT) {
     json_object_set_new(props, "priority", json_string("Spot"));
     json_object_set_new(props, "evictionPolicy",
@@ -928,8 +923,8 @@ static enum tw_rc vm_body(struct az_ctx *a, const struct tw_launch *req,
   }
   /* json_pack steals the objects given with "o" even when it fails, and
    * fails on text that is not UTF-8 (a tag value, say). */
-  json_t *vm = props ? json_pack("{s:s,s:o,s:o}", "location", o->region,
-                                 "tags", tags, "properties", props)
+  json_t *vm = props ? json_pack("{s:s,s:o,s:o}", "location", o->region, "tags",
+                                 tags, "properties", props)
                      : NULL;
   if (!vm) {
     if (!props)
@@ -1023,8 +1018,8 @@ static enum tw_rc az_launch(struct tw_provider *p, const struct tw_launch *req,
   if ((rc = arm_call(p, "PUT", u.data, body, &inm, &resp, err)))
     goto out;
   if (resp.status == 412) {
-    tw_log_debug("azure", "account=%s vm=%s exists: a retried launch", p->account,
-                 name);
+    tw_log_debug("azure", "account=%s vm=%s exists: a retried launch",
+                 p->account, name);
     rc = wait_vm(p, name, out, err);
     goto out;
   }
@@ -1116,8 +1111,8 @@ static enum tw_rc paged(struct tw_provider *p, const char *what,
     /* A link back to the same page would loop for ever (libcloud keeps a
      * recorded answer doing just that). */
     if (!strcmp(next, url)) {
-      rc = tw_err_set(err, TW_E_INVALID, "%s: next link repeats the page",
-                      what);
+      rc =
+          tw_err_set(err, TW_E_INVALID, "%s: next link repeats the page", what);
       break;
     }
     if (!same_origin(next, bearer ? a->management : a->prices_url)) {
@@ -1188,8 +1183,8 @@ static enum tw_rc skus_page(void *arg, const struct tw_buf *body, char **next,
   return tw_arm_parse_skus(body->data, body->len, arg, next, err);
 }
 
-static enum tw_rc prices_page(void *arg, const struct tw_buf *body,
-                              char **next, struct tw_err *err) {
+static enum tw_rc prices_page(void *arg, const struct tw_buf *body, char **next,
+                              struct tw_err *err) {
   return tw_arm_parse_prices(body->data, body->len, arg, next, err);
 }
 
@@ -1204,8 +1199,7 @@ static bool wanted_type(const struct az_ctx *a, const char *name) {
 
 /* The Retail Prices rows of region, from the cache when fresh. */
 static enum tw_rc prices_in(struct tw_provider *p, const char *region,
-                            struct tw_arm_price_list *out,
-                            struct tw_err *err) {
+                            struct tw_arm_price_list *out, struct tw_err *err) {
   struct az_ctx *a = p->ctx;
   int64_t now = tw_clock_now_ms(p->clock);
   pthread_mutex_lock(&a->lock);
@@ -1381,8 +1375,8 @@ static enum tw_rc events_from(struct tw_provider *p, const char *url,
        * A Started event no longer carries NotBefore: the eviction is
        * under way. */
       e->deadline_ms = s->not_before_ms;
-      e->noticed_ms = s->not_before_ms ? s->not_before_ms - AZ_PREEMPT_LEAD_MS
-                                       : 0;
+      e->noticed_ms =
+          s->not_before_ms ? s->not_before_ms - AZ_PREEMPT_LEAD_MS : 0;
     }
     tw_arm_sched_event_list_release(&l);
   }

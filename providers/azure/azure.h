@@ -23,7 +23,7 @@ void tw_azure_set_sleep(struct tw_provider *p,
  * 24 hex digits of the token's SHA-256, so any token gives a valid,
  * stable name and a retried launch PUTs the same VM.  out has at least
  * 64 bytes. */
-void tw_azure_vm_name(const char *prefix, const char *client_token,
-                      char *out, size_t out_size);
+void tw_azure_vm_name(const char *prefix, const char *client_token, char *out,
+                      size_t out_size);
 
 #endif

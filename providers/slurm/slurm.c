@@ -108,12 +108,23 @@ struct slurm_ctx {
 
 /* ---- config ------------------------------------------------------------- */
 
-static const char *const slurm_keys[] = {
-    "endpoint",   "api_version",    "user",         "token",
-    "token_file", "token_env",      "output_dir",   "rates",
-    "cluster",    "partitions",     "time_limit_min", "timeout_ms",
-    "connect_timeout_ms", "max_attempts", "backoff_base_ms",
-    "backoff_cap_ms", NULL};
+static const char *const slurm_keys[] = {"endpoint",
+                                         "api_version",
+                                         "user",
+                                         "token",
+                                         "token_file",
+                                         "token_env",
+                                         "output_dir",
+                                         "rates",
+                                         "cluster",
+                                         "partitions",
+                                         "time_limit_min",
+                                         "timeout_ms",
+                                         "connect_timeout_ms",
+                                         "max_attempts",
+                                         "backoff_base_ms",
+                                         "backoff_cap_ms",
+                                         NULL};
 
 static enum tw_rc read_rates(struct slurm_ctx *c, const struct tw_node *r,
                              struct tw_err *err) {
@@ -320,8 +331,7 @@ static enum tw_rc slurm_init(struct tw_provider *p, const struct tw_node *cfg,
       .attempts_def = 3,
       .backoff_min = 0,
       .backoff_cap_def = 5000};
-  struct tw_http_opts ho = {.clock = p->clock,
-                            .user_agent = "tradewind-slurm"};
+  struct tw_http_opts ho = {.clock = p->clock, .user_agent = "tradewind-slurm"};
   if ((rc = tw_provider_cfg_http(cfg, &http_limits, &c->timeout_ms,
                                  &c->connect_timeout_ms, &ho, err)))
     return rc;
@@ -411,8 +421,8 @@ static enum tw_rc send_once(struct slurm_ctx *c, const char *method,
                             const char *token, struct tw_http_response *resp,
                             unsigned max_attempts, struct tw_err *err) {
   char url[1024];
-  int n = snprintf(url, sizeof url, "%s/slurm/" SLURM_API "%s", c->endpoint,
-                   path);
+  int n =
+      snprintf(url, sizeof url, "%s/slurm/" SLURM_API "%s", c->endpoint, path);
   if (n < 0 || (size_t)n >= sizeof url)
     return tw_err_set(err, TW_E_INVALID, "slurm: URL too long");
   struct tw_http_header h[3] = {{"X-SLURM-USER-NAME", c->user},
@@ -650,8 +660,8 @@ static bool in_group(const struct inv_node *x, const char *partition,
 /* Takes slice s from the best-fitting node of the group: the one left with
  * the fewest free CPUs (bin packing keeps whole nodes free for big
  * slices), ties broken by name.  Returns the node's index or -1. */
-static long take(struct inventory *inv, const char *partition,
-                 const char *rack, const char *gpu_type, const struct slice *s) {
+static long take(struct inventory *inv, const char *partition, const char *rack,
+                 const char *gpu_type, const struct slice *s) {
   long best = -1;
   for (size_t i = 0; i < inv->n_nodes; i++) {
     struct inv_node *x = &inv->nodes[i];
@@ -777,7 +787,7 @@ static size_t node_slices(const struct slurm_node *n, struct slice *out,
   int whole = n->gpus > 0 ? n->gpus : n->cpus;
   if (whole < 1 || n->cpus < 1)
     return 0;
-  for (int u = 1; k < max; u = u * 2 > whole && u < whole ? whole : u * 2) {
+  for (int u = 1; k<max; u = u * 2> whole && u < whole ? whole : u * 2) {
     struct slice *s = &out[k++];
     if (n->gpus > 0) {
       s->gpus = u;
@@ -822,9 +832,9 @@ static int64_t slice_price(const struct slurm_ctx *c, const struct slice *s,
 static void set_ids(const struct tw_provider *p, const struct slurm_ctx *c,
                     struct tw_offer *o) {
   char id[TW_MODEL_ID_MAX];
-  int n = snprintf(id, sizeof id, "%s:%s:%s%s%s:%s:private", p->account,
-                   c->cluster, o->zone, o->rack[0] ? "/" : "", o->rack,
-                   o->instance_type);
+  int n =
+      snprintf(id, sizeof id, "%s:%s:%s%s%s:%s:private", p->account, c->cluster,
+               o->zone, o->rack[0] ? "/" : "", o->rack, o->instance_type);
   if (n > 0 && (size_t)n < sizeof id)
     TW_SET(o->id, id);
 }
@@ -888,8 +898,7 @@ static enum tw_rc slurm_list_offers(struct tw_provider *p,
         o->price_observed_ms = now;
         int64_t cap = 0;
         for (size_t m = 0; m < inv->n_nodes; m++)
-          if (in_group(&inv->nodes[m], pname, n->rack, n->gpu_type,
-                       sl[k].gpus))
+          if (in_group(&inv->nodes[m], pname, n->rack, n->gpu_type, sl[k].gpus))
             cap += fits(&inv->nodes[m], &sl[k]);
         o->capacity = cap;
         for (size_t l = 0; l < c->n_labels; l++)
@@ -1031,8 +1040,8 @@ static enum tw_rc slurm_list_managed(struct tw_provider *p,
 
 /* ---- launch ------------------------------------------------------------- */
 
-static void add_env(struct tw_kv **env, size_t *n, size_t *cap,
-                    const char *k, const char *v) {
+static void add_env(struct tw_kv **env, size_t *n, size_t *cap, const char *k,
+                    const char *v) {
   for (size_t i = 0; i < *n; i++)
     if (!strcmp((*env)[i].key, k)) {
       (*env)[i].value = (char *)v;
@@ -1073,7 +1082,8 @@ static enum tw_rc reserve(struct slurm_ctx *c, const struct tw_offer *o,
   for (int pass = 0; pass < 2; pass++) {
     int64_t now = tw_clock_now_ms(c->clock);
     pthread_mutex_lock(&c->lock);
-    bool stale = !c->inv.fetched_ms || now - c->inv.fetched_ms >= SLURM_REFRESH_MS;
+    bool stale =
+        !c->inv.fetched_ms || now - c->inv.fetched_ms >= SLURM_REFRESH_MS;
     if (c->inv.fetched_ms) {
       int k;
       for (k = 0; k < nodes; k++)
@@ -1276,7 +1286,8 @@ static enum tw_rc slurm_poll_events(struct tw_provider *p,
     if (e == c->n_notices) {
       if (c->n_notices == SLURM_NOTICES_MAX)
         continue;
-      c->notices = tw_realloc(c->notices, (c->n_notices + 1) * sizeof *c->notices);
+      c->notices =
+          tw_realloc(c->notices, (c->n_notices + 1) * sizeof *c->notices);
       c->notices[e].job_id = j->id;
       c->notices[e].noticed_ms = now;
       c->n_notices++;
@@ -1358,7 +1369,8 @@ static enum tw_rc slurm_read_output(struct tw_provider *p, const char *id,
   if (want) {
     char *buf = tw_malloc(want);
     while (got < want) {
-      ssize_t k = pread(fd, buf + got, want - got, (off_t)(offset + (int64_t)got));
+      ssize_t k =
+          pread(fd, buf + got, want - got, (off_t)(offset + (int64_t)got));
       if (k < 0 && errno == EINTR)
         continue;
       if (k <= 0)
@@ -1376,7 +1388,8 @@ static enum tw_rc slurm_read_output(struct tw_provider *p, const char *id,
 const struct tw_provider_ops tw_provider_slurm = {
     .name = "slurm",
     .version = TW_PROVIDER_OPS_VERSION,
-    .supports = TW_PROV_EVENTS | TW_PROV_ZONES | TW_PROV_CLIENT_TOKEN | TW_PROV_BATCH,
+    .supports =
+        TW_PROV_EVENTS | TW_PROV_ZONES | TW_PROV_CLIENT_TOKEN | TW_PROV_BATCH,
     .init = slurm_init,
     .list_offers = slurm_list_offers,
     .launch = slurm_launch,

@@ -195,11 +195,22 @@ static void rack_of(const char *features, char *out, size_t size) {
 
 /* Flags that keep a node from taking new work.  NOT_RESPONDING also means
  * jobs already on it are lost (its slurmd is gone). */
-static const char *const NODE_BAD_FLAGS[] = {
-    "DRAIN",          "DRAINING",      "DRAINED",       "NOT_RESPONDING",
-    "MAINTENANCE",    "RESERVED",      "FAIL",          "FAILING",
-    "POWER_DOWN",     "POWERED_DOWN",  "POWERING_DOWN", "POWERING_UP",
-    "REBOOT_REQUESTED", "REBOOT_ISSUED", "INVALID_REG",  NULL};
+static const char *const NODE_BAD_FLAGS[] = {"DRAIN",
+                                             "DRAINING",
+                                             "DRAINED",
+                                             "NOT_RESPONDING",
+                                             "MAINTENANCE",
+                                             "RESERVED",
+                                             "FAIL",
+                                             "FAILING",
+                                             "POWER_DOWN",
+                                             "POWERED_DOWN",
+                                             "POWERING_DOWN",
+                                             "POWERING_UP",
+                                             "REBOOT_REQUESTED",
+                                             "REBOOT_ISSUED",
+                                             "INVALID_REG",
+                                             NULL};
 
 static void read_node(const json_t *o, struct slurm_node *n) {
   memset(n, 0, sizeof *n);
@@ -243,8 +254,9 @@ static void read_node(const json_t *o, struct slurm_node *n) {
   bool up = !strcmp(n->state, "idle") || !strcmp(n->state, "mixed") ||
             !strcmp(n->state, "allocated") || !strcmp(n->state, "completing");
   n->usable = up;
-  n->down = !up && (!strcmp(n->state, "down") || !strcmp(n->state, "error") ||
-                    !strcmp(n->state, "unknown") || !strcmp(n->state, "future"));
+  n->down =
+      !up && (!strcmp(n->state, "down") || !strcmp(n->state, "error") ||
+              !strcmp(n->state, "unknown") || !strcmp(n->state, "future"));
   if (!up)
     snprintf(n->why, sizeof n->why, "%s", n->state[0] ? n->state : "unknown");
   const json_t *flags = json_object_get(o, "state_flags");
@@ -327,7 +339,8 @@ enum tw_rc slurm_parse_partitions(const char *body, size_t len,
     get_str(o, "state", st, sizeof st);
     p->up = !strcasecmp(st, "UP");
     const json_t *flags = json_object_get(o, "flags");
-    for (size_t k = 0; json_is_array(flags) && k < json_array_size(flags); k++) {
+    for (size_t k = 0; json_is_array(flags) && k < json_array_size(flags);
+         k++) {
       const char *f = json_string_value(json_array_get(flags, k));
       if (f && !strcasecmp(f, "default"))
         p->is_default = true;
@@ -752,7 +765,8 @@ void slurm_submit_json(const struct slurm_submit *s, struct tw_buf *out) {
                           json_string(s->env[i].value ? s->env[i].value : ""));
   /* slurmrestd refuses a submission without an environment */
   if (json_object_size(env) == 0)
-    json_object_set_new(env, "PATH", json_string("/usr/local/bin:/usr/bin:/bin"));
+    json_object_set_new(env, "PATH",
+                        json_string("/usr/local/bin:/usr/bin:/bin"));
   json_object_set_new(job, "environment", env);
 
   const char *script = s->script ? s->script : "true\n";
@@ -773,7 +787,8 @@ void slurm_submit_json(const struct slurm_submit *s, struct tw_buf *out) {
         sb.data[i] = '?';
     js = json_stringn(sb.data, sb.len);
   }
-  json_object_set_new(root, "script", js ? js : json_string("#!/bin/sh\ntrue\n"));
+  json_object_set_new(root, "script",
+                      js ? js : json_string("#!/bin/sh\ntrue\n"));
   json_object_set_new(root, "job", job);
   char *text = json_dumps(root, JSON_COMPACT);
   if (text) {

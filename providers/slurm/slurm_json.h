@@ -32,10 +32,10 @@ struct slurm_error {
 
 struct slurm_node {
   char name[SLURM_NAME_MAX];
-  char state[24];  /* base state as sent: "idle", "mixed", "down" */
-  bool usable;     /* may take new jobs: up, and no DRAIN-like flag */
-  bool down;       /* down, or not responding: jobs on it are lost */
-  char why[64];    /* when !usable: the state or the first bad flag */
+  char state[24]; /* base state as sent: "idle", "mixed", "down" */
+  bool usable;    /* may take new jobs: up, and no DRAIN-like flag */
+  bool down;      /* down, or not responding: jobs on it are lost */
+  char why[64];   /* when !usable: the state or the first bad flag */
   enum tw_arch arch;
   int cpus, alloc_cpus;
   int64_t memory_mb, alloc_memory_mb;
@@ -57,10 +57,10 @@ struct slurm_job {
   int64_t id;
   char name[160];
   char comment[512];
-  char state[24];   /* "PENDING", "RUNNING", "COMPLETED", ... */
-  char reason[64];  /* state_reason: "None", "NodeDown", ... */
+  char state[24];  /* "PENDING", "RUNNING", "COMPLETED", ... */
+  char reason[64]; /* state_reason: "None", "NodeDown", ... */
   char partition[SLURM_NAME_MAX];
-  char nodes[256];  /* hostlist: "gpu[1-2],cpu1"; "" before it runs */
+  char nodes[256]; /* hostlist: "gpu[1-2],cpu1"; "" before it runs */
   char features[128];
   int64_t raw_exit; /* wait status as Slurm keeps it; -1 unknown */
   int restart_cnt;
@@ -149,8 +149,8 @@ enum tw_rc slurm_classify(long status, int code);
 
 /* What one submission asks for. */
 struct slurm_submit {
-  const char *script;     /* NULL: "true" */
-  const char *name;       /* "tw-<token>" */
+  const char *script; /* NULL: "true" */
+  const char *name;   /* "tw-<token>" */
   const char *comment;
   const char *partition;
   const char *constraints; /* "rack=r1" or NULL */

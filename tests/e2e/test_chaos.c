@@ -3,9 +3,9 @@
  * tradewind-fakecloud serves EC2 with injected faults from a seeded
  * schedule: capacity errors on spot launches and on one zone, throttling
  * and 503s, and spot interruptions (a Poisson rate per instance, with a
- * short notice) and slow answers.  tradewindd runs against it (auth open, the AWS adapter
- * with interruption notices, the reconciler every few seconds); a few
- * hundred jobs of a few seconds each are submitted, with every fallback
+ * short notice) and slow answers.  tradewindd runs against it (auth open, the
+ * AWS adapter with interruption notices, the reconciler every few seconds); a
+ * few hundred jobs of a few seconds each are submitted, with every fallback
  * strategy and with and without checkpoints; then the daemon is killed
  * with SIGKILL at random moments and restarted, again and again, until
  * the jobs are done.  At the end:
@@ -47,8 +47,8 @@
 #define TW_FAKECLOUD_PATH "tradewind-fakecloud"
 #endif
 
-#define BUDGET_S 100    /* the whole run, jobs done or not */
-#define CHAOS_S 45      /* kills stop after this, so the run settles */
+#define BUDGET_S 100 /* the whole run, jobs done or not */
+#define CHAOS_S 45   /* kills stop after this, so the run settles */
 #define ORPHANS 5
 
 static int failures;
@@ -79,7 +79,8 @@ static void sleep_ms(long ms) {
 
 static double now_s(void) { return (double)tw_mono_us() / 1e6; }
 
-/* ---- the fake ------------------------------------------------------------- */
+/* ---- the fake -------------------------------------------------------------
+ */
 
 static pid_t fake_pid;
 static char fake_url[64];
@@ -98,14 +99,15 @@ static bool start_fake(uint64_t seed) {
     close(fds[1]);
     char s[32];
     snprintf(s, sizeof s, "%llu", (unsigned long long)(seed % 1000000007ULL));
-    execl(TW_FAKECLOUD_PATH, "tradewind-fakecloud", "--listen", "127.0.0.1:0", "--seed", s,
-          "--pending-ms", "1000", (char *)NULL);
+    execl(TW_FAKECLOUD_PATH, "tradewind-fakecloud", "--listen", "127.0.0.1:0",
+          "--seed", s, "--pending-ms", "1000", (char *)NULL);
     _exit(127);
   }
   close(fds[1]);
   FILE *f = fdopen(fds[0], "r");
   char line[256] = "";
-  bool ok = f && fgets(line, sizeof line, f) && sscanf(line, "listening %63s", fake_url) == 1;
+  bool ok = f && fgets(line, sizeof line, f) &&
+            sscanf(line, "listening %63s", fake_url) == 1;
   if (!ok)
     fprintf(stderr, "fakecloud did not start: \"%s\"\n", line);
   return ok;
@@ -119,19 +121,23 @@ static void stop_fake(void) {
   }
 }
 
-static json_t *fake_ctl(const char *method, const char *path, const char *body) {
+static json_t *fake_ctl(const char *method, const char *path,
+                        const char *body) {
   struct twtest_resp r;
   json_t *j = NULL;
-  if (twtest_http(fake_url, method, path, body ? "application/json" : NULL, body, &r) == 0 &&
+  if (twtest_http(fake_url, method, path, body ? "application/json" : NULL,
+                  body, &r) == 0 &&
       r.status / 100 == 2)
     j = json_loads(r.body, 0, NULL);
   else
-    fprintf(stderr, "fake %s %s: %ld %s\n", method, path, r.status, r.body ? r.body : "");
+    fprintf(stderr, "fake %s %s: %ld %s\n", method, path, r.status,
+            r.body ? r.body : "");
   twtest_resp_release(&r);
   return j;
 }
 
-/* ---- the store, read beside the daemon -------------------------------------- */
+/* ---- the store, read beside the daemon --------------------------------------
+ */
 
 static int count_sql(const char *db, const char *sql) {
   sqlite3 *h = NULL;
@@ -139,7 +145,8 @@ static int count_sql(const char *db, const char *sql) {
   if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
     sqlite3_busy_timeout(h, 2000);
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
       n = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
   }
@@ -149,8 +156,8 @@ static int count_sql(const char *db, const char *sql) {
 
 /* ---- jobs ---------------------------------------------------------------- */
 
-static const char *const FALLBACKS[] = {"failover", "eager-next-region", "on-demand-fallback",
-                                        "deadline"};
+static const char *const FALLBACKS[] = {"failover", "eager-next-region",
+                                        "on-demand-fallback", "deadline"};
 
 static bool submit(const char *url, int i, char id[64]) {
   char body[512];
@@ -161,11 +168,15 @@ static bool submit(const char *url, int i, char id[64]) {
   char deadline[40];
   tw_time_fmt_rfc3339(tw_clock_now_ms(tw_clock_real()) + 3600 * 1000, deadline,
                       sizeof deadline);
-  snprintf(body, sizeof body,
-           "{\"name\":\"chaos-%d\",\"resources\":{\"cpus\":%d,\"market\":\"%s\"},"
-           "\"duration\":\"%ds\",\"deadline\":\"%s\",\"fallback\":\"%s\"%s}",
-           i, rng_next() % 4 ? 2 : 4, market, dur, deadline, FALLBACKS[rng_next() % 4],
-           ckpt ? ",\"checkpoint\":{\"interval\":\"2s\",\"uri\":\"s3://chaos/ckpt/\"}" : "");
+  snprintf(
+      body, sizeof body,
+      "{\"name\":\"chaos-%d\",\"resources\":{\"cpus\":%d,\"market\":\"%s\"},"
+      "\"duration\":\"%ds\",\"deadline\":\"%s\",\"fallback\":\"%s\"%s}",
+      i, rng_next() % 4 ? 2 : 4, market, dur, deadline,
+      FALLBACKS[rng_next() % 4],
+      ckpt
+          ? ",\"checkpoint\":{\"interval\":\"2s\",\"uri\":\"s3://chaos/ckpt/\"}"
+          : "");
   for (int tries = 0; tries < 50; tries++) {
     struct twtest_resp r;
     int rc = twtest_http(url, "POST", "/v1/jobs", "application/json", body, &r);
@@ -186,15 +197,18 @@ static bool submit(const char *url, int i, char id[64]) {
   return false;
 }
 
-/* ---- orphans, bought as another broker would ------------------------------- */
+/* ---- orphans, bought as another broker would -------------------------------
+ */
 
 static int buy_orphans(void) {
   char yaml[1024];
-  snprintf(yaml, sizeof yaml,
-           "name: orphan-maker\ntype: aws\nendpoint: %s\nregions: [us-east-1]\n"
-           "access_key_env: TW_CHAOS_AWS_ACCESS_KEY\nsecret_key_env: TW_CHAOS_AWS_SECRET_KEY\n"
-           "image: ami-0123456789abcdef0\non_demand_prices: {m5.large: \"0.096\"}\n",
-           fake_url);
+  snprintf(
+      yaml, sizeof yaml,
+      "name: orphan-maker\ntype: aws\nendpoint: %s\nregions: [us-east-1]\n"
+      "access_key_env: TW_CHAOS_AWS_ACCESS_KEY\nsecret_key_env: "
+      "TW_CHAOS_AWS_SECRET_KEY\n"
+      "image: ami-0123456789abcdef0\non_demand_prices: {m5.large: \"0.096\"}\n",
+      fake_url);
   struct tw_node *cfg = NULL;
   struct tw_provider *p = NULL;
   struct tw_err err = {0};
@@ -216,8 +230,11 @@ static int buy_orphans(void) {
       char job[40], token[48];
       snprintf(job, sizeof job, "j-orphan%020d", i);
       snprintf(token, sizeof token, "%s-1", job);
-      struct tw_launch req = {.offer = o, .client_token = token, .job_id = job,
-                              .attempt_id = token, .tenant = "default"};
+      struct tw_launch req = {.offer = o,
+                              .client_token = token,
+                              .job_id = job,
+                              .attempt_id = token,
+                              .tenant = "default"};
       struct tw_instance inst;
       struct tw_err lerr = {0};
       if (tw_provider_launch(p, &req, &inst, &lerr) == TW_OK)
@@ -233,7 +250,8 @@ out:
   return made;
 }
 
-/* ---- the run -------------------------------------------------------------- */
+/* ---- the run --------------------------------------------------------------
+ */
 
 int main(void) {
   if (access(TW_FAKECLOUD_PATH, X_OK) || access(twtest_daemon_binary(), X_OK)) {
@@ -255,13 +273,18 @@ int main(void) {
   json_t *ok = fake_ctl(
       "POST", "/_fake/faults",
       "{\"faults\":["
-      "{\"kind\":\"capacity\",\"action\":\"RunInstances\",\"market\":\"spot\",\"probability\":0.25},"
+      "{\"kind\":\"capacity\",\"action\":\"RunInstances\",\"market\":\"spot\","
+      "\"probability\":0.25},"
       "{\"kind\":\"capacity\",\"zone\":\"us-east-1a\",\"probability\":0.6},"
-      "{\"kind\":\"throttle\",\"action\":\"DescribeInstances\",\"probability\":0.05},"
-      "{\"kind\":\"throttle\",\"action\":\"RunInstances\",\"probability\":0.05},"
-      "{\"kind\":\"error\",\"status\":503,\"code\":\"Unavailable\",\"action\":\"RunInstances\","
+      "{\"kind\":\"throttle\",\"action\":\"DescribeInstances\",\"probability\":"
+      "0.05},"
+      "{\"kind\":\"throttle\",\"action\":\"RunInstances\",\"probability\":0.05}"
+      ","
+      "{\"kind\":\"error\",\"status\":503,\"code\":\"Unavailable\",\"action\":"
+      "\"RunInstances\","
       "\"probability\":0.03},"
-      "{\"kind\":\"spot_interruption\",\"market\":\"spot\",\"rate_per_hour\":240,"
+      "{\"kind\":\"spot_interruption\",\"market\":\"spot\",\"rate_per_hour\":"
+      "240,"
       "\"lead_ms\":2000},"
       /* slow answers widen the window between a launch and its record,
        * where a kill leaves an instance the store does not know yet */
@@ -280,7 +303,8 @@ int main(void) {
            "reconcile: {interval_s: 3}\n"
            /* the blocklist's times scaled to a run of seconds */
            "spot: {restart_overhead_s: 5, review_s: 2, blocklist_offer_s: 3,\n"
-           "       blocklist_zone_s: 6, blocklist_region_s: 10, blocklist_window_s: 10}\n"
+           "       blocklist_zone_s: 6, blocklist_region_s: 10, "
+           "blocklist_window_s: 10}\n"
            "providers:\n"
            "  - name: aws-chaos\n"
            "    type: aws\n"
@@ -299,12 +323,13 @@ int main(void) {
     return 1;
   }
 
-  char (*ids)[64] = tw_calloc((size_t)n_jobs, sizeof *ids);
+  char(*ids)[64] = tw_calloc((size_t)n_jobs, sizeof *ids);
   int submitted = 0;
   for (int i = 0; i < n_jobs; i++)
     if (submit(d.url, i, ids[i]))
       submitted++;
-  CHECK(submitted == n_jobs, "only %d of %d jobs were accepted", submitted, n_jobs);
+  CHECK(submitted == n_jobs, "only %d of %d jobs were accepted", submitted,
+        n_jobs);
 
   /* kill, restart, until the jobs are done */
   double t0 = now_s();
@@ -325,20 +350,25 @@ int main(void) {
       }
     }
   }
-  int succeeded = count_sql(d.db, "SELECT count(*) FROM jobs WHERE state = 'succeeded'");
-  int interrupted = count_sql(d.db, "SELECT count(*) FROM attempts WHERE end_reason = 'interrupted'");
+  int succeeded =
+      count_sql(d.db, "SELECT count(*) FROM jobs WHERE state = 'succeeded'");
+  int interrupted = count_sql(
+      d.db, "SELECT count(*) FROM attempts WHERE end_reason = 'interrupted'");
   int attempts = count_sql(d.db, "SELECT count(*) FROM attempts");
-  int capacity = count_sql(d.db, "SELECT count(*) FROM attempts WHERE end_reason = 'capacity'");
-  printf("chaos: %d kills in %.0f s; %d of %d jobs succeeded; %d attempts, %d capacity "
+  int capacity = count_sql(
+      d.db, "SELECT count(*) FROM attempts WHERE end_reason = 'capacity'");
+  printf("chaos: %d kills in %.0f s; %d of %d jobs succeeded; %d attempts, %d "
+         "capacity "
          "errors, %d interruptions\n",
-         kills, now_s() - t0, succeeded, submitted, attempts, capacity, interrupted);
+         kills, now_s() - t0, succeeded, submitted, attempts, capacity,
+         interrupted);
   CHECK(kills >= 5, "only %d kills: the chaos did not happen", kills);
   CHECK(interrupted > 0, "no interruption happened");
   CHECK(capacity > 0, "no capacity error happened");
 
   /* no job lost */
-  CHECK(succeeded == submitted, "%d of %d jobs did not succeed", submitted - succeeded,
-        submitted);
+  CHECK(succeeded == submitted, "%d of %d jobs did not succeed",
+        submitted - succeeded, submitted);
   int missing = 0;
   for (int i = 0; i < n_jobs; i++) {
     if (!ids[i][0])
@@ -351,12 +381,13 @@ int main(void) {
     twtest_resp_release(&r);
   }
   CHECK(missing == 0, "%d acknowledged jobs are gone", missing);
-  CHECK(count_sql(d.db, "SELECT count(*) FROM attempts WHERE state <> 'ended'") == 0,
+  CHECK(count_sql(d.db,
+                  "SELECT count(*) FROM attempts WHERE state <> 'ended'") == 0,
         "attempts are still live after every job ended");
   /* no two attempts name one instance */
   CHECK(count_sql(d.db, "SELECT count(*) FROM (SELECT instance_id FROM attempts"
-                        " WHERE instance_id <> '' GROUP BY instance_id HAVING count(*) > 1)") ==
-            0,
+                        " WHERE instance_id <> '' GROUP BY instance_id HAVING "
+                        "count(*) > 1)") == 0,
         "two attempts share an instance");
   int stop_rc = twtest_daemon_stop(&d, 20000);
   CHECK(stop_rc == 0, "the daemon exited %d on SIGTERM", stop_rc);
@@ -367,7 +398,8 @@ int main(void) {
   CHECK(orphans == ORPHANS, "bought %d orphans of %d", orphans, ORPHANS);
   size_t passes_before = twtest_daemon_log_count(&d, "reconcile: pass done");
   if (twtest_daemon_start(&d) == 0) {
-    CHECK(twtest_daemon_wait_log(&d, "reconcile: pass done", passes_before + 1, 20000),
+    CHECK(twtest_daemon_wait_log(&d, "reconcile: pass done", passes_before + 1,
+                                 20000),
           "no reconcile pass after the last start");
     twtest_daemon_stop(&d, 20000);
   }
@@ -381,12 +413,14 @@ int main(void) {
   for (size_t i = 0; i < n; i++) {
     json_t *in = json_array_get(insts, i);
     const char *state = json_string_value(json_object_get(in, "state"));
-    const char *tag =
-        json_string_value(json_object_get(json_object_get(in, "tags"), "tradewind:attempt"));
-    if (state && strcmp(state, "terminated") && strcmp(state, "shutting-down")) {
+    const char *tag = json_string_value(
+        json_object_get(json_object_get(in, "tags"), "tradewind:attempt"));
+    if (state && strcmp(state, "terminated") &&
+        strcmp(state, "shutting-down")) {
       live++;
       fprintf(stderr, "still live: %s %s attempt=%s\n",
-              json_string_value(json_object_get(in, "id")), state, tag ? tag : "-");
+              json_string_value(json_object_get(in, "id")), state,
+              tag ? tag : "-");
     }
     for (size_t k = 0; tag && k < n_tags; k++)
       if (!strcmp(tags[k], tag)) {
@@ -396,7 +430,9 @@ int main(void) {
     if (tag)
       tags[n_tags++] = tag;
   }
-  printf("chaos: the fake made %zu instances; %zu live after the last reconcile pass\n", n, live);
+  printf("chaos: the fake made %zu instances; %zu live after the last "
+         "reconcile pass\n",
+         n, live);
   CHECK(n >= (size_t)submitted, "fewer instances than jobs: %zu", n);
   CHECK(dup == 0, "%zu attempts have two instances", dup);
   CHECK(live == 0, "%zu instances survived the reconcile pass", live);
@@ -406,8 +442,9 @@ int main(void) {
         "the daemon's log has sanitizer reports");
   size_t adopted = twtest_daemon_log_count(&d, "adopted: ");
   size_t reaped = twtest_daemon_log_count(&d, "terminated: ");
-  printf("chaos: the reconciler adopted %zu and terminated %zu instances in all\n", adopted,
-         reaped);
+  printf(
+      "chaos: the reconciler adopted %zu and terminated %zu instances in all\n",
+      adopted, reaped);
   free(tags);
   json_decref(st);
   free(ids);
@@ -415,6 +452,7 @@ int main(void) {
   twtest_daemon_cleanup(&d, failures > 0);
   curl_global_cleanup();
   if (failures)
-    fprintf(stderr, "chaos: %d checks failed (seed %llu)\n", failures, (unsigned long long)seed);
+    fprintf(stderr, "chaos: %d checks failed (seed %llu)\n", failures,
+            (unsigned long long)seed);
   return failures ? 1 : 0;
 }

@@ -180,7 +180,8 @@ static char *job_file(const char *name, const char *extra, const char *run) {
   char text[2048];
   snprintf(path, sizeof path, "%s/%s.yaml", d.dir, name);
   snprintf(text, sizeof text,
-           "name: %s\n%splacement: {providers: [slurm]}\nrun: |\n%s", name, extra, run);
+           "name: %s\n%splacement: {providers: [slurm]}\nrun: |\n%s", name,
+           extra, run);
   FILE *f = fopen(path, "w");
   if (!f)
     return NULL;
@@ -205,14 +206,14 @@ static const char *jstr(json_t *o, const char *k) {
 
 static void submit_and_read_back(const char *name, int code, int want_cli) {
   char run[256];
-  snprintf(run, sizeof run, "  echo \"line from %s\"\n  exit %d\n", name,
-           code);
+  snprintf(run, sizeof run, "  echo \"line from %s\"\n  exit %d\n", name, code);
   const char *jf = job_file(name, "resources: {cpus: 1}\n", run);
   char *out = NULL;
   const char *args[] = {"submit", jf, "--wait", "--timeout", "60s", NULL};
   int rc = cli(&out, args);
-  CHECK(rc == want_cli, "submit --wait of a job exiting %d: cli exit %d, want %d",
-        code, rc, want_cli);
+  CHECK(rc == want_cli,
+        "submit --wait of a job exiting %d: cli exit %d, want %d", code, rc,
+        want_cli);
   char id[128] = "";
   sscanf(out, "%127s", id);
   free(out);
@@ -257,8 +258,8 @@ static void submit_and_read_back(const char *name, int code, int want_cli) {
   free(out);
   const char *fargs[] = {"jobs", "logs", id, "--follow", NULL};
   rc = cli(&out, fargs);
-  CHECK(rc == 0 && !strcmp(out, want), "jobs logs --follow: exit %d \"%s\"",
-        rc, out);
+  CHECK(rc == 0 && !strcmp(out, want), "jobs logs --follow: exit %d \"%s\"", rc,
+        out);
   free(out);
 }
 
@@ -267,8 +268,9 @@ static void submit_and_read_back(const char *name, int code, int want_cli) {
 /* The node a Slurm job runs on, through squeue. */
 static bool node_of(const char *slurm_id, char *node, size_t size) {
   char cmd[900];
-  snprintf(cmd, sizeof cmd, "SLURM_CONF='%s' squeue -h -j %s -o %%N 2>/dev/null",
-           slurm_conf, slurm_id);
+  snprintf(cmd, sizeof cmd,
+           "SLURM_CONF='%s' squeue -h -j %s -o %%N 2>/dev/null", slurm_conf,
+           slurm_id);
   FILE *p = popen(cmd, "r");
   if (!p)
     return false;
@@ -343,8 +345,8 @@ static void fault(void) {
   CHECK(node_of(inst, node, sizeof node), "no node for slurm job %s", inst);
   if (!running || !node[0])
     return;
-  fprintf(stderr, "job %s runs as slurm job %s on %s; killing its slurmd\n",
-          id, inst, node);
+  fprintf(stderr, "job %s runs as slurm job %s on %s; killing its slurmd\n", id,
+          inst, node);
   int64_t t0 = mono_ms();
   CHECK(kill_slurmd(node), "cannot kill slurmd of %s", node);
 
@@ -363,7 +365,8 @@ static void fault(void) {
   snprintf(path, sizeof path, "/v1/jobs/%s/events", id);
   json_t *ev = get_json(path);
   char *text = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
-  CHECK(text && strstr(text, "\"interrupted\"") && strstr(text, "\"recovering\""),
+  CHECK(text && strstr(text, "\"interrupted\"") &&
+            strstr(text, "\"recovering\""),
         "events of %s: %s", id, text ? text : "none");
   free(text);
   json_decref(ev);
@@ -379,7 +382,8 @@ static void fault(void) {
            slurm_conf, inst, inst2);
   CHECK(system(cmd) == 0, "scancel failed");
   const char *src = getenv("TW_SOURCE_DIR");
-  snprintf(cmd, sizeof cmd, "bash '%s/scripts/slurm.sh' start '%s' >/dev/null 2>&1",
+  snprintf(cmd, sizeof cmd,
+           "bash '%s/scripts/slurm.sh' start '%s' >/dev/null 2>&1",
            src ? src : ".", state_dir);
   CHECK(system(cmd) == 0, "restarting the killed slurmd failed");
 }
@@ -405,8 +409,9 @@ int main(int argc, char **argv) {
   /* wait for the first inventory */
   twtest_daemon_wait_log(&d, "provider=lab offers=", 1, 10000);
   if (offers_dropped()) {
-    printf("SKIPPED: providers/provider.c drops offers of market private "
-           "(\"no market\"); the generic layer must accept TW_MARKET_PRIVATE\n");
+    printf(
+        "SKIPPED: providers/provider.c drops offers of market private "
+        "(\"no market\"); the generic layer must accept TW_MARKET_PRIVATE\n");
     twtest_daemon_cleanup(&d, false);
     return 77;
   }

@@ -70,18 +70,24 @@ struct ali_region {
 };
 
 static const struct ali_region regions[] = {
-    {"cn-hangzhou", "bp", {"cn-hangzhou-h", "cn-hangzhou-i", "cn-hangzhou-j",
-                           "cn-hangzhou-k"}, 1000},
-    {"cn-shanghai", "uf", {"cn-shanghai-l", "cn-shanghai-m", "cn-shanghai-n",
-                           NULL}, 1000},
-    {"ap-southeast-1", "t4", {"ap-southeast-1a", "ap-southeast-1b",
-                              "ap-southeast-1c", NULL}, 1180},
+    {"cn-hangzhou",
+     "bp",
+     {"cn-hangzhou-h", "cn-hangzhou-i", "cn-hangzhou-j", "cn-hangzhou-k"},
+     1000},
+    {"cn-shanghai",
+     "uf",
+     {"cn-shanghai-l", "cn-shanghai-m", "cn-shanghai-n", NULL},
+     1000},
+    {"ap-southeast-1",
+     "t4",
+     {"ap-southeast-1a", "ap-southeast-1b", "ap-southeast-1c", NULL},
+     1180},
 };
 #define N_REGIONS (sizeof regions / sizeof regions[0])
 
 /* Pay-as-you-go CNY per hour in cn-hangzhou, in thousandths. */
-static const int64_t od_milli[N_ITYPES] = {693, 1386, 1117, 878, 624, 8537,
-                                           26460, 34650, 277200};
+static const int64_t od_milli[N_ITYPES] = {693,  1386,  1117,  878,   624,
+                                           8537, 26460, 34650, 277200};
 
 /* Whether itype t is sold in zone z of region r: GPUs are not everywhere. */
 static bool sold(size_t t, size_t r, size_t z) {
@@ -135,8 +141,8 @@ struct inst {
   char image[128], name[129], token[65];
   enum ist state;
   int64_t create_ms;
-  int64_t next_ms;     /* end of Pending or Stopping; -1 none */
-  bool release_after;  /* Stopping ends in release (a delete) */
+  int64_t next_ms;    /* end of Pending or Stopping; -1 none */
+  bool release_after; /* Stopping ends in release (a delete) */
   bool spot;
   char strategy[24], behavior[12];
   int64_t limit_milli; /* SpotPriceLimit, -1 none */
@@ -231,9 +237,9 @@ static void inst_free(struct inst *in) {
 }
 
 static void add_event(struct ali *a, const struct inst *in) {
-  struct event *e = &a->events[a->n_events < EVENTS_MAX
-                                   ? a->n_events++
-                                   : (size_t)(in->seq % EVENTS_MAX)];
+  struct event *e =
+      &a->events[a->n_events < EVENTS_MAX ? a->n_events++
+                                          : (size_t)(in->seq % EVENTS_MAX)];
   snprintf(e->instance_id, sizeof e->instance_id, "%s", in->id);
   e->region = in->region;
   e->time_ms = in->notice_ms;
@@ -262,7 +268,8 @@ static void ali_tick(struct ali *a) {
     struct inst *in = find(a, f->instance_id);
     if (!in || !in->spot || in->notice_ms >= 0 || in->state == IS_RELEASED)
       continue;
-    struct fc_fault_query q = {.service = "ecs", .instance_id = in->id,
+    struct fc_fault_query q = {.service = "ecs",
+                               .instance_id = in->id,
                                .instance_type = itypes[in->itype].name,
                                .zone = regions[in->region].zones[in->zone],
                                .market = "spot"};
@@ -300,8 +307,7 @@ static void ali_tick(struct ali *a) {
         }
         continue;
       }
-      if (in->state == IS_STOPPING && in->next_ms >= 0 &&
-          now >= in->next_ms) {
+      if (in->state == IS_STOPPING && in->next_ms >= 0 && now >= in->next_ms) {
         in->state = in->release_after ? IS_RELEASED : IS_STOPPED;
         in->next_ms = -1;
         continue;
@@ -328,11 +334,11 @@ static void ali_tick(struct ali *a) {
 static int64_t spot_at_step(struct ali *a, size_t t, size_t r, size_t z,
                             int64_t step) {
   int64_t od = od_price(t, r);
-  uint64_t hz = fc_hash3(fc_seed(a->s) ^ fc_hash_str(itypes[t].name),
-                         r * 8 + z, 0);
+  uint64_t hz =
+      fc_hash3(fc_seed(a->s) ^ fc_hash_str(itypes[t].name), r * 8 + z, 0);
   int64_t base = od * (200 + (int64_t)(hz % 134)) / 1000;
-  uint64_t h = fc_hash3(fc_seed(a->s) ^ fc_hash_str(itypes[t].name),
-                        r * 8 + z, (uint64_t)step + 1);
+  uint64_t h = fc_hash3(fc_seed(a->s) ^ fc_hash_str(itypes[t].name), r * 8 + z,
+                        (uint64_t)step + 1);
   int64_t p = base + base * ((int64_t)(h % 201) - 100) / 1000;
   if (p > od)
     p = od;
@@ -472,13 +478,12 @@ static json_t *inst_json(const struct inst *in) {
   fmt_minutes(in->create_ms, created);
   json_t *tags = json_array();
   for (size_t t = 0; t < in->n_tags; t++)
-    json_array_append_new(tags, json_pack("{s:s,s:s}", "TagKey",
-                                          in->tags[t].key, "TagValue",
-                                          in->tags[t].value));
+    json_array_append_new(tags,
+                          json_pack("{s:s,s:s}", "TagKey", in->tags[t].key,
+                                    "TagValue", in->tags[t].value));
   json_t *locks = json_array();
   if (in->noticed && in->state != IS_STOPPED)
-    json_array_append_new(locks, json_pack("{s:s}", "LockReason",
-                                           "Recycling"));
+    json_array_append_new(locks, json_pack("{s:s}", "LockReason", "Recycling"));
   json_t *o = json_pack(
       "{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:I,s:i,s:s,s:s,s:s,s:s,s:s,s:s,s:s,"
       "s:s,s:s,s:s}",
@@ -492,23 +497,21 @@ static json_t *inst_json(const struct inst *in) {
       "PostPaid", "InstanceNetworkType", "vpc", "OSType", "linux",
       "SpotStrategy", in->strategy);
   json_object_set_new(o, "SpotDuration", json_integer(in->duration_h));
-  json_object_set_new(o, "SpotInterruptionBehavior",
-                      json_string(in->behavior));
+  json_object_set_new(o, "SpotInterruptionBehavior", json_string(in->behavior));
   json_object_set_new(o, "SpotPriceLimit",
                       in->limit_milli >= 0 ? money(in->limit_milli)
                                            : json_real(0));
   json_object_set_new(o, "InternetChargeType", json_string("PayByTraffic"));
   json_object_set_new(o, "ExpiredTime", json_string("2099-12-31T15:59Z"));
-  json_object_set_new(o, "StoppedMode",
-                      json_string(in->state == IS_STOPPED ? "StopCharging"
-                                                          : "Not-applicable"));
+  json_object_set_new(
+      o, "StoppedMode",
+      json_string(in->state == IS_STOPPED ? "StopCharging" : "Not-applicable"));
   json_object_set_new(
       o, "VpcAttributes",
       json_pack("{s:s,s:s,s:{s:[s]},s:s}", "VpcId", "vpc-tradewindfake",
                 "VSwitchId", "vsw-tradewindfake", "PrivateIpAddress",
                 "IpAddress", in->private_ip, "NatIpAddress", ""));
-  json_object_set_new(o, "PublicIpAddress",
-                      json_pack("{s:[]}", "IpAddress"));
+  json_object_set_new(o, "PublicIpAddress", json_pack("{s:[]}", "IpAddress"));
   json_object_set_new(o, "InnerIpAddress", json_pack("{s:[]}", "IpAddress"));
   json_object_set_new(o, "Tags", json_pack("{s:o}", "Tag", tags));
   json_object_set_new(o, "OperationLocks",
@@ -519,10 +522,17 @@ static json_t *inst_json(const struct inst *in) {
 /* ---- RunInstances -------------------------------------------------------- */
 
 static uint64_t params_hash(const struct fc_params *p) {
-  static const char *const skip[] = {
-      "ClientToken", "Signature",   "SignatureNonce", "SignatureMethod",
-      "SignatureVersion", "Timestamp", "AccessKeyId", "Format",
-      "Action",      "Version",     NULL};
+  static const char *const skip[] = {"ClientToken",
+                                     "Signature",
+                                     "SignatureNonce",
+                                     "SignatureMethod",
+                                     "SignatureVersion",
+                                     "Timestamp",
+                                     "AccessKeyId",
+                                     "Format",
+                                     "Action",
+                                     "Version",
+                                     NULL};
   uint64_t h = 0;
   for (size_t i = 0; i < p->n; i++) {
     bool sk = false;
@@ -639,14 +649,16 @@ static void act_run(struct call *k) {
   }
   const char *market = r.spot ? "spot" : "on-demand";
   struct fc_fault *f = NULL;
-  struct fc_fault_query q = {.service = "ecs", .action = "RunInstances",
-                             .instance_type = itypes[t].name, .zone = zone,
+  struct fc_fault_query q = {.service = "ecs",
+                             .action = "RunInstances",
+                             .instance_type = itypes[t].name,
+                             .zone = zone,
                              .market = market};
   if (a->stock[r.spot][t][reg][z] == ST_WITHOUT ||
       (f = fc_faults_fire(fc_faults(a->s), FC_FAULT_CAPACITY, &q,
                           fc_elapsed_ms(a->s), fc_rng(a->s)))) {
-    bool nos = a->stock[r.spot][t][reg][z] == ST_WITHOUT ||
-               !f->code[0] || strcmp(f->code, "Zone.NotOnSale");
+    bool nos = a->stock[r.spot][t][reg][z] == ST_WITHOUT || !f->code[0] ||
+               strcmp(f->code, "Zone.NotOnSale");
     if (nos)
       ali_error(k, 0, "OperationDenied.NoStock",
                 "The requested resource is sold out in the specified zone; "
@@ -658,8 +670,8 @@ static void act_run(struct call *k) {
   }
   int64_t limit = r.spot ? a->vcpu_limit_spot : a->vcpu_limit_on_demand;
   int64_t room = (limit - vcpus_in_use(a, reg, r.spot)) / itypes[t].vcpus;
-  if (fc_faults_fire(fc_faults(a->s), FC_FAULT_QUOTA, &q,
-                     fc_elapsed_ms(a->s), fc_rng(a->s)) ||
+  if (fc_faults_fire(fc_faults(a->s), FC_FAULT_QUOTA, &q, fc_elapsed_ms(a->s),
+                     fc_rng(a->s)) ||
       room < r.min_amount) {
     char msg[200];
     snprintf(msg, sizeof msg,
@@ -675,8 +687,7 @@ static void act_run(struct call *k) {
     struct inst *in = tw_calloc(1, sizeof *in);
     static const char alnum[] = "0123456789abcdefghijklmnopqrstuvwxyz";
     in->seq = ++a->next_seq;
-    int len = snprintf(in->id, sizeof in->id, "i-%s",
-                       regions[reg].id_prefix);
+    int len = snprintf(in->id, sizeof in->id, "i-%s", regions[reg].id_prefix);
     for (int c = 0; c < 18; c++)
       in->id[len + c] = alnum[fc_rng_below(fc_rng(a->s), 36)];
     in->id[len + 18] = '\0';
@@ -757,11 +768,13 @@ static const char *tag_value(const struct inst *in, const char *key) {
 }
 
 static uint64_t query_hash(const struct fc_params *p) {
-  static const char *const skip[] = {
-      "NextToken",   "MaxResults",    "PageNumber",     "PageSize",
-      "Signature",   "SignatureNonce", "SignatureMethod", "SignatureVersion",
-      "Timestamp",   "AccessKeyId",   "Format",         "Action",
-      "Version",     NULL};
+  static const char *const skip[] = {"NextToken",       "MaxResults",
+                                     "PageNumber",      "PageSize",
+                                     "Signature",       "SignatureNonce",
+                                     "SignatureMethod", "SignatureVersion",
+                                     "Timestamp",       "AccessKeyId",
+                                     "Format",          "Action",
+                                     "Version",         NULL};
   uint64_t h = 0;
   for (size_t i = 0; i < p->n; i++) {
     bool sk = false;
@@ -802,18 +815,21 @@ static void act_describe_instances(struct call *k) {
     goto out;
   }
   if (pn && ((page_no = strtol(pn, &end, 10)) < 1 || *end)) {
-    ali_error(k, 0, "InvalidParameter", "The specified PageNumber is not "
+    ali_error(k, 0, "InvalidParameter",
+              "The specified PageNumber is not "
               "valid.");
     goto out;
   }
   if (ps && ((size = strtol(ps, &end, 10)) < 1 || size > 100 || *end)) {
-    ali_error(k, 0, "InvalidParameter", "The specified PageSize is not "
+    ali_error(k, 0, "InvalidParameter",
+              "The specified PageSize is not "
               "valid: 1 to 100.");
     goto out;
   }
-  if (mr && ((max_results = strtol(mr, &end, 10)) < 1 || max_results > 100 ||
-             *end)) {
-    ali_error(k, 0, "InvalidParameter", "The specified MaxResults is not "
+  if (mr &&
+      ((max_results = strtol(mr, &end, 10)) < 1 || max_results > 100 || *end)) {
+    ali_error(k, 0, "InvalidParameter",
+              "The specified MaxResults is not "
               "valid: 1 to 100.");
     goto out;
   }
@@ -824,8 +840,8 @@ static void act_describe_instances(struct call *k) {
   if (nt && *nt) {
     unsigned long long c = 0, hh = 0;
     int used = 0;
-    if (sscanf(nt, "%16llx%16llx%n", &c, &hh, &used) != 2 ||
-        used != 32 || nt[used] || hh != (unsigned long long)(qh ^ c)) {
+    if (sscanf(nt, "%16llx%16llx%n", &c, &hh, &used) != 2 || used != 32 ||
+        nt[used] || hh != (unsigned long long)(qh ^ c)) {
       ali_error(k, 0, "InvalidParameter",
                 "The specified parameter NextToken is not valid.");
       goto out;
@@ -997,7 +1013,8 @@ static void act_spot_history(struct call *k) {
     return;
   }
   if (strcmp(net, "vpc") && strcmp(net, "classic")) {
-    ali_error(k, 0, "InvalidParameter", "The specified NetworkType is not "
+    ali_error(k, 0, "InvalidParameter",
+              "The specified NetworkType is not "
               "valid.");
     return;
   }
@@ -1026,7 +1043,8 @@ static void act_spot_history(struct call *k) {
     char *end;
     offset = strtoll(off, &end, 10);
     if (*end || offset < 0) {
-      ali_error(k, 0, "InvalidParameter", "The specified Offset is not "
+      ali_error(k, 0, "InvalidParameter",
+                "The specified Offset is not "
                 "valid.");
       return;
     }
@@ -1040,9 +1058,8 @@ static void act_spot_history(struct call *k) {
               "The specified StartTime is later than EndTime.");
     return;
   }
-  int64_t windows_extra = os && !strcmp(os, "windows")
-                              ? (int64_t)itypes[t].vcpus * 80
-                              : 0;
+  int64_t windows_extra =
+      os && !strcmp(os, "windows") ? (int64_t)itypes[t].vcpus * 80 : 0;
   json_t *arr = json_array();
   int64_t row = 0, emitted = 0;
   bool more = false;
@@ -1073,16 +1090,16 @@ static void act_spot_history(struct call *k) {
                              itypes[t].name, "IoOptimized", "optimized",
                              "NetworkType", net, "Timestamp", ts);
       json_object_set_new(it, "SpotPrice", money(price + windows_extra));
-      json_object_set_new(it, "OriginPrice",
-                          money(od_price((size_t)t, k->region) +
-                                windows_extra));
+      json_object_set_new(
+          it, "OriginPrice",
+          money(od_price((size_t)t, k->region) + windows_extra));
       json_array_append_new(arr, it);
       emitted++;
     }
   }
   json_t *b = ok_body(k);
-  json_object_set_new(b, "SpotPrices", json_pack("{s:o}", "SpotPriceType",
-                                                 arr));
+  json_object_set_new(b, "SpotPrices",
+                      json_pack("{s:o}", "SpotPriceType", arr));
   json_object_set_new(b, "NextOffset",
                       json_integer(more ? offset + emitted : 0));
   json_object_set_new(b, "Currency", json_string("CNY"));
@@ -1123,7 +1140,8 @@ static void act_price(struct call *k) {
     unit = "Month";
   if (strcmp(unit, "Hour") && strcmp(unit, "Week") && strcmp(unit, "Month") &&
       strcmp(unit, "Year")) {
-    ali_error(k, 0, "InvalidPriceUnit", "The specified PriceUnit is not "
+    ali_error(k, 0, "InvalidPriceUnit",
+              "The specified PriceUnit is not "
               "valid.");
     return;
   }
@@ -1163,9 +1181,9 @@ static void act_price(struct call *k) {
       trade = best * period * amount;
     }
   } else {
-    int64_t hours = !strcmp(unit, "Week") ? 168 : !strcmp(unit, "Month")
-                                                      ? 720
-                                                      : 8760;
+    int64_t hours = !strcmp(unit, "Week")    ? 168
+                    : !strcmp(unit, "Month") ? 720
+                                             : 8760;
     orig = od * hours * period * amount;
     trade = orig * 85 / 100; /* subscriptions: 15 % off */
   }
@@ -1175,9 +1193,9 @@ static void act_price(struct call *k) {
   json_object_set_new(price, "OriginalPrice", money(orig));
   json_object_set_new(price, "DiscountPrice", money(orig - trade));
   json_object_set_new(price, "TradePrice", money(trade));
-  json_object_set_new(b, "PriceInfo",
-                      json_pack("{s:o,s:{s:[]}}", "Price", price, "Rules",
-                                "Rule"));
+  json_object_set_new(
+      b, "PriceInfo",
+      json_pack("{s:o,s:{s:[]}}", "Price", price, "Rules", "Rule"));
   ok(k, b);
 }
 
@@ -1211,8 +1229,9 @@ static void act_available(struct call *k) {
   int zi = zone ? zone_index(k->region, zone) : -1;
   int ti = itype ? itype_index(itype) : -1;
   if ((zone && zi < 0) || (itype && ti < 0)) {
-    ali_error(k, 0, zone && zi < 0 ? "InvalidZoneId.NotFound"
-                                   : "InvalidInstanceType.ValueNotSupported",
+    ali_error(k, 0,
+              zone && zi < 0 ? "InvalidZoneId.NotFound"
+                             : "InvalidInstanceType.ValueNotSupported",
               "The specified zone or instance type does not exist.");
     return;
   }
@@ -1238,9 +1257,9 @@ static void act_available(struct call *k) {
     }
     json_t *res = json_array();
     if (!strcmp(dest, "InstanceType"))
-      json_array_append_new(
-          res, json_pack("{s:s,s:{s:o}}", "Type", "InstanceType",
-                         "SupportedResources", "SupportedResource", sup));
+      json_array_append_new(res, json_pack("{s:s,s:{s:o}}", "Type",
+                                           "InstanceType", "SupportedResources",
+                                           "SupportedResource", sup));
     else
       json_decref(sup);
     json_array_append_new(
@@ -1263,7 +1282,8 @@ static void act_instance_types(struct call *k) {
   const char *bad = NULL;
   size_t n = fc_params_indexes(p, "InstanceTypes", idx, 11, &bad);
   if (bad || n > 10) {
-    ali_error(k, 0, "InvalidParameter", "InstanceTypes.N: N must be 1 to "
+    ali_error(k, 0, "InvalidParameter",
+              "InstanceTypes.N: N must be 1 to "
               "10.");
     return;
   }
@@ -1273,13 +1293,16 @@ static void act_instance_types(struct call *k) {
   long max = 250, from = 0;
   char *end;
   if (mr && ((max = strtol(mr, &end, 10)) < 1 || max > 1600 || *end)) {
-    ali_error(k, 0, "InvalidParameter", "The specified MaxResults is not "
+    ali_error(k, 0, "InvalidParameter",
+              "The specified MaxResults is not "
               "valid.");
     return;
   }
-  if (nt && *nt && (sscanf(nt, "it-%ld", &from) != 1 || from < 1 ||
-                    from >= (long)N_ITYPES)) {
-    ali_error(k, 0, "InvalidParameter", "The specified NextToken is not "
+  if (nt && *nt &&
+      (sscanf(nt, "it-%ld", &from) != 1 || from < 1 ||
+       from >= (long)N_ITYPES)) {
+    ali_error(k, 0, "InvalidParameter",
+              "The specified NextToken is not "
               "valid.");
     return;
   }
@@ -1299,13 +1322,12 @@ static void act_instance_types(struct call *k) {
       continue;
     if (taken == max)
       break;
-    json_t *o = json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:s,s:i,s:i}",
-                          "InstanceTypeId", it->name, "InstanceTypeFamily",
-                          it->family, "CpuCoreCount", it->vcpus, "GPUAmount",
-                          it->gpus, "GPUSpec", it->gpu_spec,
-                          "CpuArchitecture", "X86", "InstanceFamilyLevel",
-                          "EnterpriseLevel", "EniQuantity", 3,
-                          "CpuCoreFactor", 2);
+    json_t *o =
+        json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:s,s:i,s:i}", "InstanceTypeId",
+                  it->name, "InstanceTypeFamily", it->family, "CpuCoreCount",
+                  it->vcpus, "GPUAmount", it->gpus, "GPUSpec", it->gpu_spec,
+                  "CpuArchitecture", "X86", "InstanceFamilyLevel",
+                  "EnterpriseLevel", "EniQuantity", 3, "CpuCoreFactor", 2);
     json_object_set_new(o, "MemorySize", json_real(atof(it->memory_gib)));
     json_object_set_new(o, "GPUMemorySize", json_real((double)it->gpu_gib));
     json_array_append_new(arr, o);
@@ -1315,8 +1337,8 @@ static void act_instance_types(struct call *k) {
   if (t < N_ITYPES)
     snprintf(tok, sizeof tok, "it-%zu", t);
   json_t *b = ok_body(k);
-  json_object_set_new(b, "InstanceTypes", json_pack("{s:o}", "InstanceType",
-                                                    arr));
+  json_object_set_new(b, "InstanceTypes",
+                      json_pack("{s:o}", "InstanceType", arr));
   json_object_set_new(b, "NextToken", json_string(tok));
   ok(k, b);
 }
@@ -1346,15 +1368,13 @@ static void act_system_events(struct call *k) {
       continue;
     char content[160], res[160];
     snprintf(content, sizeof content,
-             "{\"action\":\"delete\",\"instanceId\":\"%s\"}",
-             e->instance_id);
+             "{\"action\":\"delete\",\"instanceId\":\"%s\"}", e->instance_id);
     snprintf(res, sizeof res, "acs:ecs:%s:1234567890123456:instance/%s",
              regions[e->region].name, e->instance_id);
     json_array_append_new(
         arr, json_pack("{s:s,s:s,s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "Content",
-                       content, "GroupId", "", "Time",
-                       (json_int_t)e->time_ms, "Product", "ECS",
-                       "ResourceId", res, "RegionId",
+                       content, "GroupId", "", "Time", (json_int_t)e->time_ms,
+                       "Product", "ECS", "ResourceId", res, "RegionId",
                        regions[e->region].name, "Name", TW_ECS_RECLAIM_EVENT,
                        "Level", "WARN", "Status", "Normal", "InstanceName",
                        e->instance_id));
@@ -1479,7 +1499,7 @@ static void ali_handle(void *ctx, const struct fc_request *req,
   }
   if ((f = fc_faults_fire(fl, FC_FAULT_ERROR, &q, fc_elapsed_ms(a->s),
                           fc_rng(a->s)))) {
-    const char *code = f->code[0] ? f->code
+    const char *code = f->code[0]         ? f->code
                        : f->status == 503 ? "ServiceUnavailable"
                                           : "InternalError";
     ali_error(&k, f->status ? f->status : error_status(code), code,
@@ -1514,11 +1534,10 @@ static json_t *inst_state_json(const struct inst *in) {
 }
 
 static json_t *config_json(struct ali *a) {
-  return json_pack("{s:I,s:I,s:I,s:I}", "pending_ms",
-                   (json_int_t)a->pending_ms, "shutdown_ms",
-                   (json_int_t)a->shutdown_ms, "vcpu_limit_on_demand",
-                   (json_int_t)a->vcpu_limit_on_demand, "vcpu_limit_spot",
-                   (json_int_t)a->vcpu_limit_spot);
+  return json_pack("{s:I,s:I,s:I,s:I}", "pending_ms", (json_int_t)a->pending_ms,
+                   "shutdown_ms", (json_int_t)a->shutdown_ms,
+                   "vcpu_limit_on_demand", (json_int_t)a->vcpu_limit_on_demand,
+                   "vcpu_limit_spot", (json_int_t)a->vcpu_limit_spot);
 }
 
 static void ali_dump(void *ctx, json_t *out) {
@@ -1531,13 +1550,11 @@ static void ali_dump(void *ctx, json_t *out) {
   for (size_t i = 0; i < 64 && a->calls[i].name[0]; i++)
     json_object_set_new(calls, a->calls[i].name, json_integer(a->calls[i].n));
   for (size_t i = 0; i < 64 && a->errors[i].name[0]; i++)
-    json_object_set_new(errs, a->errors[i].name,
-                        json_integer(a->errors[i].n));
+    json_object_set_new(errs, a->errors[i].name, json_integer(a->errors[i].n));
   for (size_t i = 0; i < a->n_events; i++)
-    json_array_append_new(events,
-                          json_pack("{s:s,s:I}", "instance_id",
-                                    a->events[i].instance_id, "time_ms",
-                                    (json_int_t)a->events[i].time_ms));
+    json_array_append_new(events, json_pack("{s:s,s:I}", "instance_id",
+                                            a->events[i].instance_id, "time_ms",
+                                            (json_int_t)a->events[i].time_ms));
   json_object_set_new(out, "instances", arr);
   json_object_set_new(out, "calls", calls);
   json_object_set_new(out, "errors", errs);
@@ -1561,7 +1578,8 @@ static bool json_ms(const json_t *body, const char *key, int64_t *out,
 /* {"instance_type", "zone"} naming a catalog offer, into t, r, z. */
 static bool offer_of(const json_t *body, size_t *t, size_t *r, size_t *z,
                      struct fc_response *resp) {
-  int ti = itype_index(json_string_value(json_object_get(body, "instance_type")));
+  int ti =
+      itype_index(json_string_value(json_object_get(body, "instance_type")));
   const char *zone = json_string_value(json_object_get(body, "zone"));
   for (size_t ri = 0; ri < N_REGIONS && zone; ri++) {
     int zi = zone_index(ri, zone);
@@ -1570,8 +1588,9 @@ static bool offer_of(const json_t *body, size_t *t, size_t *r, size_t *z,
       return true;
     }
   }
-  fc_json_error(resp, 400, "expected instance_type and zone of an offer of "
-                           "the catalog");
+  fc_json_error(resp, 400,
+                "expected instance_type and zone of an offer of "
+                "the catalog");
   return false;
 }
 
@@ -1593,8 +1612,7 @@ static bool ctl_instance(struct ali *a, const char *method, const char *rest,
   char t[32];
   if (!strcmp(sub, "") && !strcmp(method, "GET")) {
     fc_json_reply(resp, 200, inst_state_json(in));
-  } else if (!strcmp(sub, "/spot/termination-time") &&
-             !strcmp(method, "GET")) {
+  } else if (!strcmp(sub, "/spot/termination-time") && !strcmp(method, "GET")) {
     /* As instance metadata (meta-data/instance/spot/termination-time):
      * 404 until the notice is out. */
     if (!in->noticed || now < in->notice_ms) {
@@ -1614,8 +1632,7 @@ static bool ctl_instance(struct ali *a, const char *method, const char *rest,
     }
     if (!json_ms(body, "delay_ms", &delay, resp))
       return true;
-    if (!in->spot ||
-        (in->state != IS_PENDING && in->state != IS_RUNNING)) {
+    if (!in->spot || (in->state != IS_PENDING && in->state != IS_RUNNING)) {
       fc_json_error(resp, 409, "%s is not a running spot instance", id);
       return true;
     }
@@ -1623,8 +1640,8 @@ static bool ctl_instance(struct ali *a, const char *method, const char *rest,
     char nt[32];
     fmt_seconds(in->notice_ms, nt);
     fmt_seconds(in->reclaim_ms, t);
-    fc_json_reply(resp, 200, json_pack("{s:s,s:s}", "notice_time", nt,
-                                       "reclaim_time", t));
+    fc_json_reply(resp, 200,
+                  json_pack("{s:s,s:s}", "notice_time", nt, "reclaim_time", t));
   } else {
     return false;
   }
@@ -1676,10 +1693,11 @@ static bool ali_control(void *ctx, const char *method, const char *rest,
     for (int i = 0; st && i < 3; i++)
       if (!strcmp(st, stock_names[i]))
         s = i;
-    if (s < 0 || (market && strcmp(market, "spot") &&
-                  strcmp(market, "on-demand"))) {
-      fc_json_error(resp, 400, "status: WithStock, ClosedWithStock or "
-                               "WithoutStock; market: spot or on-demand");
+    if (s < 0 ||
+        (market && strcmp(market, "spot") && strcmp(market, "on-demand"))) {
+      fc_json_error(resp, 400,
+                    "status: WithStock, ClosedWithStock or "
+                    "WithoutStock; market: spot or on-demand");
       return true;
     }
     for (int m = 0; m < 2; m++)
@@ -1693,15 +1711,16 @@ static bool ali_control(void *ctx, const char *method, const char *rest,
     if (!offer_of(body, &t, &r, &z, resp))
       return true;
     const char *price = json_string_value(json_object_get(body, "price"));
-    struct price_override po = {.itype = t, .region = r, .zone = z,
-                                .from_ms = fc_now_ms(a->s)};
+    struct price_override po = {
+        .itype = t, .region = r, .zone = z, .from_ms = fc_now_ms(a->s)};
     if (!fc_ali_milli_parse(price, &po.milli) || po.milli <= 0) {
-      fc_json_error(resp, 400, "price: CNY per hour with at most three "
-                               "decimals, such as \"0.512\"");
+      fc_json_error(resp, 400,
+                    "price: CNY per hour with at most three "
+                    "decimals, such as \"0.512\"");
       return true;
     }
-    a->overrides = tw_realloc(a->overrides,
-                              (a->n_overrides + 1) * sizeof *a->overrides);
+    a->overrides =
+        tw_realloc(a->overrides, (a->n_overrides + 1) * sizeof *a->overrides);
     a->overrides[a->n_overrides++] = po;
     fc_json_reply(resp, 200, json_pack("{s:s}", "price", price));
     return true;

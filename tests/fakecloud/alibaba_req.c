@@ -13,7 +13,8 @@
 #include "providers/alibaba/ecs_json.h"
 
 static enum tw_rc fail(struct tw_err *err, enum tw_rc rc, const char *code,
-                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+                       const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static enum tw_rc fail(struct tw_err *err, enum tw_rc rc, const char *code,
                        const char *fmt, ...) {
   char msg[256];
@@ -77,9 +78,8 @@ static bool copy(char *dst, size_t size, const char *src) {
 enum tw_rc fc_ali_decode(const struct fc_request *req, struct fc_ali_call *c,
                          struct tw_err *err) {
   enum tw_rc rc;
-  if ((req->raw_query &&
-       (rc = fc_params_parse(&c->p, req->raw_query, strlen(req->raw_query),
-                             err))) ||
+  if ((req->raw_query && (rc = fc_params_parse(&c->p, req->raw_query,
+                                               strlen(req->raw_query), err))) ||
       (is_form(req) && req->body_len &&
        (rc = fc_params_parse(&c->p, req->body, req->body_len, err))))
     return rc;
@@ -187,8 +187,7 @@ enum tw_rc fc_ali_verify(const struct fc_request *req,
     /* Only the query is canonicalized: a form body is covered by the
      * payload hash. */
     if (req->raw_query &&
-        (rc = fc_params_parse(&q, req->raw_query, strlen(req->raw_query),
-                              err)))
+        (rc = fc_params_parse(&q, req->raw_query, strlen(req->raw_query), err)))
       goto acs3_out;
     qv = tw_calloc(q.n + 1, sizeof *qv);
     for (size_t i = 0; i < q.n; i++) {
@@ -211,16 +210,15 @@ enum tw_rc fc_ali_verify(const struct fc_request *req,
       rc = fail(err, TW_E_AUTH, "SignatureDoesNotMatch",
                 "The x-acs-content-sha256 header does not match the "
                 "body.");
-    struct tw_ali_acs3_request sr = {.method = req->method,
-                                     .path = req->raw_path[0] ? req->raw_path
-                                                              : "/",
-                                     .query = qv,
-                                     .n_query = q.n,
-                                     .headers = h,
-                                     .n_headers = req->n_headers,
-                                     .signed_headers = az.signed_headers,
-                                     .payload_hash =
-                                         claimed ? claimed : body_hash};
+    struct tw_ali_acs3_request sr = {
+        .method = req->method,
+        .path = req->raw_path[0] ? req->raw_path : "/",
+        .query = qv,
+        .n_query = q.n,
+        .headers = h,
+        .n_headers = req->n_headers,
+        .signed_headers = az.signed_headers,
+        .payload_hash = claimed ? claimed : body_hash};
     struct tw_ali_acs3_result res;
     memset(&res, 0, sizeof res);
     if (rc == TW_OK &&
@@ -237,9 +235,8 @@ enum tw_rc fc_ali_verify(const struct fc_request *req,
     fc_params_release(&q);
   }
   free(v);
-  if (rc == TW_OK &&
-      (c->time_ms > now_ms + FC_ALI_SKEW_MS ||
-       c->time_ms < now_ms - FC_ALI_SKEW_MS))
+  if (rc == TW_OK && (c->time_ms > now_ms + FC_ALI_SKEW_MS ||
+                      c->time_ms < now_ms - FC_ALI_SKEW_MS))
     rc = fail(err, TW_E_AUTH, "InvalidTimeStamp.Expired",
               "Specified time stamp or date value is expired.");
   return rc;
@@ -397,8 +394,8 @@ enum tw_rc fc_ali_parse_run(const struct fc_params *p, struct fc_ali_run *r,
   }
   s = fc_params_get(p, "DryRun");
   r->dry_run = s && !strcasecmp(s, "true");
-  if (r->token && (!*r->token || strlen(r->token) > 64 ||
-                   !ascii_printable(r->token)))
+  if (r->token &&
+      (!*r->token || strlen(r->token) > 64 || !ascii_printable(r->token)))
     return fail(err, TW_E_INVALID, "InvalidClientToken.ValueNotSupported",
                 "The ClientToken provided is invalid: 1 to 64 ASCII "
                 "characters.");
@@ -487,8 +484,8 @@ void fc_ali_strv_free(char **v, size_t n) {
   free(v);
 }
 
-enum tw_rc fc_ali_id_array(const char *text, size_t max, char ***ids,
-                           size_t *n, struct tw_err *err) {
+enum tw_rc fc_ali_id_array(const char *text, size_t max, char ***ids, size_t *n,
+                           struct tw_err *err) {
   *ids = NULL;
   *n = 0;
   json_t *a = text ? json_loads(text, 0, NULL) : NULL;

@@ -76,8 +76,8 @@ struct fc_ali_tag {
 
 struct fc_ali_run {
   const char *region, *zone, *image, *itype, *token, *name, *charge;
-  const char *strategy;   /* NoSpot, SpotWithPriceLimit, SpotAsPriceGo */
-  const char *behavior;   /* Terminate, Stop */
+  const char *strategy;      /* NoSpot, SpotWithPriceLimit, SpotAsPriceGo */
+  const char *behavior;      /* Terminate, Stop */
   int64_t price_limit_milli; /* -1 none */
   int spot_duration_h;       /* default 1 */
   int amount, min_amount;
@@ -99,8 +99,8 @@ bool fc_ali_milli_parse(const char *s, int64_t *out);
 /* Parses InstanceIds, a JSON array of strings in a parameter, into ids
  * (owned strings in an owned array; free with fc_ali_strv_free()).
  * TW_E_INVALID with InvalidParameter when malformed or longer than max. */
-enum tw_rc fc_ali_id_array(const char *json, size_t max, char ***ids,
-                           size_t *n, struct tw_err *err);
+enum tw_rc fc_ali_id_array(const char *json, size_t max, char ***ids, size_t *n,
+                           struct tw_err *err);
 void fc_ali_strv_free(char **v, size_t n);
 
 #endif

@@ -36,18 +36,23 @@
 /* The api-versions accepted per resource provider: the adapter's defaults,
  * the pinned SDK's, and their neighbours. */
 static const char *const compute_versions[] = {
-    "2022-08-01", "2022-11-01", "2023-03-01", "2023-07-01", "2023-09-01",
-    "2024-03-01", "2024-07-01", "2024-11-01", "2025-04-01", "2025-11-01",
-    "2026-03-01", NULL};
+    "2022-08-01", "2022-11-01", "2023-03-01", "2023-07-01",
+    "2023-09-01", "2024-03-01", "2024-07-01", "2024-11-01",
+    "2025-04-01", "2025-11-01", "2026-03-01", NULL};
 static const char *const skus_versions[] = {"2019-04-01", "2021-07-01", NULL};
 static const char *const resources_versions[] = {
-    "2019-10-01", "2020-06-01", "2021-04-01", "2022-09-01", "2024-03-01",
-    "2024-07-01", "2025-04-01", NULL};
-static const char *const events_versions[] = {
-    "2017-11-01", "2019-01-01", "2019-08-01", "2020-07-01", NULL};
+    "2019-10-01", "2020-06-01", "2021-04-01", "2022-09-01",
+    "2024-03-01", "2024-07-01", "2025-04-01", NULL};
+static const char *const events_versions[] = {"2017-11-01", "2019-01-01",
+                                              "2019-08-01", "2020-07-01", NULL};
 
-enum vm_state { VM_CREATING, VM_RUNNING, VM_FAILED, VM_DELETING,
-                VM_DEALLOCATED };
+enum vm_state {
+  VM_CREATING,
+  VM_RUNNING,
+  VM_FAILED,
+  VM_DELETING,
+  VM_DEALLOCATED
+};
 
 struct az_vm {
   char name[FC_AZ_NAME_MAX];
@@ -145,13 +150,9 @@ static json_t *counters_json(const struct counter *c, size_t max) {
   return o;
 }
 
-static void uuid(struct azure *a, char out[40]) {
-  fc_request_id(a->s, out);
-}
+static void uuid(struct azure *a, char out[40]) { fc_request_id(a->s, out); }
 
-static void iso(int64_t ms, char out[40]) {
-  tw_time_fmt_rfc3339(ms, out, 40);
-}
+static void iso(int64_t ms, char out[40]) { tw_time_fmt_rfc3339(ms, out, 40); }
 
 /* Prices print as Azure prints them (0.096, not 0.096000000000000002):
  * twelve significant digits are plenty for six decimals. */
@@ -197,8 +198,8 @@ static void oauth_error(struct call *c, int status, const char *code,
   uuid(c->a, trace);
   count(c->a->errors, 64, code);
   reply(c, status,
-        json_pack("{s:s,s:s,s:s,s:s}", "error", code, "error_description",
-                  desc, "timestamp", t, "trace_id", trace));
+        json_pack("{s:s,s:s,s:s,s:s}", "error", code, "error_description", desc,
+                  "timestamp", t, "trace_id", trace));
 }
 
 static bool in_list(const char *v, const char *const *list) {
@@ -207,7 +208,6 @@ static bool in_list(const char *v, const char *const *list) {
       return true;
   return false;
 }
-
 
 static struct az_vm *find_vm(struct azure *a, const char *rg,
                              const char *name) {
@@ -384,15 +384,15 @@ static json_t *instance_view_json(const struct az_vm *vm) {
   char code[96];
   switch (vm->state) {
   case VM_CREATING:
-    json_array_append_new(st, status_json("ProvisioningState/creating",
-                                          "Info", "Creating", NULL, 0));
+    json_array_append_new(st, status_json("ProvisioningState/creating", "Info",
+                                          "Creating", NULL, 0));
     json_array_append_new(
         st, status_json("PowerState/starting", "Info", "VM starting", NULL, 0));
     break;
   case VM_RUNNING:
-    json_array_append_new(st, status_json("ProvisioningState/succeeded",
-                                          "Info", "Provisioning succeeded",
-                                          NULL, vm->next_ms));
+    json_array_append_new(st, status_json("ProvisioningState/succeeded", "Info",
+                                          "Provisioning succeeded", NULL,
+                                          vm->next_ms));
     json_array_append_new(
         st, status_json("PowerState/running", "Info", "VM running", NULL, 0));
     break;
@@ -402,15 +402,15 @@ static json_t *instance_view_json(const struct az_vm *vm) {
                                           vm->fail_msg, vm->next_ms));
     break;
   case VM_DELETING:
-    json_array_append_new(st, status_json("ProvisioningState/deleting",
-                                          "Info", "Deleting", NULL, 0));
+    json_array_append_new(st, status_json("ProvisioningState/deleting", "Info",
+                                          "Deleting", NULL, 0));
     json_array_append_new(st, status_json("PowerState/deallocating", "Info",
                                           "VM deallocating", NULL, 0));
     break;
   case VM_DEALLOCATED:
-    json_array_append_new(st, status_json("ProvisioningState/succeeded",
-                                          "Info", "Provisioning succeeded",
-                                          NULL, vm->evict_ms));
+    json_array_append_new(st, status_json("ProvisioningState/succeeded", "Info",
+                                          "Provisioning succeeded", NULL,
+                                          vm->evict_ms));
     json_array_append_new(st, status_json("PowerState/deallocated", "Info",
                                           "VM deallocated", NULL, 0));
     break;
@@ -441,26 +441,25 @@ static json_t *vm_json(const struct az_vm *vm, bool expand) {
   vm_id(vm, id, sizeof id);
   iso(vm->created_ms, t);
   snprintf(etag, sizeof etag, "\"%d\"", vm->etag);
-  json_t *props = json_pack(
-      "{s:s,s:{s:s},s:O,s:O,s:O,s:s,s:s,s:s}", "vmId", vm->vm_id,
-      "hardwareProfile", "vmSize", vm->req.vm_size, "storageProfile",
-      vm->req.storage_profile, "osProfile", vm->req.os_profile,
-      "networkProfile", vm->req.network_profile, "provisioningState",
-      prov_state(vm), "timeCreated", t, "priority", vm->req.priority);
+  json_t *props =
+      json_pack("{s:s,s:{s:s},s:O,s:O,s:O,s:s,s:s,s:s}", "vmId", vm->vm_id,
+                "hardwareProfile", "vmSize", vm->req.vm_size, "storageProfile",
+                vm->req.storage_profile, "osProfile", vm->req.os_profile,
+                "networkProfile", vm->req.network_profile, "provisioningState",
+                prov_state(vm), "timeCreated", t, "priority", vm->req.priority);
   if (vm_spot(vm)) {
     json_object_set_new(props, "evictionPolicy",
                         json_string(vm->req.eviction_policy));
-    json_object_set_new(
-        props, "billingProfile",
-        json_pack("{s:f}", "maxPrice",
-                  vm->req.max_price_uusd < 0
-                      ? -1.0
-                      : (double)vm->req.max_price_uusd / 1e6));
+    json_object_set_new(props, "billingProfile",
+                        json_pack("{s:f}", "maxPrice",
+                                  vm->req.max_price_uusd < 0
+                                      ? -1.0
+                                      : (double)vm->req.max_price_uusd / 1e6));
   }
   if (expand)
     json_object_set_new(props, "instanceView", instance_view_json(vm));
-  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:O,s:s,s:o}", "name", vm->name,
-                        "id", id, "type", "Microsoft.Compute/virtualMachines",
+  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:O,s:s,s:o}", "name", vm->name, "id",
+                        id, "type", "Microsoft.Compute/virtualMachines",
                         "location", vm->req.location, "tags", vm->req.tags,
                         "etag", etag, "properties", props);
   if (vm->req.zone[0])
@@ -533,8 +532,7 @@ static void act_operation(struct call *c) {
 
 /* ---- virtual machines ---------------------------------------------------- */
 
-static int64_t vcpus_in_use(struct azure *a, const char *location,
-                            bool spot) {
+static int64_t vcpus_in_use(struct azure *a, const char *location, bool spot) {
   int64_t n = 0;
   for (size_t i = 0; i < a->n_vms; i++) {
     const struct az_vm *vm = a->vms[i];
@@ -555,9 +553,8 @@ static void quota_error(struct call *c, const struct fc_az_size *sz,
             "Usage: %lld, Additional Required: %d, (Minimum) New Limit "
             "Required: %lld. Submit a request for Quota increase at "
             "https://aka.ms/ProdportalCRP.",
-            spot ? "LowPriorityCores" : sz->family, location,
-            (long long)limit, (long long)usage, sz->vcpus,
-            (long long)(usage + sz->vcpus));
+            spot ? "LowPriorityCores" : sz->family, location, (long long)limit,
+            (long long)usage, sz->vcpus, (long long)(usage + sz->vcpus));
 }
 
 static const char *capacity_message(const char *code) {
@@ -588,8 +585,8 @@ static void sku_not_available(struct call *c, const char *id,
 
 /* An existing VM: only tags may change, as a create-or-update that
  * repeats the creation's body does (or changes tags). */
-static void update_vm(struct call *c, struct az_vm *vm,
-                      struct fc_az_vm_req *r, const char *api) {
+static void update_vm(struct call *c, struct az_vm *vm, struct fc_az_vm_req *r,
+                      const char *api) {
   if (vm->state == VM_DELETING) {
     arm_error(c, 409, "OperationNotAllowed",
               "Operation 'createOrUpdate' is not allowed on VM '%s' since the "
@@ -600,8 +597,7 @@ static void update_vm(struct call *c, struct az_vm *vm,
   const char *what = NULL;
   if (strcasecmp(r->location, vm->req.location))
     what = "location";
-  else if (strcasecmp(r->vm_size, vm->req.vm_size) &&
-           vm->state == VM_RUNNING)
+  else if (strcasecmp(r->vm_size, vm->req.vm_size) && vm->state == VM_RUNNING)
     what = "hardwareProfile.vmSize";
   else if (strcmp(r->priority, vm->req.priority))
     what = "priority";
@@ -746,9 +742,9 @@ static void act_put_vm(struct call *c, const char *api) {
       fc_az_vm_req_release(&r);
       return;
     }
-    fail_code = f->code[0] ? f->code
-                : r.zone[0]  ? "ZonalAllocationFailed"
-                             : "AllocationFailed";
+    fail_code = f->code[0]  ? f->code
+                : r.zone[0] ? "ZonalAllocationFailed"
+                            : "AllocationFailed";
   }
 
   struct az_vm *vm = tw_calloc(1, sizeof *vm);
@@ -785,8 +781,7 @@ static void act_put_vm(struct call *c, const char *api) {
         continue;
       int64_t after = rule->after_ms;
       if (after < 0) {
-        double u =
-            ((double)fc_rng_below(fc_rng(a->s), 1000000) + 0.5) / 1e6;
+        double u = ((double)fc_rng_below(fc_rng(a->s), 1000000) + 0.5) / 1e6;
         after = (int64_t)(-log(u) / rule->rate_per_hour * 3600000.0);
       }
       if (rule->count > 0)
@@ -843,8 +838,7 @@ static void act_delete_vm(struct call *c, const char *api) {
     if (vm->phase == 1)
       vm->phase = 3; /* the notice is moot */
   }
-  struct az_op *op =
-      new_op(a, vm->req.location, vm->next_ms - fc_now_ms(a->s));
+  struct az_op *op = new_op(a, vm->req.location, vm->next_ms - fc_now_ms(a->s));
   lro_headers(c, op, api);
   c->resp->status = 202;
   tw_buf_reset(&c->resp->body);
@@ -873,8 +867,7 @@ static void next_link(struct call *c, json_t *out, const char *member,
       continue;
     char *enc = NULL;
     tw_buf_adds(&u, k[0] == '$' ? "$" : "");
-    tw_sigv4_uri_encode(k + (k[0] == '$'), strlen(k + (k[0] == '$')), 0,
-                        &enc);
+    tw_sigv4_uri_encode(k + (k[0] == '$'), strlen(k + (k[0] == '$')), 0, &enc);
     tw_buf_adds(&u, enc);
     free(enc);
     tw_buf_addc(&u, '=');
@@ -883,9 +876,8 @@ static void next_link(struct call *c, json_t *out, const char *member,
     free(enc);
     tw_buf_addc(&u, '&');
   }
-  tw_buf_printf(&u, "%s=%zu", c->path.route == FC_AZ_PRICES ? "$skip"
-                                                             : "$skiptoken",
-                next);
+  tw_buf_printf(&u, "%s=%zu",
+                c->path.route == FC_AZ_PRICES ? "$skip" : "$skiptoken", next);
   json_object_set_new(out, member, json_string(u.data));
   tw_buf_release(&u);
 }
@@ -971,10 +963,9 @@ static void act_resources(struct call *c) {
       break;
     char id[400];
     vm_id(vm, id, sizeof id);
-    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:O}", "id", id, "name",
-                          vm->name, "type",
-                          "Microsoft.Compute/virtualMachines", "location",
-                          vm->req.location, "tags", vm->req.tags);
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:O}", "id", id, "name", vm->name,
+                          "type", "Microsoft.Compute/virtualMachines",
+                          "location", vm->req.location, "tags", vm->req.tags);
     if (vm->req.zone[0])
       json_object_set_new(o, "zones", json_pack("[s]", vm->req.zone));
     json_array_append_new(arr, o);
@@ -1075,15 +1066,14 @@ static void act_skus(struct call *c) {
     snprintf(vcpus, sizeof vcpus, "%d", sz->vcpus);
     snprintf(gpus, sizeof gpus, "%d", sz->gpus);
     json_t *caps = json_pack(
-        "[{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s}]", "name",
-        "vCPUs", "value", vcpus, "name", "MemoryGB", "value", sz->memory_gb,
-        "name", "CpuArchitectureType", "value", sz->arch, "name",
-        "LowPriorityCapable", "value", pr->spot_uusd >= 0 ? "True" : "False",
-        "name", "HyperVGenerations", "value", "V1,V2");
+        "[{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s},{s:s,s:s}]", "name", "vCPUs",
+        "value", vcpus, "name", "MemoryGB", "value", sz->memory_gb, "name",
+        "CpuArchitectureType", "value", sz->arch, "name", "LowPriorityCapable",
+        "value", pr->spot_uusd >= 0 ? "True" : "False", "name",
+        "HyperVGenerations", "value", "V1,V2");
     if (sz->gpus)
-      json_array_append_new(caps,
-                            json_pack("{s:s,s:s}", "name", "GPUs", "value",
-                                      gpus));
+      json_array_append_new(
+          caps, json_pack("{s:s,s:s}", "name", "GPUs", "value", gpus));
     json_array_append_new(
         arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:[s],s:[{s:s,s:o,s:[]}],s:o,"
                        "s:[]}",
@@ -1100,7 +1090,8 @@ static void act_skus(struct call *c) {
   reply(c, 200, out);
 }
 
-/* ---- Retail Prices API ---------------------------------------------------- */
+/* ---- Retail Prices API ----------------------------------------------------
+ */
 
 struct price_row {
   const struct fc_az_size *size;
@@ -1246,10 +1237,9 @@ static json_t *events_json(struct azure *a, const char *only_vm) {
         arr, json_pack("{s:s,s:s,s:s,s:s,s:[s],s:s,s:s,s:s,s:i}", "EventId",
                        vm->event_id, "EventStatus",
                        vm->phase == 1 ? "Scheduled" : "Started", "EventType",
-                       "Preempt", "ResourceType", "VirtualMachine",
-                       "Resources", vm->name, "NotBefore", nb, "Description",
-                       "", "EventSource", "Platform", "DurationInSeconds",
-                       -1));
+                       "Preempt", "ResourceType", "VirtualMachine", "Resources",
+                       vm->name, "NotBefore", nb, "Description", "",
+                       "EventSource", "Platform", "DurationInSeconds", -1));
   }
   return json_pack("{s:I,s:o}", "DocumentIncarnation",
                    (json_int_t)a->incarnation, "Events", arr);
@@ -1305,7 +1295,8 @@ static void act_events(struct call *c) {
   reply(c, 200, events_json(a, NULL));
 }
 
-/* ---- identity ------------------------------------------------------------- */
+/* ---- identity -------------------------------------------------------------
+ */
 
 static bool tenant_known(const char *t) { return !strcmp(t, FC_AZ_TENANT); }
 
@@ -1370,10 +1361,9 @@ static void act_token(struct call *c) {
                (unsigned long long)fc_rng_next(fc_rng(a->s)));
       t->expires_ms = fc_now_ms(a->s) + a->token_ttl_s * 1000;
       reply(c, 200,
-            json_pack("{s:s,s:I,s:I,s:s}", "token_type", "Bearer",
-                      "expires_in", (json_int_t)a->token_ttl_s,
-                      "ext_expires_in", (json_int_t)a->token_ttl_s,
-                      "access_token", t->token));
+            json_pack("{s:s,s:I,s:I,s:s}", "token_type", "Bearer", "expires_in",
+                      (json_int_t)a->token_ttl_s, "ext_expires_in",
+                      (json_int_t)a->token_ttl_s, "access_token", t->token));
     }
   }
   fc_params_release(&form);
@@ -1479,8 +1469,8 @@ static bool request_faults(struct call *c) {
   }
   if ((f = fc_faults_fire(fl, FC_FAULT_ERROR, &q, fc_elapsed_ms(a->s),
                           fc_rng(a->s)))) {
-    const char *code = strcmp(f->code, "InternalError") ? f->code
-                                                        : "InternalServerError";
+    const char *code =
+        strcmp(f->code, "InternalError") ? f->code : "InternalServerError";
     if (f->status == 503 && !strcmp(f->code, "Unavailable"))
       code = "ServiceUnavailable";
     arm_error(c, f->status, code, "%s",
@@ -1507,8 +1497,7 @@ static void handle_arm(struct call *c) {
     return;
   if (strcmp(pa->subscription, FC_AZ_SUBSCRIPTION)) {
     arm_error(c, 404, "SubscriptionNotFound",
-              "The subscription '%.64s' could not be found.",
-              pa->subscription);
+              "The subscription '%.64s' could not be found.", pa->subscription);
     return;
   }
   c->action = arm_action(pa->route, c->req->method);
@@ -1527,10 +1516,9 @@ static void handle_arm(struct call *c) {
   }
   count(a->calls, 32, c->action);
   const char *const *versions =
-      pa->route == FC_AZ_RG || pa->route == FC_AZ_RESOURCES
-          ? resources_versions
-      : pa->route == FC_AZ_SKUS ? skus_versions
-                                : compute_versions;
+      pa->route == FC_AZ_RG || pa->route == FC_AZ_RESOURCES ? resources_versions
+      : pa->route == FC_AZ_SKUS                             ? skus_versions
+                                                            : compute_versions;
   if (!in_list(v, versions)) {
     arm_error(c, 400,
               versions == compute_versions ? "NoRegisteredProviderFound"
@@ -1546,8 +1534,7 @@ static void handle_arm(struct call *c) {
        pa->route == FC_AZ_VM || pa->route == FC_AZ_VM_VIEW) &&
       !find_rg(a, pa->resource_group)) {
     arm_error(c, 404, "ResourceGroupNotFound",
-              "Resource group '%.90s' could not be found.",
-              pa->resource_group);
+              "Resource group '%.90s' could not be found.", pa->resource_group);
     return;
   }
   switch (pa->route) {
@@ -1668,7 +1655,8 @@ out:
   fc_params_release(&c.q);
 }
 
-/* ---- control API: /_fake/azure/... ---------------------------------------- */
+/* ---- control API: /_fake/azure/... ----------------------------------------
+ */
 
 static const char *state_name(const struct az_vm *vm) {
   switch (vm->state) {
@@ -1688,13 +1676,12 @@ static const char *state_name(const struct az_vm *vm) {
 
 static json_t *vm_state_json(const struct az_vm *vm) {
   char t[40];
-  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:O,s:b}", "name",
-                        vm->name, "resource_group", vm->rg, "location",
-                        vm->req.location, "zone", vm->req.zone, "vm_size",
-                        vm->req.vm_size, "priority", vm->req.priority,
-                        "eviction_policy", vm->req.eviction_policy, "state",
-                        state_name(vm), "tags", vm->req.tags, "evicted",
-                        vm->evicted);
+  json_t *o = json_pack(
+      "{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:O,s:b}", "name", vm->name,
+      "resource_group", vm->rg, "location", vm->req.location, "zone",
+      vm->req.zone, "vm_size", vm->req.vm_size, "priority", vm->req.priority,
+      "eviction_policy", vm->req.eviction_policy, "state", state_name(vm),
+      "tags", vm->req.tags, "evicted", vm->evicted);
   iso(vm->created_ms, t);
   json_object_set_new(o, "created", json_string(t));
   json_object_set_new(o, "provisioning_state", json_string(prov_state(vm)));
@@ -1713,15 +1700,13 @@ static json_t *vm_state_json(const struct az_vm *vm) {
 }
 
 static json_t *config_json(const struct azure *a) {
-  return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s}", "create_ms",
-                   (json_int_t)a->create_ms, "delete_ms",
-                   (json_int_t)a->delete_ms, "token_ttl_s",
-                   (json_int_t)a->token_ttl_s, "retry_after_s",
-                   (json_int_t)a->retry_after_s, "page_size",
-                   (json_int_t)a->page_size, "vcpu_limit",
-                   (json_int_t)a->vcpu_limit, "spot_vcpu_limit",
-                   (json_int_t)a->spot_vcpu_limit, "lro_header",
-                   a->lro_header);
+  return json_pack(
+      "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s}", "create_ms",
+      (json_int_t)a->create_ms, "delete_ms", (json_int_t)a->delete_ms,
+      "token_ttl_s", (json_int_t)a->token_ttl_s, "retry_after_s",
+      (json_int_t)a->retry_after_s, "page_size", (json_int_t)a->page_size,
+      "vcpu_limit", (json_int_t)a->vcpu_limit, "spot_vcpu_limit",
+      (json_int_t)a->spot_vcpu_limit, "lro_header", a->lro_header);
 }
 
 static void az_dump(void *ctx, json_t *out) {
@@ -1738,8 +1723,8 @@ static void az_dump(void *ctx, json_t *out) {
   json_object_set_new(out, "config", config_json(a));
 }
 
-static bool cfg_int(const json_t *body, const char *key, int64_t lo,
-                    int64_t hi, int64_t *out, struct fc_response *resp) {
+static bool cfg_int(const json_t *body, const char *key, int64_t lo, int64_t hi,
+                    int64_t *out, struct fc_response *resp) {
   json_t *v = json_object_get(body, key);
   if (!v)
     return true;
@@ -1846,15 +1831,16 @@ static bool az_control(void *ctx, const char *method, const char *rest,
       iso(vm->notice_ms, t1);
       iso(vm->evict_ms, t2);
       fc_json_reply(resp, 200,
-                    json_pack("{s:s,s:s,s:s}", "notice_time", t1,
-                              "not_before", t2, "event_id", vm->event_id));
+                    json_pack("{s:s,s:s,s:s}", "notice_time", t1, "not_before",
+                              t2, "event_id", vm->event_id));
       return true;
     }
   }
   return false;
 }
 
-/* ---- life cycle ------------------------------------------------------------ */
+/* ---- life cycle ------------------------------------------------------------
+ */
 
 static void az_reset(void *ctx) {
   struct azure *a = ctx;

@@ -53,8 +53,7 @@ static enum tw_rc parse_section(json_t *az, struct fc_az_catalog *c,
     struct fc_az_region *r = &c->regions[c->n_regions++];
     snprintf(path, sizeof path, "/azure/regions/%zu", i);
     if ((rc = str_into(v, "name", r->name, sizeof r->name, path, err)) ||
-        (rc = str_into(v, "display", r->display, sizeof r->display, path,
-                       err)))
+        (rc = str_into(v, "display", r->display, sizeof r->display, path, err)))
       return rc;
     json_array_foreach(json_object_get(v, "zones"), j, z) {
       if (r->n_zones == 3 || !json_is_string(z) ||
@@ -77,8 +76,7 @@ static enum tw_rc parse_section(json_t *az, struct fc_az_catalog *c,
                        err)) ||
         (rc = str_into(v, "arch", s->arch, sizeof s->arch, path, err)) ||
         (rc = str_into(v, "meter", s->meter, sizeof s->meter, path, err)) ||
-        (rc = str_into(v, "product", s->product, sizeof s->product, path,
-                       err)))
+        (rc = str_into(v, "product", s->product, sizeof s->product, path, err)))
       return rc;
     if (!json_is_integer(vc) || json_integer_value(vc) < 1 ||
         json_integer_value(vc) > 1024 || (g && !json_is_integer(g)))
@@ -118,14 +116,13 @@ static enum tw_rc parse_section(json_t *az, struct fc_az_catalog *c,
 }
 
 enum tw_rc fc_az_catalog_parse(const char *text, size_t len,
-                               struct fc_az_catalog **out,
-                               struct tw_err *err) {
+                               struct fc_az_catalog **out, struct tw_err *err) {
   *out = NULL;
   json_error_t je;
   json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
   if (!root)
-    return tw_err_set(err, TW_E_INVALID, "azure catalog: %s (line %d)",
-                      je.text, je.line);
+    return tw_err_set(err, TW_E_INVALID, "azure catalog: %s (line %d)", je.text,
+                      je.line);
   json_t *az = json_object_get(root, "azure");
   enum tw_rc rc = TW_E_NOTFOUND;
   if (json_is_object(az)) {

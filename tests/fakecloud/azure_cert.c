@@ -47,8 +47,7 @@ enum tw_rc fc_az_make_cert(const char *dir, int days, char *cert_path,
       /* Its own CA, so clients can trust it directly; the names are what
        * clients check against the URL. */
       !add_ext(x, NID_basic_constraints, "critical,CA:TRUE") ||
-      !add_ext(x, NID_key_usage,
-               "critical,digitalSignature,keyCertSign") ||
+      !add_ext(x, NID_key_usage, "critical,digitalSignature,keyCertSign") ||
       !add_ext(x, NID_subject_alt_name, "IP:127.0.0.1,DNS:localhost") ||
       !add_ext(x, NID_subject_key_identifier, "hash") ||
       !X509_sign(x, key, EVP_sha256())) {

@@ -111,7 +111,8 @@ bool fc_az_route_path(const char *raw_path, struct fc_az_path *out) {
              seg_is(seg[6], "virtualMachines")) {
       if (n == 7)
         out->route = FC_AZ_VM_LIST;
-      else if (*seg[7] && (n == 8 || (n == 9 && seg_is(seg[8], "instanceView")))) {
+      else if (*seg[7] &&
+               (n == 8 || (n == 9 && seg_is(seg[8], "instanceView")))) {
         memcpy(out->name, seg[7], sizeof out->name);
         out->route = n == 8 ? FC_AZ_VM : FC_AZ_VM_VIEW;
       }
@@ -217,7 +218,8 @@ bool fc_az_valid_tags(const json_t *tags, struct fc_az_error *e) {
   return true;
 }
 
-/* ---- VM bodies ------------------------------------------------------------ */
+/* ---- VM bodies ------------------------------------------------------------
+ */
 
 void fc_az_vm_req_release(struct fc_az_vm_req *r) {
   json_decref(r->tags);
@@ -284,8 +286,8 @@ static bool check_image(json_t *sp, struct fc_az_error *e) {
 static bool check_os(json_t *os, const char *vm_name, struct fc_az_vm_req *r,
                      struct fc_az_error *e) {
   static const char *const reserved[] = {
-      "admin", "administrator", "root", "guest", "user", "test", "sys",
-      "support", "adm", "a", "1", "123", NULL};
+      "admin",   "administrator", "root", "guest", "user", "test", "sys",
+      "support", "adm",           "a",    "1",     "123",  NULL};
   if (!json_is_object(os))
     return missing(e, "osProfile");
   const char *user = jstr(os, "adminUsername");
@@ -303,11 +305,10 @@ static bool check_os(json_t *os, const char *vm_name, struct fc_az_vm_req *r,
   if (cn && (strlen(cn) > 64 || !*cn))
     return fail_target(e, "computerName", 400, "InvalidParameter",
                        "The value of parameter computerName is invalid.");
-  snprintf(r->computer_name, sizeof r->computer_name, "%s",
-           cn ? cn : vm_name);
+  snprintf(r->computer_name, sizeof r->computer_name, "%s", cn ? cn : vm_name);
   json_t *lc = json_object_get(os, "linuxConfiguration");
-  json_t *dpa = lc ? json_object_get(lc, "disablePasswordAuthentication")
-                   : NULL;
+  json_t *dpa =
+      lc ? json_object_get(lc, "disablePasswordAuthentication") : NULL;
   if (json_is_true(dpa)) {
     json_t *keys = json_object_get(json_object_get(lc, "ssh"), "publicKeys");
     size_t i;
@@ -320,8 +321,8 @@ static bool check_os(json_t *os, const char *vm_name, struct fc_az_vm_req *r,
     json_array_foreach(keys, i, k) {
       const char *kd = jstr(k, "keyData");
       if (!kd || (strncmp(kd, "ssh-", 4) && strncmp(kd, "ecdsa-", 6)))
-        return fail_target(e, "linuxConfiguration.ssh.publicKeys.keyData",
-                           400, "InvalidParameter",
+        return fail_target(e, "linuxConfiguration.ssh.publicKeys.keyData", 400,
+                           "InvalidParameter",
                            "The value of parameter "
                            "linuxConfiguration.ssh.publicKeys.keyData is "
                            "invalid.");
@@ -330,8 +331,8 @@ static bool check_os(json_t *os, const char *vm_name, struct fc_az_vm_req *r,
     return missing(e, "adminPassword");
   }
   const char *cd = jstr(os, "customData");
-  if (json_object_get(os, "customData") && (!cd || !base64_ok(cd) ||
-                                            strlen(cd) > 87380))
+  if (json_object_get(os, "customData") &&
+      (!cd || !base64_ok(cd) || strlen(cd) > 87380))
     return fail_target(e, "customData", 400, "InvalidParameter",
                        "Custom data in OSProfile must be in Base64 encoding "
                        "and with a maximum length of 87380 characters.");
@@ -355,8 +356,7 @@ static bool check_network(json_t *np, struct fc_az_error *e) {
       const char *id = jstr(x, "id");
       if (!id || strncasecmp(id, "/subscriptions/", 15) ||
           !strstr(id, "/networkInterfaces/"))
-        return fail_target(e, "networkInterfaces.id", 400,
-                           "InvalidParameter",
+        return fail_target(e, "networkInterfaces.id", 400, "InvalidParameter",
                            "The value of parameter networkInterfaces.id is "
                            "invalid.");
     }
@@ -368,17 +368,15 @@ static bool check_network(json_t *np, struct fc_az_error *e) {
     json_array_foreach(cfgs, i, x) {
       if (!jstr(x, "name"))
         return missing(e, "networkInterfaceConfigurations.name");
-      json_t *ipc = json_object_get(json_object_get(x, "properties"),
-                                    "ipConfigurations");
+      json_t *ipc =
+          json_object_get(json_object_get(x, "properties"), "ipConfigurations");
       size_t j;
       json_t *ip;
       if (!json_is_array(ipc) || !json_array_size(ipc))
         return missing(e, "networkInterfaceConfigurations.ipConfigurations");
       json_array_foreach(ipc, j, ip) {
-        const char *sub = jstr(json_object_get(json_object_get(ip,
-                                                               "properties"),
-                                               "subnet"),
-                               "id");
+        const char *sub = jstr(
+            json_object_get(json_object_get(ip, "properties"), "subnet"), "id");
         if (!jstr(ip, "name"))
           return missing(e, "ipConfigurations.name");
         if (!sub || strncasecmp(sub, "/subscriptions/", 15) ||
@@ -457,8 +455,7 @@ bool fc_az_parse_vm_put(const char *body, size_t len, const char *vm_name,
     missing(e, "properties");
     goto out;
   }
-  const char *size =
-      jstr(json_object_get(props, "hardwareProfile"), "vmSize");
+  const char *size = jstr(json_object_get(props, "hardwareProfile"), "vmSize");
   if (!size || !*size || strlen(size) >= sizeof r->vm_size) {
     missing(e, "hardwareProfile.vmSize");
     goto out;
@@ -536,8 +533,8 @@ out:
 /* ---- identity ------------------------------------------------------------ */
 
 bool fc_az_check_token_req(const struct fc_params *p, const char *tenant,
-                           const struct fc_az_client *clients,
-                           size_t n_clients, struct fc_az_error *e) {
+                           const struct fc_az_client *clients, size_t n_clients,
+                           struct fc_az_error *e) {
   const char *gt = fc_params_get(p, "grant_type");
   const char *id = fc_params_get(p, "client_id");
   const char *secret = fc_params_get(p, "client_secret");
@@ -606,8 +603,8 @@ struct od_operand {
 
 struct od_node {
   enum od_kind kind;
-  struct od_node *a, *b;    /* OR, AND, NOT (a) */
-  struct od_operand l, r;   /* EQ, NE, functions (l: field, r: literal) */
+  struct od_node *a, *b;  /* OR, AND, NOT (a) */
+  struct od_operand l, r; /* EQ, NE, functions (l: field, r: literal) */
 };
 
 struct fc_odata {
@@ -658,8 +655,8 @@ static void od_ws(struct od_parser *p) {
 static bool od_kw(struct od_parser *p, const char *kw) {
   od_ws(p);
   size_t n = strlen(kw);
-  if (strncasecmp(p->s, kw, n) ||
-      isalnum((unsigned char)p->s[n]) || p->s[n] == '_' || p->s[n] == '.')
+  if (strncasecmp(p->s, kw, n) || isalnum((unsigned char)p->s[n]) ||
+      p->s[n] == '_' || p->s[n] == '.')
     return false;
   p->s += n;
   return true;

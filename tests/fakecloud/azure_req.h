@@ -41,22 +41,22 @@ bool fc_az_fail(struct fc_az_error *e, int status, const char *code,
 
 enum fc_az_route {
   FC_AZ_NONE = 0,
-  FC_AZ_OPENID,        /* GET /{tenant}/v2.0/.well-known/openid-configuration */
-  FC_AZ_TOKEN,         /* POST /{tenant}/oauth2/v2.0/token */
-  FC_AZ_EVENTS,        /* /metadata/scheduledevents */
-  FC_AZ_PRICES,        /* GET /api/retail/prices */
-  FC_AZ_RG,            /* /subscriptions/{s}/resourcegroups/{rg} */
-  FC_AZ_RESOURCES,     /* .../resourceGroups/{rg}/resources */
-  FC_AZ_VM_LIST,       /* .../resourceGroups/{rg}/providers/
-                          Microsoft.Compute/virtualMachines */
-  FC_AZ_VM_LIST_ALL,   /* /subscriptions/{s}/providers/Microsoft.Compute/
-                          virtualMachines */
-  FC_AZ_VM,            /* .../virtualMachines/{name} */
-  FC_AZ_VM_VIEW,       /* .../virtualMachines/{name}/instanceView */
-  FC_AZ_SKUS,          /* /subscriptions/{s}/providers/Microsoft.Compute/skus */
-  FC_AZ_OPERATION,     /* /subscriptions/{s}/providers/Microsoft.Compute/
-                          locations/{loc}/operations/{id} */
-  FC_AZ_ARM_OTHER      /* under /subscriptions/, not modelled */
+  FC_AZ_OPENID,      /* GET /{tenant}/v2.0/.well-known/openid-configuration */
+  FC_AZ_TOKEN,       /* POST /{tenant}/oauth2/v2.0/token */
+  FC_AZ_EVENTS,      /* /metadata/scheduledevents */
+  FC_AZ_PRICES,      /* GET /api/retail/prices */
+  FC_AZ_RG,          /* /subscriptions/{s}/resourcegroups/{rg} */
+  FC_AZ_RESOURCES,   /* .../resourceGroups/{rg}/resources */
+  FC_AZ_VM_LIST,     /* .../resourceGroups/{rg}/providers/
+                        Microsoft.Compute/virtualMachines */
+  FC_AZ_VM_LIST_ALL, /* /subscriptions/{s}/providers/Microsoft.Compute/
+                        virtualMachines */
+  FC_AZ_VM,          /* .../virtualMachines/{name} */
+  FC_AZ_VM_VIEW,     /* .../virtualMachines/{name}/instanceView */
+  FC_AZ_SKUS,        /* /subscriptions/{s}/providers/Microsoft.Compute/skus */
+  FC_AZ_OPERATION,   /* /subscriptions/{s}/providers/Microsoft.Compute/
+                        locations/{loc}/operations/{id} */
+  FC_AZ_ARM_OTHER    /* under /subscriptions/, not modelled */
 };
 
 struct fc_az_path {
@@ -89,11 +89,11 @@ bool fc_az_valid_rg_name(const char *name);
 struct fc_az_vm_req {
   char location[64]; /* normalized: "East US" -> "eastus" */
   char vm_size[64];
-  char zone[8]; /* "" regional */
-  char priority[16];       /* "Regular", "Spot" or "Low" */
+  char zone[8];             /* "" regional */
+  char priority[16];        /* "Regular", "Spot" or "Low" */
   char eviction_policy[16]; /* "Deallocate" or "Delete"; "" Regular */
   bool has_max_price;
-  int64_t max_price_uusd;  /* -1: capped at pay-as-you-go */
+  int64_t max_price_uusd; /* -1: capped at pay-as-you-go */
   char computer_name[72];
   char admin_user[72];
   json_t *tags;            /* owned; an object, maybe empty */
@@ -132,10 +132,11 @@ struct fc_az_client {
  * unauthorized_client (AADSTS700016), invalid_client (AADSTS7000215,
  * 401), invalid_scope (AADSTS1002012). */
 bool fc_az_check_token_req(const struct fc_params *p, const char *tenant,
-                           const struct fc_az_client *clients,
-                           size_t n_clients, struct fc_az_error *e);
+                           const struct fc_az_client *clients, size_t n_clients,
+                           struct fc_az_error *e);
 
-/* ---- OData $filter -------------------------------------------------------- */
+/* ---- OData $filter --------------------------------------------------------
+ */
 
 /* The subset of OData the Retail Prices and Resources APIs need: field
  * eq|ne 'literal' (quotes doubled inside), true/false literals,
@@ -150,8 +151,7 @@ bool fc_odata_parse(const char *text, struct fc_odata **out,
  * NULL when the item has no such field (every comparison is then
  * false). */
 bool fc_odata_eval(const struct fc_odata *f,
-                   const char *(*get)(void *ctx, const char *field),
-                   void *ctx);
+                   const char *(*get)(void *ctx, const char *field), void *ctx);
 void fc_odata_free(struct fc_odata *f);
 
 #endif

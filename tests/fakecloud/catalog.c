@@ -97,13 +97,13 @@ static enum tw_rc parse_itype(json_t *t, struct fc_itype *it, const char *path,
   json_t *arch = json_object_get(t, "arch");
   if (!json_is_array(arch) || json_array_size(arch) < 1 ||
       json_array_size(arch) > FC_MAX_ARCH)
-    return tw_err_set(err, TW_E_INVALID, "%s/arch: expected 1..%d names",
-                      path, FC_MAX_ARCH);
+    return tw_err_set(err, TW_E_INVALID, "%s/arch: expected 1..%d names", path,
+                      FC_MAX_ARCH);
   for (size_t i = 0; i < json_array_size(arch); i++) {
     json_t *a = json_array_get(arch, i);
     if (!json_is_string(a) || json_string_length(a) >= sizeof it->arch[0])
-      return tw_err_set(err, TW_E_INVALID, "%s/arch/%zu: expected a name",
-                        path, i);
+      return tw_err_set(err, TW_E_INVALID, "%s/arch/%zu: expected a name", path,
+                        i);
     snprintf(it->arch[i], sizeof it->arch[i], "%s", json_string_value(a));
   }
   it->n_arch = json_array_size(arch);
@@ -119,8 +119,8 @@ static enum tw_rc parse_itype(json_t *t, struct fc_itype *it, const char *path,
     char gp[160];
     snprintf(gp, sizeof gp, "%s/gpu", path);
     it->has_gpu = true;
-    if ((rc = str_field(g, "name", it->gpu.name, sizeof it->gpu.name, true,
-                        gp, err)) ||
+    if ((rc = str_field(g, "name", it->gpu.name, sizeof it->gpu.name, true, gp,
+                        err)) ||
         (rc = str_field(g, "manufacturer", it->gpu.manufacturer,
                         sizeof it->gpu.manufacturer, true, gp, err)) ||
         (rc = int_field(g, "count", 1, 64, &v, gp, err)) ||
@@ -178,8 +178,7 @@ static enum tw_rc parse_aws(json_t *aws, struct fc_catalog *c,
   for (size_t i = 0; i < c->n_itypes; i++) {
     char path[64];
     snprintf(path, sizeof path, "/aws/instance_types/%zu", i);
-    if ((rc = parse_itype(json_array_get(types, i), &c->itypes[i], path,
-                          err)))
+    if ((rc = parse_itype(json_array_get(types, i), &c->itypes[i], path, err)))
       return rc;
   }
   c->n_offers = json_array_size(offers);
@@ -216,8 +215,7 @@ static enum tw_rc parse_aws(json_t *aws, struct fc_catalog *c,
       if (z < 0 || !json_is_string(pv) ||
           !fc_price_parse(json_string_value(pv), &p))
         return tw_err_set(err, TW_E_INVALID,
-                          "%s/spot/%s: unknown zone or bad price", path,
-                          zname);
+                          "%s/spot/%s: unknown zone or bad price", path, zname);
       of->zones[of->n_zones].zone = (size_t)z;
       of->zones[of->n_zones].spot_uusd = p;
       of->n_zones++;
@@ -310,8 +308,7 @@ const struct fc_itype *fc_catalog_itype(const struct fc_catalog *c,
 }
 
 const struct fc_offer *fc_catalog_offer(const struct fc_catalog *c,
-                                        const char *itype,
-                                        const char *region) {
+                                        const char *itype, const char *region) {
   const struct fc_itype *it = fc_catalog_itype(c, itype);
   const struct fc_region *r = fc_catalog_region(c, region);
   if (!it || !r)

@@ -34,7 +34,7 @@ struct fc_itype {
   int64_t memory_mib;
   char arch[FC_MAX_ARCH][16]; /* x86_64, arm64 */
   size_t n_arch;
-  char clock_ghz[8];          /* sustained clock, as printed */
+  char clock_ghz[8]; /* sustained clock, as printed */
   char network[32];
   char hypervisor[16];
   bool has_gpu;

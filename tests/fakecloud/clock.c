@@ -37,18 +37,16 @@ void fc_clock_set_speed(struct fc_clock *c, double speed) {
 void fc_http_date(int64_t ms, char out[32]) {
   /* gmtime_r keeps every field in range; the modulo only tells the
    * compiler so. */
-  static const char *days[] = {"Sun", "Mon", "Tue", "Wed",
-                               "Thu", "Fri", "Sat"};
+  static const char *days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
   static const char *mons[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
   time_t s = (time_t)(ms / 1000);
   struct tm tm;
   gmtime_r(&s, &tm);
-  snprintf(out, 32, "%s, %02u %s %04u %02u:%02u:%02u GMT",
-           days[tm.tm_wday % 7], (unsigned)tm.tm_mday % 32u,
-           mons[tm.tm_mon % 12], (unsigned)(tm.tm_year + 1900) % 10000u,
-           (unsigned)tm.tm_hour % 24u, (unsigned)tm.tm_min % 60u,
-           (unsigned)tm.tm_sec % 61u);
+  snprintf(out, 32, "%s, %02u %s %04u %02u:%02u:%02u GMT", days[tm.tm_wday % 7],
+           (unsigned)tm.tm_mday % 32u, mons[tm.tm_mon % 12],
+           (unsigned)(tm.tm_year + 1900) % 10000u, (unsigned)tm.tm_hour % 24u,
+           (unsigned)tm.tm_min % 60u, (unsigned)tm.tm_sec % 61u);
 }
 
 void fc_iso_seconds(int64_t ms, char out[32]) {

@@ -25,9 +25,9 @@
 #include "tests/fakecloud/xml.h"
 
 #define EC2_NS "http://ec2.amazonaws.com/doc/2016-11-15/"
-#define SKEW_MS (5 * 60 * 1000)         /* SigV4: five minutes */
-#define TERMINATED_VISIBLE_MS 3600000   /* EC2 lists them about an hour */
-#define SPOT_STEP_MS (6 * 3600 * 1000)  /* spot price history grid */
+#define SKEW_MS (5 * 60 * 1000)        /* SigV4: five minutes */
+#define TERMINATED_VISIBLE_MS 3600000  /* EC2 lists them about an hour */
+#define SPOT_STEP_MS (6 * 3600 * 1000) /* spot price history grid */
 #define SPOT_HISTORY_MS (90LL * 24 * 3600 * 1000) /* EC2 keeps 90 days */
 
 enum ec2_state {
@@ -41,12 +41,18 @@ enum ec2_state {
 
 static const char *state_name(int code) {
   switch (code) {
-  case ST_PENDING: return "pending";
-  case ST_RUNNING: return "running";
-  case ST_SHUTTING_DOWN: return "shutting-down";
-  case ST_TERMINATED: return "terminated";
-  case ST_STOPPING: return "stopping";
-  case ST_STOPPED: return "stopped";
+  case ST_PENDING:
+    return "pending";
+  case ST_RUNNING:
+    return "running";
+  case ST_SHUTTING_DOWN:
+    return "shutting-down";
+  case ST_TERMINATED:
+    return "terminated";
+  case ST_STOPPING:
+    return "stopping";
+  case ST_STOPPED:
+    return "stopped";
   }
   return "unknown";
 }
@@ -75,10 +81,10 @@ struct inst {
   int64_t max_price_uusd;
   char spot_type[16];
   char interruption[16];
-  int64_t notice_ms;     /* spot instance-action notice, -1 none */
-  int64_t action_ms;     /* when the interruption happens */
+  int64_t notice_ms; /* spot instance-action notice, -1 none */
+  int64_t action_ms; /* when the interruption happens */
   char notice_action[16];
-  int64_t rebalance_ms;  /* rebalance recommendation, -1 none */
+  int64_t rebalance_ms; /* rebalance recommendation, -1 none */
   struct {
     char *key, *value;
   } tags[EC2_MAX_TAGS];
@@ -254,8 +260,10 @@ static void ec2_tick(struct ec2 *e) {
       continue;
     if (f->kind == FC_FAULT_REBALANCE && in->rebalance_ms >= 0)
       continue;
-    struct fc_fault_query q = {.service = "ec2", .instance_id = in->id,
-                               .instance_type = in->itype, .zone = in->zone,
+    struct fc_fault_query q = {.service = "ec2",
+                               .instance_id = in->id,
+                               .instance_type = in->itype,
+                               .zone = in->zone,
                                .market = "spot"};
     if (!fc_fault_matches(f, &q, fc_elapsed_ms(e->s)) ||
         !fc_rng_chance_ppm(fc_rng(e->s), f->probability_ppm))
@@ -287,8 +295,7 @@ static void ec2_tick(struct ec2 *e) {
                  stop ? "Server.SpotInstanceShutdown"
                       : "Server.SpotInstanceTermination");
         snprintf(in->sr_msg, sizeof in->sr_msg, "%s: %s", in->sr_code,
-                 stop ? "Spot instance shutdown"
-                      : "Spot instance termination");
+                 stop ? "Spot instance shutdown" : "Spot instance termination");
         snprintf(in->reason, sizeof in->reason,
                  "Service initiated (%.10s %.8s GMT)", when, when + 11);
         continue;
@@ -341,9 +348,8 @@ static int64_t spot_at_step(struct ec2 *e, const struct fc_offer *o,
 }
 
 /* The override in force at t for (offer, zone), or NULL. */
-static const struct price_override *override_at(struct ec2 *e,
-                                                const struct fc_offer *o,
-                                                size_t zone, int64_t t) {
+static const struct price_override *
+override_at(struct ec2 *e, const struct fc_offer *o, size_t zone, int64_t t) {
   const struct fc_catalog *c = fc_catalog(e->s);
   const struct price_override *best = NULL;
   for (size_t i = 0; i < e->n_overrides; i++) {
@@ -436,8 +442,9 @@ static void instance_xml(struct ec2 *e, struct tw_buf *b,
   fc_xml_open(b, "item");
   fc_xml_elem(b, "instanceId", in->id);
   fc_xml_elem(b, "imageId", in->image_id);
-  tw_buf_printf(b, "<instanceState><code>%d</code><name>%s</name>"
-                   "</instanceState>",
+  tw_buf_printf(b,
+                "<instanceState><code>%d</code><name>%s</name>"
+                "</instanceState>",
                 in->state, state_name(in->state));
   if (in->state == ST_TERMINATED) {
     fc_xml_elem(b, "privateDnsName", NULL);
@@ -473,9 +480,8 @@ static void instance_xml(struct ec2 *e, struct tw_buf *b,
     fc_xml_elem(b, "message", in->sr_msg);
     fc_xml_close(b, "stateReason");
   }
-  fc_xml_elem(b, "architecture", it && !strcmp(it->arch[0], "arm64")
-                                     ? "arm64"
-                                     : "x86_64");
+  fc_xml_elem(b, "architecture",
+              it && !strcmp(it->arch[0], "arm64") ? "arm64" : "x86_64");
   fc_xml_elem(b, "rootDeviceType", "ebs");
   fc_xml_elem(b, "rootDeviceName", "/dev/xvda");
   fc_xml_elem(b, "blockDeviceMapping", NULL);
@@ -499,8 +505,9 @@ static void instance_xml(struct ec2 *e, struct tw_buf *b,
   fc_xml_elem_bool(b, "ebsOptimized", 0);
   fc_xml_elem_bool(b, "enaSupport", 1);
   if (it)
-    tw_buf_printf(b, "<cpuOptions><coreCount>%d</coreCount><threadsPerCore>"
-                     "%d</threadsPerCore></cpuOptions>",
+    tw_buf_printf(b,
+                  "<cpuOptions><coreCount>%d</coreCount><threadsPerCore>"
+                  "%d</threadsPerCore></cpuOptions>",
                   it->cores, it->threads_per_core);
   fc_xml_close(b, "item");
 }
@@ -517,8 +524,7 @@ static void reservations_xml(struct ec2 *e, struct tw_buf *b,
     fc_xml_elem(b, "ownerId", owner);
     fc_xml_elem(b, "groupSet", NULL);
     fc_xml_open(b, "instancesSet");
-    while (j < n &&
-           !strcmp(list[j]->reservation_id, list[i]->reservation_id))
+    while (j < n && !strcmp(list[j]->reservation_id, list[i]->reservation_id))
       instance_xml(e, b, list[j++]);
     fc_xml_close(b, "instancesSet");
     fc_xml_close(b, "item");
@@ -533,8 +539,8 @@ static void reservations_xml(struct ec2 *e, struct tw_buf *b,
  * token from another query, another server or hand-edited is refused. */
 static void make_token(struct ec2 *e, uint64_t qhash, int64_t cursor,
                        int64_t extra, char out[80]) {
-  uint64_t chk = fc_hash3(fc_seed(e->s) ^ qhash, (uint64_t)cursor,
-                          (uint64_t)extra);
+  uint64_t chk =
+      fc_hash3(fc_seed(e->s) ^ qhash, (uint64_t)cursor, (uint64_t)extra);
   snprintf(out, 80, "eyJ2IjoxfQ.%llx.%llx.%016llx", (unsigned long long)cursor,
            (unsigned long long)extra, (unsigned long long)chk);
 }
@@ -707,8 +713,10 @@ static void act_run(struct call *c) {
       return;
     }
   }
-  struct fc_fault_query q = {.service = "ec2", .action = "RunInstances",
-                             .instance_type = it->name, .zone = zone,
+  struct fc_fault_query q = {.service = "ec2",
+                             .action = "RunInstances",
+                             .instance_type = it->name,
+                             .zone = zone,
                              .market = market};
   if (fc_faults_fire(fc_faults(e->s), FC_FAULT_CAPACITY, &q,
                      fc_elapsed_ms(e->s), fc_rng(e->s))) {
@@ -778,15 +786,14 @@ static void act_run(struct call *c) {
     snprintf(in->sr_msg, sizeof in->sr_msg, "pending");
     in->notice_ms = in->action_ms = in->rebalance_ms = -1;
     in->spot = r.spot;
-    in->max_price_uusd = r.spot ? (r.max_price_uusd >= 0 ? r.max_price_uusd
-                                                         : o->on_demand_uusd)
-                                : -1;
+    in->max_price_uusd =
+        r.spot ? (r.max_price_uusd >= 0 ? r.max_price_uusd : o->on_demand_uusd)
+               : -1;
     if (r.spot) {
       memcpy(in->sir_id, "sir-", 4);
       rand_hex(e, in->sir_id + 4, 8);
       snprintf(in->spot_type, sizeof in->spot_type, "%s", r.spot_type);
-      snprintf(in->interruption, sizeof in->interruption, "%s",
-               r.interruption);
+      snprintf(in->interruption, sizeof in->interruption, "%s", r.interruption);
     }
     for (size_t t = 0; t < r.n_tags; t++) {
       in->tags[t].key = tw_strdup(r.tags[t].key);
@@ -810,8 +817,7 @@ static void act_run(struct call *c) {
           continue;
         int64_t after = rule->after_ms;
         if (after < 0) {
-          double u = ((double)fc_rng_below(fc_rng(e->s), 1000000) + 0.5) /
-                     1e6;
+          double u = ((double)fc_rng_below(fc_rng(e->s), 1000000) + 0.5) / 1e6;
           after = (int64_t)(-log(u) / rule->rate_per_hour * 3600000.0);
         }
         if (rule->count > 0)
@@ -936,11 +942,20 @@ static bool inst_matches(const struct inst *in, const struct ec2_filters *fs) {
 }
 
 static void act_describe_instances(struct call *c) {
-  static const char *const filters[] = {
-      "tag:", "tag-key", "tag-value", "instance-state-name",
-      "instance-state-code", "availability-zone", "instance-type",
-      "instance-id", "instance-lifecycle", "client-token", "image-id",
-      "reservation-id", "spot-instance-request-id", NULL};
+  static const char *const filters[] = {"tag:",
+                                        "tag-key",
+                                        "tag-value",
+                                        "instance-state-name",
+                                        "instance-state-code",
+                                        "availability-zone",
+                                        "instance-type",
+                                        "instance-id",
+                                        "instance-lifecycle",
+                                        "client-token",
+                                        "image-id",
+                                        "reservation-id",
+                                        "spot-instance-request-id",
+                                        NULL};
   struct ec2 *e = c->e;
   struct ec2_filters fs = {.n = 0};
   struct inst **ids = NULL, **out = NULL;
@@ -1055,20 +1070,21 @@ static void act_terminate(struct call *c) {
       in->next_ms = now + e->shutdown_ms;
       if (in->state == ST_TERMINATED)
         in->terminated_ms = now;
-      snprintf(in->sr_code, sizeof in->sr_code,
-               "Client.UserInitiatedShutdown");
+      snprintf(in->sr_code, sizeof in->sr_code, "Client.UserInitiatedShutdown");
       snprintf(in->sr_msg, sizeof in->sr_msg,
                "Client.UserInitiatedShutdown: User initiated shutdown");
-      snprintf(in->reason, sizeof in->reason,
-               "User initiated (%.10s %.8s GMT)", when, when + 11);
+      snprintf(in->reason, sizeof in->reason, "User initiated (%.10s %.8s GMT)",
+               when, when + 11);
     }
     fc_xml_open(b, "item");
     fc_xml_elem(b, "instanceId", in->id);
-    tw_buf_printf(b, "<currentState><code>%d</code><name>%s</name>"
-                     "</currentState>",
+    tw_buf_printf(b,
+                  "<currentState><code>%d</code><name>%s</name>"
+                  "</currentState>",
                   in->state, state_name(in->state));
-    tw_buf_printf(b, "<previousState><code>%d</code><name>%s</name>"
-                     "</previousState>",
+    tw_buf_printf(b,
+                  "<previousState><code>%d</code><name>%s</name>"
+                  "</previousState>",
                   prev, state_name(prev));
     fc_xml_close(b, "item");
   }
@@ -1077,11 +1093,15 @@ static void act_terminate(struct call *c) {
   free(list);
 }
 
-static const char *const products[] = {
-    "Linux/UNIX", "Linux/UNIX (Amazon VPC)", "SUSE Linux",
-    "SUSE Linux (Amazon VPC)", "Red Hat Enterprise Linux",
-    "Red Hat Enterprise Linux (Amazon VPC)", "Windows",
-    "Windows (Amazon VPC)", NULL};
+static const char *const products[] = {"Linux/UNIX",
+                                       "Linux/UNIX (Amazon VPC)",
+                                       "SUSE Linux",
+                                       "SUSE Linux (Amazon VPC)",
+                                       "Red Hat Enterprise Linux",
+                                       "Red Hat Enterprise Linux (Amazon VPC)",
+                                       "Windows",
+                                       "Windows (Amazon VPC)",
+                                       NULL};
 /* The fake publishes history for these two; Windows adds the licence,
  * about 0.0184 USD per vCPU-hour on top of the Linux price. */
 static const char *const published[] = {"Linux/UNIX", "Windows"};
@@ -1119,8 +1139,7 @@ static void act_spot_history(struct call *c) {
   int64_t now = fc_now_ms(e->s), start = 0, endt = 0;
   if (ec2_check_known(c->p, ec2_spot_history_params, &c->err) ||
       ec2_filters_parse(c->p, filters, &fs, &c->err) ||
-      ec2_list(c->p, "InstanceType", EC2_MAX_LIST, &types, &n_types,
-               &c->err) ||
+      ec2_list(c->p, "InstanceType", EC2_MAX_LIST, &types, &n_types, &c->err) ||
       ec2_list(c->p, "ProductDescription", EC2_MAX_LIST, &prods, &n_prods,
                &c->err) ||
       ec2_int(c->p, "MaxResults", 1, 1000, &max, &has_max, &c->err) ||
@@ -1154,9 +1173,8 @@ static void act_spot_history(struct call *c) {
   if (!has_end || endt > now)
     endt = now;
   if (!has_start || start < now - SPOT_HISTORY_MS)
-    start = has_start && start >= now - SPOT_HISTORY_MS
-                ? start
-                : now - SPOT_HISTORY_MS;
+    start = has_start && start >= now - SPOT_HISTORY_MS ? start
+                                                        : now - SPOT_HISTORY_MS;
   if (start > endt) {
     ec2_error(e, c->resp, 0, "InvalidParameterValue",
               "The start time must be earlier than the end time.");
@@ -1230,9 +1248,9 @@ static void act_spot_history(struct call *c) {
             cap = cap ? cap * 2 : 256;
             items = tw_realloc(items, cap * sizeof *items);
           }
-          items[n++] = (struct sph_item){po->from_ms, o->itype, z, pi,
-                                         pi ? po->uusd + 18400 * it->vcpus
-                                            : po->uusd};
+          items[n++] =
+              (struct sph_item){po->from_ms, o->itype, z, pi,
+                                pi ? po->uusd + 18400 * it->vcpus : po->uusd};
         }
       }
     }
@@ -1242,8 +1260,8 @@ static void act_spot_history(struct call *c) {
   struct tw_buf *b = &c->resp->body;
   begin(c->resp, "DescribeSpotPriceHistoryResponse");
   fc_xml_open(b, "spotPriceHistorySet");
-  size_t stop = (size_t)offset + (size_t)max < n ? (size_t)offset + (size_t)max
-                                                 : n;
+  size_t stop =
+      (size_t)offset + (size_t)max < n ? (size_t)offset + (size_t)max : n;
   for (size_t i = (size_t)offset; i < stop; i++) {
     char t[32], p[32];
     fmt_time(items[i].t, t);
@@ -1293,9 +1311,10 @@ static void itype_xml(struct tw_buf *b, const struct fc_itype *it) {
   if (it->clock_ghz[0])
     fc_xml_elem(b, "sustainedClockSpeedInGhz", it->clock_ghz);
   fc_xml_close(b, "processorInfo");
-  tw_buf_printf(b, "<vCpuInfo><defaultVCpus>%d</defaultVCpus><defaultCores>"
-                   "%d</defaultCores><defaultThreadsPerCore>%d"
-                   "</defaultThreadsPerCore></vCpuInfo>",
+  tw_buf_printf(b,
+                "<vCpuInfo><defaultVCpus>%d</defaultVCpus><defaultCores>"
+                "%d</defaultCores><defaultThreadsPerCore>%d"
+                "</defaultThreadsPerCore></vCpuInfo>",
                 it->vcpus, it->cores, it->threads_per_core);
   tw_buf_printf(b, "<memoryInfo><sizeInMiB>%lld</sizeInMiB></memoryInfo>",
                 (long long)it->memory_mib);
@@ -1335,7 +1354,7 @@ static void itype_xml(struct tw_buf *b, const struct fc_itype *it) {
 
 static void act_instance_types(struct call *c) {
   static const char *const filters[] = {
-      "instance-type", "processor-info.supported-architecture",
+      "instance-type",           "processor-info.supported-architecture",
       "vcpu-info.default-vcpus", "current-generation",
       "memory-info.size-in-mib", NULL};
   struct ec2 *e = c->e;
@@ -1433,8 +1452,8 @@ out:
 }
 
 static void act_zones(struct call *c) {
-  static const char *const filters[] = {"zone-name", "zone-id", "region-name",
-                                        "state", "zone-type", NULL};
+  static const char *const filters[] = {"zone-name", "zone-id",   "region-name",
+                                        "state",     "zone-type", NULL};
   struct ec2 *e = c->e;
   const struct fc_region *reg = fc_catalog_region(fc_catalog(e->s), c->region);
   struct ec2_filters fs = {.n = 0};
@@ -1452,8 +1471,7 @@ static void act_zones(struct call *c) {
   for (size_t i = 0; i < n_names; i++)
     if (fc_region_zone(reg, names[i]) < 0) {
       char msg[160];
-      snprintf(msg, sizeof msg, "The zone '%.64s' does not exist.",
-               names[i]);
+      snprintf(msg, sizeof msg, "The zone '%.64s' does not exist.", names[i]);
       ec2_error(e, c->resp, 0, "InvalidParameterValue", msg);
       goto out;
     }
@@ -1463,8 +1481,7 @@ static void act_zones(struct call *c) {
       ok = !strcmp(reg->zones[z].id, zids[i]);
     if (!ok) {
       char msg[160];
-      snprintf(msg, sizeof msg, "The zone id '%.64s' does not exist.",
-               zids[i]);
+      snprintf(msg, sizeof msg, "The zone id '%.64s' does not exist.", zids[i]);
       ec2_error(e, c->resp, 0, "InvalidParameterValue", msg);
       goto out;
     }
@@ -1614,8 +1631,7 @@ static void ec2_handle(void *ctx, const struct fc_request *req,
   if ((f = fc_faults_fire(fl, FC_FAULT_ERROR, &q, fc_elapsed_ms(e->s),
                           fc_rng(e->s)))) {
     ec2_error(e, resp, f->status, f->code,
-              f->message[0] ? f->message
-                            : "An internal error has occurred.");
+              f->message[0] ? f->message : "An internal error has occurred.");
     goto out;
   }
   actions[a].fn(&c);
@@ -1678,11 +1694,10 @@ static json_t *inst_json(const struct inst *in) {
 }
 
 static json_t *config_json(struct ec2 *e) {
-  return json_pack("{s:I,s:I,s:I,s:I}", "pending_ms",
-                   (json_int_t)e->pending_ms, "shutdown_ms",
-                   (json_int_t)e->shutdown_ms, "vcpu_limit_on_demand",
-                   (json_int_t)e->vcpu_limit_on_demand, "vcpu_limit_spot",
-                   (json_int_t)e->vcpu_limit_spot);
+  return json_pack("{s:I,s:I,s:I,s:I}", "pending_ms", (json_int_t)e->pending_ms,
+                   "shutdown_ms", (json_int_t)e->shutdown_ms,
+                   "vcpu_limit_on_demand", (json_int_t)e->vcpu_limit_on_demand,
+                   "vcpu_limit_spot", (json_int_t)e->vcpu_limit_spot);
 }
 
 static void ec2_dump(void *ctx, json_t *out) {
@@ -1694,8 +1709,7 @@ static void ec2_dump(void *ctx, json_t *out) {
   for (size_t i = 0; i < 64 && e->calls[i].name[0]; i++)
     json_object_set_new(calls, e->calls[i].name, json_integer(e->calls[i].n));
   for (size_t i = 0; i < 64 && e->errors[i].name[0]; i++)
-    json_object_set_new(errs, e->errors[i].name,
-                        json_integer(e->errors[i].n));
+    json_object_set_new(errs, e->errors[i].name, json_integer(e->errors[i].n));
   json_object_set_new(out, "instances", arr);
   json_object_set_new(out, "calls", calls);
   json_object_set_new(out, "errors", errs);
@@ -1733,16 +1747,16 @@ static bool ctl_instance(struct ec2 *e, const char *method, const char *rest,
   char t[32];
   if (!strcmp(sub, "") && !strcmp(method, "GET")) {
     fc_json_reply(resp, 200, inst_json(in));
-  } else if (!strcmp(sub, "/spot/instance-action") &&
-             !strcmp(method, "GET")) {
+  } else if (!strcmp(sub, "/spot/instance-action") && !strcmp(method, "GET")) {
     /* As instance metadata: 404 until a notice is out. */
     if (in->notice_ms < 0 || now < in->notice_ms) {
       fc_json_error(resp, 404, "no interruption notice");
       return true;
     }
     fc_iso_seconds(in->action_ms, t);
-    fc_json_reply(resp, 200, json_pack("{s:s,s:s}", "action",
-                                       in->notice_action, "time", t));
+    fc_json_reply(
+        resp, 200,
+        json_pack("{s:s,s:s}", "action", in->notice_action, "time", t));
   } else if (!strcmp(sub, "/events/recommendations/rebalance") &&
              !strcmp(method, "GET")) {
     if (in->rebalance_ms < 0 || now < in->rebalance_ms) {
@@ -1831,7 +1845,8 @@ static bool ec2_control(void *ctx, const char *method, const char *rest,
     return true;
   }
   if (!strcmp(rest, "/spot-price") && !strcmp(method, "POST")) {
-    const char *type = json_string_value(json_object_get(body, "instance_type"));
+    const char *type =
+        json_string_value(json_object_get(body, "instance_type"));
     const char *zone = json_string_value(json_object_get(body, "zone"));
     const char *price = json_string_value(json_object_get(body, "price"));
     const struct fc_catalog *cat = fc_catalog(e->s);
@@ -1845,8 +1860,7 @@ static bool ec2_control(void *ctx, const char *method, const char *rest,
     if (!type || !zone || !price || zi < 0 ||
         !fc_price_parse(price, &po.uusd) || po.uusd <= 0 ||
         !fc_catalog_offer(cat, type, reg->name) ||
-        fc_offer_spot(fc_catalog_offer(cat, type, reg->name), (size_t)zi) <
-            0) {
+        fc_offer_spot(fc_catalog_offer(cat, type, reg->name), (size_t)zi) < 0) {
       fc_json_error(resp, 400,
                     "expected {\"instance_type\", \"zone\", \"price\"} for "
                     "a spot offer of the catalog");
@@ -1855,11 +1869,12 @@ static bool ec2_control(void *ctx, const char *method, const char *rest,
     snprintf(po.itype, sizeof po.itype, "%s", type);
     snprintf(po.region, sizeof po.region, "%s", reg->name);
     po.zone = (size_t)zi;
-    e->overrides = tw_realloc(e->overrides,
-                              (e->n_overrides + 1) * sizeof *e->overrides);
+    e->overrides =
+        tw_realloc(e->overrides, (e->n_overrides + 1) * sizeof *e->overrides);
     e->overrides[e->n_overrides++] = po;
-    fc_json_reply(resp, 200, json_pack("{s:s,s:s,s:s}", "instance_type", type,
-                                       "zone", zone, "price", price));
+    fc_json_reply(resp, 200,
+                  json_pack("{s:s,s:s,s:s}", "instance_type", type, "zone",
+                            zone, "price", price));
     return true;
   }
   return false;

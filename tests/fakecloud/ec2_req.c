@@ -12,42 +12,73 @@
 #include "tests/fakecloud/rng.h"
 
 #define COMMON_PARAMS                                                          \
-  "Action", "Version", "X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date",   \
-      "X-Amz-Expires", "X-Amz-SignedHeaders", "X-Amz-Signature",              \
+  "Action", "Version", "X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date",    \
+      "X-Amz-Expires", "X-Amz-SignedHeaders", "X-Amz-Signature",               \
       "X-Amz-Security-Token"
 
 /* Every top-level member of RunInstancesRequest in the 2016-11-15 model;
  * the ones the fake does not model are accepted and ignored. */
-const char *const ec2_run_params[] = {
-    COMMON_PARAMS, "BlockDeviceMapping", "ImageId", "InstanceType",
-    "Ipv6AddressCount", "Ipv6Address", "KernelId", "KeyName", "MaxCount",
-    "MinCount", "Monitoring", "Placement", "RamdiskId", "SecurityGroupId",
-    "SecurityGroup", "SubnetId", "UserData", "AdditionalInfo", "ClientToken",
-    "DisableApiTermination", "DryRun", "EbsOptimized", "IamInstanceProfile",
-    "InstanceInitiatedShutdownBehavior", "NetworkInterface",
-    "PrivateIpAddress", "ElasticGpuSpecification",
-    "ElasticInferenceAccelerator", "TagSpecification", "LaunchTemplate",
-    "InstanceMarketOptions", "CreditSpecification", "CpuOptions",
-    "CapacityReservationSpecification", "HibernationOptions",
-    "LicenseSpecification", "MetadataOptions", "EnclaveOptions",
-    "PrivateDnsNameOptions", "MaintenanceOptions", "DisableApiStop",
-    "EnablePrimaryIpv6", "NetworkPerformanceOptions", "Operator", NULL};
+const char *const ec2_run_params[] = {COMMON_PARAMS,
+                                      "BlockDeviceMapping",
+                                      "ImageId",
+                                      "InstanceType",
+                                      "Ipv6AddressCount",
+                                      "Ipv6Address",
+                                      "KernelId",
+                                      "KeyName",
+                                      "MaxCount",
+                                      "MinCount",
+                                      "Monitoring",
+                                      "Placement",
+                                      "RamdiskId",
+                                      "SecurityGroupId",
+                                      "SecurityGroup",
+                                      "SubnetId",
+                                      "UserData",
+                                      "AdditionalInfo",
+                                      "ClientToken",
+                                      "DisableApiTermination",
+                                      "DryRun",
+                                      "EbsOptimized",
+                                      "IamInstanceProfile",
+                                      "InstanceInitiatedShutdownBehavior",
+                                      "NetworkInterface",
+                                      "PrivateIpAddress",
+                                      "ElasticGpuSpecification",
+                                      "ElasticInferenceAccelerator",
+                                      "TagSpecification",
+                                      "LaunchTemplate",
+                                      "InstanceMarketOptions",
+                                      "CreditSpecification",
+                                      "CpuOptions",
+                                      "CapacityReservationSpecification",
+                                      "HibernationOptions",
+                                      "LicenseSpecification",
+                                      "MetadataOptions",
+                                      "EnclaveOptions",
+                                      "PrivateDnsNameOptions",
+                                      "MaintenanceOptions",
+                                      "DisableApiStop",
+                                      "EnablePrimaryIpv6",
+                                      "NetworkPerformanceOptions",
+                                      "Operator",
+                                      NULL};
 const char *const ec2_describe_instances_params[] = {
-    COMMON_PARAMS, "Filter", "InstanceId", "DryRun", "MaxResults",
-    "NextToken", NULL};
-const char *const ec2_terminate_params[] = {COMMON_PARAMS, "InstanceId",
-                                            "DryRun", "Force",
-                                            "SkipOsShutdown", NULL};
+    COMMON_PARAMS, "Filter",    "InstanceId", "DryRun",
+    "MaxResults",  "NextToken", NULL};
+const char *const ec2_terminate_params[] = {
+    COMMON_PARAMS, "InstanceId", "DryRun", "Force", "SkipOsShutdown", NULL};
 const char *const ec2_spot_history_params[] = {
-    COMMON_PARAMS, "Filter", "AvailabilityZone", "AvailabilityZoneId",
-    "DryRun", "EndTime", "InstanceType", "MaxResults", "NextToken",
-    "ProductDescription", "StartTime", NULL};
+    COMMON_PARAMS,        "Filter",     "AvailabilityZone",
+    "AvailabilityZoneId", "DryRun",     "EndTime",
+    "InstanceType",       "MaxResults", "NextToken",
+    "ProductDescription", "StartTime",  NULL};
 const char *const ec2_instance_types_params[] = {
     COMMON_PARAMS, "DryRun", "InstanceType", "Filter", "MaxResults",
-    "NextToken", NULL};
-const char *const ec2_zones_params[] = {COMMON_PARAMS, "Filter", "ZoneName",
-                                        "ZoneId", "AllAvailabilityZones",
-                                        "DryRun", NULL};
+    "NextToken",   NULL};
+const char *const ec2_zones_params[] = {
+    COMMON_PARAMS,          "Filter", "ZoneName", "ZoneId",
+    "AllAvailabilityZones", "DryRun", NULL};
 
 enum tw_rc ec2_fail(struct tw_err *err, const char *code, const char *fmt,
                     ...) {
@@ -71,9 +102,8 @@ enum tw_rc ec2_check_known(const struct fc_params *p,
   return TW_OK;
 }
 
-enum tw_rc ec2_list(const struct fc_params *p, const char *prefix,
-                    size_t max, const char ***out, size_t *n,
-                    struct tw_err *err) {
+enum tw_rc ec2_list(const struct fc_params *p, const char *prefix, size_t max,
+                    const char ***out, size_t *n, struct tw_err *err) {
   int *idx = tw_malloc((max + 1) * sizeof *idx);
   const char *bad = NULL;
   size_t found = fc_params_indexes(p, prefix, idx, max + 1, &bad);
@@ -125,8 +155,8 @@ enum tw_rc ec2_int(const struct fc_params *p, const char *name, long lo,
   }
   if (!ok)
     return ec2_fail(err, "InvalidParameterValue",
-                    "Invalid value '%.64s' for %s. It must be an integer.",
-                    v, name);
+                    "Invalid value '%.64s' for %s. It must be an integer.", v,
+                    name);
   if (n < lo)
     return ec2_fail(err, "InvalidParameterValue",
                     "Value ( %ld ) for parameter %s is invalid. Expecting a "
@@ -151,13 +181,13 @@ enum tw_rc ec2_bool(const struct fc_params *p, const char *name, bool *out,
     *out = true;
   else if (strcmp(v, "false"))
     return ec2_fail(err, "InvalidParameterValue",
-                    "Invalid value '%.64s' for %s. Expecting true or false.",
-                    v, name);
+                    "Invalid value '%.64s' for %s. Expecting true or false.", v,
+                    name);
   return TW_OK;
 }
 
-enum tw_rc ec2_time(const struct fc_params *p, const char *name,
-                    int64_t *ms, bool *present, struct tw_err *err) {
+enum tw_rc ec2_time(const struct fc_params *p, const char *name, int64_t *ms,
+                    bool *present, struct tw_err *err) {
   const char *v = fc_params_get(p, name);
   *present = v != NULL;
   if (!v)
@@ -188,8 +218,7 @@ enum tw_rc ec2_filters_parse(const struct fc_params *p,
                     "The parameter %.100s has an invalid list index", bad);
   if (n > EC2_MAX_FILTERS)
     return ec2_fail(err, "FilterLimitExceeded",
-                    "The maximum number of filters is %d",
-                    EC2_MAX_FILTERS);
+                    "The maximum number of filters is %d", EC2_MAX_FILTERS);
   for (size_t i = 0; i < n; i++) {
     char key[64];
     snprintf(key, sizeof key, "Filter.%d.Name", idx[i]);
@@ -218,14 +247,13 @@ enum tw_rc ec2_filters_parse(const struct fc_params *p,
     snprintf(key, sizeof key, "Filter.%d.Value", idx[i]);
     struct ec2_filter *f = &out->v[out->n++];
     f->name = name;
-    enum tw_rc rc = ec2_list(p, key, EC2_MAX_LIST, &f->values, &f->n_values,
-                             err);
+    enum tw_rc rc =
+        ec2_list(p, key, EC2_MAX_LIST, &f->values, &f->n_values, err);
     if (rc)
       return rc;
     if (f->n_values == 0)
       return ec2_fail(err, "InvalidParameterValue",
-                      "The filter '%.128s' requires at least one value",
-                      name);
+                      "The filter '%.128s' requires at least one value", name);
   }
   return TW_OK;
 }
@@ -302,7 +330,7 @@ bool ec2_instance_id_valid(const char *s) {
 static enum tw_rc parse_tags(const struct fc_params *p, struct ec2_run *out,
                              struct tw_err *err) {
   static const char *const types[] = {
-      "instance", "volume", "network-interface", "spot-instances-request",
+      "instance",    "volume", "network-interface", "spot-instances-request",
       "elastic-gpu", NULL};
   int spec[32];
   const char *bad = NULL;
@@ -408,10 +436,9 @@ enum tw_rc ec2_parse_run(const struct fc_params *p, struct ec2_run *out,
   if (!fc_params_get(p, "MaxCount"))
     return ec2_fail(err, "MissingParameter",
                     "The request must contain the parameter MaxCount");
-  if ((rc = ec2_int(p, "MinCount", 1, 100000, &out->min_count, &present,
-                    err)) ||
-      (rc = ec2_int(p, "MaxCount", 1, 100000, &out->max_count, &present,
-                    err)))
+  if ((rc =
+           ec2_int(p, "MinCount", 1, 100000, &out->min_count, &present, err)) ||
+      (rc = ec2_int(p, "MaxCount", 1, 100000, &out->max_count, &present, err)))
     return rc;
   if (out->min_count > out->max_count)
     return ec2_fail(err, "InvalidParameterValue",
@@ -455,9 +482,12 @@ enum tw_rc ec2_parse_run(const struct fc_params *p, struct ec2_run *out,
                     "InstanceMarketOptions.MarketType");
   out->spot = market != NULL;
   if (out->spot) {
-    static const char *const known[] = {
-        "MaxPrice", "SpotInstanceType", "BlockDurationMinutes", "ValidUntil",
-        "InstanceInterruptionBehavior", NULL};
+    static const char *const known[] = {"MaxPrice",
+                                        "SpotInstanceType",
+                                        "BlockDurationMinutes",
+                                        "ValidUntil",
+                                        "InstanceInterruptionBehavior",
+                                        NULL};
     for (size_t i = 0; i < p->n; i++) {
       const char *k = p->v[i].key;
       if (strncmp(k, "InstanceMarketOptions.", 22))
@@ -471,8 +501,7 @@ enum tw_rc ec2_parse_run(const struct fc_params *p, struct ec2_run *out,
           ok = !strcmp(k + 12, *n);
       if (!ok)
         return ec2_fail(err, "UnknownParameter",
-                        "The parameter %.100s is not recognized",
-                        p->v[i].key);
+                        "The parameter %.100s is not recognized", p->v[i].key);
     }
     out->max_price = fc_params_get(p, "InstanceMarketOptions.SpotOptions."
                                       "MaxPrice");

@@ -23,8 +23,8 @@
 
 /* Records an EC2 error: detail = code, msg = printf text.  Returns
  * TW_E_INVALID so validators can `return ec2_fail(...)`. */
-enum tw_rc ec2_fail(struct tw_err *err, const char *code, const char *fmt,
-                    ...) __attribute__((format(printf, 3, 4)));
+enum tw_rc ec2_fail(struct tw_err *err, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* UnknownParameter for a key outside the action's top-level names
  * (Action, Version and the X-Amz-* query-auth names are always allowed). */
@@ -33,9 +33,8 @@ enum tw_rc ec2_check_known(const struct fc_params *p,
 
 /* `prefix.N` values in index order into *out (malloc'd array of borrowed
  * strings; free() it).  Errors for bad indexes or more than max items. */
-enum tw_rc ec2_list(const struct fc_params *p, const char *prefix,
-                    size_t max, const char ***out, size_t *n,
-                    struct tw_err *err);
+enum tw_rc ec2_list(const struct fc_params *p, const char *prefix, size_t max,
+                    const char ***out, size_t *n, struct tw_err *err);
 
 /* Optional integer in lo..hi; *present tells whether it was given. */
 enum tw_rc ec2_int(const struct fc_params *p, const char *name, long lo,
@@ -45,8 +44,8 @@ enum tw_rc ec2_bool(const struct fc_params *p, const char *name, bool *out,
                     struct tw_err *err);
 /* Optional ISO 8601 time (2024-05-01T00:00:00Z, fraction and offset
  * allowed, as the SDKs send it). */
-enum tw_rc ec2_time(const struct fc_params *p, const char *name,
-                    int64_t *ms, bool *present, struct tw_err *err);
+enum tw_rc ec2_time(const struct fc_params *p, const char *name, int64_t *ms,
+                    bool *present, struct tw_err *err);
 
 struct ec2_filter {
   const char *name;
@@ -84,11 +83,11 @@ struct ec2_run {
   const char *key_name;
   long min_count, max_count;
   bool dry_run;
-  bool spot;                /* InstanceMarketOptions.MarketType=spot */
-  const char *max_price;    /* as given, or NULL */
-  int64_t max_price_uusd;   /* -1 when none */
-  const char *spot_type;    /* one-time (default) or persistent */
-  const char *interruption; /* terminate (default), stop, hibernate */
+  bool spot;                         /* InstanceMarketOptions.MarketType=spot */
+  const char *max_price;             /* as given, or NULL */
+  int64_t max_price_uusd;            /* -1 when none */
+  const char *spot_type;             /* one-time (default) or persistent */
+  const char *interruption;          /* terminate (default), stop, hibernate */
   struct ec2_tag tags[EC2_MAX_TAGS]; /* ResourceType=instance only */
   size_t n_tags;
 };

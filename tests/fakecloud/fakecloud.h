@@ -25,8 +25,8 @@ struct fc_cred {
 };
 
 struct fc_opts {
-  const char *listen_host;  /* IPv4 literal; NULL: 127.0.0.1 */
-  unsigned port;            /* 0: pick a free one */
+  const char *listen_host; /* IPv4 literal; NULL: 127.0.0.1 */
+  unsigned port;           /* 0: pick a free one */
   uint64_t seed;
   const char *catalog_path; /* NULL: the built-in catalog */
   const char *faults_path;  /* NULL: no scheduled faults */
@@ -35,8 +35,8 @@ struct fc_opts {
   int64_t pending_ms;       /* pending -> running; < 0: default 5000 */
   struct fc_cred creds[FC_MAX_CREDS]; /* extra keys, besides the default */
   size_t n_creds;
-  size_t max_body_bytes;    /* 0: FC_MAX_BODY_BYTES */
-  int verbose;              /* log each request to stderr */
+  size_t max_body_bytes; /* 0: FC_MAX_BODY_BYTES */
+  int verbose;           /* log each request to stderr */
   /* PEM files: both set, every module is served over HTTPS (the Azure
    * SDK sends bearer tokens over https only); NULL: plain http. */
   const char *tls_cert_path;

@@ -79,12 +79,11 @@ static enum tw_rc get_num(const json_t *j, const char *key, double lo,
 enum tw_rc fc_fault_from_json(const json_t *j, struct fc_fault *out,
                               struct tw_err *err) {
   static const char *const known[] = {
-      "id",        "kind",        "service",     "action",
-      "instance_type", "zone",    "market",      "instance_id",
-      "probability", "count",     "from_ms",     "until_ms",
-      "code",      "message",     "status",      "delay_ms",
-      "lead_ms",   "after_ms",    "rate_per_hour", "fired",
-      "comment",   NULL};
+      "id",       "kind",     "service",     "action",        "instance_type",
+      "zone",     "market",   "instance_id", "probability",   "count",
+      "from_ms",  "until_ms", "code",        "message",       "status",
+      "delay_ms", "lead_ms",  "after_ms",    "rate_per_hour", "fired",
+      "comment",  NULL};
   enum tw_rc rc;
   memset(out, 0, sizeof *out);
   out->probability_ppm = 1000000;
@@ -101,8 +100,7 @@ enum tw_rc fc_fault_from_json(const json_t *j, struct fc_fault *out,
     for (const char *const *k = known; *k && !ok; k++)
       ok = !strcmp(*k, key);
     if (!ok)
-      return tw_err_field(err, TW_E_INVALID, key, "unknown field \"%s\"",
-                          key);
+      return tw_err_field(err, TW_E_INVALID, key, "unknown field \"%s\"", key);
   }
   char kind[32] = "";
   if ((rc = get_str(j, "kind", kind, sizeof kind, err)))
@@ -126,8 +124,8 @@ enum tw_rc fc_fault_from_json(const json_t *j, struct fc_fault *out,
                     sizeof out->instance_type, err)) ||
       (rc = get_str(j, "zone", out->zone, sizeof out->zone, err)) ||
       (rc = get_str(j, "market", out->market, sizeof out->market, err)) ||
-      (rc = get_str(j, "instance_id", out->instance_id,
-                    sizeof out->instance_id, err)) ||
+      (rc = get_str(j, "instance_id", out->instance_id, sizeof out->instance_id,
+                    err)) ||
       (rc = get_str(j, "code", out->code, sizeof out->code, err)) ||
       (rc = get_str(j, "message", out->message, sizeof out->message, err)) ||
       (rc = get_num(j, "probability", 0.0, 1.0, &prob, err)) ||
@@ -163,8 +161,7 @@ enum tw_rc fc_fault_from_json(const json_t *j, struct fc_fault *out,
        out->kind == FC_FAULT_REBALANCE) &&
       !out->instance_id[0] && out->after_ms < 0 && out->rate_per_hour <= 0)
     return tw_err_set(err, TW_E_INVALID,
-                      "%s: give instance_id, after_ms or rate_per_hour",
-                      kind);
+                      "%s: give instance_id, after_ms or rate_per_hour", kind);
   return TW_OK;
 }
 
@@ -175,11 +172,11 @@ json_t *fc_fault_to_json(const struct fc_fault *r) {
 #define S(f)                                                                   \
   if (r->f[0])                                                                 \
     json_object_set_new(o, #f, json_string(r->f));
-  S(service) S(action) S(instance_type) S(zone) S(market) S(instance_id)
-  S(code) S(message)
+  S(service)
+  S(action) S(instance_type) S(zone) S(market) S(instance_id) S(code) S(message)
 #undef S
-  json_object_set_new(o, "probability",
-                      json_real((double)r->probability_ppm / 1e6));
+      json_object_set_new(o, "probability",
+                          json_real((double)r->probability_ppm / 1e6));
   json_object_set_new(o, "count", json_integer(r->count));
   if (r->from_ms >= 0)
     json_object_set_new(o, "from_ms", json_integer(r->from_ms));
@@ -220,8 +217,8 @@ bool fc_faults_remove(struct fc_faults *f, int id) {
 
 enum tw_rc fc_faults_load_json(struct fc_faults *f, const json_t *root,
                                struct tw_err *err) {
-  const json_t *arr = json_is_array(root) ? root
-                                          : json_object_get(root, "faults");
+  const json_t *arr =
+      json_is_array(root) ? root : json_object_get(root, "faults");
   if (!json_is_array(arr))
     return tw_err_set(err, TW_E_INVALID,
                       "faults: expected {\"faults\": [...]} or an array");

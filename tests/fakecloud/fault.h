@@ -35,20 +35,20 @@ struct fc_fault {
   char action[64];        /* "RunInstances"; empty: any */
   char instance_type[32]; /* capacity, quota, spot: empty = any */
   char zone[32];
-  char market[16];        /* "spot" or "on-demand"; empty: any */
-  char instance_id[32];   /* spot_interruption/rebalance on one instance */
+  char market[16];          /* "spot" or "on-demand"; empty: any */
+  char instance_id[32];     /* spot_interruption/rebalance on one instance */
   uint32_t probability_ppm; /* per matching call; 1000000 = always */
-  int64_t count;          /* firings left; -1 = unlimited */
-  int64_t from_ms;        /* window, fake ms since server start; -1 open */
+  int64_t count;            /* firings left; -1 = unlimited */
+  int64_t from_ms;          /* window, fake ms since server start; -1 open */
   int64_t until_ms;
-  char code[64];          /* error: EC2 code; default InternalError */
+  char code[64]; /* error: EC2 code; default InternalError */
   char message[256];
-  int status;             /* error: HTTP status; default 500 */
-  int64_t delay_ms;       /* slow */
-  int64_t lead_ms;        /* spot: notice to termination, default 120000 */
-  int64_t after_ms;       /* spot/rebalance: after launch; -1 unset */
-  double rate_per_hour;   /* spot/rebalance: Poisson rate per instance */
-  int64_t fired;          /* times it fired (reported by GET) */
+  int status;           /* error: HTTP status; default 500 */
+  int64_t delay_ms;     /* slow */
+  int64_t lead_ms;      /* spot: notice to termination, default 120000 */
+  int64_t after_ms;     /* spot/rebalance: after launch; -1 unset */
+  double rate_per_hour; /* spot/rebalance: Poisson rate per instance */
+  int64_t fired;        /* times it fired (reported by GET) */
 };
 
 struct fc_faults {

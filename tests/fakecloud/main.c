@@ -23,7 +23,8 @@ static const char usage[] =
     "  --seed N             seed of every random choice: ids, zones, fault\n"
     "                       probabilities, spot prices (default 1).\n"
     "  --catalog FILE       regions, zones, instance types and prices (JSON;\n"
-    "                       default: the built-in tests/fakecloud/catalog.json).\n"
+    "                       default: the built-in "
+    "tests/fakecloud/catalog.json).\n"
     "  --clock-speed X      fake seconds per real second (default 1; 0\n"
     "                       freezes the clock, which then moves only\n"
     "                       through POST /_fake/clock).\n"
@@ -52,7 +53,8 @@ static const char usage[] =
     "Control API (JSON, unauthenticated):\n"
     "  GET  /_fake/health                       {\"ok\":true}\n"
     "  GET  /_fake/clock                        fake time and speed\n"
-    "  POST /_fake/clock   {\"advance_ms\":N | \"set\":\"RFC3339\" | \"speed\":X}\n"
+    "  POST /_fake/clock   {\"advance_ms\":N | \"set\":\"RFC3339\" | "
+    "\"speed\":X}\n"
     "  GET  /_fake/faults                       rules with their firings\n"
     "  POST /_fake/faults  {rule} or {\"faults\":[rule...]}   add rules\n"
     "  DELETE /_fake/faults[/ID]                remove all or one rule\n"
@@ -161,9 +163,8 @@ int main(int argc, char **argv) {
   }
   o.listen_host = host;
   if (!o.tls_cert_path != !o.tls_key_path)
-    return bad("--tls-cert and --tls-key go together", o.tls_cert_path
-                                                          ? o.tls_cert_path
-                                                          : o.tls_key_path);
+    return bad("--tls-cert and --tls-key go together",
+               o.tls_cert_path ? o.tls_cert_path : o.tls_key_path);
 
   /* Block the stop signals before the server's threads start, so they
    * inherit the mask and only sigwait() below sees them. */

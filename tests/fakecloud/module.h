@@ -33,9 +33,9 @@ struct fc_request {
   const char *raw_query; /* as on the wire, without '?'; NULL when none */
   const struct fc_header *headers;
   size_t n_headers;
-  const char *body;      /* NUL-terminated copy; may hold NULs */
+  const char *body; /* NUL-terminated copy; may hold NULs */
   size_t body_len;
-  bool body_too_big;     /* the body passed the limit and was dropped */
+  bool body_too_big; /* the body passed the limit and was dropped */
 };
 
 #define FC_RESPONSE_EXTRA_MAX 8
@@ -44,8 +44,8 @@ struct fc_response {
   int status;
   const char *content_type; /* static string */
   struct tw_buf body;
-  int64_t delay_ms;         /* slow fault: sleep before answering */
-  char request_id[40];      /* x-amzn-RequestId when set */
+  int64_t delay_ms;    /* slow fault: sleep before answering */
+  char request_id[40]; /* x-amzn-RequestId when set */
   /* More headers (Azure-AsyncOperation, Retry-After, ...), added with
    * fc_response_header(); names are static strings, values copies. */
   struct {

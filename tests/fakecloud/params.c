@@ -115,9 +115,9 @@ enum tw_rc fc_params_parse(struct fc_params *p, const char *s, size_t len,
         eq++;
       size_t klen, vlen;
       char *key = fc_url_decode(s + i, eq - i, true, &klen);
-      char *val = eq < end ? fc_url_decode(s + eq + 1, end - eq - 1, true,
-                                           &vlen)
-                           : (vlen = 0, tw_strdup(""));
+      char *val = eq < end
+                      ? fc_url_decode(s + eq + 1, end - eq - 1, true, &vlen)
+                      : (vlen = 0, tw_strdup(""));
       if (!key || !val) {
         free(key);
         free(val);

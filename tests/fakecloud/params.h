@@ -14,10 +14,10 @@
 
 #include "broker/err.h"
 
-#define FC_PARAMS_MAX 1000          /* pairs in one request */
-#define FC_PARAM_KEY_MAX 256        /* bytes of a decoded key */
-#define FC_PARAM_VALUE_MAX 65536    /* bytes of a decoded value */
-#define FC_LIST_INDEX_MAX 1000      /* largest N accepted in `Name.N` */
+#define FC_PARAMS_MAX 1000       /* pairs in one request */
+#define FC_PARAM_KEY_MAX 256     /* bytes of a decoded key */
+#define FC_PARAM_VALUE_MAX 65536 /* bytes of a decoded value */
+#define FC_LIST_INDEX_MAX 1000   /* largest N accepted in `Name.N` */
 
 struct fc_param {
   char *key;   /* decoded, NUL-terminated, owned */

@@ -76,12 +76,16 @@ int64_t fc_now_ms(struct fc_server *s) { return fc_clock_now(&s->clock); }
 int64_t fc_elapsed_ms(struct fc_server *s) {
   return fc_clock_now(&s->clock) - s->clock.start_fake_ms;
 }
-struct fc_rng *fc_rng(struct fc_server *s) { return &s->rng; }
+struct fc_rng *fc_rng(struct fc_server *s) {
+  return &s->rng;
+}
 uint64_t fc_seed(const struct fc_server *s) { return s->opts.seed; }
 const struct fc_catalog *fc_catalog(const struct fc_server *s) {
   return s->catalog;
 }
-struct fc_faults *fc_faults(struct fc_server *s) { return &s->faults; }
+struct fc_faults *fc_faults(struct fc_server *s) {
+  return &s->faults;
+}
 const struct fc_opts *fc_opts(const struct fc_server *s) { return &s->opts; }
 
 const char *fc_secret_for(const struct fc_server *s, const char *ak) {
@@ -128,8 +132,7 @@ void fc_json_reply(struct fc_response *resp, int status, json_t *body) {
   json_decref(body);
 }
 
-void fc_json_error(struct fc_response *resp, int status, const char *fmt,
-                   ...) {
+void fc_json_error(struct fc_response *resp, int status, const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -303,8 +306,7 @@ static void control(struct fc_server *s, const char *method, const char *path,
       size_t n = strlen(modules[i]->name);
       if (rest[0] == '/' && !strncmp(rest + 1, modules[i]->name, n) &&
           (rest[1 + n] == '/' || rest[1 + n] == '\0'))
-        done = modules[i]->control(s->ctx[i], method, rest + 1 + n, body,
-                                   resp);
+        done = modules[i]->control(s->ctx[i], method, rest + 1 + n, body, resp);
     }
     if (!done)
       fc_json_error(resp, 404, "no control route %s %s", method, path);
@@ -378,8 +380,7 @@ static enum MHD_Result respond(struct fc_server *s, struct MHD_Connection *con,
   struct hdr_collect hc = {NULL, 0};
   MHD_get_connection_values(con, MHD_HEADER_KIND, collect_header, &hc);
   char *q = strchr(c->uri, '?');
-  char *path = q ? tw_strndup(c->uri, (size_t)(q - c->uri))
-                 : tw_strdup(c->uri);
+  char *path = q ? tw_strndup(c->uri, (size_t)(q - c->uri)) : tw_strdup(c->uri);
   struct fc_request req = {
       .method = method,
       .raw_path = path,
@@ -488,8 +489,7 @@ static enum tw_rc tls_load(struct fc_server *s, struct tw_err *err) {
   if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
     return tw_err_set(err, TW_E_IO,
                       "this libmicrohttpd was built without TLS support");
-  if ((rc = read_pem(s->opts.tls_cert_path, "--tls-cert", &s->tls_cert,
-                     err)) ||
+  if ((rc = read_pem(s->opts.tls_cert_path, "--tls-cert", &s->tls_cert, err)) ||
       (rc = read_pem(s->opts.tls_key_path, "--tls-key", &s->tls_key, err)))
     return rc;
   return TW_OK;
@@ -509,8 +509,8 @@ enum tw_rc fc_server_start(const struct fc_opts *o, struct fc_server **out,
   pthread_mutex_init(&s->mu, NULL);
   s->rng.s = o->seed;
   fc_faults_init(&s->faults);
-  int64_t start = o->start_ms >= 0 ? o->start_ms
-                                   : tw_clock_now_ms(tw_clock_real());
+  int64_t start =
+      o->start_ms >= 0 ? o->start_ms : tw_clock_now_ms(tw_clock_real());
   fc_clock_init(&s->clock, start, o->clock_speed);
 
   rc = o->catalog_path ? fc_catalog_load_file(o->catalog_path, &s->catalog, err)
@@ -548,13 +548,12 @@ enum tw_rc fc_server_start(const struct fc_opts *o, struct fc_server **out,
       {MHD_OPTION_END, 0, NULL}};
   s->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa,
-      MHD_OPTION_URI_LOG_CALLBACK, uri_logger, s,
-      MHD_OPTION_NOTIFY_COMPLETED, request_done, s,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_ARRAY,
-      s->tls_cert ? tls_opts : tls_opts + 2, MHD_OPTION_END);
+      MHD_OPTION_URI_LOG_CALLBACK, uri_logger, s, MHD_OPTION_NOTIFY_COMPLETED,
+      request_done, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+      MHD_OPTION_ARRAY, s->tls_cert ? tls_opts : tls_opts + 2, MHD_OPTION_END);
   if (!s->mhd) {
-    rc = tw_err_set(err, TW_E_IO, "cannot listen on %s:%u",
-                    s->opts.listen_host, o->port);
+    rc = tw_err_set(err, TW_E_IO, "cannot listen on %s:%u", s->opts.listen_host,
+                    o->port);
     goto fail;
   }
   const union MHD_DaemonInfo *info =

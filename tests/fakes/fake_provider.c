@@ -268,8 +268,9 @@ static enum tw_rc fake_poll_events(struct tw_provider *p,
 }
 
 static enum tw_rc fake_read_output(struct tw_provider *p, const char *id,
-                                   int64_t offset, size_t max, struct tw_buf *out,
-                                   bool *eof, struct tw_err *err) {
+                                   int64_t offset, size_t max,
+                                   struct tw_buf *out, bool *eof,
+                                   struct tw_err *err) {
   struct tw_fake *f = p->ctx;
   pthread_mutex_lock(&f->lock);
   struct inst *in = find(f, id);

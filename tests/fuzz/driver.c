@@ -118,8 +118,9 @@ int main(int argc, char **argv) {
         break;
       case 1: /* set an interesting byte */
         if (len) {
-          static const uint8_t v[] = {0, 0xff, '"', '\'', ':', '{', '}', '[',
-                                      ']', ',', '\n', '-', '<', '>', '&', '%'};
+          static const uint8_t v[] = {0,   0xff, '"', '\'', ':',  '{',
+                                      '}', '[',  ']', ',',  '\n', '-',
+                                      '<', '>',  '&', '%'};
           buf[pos] = v[rng() % sizeof v];
         }
         break;

@@ -77,8 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char **ids = NULL;
   size_t n = 0;
   tw_err_clear(&err);
-  if (!fc_ali_id_array(fc_params_get(&c.p, "InstanceIds"), 100, &ids, &n,
-                       &err))
+  if (!fc_ali_id_array(fc_params_get(&c.p, "InstanceIds"), 100, &ids, &n, &err))
     fc_ali_strv_free(ids, n);
   check_err(&err);
   int64_t milli;

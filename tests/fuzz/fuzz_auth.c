@@ -46,9 +46,11 @@ static void init(void) {
   if (tw_store_open(&so, &store, &err))
     abort();
   struct tw_tenancy_opts to = {.store = store};
-  if (tw_tenancy_open(&to, &ten, &err) || tw_tenancy_tenant_create(ten, "ml", &err))
+  if (tw_tenancy_open(&to, &ten, &err) ||
+      tw_tenancy_tenant_create(ten, "ml", &err))
     abort();
-  struct tw_principal p = {.name = "fz", .tenant = "ml", .role = TW_ROLE_MEMBER};
+  struct tw_principal p = {
+      .name = "fz", .tenant = "ml", .role = TW_ROLE_MEMBER};
   if (tw_tenancy_user_create(ten, &p, &err) ||
       tw_tenancy_token_create(ten, "fz", "fuzz", 0, token, NULL, &err))
     abort();
@@ -59,14 +61,16 @@ static void init(void) {
     struct tw_audit_entry *e = &chain[i];
     e->seq = i + 1;
     e->at_ms = 1764460800000 + i;
-    char **f[] = {&e->principal, &e->tenant, &e->action, &e->object,
+    char **f[] = {&e->principal, &e->tenant,     &e->action, &e->object,
                   &e->outcome,   &e->request_id, &e->detail};
     for (int k = 0; k < 7; k++) {
       snprintf(strs[i][k], sizeof strs[i][k], "f%d-%d", i, k);
       *f[k] = strs[i][k];
     }
     snprintf(e->prev_hash, sizeof e->prev_hash, "%s",
-             prev ? prev : "0000000000000000000000000000000000000000000000000000000000000000");
+             prev ? prev
+                  : "0000000000000000000000000000000000000000000000000000000000"
+                    "000000");
     tw_audit_entry_hash(e, e->prev_hash, e->hash);
     prev = e->hash;
   }
@@ -121,7 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int which = data[i] % 3, field = data[i + 1] % 10;
     size_t pos = data[i + 2] % 31;
     char b = (char)data[i + 3];
-    char *target = field < 7 ? s[which][field]
+    char *target = field < 7    ? s[which][field]
                    : field == 7 ? e[which].prev_hash
                    : field == 8 ? e[which].hash
                                 : NULL;
@@ -140,8 +144,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (changed && rc == TW_OK) {
     /* only a change that restores the original is invisible */
     for (int i = 0; i < 3; i++) {
-      char **f[] = {&e[i].principal, &e[i].tenant,     &e[i].action, &e[i].object,
-                    &e[i].outcome,   &e[i].request_id, &e[i].detail};
+      char **f[] = {&e[i].principal, &e[i].tenant,  &e[i].action,
+                    &e[i].object,    &e[i].outcome, &e[i].request_id,
+                    &e[i].detail};
       for (int k = 0; k < 7; k++)
         if (strcmp(*f[k], strs[i][k]))
           abort();

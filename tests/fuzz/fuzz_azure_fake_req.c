@@ -64,8 +64,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   fc_params_init(&form);
   if (fc_params_parse(&form, s, size, &err) == TW_OK) {
     const struct fc_az_client c = {"client", "secret"};
-    if (!fc_az_check_token_req(&form, "tenant", &c, 1, &e) &&
-        e.status != 400 && e.status != 401)
+    if (!fc_az_check_token_req(&form, "tenant", &c, 1, &e) && e.status != 400 &&
+        e.status != 401)
       abort();
   }
   fc_params_release(&form);

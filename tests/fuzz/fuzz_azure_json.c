@@ -75,15 +75,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   struct tw_arm_price_list pl;
   tw_arm_price_list_init(&pl);
-  if (tw_arm_parse_prices(s, size, &pl, &next, &err) != TW_OK &&
-      (pl.n || next))
+  if (tw_arm_parse_prices(s, size, &pl, &next, &err) != TW_OK && (pl.n || next))
     abort();
   int64_t uusd;
   for (size_t i = 0; i < pl.n; i++)
     if (pl.items[i].uusd < 0)
       abort();
-  if (pl.n && tw_arm_prices_select(&pl, pl.items[0].sku, pl.items[0].region,
-                                   TW_MARKET_SPOT, 0, &uusd) &&
+  if (pl.n &&
+      tw_arm_prices_select(&pl, pl.items[0].sku, pl.items[0].region,
+                           TW_MARKET_SPOT, 0, &uusd) &&
       uusd < 0)
     abort();
   free(next);
@@ -91,8 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   struct tw_arm_sched_event_list sl;
   tw_arm_sched_event_list_init(&sl);
-  if (tw_arm_parse_scheduled_events(s, size, &sl, NULL, &err) != TW_OK &&
-      sl.n)
+  if (tw_arm_parse_scheduled_events(s, size, &sl, NULL, &err) != TW_OK && sl.n)
     abort();
   tw_arm_sched_event_list_release(&sl);
   return 0;

@@ -26,9 +26,11 @@ static struct tw_csv_specs *specs;
 
 static void init(void) {
   struct tw_err err = {0};
-  const char *r = "currency,usd_per_unit,date,source\nCNY,0.1393,2025-06-30,x\n";
-  const char *sp = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,"
-                   "MemoryGiB,GpuInfo,Arch\np3.2xlarge,V100,1.0,8.0,61.0,,x86_64\n";
+  const char *r =
+      "currency,usd_per_unit,date,source\nCNY,0.1393,2025-06-30,x\n";
+  const char *sp =
+      "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,"
+      "MemoryGiB,GpuInfo,Arch\np3.2xlarge,V100,1.0,8.0,61.0,,x86_64\n";
   if (tw_regions_builtin(&regions, &err) ||
       tw_rates_load_text(r, strlen(r), &rates, &err) ||
       tw_csv_specs_load(sp, strlen(sp), &specs, &err))

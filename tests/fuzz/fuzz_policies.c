@@ -21,7 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   struct tw_policy_set *s = NULL;
   struct tw_err err = {0};
-  if (tw_policy_set_parse((const char *)data, size, "/nonexistent", &s, &err) != TW_OK) {
+  if (tw_policy_set_parse((const char *)data, size, "/nonexistent", &s, &err) !=
+      TW_OK) {
     if (s || !err.msg[0])
       __builtin_trap();
     return 0;
@@ -32,8 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!s->filters[i].ops || !s->filters[i].ops->filter)
       __builtin_trap();
   for (size_t i = 0; i < s->n_scores; i++)
-    if (!s->scores[i].ops || !s->scores[i].ops->score || s->scores[i].weight < 0 ||
-        s->scores[i].weight > TW_SCORE_MAX)
+    if (!s->scores[i].ops || !s->scores[i].ops->score ||
+        s->scores[i].weight < 0 || s->scores[i].weight > TW_SCORE_MAX)
       __builtin_trap();
   struct tw_buf b;
   tw_buf_init(&b);

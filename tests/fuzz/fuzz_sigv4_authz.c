@@ -46,8 +46,9 @@ static int plain_name(const char *n) {
     if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
           (*c >= '0' && *c <= '9') || *c == '-'))
       return 0;
-  static const char *const special[] = {"authorization", "x-amz-date", "date",
-                                        "x-amz-content-sha256", "host", NULL};
+  static const char *const special[] = {"authorization", "x-amz-date",
+                                        "date",          "x-amz-content-sha256",
+                                        "host",          NULL};
   for (const char *const *s = special; *s; s++)
     if (!strcasecmp(n, *s))
       return 0;
@@ -79,8 +80,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct tw_err err;
   tw_err_clear(&err);
   char *who = NULL;
-  enum tw_rc rc = tw_sigv4_verify(&req, secret, NULL, NOW_MS, 300000, "ec2",
-                                  &who, &err);
+  enum tw_rc rc =
+      tw_sigv4_verify(&req, secret, NULL, NOW_MS, 300000, "ec2", &who, &err);
   if (rc != TW_OK && (rc != TW_E_AUTH || !err.detail[0]))
     abort();
   free(who);
@@ -95,8 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                 .amz_date = "20150830T123600Z",
                                 .normalize_path = 1};
   struct tw_sigv4_result res;
-  if (plain_name(xname) &&
-      tw_sigv4_sign(&req, &prm, &res, NULL) == TW_OK) {
+  if (plain_name(xname) && tw_sigv4_sign(&req, &prm, &res, NULL) == TW_OK) {
     h[3].value = res.authorization;
     req.n_headers = 4;
     tw_err_clear(&err);

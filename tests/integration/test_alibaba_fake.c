@@ -184,8 +184,7 @@ static void offers_from_the_fake(struct tw_provider *p) {
   struct tw_err err = {0};
   CHECK_RC(tw_provider_list_offers(p, &offers, &err), TW_OK, err);
   const struct tw_offer *od =
-      find_offer(&offers, "ecs.g7.large", "cn-hangzhou-i",
-                 TW_MARKET_ON_DEMAND);
+      find_offer(&offers, "ecs.g7.large", "cn-hangzhou-i", TW_MARKET_ON_DEMAND);
   const struct tw_offer *sp =
       find_offer(&offers, "ecs.g7.large", "cn-hangzhou-i", TW_MARKET_SPOT);
   CHECK(od && sp);
@@ -205,8 +204,8 @@ static void offers_from_the_fake(struct tw_provider *p) {
     CHECK(!strcmp(tw_offer_label(sp, "spot_protection_h"), "1"));
   }
   /* The A100 type: sold in two zones only, its GPU normalized. */
-  const struct tw_offer *gpu = find_offer(
-      &offers, "ecs.gn7-c12g1.3xlarge", "cn-hangzhou-j", TW_MARKET_ON_DEMAND);
+  const struct tw_offer *gpu = find_offer(&offers, "ecs.gn7-c12g1.3xlarge",
+                                          "cn-hangzhou-j", TW_MARKET_ON_DEMAND);
   CHECK(gpu && !strcmp(gpu->accel_name, "A100") && gpu->accel_count == 1 &&
         gpu->accel_memory_mib == 40960 && gpu->vcpus == 12);
   CHECK(!find_offer(&offers, "ecs.gn7-c12g1.3xlarge", "cn-hangzhou-h",
@@ -225,8 +224,7 @@ static void offers_from_the_fake(struct tw_provider *p) {
   struct tw_offer_list l2;
   tw_offer_list_init(&l2);
   CHECK_RC(tw_provider_list_offers(p, &l2, &err), TW_OK, err);
-  CHECK(!find_offer(&l2, "ecs.g7.large", "cn-hangzhou-k",
-                    TW_MARKET_ON_DEMAND));
+  CHECK(!find_offer(&l2, "ecs.g7.large", "cn-hangzhou-k", TW_MARKET_ON_DEMAND));
   CHECK(find_offer(&l2, "ecs.g7.large", "cn-hangzhou-h", TW_MARKET_ON_DEMAND));
   tw_offer_list_release(&l2);
 }
@@ -234,8 +232,8 @@ static void offers_from_the_fake(struct tw_provider *p) {
 static char od_id[TW_MODEL_ID_MAX], spot_id[TW_MODEL_ID_MAX];
 
 static void launch_describe_list(struct tw_provider *p) {
-  const struct tw_offer *od = find_offer(&offers, "ecs.g7.large",
-                                         "cn-hangzhou-i", TW_MARKET_ON_DEMAND);
+  const struct tw_offer *od =
+      find_offer(&offers, "ecs.g7.large", "cn-hangzhou-i", TW_MARKET_ON_DEMAND);
   const struct tw_offer *sp =
       find_offer(&offers, "ecs.g7.large", "cn-hangzhou-i", TW_MARKET_SPOT);
   if (!od || !sp)
@@ -304,8 +302,7 @@ static void spot_reclaim(struct tw_provider *p) {
   CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
   CHECK(ev.n == 0);
   char path[256];
-  snprintf(path, sizeof path, "/_fake/alibaba/instances/%s/interrupt",
-           spot_id);
+  snprintf(path, sizeof path, "/_fake/alibaba/instances/%s/interrupt", spot_id);
   json_t *r = twtest_fake_ctl("POST", path, "{\"delay_ms\": 0}");
   int64_t notice = 0, reclaim = 0, launched = 0;
   CHECK(!tw_time_parse_rfc3339(js(r, "notice_time"), &notice));
@@ -401,8 +398,8 @@ static void terminate(struct tw_provider *p) {
 }
 
 static void error_classes(struct tw_provider *p) {
-  const struct tw_offer *od = find_offer(&offers, "ecs.g7.large",
-                                         "cn-hangzhou-h", TW_MARKET_ON_DEMAND);
+  const struct tw_offer *od =
+      find_offer(&offers, "ecs.g7.large", "cn-hangzhou-h", TW_MARKET_ON_DEMAND);
   const struct tw_offer *sp =
       find_offer(&offers, "ecs.g7.large", "cn-hangzhou-h", TW_MARKET_SPOT);
   if (!od || !sp)
@@ -485,8 +482,8 @@ static void error_classes(struct tw_provider *p) {
   CHECK(!strcmp(err.detail, "InvalidInstanceType.ValueNotSupported"));
 
   /* The same token with other parameters: conflict. */
-  const struct tw_offer *od2 = find_offer(&offers, "ecs.g7.large",
-                                          "cn-hangzhou-j", TW_MARKET_ON_DEMAND);
+  const struct tw_offer *od2 =
+      find_offer(&offers, "ecs.g7.large", "cn-hangzhou-j", TW_MARKET_ON_DEMAND);
   if (od2) {
     req = launch_req(od2, "tok-od-1", "job-od");
     memset(&err, 0, sizeof err);
@@ -507,7 +504,8 @@ static void error_classes(struct tw_provider *p) {
     tw_provider_free(bad);
   }
   setenv("TW_TEST_ALI_AK_BAD", "LTAInobodyknows", 1);
-  bad = provider_as("TW_TEST_ALI_AK_BAD", "TW_TEST_ALI_SK", "signature: acs3\n");
+  bad =
+      provider_as("TW_TEST_ALI_AK_BAD", "TW_TEST_ALI_SK", "signature: acs3\n");
   if (bad) {
     memset(&err, 0, sizeof err);
     CHECK_RC(tw_provider_describe(bad, "i-bp0000", &d, &err), TW_E_AUTH, err);
@@ -520,8 +518,8 @@ static void error_classes(struct tw_provider *p) {
  * carries the same client token (and a fresh nonce), so exactly one
  * instance exists. */
 static void timeout_then_retry_buys_once(const char *sig) {
-  const struct tw_offer *od = find_offer(&offers, "ecs.g7.large",
-                                         "cn-hangzhou-j", TW_MARKET_ON_DEMAND);
+  const struct tw_offer *od =
+      find_offer(&offers, "ecs.g7.large", "cn-hangzhou-j", TW_MARKET_ON_DEMAND);
   if (!od)
     return;
   struct tw_err err = {0};
@@ -543,8 +541,10 @@ static void timeout_then_retry_buys_once(const char *sig) {
   tw_provider_free(p);
 
   /* Retried by the caller after the provider call itself timed out. */
-  snprintf(extra, sizeof extra, "timeout_ms: 400\nmax_attempts: 1\n"
-                                "signature: %s\n", sig);
+  snprintf(extra, sizeof extra,
+           "timeout_ms: 400\nmax_attempts: 1\n"
+           "signature: %s\n",
+           sig);
   p = provider(extra);
   twtest_fake_add_fault("{\"kind\": \"slow\", \"action\": \"RunInstances\", "
                         "\"delay_ms\": 1500, \"count\": 1}");
@@ -563,8 +563,8 @@ static void timeout_then_retry_buys_once(const char *sig) {
 /* DescribeInstances in pages of 2. */
 static void paging(void) {
   struct tw_provider *p = provider("page_size: 2\nsignature: acs3\n");
-  const struct tw_offer *od = find_offer(&offers, "ecs.g7.large",
-                                         "cn-hangzhou-j", TW_MARKET_ON_DEMAND);
+  const struct tw_offer *od =
+      find_offer(&offers, "ecs.g7.large", "cn-hangzhou-j", TW_MARKET_ON_DEMAND);
   if (!p || !od)
     return;
   struct tw_err err = {0};

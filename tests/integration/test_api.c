@@ -76,7 +76,8 @@ static void resp_free(struct resp *r) {
 }
 
 static struct resp req(const char *method, const char *path, const char *ctype,
-                       const char *body, size_t body_len, const char *extra_hdr) {
+                       const char *body, size_t body_len,
+                       const char *extra_hdr) {
   struct resp r;
   memset(&r, 0, sizeof r);
   tw_buf_init(&r.body);
@@ -140,7 +141,8 @@ static void expect_problem(struct resp *r, long status, const char *type,
   char want[96];
   snprintf(want, sizeof want, "/problems/%s", type);
   assert_string_equal(jstr(r->json, "type"), want);
-  assert_int_equal(json_integer_value(json_object_get(r->json, "status")), status);
+  assert_int_equal(json_integer_value(json_object_get(r->json, "status")),
+                   status);
   assert_non_null(jstr(r->json, "title"));
   assert_string_equal(jstr(r->json, "request_id"), r->request_id);
   if (field)
@@ -161,7 +163,8 @@ static int setup(void **state) {
   struct tw_store_opts so = {.path = dbpath};
   if (tw_store_open(&so, &store, &err))
     return -1;
-  struct tw_api_opts ao = {.listen = "127.0.0.1:0", .store = store,
+  struct tw_api_opts ao = {.listen = "127.0.0.1:0",
+                           .store = store,
                            .max_body_bytes = 1 << 20,
                            .auth = {.open = true}}; /* no tokens here */
   if (tw_api_start(&ao, &api, &err))
@@ -187,15 +190,14 @@ static int teardown(void **state) {
   return 0;
 }
 
-static const char YAML_JOB[] =
-    "name: train\n"
-    "tenant: ml\n"
-    "resources:\n"
-    "  accelerators: A100:8\n"
-    "  cpus: 8+\n"
-    "  use_spot: true\n"
-    "duration: 6h\n"
-    "max_price_per_hour: 12.5\n";
+static const char YAML_JOB[] = "name: train\n"
+                               "tenant: ml\n"
+                               "resources:\n"
+                               "  accelerators: A100:8\n"
+                               "  cpus: 8+\n"
+                               "  use_spot: true\n"
+                               "duration: 6h\n"
+                               "max_price_per_hour: 12.5\n";
 
 static void health_and_readiness(void **state) {
   (void)state;
@@ -224,10 +226,13 @@ static void submit_yaml_then_get_and_events(void **state) {
   assert_string_equal(jstr(r.json, "tenant"), "ml");
   json_t *spec = json_object_get(r.json, "spec");
   json_t *res = json_object_get(spec, "resources");
-  assert_string_equal(json_string_value(json_object_get(res, "market")), "spot");
-  assert_int_equal(json_integer_value(json_object_get(spec, "duration_s")), 21600);
-  assert_int_equal(json_integer_value(json_object_get(spec, "max_price_uusd_per_hour")),
-                   12500000);
+  assert_string_equal(json_string_value(json_object_get(res, "market")),
+                      "spot");
+  assert_int_equal(json_integer_value(json_object_get(spec, "duration_s")),
+                   21600);
+  assert_int_equal(
+      json_integer_value(json_object_get(spec, "max_price_uusd_per_hour")),
+      12500000);
   assert_true(json_is_null(json_object_get(r.json, "placement")));
 
   struct resp g = req("GET", loc, NULL, NULL, 0, NULL);
@@ -253,7 +258,8 @@ static void submit_yaml_then_get_and_events(void **state) {
 static void submit_json(void **state) {
   (void)state;
   struct resp r = post("application/json; charset=utf-8",
-                       "{\"name\":\"cpu-batch\",\"resources\":{\"cpus\":4,\"market\":\"on-demand\"}}",
+                       "{\"name\":\"cpu-batch\",\"resources\":{\"cpus\":4,"
+                       "\"market\":\"on-demand\"}}",
                        NULL);
   assert_int_equal(r.status, 201);
   assert_string_equal(jstr(r.json, "name"), "cpu-batch");
@@ -264,24 +270,28 @@ static void submit_json(void **state) {
 static void idempotency_key_replays_and_conflicts(void **state) {
   (void)state;
   int64_t before = count_jobs();
-  struct resp a = post("application/yaml", YAML_JOB, "Idempotency-Key: ci-run-42");
+  struct resp a =
+      post("application/yaml", YAML_JOB, "Idempotency-Key: ci-run-42");
   assert_int_equal(a.status, 201);
-  struct resp b = post("application/yaml", YAML_JOB, "Idempotency-Key: ci-run-42");
+  struct resp b =
+      post("application/yaml", YAML_JOB, "Idempotency-Key: ci-run-42");
   assert_int_equal(b.status, 200);
   assert_string_equal(b.replayed, "true");
   assert_string_equal(jstr(a.json, "id"), jstr(b.json, "id"));
   /* the same spec written as JSON is the same spec */
-  struct resp c = post("application/json",
-                       "{\"name\":\"train\",\"tenant\":\"ml\",\"resources\":{\"accelerators\":"
-                       "\"A100:8\",\"cpus\":\"8+\",\"use_spot\":true},\"duration\":\"6h\","
-                       "\"max_price_per_hour\":12.5}",
-                       "Idempotency-Key: ci-run-42");
+  struct resp c = post(
+      "application/json",
+      "{\"name\":\"train\",\"tenant\":\"ml\",\"resources\":{\"accelerators\":"
+      "\"A100:8\",\"cpus\":\"8+\",\"use_spot\":true},\"duration\":\"6h\","
+      "\"max_price_per_hour\":12.5}",
+      "Idempotency-Key: ci-run-42");
   assert_int_equal(c.status, 200);
   assert_string_equal(jstr(a.json, "id"), jstr(c.json, "id"));
   struct resp d = post("application/yaml", "name: other\ntenant: ml\n",
                        "Idempotency-Key: ci-run-42");
   expect_problem(&d, 409, "conflict", "Idempotency-Key", "different job spec");
-  struct resp e = post("application/yaml", "name: x\n", "Idempotency-Key: \x01");
+  struct resp e =
+      post("application/yaml", "name: x\n", "Idempotency-Key: \x01");
   expect_problem(&e, 400, "invalid-field", "Idempotency-Key", "printable");
   assert_int_equal(count_jobs(), before + 1);
   resp_free(&a);
@@ -305,14 +315,17 @@ static void bad_requests_get_problems_and_store_nothing(void **state) {
   r = post("application/yaml", "name: x\nresources:\n  cpus: eight\n", NULL);
   expect_problem(&r, 400, "invalid-field", "resources.cpus", "resources.cpus:");
   resp_free(&r);
-  r = post("application/yaml", "name: x\nresources:\n  acelerators: A100:1\n", NULL);
-  expect_problem(&r, 400, "invalid-field", "resources.acelerators", "accelerators");
+  r = post("application/yaml", "name: x\nresources:\n  acelerators: A100:1\n",
+           NULL);
+  expect_problem(&r, 400, "invalid-field", "resources.acelerators",
+                 "accelerators");
   resp_free(&r);
   r = post("text/plain", "name: x\n", NULL);
   expect_problem(&r, 415, "unsupported-media-type", NULL, "text/plain");
   resp_free(&r);
   r = post(NULL, "name: x\n", NULL);
-  expect_problem(&r, 415, "unsupported-media-type", NULL, "Content-Type is required");
+  expect_problem(&r, 415, "unsupported-media-type", NULL,
+                 "Content-Type is required");
   resp_free(&r);
   r = post("application/json", "", NULL);
   expect_problem(&r, 400, "malformed", NULL, NULL);
@@ -330,7 +343,8 @@ static void bad_requests_get_problems_and_store_nothing(void **state) {
   expect_problem(&r, 413, "too-large", NULL, "exceeds");
   resp_free(&r);
   /* and sent chunked, without a length */
-  r = req("POST", "/v1/jobs", "application/json", body, big, "Transfer-Encoding: chunked");
+  r = req("POST", "/v1/jobs", "application/json", body, big,
+          "Transfer-Encoding: chunked");
   expect_problem(&r, 413, "too-large", NULL, NULL);
   resp_free(&r);
   free(body);
@@ -445,15 +459,18 @@ static void metrics_in_prometheus_format(void **state) {
   assert_non_null(strstr(r.ctype, "text/plain"));
   const char *b = r.body.data;
   assert_non_null(strstr(b, "# TYPE tradewind_http_requests_total counter"));
-  assert_non_null(strstr(b, "tradewind_http_requests_total{route=\"jobs_create\",code=\"2xx\"}"));
-  assert_non_null(strstr(b, "tradewind_http_request_duration_seconds_bucket{route=\"jobs_create\",le=\"+Inf\"}"));
+  assert_non_null(strstr(
+      b, "tradewind_http_requests_total{route=\"jobs_create\",code=\"2xx\"}"));
+  assert_non_null(strstr(b, "tradewind_http_request_duration_seconds_bucket{"
+                            "route=\"jobs_create\",le=\"+Inf\"}"));
   assert_non_null(strstr(b, "tradewind_jobs{state=\"pending\"}"));
   assert_non_null(strstr(b, "tradewind_store_commits_total"));
   /* the pending gauge equals the store's count */
   int64_t c[TW_JOB_NSTATES];
   tw_store_job_counts(store, c, NULL);
   char want[96];
-  snprintf(want, sizeof want, "tradewind_jobs{state=\"pending\"} %lld\n", (long long)c[0]);
+  snprintf(want, sizeof want, "tradewind_jobs{state=\"pending\"} %lld\n",
+           (long long)c[0]);
   assert_non_null(strstr(b, want));
   resp_free(&r);
 }
@@ -464,7 +481,8 @@ static void garbage_on_the_socket_does_not_hurt(void **state) {
       "\x00\x01\x02garbage\r\n\r\n",
       "GET /v1/jobs HTTP/9.9\r\n\r\n",
       "POST /v1/jobs HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
-      "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n",
+      "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: "
+      "99999999999999999999\r\n\r\n",
       "GET /v1/jobs/%00%ff/events HTTP/1.1\r\nHost: x\r\n\r\n",
       "GET /v1/jobs?limit=%ZZ&state=%00 HTTP/1.1\r\nHost: x\r\n\r\n",
       "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
@@ -472,7 +490,8 @@ static void garbage_on_the_socket_does_not_hurt(void **state) {
   };
   for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
     size_t len = i == 0 ? 15 : strlen(junk[i]); /* the first holds NULs */

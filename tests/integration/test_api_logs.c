@@ -36,7 +36,8 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
   return sz * n;
 }
 
-static void grab(const char *line, size_t len, const char *name, char *dst, size_t dsz) {
+static void grab(const char *line, size_t len, const char *name, char *dst,
+                 size_t dsz) {
   size_t hl = strlen(name);
   if (len > hl && !strncasecmp(line, name, hl)) {
     const char *v = line + hl;
@@ -52,7 +53,8 @@ static void grab(const char *line, size_t len, const char *name, char *dst, size
 static size_t on_header(char *p, size_t sz, size_t n, void *ud) {
   struct resp *r = ud;
   grab(p, sz * n, "tradewind-next-offset:", r->next, sizeof r->next);
-  grab(p, sz * n, "tradewind-output-complete:", r->complete, sizeof r->complete);
+  grab(p, sz * n, "tradewind-output-complete:", r->complete,
+       sizeof r->complete);
   grab(p, sz * n, "content-type:", r->ctype, sizeof r->ctype);
   return sz * n;
 }
@@ -103,13 +105,18 @@ static int setup(void **state) {
   o.price_uusd_per_hour = 10000;
   tw_offer_make_id(&o);
   tw_fake_add_offer(tw_fake_of(prov), &o);
-  struct tw_sched_opts sopt = {.store = store, .clock = &clk, .providers = &prov,
-                               .n_providers = 1};
-  struct tw_api_opts aopt = {.listen = "127.0.0.1:0", .store = store, .clock = &clk,
-                             .providers = &prov, .n_providers = 1,
+  struct tw_sched_opts sopt = {
+      .store = store, .clock = &clk, .providers = &prov, .n_providers = 1};
+  struct tw_api_opts aopt = {.listen = "127.0.0.1:0",
+                             .store = store,
+                             .clock = &clk,
+                             .providers = &prov,
+                             .n_providers = 1,
                              .auth = {.open = true}}; /* no tokens here */
   curl_global_init(CURL_GLOBAL_ALL);
-  return tw_sched_new(&sopt, &sched, &err) || tw_api_start(&aopt, &api, &err) ? -1 : 0;
+  return tw_sched_new(&sopt, &sched, &err) || tw_api_start(&aopt, &api, &err)
+             ? -1
+             : 0;
 }
 
 static int teardown(void **state) {
@@ -136,7 +143,9 @@ static void output_is_read_in_pieces_until_complete(void **state) {
   struct tw_buf b;
   tw_buf_init(&b);
   tw_spec_to_json(&spec, &b);
-  struct tw_job_new req = {.name = "hello", .tenant = "default", .project = "default",
+  struct tw_job_new req = {.name = "hello",
+                           .tenant = "default",
+                           .project = "default",
                            .spec_json = b.data};
   struct tw_job_rec j;
   assert_int_equal(tw_store_job_create(store, &req, &j, NULL, NULL), TW_OK);
@@ -152,7 +161,8 @@ static void output_is_read_in_pieces_until_complete(void **state) {
   tw_buf_release(&r.body);
 
   tw_sched_tick(sched);
-  assert_int_equal(tw_fake_output(tw_fake_of(prov), "lab-1", "hello\n", false), TW_OK);
+  assert_int_equal(tw_fake_output(tw_fake_of(prov), "lab-1", "hello\n", false),
+                   TW_OK);
   r = get("/v1/jobs/%s/logs", j.id);
   assert_int_equal(r.status, 200);
   assert_non_null(strstr(r.ctype, "text/plain"));
@@ -161,7 +171,8 @@ static void output_is_read_in_pieces_until_complete(void **state) {
   assert_string_equal(r.complete, "false");
   tw_buf_release(&r.body);
 
-  assert_int_equal(tw_fake_output(tw_fake_of(prov), "lab-1", "world\n", true), TW_OK);
+  assert_int_equal(tw_fake_output(tw_fake_of(prov), "lab-1", "world\n", true),
+                   TW_OK);
   r = get("/v1/jobs/%s/logs?offset=6&limit=3", j.id);
   assert_string_equal(r.body.data, "wor");
   assert_string_equal(r.next, "9");
@@ -184,8 +195,8 @@ static void output_is_read_in_pieces_until_complete(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(output_is_read_in_pieces_until_complete, setup,
-                                      teardown),
+      cmocka_unit_test_setup_teardown(output_is_read_in_pieces_until_complete,
+                                      setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -256,8 +256,8 @@ static void launches(struct tw_provider *p) {
   CHECK(!strcmp(od.job_id, "job-1") && !strcmp(od.attempt_id, "att-od") &&
         !strcmp(od.tenant, "acme") && !strcmp(od.client_token, "tok-od-1"));
   json_t *v = fake_vm(od.id);
-  CHECK(v && !strcmp(json_string_value(json_object_get(v, "priority")),
-                     "Regular"));
+  CHECK(v &&
+        !strcmp(json_string_value(json_object_get(v, "priority")), "Regular"));
   CHECK(v && !strcmp(json_string_value(json_object_get(
                          json_object_get(v, "tags"), "tradewind:tenant")),
                      "acme"));
@@ -268,15 +268,14 @@ static void launches(struct tw_provider *p) {
   CHECK(sp.market == TW_MARKET_SPOT && sp.state == TW_INST_RUNNING);
   v = fake_vm(sp.id);
   /* maxPrice takes five decimals: 0.075678 is cut to 0.07567. */
-  CHECK(v && json_integer_value(json_object_get(v, "max_price_uusd")) ==
-                 75670);
+  CHECK(v && json_integer_value(json_object_get(v, "max_price_uusd")) == 75670);
   CHECK(v && !strcmp(json_string_value(json_object_get(v, "eviction_policy")),
                      "Delete"));
   json_decref(v);
 
   CHECK_RC(tw_provider_describe(p, od.id, &d, &err), TW_OK, err);
-  CHECK(d.state == TW_INST_RUNNING && !strcmp(d.provider_state,
-                                              "Succeeded/running"));
+  CHECK(d.state == TW_INST_RUNNING &&
+        !strcmp(d.provider_state, "Succeeded/running"));
   tw_err_clear(&err);
   CHECK_RC(tw_provider_describe(p, "tw-nosuchvm", &d, &err), TW_E_NOTFOUND,
            err);
@@ -361,8 +360,8 @@ static void launches(struct tw_provider *p) {
 /* A launch must fail with want, the provider's code in detail, and leave
  * no VM running. */
 static void launch_fails(struct tw_provider *p, const struct tw_offer *o,
-                         const char *rule, enum tw_rc want,
-                         const char *detail, int64_t max_uusd) {
+                         const char *rule, enum tw_rc want, const char *detail,
+                         int64_t max_uusd) {
   static int n;
   char token[32];
   snprintf(token, sizeof token, "tok-fail-%d", ++n);
@@ -381,10 +380,10 @@ static void launch_fails(struct tw_provider *p, const struct tw_offer *o,
 static void errors(struct tw_provider *p) {
   struct tw_err err = {0};
   struct tw_instance in;
-  struct tw_offer od = offer("eastus", "", "Standard_D2s_v5",
-                             TW_MARKET_ON_DEMAND);
-  struct tw_offer zonal = offer("eastus", "2", "Standard_D2s_v5",
-                                TW_MARKET_ON_DEMAND);
+  struct tw_offer od =
+      offer("eastus", "", "Standard_D2s_v5", TW_MARKET_ON_DEMAND);
+  struct tw_offer zonal =
+      offer("eastus", "2", "Standard_D2s_v5", TW_MARKET_ON_DEMAND);
   struct tw_offer spot = offer("eastus", "", "Standard_D2s_v5", TW_MARKET_SPOT);
 
   /* Capacity: in a failed operation (regional, zonal, overconstrained),
@@ -397,8 +396,8 @@ static void errors(struct tw_provider *p) {
                "{\"kind\":\"capacity\",\"market\":\"spot\",\"code\":"
                "\"OverconstrainedAllocationRequest\"}",
                TW_E_CAPACITY, "OverconstrainedAllocationRequest", 0);
-  launch_fails(p, &od, "{\"kind\":\"capacity\",\"status\":409}",
-               TW_E_CAPACITY, "SkuNotAvailable", 0);
+  launch_fails(p, &od, "{\"kind\":\"capacity\",\"status\":409}", TW_E_CAPACITY,
+               "SkuNotAvailable", 0);
   /* Quota: OperationNotAllowed naming the quota, or QuotaExceeded. */
   launch_fails(p, &spot, "{\"kind\":\"quota\"}", TW_E_QUOTA,
                "OperationNotAllowed", 0);
@@ -410,10 +409,9 @@ static void errors(struct tw_provider *p) {
   /* A max price under the Spot price is the caller's mistake. */
   launch_fails(p, &spot, NULL, TW_E_INVALID, "OperationNotAllowed", 10000);
   /* A region the account does not use. */
-  struct tw_offer far = offer("westeurope", "", "Standard_D2s_v5",
-                              TW_MARKET_ON_DEMAND);
-  CHECK_RC(launch(p, &far, "tok-far", "att", 0, &in, &err), TW_E_INVALID,
-           err);
+  struct tw_offer far =
+      offer("westeurope", "", "Standard_D2s_v5", TW_MARKET_ON_DEMAND);
+  CHECK_RC(launch(p, &far, "tok-far", "att", 0, &in, &err), TW_E_INVALID, err);
 
   /* 429: retried after Retry-After, then reported as retryable. */
   int64_t before = calls("GetVirtualMachine"), slept = slept_ms;
@@ -422,7 +420,7 @@ static void errors(struct tw_provider *p) {
   CHECK_RC(tw_provider_describe(p, "tw-x", &in, &err), TW_E_RETRYABLE, err);
   CHECK(!strcmp(err.detail, "TooManyRequests"));
   CHECK(calls("GetVirtualMachine") - before == 4); /* max_attempts */
-  CHECK(slept_ms - slept == 3000);                  /* Retry-After: 1 */
+  CHECK(slept_ms - slept == 3000);                 /* Retry-After: 1 */
   /* A 500 once: the retry answers. */
   fault("{\"kind\":\"error\",\"status\":500,\"count\":1,\"action\":"
         "\"GetVirtualMachine\"}");
@@ -457,8 +455,8 @@ static void errors(struct tw_provider *p) {
  * same token.  One VM in the end. */
 static void retried_launch(void) {
   struct tw_err err = {0};
-  struct tw_provider *p = provider("timeout_ms: 400\n", FC_AZ_CLIENT_SECRET,
-                                   &err);
+  struct tw_provider *p =
+      provider("timeout_ms: 400\n", FC_AZ_CLIENT_SECRET, &err);
   CHECK(p != NULL);
   if (!p)
     return;
@@ -524,7 +522,7 @@ static void tls_flags(void) {
   const char *only_cert[] = {"tradewind-fakecloud", "--tls-cert", cert, NULL};
   CHECK(run_fake(only_cert) == 2);
   const char *not_pem[] = {"tradewind-fakecloud", "--tls-cert", cert,
-                           "--tls-key", "/dev/null", NULL};
+                           "--tls-key",           "/dev/null",  NULL};
   CHECK(run_fake(not_pem) == 1);
 }
 

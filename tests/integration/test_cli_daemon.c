@@ -116,7 +116,8 @@ static int wait_exit(pid_t pid, int timeout_ms) {
 static void start_daemon(void) {
   char cfg[4096];
   /* no tokens in these tests: the open mode, explicitly */
-  snprintf(cfg, sizeof cfg, "listen: 127.0.0.1:0\ndb: %s\nauth:\n  mode: open\n",
+  snprintf(cfg, sizeof cfg,
+           "listen: 127.0.0.1:0\ndb: %s\nauth:\n  mode: open\n",
            path_in("tw.db"));
   write_file(path_in("tradewind.yaml"), cfg);
   int fds[2];
@@ -128,8 +129,8 @@ static void start_daemon(void) {
   if (daemon_pid == 0) {
     /* The daemon must not outlive a test that crashes. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int log = open(path_in("tradewindd.log"), O_WRONLY | O_CREAT | O_APPEND,
-                   0644);
+    int log =
+        open(path_in("tradewindd.log"), O_WRONLY | O_CREAT | O_APPEND, 0644);
     dup2(fds[1], 1);
     dup2(log, 2);
     close(fds[0]);
@@ -228,9 +229,9 @@ static size_t count_lines(const char *s) {
 
 /* The id printed by submit: one line, no spaces. */
 static char *submit_id(const char *file, const char *key) {
-  struct out *o = key ? cli(NULL, "submit", file, "--idempotency-key", key,
-                            NULL)
-                      : cli(NULL, "submit", file, NULL);
+  struct out *o =
+      key ? cli(NULL, "submit", file, "--idempotency-key", key, NULL)
+          : cli(NULL, "submit", file, NULL);
   CHECK(o->code == 0, "submit %s: exit %d, stderr: %s", file, o->code, o->err);
   size_t n = strlen(o->out);
   CHECK(n > 1 && o->out[n - 1] == '\n' && !strchr(o->out, ' ') &&
@@ -295,15 +296,14 @@ int main(int argc, char **argv) {
   write_file(path_in("hello.json"),
              "{\"name\": \"hello-json\", \"resources\": {\"cpus\": 2}}\n");
   write_file(path_in("other.yaml"), "name: other\nresources:\n  cpus: 4\n");
-  write_file(path_in("bad.yaml"),
-             "name: bad\nresources:\n  cpus: eight\n");
+  write_file(path_in("bad.yaml"), "name: bad\nresources:\n  cpus: eight\n");
 
   /* submit YAML: the id alone on stdout. */
   char *id_yaml = submit_id(path_in("hello.yaml"), NULL);
 
   /* submit JSON with -o json: the job object. */
-  struct out *o = cli(NULL, "submit", path_in("hello.json"), "-o", "json",
-                      NULL);
+  struct out *o =
+      cli(NULL, "submit", path_in("hello.json"), "-o", "json", NULL);
   CHECK(o->code == 0, "submit json: exit %d: %s", o->code, o->err);
   json_t *j = parse(o->out, "submit -o json");
   char *id_json = strdup(jstr(j, "id"));
@@ -402,8 +402,7 @@ int main(int argc, char **argv) {
         o->out);
   o = cli(NULL, "jobs", "cancel", id_yaml, NULL);
   CHECK(o->code == 5, "cancel twice: exit %d", o->code);
-  CHECK(has(o->err, "tradewind: rejected (409): "), "cancel twice: %s",
-        o->err);
+  CHECK(has(o->err, "tradewind: rejected (409): "), "cancel twice: %s", o->err);
   o = cli(NULL, "jobs", "list", "--state", "cancelled", "-o", "json", NULL);
   j = parse(o->out, "list --state cancelled");
   items = json_object_get(j, "items");

@@ -46,7 +46,8 @@ static int failures;
     }                                                                          \
   } while (0)
 
-/* ---- seeded randomness (xorshift64*) -------------------------------------- */
+/* ---- seeded randomness (xorshift64*) --------------------------------------
+ */
 
 static uint64_t rng_state;
 
@@ -57,7 +58,8 @@ static uint64_t rng_next(void) {
   return rng_state * 0x2545F4914F6CDD1DULL;
 }
 
-/* ---- what the clients were told ------------------------------------------- */
+/* ---- what the clients were told -------------------------------------------
+ */
 
 struct acked {
   char id[40];
@@ -67,14 +69,14 @@ struct acked {
 struct burst {
   const char *url;
   int round;
-  long target;          /* accepted jobs before the kill */
-  atomic_int stop;      /* set just before the kill */
+  long target;     /* accepted jobs before the kill */
+  atomic_int stop; /* set just before the kill */
   pthread_mutex_t mu;
   pthread_cond_t reached;
-  struct acked *acks;   /* every 2xx of every round */
+  struct acked *acks; /* every 2xx of every round */
   size_t n_acks, cap_acks;
-  long accepted;        /* this round, under mu */
-  long early_failures;  /* failures seen before the kill, under mu */
+  long accepted;       /* this round, under mu */
+  long early_failures; /* failures seen before the kill, under mu */
   char first_failure[256];
 };
 
@@ -136,7 +138,8 @@ static void *client_main(void *arg) {
     abort();
   char url[128];
   snprintf(url, sizeof url, "%s/v1/jobs", b->url);
-  struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+  struct curl_slist *hdrs =
+      curl_slist_append(NULL, "Content-Type: application/json");
   struct sink s;
   curl_easy_setopt(h, CURLOPT_URL, url);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
@@ -148,8 +151,8 @@ static void *client_main(void *arg) {
     char name[64], body[128];
     snprintf(name, sizeof name, "crash-r%d-c%02d-%06d", b->round, c->index, i);
     snprintf(body, sizeof body,
-             "{\"name\":\"%s\",\"priority\":%d,\"resources\":{\"cpus\":%d}}", name,
-             i % 7, 1 + i % 16);
+             "{\"name\":\"%s\",\"priority\":%d,\"resources\":{\"cpus\":%d}}",
+             name, i % 7, 1 + i % 16);
     curl_easy_setopt(h, CURLOPT_COPYPOSTFIELDS, body);
     s.len = 0;
     s.buf[0] = '\0';
@@ -166,7 +169,8 @@ static void *client_main(void *arg) {
         ack_add(b, id, name);
       else
         /* a 2xx we cannot account for is a failure even after the kill */
-        early_failure(b, "%s: 2xx with an unexpected body: %.200s", name, s.buf);
+        early_failure(b, "%s: 2xx with an unexpected body: %.200s", name,
+                      s.buf);
       json_decref(j);
       continue;
     }
@@ -175,18 +179,21 @@ static void *client_main(void *arg) {
     if (cc != CURLE_OK)
       early_failure(b, "%s: %s before the kill", name, curl_easy_strerror(cc));
     else
-      early_failure(b, "%s: status %ld before the kill: %.200s", name, status, s.buf);
+      early_failure(b, "%s: status %ld before the kill: %.200s", name, status,
+                    s.buf);
   }
   curl_slist_free_all(hdrs);
   curl_easy_cleanup(h);
   return NULL;
 }
 
-/* ---- checks after a restart ----------------------------------------------- */
+/* ---- checks after a restart -----------------------------------------------
+ */
 
 /* Every acknowledged job answers GET with its name (one keep-alive
  * connection for all of them). */
-static void check_acked_present(const char *base, const struct acked *acks, size_t n) {
+static void check_acked_present(const char *base, const struct acked *acks,
+                                size_t n) {
   CURL *h = curl_easy_init();
   if (!h)
     abort();
@@ -211,14 +218,17 @@ static void check_acked_present(const char *base, const struct acked *acks, size
     const char *name = json_string_value(json_object_get(j, "name"));
     if (status != 200 || !name || strcmp(name, acks[i].name) != 0) {
       if (missing++ < 5)
-        CHECK(0, "acknowledged job %s (%s) after restart: %s status %ld name %s",
-              acks[i].id, acks[i].name, cc == CURLE_OK ? "" : curl_easy_strerror(cc),
-              status, name ? name : "(none)");
+        CHECK(0,
+              "acknowledged job %s (%s) after restart: %s status %ld name %s",
+              acks[i].id, acks[i].name,
+              cc == CURLE_OK ? "" : curl_easy_strerror(cc), status,
+              name ? name : "(none)");
     }
     json_decref(j);
   }
-  CHECK(missing == 0, "%zu of %zu acknowledged jobs missing or wrong after restart",
-        missing, n);
+  CHECK(missing == 0,
+        "%zu of %zu acknowledged jobs missing or wrong after restart", missing,
+        n);
   curl_easy_cleanup(h);
 }
 
@@ -244,11 +254,13 @@ static void check_file(const char *path, size_t n_acked) {
   }
   sqlite3_busy_timeout(db, 5000);
   sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL) == SQLITE_OK) {
+  if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL) ==
+      SQLITE_OK) {
     int rows = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
       const char *t = (const char *)sqlite3_column_text(st, 0);
-      CHECK(rows == 0 && t && !strcmp(t, "ok"), "integrity_check: %s", t ? t : "(null)");
+      CHECK(rows == 0 && t && !strcmp(t, "ok"), "integrity_check: %s",
+            t ? t : "(null)");
       rows++;
     }
     CHECK(rows == 1, "integrity_check gave %d rows", rows);
@@ -275,10 +287,13 @@ static void check_file(const char *path, size_t n_acked) {
       json_error_t je;
       json_t *j = spec ? json_loads(spec, 0, &je) : NULL;
       const char *sname = json_string_value(json_object_get(j, "name"));
-      bool ok = json_is_object(j) && sname && name && !strcmp(sname, name) && created == 1;
+      bool ok = json_is_object(j) && sname && name && !strcmp(sname, name) &&
+                created == 1;
       if (!ok && bad++ < 5)
         CHECK(0, "job %s: spec %s, %" PRId64 " creation events", id ? id : "?",
-              !json_is_object(j) ? "does not parse" : sname ? "parses" : "has no name",
+              !json_is_object(j) ? "does not parse"
+              : sname            ? "parses"
+                                 : "has no name",
               created);
       json_decref(j);
     }
@@ -286,23 +301,26 @@ static void check_file(const char *path, size_t n_acked) {
     CHECK(0, "select jobs: %s", sqlite3_errmsg(db));
   }
   sqlite3_finalize(st);
-  CHECK(bad == 0, "%" PRId64 " of %" PRId64 " jobs are half-written", bad, jobs);
+  CHECK(bad == 0, "%" PRId64 " of %" PRId64 " jobs are half-written", bad,
+        jobs);
 
-  int64_t event_jobs = scalar(db, "SELECT count(DISTINCT job_id) FROM job_events");
+  int64_t event_jobs =
+      scalar(db, "SELECT count(DISTINCT job_id) FROM job_events");
   int64_t orphans = scalar(db, "SELECT count(*) FROM job_events"
                                " WHERE job_id NOT IN (SELECT id FROM jobs)");
-  CHECK(jobs == event_jobs, "%" PRId64 " jobs but %" PRId64 " job ids in events", jobs,
-        event_jobs);
+  CHECK(jobs == event_jobs,
+        "%" PRId64 " jobs but %" PRId64 " job ids in events", jobs, event_jobs);
   CHECK(orphans == 0, "%" PRId64 " events belong to no job", orphans);
-  CHECK(jobs >= (int64_t)n_acked, "%" PRId64 " jobs in the file, %zu acknowledged",
-        jobs, n_acked);
+  CHECK(jobs >= (int64_t)n_acked,
+        "%" PRId64 " jobs in the file, %zu acknowledged", jobs, n_acked);
   printf("  file: %" PRId64 " jobs (%zu acknowledged, %" PRId64
          " committed but cut before the answer)\n",
          jobs, n_acked, jobs - (int64_t)n_acked);
   sqlite3_close(db);
 }
 
-/* ---- the rounds ------------------------------------------------------------ */
+/* ---- the rounds ------------------------------------------------------------
+ */
 
 int main(void) {
   const char *seed_env = getenv("TW_SEED");
@@ -312,7 +330,8 @@ int main(void) {
   if (!seed)
     seed = 1;
   rng_state = seed;
-  printf("crash: seed=%" PRIu64 " (rerun with TW_SEED=%" PRIu64 ")\n", seed, seed);
+  printf("crash: seed=%" PRIu64 " (rerun with TW_SEED=%" PRIu64 ")\n", seed,
+         seed);
   fflush(stdout);
 
   curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -344,8 +363,8 @@ int main(void) {
     b.accepted = 0;
     b.target = 50 + (long)(rng_next() % 1950);
     atomic_store(&b.stop, 0);
-    printf("round %d: port %d, kill after %ld acknowledged jobs\n", round, d.port,
-           b.target);
+    printf("round %d: port %d, kill after %ld acknowledged jobs\n", round,
+           d.port, b.target);
     fflush(stdout);
 
     pthread_t th[CLIENTS];
@@ -369,13 +388,14 @@ int main(void) {
     twtest_daemon_kill(&d);
     for (int i = 0; i < CLIENTS; i++)
       pthread_join(th[i], NULL);
-    printf("  killed at %ld acknowledged; %ld acknowledged in the round\n", at_kill,
-           b.accepted);
-    CHECK(b.early_failures == 0, "round %d: %ld failed requests before the kill, first: %s",
-          round, b.early_failures, b.first_failure);
+    printf("  killed at %ld acknowledged; %ld acknowledged in the round\n",
+           at_kill, b.accepted);
+    CHECK(b.early_failures == 0,
+          "round %d: %ld failed requests before the kill, first: %s", round,
+          b.early_failures, b.first_failure);
     CHECK(at_kill >= b.target || b.early_failures,
-          "round %d: only %ld of %ld jobs acknowledged in %d s", round, at_kill, b.target,
-          BURST_TIMEOUT_S);
+          "round %d: only %ld of %ld jobs acknowledged in %d s", round, at_kill,
+          b.target, BURST_TIMEOUT_S);
   }
 
   if (!failures) {
@@ -389,8 +409,8 @@ int main(void) {
             twtest_daemon_wait(&d, 5000));
     }
   }
-  printf("crash: %d rounds, %zu acknowledged jobs checked, seed=%" PRIu64 "\n", ROUNDS,
-         b.n_acks, seed);
+  printf("crash: %d rounds, %zu acknowledged jobs checked, seed=%" PRIu64 "\n",
+         ROUNDS, b.n_acks, seed);
   if (failures) {
     char *log = twtest_daemon_log_read(&d);
     size_t len = strlen(log);

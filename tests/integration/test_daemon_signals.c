@@ -49,13 +49,15 @@ static int failures;
 
 #define LOG_WAIT_MS 10000
 
-/* ---- a raw HTTP/1.1 client -------------------------------------------------- */
+/* ---- a raw HTTP/1.1 client --------------------------------------------------
+ */
 
 static int raw_connect(int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return -1;
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_port = htons((uint16_t)port)};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   struct timeval tv = {.tv_sec = 30};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -95,7 +97,8 @@ struct raw_resp {
 /* The header named name (with its colon) in a response head, or NULL. */
 static const char *header(const char *head, const char *name) {
   size_t n = strlen(name);
-  for (const char *line = strstr(head, "\r\n"); line; line = strstr(line + 2, "\r\n"))
+  for (const char *line = strstr(head, "\r\n"); line;
+       line = strstr(line + 2, "\r\n"))
     if (!strncasecmp(line + 2, name, n))
       return line + 2 + n;
   return NULL;
@@ -157,8 +160,9 @@ static void post_head(char *out, size_t outsz, size_t body_len) {
 }
 
 /* One request on a fresh connection. */
-static enum raw_outcome raw_request(int port, const char *method, const char *path,
-                                    const char *body, struct raw_resp *r) {
+static enum raw_outcome raw_request(int port, const char *method,
+                                    const char *path, const char *body,
+                                    struct raw_resp *r) {
   int fd = raw_connect(port);
   if (fd < 0) {
     memset(r, 0, sizeof *r);
@@ -167,11 +171,13 @@ static enum raw_outcome raw_request(int port, const char *method, const char *pa
   char head[512];
   if (body)
     snprintf(head, sizeof head,
-             "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+             "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+             "application/json\r\n"
              "Content-Length: %zu\r\n\r\n",
              method, path, strlen(body));
   else
-    snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", method, path);
+    snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+             method, path);
   enum raw_outcome o = RAW_NOTHING;
   if (send_all(fd, head, strlen(head)) == 0 &&
       (!body || send_all(fd, body, strlen(body)) == 0))
@@ -193,7 +199,8 @@ static char *job_body(const char *name, size_t size) {
   return b;
 }
 
-static const char *json_str(const char *text, const char *key, char *out, size_t outsz) {
+static const char *json_str(const char *text, const char *key, char *out,
+                            size_t outsz) {
   json_error_t je;
   json_t *j = json_loads(text, 0, &je);
   const char *v = json_string_value(json_object_get(j, key));
@@ -211,7 +218,8 @@ static long json_int(const char *text, const char *key) {
   return r;
 }
 
-/* ---- bad_config_at_start ----------------------------------------------------- */
+/* ---- bad_config_at_start
+ * ----------------------------------------------------- */
 
 static void bad_config_at_start(void) {
   int before = failures;
@@ -225,17 +233,19 @@ static void bad_config_at_start(void) {
   int code = twtest_daemon_wait(&d, 10000);
   CHECK(code == 1, "bad config: exit code %d, expected 1", code);
   const char *want = "store.max_batch: must be between 1 and 10000, got 0";
-  CHECK(twtest_daemon_log_count(&d, want) == 1, "stderr does not say \"%s\"", want);
+  CHECK(twtest_daemon_log_count(&d, want) == 1, "stderr does not say \"%s\"",
+        want);
   /* and nothing was opened: the bad file stopped the start before the db */
   CHECK(access(d.db, F_OK) != 0, "the db was created despite the bad config");
   twtest_daemon_cleanup(&d, failures != before);
   printf("%s bad_config_at_start\n", failures != before ? "not ok" : "ok");
 }
 
-/* ---- reloads ------------------------------------------------------------------ */
+/* ---- reloads
+ * ------------------------------------------------------------------ */
 
-static void write_cfg(struct twtest_daemon *d, const char *listen, const char *db,
-                      const char *level, long max_body) {
+static void write_cfg(struct twtest_daemon *d, const char *listen,
+                      const char *db, const char *level, long max_body) {
   char text[2048];
   snprintf(text, sizeof text,
            "listen: %s\n"
@@ -247,7 +257,8 @@ static void write_cfg(struct twtest_daemon *d, const char *listen, const char *d
     CHECK(0, "cannot write the config");
 }
 
-static int post_status(struct twtest_daemon *d, const char *body, struct raw_resp *r) {
+static int post_status(struct twtest_daemon *d, const char *body,
+                       struct raw_resp *r) {
   enum raw_outcome o = raw_request(d->port, "POST", "/v1/jobs", body, r);
   return o == RAW_COMPLETE ? r->status : -1;
 }
@@ -264,7 +275,8 @@ static void reloads(void) {
   d.override_addr = false;
   write_cfg(&d, "127.0.0.1:0", d.db, "info", 65536);
   if (twtest_daemon_start(&d) != 0) {
-    CHECK(0, "tradewindd did not start (exit %d)", twtest_daemon_wait(&d, 5000));
+    CHECK(0, "tradewindd did not start (exit %d)",
+          twtest_daemon_wait(&d, 5000));
     twtest_daemon_cleanup(&d, true);
     return;
   }
@@ -273,9 +285,11 @@ static void reloads(void) {
   char *big = job_body("reload-big", 3000);
   char *mid = job_body("reload-mid", 1500);
   char first_id[64];
-  CHECK(post_status(&d, big, &r) == 201, "3000-byte job before reload: %d", r.status);
+  CHECK(post_status(&d, big, &r) == 201, "3000-byte job before reload: %d",
+        r.status);
   json_str(r.body, "id", first_id, sizeof first_id);
-  CHECK(twtest_daemon_log_count(&d, " debug ") == 0, "debug lines at level info");
+  CHECK(twtest_daemon_log_count(&d, " debug ") == 0,
+        "debug lines at level info");
 
   /* sighup_applies_reloadable_keys */
   char other_db[400];
@@ -284,25 +298,32 @@ static void reloads(void) {
   twtest_daemon_signal(&d, SIGHUP);
   CHECK(twtest_daemon_wait_log(&d, "configuration reloaded", 1, LOG_WAIT_MS),
         "no \"configuration reloaded\" after SIGHUP");
-  CHECK(twtest_daemon_log_count(&d, "db: changed in the file; takes effect after a restart") == 1,
+  CHECK(twtest_daemon_log_count(
+            &d, "db: changed in the file; takes effect after a restart") == 1,
         "the db change is not reported as needing a restart");
-  CHECK(twtest_daemon_log_count(&d, "listen: changed in the file; takes effect after a restart") == 1,
+  CHECK(twtest_daemon_log_count(
+            &d, "listen: changed in the file; takes effect after a restart") ==
+            1,
         "the listen change is not reported as needing a restart");
-  CHECK(post_status(&d, big, &r) == 413, "3000-byte job after max_body_bytes 2048: %d",
-        r.status);
+  CHECK(post_status(&d, big, &r) == 413,
+        "3000-byte job after max_body_bytes 2048: %d", r.status);
   CHECK(strstr(r.head, "Content-Type: application/problem+json") != NULL,
         "413 without problem+json: %s", r.head);
   CHECK(json_int(r.body, "status") == 413, "413 body: %s", r.body);
   char type[128];
-  CHECK(!strcmp(json_str(r.body, "type", type, sizeof type), "/problems/too-large"),
+  CHECK(!strcmp(json_str(r.body, "type", type, sizeof type),
+                "/problems/too-large"),
         "413 type: %s", r.body);
-  CHECK(post_status(&d, mid, &r) == 201, "1500-byte job after reload: %d", r.status);
+  CHECK(post_status(&d, mid, &r) == 201, "1500-byte job after reload: %d",
+        r.status);
   CHECK(d.port == port, "port changed");
   char path[128];
   snprintf(path, sizeof path, "/v1/jobs/%s", first_id);
-  CHECK(raw_request(port, "GET", path, NULL, &r) == RAW_COMPLETE && r.status == 200,
+  CHECK(raw_request(port, "GET", path, NULL, &r) == RAW_COMPLETE &&
+            r.status == 200,
         "the job stored before the reload: %d (db switched?)", r.status);
-  CHECK(access(other_db, F_OK) != 0, "the new db file was opened without a restart");
+  CHECK(access(other_db, F_OK) != 0,
+        "the new db file was opened without a restart");
   CHECK(twtest_daemon_wait_log(&d, " debug api: ", 1, LOG_WAIT_MS),
         "no debug lines after log.level: debug");
 
@@ -314,7 +335,8 @@ static void reloads(void) {
         "an out-of-range api.max_body_bytes was not refused");
   CHECK(twtest_daemon_log_count(&d, "api.max_body_bytes: must be between") == 1,
         "the refusal does not name api.max_body_bytes");
-  if (twtest_daemon_write_config(&d, "api: [max_body_bytes: 4096\nlog: {level: info\n") != 0)
+  if (twtest_daemon_write_config(
+          &d, "api: [max_body_bytes: 4096\nlog: {level: info\n") != 0)
     CHECK(0, "cannot write the config");
   twtest_daemon_signal(&d, SIGHUP);
   CHECK(twtest_daemon_wait_log(&d, "reload refused", 2, LOG_WAIT_MS),
@@ -322,12 +344,16 @@ static void reloads(void) {
   CHECK(twtest_daemon_log_count(&d, "configuration reloaded") == 1,
         "a refused config was reported as reloaded");
   size_t debug_lines = twtest_daemon_log_count(&d, " debug api: ");
-  CHECK(post_status(&d, big, &r) == 413, "3000 bytes after refused reloads: %d", r.status);
+  CHECK(post_status(&d, big, &r) == 413, "3000 bytes after refused reloads: %d",
+        r.status);
   CHECK(post_status(&d, mid, &r) == 201,
-        "1500 bytes after refused reloads: %d (the refused 100 applied?)", r.status);
-  CHECK(twtest_daemon_wait_log(&d, " debug api: ", debug_lines + 2, LOG_WAIT_MS),
-        "debug lines stopped: the refused level was applied");
-  CHECK(raw_request(port, "GET", "/healthz", NULL, &r) == RAW_COMPLETE && r.status == 200,
+        "1500 bytes after refused reloads: %d (the refused 100 applied?)",
+        r.status);
+  CHECK(
+      twtest_daemon_wait_log(&d, " debug api: ", debug_lines + 2, LOG_WAIT_MS),
+      "debug lines stopped: the refused level was applied");
+  CHECK(raw_request(port, "GET", "/healthz", NULL, &r) == RAW_COMPLETE &&
+            r.status == 200,
         "healthz after refused reloads: %d", r.status);
 
   int code = twtest_daemon_stop(&d, 20000);
@@ -339,9 +365,10 @@ static void reloads(void) {
          failures != before ? "not ok" : "ok");
 }
 
-/* ---- SIGTERM with requests in flight ------------------------------------------ */
+/* ---- SIGTERM with requests in flight
+ * ------------------------------------------ */
 
-#define SLOW 4   /* requests whose bodies arrive after SIGTERM */
+#define SLOW 4 /* requests whose bodies arrive after SIGTERM */
 #define LOADERS 8
 
 enum fate { F_ACKED, F_UNANSWERED, F_REFUSED };
@@ -398,7 +425,8 @@ static void *loader_main(void *arg) {
     post_head(head, sizeof head, strlen(body));
     struct raw_resp r;
     enum raw_outcome o = RAW_NOTHING;
-    if (send_all(fd, head, strlen(head)) == 0 && send_all(fd, body, strlen(body)) == 0)
+    if (send_all(fd, head, strlen(head)) == 0 &&
+        send_all(fd, body, strlen(body)) == 0)
       o = raw_read(fd, &r);
     if (o == RAW_COMPLETE && r.status == 201) {
       record(l, name, F_ACKED);
@@ -407,16 +435,16 @@ static void *loader_main(void *arg) {
     } else if (o == RAW_COMPLETE) {
       pthread_mutex_lock(&l->mu);
       if (!l->bad_status++)
-        snprintf(l->first_bad, sizeof l->first_bad, "%s: status %d: %.150s", name,
-                 r.status, r.body);
+        snprintf(l->first_bad, sizeof l->first_bad, "%s: status %d: %.150s",
+                 name, r.status, r.body);
       pthread_mutex_unlock(&l->mu);
       record(l, name, F_REFUSED);
     } else {
       if (o == RAW_PARTIAL) {
         pthread_mutex_lock(&l->mu);
         if (!l->partial++)
-          snprintf(l->first_bad, sizeof l->first_bad, "%s: answer cut after %zu bytes",
-                   name, r.got);
+          snprintf(l->first_bad, sizeof l->first_bad,
+                   "%s: answer cut after %zu bytes", name, r.got);
         pthread_mutex_unlock(&l->mu);
       }
       record(l, name, F_UNANSWERED);
@@ -459,7 +487,8 @@ static void sigterm_finishes_in_flight_requests(void) {
     return;
   }
   if (twtest_daemon_start(&d) != 0) {
-    CHECK(0, "tradewindd did not start (exit %d)", twtest_daemon_wait(&d, 5000));
+    CHECK(0, "tradewindd did not start (exit %d)",
+          twtest_daemon_wait(&d, 5000));
     twtest_daemon_cleanup(&d, true);
     return;
   }
@@ -506,11 +535,14 @@ static void sigterm_finishes_in_flight_requests(void) {
     size_t len = strlen(slow_body[i]);
     struct raw_resp r;
     enum raw_outcome o = RAW_NOTHING;
-    if (slow_fd[i] >= 0 && send_all(slow_fd[i], slow_body[i] + len / 2, len - len / 2) == 0)
+    if (slow_fd[i] >= 0 &&
+        send_all(slow_fd[i], slow_body[i] + len / 2, len - len / 2) == 0)
       o = raw_read(slow_fd[i], &r);
     CHECK(o == RAW_COMPLETE && r.status == 201,
-          "in-flight request %d after SIGTERM: %s, status %d",
-          i, o == RAW_COMPLETE ? "complete" : o == RAW_PARTIAL ? "cut" : "no answer",
+          "in-flight request %d after SIGTERM: %s, status %d", i,
+          o == RAW_COMPLETE  ? "complete"
+          : o == RAW_PARTIAL ? "cut"
+                             : "no answer",
           r.status);
     if (slow_fd[i] >= 0)
       close(slow_fd[i]);
@@ -531,8 +563,8 @@ static void sigterm_finishes_in_flight_requests(void) {
   sqlite3 *db = NULL;
   sqlite3_stmt *st = NULL;
   if (sqlite3_open_v2(d.db, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
-      sqlite3_prepare_v2(db, "SELECT count(*) FROM jobs WHERE name = ?1", -1, &st,
-                         NULL) != SQLITE_OK) {
+      sqlite3_prepare_v2(db, "SELECT count(*) FROM jobs WHERE name = ?1", -1,
+                         &st, NULL) != SQLITE_OK) {
     CHECK(0, "open %s: %s", d.db, db ? sqlite3_errmsg(db) : "?");
   } else {
     long lost = 0, unanswered = 0;
@@ -543,13 +575,15 @@ static void sigterm_finishes_in_flight_requests(void) {
       } else {
         unanswered += l.sent[i].fate == F_UNANSWERED;
         if (rows != 0 && lost++ < 5)
-          CHECK(0, "%s: stored (%d rows) but its answer never came", l.sent[i].name,
-                rows);
+          CHECK(0, "%s: stored (%d rows) but its answer never came",
+                l.sent[i].name, rows);
       }
     }
     for (int i = 0; i < SLOW; i++)
-      CHECK(rows_named(db, st, slow_name[i]) == 1, "%s not stored once", slow_name[i]);
-    printf("  load: %zu requests, %ld acknowledged, %ld without an answer, %ld lost\n",
+      CHECK(rows_named(db, st, slow_name[i]) == 1, "%s not stored once",
+            slow_name[i]);
+    printf("  load: %zu requests, %ld acknowledged, %ld without an answer, %ld "
+           "lost\n",
            l.n, l.acked, unanswered, lost);
     CHECK(lost == 0, "%ld requests were stored but got no answer", lost);
   }
@@ -564,11 +598,13 @@ static void sigterm_finishes_in_flight_requests(void) {
   if (failures != before) {
     char *log = twtest_daemon_log_read(&d);
     size_t len = strlen(log);
-    fprintf(stderr, "--- tradewindd log (tail) ---\n%s\n", log + (len > 2000 ? len - 2000 : 0));
+    fprintf(stderr, "--- tradewindd log (tail) ---\n%s\n",
+            log + (len > 2000 ? len - 2000 : 0));
     free(log);
   }
   twtest_daemon_cleanup(&d, failures != before);
-  printf("%s sigterm_finishes_in_flight_requests\n", failures != before ? "not ok" : "ok");
+  printf("%s sigterm_finishes_in_flight_requests\n",
+         failures != before ? "not ok" : "ok");
 }
 
 static const struct {

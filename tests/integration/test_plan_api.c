@@ -66,8 +66,9 @@ static struct resp call(const char *method, const char *p, const char *ctype,
   return r;
 }
 
-static void offer(const char *region, const char *zone, const char *type, enum tw_market m,
-                  int64_t price, int vcpus, const char *accel, int accels, const char *juris) {
+static void offer(const char *region, const char *zone, const char *type,
+                  enum tw_market m, int64_t price, int vcpus, const char *accel,
+                  int accels, const char *juris) {
   struct tw_offer o;
   tw_offer_init(&o);
   snprintf(o.provider, sizeof o.provider, "aws");
@@ -102,20 +103,26 @@ static int setup(void **state) {
   if (tw_store_open(&so, &store, &err) || tw_datasets_migrate(store, &err) ||
       tw_provider_new_ops(&tw_provider_fake, "lab", NULL, &clk, &prov, &err))
     return -1;
-  offer("us-east-1", "us-east-1a", "p4d.24xlarge", TW_MARKET_SPOT, 9800000, 96, "A100-40GB", 8,
-        "US");
-  offer("us-east-1", "us-east-1a", "p4de.24xlarge", TW_MARKET_ON_DEMAND, 40960000, 96,
-        "A100-80GB", 8, "US");
-  offer("eu-west-1", "eu-west-1a", "p4de.24xlarge", TW_MARKET_ON_DEMAND, 45000000, 96,
-        "A100-80GB", 8, "EU");
-  offer("eu-west-1", "eu-west-1b", "c5.2xlarge", TW_MARKET_ON_DEMAND, 384000, 8, NULL, 0, "EU");
-  offer("us-east-1", "us-east-1b", "c5.2xlarge", TW_MARKET_ON_DEMAND, 340000, 8, NULL, 0, "US");
+  offer("us-east-1", "us-east-1a", "p4d.24xlarge", TW_MARKET_SPOT, 9800000, 96,
+        "A100-40GB", 8, "US");
+  offer("us-east-1", "us-east-1a", "p4de.24xlarge", TW_MARKET_ON_DEMAND,
+        40960000, 96, "A100-80GB", 8, "US");
+  offer("eu-west-1", "eu-west-1a", "p4de.24xlarge", TW_MARKET_ON_DEMAND,
+        45000000, 96, "A100-80GB", 8, "EU");
+  offer("eu-west-1", "eu-west-1b", "c5.2xlarge", TW_MARKET_ON_DEMAND, 384000, 8,
+        NULL, 0, "EU");
+  offer("us-east-1", "us-east-1b", "c5.2xlarge", TW_MARKET_ON_DEMAND, 340000, 8,
+        NULL, 0, "US");
   placer = tw_placer_new(NULL);
   tw_placer_set_default(placer);
-  struct tw_sched_opts sopt = {.store = store, .clock = &clk, .providers = &prov,
-                               .n_providers = 1};
-  struct tw_api_opts aopt = {.listen = "127.0.0.1:0", .store = store, .clock = &clk,
-                             .providers = &prov, .n_providers = 1, .auth = {.open = true}};
+  struct tw_sched_opts sopt = {
+      .store = store, .clock = &clk, .providers = &prov, .n_providers = 1};
+  struct tw_api_opts aopt = {.listen = "127.0.0.1:0",
+                             .store = store,
+                             .clock = &clk,
+                             .providers = &prov,
+                             .n_providers = 1,
+                             .auth = {.open = true}};
   curl_global_init(CURL_GLOBAL_ALL);
   if (tw_sched_new(&sopt, &sched, &err) || tw_api_start(&aopt, &api, &err))
     return -1;
@@ -147,19 +154,25 @@ static void plan_ranks_and_explains_without_submitting(void **state) {
                        "name: t\nresources: {accelerators: A100-80GB:8}\n"
                        "placement: {residency: EU}\n");
   assert_int_equal(r.status, 200);
-  assert_non_null(strstr(r.body.data, "\"job\":{\"name\":\"t\",\"tenant\":\"default\"}"));
-  assert_non_null(strstr(r.body.data, "\"offers\":5,\"counted\":true,\"feasible\":1"));
-  assert_non_null(strstr(r.body.data, "\"offer_id\":\"lab:eu-west-1:eu-west-1a:p4de.24xlarge:on-demand\""));
+  assert_non_null(
+      strstr(r.body.data, "\"job\":{\"name\":\"t\",\"tenant\":\"default\"}"));
+  assert_non_null(
+      strstr(r.body.data, "\"offers\":5,\"counted\":true,\"feasible\":1"));
+  assert_non_null(strstr(
+      r.body.data,
+      "\"offer_id\":\"lab:eu-west-1:eu-west-1a:p4de.24xlarge:on-demand\""));
   assert_non_null(strstr(r.body.data, "\"compute_uusd\":45000000"));
-  assert_non_null(strstr(r.body.data, "\"explain\":\"5 offers, 1 fit: 3 outside jurisdiction EU, "
-                                      "1 without 8 A100-80GB\""));
+  assert_non_null(strstr(
+      r.body.data, "\"explain\":\"5 offers, 1 fit: 3 outside jurisdiction EU, "
+                   "1 without 8 A100-80GB\""));
   tw_buf_release(&r.body);
   /* nothing was stored */
   int64_t counts[TW_JOB_NSTATES];
   assert_int_equal(tw_store_job_counts(store, counts, NULL), TW_OK);
   assert_int_equal(counts[TW_JOB_PENDING], 0);
   /* errors name the field; wrong media types are refused */
-  r = call("POST", "/v1/plan", "application/json", "{\"name\": \"t\", \"resources\": {\"cpus\": \"eight\"}}");
+  r = call("POST", "/v1/plan", "application/json",
+           "{\"name\": \"t\", \"resources\": {\"cpus\": \"eight\"}}");
   assert_int_equal(r.status, 400);
   assert_non_null(strstr(r.body.data, "\"field\":\"resources.cpus\""));
   tw_buf_release(&r.body);
@@ -179,15 +192,18 @@ static void registered_datasets_price_the_data(void **state) {
   assert_int_equal(r.status, 201);
   assert_non_null(strstr(r.body.data, "\"size_bytes\":2000000000000"));
   tw_buf_release(&r.body);
-  r = call("POST", "/v1/datasets", "application/yaml", "uri: s3://corpus/v3\nlocation: azure:westeurope\n");
+  r = call("POST", "/v1/datasets", "application/yaml",
+           "uri: s3://corpus/v3\nlocation: azure:westeurope\n");
   assert_int_equal(r.status, 200);
   assert_non_null(strstr(r.body.data, "azure:westeurope"));
   tw_buf_release(&r.body);
-  r = call("POST", "/v1/datasets", "application/json", "{\"uri\": \"s3://x\", \"locations\": [\"mars:base\"]}");
+  r = call("POST", "/v1/datasets", "application/json",
+           "{\"uri\": \"s3://x\", \"locations\": [\"mars:base\"]}");
   assert_int_equal(r.status, 400);
   assert_non_null(strstr(r.body.data, "\"field\":\"locations[0]\""));
   tw_buf_release(&r.body);
-  r = call("POST", "/v1/datasets", "application/json", "{\"uri\": \"s3://x\", \"sise\": 1}");
+  r = call("POST", "/v1/datasets", "application/json",
+           "{\"uri\": \"s3://x\", \"sise\": 1}");
   assert_int_equal(r.status, 400);
   assert_non_null(strstr(r.body.data, "sise: unknown key; did you mean"));
   tw_buf_release(&r.body);
@@ -201,10 +217,12 @@ static void registered_datasets_price_the_data(void **state) {
   /* the spec names the dataset only: its size and copies come from the
    * registry, and the data pulls the job to eu-west-1 ($180 of egress
    * to us-east-1 against $0.044 an hour of difference) */
-  r = call("POST", "/v1/plan", "application/yaml",
-           "name: etl\nresources: {cpus: 8}\ndatasets: [{uri: s3://corpus/v3}]\n");
+  r = call(
+      "POST", "/v1/plan", "application/yaml",
+      "name: etl\nresources: {cpus: 8}\ndatasets: [{uri: s3://corpus/v3}]\n");
   assert_int_equal(r.status, 200);
-  assert_non_null(strstr(r.body.data, "\"rank\":1,\"offer_id\":\"lab:eu-west-1:eu-west-1b:c5.2xlarge:on-demand\""));
+  assert_non_null(strstr(r.body.data, "\"rank\":1,\"offer_id\":\"lab:eu-west-1:"
+                                      "eu-west-1b:c5.2xlarge:on-demand\""));
   assert_non_null(strstr(r.body.data, "\"egress_uusd\":40000000"));
   tw_buf_release(&r.body);
 }
@@ -216,29 +234,36 @@ static void policies_are_validated_before_they_apply(void **state) {
   assert_non_null(strstr(r.body.data, "\"reloads\":0"));
   assert_non_null(strstr(r.body.data, "\"candidates\":16"));
   tw_buf_release(&r.body);
-  r = call("PUT", "/v1/policies", "application/yaml",
-           "policies:\n  candidates: 4\n  scores: [{name: cost, weight: -3}]\n");
+  r = call(
+      "PUT", "/v1/policies", "application/yaml",
+      "policies:\n  candidates: 4\n  scores: [{name: cost, weight: -3}]\n");
   assert_int_equal(r.status, 400);
   assert_non_null(strstr(r.body.data, "\"field\":\"policies.scores[0]\""));
-  assert_non_null(strstr(r.body.data, "policies.scores[0].weight: must be between 0 and 1000000"));
+  assert_non_null(strstr(
+      r.body.data, "policies.scores[0].weight: must be between 0 and 1000000"));
   tw_buf_release(&r.body);
   /* nothing applied: still 16 candidates, no reload counted */
   r = call("GET", "/v1/policies", NULL, NULL);
   assert_non_null(strstr(r.body.data, "\"reloads\":0"));
   assert_non_null(strstr(r.body.data, "\"candidates\":16"));
   tw_buf_release(&r.body);
-  r = call("PUT", "/v1/policies", "application/json",
-           "{\"candidates\": 2, \"scores\": [{\"name\": \"cost\", \"weight\": 1},"
-           " {\"name\": \"preference\", \"weight\": 3, \"prefer\": [{\"match\": \"aws:eu-*\","
-           " \"bonus\": 1000000}]}]}");
+  r = call(
+      "PUT", "/v1/policies", "application/json",
+      "{\"candidates\": 2, \"scores\": [{\"name\": \"cost\", \"weight\": 1},"
+      " {\"name\": \"preference\", \"weight\": 3, \"prefer\": [{\"match\": "
+      "\"aws:eu-*\","
+      " \"bonus\": 1000000}]}]}");
   assert_int_equal(r.status, 200);
   assert_non_null(strstr(r.body.data, "\"reloads\":1"));
   tw_buf_release(&r.body);
   /* the preference now outweighs cost: the dearer eu-west-1 machine */
-  r = call("POST", "/v1/plan", "application/yaml", "name: t\nresources: {cpus: 8}\n");
+  r = call("POST", "/v1/plan", "application/yaml",
+           "name: t\nresources: {cpus: 8}\n");
   assert_int_equal(r.status, 200);
-  assert_non_null(strstr(r.body.data, "\"rank\":1,\"offer_id\":\"lab:eu-west-1:eu-west-1b:c5.2xlarge:on-demand\""));
-  assert_non_null(strstr(r.body.data, "\"scores\":{\"cost\":885416,\"preference\":1000000}"));
+  assert_non_null(strstr(r.body.data, "\"rank\":1,\"offer_id\":\"lab:eu-west-1:"
+                                      "eu-west-1b:c5.2xlarge:on-demand\""));
+  assert_non_null(strstr(
+      r.body.data, "\"scores\":{\"cost\":885416,\"preference\":1000000}"));
   tw_buf_release(&r.body);
 }
 
@@ -255,7 +280,11 @@ static int run_cli(const char *const *argv, int argc, char **out) {
   size_t olen = 0, elen = 0;
   char *err = NULL;
   FILE *fo = open_memstream(out, &olen), *fe = open_memstream(&err, &elen);
-  struct tw_cli_io io = {.out = fo, .err = fe, .in = stdin, .env_url = url, .clock = &clk,
+  struct tw_cli_io io = {.out = fo,
+                         .err = fe,
+                         .in = stdin,
+                         .env_url = url,
+                         .clock = &clk,
                          .sleep_ms = no_sleep};
   int code = tw_cli_run(argc, (char **)argv, &io);
   fclose(fo);
@@ -271,18 +300,23 @@ static void the_cli_plans_and_registers(void **state) {
   char spec[128];
   snprintf(spec, sizeof spec, "%s/job.yaml", dir);
   FILE *f = fopen(spec, "w");
-  fputs("name: train\nresources: {accelerators: A100:8}\nmax_price_per_hour: 42\n", f);
+  fputs("name: train\nresources: {accelerators: A100:8}\nmax_price_per_hour: "
+        "42\n",
+        f);
   fclose(f);
   const char *plan[] = {"tradewind", "plan", spec, "-n", "2"};
   char *out = NULL;
   assert_int_equal(run_cli(plan, 5, &out), 0);
-  assert_non_null(strstr(out, "Plan for train (tenant default): 5 offers, 2 fit: 2 without 8 A100"));
-  assert_non_null(strstr(out, "1     lab/us-east-1/us-east-1a/p4d.24xlarge   spot"));
+  assert_non_null(strstr(
+      out,
+      "Plan for train (tenant default): 5 offers, 2 fit: 2 without 8 A100"));
+  assert_non_null(
+      strstr(out, "1     lab/us-east-1/us-east-1a/p4d.24xlarge   spot"));
   assert_non_null(strstr(out, "Filtered out:\n"));
   assert_non_null(strstr(out, "price         over max price $42.00/h"));
   free(out);
-  const char *add[] = {"tradewind", "datasets", "add", "gs://ref/hg38", "--size", "3TB",
-                       "-l", "aws:us-east-1"};
+  const char *add[] = {"tradewind", "datasets", "add", "gs://ref/hg38",
+                       "--size",    "3TB",      "-l",  "aws:us-east-1"};
   assert_int_equal(run_cli(add, 8, &out), 0);
   assert_non_null(strstr(out, "gs://ref/hg38  3 TB  aws:us-east-1"));
   free(out);

@@ -18,10 +18,11 @@
 
 static bool get_policies(struct twtest_daemon *d, const char *want) {
   struct twtest_resp r;
-  bool ok = !twtest_http(d->url, "GET", "/v1/policies", NULL, NULL, &r) && r.status == 200 &&
-            strstr(r.body, want) != NULL;
+  bool ok = !twtest_http(d->url, "GET", "/v1/policies", NULL, NULL, &r) &&
+            r.status == 200 && strstr(r.body, want) != NULL;
   if (!ok)
-    fprintf(stderr, "GET /v1/policies (%ld), want %s: %s\n", r.status, want, r.body);
+    fprintf(stderr, "GET /v1/policies (%ld), want %s: %s\n", r.status, want,
+            r.body);
   twtest_resp_release(&r);
   return ok;
 }
@@ -29,12 +30,16 @@ static bool get_policies(struct twtest_daemon *d, const char *want) {
 static void a_bad_section_stops_the_start(void **state) {
   (void)state;
   struct twtest_daemon d;
-  if (twtest_daemon_init(&d, "policies:\n  scores: [{name: cost, weight: -1}]\n"))
+  if (twtest_daemon_init(&d,
+                         "policies:\n  scores: [{name: cost, weight: -1}]\n"))
     skip();
   assert_int_not_equal(twtest_daemon_start(&d), 0);
   assert_int_equal(twtest_daemon_wait(&d, WAIT_MS), 1);
-  assert_true(twtest_daemon_log_count(
-                  &d, "policies.scores[0].weight: must be between 0 and 1000000, got -1") >= 1);
+  assert_true(
+      twtest_daemon_log_count(
+          &d,
+          "policies.scores[0].weight: must be between 0 and 1000000, got -1") >=
+      1);
   twtest_daemon_cleanup(&d, false);
 }
 
@@ -50,28 +55,35 @@ static void sighup_validates_then_swaps_the_whole_set(void **state) {
   assert_true(get_policies(&d, "\"reloads\":0"));
   assert_true(get_policies(&d, "\"candidates\":8"));
   /* a section with one bad key: refused whole, the good key too */
-  assert_int_equal(twtest_daemon_write_config(
-                       &d, "policies:\n  candidates: 2\n  filters: [provider, residncy]\n"),
-                   0);
+  assert_int_equal(
+      twtest_daemon_write_config(
+          &d, "policies:\n  candidates: 2\n  filters: [provider, residncy]\n"),
+      0);
   twtest_daemon_signal(&d, SIGHUP);
-  assert_true(twtest_daemon_wait_log(&d, "reload refused, nothing applied", 1, WAIT_MS));
-  assert_true(twtest_daemon_log_count(&d, "policies.filters[1]: unknown filter \"residncy\"") >= 1);
+  assert_true(twtest_daemon_wait_log(&d, "reload refused, nothing applied", 1,
+                                     WAIT_MS));
+  assert_true(twtest_daemon_log_count(
+                  &d, "policies.filters[1]: unknown filter \"residncy\"") >= 1);
   assert_true(get_policies(&d, "\"reloads\":0"));
   assert_true(get_policies(&d, "\"candidates\":8"));
   /* a good one applies at once */
-  assert_int_equal(twtest_daemon_write_config(
-                       &d, "policies:\n  candidates: 4\n  scores: [{name: cost, weight: 3}]\n"),
-                   0);
+  assert_int_equal(
+      twtest_daemon_write_config(
+          &d,
+          "policies:\n  candidates: 4\n  scores: [{name: cost, weight: 3}]\n"),
+      0);
   twtest_daemon_signal(&d, SIGHUP);
   assert_true(twtest_daemon_wait_log(&d, "configuration reloaded", 1, WAIT_MS));
   assert_true(get_policies(&d, "\"reloads\":1"));
   assert_true(get_policies(&d, "\"candidates\":4"));
-  assert_true(get_policies(&d, "{\"name\":\"cost\",\"weight\":3,\"builtin\":true}"));
+  assert_true(
+      get_policies(&d, "{\"name\":\"cost\",\"weight\":3,\"builtin\":true}"));
   /* PUT: a network file named relative to the config file's directory */
   char net[400];
   snprintf(net, sizeof net, "%s/lab.net", d.dir);
   FILE *f = fopen(net, "w");
-  fputs("tradewind-network 1\nregion aws:lab-1 lat=1 lon=1 jurisdiction=EU\n", f);
+  fputs("tradewind-network 1\nregion aws:lab-1 lat=1 lon=1 jurisdiction=EU\n",
+        f);
   fclose(f);
   struct twtest_resp r;
   assert_int_equal(twtest_http(d.url, "PUT", "/v1/policies", "application/yaml",

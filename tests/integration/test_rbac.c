@@ -36,7 +36,7 @@ static int failures;
   do {                                                                         \
     if (!(cond)) {                                                             \
       failures++;                                                              \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                    \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
       fprintf(stderr, __VA_ARGS__);                                            \
       fputc('\n', stderr);                                                     \
     }                                                                          \
@@ -49,7 +49,8 @@ static struct tw_secrets *sec;
 static struct tw_api *api;
 static char base[64];
 
-/* ---- HTTP ----------------------------------------------------------------- */
+/* ---- HTTP -----------------------------------------------------------------
+ */
 
 struct resp {
   long status;
@@ -94,7 +95,8 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud) {
 }
 
 static struct resp req(const char *token, const char *method, const char *pth,
-                       const char *ctype, const char *body, const char *if_match) {
+                       const char *ctype, const char *body,
+                       const char *if_match) {
   struct resp r;
   memset(&r, 0, sizeof r);
   CURL *c = curl_easy_init();
@@ -133,7 +135,8 @@ static struct resp req(const char *token, const char *method, const char *pth,
   return r;
 }
 
-/* ---- fixtures --------------------------------------------------------------- */
+/* ---- fixtures ---------------------------------------------------------------
+ */
 
 static int serial;
 
@@ -159,19 +162,26 @@ static void token_for(const char *principal, char out[TW_TOKEN_LEN + 1],
 }
 
 /* A job of tenant submitted by principal, as the API records it. */
-static void job(const char *tenant, const char *principal, char id[TW_JOB_ID_LEN + 1]) {
+static void job(const char *tenant, const char *principal,
+                char id[TW_JOB_ID_LEN + 1]) {
   char spec[128];
-  snprintf(spec, sizeof spec, "{\"name\":\"j%d\",\"tenant\":\"%s\"}", ++serial, tenant);
-  struct tw_job_new jn = {.name = "j", .tenant = tenant, .project = "default",
-                          .spec_json = spec};
+  snprintf(spec, sizeof spec, "{\"name\":\"j%d\",\"tenant\":\"%s\"}", ++serial,
+           tenant);
+  struct tw_job_new jn = {
+      .name = "j", .tenant = tenant, .project = "default", .spec_json = spec};
   struct tw_job_rec j;
   struct tw_err err = {0};
   if (tw_store_job_create(store, &jn, &j, NULL, &err))
     fprintf(stderr, "job: %s\n", err.msg), abort();
-  struct tw_job_created jc = {.job_id = j.id, .tenant = tenant, .project = "default",
+  struct tw_job_created jc = {.job_id = j.id,
+                              .tenant = tenant,
+                              .project = "default",
                               .principal = principal};
-  struct tw_audit_event ev = {.principal = principal, .tenant = tenant,
-                              .action = "POST /v1/jobs", .object = j.id, .outcome = "ok"};
+  struct tw_audit_event ev = {.principal = principal,
+                              .tenant = tenant,
+                              .action = "POST /v1/jobs",
+                              .object = j.id,
+                              .outcome = "ok"};
   tw_tenancy_request_done(ten, &ev, &jc, &err);
   memcpy(id, j.id, TW_JOB_ID_LEN + 1);
   tw_job_rec_release(&j);
@@ -181,29 +191,34 @@ static const char *const ROLE_USER[TW_ROLE_COUNT] = {
     "admin", "ml-tadmin", "ml-member", "ml-viewer", "ml-finance", "ml-ci"};
 static char tokens[TW_ROLE_COUNT][TW_TOKEN_LEN + 1];
 
-/* ---- the matrix --------------------------------------------------------------- */
+/* ---- the matrix
+ * --------------------------------------------------------------- */
 
 enum scene { OWN_OBJECT, COLLEAGUES, OTHER_TENANT };
 static const char *const SCENE[] = {"own", "colleague's", "other tenant's"};
 
 /* Fills the path's parameters for the scene and says who owns the object
  * and in which tenant it lives; false when the scene does not apply. */
-static bool build(const struct tw_rbac_rule *rule, enum tw_role role, enum scene sc,
-                  char *pth, size_t pthsz, char *body, size_t bodysz, const char **ctype,
-                  char *if_match, size_t imsz) {
+static bool build(const struct tw_rbac_rule *rule, enum tw_role role,
+                  enum scene sc, char *pth, size_t pthsz, char *body,
+                  size_t bodysz, const char **ctype, char *if_match,
+                  size_t imsz) {
   const char *caller = ROLE_USER[role];
   const char *tenant = sc == OTHER_TENANT ? "vision" : "ml";
-  const char *owner = sc == OWN_OBJECT ? caller : sc == COLLEAGUES ? "ml-colleague"
-                                                                   : "vision-member";
+  const char *owner = sc == OWN_OBJECT   ? caller
+                      : sc == COLLEAGUES ? "ml-colleague"
+                                         : "vision-member";
   char param[160] = "x", param2[64] = "default";
   *ctype = NULL;
   body[0] = '\0';
   if_match[0] = '\0';
-  bool owned_target = rule->target == TW_TGT_JOB || rule->target == TW_TGT_TOKEN ||
+  bool owned_target = rule->target == TW_TGT_JOB ||
+                      rule->target == TW_TGT_TOKEN ||
                       rule->target == TW_TGT_USER;
   if (sc == COLLEAGUES && !owned_target && rule->target != TW_TGT_BODY)
     return false;
-  if (sc != OWN_OBJECT && (rule->target == TW_TGT_GLOBAL || rule->target == TW_TGT_PUBLIC))
+  if (sc != OWN_OBJECT &&
+      (rule->target == TW_TGT_GLOBAL || rule->target == TW_TGT_PUBLIC))
     return false;
   if (role == TW_ROLE_ADMIN && sc == OWN_OBJECT && owned_target)
     owner = "ml-colleague"; /* the admin owns nothing in ml */
@@ -258,7 +273,8 @@ static bool build(const struct tw_rbac_rule *rule, enum tw_role role, enum scene
     snprintf(body, bodysz, "{\"principal\":\"%s\"}", owner);
   } else if (!strcmp(rule->method, "POST") && !strcmp(p, "/v1/users")) {
     *ctype = "application/json";
-    snprintf(body, bodysz, "{\"name\":\"n%d\",\"tenant\":\"%s\",\"role\":\"viewer\"}",
+    snprintf(body, bodysz,
+             "{\"name\":\"n%d\",\"tenant\":\"%s\",\"role\":\"viewer\"}",
              ++serial, tenant);
   } else if (!strcmp(rule->method, "POST") && !strcmp(p, "/v1/tenants")) {
     *ctype = "application/json";
@@ -271,7 +287,8 @@ static bool build(const struct tw_rbac_rule *rule, enum tw_role role, enum scene
     snprintf(body, bodysz, "{\"limits\":{\"vcpus\":1000}}");
   } else if (!strcmp(rule->method, "PUT") && strstr(p, "/budget")) {
     struct tw_budget b;
-    if (tw_tenancy_budget_get(ten, tenant, np > 1 ? param2 : NULL, &b, NULL) == TW_OK)
+    if (tw_tenancy_budget_get(ten, tenant, np > 1 ? param2 : NULL, &b, NULL) ==
+        TW_OK)
       snprintf(if_match, imsz, "\"b%" PRId64 "\"", b.version);
     *ctype = "application/json";
     snprintf(body, bodysz, "{\"limit_uusd\":100000000}");
@@ -285,7 +302,8 @@ static bool build(const struct tw_rbac_rule *rule, enum tw_role role, enum scene
     *ctype = "application/json";
     snprintf(body, bodysz, "{}");
   }
-  if (!strcmp(rule->method, "GET") && strstr(p, "/budget") && !strstr(p, "/budgets")) {
+  if (!strcmp(rule->method, "GET") && strstr(p, "/budget") &&
+      !strstr(p, "/budgets")) {
     /* a budget to read */
     struct tw_budget b;
     tw_budget_init(&b);
@@ -308,30 +326,33 @@ static void matrix(void) {
   const struct tw_api_route_info *routes = tw_api_route_table(&n);
   int cells = 0;
   for (size_t i = 0; i < n; i++) {
-    const struct tw_rbac_rule *rule = tw_rbac_find(routes[i].method, routes[i].path);
+    const struct tw_rbac_rule *rule =
+        tw_rbac_find(routes[i].method, routes[i].path);
     if (!rule) {
-      CHECK(0, "%s %s has no rule in api/rbac.c", routes[i].method, routes[i].path);
+      CHECK(0, "%s %s has no rule in api/rbac.c", routes[i].method,
+            routes[i].path);
       continue;
     }
     char pth[512], body[512], im[64];
     const char *ct;
     /* without a token */
-    build(rule, TW_ROLE_MEMBER, OWN_OBJECT, pth, sizeof pth, body, sizeof body, &ct, im,
-          sizeof im);
-    struct resp r = req(NULL, rule->method, pth, ct, body[0] ? body : NULL, NULL);
+    build(rule, TW_ROLE_MEMBER, OWN_OBJECT, pth, sizeof pth, body, sizeof body,
+          &ct, im, sizeof im);
+    struct resp r =
+        req(NULL, rule->method, pth, ct, body[0] ? body : NULL, NULL);
     if (rule->target == TW_TGT_PUBLIC) {
-      CHECK(r.status != 401 && r.status != 403, "%s %s without a token: %ld", rule->method,
-            pth, r.status);
+      CHECK(r.status != 401 && r.status != 403, "%s %s without a token: %ld",
+            rule->method, pth, r.status);
     } else {
       CHECK(r.status == 401 && !strncmp(r.www_auth, "Bearer", 6) &&
                 strstr(r.ctype, "problem+json"),
-            "%s %s without a token: %ld, WWW-Authenticate \"%s\"", rule->method, pth,
-            r.status, r.www_auth);
+            "%s %s without a token: %ld, WWW-Authenticate \"%s\"", rule->method,
+            pth, r.status, r.www_auth);
     }
     for (int role = 0; role < TW_ROLE_COUNT; role++)
       for (int sc = OWN_OBJECT; sc <= OTHER_TENANT; sc++) {
-        if (!build(rule, (enum tw_role)role, (enum scene)sc, pth, sizeof pth, body,
-                   sizeof body, &ct, im, sizeof im))
+        if (!build(rule, (enum tw_role)role, (enum scene)sc, pth, sizeof pth,
+                   body, sizeof body, &ct, im, sizeof im))
           continue;
         r = req(tokens[role], rule->method, pth, ct, body[0] ? body : NULL,
                 im[0] ? im : NULL);
@@ -358,21 +379,24 @@ static void matrix(void) {
         }
         if (ok && r.status >= 400)
           ok = strstr(r.ctype, "problem+json") != NULL;
-        CHECK(ok, "%s %s as %s (%s object): %ld, expected %s: %.300s", rule->method, pth,
-              tw_role_str((enum tw_role)role), SCENE[sc], r.status, what, r.body);
+        CHECK(ok, "%s %s as %s (%s object): %ld, expected %s: %.300s",
+              rule->method, pth, tw_role_str((enum tw_role)role), SCENE[sc],
+              r.status, what, r.body);
       }
   }
   printf("# %d route x role x object cells over %zu routes\n", cells, n);
   CHECK(cells > 100, "only %d cells", cells);
 }
 
-/* ---- specific behaviour ---------------------------------------------------------- */
+/* ---- specific behaviour
+ * ---------------------------------------------------------- */
 
 static void listings_are_scoped(void) {
   char mine[TW_JOB_ID_LEN + 1], theirs[TW_JOB_ID_LEN + 1];
   job("ml", "ml-member", mine);
   job("vision", "vision-member", theirs);
-  struct resp r = req(tokens[TW_ROLE_MEMBER], "GET", "/v1/jobs?limit=500", NULL, NULL, NULL);
+  struct resp r = req(tokens[TW_ROLE_MEMBER], "GET", "/v1/jobs?limit=500", NULL,
+                      NULL, NULL);
   CHECK(r.status == 200 && strstr(r.body, mine) && !strstr(r.body, theirs) &&
             !strstr(r.body, "\"tenant\":\"vision\""),
         "member's job list: %ld %.200s", r.status, r.body);
@@ -382,51 +406,63 @@ static void listings_are_scoped(void) {
   r = req(tokens[TW_ROLE_MEMBER], "GET", "/v1/jobs?tenant=", NULL, NULL, NULL);
   CHECK(r.status == 404, "an empty ?tenant= is another tenant: %ld", r.status);
   /* a spec without tenant: goes to the caller's */
-  r = req(tokens[TW_ROLE_CI], "POST", "/v1/jobs", "application/yaml", "name: ci-job\n", NULL);
-  CHECK(r.status == 201 && strstr(r.body, "\"tenant\":\"ml\""), "ci submit: %ld %.200s",
-        r.status, r.body);
+  r = req(tokens[TW_ROLE_CI], "POST", "/v1/jobs", "application/yaml",
+          "name: ci-job\n", NULL);
+  CHECK(r.status == 201 && strstr(r.body, "\"tenant\":\"ml\""),
+        "ci submit: %ld %.200s", r.status, r.body);
   r = req(tokens[TW_ROLE_TENANT_ADMIN], "GET", "/v1/tenants", NULL, NULL, NULL);
-  CHECK(r.status == 200 && strstr(r.body, "\"ml\"") && !strstr(r.body, "vision"),
+  CHECK(r.status == 200 && strstr(r.body, "\"ml\"") &&
+            !strstr(r.body, "vision"),
         "tenant list: %.200s", r.body);
   r = req(tokens[TW_ROLE_VIEWER], "GET", "/v1/tokens", NULL, NULL, NULL);
-  CHECK(r.status == 200 && strstr(r.body, "ml-viewer") && !strstr(r.body, "ml-member"),
+  CHECK(r.status == 200 && strstr(r.body, "ml-viewer") &&
+            !strstr(r.body, "ml-member"),
         "viewer's tokens: %.200s", r.body);
   r = req(tokens[TW_ROLE_VIEWER], "GET", "/v1/whoami", NULL, NULL, NULL);
-  CHECK(r.status == 200 && strstr(r.body, "\"role\":\"viewer\"") && !strstr(r.body, "twt_"),
+  CHECK(r.status == 200 && strstr(r.body, "\"role\":\"viewer\"") &&
+            !strstr(r.body, "twt_"),
         "whoami: %.200s", r.body);
   /* a token shown once: never in listings */
   r = req(tokens[TW_ROLE_MEMBER], "POST", "/v1/tokens", "application/json",
           "{\"name\":\"laptop\",\"ttl\":\"30d\"}", NULL);
-  CHECK(r.status == 201 && strstr(r.body, "\"token\":\"twt_") && strstr(r.body, "expires_at\":\""),
+  CHECK(r.status == 201 && strstr(r.body, "\"token\":\"twt_") &&
+            strstr(r.body, "expires_at\":\""),
         "token create: %.200s", r.body);
   r = req(tokens[TW_ROLE_MEMBER], "GET", "/v1/tokens", NULL, NULL, NULL);
-  CHECK(r.status == 200 && !strstr(r.body, "twt_"), "token list shows a token: %.200s",
-        r.body);
+  CHECK(r.status == 200 && !strstr(r.body, "twt_"),
+        "token list shows a token: %.200s", r.body);
 }
 
 static void quota_updates_need_the_etag(void) {
   const char *tok = tokens[TW_ROLE_ADMIN];
   struct resp g = req(tok, "GET", "/v1/tenants/ml/quota", NULL, NULL, NULL);
-  CHECK(g.status == 200 && g.etag[0] == '"', "quota get: %ld etag %s", g.status, g.etag);
+  CHECK(g.status == 200 && g.etag[0] == '"', "quota get: %ld etag %s", g.status,
+        g.etag);
   struct resp r = req(tok, "PUT", "/v1/tenants/ml/quota", "application/json",
                       "{\"limits\":{\"vcpus\":64}}", NULL);
   CHECK(r.status == 428, "PUT without If-Match: %ld", r.status);
   r = req(tok, "PUT", "/v1/tenants/ml/quota", "application/json",
-          "{\"limits\":{\"vcpus\":{\"limit\":64,\"borrow\":8}},\"gpus\":{\"A100\":8},"
+          "{\"limits\":{\"vcpus\":{\"limit\":64,\"borrow\":8}},\"gpus\":{"
+          "\"A100\":8},"
           "\"cohort\":\"research\",\"spot_share_pct\":50}",
           g.etag);
-  CHECK(r.status == 200 && strcmp(r.etag, g.etag) && strstr(r.body, "\"borrow\":8"),
+  CHECK(r.status == 200 && strcmp(r.etag, g.etag) &&
+            strstr(r.body, "\"borrow\":8"),
         "PUT with If-Match: %ld %.200s", r.status, r.body);
   r = req(tok, "PUT", "/v1/tenants/ml/quota", "application/json", "{}", g.etag);
   CHECK(r.status == 412, "PUT with a stale If-Match: %ld", r.status);
   /* admission names the quota and the numbers */
   r = req(tokens[TW_ROLE_MEMBER], "POST", "/v1/jobs", "application/yaml",
           "name: big\nresources: {accelerators: A100:8}\nnodes: 3\n", NULL);
-  CHECK(r.status == 403 && strstr(r.body, "/problems/quota-exceeded") &&
-            strstr(r.body, "\"field\":\"quota.gpus.A100\"") &&
-            strstr(r.body, "needs 24 A100 (3 nodes x 8), the limit is 8 (+0 borrowable)") == NULL &&
-            strstr(r.body, "needs 24 A100 (3 nodes x 8), the limit is 8"),
-        "quota refusal: %ld %.300s", r.status, r.body);
+  CHECK(
+      r.status == 403 && strstr(r.body, "/problems/quota-exceeded") &&
+          strstr(r.body, "\"field\":\"quota.gpus.A100\"") &&
+          strstr(
+              r.body,
+              "needs 24 A100 (3 nodes x 8), the limit is 8 (+0 borrowable)") ==
+              NULL &&
+          strstr(r.body, "needs 24 A100 (3 nodes x 8), the limit is 8"),
+      "quota refusal: %ld %.300s", r.status, r.body);
 }
 
 static void rate_limit_answers_429(void) {
@@ -434,8 +470,11 @@ static void rate_limit_answers_429(void) {
   tw_clock_fake_init(&fake, 1764460800000);
   struct tw_api *limited;
   struct tw_err err = {0};
-  struct tw_api_opts o = {.listen = "127.0.0.1:0", .store = store, .clock = &fake,
-                          .auth = {.tenancy = ten, .rate_per_s = 2, .rate_burst = 3}};
+  struct tw_api_opts o = {
+      .listen = "127.0.0.1:0",
+      .store = store,
+      .clock = &fake,
+      .auth = {.tenancy = ten, .rate_per_s = 2, .rate_burst = 3}};
   if (tw_api_start(&o, &limited, &err)) {
     CHECK(0, "second server: %s", err.msg);
     return;
@@ -449,7 +488,8 @@ static void rate_limit_answers_429(void) {
     CHECK(r.status == 200, "request %d within the burst: %ld", i, r.status);
   }
   struct resp r = req(tok, "GET", "/v1/whoami", NULL, NULL, NULL);
-  CHECK(r.status == 429 && !strcmp(r.retry_after, "1") && strstr(r.body, "rate-limited"),
+  CHECK(r.status == 429 && !strcmp(r.retry_after, "1") &&
+            strstr(r.body, "rate-limited"),
         "over the burst: %ld Retry-After \"%s\"", r.status, r.retry_after);
   /* another token has its own bucket */
   r = req(tokens[TW_ROLE_MEMBER], "GET", "/v1/whoami", NULL, NULL, NULL);
@@ -470,35 +510,39 @@ static void revoked_and_garbage_tokens(void) {
   char pth[64];
   snprintf(pth, sizeof pth, "/v1/tokens/%s", id);
   struct resp r = req(tok, "DELETE", pth, NULL, NULL, NULL);
-  CHECK(r.status == 200 && strstr(r.body, "revoked_at\":\""), "revoke own: %ld", r.status);
+  CHECK(r.status == 200 && strstr(r.body, "revoked_at\":\""), "revoke own: %ld",
+        r.status);
   r = req(tok, "GET", "/v1/whoami", NULL, NULL, NULL);
   CHECK(r.status == 401 && strstr(r.www_auth, "invalid_token") &&
             strstr(r.body, "token revoked"),
         "revoked: %ld %s", r.status, r.www_auth);
   r = req("not-a-token", "GET", "/v1/whoami", NULL, NULL, NULL);
-  CHECK(r.status == 401 && strstr(r.body, "malformed token"), "garbage: %ld", r.status);
+  CHECK(r.status == 401 && strstr(r.body, "malformed token"), "garbage: %ld",
+        r.status);
   r = req(NULL, "GET", "/healthz", NULL, NULL, NULL);
   CHECK(r.status == 200, "healthz needs no token: %ld", r.status);
 }
 
 static void audit_is_scoped_and_verifies(void) {
-  struct resp r = req(tokens[TW_ROLE_FINANCE], "GET", "/v1/audit?limit=10000", NULL, NULL,
-                      NULL);
+  struct resp r = req(tokens[TW_ROLE_FINANCE], "GET", "/v1/audit?limit=10000",
+                      NULL, NULL, NULL);
   CHECK(r.status == 200 && strstr(r.body, "\"tenant\":\"ml\"") &&
             !strstr(r.body, "\"tenant\":\"vision\""),
         "finance's audit view: %ld", r.status);
-  r = req(tokens[TW_ROLE_ADMIN], "GET", "/v1/audit?limit=3&format=jsonl", NULL, NULL, NULL);
+  r = req(tokens[TW_ROLE_ADMIN], "GET", "/v1/audit?limit=3&format=jsonl", NULL,
+          NULL, NULL);
   int lines = 0;
   for (const char *p = r.body; (p = strchr(p, '\n')); p++)
     lines++;
-  CHECK(r.status == 200 && lines == 3 && strstr(r.ctype, "jsonl"), "jsonl: %ld %d lines",
-        r.status, lines);
-  r = req(tokens[TW_ROLE_ADMIN], "GET", "/v1/audit?action=POST%20/v1/users&outcome=denied",
-          NULL, NULL, NULL);
+  CHECK(r.status == 200 && lines == 3 && strstr(r.ctype, "jsonl"),
+        "jsonl: %ld %d lines", r.status, lines);
+  r = req(tokens[TW_ROLE_ADMIN], "GET",
+          "/v1/audit?action=POST%20/v1/users&outcome=denied", NULL, NULL, NULL);
   CHECK(r.status == 200 && strstr(r.body, "\"principal\":\"ml-member\""),
         "denied user creations are audited: %.300s", r.body);
   r = req(tokens[TW_ROLE_ADMIN], "GET", "/v1/audit/verify", NULL, NULL, NULL);
-  CHECK(r.status == 200 && strstr(r.body, "\"ok\":true"), "verify: %.200s", r.body);
+  CHECK(r.status == 200 && strstr(r.body, "\"ok\":true"), "verify: %.200s",
+        r.body);
 }
 
 int main(void) {
@@ -510,15 +554,16 @@ int main(void) {
   snprintf(tokfile, sizeof tokfile, "%s/admin.token", dir);
   snprintf(keyfile, sizeof keyfile, "%s/key", dir);
   FILE *kf = fopen(keyfile, "w");
-  fputs("1111111111111111111111111111111111111111111111111111111111111111\n", kf);
+  fputs("1111111111111111111111111111111111111111111111111111111111111111\n",
+        kf);
   fclose(kf);
   curl_global_init(CURL_GLOBAL_ALL);
   struct tw_err err = {0};
   struct tw_store_opts so = {.path = path, .sync_full = false};
   struct tw_tenancy_opts to = {.admin_token_file = tokfile};
   struct tw_secrets_opts xo = {.key_file = keyfile};
-  if (tw_store_open(&so, &store, &err) || (to.store = store, xo.store = store,
-                                           tw_tenancy_open(&to, &ten, &err)) ||
+  if (tw_store_open(&so, &store, &err) ||
+      (to.store = store, xo.store = store, tw_tenancy_open(&to, &ten, &err)) ||
       tw_secrets_open(&xo, &sec, &err)) {
     fprintf(stderr, "setup: %s\n", err.msg);
     return 1;
@@ -536,8 +581,10 @@ int main(void) {
   }
   user("ml-colleague", "ml", TW_ROLE_MEMBER);
   user("vision-member", "vision", TW_ROLE_MEMBER);
-  struct tw_api_opts ao = {.listen = "127.0.0.1:0", .store = store,
-                           .auth = {.tenancy = ten, .secrets = sec, .rate_per_s = -1}};
+  struct tw_api_opts ao = {
+      .listen = "127.0.0.1:0",
+      .store = store,
+      .auth = {.tenancy = ten, .secrets = sec, .rate_per_s = -1}};
   if (tw_api_start(&ao, &api, &err)) {
     fprintf(stderr, "api: %s\n", err.msg);
     return 1;
@@ -557,7 +604,8 @@ int main(void) {
   tw_store_close(store);
   curl_global_cleanup();
   char p[200];
-  const char *sfx[] = {"/r.db", "/r.db-wal", "/r.db-shm", "/admin.token", "/key"};
+  const char *sfx[] = {"/r.db", "/r.db-wal", "/r.db-shm", "/admin.token",
+                       "/key"};
   for (int i = 0; i < 5; i++) {
     snprintf(p, sizeof p, "%s%s", dir, sfx[i]);
     unlink(p);

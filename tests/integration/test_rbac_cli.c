@@ -22,7 +22,7 @@ static int failures;
   do {                                                                         \
     if (!(cond)) {                                                             \
       failures++;                                                              \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                    \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
       fprintf(stderr, __VA_ARGS__);                                            \
       fputc('\n', stderr);                                                     \
     }                                                                          \
@@ -55,8 +55,12 @@ static int cli(const char *token, ...) {
   size_t ol, el;
   FILE *out = open_memstream(&last.out, &ol);
   FILE *err = open_memstream(&last.err, &el);
-  struct tw_cli_io io = {.out = out, .err = err, .in = stdin, .env_url = url,
-                         .env_token = token, .clock = tw_clock_real(),
+  struct tw_cli_io io = {.out = out,
+                         .err = err,
+                         .in = stdin,
+                         .env_url = url,
+                         .env_token = token,
+                         .clock = tw_clock_real(),
                          .sleep_ms = no_sleep};
   last.code = tw_cli_run(argc, argv, &io);
   fclose(out);
@@ -85,8 +89,8 @@ int main(void) {
   struct tw_tenancy_opts to = {.store = store, .admin_token_file = tokfile};
   if (tw_tenancy_open(&to, &ten, &err))
     return 1;
-  struct tw_api_opts ao = {.listen = "127.0.0.1:0", .store = store,
-                           .auth = {.tenancy = ten}};
+  struct tw_api_opts ao = {
+      .listen = "127.0.0.1:0", .store = store, .auth = {.tenancy = ten}};
   if (tw_api_start(&ao, &api, &err))
     return 1;
   snprintf(url, sizeof url, "http://127.0.0.1:%d", tw_api_port(api));
@@ -98,39 +102,47 @@ int main(void) {
   admin[strcspn(admin, "\n")] = '\0';
 
   /* without a token */
-  CHECK(cli(NULL, "tenant", "list", NULL) == 5 && has(last.err, "rejected (401)"),
+  CHECK(cli(NULL, "tenant", "list", NULL) == 5 &&
+            has(last.err, "rejected (401)"),
         "no token: %d %s", last.code, last.err);
   /* the admin sets up */
-  CHECK(cli(admin, "tenant", "create", "ml", NULL) == 0 && has(last.out, "ml\n"),
+  CHECK(cli(admin, "tenant", "create", "ml", NULL) == 0 &&
+            has(last.out, "ml\n"),
         "tenant create: %d %s", last.code, last.err);
-  CHECK(cli(admin, "tenant", "create", "vision", NULL) == 0, "tenant create vision");
-  CHECK(cli(admin, "user", "create", "ann", "--tenant", "ml", "--role", "tenant-admin",
-            NULL) == 0 && has(last.out, "ann   ml      tenant-admin"),
+  CHECK(cli(admin, "tenant", "create", "vision", NULL) == 0,
+        "tenant create vision");
+  CHECK(cli(admin, "user", "create", "ann", "--tenant", "ml", "--role",
+            "tenant-admin", NULL) == 0 &&
+            has(last.out, "ann   ml      tenant-admin"),
         "user create: %d %s %s", last.code, last.out, last.err);
   CHECK(cli(admin, "user", "create", "x", "--role", "boss", NULL) == 5 &&
             has(last.err, "role"),
         "bad role: %d %s", last.code, last.err);
-  CHECK(cli(admin, "token", "create", "--principal", "ann", "--ttl", "7d", NULL) == 0,
+  CHECK(cli(admin, "token", "create", "--principal", "ann", "--ttl", "7d",
+            NULL) == 0,
         "token create: %d %s", last.code, last.err);
   char ann[TW_TOKEN_LEN + 2];
   snprintf(ann, sizeof ann, "%s", last.out ? last.out : "");
   ann[strcspn(ann, "\n")] = '\0';
   CHECK(strlen(ann) == TW_TOKEN_LEN && !strncmp(ann, "twt_", 4),
         "stdout holds the token alone: \"%s\"", ann);
-  CHECK(has(last.err, "for ann (tenant ml)") && has(last.err, "shown this once"),
+  CHECK(has(last.err, "for ann (tenant ml)") &&
+            has(last.err, "shown this once"),
         "token create says what: %s", last.err);
   /* the tenant-admin makes a CI account and sees its own tenant only */
-  CHECK(cli(ann, "user", "create", "ci-bot", "--role", "ci", "--service", NULL) == 0 &&
+  CHECK(cli(ann, "user", "create", "ci-bot", "--role", "ci", "--service",
+            NULL) == 0 &&
             has(last.out, "ci-bot  ml      ci    service"),
         "ci user: %d %s %s", last.code, last.out, last.err);
-  CHECK(cli(ann, "user", "create", "spy", "--tenant", "vision", "--role", "viewer", NULL) ==
-                5 &&
+  CHECK(cli(ann, "user", "create", "spy", "--tenant", "vision", "--role",
+            "viewer", NULL) == 5 &&
             has(last.err, "(404)"),
         "another tenant's user: %d %s", last.code, last.err);
   CHECK(cli(ann, "tenant", "list", NULL) == 0 && has(last.out, "ml") &&
             !has(last.out, "vision"),
         "tenant list: %s", last.out);
-  CHECK(cli(ann, "token", "create", "--principal", "ci-bot", "--name", "pipeline", NULL) == 0,
+  CHECK(cli(ann, "token", "create", "--principal", "ci-bot", "--name",
+            "pipeline", NULL) == 0,
         "ci token: %s", last.err);
   char ci[TW_TOKEN_LEN + 2];
   snprintf(ci, sizeof ci, "%s", last.out ? last.out : "");
@@ -139,7 +151,8 @@ int main(void) {
             !has(last.out, "twt_"),
         "token list: %s", last.out);
   /* quotas: admin only, through If-Match */
-  CHECK(cli(ann, "quota", "set", "ml", "--vcpus", "8", NULL) == 5 && has(last.err, "(403)"),
+  CHECK(cli(ann, "quota", "set", "ml", "--vcpus", "8", NULL) == 5 &&
+            has(last.err, "(403)"),
         "tenant-admin sets a quota: %d %s", last.code, last.err);
   CHECK(cli(admin, "quota", "set", "ml", "--vcpus", "64:16", "--gpus", "A100=8",
             "--spot-share", "50", "--cohort", "research", NULL) == 0 &&
@@ -148,7 +161,8 @@ int main(void) {
   CHECK(cli(admin, "quota", "set", "ml", "--jobs", "4", NULL) == 0 &&
             has(last.out, "64     16") && has(last.out, "jobs       4"),
         "quota set keeps the rest: %s", last.out);
-  CHECK(cli(ann, "quota", "get", "ml", NULL) == 0 && has(last.out, "gpus.A100  8"),
+  CHECK(cli(ann, "quota", "get", "ml", NULL) == 0 &&
+            has(last.out, "gpus.A100  8"),
         "quota get: %s", last.out);
   CHECK(cli(ann, "quota", "get", "vision", NULL) == 5 && has(last.err, "(404)"),
         "another tenant's quota: %d", last.code);
@@ -158,34 +172,40 @@ int main(void) {
   f = fopen(spec, "w");
   fputs("name: big\nresources:\n  cpus: 99\n", f);
   fclose(f);
-  CHECK(cli(ci, "submit", spec, NULL) == 5 && has(last.err, "quota vcpus of tenant ml"),
+  CHECK(cli(ci, "submit", spec, NULL) == 5 &&
+            has(last.err, "quota vcpus of tenant ml"),
         "quota refusal: %d %s", last.code, last.err);
   /* budgets */
-  CHECK(cli(ann, "budget", "set", "ml", "--limit", "250", "--hard", "--stop-running", NULL) ==
-                0 &&
-            has(last.out, "Limit       $250.00") && has(last.out, "hard, stops running jobs"),
+  CHECK(cli(ann, "budget", "set", "ml", "--limit", "250", "--hard",
+            "--stop-running", NULL) == 0 &&
+            has(last.out, "Limit       $250.00") &&
+            has(last.out, "hard, stops running jobs"),
         "budget set: %d %s %s", last.code, last.out, last.err);
-  CHECK(cli(ann, "budget", "set", "ml", "--project", "train", "--limit", "99.50",
-            "--thresholds", "80,100", NULL) == 0 &&
+  CHECK(cli(ann, "budget", "set", "ml", "--project", "train", "--limit",
+            "99.50", "--thresholds", "80,100", NULL) == 0 &&
             has(last.out, "Thresholds  80% 100%"),
         "project budget: %s %s", last.out, last.err);
   CHECK(cli(ann, "budget", "set", "ml", "--limit", "300", NULL) == 0 &&
             has(last.out, "Limit       $300.00") && has(last.out, "hard"),
         "budget change keeps the mode: %s", last.out);
-  CHECK(cli(ann, "budget", "status", "ml", NULL) == 0 && has(last.out, "train") &&
-            has(last.out, "$300.00") && has(last.out, "$99.50"),
+  CHECK(cli(ann, "budget", "status", "ml", NULL) == 0 &&
+            has(last.out, "train") && has(last.out, "$300.00") &&
+            has(last.out, "$99.50"),
         "budget status: %s", last.out);
   CHECK(cli(ci, "budget", "get", "ml", NULL) == 5 && has(last.err, "(403)"),
         "ci reads a budget: %d", last.code);
   /* audit */
-  CHECK(cli(ann, "audit", "list", "--action", "PUT /v1/tenants/{tenant}/budget", NULL) == 0 &&
+  CHECK(cli(ann, "audit", "list", "--action", "PUT /v1/tenants/{tenant}/budget",
+            NULL) == 0 &&
             has(last.out, "ann") && has(last.out, "ok"),
         "audit list: %s %s", last.out, last.err);
   CHECK(cli(ann, "audit", "verify", NULL) == 5 && has(last.err, "(403)"),
         "verify needs the admin: %d %s", last.code, last.err);
-  CHECK(cli(admin, "audit", "verify", NULL) == 0 && has(last.out, "audit log intact: "),
+  CHECK(cli(admin, "audit", "verify", NULL) == 0 &&
+            has(last.out, "audit log intact: "),
         "verify: %d %s %s", last.code, last.out, last.err);
-  CHECK(cli(admin, "audit", "export", NULL) == 0 && has(last.out, "\"prev_hash\""),
+  CHECK(cli(admin, "audit", "export", NULL) == 0 &&
+            has(last.out, "\"prev_hash\""),
         "export: %d", last.code);
   int lines = 0;
   for (const char *p = last.out; p && (p = strchr(p, '\n')); p++)
@@ -195,11 +215,12 @@ int main(void) {
   tw_api_stop(api);
   tw_tenancy_free(ten);
   tw_store_close(store);
-  CHECK(cli(NULL, "audit", "verify", "--db", path, NULL) == 0, "--db intact: %s", last.out);
+  CHECK(cli(NULL, "audit", "verify", "--db", path, NULL) == 0,
+        "--db intact: %s", last.out);
   sqlite3 *db;
   sqlite3_open(path, &db);
-  sqlite3_exec(db, "UPDATE audit_log SET principal = 'nobody' WHERE seq = 4", NULL, NULL,
-               NULL);
+  sqlite3_exec(db, "UPDATE audit_log SET principal = 'nobody' WHERE seq = 4",
+               NULL, NULL, NULL);
   sqlite3_close(db);
   CHECK(cli(NULL, "audit", "verify", "--db", path, NULL) == 1 &&
             has(last.out, "audit log broken: entry 4 was altered"),
@@ -208,7 +229,8 @@ int main(void) {
   free(last.out);
   free(last.err);
   curl_global_cleanup();
-  const char *files[] = {"c.db", "c.db-wal", "c.db-shm", "admin.token", "big.yaml"};
+  const char *files[] = {"c.db", "c.db-wal", "c.db-shm", "admin.token",
+                         "big.yaml"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     char p[200];
     snprintf(p, sizeof p, "%s/%s", dir, files[i]);

@@ -23,12 +23,12 @@
 #define HOUR 3600000LL
 
 static int failures;
-#define CHECK(c)                                                                          \
-  do {                                                                                    \
-    if (!(c)) {                                                                           \
-      fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);                        \
-      failures++;                                                                         \
-    }                                                                                     \
+#define CHECK(c)                                                               \
+  do {                                                                         \
+    if (!(c)) {                                                                \
+      fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);             \
+      failures++;                                                              \
+    }                                                                          \
   } while (0)
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
@@ -60,7 +60,8 @@ static const char *find_chromium(void) {
   const char *path = getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin";
   for (size_t i = 0; i < 3; i++) {
     char *copy = tw_strdup(path), *save = NULL;
-    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+    for (char *d = strtok_r(copy, ":", &save); d;
+         d = strtok_r(NULL, ":", &save)) {
       snprintf(found, sizeof found, "%s/%s", d, names[i]);
       if (access(found, X_OK) == 0) {
         free(copy);
@@ -83,7 +84,8 @@ static int64_t uusd(const char *s) {
 }
 
 /* The integer in attr="N" after `after` in text, or -1. */
-static int64_t attr_after(const char *text, const char *after, const char *attr) {
+static int64_t attr_after(const char *text, const char *after,
+                          const char *attr) {
   const char *p = strstr(text, after);
   if (!p)
     return -1;
@@ -108,7 +110,8 @@ static char *slurp(const char *path) {
 static void seed(struct tw_store *s) {
   static const char *tenants[] = {"ml-research", "web", "etl", "analytics"};
   static const char *providers[] = {"aws", "azure", "alibaba", "slurm"};
-  static const char *regions[] = {"us-east-1", "westeurope", "cn-hangzhou", "lab"};
+  static const char *regions[] = {"us-east-1", "westeurope", "cn-hangzhou",
+                                  "lab"};
   struct tw_ledger_row rows[19 * 16];
   size_t n = 0;
   uint64_t x = 0x2545f4914f6cdd1dULL;
@@ -141,8 +144,9 @@ static void seed(struct tw_store *s) {
   struct tw_err err = {0};
   if (tw_ledger_append(s, rows, n, NOV1, &err))
     fprintf(stderr, "seed: %s\n", err.msg), exit(1);
-  struct tw_ledger_budget b[2] = {{.tenant = "", .limit_uusd = 3200000000LL},
-                                  {.tenant = "ml-research", .limit_uusd = 1200000000LL}};
+  struct tw_ledger_budget b[2] = {
+      {.tenant = "", .limit_uusd = 3200000000LL},
+      {.tenant = "ml-research", .limit_uusd = 1200000000LL}};
   if (tw_ledger_budgets_set(s, b, 2, &err))
     fprintf(stderr, "budgets: %s\n", err.msg), exit(1);
 }
@@ -150,8 +154,9 @@ static void seed(struct tw_store *s) {
 int main(void) {
   const char *chromium = find_chromium();
   if (!chromium) {
-    printf("SKIPPED: chromium is not installed (scripts/deps.sh installs Debian's "
-           "chromium package)\n");
+    printf(
+        "SKIPPED: chromium is not installed (scripts/deps.sh installs Debian's "
+        "chromium package)\n");
     return 77;
   }
   char dir[64];
@@ -172,9 +177,13 @@ int main(void) {
   seed(store);
   curl_global_init(CURL_GLOBAL_DEFAULT);
   struct tw_api *api = NULL;
-  struct tw_api_opts ao = {.listen = "127.0.0.1:0", .store = store, .clock = &clk,
-                           .max_body_bytes = 1 << 20, .max_connections = 16,
-                           .timeout_s = 30, .auth = {.open = true}};
+  struct tw_api_opts ao = {.listen = "127.0.0.1:0",
+                           .store = store,
+                           .clock = &clk,
+                           .max_body_bytes = 1 << 20,
+                           .max_connections = 16,
+                           .timeout_s = 30,
+                           .auth = {.open = true}};
   if (tw_api_start(&ao, &api, &err)) {
     fprintf(stderr, "api: %s\n", err.msg);
     return 1;
@@ -184,7 +193,9 @@ int main(void) {
   struct tw_buf html, csv;
   tw_buf_init(&html);
   tw_buf_init(&csv);
-  const char *q = "/v1/reports/spend?from=2025-11-01&to=2025-12-01&group_by=tenant,provider";
+  const char *q =
+      "/v1/reports/"
+      "spend?from=2025-11-01&to=2025-12-01&group_by=tenant,provider";
   char path[256];
   snprintf(path, sizeof path, "%s&format=html", q);
   CHECK(get(port, path, &html) == 200);
@@ -199,7 +210,8 @@ int main(void) {
        line = strtok_r(NULL, "\r\n", &save)) {
     char *fields[8], *fs = NULL;
     int nf = 0;
-    for (char *f = strtok_r(line, ",", &fs); f && nf < 8; f = strtok_r(NULL, ",", &fs))
+    for (char *f = strtok_r(line, ",", &fs); f && nf < 8;
+         f = strtok_r(NULL, ",", &fs))
       fields[nf++] = f;
     if (col < 0) {
       for (int i = 0; i < nf; i++)
@@ -222,9 +234,10 @@ int main(void) {
   FILE *f = fopen(page, "wb");
   fwrite(html.data, 1, html.len, f);
   fclose(f);
-  const char *flags = "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
-                      "--disable-background-networking --disable-component-update "
-                      "--disable-sync --hide-scrollbars";
+  const char *flags =
+      "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+      "--disable-background-networking --disable-component-update "
+      "--disable-sync --hide-scrollbars";
   char cmd[2048];
   snprintf(cmd, sizeof cmd,
            "timeout 90 '%s' %s --user-data-dir='%s' --virtual-time-budget=3000 "
@@ -246,7 +259,8 @@ int main(void) {
     CHECK(tfoot != NULL);
     if (tfoot) {
       /* list, then effective */
-      const char *eff = strstr(strstr(tfoot, "data-uusd=\"") + 1, "data-uusd=\"");
+      const char *eff =
+          strstr(strstr(tfoot, "data-uusd=\"") + 1, "data-uusd=\"");
       CHECK(eff && strtoll(eff + 11, NULL, 10) == csv_total);
     }
     /* and the rows of the table add up to it */
@@ -254,14 +268,16 @@ int main(void) {
     const char *detail = strstr(d, "id=\"detail\"");
     const char *body = detail ? strstr(detail, "<tbody>") : NULL;
     const char *end = body ? strstr(body, "</tbody>") : NULL;
-    for (const char *tr = body; tr && end && (tr = strstr(tr, "<tr>")) && tr < end; tr++) {
+    for (const char *tr = body;
+         tr && end && (tr = strstr(tr, "<tr>")) && tr < end; tr++) {
       const char *c1 = strstr(tr, "data-uusd=\"");
       const char *c2 = c1 ? strstr(c1 + 1, "data-uusd=\"") : NULL;
       if (c2 && c2 < end)
         rows_total += strtoll(c2 + 11, NULL, 10);
     }
     CHECK(rows_total == csv_total);
-    printf("charts drawn: time=%lld tenants=%lld burndown=%lld; total %lld uusd = CSV\n",
+    printf("charts drawn: time=%lld tenants=%lld burndown=%lld; total %lld "
+           "uusd = CSV\n",
            (long long)attr_after(d, "id=\"chart-time\"", "data-drawn=\""),
            (long long)attr_after(d, "id=\"chart-tenants\"", "data-drawn=\""),
            (long long)attr_after(d, "id=\"chart-burndown\"", "data-drawn=\""),
@@ -279,7 +295,8 @@ int main(void) {
   CHECK(stat(png, &st) == 0 && st.st_size > 20000);
   const char *keep = getenv("TW_REPORT_SCREENSHOT");
   if (keep && *keep) {
-    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && cp '%s' '%s.html'", png, keep, page, keep);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s' && cp '%s' '%s.html'", png, keep,
+             page, keep);
     CHECK(system(cmd) == 0);
   }
 
@@ -291,8 +308,10 @@ int main(void) {
   curl_global_cleanup();
   if (!failures) {
     /* chromium's helpers may still be closing the profile: try again */
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' 2>/dev/null || rm -rf '%s' 2>/dev/null || rm -rf '%s'",
-             dir, dir, dir);
+    snprintf(
+        cmd, sizeof cmd,
+        "rm -rf '%s' 2>/dev/null || rm -rf '%s' 2>/dev/null || rm -rf '%s'",
+        dir, dir, dir);
     if (system(cmd) != 0)
       fprintf(stderr, "could not remove %s\n", dir);
   } else {

@@ -27,7 +27,8 @@ static pid_t fake_pid;
 static int start_fake(char *url, size_t urlsz) {
   const char *bin_dir = getenv("TW_BINARY_DIR");
   char bin[1024];
-  snprintf(bin, sizeof bin, "%s/tests/tradewind-fakecloud", bin_dir ? bin_dir : ".");
+  snprintf(bin, sizeof bin, "%s/tests/tradewind-fakecloud",
+           bin_dir ? bin_dir : ".");
   if (access(bin, X_OK))
     return -1;
   int pfd[2];
@@ -37,14 +38,15 @@ static int start_fake(char *url, size_t urlsz) {
   if (fake_pid == 0) {
     dup2(pfd[1], 1);
     close(pfd[0]);
-    execl(bin, bin, "--listen", "127.0.0.1:0", "--seed", "3", "--pending-ms", "500",
-          (char *)NULL);
+    execl(bin, bin, "--listen", "127.0.0.1:0", "--seed", "3", "--pending-ms",
+          "500", (char *)NULL);
     _exit(127);
   }
   close(pfd[1]);
   char line[256];
   size_t n = 0;
-  while (n + 1 < sizeof line && read(pfd[0], line + n, 1) == 1 && line[n] != '\n')
+  while (n + 1 < sizeof line && read(pfd[0], line + n, 1) == 1 &&
+         line[n] != '\n')
     n++;
   line[n] = '\0';
   close(pfd[0]);
@@ -81,7 +83,8 @@ int main(void) {
   twtest_resp_release(&r);
   /* listing shows names and key ids, never values */
   twtest_http(d.url, "GET", "/v1/secrets", NULL, NULL, &r);
-  CHECK(r.status == 200 && strstr(r.body, "aws-sk") && !strstr(r.body, "fake-secret"));
+  CHECK(r.status == 200 && strstr(r.body, "aws-sk") &&
+        !strstr(r.body, "fake-secret"));
   twtest_resp_release(&r);
   CHECK(twtest_daemon_stop(&d, 10000) == 0);
 
@@ -100,7 +103,9 @@ int main(void) {
   CHECK(twtest_daemon_write_config(&d, cfg) == 0);
   CHECK(twtest_daemon_start(&d) == 0);
   twtest_http(d.url, "POST", "/v1/jobs", "application/json",
-              "{\"name\":\"sealed\",\"resources\":{\"cpus\":\"2+\"},\"duration\":\"1h\"}", &r);
+              "{\"name\":\"sealed\",\"resources\":{\"cpus\":\"2+\"},"
+              "\"duration\":\"1h\"}",
+              &r);
   CHECK(r.status == 201);
   char id[64] = "";
   const char *p = strstr(r.body, "\"id\":\"");
@@ -113,7 +118,8 @@ int main(void) {
     char path[128];
     snprintf(path, sizeof path, "/v1/jobs/%s", id);
     twtest_http(d.url, "GET", path, NULL, NULL, &r);
-    launched = strstr(r.body, "\"state\":\"provisioning\"") || strstr(r.body, "\"state\":\"running\"");
+    launched = strstr(r.body, "\"state\":\"provisioning\"") ||
+               strstr(r.body, "\"state\":\"running\"");
     twtest_resp_release(&r);
     if (!launched)
       usleep(100000);
@@ -124,11 +130,12 @@ int main(void) {
   CHECK(twtest_daemon_log_count(&d, "AKIDTRADEWINDFAKE") == 0);
 
   /* a secret that is not there stops the start, naming the key */
-  snprintf(cfg, sizeof cfg,
-           "%sproviders:\n"
-           "  - {name: aws-bad, type: aws, endpoint: %s, regions: [us-east-1],\n"
-           "     access_key_secret: aws-ak, secret_key_secret: nope}\n",
-           base, fake);
+  snprintf(
+      cfg, sizeof cfg,
+      "%sproviders:\n"
+      "  - {name: aws-bad, type: aws, endpoint: %s, regions: [us-east-1],\n"
+      "     access_key_secret: aws-ak, secret_key_secret: nope}\n",
+      base, fake);
   CHECK(twtest_daemon_write_config(&d, cfg) == 0);
   CHECK(twtest_daemon_start(&d) != 0);
   CHECK(twtest_daemon_wait(&d, 10000) == 1);

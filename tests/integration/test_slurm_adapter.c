@@ -232,12 +232,13 @@ static void jobs_run_and_report_exit_codes(struct tw_provider *p) {
   unique_token(t0, sizeof t0, "ok");
   unique_token(t3, sizeof t3, "three");
   struct tw_instance a, b, d;
-  CHECK_RC(launch(p, c1, t0, "echo hello from $TRADEWIND_TENANT\necho to-err >&2\n",
-                  &a, &err),
-           TW_OK);
-  CHECK_RC(launch(p, c1, t3, "#!/bin/bash\necho about to fail\nexit 3\n", &b,
+  CHECK_RC(launch(p, c1, t0,
+                  "echo hello from $TRADEWIND_TENANT\necho to-err >&2\n", &a,
                   &err),
            TW_OK);
+  CHECK_RC(
+      launch(p, c1, t3, "#!/bin/bash\necho about to fail\nexit 3\n", &b, &err),
+      TW_OK);
   CHECK(a.state == TW_INST_PENDING && a.id[0]);
   CHECK(!strcmp(a.client_token, t0) && !strcmp(a.job_id, "job-it"));
   CHECK(wait_for(p, a.id, is_finished, 30000, &d));
@@ -442,9 +443,9 @@ static void unknown_ids(struct tw_provider *p) {
   CHECK_RC(tw_provider_describe(p, "../etc", &d, &err), TW_E_NOTFOUND);
   CHECK_RC(tw_provider_read_output(p, "99999999", 0, 10, &out, &eof, &err),
            TW_E_NOTFOUND);
-  CHECK_RC(tw_provider_read_output(p, "../../etc/passwd", 0, 10, &out, &eof,
-                                   &err),
-           TW_E_NOTFOUND);
+  CHECK_RC(
+      tw_provider_read_output(p, "../../etc/passwd", 0, 10, &out, &eof, &err),
+      TW_E_NOTFOUND);
   tw_buf_release(&out);
 }
 

@@ -33,7 +33,7 @@ static int failures;
   do {                                                                         \
     if (!(cond)) {                                                             \
       failures++;                                                              \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                    \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
       fprintf(stderr, __VA_ARGS__);                                            \
       fputc('\n', stderr);                                                     \
     }                                                                          \
@@ -52,14 +52,16 @@ static int make_cert(void) {
   X509_gmtime_adj(X509_getm_notAfter(x), 3600L * 24);
   X509_set_pubkey(x, key);
   X509_NAME *name = X509_get_subject_name(x);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"127.0.0.1",
-                             -1, -1, 0);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             (const unsigned char *)"127.0.0.1", -1, -1, 0);
   X509_set_issuer_name(x, name);
   X509V3_CTX ctx;
   X509V3_set_ctx_nodb(&ctx);
   X509V3_set_ctx(&ctx, x, x, NULL, NULL, 0);
-  X509_EXTENSION *san = X509V3_EXT_nconf_nid(NULL, &ctx, NID_subject_alt_name, "IP:127.0.0.1");
-  X509_EXTENSION *bc = X509V3_EXT_nconf_nid(NULL, &ctx, NID_basic_constraints, "critical,CA:TRUE");
+  X509_EXTENSION *san =
+      X509V3_EXT_nconf_nid(NULL, &ctx, NID_subject_alt_name, "IP:127.0.0.1");
+  X509_EXTENSION *bc = X509V3_EXT_nconf_nid(NULL, &ctx, NID_basic_constraints,
+                                            "critical,CA:TRUE");
   X509_add_ext(x, san, -1);
   X509_add_ext(x, bc, -1);
   X509_EXTENSION_free(san);
@@ -171,19 +173,22 @@ static void cli_checks(int port, const char *tok) {
   const char *list[] = {"jobs", "list", "-o", "json", NULL};
   const char *flag[] = {"--cacert", certf, "jobs", "list", "-o", "json", NULL};
   int code = run_cli(flag, plain);
-  CHECK(code == 0 && strstr(cli_output(), "["), "cli --cacert: exit %d: %s", code,
-        cli_output());
+  CHECK(code == 0 && strstr(cli_output(), "["), "cli --cacert: exit %d: %s",
+        code, cli_output());
   code = run_cli(list, with_ca);
-  CHECK(code == 0, "cli with TRADEWIND_CACERT: exit %d: %s", code, cli_output());
+  CHECK(code == 0, "cli with TRADEWIND_CACERT: exit %d: %s", code,
+        cli_output());
   code = run_cli(list, plain);
   CHECK(code == 3 && strstr(cli_output(), "cannot reach https://"),
         "cli trusting the system's store: exit %d: %s", code, cli_output());
   /* the certificate is for 127.0.0.1: another name for the host fails */
   char local[96];
   snprintf(local, sizeof local, "https://localhost:%d", port);
-  const char *byname[] = {"--url", local, "--cacert", certf, "jobs", "list", NULL};
+  const char *byname[] = {"--url", local,  "--cacert", certf,
+                          "jobs",  "list", NULL};
   code = run_cli(byname, plain);
-  CHECK(code == 3, "cli to a name the certificate lacks: exit %d: %s", code, cli_output());
+  CHECK(code == 3, "cli to a name the certificate lacks: exit %d: %s", code,
+        cli_output());
   unlink(outf);
 }
 #endif
@@ -224,26 +229,33 @@ int main(void) {
   tok[strcspn(tok, "\n")] = '\0';
 
   struct tw_api *api;
-  struct tw_api_opts ao = {.listen = "127.0.0.1:0", .store = store,
-                           .auth = {.tenancy = ten, .tls_cert_file = certf,
-                                    .tls_key_file = keyf}};
+  struct tw_api_opts ao = {
+      .listen = "127.0.0.1:0",
+      .store = store,
+      .auth = {.tenancy = ten, .tls_cert_file = certf, .tls_key_file = keyf}};
   if (tw_api_start(&ao, &api, &err)) {
     fprintf(stderr, "start: %s\n", err.msg);
     return 1;
   }
   char https[128], http[128];
-  snprintf(https, sizeof https, "https://127.0.0.1:%d/v1/whoami", tw_api_port(api));
-  snprintf(http, sizeof http, "http://127.0.0.1:%d/v1/whoami", tw_api_port(api));
+  snprintf(https, sizeof https, "https://127.0.0.1:%d/v1/whoami",
+           tw_api_port(api));
+  snprintf(http, sizeof http, "http://127.0.0.1:%d/v1/whoami",
+           tw_api_port(api));
 
   struct resp r = get(https, tok, certf);
-  CHECK(r.rc == CURLE_OK && r.status == 200 && strstr(r.body, "\"role\":\"admin\""),
-        "https with the certificate: curl %d status %ld %s", r.rc, r.status, r.body);
+  CHECK(r.rc == CURLE_OK && r.status == 200 &&
+            strstr(r.body, "\"role\":\"admin\""),
+        "https with the certificate: curl %d status %ld %s", r.rc, r.status,
+        r.body);
   r = get(https, NULL, certf);
-  CHECK(r.rc == CURLE_OK && r.status == 401, "https without a token: %ld", r.status);
+  CHECK(r.rc == CURLE_OK && r.status == 401, "https without a token: %ld",
+        r.status);
   r = get(https, tok, NULL);
   CHECK(r.rc != CURLE_OK, "a client trusting nothing accepted the server");
   r = get(http, tok, NULL);
-  CHECK(r.rc != CURLE_OK || r.status != 200, "plain HTTP got an answer: %ld", r.status);
+  CHECK(r.rc != CURLE_OK || r.status != 200, "plain HTTP got an answer: %ld",
+        r.status);
 #ifdef TW_CLI_BIN
   cli_checks(tw_api_port(api), tok);
 #else
@@ -252,22 +264,27 @@ int main(void) {
   tw_api_stop(api);
 
   /* half a configuration, or not PEM: the start fails and says why */
-  struct tw_api_opts half = {.listen = "127.0.0.1:0", .store = store,
+  struct tw_api_opts half = {.listen = "127.0.0.1:0",
+                             .store = store,
                              .auth = {.tenancy = ten, .tls_cert_file = certf}};
   memset(&err, 0, sizeof err);
-  CHECK(tw_api_start(&half, &api, &err) == TW_E_INVALID && strstr(err.msg, "both"),
+  CHECK(tw_api_start(&half, &api, &err) == TW_E_INVALID &&
+            strstr(err.msg, "both"),
         "cert without key: %s", err.msg);
-  struct tw_api_opts notpem = {.listen = "127.0.0.1:0", .store = store,
-                               .auth = {.tenancy = ten, .tls_cert_file = tokfile,
-                                        .tls_key_file = keyf}};
+  struct tw_api_opts notpem = {
+      .listen = "127.0.0.1:0",
+      .store = store,
+      .auth = {.tenancy = ten, .tls_cert_file = tokfile, .tls_key_file = keyf}};
   memset(&err, 0, sizeof err);
-  CHECK(tw_api_start(&notpem, &api, &err) == TW_E_INVALID && strstr(err.msg, "not a PEM"),
+  CHECK(tw_api_start(&notpem, &api, &err) == TW_E_INVALID &&
+            strstr(err.msg, "not a PEM"),
         "not PEM: %s", err.msg);
 
   tw_tenancy_free(ten);
   tw_store_close(store);
   curl_global_cleanup();
-  const char *files[] = {"t.db", "t.db-wal", "t.db-shm", "admin.token", "tls.crt", "tls.key"};
+  const char *files[] = {"t.db",        "t.db-wal", "t.db-shm",
+                         "admin.token", "tls.crt",  "tls.key"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     char p[200];
     snprintf(p, sizeof p, "%s/%s", dir, files[i]);

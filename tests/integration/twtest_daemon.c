@@ -97,7 +97,8 @@ static int init_config(struct twtest_daemon *d, const char *config_text) {
     return twtest_daemon_write_config(d, config_text);
   const char *src = getenv("TW_SOURCE_DIR");
   char path[1024];
-  snprintf(path, sizeof path, "%s/configs/tradewind.yaml", src && *src ? src : ".");
+  snprintf(path, sizeof path, "%s/configs/tradewind.yaml",
+           src && *src ? src : ".");
   if (access(path, R_OK) != 0) {
     fprintf(stderr, "twtest: cannot read %s (set TW_SOURCE_DIR)\n", path);
     return -1;
@@ -113,7 +114,8 @@ int twtest_daemon_init(struct twtest_daemon *d, const char *config_text) {
   d->out_fd = -1;
   d->override_addr = true;
   const char *tmp = getenv("TMPDIR");
-  snprintf(d->dir, sizeof d->dir, "%s/tw-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  snprintf(d->dir, sizeof d->dir, "%s/tw-test-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(d->dir)) {
     fprintf(stderr, "twtest: mkdtemp %s: %s\n", d->dir, strerror(errno));
     return -1;
@@ -241,7 +243,8 @@ int twtest_daemon_start(struct twtest_daemon *d) {
   for (;;) {
     int left = (int)(deadline - now_ms());
     if (left <= 0) {
-      fprintf(stderr, "twtest: tradewindd did not print its address within %d ms\n",
+      fprintf(stderr,
+              "twtest: tradewindd did not print its address within %d ms\n",
               START_TIMEOUT_MS);
       twtest_daemon_kill(d);
       return -1;
@@ -269,7 +272,8 @@ int twtest_daemon_start(struct twtest_daemon *d) {
   const char *prefix = "listening http://";
   const char *colon = strrchr(line, ':');
   if (strncmp(line, prefix, strlen(prefix)) != 0 || !colon) {
-    fprintf(stderr, "twtest: unexpected first line from tradewindd: \"%s\"\n", line);
+    fprintf(stderr, "twtest: unexpected first line from tradewindd: \"%s\"\n",
+            line);
     twtest_daemon_kill(d);
     return -1;
   }
@@ -320,7 +324,8 @@ int twtest_daemon_stop(struct twtest_daemon *d, int timeout_ms) {
   kill(d->pid, SIGTERM);
   int rc = twtest_daemon_wait(d, timeout_ms);
   if (rc < 0) {
-    fprintf(stderr, "twtest: tradewindd did not stop within %d ms after SIGTERM\n",
+    fprintf(stderr,
+            "twtest: tradewindd did not stop within %d ms after SIGTERM\n",
             timeout_ms);
     twtest_daemon_kill(d);
   }
@@ -334,7 +339,8 @@ void twtest_daemon_kill(struct twtest_daemon *d) {
   reap(d, 0);
 }
 
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+static int rm_one(const char *path, const struct stat *sb, int flag,
+                  struct FTW *ftw) {
   (void)sb;
   (void)flag;
   (void)ftw;
@@ -354,9 +360,12 @@ void twtest_daemon_cleanup(struct twtest_daemon *d, bool keep) {
   d->dir[0] = '\0';
 }
 
-char *twtest_daemon_log_read(const struct twtest_daemon *d) { return read_all(d->log); }
+char *twtest_daemon_log_read(const struct twtest_daemon *d) {
+  return read_all(d->log);
+}
 
-size_t twtest_daemon_log_count(const struct twtest_daemon *d, const char *needle) {
+size_t twtest_daemon_log_count(const struct twtest_daemon *d,
+                               const char *needle) {
   char *text = read_all(d->log);
   size_t count = 0;
   for (char *line = text; line && *line;) {
@@ -409,8 +418,8 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg) {
   return add;
 }
 
-static void header_value(const char *line, size_t n, const char *name, char *out,
-                         size_t outsz) {
+static void header_value(const char *line, size_t n, const char *name,
+                         char *out, size_t outsz) {
   size_t nl = strlen(name);
   if (n <= nl || strncasecmp(line, name, nl) != 0 || line[nl] != ':')
     return;
@@ -425,13 +434,15 @@ static void header_value(const char *line, size_t n, const char *name, char *out
 
 static size_t on_header(char *p, size_t size, size_t n, void *arg) {
   struct twtest_resp *r = arg;
-  header_value(p, size * n, "Content-Type", r->content_type, sizeof r->content_type);
+  header_value(p, size * n, "Content-Type", r->content_type,
+               sizeof r->content_type);
   header_value(p, size * n, "Location", r->location, sizeof r->location);
   return size * n;
 }
 
 int twtest_http(const char *base_url, const char *method, const char *path,
-                const char *content_type, const char *body, struct twtest_resp *out) {
+                const char *content_type, const char *body,
+                struct twtest_resp *out) {
   memset(out, 0, sizeof *out);
   CURL *h = curl_easy_init();
   if (!h)

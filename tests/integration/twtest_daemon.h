@@ -32,8 +32,8 @@ struct twtest_daemon {
   char log[320];    /* dir/tradewindd.log: the daemon's stderr */
   char url[64];     /* "http://127.0.0.1:PORT" while running */
   int port;
-  pid_t pid;        /* 0 when not running */
-  int out_fd;       /* read end of the daemon's stdout, -1 when none */
+  pid_t pid;  /* 0 when not running */
+  int out_fd; /* read end of the daemon's stdout, -1 when none */
   /* Pass `--listen 127.0.0.1:0 --db <db>` (the default).  Clear it to let
    * the config file alone decide, e.g. to change `db` or `listen` on a
    * reload. */
@@ -93,8 +93,8 @@ bool twtest_daemon_wait_log(const struct twtest_daemon *d, const char *needle,
 /* ---- a blocking HTTP client (libcurl, a new connection per call) -------- */
 
 struct twtest_resp {
-  long status;            /* 0 when no answer came */
-  char *body;             /* owned, NUL-terminated, never NULL after a call */
+  long status; /* 0 when no answer came */
+  char *body;  /* owned, NUL-terminated, never NULL after a call */
   size_t len;
   char content_type[128]; /* "" when absent */
   char location[256];     /* "" when absent */

@@ -41,8 +41,7 @@ static void money(void) {
   CHECK(!tw_ecs_decimal_nano("0x10", &v));
 
   /* 0.693 CNY at 0.138 USD/CNY = 0.095634 USD = 95634 micro-USD. */
-  CHECK(tw_ecs_to_uusd(693000000, 138000000, &v, NULL) == TW_OK &&
-        v == 95634);
+  CHECK(tw_ecs_to_uusd(693000000, 138000000, &v, NULL) == TW_OK && v == 95634);
   /* rounding half up: 0.0000005 USD -> 1 micro-USD */
   CHECK(tw_ecs_to_uusd(5, 100000000, &v, NULL) == TW_OK && v == 0);
   CHECK(tw_ecs_to_uusd(5000, 100000000, &v, NULL) == TW_OK && v == 1);
@@ -124,7 +123,10 @@ static void malformed(void) {
   tw_instance_list_init(&l);
   struct tw_err err;
   static const char *const bad[] = {
-      "", "[]", "{", "{\"Instances\": 3}",
+      "",
+      "[]",
+      "{",
+      "{\"Instances\": 3}",
       "{\"Instances\": {\"Instance\": 7}}",
       "{\"Instances\": {\"Instance\": [{\"InstanceId\": 5.5}]}}",
       "{\"Instances\": {\"Instance\": [{\"Status\": \"Running\"}]}}",
@@ -169,7 +171,8 @@ static void malformed(void) {
   struct tw_ecs_notice_list nl;
   tw_ecs_notice_list_init(&nl);
   CHECK(tw_ecs_parse_reclaim_events(ev, strlen(ev), &nl, NULL) == TW_OK);
-  CHECK(nl.n == 1 && !strcmp(nl.items[0].instance_id, "i-bp19w6o2tqa9jvoh8xxx") &&
+  CHECK(nl.n == 1 &&
+        !strcmp(nl.items[0].instance_id, "i-bp19w6o2tqa9jvoh8xxx") &&
         nl.items[0].time_ms == 1574064244000LL &&
         !strcmp(nl.items[0].action, "delete"));
   tw_ecs_notice_list_release(&nl);
@@ -217,8 +220,8 @@ static int fixtures(void) {
   if (l.n == 1) {
     const struct tw_instance *in = &l.items[0];
     CHECK(!strcmp(in->id, "i-bp67acfmxazb4p****"));
-    CHECK(in->state == TW_INST_RUNNING && !strcmp(in->provider_state,
-                                                  "Running"));
+    CHECK(in->state == TW_INST_RUNNING &&
+          !strcmp(in->provider_state, "Running"));
     CHECK(!strcmp(in->zone, "cn-hangzhou-g") &&
           !strcmp(in->region, "cn-hangzhou"));
     CHECK(!strcmp(in->instance_type, "ecs.g5.large"));
@@ -264,8 +267,7 @@ static int fixtures(void) {
     tw_ecs_spot_price_list_init(&sl);
     int64_t next = -1;
     char cur[8];
-    CHECK(tw_ecs_parse_spot_prices(body, len, &sl, &next, cur, &err) ==
-          TW_OK);
+    CHECK(tw_ecs_parse_spot_prices(body, len, &sl, &next, cur, &err) == TW_OK);
     CHECK(sl.n == 2 && next == 0 && !strcmp(cur, "CNY"));
     if (sl.n == 2) {
       CHECK(sl.items[0].price_nano == 36000000);
@@ -320,8 +322,8 @@ static int fixtures(void) {
   /* Every success example that is JSON is no error document. */
   static const char *const oks[] = {
       "DeleteInstance.response.json", "StartInstance.response.json",
-      "StopInstance.response.json", "CreateInstance.response.json",
-      "DescribeZones.response.json", "DescribeRegions.response.json"};
+      "StopInstance.response.json",   "CreateInstance.response.json",
+      "DescribeZones.response.json",  "DescribeRegions.response.json"};
   for (size_t i = 0; i < sizeof oks / sizeof oks[0]; i++) {
     body = slurp(dir, oks[i], &len);
     struct tw_ecs_error e;
@@ -331,10 +333,9 @@ static int fixtures(void) {
 
   /* The documented error codes: every QuotaExceed.* is provider quota,
    * every NoStock capacity, whatever status it came with. */
-  static const char *const csvs[] = {"RunInstances.errors.csv",
-                                     "CreateInstance.errors.csv",
-                                     "DeleteInstance.errors.csv",
-                                     "DescribeInstances.errors.csv"};
+  static const char *const csvs[] = {
+      "RunInstances.errors.csv", "CreateInstance.errors.csv",
+      "DeleteInstance.errors.csv", "DescribeInstances.errors.csv"};
   int rows = 0;
   for (size_t i = 0; i < sizeof csvs / sizeof csvs[0]; i++) {
     body = slurp(dir, csvs[i], &len);
@@ -366,8 +367,7 @@ static int fixtures(void) {
     free(body);
   }
   CHECK(rows > 100);
-  printf("recorded responses parsed; %d documented error rows classed\n",
-         rows);
+  printf("recorded responses parsed; %d documented error rows classed\n", rows);
   return 0;
 }
 

@@ -36,7 +36,7 @@ static int failures, checks;
     checks++;                                                                  \
     if (strcmp((got), (want))) {                                               \
       failures++;                                                              \
-      fprintf(stderr, "%s:%d: got \"%s\"\n  want \"%s\"\n", __FILE__,         \
+      fprintf(stderr, "%s:%d: got \"%s\"\n  want \"%s\"\n", __FILE__,          \
               __LINE__, (got), (want));                                        \
     }                                                                          \
   } while (0)
@@ -49,8 +49,8 @@ static void encoding(void) {
   /* space %20 (not '+'), '*' %2A, '~' kept, UTF-8 bytes one by one */
   CHECK_STR(b.data, "a%20b%2Ac~d-_.e%2Ff%2Bg%3Dh%26%E4%B8%AD");
   tw_buf_reset(&b);
-  const struct tw_ali_pair p[] = {{"b", "2"}, {"a", "z"}, {"Signature", "x"},
-                                  {"a", "y"}, {"B", "1"}};
+  const struct tw_ali_pair p[] = {
+      {"b", "2"}, {"a", "z"}, {"Signature", "x"}, {"a", "y"}, {"B", "1"}};
   tw_ali_canonical_query(&b, p, 5, "Signature");
   /* byte order: upper case before lower; equal names by value */
   CHECK_STR(b.data, "B=1&a=y&a=z&b=2");
@@ -110,12 +110,10 @@ static void acs3_matches_sdk(void) {
   tw_ali_acs3_result_release(&res);
 
   /* Values that need encoding: a space, '*', '~', a ':' in a tag key. */
-  const struct tw_ali_pair q2[] = {{"RegionId", "cn-hangzhou"},
-                                   {"SpotStrategy", "SpotWithPriceLimit"},
-                                   {"SpotPriceLimit", "0.5"},
-                                   {"Tag.1.Key", "tradewind:job"},
-                                   {"Tag.1.Value", "job 42*~"},
-                                   {"InstanceType", "ecs.g7.large"}};
+  const struct tw_ali_pair q2[] = {
+      {"RegionId", "cn-hangzhou"}, {"SpotStrategy", "SpotWithPriceLimit"},
+      {"SpotPriceLimit", "0.5"},   {"Tag.1.Key", "tradewind:job"},
+      {"Tag.1.Value", "job 42*~"}, {"InstanceType", "ecs.g7.large"}};
   const struct tw_ali_pair h2[] = {
       {"Host", "127.0.0.1:8080"},
       {"X-Acs-Action", "RunInstances"},
@@ -172,8 +170,8 @@ static void authz(void) {
   CHECK(tw_ali_acs3_parse_authz("AWS4-HMAC-SHA256 Credential=a", &a, &err) ==
         TW_E_AUTH);
   CHECK_STR(err.detail, "IncompleteSignature");
-  CHECK(tw_ali_acs3_parse_authz("ACS3-HMAC-SHA256 Credential=a,Signature=f",
-                                &a, NULL) == TW_E_AUTH);
+  CHECK(tw_ali_acs3_parse_authz("ACS3-HMAC-SHA256 Credential=a,Signature=f", &a,
+                                NULL) == TW_E_AUTH);
   CHECK(tw_ali_acs3_parse_authz(NULL, &a, NULL) == TW_E_AUTH);
   CHECK(tw_ali_equal("abc", "abc"));
   CHECK(!tw_ali_equal("abc", "abd"));
@@ -216,17 +214,16 @@ static int vectors(void) {
     }
     char sig[32], *sts = NULL;
     const char *id = json_string_value(json_object_get(v, "id"));
-    CHECK(tw_ali_rpc_sign(json_string_value(json_object_get(v, "method")), p,
-                          np,
-                          json_string_value(
-                              json_object_get(v, "access_key_secret")),
-                          sig, &sts, NULL) == TW_OK);
+    CHECK(tw_ali_rpc_sign(
+              json_string_value(json_object_get(v, "method")), p, np,
+              json_string_value(json_object_get(v, "access_key_secret")), sig,
+              &sts, NULL) == TW_OK);
     if (sts) {
       CHECK_STR(sts, json_string_value(json_object_get(v, "string_to_sign")));
       CHECK_STR(sig,
                 json_string_value(json_object_get(v, "expected_signature")));
-      const char *want_enc =
-          json_string_value(json_object_get(v, "expected_signature_urlencoded"));
+      const char *want_enc = json_string_value(
+          json_object_get(v, "expected_signature_urlencoded"));
       if (want_enc) {
         struct tw_buf b;
         tw_buf_init(&b);

@@ -61,9 +61,13 @@ static void fill(struct tw_audit *a, int n) {
     char obj[32], detail[64];
     snprintf(obj, sizeof obj, "j-%d", i);
     snprintf(detail, sizeof detail, "status=201 entry %d", i);
-    struct tw_audit_event ev = {.principal = "alice", .tenant = "ml",
-                                .action = "POST /v1/jobs", .object = obj,
-                                .outcome = "ok", .request_id = "r1", .detail = detail};
+    struct tw_audit_event ev = {.principal = "alice",
+                                .tenant = "ml",
+                                .action = "POST /v1/jobs",
+                                .object = obj,
+                                .outcome = "ok",
+                                .request_id = "r1",
+                                .detail = detail};
     int64_t seq = 0;
     assert_int_equal(tw_audit_append(a, &ev, &seq, NULL), TW_OK);
     assert_int_equal(seq, i);
@@ -135,11 +139,12 @@ static void altered_and_rehashed_entry_breaks_the_next_link(void **state) {
   sqlite3 *db;
   assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
   sqlite3_stmt *st;
-  assert_int_equal(sqlite3_prepare_v2(db,
-                                      "SELECT seq, at_ms, principal, tenant, action, object,"
-                                      " outcome, request_id, detail, prev_hash FROM audit_log"
-                                      " WHERE seq = 3",
-                                      -1, &st, NULL),
+  assert_int_equal(sqlite3_prepare_v2(
+                       db,
+                       "SELECT seq, at_ms, principal, tenant, action, object,"
+                       " outcome, request_id, detail, prev_hash FROM audit_log"
+                       " WHERE seq = 3",
+                       -1, &st, NULL),
                    SQLITE_OK);
   assert_int_equal(sqlite3_step(st), SQLITE_ROW);
   struct tw_audit_entry e = {.seq = 3, .at_ms = sqlite3_column_int64(st, 1)};
@@ -154,7 +159,8 @@ static void altered_and_rehashed_entry_breaks_the_next_link(void **state) {
   tw_audit_entry_hash(&e, (const char *)sqlite3_column_text(st, 9), h);
   sqlite3_finalize(st);
   char upd[200];
-  snprintf(upd, sizeof upd, "UPDATE audit_log SET hash = '%s' WHERE seq = 3", h);
+  snprintf(upd, sizeof upd, "UPDATE audit_log SET hash = '%s' WHERE seq = 3",
+           h);
   char *msg = NULL;
   assert_int_equal(sqlite3_exec(db, upd, NULL, NULL, &msg), SQLITE_OK);
   sqlite3_close(db);
@@ -203,8 +209,10 @@ static void *write_many(void *arg) {
   for (int i = 0; i < w->n; i++) {
     char obj[32];
     snprintf(obj, sizeof obj, "t%d-%d", w->id, i);
-    struct tw_audit_event ev = {.principal = "sched", .action = "sched.place",
-                                .object = obj, .outcome = "ok"};
+    struct tw_audit_event ev = {.principal = "sched",
+                                .action = "sched.place",
+                                .object = obj,
+                                .outcome = "ok"};
     if (tw_audit_append(w->a, &ev, NULL, NULL))
       return (void *)1;
   }
@@ -241,8 +249,11 @@ static void export_reverifies_from_json(void **state) {
   open_log(&s, &a);
   fill(a, 5);
   /* a detail with quotes, a newline and non-ASCII survives the round trip */
-  struct tw_audit_event ev = {.principal = "bob", .tenant = "ml", .action = "x",
-                              .object = "o", .outcome = "ok",
+  struct tw_audit_event ev = {.principal = "bob",
+                              .tenant = "ml",
+                              .action = "x",
+                              .object = "o",
+                              .outcome = "ok",
                               .detail = "said \"hi\"\nthen caf\xc3\xa9"};
   assert_int_equal(tw_audit_append(a, &ev, NULL, NULL), TW_OK);
   struct tw_audit_filter f = {.limit = 100};
@@ -264,13 +275,17 @@ static void export_reverifies_from_json(void **state) {
     back[i] = (struct tw_audit_entry){
         .seq = json_integer_value(json_object_get(docs[i], "seq")),
         .at_ms = json_integer_value(json_object_get(docs[i], "at_ms")),
-        .principal = (char *)json_string_value(json_object_get(docs[i], "principal")),
+        .principal =
+            (char *)json_string_value(json_object_get(docs[i], "principal")),
         .tenant = (char *)json_string_value(json_object_get(docs[i], "tenant")),
         .action = (char *)json_string_value(json_object_get(docs[i], "action")),
         .object = (char *)json_string_value(json_object_get(docs[i], "object")),
-        .outcome = (char *)json_string_value(json_object_get(docs[i], "outcome")),
-        .request_id = (char *)json_string_value(json_object_get(docs[i], "request_id")),
-        .detail = (char *)json_string_value(json_object_get(docs[i], "detail"))};
+        .outcome =
+            (char *)json_string_value(json_object_get(docs[i], "outcome")),
+        .request_id =
+            (char *)json_string_value(json_object_get(docs[i], "request_id")),
+        .detail =
+            (char *)json_string_value(json_object_get(docs[i], "detail"))};
     snprintf(back[i].prev_hash, sizeof back[i].prev_hash, "%s",
              json_string_value(json_object_get(docs[i], "prev_hash")));
     snprintf(back[i].hash, sizeof back[i].hash, "%s",
@@ -280,7 +295,8 @@ static void export_reverifies_from_json(void **state) {
   /* and a changed export does not */
   back[2].detail = "status=200";
   struct tw_err err = {0};
-  assert_int_equal(tw_audit_verify_entries(back, n, 1, NULL, &err), TW_E_CONFLICT);
+  assert_int_equal(tw_audit_verify_entries(back, n, 1, NULL, &err),
+                   TW_E_CONFLICT);
   assert_non_null(strstr(err.msg, "entry 3 was altered"));
   for (size_t i = 0; i < n; i++)
     json_decref(docs[i]);
@@ -304,12 +320,15 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(intact_chain_verifies, setup, teardown),
       cmocka_unit_test_setup_teardown(altered_entry_is_named, setup, teardown),
-      cmocka_unit_test_setup_teardown(altered_and_rehashed_entry_breaks_the_next_link,
-                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          altered_and_rehashed_entry_breaks_the_next_link, setup, teardown),
       cmocka_unit_test_setup_teardown(removed_entry_is_named, setup, teardown),
-      cmocka_unit_test_setup_teardown(reordered_entries_are_named, setup, teardown),
-      cmocka_unit_test_setup_teardown(concurrent_appends_form_one_chain, setup, teardown),
-      cmocka_unit_test_setup_teardown(export_reverifies_from_json, setup, teardown),
+      cmocka_unit_test_setup_teardown(reordered_entries_are_named, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(concurrent_appends_form_one_chain, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(export_reverifies_from_json, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,17 +36,16 @@ static void paths(void) {
                          &p) &&
         p.route == FC_AZ_OPERATION && !strcmp(p.op_id, "abc") &&
         !strcmp(p.location, "eastus"));
-  CHECK(fc_az_route_path("/subscriptions/s1/providers/Microsoft.Network/x",
-                         &p) &&
-        p.route == FC_AZ_ARM_OTHER);
+  CHECK(
+      fc_az_route_path("/subscriptions/s1/providers/Microsoft.Network/x", &p) &&
+      p.route == FC_AZ_ARM_OTHER);
   CHECK(fc_az_route_path("/t1/oauth2/v2.0/token", &p) &&
         p.route == FC_AZ_TOKEN && !strcmp(p.tenant, "t1"));
   CHECK(fc_az_route_path("/t1/v2.0/.well-known/openid-configuration", &p) &&
         p.route == FC_AZ_OPENID);
   CHECK(fc_az_route_path("/metadata/scheduledevents", &p) &&
         p.route == FC_AZ_EVENTS);
-  CHECK(fc_az_route_path("/api/retail/prices", &p) &&
-        p.route == FC_AZ_PRICES);
+  CHECK(fc_az_route_path("/api/retail/prices", &p) && p.route == FC_AZ_PRICES);
   /* Not ours: EC2's and Alibaba's "/", the control API. */
   CHECK(!fc_az_route_path("/", &p));
   CHECK(!fc_az_route_path("/_fake/health", &p));
@@ -77,7 +76,7 @@ static void paths(void) {
   "\"osProfile\":{\"adminUsername\":\"tw\",\"adminPassword\":\"Pw-1234567\","  \
   "\"customData\":\"aGk=\"},"
 #define NET                                                                    \
-  "\"networkProfile\":{\"networkInterfaces\":[{\"id\":\"/subscriptions/s/"    \
+  "\"networkProfile\":{\"networkInterfaces\":[{\"id\":\"/subscriptions/s/"     \
   "resourceGroups/r/providers/Microsoft.Network/networkInterfaces/n\"}]}"
 
 /* body must be refused with status and code (and target when given). */
@@ -117,17 +116,17 @@ static void vm_bodies(void) {
   refused("{", 400, "InvalidRequestContent", NULL);
   refused("{\"properties\":{}}", 400, "LocationRequired", NULL);
   refused(VM_HEAD "}}", 400, "InvalidParameter", "hardwareProfile.vmSize");
-  refused(VM_HEAD SIZE "\"x\":1}}", 400, "InvalidParameter",
-          "storageProfile");
+  refused(VM_HEAD SIZE "\"x\":1}}", 400, "InvalidParameter", "storageProfile");
   refused(VM_HEAD SIZE "\"storageProfile\":{}}}", 400, "InvalidParameter",
           "imageReference");
   refused(VM_HEAD SIZE IMAGE NET "}}", 400, "InvalidParameter", "osProfile");
-  refused(VM_HEAD SIZE IMAGE
-          "\"osProfile\":{\"adminUsername\":\"root\",\"adminPassword\":\"x\"},"
-          NET "}}",
-          400, "InvalidParameter", "adminUsername");
+  refused(
+      VM_HEAD SIZE IMAGE
+      "\"osProfile\":{\"adminUsername\":\"root\",\"adminPassword\":\"x\"}," NET
+      "}}",
+      400, "InvalidParameter", "adminUsername");
   refused(VM_HEAD SIZE IMAGE "\"osProfile\":{\"adminUsername\":\"tw\"}," NET
-          "}}",
+                             "}}",
           400, "InvalidParameter", "adminPassword");
   refused(VM_HEAD SIZE IMAGE
           "\"osProfile\":{\"adminUsername\":\"tw\",\"linuxConfiguration\":{"
@@ -147,8 +146,7 @@ static void vm_bodies(void) {
           "InvalidParameter", "priority");
   refused(VM_HEAD SIZE IMAGE OS NET ",\"evictionPolicy\":\"Delete\"}}", 400,
           "InvalidParameter", "evictionPolicy");
-  refused(VM_HEAD SIZE IMAGE OS NET
-          ",\"billingProfile\":{\"maxPrice\":-1}}}",
+  refused(VM_HEAD SIZE IMAGE OS NET ",\"billingProfile\":{\"maxPrice\":-1}}}",
           400, "InvalidParameter", "billingProfile");
   refused(VM_HEAD SIZE IMAGE OS NET
           ",\"priority\":\"Spot\",\"billingProfile\":{\"maxPrice\":0.123456}}}",
@@ -168,8 +166,8 @@ static void vm_bodies(void) {
           "InvalidRequestContent", NULL);
 
   /* tradewind:job is a valid tag name: ':' is not reserved. */
-  json_t *t = json_pack("{s:s,s:s}", "tradewind:job", "j", "tradewind:token",
-                        "a/b?c");
+  json_t *t =
+      json_pack("{s:s,s:s}", "tradewind:job", "j", "tradewind:token", "a/b?c");
   CHECK(fc_az_valid_tags(t, &e));
   json_decref(t);
   t = json_object();
@@ -254,8 +252,7 @@ static void token_requests(void) {
        "secret-a&scope=https%3A%2F%2Fmanagement.azure.com%2F.default",
        0, NULL},
       {"client_id=client-a", 400, "invalid_request"},
-      {"grant_type=password&client_id=client-a", 400,
-       "unsupported_grant_type"},
+      {"grant_type=password&client_id=client-a", 400, "unsupported_grant_type"},
       {"grant_type=client_credentials&client_id=nobody&client_secret=x", 400,
        "unauthorized_client"},
       {"grant_type=client_credentials&client_id=client-a", 401,

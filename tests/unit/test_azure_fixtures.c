@@ -186,12 +186,12 @@ static void retail_prices(void) {
   char *next = (char *)"unset";
   struct tw_arm_price_list l;
   tw_arm_price_list_init(&l);
-  char *b =
-      slurp("pricing-api/azure-retail/eastus_standard_d2s_v3_nofilter.json", &n);
+  char *b = slurp(
+      "pricing-api/azure-retail/eastus_standard_d2s_v3_nofilter.json", &n);
   enum tw_rc rc = tw_arm_parse_prices(b, n, &l, &next, &err);
   CHECK_RC(rc, TW_OK, err);
   CHECK(l.n == 9);
-  CHECK(next == NULL); /* "NextPageLink": null */
+  CHECK(next == NULL);                     /* "NextPageLink": null */
   int64_t uusd = 0, now = 1800000000000LL; /* 2027: every row in force */
   /* Linux pay-as-you-go: 0.096, not Windows (0.188) nor DevTest. */
   CHECK(tw_arm_prices_select(&l, "Standard_D2s_v3", "eastus",
@@ -210,8 +210,8 @@ static void retail_prices(void) {
   }
   CHECK(spot == 3 && lowpri == 3 && windows == 6);
   /* Before 2026-06-01 the recorded Spot rows were not yet in force. */
-  CHECK(!tw_arm_prices_select(&l, "Standard_D2s_v3", "eastus",
-                              TW_MARKET_SPOT, 1714564800000LL, &uusd));
+  CHECK(!tw_arm_prices_select(&l, "Standard_D2s_v3", "eastus", TW_MARKET_SPOT,
+                              1714564800000LL, &uusd));
   tw_arm_price_list_release(&l);
   free(b);
 }

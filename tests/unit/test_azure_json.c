@@ -22,8 +22,7 @@ static void error_classes(void) {
        TW_E_CAPACITY},
       {"AllocationFailed", "Allocation failed.", 0, TW_E_CAPACITY},
       {"ZonalAllocationFailed", "Allocation failed.", 0, TW_E_CAPACITY},
-      {"OverconstrainedAllocationRequest", "too restrictive", 0,
-       TW_E_CAPACITY},
+      {"OverconstrainedAllocationRequest", "too restrictive", 0, TW_E_CAPACITY},
       {"OverconstrainedZonalAllocationRequest", "", 0, TW_E_CAPACITY},
       {"OperationNotAllowed",
        "Operation could not be completed as it results in exceeding approved "
@@ -217,8 +216,7 @@ static void vms(void) {
   tw_err_clear(&err);
   CHECK(tw_arm_parse_vm(P(doc), &vm, &err) == TW_E_INVALID);
   tw_err_clear(&err);
-  CHECK(tw_arm_parse_vm(P("{\"location\":\"x\"}"), &vm, &err) ==
-        TW_E_INVALID);
+  CHECK(tw_arm_parse_vm(P("{\"location\":\"x\"}"), &vm, &err) == TW_E_INVALID);
   tw_err_clear(&err);
   CHECK(tw_arm_parse_vm(P("[1,2]"), &vm, &err) == TW_E_INVALID);
   tw_err_clear(&err);
@@ -290,11 +288,13 @@ static void skus(void) {
         "{\"resourceType\":\"virtualMachines\",\"name\":\"Standard_NC24ads_"
         "A100_v4\",\"tier\":\"Standard\",\"family\":\"StandardNCADSA100v4Family"
         "\",\"locations\":[\"eastus\"],\"locationInfo\":[{\"location\":"
-        "\"eastus\",\"zones\":[\"2\",\"3\",\"1\"]}],\"capabilities\":[{\"name\":"
+        "\"eastus\",\"zones\":[\"2\",\"3\",\"1\"]}],\"capabilities\":[{"
+        "\"name\":"
         "\"vCPUs\",\"value\":\"24\"},{\"name\":\"MemoryGB\",\"value\":\"220\"},"
         "{\"name\":\"GPUs\",\"value\":\"1\"},{\"name\":\"CpuArchitectureType\","
         "\"value\":\"x64\"},{\"name\":\"LowPriorityCapable\",\"value\":"
-        "\"True\"}],\"restrictions\":[{\"type\":\"Zone\",\"values\":[\"eastus\"]"
+        "\"True\"}],\"restrictions\":[{\"type\":\"Zone\",\"values\":["
+        "\"eastus\"]"
         ",\"restrictionInfo\":{\"locations\":[\"eastus\"],\"zones\":[\"3\"]},"
         "\"reasonCode\":\"NotAvailableForSubscription\"}]},{\"resourceType\":"
         "\"virtualMachines\",\"name\":\"Standard_B1ls\",\"family\":"
@@ -302,7 +302,8 @@ static void skus(void) {
         "\"capabilities\":[{\"name\":\"vCPUs\",\"value\":\"1\"},{\"name\":"
         "\"MemoryGB\",\"value\":\"0.5\"},{\"name\":\"CpuArchitectureType\","
         "\"value\":\"Arm64\"}],\"restrictions\":[{\"type\":\"Location\","
-        "\"values\":[\"eastus\"],\"restrictionInfo\":{\"locations\":[\"eastus\"]"
+        "\"values\":[\"eastus\"],\"restrictionInfo\":{\"locations\":["
+        "\"eastus\"]"
         "}}]}],\"nextLink\":null}"),
       &l, &next, &err);
   CHECK_RC(rc, TW_OK, err);
@@ -357,7 +358,8 @@ static void prices(void) {
         "\"eastus\",\"meterName\":\"D4s v5 Spot\",\"productName\":\"Virtual "
         "Machines Dsv5 Series\",\"type\":\"Consumption\",\"unitOfMeasure\":"
         "\"1 Hour\",\"armSkuName\":\"Standard_D4s_v5\"}],\"NextPageLink\":"
-        "\"https://prices.azure.com/api/retail/prices?$skip=100\",\"Count\":4}"),
+        "\"https://prices.azure.com/api/retail/"
+        "prices?$skip=100\",\"Count\":4}"),
       &l, &next, &err);
   CHECK_RC(rc, TW_OK, err);
   CHECK(l.n == 4);
@@ -371,8 +373,8 @@ static void prices(void) {
   CHECK(tw_arm_prices_select(&l, "standard_d4s_v5", "EastUS", TW_MARKET_SPOT,
                              now, &uusd));
   CHECK(uusd == 40723);
-  CHECK(!tw_arm_prices_select(&l, "Standard_D4s_v5", "westus2",
-                              TW_MARKET_SPOT, now, &uusd));
+  CHECK(!tw_arm_prices_select(&l, "Standard_D4s_v5", "westus2", TW_MARKET_SPOT,
+                              now, &uusd));
   tw_arm_price_list_release(&l);
   tw_err_clear(&err);
   CHECK(tw_arm_parse_prices(P("{\"Items\":[{\"retailPrice\":\"x\"}]}"), &l,

@@ -14,8 +14,8 @@
 #define MIN (60 * 1000LL)
 static const int64_t T0 = 1764460800000;
 
-static struct tw_offer offer(const char *region, const char *zone, const char *type,
-                             enum tw_market m) {
+static struct tw_offer offer(const char *region, const char *zone,
+                             const char *type, enum tw_market m) {
   struct tw_offer o;
   tw_offer_init(&o);
   snprintf(o.provider, sizeof o.provider, "aws");
@@ -29,7 +29,8 @@ static struct tw_offer offer(const char *region, const char *zone, const char *t
 }
 
 /* The scope of the widest block on o at now, or -1. */
-static int blocked(struct tw_blocklist *bl, const struct tw_offer *o, int64_t now) {
+static int blocked(struct tw_blocklist *bl, const struct tw_offer *o,
+                   int64_t now) {
   struct tw_blocklist_snap s;
   tw_blocklist_snapshot(bl, now, &s);
   const struct tw_block *b = tw_blocklist_snap_match(&s, o, now);
@@ -41,8 +42,10 @@ static int blocked(struct tw_blocklist *bl, const struct tw_offer *o, int64_t no
 static void capacity_error_blocks_the_offer_for_a_while(void **state) {
   (void)state;
   struct tw_blocklist *bl = tw_blocklist_new(NULL);
-  struct tw_offer a = offer("us-east-1", "us-east-1a", "p3.2xlarge", TW_MARKET_SPOT);
-  struct tw_offer b = offer("us-east-1", "us-east-1a", "p3.8xlarge", TW_MARKET_SPOT);
+  struct tw_offer a =
+      offer("us-east-1", "us-east-1a", "p3.2xlarge", TW_MARKET_SPOT);
+  struct tw_offer b =
+      offer("us-east-1", "us-east-1a", "p3.8xlarge", TW_MARKET_SPOT);
   enum tw_block_scope w;
   tw_blocklist_report(bl, &a, TW_BLOCK_CAPACITY, T0, &w);
   assert_int_equal(w, TW_BLOCK_OFFER);
@@ -57,19 +60,22 @@ static void repeated_failures_of_one_offer_double_its_block(void **state) {
   (void)state;
   struct tw_blocklist_opts o = {.zone_after = 99};
   struct tw_blocklist *bl = tw_blocklist_new(&o);
-  struct tw_offer a = offer("us-east-1", "us-east-1a", "p3.2xlarge", TW_MARKET_SPOT);
+  struct tw_offer a =
+      offer("us-east-1", "us-east-1a", "p3.2xlarge", TW_MARKET_SPOT);
   tw_blocklist_report(bl, &a, TW_BLOCK_CAPACITY, T0, NULL);
   tw_blocklist_report(bl, &a, TW_BLOCK_INTERRUPTION, T0 + MIN, NULL);
   struct tw_blocklist_snap s;
   tw_blocklist_snapshot(bl, T0 + MIN, &s);
   assert_int_equal(s.n, 1);
   assert_int_equal(s.items[0].failures, 2);
-  assert_string_equal(s.items[0].reason, "1 capacity error and 1 interruption in 30 min");
+  assert_string_equal(s.items[0].reason,
+                      "1 capacity error and 1 interruption in 30 min");
   char text[400];
   tw_block_describe(&s.items[0], text, sizeof text);
-  assert_string_equal(text, "offer aws-main:us-east-1:us-east-1a:p3.2xlarge:spot (spot)"
-                            " until 2025-11-30T00:21:00.000Z: 1 capacity error and 1"
-                            " interruption in 30 min");
+  assert_string_equal(
+      text, "offer aws-main:us-east-1:us-east-1a:p3.2xlarge:spot (spot)"
+            " until 2025-11-30T00:21:00.000Z: 1 capacity error and 1"
+            " interruption in 30 min");
   tw_blocklist_snap_release(&s);
   /* the second failure: 20 minutes from then */
   assert_int_equal(blocked(bl, &a, T0 + 20 * MIN), TW_BLOCK_OFFER);
@@ -77,19 +83,24 @@ static void repeated_failures_of_one_offer_double_its_block(void **state) {
   tw_blocklist_free(bl);
 }
 
-static void failures_across_a_zone_block_the_zone_for_that_market(void **state) {
+static void
+failures_across_a_zone_block_the_zone_for_that_market(void **state) {
   (void)state;
   struct tw_blocklist *bl = tw_blocklist_new(NULL);
   const char *types[] = {"p3.2xlarge", "p3.8xlarge", "g5.xlarge"};
   enum tw_block_scope w = TW_BLOCK_OFFER;
   for (int i = 0; i < 3; i++) {
-    struct tw_offer o = offer("us-east-1", "us-east-1a", types[i], TW_MARKET_SPOT);
+    struct tw_offer o =
+        offer("us-east-1", "us-east-1a", types[i], TW_MARKET_SPOT);
     tw_blocklist_report(bl, &o, TW_BLOCK_CAPACITY, T0 + i * MIN, &w);
     assert_int_equal(w, i < 2 ? TW_BLOCK_OFFER : TW_BLOCK_ZONE);
   }
-  struct tw_offer other = offer("us-east-1", "us-east-1a", "m5.large", TW_MARKET_SPOT);
-  struct tw_offer od = offer("us-east-1", "us-east-1a", "m5.large", TW_MARKET_ON_DEMAND);
-  struct tw_offer next = offer("us-east-1", "us-east-1b", "m5.large", TW_MARKET_SPOT);
+  struct tw_offer other =
+      offer("us-east-1", "us-east-1a", "m5.large", TW_MARKET_SPOT);
+  struct tw_offer od =
+      offer("us-east-1", "us-east-1a", "m5.large", TW_MARKET_ON_DEMAND);
+  struct tw_offer next =
+      offer("us-east-1", "us-east-1b", "m5.large", TW_MARKET_SPOT);
   assert_int_equal(blocked(bl, &other, T0 + 3 * MIN), TW_BLOCK_ZONE);
   /* spot running out says nothing about on-demand, nor the next zone */
   assert_int_equal(blocked(bl, &od, T0 + 3 * MIN), -1);
@@ -108,13 +119,16 @@ static void two_zones_blocked_block_the_region(void **state) {
   const char *zones[] = {"us-east-1a", "us-east-1b"};
   for (int z = 0; z < 2; z++)
     for (int i = 0; i < 2; i++) {
-      struct tw_offer o = offer("us-east-1", zones[z], i ? "p3.8xlarge" : "p3.2xlarge",
-                                TW_MARKET_SPOT);
+      struct tw_offer o =
+          offer("us-east-1", zones[z], i ? "p3.8xlarge" : "p3.2xlarge",
+                TW_MARKET_SPOT);
       tw_blocklist_report(bl, &o, TW_BLOCK_INTERRUPTION, T0, &w);
     }
   assert_int_equal(w, TW_BLOCK_REGION);
-  struct tw_offer c = offer("us-east-1", "us-east-1c", "c5.xlarge", TW_MARKET_SPOT);
-  struct tw_offer west = offer("us-west-2", "us-west-2a", "c5.xlarge", TW_MARKET_SPOT);
+  struct tw_offer c =
+      offer("us-east-1", "us-east-1c", "c5.xlarge", TW_MARKET_SPOT);
+  struct tw_offer west =
+      offer("us-west-2", "us-west-2a", "c5.xlarge", TW_MARKET_SPOT);
   assert_int_equal(blocked(bl, &c, T0 + MIN), TW_BLOCK_REGION);
   assert_int_equal(blocked(bl, &west, T0 + MIN), -1);
   /* the region outlives its zones' blocks */
@@ -128,8 +142,8 @@ static void regional_offers_escalate_to_the_region(void **state) {
   struct tw_blocklist *bl = tw_blocklist_new(NULL);
   enum tw_block_scope w = TW_BLOCK_OFFER;
   for (int i = 0; i < 3; i++) {
-    struct tw_offer o = offer("cn-hangzhou", "", i ? "ecs.g7.large" : "ecs.c7.large",
-                              TW_MARKET_SPOT);
+    struct tw_offer o = offer(
+        "cn-hangzhou", "", i ? "ecs.g7.large" : "ecs.c7.large", TW_MARKET_SPOT);
     tw_blocklist_report(bl, &o, TW_BLOCK_CAPACITY, T0, &w);
   }
   assert_int_equal(w, TW_BLOCK_REGION);
@@ -143,9 +157,11 @@ static void a_success_in_the_zone_breaks_the_streak(void **state) {
   struct tw_blocklist *bl = tw_blocklist_new(NULL);
   const char *types[] = {"p3.2xlarge", "p3.8xlarge", "g5.xlarge", "g5.2xlarge"};
   enum tw_block_scope w = TW_BLOCK_OFFER;
-  struct tw_offer ok = offer("us-east-1", "us-east-1a", "m5.large", TW_MARKET_SPOT);
+  struct tw_offer ok =
+      offer("us-east-1", "us-east-1a", "m5.large", TW_MARKET_SPOT);
   for (int i = 0; i < 4; i++) {
-    struct tw_offer o = offer("us-east-1", "us-east-1a", types[i], TW_MARKET_SPOT);
+    struct tw_offer o =
+        offer("us-east-1", "us-east-1a", types[i], TW_MARKET_SPOT);
     tw_blocklist_report(bl, &o, TW_BLOCK_CAPACITY, T0 + i * MIN, &w);
     /* one launch in two succeeds there: random failures, not a shortage */
     if (i % 2)
@@ -153,7 +169,8 @@ static void a_success_in_the_zone_breaks_the_streak(void **state) {
     assert_int_equal(w, TW_BLOCK_OFFER);
   }
   /* the failed offers themselves stay blocked */
-  struct tw_offer first = offer("us-east-1", "us-east-1a", types[0], TW_MARKET_SPOT);
+  struct tw_offer first =
+      offer("us-east-1", "us-east-1a", types[0], TW_MARKET_SPOT);
   assert_int_equal(blocked(bl, &first, T0 + 4 * MIN), TW_BLOCK_OFFER);
   assert_int_equal(blocked(bl, &ok, T0 + 4 * MIN), -1);
   tw_blocklist_free(bl);
@@ -165,7 +182,8 @@ static void failures_outside_the_window_are_forgotten(void **state) {
   const char *types[] = {"p3.2xlarge", "p3.8xlarge", "g5.xlarge"};
   enum tw_block_scope w = TW_BLOCK_OFFER;
   for (int i = 0; i < 3; i++) {
-    struct tw_offer o = offer("us-east-1", "us-east-1a", types[i], TW_MARKET_SPOT);
+    struct tw_offer o =
+        offer("us-east-1", "us-east-1a", types[i], TW_MARKET_SPOT);
     /* 20 minutes apart: never three inside one 30-minute window */
     tw_blocklist_report(bl, &o, TW_BLOCK_CAPACITY, T0 + i * 20 * MIN, &w);
     assert_int_equal(w, TW_BLOCK_OFFER);
@@ -176,7 +194,8 @@ static void failures_outside_the_window_are_forgotten(void **state) {
 static void a_snapshot_does_not_change_with_the_blocklist(void **state) {
   (void)state;
   struct tw_blocklist *bl = tw_blocklist_new(NULL);
-  struct tw_offer a = offer("us-east-1", "us-east-1a", "p3.2xlarge", TW_MARKET_SPOT);
+  struct tw_offer a =
+      offer("us-east-1", "us-east-1a", "p3.2xlarge", TW_MARKET_SPOT);
   tw_blocklist_report(bl, &a, TW_BLOCK_CAPACITY, T0, NULL);
   struct tw_blocklist_snap s;
   tw_blocklist_snapshot(bl, T0, &s);
@@ -192,8 +211,10 @@ static void a_snapshot_does_not_change_with_the_blocklist(void **state) {
 static void placement_hook_answers_from_the_snapshot(void **state) {
   (void)state;
   struct tw_blocklist *bl = tw_blocklist_new(NULL);
-  struct tw_offer a = offer("us-east-1", "us-east-1a", "p3.2xlarge", TW_MARKET_SPOT);
-  struct tw_offer b = offer("us-east-1", "us-east-1b", "p3.2xlarge", TW_MARKET_SPOT);
+  struct tw_offer a =
+      offer("us-east-1", "us-east-1a", "p3.2xlarge", TW_MARKET_SPOT);
+  struct tw_offer b =
+      offer("us-east-1", "us-east-1b", "p3.2xlarge", TW_MARKET_SPOT);
   struct tw_blocklist_snap s0;
   tw_blocklist_snapshot(bl, T0, &s0);
   tw_blocklist_report(bl, &a, TW_BLOCK_CAPACITY, T0, NULL);
@@ -206,7 +227,8 @@ static void placement_hook_answers_from_the_snapshot(void **state) {
   assert_int_equal(hook.generation, s.generation);
   char why[200] = "";
   assert_true(hook.blocked(hook.ctx, &a, T0 + MIN, why, sizeof why));
-  assert_non_null(strstr(why, "offer aws-main:us-east-1:us-east-1a:p3.2xlarge:spot (spot)"));
+  assert_non_null(strstr(
+      why, "offer aws-main:us-east-1:us-east-1a:p3.2xlarge:spot (spot)"));
   assert_false(hook.blocked(hook.ctx, &b, T0 + MIN, why, sizeof why));
   assert_false(hook.blocked(hook.ctx, &a, T0 + 10 * MIN, NULL, 0));
   tw_blocklist_snap_release(&s);

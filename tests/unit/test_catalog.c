@@ -56,7 +56,7 @@ static void write_file(const char *path, const char *text) {
 static const char SEED_V1[] =
     "InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,Price,"
     "SpotPrice,Region,AvailabilityZone\n"
-    "gpu.spot,32,128,A100-80GB,8,9.5,1.9,r1,r1a\n"      /* under the adapter */
+    "gpu.spot,32,128,A100-80GB,8,9.5,1.9,r1,r1a\n" /* under the adapter */
     "p5.48xlarge,192,2048,H100,8,68.8,23.1449,us-east-1,us-east-1a\n"
     "m6i.large,2,8,,,0.096,0.04,eu-central-1,eu-central-1b\n";
 static const char SEED_V2[] =
@@ -96,8 +96,8 @@ static int teardown(void **state) {
   tw_provider_free(prov);
   tw_store_close(store);
   char p[200];
-  const char *files[] = {"s.db", "s.db-wal", "s.db-shm", "seed.csv", "c.yaml",
-                         "other.db", "other.db-wal", "other.db-shm"};
+  const char *files[] = {"s.db",   "s.db-wal", "s.db-shm",     "seed.csv",
+                         "c.yaml", "other.db", "other.db-wal", "other.db-shm"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     snprintf(p, sizeof p, "%s/%s", dir, files[i]);
     unlink(p);
@@ -107,11 +107,18 @@ static int teardown(void **state) {
 }
 
 static struct tw_catalog *make(struct tw_store *st) {
-  struct tw_catalog_file files[] = {{.name = "seed", .path = csv,
-                                     .provider = "fake", .account = "fake-a",
-                                     .mode = TW_CAT_SEED, .refresh_ms = 60000}};
-  struct tw_catalog_opts o = {.store = st, .clock = &clk, .providers = &prov,
-                              .n_providers = 1, .files = files, .n_files = 1,
+  struct tw_catalog_file files[] = {{.name = "seed",
+                                     .path = csv,
+                                     .provider = "fake",
+                                     .account = "fake-a",
+                                     .mode = TW_CAT_SEED,
+                                     .refresh_ms = 60000}};
+  struct tw_catalog_opts o = {.store = st,
+                              .clock = &clk,
+                              .providers = &prov,
+                              .n_providers = 1,
+                              .files = files,
+                              .n_files = 1,
                               .refresh_ms = 300000};
   struct tw_catalog *c = NULL;
   struct tw_err err = {0};
@@ -149,8 +156,8 @@ static void refresh_publishes_a_merged_snapshot(void **state) {
   assert_true(tw_cat_snap_find(s1, "fake-a:r1:r1a:gpu.spot:on-demand", &i));
   tw_cat_snap_view(s1, i, &v);
   assert_string_equal(v.source->name, "seed");
-  assert_true(tw_cat_snap_find(s1, "fake-a:us-east-1:us-east-1a:p5.48xlarge:spot",
-                               &i));
+  assert_true(
+      tw_cat_snap_find(s1, "fake-a:us-east-1:us-east-1a:p5.48xlarge:spot", &i));
   tw_cat_snap_view(s1, i, &v);
   assert_string_equal(v.accel, "H100-80GB");
   /* the region table knows us-east-1 for aws, not for this provider */
@@ -211,10 +218,14 @@ static void a_failed_refresh_keeps_the_previous_table(void **state) {
   struct tw_buf m;
   tw_buf_init(&m);
   tw_catalog_metrics(c, &m);
-  assert_non_null(strstr(m.data, "tradewind_catalog_source_stale{source=\"fake-a\"} 1"));
-  assert_non_null(strstr(m.data, "tradewind_catalog_refresh_failures_total{source=\"fake-a\"} 1"));
-  assert_non_null(strstr(m.data, "tradewind_catalog_source_age_seconds{source=\"seed\"} 700.000"));
-  assert_non_null(strstr(m.data, "tradewind_catalog_rows_total{source=\"seed\",outcome=\"normalized\"} 3"));
+  assert_non_null(
+      strstr(m.data, "tradewind_catalog_source_stale{source=\"fake-a\"} 1"));
+  assert_non_null(strstr(
+      m.data, "tradewind_catalog_refresh_failures_total{source=\"fake-a\"} 1"));
+  assert_non_null(strstr(
+      m.data, "tradewind_catalog_source_age_seconds{source=\"seed\"} 700.000"));
+  assert_non_null(strstr(m.data, "tradewind_catalog_rows_total{source=\"seed\","
+                                 "outcome=\"normalized\"} 3"));
   assert_non_null(strstr(m.data, "tradewind_catalog_offers 8"));
   tw_buf_release(&m);
   tw_catalog_metrics(NULL, &m); /* no catalog: nothing */
@@ -245,18 +256,20 @@ static void snapshots_are_stored_and_loaded_back(void **state) {
   assert_int_equal(tw_catalog_refresh(c, "seed", &err), TW_OK);
   struct tw_cat_price_point *pts;
   size_t n;
-  assert_int_equal(tw_catalog_history(c, "fake-a:us-east-1:us-east-1a:p5.48xlarge:spot",
-                                      10, &pts, &n, &err),
-                   TW_OK);
+  assert_int_equal(
+      tw_catalog_history(c, "fake-a:us-east-1:us-east-1a:p5.48xlarge:spot", 10,
+                         &pts, &n, &err),
+      TW_OK);
   assert_int_equal(n, 2);
   assert_int_equal(pts[0].price_uusd_per_hour, 19500000); /* newest first */
   assert_int_equal(pts[1].price_uusd_per_hour, 23144900);
   assert_true(pts[0].snapshot > pts[1].snapshot);
   free(pts);
   /* an unchanged spot price adds no point */
-  assert_int_equal(tw_catalog_history(c, "fake-a:eu-central-1:eu-central-1b:m6i.large:spot",
-                                      10, &pts, &n, &err),
-                   TW_OK);
+  assert_int_equal(
+      tw_catalog_history(c, "fake-a:eu-central-1:eu-central-1b:m6i.large:spot",
+                         10, &pts, &n, &err),
+      TW_OK);
   assert_int_equal(n, 1);
   free(pts);
   struct tw_cat_snap *s = tw_catalog_acquire(c);
@@ -269,7 +282,8 @@ static void snapshots_are_stored_and_loaded_back(void **state) {
   s = tw_catalog_acquire(c);
   assert_int_equal(tw_cat_snap_count(s), count);
   size_t i;
-  assert_true(tw_cat_snap_find(s, "fake-a:us-east-1:us-east-1a:p5.48xlarge:spot", &i));
+  assert_true(
+      tw_cat_snap_find(s, "fake-a:us-east-1:us-east-1a:p5.48xlarge:spot", &i));
   struct tw_cat_view v;
   tw_cat_snap_view(s, i, &v);
   assert_int_equal(v.price_uusd_per_hour, 19500000);
@@ -340,7 +354,8 @@ static void config_section_is_validated(void **state) {
     if (tw_cfg_load_text(yaml, strlen(yaml), &cfg, &err))
       fail_msg("case %zu: %s", k, err.msg);
     struct tw_catalog *c = NULL;
-    enum tw_rc rc = tw_catalog_new_from_cfg(cfg, NULL, &clk, &prov, 1, &c, &err);
+    enum tw_rc rc =
+        tw_catalog_new_from_cfg(cfg, NULL, &clk, &prov, 1, &c, &err);
     if (rc != cases[k].rc || !strstr(err.msg, cases[k].msg))
       fail_msg("case %zu: rc %s, %s", k, tw_rc_str(rc), err.msg);
     assert_null(c);
@@ -383,10 +398,12 @@ static void config_section_is_validated(void **state) {
   }
   /* a catalog section that is not a mapping is refused by the config */
   const char *bad = "catalog: [1, 2]\n";
-  assert_int_equal(tw_cfg_load_text(bad, strlen(bad), &cfg, &err), TW_E_INVALID);
+  assert_int_equal(tw_cfg_load_text(bad, strlen(bad), &cfg, &err),
+                   TW_E_INVALID);
   /* and a change to it is reported as needing a restart */
   struct tw_cfg *a = NULL, *b = NULL;
-  const char *ya = "catalog: {refresh_s: 60}\n", *yb = "catalog: {refresh_s: 90}\n";
+  const char *ya = "catalog: {refresh_s: 60}\n",
+             *yb = "catalog: {refresh_s: 90}\n";
   assert_int_equal(tw_cfg_load_text(ya, strlen(ya), &a, &err), TW_OK);
   assert_int_equal(tw_cfg_load_text(yb, strlen(yb), &b, &err), TW_OK);
   char *report = NULL;
@@ -419,8 +436,8 @@ static void shipped_tables_and_demo_catalog_load(void **state) {
   tw_rates_free(rt);
 
   snprintf(p, sizeof p, "%s/configs/catalog/demo-aws.csv", src ? src : ".");
-  struct tw_catalog_file files[] = {{.name = "demo", .path = p, .provider = "aws",
-                                     .account = "aws-demo"}};
+  struct tw_catalog_file files[] = {
+      {.name = "demo", .path = p, .provider = "aws", .account = "aws-demo"}};
   struct tw_catalog_opts o = {.clock = &clk, .files = files, .n_files = 1};
   struct tw_catalog *c = NULL;
   if (tw_catalog_new(&o, &c, &err))
@@ -438,7 +455,8 @@ static void shipped_tables_and_demo_catalog_load(void **state) {
   assert_int_equal(st[0].info.offers, 18);
   free(st);
   struct tw_cat_snap *s = tw_catalog_acquire(c);
-  struct tw_cat_query q = {.accel = "A100", .market = TW_MARKET_SPOT, .limit = 10};
+  struct tw_cat_query q = {
+      .accel = "A100", .market = TW_MARKET_SPOT, .limit = 10};
   struct tw_cat_page pg;
   assert_int_equal(tw_cat_snap_query(s, &q, &pg, &err), TW_OK);
   assert_int_equal(pg.n, 3); /* two A100-80GB and one A100-40GB on spot */

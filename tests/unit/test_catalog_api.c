@@ -32,7 +32,8 @@ static const char SEED[] =
     "Price,SpotPrice,Region,AvailabilityZone,Arch\n"
     "p4de.24xlarge,A100-80GB,8,96,1152,,40.96,12.5,us-east-1,use1-az4,x86_64\n"
     "p4de.24xlarge,A100-80GB,8,96,1152,,40.96,14.25,us-east-1,use1-az6,x86_64\n"
-    "p4de.24xlarge,A100-80GB,8,96,1152,,44.0,11.0,eu-central-1,euc1-az2,x86_64\n"
+    "p4de.24xlarge,A100-80GB,8,96,1152,,44.0,11.0,eu-central-1,euc1-az2,x86_"
+    "64\n"
     "p4d.24xlarge,A100,8,96,1152,,32.77,9.8,us-west-2,usw2-az1,x86_64\n"
     "m7g.large,,,2,8,,0.0816,0.03,eu-west-1,euw1-az1,\n";
 
@@ -95,7 +96,8 @@ static int setup(void **state) {
   struct tw_err err = {0};
   struct tw_store_opts so = {.path = db, .clock = &clk};
   if (tw_store_open(&so, &store, &err) ||
-      tw_provider_new_ops(&tw_provider_fake, "aws-main", NULL, &clk, &prov, &err))
+      tw_provider_new_ops(&tw_provider_fake, "aws-main", NULL, &clk, &prov,
+                          &err))
     return -1;
   struct tw_offer o;
   tw_offer_init(&o);
@@ -113,16 +115,24 @@ static int setup(void **state) {
   o.price_uusd_per_hour = 7000000;
   tw_offer_make_id(&o);
   tw_fake_add_offer(tw_fake_of(prov), &o);
-  struct tw_catalog_file files[] = {{.name = "skypilot-aws", .path = csv,
-                                     .provider = "aws", .account = "aws-main"}};
-  struct tw_catalog_opts co = {.store = store, .clock = &clk, .providers = &prov,
-                               .n_providers = 1, .files = files, .n_files = 1,
+  struct tw_catalog_file files[] = {{.name = "skypilot-aws",
+                                     .path = csv,
+                                     .provider = "aws",
+                                     .account = "aws-main"}};
+  struct tw_catalog_opts co = {.store = store,
+                               .clock = &clk,
+                               .providers = &prov,
+                               .n_providers = 1,
+                               .files = files,
+                               .n_files = 1,
                                .refresh_ms = 300000};
   if (tw_catalog_new(&co, &cat, &err))
     return -1;
   tw_catalog_refresh_due(cat, tw_clock_now_ms(&clk));
   tw_catalog_publish(cat);
-  struct tw_api_opts ao = {.listen = "127.0.0.1:0", .store = store, .clock = &clk,
+  struct tw_api_opts ao = {.listen = "127.0.0.1:0",
+                           .store = store,
+                           .clock = &clk,
                            .auth = {.open = true}};
   if (tw_api_start(&ao, &api, &err))
     return -1;
@@ -156,14 +166,17 @@ static const char *jstr(json_t *o, const char *k) {
 static void gpu_filter_spot_cheapest_first(void **state) {
   (void)state;
   long st;
-  json_t *j = get("/v1/offers?accelerator=A100-80GB:8&market=spot&provider=aws&limit=10", &st);
+  json_t *j = get(
+      "/v1/offers?accelerator=A100-80GB:8&market=spot&provider=aws&limit=10",
+      &st);
   assert_int_equal(st, 200);
   json_t *items = json_object_get(j, "items");
   assert_int_equal(json_array_size(items), 3);
   json_int_t last = 0;
   for (size_t i = 0; i < json_array_size(items); i++) {
     json_t *o = json_array_get(items, i);
-    json_int_t p = json_integer_value(json_object_get(o, "price_uusd_per_hour"));
+    json_int_t p =
+        json_integer_value(json_object_get(o, "price_uusd_per_hour"));
     assert_true(p >= last);
     last = p;
     json_t *acc = json_object_get(o, "accelerator");
@@ -172,17 +185,21 @@ static void gpu_filter_spot_cheapest_first(void **state) {
   }
   /* the cheapest: eu-central-1 at 11.0, with its on-demand price beside */
   json_t *o = json_array_get(items, 0);
-  assert_string_equal(jstr(o, "id"), "aws-main:eu-central-1:euc1-az2:p4de.24xlarge:spot");
-  assert_int_equal(json_integer_value(json_object_get(o, "price_uusd_per_hour")), 11000000);
-  assert_int_equal(json_integer_value(json_object_get(o, "on_demand_price_uusd_per_hour")),
-                   44000000);
+  assert_string_equal(jstr(o, "id"),
+                      "aws-main:eu-central-1:euc1-az2:p4de.24xlarge:spot");
+  assert_int_equal(
+      json_integer_value(json_object_get(o, "price_uusd_per_hour")), 11000000);
+  assert_int_equal(
+      json_integer_value(json_object_get(o, "on_demand_price_uusd_per_hour")),
+      44000000);
   assert_string_equal(jstr(o, "jurisdiction"), "EU");
   assert_string_equal(jstr(o, "zone_id"), "euc1-az2");
   json_t *src = json_object_get(o, "source");
   assert_string_equal(jstr(src, "name"), "skypilot-aws");
   assert_string_equal(jstr(src, "file"), "seed.csv");
   assert_int_equal(json_integer_value(json_object_get(src, "row")), 4);
-  assert_int_equal(json_integer_value(json_object_get(src, "price_micro")), 11000000);
+  assert_int_equal(json_integer_value(json_object_get(src, "price_micro")),
+                   11000000);
   assert_string_equal(jstr(src, "currency"), "USD");
   assert_true(json_integer_value(json_object_get(src, "version")) > 0);
   /* the adapter's own A100 (80 GB per device) is an A100-80GB too */
@@ -191,8 +208,9 @@ static void gpu_filter_spot_cheapest_first(void **state) {
   assert_int_equal(st, 200);
   items = json_object_get(j, "items");
   assert_int_equal(json_array_size(items), 1);
-  assert_string_equal(jstr(json_object_get(json_array_get(items, 0), "accelerator"), "name"),
-                      "A100-80GB");
+  assert_string_equal(
+      jstr(json_object_get(json_array_get(items, 0), "accelerator"), "name"),
+      "A100-80GB");
   json_decref(j);
 }
 
@@ -218,7 +236,8 @@ static void paging_visits_every_offer_once(void **state) {
       json_decref(j);
       break;
     }
-    snprintf(path, sizeof path, "/v1/offers?limit=2&sort=-price&cursor=%s", next);
+    snprintf(path, sizeof path, "/v1/offers?limit=2&sort=-price&cursor=%s",
+             next);
     json_decref(j);
   }
   assert_int_equal(seen, 11); /* 10 seed offers and the adapter's one */
@@ -227,10 +246,12 @@ static void paging_visits_every_offer_once(void **state) {
 static void one_offer_by_id_with_history_and_sources(void **state) {
   (void)state;
   long st;
-  json_t *j = get("/v1/offers?id=aws-main:us-east-1:use1-az4:p4de.24xlarge:spot", &st);
+  json_t *j =
+      get("/v1/offers?id=aws-main:us-east-1:use1-az4:p4de.24xlarge:spot", &st);
   assert_int_equal(st, 200);
   json_t *o = json_array_get(json_object_get(j, "items"), 0);
-  assert_int_equal(json_integer_value(json_object_get(o, "price_uusd_per_hour")), 12500000);
+  assert_int_equal(
+      json_integer_value(json_object_get(o, "price_uusd_per_hour")), 12500000);
   json_t *hist = json_object_get(o, "history");
   assert_int_equal(json_array_size(hist), 1);
   assert_int_equal(json_integer_value(json_object_get(json_array_get(hist, 0),
@@ -264,10 +285,14 @@ static void bad_parameters_are_named(void **state) {
   (void)state;
   const struct {
     const char *q, *field;
-  } bad[] = {{"accelerator=A100:x", "accelerator"}, {"cpus=0", "cpus"},
-             {"arch=sparc", "arch"},                {"market=cheap", "market"},
-             {"sort=best", "sort"},                 {"limit=5000", "limit"},
-             {"cursor=c1.p.1.zz", "cursor"},        {"max_price_uusd=-1", "max_price_uusd"},
+  } bad[] = {{"accelerator=A100:x", "accelerator"},
+             {"cpus=0", "cpus"},
+             {"arch=sparc", "arch"},
+             {"market=cheap", "market"},
+             {"sort=best", "sort"},
+             {"limit=5000", "limit"},
+             {"cursor=c1.p.1.zz", "cursor"},
+             {"max_price_uusd=-1", "max_price_uusd"},
              {"memory_gib=lots", "memory_gib"}};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char path[128];
@@ -276,7 +301,8 @@ static void bad_parameters_are_named(void **state) {
     json_t *j = get(path, &st);
     assert_int_equal(st, 400);
     if (!jstr(j, "field") || strcmp(jstr(j, "field"), bad[i].field))
-      fail_msg("%s: field %s", bad[i].q, jstr(j, "field") ? jstr(j, "field") : "-");
+      fail_msg("%s: field %s", bad[i].q,
+               jstr(j, "field") ? jstr(j, "field") : "-");
     json_decref(j);
   }
   /* filters that match nothing are not errors */
@@ -291,16 +317,20 @@ static void staleness_shows_in_metrics_and_the_answer(void **state) {
   (void)state;
   char *m = get_text("/metrics");
   assert_non_null(strstr(m, "tradewind_catalog_offers 11"));
-  assert_non_null(strstr(m, "tradewind_catalog_source_stale{source=\"skypilot-aws\"} 0"));
+  assert_non_null(
+      strstr(m, "tradewind_catalog_source_stale{source=\"skypilot-aws\"} 0"));
   free(m);
   tw_clock_advance(&clk, 3600 * 1000);
   m = get_text("/metrics");
-  assert_non_null(strstr(m, "tradewind_catalog_source_stale{source=\"skypilot-aws\"} 1"));
-  assert_non_null(strstr(m, "tradewind_catalog_source_age_seconds{source=\"aws-main\"} 3600.000"));
+  assert_non_null(
+      strstr(m, "tradewind_catalog_source_stale{source=\"skypilot-aws\"} 1"));
+  assert_non_null(strstr(
+      m, "tradewind_catalog_source_age_seconds{source=\"aws-main\"} 3600.000"));
   free(m);
   long st;
   json_t *j = get("/v1/offers?limit=1", &st);
-  assert_true(json_is_true(json_object_get(json_object_get(j, "catalog"), "stale")));
+  assert_true(
+      json_is_true(json_object_get(json_object_get(j, "catalog"), "stale")));
   json_decref(j);
   /* without a catalog the route answers 503 */
   tw_catalog_publish(NULL);
@@ -331,9 +361,9 @@ static void the_cli_prints_a_table_or_json(void **state) {
   (void)state;
   static char out[65536], errs[4096];
   memset(out, 0, sizeof out);
-  int code = cli(out, sizeof out, errs, sizeof errs, "offers", "--gpu",
-                 "A100-80GB:8", "--spot", "--provider", "aws", "--limit", "10",
-                 (char *)NULL);
+  int code =
+      cli(out, sizeof out, errs, sizeof errs, "offers", "--gpu", "A100-80GB:8",
+          "--spot", "--provider", "aws", "--limit", "10", (char *)NULL);
   assert_int_equal(code, 0);
   assert_non_null(strstr(out, "PROVIDER"));
   assert_non_null(strstr(out, "$/H ON-DEMAND"));
@@ -345,8 +375,9 @@ static void the_cli_prints_a_table_or_json(void **state) {
   assert_non_null(strstr(first, "$11.00"));
   assert_non_null(strstr(first, "A100-80GB x8"));
   memset(out, 0, sizeof out);
-  code = cli(out, sizeof out, errs, sizeof errs, "offers", "--gpu", "A100-80GB:8",
-             "--spot", "-o", "json", "--limit", "2", (char *)NULL);
+  code =
+      cli(out, sizeof out, errs, sizeof errs, "offers", "--gpu", "A100-80GB:8",
+          "--spot", "-o", "json", "--limit", "2", (char *)NULL);
   assert_int_equal(code, 0);
   json_t *j = json_loads(out, 0, NULL);
   assert_non_null(j);
@@ -355,18 +386,18 @@ static void the_cli_prints_a_table_or_json(void **state) {
   json_decref(j);
   /* --all follows the cursors */
   memset(out, 0, sizeof out);
-  code = cli(out, sizeof out, errs, sizeof errs, "offers", "--all", "--limit", "3",
-             "-o", "json", (char *)NULL);
+  code = cli(out, sizeof out, errs, sizeof errs, "offers", "--all", "--limit",
+             "3", "-o", "json", (char *)NULL);
   assert_int_equal(code, 0);
   j = json_loads(out, 0, NULL);
   assert_int_equal(json_array_size(json_object_get(j, "items")), 11);
   json_decref(j);
   /* bad flags are usage errors, refused parameters rejections */
-  assert_int_equal(cli(out, sizeof out, errs, sizeof errs, "offers", "--gpu", ":8",
-                       (char *)NULL),
+  assert_int_equal(cli(out, sizeof out, errs, sizeof errs, "offers", "--gpu",
+                       ":8", (char *)NULL),
                    2);
-  assert_int_equal(cli(out, sizeof out, errs, sizeof errs, "offers", "--max-price",
-                       "cheap", (char *)NULL),
+  assert_int_equal(cli(out, sizeof out, errs, sizeof errs, "offers",
+                       "--max-price", "cheap", (char *)NULL),
                    2);
   memset(errs, 0, sizeof errs);
   assert_int_equal(cli(out, sizeof out, errs, sizeof errs, "offers", "--sort",

@@ -34,7 +34,8 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* ---- the record reader ---------------------------------------------------------- */
+/* ---- the record reader
+ * ---------------------------------------------------------- */
 
 static void reader_splits_quoted_fields_and_counts_lines(void **state) {
   (void)state;
@@ -76,18 +77,19 @@ static void reader_splits_quoted_fields_and_counts_lines(void **state) {
   tw_csv_reader_release(&r);
 }
 
-/* ---- ingestion ------------------------------------------------------------------------ */
+/* ---- ingestion
+ * ------------------------------------------------------------------------ */
 
 #define AWS_HEADER                                                             \
-  "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,"    \
+  "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,"     \
   "Price,SpotPrice,Region,AvailabilityZone,Arch\n"
 #define H100_INFO                                                              \
   "\"{'Gpus': [{'Name': 'H100', 'Manufacturer': 'NVIDIA', 'Count': 8, "        \
   "'MemoryInfo': {'SizeInMiB': 81920}}], 'TotalGpuMemoryInMiB': 655360}\""
 
-static const char AWS_CSV[] =
-    AWS_HEADER
-    /* 2 */ "p5.48xlarge,H100,8.0,192.0,2048.0," H100_INFO
+static const char AWS_CSV[] = AWS_HEADER
+    /* 2 */
+    "p5.48xlarge,H100,8.0,192.0,2048.0," H100_INFO
     ",68.8,23.144900,us-east-1,use1-az4,x86_64\n"
     /* 3 */ "p5.48xlarge,H100,8.0,192.0,2048.0," H100_INFO
     ",68.8,,us-east-1,use1-az6,x86_64\n"
@@ -117,8 +119,10 @@ static struct tw_cat_snap *ingest(const char *csv, size_t len,
                                   const char *provider, const char *name,
                                   const struct tw_rate *rate,
                                   enum tw_cat_mode mode) {
-  struct tw_csv_opts o = {.provider = provider, .rate = rate,
-                          .regions = regions, .observed_ms = 1000};
+  struct tw_csv_opts o = {.provider = provider,
+                          .rate = rate,
+                          .regions = regions,
+                          .observed_ms = 1000};
   struct tw_cat_source_info info;
   memset(&info, 0, sizeof info);
   snprintf(info.name, sizeof info.name, "%s", name);
@@ -141,16 +145,16 @@ static void every_row_is_normalized_or_rejected_with_a_reason(void **state) {
       ingest(AWS_CSV, sizeof AWS_CSV - 1, "aws", "t", NULL, TW_CAT_SEED);
   const struct tw_cat_report *r = &tw_cat_snap_source(s, 0)->report;
   assert_int_equal(r->rows, 20);
-  assert_int_equal(r->rejected[TW_CAT_REJ_FIELDS], 2);      /* 6, 17 */
-  assert_int_equal(r->rejected[TW_CAT_REJ_NO_TYPE], 1);     /* 7 */
-  assert_int_equal(r->rejected[TW_CAT_REJ_NO_REGION], 1);   /* 8 */
+  assert_int_equal(r->rejected[TW_CAT_REJ_FIELDS], 2);        /* 6, 17 */
+  assert_int_equal(r->rejected[TW_CAT_REJ_NO_TYPE], 1);       /* 7 */
+  assert_int_equal(r->rejected[TW_CAT_REJ_NO_REGION], 1);     /* 8 */
   assert_int_equal(r->rejected[TW_CAT_REJ_ZONE_MISMATCH], 1); /* 9 */
-  assert_int_equal(r->rejected[TW_CAT_REJ_BAD_NUMBER], 1);  /* 10 */
-  assert_int_equal(r->rejected[TW_CAT_REJ_BAD_PRICE], 1);   /* 11 */
-  assert_int_equal(r->rejected[TW_CAT_REJ_NO_PRICE], 2);    /* 12, 14 */
-  assert_int_equal(r->rejected[TW_CAT_REJ_DUPLICATE], 1);   /* 13 */
-  assert_int_equal(r->rejected[TW_CAT_REJ_BAD_TEXT], 1);    /* 18 */
-  assert_int_equal(r->rejected[TW_CAT_REJ_TOO_LONG], 1);    /* 19 */
+  assert_int_equal(r->rejected[TW_CAT_REJ_BAD_NUMBER], 1);    /* 10 */
+  assert_int_equal(r->rejected[TW_CAT_REJ_BAD_PRICE], 1);     /* 11 */
+  assert_int_equal(r->rejected[TW_CAT_REJ_NO_PRICE], 2);      /* 12, 14 */
+  assert_int_equal(r->rejected[TW_CAT_REJ_DUPLICATE], 1);     /* 13 */
+  assert_int_equal(r->rejected[TW_CAT_REJ_BAD_TEXT], 1);      /* 18 */
+  assert_int_equal(r->rejected[TW_CAT_REJ_TOO_LONG], 1);      /* 19 */
   assert_int_equal(r->first_rejected_line[TW_CAT_REJ_DUPLICATE], 13);
   assert_int_equal(r->first_rejected_line[TW_CAT_REJ_FIELDS], 6);
   assert_int_equal(r->normalized, 8); /* 2 3 4 5 15 16 20 21 */
@@ -167,7 +171,8 @@ static void every_row_is_normalized_or_rejected_with_a_reason(void **state) {
   assert_int_equal(tw_cat_snap_count(s), 13);
 
   size_t i;
-  assert_true(tw_cat_snap_find(s, "aws:us-east-1:use1-az4:p5.48xlarge:spot", &i));
+  assert_true(
+      tw_cat_snap_find(s, "aws:us-east-1:use1-az4:p5.48xlarge:spot", &i));
   struct tw_cat_view v;
   tw_cat_snap_view(s, i, &v);
   assert_string_equal(v.accel, "H100-80GB");
@@ -184,18 +189,20 @@ static void every_row_is_normalized_or_rejected_with_a_reason(void **state) {
   assert_int_equal(v.min_charge_s, 60);
   assert_int_equal(v.source_row, 2);
   /* the A100 with 80 GB per device is an A100-80GB */
-  assert_true(tw_cat_snap_find(s, "aws:us-east-1:us-east-1a:p4de.24xlarge:on-demand",
-                               &i));
+  assert_true(tw_cat_snap_find(
+      s, "aws:us-east-1:us-east-1a:p4de.24xlarge:on-demand", &i));
   tw_cat_snap_view(s, i, &v);
   assert_string_equal(v.accel, "A100-80GB");
-  assert_true(tw_cat_snap_find(s, "aws:eu-central-1:euc1-az2:m6g.large:spot", &i));
+  assert_true(
+      tw_cat_snap_find(s, "aws:eu-central-1:euc1-az2:m6g.large:spot", &i));
   tw_cat_snap_view(s, i, &v);
   assert_int_equal(v.arch, TW_ARCH_ARM64);
   assert_string_equal(v.jurisdiction, "EU");
-  assert_true(tw_cat_snap_find(s, "aws:us-east-1:use1-az3:q\"uoted.large:on-demand",
-                               &i));
+  assert_true(tw_cat_snap_find(
+      s, "aws:us-east-1:use1-az3:q\"uoted.large:on-demand", &i));
   /* rounded beyond six decimals: 0.12345678 -> 0.123457 */
-  assert_true(tw_cat_snap_find(s, "aws:us-east-1:use1-az5:n.large:on-demand", &i));
+  assert_true(
+      tw_cat_snap_find(s, "aws:us-east-1:use1-az5:n.large:on-demand", &i));
   tw_cat_snap_view(s, i, &v);
   assert_int_equal(v.price_uusd_per_hour, 123457);
   assert_false(tw_cat_snap_find(s, "aws:us-east-1:use1-az2:t.large:spot", &i));
@@ -223,9 +230,11 @@ static void check_round_trip(const struct tw_cat_snap *s, const char *csv,
   assert_true(tw_csv_read(&r, &rec));
   int pc = -1, sc = -1;
   for (size_t f = 0; f < rec.n; f++) {
-    if (rec.len[f] == strlen(price_col) && !memcmp(rec.f[f], price_col, rec.len[f]))
+    if (rec.len[f] == strlen(price_col) &&
+        !memcmp(rec.f[f], price_col, rec.len[f]))
       pc = (int)f;
-    if (rec.len[f] == strlen(spot_col) && !memcmp(rec.f[f], spot_col, rec.len[f]))
+    if (rec.len[f] == strlen(spot_col) &&
+        !memcmp(rec.f[f], spot_col, rec.len[f]))
       sc = (int)f;
   }
   tw_csv_reader_release(&r);
@@ -241,11 +250,13 @@ static void check_round_trip(const struct tw_cat_snap *s, const char *csv,
     assert_true((size_t)col < rec.n);
     int64_t micro;
     bool exact;
-    assert_true(tw_norm_decimal_micro(rec.f[col], rec.len[col], &micro, &exact));
+    assert_true(
+        tw_norm_decimal_micro(rec.f[col], rec.len[col], &micro, &exact));
     assert_int_equal(micro, v.source_price_micro);
     int64_t uusd;
     assert_string_equal(v.currency, v.source->rate.currency);
-    assert_int_equal(tw_rate_convert(&v.source->rate, micro, &uusd, NULL), TW_OK);
+    assert_int_equal(tw_rate_convert(&v.source->rate, micro, &uusd, NULL),
+                     TW_OK);
     assert_int_equal(uusd, v.price_uusd_per_hour);
     if (exact) {
       /* and the decimal text comes back from the integer */
@@ -280,17 +291,20 @@ static void offers_trace_back_to_their_row_and_price(void **state) {
   s = ingest(CNY_CSV, sizeof CNY_CSV - 1, "alibaba", "ali", cny, TW_CAT_SEED);
   size_t i;
   struct tw_cat_view v;
-  assert_true(tw_cat_snap_find(s, "alibaba:cn-hangzhou:cn-hangzhou-h:ecs.g7.large:on-demand", &i));
+  assert_true(tw_cat_snap_find(
+      s, "alibaba:cn-hangzhou:cn-hangzhou-h:ecs.g7.large:on-demand", &i));
   tw_cat_snap_view(s, i, &v);
   assert_int_equal(v.source_price_micro, 10000000);
   assert_int_equal(v.price_uusd_per_hour, 1393000);
   assert_string_equal(v.source->rate.currency, "CNY");
   assert_string_equal(v.source->rate.date, "2025-06-30");
-  assert_true(tw_cat_snap_find(s, "alibaba:cn-hangzhou:cn-hangzhou-h:ecs.g7.large:spot", &i));
+  assert_true(tw_cat_snap_find(
+      s, "alibaba:cn-hangzhou:cn-hangzhou-h:ecs.g7.large:spot", &i));
   tw_cat_snap_view(s, i, &v);
   assert_int_equal(v.protection_s, 3600); /* Alibaba's protection period */
   assert_int_equal(v.price_uusd_per_hour, 171975); /* 0.1719751831 */
-  assert_true(tw_cat_snap_find(s, "alibaba:cn-hangzhou:cn-hangzhou-i:ecs.g8y.large:on-demand", &i));
+  assert_true(tw_cat_snap_find(
+      s, "alibaba:cn-hangzhou:cn-hangzhou-i:ecs.g8y.large:on-demand", &i));
   tw_cat_snap_view(s, i, &v);
   assert_int_equal(v.price_uusd_per_hour, 1); /* 0.557 micro-USD rounds up */
   assert_int_equal(v.arch, TW_ARCH_ARM64);
@@ -305,12 +319,14 @@ static void azure_quirks_fractions_and_unnamed_accelerators(void **state) {
       "Price,SpotPrice,Region,Generation\n"
       "Standard_NC24ads_A100_v4,A100-80GB,1,24,220,A100-80GB,3.673,0.7346,"
       "eastus,V1,V2\n"
-      "Standard_NV12ads_A10_v5,A10,0.333,12,110,A10,1.317,0.243382,westeurope,V1\n"
+      "Standard_NV12ads_A10_v5,A10,0.333,12,110,A10,1.317,0.243382,westeurope,"
+      "V1\n"
       "Standard_NP10s,,1,10,168,,1.65,0.30492,eastus,V1\n"
       "Standard_D2ps_v5,,,2,8,,0.077,,eastus,V2\n"
       "Standard_X2,,,2,8,,0.1,0.05,eastus,V1,V2,V3\n"
       "Standard_Y2,,9,2,8,,0.1,0.05,eastus,V1\n";
-  struct tw_cat_snap *s = ingest(AZ, sizeof AZ - 1, "azure", "az", NULL, TW_CAT_SEED);
+  struct tw_cat_snap *s =
+      ingest(AZ, sizeof AZ - 1, "azure", "az", NULL, TW_CAT_SEED);
   const struct tw_cat_report *r = &tw_cat_snap_source(s, 0)->report;
   assert_int_equal(r->rows, 6);
   assert_int_equal(r->normalized, 6);
@@ -321,11 +337,13 @@ static void azure_quirks_fractions_and_unnamed_accelerators(void **state) {
   assert_int_equal(r->notes[TW_CAT_NOTE_SPOT_NOT_OFFERED], 1);
   size_t i;
   struct tw_cat_view v;
-  assert_true(tw_cat_snap_find(s, "azure:eastus::Standard_NC24ads_A100_v4:spot", &i));
+  assert_true(
+      tw_cat_snap_find(s, "azure:eastus::Standard_NC24ads_A100_v4:spot", &i));
   tw_cat_snap_view(s, i, &v);
   assert_string_equal(v.accel, "A100-80GB");
   assert_int_equal(v.granularity_s, 60);
-  assert_true(tw_cat_snap_find(s, "azure:westeurope::Standard_NV12ads_A10_v5:on-demand", &i));
+  assert_true(tw_cat_snap_find(
+      s, "azure:westeurope::Standard_NV12ads_A10_v5:on-demand", &i));
   tw_cat_snap_view(s, i, &v);
   assert_int_equal(v.accel_milli, 333);
   assert_string_equal(v.jurisdiction, "EU");
@@ -334,11 +352,13 @@ static void azure_quirks_fractions_and_unnamed_accelerators(void **state) {
   tw_cat_snap_to_offer(s, i, &o);
   assert_string_equal(o.accel_name, "");
   assert_int_equal(o.accel_count, 0);
-  assert_true(tw_cat_snap_find(s, "azure:eastus::Standard_NP10s:on-demand", &i));
+  assert_true(
+      tw_cat_snap_find(s, "azure:eastus::Standard_NP10s:on-demand", &i));
   tw_cat_snap_view(s, i, &v);
   assert_string_equal(v.accel, "U250");
   assert_int_equal(v.accel_kind, TW_ACCEL_FPGA);
-  assert_true(tw_cat_snap_find(s, "azure:eastus::Standard_D2ps_v5:on-demand", &i));
+  assert_true(
+      tw_cat_snap_find(s, "azure:eastus::Standard_D2ps_v5:on-demand", &i));
   tw_cat_snap_view(s, i, &v);
   assert_int_equal(v.arch, TW_ARCH_ARM64);
   assert_true(tw_cat_snap_find(s, "azure:eastus::Standard_Y2:on-demand", &i));
@@ -351,28 +371,33 @@ static void azure_quirks_fractions_and_unnamed_accelerators(void **state) {
 static void headerless_rows_join_a_specs_table(void **state) {
   (void)state;
   static const char SPECS[] =
-      "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Arch\n"
+      "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,"
+      "Arch\n"
       "p3.2xlarge,V100,1.0,8.0,61.0,\"{'Gpus': [{'MemoryInfo': {'SizeInMiB': "
       "16384}}]}\",x86_64\n";
   static const char ROWS[] = "3.06,0.4995,us-east-1,use1-az1\n"
                              "3.06,,us-east-1,use1-az3\n";
   struct tw_csv_specs *sp = NULL;
   struct tw_err err = {0};
-  assert_int_equal(tw_csv_specs_load(SPECS, sizeof SPECS - 1, &sp, &err), TW_OK);
-  struct tw_csv_opts o = {.provider = "aws", .account = "aws-main",
+  assert_int_equal(tw_csv_specs_load(SPECS, sizeof SPECS - 1, &sp, &err),
+                   TW_OK);
+  struct tw_csv_opts o = {.provider = "aws",
+                          .account = "aws-main",
                           .columns = "Price,SpotPrice,Region,AvailabilityZone",
-                          .instance_type = "p3.2xlarge", .specs = sp,
+                          .instance_type = "p3.2xlarge",
+                          .specs = sp,
                           .regions = regions};
   struct tw_cat_source_info info = {.name = "p3", .kind = "file"};
   struct tw_cat_snap *s = NULL;
-  assert_int_equal(tw_cat_snap_from_csv(ROWS, sizeof ROWS - 1, &o, &info, &s, &err),
-                   TW_OK);
+  assert_int_equal(
+      tw_cat_snap_from_csv(ROWS, sizeof ROWS - 1, &o, &info, &s, &err), TW_OK);
   const struct tw_cat_report *r = &tw_cat_snap_source(s, 0)->report;
   assert_int_equal(r->rows, 2);
   assert_int_equal(r->normalized, 2);
   assert_int_equal(tw_cat_snap_count(s), 3);
   size_t i;
-  assert_true(tw_cat_snap_find(s, "aws-main:us-east-1:use1-az1:p3.2xlarge:spot", &i));
+  assert_true(
+      tw_cat_snap_find(s, "aws-main:us-east-1:use1-az1:p3.2xlarge:spot", &i));
   struct tw_cat_view v;
   tw_cat_snap_view(s, i, &v);
   assert_string_equal(v.accel, "V100-16GB");
@@ -389,13 +414,15 @@ static void headerless_rows_join_a_specs_table(void **state) {
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     tw_err_clear(&err);
     s = (struct tw_cat_snap *)1;
-    assert_int_equal(tw_cat_snap_from_csv(bad[k], strlen(bad[k]), &o, &info, &s, &err),
-                     TW_E_INVALID);
+    assert_int_equal(
+        tw_cat_snap_from_csv(bad[k], strlen(bad[k]), &o, &info, &s, &err),
+        TW_E_INVALID);
     assert_null(s);
   }
 }
 
-/* ---- adapters and merging ------------------------------------------------------------- */
+/* ---- adapters and merging
+ * ------------------------------------------------------------- */
 
 static void offer(struct tw_offer *o, const char *acct, const char *region,
                   const char *zone, const char *zone_id, const char *type,
@@ -434,28 +461,30 @@ static struct tw_cat_snap *adapt(const struct tw_offer *offers, size_t n,
   info.mode = TW_CAT_ADAPTER;
   struct tw_cat_snap *s = NULL;
   struct tw_err err = {0};
-  assert_int_equal(tw_cat_snap_from_offers(offers, n, &o, &info, &s, &err), TW_OK);
+  assert_int_equal(tw_cat_snap_from_offers(offers, n, &o, &info, &s, &err),
+                   TW_OK);
   return s;
 }
 
 static void adapter_offers_are_normalized_too(void **state) {
   (void)state;
   struct tw_offer in[8];
-  offer(&in[0], "aws-main", "us-east-1", "us-east-1a", "use1-az4", "p5.48xlarge",
-        TW_MARKET_SPOT, 20000000);
-  offer(&in[1], "aws-main", "us-east-1", "us-east-1a", "use1-az4", "p5.48xlarge",
-        TW_MARKET_SPOT, 21000000); /* duplicate */
-  offer(&in[2], "aws-main", "us-east-1", "us-east-1b", "use1-az6", "", TW_MARKET_SPOT,
-        1);
-  offer(&in[3], "aws-main", "us-east-1", "us-east-1b", "use1-az6", "p5.48xlarge",
-        TW_MARKET_ON_DEMAND, -5);
+  offer(&in[0], "aws-main", "us-east-1", "us-east-1a", "use1-az4",
+        "p5.48xlarge", TW_MARKET_SPOT, 20000000);
+  offer(&in[1], "aws-main", "us-east-1", "us-east-1a", "use1-az4",
+        "p5.48xlarge", TW_MARKET_SPOT, 21000000); /* duplicate */
+  offer(&in[2], "aws-main", "us-east-1", "us-east-1b", "use1-az6", "",
+        TW_MARKET_SPOT, 1);
+  offer(&in[3], "aws-main", "us-east-1", "us-east-1b", "use1-az6",
+        "p5.48xlarge", TW_MARKET_ON_DEMAND, -5);
   /* an Alibaba price converted from yuan by its adapter, labelled so */
   offer(&in[4], "ali", "cn-hangzhou", "cn-hangzhou-h", "", "ecs.gn7.xlarge",
         TW_MARKET_ON_DEMAND, 10000000);
   TW_SET(in[4].provider, "alibaba");
   tw_offer_set_label(&in[4], "currency", "CNY");
   tw_offer_set_label(&in[4], "zone_type", "availability-zone");
-  offer(&in[5], "ali", "cn-hangzhou", "cn-hangzhou-h", "", "ecs.x", TW_MARKET_SPOT, 1);
+  offer(&in[5], "ali", "cn-hangzhou", "cn-hangzhou-h", "", "ecs.x",
+        TW_MARKET_SPOT, 1);
   TW_SET(in[5].provider, "alibaba");
   tw_offer_set_label(&in[5], "currency", "XYZ"); /* a label like any */
   /* a private NPU node, priced by chargeback */
@@ -486,9 +515,11 @@ static void adapter_offers_are_normalized_too(void **state) {
   size_t i;
   struct tw_cat_view v;
   /* found by zone name or zone id */
-  assert_true(tw_cat_snap_find(s, "aws-main:us-east-1:us-east-1a:p5.48xlarge:spot", &i));
+  assert_true(tw_cat_snap_find(
+      s, "aws-main:us-east-1:us-east-1a:p5.48xlarge:spot", &i));
   size_t j;
-  assert_true(tw_cat_snap_find(s, "aws-main:us-east-1:use1-az4:p5.48xlarge:spot", &j));
+  assert_true(
+      tw_cat_snap_find(s, "aws-main:us-east-1:use1-az4:p5.48xlarge:spot", &j));
   assert_int_equal(i, j);
   tw_cat_snap_view(s, i, &v);
   assert_string_equal(v.accel, "H100-80GB");
@@ -501,7 +532,8 @@ static void adapter_offers_are_normalized_too(void **state) {
   tw_cat_snap_to_offer(s, i, &lo);
   assert_string_equal(lo.accel_name, "H100");
   assert_int_equal(lo.accel_count, 8);
-  assert_true(tw_cat_snap_find(s, "ali:cn-hangzhou:cn-hangzhou-h:ecs.gn7.xlarge:on-demand", &i));
+  assert_true(tw_cat_snap_find(
+      s, "ali:cn-hangzhou:cn-hangzhou-h:ecs.gn7.xlarge:on-demand", &i));
   tw_cat_snap_view(s, i, &v);
   /* adapters hand over micro-USD: the one that converted from yuan keeps
    * saying so in its labels, and is not converted twice */
@@ -523,7 +555,8 @@ static void adapter_offers_are_normalized_too(void **state) {
   struct tw_offer o;
   tw_cat_snap_to_offer(s, i, &o);
   assert_string_equal(tw_offer_label(&o, "npu.control"), "1");
-  assert_true(tw_cat_snap_find(s, "aws-main:us-east-1:us-east-1a:m6g.large:spot", &i));
+  assert_true(
+      tw_cat_snap_find(s, "aws-main:us-east-1:us-east-1a:m6g.large:spot", &i));
   tw_cat_snap_view(s, i, &v);
   assert_int_equal(v.risk, TW_RISK_5_10);
   assert_int_equal(v.arch, TW_ARCH_ARM64);
@@ -596,16 +629,19 @@ static void merge_keeps_precedence_and_learns_zone_names(void **state) {
   size_t i;
   struct tw_cat_view v;
   /* the adapter beats the seed for the spot offer; the zone got its name */
-  assert_true(tw_cat_snap_find(m, "aws:us-east-1:us-east-1a:p5.48xlarge:spot", &i));
+  assert_true(
+      tw_cat_snap_find(m, "aws:us-east-1:us-east-1a:p5.48xlarge:spot", &i));
   tw_cat_snap_view(m, i, &v);
   assert_int_equal(v.price_uusd_per_hour, 20000000);
   assert_string_equal(v.source->name, "aws");
-  assert_true(tw_cat_snap_find(m, "aws:us-east-1:us-east-1a:p5.48xlarge:on-demand", &i));
+  assert_true(tw_cat_snap_find(
+      m, "aws:us-east-1:us-east-1a:p5.48xlarge:on-demand", &i));
   tw_cat_snap_view(m, i, &v);
   assert_int_equal(v.price_uusd_per_hour, 55500000);
   assert_string_equal(v.source->name, "pin");
   /* the seed's own offers stay, with learnt names where known */
-  assert_true(tw_cat_snap_find(m, "aws:us-east-1:use1-az6:p5.48xlarge:on-demand", &i));
+  assert_true(
+      tw_cat_snap_find(m, "aws:us-east-1:use1-az6:p5.48xlarge:on-demand", &i));
   for (size_t k = 0; k < 3; k++) {
     const struct tw_cat_source_info *si = tw_cat_snap_source(m, k);
     if (!strcmp(si->name, "seed")) {
@@ -618,7 +654,8 @@ static void merge_keeps_precedence_and_learns_zone_names(void **state) {
   }
   assert_int_equal(tw_cat_snap_count(m), 13);
   /* a companion: the on-demand offer of a spot one */
-  assert_true(tw_cat_snap_find(m, "aws:us-east-1:us-east-1a:p5.48xlarge:spot", &i));
+  assert_true(
+      tw_cat_snap_find(m, "aws:us-east-1:us-east-1a:p5.48xlarge:spot", &i));
   size_t od;
   assert_true(tw_cat_snap_companion(m, i, &od));
   tw_cat_snap_view(m, od, &v);
@@ -647,8 +684,8 @@ static void stored_form_reads_back_the_same_offers(void **state) {
   tw_cat_snap_write_csv(s, &b);
   struct tw_cat_snap *back = NULL;
   struct tw_err err = {0};
-  if (tw_cat_snap_read_csv(b.data, b.len, tw_cat_snap_source(s, 0), regions, &back,
-                           &err))
+  if (tw_cat_snap_read_csv(b.data, b.len, tw_cat_snap_source(s, 0), regions,
+                           &back, &err))
     fail_msg("%s", err.msg);
   assert_int_equal(tw_cat_snap_count(back), tw_cat_snap_count(s));
   for (size_t i = 0; i < tw_cat_snap_count(s); i++) {
@@ -680,21 +717,27 @@ static void stored_form_reads_back_the_same_offers(void **state) {
   tw_buf_release(&b);
   tw_cat_snap_release(back);
   tw_cat_snap_release(s);
-  assert_int_equal(tw_cat_snap_read_csv("junk\n", 5, NULL, regions, &back, &err),
-                   TW_E_INVALID);
+  assert_int_equal(
+      tw_cat_snap_read_csv("junk\n", 5, NULL, regions, &back, &err),
+      TW_E_INVALID);
 }
 
-/* ---- queries -------------------------------------------------------------------------- */
+/* ---- queries
+ * -------------------------------------------------------------------------- */
 
 /* A generated catalog of n offers across three clouds. */
 static struct tw_cat_snap *generated(int rows) {
   static const char *const TYPES[][4] = {
-      {"p5.48xlarge", "H100", "8", "192"},  {"p4de.24xlarge", "A100-80GB", "8", "96"},
-      {"p4d.24xlarge", "A100", "8", "96"},  {"g4dn.xlarge", "T4", "1", "4"},
-      {"m6i.2xlarge", "", "", "8"},         {"m6g.large", "", "", "2"}};
-  static const char *const REGIONS[][2] = {
-      {"us-east-1", "use1"}, {"eu-central-1", "euc1"}, {"ap-northeast-1", "apne1"},
-      {"eu-west-2", "euw2"}};
+      {"p5.48xlarge", "H100", "8", "192"},
+      {"p4de.24xlarge", "A100-80GB", "8", "96"},
+      {"p4d.24xlarge", "A100", "8", "96"},
+      {"g4dn.xlarge", "T4", "1", "4"},
+      {"m6i.2xlarge", "", "", "8"},
+      {"m6g.large", "", "", "2"}};
+  static const char *const REGIONS[][2] = {{"us-east-1", "use1"},
+                                           {"eu-central-1", "euc1"},
+                                           {"ap-northeast-1", "apne1"},
+                                           {"eu-west-2", "euw2"}};
   struct tw_buf b;
   tw_buf_init(&b);
   tw_buf_adds(&b, AWS_HEADER);
@@ -702,11 +745,12 @@ static struct tw_cat_snap *generated(int rows) {
     const char *const *t = TYPES[i % 6];
     const char *const *r = REGIONS[(i / 6) % 4];
     int az = i / 24 + 1;
-    tw_buf_printf(&b, "%s,%s,%s,%s,16,,%d.%02d,%d.%02d,%s,%s-az%d,\n", t[0], t[1],
-                  t[2], t[3], 1 + (i * 7) % 50, i % 100, (i * 3) % 20, 1 + (i * 13) % 99,
-                  r[0], r[1], az);
+    tw_buf_printf(&b, "%s,%s,%s,%s,16,,%d.%02d,%d.%02d,%s,%s-az%d,\n", t[0],
+                  t[1], t[2], t[3], 1 + (i * 7) % 50, i % 100, (i * 3) % 20,
+                  1 + (i * 13) % 99, r[0], r[1], az);
   }
-  struct tw_cat_snap *s = ingest(b.data, b.len, "aws", "gen", NULL, TW_CAT_SEED);
+  struct tw_cat_snap *s =
+      ingest(b.data, b.len, "aws", "gen", NULL, TW_CAT_SEED);
   tw_buf_release(&b);
   return s;
 }
@@ -813,13 +857,16 @@ static void queries_filter_sort_and_page(void **state) {
       }
       free(hit);
       if (seen != want || !want)
-        fail_msg("template %zu sort %s: %zu of %zu", a, tw_cat_sort_str(sorts[k]),
-                 seen, want);
+        fail_msg("template %zu sort %s: %zu of %zu", a,
+                 tw_cat_sort_str(sorts[k]), seen, want);
     }
 
   /* filters against brute force */
-  struct tw_cat_query f = {.limit = 1000, .cpus = 8, .max_price_uusd = 20000000,
-                           .jurisdictions = {"EU"}, .n_jurisdictions = 1};
+  struct tw_cat_query f = {.limit = 1000,
+                           .cpus = 8,
+                           .max_price_uusd = 20000000,
+                           .jurisdictions = {"EU"},
+                           .n_jurisdictions = 1};
   assert_int_equal(run(s, &f, &p), brute(s, &f));
   assert_true(p.n > 0);
   for (size_t i = 0; i < p.n; i++) {
@@ -832,12 +879,13 @@ static void queries_filter_sort_and_page(void **state) {
   assert_int_equal(run(s, &arm, &p), brute(s, &arm));
   assert_int_equal(p.n, 800);
   tw_cat_page_release(&p);
-  struct tw_cat_query noacc = {.limit = 1000, .no_accel = true,
-                               .regions = {"aws:eu-*"}, .n_regions = 1};
+  struct tw_cat_query noacc = {
+      .limit = 1000, .no_accel = true, .regions = {"aws:eu-*"}, .n_regions = 1};
   run(s, &noacc, &p);
   assert_int_equal(p.n, 800); /* 2 types x 2 EU regions x 100 rows x 2 */
   tw_cat_page_release(&p);
-  struct tw_cat_query prov = {.limit = 5, .providers = {"azure"}, .n_providers = 1};
+  struct tw_cat_query prov = {
+      .limit = 5, .providers = {"azure"}, .n_providers = 1};
   assert_int_equal(run(s, &prov, &p), 0);
   tw_cat_page_release(&p);
   /* a selector with two colons names zones */

@@ -35,8 +35,9 @@ static void decimals_convert_exactly_or_say_they_rounded(void **state) {
   assert_int_equal(micro("1.0000000", &exact), 1000000);
   assert_true(exact);
   int64_t v = 42;
-  const char *bad[] = {"", "-1", "+1", "1e3", "1.2.3", ".", "1,5", " 1",
-                       "1000000000000", "abc", "0x10"};
+  const char *bad[] = {"",    "-1",  "+1", "1e3",           "1.2.3",
+                       ".",   "1,5", " 1", "1000000000000", "abc",
+                       "0x10"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     assert_false(tw_norm_decimal_micro(bad[i], strlen(bad[i]), &v, NULL));
   assert_int_equal(v, 42); /* untouched on failure */
@@ -246,9 +247,9 @@ static void regions_carry_country_jurisdiction_and_coordinates(void **state) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     tw_err_clear(&err);
     t = (struct tw_regions *)1;
-    assert_int_equal(tw_regions_load_text(bad[i].text, strlen(bad[i].text), &t,
-                                          &err),
-                     TW_E_INVALID);
+    assert_int_equal(
+        tw_regions_load_text(bad[i].text, strlen(bad[i].text), &t, &err),
+        TW_E_INVALID);
     assert_null(t);
     if (!strstr(err.msg, bad[i].msg))
       fail_msg("case %zu: %s", i, err.msg);
@@ -286,7 +287,8 @@ static void foreign_prices_convert_at_a_recorded_rate(void **state) {
   const char *bad[] = {
       "currency,usd_per_unit,date,source\nCNY,abc,2025-06-30,x\n",
       "currency,usd_per_unit,date,source\nCNY,0.1,2025-13-30,x\n",
-      "currency,usd_per_unit,date,source\nCNY,0.1,2025-06-30,x\nCNY,0.2,2025-06-30,x\n",
+      "currency,usd_per_unit,date,source\nCNY,0.1,2025-06-30,x\nCNY,0.2,2025-"
+      "06-30,x\n",
       "currency,usd_per_unit,date,source\nUSD,2,2025-06-30,x\n",
       "currency,usd_per_unit,date,source\nCNY,0.0000000001,2025-06-30,x\n",
       "currency,rate\n"};

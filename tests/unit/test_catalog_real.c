@@ -28,8 +28,9 @@ static int failures;
   } while (0)
 
 #define CHECK_EQ(got, want, what)                                              \
-  CHECK((uint64_t)(got) == (uint64_t)(want), "%s: got %" PRIu64 ", want %" PRIu64, \
-        what, (uint64_t)(got), (uint64_t)(want))
+  CHECK((uint64_t)(got) == (uint64_t)(want),                                   \
+        "%s: got %" PRIu64 ", want %" PRIu64, what, (uint64_t)(got),           \
+        (uint64_t)(want))
 
 static char *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
@@ -66,8 +67,10 @@ static struct tw_cat_snap *load(const char *dir, const char *rel,
     failures++;
     return NULL;
   }
-  struct tw_csv_opts o = {.provider = provider, .columns = columns,
-                          .instance_type = type, .specs = specs,
+  struct tw_csv_opts o = {.provider = provider,
+                          .columns = columns,
+                          .instance_type = type,
+                          .specs = specs,
                           .regions = regions};
   struct tw_cat_source_info info;
   memset(&info, 0, sizeof info);
@@ -123,7 +126,8 @@ static void round_trip(const struct tw_cat_snap *s, const char *text,
       bad++;
     tw_csv_reader_release(&r);
   }
-  CHECK(bad == 0, "%s: %zu offers do not reproduce their row's price", what, bad);
+  CHECK(bad == 0, "%s: %zu offers do not reproduce their row's price", what,
+        bad);
   free(starts);
 }
 
@@ -178,8 +182,10 @@ int main(void) {
     CHECK_EQ(r->notes[TW_CAT_NOTE_ARCH_GUESSED], 56671, "azure arch");
     round_trip(az, text, len, true, 6, 7, "azure");
     /* GPU names across the file are canonical */
-    struct tw_cat_query q = {.accel = "A100-80GB", .accel_count = 8,
-                             .market = TW_MARKET_SPOT, .limit = 1000};
+    struct tw_cat_query q = {.accel = "A100-80GB",
+                             .accel_count = 8,
+                             .market = TW_MARKET_SPOT,
+                             .limit = 1000};
     struct tw_cat_page p;
     if (tw_cat_snap_query(az, &q, &p, &err) == TW_OK) {
       CHECK(p.n > 0 && p.n < 100, "azure A100-80GB:8 spot: %zu offers", p.n);
@@ -190,8 +196,8 @@ int main(void) {
 
   /* GCP (anycloud): zonal; 2,395 accelerator-only rows have no machine
    * type, 11 rows price nothing (0.0 and 0.0). */
-  struct tw_cat_snap *gcp = load(dir, "anycloud/gcp/vms.csv", "gcp", NULL, NULL,
-                                 NULL, &text, &len);
+  struct tw_cat_snap *gcp =
+      load(dir, "anycloud/gcp/vms.csv", "gcp", NULL, NULL, NULL, &text, &len);
   if (gcp) {
     const struct tw_cat_report *r = &tw_cat_snap_source(gcp, 0)->report;
     check_report(gcp, "gcp", 31285, 28879, 57758);
@@ -206,8 +212,9 @@ int main(void) {
 
   /* AWS (SkyPilot v8 excerpt): zone ids, one Local Zone, 4 rows without a
    * spot price (the README says 5; the file has 4). */
-  struct tw_cat_snap *aws = load(dir, "skypilot/aws_vms_v8_excerpt_p5.48xlarge.csv",
-                                 "aws", NULL, NULL, NULL, &text, &len);
+  struct tw_cat_snap *aws =
+      load(dir, "skypilot/aws_vms_v8_excerpt_p5.48xlarge.csv", "aws", NULL,
+           NULL, NULL, &text, &len);
   if (aws) {
     const struct tw_cat_report *r = &tw_cat_snap_source(aws, 0)->report;
     check_report(aws, "aws excerpt", 33, 33, 62);
@@ -217,8 +224,8 @@ int main(void) {
     round_trip(aws, text, len, true, 6, 7, "aws excerpt");
     size_t i;
     struct tw_cat_view v;
-    CHECK(tw_cat_snap_find(aws, "aws:us-east-1:use1-atl2-az1:p5.48xlarge:on-demand",
-                           &i),
+    CHECK(tw_cat_snap_find(
+              aws, "aws:us-east-1:use1-atl2-az1:p5.48xlarge:on-demand", &i),
           "the Local Zone offer is missing");
     tw_cat_snap_view(aws, i, &v);
     CHECK(v.local_zone, "use1-atl2-az1 is a local zone");
@@ -268,7 +275,8 @@ int main(void) {
     CHECK_EQ(tot.normalized, 370, "aws subset normalized");
     CHECK_EQ(tot.rejected[TW_CAT_REJ_NO_PRICE], 4, "aws subset no price");
     CHECK_EQ(tot.notes[TW_CAT_NOTE_SPOT_NOT_OFFERED], 30, "aws subset no spot");
-    CHECK_EQ(tot.notes[TW_CAT_NOTE_OD_NOT_OFFERED], 4, "aws subset no on-demand");
+    CHECK_EQ(tot.notes[TW_CAT_NOTE_OD_NOT_OFFERED], 4,
+             "aws subset no on-demand");
     CHECK_EQ(offers, 706, "aws subset offers");
   } else {
     fprintf(stderr, "FAIL: specs %s: %s\n", sp_path, err.msg);

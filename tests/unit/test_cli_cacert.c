@@ -42,7 +42,8 @@ static void no_sleep(void *ctx, int64_t ms) {
 
 /* Runs tradewind with args (NULL-terminated), url and cacert standing for
  * TRADEWIND_URL and TRADEWIND_CACERT (NULL: unset). */
-static struct result *run(const char *url, const char *cacert, const char *const *args) {
+static struct result *run(const char *url, const char *cacert,
+                          const char *const *args) {
   char *argv[32];
   int argc = 0;
   size_t outlen, errlen;
@@ -56,8 +57,13 @@ static struct result *run(const char *url, const char *cacert, const char *const
   FILE *out = open_memstream(&last.out, &outlen);
   FILE *err = open_memstream(&last.err, &errlen);
   FILE *in = fopen("/dev/null", "r");
-  struct tw_cli_io io = {.out = out, .err = err, .in = in, .env_url = url,
-                         .env_cacert = cacert, .clock = &clk, .sleep_ms = no_sleep};
+  struct tw_cli_io io = {.out = out,
+                         .err = err,
+                         .in = in,
+                         .env_url = url,
+                         .env_cacert = cacert,
+                         .clock = &clk,
+                         .sleep_ms = no_sleep};
   last.code = tw_cli_run(argc, argv, &io);
   fclose(out);
   fclose(err);
@@ -119,12 +125,14 @@ static void help_lists_the_option_and_the_variable(void **state) {
 static void bad_files_are_usage_errors(void **state) {
   struct fake_srv *srv = *state;
   struct {
-    const char *env;       /* TRADEWIND_CACERT */
-    const char *flag;      /* --cacert, NULL: none */
-    const char *want;      /* in stderr */
+    const char *env;  /* TRADEWIND_CACERT */
+    const char *flag; /* --cacert, NULL: none */
+    const char *want; /* in stderr */
   } rows[] = {
-      {NULL, "/nonexistent/ca.pem", "--cacert: cannot read \"/nonexistent/ca.pem\""},
-      {"/nonexistent/ca.pem", NULL, "TRADEWIND_CACERT: cannot read \"/nonexistent/ca.pem\""},
+      {NULL, "/nonexistent/ca.pem",
+       "--cacert: cannot read \"/nonexistent/ca.pem\""},
+      {"/nonexistent/ca.pem", NULL,
+       "TRADEWIND_CACERT: cannot read \"/nonexistent/ca.pem\""},
       {NULL, dir, "Is a directory"},
       {NULL, empty, "is empty"},
       {NULL, "", "--cacert: expected a file"},
@@ -132,12 +140,13 @@ static void bad_files_are_usage_errors(void **state) {
       {good, "/nonexistent/x.pem", "--cacert: cannot read"},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-    struct result *r = rows[i].flag
-                           ? run(fake_url(srv), rows[i].env,
-                                 ARGS("jobs", "list", "--cacert", rows[i].flag))
-                           : run(fake_url(srv), rows[i].env, ARGS("jobs", "list"));
+    struct result *r =
+        rows[i].flag ? run(fake_url(srv), rows[i].env,
+                           ARGS("jobs", "list", "--cacert", rows[i].flag))
+                     : run(fake_url(srv), rows[i].env, ARGS("jobs", "list"));
     if (r->code != TW_EXIT_USAGE || !strstr(r->err, rows[i].want))
-      fail_msg("row %zu: exit %d, stderr %s (want \"%s\")", i, r->code, r->err, rows[i].want);
+      fail_msg("row %zu: exit %d, stderr %s (want \"%s\")", i, r->code, r->err,
+               rows[i].want);
   }
   /* the option needs its argument */
   struct result *r = run(fake_url(srv), NULL, ARGS("jobs", "list", "--cacert"));
@@ -150,7 +159,8 @@ static void plain_http_is_unaffected(void **state) {
   struct fake_srv *srv = *state;
   fake_json(srv, "{\"items\":[],\"next_cursor\":null}");
   fake_json(srv, "{\"items\":[],\"next_cursor\":null}");
-  struct result *r = run(fake_url(srv), NULL, ARGS("--cacert", good, "jobs", "list"));
+  struct result *r =
+      run(fake_url(srv), NULL, ARGS("--cacert", good, "jobs", "list"));
   assert_int_equal(r->code, TW_EXIT_OK);
   r = run(fake_url(srv), good, ARGS("jobs", "list"));
   assert_int_equal(r->code, TW_EXIT_OK);
@@ -161,12 +171,14 @@ static void the_file_reaches_libcurl(void **state) {
   struct fake_srv *srv = *state;
   const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
   if (!v->ssl_version || strncmp(v->ssl_version, "OpenSSL", 7)) {
-    printf("SKIPPED: libcurl's TLS is %s, whose messages may not name the CA file\n",
+    printf("SKIPPED: libcurl's TLS is %s, whose messages may not name the CA "
+           "file\n",
            v->ssl_version ? v->ssl_version : "absent");
     skip();
   }
   char https[128];
-  snprintf(https, sizeof https, "https://%s", fake_url(srv) + strlen("http://"));
+  snprintf(https, sizeof https, "https://%s",
+           fake_url(srv) + strlen("http://"));
   struct {
     const char *env, *flag;
     const char *want, *not_want; /* in stderr */
@@ -179,12 +191,13 @@ static void the_file_reaches_libcurl(void **state) {
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     struct result *r = rows[i].flag
-                           ? run(https, rows[i].env, ARGS("--cacert", rows[i].flag, "jobs", "list"))
+                           ? run(https, rows[i].env,
+                                 ARGS("--cacert", rows[i].flag, "jobs", "list"))
                            : run(https, rows[i].env, ARGS("jobs", "list"));
     if (r->code != TW_EXIT_UNREACHABLE || !strstr(r->err, rows[i].want) ||
         strstr(r->err, rows[i].not_want))
-      fail_msg("row %zu: exit %d, stderr %s (want \"%s\", not \"%s\")", i, r->code, r->err,
-               rows[i].want, rows[i].not_want);
+      fail_msg("row %zu: exit %d, stderr %s (want \"%s\", not \"%s\")", i,
+               r->code, r->err, rows[i].want, rows[i].not_want);
   }
 }
 
@@ -195,9 +208,12 @@ int main(void) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(help_lists_the_option_and_the_variable),
-      cmocka_unit_test_setup_teardown(bad_files_are_usage_errors, setup, teardown),
-      cmocka_unit_test_setup_teardown(plain_http_is_unaffected, setup, teardown),
-      cmocka_unit_test_setup_teardown(the_file_reaches_libcurl, setup, teardown),
+      cmocka_unit_test_setup_teardown(bad_files_are_usage_errors, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(plain_http_is_unaffected, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(the_file_reaches_libcurl, setup,
+                                      teardown),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   curl_global_cleanup();

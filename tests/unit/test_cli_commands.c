@@ -179,9 +179,9 @@ static void submit_sends_json_with_token_and_key(void **state) {
   char *file = temp_file(".json", spec);
   fake_reply(srv, 201, "application/json", JOB("j-1", "pending", "submitted"),
              NULL);
-  struct result *r = run(fake_url(srv), "s3cret-token", NULL,
-                         ARGS("submit", file, "--idempotency-key", "key-1",
-                              "-o", "json"));
+  struct result *r =
+      run(fake_url(srv), "s3cret-token", NULL,
+          ARGS("submit", file, "--idempotency-key", "key-1", "-o", "json"));
   assert_int_equal(r->code, 0);
   /* The server's JSON, indented. */
   static const char head[] = "{\n  \"id\": \"j-1\",\n  \"name\": \"train\",";
@@ -205,8 +205,8 @@ static void submit_reads_stdin_and_sniffs_json(void **state) {
   struct fake_srv *srv = *state;
   fake_reply(srv, 201, "application/json", JOB("j-1", "pending", ""), NULL);
   fake_reply(srv, 201, "application/json", JOB("j-2", "pending", ""), NULL);
-  struct result *r = run(fake_url(srv), NULL, "  {\"name\":\"a\"}",
-                         ARGS("submit", "-"));
+  struct result *r =
+      run(fake_url(srv), NULL, "  {\"name\":\"a\"}", ARGS("submit", "-"));
   assert_int_equal(r->code, 0);
   r = run(fake_url(srv), NULL, "name: b\n", ARGS("submit", "-"));
   assert_int_equal(r->code, 0);
@@ -233,8 +233,9 @@ static void submit_notes_an_idempotent_replay(void **state) {
 static void submit_invalid_spec_exits_5_naming_the_field(void **state) {
   struct fake_srv *srv = *state;
   fake_reply(srv, 400, PROBLEM_JSON, PROBLEM_CPUS, NULL);
-  struct result *r = run(fake_url(srv), NULL, "name: a\nresources:\n  cpus: "
-                                              "eight\n",
+  struct result *r = run(fake_url(srv), NULL,
+                         "name: a\nresources:\n  cpus: "
+                         "eight\n",
                          ARGS("submit", "-"));
   assert_int_equal(r->code, 5);
   assert_string_equal(r->out, "");
@@ -247,7 +248,7 @@ static void submit_usage_errors_exit_2_without_a_request(void **state) {
   struct result *r = RUN(srv, "submit", "/nonexistent/job.yaml");
   assert_int_equal(r->code, 2);
   assert_non_null(strstr(r->err, "cannot read /nonexistent/job.yaml: No such "
-                                  "file or directory"));
+                                 "file or directory"));
   assert_non_null(strstr(r->err, "tradewind submit --help"));
   r = RUN(srv, "submit", "/tmp");
   assert_int_equal(r->code, 2);
@@ -287,8 +288,8 @@ static void submit_wait_follows_states_to_success(void **state) {
   fake_json(srv, JOB("j-1", "running", ""));
   fake_json(srv, JOB("j-1", "running", ""));
   fake_json(srv, JOB("j-1", "succeeded", "exit 0"));
-  struct result *r = run(fake_url(srv), NULL, "name: a\n",
-                         ARGS("submit", "-", "--wait"));
+  struct result *r =
+      run(fake_url(srv), NULL, "name: a\n", ARGS("submit", "-", "--wait"));
   assert_int_equal(r->code, 0);
   assert_string_equal(r->out, "j-1\n");
   assert_string_equal(r->err, "j-1: pending (waiting for placement)\n"
@@ -315,7 +316,8 @@ static void submit_wait_json_prints_only_the_final_job(void **state) {
   json_decref(j);
 }
 
-/* --- jobs wait -------------------------------------------------------------- */
+/* --- jobs wait --------------------------------------------------------------
+ */
 
 static void wait_backoff_caps_at_two_seconds(void **state) {
   struct fake_srv *srv = *state;
@@ -326,7 +328,8 @@ static void wait_backoff_caps_at_two_seconds(void **state) {
   assert_int_equal(r->code, 1);
   static const int64_t want[] = {200, 400, 800, 1600, 2000, 2000, 2000};
   assert_naps(want, 7);
-  assert_string_equal(r->err, "j-1: running\nj-1: running -> failed (exit 3)\n");
+  assert_string_equal(r->err,
+                      "j-1: running\nj-1: running -> failed (exit 3)\n");
   assert_string_equal(r->out, "");
 }
 
@@ -387,8 +390,9 @@ static void wait_on_an_unknown_job_exits_5_at_once(void **state) {
 
 static void list_renders_a_table_and_passes_filters(void **state) {
   struct fake_srv *srv = *state;
-  fake_json(srv, "{\"items\":[" JOB("j-1", "pending", "") "," PLACED_JOB
-                 "],\"next_cursor\":\"c2\"}");
+  fake_json(srv,
+            "{\"items\":[" JOB("j-1", "pending",
+                               "") "," PLACED_JOB "],\"next_cursor\":\"c2\"}");
   struct result *r = RUN(srv, "jobs", "list", "--state", "running", "--tenant",
                          "a b", "--limit", "2");
   assert_int_equal(r->code, 0);
@@ -399,7 +403,8 @@ static void list_renders_a_table_and_passes_filters(void **state) {
                       "   10m\n"
                       "j-2  big    running  ml       aws/us-east-1a/p4d.24xlar"
                       "ge  2h\n");
-  assert_string_equal(r->err, "tradewind: more jobs: add --cursor c2, or --all\n");
+  assert_string_equal(r->err,
+                      "tradewind: more jobs: add --cursor c2, or --all\n");
   assert_string_equal(fake_req(srv, 0)->target,
                       "/v1/jobs?state=running&tenant=a b&limit=2");
 }
@@ -408,17 +413,19 @@ static void list_all_follows_next_cursor(void **state) {
   struct fake_srv *srv = *state;
   fake_json(srv, "{\"items\":[" JOB("j-3", "pending", "") "," JOB(
                      "j-2", "pending", "") "],\"next_cursor\":\"c2\"}");
-  fake_json(srv, "{\"items\":[" JOB("j-1", "pending", "") "],"
-                 "\"next_cursor\":null}");
-  struct result *r = RUN(srv, "jobs", "list", "--all", "--limit", "2", "-o",
-                         "json");
+  fake_json(srv,
+            "{\"items\":[" JOB("j-1", "pending", "") "],"
+                                                     "\"next_cursor\":null}");
+  struct result *r =
+      RUN(srv, "jobs", "list", "--all", "--limit", "2", "-o", "json");
   assert_int_equal(r->code, 0);
   json_t *j = json_loads(r->out, 0, NULL);
   assert_non_null(j);
   json_t *items = json_object_get(j, "items");
   assert_int_equal(json_array_size(items), 3);
   assert_string_equal(
-      json_string_value(json_object_get(json_array_get(items, 2), "id")), "j-1");
+      json_string_value(json_object_get(json_array_get(items, 2), "id")),
+      "j-1");
   assert_true(json_is_null(json_object_get(j, "next_cursor")));
   json_decref(j);
   assert_int_equal(fake_nreq(srv), 2);
@@ -426,8 +433,9 @@ static void list_all_follows_next_cursor(void **state) {
   assert_string_equal(fake_req(srv, 1)->target, "/v1/jobs?limit=2&cursor=c2");
 
   /* Table mode through the pages, starting at a given cursor. */
-  fake_json(srv, "{\"items\":[" JOB("j-5", "pending", "") "],"
-                 "\"next_cursor\":\"c9\"}");
+  fake_json(srv,
+            "{\"items\":[" JOB("j-5", "pending", "") "],"
+                                                     "\"next_cursor\":\"c9\"}");
   fake_json(srv, "{\"items\":[],\"next_cursor\":null}");
   r = RUN(srv, "jobs", "list", "--all", "--cursor", "c8");
   assert_int_equal(r->code, 0);
@@ -533,8 +541,8 @@ static void cancel_twice_exits_5_with_the_conflict(void **state) {
   assert_string_equal(fake_req(srv, 0)->target, "/v1/jobs/j-1");
   r = RUN(srv, "jobs", "cancel", "j-1");
   assert_int_equal(r->code, 5);
-  assert_string_equal(r->err,
-                      "tradewind: rejected (409): job j-1 is already cancelled\n");
+  assert_string_equal(
+      r->err, "tradewind: rejected (409): job j-1 is already cancelled\n");
 }
 
 static void events_render_oldest_first(void **state) {
@@ -607,8 +615,8 @@ static void url_flag_beats_the_environment(void **state) {
   char url[96];
   snprintf(url, sizeof url, "%s/", fake_url(srv));
   fake_json(srv, "{\"items\":[],\"next_cursor\":null}");
-  struct result *r = run("http://127.0.0.1:1", NULL, NULL,
-                         ARGS("jobs", "list", "--url", url));
+  struct result *r =
+      run("http://127.0.0.1:1", NULL, NULL, ARGS("jobs", "list", "--url", url));
   assert_int_equal(r->code, 0);
   assert_string_equal(r->out, "ID  NAME  STATE  TENANT  PLACEMENT  AGE\n");
   assert_string_equal(fake_req(srv, 0)->target, "/v1/jobs");

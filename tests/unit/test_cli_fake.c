@@ -138,8 +138,7 @@ struct fake_srv *fake_start(void) {
   }
   const union MHD_DaemonInfo *info =
       MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-  snprintf(s->url, sizeof s->url, "http://127.0.0.1:%u",
-           (unsigned)info->port);
+  snprintf(s->url, sizeof s->url, "http://127.0.0.1:%u", (unsigned)info->port);
   return s;
 }
 

@@ -19,8 +19,8 @@ static const struct tw_cli_opt opts_a[] = {
 static const struct tw_cli_opt opts_b[] = {{"output", 'o', true, O_OUT}, {0}};
 static const struct tw_cli_opt *const tables[] = {opts_a, opts_b, NULL};
 
-static enum tw_rc parse(struct tw_cli_parsed *p, struct tw_err *err,
-                        bool stop, int argc, ...) {
+static enum tw_rc parse(struct tw_cli_parsed *p, struct tw_err *err, bool stop,
+                        int argc, ...) {
   static char *argv[32];
   va_list ap;
   va_start(ap, argc);
@@ -98,21 +98,20 @@ static void durations_parse_units_and_reject_nonsense(void **state) {
     const char *in;
     int64_t ms; /* -1: rejected */
   } cases[] = {
-      {"90", 90000},      {"500ms", 500},       {"30s", 30000},
-      {"5m", 300000},     {"1h30m", 5400000},   {"2d", 172800000},
-      {"1m30s", 90000},   {"30d", 2592000000},  {"31d", -1},
-      {"0", -1},          {"0s", -1},           {"", -1},
-      {"5x", -1},         {"h", -1},            {"1.5h", -1},
-      {"-5s", -1},        {"5m3", -1},          {"9999999999s", -1},
-      {" 5s", -1},        {"12345678", -1},
+      {"90", 90000},    {"500ms", 500},      {"30s", 30000},
+      {"5m", 300000},   {"1h30m", 5400000},  {"2d", 172800000},
+      {"1m30s", 90000}, {"30d", 2592000000}, {"31d", -1},
+      {"0", -1},        {"0s", -1},          {"", -1},
+      {"5x", -1},       {"h", -1},           {"1.5h", -1},
+      {"-5s", -1},      {"5m3", -1},         {"9999999999s", -1},
+      {" 5s", -1},      {"12345678", -1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     int64_t ms = 0;
     int r = tw_cli_parse_duration_ms(cases[i].in, &ms);
     if (cases[i].ms < 0) {
       if (r != -1)
-        fail_msg("\"%s\" was accepted as %lld ms", cases[i].in,
-                 (long long)ms);
+        fail_msg("\"%s\" was accepted as %lld ms", cases[i].in, (long long)ms);
     } else {
       if (r != 0 || ms != cases[i].ms)
         fail_msg("\"%s\": got r=%d ms=%lld, want %lld", cases[i].in, r,
@@ -138,8 +137,8 @@ static void integers_parse_within_bounds(void **state) {
 static void exit_codes_follow_the_documented_table(void **state) {
   assert_int_equal(tw_cli_exit_for_rc(TW_OK), 0);
   /* Every 4xx the server can send is a rejection... */
-  static const long rejected[] = {400, 401, 403, 404, 405, 409, 412,
-                                  413, 415, 422, 429, 418};
+  static const long rejected[] = {400, 401, 403, 404, 405, 409,
+                                  412, 413, 415, 422, 429, 418};
   for (size_t i = 0; i < sizeof rejected / sizeof rejected[0]; i++)
     if (tw_cli_exit_for_rc(tw_cli_http_status_rc(rejected[i])) != 5)
       fail_msg("status %ld does not exit 5", rejected[i]);
@@ -237,11 +236,13 @@ static void problem_lines_survive_other_bodies(void **state) {
   tw_buf_release(&big);
 }
 
-/* --- JSON ------------------------------------------------------------------ */
+/* --- JSON ------------------------------------------------------------------
+ */
 
 static void json_is_indented_token_for_token(void **state) {
-  const char *in = "{\"id\":\"j-1\",\"n\":1.10,\"s\":\"a, b: {c}\\\"\","
-                   "\"e\":{},\"a\":[],\"l\":[1, {\"x\":null}],\"u\":\"\\u00e9\"}";
+  const char *in =
+      "{\"id\":\"j-1\",\"n\":1.10,\"s\":\"a, b: {c}\\\"\","
+      "\"e\":{},\"a\":[],\"l\":[1, {\"x\":null}],\"u\":\"\\u00e9\"}";
   const char *want = "{\n"
                      "  \"id\": \"j-1\",\n"
                      "  \"n\": 1.10,\n"

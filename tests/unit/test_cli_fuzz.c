@@ -31,8 +31,8 @@ static void fuzz_problem(long status, const char *body, size_t len) {
   tw_buf_init(&b);
   tw_cli_problem_line(status, body, len, &b);
   check_clean(b.data, b.len, false);
-  if (!strstr(b.data, "(request ") && b.len > strlen("server error (599): ") +
-                                                  400 + 3) {
+  if (!strstr(b.data, "(request ") &&
+      b.len > strlen("server error (599): ") + 400 + 3) {
     fprintf(stderr, "problem line of %zu bytes\n", b.len);
     abort();
   }
@@ -56,9 +56,10 @@ static void gen_space(struct gen *g) {
 
 static void gen_value(struct gen *g, int depth) {
   static const char *const atoms[] = {
-      "0",        "-1.50",         "1e+30",  "true",   "false",
-      "null",     "\"\"",          "\"a,b\"", "\"{[:]}\"", "\"q\\\"\\\\\"",
-      "\"\\u00e9\\n\"", "-9223372036854775808", "\"\xc3\xa9\""};
+      "0",           "-1.50",         "1e+30",          "true",
+      "false",       "null",          "\"\"",           "\"a,b\"",
+      "\"{[:]}\"",   "\"q\\\"\\\\\"", "\"\\u00e9\\n\"", "-9223372036854775808",
+      "\"\xc3\xa9\""};
   unsigned k = next(g);
   gen_space(g);
   if (depth < 8 && k % 4 == 0) {

@@ -13,7 +13,8 @@
 #include "broker/config.h"
 #include "broker/node.h"
 
-static struct tw_cfg *load(const char *text, enum tw_rc want, struct tw_err *err) {
+static struct tw_cfg *load(const char *text, enum tw_rc want,
+                           struct tw_err *err) {
   struct tw_cfg *c = NULL;
   tw_err_clear(err);
   assert_int_equal(tw_cfg_load_text(text, strlen(text), &c, err), want);
@@ -64,10 +65,11 @@ static void every_shipped_config_loads(void **state) {
 static void values_are_read(void **state) {
   (void)state;
   struct tw_err err;
-  struct tw_cfg *c = load("listen: 0.0.0.0:9000\nlog: {level: debug, debug: [api, store]}\n"
-                          "store: {synchronous: normal, max_batch: 64}\n"
-                          "providers:\n  - {name: aws, type: aws}\n",
-                          TW_OK, &err);
+  struct tw_cfg *c =
+      load("listen: 0.0.0.0:9000\nlog: {level: debug, debug: [api, store]}\n"
+           "store: {synchronous: normal, max_batch: 64}\n"
+           "providers:\n  - {name: aws, type: aws}\n",
+           TW_OK, &err);
   assert_string_equal(c->listen, "0.0.0.0:9000");
   assert_int_equal(c->log_level, TW_LOG_DEBUG);
   assert_string_equal(c->log_debug, "api,store");
@@ -83,16 +85,20 @@ static const struct {
   const char *field;
   const char *msg;
 } BAD[] = {
-    {"store: {max_batch: 0}\n", "store.max_batch", "store.max_batch: must be between 1 and 10000, got 0"},
+    {"store: {max_batch: 0}\n", "store.max_batch",
+     "store.max_batch: must be between 1 and 10000, got 0"},
     {"store: {max_batch: many}\n", "store.max_batch", "expected an integer"},
-    {"store: {synchronous: always}\n", "store.synchronous", "expected full or normal"},
-    {"log: {level: loud}\n", "log.level", "expected one of debug, info, warn, error"},
+    {"store: {synchronous: always}\n", "store.synchronous",
+     "expected full or normal"},
+    {"log: {level: loud}\n", "log.level",
+     "expected one of debug, info, warn, error"},
     {"lisen: 1.2.3.4:5\n", "lisen", "did you mean \"listen\""},
     {"store: {max_bach: 3}\n", "store.max_bach", "did you mean \"max_batch\""},
     {"listen: nowhere\n", "listen", "expected HOST:PORT"},
     {"listen: host:99999\n", "listen", "expected HOST:PORT"},
     {"api: 3\n", "api", "expected a mapping"},
-    {"api: {max_body_bytes: 10}\n", "api.max_body_bytes", "must be between 1024"},
+    {"api: {max_body_bytes: 10}\n", "api.max_body_bytes",
+     "must be between 1024"},
     {"providers: {aws: 1}\n", "providers", "expected a list of providers"},
     {"db:\n", "db", "a value is required"},
     {"zzzzzz: 1\n", "zzzzzz", "unknown key"},
@@ -104,7 +110,8 @@ static void errors_name_the_key(void **state) {
     struct tw_err err;
     struct tw_cfg *c = NULL;
     tw_err_clear(&err);
-    enum tw_rc rc = tw_cfg_load_text(BAD[i].text, strlen(BAD[i].text), &c, &err);
+    enum tw_rc rc =
+        tw_cfg_load_text(BAD[i].text, strlen(BAD[i].text), &c, &err);
     if (rc != TW_E_INVALID || strcmp(err.field, BAD[i].field) ||
         !strstr(err.msg, BAD[i].msg))
       fail_msg("case %zu (%s): rc=%d field=%s msg=%s", i, BAD[i].text, rc,
@@ -126,9 +133,10 @@ static void reload_keeps_fixed_keys(void **state) {
   (void)state;
   struct tw_err err;
   struct tw_cfg *old = load("listen: 127.0.0.1:1\ndb: a.db\n", TW_OK, &err);
-  struct tw_cfg *next = load("listen: 127.0.0.1:2\ndb: a.db\nlog: {level: warn}\n"
-                             "api: {max_body_bytes: 2048}\n",
-                             TW_OK, &err);
+  struct tw_cfg *next =
+      load("listen: 127.0.0.1:2\ndb: a.db\nlog: {level: warn}\n"
+           "api: {max_body_bytes: 2048}\n",
+           TW_OK, &err);
   char *report = NULL;
   tw_cfg_keep_fixed(old, next, &report);
   assert_non_null(report);

@@ -82,11 +82,21 @@ int main(int argc, char **argv) {
   tw_buf_init(&out);
   char *help[] = {"tradewind-fakecloud", "--help", NULL};
   CHECK(run(help, &out) == 0, "--help exit");
-  static const char *const must[] = {
-      "--listen", "--seed", "--catalog", "--clock-speed", "--faults",
-      "--credentials", "AKIDTRADEWINDFAKE", "tradewind-fake-secret",
-      "/_fake/clock", "/_fake/faults", "/_fake/reset", "/_fake/ec2/state",
-      "spot/instance-action", "events/recommendations/rebalance", NULL};
+  static const char *const must[] = {"--listen",
+                                     "--seed",
+                                     "--catalog",
+                                     "--clock-speed",
+                                     "--faults",
+                                     "--credentials",
+                                     "AKIDTRADEWINDFAKE",
+                                     "tradewind-fake-secret",
+                                     "/_fake/clock",
+                                     "/_fake/faults",
+                                     "/_fake/reset",
+                                     "/_fake/ec2/state",
+                                     "spot/instance-action",
+                                     "events/recommendations/rebalance",
+                                     NULL};
   for (const char *const *m = must; *m; m++)
     CHECK(out.data && strstr(out.data, *m), "--help mentions %s", *m);
   tw_buf_reset(&out);
@@ -114,8 +124,8 @@ int main(int argc, char **argv) {
     dup2(pfd[1], 1);
     close(pfd[0]);
     close(pfd[1]);
-    execl(bin, "tradewind-fakecloud", "--listen", "127.0.0.1:0", "--seed",
-          "3", "--faults", faults, (char *)NULL);
+    execl(bin, "tradewind-fakecloud", "--listen", "127.0.0.1:0", "--seed", "3",
+          "--faults", faults, (char *)NULL);
     _exit(127);
   }
   close(pfd[1]);
@@ -123,8 +133,7 @@ int main(int argc, char **argv) {
   char line[128] = "";
   CHECK(fgets(line, sizeof line, f) != NULL, "a first line");
   unsigned port = 0;
-  CHECK(sscanf(line, "listening http://127.0.0.1:%u\n", &port) == 1 &&
-            port > 0,
+  CHECK(sscanf(line, "listening http://127.0.0.1:%u\n", &port) == 1 && port > 0,
         "line: %s", line);
   char url[128];
   struct tw_buf body;

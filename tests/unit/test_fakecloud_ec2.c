@@ -130,12 +130,12 @@ static int64_t fake_now(void) {
 }
 
 struct sign_opts {
-  const char *secret;     /* default: the fake's */
+  const char *secret; /* default: the fake's */
   const char *access_key;
   const char *region;
-  int64_t skew_ms;        /* added to the fake clock's time */
+  int64_t skew_ms; /* added to the fake clock's time */
   bool no_auth;
-  bool get;               /* params in the query string */
+  bool get; /* params in the query string */
 };
 
 /* Signs and sends an EC2 call; params is the form body without Action's
@@ -150,16 +150,20 @@ static void ec2o(const struct sign_opts *o, const char *params,
       {"host", host},
       {"x-amz-date", date},
       {"content-type", "application/x-www-form-urlencoded; charset=utf-8"}};
-  struct tw_sigv4_request req = {
-      .method = get ? "GET" : "POST", .path = "/",
-      .query = get ? params : NULL, .headers = hs,
-      .n_headers = get ? 2 : 3, .body = get ? "" : params,
-      .body_len = get ? 0 : strlen(params)};
+  struct tw_sigv4_request req = {.method = get ? "GET" : "POST",
+                                 .path = "/",
+                                 .query = get ? params : NULL,
+                                 .headers = hs,
+                                 .n_headers = get ? 2 : 3,
+                                 .body = get ? "" : params,
+                                 .body_len = get ? 0 : strlen(params)};
   struct tw_sigv4_params sp = {
       .access_key = o->access_key ? o->access_key : FC_DEFAULT_ACCESS_KEY,
       .secret_key = o->secret ? o->secret : FC_DEFAULT_SECRET_KEY,
-      .region = o->region ? o->region : "us-east-1", .service = "ec2",
-      .amz_date = date, .normalize_path = 1};
+      .region = o->region ? o->region : "us-east-1",
+      .service = "ec2",
+      .amz_date = date,
+      .normalize_path = 1};
   struct tw_sigv4_result res;
   struct tw_err err;
   tw_err_clear(&err);
@@ -286,9 +290,7 @@ static char *run_one(const char *extra, struct reply *r) {
   return xp(r, "//e:instancesSet/e:item[1]/e:instanceId");
 }
 
-static void reset(void) {
-  ctl_ok("POST", "/_fake/reset", NULL);
-}
+static void reset(void) { ctl_ok("POST", "/_fake/reset", NULL); }
 
 /* ---- tests ------------------------------------------------------------ */
 
@@ -299,12 +301,10 @@ static void on_demand_runs_then_becomes_running(void) {
                      &r);
   CHECK(r.status == 200, "run: %ld %s", r.status, r.body.data);
   CHECK(matches(id, "^i-[0-9a-f]{17}$"), "id %s", id ? id : "");
-  CHECK(xp_match(&r, "/e:RunInstancesResponse/e:requestId",
-                "^[0-9a-f-]{36}$"),
+  CHECK(xp_match(&r, "/e:RunInstancesResponse/e:requestId", "^[0-9a-f-]{36}$"),
         "requestId");
   CHECK(xp_match(&r, "//e:reservationId", "^r-[0-9a-f]{17}$"), "rid");
-  CHECK(xp_is(&r, "//e:instancesSet/e:item/e:instanceState/e:name",
-              "pending"),
+  CHECK(xp_is(&r, "//e:instancesSet/e:item/e:instanceState/e:name", "pending"),
         "pending");
   CHECK(xp_is(&r, "//e:instancesSet/e:item/e:instanceState/e:code", "0"),
         "code 0");
@@ -329,22 +329,20 @@ static void on_demand_runs_then_becomes_running(void) {
 
 static void spot_run_reports_lifecycle_and_tags(void) {
   struct reply r;
-  char *id = run_one(
-      "&InstanceType=m5.large&InstanceMarketOptions.MarketType=spot"
-      "&InstanceMarketOptions.SpotOptions.MaxPrice=0.09"
-      "&InstanceMarketOptions.SpotOptions.SpotInstanceType=one-time"
-      "&InstanceMarketOptions.SpotOptions.InstanceInterruptionBehavior="
-      "terminate&TagSpecification.1.ResourceType=instance"
-      "&TagSpecification.1.Tag.1.Key=broker-job"
-      "&TagSpecification.1.Tag.1.Value=job%3C42%3E%26x",
-      &r);
+  char *id =
+      run_one("&InstanceType=m5.large&InstanceMarketOptions.MarketType=spot"
+              "&InstanceMarketOptions.SpotOptions.MaxPrice=0.09"
+              "&InstanceMarketOptions.SpotOptions.SpotInstanceType=one-time"
+              "&InstanceMarketOptions.SpotOptions.InstanceInterruptionBehavior="
+              "terminate&TagSpecification.1.ResourceType=instance"
+              "&TagSpecification.1.Tag.1.Key=broker-job"
+              "&TagSpecification.1.Tag.1.Value=job%3C42%3E%26x",
+              &r);
   CHECK(r.status == 200, "spot run: %ld %s", r.status, r.body.data);
   CHECK(id != NULL, "id");
   CHECK(xp_is(&r, "//e:instanceLifecycle", "spot"), "spot");
-  CHECK(xp_match(&r, "//e:spotInstanceRequestId", "^sir-[0-9a-f]{8}$"),
-        "sir");
-  CHECK(xp_is(&r, "//e:tagSet/e:item[e:key='broker-job']/e:value",
-              "job<42>&x"),
+  CHECK(xp_match(&r, "//e:spotInstanceRequestId", "^sir-[0-9a-f]{8}$"), "sir");
+  CHECK(xp_is(&r, "//e:tagSet/e:item[e:key='broker-job']/e:value", "job<42>&x"),
         "tag escaped and returned");
   reply_free(&r);
 
@@ -410,17 +408,17 @@ static void describe_filters_and_pages(void) {
       &r);
   reply_free(&r);
 
-  ec2(DESCRIBE "&Filter.1.Name=tag%3Ateam&Filter.1.Value.1=a&MaxResults=5",
-      &r);
+  ec2(DESCRIBE "&Filter.1.Name=tag%3Ateam&Filter.1.Value.1=a&MaxResults=5", &r);
   CHECK(r.status == 200, "page 1 %ld %s", r.status, r.body.data);
   int n1 = xp_count(&r, "//e:instancesSet/e:item");
   char *tok = xp(&r, "/e:DescribeInstancesResponse/e:nextToken");
   CHECK(n1 == 5 && tok, "page 1 has 5 and a token (%d)", n1);
   CHECK(xp_count(&r, "//e:reservationSet/e:item") == 2, "2 reservations");
   reply_free(&r);
-  char *q = tw_asprintf(DESCRIBE "&Filter.1.Name=tag%%3Ateam"
-                        "&Filter.1.Value.1=a&MaxResults=5&NextToken=%s",
-                        tok ? tok : "");
+  char *q =
+      tw_asprintf(DESCRIBE "&Filter.1.Name=tag%%3Ateam"
+                           "&Filter.1.Value.1=a&MaxResults=5&NextToken=%s",
+                  tok ? tok : "");
   ec2(q, &r);
   CHECK(xp_count(&r, "//e:instancesSet/e:item") == 2, "page 2 has 2");
   CHECK(xp_count(&r, "/e:DescribeInstancesResponse/e:nextToken") == 0,
@@ -430,7 +428,7 @@ static void describe_filters_and_pages(void) {
   free(q);
   /* The token is bound to its query. */
   q = tw_asprintf(DESCRIBE "&Filter.1.Name=tag%%3Ateam&Filter.1.Value.1=b"
-                  "&MaxResults=5&NextToken=%s",
+                           "&MaxResults=5&NextToken=%s",
                   tok ? tok : "");
   ec2(q, &r);
   CHECK(is_error(&r, 400, "InvalidPaginationToken"), "foreign token");
@@ -449,8 +447,7 @@ static void describe_filters_and_pages(void) {
       &r);
   CHECK(xp_count(&r, "//e:instancesSet/e:item") == 9, "tag-key + state");
   reply_free(&r);
-  ec2(DESCRIBE "&Filter.1.Name=availability-zone&Filter.1.Value.1=nowhere",
-      &r);
+  ec2(DESCRIBE "&Filter.1.Name=availability-zone&Filter.1.Value.1=nowhere", &r);
   CHECK(r.status == 200 && xp_count(&r, "//e:instancesSet/e:item") == 0,
         "no match is an empty set");
   CHECK(xp_count(&r, "/e:DescribeInstancesResponse/e:reservationSet") == 1,
@@ -546,8 +543,9 @@ static void auth_and_protocol_errors(void) {
   CHECK(xp_count(&r, "//e:availabilityZoneInfo/e:item") == 4, "usw2 zones");
   reply_free(&r);
   o = (struct sign_opts){.get = true};
-  ec2o(&o, "Action=DescribeAvailabilityZones&Version=2016-11-15"
-           "&ZoneName.1=us-east-1a",
+  ec2o(&o,
+       "Action=DescribeAvailabilityZones&Version=2016-11-15"
+       "&ZoneName.1=us-east-1a",
        &r);
   CHECK(r.status == 200, "GET query string %ld %s", r.status, r.body.data);
   CHECK(xp_is(&r, "//e:item/e:zoneId", "use1-az1"), "zone id");
@@ -626,8 +624,7 @@ static void capacity_and_quota_faults(void) {
           "&Placement.AvailabilityZone=us-east-1a",
       &r);
   CHECK(is_error(&r, 500, "InsufficientInstanceCapacity"), "ICE");
-  CHECK(r.body.data && strstr(r.body.data, "us-east-1b"),
-        "names other zones");
+  CHECK(r.body.data && strstr(r.body.data, "us-east-1b"), "names other zones");
   reply_free(&r);
   ec2(RUN "&MinCount=1&MaxCount=1&InstanceType=p4d.24xlarge"
           "&Placement.AvailabilityZone=us-east-1a",
@@ -642,8 +639,9 @@ static void capacity_and_quota_faults(void) {
   reply_free(&r);
   /* The real limit: 4 vCPUs on demand, m5.large has 2. */
   reset();
-  ctl_ok("POST", "/_fake/ec2/config", "{\"vcpu_limit_on_demand\":4,"
-                                      "\"vcpu_limit_spot\":2}");
+  ctl_ok("POST", "/_fake/ec2/config",
+         "{\"vcpu_limit_on_demand\":4,"
+         "\"vcpu_limit_spot\":2}");
   ec2(RUN "&MinCount=3&MaxCount=3&InstanceType=m5.large", &r);
   CHECK(is_error(&r, 400, "VcpuLimitExceeded"), "3 x 2 > 4");
   reply_free(&r);
@@ -780,8 +778,8 @@ static void spot_interruption_notice_then_termination(void) {
   d = tw_asprintf(DESCRIBE "&InstanceId.1=%s&InstanceId.2=%s", id, od);
   advance(180000);
   ec2(d, &r);
-  char *x = tw_asprintf("//e:item[e:instanceId='%s']/e:instanceState/e:name",
-                        id);
+  char *x =
+      tw_asprintf("//e:item[e:instanceId='%s']/e:instanceState/e:name", id);
   CHECK(xp_is(&r, x, "shutting-down"), "scheduled interruption");
   free(x);
   x = tw_asprintf("//e:item[e:instanceId='%s']/e:instanceState/e:name", od);
@@ -811,8 +809,7 @@ static void spot_interruption_notice_then_termination(void) {
                "&Filter.2.Name=instance-state-name&Filter.2.Value.1=terminated",
       &r);
   int gone = xp_count(&r, "//e:instancesSet/e:item");
-  CHECK(gone >= 5 && gone <= 19, "rate 1/h: %d of 20 interrupted in 1 h",
-        gone);
+  CHECK(gone >= 5 && gone <= 19, "rate 1/h: %d of 20 interrupted in 1 h", gone);
   reply_free(&r);
   ctl_ok("DELETE", "/_fake/faults", NULL);
 }
@@ -829,8 +826,7 @@ static void spot_price_history_pages_and_prices(void) {
   CHECK(xp_count(&r, "//e:spotPriceHistorySet/e:item") == 3, "3 items");
   char *price = xp(&r, "//e:item[1]/e:spotPrice");
   CHECK(matches(price, "^[0-9]+\\.[0-9]{6}$"), "price %s", price);
-  CHECK(xp_match(&r, "//e:item[1]/e:timestamp",
-                "^2024-05-01T12:00:00.000Z$"),
+  CHECK(xp_match(&r, "//e:item[1]/e:timestamp", "^2024-05-01T12:00:00.000Z$"),
         "newest first on the 6-hour grid");
   CHECK(xp_is(&r, "//e:item[2]/e:timestamp", "2024-05-01T06:00:00.000Z"),
         "second");
@@ -861,18 +857,18 @@ static void spot_price_history_pages_and_prices(void) {
   snprintf(mp, sizeof mp, "%lld.%06lld", (long long)(uusd - 1) / 1000000,
            (long long)(uusd - 1) % 1000000);
   q = tw_asprintf(RUN "&MinCount=1&MaxCount=1&InstanceType=p4d.24xlarge"
-                  "&Placement.AvailabilityZone=us-east-1a"
-                  "&InstanceMarketOptions.MarketType=spot"
-                  "&InstanceMarketOptions.SpotOptions.MaxPrice=%s",
+                      "&Placement.AvailabilityZone=us-east-1a"
+                      "&InstanceMarketOptions.MarketType=spot"
+                      "&InstanceMarketOptions.SpotOptions.MaxPrice=%s",
                   mp);
   ec2(q, &r);
   CHECK(is_error(&r, 400, "SpotMaxPriceTooLow"), "a micro-dollar under");
   reply_free(&r);
   free(q);
   q = tw_asprintf(RUN "&MinCount=1&MaxCount=1&InstanceType=p4d.24xlarge"
-                  "&Placement.AvailabilityZone=us-east-1a"
-                  "&InstanceMarketOptions.MarketType=spot"
-                  "&InstanceMarketOptions.SpotOptions.MaxPrice=%s",
+                      "&Placement.AvailabilityZone=us-east-1a"
+                      "&InstanceMarketOptions.MarketType=spot"
+                      "&InstanceMarketOptions.SpotOptions.MaxPrice=%s",
                   price ? price : "1");
   ec2(q, &r);
   CHECK(r.status == 200, "at the price: %ld %s", r.status, r.body.data);
@@ -909,8 +905,8 @@ static void instance_types_and_zones(void) {
   CHECK(xp_is(&r, x, "A100"), "gpu name");
   snprintf(x, sizeof x, "%s/e:gpuInfo/e:gpus/e:item/e:count", p4d);
   CHECK(xp_is(&r, x, "8"), "gpu count");
-  snprintf(x, sizeof x,
-           "%s/e:gpuInfo/e:gpus/e:item/e:memoryInfo/e:sizeInMiB", p4d);
+  snprintf(x, sizeof x, "%s/e:gpuInfo/e:gpus/e:item/e:memoryInfo/e:sizeInMiB",
+           p4d);
   CHECK(xp_is(&r, x, "40960"), "gpu memory");
   snprintf(x, sizeof x, "%s/e:gpuInfo/e:gpus/e:item/e:manufacturer", p4d);
   CHECK(xp_is(&r, x, "NVIDIA"), "manufacturer");
@@ -921,8 +917,9 @@ static void instance_types_and_zones(void) {
               "e:supportedArchitectures/e:item",
               "arm64"),
         "arm64");
-  CHECK(xp_is(&r, "//e:item[e:instanceType='m6g.large']/e:memoryInfo/"
-                  "e:sizeInMiB",
+  CHECK(xp_is(&r,
+              "//e:item[e:instanceType='m6g.large']/e:memoryInfo/"
+              "e:sizeInMiB",
               "8192"),
         "memory");
   reply_free(&r);

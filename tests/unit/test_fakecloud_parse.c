@@ -44,7 +44,7 @@ static void decoding(void) {
       {"=1", NULL, NULL, "MalformedQueryString"},
       {"a=%c3%28", NULL, NULL, "InvalidCharacter"},
       {"a=%ed%a0%80", NULL, NULL, "InvalidCharacter"}, /* surrogate */
-      {"a=%c0%80", NULL, NULL, "InvalidCharacter"}, /* overlong NUL */
+      {"a=%c0%80", NULL, NULL, "InvalidCharacter"},    /* overlong NUL */
       {"a=%c1%bf", NULL, NULL, "InvalidCharacter"},    /* overlong */
       {"a=1&a=2", NULL, NULL, "InvalidParameterValue"},
   };
@@ -53,15 +53,14 @@ static void decoding(void) {
     struct tw_err err;
     fc_params_init(&p);
     tw_err_clear(&err);
-    enum tw_rc rc = fc_params_parse(&p, cases[i].in, strlen(cases[i].in),
-                                    &err);
+    enum tw_rc rc = fc_params_parse(&p, cases[i].in, strlen(cases[i].in), &err);
     if (cases[i].err) {
       CHECK(rc != TW_OK && !strcmp(err.detail, cases[i].err),
             "case %zu %s: rc %d detail %s", i, cases[i].in, rc, err.detail);
     } else {
       const char *v = fc_params_get(&p, cases[i].key);
-      CHECK(rc == TW_OK && v && !strcmp(v, cases[i].want), "case %zu %s: %s",
-            i, cases[i].in, v ? v : "(null)");
+      CHECK(rc == TW_OK && v && !strcmp(v, cases[i].want), "case %zu %s: %s", i,
+            cases[i].in, v ? v : "(null)");
     }
     fc_params_release(&p);
   }
@@ -123,17 +122,16 @@ static void lists_and_filters(void) {
   ec2_filters_release(&fs);
   fc_params_release(&p);
   static const char *const bad[] = {
-      "Filter.1.Name=tag%3A&Filter.1.Value.1=a",     /* empty tag key */
-      "Filter.1.Name=colour&Filter.1.Value.1=a",     /* unknown */
-      "Filter.1.Name=instance-type",                 /* no values */
-      "Filter.1.Value.1=a",                          /* no name */
+      "Filter.1.Name=tag%3A&Filter.1.Value.1=a", /* empty tag key */
+      "Filter.1.Name=colour&Filter.1.Value.1=a", /* unknown */
+      "Filter.1.Name=instance-type",             /* no values */
+      "Filter.1.Value.1=a",                      /* no name */
       "Filter.1.Name=instance-type&Filter.1.Value.1=a&Filter.1.Extra=1",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     p = parse(bad[i]);
     tw_err_clear(&err);
-    CHECK(ec2_filters_parse(&p, allowed, &fs, &err) != TW_OK &&
-              err.detail[0],
+    CHECK(ec2_filters_parse(&p, allowed, &fs, &err) != TW_OK && err.detail[0],
           "bad filter %zu accepted", i);
     ec2_filters_release(&fs);
     fc_params_release(&p);
@@ -145,11 +143,18 @@ static void globbing(void) {
     const char *pat, *s;
     bool want;
   } cases[] = {
-      {"*", "", true},         {"*", "abc", true},     {"a*c", "abbbc", true},
-      {"a?c", "abc", true},    {"a?c", "ac", false},   {"job-*", "job-42", true},
-      {"job-*", "jo", false},  {"\\*", "*", true},     {"\\*", "a", false},
+      {"*", "", true},
+      {"*", "abc", true},
+      {"a*c", "abbbc", true},
+      {"a?c", "abc", true},
+      {"a?c", "ac", false},
+      {"job-*", "job-42", true},
+      {"job-*", "jo", false},
+      {"\\*", "*", true},
+      {"\\*", "a", false},
       {"*a*a*a*b", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false},
-      {"exact", "exact", true}, {"exact", "exactly", false},
+      {"exact", "exact", true},
+      {"exact", "exactly", false},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     CHECK(ec2_glob(cases[i].pat, cases[i].s) == cases[i].want, "%s ~ %s",
@@ -275,8 +280,9 @@ static void prices_and_catalog(void) {
             "offer %zu zone %zu", i, z);
   fc_catalog_free(c);
   static const char *const bad[] = {
-      "{}", "{\"aws\":{\"owner_id\":\"1\",\"regions\":[],"
-            "\"instance_types\":[],\"offers\":[]}}",
+      "{}",
+      "{\"aws\":{\"owner_id\":\"1\",\"regions\":[],"
+      "\"instance_types\":[],\"offers\":[]}}",
       "{\"aws\":{\"owner_id\":\"1\",\"regions\":[{\"name\":\"r\",\"zones\":"
       "[{\"name\":\"z\",\"id\":\"i\"}]}],\"instance_types\":[],\"offers\":"
       "[{\"instance_type\":\"x\",\"region\":\"r\",\"on_demand\":\"1\","
@@ -285,8 +291,7 @@ static void prices_and_catalog(void) {
   for (size_t i = 0; i < 4; i++) {
     c = NULL;
     tw_err_clear(&err);
-    CHECK(fc_catalog_parse(bad[i], strlen(bad[i]), &c, &err) ==
-                  TW_E_INVALID &&
+    CHECK(fc_catalog_parse(bad[i], strlen(bad[i]), &c, &err) == TW_E_INVALID &&
               !c,
           "bad catalog %zu", i);
   }
@@ -332,8 +337,7 @@ static void fault_rules(void) {
   json_decref(j);
   struct fc_rng rng = {1};
   struct fc_fault_query q = {.service = "ec2", .instance_type = "p5.48xlarge"};
-  struct fc_fault_query other = {.service = "ec2",
-                                 .instance_type = "m5.large"};
+  struct fc_fault_query other = {.service = "ec2", .instance_type = "m5.large"};
   CHECK(!fc_faults_fire(&fl, FC_FAULT_CAPACITY, &q, 999, &rng),
         "before window");
   CHECK(!fc_faults_fire(&fl, FC_FAULT_CAPACITY, &other, 1000, &rng),
@@ -354,8 +358,7 @@ static void scaled_clock(void) {
   fc_clock_set_speed(&c, 1000.0);
   nanosleep(&ts, NULL); /* 2 ms real = at least 2 s fake */
   int64_t now = fc_clock_now(&c);
-  CHECK(now >= 3500 && now < 1500 + 60000, "speed 1000: %lld",
-        (long long)now);
+  CHECK(now >= 3500 && now < 1500 + 60000, "speed 1000: %lld", (long long)now);
   fc_clock_set(&c, 0);
   fc_clock_set_speed(&c, 0.0);
   CHECK(fc_clock_now(&c) < 100, "set");

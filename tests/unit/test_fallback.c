@@ -22,12 +22,17 @@ static struct tw_fallback_cfg cfg(void) {
   return c;
 }
 
-static struct tw_fallback_job job(enum tw_fallback_event ev, int interruptions) {
-  struct tw_fallback_job j = {.event = ev, .now_ms = T0, .submitted_ms = T0,
-                              .work_s = 4 * H, .interruptions = interruptions,
+static struct tw_fallback_job job(enum tw_fallback_event ev,
+                                  int interruptions) {
+  struct tw_fallback_job j = {.event = ev,
+                              .now_ms = T0,
+                              .submitted_ms = T0,
+                              .work_s = 4 * H,
+                              .interruptions = interruptions,
                               .spec_market = TW_MARKET_ANY,
                               .current_market = TW_MARKET_SPOT,
-                              .region = "us-east-1", .zone = "us-east-1a"};
+                              .region = "us-east-1",
+                              .zone = "us-east-1a"};
   return j;
 }
 
@@ -37,7 +42,8 @@ static void names_round_trip(void **state) {
   (void)state;
   for (int k = 0; k < TW_FALLBACK_COUNT; k++) {
     enum tw_fallback_kind got;
-    assert_true(tw_fallback_parse(tw_fallback_name((enum tw_fallback_kind)k), &got));
+    assert_true(
+        tw_fallback_parse(tw_fallback_name((enum tw_fallback_kind)k), &got));
     assert_int_equal(got, k);
   }
   enum tw_fallback_kind got;
@@ -77,50 +83,61 @@ struct row {
 #define S TW_MARKET_SPOT
 #define O TW_MARKET_ON_DEMAND
 static const struct row ROWS[] = {
-    {"failover first placement", TW_FALLBACK_FAILOVER, TW_FB_PLACE, 0, 0, 0, 0, A, A, false,
-     TW_FB_ACT_PLACE, A, false, TW_FB_ANY_REGION, A, "failover: cheapest feasible offer"},
-    {"failover after an interruption", TW_FALLBACK_FAILOVER, TW_FB_INTERRUPTED, 1, 0, 0, 0, S,
-     S, false, TW_FB_ACT_PLACE, A, false, TW_FB_SAME_REGION_FIRST, S,
+    {"failover first placement", TW_FALLBACK_FAILOVER, TW_FB_PLACE, 0, 0, 0, 0,
+     A, A, false, TW_FB_ACT_PLACE, A, false, TW_FB_ANY_REGION, A,
+     "failover: cheapest feasible offer"},
+    {"failover after an interruption", TW_FALLBACK_FAILOVER, TW_FB_INTERRUPTED,
+     1, 0, 0, 0, S, S, false, TW_FB_ACT_PLACE, A, false,
+     TW_FB_SAME_REGION_FIRST, S,
      "failover: interruption 1: retrying within us-east-1, then elsewhere"},
-    {"failover never moves a running job", TW_FALLBACK_FAILOVER, TW_FB_REVIEW, 0, 0, 0, 0, A,
-     O, true, TW_FB_ACT_STAY, A, false, TW_FB_ANY_REGION, A, "stays"},
-    {"eager leaves the region", TW_FALLBACK_EAGER_NEXT_REGION, TW_FB_INTERRUPTED, 1, 0, 0, 0,
-     A, S, false, TW_FB_ACT_PLACE, A, false, TW_FB_OTHER_REGIONS_FIRST, A,
-     "leaving us-east-1 for another region"},
-    {"on-demand-fallback before its limit", TW_FALLBACK_ON_DEMAND, TW_FB_INTERRUPTED, 1, 0, 0,
-     0, S, S, false, TW_FB_ACT_PLACE, A, false, TW_FB_SAME_REGION_FIRST, S,
-     "(on-demand after 2 interruptions)"},
-    {"on-demand-fallback at its limit, even for a spot spec", TW_FALLBACK_ON_DEMAND,
-     TW_FB_INTERRUPTED, 2, 0, 0, 0, S, S, false, TW_FB_ACT_PLACE, O, false,
-     TW_FB_SAME_REGION_FIRST, A, "2 interruptions (limit 2): on-demand from now on"},
-    {"on-demand-fallback stays on-demand while pending", TW_FALLBACK_ON_DEMAND, TW_FB_PLACE, 3,
-     0, 0, 0, A, O, false, TW_FB_ACT_PLACE, O, false, TW_FB_SAME_REGION_FIRST, A,
-     "on-demand from now on"},
-    {"deadline without one acts as failover", TW_FALLBACK_DEADLINE, TW_FB_INTERRUPTED, 1, 0, 0,
-     0, A, S, false, TW_FB_ACT_PLACE, A, false, TW_FB_SAME_REGION_FIRST, A,
-     "deadline (none set, as failover)"},
-    {"deadline with room: spot, waits when ahead", TW_FALLBACK_DEADLINE, TW_FB_PLACE, 0, 8, 0, 0,
-     A, A, false, TW_FB_ACT_PLACE, S, false, TW_FB_ANY_REGION, A,
-     "deadline: slack 4h00m absorbs an interruption and restart (2 x 5m): spot; ahead by 0s, "
+    {"failover never moves a running job", TW_FALLBACK_FAILOVER, TW_FB_REVIEW,
+     0, 0, 0, 0, A, O, true, TW_FB_ACT_STAY, A, false, TW_FB_ANY_REGION, A,
+     "stays"},
+    {"eager leaves the region", TW_FALLBACK_EAGER_NEXT_REGION,
+     TW_FB_INTERRUPTED, 1, 0, 0, 0, A, S, false, TW_FB_ACT_PLACE, A, false,
+     TW_FB_OTHER_REGIONS_FIRST, A, "leaving us-east-1 for another region"},
+    {"on-demand-fallback before its limit", TW_FALLBACK_ON_DEMAND,
+     TW_FB_INTERRUPTED, 1, 0, 0, 0, S, S, false, TW_FB_ACT_PLACE, A, false,
+     TW_FB_SAME_REGION_FIRST, S, "(on-demand after 2 interruptions)"},
+    {"on-demand-fallback at its limit, even for a spot spec",
+     TW_FALLBACK_ON_DEMAND, TW_FB_INTERRUPTED, 2, 0, 0, 0, S, S, false,
+     TW_FB_ACT_PLACE, O, false, TW_FB_SAME_REGION_FIRST, A,
+     "2 interruptions (limit 2): on-demand from now on"},
+    {"on-demand-fallback stays on-demand while pending", TW_FALLBACK_ON_DEMAND,
+     TW_FB_PLACE, 3, 0, 0, 0, A, O, false, TW_FB_ACT_PLACE, O, false,
+     TW_FB_SAME_REGION_FIRST, A, "on-demand from now on"},
+    {"deadline without one acts as failover", TW_FALLBACK_DEADLINE,
+     TW_FB_INTERRUPTED, 1, 0, 0, 0, A, S, false, TW_FB_ACT_PLACE, A, false,
+     TW_FB_SAME_REGION_FIRST, A, "deadline (none set, as failover)"},
+    {"deadline with room: spot, waits when ahead", TW_FALLBACK_DEADLINE,
+     TW_FB_PLACE, 0, 8, 0, 0, A, A, false, TW_FB_ACT_PLACE, S, false,
+     TW_FB_ANY_REGION, A,
+     "deadline: slack 4h00m absorbs an interruption and restart (2 x 5m): "
+     "spot; ahead by 0s, "
      "so waits if no spot is left"},
-    {"deadline behind the line: spot, else on-demand", TW_FALLBACK_DEADLINE, TW_FB_INTERRUPTED,
-     1, 8, 2, 0, A, S, false, TW_FB_ACT_PLACE, S, true, TW_FB_ANY_REGION, A,
-     "behind by 1h00m, so on-demand if no spot is left"},
-    {"deadline out of slack: on-demand", TW_FALLBACK_DEADLINE, TW_FB_INTERRUPTED, 1, 5, 1, 0, S,
-     S, false, TW_FB_ACT_PLACE, O, false, TW_FB_ANY_REGION, A,
-     "deadline: slack 0s cannot absorb another interruption and restart (2 x 5m): on-demand"},
-    {"deadline on on-demand with room goes back to spot", TW_FALLBACK_DEADLINE, TW_FB_REVIEW, 1,
-     8, 2, 2, A, O, true, TW_FB_ACT_MOVE, S, true, TW_FB_ANY_REGION, A, "back to spot"},
-    {"deadline stays on on-demand when no spot is placeable", TW_FALLBACK_DEADLINE,
-     TW_FB_REVIEW, 1, 8, 2, 2, A, O, false, TW_FB_ACT_STAY, O, false, TW_FB_ANY_REGION, A,
-     "stays on on-demand"},
-    {"deadline stays on on-demand when behind", TW_FALLBACK_DEADLINE, TW_FB_REVIEW, 1, 8, 4, 1,
-     A, O, true, TW_FB_ACT_STAY, O, false, TW_FB_ANY_REGION, A, "stays on on-demand"},
-    {"deadline never moves a spot job", TW_FALLBACK_DEADLINE, TW_FB_REVIEW, 0, 5, 1, 0, A, S,
-     true, TW_FB_ACT_STAY, S, false, TW_FB_ANY_REGION, A, "stays on spot"},
-    {"deadline keeps an on-demand spec on-demand", TW_FALLBACK_DEADLINE, TW_FB_PLACE, 0, 48, 0,
-     0, O, A, false, TW_FB_ACT_PLACE, A, false, TW_FB_ANY_REGION, O,
-     "the spec asks for on-demand"},
+    {"deadline behind the line: spot, else on-demand", TW_FALLBACK_DEADLINE,
+     TW_FB_INTERRUPTED, 1, 8, 2, 0, A, S, false, TW_FB_ACT_PLACE, S, true,
+     TW_FB_ANY_REGION, A, "behind by 1h00m, so on-demand if no spot is left"},
+    {"deadline out of slack: on-demand", TW_FALLBACK_DEADLINE,
+     TW_FB_INTERRUPTED, 1, 5, 1, 0, S, S, false, TW_FB_ACT_PLACE, O, false,
+     TW_FB_ANY_REGION, A,
+     "deadline: slack 0s cannot absorb another interruption and restart (2 x "
+     "5m): on-demand"},
+    {"deadline on on-demand with room goes back to spot", TW_FALLBACK_DEADLINE,
+     TW_FB_REVIEW, 1, 8, 2, 2, A, O, true, TW_FB_ACT_MOVE, S, true,
+     TW_FB_ANY_REGION, A, "back to spot"},
+    {"deadline stays on on-demand when no spot is placeable",
+     TW_FALLBACK_DEADLINE, TW_FB_REVIEW, 1, 8, 2, 2, A, O, false,
+     TW_FB_ACT_STAY, O, false, TW_FB_ANY_REGION, A, "stays on on-demand"},
+    {"deadline stays on on-demand when behind", TW_FALLBACK_DEADLINE,
+     TW_FB_REVIEW, 1, 8, 4, 1, A, O, true, TW_FB_ACT_STAY, O, false,
+     TW_FB_ANY_REGION, A, "stays on on-demand"},
+    {"deadline never moves a spot job", TW_FALLBACK_DEADLINE, TW_FB_REVIEW, 0,
+     5, 1, 0, A, S, true, TW_FB_ACT_STAY, S, false, TW_FB_ANY_REGION, A,
+     "stays on spot"},
+    {"deadline keeps an on-demand spec on-demand", TW_FALLBACK_DEADLINE,
+     TW_FB_PLACE, 0, 48, 0, 0, O, A, false, TW_FB_ACT_PLACE, A, false,
+     TW_FB_ANY_REGION, O, "the spec asks for on-demand"},
 };
 
 static void decisions_follow_the_table(void **state) {
@@ -140,9 +157,10 @@ static void decisions_follow_the_table(void **state) {
     if (d.action != r->action || d.market != r->market ||
         d.then_on_demand != r->then_on_demand || d.region != r->region ||
         d.rank_market != r->rank_market || !strstr(d.reason, r->reason))
-      fail_msg("%s: action %d market %s then_od %d region %d rank %s reason \"%s\"", r->name,
-               d.action, tw_market_str(d.market), d.then_on_demand, d.region,
-               tw_market_str(d.rank_market), d.reason);
+      fail_msg(
+          "%s: action %d market %s then_od %d region %d rank %s reason \"%s\"",
+          r->name, d.action, tw_market_str(d.market), d.then_on_demand,
+          d.region, tw_market_str(d.rank_market), d.reason);
     assert_int_equal(d.kind, r->kind);
   }
 }
@@ -190,7 +208,8 @@ static void rank(struct tw_placement *pl) {
   tw_place_rank(&spec, OFFERS, 5, NULL, 0, pl);
 }
 
-static void expect_order(const struct tw_placement *pl, const int *idx, size_t n) {
+static void expect_order(const struct tw_placement *pl, const int *idx,
+                         size_t n) {
   assert_int_equal(pl->n, n);
   for (size_t i = 0; i < n; i++)
     if (pl->cands[i].offer != &OFFERS[idx[i]])
@@ -233,7 +252,8 @@ static void apply_orders_candidates_by_decision(void **state) {
   tw_placement_release(&pl);
 
   rank(&pl); /* on-demand only */
-  d = (struct tw_fallback_decision){.market = O, .region = TW_FB_SAME_REGION_FIRST};
+  d = (struct tw_fallback_decision){.market = O,
+                                    .region = TW_FB_SAME_REGION_FIRST};
   tw_fallback_apply(&d, "us-west-2", &pl);
   expect_order(&pl, (int[]){4, 3}, 2);
   tw_placement_release(&pl);
@@ -253,11 +273,17 @@ static int64_t adversary(enum tw_fallback_kind kind, int *od_min) {
   enum tw_market on = TW_MARKET_ANY; /* ANY: no instance */
   *od_min = 0;
   for (int64_t t = 0; t < 24 * 60; t++) {
-    struct tw_fallback_job j = {.now_ms = T0 + t * 60000, .submitted_ms = T0,
-                                .deadline_ms = T0 + 6 * H * 1000, .work_s = work,
-                                .done_s = done, .interruptions = interruptions,
-                                .spec_market = TW_MARKET_ANY, .current_market = on,
-                                .region = "r", .zone = "r-a", .spot_offered = true};
+    struct tw_fallback_job j = {.now_ms = T0 + t * 60000,
+                                .submitted_ms = T0,
+                                .deadline_ms = T0 + 6 * H * 1000,
+                                .work_s = work,
+                                .done_s = done,
+                                .interruptions = interruptions,
+                                .spec_market = TW_MARKET_ANY,
+                                .current_market = on,
+                                .region = "r",
+                                .zone = "r-a",
+                                .spot_offered = true};
     if (on == TW_MARKET_SPOT && boot_left == 0 && up_min >= 8) {
       interruptions++;
       on = TW_MARKET_ANY;
@@ -273,7 +299,8 @@ static int64_t adversary(enum tw_fallback_kind kind, int *od_min) {
     tw_fallback_decide(&c, kind, &j, &d);
     if (j.event != TW_FB_REVIEW || d.action == TW_FB_ACT_MOVE) {
       /* spot is cheaper and always launchable here */
-      on = d.market == TW_MARKET_ON_DEMAND ? TW_MARKET_ON_DEMAND : TW_MARKET_SPOT;
+      on = d.market == TW_MARKET_ON_DEMAND ? TW_MARKET_ON_DEMAND
+                                           : TW_MARKET_SPOT;
       boot_left = c.restart_overhead_s / 60;
       up_min = 0;
     }

@@ -29,7 +29,8 @@ static const char *SPOT_R1A = "fake-a:r1:r1a:gpu:spot";
 static const char *SPOT_R1B = "fake-a:r1:r1b:gpu:spot";
 static const char *SPOT_R2A = "fake-a:r2:r2a:gpu:spot";
 
-static void add_offer(const char *region, const char *zone, enum tw_market m, int64_t price) {
+static void add_offer(const char *region, const char *zone, enum tw_market m,
+                      int64_t price) {
   struct tw_offer o;
   sfx_offer(&o, region, zone, "gpu", m, price);
   o.vcpus = 8;
@@ -119,9 +120,11 @@ static void vanish(const char *instance) {
                    TW_OK);
 }
 
-/* ---- notices and checkpoints ----------------------------------------------- */
+/* ---- notices and checkpoints -----------------------------------------------
+ */
 
-static void notice_saves_progress_and_the_next_attempt_does_the_rest(void **state) {
+static void
+notice_saves_progress_and_the_next_attempt_does_the_rest(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit("name: train\nresources: {accelerators: V100:1, use_spot: "
@@ -144,7 +147,8 @@ static void notice_saves_progress_and_the_next_attempt_does_the_rest(void **stat
   assert_int_equal(n, 2);
   assert_string_equal(b.offer_id, SPOT_R1B);
   assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
-  assert_true(event_has(id, "progress kept: 40m of 1h00m (saved at the notice)"));
+  assert_true(
+      event_has(id, "progress kept: 40m of 1h00m (saved at the notice)"));
   int64_t kept;
   assert_int_equal(tw_checkpoint_progress(sfx_store, id, &kept, NULL), TW_OK);
   assert_int_equal(kept, 40 * 60 + 30);
@@ -172,7 +176,8 @@ static void without_checkpoint_the_job_starts_over(void **state) {
   assert_true(event_has(id, "no checkpoint: the job will start over"));
   tw_clock_advance(&sfx_clk, 120000);
   tw_sched_tick(sfx_sched);
-  assert_true(event_has(id, "progress kept: 0s of 1h00m (no checkpoint: starts over)"));
+  assert_true(
+      event_has(id, "progress kept: 0s of 1h00m (no checkpoint: starts over)"));
   tw_sched_tick(sfx_sched);
   tw_clock_advance(&sfx_clk, 59 * MIN);
   tw_sched_tick(sfx_sched);
@@ -193,7 +198,8 @@ static void without_notice_the_last_periodic_checkpoint_counts(void **state) {
   tw_clock_advance(&sfx_clk, 25 * MIN);
   vanish(a.instance_id);
   tw_sched_tick(sfx_sched);
-  assert_true(event_has(id, "progress kept: 20m of 1h00m (last periodic checkpoint)"));
+  assert_true(
+      event_has(id, "progress kept: 20m of 1h00m (last periodic checkpoint)"));
   int64_t kept;
   tw_checkpoint_progress(sfx_store, id, &kept, NULL);
   assert_int_equal(kept, 20 * 60);
@@ -215,7 +221,8 @@ static void a_notice_is_acted_on_once(void **state) {
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
 }
 
-/* ---- the blocklist feeds placement ------------------------------------------ */
+/* ---- the blocklist feeds placement ------------------------------------------
+ */
 
 static void a_capacity_error_keeps_other_jobs_off_the_offer(void **state) {
   (void)state;
@@ -245,7 +252,8 @@ static void a_capacity_error_keeps_other_jobs_off_the_offer(void **state) {
   assert_string_equal(last_attempt(three, NULL).offer_id, SPOT_R1A);
 }
 
-/* ---- strategies -------------------------------------------------------------- */
+/* ---- strategies
+ * -------------------------------------------------------------- */
 
 static void failover_retries_within_the_region(void **state) {
   (void)state;
@@ -257,7 +265,8 @@ static void failover_retries_within_the_region(void **state) {
   vanish(a.instance_id);
   tw_sched_tick(sfx_sched);
   assert_string_equal(last_attempt(id, NULL).offer_id, SPOT_R1B);
-  assert_true(event_has(id, "failover: interruption 1: retrying within r1, then elsewhere"));
+  assert_true(event_has(
+      id, "failover: interruption 1: retrying within r1, then elsewhere"));
 }
 
 static void eager_next_region_leaves_the_region(void **state) {
@@ -271,7 +280,8 @@ static void eager_next_region_leaves_the_region(void **state) {
   tw_sched_tick(sfx_sched);
   /* r1b is cheaper, but the job leaves r1 */
   assert_string_equal(last_attempt(id, NULL).offer_id, SPOT_R2A);
-  assert_true(event_has(id, "eager-next-region: interruption 1: leaving r1 for another region"));
+  assert_true(event_has(
+      id, "eager-next-region: interruption 1: leaving r1 for another region"));
 }
 
 static void on_demand_fallback_after_two_interruptions(void **state) {
@@ -292,7 +302,8 @@ static void on_demand_fallback_after_two_interruptions(void **state) {
   a = last_attempt(id, &n);
   assert_int_equal(n, 3);
   assert_string_equal(a.market, "on-demand");
-  const char *why = "on-demand-fallback: 2 interruptions (limit 2): on-demand from now on";
+  const char *why =
+      "on-demand-fallback: 2 interruptions (limit 2): on-demand from now on";
   assert_true(event_has(id, why));
   /* each decision is stored with its reason */
   struct tw_ckpt_decision *d;
@@ -331,14 +342,17 @@ static void without_any_on_demand_offer_the_job_stays_on_spot(void **state) {
   size_t nd;
   assert_int_equal(tw_checkpoint_decisions_of(sfx_store, id, &d, &nd, NULL),
                    TW_OK);
-  assert_non_null(strstr(d[nd - 1].reason, "on-demand from now on; no on-demand offer fits, so spot"));
+  assert_non_null(
+      strstr(d[nd - 1].reason,
+             "on-demand from now on; no on-demand offer fits, so spot"));
   free(d);
   struct tw_job_rec j = sfx_get(id);
   assert_non_null(strstr(j.placement_json, "no on-demand offer fits, so spot"));
   tw_job_rec_release(&j);
 }
 
-/* ---- the deadline strategy --------------------------------------------------- */
+/* ---- the deadline strategy
+ * --------------------------------------------------- */
 
 static void deadline_picks_the_market_by_slack(void **state) {
   (void)state;
@@ -353,10 +367,12 @@ static void deadline_picks_the_market_by_slack(void **state) {
   tw_sched_tick(sfx_sched);
   assert_string_equal(last_attempt(tight, NULL).market, "on-demand");
   assert_string_equal(last_attempt(loose, NULL).market, "spot");
-  assert_true(event_has(tight, "cannot absorb another interruption and restart"));
+  assert_true(
+      event_has(tight, "cannot absorb another interruption and restart"));
 }
 
-static void deadline_waits_for_spot_when_ahead_and_pays_when_behind(void **state) {
+static void
+deadline_waits_for_spot_when_ahead_and_pays_when_behind(void **state) {
   (void)state;
   tw_fake_fail_offer(sfx_fake, SPOT_R1A, TW_E_CAPACITY,
                      "InsufficientInstanceCapacity");
@@ -426,7 +442,8 @@ static void deadline_moves_back_to_spot_after_a_checkpoint(void **state) {
   assert_int_equal(tw_fake_get(sfx_fake, od.instance_id, &inst), TW_OK);
   assert_int_equal(inst.state, TW_INST_TERMINATED);
   assert_true(event_has(id, "back to spot"));
-  assert_true(event_has(id, "progress kept: 40m of 1h00m (last periodic checkpoint)"));
+  assert_true(
+      event_has(id, "progress kept: 40m of 1h00m (last periodic checkpoint)"));
   /* and it finishes its last 20 minutes there */
   tw_sched_tick(sfx_sched);
   tw_clock_advance(&sfx_clk, 20 * MIN);
@@ -434,7 +451,8 @@ static void deadline_moves_back_to_spot_after_a_checkpoint(void **state) {
   assert_int_equal(sfx_state_of(id), TW_JOB_SUCCEEDED);
 }
 
-/* ---- crash safety: jobs a restart left half way ------------------------------ */
+/* ---- crash safety: jobs a restart left half way
+ * ------------------------------ */
 
 static void a_job_left_interrupted_is_recovered_after_a_restart(void **state) {
   (void)state;
@@ -444,8 +462,10 @@ static void a_job_left_interrupted_is_recovered_after_a_restart(void **state) {
   struct tw_attempt_rec a = run(id);
   /* the daemon ended the attempt and died before the job went on */
   vanish(a.instance_id);
-  struct tw_attempt_close c = {.attempt_id = a.id, .end_reason = "interrupted",
-                               .job_to = TW_JOB_INTERRUPTED, .job_reason = "gone"};
+  struct tw_attempt_close c = {.attempt_id = a.id,
+                               .end_reason = "interrupted",
+                               .job_to = TW_JOB_INTERRUPTED,
+                               .job_reason = "gone"};
   assert_int_equal(tw_store_attempt_close(sfx_store, &c, NULL), TW_OK);
   tw_sched_free(sfx_sched);
   start_sched();
@@ -461,12 +481,15 @@ static void a_job_left_placing_is_placed_again(void **state) {
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit(
       "name: placing\nresources: {accelerators: V100:1, use_spot: true}\n", id);
-  struct tw_attempt_new an = {.job_id = id, .provider = "fake-a", .offer_id = SPOT_R1A,
-                              .market = "spot", .price_uusd_per_hour = 1000000};
+  struct tw_attempt_new an = {.job_id = id,
+                              .provider = "fake-a",
+                              .offer_id = SPOT_R1A,
+                              .market = "spot",
+                              .price_uusd_per_hour = 1000000};
   struct tw_attempt_rec a;
   assert_int_equal(tw_store_attempt_open(sfx_store, &an, &a, NULL), TW_OK);
-  struct tw_attempt_close c = {.attempt_id = a.id, .end_reason = "capacity",
-                               .job_to = TW_JOB_NSTATES};
+  struct tw_attempt_close c = {
+      .attempt_id = a.id, .end_reason = "capacity", .job_to = TW_JOB_NSTATES};
   assert_int_equal(tw_store_attempt_close(sfx_store, &c, NULL), TW_OK);
   assert_int_equal(sfx_state_of(id), TW_JOB_PLACING);
   tw_sched_tick(sfx_sched);
@@ -474,28 +497,32 @@ static void a_job_left_placing_is_placed_again(void **state) {
   assert_true(event_has(id, "placement was cut short"));
 }
 
-/* ---- the contract with the job (pure) -------------------------------------- */
+/* ---- the contract with the job (pure) --------------------------------------
+ */
 
 static void checkpoint_script_exports_the_contract(void **state) {
   (void)state;
-  struct tw_ckpt_env e = {.job_id = "j-1", .attempt = 3, .uri = "s3://b/it's/",
-                          .interval_s = 600, .resume_s = 2430, .provider = "aws"};
+  struct tw_ckpt_env e = {.job_id = "j-1",
+                          .attempt = 3,
+                          .uri = "s3://b/it's/",
+                          .interval_s = 600,
+                          .resume_s = 2430,
+                          .provider = "aws"};
   struct tw_buf b;
   tw_buf_init(&b);
   tw_checkpoint_script(&e, "#!/usr/bin/env bash\npython train.py\n", &b);
   assert_string_equal(
-      b.data,
-      "#!/usr/bin/env bash\n"
-      "# tradewind: the checkpoint contract (docs/spot.md)\n"
-      "export TRADEWIND_JOB_ID='j-1'\n"
-      "export TRADEWIND_ATTEMPT=3\n"
-      "export TRADEWIND_CHECKPOINT_URI='s3://b/it'\\''s/'\n"
-      "export TRADEWIND_CHECKPOINT_INTERVAL_S=600\n"
-      "export TRADEWIND_RESUME_S=2430\n"
-      "export TRADEWIND_NOTICE_URL="
-      "'http://169.254.169.254/latest/meta-data/spot/instance-action'\n"
-      "export TRADEWIND_NOTICE_SIGNAL=''\n"
-      "python train.py\n");
+      b.data, "#!/usr/bin/env bash\n"
+              "# tradewind: the checkpoint contract (docs/spot.md)\n"
+              "export TRADEWIND_JOB_ID='j-1'\n"
+              "export TRADEWIND_ATTEMPT=3\n"
+              "export TRADEWIND_CHECKPOINT_URI='s3://b/it'\\''s/'\n"
+              "export TRADEWIND_CHECKPOINT_INTERVAL_S=600\n"
+              "export TRADEWIND_RESUME_S=2430\n"
+              "export TRADEWIND_NOTICE_URL="
+              "'http://169.254.169.254/latest/meta-data/spot/instance-action'\n"
+              "export TRADEWIND_NOTICE_SIGNAL=''\n"
+              "python train.py\n");
   tw_buf_reset(&b);
   /* another interpreter would choke on export: left as it is */
   tw_checkpoint_script(&e, "#!/usr/bin/python3\nprint(1)\n", &b);
@@ -515,21 +542,47 @@ static void kept_progress_follows_the_contract(void **state) {
     int64_t kept;
     const char *how;
   } rows[] = {
-      {{.enabled = false, .work_s = 3600, .resume_s = 600, .run_s = 900, .request_run_s = 800,
+      {{.enabled = false,
+        .work_s = 3600,
+        .resume_s = 600,
+        .run_s = 900,
+        .request_run_s = 800,
         .grace_s = 120},
-       0, "no checkpoint: starts over"},
-      {{.enabled = true, .work_s = 3600, .resume_s = 600, .run_s = 900, .request_run_s = 800,
+       0,
+       "no checkpoint: starts over"},
+      {{.enabled = true,
+        .work_s = 3600,
+        .resume_s = 600,
+        .run_s = 900,
+        .request_run_s = 800,
         .grace_s = 120},
-       1400, "saved at the notice"},
+       1400,
+       "saved at the notice"},
       /* a notice too short to save in */
-      {{.enabled = true, .interval_s = 300, .work_s = 3600, .resume_s = 600, .run_s = 900,
-        .request_run_s = 895, .grace_s = 5},
-       1500, "notice too short to save; last periodic checkpoint"},
-      {{.enabled = true, .work_s = 3600, .resume_s = 600, .run_s = 900, .request_run_s = -1},
-       600, "nothing saved since the last checkpoint"},
-      {{.enabled = true, .work_s = 1000, .resume_s = 600, .run_s = 900, .request_run_s = 900,
+      {{.enabled = true,
+        .interval_s = 300,
+        .work_s = 3600,
+        .resume_s = 600,
+        .run_s = 900,
+        .request_run_s = 895,
+        .grace_s = 5},
+       1500,
+       "notice too short to save; last periodic checkpoint"},
+      {{.enabled = true,
+        .work_s = 3600,
+        .resume_s = 600,
+        .run_s = 900,
+        .request_run_s = -1},
+       600,
+       "nothing saved since the last checkpoint"},
+      {{.enabled = true,
+        .work_s = 1000,
+        .resume_s = 600,
+        .run_s = 900,
+        .request_run_s = 900,
         .grace_s = 60},
-       1000, "saved at the notice"},
+       1000,
+       "saved at the notice"},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     const char *how;
@@ -538,7 +591,8 @@ static void kept_progress_follows_the_contract(void **state) {
   }
 }
 
-/* ---- the config's spot: and reconcile: sections ----------------------------- */
+/* ---- the config's spot: and reconcile: sections -----------------------------
+ */
 
 static void config_spot_section_is_validated(void **state) {
   (void)state;
@@ -554,11 +608,13 @@ static void config_spot_section_is_validated(void **state) {
   tw_cfg_free(c);
   const char *bad = "spot: {fallback: eager}\n";
   assert_int_equal(tw_cfg_load_text(bad, strlen(bad), &c, &err), TW_E_INVALID);
-  assert_string_equal(err.msg, "spot.fallback: expected failover, eager-next-region, "
-                               "on-demand-fallback or deadline, got \"eager\"");
+  assert_string_equal(err.msg,
+                      "spot.fallback: expected failover, eager-next-region, "
+                      "on-demand-fallback or deadline, got \"eager\"");
   tw_err_clear(&err);
   const char *typo = "spot: {on_demand_afer: 3}\n";
-  assert_int_equal(tw_cfg_load_text(typo, strlen(typo), &c, &err), TW_E_INVALID);
+  assert_int_equal(tw_cfg_load_text(typo, strlen(typo), &c, &err),
+                   TW_E_INVALID);
   assert_non_null(strstr(err.msg, "did you mean \"on_demand_after\""));
 }
 

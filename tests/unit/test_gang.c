@@ -1,8 +1,9 @@
 /* Gangs on a cloud (spec `nodes: N` > 1): one attempt with N instances,
  * all or nothing, over the in-process fake provider and a fake clock.
  * Launch in one zone, a capacity error on a later node, an interruption of
- * one node (without and with notice), cancel, a launch resumed after a lost answer, and the
- * reconciler adopting a gang and removing an instance beyond it. */
+ * one node (without and with notice), cancel, a launch resumed after a lost
+ * answer, and the reconciler adopting a gang and removing an instance beyond
+ * it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,11 +28,13 @@
 static struct tw_provider_ops flaky;
 static int launch_calls, fail_at;
 
-static enum tw_rc flaky_launch(struct tw_provider *p, const struct tw_launch *req,
+static enum tw_rc flaky_launch(struct tw_provider *p,
+                               const struct tw_launch *req,
                                struct tw_instance *out, struct tw_err *err) {
   if (++launch_calls == fail_at) {
     tw_err_detail(err, "InsufficientInstanceCapacity");
-    return tw_err_set(err, TW_E_CAPACITY, "flaky launch: no capacity for node %s",
+    return tw_err_set(err, TW_E_CAPACITY,
+                      "flaky launch: no capacity for node %s",
                       req->client_token);
   }
   return tw_provider_fake.launch(p, req, out, err);
@@ -81,8 +84,8 @@ static enum tw_instance_state inst_state(const char *iid) {
 /* Checks that attempt a has n nodes, each an instance of zone whose client
  * token is "<attempt token>-<k>" and tagged with the job and attempt, and
  * copies their ids to ids. */
-static void assert_gang(const struct tw_attempt_rec *a, size_t n, const char *zone,
-                        char ids[][128]) {
+static void assert_gang(const struct tw_attempt_rec *a, size_t n,
+                        const char *zone, char ids[][128]) {
   struct tw_attempt_instance *g;
   size_t ng;
   assert_int_equal(tw_store_attempt_instances(sfx_store, a->id, &g, &ng, NULL),
@@ -119,7 +122,8 @@ static void a_gang_launches_three_instances_in_one_zone_and_runs(void **state) {
   assert_gang(&a[0], 3, "r1a", ids);
   struct tw_job_rec j = sfx_get(id);
   char want[512];
-  snprintf(want, sizeof want, "\"instance_ids\":[\"%s\",\"%s\",\"%s\"]", ids[0], ids[1], ids[2]);
+  snprintf(want, sizeof want, "\"instance_ids\":[\"%s\",\"%s\",\"%s\"]", ids[0],
+           ids[1], ids[2]);
   assert_non_null(strstr(j.placement_json, want));
   tw_job_rec_release(&j);
   free(a);
@@ -133,7 +137,8 @@ static void a_gang_launches_three_instances_in_one_zone_and_runs(void **state) {
     assert_int_equal(inst_state(ids[k]), TW_INST_TERMINATED);
 }
 
-static void a_capacity_error_on_the_second_node_moves_the_whole_gang(void **state) {
+static void
+a_capacity_error_on_the_second_node_moves_the_whole_gang(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit(GANG, id);
@@ -192,7 +197,8 @@ static void an_interrupted_node_places_the_whole_gang_again(void **state) {
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
 }
 
-static void a_notice_for_one_node_ends_the_whole_gang_at_its_deadline(void **state) {
+static void
+a_notice_for_one_node_ends_the_whole_gang_at_its_deadline(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit(GANG, id);
@@ -243,7 +249,8 @@ static void cancel_terminates_every_node(void **state) {
   char ids[3][128];
   assert_gang(&a[0], 3, "r1a", ids);
   free(a);
-  struct tw_job_transition t = {.id = id, .to = TW_JOB_CANCELLED, .reason = "user"};
+  struct tw_job_transition t = {
+      .id = id, .to = TW_JOB_CANCELLED, .reason = "user"};
   assert_int_equal(tw_store_job_transition(sfx_store, &t, NULL, NULL), TW_OK);
   tw_sched_tick(sfx_sched);
   for (int k = 0; k < 3; k++)
@@ -258,9 +265,11 @@ static void cancel_terminates_every_node(void **state) {
 /* An attempt stored, then two of its nodes launched and their answers lost
  * (the daemon stopped in between). */
 static struct tw_attempt_rec lost_gang(const char *id, int launched) {
-  struct tw_attempt_new an = {.job_id = id, .provider = "fake-a",
+  struct tw_attempt_new an = {.job_id = id,
+                              .provider = "fake-a",
                               .offer_id = "fake-a:r1:r1a:cpu.small:on-demand",
-                              .market = "on-demand", .price_uusd_per_hour = 100000};
+                              .market = "on-demand",
+                              .price_uusd_per_hour = 100000};
   struct tw_attempt_rec a;
   assert_int_equal(tw_store_attempt_open(sfx_store, &an, &a, NULL), TW_OK);
   struct tw_offer o;
@@ -276,8 +285,11 @@ static struct tw_attempt_rec lost_gang(const char *id, int launched) {
   for (int k = 1; k <= launched; k++) {
     char token[64];
     snprintf(token, sizeof token, "%s-%d", a.client_token, k);
-    struct tw_launch req = {.offer = &o, .client_token = token, .job_id = id,
-                            .attempt_id = a.client_token, .tenant = "default"};
+    struct tw_launch req = {.offer = &o,
+                            .client_token = token,
+                            .job_id = id,
+                            .attempt_id = a.client_token,
+                            .tenant = "default"};
     struct tw_instance inst;
     assert_int_equal(tw_provider_launch(sfx_prov, &req, &inst, NULL), TW_OK);
   }
@@ -342,10 +354,11 @@ static void the_reconciler_adopts_a_gang_and_ends_an_extra_node(void **state) {
   for (int k = 0; k < 3; k++)
     assert_int_not_equal(inst_state(ids[k]), TW_INST_TERMINATED);
   /* an ended gang's nodes are orphans */
-  struct tw_job_transition t = {.id = id, .to = TW_JOB_CANCELLED, .reason = "user"};
+  struct tw_job_transition t = {
+      .id = id, .to = TW_JOB_CANCELLED, .reason = "user"};
   assert_int_equal(tw_store_job_transition(sfx_store, &t, NULL, NULL), TW_OK);
-  struct tw_attempt_close c = {.attempt_id = a.id, .end_reason = "cancelled",
-                               .job_to = TW_JOB_NSTATES};
+  struct tw_attempt_close c = {
+      .attempt_id = a.id, .end_reason = "cancelled", .job_to = TW_JOB_NSTATES};
   assert_int_equal(tw_store_attempt_close(sfx_store, &c, NULL), TW_OK);
   assert_int_equal(tw_reconcile_pass(rec, &st, NULL), TW_OK);
   assert_int_equal(st.terminated, 3);

@@ -35,8 +35,8 @@ static int failures;
 
 struct step {
   unsigned status;
-  const char *retry_after;  /* header value or NULL */
-  size_t body_len;          /* 0: body "ok" */
+  const char *retry_after;    /* header value or NULL */
+  size_t body_len;            /* 0: body "ok" */
   const char *hname, *hvalue; /* one more response header */
 };
 
@@ -52,7 +52,7 @@ struct server {
   size_t connections;
   char attempt_hdr[MAX_SEEN][32]; /* X-Attempt seen per request */
   char method[MAX_SEEN][16];
-  char fixed_hdr[MAX_SEEN][32];   /* X-Fixed seen per request */
+  char fixed_hdr[MAX_SEEN][32]; /* X-Fixed seen per request */
   struct tw_buf body[MAX_SEEN];
 };
 
@@ -94,8 +94,7 @@ static void copy_hdr(struct MHD_Connection *c, const char *name, char *out,
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   const char *url, const char *method,
-                                  const char *version,
-                                  const char *upload_data,
+                                  const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **con_cls) {
   struct server *s = cls;
   (void)url;
@@ -150,11 +149,11 @@ static void server_start(struct server *s) {
     tw_buf_init(&s->body[i]);
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  s->d = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-      on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-      MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+  s->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+                          0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
+                          (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_CONNECTION,
+                          on_connection, s, MHD_OPTION_NOTIFY_COMPLETED,
+                          on_completed, s, MHD_OPTION_END);
   if (!s->d) {
     fprintf(stderr, "FAIL: cannot start libmicrohttpd on 127.0.0.1\n");
     exit(1);
@@ -247,9 +246,9 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 static void retry_after_then_503_then_200(struct server *s,
                                           struct tw_clock *clk) {
-  static const struct step script[] = {
-      {429, "2", 0, NULL, NULL}, {503, NULL, 0, NULL, NULL},
-      {200, NULL, 0, NULL, NULL}};
+  static const struct step script[] = {{429, "2", 0, NULL, NULL},
+                                       {503, NULL, 0, NULL, NULL},
+                                       {200, NULL, 0, NULL, NULL}};
   server_script(s, script, 3);
   struct sleeps sl = {0};
   struct tw_http *h = client(&sl, clk, 42, 100, 1000);
@@ -284,8 +283,8 @@ static void retry_after_then_503_then_200(struct server *s,
   for (int i = 0; i < 3; i++) {
     char want[4];
     snprintf(want, sizeof want, "%d", i + 1);
-    CHECK(!strcmp(s->attempt_hdr[i], want),
-          "attempt %d carried X-Attempt '%s'", i + 1, s->attempt_hdr[i]);
+    CHECK(!strcmp(s->attempt_hdr[i], want), "attempt %d carried X-Attempt '%s'",
+          i + 1, s->attempt_hdr[i]);
     CHECK(!strcmp(s->fixed_hdr[i], "same"), "fixed header lost");
     CHECK(!strcmp(s->method[i], "POST") && s->body[i].len == 19 &&
               !memcmp(s->body[i].data, "Action=RunInstances", 19),
@@ -348,8 +347,8 @@ static void no_retry_on_400(struct server *s, struct tw_clock *clk) {
   struct tw_http_response r;
   tw_http_response_init(&r);
   enum tw_rc rc = tw_http_do(h, &req, &r, NULL);
-  CHECK(rc == TW_OK && r.status == 400, "400: rc %s status %ld",
-        tw_rc_str(rc), r.status);
+  CHECK(rc == TW_OK && r.status == 400, "400: rc %s status %ld", tw_rc_str(rc),
+        r.status);
   CHECK(r.attempts == 1 && s->requests == 1 && sl.n == 0,
         "400 retried: attempts %u server %zu sleeps %d", r.attempts,
         s->requests, sl.n);
@@ -372,8 +371,8 @@ static void exhausted_5xx_returns_last_answer(struct server *s,
   struct tw_http_response r;
   tw_http_response_init(&r);
   enum tw_rc rc = tw_http_do(h, &req, &r, NULL);
-  CHECK(rc == TW_OK && r.status == 500 && r.attempts == 3 &&
-            s->requests == 3 && sl.n == 2,
+  CHECK(rc == TW_OK && r.status == 500 && r.attempts == 3 && s->requests == 3 &&
+            sl.n == 2,
         "exhausted: rc %s status %ld attempts %u server %zu sleeps %d",
         tw_rc_str(rc), r.status, r.attempts, s->requests, sl.n);
   tw_http_response_release(&r);
@@ -402,8 +401,8 @@ static void should_retry_hook_stops_retries(struct server *s,
   tw_http_response_init(&r);
   enum tw_rc rc = tw_http_do(h, &req, &r, NULL);
   CHECK(rc == TW_OK && r.status == 500 && r.attempts == 1 && calls == 1,
-        "should_retry: status %ld attempts %u calls %d", r.status,
-        r.attempts, calls);
+        "should_retry: status %ld attempts %u calls %d", r.status, r.attempts,
+        calls);
   tw_http_response_release(&r);
   tw_http_free(h);
 }
@@ -480,8 +479,8 @@ static void timeout_is_retryable(struct tw_clock *clk) {
   struct tw_err err;
   tw_err_clear(&err);
   enum tw_rc rc = tw_http_do(h, &req, &r, &err);
-  CHECK(rc == TW_E_RETRYABLE && err.rc == TW_E_RETRYABLE,
-        "timeout: rc %s", tw_rc_str(rc));
+  CHECK(rc == TW_E_RETRYABLE && err.rc == TW_E_RETRYABLE, "timeout: rc %s",
+        tw_rc_str(rc));
   CHECK(r.attempts == 2 && sl.n == 1, "timeout: attempts %u sleeps %d",
         r.attempts, sl.n);
   CHECK(strstr(err.msg, "imed out") && strstr(err.msg, "/slow"),
@@ -511,8 +510,7 @@ static void refused_is_retryable(struct tw_clock *clk) {
   CHECK(rc == TW_E_RETRYABLE && r.attempts == 5 && sl.n == 4,
         "refused: rc %s attempts %u sleeps %d", tw_rc_str(rc), r.attempts,
         sl.n);
-  CHECK(!strstr(err.msg, "secret"), "query leaked into message: %s",
-        err.msg);
+  CHECK(!strstr(err.msg, "secret"), "query leaked into message: %s", err.msg);
   tw_http_response_release(&r);
   tw_http_free(h);
 }
@@ -523,9 +521,8 @@ static void body_limit_is_toobig(struct server *s, struct tw_clock *clk) {
   server_script(s, script, 2);
   struct sleeps sl = {0};
   struct tw_http *h = client(&sl, clk, 5, 10, 20);
-  struct tw_http_request req = {.method = "GET",
-                                .url = url_of(s->port, "/big"),
-                                .max_body_bytes = 1000};
+  struct tw_http_request req = {
+      .method = "GET", .url = url_of(s->port, "/big"), .max_body_bytes = 1000};
   struct tw_http_response r;
   tw_http_response_init(&r);
   struct tw_err err;
@@ -555,8 +552,7 @@ static void connection_reused(struct server *s, struct tw_clock *clk) {
     struct tw_http_response r;
     tw_http_response_init(&r);
     enum tw_rc rc = tw_http_do(h, &req, &r, NULL);
-    CHECK(rc == TW_OK && r.status == 200, "reuse #%d: rc %s", i,
-          tw_rc_str(rc));
+    CHECK(rc == TW_OK && r.status == 200, "reuse #%d: rc %s", i, tw_rc_str(rc));
     tw_http_response_release(&r);
   }
   pthread_mutex_lock(&s->mu);
@@ -607,7 +603,7 @@ static void async_headers_captured(struct server *s, struct tw_clock *clk) {
 static void prepare_failure_sends_nothing(struct server *s,
                                           struct tw_clock *clk) {
   static const struct step script[] = {{503, NULL, 0, NULL, NULL},
-                                        {200, NULL, 0, NULL, NULL}};
+                                       {200, NULL, 0, NULL, NULL}};
   server_script(s, script, 2);
   struct sleeps sl = {0};
   struct tw_http *h = client(&sl, clk, 5, 10, 20);

@@ -9,16 +9,31 @@
 #include "broker/job.h"
 
 static bool expected(enum tw_job_state a, enum tw_job_state b) {
-#define E(x, y) if (a == TW_JOB_##x && b == TW_JOB_##y) return true
-  E(PENDING, PLACING); E(PENDING, CANCELLED); E(PENDING, FAILED);
-  E(PLACING, PROVISIONING); E(PLACING, PENDING); E(PLACING, FAILED);
+#define E(x, y)                                                                \
+  if (a == TW_JOB_##x && b == TW_JOB_##y)                                      \
+  return true
+  E(PENDING, PLACING);
+  E(PENDING, CANCELLED);
+  E(PENDING, FAILED);
+  E(PLACING, PROVISIONING);
+  E(PLACING, PENDING);
+  E(PLACING, FAILED);
   E(PLACING, CANCELLED);
-  E(PROVISIONING, RUNNING); E(PROVISIONING, PLACING); E(PROVISIONING, FAILED);
-  E(PROVISIONING, CANCELLED); E(PROVISIONING, INTERRUPTED);
-  E(RUNNING, SUCCEEDED); E(RUNNING, FAILED); E(RUNNING, CANCELLED);
+  E(PROVISIONING, RUNNING);
+  E(PROVISIONING, PLACING);
+  E(PROVISIONING, FAILED);
+  E(PROVISIONING, CANCELLED);
+  E(PROVISIONING, INTERRUPTED);
+  E(RUNNING, SUCCEEDED);
+  E(RUNNING, FAILED);
+  E(RUNNING, CANCELLED);
   E(RUNNING, INTERRUPTED);
-  E(INTERRUPTED, RECOVERING); E(INTERRUPTED, FAILED); E(INTERRUPTED, CANCELLED);
-  E(RECOVERING, PROVISIONING); E(RECOVERING, PENDING); E(RECOVERING, FAILED);
+  E(INTERRUPTED, RECOVERING);
+  E(INTERRUPTED, FAILED);
+  E(INTERRUPTED, CANCELLED);
+  E(RECOVERING, PROVISIONING);
+  E(RECOVERING, PENDING);
+  E(RECOVERING, FAILED);
   E(RECOVERING, CANCELLED);
 #undef E
   return false;
@@ -44,7 +59,8 @@ static void every_pair_matches_the_graph(void **state) {
 
 static void terminal_states_are_final(void **state) {
   (void)state;
-  enum tw_job_state term[] = {TW_JOB_SUCCEEDED, TW_JOB_FAILED, TW_JOB_CANCELLED};
+  enum tw_job_state term[] = {TW_JOB_SUCCEEDED, TW_JOB_FAILED,
+                              TW_JOB_CANCELLED};
   for (int i = 0; i < 3; i++) {
     assert_true(tw_job_state_terminal(term[i]));
     for (int b = 0; b < TW_JOB_NSTATES; b++)
@@ -62,8 +78,9 @@ static void names_round_trip(void **state) {
   }
   enum tw_job_state x;
   assert_false(tw_job_state_parse("done", &x));
-  assert_int_equal(tw_job_transition_check(TW_JOB_NSTATES, TW_JOB_PENDING, NULL),
-                   TW_E_INVALID);
+  assert_int_equal(
+      tw_job_transition_check(TW_JOB_NSTATES, TW_JOB_PENDING, NULL),
+      TW_E_INVALID);
 }
 
 int main(void) {

@@ -117,10 +117,11 @@ static void sums_over_any_range_equal_the_rows(void **state) {
     int64_t h = (int64_t)(next_rand() % (10 * 24)); /* ten days of hours */
     int64_t start = T0 + h * HOUR + (int64_t)(next_rand() % 1800000);
     int64_t list = (int64_t)(next_rand() % 5000000) - 100000; /* some credits */
-    rows[i] = mkrow(tenants[next_rand() % 3], next_rand() % 2 ? "a" : "b",
-                    providers[next_rand() % 3], regions[next_rand() % 2],
-                    next_rand() % 4 ? "j-1" : "", start,
-                    start + (int64_t)(next_rand() % 1800000), list, list * 9 / 10);
+    rows[i] =
+        mkrow(tenants[next_rand() % 3], next_rand() % 2 ? "a" : "b",
+              providers[next_rand() % 3], regions[next_rand() % 2],
+              next_rand() % 4 ? "j-1" : "", start,
+              start + (int64_t)(next_rand() % 1800000), list, list * 9 / 10);
   }
   struct tw_err err = {0};
   /* in batches, as the meter writes them */
@@ -130,13 +131,14 @@ static void sums_over_any_range_equal_the_rows(void **state) {
   assert_int_equal(tw_ledger_count(store, &count, &err), TW_OK);
   assert_int_equal(count, NROWS);
 
-  static const unsigned masks[] = {0,
-                                   TW_GROUP_TENANT,
-                                   TW_GROUP_TENANT | TW_GROUP_PROVIDER | TW_GROUP_DAY,
-                                   TW_GROUP_PROJECT | TW_GROUP_REGION,
-                                   TW_GROUP_JOB | TW_GROUP_DAY,
-                                   TW_GROUP_TENANT | TW_GROUP_PROJECT | TW_GROUP_PROVIDER |
-                                       TW_GROUP_REGION | TW_GROUP_DAY};
+  static const unsigned masks[] = {
+      0,
+      TW_GROUP_TENANT,
+      TW_GROUP_TENANT | TW_GROUP_PROVIDER | TW_GROUP_DAY,
+      TW_GROUP_PROJECT | TW_GROUP_REGION,
+      TW_GROUP_JOB | TW_GROUP_DAY,
+      TW_GROUP_TENANT | TW_GROUP_PROJECT | TW_GROUP_PROVIDER | TW_GROUP_REGION |
+          TW_GROUP_DAY};
   for (int k = 0; k < 60; k++) {
     struct brute b = {0};
     /* whole days, partial days, one hour, all of it */
@@ -152,7 +154,9 @@ static void sums_over_any_range_equal_the_rows(void **state) {
       struct tw_ledger_filter f = {.tenant = b.tenant};
       struct tw_ledger_group *g;
       size_t n;
-      assert_int_equal(tw_ledger_sum(store, b.from, b.to, masks[m], &f, &g, &n, &err), TW_OK);
+      assert_int_equal(
+          tw_ledger_sum(store, b.from, b.to, masks[m], &f, &g, &n, &err),
+          TW_OK);
       int64_t list = 0, eff = 0, cnt = 0;
       for (size_t i = 0; i < n; i++) {
         list += g[i].list_uusd;
@@ -160,7 +164,8 @@ static void sums_over_any_range_equal_the_rows(void **state) {
         cnt += g[i].rows;
         if (i)
           /* merged: no two groups with the same key */
-          assert_true(memcmp(&g[i - 1], &g[i], offsetof(struct tw_ledger_group, list_uusd)));
+          assert_true(memcmp(&g[i - 1], &g[i],
+                             offsetof(struct tw_ledger_group, list_uusd)));
       }
       free(g);
       if (masks[m] & TW_GROUP_JOB) {
@@ -168,7 +173,8 @@ static void sums_over_any_range_equal_the_rows(void **state) {
         struct brute nb = b;
         int64_t l2 = 0, n2 = 0;
         for (size_t i = 0; i < NROWS; i++)
-          if (rows[i].start_ms >= nb.from && rows[i].start_ms < nb.to && rows[i].job_id[0] &&
+          if (rows[i].start_ms >= nb.from && rows[i].start_ms < nb.to &&
+              rows[i].job_id[0] &&
               (!nb.tenant || !strcmp(nb.tenant, rows[i].tenant))) {
             l2 += rows[i].list_uusd;
             n2++;
@@ -182,7 +188,9 @@ static void sums_over_any_range_equal_the_rows(void **state) {
       }
     }
     int64_t spent;
-    assert_int_equal(tw_ledger_spent(store, b.tenant, NULL, b.from, b.to, &spent, &err), TW_OK);
+    assert_int_equal(
+        tw_ledger_spent(store, b.tenant, NULL, b.from, b.to, &spent, &err),
+        TW_OK);
     assert_int_equal(spent, b.eff);
   }
 }
@@ -190,17 +198,19 @@ static void sums_over_any_range_equal_the_rows(void **state) {
 static void day_groups_carry_the_day(void **state) {
   (void)state;
   struct tw_err err = {0};
-  struct tw_ledger_row r[3] = {
-      mkrow("t", "p", "aws", "us-east-1", "j-a", T0 + 1 * HOUR, T0 + 2 * HOUR, 100, 90),
-      mkrow("t", "p", "aws", "us-east-1", "j-a", T0 + 25 * HOUR, T0 + 26 * HOUR, 200, 180),
-      mkrow("t", "p", "aws", "us-east-1", "j-b", T0 + 26 * HOUR, T0 + 27 * HOUR, 300, 270)};
+  struct tw_ledger_row r[3] = {mkrow("t", "p", "aws", "us-east-1", "j-a",
+                                     T0 + 1 * HOUR, T0 + 2 * HOUR, 100, 90),
+                               mkrow("t", "p", "aws", "us-east-1", "j-a",
+                                     T0 + 25 * HOUR, T0 + 26 * HOUR, 200, 180),
+                               mkrow("t", "p", "aws", "us-east-1", "j-b",
+                                     T0 + 26 * HOUR, T0 + 27 * HOUR, 300, 270)};
   assert_int_equal(tw_ledger_append(store, r, 3, T0, &err), TW_OK);
   struct tw_ledger_group *g;
   size_t n;
   /* a range starting mid-day: the first day from rows, the second from the
    * rollup */
-  assert_int_equal(tw_ledger_sum(store, T0 + HOUR / 2, T0 + 48 * HOUR, TW_GROUP_DAY,
-                                 NULL, &g, &n, &err),
+  assert_int_equal(tw_ledger_sum(store, T0 + HOUR / 2, T0 + 48 * HOUR,
+                                 TW_GROUP_DAY, NULL, &g, &n, &err),
                    TW_OK);
   assert_int_equal(n, 2);
   assert_int_equal(g[0].day, T0 / TW_DAY_MS);
@@ -218,34 +228,40 @@ static void day_groups_carry_the_day(void **state) {
 static void ledger_refuses_updates_and_deletes(void **state) {
   (void)state;
   struct tw_err err = {0};
-  struct tw_ledger_row r = mkrow("t", "p", "aws", "us-east-1", "j-a", T0, T0 + HOUR, 1000, 900);
+  struct tw_ledger_row r =
+      mkrow("t", "p", "aws", "us-east-1", "j-a", T0, T0 + HOUR, 1000, 900);
   assert_int_equal(tw_ledger_append(store, &r, 1, T0, &err), TW_OK);
   assert_true(r.seq > 0);
   sqlite3 *db;
   assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
   char *msg = NULL;
-  assert_int_not_equal(sqlite3_exec(db, "UPDATE ledger SET list_uusd = 0", NULL, NULL, &msg),
-                       SQLITE_OK);
+  assert_int_not_equal(
+      sqlite3_exec(db, "UPDATE ledger SET list_uusd = 0", NULL, NULL, &msg),
+      SQLITE_OK);
   assert_non_null(strstr(msg, "append-only"));
   sqlite3_free(msg);
   msg = NULL;
-  assert_int_not_equal(sqlite3_exec(db, "DELETE FROM ledger", NULL, NULL, &msg), SQLITE_OK);
+  assert_int_not_equal(sqlite3_exec(db, "DELETE FROM ledger", NULL, NULL, &msg),
+                       SQLITE_OK);
   sqlite3_free(msg);
   sqlite3_close(db);
 
   /* a correction is a new row, in the same day and groups */
   struct tw_ledger_row adj;
-  assert_int_equal(tw_ledger_adjust(store, r.seq, -400, -360, "price was wrong", T0 + 2 * HOUR,
-                                    &adj, &err),
+  assert_int_equal(tw_ledger_adjust(store, r.seq, -400, -360, "price was wrong",
+                                    T0 + 2 * HOUR, &adj, &err),
                    TW_OK);
   assert_int_equal(adj.category, TW_CHARGE_ADJUSTMENT);
   assert_true(adj.correction);
   assert_int_equal(adj.corrects_seq, r.seq);
   assert_true(adj.seq > r.seq);
   int64_t spent;
-  assert_int_equal(tw_ledger_spent(store, "t", "p", T0, T0 + TW_DAY_MS, &spent, &err), TW_OK);
+  assert_int_equal(
+      tw_ledger_spent(store, "t", "p", T0, T0 + TW_DAY_MS, &spent, &err),
+      TW_OK);
   assert_int_equal(spent, 900 - 360);
-  assert_int_equal(tw_ledger_adjust(store, 999999, 1, 1, "x", T0, NULL, &err), TW_E_NOTFOUND);
+  assert_int_equal(tw_ledger_adjust(store, 999999, 1, 1, "x", T0, NULL, &err),
+                   TW_E_NOTFOUND);
 }
 
 static void rows_that_cross_midnight_are_refused(void **state) {
@@ -268,11 +284,13 @@ static void group_by_words(void **state) {
   (void)state;
   unsigned m;
   struct tw_err err = {0};
-  assert_int_equal(tw_ledger_group_parse("tenant,day,provider", &m, &err), TW_OK);
+  assert_int_equal(tw_ledger_group_parse("tenant,day,provider", &m, &err),
+                   TW_OK);
   assert_int_equal(m, TW_GROUP_TENANT | TW_GROUP_DAY | TW_GROUP_PROVIDER);
   assert_int_equal(tw_ledger_group_parse("", &m, &err), TW_OK);
   assert_int_equal(m, 0);
-  assert_int_equal(tw_ledger_group_parse("tenant,zone", &m, &err), TW_E_INVALID);
+  assert_int_equal(tw_ledger_group_parse("tenant,zone", &m, &err),
+                   TW_E_INVALID);
   assert_non_null(strstr(err.msg, "\"zone\""));
   assert_string_equal(err.field, "group_by");
 }
@@ -280,8 +298,9 @@ static void group_by_words(void **state) {
 static void budgets_are_replaced_whole(void **state) {
   (void)state;
   struct tw_err err = {0};
-  struct tw_ledger_budget b[2] = {{.tenant = "ml", .limit_uusd = 5000000000},
-                                  {.tenant = "ml", .project = "vision", .limit_uusd = 1}};
+  struct tw_ledger_budget b[2] = {
+      {.tenant = "ml", .limit_uusd = 5000000000},
+      {.tenant = "ml", .project = "vision", .limit_uusd = 1}};
   assert_int_equal(tw_ledger_budgets_set(store, b, 2, &err), TW_OK);
   assert_int_equal(tw_ledger_budgets_set(store, b + 1, 1, &err), TW_OK);
   struct tw_ledger_budget *out;
@@ -294,12 +313,17 @@ static void budgets_are_replaced_whole(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(sums_over_any_range_equal_the_rows, setup, teardown),
-      cmocka_unit_test_setup_teardown(day_groups_carry_the_day, setup, teardown),
-      cmocka_unit_test_setup_teardown(ledger_refuses_updates_and_deletes, setup, teardown),
-      cmocka_unit_test_setup_teardown(rows_that_cross_midnight_are_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(sums_over_any_range_equal_the_rows, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(day_groups_carry_the_day, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(ledger_refuses_updates_and_deletes, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(rows_that_cross_midnight_are_refused,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(group_by_words, setup, teardown),
-      cmocka_unit_test_setup_teardown(budgets_are_replaced_whole, setup, teardown),
+      cmocka_unit_test_setup_teardown(budgets_are_replaced_whole, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

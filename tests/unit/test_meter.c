@@ -38,7 +38,9 @@ static struct tw_meter *new_meter(const char *billing_yaml) {
   struct tw_meter_cfg cfg;
   struct tw_node *n = NULL;
   if (billing_yaml)
-    assert_int_equal(tw_node_parse_yaml(billing_yaml, strlen(billing_yaml), &n, &err), TW_OK);
+    assert_int_equal(
+        tw_node_parse_yaml(billing_yaml, strlen(billing_yaml), &n, &err),
+        TW_OK);
   assert_int_equal(tw_meter_cfg_parse(n, &cfg, &err), TW_OK);
   struct tw_meter_opts o = {.store = store, .cfg = &cfg, .clock = &clk};
   struct tw_meter *m = NULL;
@@ -80,8 +82,8 @@ static int teardown(void **state) {
 
 /* An AWS-like offer: per second, 60 s minimum. */
 static struct tw_offer *add_offer(const char *account, const char *provider,
-                                  enum tw_market market, int64_t price, int64_t gran,
-                                  int64_t min) {
+                                  enum tw_market market, int64_t price,
+                                  int64_t gran, int64_t min) {
   /* built aside: snprintf into the array it reads from upsets -Wrestrict */
   struct tw_offer tmp, *o = &tmp;
   tw_offer_init(o);
@@ -104,22 +106,30 @@ static struct tw_offer *add_offer(const char *account, const char *provider,
 }
 
 /* A job with one attempt on o, launched; returns the attempt id. */
-static int64_t start_attempt(const struct tw_offer *o, const char *tenant, int nodes) {
+static int64_t start_attempt(const struct tw_offer *o, const char *tenant,
+                             int nodes) {
   struct tw_err err = {0};
   char spec[128];
   snprintf(spec, sizeof spec, "{\"name\":\"train\",\"nodes\":%d}", nodes);
-  struct tw_job_new jn = {.name = "train", .tenant = tenant, .project = "vision",
+  struct tw_job_new jn = {.name = "train",
+                          .tenant = tenant,
+                          .project = "vision",
                           .spec_json = spec};
   struct tw_job_rec job;
   bool replayed;
-  assert_int_equal(tw_store_job_create(store, &jn, &job, &replayed, &err), TW_OK);
-  struct tw_attempt_new an = {.job_id = job.id, .provider = o->account, .offer_id = o->id,
-                              .market = o->market == TW_MARKET_SPOT ? "spot" : "on-demand",
-                              .price_uusd_per_hour = o->price_uusd_per_hour,
-                              .reason = "test"};
+  assert_int_equal(tw_store_job_create(store, &jn, &job, &replayed, &err),
+                   TW_OK);
+  struct tw_attempt_new an = {
+      .job_id = job.id,
+      .provider = o->account,
+      .offer_id = o->id,
+      .market = o->market == TW_MARKET_SPOT ? "spot" : "on-demand",
+      .price_uusd_per_hour = o->price_uusd_per_hour,
+      .reason = "test"};
   struct tw_attempt_rec a;
   assert_int_equal(tw_store_attempt_open(store, &an, &a, &err), TW_OK);
-  assert_int_equal(tw_store_attempt_launched(store, a.id, "i-0abc", "{}", &err), TW_OK);
+  assert_int_equal(tw_store_attempt_launched(store, a.id, "i-0abc", "{}", &err),
+                   TW_OK);
   tw_job_rec_release(&job);
   return a.id;
 }
@@ -131,8 +141,8 @@ static void set_running(int64_t id) {
 
 static void end_attempt(int64_t id, const char *reason) {
   struct tw_err err = {0};
-  struct tw_attempt_close c = {.attempt_id = id, .end_reason = reason,
-                               .job_to = TW_JOB_NSTATES};
+  struct tw_attempt_close c = {
+      .attempt_id = id, .end_reason = reason, .job_to = TW_JOB_NSTATES};
   assert_int_equal(tw_store_attempt_close(store, &c, &err), TW_OK);
 }
 
@@ -161,8 +171,8 @@ static int collect(void *ctx, const struct tw_ledger_row *r) {
 static void read_rows(void) {
   struct tw_err err = {0};
   n_got = 0;
-  assert_int_equal(tw_ledger_scan(store, T0 - TW_DAY_MS, T0 + 30 * TW_DAY_MS, NULL, collect,
-                                  NULL, &err),
+  assert_int_equal(tw_ledger_scan(store, T0 - TW_DAY_MS, T0 + 30 * TW_DAY_MS,
+                                  NULL, collect, NULL, &err),
                    TW_OK);
 }
 
@@ -189,26 +199,27 @@ static void billing_rules_table(void **state) {
     enum tw_bill_phase phase;
     int64_t want_s;
   } cases[] = {
-      {1, 60, 59000, TW_BILL_ENDED, 60},        /* AWS: 59 s -> 60 s */
-      {1, 60, 59000, TW_BILL_RECLAIMED, 59},    /* reclaimed spot: to the second */
-      {1, 60, 59000, TW_BILL_RUNNING, 59},      /* the minimum waits for the end */
-      {1, 60, 59001, TW_BILL_ENDED, 60},        /* a started second is a second */
+      {1, 60, 59000, TW_BILL_ENDED, 60},     /* AWS: 59 s -> 60 s */
+      {1, 60, 59000, TW_BILL_RECLAIMED, 59}, /* reclaimed spot: to the second */
+      {1, 60, 59000, TW_BILL_RUNNING, 59},   /* the minimum waits for the end */
+      {1, 60, 59001, TW_BILL_ENDED, 60},     /* a started second is a second */
       {1, 60, 61001, TW_BILL_ENDED, 62},
       {1, 60, 0, TW_BILL_ENDED, 60},
-      {3600, 0, 1, TW_BILL_RUNNING, 3600},      /* hourly: charged as it starts */
+      {3600, 0, 1, TW_BILL_RUNNING, 3600}, /* hourly: charged as it starts */
       {3600, 0, 3600001, TW_BILL_RUNNING, 7200},
       {3600, 0, 5000, TW_BILL_RECLAIMED, 5},
-      {60, 0, 61000, TW_BILL_ENDED, 120},       /* per minute */
-      {0, 0, 1500, TW_BILL_ENDED, 2},           /* unknown granularity: seconds */
+      {60, 0, 61000, TW_BILL_ENDED, 120}, /* per minute */
+      {0, 0, 1500, TW_BILL_ENDED, 2},     /* unknown granularity: seconds */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     struct tw_bill_rule r = {cases[i].gran, cases[i].min};
     int64_t got_s = tw_bill_seconds(&r, cases[i].elapsed_ms, cases[i].phase);
     if (got_s != cases[i].want_s)
-      fail_msg("case %zu: %lld s, want %lld", i, (long long)got_s, (long long)cases[i].want_s);
+      fail_msg("case %zu: %lld s, want %lld", i, (long long)got_s,
+               (long long)cases[i].want_s);
   }
-  assert_int_equal(tw_bill_cost(3600000, 60), 60000);   /* $3.60/h, 60 s */
-  assert_int_equal(tw_bill_cost(1, 1800), 1);           /* half rounds up */
+  assert_int_equal(tw_bill_cost(3600000, 60), 60000); /* $3.60/h, 60 s */
+  assert_int_equal(tw_bill_cost(1, 1800), 1);         /* half rounds up */
   assert_int_equal(tw_bill_cost(1, 1799), 0);
   assert_int_equal(tw_bill_cost(3600000, -3510), -3510000);
   assert_int_equal(tw_bill_cost(98000000, 3600 * 4), 392000000); /* p4d x 4 h */
@@ -217,12 +228,14 @@ static void billing_rules_table(void **state) {
   assert_int_equal(tw_bill_discount(-1000, 1000), -900);
 }
 
-/* ---- attempts through the store ------------------------------------------- */
+/* ---- attempts through the store -------------------------------------------
+ */
 
 static void aws_59_second_attempt_is_charged_60_seconds(void **state) {
   (void)state;
   meter = new_meter(NULL);
-  const struct tw_offer *o = add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 1, 60);
+  const struct tw_offer *o =
+      add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 1, 60);
   int64_t a = start_attempt(o, "ml", 1);
   clk.fake_ms = T0 + 10 * MIN;
   set_running(a);
@@ -258,7 +271,8 @@ static void aws_59_second_attempt_is_charged_60_seconds(void **state) {
 static void reclaimed_spot_attempt_is_charged_to_the_second(void **state) {
   (void)state;
   meter = new_meter(NULL);
-  const struct tw_offer *o = add_offer("aws-main", "aws", TW_MARKET_SPOT, 3600000, 1, 60);
+  const struct tw_offer *o =
+      add_offer("aws-main", "aws", TW_MARKET_SPOT, 3600000, 1, 60);
   int64_t a = start_attempt(o, "ml", 1);
   clk.fake_ms = T0 + 5 * MIN;
   set_running(a);
@@ -285,10 +299,12 @@ static void reclaimed_spot_attempt_is_charged_to_the_second(void **state) {
   assert_int_equal(got[1].quantity, 60);
 }
 
-static void hourly_units_charged_ahead_are_credited_when_spot_is_reclaimed(void **state) {
+static void
+hourly_units_charged_ahead_are_credited_when_spot_is_reclaimed(void **state) {
   (void)state;
   meter = new_meter(NULL);
-  const struct tw_offer *o = add_offer("azure-main", "azure", TW_MARKET_SPOT, 3600000, 3600, 0);
+  const struct tw_offer *o =
+      add_offer("azure-main", "azure", TW_MARKET_SPOT, 3600000, 3600, 0);
   int64_t a = start_attempt(o, "ml", 1);
   clk.fake_ms = T0 + 10 * HOUR + 59 * MIN;
   set_running(a);
@@ -320,7 +336,8 @@ static void hourly_units_charged_ahead_are_credited_when_spot_is_reclaimed(void 
 static void spot_price_in_force_per_charge_period(void **state) {
   (void)state;
   meter = new_meter(NULL);
-  struct tw_offer *o = add_offer("aws-main", "aws", TW_MARKET_SPOT, 1000000, 1, 60);
+  struct tw_offer *o =
+      add_offer("aws-main", "aws", TW_MARKET_SPOT, 1000000, 1, 60);
   int64_t a = start_attempt(o, "ml", 1); /* launched at $1.00/h */
   clk.fake_ms = T0 + 10 * HOUR + 30 * MIN;
   set_running(a);
@@ -345,13 +362,16 @@ static void spot_price_in_force_per_charge_period(void **state) {
 
 static void nodes_discounts_and_chargeback(void **state) {
   (void)state;
-  meter = new_meter("providers:\n"
-                    "  aws: {discount_pct: \"12.5\"}\n"
-                    "  slurm-lab:\n"
-                    "    chargeback: {vcpu_hour_usd: \"0.02\", gpu_hour_usd: \"1.10\",\n"
-                    "                 memory_gib_hour_usd: \"0.003\"}\n");
-  const struct tw_offer *od = add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 1, 60);
-  const struct tw_offer *lab = add_offer("slurm-lab", "slurm", TW_MARKET_ON_DEMAND, 0, 1, 0);
+  meter = new_meter(
+      "providers:\n"
+      "  aws: {discount_pct: \"12.5\"}\n"
+      "  slurm-lab:\n"
+      "    chargeback: {vcpu_hour_usd: \"0.02\", gpu_hour_usd: \"1.10\",\n"
+      "                 memory_gib_hour_usd: \"0.003\"}\n");
+  const struct tw_offer *od =
+      add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 1, 60);
+  const struct tw_offer *lab =
+      add_offer("slurm-lab", "slurm", TW_MARKET_ON_DEMAND, 0, 1, 0);
   int64_t a = start_attempt(od, "ml", 3);
   int64_t b = start_attempt(lab, "web", 1);
   clk.fake_ms = T0 + 1 * HOUR;
@@ -380,7 +400,8 @@ static void nodes_discounts_and_chargeback(void **state) {
 static void a_restart_neither_skips_nor_repeats_a_period(void **state) {
   (void)state;
   meter = new_meter(NULL);
-  const struct tw_offer *o = add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 1, 60);
+  const struct tw_offer *o =
+      add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 1, 60);
   int64_t a = start_attempt(o, "ml", 1);
   clk.fake_ms = T0 + 1 * HOUR + 30 * MIN;
   set_running(a);
@@ -410,7 +431,8 @@ static void a_restart_neither_skips_nor_repeats_a_period(void **state) {
 static void attempt_that_never_ran_costs_nothing(void **state) {
   (void)state;
   meter = new_meter(NULL);
-  const struct tw_offer *o = add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 1, 60);
+  const struct tw_offer *o =
+      add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 1, 60);
   int64_t a = start_attempt(o, "ml", 1);
   pass_at(T0 + 1 * SEC);
   clk.fake_ms = T0 + 2 * MIN;
@@ -425,12 +447,18 @@ static void attempt_that_never_ran_costs_nothing(void **state) {
 
 static void egress_is_charged_per_gigabyte(void **state) {
   (void)state;
-  meter = new_meter("providers:\n  aws: {egress_usd_per_gb: \"0.09\", discount_pct: 10}\n");
+  meter = new_meter(
+      "providers:\n  aws: {egress_usd_per_gb: \"0.09\", discount_pct: 10}\n");
   struct tw_err err = {0};
-  struct tw_meter_egress e = {.tenant = "ml", .project = "vision", .job_id = "j-1",
-                              .provider = "aws", .account = "aws-main",
-                              .region = "us-east-1", .dest_region = "eu-west-1",
-                              .bytes = 5000000000LL, .at_ms = T0 + HOUR};
+  struct tw_meter_egress e = {.tenant = "ml",
+                              .project = "vision",
+                              .job_id = "j-1",
+                              .provider = "aws",
+                              .account = "aws-main",
+                              .region = "us-east-1",
+                              .dest_region = "eu-west-1",
+                              .bytes = 5000000000LL,
+                              .at_ms = T0 + HOUR};
   struct tw_ledger_row r;
   assert_int_equal(tw_meter_egress(meter, &e, &r, &err), TW_OK);
   assert_int_equal(r.list_uusd, 450000);
@@ -450,20 +478,24 @@ static void billing_section_is_validated(void **state) {
     const char *yaml, *want;
   } bad[] = {
       {"charge_period_s: 7000\n", "billing.charge_period_s"},
-      {"providers:\n  aws: {discount_pct: \"101\"}\n", "billing.providers.aws.discount_pct"},
+      {"providers:\n  aws: {discount_pct: \"101\"}\n",
+       "billing.providers.aws.discount_pct"},
       {"providers:\n  aws: {discount_pct: \"1.234\"}\n", "discount_pct"},
-      {"providers:\n  aws: {discont_pct: 5}\n", "did you mean \"discount_pct\""},
+      {"providers:\n  aws: {discont_pct: 5}\n",
+       "did you mean \"discount_pct\""},
       {"providers:\n  aws: {egress_usd_per_gb: cheap}\n", "egress_usd_per_gb"},
       {"budgets:\n  - {tenant: ml}\n", "limit_usd is required"},
       {"budgets:\n  - {project: x, limit_usd: 5}\n", "needs its tenant"},
-      {"budgets:\n  - {tenant: ml, limit_usd: 5}\n  - {tenant: ml, limit_usd: 6}\n",
+      {"budgets:\n  - {tenant: ml, limit_usd: 5}\n  - {tenant: ml, limit_usd: "
+       "6}\n",
        "the same tenant"},
       {"budget: []\n", "did you mean \"budgets\""},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     struct tw_err err = {0};
     struct tw_node *n = NULL;
-    assert_int_equal(tw_node_parse_yaml(bad[i].yaml, strlen(bad[i].yaml), &n, &err), TW_OK);
+    assert_int_equal(
+        tw_node_parse_yaml(bad[i].yaml, strlen(bad[i].yaml), &n, &err), TW_OK);
     struct tw_meter_cfg cfg;
     assert_int_equal(tw_meter_cfg_parse(n, &cfg, &err), TW_E_INVALID);
     if (!strstr(err.msg, bad[i].want))
@@ -471,9 +503,10 @@ static void billing_section_is_validated(void **state) {
     tw_meter_cfg_release(&cfg);
     tw_node_free(n);
   }
-  const char *good = "charge_period_s: 900\n"
-                     "providers:\n  aws: {discount_pct: 7.5, discount_spot: true}\n"
-                     "budgets:\n  - {tenant: ml, limit_usd: \"5000\"}\n";
+  const char *good =
+      "charge_period_s: 900\n"
+      "providers:\n  aws: {discount_pct: 7.5, discount_spot: true}\n"
+      "budgets:\n  - {tenant: ml, limit_usd: \"5000\"}\n";
   struct tw_err err = {0};
   struct tw_node *n = NULL;
   assert_int_equal(tw_node_parse_yaml(good, strlen(good), &n, &err), TW_OK);
@@ -493,18 +526,23 @@ static void billing_section_is_validated(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(billing_rules_table),
-      cmocka_unit_test_setup_teardown(aws_59_second_attempt_is_charged_60_seconds, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(reclaimed_spot_attempt_is_charged_to_the_second, setup,
+      cmocka_unit_test_setup_teardown(
+          aws_59_second_attempt_is_charged_60_seconds, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          reclaimed_spot_attempt_is_charged_to_the_second, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          hourly_units_charged_ahead_are_credited_when_spot_is_reclaimed, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(spot_price_in_force_per_charge_period,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(nodes_discounts_and_chargeback, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(
-          hourly_units_charged_ahead_are_credited_when_spot_is_reclaimed, setup, teardown),
-      cmocka_unit_test_setup_teardown(spot_price_in_force_per_charge_period, setup, teardown),
-      cmocka_unit_test_setup_teardown(nodes_discounts_and_chargeback, setup, teardown),
-      cmocka_unit_test_setup_teardown(a_restart_neither_skips_nor_repeats_a_period, setup,
+          a_restart_neither_skips_nor_repeats_a_period, setup, teardown),
+      cmocka_unit_test_setup_teardown(attempt_that_never_ran_costs_nothing,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(egress_is_charged_per_gigabyte, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(attempt_that_never_ran_costs_nothing, setup, teardown),
-      cmocka_unit_test_setup_teardown(egress_is_charged_per_gigabyte, setup, teardown),
       cmocka_unit_test(billing_section_is_validated),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,14 +9,16 @@
 
 #include "broker/node.h"
 
-static struct tw_node *yaml(const char *t, enum tw_rc want, struct tw_err *err) {
+static struct tw_node *yaml(const char *t, enum tw_rc want,
+                            struct tw_err *err) {
   struct tw_node *n = NULL;
   tw_err_clear(err);
   assert_int_equal(tw_node_parse_yaml(t, strlen(t), &n, err), want);
   return n;
 }
 
-static struct tw_node *json(const char *t, enum tw_rc want, struct tw_err *err) {
+static struct tw_node *json(const char *t, enum tw_rc want,
+                            struct tw_err *err) {
   struct tw_node *n = NULL;
   tw_err_clear(err);
   assert_int_equal(tw_node_parse_json(t, strlen(t), &n, err), want);
@@ -26,8 +28,10 @@ static struct tw_node *json(const char *t, enum tw_rc want, struct tw_err *err) 
 static void yaml_and_json_build_the_same_tree(void **state) {
   (void)state;
   struct tw_err err;
-  struct tw_node *a = yaml("name: x\nn: 8\nq: \"8\"\nl: [1, two]\nz: ~\nb: true\n", TW_OK, &err);
-  struct tw_node *b = json("{\"name\":\"x\",\"n\":8,\"q\":\"8\",\"l\":[1,\"two\"],\"z\":null,\"b\":true}",
+  struct tw_node *a = yaml(
+      "name: x\nn: 8\nq: \"8\"\nl: [1, two]\nz: ~\nb: true\n", TW_OK, &err);
+  struct tw_node *b = json("{\"name\":\"x\",\"n\":8,\"q\":\"8\",\"l\":[1,"
+                           "\"two\"],\"z\":null,\"b\":true}",
                            TW_OK, &err);
   struct tw_buf ja, jb;
   tw_buf_init(&ja);
@@ -35,7 +39,8 @@ static void yaml_and_json_build_the_same_tree(void **state) {
   tw_node_to_json(a, &ja);
   tw_node_to_json(b, &jb);
   assert_string_equal(ja.data, jb.data);
-  assert_string_equal(ja.data, "{\"name\":\"x\",\"n\":8,\"q\":\"8\",\"l\":[1,\"two\"],\"z\":null,\"b\":true}");
+  assert_string_equal(ja.data, "{\"name\":\"x\",\"n\":8,\"q\":\"8\",\"l\":[1,"
+                               "\"two\"],\"z\":null,\"b\":true}");
   int64_t v;
   assert_true(tw_node_as_int(tw_node_get(a, "n"), &v));
   assert_int_equal(v, 8);

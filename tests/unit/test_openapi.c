@@ -46,7 +46,8 @@ static void routes_match_the_document(void **state) {
 
   size_t n;
   const struct tw_api_route_info *routes = tw_api_route_table(&n);
-  static const char *const methods[] = {"get", "post", "put", "delete", "patch", NULL};
+  static const char *const methods[] = {"get",    "post",  "put",
+                                        "delete", "patch", NULL};
   size_t documented = 0;
   for (size_t i = 0; i < paths->n; i++)
     for (int m = 0; methods[m]; m++) {
@@ -59,7 +60,8 @@ static void routes_match_the_document(void **state) {
             !strcasecmp(routes[k].method, methods[m]))
           found = true;
       if (!found)
-        fail_msg("documented but not served: %s %s", methods[m], paths->keys[i]);
+        fail_msg("documented but not served: %s %s", methods[m],
+                 paths->keys[i]);
     }
   for (size_t k = 0; k < n; k++) {
     const struct tw_node *p = tw_node_get(paths, routes[k].path);
@@ -68,13 +70,15 @@ static void routes_match_the_document(void **state) {
     for (char *c = lower; *c; c++)
       *c = (char)(*c - 'A' + 'a');
     if (!p || !tw_node_get(p, lower))
-      fail_msg("served but not documented: %s %s", routes[k].method, routes[k].path);
+      fail_msg("served but not documented: %s %s", routes[k].method,
+               routes[k].path);
   }
   assert_int_equal(documented, n);
   tw_node_free(doc);
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(routes_match_the_document)};
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(routes_match_the_document)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

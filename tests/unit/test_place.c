@@ -11,10 +11,11 @@
 
 #include "policies/place.h"
 
-static struct tw_offer mk(const char *prov, const char *region, const char *zone,
-                          const char *type, enum tw_market m, int64_t price, int vcpus,
-                          int64_t mem_gib, const char *accel, int accels,
-                          enum tw_arch arch, const char *juris) {
+static struct tw_offer mk(const char *prov, const char *region,
+                          const char *zone, const char *type, enum tw_market m,
+                          int64_t price, int vcpus, int64_t mem_gib,
+                          const char *accel, int accels, enum tw_arch arch,
+                          const char *juris) {
   struct tw_offer o;
   tw_offer_init(&o);
   snprintf(o.provider, sizeof o.provider, "%s", prov);
@@ -48,14 +49,22 @@ static int setup(void **state) {
   (void)state;
   const enum tw_market S = TW_MARKET_SPOT, D = TW_MARKET_ON_DEMAND;
   const enum tw_arch X = TW_ARCH_X86_64, A = TW_ARCH_ARM64;
-  OFFERS[0] = mk("aws", "us-east-1", "us-east-1a", "p4d.24xlarge", S, 9800000, 96, 1152, "A100-40GB", 8, X, "US");
-  OFFERS[1] = mk("aws", "us-east-1", "us-east-1a", "p4de.24xlarge", D, 40960000, 96, 1152, "A100-80GB", 8, X, "US");
-  OFFERS[2] = mk("azure", "westeurope", "1", "ND96amsr_A100_v4", S, 11000000, 96, 1900, "A100-80GB", 8, X, "EU");
-  OFFERS[3] = mk("aws", "us-west-2", "us-west-2b", "m6g.large", D, 77000, 2, 8, NULL, 0, A, "US");
-  OFFERS[4] = mk("aws", "us-west-2", "us-west-2b", "m5.large", D, 96000, 2, 8, NULL, 0, X, "US");
-  OFFERS[5] = mk("alibaba", "cn-hangzhou", "cn-hangzhou-h", "ecs.g7.large", S, 20000, 2, 8, NULL, 0, X, "CN");
-  OFFERS[6] = mk("aws", "eu-west-1", "eu-west-1a", "c5.2xlarge", D, 384000, 8, 16, NULL, 0, X, "EU");
-  OFFERS[7] = mk("azure", "eastus", "", "D8s_v5", D, 384000, 8, 32, NULL, 0, X, "US");
+  OFFERS[0] = mk("aws", "us-east-1", "us-east-1a", "p4d.24xlarge", S, 9800000,
+                 96, 1152, "A100-40GB", 8, X, "US");
+  OFFERS[1] = mk("aws", "us-east-1", "us-east-1a", "p4de.24xlarge", D, 40960000,
+                 96, 1152, "A100-80GB", 8, X, "US");
+  OFFERS[2] = mk("azure", "westeurope", "1", "ND96amsr_A100_v4", S, 11000000,
+                 96, 1900, "A100-80GB", 8, X, "EU");
+  OFFERS[3] = mk("aws", "us-west-2", "us-west-2b", "m6g.large", D, 77000, 2, 8,
+                 NULL, 0, A, "US");
+  OFFERS[4] = mk("aws", "us-west-2", "us-west-2b", "m5.large", D, 96000, 2, 8,
+                 NULL, 0, X, "US");
+  OFFERS[5] = mk("alibaba", "cn-hangzhou", "cn-hangzhou-h", "ecs.g7.large", S,
+                 20000, 2, 8, NULL, 0, X, "CN");
+  OFFERS[6] = mk("aws", "eu-west-1", "eu-west-1a", "c5.2xlarge", D, 384000, 8,
+                 16, NULL, 0, X, "EU");
+  OFFERS[7] =
+      mk("azure", "eastus", "", "D8s_v5", D, 384000, 8, 32, NULL, 0, X, "US");
   return 0;
 }
 
@@ -65,18 +74,28 @@ static struct {
   size_t n;           /* candidates */
   enum tw_reject why; /* a reason that must be counted */
 } CASES[] = {
-    {"name: a\nresources: {accelerators: A100:8}\n", "p4d.24xlarge", 3, TW_REJ_ACCEL},
-    {"name: a\nresources: {accelerators: A100-80GB:8}\n", "ND96amsr_A100_v4", 2, TW_REJ_ACCEL},
+    {"name: a\nresources: {accelerators: A100:8}\n", "p4d.24xlarge", 3,
+     TW_REJ_ACCEL},
+    {"name: a\nresources: {accelerators: A100-80GB:8}\n", "ND96amsr_A100_v4", 2,
+     TW_REJ_ACCEL},
     {"name: a\nresources: {accelerators: A100:16}\n", NULL, 0, TW_REJ_ACCEL},
-    {"name: a\nresources: {accelerators: A100:8, market: on-demand}\n", "p4de.24xlarge", 1, TW_REJ_MARKET},
-    {"name: a\nresources: {cpus: 2, arch: arm64}\n", "m6g.large", 1, TW_REJ_ARCH},
-    {"name: a\nresources: {cpus: 8+}\n", "c5.2xlarge", 5, TW_REJ_CPUS}, /* tie with D8s_v5: id order */
+    {"name: a\nresources: {accelerators: A100:8, market: on-demand}\n",
+     "p4de.24xlarge", 1, TW_REJ_MARKET},
+    {"name: a\nresources: {cpus: 2, arch: arm64}\n", "m6g.large", 1,
+     TW_REJ_ARCH},
+    {"name: a\nresources: {cpus: 8+}\n", "c5.2xlarge", 5,
+     TW_REJ_CPUS}, /* tie with D8s_v5: id order */
     {"name: a\nresources: {cpus: 8}\n", "c5.2xlarge", 2, TW_REJ_CPUS},
-    {"name: a\nresources: {cpus: 8, memory: 32+}\n", "D8s_v5", 1, TW_REJ_MEMORY},
-    {"name: a\nresources: {cpus: 2}\nplacement: {providers: [aws]}\n", "m6g.large", 2, TW_REJ_PROVIDER},
-    {"name: a\nresources: {cpus: 2}\nplacement: {residency: CN}\n", "ecs.g7.large", 1, TW_REJ_RESIDENCY},
-    {"name: a\nresources: {cpus: 8}\nplacement: {regions: ['aws:eu-*']}\n", "c5.2xlarge", 1, TW_REJ_REGION},
-    {"name: a\nresources: {cpus: 2}\nmax_price_per_hour: 0.08\n", "ecs.g7.large", 2, TW_REJ_PRICE},
+    {"name: a\nresources: {cpus: 8, memory: 32+}\n", "D8s_v5", 1,
+     TW_REJ_MEMORY},
+    {"name: a\nresources: {cpus: 2}\nplacement: {providers: [aws]}\n",
+     "m6g.large", 2, TW_REJ_PROVIDER},
+    {"name: a\nresources: {cpus: 2}\nplacement: {residency: CN}\n",
+     "ecs.g7.large", 1, TW_REJ_RESIDENCY},
+    {"name: a\nresources: {cpus: 8}\nplacement: {regions: ['aws:eu-*']}\n",
+     "c5.2xlarge", 1, TW_REJ_REGION},
+    {"name: a\nresources: {cpus: 2}\nmax_price_per_hour: 0.08\n",
+     "ecs.g7.large", 2, TW_REJ_PRICE},
 };
 
 static void each_filter(void **state) {
@@ -96,7 +115,8 @@ static void each_filter(void **state) {
     size_t total = p.n;
     for (int r = 0; r < TW_REJ_COUNT; r++)
       total += p.rejected[r];
-    assert_int_equal(total, 8); /* every offer is either a candidate or counted */
+    assert_int_equal(total,
+                     8); /* every offer is either a candidate or counted */
     for (size_t k = 1; k < p.n; k++)
       assert_true(p.cands[k - 1].cost_uusd <= p.cands[k].cost_uusd);
     tw_placement_release(&p);
@@ -116,7 +136,8 @@ static void exclusions_and_explanation(void **state) {
   assert_string_equal(p.cands[0].offer->instance_type, "ND96amsr_A100_v4");
   char why[256];
   tw_placement_explain(&p, why, sizeof why);
-  assert_string_equal(why, "2 of 8 offers fit: 5 without the accelerators, 1 failed this job before");
+  assert_string_equal(why, "2 of 8 offers fit: 5 without the accelerators, 1 "
+                           "failed this job before");
   tw_placement_release(&p);
   tw_spec_release(&spec);
 }
@@ -124,14 +145,14 @@ static void exclusions_and_explanation(void **state) {
 static void cost_follows_billing_rules(void **state) {
   (void)state;
   struct tw_offer o = OFFERS[6]; /* $0.384/h, per second, 60 s minimum */
-  assert_int_equal(tw_place_compute_cost(&o, 59, 1), 6400);   /* 60 s billed */
+  assert_int_equal(tw_place_compute_cost(&o, 59, 1), 6400); /* 60 s billed */
   assert_int_equal(tw_place_compute_cost(&o, 3600, 1), 384000);
   assert_int_equal(tw_place_compute_cost(&o, 3600, 4), 1536000);
   o.billing_granularity_s = 60; /* per minute */
   o.min_charge_s = 0;
-  assert_int_equal(tw_place_compute_cost(&o, 61, 1), 12800);  /* 2 minutes */
+  assert_int_equal(tw_place_compute_cost(&o, 61, 1), 12800); /* 2 minutes */
   o.price_uusd_per_hour = 1;
-  assert_int_equal(tw_place_compute_cost(&o, 1, 1), 1);       /* rounds up */
+  assert_int_equal(tw_place_compute_cost(&o, 1, 1), 1); /* rounds up */
 }
 
 static void accelerator_names(void **state) {

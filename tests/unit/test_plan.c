@@ -23,16 +23,24 @@ static struct tw_policy_set *SET;
 static int setup(void **state) {
   (void)state;
   const enum tw_market S = TW_MARKET_SPOT, D = TW_MARKET_ON_DEMAND;
-  OFFERS[0] = tp_offer("aws", "us-east-1", "us-east-1a", "p4d.24xlarge", S, 9800000, 96, 1152, "A100-40GB", 8, "US");
-  OFFERS[1] = tp_offer("aws", "us-east-1", "us-east-1a", "p4de.24xlarge", D, 40960000, 96, 1152, "A100-80GB", 8, "US");
-  OFFERS[2] = tp_offer("azure", "westeurope", "1", "ND96amsr_A100_v4", S, 11000000, 96, 1900, "A100-80GB", 8, "EU");
-  OFFERS[3] = tp_offer("aws", "us-west-2", "us-west-2b", "m6g.large", D, 77000, 2, 8, NULL, 0, "US");
+  OFFERS[0] = tp_offer("aws", "us-east-1", "us-east-1a", "p4d.24xlarge", S,
+                       9800000, 96, 1152, "A100-40GB", 8, "US");
+  OFFERS[1] = tp_offer("aws", "us-east-1", "us-east-1a", "p4de.24xlarge", D,
+                       40960000, 96, 1152, "A100-80GB", 8, "US");
+  OFFERS[2] = tp_offer("azure", "westeurope", "1", "ND96amsr_A100_v4", S,
+                       11000000, 96, 1900, "A100-80GB", 8, "EU");
+  OFFERS[3] = tp_offer("aws", "us-west-2", "us-west-2b", "m6g.large", D, 77000,
+                       2, 8, NULL, 0, "US");
   OFFERS[3].arch = TW_ARCH_ARM64;
   tw_offer_make_id(&OFFERS[3]);
-  OFFERS[4] = tp_offer("aws", "us-west-2", "us-west-2b", "m5.large", D, 96000, 2, 8, NULL, 0, "US");
-  OFFERS[5] = tp_offer("alibaba", "cn-hangzhou", "cn-hangzhou-h", "ecs.g7.large", S, 20000, 2, 8, NULL, 0, "CN");
-  OFFERS[6] = tp_offer("aws", "eu-west-1", "eu-west-1a", "c5.2xlarge", D, 384000, 8, 16, NULL, 0, "EU");
-  OFFERS[7] = tp_offer("azure", "eastus", "", "D8s_v5", D, 384000, 8, 32, NULL, 0, "US");
+  OFFERS[4] = tp_offer("aws", "us-west-2", "us-west-2b", "m5.large", D, 96000,
+                       2, 8, NULL, 0, "US");
+  OFFERS[5] = tp_offer("alibaba", "cn-hangzhou", "cn-hangzhou-h",
+                       "ecs.g7.large", S, 20000, 2, 8, NULL, 0, "CN");
+  OFFERS[6] = tp_offer("aws", "eu-west-1", "eu-west-1a", "c5.2xlarge", D,
+                       384000, 8, 16, NULL, 0, "EU");
+  OFFERS[7] = tp_offer("azure", "eastus", "", "D8s_v5", D, 384000, 8, 32, NULL,
+                       0, "US");
   struct tw_offer_source src;
   tw_offer_source_array(&src, OFFERS, 8);
   if (tw_offer_index_build(&src, &IX, NULL))
@@ -61,7 +69,8 @@ static void plan_yaml(const char *yaml, bool counts, struct tw_plan *p) {
 static void cheapest_feasible_offer_comes_first(void **state) {
   (void)state;
   struct tw_plan p;
-  plan_yaml("name: t\nresources: {accelerators: A100:8}\nduration: 1h\n", false, &p);
+  plan_yaml("name: t\nresources: {accelerators: A100:8}\nduration: 1h\n", false,
+            &p);
   assert_int_equal(p.n, 3);
   assert_string_equal(p.cands[0].offer->instance_type, "p4d.24xlarge");
   assert_string_equal(p.cands[1].offer->instance_type, "ND96amsr_A100_v4");
@@ -69,7 +78,8 @@ static void cheapest_feasible_offer_comes_first(void **state) {
   assert_true(p.cands[0].cost.spot_risk_uusd > 0);
   assert_int_equal(p.cands[0].cost.compute_uusd, 9800000);
   assert_int_equal(p.cands[0].cost.total_uusd,
-                   p.cands[0].cost.compute_uusd + p.cands[0].cost.spot_risk_uusd);
+                   p.cands[0].cost.compute_uusd +
+                       p.cands[0].cost.spot_risk_uusd);
   assert_int_equal(p.cands[0].scores[0], TW_SCORE_MAX);
   assert_true(p.cands[1].scores[0] < TW_SCORE_MAX);
   tw_plan_release(&p);
@@ -78,7 +88,8 @@ static void cheapest_feasible_offer_comes_first(void **state) {
 static void counts_name_each_reason(void **state) {
   (void)state;
   struct tw_plan p;
-  plan_yaml("name: t\nresources: {accelerators: A100-80GB:8}\nplacement: {residency: EU}\n",
+  plan_yaml("name: t\nresources: {accelerators: A100-80GB:8}\nplacement: "
+            "{residency: EU}\n",
             true, &p);
   assert_true(p.counted);
   assert_int_equal(p.feasible, 1);
@@ -87,7 +98,9 @@ static void counts_name_each_reason(void **state) {
   struct tw_buf b;
   tw_buf_init(&b);
   tw_plan_explain(&p, &b);
-  assert_string_equal(b.data, "8 offers, 1 fit: 6 outside jurisdiction EU, 1 without 8 A100-80GB");
+  assert_string_equal(
+      b.data,
+      "8 offers, 1 fit: 6 outside jurisdiction EU, 1 without 8 A100-80GB");
   tw_buf_release(&b);
   tw_plan_release(&p);
 }
@@ -114,13 +127,15 @@ static void deadline_filter_says_by_how_much(void **state) {
   struct tw_plan p;
   /* now is 2025-11-30T00:00Z; 1 h of work + 2 min launch cannot end by
    * 00:30 */
-  plan_yaml("name: t\nresources: {cpus: 8}\nduration: 1h\ndeadline: 2025-11-30T00:30:00Z\n",
+  plan_yaml("name: t\nresources: {cpus: 8}\nduration: 1h\ndeadline: "
+            "2025-11-30T00:30:00Z\n",
             true, &p);
   assert_int_equal(p.n, 0);
   struct tw_buf b;
   tw_buf_init(&b);
   tw_plan_explain(&p, &b);
-  assert_non_null(strstr(b.data, "2 cannot finish before the deadline: short by 32m00s"));
+  assert_non_null(
+      strstr(b.data, "2 cannot finish before the deadline: short by 32m00s"));
   tw_buf_release(&b);
   tw_plan_release(&p);
 }
@@ -136,7 +151,8 @@ static void egress_moves_the_choice_to_the_data(void **state) {
   assert_int_equal(p.n, 2);
   assert_string_equal(p.cands[0].offer->region, "eu-west-1");
   assert_int_equal(p.cands[0].cost.egress_uusd, 0);
-  assert_int_equal(p.cands[1].cost.egress_uusd, 180000000); /* 2000 GB x $0.09 */
+  assert_int_equal(p.cands[1].cost.egress_uusd,
+                   180000000); /* 2000 GB x $0.09 */
   assert_true(p.cands[1].cost.transfer_s > 0);
   assert_true(p.cands[1].cost.transfer_uusd > 0);
   tw_plan_release(&p);
@@ -147,21 +163,26 @@ static void cost_model_rounds_up_by_billing_rules(void **state) {
   struct tw_cost_params cp;
   tw_cost_params_default(&cp);
   struct tw_cost_job j = {.duration_s = 30, .nodes = 2, .now_ms = 0};
-  struct tw_cost_offer o = {.price_uusd_per_hour = 3600, .granularity_s = 1, .min_charge_s = 60};
+  struct tw_cost_offer o = {
+      .price_uusd_per_hour = 3600, .granularity_s = 1, .min_charge_s = 60};
   struct tw_cost c;
   tw_cost_eval(&cp, &j, &o, 0, 0, &c);
-  assert_int_equal(c.compute_uusd, 120); /* 60 s minimum x 2 nodes at $0.0036/h */
+  assert_int_equal(c.compute_uusd,
+                   120); /* 60 s minimum x 2 nodes at $0.0036/h */
   o.granularity_s = 3600;
   tw_cost_eval(&cp, &j, &o, 0, 0, &c);
   assert_int_equal(c.compute_uusd, 7200);
   /* spot: 10%/month, 30-day month, no checkpoint: 1 node, 720 h of work
    * loses 0.1 interruptions x (360 h + 5 min) */
   struct tw_cost_job long_job = {.duration_s = 720 * 3600, .nodes = 1};
-  struct tw_cost_offer spot = {.price_uusd_per_hour = 1000000, .granularity_s = 1,
-                               .interruption_pct = 10, .spot = true};
+  struct tw_cost_offer spot = {.price_uusd_per_hour = 1000000,
+                               .granularity_s = 1,
+                               .interruption_pct = 10,
+                               .spot = true};
   tw_cost_eval(&cp, &long_job, &spot, 0, 0, &c);
   assert_int_equal(c.spot_extra_s, (360 * 3600 + 300) / 10);
-  assert_int_equal(c.spot_risk_uusd, ((int64_t)c.spot_extra_s * 1000000 + 3599) / 3600);
+  assert_int_equal(c.spot_risk_uusd,
+                   ((int64_t)c.spot_extra_s * 1000000 + 3599) / 3600);
   /* a checkpoint every hour loses half an hour per interruption */
   long_job.checkpoint_s = 3600;
   tw_cost_eval(&cp, &long_job, &spot, 0, 0, &c);
@@ -176,16 +197,24 @@ static void cost_model_rounds_up_by_billing_rules(void **state) {
 static const char *const JOBS[] = {
     "name: a\nresources: {cpus: 8+}\n",
     "name: b\nresources: {accelerators: A100:4}\nduration: 3h\n",
-    "name: c\nresources: {accelerators: A100-80GB:2, use_spot: true}\nplacement: {residency: EU}\n",
-    "name: d\nresources: {cpus: 4+, memory: 16+}\nplacement: {providers: [aws, alibaba]}\n",
-    "name: e\nresources: {cpus: 2}\nplacement: {regions: [\"aws:us-*\", \"alibaba:eu-*\"]}\n",
+    "name: c\nresources: {accelerators: A100-80GB:2, use_spot: "
+    "true}\nplacement: {residency: EU}\n",
+    "name: d\nresources: {cpus: 4+, memory: 16+}\nplacement: {providers: [aws, "
+    "alibaba]}\n",
+    "name: e\nresources: {cpus: 2}\nplacement: {regions: [\"aws:us-*\", "
+    "\"alibaba:eu-*\"]}\n",
     "name: f\nresources: {accelerators: H100:1}\nmax_price_per_hour: 20\n",
-    "name: g\nresources: {cpus: 16+}\nduration: 2h\ndatasets: [{uri: s3://x/y, size: 800GB, location: aws:eu-west-1}]\n",
-    "name: h\nresources: {accelerators: T4:1, market: on-demand}\ndatasets: [{uri: s3://x/z, size: 50TB, location: alibaba:ap-south-1}]\n",
-    "name: i\nresources: {cpus: 32+}\nnodes: 4\nduration: 6h\ncheckpoint: {interval: 30m, uri: s3://c/}\n",
-    "name: j\nresources: {cpus: 8+}\ndeadline: 2025-11-30T02:00:00Z\nduration: 90m\n"
+    "name: g\nresources: {cpus: 16+}\nduration: 2h\ndatasets: [{uri: s3://x/y, "
+    "size: 800GB, location: aws:eu-west-1}]\n",
+    "name: h\nresources: {accelerators: T4:1, market: on-demand}\ndatasets: "
+    "[{uri: s3://x/z, size: 50TB, location: alibaba:ap-south-1}]\n",
+    "name: i\nresources: {cpus: 32+}\nnodes: 4\nduration: 6h\ncheckpoint: "
+    "{interval: 30m, uri: s3://c/}\n",
+    "name: j\nresources: {cpus: 8+}\ndeadline: 2025-11-30T02:00:00Z\nduration: "
+    "90m\n"
     "datasets: [{uri: s3://x/w, size: 30TB, location: azure:westeurope}]\n",
-    "name: k\nresources: {accelerators: H100:8}\nplacement: {regions: [\"aws:eu-west-1\"]}\n",
+    "name: k\nresources: {accelerators: H100:8}\nplacement: {regions: "
+    "[\"aws:eu-west-1\"]}\n",
     "name: l\nresources: {accelerators: MI300:1}\n",
 };
 
@@ -209,24 +238,29 @@ static void index_search_agrees_with_a_full_scan(void **state) {
       struct tw_plan_input in = {.job = &spec, .now_ms = 1764460800000};
       struct tw_plan_opts fast = {0}, full = {.counts = true};
       struct tw_plan a, b, c;
-      assert_int_equal(tw_plan_make(SET, &snap, &in, &fast, ws, &a, NULL), TW_OK);
-      assert_int_equal(tw_plan_make(SET, &snap, &in, &full, ws, &b, NULL), TW_OK);
-      assert_int_equal(tw_plan_make(SET, &snap, &in, &fast, ws, &c, NULL), TW_OK);
+      assert_int_equal(tw_plan_make(SET, &snap, &in, &fast, ws, &a, NULL),
+                       TW_OK);
+      assert_int_equal(tw_plan_make(SET, &snap, &in, &full, ws, &b, NULL),
+                       TW_OK);
+      assert_int_equal(tw_plan_make(SET, &snap, &in, &fast, ws, &c, NULL),
+                       TW_OK);
       /* every strategy, forced, finds the same candidates as the scan */
-      static const char *const strategies[] = {"cells",     "global", "shapes",
-                                               "locations", "groups", "regions"};
+      static const char *const strategies[] = {
+          "cells", "global", "shapes", "locations", "groups", "regions"};
       for (size_t q = 0; q < 6; q++) {
         struct tw_plan_opts fo = {.strategy = strategies[q]};
         struct tw_plan f;
-        assert_int_equal(tw_plan_make(SET, &snap, &in, &fo, ws, &f, NULL), TW_OK);
+        assert_int_equal(tw_plan_make(SET, &snap, &in, &fo, ws, &f, NULL),
+                         TW_OK);
         if (f.n != b.n)
           fail_msg("seed %llu round %d job %zu: %s found %zu, scan %zu",
                    (unsigned long long)seed, round, j, strategies[q], f.n, b.n);
         for (size_t k = 0; k < f.n; k++)
           if (f.cands[k].index != b.cands[k].index)
-            fail_msg("seed %llu round %d job %zu rank %zu: %s chose %s, scan %s",
-                     (unsigned long long)seed, round, j, k, strategies[q],
-                     f.cands[k].offer->id, b.cands[k].offer->id);
+            fail_msg(
+                "seed %llu round %d job %zu rank %zu: %s chose %s, scan %s",
+                (unsigned long long)seed, round, j, k, strategies[q],
+                f.cands[k].offer->id, b.cands[k].offer->id);
         tw_plan_release(&f);
       }
       size_t q;
@@ -235,14 +269,16 @@ static void index_search_agrees_with_a_full_scan(void **state) {
       if (q == n_seen && n_seen < 8)
         seen[n_seen++] = a.strategy;
       if (a.n != b.n)
-        fail_msg("seed %llu round %d job %zu: search found %zu, scan %zu (strategy %s)",
+        fail_msg("seed %llu round %d job %zu: search found %zu, scan %zu "
+                 "(strategy %s)",
                  (unsigned long long)seed, round, j, a.n, b.n, a.strategy);
       for (size_t k = 0; k < a.n; k++) {
         if (a.cands[k].index != b.cands[k].index)
           fail_msg("seed %llu round %d job %zu rank %zu: %s vs %s (%s)",
                    (unsigned long long)seed, round, j, k, a.cands[k].offer->id,
                    b.cands[k].offer->id, a.strategy);
-        assert_int_equal(a.cands[k].index, c.cands[k].index); /* same input, same plan */
+        assert_int_equal(a.cands[k].index,
+                         c.cands[k].index); /* same input, same plan */
       }
       /* the chosen offer is never dearer than any feasible offer: the
        * scan's candidates are the cheapest of all feasible ones */
@@ -288,7 +324,8 @@ static void chosen_offer_is_never_dearer_than_any_feasible_one(void **state) {
     struct tw_place_snapshot snap = {.index = ix};
     struct tw_plan_input in = {.job = &spec, .now_ms = 1764460800000};
     struct tw_plan best;
-    assert_int_equal(tw_plan_make(SET, &snap, &in, NULL, NULL, &best, NULL), TW_OK);
+    assert_int_equal(tw_plan_make(SET, &snap, &in, NULL, NULL, &best, NULL),
+                     TW_OK);
     /* brute force: plan each offer alone (an index of one) */
     size_t feasible = 0;
     for (size_t i = 0; i < n; i++) {
@@ -298,16 +335,19 @@ static void chosen_offer_is_never_dearer_than_any_feasible_one(void **state) {
       assert_int_equal(tw_offer_index_build(&s1, &one, NULL), TW_OK);
       struct tw_place_snapshot snap1 = {.index = one};
       struct tw_plan p1;
-      assert_int_equal(tw_plan_make(SET, &snap1, &in, NULL, NULL, &p1, NULL), TW_OK);
+      assert_int_equal(tw_plan_make(SET, &snap1, &in, NULL, NULL, &p1, NULL),
+                       TW_OK);
       if (p1.n) {
         feasible++;
         if (!best.n)
           fail_msg("seed %llu job %zu: %s is feasible but the plan is empty",
                    (unsigned long long)seed, j, cat[i].id);
         if (p1.cands[0].cost.total_uusd < best.cands[0].cost.total_uusd)
-          fail_msg("seed %llu job %zu: %s costs %lld, less than the chosen %s (%lld)",
+          fail_msg("seed %llu job %zu: %s costs %lld, less than the chosen %s "
+                   "(%lld)",
                    (unsigned long long)seed, j, cat[i].id,
-                   (long long)p1.cands[0].cost.total_uusd, best.cands[0].offer->id,
+                   (long long)p1.cands[0].cost.total_uusd,
+                   best.cands[0].offer->id,
                    (long long)best.cands[0].cost.total_uusd);
       }
       tw_plan_release(&p1);
@@ -333,7 +373,8 @@ static void same_input_gives_the_same_json(void **state) {
   tw_plan_to_json(&a, 0, &x);
   tw_plan_to_json(&b, 0, &y);
   assert_string_equal(x.data, y.data);
-  assert_non_null(strstr(x.data, "\"candidates\":[{\"rank\":1,\"offer_id\":\"alibaba-main:"));
+  assert_non_null(strstr(
+      x.data, "\"candidates\":[{\"rank\":1,\"offer_id\":\"alibaba-main:"));
   tw_buf_release(&x);
   tw_buf_release(&y);
   tw_plan_release(&a);

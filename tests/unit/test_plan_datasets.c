@@ -44,13 +44,16 @@ static int teardown(void **state) {
 static void register_merge_and_replicate(void **state) {
   (void)state;
   const char *locs[] = {"aws:us-east-1"};
-  struct tw_dataset_put req = {.uri = "s3://corpus/v3/", .size_bytes = 1500000000000LL,
-                               .locations = locs, .n_locations = 1};
+  struct tw_dataset_put req = {.uri = "s3://corpus/v3/",
+                               .size_bytes = 1500000000000LL,
+                               .locations = locs,
+                               .n_locations = 1};
   struct tw_dataset_rec r;
   bool created = false;
   int64_t v0, v1;
   assert_int_equal(tw_datasets_version(store, &v0, NULL), TW_OK);
-  assert_int_equal(tw_datasets_put(store, &req, 1000, &r, &created, NULL), TW_OK);
+  assert_int_equal(tw_datasets_put(store, &req, 1000, &r, &created, NULL),
+                   TW_OK);
   assert_true(created);
   assert_string_equal(r.uri, "s3://corpus/v3/");
   assert_int_equal(r.size_bytes, 1500000000000LL);
@@ -59,16 +62,19 @@ static void register_merge_and_replicate(void **state) {
   tw_dataset_rec_release(&r);
   /* merging: size 0 keeps the known size, a new location is added */
   const char *more[] = {"aws:us-east-1", "azure:westeurope"};
-  req = (struct tw_dataset_put){.uri = "s3://corpus/v3/", .locations = more, .n_locations = 2};
-  assert_int_equal(tw_datasets_put(store, &req, 2000, &r, &created, NULL), TW_OK);
+  req = (struct tw_dataset_put){
+      .uri = "s3://corpus/v3/", .locations = more, .n_locations = 2};
+  assert_int_equal(tw_datasets_put(store, &req, 2000, &r, &created, NULL),
+                   TW_OK);
   assert_false(created);
   assert_int_equal(r.size_bytes, 1500000000000LL);
   assert_int_equal(r.n_locations, 2);
   assert_int_equal(r.updated_ms, 2000);
   tw_dataset_rec_release(&r);
-  assert_int_equal(tw_datasets_add_replica(store, "s3://corpus/v3/", "aws:eu-west-1", 30000000,
-                                           "3 pending jobs read it", 3000, NULL),
-                   TW_OK);
+  assert_int_equal(
+      tw_datasets_add_replica(store, "s3://corpus/v3/", "aws:eu-west-1",
+                              30000000, "3 pending jobs read it", 3000, NULL),
+      TW_OK);
   assert_int_equal(tw_datasets_get(store, "s3://corpus/v3/", &r, NULL), TW_OK);
   assert_int_equal(r.n_locations, 3);
   assert_string_equal(r.locations[2].location, "aws:eu-west-1");
@@ -79,8 +85,10 @@ static void register_merge_and_replicate(void **state) {
   assert_int_equal(tw_datasets_version(store, &v1, NULL), TW_OK);
   assert_int_equal(v1, v0 + 3);
   struct tw_err err = {0};
-  assert_int_equal(tw_datasets_get(store, "s3://nope", &r, &err), TW_E_NOTFOUND);
-  assert_int_equal(tw_datasets_add_replica(store, "s3://nope", "aws:eu-west-1", 0, NULL, 0, NULL),
+  assert_int_equal(tw_datasets_get(store, "s3://nope", &r, &err),
+                   TW_E_NOTFOUND);
+  assert_int_equal(tw_datasets_add_replica(store, "s3://nope", "aws:eu-west-1",
+                                           0, NULL, 0, NULL),
                    TW_E_NOTFOUND);
 }
 
@@ -91,8 +99,8 @@ struct seen {
 static void each_cb(void *ctx, const char *uri, int64_t size, const char *loc) {
   struct seen *s = ctx;
   size_t n = strlen(s->text);
-  snprintf(s->text + n, sizeof s->text - n, "%s%s=%lld@%s", n ? ";" : "", uri, (long long)size,
-           loc ? loc : "-");
+  snprintf(s->text + n, sizeof s->text - n, "%s%s=%lld@%s", n ? ";" : "", uri,
+           (long long)size, loc ? loc : "-");
 }
 
 static void list_pages_and_walk_everything(void **state) {
@@ -101,14 +109,17 @@ static void list_pages_and_walk_everything(void **state) {
     char uri[32];
     snprintf(uri, sizeof uri, "gs://b/%d", i);
     const char *loc[] = {"azure:eastus"};
-    struct tw_dataset_put req = {.uri = uri, .size_bytes = 1000 * (i + 1), .locations = loc,
+    struct tw_dataset_put req = {.uri = uri,
+                                 .size_bytes = 1000 * (i + 1),
+                                 .locations = loc,
                                  .n_locations = i % 2};
     assert_int_equal(tw_datasets_put(store, &req, 10, NULL, NULL, NULL), TW_OK);
   }
   struct tw_dataset_rec *items;
   size_t n;
   bool more;
-  assert_int_equal(tw_datasets_list(store, NULL, 2, &items, &n, &more, NULL), TW_OK);
+  assert_int_equal(tw_datasets_list(store, NULL, 2, &items, &n, &more, NULL),
+                   TW_OK);
   assert_int_equal(n, 2);
   assert_true(more);
   assert_string_equal(items[0].uri, "gs://b/0");
@@ -119,7 +130,8 @@ static void list_pages_and_walk_everything(void **state) {
   for (size_t i = 0; i < n; i++)
     tw_dataset_rec_release(&items[i]);
   free(items);
-  assert_int_equal(tw_datasets_list(store, after, 10, &items, &n, &more, NULL), TW_OK);
+  assert_int_equal(tw_datasets_list(store, after, 10, &items, &n, &more, NULL),
+                   TW_OK);
   assert_int_equal(n, 3);
   assert_false(more);
   for (size_t i = 0; i < n; i++)
@@ -128,9 +140,10 @@ static void list_pages_and_walk_everything(void **state) {
   struct seen s = {""};
   int64_t v;
   assert_int_equal(tw_datasets_each(store, each_cb, &s, &v, NULL), TW_OK);
-  assert_string_equal(s.text, "gs://b/0=1000@-;gs://b/1=2000@-;gs://b/2=3000@-;gs://b/3=4000@-;"
-                              "gs://b/4=5000@-;gs://b/1=0@azure:eastus;"
-                              "gs://b/3=0@azure:eastus");
+  assert_string_equal(
+      s.text, "gs://b/0=1000@-;gs://b/1=2000@-;gs://b/2=3000@-;gs://b/3=4000@-;"
+              "gs://b/4=5000@-;gs://b/1=0@azure:eastus;"
+              "gs://b/3=0@azure:eastus");
   assert_int_equal(v, 5);
 }
 
@@ -141,22 +154,29 @@ static void bad_input_is_named(void **state) {
     int64_t size;
     const char *field, *msg;
   } bad[] = {
-      {"", NULL, 0, "uri", "uri: expected 1 to 2048 printable characters, got 0"},
-      {"s3://a b", NULL, 0, "uri", "uri: spaces and control characters are not allowed"},
+      {"", NULL, 0, "uri",
+       "uri: expected 1 to 2048 printable characters, got 0"},
+      {"s3://a b", NULL, 0, "uri",
+       "uri: spaces and control characters are not allowed"},
       {"s3://x", "useast1", 0, "locations[0]",
-       "locations[0]: expected provider:region such as aws:us-east-1, got \"useast1\""},
+       "locations[0]: expected provider:region such as aws:us-east-1, got "
+       "\"useast1\""},
       {"s3://x", "oracle:us-ashburn-1", 0, "locations[0]",
        "locations[0]: unknown provider \"oracle\""},
       {"s3://x", "aws:us east", 0, "locations[0]",
-       "locations[0]: a region is letters, digits, '-', '_' and '.', got \"aws:us east\""},
+       "locations[0]: a region is letters, digits, '-', '_' and '.', got "
+       "\"aws:us east\""},
       {"s3://x", NULL, -5, "size_bytes", "size_bytes: must be >= 0"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     const char *loc[] = {bad[i].loc};
-    struct tw_dataset_put req = {.uri = bad[i].uri, .size_bytes = bad[i].size,
-                                 .locations = loc, .n_locations = bad[i].loc ? 1 : 0};
+    struct tw_dataset_put req = {.uri = bad[i].uri,
+                                 .size_bytes = bad[i].size,
+                                 .locations = loc,
+                                 .n_locations = bad[i].loc ? 1 : 0};
     struct tw_err err = {0};
-    assert_int_equal(tw_datasets_put(store, &req, 0, NULL, NULL, &err), TW_E_INVALID);
+    assert_int_equal(tw_datasets_put(store, &req, 0, NULL, NULL, &err),
+                     TW_E_INVALID);
     assert_string_equal(err.field, bad[i].field);
     assert_string_equal(err.msg, bad[i].msg);
   }
@@ -166,7 +186,8 @@ static void bad_input_is_named(void **state) {
   for (int i = 0; i <= 16; i++) {
     snprintf(name, sizeof name, "aws:r-%d", i);
     loc[0] = name;
-    struct tw_dataset_put req = {.uri = "s3://many", .locations = loc, .n_locations = 1};
+    struct tw_dataset_put req = {
+        .uri = "s3://many", .locations = loc, .n_locations = 1};
     assert_int_equal(tw_datasets_put(store, &req, 0, NULL, NULL, NULL),
                      i < 16 ? TW_OK : TW_E_TOOBIG);
   }
@@ -174,8 +195,10 @@ static void bad_input_is_named(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(register_merge_and_replicate, setup, teardown),
-      cmocka_unit_test_setup_teardown(list_pages_and_walk_everything, setup, teardown),
+      cmocka_unit_test_setup_teardown(register_merge_and_replicate, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(list_pages_and_walk_everything, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(bad_input_is_named, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,7 +20,8 @@ static struct tw_netmatrix *parse(const char *text) {
   return m;
 }
 
-static void links_rules_geography_and_defaults_answer_in_that_order(void **state) {
+static void
+links_rules_geography_and_defaults_answer_in_that_order(void **state) {
   (void)state;
   struct tw_netmatrix *m = parse(
       "tradewind-network 1\n"
@@ -85,24 +86,33 @@ static const struct {
   const char *text, *msg;
 } BAD[] = {
     {"", "t.net: empty: expected \"tradewind-network 1\""},
-    {"tradewind-network 2\n", "t.net:1: expected the header \"tradewind-network 1\""},
-    {"tradewind-network 1\negress provider=aws scope=inter-cloud usd_per_gb=1\n",
+    {"tradewind-network 2\n",
+     "t.net:1: expected the header \"tradewind-network 1\""},
+    {"tradewind-network 1\negress provider=aws scope=inter-cloud "
+     "usd_per_gb=1\n",
      "t.net:2: egress: unknown scope \"inter-cloud\""},
-    {"tradewind-network 1\negress provider=aws scope=internet usd_per_gb=0.1234567\n",
-     "t.net:2: usd_per_gb: expected a price in USD from 0 to 1000, got \"0.1234567\""},
+    {"tradewind-network 1\negress provider=aws scope=internet "
+     "usd_per_gb=0.1234567\n",
+     "t.net:2: usd_per_gb: expected a price in USD from 0 to 1000, got "
+     "\"0.1234567\""},
     {"tradewind-network 1\negress scope=internet usd_per_gb=1\n",
      "t.net:2: egress: provider= is required"},
-    {"tradewind-network 1\nbandwidth scope=internet\n", "t.net:2: bandwidth: mbps= is required"},
+    {"tradewind-network 1\nbandwidth scope=internet\n",
+     "t.net:2: bandwidth: mbps= is required"},
     {"tradewind-network 1\n\nregion aws lat=1 lon=2\n",
      "t.net:3: region: expected provider:region first, got \"aws\""},
     {"tradewind-network 1\nregion aws:x lat=91 lon=0\n",
      "t.net:2: region: lat: expected degrees within +-90"},
-    {"tradewind-network 1\nregion aws:x lat=1\n", "t.net:2: region: lat and lon go together"},
+    {"tradewind-network 1\nregion aws:x lat=1\n",
+     "t.net:2: region: lat and lon go together"},
     {"tradewind-network 1\nlink aws:a aws:b rtt_ms=-1\n",
      "t.net:2: rtt_ms: expected milliseconds from 0 to 3600000"},
-    {"tradewind-network 1\nlink aws:a aws:b speed=3\n", "t.net:2: link: unknown key \"speed\""},
-    {"tradewind-network 1\nroute aws:a aws:b\n", "t.net:2: unknown line \"route\""},
-    {"tradewind-network 1\ndefault rtt_ms\n", "t.net:2: default: expected key=value, got \"rtt_ms\""},
+    {"tradewind-network 1\nlink aws:a aws:b speed=3\n",
+     "t.net:2: link: unknown key \"speed\""},
+    {"tradewind-network 1\nroute aws:a aws:b\n",
+     "t.net:2: unknown line \"route\""},
+    {"tradewind-network 1\ndefault rtt_ms\n",
+     "t.net:2: default: expected key=value, got \"rtt_ms\""},
 };
 
 static void errors_name_file_line_and_key(void **state) {
@@ -110,8 +120,9 @@ static void errors_name_file_line_and_key(void **state) {
   for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
     struct tw_netmatrix *m = (struct tw_netmatrix *)1;
     struct tw_err err = {0};
-    assert_int_equal(tw_netmatrix_parse(BAD[i].text, strlen(BAD[i].text), "t.net", &m, &err),
-                     TW_E_INVALID);
+    assert_int_equal(
+        tw_netmatrix_parse(BAD[i].text, strlen(BAD[i].text), "t.net", &m, &err),
+        TW_E_INVALID);
     assert_null(m);
     if (strncmp(err.msg, BAD[i].msg, strlen(BAD[i].msg)))
       fail_msg("case %zu: \"%s\", want \"%s\"", i, err.msg, BAD[i].msg);
@@ -119,7 +130,9 @@ static void errors_name_file_line_and_key(void **state) {
   char *big = calloc(1, TW_NET_TEXT_MAX + 2);
   memset(big, '#', TW_NET_TEXT_MAX + 1);
   struct tw_netmatrix *m;
-  assert_int_equal(tw_netmatrix_parse(big, TW_NET_TEXT_MAX + 1, "big", &m, NULL), TW_E_TOOBIG);
+  assert_int_equal(
+      tw_netmatrix_parse(big, TW_NET_TEXT_MAX + 1, "big", &m, NULL),
+      TW_E_TOOBIG);
   free(big);
 }
 
@@ -130,7 +143,8 @@ static char *source_path(const char *rel) {
   return p;
 }
 
-static void the_shipped_default_loads_and_covers_every_catalog_region(void **state) {
+static void
+the_shipped_default_loads_and_covers_every_catalog_region(void **state) {
   (void)state;
   char *path = source_path("configs/network/default.net");
   struct tw_netmatrix *m;
@@ -139,16 +153,19 @@ static void the_shipped_default_loads_and_covers_every_catalog_region(void **sta
     fail_msg("%s", err.msg);
   free(path);
   assert_true(tw_netmatrix_n_regions(m) >= 160);
-  static const char *const regions[] = {"aws:us-east-1", "azure:westeurope", "gcp:asia-east1",
-                                        "alibaba:cn-hangzhou", "aws:eu-west-2"};
+  static const char *const regions[] = {"aws:us-east-1", "azure:westeurope",
+                                        "gcp:asia-east1", "alibaba:cn-hangzhou",
+                                        "aws:eu-west-2"};
   for (size_t i = 0; i < 5; i++) {
     const struct tw_net_region *r = tw_netmatrix_region(m, regions[i]);
     assert_non_null(r);
     assert_true(r->has_geo);
     assert_true(r->jurisdiction[0] != '\0');
   }
-  assert_string_equal(tw_netmatrix_region(m, "aws:eu-west-2")->jurisdiction, "UK");
-  assert_string_equal(tw_netmatrix_region(m, "aws:eu-central-1")->jurisdiction, "EU");
+  assert_string_equal(tw_netmatrix_region(m, "aws:eu-west-2")->jurisdiction,
+                      "UK");
+  assert_string_equal(tw_netmatrix_region(m, "aws:eu-central-1")->jurisdiction,
+                      "EU");
   /* the list prices it was built from */
   struct tw_net_link l;
   tw_netmatrix_link(m, "aws:us-east-1", "aws:us-west-2", &l);
@@ -209,9 +226,11 @@ static void the_default_agrees_with_measured_profiles(void **state) {
                  ld.egress_uusd_per_gb * 2 <= lm.egress_uusd_per_gb * 3;
       }
     }
-  printf("measured pairs: %zu round trips, %zu%% within 2x; %zu egress prices, %zu%% within "
+  printf("measured pairs: %zu round trips, %zu%% within 2x; %zu egress prices, "
+         "%zu%% within "
          "1.5x\n",
-         pairs, pairs ? rtt_ok * 100 / pairs : 0, eg, eg ? eg_ok * 100 / eg : 0);
+         pairs, pairs ? rtt_ok * 100 / pairs : 0, eg,
+         eg ? eg_ok * 100 / eg : 0);
   assert_true(pairs > 4000);
   assert_true(rtt_ok * 100 >= pairs * 90);
   assert_true(eg > 3000);
@@ -224,7 +243,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(links_rules_geography_and_defaults_answer_in_that_order),
       cmocka_unit_test(errors_name_file_line_and_key),
-      cmocka_unit_test(the_shipped_default_loads_and_covers_every_catalog_region),
+      cmocka_unit_test(
+          the_shipped_default_loads_and_covers_every_catalog_region),
       cmocka_unit_test(the_default_agrees_with_measured_profiles),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,7 +27,8 @@ static struct tw_queue_params params(void) {
 }
 
 static void order_of(const struct tw_queue_job *jobs, size_t n,
-                     const struct tw_queue_usage *u, size_t nu, const char *want) {
+                     const struct tw_queue_usage *u, size_t nu,
+                     const char *want) {
   struct tw_queue_params p = params();
   size_t order[16];
   tw_queue_order(&p, NOW, jobs, n, u, nu, order, NULL);
@@ -68,7 +69,8 @@ static void aging_lifts_a_waiting_job_up_to_a_cap(void **state) {
   assert_int_equal(eff[3], 100000);
 }
 
-static void a_tenant_holding_much_waits_behind_one_holding_little(void **state) {
+static void
+a_tenant_holding_much_waits_behind_one_holding_little(void **state) {
   (void)state;
   /* tenant big holds 50% of the GPUs: 100 points behind, at weight 200 */
   struct tw_queue_usage u[] = {{"big", 100, 1024, 50}};
@@ -115,10 +117,10 @@ static void backfill_start_is_when_enough_nodes_return(void **state) {
 static void replication_pays_off_with_enough_readers(void **state) {
   (void)state;
   struct tw_offer o[2];
-  o[0] = tp_offer("azure", "westeurope", "1", "D8", TW_MARKET_ON_DEMAND, 10000000, 8, 32, NULL,
-                  0, "EU");
-  o[1] = tp_offer("aws", "us-east-1", "us-east-1a", "m5.2xlarge", TW_MARKET_ON_DEMAND, 2000000,
-                  8, 32, NULL, 0, "US");
+  o[0] = tp_offer("azure", "westeurope", "1", "D8", TW_MARKET_ON_DEMAND,
+                  10000000, 8, 32, NULL, 0, "EU");
+  o[1] = tp_offer("aws", "us-east-1", "us-east-1a", "m5.2xlarge",
+                  TW_MARKET_ON_DEMAND, 2000000, 8, 32, NULL, 0, "US");
   struct tw_offer_source src;
   tw_offer_source_array(&src, o, 2);
   struct tw_offer_index *ix;
@@ -136,7 +138,8 @@ static void replication_pays_off_with_enough_readers(void **state) {
   }
   struct tw_place_snapshot snap = {.index = ix};
   struct tw_repl_choice c;
-  assert_int_equal(tw_replicate_decide(set, &snap, "s3://corpus/v3", jobs, 3, 0, NULL, &c, NULL),
+  assert_int_equal(tw_replicate_decide(set, &snap, "s3://corpus/v3", jobs, 3, 0,
+                                       NULL, &c, NULL),
                    TW_OK);
   assert_true(c.replicate);
   assert_string_equal(c.target, "aws:us-east-1");
@@ -146,7 +149,8 @@ static void replication_pays_off_with_enough_readers(void **state) {
   assert_int_equal(c.before_uusd, 3 * 50000000LL);
   assert_int_equal(c.after_uusd, 87000000 + 3 * 10000000LL);
   /* two readers: the copy would cost more than it saves */
-  assert_int_equal(tw_replicate_decide(set, &snap, "s3://corpus/v3", jobs, 2, 0, NULL, &c, NULL),
+  assert_int_equal(tw_replicate_decide(set, &snap, "s3://corpus/v3", jobs, 2, 0,
+                                       NULL, &c, NULL),
                    TW_OK);
   assert_false(c.replicate);
   assert_int_equal(c.before_uusd, 2 * 50000000LL);
@@ -157,7 +161,8 @@ static void replication_pays_off_with_enough_readers(void **state) {
   tw_dataset_set_add(&ds, "s3://corpus/v3", 1000000000000LL, locs, 2);
   tw_dataset_set_seal(&ds);
   snap.datasets = &ds;
-  assert_int_equal(tw_replicate_decide(set, &snap, "s3://corpus/v3", jobs, 3, 0, NULL, &c, NULL),
+  assert_int_equal(tw_replicate_decide(set, &snap, "s3://corpus/v3", jobs, 3, 0,
+                                       NULL, &c, NULL),
                    TW_OK);
   assert_false(c.replicate);
   tw_dataset_set_release(&ds);

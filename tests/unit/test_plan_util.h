@@ -11,10 +11,10 @@
 #include "broker/model.h"
 #include "broker/spec.h"
 
-static inline struct tw_offer tp_offer(const char *prov, const char *region, const char *zone,
-                                       const char *type, enum tw_market m, int64_t price,
-                                       int vcpus, int64_t mem_gib, const char *accel,
-                                       int accels, const char *juris) {
+static inline struct tw_offer
+tp_offer(const char *prov, const char *region, const char *zone,
+         const char *type, enum tw_market m, int64_t price, int vcpus,
+         int64_t mem_gib, const char *accel, int accels, const char *juris) {
   struct tw_offer o;
   tw_offer_init(&o);
   snprintf(o.provider, sizeof o.provider, "%s", prov);
@@ -62,28 +62,34 @@ static inline uint64_t tp_rand(uint64_t *s) {
  * shapes, with ties in price on purpose. */
 static inline struct tw_offer *tp_catalog(uint64_t seed, size_t n) {
   static const char *const provs[] = {"aws", "azure", "gcp", "alibaba"};
-  static const char *const regs[] = {"us-east-1", "us-west-2", "eu-west-1", "eu-central-1",
-                                     "ap-south-1", "westeurope", "cn-hangzhou"};
+  static const char *const regs[] = {"us-east-1",    "us-west-2",  "eu-west-1",
+                                     "eu-central-1", "ap-south-1", "westeurope",
+                                     "cn-hangzhou"};
   static const char *const jur[] = {"US", "US", "EU", "EU", "IN", "EU", "CN"};
-  static const char *const accs[] = {NULL, NULL, NULL, "A100-80GB", "A100-40GB", "H100",
-                                     "T4", "V100"};
+  static const char *const accs[] = {NULL,        NULL,   NULL, "A100-80GB",
+                                     "A100-40GB", "H100", "T4", "V100"};
   struct tw_offer *o = calloc(n ? n : 1, sizeof *o);
   uint64_t s = seed ? seed : 1;
   for (size_t i = 0; i < n; i++) {
-    int p = (int)(tp_rand(&s) % 4), r = (int)(tp_rand(&s) % 7), z = (int)(tp_rand(&s) % 4);
+    int p = (int)(tp_rand(&s) % 4), r = (int)(tp_rand(&s) % 7),
+        z = (int)(tp_rand(&s) % 4);
     int a = (int)(tp_rand(&s) % 8), t = (int)(tp_rand(&s) % 40);
     int vcpus = 2 << (t % 7);
     char zone[64], type[64];
     snprintf(zone, sizeof zone, "%s%c", regs[r], 'a' + z);
     snprintf(type, sizeof type, "t%d.%s", t, accs[a] ? accs[a] : "cpu");
     /* prices from a coarse grid so equal costs happen */
-    int64_t price = (int64_t)(1 + tp_rand(&s) % 200) * 50000 * (accs[a] ? 10 : 1);
+    int64_t price =
+        (int64_t)(1 + tp_rand(&s) % 200) * 50000 * (accs[a] ? 10 : 1);
     o[i] = tp_offer(provs[p], regs[r], z == 3 ? "" : zone, type,
-                    tp_rand(&s) % 2 ? TW_MARKET_SPOT : TW_MARKET_ON_DEMAND, price, vcpus,
-                    vcpus * 4, accs[a], accs[a] ? 1 + (int)(tp_rand(&s) % 8) : 0, jur[r]);
-    o[i].interruption_pct = o[i].market == TW_MARKET_SPOT ? (int)(tp_rand(&s) % 25) : -1;
+                    tp_rand(&s) % 2 ? TW_MARKET_SPOT : TW_MARKET_ON_DEMAND,
+                    price, vcpus, vcpus * 4, accs[a],
+                    accs[a] ? 1 + (int)(tp_rand(&s) % 8) : 0, jur[r]);
+    o[i].interruption_pct =
+        o[i].market == TW_MARKET_SPOT ? (int)(tp_rand(&s) % 25) : -1;
     /* ids must be unique: a serial suffix on the type */
-    snprintf(o[i].instance_type, sizeof o[i].instance_type, "%.40s-%zu", type, i % 97);
+    snprintf(o[i].instance_type, sizeof o[i].instance_type, "%.40s-%zu", type,
+             i % 97);
     tw_offer_make_id(&o[i]);
     if (tp_rand(&s) % 50 == 0)
       o[i].capacity = (int64_t)(tp_rand(&s) % 6);

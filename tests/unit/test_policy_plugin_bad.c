@@ -3,8 +3,8 @@
 #include "broker/model.h"
 #include "policies/policy.h"
 
-static int64_t zero(const struct tw_policy *self, const struct tw_place_ctx *ctx,
-                    const struct tw_cand *c) {
+static int64_t zero(const struct tw_policy *self,
+                    const struct tw_place_ctx *ctx, const struct tw_cand *c) {
   (void)self;
   (void)ctx;
   (void)c;
@@ -12,8 +12,9 @@ static int64_t zero(const struct tw_policy *self, const struct tw_place_ctx *ctx
 }
 
 #ifdef BAD_FILTER
-static void pass_all(const struct tw_policy *self, const struct tw_place_ctx *ctx,
-                     const struct tw_offer *o, struct tw_verdict *out) {
+static void pass_all(const struct tw_policy *self,
+                     const struct tw_place_ctx *ctx, const struct tw_offer *o,
+                     struct tw_verdict *out) {
   (void)self;
   (void)ctx;
   (void)o;

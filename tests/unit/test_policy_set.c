@@ -30,8 +30,11 @@ static void defaults_enable_every_filter_and_the_cost_score(void **state) {
   struct tw_buf b;
   tw_buf_init(&b);
   tw_policy_set_to_json(s, &b);
-  assert_non_null(strstr(b.data, "{\"name\":\"deadline\",\"stage\":\"offer\"}"));
-  assert_non_null(strstr(b.data, "\"scores\":[{\"name\":\"cost\",\"weight\":1,\"builtin\":true}]"));
+  assert_non_null(
+      strstr(b.data, "{\"name\":\"deadline\",\"stage\":\"offer\"}"));
+  assert_non_null(
+      strstr(b.data,
+             "\"scores\":[{\"name\":\"cost\",\"weight\":1,\"builtin\":true}]"));
   assert_non_null(strstr(b.data, "\"network\":{\"source\":\"built-in\""));
   tw_buf_release(&b);
   tw_policy_set_unref(s);
@@ -46,7 +49,8 @@ static void a_full_section_is_read(void **state) {
       "    - {name: cost, weight: 10}\n"
       "    - {name: latency, weight: 2, from: [\"aws:us-east-1\"]}\n"
       "  candidates: 8\n"
-      "  cost: {default_duration: 2h, launch_overhead: 90s, restart_overhead: 10m,"
+      "  cost: {default_duration: 2h, launch_overhead: 90s, restart_overhead: "
+      "10m,"
       " spot_interruption_pct: 12, transfer_round_trips: 4}\n"
       "  queue: {aging_per_hour: 5, aging_max: 100, fair_share_weight: 50,"
       " capacity: {vcpus: 2000, memory_gib: 8000, gpus: 64}}\n"
@@ -77,7 +81,8 @@ static const struct {
   const char *cfg, *field, *msg;
 } BAD[] = {
     {"filters: [provider, residncy]", "policies.filters[1]",
-     "policies.filters[1]: unknown filter \"residncy\"; did you mean \"residency\"?"},
+     "policies.filters[1]: unknown filter \"residncy\"; did you mean "
+     "\"residency\"?"},
     {"filters: [cpus, cpus]", "policies.filters[1]",
      "policies.filters[1]: filter cpus is listed twice"},
     {"filters: cpus", "policies.filters",
@@ -85,26 +90,33 @@ static const struct {
     {"scores: [{name: cost, weight: -1}]", "policies.scores[0]",
      "policies.scores[0].weight: must be between 0 and 1000000, got -1"},
     {"scores: [{name: cots}]", "policies.scores[0]",
-     "policies.scores[0]: unknown score \"cots\"; did you mean \"cost\"? (a plugin needs path:)"},
-    {"scores: []", "policies.scores", "policies.scores: expected 1 to 8 scores, got 0"},
-    {"candidates: 0", "policies", "policies.candidates: must be between 1 and 256, got 0"},
+     "policies.scores[0]: unknown score \"cots\"; did you mean \"cost\"? (a "
+     "plugin needs path:)"},
+    {"scores: []", "policies.scores",
+     "policies.scores: expected 1 to 8 scores, got 0"},
+    {"candidates: 0", "policies",
+     "policies.candidates: must be between 1 and 256, got 0"},
     {"cost: {restart_overhead: soon}", "policies.cost",
-     "policies.cost.restart_overhead: expected a duration such as 90s, 5m or 1h, got soon"},
+     "policies.cost.restart_overhead: expected a duration such as 90s, 5m or "
+     "1h, got soon"},
     {"cost: {spot_interruption_pct: 101}", "policies.cost",
      "policies.cost.spot_interruption_pct: must be between 0 and 100, got 101"},
     {"queue: {aging_per_hours: 3}", "policies.queue",
-     "policies.queue.aging_per_hours: unknown key; did you mean \"aging_per_hour\"?"},
+     "policies.queue.aging_per_hours: unknown key; did you mean "
+     "\"aging_per_hour\"?"},
     {"replication: {min_jobs: 1}", "policies.replication",
      "policies.replication.min_jobs: must be between 2 and 10000, got 1"},
     {"network: /nonexistent/x.net", "policies.network",
-     "policies.network: /nonexistent/x.net: cannot open: No such file or directory"},
+     "policies.network: /nonexistent/x.net: cannot open: No such file or "
+     "directory"},
     {"scores: [{name: packing, mode: tight}]", "policies.scores[0]",
      "policies.scores[0].mode: expected binpack or spread, got tight"},
     {"filters: [{name: latency, max_rtt_ms: x}]", "policies.filters[0]",
      "policies.filters[0].max_rtt_ms: expected an integer, got string"},
     {"filters: [{name: selector, selectors: [{label: zone}]}]",
      "policies.filters[0].selectors[0]",
-     "policies.filters[0].selectors[0]: expected exactly one of in, not_in, exists, glob"},
+     "policies.filters[0].selectors[0]: expected exactly one of in, not_in, "
+     "exists, glob"},
     {"scores: [{name: fit, path: nothere.so}]", "policies.scores[0]",
      "policies.scores[0].path: cannot load nothere.so"},
     {"polcies: {}", "policies", "policies.polcies: unknown key"},
@@ -115,7 +127,8 @@ static void each_error_names_its_path(void **state) {
   for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
     struct tw_policy_set *s = (struct tw_policy_set *)1;
     struct tw_err err = {0};
-    enum tw_rc rc = tw_policy_set_parse(BAD[i].cfg, strlen(BAD[i].cfg), NULL, &s, &err);
+    enum tw_rc rc =
+        tw_policy_set_parse(BAD[i].cfg, strlen(BAD[i].cfg), NULL, &s, &err);
     if (rc == TW_OK)
       fail_msg("case %zu (%s): accepted", i, BAD[i].cfg);
     assert_null(s);
@@ -129,17 +142,18 @@ static void plugin_from_a_shared_object_scores(void **state) {
   (void)state;
   /* two offers: a cheaper 32-vCPU machine and a snug 8-vCPU one */
   struct tw_offer o[2];
-  o[0] = tp_offer("aws", "us-east-1", "us-east-1a", "big", TW_MARKET_ON_DEMAND, 300000, 32, 64,
-                  NULL, 0, "US");
-  o[1] = tp_offer("aws", "us-east-1", "us-east-1a", "snug", TW_MARKET_ON_DEMAND, 400000, 8, 32,
-                  NULL, 0, "US");
+  o[0] = tp_offer("aws", "us-east-1", "us-east-1a", "big", TW_MARKET_ON_DEMAND,
+                  300000, 32, 64, NULL, 0, "US");
+  o[1] = tp_offer("aws", "us-east-1", "us-east-1a", "snug", TW_MARKET_ON_DEMAND,
+                  400000, 8, 32, NULL, 0, "US");
   struct tw_offer_source src;
   tw_offer_source_array(&src, o, 2);
   struct tw_offer_index *ix;
   assert_int_equal(tw_offer_index_build(&src, &ix, NULL), TW_OK);
   char cfg[1024];
   snprintf(cfg, sizeof cfg,
-           "scores: [{name: cost, weight: 1}, {name: fit, path: %s, weight: 2, by: vcpus}]",
+           "scores: [{name: cost, weight: 1}, {name: fit, path: %s, weight: 2, "
+           "by: vcpus}]",
            TW_PLUGIN_FIT);
   struct tw_policy_set *s;
   struct tw_err err = {0};
@@ -168,22 +182,30 @@ static void plugin_from_a_shared_object_scores(void **state) {
   tw_plan_release(&p);
   tw_policy_set_unref(s);
   /* its own settings are validated by the plugin */
-  snprintf(cfg, sizeof cfg, "scores: [{name: fit, path: %s, by: disk}]", TW_PLUGIN_FIT);
-  assert_int_equal(tw_policy_set_parse(cfg, strlen(cfg), NULL, &s, &err), TW_E_INVALID);
+  snprintf(cfg, sizeof cfg, "scores: [{name: fit, path: %s, by: disk}]",
+           TW_PLUGIN_FIT);
+  assert_int_equal(tw_policy_set_parse(cfg, strlen(cfg), NULL, &s, &err),
+                   TW_E_INVALID);
   tw_spec_release(&spec);
   tw_offer_index_unref(ix);
 }
 
-static void plugins_of_another_version_or_with_filters_are_refused(void **state) {
+static void
+plugins_of_another_version_or_with_filters_are_refused(void **state) {
   (void)state;
   const struct tw_policy_ops *ops;
   void *h;
   struct tw_err err = {0};
-  assert_int_equal(tw_policy_plugin_open(TW_PLUGIN_BAD_VERSION, &ops, &h, &err), TW_E_INVALID);
-  assert_non_null(strstr(err.msg, "built against policy interface version 2, this broker speaks 1"));
+  assert_int_equal(tw_policy_plugin_open(TW_PLUGIN_BAD_VERSION, &ops, &h, &err),
+                   TW_E_INVALID);
+  assert_non_null(
+      strstr(err.msg,
+             "built against policy interface version 2, this broker speaks 1"));
   tw_err_clear(&err);
-  assert_int_equal(tw_policy_plugin_open(TW_PLUGIN_BAD_FILTER, &ops, &h, &err), TW_E_INVALID);
-  assert_non_null(strstr(err.msg, "plugin bad has a filter; shared objects may only score"));
+  assert_int_equal(tw_policy_plugin_open(TW_PLUGIN_BAD_FILTER, &ops, &h, &err),
+                   TW_E_INVALID);
+  assert_non_null(strstr(
+      err.msg, "plugin bad has a filter; shared objects may only score"));
   tw_err_clear(&err);
   assert_int_equal(tw_policy_plugin_open(TW_PLUGIN_FIT, &ops, &h, &err), TW_OK);
   assert_string_equal(ops->name, "fit");
@@ -192,7 +214,8 @@ static void plugins_of_another_version_or_with_filters_are_refused(void **state)
   char cfg[1024];
   struct tw_policy_set *s;
   snprintf(cfg, sizeof cfg, "scores: [{name: snug, path: %s}]", TW_PLUGIN_FIT);
-  assert_int_equal(tw_policy_set_parse(cfg, strlen(cfg), NULL, &s, &err), TW_E_INVALID);
+  assert_int_equal(tw_policy_set_parse(cfg, strlen(cfg), NULL, &s, &err),
+                   TW_E_INVALID);
   assert_non_null(strstr(err.msg, "holds plugin \"fit\", not \"snug\""));
 }
 
@@ -204,7 +227,8 @@ static void a_swap_leaves_plans_on_the_old_set_alone(void **state) {
   tw_placer_acquire(pl, &old, &ix);
   assert_null(ix);
   struct tw_policy_set *next;
-  assert_int_equal(tw_policy_set_parse("candidates: 4", 13, NULL, &next, NULL), TW_OK);
+  assert_int_equal(tw_policy_set_parse("candidates: 4", 13, NULL, &next, NULL),
+                   TW_OK);
   tw_placer_set_policies(pl, next);
   assert_int_equal(tw_placer_reloads(pl), 1);
   /* the holder of the old set still has it, whole */

@@ -33,7 +33,8 @@ static int n_hooked;
 static void hook(void *ctx, const struct tw_reconcile_action *a) {
   (void)ctx;
   if (n_hooked < 8)
-    snprintf(hooked[n_hooked++], sizeof hooked[0], "%s %s", a->action, a->instance_id);
+    snprintf(hooked[n_hooked++], sizeof hooked[0], "%s %s", a->action,
+             a->instance_id);
 }
 
 static int setup(void **state) {
@@ -63,8 +64,11 @@ static int setup(void **state) {
   offer.billing_granularity_s = 1;
   tw_offer_make_id(&offer);
   tw_fake_add_offer(fake, &offer);
-  struct tw_reconcile_opts ro = {.store = store, .clock = &clk, .providers = &prov,
-                                 .n_providers = 1, .on_action = hook};
+  struct tw_reconcile_opts ro = {.store = store,
+                                 .clock = &clk,
+                                 .providers = &prov,
+                                 .n_providers = 1,
+                                 .on_action = hook};
   n_hooked = 0;
   return tw_reconcile_new(&ro, &rec, &err) ? -1 : 0;
 }
@@ -89,12 +93,15 @@ static void submit(const char *name, char id[TW_JOB_ID_LEN + 1]) {
   snprintf(yaml, sizeof yaml, "name: %s\nresources: {cpus: 4}\n", name);
   struct tw_job_spec spec;
   struct tw_err err = {0};
-  assert_int_equal(tw_spec_parse(yaml, strlen(yaml), false, &spec, &err), TW_OK);
+  assert_int_equal(tw_spec_parse(yaml, strlen(yaml), false, &spec, &err),
+                   TW_OK);
   struct tw_buf b;
   tw_buf_init(&b);
   tw_spec_to_json(&spec, &b);
-  struct tw_job_new req = {.name = spec.name, .tenant = spec.tenant,
-                           .project = spec.project, .spec_json = b.data};
+  struct tw_job_new req = {.name = spec.name,
+                           .tenant = spec.tenant,
+                           .project = spec.project,
+                           .spec_json = b.data};
   struct tw_job_rec j;
   assert_int_equal(tw_store_job_create(store, &req, &j, NULL, &err), TW_OK);
   memcpy(id, j.id, TW_JOB_ID_LEN + 1);
@@ -104,8 +111,11 @@ static void submit(const char *name, char id[TW_JOB_ID_LEN + 1]) {
 }
 
 static struct tw_attempt_rec open_attempt(const char *job) {
-  struct tw_attempt_new an = {.job_id = job, .provider = "fake-a", .offer_id = offer.id,
-                              .market = "spot", .price_uusd_per_hour = 50000};
+  struct tw_attempt_new an = {.job_id = job,
+                              .provider = "fake-a",
+                              .offer_id = offer.id,
+                              .market = "spot",
+                              .price_uusd_per_hour = 50000};
   struct tw_attempt_rec a;
   assert_int_equal(tw_store_attempt_open(store, &an, &a, NULL), TW_OK);
   return a;
@@ -113,9 +123,13 @@ static struct tw_attempt_rec open_attempt(const char *job) {
 
 /* Launches straight through the provider, as a daemon killed before it
  * could store the answer would have. */
-static struct tw_instance launch(const char *job, const char *token, const char *attempt) {
-  struct tw_launch req = {.offer = &offer, .client_token = token, .job_id = job,
-                          .attempt_id = attempt, .tenant = "default"};
+static struct tw_instance launch(const char *job, const char *token,
+                                 const char *attempt) {
+  struct tw_launch req = {.offer = &offer,
+                          .client_token = token,
+                          .job_id = job,
+                          .attempt_id = attempt,
+                          .tenant = "default"};
   struct tw_instance inst;
   assert_int_equal(tw_provider_launch(prov, &req, &inst, NULL), TW_OK);
   return inst;
@@ -129,7 +143,8 @@ static enum tw_instance_state state_of(const char *id) {
 
 static void instance_without_an_attempt_is_terminated(void **state) {
   (void)state;
-  struct tw_instance x = launch("j-00000000000000000000000000", "j-0-1", "j-0-1");
+  struct tw_instance x =
+      launch("j-00000000000000000000000000", "j-0-1", "j-0-1");
   struct tw_reconcile_stats st;
   assert_int_equal(tw_reconcile_pass(rec, &st, NULL), TW_OK);
   assert_int_equal(st.listed, 1);
@@ -160,8 +175,8 @@ static void instance_of_an_ended_attempt_is_terminated_and_noted(void **state) {
   struct tw_instance x = launch(id, a.client_token, a.client_token);
   /* the attempt was closed as a capacity failure, but the provider had
    * made the instance after all */
-  struct tw_attempt_close c = {.attempt_id = a.id, .end_reason = "capacity",
-                               .job_to = TW_JOB_NSTATES};
+  struct tw_attempt_close c = {
+      .attempt_id = a.id, .end_reason = "capacity", .job_to = TW_JOB_NSTATES};
   assert_int_equal(tw_store_attempt_close(store, &c, NULL), TW_OK);
   struct tw_reconcile_stats st;
   tw_reconcile_pass(rec, &st, NULL);
@@ -171,7 +186,8 @@ static void instance_of_an_ended_attempt_is_terminated_and_noted(void **state) {
   assert_int_equal(tw_store_job_get(store, id, &j, NULL), TW_OK);
   char want[256];
   snprintf(want, sizeof want,
-           "reconciler terminated instance %s of attempt %s: its attempt ended (capacity)",
+           "reconciler terminated instance %s of attempt %s: its attempt ended "
+           "(capacity)",
            x.id, a.client_token);
   assert_string_equal(j.reason, want);
   tw_job_rec_release(&j);
@@ -197,8 +213,8 @@ static void lost_launch_answer_is_adopted_not_bought_again(void **state) {
   /* the scheduler then follows it like any other: no second instance */
   size_t made = tw_fake_instances_created(fake);
   struct tw_sched *s;
-  struct tw_sched_opts o = {.store = store, .clock = &clk, .providers = &prov,
-                            .n_providers = 1};
+  struct tw_sched_opts o = {
+      .store = store, .clock = &clk, .providers = &prov, .n_providers = 1};
   assert_int_equal(tw_sched_new(&o, &s, NULL), TW_OK);
   tw_sched_tick(s);
   tw_sched_free(s);
@@ -244,9 +260,11 @@ static void live_attempts_and_gone_instances_are_left_alone(void **state) {
   submit("fine", id);
   struct tw_attempt_rec a = open_attempt(id);
   struct tw_instance x = launch(id, a.client_token, a.client_token);
-  assert_int_equal(tw_store_attempt_launched(store, a.id, x.id, "{}", NULL), TW_OK);
+  assert_int_equal(tw_store_attempt_launched(store, a.id, x.id, "{}", NULL),
+                   TW_OK);
   /* an orphan already on its way out is not terminated again */
-  struct tw_instance y = launch("j-11111111111111111111111111", "j-1-1", "j-1-1");
+  struct tw_instance y =
+      launch("j-11111111111111111111111111", "j-1-1", "j-1-1");
   assert_int_equal(tw_provider_terminate(prov, y.id, NULL), TW_OK);
   size_t before = tw_fake_calls(fake, TW_POP_TERMINATE);
   struct tw_reconcile_stats st;
@@ -259,15 +277,18 @@ static void live_attempts_and_gone_instances_are_left_alone(void **state) {
 
 static void failed_listing_terminates_nothing(void **state) {
   (void)state;
-  struct tw_instance x = launch("j-22222222222222222222222222", "j-2-1", "j-2-1");
-  tw_fake_fail(fake, TW_POP_LIST_MANAGED, TW_E_RETRYABLE, "RequestLimitExceeded", 1);
+  struct tw_instance x =
+      launch("j-22222222222222222222222222", "j-2-1", "j-2-1");
+  tw_fake_fail(fake, TW_POP_LIST_MANAGED, TW_E_RETRYABLE,
+               "RequestLimitExceeded", 1);
   struct tw_reconcile_stats st;
   tw_reconcile_pass(rec, &st, NULL);
   assert_int_equal(st.failures, 1);
   assert_int_equal(st.terminated, 0);
   assert_int_not_equal(state_of(x.id), TW_INST_TERMINATED);
   /* a failed terminate is retried at the next pass */
-  tw_fake_fail(fake, TW_POP_TERMINATE, TW_E_RETRYABLE, "RequestLimitExceeded", 1);
+  tw_fake_fail(fake, TW_POP_TERMINATE, TW_E_RETRYABLE, "RequestLimitExceeded",
+               1);
   tw_reconcile_pass(rec, &st, NULL);
   assert_int_equal(st.failures, 1);
   assert_int_equal(state_of(x.id), TW_INST_RUNNING);
@@ -282,7 +303,8 @@ static void failed_listing_terminates_nothing(void **state) {
 
 static void the_thread_runs_a_pass_at_once(void **state) {
   (void)state;
-  struct tw_instance x = launch("j-33333333333333333333333333", "j-3-1", "j-3-1");
+  struct tw_instance x =
+      launch("j-33333333333333333333333333", "j-3-1", "j-3-1");
   assert_int_equal(tw_reconcile_start(rec, NULL), TW_OK);
   /* the first pass starts as the thread does; wait for it (bounded) */
   struct tw_reconcile_stats st = {0};

@@ -54,9 +54,10 @@ static int teardown(void **state) {
   return 0;
 }
 
-static struct tw_ledger_row row(const char *tenant, const char *project, const char *provider,
-                                const char *region, const char *job, int64_t start,
-                                int64_t len, int64_t list, int64_t eff) {
+static struct tw_ledger_row row(const char *tenant, const char *project,
+                                const char *provider, const char *region,
+                                const char *job, int64_t start, int64_t len,
+                                int64_t list, int64_t eff) {
   struct tw_ledger_row r;
   memset(&r, 0, sizeof r);
   snprintf(r.tenant, sizeof r.tenant, "%s", tenant);
@@ -69,7 +70,8 @@ static struct tw_ledger_row row(const char *tenant, const char *project, const c
   snprintf(r.resource_id, sizeof r.resource_id, "i-0123456789abcdef0");
   snprintf(r.job_id, sizeof r.job_id, "%s", job);
   snprintf(r.market, sizeof r.market, "%s", list % 2 ? "spot" : "on-demand");
-  snprintf(r.description, sizeof r.description, "m5.large, \"quoted\", in %s", region);
+  snprintf(r.description, sizeof r.description, "m5.large, \"quoted\", in %s",
+           region);
   r.start_ms = start;
   r.end_ms = start + len;
   r.usage_ms = len;
@@ -95,12 +97,13 @@ static void seed(void) {
   for (int d = 0; d < 20; d++)
     for (int k = 0; k < 9; k++) {
       int64_t list = 1000003 * (k + 1) + d;
-      rows[n++] = row(tenants[k % 3], k % 2 ? "vision" : "nlp", providers[k % 2],
-                      k % 4 ? "us-east-1" : "eu-west-1", k % 3 ? "j-1" : "j-2",
-                      NOV1 + d * TW_DAY_MS + k * HOUR, HOUR, list, list - list / 8);
+      rows[n++] =
+          row(tenants[k % 3], k % 2 ? "vision" : "nlp", providers[k % 2],
+              k % 4 ? "us-east-1" : "eu-west-1", k % 3 ? "j-1" : "j-2",
+              NOV1 + d * TW_DAY_MS + k * HOUR, HOUR, list, list - list / 8);
     }
-  struct tw_ledger_row eg = row("ml", "nlp", "aws", "us-east-1", "j-1", NOV1 + 3 * HOUR, 0,
-                                450000, 405000);
+  struct tw_ledger_row eg = row("ml", "nlp", "aws", "us-east-1", "j-1",
+                                NOV1 + 3 * HOUR, 0, 450000, 405000);
   eg.service = TW_SERVICE_NETWORK;
   eg.quantity = 5000000000LL;
   eg.unit_price_uusd = 90000;
@@ -113,18 +116,23 @@ static void seed(void) {
   }
   all_rows = n;
   struct tw_ledger_row adj;
-  assert_int_equal(tw_ledger_adjust(store, rows[5].seq, -123457, -100001, "rate fixed",
-                                    NOV1 + 25 * TW_DAY_MS, &adj, &err),
+  assert_int_equal(tw_ledger_adjust(store, rows[5].seq, -123457, -100001,
+                                    "rate fixed", NOV1 + 25 * TW_DAY_MS, &adj,
+                                    &err),
                    TW_OK);
   all_list += -123457;
   all_eff += -100001;
   all_rows++;
 }
 
-static char *render(enum tw_report_format fmt, unsigned mask, const char *tenant,
-                    int64_t now) {
-  struct tw_report_req q = {.from_ms = NOV1, .to_ms = DEC1, .group_mask = mask,
-                            .tenant = tenant, .format = fmt, .now_ms = now};
+static char *render(enum tw_report_format fmt, unsigned mask,
+                    const char *tenant, int64_t now) {
+  struct tw_report_req q = {.from_ms = NOV1,
+                            .to_ms = DEC1,
+                            .group_mask = mask,
+                            .tenant = tenant,
+                            .format = fmt,
+                            .now_ms = now};
   struct tw_buf b;
   struct tw_err err = {0};
   const char *ctype;
@@ -151,7 +159,8 @@ static int64_t usd_to_uusd(const char *s) {
 }
 
 /* RFC 4180: splits one record of text at *pos into fields (owned). */
-static size_t csv_record(const char *text, size_t *pos, char **fields, size_t max) {
+static size_t csv_record(const char *text, size_t *pos, char **fields,
+                         size_t max) {
   size_t n = 0, i = *pos;
   if (!text[i])
     return 0;
@@ -201,7 +210,8 @@ static void json_and_csv_totals_equal_the_ledger(void **state) {
   seed();
   static const unsigned masks[] = {
       TW_GROUP_TENANT | TW_GROUP_PROVIDER | TW_GROUP_DAY,
-      TW_GROUP_TENANT | TW_GROUP_PROJECT | TW_GROUP_PROVIDER | TW_GROUP_REGION | TW_GROUP_DAY,
+      TW_GROUP_TENANT | TW_GROUP_PROJECT | TW_GROUP_PROVIDER | TW_GROUP_REGION |
+          TW_GROUP_DAY,
       TW_GROUP_REGION, TW_GROUP_PROJECT | TW_GROUP_DAY};
   for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++) {
     char *text = render(TW_REPORT_JSON, masks[m], NULL, DEC1);
@@ -220,8 +230,11 @@ static void json_and_csv_totals_equal_the_ledger(void **state) {
     assert_int_equal(eff, all_eff);
     assert_int_equal(rows, (int64_t)all_rows);
     json_t *total = json_object_get(j, "total");
-    assert_int_equal(json_integer_value(json_object_get(total, "effective_cost_uusd")), all_eff);
-    assert_int_equal(json_integer_value(json_object_get(total, "list_cost_uusd")), all_list);
+    assert_int_equal(
+        json_integer_value(json_object_get(total, "effective_cost_uusd")),
+        all_eff);
+    assert_int_equal(
+        json_integer_value(json_object_get(total, "list_cost_uusd")), all_list);
     json_decref(j);
     free(text);
 
@@ -255,13 +268,15 @@ static void json_and_csv_totals_equal_the_ledger(void **state) {
   json_t *j = json_loads(text, 0, NULL);
   json_t *items = json_object_get(j, "items");
   assert_int_equal(json_array_size(items), 1);
-  assert_string_equal(json_string_value(json_object_get(json_array_get(items, 0), "tenant")),
-                      "web");
+  assert_string_equal(
+      json_string_value(json_object_get(json_array_get(items, 0), "tenant")),
+      "web");
   int64_t spent;
   struct tw_err err = {0};
-  assert_int_equal(tw_ledger_spent(store, "web", NULL, NOV1, DEC1, &spent, &err), TW_OK);
-  assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "total"),
-                                                      "effective_cost_uusd")),
+  assert_int_equal(
+      tw_ledger_spent(store, "web", NULL, NOV1, DEC1, &spent, &err), TW_OK);
+  assert_int_equal(json_integer_value(json_object_get(
+                       json_object_get(j, "total"), "effective_cost_uusd")),
                    spent);
   json_decref(j);
   free(text);
@@ -289,35 +304,58 @@ static void focus_export_has_every_column_with_valid_values(void **state) {
   static const char *const mandatory[] = {
       "BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency",
       "BillingPeriodEnd", "BillingPeriodStart", "ChargeCategory", "ChargeClass",
-      "ChargeDescription", "ChargePeriodEnd", "ChargePeriodStart", "ContractedCost",
-      "EffectiveCost", "InvoiceIssuerName", "ListCost", "PricingQuantity", "PricingUnit",
-      "ProviderName", "PublisherName", "ServiceCategory", "ServiceName",
+      "ChargeDescription", "ChargePeriodEnd", "ChargePeriodStart",
+      "ContractedCost", "EffectiveCost", "InvoiceIssuerName", "ListCost",
+      "PricingQuantity", "PricingUnit", "ProviderName", "PublisherName",
+      "ServiceCategory", "ServiceName",
       /* asked for beyond the mandatory set */
       "RegionId", "ResourceId", "Tags", NULL};
-  static const char *const categories[] = {"Usage", "Purchase", "Tax", "Credit",
-                                           "Adjustment", NULL};
+  static const char *const categories[] = {"Usage",  "Purchase",   "Tax",
+                                           "Credit", "Adjustment", NULL};
   static const char *const classes[] = {"", "Correction", NULL};
   /* FOCUS 1.0 ServiceCategory */
-  static const char *const services[] = {
-      "AI and Machine Learning", "Analytics", "Business Applications", "Compute",
-      "Databases", "Developer Tools", "Multicloud", "Identity", "Integration",
-      "Internet of Things", "Management and Governance", "Media", "Migration", "Mobile",
-      "Networking", "Security", "Storage", "Web", "Other", NULL};
-  static const char *const pricing_categories[] = {"Standard", "Dynamic", "Committed",
-                                                   "Other", NULL};
-  static const char *const frequencies[] = {"One-Time", "Recurring", "Usage-Based", NULL};
-  static const char *const decimals[] = {"BilledCost", "ContractedCost", "EffectiveCost",
-                                         "ListCost", "PricingQuantity", "ListUnitPrice",
-                                         "ConsumedQuantity", NULL};
+  static const char *const services[] = {"AI and Machine Learning",
+                                         "Analytics",
+                                         "Business Applications",
+                                         "Compute",
+                                         "Databases",
+                                         "Developer Tools",
+                                         "Multicloud",
+                                         "Identity",
+                                         "Integration",
+                                         "Internet of Things",
+                                         "Management and Governance",
+                                         "Media",
+                                         "Migration",
+                                         "Mobile",
+                                         "Networking",
+                                         "Security",
+                                         "Storage",
+                                         "Web",
+                                         "Other",
+                                         NULL};
+  static const char *const pricing_categories[] = {"Standard", "Dynamic",
+                                                   "Committed", "Other", NULL};
+  static const char *const frequencies[] = {"One-Time", "Recurring",
+                                            "Usage-Based", NULL};
+  static const char *const decimals[] = {
+      "BilledCost",      "ContractedCost", "EffectiveCost",    "ListCost",
+      "PricingQuantity", "ListUnitPrice",  "ConsumedQuantity", NULL};
   static const char *const dates[] = {"BillingPeriodStart", "BillingPeriodEnd",
-                                      "ChargePeriodStart", "ChargePeriodEnd", NULL};
+                                      "ChargePeriodStart", "ChargePeriodEnd",
+                                      NULL};
   static const char *const nonempty[] = {
-      "BillingAccountId", "BillingAccountName", "ChargeDescription", "InvoiceIssuerName",
-      "PricingUnit", "ProviderName", "PublisherName", "ServiceName", "RegionId", NULL};
+      "BillingAccountId",  "BillingAccountName",
+      "ChargeDescription", "InvoiceIssuerName",
+      "PricingUnit",       "ProviderName",
+      "PublisherName",     "ServiceName",
+      "RegionId",          NULL};
   regex_t dec, iso;
   assert_int_equal(regcomp(&dec, "^-?[0-9]+(\\.[0-9]+)?$", REG_EXTENDED), 0);
   assert_int_equal(
-      regcomp(&iso, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$", REG_EXTENDED), 0);
+      regcomp(&iso, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$",
+              REG_EXTENDED),
+      0);
 
   char *text = render(TW_REPORT_FOCUS, 0, NULL, DEC1);
   size_t pos = 0;
@@ -343,7 +381,8 @@ static void focus_export_has_every_column_with_valid_values(void **state) {
                  f[COL(decimals[i])]);
     for (size_t i = 0; dates[i]; i++)
       if (regexec(&iso, f[COL(dates[i])], 0, NULL, 0))
-        fail_msg("row %zu: %s is not ISO 8601 UTC: \"%s\"", nrows, dates[i], f[COL(dates[i])]);
+        fail_msg("row %zu: %s is not ISO 8601 UTC: \"%s\"", nrows, dates[i],
+                 f[COL(dates[i])]);
     for (size_t i = 0; nonempty[i]; i++)
       if (!*f[COL(nonempty[i])])
         fail_msg("row %zu: %s is empty", nrows, nonempty[i]);
@@ -355,10 +394,14 @@ static void focus_export_has_every_column_with_valid_values(void **state) {
     assert_true(in_set(f[COL("ChargeFrequency")], frequencies));
     /* periods nest: billing period holds the charge period, which is not
      * empty (ISO text compares as time) */
-    assert_true(strcmp(f[COL("BillingPeriodStart")], f[COL("ChargePeriodStart")]) <= 0);
-    assert_true(strcmp(f[COL("ChargePeriodStart")], f[COL("ChargePeriodEnd")]) < 0);
-    assert_true(strcmp(f[COL("ChargePeriodEnd")], f[COL("BillingPeriodEnd")]) <= 0);
-    assert_true(strcmp(f[COL("BillingPeriodStart")], f[COL("BillingPeriodEnd")]) < 0);
+    assert_true(
+        strcmp(f[COL("BillingPeriodStart")], f[COL("ChargePeriodStart")]) <= 0);
+    assert_true(strcmp(f[COL("ChargePeriodStart")], f[COL("ChargePeriodEnd")]) <
+                0);
+    assert_true(strcmp(f[COL("ChargePeriodEnd")], f[COL("BillingPeriodEnd")]) <=
+                0);
+    assert_true(
+        strcmp(f[COL("BillingPeriodStart")], f[COL("BillingPeriodEnd")]) < 0);
     if (!strcmp(f[COL("ChargeClass")], "Correction")) {
       corrections++;
       assert_string_equal(f[COL("ChargeCategory")], "Adjustment");
@@ -396,12 +439,13 @@ static void forecast_extrapolates_the_recent_run_rate(void **state) {
   struct tw_err err = {0};
   /* $10 a day for tenant a on Nov 1..10, $2 a day for b on Nov 8..10 */
   for (int d = 0; d < 10; d++) {
-    struct tw_ledger_row r = row("a", "p", "aws", "us-east-1", "j-a",
-                                 NOV1 + d * TW_DAY_MS + 12 * HOUR, HOUR, 10000000, 10000000);
+    struct tw_ledger_row r =
+        row("a", "p", "aws", "us-east-1", "j-a",
+            NOV1 + d * TW_DAY_MS + 12 * HOUR, HOUR, 10000000, 10000000);
     assert_int_equal(tw_ledger_append(store, &r, 1, NOV1, &err), TW_OK);
     if (d >= 7) {
-      r = row("b", "p", "aws", "us-east-1", "j-b", NOV1 + d * TW_DAY_MS + 13 * HOUR, HOUR,
-              2000000, 2000000);
+      r = row("b", "p", "aws", "us-east-1", "j-b",
+              NOV1 + d * TW_DAY_MS + 13 * HOUR, HOUR, 2000000, 2000000);
       assert_int_equal(tw_ledger_append(store, &r, 1, NOV1, &err), TW_OK);
     }
   }
@@ -414,32 +458,38 @@ static void forecast_extrapolates_the_recent_run_rate(void **state) {
   json_t *fc = json_object_get(j, "forecast");
   /* last 7 days: $70 of a and $6 of b -> $76 / 7 days; 20 days remain */
   int64_t rate = (76000000LL * 1 + 3) / 7; /* rounded */
-  assert_int_equal(json_integer_value(json_object_get(fc, "run_rate_uusd_per_day")), rate);
+  assert_int_equal(
+      json_integer_value(json_object_get(fc, "run_rate_uusd_per_day")), rate);
   int64_t want = 106000000 + (76000000LL * 20 + 3) / 7;
-  assert_int_equal(json_integer_value(json_object_get(fc, "effective_cost_uusd")), want);
+  assert_int_equal(
+      json_integer_value(json_object_get(fc, "effective_cost_uusd")), want);
   json_t *tenants = json_object_get(fc, "tenants");
   assert_int_equal(json_array_size(tenants), 2);
   json_t *ta = json_array_get(tenants, 0); /* largest first */
   assert_string_equal(json_string_value(json_object_get(ta, "tenant")), "a");
-  assert_int_equal(json_integer_value(json_object_get(ta, "forecast_uusd")), 300000000);
+  assert_int_equal(json_integer_value(json_object_get(ta, "forecast_uusd")),
+                   300000000);
   json_t *tb = json_array_get(tenants, 1);
   assert_int_equal(json_integer_value(json_object_get(tb, "forecast_uusd")),
                    6000000 + (6000000LL * 20 + 3) / 7);
   json_t *budgets = json_object_get(json_object_get(j, "budgets"), "items");
   assert_int_equal(json_array_size(budgets), 2);
   json_t *ba = json_array_get(budgets, 0);
-  assert_int_equal(json_integer_value(json_object_get(ba, "spent_uusd")), 100000000);
-  assert_int_equal(json_integer_value(json_object_get(ba, "forecast_uusd")), 300000000);
-  assert_string_equal(json_string_value(json_object_get(json_object_get(j, "budgets"), "source")),
+  assert_int_equal(json_integer_value(json_object_get(ba, "spent_uusd")),
+                   100000000);
+  assert_int_equal(json_integer_value(json_object_get(ba, "forecast_uusd")),
+                   300000000);
+  assert_string_equal(json_string_value(json_object_get(
+                          json_object_get(j, "budgets"), "source")),
                       "config");
   json_decref(j);
   free(text);
   /* after the range: the forecast is what was spent */
   text = render(TW_REPORT_JSON, 0, NULL, DEC1 + HOUR);
   j = json_loads(text, 0, NULL);
-  assert_int_equal(
-      json_integer_value(json_object_get(json_object_get(j, "forecast"), "effective_cost_uusd")),
-      106000000);
+  assert_int_equal(json_integer_value(json_object_get(
+                       json_object_get(j, "forecast"), "effective_cost_uusd")),
+                   106000000);
   json_decref(j);
   free(text);
 }
@@ -454,7 +504,8 @@ static void html_page_is_self_contained_with_three_charts(void **state) {
   assert_non_null(strstr(html, "<svg class=\"chart\" id=\"chart-burndown\""));
   assert_non_null(strstr(html, "<table id=\"detail\">"));
   char want[96];
-  snprintf(want, sizeof want, "id=\"total-effective\" data-uusd=\"%lld\"", (long long)all_eff);
+  snprintf(want, sizeof want, "id=\"total-effective\" data-uusd=\"%lld\"",
+           (long long)all_eff);
   assert_non_null(strstr(html, want));
   /* nothing to fetch: no src or href, no URL but the SVG namespace */
   assert_null(strstr(html, "src="));
@@ -477,18 +528,23 @@ static void ranges_parse_and_default_to_the_month(void **state) {
   assert_int_equal(tw_report_range_parse(NULL, NULL, now, &f, &t, &err), TW_OK);
   assert_int_equal(f, NOV1);
   assert_int_equal(t, DEC1);
-  assert_int_equal(tw_report_range_parse("2025-11-03", "2025-11-05T12:00:00Z", now, &f, &t, &err),
+  assert_int_equal(tw_report_range_parse("2025-11-03", "2025-11-05T12:00:00Z",
+                                         now, &f, &t, &err),
                    TW_OK);
   assert_int_equal(f, NOV1 + 2 * TW_DAY_MS);
   assert_int_equal(t, NOV1 + 4 * TW_DAY_MS + 12 * HOUR);
-  assert_int_equal(tw_report_range_parse("2025-11-05", "2025-11-03", now, &f, &t, &err),
-                   TW_E_INVALID);
+  assert_int_equal(
+      tw_report_range_parse("2025-11-05", "2025-11-03", now, &f, &t, &err),
+      TW_E_INVALID);
   tw_err_clear(&err); /* the first failure's text would win */
-  assert_int_equal(tw_report_range_parse("2025-02-30", NULL, now, &f, &t, &err), TW_E_INVALID);
-  assert_string_equal(err.field, "from");
-  assert_int_equal(tw_report_range_parse("yesterday", NULL, now, &f, &t, &err), TW_E_INVALID);
-  assert_int_equal(tw_report_range_parse("2000-01-01", "2020-01-01", now, &f, &t, &err),
+  assert_int_equal(tw_report_range_parse("2025-02-30", NULL, now, &f, &t, &err),
                    TW_E_INVALID);
+  assert_string_equal(err.field, "from");
+  assert_int_equal(tw_report_range_parse("yesterday", NULL, now, &f, &t, &err),
+                   TW_E_INVALID);
+  assert_int_equal(
+      tw_report_range_parse("2000-01-01", "2020-01-01", now, &f, &t, &err),
+      TW_E_INVALID);
   enum tw_report_format fmt;
   assert_int_equal(tw_report_format_parse("focus", &fmt, &err), TW_OK);
   assert_int_equal(fmt, TW_REPORT_FOCUS);
@@ -502,13 +558,14 @@ static void ranges_parse_and_default_to_the_month(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(json_and_csv_totals_equal_the_ledger, setup, teardown),
-      cmocka_unit_test_setup_teardown(focus_export_has_every_column_with_valid_values, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(forecast_extrapolates_the_recent_run_rate, setup,
-                                      teardown),
-      cmocka_unit_test_setup_teardown(html_page_is_self_contained_with_three_charts, setup,
-                                      teardown),
+      cmocka_unit_test_setup_teardown(json_and_csv_totals_equal_the_ledger,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          focus_export_has_every_column_with_valid_values, setup, teardown),
+      cmocka_unit_test_setup_teardown(forecast_extrapolates_the_recent_run_rate,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          html_page_is_self_contained_with_three_charts, setup, teardown),
       cmocka_unit_test(ranges_parse_and_default_to_the_month),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,7 +65,8 @@ static void cheapest_feasible_offer_runs_to_completion(void **state) {
   assert_non_null(strstr(j.placement_json, "\"instance_type\":\"gpu.spot\""));
   /* 10 minutes at $2/h, and the expected cost of spot interruptions (an
    * unknown band counts as 10%/month: 1 s of lost work and restart) */
-  assert_non_null(strstr(j.placement_json, "\"compute_uusd\":333334,\"spot_risk_uusd\":556"));
+  assert_non_null(strstr(j.placement_json,
+                         "\"compute_uusd\":333334,\"spot_risk_uusd\":556"));
   assert_non_null(strstr(j.placement_json, "\"expected_cost_uusd\":333890"));
   tw_job_rec_release(&j);
   tw_sched_tick(sfx_sched);
@@ -114,7 +115,8 @@ static void nothing_fits_stays_pending_with_counts(void **state) {
   tw_sched_tick(sfx_sched);
   struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PENDING);
-  assert_string_equal(j.reason, "no offer fits: 4 offers, 0 fit: 4 without 8 H100");
+  assert_string_equal(j.reason,
+                      "no offer fits: 4 offers, 0 fit: 4 without 8 H100");
   tw_job_rec_release(&j);
   char id2[TW_JOB_ID_LEN + 1];
   sfx_submit(
@@ -122,7 +124,8 @@ static void nothing_fits_stays_pending_with_counts(void **state) {
       id2);
   tw_sched_tick(sfx_sched);
   j = sfx_get(id2);
-  assert_non_null(strstr(j.reason, "4 offers, 0 fit: 3 over max price $1.00/h, 1 without 8 A100"));
+  assert_non_null(strstr(
+      j.reason, "4 offers, 0 fit: 3 over max price $1.00/h, 1 without 8 A100"));
   tw_job_rec_release(&j);
 }
 
@@ -153,8 +156,9 @@ static void interruption_sends_the_job_elsewhere(void **state) {
   struct tw_job_event *ev;
   size_t n;
   assert_int_equal(tw_store_job_events(sfx_store, id, &ev, &n, NULL), TW_OK);
-  const char *want[] = {"pending",     "placing",    "provisioning", "running",
-                        "running",     "interrupted", "recovering",  "provisioning"};
+  const char *want[] = {"pending",    "placing",     "provisioning",
+                        "running",    "running",     "interrupted",
+                        "recovering", "provisioning"};
   assert_int_equal(n, 8);
   for (size_t i = 0; i < n; i++) {
     assert_string_equal(tw_job_state_str(ev[i].to), want[i]);
@@ -170,7 +174,8 @@ static void cancel_terminates_the_instance(void **state) {
   tw_sched_tick(sfx_sched);
   tw_sched_tick(sfx_sched);
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
-  struct tw_job_transition t = {.id = id, .to = TW_JOB_CANCELLED, .reason = "user"};
+  struct tw_job_transition t = {
+      .id = id, .to = TW_JOB_CANCELLED, .reason = "user"};
   assert_int_equal(tw_store_job_transition(sfx_store, &t, NULL, NULL), TW_OK);
   tw_sched_tick(sfx_sched);
   struct tw_instance inst;
@@ -193,9 +198,11 @@ static void lost_launch_answer_is_resumed_with_the_same_token(void **state) {
    * write: a second job whose attempt is stored and whose instance exists */
   char id2[TW_JOB_ID_LEN + 1];
   sfx_submit("name: crash2\nresources: {cpus: 4}\n", id2);
-  struct tw_attempt_new an = {.job_id = id2, .provider = "fake-a",
+  struct tw_attempt_new an = {.job_id = id2,
+                              .provider = "fake-a",
                               .offer_id = "fake-a:r1:r1a:cpu.small:on-demand",
-                              .market = "on-demand", .price_uusd_per_hour = 100000};
+                              .market = "on-demand",
+                              .price_uusd_per_hour = 100000};
   struct tw_attempt_rec a;
   assert_int_equal(tw_store_attempt_open(sfx_store, &an, &a, NULL), TW_OK);
   struct tw_offer o;
@@ -208,8 +215,11 @@ static void lost_launch_answer_is_resumed_with_the_same_token(void **state) {
   o.market = TW_MARKET_ON_DEMAND;
   o.vcpus = 4;
   tw_offer_make_id(&o);
-  struct tw_launch req = {.offer = &o, .client_token = a.client_token, .job_id = id2,
-                          .attempt_id = a.client_token, .tenant = "default"};
+  struct tw_launch req = {.offer = &o,
+                          .client_token = a.client_token,
+                          .job_id = id2,
+                          .attempt_id = a.client_token,
+                          .tenant = "default"};
   struct tw_instance inst;
   assert_int_equal(tw_provider_launch(sfx_prov, &req, &inst, NULL), TW_OK);
   size_t before = tw_fake_instances_created(sfx_fake);
@@ -286,9 +296,10 @@ static void offer_refusing_the_request_is_avoided(void **state) {
 
 /* ---- placement: queue order, the stored plan, replication, backfill --- */
 
-static void offer_at(struct tw_fake *f, const char *pname, const char *acct, const char *region,
-                     const char *zone, const char *type, enum tw_market m, int64_t price,
-                     int vcpus, int64_t capacity) {
+static void offer_at(struct tw_fake *f, const char *pname, const char *acct,
+                     const char *region, const char *zone, const char *type,
+                     enum tw_market m, int64_t price, int vcpus,
+                     int64_t capacity) {
   struct tw_offer o;
   tw_offer_init(&o);
   snprintf(o.provider, sizeof o.provider, "%s", pname);
@@ -353,13 +364,20 @@ static void the_stored_placement_carries_its_plan(void **state) {
   tw_sched_tick(sfx_sched);
   struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PROVISIONING);
-  assert_non_null(strstr(j.placement_json, "\"plan\":{\"offers\":4,\"counted\":true,\"feasible\":1"));
-  assert_non_null(strstr(j.placement_json, "\"explain\":\"4 offers, 1 fit: 2 over max price $2.20/h, "
-                                           "1 without 8 A100\""));
-  assert_non_null(strstr(j.placement_json, "{\"filter\":\"price\",\"stage\":\"offer\",\"count\":2"));
+  assert_non_null(
+      strstr(j.placement_json,
+             "\"plan\":{\"offers\":4,\"counted\":true,\"feasible\":1"));
+  assert_non_null(
+      strstr(j.placement_json,
+             "\"explain\":\"4 offers, 1 fit: 2 over max price $2.20/h, "
+             "1 without 8 A100\""));
+  assert_non_null(
+      strstr(j.placement_json,
+             "{\"filter\":\"price\",\"stage\":\"offer\",\"count\":2"));
   tw_job_rec_release(&j);
   /* an hour by default, and a second of expected spot losses */
-  assert_true(has_event(id, "best offer fake-a:r1:r1a:gpu.spot:spot, expected $2.000556"));
+  assert_true(has_event(
+      id, "best offer fake-a:r1:r1a:gpu.spot:spot, expected $2.000556"));
 }
 
 static void readers_of_one_dataset_share_one_copy(void **state) {
@@ -392,7 +410,8 @@ static void readers_of_one_dataset_share_one_copy(void **state) {
     assert_non_null(strstr(j.placement_json, "\"region\":\"us-east-1\""));
     assert_non_null(strstr(j.placement_json, "\"egress_uusd\":0,"));
     tw_job_rec_release(&j);
-    assert_true(has_event(id[i], "replicated to aws:us-east-1 once for 3 jobs"));
+    assert_true(
+        has_event(id[i], "replicated to aws:us-east-1 once for 3 jobs"));
   }
 }
 
@@ -405,7 +424,8 @@ static void backfill_keeps_the_head_jobs_reservation(void **state) {
   struct tw_provider *bp;
   assert_int_equal(
       tw_provider_new_ops(&batch, "fake-b", NULL, &sfx_clk, &bp, NULL), TW_OK);
-  offer_at(tw_fake_of(bp), "slurm", "fake-b", "hpc", "p1", "node", TW_MARKET_PRIVATE, 500000, 4, 5);
+  offer_at(tw_fake_of(bp), "slurm", "fake-b", "hpc", "p1", "node",
+           TW_MARKET_PRIVATE, 500000, 4, 5);
   tw_sched_free(sfx_sched);
   struct tw_provider *both[] = {sfx_prov, bp};
   struct tw_sched_opts o = {.store = sfx_store,
@@ -413,7 +433,8 @@ static void backfill_keeps_the_head_jobs_reservation(void **state) {
                             .providers = both,
                             .n_providers = 2};
   assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
-  char l[TW_JOB_ID_LEN + 1], h[TW_JOB_ID_LEN + 1], s1[TW_JOB_ID_LEN + 1], s2[TW_JOB_ID_LEN + 1];
+  char l[TW_JOB_ID_LEN + 1], h[TW_JOB_ID_LEN + 1], s1[TW_JOB_ID_LEN + 1],
+      s2[TW_JOB_ID_LEN + 1];
   sfx_submit(
       "name: l\nnodes: 3\nduration: 10h\nplacement: {providers: [slurm]}\n", l);
   tw_sched_tick(sfx_sched);
@@ -432,8 +453,10 @@ static void backfill_keeps_the_head_jobs_reservation(void **state) {
    * free node and gives it back before then; s2 would still hold its node
    * when h's reservation starts */
   assert_int_equal(sfx_state_of(h), TW_JOB_PENDING);
-  assert_true(has_event(h, "waiting for private capacity: 4 nodes of fake-b:hpc:p1:node:on-demand "
-                           "reserved from 2025-11-30T10:00:00.000Z"));
+  assert_true(has_event(
+      h,
+      "waiting for private capacity: 4 nodes of fake-b:hpc:p1:node:on-demand "
+      "reserved from 2025-11-30T10:00:00.000Z"));
   assert_int_equal(sfx_state_of(s1), TW_JOB_PROVISIONING);
   assert_int_equal(sfx_state_of(s2), TW_JOB_PENDING);
   struct tw_job_rec j = sfx_get(s2);

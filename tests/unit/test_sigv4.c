@@ -197,8 +197,8 @@ static bool same(const char *what, const char *name, const char *got,
  * Authorization.  Returns true when everything matched. */
 static bool run_case(const char *name, struct req_file *r,
                      const struct tw_sigv4_params *p, bool check_verify,
-                     const char *creq,
-                     const char *sts, const char *sig, const char *authz) {
+                     const char *creq, const char *sts, const char *sig,
+                     const char *authz) {
   struct tw_sigv4_result res;
   struct tw_err err;
   tw_err_clear(&err);
@@ -221,9 +221,9 @@ static bool run_case(const char *name, struct req_file *r,
     return ok;
   add_header(r, "Authorization", authz ? authz : "");
   tw_err_clear(&err);
-  enum tw_rc rc = tw_sigv4_verify(&r->req, suite_secret, NULL,
-                                  amz_to_ms(p->amz_date), 5 * 60 * 1000, NULL,
-                                  NULL, &err);
+  enum tw_rc rc =
+      tw_sigv4_verify(&r->req, suite_secret, NULL, amz_to_ms(p->amz_date),
+                      5 * 60 * 1000, NULL, NULL, &err);
   if (rc != TW_OK) {
     fprintf(stderr, "FAIL %s: verify: %s (%s)\n", name, err.msg, err.detail);
     ok = false;
@@ -312,9 +312,9 @@ static int name_cmp(const void *a, const void *b) {
  * has no pre-signing entry point; this drives tw_sigv4_sign() the way one
  * would, which checks the query canonicalization on the suite's exact
  * expectations. */
-static bool crt_query_case(const char *cd, const char *label,
-                           const char *text, size_t len,
-                           const struct tw_sigv4_params *p, bool add_token) {
+static bool crt_query_case(const char *cd, const char *label, const char *text,
+                           size_t len, const struct tw_sigv4_params *p,
+                           bool add_token) {
   char *f_creq = tw_asprintf("%s/query-canonical-request.txt", cd);
   char *f_sts = tw_asprintf("%s/query-string-to-sign.txt", cd);
   char *f_sig = tw_asprintf("%s/query-signature.txt", cd);
@@ -335,16 +335,14 @@ static bool crt_query_case(const char *cd, const char *label,
                            p->amz_date, p->region, p->service);
   char *ecred, *esh, *etok = NULL;
   tw_sigv4_uri_encode(cred, strlen(cred), 0, &ecred);
-  tw_sigv4_uri_encode(res.signed_headers, strlen(res.signed_headers), 0,
-                      &esh);
+  tw_sigv4_uri_encode(res.signed_headers, strlen(res.signed_headers), 0, &esh);
   if (add_token)
     tw_sigv4_uri_encode(p->session_token, strlen(p->session_token), 0, &etok);
   char *q = tw_asprintf(
       "%s%sX-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=%s"
       "&X-Amz-Date=%s&X-Amz-SignedHeaders=%s&X-Amz-Expires=3600%s%s",
       r.req.query ? r.req.query : "", r.req.query ? "&" : "", ecred,
-      p->amz_date, esh, etok ? "&X-Amz-Security-Token=" : "",
-      etok ? etok : "");
+      p->amz_date, esh, etok ? "&X-Amz-Security-Token=" : "", etok ? etok : "");
   tw_sigv4_result_release(&res);
   r.req.query = keep(&r, q);
   if (tw_sigv4_sign(&r.req, p, &res, NULL) == TW_OK) {
@@ -430,8 +428,7 @@ static void crt_run(const char *dir, int *pass, int *total, int *qpass,
       amz[j] = '\0';
       const char *token = json_string_value(json_object_get(cr, "token"));
       struct tw_sigv4_params p = {
-          .access_key =
-              json_string_value(json_object_get(cr, "access_key_id")),
+          .access_key = json_string_value(json_object_get(cr, "access_key_id")),
           .secret_key =
               json_string_value(json_object_get(cr, "secret_access_key")),
           .session_token = token,
@@ -445,8 +442,7 @@ static void crt_run(const char *dir, int *pass, int *total, int *qpass,
         fprintf(stderr, "FAIL %s: cannot parse request.txt\n", label);
       } else {
         add_header(&r, "X-Amz-Date", amz);
-        if (token &&
-            !json_is_true(json_object_get(ctx, "omit_session_token")))
+        if (token && !json_is_true(json_object_get(ctx, "omit_session_token")))
           add_header(&r, "X-Amz-Security-Token", token);
         if (json_is_true(json_object_get(ctx, "sign_body"))) {
           char h[65];
@@ -487,8 +483,8 @@ static void crt_run(const char *dir, int *pass, int *total, int *qpass,
 static int run_suites(void) {
   const char *data = testdata_dir();
   char *classic = tw_asprintf("%s/sigv4/aws-sig-v4-test-suite", data);
-  char *crt = tw_asprintf("%s/sigv4/aws-c-auth/aws-signing-test-suite/v4",
-                          data);
+  char *crt =
+      tw_asprintf("%s/sigv4/aws-c-auth/aws-signing-test-suite/v4", data);
   struct stat st;
   if (stat(classic, &st) != 0 || stat(crt, &st) != 0) {
     printf("SKIPPED: SigV4 test suites not found under %s/sigv4 "
@@ -502,10 +498,8 @@ static int run_suites(void) {
   classic_walk(classic, &cpass, &ctotal);
   crt_run(crt, &apass, &atotal, &qpass, &qtotal);
   printf("aws-sig-v4-test-suite: %d/%d cases passed\n", cpass, ctotal);
-  printf("aws-c-auth v4 (header signing): %d/%d cases passed\n", apass,
-         atotal);
-  printf("aws-c-auth v4 (query signing): %d/%d cases passed\n", qpass,
-         qtotal);
+  printf("aws-c-auth v4 (header signing): %d/%d cases passed\n", apass, atotal);
+  printf("aws-c-auth v4 (query signing): %d/%d cases passed\n", qpass, qtotal);
   free(classic);
   free(crt);
   /* 31 and 38 cases at the time of writing: fewer found means the walk
@@ -539,7 +533,8 @@ static void vreq_make(struct vreq *v, const char *ak, const char *secret,
   tw_sha256_hex(BODY, strlen(BODY), sha);
   v->h[v->n++] = (struct tw_sigv4_header){
       "Content-Type", "application/x-www-form-urlencoded; charset=utf-8"};
-  v->h[v->n++] = (struct tw_sigv4_header){"Host", "ec2.us-east-1.amazonaws.com"};
+  v->h[v->n++] =
+      (struct tw_sigv4_header){"Host", "ec2.us-east-1.amazonaws.com"};
   v->h[v->n++] = (struct tw_sigv4_header){"X-Amz-Date", date};
   if (with_sha)
     v->h[v->n++] = (struct tw_sigv4_header){"X-Amz-Content-SHA256", sha};
@@ -576,8 +571,8 @@ static const char *v_secret(void *ctx, const char *ak) {
 }
 
 /* Verifies v; expects detail ("" for success). */
-static void expect_verify(const char *what, struct vreq *v,
-                          const char *service, const char *detail) {
+static void expect_verify(const char *what, struct vreq *v, const char *service,
+                          const char *detail) {
   struct tw_err err;
   tw_err_clear(&err);
   char *who = NULL;
@@ -775,11 +770,49 @@ static size_t rnd(size_t n) { return (size_t)(rng() % n); }
 /* A random string mixing unreserved, reserved and non-ASCII characters
  * (valid UTF-8, as JSON needs it). */
 static char *rnd_text(size_t maxlen, bool allow_empty) {
-  static const char *const pieces[] = {
-      "a", "Z", "0", "9", "-", "_", ".", "~", " ", "+", "=", "&", "/", "?",
-      "#", "%", ":", "@", "!", "$", "'", "(", ")", "*", ",", ";", "[", "]",
-      "\"", "<", ">", "{", "}", "|", "\\", "^", "`", "\xc3\xa9",
-      "\xe1\x88\xb4", "\xf0\x9f\x98\x80", "Action", "Instance", "Id"};
+  static const char *const pieces[] = {"a",
+                                       "Z",
+                                       "0",
+                                       "9",
+                                       "-",
+                                       "_",
+                                       ".",
+                                       "~",
+                                       " ",
+                                       "+",
+                                       "=",
+                                       "&",
+                                       "/",
+                                       "?",
+                                       "#",
+                                       "%",
+                                       ":",
+                                       "@",
+                                       "!",
+                                       "$",
+                                       "'",
+                                       "(",
+                                       ")",
+                                       "*",
+                                       ",",
+                                       ";",
+                                       "[",
+                                       "]",
+                                       "\"",
+                                       "<",
+                                       ">",
+                                       "{",
+                                       "}",
+                                       "|",
+                                       "\\",
+                                       "^",
+                                       "`",
+                                       "\xc3\xa9",
+                                       "\xe1\x88\xb4",
+                                       "\xf0\x9f\x98\x80",
+                                       "Action",
+                                       "Instance",
+                                       "Id"};
   struct tw_buf b;
   tw_buf_init(&b);
   size_t n = rnd(maxlen + 1);
@@ -802,10 +835,9 @@ static char *wire_escape(CURL *c, const char *s) {
 
 /* A header value with runs of spaces and tabs inside and around it. */
 static char *rnd_header_value(void) {
-  static const char *const pieces[] = {"x",  "Value", "a  b", "  ", "\t",
-                                       " ",  "1",     "=",    ";",  "\"q\"",
-                                       ",",  "text/plain", "  lead",
-                                       "trail  "};
+  static const char *const pieces[] = {
+      "x", "Value", "a  b",  "  ", "\t",         " ",      "1",
+      "=", ";",     "\"q\"", ",",  "text/plain", "  lead", "trail  "};
   struct tw_buf b;
   tw_buf_init(&b);
   size_t n = 1 + rnd(6);
@@ -855,11 +887,10 @@ static void diff_case_make(CURL *curl, struct diff_case *c) {
                                         "ap-southeast-2", "us-gov-west-1"};
   static const char *const services[] = {"ec2", "ec2", "ec2", "sts",
                                          "monitoring"};
-  static const char *const names[] = {"Content-Type", "X-Amz-Target",
-                                      "my-header",    "MY-HEADER",
-                                      "X-Custom",     "Accept",
-                                      "User-Agent",   "x-amz-meta-note",
-                                      "Idempotency-Token"};
+  static const char *const names[] = {
+      "Content-Type", "X-Amz-Target",    "my-header",
+      "MY-HEADER",    "X-Custom",        "Accept",
+      "User-Agent",   "x-amz-meta-note", "Idempotency-Token"};
   memset(c, 0, sizeof *c);
   c->method = tw_strdup(rnd(2) ? "POST" : "GET");
   c->region = tw_strdup(regions[rnd(4)]);
@@ -1014,8 +1045,7 @@ static int run_botocore(long n) {
     json_object_set_new(o, "url", json_string(c->url));
     json_t *hs = json_array();
     for (size_t j = 0; j < c->n; j++)
-      json_array_append_new(hs, json_pack("[ss]", c->h[j].name,
-                                          c->h[j].value));
+      json_array_append_new(hs, json_pack("[ss]", c->h[j].name, c->h[j].value));
     json_object_set_new(o, "headers", hs);
     char *b = b64(c->body, c->body_len);
     json_object_set_new(o, "body_b64", json_string(b));
@@ -1094,9 +1124,8 @@ static int run_botocore(long n) {
               i, c->method, c->url,
               want ? want : json_string_value(json_object_get(a, "error")),
               res.authorization ? res.authorization : err.msg,
-              want_cr ? want_cr : "", res.canonical_request
-                                          ? res.canonical_request
-                                          : "");
+              want_cr ? want_cr : "",
+              res.canonical_request ? res.canonical_request : "");
     }
     tw_sigv4_result_release(&res);
     json_decref(a);

@@ -169,7 +169,8 @@ static int test_samples(void) {
     if (want && got) {
       CHECK(json_equal(json_object_get(want, "script"),
                        json_object_get(got, "script")));
-      json_t *wj = json_object_get(want, "job"), *gj = json_object_get(got, "job");
+      json_t *wj = json_object_get(want, "job"),
+             *gj = json_object_get(got, "job");
       const char *key;
       json_t *v;
       json_object_foreach(wj, key, v) {
@@ -192,8 +193,7 @@ static int test_samples(void) {
 static void test_recorded(void) {
   char dir[1024];
   const char *src = getenv("TW_SOURCE_DIR");
-  snprintf(dir, sizeof dir, "%s/tests/fuzz/corpus/slurm_json",
-           src ? src : ".");
+  snprintf(dir, sizeof dir, "%s/tests/fuzz/corpus/slurm_json", src ? src : ".");
   size_t len;
   struct tw_err err = {0};
   size_t n = 0;
@@ -281,7 +281,7 @@ static void test_recorded(void) {
   int64_t id;
   b = slurp(dir, "recorded-submit-held.json", &len);
   CHECK(b && slurm_parse_submit(b, len, &id, &se, &err) == TW_OK);
-  CHECK(id > 0);          /* a job id next to an error is a success */
+  CHECK(id > 0); /* a job id next to an error is a success */
   CHECK_INT(se.code, 2042);
   free(b);
   b = slurp(dir, "recorded-submit-2014.json", &len);
@@ -404,8 +404,9 @@ static void test_exit_and_states(void) {
     slurm_map_state(&j, &m);
     if (m.state != cases[i].want || m.finished != cases[i].finished ||
         m.exit_code != cases[i].code || m.requeued != cases[i].requeued)
-      fprintf(stderr, "state %s restarts %d: got %s finished=%d code=%d "
-                      "requeued=%d\n",
+      fprintf(stderr,
+              "state %s restarts %d: got %s finished=%d code=%d "
+              "requeued=%d\n",
               cases[i].state, cases[i].restarts, tw_instance_state_str(m.state),
               m.finished, m.exit_code, m.requeued);
     CHECK(m.state == cases[i].want);

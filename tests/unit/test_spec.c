@@ -51,14 +51,13 @@ static void check_round_trip(const char *label, const struct tw_job_spec *s) {
         err.msg, j1);
   if (rc == TW_OK) {
     char *j2 = to_json(&a);
-    CHECK(!strcmp(j1, j2), "%s: round trip differs\n  %s\n  %s", label, j1,
-          j2);
+    CHECK(!strcmp(j1, j2), "%s: round trip differs\n  %s\n  %s", label, j1, j2);
     free(j2);
     tw_spec_release(&a);
   }
   rc = parse(j1, false, &y, &err);
-  CHECK(rc == TW_OK, "%s: canonical JSON does not reparse as YAML: %s",
-        label, err.msg);
+  CHECK(rc == TW_OK, "%s: canonical JSON does not reparse as YAML: %s", label,
+        err.msg);
   if (rc == TW_OK) {
     char *j3 = to_json(&y);
     CHECK(!strcmp(j1, j3), "%s: YAML reading differs\n  %s\n  %s", label, j1,
@@ -88,7 +87,8 @@ static const struct bad bad_cases[] = {
     {false, "name: [a]\n", "name", "expected a string, got a sequence"},
     {false, "name: a\ntenant: a/b\n", "tenant", "may only contain"},
     {false, "name: a\nproject: {x: 1}\n", "project", "got a mapping"},
-    {false, "name: a\nnmae: b\n", "nmae", "unknown key; did you mean \"name\"?"},
+    {false, "name: a\nnmae: b\n", "nmae",
+     "unknown key; did you mean \"name\"?"},
     {false, "name: a\nzzzzzzzz: 1\n", "zzzzzzzz", "zzzzzzzz: unknown key"},
     {false, "name: a\nnum_nodes: 2\n", "num_nodes", "use \"nodes\" instead"},
     /* resources */
@@ -193,14 +193,15 @@ static const struct bad bad_cases[] = {
      "expected USD"},
     {false, "name: a\nmax_price_per_hour: 99999999999999\n",
      "max_price_per_hour", "at most 1000000 USD"},
-    {true, "{\"name\":\"a\",\"max_price_per_hour\":1e-7}",
-     "max_price_per_hour", "more than 6 decimals"},
+    {true, "{\"name\":\"a\",\"max_price_per_hour\":1e-7}", "max_price_per_hour",
+     "more than 6 decimals"},
     /* datasets */
     {false, "name: a\ndatasets: {uri: s3://b}\n", "datasets",
      "expected a sequence"},
     {false, "name: a\ndatasets:\n  - uri: s3://b\n  - size: 1GB\n",
      "datasets[1].uri", "required"},
-    {false, "name: a\ndatasets:\n  - uri: s3://b\n  - uri: s3://c\n    size: 10QB\n",
+    {false,
+     "name: a\ndatasets:\n  - uri: s3://b\n  - uri: s3://c\n    size: 10QB\n",
      "datasets[1].size", "datasets[1].size: expected a size > 0"},
     {false, "name: a\ndatasets:\n  - uri: s3://b\n    size: 1.5B\n",
      "datasets[0].size", "expected a size"},
@@ -208,7 +209,8 @@ static const struct bad bad_cases[] = {
      "expected a URI with a scheme"},
     {false, "name: a\ndatasets:\n  - uri: s3://b\n    location: aws\n",
      "datasets[0].location", "expected provider:region"},
-    {false, "name: a\ndatasets:\n  - uri: s3://b\n    location: asw:us-east-1\n",
+    {false,
+     "name: a\ndatasets:\n  - uri: s3://b\n    location: asw:us-east-1\n",
      "datasets[0].location", "did you mean \"aws\"?"},
     {false, "name: a\ndatasets:\n  - uri: s3://b\n    locaton: aws:x\n",
      "datasets[0].locaton", "did you mean \"location\"?"},
@@ -238,29 +240,38 @@ static const struct bad bad_cases[] = {
      "placement.selectors[0]", "expected a mapping like {label: region"},
     {false, "name: a\nplacement: {selectors: [{in: [us-east-1]}]}\n",
      "placement.selectors[0].label", "required"},
-    {false, "name: a\nplacement: {selectors: [{label: \"my label\", exists: true}]}\n",
+    {false,
+     "name: a\nplacement: {selectors: [{label: \"my label\", exists: true}]}\n",
      "placement.selectors[0].label", "must not contain spaces"},
-    {false, "name: a\nplacement: {selectors: [{label: "
+    {false,
+     "name: a\nplacement: {selectors: [{label: "
      "abcdefghijabcdefghijabcdefghijab, exists: true}]}\n",
      "placement.selectors[0].label", "longer than 31 bytes"},
-    {false, "name: a\nplacement: {selectors: [{label: rack, exists: true}, "
+    {false,
+     "name: a\nplacement: {selectors: [{label: rack, exists: true}, "
      "{label: zone}]}\n",
-     "placement.selectors[1]", "expected exactly one of in, not_in, exists, glob, got 0"},
-    {false, "name: a\nplacement: {selectors: [{label: zone, in: [a], glob: \"b*\"}]}\n",
-     "placement.selectors[0]", "expected exactly one of in, not_in, exists, glob, got 2"},
+     "placement.selectors[1]",
+     "expected exactly one of in, not_in, exists, glob, got 0"},
+    {false,
+     "name: a\nplacement: {selectors: [{label: zone, in: [a], glob: "
+     "\"b*\"}]}\n",
+     "placement.selectors[0]",
+     "expected exactly one of in, not_in, exists, glob, got 2"},
     {false, "name: a\nplacement: {selectors: [{label: zone, notin: [a]}]}\n",
      "placement.selectors[0].notin", "did you mean \"not_in\"?"},
     {false, "name: a\nplacement: {selectors: [{label: zone, in: []}]}\n",
      "placement.selectors[0].in", "expected at least one value"},
     {false, "name: a\nplacement: {selectors: [{label: zone, in: [a, a]}]}\n",
      "placement.selectors[0].in[1]", "duplicate"},
-    {false, "name: a\nplacement: {selectors: [{label: zone, not_in: [{x: 1}]}]}\n",
+    {false,
+     "name: a\nplacement: {selectors: [{label: zone, not_in: [{x: 1}]}]}\n",
      "placement.selectors[0].not_in[0]", "expected a string"},
     {false, "name: a\nplacement: {selectors: [{label: zone, glob: \"\"}]}\n",
      "placement.selectors[0].glob", "must not be empty"},
     {false, "name: a\nplacement: {selectors: [{label: rack, exists: maybe}]}\n",
      "placement.selectors[0].exists", "expected true or false"},
-    {true, "{\"name\":\"a\",\"placement\":{\"selectors\":[{\"label\":\"r\","
+    {true,
+     "{\"name\":\"a\",\"placement\":{\"selectors\":[{\"label\":\"r\","
      "\"in\":null}]}}",
      "placement.selectors[0].in", "expected a value or a list of values"},
     /* placement.max_rtt_ms, placement.near */
@@ -298,15 +309,15 @@ static void test_bad_inputs(void) {
     struct tw_job_spec s;
     struct tw_err err;
     enum tw_rc rc = parse(c->text, c->json, &s, &err);
-    CHECK(rc == TW_E_INVALID, "bad[%zu] %s: rc %s", i, c->text,
-          tw_rc_str(rc));
+    CHECK(rc == TW_E_INVALID, "bad[%zu] %s: rc %s", i, c->text, tw_rc_str(rc));
     if (rc == TW_OK) {
       tw_spec_release(&s);
       continue;
     }
     CHECK(err.rc == TW_E_INVALID, "bad[%zu]: err.rc %d", i, err.rc);
-    CHECK(!strcmp(err.field, c->field), "bad[%zu] %s: field \"%s\", want \"%s\"",
-          i, c->text, err.field, c->field);
+    CHECK(!strcmp(err.field, c->field),
+          "bad[%zu] %s: field \"%s\", want \"%s\"", i, c->text, err.field,
+          c->field);
     CHECK(strstr(err.msg, c->frag) != NULL,
           "bad[%zu] %s: message \"%s\" lacks \"%s\"", i, c->text, err.msg,
           c->frag);
@@ -470,7 +481,8 @@ static const struct good good_cases[] = {
     {true,
      "{\"name\":\"j\",\"placement\":{\"regions\":[\"aws:*\"],\"selectors\":"
      "[{\"label\":\"country\",\"in\":\"DE\"},{\"label\":\"tier\",\"glob\":"
-     "[\"gold-*\",\"silver-?\"]}],\"max_rtt_ms\":1,\"near\":\"aws:eu-central-1\"}}",
+     "[\"gold-*\",\"silver-?\"]}],\"max_rtt_ms\":1,\"near\":\"aws:eu-central-"
+     "1\"}}",
      NULL},
 };
 
@@ -510,14 +522,17 @@ static void test_selector_fields(void) {
   }
   CHECK(s.n_selectors == 5, "n_selectors %zu", s.n_selectors);
   if (s.n_selectors == 5) {
-    CHECK(!strcmp(s.selectors[0].label, "region") && s.selectors[0].op == TW_SEL_IN &&
-              s.selectors[0].n_values == 2 &&
+    CHECK(!strcmp(s.selectors[0].label, "region") &&
+              s.selectors[0].op == TW_SEL_IN && s.selectors[0].n_values == 2 &&
               !strcmp(s.selectors[0].values[1], "us-west-2"),
           "in");
-    CHECK(s.selectors[1].op == TW_SEL_NOT_IN && s.selectors[1].n_values == 1, "not_in");
-    CHECK(s.selectors[2].op == TW_SEL_EXISTS && !s.selectors[2].values, "exists");
+    CHECK(s.selectors[1].op == TW_SEL_NOT_IN && s.selectors[1].n_values == 1,
+          "not_in");
+    CHECK(s.selectors[2].op == TW_SEL_EXISTS && !s.selectors[2].values,
+          "exists");
     CHECK(s.selectors[3].op == TW_SEL_NOT_EXISTS, "exists false");
-    CHECK(s.selectors[4].op == TW_SEL_GLOB && !strcmp(s.selectors[4].values[0], "aw*"),
+    CHECK(s.selectors[4].op == TW_SEL_GLOB &&
+              !strcmp(s.selectors[4].values[0], "aw*"),
           "glob");
   }
   CHECK(s.max_rtt_ms == 80, "max_rtt_ms %d", s.max_rtt_ms);
@@ -631,13 +646,25 @@ static void test_duration(void) {
     int rc;
     int64_t want;
   } cases[] = {
-      {"6h", 0, 21600},   {"90m", 0, 5400},     {"1h30m", 0, 5400},
-      {"45s", 0, 45},     {"2d", 0, 172800},    {"1d2h3m4s", 0, 93784},
-      {"3600", 0, 3600},  {"0", 0, 0},          {"30m1h", -1, 0},
-      {"1h1h", -1, 0},    {"1h30", -1, 0},      {"h", -1, 0},
-      {"1.5h", -1, 0},    {"-5s", -1, 0},       {"", -1, 0},
-      {"1w", -1, 0},      {"99999999999999999999", -1, 0},
-      {"106751991167301d", -1, 0}, {"6H", -1, 0},
+      {"6h", 0, 21600},
+      {"90m", 0, 5400},
+      {"1h30m", 0, 5400},
+      {"45s", 0, 45},
+      {"2d", 0, 172800},
+      {"1d2h3m4s", 0, 93784},
+      {"3600", 0, 3600},
+      {"0", 0, 0},
+      {"30m1h", -1, 0},
+      {"1h1h", -1, 0},
+      {"1h30", -1, 0},
+      {"h", -1, 0},
+      {"1.5h", -1, 0},
+      {"-5s", -1, 0},
+      {"", -1, 0},
+      {"1w", -1, 0},
+      {"99999999999999999999", -1, 0},
+      {"106751991167301d", -1, 0},
+      {"6H", -1, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     int64_t v = -42;
@@ -680,8 +707,7 @@ static void test_size(void) {
     int rc = tw_parse_size_bytes(cases[i].in, &v);
     CHECK(rc == cases[i].rc, "size \"%s\": rc %d", cases[i].in, rc);
     if (rc == 0 && cases[i].rc == 0)
-      CHECK(v == cases[i].want, "size \"%s\": %lld", cases[i].in,
-            (long long)v);
+      CHECK(v == cases[i].want, "size \"%s\": %lld", cases[i].in, (long long)v);
   }
 }
 

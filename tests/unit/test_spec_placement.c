@@ -59,15 +59,20 @@ static struct tw_policy_set *parse_set(const char *cfg, const char *dir) {
 static int setup(void **state) {
   (void)state;
   const enum tw_market D = TW_MARKET_ON_DEMAND;
-  OFFERS[0] = tp_offer("aws", "us-east-1", "us-east-1a", "m5.large", D, 96000, 2, 8, NULL, 0, "US");
+  OFFERS[0] = tp_offer("aws", "us-east-1", "us-east-1a", "m5.large", D, 96000,
+                       2, 8, NULL, 0, "US");
   snprintf(OFFERS[0].rack, sizeof OFFERS[0].rack, "r12");
   tw_offer_make_id(&OFFERS[0]);
-  OFFERS[1] = tp_offer("aws", "us-east-1", "us-east-1b", "m5.large", D, 97000, 2, 8, NULL, 0, "US");
-  OFFERS[2] = tp_offer("aws", "us-west-2", "us-west-2a", "m5.large", D, 98000, 2, 8, NULL, 0, "US");
-  OFFERS[3] = tp_offer("azure", "westeurope", "1", "D2s_v5", D, 99000, 2, 8, NULL, 0, "EU");
-  OFFERS[4] = tp_offer("alibaba", "cn-hangzhou", "cn-hangzhou-h", "ecs.g7.large", D, 50000, 2,
-                       8, NULL, 0, "CN");
-  OFFERS[5] = tp_offer("aws", "eu-west-1", "eu-west-1a", "m5.large", D, 101000, 2, 8, NULL, 0, "EU");
+  OFFERS[1] = tp_offer("aws", "us-east-1", "us-east-1b", "m5.large", D, 97000,
+                       2, 8, NULL, 0, "US");
+  OFFERS[2] = tp_offer("aws", "us-west-2", "us-west-2a", "m5.large", D, 98000,
+                       2, 8, NULL, 0, "US");
+  OFFERS[3] = tp_offer("azure", "westeurope", "1", "D2s_v5", D, 99000, 2, 8,
+                       NULL, 0, "EU");
+  OFFERS[4] = tp_offer("alibaba", "cn-hangzhou", "cn-hangzhou-h",
+                       "ecs.g7.large", D, 50000, 2, 8, NULL, 0, "CN");
+  OFFERS[5] = tp_offer("aws", "eu-west-1", "eu-west-1a", "m5.large", D, 101000,
+                       2, 8, NULL, 0, "EU");
   struct tw_offer_source src;
   tw_offer_source_array(&src, OFFERS, N_OFFERS);
   if (tw_offer_index_build(&src, &IX, NULL))
@@ -104,8 +109,8 @@ struct want {
 };
 
 struct row {
-  int set;            /* 0: PLAIN, 1: OPERATOR */
-  const char *job;    /* YAML */
+  int set;         /* 0: PLAIN, 1: OPERATOR */
+  const char *job; /* YAML */
   uint64_t feasible;
   struct want rej[2]; /* every other filter refuses nothing */
 };
@@ -114,57 +119,85 @@ static const struct row ROWS[] = {
     /* no selectors, no bound: everything fits */
     {0, "name: t", 6, {{0}}},
     /* in, not_in, exists, glob on topology labels */
-    {0, "name: t\nplacement: {selectors: [{label: region, in: [us-east-1, us-west-2]}]}", 3,
+    {0,
+     "name: t\nplacement: {selectors: [{label: region, in: [us-east-1, "
+     "us-west-2]}]}",
+     3,
      {{"selector", 3, "label region not in (us-east-1, us-west-2)"}}},
-    {0, "name: t\nplacement: {selectors: [{label: zone, not_in: us-east-1b}]}", 5,
+    {0,
+     "name: t\nplacement: {selectors: [{label: zone, not_in: us-east-1b}]}",
+     5,
      {{"selector", 1, "label zone in (us-east-1b)"}}},
-    {0, "name: t\nplacement: {selectors: [{label: rack, exists: true}]}", 1,
+    {0,
+     "name: t\nplacement: {selectors: [{label: rack, exists: true}]}",
+     1,
      {{"selector", 5, "without label rack (job selector)"}}},
-    {0, "name: t\nplacement: {selectors: [{label: rack, exists: false}]}", 5,
+    {0,
+     "name: t\nplacement: {selectors: [{label: rack, exists: false}]}",
+     5,
      {{"selector", 1, "with label rack (job selector)"}}},
-    {0, "name: t\nplacement: {selectors: [{label: provider, glob: \"aw*\"}]}", 4,
+    {0,
+     "name: t\nplacement: {selectors: [{label: provider, glob: \"aw*\"}]}",
+     4,
      {{"selector", 2, "label provider not matching (aw*)"}}},
     /* the offer's own labels: jurisdiction; every selector must match */
     {0,
      "name: t\nplacement: {selectors: [{label: jurisdiction, in: [EU]},"
      " {label: provider, glob: \"az*\"}]}",
-     1, {{"selector", 5, NULL}}},
+     1,
+     {{"selector", 5, NULL}}},
     /* with the region globs of placement.regions too */
     {0,
-     "name: t\nplacement: {regions: [\"aws:*\"], selectors: [{label: zone, glob: \"*a\"}]}", 3,
+     "name: t\nplacement: {regions: [\"aws:*\"], selectors: [{label: zone, "
+     "glob: \"*a\"}]}",
+     3,
      {{"selector", 3, NULL}}},
     /* a bound from the users' location: 80 and 200 ms are over 70 */
-    {0, "name: t\nplacement: {max_rtt_ms: 70, near: aws:us-east-1}", 4,
+    {0,
+     "name: t\nplacement: {max_rtt_ms: 70, near: aws:us-east-1}",
+     4,
      {{"latency", 2, "over 70 ms from aws:us-east-1 (80 ms)"}}},
     /* a bound alone measures from the job's data */
     {0,
-     "name: t\ndatasets: [{uri: s3://b/k, size: 1GB, location: aws:us-east-1}]\n"
+     "name: t\ndatasets: [{uri: s3://b/k, size: 1GB, location: "
+     "aws:us-east-1}]\n"
      "placement: {max_rtt_ms: 65}",
-     3, {{"latency", 3, "over 65 ms from the data (68 ms)"}}},
+     3,
+     {{"latency", 3, "over 65 ms from the data (68 ms)"}}},
     /* and with no data nor near, it has nothing to measure from */
     {0, "name: t\nplacement: {max_rtt_ms: 1}", 6, {{0}}},
     /* selectors first (stage order), then the bound */
     {0,
      "name: t\nplacement: {selectors: [{label: region, not_in: [us-east-1]}],"
      " max_rtt_ms: 70, near: [aws:us-east-1]}",
-     2, {{"selector", 2, "label region in (us-east-1)"}, {"latency", 2, "(80 ms)"}}},
+     2,
+     {{"selector", 2, "label region in (us-east-1)"},
+      {"latency", 2, "(80 ms)"}}},
     /* the operator's: CN refused by its selector, 100 ms from us-east-1 */
     {1, "name: t", 5, {{"selector", 1, "label jurisdiction not not in CN"}}},
     /* a job's tighter bound wins over the operator's, from its origins */
-    {1, "name: t\nplacement: {max_rtt_ms: 70}", 4,
-     {{"selector", 1, NULL}, {"latency", 1, "over 70 ms from aws:us-east-1 (80 ms)"}}},
+    {1,
+     "name: t\nplacement: {max_rtt_ms: 70}",
+     4,
+     {{"selector", 1, NULL},
+      {"latency", 1, "over 70 ms from aws:us-east-1 (80 ms)"}}},
     /* a looser one does not widen it */
-    {1, "name: t\nplacement: {max_rtt_ms: 5000}", 5,
-     {{"selector", 1, NULL}}},
+    {1, "name: t\nplacement: {max_rtt_ms: 5000}", 5, {{"selector", 1, NULL}}},
     /* the job's near adds an origin to the operator's from */
-    {1, "name: t\nplacement: {max_rtt_ms: 100, near: [azure:westeurope]}", 4,
-     {{"selector", 1, NULL}, {"latency", 1, "over 100 ms from azure:westeurope (150 ms)"}}},
+    {1,
+     "name: t\nplacement: {max_rtt_ms: 100, near: [azure:westeurope]}",
+     4,
+     {{"selector", 1, NULL},
+      {"latency", 1, "over 100 ms from azure:westeurope (150 ms)"}}},
     /* the job cannot bring back what the operator refused */
-    {1, "name: t\nplacement: {selectors: [{label: jurisdiction, in: [CN]}]}", 0,
+    {1,
+     "name: t\nplacement: {selectors: [{label: jurisdiction, in: [CN]}]}",
+     0,
      {{"selector", 6, NULL}}},
 };
 
-static const struct tw_plan_reject *find_reject(const struct tw_plan *p, const char *filter) {
+static const struct tw_plan_reject *find_reject(const struct tw_plan *p,
+                                                const char *filter) {
   for (size_t i = 0; i < p->n_rejects; i++)
     if (!strcmp(p->rejects[i].filter, filter))
       return &p->rejects[i];
@@ -179,11 +212,13 @@ static void check_row(size_t i, const struct row *r, struct tw_plan_ws *ws) {
   struct tw_plan_input in = {.job = &spec, .now_ms = NOW};
   struct tw_plan_opts o = {.counts = true};
   struct tw_plan p;
-  assert_int_equal(tw_plan_make(SETS[r->set], &snap, &in, &o, ws, &p, NULL), TW_OK);
+  assert_int_equal(tw_plan_make(SETS[r->set], &snap, &in, &o, ws, &p, NULL),
+                   TW_OK);
   assert_true(p.counted);
   if (p.feasible != r->feasible || p.n != r->feasible)
-    fail_msg("row %zu (%s): %llu feasible, %zu candidates, want %llu", i, r->job,
-             (unsigned long long)p.feasible, p.n, (unsigned long long)r->feasible);
+    fail_msg("row %zu (%s): %llu feasible, %zu candidates, want %llu", i,
+             r->job, (unsigned long long)p.feasible, p.n,
+             (unsigned long long)r->feasible);
   uint64_t total = 0;
   for (size_t k = 0; k < p.n_rejects; k++) {
     const struct tw_plan_reject *rj = &p.rejects[k];
@@ -199,11 +234,12 @@ static void check_row(size_t i, const struct row *r, struct tw_plan_ws *ws) {
     const struct want *wt = &r->rej[w];
     const struct tw_plan_reject *rj = find_reject(&p, wt->filter);
     if (!rj || rj->count != wt->count)
-      fail_msg("row %zu (%s): %s refused %llu, want %llu", i, r->job, wt->filter,
-               rj ? (unsigned long long)rj->count : 0ULL, (unsigned long long)wt->count);
+      fail_msg("row %zu (%s): %s refused %llu, want %llu", i, r->job,
+               wt->filter, rj ? (unsigned long long)rj->count : 0ULL,
+               (unsigned long long)wt->count);
     if (wt->reason && !strstr(rj->reason, wt->reason))
-      fail_msg("row %zu (%s): %s reason \"%s\", want \"%s\"", i, r->job, wt->filter,
-               rj->reason, wt->reason);
+      fail_msg("row %zu (%s): %s reason \"%s\", want \"%s\"", i, r->job,
+               wt->filter, rj->reason, wt->reason);
   }
   /* every offer is either feasible or counted once */
   assert_int_equal(total + p.feasible, N_OFFERS);
@@ -275,12 +311,16 @@ static void latency_score_reads_near(void **state) {
   assert_non_null(lat);
   struct tw_job_spec none, near;
   assert_int_equal(tp_spec("name: t", &none), 0);
-  assert_int_equal(tp_spec("name: t\nplacement: {max_rtt_ms: 100, near: aws:us-east-1}", &near),
-                   0);
+  assert_int_equal(
+      tp_spec("name: t\nplacement: {max_rtt_ms: 100, near: aws:us-east-1}",
+              &near),
+      0);
   struct tw_policy self = {.ops = lat};
   struct tw_cand west = {.offer = &OFFERS[2], .region = -1};
   struct tw_cand cn = {.offer = &OFFERS[4], .region = -1};
-  struct tw_place_ctx ctx = {.job = &none, .net = SETS[0]->net, .region = -1,
+  struct tw_place_ctx ctx = {.job = &none,
+                             .net = SETS[0]->net,
+                             .region = -1,
                              .datasets = &tw_dataset_set_empty};
   /* nothing to measure from: the floor for all */
   assert_int_equal(lat->score(&self, &ctx, &west), 1000);

@@ -51,8 +51,11 @@ static struct tw_store *open_store(void) {
 static void create(struct tw_store *s, const char *name, const char *key,
                    const char *spec, struct tw_job_rec *out, bool *replayed,
                    enum tw_rc want) {
-  struct tw_job_new req = {.name = name, .tenant = "t1", .project = "p",
-                           .spec_json = spec, .idem_key = key};
+  struct tw_job_new req = {.name = name,
+                           .tenant = "t1",
+                           .project = "p",
+                           .spec_json = spec,
+                           .idem_key = key};
   struct tw_err err = {0};
   enum tw_rc rc = tw_store_job_create(s, &req, out, replayed, &err);
   assert_int_equal(rc, want);
@@ -135,7 +138,8 @@ static void list_pages_newest_first_with_filters(void **state) {
     tw_job_rec_release(&j);
   }
   struct tw_err err = {0};
-  struct tw_job_transition t = {.id = ids[3], .to = TW_JOB_CANCELLED, .reason = "test"};
+  struct tw_job_transition t = {
+      .id = ids[3], .to = TW_JOB_CANCELLED, .reason = "test"};
   assert_int_equal(tw_store_job_transition(s, &t, NULL, &err), TW_OK);
 
   struct tw_job_filter f = {.limit = 10};
@@ -184,10 +188,15 @@ static void transitions_are_validated_and_recorded(void **state) {
   create(s, "j", NULL, "{}", &j, &rep, TW_OK);
   struct tw_job_transition steps[] = {
       {.id = j.id, .to = TW_JOB_PLACING, .reason = "scheduler picked it"},
-      {.id = j.id, .to = TW_JOB_PROVISIONING, .reason = "launching",
+      {.id = j.id,
+       .to = TW_JOB_PROVISIONING,
+       .reason = "launching",
        .placement_json = "{\"provider\":\"aws\"}"},
       {.id = j.id, .to = TW_JOB_RUNNING, .reason = "instance running"},
-      {.id = j.id, .to = TW_JOB_SUCCEEDED, .reason = "exit 0", .has_exit = true},
+      {.id = j.id,
+       .to = TW_JOB_SUCCEEDED,
+       .reason = "exit 0",
+       .has_exit = true},
   };
   for (size_t i = 0; i < 4; i++) {
     tw_clock_advance(&clk, 1000);
@@ -202,12 +211,15 @@ static void transitions_are_validated_and_recorded(void **state) {
   assert_int_equal(u.updated_ms - u.created_ms, 4000);
   tw_job_rec_release(&u);
   /* finished: cancel is a conflict and changes nothing */
-  struct tw_job_transition cancel = {.id = j.id, .to = TW_JOB_CANCELLED, .reason = "x"};
-  assert_int_equal(tw_store_job_transition(s, &cancel, NULL, &err), TW_E_CONFLICT);
+  struct tw_job_transition cancel = {
+      .id = j.id, .to = TW_JOB_CANCELLED, .reason = "x"};
+  assert_int_equal(tw_store_job_transition(s, &cancel, NULL, &err),
+                   TW_E_CONFLICT);
   assert_non_null(strstr(err.msg, "already succeeded"));
   struct tw_job_event *ev;
   size_t n;
-  assert_int_equal(tw_store_job_events(s, j.id, &ev, &n, &(struct tw_err){0}), TW_OK);
+  assert_int_equal(tw_store_job_events(s, j.id, &ev, &n, &(struct tw_err){0}),
+                   TW_OK);
   assert_int_equal(n, 5);
   assert_false(ev[0].has_from);
   assert_int_equal(ev[0].to, TW_JOB_PENDING);
@@ -220,7 +232,8 @@ static void transitions_are_validated_and_recorded(void **state) {
     free(ev[i].reason);
   free(ev);
   struct tw_err e2 = {0};
-  assert_int_equal(tw_store_job_events(s, "j-missing", &ev, &n, &e2), TW_E_NOTFOUND);
+  assert_int_equal(tw_store_job_events(s, "j-missing", &ev, &n, &e2),
+                   TW_E_NOTFOUND);
   tw_job_rec_release(&j);
   tw_store_close(s);
 }
@@ -234,8 +247,8 @@ struct burst {
 static void *burst_main(void *arg) {
   struct burst *b = arg;
   for (int i = 0; i < b->n; i++) {
-    struct tw_job_new req = {.name = "b", .tenant = "t", .project = "p",
-                             .spec_json = "{}"};
+    struct tw_job_new req = {
+        .name = "b", .tenant = "t", .project = "p", .spec_json = "{}"};
     struct tw_job_rec j;
     bool rep;
     if (tw_store_job_create(b->s, &req, &j, &rep, NULL) == TW_OK) {
@@ -280,13 +293,16 @@ static void schema_version_is_recorded(void **state) {
   struct tw_store *s = open_store();
   tw_store_close(s);
   sqlite3 *db;
-  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
+                   SQLITE_OK);
   sqlite3_stmt *st;
-  assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL),
+                   SQLITE_OK);
   assert_int_equal(sqlite3_step(st), SQLITE_ROW);
   assert_int_equal(sqlite3_column_int(st, 0), tw_store_schema_version());
   sqlite3_finalize(st);
-  assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL),
+                   SQLITE_OK);
   assert_int_equal(sqlite3_step(st), SQLITE_ROW);
   assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
   sqlite3_finalize(st);
@@ -299,7 +315,9 @@ static void newer_schema_is_refused(void **state) {
   tw_store_close(s);
   sqlite3 *db;
   assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-  assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 999", NULL, NULL, NULL), SQLITE_OK);
+  assert_int_equal(
+      sqlite3_exec(db, "PRAGMA user_version = 999", NULL, NULL, NULL),
+      SQLITE_OK);
   sqlite3_close(db);
   struct tw_err err = {0};
   struct tw_store_opts o = {.path = path, .clock = &clk};
@@ -314,8 +332,11 @@ static void attempts_carry_tokens_and_move_the_job(void **state) {
   bool rep;
   struct tw_err err = {0};
   create(s, "j", NULL, "{}", &j, &rep, TW_OK);
-  struct tw_attempt_new an = {.job_id = j.id, .provider = "aws", .offer_id = "aws:r:z:t:spot",
-                              .market = "spot", .price_uusd_per_hour = 1500000,
+  struct tw_attempt_new an = {.job_id = j.id,
+                              .provider = "aws",
+                              .offer_id = "aws:r:z:t:spot",
+                              .market = "spot",
+                              .price_uusd_per_hour = 1500000,
                               .reason = "cheapest offer"};
   struct tw_attempt_rec a1, a2;
   assert_int_equal(tw_store_attempt_open(s, &an, &a1, &err), TW_OK);
@@ -328,15 +349,18 @@ static void attempts_carry_tokens_and_move_the_job(void **state) {
   assert_int_equal(g.state, TW_JOB_PLACING);
   tw_job_rec_release(&g);
   /* a capacity error: the attempt ends, the job stays placing for the next */
-  struct tw_attempt_close c1 = {.attempt_id = a1.id, .end_reason = "capacity",
-                                .job_to = TW_JOB_NSTATES};
+  struct tw_attempt_close c1 = {
+      .attempt_id = a1.id, .end_reason = "capacity", .job_to = TW_JOB_NSTATES};
   assert_int_equal(tw_store_attempt_close(s, &c1, &err), TW_OK);
   assert_int_equal(tw_store_attempt_open(s, &an, &a2, &err), TW_OK);
   assert_int_equal(a2.n, 2);
-  assert_int_equal(tw_store_attempt_launched(s, a2.id, "i-123", "{\"provider\":\"aws\"}", &err), TW_OK);
+  assert_int_equal(tw_store_attempt_launched(s, a2.id, "i-123",
+                                             "{\"provider\":\"aws\"}", &err),
+                   TW_OK);
   /* launched twice is a conflict */
   struct tw_err e2 = {0};
-  assert_int_equal(tw_store_attempt_launched(s, a2.id, "i-999", NULL, &e2), TW_E_CONFLICT);
+  assert_int_equal(tw_store_attempt_launched(s, a2.id, "i-999", NULL, &e2),
+                   TW_E_CONFLICT);
   assert_int_equal(tw_store_attempt_running(s, a2.id, &err), TW_OK);
   struct tw_attempt_rec *live;
   size_t n;
@@ -345,9 +369,12 @@ static void attempts_carry_tokens_and_move_the_job(void **state) {
   assert_string_equal(live[0].instance_id, "i-123");
   assert_int_equal(live[0].state, TW_ATTEMPT_RUNNING);
   free(live);
-  struct tw_attempt_close c2 = {.attempt_id = a2.id, .end_reason = "completed",
-                                .job_to = TW_JOB_SUCCEEDED, .job_reason = "done",
-                                .has_exit = true, .exit_code = 0};
+  struct tw_attempt_close c2 = {.attempt_id = a2.id,
+                                .end_reason = "completed",
+                                .job_to = TW_JOB_SUCCEEDED,
+                                .job_reason = "done",
+                                .has_exit = true,
+                                .exit_code = 0};
   assert_int_equal(tw_store_attempt_close(s, &c2, &err), TW_OK);
   assert_int_equal(tw_store_job_get(s, j.id, &g, &err), TW_OK);
   assert_int_equal(g.state, TW_JOB_SUCCEEDED);
@@ -380,8 +407,11 @@ static void queue_order_and_notes(void **state) {
   const int prio[] = {0, 5, 0, 5};
   char ids[4][TW_JOB_ID_LEN + 1];
   for (int i = 0; i < 4; i++) {
-    struct tw_job_new req = {.name = "q", .tenant = "t", .project = "p",
-                             .spec_json = "{}", .priority = prio[i]};
+    struct tw_job_new req = {.name = "q",
+                             .tenant = "t",
+                             .project = "p",
+                             .spec_json = "{}",
+                             .priority = prio[i]};
     struct tw_job_rec j;
     assert_int_equal(tw_store_job_create(s, &req, &j, NULL, &err), TW_OK);
     memcpy(ids[i], j.id, sizeof ids[i]);
@@ -389,7 +419,8 @@ static void queue_order_and_notes(void **state) {
   }
   struct tw_job_rec *q;
   size_t n;
-  assert_int_equal(tw_store_jobs_queued(s, TW_JOB_PENDING, 10, &q, &n, &err), TW_OK);
+  assert_int_equal(tw_store_jobs_queued(s, TW_JOB_PENDING, 10, &q, &n, &err),
+                   TW_OK);
   assert_int_equal(n, 4);
   const int want[] = {1, 3, 0, 2};
   for (int i = 0; i < 4; i++) {
@@ -416,7 +447,8 @@ static const char *const MOD_V1[] = {
 
 static enum tw_rc put_widget(struct tw_store *s, struct sqlite3 *db, void *arg,
                              struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, "INSERT INTO widgets (name) VALUES (?1)", err);
+  sqlite3_stmt *st =
+      tw_store_stmt(s, db, "INSERT INTO widgets (name) VALUES (?1)", err);
   if (!st)
     return TW_E_IO;
   sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
@@ -425,9 +457,10 @@ static enum tw_rc put_widget(struct tw_store *s, struct sqlite3 *db, void *arg,
   return r == SQLITE_DONE ? TW_OK : tw_err_set(err, TW_E_IO, "insert");
 }
 
-static enum tw_rc count_widgets(struct tw_store *s, struct sqlite3 *db, void *arg,
-                                struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, "SELECT count(*), sum(size + 3) FROM widgets", err);
+static enum tw_rc count_widgets(struct tw_store *s, struct sqlite3 *db,
+                                void *arg, struct tw_err *err) {
+  sqlite3_stmt *st =
+      tw_store_stmt(s, db, "SELECT count(*), sum(size + 3) FROM widgets", err);
   if (!st)
     return TW_E_IO;
   int r = sqlite3_step(st);
@@ -441,12 +474,15 @@ static void modules_migrate_themselves(void **state) {
   (void)state;
   struct tw_store *s = open_store();
   struct tw_err err = {0};
-  assert_int_equal(tw_store_migrate_module(s, "widgets", MOD_V1, 1, &err), TW_OK);
+  assert_int_equal(tw_store_migrate_module(s, "widgets", MOD_V1, 1, &err),
+                   TW_OK);
   if (tw_store_write(s, put_widget, "a", &err))
     fail_msg("%s", err.msg);
   /* a later build adds a migration: only that one runs, data is kept */
-  assert_int_equal(tw_store_migrate_module(s, "widgets", MOD_V1, 2, &err), TW_OK);
-  assert_int_equal(tw_store_migrate_module(s, "widgets", MOD_V1, 2, &err), TW_OK);
+  assert_int_equal(tw_store_migrate_module(s, "widgets", MOD_V1, 2, &err),
+                   TW_OK);
+  assert_int_equal(tw_store_migrate_module(s, "widgets", MOD_V1, 2, &err),
+                   TW_OK);
   assert_int_equal(tw_store_write(s, put_widget, "b", &err), TW_OK);
   int got[2];
   assert_int_equal(tw_store_read(s, count_widgets, got, &err), TW_OK);
@@ -454,7 +490,8 @@ static void modules_migrate_themselves(void **state) {
   assert_int_equal(got[1], 6);
   /* an older build refuses the newer module schema */
   struct tw_err e2 = {0};
-  assert_int_equal(tw_store_migrate_module(s, "widgets", MOD_V1, 1, &e2), TW_E_IO);
+  assert_int_equal(tw_store_migrate_module(s, "widgets", MOD_V1, 1, &e2),
+                   TW_E_IO);
   assert_non_null(strstr(e2.msg, "newer than this build"));
   tw_store_close(s);
 }
@@ -462,15 +499,23 @@ static void modules_migrate_themselves(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(create_get_and_reopen, setup, teardown),
-      cmocka_unit_test_setup_teardown(ids_are_time_ordered_and_unique, setup, teardown),
-      cmocka_unit_test_setup_teardown(idempotency_replays_and_conflicts, setup, teardown),
-      cmocka_unit_test_setup_teardown(list_pages_newest_first_with_filters, setup, teardown),
-      cmocka_unit_test_setup_teardown(transitions_are_validated_and_recorded, setup, teardown),
-      cmocka_unit_test_setup_teardown(concurrent_writes_share_commits, setup, teardown),
-      cmocka_unit_test_setup_teardown(schema_version_is_recorded, setup, teardown),
-      cmocka_unit_test_setup_teardown(attempts_carry_tokens_and_move_the_job, setup, teardown),
+      cmocka_unit_test_setup_teardown(ids_are_time_ordered_and_unique, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(idempotency_replays_and_conflicts, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(list_pages_newest_first_with_filters,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(transitions_are_validated_and_recorded,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(concurrent_writes_share_commits, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(schema_version_is_recorded, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(attempts_carry_tokens_and_move_the_job,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(queue_order_and_notes, setup, teardown),
-      cmocka_unit_test_setup_teardown(modules_migrate_themselves, setup, teardown),
+      cmocka_unit_test_setup_teardown(modules_migrate_themselves, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(newer_schema_is_refused, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

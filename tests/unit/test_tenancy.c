@@ -34,7 +34,8 @@ static struct tw_store *store;
 static struct tw_tenancy *ten;
 
 /* memmem without _GNU_SOURCE */
-static const void *find(const void *hay, size_t n, const void *needle, size_t k) {
+static const void *find(const void *hay, size_t n, const void *needle,
+                        size_t k) {
   for (size_t i = 0; k && i + k <= n; i++)
     if (!memcmp((const char *)hay + i, needle, k))
       return (const char *)hay + i;
@@ -46,8 +47,8 @@ static void open_all(void) {
   struct tw_store_opts so = {.path = path, .clock = &clk};
   if (tw_store_open(&so, &store, &err))
     fail_msg("store: %s", err.msg);
-  struct tw_tenancy_opts to = {.store = store, .clock = &clk,
-                               .admin_token_file = tokfile};
+  struct tw_tenancy_opts to = {
+      .store = store, .clock = &clk, .admin_token_file = tokfile};
   if (tw_tenancy_open(&to, &ten, &err))
     fail_msg("tenancy: %s", err.msg);
 }
@@ -75,8 +76,8 @@ static int teardown(void **state) {
   (void)state;
   close_all();
   char p[200];
-  const char *sfx[] = {"/t.db", "/t.db-wal", "/t.db-shm", "/admin.token", "/key",
-                       "/key.old"};
+  const char *sfx[] = {"/t.db",        "/t.db-wal", "/t.db-shm",
+                       "/admin.token", "/key",      "/key.old"};
   for (int i = 0; i < 6; i++) {
     snprintf(p, sizeof p, "%s%s", dir, sfx[i]);
     unlink(p);
@@ -121,22 +122,26 @@ static void first_start_writes_a_private_admin_token(void **state) {
 
 static void tokens_are_kept_only_as_hashes(void **state) {
   (void)state;
-  struct tw_principal u = {.name = "alice", .tenant = "default", .role = TW_ROLE_MEMBER};
+  struct tw_principal u = {
+      .name = "alice", .tenant = "default", .role = TW_ROLE_MEMBER};
   assert_int_equal(tw_tenancy_user_create(ten, &u, NULL), TW_OK);
   char tok[TW_TOKEN_LEN + 1];
   struct tw_token_info info;
-  assert_int_equal(tw_tenancy_token_create(ten, "alice", "laptop", 0, tok, &info, NULL),
-                   TW_OK);
+  assert_int_equal(
+      tw_tenancy_token_create(ten, "alice", "laptop", 0, tok, &info, NULL),
+      TW_OK);
   /* 256 bits of secret: 43 base64url characters after the id */
   assert_int_equal(strlen(tok), TW_TOKEN_LEN);
-  assert_int_equal(strlen(tok + 5 + TW_TOKEN_ID_LEN), 43); /* "_" may occur in it */
+  assert_int_equal(strlen(tok + 5 + TW_TOKEN_ID_LEN),
+                   43); /* "_" may occur in it */
   close_all();
   sqlite3 *db;
   assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
   sqlite3_stmt *st;
-  assert_int_equal(sqlite3_prepare_v2(db, "SELECT * FROM tenancy_tokens WHERE id = ?1", -1,
-                                      &st, NULL),
-                   SQLITE_OK);
+  assert_int_equal(
+      sqlite3_prepare_v2(db, "SELECT * FROM tenancy_tokens WHERE id = ?1", -1,
+                         &st, NULL),
+      SQLITE_OK);
   sqlite3_bind_text(st, 1, info.id, -1, SQLITE_STATIC);
   assert_int_equal(sqlite3_step(st), SQLITE_ROW);
   const char *secret = tok + 5 + TW_TOKEN_ID_LEN;
@@ -167,13 +172,14 @@ static void expect_auth(const char *tok, const char *why) {
 
 static void token_lifecycle(void **state) {
   (void)state;
-  struct tw_principal u = {.name = "bot", .tenant = "default", .role = TW_ROLE_CI,
-                           .service = true};
+  struct tw_principal u = {
+      .name = "bot", .tenant = "default", .role = TW_ROLE_CI, .service = true};
   assert_int_equal(tw_tenancy_user_create(ten, &u, NULL), TW_OK);
   char tok[TW_TOKEN_LEN + 1], tok2[TW_TOKEN_LEN + 1];
   struct tw_token_info info;
-  assert_int_equal(tw_tenancy_token_create(ten, "bot", "ci", 3600 * 1000, tok, &info, NULL),
-                   TW_OK);
+  assert_int_equal(
+      tw_tenancy_token_create(ten, "bot", "ci", 3600 * 1000, tok, &info, NULL),
+      TW_OK);
   struct tw_principal p;
   assert_int_equal(tw_tenancy_authenticate(ten, tok, &p, NULL), TW_OK);
   assert_string_equal(p.name, "bot");
@@ -195,25 +201,30 @@ static void token_lifecycle(void **state) {
   tw_clock_advance(&clk, 3600 * 1000);
   expect_auth(tok, "token expired");
   /* revocation, at once */
-  assert_int_equal(tw_tenancy_token_create(ten, "bot", "ci2", 0, tok2, NULL, NULL), TW_OK);
+  assert_int_equal(
+      tw_tenancy_token_create(ten, "bot", "ci2", 0, tok2, NULL, NULL), TW_OK);
   char id2[TW_TOKEN_ID_LEN + 1];
   memcpy(id2, tok2 + 4, TW_TOKEN_ID_LEN);
   id2[TW_TOKEN_ID_LEN] = '\0';
   assert_int_equal(tw_tenancy_authenticate(ten, tok2, &p, NULL), TW_OK);
   assert_int_equal(tw_tenancy_token_revoke(ten, id2, NULL), TW_OK);
   expect_auth(tok2, "token revoked");
-  assert_int_equal(tw_tenancy_token_revoke(ten, "0000000000000000", NULL), TW_E_NOTFOUND);
+  assert_int_equal(tw_tenancy_token_revoke(ten, "0000000000000000", NULL),
+                   TW_E_NOTFOUND);
   /* a disabled principal's tokens stop */
   char tok3[TW_TOKEN_LEN + 1];
-  assert_int_equal(tw_tenancy_token_create(ten, "bot", "ci3", 0, tok3, NULL, NULL), TW_OK);
+  assert_int_equal(
+      tw_tenancy_token_create(ten, "bot", "ci3", 0, tok3, NULL, NULL), TW_OK);
   assert_int_equal(tw_tenancy_user_disable(ten, "bot", NULL), TW_OK);
   expect_auth(tok3, "principal disabled");
-  assert_int_equal(tw_tenancy_token_create(ten, "bot", "x", 0, tok3, NULL, NULL),
-                   TW_E_CONFLICT);
+  assert_int_equal(
+      tw_tenancy_token_create(ten, "bot", "x", 0, tok3, NULL, NULL),
+      TW_E_CONFLICT);
   /* listing never shows token text and scopes by principal */
   struct tw_token_info *items;
   size_t n;
-  assert_int_equal(tw_tenancy_token_list(ten, "bot", NULL, &items, &n, NULL), TW_OK);
+  assert_int_equal(tw_tenancy_token_list(ten, "bot", NULL, &items, &n, NULL),
+                   TW_OK);
   assert_int_equal(n, 3);
   int revoked = 0;
   for (size_t i = 0; i < n; i++)
@@ -228,19 +239,25 @@ static void token_lifecycle(void **state) {
 static void principals_are_validated(void **state) {
   (void)state;
   struct tw_err err = {0};
-  struct tw_principal a = {.name = "eve", .tenant = "default", .role = TW_ROLE_ADMIN};
+  struct tw_principal a = {
+      .name = "eve", .tenant = "default", .role = TW_ROLE_ADMIN};
   assert_int_equal(tw_tenancy_user_create(ten, &a, &err), TW_E_INVALID);
   assert_string_equal(err.field, "role");
-  struct tw_principal b = {.name = "eve", .tenant = "*", .role = TW_ROLE_MEMBER};
+  struct tw_principal b = {
+      .name = "eve", .tenant = "*", .role = TW_ROLE_MEMBER};
   assert_int_equal(tw_tenancy_user_create(ten, &b, NULL), TW_E_INVALID);
-  struct tw_principal c = {.name = "eve", .tenant = "nowhere", .role = TW_ROLE_MEMBER};
+  struct tw_principal c = {
+      .name = "eve", .tenant = "nowhere", .role = TW_ROLE_MEMBER};
   assert_int_equal(tw_tenancy_user_create(ten, &c, NULL), TW_E_NOTFOUND);
-  struct tw_principal d = {.name = "bad name", .tenant = "default", .role = TW_ROLE_MEMBER};
+  struct tw_principal d = {
+      .name = "bad name", .tenant = "default", .role = TW_ROLE_MEMBER};
   assert_int_equal(tw_tenancy_user_create(ten, &d, NULL), TW_E_INVALID);
-  struct tw_principal e = {.name = "eve", .tenant = "default", .role = TW_ROLE_FINANCE};
+  struct tw_principal e = {
+      .name = "eve", .tenant = "default", .role = TW_ROLE_FINANCE};
   assert_int_equal(tw_tenancy_user_create(ten, &e, NULL), TW_OK);
   assert_int_equal(tw_tenancy_user_create(ten, &e, NULL), TW_E_CONFLICT);
-  assert_int_equal(tw_tenancy_tenant_create(ten, "default", NULL), TW_E_CONFLICT);
+  assert_int_equal(tw_tenancy_tenant_create(ten, "default", NULL),
+                   TW_E_CONFLICT);
   assert_int_equal(tw_tenancy_tenant_create(ten, "-x", NULL), TW_E_INVALID);
   assert_int_equal(tw_tenancy_tenant_create(ten, "ml", NULL), TW_OK);
   struct tw_principal *ps;
@@ -273,24 +290,30 @@ static void quota_versions_conflict(void **state) {
   /* a writer that read version v1 lost the race */
   struct tw_err err = {0};
   q.vcpus.limit = 8;
-  assert_int_equal(tw_tenancy_quota_set(ten, "ml", &q, v1, &got, &err), TW_E_CONFLICT);
+  assert_int_equal(tw_tenancy_quota_set(ten, "ml", &q, v1, &got, &err),
+                   TW_E_CONFLICT);
   assert_non_null(strstr(err.msg, "changed meanwhile"));
   assert_int_equal(tw_tenancy_quota_get(ten, "ml", &got, NULL), TW_OK);
   assert_int_equal(got.vcpus.limit, 64);
   q.spot_share_pct = 101;
-  assert_int_equal(tw_tenancy_quota_set(ten, "ml", &q, 0, &got, NULL), TW_E_INVALID);
-  assert_int_equal(tw_tenancy_quota_set(ten, "nowhere", &q, 0, &got, NULL), TW_E_INVALID);
+  assert_int_equal(tw_tenancy_quota_set(ten, "ml", &q, 0, &got, NULL),
+                   TW_E_INVALID);
+  assert_int_equal(tw_tenancy_quota_set(ten, "nowhere", &q, 0, &got, NULL),
+                   TW_E_INVALID);
   q.spot_share_pct = 0;
-  assert_int_equal(tw_tenancy_quota_set(ten, "nowhere", &q, 0, &got, NULL), TW_E_NOTFOUND);
+  assert_int_equal(tw_tenancy_quota_set(ten, "nowhere", &q, 0, &got, NULL),
+                   TW_E_NOTFOUND);
 }
 
-static void admit(const char *yaml, enum tw_rc want, const char *field, const char *text) {
+static void admit(const char *yaml, enum tw_rc want, const char *field,
+                  const char *text) {
   struct tw_job_spec spec;
   struct tw_err err = {0};
   if (tw_spec_parse(yaml, strlen(yaml), false, &spec, &err))
     fail_msg("spec: %s", err.msg);
   struct tw_admission adm;
-  assert_int_equal(tw_tenancy_admit(ten, &spec, "alice", "req-1", &adm, &err), want);
+  assert_int_equal(tw_tenancy_admit(ten, &spec, "alice", "req-1", &adm, &err),
+                   want);
   if (field)
     assert_string_equal(err.field, field);
   if (text && !strstr(err.msg, text))
@@ -311,15 +334,20 @@ static void admission_names_the_quota_and_the_numbers(void **state) {
   assert_int_equal(tw_tenancy_quota_set(ten, "ml", &q, 0, &got, NULL), TW_OK);
   admit("name: a\ntenant: ml\nresources:\n  cpus: 16\n", TW_OK, NULL, NULL);
   admit("name: b\ntenant: ml\nnodes: 4\nresources:\n  cpus: 16\n", TW_E_QUOTA,
-        "quota.vcpus", "the job needs 64 vCPUs (4 nodes x 16), the limit is 32");
-  admit("name: c\ntenant: ml\nresources:\n  accelerators: A100-80GB:8\n", TW_OK, NULL, NULL);
-  admit("name: d\ntenant: ml\nnodes: 2\nresources:\n  accelerators: A100:8\n", TW_E_QUOTA,
-        "quota.gpus.A100", "needs 16 A100 (2 nodes x 8), the limit is 8 (+4 borrowable)");
-  admit("name: e\ntenant: ml\nresources:\n  accelerators: H100:64\n", TW_OK, NULL, NULL);
+        "quota.vcpus",
+        "the job needs 64 vCPUs (4 nodes x 16), the limit is 32");
+  admit("name: c\ntenant: ml\nresources:\n  accelerators: A100-80GB:8\n", TW_OK,
+        NULL, NULL);
+  admit("name: d\ntenant: ml\nnodes: 2\nresources:\n  accelerators: A100:8\n",
+        TW_E_QUOTA, "quota.gpus.A100",
+        "needs 16 A100 (2 nodes x 8), the limit is 8 (+4 borrowable)");
+  admit("name: e\ntenant: ml\nresources:\n  accelerators: H100:64\n", TW_OK,
+        NULL, NULL);
   admit("name: f\ntenant: ml\nresources:\n  use_spot: true\n", TW_E_QUOTA,
         "quota.spot_share_pct", "spot_share_pct of tenant ml is 0%");
   /* a tenant nobody configured has no quota */
-  admit("name: g\ntenant: other\nnodes: 99\nresources:\n  cpus: 99\n", TW_OK, NULL, NULL);
+  admit("name: g\ntenant: other\nnodes: 99\nresources:\n  cpus: 99\n", TW_OK,
+        NULL, NULL);
 }
 
 static void write_key(const char *name, const char *text) {
@@ -336,55 +364,63 @@ static void secrets_are_sealed_and_rotate(void **state) {
   char kp[200], okp[200];
   snprintf(kp, sizeof kp, "%s/key", dir);
   snprintf(okp, sizeof okp, "%s/key.old", dir);
-  write_key("key.old", "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n");
+  write_key(
+      "key.old",
+      "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n");
   struct tw_secrets *s;
   struct tw_err err = {0};
   struct tw_secrets_opts so = {.store = store, .clock = &clk, .key_file = okp};
   assert_int_equal(tw_secrets_open(&so, &s, &err), TW_OK);
   static const char value[] = "AKIAEXAMPLE/wJalrXUtnFEMI/K7MDENG";
-  assert_int_equal(tw_secrets_put(s, "aws-main.secret_key", value, strlen(value), NULL),
-                   TW_OK);
+  assert_int_equal(
+      tw_secrets_put(s, "aws-main.secret_key", value, strlen(value), NULL),
+      TW_OK);
   char *v = NULL;
   size_t n = 0;
-  assert_int_equal(tw_secrets_get(s, "aws-main.secret_key", &v, &n, NULL), TW_OK);
+  assert_int_equal(tw_secrets_get(s, "aws-main.secret_key", &v, &n, NULL),
+                   TW_OK);
   assert_string_equal(v, value);
   tw_secrets_value_free(v, n);
   /* the file holds no plaintext */
   sqlite3 *db;
   sqlite3_stmt *st;
   assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-  assert_int_equal(sqlite3_prepare_v2(db, "SELECT ciphertext, key_id FROM secrets", -1, &st,
-                                      NULL),
+  assert_int_equal(sqlite3_prepare_v2(db,
+                                      "SELECT ciphertext, key_id FROM secrets",
+                                      -1, &st, NULL),
                    SQLITE_OK);
   assert_int_equal(sqlite3_step(st), SQLITE_ROW);
   assert_int_equal(sqlite3_column_bytes(st, 0), (int)strlen(value));
   assert_null(find(sqlite3_column_blob(st, 0), strlen(value), "AKIA", 4));
   char old_id[16];
-  snprintf(old_id, sizeof old_id, "%s", (const char *)sqlite3_column_text(st, 1));
+  snprintf(old_id, sizeof old_id, "%s",
+           (const char *)sqlite3_column_text(st, 1));
   sqlite3_finalize(st);
   /* a ciphertext moved to another name does not open (the name is AAD) */
   char *msg = NULL;
-  assert_int_equal(sqlite3_exec(db,
-                                "INSERT INTO secrets SELECT 'stolen', key_id, nonce,"
-                                " ciphertext, tag, updated_at_ms FROM secrets",
-                                NULL, NULL, &msg),
-                   SQLITE_OK);
+  assert_int_equal(
+      sqlite3_exec(db,
+                   "INSERT INTO secrets SELECT 'stolen', key_id, nonce,"
+                   " ciphertext, tag, updated_at_ms FROM secrets",
+                   NULL, NULL, &msg),
+      SQLITE_OK);
   assert_int_equal(tw_secrets_get(s, "stolen", &v, &n, &err), TW_E_AUTH);
   /* nor a flipped byte */
-  assert_int_equal(sqlite3_exec(db,
-                                "UPDATE secrets SET tag = zeroblob(16) WHERE name = 'stolen'",
-                                NULL, NULL, &msg),
-                   SQLITE_OK);
+  assert_int_equal(
+      sqlite3_exec(
+          db, "UPDATE secrets SET tag = zeroblob(16) WHERE name = 'stolen'",
+          NULL, NULL, &msg),
+      SQLITE_OK);
   assert_int_equal(tw_secrets_get(s, "stolen", &v, &n, NULL), TW_E_AUTH);
-  assert_int_equal(sqlite3_exec(db, "DELETE FROM secrets WHERE name = 'stolen'", NULL, NULL,
-                                &msg),
+  assert_int_equal(sqlite3_exec(db, "DELETE FROM secrets WHERE name = 'stolen'",
+                                NULL, NULL, &msg),
                    SQLITE_OK);
   sqlite3_close(db);
   tw_secrets_free(s);
   /* rotation: a new current key (base64 this time), the old as previous */
   write_key("key", "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=");
-  struct tw_secrets_opts so2 = {.store = store, .clock = &clk, .key_file = kp,
-                                .previous_key_file = okp};
+  struct tw_secrets_opts so2 = {
+      .store = store, .clock = &clk, .key_file = kp, .previous_key_file = okp};
   assert_int_equal(tw_secrets_open(&so2, &s, &err), TW_OK);
   assert_string_not_equal(tw_secrets_key_id(s), old_id);
   size_t rotated = 0;
@@ -394,7 +430,8 @@ static void secrets_are_sealed_and_rotate(void **state) {
   /* the new key alone opens it now */
   struct tw_secrets_opts so3 = {.store = store, .clock = &clk, .key_file = kp};
   assert_int_equal(tw_secrets_open(&so3, &s, &err), TW_OK);
-  assert_int_equal(tw_secrets_get(s, "aws-main.secret_key", &v, &n, NULL), TW_OK);
+  assert_int_equal(tw_secrets_get(s, "aws-main.secret_key", &v, &n, NULL),
+                   TW_OK);
   assert_string_equal(v, value);
   tw_secrets_value_free(v, n);
   struct tw_secret_info *items;
@@ -405,7 +442,8 @@ static void secrets_are_sealed_and_rotate(void **state) {
   tw_secrets_free(s);
   /* the old key alone no longer does */
   assert_int_equal(tw_secrets_open(&so, &s, &err), TW_OK);
-  assert_int_equal(tw_secrets_get(s, "aws-main.secret_key", &v, &n, &err), TW_E_AUTH);
+  assert_int_equal(tw_secrets_get(s, "aws-main.secret_key", &v, &n, &err),
+                   TW_E_AUTH);
   tw_secrets_free(s);
   /* keys that are not 32 bytes are refused without echoing them */
   write_key("key", "not-a-key");
@@ -415,15 +453,18 @@ static void secrets_are_sealed_and_rotate(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(first_start_writes_a_private_admin_token, setup,
+      cmocka_unit_test_setup_teardown(first_start_writes_a_private_admin_token,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(tokens_are_kept_only_as_hashes, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(tokens_are_kept_only_as_hashes, setup, teardown),
       cmocka_unit_test_setup_teardown(token_lifecycle, setup, teardown),
-      cmocka_unit_test_setup_teardown(principals_are_validated, setup, teardown),
-      cmocka_unit_test_setup_teardown(quota_versions_conflict, setup, teardown),
-      cmocka_unit_test_setup_teardown(admission_names_the_quota_and_the_numbers, setup,
+      cmocka_unit_test_setup_teardown(principals_are_validated, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(secrets_are_sealed_and_rotate, setup, teardown),
+      cmocka_unit_test_setup_teardown(quota_versions_conflict, setup, teardown),
+      cmocka_unit_test_setup_teardown(admission_names_the_quota_and_the_numbers,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(secrets_are_sealed_and_rotate, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

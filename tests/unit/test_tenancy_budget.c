@@ -36,15 +36,17 @@ static struct tw_fake *fake;
 static struct tw_sched *sched;
 static struct tw_tenancy *ten;
 
-/* ---- a webhook receiver ----------------------------------------------------- */
+/* ---- a webhook receiver -----------------------------------------------------
+ */
 
 static pthread_mutex_t hook_mu = PTHREAD_MUTEX_INITIALIZER;
 static char hook_body[4096];
 static int hook_calls;
 
-static enum MHD_Result on_hook(void *cls, struct MHD_Connection *c, const char *url,
-                               const char *method, const char *version,
-                               const char *data, size_t *size, void **ctx) {
+static enum MHD_Result on_hook(void *cls, struct MHD_Connection *c,
+                               const char *url, const char *method,
+                               const char *version, const char *data,
+                               size_t *size, void **ctx) {
   (void)cls, (void)url, (void)method, (void)version;
   if (!*ctx) {
     *ctx = (void *)1;
@@ -55,9 +57,10 @@ static enum MHD_Result on_hook(void *cls, struct MHD_Connection *c, const char *
   }
   if (*size) {
     pthread_mutex_lock(&hook_mu);
-    strncat(hook_body, data, *size < sizeof hook_body - strlen(hook_body) - 1
-                                 ? *size
-                                 : sizeof hook_body - strlen(hook_body) - 1);
+    strncat(hook_body, data,
+            *size < sizeof hook_body - strlen(hook_body) - 1
+                ? *size
+                : sizeof hook_body - strlen(hook_body) - 1);
     pthread_mutex_unlock(&hook_mu);
     *size = 0;
     return MHD_YES;
@@ -65,7 +68,8 @@ static enum MHD_Result on_hook(void *cls, struct MHD_Connection *c, const char *
   pthread_mutex_lock(&hook_mu);
   hook_calls++;
   pthread_mutex_unlock(&hook_mu);
-  struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
   enum MHD_Result ret = MHD_queue_response(c, 204, r);
   MHD_destroy_response(r);
   return ret;
@@ -74,7 +78,8 @@ static enum MHD_Result on_hook(void *cls, struct MHD_Connection *c, const char *
 static struct MHD_Daemon *hook;
 static int hook_port;
 
-/* ---- fixture ---------------------------------------------------------------- */
+/* ---- fixture ----------------------------------------------------------------
+ */
 
 static int setup(void **state) {
   (void)state;
@@ -104,18 +109,25 @@ static int setup(void **state) {
   o.billing_granularity_s = 1;
   tw_offer_make_id(&o);
   tw_fake_add_offer(fake, &o);
-  struct tw_tenancy_opts to = {.store = store, .clock = &clk, .providers = &prov,
-                               .n_providers = 1, .webhook_timeout_ms = 2000};
+  struct tw_tenancy_opts to = {.store = store,
+                               .clock = &clk,
+                               .providers = &prov,
+                               .n_providers = 1,
+                               .webhook_timeout_ms = 2000};
   if (tw_tenancy_open(&to, &ten, &err))
     return -1;
-  struct tw_sched_opts sopts = {.store = store, .clock = &clk, .providers = &prov,
-                                .n_providers = 1, .tenancy = ten};
-  if (tw_sched_new(&sopts, &sched, &err) || tw_tenancy_tenant_create(ten, "ml", &err))
+  struct tw_sched_opts sopts = {.store = store,
+                                .clock = &clk,
+                                .providers = &prov,
+                                .n_providers = 1,
+                                .tenancy = ten};
+  if (tw_sched_new(&sopts, &sched, &err) ||
+      tw_tenancy_tenant_create(ten, "ml", &err))
     return -1;
   tw_sched_tick(sched); /* the scheduler sees the offers; admission too */
   hook_calls = 0;
-  hook = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, on_hook, NULL,
-                          MHD_OPTION_END);
+  hook = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
+                          on_hook, NULL, MHD_OPTION_END);
   if (!hook)
     return -1;
   hook_port = MHD_get_daemon_info(hook, MHD_DAEMON_INFO_BIND_PORT)->port;
@@ -141,7 +153,8 @@ static int teardown(void **state) {
 
 /* Admits and stores a job as the API does: admission, the job, then its
  * owner and projected cost.  Returns the admission's rc. */
-static enum tw_rc submit(const char *yaml, char id[TW_JOB_ID_LEN + 1], struct tw_err *err) {
+static enum tw_rc submit(const char *yaml, char id[TW_JOB_ID_LEN + 1],
+                         struct tw_err *err) {
   struct tw_job_spec spec;
   if (tw_spec_parse(yaml, strlen(yaml), false, &spec, err))
     fail_msg("spec: %s", err->msg);
@@ -151,15 +164,22 @@ static enum tw_rc submit(const char *yaml, char id[TW_JOB_ID_LEN + 1], struct tw
     struct tw_buf b;
     tw_buf_init(&b);
     tw_spec_to_json(&spec, &b);
-    struct tw_job_new req = {.name = spec.name, .tenant = spec.tenant,
-                             .project = spec.project, .spec_json = b.data};
+    struct tw_job_new req = {.name = spec.name,
+                             .tenant = spec.tenant,
+                             .project = spec.project,
+                             .spec_json = b.data};
     struct tw_job_rec j;
     assert_int_equal(tw_store_job_create(store, &req, &j, NULL, err), TW_OK);
     memcpy(id, j.id, TW_JOB_ID_LEN + 1);
-    struct tw_job_created jc = {.job_id = j.id, .tenant = j.tenant, .project = j.project,
-                                .principal = "alice", .projected_uusd = adm.projected_uusd};
-    struct tw_audit_event ev = {.principal = "alice", .action = "POST /v1/jobs",
-                                .object = j.id, .outcome = "ok"};
+    struct tw_job_created jc = {.job_id = j.id,
+                                .tenant = j.tenant,
+                                .project = j.project,
+                                .principal = "alice",
+                                .projected_uusd = adm.projected_uusd};
+    struct tw_audit_event ev = {.principal = "alice",
+                                .action = "POST /v1/jobs",
+                                .object = j.id,
+                                .outcome = "ok"};
     assert_int_equal(tw_tenancy_request_done(ten, &ev, &jc, err), TW_OK);
     tw_job_rec_release(&j);
     tw_buf_release(&b);
@@ -181,7 +201,8 @@ static int audit_count(const char *action) {
   struct tw_audit_entry *e;
   size_t n;
   int64_t next;
-  assert_int_equal(tw_audit_list(tw_tenancy_audit(ten), &f, &e, &n, &next, NULL), TW_OK);
+  assert_int_equal(
+      tw_audit_list(tw_tenancy_audit(ten), &f, &e, &n, &next, NULL), TW_OK);
   tw_audit_entries_free(e, n);
   return (int)n;
 }
@@ -194,7 +215,8 @@ static void budget(int64_t limit, bool hard, bool stop, int64_t if_version,
   b.limit_uusd = limit;
   b.hard = hard;
   b.stop_running = stop;
-  snprintf(b.webhook, sizeof b.webhook, "http://127.0.0.1:%d/budget", hook_port);
+  snprintf(b.webhook, sizeof b.webhook, "http://127.0.0.1:%d/budget",
+           hook_port);
   struct tw_err err = {0};
   if (tw_tenancy_budget_set(ten, &b, if_version, out, &err))
     fail_msg("budget: %s", err.msg);
@@ -206,25 +228,30 @@ static void hard_budget_refuses_then_stops(void **state) {
   budget(3000000, true, true, 0, &b);
   char j1[TW_JOB_ID_LEN + 1], j2[TW_JOB_ID_LEN + 1];
   struct tw_err err = {0};
-  assert_int_equal(submit("name: one\ntenant: ml\nduration: 2h\nresources: {cpus: 4}\n", j1,
-                          &err),
-                   TW_OK);
+  assert_int_equal(
+      submit("name: one\ntenant: ml\nduration: 2h\nresources: {cpus: 4}\n", j1,
+             &err),
+      TW_OK);
   memset(&err, 0, sizeof err);
-  assert_int_equal(submit("name: two\ntenant: ml\nduration: 2h\nresources: {cpus: 4}\n", j2,
-                          &err),
-                   TW_E_QUOTA);
+  assert_int_equal(
+      submit("name: two\ntenant: ml\nduration: 2h\nresources: {cpus: 4}\n", j2,
+             &err),
+      TW_E_QUOTA);
   assert_string_equal(err.field, "budget.ml");
-  assert_string_equal(err.msg, "hard monthly budget of ml: limit $3.00, spent $0.00, "
-                               "committed $2.00; this job is projected at $2.00, which "
-                               "does not fit");
+  assert_string_equal(err.msg,
+                      "hard monthly budget of ml: limit $3.00, spent $0.00, "
+                      "committed $2.00; this job is projected at $2.00, which "
+                      "does not fit");
   assert_int_equal(audit_count("budget.refuse"), 1);
   /* a one-hour job still fits */
   char j3[TW_JOB_ID_LEN + 1];
   memset(&err, 0, sizeof err);
-  assert_int_equal(submit("name: three\ntenant: ml\nduration: 1h\nresources: {cpus: 4}\n",
-                          j3, &err),
-                   TW_OK);
-  struct tw_job_transition t = {.id = j3, .to = TW_JOB_CANCELLED, .reason = "user"};
+  assert_int_equal(
+      submit("name: three\ntenant: ml\nduration: 1h\nresources: {cpus: 4}\n",
+             j3, &err),
+      TW_OK);
+  struct tw_job_transition t = {
+      .id = j3, .to = TW_JOB_CANCELLED, .reason = "user"};
   assert_int_equal(tw_store_job_transition(store, &t, NULL, NULL), TW_OK);
 
   tw_sched_tick(sched);
@@ -257,8 +284,9 @@ static void hard_budget_refuses_then_stops(void **state) {
   assert_int_equal(state_of(j1), TW_JOB_CANCELLED);
   struct tw_job_rec j;
   assert_int_equal(tw_store_job_get(store, j1, &j, NULL), TW_OK);
-  assert_non_null(strstr(j.reason, "stopped: hard monthly budget of ml reached: spent "
-                                   "$1.60 + committed $0.40 >= limit $2.00"));
+  assert_non_null(strstr(j.reason,
+                         "stopped: hard monthly budget of ml reached: spent "
+                         "$1.60 + committed $0.40 >= limit $2.00"));
   tw_job_rec_release(&j);
   assert_int_equal(audit_count("budget.stop"), 1);
   /* the scheduler gives the instance back */
@@ -268,18 +296,21 @@ static void hard_budget_refuses_then_stops(void **state) {
   assert_int_equal(inst.state, TW_INST_TERMINATED);
   /* what is left (0.40 USD) admits a short job, not an hour */
   memset(&err, 0, sizeof err);
-  assert_int_equal(submit("name: four\ntenant: ml\nduration: 1h\nresources: {cpus: 4}\n",
-                          j2, &err),
-                   TW_E_QUOTA);
+  assert_int_equal(
+      submit("name: four\ntenant: ml\nduration: 1h\nresources: {cpus: 4}\n", j2,
+             &err),
+      TW_E_QUOTA);
   assert_non_null(strstr(err.msg, "limit $2.00, spent $1.60, committed $0.00"));
-  assert_int_equal(submit("name: five\ntenant: ml\nduration: 10m\nresources: {cpus: 4}\n",
-                          j2, &err),
-                   TW_OK);
+  assert_int_equal(
+      submit("name: five\ntenant: ml\nduration: 10m\nresources: {cpus: 4}\n",
+             j2, &err),
+      TW_OK);
   /* a stale If-Match loses */
   struct tw_budget x;
   tw_budget_init(&x);
   snprintf(x.tenant, sizeof x.tenant, "ml");
-  assert_int_equal(tw_tenancy_budget_set(ten, &x, b.version - 1, NULL, &err), TW_E_CONFLICT);
+  assert_int_equal(tw_tenancy_budget_set(ten, &x, b.version - 1, NULL, &err),
+                   TW_E_CONFLICT);
 }
 
 static void soft_budget_only_alerts(void **state) {
@@ -288,12 +319,14 @@ static void soft_budget_only_alerts(void **state) {
   budget(1000000, false, false, 0, &b);
   char j1[TW_JOB_ID_LEN + 1], j2[TW_JOB_ID_LEN + 1];
   struct tw_err err = {0};
-  assert_int_equal(submit("name: a\ntenant: ml\nduration: 2h\nresources: {cpus: 4}\n", j1,
-                          &err),
-                   TW_OK);
-  assert_int_equal(submit("name: b\ntenant: ml\nduration: 2h\nresources: {cpus: 4}\n", j2,
-                          &err),
-                   TW_OK);
+  assert_int_equal(
+      submit("name: a\ntenant: ml\nduration: 2h\nresources: {cpus: 4}\n", j1,
+             &err),
+      TW_OK);
+  assert_int_equal(
+      submit("name: b\ntenant: ml\nduration: 2h\nresources: {cpus: 4}\n", j2,
+             &err),
+      TW_OK);
   tw_sched_tick(sched);
   tw_sched_tick(sched);
   tw_clock_advance(&clk, 31 * 60 * 1000); /* 2 jobs x 31 min: 1.03 USD */
@@ -303,7 +336,8 @@ static void soft_budget_only_alerts(void **state) {
   struct tw_err e2 = {0};
   struct tw_budget bad = b;
   bad.stop_running = true;
-  assert_int_equal(tw_tenancy_budget_set(ten, &bad, b.version, NULL, &e2), TW_E_INVALID);
+  assert_int_equal(tw_tenancy_budget_set(ten, &bad, b.version, NULL, &e2),
+                   TW_E_INVALID);
   assert_string_equal(e2.field, "stop_running");
 }
 
@@ -325,14 +359,16 @@ static void periods_are_calendar_months_weeks_and_days(void **state) {
   assert_int_equal(s, 1764547200000);
   assert_int_equal(e, 1767225600000); /* 2026-01-01 */
   /* February of a leap year */
-  tn_period(TW_PERIOD_MONTHLY, 1709251200000 - 1 /* 2024-02-29 23:59:59.999 */, &s, &e);
+  tn_period(TW_PERIOD_MONTHLY, 1709251200000 - 1 /* 2024-02-29 23:59:59.999 */,
+            &s, &e);
   assert_int_equal(s, 1706745600000); /* 2024-02-01 */
   assert_int_equal(e, 1709251200000); /* 2024-03-01 */
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(hard_budget_refuses_then_stops, setup, teardown),
+      cmocka_unit_test_setup_teardown(hard_budget_refuses_then_stops, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(soft_budget_only_alerts, setup, teardown),
       cmocka_unit_test(periods_are_calendar_months_weeks_and_days),
   };

@@ -34,7 +34,8 @@ static struct tw_fake *fake;
 static struct tw_sched *sched;
 static struct tw_tenancy *ten;
 
-static void add_offer(const char *type, enum tw_market m, int64_t price, int vcpus) {
+static void add_offer(const char *type, enum tw_market m, int64_t price,
+                      int vcpus) {
   struct tw_offer o;
   tw_offer_init(&o);
   snprintf(o.provider, sizeof o.provider, "fake");
@@ -67,12 +68,15 @@ static int setup(void **state) {
   fake = tw_fake_of(prov);
   add_offer("cpu.8", TW_MARKET_ON_DEMAND, 400000, 8);
   add_offer("cpu.8s", TW_MARKET_SPOT, 120000, 8);
-  struct tw_tenancy_opts to = {.store = store, .clock = &clk, .providers = &prov,
-                               .n_providers = 1};
+  struct tw_tenancy_opts to = {
+      .store = store, .clock = &clk, .providers = &prov, .n_providers = 1};
   if (tw_tenancy_open(&to, &ten, &err))
     return -1;
-  struct tw_sched_opts o = {.store = store, .clock = &clk, .providers = &prov,
-                            .n_providers = 1, .tenancy = ten};
+  struct tw_sched_opts o = {.store = store,
+                            .clock = &clk,
+                            .providers = &prov,
+                            .n_providers = 1,
+                            .tenancy = ten};
   return tw_sched_new(&o, &sched, &err) ? -1 : 0;
 }
 
@@ -92,8 +96,8 @@ static int teardown(void **state) {
   return 0;
 }
 
-static void tenant(const char *name, const char *cohort, int64_t vcpus, int64_t borrow,
-                   int64_t jobs, int spot_pct) {
+static void tenant(const char *name, const char *cohort, int64_t vcpus,
+                   int64_t borrow, int64_t jobs, int spot_pct) {
   assert_int_equal(tw_tenancy_tenant_create(ten, name, NULL), TW_OK);
   struct tw_quota q, out;
   tw_quota_init(&q);
@@ -112,8 +116,10 @@ static void submit(const char *yaml, char id[TW_JOB_ID_LEN + 1]) {
   struct tw_buf b;
   tw_buf_init(&b);
   tw_spec_to_json(&spec, &b);
-  struct tw_job_new req = {.name = spec.name, .tenant = spec.tenant,
-                           .project = spec.project, .spec_json = b.data};
+  struct tw_job_new req = {.name = spec.name,
+                           .tenant = spec.tenant,
+                           .project = spec.project,
+                           .spec_json = b.data};
   struct tw_job_rec j;
   assert_int_equal(tw_store_job_create(store, &req, &j, NULL, &err), TW_OK);
   memcpy(id, j.id, TW_JOB_ID_LEN + 1);
@@ -162,7 +168,8 @@ static int audit_count(const char *action) {
   struct tw_audit_entry *e;
   size_t n;
   int64_t next;
-  assert_int_equal(tw_audit_list(tw_tenancy_audit(ten), &f, &e, &n, &next, NULL), TW_OK);
+  assert_int_equal(
+      tw_audit_list(tw_tenancy_audit(ten), &f, &e, &n, &next, NULL), TW_OK);
   tw_audit_entries_free(e, n);
   return (int)n;
 }
@@ -172,8 +179,9 @@ static void cohort_borrowing_and_reclaim(void **state) {
   tenant("ml", "research", 8, 8, -1, 100);
   tenant("vision", "research", 8, 8, -1, 100);
   char v1[TW_JOB_ID_LEN + 1], v2[TW_JOB_ID_LEN + 1], m1[TW_JOB_ID_LEN + 1];
-  const char *vjob = "name: v\ntenant: vision\nduration: 2h\nresources: {cpus: 8, "
-                     "market: on-demand}\n";
+  const char *vjob =
+      "name: v\ntenant: vision\nduration: 2h\nresources: {cpus: 8, "
+      "market: on-demand}\n";
   submit(vjob, v1);
   ticks(2);
   assert_int_equal(state_of(v1), TW_JOB_RUNNING);
@@ -183,7 +191,9 @@ static void cohort_borrowing_and_reclaim(void **state) {
   assert_int_equal(state_of(v2), TW_JOB_RUNNING);
   assert_int_equal(tw_fake_instances_created(fake), 2);
   /* ml wants its own quota back */
-  submit("name: m\ntenant: ml\nduration: 1h\nresources: {cpus: 8, market: on-demand}\n", m1);
+  submit("name: m\ntenant: ml\nduration: 1h\nresources: {cpus: 8, market: "
+         "on-demand}\n",
+         m1);
   ticks(1);
   enum tw_job_state ms = state_of(m1);
   assert_true(ms == TW_JOB_PROVISIONING || ms == TW_JOB_RUNNING);
@@ -198,12 +208,14 @@ static void cohort_borrowing_and_reclaim(void **state) {
   assert_int_equal(tw_fake_get(fake, a[0].instance_id, &inst), TW_OK);
   assert_int_equal(inst.state, TW_INST_TERMINATED);
   free(a);
-  assert_int_equal(events_with(v2, "preempted: tenant ml reclaims its vcpus quota"), 1);
+  assert_int_equal(
+      events_with(v2, "preempted: tenant ml reclaims its vcpus quota"), 1);
   assert_int_equal(audit_count("quota.reclaim"), 1);
   /* vision's job waits, said once however many passes go by */
   ticks(5);
   assert_int_equal(state_of(v2), TW_JOB_PENDING);
-  assert_int_equal(events_with(v2, "waiting for quota: quota vcpus of tenant vision"), 1);
+  assert_int_equal(
+      events_with(v2, "waiting for quota: quota vcpus of tenant vision"), 1);
   assert_int_equal(audit_count("quota.hold"), 1);
   /* ml's hour ends; its share goes back to the cohort, vision borrows again */
   tw_clock_advance(&clk, 3600 * 1000);
@@ -217,15 +229,21 @@ static void reservations_end_with_their_attempts(void **state) {
   (void)state;
   tenant("ml", "", 8, 0, -1, 100);
   char a[TW_JOB_ID_LEN + 1], b[TW_JOB_ID_LEN + 1];
-  submit("name: a\ntenant: ml\nduration: 10m\nresources: {cpus: 8, market: on-demand}\n", a);
-  submit("name: b\ntenant: ml\nduration: 10m\nresources: {cpus: 8, market: on-demand}\n", b);
+  submit("name: a\ntenant: ml\nduration: 10m\nresources: {cpus: 8, market: "
+         "on-demand}\n",
+         a);
+  submit("name: b\ntenant: ml\nduration: 10m\nresources: {cpus: 8, market: "
+         "on-demand}\n",
+         b);
   ticks(3);
   assert_int_equal(state_of(a), TW_JOB_RUNNING);
   assert_int_equal(state_of(b), TW_JOB_PENDING);
-  assert_int_equal(events_with(b, "quota vcpus of tenant ml: using 8, job needs 8, limit 8"),
-                   1);
+  assert_int_equal(
+      events_with(b, "quota vcpus of tenant ml: using 8, job needs 8, limit 8"),
+      1);
   /* cancelling a gives its share back at the next pass */
-  struct tw_job_transition t = {.id = a, .to = TW_JOB_CANCELLED, .reason = "user"};
+  struct tw_job_transition t = {
+      .id = a, .to = TW_JOB_CANCELLED, .reason = "user"};
   assert_int_equal(tw_store_job_transition(store, &t, NULL, NULL), TW_OK);
   ticks(3);
   assert_int_equal(state_of(b), TW_JOB_RUNNING);
@@ -239,8 +257,9 @@ static void concurrent_jobs_limit_holds_the_next_job(void **state) {
   submit("name: b\ntenant: ml\nduration: 10m\nresources: {cpus: 8}\n", b);
   ticks(2);
   assert_int_equal(state_of(b), TW_JOB_PENDING);
-  assert_int_equal(events_with(b, "quota jobs of tenant ml: using 1, job needs 1, limit 1"),
-                   1);
+  assert_int_equal(
+      events_with(b, "quota jobs of tenant ml: using 1, job needs 1, limit 1"),
+      1);
   tw_clock_advance(&clk, 10 * 60 * 1000);
   ticks(3);
   assert_int_equal(state_of(a), TW_JOB_SUCCEEDED);
@@ -265,11 +284,14 @@ static void spot_share_zero_places_on_demand(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(cohort_borrowing_and_reclaim, setup, teardown),
-      cmocka_unit_test_setup_teardown(reservations_end_with_their_attempts, setup, teardown),
-      cmocka_unit_test_setup_teardown(concurrent_jobs_limit_holds_the_next_job, setup,
+      cmocka_unit_test_setup_teardown(cohort_borrowing_and_reclaim, setup,
                                       teardown),
-      cmocka_unit_test_setup_teardown(spot_share_zero_places_on_demand, setup, teardown),
+      cmocka_unit_test_setup_teardown(reservations_end_with_their_attempts,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(concurrent_jobs_limit_holds_the_next_job,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(spot_share_zero_places_on_demand, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,12 +60,14 @@ static void rules_are_well_formed(void **state) {
         fail_msg("%s: OWN on a target without an owner", what);
     }
     for (size_t k = 0; k < i; k++)
-      if (!strcmp(rules[k].method, r->method) && !strcmp(rules[k].path, r->path))
+      if (!strcmp(rules[k].method, r->method) &&
+          !strcmp(rules[k].path, r->path))
         fail_msg("%s: two rules", what);
   }
 }
 
-static enum tw_perm perm(const char *method, const char *path, enum tw_role role) {
+static enum tw_perm perm(const char *method, const char *path,
+                         enum tw_role role) {
   const struct tw_rbac_rule *r = tw_rbac_find(method, path);
   if (!r)
     fail_msg("no rule for %s %s", method, path);
@@ -76,11 +78,14 @@ static void roles_match_the_model(void **state) {
   (void)state;
   /* member: submits, reads the tenant's jobs, cancels its own */
   assert_int_equal(perm("POST", "/v1/jobs", TW_ROLE_MEMBER), TW_PERM_TENANT);
-  assert_int_equal(perm("GET", "/v1/jobs/{id}", TW_ROLE_MEMBER), TW_PERM_TENANT);
-  assert_int_equal(perm("DELETE", "/v1/jobs/{id}", TW_ROLE_MEMBER), TW_PERM_OWN);
+  assert_int_equal(perm("GET", "/v1/jobs/{id}", TW_ROLE_MEMBER),
+                   TW_PERM_TENANT);
+  assert_int_equal(perm("DELETE", "/v1/jobs/{id}", TW_ROLE_MEMBER),
+                   TW_PERM_OWN);
   /* viewer: reads, never writes */
   assert_int_equal(perm("POST", "/v1/jobs", TW_ROLE_VIEWER), TW_PERM_DENY);
-  assert_int_equal(perm("DELETE", "/v1/jobs/{id}", TW_ROLE_VIEWER), TW_PERM_DENY);
+  assert_int_equal(perm("DELETE", "/v1/jobs/{id}", TW_ROLE_VIEWER),
+                   TW_PERM_DENY);
   assert_int_equal(perm("GET", "/v1/jobs", TW_ROLE_VIEWER), TW_PERM_TENANT);
   /* ci: submits and reads its own jobs only */
   assert_int_equal(perm("POST", "/v1/jobs", TW_ROLE_CI), TW_PERM_TENANT);
@@ -92,22 +97,28 @@ static void roles_match_the_model(void **state) {
   assert_int_equal(perm("GET", "/v1/audit", TW_ROLE_FINANCE), TW_PERM_TENANT);
   assert_int_equal(perm("POST", "/v1/jobs", TW_ROLE_FINANCE), TW_PERM_DENY);
   /* tenant-admin: its tenant's people and budgets, not the quota */
-  assert_int_equal(perm("POST", "/v1/users", TW_ROLE_TENANT_ADMIN), TW_PERM_TENANT);
-  assert_int_equal(perm("PUT", "/v1/tenants/{tenant}/quota", TW_ROLE_TENANT_ADMIN),
-                   TW_PERM_DENY);
+  assert_int_equal(perm("POST", "/v1/users", TW_ROLE_TENANT_ADMIN),
+                   TW_PERM_TENANT);
+  assert_int_equal(
+      perm("PUT", "/v1/tenants/{tenant}/quota", TW_ROLE_TENANT_ADMIN),
+      TW_PERM_DENY);
   /* the admin's own */
   for (int role = 1; role < TW_ROLE_COUNT; role++) {
-    assert_int_equal(perm("POST", "/v1/tenants", (enum tw_role)role), TW_PERM_DENY);
-    assert_int_equal(perm("PUT", "/v1/secrets/{name}", (enum tw_role)role), TW_PERM_DENY);
+    assert_int_equal(perm("POST", "/v1/tenants", (enum tw_role)role),
+                     TW_PERM_DENY);
+    assert_int_equal(perm("PUT", "/v1/secrets/{name}", (enum tw_role)role),
+                     TW_PERM_DENY);
     assert_int_equal(perm("GET", "/metrics", (enum tw_role)role), TW_PERM_DENY);
-    assert_int_equal(perm("GET", "/v1/audit/verify", (enum tw_role)role), TW_PERM_DENY);
+    assert_int_equal(perm("GET", "/v1/audit/verify", (enum tw_role)role),
+                     TW_PERM_DENY);
   }
   /* probes need nobody */
   assert_int_equal(tw_rbac_find("GET", "/healthz")->target, TW_TGT_PUBLIC);
   assert_int_equal(tw_rbac_find("GET", "/readyz")->target, TW_TGT_PUBLIC);
 }
 
-static struct tw_principal who(const char *name, const char *tenant, enum tw_role role) {
+static struct tw_principal who(const char *name, const char *tenant,
+                               enum tw_role role) {
   struct tw_principal p;
   memset(&p, 0, sizeof p);
   snprintf(p.name, sizeof p.name, "%s", name);
