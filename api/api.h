@@ -11,9 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "auth.h"
-#include "broker/clock.h"
-#include "broker/err.h"
+#include "api/auth.h"
+#include "broker/base/clock.h"
+#include "broker/base/err.h"
 
 struct tw_api;
 struct tw_store;

@@ -6,9 +6,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "api.h"
-#include "broker/err.h"
-#include "broker/mem.h"
+#include "api/api.h"
+#include "broker/base/err.h"
+#include "broker/base/mem.h"
 
 #define TW_API_MAX_HEADERS 8
 

@@ -1,7 +1,7 @@
 /* auth.c - authentication, authorization, rate limiting, the audit entry
  * of each mutating request, and the server's TLS options (see
  * auth_int.h). */
-#include "auth_int.h"
+#include "api/auth_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,11 +12,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "broker/audit.h"
-#include "broker/log.h"
-#include "broker/spec.h"
-#include "broker/store.h"
-#include "broker/tenancy.h"
+#include "broker/tenancy/audit.h"
+#include "broker/base/log.h"
+#include "broker/core/spec.h"
+#include "broker/core/store.h"
+#include "broker/tenancy/tenancy.h"
 
 #define BUCKETS 1024
 #define PROBE 8

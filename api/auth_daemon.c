@@ -1,16 +1,16 @@
 /* auth_daemon.c - the daemon's security from its config (see
  * auth_daemon.h). */
-#include "auth_daemon.h"
+#include "api/auth_daemon.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/config.h"
-#include "broker/log.h"
-#include "broker/mem.h"
-#include "broker/secrets.h"
-#include "broker/tenancy.h"
+#include "broker/core/config.h"
+#include "broker/base/log.h"
+#include "broker/base/mem.h"
+#include "broker/tenancy/secrets.h"
+#include "broker/tenancy/tenancy.h"
 #include "providers/provider.h"
 
 static const char *opt(const char *s) { return s && *s ? s : NULL; }

@@ -1,9 +1,9 @@
 /* auth_daemon.h - the daemon's security, set up from its config in one
- * call: principals and the audit log (broker/tenancy.h, with the first
- * start's admin token), sealed provider credentials (broker/secrets.h),
+ * call: principals and the audit log (broker/tenancy/tenancy.h, with the first
+ * start's admin token), sealed provider credentials (broker/tenancy/secrets.h),
  * the maintenance thread of budgets, and the API's struct tw_auth_opts.
  *
- * Config keys (broker/config.c; configs/tradewind.yaml documents them):
+ * Config keys (broker/core/config.c; configs/tradewind.yaml documents them):
  *   auth.mode               tokens (default) | open
  *   auth.admin_token_file   default: admin.token beside the db
  *   auth.rate_limit_per_s   per token; 0: no limit.  auth.rate_limit_burst
@@ -16,8 +16,8 @@
 
 #include <stddef.h>
 
-#include "auth.h"
-#include "broker/err.h"
+#include "api/auth.h"
+#include "broker/base/err.h"
 
 struct tw_cfg;
 struct tw_store;

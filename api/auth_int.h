@@ -21,9 +21,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "api_int.h"
-#include "auth.h"
-#include "rbac.h"
+#include "api/api_int.h"
+#include "api/auth.h"
+#include "api/rbac.h"
 
 struct tw_auth;
 struct tw_job_spec;

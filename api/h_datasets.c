@@ -1,18 +1,18 @@
 /* h_datasets.c - POST /v1/datasets (register, or add what is known: a
  * size, more locations) and GET /v1/datasets (list with cursor paging, or
- * one with ?uri=).  broker/datasets.h keeps them; placement reads them
+ * one with ?uri=).  broker/core/datasets.h keeps them; placement reads them
  * for egress and transfer costs and for shared replication. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "api_int.h"
-#include "broker/clock.h"
-#include "broker/datasets.h"
-#include "broker/node.h"
-#include "broker/spec.h"
-#include "h_placement.h"
+#include "api/api_int.h"
+#include "broker/base/clock.h"
+#include "broker/core/datasets.h"
+#include "broker/base/node.h"
+#include "broker/core/spec.h"
+#include "api/h_placement.h"
 
 static void add_time(struct tw_buf *b, const char *key, int64_t ms) {
   char t[40];

@@ -1,4 +1,4 @@
-/* h_offers.c - GET /v1/offers: the catalog (billing/catalog.h), filtered,
+/* h_offers.c - GET /v1/offers: the catalog (billing/catalog/catalog.h), filtered,
  * sorted and paged, with each offer's source and the staleness of every
  * source.
  *
@@ -23,9 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api_int.h"
-#include "billing/catalog.h"
-#include "broker/clock.h"
+#include "api/api_int.h"
+#include "billing/catalog/catalog.h"
+#include "broker/base/clock.h"
 
 static void add_time(struct tw_buf *b, int64_t ms) {
   char t[40];

@@ -4,7 +4,7 @@
  * expands TW_PLACEMENT_ROUTES inside tw_routes[]).  Each has its rule in
  * api/rbac.c and its path in api/openapi.yaml.
  *
- * They reach placement through the daemon's placer (policies/placer.h,
+ * They reach placement through the daemon's placer (policies/place/placer.h,
  * tw_placer_default): the policy set in force and the scheduler's last
  * offer index.  Without one (a server started alone, in tests) plans use
  * the default set over no offers, and PUT /v1/policies answers 503. */

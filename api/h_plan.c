@@ -1,6 +1,6 @@
 /* h_plan.c - POST /v1/plan: where a job would run if submitted now, and
  * why: the ranked candidates with their cost breakdown and scores, and
- * the offers filtered out, counted per reason (policies/plan.h).  Nothing
+ * the offers filtered out, counted per reason (policies/place/plan.h).  Nothing
  * is stored. */
 #include <stdbool.h>
 #include <stdio.h>
@@ -8,13 +8,13 @@
 #include <string.h>
 #include <strings.h>
 
-#include "api_int.h"
-#include "broker/clock.h"
-#include "broker/datasets.h"
-#include "broker/spec.h"
-#include "h_placement.h"
-#include "policies/placer.h"
-#include "policies/plan.h"
+#include "api/api_int.h"
+#include "broker/base/clock.h"
+#include "broker/core/datasets.h"
+#include "broker/core/spec.h"
+#include "api/h_placement.h"
+#include "policies/place/placer.h"
+#include "policies/place/plan.h"
 
 #define PLAN_CANDIDATES_MAX 256
 

@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "api_int.h"
-#include "broker/log.h"
-#include "h_placement.h"
-#include "policies/placer.h"
+#include "api/api_int.h"
+#include "broker/base/log.h"
+#include "api/h_placement.h"
+#include "policies/place/placer.h"
 
 static void render(struct tw_req *r, struct tw_placer *pl,
                    const struct tw_policy_set *set) {

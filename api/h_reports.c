@@ -1,18 +1,18 @@
 /* h_reports.c - GET /v1/reports/spend: the ledger's spend, grouped, as
  * JSON, CSV, FOCUS 1.0 CSV or a self-contained HTML page
- * (billing/report.h).  Budgets come from the tenancy module when it keeps
+ * (billing/report/report.h).  Budgets come from the tenancy module when it keeps
  * monthly ones, else from the config's billing.budgets. */
 #include <string.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "api_int.h"
-#include "auth_int.h"
-#include "billing/ledger.h"
-#include "billing/report.h"
-#include "broker/clock.h"
-#include "broker/tenancy.h"
+#include "api/api_int.h"
+#include "api/auth_int.h"
+#include "billing/ledger/ledger.h"
+#include "billing/report/report.h"
+#include "broker/base/clock.h"
+#include "broker/tenancy/tenancy.h"
 
 /* The tenancy module's monthly budgets, when it keeps any; *out NULL
  * otherwise (the report then reads the config's).  Weekly and daily
@@ -68,7 +68,7 @@ void tw_h_reports_spend(struct tw_req *r) {
     goto bad;
   q.tenant = tenant && *tenant ? tenant : NULL;
   q.project = project && *project ? project : NULL;
-  /* The daemon migrates the ledger at start (billing/meter.h); a server
+  /* The daemon migrates the ledger at start (billing/ledger/meter.h); a server
    * started without metering still answers, with an empty ledger. */
   struct tw_ledger_budget *budgets = NULL;
   size_t n_budgets = 0;

@@ -14,13 +14,13 @@
 #include <string.h>
 #include <strings.h>
 
-#include "auth_int.h"
-#include "auth_routes.h"
-#include "broker/audit.h"
-#include "broker/clock.h"
-#include "broker/secrets.h"
-#include "broker/spec.h"
-#include "broker/tenancy.h"
+#include "api/auth_int.h"
+#include "api/auth_routes.h"
+#include "broker/tenancy/audit.h"
+#include "broker/base/clock.h"
+#include "broker/tenancy/secrets.h"
+#include "broker/core/spec.h"
+#include "broker/tenancy/tenancy.h"
 
 /* Tokens live this long unless the request says otherwise. */
 #define DEFAULT_TOKEN_TTL_S (90LL * 86400)

@@ -6,13 +6,13 @@
 #include <string.h>
 #include <strings.h>
 
-#include "api_int.h"
-#include "billing/catalog.h"
-#include "auth_int.h"
-#include "broker/clock.h"
-#include "broker/log.h"
-#include "broker/spec.h"
-#include "broker/store.h"
+#include "api/api_int.h"
+#include "billing/catalog/catalog.h"
+#include "api/auth_int.h"
+#include "broker/base/clock.h"
+#include "broker/base/log.h"
+#include "broker/core/spec.h"
+#include "broker/core/store.h"
 #include "providers/provider.h"
 
 static void add_time(struct tw_buf *b, const char *key, int64_t ms) {
@@ -84,7 +84,7 @@ void tw_h_metrics(struct tw_req *r) {
       "# TYPE tradewind_store_writes_total counter\n"
       "tradewind_store_writes_total %llu\n",
       (unsigned long long)st.commits, (unsigned long long)st.ops);
-  tw_catalog_metrics(tw_catalog_published(), &r->out); /* billing/catalog.h */
+  tw_catalog_metrics(tw_catalog_published(), &r->out); /* billing/catalog/catalog.h */
   r->status = 200;
   r->content_type = "text/plain; version=0.0.4; charset=utf-8";
 }

@@ -2,7 +2,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "api_int.h"
+#include "api/api_int.h"
 
 static const struct {
   enum tw_rc rc;

@@ -1,5 +1,5 @@
 /* rbac.c - the policy table and the decision (see rbac.h). */
-#include "rbac.h"
+#include "api/rbac.h"
 
 #include <string.h>
 

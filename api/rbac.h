@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "broker/tenancy.h"
+#include "broker/tenancy/tenancy.h"
 
 enum tw_perm { TW_PERM_DENY = 0, TW_PERM_OWN, TW_PERM_TENANT, TW_PERM_ANY };
 

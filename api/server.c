@@ -12,13 +12,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "api_int.h"
-#include "auth_int.h"
-#include "auth_routes.h"
-#include "h_placement.h"
-#include "broker/clock.h"
-#include "broker/log.h"
-#include "broker/store.h"
+#include "api/api_int.h"
+#include "api/auth_int.h"
+#include "api/auth_routes.h"
+#include "api/h_placement.h"
+#include "broker/base/clock.h"
+#include "broker/base/log.h"
+#include "broker/core/store.h"
 #include "providers/provider.h"
 
 void tw_h_offers_list(struct tw_req *r); /* h_offers.c */

@@ -32,8 +32,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "billing/catalog.h"
-#include "broker/mem.h"
+#include "billing/catalog/catalog.h"
+#include "broker/base/mem.h"
 
 static int failed;
 

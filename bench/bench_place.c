@@ -32,11 +32,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "broker/model.h"
-#include "broker/spec.h"
-#include "policies/index.h"
-#include "policies/plan.h"
-#include "policies/policy.h"
+#include "broker/base/model.h"
+#include "broker/core/spec.h"
+#include "policies/place/index.h"
+#include "policies/place/plan.h"
+#include "policies/place/policy.h"
 
 #ifndef TW_SOURCE_DIR
 #define TW_SOURCE_DIR "."

@@ -42,10 +42,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "broker/clock.h"
-#include "broker/log.h"
-#include "broker/mem.h"
-#include "broker/node.h"
+#include "broker/base/clock.h"
+#include "broker/base/log.h"
+#include "broker/base/mem.h"
+#include "broker/base/node.h"
 #include "providers/aws/ec2_xml.h"
 #include "providers/provider.h"
 #include "providers/sigv4.h"

@@ -23,10 +23,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "billing/ledger.h"
-#include "billing/report.h"
-#include "broker/mem.h"
-#include "broker/store.h"
+#include "billing/ledger/ledger.h"
+#include "billing/report/report.h"
+#include "broker/base/mem.h"
+#include "broker/core/store.h"
 
 #define T0 1756684800000LL /* 2025-09-01T00:00:00Z */
 #define DAYS 90

@@ -20,7 +20,7 @@
  * What runs is the daemon's own code, not a copy: placement
  * (tw_place_rank), the blocklist, the strategies (tw_fallback_decide and
  * tw_fallback_apply) and the checkpoint rule (tw_checkpoint_kept), called
- * at the points where broker/monitor.c calls them: a job that needs an
+ * at the points where broker/sched/monitor.c calls them: a job that needs an
  * instance is placed (event place, or interrupted right after an
  * interruption); a job on on-demand under the deadline strategy is
  * reviewed every tick and moves back to spot right after a periodic
@@ -49,14 +49,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "broker/blocklist.h"
-#include "broker/checkpoint.h"
-#include "broker/clock.h"
-#include "broker/log.h"
-#include "broker/mem.h"
-#include "broker/spec.h"
-#include "policies/fallback_strategy.h"
-#include "policies/place.h"
+#include "broker/sched/blocklist.h"
+#include "broker/sched/checkpoint.h"
+#include "broker/base/clock.h"
+#include "broker/base/log.h"
+#include "broker/base/mem.h"
+#include "broker/core/spec.h"
+#include "policies/fallback/fallback_strategy.h"
+#include "policies/place/place.h"
 
 #ifndef TW_SOURCE_DIR
 #define TW_SOURCE_DIR "."
@@ -375,7 +375,7 @@ static void remember(struct job *j, int offer, int64_t t_s) {
   j->past[j->n_past++] = (struct past){.offer = offer, .ended_s = t_s};
 }
 
-/* The strategy's view of the job, as broker/monitor.c builds it. */
+/* The strategy's view of the job, as broker/sched/monitor.c builds it. */
 static void view(const struct sim *s, const struct job *j, int64_t t_s,
                  enum tw_fallback_event ev, struct tw_fallback_job *v) {
   memset(v, 0, sizeof *v);
@@ -394,7 +394,7 @@ static void view(const struct sim *s, const struct job *j, int64_t t_s,
 }
 
 /* Offers the job must avoid now: the blocklist's, and its own recent
- * failures (broker/monitor.c, sched__spot_excludes). */
+ * failures (broker/sched/monitor.c, sched__spot_excludes). */
 static size_t exclusions(struct sim *s, const struct job *j, int64_t t_s,
                          const char **excl) {
   size_t n = 0;

@@ -7,21 +7,21 @@
 
 #include "api/api.h"
 #include "api/auth_daemon.h"
-#include "billing/catalog.h"
-#include "billing/meter.h"
-#include "broker/audit.h"
-#include "broker/blocklist.h"
-#include "broker/datasets.h"
-#include "broker/config.h"
-#include "broker/log.h"
-#include "broker/model.h"
-#include "broker/node.h"
-#include "broker/reconcile.h"
-#include "broker/sched.h"
-#include "broker/store.h"
-#include "broker/tenancy.h"
-#include "policies/fallback_strategy.h"
-#include "policies/placer.h"
+#include "billing/catalog/catalog.h"
+#include "billing/ledger/meter.h"
+#include "broker/tenancy/audit.h"
+#include "broker/sched/blocklist.h"
+#include "broker/core/datasets.h"
+#include "broker/core/config.h"
+#include "broker/base/log.h"
+#include "broker/base/model.h"
+#include "broker/base/node.h"
+#include "broker/sched/reconcile.h"
+#include "broker/sched/sched.h"
+#include "broker/core/store.h"
+#include "broker/tenancy/tenancy.h"
+#include "policies/fallback/fallback_strategy.h"
+#include "policies/place/placer.h"
 #include "providers/provider.h"
 
 static void usage(FILE *f) {
@@ -45,7 +45,7 @@ static void usage(FILE *f) {
 }
 
 /* The meter's prices in force: the configured providers' offers in the
- * catalog's current snapshot (billing/meter.h, billing/catalog.h), so the
+ * catalog's current snapshot (billing/ledger/meter.h, billing/catalog/catalog.h), so the
  * meter charges what placement saw without listing offers again. */
 struct meter_src {
   struct tw_provider **p;
@@ -65,7 +65,7 @@ static void meter_offers(void *ctx, struct tw_offer_list *out) {
   free(accounts);
 }
 
-/* The reconciler's actions go to the audit log too (broker/reconcile.h). */
+/* The reconciler's actions go to the audit log too (broker/sched/reconcile.h). */
 static void reconcile_audit(void *ctx, const struct tw_reconcile_action *a) {
   char action[40], detail[400];
   snprintf(action, sizeof action, "reconcile.%s", a->action);
@@ -152,7 +152,7 @@ int main(int argc, char **argv) {
     cfg->db = strdup(db);
   }
   apply_log(cfg);
-  /* Placement policies (policies/policy.h): validated before anything
+  /* Placement policies (policies/place/policy.h): validated before anything
    * starts.  The placer shares the set in force (and the scheduler's
    * offer index) with the REST handlers; a reload swaps the set whole. */
   char cfg_dir[1024];
@@ -183,7 +183,7 @@ int main(int argc, char **argv) {
     tw_cfg_free(cfg);
     return 1;
   }
-  /* Metering: attempts become ledger rows (billing/meter.h). */
+  /* Metering: attempts become ledger rows (billing/ledger/meter.h). */
   struct meter_src msrc = {0};
   struct tw_meter *meter = NULL;
   struct tw_meter_cfg mcfg;
@@ -241,7 +241,7 @@ int main(int argc, char **argv) {
   msrc.p = provs;
   msrc.n = n_prov;
   /* The catalog: every source's offers normalized, versioned in the store
-   * and refreshed per source on threads of its own (billing/catalog.h).
+   * and refreshed per source on threads of its own (billing/catalog/catalog.h).
    * Placement, the meter and GET /v1/offers read its snapshots; it is
    * published before the scheduler is made, which takes it from there. */
   struct tw_catalog *cat = NULL;

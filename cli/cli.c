@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "broker/node.h"
+#include "broker/base/node.h"
 #include "cli/cli_int.h"
 
 #ifndef TW_VERSION

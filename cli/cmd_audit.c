@@ -11,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "broker/audit.h"
+#include "broker/tenancy/audit.h"
 #include "cli/cli_int.h"
 
 /* shared with cmd_tenant.c */

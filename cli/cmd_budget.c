@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "broker/spec.h"
+#include "broker/core/spec.h"
 #include "cli/cli_int.h"
 
 /* shared with cmd_tenant.c */

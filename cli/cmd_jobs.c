@@ -5,9 +5,9 @@
 
 #include <jansson.h>
 
-#include "broker/clock.h"
-#include "broker/job.h"
-#include "broker/node.h"
+#include "broker/base/clock.h"
+#include "broker/core/job.h"
+#include "broker/base/node.h"
 #include "cli/cli_int.h"
 
 /* --all stops here even if the server keeps handing out cursors. */

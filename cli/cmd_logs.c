@@ -13,7 +13,7 @@
 
 #include <jansson.h>
 
-#include "broker/clock.h"
+#include "broker/base/clock.h"
 #include "cli/cli_int.h"
 
 #define LOGS_CHUNK 65536

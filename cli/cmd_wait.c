@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "broker/clock.h"
+#include "broker/base/clock.h"
 #include "cli/cli_int.h"
 
 static void print_change(struct tw_cli *c, const char *id, const char *from,

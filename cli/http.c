@@ -1,4 +1,4 @@
-#include "http.h"
+#include "cli/http.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "broker/err.h"
-#include "broker/mem.h"
+#include "broker/base/err.h"
+#include "broker/base/mem.h"
 
 /* Responses larger than this are refused (TW_E_TOOBIG): a list page of 500
  * jobs is far below it, and a runaway server must not eat the client. */

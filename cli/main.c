@@ -7,7 +7,7 @@
 
 #include <curl/curl.h>
 
-#include "broker/clock.h"
+#include "broker/base/clock.h"
 #include "cli/cli.h"
 
 static void real_sleep_ms(void *ctx, int64_t ms) {

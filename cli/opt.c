@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/node.h"
+#include "broker/base/node.h"
 #include "cli/cli_int.h"
 
 void tw_cli_parsed_release(struct tw_cli_parsed *p) {

@@ -1,12 +1,12 @@
 /* adapter_util.c - see adapter_util.h. */
-#include "adapter_util.h"
+#include "providers/adapter_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 
 enum tw_rc tw_adapter_offers_by_region(struct tw_provider *p,
                                        char *const *regions, size_t n,

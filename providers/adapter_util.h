@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/err.h"
-#include "broker/model.h"
+#include "broker/base/err.h"
+#include "broker/base/model.h"
 
 struct tw_provider;
 

@@ -13,8 +13,8 @@
 
 #include <curl/curl.h>
 
-#include "broker/clock.h"
-#include "broker/log.h"
+#include "broker/base/clock.h"
+#include "broker/base/log.h"
 
 #define HTTP_POOL_MAX 4
 #define HTTP_MAX_HEADERS 200

@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/err.h"
-#include "broker/mem.h"
+#include "broker/base/err.h"
+#include "broker/base/mem.h"
 
 struct tw_clock;
 struct tw_http;

@@ -4,7 +4,7 @@
  * shape: check the arguments, enter (count the call in flight, start the
  * timer), call the slot or its default, leave (record the time and the
  * outcome, log a failure once), then check and complete the results. */
-#include "provider.h"
+#include "providers/provider.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/clock.h"
-#include "broker/log.h"
-#include "broker/mem.h"
-#include "broker/node.h"
+#include "broker/base/clock.h"
+#include "broker/base/log.h"
+#include "broker/base/mem.h"
+#include "broker/base/node.h"
 #include "providers/http.h"
 
 static const char *const op_names[TW_POP_COUNT] = {

@@ -4,7 +4,7 @@
  * An adapter (providers/aws/aws.c, ...) exports one
  * `const struct tw_provider_ops tw_provider_<name>` and keeps everything
  * else static.  It translates and nothing more: wire shapes in, struct
- * tw_offer / tw_instance / tw_event out (broker/model.h), provider errors
+ * tw_offer / tw_instance / tw_event out (broker/base/model.h), provider errors
  * mapped to a few classes with the provider's own code in err->detail:
  *
  *   TW_E_RETRYABLE  throttled, 5xx, timeout (already retried by the http
@@ -34,9 +34,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "broker/err.h"
-#include "broker/mem.h"
-#include "broker/model.h"
+#include "broker/base/err.h"
+#include "broker/base/mem.h"
+#include "broker/base/model.h"
 
 struct tw_node;
 struct tw_clock;
@@ -333,7 +333,7 @@ enum tw_rc tw_provider_cfg_http(const struct tw_node *cfg,
 
 /* Resolves `<base>_secret: NAME` references to a value (owned: free()
  * it).  The daemon installs one that opens the sealed secrets of the store
- * (broker/secrets.h) before it creates the providers; without one such a
+ * (broker/tenancy/secrets.h) before it creates the providers; without one such a
  * reference is TW_E_AUTH.  Set once at start, before any thread reads it. */
 typedef enum tw_rc (*tw_secret_resolver_fn)(void *ctx, const char *name,
                                             char **value, struct tw_err *err);

@@ -5,24 +5,24 @@
  * and providers/CMakeLists.txt compiles the adapter's sources when they
  * exist.  An adapter is listed here when its header is present, so a new
  * adapter lands with its own files only. */
-#include "provider.h"
+#include "providers/provider.h"
 
 #include <string.h>
 
 #if __has_include("aws/aws.h")
-#include "aws/aws.h"
+#include "providers/aws/aws.h"
 #define TW_HAVE_AWS 1
 #endif
 #if __has_include("azure/azure.h")
-#include "azure/azure.h"
+#include "providers/azure/azure.h"
 #define TW_HAVE_AZURE 1
 #endif
 #if __has_include("alibaba/alibaba.h")
-#include "alibaba/alibaba.h"
+#include "providers/alibaba/alibaba.h"
 #define TW_HAVE_ALIBABA 1
 #endif
 #if __has_include("slurm/slurm.h")
-#include "slurm/slurm.h"
+#include "providers/slurm/slurm.h"
 #define TW_HAVE_SLURM 1
 #endif
 

@@ -19,7 +19,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 
 #define SIGV4_ALGO "AWS4-HMAC-SHA256"
 

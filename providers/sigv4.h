@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/err.h"
+#include "broker/base/err.h"
 
 struct tw_sigv4_header {
   const char *name; /* as sent; canonicalized (lower case, trimmed) inside */

@@ -26,7 +26,7 @@ tw_add_fuzz(fuzz_network_matrix SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_netw
 tw_add_test(test_plan_queue SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_plan_queue.c
             LIBS tw_policies PkgConfig::CMOCKA LABELS unit placement)
 tw_add_test(test_plan_datasets SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_plan_datasets.c
-            LIBS tw_broker PkgConfig::CMOCKA LABELS unit placement)
+            LIBS tw_core PkgConfig::CMOCKA LABELS unit placement)
 # (tw_fake_provider is defined by a later fragment, providers-aws.cmake)
 if(TARGET tw_sched AND TARGET tw_cli)
   tw_add_test(test_plan_api SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_plan_api.c

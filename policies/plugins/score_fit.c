@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/model.h"
-#include "broker/node.h"
-#include "broker/spec.h"
-#include "policies/policy.h"
+#include "broker/base/model.h"
+#include "broker/base/node.h"
+#include "broker/core/spec.h"
+#include "policies/place/policy.h"
 
 struct fit_state {
   int by_memory;

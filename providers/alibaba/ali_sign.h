@@ -32,8 +32,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "broker/err.h"
-#include "broker/mem.h"
+#include "broker/base/err.h"
+#include "broker/base/mem.h"
 
 #define TW_ALI_ACS3 "ACS3-HMAC-SHA256"
 

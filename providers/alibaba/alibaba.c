@@ -9,7 +9,7 @@
  * nonce it has seen: a retry must never repeat one).  Prices arrive in
  * CNY and become micro-USD at the configured rate.  Config keys, the error
  * table and the event mapping: docs/alibaba.md. */
-#include "alibaba.h"
+#include "providers/alibaba/alibaba.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -23,9 +23,9 @@
 #include <strings.h>
 #include <time.h>
 
-#include "broker/clock.h"
-#include "broker/mem.h"
-#include "broker/node.h"
+#include "broker/base/clock.h"
+#include "broker/base/mem.h"
+#include "broker/base/node.h"
 #include "providers/adapter_util.h"
 #include "providers/alibaba/ali_sign.h"
 #include "providers/alibaba/ecs_json.h"

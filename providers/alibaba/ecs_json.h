@@ -25,8 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/err.h"
-#include "broker/model.h"
+#include "broker/base/err.h"
+#include "broker/base/model.h"
 
 #define TW_ECS_JSON_MAX_BYTES (16u << 20)
 #define TW_ECS_NANO 1000000000LL

@@ -5,7 +5,7 @@
  * (providers/http.h), which calls aws_sign() before every attempt so each
  * attempt carries a fresh x-amz-date; decisions are the core's.  Config
  * keys, the error table and the event mapping: docs/providers.md. */
-#include "aws.h"
+#include "providers/aws/aws.h"
 
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -17,9 +17,9 @@
 #include <strings.h>
 #include <time.h>
 
-#include "broker/clock.h"
-#include "broker/mem.h"
-#include "broker/node.h"
+#include "broker/base/clock.h"
+#include "broker/base/mem.h"
+#include "broker/base/node.h"
 #include "providers/adapter_util.h"
 #include "providers/aws/ec2_xml.h"
 #include "providers/http.h"

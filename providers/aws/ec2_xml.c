@@ -4,7 +4,7 @@
  * the shape the EC2 API reference documents for each action; nothing is
  * found by searching the whole document, so a nested <item> or a
  * repeated element name elsewhere cannot be mistaken for the one wanted. */
-#include "ec2_xml.h"
+#include "providers/aws/ec2_xml.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -15,8 +15,8 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
-#include "broker/clock.h"
-#include "broker/mem.h"
+#include "broker/base/clock.h"
+#include "broker/base/mem.h"
 #include "providers/provider.h"
 
 static pthread_once_t xml_once = PTHREAD_ONCE_INIT;

@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/err.h"
-#include "broker/model.h"
+#include "broker/base/err.h"
+#include "broker/base/model.h"
 
 #define TW_EC2_XML_MAX_BYTES (16u << 20)
 

@@ -3,7 +3,7 @@
  * Every member is reached by its documented path from the root; nothing
  * is searched for, so a "name" inside tags or a nested "status" cannot be
  * taken for the one wanted. */
-#include "arm_json.h"
+#include "providers/azure/arm_json.h"
 
 #include <ctype.h>
 #include <jansson.h>
@@ -13,8 +13,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "broker/clock.h"
-#include "broker/mem.h"
+#include "broker/base/clock.h"
+#include "broker/base/mem.h"
 
 /* ---- loading and member access ------------------------------------------ */
 

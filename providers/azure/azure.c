@@ -9,7 +9,7 @@
  * every attempt; waiting for long-running operations is done here because
  * a launch's capacity error only shows once its operation fails.  Config
  * keys, the error table and the event mapping: docs/azure.md. */
-#include "azure.h"
+#include "providers/azure/azure.h"
 
 #include <jansson.h>
 #include <openssl/crypto.h>
@@ -21,10 +21,10 @@
 #include <strings.h>
 #include <time.h>
 
-#include "broker/clock.h"
-#include "broker/log.h"
-#include "broker/mem.h"
-#include "broker/node.h"
+#include "broker/base/clock.h"
+#include "broker/base/log.h"
+#include "broker/base/mem.h"
+#include "broker/base/node.h"
 #include "providers/adapter_util.h"
 #include "providers/azure/arm_json.h"
 #include "providers/http.h"

@@ -17,7 +17,7 @@
  *    is checked and an ambiguous answer is probed (see call()).
  *
  * Config keys, offer shapes, the state and error tables: docs/slurm.md. */
-#include "slurm.h"
+#include "providers/slurm/slurm.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -30,10 +30,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "broker/clock.h"
-#include "broker/log.h"
-#include "broker/mem.h"
-#include "broker/node.h"
+#include "broker/base/clock.h"
+#include "broker/base/log.h"
+#include "broker/base/mem.h"
+#include "broker/base/node.h"
 #include "providers/http.h"
 #include "providers/slurm/slurm_json.h"
 

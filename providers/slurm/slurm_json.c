@@ -1,5 +1,5 @@
 /* slurm_json.c - see slurm_json.h. */
-#include "slurm_json.h"
+#include "providers/slurm/slurm_json.h"
 
 #include <ctype.h>
 #include <jansson.h>

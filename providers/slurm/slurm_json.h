@@ -16,9 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/err.h"
-#include "broker/mem.h"
-#include "broker/model.h"
+#include "broker/base/err.h"
+#include "broker/base/mem.h"
+#include "broker/base/model.h"
 
 #define SLURM_NAME_MAX 64
 #define SLURM_NODE_PARTS_MAX 8

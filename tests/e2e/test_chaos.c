@@ -37,11 +37,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "broker/clock.h"
-#include "broker/mem.h"
-#include "broker/node.h"
+#include "broker/base/clock.h"
+#include "broker/base/mem.h"
+#include "broker/base/node.h"
 #include "providers/provider.h"
-#include "twtest_daemon.h"
+#include "tests/integration/twtest_daemon.h"
 
 #ifndef TW_FAKECLOUD_PATH
 #define TW_FAKECLOUD_PATH "tradewind-fakecloud"

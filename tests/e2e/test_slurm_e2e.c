@@ -31,7 +31,7 @@
 
 #include <jansson.h>
 
-#include "twtest_daemon.h"
+#include "tests/integration/twtest_daemon.h"
 
 static const char *cli_bin;
 static struct twtest_daemon d;

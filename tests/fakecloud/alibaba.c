@@ -18,8 +18,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "broker/clock.h"
-#include "broker/mem.h"
+#include "broker/base/clock.h"
+#include "broker/base/mem.h"
 #include "providers/alibaba/ecs_json.h"
 #include "tests/fakecloud/alibaba_req.h"
 #include "tests/fakecloud/clock.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "broker/model.h"
+#include "broker/base/model.h"
 #include "providers/alibaba/ali_sign.h"
 #include "providers/alibaba/ecs_json.h"
 

@@ -20,8 +20,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "broker/err.h"
-#include "broker/mem.h"
+#include "broker/base/err.h"
+#include "broker/base/mem.h"
 #include "tests/fakecloud/module.h"
 #include "tests/fakecloud/params.h"
 

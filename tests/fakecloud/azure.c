@@ -18,8 +18,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "broker/clock.h"
-#include "broker/mem.h"
+#include "broker/base/clock.h"
+#include "broker/base/mem.h"
 #include "providers/sigv4.h"
 #include "tests/fakecloud/azure.h"
 #include "tests/fakecloud/azure_catalog.h"

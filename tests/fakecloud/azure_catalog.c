@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 #include "tests/fakecloud/catalog.h"
 
 extern const unsigned char fc_azure_catalog_json[];

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/err.h"
+#include "broker/base/err.h"
 
 struct fc_az_region {
   char name[32];    /* "eastus" */

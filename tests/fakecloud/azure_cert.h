@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "broker/err.h"
+#include "broker/base/err.h"
 
 /* Writes cert.pem and key.pem into dir (which must exist), valid from an
  * hour ago for days days (at least 1).  cert_path and key_path receive

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 
 bool fc_az_fail(struct fc_az_error *e, int status, const char *code,
                 const char *fmt, ...) {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 
 extern const unsigned char fc_catalog_json[];
 extern const size_t fc_catalog_json_len;

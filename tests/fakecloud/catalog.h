@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/err.h"
+#include "broker/base/err.h"
 
 #define FC_MAX_ZONES 16
 #define FC_MAX_ARCH 2

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "broker/clock.h"
+#include "broker/base/clock.h"
 
 static int64_t scaled(const struct fc_clock *c, int64_t mono_us) {
   double d = (double)(mono_us - c->base_mono_us) / 1000.0 * c->speed;

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "broker/clock.h"
-#include "broker/mem.h"
+#include "broker/base/clock.h"
+#include "broker/base/mem.h"
 #include "providers/sigv4.h"
 #include "tests/fakecloud/clock.h"
 #include "tests/fakecloud/ec2_req.h"

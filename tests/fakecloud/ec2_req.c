@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/clock.h"
-#include "broker/mem.h"
+#include "broker/base/clock.h"
+#include "broker/base/mem.h"
 #include "tests/fakecloud/catalog.h"
 #include "tests/fakecloud/rng.h"
 

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/err.h"
+#include "broker/base/err.h"
 #include "tests/fakecloud/params.h"
 
 #define EC2_API_VERSION "2016-11-15"

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/err.h"
+#include "broker/base/err.h"
 
 #define FC_DEFAULT_ACCESS_KEY "AKIDTRADEWINDFAKE"
 #define FC_DEFAULT_SECRET_KEY "tradewind-fake-secret"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 
 static const char *const kind_names[] = {
     [FC_FAULT_THROTTLE] = "throttle",

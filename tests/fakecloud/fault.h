@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/err.h"
+#include "broker/base/err.h"
 #include "tests/fakecloud/rng.h"
 
 enum fc_fault_kind {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/clock.h"
+#include "broker/base/clock.h"
 #include "tests/fakecloud/fakecloud.h"
 
 static const char usage[] =

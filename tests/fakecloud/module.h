@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/err.h"
-#include "broker/mem.h"
+#include "broker/base/err.h"
+#include "broker/base/mem.h"
 #include "tests/fakecloud/catalog.h"
 #include "tests/fakecloud/fault.h"
 #include "tests/fakecloud/rng.h"

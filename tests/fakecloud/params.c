@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 
 void fc_params_init(struct fc_params *p) {
   p->v = NULL;

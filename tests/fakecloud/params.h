@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "broker/err.h"
+#include "broker/base/err.h"
 
 #define FC_PARAMS_MAX 1000       /* pairs in one request */
 #define FC_PARAM_KEY_MAX 256     /* bytes of a decoded key */

@@ -14,9 +14,9 @@
 #include <strings.h>
 #include <time.h>
 
-#include "broker/clock.h"
-#include "broker/log.h"
-#include "broker/mem.h"
+#include "broker/base/clock.h"
+#include "broker/base/log.h"
+#include "broker/base/mem.h"
 #include "tests/fakecloud/clock.h"
 #include "tests/fakecloud/module.h"
 

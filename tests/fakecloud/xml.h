@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 
 #define FC_XML_DECL "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 

@@ -1,13 +1,13 @@
 /* fake_provider.c - the scripted in-process provider (fake_provider.h). */
-#include "fake_provider.h"
+#include "tests/fakes/fake_provider.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/clock.h"
-#include "broker/mem.h"
+#include "broker/base/clock.h"
+#include "broker/base/mem.h"
 
 struct fault {
   enum tw_rc rc;

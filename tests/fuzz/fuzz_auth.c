@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "broker/audit.h"
-#include "broker/store.h"
-#include "broker/tenancy.h"
+#include "broker/tenancy/audit.h"
+#include "broker/core/store.h"
+#include "broker/tenancy/tenancy.h"
 
 static struct tw_store *store;
 static struct tw_tenancy *ten;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 #include "tests/fakecloud/azure_req.h"
 #include "tests/fakecloud/params.h"
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "billing/catalog.h"
-#include "billing/catalog_int.h"
+#include "billing/catalog/catalog.h"
+#include "billing/catalog/catalog_int.h"
 
 /* abort() calls are merged by the compiler: say which check failed */
 #define FAIL(what)                                                             \

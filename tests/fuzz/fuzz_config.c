@@ -2,8 +2,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/config.h"
-#include "broker/node.h"
+#include "broker/core/config.h"
+#include "broker/base/node.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct tw_cfg *c = NULL;

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "policies/netmatrix.h"
+#include "policies/place/netmatrix.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct tw_netmatrix *m = NULL;

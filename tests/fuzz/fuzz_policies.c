@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "policies/policy.h"
+#include "policies/place/policy.h"
 
 static bool has(const uint8_t *d, size_t n, const char *w) {
   size_t k = strlen(w);

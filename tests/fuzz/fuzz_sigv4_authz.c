@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "broker/err.h"
+#include "broker/base/err.h"
 #include "providers/sigv4.h"
 
 static const char AK[] = "AKIDEXAMPLE";

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/spec.h"
+#include "broker/core/spec.h"
 
 static void one(const uint8_t *data, size_t size, bool json) {
   struct tw_job_spec s, again;

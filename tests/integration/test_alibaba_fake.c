@@ -17,12 +17,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "broker/clock.h"
-#include "broker/log.h"
-#include "broker/mem.h"
-#include "broker/node.h"
+#include "broker/base/clock.h"
+#include "broker/base/log.h"
+#include "broker/base/mem.h"
+#include "broker/base/node.h"
 #include "providers/provider.h"
-#include "twtest_fakecloud.h"
+#include "tests/integration/twtest_fakecloud.h"
 
 #ifndef TW_FAKECLOUD_PATH
 #define TW_FAKECLOUD_PATH "tradewind-fakecloud"

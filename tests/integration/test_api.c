@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "broker/mem.h"
-#include "broker/store.h"
+#include "broker/base/mem.h"
+#include "broker/core/store.h"
 
 static char dir[64], dbpath[128];
 static struct tw_store *store;

@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "broker/sched.h"
-#include "broker/spec.h"
-#include "broker/store.h"
+#include "broker/sched/sched.h"
+#include "broker/core/spec.h"
+#include "broker/core/store.h"
 #include "tests/fakes/fake_provider.h"
 
 static char dir[64], path[128];

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "twtest_daemon.h"
+#include "tests/integration/twtest_daemon.h"
 
 #define CLIENTS 24
 #define ROUNDS 3

@@ -33,7 +33,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "twtest_daemon.h"
+#include "tests/integration/twtest_daemon.h"
 
 static int failures;
 

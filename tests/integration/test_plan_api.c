@@ -13,11 +13,11 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "broker/datasets.h"
-#include "broker/sched.h"
-#include "broker/store.h"
+#include "broker/core/datasets.h"
+#include "broker/sched/sched.h"
+#include "broker/core/store.h"
 #include "cli/cli.h"
-#include "policies/placer.h"
+#include "policies/place/placer.h"
 #include "tests/fakes/fake_provider.h"
 
 static char dir[64], path[128];

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "twtest_daemon.h"
+#include "tests/integration/twtest_daemon.h"
 
 #define WAIT_MS 10000
 

@@ -25,11 +25,11 @@
 
 #include "api/api.h"
 #include "api/rbac.h"
-#include "broker/audit.h"
-#include "broker/secrets.h"
-#include "broker/spec.h"
-#include "broker/store.h"
-#include "broker/tenancy.h"
+#include "broker/tenancy/audit.h"
+#include "broker/tenancy/secrets.h"
+#include "broker/core/spec.h"
+#include "broker/core/store.h"
+#include "broker/tenancy/tenancy.h"
 
 static int failures;
 #define CHECK(cond, ...)                                                       \

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "broker/store.h"
-#include "broker/tenancy.h"
+#include "broker/core/store.h"
+#include "broker/tenancy/tenancy.h"
 #include "cli/cli.h"
 
 static int failures;

@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "billing/ledger.h"
-#include "broker/mem.h"
-#include "broker/store.h"
+#include "billing/ledger/ledger.h"
+#include "broker/base/mem.h"
+#include "broker/core/store.h"
 
 #define NOV1 1761955200000LL /* 2025-11-01T00:00:00Z */
 #define HOUR 3600000LL

@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "twtest_daemon.h"
+#include "tests/integration/twtest_daemon.h"
 
 static int failures;
 #define CHECK(c)                                                               \

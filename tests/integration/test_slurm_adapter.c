@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "broker/clock.h"
-#include "broker/node.h"
+#include "broker/base/clock.h"
+#include "broker/base/node.h"
 #include "providers/provider.h"
 #include "providers/slurm/slurm.h"
 

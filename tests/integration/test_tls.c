@@ -24,9 +24,9 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "broker/log.h"
-#include "broker/store.h"
-#include "broker/tenancy.h"
+#include "broker/base/log.h"
+#include "broker/core/store.h"
+#include "broker/tenancy/tenancy.h"
 
 static int failures;
 #define CHECK(cond, ...)                                                       \

@@ -1,7 +1,7 @@
 /* twtest_daemon.c - see twtest_daemon.h. */
 /* pipe2, close_range and nftw are Linux/XSI extensions. */
 #define _GNU_SOURCE
-#include "twtest_daemon.h"
+#include "tests/integration/twtest_daemon.h"
 
 #include <curl/curl.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* twtest_fakecloud.c - see twtest_fakecloud.h. */
-#include "twtest_fakecloud.h"
+#include "tests/integration/twtest_fakecloud.h"
 
 #include <curl/curl.h>
 #include <signal.h>
@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 
 #ifndef TW_FAKECLOUD_PATH
 #define TW_FAKECLOUD_PATH "tradewind-fakecloud"

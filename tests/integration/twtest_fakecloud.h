@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "broker/err.h"
+#include "broker/base/err.h"
 
 /* Every CHECK so far, and those that failed. */
 extern int twtest_checks, twtest_failures;

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "broker/spec.h"
+#include "broker/core/spec.h"
 #include "tests/unit/sched_fixture.h"
 
 struct tw_clock sfx_clk;

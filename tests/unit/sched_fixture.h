@@ -19,10 +19,10 @@
 
 #include <stdint.h>
 
-#include "broker/clock.h"
-#include "broker/sched.h"
-#include "broker/store.h"
-#include "policies/fallback_strategy.h"
+#include "broker/base/clock.h"
+#include "broker/sched/sched.h"
+#include "broker/core/store.h"
+#include "policies/fallback/fallback_strategy.h"
 #include "tests/fakes/fake_provider.h"
 
 extern struct tw_clock sfx_clk;

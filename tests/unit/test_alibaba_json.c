@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 #include "providers/alibaba/ecs_json.h"
 
 static int failures, checks;

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 #include "providers/alibaba/ali_sign.h"
 
 static int failures, checks;

@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "broker/audit.h"
-#include "broker/store.h"
+#include "broker/tenancy/audit.h"
+#include "broker/core/store.h"
 
 static char dir[64], path[128];
 static struct tw_clock clk;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 #include "providers/aws/ec2_xml.h"
 
 static int failures;

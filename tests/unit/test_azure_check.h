@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "broker/err.h"
+#include "broker/base/err.h"
 
 static int failures;
 static int checks;

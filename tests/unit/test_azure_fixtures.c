@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 #include "providers/azure/arm_json.h"
 #include "tests/unit/test_azure_check.h"
 

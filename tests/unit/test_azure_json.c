@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 #include "providers/azure/arm_json.h"
 #include "providers/azure/azure.h"
 #include "tests/unit/test_azure_check.h"

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "broker/blocklist.h"
-#include "policies/inputs.h"
+#include "broker/sched/blocklist.h"
+#include "policies/place/inputs.h"
 
 #define MIN (60 * 1000LL)
 static const int64_t T0 = 1764460800000;

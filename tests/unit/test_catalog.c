@@ -13,9 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "billing/catalog.h"
-#include "broker/config.h"
-#include "broker/store.h"
+#include "billing/catalog/catalog.h"
+#include "broker/core/config.h"
+#include "broker/core/store.h"
 #include "tests/fakes/fake_provider.h"
 
 static char dir[64], db[128], csv[128], cfgfile[128];

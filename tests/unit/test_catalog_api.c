@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "billing/catalog.h"
+#include "billing/catalog/catalog.h"
 #include "cli/cli.h"
-#include "broker/store.h"
+#include "broker/core/store.h"
 #include "tests/fakes/fake_provider.h"
 
 static char dir[64], db[128], csv[128], base[64];

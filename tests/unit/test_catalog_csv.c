@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "billing/catalog.h"
-#include "billing/catalog_int.h"
+#include "billing/catalog/catalog.h"
+#include "billing/catalog/catalog_int.h"
 
 static struct tw_regions *regions;
 static struct tw_rates *rates;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "billing/normalize.h"
+#include "billing/catalog/normalize.h"
 
 static int64_t micro(const char *s, bool *exact) {
   int64_t v = -1;

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "billing/catalog.h"
+#include "billing/catalog/catalog.h"
 
 static int failures;
 

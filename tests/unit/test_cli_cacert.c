@@ -21,9 +21,9 @@
 
 #include <curl/curl.h>
 
-#include "broker/clock.h"
+#include "broker/base/clock.h"
 #include "cli/cli.h"
-#include "test_cli_fake.h"
+#include "tests/unit/test_cli_fake.h"
 
 static struct tw_clock clk;
 static char dir[64], bad1[128], bad2[128], empty[128], good[128];

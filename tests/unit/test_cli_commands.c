@@ -19,9 +19,9 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "broker/clock.h"
+#include "broker/base/clock.h"
 #include "cli/cli.h"
-#include "test_cli_fake.h"
+#include "tests/unit/test_cli_fake.h"
 
 /* 2026-11-30T00:10:00Z: ten minutes after the fixtures' created_at. */
 #define NOW_MS 1795997400000LL

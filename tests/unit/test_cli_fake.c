@@ -1,5 +1,5 @@
 /* test_cli_fake.c - see test_cli_fake.h. */
-#include "test_cli_fake.h"
+#include "tests/unit/test_cli_fake.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/config.h"
-#include "broker/node.h"
+#include "broker/core/config.h"
+#include "broker/base/node.h"
 
 static struct tw_cfg *load(const char *text, enum tw_rc want,
                            struct tw_err *err) {

@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 
 static int failures, checks;
 #define CHECK(cond, ...)                                                       \

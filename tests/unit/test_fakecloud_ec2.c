@@ -18,8 +18,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "broker/clock.h"
-#include "broker/mem.h"
+#include "broker/base/clock.h"
+#include "broker/base/mem.h"
 #include "providers/sigv4.h"
 #include "tests/fakecloud/fakecloud.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 #include "tests/fakecloud/catalog.h"
 #include "tests/fakecloud/clock.h"
 #include "tests/fakecloud/ec2_req.h"

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policies/fallback_strategy.h"
-#include "policies/place.h"
+#include "policies/fallback/fallback_strategy.h"
+#include "policies/place/place.h"
 
 static const int64_t T0 = 1764460800000;
 #define H 3600LL

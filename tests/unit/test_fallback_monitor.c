@@ -13,12 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "broker/checkpoint.h"
-#include "broker/config.h"
-#include "broker/sched.h"
-#include "broker/spec.h"
-#include "broker/store.h"
-#include "policies/fallback_strategy.h"
+#include "broker/sched/checkpoint.h"
+#include "broker/core/config.h"
+#include "broker/sched/sched.h"
+#include "broker/core/spec.h"
+#include "broker/core/store.h"
+#include "policies/fallback/fallback_strategy.h"
 #include "tests/fakes/fake_provider.h"
 #include "tests/unit/sched_fixture.h"
 

@@ -14,10 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "broker/reconcile.h"
-#include "broker/sched.h"
-#include "broker/spec.h"
-#include "broker/store.h"
+#include "broker/sched/reconcile.h"
+#include "broker/sched/sched.h"
+#include "broker/core/spec.h"
+#include "broker/core/store.h"
 #include "tests/fakes/fake_provider.h"
 #include "tests/unit/sched_fixture.h"
 

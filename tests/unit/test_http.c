@@ -14,9 +14,9 @@
 
 #include <microhttpd.h>
 
-#include "broker/clock.h"
-#include "broker/err.h"
-#include "broker/mem.h"
+#include "broker/base/clock.h"
+#include "broker/base/err.h"
+#include "broker/base/mem.h"
 #include "providers/http.h"
 
 static int failures;

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "broker/job.h"
+#include "broker/core/job.h"
 
 static bool expected(enum tw_job_state a, enum tw_job_state b) {
 #define E(x, y)                                                                \

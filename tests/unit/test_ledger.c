@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "billing/ledger.h"
-#include "broker/store.h"
+#include "billing/ledger/ledger.h"
+#include "broker/core/store.h"
 
 #define T0 1764460800000LL /* 2025-11-30T00:00:00Z */
 #define HOUR 3600000LL

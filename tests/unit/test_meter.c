@@ -15,11 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "billing/ledger.h"
-#include "billing/meter.h"
-#include "broker/model.h"
-#include "broker/node.h"
-#include "broker/store.h"
+#include "billing/ledger/ledger.h"
+#include "billing/ledger/meter.h"
+#include "broker/base/model.h"
+#include "broker/base/node.h"
+#include "broker/core/store.h"
 
 #define T0 1764460800000LL /* 2025-11-30T00:00:00Z */
 #define SEC 1000LL

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/node.h"
+#include "broker/base/node.h"
 
 static struct tw_node *yaml(const char *t, enum tw_rc want,
                             struct tw_err *err) {

@@ -10,7 +10,7 @@
 #include <strings.h>
 
 #include "api/api.h"
-#include "broker/node.h"
+#include "broker/base/node.h"
 
 static char *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");

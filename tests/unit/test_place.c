@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policies/place.h"
+#include "policies/place/place.h"
 
 static struct tw_offer mk(const char *prov, const char *region,
                           const char *zone, const char *type, enum tw_market m,

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policies/cost.h"
-#include "policies/index.h"
-#include "policies/netmatrix.h"
-#include "policies/plan.h"
+#include "policies/place/cost.h"
+#include "policies/place/index.h"
+#include "policies/place/netmatrix.h"
+#include "policies/place/plan.h"
 #include "tests/unit/test_plan_util.h"
 
 static struct tw_offer OFFERS[8];

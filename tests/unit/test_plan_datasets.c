@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "broker/datasets.h"
-#include "broker/store.h"
+#include "broker/core/datasets.h"
+#include "broker/core/store.h"
 
 static char dir[64], path[128];
 static struct tw_store *store;

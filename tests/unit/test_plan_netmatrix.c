@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policies/netmatrix.h"
+#include "policies/place/netmatrix.h"
 
 static struct tw_netmatrix *parse(const char *text) {
   struct tw_netmatrix *m = NULL;

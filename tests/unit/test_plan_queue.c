@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policies/index.h"
-#include "policies/queue.h"
-#include "policies/replicate.h"
+#include "policies/place/index.h"
+#include "policies/place/queue.h"
+#include "policies/place/replicate.h"
 #include "tests/unit/test_plan_util.h"
 
 #define H (3600LL * 1000)

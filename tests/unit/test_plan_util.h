@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/model.h"
-#include "broker/spec.h"
+#include "broker/base/model.h"
+#include "broker/core/spec.h"
 
 static inline struct tw_offer
 tp_offer(const char *prov, const char *region, const char *zone,

@@ -10,10 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "broker/node.h"
-#include "policies/cost.h"
-#include "policies/netmatrix.h"
-#include "policies/policy.h"
+#include "broker/base/node.h"
+#include "policies/place/cost.h"
+#include "policies/place/netmatrix.h"
+#include "policies/place/policy.h"
 #include "tests/unit/test_plan_util.h"
 
 #define NOW 1764460800000LL /* 2025-11-30T00:00:00Z */

@@ -1,7 +1,7 @@
 /* Plugins the loader must refuse: built against another interface
  * version (BAD_VERSION), or offering a filter (BAD_FILTER). */
-#include "broker/model.h"
-#include "policies/policy.h"
+#include "broker/base/model.h"
+#include "policies/place/policy.h"
 
 static int64_t zero(const struct tw_policy *self,
                     const struct tw_place_ctx *ctx, const struct tw_cand *c) {

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policies/index.h"
-#include "policies/placer.h"
-#include "policies/plan.h"
-#include "policies/policy.h"
+#include "policies/place/index.h"
+#include "policies/place/placer.h"
+#include "policies/place/plan.h"
+#include "policies/place/policy.h"
 #include "tests/unit/test_plan_util.h"
 
 static void defaults_enable_every_filter_and_the_cost_score(void **state) {

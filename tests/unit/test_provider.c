@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "broker/clock.h"
-#include "broker/log.h"
-#include "broker/node.h"
+#include "broker/base/clock.h"
+#include "broker/base/log.h"
+#include "broker/base/node.h"
 #include "providers/adapter_util.h"
 #include "providers/http.h"
 #include "providers/provider.h"

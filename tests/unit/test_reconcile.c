@@ -12,10 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "broker/reconcile.h"
-#include "broker/sched.h"
-#include "broker/spec.h"
-#include "broker/store.h"
+#include "broker/sched/reconcile.h"
+#include "broker/sched/sched.h"
+#include "broker/core/spec.h"
+#include "broker/core/store.h"
 #include "tests/fakes/fake_provider.h"
 
 static char dir[64], path[128];

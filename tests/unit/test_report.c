@@ -15,9 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "billing/ledger.h"
-#include "billing/report.h"
-#include "broker/store.h"
+#include "billing/ledger/ledger.h"
+#include "billing/report/report.h"
+#include "broker/core/store.h"
 
 #define NOV1 1761955200000LL /* 2025-11-01T00:00:00Z */
 #define DEC1 1764547200000LL /* 2025-12-01T00:00:00Z */

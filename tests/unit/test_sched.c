@@ -11,13 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "billing/ledger.h"
-#include "billing/meter.h"
-#include "broker/datasets.h"
-#include "broker/sched.h"
-#include "broker/spec.h"
-#include "broker/store.h"
-#include "policies/netmatrix.h"
+#include "billing/ledger/ledger.h"
+#include "billing/ledger/meter.h"
+#include "broker/core/datasets.h"
+#include "broker/sched/sched.h"
+#include "broker/core/spec.h"
+#include "broker/core/store.h"
+#include "policies/place/netmatrix.h"
 #include "tests/fakes/fake_provider.h"
 #include "tests/unit/sched_fixture.h"
 

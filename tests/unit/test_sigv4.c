@@ -26,8 +26,8 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "broker/err.h"
-#include "broker/mem.h"
+#include "broker/base/err.h"
+#include "broker/base/mem.h"
 #include "providers/sigv4.h"
 
 #define SKIP 77

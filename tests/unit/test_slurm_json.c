@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/mem.h"
+#include "broker/base/mem.h"
 #include "providers/slurm/slurm_json.h"
 
 static int failures, checks;

@@ -1,4 +1,4 @@
-/* test_spec.c - the job spec parser and validator (broker/spec.h).
+/* test_spec.c - the job spec parser and validator (broker/core/spec.h).
  *
  * Bad inputs each name the exact field path and a message fragment; good
  * inputs in YAML and JSON must survive spec -> JSON -> spec -> JSON
@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/clock.h"
-#include "broker/node.h"
-#include "broker/spec.h"
+#include "broker/base/clock.h"
+#include "broker/base/node.h"
+#include "broker/core/spec.h"
 
 static int failures;
 static int checks;

@@ -16,9 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "policies/index.h"
-#include "policies/plan.h"
-#include "policies/policy.h"
+#include "policies/place/index.h"
+#include "policies/place/plan.h"
+#include "policies/place/policy.h"
 #include "tests/unit/test_plan_util.h"
 
 #define NOW 1764460800000LL /* 2025-11-30T00:00:00Z */

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "broker/store.h"
+#include "broker/core/store.h"
 
 static char dir[64];
 static char path[128];

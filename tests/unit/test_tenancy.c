@@ -23,10 +23,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "broker/secrets.h"
-#include "broker/spec.h"
-#include "broker/store.h"
-#include "broker/tenancy.h"
+#include "broker/tenancy/secrets.h"
+#include "broker/core/spec.h"
+#include "broker/core/store.h"
+#include "broker/tenancy/tenancy.h"
 
 static char dir[64], path[128], tokfile[128];
 static struct tw_clock clk;

@@ -19,11 +19,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "broker/audit.h"
-#include "broker/sched.h"
-#include "broker/spec.h"
-#include "broker/store.h"
-#include "broker/tenancy.h"
+#include "broker/tenancy/audit.h"
+#include "broker/sched/sched.h"
+#include "broker/core/spec.h"
+#include "broker/core/store.h"
+#include "broker/tenancy/tenancy.h"
 #include "tests/fakes/fake_provider.h"
 
 static char dir[64], path[128];

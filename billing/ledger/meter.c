@@ -1,0 +1,1029 @@
+/* meter.c - billing rules, the `billing:` config section, and the meter
+ * that follows attempts into the ledger.  SQL of the module "meter". */
+#include "billing/ledger/meter.h"
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "broker/base/log.h"
+#include "broker/base/mem.h"
+#include "broker/base/model.h"
+#include "broker/base/node.h"
+#include "broker/core/spec.h"
+#include "broker/core/store.h"
+
+/* ---- billing rules ------------------------------------------------------ */
+
+int64_t tw_bill_seconds(const struct tw_bill_rule *r, int64_t elapsed_ms,
+                        enum tw_bill_phase phase) {
+  if (elapsed_ms < 0)
+    elapsed_ms = 0;
+  /* A started second is a second: providers bill whole seconds. */
+  int64_t s = (elapsed_ms + 999) / 1000;
+  if (phase == TW_BILL_RECLAIMED)
+    return s;
+  int64_t g = r->granularity_s > 1 ? r->granularity_s : 1;
+  s = (s + g - 1) / g * g;
+  if (phase == TW_BILL_ENDED && s < r->min_charge_s)
+    s = r->min_charge_s;
+  return s;
+}
+
+/* a / b rounded half away from zero; b > 0 */
+static int64_t div_round(__int128 a, __int128 b) {
+  if (a >= 0)
+    return (int64_t)((a + b / 2) / b);
+  return -(int64_t)((-a + b / 2) / b);
+}
+
+int64_t tw_bill_cost(int64_t price_uusd_per_hour, int64_t node_seconds) {
+  return div_round((__int128)price_uusd_per_hour * node_seconds, 3600);
+}
+
+int64_t tw_bill_discount(int64_t list_uusd, int64_t discount_bp) {
+  if (discount_bp <= 0)
+    return list_uusd;
+  return list_uusd - div_round((__int128)list_uusd * discount_bp, 10000);
+}
+
+/* ---- configuration ----------------------------------------------------------
+ */
+
+/* "12.5" -> 1250 basis points; 0..100 with at most two decimals. */
+static int parse_pct_bp(const char *s, int64_t *out) {
+  int64_t whole = 0, frac = 0;
+  int nd = 0, nf = 0;
+  const char *p = s;
+  while (*p >= '0' && *p <= '9' && nd < 4)
+    whole = whole * 10 + (*p++ - '0'), nd++;
+  if (!nd)
+    return -1;
+  if (*p == '.') {
+    p++;
+    while (*p >= '0' && *p <= '9' && nf < 2)
+      frac = frac * 10 + (*p++ - '0'), nf++;
+    if (!nf)
+      return -1;
+  }
+  if (*p)
+    return -1;
+  if (nf == 1)
+    frac *= 10;
+  int64_t bp = whole * 100 + frac;
+  if (bp > 10000)
+    return -1;
+  *out = bp;
+  return 0;
+}
+
+static enum tw_rc cfg_usd(const struct tw_node *n, const char *path,
+                          int64_t *out, struct tw_err *err) {
+  if (!n || n->kind != TW_NODE_SCALAR || tw_parse_usd_uusd(n->str, out) ||
+      *out < 0)
+    return tw_err_field(
+        err, TW_E_INVALID, path,
+        "%s: expected an amount in USD such as \"0.09\", got %s", path,
+        n && n->kind == TW_NODE_SCALAR ? n->str : tw_node_type_name(n));
+  return TW_OK;
+}
+
+static enum tw_rc unknown_key(const char *path, const char *key,
+                              const char *const *known, struct tw_err *err) {
+  const char *near = tw_closest(key, known);
+  if (near)
+    return tw_err_field(err, TW_E_INVALID, path,
+                        "%s.%s: unknown key; did you mean \"%s\"?", path, key,
+                        near);
+  return tw_err_field(err, TW_E_INVALID, path, "%s.%s: unknown key", path, key);
+}
+
+static enum tw_rc cfg_rate(const char *name, const struct tw_node *n,
+                           struct tw_meter_rate *r, struct tw_err *err) {
+  static const char *const keys[] = {"discount_pct", "discount_spot",
+                                     "egress_usd_per_gb", "chargeback", NULL};
+  static const char *const cb_keys[] = {"vcpu_hour_usd", "gpu_hour_usd",
+                                        "memory_gib_hour_usd", NULL};
+  char path[160];
+  snprintf(path, sizeof path, "billing.providers.%s", name);
+  if (!TW_SET(r->name, name))
+    return tw_err_field(err, TW_E_INVALID, path, "%s: name too long", path);
+  if (n->kind == TW_NODE_NULL)
+    return TW_OK;
+  if (n->kind != TW_NODE_MAP)
+    return tw_err_field(err, TW_E_INVALID, path,
+                        "%s: expected a mapping, got %s", path,
+                        tw_node_type_name(n));
+  enum tw_rc rc;
+  for (size_t i = 0; i < n->n; i++) {
+    const char *k = n->keys[i];
+    const struct tw_node *v = n->items[i];
+    char kp[200];
+    snprintf(kp, sizeof kp, "%s.%s", path, k);
+    if (!strcmp(k, "discount_pct")) {
+      if (v->kind != TW_NODE_SCALAR || parse_pct_bp(v->str, &r->discount_bp))
+        return tw_err_field(
+            err, TW_E_INVALID, kp,
+            "%s: expected a percentage from 0 to 100 with at most "
+            "two decimals, got %s",
+            kp, v->kind == TW_NODE_SCALAR ? v->str : tw_node_type_name(v));
+    } else if (!strcmp(k, "discount_spot")) {
+      if (!tw_node_as_bool(v, &r->discount_spot))
+        return tw_err_field(err, TW_E_INVALID, kp, "%s: expected true or false",
+                            kp);
+    } else if (!strcmp(k, "egress_usd_per_gb")) {
+      if ((rc = cfg_usd(v, kp, &r->egress_uusd_per_gb, err)))
+        return rc;
+    } else if (!strcmp(k, "chargeback")) {
+      if (v->kind != TW_NODE_MAP)
+        return tw_err_field(err, TW_E_INVALID, kp,
+                            "%s: expected a mapping, got %s", kp,
+                            tw_node_type_name(v));
+      r->chargeback = true;
+      for (size_t j = 0; j < v->n; j++) {
+        char cp[240];
+        snprintf(cp, sizeof cp, "%s.%s", kp, v->keys[j]);
+        int64_t *slot =
+            !strcmp(v->keys[j], "vcpu_hour_usd")  ? &r->vcpu_hour_uusd
+            : !strcmp(v->keys[j], "gpu_hour_usd") ? &r->gpu_hour_uusd
+            : !strcmp(v->keys[j], "memory_gib_hour_usd")
+                ? &r->memory_gib_hour_uusd
+                : NULL;
+        if (!slot)
+          return unknown_key(kp, v->keys[j], cb_keys, err);
+        if ((rc = cfg_usd(v->items[j], cp, slot, err)))
+          return rc;
+      }
+    } else {
+      return unknown_key(path, k, keys, err);
+    }
+  }
+  return TW_OK;
+}
+
+static enum tw_rc cfg_budget(size_t i, const struct tw_node *n,
+                             struct tw_ledger_budget *b, struct tw_err *err) {
+  static const char *const keys[] = {"tenant", "project", "limit_usd", NULL};
+  char path[64];
+  snprintf(path, sizeof path, "billing.budgets[%zu]", i);
+  if (n->kind != TW_NODE_MAP)
+    return tw_err_field(err, TW_E_INVALID, path,
+                        "%s: expected a mapping, got %s", path,
+                        tw_node_type_name(n));
+  bool has_limit = false;
+  enum tw_rc rc;
+  for (size_t k = 0; k < n->n; k++) {
+    const char *key = n->keys[k];
+    const struct tw_node *v = n->items[k];
+    char kp[96];
+    snprintf(kp, sizeof kp, "%s.%s", path, key);
+    if (!strcmp(key, "tenant") || !strcmp(key, "project")) {
+      char *dst = key[0] == 't' ? b->tenant : b->project;
+      if (v->kind != TW_NODE_SCALAR || !v->str[0] ||
+          !tw_model_set(dst, TW_LEDGER_NAME_MAX, v->str))
+        return tw_err_field(err, TW_E_INVALID, kp,
+                            "%s: expected a name of 1 to %d characters", kp,
+                            TW_LEDGER_NAME_MAX - 1);
+    } else if (!strcmp(key, "limit_usd")) {
+      if ((rc = cfg_usd(v, kp, &b->limit_uusd, err)))
+        return rc;
+      has_limit = true;
+    } else {
+      return unknown_key(path, key, keys, err);
+    }
+  }
+  if (!has_limit)
+    return tw_err_field(err, TW_E_INVALID, path, "%s: limit_usd is required",
+                        path);
+  if (b->project[0] && !b->tenant[0])
+    return tw_err_field(err, TW_E_INVALID, path,
+                        "%s: a project budget needs its tenant", path);
+  return TW_OK;
+}
+
+void tw_meter_cfg_release(struct tw_meter_cfg *c) {
+  if (!c)
+    return;
+  free(c->rates);
+  free(c->budgets);
+  memset(c, 0, sizeof *c);
+  c->charge_period_s = 3600;
+}
+
+enum tw_rc tw_meter_cfg_parse(const struct tw_node *n, struct tw_meter_cfg *out,
+                              struct tw_err *err) {
+  static const char *const keys[] = {"charge_period_s", "providers", "budgets",
+                                     NULL};
+  memset(out, 0, sizeof *out);
+  out->charge_period_s = 3600;
+  if (!n || n->kind == TW_NODE_NULL)
+    return TW_OK;
+  if (n->kind != TW_NODE_MAP)
+    return tw_err_field(err, TW_E_INVALID, "billing",
+                        "billing: expected a mapping, got %s",
+                        tw_node_type_name(n));
+  enum tw_rc rc;
+  for (size_t i = 0; i < n->n; i++) {
+    const char *k = n->keys[i];
+    const struct tw_node *v = n->items[i];
+    if (!strcmp(k, "charge_period_s")) {
+      int64_t p;
+      if (!tw_node_as_int(v, &p) || p < 60 || p > 86400 || 86400 % p)
+        return tw_err_field(
+            err, TW_E_INVALID, "billing.charge_period_s",
+            "billing.charge_period_s: expected seconds from 60 to "
+            "86400 that divide a day (60, 300, 900, 3600, ...)");
+      out->charge_period_s = p;
+    } else if (!strcmp(k, "providers")) {
+      if (v->kind == TW_NODE_NULL)
+        continue;
+      if (v->kind != TW_NODE_MAP)
+        return tw_err_field(err, TW_E_INVALID, "billing.providers",
+                            "billing.providers: expected a mapping of provider "
+                            "names, got %s",
+                            tw_node_type_name(v));
+      out->rates = tw_calloc(v->n ? v->n : 1, sizeof *out->rates);
+      for (size_t j = 0; j < v->n; j++) {
+        if ((rc = cfg_rate(v->keys[j], v->items[j], &out->rates[j], err)))
+          return rc;
+        out->n_rates++;
+      }
+    } else if (!strcmp(k, "budgets")) {
+      if (v->kind == TW_NODE_NULL)
+        continue;
+      if (v->kind != TW_NODE_SEQ)
+        return tw_err_field(err, TW_E_INVALID, "billing.budgets",
+                            "billing.budgets: expected a list, got %s",
+                            tw_node_type_name(v));
+      out->budgets = tw_calloc(v->n ? v->n : 1, sizeof *out->budgets);
+      for (size_t j = 0; j < v->n; j++) {
+        if ((rc = cfg_budget(j, v->items[j], &out->budgets[j], err)))
+          return rc;
+        for (size_t d = 0; d < j; d++)
+          if (!strcmp(out->budgets[d].tenant, out->budgets[j].tenant) &&
+              !strcmp(out->budgets[d].project, out->budgets[j].project)) {
+            char path[64];
+            snprintf(path, sizeof path, "billing.budgets[%zu]", j);
+            return tw_err_field(
+                err, TW_E_INVALID, path,
+                "%s: the same tenant and project as budgets[%zu]", path, d);
+          }
+        out->n_budgets++;
+      }
+    } else {
+      return unknown_key("billing", k, keys, err);
+    }
+  }
+  return TW_OK;
+}
+
+const struct tw_meter_rate *tw_meter_cfg_rate(const struct tw_meter_cfg *c,
+                                              const char *account,
+                                              const char *provider) {
+  for (size_t i = 0; account && i < c->n_rates; i++)
+    if (!strcmp(c->rates[i].name, account))
+      return &c->rates[i];
+  for (size_t i = 0; provider && i < c->n_rates; i++)
+    if (!strcmp(c->rates[i].name, provider))
+      return &c->rates[i];
+  return NULL;
+}
+
+static void cfg_copy(struct tw_meter_cfg *dst, const struct tw_meter_cfg *src) {
+  memset(dst, 0, sizeof *dst);
+  dst->charge_period_s =
+      src && src->charge_period_s ? src->charge_period_s : 3600;
+  if (!src)
+    return;
+  if (src->n_rates) {
+    dst->rates = tw_malloc(src->n_rates * sizeof *dst->rates);
+    memcpy(dst->rates, src->rates, src->n_rates * sizeof *dst->rates);
+    dst->n_rates = src->n_rates;
+  }
+  if (src->n_budgets) {
+    dst->budgets = tw_malloc(src->n_budgets * sizeof *dst->budgets);
+    memcpy(dst->budgets, src->budgets, src->n_budgets * sizeof *dst->budgets);
+    dst->n_budgets = src->n_budgets;
+  }
+}
+
+/* ---- the meter's table ------------------------------------------------------
+ */
+
+static const char METER_MIGRATION_1[] =
+    "CREATE TABLE meter_attempts ("
+    " attempt_id INTEGER PRIMARY KEY, job_id TEXT NOT NULL,"
+    " tenant TEXT NOT NULL, project TEXT NOT NULL, provider TEXT NOT NULL,"
+    " account TEXT NOT NULL, region TEXT NOT NULL, zone TEXT NOT NULL,"
+    " instance_type TEXT NOT NULL, market TEXT NOT NULL,"
+    " resource_id TEXT NOT NULL, nodes INTEGER NOT NULL,"
+    " granularity_s INTEGER NOT NULL, min_charge_s INTEGER NOT NULL,"
+    " price_uusd_per_hour INTEGER NOT NULL, running_ms INTEGER NOT NULL,"
+    " metered_to_ms INTEGER NOT NULL, billed_s INTEGER NOT NULL,"
+    " last_seq INTEGER NOT NULL, ended INTEGER NOT NULL);"
+    "CREATE INDEX meter_attempts_open ON meter_attempts(ended);";
+
+static const char *const METER_MIGRATIONS[] = {METER_MIGRATION_1};
+
+static const char SQL_STATE_PUT[] =
+    "INSERT OR REPLACE INTO meter_attempts (attempt_id, job_id, tenant,"
+    " project, provider, account, region, zone, instance_type, market,"
+    " resource_id, nodes, granularity_s, min_charge_s, price_uusd_per_hour,"
+    " running_ms, metered_to_ms, billed_s, last_seq, ended)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
+    " ?15, ?16, ?17, ?18, ?19, ?20)";
+
+static const char SQL_STATE_OPEN[] =
+    "SELECT attempt_id, job_id, tenant, project, provider, account, region,"
+    " zone, instance_type, market, resource_id, nodes, granularity_s,"
+    " min_charge_s, price_uusd_per_hour, running_ms, metered_to_ms, billed_s,"
+    " last_seq FROM meter_attempts WHERE ended = 0 ORDER BY attempt_id";
+
+/* One attempt being metered. */
+struct mst {
+  int64_t attempt_id;
+  char job_id[32];
+  char tenant[TW_LEDGER_NAME_MAX], project[TW_LEDGER_NAME_MAX];
+  char provider[64], account[64], region[64], zone[64], instance_type[64];
+  char market[16], resource_id[128];
+  int nodes;
+  struct tw_bill_rule rule;
+  int64_t price; /* list price per hour of the current period */
+  int64_t running_ms;
+  int64_t metered_to_ms;
+  int64_t billed_s; /* seconds charged so far (per node) */
+  int64_t last_seq; /* the last row that charged something */
+  bool running;     /* false: seen launching or provisioning only */
+  bool seen;        /* live in the current pass */
+  bool ended;       /* finished: dropped once written */
+};
+
+struct tw_meter {
+  struct tw_store *store;
+  struct tw_meter_cfg cfg;
+  struct tw_clock *clock;
+  tw_meter_offers_fn offers_fn;
+  void *offers_ctx;
+  struct tw_offer_list offers; /* as last listed */
+  int64_t offers_at_ms, offers_ttl_ms, tick_ms;
+  pthread_t thread;
+  bool started, stopping;
+  pthread_mutex_t run_mu; /* guards stopping */
+  pthread_cond_t run_cv;
+  pthread_mutex_t mu; /* guards the rest */
+  struct mst *st;
+  size_t n, cap;
+  int64_t last_now;
+  struct tw_meter_stats stats;
+};
+
+static struct mst *find_state(struct tw_meter *m, int64_t id) {
+  for (size_t i = 0; i < m->n; i++)
+    if (m->st[i].attempt_id == id)
+      return &m->st[i];
+  return NULL;
+}
+
+static struct mst *add_state(struct tw_meter *m, int64_t id) {
+  if (m->n == m->cap) {
+    m->cap = m->cap ? m->cap * 2 : 32;
+    m->st = tw_realloc(m->st, m->cap * sizeof *m->st);
+  }
+  struct mst *s = &m->st[m->n++];
+  memset(s, 0, sizeof *s);
+  s->attempt_id = id;
+  return s;
+}
+
+static void col(sqlite3_stmt *st, int i, char *dst, size_t n) {
+  const unsigned char *t = sqlite3_column_text(st, i);
+  snprintf(dst, n, "%s", t ? (const char *)t : "");
+}
+
+static enum tw_rc load_fn(struct tw_store *s, sqlite3 *db, void *arg,
+                          struct tw_err *err) {
+  struct tw_meter *m = arg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_STATE_OPEN, err);
+  if (!st)
+    return TW_E_IO;
+  int step;
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    struct mst *x = add_state(m, sqlite3_column_int64(st, 0));
+    col(st, 1, x->job_id, sizeof x->job_id);
+    col(st, 2, x->tenant, sizeof x->tenant);
+    col(st, 3, x->project, sizeof x->project);
+    col(st, 4, x->provider, sizeof x->provider);
+    col(st, 5, x->account, sizeof x->account);
+    col(st, 6, x->region, sizeof x->region);
+    col(st, 7, x->zone, sizeof x->zone);
+    col(st, 8, x->instance_type, sizeof x->instance_type);
+    col(st, 9, x->market, sizeof x->market);
+    col(st, 10, x->resource_id, sizeof x->resource_id);
+    x->nodes = sqlite3_column_int(st, 11);
+    x->rule.granularity_s = sqlite3_column_int64(st, 12);
+    x->rule.min_charge_s = sqlite3_column_int64(st, 13);
+    x->price = sqlite3_column_int64(st, 14);
+    x->running_ms = sqlite3_column_int64(st, 15);
+    x->metered_to_ms = sqlite3_column_int64(st, 16);
+    x->billed_s = sqlite3_column_int64(st, 17);
+    x->last_seq = sqlite3_column_int64(st, 18);
+    x->running = true;
+  }
+  enum tw_rc rc = TW_OK;
+  if (step != SQLITE_DONE)
+    rc = tw_err_set(err, TW_E_IO, "meter: load: %s", sqlite3_errmsg(db));
+  sqlite3_reset(st);
+  return rc;
+}
+
+enum tw_rc tw_meter_new(const struct tw_meter_opts *opts, struct tw_meter **out,
+                        struct tw_err *err) {
+  *out = NULL;
+  enum tw_rc rc;
+  if ((rc = tw_ledger_migrate(opts->store, err)) ||
+      (rc = tw_store_migrate_module(
+           opts->store, "meter", METER_MIGRATIONS,
+           (int)(sizeof METER_MIGRATIONS / sizeof METER_MIGRATIONS[0]), err)))
+    return rc;
+  struct tw_meter *m = tw_calloc(1, sizeof *m);
+  m->store = opts->store;
+  cfg_copy(&m->cfg, opts->cfg);
+  m->clock = opts->clock ? opts->clock : tw_clock_real();
+  m->offers_fn = opts->offers;
+  m->offers_ctx = opts->offers_ctx;
+  m->tick_ms = opts->tick_ms > 0 ? opts->tick_ms : 1000;
+  m->offers_ttl_ms = opts->offers_ttl_ms > 0 ? opts->offers_ttl_ms : 300000;
+  tw_offer_list_init(&m->offers);
+  pthread_mutex_init(&m->mu, NULL);
+  pthread_mutex_init(&m->run_mu, NULL);
+  pthread_cond_init(&m->run_cv, NULL);
+  if ((rc = tw_store_read(m->store, load_fn, m, err)) ||
+      (rc = tw_ledger_budgets_set(m->store, m->cfg.budgets, m->cfg.n_budgets,
+                                  err))) {
+    tw_meter_free(m);
+    return rc;
+  }
+  *out = m;
+  return TW_OK;
+}
+
+void tw_meter_free(struct tw_meter *m) {
+  if (!m)
+    return;
+  if (m->started) {
+    pthread_mutex_lock(&m->run_mu);
+    m->stopping = true;
+    pthread_cond_signal(&m->run_cv);
+    pthread_mutex_unlock(&m->run_mu);
+    pthread_join(m->thread, NULL);
+  }
+  tw_meter_cfg_release(&m->cfg);
+  tw_offer_list_release(&m->offers);
+  free(m->st);
+  pthread_mutex_destroy(&m->mu);
+  pthread_mutex_destroy(&m->run_mu);
+  pthread_cond_destroy(&m->run_cv);
+  free(m);
+}
+
+enum tw_rc tw_meter_set_cfg(struct tw_meter *m, const struct tw_meter_cfg *cfg,
+                            struct tw_err *err) {
+  pthread_mutex_lock(&m->mu);
+  int64_t period = m->cfg.charge_period_s;
+  tw_meter_cfg_release(&m->cfg);
+  cfg_copy(&m->cfg, cfg);
+  m->cfg.charge_period_s = period;
+  pthread_mutex_unlock(&m->mu);
+  return tw_ledger_budgets_set(m->store, cfg ? cfg->budgets : NULL,
+                               cfg ? cfg->n_budgets : 0, err);
+}
+
+void tw_meter_stats(struct tw_meter *m, struct tw_meter_stats *out) {
+  pthread_mutex_lock(&m->mu);
+  *out = m->stats;
+  out->open = 0;
+  for (size_t i = 0; i < m->n; i++)
+    out->open += m->st[i].running;
+  pthread_mutex_unlock(&m->mu);
+}
+
+/* ---- charging -------------------------------------------------------------
+ */
+
+/* Rows and the attempt's new progress, written together. */
+struct work {
+  struct mst next; /* the state once written */
+  struct tw_ledger_row *rows;
+  size_t n_rows, cap_rows;
+};
+
+struct batch {
+  struct work *w;
+  size_t n, cap;
+  int64_t now_ms;
+};
+
+static struct work *batch_add(struct batch *b, struct mst *s) {
+  if (b->n == b->cap) {
+    b->cap = b->cap ? b->cap * 2 : 8;
+    b->w = tw_realloc(b->w, b->cap * sizeof *b->w);
+  }
+  struct work *w = &b->w[b->n++];
+  memset(w, 0, sizeof *w);
+  w->next = *s;
+  return w;
+}
+
+static void batch_release(struct batch *b) {
+  for (size_t i = 0; i < b->n; i++)
+    free(b->w[i].rows);
+  free(b->w);
+  memset(b, 0, sizeof *b);
+}
+
+static int64_t discount_bp(const struct tw_meter *m, const struct mst *s) {
+  const struct tw_meter_rate *r =
+      tw_meter_cfg_rate(&m->cfg, s->account, s->provider);
+  if (!r || (!strcmp(s->market, "spot") && !r->discount_spot))
+    return 0;
+  return r->discount_bp;
+}
+
+static struct tw_ledger_row *work_row(struct work *w) {
+  if (w->n_rows == w->cap_rows) {
+    w->cap_rows = w->cap_rows ? w->cap_rows * 2 : 4;
+    w->rows = tw_realloc(w->rows, w->cap_rows * sizeof *w->rows);
+  }
+  struct tw_ledger_row *r = &w->rows[w->n_rows++];
+  memset(r, 0, sizeof *r);
+  const struct mst *s = &w->next;
+  r->service = TW_SERVICE_COMPUTE;
+  TW_SET(r->tenant, s->tenant);
+  TW_SET(r->project, s->project);
+  TW_SET(r->job_id, s->job_id);
+  r->attempt_id = s->attempt_id;
+  TW_SET(r->provider, s->provider);
+  TW_SET(r->account, s->account);
+  TW_SET(r->region, s->region);
+  TW_SET(r->zone, s->zone);
+  TW_SET(r->instance_type, s->instance_type);
+  TW_SET(r->resource_id, s->resource_id);
+  TW_SET(r->market, s->market);
+  r->nodes = s->nodes;
+  return r;
+}
+
+static void price_text(int64_t uusd, char *out, size_t n) {
+  snprintf(out, n, "%s$%lld.%06lld", uusd < 0 ? "-" : "",
+           (long long)(llabs(uusd) / 1000000),
+           (long long)(llabs(uusd) % 1000000));
+}
+
+static void charge_row(const struct tw_meter *m, struct work *w, int64_t from,
+                       int64_t to, int64_t seconds) {
+  struct mst *s = &w->next;
+  struct tw_ledger_row *r = work_row(w);
+  r->start_ms = from;
+  r->end_ms = to;
+  r->usage_ms = to - from;
+  r->quantity = seconds * s->nodes;
+  r->unit_price_uusd = s->price;
+  r->list_uusd = tw_bill_cost(s->price, r->quantity);
+  r->effective_uusd = tw_bill_discount(r->list_uusd, discount_bp(m, s));
+  char p[32];
+  price_text(s->price, p, sizeof p);
+  snprintf(r->description, sizeof r->description,
+           "%s %s in %s: %lld s x %d node%s at %s/h", s->instance_type,
+           s->market, s->zone[0] ? s->zone : s->region, (long long)seconds,
+           s->nodes, s->nodes == 1 ? "" : "s", p);
+}
+
+/* Charges w's attempt from where it stands up to `upto`, period by period.
+ * With phase RUNNING upto is a period boundary; otherwise it is the end,
+ * and what the end's rule charges beyond the periods (the minimum) or
+ * credits (units charged ahead of a reclaimed spot attempt) follows. */
+static void advance(const struct tw_meter *m, struct work *w, int64_t upto,
+                    enum tw_bill_phase phase, int64_t next_price) {
+  struct mst *s = &w->next;
+  int64_t p = m->cfg.charge_period_s * 1000;
+  int64_t t = s->metered_to_ms;
+  while (t < upto) {
+    int64_t b = (t / p + 1) * p;
+    if (b > upto)
+      b = upto;
+    enum tw_bill_phase ph = b == upto ? phase : TW_BILL_RUNNING;
+    int64_t due =
+        tw_bill_seconds(&s->rule, b - s->running_ms, ph) - s->billed_s;
+    if (due < 0)
+      due = 0; /* credited below, as an adjustment */
+    charge_row(m, w, t, b, due);
+    s->billed_s += due;
+    t = b;
+    /* the price in force for the period that starts here */
+    if (t % p == 0 && next_price > 0)
+      s->price = next_price;
+  }
+  if (t > s->metered_to_ms)
+    s->metered_to_ms = t;
+  if (phase == TW_BILL_RUNNING)
+    return;
+  int64_t end = upto;
+  int64_t diff =
+      tw_bill_seconds(&s->rule, end - s->running_ms, phase) - s->billed_s;
+  if (diff > 0) {
+    charge_row(m, w, end, end, diff);
+  } else if (diff < 0) {
+    charge_row(m, w, end, end, diff);
+    struct tw_ledger_row *r = &w->rows[w->n_rows - 1];
+    r->category = TW_CHARGE_ADJUSTMENT;
+    r->correction = true;
+    r->usage_ms = 0;
+    snprintf(r->description, sizeof r->description,
+             "Credit of %lld s charged ahead: spot capacity reclaimed by the "
+             "provider is charged to the second",
+             (long long)-diff);
+  }
+  s->billed_s += diff;
+  s->ended = true;
+}
+
+static void put_text(sqlite3_stmt *st, int i, const char *v) {
+  sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+}
+
+static enum tw_rc batch_fn(struct tw_store *store, sqlite3 *db, void *arg,
+                           struct tw_err *err) {
+  struct batch *b = arg;
+  enum tw_rc rc;
+  for (size_t i = 0; i < b->n; i++) {
+    struct work *w = &b->w[i];
+    struct mst *s = &w->next;
+    for (size_t k = 0; k < w->n_rows; k++) {
+      struct tw_ledger_row *r = &w->rows[k];
+      if (r->category == TW_CHARGE_ADJUSTMENT)
+        r->corrects_seq = s->last_seq;
+      if ((rc = tw_ledger_append_in(store, db, r, 1, b->now_ms, err)))
+        return rc;
+      if (r->category == TW_CHARGE_USAGE && r->list_uusd)
+        s->last_seq = r->seq;
+    }
+    sqlite3_stmt *st = tw_store_stmt(store, db, SQL_STATE_PUT, err);
+    if (!st)
+      return TW_E_IO;
+    sqlite3_bind_int64(st, 1, s->attempt_id);
+    put_text(st, 2, s->job_id);
+    put_text(st, 3, s->tenant);
+    put_text(st, 4, s->project);
+    put_text(st, 5, s->provider);
+    put_text(st, 6, s->account);
+    put_text(st, 7, s->region);
+    put_text(st, 8, s->zone);
+    put_text(st, 9, s->instance_type);
+    put_text(st, 10, s->market);
+    put_text(st, 11, s->resource_id);
+    sqlite3_bind_int(st, 12, s->nodes);
+    sqlite3_bind_int64(st, 13, s->rule.granularity_s);
+    sqlite3_bind_int64(st, 14, s->rule.min_charge_s);
+    sqlite3_bind_int64(st, 15, s->price);
+    sqlite3_bind_int64(st, 16, s->running_ms);
+    sqlite3_bind_int64(st, 17, s->metered_to_ms);
+    sqlite3_bind_int64(st, 18, s->billed_s);
+    sqlite3_bind_int64(st, 19, s->last_seq);
+    sqlite3_bind_int(st, 20, s->ended ? 1 : 0);
+    if (sqlite3_step(st) != SQLITE_DONE)
+      return tw_err_set(err, TW_E_IO, "meter: progress: %s",
+                        sqlite3_errmsg(db));
+  }
+  return TW_OK;
+}
+
+/* Writes the batch; on success the in-memory states take the new
+ * progress and ended attempts are dropped.  On failure nothing changes,
+ * and the next pass computes the same rows again. */
+static void batch_commit(struct tw_meter *m, struct batch *b) {
+  if (!b->n)
+    return;
+  struct tw_err err = {0};
+  if (tw_store_write(m->store, batch_fn, b, &err)) {
+    m->stats.errors++;
+    tw_log_warn("billing",
+                "attempts=%zu metering not written, retried next pass: %s",
+                b->n, err.msg);
+    return;
+  }
+  for (size_t i = 0; i < b->n; i++) {
+    struct mst *live = find_state(m, b->w[i].next.attempt_id);
+    m->stats.rows += b->w[i].n_rows;
+    if (live)
+      *live = b->w[i].next;
+    if (b->w[i].next.ended)
+      m->stats.attempts++;
+  }
+  size_t w = 0;
+  for (size_t i = 0; i < m->n; i++)
+    if (!m->st[i].ended)
+      m->st[w++] = m->st[i];
+  m->n = w;
+}
+
+/* ---- following attempts ----------------------------------------------------
+ */
+
+static const struct tw_offer *find_offer(const struct tw_offer *o, size_t n,
+                                         const char *id) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(o[i].id, id))
+      return &o[i];
+  return NULL;
+}
+
+/* Sets up metering of an attempt seen running for the first time: who
+ * pays (the job's tenant and project), how many nodes, where, and under
+ * which rule (the offer's, when it is still listed; else per second). */
+static bool start_state(struct tw_meter *m, struct mst *s,
+                        const struct tw_attempt_rec *a,
+                        const struct tw_offer *offers, size_t n_offers) {
+  struct tw_err err = {0};
+  struct tw_job_rec job;
+  if (tw_store_job_get(m->store, a->job_id, &job, &err)) {
+    tw_log_warn("billing", "attempt=%lld job=%s not metered yet: %s",
+                (long long)a->id, a->job_id, err.msg);
+    return false;
+  }
+  int nodes = 1;
+  struct tw_job_spec spec;
+  if (job.spec_json && tw_spec_parse(job.spec_json, strlen(job.spec_json), true,
+                                     &spec, &err) == TW_OK) {
+    nodes = spec.nodes > 0 ? spec.nodes : 1;
+    tw_spec_release(&spec);
+  }
+  TW_SET(s->job_id, a->job_id);
+  tw_model_set(s->tenant, sizeof s->tenant, job.tenant);
+  tw_model_set(s->project, sizeof s->project, job.project);
+  tw_job_rec_release(&job);
+  s->nodes = nodes;
+  TW_SET(s->account, a->provider);
+  TW_SET(s->market, a->market);
+  TW_SET(s->resource_id, a->instance_id);
+  s->price = a->price_uusd_per_hour;
+  s->rule.granularity_s = 1;
+  const struct tw_offer *o = find_offer(offers, n_offers, a->offer_id);
+  if (o) {
+    TW_SET(s->provider, o->provider);
+    TW_SET(s->region, o->region);
+    TW_SET(s->zone, o->zone);
+    TW_SET(s->instance_type, o->instance_type);
+    s->rule.granularity_s = o->billing_granularity_s;
+    s->rule.min_charge_s = o->min_charge_s;
+  } else {
+    /* "account:region:zone:type:market" */
+    char buf[192], *f[5] = {0};
+    snprintf(buf, sizeof buf, "%s", a->offer_id);
+    int nf = 0;
+    for (char *t = buf; t && nf < 5;) {
+      f[nf++] = t;
+      t = strchr(t, ':');
+      if (t)
+        *t++ = '\0';
+    }
+    TW_SET(s->provider, a->provider);
+    if (nf == 5) {
+      TW_SET(s->region, f[1]);
+      TW_SET(s->zone, f[2]);
+      TW_SET(s->instance_type, f[3]);
+    }
+  }
+  const struct tw_meter_rate *r =
+      tw_meter_cfg_rate(&m->cfg, s->account, s->provider);
+  if (r && r->chargeback && o) {
+    /* a private cloud prices its own capacity by what the offer holds */
+    int64_t gib_x1024 = o->memory_mib;
+    s->price =
+        o->vcpus * r->vcpu_hour_uusd + o->accel_count * r->gpu_hour_uusd +
+        (int64_t)(((__int128)gib_x1024 * r->memory_gib_hour_uusd + 512) / 1024);
+  }
+  s->running_ms = a->running_ms;
+  s->metered_to_ms = a->running_ms;
+  s->running = true;
+  return true;
+}
+
+/* The price in force now for s's offer, or 0 when unknown. */
+static int64_t price_now(const struct tw_meter *m, const struct mst *s,
+                         const struct tw_offer *offers, size_t n_offers,
+                         const char *offer_id) {
+  const struct tw_meter_rate *r =
+      tw_meter_cfg_rate(&m->cfg, s->account, s->provider);
+  if (r && r->chargeback)
+    return s->price; /* chargeback rates are not market prices */
+  const struct tw_offer *o =
+      offer_id ? find_offer(offers, n_offers, offer_id) : NULL;
+  return o ? o->price_uusd_per_hour : 0;
+}
+
+/* An attempt that left the live list: find how it ended. */
+static bool ended_rec(struct tw_meter *m, const struct mst *s,
+                      struct tw_attempt_rec *out) {
+  struct tw_attempt_rec *all = NULL;
+  size_t n = 0;
+  struct tw_err err = {0};
+  bool found = false;
+  if (tw_store_attempts_of(m->store, s->job_id, &all, &n, &err) == TW_OK)
+    for (size_t i = 0; i < n; i++)
+      if (all[i].id == s->attempt_id) {
+        *out = all[i];
+        found = true;
+      }
+  free(all);
+  return found;
+}
+
+void tw_meter_observe(struct tw_meter *m, const struct tw_attempt_rec *live,
+                      size_t n_live, const struct tw_offer *offers,
+                      size_t n_offers, int64_t now_ms) {
+  pthread_mutex_lock(&m->mu);
+  struct batch b = {.now_ms = now_ms};
+  int64_t p = m->cfg.charge_period_s * 1000;
+  /* Periods are closed only up to the previous pass: an attempt that ended
+   * during this pass ended after that, so no period is charged past its
+   * end. */
+  int64_t close_to = m->last_now > 0 ? m->last_now / p * p : 0;
+  m->last_now = now_ms;
+  for (size_t i = 0; i < m->n; i++)
+    m->st[i].seen = false;
+
+  for (size_t i = 0; i < n_live; i++) {
+    const struct tw_attempt_rec *a = &live[i];
+    struct mst *s = find_state(m, a->id);
+    if (a->state != TW_ATTEMPT_RUNNING || !a->running_ms) {
+      if (!s) {
+        s = add_state(m, a->id);
+        TW_SET(s->job_id, a->job_id);
+      }
+      s->seen = true;
+      continue;
+    }
+    if (!s) {
+      s = add_state(m, a->id);
+      TW_SET(s->job_id, a->job_id);
+    }
+    s->seen = true;
+    if (!s->running && !start_state(m, s, a, offers, n_offers))
+      continue;
+    if (close_to > s->metered_to_ms) {
+      struct work *w = batch_add(&b, s);
+      advance(m, w, close_to, TW_BILL_RUNNING,
+              price_now(m, s, offers, n_offers, a->offer_id));
+    }
+  }
+
+  /* Tracked attempts no longer live have ended: charge them to the end. */
+  for (size_t i = 0; i < m->n; i++) {
+    struct mst *s = &m->st[i];
+    if (s->seen)
+      continue;
+    struct tw_attempt_rec a;
+    if (!ended_rec(m, s, &a) || a.state != TW_ATTEMPT_ENDED) {
+      s->ended = true; /* vanished from the store: nothing to charge */
+      continue;
+    }
+    if (!a.running_ms) {
+      s->ended = true; /* never ran: providers do not bill */
+      continue;
+    }
+    if (!s->running && !start_state(m, s, &a, offers, n_offers))
+      continue;
+    enum tw_bill_phase ph =
+        !strcmp(a.market, "spot") && !strcmp(a.end_reason, "interrupted")
+            ? TW_BILL_RECLAIMED
+            : TW_BILL_ENDED;
+    int64_t end = a.ended_ms > s->running_ms ? a.ended_ms : s->running_ms;
+    struct work *w = batch_add(&b, s);
+    advance(m, w, end, ph, price_now(m, s, offers, n_offers, a.offer_id));
+  }
+  /* States ended without anything to write (never ran) are dropped here;
+   * the others once their rows are durable (batch_commit). */
+  size_t w = 0;
+  for (size_t i = 0; i < m->n; i++)
+    if (!m->st[i].ended)
+      m->st[w++] = m->st[i];
+  m->n = w;
+  batch_commit(m, &b);
+  batch_release(&b);
+  pthread_mutex_unlock(&m->mu);
+}
+
+/* ---- the pass and its thread
+ * ------------------------------------------------- */
+
+void tw_meter_tick(struct tw_meter *m) {
+  int64_t now = tw_clock_now_ms(m->clock);
+  struct tw_attempt_rec *live = NULL;
+  size_t n_live = 0;
+  struct tw_err err = {0};
+  if (tw_store_attempts_live(m->store, &live, &n_live, &err)) {
+    tw_log_warn("billing", "live attempts not read, metering waits: %s",
+                err.msg);
+    return;
+  }
+  /* The price in force matters when a period closes; list offers only
+   * when something runs and the last listing is stale. */
+  if (m->offers_fn && n_live &&
+      (!m->offers_at_ms || now - m->offers_at_ms >= m->offers_ttl_ms)) {
+    struct tw_offer_list fresh;
+    tw_offer_list_init(&fresh);
+    m->offers_fn(m->offers_ctx, &fresh);
+    if (fresh.n) {
+      tw_offer_list_release(&m->offers);
+      m->offers = fresh;
+    } else {
+      tw_offer_list_release(&fresh); /* keep the last prices known */
+    }
+    m->offers_at_ms = now;
+  }
+  tw_meter_observe(m, live, n_live, m->offers.items, m->offers.n, now);
+  free(live);
+}
+
+static void *meter_main(void *arg) {
+  struct tw_meter *m = arg;
+  pthread_mutex_lock(&m->run_mu);
+  while (!m->stopping) {
+    pthread_mutex_unlock(&m->run_mu);
+    tw_meter_tick(m);
+    pthread_mutex_lock(&m->run_mu);
+    if (m->stopping)
+      break;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += m->tick_ms / 1000;
+    ts.tv_nsec += (m->tick_ms % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&m->run_cv, &m->run_mu, &ts);
+  }
+  pthread_mutex_unlock(&m->run_mu);
+  return NULL;
+}
+
+enum tw_rc tw_meter_start(struct tw_meter *m, struct tw_err *err) {
+  if (pthread_create(&m->thread, NULL, meter_main, m) != 0)
+    return tw_err_set(err, TW_E_INTERNAL, "meter: cannot start its thread");
+  m->started = true;
+  return TW_OK;
+}
+
+/* ---- egress
+ * ------------------------------------------------------------------ */
+
+enum tw_rc tw_meter_egress(struct tw_meter *m, const struct tw_meter_egress *e,
+                           struct tw_ledger_row *out, struct tw_err *err) {
+  if (!e->tenant || !*e->tenant || !e->provider || !*e->provider ||
+      e->bytes < 0 || e->price_uusd_per_gb < 0)
+    return tw_err_set(
+        err, TW_E_INVALID,
+        "egress: tenant, provider and a byte count >= 0 are required");
+  struct tw_ledger_row r;
+  memset(&r, 0, sizeof r);
+  pthread_mutex_lock(&m->mu);
+  const struct tw_meter_rate *rate =
+      tw_meter_cfg_rate(&m->cfg, e->account, e->provider);
+  int64_t price = e->price_uusd_per_gb ? e->price_uusd_per_gb
+                  : rate               ? rate->egress_uusd_per_gb
+                                       : 0;
+  int64_t bp = rate ? rate->discount_bp : 0;
+  pthread_mutex_unlock(&m->mu);
+  bool ok = tw_model_set(r.tenant, sizeof r.tenant, e->tenant) &&
+            tw_model_set(r.project, sizeof r.project,
+                         e->project && *e->project ? e->project : "default") &&
+            TW_SET(r.job_id, e->job_id) && TW_SET(r.provider, e->provider) &&
+            TW_SET(r.account, e->account ? e->account : e->provider) &&
+            TW_SET(r.region, e->region);
+  if (!ok)
+    return tw_err_set(err, TW_E_INVALID, "egress: a name is too long");
+  r.service = TW_SERVICE_NETWORK;
+  r.attempt_id = e->attempt_id;
+  r.start_ms = r.end_ms = e->at_ms;
+  r.nodes = 1;
+  r.quantity = e->bytes;
+  r.unit_price_uusd = price;
+  r.list_uusd = div_round((__int128)e->bytes * price, 1000000000);
+  r.effective_uusd = tw_bill_discount(r.list_uusd, bp);
+  snprintf(r.description, sizeof r.description,
+           "Data transfer %s -> %s: %lld bytes", e->region ? e->region : "",
+           e->dest_region ? e->dest_region : "internet", (long long)e->bytes);
+  enum tw_rc rc = tw_ledger_append(m->store, &r, 1, e->at_ms, err);
+  if (rc == TW_OK) {
+    pthread_mutex_lock(&m->mu);
+    m->stats.rows++;
+    pthread_mutex_unlock(&m->mu);
+    if (out)
+      *out = r;
+  }
+  return rc;
+}

@@ -1,0 +1,458 @@
+/* report.c - builds the report model from the ledger and renders JSON and
+ * CSV; FOCUS and HTML live in focus.c and html.c. */
+#include "billing/report/report.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "billing/report/focus.h"
+#include "billing/report/report_int.h"
+#include "broker/base/clock.h"
+
+/* ---- formatting --------------------------------------------------------- */
+
+void tw_report_fmt_usd(int64_t uusd, char *out, size_t outsz) {
+  /* unsigned: llabs(INT64_MIN) would overflow */
+  uint64_t a = uusd < 0 ? (uint64_t)0 - (uint64_t)uusd : (uint64_t)uusd;
+  snprintf(out, outsz, "%s%llu.%06llu", uusd < 0 ? "-" : "",
+           (unsigned long long)(a / 1000000),
+           (unsigned long long)(a % 1000000));
+}
+
+void tw_report_fmt_day(int64_t day, char *out, size_t outsz) {
+  time_t t = (time_t)(day * 86400);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  /* bounded so the compiler can see the text fits */
+  snprintf(out, outsz, "%04u-%02u-%02u", (unsigned)(tm.tm_year + 1900) % 10000u,
+           (unsigned)(tm.tm_mon + 1) % 100u, (unsigned)tm.tm_mday % 100u);
+}
+
+void tw_report_fmt_time(int64_t ms, char *out, size_t outsz) {
+  time_t t = (time_t)(ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000));
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  snprintf(out, outsz, "%04u-%02u-%02uT%02u:%02u:%02uZ",
+           (unsigned)(tm.tm_year + 1900) % 10000u,
+           (unsigned)(tm.tm_mon + 1) % 100u, (unsigned)tm.tm_mday % 100u,
+           (unsigned)tm.tm_hour % 100u, (unsigned)tm.tm_min % 100u,
+           (unsigned)tm.tm_sec % 100u);
+}
+
+int64_t tw_report_month_start(int64_t ms) {
+  time_t t = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  tm.tm_mday = 1;
+  tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+  return (int64_t)timegm(&tm) * 1000;
+}
+
+int64_t tw_report_next_month(int64_t ms) {
+  time_t t = (time_t)(ms / 1000);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  tm.tm_mday = 1;
+  tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
+  if (++tm.tm_mon == 12) {
+    tm.tm_mon = 0;
+    tm.tm_year++;
+  }
+  return (int64_t)timegm(&tm) * 1000;
+}
+
+/* ---- request parsing ---------------------------------------------------- */
+
+enum tw_rc tw_report_format_parse(const char *s, enum tw_report_format *out,
+                                  struct tw_err *err) {
+  static const char *const names[] = {"json", "csv", "focus", "html"};
+  for (int i = 0; s && i < 4; i++)
+    if (!strcmp(s, names[i])) {
+      *out = (enum tw_report_format)i;
+      return TW_OK;
+    }
+  return tw_err_field(
+      err, TW_E_INVALID, "format",
+      "format: expected json, csv, focus or html, got \"%.32s\"", s ? s : "");
+}
+
+/* "2026-11-01": midnight UTC.  0 on success. */
+static int parse_date(const char *s, int64_t *ms) {
+  int y, m, d;
+  char tail;
+  if (strlen(s) != 10 || sscanf(s, "%4d-%2d-%2d%c", &y, &m, &d, &tail) != 3 ||
+      s[4] != '-' || s[7] != '-' || y < 1970 || y > 9999 || m < 1 || m > 12 ||
+      d < 1 || d > 31)
+    return -1;
+  struct tm tm = {.tm_year = y - 1900, .tm_mon = m - 1, .tm_mday = d};
+  time_t t = timegm(&tm);
+  struct tm back;
+  gmtime_r(&t, &back);
+  if (back.tm_mday != d) /* 2026-02-30 */
+    return -1;
+  *ms = (int64_t)t * 1000;
+  return 0;
+}
+
+static enum tw_rc parse_bound(const char *name, const char *s, int64_t *ms,
+                              struct tw_err *err) {
+  if (!parse_date(s, ms) || !tw_time_parse_rfc3339(s, ms))
+    return TW_OK;
+  return tw_err_field(err, TW_E_INVALID, name,
+                      "%s: expected a date (2026-11-01) or an RFC 3339 time "
+                      "(2026-11-01T00:00:00Z), got \"%.64s\"",
+                      name, s);
+}
+
+enum tw_rc tw_report_range_parse(const char *from, const char *to,
+                                 int64_t now_ms, int64_t *from_ms,
+                                 int64_t *to_ms, struct tw_err *err) {
+  enum tw_rc rc;
+  int64_t f = tw_report_month_start(now_ms), t = tw_report_next_month(now_ms);
+  if (from && *from && (rc = parse_bound("from", from, &f, err)))
+    return rc;
+  if (to && *to && (rc = parse_bound("to", to, &t, err)))
+    return rc;
+  if (from && *from && !(to && *to))
+    t = tw_report_next_month(f > now_ms ? f : now_ms);
+  if (to && *to && !(from && *from))
+    f = tw_report_month_start(t - 1);
+  if (t <= f)
+    return tw_err_field(err, TW_E_INVALID, "to", "to: must be after from");
+  if (t - f > 3660 * TW_DAY_MS)
+    return tw_err_field(err, TW_E_INVALID, "to",
+                        "to: a report covers at most 3660 days");
+  *from_ms = f;
+  *to_ms = t;
+  return TW_OK;
+}
+
+/* ---- the model
+ * ---------------------------------------------------------------- */
+
+int64_t report__forecast(const struct tw_report *r, int64_t spent_uusd,
+                         int64_t window_uusd) {
+  int64_t now = r->req->now_ms, to = r->req->to_ms;
+  int64_t len = r->window_to_ms - r->window_from_ms;
+  if (now >= to || len <= 0)
+    return spent_uusd;
+  __int128 more = (__int128)window_uusd * (to - now);
+  return spent_uusd + (int64_t)((more + len / 2) / len);
+}
+
+static int tenant_cmp(const void *x, const void *y) {
+  const struct tw_report_tenant *a = x, *b = y;
+  if (a->spent_uusd != b->spent_uusd)
+    return a->spent_uusd > b->spent_uusd ? -1 : 1;
+  return strcmp(a->tenant, b->tenant);
+}
+
+static bool budget_in_scope(const struct tw_report_req *q,
+                            const struct tw_ledger_budget *b) {
+  if (q->tenant && b->tenant[0] && strcmp(q->tenant, b->tenant))
+    return false;
+  if (q->project && b->project[0] && strcmp(q->project, b->project))
+    return false;
+  return true;
+}
+
+/* Spend of a budget's scope in a tenant x project sum. */
+static int64_t scope_sum(const struct tw_ledger_group *g, size_t n,
+                         const struct tw_ledger_budget *b) {
+  int64_t s = 0;
+  for (size_t i = 0; i < n; i++)
+    if ((!b->tenant[0] || !strcmp(b->tenant, g[i].tenant)) &&
+        (!b->project[0] || !strcmp(b->project, g[i].project)))
+      s += g[i].effective_uusd;
+  return s;
+}
+
+void report__release(struct tw_report *r) {
+  free(r->groups);
+  free(r->by_provider_day);
+  free(r->tenants);
+  free(r->budgets);
+  memset(r, 0, sizeof *r);
+}
+
+enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
+                         struct tw_report *r, struct tw_err *err) {
+  memset(r, 0, sizeof *r);
+  r->req = req;
+  r->mask = req->group_mask ? req->group_mask : TW_REPORT_DEFAULT_GROUPS;
+  struct tw_ledger_filter f = {.tenant = req->tenant, .project = req->project};
+  struct tw_ledger_group *tp = NULL, *tpw = NULL;
+  size_t n_tp = 0, n_tpw = 0;
+  struct tw_ledger_budget *budgets = NULL;
+  size_t n_budgets = 0;
+  enum tw_rc rc;
+  if ((rc = tw_ledger_sum(s, req->from_ms, req->to_ms, r->mask, &f, &r->groups,
+                          &r->n_groups, err)) ||
+      (rc = tw_ledger_sum(s, req->from_ms, req->to_ms,
+                          TW_GROUP_PROVIDER | TW_GROUP_DAY, &f,
+                          &r->by_provider_day, &r->n_by_provider_day, err)) ||
+      (rc = tw_ledger_sum(s, req->from_ms, req->to_ms,
+                          TW_GROUP_TENANT | TW_GROUP_PROJECT, &f, &tp, &n_tp,
+                          err)))
+    goto out;
+  for (size_t i = 0; i < r->n_groups; i++) {
+    r->total_list_uusd += r->groups[i].list_uusd;
+    r->total_effective_uusd += r->groups[i].effective_uusd;
+    r->total_rows += r->groups[i].rows;
+  }
+
+  /* the run rate: the last 7 days of the range that have passed */
+  int64_t wto = req->now_ms < req->to_ms ? req->now_ms : req->to_ms;
+  int64_t wfrom = wto - TW_REPORT_RUN_RATE_MS;
+  if (wfrom < req->from_ms)
+    wfrom = req->from_ms;
+  if (wto > wfrom) {
+    r->window_from_ms = wfrom;
+    r->window_to_ms = wto;
+    if ((rc = tw_ledger_sum(s, wfrom, wto, TW_GROUP_TENANT | TW_GROUP_PROJECT,
+                            &f, &tpw, &n_tpw, err)))
+      goto out;
+  }
+  int64_t spent = 0, window = 0;
+  for (size_t i = 0; i < n_tp; i++)
+    spent += tp[i].effective_uusd;
+  for (size_t i = 0; i < n_tpw; i++)
+    window += tpw[i].effective_uusd;
+  if (wto > wfrom)
+    r->run_rate_uusd_per_day =
+        (int64_t)(((__int128)window * TW_DAY_MS + (wto - wfrom) / 2) /
+                  (wto - wfrom));
+  r->forecast_uusd = report__forecast(r, spent, window);
+
+  /* tenants */
+  r->tenants = tw_calloc(n_tp ? n_tp : 1, sizeof *r->tenants);
+  for (size_t i = 0; i < n_tp; i++) {
+    struct tw_report_tenant *t = NULL;
+    for (size_t k = 0; k < r->n_tenants; k++)
+      if (!strcmp(r->tenants[k].tenant, tp[i].tenant))
+        t = &r->tenants[k];
+    if (!t) {
+      t = &r->tenants[r->n_tenants++];
+      snprintf(t->tenant, sizeof t->tenant, "%s", tp[i].tenant);
+    }
+    t->spent_uusd += tp[i].effective_uusd;
+    t->list_uusd += tp[i].list_uusd;
+  }
+  for (size_t k = 0; k < r->n_tenants; k++) {
+    struct tw_ledger_budget scope = {0};
+    snprintf(scope.tenant, sizeof scope.tenant, "%s", r->tenants[k].tenant);
+    r->tenants[k].forecast_uusd = report__forecast(
+        r, r->tenants[k].spent_uusd, scope_sum(tpw, n_tpw, &scope));
+  }
+  if (r->n_tenants > 1)
+    qsort(r->tenants, r->n_tenants, sizeof *r->tenants, tenant_cmp);
+
+  /* budgets */
+  if (req->budgets_source) {
+    n_budgets = req->n_budgets;
+    budgets = tw_calloc(n_budgets ? n_budgets : 1, sizeof *budgets);
+    if (n_budgets)
+      memcpy(budgets, req->budgets, n_budgets * sizeof *budgets);
+    r->budget_source = req->budgets_source;
+  } else {
+    if ((rc = tw_ledger_budgets_get(s, &budgets, &n_budgets, err)))
+      goto out;
+    r->budget_source = "config";
+  }
+  r->budgets = tw_calloc(n_budgets ? n_budgets : 1, sizeof *r->budgets);
+  for (size_t i = 0; i < n_budgets; i++) {
+    if (!budget_in_scope(req, &budgets[i]))
+      continue;
+    struct tw_report_budget *b = &r->budgets[r->n_budgets++];
+    b->b = budgets[i];
+    b->spent_uusd = scope_sum(tp, n_tp, &budgets[i]);
+    b->forecast_uusd =
+        report__forecast(r, b->spent_uusd, scope_sum(tpw, n_tpw, &budgets[i]));
+  }
+out:
+  free(tp);
+  free(tpw);
+  free(budgets);
+  if (rc)
+    report__release(r);
+  return rc;
+}
+
+/* ---- JSON and CSV
+ * ---------------------------------------------------------------- */
+
+static const struct {
+  unsigned bit;
+  const char *name;
+} DIMS[] = {{TW_GROUP_TENANT, "tenant"},     {TW_GROUP_PROJECT, "project"},
+            {TW_GROUP_PROVIDER, "provider"}, {TW_GROUP_REGION, "region"},
+            {TW_GROUP_DAY, "day"},           {TW_GROUP_JOB, "job"}};
+#define NDIMS (sizeof DIMS / sizeof DIMS[0])
+
+static const char *dim_value(const struct tw_ledger_group *g, unsigned bit,
+                             char *day, size_t daysz) {
+  switch (bit) {
+  case TW_GROUP_TENANT:
+    return g->tenant;
+  case TW_GROUP_PROJECT:
+    return g->project;
+  case TW_GROUP_PROVIDER:
+    return g->provider;
+  case TW_GROUP_REGION:
+    return g->region;
+  case TW_GROUP_DAY:
+    tw_report_fmt_day(g->day, day, daysz);
+    return day;
+  default:
+    return g->job_id;
+  }
+}
+
+static void json_money(struct tw_buf *b, const char *key, int64_t v,
+                       bool comma) {
+  tw_buf_printf(b, "%s\"%s\":%lld", comma ? "," : "", key, (long long)v);
+}
+
+static void render_json(const struct tw_report *r, struct tw_buf *b) {
+  char t[40];
+  tw_buf_adds(b, "{\"from\":");
+  tw_report_fmt_time(r->req->from_ms, t, sizeof t);
+  tw_buf_json_str(b, t);
+  tw_buf_adds(b, ",\"to\":");
+  tw_report_fmt_time(r->req->to_ms, t, sizeof t);
+  tw_buf_json_str(b, t);
+  tw_buf_adds(b, ",\"group_by\":[");
+  bool first = true;
+  for (size_t d = 0; d < NDIMS; d++)
+    if (r->mask & DIMS[d].bit) {
+      tw_buf_printf(b, "%s\"%s\"", first ? "" : ",", DIMS[d].name);
+      first = false;
+    }
+  tw_buf_adds(b, "],\"currency\":\"USD\",\"items\":[");
+  for (size_t i = 0; i < r->n_groups; i++) {
+    const struct tw_ledger_group *g = &r->groups[i];
+    tw_buf_adds(b, i ? ",{" : "{");
+    for (size_t d = 0; d < NDIMS; d++)
+      if (r->mask & DIMS[d].bit) {
+        char day[16];
+        tw_buf_printf(b, "\"%s\":", DIMS[d].name);
+        tw_buf_json_str(b, dim_value(g, DIMS[d].bit, day, sizeof day));
+        tw_buf_addc(b, ',');
+      }
+    json_money(b, "list_cost_uusd", g->list_uusd, false);
+    json_money(b, "effective_cost_uusd", g->effective_uusd, true);
+    tw_buf_printf(b, ",\"usage_s\":%lld,\"rows\":%lld}",
+                  (long long)(g->usage_ms / 1000), (long long)g->rows);
+  }
+  tw_buf_adds(b, "],\"total\":{");
+  json_money(b, "list_cost_uusd", r->total_list_uusd, false);
+  json_money(b, "effective_cost_uusd", r->total_effective_uusd, true);
+  tw_buf_printf(
+      b, ",\"rows\":%lld},\"forecast\":{\"to\":", (long long)r->total_rows);
+  tw_report_fmt_time(r->req->to_ms, t, sizeof t);
+  tw_buf_json_str(b, t);
+  tw_buf_adds(b, ",\"now\":");
+  tw_report_fmt_time(r->req->now_ms, t, sizeof t);
+  tw_buf_json_str(b, t);
+  json_money(b, "run_rate_uusd_per_day", r->run_rate_uusd_per_day, true);
+  json_money(b, "effective_cost_uusd", r->forecast_uusd, true);
+  tw_buf_adds(b, ",\"tenants\":[");
+  for (size_t i = 0; i < r->n_tenants; i++) {
+    tw_buf_adds(b, i ? ",{\"tenant\":" : "{\"tenant\":");
+    tw_buf_json_str(b, r->tenants[i].tenant);
+    json_money(b, "spent_uusd", r->tenants[i].spent_uusd, true);
+    json_money(b, "forecast_uusd", r->tenants[i].forecast_uusd, true);
+    tw_buf_addc(b, '}');
+  }
+  tw_buf_adds(b, "]},\"budgets\":{\"source\":");
+  tw_buf_json_str(b, r->budget_source ? r->budget_source : "config");
+  tw_buf_adds(b, ",\"period\":\"monthly\",\"items\":[");
+  for (size_t i = 0; i < r->n_budgets; i++) {
+    const struct tw_report_budget *x = &r->budgets[i];
+    tw_buf_adds(b, i ? ",{\"tenant\":" : "{\"tenant\":");
+    if (x->b.tenant[0])
+      tw_buf_json_str(b, x->b.tenant);
+    else
+      tw_buf_adds(b, "null");
+    tw_buf_adds(b, ",\"project\":");
+    if (x->b.project[0])
+      tw_buf_json_str(b, x->b.project);
+    else
+      tw_buf_adds(b, "null");
+    json_money(b, "limit_uusd", x->b.limit_uusd, true);
+    json_money(b, "spent_uusd", x->spent_uusd, true);
+    json_money(b, "forecast_uusd", x->forecast_uusd, true);
+    tw_buf_addc(b, '}');
+  }
+  tw_buf_adds(b, "]}}");
+}
+
+/* RFC 4180: quote a field that holds a comma, a quote or a line break. */
+static void csv_field(struct tw_buf *b, const char *s) {
+  if (!strpbrk(s, ",\"\r\n")) {
+    tw_buf_adds(b, s);
+    return;
+  }
+  tw_buf_addc(b, '"');
+  for (; *s; s++) {
+    if (*s == '"')
+      tw_buf_addc(b, '"');
+    tw_buf_addc(b, *s);
+  }
+  tw_buf_addc(b, '"');
+}
+
+static void render_csv(const struct tw_report *r, struct tw_buf *b) {
+  for (size_t d = 0; d < NDIMS; d++)
+    if (r->mask & DIMS[d].bit)
+      tw_buf_printf(b, "%s,", DIMS[d].name);
+  tw_buf_adds(b, "list_cost_usd,effective_cost_usd,usage_hours,rows\r\n");
+  for (size_t i = 0; i < r->n_groups; i++) {
+    const struct tw_ledger_group *g = &r->groups[i];
+    for (size_t d = 0; d < NDIMS; d++)
+      if (r->mask & DIMS[d].bit) {
+        char day[16];
+        csv_field(b, dim_value(g, DIMS[d].bit, day, sizeof day));
+        tw_buf_addc(b, ',');
+      }
+    char l[32], e[32];
+    tw_report_fmt_usd(g->list_uusd, l, sizeof l);
+    tw_report_fmt_usd(g->effective_uusd, e, sizeof e);
+    /* hours with six places, from milliseconds: exact enough to sum */
+    int64_t uh = (g->usage_ms * 1000 + 1800) / 3600;
+    tw_buf_printf(b, "%s,%s,%lld.%06lld,%lld\r\n", l, e,
+                  (long long)(uh / 1000000), (long long)(uh % 1000000),
+                  (long long)g->rows);
+  }
+}
+
+enum tw_rc tw_report_render(struct tw_store *s, const struct tw_report_req *req,
+                            struct tw_buf *out, const char **content_type,
+                            struct tw_err *err) {
+  if (req->format == TW_REPORT_FOCUS) {
+    *content_type = "text/csv; charset=utf-8";
+    return focus__render(s, req, out, err);
+  }
+  struct tw_report r;
+  enum tw_rc rc = report__build(s, req, &r, err);
+  if (rc)
+    return rc;
+  switch (req->format) {
+  case TW_REPORT_CSV:
+    *content_type = "text/csv; charset=utf-8";
+    render_csv(&r, out);
+    break;
+  case TW_REPORT_HTML:
+    *content_type = "text/html; charset=utf-8";
+    html__render(&r, out);
+    break;
+  default:
+    *content_type = "application/json";
+    render_json(&r, out);
+    break;
+  }
+  report__release(&r);
+  return TW_OK;
+}

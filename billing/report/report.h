@@ -1,0 +1,94 @@
+/* report.h - spend reports over the ledger: JSON and CSV for scripts and
+ * spreadsheets, FOCUS 1.0 for FinOps tools (focus.h), and one
+ * self-contained HTML page with SVG charts (html.h).
+ *
+ * A report covers [from, to), grouped by any of tenant, project,
+ * provider, region, day and job.  Grouped sums come from the ledger's
+ * rollups (ledger.h), so a report over a year costs what a few thousand
+ * rollup rows cost; FOCUS lists the ledger rows themselves.
+ *
+ * The forecast extrapolates the recent run rate (the last 7 days of the
+ * range that have passed, or less when the range started later) to the
+ * end of the range, overall and per tenant.  Budgets (monthly limits) are
+ * compared with the range, which by default is the current month. */
+#ifndef TW_BILLING_REPORT_H
+#define TW_BILLING_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "billing/ledger/ledger.h"
+#include "broker/base/err.h"
+#include "broker/base/mem.h"
+
+struct tw_store;
+
+enum tw_report_format {
+  TW_REPORT_JSON = 0,
+  TW_REPORT_CSV,
+  TW_REPORT_FOCUS,
+  TW_REPORT_HTML
+};
+
+/* "json", "csv", "focus", "html"; TW_E_INVALID otherwise. */
+enum tw_rc tw_report_format_parse(const char *s, enum tw_report_format *out,
+                                  struct tw_err *err);
+
+/* The default grouping when a request names none. */
+#define TW_REPORT_DEFAULT_GROUPS                                               \
+  (TW_GROUP_TENANT | TW_GROUP_PROVIDER | TW_GROUP_DAY)
+
+/* How far back the run rate of the forecast looks. */
+#define TW_REPORT_RUN_RATE_MS (7 * TW_DAY_MS)
+
+/* Most ledger rows one FOCUS export lists; a larger range is TW_E_TOOBIG
+ * (export month by month). */
+#define TW_REPORT_FOCUS_MAX_ROWS 2000000
+
+struct tw_report_req {
+  int64_t from_ms, to_ms; /* [from, to) */
+  unsigned group_mask;    /* TW_GROUP_*; 0: TW_REPORT_DEFAULT_GROUPS */
+  const char *tenant;     /* NULL: every tenant */
+  const char *project;    /* NULL: every project */
+  enum tw_report_format format;
+  int64_t now_ms; /* "now" of the forecast */
+  /* Monthly budgets to compare with.  budgets_source NULL: the ones the
+   * daemon stored from the config's `billing.budgets`
+   * (tw_ledger_budgets_get), reported as "config".  The API passes the
+   * tenancy module's budgets here when it keeps any ("tenancy"). */
+  const struct tw_ledger_budget *budgets;
+  size_t n_budgets;
+  const char *budgets_source;
+};
+
+/* Parses the range: each bound is RFC 3339 or a date (YYYY-MM-DD, midnight
+ * UTC); `to` may also be a date meaning the end of that day when
+ * to_inclusive_date is set.  NULL bounds default to the calendar month
+ * (UTC) holding now_ms.  TW_E_INVALID names "from" or "to"; an empty or
+ * reversed range, or one longer than 3660 days, is refused. */
+enum tw_rc tw_report_range_parse(const char *from, const char *to,
+                                 int64_t now_ms, int64_t *from_ms,
+                                 int64_t *to_ms, struct tw_err *err);
+
+/* Renders the report into out (appended); *content_type gets the MIME type
+ * of the format (a static string). */
+enum tw_rc tw_report_render(struct tw_store *s, const struct tw_report_req *req,
+                            struct tw_buf *out, const char **content_type,
+                            struct tw_err *err);
+
+/* Formats micro-USD as a decimal dollar amount with six places
+ * ("-0.000001", "1234.500000"): exact, for CSV and FOCUS. */
+void tw_report_fmt_usd(int64_t uusd, char *out, size_t outsz);
+
+/* "2026-11-30" for a day number (days since 1970-01-01 UTC). */
+void tw_report_fmt_day(int64_t day, char *out, size_t outsz);
+
+/* "2026-11-30T13:00:00Z": ISO 8601 UTC to the second, as FOCUS wants. */
+void tw_report_fmt_time(int64_t ms, char *out, size_t outsz);
+
+/* Start of the calendar month (UTC) holding ms, and of the next one. */
+int64_t tw_report_month_start(int64_t ms);
+int64_t tw_report_next_month(int64_t ms);
+
+#endif

@@ -1,0 +1,57 @@
+/* report_int.h - what report.c, focus.c and html.c share: the computed
+ * report model.  Nobody else includes it. */
+#ifndef TW_BILLING_REPORT_INT_H
+#define TW_BILLING_REPORT_INT_H
+
+#include "billing/ledger/ledger.h"
+#include "billing/report/report.h"
+
+struct tw_report_tenant {
+  char tenant[TW_LEDGER_NAME_MAX];
+  int64_t spent_uusd; /* effective, over the range */
+  int64_t list_uusd;
+  int64_t forecast_uusd; /* to the end of the range */
+};
+
+struct tw_report_budget {
+  struct tw_ledger_budget b;
+  int64_t spent_uusd;
+  int64_t forecast_uusd;
+};
+
+/* Everything a rendering needs; built by report__build, released by
+ * report__release. */
+struct tw_report {
+  const struct tw_report_req *req;
+  unsigned mask;                  /* effective grouping */
+  struct tw_ledger_group *groups; /* by req's grouping */
+  size_t n_groups;
+  int64_t total_list_uusd, total_effective_uusd, total_rows;
+  struct tw_ledger_group *by_provider_day; /* provider x day, for the chart */
+  size_t n_by_provider_day;
+  struct tw_report_tenant *tenants; /* by tenant, largest first */
+  size_t n_tenants;
+  int64_t window_from_ms, window_to_ms; /* run-rate window; empty: none */
+  int64_t run_rate_uusd_per_day;        /* effective */
+  int64_t forecast_uusd;                /* overall, to the range's end */
+  struct tw_report_budget *budgets;
+  size_t n_budgets;
+  const char *budget_source; /* "config" | "tenancy" | ... */
+};
+
+enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
+                         struct tw_report *out, struct tw_err *err);
+void report__release(struct tw_report *r);
+
+/* The projection of spend so far plus the window's rate to the range end. */
+int64_t report__forecast(const struct tw_report *r, int64_t spent_uusd,
+                         int64_t window_uusd);
+
+/* focus.c */
+enum tw_rc focus__render(struct tw_store *s, const struct tw_report_req *req,
+                         struct tw_buf *out, struct tw_err *err);
+
+/* html.c */
+void html__render(const struct tw_report *r, struct tw_buf *out);
+
+#endif

@@ -1,0 +1,153 @@
+#include "broker/base/mem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void oom(size_t n) {
+  fprintf(stderr, "tradewind: out of memory allocating %zu bytes\n", n);
+  abort();
+}
+
+void *tw_malloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p)
+    oom(n);
+  return p;
+}
+
+void *tw_calloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p)
+    oom(n * size);
+  return p;
+}
+
+void *tw_realloc(void *p, size_t n) {
+  void *q = realloc(p, n ? n : 1);
+  if (!q)
+    oom(n);
+  return q;
+}
+
+char *tw_strdup(const char *s) {
+  if (!s)
+    return NULL;
+  return tw_strndup(s, strlen(s));
+}
+
+char *tw_strndup(const char *s, size_t n) {
+  char *d = tw_malloc(n + 1);
+  memcpy(d, s, n);
+  d[n] = '\0';
+  return d;
+}
+
+char *tw_asprintf(const char *fmt, ...) {
+  struct tw_buf b;
+  va_list ap;
+  tw_buf_init(&b);
+  va_start(ap, fmt);
+  tw_buf_vprintf(&b, fmt, ap);
+  va_end(ap);
+  return tw_buf_detach(&b);
+}
+
+void tw_buf_init(struct tw_buf *b) {
+  b->data = NULL;
+  b->len = 0;
+  b->cap = 0;
+}
+
+void tw_buf_release(struct tw_buf *b) {
+  free(b->data);
+  tw_buf_init(b);
+}
+
+void tw_buf_reset(struct tw_buf *b) {
+  b->len = 0;
+  if (b->data)
+    b->data[0] = '\0';
+}
+
+static void grow(struct tw_buf *b, size_t extra) {
+  size_t need = b->len + extra + 1;
+  if (need <= b->cap)
+    return;
+  size_t cap = b->cap ? b->cap : 64;
+  while (cap < need)
+    cap *= 2;
+  b->data = tw_realloc(b->data, cap);
+  b->cap = cap;
+}
+
+void tw_buf_add(struct tw_buf *b, const void *data, size_t n) {
+  grow(b, n);
+  if (n)
+    memcpy(b->data + b->len, data, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+}
+
+void tw_buf_adds(struct tw_buf *b, const char *s) {
+  tw_buf_add(b, s, strlen(s));
+}
+
+void tw_buf_addc(struct tw_buf *b, char c) { tw_buf_add(b, &c, 1); }
+
+void tw_buf_vprintf(struct tw_buf *b, const char *fmt, va_list ap) {
+  va_list cp;
+  va_copy(cp, ap);
+  int n = vsnprintf(NULL, 0, fmt, cp);
+  va_end(cp);
+  if (n < 0)
+    return;
+  grow(b, (size_t)n);
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  b->len += (size_t)n;
+}
+
+void tw_buf_printf(struct tw_buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  tw_buf_vprintf(b, fmt, ap);
+  va_end(ap);
+}
+
+void tw_buf_json_str(struct tw_buf *b, const char *s) {
+  static const char hex[] = "0123456789abcdef";
+  tw_buf_addc(b, '"');
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    switch (*p) {
+    case '"':
+      tw_buf_add(b, "\\\"", 2);
+      break;
+    case '\\':
+      tw_buf_add(b, "\\\\", 2);
+      break;
+    case '\n':
+      tw_buf_add(b, "\\n", 2);
+      break;
+    case '\r':
+      tw_buf_add(b, "\\r", 2);
+      break;
+    case '\t':
+      tw_buf_add(b, "\\t", 2);
+      break;
+    default:
+      if (*p < 0x20) {
+        char u[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
+        tw_buf_add(b, u, 6);
+      } else {
+        tw_buf_addc(b, (char)*p);
+      }
+    }
+  }
+  tw_buf_addc(b, '"');
+}
+
+char *tw_buf_detach(struct tw_buf *b) {
+  char *d = b->data ? b->data : tw_strdup("");
+  tw_buf_init(b);
+  return d;
+}

@@ -1,0 +1,73 @@
+/* config.h - the daemon's configuration: YAML, described by one table in
+ * config.c (path, type, default, bounds, whether a reload may change it).
+ *
+ * Loading parses and validates everything before building a struct
+ * tw_cfg; an error names the key path and the reason
+ * (`store.max_batch: must be between 1 and 10000, got 0`) and nothing is
+ * applied.  A reload (SIGHUP) builds a new config the same way; keys that
+ * cannot change without a restart are reported and keep their old value. */
+#ifndef TW_BROKER_CONFIG_H
+#define TW_BROKER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker/base/err.h"
+#include "broker/base/log.h"
+
+struct tw_node;
+
+struct tw_cfg {
+  char *listen; /* "HOST:PORT" */
+  char *db;     /* sqlite file */
+  enum tw_log_level log_level;
+  char *log_debug; /* comma-separated subsystems, "" for none */
+  int64_t api_max_body_bytes;
+  int64_t api_max_connections;
+  int64_t api_timeout_s; /* idle connection timeout */
+  bool store_sync_full;  /* synchronous: full | normal */
+  int64_t store_max_batch;
+  int64_t store_readers;
+  int64_t sched_tick_ms;      /* scheduler pass interval */
+  int64_t sched_offers_ttl_s; /* how long a provider's offers are reused */
+  struct tw_node *providers;  /* the providers: sequence as written, or NULL */
+  /* security (api/auth_daemon.h); "" where a path is optional */
+  char *auth_mode; /* tokens | open */
+  char *auth_admin_token_file;
+  int64_t auth_rate_per_s; /* per token; 0: no limit */
+  int64_t auth_rate_burst;
+  char *tls_cert_file, *tls_key_file;
+  char *secrets_key_file, *secrets_key_env;
+  char *secrets_previous_key_file, *secrets_previous_key_env;
+  int64_t tenancy_tick_ms; /* budget alerts and stops */
+  struct tw_node *billing; /* the billing: mapping (billing/ledger/meter.h), or NULL */
+  struct tw_node
+      *catalog; /* the catalog: mapping (billing/catalog/catalog.h), or NULL */
+  struct tw_node
+      *policies; /* the policies: mapping (policies/place/policy.h), or NULL */
+  /* the spot lifecycle (docs/spot.md) */
+  char *spot_fallback; /* default strategy for jobs that name none */
+  int64_t spot_on_demand_after, spot_restart_overhead_s, spot_deadline_margin_s;
+  int64_t spot_review_s; /* running attempts reviewed by their strategy */
+  int64_t spot_bl_offer_s, spot_bl_zone_s, spot_bl_region_s, spot_bl_window_s;
+  int64_t spot_bl_zone_after, spot_bl_region_after;
+  int64_t reconcile_interval_s; /* 0: no reconciler */
+  struct tw_node *root;         /* the whole document (owned) */
+};
+
+/* Loads and validates a file.  *out is owned (tw_cfg_free). */
+enum tw_rc tw_cfg_load_file(const char *path, struct tw_cfg **out,
+                            struct tw_err *err);
+/* Same from text (tests). */
+enum tw_rc tw_cfg_load_text(const char *text, size_t len, struct tw_cfg **out,
+                            struct tw_err *err);
+void tw_cfg_free(struct tw_cfg *cfg);
+
+/* Carries the values that cannot change at run time from old into next, and
+ * writes a line naming each such key that differed into *report (owned,
+ * NULL when nothing was refused). */
+void tw_cfg_keep_fixed(const struct tw_cfg *old, struct tw_cfg *next,
+                       char **report);
+
+#endif

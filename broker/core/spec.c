@@ -1,0 +1,1699 @@
+/* spec.c - job spec validation and canonical JSON.  The contract is in
+ * spec.h; the user-facing description of every field is docs/jobspec.md. */
+#include "broker/core/spec.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "broker/base/clock.h"
+#include "broker/base/node.h"
+
+/* Field paths are at most this long before err->field truncates them. */
+#define PATH_MAX_LEN 192
+
+/* 9999-12-31T23:59:59.999Z: the last instant tw_time_fmt_rfc3339 writes
+ * with a four-digit year, so a deadline always survives the round trip. */
+#define DEADLINE_MAX_MS 253402300799999LL
+
+const char *const tw_spec_providers[] = {"aws", "azure", "alibaba", "slurm",
+                                         NULL};
+
+const char *const tw_spec_fallbacks[] = {
+    "failover", "eager-next-region", "on-demand-fallback", "deadline", NULL};
+
+const char *tw_market_str(enum tw_market m) {
+  switch (m) {
+  case TW_MARKET_SPOT:
+    return "spot";
+  case TW_MARKET_ON_DEMAND:
+    return "on-demand";
+  case TW_MARKET_PRIVATE:
+    return "private";
+  case TW_MARKET_ANY:
+    break;
+  }
+  return "any";
+}
+
+const char *tw_arch_str(enum tw_arch a) {
+  switch (a) {
+  case TW_ARCH_X86_64:
+    return "x86_64";
+  case TW_ARCH_ARM64:
+    return "arm64";
+  case TW_ARCH_ANY:
+    break;
+  }
+  return "any";
+}
+
+const char *tw_sel_op_str(enum tw_sel_op op) {
+  switch (op) {
+  case TW_SEL_NOT_IN:
+    return "not_in";
+  case TW_SEL_EXISTS:
+  case TW_SEL_NOT_EXISTS:
+    return "exists";
+  case TW_SEL_GLOB:
+    return "glob";
+  case TW_SEL_IN:
+    break;
+  }
+  return "in";
+}
+
+/* ---- exact decimal numbers --------------------------------------------- */
+
+enum dec_rc { DEC_OK = 0, DEC_SYNTAX, DEC_RANGE, DEC_FRACTION };
+
+/* Parses `[-]digits[.digits][(e|E)[+-]digits]` at s and computes
+ * value * mult exactly, never through a double: money and sizes must not
+ * pick up binary rounding ("0.1" USD is 100000 micro-USD, not 99999).
+ * *endp gets the first character after the number.  DEC_FRACTION: the
+ * product is not a whole number; DEC_RANGE: it does not fit an int64. */
+static enum dec_rc dec_scaled(const char *s, const char **endp, int64_t mult,
+                              int64_t *out) {
+  char dig[64]; /* significant digits, leading zeros dropped */
+  int nd = 0, exp10 = 0;
+  bool neg = false, lost = false;
+  const char *p = s;
+  if (*p == '-') {
+    neg = true;
+    p++;
+  }
+  if (!isdigit((unsigned char)*p))
+    return DEC_SYNTAX;
+  for (; isdigit((unsigned char)*p); p++) {
+    if (nd == 0 && *p == '0')
+      continue;
+    if (nd < (int)sizeof dig) {
+      dig[nd++] = *p;
+    } else {
+      exp10++;
+      lost |= *p != '0';
+    }
+  }
+  if (*p == '.') {
+    p++;
+    if (!isdigit((unsigned char)*p))
+      return DEC_SYNTAX;
+    for (; isdigit((unsigned char)*p); p++) {
+      if (nd == 0 && *p == '0') {
+        exp10--;
+      } else if (nd < (int)sizeof dig) {
+        dig[nd++] = *p;
+        exp10--;
+      } else {
+        lost |= *p != '0';
+      }
+    }
+  }
+  if (*p == 'e' || *p == 'E') {
+    const char *q = p + 1;
+    bool eneg = false;
+    if (*q == '+' || *q == '-')
+      eneg = *q++ == '-';
+    if (!isdigit((unsigned char)*q))
+      return DEC_SYNTAX;
+    int e = 0;
+    for (; isdigit((unsigned char)*q); q++)
+      if (e < 100000)
+        e = e * 10 + (*q - '0');
+    exp10 += eneg ? -e : e;
+    p = q;
+  }
+  *endp = p;
+  /* Trailing zeros of the significand move into the exponent, so "3.250"
+   * is 325e-2 and only digits that carry value count as decimals. */
+  while (nd > 0 && dig[nd - 1] == '0') {
+    nd--;
+    exp10++;
+  }
+  if (nd == 0 && !lost) {
+    *out = 0;
+    return DEC_OK;
+  }
+  if (lost) /* a nonzero digit beyond the 64th significant one */
+    return exp10 < 0 ? DEC_FRACTION : DEC_RANGE;
+  /* Let the multiplier's own factors of ten absorb decimals first, so
+   * "1234567890123.123456" USD does not overflow on the way. */
+  while (exp10 < 0 && mult % 10 == 0) {
+    mult /= 10;
+    exp10++;
+  }
+  if (exp10 < 0 && mult == 1)
+    return DEC_FRACTION;
+  if (nd > 19 || exp10 > 40)
+    return DEC_RANGE;
+  uint64_t u = 0;
+  for (int i = 0; i < nd; i++)
+    u = u * 10 + (uint64_t)(dig[i] - '0'); /* < 10^19 < 2^64 */
+  if (u > (uint64_t)INT64_MAX)
+    return DEC_RANGE;
+  int64_t v = (int64_t)u;
+  if (__builtin_mul_overflow(v, mult, &v))
+    return DEC_RANGE;
+  for (; exp10 > 0; exp10--)
+    if (__builtin_mul_overflow(v, (int64_t)10, &v))
+      return DEC_RANGE;
+  for (; exp10 < 0; exp10++) {
+    if (v % 10)
+      return DEC_FRACTION;
+    v /= 10;
+  }
+  *out = neg ? -v : v;
+  return DEC_OK;
+}
+
+int tw_parse_usd_uusd(const char *s, int64_t *out) {
+  const char *end;
+  int64_t v;
+  if (!s || dec_scaled(s, &end, 1000000, &v) != DEC_OK || *end)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+struct unit {
+  const char *name;
+  int64_t mult;
+};
+
+static const struct unit size_units[] = {
+    {"b", 1},
+    {"kb", 1000LL},
+    {"mb", 1000LL * 1000},
+    {"gb", 1000LL * 1000 * 1000},
+    {"tb", 1000LL * 1000 * 1000 * 1000},
+    {"pb", 1000LL * 1000 * 1000 * 1000 * 1000},
+    {"kib", 1LL << 10},
+    {"mib", 1LL << 20},
+    {"gib", 1LL << 30},
+    {"tib", 1LL << 40},
+    {"pib", 1LL << 50},
+    {NULL, 0},
+};
+
+int tw_parse_size_bytes(const char *s, int64_t *out) {
+  const char *end;
+  int64_t v;
+  if (!s || *s == '-')
+    return -1;
+  /* Parse once to find where the unit starts, then again with its
+   * multiplier so fractions ("1.5TB") are exact. */
+  if (dec_scaled(s, &end, 1, &v) == DEC_SYNTAX)
+    return -1;
+  const char *u = end;
+  while (*u == ' ')
+    u++;
+  int64_t mult = 1;
+  if (*u) {
+    const struct unit *x;
+    for (x = size_units; x->name; x++)
+      if (strcasecmp(u, x->name) == 0)
+        break;
+    if (!x->name)
+      return -1;
+    mult = x->mult;
+  } else if (u != end) {
+    return -1; /* trailing blanks with no unit */
+  }
+  if (dec_scaled(s, &end, mult, &v) != DEC_OK)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+/* 0: parsed; DEC_SYNTAX or DEC_RANGE otherwise. */
+static enum dec_rc duration_parse(const char *s, int64_t *out) {
+  static const char units[] = "dhms";
+  static const int64_t mult[] = {86400, 3600, 60, 1};
+  int64_t total = 0;
+  int next = 0; /* units must come in d, h, m, s order, each at most once */
+  bool range = false;
+  const char *p = s;
+  if (!s || !isdigit((unsigned char)*s))
+    return DEC_SYNTAX;
+  while (*p) {
+    int64_t n = 0;
+    if (!isdigit((unsigned char)*p))
+      return DEC_SYNTAX;
+    for (; isdigit((unsigned char)*p); p++)
+      if (__builtin_mul_overflow(n, (int64_t)10, &n) ||
+          __builtin_add_overflow(n, (int64_t)(*p - '0'), &n))
+        range = true;
+    if (!*p) {
+      /* A bare number is seconds, but only on its own: "1h30" is a typo. */
+      if (next)
+        return DEC_SYNTAX;
+      total = n;
+      break;
+    }
+    const char *u = strchr(units, *p);
+    if (!u || !*u)
+      return DEC_SYNTAX;
+    int idx = (int)(u - units);
+    if (idx < next)
+      return DEC_SYNTAX;
+    next = idx + 1;
+    p++;
+    if (__builtin_mul_overflow(n, mult[idx], &n) ||
+        __builtin_add_overflow(total, n, &total))
+      range = true;
+  }
+  if (range)
+    return DEC_RANGE;
+  *out = total;
+  return DEC_OK;
+}
+
+int tw_parse_duration_s(const char *s, int64_t *out) {
+  return duration_parse(s, out) == DEC_OK ? 0 : -1;
+}
+
+/* ---- messages ---------------------------------------------------------- */
+
+static enum tw_rc fail(struct tw_err *err, const char *path,
+                       const struct tw_node *at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Every validation error goes through here: the message starts with the
+ * path, and YAML input adds the line (the JSON front-end has none). */
+static enum tw_rc fail(struct tw_err *err, const char *path,
+                       const struct tw_node *at, const char *fmt, ...) {
+  char what[224];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  if (at && at->line > 0)
+    return tw_err_field(err, TW_E_INVALID, path, "%s: %s (line %d)", path, what,
+                        at->line);
+  return tw_err_field(err, TW_E_INVALID, path, "%s: %s", path, what);
+}
+
+/* Quotes s for a message: at most 40 bytes, control characters as '?'. */
+static void quote(const char *s, char *out, size_t sz) {
+  size_t o = 0, i;
+  out[o++] = '"';
+  for (i = 0; s[i] && i < 40 && o + 4 < sz; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '"' || c == '\\')
+      out[o++] = '\\';
+    out[o++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+  }
+  if (s[i] && o + 7 < sz) {
+    memcpy(out + o, "...", 3);
+    o += 3;
+  }
+  out[o++] = '"';
+  out[o] = '\0';
+}
+
+/* What the user wrote, for "expected X, got Y". */
+static const char *describe(const struct tw_node *n, char *buf, size_t sz) {
+  char q[64];
+  if (!n || n->kind == TW_NODE_NULL)
+    return "null";
+  if (n->kind == TW_NODE_MAP)
+    return "a mapping";
+  if (n->kind == TW_NODE_SEQ)
+    return "a sequence";
+  const char *type = tw_node_type_name(n);
+  quote(n->str, q, sizeof q);
+  if (strcmp(type, "string") != 0) {
+    snprintf(buf, sz, "%s %s", type, n->str);
+    if (strlen(n->str) > 40)
+      snprintf(buf, sz, "%s %s", type, q);
+  } else if (n->quoted &&
+             (strspn(n->str, "0123456789+-.eE") == strlen(n->str) ||
+              !strcmp(n->str, "true") || !strcmp(n->str, "false"))) {
+    snprintf(buf, sz, "string %s (write it without quotes)", q);
+  } else {
+    snprintf(buf, sz, "%s", q);
+  }
+  return buf;
+}
+
+static void path_key(char *out, const char *parent, const char *key) {
+  char k[96];
+  size_t i;
+  for (i = 0; key[i] && i + 1 < sizeof k; i++) {
+    unsigned char c = (unsigned char)key[i];
+    k[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+  }
+  k[i] = '\0';
+  if (parent && *parent)
+    snprintf(out, PATH_MAX_LEN, "%s.%s", parent, k);
+  else
+    snprintf(out, PATH_MAX_LEN, "%s", k);
+}
+
+static void path_idx(char *out, const char *parent, size_t i) {
+  snprintf(out, PATH_MAX_LEN, "%s[%zu]", parent, i);
+}
+
+/* SkyPilot keys that have a home elsewhere in a Tradewind spec. */
+struct hint {
+  const char *key, *use;
+};
+static const struct hint key_hints[] = {
+    {"num_nodes", "nodes"},
+    {"cloud", "placement.providers"},
+    {"region", "placement.regions"},
+    {"zone", "placement.regions"},
+    {"infra", "placement.regions"},
+    {"envs", "env"},
+    {NULL, NULL},
+};
+
+/* Rejects the first key of m not in known, with the nearest suggested. */
+static enum tw_rc check_keys(const struct tw_node *m, const char *parent,
+                             const char *const *known, struct tw_err *err) {
+  for (size_t i = 0; i < m->n; i++) {
+    const char *k = m->keys[i];
+    const char *const *c;
+    for (c = known; *c; c++)
+      if (!strcmp(*c, k))
+        break;
+    if (*c)
+      continue;
+    char path[PATH_MAX_LEN];
+    path_key(path, parent, k);
+    for (const struct hint *h = key_hints; h->key; h++)
+      if (!strcmp(h->key, k))
+        return fail(err, path, m->items[i], "unknown key; use \"%s\" instead",
+                    h->use);
+    const char *best = tw_closest(k, known);
+    if (best)
+      return fail(err, path, m->items[i], "unknown key; did you mean \"%s\"?",
+                  best);
+    return fail(err, path, m->items[i], "unknown key");
+  }
+  return TW_OK;
+}
+
+/* ---- scalars ----------------------------------------------------------- */
+
+/* The text of a scalar as the user most likely wrote it.  The JSON
+ * front-end prints reals with %.17g, so 3.1 arrives as
+ * "3.1000000000000001"; when a plain scalar is exactly such a rendering we
+ * take the shortest text that reads back to the same double.  The double is
+ * only used to recover the text: the value itself is then parsed exactly. */
+static const char *scalar_text(const struct tw_node *n, char *tmp, size_t sz) {
+  const char *s = n->str;
+  if (n->quoted || strlen(s) < 17 || !strpbrk(s, ".eE") ||
+      strspn(s, "0123456789+-.eE") != strlen(s))
+    return s;
+  char *end, b[40];
+  errno = 0;
+  double d = strtod(s, &end);
+  if (errno || *end)
+    return s;
+  snprintf(b, sizeof b, "%.17g", d);
+  if (strcmp(b, s) != 0)
+    return s;
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(tmp, sz, "%.*g", prec, d);
+    if (strtod(tmp, NULL) == d)
+      return tmp;
+  }
+  return s;
+}
+
+static bool is_null(const struct tw_node *n) {
+  return !n || n->kind == TW_NODE_NULL;
+}
+
+/* Any scalar, its text copied. */
+static enum tw_rc get_text(const struct tw_node *n, const char *path,
+                           size_t max, char **out, struct tw_err *err) {
+  char d[128], tmp[40];
+  if (n->kind != TW_NODE_SCALAR)
+    return fail(err, path, n, "expected a string, got %s",
+                describe(n, d, sizeof d));
+  const char *s = scalar_text(n, tmp, sizeof tmp);
+  if (strlen(s) > max)
+    return fail(err, path, n, "longer than %zu bytes", max);
+  *out = tw_strdup(s);
+  return TW_OK;
+}
+
+static bool ident_char(char c) {
+  return isalnum((unsigned char)c) || c == '.' || c == '_' || c == '-';
+}
+
+/* name, tenant, project: [A-Za-z0-9._-], 1..128. */
+static enum tw_rc get_ident(const struct tw_node *n, const char *path,
+                            char **out, struct tw_err *err) {
+  char d[128];
+  if (n->kind != TW_NODE_SCALAR)
+    return fail(err, path, n, "expected a string, got %s",
+                describe(n, d, sizeof d));
+  const char *s = n->str;
+  size_t len = strlen(s);
+  if (len == 0)
+    return fail(err, path, n, "must not be empty");
+  if (len > TW_SPEC_NAME_MAX)
+    return fail(err, path, n, "longer than %d characters", TW_SPEC_NAME_MAX);
+  for (size_t i = 0; i < len; i++)
+    if (!ident_char(s[i]))
+      return fail(err, path, n,
+                  "may only contain letters, digits, '.', '_' and '-', got %s",
+                  describe(n, d, sizeof d));
+  *out = tw_strdup(s);
+  return TW_OK;
+}
+
+/* A plain (unquoted) integer within [min, max]. */
+static enum tw_rc get_int(const struct tw_node *n, const char *path,
+                          int64_t min, int64_t max, int64_t *out,
+                          struct tw_err *err) {
+  char d[128], tmp[40];
+  int64_t v;
+  if (n->kind == TW_NODE_SCALAR && !n->quoted) {
+    const char *s = scalar_text(n, tmp, sizeof tmp);
+    const char *end;
+    enum dec_rc r = dec_scaled(s, &end, 1, &v);
+    if (r == DEC_OK && *end)
+      r = DEC_SYNTAX;
+    if (r == DEC_RANGE || (r == DEC_OK && (v < min || v > max)))
+      return fail(err, path, n, "must be %lld..%lld, got %s", (long long)min,
+                  (long long)max, s);
+    if (r == DEC_FRACTION)
+      return fail(err, path, n, "expected a whole number, got %s", s);
+    if (r == DEC_OK) {
+      *out = v;
+      return TW_OK;
+    }
+  }
+  return fail(err, path, n, "expected an integer, got %s",
+              describe(n, d, sizeof d));
+}
+
+static enum tw_rc get_bool(const struct tw_node *n, const char *path, bool *out,
+                           struct tw_err *err) {
+  char d[128];
+  if (!tw_node_as_bool(n, out))
+    return fail(err, path, n, "expected true or false, got %s",
+                describe(n, d, sizeof d));
+  return TW_OK;
+}
+
+/* A duration: a plain number of seconds or "1h30m"; 1s..365d. */
+static enum tw_rc get_duration(const struct tw_node *n, const char *path,
+                               int64_t *out, struct tw_err *err) {
+  char d[128];
+  int64_t v;
+  if (n->kind != TW_NODE_SCALAR)
+    return fail(err, path, n,
+                "expected a duration like 6h, 90m, 1h30m or seconds, got %s",
+                describe(n, d, sizeof d));
+  const char *s = n->str;
+  if (*s == '-')
+    return fail(err, path, n, "must be > 0, got %s", s);
+  enum dec_rc r = duration_parse(s, &v);
+  if (r == DEC_RANGE)
+    return fail(err, path, n, "must be at most 365d, got %s",
+                describe(n, d, sizeof d));
+  if (r != DEC_OK)
+    return fail(err, path, n,
+                "expected a duration like 6h, 90m, 1h30m or seconds, got %s",
+                describe(n, d, sizeof d));
+  if (v <= 0)
+    return fail(err, path, n, "must be > 0, got %s", s);
+  if (v > TW_SPEC_DURATION_MAX_S)
+    return fail(err, path, n, "must be at most 365d, got %s",
+                describe(n, d, sizeof d));
+  *out = v;
+  return TW_OK;
+}
+
+static enum tw_rc get_uri(const struct tw_node *n, const char *path, char **out,
+                          struct tw_err *err) {
+  char d[128];
+  if (n->kind != TW_NODE_SCALAR || strcmp(tw_node_type_name(n), "string"))
+    return fail(err, path, n, "expected a URI like s3://bucket/path, got %s",
+                describe(n, d, sizeof d));
+  const char *s = n->str;
+  size_t len = strlen(s);
+  if (len > TW_SPEC_URI_MAX)
+    return fail(err, path, n, "longer than %d bytes", TW_SPEC_URI_MAX);
+  size_t sl = 0;
+  if (isalpha((unsigned char)s[0])) {
+    sl = 1;
+    while (isalnum((unsigned char)s[sl]) || s[sl] == '+' || s[sl] == '-' ||
+           s[sl] == '.')
+      sl++;
+  }
+  if (sl == 0 || strncmp(s + sl, "://", 3) != 0 || !s[sl + 3])
+    return fail(err, path, n,
+                "expected a URI with a scheme like s3://, gs://, az://, "
+                "oss://, https:// or file://, got %s",
+                describe(n, d, sizeof d));
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char)s[i] <= 0x20 || s[i] == 0x7f)
+      return fail(err, path, n,
+                  "must not contain spaces or control "
+                  "characters, got %s",
+                  describe(n, d, sizeof d));
+  *out = tw_strdup(s);
+  return TW_OK;
+}
+
+/* Suggests a known provider for a misspelt one, case folded. */
+static const char *provider_hint(const char *p) {
+  char low[64];
+  size_t i;
+  for (i = 0; p[i] && i + 1 < sizeof low; i++)
+    low[i] = (char)tolower((unsigned char)p[i]);
+  low[i] = '\0';
+  return tw_closest(low, tw_spec_providers);
+}
+
+static bool known_provider(const char *p, size_t len) {
+  for (const char *const *c = tw_spec_providers; *c; c++)
+    if (strlen(*c) == len && !strncmp(*c, p, len))
+      return true;
+  return false;
+}
+
+static enum tw_rc bad_provider(const struct tw_node *n, const char *path,
+                               const char *p, size_t len, struct tw_err *err) {
+  char name[64], q[64];
+  snprintf(name, sizeof name, "%.*s", (int)(len < 60 ? len : 60), p);
+  quote(name, q, sizeof q);
+  const char *best = provider_hint(name);
+  if (best)
+    return fail(err, path, n, "unknown provider %s; did you mean \"%s\"?", q,
+                best);
+  return fail(err, path, n,
+              "unknown provider %s (known: aws, azure, alibaba, slurm)", q);
+}
+
+/* "provider:region"; with glob, the region part may hold * and ?, and the
+ * provider may be "*". */
+static enum tw_rc check_location(const struct tw_node *n, const char *path,
+                                 bool glob, struct tw_err *err) {
+  char d[128];
+  const char *example =
+      glob ? "\"aws:us-east-1\" or \"aws:us-*\"" : "\"aws:us-east-1\"";
+  if (n->kind != TW_NODE_SCALAR || strcmp(tw_node_type_name(n), "string"))
+    return fail(err, path, n, "expected provider:region like %s, got %s",
+                example, describe(n, d, sizeof d));
+  const char *s = n->str, *colon = strchr(s, ':');
+  if (!colon || colon == s || !colon[1] || strlen(colon + 1) > 64)
+    return fail(err, path, n, "expected provider:region like %s, got %s",
+                example, describe(n, d, sizeof d));
+  size_t plen = (size_t)(colon - s);
+  if (!(glob && plen == 1 && *s == '*') && !known_provider(s, plen))
+    return bad_provider(n, path, s, plen, err);
+  for (const char *r = colon + 1; *r; r++)
+    if (!ident_char(*r) && *r != '/' && !(glob && (*r == '*' || *r == '?')))
+      return fail(err, path, n,
+                  "region may only contain letters, digits, '.', '_', '-', "
+                  "'/'%s, got %s",
+                  glob ? ", '*' and '?'" : "", describe(n, d, sizeof d));
+  return TW_OK;
+}
+
+/* ---- resources --------------------------------------------------------- */
+
+static enum tw_rc accel_name_check(const struct tw_node *at, const char *path,
+                                   const char *name, size_t len,
+                                   struct tw_err *err) {
+  char nm[80], q[64];
+  snprintf(nm, sizeof nm, "%.*s", (int)(len < 70 ? len : 70), name);
+  quote(nm, q, sizeof q);
+  if (len == 0 || len > 64 || !isalpha((unsigned char)name[0]))
+    return fail(err, path, at,
+                "expected an accelerator name like A100 or A100-80GB, got %s",
+                q);
+  for (size_t i = 0; i < len; i++)
+    if (!ident_char(name[i]))
+      return fail(err, path, at,
+                  "accelerator names may only contain letters, digits, '.', "
+                  "'_' and '-', got %s",
+                  q);
+  return TW_OK;
+}
+
+/* accelerators: "A100:8", "A100", {A100-80GB: 8} or {name: A100, count: 8}. */
+static enum tw_rc parse_accel(const struct tw_node *n, const char *path,
+                              struct tw_job_spec *spec, struct tw_err *err) {
+  char d[128], sub[PATH_MAX_LEN];
+  int64_t count = 1;
+  enum tw_rc rc;
+  if (n->kind == TW_NODE_SCALAR) {
+    const char *s = n->str, *colon = strchr(s, ':');
+    size_t nlen = colon ? (size_t)(colon - s) : strlen(s);
+    if ((rc = accel_name_check(n, path, s, nlen, err)))
+      return rc;
+    if (colon) {
+      const char *end;
+      int64_t v;
+      enum dec_rc r = dec_scaled(colon + 1, &end, 1, &v);
+      if (r != DEC_OK || *end || v < 1 || v > TW_SPEC_ACCEL_COUNT_MAX)
+        return fail(err, path, n, "count after ':' must be 1..%d, got %s",
+                    TW_SPEC_ACCEL_COUNT_MAX, describe(n, d, sizeof d));
+      count = v;
+    }
+    spec->accel_name = tw_strndup(s, nlen);
+    spec->accel_count = (int)count;
+    return TW_OK;
+  }
+  /* The canonical form; "count" alone is that form missing its name, not
+   * an accelerator called "count". */
+  if (n->kind == TW_NODE_MAP &&
+      (tw_node_get(n, "name") || tw_node_get(n, "count"))) {
+    static const char *const keys[] = {"name", "count", NULL};
+    const struct tw_node *nm = tw_node_get(n, "name"),
+                         *cn = tw_node_get(n, "count");
+    if ((rc = check_keys(n, path, keys, err)))
+      return rc;
+    path_key(sub, path, "name");
+    if (is_null(nm))
+      return fail(err, sub, n, "required");
+    if (nm->kind != TW_NODE_SCALAR)
+      return fail(err, sub, nm, "expected an accelerator name, got %s",
+                  describe(nm, d, sizeof d));
+    if ((rc = accel_name_check(nm, sub, nm->str, strlen(nm->str), err)))
+      return rc;
+    if (!is_null(cn)) {
+      path_key(sub, path, "count");
+      if ((rc = get_int(cn, sub, 1, TW_SPEC_ACCEL_COUNT_MAX, &count, err)))
+        return rc;
+    }
+    spec->accel_name = tw_strdup(nm->str);
+    spec->accel_count = (int)count;
+    return TW_OK;
+  }
+  if (n->kind == TW_NODE_MAP && n->n == 1) {
+    if ((rc = accel_name_check(n->items[0], path, n->keys[0],
+                               strlen(n->keys[0]), err)))
+      return rc;
+    if (!is_null(n->items[0])) {
+      path_key(sub, path, n->keys[0]);
+      if ((rc = get_int(n->items[0], sub, 1, TW_SPEC_ACCEL_COUNT_MAX, &count,
+                        err)))
+        return rc;
+    }
+    spec->accel_name = tw_strdup(n->keys[0]);
+    spec->accel_count = (int)count;
+    return TW_OK;
+  }
+  if (n->kind == TW_NODE_MAP)
+    return fail(err, path, n,
+                "expected one accelerator type, got a mapping of %zu; "
+                "alternatives are not supported",
+                n->n);
+  return fail(err, path, n,
+              "expected a string like A100:8 or a mapping like "
+              "{A100: 8}, got %s",
+              describe(n, d, sizeof d));
+}
+
+/* Splits a trailing '+' ("8+", "32+") off a scalar's text into tmp.  Text
+ * too long for tmp comes back as "" (a syntax error to the caller) rather
+ * than cut short, which could turn garbage into a valid number. */
+static const char *at_least_text(const struct tw_node *n, char *tmp, size_t sz,
+                                 bool *plus) {
+  char t[40];
+  const char *s = scalar_text(n, t, sizeof t);
+  size_t len = strlen(s);
+  *plus = len > 0 && s[len - 1] == '+';
+  if (*plus)
+    len--;
+  if (len >= sz)
+    len = 0;
+  memcpy(tmp, s, len);
+  tmp[len] = '\0';
+  return tmp;
+}
+
+static enum tw_rc parse_cpus(const struct tw_node *n, const char *path,
+                             struct tw_job_spec *spec, struct tw_err *err) {
+  char d[128], t[64];
+  if (n->kind != TW_NODE_SCALAR || !strcmp(tw_node_type_name(n), "boolean"))
+    return fail(err, path, n, "expected a number or N+, got %s",
+                describe(n, d, sizeof d));
+  bool plus;
+  const char *s = at_least_text(n, t, sizeof t, &plus), *end;
+  int64_t v;
+  enum dec_rc r = dec_scaled(s, &end, 1, &v);
+  if (r == DEC_SYNTAX || *end)
+    return fail(err, path, n, "expected a number or N+, got %s",
+                describe(n, d, sizeof d));
+  if (r == DEC_FRACTION)
+    return fail(err, path, n, "expected a whole number of CPUs, got %s",
+                describe(n, d, sizeof d));
+  if (r == DEC_RANGE || v < 1 || v > TW_SPEC_CPUS_MAX)
+    return fail(err, path, n, "must be 1..%d, got %s", TW_SPEC_CPUS_MAX,
+                n->str);
+  spec->cpus = (int)v;
+  spec->cpus_at_least = plus;
+  return TW_OK;
+}
+
+/* memory: GiB as a number or N+, exact to the MiB. */
+static enum tw_rc parse_memory_gib(const struct tw_node *n, const char *path,
+                                   struct tw_job_spec *spec,
+                                   struct tw_err *err) {
+  char d[128], t[64];
+  if (n->kind != TW_NODE_SCALAR || !strcmp(tw_node_type_name(n), "boolean"))
+    return fail(err, path, n, "expected GiB as a number or N+, got %s",
+                describe(n, d, sizeof d));
+  bool plus;
+  const char *s = at_least_text(n, t, sizeof t, &plus), *end;
+  int64_t v;
+  enum dec_rc r = dec_scaled(s, &end, 1024, &v);
+  if (r == DEC_SYNTAX || *end)
+    return fail(err, path, n, "expected GiB as a number or N+, got %s",
+                describe(n, d, sizeof d));
+  if (r == DEC_FRACTION)
+    return fail(err, path, n, "%s GiB is not a whole number of MiB", s);
+  if (r == DEC_RANGE || v <= 0 || v > TW_SPEC_MEMORY_MIB_MAX)
+    return fail(err, path, n, "must be > 0 and at most %lld GiB, got %s",
+                TW_SPEC_MEMORY_MIB_MAX / 1024, n->str);
+  spec->memory_mib = v;
+  spec->memory_at_least = plus;
+  return TW_OK;
+}
+
+static enum tw_rc parse_choice(const struct tw_node *n, const char *path,
+                               const char *const *names, const int *values,
+                               const char *expected, int *out,
+                               struct tw_err *err) {
+  char d[128];
+  if (n->kind == TW_NODE_SCALAR) {
+    for (size_t i = 0; names[i]; i++)
+      if (!strcmp(names[i], n->str)) {
+        *out = values[i];
+        return TW_OK;
+      }
+    const char *best = tw_closest(n->str, names);
+    if (best)
+      return fail(err, path, n, "expected %s, got %s; did you mean \"%s\"?",
+                  expected, describe(n, d, sizeof d), best);
+  }
+  return fail(err, path, n, "expected %s, got %s", expected,
+              describe(n, d, sizeof d));
+}
+
+static enum tw_rc parse_resources(const struct tw_node *m,
+                                  struct tw_job_spec *spec,
+                                  struct tw_err *err) {
+  static const char *const keys[] = {
+      "accelerators",    "cpus", "cpus_at_least", "memory",   "memory_mib",
+      "memory_at_least", "arch", "market",        "use_spot", NULL};
+  const char *path = "resources";
+  char d[128];
+  enum tw_rc rc;
+  const struct tw_node *n;
+  if (m->kind != TW_NODE_MAP)
+    return fail(err, path, m, "expected a mapping, got %s",
+                describe(m, d, sizeof d));
+  if ((rc = check_keys(m, path, keys, err)))
+    return rc;
+
+  if (!is_null(n = tw_node_get(m, "accelerators")) &&
+      (rc = parse_accel(n, "resources.accelerators", spec, err)))
+    return rc;
+
+  if (!is_null(n = tw_node_get(m, "cpus")) &&
+      (rc = parse_cpus(n, "resources.cpus", spec, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(m, "cpus_at_least"))) {
+    bool b;
+    if ((rc = get_bool(n, "resources.cpus_at_least", &b, err)))
+      return rc;
+    if (!spec->cpus)
+      return fail(err, "resources.cpus_at_least", n, "needs resources.cpus");
+    if (spec->cpus_at_least && !b)
+      return fail(err, "resources.cpus_at_least", n,
+                  "false conflicts with cpus written as N+");
+    spec->cpus_at_least = b;
+  }
+
+  const struct tw_node *mem = tw_node_get(m, "memory");
+  if (!is_null(mem) &&
+      (rc = parse_memory_gib(mem, "resources.memory", spec, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(m, "memory_mib"))) {
+    int64_t v;
+    if (!is_null(mem))
+      return fail(err, "resources.memory_mib", n,
+                  "give either memory (GiB) or memory_mib, not both");
+    if ((rc = get_int(n, "resources.memory_mib", 1, TW_SPEC_MEMORY_MIB_MAX, &v,
+                      err)))
+      return rc;
+    spec->memory_mib = v;
+  }
+  if (!is_null(n = tw_node_get(m, "memory_at_least"))) {
+    bool b;
+    if ((rc = get_bool(n, "resources.memory_at_least", &b, err)))
+      return rc;
+    if (!spec->memory_mib)
+      return fail(err, "resources.memory_at_least", n,
+                  "needs resources.memory or resources.memory_mib");
+    if (spec->memory_at_least && !b)
+      return fail(err, "resources.memory_at_least", n,
+                  "false conflicts with memory written as N+");
+    spec->memory_at_least = b;
+  }
+
+  if (!is_null(n = tw_node_get(m, "arch"))) {
+    static const char *const names[] = {"x86_64",  "arm64", "amd64",
+                                        "aarch64", "any",   NULL};
+    static const int values[] = {TW_ARCH_X86_64, TW_ARCH_ARM64, TW_ARCH_X86_64,
+                                 TW_ARCH_ARM64, TW_ARCH_ANY};
+    int v;
+    if ((rc = parse_choice(n, "resources.arch", names, values,
+                           "x86_64, arm64 or any", &v, err)))
+      return rc;
+    spec->arch = (enum tw_arch)v;
+  }
+
+  const struct tw_node *mk = tw_node_get(m, "market");
+  bool have_market = !is_null(mk);
+  if (have_market) {
+    static const char *const names[] = {"spot", "on-demand", "any", NULL};
+    static const int values[] = {TW_MARKET_SPOT, TW_MARKET_ON_DEMAND,
+                                 TW_MARKET_ANY};
+    int v;
+    if ((rc = parse_choice(mk, "resources.market", names, values,
+                           "spot, on-demand or any", &v, err)))
+      return rc;
+    spec->market = (enum tw_market)v;
+  }
+  if (!is_null(n = tw_node_get(m, "use_spot"))) {
+    bool b;
+    if ((rc = get_bool(n, "resources.use_spot", &b, err)))
+      return rc;
+    enum tw_market want = b ? TW_MARKET_SPOT : TW_MARKET_ON_DEMAND;
+    if (have_market && spec->market != want)
+      return fail(err, "resources.use_spot", n,
+                  "%s conflicts with market \"%s\"", b ? "true" : "false",
+                  tw_market_str(spec->market));
+    spec->market = want;
+  }
+  return TW_OK;
+}
+
+/* ---- lists ------------------------------------------------------------- */
+
+/* A string list: a sequence, or one string standing for a list of one. */
+typedef enum tw_rc (*item_check)(const struct tw_node *n, const char *path,
+                                 struct tw_err *err);
+
+static enum tw_rc parse_str_list(const struct tw_node *n, const char *path,
+                                 size_t max, item_check check,
+                                 const char *expected, char ***out,
+                                 size_t *nout, struct tw_err *err) {
+  char d[128], sub[PATH_MAX_LEN];
+  enum tw_rc rc;
+  const struct tw_node *const *items;
+  const struct tw_node *one = n;
+  size_t count;
+  if (n->kind == TW_NODE_SEQ) {
+    items = (const struct tw_node *const *)n->items;
+    count = n->n;
+  } else if (n->kind == TW_NODE_SCALAR) {
+    items = &one;
+    count = 1;
+  } else {
+    return fail(err, path, n, "expected %s, got %s", expected,
+                describe(n, d, sizeof d));
+  }
+  if (count > max)
+    return fail(err, path, n, "at most %zu entries, got %zu", max, count);
+  for (size_t i = 0; i < count; i++) {
+    const struct tw_node *it = items[i];
+    if (n->kind == TW_NODE_SEQ)
+      path_idx(sub, path, i);
+    else
+      snprintf(sub, sizeof sub, "%s", path);
+    if (it->kind != TW_NODE_SCALAR)
+      return fail(err, sub, it, "expected a string, got %s",
+                  describe(it, d, sizeof d));
+    if ((rc = check(it, sub, err)))
+      return rc;
+    for (size_t j = 0; j < *nout; j++)
+      if (!strcmp((*out)[j], it->str))
+        return fail(err, sub, it, "duplicate %s", describe(it, d, sizeof d));
+    *out = tw_realloc(*out, (*nout + 1) * sizeof **out);
+    (*out)[(*nout)++] = tw_strdup(it->str);
+  }
+  return TW_OK;
+}
+
+static enum tw_rc check_provider(const struct tw_node *n, const char *path,
+                                 struct tw_err *err) {
+  if (known_provider(n->str, strlen(n->str)))
+    return TW_OK;
+  return bad_provider(n, path, n->str, strlen(n->str), err);
+}
+
+static enum tw_rc check_region(const struct tw_node *n, const char *path,
+                               struct tw_err *err) {
+  return check_location(n, path, true, err);
+}
+
+static enum tw_rc check_jurisdiction(const struct tw_node *n, const char *path,
+                                     struct tw_err *err) {
+  char d[128];
+  size_t len = strlen(n->str);
+  bool ok = len >= 2 && len <= 8 &&
+            strspn(n->str, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == len;
+  if (!ok)
+    return fail(err, path, n,
+                "expected a jurisdiction of 2..8 upper-case letters like EU, "
+                "US or CN, got %s",
+                describe(n, d, sizeof d));
+  return TW_OK;
+}
+
+/* A label or a label value: printable, no spaces, 1..max bytes. */
+static enum tw_rc check_label_text(const struct tw_node *n, const char *path,
+                                   size_t max, struct tw_err *err) {
+  char d[128];
+  const char *s = n->str;
+  size_t len = strlen(s);
+  if (!len)
+    return fail(err, path, n, "must not be empty");
+  if (len > max)
+    return fail(err, path, n, "longer than %zu bytes", max);
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char)s[i] <= 0x20 || s[i] == 0x7f)
+      return fail(err, path, n,
+                  "must not contain spaces or control characters, got %s",
+                  describe(n, d, sizeof d));
+  return TW_OK;
+}
+
+static enum tw_rc check_label_value(const struct tw_node *n, const char *path,
+                                    struct tw_err *err) {
+  return check_label_text(n, path, TW_SPEC_LABEL_VALUE_MAX, err);
+}
+
+static enum tw_rc check_near(const struct tw_node *n, const char *path,
+                             struct tw_err *err) {
+  return check_location(n, path, false, err);
+}
+
+/* One selector, in the selector filter's config syntax so that an
+ * operator's selector can be copied into a job and back. */
+static enum tw_rc parse_selector(const struct tw_node *m, const char *path,
+                                 struct tw_label_selector *sel,
+                                 struct tw_err *err) {
+  static const char *const keys[] = {"label",  "in",   "not_in",
+                                     "exists", "glob", NULL};
+  static const struct {
+    const char *key;
+    enum tw_sel_op op;
+  } lists[] = {
+      {"in", TW_SEL_IN}, {"not_in", TW_SEL_NOT_IN}, {"glob", TW_SEL_GLOB}};
+  char d[128], sub[PATH_MAX_LEN];
+  enum tw_rc rc;
+  const struct tw_node *n;
+  if (m->kind != TW_NODE_MAP)
+    return fail(err, path, m,
+                "expected a mapping like {label: region, in: [us-east-1]}, "
+                "got %s",
+                describe(m, d, sizeof d));
+  if ((rc = check_keys(m, path, keys, err)))
+    return rc;
+  path_key(sub, path, "label");
+  n = tw_node_get(m, "label");
+  if (is_null(n))
+    return fail(err, sub, m, "required");
+  if (n->kind != TW_NODE_SCALAR)
+    return fail(err, sub, n, "expected a label name, got %s",
+                describe(n, d, sizeof d));
+  if ((rc = check_label_text(n, sub, TW_SPEC_LABEL_MAX, err)))
+    return rc;
+  sel->label = tw_strdup(n->str);
+  int ops = 0;
+  for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
+    if (tw_node_get(m, lists[i].key))
+      ops++;
+  if (tw_node_get(m, "exists"))
+    ops++;
+  if (ops != 1)
+    return fail(err, path, m,
+                "expected exactly one of in, not_in, exists, glob, got %d",
+                ops);
+  for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) {
+    if (!(n = tw_node_get(m, lists[i].key)))
+      continue;
+    path_key(sub, path, lists[i].key);
+    sel->op = lists[i].op;
+    if (is_null(n))
+      return fail(err, sub, n,
+                  "expected a value or a list of values, got null");
+    if ((rc = parse_str_list(n, sub, TW_SPEC_SELECTOR_VALUES_MAX,
+                             check_label_value, "a value or a list of values",
+                             &sel->values, &sel->n_values, err)))
+      return rc;
+    if (!sel->n_values)
+      return fail(err, sub, n, "expected at least one value");
+  }
+  if ((n = tw_node_get(m, "exists"))) {
+    bool b;
+    path_key(sub, path, "exists");
+    if ((rc = get_bool(n, sub, &b, err)))
+      return rc;
+    sel->op = b ? TW_SEL_EXISTS : TW_SEL_NOT_EXISTS;
+  }
+  return TW_OK;
+}
+
+static enum tw_rc parse_selectors(const struct tw_node *n,
+                                  struct tw_job_spec *spec,
+                                  struct tw_err *err) {
+  static const char *const path = "placement.selectors";
+  char d[128], sub[PATH_MAX_LEN];
+  enum tw_rc rc;
+  if (n->kind != TW_NODE_SEQ)
+    return fail(err, path, n, "expected a list of selectors, got %s",
+                describe(n, d, sizeof d));
+  if (n->n > TW_SPEC_SELECTORS_MAX)
+    return fail(err, path, n, "at most %d entries, got %zu",
+                TW_SPEC_SELECTORS_MAX, n->n);
+  spec->selectors = tw_calloc(n->n ? n->n : 1, sizeof *spec->selectors);
+  for (size_t i = 0; i < n->n; i++) {
+    path_idx(sub, path, i);
+    /* counted first so that release frees a half-parsed selector */
+    spec->n_selectors++;
+    if ((rc = parse_selector(n->items[i], sub, &spec->selectors[i], err)))
+      return rc;
+  }
+  return TW_OK;
+}
+
+static enum tw_rc parse_placement(const struct tw_node *m,
+                                  struct tw_job_spec *spec,
+                                  struct tw_err *err) {
+  static const char *const keys[] = {"providers", "regions",    "residency",
+                                     "selectors", "max_rtt_ms", "near",
+                                     NULL};
+  char d[128];
+  enum tw_rc rc;
+  const struct tw_node *n;
+  if (m->kind != TW_NODE_MAP)
+    return fail(err, "placement", m, "expected a mapping, got %s",
+                describe(m, d, sizeof d));
+  if ((rc = check_keys(m, "placement", keys, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(m, "providers")) &&
+      (rc = parse_str_list(n, "placement.providers", TW_SPEC_PROVIDERS_MAX,
+                           check_provider, "a list of providers",
+                           &spec->providers, &spec->n_providers, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(m, "regions")) &&
+      (rc = parse_str_list(n, "placement.regions", TW_SPEC_REGIONS_MAX,
+                           check_region, "a list of region selectors",
+                           &spec->regions, &spec->n_regions, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(m, "residency")) &&
+      (rc = parse_str_list(n, "placement.residency", TW_SPEC_RESIDENCY_MAX,
+                           check_jurisdiction,
+                           "a jurisdiction or a list of them", &spec->residency,
+                           &spec->n_residency, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(m, "selectors")) &&
+      (rc = parse_selectors(n, spec, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(m, "max_rtt_ms"))) {
+    int64_t v;
+    if ((rc = get_int(n, "placement.max_rtt_ms", 1, TW_SPEC_RTT_MS_MAX, &v,
+                      err)))
+      return rc;
+    spec->max_rtt_ms = (int)v;
+  }
+  if (!is_null(n = tw_node_get(m, "near")) &&
+      (rc = parse_str_list(n, "placement.near", TW_SPEC_NEAR_MAX, check_near,
+                           "a location like \"aws:us-east-1\" or a list of "
+                           "them",
+                           &spec->near, &spec->n_near, err)))
+    return rc;
+  if (spec->n_near && !spec->max_rtt_ms)
+    return fail(err, "placement.near", tw_node_get(m, "near"),
+                "needs placement.max_rtt_ms: it is where that bound is "
+                "measured from");
+  return TW_OK;
+}
+
+static enum tw_rc parse_dataset(const struct tw_node *m, const char *path,
+                                struct tw_dataset_ref *ds, struct tw_err *err) {
+  static const char *const keys[] = {"uri", "size", "size_bytes", "location",
+                                     NULL};
+  char d[128], sub[PATH_MAX_LEN];
+  enum tw_rc rc;
+  const struct tw_node *n;
+  if (m->kind == TW_NODE_SCALAR) /* a bare URI */
+    return get_uri(m, path, &ds->uri, err);
+  if (m->kind != TW_NODE_MAP)
+    return fail(err, path, m, "expected a mapping with a uri, got %s",
+                describe(m, d, sizeof d));
+  if ((rc = check_keys(m, path, keys, err)))
+    return rc;
+  path_key(sub, path, "uri");
+  if (is_null(n = tw_node_get(m, "uri")))
+    return fail(err, sub, m, "required");
+  if ((rc = get_uri(n, sub, &ds->uri, err)))
+    return rc;
+  const struct tw_node *sz = tw_node_get(m, "size");
+  if (!is_null(sz)) {
+    char tmp[40];
+    path_key(sub, path, "size");
+    if (sz->kind != TW_NODE_SCALAR || !strcmp(tw_node_type_name(sz), "boolean"))
+      return fail(err, sub, sz, "expected a size like 10GiB, got %s",
+                  describe(sz, d, sizeof d));
+    const char *s = scalar_text(sz, tmp, sizeof tmp);
+    if (*s == '-' || tw_parse_size_bytes(s, &ds->size_bytes) != 0)
+      return fail(err, sub, sz,
+                  "expected a size > 0 like 10GiB, 500GB, 1.5TB or bytes, "
+                  "got %s",
+                  describe(sz, d, sizeof d));
+    if (ds->size_bytes <= 0)
+      return fail(err, sub, sz, "must be > 0, got %s",
+                  describe(sz, d, sizeof d));
+  }
+  if (!is_null(n = tw_node_get(m, "size_bytes"))) {
+    path_key(sub, path, "size_bytes");
+    if (!is_null(sz))
+      return fail(err, sub, n, "give either size or size_bytes, not both");
+    if ((rc = get_int(n, sub, 1, INT64_MAX, &ds->size_bytes, err)))
+      return rc;
+  }
+  if (!is_null(n = tw_node_get(m, "location"))) {
+    path_key(sub, path, "location");
+    if ((rc = check_location(n, sub, false, err)))
+      return rc;
+    ds->location = tw_strdup(n->str);
+  }
+  return TW_OK;
+}
+
+static enum tw_rc parse_datasets(const struct tw_node *n,
+                                 struct tw_job_spec *spec, struct tw_err *err) {
+  char d[128], sub[PATH_MAX_LEN];
+  enum tw_rc rc;
+  if (n->kind != TW_NODE_SEQ)
+    return fail(err, "datasets", n, "expected a sequence of datasets, got %s",
+                describe(n, d, sizeof d));
+  if (n->n > TW_SPEC_DATASETS_MAX)
+    return fail(err, "datasets", n, "at most %d entries, got %zu",
+                TW_SPEC_DATASETS_MAX, n->n);
+  if (n->n == 0)
+    return TW_OK;
+  spec->datasets = tw_calloc(n->n, sizeof *spec->datasets);
+  for (size_t i = 0; i < n->n; i++) {
+    path_idx(sub, "datasets", i);
+    spec->n_datasets = i + 1; /* so release frees a partial entry */
+    if ((rc = parse_dataset(n->items[i], sub, &spec->datasets[i], err)))
+      return rc;
+  }
+  return TW_OK;
+}
+
+static enum tw_rc parse_checkpoint(const struct tw_node *m,
+                                   struct tw_job_spec *spec,
+                                   struct tw_err *err) {
+  static const char *const keys[] = {"interval", "interval_s", "uri", NULL};
+  char d[128];
+  enum tw_rc rc;
+  const struct tw_node *n, *iv;
+  if (m->kind != TW_NODE_MAP)
+    return fail(err, "checkpoint", m, "expected a mapping, got %s",
+                describe(m, d, sizeof d));
+  if ((rc = check_keys(m, "checkpoint", keys, err)))
+    return rc;
+  if (!is_null(iv = tw_node_get(m, "interval")) &&
+      (rc = get_duration(iv, "checkpoint.interval",
+                         &spec->checkpoint_interval_s, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(m, "interval_s"))) {
+    if (!is_null(iv))
+      return fail(err, "checkpoint.interval_s", n,
+                  "give either interval or interval_s, not both");
+    if ((rc = get_int(n, "checkpoint.interval_s", 1, TW_SPEC_DURATION_MAX_S,
+                      &spec->checkpoint_interval_s, err)))
+      return rc;
+  }
+  /* Without a uri there is nowhere to write checkpoints or resume from. */
+  if (is_null(n = tw_node_get(m, "uri")))
+    return fail(err, "checkpoint.uri", m, "required");
+  return get_uri(n, "checkpoint.uri", &spec->checkpoint_uri, err);
+}
+
+static int kv_cmp(const void *a, const void *b) {
+  return strcmp(((const struct tw_kv *)a)->key, ((const struct tw_kv *)b)->key);
+}
+
+static enum tw_rc parse_env(const struct tw_node *m, struct tw_job_spec *spec,
+                            struct tw_err *err) {
+  char d[128], sub[PATH_MAX_LEN];
+  enum tw_rc rc;
+  if (m->kind != TW_NODE_MAP)
+    return fail(err, "env", m, "expected a mapping of NAME: value, got %s",
+                describe(m, d, sizeof d));
+  if (m->n > TW_SPEC_ENV_MAX)
+    return fail(err, "env", m, "at most %d variables, got %zu", TW_SPEC_ENV_MAX,
+                m->n);
+  if (m->n == 0)
+    return TW_OK;
+  spec->env = tw_calloc(m->n, sizeof *spec->env);
+  for (size_t i = 0; i < m->n; i++) {
+    const char *k = m->keys[i];
+    const struct tw_node *v = m->items[i];
+    path_key(sub, "env", k);
+    bool ok = (isalpha((unsigned char)k[0]) || k[0] == '_') && strlen(k) <= 128;
+    for (const char *p = k; ok && *p; p++)
+      ok = isalnum((unsigned char)*p) || *p == '_';
+    if (!ok) {
+      char q[64];
+      quote(k, q, sizeof q);
+      return fail(err, sub, v,
+                  "variable names must match [A-Za-z_][A-Za-z0-9_]* "
+                  "(at most 128), got %s",
+                  q);
+    }
+    if (v->kind != TW_NODE_SCALAR)
+      return fail(err, sub, v, "expected a string, number or boolean, got %s",
+                  describe(v, d, sizeof d));
+    spec->n_env = i + 1;
+    spec->env[i].key = tw_strdup(k);
+    if ((rc =
+             get_text(v, sub, TW_SPEC_ENV_VALUE_MAX, &spec->env[i].value, err)))
+      return rc;
+  }
+  /* Sorted, so equal specs give equal canonical JSON whatever the order
+   * they were written in. */
+  qsort(spec->env, spec->n_env, sizeof *spec->env, kv_cmp);
+  return TW_OK;
+}
+
+static enum tw_rc parse_price(const struct tw_node *n, const char *path,
+                              struct tw_job_spec *spec, struct tw_err *err) {
+  char d[128], tmp[40];
+  const char *s, *end;
+  int64_t v;
+  if (n->kind != TW_NODE_SCALAR || !strcmp(tw_node_type_name(n), "boolean"))
+    return fail(err, path, n, "expected USD like 3.25, got %s",
+                describe(n, d, sizeof d));
+  s = scalar_text(n, tmp, sizeof tmp);
+  enum dec_rc r = dec_scaled(s, &end, 1000000, &v);
+  if (r == DEC_SYNTAX || *end)
+    return fail(err, path, n, "expected USD like 3.25, got %s",
+                describe(n, d, sizeof d));
+  if (r == DEC_FRACTION)
+    return fail(err, path, n, "more than 6 decimals (micro-USD), got %s", s);
+  if (r == DEC_RANGE || v > TW_SPEC_PRICE_MAX_UUSD)
+    return fail(err, path, n, "must be at most %lld USD, got %s",
+                TW_SPEC_PRICE_MAX_UUSD / 1000000, s);
+  if (v <= 0)
+    return fail(err, path, n, "must be > 0, got %s", s);
+  spec->max_price_uusd_per_hour = v;
+  return TW_OK;
+}
+
+static enum tw_rc parse_top(const struct tw_node *root,
+                            struct tw_job_spec *spec, struct tw_err *err) {
+  static const char *const keys[] = {"name",
+                                     "tenant",
+                                     "project",
+                                     "resources",
+                                     "nodes",
+                                     "duration",
+                                     "duration_s",
+                                     "deadline",
+                                     "max_price_per_hour",
+                                     "max_price_uusd_per_hour",
+                                     "datasets",
+                                     "placement",
+                                     "priority",
+                                     "checkpoint",
+                                     "run",
+                                     "env",
+                                     "fallback",
+                                     NULL};
+  char d[128];
+  enum tw_rc rc;
+  const struct tw_node *n;
+  int64_t v;
+
+  if (!root || root->kind != TW_NODE_MAP)
+    return tw_err_field(err, TW_E_INVALID, "",
+                        "spec: expected a mapping at the top level, got %s",
+                        describe(root, d, sizeof d));
+  if ((rc = check_keys(root, "", keys, err)))
+    return rc;
+
+  if (is_null(n = tw_node_get(root, "name")))
+    return fail(err, "name", root, "required");
+  if ((rc = get_ident(n, "name", &spec->name, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(root, "tenant")) &&
+      (rc = get_ident(n, "tenant", &spec->tenant, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(root, "project")) &&
+      (rc = get_ident(n, "project", &spec->project, err)))
+    return rc;
+
+  if (!is_null(n = tw_node_get(root, "resources")) &&
+      (rc = parse_resources(n, spec, err)))
+    return rc;
+
+  if (!is_null(n = tw_node_get(root, "nodes"))) {
+    if ((rc = get_int(n, "nodes", 1, TW_SPEC_NODES_MAX, &v, err)))
+      return rc;
+    spec->nodes = (int)v;
+  }
+
+  const struct tw_node *dur = tw_node_get(root, "duration");
+  if (!is_null(dur) &&
+      (rc = get_duration(dur, "duration", &spec->duration_s, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(root, "duration_s"))) {
+    if (!is_null(dur))
+      return fail(err, "duration_s", n,
+                  "give either duration or duration_s, not both");
+    if ((rc = get_int(n, "duration_s", 1, TW_SPEC_DURATION_MAX_S,
+                      &spec->duration_s, err)))
+      return rc;
+  }
+
+  if (!is_null(n = tw_node_get(root, "deadline"))) {
+    if (n->kind != TW_NODE_SCALAR ||
+        tw_time_parse_rfc3339(n->str, &spec->deadline_ms) != 0)
+      return fail(err, "deadline", n,
+                  "expected an RFC 3339 time like 2026-12-01T00:00:00Z, "
+                  "got %s",
+                  describe(n, d, sizeof d));
+    if (spec->deadline_ms <= 0 || spec->deadline_ms > DEADLINE_MAX_MS)
+      return fail(err, "deadline", n,
+                  "must be after 1970 and before the year 10000, got %s",
+                  describe(n, d, sizeof d));
+  }
+
+  const struct tw_node *price = tw_node_get(root, "max_price_per_hour");
+  if (!is_null(price) &&
+      (rc = parse_price(price, "max_price_per_hour", spec, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(root, "max_price_uusd_per_hour"))) {
+    if (!is_null(price))
+      return fail(err, "max_price_uusd_per_hour", n,
+                  "give either max_price_per_hour or "
+                  "max_price_uusd_per_hour, not both");
+    if ((rc = get_int(n, "max_price_uusd_per_hour", 1, TW_SPEC_PRICE_MAX_UUSD,
+                      &spec->max_price_uusd_per_hour, err)))
+      return rc;
+  }
+
+  if (!is_null(n = tw_node_get(root, "datasets")) &&
+      (rc = parse_datasets(n, spec, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(root, "placement")) &&
+      (rc = parse_placement(n, spec, err)))
+    return rc;
+
+  if (!is_null(n = tw_node_get(root, "priority"))) {
+    if ((rc = get_int(n, "priority", TW_SPEC_PRIORITY_MIN, TW_SPEC_PRIORITY_MAX,
+                      &v, err)))
+      return rc;
+    spec->priority = (int)v;
+  }
+
+  if (!is_null(n = tw_node_get(root, "checkpoint")) &&
+      (rc = parse_checkpoint(n, spec, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(root, "run")) &&
+      (rc = get_text(n, "run", TW_SPEC_RUN_MAX, &spec->run, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(root, "env")) && (rc = parse_env(n, spec, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(root, "fallback"))) {
+    static const int idx[] = {0, 1, 2, 3};
+    int k;
+    if ((rc = parse_choice(n, "fallback", tw_spec_fallbacks, idx,
+                           "failover, eager-next-region, on-demand-fallback "
+                           "or deadline",
+                           &k, err)))
+      return rc;
+    spec->fallback = tw_strdup(tw_spec_fallbacks[k]);
+  }
+  return TW_OK;
+}
+
+enum tw_rc tw_spec_from_node(const struct tw_node *root,
+                             struct tw_job_spec *spec, struct tw_err *err) {
+  memset(spec, 0, sizeof *spec);
+  spec->nodes = 1;
+  enum tw_rc rc = parse_top(root, spec, err);
+  if (rc) {
+    tw_spec_release(spec);
+    return rc;
+  }
+  if (!spec->tenant)
+    spec->tenant = tw_strdup("default");
+  if (!spec->project)
+    spec->project = tw_strdup("default");
+  return TW_OK;
+}
+
+enum tw_rc tw_spec_parse(const char *text, size_t len, bool is_json,
+                         struct tw_job_spec *spec, struct tw_err *err) {
+  struct tw_node *root = NULL;
+  enum tw_rc rc = is_json ? tw_node_parse_json(text, len, &root, err)
+                          : tw_node_parse_yaml(text, len, &root, err);
+  if (rc) {
+    memset(spec, 0, sizeof *spec);
+    return rc;
+  }
+  rc = tw_spec_from_node(root, spec, err);
+  tw_node_free(root);
+  return rc;
+}
+
+static void free_list(char **v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(v[i]);
+  free(v);
+}
+
+void tw_spec_release(struct tw_job_spec *spec) {
+  if (!spec)
+    return;
+  free(spec->name);
+  free(spec->tenant);
+  free(spec->project);
+  free(spec->accel_name);
+  for (size_t i = 0; i < spec->n_datasets; i++) {
+    free(spec->datasets[i].uri);
+    free(spec->datasets[i].location);
+  }
+  free(spec->datasets);
+  free_list(spec->providers, spec->n_providers);
+  free_list(spec->regions, spec->n_regions);
+  free_list(spec->residency, spec->n_residency);
+  for (size_t i = 0; i < spec->n_selectors; i++) {
+    free(spec->selectors[i].label);
+    free_list(spec->selectors[i].values, spec->selectors[i].n_values);
+  }
+  free(spec->selectors);
+  free_list(spec->near, spec->n_near);
+  free(spec->checkpoint_uri);
+  free(spec->fallback);
+  free(spec->run);
+  for (size_t i = 0; i < spec->n_env; i++) {
+    free(spec->env[i].key);
+    free(spec->env[i].value);
+  }
+  free(spec->env);
+  memset(spec, 0, sizeof *spec);
+}
+
+/* ---- canonical JSON ---------------------------------------------------- */
+
+static void json_key(struct tw_buf *b, bool *first, const char *k) {
+  if (!*first)
+    tw_buf_addc(b, ',');
+  *first = false;
+  tw_buf_json_str(b, k);
+  tw_buf_addc(b, ':');
+}
+
+static void json_list(struct tw_buf *b, bool *first, const char *k,
+                      char *const *v, size_t n) {
+  if (!n)
+    return;
+  json_key(b, first, k);
+  tw_buf_addc(b, '[');
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      tw_buf_addc(b, ',');
+    tw_buf_json_str(b, v[i]);
+  }
+  tw_buf_addc(b, ']');
+}
+
+void tw_spec_to_json(const struct tw_job_spec *s, struct tw_buf *b) {
+  bool first = true, f2;
+  tw_buf_addc(b, '{');
+  json_key(b, &first, "name");
+  tw_buf_json_str(b, s->name ? s->name : "");
+  json_key(b, &first, "tenant");
+  tw_buf_json_str(b, s->tenant ? s->tenant : "default");
+  json_key(b, &first, "project");
+  tw_buf_json_str(b, s->project ? s->project : "default");
+
+  if (s->accel_name || s->cpus || s->memory_mib || s->arch != TW_ARCH_ANY ||
+      s->market != TW_MARKET_ANY) {
+    json_key(b, &first, "resources");
+    tw_buf_addc(b, '{');
+    f2 = true;
+    if (s->accel_name) {
+      json_key(b, &f2, "accelerators");
+      tw_buf_adds(b, "{\"name\":");
+      tw_buf_json_str(b, s->accel_name);
+      tw_buf_printf(b, ",\"count\":%d}", s->accel_count);
+    }
+    if (s->cpus) {
+      json_key(b, &f2, "cpus");
+      tw_buf_printf(b, "%d", s->cpus);
+      json_key(b, &f2, "cpus_at_least");
+      tw_buf_adds(b, s->cpus_at_least ? "true" : "false");
+    }
+    if (s->memory_mib) {
+      json_key(b, &f2, "memory_mib");
+      tw_buf_printf(b, "%lld", (long long)s->memory_mib);
+      json_key(b, &f2, "memory_at_least");
+      tw_buf_adds(b, s->memory_at_least ? "true" : "false");
+    }
+    if (s->arch != TW_ARCH_ANY) {
+      json_key(b, &f2, "arch");
+      tw_buf_json_str(b, tw_arch_str(s->arch));
+    }
+    if (s->market != TW_MARKET_ANY) {
+      json_key(b, &f2, "market");
+      tw_buf_json_str(b, tw_market_str(s->market));
+    }
+    tw_buf_addc(b, '}');
+  }
+
+  json_key(b, &first, "nodes");
+  tw_buf_printf(b, "%d", s->nodes);
+  if (s->duration_s) {
+    json_key(b, &first, "duration_s");
+    tw_buf_printf(b, "%lld", (long long)s->duration_s);
+  }
+  if (s->deadline_ms) {
+    char t[40];
+    tw_time_fmt_rfc3339(s->deadline_ms, t, sizeof t);
+    json_key(b, &first, "deadline");
+    tw_buf_json_str(b, t);
+  }
+  if (s->max_price_uusd_per_hour) {
+    json_key(b, &first, "max_price_uusd_per_hour");
+    tw_buf_printf(b, "%lld", (long long)s->max_price_uusd_per_hour);
+  }
+  if (s->n_datasets) {
+    json_key(b, &first, "datasets");
+    tw_buf_addc(b, '[');
+    for (size_t i = 0; i < s->n_datasets; i++) {
+      const struct tw_dataset_ref *ds = &s->datasets[i];
+      if (i)
+        tw_buf_addc(b, ',');
+      tw_buf_adds(b, "{\"uri\":");
+      tw_buf_json_str(b, ds->uri ? ds->uri : "");
+      if (ds->size_bytes)
+        tw_buf_printf(b, ",\"size_bytes\":%lld", (long long)ds->size_bytes);
+      if (ds->location) {
+        tw_buf_adds(b, ",\"location\":");
+        tw_buf_json_str(b, ds->location);
+      }
+      tw_buf_addc(b, '}');
+    }
+    tw_buf_addc(b, ']');
+  }
+  if (s->n_providers || s->n_regions || s->n_residency || s->n_selectors ||
+      s->max_rtt_ms || s->n_near) {
+    json_key(b, &first, "placement");
+    tw_buf_addc(b, '{');
+    f2 = true;
+    json_list(b, &f2, "providers", s->providers, s->n_providers);
+    json_list(b, &f2, "regions", s->regions, s->n_regions);
+    json_list(b, &f2, "residency", s->residency, s->n_residency);
+    if (s->n_selectors) {
+      json_key(b, &f2, "selectors");
+      tw_buf_addc(b, '[');
+      for (size_t i = 0; i < s->n_selectors; i++) {
+        const struct tw_label_selector *sel = &s->selectors[i];
+        bool f3 = true;
+        if (i)
+          tw_buf_addc(b, ',');
+        tw_buf_addc(b, '{');
+        json_key(b, &f3, "label");
+        tw_buf_json_str(b, sel->label ? sel->label : "");
+        if (sel->op == TW_SEL_EXISTS || sel->op == TW_SEL_NOT_EXISTS) {
+          json_key(b, &f3, "exists");
+          tw_buf_adds(b, sel->op == TW_SEL_EXISTS ? "true" : "false");
+        } else {
+          json_list(b, &f3, tw_sel_op_str(sel->op), sel->values, sel->n_values);
+        }
+        tw_buf_addc(b, '}');
+      }
+      tw_buf_addc(b, ']');
+    }
+    if (s->max_rtt_ms) {
+      json_key(b, &f2, "max_rtt_ms");
+      tw_buf_printf(b, "%d", s->max_rtt_ms);
+    }
+    json_list(b, &f2, "near", s->near, s->n_near);
+    tw_buf_addc(b, '}');
+  }
+  json_key(b, &first, "priority");
+  tw_buf_printf(b, "%d", s->priority);
+  if (s->checkpoint_interval_s || s->checkpoint_uri) {
+    json_key(b, &first, "checkpoint");
+    tw_buf_addc(b, '{');
+    f2 = true;
+    if (s->checkpoint_interval_s) {
+      json_key(b, &f2, "interval_s");
+      tw_buf_printf(b, "%lld", (long long)s->checkpoint_interval_s);
+    }
+    if (s->checkpoint_uri) {
+      json_key(b, &f2, "uri");
+      tw_buf_json_str(b, s->checkpoint_uri);
+    }
+    tw_buf_addc(b, '}');
+  }
+  if (s->fallback) {
+    json_key(b, &first, "fallback");
+    tw_buf_json_str(b, s->fallback);
+  }
+  if (s->run) {
+    json_key(b, &first, "run");
+    tw_buf_json_str(b, s->run);
+  }
+  if (s->n_env) {
+    json_key(b, &first, "env");
+    tw_buf_addc(b, '{');
+    for (size_t i = 0; i < s->n_env; i++) {
+      if (i)
+        tw_buf_addc(b, ',');
+      tw_buf_json_str(b, s->env[i].key);
+      tw_buf_addc(b, ':');
+      tw_buf_json_str(b, s->env[i].value);
+    }
+    tw_buf_addc(b, '}');
+  }
+  tw_buf_addc(b, '}');
+}

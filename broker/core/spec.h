@@ -1,0 +1,186 @@
+/* spec.h - the job spec: what a user submits, parsed and validated.
+ *
+ * Input is YAML or JSON (see node.h).  Validation errors are TW_E_INVALID
+ * with err->field set to the field path ("resources.cpus",
+ * "datasets[1].size") and err->msg reading
+ * `resources.cpus: expected a number or N+, got "eight"`.  Unknown keys are
+ * rejected with the closest known key suggested:
+ * `resources.acelerators: unknown key; did you mean "accelerators"?`. */
+#ifndef TW_BROKER_SPEC_H
+#define TW_BROKER_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker/base/err.h"
+#include "broker/base/mem.h"
+
+struct tw_node;
+
+/* TW_MARKET_PRIVATE: capacity the organisation owns (a Slurm cluster),
+ * priced at internal chargeback rates.  Offers carry it; a job spec cannot
+ * ask for it (`providers: [slurm]` selects private capacity instead). */
+enum tw_market {
+  TW_MARKET_ANY = 0,
+  TW_MARKET_SPOT,
+  TW_MARKET_ON_DEMAND,
+  TW_MARKET_PRIVATE
+};
+enum tw_arch { TW_ARCH_ANY = 0, TW_ARCH_X86_64, TW_ARCH_ARM64 };
+
+#define TW_SPEC_NAME_MAX 128
+
+/* Bounds enforced by validation (docs/jobspec.md lists them all). */
+#define TW_SPEC_NODES_MAX 4096
+#define TW_SPEC_CPUS_MAX 1024
+#define TW_SPEC_ACCEL_COUNT_MAX 256
+#define TW_SPEC_MEMORY_MIB_MAX (64LL * 1024 * 1024) /* 64 TiB */
+#define TW_SPEC_DURATION_MAX_S (365LL * 86400)
+#define TW_SPEC_PRICE_MAX_UUSD (1000000LL * 1000000) /* 1,000,000 USD/h */
+#define TW_SPEC_PRIORITY_MIN (-1000)
+#define TW_SPEC_PRIORITY_MAX 1000
+#define TW_SPEC_DATASETS_MAX 256
+#define TW_SPEC_PROVIDERS_MAX 16
+#define TW_SPEC_REGIONS_MAX 256
+#define TW_SPEC_RESIDENCY_MAX 64
+#define TW_SPEC_ENV_MAX 512
+#define TW_SPEC_URI_MAX 2048
+#define TW_SPEC_RUN_MAX (64 * 1024)
+#define TW_SPEC_ENV_VALUE_MAX (32 * 1024)
+#define TW_SPEC_SELECTORS_MAX 32
+#define TW_SPEC_SELECTOR_VALUES_MAX 64
+#define TW_SPEC_LABEL_MAX 31 /* the selector filter's label buffer */
+#define TW_SPEC_LABEL_VALUE_MAX 128
+#define TW_SPEC_RTT_MS_MAX 10000
+#define TW_SPEC_NEAR_MAX 8
+
+struct tw_dataset_ref {
+  char *uri;          /* required, e.g. s3://bucket/path */
+  int64_t size_bytes; /* 0 when not given */
+  char *location;     /* "aws:us-east-1" or NULL */
+};
+
+/* A label selector, the syntax of the selector filter's config
+ * (policies/place/filter_location.c): {label: L, in|not_in|glob: [values]} or
+ * {label: L, exists: true|false}.  Labels are the offer's own and its
+ * topology (provider, account, region, zone, zone_id, rack, country,
+ * jurisdiction). */
+enum tw_sel_op {
+  TW_SEL_IN = 0,
+  TW_SEL_NOT_IN,
+  TW_SEL_EXISTS,
+  TW_SEL_NOT_EXISTS,
+  TW_SEL_GLOB
+};
+
+struct tw_label_selector {
+  char *label; /* 1..31 bytes, no spaces or control characters */
+  enum tw_sel_op op;
+  char **values; /* in, not_in, glob: 1..64 distinct; else NULL */
+  size_t n_values;
+};
+
+struct tw_kv {
+  char *key;
+  char *value;
+};
+
+struct tw_job_spec {
+  char *name;    /* required: [A-Za-z0-9._-], 1..128 chars */
+  char *tenant;  /* default "default" */
+  char *project; /* default "default" */
+
+  /* resources: per node */
+  char *accel_name;     /* as written: "A100", "A100-80GB"; NULL = none */
+  int accel_count;      /* >= 1 when accel_name is set */
+  int cpus;             /* 0 = unspecified */
+  bool cpus_at_least;   /* "8+" */
+  int64_t memory_mib;   /* GiB in the spec, MiB here; 0 = unspecified */
+  bool memory_at_least; /* "32+" */
+  enum tw_arch arch;
+  enum tw_market market; /* market: or use_spot: */
+
+  int nodes;                       /* default 1, 1..4096 */
+  int64_t duration_s;              /* expected run time; 0 = unspecified */
+  int64_t deadline_ms;             /* ms since epoch; 0 = none */
+  int64_t max_price_uusd_per_hour; /* micro-USD; 0 = no cap */
+
+  struct tw_dataset_ref *datasets;
+  size_t n_datasets;
+
+  /* placement */
+  char **providers; /* allowed providers: aws azure alibaba slurm */
+  size_t n_providers;
+  char **regions; /* region selectors: "aws:us-*", "azure:westeurope" */
+  size_t n_regions;
+  char **residency; /* allowed jurisdictions: "EU", "US", "CN", ... */
+  size_t n_residency;
+  /* all must match, in addition to the policy's own selectors */
+  struct tw_label_selector *selectors;
+  size_t n_selectors;
+  int max_rtt_ms; /* 0 = none; else 1..10000, the latency filter's bound */
+  char **near;    /* "provider:region" the users sit at: latency origins
+                     beside the job's data */
+  size_t n_near;
+
+  int priority; /* default 0, -1000..1000 */
+
+  int64_t checkpoint_interval_s; /* 0 = none */
+  char *checkpoint_uri;
+  /* the spot fallback strategy (policies/fallback/fallback_strategy.h); NULL: the
+   * policy's (the config's spot.fallback) */
+  char *fallback;
+
+  char *run; /* the script; NULL = none */
+  struct tw_kv *env;
+  size_t n_env;
+};
+
+/* Validates a parsed document into spec (zeroed, then filled).  On error
+ * spec is released and err names the field.  The caller tw_spec_release()s
+ * a successful result. */
+enum tw_rc tw_spec_from_node(const struct tw_node *root,
+                             struct tw_job_spec *spec, struct tw_err *err);
+
+/* Parses text: JSON when is_json, else YAML (which also reads JSON). */
+enum tw_rc tw_spec_parse(const char *text, size_t len, bool is_json,
+                         struct tw_job_spec *spec, struct tw_err *err);
+
+void tw_spec_release(struct tw_job_spec *spec);
+
+/* Appends the normalized spec as canonical JSON (fixed key order, units in
+ * the key names: memory_mib, duration_s, max_price_uusd_per_hour, deadline
+ * as RFC 3339).  tw_spec_parse() of this output yields an equal spec. */
+void tw_spec_to_json(const struct tw_job_spec *spec, struct tw_buf *out);
+
+/* Helpers shared with config parsing.  Each returns 0 on success, -1 on
+ * malformed input. */
+/* All three read the decimal text exactly (never through a double) and
+ * return -1 on overflow as well.  Durations: d, h, m, s in that order, each
+ * at most once, no fractions; a bare number is seconds.  USD: an optional
+ * '-', digits, an optional fraction and an optional exponent ("1e3"); more
+ * than 6 nonzero decimals is -1.  Sizes: no sign; units B, KB..PB (powers
+ * of 1000), KiB..PiB (powers of 1024), any case, optionally after spaces;
+ * the result must be a whole number of bytes ("1.5B" is -1). */
+int tw_parse_duration_s(const char *s,
+                        int64_t *out); /* "6h", "1h30m", "90s", "2d" */
+int tw_parse_usd_uusd(const char *s,
+                      int64_t *out); /* "3.25" -> 3250000, exact */
+int tw_parse_size_bytes(const char *s,
+                        int64_t *out); /* "10GiB", "500GB", "1024" */
+
+/* Provider names accepted in placement.providers, dataset locations and
+ * region selectors: a NULL-terminated list ("aws", "azure", ...). */
+extern const char *const tw_spec_providers[];
+/* Fallback strategy names accepted in `fallback:` and in the config's
+ * spot.fallback, NULL-terminated. */
+extern const char *const tw_spec_fallbacks[];
+
+const char *tw_market_str(enum tw_market m); /* "any", "spot", "on-demand",
+                                                "private" */
+const char *tw_arch_str(enum tw_arch a);     /* "any", "x86_64", "arm64" */
+/* "in", "not_in", "exists" (also for TW_SEL_NOT_EXISTS), "glob" */
+const char *tw_sel_op_str(enum tw_sel_op op);
+
+#endif

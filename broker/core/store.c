@@ -1,0 +1,1457 @@
+#include "broker/core/store.h"
+
+#include <pthread.h>
+#include <openssl/sha.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uuid/uuid.h>
+
+#include "broker/base/log.h"
+#include "broker/base/mem.h"
+
+/* ---- schema ------------------------------------------------------------ */
+
+/* Migrations are numbered in code; migration i brings user_version from i
+ * to i + 1.  Only append. */
+static const char *const MIGRATIONS[] = {
+    /* 1: jobs and their events */
+    "CREATE TABLE jobs ("
+    "  seq INTEGER PRIMARY KEY,"
+    "  id TEXT NOT NULL UNIQUE,"
+    "  tenant TEXT NOT NULL,"
+    "  project TEXT NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  state TEXT NOT NULL,"
+    "  reason TEXT NOT NULL DEFAULT '',"
+    "  priority INTEGER NOT NULL DEFAULT 0,"
+    "  spec TEXT NOT NULL,"
+    "  placement TEXT,"
+    "  exit_code INTEGER,"
+    "  idem_key TEXT,"
+    "  idem_hash TEXT,"
+    "  created_at_ms INTEGER NOT NULL,"
+    "  updated_at_ms INTEGER NOT NULL);"
+    "CREATE UNIQUE INDEX jobs_idem ON jobs(tenant, idem_key)"
+    "  WHERE idem_key IS NOT NULL;"
+    "CREATE INDEX jobs_state ON jobs(state, seq);"
+    "CREATE INDEX jobs_tenant ON jobs(tenant, seq);"
+    "CREATE TABLE job_events ("
+    "  seq INTEGER PRIMARY KEY,"
+    "  job_id TEXT NOT NULL REFERENCES jobs(id),"
+    "  at_ms INTEGER NOT NULL,"
+    "  from_state TEXT,"
+    "  to_state TEXT NOT NULL,"
+    "  reason TEXT NOT NULL);"
+    "CREATE INDEX job_events_job ON job_events(job_id, seq);",
+    /* 2: attempts, written before the provider is called */
+    "CREATE TABLE attempts ("
+    "  id INTEGER PRIMARY KEY,"
+    "  job_id TEXT NOT NULL REFERENCES jobs(id),"
+    "  n INTEGER NOT NULL,"
+    "  client_token TEXT NOT NULL UNIQUE,"
+    "  provider TEXT NOT NULL,"
+    "  offer_id TEXT NOT NULL,"
+    "  market TEXT NOT NULL,"
+    "  price_uusd_per_hour INTEGER NOT NULL,"
+    "  instance_id TEXT NOT NULL DEFAULT '',"
+    "  state TEXT NOT NULL,"
+    "  end_reason TEXT NOT NULL DEFAULT '',"
+    "  started_at_ms INTEGER NOT NULL,"
+    "  running_at_ms INTEGER NOT NULL DEFAULT 0,"
+    "  ended_at_ms INTEGER NOT NULL DEFAULT 0,"
+    "  UNIQUE (job_id, n));"
+    "CREATE INDEX attempts_live ON attempts(state, id);",
+    /* 3: the versions of modules that migrate themselves */
+    "CREATE TABLE schema_modules ("
+    "  name TEXT PRIMARY KEY,"
+    "  version INTEGER NOT NULL);",
+};
+#define N_MIGRATIONS ((int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]))
+
+int tw_store_schema_version(void) { return N_MIGRATIONS; }
+
+/* ---- SQL --------------------------------------------------------------- */
+
+#define JOB_COLS                                                               \
+  "seq, id, name, tenant, project, state, reason, priority, spec,"             \
+  " placement, exit_code, created_at_ms, updated_at_ms"
+
+static const char SQL_JOB_INSERT[] =
+    "INSERT INTO jobs (id, tenant, project, name, state, reason, priority,"
+    " spec, idem_key, idem_hash, created_at_ms, updated_at_ms)"
+    " VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?7, ?8, ?9, ?10, ?10)";
+static const char SQL_EVENT_INSERT[] =
+    "INSERT INTO job_events (job_id, at_ms, from_state, to_state, reason)"
+    " VALUES (?1, ?2, ?3, ?4, ?5)";
+static const char SQL_JOB_BY_IDEM[] =
+    "SELECT " JOB_COLS
+    ", idem_hash FROM jobs WHERE tenant = ?1 AND idem_key = ?2";
+static const char SQL_JOB_BY_ID[] =
+    "SELECT " JOB_COLS " FROM jobs WHERE id = ?1";
+static const char SQL_JOB_SET_STATE[] =
+    "UPDATE jobs SET state = ?1, reason = ?2, updated_at_ms = ?3,"
+    " placement = COALESCE(?4, placement),"
+    " exit_code = CASE WHEN ?5 THEN ?6 ELSE exit_code END"
+    " WHERE id = ?7 AND state = ?8";
+/* One constant statement per filter combination: no SQL is ever built. */
+static const char SQL_JOB_LIST[] =
+    "SELECT " JOB_COLS " FROM jobs WHERE seq < ?1 ORDER BY seq DESC LIMIT ?2";
+static const char SQL_JOB_LIST_STATE[] =
+    "SELECT " JOB_COLS " FROM jobs WHERE state = ?3 AND seq < ?1"
+    " ORDER BY seq DESC LIMIT ?2";
+static const char SQL_JOB_LIST_TENANT[] =
+    "SELECT " JOB_COLS " FROM jobs WHERE tenant = ?4 AND seq < ?1"
+    " ORDER BY seq DESC LIMIT ?2";
+static const char SQL_JOB_LIST_BOTH[] =
+    "SELECT " JOB_COLS " FROM jobs WHERE state = ?3 AND tenant = ?4"
+    " AND seq < ?1 ORDER BY seq DESC LIMIT ?2";
+static const char SQL_EVENTS[] =
+    "SELECT seq, at_ms, from_state, to_state, reason FROM job_events"
+    " WHERE job_id = ?1 ORDER BY seq";
+static const char SQL_JOB_EXISTS[] = "SELECT 1 FROM jobs WHERE id = ?1";
+static const char SQL_COUNTS[] =
+    "SELECT state, count(*) FROM jobs GROUP BY state";
+#define ATTEMPT_COLS                                                           \
+  "id, job_id, n, client_token, provider, offer_id, market,"                   \
+  " price_uusd_per_hour, instance_id, state, end_reason, started_at_ms,"       \
+  " running_at_ms, ended_at_ms"
+static const char SQL_ATTEMPT_NEXT_N[] =
+    "SELECT COALESCE(MAX(n), 0) + 1 FROM attempts WHERE job_id = ?1";
+static const char SQL_ATTEMPT_INSERT[] =
+    "INSERT INTO attempts (job_id, n, client_token, provider, offer_id, market,"
+    " price_uusd_per_hour, state, started_at_ms)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'launching', ?8)";
+static const char SQL_ATTEMPT_BY_ID[] =
+    "SELECT " ATTEMPT_COLS " FROM attempts WHERE id = ?1";
+static const char SQL_ATTEMPT_SET_LAUNCHED[] =
+    "UPDATE attempts SET instance_id = ?2, state = 'provisioning'"
+    " WHERE id = ?1 AND state = 'launching'";
+static const char SQL_ATTEMPT_SET_RUNNING[] =
+    "UPDATE attempts SET state = 'running', running_at_ms = ?2"
+    " WHERE id = ?1 AND state = 'provisioning'";
+static const char SQL_ATTEMPT_SET_ENDED[] =
+    "UPDATE attempts SET state = 'ended', end_reason = ?2, ended_at_ms = ?3"
+    " WHERE id = ?1 AND state <> 'ended'";
+static const char SQL_ATTEMPTS_LIVE[] =
+    "SELECT " ATTEMPT_COLS " FROM attempts WHERE state <> 'ended' ORDER BY id";
+static const char SQL_ATTEMPTS_OF[] =
+    "SELECT " ATTEMPT_COLS " FROM attempts WHERE job_id = ?1 ORDER BY n";
+static const char SQL_JOBS_QUEUED[] =
+    "SELECT " JOB_COLS " FROM jobs WHERE state = ?1"
+    " ORDER BY priority DESC, seq ASC LIMIT ?2";
+static const char SQL_JOB_SET_REASON[] =
+    "UPDATE jobs SET reason = ?2, updated_at_ms = ?3 WHERE id = ?1";
+static const char SQL_BEGIN[] = "BEGIN IMMEDIATE";
+static const char SQL_COMMIT[] = "COMMIT";
+static const char SQL_ROLLBACK[] = "ROLLBACK";
+static const char SQL_SAVEPOINT[] = "SAVEPOINT op";
+static const char SQL_RELEASE[] = "RELEASE op";
+static const char SQL_ROLLBACK_TO[] = "ROLLBACK TO op";
+
+/* ---- connections with a statement cache --------------------------------- */
+
+struct conn {
+  sqlite3 *db;
+  /* Keyed by the address of constant text.  It only grows: evicting would
+   * finalize a statement a caller may still be stepping (a module holding
+   * two at once), so every distinct statement stays prepared for the life
+   * of the connection; there are a few dozen. */
+  const char **sql;
+  sqlite3_stmt **st;
+  int n, cap;
+};
+
+struct wop {
+  tw_store_write_fn fn;
+  void *arg;
+  struct tw_err *err;
+  enum tw_rc rc;
+  bool done;
+  pthread_cond_t cv; /* this caller's own: a commit wakes only its callers */
+  struct wop *next;
+};
+
+struct tw_store {
+  struct tw_clock *clock;
+  int max_batch;
+
+  struct conn w; /* writer thread only */
+  pthread_t writer;
+  pthread_mutex_t mu;
+  pthread_cond_t work; /* writer waits for ops */
+  struct wop *head, *tail;
+  bool stopping;
+
+  struct conn *readers;
+  bool *reader_busy;
+  int n_readers;
+  pthread_mutex_t rmu;
+  pthread_cond_t rfree;
+
+  uint64_t commits, ops, max_seen;
+};
+
+static enum tw_rc db_err(sqlite3 *db, struct tw_err *err, const char *what) {
+  /* copy at once: the next call may overwrite sqlite3_errmsg() */
+  return tw_err_set(err, TW_E_IO, "store: %s: %s", what, sqlite3_errmsg(db));
+}
+
+static sqlite3_stmt *prep(struct conn *c, const char *sql, struct tw_err *err) {
+  for (int i = 0; i < c->n; i++)
+    if (c->sql[i] == sql) {
+      sqlite3_reset(c->st[i]);
+      sqlite3_clear_bindings(c->st[i]);
+      return c->st[i];
+    }
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st,
+                         NULL) != SQLITE_OK) {
+    db_err(c->db, err, "prepare");
+    return NULL;
+  }
+  if (c->n == c->cap) {
+    c->cap = c->cap ? c->cap * 2 : 32;
+    c->sql = tw_realloc(c->sql, (size_t)c->cap * sizeof *c->sql);
+    c->st = tw_realloc(c->st, (size_t)c->cap * sizeof *c->st);
+  }
+  c->sql[c->n] = sql;
+  c->st[c->n++] = st;
+  return st;
+}
+
+static void conn_close(struct conn *c) {
+  for (int i = 0; i < c->n; i++)
+    sqlite3_finalize(c->st[i]);
+  free(c->sql);
+  free(c->st);
+  c->sql = NULL;
+  c->st = NULL;
+  c->n = c->cap = 0;
+  if (c->db)
+    sqlite3_close(c->db);
+  c->db = NULL;
+}
+
+static enum tw_rc exec_simple(struct conn *c, const char *sql,
+                              struct tw_err *err) {
+  sqlite3_stmt *st = prep(c, sql, err);
+  if (!st)
+    return TW_E_IO;
+  int r = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (r != SQLITE_DONE && r != SQLITE_ROW)
+    return db_err(c->db, err, sql);
+  return TW_OK;
+}
+
+static enum tw_rc conn_open(struct conn *c, const char *path, bool readonly,
+                            bool sync_full, struct tw_err *err) {
+  memset(c, 0, sizeof *c);
+  int flags = (readonly ? SQLITE_OPEN_READONLY
+                        : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+              SQLITE_OPEN_NOMUTEX;
+  if (sqlite3_open_v2(path, &c->db, flags, NULL) != SQLITE_OK) {
+    enum tw_rc rc = tw_err_set(err, TW_E_IO, "store: cannot open %s: %s", path,
+                               c->db ? sqlite3_errmsg(c->db) : "out of memory");
+    conn_close(c);
+    return rc;
+  }
+  sqlite3_busy_timeout(c->db, 5000);
+  /* Constant pragmas, run through sqlite3_exec as the migrations are. */
+  const char *pragmas =
+      readonly
+          ? "PRAGMA foreign_keys=ON;"
+          : (sync_full ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                         " PRAGMA foreign_keys=ON;"
+                       : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                         " PRAGMA foreign_keys=ON;");
+  char *msg = NULL;
+  if (sqlite3_exec(c->db, pragmas, NULL, NULL, &msg) != SQLITE_OK) {
+    enum tw_rc rc = tw_err_set(err, TW_E_IO, "store: %s: %s", path,
+                               msg ? msg : "pragma failed");
+    sqlite3_free(msg);
+    conn_close(c);
+    return rc;
+  }
+  return TW_OK;
+}
+
+static enum tw_rc migrate(struct conn *c, struct tw_err *err) {
+  sqlite3_stmt *st = NULL;
+  int version = 0;
+  if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &st, NULL) !=
+      SQLITE_OK)
+    return db_err(c->db, err, "read user_version");
+  if (sqlite3_step(st) == SQLITE_ROW)
+    version = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  if (version > N_MIGRATIONS)
+    return tw_err_set(err, TW_E_IO,
+                      "store: schema version %d is newer than this build (%d)",
+                      version, N_MIGRATIONS);
+  static const char *const set_version[] = {
+      "PRAGMA user_version = 1", "PRAGMA user_version = 2",
+      "PRAGMA user_version = 3", "PRAGMA user_version = 4",
+      "PRAGMA user_version = 5", "PRAGMA user_version = 6",
+      "PRAGMA user_version = 7", "PRAGMA user_version = 8"};
+  for (int v = version; v < N_MIGRATIONS; v++) {
+    char *msg = NULL;
+    if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(c->db, MIGRATIONS[v], NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(c->db, set_version[v], NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(c->db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
+      enum tw_rc rc = tw_err_set(err, TW_E_IO, "store: migration %d failed: %s",
+                                 v + 1, msg ? msg : "?");
+      sqlite3_free(msg);
+      sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+      return rc;
+    }
+    tw_log_info("store", "migrated schema to version %d", v + 1);
+  }
+  return TW_OK;
+}
+
+/* ---- the writer -------------------------------------------------------- */
+
+static void *writer_main(void *arg) {
+  struct tw_store *s = arg;
+  for (;;) {
+    pthread_mutex_lock(&s->mu);
+    while (!s->head && !s->stopping)
+      pthread_cond_wait(&s->work, &s->mu);
+    if (!s->head && s->stopping) {
+      pthread_mutex_unlock(&s->mu);
+      break;
+    }
+    /* take up to max_batch operations */
+    struct wop *batch = s->head, *last = s->head;
+    int n = 1;
+    while (last->next && n < s->max_batch) {
+      last = last->next;
+      n++;
+    }
+    s->head = last->next;
+    if (!s->head)
+      s->tail = NULL;
+    last->next = NULL;
+    pthread_mutex_unlock(&s->mu);
+
+    struct tw_err berr = {0};
+    enum tw_rc brc = exec_simple(&s->w, SQL_BEGIN, &berr);
+    int committed = 0;
+    for (struct wop *o = batch; o; o = o->next) {
+      if (brc) {
+        o->rc = tw_err_set(o->err, brc, "%s", berr.msg);
+        continue;
+      }
+      if ((o->rc = exec_simple(&s->w, SQL_SAVEPOINT, o->err)))
+        continue;
+      o->rc = o->fn(s, s->w.db, o->arg, o->err);
+      if (o->rc) {
+        exec_simple(&s->w, SQL_ROLLBACK_TO, NULL);
+        exec_simple(&s->w, SQL_RELEASE, NULL);
+      } else if ((o->rc = exec_simple(&s->w, SQL_RELEASE, o->err)) == TW_OK) {
+        committed++;
+      }
+    }
+    if (!brc && (brc = exec_simple(&s->w, SQL_COMMIT, &berr))) {
+      exec_simple(&s->w, SQL_ROLLBACK, NULL);
+      for (struct wop *o = batch; o; o = o->next)
+        if (o->rc == TW_OK)
+          o->rc = tw_err_set(o->err, brc, "%s", berr.msg);
+      committed = 0;
+      tw_log_error("store", "commit failed: %s", berr.msg);
+    }
+    pthread_mutex_lock(&s->mu);
+    if (!brc) {
+      s->commits++;
+      s->ops += (uint64_t)committed;
+      if ((uint64_t)n > s->max_seen)
+        s->max_seen = (uint64_t)n;
+    }
+    for (struct wop *o = batch, *nx; o; o = nx) {
+      nx = o->next; /* o lives on its caller's stack: read next first */
+      o->done = true;
+      pthread_cond_signal(&o->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+  }
+  return NULL;
+}
+
+enum tw_rc tw_store_write(struct tw_store *s, tw_store_write_fn fn, void *arg,
+                          struct tw_err *err) {
+  struct tw_err local = {0};
+  struct wop op = {.fn = fn, .arg = arg, .err = err ? err : &local};
+  pthread_cond_init(&op.cv, NULL);
+  pthread_mutex_lock(&s->mu);
+  if (s->stopping) {
+    pthread_mutex_unlock(&s->mu);
+    pthread_cond_destroy(&op.cv);
+    return tw_err_set(err, TW_E_IO, "store: closing");
+  }
+  if (s->tail)
+    s->tail->next = &op;
+  else
+    s->head = &op;
+  s->tail = &op;
+  pthread_cond_signal(&s->work);
+  while (!op.done)
+    pthread_cond_wait(&op.cv, &s->mu);
+  pthread_mutex_unlock(&s->mu);
+  pthread_cond_destroy(&op.cv);
+  return op.rc;
+}
+
+void tw_store_stats(struct tw_store *s, struct tw_store_stats *out) {
+  pthread_mutex_lock(&s->mu);
+  out->commits = s->commits;
+  out->ops = s->ops;
+  out->max_batch = s->max_seen;
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- open / close ------------------------------------------------------ */
+
+enum tw_rc tw_store_open(const struct tw_store_opts *opts,
+                         struct tw_store **out, struct tw_err *err) {
+  struct tw_store *s = tw_calloc(1, sizeof *s);
+  enum tw_rc rc;
+  *out = NULL;
+  s->clock = opts->clock ? opts->clock : tw_clock_real();
+  s->max_batch = opts->max_batch > 0 ? opts->max_batch : 512;
+  s->n_readers = opts->readers > 0 ? opts->readers : 8;
+  if ((rc = conn_open(&s->w, opts->path, false, opts->sync_full, err)))
+    goto fail;
+  if ((rc = migrate(&s->w, err)))
+    goto fail;
+  s->readers = tw_calloc((size_t)s->n_readers, sizeof *s->readers);
+  s->reader_busy = tw_calloc((size_t)s->n_readers, sizeof *s->reader_busy);
+  for (int i = 0; i < s->n_readers; i++)
+    if ((rc = conn_open(&s->readers[i], opts->path, true, false, err)))
+      goto fail;
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->work, NULL);
+  pthread_mutex_init(&s->rmu, NULL);
+  pthread_cond_init(&s->rfree, NULL);
+  if (pthread_create(&s->writer, NULL, writer_main, s) != 0) {
+    rc =
+        tw_err_set(err, TW_E_INTERNAL, "store: cannot start the writer thread");
+    goto fail;
+  }
+  *out = s;
+  return TW_OK;
+fail:
+  if (s->readers)
+    for (int i = 0; i < s->n_readers; i++)
+      conn_close(&s->readers[i]);
+  free(s->readers);
+  free(s->reader_busy);
+  conn_close(&s->w);
+  free(s);
+  return rc;
+}
+
+void tw_store_close(struct tw_store *s) {
+  if (!s)
+    return;
+  pthread_mutex_lock(&s->mu);
+  s->stopping = true;
+  pthread_cond_signal(&s->work);
+  pthread_mutex_unlock(&s->mu);
+  pthread_join(s->writer, NULL);
+  for (int i = 0; i < s->n_readers; i++)
+    conn_close(&s->readers[i]);
+  free(s->readers);
+  free(s->reader_busy);
+  conn_close(&s->w);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->work);
+  pthread_mutex_destroy(&s->rmu);
+  pthread_cond_destroy(&s->rfree);
+  free(s);
+}
+
+static struct conn *reader_get(struct tw_store *s) {
+  pthread_mutex_lock(&s->rmu);
+  for (;;) {
+    for (int i = 0; i < s->n_readers; i++)
+      if (!s->reader_busy[i]) {
+        s->reader_busy[i] = true;
+        pthread_mutex_unlock(&s->rmu);
+        return &s->readers[i];
+      }
+    pthread_cond_wait(&s->rfree, &s->rmu);
+  }
+}
+
+static void reader_put(struct tw_store *s, struct conn *c) {
+  pthread_mutex_lock(&s->rmu);
+  s->reader_busy[c - s->readers] = false;
+  pthread_cond_signal(&s->rfree);
+  pthread_mutex_unlock(&s->rmu);
+}
+
+/* ---- rows -------------------------------------------------------------- */
+
+void tw_job_rec_release(struct tw_job_rec *r) {
+  if (!r)
+    return;
+  free(r->name);
+  free(r->tenant);
+  free(r->project);
+  free(r->reason);
+  free(r->spec_json);
+  free(r->placement_json);
+  memset(r, 0, sizeof *r);
+}
+
+static char *col_dup(sqlite3_stmt *st, int i) {
+  const unsigned char *t = sqlite3_column_text(st, i);
+  return t ? tw_strdup((const char *)t) : NULL;
+}
+
+static void row_to_job(sqlite3_stmt *st, struct tw_job_rec *r) {
+  memset(r, 0, sizeof *r);
+  r->seq = sqlite3_column_int64(st, 0);
+  snprintf(r->id, sizeof r->id, "%s", (const char *)sqlite3_column_text(st, 1));
+  r->name = col_dup(st, 2);
+  r->tenant = col_dup(st, 3);
+  r->project = col_dup(st, 4);
+  const char *state = (const char *)sqlite3_column_text(st, 5);
+  if (!state || !tw_job_state_parse(state, &r->state))
+    r->state = TW_JOB_FAILED; /* unreachable: states are written by us */
+  r->reason = col_dup(st, 6);
+  if (!r->reason)
+    r->reason = tw_strdup("");
+  r->priority = sqlite3_column_int(st, 7);
+  r->spec_json = col_dup(st, 8);
+  r->placement_json = col_dup(st, 9);
+  r->has_exit_code = sqlite3_column_type(st, 10) != SQLITE_NULL;
+  r->exit_code = sqlite3_column_int(st, 10);
+  r->created_ms = sqlite3_column_int64(st, 11);
+  r->updated_ms = sqlite3_column_int64(st, 12);
+}
+
+/* Time-ordered id: 48 bits of milliseconds then 80 random bits, in
+ * Crockford base32, so ids sort by creation and never collide. */
+static void new_job_id(int64_t now_ms, char out[TW_JOB_ID_LEN + 1]) {
+  static const char b32[] = "0123456789abcdefghjkmnpqrstvwxyz";
+  unsigned char bytes[16];
+  uuid_t u;
+  uuid_generate_random(u);
+  for (int i = 0; i < 6; i++)
+    bytes[i] = (unsigned char)((uint64_t)now_ms >> (40 - 8 * i));
+  memcpy(bytes + 6, u, 10);
+  out[0] = 'j';
+  out[1] = '-';
+  /* 128 bits -> 26 base32 digits (130 bits, top two zero) */
+  int bit = -2;
+  for (int i = 0; i < 26; i++, bit += 5) {
+    int v = 0;
+    for (int b = 0; b < 5; b++) {
+      int pos = bit + b;
+      v <<= 1;
+      if (pos >= 0)
+        v |= (bytes[pos / 8] >> (7 - pos % 8)) & 1;
+    }
+    out[2 + i] = b32[v];
+  }
+  out[TW_JOB_ID_LEN] = '\0';
+}
+
+static enum tw_rc step_done(struct conn *c, sqlite3_stmt *st, const char *what,
+                            struct tw_err *err) {
+  int r = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (r != SQLITE_DONE)
+    return db_err(c->db, err, what);
+  return TW_OK;
+}
+
+static enum tw_rc insert_event(struct tw_store *s, const char *id, int64_t at,
+                               const char *from, const char *to,
+                               const char *reason, struct tw_err *err) {
+  sqlite3_stmt *st = prep(&s->w, SQL_EVENT_INSERT, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 2, at);
+  if (from)
+    sqlite3_bind_text(st, 3, from, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, to, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 5, reason, -1, SQLITE_STATIC);
+  return step_done(&s->w, st, "insert event", err);
+}
+
+/* The idempotency check compares SHA-256 digests of the canonical spec, so
+ * the same spec sent as YAML or as JSON replays. */
+static void spec_hash(const char *spec, char out[65]) {
+  unsigned char md[SHA256_DIGEST_LENGTH];
+  SHA256((const unsigned char *)spec, strlen(spec), md);
+  for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
+    snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+struct create_arg {
+  const struct tw_job_new *req;
+  struct tw_job_rec *out;
+  bool replayed;
+};
+
+static enum tw_rc op_create(struct tw_store *s, sqlite3 *db, void *varg,
+                            struct tw_err *err) {
+  (void)db;
+  struct create_arg *a = varg;
+  const struct tw_job_new *req = a->req;
+  char hash[65];
+  enum tw_rc rc;
+  spec_hash(req->spec_json, hash);
+  if (req->idem_key) {
+    sqlite3_stmt *st = prep(&s->w, SQL_JOB_BY_IDEM, err);
+    if (!st)
+      return TW_E_IO;
+    sqlite3_bind_text(st, 1, req->tenant, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, req->idem_key, -1, SQLITE_STATIC);
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW) {
+      const char *old = (const char *)sqlite3_column_text(st, 13);
+      bool same = old && strcmp(old, hash) == 0;
+      if (same)
+        row_to_job(st, a->out);
+      sqlite3_reset(st);
+      if (!same)
+        return tw_err_field(
+            err, TW_E_CONFLICT, "Idempotency-Key",
+            "Idempotency-Key: already used with a different job spec");
+      a->replayed = true;
+      return TW_OK;
+    }
+    sqlite3_reset(st);
+    if (r != SQLITE_DONE)
+      return db_err(s->w.db, err, "idempotency lookup");
+  }
+  int64_t now = tw_clock_now_ms(s->clock);
+  char id[TW_JOB_ID_LEN + 1];
+  new_job_id(now, id);
+  sqlite3_stmt *st = prep(&s->w, SQL_JOB_INSERT, err);
+  if (!st)
+    return TW_E_IO;
+  const char *reason = "submitted";
+  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, req->tenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, req->project, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, req->name, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 5, reason, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 6, req->priority);
+  sqlite3_bind_text(st, 7, req->spec_json, -1, SQLITE_STATIC);
+  if (req->idem_key) {
+    sqlite3_bind_text(st, 8, req->idem_key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 9, hash, -1, SQLITE_STATIC);
+  }
+  sqlite3_bind_int64(st, 10, now);
+  if ((rc = step_done(&s->w, st, "insert job", err)))
+    return rc;
+  int64_t seq = sqlite3_last_insert_rowid(s->w.db);
+  if ((rc = insert_event(s, id, now, NULL, "pending", reason, err)))
+    return rc;
+  struct tw_job_rec *r = a->out;
+  memset(r, 0, sizeof *r);
+  r->seq = seq;
+  memcpy(r->id, id, sizeof r->id);
+  r->name = tw_strdup(req->name);
+  r->tenant = tw_strdup(req->tenant);
+  r->project = tw_strdup(req->project);
+  r->state = TW_JOB_PENDING;
+  r->reason = tw_strdup(reason);
+  r->priority = req->priority;
+  r->spec_json = tw_strdup(req->spec_json);
+  r->created_ms = r->updated_ms = now;
+  return TW_OK;
+}
+
+enum tw_rc tw_store_job_create(struct tw_store *s, const struct tw_job_new *req,
+                               struct tw_job_rec *out, bool *replayed,
+                               struct tw_err *err) {
+  struct create_arg a = {.req = req, .out = out};
+  memset(out, 0, sizeof *out);
+  enum tw_rc rc = tw_store_write(s, op_create, &a, err);
+  if (rc)
+    tw_job_rec_release(out);
+  if (replayed)
+    *replayed = a.replayed;
+  return rc;
+}
+
+static enum tw_rc get_on(struct conn *c, const char *id, struct tw_job_rec *out,
+                         struct tw_err *err) {
+  sqlite3_stmt *st = prep(c, SQL_JOB_BY_ID, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  int r = sqlite3_step(st);
+  enum tw_rc rc = TW_OK;
+  if (r == SQLITE_ROW)
+    row_to_job(st, out);
+  else if (r == SQLITE_DONE)
+    rc = tw_err_set(err, TW_E_NOTFOUND, "job %s not found", id);
+  else
+    rc = db_err(c->db, err, "get job");
+  sqlite3_reset(st);
+  return rc;
+}
+
+enum tw_rc tw_store_job_get(struct tw_store *s, const char *id,
+                            struct tw_job_rec *out, struct tw_err *err) {
+  struct conn *c = reader_get(s);
+  enum tw_rc rc = get_on(c, id, out, err);
+  reader_put(s, c);
+  return rc;
+}
+
+enum tw_rc tw_store_job_list(struct tw_store *s, const struct tw_job_filter *f,
+                             struct tw_job_rec **out, size_t *n,
+                             int64_t *next_before, struct tw_err *err) {
+  const char *sql = f->state
+                        ? (f->tenant ? SQL_JOB_LIST_BOTH : SQL_JOB_LIST_STATE)
+                        : (f->tenant ? SQL_JOB_LIST_TENANT : SQL_JOB_LIST);
+  int limit = f->limit < 1 ? 1 : f->limit > 500 ? 500 : f->limit;
+  *out = NULL;
+  *n = 0;
+  *next_before = 0;
+  struct conn *c = reader_get(s);
+  enum tw_rc rc = TW_OK;
+  sqlite3_stmt *st = prep(c, sql, err);
+  if (!st) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  /* fetch one more than asked to know whether another page exists */
+  sqlite3_bind_int64(st, 1, f->before_seq > 0 ? f->before_seq : INT64_MAX);
+  sqlite3_bind_int(st, 2, limit + 1);
+  if (f->state)
+    sqlite3_bind_text(st, 3, f->state, -1, SQLITE_STATIC);
+  if (f->tenant)
+    sqlite3_bind_text(st, 4, f->tenant, -1, SQLITE_STATIC);
+  struct tw_job_rec *recs = tw_calloc((size_t)limit, sizeof *recs);
+  size_t k = 0;
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (k == (size_t)limit) {
+      *next_before = recs[k - 1].seq;
+      break;
+    }
+    row_to_job(st, &recs[k++]);
+  }
+  if (r != SQLITE_ROW && r != SQLITE_DONE) {
+    rc = db_err(c->db, err, "list jobs");
+    for (size_t i = 0; i < k; i++)
+      tw_job_rec_release(&recs[i]);
+    free(recs);
+  } else {
+    *out = recs;
+    *n = k;
+  }
+  sqlite3_reset(st);
+out:
+  reader_put(s, c);
+  return rc;
+}
+
+struct transition_arg {
+  const struct tw_job_transition *t;
+  struct tw_job_rec *out;
+};
+
+static enum tw_rc op_transition(struct tw_store *s, sqlite3 *db, void *varg,
+                                struct tw_err *err) {
+  (void)db;
+  struct transition_arg *a = varg;
+  const struct tw_job_transition *t = a->t;
+  struct tw_job_rec cur;
+  enum tw_rc rc = get_on(&s->w, t->id, &cur, err);
+  if (rc)
+    return rc;
+  if ((rc = tw_job_transition_check(cur.state, t->to, err)))
+    goto out;
+  int64_t now = tw_clock_now_ms(s->clock);
+  const char *from = tw_job_state_str(cur.state), *to = tw_job_state_str(t->to);
+  const char *reason = t->reason ? t->reason : "";
+  sqlite3_stmt *st = prep(&s->w, SQL_JOB_SET_STATE, err);
+  if (!st) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  sqlite3_bind_text(st, 1, to, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, now);
+  if (t->placement_json)
+    sqlite3_bind_text(st, 4, t->placement_json, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 5, t->has_exit);
+  sqlite3_bind_int(st, 6, t->exit_code);
+  sqlite3_bind_text(st, 7, t->id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 8, from, -1, SQLITE_STATIC);
+  if ((rc = step_done(&s->w, st, "update job state", err)))
+    goto out;
+  if (sqlite3_changes(s->w.db) != 1) {
+    rc = tw_err_set(err, TW_E_CONFLICT, "job %s changed state concurrently",
+                    t->id);
+    goto out;
+  }
+  if ((rc = insert_event(s, t->id, now, from, to, reason, err)))
+    goto out;
+  if (a->out)
+    rc = get_on(&s->w, t->id, a->out, err);
+out:
+  tw_job_rec_release(&cur);
+  return rc;
+}
+
+enum tw_rc tw_store_job_transition(struct tw_store *s,
+                                   const struct tw_job_transition *t,
+                                   struct tw_job_rec *out, struct tw_err *err) {
+  struct transition_arg a = {.t = t, .out = out};
+  if (out)
+    memset(out, 0, sizeof *out);
+  enum tw_rc rc = tw_store_write(s, op_transition, &a, err);
+  if (rc && out)
+    tw_job_rec_release(out);
+  return rc;
+}
+
+enum tw_rc tw_store_job_events(struct tw_store *s, const char *id,
+                               struct tw_job_event **out, size_t *n,
+                               struct tw_err *err) {
+  *out = NULL;
+  *n = 0;
+  struct conn *c = reader_get(s);
+  enum tw_rc rc = TW_OK;
+  sqlite3_stmt *st = prep(c, SQL_JOB_EXISTS, err);
+  if (!st) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  int r = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (r == SQLITE_DONE) {
+    rc = tw_err_set(err, TW_E_NOTFOUND, "job %s not found", id);
+    goto out;
+  }
+  if (r != SQLITE_ROW) {
+    rc = db_err(c->db, err, "get job");
+    goto out;
+  }
+  if (!(st = prep(c, SQL_EVENTS, err))) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  size_t cap = 0;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 8;
+      *out = tw_realloc(*out, cap * sizeof **out);
+    }
+    struct tw_job_event *e = &(*out)[(*n)++];
+    memset(e, 0, sizeof *e);
+    e->seq = sqlite3_column_int64(st, 0);
+    e->at_ms = sqlite3_column_int64(st, 1);
+    const char *from = (const char *)sqlite3_column_text(st, 2);
+    e->has_from = from && tw_job_state_parse(from, &e->from);
+    const char *to = (const char *)sqlite3_column_text(st, 3);
+    if (!to || !tw_job_state_parse(to, &e->to))
+      e->to = TW_JOB_FAILED;
+    e->reason = col_dup(st, 4);
+  }
+  if (r != SQLITE_DONE)
+    rc = db_err(c->db, err, "list events");
+  sqlite3_reset(st);
+out:
+  reader_put(s, c);
+  return rc;
+}
+
+enum tw_rc tw_store_job_counts(struct tw_store *s,
+                               int64_t counts[TW_JOB_NSTATES],
+                               struct tw_err *err) {
+  memset(counts, 0, sizeof(int64_t) * TW_JOB_NSTATES);
+  struct conn *c = reader_get(s);
+  enum tw_rc rc = TW_OK;
+  sqlite3_stmt *st = prep(c, SQL_COUNTS, err);
+  if (!st) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    enum tw_job_state js;
+    const char *name = (const char *)sqlite3_column_text(st, 0);
+    if (name && tw_job_state_parse(name, &js))
+      counts[js] = sqlite3_column_int64(st, 1);
+  }
+  if (r != SQLITE_DONE)
+    rc = db_err(c->db, err, "count jobs");
+  sqlite3_reset(st);
+out:
+  reader_put(s, c);
+  return rc;
+}
+
+/* ---- attempts ------------------------------------------------------------ */
+
+static const char *const ATTEMPT_STATES[] = {"launching", "provisioning",
+                                             "running", "ended"};
+
+const char *tw_attempt_state_str(enum tw_attempt_state st) {
+  return (unsigned)st < 4 ? ATTEMPT_STATES[st] : "unknown";
+}
+
+static void copy_col(char *dst, size_t n, sqlite3_stmt *st, int i) {
+  const unsigned char *t = sqlite3_column_text(st, i);
+  snprintf(dst, n, "%s", t ? (const char *)t : "");
+}
+
+static void row_to_attempt(sqlite3_stmt *st, struct tw_attempt_rec *a) {
+  memset(a, 0, sizeof *a);
+  a->id = sqlite3_column_int64(st, 0);
+  copy_col(a->job_id, sizeof a->job_id, st, 1);
+  a->n = sqlite3_column_int(st, 2);
+  copy_col(a->client_token, sizeof a->client_token, st, 3);
+  copy_col(a->provider, sizeof a->provider, st, 4);
+  copy_col(a->offer_id, sizeof a->offer_id, st, 5);
+  copy_col(a->market, sizeof a->market, st, 6);
+  a->price_uusd_per_hour = sqlite3_column_int64(st, 7);
+  copy_col(a->instance_id, sizeof a->instance_id, st, 8);
+  const char *state = (const char *)sqlite3_column_text(st, 9);
+  a->state = TW_ATTEMPT_ENDED;
+  for (int i = 0; i < 4; i++)
+    if (state && !strcmp(state, ATTEMPT_STATES[i]))
+      a->state = (enum tw_attempt_state)i;
+  copy_col(a->end_reason, sizeof a->end_reason, st, 10);
+  a->started_ms = sqlite3_column_int64(st, 11);
+  a->running_ms = sqlite3_column_int64(st, 12);
+  a->ended_ms = sqlite3_column_int64(st, 13);
+}
+
+static enum tw_rc attempt_get_w(struct tw_store *s, int64_t id,
+                                struct tw_attempt_rec *out,
+                                struct tw_err *err) {
+  sqlite3_stmt *st = prep(&s->w, SQL_ATTEMPT_BY_ID, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, id);
+  int r = sqlite3_step(st);
+  enum tw_rc rc = TW_OK;
+  if (r == SQLITE_ROW)
+    row_to_attempt(st, out);
+  else if (r == SQLITE_DONE)
+    rc =
+        tw_err_set(err, TW_E_NOTFOUND, "attempt %lld not found", (long long)id);
+  else
+    rc = db_err(s->w.db, err, "get attempt");
+  sqlite3_reset(st);
+  return rc;
+}
+
+/* The job transition used inside other write operations. */
+static enum tw_rc transition_w(struct tw_store *s,
+                               const struct tw_job_transition *t,
+                               struct tw_err *err) {
+  struct transition_arg a = {.t = t, .out = NULL};
+  return op_transition(s, s->w.db, &a, err);
+}
+
+struct attempt_open_arg {
+  const struct tw_attempt_new *req;
+  struct tw_attempt_rec *out;
+};
+
+static enum tw_rc op_attempt_open(struct tw_store *s, sqlite3 *db, void *varg,
+                                  struct tw_err *err) {
+  (void)db;
+  struct attempt_open_arg *a = varg;
+  const struct tw_attempt_new *req = a->req;
+  struct tw_job_rec job;
+  enum tw_rc rc = get_on(&s->w, req->job_id, &job, err);
+  if (rc)
+    return rc;
+  enum tw_job_state state = job.state;
+  tw_job_rec_release(&job);
+  if (state == TW_JOB_PENDING) {
+    struct tw_job_transition t = {.id = req->job_id,
+                                  .to = TW_JOB_PLACING,
+                                  .reason =
+                                      req->reason ? req->reason : "placing"};
+    if ((rc = transition_w(s, &t, err)))
+      return rc;
+  } else if (state != TW_JOB_PLACING && state != TW_JOB_RECOVERING) {
+    /* recovering: placed again right after an interruption, the job goes
+     * on to provisioning when the launch succeeds */
+    return tw_err_set(err, TW_E_CONFLICT, "job %s is %s, not pending",
+                      req->job_id, tw_job_state_str(state));
+  }
+  sqlite3_stmt *st = prep(&s->w, SQL_ATTEMPT_NEXT_N, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, req->job_id, -1, SQLITE_STATIC);
+  int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 1;
+  sqlite3_reset(st);
+  char token[48];
+  snprintf(token, sizeof token, "%s-%d", req->job_id, n);
+  int64_t now = tw_clock_now_ms(s->clock);
+  if (!(st = prep(&s->w, SQL_ATTEMPT_INSERT, err)))
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, req->job_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 2, n);
+  sqlite3_bind_text(st, 3, token, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, req->provider, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 5, req->offer_id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 6, req->market, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 7, req->price_uusd_per_hour);
+  sqlite3_bind_int64(st, 8, now);
+  if ((rc = step_done(&s->w, st, "insert attempt", err)))
+    return rc;
+  return attempt_get_w(s, sqlite3_last_insert_rowid(s->w.db), a->out, err);
+}
+
+enum tw_rc tw_store_attempt_open(struct tw_store *s,
+                                 const struct tw_attempt_new *req,
+                                 struct tw_attempt_rec *out,
+                                 struct tw_err *err) {
+  struct attempt_open_arg a = {.req = req, .out = out};
+  return tw_store_write(s, op_attempt_open, &a, err);
+}
+
+struct attempt_step_arg {
+  int64_t id;
+  const char *instance_id;
+  const char *placement_json;
+  const struct tw_attempt_close *close;
+  int kind; /* 0 launched, 1 running, 2 close */
+};
+
+static enum tw_rc op_attempt_step(struct tw_store *s, sqlite3 *db, void *varg,
+                                  struct tw_err *err) {
+  (void)db;
+  struct attempt_step_arg *a = varg;
+  struct tw_attempt_rec at;
+  enum tw_rc rc = attempt_get_w(s, a->id, &at, err);
+  if (rc)
+    return rc;
+  int64_t now = tw_clock_now_ms(s->clock);
+  sqlite3_stmt *st;
+  if (a->kind == 0) {
+    if (!(st = prep(&s->w, SQL_ATTEMPT_SET_LAUNCHED, err)))
+      return TW_E_IO;
+    sqlite3_bind_int64(st, 1, a->id);
+    sqlite3_bind_text(st, 2, a->instance_id, -1, SQLITE_STATIC);
+    if ((rc = step_done(&s->w, st, "attempt launched", err)))
+      return rc;
+    if (sqlite3_changes(s->w.db) != 1)
+      return tw_err_set(err, TW_E_CONFLICT, "attempt %lld is %s, not launching",
+                        (long long)a->id, tw_attempt_state_str(at.state));
+    char reason[256];
+    snprintf(reason, sizeof reason, "launched %s on %s", a->instance_id,
+             at.offer_id);
+    struct tw_job_transition t = {.id = at.job_id,
+                                  .to = TW_JOB_PROVISIONING,
+                                  .reason = reason,
+                                  .placement_json = a->placement_json};
+    return transition_w(s, &t, err);
+  }
+  if (a->kind == 1) {
+    if (!(st = prep(&s->w, SQL_ATTEMPT_SET_RUNNING, err)))
+      return TW_E_IO;
+    sqlite3_bind_int64(st, 1, a->id);
+    sqlite3_bind_int64(st, 2, now);
+    if ((rc = step_done(&s->w, st, "attempt running", err)))
+      return rc;
+    if (sqlite3_changes(s->w.db) != 1)
+      return tw_err_set(err, TW_E_CONFLICT,
+                        "attempt %lld is %s, not provisioning",
+                        (long long)a->id, tw_attempt_state_str(at.state));
+    char reason[192];
+    snprintf(reason, sizeof reason, "instance %s running", at.instance_id);
+    struct tw_job_transition t = {
+        .id = at.job_id, .to = TW_JOB_RUNNING, .reason = reason};
+    return transition_w(s, &t, err);
+  }
+  const struct tw_attempt_close *c = a->close;
+  if (!(st = prep(&s->w, SQL_ATTEMPT_SET_ENDED, err)))
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, a->id);
+  sqlite3_bind_text(st, 2, c->end_reason, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, now);
+  if ((rc = step_done(&s->w, st, "attempt ended", err)))
+    return rc;
+  if (c->job_to == TW_JOB_NSTATES)
+    return TW_OK;
+  struct tw_job_rec job;
+  if ((rc = get_on(&s->w, at.job_id, &job, err)))
+    return rc;
+  bool finished = tw_job_state_terminal(job.state);
+  tw_job_rec_release(&job);
+  if (finished)
+    return TW_OK; /* cancelled meanwhile: the attempt still ends */
+  struct tw_job_transition t = {.id = at.job_id,
+                                .to = c->job_to,
+                                .reason = c->job_reason,
+                                .has_exit = c->has_exit,
+                                .exit_code = c->exit_code};
+  return transition_w(s, &t, err);
+}
+
+enum tw_rc tw_store_attempt_launched(struct tw_store *s, int64_t attempt_id,
+                                     const char *instance_id,
+                                     const char *placement_json,
+                                     struct tw_err *err) {
+  struct attempt_step_arg a = {.id = attempt_id,
+                               .instance_id = instance_id,
+                               .placement_json = placement_json,
+                               .kind = 0};
+  return tw_store_write(s, op_attempt_step, &a, err);
+}
+
+enum tw_rc tw_store_attempt_running(struct tw_store *s, int64_t attempt_id,
+                                    struct tw_err *err) {
+  struct attempt_step_arg a = {.id = attempt_id, .kind = 1};
+  return tw_store_write(s, op_attempt_step, &a, err);
+}
+
+enum tw_rc tw_store_attempt_close(struct tw_store *s,
+                                  const struct tw_attempt_close *c,
+                                  struct tw_err *err) {
+  struct attempt_step_arg a = {.id = c->attempt_id, .close = c, .kind = 2};
+  return tw_store_write(s, op_attempt_step, &a, err);
+}
+
+static enum tw_rc attempts_query(struct tw_store *s, const char *sql,
+                                 const char *job_id,
+                                 struct tw_attempt_rec **out, size_t *n,
+                                 struct tw_err *err) {
+  *out = NULL;
+  *n = 0;
+  struct conn *c = reader_get(s);
+  enum tw_rc rc = TW_OK;
+  sqlite3_stmt *st = prep(c, sql, err);
+  if (!st) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  if (job_id)
+    sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
+  size_t cap = 0;
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 8;
+      *out = tw_realloc(*out, cap * sizeof **out);
+    }
+    row_to_attempt(st, &(*out)[(*n)++]);
+  }
+  if (r != SQLITE_DONE)
+    rc = db_err(c->db, err, "list attempts");
+  sqlite3_reset(st);
+out:
+  reader_put(s, c);
+  return rc;
+}
+
+enum tw_rc tw_store_attempts_live(struct tw_store *s,
+                                  struct tw_attempt_rec **out, size_t *n,
+                                  struct tw_err *err) {
+  return attempts_query(s, SQL_ATTEMPTS_LIVE, NULL, out, n, err);
+}
+
+enum tw_rc tw_store_attempts_of(struct tw_store *s, const char *job_id,
+                                struct tw_attempt_rec **out, size_t *n,
+                                struct tw_err *err) {
+  return attempts_query(s, SQL_ATTEMPTS_OF, job_id, out, n, err);
+}
+
+enum tw_rc tw_store_jobs_queued(struct tw_store *s, enum tw_job_state state,
+                                int limit, struct tw_job_rec **out, size_t *n,
+                                struct tw_err *err) {
+  *out = NULL;
+  *n = 0;
+  struct conn *c = reader_get(s);
+  enum tw_rc rc = TW_OK;
+  sqlite3_stmt *st = prep(c, SQL_JOBS_QUEUED, err);
+  if (!st) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  sqlite3_bind_text(st, 1, tw_job_state_str(state), -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 2, limit);
+  size_t cap = 0;
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 16;
+      *out = tw_realloc(*out, cap * sizeof **out);
+    }
+    row_to_job(st, &(*out)[(*n)++]);
+  }
+  if (r != SQLITE_DONE)
+    rc = db_err(c->db, err, "queued jobs");
+  sqlite3_reset(st);
+out:
+  reader_put(s, c);
+  return rc;
+}
+
+struct note_arg {
+  const char *id, *reason;
+};
+
+static enum tw_rc op_note(struct tw_store *s, sqlite3 *db, void *varg,
+                          struct tw_err *err) {
+  (void)db;
+  struct note_arg *a = varg;
+  struct tw_job_rec job;
+  enum tw_rc rc = get_on(&s->w, a->id, &job, err);
+  if (rc)
+    return rc;
+  /* the same reason again (a job that still fits nowhere) is not news */
+  if (!strcmp(job.reason, a->reason)) {
+    tw_job_rec_release(&job);
+    return TW_OK;
+  }
+  int64_t now = tw_clock_now_ms(s->clock);
+  const char *state = tw_job_state_str(job.state);
+  sqlite3_stmt *st = prep(&s->w, SQL_JOB_SET_REASON, err);
+  if (!st) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  sqlite3_bind_text(st, 1, a->id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, a->reason, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, now);
+  if ((rc = step_done(&s->w, st, "set reason", err)))
+    goto out;
+  rc = insert_event(s, a->id, now, state, state, a->reason, err);
+out:
+  tw_job_rec_release(&job);
+  return rc;
+}
+
+enum tw_rc tw_store_job_note(struct tw_store *s, const char *job_id,
+                             const char *reason, struct tw_err *err) {
+  struct note_arg a = {.id = job_id, .reason = reason};
+  return tw_store_write(s, op_note, &a, err);
+}
+
+/* ---- module schemas and statements ----------------------------------------
+ */
+
+static struct conn *conn_of(struct tw_store *s, sqlite3 *db) {
+  if (s->w.db == db)
+    return &s->w;
+  for (int i = 0; i < s->n_readers; i++)
+    if (s->readers[i].db == db)
+      return &s->readers[i];
+  return NULL;
+}
+
+struct sqlite3_stmt *tw_store_stmt(struct tw_store *s, struct sqlite3 *db,
+                                   const char *sql, struct tw_err *err) {
+  struct conn *c = conn_of(s, db);
+  if (!c) {
+    tw_err_set(err, TW_E_INTERNAL,
+               "store: statement asked for an unknown connection");
+    return NULL;
+  }
+  return prep(c, sql, err);
+}
+
+enum tw_rc tw_store_read(struct tw_store *s, tw_store_read_fn fn, void *arg,
+                         struct tw_err *err) {
+  struct conn *c = reader_get(s);
+  enum tw_rc rc = fn(s, c->db, arg, err);
+  reader_put(s, c);
+  return rc;
+}
+
+static const char SQL_MODULE_VERSION[] =
+    "SELECT version FROM schema_modules WHERE name = ?1";
+static const char SQL_MODULE_SET[] =
+    "INSERT INTO schema_modules (name, version) VALUES (?1, ?2)"
+    " ON CONFLICT (name) DO UPDATE SET version = excluded.version";
+
+struct migrate_arg {
+  const char *module;
+  const char *sql;
+  int version;
+};
+
+static enum tw_rc op_module_step(struct tw_store *s, sqlite3 *db, void *varg,
+                                 struct tw_err *err) {
+  struct migrate_arg *a = varg;
+  char *msg = NULL;
+  /* the migration's text is constant SQL of the module, as ours is */
+  if (sqlite3_exec(db, a->sql, NULL, NULL, &msg) != SQLITE_OK) {
+    enum tw_rc rc =
+        tw_err_set(err, TW_E_IO, "store: %s migration %d failed: %s", a->module,
+                   a->version, msg ? msg : "?");
+    sqlite3_free(msg);
+    return rc;
+  }
+  sqlite3_stmt *st = prep(&s->w, SQL_MODULE_SET, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, a->module, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 2, a->version);
+  return step_done(&s->w, st, "record module version", err);
+}
+
+static enum tw_rc read_module_version(struct tw_store *s, sqlite3 *db,
+                                      void *arg, struct tw_err *err) {
+  struct migrate_arg *a = arg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_MODULE_VERSION, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, a->module, -1, SQLITE_STATIC);
+  int r = sqlite3_step(st);
+  a->version = r == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+  sqlite3_reset(st);
+  if (r != SQLITE_ROW && r != SQLITE_DONE)
+    return db_err(db, err, "read module version");
+  return TW_OK;
+}
+
+enum tw_rc tw_store_migrate_module(struct tw_store *s, const char *module,
+                                   const char *const *migrations, int n,
+                                   struct tw_err *err) {
+  struct migrate_arg a = {.module = module};
+  enum tw_rc rc = tw_store_read(s, read_module_version, &a, err);
+  if (rc)
+    return rc;
+  if (a.version > n)
+    return tw_err_set(
+        err, TW_E_IO,
+        "store: module %s is at schema version %d, newer than this build (%d)",
+        module, a.version, n);
+  for (int v = a.version; v < n; v++) {
+    struct migrate_arg step = {
+        .module = module, .sql = migrations[v], .version = v + 1};
+    if ((rc = tw_store_write(s, op_module_step, &step, err)))
+      return rc;
+    tw_log_info("store", "module=%s migrated to version %d", module, v + 1);
+  }
+  return TW_OK;
+}
+
+/* ---- gangs ------------------------------------------------------------------
+ */
+
+static const char *const GANG_MIGRATIONS[] = {
+    /* 1: the instances of a multi-node attempt */
+    "CREATE TABLE attempt_instances ("
+    "  attempt_id INTEGER NOT NULL REFERENCES attempts(id),"
+    "  k INTEGER NOT NULL,"
+    "  instance_id TEXT NOT NULL,"
+    "  state TEXT NOT NULL,"
+    "  PRIMARY KEY (attempt_id, k));",
+};
+
+static const char SQL_GANG_PUT[] =
+    "INSERT INTO attempt_instances (attempt_id, k, instance_id, state) VALUES "
+    "(?1, ?2, ?3, ?4)"
+    " ON CONFLICT (attempt_id, k) DO UPDATE SET instance_id = "
+    "excluded.instance_id,"
+    " state = excluded.state";
+static const char SQL_GANG_OF[] =
+    "SELECT attempt_id, k, instance_id, state FROM attempt_instances"
+    " WHERE attempt_id = ?1 ORDER BY k";
+static const char SQL_GANG_LIVE[] =
+    "SELECT g.attempt_id, g.k, g.instance_id, g.state FROM attempt_instances g"
+    " JOIN attempts a ON a.id = g.attempt_id WHERE a.state != 'ended'"
+    " ORDER BY g.attempt_id, g.k";
+
+enum tw_rc tw_store_gang_migrate(struct tw_store *s, struct tw_err *err) {
+  return tw_store_migrate_module(
+      s, "gang", GANG_MIGRATIONS,
+      (int)(sizeof GANG_MIGRATIONS / sizeof GANG_MIGRATIONS[0]), err);
+}
+
+static enum tw_rc op_gang_put(struct tw_store *s, sqlite3 *db, void *arg,
+                              struct tw_err *err) {
+  const struct tw_attempt_instance *g = arg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_GANG_PUT, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, g->attempt_id);
+  sqlite3_bind_int(st, 2, g->k);
+  sqlite3_bind_text(st, 3, g->instance_id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, g->state, -1, SQLITE_STATIC);
+  int r = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (r != SQLITE_DONE)
+    return db_err(db, err, "record a gang instance");
+  return TW_OK;
+}
+
+enum tw_rc tw_store_attempt_instance_put(struct tw_store *s, int64_t attempt_id,
+                                         int k, const char *instance_id,
+                                         const char *state,
+                                         struct tw_err *err) {
+  struct tw_attempt_instance g = {.attempt_id = attempt_id, .k = k};
+  snprintf(g.instance_id, sizeof g.instance_id, "%s", instance_id);
+  snprintf(g.state, sizeof g.state, "%s", state);
+  return tw_store_write(s, op_gang_put, &g, err);
+}
+
+struct gang_read {
+  int64_t attempt_id;
+  struct tw_attempt_instance *items;
+  size_t n, cap;
+};
+
+static enum tw_rc op_gang_read(struct tw_store *s, sqlite3 *db, void *arg,
+                               struct tw_err *err) {
+  struct gang_read *a = arg;
+  sqlite3_stmt *st =
+      tw_store_stmt(s, db, a->attempt_id ? SQL_GANG_OF : SQL_GANG_LIVE, err);
+  if (!st)
+    return TW_E_IO;
+  if (a->attempt_id)
+    sqlite3_bind_int64(st, 1, a->attempt_id);
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (a->n == a->cap) {
+      a->cap = a->cap ? a->cap * 2 : 8;
+      a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
+    }
+    struct tw_attempt_instance *g = &a->items[a->n++];
+    memset(g, 0, sizeof *g);
+    g->attempt_id = sqlite3_column_int64(st, 0);
+    g->k = sqlite3_column_int(st, 1);
+    const unsigned char *t = sqlite3_column_text(st, 2);
+    snprintf(g->instance_id, sizeof g->instance_id, "%s",
+             t ? (const char *)t : "");
+    t = sqlite3_column_text(st, 3);
+    snprintf(g->state, sizeof g->state, "%s", t ? (const char *)t : "");
+  }
+  sqlite3_reset(st);
+  if (r != SQLITE_DONE)
+    return db_err(db, err, "list gang instances");
+  return TW_OK;
+}
+
+enum tw_rc tw_store_attempt_instances(struct tw_store *s, int64_t attempt_id,
+                                      struct tw_attempt_instance **out,
+                                      size_t *n, struct tw_err *err) {
+  struct gang_read a = {.attempt_id = attempt_id};
+  enum tw_rc rc = tw_store_read(s, op_gang_read, &a, err);
+  if (rc) {
+    free(a.items);
+    a.items = NULL;
+    a.n = 0;
+  }
+  *out = a.items;
+  *n = a.n;
+  return rc;
+}

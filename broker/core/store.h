@@ -1,0 +1,307 @@
+/* store.h - the embedded store: sqlite in WAL mode.
+ *
+ * One writer thread owns the write connection.  Callers hand it write
+ * operations and block until the transaction holding theirs has committed:
+ * writes that arrive together commit together (group commit), so a burst of
+ * N concurrent submissions costs one fsync, not N, and each caller still
+ * gets its answer only after its row is durable.  Each operation runs inside
+ * its own SAVEPOINT, so one failing operation never undoes its neighbours.
+ * Reads use a small pool of read-only connections (WAL readers never block
+ * the writer).  All functions are thread-safe. */
+#ifndef TW_BROKER_STORE_H
+#define TW_BROKER_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker/base/clock.h"
+#include "broker/base/err.h"
+#include "broker/core/job.h"
+
+struct tw_store;
+struct sqlite3;
+
+struct tw_store_opts {
+  const char *path;       /* sqlite file; created when absent */
+  struct tw_clock *clock; /* NULL: the real clock */
+  bool sync_full;         /* PRAGMA synchronous=FULL (default) vs NORMAL */
+  int max_batch;          /* operations per transaction; 0: 512 */
+  int readers;            /* read connections; 0: 8 */
+};
+
+/* Opens (and migrates) the store and starts its writer thread.  *out is
+ * owned; tw_store_close() it. */
+enum tw_rc tw_store_open(const struct tw_store_opts *opts,
+                         struct tw_store **out, struct tw_err *err);
+/* Finishes queued writes, stops the writer, closes every connection.
+ * NULL is a no-op. */
+void tw_store_close(struct tw_store *s);
+
+/* The schema version this build migrates to (PRAGMA user_version). */
+int tw_store_schema_version(void);
+
+/* ---- jobs -------------------------------------------------------------- */
+
+#define TW_JOB_ID_LEN 28 /* "j-" + 26 characters, time-ordered */
+
+struct tw_job_rec {
+  int64_t seq;
+  char id[TW_JOB_ID_LEN + 1];
+  char *name, *tenant, *project; /* owned */
+  enum tw_job_state state;
+  char *reason; /* owned, never NULL */
+  int priority;
+  char *spec_json;      /* canonical spec (owned) */
+  char *placement_json; /* owned; NULL until placed */
+  bool has_exit_code;
+  int exit_code;
+  int64_t created_ms, updated_ms;
+};
+
+void tw_job_rec_release(struct tw_job_rec *r);
+
+struct tw_job_new {
+  const char *name, *tenant, *project;
+  int priority;
+  const char *spec_json; /* canonical JSON of the validated spec */
+  const char *idem_key;  /* NULL: none */
+};
+
+/* Stores a new pending job with its first event, durably, before
+ * returning.  With an idempotency key already used by the same tenant:
+ * the same spec returns the stored job with *replayed = true; another spec
+ * returns TW_E_CONFLICT. */
+enum tw_rc tw_store_job_create(struct tw_store *s, const struct tw_job_new *req,
+                               struct tw_job_rec *out, bool *replayed,
+                               struct tw_err *err);
+
+/* TW_E_NOTFOUND when absent. */
+enum tw_rc tw_store_job_get(struct tw_store *s, const char *id,
+                            struct tw_job_rec *out, struct tw_err *err);
+
+struct tw_job_filter {
+  const char *state;  /* NULL: any */
+  const char *tenant; /* NULL: any */
+  int64_t before_seq; /* 0: from the newest; else only seq < before_seq */
+  int limit;          /* 1..500 */
+};
+
+/* Newest first.  *out is an array of *n records (free each with
+ * tw_job_rec_release, then free() the array).  *next_before is the seq to
+ * pass as before_seq for the next page, or 0 when this was the last. */
+enum tw_rc tw_store_job_list(struct tw_store *s, const struct tw_job_filter *f,
+                             struct tw_job_rec **out, size_t *n,
+                             int64_t *next_before, struct tw_err *err);
+
+/* Moves a job to `to`, validated by tw_job_transition_check() against its
+ * current state inside the write transaction, and records the event.
+ * placement_json and exit_code (when has_exit) are stored if given.  On
+ * success *out (if non-NULL) holds the updated job. */
+struct tw_job_transition {
+  const char *id;
+  enum tw_job_state to;
+  const char *reason;
+  const char *placement_json; /* NULL: unchanged */
+  bool has_exit;
+  int exit_code;
+};
+enum tw_rc tw_store_job_transition(struct tw_store *s,
+                                   const struct tw_job_transition *t,
+                                   struct tw_job_rec *out, struct tw_err *err);
+
+struct tw_job_event {
+  int64_t seq;
+  int64_t at_ms;
+  bool has_from;
+  enum tw_job_state from, to;
+  char *reason; /* owned */
+};
+
+/* Oldest first; TW_E_NOTFOUND when the job does not exist.  free() each
+ * reason and the array. */
+enum tw_rc tw_store_job_events(struct tw_store *s, const char *id,
+                               struct tw_job_event **out, size_t *n,
+                               struct tw_err *err);
+
+/* counts[state] = number of jobs in that state. */
+enum tw_rc tw_store_job_counts(struct tw_store *s,
+                               int64_t counts[TW_JOB_NSTATES],
+                               struct tw_err *err);
+
+/* ---- generic write operations ------------------------------------------ */
+
+/* Runs fn inside the next group-committed transaction (in its own
+ * savepoint) and returns its result once that transaction is durable.  fn
+ * runs on the writer thread; it must use only db and its arg.  Later
+ * modules (attempts, ledger, audit) add their writes through this. */
+typedef enum tw_rc (*tw_store_write_fn)(struct tw_store *s, struct sqlite3 *db,
+                                        void *arg, struct tw_err *err);
+enum tw_rc tw_store_write(struct tw_store *s, tw_store_write_fn fn, void *arg,
+                          struct tw_err *err);
+
+/* Statistics for /metrics and the benchmark. */
+struct tw_store_stats {
+  uint64_t commits;   /* transactions committed */
+  uint64_t ops;       /* write operations committed */
+  uint64_t max_batch; /* largest batch so far */
+};
+void tw_store_stats(struct tw_store *s, struct tw_store_stats *out);
+
+/* ---- attempts ------------------------------------------------------------
+ *
+ * An attempt is one launch of a job on one offer.  It is written before the
+ * provider is called, with its client token, so a launch that was sent but
+ * whose answer was lost (timeout, daemon killed) is retried with the same
+ * token and never buys a second instance. */
+
+enum tw_attempt_state {
+  TW_ATTEMPT_LAUNCHING = 0, /* written; the provider may or may not have it */
+  TW_ATTEMPT_PROVISIONING,  /* the provider returned an instance */
+  TW_ATTEMPT_RUNNING,
+  TW_ATTEMPT_ENDED
+};
+
+struct tw_attempt_rec {
+  int64_t id; /* store-wide sequence */
+  char job_id[TW_JOB_ID_LEN + 1];
+  int n;                 /* 1, 2, ... within the job */
+  char client_token[48]; /* "<job id>-<n>" */
+  char provider[64];     /* account name of the provider */
+  char offer_id[192];
+  char market[16]; /* "spot" | "on-demand" */
+  int64_t price_uusd_per_hour;
+  char instance_id[128]; /* "" until launched */
+  enum tw_attempt_state state;
+  char end_reason[32]; /* completed interrupted capacity failed
+                          cancelled; "" while live */
+  int64_t started_ms, running_ms, ended_ms; /* 0 when not yet */
+};
+
+const char *tw_attempt_state_str(enum tw_attempt_state s);
+
+struct tw_attempt_new {
+  const char *job_id;
+  const char *provider, *offer_id, *market;
+  int64_t price_uusd_per_hour;
+  const char *reason; /* for the job's event when it moves */
+};
+
+/* Opens attempt n+1 of a pending, placing or recovering job; a pending job
+ * moves to placing in the same transaction (a recovering one stays
+ * recovering until launched).  TW_E_CONFLICT when the job is in any other
+ * state (cancelled meanwhile, say). */
+enum tw_rc tw_store_attempt_open(struct tw_store *s,
+                                 const struct tw_attempt_new *req,
+                                 struct tw_attempt_rec *out,
+                                 struct tw_err *err);
+
+/* The provider returned instance_id: the attempt is provisioning and the
+ * job moves placing -> provisioning with its placement. */
+enum tw_rc tw_store_attempt_launched(struct tw_store *s, int64_t attempt_id,
+                                     const char *instance_id,
+                                     const char *placement_json,
+                                     struct tw_err *err);
+
+/* The instance runs: attempt running, job provisioning -> running. */
+enum tw_rc tw_store_attempt_running(struct tw_store *s, int64_t attempt_id,
+                                    struct tw_err *err);
+
+/* Ends the attempt with end_reason and, when job_to is not
+ * TW_JOB_NSTATES, moves the job there (validated) with job_reason and the
+ * exit code when has_exit.  The attempt is ended even if the job's move is
+ * refused because the job already finished (cancelled meanwhile). */
+struct tw_attempt_close {
+  int64_t attempt_id;
+  const char *end_reason;
+  enum tw_job_state job_to; /* TW_JOB_NSTATES: leave the job alone */
+  const char *job_reason;
+  bool has_exit;
+  int exit_code;
+};
+enum tw_rc tw_store_attempt_close(struct tw_store *s,
+                                  const struct tw_attempt_close *c,
+                                  struct tw_err *err);
+
+/* Every attempt not yet ended, oldest first (the monitor's work list).
+ * free() the array. */
+enum tw_rc tw_store_attempts_live(struct tw_store *s,
+                                  struct tw_attempt_rec **out, size_t *n,
+                                  struct tw_err *err);
+/* A job's attempts, oldest first; free() the array. */
+enum tw_rc tw_store_attempts_of(struct tw_store *s, const char *job_id,
+                                struct tw_attempt_rec **out, size_t *n,
+                                struct tw_err *err);
+
+/* Jobs in a state, in queue order: priority (high first), then age.  For
+ * the scheduler.  Release as tw_store_job_list's. */
+enum tw_rc tw_store_jobs_queued(struct tw_store *s, enum tw_job_state state,
+                                int limit, struct tw_job_rec **out, size_t *n,
+                                struct tw_err *err);
+
+/* Records an event on a job without changing its state (a provider notice,
+ * a placement decision).  from and to are the job's current state. */
+enum tw_rc tw_store_job_note(struct tw_store *s, const char *job_id,
+                             const char *reason, struct tw_err *err);
+
+/* ---- module schemas and statements ------------------------------------------
+ *
+ * A module with tables of its own (catalog, tenancy, ledger, audit) keeps
+ * its SQL in its own file and migrates itself: its migrations are numbered
+ * from 1, and the version reached is kept per module in the table
+ * schema_modules, so modules never contend for PRAGMA user_version.  Its
+ * writes go through tw_store_write() (group-committed like every write) and
+ * its reads through tw_store_read(); inside either, tw_store_stmt() hands out
+ * a cached prepared statement for constant SQL text. */
+
+/* Applies the migrations of `module` that this database lacks, each in its
+ * own transaction.  Call after tw_store_open(), before serving.  A database
+ * whose module version is newer than n is refused (TW_E_IO). */
+enum tw_rc tw_store_migrate_module(struct tw_store *s, const char *module,
+                                   const char *const *migrations, int n,
+                                   struct tw_err *err);
+
+/* Runs fn with a read-only connection of the pool (WAL: sees the last
+ * commit, never blocks the writer). */
+typedef enum tw_rc (*tw_store_read_fn)(struct tw_store *s, struct sqlite3 *db,
+                                       void *arg, struct tw_err *err);
+enum tw_rc tw_store_read(struct tw_store *s, tw_store_read_fn fn, void *arg,
+                         struct tw_err *err);
+
+/* Inside a tw_store_write or tw_store_read function only: the prepared
+ * statement for sql (constant text; cached by its address, reset and
+ * cleared), or NULL with err set. */
+struct sqlite3_stmt *tw_store_stmt(struct tw_store *s, struct sqlite3 *db,
+                                   const char *sql, struct tw_err *err);
+
+/* ---- gangs: the instances of one attempt -----------------------------------
+ *
+ * A gang (spec `nodes: N` > 1 on a cloud) is one attempt with N instances,
+ * node k launched with the client token "<attempt token>-<k>".  Its
+ * instances are kept in the module table attempt_instances (module "gang");
+ * attempts.instance_id stays the first one so readers of one instance per
+ * attempt keep working. */
+
+struct tw_attempt_instance {
+  int64_t attempt_id;
+  int k; /* 1..N */
+  char instance_id[128];
+  char state[16]; /* "launched" | "running" | "terminated" */
+};
+
+/* Creates the table when this database lacks it.  Idempotent; call before
+ * the functions below (the scheduler and the reconciler do). */
+enum tw_rc tw_store_gang_migrate(struct tw_store *s, struct tw_err *err);
+
+/* Records (or replaces) node k of attempt_id. */
+enum tw_rc tw_store_attempt_instance_put(struct tw_store *s, int64_t attempt_id,
+                                         int k, const char *instance_id,
+                                         const char *state, struct tw_err *err);
+
+/* The nodes of attempt_id (attempt_id > 0), or of every attempt not yet
+ * ended (attempt_id 0), by attempt then k.  free() the array. */
+enum tw_rc tw_store_attempt_instances(struct tw_store *s, int64_t attempt_id,
+                                      struct tw_attempt_instance **out,
+                                      size_t *n, struct tw_err *err);
+
+#endif

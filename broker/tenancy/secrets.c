@@ -1,0 +1,466 @@
+/* secrets.c - AES-256-GCM sealed values in the store (see secrets.h). */
+#include "broker/tenancy/secrets.h"
+
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/base/log.h"
+#include "broker/base/mem.h"
+#include "broker/core/store.h"
+
+static const char *const MIGRATIONS[] = {
+    "CREATE TABLE secrets ("
+    "  name TEXT PRIMARY KEY,"
+    "  key_id TEXT NOT NULL,"
+    "  nonce BLOB NOT NULL,"
+    "  ciphertext BLOB NOT NULL,"
+    "  tag BLOB NOT NULL,"
+    "  updated_at_ms INTEGER NOT NULL);",
+};
+
+static const char SQL_PUT[] =
+    "INSERT INTO secrets (name, key_id, nonce, ciphertext, tag, updated_at_ms)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (name) DO UPDATE SET"
+    " key_id = excluded.key_id, nonce = excluded.nonce,"
+    " ciphertext = excluded.ciphertext, tag = excluded.tag,"
+    " updated_at_ms = excluded.updated_at_ms";
+static const char SQL_GET[] =
+    "SELECT key_id, nonce, ciphertext, tag FROM secrets WHERE name = ?1";
+static const char SQL_LIST[] =
+    "SELECT name, key_id, updated_at_ms FROM secrets ORDER BY name";
+static const char SQL_DELETE[] = "DELETE FROM secrets WHERE name = ?1";
+
+struct key {
+  bool set;
+  unsigned char k[32];
+  char id[16];
+};
+
+struct tw_secrets {
+  struct tw_store *store;
+  struct tw_clock *clock;
+  struct key cur, prev;
+};
+
+const char *tw_secrets_key_id(const struct tw_secrets *s) { return s->cur.id; }
+
+/* ---- keys ------------------------------------------------------------------
+ */
+
+static int hexval(int c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+/* 64 hex digits or standard/url base64 of 32 bytes, surrounding blanks
+ * ignored. */
+static bool decode_key(const char *text, unsigned char out[32]) {
+  char buf[128];
+  size_t n = 0;
+  for (const char *p = text; *p && n < sizeof buf - 1; p++)
+    if (*p != ' ' && *p != '\n' && *p != '\r' && *p != '\t')
+      buf[n++] = *p;
+  buf[n] = '\0';
+  bool ok = false;
+  if (n == 64) {
+    ok = true;
+    for (size_t i = 0; i < 32 && ok; i++) {
+      int hi = hexval(buf[2 * i]), lo = hexval(buf[2 * i + 1]);
+      if (hi < 0 || lo < 0)
+        ok = false;
+      else
+        out[i] = (unsigned char)(hi << 4 | lo);
+    }
+  } else if (n == 43 || n == 44) {
+    for (size_t i = 0; i < n; i++)
+      if (buf[i] == '-')
+        buf[i] = '+';
+      else if (buf[i] == '_')
+        buf[i] = '/';
+    if (n == 43)
+      buf[n++] = '=', buf[n] = '\0';
+    unsigned char tmp[48];
+    int got = EVP_DecodeBlock(tmp, (const unsigned char *)buf, (int)n);
+    /* 44 characters decode to 33 bytes, the last being padding */
+    if (got == 33 && buf[43] == '=') {
+      memcpy(out, tmp, 32);
+      ok = true;
+    }
+    OPENSSL_cleanse(tmp, sizeof tmp);
+  }
+  OPENSSL_cleanse(buf, sizeof buf);
+  return ok;
+}
+
+static enum tw_rc load_key(const char *file, const char *env, const char *what,
+                           bool required, struct key *k, struct tw_err *err) {
+  char text[256] = "";
+  const char *src;
+  memset(k, 0, sizeof *k);
+  if (file && *file) {
+    FILE *f = fopen(file, "r");
+    if (!f)
+      return tw_err_set(err, TW_E_IO,
+                        "secrets: cannot read the %s key file %s: %s", what,
+                        file, strerror(errno));
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    src = file;
+  } else if (env && *env && getenv(env) && *getenv(env)) {
+    snprintf(text, sizeof text, "%s", getenv(env));
+    src = env;
+  } else {
+    if (!required)
+      return TW_OK;
+    return tw_err_set(
+        err, TW_E_INVALID,
+        "secrets: no %s key: set secrets.key_file or the variable %s", what,
+        env && *env ? env : "named by secrets.key_env");
+  }
+  bool ok = decode_key(text, k->k);
+  OPENSSL_cleanse(text, sizeof text);
+  if (!ok)
+    return tw_err_set(
+        err, TW_E_INVALID,
+        "secrets: the %s key in %s is not 32 bytes as 64 hex digits "
+        "or base64",
+        what, src);
+  unsigned char h[32];
+  unsigned int hl = 0;
+  EVP_Digest(k->k, sizeof k->k, h, &hl, EVP_sha256(), NULL);
+  snprintf(k->id, sizeof k->id, "%02x%02x%02x%02x", h[0], h[1], h[2], h[3]);
+  k->set = true;
+  return TW_OK;
+}
+
+enum tw_rc tw_secrets_open(const struct tw_secrets_opts *o,
+                           struct tw_secrets **out, struct tw_err *err) {
+  struct tw_secrets *s = tw_calloc(1, sizeof *s);
+  enum tw_rc rc;
+  *out = NULL;
+  s->store = o->store;
+  s->clock = o->clock ? o->clock : tw_clock_real();
+  if ((rc = load_key(o->key_file, o->key_env, "current", true, &s->cur, err)) ||
+      (rc = load_key(o->previous_key_file, o->previous_key_env, "previous",
+                     false, &s->prev, err)) ||
+      (rc = tw_store_migrate_module(
+           s->store, "secrets", MIGRATIONS,
+           (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]), err))) {
+    tw_secrets_free(s);
+    return rc;
+  }
+  tw_log_info("secrets", "key=%s ready%s%s", s->cur.id,
+              s->prev.set ? " previous=" : "", s->prev.set ? s->prev.id : "");
+  *out = s;
+  return TW_OK;
+}
+
+void tw_secrets_free(struct tw_secrets *s) {
+  if (!s)
+    return;
+  OPENSSL_cleanse(s, sizeof *s);
+  free(s);
+}
+
+/* ---- sealing
+ * ------------------------------------------------------------------ */
+
+static bool seal(const struct key *k, const char *name, const void *in,
+                 size_t len, unsigned char nonce[12], unsigned char *ct,
+                 unsigned char tag[16]) {
+  EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+  int n = 0;
+  bool ok = c && RAND_bytes(nonce, 12) == 1 &&
+            EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
+            EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, 12, NULL) == 1 &&
+            EVP_EncryptInit_ex(c, NULL, NULL, k->k, nonce) == 1 &&
+            EVP_EncryptUpdate(c, NULL, &n, (const unsigned char *)name,
+                              (int)strlen(name)) == 1 &&
+            (len == 0 || EVP_EncryptUpdate(c, ct, &n, in, (int)len) == 1) &&
+            EVP_EncryptFinal_ex(c, ct + (len ? n : 0), &n) == 1 &&
+            EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, 16, tag) == 1;
+  EVP_CIPHER_CTX_free(c);
+  return ok;
+}
+
+static bool unseal(const struct key *k, const char *name,
+                   const unsigned char nonce[12], const unsigned char *ct,
+                   size_t len, const unsigned char tag[16],
+                   unsigned char *out) {
+  EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+  int n = 0;
+  bool ok =
+      c && EVP_DecryptInit_ex(c, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
+      EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, 12, NULL) == 1 &&
+      EVP_DecryptInit_ex(c, NULL, NULL, k->k, nonce) == 1 &&
+      EVP_DecryptUpdate(c, NULL, &n, (const unsigned char *)name,
+                        (int)strlen(name)) == 1 &&
+      (len == 0 || EVP_DecryptUpdate(c, out, &n, ct, (int)len) == 1) &&
+      EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, 16, (void *)tag) == 1 &&
+      EVP_DecryptFinal_ex(c, out + (len ? n : 0), &n) == 1;
+  EVP_CIPHER_CTX_free(c);
+  return ok;
+}
+
+static bool name_ok(const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  if (n == 0 || n >= TW_SECRET_NAME_MAX || s[0] == '.' || s[0] == '-')
+    return false;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+          (*s >= '0' && *s <= '9') || *s == '.' || *s == '_' || *s == '-'))
+      return false;
+  return true;
+}
+
+struct put_arg {
+  const char *name, *key_id;
+  const unsigned char *nonce, *ct, *tag;
+  size_t len;
+  int64_t now;
+};
+
+static enum tw_rc op_put(struct tw_store *s, sqlite3 *db, void *varg,
+                         struct tw_err *err) {
+  (void)s;
+  struct put_arg *a = varg;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, SQL_PUT, -1, &st, NULL) != SQLITE_OK)
+    return tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
+  sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, a->key_id, -1, SQLITE_STATIC);
+  sqlite3_bind_blob(st, 3, a->nonce, 12, SQLITE_STATIC);
+  sqlite3_bind_blob(st, 4, a->len ? (const void *)a->ct : "", (int)a->len,
+                    SQLITE_STATIC);
+  sqlite3_bind_blob(st, 5, a->tag, 16, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 6, a->now);
+  int r = sqlite3_step(st);
+  sqlite3_finalize(st);
+  return r == SQLITE_DONE
+             ? TW_OK
+             : tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
+}
+
+enum tw_rc tw_secrets_put(struct tw_secrets *s, const char *name,
+                          const void *value, size_t len, struct tw_err *err) {
+  if (!name_ok(name))
+    return tw_err_field(err, TW_E_INVALID, "name",
+                        "name: expected 1 to 63 of [A-Za-z0-9._-]");
+  if (len > TW_SECRET_VALUE_MAX)
+    return tw_err_field(err, TW_E_TOOBIG, "value",
+                        "value: larger than %d bytes", TW_SECRET_VALUE_MAX);
+  unsigned char nonce[12], tag[16];
+  unsigned char *ct = tw_malloc(len ? len : 1);
+  if (!seal(&s->cur, name, value, len, nonce, ct, tag)) {
+    free(ct);
+    return tw_err_set(err, TW_E_INTERNAL, "secrets: encryption failed");
+  }
+  struct put_arg a = {.name = name,
+                      .key_id = s->cur.id,
+                      .nonce = nonce,
+                      .ct = ct,
+                      .tag = tag,
+                      .len = len,
+                      .now = tw_clock_now_ms(s->clock)};
+  enum tw_rc rc = tw_store_write(s->store, op_put, &a, err);
+  free(ct);
+  if (rc == TW_OK)
+    tw_log_info("secrets", "secret=%s key=%s stored", name, s->cur.id);
+  return rc;
+}
+
+struct get_arg {
+  const char *name;
+  bool found;
+  char key_id[16];
+  unsigned char nonce[12], tag[16];
+  unsigned char *ct;
+  size_t len;
+};
+
+static enum tw_rc op_get(struct tw_store *s, sqlite3 *db, void *varg,
+                         struct tw_err *err) {
+  (void)s;
+  struct get_arg *a = varg;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, SQL_GET, -1, &st, NULL) != SQLITE_OK)
+    return tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
+  sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
+  int r = sqlite3_step(st);
+  if (r == SQLITE_ROW && sqlite3_column_bytes(st, 1) == 12 &&
+      sqlite3_column_bytes(st, 3) == 16) {
+    a->found = true;
+    const unsigned char *kid = sqlite3_column_text(st, 0);
+    snprintf(a->key_id, sizeof a->key_id, "%s", kid ? (const char *)kid : "");
+    memcpy(a->nonce, sqlite3_column_blob(st, 1), 12);
+    memcpy(a->tag, sqlite3_column_blob(st, 3), 16);
+    a->len = (size_t)sqlite3_column_bytes(st, 2);
+    a->ct = tw_malloc(a->len ? a->len : 1);
+    if (a->len)
+      memcpy(a->ct, sqlite3_column_blob(st, 2), a->len);
+  }
+  sqlite3_finalize(st);
+  if (r != SQLITE_ROW && r != SQLITE_DONE)
+    return tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
+  return TW_OK;
+}
+
+/* Opens a's value under whichever key sealed it. */
+static enum tw_rc open_value(struct tw_secrets *s, struct get_arg *a,
+                             char **value, struct tw_err *err) {
+  const struct key *k = !strcmp(a->key_id, s->cur.id) ? &s->cur
+                        : s->prev.set && !strcmp(a->key_id, s->prev.id)
+                            ? &s->prev
+                            : NULL;
+  if (!k)
+    return tw_err_set(err, TW_E_AUTH,
+                      "secret %s is sealed under key %s, which is not loaded",
+                      a->name, a->key_id);
+  char *out = tw_malloc(a->len + 1);
+  if (!unseal(k, a->name, a->nonce, a->ct, a->len, a->tag,
+              (unsigned char *)out)) {
+    tw_secrets_value_free(out, a->len + 1);
+    return tw_err_set(
+        err, TW_E_AUTH,
+        "secret %s does not open: tampered with, or moved from another "
+        "name",
+        a->name);
+  }
+  out[a->len] = '\0';
+  *value = out;
+  return TW_OK;
+}
+
+enum tw_rc tw_secrets_get(struct tw_secrets *s, const char *name, char **value,
+                          size_t *len, struct tw_err *err) {
+  struct get_arg a = {.name = name};
+  *value = NULL;
+  enum tw_rc rc = tw_store_read(s->store, op_get, &a, err);
+  if (rc == TW_OK && !a.found)
+    rc = tw_err_set(err, TW_E_NOTFOUND, "secret %s not found", name);
+  if (rc == TW_OK && (rc = open_value(s, &a, value, err)) == TW_OK && len)
+    *len = a.len;
+  free(a.ct);
+  return rc;
+}
+
+void tw_secrets_value_free(char *value, size_t len) {
+  if (!value)
+    return;
+  OPENSSL_cleanse(value, len);
+  free(value);
+}
+
+struct list_arg {
+  struct tw_secret_info *items;
+  size_t n, cap;
+};
+
+static enum tw_rc op_list(struct tw_store *s, sqlite3 *db, void *varg,
+                          struct tw_err *err) {
+  (void)s;
+  struct list_arg *a = varg;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, SQL_LIST, -1, &st, NULL) != SQLITE_OK)
+    return tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (a->n == a->cap) {
+      a->cap = a->cap ? 2 * a->cap : 8;
+      a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
+    }
+    struct tw_secret_info *i = &a->items[a->n++];
+    memset(i, 0, sizeof *i);
+    const unsigned char *t = sqlite3_column_text(st, 0);
+    snprintf(i->name, sizeof i->name, "%s", t ? (const char *)t : "");
+    t = sqlite3_column_text(st, 1);
+    snprintf(i->key_id, sizeof i->key_id, "%s", t ? (const char *)t : "");
+    i->updated_ms = sqlite3_column_int64(st, 2);
+  }
+  sqlite3_finalize(st);
+  return r == SQLITE_DONE
+             ? TW_OK
+             : tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
+}
+
+enum tw_rc tw_secrets_list(struct tw_secrets *s, struct tw_secret_info **out,
+                           size_t *n, struct tw_err *err) {
+  struct list_arg a = {0};
+  enum tw_rc rc = tw_store_read(s->store, op_list, &a, err);
+  if (rc) {
+    free(a.items);
+    return rc;
+  }
+  *out = a.items;
+  *n = a.n;
+  return TW_OK;
+}
+
+static enum tw_rc op_delete(struct tw_store *s, sqlite3 *db, void *varg,
+                            struct tw_err *err) {
+  (void)s;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, SQL_DELETE, -1, &st, NULL) != SQLITE_OK)
+    return tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
+  sqlite3_bind_text(st, 1, varg, -1, SQLITE_STATIC);
+  int r = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (r != SQLITE_DONE)
+    return tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
+  if (sqlite3_changes(db) == 0)
+    return tw_err_set(err, TW_E_NOTFOUND, "secret %s not found",
+                      (const char *)varg);
+  return TW_OK;
+}
+
+enum tw_rc tw_secrets_delete(struct tw_secrets *s, const char *name,
+                             struct tw_err *err) {
+  enum tw_rc rc = tw_store_write(s->store, op_delete, (void *)name, err);
+  if (rc == TW_OK)
+    tw_log_info("secrets", "secret=%s deleted", name);
+  return rc;
+}
+
+enum tw_rc tw_secrets_rotate(struct tw_secrets *s, size_t *rotated,
+                             struct tw_err *err) {
+  struct tw_secret_info *items = NULL;
+  size_t n = 0, done = 0;
+  enum tw_rc rc = tw_secrets_list(s, &items, &n, err), first_bad = TW_OK;
+  if (rc)
+    return rc;
+  for (size_t i = 0; i < n; i++) {
+    if (!strcmp(items[i].key_id, s->cur.id))
+      continue;
+    char *v = NULL;
+    size_t len = 0;
+    struct tw_err e2 = {0};
+    if ((rc = tw_secrets_get(s, items[i].name, &v, &len, &e2)) ||
+        (rc = tw_secrets_put(s, items[i].name, v, len, &e2))) {
+      if (!first_bad) {
+        first_bad = rc;
+        tw_err_set(err, rc, "%s", e2.msg);
+      }
+    } else {
+      done++;
+    }
+    tw_secrets_value_free(v, len);
+  }
+  free(items);
+  if (rotated)
+    *rotated = done;
+  tw_log_info("secrets", "key=%s rotated=%zu", s->cur.id, done);
+  return first_bad;
+}

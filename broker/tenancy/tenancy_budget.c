@@ -1,0 +1,841 @@
+/* tenancy_budget.c - money budgets: storage, spend, admission, alerts and
+ * stopping (see tenancy.h), plus the scheduler's offer snapshot used to
+ * project a job's cost.
+ *
+ * Actual spend: until the billing ledger lands, it is computed here from
+ * the attempts themselves, price per hour times the time each attempt was
+ * running inside the period, rounded up to the micro-dollar.  This reads
+ * the store's `jobs` and `attempts` tables directly (read-only); the
+ * ledger will replace both the query and the rounding with the providers'
+ * billing rules.
+ *
+ * Committed: for each live job of the scope, the cost projected at its
+ * admission minus what it has spent so far (never below zero).
+ *
+ * Forecast to period end: spent, plus for each live job the smaller of
+ * what it still has committed and what it burns (its running attempt's
+ * price) until the period ends; a job not running yet counts its whole
+ * committed remainder. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/core/job.h"
+#include "broker/base/log.h"
+#include "broker/core/spec.h"
+#include "broker/core/store.h"
+#include "broker/tenancy/tenancy_int.h"
+#include "policies/place/place.h"
+#include "providers/http.h"
+
+static const char SQL_BUDGET_GET[] =
+    "SELECT tenant, project, period, limit_uusd, thresholds, hard, "
+    "stop_running,"
+    " webhook, version FROM tenancy_budgets"
+    " WHERE (?1 IS NULL OR tenant = ?1) AND (?2 IS NULL OR project = ?2)"
+    " ORDER BY tenant, project";
+static const char SQL_BUDGET_PUT[] =
+    "INSERT INTO tenancy_budgets (tenant, project, period, limit_uusd, "
+    "thresholds,"
+    " hard, stop_running, webhook, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+    "?7, ?8, ?9)"
+    " ON CONFLICT (tenant, project) DO UPDATE SET period = excluded.period,"
+    " limit_uusd = excluded.limit_uusd, thresholds = excluded.thresholds,"
+    " hard = excluded.hard, stop_running = excluded.stop_running,"
+    " webhook = excluded.webhook, version = excluded.version";
+static const char SQL_TENANT_EXISTS[] =
+    "SELECT 1 FROM tenancy_tenants WHERE name = ?1";
+/* Attempts that ran inside [?3, ?4) for the scope. */
+static const char SQL_SPENT[] =
+    "SELECT a.price_uusd_per_hour, a.running_at_ms, a.ended_at_ms"
+    " FROM attempts a JOIN jobs j ON j.id = a.job_id"
+    " WHERE j.tenant = ?1 AND (?2 = '' OR j.project = ?2)"
+    " AND a.running_at_ms > 0 AND a.running_at_ms < ?4"
+    " AND (a.ended_at_ms = 0 OR a.ended_at_ms > ?3)";
+static const char SQL_LIVE_JOBS[] =
+    "SELECT j.id, j.created_at_ms, coalesce(t.projected_uusd, 0)"
+    " FROM jobs j LEFT JOIN tenancy_jobs t ON t.job_id = j.id"
+    " WHERE j.tenant = ?1 AND (?2 = '' OR j.project = ?2)"
+    " AND j.state NOT IN ('succeeded', 'failed', 'cancelled')"
+    " ORDER BY j.seq";
+static const char SQL_JOB_ATTEMPTS[] =
+    "SELECT price_uusd_per_hour, running_at_ms, ended_at_ms FROM attempts"
+    " WHERE job_id = ?1 AND running_at_ms > 0";
+static const char SQL_ALERTED[] =
+    "SELECT coalesce(max(threshold_pct), 0) FROM tenancy_budget_alerts"
+    " WHERE tenant = ?1 AND project = ?2 AND period_start_ms = ?3";
+static const char SQL_ALERT_PUT[] =
+    "INSERT OR IGNORE INTO tenancy_budget_alerts (tenant, project, "
+    "period_start_ms,"
+    " threshold_pct, at_ms, spent_uusd) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+
+void tn_fmt_usd(int64_t uusd, char *out, size_t outsz) {
+  const char *sign = uusd < 0 ? "-" : "";
+  uint64_t v = uusd < 0 ? (uint64_t)(-(uusd + 1)) + 1 : (uint64_t)uusd;
+  char frac[8];
+  snprintf(frac, sizeof frac, "%06" PRIu64, v % 1000000);
+  int n = 6;
+  while (n > 2 && frac[n - 1] == '0')
+    frac[--n] = '\0';
+  snprintf(out, outsz, "%s$%" PRIu64 ".%s", sign, v / 1000000, frac);
+}
+
+/* ---- periods --------------------------------------------------------------
+ */
+
+static const char *const PERIOD_NAMES[] = {"monthly", "weekly", "daily"};
+
+const char *tw_budget_period_str(enum tw_budget_period p) {
+  return (unsigned)p < 3 ? PERIOD_NAMES[p] : "monthly";
+}
+
+bool tw_budget_period_parse(const char *s, enum tw_budget_period *out) {
+  for (int i = 0; s && i < 3; i++)
+    if (!strcmp(s, PERIOD_NAMES[i])) {
+      *out = (enum tw_budget_period)i;
+      return true;
+    }
+  return false;
+}
+
+/* Days since 1970-01-01 of a civil date, and back (proleptic Gregorian). */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  unsigned yoe = (unsigned)(y - era * 400);
+  unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + (int64_t)doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d) {
+  z += 719468;
+  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  unsigned doe = (unsigned)(z - era * 146097);
+  unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  unsigned mp = (5 * doy + 2) / 153;
+  *d = doy - (153 * mp + 2) / 5 + 1;
+  *m = mp < 10 ? mp + 3 : mp - 9;
+  *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+#define DAY_MS 86400000LL
+
+void tn_period(enum tw_budget_period p, int64_t now_ms, int64_t *start,
+               int64_t *end) {
+  int64_t day = now_ms >= 0 ? now_ms / DAY_MS : (now_ms - DAY_MS + 1) / DAY_MS;
+  switch (p) {
+  case TW_PERIOD_DAILY:
+    *start = day * DAY_MS;
+    *end = *start + DAY_MS;
+    return;
+  case TW_PERIOD_WEEKLY: {
+    /* 1970-01-01 was a Thursday: Monday is day 4 of that week */
+    int64_t dow = ((day % 7) + 7 + 3) % 7; /* 0 = Monday */
+    *start = (day - dow) * DAY_MS;
+    *end = *start + 7 * DAY_MS;
+    return;
+  }
+  case TW_PERIOD_MONTHLY:
+  default: {
+    int64_t y;
+    unsigned m, d;
+    civil_from_days(day, &y, &m, &d);
+    *start = days_from_civil(y, m, 1) * DAY_MS;
+    *end = (m == 12 ? days_from_civil(y + 1, 1, 1)
+                    : days_from_civil(y, m + 1, 1)) *
+           DAY_MS;
+    return;
+  }
+  }
+}
+
+/* price per hour over [from, to), rounded up to the micro-dollar. */
+static int64_t cost_between(int64_t price, int64_t from, int64_t to) {
+  if (to <= from || price <= 0)
+    return 0;
+  __int128 c = (__int128)price * (to - from);
+  return (int64_t)((c + 3599999) / 3600000);
+}
+
+/* ---- storage ----------------------------------------------------------------
+ */
+
+void tw_budget_init(struct tw_budget *b) {
+  memset(b, 0, sizeof *b);
+  b->period = TW_PERIOD_MONTHLY;
+  b->thresholds_pct[0] = 50;
+  b->thresholds_pct[1] = 80;
+  b->thresholds_pct[2] = 100;
+  b->n_thresholds = 3;
+}
+
+static void parse_thresholds(const char *s, struct tw_budget *b) {
+  b->n_thresholds = 0;
+  while (s && *s && b->n_thresholds < TW_BUDGET_THRESHOLDS) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s)
+      break;
+    b->thresholds_pct[b->n_thresholds++] = (int)v;
+    s = *end == ',' ? end + 1 : end;
+  }
+}
+
+struct budget_arg {
+  const char *tenant, *project; /* NULL: any */
+  struct tw_budget *items;
+  size_t n, cap;
+  const struct tw_budget *put;
+  int64_t if_version;
+};
+
+static enum tw_rc load_budgets(sqlite3 *db, struct budget_arg *a,
+                               struct tw_err *err) {
+  sqlite3_stmt *st = tn_prepare(db, SQL_BUDGET_GET, err);
+  if (!st)
+    return TW_E_IO;
+  if (a->tenant)
+    sqlite3_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
+  if (a->project)
+    sqlite3_bind_text(st, 2, a->project, -1, SQLITE_STATIC);
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (a->n == a->cap) {
+      a->cap = a->cap ? 2 * a->cap : 8;
+      a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
+    }
+    struct tw_budget *b = &a->items[a->n++];
+    char period[16], thr[64];
+    tw_budget_init(b);
+    tn_col(st, 0, b->tenant, sizeof b->tenant);
+    tn_col(st, 1, b->project, sizeof b->project);
+    tn_col(st, 2, period, sizeof period);
+    tw_budget_period_parse(period, &b->period);
+    b->limit_uusd = sqlite3_column_int64(st, 3);
+    tn_col(st, 4, thr, sizeof thr);
+    parse_thresholds(thr, b);
+    b->hard = sqlite3_column_int(st, 5) != 0;
+    b->stop_running = sqlite3_column_int(st, 6) != 0;
+    tn_col(st, 7, b->webhook, sizeof b->webhook);
+    b->version = sqlite3_column_int64(st, 8);
+  }
+  sqlite3_finalize(st);
+  return r == SQLITE_DONE ? TW_OK : tn_db_err(db, err, "budgets");
+}
+
+static enum tw_rc op_budget_load(struct tw_store *s, sqlite3 *db, void *varg,
+                                 struct tw_err *err) {
+  (void)s;
+  return load_budgets(db, varg, err);
+}
+
+enum tw_rc tw_tenancy_budget_get(struct tw_tenancy *t, const char *tenant,
+                                 const char *project, struct tw_budget *out,
+                                 struct tw_err *err) {
+  struct budget_arg a = {.tenant = tenant, .project = project ? project : ""};
+  enum tw_rc rc = tw_store_read(t->store, op_budget_load, &a, err);
+  if (rc == TW_OK && a.n == 0)
+    rc =
+        project && *project
+            ? tw_err_set(err, TW_E_NOTFOUND,
+                         "no budget for project %s of tenant %s", project,
+                         tenant)
+            : tw_err_set(err, TW_E_NOTFOUND, "no budget for tenant %s", tenant);
+  if (rc == TW_OK)
+    *out = a.items[0];
+  free(a.items);
+  return rc;
+}
+
+enum tw_rc tn_load_all_budgets(struct tw_tenancy *t, struct tw_budget **out,
+                               size_t *n, struct tw_err *err) {
+  return tw_tenancy_budget_list(t, NULL, out, n, err);
+}
+
+enum tw_rc tw_tenancy_budget_list(struct tw_tenancy *t, const char *tenant,
+                                  struct tw_budget **out, size_t *n,
+                                  struct tw_err *err) {
+  struct budget_arg a = {.tenant = tenant};
+  enum tw_rc rc = tw_store_read(t->store, op_budget_load, &a, err);
+  if (rc) {
+    free(a.items);
+    return rc;
+  }
+  *out = a.items;
+  *n = a.n;
+  return TW_OK;
+}
+
+static enum tw_rc check_budget(const struct tw_budget *b, struct tw_err *err) {
+  if (!tw_tenancy_name_ok(b->tenant))
+    return tw_err_field(err, TW_E_INVALID, "tenant",
+                        "tenant: not a tenant name");
+  if (b->project[0] && !tw_tenancy_name_ok(b->project))
+    return tw_err_field(err, TW_E_INVALID, "project",
+                        "project: expected 1 to 63 of [A-Za-z0-9._-]");
+  if (b->limit_uusd < 0 || b->limit_uusd > 1000000000LL * 1000000)
+    return tw_err_field(
+        err, TW_E_INVALID, "limit_uusd",
+        "limit_uusd: expected 0 to 10^15 micro-USD, got %" PRId64,
+        b->limit_uusd);
+  if ((unsigned)b->period > TW_PERIOD_DAILY)
+    return tw_err_field(err, TW_E_INVALID, "period", "period: unknown");
+  if (b->n_thresholds > TW_BUDGET_THRESHOLDS)
+    return tw_err_field(err, TW_E_INVALID, "thresholds_pct",
+                        "thresholds_pct: at most %d", TW_BUDGET_THRESHOLDS);
+  for (size_t i = 0; i < b->n_thresholds; i++) {
+    int v = b->thresholds_pct[i];
+    if (v < 1 || v > 1000 || (i && v <= b->thresholds_pct[i - 1]))
+      return tw_err_field(
+          err, TW_E_INVALID, "thresholds_pct",
+          "thresholds_pct: expected ascending percentages from 1 "
+          "to 1000, got %d at position %zu",
+          v, i);
+  }
+  if (b->stop_running && !b->hard)
+    return tw_err_field(err, TW_E_INVALID, "stop_running",
+                        "stop_running: only a hard budget stops jobs");
+  if (b->webhook[0]) {
+    if (strncmp(b->webhook, "http://", 7) && strncmp(b->webhook, "https://", 8))
+      return tw_err_field(err, TW_E_INVALID, "webhook",
+                          "webhook: expected an http:// or https:// URL");
+    for (const unsigned char *p = (const unsigned char *)b->webhook; *p; p++)
+      if (*p <= 0x20 || *p >= 0x7f)
+        return tw_err_field(err, TW_E_INVALID, "webhook",
+                            "webhook: spaces or control characters in the URL");
+  }
+  return TW_OK;
+}
+
+static enum tw_rc op_budget_put(struct tw_store *s, sqlite3 *db, void *varg,
+                                struct tw_err *err) {
+  (void)s;
+  struct budget_arg a2 = {0};
+  struct budget_arg *a = varg;
+  const struct tw_budget *b = a->put;
+  sqlite3_stmt *st = tn_prepare(db, SQL_TENANT_EXISTS, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, b->tenant, -1, SQLITE_STATIC);
+  int r = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (r == SQLITE_DONE)
+    return tw_err_set(err, TW_E_NOTFOUND, "tenant %s not found", b->tenant);
+  if (r != SQLITE_ROW)
+    return tn_db_err(db, err, "tenant lookup");
+  a2.tenant = b->tenant;
+  a2.project = b->project;
+  enum tw_rc rc = load_budgets(db, &a2, err);
+  int64_t version = a2.n ? a2.items[0].version : 0;
+  free(a2.items);
+  if (rc)
+    return rc;
+  if (a->if_version > 0 && a->if_version != version)
+    return tw_err_set(err, TW_E_CONFLICT,
+                      "the budget changed meanwhile (now version %" PRId64
+                      ", If-Match named %" PRId64 "): read it again",
+                      version, a->if_version);
+  char thr[96] = "";
+  size_t used = 0;
+  for (size_t i = 0; i < b->n_thresholds; i++)
+    used += (size_t)snprintf(thr + used, sizeof thr - used, "%s%d",
+                             i ? "," : "", b->thresholds_pct[i]);
+  if (!(st = tn_prepare(db, SQL_BUDGET_PUT, err)))
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, b->tenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, b->project, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, tw_budget_period_str(b->period), -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 4, b->limit_uusd);
+  sqlite3_bind_text(st, 5, thr, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 6, b->hard);
+  sqlite3_bind_int(st, 7, b->stop_running);
+  sqlite3_bind_text(st, 8, b->webhook, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 9, version + 1);
+  r = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (r != SQLITE_DONE)
+    return tn_db_err(db, err, "budget put");
+  a->tenant = b->tenant;
+  a->project = b->project;
+  return load_budgets(db, a, err);
+}
+
+enum tw_rc tw_tenancy_budget_set(struct tw_tenancy *t,
+                                 const struct tw_budget *b, int64_t if_version,
+                                 struct tw_budget *out, struct tw_err *err) {
+  enum tw_rc rc = check_budget(b, err);
+  if (rc)
+    return rc;
+  struct budget_arg a = {.put = b, .if_version = if_version};
+  rc = tw_store_write(t->store, op_budget_put, &a, err);
+  if (rc == TW_OK)
+    tn_cache_changed(t);
+  if (rc == TW_OK && a.n && out)
+    *out = a.items[0];
+  free(a.items);
+  if (rc == TW_OK)
+    tw_log_info("tenancy", "tenant=%s project=%s budget set", b->tenant,
+                b->project[0] ? b->project : "*");
+  return rc;
+}
+
+/* ---- spend
+ * ---------------------------------------------------------------------- */
+
+struct live_job {
+  char id[40];
+  int64_t created_ms;
+  int64_t remaining_uusd;     /* committed: projected minus spent so far */
+  int64_t burn_uusd_per_hour; /* its running attempt's price; 0 none */
+};
+
+struct spend_arg {
+  const char *tenant, *project;
+  int64_t from, to, now;
+  int64_t spent;
+  struct live_job *jobs;
+  size_t n_jobs, cap;
+  int alerted;
+};
+
+static enum tw_rc op_spend(struct tw_store *s, sqlite3 *db, void *varg,
+                           struct tw_err *err) {
+  (void)s;
+  struct spend_arg *a = varg;
+  sqlite3_stmt *st = tn_prepare(db, SQL_SPENT, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, a->project, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, a->from);
+  sqlite3_bind_int64(st, 4, a->to);
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    int64_t price = sqlite3_column_int64(st, 0);
+    int64_t run = sqlite3_column_int64(st, 1),
+            end = sqlite3_column_int64(st, 2);
+    int64_t lo = run > a->from ? run : a->from;
+    int64_t hi = end ? end : a->now;
+    if (hi > a->to)
+      hi = a->to;
+    a->spent += cost_between(price, lo, hi);
+  }
+  sqlite3_finalize(st);
+  if (r != SQLITE_DONE)
+    return tn_db_err(db, err, "spend");
+  if (!(st = tn_prepare(db, SQL_LIVE_JOBS, err)))
+    return TW_E_IO;
+  sqlite3_stmt *at = tn_prepare(db, SQL_JOB_ATTEMPTS, err);
+  if (!at) {
+    sqlite3_finalize(st);
+    return TW_E_IO;
+  }
+  sqlite3_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, a->project, -1, SQLITE_STATIC);
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (a->n_jobs == a->cap) {
+      a->cap = a->cap ? 2 * a->cap : 16;
+      a->jobs = tw_realloc(a->jobs, a->cap * sizeof *a->jobs);
+    }
+    struct live_job *j = &a->jobs[a->n_jobs++];
+    memset(j, 0, sizeof *j);
+    tn_col(st, 0, j->id, sizeof j->id);
+    j->created_ms = sqlite3_column_int64(st, 1);
+    int64_t projected = sqlite3_column_int64(st, 2), so_far = 0;
+    sqlite3_reset(at);
+    sqlite3_bind_text(at, 1, j->id, -1, SQLITE_TRANSIENT);
+    while (sqlite3_step(at) == SQLITE_ROW) {
+      int64_t price = sqlite3_column_int64(at, 0);
+      int64_t run = sqlite3_column_int64(at, 1),
+              end = sqlite3_column_int64(at, 2);
+      so_far += cost_between(price, run, end ? end : a->now);
+      if (!end)
+        j->burn_uusd_per_hour = price;
+    }
+    j->remaining_uusd = projected > so_far ? projected - so_far : 0;
+  }
+  sqlite3_finalize(at);
+  sqlite3_finalize(st);
+  if (r != SQLITE_DONE)
+    return tn_db_err(db, err, "live jobs");
+  if (!(st = tn_prepare(db, SQL_ALERTED, err)))
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, a->project, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, a->from);
+  if (sqlite3_step(st) == SQLITE_ROW)
+    a->alerted = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  return TW_OK;
+}
+
+static enum tw_rc status_of(struct tw_tenancy *t, const struct tw_budget *b,
+                            struct tw_budget_status *out,
+                            struct live_job **jobs, size_t *n_jobs,
+                            struct tw_err *err) {
+  int64_t now = tw_clock_now_ms(t->clock);
+  memset(out, 0, sizeof *out);
+  out->budget = *b;
+  tn_period(b->period, now, &out->period_start_ms, &out->period_end_ms);
+  struct spend_arg a = {.tenant = b->tenant,
+                        .project = b->project,
+                        .from = out->period_start_ms,
+                        .to = out->period_end_ms,
+                        .now = now};
+  enum tw_rc rc = tw_store_read(t->store, op_spend, &a, err);
+  if (rc) {
+    free(a.jobs);
+    return rc;
+  }
+  out->spent_uusd = a.spent;
+  out->forecast_uusd = a.spent;
+  out->alerted_pct = a.alerted;
+  for (size_t i = 0; i < a.n_jobs; i++) {
+    const struct live_job *j = &a.jobs[i];
+    out->committed_uusd += j->remaining_uusd;
+    int64_t more = j->remaining_uusd;
+    if (j->burn_uusd_per_hour) {
+      int64_t until_end =
+          cost_between(j->burn_uusd_per_hour, now, out->period_end_ms);
+      if (until_end < more)
+        more = until_end;
+    }
+    out->forecast_uusd += more;
+  }
+  if (jobs) {
+    *jobs = a.jobs;
+    *n_jobs = a.n_jobs;
+  } else {
+    free(a.jobs);
+  }
+  return TW_OK;
+}
+
+enum tw_rc tw_tenancy_budget_status(struct tw_tenancy *t, const char *tenant,
+                                    const char *project,
+                                    struct tw_budget_status *out,
+                                    struct tw_err *err) {
+  struct tw_budget b;
+  enum tw_rc rc = tw_tenancy_budget_get(t, tenant, project, &b, err);
+  if (rc)
+    return rc;
+  return status_of(t, &b, out, NULL, NULL, err);
+}
+
+/* ---- offers and projection
+ * --------------------------------------------------------- */
+
+void tw_tenancy_set_offers(struct tw_tenancy *t, const struct tw_offer *offers,
+                           size_t n) {
+  struct tw_offer *copy = n ? tw_malloc(n * sizeof *copy) : NULL;
+  if (n)
+    memcpy(copy, offers, n * sizeof *copy);
+  pthread_mutex_lock(&t->mu);
+  free(t->offers);
+  t->offers = copy;
+  t->n_offers = n;
+  pthread_mutex_unlock(&t->mu);
+}
+
+int64_t tn_project_cost(struct tw_tenancy *t, const struct tw_job_spec *spec,
+                        char *how, size_t howsz) {
+  int64_t duration =
+      spec->duration_s > 0 ? spec->duration_s : TW_PLACE_DEFAULT_DURATION_S;
+  int nodes = spec->nodes > 0 ? spec->nodes : 1;
+  int64_t cost = 0;
+  struct tw_placement pl;
+  pthread_mutex_lock(&t->mu);
+  tw_place_rank(spec, t->offers, t->n_offers, NULL, 0, &pl);
+  if (pl.n) {
+    cost = pl.cands[0].cost_uusd;
+    snprintf(how, howsz, "cheapest feasible offer %s for %" PRId64 " s",
+             pl.cands[0].offer->id, duration);
+  }
+  pthread_mutex_unlock(&t->mu);
+  tw_placement_release(&pl);
+  if (cost)
+    return cost;
+  if (spec->max_price_uusd_per_hour > 0) {
+    __int128 c = (__int128)spec->max_price_uusd_per_hour * duration * nodes;
+    snprintf(how, howsz,
+             "no offer known fits: max_price_per_hour for %" PRId64 " s",
+             duration);
+    return (int64_t)((c + 3599) / 3600);
+  }
+  snprintf(how, howsz,
+           "no offer known fits and no max_price_per_hour: unknown");
+  return 0;
+}
+
+/* ---- admission
+ * ------------------------------------------------------------------- */
+
+enum tw_rc tn_budget_admit(struct tw_tenancy *t, const struct tw_job_spec *spec,
+                           int64_t projected, struct tw_err *err) {
+  struct tw_budget bs[2];
+  size_t nb = tn_cache_budgets(t, spec->tenant, spec->project, bs);
+  for (size_t i = 0; i < nb; i++) {
+    const struct tw_budget b = bs[i];
+    struct tw_err e2 = {0};
+    enum tw_rc rc;
+    if (!b.hard)
+      continue;
+    struct tw_budget_status s;
+    if ((rc = status_of(t, &b, &s, NULL, NULL, &e2)))
+      return tw_err_set(err, rc, "%s", e2.msg);
+    int64_t after = s.spent_uusd + s.committed_uusd + projected;
+    bool exhausted = s.spent_uusd + s.committed_uusd >= b.limit_uusd;
+    if (after <= b.limit_uusd && !exhausted)
+      continue;
+    char lim[32], sp[32], co[32], pj[32], field[160];
+    tn_fmt_usd(b.limit_uusd, lim, sizeof lim);
+    tn_fmt_usd(s.spent_uusd, sp, sizeof sp);
+    tn_fmt_usd(s.committed_uusd, co, sizeof co);
+    tn_fmt_usd(projected, pj, sizeof pj);
+    snprintf(field, sizeof field, "budget.%s%s%s", b.tenant,
+             b.project[0] ? "/" : "", b.project);
+    return tw_err_field(
+        err, TW_E_QUOTA, field,
+        "hard %s budget of %s%s%s: limit %s, spent %s, committed %s; "
+        "this job is projected at %s, which does not fit",
+        tw_budget_period_str(b.period), b.tenant, b.project[0] ? "/" : "",
+        b.project, lim, sp, co, pj);
+  }
+  return TW_OK;
+}
+
+enum tw_rc tw_tenancy_admit(struct tw_tenancy *t,
+                            const struct tw_job_spec *spec,
+                            const char *principal, const char *request_id,
+                            struct tw_admission *out, struct tw_err *err) {
+  memset(out, 0, sizeof *out);
+  enum tw_rc rc = tn_quota_admit(t, spec, err);
+  const char *action = "quota.refuse";
+  if (rc == TW_OK) {
+    /* project only when some budget may use it: ranking offers costs */
+    struct tw_budget bs[2];
+    if (tn_cache_budgets(t, spec->tenant, spec->project, bs))
+      out->projected_uusd =
+          tn_project_cost(t, spec, out->projection, sizeof out->projection);
+    rc = tn_budget_admit(t, spec, out->projected_uusd, err);
+    action = "budget.refuse";
+  }
+  if (rc == TW_E_QUOTA && err) {
+    char object[200];
+    snprintf(object, sizeof object, "job-spec/%s",
+             spec->name ? spec->name : "");
+    tn_audit(t, principal ? principal : "", spec->tenant, action, object,
+             "refused", request_id ? request_id : "", err->msg);
+  }
+  return rc;
+}
+
+/* ---- the scheduler's audit entries
+ * --------------------------------------------------- */
+
+void tw_tenancy_sched_audit(struct tw_tenancy *t, const char *job_id,
+                            const char *tenant, const char *action,
+                            const char *outcome, const char *detail) {
+  tn_audit(t, "sched", tenant, action, job_id, outcome, "", detail);
+}
+
+void tw_tenancy_audit_launch(struct tw_tenancy *t, const struct tw_job_rec *job,
+                             int attempt, const struct tw_offer *o,
+                             enum tw_rc rc, const char *msg,
+                             const char *explain) {
+  char detail[900], price[32];
+  tn_fmt_usd(o->price_uusd_per_hour, price, sizeof price);
+  if (rc == TW_OK)
+    snprintf(detail, sizeof detail, "attempt %d on %s at %s/h: %s", attempt,
+             o->id, price, explain ? explain : "");
+  else
+    snprintf(detail, sizeof detail,
+             "attempt %d on %s refused (%s): %s; moving on", attempt, o->id,
+             tw_rc_str(rc), msg ? msg : "");
+  tn_audit(t, "sched", job->tenant,
+           rc == TW_OK ? "sched.place" : "sched.fallback", job->id,
+           rc == TW_OK ? "ok" : "refused", "", detail);
+}
+
+/* ---- maintenance
+ * ----------------------------------------------------------------------- */
+
+static void webhook(struct tw_tenancy *t, const struct tw_budget_status *s,
+                    int pct) {
+  const struct tw_budget *b = &s->budget;
+  struct tw_buf body;
+  tw_buf_init(&body);
+  tw_buf_adds(&body, "{\"event\":\"budget.threshold\",\"tenant\":");
+  tw_buf_json_str(&body, b->tenant);
+  tw_buf_adds(&body, ",\"project\":");
+  tw_buf_json_str(&body, b->project);
+  tw_buf_printf(
+      &body,
+      ",\"period\":\"%s\",\"threshold_pct\":%d,\"limit_uusd\":%" PRId64
+      ",\"spent_uusd\":%" PRId64 ",\"committed_uusd\":%" PRId64
+      ",\"forecast_uusd\":%" PRId64 "}",
+      tw_budget_period_str(b->period), pct, b->limit_uusd, s->spent_uusd,
+      s->committed_uusd, s->forecast_uusd);
+  struct tw_err err = {0};
+  pthread_mutex_lock(&t->mu);
+  if (!t->http) {
+    struct tw_http_opts ho = {
+        .max_attempts = 2, .clock = t->clock, .user_agent = "tradewind-budget"};
+    tw_http_new(&ho, &t->http, &err);
+  }
+  struct tw_http *h = t->http;
+  pthread_mutex_unlock(&t->mu);
+  if (h) {
+    struct tw_http_header hdr = {"Content-Type", "application/json"};
+    struct tw_http_request req = {.method = "POST",
+                                  .url = b->webhook,
+                                  .headers = &hdr,
+                                  .n_headers = 1,
+                                  .body = body.data,
+                                  .body_len = body.len,
+                                  .timeout_ms = (long)t->webhook_timeout_ms,
+                                  .max_body_bytes = 65536};
+    struct tw_http_response resp;
+    tw_http_response_init(&resp);
+    if (tw_http_do(h, &req, &resp, &err) || resp.status / 100 != 2)
+      tw_log_warn("tenancy", "tenant=%s budget webhook failed: %s (status %ld)",
+                  b->tenant, err.msg, resp.status);
+    tw_http_response_release(&resp);
+  }
+  tw_buf_release(&body);
+}
+
+struct alert_arg {
+  const struct tw_budget_status *s;
+  int pct;
+  int64_t now;
+};
+
+static enum tw_rc op_alert(struct tw_store *s, sqlite3 *db, void *varg,
+                           struct tw_err *err) {
+  struct alert_arg *a = varg;
+  const struct tw_budget *b = &a->s->budget;
+  sqlite3_stmt *st = tn_prepare(db, SQL_ALERT_PUT, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, b->tenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, b->project, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 3, a->s->period_start_ms);
+  sqlite3_bind_int(st, 4, a->pct);
+  sqlite3_bind_int64(st, 5, a->now);
+  sqlite3_bind_int64(st, 6, a->s->spent_uusd);
+  int r = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (r != SQLITE_DONE)
+    return tn_db_err(db, err, "alert insert");
+  char detail[300], lim[32], sp[32];
+  tn_fmt_usd(b->limit_uusd, lim, sizeof lim);
+  tn_fmt_usd(a->s->spent_uusd, sp, sizeof sp);
+  snprintf(detail, sizeof detail,
+           "%d%% of the %s budget reached: spent %s of %s", a->pct,
+           tw_budget_period_str(b->period), sp, lim);
+  char object[140];
+  snprintf(object, sizeof object, "budget/%s%s%s", b->tenant,
+           b->project[0] ? "/" : "", b->project);
+  struct tw_audit_event ev = {.principal = "tradewindd",
+                              .tenant = b->tenant,
+                              .action = "budget.alert",
+                              .object = object,
+                              .outcome = "ok",
+                              .detail = detail};
+  return tw_audit_append_in(s, db, &ev, a->now, NULL, err);
+}
+
+static int newest_first(const void *x, const void *y) {
+  const struct live_job *a = x, *b = y;
+  if (a->created_ms != b->created_ms)
+    return a->created_ms > b->created_ms ? -1 : 1;
+  return strcmp(b->id, a->id);
+}
+
+static int enforce(struct tw_tenancy *t, const struct tw_budget *b) {
+  struct tw_budget_status s;
+  struct live_job *jobs = NULL;
+  size_t n = 0;
+  struct tw_err err = {0};
+  int stopped = 0;
+  if (status_of(t, b, &s, &jobs, &n, &err)) {
+    tw_log_warn("tenancy", "tenant=%s budget status failed: %s", b->tenant,
+                err.msg);
+    return 0;
+  }
+  int64_t now = tw_clock_now_ms(t->clock);
+  /* thresholds: of actual spend, once each per period */
+  if (b->limit_uusd > 0)
+    for (size_t i = 0; i < b->n_thresholds; i++) {
+      int pct = b->thresholds_pct[i];
+      if (pct <= s.alerted_pct ||
+          (__int128)s.spent_uusd * 100 < (__int128)b->limit_uusd * pct)
+        continue;
+      struct alert_arg a = {.s = &s, .pct = pct, .now = now};
+      if (tw_store_write(t->store, op_alert, &a, &err)) {
+        tw_log_warn("tenancy", "tenant=%s budget alert not stored: %s",
+                    b->tenant, err.msg);
+        break;
+      }
+      char sp[32], lim[32];
+      tn_fmt_usd(s.spent_uusd, sp, sizeof sp);
+      tn_fmt_usd(b->limit_uusd, lim, sizeof lim);
+      tw_log_warn("tenancy",
+                  "tenant=%s project=%s budget at %d%%: spent %s of %s",
+                  b->tenant, b->project[0] ? b->project : "*", pct, sp, lim);
+      s.alerted_pct = pct;
+      if (b->webhook[0])
+        webhook(t, &s, pct);
+    }
+  if (b->hard && b->stop_running &&
+      s.spent_uusd + s.committed_uusd >= b->limit_uusd) {
+    qsort(jobs, n, sizeof *jobs, newest_first);
+    int64_t total = s.spent_uusd + s.committed_uusd;
+    for (size_t i = 0; i < n && total >= b->limit_uusd; i++) {
+      char reason[300], lim[32], sp[32], co[32];
+      tn_fmt_usd(b->limit_uusd, lim, sizeof lim);
+      tn_fmt_usd(s.spent_uusd, sp, sizeof sp);
+      tn_fmt_usd(total - s.spent_uusd, co, sizeof co);
+      snprintf(
+          reason, sizeof reason,
+          "stopped: hard %s budget of %s%s%s reached: spent %s + committed %s "
+          ">= limit %s",
+          tw_budget_period_str(b->period), b->tenant, b->project[0] ? "/" : "",
+          b->project, sp, co, lim);
+      struct tw_job_transition tr = {
+          .id = jobs[i].id, .to = TW_JOB_CANCELLED, .reason = reason};
+      tw_err_clear(&err);
+      if (tw_store_job_transition(t->store, &tr, NULL, &err)) {
+        tw_log_warn("tenancy", "job=%s not stopped: %s", jobs[i].id, err.msg);
+        continue;
+      }
+      total -= jobs[i].remaining_uusd;
+      stopped++;
+      tw_log_warn("tenancy", "job=%s tenant=%s %s", jobs[i].id, b->tenant,
+                  reason);
+      tn_audit(t, "tradewindd", b->tenant, "budget.stop", jobs[i].id, "ok", "",
+               reason);
+    }
+  }
+  free(jobs);
+  return stopped;
+}
+
+int tw_tenancy_tick(struct tw_tenancy *t) {
+  struct tw_budget *bs = NULL;
+  size_t n = 0;
+  struct tw_err err = {0};
+  if (tw_tenancy_budget_list(t, NULL, &bs, &n, &err)) {
+    tw_log_warn("tenancy", "budgets not checked: %s", err.msg);
+    return 0;
+  }
+  int stopped = 0;
+  for (size_t i = 0; i < n; i++)
+    stopped += enforce(t, &bs[i]);
+  free(bs);
+  return stopped;
+}

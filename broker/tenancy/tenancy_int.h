@@ -1,0 +1,125 @@
+/* tenancy_int.h - what the files of the tenancy module share and nobody
+ * else: the struct, the usage ledger of a placement phase, and small SQL
+ * helpers. */
+#ifndef TW_BROKER_TENANCY_INT_H
+#define TW_BROKER_TENANCY_INT_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "broker/tenancy/audit.h"
+#include "broker/base/model.h"
+#include "broker/tenancy/tenancy.h"
+
+struct tw_http;
+
+/* What one tenant's live attempts hold, rebuilt at each placement phase. */
+struct tn_usage {
+  char tenant[TW_NAME_MAX];
+  int64_t vcpus, spot_vcpus, jobs;
+  struct {
+    char accel[32]; /* the offers' normalized names: "A100-80GB" */
+    int64_t n;
+  } gpus[TW_QUOTA_GPU_TYPES];
+  size_t n_gpus;
+};
+
+/* One reservation: the share of a job's live attempt. */
+struct tn_resv {
+  char job_id[40];
+  char tenant[TW_NAME_MAX];
+  char accel[32];
+  int64_t vcpus, gpus;
+  bool spot;
+  int64_t at_ms;
+  /* the live attempt holding it, filled at place_begin */
+  int64_t attempt_id;                /* 0 when not live */
+  char instance_id[TW_MODEL_ID_MAX]; /* "" while launching */
+  char provider[TW_MODEL_NAME_MAX];  /* account */
+};
+
+/* The last reason a job waited for, so it is noted and audited once. */
+struct tn_held {
+  char job_id[40];
+  char reason[400];
+};
+
+struct tw_tenancy {
+  struct tw_store *store;
+  struct tw_clock *clock;
+  struct tw_audit *audit;
+  struct tw_provider **providers;
+  size_t n_providers;
+  int64_t webhook_timeout_ms;
+
+  pthread_mutex_t mu; /* offers, http */
+  struct tw_offer *offers;
+  size_t n_offers;
+  struct tw_http *http; /* webhooks; made on first use */
+
+  /* placement phase: scheduler thread only */
+  struct tn_resv *resv;
+  size_t n_resv, cap_resv;
+  struct tw_quota *quotas; /* every tenant's, loaded at place_begin */
+  size_t n_quotas;
+  struct tn_held held[64];
+  size_t n_held;
+
+  /* Quotas and budgets change rarely and are read at every submission:
+   * a copy of all of them, reloaded when a write of this process bumped
+   * gen (the daemon is their only writer). */
+  pthread_mutex_t cmu;
+  uint64_t gen, loaded_gen; /* gen: atomic */
+  struct tw_quota *cq;
+  size_t n_cq;
+  struct tw_budget *cb;
+  size_t n_cb;
+
+  /* maintenance thread */
+  pthread_t thread;
+  bool started, stopping;
+  pthread_mutex_t tmu;
+  pthread_cond_t tcv;
+  int64_t interval_ms;
+};
+
+/* A statement prepared for this call only (finalize it): rarely used
+ * statements stay out of the store's per-connection cache, which is
+ * shared with every module and small. */
+sqlite3_stmt *tn_prepare(sqlite3 *db, const char *sql, struct tw_err *err);
+enum tw_rc tn_db_err(sqlite3 *db, struct tw_err *err, const char *what);
+void tn_col(sqlite3_stmt *st, int i, char *out, size_t outsz);
+void tn_audit(struct tw_tenancy *t, const char *principal, const char *tenant,
+              const char *action, const char *object, const char *outcome,
+              const char *request_id, const char *detail);
+
+/* The cache: tn_cache_changed() after every write to tenants, quotas or
+ * budgets; the lookups copy under the lock.  false: not configured. */
+void tn_cache_changed(struct tw_tenancy *t);
+bool tn_cache_quota(struct tw_tenancy *t, const char *tenant,
+                    struct tw_quota *out);
+/* The budgets of tenant that apply to project (tenant-wide and the
+ * project's), at most 2, into out; returns how many. */
+size_t tn_cache_budgets(struct tw_tenancy *t, const char *tenant,
+                        const char *project, struct tw_budget out[2]);
+enum tw_rc tn_load_all_budgets(struct tw_tenancy *t, struct tw_budget **out,
+                               size_t *n, struct tw_err *err);
+enum tw_rc tn_load_all_quotas(struct tw_tenancy *t, struct tw_quota **out,
+                              size_t *n, struct tw_err *err);
+
+/* tenancy_budget.c: the period [start, end) holding now. */
+void tn_period(enum tw_budget_period p, int64_t now_ms, int64_t *start,
+               int64_t *end);
+/* Projected compute cost of spec over the offers seen (see tenancy.h). */
+int64_t tn_project_cost(struct tw_tenancy *t, const struct tw_job_spec *spec,
+                        char *how, size_t howsz);
+/* Hard-budget admission (tenancy_budget.c) and quota admission
+ * (tenancy_quota.c); both TW_E_QUOTA with field and numbers. */
+enum tw_rc tn_budget_admit(struct tw_tenancy *t, const struct tw_job_spec *spec,
+                           int64_t projected, struct tw_err *err);
+enum tw_rc tn_quota_admit(struct tw_tenancy *t, const struct tw_job_spec *spec,
+                          struct tw_err *err);
+/* Micro-USD as "$1.234567" trimmed to cents at least. */
+void tn_fmt_usd(int64_t uusd, char *out, size_t outsz);
+
+#endif

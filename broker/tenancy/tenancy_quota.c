@@ -1,0 +1,830 @@
+/* tenancy_quota.c - quotas: storage, admission, and the placement filter
+ * with cohort borrowing and reclaim (see tenancy.h).
+ *
+ * What a tenant holds is the sum of its reservations, one per job with a
+ * live attempt: the offer's vCPUs and accelerators times the job's nodes,
+ * and whether it is on spot.  A reservation is written right before the
+ * attempt is opened and dropped at the first placement phase that finds
+ * the job without a live attempt, so an attempt that ends (completed,
+ * interrupted, cancelled, failed, preempted) gives its share back without
+ * anybody having to remember to, and a crash loses nothing.
+ *
+ * Cohorts, after Kueue: a cohort's capacity in a resource is the sum of
+ * its members' limits.  A member may go above its own limit, up to limit
+ * + borrow, while the cohort as a whole stays within its capacity.  A
+ * member asking for no more than its own limit is always entitled to it:
+ * when the cohort is full because others borrowed, the borrowers' newest
+ * attempts are preempted until it fits. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/core/job.h"
+#include "broker/base/log.h"
+#include "broker/core/spec.h"
+#include "broker/core/store.h"
+#include "broker/tenancy/tenancy_int.h"
+#include "policies/place/place.h"
+#include "providers/provider.h"
+
+static const char SQL_TENANT_ROW[] =
+    "SELECT name, cohort, spot_share_pct, quota_version FROM tenancy_tenants"
+    " WHERE (?1 IS NULL OR name = ?1) ORDER BY name";
+static const char SQL_QUOTA_ROWS[] =
+    "SELECT tenant, resource, lim, borrow FROM tenancy_quota"
+    " WHERE (?1 IS NULL OR tenant = ?1) ORDER BY tenant, resource";
+static const char SQL_QUOTA_DELETE[] =
+    "DELETE FROM tenancy_quota WHERE tenant = ?1";
+static const char SQL_QUOTA_INSERT[] =
+    "INSERT INTO tenancy_quota (tenant, resource, lim, borrow) VALUES (?1, ?2, "
+    "?3, ?4)";
+static const char SQL_TENANT_QUOTA_SET[] =
+    "UPDATE tenancy_tenants SET cohort = ?2, spot_share_pct = ?3,"
+    " quota_version = quota_version + 1 WHERE name = ?1";
+static const char SQL_RESV_ALL[] = "SELECT job_id, tenant, vcpus, accel, gpus, "
+                                   "spot, at_ms FROM tenancy_reservations";
+static const char SQL_RESV_PUT[] =
+    "INSERT OR REPLACE INTO tenancy_reservations (job_id, tenant, offer_id, "
+    "vcpus,"
+    " accel, gpus, spot, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+static const char SQL_RESV_DELETE[] =
+    "DELETE FROM tenancy_reservations WHERE job_id = ?1";
+
+void tw_quota_init(struct tw_quota *q) {
+  memset(q, 0, sizeof *q);
+  q->vcpus.limit = -1;
+  q->jobs.limit = -1;
+  q->spot_share_pct = 100;
+}
+
+/* ---- storage --------------------------------------------------------------
+ */
+
+struct quota_arg {
+  const char *tenant; /* NULL: all */
+  struct tw_quota *items;
+  size_t n, cap;
+  /* set */
+  const struct tw_quota *q;
+  int64_t if_version;
+};
+
+static struct tw_quota *find_q(struct tw_quota *qs, size_t n,
+                               const char *tenant) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(qs[i].tenant, tenant))
+      return &qs[i];
+  return NULL;
+}
+
+static enum tw_rc load_quotas(sqlite3 *db, struct quota_arg *a,
+                              struct tw_err *err) {
+  sqlite3_stmt *st = tn_prepare(db, SQL_TENANT_ROW, err);
+  if (!st)
+    return TW_E_IO;
+  if (a->tenant)
+    sqlite3_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
+  else
+    sqlite3_bind_null(st, 1);
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (a->n == a->cap) {
+      a->cap = a->cap ? 2 * a->cap : 8;
+      a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
+    }
+    struct tw_quota *q = &a->items[a->n++];
+    tw_quota_init(q);
+    tn_col(st, 0, q->tenant, sizeof q->tenant);
+    tn_col(st, 1, q->cohort, sizeof q->cohort);
+    q->spot_share_pct = sqlite3_column_int(st, 2);
+    q->version = sqlite3_column_int64(st, 3);
+  }
+  sqlite3_finalize(st);
+  if (r != SQLITE_DONE)
+    return tn_db_err(db, err, "tenant quota");
+  if (!(st = tn_prepare(db, SQL_QUOTA_ROWS, err)))
+    return TW_E_IO;
+  if (a->tenant)
+    sqlite3_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
+  else
+    sqlite3_bind_null(st, 1);
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    char tenant[TW_NAME_MAX], res[48];
+    tn_col(st, 0, tenant, sizeof tenant);
+    tn_col(st, 1, res, sizeof res);
+    struct tw_quota *q = find_q(a->items, a->n, tenant);
+    if (!q)
+      continue;
+    struct tw_quota_limit l = {sqlite3_column_int64(st, 2),
+                               sqlite3_column_int64(st, 3)};
+    if (!strcmp(res, "vcpus"))
+      q->vcpus = l;
+    else if (!strcmp(res, "jobs"))
+      q->jobs = l;
+    else if (!strncmp(res, "gpu:", 4) && q->n_gpus < TW_QUOTA_GPU_TYPES) {
+      struct tw_quota_gpu *g = &q->gpus[q->n_gpus++];
+      snprintf(g->name, sizeof g->name, "%.31s", res + 4);
+      g->q = l;
+    }
+  }
+  sqlite3_finalize(st);
+  return r == SQLITE_DONE ? TW_OK : tn_db_err(db, err, "quota rows");
+}
+
+static enum tw_rc op_quota_load(struct tw_store *s, sqlite3 *db, void *varg,
+                                struct tw_err *err) {
+  (void)s;
+  return load_quotas(db, varg, err);
+}
+
+enum tw_rc tn_load_all_quotas(struct tw_tenancy *t, struct tw_quota **out,
+                              size_t *n, struct tw_err *err) {
+  struct quota_arg a = {0};
+  enum tw_rc rc = tw_store_read(t->store, op_quota_load, &a, err);
+  if (rc) {
+    free(a.items);
+    return rc;
+  }
+  *out = a.items;
+  *n = a.n;
+  return TW_OK;
+}
+
+enum tw_rc tw_tenancy_quota_get(struct tw_tenancy *t, const char *tenant,
+                                struct tw_quota *out, struct tw_err *err) {
+  struct quota_arg a = {.tenant = tenant};
+  enum tw_rc rc = tw_store_read(t->store, op_quota_load, &a, err);
+  if (rc == TW_OK && a.n == 0)
+    rc = tw_err_set(err, TW_E_NOTFOUND, "tenant %s not found", tenant);
+  if (rc == TW_OK)
+    *out = a.items[0];
+  free(a.items);
+  return rc;
+}
+
+static enum tw_rc check_limit(const char *name, const struct tw_quota_limit *l,
+                              struct tw_err *err) {
+  if (l->limit < -1 || l->limit > 100000000)
+    return tw_err_field(err, TW_E_INVALID, name,
+                        "%s: limit must be 0 to 100000000 (or absent for "
+                        "unlimited), got %" PRId64,
+                        name, l->limit);
+  if (l->borrow < 0 || l->borrow > 100000000)
+    return tw_err_field(err, TW_E_INVALID, name,
+                        "%s: borrow must be 0 to 100000000, got %" PRId64, name,
+                        l->borrow);
+  return TW_OK;
+}
+
+static enum tw_rc check_quota(const struct tw_quota *q, struct tw_err *err) {
+  enum tw_rc rc;
+  if ((rc = check_limit("vcpus", &q->vcpus, err)) ||
+      (rc = check_limit("jobs", &q->jobs, err)))
+    return rc;
+  if (q->n_gpus > TW_QUOTA_GPU_TYPES)
+    return tw_err_field(err, TW_E_INVALID, "gpus", "gpus: at most %d types",
+                        TW_QUOTA_GPU_TYPES);
+  for (size_t i = 0; i < q->n_gpus; i++) {
+    const char *n = q->gpus[i].name;
+    char path[64];
+    snprintf(path, sizeof path, "gpus.%s", n);
+    if (strcmp(n, "*") && !tw_tenancy_name_ok(n))
+      return tw_err_field(
+          err, TW_E_INVALID, "gpus",
+          "gpus: \"%s\" is not an accelerator name (or \"*\" for all)", n);
+    for (size_t k = 0; k < i; k++)
+      if (!strcasecmp(q->gpus[k].name, n))
+        return tw_err_field(err, TW_E_INVALID, path, "%s: given twice", path);
+    if ((rc = check_limit(path, &q->gpus[i].q, err)))
+      return rc;
+  }
+  if (q->spot_share_pct < 0 || q->spot_share_pct > 100)
+    return tw_err_field(err, TW_E_INVALID, "spot_share_pct",
+                        "spot_share_pct: expected 0 to 100, got %d",
+                        q->spot_share_pct);
+  if (q->cohort[0] && !tw_tenancy_name_ok(q->cohort))
+    return tw_err_field(err, TW_E_INVALID, "cohort",
+                        "cohort: expected 1 to 63 of [A-Za-z0-9._-]");
+  return TW_OK;
+}
+
+static enum tw_rc put_row(sqlite3 *db, sqlite3_stmt *st, const char *tenant,
+                          const char *res, const struct tw_quota_limit *l,
+                          struct tw_err *err) {
+  if (l->limit < 0)
+    return TW_OK; /* unlimited: no row */
+  sqlite3_reset(st);
+  sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, res, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st, 3, l->limit);
+  sqlite3_bind_int64(st, 4, l->borrow);
+  return sqlite3_step(st) == SQLITE_DONE ? TW_OK
+                                         : tn_db_err(db, err, "quota insert");
+}
+
+static enum tw_rc op_quota_set(struct tw_store *s, sqlite3 *db, void *varg,
+                               struct tw_err *err) {
+  (void)s;
+  struct quota_arg *a = varg;
+  enum tw_rc rc = load_quotas(db, a, err);
+  if (rc)
+    return rc;
+  if (a->n == 0)
+    return tw_err_set(err, TW_E_NOTFOUND, "tenant %s not found", a->tenant);
+  if (a->if_version > 0 && a->if_version != a->items[0].version)
+    return tw_err_set(err, TW_E_CONFLICT,
+                      "the quota of %s changed meanwhile (now version %" PRId64
+                      ", If-Match named %" PRId64 "): read it again",
+                      a->tenant, a->items[0].version, a->if_version);
+  sqlite3_stmt *st = tn_prepare(db, SQL_QUOTA_DELETE, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
+  int r = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (r != SQLITE_DONE)
+    return tn_db_err(db, err, "quota delete");
+  if (!(st = tn_prepare(db, SQL_QUOTA_INSERT, err)))
+    return TW_E_IO;
+  const struct tw_quota *q = a->q;
+  rc = put_row(db, st, a->tenant, "vcpus", &q->vcpus, err);
+  if (!rc)
+    rc = put_row(db, st, a->tenant, "jobs", &q->jobs, err);
+  for (size_t i = 0; !rc && i < q->n_gpus; i++) {
+    char res[48];
+    snprintf(res, sizeof res, "gpu:%s", q->gpus[i].name);
+    rc = put_row(db, st, a->tenant, res, &q->gpus[i].q, err);
+  }
+  sqlite3_finalize(st);
+  if (rc)
+    return rc;
+  if (!(st = tn_prepare(db, SQL_TENANT_QUOTA_SET, err)))
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, q->cohort, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 3, q->spot_share_pct);
+  r = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (r != SQLITE_DONE)
+    return tn_db_err(db, err, "tenant quota update");
+  a->n = 0;
+  return load_quotas(db, a, err);
+}
+
+enum tw_rc tw_tenancy_quota_set(struct tw_tenancy *t, const char *tenant,
+                                const struct tw_quota *q, int64_t if_version,
+                                struct tw_quota *out, struct tw_err *err) {
+  enum tw_rc rc = check_quota(q, err);
+  if (rc)
+    return rc;
+  struct quota_arg a = {.tenant = tenant, .q = q, .if_version = if_version};
+  rc = tw_store_write(t->store, op_quota_set, &a, err);
+  if (rc == TW_OK)
+    tn_cache_changed(t);
+  if (rc == TW_OK && a.n == 1 && out)
+    *out = a.items[0];
+  free(a.items);
+  if (rc == TW_OK)
+    tw_log_info("tenancy", "tenant=%s quota set", tenant);
+  return rc;
+}
+
+/* ---- admission -------------------------------------------------------------
+ */
+
+static void fmt_limit(const struct tw_quota_limit *l, bool cohort, char *out,
+                      size_t outsz) {
+  if (cohort && l->borrow)
+    snprintf(out, outsz, "%" PRId64 " (+%" PRId64 " borrowable)", l->limit,
+             l->borrow);
+  else
+    snprintf(out, outsz, "%" PRId64, l->limit);
+}
+
+enum tw_rc tn_quota_admit(struct tw_tenancy *t, const struct tw_job_spec *spec,
+                          struct tw_err *err) {
+  struct tw_quota q;
+  if (!tn_cache_quota(t, spec->tenant, &q))
+    return TW_OK; /* a tenant nobody configured has no quota */
+  bool cohort = q.cohort[0] != '\0';
+  int nodes = spec->nodes > 0 ? spec->nodes : 1;
+  char lim[64];
+  if (q.jobs.limit == 0)
+    return tw_err_field(err, TW_E_QUOTA, "quota.jobs",
+                        "quota jobs of tenant %s: the limit is 0 jobs at once",
+                        q.tenant);
+  if (spec->cpus > 0 && q.vcpus.limit >= 0) {
+    int64_t need = (int64_t)spec->cpus * nodes;
+    int64_t most = q.vcpus.limit + (cohort ? q.vcpus.borrow : 0);
+    if (need > most) {
+      fmt_limit(&q.vcpus, cohort, lim, sizeof lim);
+      return tw_err_field(err, TW_E_QUOTA, "quota.vcpus",
+                          "quota vcpus of tenant %s: the job needs %" PRId64
+                          " vCPUs (%d node%s x %d), the limit is %s",
+                          q.tenant, need, nodes, nodes > 1 ? "s" : "",
+                          spec->cpus, lim);
+    }
+  }
+  if (spec->accel_name && spec->accel_count > 0)
+    for (size_t i = 0; i < q.n_gpus; i++) {
+      const struct tw_quota_gpu *g = &q.gpus[i];
+      if (g->q.limit < 0 || (strcmp(g->name, "*") &&
+                             !tw_accel_matches(g->name, spec->accel_name)))
+        continue;
+      int64_t need = (int64_t)spec->accel_count * nodes;
+      int64_t most = g->q.limit + (cohort ? g->q.borrow : 0);
+      if (need > most) {
+        char field[64];
+        snprintf(field, sizeof field, "quota.gpus.%s", g->name);
+        fmt_limit(&g->q, cohort, lim, sizeof lim);
+        return tw_err_field(err, TW_E_QUOTA, field,
+                            "quota gpus.%s of tenant %s: the job needs %" PRId64
+                            " %s (%d node%s x %d), the limit is %s",
+                            g->name, q.tenant, need, spec->accel_name, nodes,
+                            nodes > 1 ? "s" : "", spec->accel_count, lim);
+      }
+    }
+  if (spec->market == TW_MARKET_SPOT && q.spot_share_pct == 0)
+    return tw_err_field(
+        err, TW_E_QUOTA, "quota.spot_share_pct",
+        "quota spot_share_pct of tenant %s is 0%%: the job asks "
+        "for spot only",
+        q.tenant);
+  return TW_OK;
+}
+
+/* ---- placement
+ * ---------------------------------------------------------------- */
+
+struct resv_load {
+  struct tn_resv *items;
+  size_t n, cap;
+  struct quota_arg q;
+};
+
+static enum tw_rc op_resv_load(struct tw_store *s, sqlite3 *db, void *varg,
+                               struct tw_err *err) {
+  (void)s;
+  struct resv_load *a = varg;
+  sqlite3_stmt *st = tn_prepare(db, SQL_RESV_ALL, err);
+  if (!st)
+    return TW_E_IO;
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (a->n == a->cap) {
+      a->cap = a->cap ? 2 * a->cap : 16;
+      a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
+    }
+    struct tn_resv *v = &a->items[a->n++];
+    memset(v, 0, sizeof *v);
+    tn_col(st, 0, v->job_id, sizeof v->job_id);
+    tn_col(st, 1, v->tenant, sizeof v->tenant);
+    v->vcpus = sqlite3_column_int64(st, 2);
+    tn_col(st, 3, v->accel, sizeof v->accel);
+    v->gpus = sqlite3_column_int64(st, 4);
+    v->spot = sqlite3_column_int(st, 5) != 0;
+    v->at_ms = sqlite3_column_int64(st, 6);
+  }
+  sqlite3_finalize(st);
+  if (r != SQLITE_DONE)
+    return tn_db_err(db, err, "reservations");
+  return load_quotas(db, &a->q, err);
+}
+
+static enum tw_rc op_resv_delete(struct tw_store *s, sqlite3 *db, void *varg,
+                                 struct tw_err *err) {
+  (void)s;
+  sqlite3_stmt *st = tn_prepare(db, SQL_RESV_DELETE, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, varg, -1, SQLITE_STATIC);
+  int r = sqlite3_step(st);
+  sqlite3_finalize(st);
+  return r == SQLITE_DONE ? TW_OK : tn_db_err(db, err, "reservation delete");
+}
+
+static void resv_drop(struct tw_tenancy *t, size_t i) {
+  struct tw_err err = {0};
+  if (tw_store_write(t->store, op_resv_delete, t->resv[i].job_id, &err))
+    tw_log_warn("tenancy", "job=%s reservation not dropped: %s",
+                t->resv[i].job_id, err.msg);
+  t->resv[i] = t->resv[--t->n_resv];
+}
+
+void tw_tenancy_place_begin(struct tw_tenancy *t) {
+  struct resv_load a = {0};
+  struct tw_err err = {0};
+  struct tw_attempt_rec *live = NULL;
+  size_t n_live = 0;
+  if (tw_store_read(t->store, op_resv_load, &a, &err) ||
+      tw_store_attempts_live(t->store, &live, &n_live, &err)) {
+    /* keep the previous phase's view rather than forget every holding */
+    tw_log_warn("tenancy", "placement phase without fresh usage: %s", err.msg);
+    free(a.items);
+    free(a.q.items);
+    free(live);
+    return;
+  }
+  free(t->resv);
+  t->resv = a.items;
+  t->n_resv = a.n;
+  t->cap_resv = a.cap;
+  free(t->quotas);
+  t->quotas = a.q.items;
+  t->n_quotas = a.q.n;
+  for (size_t i = 0; i < t->n_resv;) {
+    struct tn_resv *v = &t->resv[i];
+    const struct tw_attempt_rec *at = NULL;
+    for (size_t k = 0; k < n_live && !at; k++)
+      if (!strcmp(live[k].job_id, v->job_id))
+        at = &live[k];
+    if (!at) {
+      resv_drop(t, i); /* its attempt ended: the share is given back */
+      continue;
+    }
+    v->attempt_id = at->id;
+    snprintf(v->instance_id, sizeof v->instance_id, "%s", at->instance_id);
+    snprintf(v->provider, sizeof v->provider, "%s", at->provider);
+    i++;
+  }
+  free(live);
+}
+
+/* One resource a placement needs. */
+struct dim {
+  char name[48]; /* "vcpus", "jobs", "gpus.A100" */
+  int kind;      /* 0 vcpus, 1 jobs, 2 gpus */
+  char gpu[32];  /* kind 2: the quota's accelerator name */
+  int64_t need;
+};
+
+static bool gpu_covers(const char *quota_name, const char *accel) {
+  return accel[0] &&
+         (!strcmp(quota_name, "*") || tw_accel_matches(quota_name, accel));
+}
+
+static int64_t held_by(const struct tn_resv *v, const struct dim *d) {
+  switch (d->kind) {
+  case 0:
+    return v->vcpus;
+  case 1:
+    return 1;
+  default:
+    return gpu_covers(d->gpu, v->accel) ? v->gpus : 0;
+  }
+}
+
+/* What tenant holds in d, leaving out job skip (a job placed again after
+ * an interruption must not count against itself). */
+static int64_t used(struct tw_tenancy *t, const char *tenant,
+                    const struct dim *d, const char *skip) {
+  int64_t u = 0;
+  for (size_t i = 0; i < t->n_resv; i++)
+    if (!strcmp(t->resv[i].tenant, tenant) &&
+        (!skip || strcmp(t->resv[i].job_id, skip)))
+      u += held_by(&t->resv[i], d);
+  return u;
+}
+
+static const struct tw_quota_limit *limit_of(const struct tw_quota *q,
+                                             const struct dim *d) {
+  if (d->kind == 0)
+    return &q->vcpus;
+  if (d->kind == 1)
+    return &q->jobs;
+  for (size_t i = 0; i < q->n_gpus; i++)
+    if (!strcmp(q->gpus[i].name, d->gpu))
+      return &q->gpus[i].q;
+  return NULL;
+}
+
+/* The cohort's capacity and usage in d; false when a member is unlimited
+ * in it (then the cohort is too). */
+static bool cohort_totals(struct tw_tenancy *t, const char *cohort,
+                          const struct dim *d, const char *skip, int64_t *cap,
+                          int64_t *use) {
+  *cap = *use = 0;
+  for (size_t i = 0; i < t->n_quotas; i++) {
+    const struct tw_quota *m = &t->quotas[i];
+    if (strcmp(m->cohort, cohort))
+      continue;
+    const struct tw_quota_limit *l = limit_of(m, d);
+    if (!l || l->limit < 0)
+      return false;
+    *cap += l->limit;
+    *use += used(t, m->tenant, d, skip);
+  }
+  return true;
+}
+
+enum fit { FIT_OK, FIT_RECLAIM, FIT_NO };
+
+/* Does need fit for tenant q?  why receives the reason when it does not;
+ * FIT_RECLAIM when it fits in the tenant's own limit but the cohort is
+ * full because members borrowed. */
+static enum fit fit_dim(struct tw_tenancy *t, const struct tw_quota *q,
+                        const struct dim *d, const char *skip, char *why,
+                        size_t whysz) {
+  const struct tw_quota_limit *l = limit_of(q, d);
+  if (!l || l->limit < 0 || d->need == 0)
+    return FIT_OK;
+  int64_t u = used(t, q->tenant, d, skip);
+  bool cohort = q->cohort[0] != '\0';
+  int64_t cap = 0, cuse = 0;
+  bool bounded = cohort && cohort_totals(t, q->cohort, d, skip, &cap, &cuse);
+  if (u + d->need <= l->limit) {
+    if (bounded && cuse + d->need > cap)
+      return FIT_RECLAIM;
+    return FIT_OK;
+  }
+  if (cohort && u + d->need <= l->limit + l->borrow) {
+    if (!bounded || cuse + d->need <= cap)
+      return FIT_OK; /* borrowing */
+    snprintf(why, whysz,
+             "quota %.63s of tenant %.63s: using %" PRId64
+             ", job needs %" PRId64 ", limit %" PRId64
+             "; cohort %.63s has %" PRId64 " of %" PRId64
+             " in use, none idle to borrow",
+             d->name, q->tenant, u, d->need, l->limit, q->cohort, cuse, cap);
+    return FIT_NO;
+  }
+  snprintf(why, whysz,
+           "quota %.63s of tenant %.63s: using %" PRId64 ", job needs %" PRId64
+           ", limit %" PRId64 "%.63s",
+           d->name, q->tenant, u, d->need, l->limit,
+           cohort && l->borrow ? " plus what may be borrowed" : "");
+  return FIT_NO;
+}
+
+static size_t dims_of(const struct tw_quota *q, const struct tw_offer *o,
+                      int nodes, struct dim *d) {
+  size_t n = 0;
+  d[n] = (struct dim){
+      .name = "vcpus", .kind = 0, .need = (int64_t)o->vcpus * nodes};
+  n++;
+  d[n] = (struct dim){.name = "jobs", .kind = 1, .need = 1};
+  n++;
+  for (size_t i = 0; i < q->n_gpus; i++)
+    if (gpu_covers(q->gpus[i].name, o->accel_name)) {
+      d[n] = (struct dim){.kind = 2, .need = (int64_t)o->accel_count * nodes};
+      snprintf(d[n].name, sizeof d[n].name, "gpus.%s", q->gpus[i].name);
+      snprintf(d[n].gpu, sizeof d[n].gpu, "%s", q->gpus[i].name);
+      n++;
+    }
+  return n;
+}
+
+static enum fit fit_offer(struct tw_tenancy *t, const struct tw_quota *q,
+                          const struct tw_offer *o, int nodes, const char *skip,
+                          char *why, size_t whysz) {
+  struct dim d[2 + TW_QUOTA_GPU_TYPES];
+  size_t nd = dims_of(q, o, nodes, d);
+  enum fit worst = FIT_OK;
+  for (size_t i = 0; i < nd; i++) {
+    enum fit f = fit_dim(t, q, &d[i], skip, why, whysz);
+    if (f == FIT_NO)
+      return FIT_NO;
+    if (f == FIT_RECLAIM)
+      worst = FIT_RECLAIM;
+  }
+  if (o->market == TW_MARKET_SPOT && q->spot_share_pct < 100) {
+    struct dim v = {.kind = 0};
+    int64_t all = used(t, q->tenant, &v, skip), spot = 0;
+    for (size_t i = 0; i < t->n_resv; i++)
+      if (t->resv[i].spot && !strcmp(t->resv[i].tenant, q->tenant) &&
+          (!skip || strcmp(t->resv[i].job_id, skip)))
+        spot += t->resv[i].vcpus;
+    int64_t need = (int64_t)o->vcpus * nodes;
+    int64_t base = q->vcpus.limit >= 0 ? q->vcpus.limit : all + need;
+    int64_t allowed = base * q->spot_share_pct / 100;
+    if (spot + need > allowed) {
+      snprintf(why, whysz,
+               "quota spot_share_pct of tenant %.63s: %d%% of %" PRId64
+               " vCPUs allows %" PRId64 " on spot, %" PRId64
+               " are, job needs %" PRId64,
+               q->tenant, q->spot_share_pct, base, allowed, spot, need);
+      return FIT_NO;
+    }
+  }
+  return worst;
+}
+
+static struct tw_provider *provider_of(struct tw_tenancy *t,
+                                       const char *account) {
+  for (size_t i = 0; i < t->n_providers; i++)
+    if (!strcmp(tw_provider_account(t->providers[i]), account))
+      return t->providers[i];
+  return NULL;
+}
+
+/* Terminates reservation i's instance, ends its attempt as preempted and
+ * sends its job back to the queue.  The reservation goes with it. */
+static bool preempt(struct tw_tenancy *t, size_t i, const char *why) {
+  struct tn_resv v = t->resv[i];
+  struct tw_err err = {0};
+  struct tw_provider *p = provider_of(t, v.provider);
+  if (!p || !v.instance_id[0] || !v.attempt_id)
+    return false;
+  if (tw_provider_terminate(p, v.instance_id, &err) &&
+      err.rc != TW_E_NOTFOUND) {
+    tw_log_warn("tenancy", "job=%s instance=%s not preempted: %s", v.job_id,
+                v.instance_id, err.msg);
+    return false;
+  }
+  char reason[420];
+  snprintf(reason, sizeof reason, "preempted: %s", why);
+  struct tw_attempt_close c = {.attempt_id = v.attempt_id,
+                               .end_reason = "preempted",
+                               .job_to = TW_JOB_INTERRUPTED,
+                               .job_reason = reason};
+  tw_err_clear(&err);
+  if (tw_store_attempt_close(t->store, &c, &err))
+    tw_log_warn("tenancy", "job=%s preempted attempt not closed: %s", v.job_id,
+                err.msg);
+  struct tw_job_transition t1 = {.id = v.job_id,
+                                 .to = TW_JOB_RECOVERING,
+                                 .reason = "placing again after preemption"};
+  struct tw_job_transition t2 = {.id = v.job_id,
+                                 .to = TW_JOB_PENDING,
+                                 .reason =
+                                     "waiting for quota after preemption"};
+  if (tw_store_job_transition(t->store, &t1, NULL, &err) == TW_OK)
+    tw_store_job_transition(t->store, &t2, NULL, &err);
+  tw_log_info("tenancy", "job=%s tenant=%s instance=%s preempted: %s", v.job_id,
+              v.tenant, v.instance_id, why);
+  tn_audit(t, "sched", v.tenant, "quota.reclaim", v.job_id, "preempted", "",
+           reason);
+  resv_drop(t, i);
+  return true;
+}
+
+/* Preempts the newest reservations of cohort members above their own
+ * limit in the dimensions where the cohort lacks room for q's need. */
+static bool reclaim(struct tw_tenancy *t, const struct tw_quota *q,
+                    const struct tw_offer *o, int nodes, const char *skip) {
+  struct dim d[2 + TW_QUOTA_GPU_TYPES];
+  size_t nd = dims_of(q, o, nodes, d);
+  for (size_t k = 0; k < nd; k++) {
+    int64_t cap, cuse;
+    for (;;) {
+      if (!cohort_totals(t, q->cohort, &d[k], skip, &cap, &cuse) ||
+          cuse + d[k].need <= cap)
+        break;
+      /* the newest reservation of a member over its limit in d[k] */
+      ssize_t best = -1;
+      for (size_t i = 0; i < t->n_resv; i++) {
+        const struct tn_resv *v = &t->resv[i];
+        if (!strcmp(v->tenant, q->tenant) || held_by(v, &d[k]) == 0 ||
+            !v->instance_id[0])
+          continue;
+        const struct tw_quota *m = find_q(t->quotas, t->n_quotas, v->tenant);
+        const struct tw_quota_limit *l = m ? limit_of(m, &d[k]) : NULL;
+        if (!m || strcmp(m->cohort, q->cohort) || !l ||
+            used(t, v->tenant, &d[k], NULL) <= l->limit)
+          continue;
+        if (best < 0 || v->at_ms > t->resv[best].at_ms ||
+            (v->at_ms == t->resv[best].at_ms &&
+             strcmp(v->job_id, t->resv[best].job_id) > 0))
+          best = (ssize_t)i;
+      }
+      if (best < 0)
+        return false;
+      char why[400];
+      snprintf(
+          why, sizeof why,
+          "tenant %.63s reclaims its %.63s quota lent to %.63s in cohort %.63s",
+          q->tenant, d[k].name, t->resv[best].tenant, q->cohort);
+      if (!preempt(t, (size_t)best, why))
+        return false;
+    }
+  }
+  return true;
+}
+
+static void held(struct tw_tenancy *t, const struct tw_job_rec *job,
+                 const char *why) {
+  size_t i;
+  for (i = 0; i < t->n_held; i++)
+    if (!strcmp(t->held[i].job_id, job->id))
+      break;
+  if (i < t->n_held && !strcmp(t->held[i].reason, why))
+    return; /* said already */
+  if (i == t->n_held) {
+    if (t->n_held == sizeof t->held / sizeof t->held[0])
+      i = (size_t)(job->seq % (int64_t)t->n_held); /* forget one */
+    else
+      t->n_held++;
+  }
+  snprintf(t->held[i].job_id, sizeof t->held[i].job_id, "%s", job->id);
+  snprintf(t->held[i].reason, sizeof t->held[i].reason, "%s", why);
+  char note[440];
+  snprintf(note, sizeof note, "waiting for quota: %s", why);
+  struct tw_err err = {0};
+  tw_store_job_note(t->store, job->id, note, &err);
+  tn_audit(t, "sched", job->tenant, "quota.hold", job->id, "refused", "", why);
+}
+
+static void unheld(struct tw_tenancy *t, const char *job_id) {
+  for (size_t i = 0; i < t->n_held; i++)
+    if (!strcmp(t->held[i].job_id, job_id)) {
+      t->held[i] = t->held[--t->n_held];
+      return;
+    }
+}
+
+bool tw_tenancy_place_filter(struct tw_tenancy *t, const struct tw_job_rec *job,
+                             const struct tw_job_spec *spec,
+                             struct tw_placement *pl) {
+  const struct tw_quota *q = find_q(t->quotas, t->n_quotas, job->tenant);
+  if (!q || pl->n == 0)
+    return false;
+  int nodes = spec->nodes > 0 ? spec->nodes : 1;
+  char first_why[400] = "", why[400];
+  size_t keep = 0;
+  ssize_t reclaimable = -1;
+  for (size_t i = 0; i < pl->n; i++) {
+    why[0] = '\0';
+    enum fit f =
+        fit_offer(t, q, pl->cands[i].offer, nodes, job->id, why, sizeof why);
+    if (f == FIT_OK)
+      pl->cands[keep++] = pl->cands[i];
+    else if (f == FIT_RECLAIM && reclaimable < 0)
+      reclaimable = (ssize_t)i;
+    else if (f == FIT_NO && !first_why[0])
+      snprintf(first_why, sizeof first_why, "%s", why);
+  }
+  if (keep == 0 && reclaimable >= 0) {
+    struct tw_candidate c = pl->cands[reclaimable];
+    if (reclaim(t, q, c.offer, nodes, job->id) &&
+        fit_offer(t, q, c.offer, nodes, job->id, why, sizeof why) == FIT_OK) {
+      pl->cands[keep++] = c;
+    } else if (!first_why[0]) {
+      snprintf(
+          first_why, sizeof first_why,
+          "tenant %.63s is within its quota but cohort %.63s cannot give back "
+          "what was borrowed yet",
+          q->tenant, q->cohort);
+    }
+  }
+  pl->n = keep;
+  if (keep)
+    return false;
+  held(t, job, first_why[0] ? first_why : "no offer fits the tenant's quota");
+  return true;
+}
+
+struct resv_put {
+  const struct tn_resv *v;
+  const char *offer_id;
+};
+
+static enum tw_rc op_resv_put(struct tw_store *s, sqlite3 *db, void *varg,
+                              struct tw_err *err) {
+  (void)s;
+  struct resv_put *a = varg;
+  sqlite3_stmt *st = tn_prepare(db, SQL_RESV_PUT, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, a->v->job_id, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, a->v->tenant, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, a->offer_id, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 4, a->v->vcpus);
+  sqlite3_bind_text(st, 5, a->v->accel, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 6, a->v->gpus);
+  sqlite3_bind_int(st, 7, a->v->spot);
+  sqlite3_bind_int64(st, 8, a->v->at_ms);
+  int r = sqlite3_step(st);
+  sqlite3_finalize(st);
+  return r == SQLITE_DONE ? TW_OK : tn_db_err(db, err, "reservation insert");
+}
+
+void tw_tenancy_place_commit(struct tw_tenancy *t, const struct tw_job_rec *job,
+                             const struct tw_job_spec *spec,
+                             const struct tw_offer *o) {
+  int nodes = spec->nodes > 0 ? spec->nodes : 1;
+  struct tn_resv v = {.vcpus = (int64_t)o->vcpus * nodes,
+                      .gpus = (int64_t)o->accel_count * nodes,
+                      .spot = o->market == TW_MARKET_SPOT,
+                      .at_ms = tw_clock_now_ms(t->clock)};
+  snprintf(v.job_id, sizeof v.job_id, "%s", job->id);
+  snprintf(v.tenant, sizeof v.tenant, "%s", job->tenant);
+  snprintf(v.accel, sizeof v.accel, "%s", o->accel_name);
+  snprintf(v.provider, sizeof v.provider, "%s", o->account);
+  struct resv_put a = {.v = &v, .offer_id = o->id};
+  struct tw_err err = {0};
+  if (tw_store_write(t->store, op_resv_put, &a, &err))
+    tw_log_warn("tenancy", "job=%s reservation not stored: %s", job->id,
+                err.msg);
+  unheld(t, job->id);
+  for (size_t i = 0; i < t->n_resv; i++)
+    if (!strcmp(t->resv[i].job_id, job->id)) {
+      t->resv[i] = v;
+      return;
+    }
+  if (t->n_resv == t->cap_resv) {
+    t->cap_resv = t->cap_resv ? 2 * t->cap_resv : 16;
+    t->resv = tw_realloc(t->resv, t->cap_resv * sizeof *t->resv);
+  }
+  t->resv[t->n_resv++] = v;
+}
