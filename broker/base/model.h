@@ -26,7 +26,17 @@
 
 #include "broker/base/err.h"
 #include "broker/base/mem.h"
-#include "broker/core/spec.h" /* enum tw_market, enum tw_arch */
+
+/* TW_MARKET_PRIVATE: capacity the organisation owns (a Slurm cluster),
+ * priced at internal chargeback rates.  Offers carry it; a job spec cannot
+ * ask for it (`providers: [slurm]` selects private capacity instead). */
+enum tw_market {
+  TW_MARKET_ANY = 0,
+  TW_MARKET_SPOT,
+  TW_MARKET_ON_DEMAND,
+  TW_MARKET_PRIVATE
+};
+enum tw_arch { TW_ARCH_ANY = 0, TW_ARCH_X86_64, TW_ARCH_ARM64 };
 
 /* Field sizes, terminating NUL included.  EC2 ids are at most 19 chars,
  * its client tokens at most 64; Azure resource names reach 80. */

@@ -15,19 +15,10 @@
 
 #include "broker/base/err.h"
 #include "broker/base/mem.h"
+#include "broker/base/model.h" /* enum tw_market, enum tw_arch */
 
 struct tw_node;
 
-/* TW_MARKET_PRIVATE: capacity the organisation owns (a Slurm cluster),
- * priced at internal chargeback rates.  Offers carry it; a job spec cannot
- * ask for it (`providers: [slurm]` selects private capacity instead). */
-enum tw_market {
-  TW_MARKET_ANY = 0,
-  TW_MARKET_SPOT,
-  TW_MARKET_ON_DEMAND,
-  TW_MARKET_PRIVATE
-};
-enum tw_arch { TW_ARCH_ANY = 0, TW_ARCH_X86_64, TW_ARCH_ARM64 };
 
 #define TW_SPEC_NAME_MAX 128
 

@@ -10,6 +10,7 @@
 #include "broker/base/clock.h"
 #include "broker/base/mem.h"
 #include "policies/place/inputs.h"
+#include "broker/core/spec.h"
 
 struct failure {
   char account[TW_MODEL_NAME_MAX];

@@ -36,6 +36,7 @@
 #include "broker/base/node.h"
 #include "providers/http.h"
 #include "providers/slurm/slurm_json.h"
+#include "broker/core/spec.h"
 
 #define SLURM_API "v0.0.38"
 #define SLURM_NAME_PREFIX "tw-"

@@ -1,5 +1,6 @@
 /* slurm_json.c - see slurm_json.h. */
 #include "providers/slurm/slurm_json.h"
+#include "broker/core/spec.h"
 
 #include <ctype.h>
 #include <jansson.h>

@@ -16,6 +16,7 @@
 
 #include "broker/base/mem.h"
 #include "providers/slurm/slurm_json.h"
+#include "broker/core/spec.h"
 
 static int failures, checks;
 
