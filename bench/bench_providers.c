@@ -48,6 +48,7 @@
 #include "broker/base/node.h"
 #include "providers/aws/ec2_xml.h"
 #include "providers/provider.h"
+#include "providers/registry.h"
 #include "providers/sigv4.h"
 
 #if __has_include("providers/alibaba/alibaba.h")
@@ -286,7 +287,7 @@ static void bench_fake_cloud(const char *path, const struct bench_cloud *bc) {
   struct tw_provider *p = NULL;
   struct tw_err err = {0};
   if (tw_node_parse_yaml(doc, strlen(doc), &cfg, &err) ||
-      tw_provider_new(cfg, NULL, &p, &err)) {
+      tw_provider_new(tw_adapters, cfg, NULL, &p, &err)) {
     fprintf(stderr, "bench-providers: %s\n", err.msg);
     failed++;
     goto out;

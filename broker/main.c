@@ -23,6 +23,7 @@
 #include "policies/fallback/fallback_strategy.h"
 #include "policies/place/placer.h"
 #include "providers/provider.h"
+#include "providers/registry.h"
 
 static void usage(FILE *f) {
   fprintf(
@@ -45,8 +46,9 @@ static void usage(FILE *f) {
 }
 
 /* The meter's prices in force: the configured providers' offers in the
- * catalog's current snapshot (billing/ledger/meter.h, billing/catalog/catalog.h), so the
- * meter charges what placement saw without listing offers again. */
+ * catalog's current snapshot (billing/ledger/meter.h,
+ * billing/catalog/catalog.h), so the meter charges what placement saw without
+ * listing offers again. */
 struct meter_src {
   struct tw_provider **p;
   size_t n;
@@ -65,7 +67,8 @@ static void meter_offers(void *ctx, struct tw_offer_list *out) {
   free(accounts);
 }
 
-/* The reconciler's actions go to the audit log too (broker/sched/reconcile.h). */
+/* The reconciler's actions go to the audit log too (broker/sched/reconcile.h).
+ */
 static void reconcile_audit(void *ctx, const struct tw_reconcile_action *a) {
   char action[40], detail[400];
   snprintf(action, sizeof action, "reconcile.%s", a->action);
@@ -225,7 +228,7 @@ int main(int argc, char **argv) {
       if (en && tw_node_as_bool(en, &enabled) && !enabled)
         continue;
       struct tw_err perr = {0};
-      if (tw_provider_new(pn, NULL, &provs[n_prov], &perr)) {
+      if (tw_provider_new(tw_adapters, pn, NULL, &provs[n_prov], &perr)) {
         fprintf(stderr, "tradewindd: providers[%zu]: %s\n", i, perr.msg);
         tw_meter_free(meter);
         for (size_t k = 0; k < n_prov; k++)

@@ -27,6 +27,49 @@ const char *tw_provider_op_str(enum tw_provider_op op) {
   return (unsigned)op < TW_POP_COUNT ? op_names[op] : "unknown";
 }
 
+/* ---- registries --------------------------------------------------------- */
+
+const struct tw_provider_ops *
+tw_provider_find(const struct tw_provider_ops *const *reg, const char *name) {
+  for (size_t i = 0; reg && name && reg[i]; i++)
+    if (!strcmp(reg[i]->name, name))
+      return reg[i];
+  return NULL;
+}
+
+size_t tw_provider_names(const struct tw_provider_ops *const *reg,
+                         const char **names, size_t max) {
+  size_t n = 0;
+  if (!max)
+    return 0;
+  for (size_t i = 0; reg && reg[i] && n + 1 < max; i++)
+    names[n++] = reg[i]->name;
+  names[n] = NULL;
+  return n;
+}
+
+/* The default of the info slot (an adapter before version 3, or one
+ * leaving it NULL): nothing known, so callers take their neutral path. */
+static const struct tw_provider_info info_none = {
+    .billing = {.kind = TW_BILLING_UNSET},
+    .notice_url = "",
+    .notice_signal = "",
+    .focus_provider = "",
+    .focus_compute_service = "",
+    .focus_network_service = ""};
+
+const struct tw_provider_info *
+tw_provider_ops_info(const struct tw_provider_ops *ops) {
+  return ops && ops->version >= 3 && ops->info ? ops->info : &info_none;
+}
+
+const struct tw_provider_info *
+tw_provider_info_find(const struct tw_provider_ops *const *reg,
+                      const char *name) {
+  const struct tw_provider_ops *ops = tw_provider_find(reg, name);
+  return ops ? tw_provider_ops_info(ops) : NULL;
+}
+
 /* ---- life cycle --------------------------------------------------------- */
 
 enum tw_rc tw_provider_new_ops(const struct tw_provider_ops *ops,
@@ -73,7 +116,8 @@ enum tw_rc tw_provider_new_ops(const struct tw_provider_ops *ops,
   return TW_OK;
 }
 
-enum tw_rc tw_provider_new(const struct tw_node *cfg, struct tw_clock *clock,
+enum tw_rc tw_provider_new(const struct tw_provider_ops *const *reg,
+                           const struct tw_node *cfg, struct tw_clock *clock,
                            struct tw_provider **out, struct tw_err *err) {
   *out = NULL;
   if (!cfg || cfg->kind != TW_NODE_MAP)
@@ -89,13 +133,10 @@ enum tw_rc tw_provider_new(const struct tw_node *cfg, struct tw_clock *clock,
   rc = tw_provider_cfg_str(cfg, "name", NULL, &name, err);
   if (rc)
     return rc;
-  const struct tw_provider_ops *ops = tw_provider_find(type);
+  const struct tw_provider_ops *ops = tw_provider_find(reg, type);
   if (!ops) {
     const char *names[16];
-    size_t n = 0;
-    for (size_t i = 0; tw_provider_registry[i] && n < 15; i++)
-      names[n++] = tw_provider_registry[i]->name;
-    names[n] = NULL;
+    tw_provider_names(reg, names, 16);
     const char *near = tw_closest(type, names);
     if (near)
       return tw_err_field(err, TW_E_INVALID, "type",

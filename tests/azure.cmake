@@ -60,7 +60,7 @@ function(tw_azure_integration)
   endif()
   tw_add_test(test_azure_fake
     SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_azure_fake.c
-    LIBS twtest_fakecloud tw_fakecloud tw_providers PkgConfig::CURL PkgConfig::JANSSON
+    LIBS twtest_fakecloud tw_fakecloud tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
     LABELS integration TIMEOUT 60)
   tw_azure_labels(test_azure_fake integration providers azure)
   target_compile_definitions(test_azure_fake PRIVATE

@@ -11,13 +11,9 @@ function(tw_aws_labels name)
   set_tests_properties(${name} PROPERTIES LABELS "${ARGN}" SKIP_RETURN_CODE 77)
 endfunction()
 
-add_library(tw_fake_provider STATIC
-            ${CMAKE_SOURCE_DIR}/tests/fakes/fake_provider.c)
-target_link_libraries(tw_fake_provider PUBLIC tw_providers)
-
 tw_add_test(test_provider
   SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_provider.c
-  LIBS tw_fake_provider tw_providers LABELS unit)
+  LIBS tw_fake_provider tw_adapters_test tw_providers LABELS unit)
 tw_aws_labels(test_provider unit providers)
 
 tw_add_test(test_aws_xml
@@ -40,7 +36,7 @@ tw_add_fuzz(fuzz_ec2_xml
 if(TARGET tradewind-fakecloud)
   tw_add_test(test_aws_fake
     SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_aws_fake.c
-    LIBS twtest_fakecloud tw_providers PkgConfig::CURL PkgConfig::JANSSON
+    LIBS twtest_fakecloud tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
     LABELS integration TIMEOUT 120)
   tw_aws_labels(test_aws_fake integration providers aws)
   target_compile_definitions(test_aws_fake PRIVATE

@@ -18,7 +18,7 @@ endif()
 # SIGKILLed at random moments and restarted; seeded (TW_SEED replays).
 if(TARGET twtest_daemon AND TARGET tradewind-fakecloud AND TARGET tw_providers)
   tw_add_test(test_chaos SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_chaos.c
-              LIBS twtest_daemon tw_providers PkgConfig::CURL PkgConfig::JANSSON
+              LIBS twtest_daemon tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
                    PkgConfig::SQLITE3
               LABELS e2e spot TIMEOUT 180)
   target_compile_definitions(test_chaos PRIVATE

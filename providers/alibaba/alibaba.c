@@ -1282,6 +1282,21 @@ static enum tw_rc ali_poll_events(struct tw_provider *p,
   return rc;
 }
 
+/* ECS bills per second without a minimum; a preemptible instance is
+ * protected for its first hour. */
+static const struct tw_provider_info ali_info = {
+    .billing = {.kind = TW_BILLING_PUBLISHED,
+                .granularity_s = 1,
+                .min_charge_s = 0,
+                .spot_protection_s = 3600},
+    .notice_url = "http://100.100.100.200/latest/meta-data/instance/spot/"
+                  "termination-time",
+    .notice_signal = "",
+    .focus_provider = "Alibaba Cloud",
+    .focus_compute_service = "Elastic Compute Service",
+    .focus_network_service = "Data Transfer",
+    .catalog_zone_ids = false};
+
 const struct tw_provider_ops tw_provider_alibaba = {
     .name = "alibaba",
     .version = TW_PROVIDER_OPS_VERSION,
@@ -1295,4 +1310,5 @@ const struct tw_provider_ops tw_provider_alibaba = {
     .list_managed = ali_list_managed,
     .poll_events = ali_poll_events,
     .free = ali_free,
+    .info = &ali_info,
 };

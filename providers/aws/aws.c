@@ -1113,6 +1113,21 @@ static enum tw_rc aws_poll_events(struct tw_provider *p,
   return rc;
 }
 
+/* What the broker knows of EC2 beyond the wire: per-second billing with a
+ * 60-second minimum, the spot notice in the instance metadata, the FOCUS
+ * names, and zone ids ("use1-az1") in the catalog's files. */
+static const struct tw_provider_info aws_info = {
+    .billing = {.kind = TW_BILLING_PUBLISHED,
+                .granularity_s = 1,
+                .min_charge_s = 60},
+    .notice_url =
+        "http://169.254.169.254/latest/meta-data/spot/instance-action",
+    .notice_signal = "",
+    .focus_provider = "AWS",
+    .focus_compute_service = "Amazon Elastic Compute Cloud",
+    .focus_network_service = "AWS Data Transfer",
+    .catalog_zone_ids = true};
+
 const struct tw_provider_ops tw_provider_aws = {
     .name = "aws",
     .version = TW_PROVIDER_OPS_VERSION,
@@ -1126,4 +1141,5 @@ const struct tw_provider_ops tw_provider_aws = {
     .list_managed = aws_list_managed,
     .poll_events = aws_poll_events,
     .free = aws_free,
+    .info = &aws_info,
 };

@@ -1414,6 +1414,20 @@ static enum tw_rc az_poll_events(struct tw_provider *p,
   return rc;
 }
 
+/* Azure bills per minute (60-second minimum); Scheduled Events carry the
+ * eviction notice. */
+static const struct tw_provider_info az_info = {
+    .billing = {.kind = TW_BILLING_PUBLISHED,
+                .granularity_s = 60,
+                .min_charge_s = 60},
+    .notice_url = "http://169.254.169.254/metadata/"
+                  "scheduledevents?api-version=2020-07-01",
+    .notice_signal = "",
+    .focus_provider = "Microsoft Azure",
+    .focus_compute_service = "Virtual Machines",
+    .focus_network_service = "Bandwidth",
+    .catalog_zone_ids = false};
+
 const struct tw_provider_ops tw_provider_azure = {
     .name = "azure",
     .version = TW_PROVIDER_OPS_VERSION,
@@ -1427,4 +1441,5 @@ const struct tw_provider_ops tw_provider_azure = {
     .list_managed = az_list_managed,
     .poll_events = az_poll_events,
     .free = az_free,
+    .info = &az_info,
 };

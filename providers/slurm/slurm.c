@@ -1386,6 +1386,18 @@ static enum tw_rc slurm_read_output(struct tw_provider *p, const char *id,
   return TW_OK;
 }
 
+/* A private cluster publishes no price list (the catalog's accounts[]
+ * give one); Slurm sends SIGTERM ahead of the kill (scancel --signal,
+ * GraceTime) and has no metadata endpoint. */
+static const struct tw_provider_info slurm_info = {
+    .billing = {.kind = TW_BILLING_FROM_CONFIG},
+    .notice_url = "",
+    .notice_signal = "TERM",
+    .focus_provider = "Slurm",
+    .focus_compute_service = "Slurm Cluster",
+    .focus_network_service = "Data Transfer",
+    .catalog_zone_ids = false};
+
 const struct tw_provider_ops tw_provider_slurm = {
     .name = "slurm",
     .version = TW_PROVIDER_OPS_VERSION,
@@ -1400,4 +1412,5 @@ const struct tw_provider_ops tw_provider_slurm = {
     .poll_events = slurm_poll_events,
     .free = slurm_free,
     .read_output = slurm_read_output,
+    .info = &slurm_info,
 };

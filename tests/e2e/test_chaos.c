@@ -41,6 +41,7 @@
 #include "broker/base/mem.h"
 #include "broker/base/node.h"
 #include "providers/provider.h"
+#include "providers/registry.h"
 #include "tests/integration/twtest_daemon.h"
 
 #ifndef TW_FAKECLOUD_PATH
@@ -214,7 +215,7 @@ static int buy_orphans(void) {
   struct tw_err err = {0};
   int made = 0;
   if (tw_node_parse_yaml(yaml, strlen(yaml), &cfg, &err) ||
-      tw_provider_new(cfg, NULL, &p, &err)) {
+      tw_provider_new(tw_adapters, cfg, NULL, &p, &err)) {
     fprintf(stderr, "orphan maker: %s\n", err.msg);
     goto out;
   }

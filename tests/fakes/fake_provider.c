@@ -290,6 +290,17 @@ static enum tw_rc fake_read_output(struct tw_provider *p, const char *id,
   return TW_OK;
 }
 
+/* The fake publishes no price list and no notice endpoint: tests set
+ * prices on their offers and notices through tw_fake_notice(). */
+static const struct tw_provider_info fake_info = {
+    .billing = {.kind = TW_BILLING_FROM_CONFIG},
+    .notice_url = "",
+    .notice_signal = "",
+    .focus_provider = "Fake",
+    .focus_compute_service = "Fake Compute",
+    .focus_network_service = "Data Transfer",
+    .catalog_zone_ids = false};
+
 const struct tw_provider_ops tw_provider_fake = {
     .name = "fake",
     .version = TW_PROVIDER_OPS_VERSION,
@@ -304,6 +315,7 @@ const struct tw_provider_ops tw_provider_fake = {
     .poll_events = fake_poll_events,
     .free = fake_free,
     .read_output = fake_read_output,
+    .info = &fake_info,
 };
 
 /* ---- script ------------------------------------------------------------- */

@@ -21,6 +21,10 @@
 
 extern const struct tw_provider_ops tw_provider_fake;
 
+/* The tests' registry: the daemon's adapters, then the fake (generated from
+ * the list in tests/fakes.cmake, library tw_adapters_test). */
+extern const struct tw_provider_ops *const tw_adapters_test[];
+
 struct tw_fake;
 
 /* The script of provider p (which must have been made from

@@ -22,6 +22,7 @@
 #include "broker/base/mem.h"
 #include "broker/base/node.h"
 #include "providers/provider.h"
+#include "providers/registry.h"
 #include "tests/integration/twtest_fakecloud.h"
 
 #ifndef TW_FAKECLOUD_PATH
@@ -83,7 +84,7 @@ static struct tw_provider *provider_as(const char *ak_env, const char *sk_env,
   struct tw_err err = {0};
   struct tw_provider *p = NULL;
   if (tw_node_parse_yaml(doc, strlen(doc), &cfg, &err) ||
-      tw_provider_new(cfg, NULL, &p, &err)) {
+      tw_provider_new(tw_adapters, cfg, NULL, &p, &err)) {
     fprintf(stderr, "provider: %s\n", err.msg);
     twtest_failures++;
   }

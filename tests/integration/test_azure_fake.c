@@ -25,6 +25,7 @@
 #include "broker/base/node.h"
 #include "providers/azure/azure.h"
 #include "providers/provider.h"
+#include "providers/registry.h"
 #include "tests/fakecloud/azure_cert.h"
 #include "tests/fakecloud/azure_req.h"
 #include "tests/integration/twtest_fakecloud.h"
@@ -141,7 +142,7 @@ static struct tw_provider *provider(const char *extra, const char *secret,
   struct tw_node *cfg = NULL;
   struct tw_provider *p = NULL;
   if (tw_node_parse_yaml(y.data, y.len, &cfg, err) == TW_OK &&
-      tw_provider_new(cfg, &clk, &p, err) == TW_OK)
+      tw_provider_new(tw_adapters, cfg, &clk, &p, err) == TW_OK)
     tw_azure_set_sleep(p, fake_sleep, NULL);
   tw_node_free(cfg);
   tw_buf_release(&y);

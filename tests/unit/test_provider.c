@@ -927,34 +927,43 @@ static void region_memo_table(void) {
 }
 
 static void registry_and_new(void) {
-  /* Every registered adapter is well formed and findable by name. */
-  for (size_t i = 0; tw_provider_registry[i]; i++) {
-    const struct tw_provider_ops *ops = tw_provider_registry[i];
+  /* Every registered adapter is well formed and findable by name; the
+   * tests' registry holds the fake beside the daemon's adapters. */
+  const struct tw_provider_ops *const *reg = tw_adapters_test;
+  for (size_t i = 0; reg[i]; i++) {
+    const struct tw_provider_ops *ops = reg[i];
     CHECK(ops->name && *ops->name);
     CHECK(ops->version >= 1 && ops->version <= TW_PROVIDER_OPS_VERSION);
-    CHECK(tw_provider_find(ops->name) == ops);
+    CHECK(tw_provider_find(reg, ops->name) == ops);
   }
-  CHECK(tw_provider_find("nope") == NULL);
-  CHECK(tw_provider_find(NULL) == NULL);
+  CHECK(tw_provider_find(reg, "fake") == &tw_provider_fake);
+  CHECK(tw_provider_find(reg, "nope") == NULL);
+  CHECK(tw_provider_find(reg, NULL) == NULL);
+  CHECK(tw_provider_find(NULL, "fake") == NULL);
 
   struct tw_provider *p = NULL;
   struct tw_err err = {0};
   struct tw_node *n = yaml("name: x\n");
-  CHECK(tw_provider_new(n, NULL, &p, &err) == TW_E_INVALID);
+  CHECK(tw_provider_new(reg, n, NULL, &p, &err) == TW_E_INVALID);
   CHECK(!strcmp(err.field, "type"));
   tw_node_free(n);
   n = yaml("type: no-such-cloud\n");
   memset(&err, 0, sizeof err);
-  CHECK(tw_provider_new(n, NULL, &p, &err) == TW_E_INVALID && !p);
+  CHECK(tw_provider_new(reg, n, NULL, &p, &err) == TW_E_INVALID && !p);
   CHECK(strstr(err.msg, "no-such-cloud") != NULL);
   tw_node_free(n);
-  if (tw_provider_find("aws")) {
-    n = yaml("type: avs\n");
-    memset(&err, 0, sizeof err);
-    CHECK(tw_provider_new(n, NULL, &p, &err) == TW_E_INVALID);
-    CHECK(strstr(err.msg, "did you mean \"aws\"") != NULL);
-    tw_node_free(n);
-  }
+  n = yaml("type: avs\n");
+  memset(&err, 0, sizeof err);
+  CHECK(tw_provider_new(reg, n, NULL, &p, &err) == TW_E_INVALID);
+  CHECK(strstr(err.msg, "did you mean \"aws\"") != NULL);
+  tw_node_free(n);
+  /* the fake through the registry, as a config names it */
+  n = yaml("type: fake\nname: lab\n");
+  memset(&err, 0, sizeof err);
+  CHECK(tw_provider_new(reg, n, NULL, &p, &err) == TW_OK && p);
+  CHECK(p && !strcmp(tw_provider_account(p), "lab"));
+  tw_provider_free(p);
+  tw_node_free(n);
 }
 
 int main(void) {
