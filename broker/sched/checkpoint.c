@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "broker/core/store.h"
+#include "providers/provider.h"
 
 /* ---- schema ---------------------------------------------------------------
  */
@@ -118,24 +119,12 @@ int64_t tw_checkpoint_kept(const struct tw_ckpt_calc *c, const char **how) {
   return kept;
 }
 
-const char *tw_checkpoint_notice_url(const char *provider) {
-  if (!provider)
-    return "";
-  /* each cloud's own instance metadata, reachable from inside the VM */
-  if (!strcmp(provider, "aws"))
-    return "http://169.254.169.254/latest/meta-data/spot/instance-action";
-  if (!strcmp(provider, "azure"))
-    return "http://169.254.169.254/metadata/"
-           "scheduledevents?api-version=2020-07-01";
-  if (!strcmp(provider, "alibaba"))
-    return "http://100.100.100.200/latest/meta-data/instance/spot/"
-           "termination-time";
-  return "";
+const char *tw_checkpoint_notice_url(const struct tw_provider_info *info) {
+  return info ? info->notice_url : "";
 }
 
-const char *tw_checkpoint_notice_signal(const char *provider) {
-  /* Slurm sends SIGTERM ahead of the kill (scancel --signal, GraceTime) */
-  return provider && !strcmp(provider, "slurm") ? "TERM" : "";
+const char *tw_checkpoint_notice_signal(const struct tw_provider_info *info) {
+  return info ? info->notice_signal : "";
 }
 
 /* Appends 'v' as a single-quoted shell word. */
@@ -199,9 +188,9 @@ void tw_checkpoint_script(const struct tw_ckpt_env *e, const char *run,
   tw_buf_printf(out, "export TRADEWIND_RESUME_S=%lld\n",
                 (long long)e->resume_s);
   tw_buf_adds(out, "export TRADEWIND_NOTICE_URL=");
-  sh_quote(out, tw_checkpoint_notice_url(e->provider));
+  sh_quote(out, tw_checkpoint_notice_url(e->info));
   tw_buf_adds(out, "\nexport TRADEWIND_NOTICE_SIGNAL=");
-  sh_quote(out, tw_checkpoint_notice_signal(e->provider));
+  sh_quote(out, tw_checkpoint_notice_signal(e->info));
   tw_buf_addc(out, '\n');
   tw_buf_adds(out, body);
 }

@@ -47,6 +47,7 @@
 #include "broker/base/mem.h"
 
 struct tw_store;
+struct tw_provider_info;
 
 /* A request answered within this many seconds of notice is assumed not to
  * have been saved (too short to write a checkpoint). */
@@ -80,12 +81,15 @@ struct tw_ckpt_env {
   const char *uri;
   int64_t interval_s;
   int64_t resume_s;
-  const char *provider; /* adapter name: "aws", "azure", ... */
+  /* the provider's info block (providers/provider.h): where the job
+   * hears of a notice; NULL: nowhere */
+  const struct tw_provider_info *info;
 };
 
-/* The notice URL or signal of a provider ("" when it has neither). */
-const char *tw_checkpoint_notice_url(const char *provider);
-const char *tw_checkpoint_notice_signal(const char *provider);
+/* The notice URL or signal of a provider ("" when it has neither, or info
+ * is NULL). */
+const char *tw_checkpoint_notice_url(const struct tw_provider_info *info);
+const char *tw_checkpoint_notice_signal(const struct tw_provider_info *info);
 
 /* Appends run prefixed with the environment above to out.  A script that
  * starts with a `#!` line keeps it first; the variables follow it only when

@@ -451,12 +451,13 @@ const char *sched__spot_user_data(struct tw_sched *s,
     return spec->run;
   /* resume_s comes from attempts that ended before this one was opened,
    * so it is the same every time this attempt is launched */
+  struct pcache *pc = sched__provider(s, o->account);
   struct tw_ckpt_env e = {.job_id = job->id,
                           .attempt = a->n,
                           .uri = spec->checkpoint_uri,
                           .interval_s = spec->checkpoint_interval_s,
                           .resume_s = resume_of(s, job->id),
-                          .provider = o->provider};
+                          .info = pc ? tw_provider_info(pc->p) : NULL};
   tw_checkpoint_script(&e, spec->run, out);
   return out->data;
 }

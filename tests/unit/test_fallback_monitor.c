@@ -19,6 +19,8 @@
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "policies/fallback/fallback_strategy.h"
+#include "providers/aws/aws.h"
+#include "providers/slurm/slurm.h"
 #include "tests/fakes/fake_provider.h"
 #include "tests/unit/sched_fixture.h"
 
@@ -507,7 +509,7 @@ static void checkpoint_script_exports_the_contract(void **state) {
                           .uri = "s3://b/it's/",
                           .interval_s = 600,
                           .resume_s = 2430,
-                          .provider = "aws"};
+                          .info = tw_provider_aws.info};
   struct tw_buf b;
   tw_buf_init(&b);
   tw_checkpoint_script(&e, "#!/usr/bin/env bash\npython train.py\n", &b);
@@ -528,7 +530,7 @@ static void checkpoint_script_exports_the_contract(void **state) {
   tw_checkpoint_script(&e, "#!/usr/bin/python3\nprint(1)\n", &b);
   assert_string_equal(b.data, "#!/usr/bin/python3\nprint(1)\n");
   tw_buf_reset(&b);
-  e.provider = "slurm";
+  e.info = tw_provider_slurm.info;
   tw_checkpoint_script(&e, NULL, &b);
   assert_non_null(strstr(b.data, "export TRADEWIND_NOTICE_SIGNAL='TERM'\n"));
   assert_non_null(strstr(b.data, "export TRADEWIND_NOTICE_URL=''\n"));
