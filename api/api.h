@@ -19,12 +19,18 @@ struct tw_api;
 struct tw_store;
 struct tw_provider;
 
+struct tw_provider_ops;
+
 struct tw_api_opts {
   const char *listen;             /* "HOST:PORT"; port 0 picks a free one */
   struct tw_store *store;         /* borrowed; outlives the server */
   struct tw_clock *clock;         /* NULL: real */
   struct tw_provider **providers; /* borrowed; for job output */
   size_t n_providers;
+  /* The adapter registry (providers/registry.h), borrowed: specs and
+   * datasets may name only its providers, reports take its FOCUS names.
+   * NULL: provider names are not checked beyond their shape. */
+  const struct tw_provider_ops *const *adapters;
   int64_t max_body_bytes;
   unsigned max_connections;
   unsigned timeout_s;

@@ -66,6 +66,10 @@ struct tw_clock *tw_api_clock(struct tw_api *api);
 /* The provider whose account is `account`, or NULL. */
 struct tw_provider *tw_api_provider(struct tw_api *api, const char *account);
 bool tw_api_draining(struct tw_api *api);
+/* The adapter registry of the options (NULL: none given), and its names
+ * NULL-terminated (NULL when none given: names go unchecked). */
+const struct tw_provider_ops *const *tw_api_adapters(struct tw_api *api);
+const char *const *tw_api_provider_names(struct tw_api *api);
 struct tw_auth *tw_api_auth(struct tw_api *api); /* api/auth.c's state */
 void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out);
 const char *tw_req_header(struct tw_req *r, const char *name);

@@ -62,7 +62,7 @@ void tw_h_datasets_create(struct tw_req *r) {
                                      "location", "locations", NULL};
   const char *locs[TW_DATASET_LOCATIONS + 1];
   size_t n_locs = 0;
-  struct tw_dataset_put req = {0};
+  struct tw_dataset_put req = {.providers = tw_api_provider_names(r->api)};
   if (root->kind != TW_NODE_MAP) {
     tw_problem(r, 400, "malformed", NULL,
                "expected a mapping with uri, size and locations");

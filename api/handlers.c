@@ -84,7 +84,8 @@ void tw_h_metrics(struct tw_req *r) {
       "# TYPE tradewind_store_writes_total counter\n"
       "tradewind_store_writes_total %llu\n",
       (unsigned long long)st.commits, (unsigned long long)st.ops);
-  tw_catalog_metrics(tw_catalog_published(), &r->out); /* billing/catalog/catalog.h */
+  tw_catalog_metrics(tw_catalog_published(),
+                     &r->out); /* billing/catalog/catalog.h */
   r->status = 200;
   r->content_type = "text/plain; version=0.0.4; charset=utf-8";
 }
@@ -137,8 +138,9 @@ void tw_h_jobs_create(struct tw_req *r) {
   }
   struct tw_job_spec spec;
   struct tw_err err = {0};
-  if (tw_spec_parse(r->body.data ? r->body.data : "", r->body.len, is_json,
-                    &spec, &err)) {
+  struct tw_spec_opts sopts = {.providers = tw_api_provider_names(r->api)};
+  if (tw_spec_parse_opts(r->body.data ? r->body.data : "", r->body.len, is_json,
+                         &sopts, &spec, &err)) {
     tw_problem_err(r, &err);
     return;
   }

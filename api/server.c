@@ -71,6 +71,9 @@ struct tw_api {
   struct tw_clock *clock;
   struct tw_provider **providers;
   size_t n_providers;
+  const struct tw_provider_ops *const *adapters;
+  /* the adapters' names, NULL-terminated, for spec and dataset checks */
+  const char *provider_names[32];
   int64_t max_body; /* atomic */
   int draining;     /* atomic */
   struct route_metrics metrics[sizeof tw_routes / sizeof tw_routes[0] + 1];
@@ -89,6 +92,12 @@ struct tw_provider *tw_api_provider(struct tw_api *api, const char *account) {
     if (!strcmp(tw_provider_account(api->providers[i]), account))
       return api->providers[i];
   return NULL;
+}
+const struct tw_provider_ops *const *tw_api_adapters(struct tw_api *api) {
+  return api->adapters;
+}
+const char *const *tw_api_provider_names(struct tw_api *api) {
+  return api->adapters ? api->provider_names : NULL;
 }
 struct tw_auth *tw_api_auth(struct tw_api *api) {
   return api->auth;
@@ -427,6 +436,9 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   api->clock = opts->clock ? opts->clock : tw_clock_real();
   api->providers = opts->providers;
   api->n_providers = opts->n_providers;
+  api->adapters = opts->adapters;
+  tw_provider_names(opts->adapters, api->provider_names,
+                    sizeof api->provider_names / sizeof api->provider_names[0]);
   api->max_body = opts->max_body_bytes > 0 ? opts->max_body_bytes : (1 << 20);
   /* TLS: libmicrohttpd over GnuTLS, from the configured PEM files */
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION |

@@ -325,6 +325,7 @@ int main(int argc, char **argv) {
                            .store = store,
                            .providers = provs,
                            .n_providers = n_prov,
+                           .adapters = tw_adapters,
                            .max_body_bytes = cfg->api_max_body_bytes,
                            .max_connections =
                                (unsigned)cfg->api_max_connections,

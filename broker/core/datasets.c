@@ -95,6 +95,7 @@ enum tw_rc tw_datasets_check_uri(const char *uri, struct tw_err *err) {
 }
 
 enum tw_rc tw_datasets_check_location(const char *loc, const char *field,
+                                      const char *const *providers,
                                       struct tw_err *err) {
   const char *c = loc ? strchr(loc, ':') : NULL;
   if (!c || c == loc || !c[1] || strlen(loc) >= 160)
@@ -103,10 +104,9 @@ enum tw_rc tw_datasets_check_location(const char *loc, const char *field,
         "%s: expected provider:region such as aws:us-east-1, got \"%.60s\"",
         field, loc ? loc : "");
   size_t pl = (size_t)(c - loc);
-  bool known = false;
-  for (size_t i = 0; tw_spec_providers[i] && !known; i++)
-    known = strlen(tw_spec_providers[i]) == pl &&
-            !strncmp(tw_spec_providers[i], loc, pl);
+  bool known = !providers;
+  for (size_t i = 0; providers && providers[i] && !known; i++)
+    known = strlen(providers[i]) == pl && !strncmp(providers[i], loc, pl);
   if (!known)
     return tw_err_field(err, TW_E_INVALID, field,
                         "%s: unknown provider \"%.*s\"", field,
@@ -419,7 +419,8 @@ enum tw_rc tw_datasets_put(struct tw_store *s, const struct tw_dataset_put *req,
   for (size_t i = 0; i < req->n_locations; i++) {
     char field[32];
     snprintf(field, sizeof field, "locations[%zu]", i);
-    if ((rc = tw_datasets_check_location(req->locations[i], field, err)))
+    if ((rc = tw_datasets_check_location(req->locations[i], field,
+                                         req->providers, err)))
       return rc;
   }
   struct put_arg a = {.req = req, .now = now};
@@ -457,7 +458,7 @@ enum tw_rc tw_datasets_add_replica(struct tw_store *s, const char *uri,
                                    struct tw_err *err) {
   enum tw_rc rc = tw_datasets_check_uri(uri, err);
   if (!rc)
-    rc = tw_datasets_check_location(location, "location", err);
+    rc = tw_datasets_check_location(location, "location", NULL, err);
   if (rc)
     return rc;
   struct replica_arg a = {

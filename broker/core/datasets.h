@@ -51,10 +51,13 @@ struct tw_dataset_rec {
 void tw_dataset_rec_release(struct tw_dataset_rec *r);
 
 /* Checks what POST /v1/datasets accepts: a URI of 1..2048 printable
- * characters without spaces, a location "provider:region" with a known
- * provider.  field names the offending part. */
+ * characters without spaces, a location "provider:region" whose provider
+ * is one of providers (NULL-terminated names of the adapter registry,
+ * handed down by the caller; NULL: any).  field names the offending
+ * part. */
 enum tw_rc tw_datasets_check_uri(const char *uri, struct tw_err *err);
 enum tw_rc tw_datasets_check_location(const char *location, const char *field,
+                                      const char *const *providers,
                                       struct tw_err *err);
 
 struct tw_dataset_put {
@@ -62,6 +65,9 @@ struct tw_dataset_put {
   int64_t size_bytes;           /* 0: keep the known size */
   const char *const *locations; /* registered copies to add */
   size_t n_locations;
+  /* the providers a location may name (tw_datasets_check_location());
+   * NULL: any, for locations taken from offers already */
+  const char *const *providers;
 };
 
 /* Creates or merges (see above); *created says which.  *out (may be NULL)
@@ -91,7 +97,8 @@ enum tw_rc tw_datasets_list(struct tw_store *s, const char *after, int limit,
 /* Calls fn once for every dataset (location NULL), then once for each of
  * its locations, in one read transaction (a consistent view).  *version
  * (may be NULL) receives a number that changes with every write.  The
- * scheduler builds placement's dataset set (policies/place/inputs.h) this way. */
+ * scheduler builds placement's dataset set (policies/place/inputs.h) this way.
+ */
 typedef void (*tw_datasets_each_fn)(void *ctx, const char *uri,
                                     int64_t size_bytes, const char *location);
 enum tw_rc tw_datasets_each(struct tw_store *s, tw_datasets_each_fn fn,

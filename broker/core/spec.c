@@ -20,9 +20,6 @@
  * with a four-digit year, so a deadline always survives the round trip. */
 #define DEADLINE_MAX_MS 253402300799999LL
 
-const char *const tw_spec_providers[] = {"aws", "azure", "alibaba", "slurm",
-                                         NULL};
-
 const char *const tw_spec_fallbacks[] = {
     "failover", "eager-next-region", "on-demand-fallback", "deadline", NULL};
 
@@ -567,33 +564,55 @@ static enum tw_rc get_uri(const struct tw_node *n, const char *path, char **out,
 }
 
 /* Suggests a known provider for a misspelt one, case folded. */
-static const char *provider_hint(const char *p) {
+static const char *provider_hint(const char *p, const char *const *known) {
   char low[64];
   size_t i;
   for (i = 0; p[i] && i + 1 < sizeof low; i++)
     low[i] = (char)tolower((unsigned char)p[i]);
   low[i] = '\0';
-  return tw_closest(low, tw_spec_providers);
+  return tw_closest(low, known);
 }
 
-static bool known_provider(const char *p, size_t len) {
-  for (const char *const *c = tw_spec_providers; *c; c++)
+/* The names are the registry's (struct tw_spec_opts), checked after the
+ * shape (check_provider_names); while parsing, a provider is only a word. */
+static bool provider_word(const char *p, size_t len) {
+  if (!len || len > 63 || !isalpha((unsigned char)p[0]))
+    return false;
+  for (size_t i = 0; i < len; i++)
+    if (!isalnum((unsigned char)p[i]) && p[i] != '-' && p[i] != '_')
+      return false;
+  return true;
+}
+
+static bool known_provider(const char *p, size_t len,
+                           const char *const *known) {
+  for (const char *const *c = known; *c; c++)
     if (strlen(*c) == len && !strncmp(*c, p, len))
       return true;
   return false;
 }
 
 static enum tw_rc bad_provider(const struct tw_node *n, const char *path,
-                               const char *p, size_t len, struct tw_err *err) {
+                               const char *p, size_t len,
+                               const char *const *known, struct tw_err *err) {
   char name[64], q[64];
   snprintf(name, sizeof name, "%.*s", (int)(len < 60 ? len : 60), p);
   quote(name, q, sizeof q);
-  const char *best = provider_hint(name);
+  if (!known)
+    return fail(err, path, n,
+                "expected a provider name (letters, digits, '-', '_'), got %s",
+                q);
+  const char *best = provider_hint(name, known);
   if (best)
     return fail(err, path, n, "unknown provider %s; did you mean \"%s\"?", q,
                 best);
-  return fail(err, path, n,
-              "unknown provider %s (known: aws, azure, alibaba, slurm)", q);
+  char list[256];
+  size_t o = 0;
+  list[0] = '\0';
+  for (const char *const *c = known; *c && o + 1 < sizeof list; c++)
+    o += (size_t)snprintf(list + o, sizeof list - o, "%s%s",
+                          c == known ? "" : ", ", *c);
+  return fail(err, path, n, "unknown provider %s (known: %s)", q, list);
 }
 
 /* "provider:region"; with glob, the region part may hold * and ?, and the
@@ -611,8 +630,8 @@ static enum tw_rc check_location(const struct tw_node *n, const char *path,
     return fail(err, path, n, "expected provider:region like %s, got %s",
                 example, describe(n, d, sizeof d));
   size_t plen = (size_t)(colon - s);
-  if (!(glob && plen == 1 && *s == '*') && !known_provider(s, plen))
-    return bad_provider(n, path, s, plen, err);
+  if (!(glob && plen == 1 && *s == '*') && !provider_word(s, plen))
+    return bad_provider(n, path, s, plen, NULL, err);
   for (const char *r = colon + 1; *r; r++)
     if (!ident_char(*r) && *r != '/' && !(glob && (*r == '*' || *r == '?')))
       return fail(err, path, n,
@@ -954,9 +973,9 @@ static enum tw_rc parse_str_list(const struct tw_node *n, const char *path,
 
 static enum tw_rc check_provider(const struct tw_node *n, const char *path,
                                  struct tw_err *err) {
-  if (known_provider(n->str, strlen(n->str)))
+  if (provider_word(n->str, strlen(n->str)))
     return TW_OK;
-  return bad_provider(n, path, n->str, strlen(n->str), err);
+  return bad_provider(n, path, n->str, strlen(n->str), NULL, err);
 }
 
 static enum tw_rc check_region(const struct tw_node *n, const char *path,
@@ -1452,11 +1471,80 @@ static enum tw_rc parse_top(const struct tw_node *root,
   return TW_OK;
 }
 
-enum tw_rc tw_spec_from_node(const struct tw_node *root,
-                             struct tw_job_spec *spec, struct tw_err *err) {
+/* The provider of a location node ("aws:us-east-1"; "*" of a glob passes)
+ * or of a provider name node, against the registry's names. */
+static enum tw_rc check_provider_node(const struct tw_node *n, const char *path,
+                                      bool location, const char *const *known,
+                                      struct tw_err *err) {
+  const char *s = n->str;
+  size_t len = strlen(s);
+  if (location) {
+    const char *colon = strchr(s, ':');
+    len = colon ? (size_t)(colon - s) : len;
+    if (len == 1 && *s == '*')
+      return TW_OK;
+  }
+  if (known_provider(s, len, known))
+    return TW_OK;
+  return bad_provider(n, path, s, len, known, err);
+}
+
+/* Each item of a list the parser accepted (a sequence, or one scalar),
+ * with its path as the parser names it. */
+static enum tw_rc check_provider_list(const struct tw_node *n, const char *path,
+                                      bool location, const char *const *known,
+                                      struct tw_err *err) {
+  char sub[PATH_MAX_LEN];
+  if (is_null(n))
+    return TW_OK;
+  if (n->kind == TW_NODE_SCALAR)
+    return check_provider_node(n, path, location, known, err);
+  enum tw_rc rc = TW_OK;
+  for (size_t i = 0; !rc && i < n->n; i++) {
+    path_idx(sub, path, i);
+    rc = check_provider_node(n->items[i], sub, location, known, err);
+  }
+  return rc;
+}
+
+/* Second pass over a document parse_top() accepted: every provider it
+ * names (placement.providers, .regions, .near, datasets[].location) must
+ * be one of known. */
+static enum tw_rc check_provider_names(const struct tw_node *root,
+                                       const char *const *known,
+                                       struct tw_err *err) {
+  char item[PATH_MAX_LEN], sub[PATH_MAX_LEN];
+  enum tw_rc rc;
+  const struct tw_node *ds = tw_node_get(root, "datasets");
+  for (size_t i = 0; !is_null(ds) && i < ds->n; i++) {
+    const struct tw_node *loc = tw_node_get(ds->items[i], "location");
+    path_idx(item, "datasets", i);
+    path_key(sub, item, "location");
+    if (!is_null(loc) && (rc = check_provider_node(loc, sub, true, known, err)))
+      return rc;
+  }
+  const struct tw_node *pl = tw_node_get(root, "placement");
+  if (is_null(pl))
+    return TW_OK;
+  if ((rc = check_provider_list(tw_node_get(pl, "providers"),
+                                "placement.providers", false, known, err)) ||
+      (rc = check_provider_list(tw_node_get(pl, "regions"), "placement.regions",
+                                true, known, err)) ||
+      (rc = check_provider_list(tw_node_get(pl, "near"), "placement.near", true,
+                                known, err)))
+    return rc;
+  return TW_OK;
+}
+
+enum tw_rc tw_spec_from_node_opts(const struct tw_node *root,
+                                  const struct tw_spec_opts *opts,
+                                  struct tw_job_spec *spec,
+                                  struct tw_err *err) {
   memset(spec, 0, sizeof *spec);
   spec->nodes = 1;
   enum tw_rc rc = parse_top(root, spec, err);
+  if (!rc && opts && opts->providers)
+    rc = check_provider_names(root, opts->providers, err);
   if (rc) {
     tw_spec_release(spec);
     return rc;
@@ -1468,8 +1556,14 @@ enum tw_rc tw_spec_from_node(const struct tw_node *root,
   return TW_OK;
 }
 
-enum tw_rc tw_spec_parse(const char *text, size_t len, bool is_json,
-                         struct tw_job_spec *spec, struct tw_err *err) {
+enum tw_rc tw_spec_from_node(const struct tw_node *root,
+                             struct tw_job_spec *spec, struct tw_err *err) {
+  return tw_spec_from_node_opts(root, NULL, spec, err);
+}
+
+enum tw_rc tw_spec_parse_opts(const char *text, size_t len, bool is_json,
+                              const struct tw_spec_opts *opts,
+                              struct tw_job_spec *spec, struct tw_err *err) {
   struct tw_node *root = NULL;
   enum tw_rc rc = is_json ? tw_node_parse_json(text, len, &root, err)
                           : tw_node_parse_yaml(text, len, &root, err);
@@ -1477,9 +1571,14 @@ enum tw_rc tw_spec_parse(const char *text, size_t len, bool is_json,
     memset(spec, 0, sizeof *spec);
     return rc;
   }
-  rc = tw_spec_from_node(root, spec, err);
+  rc = tw_spec_from_node_opts(root, opts, spec, err);
   tw_node_free(root);
   return rc;
+}
+
+enum tw_rc tw_spec_parse(const char *text, size_t len, bool is_json,
+                         struct tw_job_spec *spec, struct tw_err *err) {
+  return tw_spec_parse_opts(text, len, is_json, NULL, spec, err);
 }
 
 static void free_list(char **v, size_t n) {

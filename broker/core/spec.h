@@ -119,8 +119,8 @@ struct tw_job_spec {
 
   int64_t checkpoint_interval_s; /* 0 = none */
   char *checkpoint_uri;
-  /* the spot fallback strategy (policies/fallback/fallback_strategy.h); NULL: the
-   * policy's (the config's spot.fallback) */
+  /* the spot fallback strategy (policies/fallback/fallback_strategy.h); NULL:
+   * the policy's (the config's spot.fallback) */
   char *fallback;
 
   char *run; /* the script; NULL = none */
@@ -128,13 +128,32 @@ struct tw_job_spec {
   size_t n_env;
 };
 
+/* What validation checks beyond the spec's own shape. */
+struct tw_spec_opts {
+  /* The provider names placement.providers, placement.regions,
+   * placement.near and datasets[].location may use, NULL-terminated: the
+   * names of the adapter registry (providers/provider.h,
+   * tw_provider_names()), passed down by whoever holds it.  An unknown one
+   * is TW_E_INVALID naming the field, with the closest name suggested.
+   * NULL: any provider-shaped word (letters, digits, '-', '_'); for specs
+   * already validated, such as the stored ones. */
+  const char *const *providers;
+};
+
 /* Validates a parsed document into spec (zeroed, then filled).  On error
  * spec is released and err names the field.  The caller tw_spec_release()s
- * a successful result. */
+ * a successful result.  opts may be NULL (as tw_spec_from_node()). */
+enum tw_rc tw_spec_from_node_opts(const struct tw_node *root,
+                                  const struct tw_spec_opts *opts,
+                                  struct tw_job_spec *spec, struct tw_err *err);
 enum tw_rc tw_spec_from_node(const struct tw_node *root,
                              struct tw_job_spec *spec, struct tw_err *err);
 
-/* Parses text: JSON when is_json, else YAML (which also reads JSON). */
+/* Parses text: JSON when is_json, else YAML (which also reads JSON), then
+ * validates as tw_spec_from_node_opts(). */
+enum tw_rc tw_spec_parse_opts(const char *text, size_t len, bool is_json,
+                              const struct tw_spec_opts *opts,
+                              struct tw_job_spec *spec, struct tw_err *err);
 enum tw_rc tw_spec_parse(const char *text, size_t len, bool is_json,
                          struct tw_job_spec *spec, struct tw_err *err);
 
@@ -161,9 +180,6 @@ int tw_parse_usd_uusd(const char *s,
 int tw_parse_size_bytes(const char *s,
                         int64_t *out); /* "10GiB", "500GB", "1024" */
 
-/* Provider names accepted in placement.providers, dataset locations and
- * region selectors: a NULL-terminated list ("aws", "azure", ...). */
-extern const char *const tw_spec_providers[];
 /* Fallback strategy names accepted in `fallback:` and in the config's
  * spot.fallback, NULL-terminated. */
 extern const char *const tw_spec_fallbacks[];

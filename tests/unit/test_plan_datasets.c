@@ -168,12 +168,15 @@ static void bad_input_is_named(void **state) {
        "\"aws:us east\""},
       {"s3://x", NULL, -5, "size_bytes", "size_bytes: must be >= 0"},
   };
+  static const char *const providers[] = {"aws", "azure", "alibaba", "slurm",
+                                          NULL};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     const char *loc[] = {bad[i].loc};
     struct tw_dataset_put req = {.uri = bad[i].uri,
                                  .size_bytes = bad[i].size,
                                  .locations = loc,
-                                 .n_locations = bad[i].loc ? 1 : 0};
+                                 .n_locations = bad[i].loc ? 1 : 0,
+                                 .providers = providers};
     struct tw_err err = {0};
     assert_int_equal(tw_datasets_put(store, &req, 0, NULL, NULL, &err),
                      TW_E_INVALID);

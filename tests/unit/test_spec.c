@@ -27,10 +27,16 @@ static int checks;
     }                                                                          \
   } while (0)
 
+/* The daemon's adapters, as the API passes them from the registry
+ * (tests/unit/test_registry.c checks the registry itself). */
+static const char *const PROVIDERS[] = {"aws", "azure", "alibaba", "slurm",
+                                        NULL};
+static const struct tw_spec_opts OPTS = {.providers = PROVIDERS};
+
 static enum tw_rc parse(const char *text, bool json, struct tw_job_spec *s,
                         struct tw_err *err) {
   tw_err_clear(err);
-  return tw_spec_parse(text, strlen(text), json, s, err);
+  return tw_spec_parse_opts(text, strlen(text), json, &OPTS, s, err);
 }
 
 static char *to_json(const struct tw_job_spec *s) {
@@ -764,7 +770,7 @@ static void test_example_jobs(void) {
     struct tw_job_spec s;
     struct tw_err err;
     tw_err_clear(&err);
-    enum tw_rc rc = tw_spec_parse(text, len, json, &s, &err);
+    enum tw_rc rc = tw_spec_parse_opts(text, len, json, &OPTS, &s, &err);
     CHECK(rc == TW_OK, "configs/jobs/%s: %s", e->d_name, err.msg);
     if (rc == TW_OK) {
       check_round_trip(e->d_name, &s);
