@@ -1,7 +1,7 @@
 /* h_reports.c - GET /v1/reports/spend: the ledger's spend, grouped, as
  * JSON, CSV, FOCUS 1.0 CSV or a self-contained HTML page
- * (billing/report/report.h).  Budgets come from the tenancy module when it keeps
- * monthly ones, else from the config's billing.budgets. */
+ * (billing/report/report.h).  Budgets come from the tenancy module when it
+ * keeps monthly ones, else from the config's billing.budgets. */
 #include <string.h>
 
 #include <stdio.h>
@@ -52,7 +52,7 @@ static void tenancy_budgets(struct tw_req *r, struct tw_ledger_budget **out,
 
 void tw_h_reports_spend(struct tw_req *r) {
   struct tw_err err = {0};
-  struct tw_report_req q = {0};
+  struct tw_report_req q = {.adapters = tw_api_adapters(r->api)};
   struct tw_store *store = tw_api_store(r->api);
   q.now_ms = tw_clock_now_ms(tw_api_clock(r->api));
   const char *format = tw_req_query(r, "format");

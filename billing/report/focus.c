@@ -22,29 +22,19 @@ static const char HEADER[] =
 
 void tw_focus_header(struct tw_buf *out) { tw_buf_adds(out, HEADER); }
 
-static const struct {
-  const char *adapter, *name, *compute, *network;
-} PROVIDERS[] = {
-    {"aws", "AWS", "Amazon Elastic Compute Cloud", "AWS Data Transfer"},
-    {"azure", "Microsoft Azure", "Virtual Machines", "Bandwidth"},
-    {"alibaba", "Alibaba Cloud", "Elastic Compute Service", "Data Transfer"},
-    {"slurm", "Slurm", "Slurm Cluster", "Data Transfer"},
-};
-#define NPROV (sizeof PROVIDERS / sizeof PROVIDERS[0])
-
-const char *tw_focus_provider_name(const char *adapter) {
-  for (size_t i = 0; i < NPROV; i++)
-    if (!strcmp(PROVIDERS[i].adapter, adapter))
-      return PROVIDERS[i].name;
-  return adapter;
+const char *tw_focus_provider_name(const struct tw_provider_ops *const *reg,
+                                   const char *adapter) {
+  const struct tw_provider_info *in = tw_provider_info_find(reg, adapter);
+  return in && *in->focus_provider ? in->focus_provider : adapter;
 }
 
-static const char *service_name(const struct tw_ledger_row *r) {
-  for (size_t i = 0; i < NPROV; i++)
-    if (!strcmp(PROVIDERS[i].adapter, r->provider))
-      return r->service == TW_SERVICE_NETWORK ? PROVIDERS[i].network
-                                              : PROVIDERS[i].compute;
-  return r->service == TW_SERVICE_NETWORK ? "Data Transfer" : "Compute";
+static const char *service_name(const struct tw_provider_ops *const *reg,
+                                const struct tw_ledger_row *r) {
+  bool net = r->service == TW_SERVICE_NETWORK;
+  const struct tw_provider_info *in = tw_provider_info_find(reg, r->provider);
+  const char *s =
+      in ? (net ? in->focus_network_service : in->focus_compute_service) : "";
+  return *s ? s : net ? "Data Transfer" : "Compute";
 }
 
 static void field(struct tw_buf *b, const char *s) {
@@ -101,7 +91,8 @@ static void json_chars(struct tw_buf *b, const char *s) {
   }
 }
 
-void tw_focus_row(struct tw_buf *b, const struct tw_ledger_row *r) {
+void tw_focus_row(struct tw_buf *b, const struct tw_provider_ops *const *reg,
+                  const struct tw_ledger_row *r) {
   bool net = r->service == TW_SERVICE_NETWORK;
   money(b, r->effective_uusd); /* BilledCost */
   field(b, r->account);        /* BillingAccountId */
@@ -123,7 +114,7 @@ void tw_focus_row(struct tw_buf *b, const struct tw_ledger_row *r) {
   time_field(b, s0);           /* ChargePeriodStart */
   money(b, r->effective_uusd); /* ContractedCost */
   money(b, r->effective_uusd); /* EffectiveCost */
-  const char *prov = tw_focus_provider_name(r->provider);
+  const char *prov = tw_focus_provider_name(reg, r->provider);
   field(b, prov);         /* InvoiceIssuerName */
   money(b, r->list_uusd); /* ListCost */
   if (net)
@@ -134,7 +125,7 @@ void tw_focus_row(struct tw_buf *b, const struct tw_ledger_row *r) {
   field(b, prov); /* ProviderName */
   field(b, prov); /* PublisherName */
   field(b, net ? "Networking" : "Compute");
-  field(b, service_name(r));
+  field(b, service_name(reg, r));
   field(b, r->region); /* RegionId */
   field(b, r->region); /* RegionName */
   field(b, r->zone);
@@ -172,6 +163,7 @@ void tw_focus_row(struct tw_buf *b, const struct tw_ledger_row *r) {
 
 struct focus_ctx {
   struct tw_buf *out;
+  const struct tw_provider_ops *const *adapters;
   int64_t rows;
   bool too_many;
 };
@@ -182,14 +174,14 @@ static int focus_one(void *arg, const struct tw_ledger_row *r) {
     c->too_many = true;
     return 1;
   }
-  tw_focus_row(c->out, r);
+  tw_focus_row(c->out, c->adapters, r);
   return 0;
 }
 
 enum tw_rc focus__render(struct tw_store *s, const struct tw_report_req *req,
                          struct tw_buf *out, struct tw_err *err) {
   struct tw_ledger_filter f = {.tenant = req->tenant, .project = req->project};
-  struct focus_ctx c = {.out = out};
+  struct focus_ctx c = {.out = out, .adapters = req->adapters};
   size_t mark = out->len;
   tw_focus_header(out);
   enum tw_rc rc =

@@ -15,14 +15,20 @@
 
 #include "billing/ledger/ledger.h"
 #include "broker/base/mem.h"
+#include "providers/provider.h"
 
 /* The header line, ending in "\r\n" (RFC 4180). */
 void tw_focus_header(struct tw_buf *out);
-/* One row, ending in "\r\n". */
-void tw_focus_row(struct tw_buf *out, const struct tw_ledger_row *r);
+/* One row, ending in "\r\n".  The ProviderName and ServiceName columns
+ * come from the info block of the row's adapter in registry reg
+ * (providers/provider.h); an adapter reg does not hold (or reg NULL)
+ * shows its own name, and "Compute" or "Data Transfer". */
+void tw_focus_row(struct tw_buf *out, const struct tw_provider_ops *const *reg,
+                  const struct tw_ledger_row *r);
 
-/* Display names: "AWS", "Microsoft Azure", "Alibaba Cloud", and for a
- * private cluster its adapter name. */
-const char *tw_focus_provider_name(const char *adapter);
+/* The display name of an adapter ("AWS", "Microsoft Azure") from its info
+ * block in reg, or the adapter's name itself. */
+const char *tw_focus_provider_name(const struct tw_provider_ops *const *reg,
+                                   const char *adapter);
 
 #endif

@@ -203,7 +203,7 @@ static void chart_time(const struct tw_report *r, struct tw_buf *b) {
   for (size_t p = 0; p < np; p++) {
     tw_buf_printf(b, "<span><i style=\"background:%s\"></i>",
                   COLORS[p % NCOLORS]);
-    esc(b, tw_focus_provider_name(names[p]));
+    esc(b, tw_focus_provider_name(r->req->adapters, names[p]));
     tw_buf_adds(b, "</span>");
   }
   if (!np)

@@ -22,6 +22,8 @@
 #include "broker/base/err.h"
 #include "broker/base/mem.h"
 
+struct tw_provider_ops;
+
 struct tw_store;
 
 enum tw_report_format {
@@ -60,6 +62,9 @@ struct tw_report_req {
   const struct tw_ledger_budget *budgets;
   size_t n_budgets;
   const char *budgets_source;
+  /* The adapter registry (providers/registry.h), borrowed: FOCUS and HTML
+   * name providers by their info blocks.  NULL: by adapter name. */
+  const struct tw_provider_ops *const *adapters;
 };
 
 /* Parses the range: each bound is RFC 3339 or a date (YYYY-MM-DD, midnight
