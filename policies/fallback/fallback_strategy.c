@@ -9,20 +9,57 @@
 
 #include "broker/base/mem.h"
 
-static const char *const NAMES[TW_FALLBACK_COUNT] = {
-    "failover", "eager-next-region", "on-demand-fallback", "deadline"};
+static void failover(const struct tw_fallback_cfg *cfg,
+                     const struct tw_fallback_job *j,
+                     struct tw_fallback_decision *out);
+static void failover(const struct tw_fallback_cfg *cfg,
+                     const struct tw_fallback_job *j,
+                     struct tw_fallback_decision *out) {
+  fb__failover(cfg, j, "failover", out);
+}
+
+static void eager(const struct tw_fallback_cfg *cfg,
+                  const struct tw_fallback_job *j,
+                  struct tw_fallback_decision *out);
+static void on_demand(const struct tw_fallback_cfg *cfg,
+                      const struct tw_fallback_job *j,
+                      struct tw_fallback_decision *out);
+
+/* The strategies, indexed by enum tw_fallback_kind: the one place that
+ * pairs a name with its code. */
+static const struct {
+  const char *name;
+  void (*decide)(const struct tw_fallback_cfg *cfg,
+                 const struct tw_fallback_job *j,
+                 struct tw_fallback_decision *out);
+} STRATEGIES[TW_FALLBACK_COUNT] = {
+    [TW_FALLBACK_FAILOVER] = {"failover", failover},
+    [TW_FALLBACK_EAGER_NEXT_REGION] = {"eager-next-region", eager},
+    [TW_FALLBACK_ON_DEMAND] = {"on-demand-fallback", on_demand},
+    [TW_FALLBACK_DEADLINE] = {"deadline", fb__deadline},
+};
 
 const char *tw_fallback_name(enum tw_fallback_kind k) {
-  return (unsigned)k < TW_FALLBACK_COUNT ? NAMES[k] : "unknown";
+  return (unsigned)k < TW_FALLBACK_COUNT ? STRATEGIES[k].name : "unknown";
 }
 
 bool tw_fallback_parse(const char *name, enum tw_fallback_kind *out) {
   for (int i = 0; name && i < TW_FALLBACK_COUNT; i++)
-    if (!strcmp(name, NAMES[i])) {
+    if (!strcmp(name, STRATEGIES[i].name)) {
       *out = (enum tw_fallback_kind)i;
       return true;
     }
   return false;
+}
+
+size_t tw_fallback_names(const char **names, size_t max) {
+  size_t n = 0;
+  if (!max)
+    return 0;
+  for (int i = 0; i < TW_FALLBACK_COUNT && n + 1 < max; i++)
+    names[n++] = STRATEGIES[i].name;
+  names[n] = NULL;
+  return n;
 }
 
 void tw_fallback_cfg_default(struct tw_fallback_cfg *cfg) {
@@ -113,23 +150,10 @@ void tw_fallback_decide(const struct tw_fallback_cfg *cfg,
     cfg = &def;
   }
   memset(out, 0, sizeof *out);
+  if ((unsigned)kind >= TW_FALLBACK_COUNT)
+    kind = TW_FALLBACK_FAILOVER;
   out->kind = kind;
-  switch (kind) {
-  case TW_FALLBACK_EAGER_NEXT_REGION:
-    eager(cfg, j, out);
-    break;
-  case TW_FALLBACK_ON_DEMAND:
-    on_demand(cfg, j, out);
-    break;
-  case TW_FALLBACK_DEADLINE:
-    fb__deadline(cfg, j, out);
-    break;
-  case TW_FALLBACK_FAILOVER:
-  case TW_FALLBACK_COUNT:
-    out->kind = TW_FALLBACK_FAILOVER;
-    fb__failover(cfg, j, "failover", out);
-    break;
-  }
+  STRATEGIES[kind].decide(cfg, j, out);
 }
 
 /* The group a candidate falls in (lower first), or -1 to drop it. */

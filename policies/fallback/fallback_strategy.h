@@ -50,6 +50,11 @@ enum tw_fallback_kind {
 const char *tw_fallback_name(enum tw_fallback_kind k);
 /* false when name is none of the above. */
 bool tw_fallback_parse(const char *name, enum tw_fallback_kind *out);
+/* Fills names[0..max-1] with the strategies' names in enum order,
+ * NULL-terminated (at most max - 1); returns the count.  For validation
+ * and help texts that list the strategies (one table in
+ * fallback_strategy.c holds each name with its code). */
+size_t tw_fallback_names(const char **names, size_t max);
 
 struct tw_fallback_cfg {
   enum tw_fallback_kind kind; /* for jobs whose spec names none */
