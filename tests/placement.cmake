@@ -30,7 +30,7 @@ tw_add_test(test_plan_datasets SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_plan_
 # (tw_fake_provider is defined by a later fragment, providers-aws.cmake)
 if(TARGET tw_sched AND TARGET tw_cli)
   tw_add_test(test_plan_api SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_plan_api.c
-              LIBS tw_api tw_sched tw_cli tw_fake_provider PkgConfig::CURL PkgConfig::CMOCKA
+              LIBS tw_api tw_sched tw_cli tw_fake_provider tw_adapters_test PkgConfig::CURL PkgConfig::CMOCKA
               LABELS integration placement)
 endif()
 if(TARGET twtest_daemon)

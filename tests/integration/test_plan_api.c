@@ -122,6 +122,7 @@ static int setup(void **state) {
                              .clock = &clk,
                              .providers = &prov,
                              .n_providers = 1,
+                             .adapters = tw_adapters_test,
                              .auth = {.open = true}};
   curl_global_init(CURL_GLOBAL_ALL);
   if (tw_sched_new(&sopt, &sched, &err) || tw_api_start(&aopt, &api, &err))
