@@ -16,6 +16,7 @@
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
+#include "broker/base/units.h"
 #include "broker/base/node.h"
 #include "providers/http.h"
 
@@ -833,42 +834,18 @@ enum tw_rc tw_provider_cfg_secret(const struct tw_node *cfg, const char *base,
 
 enum tw_rc tw_provider_usd_to_uusd(const char *s, int64_t *out,
                                    struct tw_err *err) {
-  const char *p = s;
-  int64_t whole = 0, frac = 0;
-  int digits = 0, frac_digits = 0;
-  bool round_up = false;
-  if (!s)
-    return tw_err_set(err, TW_E_INVALID, "price: missing");
-  while (isspace((unsigned char)*p))
-    p++;
-  if (*p == '+')
-    p++;
-  for (; isdigit((unsigned char)*p); p++, digits++) {
-    whole = whole * 10 + (*p - '0');
-    if (whole > TW_MODEL_PRICE_MAX_UUSD / 1000000)
-      return tw_err_set(err, TW_E_INVALID, "price \"%.32s\": too large", s);
-  }
-  if (*p == '.') {
-    for (p++; isdigit((unsigned char)*p); p++, digits++) {
-      if (frac_digits < 6) {
-        frac = frac * 10 + (*p - '0');
-        frac_digits++;
-      } else if (frac_digits == 6) {
-        round_up = *p >= '5';
-        frac_digits++;
-      }
-    }
-  }
-  while (isspace((unsigned char)*p))
-    p++;
-  if (*p || digits == 0)
-    return tw_err_set(err, TW_E_INVALID,
-                      "price \"%.32s\": expected a decimal USD amount", s);
-  for (int i = frac_digits < 6 ? frac_digits : 6; i < 6; i++)
-    frac *= 10;
-  int64_t v = whole * 1000000 + frac + (round_up ? 1 : 0);
-  if (v > TW_MODEL_PRICE_MAX_UUSD)
+  /* broker/base/units.h parses and rounds; a price must also be one an
+   * offer can carry */
+  int64_t v;
+  enum tw_rc rc = tw_money_parse(s, &v, NULL, NULL);
+  if (rc == TW_E_TOOBIG || (rc == TW_OK && v > TW_MODEL_PRICE_MAX_UUSD))
     return tw_err_set(err, TW_E_INVALID, "price \"%.32s\": too large", s);
+  if (rc)
+    return tw_err_set(err, TW_E_INVALID,
+                      "price \"%.32s\": expected a decimal USD amount",
+                      s ? s : "");
+  if (v < 0)
+    return tw_err_set(err, TW_E_INVALID, "price \"%.32s\": negative", s);
   *out = v;
   return TW_OK;
 }

@@ -422,9 +422,10 @@ enum tw_rc tw_provider_cfg_secret(const struct tw_node *cfg, const char *base,
                                   const char *def_env, bool required,
                                   char **out, struct tw_err *err);
 
-/* Converts a decimal USD amount ("0.0437", "12", "3.5e-2" is refused) to
- * micro-USD, rounding half up beyond the sixth decimal.  TW_E_INVALID when
- * malformed, negative or above TW_MODEL_PRICE_MAX_UUSD. */
+/* Converts a decimal USD amount ("0.0437", "12", "$3.5e-2") to micro-USD:
+ * tw_money_parse() (broker/base/units.h: its grammar, its rounding beyond
+ * the sixth decimal), then the bounds of an offer's price.  TW_E_INVALID
+ * when malformed, negative or above TW_MODEL_PRICE_MAX_UUSD. */
 enum tw_rc tw_provider_usd_to_uusd(const char *s, int64_t *out,
                                    struct tw_err *err);
 

@@ -10,6 +10,7 @@
 #include "billing/catalog/catalog_csv.h"
 #include "broker/base/clock.h"
 #include "broker/base/mem.h"
+#include "broker/base/units.h"
 
 /* ---- decimals ------------------------------------------------------------ */
 
@@ -849,11 +850,11 @@ enum tw_rc tw_rate_convert(const struct tw_rate *rate, int64_t micro,
                            int64_t *uusd, struct tw_err *err) {
   if (micro < 0)
     return tw_err_set(err, TW_E_INVALID, "price: negative amount");
-  __int128 v = ((__int128)micro * rate->nusd_per_unit + 500000000) / 1000000000;
-  if (v > INT64_MAX)
+  /* the rounding rule of broker/base/units.h */
+  if (!tw_units_div_round((__int128)micro * rate->nusd_per_unit, 1000000000,
+                          uusd))
     return tw_err_set(err, TW_E_INVALID, "price: %s amount out of range",
                       rate->currency);
-  *uusd = (int64_t)v;
   return TW_OK;
 }
 

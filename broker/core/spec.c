@@ -12,6 +12,7 @@
 
 #include "broker/base/clock.h"
 #include "broker/base/node.h"
+#include "broker/base/units.h"
 
 /* Field paths are at most this long before err->field truncates them. */
 #define PATH_MAX_LEN 192
@@ -62,215 +63,6 @@ const char *tw_sel_op_str(enum tw_sel_op op) {
     break;
   }
   return "in";
-}
-
-/* ---- exact decimal numbers --------------------------------------------- */
-
-enum dec_rc { DEC_OK = 0, DEC_SYNTAX, DEC_RANGE, DEC_FRACTION };
-
-/* Parses `[-]digits[.digits][(e|E)[+-]digits]` at s and computes
- * value * mult exactly, never through a double: money and sizes must not
- * pick up binary rounding ("0.1" USD is 100000 micro-USD, not 99999).
- * *endp gets the first character after the number.  DEC_FRACTION: the
- * product is not a whole number; DEC_RANGE: it does not fit an int64. */
-static enum dec_rc dec_scaled(const char *s, const char **endp, int64_t mult,
-                              int64_t *out) {
-  char dig[64]; /* significant digits, leading zeros dropped */
-  int nd = 0, exp10 = 0;
-  bool neg = false, lost = false;
-  const char *p = s;
-  if (*p == '-') {
-    neg = true;
-    p++;
-  }
-  if (!isdigit((unsigned char)*p))
-    return DEC_SYNTAX;
-  for (; isdigit((unsigned char)*p); p++) {
-    if (nd == 0 && *p == '0')
-      continue;
-    if (nd < (int)sizeof dig) {
-      dig[nd++] = *p;
-    } else {
-      exp10++;
-      lost |= *p != '0';
-    }
-  }
-  if (*p == '.') {
-    p++;
-    if (!isdigit((unsigned char)*p))
-      return DEC_SYNTAX;
-    for (; isdigit((unsigned char)*p); p++) {
-      if (nd == 0 && *p == '0') {
-        exp10--;
-      } else if (nd < (int)sizeof dig) {
-        dig[nd++] = *p;
-        exp10--;
-      } else {
-        lost |= *p != '0';
-      }
-    }
-  }
-  if (*p == 'e' || *p == 'E') {
-    const char *q = p + 1;
-    bool eneg = false;
-    if (*q == '+' || *q == '-')
-      eneg = *q++ == '-';
-    if (!isdigit((unsigned char)*q))
-      return DEC_SYNTAX;
-    int e = 0;
-    for (; isdigit((unsigned char)*q); q++)
-      if (e < 100000)
-        e = e * 10 + (*q - '0');
-    exp10 += eneg ? -e : e;
-    p = q;
-  }
-  *endp = p;
-  /* Trailing zeros of the significand move into the exponent, so "3.250"
-   * is 325e-2 and only digits that carry value count as decimals. */
-  while (nd > 0 && dig[nd - 1] == '0') {
-    nd--;
-    exp10++;
-  }
-  if (nd == 0 && !lost) {
-    *out = 0;
-    return DEC_OK;
-  }
-  if (lost) /* a nonzero digit beyond the 64th significant one */
-    return exp10 < 0 ? DEC_FRACTION : DEC_RANGE;
-  /* Let the multiplier's own factors of ten absorb decimals first, so
-   * "1234567890123.123456" USD does not overflow on the way. */
-  while (exp10 < 0 && mult % 10 == 0) {
-    mult /= 10;
-    exp10++;
-  }
-  if (exp10 < 0 && mult == 1)
-    return DEC_FRACTION;
-  if (nd > 19 || exp10 > 40)
-    return DEC_RANGE;
-  uint64_t u = 0;
-  for (int i = 0; i < nd; i++)
-    u = u * 10 + (uint64_t)(dig[i] - '0'); /* < 10^19 < 2^64 */
-  if (u > (uint64_t)INT64_MAX)
-    return DEC_RANGE;
-  int64_t v = (int64_t)u;
-  if (__builtin_mul_overflow(v, mult, &v))
-    return DEC_RANGE;
-  for (; exp10 > 0; exp10--)
-    if (__builtin_mul_overflow(v, (int64_t)10, &v))
-      return DEC_RANGE;
-  for (; exp10 < 0; exp10++) {
-    if (v % 10)
-      return DEC_FRACTION;
-    v /= 10;
-  }
-  *out = neg ? -v : v;
-  return DEC_OK;
-}
-
-int tw_parse_usd_uusd(const char *s, int64_t *out) {
-  const char *end;
-  int64_t v;
-  if (!s || dec_scaled(s, &end, 1000000, &v) != DEC_OK || *end)
-    return -1;
-  *out = v;
-  return 0;
-}
-
-struct unit {
-  const char *name;
-  int64_t mult;
-};
-
-static const struct unit size_units[] = {
-    {"b", 1},
-    {"kb", 1000LL},
-    {"mb", 1000LL * 1000},
-    {"gb", 1000LL * 1000 * 1000},
-    {"tb", 1000LL * 1000 * 1000 * 1000},
-    {"pb", 1000LL * 1000 * 1000 * 1000 * 1000},
-    {"kib", 1LL << 10},
-    {"mib", 1LL << 20},
-    {"gib", 1LL << 30},
-    {"tib", 1LL << 40},
-    {"pib", 1LL << 50},
-    {NULL, 0},
-};
-
-int tw_parse_size_bytes(const char *s, int64_t *out) {
-  const char *end;
-  int64_t v;
-  if (!s || *s == '-')
-    return -1;
-  /* Parse once to find where the unit starts, then again with its
-   * multiplier so fractions ("1.5TB") are exact. */
-  if (dec_scaled(s, &end, 1, &v) == DEC_SYNTAX)
-    return -1;
-  const char *u = end;
-  while (*u == ' ')
-    u++;
-  int64_t mult = 1;
-  if (*u) {
-    const struct unit *x;
-    for (x = size_units; x->name; x++)
-      if (strcasecmp(u, x->name) == 0)
-        break;
-    if (!x->name)
-      return -1;
-    mult = x->mult;
-  } else if (u != end) {
-    return -1; /* trailing blanks with no unit */
-  }
-  if (dec_scaled(s, &end, mult, &v) != DEC_OK)
-    return -1;
-  *out = v;
-  return 0;
-}
-
-/* 0: parsed; DEC_SYNTAX or DEC_RANGE otherwise. */
-static enum dec_rc duration_parse(const char *s, int64_t *out) {
-  static const char units[] = "dhms";
-  static const int64_t mult[] = {86400, 3600, 60, 1};
-  int64_t total = 0;
-  int next = 0; /* units must come in d, h, m, s order, each at most once */
-  bool range = false;
-  const char *p = s;
-  if (!s || !isdigit((unsigned char)*s))
-    return DEC_SYNTAX;
-  while (*p) {
-    int64_t n = 0;
-    if (!isdigit((unsigned char)*p))
-      return DEC_SYNTAX;
-    for (; isdigit((unsigned char)*p); p++)
-      if (__builtin_mul_overflow(n, (int64_t)10, &n) ||
-          __builtin_add_overflow(n, (int64_t)(*p - '0'), &n))
-        range = true;
-    if (!*p) {
-      /* A bare number is seconds, but only on its own: "1h30" is a typo. */
-      if (next)
-        return DEC_SYNTAX;
-      total = n;
-      break;
-    }
-    const char *u = strchr(units, *p);
-    if (!u || !*u)
-      return DEC_SYNTAX;
-    int idx = (int)(u - units);
-    if (idx < next)
-      return DEC_SYNTAX;
-    next = idx + 1;
-    p++;
-    if (__builtin_mul_overflow(n, mult[idx], &n) ||
-        __builtin_add_overflow(total, n, &total))
-      range = true;
-  }
-  if (range)
-    return DEC_RANGE;
-  *out = total;
-  return DEC_OK;
-}
-
-int tw_parse_duration_s(const char *s, int64_t *out) {
-  return duration_parse(s, out) == DEC_OK ? 0 : -1;
 }
 
 /* ---- messages ---------------------------------------------------------- */
@@ -476,15 +268,15 @@ static enum tw_rc get_int(const struct tw_node *n, const char *path,
   if (n->kind == TW_NODE_SCALAR && !n->quoted) {
     const char *s = scalar_text(n, tmp, sizeof tmp);
     const char *end;
-    enum dec_rc r = dec_scaled(s, &end, 1, &v);
-    if (r == DEC_OK && *end)
-      r = DEC_SYNTAX;
-    if (r == DEC_RANGE || (r == DEC_OK && (v < min || v > max)))
+    enum tw_dec_rc r = tw_dec_scaled(s, &end, 1, 0, &v);
+    if (r == TW_DEC_OK && *end)
+      r = TW_DEC_SYNTAX;
+    if (r == TW_DEC_RANGE || (r == TW_DEC_OK && (v < min || v > max)))
       return fail(err, path, n, "must be %lld..%lld, got %s", (long long)min,
                   (long long)max, s);
-    if (r == DEC_FRACTION)
+    if (r == TW_DEC_FRACTION)
       return fail(err, path, n, "expected a whole number, got %s", s);
-    if (r == DEC_OK) {
+    if (r == TW_DEC_OK) {
       *out = v;
       return TW_OK;
     }
@@ -514,11 +306,11 @@ static enum tw_rc get_duration(const struct tw_node *n, const char *path,
   const char *s = n->str;
   if (*s == '-')
     return fail(err, path, n, "must be > 0, got %s", s);
-  enum dec_rc r = duration_parse(s, &v);
-  if (r == DEC_RANGE)
+  enum tw_dec_rc r = tw_duration_parse(s, &v);
+  if (r == TW_DEC_RANGE)
     return fail(err, path, n, "must be at most 365d, got %s",
                 describe(n, d, sizeof d));
-  if (r != DEC_OK)
+  if (r != TW_DEC_OK)
     return fail(err, path, n,
                 "expected a duration like 6h, 90m, 1h30m or seconds, got %s",
                 describe(n, d, sizeof d));
@@ -676,8 +468,8 @@ static enum tw_rc parse_accel(const struct tw_node *n, const char *path,
     if (colon) {
       const char *end;
       int64_t v;
-      enum dec_rc r = dec_scaled(colon + 1, &end, 1, &v);
-      if (r != DEC_OK || *end || v < 1 || v > TW_SPEC_ACCEL_COUNT_MAX)
+      enum tw_dec_rc r = tw_dec_scaled(colon + 1, &end, 1, 0, &v);
+      if (r != TW_DEC_OK || *end || v < 1 || v > TW_SPEC_ACCEL_COUNT_MAX)
         return fail(err, path, n, "count after ':' must be 1..%d, got %s",
                     TW_SPEC_ACCEL_COUNT_MAX, describe(n, d, sizeof d));
       count = v;
@@ -764,14 +556,14 @@ static enum tw_rc parse_cpus(const struct tw_node *n, const char *path,
   bool plus;
   const char *s = at_least_text(n, t, sizeof t, &plus), *end;
   int64_t v;
-  enum dec_rc r = dec_scaled(s, &end, 1, &v);
-  if (r == DEC_SYNTAX || *end)
+  enum tw_dec_rc r = tw_dec_scaled(s, &end, 1, 0, &v);
+  if (r == TW_DEC_SYNTAX || *end)
     return fail(err, path, n, "expected a number or N+, got %s",
                 describe(n, d, sizeof d));
-  if (r == DEC_FRACTION)
+  if (r == TW_DEC_FRACTION)
     return fail(err, path, n, "expected a whole number of CPUs, got %s",
                 describe(n, d, sizeof d));
-  if (r == DEC_RANGE || v < 1 || v > TW_SPEC_CPUS_MAX)
+  if (r == TW_DEC_RANGE || v < 1 || v > TW_SPEC_CPUS_MAX)
     return fail(err, path, n, "must be 1..%d, got %s", TW_SPEC_CPUS_MAX,
                 n->str);
   spec->cpus = (int)v;
@@ -790,13 +582,13 @@ static enum tw_rc parse_memory_gib(const struct tw_node *n, const char *path,
   bool plus;
   const char *s = at_least_text(n, t, sizeof t, &plus), *end;
   int64_t v;
-  enum dec_rc r = dec_scaled(s, &end, 1024, &v);
-  if (r == DEC_SYNTAX || *end)
+  enum tw_dec_rc r = tw_dec_scaled(s, &end, 1024, 0, &v);
+  if (r == TW_DEC_SYNTAX || *end)
     return fail(err, path, n, "expected GiB as a number or N+, got %s",
                 describe(n, d, sizeof d));
-  if (r == DEC_FRACTION)
+  if (r == TW_DEC_FRACTION)
     return fail(err, path, n, "%s GiB is not a whole number of MiB", s);
-  if (r == DEC_RANGE || v <= 0 || v > TW_SPEC_MEMORY_MIB_MAX)
+  if (r == TW_DEC_RANGE || v <= 0 || v > TW_SPEC_MEMORY_MIB_MAX)
     return fail(err, path, n, "must be > 0 and at most %lld GiB, got %s",
                 TW_SPEC_MEMORY_MIB_MAX / 1024, n->str);
   spec->memory_mib = v;
@@ -1322,21 +1114,23 @@ static enum tw_rc parse_env(const struct tw_node *m, struct tw_job_spec *spec,
 static enum tw_rc parse_price(const struct tw_node *n, const char *path,
                               struct tw_job_spec *spec, struct tw_err *err) {
   char d[128], tmp[40];
-  const char *s, *end;
+  const char *s;
   int64_t v;
+  bool rounded;
   if (n->kind != TW_NODE_SCALAR || !strcmp(tw_node_type_name(n), "boolean"))
     return fail(err, path, n, "expected USD like 3.25, got %s",
                 describe(n, d, sizeof d));
   s = scalar_text(n, tmp, sizeof tmp);
-  enum dec_rc r = dec_scaled(s, &end, 1000000, &v);
-  if (r == DEC_SYNTAX || *end)
-    return fail(err, path, n, "expected USD like 3.25, got %s",
-                describe(n, d, sizeof d));
-  if (r == DEC_FRACTION)
-    return fail(err, path, n, "more than 6 decimals (micro-USD), got %s", s);
-  if (r == DEC_RANGE || v > TW_SPEC_PRICE_MAX_UUSD)
+  enum tw_rc rc = tw_money_parse(s, &v, &rounded, NULL);
+  if (rc == TW_E_TOOBIG || (rc == TW_OK && v > TW_SPEC_PRICE_MAX_UUSD))
     return fail(err, path, n, "must be at most %lld USD, got %s",
                 TW_SPEC_PRICE_MAX_UUSD / 1000000, s);
+  if (rc)
+    return fail(err, path, n, "expected USD like 3.25, got %s",
+                describe(n, d, sizeof d));
+  /* a limit the user wrote must mean what it says: no silent rounding */
+  if (rounded)
+    return fail(err, path, n, "more than 6 decimals (micro-USD), got %s", s);
   if (v <= 0)
     return fail(err, path, n, "must be > 0, got %s", s);
   spec->max_price_uusd_per_hour = v;

@@ -16,6 +16,7 @@
 #include "broker/base/err.h"
 #include "broker/base/mem.h"
 #include "broker/base/model.h" /* enum tw_market, enum tw_arch */
+#include "broker/base/units.h"
 
 struct tw_node;
 
@@ -164,21 +165,9 @@ void tw_spec_release(struct tw_job_spec *spec);
  * as RFC 3339).  tw_spec_parse() of this output yields an equal spec. */
 void tw_spec_to_json(const struct tw_job_spec *spec, struct tw_buf *out);
 
-/* Helpers shared with config parsing.  Each returns 0 on success, -1 on
- * malformed input. */
-/* All three read the decimal text exactly (never through a double) and
- * return -1 on overflow as well.  Durations: d, h, m, s in that order, each
- * at most once, no fractions; a bare number is seconds.  USD: an optional
- * '-', digits, an optional fraction and an optional exponent ("1e3"); more
- * than 6 nonzero decimals is -1.  Sizes: no sign; units B, KB..PB (powers
- * of 1000), KiB..PiB (powers of 1024), any case, optionally after spaces;
- * the result must be a whole number of bytes ("1.5B" is -1). */
-int tw_parse_duration_s(const char *s,
-                        int64_t *out); /* "6h", "1h30m", "90s", "2d" */
-int tw_parse_usd_uusd(const char *s,
-                      int64_t *out); /* "3.25" -> 3250000, exact */
-int tw_parse_size_bytes(const char *s,
-                        int64_t *out); /* "10GiB", "500GB", "1024" */
+/* The parsers of money, sizes and durations (tw_parse_usd_uusd,
+ * tw_parse_size_bytes, tw_parse_duration_s) live in broker/base/units.h,
+ * included here for the spec's users. */
 
 /* Fallback strategy names accepted in `fallback:` and in the config's
  * spot.fallback, NULL-terminated. */

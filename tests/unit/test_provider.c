@@ -126,7 +126,8 @@ static void usd_conversion(void) {
       {".5", 500000, TW_OK},
       {"", 0, TW_E_INVALID},
       {"-1", 0, TW_E_INVALID},
-      {"1e-3", 0, TW_E_INVALID},
+      {"1e-3", 1000, TW_OK}, /* broker/base/units.h reads exponents */
+      {"$0.5", 500000, TW_OK},
       {"1.2.3", 0, TW_E_INVALID},
       {"abc", 0, TW_E_INVALID},
       {"1000001", 0, TW_E_INVALID},
