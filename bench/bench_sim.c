@@ -18,19 +18,19 @@
  * 77.
  *
  * What runs is the daemon's own code, not a copy: placement
- * (tw_place_rank), the blocklist, the strategies (tw_fallback_decide and
- * tw_fallback_apply) and the checkpoint rule (tw_checkpoint_kept), called
- * at the points where broker/sched/monitor.c calls them: a job that needs an
- * instance is placed (event place, or interrupted right after an
- * interruption); a job on on-demand under the deadline strategy is
- * reviewed every tick and moves back to spot right after a periodic
+ * (tw_plan_make with the default policy set), the blocklist, the strategies
+ * (tw_fallback_decide and tw_fallback_apply) and the checkpoint rule
+ * (tw_checkpoint_kept), called at the points where broker/sched/monitor.c calls
+ * them: a job that needs an instance is placed (event place, or interrupted
+ * right after an interruption); a job on on-demand under the deadline strategy
+ * is reviewed every tick and moves back to spot right after a periodic
  * checkpoint.  A spot launch succeeds when the zone's trace says 1 at that
  * tick, else it is a capacity error (blocklisted); on-demand always
  * succeeds.  A spot instance is interrupted at the first tick its zone
  * says 0: the job saved at the two-minute notice, so the work of those two
  * minutes is lost.  Each start costs BOOT_S of billed time before work
  * resumes; attempts are billed per second with a 60 s minimum
- * (tw_place_compute_cost).
+ * (tw_cost_compute_uusd).
  *
  * Jobs (seeded): arrivals uniform over the trace, work 2 to 48 h, deadline
  * slack 10 % to 100 % of the work (plus one start).  Each strategy runs the
@@ -56,7 +56,9 @@
 #include "broker/base/mem.h"
 #include "broker/core/spec.h"
 #include "policies/fallback/fallback_strategy.h"
-#include "policies/place/place.h"
+#include "policies/place/cost.h"
+#include "policies/place/index.h"
+#include "policies/place/plan.h"
 
 #ifndef TW_SOURCE_DIR
 #define TW_SOURCE_DIR "."
@@ -345,7 +347,26 @@ struct sim {
   struct tw_fallback_cfg cfg;
   struct tw_blocklist *bl;
   struct tw_job_spec spec;
+  struct tw_offer_index *ix; /* over t->offers */
+  struct tw_policy_set *set; /* the defaults, as a daemon without policies */
+  struct tw_plan_ws *ws;
 };
+
+static int64_t ms_of(const struct sim *s, int64_t t_s);
+
+/* The plan of spec at t_s, avoiding excl: as the scheduler plans. */
+static void plan_of(struct sim *s, const struct tw_job_spec *spec,
+                    const char *const *excl, size_t n_excl, int64_t t_s,
+                    struct tw_plan *pl) {
+  struct tw_place_snapshot snap = {.index = s->ix};
+  struct tw_plan_input in = {.job = spec,
+                             .now_ms = ms_of(s, t_s),
+                             .excluded = excl,
+                             .n_excluded = n_excl};
+  struct tw_plan_opts opts = {0};
+  if (tw_plan_make(s->set, &snap, &in, &opts, s->ws, pl, NULL))
+    memset(pl, 0, sizeof *pl);
+}
 
 static int64_t ms_of(const struct sim *s, int64_t t_s) {
   return s->t->start_ms + t_s * 1000;
@@ -360,7 +381,7 @@ static bool spot_up(const struct sim *s, int offer, size_t tick) {
 static void end_attempt(struct sim *s, struct job *j, int64_t t_s) {
   const struct tw_offer *o = &s->t->offers[j->offer];
   int64_t dur = t_s - j->started_s;
-  j->cost_uusd += tw_place_compute_cost(o, dur > 0 ? dur : 0, 1);
+  j->cost_uusd += tw_cost_compute_uusd(o, dur > 0 ? dur : 0, 1);
   if (o->market == TW_MARKET_ON_DEMAND)
     j->od_run_s += dur;
   j->run_s += dur;
@@ -429,8 +450,8 @@ static bool place(struct sim *s, struct job *j, size_t tick) {
   spec.duration_s = j->work_s - j->done_s;
   const char *excl[64];
   size_t n_excl = exclusions(s, j, t_s, excl);
-  struct tw_placement pl;
-  tw_place_rank(&spec, s->t->offers, s->t->n_offers, excl, n_excl, &pl);
+  struct tw_plan pl;
+  plan_of(s, &spec, excl, n_excl, t_s, &pl);
   tw_fallback_apply(&d, j->region, &pl);
   bool ok = false;
   for (size_t i = 0; i < pl.n && !ok; i++) {
@@ -450,7 +471,7 @@ static bool place(struct sim *s, struct job *j, size_t tick) {
     j->lost_s += BOOT_S;
     j->interrupted = j->moved = false;
   }
-  tw_placement_release(&pl);
+  tw_plan_release(&pl);
   if (!ok)
     j->phase = PENDING;
   return ok;
@@ -512,10 +533,10 @@ static void step(struct sim *s, struct job *j, size_t tick) {
   spec.market = TW_MARKET_SPOT;
   const char *excl[64];
   size_t n_excl = exclusions(s, j, t_s, excl);
-  struct tw_placement pl;
-  tw_place_rank(&spec, s->t->offers, s->t->n_offers, excl, n_excl, &pl);
+  struct tw_plan pl;
+  plan_of(s, &spec, excl, n_excl, t_s, &pl);
   v.spot_offered = pl.n > 0;
-  tw_placement_release(&pl);
+  tw_plan_release(&pl);
   struct tw_fallback_decision d;
   tw_fallback_decide(&s->cfg, s->st->kind, &v, &d);
   if (d.action != TW_FB_ACT_MOVE)
@@ -545,6 +566,12 @@ static void run_one(const struct traceset *t, const struct strat *st,
   s.cfg.restart_overhead_s = BOOT_S + NOTICE_S;
   s.cfg.step_s = t->gap_s; /* decisions are made once a tick */
   s.bl = tw_blocklist_new(NULL);
+  struct tw_offer_source src;
+  tw_offer_source_array(&src, t->offers, t->n_offers);
+  if (tw_offer_index_build(&src, &s.ix, NULL))
+    abort(); /* 32 offers at most: cannot be too many */
+  s.set = tw_policy_set_default();
+  s.ws = tw_plan_ws_new();
   s.spec.name = "sim";
   s.spec.nodes = 1;
   s.spec.accel_name = "V100";
@@ -587,6 +614,9 @@ static void run_one(const struct traceset *t, const struct strat *st,
   }
   free(jobs);
   tw_blocklist_free(s.bl);
+  tw_plan_ws_free(s.ws);
+  tw_policy_set_unref(s.set);
+  tw_offer_index_unref(s.ix);
 }
 
 /* ---- main ------------------------------------------------------------------

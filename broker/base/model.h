@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "broker/base/err.h"
 #include "broker/base/mem.h"
@@ -150,6 +151,17 @@ static inline const char *tw_offer_label(const struct tw_offer *o,
     if (!strcmp(o->labels[i].key, key))
       return o->labels[i].value;
   return NULL;
+}
+
+/* Does accelerator name `have` (normalized, "A100-80GB") satisfy `want`
+ * ("A100" matches every A100 variant, "A100-80GB" only itself)?
+ * Case-insensitive.  Placement's filter and tenancy's GPU quotas both ask
+ * this. */
+static inline bool tw_accel_matches(const char *want, const char *have) {
+  size_t n = strlen(want);
+  if (strncasecmp(want, have, n))
+    return false;
+  return have[n] == '\0' || have[n] == '-';
 }
 
 /* ---- instances --------------------------------------------------------- */

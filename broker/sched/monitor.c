@@ -16,6 +16,7 @@
 
 #include "broker/sched/blocklist.h"
 #include "broker/sched/checkpoint.h"
+#include "policies/place/cost.h"
 #include "broker/base/log.h"
 #include "providers/provider.h"
 #include "broker/sched/sched_int.h"
@@ -254,7 +255,7 @@ static enum tw_fallback_kind kind_of(struct tw_sched *s,
 }
 
 static int64_t work_of(const struct tw_job_spec *spec) {
-  return spec->duration_s > 0 ? spec->duration_s : TW_PLACE_DEFAULT_DURATION_S;
+  return spec->duration_s > 0 ? spec->duration_s : TW_COST_DEFAULT_DURATION_S;
 }
 
 static int64_t resume_of(struct tw_sched *s, const char *job_id) {
@@ -384,12 +385,12 @@ void sched__spot_plan(struct tw_sched *s, const struct tw_job_rec *job,
 }
 
 void sched__spot_order(struct tw_sched *s, const struct tw_job_rec *job,
-                       const struct spot_plan *plan, struct tw_placement *pl,
+                       const struct spot_plan *plan, struct tw_plan *pl,
                        char *explain, size_t explain_sz, int64_t now) {
   size_t before = pl->n;
   if (!before)
     return; /* nothing fits at all: the counts say why */
-  struct tw_candidate *all = tw_malloc(before * sizeof *all);
+  struct tw_cand *all = tw_malloc(before * sizeof *all);
   memcpy(all, pl->cands, before * sizeof *all);
   tw_fallback_apply(&plan->d, plan->region, pl);
   char tmp[512];
@@ -652,10 +653,7 @@ static int review(struct tw_sched *s, const struct tw_job_rec *job,
   const char **excl = NULL;
   size_t n_excl = 0;
   blocked_ids(s, now, &excl, &n_excl);
-  struct tw_placement pl;
-  tw_place_rank(&spot, s->all.items, s->all.n, excl, n_excl, &pl);
-  j.spot_offered = pl.n > 0;
-  tw_placement_release(&pl);
+  j.spot_offered = sched__placeable(s, job, &spot, excl, n_excl, now);
   free(excl);
   struct tw_fallback_decision d;
   tw_fallback_decide(&s->fallback, TW_FALLBACK_DEADLINE, &j, &d);

@@ -17,15 +17,14 @@
 #include "broker/tenancy/tenancy.h"
 #include "broker/core/datasets.h"
 #include "policies/place/index.h"
-#include "policies/place/place.h"
 #include "policies/place/placer.h"
 #include "policies/place/plan.h"
 #include "policies/place/queue.h"
 #include "policies/place/replicate.h"
 #include "providers/provider.h"
 
-/* The catalog a scheduler reads its offers from (billing/catalog/catalog.h), and
- * the version of the snapshot its placement array was built from.  The
+/* The catalog a scheduler reads its offers from (billing/catalog/catalog.h),
+ * and the version of the snapshot its placement array was built from.  The
  * daemon's catalog (tw_catalog_published) refreshes on its own threads; a
  * scheduler made without one (tests) gets a private catalog over its
  * providers, refreshed at each pass when offers_ttl_ms has passed, as the
@@ -142,7 +141,8 @@ static void refresh_offers(struct tw_sched *s, int64_t now) {
   tw_cat_snap_release(snap);
 }
 
-/* ---- placement (policies/place/plan.h) --------------------------------------------
+/* ---- placement (policies/place/plan.h)
+ * --------------------------------------------
  *
  * What placement needs beyond one job, kept beside the scheduler by its
  * address (as the catalog's state is, so struct tw_sched stays as the rest
@@ -449,6 +449,23 @@ static void sched_plan(struct tw_sched *s, struct sched_place *p,
   (void)s;
 }
 
+bool sched__placeable(struct tw_sched *s, const struct tw_job_rec *job,
+                      const struct tw_job_spec *spec, const char *const *excl,
+                      size_t n_excl, int64_t now) {
+  struct sched_place *p = sched_place_of(s);
+  struct tw_policy_set *set = NULL;
+  struct tw_offer_index *pix = NULL;
+  tw_placer_acquire(sched_placer(p), &set, &pix);
+  tw_offer_index_unref(pix);
+  sched_index(s, p);
+  struct tw_plan plan;
+  sched_plan(s, p, job, spec, excl, n_excl, now, set, false, &plan);
+  bool any = plan.n > 0;
+  tw_plan_release(&plan);
+  tw_policy_set_unref(set);
+  return any;
+}
+
 static uint64_t fnv64(uint64_t h, const void *data, size_t n) {
   const unsigned char *c = data;
   for (size_t i = 0; i < n; i++)
@@ -648,9 +665,9 @@ static void sched_replicate(struct tw_sched *s, struct sched_place *p,
  * set around the launches of one job (scheduler thread). */
 static __thread const char *launch_plan_json;
 
-/* 4. the pending jobs of this pass: the queue in its order (policies/place/queue.h:
- * priority, aging, fair share), shared replication for datasets several of
- * them read, then each job placed in turn. */
+/* 4. the pending jobs of this pass: the queue in its order
+ * (policies/place/queue.h: priority, aging, fair share), shared replication for
+ * datasets several of them read, then each job placed in turn. */
 static int sched_place_pending(struct tw_sched *s, int64_t now) {
   struct sched_place *p = sched_place_of(s);
   struct tw_policy_set *set = NULL;
@@ -1033,8 +1050,6 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
     sched_plan(s, sp, job, &spec, excl, n_excl, now, set, true, &pplan);
     wt->key = pplan.n ? 0 : wkey;
   }
-  struct tw_placement pl;
-  tw_plan_to_placement(&pplan, &pl);
   char explain[512];
   struct tw_buf eb, planj;
   tw_buf_init(&eb);
@@ -1043,8 +1058,9 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
   snprintf(explain, sizeof explain, "%s", eb.data ? eb.data : "");
   tw_buf_release(&eb);
   tw_plan_to_json(&pplan, 5, &planj);
-  sched__spot_order(s, job, &plan, &pl, explain, sizeof explain, now);
-  if (pl.n == 0) {
+  sched__spot_order(s, job, &plan, &pplan, explain, sizeof explain, now);
+  struct tw_plan *pl = &pplan;
+  if (pl->n == 0) {
     char note[600];
     if (counted) {
       snprintf(note, sizeof note, "no offer fits: %s", explain);
@@ -1053,14 +1069,14 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
     sched_reserve(s, sp, job, &spec, now, set);
     goto out;
   }
-  if (s->tenancy && tw_tenancy_place_filter(s->tenancy, job, &spec, &pl))
+  if (s->tenancy && tw_tenancy_place_filter(s->tenancy, job, &spec, pl))
     goto out; /* nothing within the tenant's quota now (noted once) */
   bool placed = false, opened = false, retry_later = false;
-  for (size_t i = 0; i < pl.n && !placed; i++) {
-    const struct tw_offer *o = pl.cands[i].offer;
+  for (size_t i = 0; i < pl->n && !placed; i++) {
+    const struct tw_offer *o = pl->cands[i].offer;
     char why[1100];
     char cost[32];
-    tw_policy_fmt_uusd(pl.cands[i].cost_uusd, cost, sizeof cost);
+    tw_policy_fmt_uusd(pl->cands[i].cost.total_uusd, cost, sizeof cost);
     snprintf(why, sizeof why, "%s %s, expected %s (%s)",
              i ? "next best offer" : "best offer", o->id, cost, explain);
     struct tw_attempt_new an = {.job_id = job->id,
@@ -1080,8 +1096,8 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
     opened = true;
     changes++;
     launch_plan_json = planj.data;
-    enum tw_rc rc =
-        sched__launch(s, job, &spec, &a, o, pl.cands[i].cost_uusd, explain);
+    enum tw_rc rc = sched__launch(s, job, &spec, &a, o,
+                                  pl->cands[i].cost.total_uusd, explain);
     launch_plan_json = NULL;
     if (rc == TW_OK) {
       placed = true;
@@ -1105,7 +1121,6 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
   if (placed)
     backoff_clear(s, job->id);
 out:
-  tw_placement_release(&pl);
   tw_plan_release(&pplan);
   tw_buf_release(&planj);
   tw_policy_set_unref(set);

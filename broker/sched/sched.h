@@ -12,7 +12,7 @@
  *      interruption: record the progress kept, and place the job again at
  *      once through its fallback strategy; terminate the instance of a job
  *      cancelled meanwhile; pick up jobs a restart left half way;
- *   4. place pending jobs in queue order (policies/place/place.h): open an
+ *   4. place pending jobs in queue order (policies/place/plan.h): open an
  *      attempt (stored before the call), launch the best candidate under
  *      the blocklist and the job's fallback strategy, and on a capacity or
  *      quota error move on to the next at once.

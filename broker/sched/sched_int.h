@@ -13,7 +13,7 @@
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "policies/fallback/fallback_strategy.h"
-#include "policies/place/place.h"
+#include "policies/place/plan.h"
 #include "broker/sched/sched.h"
 
 struct tw_provider;
@@ -87,6 +87,11 @@ void sched__gang_token(const struct tw_attempt_rec *a, int k, char *out,
  * number of state changes. */
 int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
                      int64_t now);
+/* Whether the plan of job under spec (the scheduler's offers, policy set
+ * and snapshot; excl avoided) has a candidate now.  Scheduler thread. */
+bool sched__placeable(struct tw_sched *s, const struct tw_job_rec *job,
+                      const struct tw_job_spec *spec, const char *const *excl,
+                      size_t n_excl, int64_t now);
 
 /* monitor.c: notices, then every live attempt, then jobs a restart left
  * half way (placing, interrupted, recovering without a live attempt);
@@ -121,7 +126,7 @@ void sched__spot_plan(struct tw_sched *s, const struct tw_job_rec *job,
 /* Applies the plan to the ranked candidates, prefixes explain with the
  * decision's reason, and stores the decision when a launch will follow. */
 void sched__spot_order(struct tw_sched *s, const struct tw_job_rec *job,
-                       const struct spot_plan *plan, struct tw_placement *pl,
+                       const struct spot_plan *plan, struct tw_plan *pl,
                        char *explain, size_t explain_sz, int64_t now);
 /* A launch on o succeeded: the blocklist forgets the failures remembered
  * in its zone (a streak of failures is what escalates). */
@@ -132,8 +137,8 @@ void sched__spot_launch_failed(struct tw_sched *s, const struct tw_offer *o,
                                enum tw_rc rc, int64_t now);
 /* The user data of attempt a: the spec's script, prefixed with the
  * checkpoint contract's environment when the spec has `checkpoint:`
- * (broker/sched/checkpoint.h).  Returns NULL when there is nothing to send, else
- * out->data. */
+ * (broker/sched/checkpoint.h).  Returns NULL when there is nothing to send,
+ * else out->data. */
 const char *sched__spot_user_data(struct tw_sched *s,
                                   const struct tw_job_rec *job,
                                   const struct tw_job_spec *spec,

@@ -19,6 +19,8 @@
 #include "broker/base/log.h"
 #include "broker/core/store.h"
 #include "broker/tenancy/tenancy_int.h"
+#include "policies/place/index.h"
+#include "policies/place/policy.h"
 #include "providers/http.h"
 
 static const char *const MIGRATIONS[] = {
@@ -1200,7 +1202,8 @@ void tw_tenancy_free(struct tw_tenancy *t) {
   }
   tw_audit_free(t->audit);
   tw_http_free(t->http);
-  free(t->offers);
+  tw_offer_index_unref(t->offers);
+  tw_policy_set_unref(t->place_set);
   free(t->resv);
   free(t->quotas);
   free(t->cq);

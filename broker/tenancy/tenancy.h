@@ -334,9 +334,10 @@ struct tw_admission {
  * limit plus what may be borrowed; spot only when a spot share is
  * allowed) and its hard budgets (tenant-wide and project): the projected
  * cost must fit in limit - spent - committed.  The projection is the
- * cheapest feasible offer's compute cost (policies/place/place.h) over the
- * offers the scheduler last saw, for duration_s or one hour; with none
- * known it is max_price_per_hour times that, else 0 (documented).
+ * expected cost of the best candidate of a plan (policies/place/plan.h,
+ * the default policy set) over the offers the scheduler last saw, for
+ * duration_s or one hour; with none known it is max_price_per_hour times
+ * that, else 0 (documented).
  *   TW_E_QUOTA  refused; err->field names the quota ("quota.gpus.A100",
  *               "budget.ml/train") and err->msg the numbers.
  * The refusal is audited (principal may be NULL). */
@@ -348,8 +349,8 @@ enum tw_rc tw_tenancy_admit(struct tw_tenancy *t,
 /* ---- the scheduler's hooks -------------------------------------------------
  */
 
-/* The offers the scheduler placed against, copied for admission's cost
- * projection.  Scheduler thread. */
+/* The offers the scheduler placed against, copied and indexed for
+ * admission's cost projection.  Scheduler thread. */
 void tw_tenancy_set_offers(struct tw_tenancy *t, const struct tw_offer *offers,
                            size_t n);
 
@@ -359,17 +360,17 @@ void tw_tenancy_set_offers(struct tw_tenancy *t, const struct tw_offer *offers,
 void tw_tenancy_place_begin(struct tw_tenancy *t);
 
 /* Drops from pl's candidates the offers job cannot take within its
- * tenant's quota now (pl is a struct tw_placement, policies/place/place.h; its
+ * tenant's quota now (pl is the job's plan, policies/place/plan.h; its
  * order is kept).  When none is left but the cheapest would fit in the
  * tenant's own quota once borrowers give back what they took from the
  * cohort, their newest attempts are preempted (instance terminated, job
  * back to pending, audited) and that candidate alone is kept.  Returns
  * true when nothing is left: the job waits, and the reason is noted on the
  * job and audited once (not at every pass).  Scheduler thread. */
-struct tw_placement;
+struct tw_plan;
 bool tw_tenancy_place_filter(struct tw_tenancy *t, const struct tw_job_rec *job,
                              const struct tw_job_spec *spec,
-                             struct tw_placement *pl);
+                             struct tw_plan *pl);
 
 /* Reserves job's share of offer o, right before its attempt is opened.
  * The reservation lasts as long as the job has a live attempt (a later

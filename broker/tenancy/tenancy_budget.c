@@ -26,7 +26,10 @@
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "broker/tenancy/tenancy_int.h"
-#include "policies/place/place.h"
+#include "broker/base/clock.h"
+#include "policies/place/cost.h"
+#include "policies/place/index.h"
+#include "policies/place/plan.h"
 #include "providers/http.h"
 
 static const char SQL_BUDGET_GET[] =
@@ -530,32 +533,55 @@ enum tw_rc tw_tenancy_budget_status(struct tw_tenancy *t, const char *tenant,
 
 void tw_tenancy_set_offers(struct tw_tenancy *t, const struct tw_offer *offers,
                            size_t n) {
-  struct tw_offer *copy = n ? tw_malloc(n * sizeof *copy) : NULL;
-  if (n)
+  struct tw_offer_index *ix = NULL;
+  if (n) {
+    struct tw_offer *copy = tw_malloc(n * sizeof *copy);
     memcpy(copy, offers, n * sizeof *copy);
+    struct tw_err err = {0};
+    if (tw_offer_index_build_take(copy, n, &ix, &err))
+      tw_log_warn("tenancy", "offers=%zu not indexed for projections: %s", n,
+                  err.msg);
+  }
   pthread_mutex_lock(&t->mu);
-  free(t->offers);
-  t->offers = copy;
-  t->n_offers = n;
+  struct tw_offer_index *old = t->offers;
+  t->offers = ix;
+  if (!t->place_set)
+    t->place_set = tw_policy_set_default();
   pthread_mutex_unlock(&t->mu);
+  tw_offer_index_unref(old);
 }
 
+/* The projection is the plan the scheduler would make, over the same
+ * offers: one placement engine, so admission and placement never disagree
+ * on which offer is cheapest or what it costs. */
 int64_t tn_project_cost(struct tw_tenancy *t, const struct tw_job_spec *spec,
                         char *how, size_t howsz) {
   int64_t duration =
-      spec->duration_s > 0 ? spec->duration_s : TW_PLACE_DEFAULT_DURATION_S;
+      spec->duration_s > 0 ? spec->duration_s : TW_COST_DEFAULT_DURATION_S;
   int nodes = spec->nodes > 0 ? spec->nodes : 1;
   int64_t cost = 0;
-  struct tw_placement pl;
   pthread_mutex_lock(&t->mu);
-  tw_place_rank(spec, t->offers, t->n_offers, NULL, 0, &pl);
-  if (pl.n) {
-    cost = pl.cands[0].cost_uusd;
-    snprintf(how, howsz, "cheapest feasible offer %s for %" PRId64 " s",
-             pl.cands[0].offer->id, duration);
-  }
+  struct tw_offer_index *ix = tw_offer_index_ref(t->offers);
+  struct tw_policy_set *set = tw_policy_set_ref(t->place_set);
   pthread_mutex_unlock(&t->mu);
-  tw_placement_release(&pl);
+  if (ix) {
+    struct tw_place_snapshot snap = {.index = ix};
+    struct tw_plan_input in = {.job = spec,
+                               .now_ms = tw_clock_now_ms(t->clock)};
+    struct tw_plan_opts opts = {0};
+    struct tw_plan pl;
+    struct tw_err err = {0};
+    if (tw_plan_make(set, &snap, &in, &opts, NULL, &pl, &err) == TW_OK) {
+      if (pl.n) {
+        cost = pl.cands[0].cost.total_uusd;
+        snprintf(how, howsz, "cheapest feasible offer %s for %" PRId64 " s",
+                 pl.cands[0].offer->id, duration);
+      }
+      tw_plan_release(&pl);
+    }
+  }
+  tw_policy_set_unref(set);
+  tw_offer_index_unref(ix);
   if (cost)
     return cost;
   if (spec->max_price_uusd_per_hour > 0) {

@@ -11,6 +11,9 @@
 #include "broker/base/model.h"
 #include "broker/tenancy/tenancy.h"
 
+struct tw_offer_index;
+struct tw_policy_set;
+
 struct tw_http;
 
 /* What one tenant's live attempts hold, rebuilt at each placement phase. */
@@ -53,8 +56,10 @@ struct tw_tenancy {
   int64_t webhook_timeout_ms;
 
   pthread_mutex_t mu; /* offers, http */
-  struct tw_offer *offers;
-  size_t n_offers;
+  /* The offers the scheduler last saw, indexed for the projection's plans
+   * (a reference; NULL: none yet), and the policy set they run under. */
+  struct tw_offer_index *offers;
+  struct tw_policy_set *place_set;
   struct tw_http *http; /* webhooks; made on first use */
 
   /* placement phase: scheduler thread only */
@@ -110,7 +115,7 @@ enum tw_rc tn_load_all_quotas(struct tw_tenancy *t, struct tw_quota **out,
 /* tenancy_budget.c: the period [start, end) holding now. */
 void tn_period(enum tw_budget_period p, int64_t now_ms, int64_t *start,
                int64_t *end);
-/* Projected compute cost of spec over the offers seen (see tenancy.h). */
+/* Projected cost of spec over the offers seen (see tenancy.h). */
 int64_t tn_project_cost(struct tw_tenancy *t, const struct tw_job_spec *spec,
                         char *how, size_t howsz);
 /* Hard-budget admission (tenancy_budget.c) and quota admission

@@ -25,7 +25,7 @@
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "broker/tenancy/tenancy_int.h"
-#include "policies/place/place.h"
+#include "policies/place/plan.h"
 #include "providers/provider.h"
 
 static const char SQL_TENANT_ROW[] =
@@ -735,7 +735,7 @@ static void unheld(struct tw_tenancy *t, const char *job_id) {
 
 bool tw_tenancy_place_filter(struct tw_tenancy *t, const struct tw_job_rec *job,
                              const struct tw_job_spec *spec,
-                             struct tw_placement *pl) {
+                             struct tw_plan *pl) {
   const struct tw_quota *q = find_q(t->quotas, t->n_quotas, job->tenant);
   if (!q || pl->n == 0)
     return false;
@@ -755,7 +755,7 @@ bool tw_tenancy_place_filter(struct tw_tenancy *t, const struct tw_job_rec *job,
       snprintf(first_why, sizeof first_why, "%s", why);
   }
   if (keep == 0 && reclaimable >= 0) {
-    struct tw_candidate c = pl->cands[reclaimable];
+    struct tw_cand c = pl->cands[reclaimable];
     if (reclaim(t, q, c.offer, nodes, job->id) &&
         fit_offer(t, q, c.offer, nodes, job->id, why, sizeof why) == FIT_OK) {
       pl->cands[keep++] = c;

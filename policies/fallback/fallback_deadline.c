@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "broker/core/spec.h"
 #include "policies/fallback/fallback_int.h"
 
 int64_t tw_fallback_slack_s(const struct tw_fallback_job *j) {

@@ -179,12 +179,12 @@ static int group_of(const struct tw_fallback_decision *d, const char *region,
 }
 
 void tw_fallback_apply(const struct tw_fallback_decision *d, const char *region,
-                       struct tw_placement *pl) {
+                       struct tw_plan *pl) {
   if (!pl->n)
     return;
-  /* a stable partition into four groups: candidates keep their cost order
-   * within a group, so ties still break on the offer id */
-  struct tw_candidate *out = tw_malloc(pl->n * sizeof *out);
+  /* a stable partition into four groups: candidates keep the plan's order
+   * within a group, so ties still break as the plan broke them */
+  struct tw_cand *out = tw_malloc(pl->n * sizeof *out);
   size_t k = 0;
   for (int g = 0; g < 4; g++)
     for (size_t i = 0; i < pl->n; i++)

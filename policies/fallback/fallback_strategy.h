@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #include "broker/base/model.h"
-#include "policies/place/place.h"
+#include "policies/place/plan.h"
 
 enum tw_fallback_kind {
   TW_FALLBACK_FAILOVER = 0,
@@ -137,12 +137,14 @@ void tw_fallback_decide(const struct tw_fallback_cfg *cfg,
                         const struct tw_fallback_job *j,
                         struct tw_fallback_decision *out);
 
-/* Applies d to ranked candidates pl (cheapest first): keeps the markets d
- * allows and orders them (market groups first, then region preference
- * relative to region, cost order kept within each group).  region may be
- * "" (no preference applies).  Pure; pl->n may shrink. */
+/* Applies d to the candidates of plan pl (policies/place/plan.h, best
+ * first): keeps the markets d allows and orders them (market groups first,
+ * then region preference relative to region, the plan's order kept within
+ * each group).  region may be "" (no preference applies).  Pure; pl->n may
+ * shrink, and what else the plan says (counts, rejections) is left as it
+ * was. */
 void tw_fallback_apply(const struct tw_fallback_decision *d, const char *region,
-                       struct tw_placement *pl);
+                       struct tw_plan *pl);
 
 /* The deadline strategy's arithmetic, exposed for tests and the
  * simulator.  slack = (deadline - now) - (work - done), in seconds. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "broker/base/mem.h"
+#include "broker/base/model.h"
 #include "broker/core/spec.h"
 #include "policies/place/inputs.h"
 #include "policies/place/netmatrix.h"
@@ -14,7 +15,7 @@
 #define MONTH_S (30LL * 86400)
 
 void tw_cost_params_default(struct tw_cost_params *p) {
-  p->default_duration_s = 3600;
+  p->default_duration_s = TW_COST_DEFAULT_DURATION_S;
   p->launch_overhead_s = 120;
   p->restart_overhead_s = 300;
   p->spot_default_interruption_pct = 10;
@@ -46,18 +47,33 @@ int64_t tw_cost_transfer_s(int64_t size_bytes, int64_t rtt_us,
   return ceil_div(us, 1000000);
 }
 
+/* Seconds billed for a run of t seconds under the billing rules. */
+static int64_t billed_s(int64_t t, int64_t granularity_s,
+                        int64_t min_charge_s) {
+  int64_t billed = t;
+  if (min_charge_s > billed)
+    billed = min_charge_s;
+  if (granularity_s > 1)
+    billed = (billed + granularity_s - 1) / granularity_s * granularity_s;
+  return billed;
+}
+
+int64_t tw_cost_compute_uusd(const struct tw_offer *o, int64_t duration_s,
+                             int nodes) {
+  int64_t billed =
+      billed_s(duration_s, o->billing_granularity_s, o->min_charge_s);
+  return ceil_div((__int128)o->price_uusd_per_hour * billed *
+                      (nodes > 0 ? nodes : 1),
+                  3600);
+}
+
 void tw_cost_eval(const struct tw_cost_params *p, const struct tw_cost_job *j,
                   const struct tw_cost_offer *o, int64_t egress_uusd,
                   int64_t transfer_s, struct tw_cost *out) {
   memset(out, 0, sizeof *out);
   int64_t nodes = j->nodes > 0 ? j->nodes : 1;
   int64_t t = j->duration_s > 0 ? j->duration_s : p->default_duration_s;
-  int64_t billed = t;
-  if (o->min_charge_s > billed)
-    billed = o->min_charge_s;
-  if (o->granularity_s > 1)
-    billed =
-        (billed + o->granularity_s - 1) / o->granularity_s * o->granularity_s;
+  int64_t billed = billed_s(t, o->granularity_s, o->min_charge_s);
   out->compute_uusd =
       ceil_div((__int128)o->price_uusd_per_hour * billed * nodes, 3600);
   if (o->spot) {

@@ -3,7 +3,7 @@
  *
  *   compute    the hourly price over the expected duration, rounded by the
  *              offer's billing rules (minimum charge, granularity), times
- *              the node count (place.h: tw_place_compute_cost).
+ *              the node count (tw_cost_compute_uusd below).
  *   spot risk  spot offers only.  The interruption band (% of instances
  *              interrupted per month, AWS Spot Advisor's "frequency of
  *              interruption") gives a rate per node-hour; a gang of n
@@ -38,8 +38,20 @@
 struct tw_netmatrix;
 struct tw_dataset_set;
 
+/* The run time assumed for a job that gives no duration (the default of
+ * tw_cost_params.default_duration_s). */
+#define TW_COST_DEFAULT_DURATION_S 3600
+
 /* The defaults documented in policy.h. */
 void tw_cost_params_default(struct tw_cost_params *p);
+
+/* The compute part of the model alone: running for duration_s on nodes
+ * (< 1: one) of offer o, billed by its rules (minimum charge, granularity),
+ * rounded up to the micro-dollar (an estimate never under-estimates); what
+ * tw_cost_eval() puts in compute_uusd.  Metering of actual use follows the
+ * ledger's rules instead (billing/ledger/meter.h). */
+int64_t tw_cost_compute_uusd(const struct tw_offer *o, int64_t duration_s,
+                             int nodes);
 
 /* What the model needs of an offer. */
 struct tw_cost_offer {

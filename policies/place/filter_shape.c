@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "policies/place/place.h"
 #include "policies/place/policy_int.h"
 
 /* ---- arch -------------------------------------------------------------------

@@ -10,7 +10,6 @@
 #include "policies/place/cost.h"
 #include "policies/place/index_int.h"
 #include "policies/place/netmatrix.h"
-#include "policies/place/place.h"
 #include "policies/place/policy_int.h"
 
 #define STAGE_SLOTS 32
@@ -1154,15 +1153,4 @@ void tw_plan_to_json(const struct tw_plan *p, size_t max, struct tw_buf *b) {
   tw_buf_json_str(b, e.data ? e.data : "");
   tw_buf_release(&e);
   tw_buf_addc(b, '}');
-}
-
-void tw_plan_to_placement(const struct tw_plan *p, struct tw_placement *out) {
-  memset(out, 0, sizeof *out);
-  out->considered = p->considered;
-  out->cands = tw_calloc(p->n ? p->n : 1, sizeof *out->cands);
-  for (size_t j = 0; j < p->n; j++) {
-    out->cands[j].offer = p->cands[j].offer;
-    out->cands[j].cost_uusd = p->cands[j].cost.total_uusd;
-  }
-  out->n = p->n;
 }

@@ -42,7 +42,6 @@
 #include "policies/place/policy.h"
 
 struct tw_offer_index;
-struct tw_placement;
 
 /* What placement reads besides the job.  NULL members mean the defaults:
  * no datasets, nothing blocklisted, every provider healthy, no quota
@@ -129,10 +128,5 @@ void tw_plan_explain(const struct tw_plan *p, struct tw_buf *out);
  * stored placement): at most max_cands candidates (0: all). */
 void tw_plan_to_json(const struct tw_plan *p, size_t max_cands,
                      struct tw_buf *out);
-
-/* The candidates as a place.h placement (offers borrowed from p), for
- * code that works on that shape (the fallback strategies).  Release with
- * tw_placement_release(). */
-void tw_plan_to_placement(const struct tw_plan *p, struct tw_placement *out);
 
 #endif

@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "broker/core/spec.h"
 #include "policies/fallback/fallback_strategy.h"
-#include "policies/place/place.h"
+#include "policies/place/index.h"
+#include "policies/place/plan.h"
 
 static const int64_t T0 = 1764460800000;
 #define H 3600LL
@@ -198,18 +200,28 @@ static void fill(struct tw_offer *o, const char *region, const char *zone,
   tw_offer_make_id(o);
 }
 
-static void rank(struct tw_placement *pl) {
+/* The plan of a one-hour job over OFFERS, as the scheduler makes it. */
+static void rank(struct tw_plan *pl) {
   fill(&OFFERS[0], "us-east-1", "us-east-1a", S, 900000);
   fill(&OFFERS[1], "us-west-2", "us-west-2a", S, 800000);
   fill(&OFFERS[2], "us-east-1", "us-east-1b", S, 1000000);
   fill(&OFFERS[3], "us-east-1", "", O, 3060000);
   fill(&OFFERS[4], "us-west-2", "", O, 3060000);
   struct tw_job_spec spec = {.name = "t", .nodes = 1, .duration_s = H};
-  tw_place_rank(&spec, OFFERS, 5, NULL, 0, pl);
+  struct tw_offer_source src;
+  tw_offer_source_array(&src, OFFERS, 5);
+  struct tw_offer_index *ix = NULL;
+  assert_int_equal(tw_offer_index_build(&src, &ix, NULL), TW_OK);
+  struct tw_policy_set *set = tw_policy_set_default();
+  struct tw_place_snapshot snap = {.index = ix};
+  struct tw_plan_input in = {.job = &spec, .now_ms = T0};
+  struct tw_plan_opts o = {0};
+  assert_int_equal(tw_plan_make(set, &snap, &in, &o, NULL, pl, NULL), TW_OK);
+  tw_policy_set_unref(set);
+  tw_offer_index_unref(ix); /* the candidates point into OFFERS */
 }
 
-static void expect_order(const struct tw_placement *pl, const int *idx,
-                         size_t n) {
+static void expect_order(const struct tw_plan *pl, const int *idx, size_t n) {
   assert_int_equal(pl->n, n);
   for (size_t i = 0; i < n; i++)
     if (pl->cands[i].offer != &OFFERS[idx[i]])
@@ -219,44 +231,44 @@ static void expect_order(const struct tw_placement *pl, const int *idx,
 
 static void apply_orders_candidates_by_decision(void **state) {
   (void)state;
-  struct tw_placement pl;
+  struct tw_plan pl;
   struct tw_fallback_decision d = {.market = A};
 
   rank(&pl); /* by cost: west spot, east-a, east-b, the two on-demand */
   tw_fallback_apply(&d, "us-east-1", &pl);
   expect_order(&pl, (int[]){1, 0, 2, 3, 4}, 5);
-  tw_placement_release(&pl);
+  tw_plan_release(&pl);
 
   rank(&pl); /* failover: the region first, on-demand included */
   d.region = TW_FB_SAME_REGION_FIRST;
   tw_fallback_apply(&d, "us-east-1", &pl);
   expect_order(&pl, (int[]){0, 2, 3, 1, 4}, 5);
-  tw_placement_release(&pl);
+  tw_plan_release(&pl);
 
   rank(&pl); /* eager: the region last */
   d.region = TW_FB_OTHER_REGIONS_FIRST;
   tw_fallback_apply(&d, "us-east-1", &pl);
   expect_order(&pl, (int[]){1, 4, 0, 2, 3}, 5);
-  tw_placement_release(&pl);
+  tw_plan_release(&pl);
 
   rank(&pl); /* deadline, ahead: spot only */
   d = (struct tw_fallback_decision){.market = S};
   tw_fallback_apply(&d, "us-east-1", &pl);
   expect_order(&pl, (int[]){1, 0, 2}, 3);
-  tw_placement_release(&pl);
+  tw_plan_release(&pl);
 
   rank(&pl); /* deadline, behind: spot, then on-demand */
   d.then_on_demand = true;
   tw_fallback_apply(&d, "", &pl);
   expect_order(&pl, (int[]){1, 0, 2, 3, 4}, 5);
-  tw_placement_release(&pl);
+  tw_plan_release(&pl);
 
   rank(&pl); /* on-demand only */
   d = (struct tw_fallback_decision){.market = O,
                                     .region = TW_FB_SAME_REGION_FIRST};
   tw_fallback_apply(&d, "us-west-2", &pl);
   expect_order(&pl, (int[]){4, 3}, 2);
-  tw_placement_release(&pl);
+  tw_plan_release(&pl);
 }
 
 /* ---- the deadline strategy's promise ------------------------------------ */
