@@ -472,9 +472,7 @@ static void bench_alibaba_fake(const char *path) {
       "region: cn-hangzhou\n"
       "access_key_env: TW_BENCH_AWS_AK\n"
       "secret_key_env: TW_BENCH_AWS_SK\n"
-      "image: ubuntu_22_04_x64_20G_alibase_20240101.vhd\n"
-      "cny_usd_rate: \"0.138\"\n"
-      "cny_usd_rate_date: \"2024-05-01\"\n",
+      "image: ubuntu_22_04_x64_20G_alibase_20240101.vhd\n",
       "cn-hangzhou", "cn-hangzhou-i", "ecs.g7.large"};
   bench_fake_cloud(path, &ali);
 }

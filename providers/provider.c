@@ -284,6 +284,11 @@ static const char *offer_problem(const struct tw_offer *o) {
   if (o->price_uusd_per_hour < 0 ||
       o->price_uusd_per_hour > TW_MODEL_PRICE_MAX_UUSD)
     return "price out of range";
+  /* another currency: the adapter's own price, converted by the catalog */
+  if (*o->price_currency &&
+      (strlen(o->price_currency) != 3 || o->price_micro_per_hour < 0 ||
+       o->price_micro_per_hour > TW_MODEL_PRICE_MAX_UUSD * 1000))
+    return "price in another currency out of range";
   if (o->market != TW_MARKET_SPOT && o->market != TW_MARKET_ON_DEMAND &&
       o->market != TW_MARKET_PRIVATE)
     return "no market";

@@ -85,7 +85,8 @@ function(ali_integration)
   endif()
   tw_add_test(test_alibaba_fake
     SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_alibaba_fake.c
-    LIBS twtest_fakecloud tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
+    LIBS twtest_fakecloud tw_adapters tw_billing tw_providers PkgConfig::CURL
+         PkgConfig::JANSSON
     LABELS integration TIMEOUT 60)
   ali_labels(test_alibaba_fake integration providers alibaba)
   target_compile_definitions(test_alibaba_fake PRIVATE

@@ -231,9 +231,11 @@ enum tw_rc tw_cat_snap_from_csv(const char *data, size_t len,
                                 struct tw_cat_snap **out, struct tw_err *err);
 
 /* Normalizes adapter offers (accelerator names, architecture, billing
- * rules, geography; prices are micro-USD already) into a new snapshot
- * holding only them; each offer is normalized or rejected with a reason in
- * info's report. */
+ * rules, geography; prices in micro-USD, or in the adapter's own currency
+ * converted here with rates, the one source of exchange rates) into a new
+ * snapshot holding only them; each offer is normalized or rejected with a
+ * reason in info's report (no_rate: a currency rates lacks, or a second
+ * currency in one listing). */
 struct tw_cat_adapter_opts {
   const struct tw_regions *regions;
   const struct tw_rates *rates;

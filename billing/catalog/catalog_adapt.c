@@ -83,7 +83,8 @@ static bool is_reserved(const char *k) {
 static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
                                     const struct tw_offer *in, size_t row,
                                     const struct tw_cat_adapter_opts *o,
-                                    uint16_t src, struct tw_cat_report *rep) {
+                                    const struct tw_rate *rate, uint16_t src,
+                                    struct tw_cat_report *rep) {
   if (!in->instance_type[0])
     return TW_CAT_REJ_NO_TYPE;
   if (!in->region[0])
@@ -106,10 +107,21 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
   enum tw_cat_note notes[4];
   int nn = 0;
 
-  /* money: adapters hand over micro-USD (struct tw_offer's unit); one
-   * that converted from another currency says so in its own labels
-   * (Alibaba: currency, fx_cny_usd, fx_date), kept with the offer */
+  /* money: adapters hand over micro-USD (struct tw_offer's unit), or
+   * their own price in another currency, converted here with the rate
+   * table (the one source of rates) at the source's rate: one currency
+   * per listing */
   int64_t micro = in->price_uusd_per_hour, uusd = micro;
+  bool foreign = *in->price_currency && strcmp(in->price_currency, "USD");
+  if (foreign || strcmp(rate->currency, "USD")) {
+    if (!foreign || strcmp(rate->currency, in->price_currency) ||
+        rate->nusd_per_unit <= 0)
+      return TW_CAT_REJ_NO_RATE;
+    micro = in->price_micro_per_hour;
+    if (micro < 0 || tw_rate_convert(rate, micro, &uusd, NULL) ||
+        uusd > TW_MODEL_PRICE_MAX_UUSD)
+      return TW_CAT_REJ_BAD_PRICE;
+  }
   int accel_count = in->accel_count;
   if (uusd == 0 && (o->chargeback_vcpu_uusd || o->chargeback_gib_uusd ||
                     o->chargeback_accel_uusd)) {
@@ -258,12 +270,31 @@ enum tw_rc tw_cat_snap_from_offers(const struct tw_offer *offers, size_t n,
   tw_cat_builder_init(&b);
   struct tw_cat_source_info si = *info;
   memset(&si.report, 0, sizeof si.report);
-  /* adapters price in USD (see adapt_one) */
+  /* An adapter prices in USD or reports its own currency (see adapt_one):
+   * the source records the rate of the first other currency it names, or
+   * USD's identity.  A currency the table lacks rejects those offers as
+   * no_rate. */
   set_rate(&si, NULL);
+  for (size_t i = 0; i < n; i++) {
+    const char *cur = offers[i].price_currency;
+    if (*cur && strcmp(cur, "USD")) {
+      const struct tw_rate *r = o->rates ? tw_rates_find(o->rates, cur) : NULL;
+      if (r)
+        set_rate(&si, r);
+      else { /* no rate: nothing of this source converts */
+        snprintf(si.rate.currency, sizeof si.rate.currency, "%.3s", cur);
+        si.rate.nusd_per_unit = 0;
+        si.rate.text[0] = '\0';
+        snprintf(si.rate.source, sizeof si.rate.source, "no rate");
+      }
+      break;
+    }
+  }
   uint16_t src = tw_cat_bld_source(&b, &si);
   for (size_t i = 0; i < n; i++) {
     rep.rows++;
-    enum tw_cat_reject why = adapt_one(&b, &offers[i], i + 1, o, src, &rep);
+    enum tw_cat_reject why =
+        adapt_one(&b, &offers[i], i + 1, o, &si.rate, src, &rep);
     if (why == TW_CAT_REJ_COUNT) {
       rep.normalized++;
       rep.offers++;

@@ -778,6 +778,15 @@ void tw_cat_snap_to_offer(const struct tw_cat_snap *s, size_t i,
   out->interruption_pct = v.interruption_pct;
   out->capacity = v.capacity;
   out->price_observed_ms = v.observed_ms;
+  if (v.source && strcmp(v.currency, "USD")) {
+    /* converted here: the provider's own price and the rate it went
+     * through travel with the offer (the Alibaba adapter's spot limits
+     * are set in CNY at the same rate) */
+    TW_SET(out->price_currency, v.currency);
+    out->price_micro_per_hour = v.source_price_micro;
+    out->fx_nusd_per_unit = v.source->rate.nusd_per_unit;
+    TW_SET(out->fx_date, v.rate_date);
+  }
   tw_cat_snap_offer_id(s, i, out->id, sizeof out->id);
   const char *own = label_in(v.labels, "id");
   if (own)

@@ -101,6 +101,15 @@ struct tw_offer {
   int64_t capacity;              /* free units (private clusters); -1
                                     unknown */
   int64_t price_observed_ms;     /* when the price was seen; 0 unknown */
+  /* A provider that sells in another currency reports its own price here
+   * and leaves price_uusd_per_hour 0: the catalog converts it with its
+   * rate table, the one source of exchange rates (docs/catalog.md), and
+   * records the rate and its day.  "" when the price is USD. */
+  char price_currency[4];       /* ISO 4217: "CNY" */
+  int64_t price_micro_per_hour; /* millionths of price_currency */
+  int64_t fx_nusd_per_unit;     /* the catalog's rate, nano-USD per unit of
+                                   price_currency; 0: not converted */
+  char fx_date[11];             /* the rate's day, "2025-06-30" */
   struct tw_label labels[TW_OFFER_LABELS_MAX];
   size_t n_labels;
 };

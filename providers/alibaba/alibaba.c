@@ -7,8 +7,9 @@
  * (providers/http.h), which calls ali_sign_attempt() before every attempt
  * so each attempt carries a fresh timestamp and nonce (ECS refuses a
  * nonce it has seen: a retry must never repeat one).  Prices arrive in
- * CNY and become micro-USD at the configured rate.  Config keys, the error
- * table and the event mapping: docs/alibaba.md. */
+ * CNY (USD on the international site) and are reported as they are: the
+ * catalog converts them with its rate table (docs/catalog.md).  Config
+ * keys, the error table and the event mapping: docs/alibaba.md. */
 #include "providers/alibaba/alibaba.h"
 
 #include <openssl/crypto.h>
@@ -26,6 +27,7 @@
 #include "broker/base/clock.h"
 #include "broker/base/mem.h"
 #include "broker/base/node.h"
+#include "broker/base/units.h"
 #include "providers/adapter_util.h"
 #include "providers/alibaba/ali_sign.h"
 #include "providers/alibaba/ecs_json.h"
@@ -68,9 +70,6 @@ struct ali_ctx {
   char *security_group_id, *key_pair_name;
   char **types; /* instance_types: only these are offered; NULL all */
   size_t n_types;
-  int64_t rate_uusd;  /* USD per CNY, in micro-USD */
-  char rate_text[24]; /* as configured: "0.1380" */
-  char rate_date[16]; /* "2024-05-01" */
   int64_t spot_duration_h;
   char *spot_behavior;
   int64_t spot_window_ms;
@@ -237,26 +236,17 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
     return tw_err_field(err, TW_E_INVALID, "signature",
                         "signature: expected hmac-sha1 or acs3, got \"%s\"", s);
 
-  /* The exchange rate and the day it was read: every offer carries both,
-   * so a price can always be traced back to the CNY it came from. */
-  const char *rate, *date;
-  if ((rc = tw_provider_cfg_str(cfg, "cny_usd_rate", NULL, &rate, err)) ||
-      (rc = tw_provider_cfg_str(cfg, "cny_usd_rate_date", NULL, &date, err)))
-    return rc;
-  struct tw_err e = {0};
-  if (!rate || tw_provider_usd_to_uusd(rate, &a->rate_uusd, &e) ||
-      a->rate_uusd <= 0 || strlen(rate) >= sizeof a->rate_text)
-    return tw_err_field(err, TW_E_INVALID, "cny_usd_rate",
-                        "cny_usd_rate: expected the USD value of one CNY, "
-                        "such as \"0.1380\"");
-  int y, mo, d, n = 0;
-  if (!date || sscanf(date, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || date[n] ||
-      n != 10 || mo < 1 || mo > 12 || d < 1 || d > 31)
-    return tw_err_field(err, TW_E_INVALID, "cny_usd_rate_date",
-                        "cny_usd_rate_date: expected the day the rate was "
-                        "read, YYYY-MM-DD");
-  TW_SET(a->rate_text, rate);
-  TW_SET(a->rate_date, date);
+  /* The adapter once converted CNY at a rate of its own; the catalog's
+   * rate table is the one source now.  A config still giving one is told
+   * where the rate went rather than silently ignored. */
+  static const char *const gone[] = {"cny_usd_rate", "cny_usd_rate_date"};
+  for (size_t g = 0; g < 2; g++)
+    if (tw_node_get(cfg, gone[g]))
+      return tw_err_field(err, TW_E_INVALID, gone[g],
+                          "%s: no longer read; prices are reported in CNY "
+                          "and the catalog converts them with its rate "
+                          "table (catalog.rates, configs/catalog/rates.csv)",
+                          gone[g]);
 
   /* Retries and timeouts of every call (providers/http.h). */
   static const struct tw_provider_http_limits http_limits =
@@ -671,10 +661,20 @@ static enum tw_rc ali_launch(struct tw_provider *p, const struct tw_launch *req,
   if (o->market == TW_MARKET_SPOT) {
     char price[48], dur[8];
     if (req->max_price_uusd_per_hour > 0) {
-      /* SpotPriceLimit is CNY per hour with three decimals; rounded down
-       * so the limit never exceeds the caller's. */
-      int64_t milli = tw_ecs_uusd_to_milli(req->max_price_uusd_per_hour,
-                                           a->rate_uusd * 1000);
+      /* SpotPriceLimit is in the offer's currency per hour with three
+       * decimals, at the rate the catalog priced the offer with; rounded
+       * down so the limit never exceeds the caller's. */
+      int64_t rate = TW_ECS_NANO; /* USD */
+      if (*o->price_currency && strcmp(o->price_currency, "USD"))
+        rate = o->fx_nusd_per_unit;
+      if (rate <= 0) {
+        rc = tw_err_field(err, TW_E_INVALID, "max_price",
+                          "alibaba launch: offer %s is priced in %s without "
+                          "a rate; the catalog converts it (catalog.rates)",
+                          o->id, o->price_currency);
+        goto out;
+      }
+      int64_t milli = tw_ecs_uusd_to_milli(req->max_price_uusd_per_hour, rate);
       if (milli <= 0) {
         rc = tw_err_field(err, TW_E_INVALID, "max_price",
                           "alibaba launch: a maximum price of %lld micro-USD "
@@ -887,14 +887,34 @@ static enum tw_rc ali_list_managed(struct tw_provider *p,
 
 /* ---- offers ------------------------------------------------------------- */
 
-/* The rate of a currency in nano-USD per unit: CNY at the configured rate,
- * USD (the international site answers in USD) at par; 0 otherwise. */
-static int64_t rate_of(const struct ali_ctx *a, const char *currency) {
+/* The currencies ECS answers in: CNY (the China site; also when the answer
+ * names none) and USD (the international site). */
+static const char *currency_of(const char *currency) {
   if (!*currency || !strcmp(currency, "CNY"))
-    return a->rate_uusd * 1000;
+    return "CNY";
   if (!strcmp(currency, "USD"))
-    return TW_ECS_NANO;
-  return 0;
+    return "USD";
+  return NULL;
+}
+
+/* A price of nano-units of currency onto o: USD as the offer's price,
+ * anything else as the provider's own price for the catalog to convert. */
+static enum tw_rc set_price(struct tw_offer *o, int64_t nano,
+                            const char *currency, struct tw_err *err) {
+  int64_t micro;
+  if (nano < 0 || !tw_units_div_round(nano, 1000, &micro) ||
+      micro > TW_MODEL_PRICE_MAX_UUSD)
+    return tw_err_set(err, TW_E_INVALID,
+                      "alibaba price: negative or above the largest price "
+                      "accepted");
+  if (!strcmp(currency, "USD")) {
+    o->price_uusd_per_hour = micro;
+    return TW_OK;
+  }
+  TW_SET(o->price_currency, currency);
+  o->price_micro_per_hour = micro;
+  o->price_uusd_per_hour = 0; /* the catalog's to say */
+  return TW_OK;
 }
 
 static enum tw_rc stock_in(struct tw_provider *p, const char *region, bool spot,
@@ -971,9 +991,8 @@ static enum tw_rc types_in(struct tw_provider *p, const char *region,
 }
 
 static enum tw_rc price_of(struct tw_provider *p, const char *region,
-                           const char *type, int64_t *uusd, char currency[8],
+                           const char *type, int64_t *nano, char currency[8],
                            struct tw_err *err) {
-  struct ali_ctx *a = p->ctx;
   struct ali_params f = {0};
   struct tw_buf body;
   tw_buf_init(&body);
@@ -988,14 +1007,14 @@ static enum tw_rc price_of(struct tw_provider *p, const char *region,
   if (rc == TW_OK)
     rc = tw_ecs_parse_price(body.data, body.len, &pr, err);
   if (rc == TW_OK) {
-    int64_t rate = rate_of(a, pr.currency);
-    if (!rate)
+    const char *cur = currency_of(pr.currency);
+    if (!cur)
       rc = tw_err_set(err, TW_E_INVALID,
                       "alibaba DescribePrice %s: unknown currency %s", type,
                       pr.currency);
     else
-      rc = tw_ecs_to_uusd(pr.trade_nano, rate, uusd, err);
-    snprintf(currency, 8, "%s", pr.currency[0] ? pr.currency : "CNY");
+      snprintf(currency, 8, "%s", cur);
+    *nano = pr.trade_nano;
   }
   ap_release(&f);
   tw_buf_release(&body);
@@ -1053,10 +1072,11 @@ static enum tw_rc spot_history(struct tw_provider *p, const char *region,
   return rc;
 }
 
-static void offer_from(const struct ali_ctx *a, struct tw_offer *o,
-                       const struct tw_ecs_itype *t, const char *region,
-                       const char *zone, enum tw_market market, int64_t uusd,
-                       const char *currency) {
+static enum tw_rc offer_from(const struct ali_ctx *a, struct tw_offer *o,
+                             const struct tw_ecs_itype *t, const char *region,
+                             const char *zone, enum tw_market market,
+                             int64_t nano, const char *currency,
+                             struct tw_err *err) {
   TW_SET(o->region, region);
   TW_SET(o->zone, zone);
   TW_SET(o->zone_id, zone);
@@ -1068,20 +1088,13 @@ static void offer_from(const struct ali_ctx *a, struct tw_offer *o,
   o->accel_count = t->accel_count;
   o->accel_memory_mib = t->accel_memory_mib;
   o->market = market;
-  o->price_uusd_per_hour = uusd;
   o->billing_granularity_s = ALI_BILLING_GRANULARITY_S;
-  /* Where the price came from: the currency and, for CNY, the rate and
-   * the day it was read. */
-  tw_offer_set_label(o, "currency", currency);
-  if (strcmp(currency, "USD")) {
-    tw_offer_set_label(o, "fx_cny_usd", a->rate_text);
-    tw_offer_set_label(o, "fx_date", a->rate_date);
-  }
   if (market == TW_MARKET_SPOT) {
     char h[8];
     snprintf(h, sizeof h, "%lld", (long long)a->spot_duration_h);
     tw_offer_set_label(o, "spot_protection_h", h);
   }
+  return set_price(o, nano, currency, err);
 }
 
 static int spot_cmp(const void *x, const void *y) {
@@ -1145,16 +1158,17 @@ static enum tw_rc offers_in(struct tw_provider *p, const char *region,
       any_spot |= !strcmp(sp.items[i].value, ty->name);
     if (any_od) {
       /* Pay-as-you-go prices are regional: one DescribePrice a type. */
-      int64_t uusd;
+      int64_t nano;
       char cur[8];
-      if ((rc = price_of(p, region, ty->name, &uusd, cur, err)))
+      if ((rc = price_of(p, region, ty->name, &nano, cur, err)))
         goto out;
       for (size_t i = 0; i < od.n; i++) {
         const struct tw_ecs_stock *s = &od.items[i];
         if (strcmp(s->value, ty->name) || !in_stock(&od, s->zone, ty->name))
           continue;
-        offer_from(a, tw_offer_list_add(out), ty, region, s->zone,
-                   TW_MARKET_ON_DEMAND, uusd, cur);
+        if ((rc = offer_from(a, tw_offer_list_add(out), ty, region, s->zone,
+                             TW_MARKET_ON_DEMAND, nano, cur, err)))
+          goto out;
       }
     }
     if (any_spot) {
@@ -1162,7 +1176,7 @@ static enum tw_rc offers_in(struct tw_provider *p, const char *region,
       char cur[8] = "";
       tw_ecs_spot_price_list_init(&hist);
       rc = spot_history(p, region, ty->name, &hist, cur, err);
-      if (rc == TW_OK && !rate_of(a, cur))
+      if (rc == TW_OK && !currency_of(cur))
         rc = tw_err_set(err, TW_E_INVALID,
                         "alibaba DescribeSpotPriceHistory %s: unknown "
                         "currency %s",
@@ -1179,14 +1193,12 @@ static enum tw_rc offers_in(struct tw_provider *p, const char *region,
             strcmp(s->instance_type, ty->name) ||
             !in_stock(&sp, s->zone, ty->name))
           continue;
-        int64_t uusd;
-        if ((rc = tw_ecs_to_uusd(s->price_nano, rate_of(a, cur), &uusd, err))) {
+        struct tw_offer *o = tw_offer_list_add(out);
+        if ((rc = offer_from(a, o, ty, region, s->zone, TW_MARKET_SPOT,
+                             s->price_nano, currency_of(cur), err))) {
           tw_ecs_spot_price_list_release(&hist);
           goto out;
         }
-        struct tw_offer *o = tw_offer_list_add(out);
-        offer_from(a, o, ty, region, s->zone, TW_MARKET_SPOT, uusd,
-                   cur[0] ? cur : "CNY");
         o->price_observed_ms = s->timestamp_ms;
       }
       tw_ecs_spot_price_list_release(&hist);

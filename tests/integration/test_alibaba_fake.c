@@ -1,15 +1,15 @@
 /* test_alibaba_fake.c - the Alibaba ECS adapter against tradewind-fakecloud.
  *
  * Starts the fake as a subprocess on a free loopback port with its clock
- * frozen, then drives the adapter through the generic layer: offers (CNY
- * converted at the configured rate), on-demand and spot launches, describe
- * until running (moving the fake's clock through its control API instead
- * of sleeping), the spot reclaim notice after the protection period,
- * terminate, listing with paging, every error class provoked by the fake's
- * fault injection, a launch retried after a timeout, both signature forms
- * and clock skew.  The fake's /_fake/alibaba/state is the witness: how many
- * instances exist, with which tags and tokens, and how many calls each
- * action received. */
+ * frozen, then drives the adapter through the generic layer: offers (in
+ * CNY as ECS answers, converted by the catalog's rate table), on-demand and
+ * spot launches, describe until running (moving the fake's clock through its
+ * control API instead of sleeping), the spot reclaim notice after the
+ * protection period, terminate, listing with paging, every error class provoked
+ * by the fake's fault injection, a launch retried after a timeout, both
+ * signature forms and clock skew.  The fake's /_fake/alibaba/state is the
+ * witness: how many instances exist, with which tags and tokens, and how many
+ * calls each action received. */
 #include <curl/curl.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -21,6 +21,8 @@
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
 #include "broker/base/node.h"
+#include "billing/catalog/catalog.h"
+#include "billing/catalog/normalize.h"
 #include "providers/provider.h"
 #include "providers/registry.h"
 #include "tests/integration/twtest_fakecloud.h"
@@ -73,8 +75,6 @@ static struct tw_provider *provider_as(const char *ak_env, const char *sk_env,
                           "image: ubuntu_22_04_x64_20G_alibase_20240101.vhd\n"
                           "instance_types: [ecs.g7.large, "
                           "ecs.gn7-c12g1.3xlarge]\n"
-                          "cny_usd_rate: \"0.138\"\n"
-                          "cny_usd_rate_date: \"2024-05-01\"\n"
                           "backoff_base_ms: 1\n"
                           "backoff_cap_ms: 5\n"
                           "%s",
@@ -176,6 +176,51 @@ static void specs_match_the_docs(const struct tw_offer_list *l) {
   CHECK(compared > 0);
 }
 
+/* raw through the catalog, as the daemon lists them: CNY at 0.138 USD
+ * (the rate table is the one source of exchange rates). */
+static void convert(const struct tw_offer_list *raw,
+                    struct tw_offer_list *out) {
+  static const char RATES[] = "currency,usd_per_unit,date,source\n"
+                              "CNY,0.138,2024-05-01,test\n";
+  struct tw_rates *rates = NULL;
+  struct tw_err err = {0};
+  CHECK_RC(tw_rates_load_text(RATES, strlen(RATES), &rates, &err), TW_OK, err);
+  struct tw_cat_adapter_opts ao = {.rates = rates};
+  struct tw_cat_source_info si;
+  memset(&si, 0, sizeof si);
+  snprintf(si.name, sizeof si.name, "ali-test");
+  snprintf(si.kind, sizeof si.kind, "adapter");
+  snprintf(si.provider, sizeof si.provider, "alibaba");
+  snprintf(si.account, sizeof si.account, "ali-test");
+  struct tw_cat_snap *snap = NULL;
+  CHECK_RC(tw_cat_snap_from_offers(raw->items, raw->n, &ao, &si, &snap, &err),
+           TW_OK, err);
+  CHECK(snap && tw_cat_snap_count(snap) == raw->n);
+  for (size_t i = 0; snap && i < tw_cat_snap_count(snap); i++)
+    tw_cat_snap_to_offer(snap, i, tw_offer_list_add(out));
+  tw_cat_snap_release(snap);
+  tw_rates_free(rates);
+}
+
+/* The rate is the catalog's: the adapter's old key is an error naming it. */
+static void own_rate_is_refused(void) {
+  char *doc = tw_asprintf("name: ali-old\ntype: alibaba\nendpoint: %s\n"
+                          "regions: [cn-hangzhou]\n"
+                          "access_key_env: TW_TEST_ALI_AK\n"
+                          "secret_key_env: TW_TEST_ALI_SK\n"
+                          "image: ubuntu_22_04_x64_20G_alibase_20240101.vhd\n"
+                          "cny_usd_rate: \"0.138\"\n",
+                          twtest_fake_url);
+  struct tw_node *cfg = NULL;
+  struct tw_err err = {0};
+  struct tw_provider *p = NULL;
+  CHECK(tw_node_parse_yaml(doc, strlen(doc), &cfg, NULL) == TW_OK);
+  CHECK(tw_provider_new(cfg, NULL, &p, &err) == TW_E_INVALID && !p);
+  CHECK(strstr(err.msg, "cny_usd_rate") && strstr(err.msg, "catalog.rates"));
+  tw_node_free(cfg);
+  free(doc);
+}
+
 static void offers_from_the_fake(struct tw_provider *p) {
   /* A known spot price from now on: 0.200 CNY in cn-hangzhou-i. */
   twtest_fake_ctl_ok(
@@ -183,7 +228,17 @@ static void offers_from_the_fake(struct tw_provider *p) {
       "{\"instance_type\": \"ecs.g7.large\", \"zone\": \"cn-hangzhou-i\", "
       "\"price\": \"0.200\"}");
   struct tw_err err = {0};
-  CHECK_RC(tw_provider_list_offers(p, &offers, &err), TW_OK, err);
+  struct tw_offer_list raw;
+  tw_offer_list_init(&raw);
+  CHECK_RC(tw_provider_list_offers(p, &raw, &err), TW_OK, err);
+  /* The adapter reports ECS's own price and currency, nothing converted. */
+  const struct tw_offer *r =
+      find_offer(&raw, "ecs.g7.large", "cn-hangzhou-i", TW_MARKET_ON_DEMAND);
+  CHECK(r && !strcmp(r->price_currency, "CNY") &&
+        r->price_micro_per_hour == 693000 && r->price_uusd_per_hour == 0 &&
+        r->fx_nusd_per_unit == 0);
+  convert(&raw, &offers);
+  tw_offer_list_release(&raw);
   const struct tw_offer *od =
       find_offer(&offers, "ecs.g7.large", "cn-hangzhou-i", TW_MARKET_ON_DEMAND);
   const struct tw_offer *sp =
@@ -194,9 +249,10 @@ static void offers_from_the_fake(struct tw_provider *p) {
     CHECK(od->price_uusd_per_hour == 95634);
     CHECK(od->vcpus == 2 && od->memory_mib == 8192);
     CHECK(!strcmp(od->region, "cn-hangzhou"));
-    CHECK(!strcmp(tw_offer_label(od, "currency"), "CNY"));
-    CHECK(!strcmp(tw_offer_label(od, "fx_cny_usd"), "0.138"));
-    CHECK(!strcmp(tw_offer_label(od, "fx_date"), "2024-05-01"));
+    CHECK(!strcmp(od->price_currency, "CNY"));
+    CHECK(od->price_micro_per_hour == 693000);
+    CHECK(od->fx_nusd_per_unit == 138000000);
+    CHECK(!strcmp(od->fx_date, "2024-05-01"));
     CHECK(!strcmp(od->provider, "alibaba") && !strcmp(od->account, "ali-test"));
   }
   if (sp) {
@@ -607,6 +663,7 @@ int main(void) {
   setenv("TW_TEST_ALI_SK", "testsecret", 1);
   tw_offer_list_init(&offers);
   struct tw_provider *p = provider(NULL);
+  own_rate_is_refused();
   if (p) {
     offers_from_the_fake(p);
     launch_describe_list(p);

@@ -415,6 +415,56 @@ static void config_section_is_validated(void **state) {
   tw_cfg_free(b);
 }
 
+/* An adapter reports its own currency; the rate table converts it, and the
+ * offer keeps the provider's price and the rate it went through. */
+static void adapter_currency_goes_through_the_rate_table(void **state) {
+  (void)state;
+  static const char RATES[] = "currency,usd_per_unit,date,source\n"
+                              "CNY,0.138,2024-05-01,test\n";
+  struct tw_rates *rates = NULL;
+  assert_int_equal(tw_rates_load_text(RATES, strlen(RATES), &rates, NULL),
+                   TW_OK);
+  struct tw_offer in[3];
+  for (int i = 0; i < 3; i++) {
+    tw_offer_init(&in[i]);
+    snprintf(in[i].provider, sizeof in[i].provider, "alibaba");
+    snprintf(in[i].account, sizeof in[i].account, "ali");
+    snprintf(in[i].region, sizeof in[i].region, "cn-hangzhou");
+    snprintf(in[i].zone, sizeof in[i].zone, "cn-hangzhou-%c", 'h' + i);
+    snprintf(in[i].instance_type, sizeof in[i].instance_type, "ecs.g7.large");
+    in[i].vcpus = 2;
+    in[i].memory_mib = 8192;
+    in[i].market = TW_MARKET_ON_DEMAND;
+    snprintf(in[i].price_currency, sizeof in[i].price_currency, "CNY");
+    in[i].price_micro_per_hour = 693000;
+  }
+  snprintf(in[2].price_currency, sizeof in[2].price_currency, "EUR");
+  struct tw_cat_adapter_opts ao = {.rates = rates};
+  struct tw_cat_source_info si;
+  memset(&si, 0, sizeof si);
+  snprintf(si.name, sizeof si.name, "ali");
+  struct tw_cat_snap *snap = NULL;
+  assert_int_equal(tw_cat_snap_from_offers(in, 3, &ao, &si, &snap, NULL),
+                   TW_OK);
+  /* one currency per listing: the EUR offer is refused */
+  assert_int_equal(tw_cat_snap_count(snap), 2);
+  struct tw_offer o;
+  tw_cat_snap_to_offer(snap, 0, &o);
+  assert_int_equal(o.price_uusd_per_hour, 95634); /* 0.693 x 0.138 */
+  assert_string_equal(o.price_currency, "CNY");
+  assert_int_equal(o.price_micro_per_hour, 693000);
+  assert_int_equal(o.fx_nusd_per_unit, 138000000);
+  assert_string_equal(o.fx_date, "2024-05-01");
+  tw_cat_snap_release(snap);
+  /* a currency the table lacks converts nothing */
+  snprintf(in[0].price_currency, sizeof in[0].price_currency, "JPY");
+  assert_int_equal(tw_cat_snap_from_offers(in, 1, &ao, &si, &snap, NULL),
+                   TW_OK);
+  assert_int_equal(tw_cat_snap_count(snap), 0);
+  tw_cat_snap_release(snap);
+  tw_rates_free(rates);
+}
+
 static void shipped_tables_and_demo_catalog_load(void **state) {
   (void)state;
   const char *src = getenv("TW_SOURCE_DIR");
@@ -468,6 +518,7 @@ static void shipped_tables_and_demo_catalog_load(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(shipped_tables_and_demo_catalog_load),
+      cmocka_unit_test(adapter_currency_goes_through_the_rate_table),
       cmocka_unit_test(refresh_publishes_a_merged_snapshot),
       cmocka_unit_test(a_failed_refresh_keeps_the_previous_table),
       cmocka_unit_test(snapshots_are_stored_and_loaded_back),
