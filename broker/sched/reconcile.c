@@ -16,19 +16,6 @@
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 
-static const char *const MIGRATIONS[] = {
-    /* 1: what each pass did */
-    "CREATE TABLE reconcile_log ("
-    "  seq INTEGER PRIMARY KEY,"
-    "  at_ms INTEGER NOT NULL,"
-    "  provider TEXT NOT NULL,"
-    "  instance_id TEXT NOT NULL,"
-    "  job_id TEXT NOT NULL,"
-    "  attempt TEXT NOT NULL,"
-    "  action TEXT NOT NULL,"
-    "  reason TEXT NOT NULL);",
-};
-
 static const char SQL_LOG_ADD[] =
     "INSERT INTO reconcile_log (at_ms, provider, instance_id, job_id, attempt,"
     " action, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -51,13 +38,6 @@ enum tw_rc tw_reconcile_new(const struct tw_reconcile_opts *opts,
   *out = NULL;
   if (!opts->store)
     return tw_err_set(err, TW_E_INVALID, "reconcile: a store is required");
-  enum tw_rc rc = tw_store_migrate_module(
-      opts->store, "reconcile", MIGRATIONS,
-      (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]), err);
-  if (rc)
-    return rc;
-  if ((rc = tw_store_gang_migrate(opts->store, err)))
-    return rc;
   struct tw_reconcile *r = tw_calloc(1, sizeof *r);
   r->o = *opts;
   if (!r->o.clock)
