@@ -9,16 +9,17 @@
  * Reads use a small pool of read-only connections (WAL readers never block
  * the writer).  All functions are thread-safe.
  *
- * The store layer is broker/core/store*.c: the only files that include
- * sqlite3.h or hold SQL text (a unit test checks it).  Every module above
- * calls typed functions (structs in, structs out) declared in
- * broker/core/store*.h.  SQL is sqlite's dialect, kept as constant text in
- * the store*.c file of its table group beside the code that binds it.  A
- * second backend (PostgreSQL) plugs in under the same headers: a
- * store_pg*.c per group with its own text ($1 for ?1, ON CONFLICT and
- * RETURNING as they are, BIGINT for INTEGER, BYTEA for BLOB) and its own
- * store_pg_schema.c, chosen at tw_store_open() by the path's scheme; the
- * callers do not change. */
+ * The store layer is broker/core/store*.c: the only files that may
+ * include sqlite3.h or call sqlite3_* (test_sql_owner checks it; the
+ * modules whose statements have not moved yet are listed there and may
+ * only leave the list).  Modules above call typed functions (structs in,
+ * structs out) declared in broker/core/store*.h.  SQL is sqlite's
+ * dialect, kept as constant text in the store*.c file of its table group
+ * beside the code that binds it.  A second backend (PostgreSQL) plugs in
+ * under the same headers: a store_pg*.c per group with its own text ($1
+ * for ?1, ON CONFLICT and RETURNING as they are, BIGINT for INTEGER,
+ * BYTEA for BLOB) and its own store_pg_schema.c, chosen at
+ * tw_store_open() by the path's scheme; the callers do not change. */
 #ifndef TW_BROKER_STORE_H
 #define TW_BROKER_STORE_H
 
