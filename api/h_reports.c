@@ -79,9 +79,7 @@ void tw_h_reports_spend(struct tw_req *r) {
     q.budgets_source = "tenancy";
   }
   const char *ctype = NULL;
-  enum tw_rc rc = tw_ledger_migrate(store, &err);
-  if (rc == TW_OK)
-    rc = tw_report_render(store, &q, &r->out, &ctype, &err);
+  enum tw_rc rc = tw_report_render(store, &q, &r->out, &ctype, &err);
   free(budgets);
   if (rc) {
     tw_problem_err(r, &err);

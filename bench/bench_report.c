@@ -149,7 +149,7 @@ int main(int argc, char **argv) {
   struct tw_err err = {0};
   struct tw_store *s = NULL;
   struct tw_store_opts so = {.path = path, .sync_full = false};
-  if (tw_store_open(&so, &s, &err) || tw_ledger_migrate(s, &err)) {
+  if (tw_store_open(&so, &s, &err)) {
     fprintf(stderr, "store: %s\n", err.msg);
     return 1;
   }
@@ -250,7 +250,7 @@ int main(int argc, char **argv) {
   char path2[340];
   snprintf(path2, sizeof path2, "%s/single.db", tmp);
   struct tw_store_opts so2 = {.path = path2, .sync_full = true};
-  if (tw_store_open(&so2, &s, &err) || tw_ledger_migrate(s, &err)) {
+  if (tw_store_open(&so2, &s, &err)) {
     fprintf(stderr, "store: %s\n", err.msg);
     return 1;
   }

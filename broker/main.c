@@ -180,12 +180,6 @@ int main(int argc, char **argv) {
     tw_cfg_free(cfg);
     return 1;
   }
-  if (tw_datasets_migrate(store, &err)) { /* the dataset registry */
-    fprintf(stderr, "tradewindd: %s\n", err.msg);
-    tw_store_close(store);
-    tw_cfg_free(cfg);
-    return 1;
-  }
   /* Metering: attempts become ledger rows (billing/ledger/meter.h). */
   struct meter_src msrc = {0};
   struct tw_meter *meter = NULL;

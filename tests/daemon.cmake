@@ -37,3 +37,11 @@ add_test(NAME daemon_sigterm_finishes_in_flight_requests
 set_tests_properties(daemon_sigterm_finishes_in_flight_requests PROPERTIES
   LABELS "integration;api" SKIP_RETURN_CODE 77 TIMEOUT 120
   ENVIRONMENT "TW_SOURCE_DIR=${CMAKE_SOURCE_DIR};TW_BINARY_DIR=${CMAKE_BINARY_DIR}")
+
+# One start-up step migrates every module: a database it cannot bring up to
+# date (a module newer than the build, a broken module table) stops the
+# daemon with the module and the step named.
+tw_add_test(daemon_refuses_a_store_it_cannot_migrate
+            SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_store_startup.c
+            LIBS twtest_daemon PkgConfig::SQLITE3
+            LABELS integration store TIMEOUT 60)

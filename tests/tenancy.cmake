@@ -31,8 +31,8 @@ endif()
 if(TARGET tw_sched AND TARGET tw_fake_provider)
   tw_add_test(test_tenancy_budget
     SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_tenancy_budget.c
-    LIBS tw_sched tw_tenancy tw_fake_provider PkgConfig::CMOCKA PkgConfig::MHD
-         Threads::Threads
+    LIBS tw_sched tw_tenancy tw_billing tw_fake_provider PkgConfig::CMOCKA
+         PkgConfig::MHD PkgConfig::JANSSON Threads::Threads
     LABELS unit tenancy TIMEOUT 60)
 endif()
 

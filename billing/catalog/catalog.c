@@ -561,8 +561,6 @@ enum tw_rc tw_catalog_new(const struct tw_catalog_opts *o,
   c->pending = (int)c->n;
 
   if (c->store) {
-    if ((rc = tw_cat_store_migrate(c->store, err)))
-      goto fail;
     /* what the last run ingested, so placement has offers before any
      * source answers; marked as loaded, with its own fetch time */
     for (size_t i = 0; i < c->n; i++) {

@@ -227,7 +227,6 @@ void tw_cat_sha256_hex(const void *data, size_t len, char out[65]);
 /* ---- store
  * ---------------------------------------------------------------------- */
 
-enum tw_rc tw_cat_store_migrate(struct tw_store *st, struct tw_err *err);
 /* Writes one source table as a new snapshot row (and its spot prices that
  * changed since prev, which may be NULL) and keeps the newest `keep` of
  * that source; sets *version. */

@@ -12,27 +12,6 @@
 #include "broker/base/mem.h"
 #include "broker/core/store.h"
 
-/* Migrations of module "catalog", numbered from 1. */
-static const char *const MIGRATIONS[] = {
-    /* 1: snapshots of each source, and the spot price history */
-    "CREATE TABLE catalog_snapshots ("
-    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    "  source TEXT NOT NULL, kind TEXT NOT NULL, mode TEXT NOT NULL,"
-    "  provider TEXT NOT NULL, account TEXT NOT NULL, path TEXT NOT NULL,"
-    "  sha256 TEXT NOT NULL,"
-    "  currency TEXT NOT NULL, rate TEXT NOT NULL, rate_date TEXT NOT NULL,"
-    "  fetched_ms INTEGER NOT NULL, stored_ms INTEGER NOT NULL,"
-    "  rows INTEGER NOT NULL, normalized INTEGER NOT NULL,"
-    "  offers INTEGER NOT NULL, report_json TEXT NOT NULL,"
-    "  body BLOB);"
-    "CREATE INDEX catalog_snapshots_source ON catalog_snapshots (source, id);"
-    "CREATE TABLE catalog_prices ("
-    "  offer_id TEXT NOT NULL, price_uusd INTEGER NOT NULL,"
-    "  observed_ms INTEGER NOT NULL, snapshot INTEGER NOT NULL);"
-    "CREATE INDEX catalog_prices_offer ON catalog_prices"
-    "  (offer_id, observed_ms);",
-};
-
 static const char SQL_PUT[] =
     "INSERT INTO catalog_snapshots (source, kind, mode, provider, account,"
     " path, sha256, currency, rate, rate_date, fetched_ms, stored_ms, rows,"
@@ -55,12 +34,6 @@ static const char SQL_LATEST[] =
 static const char SQL_HISTORY[] =
     "SELECT price_uusd, observed_ms, snapshot FROM catalog_prices"
     " WHERE offer_id = ?1 ORDER BY observed_ms DESC, rowid DESC LIMIT ?2";
-
-enum tw_rc tw_cat_store_migrate(struct tw_store *st, struct tw_err *err) {
-  return tw_store_migrate_module(st, "catalog", MIGRATIONS,
-                                 (int)(sizeof MIGRATIONS / sizeof *MIGRATIONS),
-                                 err);
-}
 
 static enum tw_rc db_fail(sqlite3 *db, const char *what, struct tw_err *err) {
   return tw_err_set(err, TW_E_IO, "catalog store: %s: %s", what,

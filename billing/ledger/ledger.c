@@ -13,58 +13,6 @@
 
 /* ---- schema ------------------------------------------------------------- */
 
-static const char MIGRATION_1[] =
-    "CREATE TABLE ledger ("
-    " seq INTEGER PRIMARY KEY,"
-    " recorded_ms INTEGER NOT NULL,"
-    " start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, day INTEGER NOT NULL,"
-    " category INTEGER NOT NULL, correction INTEGER NOT NULL,"
-    " service INTEGER NOT NULL,"
-    " tenant TEXT NOT NULL, project TEXT NOT NULL, job_id TEXT NOT NULL,"
-    " attempt_id INTEGER NOT NULL,"
-    " provider TEXT NOT NULL, account TEXT NOT NULL, region TEXT NOT NULL,"
-    " zone TEXT NOT NULL, instance_type TEXT NOT NULL,"
-    " resource_id TEXT NOT NULL, market TEXT NOT NULL,"
-    " nodes INTEGER NOT NULL, usage_ms INTEGER NOT NULL,"
-    " quantity INTEGER NOT NULL, unit_price_uusd INTEGER NOT NULL,"
-    " list_uusd INTEGER NOT NULL, effective_uusd INTEGER NOT NULL,"
-    " corrects_seq INTEGER NOT NULL, description TEXT NOT NULL);"
-    "CREATE INDEX ledger_by_start ON ledger(start_ms);"
-    /* Append-only is enforced by the database itself, not by convention:
-     * a correction is a new row. */
-    "CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger"
-    " BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;"
-    "CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger"
-    " BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;"
-    /* Day first: reports select a range of days. */
-    "CREATE TABLE ledger_day ("
-    " day INTEGER NOT NULL, tenant TEXT NOT NULL, project TEXT NOT NULL,"
-    " provider TEXT NOT NULL, region TEXT NOT NULL,"
-    " list_uusd INTEGER NOT NULL, effective_uusd INTEGER NOT NULL,"
-    " usage_ms INTEGER NOT NULL, rows INTEGER NOT NULL,"
-    " PRIMARY KEY (day, tenant, project, provider, region)) WITHOUT ROWID;"
-    "CREATE TABLE ledger_job_day ("
-    " job_id TEXT NOT NULL, day INTEGER NOT NULL, provider TEXT NOT NULL,"
-    " region TEXT NOT NULL, tenant TEXT NOT NULL, project TEXT NOT NULL,"
-    " list_uusd INTEGER NOT NULL, effective_uusd INTEGER NOT NULL,"
-    " usage_ms INTEGER NOT NULL, rows INTEGER NOT NULL,"
-    /* day first: rows arrive in time order, so the rollup is written near
-     * its end, not all over (keyed by job it made appends 40 % slower) */
-    " PRIMARY KEY (day, job_id, tenant, project, provider, region))"
-    " WITHOUT ROWID;"
-    "CREATE INDEX ledger_job_day_by_job ON ledger_job_day(job_id);"
-    "CREATE TABLE ledger_budgets ("
-    " tenant TEXT NOT NULL, project TEXT NOT NULL, limit_uusd INTEGER NOT NULL,"
-    " PRIMARY KEY (tenant, project)) WITHOUT ROWID;";
-
-static const char *const MIGRATIONS[] = {MIGRATION_1};
-
-enum tw_rc tw_ledger_migrate(struct tw_store *s, struct tw_err *err) {
-  return tw_store_migrate_module(
-      s, "ledger", MIGRATIONS, (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]),
-      err);
-}
-
 const char *tw_charge_category_str(enum tw_charge_category c) {
   return c == TW_CHARGE_ADJUSTMENT ? "Adjustment" : "Usage";
 }

@@ -14,8 +14,8 @@
  * A row belongs to the UTC day of its charge period's start; the meter
  * never lets a period cross midnight, so day sums are exact.
  *
- * Storage is the broker's store (broker/core/store.h): the module "ledger"
- * migrates its own tables (tw_ledger_migrate), writes are group-committed
+ * Storage is the broker's store (broker/core/store.h): the tables of the
+ * module "ledger" are created by tw_store_open, writes are group-committed
  * and reads come from the read pool.  All functions are thread-safe. */
 #ifndef TW_BILLING_LEDGER_H
 #define TW_BILLING_LEDGER_H
@@ -74,10 +74,6 @@ struct tw_ledger_row {
   int64_t corrects_seq; /* adjustment: the row it corrects; else 0 */
   char description[256];
 };
-
-/* Creates or upgrades the ledger's tables (module "ledger").  Call once
- * after tw_store_open(); idempotent. */
-enum tw_rc tw_ledger_migrate(struct tw_store *s, struct tw_err *err);
 
 /* Appends n rows and their rollups in one group-committed transaction;
  * each row's seq (and recorded_ms when 0) is filled.  Rows must have

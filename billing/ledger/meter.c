@@ -313,21 +313,6 @@ static void cfg_copy(struct tw_meter_cfg *dst, const struct tw_meter_cfg *src) {
 /* ---- the meter's table ------------------------------------------------------
  */
 
-static const char METER_MIGRATION_1[] =
-    "CREATE TABLE meter_attempts ("
-    " attempt_id INTEGER PRIMARY KEY, job_id TEXT NOT NULL,"
-    " tenant TEXT NOT NULL, project TEXT NOT NULL, provider TEXT NOT NULL,"
-    " account TEXT NOT NULL, region TEXT NOT NULL, zone TEXT NOT NULL,"
-    " instance_type TEXT NOT NULL, market TEXT NOT NULL,"
-    " resource_id TEXT NOT NULL, nodes INTEGER NOT NULL,"
-    " granularity_s INTEGER NOT NULL, min_charge_s INTEGER NOT NULL,"
-    " price_uusd_per_hour INTEGER NOT NULL, running_ms INTEGER NOT NULL,"
-    " metered_to_ms INTEGER NOT NULL, billed_s INTEGER NOT NULL,"
-    " last_seq INTEGER NOT NULL, ended INTEGER NOT NULL);"
-    "CREATE INDEX meter_attempts_open ON meter_attempts(ended);";
-
-static const char *const METER_MIGRATIONS[] = {METER_MIGRATION_1};
-
 static const char SQL_STATE_PUT[] =
     "INSERT OR REPLACE INTO meter_attempts (attempt_id, job_id, tenant,"
     " project, provider, account, region, zone, instance_type, market,"
@@ -443,11 +428,6 @@ enum tw_rc tw_meter_new(const struct tw_meter_opts *opts, struct tw_meter **out,
                         struct tw_err *err) {
   *out = NULL;
   enum tw_rc rc;
-  if ((rc = tw_ledger_migrate(opts->store, err)) ||
-      (rc = tw_store_migrate_module(
-           opts->store, "meter", METER_MIGRATIONS,
-           (int)(sizeof METER_MIGRATIONS / sizeof METER_MIGRATIONS[0]), err)))
-    return rc;
   struct tw_meter *m = tw_calloc(1, sizeof *m);
   m->store = opts->store;
   cfg_copy(&m->cfg, opts->cfg);

@@ -267,7 +267,13 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
       continue;
     struct tw_report_budget *b = &r->budgets[r->n_budgets++];
     b->b = budgets[i];
-    b->spent_uusd = scope_sum(tp, n_tp, &budgets[i]);
+    /* The budget's own scope, whatever the report filters: the figure
+     * budget status and the hard stop use (tw_ledger_spent). */
+    if ((rc =
+             tw_ledger_spent(s, budgets[i].tenant[0] ? budgets[i].tenant : NULL,
+                             budgets[i].project[0] ? budgets[i].project : NULL,
+                             req->from_ms, req->to_ms, &b->spent_uusd, err)))
+      goto out;
     b->forecast_uusd =
         report__forecast(r, b->spent_uusd, scope_sum(tpw, n_tpw, &budgets[i]));
   }

@@ -12,32 +12,6 @@
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 
-static const char MIGRATION_1[] =
-    "CREATE TABLE datasets ("
-    " uri TEXT PRIMARY KEY,"
-    " size_bytes INTEGER NOT NULL DEFAULT 0,"
-    " created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL) WITHOUT ROWID;"
-    "CREATE TABLE dataset_locations ("
-    " uri TEXT NOT NULL REFERENCES datasets(uri),"
-    " location TEXT NOT NULL,"
-    " origin TEXT NOT NULL,"
-    " cost_uusd INTEGER NOT NULL DEFAULT 0,"
-    " created_ms INTEGER NOT NULL,"
-    " note TEXT NOT NULL DEFAULT '',"
-    " PRIMARY KEY (uri, location)) WITHOUT ROWID;"
-    /* one row: bumped by every write, so readers can tell a change cheaply */
-    "CREATE TABLE dataset_version (id INTEGER PRIMARY KEY CHECK (id = 1),"
-    " version INTEGER NOT NULL);"
-    "INSERT INTO dataset_version (id, version) VALUES (1, 0);";
-
-static const char *const MIGRATIONS[] = {MIGRATION_1};
-
-enum tw_rc tw_datasets_migrate(struct tw_store *s, struct tw_err *err) {
-  return tw_store_migrate_module(
-      s, "datasets", MIGRATIONS,
-      (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]), err);
-}
-
 static const char SQL_GET[] = "SELECT uri, size_bytes, created_ms, updated_ms "
                               "FROM datasets WHERE uri = ?1";
 static const char SQL_LOCATIONS[] =

@@ -11,9 +11,10 @@
  * with the location).  Registering merges: a size replaces the old one,
  * locations are added, none is ever removed by a registration.
  *
- * Tables of the store module "datasets" (tw_datasets_migrate); writes are
- * group-committed like every write.  Errors: TW_E_INVALID naming the field
- * ("uri: expected 1 to 2048 printable characters"), TW_E_NOTFOUND, TW_E_IO.
+ * Tables of the store module "datasets" (migrated by tw_store_open);
+ * writes are group-committed like every write.  Errors: TW_E_INVALID
+ * naming the field ("uri: expected 1 to 2048 printable characters"),
+ * TW_E_NOTFOUND, TW_E_IO.
  *
  * Threads: every function is thread-safe (the store's). */
 #ifndef TW_BROKER_DATASETS_H
@@ -29,9 +30,6 @@ struct tw_store;
 
 #define TW_DATASET_URI_MAX 2048
 #define TW_DATASET_LOCATIONS 16 /* per dataset */
-
-/* Migrates the module's tables; call once after tw_store_open(). */
-enum tw_rc tw_datasets_migrate(struct tw_store *s, struct tw_err *err);
 
 struct tw_dataset_location {
   char location[160];

@@ -10,6 +10,7 @@
 
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
+#include "broker/core/store_int.h"
 
 /* ---- schema ------------------------------------------------------------ */
 
@@ -196,6 +197,35 @@ struct tw_store {
 static enum tw_rc db_err(sqlite3 *db, struct tw_err *err, const char *what) {
   /* copy at once: the next call may overwrite sqlite3_errmsg() */
   return tw_err_set(err, TW_E_IO, "store: %s: %s", what, sqlite3_errmsg(db));
+}
+
+enum tw_rc store__db_err(sqlite3 *db, struct tw_err *err, const char *what) {
+  return db_err(db, err, what);
+}
+
+enum tw_rc store__step_done(sqlite3 *db, sqlite3_stmt *st, const char *what,
+                            struct tw_err *err) {
+  int r = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (r != SQLITE_DONE)
+    return db_err(db, err, what);
+  return TW_OK;
+}
+
+void store__bind_text(sqlite3_stmt *st, int i, const char *v) {
+  sqlite3_bind_text(st, i, v ? v : "", -1, SQLITE_STATIC);
+}
+
+void store__bind_opt(sqlite3_stmt *st, int i, const char *v) {
+  if (v)
+    sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+  else
+    sqlite3_bind_null(st, i);
+}
+
+void store__col(sqlite3_stmt *st, int i, char *out, size_t outsz) {
+  const unsigned char *t = sqlite3_column_text(st, i);
+  snprintf(out, outsz, "%s", t ? (const char *)t : "");
 }
 
 static sqlite3_stmt *prep(struct conn *c, const char *sql, struct tw_err *err) {
@@ -441,6 +471,17 @@ enum tw_rc tw_store_open(const struct tw_store_opts *opts,
         tw_err_set(err, TW_E_INTERNAL, "store: cannot start the writer thread");
     goto fail;
   }
+  /* Every module's tables, at once and in order: a module never finds its
+   * tables missing later, and a database this build cannot bring up to
+   * date is refused here rather than failing one feature at a time. */
+  if ((rc = store__migrate_all(s, err))) {
+    tw_store_close(s);
+    return rc;
+  }
+  /* the statistics count what callers wrote, not the start-up's own steps */
+  pthread_mutex_lock(&s->mu);
+  s->commits = s->ops = s->max_seen = 0;
+  pthread_mutex_unlock(&s->mu);
   *out = s;
   return TW_OK;
 fail:
@@ -1347,16 +1388,6 @@ enum tw_rc tw_store_migrate_module(struct tw_store *s, const char *module,
 /* ---- gangs ------------------------------------------------------------------
  */
 
-static const char *const GANG_MIGRATIONS[] = {
-    /* 1: the instances of a multi-node attempt */
-    "CREATE TABLE attempt_instances ("
-    "  attempt_id INTEGER NOT NULL REFERENCES attempts(id),"
-    "  k INTEGER NOT NULL,"
-    "  instance_id TEXT NOT NULL,"
-    "  state TEXT NOT NULL,"
-    "  PRIMARY KEY (attempt_id, k));",
-};
-
 static const char SQL_GANG_PUT[] =
     "INSERT INTO attempt_instances (attempt_id, k, instance_id, state) VALUES "
     "(?1, ?2, ?3, ?4)"
@@ -1370,12 +1401,6 @@ static const char SQL_GANG_LIVE[] =
     "SELECT g.attempt_id, g.k, g.instance_id, g.state FROM attempt_instances g"
     " JOIN attempts a ON a.id = g.attempt_id WHERE a.state != 'ended'"
     " ORDER BY g.attempt_id, g.k";
-
-enum tw_rc tw_store_gang_migrate(struct tw_store *s, struct tw_err *err) {
-  return tw_store_migrate_module(
-      s, "gang", GANG_MIGRATIONS,
-      (int)(sizeof GANG_MIGRATIONS / sizeof GANG_MIGRATIONS[0]), err);
-}
 
 static enum tw_rc op_gang_put(struct tw_store *s, sqlite3 *db, void *arg,
                               struct tw_err *err) {

@@ -7,7 +7,19 @@
  * gets its answer only after its row is durable.  Each operation runs inside
  * its own SAVEPOINT, so one failing operation never undoes its neighbours.
  * Reads use a small pool of read-only connections (WAL readers never block
- * the writer).  All functions are thread-safe. */
+ * the writer).  All functions are thread-safe.
+ *
+ * The store layer is broker/core/store*.c: the only files that may
+ * include sqlite3.h or call sqlite3_* (test_sql_owner checks it; the
+ * modules whose statements have not moved yet are listed there and may
+ * only leave the list).  Modules above call typed functions (structs in,
+ * structs out) declared in broker/core/store*.h.  SQL is sqlite's
+ * dialect, kept as constant text in the store*.c file of its table group
+ * beside the code that binds it.  A second backend (PostgreSQL) plugs in
+ * under the same headers: a store_pg*.c per group with its own text ($1
+ * for ?1, ON CONFLICT and RETURNING as they are, BIGINT for INTEGER,
+ * BYTEA for BLOB) and its own store_pg_schema.c, chosen at
+ * tw_store_open() by the path's scheme; the callers do not change. */
 #ifndef TW_BROKER_STORE_H
 #define TW_BROKER_STORE_H
 
@@ -30,8 +42,11 @@ struct tw_store_opts {
   int readers;            /* read connections; 0: 8 */
 };
 
-/* Opens (and migrates) the store and starts its writer thread.  *out is
- * owned; tw_store_close() it. */
+/* Opens the store, starts its writer thread and migrates every table: the
+ * core's, then each module's in the order of store_schema.c.  A database
+ * this build cannot bring up to date (a newer schema, a migration that
+ * fails) is refused with TW_E_IO and a message naming the module and the
+ * step; nothing is left open.  *out is owned; tw_store_close() it. */
 enum tw_rc tw_store_open(const struct tw_store_opts *opts,
                          struct tw_store **out, struct tw_err *err);
 /* Finishes queued writes, stops the writer, closes every connection.
@@ -246,17 +261,21 @@ enum tw_rc tw_store_job_note(struct tw_store *s, const char *job_id,
 
 /* ---- module schemas and statements ------------------------------------------
  *
- * A module with tables of its own (catalog, tenancy, ledger, audit) keeps
- * its SQL in its own file and migrates itself: its migrations are numbered
- * from 1, and the version reached is kept per module in the table
- * schema_modules, so modules never contend for PRAGMA user_version.  Its
- * writes go through tw_store_write() (group-committed like every write) and
- * its reads through tw_store_read(); inside either, tw_store_stmt() hands out
- * a cached prepared statement for constant SQL text. */
+ * Every table of every module is created here, in the store layer:
+ * broker/core/store_schema.c holds each module's migrations (catalog,
+ * ledger, meter, audit, tenancy, secrets, spot, reconcile, ...), numbered
+ * from 1 per module, the version reached kept in the table schema_modules
+ * so modules never contend for PRAGMA user_version.  tw_store_open()
+ * applies them all in a fixed order and fails, naming the module and the
+ * step, when one cannot be applied; nothing migrates lazily later.  Writes
+ * go through tw_store_write() (group-committed like every write) and reads
+ * through tw_store_read(); inside either, tw_store_stmt() hands out a
+ * cached prepared statement for constant SQL text. */
 
 /* Applies the migrations of `module` that this database lacks, each in its
- * own transaction.  Call after tw_store_open(), before serving.  A database
- * whose module version is newer than n is refused (TW_E_IO). */
+ * own transaction.  tw_store_open() calls it for every module of
+ * store_schema.c; tests use it for modules of their own.  A database whose
+ * module version is newer than n is refused (TW_E_IO). */
 enum tw_rc tw_store_migrate_module(struct tw_store *s, const char *module,
                                    const char *const *migrations, int n,
                                    struct tw_err *err);
@@ -288,10 +307,6 @@ struct tw_attempt_instance {
   char instance_id[128];
   char state[16]; /* "launched" | "running" | "terminated" */
 };
-
-/* Creates the table when this database lacks it.  Idempotent; call before
- * the functions below (the scheduler and the reconciler do). */
-enum tw_rc tw_store_gang_migrate(struct tw_store *s, struct tw_err *err);
 
 /* Records (or replaces) node k of attempt_id. */
 enum tw_rc tw_store_attempt_instance_put(struct tw_store *s, int64_t attempt_id,

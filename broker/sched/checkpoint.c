@@ -13,42 +13,6 @@
 /* ---- schema ---------------------------------------------------------------
  */
 
-static const char *const MIGRATIONS[] = {
-    /* 1: requests, what each attempt kept, decisions */
-    "CREATE TABLE spot_requests ("
-    "  attempt_id INTEGER PRIMARY KEY,"
-    "  job_id TEXT NOT NULL,"
-    "  cause TEXT NOT NULL,"
-    "  requested_at_ms INTEGER NOT NULL,"
-    "  deadline_ms INTEGER NOT NULL);"
-    "CREATE TABLE spot_progress ("
-    "  attempt_id INTEGER PRIMARY KEY,"
-    "  job_id TEXT NOT NULL,"
-    "  attempt_n INTEGER NOT NULL,"
-    "  resume_s INTEGER NOT NULL,"
-    "  run_s INTEGER NOT NULL,"
-    "  kept_s INTEGER NOT NULL,"
-    "  how TEXT NOT NULL,"
-    "  at_ms INTEGER NOT NULL);"
-    "CREATE INDEX spot_progress_job ON spot_progress(job_id, attempt_n);"
-    "CREATE TABLE spot_decisions ("
-    "  seq INTEGER PRIMARY KEY,"
-    "  job_id TEXT NOT NULL,"
-    "  at_ms INTEGER NOT NULL,"
-    "  event TEXT NOT NULL,"
-    "  strategy TEXT NOT NULL,"
-    "  action TEXT NOT NULL,"
-    "  market TEXT NOT NULL,"
-    "  reason TEXT NOT NULL);"
-    "CREATE INDEX spot_decisions_job ON spot_decisions(job_id, seq);",
-};
-
-enum tw_rc tw_checkpoint_migrate(struct tw_store *s, struct tw_err *err) {
-  return tw_store_migrate_module(
-      s, "spot", MIGRATIONS, (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]),
-      err);
-}
-
 static const char SQL_REQ_ADD[] =
     "INSERT OR IGNORE INTO spot_requests (attempt_id, job_id, cause,"
     " requested_at_ms, deadline_ms) VALUES (?1, ?2, ?3, ?4, ?5)";

@@ -28,7 +28,7 @@
  * keeps nothing and restarts from the beginning.  Each ended attempt's
  * figures are stored (tw_checkpoint_record) and shown in the job's events.
  *
- * Tables (module "spot", migrated by tw_checkpoint_migrate): spot_requests,
+ * Tables (module "spot", migrated by tw_store_open): spot_requests,
  * spot_progress, spot_decisions.  Writes are keyed by attempt and keep the
  * first value, so a daemon that dies half way and does it again after a
  * restart computes and stores the same thing: the prelude of a relaunched
@@ -52,9 +52,6 @@ struct tw_provider_info;
 /* A request answered within this many seconds of notice is assumed not to
  * have been saved (too short to write a checkpoint). */
 #define TW_CHECKPOINT_MIN_GRACE_S 10
-
-/* Creates or upgrades the module's tables.  Call after tw_store_open. */
-enum tw_rc tw_checkpoint_migrate(struct tw_store *s, struct tw_err *err);
 
 /* ---- what an attempt kept (pure) ----------------------------------------- */
 

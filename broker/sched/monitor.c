@@ -68,11 +68,6 @@ void sched__spot_init(struct tw_sched *s, const struct tw_sched_opts *o) {
   s->spot->offer_block_ms = o->blocklist && o->blocklist->offer_ms > 0
                                 ? o->blocklist->offer_ms
                                 : 10 * 60 * 1000;
-  struct tw_err err = {0};
-  if (s->store && tw_checkpoint_migrate(s->store, &err))
-    tw_log_error("spot", "checkpoint tables unavailable: %s", err.msg);
-  if (s->store && tw_store_gang_migrate(s->store, &err))
-    tw_log_error("spot", "gang table unavailable: %s", err.msg);
 }
 
 void sched__spot_free(struct tw_sched *s) {

@@ -3,7 +3,6 @@
 #include "broker/sched/reconcile.h"
 
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,26 +14,6 @@
 #include "providers/provider.h"
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
-
-static const char *const MIGRATIONS[] = {
-    /* 1: what each pass did */
-    "CREATE TABLE reconcile_log ("
-    "  seq INTEGER PRIMARY KEY,"
-    "  at_ms INTEGER NOT NULL,"
-    "  provider TEXT NOT NULL,"
-    "  instance_id TEXT NOT NULL,"
-    "  job_id TEXT NOT NULL,"
-    "  attempt TEXT NOT NULL,"
-    "  action TEXT NOT NULL,"
-    "  reason TEXT NOT NULL);",
-};
-
-static const char SQL_LOG_ADD[] =
-    "INSERT INTO reconcile_log (at_ms, provider, instance_id, job_id, attempt,"
-    " action, reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
-static const char SQL_LOG_LIST[] =
-    "SELECT at_ms, provider, instance_id, job_id, attempt, action, reason"
-    " FROM reconcile_log ORDER BY seq LIMIT ?1";
 
 struct tw_reconcile {
   struct tw_reconcile_opts o;
@@ -51,13 +30,6 @@ enum tw_rc tw_reconcile_new(const struct tw_reconcile_opts *opts,
   *out = NULL;
   if (!opts->store)
     return tw_err_set(err, TW_E_INVALID, "reconcile: a store is required");
-  enum tw_rc rc = tw_store_migrate_module(
-      opts->store, "reconcile", MIGRATIONS,
-      (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]), err);
-  if (rc)
-    return rc;
-  if ((rc = tw_store_gang_migrate(opts->store, err)))
-    return rc;
   struct tw_reconcile *r = tw_calloc(1, sizeof *r);
   r->o = *opts;
   if (!r->o.clock)
@@ -74,30 +46,10 @@ enum tw_rc tw_reconcile_new(const struct tw_reconcile_opts *opts,
 /* ---- recording -------------------------------------------------------------
  */
 
-static enum tw_rc op_log_add(struct tw_store *s, struct sqlite3 *db, void *arg,
-                             struct tw_err *err) {
-  const struct tw_reconcile_action *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LOG_ADD, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->at_ms);
-  sqlite3_bind_text(st, 2, a->provider, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 3, a->instance_id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 4, a->job_id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 5, a->attempt, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 6, a->action, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 7, a->reason, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(st);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "reconcile: log: %s", sqlite3_errmsg(db));
-  return TW_OK;
-}
-
 static void record(struct tw_reconcile *r,
                    const struct tw_reconcile_action *a) {
   struct tw_err err = {0};
-  if (tw_store_write(r->o.store, op_log_add, (void *)a, &err))
+  if (tw_store_reconcile_log_add(r->o.store, a, &err))
     tw_log_warn("reconcile", "instance=%s action not stored: %s",
                 a->instance_id, err.msg);
   if (a->job_id[0]) {
@@ -497,62 +449,13 @@ void tw_reconcile_free(struct tw_reconcile *r) {
 /* ---- the log ---------------------------------------------------------------
  */
 
-struct log_read {
-  int limit;
-  struct tw_reconcile_logrec *items;
-  size_t n, cap;
-};
-
-static void col(char *dst, size_t n, sqlite3_stmt *st, int i) {
-  const unsigned char *t = sqlite3_column_text(st, i);
-  snprintf(dst, n, "%s", t ? (const char *)t : "");
-}
-
-static enum tw_rc op_log_list(struct tw_store *s, struct sqlite3 *db, void *arg,
-                              struct tw_err *err) {
-  struct log_read *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LOG_LIST, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_int(st, 1, a->limit);
-  int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    if (a->n == a->cap) {
-      a->cap = a->cap ? a->cap * 2 : 16;
-      a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
-    }
-    struct tw_reconcile_logrec *l = &a->items[a->n++];
-    l->at_ms = sqlite3_column_int64(st, 0);
-    col(l->provider, sizeof l->provider, st, 1);
-    col(l->instance_id, sizeof l->instance_id, st, 2);
-    col(l->job_id, sizeof l->job_id, st, 3);
-    col(l->attempt, sizeof l->attempt, st, 4);
-    col(l->action, sizeof l->action, st, 5);
-    col(l->reason, sizeof l->reason, st, 6);
-  }
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "reconcile: read log: %s",
-                      sqlite3_errmsg(db));
-  return TW_OK;
-}
-
 enum tw_rc tw_reconcile_log(struct tw_store *s, int limit,
                             struct tw_reconcile_logrec **out, size_t *n,
                             struct tw_err *err) {
   if (limit < 1 || limit > 10000)
     return tw_err_set(err, TW_E_INVALID,
                       "reconcile log: limit must be 1..10000, got %d", limit);
-  struct log_read a = {.limit = limit};
-  enum tw_rc rc = tw_store_read(s, op_log_list, &a, err);
-  if (rc) {
-    free(a.items);
-    a.items = NULL;
-    a.n = 0;
-  }
-  *out = a.items;
-  *n = a.n;
-  return rc;
+  return tw_store_reconcile_log_list(s, limit, out, n, err);
 }
 
 void tw_reconcile_log_free(struct tw_reconcile_logrec *l) { free(l); }

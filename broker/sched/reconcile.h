@@ -35,22 +35,15 @@
 
 #include "broker/base/clock.h"
 #include "broker/base/err.h"
+#include "broker/core/store_reconcile.h"
 
 struct tw_store;
 struct tw_provider;
 struct tw_reconcile;
 
-/* One thing a pass did. */
-struct tw_reconcile_action {
-  int64_t at_ms;
-  const char *provider; /* account name */
-  const char *instance_id;
-  const char *job_id;  /* "" when the instance names none */
-  const char *attempt; /* the attempt's client token, "" when none */
-  const char *action;  /* "adopted", "terminated" */
-  const char *reason;  /* "no attempt in the store", ... */
-};
-
+/* struct tw_reconcile_action (one thing a pass did) and struct
+ * tw_reconcile_logrec (one stored action) are in
+ * broker/core/store_reconcile.h. */
 struct tw_reconcile_opts {
   struct tw_store *store;         /* borrowed */
   struct tw_clock *clock;         /* borrowed; NULL: real */
@@ -96,15 +89,6 @@ void tw_reconcile_free(struct tw_reconcile *r);
 
 /* The recorded actions, oldest first, at most limit (1..10000).  Strings
  * in each are owned by the array: free it with tw_reconcile_log_free. */
-struct tw_reconcile_logrec {
-  int64_t at_ms;
-  char provider[64];
-  char instance_id[128];
-  char job_id[32];
-  char attempt[48];
-  char action[16];
-  char reason[200];
-};
 enum tw_rc tw_reconcile_log(struct tw_store *s, int limit,
                             struct tw_reconcile_logrec **out, size_t *n,
                             struct tw_err *err);

@@ -312,10 +312,6 @@ static void ds_each(void *ctx, const char *uri, int64_t size, const char *loc) {
 static void sched_datasets(struct tw_sched *s, struct sched_place *p) {
   struct tw_err err = {0};
   if (!p->ds_ready) {
-    if (tw_datasets_migrate(s->store, &err)) {
-      tw_log_error("sched", "dataset registry unavailable: %s", err.msg);
-      return;
-    }
     p->ds_ready = true;
     p->ds_version = -1;
   }

@@ -15,16 +15,6 @@
 #include "broker/base/mem.h"
 #include "broker/core/store.h"
 
-static const char *const MIGRATIONS[] = {
-    "CREATE TABLE secrets ("
-    "  name TEXT PRIMARY KEY,"
-    "  key_id TEXT NOT NULL,"
-    "  nonce BLOB NOT NULL,"
-    "  ciphertext BLOB NOT NULL,"
-    "  tag BLOB NOT NULL,"
-    "  updated_at_ms INTEGER NOT NULL);",
-};
-
 static const char SQL_PUT[] =
     "INSERT INTO secrets (name, key_id, nonce, ciphertext, tag, updated_at_ms)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (name) DO UPDATE SET"
@@ -155,10 +145,7 @@ enum tw_rc tw_secrets_open(const struct tw_secrets_opts *o,
   s->clock = o->clock ? o->clock : tw_clock_real();
   if ((rc = load_key(o->key_file, o->key_env, "current", true, &s->cur, err)) ||
       (rc = load_key(o->previous_key_file, o->previous_key_env, "previous",
-                     false, &s->prev, err)) ||
-      (rc = tw_store_migrate_module(
-           s->store, "secrets", MIGRATIONS,
-           (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]), err))) {
+                     false, &s->prev, err))) {
     tw_secrets_free(s);
     return rc;
   }

@@ -23,76 +23,6 @@
 #include "policies/place/policy.h"
 #include "providers/http.h"
 
-static const char *const MIGRATIONS[] = {
-    /* 1: tenants, principals, tokens, quotas, budgets, owners */
-    "CREATE TABLE tenancy_tenants ("
-    "  name TEXT PRIMARY KEY,"
-    "  cohort TEXT NOT NULL DEFAULT '',"
-    "  spot_share_pct INTEGER NOT NULL DEFAULT 100,"
-    "  quota_version INTEGER NOT NULL DEFAULT 1,"
-    "  created_at_ms INTEGER NOT NULL);"
-    "CREATE TABLE tenancy_quota ("
-    "  tenant TEXT NOT NULL REFERENCES tenancy_tenants(name),"
-    "  resource TEXT NOT NULL,"
-    "  lim INTEGER NOT NULL,"
-    "  borrow INTEGER NOT NULL DEFAULT 0,"
-    "  PRIMARY KEY (tenant, resource));"
-    "CREATE TABLE tenancy_principals ("
-    "  name TEXT PRIMARY KEY,"
-    "  tenant TEXT NOT NULL,"
-    "  role TEXT NOT NULL,"
-    "  service INTEGER NOT NULL DEFAULT 0,"
-    "  disabled INTEGER NOT NULL DEFAULT 0,"
-    "  created_at_ms INTEGER NOT NULL);"
-    "CREATE INDEX tenancy_principals_tenant ON tenancy_principals(tenant);"
-    /* hash: SHA-256 of the whole token text; the text itself is never kept */
-    "CREATE TABLE tenancy_tokens ("
-    "  id TEXT PRIMARY KEY,"
-    "  principal TEXT NOT NULL REFERENCES tenancy_principals(name),"
-    "  hash BLOB NOT NULL,"
-    "  name TEXT NOT NULL DEFAULT '',"
-    "  created_at_ms INTEGER NOT NULL,"
-    "  expires_at_ms INTEGER NOT NULL DEFAULT 0,"
-    "  revoked_at_ms INTEGER NOT NULL DEFAULT 0);"
-    "CREATE INDEX tenancy_tokens_principal ON tenancy_tokens(principal);"
-    "CREATE TABLE tenancy_jobs ("
-    "  job_id TEXT PRIMARY KEY,"
-    "  tenant TEXT NOT NULL,"
-    "  project TEXT NOT NULL,"
-    "  principal TEXT NOT NULL,"
-    "  projected_uusd INTEGER NOT NULL DEFAULT 0,"
-    "  created_at_ms INTEGER NOT NULL);"
-    "CREATE INDEX tenancy_jobs_tenant ON tenancy_jobs(tenant, project);"
-    "CREATE TABLE tenancy_reservations ("
-    "  job_id TEXT PRIMARY KEY,"
-    "  tenant TEXT NOT NULL,"
-    "  offer_id TEXT NOT NULL,"
-    "  vcpus INTEGER NOT NULL,"
-    "  accel TEXT NOT NULL,"
-    "  gpus INTEGER NOT NULL,"
-    "  spot INTEGER NOT NULL,"
-    "  at_ms INTEGER NOT NULL);"
-    "CREATE TABLE tenancy_budgets ("
-    "  tenant TEXT NOT NULL REFERENCES tenancy_tenants(name),"
-    "  project TEXT NOT NULL,"
-    "  period TEXT NOT NULL,"
-    "  limit_uusd INTEGER NOT NULL,"
-    "  thresholds TEXT NOT NULL,"
-    "  hard INTEGER NOT NULL,"
-    "  stop_running INTEGER NOT NULL,"
-    "  webhook TEXT NOT NULL DEFAULT '',"
-    "  version INTEGER NOT NULL,"
-    "  PRIMARY KEY (tenant, project));"
-    "CREATE TABLE tenancy_budget_alerts ("
-    "  tenant TEXT NOT NULL,"
-    "  project TEXT NOT NULL,"
-    "  period_start_ms INTEGER NOT NULL,"
-    "  threshold_pct INTEGER NOT NULL,"
-    "  at_ms INTEGER NOT NULL,"
-    "  spent_uusd INTEGER NOT NULL,"
-    "  PRIMARY KEY (tenant, project, period_start_ms, threshold_pct));",
-};
-
 /* Hot statements (every request) use the store's cache; the rest are
  * prepared per call (tn_prepare). */
 static const char SQL_AUTH[] =
@@ -1129,10 +1059,6 @@ enum tw_rc tw_tenancy_open(const struct tw_tenancy_opts *opts,
                            struct tw_tenancy **out, struct tw_err *err) {
   enum tw_rc rc;
   *out = NULL;
-  if ((rc = tw_store_migrate_module(
-           opts->store, "tenancy", MIGRATIONS,
-           (int)(sizeof MIGRATIONS / sizeof MIGRATIONS[0]), err)))
-    return rc;
   struct tw_tenancy *t = tw_calloc(1, sizeof *t);
   t->store = opts->store;
   t->clock = opts->clock ? opts->clock : tw_clock_real();

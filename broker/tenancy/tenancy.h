@@ -305,9 +305,10 @@ enum tw_rc tw_tenancy_budget_list(struct tw_tenancy *t, const char *tenant,
                                   struct tw_budget **out, size_t *n,
                                   struct tw_err *err);
 
-/* Spend of a budget's scope in its current period.  Until the billing
- * ledger lands, actual spend is computed from attempts: price per hour
- * times the time each attempt was running inside the period. */
+/* Spend of a budget's scope in its current period.  Actual spend is the
+ * ledger's effective cost over the period (tw_ledger_spent, what the meter
+ * has charged under the providers' billing rules): the figure the report's
+ * budget table, the alerts and the hard stop use too. */
 struct tw_budget_status {
   struct tw_budget budget;
   int64_t period_start_ms, period_end_ms;

@@ -2,20 +2,24 @@
  * stopping (see tenancy.h), plus the scheduler's offer snapshot used to
  * project a job's cost.
  *
- * Actual spend: until the billing ledger lands, it is computed here from
- * the attempts themselves, price per hour times the time each attempt was
- * running inside the period, rounded up to the micro-dollar.  This reads
- * the store's `jobs` and `attempts` tables directly (read-only); the
- * ledger will replace both the query and the rounding with the providers'
- * billing rules.
+ * Actual spend is the ledger's: tw_ledger_spent(), the effective cost
+ * (after discounts, adjustments included) the meter has charged to the
+ * budget's scope in its period, under the providers' billing rules.  The
+ * same function gives the report's budget table its figure, so budget
+ * status, the report, the alerts and the hard stop agree.  What a running
+ * attempt used since the meter's last closed charge period is not spent
+ * yet: it is still committed.
  *
  * Committed: for each live job of the scope, the cost projected at its
- * admission minus what it has spent so far (never below zero).
+ * admission minus what the ledger has charged it so far (never below
+ * zero).
  *
  * Forecast to period end: spent, plus for each live job the smaller of
  * what it still has committed and what it burns (its running attempt's
  * price) until the period ends; a job not running yet counts its whole
- * committed remainder. */
+ * committed remainder.
+ *
+ * Tables are the store's (broker/core/store_budgets.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,54 +28,15 @@
 #include "broker/core/job.h"
 #include "broker/base/log.h"
 #include "broker/core/spec.h"
+#include "billing/ledger/ledger.h"
 #include "broker/core/store.h"
+#include "broker/core/store_budgets.h"
 #include "broker/tenancy/tenancy_int.h"
 #include "broker/base/clock.h"
 #include "policies/place/cost.h"
 #include "policies/place/index.h"
 #include "policies/place/plan.h"
 #include "providers/http.h"
-
-static const char SQL_BUDGET_GET[] =
-    "SELECT tenant, project, period, limit_uusd, thresholds, hard, "
-    "stop_running,"
-    " webhook, version FROM tenancy_budgets"
-    " WHERE (?1 IS NULL OR tenant = ?1) AND (?2 IS NULL OR project = ?2)"
-    " ORDER BY tenant, project";
-static const char SQL_BUDGET_PUT[] =
-    "INSERT INTO tenancy_budgets (tenant, project, period, limit_uusd, "
-    "thresholds,"
-    " hard, stop_running, webhook, version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-    "?7, ?8, ?9)"
-    " ON CONFLICT (tenant, project) DO UPDATE SET period = excluded.period,"
-    " limit_uusd = excluded.limit_uusd, thresholds = excluded.thresholds,"
-    " hard = excluded.hard, stop_running = excluded.stop_running,"
-    " webhook = excluded.webhook, version = excluded.version";
-static const char SQL_TENANT_EXISTS[] =
-    "SELECT 1 FROM tenancy_tenants WHERE name = ?1";
-/* Attempts that ran inside [?3, ?4) for the scope. */
-static const char SQL_SPENT[] =
-    "SELECT a.price_uusd_per_hour, a.running_at_ms, a.ended_at_ms"
-    " FROM attempts a JOIN jobs j ON j.id = a.job_id"
-    " WHERE j.tenant = ?1 AND (?2 = '' OR j.project = ?2)"
-    " AND a.running_at_ms > 0 AND a.running_at_ms < ?4"
-    " AND (a.ended_at_ms = 0 OR a.ended_at_ms > ?3)";
-static const char SQL_LIVE_JOBS[] =
-    "SELECT j.id, j.created_at_ms, coalesce(t.projected_uusd, 0)"
-    " FROM jobs j LEFT JOIN tenancy_jobs t ON t.job_id = j.id"
-    " WHERE j.tenant = ?1 AND (?2 = '' OR j.project = ?2)"
-    " AND j.state NOT IN ('succeeded', 'failed', 'cancelled')"
-    " ORDER BY j.seq";
-static const char SQL_JOB_ATTEMPTS[] =
-    "SELECT price_uusd_per_hour, running_at_ms, ended_at_ms FROM attempts"
-    " WHERE job_id = ?1 AND running_at_ms > 0";
-static const char SQL_ALERTED[] =
-    "SELECT coalesce(max(threshold_pct), 0) FROM tenancy_budget_alerts"
-    " WHERE tenant = ?1 AND project = ?2 AND period_start_ms = ?3";
-static const char SQL_ALERT_PUT[] =
-    "INSERT OR IGNORE INTO tenancy_budget_alerts (tenant, project, "
-    "period_start_ms,"
-    " threshold_pct, at_ms, spent_uusd) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 
 void tn_fmt_usd(int64_t uusd, char *out, size_t outsz) {
   const char *sign = uusd < 0 ? "-" : "";
@@ -187,60 +152,43 @@ static void parse_thresholds(const char *s, struct tw_budget *b) {
   }
 }
 
-struct budget_arg {
-  const char *tenant, *project; /* NULL: any */
-  struct tw_budget *items;
-  size_t n, cap;
-  const struct tw_budget *put;
-  int64_t if_version;
-};
-
-static enum tw_rc load_budgets(sqlite3 *db, struct budget_arg *a,
-                               struct tw_err *err) {
-  sqlite3_stmt *st = tn_prepare(db, SQL_BUDGET_GET, err);
-  if (!st)
-    return TW_E_IO;
-  if (a->tenant)
-    sqlite3_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
-  if (a->project)
-    sqlite3_bind_text(st, 2, a->project, -1, SQLITE_STATIC);
-  int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-    if (a->n == a->cap) {
-      a->cap = a->cap ? 2 * a->cap : 8;
-      a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
-    }
-    struct tw_budget *b = &a->items[a->n++];
-    char period[16], thr[64];
-    tw_budget_init(b);
-    tn_col(st, 0, b->tenant, sizeof b->tenant);
-    tn_col(st, 1, b->project, sizeof b->project);
-    tn_col(st, 2, period, sizeof period);
-    tw_budget_period_parse(period, &b->period);
-    b->limit_uusd = sqlite3_column_int64(st, 3);
-    tn_col(st, 4, thr, sizeof thr);
-    parse_thresholds(thr, b);
-    b->hard = sqlite3_column_int(st, 5) != 0;
-    b->stop_running = sqlite3_column_int(st, 6) != 0;
-    tn_col(st, 7, b->webhook, sizeof b->webhook);
-    b->version = sqlite3_column_int64(st, 8);
-  }
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : tn_db_err(db, err, "budgets");
+static void from_row(const struct tw_store_budget *r, struct tw_budget *b) {
+  tw_budget_init(b);
+  snprintf(b->tenant, sizeof b->tenant, "%s", r->tenant);
+  snprintf(b->project, sizeof b->project, "%s", r->project);
+  tw_budget_period_parse(r->period, &b->period);
+  b->limit_uusd = r->limit_uusd;
+  parse_thresholds(r->thresholds, b);
+  b->hard = r->hard;
+  b->stop_running = r->stop_running;
+  snprintf(b->webhook, sizeof b->webhook, "%s", r->webhook);
+  b->version = r->version;
 }
 
-static enum tw_rc op_budget_load(struct tw_store *s, sqlite3 *db, void *varg,
-                                 struct tw_err *err) {
-  (void)s;
-  return load_budgets(db, varg, err);
+static enum tw_rc load_budgets(struct tw_tenancy *t, const char *tenant,
+                               const char *project, struct tw_budget **out,
+                               size_t *n, struct tw_err *err) {
+  struct tw_store_budget *rows = NULL;
+  enum tw_rc rc =
+      tw_store_budgets_get(t->store, tenant, project, &rows, n, err);
+  *out = NULL;
+  if (rc)
+    return rc;
+  *out = tw_malloc((*n ? *n : 1) * sizeof **out);
+  for (size_t i = 0; i < *n; i++)
+    from_row(&rows[i], &(*out)[i]);
+  free(rows);
+  return TW_OK;
 }
 
 enum tw_rc tw_tenancy_budget_get(struct tw_tenancy *t, const char *tenant,
                                  const char *project, struct tw_budget *out,
                                  struct tw_err *err) {
-  struct budget_arg a = {.tenant = tenant, .project = project ? project : ""};
-  enum tw_rc rc = tw_store_read(t->store, op_budget_load, &a, err);
-  if (rc == TW_OK && a.n == 0)
+  struct tw_budget *items = NULL;
+  size_t n = 0;
+  enum tw_rc rc =
+      load_budgets(t, tenant, project ? project : "", &items, &n, err);
+  if (rc == TW_OK && n == 0)
     rc =
         project && *project
             ? tw_err_set(err, TW_E_NOTFOUND,
@@ -248,8 +196,8 @@ enum tw_rc tw_tenancy_budget_get(struct tw_tenancy *t, const char *tenant,
                          tenant)
             : tw_err_set(err, TW_E_NOTFOUND, "no budget for tenant %s", tenant);
   if (rc == TW_OK)
-    *out = a.items[0];
-  free(a.items);
+    *out = items[0];
+  free(items);
   return rc;
 }
 
@@ -261,15 +209,7 @@ enum tw_rc tn_load_all_budgets(struct tw_tenancy *t, struct tw_budget **out,
 enum tw_rc tw_tenancy_budget_list(struct tw_tenancy *t, const char *tenant,
                                   struct tw_budget **out, size_t *n,
                                   struct tw_err *err) {
-  struct budget_arg a = {.tenant = tenant};
-  enum tw_rc rc = tw_store_read(t->store, op_budget_load, &a, err);
-  if (rc) {
-    free(a.items);
-    return rc;
-  }
-  *out = a.items;
-  *n = a.n;
-  return TW_OK;
+  return load_budgets(t, tenant, NULL, out, n, err);
 }
 
 static enum tw_rc check_budget(const struct tw_budget *b, struct tw_err *err) {
@@ -313,193 +253,75 @@ static enum tw_rc check_budget(const struct tw_budget *b, struct tw_err *err) {
   return TW_OK;
 }
 
-static enum tw_rc op_budget_put(struct tw_store *s, sqlite3 *db, void *varg,
-                                struct tw_err *err) {
-  (void)s;
-  struct budget_arg a2 = {0};
-  struct budget_arg *a = varg;
-  const struct tw_budget *b = a->put;
-  sqlite3_stmt *st = tn_prepare(db, SQL_TENANT_EXISTS, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, b->tenant, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (r == SQLITE_DONE)
-    return tw_err_set(err, TW_E_NOTFOUND, "tenant %s not found", b->tenant);
-  if (r != SQLITE_ROW)
-    return tn_db_err(db, err, "tenant lookup");
-  a2.tenant = b->tenant;
-  a2.project = b->project;
-  enum tw_rc rc = load_budgets(db, &a2, err);
-  int64_t version = a2.n ? a2.items[0].version : 0;
-  free(a2.items);
-  if (rc)
-    return rc;
-  if (a->if_version > 0 && a->if_version != version)
-    return tw_err_set(err, TW_E_CONFLICT,
-                      "the budget changed meanwhile (now version %" PRId64
-                      ", If-Match named %" PRId64 "): read it again",
-                      version, a->if_version);
-  char thr[96] = "";
-  size_t used = 0;
-  for (size_t i = 0; i < b->n_thresholds; i++)
-    used += (size_t)snprintf(thr + used, sizeof thr - used, "%s%d",
-                             i ? "," : "", b->thresholds_pct[i]);
-  if (!(st = tn_prepare(db, SQL_BUDGET_PUT, err)))
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, b->tenant, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, b->project, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 3, tw_budget_period_str(b->period), -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 4, b->limit_uusd);
-  sqlite3_bind_text(st, 5, thr, -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 6, b->hard);
-  sqlite3_bind_int(st, 7, b->stop_running);
-  sqlite3_bind_text(st, 8, b->webhook, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 9, version + 1);
-  r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (r != SQLITE_DONE)
-    return tn_db_err(db, err, "budget put");
-  a->tenant = b->tenant;
-  a->project = b->project;
-  return load_budgets(db, a, err);
-}
-
 enum tw_rc tw_tenancy_budget_set(struct tw_tenancy *t,
                                  const struct tw_budget *b, int64_t if_version,
                                  struct tw_budget *out, struct tw_err *err) {
   enum tw_rc rc = check_budget(b, err);
   if (rc)
     return rc;
-  struct budget_arg a = {.put = b, .if_version = if_version};
-  rc = tw_store_write(t->store, op_budget_put, &a, err);
-  if (rc == TW_OK)
-    tn_cache_changed(t);
-  if (rc == TW_OK && a.n && out)
-    *out = a.items[0];
-  free(a.items);
-  if (rc == TW_OK)
-    tw_log_info("tenancy", "tenant=%s project=%s budget set", b->tenant,
-                b->project[0] ? b->project : "*");
-  return rc;
+  struct tw_store_budget row = {.limit_uusd = b->limit_uusd,
+                                .hard = b->hard,
+                                .stop_running = b->stop_running};
+  snprintf(row.tenant, sizeof row.tenant, "%s", b->tenant);
+  snprintf(row.project, sizeof row.project, "%s", b->project);
+  snprintf(row.period, sizeof row.period, "%s",
+           tw_budget_period_str(b->period));
+  snprintf(row.webhook, sizeof row.webhook, "%s", b->webhook);
+  size_t used = 0;
+  for (size_t i = 0; i < b->n_thresholds; i++)
+    used +=
+        (size_t)snprintf(row.thresholds + used, sizeof row.thresholds - used,
+                         "%s%d", i ? "," : "", b->thresholds_pct[i]);
+  struct tw_store_budget stored;
+  rc = tw_store_budget_put(t->store, &row, if_version, &stored, err);
+  if (rc)
+    return rc;
+  tn_cache_changed(t);
+  if (out)
+    from_row(&stored, out);
+  tw_log_info("tenancy", "tenant=%s project=%s budget set", b->tenant,
+              b->project[0] ? b->project : "*");
+  return TW_OK;
 }
 
 /* ---- spend
  * ---------------------------------------------------------------------- */
 
-struct live_job {
-  char id[40];
-  int64_t created_ms;
-  int64_t remaining_uusd;     /* committed: projected minus spent so far */
-  int64_t burn_uusd_per_hour; /* its running attempt's price; 0 none */
-};
-
-struct spend_arg {
-  const char *tenant, *project;
-  int64_t from, to, now;
-  int64_t spent;
-  struct live_job *jobs;
-  size_t n_jobs, cap;
-  int alerted;
-};
-
-static enum tw_rc op_spend(struct tw_store *s, sqlite3 *db, void *varg,
-                           struct tw_err *err) {
-  (void)s;
-  struct spend_arg *a = varg;
-  sqlite3_stmt *st = tn_prepare(db, SQL_SPENT, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, a->project, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 3, a->from);
-  sqlite3_bind_int64(st, 4, a->to);
-  int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-    int64_t price = sqlite3_column_int64(st, 0);
-    int64_t run = sqlite3_column_int64(st, 1),
-            end = sqlite3_column_int64(st, 2);
-    int64_t lo = run > a->from ? run : a->from;
-    int64_t hi = end ? end : a->now;
-    if (hi > a->to)
-      hi = a->to;
-    a->spent += cost_between(price, lo, hi);
-  }
-  sqlite3_finalize(st);
-  if (r != SQLITE_DONE)
-    return tn_db_err(db, err, "spend");
-  if (!(st = tn_prepare(db, SQL_LIVE_JOBS, err)))
-    return TW_E_IO;
-  sqlite3_stmt *at = tn_prepare(db, SQL_JOB_ATTEMPTS, err);
-  if (!at) {
-    sqlite3_finalize(st);
-    return TW_E_IO;
-  }
-  sqlite3_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, a->project, -1, SQLITE_STATIC);
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-    if (a->n_jobs == a->cap) {
-      a->cap = a->cap ? 2 * a->cap : 16;
-      a->jobs = tw_realloc(a->jobs, a->cap * sizeof *a->jobs);
-    }
-    struct live_job *j = &a->jobs[a->n_jobs++];
-    memset(j, 0, sizeof *j);
-    tn_col(st, 0, j->id, sizeof j->id);
-    j->created_ms = sqlite3_column_int64(st, 1);
-    int64_t projected = sqlite3_column_int64(st, 2), so_far = 0;
-    sqlite3_reset(at);
-    sqlite3_bind_text(at, 1, j->id, -1, SQLITE_TRANSIENT);
-    while (sqlite3_step(at) == SQLITE_ROW) {
-      int64_t price = sqlite3_column_int64(at, 0);
-      int64_t run = sqlite3_column_int64(at, 1),
-              end = sqlite3_column_int64(at, 2);
-      so_far += cost_between(price, run, end ? end : a->now);
-      if (!end)
-        j->burn_uusd_per_hour = price;
-    }
-    j->remaining_uusd = projected > so_far ? projected - so_far : 0;
-  }
-  sqlite3_finalize(at);
-  sqlite3_finalize(st);
-  if (r != SQLITE_DONE)
-    return tn_db_err(db, err, "live jobs");
-  if (!(st = tn_prepare(db, SQL_ALERTED, err)))
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, a->project, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 3, a->from);
-  if (sqlite3_step(st) == SQLITE_ROW)
-    a->alerted = sqlite3_column_int(st, 0);
-  sqlite3_finalize(st);
-  return TW_OK;
+/* What a live job still has committed: its admission's projection, less
+ * what the ledger has charged it, never below zero. */
+static int64_t committed_of(const struct tw_store_budget_job *j) {
+  return j->projected_uusd > j->charged_uusd
+             ? j->projected_uusd - j->charged_uusd
+             : 0;
 }
 
 static enum tw_rc status_of(struct tw_tenancy *t, const struct tw_budget *b,
                             struct tw_budget_status *out,
-                            struct live_job **jobs, size_t *n_jobs,
+                            struct tw_store_budget_job **jobs, size_t *n_jobs,
                             struct tw_err *err) {
   int64_t now = tw_clock_now_ms(t->clock);
   memset(out, 0, sizeof *out);
   out->budget = *b;
   tn_period(b->period, now, &out->period_start_ms, &out->period_end_ms);
-  struct spend_arg a = {.tenant = b->tenant,
-                        .project = b->project,
-                        .from = out->period_start_ms,
-                        .to = out->period_end_ms,
-                        .now = now};
-  enum tw_rc rc = tw_store_read(t->store, op_spend, &a, err);
-  if (rc) {
-    free(a.jobs);
+  struct tw_store_budget_job *live = NULL;
+  size_t n = 0;
+  enum tw_rc rc;
+  if ((rc = tw_ledger_spent(
+           t->store, b->tenant, b->project[0] ? b->project : NULL,
+           out->period_start_ms, out->period_end_ms, &out->spent_uusd, err)) ||
+      (rc = tw_store_budget_live_jobs(t->store, b->tenant, b->project, &live,
+                                      &n, err)) ||
+      (rc = tw_store_budget_alerted(t->store, b->tenant, b->project,
+                                    out->period_start_ms, &out->alerted_pct,
+                                    err))) {
+    free(live);
     return rc;
   }
-  out->spent_uusd = a.spent;
-  out->forecast_uusd = a.spent;
-  out->alerted_pct = a.alerted;
-  for (size_t i = 0; i < a.n_jobs; i++) {
-    const struct live_job *j = &a.jobs[i];
-    out->committed_uusd += j->remaining_uusd;
-    int64_t more = j->remaining_uusd;
+  out->forecast_uusd = out->spent_uusd;
+  for (size_t i = 0; i < n; i++) {
+    const struct tw_store_budget_job *j = &live[i];
+    int64_t more = committed_of(j);
+    out->committed_uusd += more;
     if (j->burn_uusd_per_hour) {
       int64_t until_end =
           cost_between(j->burn_uusd_per_hour, now, out->period_end_ms);
@@ -509,10 +331,10 @@ static enum tw_rc status_of(struct tw_tenancy *t, const struct tw_budget *b,
     out->forecast_uusd += more;
   }
   if (jobs) {
-    *jobs = a.jobs;
-    *n_jobs = a.n_jobs;
+    *jobs = live;
+    *n_jobs = n;
   } else {
-    free(a.jobs);
+    free(live);
   }
   return TW_OK;
 }
@@ -740,23 +562,11 @@ struct alert_arg {
   int64_t now;
 };
 
-static enum tw_rc op_alert(struct tw_store *s, sqlite3 *db, void *varg,
-                           struct tw_err *err) {
+/* The audit entry of an alert, in the transaction that records it. */
+static enum tw_rc alert_audit(struct tw_store *s, struct sqlite3 *db,
+                              void *varg, struct tw_err *err) {
   struct alert_arg *a = varg;
   const struct tw_budget *b = &a->s->budget;
-  sqlite3_stmt *st = tn_prepare(db, SQL_ALERT_PUT, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, b->tenant, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, b->project, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 3, a->s->period_start_ms);
-  sqlite3_bind_int(st, 4, a->pct);
-  sqlite3_bind_int64(st, 5, a->now);
-  sqlite3_bind_int64(st, 6, a->s->spent_uusd);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (r != SQLITE_DONE)
-    return tn_db_err(db, err, "alert insert");
   char detail[300], lim[32], sp[32];
   tn_fmt_usd(b->limit_uusd, lim, sizeof lim);
   tn_fmt_usd(a->s->spent_uusd, sp, sizeof sp);
@@ -775,8 +585,20 @@ static enum tw_rc op_alert(struct tw_store *s, sqlite3 *db, void *varg,
   return tw_audit_append_in(s, db, &ev, a->now, NULL, err);
 }
 
+static enum tw_rc record_alert(struct tw_tenancy *t, struct alert_arg *a,
+                               struct tw_err *err) {
+  const struct tw_budget *b = &a->s->budget;
+  struct tw_store_budget_alert rec = {.tenant = b->tenant,
+                                      .project = b->project,
+                                      .period_start_ms = a->s->period_start_ms,
+                                      .pct = a->pct,
+                                      .at_ms = a->now,
+                                      .spent_uusd = a->s->spent_uusd};
+  return tw_store_budget_alert_put(t->store, &rec, alert_audit, a, err);
+}
+
 static int newest_first(const void *x, const void *y) {
-  const struct live_job *a = x, *b = y;
+  const struct tw_store_budget_job *a = x, *b = y;
   if (a->created_ms != b->created_ms)
     return a->created_ms > b->created_ms ? -1 : 1;
   return strcmp(b->id, a->id);
@@ -784,7 +606,7 @@ static int newest_first(const void *x, const void *y) {
 
 static int enforce(struct tw_tenancy *t, const struct tw_budget *b) {
   struct tw_budget_status s;
-  struct live_job *jobs = NULL;
+  struct tw_store_budget_job *jobs = NULL;
   size_t n = 0;
   struct tw_err err = {0};
   int stopped = 0;
@@ -802,7 +624,7 @@ static int enforce(struct tw_tenancy *t, const struct tw_budget *b) {
           (__int128)s.spent_uusd * 100 < (__int128)b->limit_uusd * pct)
         continue;
       struct alert_arg a = {.s = &s, .pct = pct, .now = now};
-      if (tw_store_write(t->store, op_alert, &a, &err)) {
+      if (record_alert(t, &a, &err)) {
         tw_log_warn("tenancy", "tenant=%s budget alert not stored: %s",
                     b->tenant, err.msg);
         break;
@@ -839,7 +661,7 @@ static int enforce(struct tw_tenancy *t, const struct tw_budget *b) {
         tw_log_warn("tenancy", "job=%s not stopped: %s", jobs[i].id, err.msg);
         continue;
       }
-      total -= jobs[i].remaining_uusd;
+      total -= committed_of(&jobs[i]);
       stopped++;
       tw_log_warn("tenancy", "job=%s tenant=%s %s", jobs[i].id, b->tenant,
                   reason);

@@ -100,7 +100,7 @@ static int setup(void **state) {
   tw_clock_fake_init(&clk, 1764460800000);
   struct tw_err err = {0};
   struct tw_store_opts so = {.path = path, .clock = &clk};
-  if (tw_store_open(&so, &store, &err) || tw_datasets_migrate(store, &err) ||
+  if (tw_store_open(&so, &store, &err) ||
       tw_provider_new_ops(&tw_provider_fake, "lab", NULL, &clk, &prov, &err))
     return -1;
   offer("us-east-1", "us-east-1a", "p4d.24xlarge", TW_MARKET_SPOT, 9800000, 96,

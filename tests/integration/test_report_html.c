@@ -170,7 +170,7 @@ int main(void) {
   struct tw_err err = {0};
   struct tw_store *store = NULL;
   struct tw_store_opts so = {.path = db, .clock = &clk, .sync_full = false};
-  if (tw_store_open(&so, &store, &err) || tw_ledger_migrate(store, &err)) {
+  if (tw_store_open(&so, &store, &err)) {
     fprintf(stderr, "store: %s\n", err.msg);
     return 1;
   }

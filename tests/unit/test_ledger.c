@@ -32,7 +32,7 @@ static int setup(void **state) {
   tw_clock_fake_init(&clk, T0);
   struct tw_err err = {0};
   struct tw_store_opts o = {.path = path, .clock = &clk, .sync_full = false};
-  if (tw_store_open(&o, &store, &err) || tw_ledger_migrate(store, &err)) {
+  if (tw_store_open(&o, &store, &err)) {
     fprintf(stderr, "setup: %s\n", err.msg);
     return -1;
   }

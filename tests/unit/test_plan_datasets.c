@@ -23,9 +23,7 @@ static int setup(void **state) {
     return -1;
   snprintf(path, sizeof path, "%s/s.db", dir);
   struct tw_store_opts so = {.path = path};
-  if (tw_store_open(&so, &store, NULL))
-    return -1;
-  return tw_datasets_migrate(store, NULL) ? -1 : 0;
+  return tw_store_open(&so, &store, NULL) ? -1 : 0;
 }
 
 static int teardown(void **state) {

@@ -36,7 +36,7 @@ static int setup(void **state) {
   tw_clock_fake_init(&clk, NOV1);
   struct tw_err err = {0};
   struct tw_store_opts o = {.path = path, .clock = &clk, .sync_full = false};
-  if (tw_store_open(&o, &store, &err) || tw_ledger_migrate(store, &err))
+  if (tw_store_open(&o, &store, &err))
     return -1;
   return 0;
 }

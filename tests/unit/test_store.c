@@ -496,6 +496,49 @@ static void modules_migrate_themselves(void **state) {
   tw_store_close(s);
 }
 
+/* A database of the earlier layout, where each module migrated itself when
+ * it first started, lacks the modules its daemon never ran (here the
+ * reconciler and the checkpoints): opening it keeps what is there and
+ * creates the rest, under the same module names and numbers. */
+static void earlier_layout_opens_and_gains_missing_modules(void **state) {
+  (void)state;
+  struct tw_store *s = open_store();
+  struct tw_job_rec j;
+  create(s, "old", NULL, "{}", &j, NULL, TW_OK);
+  tw_store_close(s);
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(
+      sqlite3_exec(db,
+                   "DROP TABLE reconcile_log; DROP TABLE spot_requests;"
+                   " DROP TABLE spot_progress; DROP TABLE spot_decisions;"
+                   " DELETE FROM schema_modules"
+                   " WHERE name IN ('reconcile', 'spot')",
+                   NULL, NULL, NULL),
+      SQLITE_OK);
+  sqlite3_close(db);
+  s = open_store();
+  struct tw_job_rec again;
+  assert_int_equal(tw_store_job_get(s, j.id, &again, NULL), TW_OK);
+  tw_job_rec_release(&again);
+  tw_job_rec_release(&j);
+  tw_store_close(s);
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  sqlite3_stmt *st = NULL;
+  assert_int_equal(
+      sqlite3_prepare_v2(db,
+                         "SELECT count(*) FROM schema_modules WHERE version = 1"
+                         " AND name IN ('reconcile', 'spot')"
+                         " AND EXISTS (SELECT 1 FROM sqlite_master"
+                         " WHERE name = 'reconcile_log')",
+                         -1, &st, NULL),
+      SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  assert_int_equal(sqlite3_column_int(st, 0), 2);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(create_get_and_reopen, setup, teardown),
@@ -517,6 +560,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(modules_migrate_themselves, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(newer_schema_is_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          earlier_layout_opens_and_gains_missing_modules, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,10 @@
  *     job (projected 2 USD from the cheapest feasible offer), refuses a
  *     second one with the numbers, alerts once at 50 % (audit entry and
  *     webhook), and when the limit is lowered under spent + committed
- *     stops the running job; the scheduler then terminates its instance;
+ *     stops the running job; the scheduler then terminates its instance.
+ *     Spent is what the meter charged into the ledger, and budget status,
+ *     the alert, the report's budget table and the hard stop's reason all
+ *     show the same 1.60 USD;
  *   soft_budget_only_alerts;
  *   periods_are_calendar_months_weeks_and_days. */
 #include <setjmp.h>
@@ -20,6 +23,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "billing/ledger/meter.h"
+#include "billing/report/report.h"
+#include "broker/base/mem.h"
 #include "broker/tenancy/audit.h"
 #include "broker/sched/sched.h"
 #include "broker/core/spec.h"
@@ -35,6 +43,7 @@ static struct tw_provider *prov;
 static struct tw_fake *fake;
 static struct tw_sched *sched;
 static struct tw_tenancy *ten;
+static struct tw_meter *meter;
 
 /* ---- a webhook receiver -----------------------------------------------------
  */
@@ -116,6 +125,12 @@ static int setup(void **state) {
                                .webhook_timeout_ms = 2000};
   if (tw_tenancy_open(&to, &ten, &err))
     return -1;
+  /* Spend is what the meter charged: 6-minute periods, so 1 USD/h charges
+   * exactly 0.10 USD per closed period. */
+  struct tw_meter_cfg mc = {.charge_period_s = 360};
+  struct tw_meter_opts mo = {.store = store, .cfg = &mc, .clock = &clk};
+  if (tw_meter_new(&mo, &meter, &err))
+    return -1;
   struct tw_sched_opts sopts = {.store = store,
                                 .clock = &clk,
                                 .providers = &prov,
@@ -137,6 +152,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   (void)state;
   MHD_stop_daemon(hook);
+  tw_meter_free(meter);
   tw_sched_free(sched);
   tw_tenancy_free(ten);
   tw_provider_free(prov);
@@ -222,6 +238,44 @@ static void budget(int64_t limit, bool hard, bool stop, int64_t if_version,
     fail_msg("budget: %s", err.msg);
 }
 
+/* The spent figure of tenant's budget in the report's budget table, as
+ * the API renders it (the tenancy module's monthly budgets, this month). */
+static int64_t report_budget_spent(const char *tenant) {
+  struct tw_budget *bs = NULL;
+  size_t n = 0;
+  assert_int_equal(tw_tenancy_budget_list(ten, tenant, &bs, &n, NULL), TW_OK);
+  struct tw_ledger_budget *lb = tw_calloc(n ? n : 1, sizeof *lb);
+  for (size_t i = 0; i < n; i++) {
+    snprintf(lb[i].tenant, sizeof lb[i].tenant, "%s", bs[i].tenant);
+    snprintf(lb[i].project, sizeof lb[i].project, "%s", bs[i].project);
+    lb[i].limit_uusd = bs[i].limit_uusd;
+  }
+  int64_t now = tw_clock_now_ms(&clk);
+  struct tw_report_req q = {.format = TW_REPORT_JSON,
+                            .now_ms = now,
+                            .budgets = lb,
+                            .n_budgets = n,
+                            .budgets_source = "tenancy"};
+  assert_int_equal(
+      tw_report_range_parse(NULL, NULL, now, &q.from_ms, &q.to_ms, NULL),
+      TW_OK);
+  struct tw_buf out;
+  tw_buf_init(&out);
+  const char *ctype;
+  assert_int_equal(tw_report_render(store, &q, &out, &ctype, NULL), TW_OK);
+  json_t *j = json_loadb(out.data, out.len, 0, NULL);
+  assert_non_null(j);
+  json_t *items = json_object_get(json_object_get(j, "budgets"), "items");
+  assert_int_equal(json_array_size(items), 1);
+  int64_t spent = json_integer_value(
+      json_object_get(json_array_get(items, 0), "spent_uusd"));
+  json_decref(j);
+  tw_buf_release(&out);
+  free(lb);
+  free(bs);
+  return spent;
+}
+
 static void hard_budget_refuses_then_stops(void **state) {
   (void)state;
   struct tw_budget b;
@@ -259,6 +313,8 @@ static void hard_budget_refuses_then_stops(void **state) {
   assert_int_equal(state_of(j1), TW_JOB_RUNNING);
   /* 96 minutes at 1 USD/h: 1.60 USD spent, 53 % of 3 USD */
   tw_clock_advance(&clk, 96 * 60 * 1000);
+  tw_meter_tick(meter); /* sees the attempt running */
+  tw_meter_tick(meter); /* charges its closed periods */
   assert_int_equal(tw_tenancy_tick(ten), 0);
   struct tw_budget_status s;
   assert_int_equal(tw_tenancy_budget_status(ten, "ml", NULL, &s, NULL), TW_OK);
@@ -277,6 +333,9 @@ static void hard_budget_refuses_then_stops(void **state) {
   /* once per threshold and period */
   assert_int_equal(tw_tenancy_tick(ten), 0);
   assert_int_equal(audit_count("budget.alert"), 1);
+
+  /* one figure: the report's budget table says what budget status says */
+  assert_int_equal(report_budget_spent("ml"), s.spent_uusd);
 
   /* finance lowers the limit to 2 USD: spent + committed reaches it */
   budget(2000000, true, true, b.version, &b);
@@ -329,7 +388,10 @@ static void soft_budget_only_alerts(void **state) {
       TW_OK);
   tw_sched_tick(sched);
   tw_sched_tick(sched);
-  tw_clock_advance(&clk, 31 * 60 * 1000); /* 2 jobs x 31 min: 1.03 USD */
+  /* 2 jobs x 31 min: 5 closed periods each, 1.00 USD charged */
+  tw_clock_advance(&clk, 31 * 60 * 1000);
+  tw_meter_tick(meter); /* sees the attempt running */
+  tw_meter_tick(meter); /* charges its closed periods */
   assert_int_equal(tw_tenancy_tick(ten), 0);
   assert_int_equal(state_of(j1), TW_JOB_RUNNING);
   assert_int_equal(audit_count("budget.alert"), 3); /* 50, 80, 100 */

@@ -1,0 +1,38 @@
+/* store_int.h - what the files of the store layer (broker/core/store*.c)
+ * share and nobody else: the module schema list and small sqlite helpers.
+ * Only store*.c include it (and sqlite3.h). */
+#ifndef TW_CORE_STORE_INT_H
+#define TW_CORE_STORE_INT_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+
+#include "broker/core/store.h"
+
+/* One module's migrations, numbered from 1 (store_schema.c). */
+struct tw_store_module {
+  const char *name;
+  const char *const *migrations;
+  int n_migrations;
+};
+extern const struct tw_store_module TW_STORE_MODULES[];
+extern const size_t TW_STORE_N_MODULES;
+
+/* Applies every module's missing migrations in the order of
+ * TW_STORE_MODULES; the first failure stops and names the module and the
+ * step ("store: ledger migration 1 failed: ..."). */
+enum tw_rc store__migrate_all(struct tw_store *s, struct tw_err *err);
+
+/* TW_E_IO with sqlite's message, copied at once. */
+enum tw_rc store__db_err(sqlite3 *db, struct tw_err *err, const char *what);
+/* Steps a statement that returns no row; TW_E_IO otherwise. */
+enum tw_rc store__step_done(sqlite3 *db, sqlite3_stmt *st, const char *what,
+                            struct tw_err *err);
+/* Binds text, NULL as "". */
+void store__bind_text(sqlite3_stmt *st, int i, const char *s);
+/* Binds text, NULL as SQL NULL (an optional filter). */
+void store__bind_opt(sqlite3_stmt *st, int i, const char *s);
+/* Copies column i into out ("" for NULL), truncating. */
+void store__col(sqlite3_stmt *st, int i, char *out, size_t outsz);
+
+#endif

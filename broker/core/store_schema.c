@@ -1,0 +1,313 @@
+/* store_schema.c - the schema of every module, in one place.
+ *
+ * The core tables (jobs, job_events, attempts, schema_modules) are numbered
+ * by PRAGMA user_version in store.c.  Every other table belongs to a module
+ * whose migrations are numbered from 1 here, the version reached kept per
+ * module in schema_modules: the numbering is the one each module used when
+ * it migrated itself, so databases made by earlier builds open unchanged.
+ * tw_store_open() applies them all, in the order of TW_STORE_MODULES.
+ * Only append: a new table or column is a new entry at the end of its
+ * module's array (or a new module at the end of the list). */
+#include "broker/core/store_int.h"
+
+#include "broker/base/log.h"
+
+/* ---- module "gang" */
+
+static const char *const MIG_GANG[] = {
+    /* 1: the instances of a multi-node attempt */
+    "CREATE TABLE attempt_instances ("
+    "  attempt_id INTEGER NOT NULL REFERENCES attempts(id),"
+    "  k INTEGER NOT NULL,"
+    "  instance_id TEXT NOT NULL,"
+    "  state TEXT NOT NULL,"
+    "  PRIMARY KEY (attempt_id, k));",
+};
+
+/* ---- module "datasets" */
+
+static const char MIG_DATASETS_1[] =
+    "CREATE TABLE datasets ("
+    " uri TEXT PRIMARY KEY,"
+    " size_bytes INTEGER NOT NULL DEFAULT 0,"
+    " created_ms INTEGER NOT NULL, updated_ms INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE dataset_locations ("
+    " uri TEXT NOT NULL REFERENCES datasets(uri),"
+    " location TEXT NOT NULL,"
+    " origin TEXT NOT NULL,"
+    " cost_uusd INTEGER NOT NULL DEFAULT 0,"
+    " created_ms INTEGER NOT NULL,"
+    " note TEXT NOT NULL DEFAULT '',"
+    " PRIMARY KEY (uri, location)) WITHOUT ROWID;"
+    /* one row: bumped by every write, so readers can tell a change cheaply */
+    "CREATE TABLE dataset_version (id INTEGER PRIMARY KEY CHECK (id = 1),"
+    " version INTEGER NOT NULL);"
+    "INSERT INTO dataset_version (id, version) VALUES (1, 0);";
+
+static const char *const MIG_DATASETS[] = {MIG_DATASETS_1};
+
+/* ---- module "catalog" */
+
+static const char *const MIG_CATALOG[] = {
+    /* 1: snapshots of each source, and the spot price history */
+    "CREATE TABLE catalog_snapshots ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  source TEXT NOT NULL, kind TEXT NOT NULL, mode TEXT NOT NULL,"
+    "  provider TEXT NOT NULL, account TEXT NOT NULL, path TEXT NOT NULL,"
+    "  sha256 TEXT NOT NULL,"
+    "  currency TEXT NOT NULL, rate TEXT NOT NULL, rate_date TEXT NOT NULL,"
+    "  fetched_ms INTEGER NOT NULL, stored_ms INTEGER NOT NULL,"
+    "  rows INTEGER NOT NULL, normalized INTEGER NOT NULL,"
+    "  offers INTEGER NOT NULL, report_json TEXT NOT NULL,"
+    "  body BLOB);"
+    "CREATE INDEX catalog_snapshots_source ON catalog_snapshots (source, id);"
+    "CREATE TABLE catalog_prices ("
+    "  offer_id TEXT NOT NULL, price_uusd INTEGER NOT NULL,"
+    "  observed_ms INTEGER NOT NULL, snapshot INTEGER NOT NULL);"
+    "CREATE INDEX catalog_prices_offer ON catalog_prices"
+    "  (offer_id, observed_ms);",
+};
+
+/* ---- module "ledger" */
+
+static const char MIG_LEDGER_1[] =
+    "CREATE TABLE ledger ("
+    " seq INTEGER PRIMARY KEY,"
+    " recorded_ms INTEGER NOT NULL,"
+    " start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, day INTEGER NOT NULL,"
+    " category INTEGER NOT NULL, correction INTEGER NOT NULL,"
+    " service INTEGER NOT NULL,"
+    " tenant TEXT NOT NULL, project TEXT NOT NULL, job_id TEXT NOT NULL,"
+    " attempt_id INTEGER NOT NULL,"
+    " provider TEXT NOT NULL, account TEXT NOT NULL, region TEXT NOT NULL,"
+    " zone TEXT NOT NULL, instance_type TEXT NOT NULL,"
+    " resource_id TEXT NOT NULL, market TEXT NOT NULL,"
+    " nodes INTEGER NOT NULL, usage_ms INTEGER NOT NULL,"
+    " quantity INTEGER NOT NULL, unit_price_uusd INTEGER NOT NULL,"
+    " list_uusd INTEGER NOT NULL, effective_uusd INTEGER NOT NULL,"
+    " corrects_seq INTEGER NOT NULL, description TEXT NOT NULL);"
+    "CREATE INDEX ledger_by_start ON ledger(start_ms);"
+    /* Append-only is enforced by the database itself, not by convention:
+     * a correction is a new row. */
+    "CREATE TRIGGER ledger_no_update BEFORE UPDATE ON ledger"
+    " BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;"
+    "CREATE TRIGGER ledger_no_delete BEFORE DELETE ON ledger"
+    " BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;"
+    /* Day first: reports select a range of days. */
+    "CREATE TABLE ledger_day ("
+    " day INTEGER NOT NULL, tenant TEXT NOT NULL, project TEXT NOT NULL,"
+    " provider TEXT NOT NULL, region TEXT NOT NULL,"
+    " list_uusd INTEGER NOT NULL, effective_uusd INTEGER NOT NULL,"
+    " usage_ms INTEGER NOT NULL, rows INTEGER NOT NULL,"
+    " PRIMARY KEY (day, tenant, project, provider, region)) WITHOUT ROWID;"
+    "CREATE TABLE ledger_job_day ("
+    " job_id TEXT NOT NULL, day INTEGER NOT NULL, provider TEXT NOT NULL,"
+    " region TEXT NOT NULL, tenant TEXT NOT NULL, project TEXT NOT NULL,"
+    " list_uusd INTEGER NOT NULL, effective_uusd INTEGER NOT NULL,"
+    " usage_ms INTEGER NOT NULL, rows INTEGER NOT NULL,"
+    /* day first: rows arrive in time order, so the rollup is written near
+     * its end, not all over (keyed by job it made appends 40 % slower) */
+    " PRIMARY KEY (day, job_id, tenant, project, provider, region))"
+    " WITHOUT ROWID;"
+    "CREATE INDEX ledger_job_day_by_job ON ledger_job_day(job_id);"
+    "CREATE TABLE ledger_budgets ("
+    " tenant TEXT NOT NULL, project TEXT NOT NULL, limit_uusd INTEGER NOT NULL,"
+    " PRIMARY KEY (tenant, project)) WITHOUT ROWID;";
+
+static const char *const MIG_LEDGER[] = {MIG_LEDGER_1};
+
+/* ---- module "meter" */
+
+static const char MIG_METER_1[] =
+    "CREATE TABLE meter_attempts ("
+    " attempt_id INTEGER PRIMARY KEY, job_id TEXT NOT NULL,"
+    " tenant TEXT NOT NULL, project TEXT NOT NULL, provider TEXT NOT NULL,"
+    " account TEXT NOT NULL, region TEXT NOT NULL, zone TEXT NOT NULL,"
+    " instance_type TEXT NOT NULL, market TEXT NOT NULL,"
+    " resource_id TEXT NOT NULL, nodes INTEGER NOT NULL,"
+    " granularity_s INTEGER NOT NULL, min_charge_s INTEGER NOT NULL,"
+    " price_uusd_per_hour INTEGER NOT NULL, running_ms INTEGER NOT NULL,"
+    " metered_to_ms INTEGER NOT NULL, billed_s INTEGER NOT NULL,"
+    " last_seq INTEGER NOT NULL, ended INTEGER NOT NULL);"
+    "CREATE INDEX meter_attempts_open ON meter_attempts(ended);";
+
+static const char *const MIG_METER[] = {MIG_METER_1};
+
+/* ---- module "audit" */
+
+static const char *const MIG_AUDIT[] = {
+    /* 1: the log.  seq is assigned by the writer as last + 1, never by
+     * sqlite, so a removed entry leaves a gap that verify reports. */
+    "CREATE TABLE audit_log ("
+    "  seq INTEGER PRIMARY KEY,"
+    "  at_ms INTEGER NOT NULL,"
+    "  principal TEXT NOT NULL,"
+    "  tenant TEXT NOT NULL,"
+    "  action TEXT NOT NULL,"
+    "  object TEXT NOT NULL,"
+    "  outcome TEXT NOT NULL,"
+    "  request_id TEXT NOT NULL,"
+    "  detail TEXT NOT NULL,"
+    "  prev_hash TEXT NOT NULL,"
+    "  hash TEXT NOT NULL);"
+    "CREATE INDEX audit_log_tenant ON audit_log(tenant, seq);",
+};
+
+/* ---- module "tenancy" */
+
+static const char *const MIG_TENANCY[] = {
+    /* 1: tenants, principals, tokens, quotas, budgets, owners */
+    "CREATE TABLE tenancy_tenants ("
+    "  name TEXT PRIMARY KEY,"
+    "  cohort TEXT NOT NULL DEFAULT '',"
+    "  spot_share_pct INTEGER NOT NULL DEFAULT 100,"
+    "  quota_version INTEGER NOT NULL DEFAULT 1,"
+    "  created_at_ms INTEGER NOT NULL);"
+    "CREATE TABLE tenancy_quota ("
+    "  tenant TEXT NOT NULL REFERENCES tenancy_tenants(name),"
+    "  resource TEXT NOT NULL,"
+    "  lim INTEGER NOT NULL,"
+    "  borrow INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (tenant, resource));"
+    "CREATE TABLE tenancy_principals ("
+    "  name TEXT PRIMARY KEY,"
+    "  tenant TEXT NOT NULL,"
+    "  role TEXT NOT NULL,"
+    "  service INTEGER NOT NULL DEFAULT 0,"
+    "  disabled INTEGER NOT NULL DEFAULT 0,"
+    "  created_at_ms INTEGER NOT NULL);"
+    "CREATE INDEX tenancy_principals_tenant ON tenancy_principals(tenant);"
+    /* hash: SHA-256 of the whole token text; the text itself is never kept */
+    "CREATE TABLE tenancy_tokens ("
+    "  id TEXT PRIMARY KEY,"
+    "  principal TEXT NOT NULL REFERENCES tenancy_principals(name),"
+    "  hash BLOB NOT NULL,"
+    "  name TEXT NOT NULL DEFAULT '',"
+    "  created_at_ms INTEGER NOT NULL,"
+    "  expires_at_ms INTEGER NOT NULL DEFAULT 0,"
+    "  revoked_at_ms INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX tenancy_tokens_principal ON tenancy_tokens(principal);"
+    "CREATE TABLE tenancy_jobs ("
+    "  job_id TEXT PRIMARY KEY,"
+    "  tenant TEXT NOT NULL,"
+    "  project TEXT NOT NULL,"
+    "  principal TEXT NOT NULL,"
+    "  projected_uusd INTEGER NOT NULL DEFAULT 0,"
+    "  created_at_ms INTEGER NOT NULL);"
+    "CREATE INDEX tenancy_jobs_tenant ON tenancy_jobs(tenant, project);"
+    "CREATE TABLE tenancy_reservations ("
+    "  job_id TEXT PRIMARY KEY,"
+    "  tenant TEXT NOT NULL,"
+    "  offer_id TEXT NOT NULL,"
+    "  vcpus INTEGER NOT NULL,"
+    "  accel TEXT NOT NULL,"
+    "  gpus INTEGER NOT NULL,"
+    "  spot INTEGER NOT NULL,"
+    "  at_ms INTEGER NOT NULL);"
+    "CREATE TABLE tenancy_budgets ("
+    "  tenant TEXT NOT NULL REFERENCES tenancy_tenants(name),"
+    "  project TEXT NOT NULL,"
+    "  period TEXT NOT NULL,"
+    "  limit_uusd INTEGER NOT NULL,"
+    "  thresholds TEXT NOT NULL,"
+    "  hard INTEGER NOT NULL,"
+    "  stop_running INTEGER NOT NULL,"
+    "  webhook TEXT NOT NULL DEFAULT '',"
+    "  version INTEGER NOT NULL,"
+    "  PRIMARY KEY (tenant, project));"
+    "CREATE TABLE tenancy_budget_alerts ("
+    "  tenant TEXT NOT NULL,"
+    "  project TEXT NOT NULL,"
+    "  period_start_ms INTEGER NOT NULL,"
+    "  threshold_pct INTEGER NOT NULL,"
+    "  at_ms INTEGER NOT NULL,"
+    "  spent_uusd INTEGER NOT NULL,"
+    "  PRIMARY KEY (tenant, project, period_start_ms, threshold_pct));",
+};
+
+/* ---- module "secrets" */
+
+static const char *const MIG_SECRETS[] = {
+    "CREATE TABLE secrets ("
+    "  name TEXT PRIMARY KEY,"
+    "  key_id TEXT NOT NULL,"
+    "  nonce BLOB NOT NULL,"
+    "  ciphertext BLOB NOT NULL,"
+    "  tag BLOB NOT NULL,"
+    "  updated_at_ms INTEGER NOT NULL);",
+};
+
+/* ---- module "spot" */
+
+static const char *const MIG_SPOT[] = {
+    /* 1: requests, what each attempt kept, decisions */
+    "CREATE TABLE spot_requests ("
+    "  attempt_id INTEGER PRIMARY KEY,"
+    "  job_id TEXT NOT NULL,"
+    "  cause TEXT NOT NULL,"
+    "  requested_at_ms INTEGER NOT NULL,"
+    "  deadline_ms INTEGER NOT NULL);"
+    "CREATE TABLE spot_progress ("
+    "  attempt_id INTEGER PRIMARY KEY,"
+    "  job_id TEXT NOT NULL,"
+    "  attempt_n INTEGER NOT NULL,"
+    "  resume_s INTEGER NOT NULL,"
+    "  run_s INTEGER NOT NULL,"
+    "  kept_s INTEGER NOT NULL,"
+    "  how TEXT NOT NULL,"
+    "  at_ms INTEGER NOT NULL);"
+    "CREATE INDEX spot_progress_job ON spot_progress(job_id, attempt_n);"
+    "CREATE TABLE spot_decisions ("
+    "  seq INTEGER PRIMARY KEY,"
+    "  job_id TEXT NOT NULL,"
+    "  at_ms INTEGER NOT NULL,"
+    "  event TEXT NOT NULL,"
+    "  strategy TEXT NOT NULL,"
+    "  action TEXT NOT NULL,"
+    "  market TEXT NOT NULL,"
+    "  reason TEXT NOT NULL);"
+    "CREATE INDEX spot_decisions_job ON spot_decisions(job_id, seq);",
+};
+
+/* ---- module "reconcile" */
+
+static const char *const MIG_RECONCILE[] = {
+    /* 1: what each pass did */
+    "CREATE TABLE reconcile_log ("
+    "  seq INTEGER PRIMARY KEY,"
+    "  at_ms INTEGER NOT NULL,"
+    "  provider TEXT NOT NULL,"
+    "  instance_id TEXT NOT NULL,"
+    "  job_id TEXT NOT NULL,"
+    "  attempt TEXT NOT NULL,"
+    "  action TEXT NOT NULL,"
+    "  reason TEXT NOT NULL);",
+};
+
+/* ---- the order ----------------------------------------------------------- */
+
+#define MODULE(name, arr)                                                      \
+  { name, arr, (int)(sizeof arr / sizeof arr[0]) }
+
+/* Fixed order: a module's tables may refer only to tables of the core or
+ * of a module above it. */
+const struct tw_store_module TW_STORE_MODULES[] = {
+    MODULE("gang", MIG_GANG),       MODULE("datasets", MIG_DATASETS),
+    MODULE("catalog", MIG_CATALOG), MODULE("ledger", MIG_LEDGER),
+    MODULE("meter", MIG_METER),     MODULE("audit", MIG_AUDIT),
+    MODULE("tenancy", MIG_TENANCY), MODULE("secrets", MIG_SECRETS),
+    MODULE("spot", MIG_SPOT),       MODULE("reconcile", MIG_RECONCILE),
+};
+const size_t TW_STORE_N_MODULES =
+    sizeof TW_STORE_MODULES / sizeof TW_STORE_MODULES[0];
+
+enum tw_rc store__migrate_all(struct tw_store *s, struct tw_err *err) {
+  for (size_t i = 0; i < TW_STORE_N_MODULES; i++) {
+    const struct tw_store_module *m = &TW_STORE_MODULES[i];
+    enum tw_rc rc = tw_store_migrate_module(s, m->name, m->migrations,
+                                            m->n_migrations, err);
+    if (rc)
+      return rc;
+  }
+  return TW_OK;
+}
