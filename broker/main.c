@@ -18,6 +18,7 @@
 #include "broker/base/node.h"
 #include "broker/sched/reconcile.h"
 #include "broker/sched/sched.h"
+#include "broker/core/spec_cache.h"
 #include "broker/core/store.h"
 #include "broker/tenancy/tenancy.h"
 #include "policies/fallback/fallback_strategy.h"
@@ -186,6 +187,8 @@ int main(int argc, char **argv) {
     tw_cfg_free(cfg);
     return 1;
   }
+  /* Parsed job specs, one per job version (broker/core/spec_cache.h). */
+  struct tw_spec_cache *specs = tw_spec_cache_new(0);
   /* Metering: attempts become ledger rows (billing/ledger/meter.h). */
   struct meter_src msrc = {0};
   struct tw_meter *meter = NULL;
@@ -283,6 +286,9 @@ int main(int argc, char **argv) {
                                     cfg->sched_offers_ttl_s * 1000};
   sopts.tenancy = sec->tenancy;
   sopts.meter = meter;
+  sopts.catalog = cat;
+  sopts.placer = placer;
+  sopts.specs = specs;
   /* the spot lifecycle: the default fallback strategy and the blocklist
    * (docs/spot.md); spot.fallback was validated with the config */
   struct tw_fallback_cfg fb;
@@ -422,6 +428,7 @@ int main(int argc, char **argv) {
   tw_placer_free(placer);
   tw_auth_daemon_stop(sec);
   tw_meter_free(meter);
+  tw_spec_cache_free(specs); /* after the scheduler */
   /* after its readers, before the providers its threads call */
   tw_catalog_publish(NULL);
   tw_catalog_free(cat);
