@@ -37,6 +37,7 @@
 #include "broker/base/err.h"
 
 struct tw_store;
+struct tw_spec_cache;
 struct tw_provider;
 struct tw_reconcile;
 
@@ -61,6 +62,8 @@ struct tw_reconcile_opts {
    * none.  The audit log (broker/tenancy/audit.h) plugs in here. */
   void (*on_action)(void *ctx, const struct tw_reconcile_action *a);
   void *ctx;
+  struct tw_spec_cache *specs; /* borrowed: parsed job specs (the
+                                  scheduler's); NULL: parsed when read */
 };
 
 struct tw_reconcile_stats {
