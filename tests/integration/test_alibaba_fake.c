@@ -215,7 +215,7 @@ static void own_rate_is_refused(void) {
   struct tw_err err = {0};
   struct tw_provider *p = NULL;
   CHECK(tw_node_parse_yaml(doc, strlen(doc), &cfg, NULL) == TW_OK);
-  CHECK(tw_provider_new(cfg, NULL, &p, &err) == TW_E_INVALID && !p);
+  CHECK(tw_provider_new(tw_adapters, cfg, NULL, &p, &err) == TW_E_INVALID && !p);
   CHECK(strstr(err.msg, "cny_usd_rate") && strstr(err.msg, "catalog.rates"));
   tw_node_free(cfg);
   free(doc);
