@@ -20,13 +20,13 @@
  * What runs is the daemon's own code, not a copy: placement
  * (tw_plan_make with the default policy set), the blocklist, the strategies
  * (tw_fallback_decide and tw_fallback_apply) and the checkpoint rule
- * (tw_checkpoint_kept), called at the points where broker/sched/monitor.c calls
- * them: a job that needs an instance is placed (event place, or interrupted
- * right after an interruption); a job on on-demand under the deadline strategy
- * is reviewed every tick and moves back to spot right after a periodic
- * checkpoint.  A spot launch succeeds when the zone's trace says 1 at that
- * tick, else it is a capacity error (blocklisted); on-demand always
- * succeeds.  A spot instance is interrupted at the first tick its zone
+ * (tw_checkpoint_kept), called at the points where broker/sched/place.c and
+ * spot.c call them: a job that needs an instance is placed (event place, or
+ * interrupted right after an interruption); a job on on-demand under the
+ * deadline strategy is reviewed every tick and moves back to spot right
+ * after a periodic checkpoint.  A spot launch succeeds when the zone's
+ * trace says 1 at that tick, else it is a capacity error (blocklisted);
+ * on-demand always succeeds.  A spot instance is interrupted at the first tick its zone
  * says 0: the job saved at the two-minute notice, so the work of those two
  * minutes is lost.  Each start costs BOOT_S of billed time before work
  * resumes; attempts are billed per second with a 60 s minimum
@@ -396,7 +396,7 @@ static void remember(struct job *j, int offer, int64_t t_s) {
   j->past[j->n_past++] = (struct past){.offer = offer, .ended_s = t_s};
 }
 
-/* The strategy's view of the job, as broker/sched/monitor.c builds it. */
+/* The strategy's view of the job, as broker/sched/place.c builds it. */
 static void view(const struct sim *s, const struct job *j, int64_t t_s,
                  enum tw_fallback_event ev, struct tw_fallback_job *v) {
   memset(v, 0, sizeof *v);
@@ -415,7 +415,7 @@ static void view(const struct sim *s, const struct job *j, int64_t t_s,
 }
 
 /* Offers the job must avoid now: the blocklist's, and its own recent
- * failures (broker/sched/monitor.c, sched__spot_excludes). */
+ * failures (broker/sched/place.c, past_excludes). */
 static size_t exclusions(struct sim *s, const struct job *j, int64_t t_s,
                          const char **excl) {
   size_t n = 0;
@@ -435,7 +435,7 @@ static int offer_index(const struct sim *s, const struct tw_offer *o) {
   return (int)(o - s->t->offers);
 }
 
-/* Places j at tick: as sched.c and monitor.c do.  Returns true when it
+/* Places j at tick: as place.c and launch.c do.  Returns true when it
  * got an instance. */
 static bool place(struct sim *s, struct job *j, size_t tick) {
   int64_t t_s = (int64_t)tick * s->t->gap_s;

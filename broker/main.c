@@ -18,6 +18,7 @@
 #include "broker/base/node.h"
 #include "broker/sched/reconcile.h"
 #include "broker/sched/sched.h"
+#include "broker/core/spec_cache.h"
 #include "broker/core/store.h"
 #include "broker/tenancy/tenancy.h"
 #include "policies/fallback/fallback_strategy.h"
@@ -180,6 +181,9 @@ int main(int argc, char **argv) {
     tw_cfg_free(cfg);
     return 1;
   }
+  /* Parsed job specs, one per job version, shared by the scheduler, the
+   * reconciler and the meter (broker/core/spec_cache.h). */
+  struct tw_spec_cache *specs = tw_spec_cache_new(0);
   /* Metering: attempts become ledger rows (billing/ledger/meter.h). */
   struct meter_src msrc = {0};
   struct tw_meter *meter = NULL;
@@ -190,7 +194,8 @@ int main(int argc, char **argv) {
                                .offers = meter_offers,
                                .offers_ctx = &msrc,
                                .tick_ms = cfg->sched_tick_ms,
-                               .offers_ttl_ms = cfg->sched_offers_ttl_s * 1000};
+                               .offers_ttl_ms = cfg->sched_offers_ttl_s * 1000,
+                               .specs = specs};
     tw_meter_new(&mo, &meter, &err);
   }
   tw_meter_cfg_release(&mcfg);
@@ -277,6 +282,9 @@ int main(int argc, char **argv) {
                                     cfg->sched_offers_ttl_s * 1000};
   sopts.tenancy = sec->tenancy;
   sopts.meter = meter;
+  sopts.catalog = cat;
+  sopts.placer = placer;
+  sopts.specs = specs;
   /* the spot lifecycle: the default fallback strategy and the blocklist
    * (docs/spot.md); spot.fallback was validated with the config */
   struct tw_fallback_cfg fb;
@@ -306,7 +314,8 @@ int main(int argc, char **argv) {
                                    .interval_ms =
                                        cfg->reconcile_interval_s * 1000,
                                    .on_action = reconcile_audit,
-                                   .ctx = tw_tenancy_audit(sec->tenancy)};
+                                   .ctx = tw_tenancy_audit(sec->tenancy),
+                                   .specs = specs};
     if (tw_reconcile_new(&ro, &rec, &err)) {
       fprintf(stderr, "tradewindd: %s\n", err.msg);
       return 1;
@@ -416,6 +425,7 @@ int main(int argc, char **argv) {
   tw_placer_free(placer);
   tw_auth_daemon_stop(sec);
   tw_meter_free(meter);
+  tw_spec_cache_free(specs); /* after the scheduler, reconciler and meter */
   /* after its readers, before the providers its threads call */
   tw_catalog_publish(NULL);
   tw_catalog_free(cat);

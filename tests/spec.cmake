@@ -10,3 +10,9 @@ tw_add_fuzz(fuzz_spec
   LIBS tw_core
   LABELS spec
   CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/spec)
+
+# Parsed specs kept per job version (broker/core/spec_cache.c).
+tw_add_test(test_spec_cache
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_spec_cache.c
+  LIBS tw_core PkgConfig::CMOCKA
+  LABELS unit spec)

@@ -14,6 +14,7 @@
 #include "broker/base/model.h"
 #include "broker/base/node.h"
 #include "broker/core/spec.h"
+#include "broker/core/spec_cache.h"
 #include "broker/core/store.h"
 
 /* ---- billing rules ------------------------------------------------------ */
@@ -352,6 +353,7 @@ struct tw_meter {
   struct tw_clock *clock;
   tw_meter_offers_fn offers_fn;
   void *offers_ctx;
+  struct tw_spec_cache *specs; /* borrowed; NULL: parsed when read */
   struct tw_offer_list offers; /* as last listed */
   int64_t offers_at_ms, offers_ttl_ms, tick_ms;
   pthread_t thread;
@@ -433,6 +435,7 @@ enum tw_rc tw_meter_new(const struct tw_meter_opts *opts, struct tw_meter **out,
   cfg_copy(&m->cfg, opts->cfg);
   m->clock = opts->clock ? opts->clock : tw_clock_real();
   m->offers_fn = opts->offers;
+  m->specs = opts->specs;
   m->offers_ctx = opts->offers_ctx;
   m->tick_ms = opts->tick_ms > 0 ? opts->tick_ms : 1000;
   m->offers_ttl_ms = opts->offers_ttl_ms > 0 ? opts->offers_ttl_ms : 300000;
@@ -734,11 +737,11 @@ static bool start_state(struct tw_meter *m, struct mst *s,
     return false;
   }
   int nodes = 1;
-  struct tw_job_spec spec;
-  if (job.spec_json && tw_spec_parse(job.spec_json, strlen(job.spec_json), true,
-                                     &spec, &err) == TW_OK) {
-    nodes = spec.nodes > 0 ? spec.nodes : 1;
-    tw_spec_release(&spec);
+  const struct tw_job_spec *spec =
+      job.spec_json ? tw_spec_cache_acquire(m->specs, &job, &err) : NULL;
+  if (spec) {
+    nodes = spec->nodes > 0 ? spec->nodes : 1;
+    tw_spec_cache_release(m->specs, spec);
   }
   TW_SET(s->job_id, a->job_id);
   tw_model_set(s->tenant, sizeof s->tenant, job.tenant);

@@ -47,6 +47,7 @@
 #include "broker/base/err.h"
 
 struct tw_store;
+struct tw_spec_cache;
 struct tw_node;
 struct tw_offer;
 struct tw_attempt_rec;
@@ -135,8 +136,10 @@ struct tw_meter_opts {
   struct tw_clock *clock;         /* borrowed; NULL: the real clock */
   tw_meter_offers_fn offers;      /* NULL: launch prices only */
   void *offers_ctx;
-  int64_t tick_ms;       /* pass interval; default 1000 */
-  int64_t offers_ttl_ms; /* offers listed again after; 300000 */
+  int64_t tick_ms;             /* pass interval; default 1000 */
+  int64_t offers_ttl_ms;       /* offers listed again after; 300000 */
+  struct tw_spec_cache *specs; /* borrowed: parsed job specs (the
+                                  scheduler's); NULL: parsed when read */
 };
 
 /* Migrates the ledger and meter tables, stores the configured budgets and

@@ -13,6 +13,7 @@
 #include "broker/base/model.h"
 #include "providers/provider.h"
 #include "broker/core/spec.h"
+#include "broker/core/spec_cache.h"
 #include "broker/core/store.h"
 
 struct tw_reconcile {
@@ -156,12 +157,12 @@ static int nodes_of_job(struct tw_reconcile *r, const char *job_id) {
   struct tw_err err = {0};
   if (tw_store_job_get(r->o.store, job_id, &job, &err))
     return 0;
-  struct tw_job_spec spec;
   int n = 0;
-  if (tw_spec_parse(job.spec_json, strlen(job.spec_json), true, &spec, &err) ==
-      TW_OK) {
-    n = spec.nodes > 0 ? spec.nodes : 1;
-    tw_spec_release(&spec);
+  const struct tw_job_spec *spec =
+      tw_spec_cache_acquire(r->o.specs, &job, &err);
+  if (spec) {
+    n = spec->nodes > 0 ? spec->nodes : 1;
+    tw_spec_cache_release(r->o.specs, spec);
   }
   tw_job_rec_release(&job);
   return n;

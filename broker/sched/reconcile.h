@@ -38,6 +38,7 @@
 #include "broker/core/store_reconcile.h"
 
 struct tw_store;
+struct tw_spec_cache;
 struct tw_provider;
 struct tw_reconcile;
 
@@ -54,6 +55,8 @@ struct tw_reconcile_opts {
    * none.  The audit log (broker/tenancy/audit.h) plugs in here. */
   void (*on_action)(void *ctx, const struct tw_reconcile_action *a);
   void *ctx;
+  struct tw_spec_cache *specs; /* borrowed: parsed job specs (the
+                                  scheduler's); NULL: parsed when read */
 };
 
 struct tw_reconcile_stats {

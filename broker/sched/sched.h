@@ -2,29 +2,43 @@
  * the providers, and follows each attempt to its end.
  *
  * One pass (tw_sched_tick) does, in order:
- *   1. refresh each provider's offers when older than offers_ttl_ms (a
- *      provider that fails keeps its previous offers);
+ *   1. take the offers of its providers from the catalog's latest snapshot
+ *      (the daemon's catalog refreshes on its own threads; a scheduler
+ *      given none refreshes a catalog of its own when offers_ttl_ms has
+ *      passed); a provider whose refresh fails keeps its previous offers;
  *   2. poll each provider's interruption notices: request a checkpoint,
  *      blocklist the offer, note them on the job (docs/spot.md);
  *   3. follow every live attempt: re-send a launch whose answer was lost
  *      (same client token), mark it running, complete it, or treat an
  *      instance that vanished (or whose notice ran out) as an
  *      interruption: record the progress kept, and place the job again at
- *      once through its fallback strategy; terminate the instance of a job
- *      cancelled meanwhile; pick up jobs a restart left half way;
- *   4. place pending jobs in queue order (policies/place/plan.h): open an
- *      attempt (stored before the call), launch the best candidate under
- *      the blocklist and the job's fallback strategy, and on a capacity or
- *      quota error move on to the next at once.
- * Jobs that fit nowhere stay pending with the reason (counts per filter).
+ *      once through its fallback strategy; terminate the instances of a
+ *      job cancelled meanwhile; pick up jobs a restart left half way;
+ *   4. place up to max_place_per_tick pending jobs in queue order
+ *      (policies/place/queue.h: priority, aging, fair share), after shared
+ *      replication of datasets several of them read: each job is planned
+ *      through policies/place/plan.h (the policy set in force, the offer
+ *      index, the cost model) and its fallback strategy, an attempt is
+ *      opened (stored before the call) and the best candidate launched,
+ *      moving on to the next at once after a capacity, quota or rejected
+ *      error.  A job that fits nowhere stays pending with the reason
+ *      (counts per filter) and may hold a backfill reservation on a
+ *      private pool.
  *
- * Placement is pure; this loop does the I/O around it.  On the fake clouds
- * nothing really executes, so a running attempt completes (exit 0) once its
- * job's expected duration has passed on the injected clock; jobs placed on
- * Slurm run for real (a later adapter reports their exit code).
+ * Placement is pure (policies/); this loop does the I/O around it.  The
+ * broker does not learn when a job's script ends on a cloud: a running
+ * attempt on a provider without TW_PROV_BATCH completes (exit 0) and its
+ * instances are terminated once the job's expected duration (duration_s,
+ * else 60 s), less the progress earlier attempts kept, has passed on the
+ * injected clock.  A batch provider (Slurm) runs the script and reports
+ * its exit code, which ends the attempt.
+ *
+ * Parsed specs come from the spec cache (broker/core/spec_cache.h): a
+ * stored spec is parsed once per version of its job, not at every pass.
  *
  * Threads: tw_sched_start() runs passes on a thread of its own every
- * tick_ms; tests call tw_sched_tick() directly with a fake clock instead. */
+ * tick_ms; tests call tw_sched_tick() directly with a fake clock instead.
+ * The split of the loop into files: broker/sched/sched_int.h. */
 #ifndef TW_BROKER_SCHED_H
 #define TW_BROKER_SCHED_H
 
@@ -40,6 +54,10 @@ struct tw_sched;
 struct tw_meter;
 struct tw_fallback_cfg;
 struct tw_blocklist_opts;
+struct tw_catalog;
+struct tw_placer;
+struct tw_spec_cache;
+struct tw_tenancy;
 
 struct tw_sched_opts {
   struct tw_store *store;         /* borrowed */
@@ -52,10 +70,20 @@ struct tw_sched_opts {
   struct tw_tenancy *tenancy; /* borrowed: quotas, audit; NULL none */
   struct tw_meter *meter;     /* borrowed: data moved for a launch is
                                  metered as egress; NULL none */
-  /* The spot lifecycle (docs/spot.md); NULL: the defaults. */
-  const struct tw_fallback_cfg *fallback;    /* policies/fallback/fallback_strategy.h */
-  const struct tw_blocklist_opts *blocklist; /* broker/sched/blocklist.h */
+  /* The spot lifecycle (docs/spot.md); NULL: the defaults.  fallback:
+   * policies/fallback/fallback_strategy.h; blocklist: blocklist.h. */
+  const struct tw_fallback_cfg *fallback;
+  const struct tw_blocklist_opts *blocklist;
   int64_t review_ms; /* running attempts reviewed by their strategy; 60000 */
+  /* Borrowed, and outlive the scheduler.  NULL: one of its own (tests). */
+  struct tw_catalog *catalog;  /* the offers; its own is a private catalog
+                                  over the providers, refreshed by the pass */
+  struct tw_placer *placer;    /* the policy set in force; the scheduler
+                                  publishes its offer index there for the
+                                  REST handlers' plans; its own has the
+                                  default set */
+  struct tw_spec_cache *specs; /* parsed specs, shared with the reconciler
+                                  and the meter */
 };
 
 enum tw_rc tw_sched_new(const struct tw_sched_opts *opts, struct tw_sched **out,
@@ -64,6 +92,11 @@ enum tw_rc tw_sched_new(const struct tw_sched_opts *opts, struct tw_sched **out,
 enum tw_rc tw_sched_start(struct tw_sched *s, struct tw_err *err);
 /* One pass; returns the number of state changes it made. */
 int tw_sched_tick(struct tw_sched *s);
+/* The placer s plans with and publishes its offer index to (the one in
+ * its options, else its own); borrowed for s's lifetime.  What the REST
+ * handlers read of the scheduler's state (its last offer index) they read
+ * here. */
+struct tw_placer *tw_sched_placer(struct tw_sched *s);
 /* Stops the thread (if started) and frees s.  NULL ok. */
 void tw_sched_free(struct tw_sched *s);
 

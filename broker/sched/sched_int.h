@@ -1,5 +1,36 @@
-/* sched_int.h - what the scheduler's files share (sched.c: the loop and
- * placement; monitor.c: following attempts) and nobody else. */
+/* sched_int.h - what the scheduler's files share, and nobody else.
+ *
+ * Five files, and calls between them go one way only, down this order:
+ *
+ *   loop.c  ->  follow.c  ->  spot.c  ->  place.c  ->  launch.c
+ *
+ * A file may skip a step down (loop.c calls place.c for the queue and
+ * spot.c for its set-up; follow.c and spot.c call launch.c) but never
+ * calls one above it: each section of this header below names the file
+ * that defines it.
+ *
+ *   loop.c    the pass: tw_sched_new/start/tick/free, the offers from the
+ *             catalog, the order of the steps.
+ *   follow.c  every live attempt: notices matched to it, described,
+ *             running, completed, vanished, cancelled; jobs a restart left
+ *             half way.
+ *   spot.c    what an interruption does: the notice (checkpoint request,
+ *             blocklist), the attempt ended with the progress it kept, the
+ *             strategy's decision (interrupted, review), placed again.
+ *   place.c   choosing an offer for a pending (or recovering) job through
+ *             the plan code and its fallback strategy; the queue, backfill,
+ *             shared replication.
+ *   launch.c  one attempt's launch call (gangs all or nothing), the
+ *             candidates of one placement tried in order with a move to
+ *             the next after a capacity error, and the outcome stored.
+ *
+ * So one placement crosses files once: place.c hands its ranked
+ * candidates to sched__launch_best().  blocklist.c, checkpoint.c and
+ * reconcile.c are modules of their own with their own headers.
+ *
+ * Everything here runs on the scheduler's thread (or the test's, through
+ * tw_sched_tick); nothing is shared with other threads except what the
+ * borrowed objects (store, catalog, placer, spec cache) guard themselves. */
 #ifndef TW_BROKER_SCHED_INT_H
 #define TW_BROKER_SCHED_INT_H
 
@@ -7,18 +38,26 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "broker/base/log.h"
 #include "broker/base/mem.h"
 #include "broker/base/model.h"
 #include "broker/core/spec.h"
+#include "broker/core/spec_cache.h"
 #include "broker/core/store.h"
-#include "policies/fallback/fallback_strategy.h"
-#include "policies/place/plan.h"
 #include "broker/sched/sched.h"
+#include "policies/fallback/fallback_strategy.h"
+#include "policies/place/cost.h"
+#include "policies/place/plan.h"
+#include "providers/provider.h"
 
-struct tw_provider;
 struct tw_blocklist;
-struct spot_state;
+struct tw_catalog;
+struct tw_placer;
+struct tw_netmatrix;
+struct sched_place;
+struct sched_follow;
 
 struct pcache {
   struct tw_provider *p;
@@ -36,11 +75,27 @@ struct tw_sched {
   int max_place;
   struct tw_tenancy *tenancy; /* quota filter, reservations, audit */
   struct tw_meter *meter;     /* egress of datasets moved for a launch */
+  struct tw_spec_cache *specs;
+  bool own_specs;
+
+  /* loop.c: the catalog the offers come from, and the version of the
+   * snapshot s->all was built from (0: none yet).  A catalog made for
+   * this scheduler (none given) is refreshed by the pass and freed with
+   * it; the daemon's refreshes on its own threads. */
+  struct tw_catalog *cat;
+  bool own_cat;
+  uint64_t cat_version;
+
+  /* place.c: the policy set in force and where the offer index is
+   * published for the REST handlers' plans; borrowed unless own_placer. */
+  struct tw_placer *placer;
+  bool own_placer;
+  struct sched_place *place; /* placement's own state (place.c) */
 
   /* Jobs whose last launch failed for a reason that is not the offer's
    * (throttled, auth, provider down) wait before the next try, doubling
    * from 1 s to 60 s, so a broken provider is not hammered every pass.
-   * In memory only: a restart simply tries at once. */
+   * In memory only: a restart simply tries at once.  place.c. */
   struct backoff {
     char job_id[TW_JOB_ID_LEN + 1];
     int64_t not_before_ms;
@@ -48,13 +103,14 @@ struct tw_sched {
   } * backoff;
   size_t n_backoff, cap_backoff;
 
-  /* The spot lifecycle (monitor.c, docs/spot.md): what failed recently,
-   * the default fallback strategy, and the monitor's own state (poll
-   * schedule, notices seen). */
+  /* The spot lifecycle (docs/spot.md): what failed recently, the default
+   * fallback strategy, how long a past attempt keeps a job off its offer,
+   * and what follow.c remembers of each live attempt. */
   struct tw_blocklist *blocklist;
   struct tw_fallback_cfg fallback;
   int64_t review_ms;
-  struct spot_state *spot;
+  int64_t offer_block_ms;
+  struct sched_follow *follow;
 
   pthread_t thread;
   bool started, stopping;
@@ -62,87 +118,208 @@ struct tw_sched {
   pthread_cond_t cv;
 };
 
-/* sched.c */
-struct pcache *sched__provider(struct tw_sched *s, const char *account);
-const struct tw_offer *sched__offer(struct tw_sched *s, const char *offer_id);
-bool sched__parse_spec(const struct tw_job_rec *job, struct tw_job_spec *spec);
-/* Calls the provider for attempt a on offer o and stores the outcome. */
+/* ---- lookups every file uses --------------------------------------------- */
+
+static inline struct pcache *sched__provider(struct tw_sched *s,
+                                             const char *account) {
+  for (size_t i = 0; i < s->n_pc; i++)
+    if (!strcmp(tw_provider_account(s->pc[i].p), account))
+      return &s->pc[i];
+  return NULL;
+}
+
+static inline const struct tw_offer *sched__offer(struct tw_sched *s,
+                                                  const char *offer_id) {
+  for (size_t i = 0; i < s->all.n; i++)
+    if (!strcmp(s->all.items[i].id, offer_id))
+      return &s->all.items[i];
+  return NULL;
+}
+
+/* The parsed spec of job from the spec cache (parsed once per version of
+ * the job's record); NULL, logged, when the stored text does not parse.
+ * Give it back with sched__spec_release(). */
+static inline const struct tw_job_spec *
+sched__spec(struct tw_sched *s, const struct tw_job_rec *job) {
+  struct tw_err err = {0};
+  const struct tw_job_spec *spec = tw_spec_cache_acquire(s->specs, job, &err);
+  if (!spec)
+    tw_log_error("sched", "job=%s stored spec does not parse: %s", job->id,
+                 err.msg);
+  return spec;
+}
+
+static inline void sched__spec_release(struct tw_sched *s,
+                                       const struct tw_job_spec *spec) {
+  tw_spec_cache_release(s->specs, spec);
+}
+
+/* The work a job asks for, in seconds (the fallback strategies' unit). */
+static inline int64_t sched__work_s(const struct tw_job_spec *spec) {
+  return spec->duration_s > 0 ? spec->duration_s : TW_COST_DEFAULT_DURATION_S;
+}
+
+/* Quiet spot attempts are described at least this often (follow.c); the
+ * deadline strategy is asked again as often when the config gives no
+ * step (spot.c). */
+#define SCHED_SPOT_POLL_MAX_MS 30000
+
+/* What follow.c remembers of one live attempt, in memory only: a restart
+ * starts afresh (every attempt is described at the first pass, and
+ * notices are reported again by the providers until their instance goes).
+ * spot.c reads and sets the notice, review and progress fields. */
+struct sched_att {
+  int64_t attempt_id;
+  int64_t next_poll_ms, interval_ms;
+  int64_t notice_noticed_ms; /* the notice being acted on; 0 none */
+  int64_t notice_deadline_ms;
+  int64_t resume_s; /* progress it started from; -1 unknown */
+  int64_t review_at_ms;
+  bool blocked; /* its offer was blocklisted at the notice */
+  bool seen;    /* live at this pass */
+};
+
+/* The nodes of one live attempt: a slice of the pass's list (none for an
+ * attempt of one instance). */
+struct sched_nodes {
+  const struct tw_attempt_instance *g;
+  size_t n;
+};
+
+/* ---- launch.c ------------------------------------------------------------ */
+
+/* The progress job_id's earlier attempts kept, in seconds (0: none or
+ * unknown, logged). */
+int64_t sched__resume_s(struct tw_sched *s, const char *job_id);
+
+/* Calls the provider for attempt a on offer o and stores the outcome: the
+ * placement (with plan_json, the plan behind it, when not NULL) on
+ * success, else the attempt closed as capacity, rejected or failed and a
+ * note on the job.  The blocklist learns either way.  Returns the rc of
+ * the launch. */
 enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
                          const struct tw_job_spec *spec,
                          const struct tw_attempt_rec *a,
                          const struct tw_offer *o, int64_t cost,
-                         const char *explain);
+                         const char *explain, const char *plan_json);
 
-/* Whether spec on the provider account is a gang launched as N instances
- * of one attempt (nodes > 1 on a cloud; a batch provider runs the N nodes
- * as one job of its own). */
-bool sched__is_gang(struct tw_sched *s, const struct tw_job_spec *spec,
-                    const char *account);
-/* The client token of node k (1..N) of a gang attempt: "<token>-<k>". */
-void sched__gang_token(const struct tw_attempt_rec *a, int k, char *out,
-                       size_t sz);
+/* What trying one placement's candidates came to. */
+struct sched_launched {
+  int changes;
+  bool opened;      /* an attempt was opened */
+  bool placed;      /* and launched: offer is where */
+  bool retry_later; /* a failure that is not the offer's: back off */
+  const struct tw_offer *offer;
+};
+/* Tries pl's candidates in order: reserves the tenant's share, opens an
+ * attempt (stored before the call), launches it, and moves on to the next
+ * candidate at once after a capacity, quota or rejected error.  The data
+ * the launch moves is metered at net's prices (NULL: none).  Stops at the
+ * first success, at a failure that is not the offer's, or when an attempt
+ * cannot be opened (the job was cancelled meanwhile). */
+void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
+                        const struct tw_job_spec *spec,
+                        const struct tw_plan *pl, const char *explain,
+                        const char *plan_json, const struct tw_netmatrix *net,
+                        int64_t now, struct sched_launched *out);
 
-/* Places one pending (or recovering) job: opens an attempt, launches the
- * best candidate, moves on at once after a capacity error.  Returns the
- * number of state changes. */
+/* Terminates every instance of attempt a: its one instance, or each node
+ * of its gang (each recorded as terminated).  The first failure is
+ * returned; the others are still tried. */
+enum tw_rc sched__terminate_all(struct tw_sched *s, struct pcache *pc,
+                                const struct tw_attempt_rec *a,
+                                struct sched_nodes nd, struct tw_err *err);
+
+/* ---- place.c ------------------------------------------------------------- */
+
+void sched__place_init(struct tw_sched *s);
+void sched__place_release(struct tw_sched *s);
+
+/* s->all is about to be replaced (or freed): the index built over it
+ * takes the array over, and private capacity taken starts again. */
+void sched__offers_changing(struct tw_sched *s);
+
+/* The pending jobs of this pass in queue order; returns state changes. */
+int sched__place_pending(struct tw_sched *s, int64_t now);
+
+/* Places one pending (or recovering) job: ranks the offers through the
+ * plan code and the job's fallback strategy, then hands the candidates to
+ * sched__launch_best().  Returns the number of state changes. */
 int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
                      int64_t now);
+
+/* The fallback strategies' view of a job, shared with spot.c. */
+
+/* The offer of a past attempt: from the current offers, else rebuilt from
+ * its id (enough for the blocklist's keys). */
+struct tw_offer sched__offer_of(struct tw_sched *s,
+                                const struct tw_attempt_rec *a);
+/* The job's strategy: its spec's, else the scheduler's default. */
+enum tw_fallback_kind sched__fallback_kind(struct tw_sched *s,
+                                           const struct tw_job_spec *spec);
+/* Fills the strategy's view of job from its spec and attempts; region and
+ * zone (where it ran last) are pointed to by j. */
+void sched__fallback_view(struct tw_sched *s, const struct tw_job_rec *job,
+                          const struct tw_job_spec *spec,
+                          const struct tw_attempt_rec *past, size_t n_past,
+                          int64_t now, struct tw_fallback_job *j,
+                          char region[TW_MODEL_NAME_MAX],
+                          char zone[TW_MODEL_NAME_MAX]);
+/* Stores the strategy's decision d for job_id (once per change). */
+void sched__fallback_record(struct tw_sched *s, const char *job_id,
+                            enum tw_fallback_event ev,
+                            const struct tw_fallback_decision *d, int64_t now);
 /* Whether the plan of job under spec (the scheduler's offers, policy set
- * and snapshot; excl avoided) has a candidate now.  Scheduler thread. */
+ * and snapshot; excl avoided) has a candidate now. */
 bool sched__placeable(struct tw_sched *s, const struct tw_job_rec *job,
                       const struct tw_job_spec *spec, const char *const *excl,
                       size_t n_excl, int64_t now);
-
-/* monitor.c: notices, then every live attempt, then jobs a restart left
- * half way (placing, interrupted, recovering without a live attempt);
- * returns state changes. */
-int sched__follow(struct tw_sched *s, int64_t now);
-
-/* monitor.c: the spot lifecycle's part of placement. */
-void sched__spot_init(struct tw_sched *s, const struct tw_sched_opts *o);
-void sched__spot_free(struct tw_sched *s);
-
-/* Whether a past attempt keeps its offer from the job: always when the
- * offer refused the request (rejected), for the blocklist's offer time
- * after a capacity error or an interruption (then the offer may have
- * capacity again). */
-bool sched__spot_excludes(const struct tw_sched *s,
-                          const struct tw_attempt_rec *past, int64_t now);
-
-/* What placing job must take into account besides its spec. */
-struct spot_plan {
-  struct tw_fallback_decision d;
-  enum tw_fallback_event event;
-  char region[TW_MODEL_NAME_MAX]; /* of its last attempt that ran; "" none */
-};
-/* Decides the job's fallback (spec->market is set to the market to rank
- * with) and appends the ids of blocklisted offers to *excl (a malloc'd
+/* Ids of the offers the blocklist covers now, appended to *ids (a malloc'd
  * array, grown here; the ids are borrowed from s->all). */
-void sched__spot_plan(struct tw_sched *s, const struct tw_job_rec *job,
-                      struct tw_job_spec *spec,
-                      const struct tw_attempt_rec *past, size_t n_past,
-                      int64_t now, const char ***excl, size_t *n_excl,
-                      struct spot_plan *plan);
-/* Applies the plan to the ranked candidates, prefixes explain with the
- * decision's reason, and stores the decision when a launch will follow. */
-void sched__spot_order(struct tw_sched *s, const struct tw_job_rec *job,
-                       const struct spot_plan *plan, struct tw_plan *pl,
-                       char *explain, size_t explain_sz, int64_t now);
-/* A launch on o succeeded: the blocklist forgets the failures remembered
- * in its zone (a streak of failures is what escalates). */
-void sched__spot_launch_ok(struct tw_sched *s, const struct tw_offer *o,
-                           int64_t now);
-/* A launch on o failed with rc: capacity and quota errors blocklist it. */
-void sched__spot_launch_failed(struct tw_sched *s, const struct tw_offer *o,
-                               enum tw_rc rc, int64_t now);
-/* The user data of attempt a: the spec's script, prefixed with the
- * checkpoint contract's environment when the spec has `checkpoint:`
- * (broker/sched/checkpoint.h).  Returns NULL when there is nothing to send,
- * else out->data. */
-const char *sched__spot_user_data(struct tw_sched *s,
-                                  const struct tw_job_rec *job,
-                                  const struct tw_job_spec *spec,
-                                  const struct tw_attempt_rec *a,
-                                  const struct tw_offer *o, struct tw_buf *out);
+void sched__blocked_offers(struct tw_sched *s, int64_t now, const char ***ids,
+                           size_t *n);
+
+/* ---- spot.c -------------------------------------------------------------- */
+
+void sched__spot_init(struct tw_sched *s, const struct tw_sched_opts *o);
+void sched__spot_release(struct tw_sched *s);
+
+/* An event for live attempt a: a rebalance recommendation is noted; an
+ * interruption notice (once per notice) requests a checkpoint, blocklists
+ * the offer and sets st's deadline.  True when a is to be described at
+ * once. */
+bool sched__spot_notice(struct tw_sched *s, const struct tw_attempt_rec *a,
+                        struct sched_att *st, const struct tw_event *ev,
+                        int64_t now);
+
+/* Ends attempt a (its instance is gone, or going: end_reason
+ * "interrupted", or given up by a move: "moved"), records what it kept,
+ * and sends the job through interrupted and recovering to its next
+ * placement.  st may be NULL.  Returns state changes. */
+int sched__spot_end(struct tw_sched *s, const struct tw_attempt_rec *a,
+                    struct sched_att *st, const char *end_reason,
+                    const char *why, int64_t now);
+
+/* A deadline job on on-demand: moved back to spot when its slack allows.
+ * Returns state changes (0: it stays). */
+int sched__spot_review(struct tw_sched *s, const struct tw_job_rec *job,
+                       const struct tw_job_spec *spec,
+                       const struct tw_attempt_rec *a, struct sched_nodes nd,
+                       struct sched_att *st, int64_t now);
+
+/* interrupted -> recovering with the strategy's decision, then placed. */
+int sched__spot_to_recovering(struct tw_sched *s, const char *job_id,
+                              int64_t now);
+/* Places a recovering job at once; when that fails it waits in the queue
+ * with the reason. */
+int sched__spot_recover(struct tw_sched *s, const char *job_id, int64_t now);
+
+/* ---- follow.c ------------------------------------------------------------ */
+
+/* Notices, then every live attempt, then jobs a restart left half way
+ * (placing, interrupted, recovering without a live attempt); returns
+ * state changes. */
+int sched__follow(struct tw_sched *s, int64_t now);
+void sched__follow_release(struct tw_sched *s);
 
 #endif

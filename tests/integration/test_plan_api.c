@@ -115,8 +115,11 @@ static int setup(void **state) {
         NULL, 0, "US");
   placer = tw_placer_new(NULL);
   tw_placer_set_default(placer);
-  struct tw_sched_opts sopt = {
-      .store = store, .clock = &clk, .providers = &prov, .n_providers = 1};
+  struct tw_sched_opts sopt = {.store = store,
+                               .clock = &clk,
+                               .providers = &prov,
+                               .n_providers = 1,
+                               .placer = placer};
   struct tw_api_opts aopt = {.listen = "127.0.0.1:0",
                              .store = store,
                              .clock = &clk,

@@ -1,0 +1,376 @@
+/* launch.c - the launch of one placement: its candidates tried in order
+ * (the tenant's share reserved, the attempt opened and stored before the
+ * call, a move to the next candidate after a capacity error), the
+ * provider call for one attempt (a gang all or nothing, the user data with
+ * the checkpoint contract), and the outcome stored: the placement, or the
+ * attempt closed and the job noted.  The blocklist learns each outcome.
+ * Calls none of the scheduler's other four files (sched_int.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "billing/ledger/meter.h"
+#include "broker/base/log.h"
+#include "broker/base/mem.h"
+#include "broker/sched/blocklist.h"
+#include "broker/sched/checkpoint.h"
+#include "broker/sched/sched_int.h"
+#include "broker/tenancy/tenancy.h"
+#include "policies/place/netmatrix.h"
+#include "policies/place/policy.h"
+#include "providers/provider.h"
+
+int64_t sched__resume_s(struct tw_sched *s, const char *job_id) {
+  int64_t kept = 0;
+  struct tw_err err = {0};
+  if (tw_checkpoint_progress(s->store, job_id, &kept, &err))
+    tw_log_warn("spot", "job=%s progress unknown: %s", job_id, err.msg);
+  return kept;
+}
+
+/* The stored placement of attempt a on o: where, the price, the expected
+ * cost, the instance (every node of a gang), why, and the plan behind it
+ * (plan_json: the candidates and rejections; NULL: none). */
+static void placement_json(struct tw_buf *b, const struct tw_offer *o,
+                           const struct tw_attempt_rec *a,
+                           const char *instance_id, const char (*gang_ids)[128],
+                           size_t n_gang, int64_t cost, const char *explain,
+                           const char *plan_json) {
+  tw_buf_adds(b, "{\"provider\":");
+  tw_buf_json_str(b, o->provider);
+  tw_buf_adds(b, ",\"account\":");
+  tw_buf_json_str(b, o->account);
+  tw_buf_adds(b, ",\"region\":");
+  tw_buf_json_str(b, o->region);
+  tw_buf_adds(b, ",\"zone\":");
+  tw_buf_json_str(b, o->zone);
+  tw_buf_adds(b, ",\"instance_type\":");
+  tw_buf_json_str(b, o->instance_type);
+  tw_buf_printf(b, ",\"market\":\"%s\",\"price_uusd_per_hour\":%lld",
+                tw_market_str(o->market), (long long)o->price_uusd_per_hour);
+  tw_buf_printf(b,
+                ",\"expected_cost_uusd\":%lld,\"attempt\":%d,\"instance_id\":",
+                (long long)cost, a->n);
+  tw_buf_json_str(b, instance_id);
+  if (gang_ids && n_gang > 1) { /* a gang: every node, first = instance_id */
+    tw_buf_adds(b, ",\"instance_ids\":[");
+    for (size_t k = 0; k < n_gang; k++) {
+      if (k)
+        tw_buf_addc(b, ',');
+      tw_buf_json_str(b, gang_ids[k]);
+    }
+    tw_buf_addc(b, ']');
+  }
+  tw_buf_adds(b, ",\"offer_id\":");
+  tw_buf_json_str(b, o->id);
+  tw_buf_adds(b, ",\"explain\":");
+  tw_buf_json_str(b, explain);
+  if (plan_json) { /* the candidates and rejections behind it */
+    tw_buf_adds(b, ",\"plan\":");
+    tw_buf_adds(b, plan_json);
+  }
+  tw_buf_addc(b, '}');
+}
+
+/* Whether spec on the provider account is a gang launched as N instances
+ * of one attempt (nodes > 1 on a cloud; a batch provider runs the N nodes
+ * as one job of its own). */
+static bool is_gang(struct tw_sched *s, const struct tw_job_spec *spec,
+                    const char *account) {
+  if (spec->nodes <= 1)
+    return false;
+  struct pcache *pc = sched__provider(s, account);
+  /* a batch provider runs the N nodes as one job of its own */
+  return !pc || !tw_provider_supports(pc->p, TW_PROV_BATCH);
+}
+
+/* The client token of node k (1..N) of a gang attempt: "<token>-<k>". */
+static void gang_token(const struct tw_attempt_rec *a, int k, char *out,
+                       size_t sz) {
+  snprintf(out, sz, "%s-%d", a->client_token, k);
+}
+
+/* Launches the N nodes of a gang for attempt a, all or nothing: node k with
+ * the client token "<attempt token>-<k>", so a launch resent after a lost
+ * answer (or a restart) gets the instances already made.  Each node is
+ * stored as soon as it is known.  When one node fails, the nodes already
+ * launched are terminated (what a terminate misses, the reconciler ends:
+ * their attempt is closed) and the failure's rc is returned with err set.
+ * ids[k - 1] is node k's instance. */
+static enum tw_rc gang_launch(struct tw_sched *s, struct pcache *pc,
+                              const struct tw_launch *base,
+                              const struct tw_attempt_rec *a, int nodes,
+                              char (*ids)[128], struct tw_err *err) {
+  enum tw_rc rc = TW_OK;
+  int got = 0;
+  for (int k = 1; k <= nodes && rc == TW_OK; k++) {
+    char token[64];
+    gang_token(a, k, token, sizeof token);
+    struct tw_launch req = *base;
+    req.client_token = token;
+    req.nodes = 1;
+    struct tw_instance inst;
+    rc = tw_provider_launch(pc->p, &req, &inst, err);
+    if (rc != TW_OK)
+      break;
+    snprintf(ids[k - 1], 128, "%s", inst.id);
+    got = k;
+    struct tw_err serr = {0};
+    if (tw_store_attempt_instance_put(s->store, a->id, k, inst.id, "launched",
+                                      &serr))
+      tw_log_warn("sched",
+                  "job=%s attempt=%d node %d launched %s but not recorded: %s",
+                  a->job_id, a->n, k, inst.id, serr.msg);
+  }
+  if (rc == TW_OK)
+    return TW_OK;
+  for (int k = 1; k <= got; k++) {
+    struct tw_err terr = {0};
+    if (tw_provider_terminate(pc->p, ids[k - 1], &terr) == TW_OK)
+      tw_store_attempt_instance_put(s->store, a->id, k, ids[k - 1],
+                                    "terminated", &terr);
+  }
+  tw_log_info("sched",
+              "job=%s attempt=%d gang of %d: node %d refused (%s); %d node%s "
+              "given back",
+              a->job_id, a->n, nodes, got + 1, tw_rc_str(rc), got,
+              got == 1 ? "" : "s");
+  return rc;
+}
+
+/* Terminates every instance of attempt a: its one instance, or each node
+ * of its gang (each recorded as terminated).  The first failure is
+ * returned; the others are still tried. */
+enum tw_rc sched__terminate_all(struct tw_sched *s, struct pcache *pc,
+                                const struct tw_attempt_rec *a,
+                                struct sched_nodes nd, struct tw_err *err) {
+  if (!nd.n)
+    return a->instance_id[0] ? tw_provider_terminate(pc->p, a->instance_id, err)
+                             : TW_OK;
+  enum tw_rc first = TW_OK;
+  for (size_t i = 0; i < nd.n; i++) {
+    if (!strcmp(nd.g[i].state, "terminated"))
+      continue;
+    struct tw_err terr = {0};
+    enum tw_rc rc = tw_provider_terminate(pc->p, nd.g[i].instance_id, &terr);
+    if (rc == TW_OK)
+      tw_store_attempt_instance_put(s->store, a->id, nd.g[i].k,
+                                    nd.g[i].instance_id, "terminated", &terr);
+    else if (!first) {
+      first = rc;
+      if (err)
+        *err = terr;
+    }
+  }
+  return first;
+}
+
+/* A launch on o succeeded: the blocklist forgets the failures remembered
+ * in its zone (a streak of failures is what escalates). */
+static void blocklist_ok(struct tw_sched *s, const struct tw_offer *o,
+                         int64_t now) {
+  tw_blocklist_report_ok(s->blocklist, o, now);
+}
+
+/* A launch on o failed with rc: capacity and quota errors blocklist it. */
+static void blocklist_failed(struct tw_sched *s, const struct tw_offer *o,
+                             enum tw_rc rc, int64_t now) {
+  if (rc != TW_E_CAPACITY && rc != TW_E_QUOTA)
+    return;
+  enum tw_block_scope w;
+  tw_blocklist_report(s->blocklist, o, TW_BLOCK_CAPACITY, now, &w);
+  if (w != TW_BLOCK_OFFER)
+    tw_log_info("spot",
+                "offer=%s %s blocklisted after repeated capacity errors", o->id,
+                tw_block_scope_str(w));
+}
+
+/* The user data of attempt a: the spec's script, prefixed with the
+ * checkpoint contract's environment when the spec has `checkpoint:`
+ * (broker/sched/checkpoint.h).  Returns NULL when there is nothing to
+ * send, else out->data. */
+static const char *user_data(struct tw_sched *s, const struct tw_job_rec *job,
+                             const struct tw_job_spec *spec,
+                             const struct tw_attempt_rec *a,
+                             const struct tw_offer *o, struct tw_buf *out) {
+  if (!spec->checkpoint_uri && !spec->checkpoint_interval_s)
+    return spec->run;
+  /* resume_s comes from attempts that ended before this one was opened,
+   * so it is the same every time this attempt is launched */
+  struct pcache *pc = sched__provider(s, o->account);
+  struct tw_ckpt_env e = {.job_id = job->id,
+                          .attempt = a->n,
+                          .uri = spec->checkpoint_uri,
+                          .interval_s = spec->checkpoint_interval_s,
+                          .resume_s = sched__resume_s(s, job->id),
+                          .info = pc ? tw_provider_info(pc->p) : NULL};
+  tw_checkpoint_script(&e, spec->run, out);
+  return out->data;
+}
+
+enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
+                         const struct tw_job_spec *spec,
+                         const struct tw_attempt_rec *a,
+                         const struct tw_offer *o, int64_t cost,
+                         const char *explain, const char *plan_json) {
+  struct pcache *pc = sched__provider(s, o->account);
+  struct tw_err err = {0};
+  if (!pc)
+    return tw_err_set(&err, TW_E_INVALID, "provider %s is not configured",
+                      o->account);
+  /* the same attempt always gets the same user data (the checkpoint
+   * contract's prelude is a function of the attempt), so a launch resent
+   * with its client token matches the first one */
+  struct tw_buf ud;
+  tw_buf_init(&ud);
+  struct tw_launch req = {.offer = o,
+                          .client_token = a->client_token,
+                          .job_id = job->id,
+                          .attempt_id = a->client_token,
+                          .tenant = job->tenant,
+                          .max_price_uusd_per_hour =
+                              spec->max_price_uusd_per_hour,
+                          .user_data = user_data(s, job, spec, a, o, &ud),
+                          .duration_s = spec->duration_s,
+                          .nodes = spec->nodes,
+                          .env = spec->env,
+                          .n_env = spec->n_env};
+  struct tw_instance inst;
+  int nodes = is_gang(s, spec, o->account) ? spec->nodes : 1;
+  char(*ids)[128] = NULL;
+  enum tw_rc rc;
+  if (nodes > 1) {
+    ids = tw_calloc((size_t)nodes, sizeof *ids);
+    rc = gang_launch(s, pc, &req, a, nodes, ids, &err);
+    if (rc == TW_OK)
+      snprintf(inst.id, sizeof inst.id, "%s", ids[0]);
+  } else {
+    rc = tw_provider_launch(pc->p, &req, &inst, &err);
+  }
+  tw_buf_release(&ud);
+  if (rc == TW_OK) {
+    struct tw_buf pj;
+    tw_buf_init(&pj);
+    placement_json(&pj, o, a, inst.id, (const char(*)[128])ids,
+                   ids ? (size_t)nodes : 0, cost, explain, plan_json);
+    free(ids);
+    struct tw_err serr = {0};
+    if (tw_store_attempt_launched(s->store, a->id, inst.id, pj.data, &serr))
+      tw_log_warn("sched", "job=%s attempt=%d launched %s but not recorded: %s",
+                  job->id, a->n, inst.id, serr.msg);
+    else
+      tw_log_info("sched", "job=%s attempt=%d offer=%s instance=%s launched",
+                  job->id, a->n, o->id, inst.id);
+    if (s->tenancy)
+      tw_tenancy_audit_launch(s->tenancy, job, a->n, o, TW_OK, NULL, explain);
+    tw_buf_release(&pj);
+    blocklist_ok(s, o, tw_clock_now_ms(s->clock));
+    return TW_OK;
+  }
+  free(ids);
+  /* capacity: that offer is full now; rejected: that offer refuses this
+   * request (an image missing in that region, say), so both are avoided
+   * for this job; failed: nothing wrong with the offer (throttled, auth) */
+  blocklist_failed(s, o, rc, tw_clock_now_ms(s->clock));
+  const char *end = rc == TW_E_CAPACITY || rc == TW_E_QUOTA ? "capacity"
+                    : rc == TW_E_INVALID                    ? "rejected"
+                                                            : "failed";
+  if (s->tenancy)
+    tw_tenancy_audit_launch(s->tenancy, job, a->n, o, rc, err.msg, explain);
+  struct tw_attempt_close c = {
+      .attempt_id = a->id, .end_reason = end, .job_to = TW_JOB_NSTATES};
+  struct tw_err serr = {0};
+  tw_store_attempt_close(s->store, &c, &serr);
+  char note[768];
+  snprintf(note, sizeof note, "launch on %s refused (%s%s%s): %s", o->id,
+           tw_rc_str(rc), err.detail[0] ? " " : "", err.detail, err.msg);
+  tw_store_job_note(s->store, job->id, note, &serr);
+  return rc;
+}
+
+/* The datasets a launch makes move: each dataset that lives elsewhere than
+ * the offer's region is read from there, so its bytes leave that region
+ * once for this attempt and are metered as egress at the network matrix's
+ * price (the one placement's cost model used).  Links the matrix prices
+ * at zero (within a region) are not billed.  Shared replicas decided by
+ * placement are not moved by the broker and not metered here. */
+static void meter_data_moved(struct tw_sched *s, const struct tw_job_rec *job,
+                             const struct tw_job_spec *spec,
+                             const struct tw_attempt_rec *a,
+                             const struct tw_offer *o,
+                             const struct tw_netmatrix *net, int64_t now) {
+  if (!s->meter || !net)
+    return;
+  char dst[2 * TW_MODEL_NAME_MAX + 2];
+  snprintf(dst, sizeof dst, "%s:%s", o->provider, o->region);
+  for (size_t i = 0; i < spec->n_datasets; i++) {
+    const struct tw_dataset_ref *d = &spec->datasets[i];
+    const char *colon = d->location ? strchr(d->location, ':') : NULL;
+    if (!colon || d->size_bytes <= 0 || !strcmp(d->location, dst))
+      continue;
+    struct tw_net_link l;
+    tw_netmatrix_link(net, d->location, dst, &l);
+    if (l.egress_uusd_per_gb <= 0)
+      continue;
+    char src_provider[TW_MODEL_NAME_MAX];
+    snprintf(src_provider, sizeof src_provider, "%.*s",
+             (int)(colon - d->location), d->location);
+    struct tw_meter_egress e = {.tenant = job->tenant,
+                                .project = job->project,
+                                .job_id = job->id,
+                                .attempt_id = a->id,
+                                .provider = src_provider,
+                                .account = src_provider,
+                                .region = colon + 1,
+                                .dest_region = o->region,
+                                .bytes = d->size_bytes,
+                                .price_uusd_per_gb = l.egress_uusd_per_gb,
+                                .at_ms = now};
+    struct tw_err err = {0};
+    if (tw_meter_egress(s->meter, &e, NULL, &err))
+      tw_log_warn("billing", "job=%s dataset=%s egress not metered: %s",
+                  job->id, d->uri, err.msg);
+  }
+}
+
+void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
+                        const struct tw_job_spec *spec,
+                        const struct tw_plan *pl, const char *explain,
+                        const char *plan_json, const struct tw_netmatrix *net,
+                        int64_t now, struct sched_launched *out) {
+  memset(out, 0, sizeof *out);
+  for (size_t i = 0; i < pl->n && !out->placed; i++) {
+    const struct tw_offer *o = pl->cands[i].offer;
+    char why[1100];
+    char cost[32];
+    tw_policy_fmt_uusd(pl->cands[i].cost.total_uusd, cost, sizeof cost);
+    snprintf(why, sizeof why, "%s %s, expected %s (%s)",
+             i ? "next best offer" : "best offer", o->id, cost, explain);
+    struct tw_attempt_new an = {.job_id = job->id,
+                                .provider = o->account,
+                                .offer_id = o->id,
+                                .market = tw_market_str(o->market),
+                                .price_uusd_per_hour = o->price_uusd_per_hour,
+                                .reason = why};
+    struct tw_attempt_rec a;
+    struct tw_err aerr = {0};
+    if (s->tenancy) /* the job's share, held while its attempt lives */
+      tw_tenancy_place_commit(s->tenancy, job, spec, o);
+    if (tw_store_attempt_open(s->store, &an, &a, &aerr)) {
+      /* cancelled meanwhile, most likely */
+      break;
+    }
+    out->opened = true;
+    out->changes++;
+    enum tw_rc rc = sched__launch(
+        s, job, spec, &a, o, pl->cands[i].cost.total_uusd, explain, plan_json);
+    if (rc == TW_OK) {
+      out->placed = true;
+      out->offer = o;
+      meter_data_moved(s, job, spec, &a, o, net, now);
+    } else if (rc != TW_E_CAPACITY && rc != TW_E_QUOTA && rc != TW_E_INVALID) {
+      out->retry_later = true; /* throttled, auth, down: not the offer's */
+      break;
+    }
+  }
+}

@@ -1,0 +1,176 @@
+/* loop.c - the scheduler's pass and its life cycle (sched.h): the offers
+ * from the catalog, then follow.c (notices, live attempts, jobs a restart
+ * left half way), then place.c (the pending queue).  The steps are in
+ * tw_sched_tick(); the other files never call back into this one. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "billing/catalog/catalog.h"
+#include "broker/base/log.h"
+#include "broker/base/mem.h"
+#include "broker/sched/sched_int.h"
+#include "broker/tenancy/tenancy.h"
+#include "policies/place/placer.h"
+#include "providers/provider.h"
+
+enum tw_rc tw_sched_new(const struct tw_sched_opts *o, struct tw_sched **out,
+                        struct tw_err *err) {
+  struct tw_sched *s = tw_calloc(1, sizeof *s);
+  s->store = o->store;
+  s->clock = o->clock ? o->clock : tw_clock_real();
+  s->tick_ms = o->tick_ms > 0 ? o->tick_ms : 1000;
+  s->ttl_ms = o->offers_ttl_ms > 0 ? o->offers_ttl_ms : 300000;
+  s->max_place = o->max_place_per_tick > 0 ? o->max_place_per_tick : 64;
+  s->tenancy = o->tenancy;
+  s->meter = o->meter;
+  s->n_pc = o->n_providers;
+  s->pc = tw_calloc(s->n_pc ? s->n_pc : 1, sizeof *s->pc);
+  for (size_t i = 0; i < s->n_pc; i++) {
+    s->pc[i].p = o->providers[i];
+    tw_offer_list_init(&s->pc[i].offers);
+  }
+  tw_offer_list_init(&s->all);
+  s->cat = o->catalog;
+  if (!s->cat) {
+    /* a private catalog over the providers, refreshed by the pass when
+     * offers_ttl_ms has passed, as the scheduler used to list offers */
+    struct tw_catalog_opts co = {.clock = s->clock,
+                                 .providers = o->providers,
+                                 .n_providers = o->n_providers,
+                                 .refresh_ms = s->ttl_ms};
+    enum tw_rc rc = tw_catalog_new(&co, &s->cat, err);
+    if (rc) {
+      free(s->pc);
+      free(s);
+      return rc;
+    }
+    s->own_cat = true;
+  }
+  s->placer = o->placer;
+  if (!s->placer) {
+    s->placer = tw_placer_new(NULL);
+    s->own_placer = true;
+  }
+  s->specs = o->specs;
+  if (!s->specs) {
+    s->specs = tw_spec_cache_new(0);
+    s->own_specs = true;
+  }
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
+  sched__place_init(s);
+  sched__spot_init(s, o);
+  *out = s;
+  return TW_OK;
+}
+
+struct tw_placer *tw_sched_placer(struct tw_sched *s) {
+  return s->placer;
+}
+
+/* 1. offers: placement's array follows the catalog's snapshot, rebuilt
+ * only when a new snapshot was published.  A provider whose refresh
+ * fails keeps its previous offers there (the catalog keeps its table). */
+static void refresh_offers(struct tw_sched *s, int64_t now) {
+  if (!s->n_pc)
+    return;
+  if (s->own_cat)
+    tw_catalog_refresh_due(s->cat, now);
+  else /* the first pass places on complete offers, as it did when it
+        * listed them itself */
+    tw_catalog_wait_ready(s->cat);
+  struct tw_cat_snap *snap = tw_catalog_acquire(s->cat);
+  if (tw_cat_snap_version(snap) != s->cat_version) {
+    const char **accounts = tw_calloc(s->n_pc, sizeof *accounts);
+    for (size_t i = 0; i < s->n_pc; i++)
+      accounts[i] = tw_provider_account(s->pc[i].p);
+    sched__offers_changing(s);
+    tw_offer_list_release(&s->all);
+    tw_cat_snap_offers_of(snap, accounts, s->n_pc, &s->all);
+    free(accounts);
+    s->cat_version = tw_cat_snap_version(snap);
+    tw_log_info("sched", "catalog=%llu offers=%zu refreshed",
+                (unsigned long long)s->cat_version, s->all.n);
+    if (s->tenancy) /* admission projects costs over the same offers */
+      tw_tenancy_set_offers(s->tenancy, s->all.items, s->all.n);
+  }
+  tw_cat_snap_release(snap);
+}
+
+int tw_sched_tick(struct tw_sched *s) {
+  int changes = 0;
+  int64_t now = tw_clock_now_ms(s->clock);
+  refresh_offers(s, now);
+  if (s->tenancy) /* what each tenant holds: live attempts' reservations */
+    tw_tenancy_place_begin(s->tenancy);
+  /* 2.-3. notices and live attempts first: an interrupted job is placed
+   * again in this pass, ahead of the queue */
+  changes += sched__follow(s, now);
+  /* 4. the queue */
+  changes += sched__place_pending(s, now);
+  return changes;
+}
+
+static void *loop_main(void *arg) {
+  struct tw_sched *s = arg;
+  pthread_mutex_lock(&s->mu);
+  while (!s->stopping) {
+    pthread_mutex_unlock(&s->mu);
+    tw_sched_tick(s);
+    pthread_mutex_lock(&s->mu);
+    if (s->stopping)
+      break;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += s->tick_ms / 1000;
+    ts.tv_nsec += (s->tick_ms % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+enum tw_rc tw_sched_start(struct tw_sched *s, struct tw_err *err) {
+  if (pthread_create(&s->thread, NULL, loop_main, s) != 0)
+    return tw_err_set(err, TW_E_INTERNAL,
+                      "sched: cannot start the loop thread");
+  s->started = true;
+  return TW_OK;
+}
+
+void tw_sched_free(struct tw_sched *s) {
+  if (!s)
+    return;
+  if (s->started) {
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+  }
+  if (s->own_cat)
+    tw_catalog_free(s->cat);
+  for (size_t i = 0; i < s->n_pc; i++)
+    tw_offer_list_release(&s->pc[i].offers);
+  sched__offers_changing(s);
+  tw_offer_list_release(&s->all);
+  sched__place_release(s);
+  sched__follow_release(s);
+  sched__spot_release(s);
+  /* after the index (place.c) gave up its reference */
+  if (s->own_placer)
+    tw_placer_free(s->placer);
+  if (s->own_specs)
+    tw_spec_cache_free(s->specs);
+  free(s->pc);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  free(s);
+}
