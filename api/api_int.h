@@ -59,6 +59,7 @@ void tw_h_jobs_cancel(struct tw_req *r);
 void tw_h_jobs_events(struct tw_req *r);
 void tw_h_jobs_logs(struct tw_req *r);
 void tw_h_reports_spend(struct tw_req *r); /* h_reports.c */
+void tw_h_offers_list(struct tw_req *r);   /* h_offers.c */
 
 /* server.c: accessors for handlers */
 struct tw_store *tw_api_store(struct tw_api *api);

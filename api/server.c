@@ -21,8 +21,6 @@
 #include "broker/core/store.h"
 #include "providers/provider.h"
 
-void tw_h_offers_list(struct tw_req *r); /* h_offers.c */
-
 const struct tw_route tw_routes[] = {
     {"POST", "/v1/jobs", tw_h_jobs_create, "jobs_create"},
     {"GET", "/v1/jobs", tw_h_jobs_list, "jobs_list"},

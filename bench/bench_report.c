@@ -39,12 +39,15 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static uint64_t rng = 0x9e3779b97f4a7c15ULL;
-static uint64_t next_rand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
+#define RNG_SEED 0x9e3779b97f4a7c15ULL
+
+/* xorshift64 over the caller's state: each appending thread has its own,
+ * so the threads of step 3 do not race on one generator. */
+static uint64_t next_rand(uint64_t *rng) {
+  *rng ^= *rng << 13;
+  *rng ^= *rng >> 7;
+  *rng ^= *rng << 17;
+  return *rng;
 }
 
 static const char *const PROVIDERS[] = {"aws", "azure", "alibaba", "slurm"};
@@ -55,12 +58,13 @@ static const char *const REGIONS[4][3] = {
     {"lab-a", "lab-b", "lab-c"}};
 
 /* Row i of n: day, hour and dimensions spread evenly, costs random. */
-static void make_row(struct tw_ledger_row *r, int64_t i, int64_t n) {
+static void make_row(struct tw_ledger_row *r, int64_t i, int64_t n,
+                     uint64_t *rng) {
   memset(r, 0, sizeof *r);
   int64_t slot = i * (DAYS * 24) / n; /* hours from T0, in order */
   /* a job belongs to one tenant and project and runs in one place, as
    * real ones mostly do */
-  int j = (int)(next_rand() % 2000);
+  int j = (int)(next_rand(rng) % 2000);
   int t = j % 20, pr = (j / 20) % 3, p = (j / 60) % 4, g = (j / 240) % 3;
   snprintf(r->tenant, sizeof r->tenant, "tenant-%02d", t);
   snprintf(r->project, sizeof r->project, "proj-%d", pr);
@@ -71,16 +75,16 @@ static void make_row(struct tw_ledger_row *r, int64_t i, int64_t n) {
   snprintf(r->instance_type, sizeof r->instance_type, "p4d.24xlarge");
   snprintf(r->job_id, sizeof r->job_id, "j-%04d", j);
   snprintf(r->resource_id, sizeof r->resource_id, "i-%016llx",
-           (unsigned long long)(next_rand() & 0xffffffffffffULL));
+           (unsigned long long)(next_rand(rng) & 0xffffffffffffULL));
   snprintf(r->market, sizeof r->market, "%s",
-           next_rand() % 3 ? "spot" : "on-demand");
+           next_rand(rng) % 3 ? "spot" : "on-demand");
   r->attempt_id = i + 1;
   r->start_ms = T0 + slot * HOUR;
   r->end_ms = r->start_ms + HOUR;
   r->usage_ms = HOUR;
   r->nodes = 1;
   r->quantity = 3600;
-  r->unit_price_uusd = (int64_t)(next_rand() % 40000000) + 50000;
+  r->unit_price_uusd = (int64_t)(next_rand(rng) % 40000000) + 50000;
   r->list_uusd = r->unit_price_uusd;
   r->effective_uusd = r->list_uusd - r->list_uusd / 8;
   snprintf(r->description, sizeof r->description, "p4d.24xlarge in %s",
@@ -97,8 +101,9 @@ static void *single_main(void *p) {
   struct single_arg *a = p;
   struct tw_ledger_row r;
   struct tw_err err = {0};
+  uint64_t rng = RNG_SEED ^ (uint64_t)(a->base + 1);
   for (int64_t i = 0; i < a->n; i++) {
-    make_row(&r, a->base + i, a->base + a->n);
+    make_row(&r, a->base + i, a->base + a->n, &rng);
     r.start_ms = T0 + (DAYS + 1) * TW_DAY_MS; /* a day of its own */
     r.end_ms = r.start_ms + HOUR;
     if (tw_ledger_append(a->s, &r, 1, T0, &err)) {
@@ -155,12 +160,13 @@ int main(int argc, char **argv) {
   }
 
   /* 1. batched appends, as the meter writes */
+  uint64_t rng = RNG_SEED;
   struct tw_ledger_row *batch = tw_malloc(BATCH * sizeof *batch);
   int64_t list_total = 0, eff_total = 0;
   double t0 = now_s(), last = t0;
   for (int64_t i = 0; i < rows; i += BATCH) {
     for (int k = 0; k < BATCH; k++) {
-      make_row(&batch[k], i + k, rows);
+      make_row(&batch[k], i + k, rows, &rng);
       list_total += batch[k].list_uusd;
       eff_total += batch[k].effective_uusd;
     }

@@ -6,11 +6,6 @@
 #
 # tw_add_test() keeps only the first of several LABELS, so each test sets
 # its full label list again.
-if(NOT TARGET tw_providers OR
-   NOT EXISTS ${CMAKE_SOURCE_DIR}/providers/azure/azure.c)
-  return()
-endif()
-
 function(tw_azure_labels name)
   set_tests_properties(${name} PROPERTIES LABELS "${ARGN}" SKIP_RETURN_CODE 77)
 endfunction()
@@ -35,9 +30,6 @@ tw_add_fuzz(fuzz_azure_json
 # tests/fakecloud.cmake defines after this fragment is read (fragments go
 # in name order): these parts run deferred, once the directory is read.
 function(tw_azure_fakecloud_parts)
-  if(NOT TARGET tw_fakecloud)
-    return()
-  endif()
   set(dir ${CMAKE_SOURCE_DIR}/tests/fakecloud)
   set(cat_c ${CMAKE_BINARY_DIR}/tests/fakecloud_azure_catalog.c)
   add_custom_command(
@@ -46,7 +38,7 @@ function(tw_azure_fakecloud_parts)
             -DNAME=fc_azure_catalog_json -P ${dir}/embed.cmake
     DEPENDS ${dir}/azure_catalog.json ${dir}/embed.cmake
     COMMENT "Embedding the fake Azure catalog")
-  # Listed in server.c's module table when tests/fakecloud/azure.h exists.
+  # Listed in server.c's module table.
   target_sources(tw_fakecloud PRIVATE ${dir}/azure.c ${dir}/azure_req.c
     ${dir}/azure_catalog.c ${dir}/azure_cert.c ${cat_c})
 endfunction()
@@ -55,9 +47,6 @@ cmake_language(DEFER CALL tw_azure_fakecloud_parts)
 # The adapter against the tradewind-fakecloud binary (a subprocess serving
 # HTTPS with a certificate made by the test).
 function(tw_azure_integration)
-  if(NOT TARGET tradewind-fakecloud)
-    return()
-  endif()
   tw_add_test(test_azure_fake
     SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_azure_fake.c
     LIBS twtest_fakecloud tw_fakecloud tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
@@ -82,9 +71,6 @@ set_tests_properties(azure_conformance_setup PROPERTIES
   LABELS "conformance;providers;fakecloud;azure"
   FIXTURES_SETUP azure_npm SKIP_RETURN_CODE 77 TIMEOUT 600)
 function(tw_azure_conformance)
-  if(NOT TARGET tradewind-fakecloud)
-    return()
-  endif()
   add_test(NAME azure_conformance_sdk
     COMMAND sh ${CMAKE_SOURCE_DIR}/tests/conformance/azure/run.sh test
             ${TW_AZURE_CONF_DIR} azure.test.mjs)
@@ -98,9 +84,6 @@ cmake_language(DEFER CALL tw_azure_conformance)
 # The fake's request parsers (paths, VM bodies, OData, token forms):
 # unit tests and a fuzz target.
 function(tw_azure_fuzz_fake)
-  if(NOT TARGET tw_fakecloud)
-    return()
-  endif()
   tw_add_test(test_azure_fake_req
     SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_azure_fake_req.c
     LIBS tw_fakecloud LABELS unit TIMEOUT 30)

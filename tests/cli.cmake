@@ -1,44 +1,40 @@
 # The tradewind client (cli/): unit tests against a scripted fake server in
 # the test itself, and integration tests against the real daemon.
 
-if(TARGET tw_cli)
-  tw_add_test(test_cli_format
-    SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_cli_format.c
-    LIBS tw_cli PkgConfig::CMOCKA
-    LABELS unit cli
-    TIMEOUT 30)
+tw_add_test(test_cli_format
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_cli_format.c
+  LIBS tw_cli PkgConfig::CMOCKA
+  LABELS unit cli
+  TIMEOUT 30)
 
-  tw_add_test(test_cli_commands
-    SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_cli_commands.c
-            ${CMAKE_SOURCE_DIR}/tests/unit/test_cli_fake.c
-    LIBS tw_cli PkgConfig::CMOCKA PkgConfig::MHD Threads::Threads
-    LABELS unit cli
-    TIMEOUT 60)
+tw_add_test(test_cli_commands
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_cli_commands.c
+          ${CMAKE_SOURCE_DIR}/tests/unit/test_cli_fake.c
+  LIBS tw_cli PkgConfig::CMOCKA PkgConfig::MHD Threads::Threads
+  LABELS unit cli
+  TIMEOUT 60)
 
-  # --cacert and TRADEWIND_CACERT: parsing, help, and the file reaching libcurl.
-  tw_add_test(test_cli_cacert
-    SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_cli_cacert.c
-            ${CMAKE_SOURCE_DIR}/tests/unit/test_cli_fake.c
-    LIBS tw_cli PkgConfig::CMOCKA PkgConfig::MHD Threads::Threads
-    LABELS unit cli
-    TIMEOUT 60)
+# --cacert and TRADEWIND_CACERT: parsing, help, and the file reaching libcurl.
+tw_add_test(test_cli_cacert
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_cli_cacert.c
+          ${CMAKE_SOURCE_DIR}/tests/unit/test_cli_fake.c
+  LIBS tw_cli PkgConfig::CMOCKA PkgConfig::MHD Threads::Threads
+  LABELS unit cli
+  TIMEOUT 60)
 
-  # Problem lines, indented JSON and tables from arbitrary server answers.
-  tw_add_fuzz(fuzz_cli_output
-    SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_cli_fuzz.c
-    LIBS tw_cli
-    LABELS cli)
-endif()
+# Problem lines, indented JSON and tables from arbitrary server answers.
+tw_add_fuzz(fuzz_cli_output
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_cli_fuzz.c
+  LIBS tw_cli
+  LABELS cli)
 
 # The real daemon and the real binary, end to end; both paths are passed in.
 # tests/*.cmake are included after the program directories, so tradewindd
 # exists here whenever it is built at all.
-if(TARGET tradewindd AND TARGET tradewind)
-  tw_add_test(test_cli_daemon
-    SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_cli_daemon.c
-    LIBS PkgConfig::JANSSON
-    LABELS integration cli
-    TIMEOUT 180
-    ARGS $<TARGET_FILE:tradewindd> $<TARGET_FILE:tradewind>)
-  add_dependencies(test_cli_daemon tradewindd tradewind)
-endif()
+tw_add_test(test_cli_daemon
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_cli_daemon.c
+  LIBS PkgConfig::JANSSON
+  LABELS integration cli
+  TIMEOUT 180
+  ARGS $<TARGET_FILE:tradewindd> $<TARGET_FILE:tradewind>)
+add_dependencies(test_cli_daemon tradewindd tradewind)

@@ -1,9 +1,5 @@
 # Tests that run tradewindd itself as a subprocess (tests/integration/
 # twtest_daemon.c starts it on port 0 with a private temp dir).
-if(NOT TARGET tradewindd)
-  return()
-endif()
-
 add_library(twtest_daemon STATIC
             ${CMAKE_SOURCE_DIR}/tests/integration/twtest_daemon.c)
 target_link_libraries(twtest_daemon PUBLIC PkgConfig::CURL)

@@ -22,12 +22,12 @@ target_link_libraries(tw_fakecloud PUBLIC tw_providers tw_base
 add_executable(tradewind-fakecloud ${FC_DIR}/main.c)
 target_link_libraries(tradewind-fakecloud PRIVATE tw_fakecloud)
 
-# twtest_fakecloud: the binary as a subprocess, its control API and the
-# CHECK counters, for the adapters' integration tests (test_*_fake.c).
+# twtest_fakecloud: the binary as a subprocess and its control API, for
+# the adapters' integration tests (test_*_fake.c).
 add_library(twtest_fakecloud STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/integration/twtest_fakecloud.c)
 target_link_libraries(twtest_fakecloud PUBLIC tw_base PkgConfig::CURL
-  PkgConfig::JANSSON)
+  PkgConfig::JANSSON PkgConfig::CMOCKA)
 target_include_directories(twtest_fakecloud PUBLIC
   ${CMAKE_CURRENT_SOURCE_DIR}/integration)
 target_compile_definitions(twtest_fakecloud PRIVATE

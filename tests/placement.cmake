@@ -28,15 +28,11 @@ tw_add_test(test_plan_queue SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_plan_que
 tw_add_test(test_plan_datasets SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_plan_datasets.c
             LIBS tw_core PkgConfig::CMOCKA LABELS unit placement)
 # (tw_fake_provider is defined by a later fragment, providers-aws.cmake)
-if(TARGET tw_sched AND TARGET tw_cli)
-  tw_add_test(test_plan_api SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_plan_api.c
-              LIBS tw_api tw_sched tw_cli tw_fake_provider tw_adapters_test PkgConfig::CURL PkgConfig::CMOCKA
-              LABELS integration placement)
-endif()
-if(TARGET twtest_daemon)
-  tw_add_test(test_plan_reload SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_plan_reload.c
-              LIBS twtest_daemon PkgConfig::CMOCKA LABELS integration placement TIMEOUT 120)
-endif()
+tw_add_test(test_plan_api SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_plan_api.c
+            LIBS tw_api tw_sched tw_cli tw_fake_provider tw_adapters_test PkgConfig::CURL PkgConfig::CMOCKA
+            LABELS integration placement)
+tw_add_test(test_plan_reload SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_plan_reload.c
+            LIBS twtest_daemon PkgConfig::CMOCKA LABELS integration placement TIMEOUT 120)
 tw_add_fuzz(fuzz_policies SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_policies.c
             LIBS tw_policies LABELS placement ITERATIONS 5000
             CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/policies)

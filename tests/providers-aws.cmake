@@ -3,10 +3,6 @@
 #
 # tw_add_test() keeps only the first of several LABELS, so each test sets
 # its full label list again.
-if(NOT TARGET tw_providers)
-  return()
-endif()
-
 function(tw_aws_labels name)
   set_tests_properties(${name} PROPERTIES LABELS "${ARGN}" SKIP_RETURN_CODE 77)
 endfunction()
@@ -33,13 +29,11 @@ tw_add_fuzz(fuzz_ec2_xml
   CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/ec2_xml)
 
 # The adapter against tradewind-fakecloud (started as a subprocess).
-if(TARGET tradewind-fakecloud)
-  tw_add_test(test_aws_fake
-    SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_aws_fake.c
-    LIBS twtest_fakecloud tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
-    LABELS integration TIMEOUT 120)
-  tw_aws_labels(test_aws_fake integration providers aws)
-  target_compile_definitions(test_aws_fake PRIVATE
-    TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
-  add_dependencies(test_aws_fake tradewind-fakecloud)
-endif()
+tw_add_test(test_aws_fake
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_aws_fake.c
+  LIBS twtest_fakecloud tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
+  LABELS integration TIMEOUT 120)
+tw_aws_labels(test_aws_fake integration providers aws)
+target_compile_definitions(test_aws_fake PRIVATE
+  TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
+add_dependencies(test_aws_fake tradewind-fakecloud)

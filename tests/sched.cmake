@@ -1,21 +1,15 @@
-if(TARGET tw_sched AND TARGET tw_fake_provider)
-  # The scheduler over the fake provider, a fake clock and a temp store,
-  # shared by test_sched, test_gang and test_fallback_monitor (spot.cmake).
-  add_library(sched_fixture STATIC
-              ${CMAKE_SOURCE_DIR}/tests/unit/sched_fixture.c)
-  target_link_libraries(sched_fixture PUBLIC tw_sched tw_fake_provider
-                        PkgConfig::CMOCKA)
-  tw_add_test(test_sched SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_sched.c
-              LIBS sched_fixture tw_sched tw_billing tw_fake_provider PkgConfig::CMOCKA LABELS unit sched)
-endif()
+# The scheduler over the fake provider, a fake clock and a temp store,
+# shared by test_sched, test_gang and test_fallback_monitor (spot.cmake).
+add_library(sched_fixture STATIC
+            ${CMAKE_SOURCE_DIR}/tests/unit/sched_fixture.c)
+target_link_libraries(sched_fixture PUBLIC tw_sched tw_fake_provider
+                      PkgConfig::CMOCKA)
+tw_add_test(test_sched SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_sched.c
+            LIBS sched_fixture tw_sched tw_billing tw_fake_provider PkgConfig::CMOCKA LABELS unit sched)
 tw_add_test(test_place SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_place.c
             LIBS tw_policies PkgConfig::CMOCKA LABELS unit placement)
-if(TARGET tw_fake_provider)
-  tw_add_test(test_api_logs SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_api_logs.c
-              LIBS tw_api tw_sched tw_fake_provider PkgConfig::CURL PkgConfig::CMOCKA
-              LABELS integration api)
-endif()
-if(TARGET tw_sched AND TARGET tw_fake_provider)
-  tw_add_test(test_gang SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_gang.c
-              LIBS sched_fixture tw_sched tw_fake_provider PkgConfig::CMOCKA LABELS unit placement)
-endif()
+tw_add_test(test_api_logs SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_api_logs.c
+            LIBS tw_api tw_sched tw_fake_provider PkgConfig::CURL PkgConfig::CMOCKA
+            LABELS integration api)
+tw_add_test(test_gang SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_gang.c
+            LIBS sched_fixture tw_sched tw_fake_provider PkgConfig::CMOCKA LABELS unit placement)

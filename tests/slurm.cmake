@@ -11,10 +11,6 @@
 # slurm_cluster_stop stops it; when the machine cannot run it (not root,
 # packages not installable) the start test is skipped and so is every test
 # that needs the cluster.
-if(NOT TARGET tw_providers OR NOT EXISTS ${CMAKE_SOURCE_DIR}/providers/slurm/slurm.c)
-  return()
-endif()
-
 # jansson is the Slurm adapter's JSON reader; providers/CMakeLists.txt does
 # not link it (the other adapters do without).
 target_link_libraries(tw_providers PUBLIC PkgConfig::JANSSON)
@@ -64,21 +60,19 @@ tw_slurm_labels(test_slurm_adapter integration slurm providers)
 tw_slurm_cluster_test(test_slurm_adapter)
 
 # ---- daemon, CLI and cluster together --------------------------------------
-if(TARGET twtest_daemon AND TARGET tradewind)
-  tw_add_test(test_slurm_e2e
-    SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_slurm_e2e.c
-    LIBS twtest_daemon PkgConfig::JANSSON LABELS e2e TIMEOUT 120
-    ARGS $<TARGET_FILE:tradewindd> $<TARGET_FILE:tradewind>)
-  tw_slurm_labels(test_slurm_e2e e2e slurm providers)
-  tw_slurm_cluster_test(test_slurm_e2e)
-  add_dependencies(test_slurm_e2e tradewindd tradewind)
+tw_add_test(test_slurm_e2e
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_slurm_e2e.c
+  LIBS twtest_daemon PkgConfig::JANSSON LABELS e2e TIMEOUT 120
+  ARGS $<TARGET_FILE:tradewindd> $<TARGET_FILE:tradewind>)
+tw_slurm_labels(test_slurm_e2e e2e slurm providers)
+tw_slurm_cluster_test(test_slurm_e2e)
+add_dependencies(test_slurm_e2e tradewindd tradewind)
 
-  # kill a slurmd under a running job: the broker places the job again
-  add_test(NAME test_slurm_fault
-    COMMAND test_slurm_e2e $<TARGET_FILE:tradewindd> $<TARGET_FILE:tradewind>
-            fault)
-  set_tests_properties(test_slurm_fault PROPERTIES
-    LABELS "e2e;slurm;providers" SKIP_RETURN_CODE 77 TIMEOUT 150
-    ENVIRONMENT "TW_SOURCE_DIR=${CMAKE_SOURCE_DIR};TW_BINARY_DIR=${CMAKE_BINARY_DIR}")
-  tw_slurm_cluster_test(test_slurm_fault)
-endif()
+# kill a slurmd under a running job: the broker places the job again
+add_test(NAME test_slurm_fault
+  COMMAND test_slurm_e2e $<TARGET_FILE:tradewindd> $<TARGET_FILE:tradewind>
+          fault)
+set_tests_properties(test_slurm_fault PROPERTIES
+  LABELS "e2e;slurm;providers" SKIP_RETURN_CODE 77 TIMEOUT 150
+  ENVIRONMENT "TW_SOURCE_DIR=${CMAKE_SOURCE_DIR};TW_BINARY_DIR=${CMAKE_BINARY_DIR}")
+tw_slurm_cluster_test(test_slurm_fault)

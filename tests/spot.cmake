@@ -5,23 +5,17 @@ tw_add_test(test_blocklist SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_blocklist
             LIBS tw_sched PkgConfig::CMOCKA LABELS unit spot)
 tw_add_test(test_fallback SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_fallback.c
             LIBS tw_policies PkgConfig::CMOCKA LABELS unit spot)
-if(TARGET tw_sched AND TARGET tw_fake_provider)
-  tw_add_test(test_reconcile SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_reconcile.c
-              LIBS tw_sched tw_fake_provider PkgConfig::CMOCKA LABELS unit spot)
-endif()
-if(TARGET tw_sched AND TARGET tw_fake_provider)
-  tw_add_test(test_fallback_monitor
-              SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_fallback_monitor.c
-              LIBS sched_fixture tw_sched tw_fake_provider PkgConfig::CMOCKA LABELS unit spot)
-endif()
+tw_add_test(test_reconcile SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_reconcile.c
+            LIBS tw_sched tw_fake_provider PkgConfig::CMOCKA LABELS unit spot)
+tw_add_test(test_fallback_monitor
+            SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_fallback_monitor.c
+            LIBS sched_fixture tw_sched tw_fake_provider PkgConfig::CMOCKA LABELS unit spot)
 # A few hundred jobs against the fake EC2 with injected faults, the daemon
 # SIGKILLed at random moments and restarted; seeded (TW_SEED replays).
-if(TARGET twtest_daemon AND TARGET tradewind-fakecloud AND TARGET tw_providers)
-  tw_add_test(test_chaos SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_chaos.c
-              LIBS twtest_daemon tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
-                   PkgConfig::SQLITE3
-              LABELS e2e spot TIMEOUT 180)
-  target_compile_definitions(test_chaos PRIVATE
-    TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
-  add_dependencies(test_chaos tradewindd tradewind-fakecloud)
-endif()
+tw_add_test(test_chaos SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_chaos.c
+            LIBS twtest_daemon tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
+                 PkgConfig::SQLITE3
+            LABELS e2e spot TIMEOUT 180)
+target_compile_definitions(test_chaos PRIVATE
+  TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
+add_dependencies(test_chaos tradewindd tradewind-fakecloud)

@@ -18,23 +18,19 @@ tw_add_test(test_tenancy
   LABELS unit tenancy TIMEOUT 60)
 
 # Placement over the real scheduler and the in-process fake provider.
-if(TARGET tw_sched AND TARGET tw_fake_provider)
-  tw_add_test(test_tenancy_quota
-    SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_tenancy_quota.c
-    LIBS tw_sched tw_tenancy tw_fake_provider PkgConfig::CMOCKA
-    LABELS unit tenancy TIMEOUT 60)
-endif()
+tw_add_test(test_tenancy_quota
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_tenancy_quota.c
+  LIBS tw_sched tw_tenancy tw_fake_provider PkgConfig::CMOCKA
+  LABELS unit tenancy TIMEOUT 60)
 
 # Budgets over the scheduler: a hard budget refuses a job and stops a
 # running one; thresholds alert once (audit entry and a webhook served by
 # the test itself).
-if(TARGET tw_sched AND TARGET tw_fake_provider)
-  tw_add_test(test_tenancy_budget
-    SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_tenancy_budget.c
-    LIBS tw_sched tw_tenancy tw_billing tw_fake_provider PkgConfig::CMOCKA
-         PkgConfig::MHD PkgConfig::JANSSON Threads::Threads
-    LABELS unit tenancy TIMEOUT 60)
-endif()
+tw_add_test(test_tenancy_budget
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_tenancy_budget.c
+  LIBS tw_sched tw_tenancy tw_billing tw_fake_provider PkgConfig::CMOCKA
+       PkgConfig::MHD PkgConfig::JANSSON Threads::Threads
+  LABELS unit tenancy TIMEOUT 60)
 
 # Every route x every role against the live server with real tokens.
 tw_add_test(test_rbac
@@ -48,18 +44,14 @@ tw_add_test(test_tls
   LIBS tw_api PkgConfig::CURL PkgConfig::OPENSSL PkgConfig::MHD
   LABELS integration tenancy TIMEOUT 60)
 # ... and the tradewind binary against it with --cacert / TRADEWIND_CACERT.
-if(TARGET tradewind)
-  target_compile_definitions(test_tls PRIVATE TW_CLI_BIN="$<TARGET_FILE:tradewind>")
-  add_dependencies(test_tls tradewind)
-endif()
+target_compile_definitions(test_tls PRIVATE TW_CLI_BIN="$<TARGET_FILE:tradewind>")
+add_dependencies(test_tls tradewind)
 
 # The client's token, user, tenant, quota, budget and audit commands.
-if(TARGET tw_cli)
-  tw_add_test(test_rbac_cli
-    SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_rbac_cli.c
-    LIBS tw_api tw_cli PkgConfig::CURL PkgConfig::SQLITE3
-    LABELS integration tenancy cli TIMEOUT 120)
-endif()
+tw_add_test(test_rbac_cli
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_rbac_cli.c
+  LIBS tw_api tw_cli PkgConfig::CURL PkgConfig::SQLITE3
+  LABELS integration tenancy cli TIMEOUT 120)
 
 # Token checking and the audit chain against patched inputs: only the real
 # token authenticates, and no change to a chain verifies.
@@ -69,9 +61,7 @@ tw_add_fuzz(fuzz_auth
   LABELS tenancy)
 
 # Provider credentials as sealed secrets, end to end against the fake EC2.
-if(TARGET twtest_daemon AND TARGET tradewind-fakecloud)
-  tw_add_test(test_sealed_secrets
-              SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_sealed_secrets.c
-              LIBS twtest_daemon LABELS integration tenancy TIMEOUT 120)
-  add_dependencies(test_sealed_secrets tradewind-fakecloud tradewindd)
-endif()
+tw_add_test(test_sealed_secrets
+            SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_sealed_secrets.c
+            LIBS twtest_daemon LABELS integration tenancy TIMEOUT 120)
+add_dependencies(test_sealed_secrets tradewind-fakecloud tradewindd)

@@ -491,7 +491,13 @@ static void lro_headers(struct call *c, const struct az_op *op,
            "operations/%s?p=%.8s&api-version=%s",
            c->base, FC_AZ_SUBSCRIPTION, op->location, op->id, op->id,
            api_version);
-  fc_response_header(c->resp, c->a->lro_header, url);
+  /* Header names must be static strings (module.h): MHD reads them after
+   * the server lock is released, when a control call may be rewriting
+   * a->lro_header. */
+  const char *name = !strcmp(c->a->lro_header, "Operation-Location")
+                         ? "Operation-Location"
+                         : "Azure-AsyncOperation";
+  fc_response_header(c->resp, name, url);
   snprintf(ra, sizeof ra, "%lld", (long long)c->a->retry_after_s);
   fc_response_header(c->resp, "Retry-After", ra);
 }

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "tests/fuzz/fuzz.h"
 
 struct input {
   uint8_t *data;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/fuzz/fuzz.h"
 #include "providers/alibaba/ecs_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/fuzz/fuzz.h"
 #include "tests/fakecloud/alibaba_req.h"
 
 static void check_err(const struct tw_err *err) {

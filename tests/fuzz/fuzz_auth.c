@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/fuzz/fuzz.h"
 #include "broker/tenancy/audit.h"
 #include "broker/core/store.h"
 #include "broker/tenancy/tenancy.h"

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/fuzz/fuzz.h"
 #include "broker/base/mem.h"
 #include "tests/fakecloud/azure_req.h"
 #include "tests/fakecloud/params.h"

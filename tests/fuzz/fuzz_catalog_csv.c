@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/fuzz/fuzz.h"
 #include "billing/catalog/catalog.h"
 #include "billing/catalog/catalog_int.h"
 

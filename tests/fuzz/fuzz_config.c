@@ -2,6 +2,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tests/fuzz/fuzz.h"
 #include "broker/core/config.h"
 #include "broker/base/node.h"
 

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "tests/fuzz/fuzz.h"
 #include "providers/aws/ec2_xml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

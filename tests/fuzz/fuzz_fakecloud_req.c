@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/fuzz/fuzz.h"
 #include "tests/fakecloud/ec2_req.h"
 #include "tests/fakecloud/params.h"
 

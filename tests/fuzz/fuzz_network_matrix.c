@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tests/fuzz/fuzz.h"
 #include "policies/place/netmatrix.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

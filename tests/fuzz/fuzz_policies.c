@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tests/fuzz/fuzz.h"
 #include "policies/place/policy.h"
 
 static bool has(const uint8_t *d, size_t n, const char *w) {

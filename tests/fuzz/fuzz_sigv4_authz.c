@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "tests/fuzz/fuzz.h"
 #include "broker/base/err.h"
 #include "providers/sigv4.h"
 

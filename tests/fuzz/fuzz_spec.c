@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/fuzz/fuzz.h"
 #include "broker/core/spec.h"
 
 static void one(const uint8_t *data, size_t size, bool json) {

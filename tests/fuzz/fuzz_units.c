@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/fuzz/fuzz.h"
 #include "broker/base/units.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/twtest.h"
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
@@ -85,8 +86,7 @@ static struct tw_provider *provider_as(const char *ak_env, const char *sk_env,
   struct tw_provider *p = NULL;
   if (tw_node_parse_yaml(doc, strlen(doc), &cfg, &err) ||
       tw_provider_new(tw_adapters, cfg, NULL, &p, &err)) {
-    fprintf(stderr, "provider: %s\n", err.msg);
-    twtest_failures++;
+    TW_FAIL("provider: %s", err.msg);
   }
   tw_node_free(cfg);
   free(doc);
@@ -167,13 +167,13 @@ static void specs_match_the_docs(const struct tw_offer_list *l) {
       continue;
     for (size_t i = 0; i < l->n; i++)
       if (!strcmp(l->items[i].instance_type, type)) {
-        CHECK(l->items[i].vcpus == vcpus);
-        CHECK(l->items[i].memory_mib == (int64_t)(gib * 1024 + 0.5));
+        TW_CHECK(l->items[i].vcpus == vcpus);
+        TW_CHECK(l->items[i].memory_mib == (int64_t)(gib * 1024 + 0.5));
         compared++;
       }
   }
   fclose(f);
-  CHECK(compared > 0);
+  TW_CHECK(compared > 0);
 }
 
 /* raw through the catalog, as the daemon lists them: CNY at 0.138 USD
@@ -184,7 +184,8 @@ static void convert(const struct tw_offer_list *raw,
                               "CNY,0.138,2024-05-01,test\n";
   struct tw_rates *rates = NULL;
   struct tw_err err = {0};
-  CHECK_RC(tw_rates_load_text(RATES, strlen(RATES), &rates, &err), TW_OK, err);
+  TW_CHECK_RC(tw_rates_load_text(RATES, strlen(RATES), &rates, &err), TW_OK,
+              err);
   struct tw_cat_adapter_opts ao = {.rates = rates};
   struct tw_cat_source_info si;
   memset(&si, 0, sizeof si);
@@ -193,9 +194,10 @@ static void convert(const struct tw_offer_list *raw,
   snprintf(si.provider, sizeof si.provider, "alibaba");
   snprintf(si.account, sizeof si.account, "ali-test");
   struct tw_cat_snap *snap = NULL;
-  CHECK_RC(tw_cat_snap_from_offers(raw->items, raw->n, &ao, &si, &snap, &err),
-           TW_OK, err);
-  CHECK(snap && tw_cat_snap_count(snap) == raw->n);
+  TW_CHECK_RC(
+      tw_cat_snap_from_offers(raw->items, raw->n, &ao, &si, &snap, &err), TW_OK,
+      err);
+  TW_CHECK(snap && tw_cat_snap_count(snap) == raw->n);
   for (size_t i = 0; snap && i < tw_cat_snap_count(snap); i++)
     tw_cat_snap_to_offer(snap, i, tw_offer_list_add(out));
   tw_cat_snap_release(snap);
@@ -203,7 +205,7 @@ static void convert(const struct tw_offer_list *raw,
 }
 
 /* The rate is the catalog's: the adapter's old key is an error naming it. */
-static void own_rate_is_refused(void) {
+static void own_rate_is_refused(void **state) {
   char *doc = tw_asprintf("name: ali-old\ntype: alibaba\nendpoint: %s\n"
                           "regions: [cn-hangzhou]\n"
                           "access_key_env: TW_TEST_ALI_AK\n"
@@ -214,14 +216,16 @@ static void own_rate_is_refused(void) {
   struct tw_node *cfg = NULL;
   struct tw_err err = {0};
   struct tw_provider *p = NULL;
-  CHECK(tw_node_parse_yaml(doc, strlen(doc), &cfg, NULL) == TW_OK);
-  CHECK(tw_provider_new(tw_adapters, cfg, NULL, &p, &err) == TW_E_INVALID && !p);
-  CHECK(strstr(err.msg, "cny_usd_rate") && strstr(err.msg, "catalog.rates"));
+  TW_CHECK(tw_node_parse_yaml(doc, strlen(doc), &cfg, NULL) == TW_OK);
+  TW_CHECK(tw_provider_new(tw_adapters, cfg, NULL, &p, &err) == TW_E_INVALID &&
+           !p);
+  TW_CHECK(strstr(err.msg, "cny_usd_rate") && strstr(err.msg, "catalog.rates"));
   tw_node_free(cfg);
   free(doc);
 }
 
-static void offers_from_the_fake(struct tw_provider *p) {
+static void offers_from_the_fake(void **state) {
+  struct tw_provider *p = *state;
   /* A known spot price from now on: 0.200 CNY in cn-hangzhou-i. */
   twtest_fake_ctl_ok(
       "POST", "/_fake/alibaba/spot-price",
@@ -230,48 +234,49 @@ static void offers_from_the_fake(struct tw_provider *p) {
   struct tw_err err = {0};
   struct tw_offer_list raw;
   tw_offer_list_init(&raw);
-  CHECK_RC(tw_provider_list_offers(p, &raw, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_list_offers(p, &raw, &err), TW_OK, err);
   /* The adapter reports ECS's own price and currency, nothing converted. */
   const struct tw_offer *r =
       find_offer(&raw, "ecs.g7.large", "cn-hangzhou-i", TW_MARKET_ON_DEMAND);
-  CHECK(r && !strcmp(r->price_currency, "CNY") &&
-        r->price_micro_per_hour == 693000 && r->price_uusd_per_hour == 0 &&
-        r->fx_nusd_per_unit == 0);
+  TW_CHECK(r && !strcmp(r->price_currency, "CNY") &&
+           r->price_micro_per_hour == 693000 && r->price_uusd_per_hour == 0 &&
+           r->fx_nusd_per_unit == 0);
   convert(&raw, &offers);
   tw_offer_list_release(&raw);
   const struct tw_offer *od =
       find_offer(&offers, "ecs.g7.large", "cn-hangzhou-i", TW_MARKET_ON_DEMAND);
   const struct tw_offer *sp =
       find_offer(&offers, "ecs.g7.large", "cn-hangzhou-i", TW_MARKET_SPOT);
-  CHECK(od && sp);
+  TW_CHECK(od && sp);
   if (od) {
     /* 0.693 CNY/h at 0.138 USD per CNY = 0.095634 USD/h, exactly. */
-    CHECK(od->price_uusd_per_hour == 95634);
-    CHECK(od->vcpus == 2 && od->memory_mib == 8192);
-    CHECK(!strcmp(od->region, "cn-hangzhou"));
-    CHECK(!strcmp(od->price_currency, "CNY"));
-    CHECK(od->price_micro_per_hour == 693000);
-    CHECK(od->fx_nusd_per_unit == 138000000);
-    CHECK(!strcmp(od->fx_date, "2024-05-01"));
-    CHECK(!strcmp(od->provider, "alibaba") && !strcmp(od->account, "ali-test"));
+    TW_CHECK(od->price_uusd_per_hour == 95634);
+    TW_CHECK(od->vcpus == 2 && od->memory_mib == 8192);
+    TW_CHECK(!strcmp(od->region, "cn-hangzhou"));
+    TW_CHECK(!strcmp(od->price_currency, "CNY"));
+    TW_CHECK(od->price_micro_per_hour == 693000);
+    TW_CHECK(od->fx_nusd_per_unit == 138000000);
+    TW_CHECK(!strcmp(od->fx_date, "2024-05-01"));
+    TW_CHECK(!strcmp(od->provider, "alibaba") &&
+             !strcmp(od->account, "ali-test"));
   }
   if (sp) {
-    CHECK(sp->price_uusd_per_hour == 27600); /* 0.200 * 0.138 */
-    CHECK(sp->price_observed_ms > 0);
-    CHECK(!strcmp(tw_offer_label(sp, "spot_protection_h"), "1"));
+    TW_CHECK(sp->price_uusd_per_hour == 27600); /* 0.200 * 0.138 */
+    TW_CHECK(sp->price_observed_ms > 0);
+    TW_CHECK(!strcmp(tw_offer_label(sp, "spot_protection_h"), "1"));
   }
   /* The A100 type: sold in two zones only, its GPU normalized. */
   const struct tw_offer *gpu = find_offer(&offers, "ecs.gn7-c12g1.3xlarge",
                                           "cn-hangzhou-j", TW_MARKET_ON_DEMAND);
-  CHECK(gpu && !strcmp(gpu->accel_name, "A100") && gpu->accel_count == 1 &&
-        gpu->accel_memory_mib == 40960 && gpu->vcpus == 12);
-  CHECK(!find_offer(&offers, "ecs.gn7-c12g1.3xlarge", "cn-hangzhou-h",
-                    TW_MARKET_ON_DEMAND));
+  TW_CHECK(gpu && !strcmp(gpu->accel_name, "A100") && gpu->accel_count == 1 &&
+           gpu->accel_memory_mib == 40960 && gpu->vcpus == 12);
+  TW_CHECK(!find_offer(&offers, "ecs.gn7-c12g1.3xlarge", "cn-hangzhou-h",
+                       TW_MARKET_ON_DEMAND));
   specs_match_the_docs(&offers);
   /* Only the configured types. */
   for (size_t i = 0; i < offers.n; i++)
-    CHECK(!strcmp(offers.items[i].instance_type, "ecs.g7.large") ||
-          !strcmp(offers.items[i].instance_type, "ecs.gn7-c12g1.3xlarge"));
+    TW_CHECK(!strcmp(offers.items[i].instance_type, "ecs.g7.large") ||
+             !strcmp(offers.items[i].instance_type, "ecs.gn7-c12g1.3xlarge"));
 
   /* A zone sold out: its offer is gone. */
   twtest_fake_ctl_ok(
@@ -280,15 +285,18 @@ static void offers_from_the_fake(struct tw_provider *p) {
       "\"status\": \"WithoutStock\"}");
   struct tw_offer_list l2;
   tw_offer_list_init(&l2);
-  CHECK_RC(tw_provider_list_offers(p, &l2, &err), TW_OK, err);
-  CHECK(!find_offer(&l2, "ecs.g7.large", "cn-hangzhou-k", TW_MARKET_ON_DEMAND));
-  CHECK(find_offer(&l2, "ecs.g7.large", "cn-hangzhou-h", TW_MARKET_ON_DEMAND));
+  TW_CHECK_RC(tw_provider_list_offers(p, &l2, &err), TW_OK, err);
+  TW_CHECK(
+      !find_offer(&l2, "ecs.g7.large", "cn-hangzhou-k", TW_MARKET_ON_DEMAND));
+  TW_CHECK(
+      find_offer(&l2, "ecs.g7.large", "cn-hangzhou-h", TW_MARKET_ON_DEMAND));
   tw_offer_list_release(&l2);
 }
 
 static char od_id[TW_MODEL_ID_MAX], spot_id[TW_MODEL_ID_MAX];
 
-static void launch_describe_list(struct tw_provider *p) {
+static void launch_describe_list(void **state) {
+  struct tw_provider *p = *state;
   const struct tw_offer *od =
       find_offer(&offers, "ecs.g7.large", "cn-hangzhou-i", TW_MARKET_ON_DEMAND);
   const struct tw_offer *sp =
@@ -298,114 +306,116 @@ static void launch_describe_list(struct tw_provider *p) {
   struct tw_instance in;
   struct tw_err err = {0};
   struct tw_launch req = launch_req(od, "tok-od-1", "job-od");
-  CHECK_RC(tw_provider_launch(p, &req, &in, &err), TW_OK, err);
-  CHECK(in.state == TW_INST_PENDING && in.market == TW_MARKET_ON_DEMAND);
-  CHECK(!strcmp(in.client_token, "tok-od-1"));
-  CHECK(!strncmp(in.id, "i-bp", 4));
+  TW_CHECK_RC(tw_provider_launch(p, &req, &in, &err), TW_OK, err);
+  TW_CHECK(in.state == TW_INST_PENDING && in.market == TW_MARKET_ON_DEMAND);
+  TW_CHECK(!strcmp(in.client_token, "tok-od-1"));
+  TW_CHECK(!strncmp(in.id, "i-bp", 4));
   TW_SET(od_id, in.id);
 
   req = launch_req(sp, "tok-spot-1", "job-spot");
   req.max_price_uusd_per_hour = 50000; /* 0.362 CNY: above 0.200 */
-  CHECK_RC(tw_provider_launch(p, &req, &in, &err), TW_OK, err);
-  CHECK(in.market == TW_MARKET_SPOT);
+  TW_CHECK_RC(tw_provider_launch(p, &req, &in, &err), TW_OK, err);
+  TW_CHECK(in.market == TW_MARKET_SPOT);
   TW_SET(spot_id, in.id);
   json_t *fi = fake_instance(spot_id);
-  CHECK(!strcmp(js(fi, "SpotStrategy"), "SpotWithPriceLimit"));
-  CHECK(json_real_value(json_object_get(fi, "SpotPriceLimit")) == 0.362);
-  CHECK(json_integer_value(json_object_get(fi, "SpotDuration")) == 1);
-  CHECK(!strcmp(js(fi, "ZoneId"), "cn-hangzhou-i"));
+  TW_CHECK(!strcmp(js(fi, "SpotStrategy"), "SpotWithPriceLimit"));
+  TW_CHECK(json_real_value(json_object_get(fi, "SpotPriceLimit")) == 0.362);
+  TW_CHECK(json_integer_value(json_object_get(fi, "SpotDuration")) == 1);
+  TW_CHECK(!strcmp(js(fi, "ZoneId"), "cn-hangzhou-i"));
   json_decref(fi);
 
   /* Describe until running: the fake's clock moves, nobody sleeps. */
   struct tw_instance d;
-  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
-  CHECK(d.state == TW_INST_PENDING && !strcmp(d.provider_state, "Pending"));
+  TW_CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
+  TW_CHECK(d.state == TW_INST_PENDING && !strcmp(d.provider_state, "Pending"));
   int rounds = 0;
   while (d.state != TW_INST_RUNNING && rounds++ < 10) {
     twtest_fake_advance(1000);
-    CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
+    TW_CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
   }
-  CHECK(d.state == TW_INST_RUNNING && rounds >= 5);
-  CHECK(!strcmp(d.job_id, "job-od") && !strcmp(d.attempt_id, "att-1") &&
-        !strcmp(d.tenant, "physics"));
-  CHECK(!strcmp(d.zone, "cn-hangzhou-i") && d.private_ip[0]);
-  CHECK(d.launched_ms > 0);
-  CHECK_RC(tw_provider_describe(p, spot_id, &d, &err), TW_OK, err);
-  CHECK(d.state == TW_INST_RUNNING && d.market == TW_MARKET_SPOT);
+  TW_CHECK(d.state == TW_INST_RUNNING && rounds >= 5);
+  TW_CHECK(!strcmp(d.job_id, "job-od") && !strcmp(d.attempt_id, "att-1") &&
+           !strcmp(d.tenant, "physics"));
+  TW_CHECK(!strcmp(d.zone, "cn-hangzhou-i") && d.private_ip[0]);
+  TW_CHECK(d.launched_ms > 0);
+  TW_CHECK_RC(tw_provider_describe(p, spot_id, &d, &err), TW_OK, err);
+  TW_CHECK(d.state == TW_INST_RUNNING && d.market == TW_MARKET_SPOT);
 
   struct tw_instance_list l;
   tw_instance_list_init(&l);
-  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
   int seen = 0;
   for (size_t i = 0; i < l.n; i++)
     seen += !strcmp(l.items[i].id, od_id) || !strcmp(l.items[i].id, spot_id);
-  CHECK(seen == 2);
+  TW_CHECK(seen == 2);
   tw_instance_list_release(&l);
 
   /* The same token again: the same instance, no second purchase. */
   req = launch_req(od, "tok-od-1", "job-od");
-  CHECK_RC(tw_provider_launch(p, &req, &in, &err), TW_OK, err);
-  CHECK(!strcmp(in.id, od_id) && instances_with_token("tok-od-1") == 1);
+  TW_CHECK_RC(tw_provider_launch(p, &req, &in, &err), TW_OK, err);
+  TW_CHECK(!strcmp(in.id, od_id) && instances_with_token("tok-od-1") == 1);
 }
 
 /* The reclaim notice: never inside the protection period, five minutes
  * ahead, reported with CloudMonitor's time; then the instance is gone. */
-static void spot_reclaim(struct tw_provider *p) {
+static void spot_reclaim(void **state) {
+  struct tw_provider *p = *state;
   if (!spot_id[0])
     return;
   struct tw_err err = {0};
   struct tw_event_list ev;
   tw_event_list_init(&ev);
-  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
-  CHECK(ev.n == 0);
+  TW_CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  TW_CHECK(ev.n == 0);
   char path[256];
   snprintf(path, sizeof path, "/_fake/alibaba/instances/%s/interrupt", spot_id);
   json_t *r = twtest_fake_ctl("POST", path, "{\"delay_ms\": 0}");
   int64_t notice = 0, reclaim = 0, launched = 0;
-  CHECK(!tw_time_parse_rfc3339(js(r, "notice_time"), &notice));
-  CHECK(!tw_time_parse_rfc3339(js(r, "reclaim_time"), &reclaim));
+  TW_CHECK(!tw_time_parse_rfc3339(js(r, "notice_time"), &notice));
+  TW_CHECK(!tw_time_parse_rfc3339(js(r, "reclaim_time"), &reclaim));
   json_decref(r);
-  CHECK(reclaim - notice == 5 * 60000);
+  TW_CHECK(reclaim - notice == 5 * 60000);
   struct tw_instance d;
-  CHECK_RC(tw_provider_describe(p, spot_id, &d, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_describe(p, spot_id, &d, &err), TW_OK, err);
   launched = d.launched_ms;
   /* SpotDuration 1: released no earlier than an hour after launch
    * (CreationTime has minutes only, hence the minute of slack). */
-  CHECK(reclaim >= launched + 3600000 && reclaim < launched + 3660000 + 60000);
+  TW_CHECK(reclaim >= launched + 3600000 &&
+           reclaim < launched + 3660000 + 60000);
   json_t *clk = twtest_fake_ctl("GET", "/_fake/clock", NULL);
   int64_t now = json_integer_value(json_object_get(clk, "now_ms"));
   json_decref(clk);
   /* Just before the notice: nothing yet (and the fake's clock is now far
    * from ours: the adapter corrects the skew from Date). */
   twtest_fake_advance(notice - now - 1000);
-  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
-  CHECK(ev.n == 0);
+  TW_CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  TW_CHECK(ev.n == 0);
   twtest_fake_advance(2000);
-  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
-  CHECK(ev.n == 1);
+  TW_CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  TW_CHECK(ev.n == 1);
   if (ev.n == 1) {
-    CHECK(ev.items[0].kind == TW_EVENT_INTERRUPTION);
-    CHECK(!strcmp(ev.items[0].instance_id, spot_id));
+    TW_CHECK(ev.items[0].kind == TW_EVENT_INTERRUPTION);
+    TW_CHECK(!strcmp(ev.items[0].instance_id, spot_id));
     /* (the control API prints whole seconds) */
-    CHECK(ev.items[0].noticed_ms / 1000 == notice / 1000);
-    CHECK(ev.items[0].deadline_ms - ev.items[0].noticed_ms == 5 * 60000);
-    CHECK(ev.items[0].deadline_ms / 1000 == reclaim / 1000);
-    CHECK(!strcmp(ev.items[0].action, "terminate"));
+    TW_CHECK(ev.items[0].noticed_ms / 1000 == notice / 1000);
+    TW_CHECK(ev.items[0].deadline_ms - ev.items[0].noticed_ms == 5 * 60000);
+    TW_CHECK(ev.items[0].deadline_ms / 1000 == reclaim / 1000);
+    TW_CHECK(!strcmp(ev.items[0].action, "terminate"));
   }
   /* Reported again while in force, with the same notice time. */
   struct tw_event_list ev2;
   tw_event_list_init(&ev2);
-  CHECK_RC(tw_provider_poll_events(p, &ev2, &err), TW_OK, err);
-  CHECK(ev2.n == 1 && ev.n == 1 &&
-        ev2.items[0].noticed_ms == ev.items[0].noticed_ms);
+  TW_CHECK_RC(tw_provider_poll_events(p, &ev2, &err), TW_OK, err);
+  TW_CHECK(ev2.n == 1 && ev.n == 1 &&
+           ev2.items[0].noticed_ms == ev.items[0].noticed_ms);
   tw_event_list_release(&ev2);
   twtest_fake_advance(5 * 60000);
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_describe(p, spot_id, &d, &err), TW_E_NOTFOUND, err);
+  TW_CHECK_RC(tw_provider_describe(p, spot_id, &d, &err), TW_E_NOTFOUND, err);
   tw_event_list_release(&ev);
   tw_event_list_init(&ev);
-  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
-  CHECK(ev.n == 0);
+  TW_CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  TW_CHECK(ev.n == 0);
   tw_event_list_release(&ev);
 
   /* Without protection (spot_duration_h: 0) the notice comes at once. */
@@ -416,45 +426,47 @@ static void spot_reclaim(struct tw_provider *p) {
     return;
   struct tw_launch req = launch_req(sp, "tok-spot-0", "job-spot0");
   struct tw_instance in;
-  CHECK_RC(tw_provider_launch(q, &req, &in, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_launch(q, &req, &in, &err), TW_OK, err);
   snprintf(path, sizeof path, "/_fake/alibaba/instances/%s/interrupt", in.id);
   r = twtest_fake_ctl("POST", path, "{}");
   clk = twtest_fake_ctl("GET", "/_fake/clock", NULL);
   now = json_integer_value(json_object_get(clk, "now_ms"));
-  CHECK(!tw_time_parse_rfc3339(js(r, "notice_time"), &notice));
-  CHECK(notice / 1000 == now / 1000);
+  TW_CHECK(!tw_time_parse_rfc3339(js(r, "notice_time"), &notice));
+  TW_CHECK(notice / 1000 == now / 1000);
   json_decref(clk);
   json_decref(r);
   tw_event_list_init(&ev);
-  CHECK_RC(tw_provider_poll_events(q, &ev, &err), TW_OK, err);
-  CHECK(ev.n == 1 && !strcmp(ev.items[0].instance_id, in.id));
+  TW_CHECK_RC(tw_provider_poll_events(q, &ev, &err), TW_OK, err);
+  TW_CHECK(ev.n == 1 && !strcmp(ev.items[0].instance_id, in.id));
   tw_event_list_release(&ev);
   tw_provider_free(q);
 }
 
-static void terminate(struct tw_provider *p) {
+static void terminate(void **state) {
+  struct tw_provider *p = *state;
   if (!od_id[0])
     return;
   struct tw_err err = {0};
-  CHECK_RC(tw_provider_terminate(p, od_id, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_terminate(p, od_id, &err), TW_OK, err);
   struct tw_instance d;
-  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
-  CHECK(d.state == TW_INST_STOPPING);
+  TW_CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
+  TW_CHECK(d.state == TW_INST_STOPPING);
   twtest_fake_advance(3000);
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_E_NOTFOUND, err);
+  TW_CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_E_NOTFOUND, err);
   /* Idempotent: released already is what was asked. */
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_terminate(p, od_id, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_terminate(p, od_id, &err), TW_OK, err);
   struct tw_instance_list l;
   tw_instance_list_init(&l);
-  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
   for (size_t i = 0; i < l.n; i++)
-    CHECK(strcmp(l.items[i].id, od_id));
+    TW_CHECK(strcmp(l.items[i].id, od_id));
   tw_instance_list_release(&l);
 }
 
-static void error_classes(struct tw_provider *p) {
+static void error_classes(void **state) {
+  struct tw_provider *p = *state;
   const struct tw_offer *od =
       find_offer(&offers, "ecs.g7.large", "cn-hangzhou-h", TW_MARKET_ON_DEMAND);
   const struct tw_offer *sp =
@@ -470,34 +482,34 @@ static void error_classes(struct tw_provider *p) {
       "{\"kind\": \"capacity\", \"service\": \"ecs\", \"count\": 1}");
   long runs = calls_of("RunInstances");
   req = launch_req(od, "tok-cap", "job-cap");
-  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
-  CHECK(!strcmp(err.detail, "OperationDenied.NoStock"));
-  CHECK(calls_of("RunInstances") == runs + 1);
-  CHECK(instances_with_token("tok-cap") == 0);
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
+  TW_CHECK(!strcmp(err.detail, "OperationDenied.NoStock"));
+  TW_CHECK(calls_of("RunInstances") == runs + 1);
+  TW_CHECK(instances_with_token("tok-cap") == 0);
   twtest_fake_clear_faults();
   twtest_fake_add_fault(
       "{\"kind\": \"capacity\", \"code\": \"Zone.NotOnSale\", "
       "\"count\": 1}");
   memset(&err, 0, sizeof err);
   req = launch_req(od, "tok-cap2", "job-cap");
-  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
-  CHECK(!strcmp(err.detail, "Zone.NotOnSale"));
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
+  TW_CHECK(!strcmp(err.detail, "Zone.NotOnSale"));
   twtest_fake_clear_faults();
 
   /* Provider quota. */
   twtest_fake_add_fault("{\"kind\": \"quota\", \"count\": 1}");
   memset(&err, 0, sizeof err);
   req = launch_req(sp, "tok-quota", "job-q");
-  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_QUOTA, err);
-  CHECK(!strncmp(err.detail, "QuotaExceed.", 12));
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_QUOTA, err);
+  TW_CHECK(!strncmp(err.detail, "QuotaExceed.", 12));
   twtest_fake_clear_faults();
 
   /* A spot limit under the market: capacity at that price. */
   memset(&err, 0, sizeof err);
   req = launch_req(sp, "tok-lowball", "job-q");
   req.max_price_uusd_per_hour = 200; /* 0.001 CNY */
-  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
-  CHECK(!strcmp(err.detail, "InvalidSpotPriceLimit.LowerThanPublicPrice"));
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
+  TW_CHECK(!strcmp(err.detail, "InvalidSpotPriceLimit.LowerThanPublicPrice"));
 
   /* Throttling: ECS sends it with 400, which no retry is made for; the
    * class tells the caller to come back. */
@@ -508,9 +520,9 @@ static void error_classes(struct tw_provider *p) {
   memset(&err, 0, sizeof err);
   struct tw_instance_list l;
   tw_instance_list_init(&l);
-  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_E_RETRYABLE, err);
-  CHECK(!strcmp(err.detail, "Throttling"));
-  CHECK(calls_of("DescribeInstances") == desc + 1);
+  TW_CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_E_RETRYABLE, err);
+  TW_CHECK(!strcmp(err.detail, "Throttling"));
+  TW_CHECK(calls_of("DescribeInstances") == desc + 1);
   twtest_fake_clear_faults();
   /* Throttled with a 503: retried by the http helper, then served. */
   twtest_fake_add_fault(
@@ -518,15 +530,15 @@ static void error_classes(struct tw_provider *p) {
       "\"status\": 503, \"count\": 2}");
   desc = calls_of("DescribeInstances");
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
-  CHECK(calls_of("DescribeInstances") == desc + 3);
+  TW_CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  TW_CHECK(calls_of("DescribeInstances") == desc + 3);
   twtest_fake_clear_faults();
   /* A server fault once: retried, then served. */
   twtest_fake_add_fault(
       "{\"kind\": \"error\", \"action\": \"DescribeInstances\", "
       "\"count\": 1}");
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
   twtest_fake_clear_faults();
   tw_instance_list_release(&l);
 
@@ -535,8 +547,8 @@ static void error_classes(struct tw_provider *p) {
   TW_SET(bogus.instance_type, "ecs.nonexistent.large");
   req = launch_req(&bogus, "tok-bogus", "job-b");
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_INVALID, err);
-  CHECK(!strcmp(err.detail, "InvalidInstanceType.ValueNotSupported"));
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_INVALID, err);
+  TW_CHECK(!strcmp(err.detail, "InvalidInstanceType.ValueNotSupported"));
 
   /* The same token with other parameters: conflict. */
   const struct tw_offer *od2 =
@@ -544,8 +556,8 @@ static void error_classes(struct tw_provider *p) {
   if (od2) {
     req = launch_req(od2, "tok-od-1", "job-od");
     memset(&err, 0, sizeof err);
-    CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CONFLICT, err);
-    CHECK(!strcmp(err.detail, "IdempotentParameterMismatch"));
+    TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CONFLICT, err);
+    TW_CHECK(!strcmp(err.detail, "IdempotentParameterMismatch"));
   }
 
   /* Auth: a wrong secret, and an unknown access key. */
@@ -555,8 +567,8 @@ static void error_classes(struct tw_provider *p) {
   if (bad) {
     tw_instance_list_init(&l);
     memset(&err, 0, sizeof err);
-    CHECK_RC(tw_provider_list_managed(bad, &l, &err), TW_E_AUTH, err);
-    CHECK(!strcmp(err.detail, "SignatureDoesNotMatch"));
+    TW_CHECK_RC(tw_provider_list_managed(bad, &l, &err), TW_E_AUTH, err);
+    TW_CHECK(!strcmp(err.detail, "SignatureDoesNotMatch"));
     tw_instance_list_release(&l);
     tw_provider_free(bad);
   }
@@ -565,8 +577,9 @@ static void error_classes(struct tw_provider *p) {
       provider_as("TW_TEST_ALI_AK_BAD", "TW_TEST_ALI_SK", "signature: acs3\n");
   if (bad) {
     memset(&err, 0, sizeof err);
-    CHECK_RC(tw_provider_describe(bad, "i-bp0000", &d, &err), TW_E_AUTH, err);
-    CHECK(!strcmp(err.detail, "InvalidAccessKeyId.NotFound"));
+    TW_CHECK_RC(tw_provider_describe(bad, "i-bp0000", &d, &err), TW_E_AUTH,
+                err);
+    TW_CHECK(!strcmp(err.detail, "InvalidAccessKeyId.NotFound"));
     tw_provider_free(bad);
   }
 }
@@ -591,9 +604,9 @@ static void timeout_then_retry_buys_once(const char *sig) {
   snprintf(tok, sizeof tok, "tok-slow-1-%s", sig);
   struct tw_launch req = launch_req(od, tok, "job-slow");
   long runs = calls_of("RunInstances");
-  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
-  CHECK(calls_of("RunInstances") == runs + 2);
-  CHECK(instances_with_token(tok) == 1);
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
+  TW_CHECK(calls_of("RunInstances") == runs + 2);
+  TW_CHECK(instances_with_token(tok) == 1);
   twtest_fake_clear_faults();
   tw_provider_free(p);
 
@@ -608,17 +621,17 @@ static void timeout_then_retry_buys_once(const char *sig) {
   snprintf(tok, sizeof tok, "tok-slow-2-%s", sig);
   req = launch_req(od, tok, "job-slow2");
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_RETRYABLE, err);
-  CHECK(instances_with_token(tok) == 1); /* bought, answer lost */
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_RETRYABLE, err);
+  TW_CHECK(instances_with_token(tok) == 1); /* bought, answer lost */
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
-  CHECK(instances_with_token(tok) == 1);
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
+  TW_CHECK(instances_with_token(tok) == 1);
   twtest_fake_clear_faults();
   tw_provider_free(p);
 }
 
 /* DescribeInstances in pages of 2. */
-static void paging(void) {
+static void paging(void **state) {
   struct tw_provider *p = provider("page_size: 2\nsignature: acs3\n");
   const struct tw_offer *od =
       find_offer(&offers, "ecs.g7.large", "cn-hangzhou-j", TW_MARKET_ON_DEMAND);
@@ -631,52 +644,69 @@ static void paging(void) {
     snprintf(tok, sizeof tok, "tok-page-%d", i);
     snprintf(job, sizeof job, "job-page-%d", i);
     struct tw_launch req = launch_req(od, tok, job);
-    CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
+    TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
   }
   long desc = calls_of("DescribeInstances");
   struct tw_instance_list l;
   tw_instance_list_init(&l);
-  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
   int seen = 0;
   for (size_t i = 0; i < l.n; i++)
     seen += !strncmp(l.items[i].job_id, "job-page-", 9);
-  CHECK(seen == 5);
+  TW_CHECK(seen == 5);
   long used = calls_of("DescribeInstances") - desc;
-  CHECK(used == (long)(l.n + 1) / 2);
+  TW_CHECK(used == (long)(l.n + 1) / 2);
   for (size_t i = 0; i < l.n; i++)
     for (size_t j = i + 1; j < l.n; j++)
-      CHECK(strcmp(l.items[i].id, l.items[j].id));
+      TW_CHECK(strcmp(l.items[i].id, l.items[j].id));
   tw_instance_list_release(&l);
   tw_provider_free(p);
+}
+
+static void timeout_then_retry_buys_once_hmac_sha1(void **state) {
+  timeout_then_retry_buys_once("hmac-sha1");
+}
+
+static void timeout_then_retry_buys_once_acs3(void **state) {
+  timeout_then_retry_buys_once("acs3");
+}
+
+/* The fake as a subprocess and one adapter over it, for the group. */
+static int setup(void **state) {
+  tw_log_set_level(TW_LOG_ERROR);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (!start_fake())
+    return -1;
+  setenv("TW_TEST_ALI_AK", "testid", 1);
+  setenv("TW_TEST_ALI_SK", "testsecret", 1);
+  tw_offer_list_init(&offers);
+  *state = provider(NULL);
+  return *state ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  tw_provider_free(*state);
+  tw_offer_list_release(&offers);
+  twtest_fake_stop();
+  curl_global_cleanup();
+  return 0;
 }
 
 int main(void) {
   if (access(TW_FAKECLOUD_PATH, X_OK)) {
     printf("SKIPPED: %s not built\n", TW_FAKECLOUD_PATH);
-    return 77;
+    return TW_SKIP;
   }
-  tw_log_set_level(TW_LOG_ERROR);
-  curl_global_init(CURL_GLOBAL_DEFAULT);
-  if (!start_fake())
-    return 1;
-  setenv("TW_TEST_ALI_AK", "testid", 1);
-  setenv("TW_TEST_ALI_SK", "testsecret", 1);
-  tw_offer_list_init(&offers);
-  struct tw_provider *p = provider(NULL);
-  own_rate_is_refused();
-  if (p) {
-    offers_from_the_fake(p);
-    launch_describe_list(p);
-    error_classes(p);
-    timeout_then_retry_buys_once("hmac-sha1");
-    timeout_then_retry_buys_once("acs3");
-    paging();
-    terminate(p);
-    spot_reclaim(p);
-    tw_provider_free(p);
-  }
-  tw_offer_list_release(&offers);
-  twtest_fake_stop();
-  curl_global_cleanup();
-  return twtest_report();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(own_rate_is_refused),
+      cmocka_unit_test(offers_from_the_fake),
+      cmocka_unit_test(launch_describe_list),
+      cmocka_unit_test(error_classes),
+      cmocka_unit_test(timeout_then_retry_buys_once_hmac_sha1),
+      cmocka_unit_test(timeout_then_retry_buys_once_acs3),
+      cmocka_unit_test(paging),
+      cmocka_unit_test(terminate),
+      cmocka_unit_test(spot_reclaim),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
 }

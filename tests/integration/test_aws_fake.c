@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/twtest.h"
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
@@ -81,8 +82,7 @@ static struct tw_provider *provider_as(const char *ak_env, const char *sk_env,
   struct tw_provider *p = NULL;
   if (tw_node_parse_yaml(doc, strlen(doc), &cfg, &err) ||
       tw_provider_new(tw_adapters, cfg, NULL, &p, &err)) {
-    fprintf(stderr, "provider: %s\n", err.msg);
-    twtest_failures++;
+    TW_FAIL("provider: %s", err.msg);
   }
   tw_node_free(cfg);
   free(doc);
@@ -124,7 +124,8 @@ static struct tw_launch launch_req(const struct tw_offer *o, const char *tok,
 
 static struct tw_offer_list offers;
 
-static void offers_from_the_fake(struct tw_provider *p) {
+static void offers_from_the_fake(void **state) {
+  struct tw_provider *p = *state;
   /* A price the fake did not make up: it must come back exactly. */
   twtest_fake_ctl_ok(
       "POST", "/_fake/ec2/spot-price",
@@ -132,24 +133,25 @@ static void offers_from_the_fake(struct tw_provider *p) {
       "\"price\": \"0.041234\"}");
   struct tw_err err = {0};
   tw_offer_list_init(&offers);
-  CHECK_RC(tw_provider_list_offers(p, &offers, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_list_offers(p, &offers, &err), TW_OK, err);
   const struct tw_offer *od =
       find_offer(&offers, "m5.large", "us-east-1a", TW_MARKET_ON_DEMAND);
   const struct tw_offer *sp =
       find_offer(&offers, "m5.large", "us-east-1a", TW_MARKET_SPOT);
-  CHECK(od && sp);
+  TW_CHECK(od && sp);
   if (od) {
-    CHECK(od->price_uusd_per_hour == 96000);
-    CHECK(od->vcpus == 2 && od->memory_mib == 8192);
-    CHECK(od->arch == TW_ARCH_X86_64);
-    CHECK(!strcmp(od->zone_id, "use1-az1"));
-    CHECK(!strcmp(od->provider, "aws") && !strcmp(od->account, "aws-test"));
-    CHECK(!strcmp(od->id, "aws-test:us-east-1:us-east-1a:m5.large:on-demand"));
-    CHECK(od->min_charge_s == 60);
+    TW_CHECK(od->price_uusd_per_hour == 96000);
+    TW_CHECK(od->vcpus == 2 && od->memory_mib == 8192);
+    TW_CHECK(od->arch == TW_ARCH_X86_64);
+    TW_CHECK(!strcmp(od->zone_id, "use1-az1"));
+    TW_CHECK(!strcmp(od->provider, "aws") && !strcmp(od->account, "aws-test"));
+    TW_CHECK(
+        !strcmp(od->id, "aws-test:us-east-1:us-east-1a:m5.large:on-demand"));
+    TW_CHECK(od->min_charge_s == 60);
   }
   if (sp) {
-    CHECK(sp->price_uusd_per_hour == 41234);
-    CHECK(sp->price_observed_ms > 0);
+    TW_CHECK(sp->price_uusd_per_hour == 41234);
+    TW_CHECK(sp->price_observed_ms > 0);
   }
   size_t od_zones = 0, spot_zones = 0, p4d_spot = 0;
   for (size_t i = 0; i < offers.n; i++) {
@@ -158,19 +160,20 @@ static void offers_from_the_fake(struct tw_provider *p) {
       o->market == TW_MARKET_ON_DEMAND ? od_zones++ : spot_zones++;
     if (!strcmp(o->instance_type, "p4d.24xlarge")) {
       /* No on-demand price configured: spot only. */
-      CHECK(o->market == TW_MARKET_SPOT);
-      CHECK(!strcmp(o->accel_name, "A100") && o->accel_count == 8);
-      CHECK(o->price_uusd_per_hour > 0);
+      TW_CHECK(o->market == TW_MARKET_SPOT);
+      TW_CHECK(!strcmp(o->accel_name, "A100") && o->accel_count == 8);
+      TW_CHECK(o->price_uusd_per_hour > 0);
       p4d_spot++;
     }
-    CHECK(!strcmp(o->region, "us-east-1"));
+    TW_CHECK(!strcmp(o->region, "us-east-1"));
   }
-  CHECK(od_zones == 6 && spot_zones == 6 && p4d_spot >= 1);
+  TW_CHECK(od_zones == 6 && spot_zones == 6 && p4d_spot >= 1);
 }
 
 static char od_id[TW_MODEL_ID_MAX], spot_id[TW_MODEL_ID_MAX];
 
-static void launch_describe_list_terminate(struct tw_provider *p) {
+static void launch_describe_list_terminate(void **state) {
+  struct tw_provider *p = *state;
   const struct tw_offer *od =
       find_offer(&offers, "m5.large", "us-east-1a", TW_MARKET_ON_DEMAND);
   const struct tw_offer *sp =
@@ -181,50 +184,52 @@ static void launch_describe_list_terminate(struct tw_provider *p) {
   struct tw_instance a, b, d;
 
   struct tw_launch req = launch_req(od, "tok-od-1", "job-od");
-  CHECK_RC(tw_provider_launch(p, &req, &a, &err), TW_OK, err);
-  CHECK(!strncmp(a.id, "i-", 2) && a.state == TW_INST_PENDING);
-  CHECK(a.market == TW_MARKET_ON_DEMAND && !strcmp(a.zone, "us-east-1a"));
-  CHECK(!strcmp(a.region, "us-east-1") && !strcmp(a.client_token, "tok-od-1"));
+  TW_CHECK_RC(tw_provider_launch(p, &req, &a, &err), TW_OK, err);
+  TW_CHECK(!strncmp(a.id, "i-", 2) && a.state == TW_INST_PENDING);
+  TW_CHECK(a.market == TW_MARKET_ON_DEMAND && !strcmp(a.zone, "us-east-1a"));
+  TW_CHECK(!strcmp(a.region, "us-east-1") &&
+           !strcmp(a.client_token, "tok-od-1"));
   snprintf(od_id, sizeof od_id, "%s", a.id);
 
   req = launch_req(sp, "tok-spot-1", "job-spot");
   req.max_price_uusd_per_hour = 50000;
-  CHECK_RC(tw_provider_launch(p, &req, &b, &err), TW_OK, err);
-  CHECK(b.market == TW_MARKET_SPOT && !strcmp(b.zone, "us-east-1b"));
+  TW_CHECK_RC(tw_provider_launch(p, &req, &b, &err), TW_OK, err);
+  TW_CHECK(b.market == TW_MARKET_SPOT && !strcmp(b.zone, "us-east-1b"));
   snprintf(spot_id, sizeof spot_id, "%s", b.id);
 
   /* What the fake holds: tags, token, market and the spot price cap. */
   json_t *fi = fake_instance(b.id);
   json_t *tags = json_object_get(fi, "tags");
-  CHECK(!strcmp(js(tags, "tradewind:job"), "job-spot"));
-  CHECK(!strcmp(js(tags, "tradewind:attempt"), "att-1"));
-  CHECK(!strcmp(js(tags, "tradewind:tenant"), "physics"));
-  CHECK(!strcmp(js(fi, "lifecycle"), "spot"));
-  CHECK(!strcmp(js(fi, "client_token"), "tok-spot-1"));
-  CHECK(!strcmp(js(json_object_get(fi, "spot"), "max_price"), "0.050000"));
+  TW_CHECK(!strcmp(js(tags, "tradewind:job"), "job-spot"));
+  TW_CHECK(!strcmp(js(tags, "tradewind:attempt"), "att-1"));
+  TW_CHECK(!strcmp(js(tags, "tradewind:tenant"), "physics"));
+  TW_CHECK(!strcmp(js(fi, "lifecycle"), "spot"));
+  TW_CHECK(!strcmp(js(fi, "client_token"), "tok-spot-1"));
+  TW_CHECK(!strcmp(js(json_object_get(fi, "spot"), "max_price"), "0.050000"));
   json_decref(fi);
 
   /* The same token again buys nothing. */
   long runs = calls_of("RunInstances");
   req = launch_req(od, "tok-od-1", "job-od");
-  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
-  CHECK(!strcmp(d.id, od_id));
-  CHECK(calls_of("RunInstances") == runs + 1);
-  CHECK(instances_with_token("tok-od-1") == 1);
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
+  TW_CHECK(!strcmp(d.id, od_id));
+  TW_CHECK(calls_of("RunInstances") == runs + 1);
+  TW_CHECK(instances_with_token("tok-od-1") == 1);
 
   /* Pending until the fake's clock passes its pending time. */
-  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
-  CHECK(d.state == TW_INST_PENDING);
+  TW_CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
+  TW_CHECK(d.state == TW_INST_PENDING);
   twtest_fake_advance(6000);
-  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
-  CHECK(d.state == TW_INST_RUNNING && !strcmp(d.provider_state, "running"));
-  CHECK(!strcmp(d.job_id, "job-od") && !strcmp(d.tenant, "physics"));
-  CHECK(!strcmp(d.instance_type, "m5.large") && !strcmp(d.region, "us-east-1"));
-  CHECK(d.launched_ms > 0);
+  TW_CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
+  TW_CHECK(d.state == TW_INST_RUNNING && !strcmp(d.provider_state, "running"));
+  TW_CHECK(!strcmp(d.job_id, "job-od") && !strcmp(d.tenant, "physics"));
+  TW_CHECK(!strcmp(d.instance_type, "m5.large") &&
+           !strcmp(d.region, "us-east-1"));
+  TW_CHECK(d.launched_ms > 0);
 
   struct tw_instance_list l;
   tw_instance_list_init(&l);
-  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
   bool seen_od = false, seen_spot = false;
   for (size_t i = 0; i < l.n; i++) {
     seen_od |=
@@ -233,16 +238,17 @@ static void launch_describe_list_terminate(struct tw_provider *p) {
                  l.items[i].market == TW_MARKET_SPOT &&
                  l.items[i].state == TW_INST_RUNNING;
   }
-  CHECK(seen_od && seen_spot);
+  TW_CHECK(seen_od && seen_spot);
   tw_instance_list_release(&l);
 }
 
-static void spot_notices(struct tw_provider *p) {
+static void spot_notices(void **state) {
+  struct tw_provider *p = *state;
   struct tw_err err = {0};
   struct tw_event_list ev;
   tw_event_list_init(&ev);
-  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
-  CHECK(ev.n == 0);
+  TW_CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  TW_CHECK(ev.n == 0);
   tw_event_list_release(&ev);
 
   char path[256];
@@ -254,55 +260,57 @@ static void spot_notices(struct tw_provider *p) {
   snprintf(path, sizeof path, "/_fake/ec2/instances/%s/rebalance", spot_id);
   twtest_fake_ctl_ok("POST", path, "{}");
 
-  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
-  CHECK(ev.n == 2);
+  TW_CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  TW_CHECK(ev.n == 2);
   for (size_t i = 0; i < ev.n; i++) {
-    CHECK(!strcmp(ev.items[i].instance_id, spot_id));
+    TW_CHECK(!strcmp(ev.items[i].instance_id, spot_id));
     if (ev.items[i].kind == TW_EVENT_INTERRUPTION) {
-      CHECK(!strcmp(ev.items[i].action, "terminate"));
-      CHECK(deadline > 0 && ev.items[i].deadline_ms == deadline);
-      CHECK(ev.items[i].noticed_ms == deadline - 120000);
+      TW_CHECK(!strcmp(ev.items[i].action, "terminate"));
+      TW_CHECK(deadline > 0 && ev.items[i].deadline_ms == deadline);
+      TW_CHECK(ev.items[i].noticed_ms == deadline - 120000);
     } else {
-      CHECK(ev.items[i].kind == TW_EVENT_REBALANCE);
-      CHECK(ev.items[i].noticed_ms > 0);
+      TW_CHECK(ev.items[i].kind == TW_EVENT_REBALANCE);
+      TW_CHECK(ev.items[i].noticed_ms > 0);
     }
   }
   /* Stable from poll to poll, so the monitor can dedup. */
   struct tw_event_list again;
   tw_event_list_init(&again);
-  CHECK_RC(tw_provider_poll_events(p, &again, &err), TW_OK, err);
-  CHECK(again.n == ev.n);
+  TW_CHECK_RC(tw_provider_poll_events(p, &again, &err), TW_OK, err);
+  TW_CHECK(again.n == ev.n);
   for (size_t i = 0; i < again.n && i < ev.n; i++)
-    CHECK(again.items[i].noticed_ms == ev.items[i].noticed_ms);
+    TW_CHECK(again.items[i].noticed_ms == ev.items[i].noticed_ms);
   tw_event_list_release(&again);
   tw_event_list_release(&ev);
 
   /* Two minutes on, EC2 has taken the instance back. */
   twtest_fake_advance(125000);
   struct tw_instance d;
-  CHECK_RC(tw_provider_describe(p, spot_id, &d, &err), TW_OK, err);
-  CHECK(tw_instance_state_gone(d.state));
-  CHECK(!strcmp(d.state_reason, "Server.SpotInstanceTermination"));
-  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
-  CHECK(ev.n == 0);
+  TW_CHECK_RC(tw_provider_describe(p, spot_id, &d, &err), TW_OK, err);
+  TW_CHECK(tw_instance_state_gone(d.state));
+  TW_CHECK(!strcmp(d.state_reason, "Server.SpotInstanceTermination"));
+  TW_CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  TW_CHECK(ev.n == 0);
   tw_event_list_release(&ev);
 }
 
-static void terminate(struct tw_provider *p) {
+static void terminate(void **state) {
+  struct tw_provider *p = *state;
   struct tw_err err = {0};
   struct tw_instance d;
-  CHECK_RC(tw_provider_terminate(p, od_id, &err), TW_OK, err);
-  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
-  CHECK(tw_instance_state_gone(d.state));
+  TW_CHECK_RC(tw_provider_terminate(p, od_id, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
+  TW_CHECK(tw_instance_state_gone(d.state));
   /* Again: still fine. */
-  CHECK_RC(tw_provider_terminate(p, od_id, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_terminate(p, od_id, &err), TW_OK, err);
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_describe(p, "i-0123456789abcdef0", &d, &err),
-           TW_E_NOTFOUND, err);
-  CHECK(!strcmp(err.detail, "InvalidInstanceID.NotFound"));
+  TW_CHECK_RC(tw_provider_describe(p, "i-0123456789abcdef0", &d, &err),
+              TW_E_NOTFOUND, err);
+  TW_CHECK(!strcmp(err.detail, "InvalidInstanceID.NotFound"));
 }
 
-static void error_classes(struct tw_provider *p) {
+static void error_classes(void **state) {
+  struct tw_provider *p = *state;
   const struct tw_offer *od =
       find_offer(&offers, "m5.large", "us-east-1c", TW_MARKET_ON_DEMAND);
   const struct tw_offer *sp =
@@ -317,29 +325,29 @@ static void error_classes(struct tw_provider *p) {
   twtest_fake_add_fault("{\"kind\": \"capacity\", \"count\": 1}");
   long runs = calls_of("RunInstances");
   req = launch_req(od, "tok-cap", "job-cap");
-  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
-  CHECK(!strcmp(err.detail, "InsufficientInstanceCapacity"));
-  CHECK(calls_of("RunInstances") == runs + 1);
-  CHECK(instances_with_token("tok-cap") == 0);
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
+  TW_CHECK(!strcmp(err.detail, "InsufficientInstanceCapacity"));
+  TW_CHECK(calls_of("RunInstances") == runs + 1);
+  TW_CHECK(instances_with_token("tok-cap") == 0);
   twtest_fake_clear_faults();
 
   /* Quota, on demand and spot. */
   twtest_fake_add_fault("{\"kind\": \"quota\", \"count\": 2}");
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_QUOTA, err);
-  CHECK(!strcmp(err.detail, "VcpuLimitExceeded"));
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_QUOTA, err);
+  TW_CHECK(!strcmp(err.detail, "VcpuLimitExceeded"));
   memset(&err, 0, sizeof err);
   req = launch_req(sp, "tok-quota-spot", "job-q");
-  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_QUOTA, err);
-  CHECK(!strcmp(err.detail, "MaxSpotInstanceCountExceeded"));
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_QUOTA, err);
+  TW_CHECK(!strcmp(err.detail, "MaxSpotInstanceCountExceeded"));
   twtest_fake_clear_faults();
 
   /* Spot price cap below the market: capacity (try elsewhere). */
   memset(&err, 0, sizeof err);
   req = launch_req(sp, "tok-lowball", "job-q");
   req.max_price_uusd_per_hour = 1;
-  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
-  CHECK(!strcmp(err.detail, "SpotMaxPriceTooLow"));
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_CAPACITY, err);
+  TW_CHECK(!strcmp(err.detail, "SpotMaxPriceTooLow"));
 
   /* Throttled twice, then served: retried by the http helper. */
   twtest_fake_add_fault(
@@ -347,8 +355,8 @@ static void error_classes(struct tw_provider *p) {
       "\"count\": 2}");
   long desc = calls_of("DescribeInstances");
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
-  CHECK(calls_of("DescribeInstances") == desc + 3);
+  TW_CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
+  TW_CHECK(calls_of("DescribeInstances") == desc + 3);
   twtest_fake_clear_faults();
 
   /* Throttled on every attempt: retryable once attempts run out (4). */
@@ -356,9 +364,9 @@ static void error_classes(struct tw_provider *p) {
       "{\"kind\": \"throttle\", \"action\": \"DescribeInstances\"}");
   desc = calls_of("DescribeInstances");
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_E_RETRYABLE, err);
-  CHECK(!strcmp(err.detail, "RequestLimitExceeded"));
-  CHECK(calls_of("DescribeInstances") == desc + 4);
+  TW_CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_E_RETRYABLE, err);
+  TW_CHECK(!strcmp(err.detail, "RequestLimitExceeded"));
+  TW_CHECK(calls_of("DescribeInstances") == desc + 4);
   twtest_fake_clear_faults();
 
   /* A server fault once: retried, then served. */
@@ -366,7 +374,7 @@ static void error_classes(struct tw_provider *p) {
       "{\"kind\": \"error\", \"action\": \"DescribeInstances\", "
       "\"status\": 500, \"code\": \"InternalError\", \"count\": 1}");
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_describe(p, od_id, &d, &err), TW_OK, err);
   twtest_fake_clear_faults();
 
   /* Invalid: a type the region does not have; a malformed id. */
@@ -375,10 +383,10 @@ static void error_classes(struct tw_provider *p) {
   TW_SET(bogus.id, "");
   req = launch_req(&bogus, "tok-bogus", "job-b");
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_INVALID, err);
-  CHECK(err.detail[0] != '\0');
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_INVALID, err);
+  TW_CHECK(err.detail[0] != '\0');
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_terminate(p, "not-an-id", &err), TW_E_INVALID, err);
+  TW_CHECK_RC(tw_provider_terminate(p, "not-an-id", &err), TW_E_INVALID, err);
 
   /* Auth: a wrong secret, and an unknown access key. */
   setenv("TW_TEST_AWS_SK_BAD", "not-the-secret", 1);
@@ -388,8 +396,8 @@ static void error_classes(struct tw_provider *p) {
     struct tw_instance_list l;
     tw_instance_list_init(&l);
     memset(&err, 0, sizeof err);
-    CHECK_RC(tw_provider_list_managed(bad, &l, &err), TW_E_AUTH, err);
-    CHECK(!strcmp(err.detail, "SignatureDoesNotMatch"));
+    TW_CHECK_RC(tw_provider_list_managed(bad, &l, &err), TW_E_AUTH, err);
+    TW_CHECK(!strcmp(err.detail, "SignatureDoesNotMatch"));
     tw_instance_list_release(&l);
     tw_provider_free(bad);
   }
@@ -397,15 +405,15 @@ static void error_classes(struct tw_provider *p) {
   bad = provider_as("TW_TEST_AWS_AK_BAD", "TW_TEST_AWS_SK", NULL);
   if (bad) {
     memset(&err, 0, sizeof err);
-    CHECK_RC(tw_provider_describe(bad, od_id, &d, &err), TW_E_AUTH, err);
-    CHECK(!strcmp(err.detail, "AuthFailure"));
+    TW_CHECK_RC(tw_provider_describe(bad, od_id, &d, &err), TW_E_AUTH, err);
+    TW_CHECK(!strcmp(err.detail, "AuthFailure"));
     tw_provider_free(bad);
   }
 }
 
 /* A launch whose answer arrives after the client gave up: the retry
  * carries the same client token, so exactly one instance exists. */
-static void timeout_then_retry_buys_once(void) {
+static void timeout_then_retry_buys_once(void **state) {
   const struct tw_offer *od =
       find_offer(&offers, "m5.large", "us-east-1d", TW_MARKET_ON_DEMAND);
   if (!od)
@@ -418,8 +426,8 @@ static void timeout_then_retry_buys_once(void) {
   twtest_fake_add_fault("{\"kind\": \"slow\", \"action\": \"RunInstances\", "
                         "\"delay_ms\": 1500, \"count\": 1}");
   struct tw_launch req = launch_req(od, "tok-slow-1", "job-slow");
-  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
-  CHECK(instances_with_token("tok-slow-1") == 1);
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
+  TW_CHECK(instances_with_token("tok-slow-1") == 1);
   twtest_fake_clear_faults();
   tw_provider_free(p);
 
@@ -429,30 +437,31 @@ static void timeout_then_retry_buys_once(void) {
                         "\"delay_ms\": 1500, \"count\": 1}");
   req = launch_req(od, "tok-slow-2", "job-slow2");
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_RETRYABLE, err);
-  CHECK(instances_with_token("tok-slow-2") == 1); /* bought, answer lost */
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_E_RETRYABLE, err);
+  TW_CHECK(instances_with_token("tok-slow-2") == 1); /* bought, answer lost */
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
-  CHECK(instances_with_token("tok-slow-2") == 1);
-  CHECK(!strcmp(d.job_id, "job-slow2"));
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
+  TW_CHECK(instances_with_token("tok-slow-2") == 1);
+  TW_CHECK(!strcmp(d.job_id, "job-slow2"));
   twtest_fake_clear_faults();
   tw_provider_free(p);
 }
 
 /* The fake's clock an hour ahead of ours: the first call is refused as
  * expired, the adapter learns the offset from Date and signs again. */
-static void clock_skew_is_corrected(struct tw_provider *p) {
+static void clock_skew_is_corrected(void **state) {
+  struct tw_provider *p = *state;
   twtest_fake_advance(3600 * 1000);
   struct tw_err err = {0};
   struct tw_instance_list l;
   tw_instance_list_init(&l);
-  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
-  CHECK(l.n >= 2);
+  TW_CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  TW_CHECK(l.n >= 2);
   tw_instance_list_release(&l);
 }
 
 /* Paging: DescribeInstances and spot history in small pages. */
-static void paging(void) {
+static void paging(void **state) {
   struct tw_provider *p = provider("page_size: 5\nspot_history_s: 86400\n");
   const struct tw_offer *od =
       find_offer(&offers, "m5.large", "us-east-1e", TW_MARKET_ON_DEMAND);
@@ -465,35 +474,35 @@ static void paging(void) {
     snprintf(tok, sizeof tok, "tok-page-%d", i);
     snprintf(job, sizeof job, "job-page-%d", i);
     struct tw_launch req = launch_req(od, tok, job);
-    CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
+    TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
   }
   long desc = calls_of("DescribeInstances");
   struct tw_instance_list l;
   tw_instance_list_init(&l);
-  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
   int pages_seen = 0;
   for (size_t i = 0; i < l.n; i++)
     pages_seen += !strncmp(l.items[i].job_id, "job-page-", 9);
-  CHECK(pages_seen == 7);
+  TW_CHECK(pages_seen == 7);
   /* Pages of 5: one call per page (maybe one more for an empty last
    * page), never one call for everything. */
   long used = calls_of("DescribeInstances") - desc;
-  CHECK(used >= 2 && (size_t)used >= (l.n + 4) / 5 &&
-        (size_t)used <= l.n / 5 + 1);
+  TW_CHECK(used >= 2 && (size_t)used >= (l.n + 4) / 5 &&
+           (size_t)used <= l.n / 5 + 1);
   /* No instance twice. */
   for (size_t i = 0; i < l.n; i++)
     for (size_t j = i + 1; j < l.n; j++)
-      CHECK(strcmp(l.items[i].id, l.items[j].id));
+      TW_CHECK(strcmp(l.items[i].id, l.items[j].id));
   tw_instance_list_release(&l);
 
   long hist = calls_of("DescribeSpotPriceHistory");
   struct tw_offer_list ol;
   tw_offer_list_init(&ol);
-  CHECK_RC(tw_provider_list_offers(p, &ol, &err), TW_OK, err);
-  CHECK(calls_of("DescribeSpotPriceHistory") - hist > 1);
+  TW_CHECK_RC(tw_provider_list_offers(p, &ol, &err), TW_OK, err);
+  TW_CHECK(calls_of("DescribeSpotPriceHistory") - hist > 1);
   const struct tw_offer *sp =
       find_offer(&ol, "m5.large", "us-east-1a", TW_MARKET_SPOT);
-  CHECK(sp && sp->price_uusd_per_hour == 41234); /* still the newest */
+  TW_CHECK(sp && sp->price_uusd_per_hour == 41234); /* still the newest */
   tw_offer_list_release(&ol);
   tw_provider_free(p);
 
@@ -501,42 +510,56 @@ static void paging(void) {
   p = provider("page_size: 5\nspot_history_s: 86400\nmax_pages: 1\n");
   tw_offer_list_init(&ol);
   memset(&err, 0, sizeof err);
-  CHECK_RC(tw_provider_list_offers(p, &ol, &err), TW_E_TOOBIG, err);
-  CHECK(ol.n == 0);
+  TW_CHECK_RC(tw_provider_list_offers(p, &ol, &err), TW_E_TOOBIG, err);
+  TW_CHECK(ol.n == 0);
   tw_offer_list_release(&ol);
   tw_provider_free(p);
+}
+
+/* Every launch so far was counted, failures too. */
+static void launch_stats(void **state) {
+  struct tw_provider *p = *state;
+  struct tw_provider_stats st;
+  tw_provider_stats(p, TW_POP_LAUNCH, &st);
+  TW_CHECK(st.calls >= 8 && st.failures >= 5, "%llu calls, %llu failures",
+           (unsigned long long)st.calls, (unsigned long long)st.failures);
+}
+
+/* The fake as a subprocess and one adapter over it, for the group. */
+static int setup(void **state) {
+  tw_log_set_level(TW_LOG_ERROR);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (!start_fake())
+    return -1;
+  setenv("TW_TEST_AWS_AK", "AKIDTRADEWINDFAKE", 1);
+  setenv("TW_TEST_AWS_SK", "tradewind-fake-secret", 1);
+  *state = provider(NULL);
+  return *state ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  tw_offer_list_release(&offers);
+  tw_provider_free(*state);
+  twtest_fake_stop();
+  curl_global_cleanup();
+  return 0;
 }
 
 int main(void) {
   if (access(TW_FAKECLOUD_PATH, X_OK)) {
     printf("SKIPPED: %s not built\n", TW_FAKECLOUD_PATH);
-    return 77;
+    return TW_SKIP;
   }
-  tw_log_set_level(TW_LOG_ERROR);
-  curl_global_init(CURL_GLOBAL_DEFAULT);
-  if (!start_fake())
-    return 1;
-  setenv("TW_TEST_AWS_AK", "AKIDTRADEWINDFAKE", 1);
-  setenv("TW_TEST_AWS_SK", "tradewind-fake-secret", 1);
-
-  struct tw_provider *p = provider(NULL);
-  if (p) {
-    offers_from_the_fake(p);
-    launch_describe_list_terminate(p);
-    spot_notices(p);
-    error_classes(p);
-    terminate(p);
-    timeout_then_retry_buys_once();
-    paging();
-    clock_skew_is_corrected(p);
-
-    struct tw_provider_stats st;
-    tw_provider_stats(p, TW_POP_LAUNCH, &st);
-    CHECK(st.calls >= 8 && st.failures >= 5);
-  }
-  tw_offer_list_release(&offers);
-  tw_provider_free(p);
-  twtest_fake_stop();
-  curl_global_cleanup();
-  return twtest_report();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(offers_from_the_fake),
+      cmocka_unit_test(launch_describe_list_terminate),
+      cmocka_unit_test(spot_notices),
+      cmocka_unit_test(error_classes),
+      cmocka_unit_test(terminate),
+      cmocka_unit_test(timeout_then_retry_buys_once),
+      cmocka_unit_test(paging),
+      cmocka_unit_test(clock_skew_is_corrected),
+      cmocka_unit_test(launch_stats),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
 }

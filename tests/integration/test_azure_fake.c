@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/twtest.h"
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
@@ -188,57 +189,60 @@ static const struct tw_offer *find_offer(const struct tw_offer_list *l,
   return NULL;
 }
 
-static void offers(struct tw_provider *p) {
+static void offers(void **state) {
+  struct tw_provider *p = *state;
   struct tw_err err = {0};
   struct tw_offer_list l;
   tw_offer_list_init(&l);
   /* Small pages, so nextLink and NextPageLink are followed. */
   twtest_fake_ctl_ok("POST", "/_fake/azure/config", "{\"page_size\":7}");
-  CHECK_RC(tw_provider_list_offers(p, &l, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_list_offers(p, &l, &err), TW_OK, err);
   /* 10 sizes x 2 markets x 2 regions, all with both prices. */
-  CHECK(l.n == 40);
+  TW_CHECK(l.n == 40);
   const struct tw_offer *o =
       find_offer(&l, "eastus", "Standard_D2s_v5", TW_MARKET_ON_DEMAND);
-  CHECK(o && o->price_uusd_per_hour == 96000 && o->vcpus == 2 &&
-        o->memory_mib == 8192 && !o->zone[0] && o->arch == TW_ARCH_X86_64);
+  TW_CHECK(o && o->price_uusd_per_hour == 96000 && o->vcpus == 2 &&
+           o->memory_mib == 8192 && !o->zone[0] && o->arch == TW_ARCH_X86_64);
   o = find_offer(&l, "eastus", "Standard_D2s_v5", TW_MARKET_SPOT);
-  CHECK(o && o->price_uusd_per_hour == 20362);
+  TW_CHECK(o && o->price_uusd_per_hour == 20362);
   o = find_offer(&l, "westus2", "Standard_NC24ads_A100_v4", TW_MARKET_SPOT);
-  CHECK(o && o->price_uusd_per_hour == 1298406 && o->accel_count == 1 &&
-        !strcmp(o->accel_name, "A100-80GB"));
+  TW_CHECK(o && o->price_uusd_per_hour == 1298406 && o->accel_count == 1 &&
+           !strcmp(o->accel_name, "A100-80GB"));
   o = find_offer(&l, "eastus", "Standard_D2ps_v5", TW_MARKET_ON_DEMAND);
-  CHECK(o && o->arch == TW_ARCH_ARM64);
-  CHECK(o && !strcmp(o->id, "azure-test:eastus::Standard_D2ps_v5:on-demand"));
+  TW_CHECK(o && o->arch == TW_ARCH_ARM64);
+  TW_CHECK(o &&
+           !strcmp(o->id, "azure-test:eastus::Standard_D2ps_v5:on-demand"));
   /* Prices are cached per region: a second listing reads SKUs again but
    * not the price pages. */
   int64_t before = calls("RetailPrices");
   /* 40 Linux and Windows Consumption rows a region: 6 pages of 7. */
-  CHECK(before == 12);
+  TW_CHECK(before == 12);
   tw_offer_list_release(&l);
-  CHECK_RC(tw_provider_list_offers(p, &l, &err), TW_OK, err);
-  CHECK(l.n == 40 && calls("RetailPrices") == before);
+  TW_CHECK_RC(tw_provider_list_offers(p, &l, &err), TW_OK, err);
+  TW_CHECK(l.n == 40 && calls("RetailPrices") == before);
   tw_offer_list_release(&l);
   twtest_fake_ctl_ok("POST", "/_fake/azure/config", "{\"page_size\":100}");
 }
 
-static void zonal_offers(void) {
+static void zonal_offers(void **state) {
   struct tw_err err = {0};
   struct tw_provider *p =
       provider("zonal: true\ninstance_types: [Standard_D2s_v5]\n",
                FC_AZ_CLIENT_SECRET, &err);
-  CHECK(p != NULL);
+  TW_CHECK(p != NULL);
   if (!p)
     return;
   struct tw_offer_list l;
   tw_offer_list_init(&l);
-  CHECK_RC(tw_provider_list_offers(p, &l, &err), TW_OK, err);
-  CHECK(l.n == 12); /* 3 zones x 2 markets x 2 regions */
-  CHECK(l.n && !strcmp(l.items[0].zone, "1"));
+  TW_CHECK_RC(tw_provider_list_offers(p, &l, &err), TW_OK, err);
+  TW_CHECK(l.n == 12); /* 3 zones x 2 markets x 2 regions */
+  TW_CHECK(l.n && !strcmp(l.items[0].zone, "1"));
   tw_offer_list_release(&l);
   tw_provider_free(p);
 }
 
-static void launches(struct tw_provider *p) {
+static void launches(void **state) {
+  struct tw_provider *p = *state;
   struct tw_err err = {0};
   struct tw_instance od, sp, d;
   struct tw_offer o1 =
@@ -246,81 +250,83 @@ static void launches(struct tw_provider *p) {
   struct tw_offer o2 = offer("westus2", "", "Standard_D4s_v5", TW_MARKET_SPOT);
 
   int64_t slept = slept_ms;
-  CHECK_RC(launch(p, &o1, "tok-od-1", "att-od", 0, &od, &err), TW_OK, err);
+  TW_CHECK_RC(launch(p, &o1, "tok-od-1", "att-od", 0, &od, &err), TW_OK, err);
   /* The create took 5 s of fake time, waited in Retry-After steps. */
-  CHECK(slept_ms - slept >= 5000);
-  CHECK(od.state == TW_INST_RUNNING);
+  TW_CHECK(slept_ms - slept >= 5000);
+  TW_CHECK(od.state == TW_INST_RUNNING);
   char name[64];
   tw_azure_vm_name("tw-", "tok-od-1", name, sizeof name);
-  CHECK(!strcmp(od.id, name));
-  CHECK(od.market == TW_MARKET_ON_DEMAND && !strcmp(od.region, "eastus"));
-  CHECK(!strcmp(od.job_id, "job-1") && !strcmp(od.attempt_id, "att-od") &&
-        !strcmp(od.tenant, "acme") && !strcmp(od.client_token, "tok-od-1"));
+  TW_CHECK(!strcmp(od.id, name));
+  TW_CHECK(od.market == TW_MARKET_ON_DEMAND && !strcmp(od.region, "eastus"));
+  TW_CHECK(!strcmp(od.job_id, "job-1") && !strcmp(od.attempt_id, "att-od") &&
+           !strcmp(od.tenant, "acme") && !strcmp(od.client_token, "tok-od-1"));
   json_t *v = fake_vm(od.id);
-  CHECK(v &&
-        !strcmp(json_string_value(json_object_get(v, "priority")), "Regular"));
-  CHECK(v && !strcmp(json_string_value(json_object_get(
-                         json_object_get(v, "tags"), "tradewind:tenant")),
-                     "acme"));
+  TW_CHECK(v && !strcmp(json_string_value(json_object_get(v, "priority")),
+                        "Regular"));
+  TW_CHECK(v && !strcmp(json_string_value(json_object_get(
+                            json_object_get(v, "tags"), "tradewind:tenant")),
+                        "acme"));
   json_decref(v);
 
-  CHECK_RC(launch(p, &o2, "tok-spot-1", "att-spot", 75678, &sp, &err), TW_OK,
-           err);
-  CHECK(sp.market == TW_MARKET_SPOT && sp.state == TW_INST_RUNNING);
+  TW_CHECK_RC(launch(p, &o2, "tok-spot-1", "att-spot", 75678, &sp, &err), TW_OK,
+              err);
+  TW_CHECK(sp.market == TW_MARKET_SPOT && sp.state == TW_INST_RUNNING);
   v = fake_vm(sp.id);
   /* maxPrice takes five decimals: 0.075678 is cut to 0.07567. */
-  CHECK(v && json_integer_value(json_object_get(v, "max_price_uusd")) == 75670);
-  CHECK(v && !strcmp(json_string_value(json_object_get(v, "eviction_policy")),
-                     "Delete"));
+  TW_CHECK(v &&
+           json_integer_value(json_object_get(v, "max_price_uusd")) == 75670);
+  TW_CHECK(v &&
+           !strcmp(json_string_value(json_object_get(v, "eviction_policy")),
+                   "Delete"));
   json_decref(v);
 
-  CHECK_RC(tw_provider_describe(p, od.id, &d, &err), TW_OK, err);
-  CHECK(d.state == TW_INST_RUNNING &&
-        !strcmp(d.provider_state, "Succeeded/running"));
+  TW_CHECK_RC(tw_provider_describe(p, od.id, &d, &err), TW_OK, err);
+  TW_CHECK(d.state == TW_INST_RUNNING &&
+           !strcmp(d.provider_state, "Succeeded/running"));
   tw_err_clear(&err);
-  CHECK_RC(tw_provider_describe(p, "tw-nosuchvm", &d, &err), TW_E_NOTFOUND,
-           err);
-  CHECK(!strcmp(err.detail, "ResourceNotFound"));
+  TW_CHECK_RC(tw_provider_describe(p, "tw-nosuchvm", &d, &err), TW_E_NOTFOUND,
+              err);
+  TW_CHECK(!strcmp(err.detail, "ResourceNotFound"));
 
   /* Listing by tag, one resource a page. */
   twtest_fake_ctl_ok("POST", "/_fake/azure/config", "{\"page_size\":1}");
   struct tw_instance_list l;
   tw_instance_list_init(&l);
   tw_err_clear(&err);
-  CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
-  CHECK(l.n == 2);
+  TW_CHECK_RC(tw_provider_list_managed(p, &l, &err), TW_OK, err);
+  TW_CHECK(l.n == 2);
   for (size_t i = 0; i < l.n; i++)
-    CHECK(!strcmp(l.items[i].job_id, "job-1") &&
-          l.items[i].state == TW_INST_RUNNING);
+    TW_CHECK(!strcmp(l.items[i].job_id, "job-1") &&
+             l.items[i].state == TW_INST_RUNNING);
   tw_instance_list_release(&l);
   twtest_fake_ctl_ok("POST", "/_fake/azure/config", "{\"page_size\":100}");
 
   /* Eviction: the Preempt notice, at least 30 s ahead. */
   struct tw_event_list ev;
   tw_event_list_init(&ev);
-  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
-  CHECK(ev.n == 0);
+  TW_CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  TW_CHECK(ev.n == 0);
   char path[160];
   snprintf(path, sizeof path, "/_fake/azure/vms/%s/evict", sp.id);
   twtest_fake_ctl_ok("POST", path, "{\"lead_ms\":30000}");
   int64_t noticed = tw_clock_now_ms(&clk);
-  CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
-  CHECK(ev.n == 1);
+  TW_CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  TW_CHECK(ev.n == 1);
   if (ev.n == 1) {
-    CHECK(ev.items[0].kind == TW_EVENT_INTERRUPTION);
-    CHECK(!strcmp(ev.items[0].instance_id, sp.id));
-    CHECK(!strcmp(ev.items[0].action, "terminate"));
+    TW_CHECK(ev.items[0].kind == TW_EVENT_INTERRUPTION);
+    TW_CHECK(!strcmp(ev.items[0].instance_id, sp.id));
+    TW_CHECK(!strcmp(ev.items[0].action, "terminate"));
     /* NotBefore has whole seconds. */
-    CHECK(ev.items[0].deadline_ms / 1000 == (noticed + 30000) / 1000);
-    CHECK(ev.items[0].noticed_ms == ev.items[0].deadline_ms - 30000);
+    TW_CHECK(ev.items[0].deadline_ms / 1000 == (noticed + 30000) / 1000);
+    TW_CHECK(ev.items[0].noticed_ms == ev.items[0].deadline_ms - 30000);
   }
   /* Still in force on the next poll, with the same times. */
   struct tw_event_list ev2;
   tw_event_list_init(&ev2);
   advance(10000);
-  CHECK_RC(tw_provider_poll_events(p, &ev2, &err), TW_OK, err);
-  CHECK(ev2.n == 1 && ev.n == 1 &&
-        ev2.items[0].noticed_ms == ev.items[0].noticed_ms);
+  TW_CHECK_RC(tw_provider_poll_events(p, &ev2, &err), TW_OK, err);
+  TW_CHECK(ev2.n == 1 && ev.n == 1 &&
+           ev2.items[0].noticed_ms == ev.items[0].noticed_ms);
   tw_event_list_release(&ev);
   tw_event_list_release(&ev2);
   /* A per-VM relay ({name} in the URL): asked for each live Spot VM. */
@@ -332,30 +338,30 @@ static void launches(struct tw_provider *p) {
                 twtest_fake_url);
   struct tw_provider *relay = provider(extra.data, FC_AZ_CLIENT_SECRET, &err);
   tw_buf_release(&extra);
-  CHECK(relay != NULL);
+  TW_CHECK(relay != NULL);
   if (relay) {
     tw_event_list_init(&ev);
-    CHECK_RC(tw_provider_poll_events(relay, &ev, &err), TW_OK, err);
-    CHECK(ev.n == 1 && !strcmp(ev.items[0].instance_id, sp.id));
+    TW_CHECK_RC(tw_provider_poll_events(relay, &ev, &err), TW_OK, err);
+    TW_CHECK(ev.n == 1 && !strcmp(ev.items[0].instance_id, sp.id));
     tw_event_list_release(&ev);
     tw_provider_free(relay);
   }
   advance(21000); /* evicted: Delete policy */
-  CHECK_RC(tw_provider_describe(p, sp.id, &d, &err), TW_OK, err);
-  CHECK(d.state == TW_INST_SHUTTING_DOWN);
+  TW_CHECK_RC(tw_provider_describe(p, sp.id, &d, &err), TW_OK, err);
+  TW_CHECK(d.state == TW_INST_SHUTTING_DOWN);
   advance(3000);
   tw_err_clear(&err);
-  CHECK_RC(tw_provider_describe(p, sp.id, &d, &err), TW_E_NOTFOUND, err);
+  TW_CHECK_RC(tw_provider_describe(p, sp.id, &d, &err), TW_E_NOTFOUND, err);
 
   /* Terminate: accepted, Deleting, then gone; idempotent throughout. */
   tw_err_clear(&err);
-  CHECK_RC(tw_provider_terminate(p, od.id, &err), TW_OK, err);
-  CHECK_RC(tw_provider_describe(p, od.id, &d, &err), TW_OK, err);
-  CHECK(d.state == TW_INST_SHUTTING_DOWN);
-  CHECK_RC(tw_provider_terminate(p, od.id, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_terminate(p, od.id, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_describe(p, od.id, &d, &err), TW_OK, err);
+  TW_CHECK(d.state == TW_INST_SHUTTING_DOWN);
+  TW_CHECK_RC(tw_provider_terminate(p, od.id, &err), TW_OK, err);
   advance(3000);
-  CHECK_RC(tw_provider_terminate(p, od.id, &err), TW_OK, err);
-  CHECK(fake_vm_count() == 0);
+  TW_CHECK_RC(tw_provider_terminate(p, od.id, &err), TW_OK, err);
+  TW_CHECK(fake_vm_count() == 0);
 }
 
 /* A launch must fail with want, the provider's code in detail, and leave
@@ -369,16 +375,17 @@ static void launch_fails(struct tw_provider *p, const struct tw_offer *o,
   struct tw_err err = {0};
   struct tw_instance in;
   fault(rule);
-  CHECK_RC(launch(p, o, token, "att-f", max_uusd, &in, &err), want, err);
+  TW_CHECK_RC(launch(p, o, token, "att-f", max_uusd, &in, &err), want, err);
   if (strcmp(err.detail, detail))
     fprintf(stderr, "launch_fails: detail %s, want %s\n", err.detail, detail);
-  CHECK(!strcmp(err.detail, detail));
+  TW_CHECK(!strcmp(err.detail, detail));
   advance(5000); /* a failed create's VM is being deleted */
-  CHECK(fake_vm_count() == 0);
+  TW_CHECK(fake_vm_count() == 0);
   fault(NULL);
 }
 
-static void errors(struct tw_provider *p) {
+static void errors(void **state) {
+  struct tw_provider *p = *state;
   struct tw_err err = {0};
   struct tw_instance in;
   struct tw_offer od =
@@ -412,41 +419,42 @@ static void errors(struct tw_provider *p) {
   /* A region the account does not use. */
   struct tw_offer far =
       offer("westeurope", "", "Standard_D2s_v5", TW_MARKET_ON_DEMAND);
-  CHECK_RC(launch(p, &far, "tok-far", "att", 0, &in, &err), TW_E_INVALID, err);
+  TW_CHECK_RC(launch(p, &far, "tok-far", "att", 0, &in, &err), TW_E_INVALID,
+              err);
 
   /* 429: retried after Retry-After, then reported as retryable. */
   int64_t before = calls("GetVirtualMachine"), slept = slept_ms;
   fault("{\"kind\":\"throttle\",\"action\":\"GetVirtualMachine\"}");
   tw_err_clear(&err);
-  CHECK_RC(tw_provider_describe(p, "tw-x", &in, &err), TW_E_RETRYABLE, err);
-  CHECK(!strcmp(err.detail, "TooManyRequests"));
-  CHECK(calls("GetVirtualMachine") - before == 4); /* max_attempts */
-  CHECK(slept_ms - slept == 3000);                 /* Retry-After: 1 */
+  TW_CHECK_RC(tw_provider_describe(p, "tw-x", &in, &err), TW_E_RETRYABLE, err);
+  TW_CHECK(!strcmp(err.detail, "TooManyRequests"));
+  TW_CHECK(calls("GetVirtualMachine") - before == 4); /* max_attempts */
+  TW_CHECK(slept_ms - slept == 3000);                 /* Retry-After: 1 */
   /* A 500 once: the retry answers. */
   fault("{\"kind\":\"error\",\"status\":500,\"count\":1,\"action\":"
         "\"GetVirtualMachine\"}");
   tw_err_clear(&err);
-  CHECK_RC(tw_provider_describe(p, "tw-x", &in, &err), TW_E_NOTFOUND, err);
+  TW_CHECK_RC(tw_provider_describe(p, "tw-x", &in, &err), TW_E_NOTFOUND, err);
   fault(NULL);
 
   /* 401: an expired token is replaced once, transparently. */
   int64_t tokens = calls("Token");
   twtest_fake_ctl_ok("POST", "/_fake/azure/tokens/expire", NULL);
   tw_err_clear(&err);
-  CHECK_RC(tw_provider_describe(p, "tw-x", &in, &err), TW_E_NOTFOUND, err);
-  CHECK(calls("Token") == tokens + 1);
+  TW_CHECK_RC(tw_provider_describe(p, "tw-x", &in, &err), TW_E_NOTFOUND, err);
+  TW_CHECK(calls("Token") == tokens + 1);
   /* The token's own lifetime, on the adapter's clock: a new one is
    * fetched ahead of expiry (3599 s less the 300 s margin). */
   advance(3400 * 1000LL);
-  CHECK_RC(tw_provider_describe(p, "tw-x", &in, &err), TW_E_NOTFOUND, err);
-  CHECK(calls("Token") == tokens + 2);
+  TW_CHECK_RC(tw_provider_describe(p, "tw-x", &in, &err), TW_E_NOTFOUND, err);
+  TW_CHECK(calls("Token") == tokens + 2);
   /* A wrong secret: the identity platform refuses the client. */
   struct tw_provider *bad = provider(NULL, "not-the-secret", &err);
-  CHECK(bad != NULL);
+  TW_CHECK(bad != NULL);
   if (bad) {
     tw_err_clear(&err);
-    CHECK_RC(tw_provider_describe(bad, "tw-x", &in, &err), TW_E_AUTH, err);
-    CHECK(!strcmp(err.detail, "invalid_client"));
+    TW_CHECK_RC(tw_provider_describe(bad, "tw-x", &in, &err), TW_E_AUTH, err);
+    TW_CHECK(!strcmp(err.detail, "invalid_client"));
     tw_provider_free(bad);
   }
 }
@@ -454,11 +462,11 @@ static void errors(struct tw_provider *p) {
 /* The first PUT is answered too late: the http helper's retry finds the
  * VM by its name (412, then GET), and so does a second launch with the
  * same token.  One VM in the end. */
-static void retried_launch(void) {
+static void retried_launch(void **state) {
   struct tw_err err = {0};
   struct tw_provider *p =
       provider("timeout_ms: 400\n", FC_AZ_CLIENT_SECRET, &err);
-  CHECK(p != NULL);
+  TW_CHECK(p != NULL);
   if (!p)
     return;
   struct tw_offer o = offer("eastus", "", "Standard_D2s_v5", TW_MARKET_SPOT);
@@ -466,12 +474,12 @@ static void retried_launch(void) {
   fault("{\"kind\":\"slow\",\"action\":\"CreateOrUpdateVirtualMachine\","
         "\"delay_ms\":1200,\"count\":1}");
   int64_t puts = calls("CreateOrUpdateVirtualMachine");
-  CHECK_RC(launch(p, &o, "tok-retry", "att-r", 0, &a, &err), TW_OK, err);
-  CHECK(calls("CreateOrUpdateVirtualMachine") - puts == 2);
-  CHECK(a.state == TW_INST_RUNNING);
-  CHECK_RC(launch(p, &o, "tok-retry", "att-r", 0, &b, &err), TW_OK, err);
-  CHECK(!strcmp(a.id, b.id));
-  CHECK(fake_vm_count() == 1);
+  TW_CHECK_RC(launch(p, &o, "tok-retry", "att-r", 0, &a, &err), TW_OK, err);
+  TW_CHECK(calls("CreateOrUpdateVirtualMachine") - puts == 2);
+  TW_CHECK(a.state == TW_INST_RUNNING);
+  TW_CHECK_RC(launch(p, &o, "tok-retry", "att-r", 0, &b, &err), TW_OK, err);
+  TW_CHECK(!strcmp(a.id, b.id));
+  TW_CHECK(fake_vm_count() == 1);
   /* The same token from another job: the VM is handed back untouched and
    * the generic layer flags the reuse. */
   struct tw_launch req = {.offer = &o,
@@ -480,22 +488,22 @@ static void retried_launch(void) {
                           .attempt_id = "att-x",
                           .tenant = "acme"};
   tw_err_clear(&err);
-  CHECK_RC(tw_provider_launch(p, &req, &b, &err), TW_E_CONFLICT, err);
+  TW_CHECK_RC(tw_provider_launch(p, &req, &b, &err), TW_E_CONFLICT, err);
   json_t *v = fake_vm(a.id);
-  CHECK(v && !strcmp(json_string_value(json_object_get(
-                         json_object_get(v, "tags"), "tradewind:job")),
-                     "job-1"));
+  TW_CHECK(v && !strcmp(json_string_value(json_object_get(
+                            json_object_get(v, "tags"), "tradewind:job")),
+                        "job-1"));
   json_decref(v);
-  CHECK_RC(tw_provider_terminate(p, a.id, &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_terminate(p, a.id, &err), TW_OK, err);
   advance(3000);
-  CHECK(fake_vm_count() == 0);
+  TW_CHECK(fake_vm_count() == 0);
 
   /* Operation-Location instead of Azure-AsyncOperation. */
   twtest_fake_ctl_ok("POST", "/_fake/azure/config",
                      "{\"lro_header\":\"Operation-Location\"}");
-  CHECK_RC(launch(p, &o, "tok-oploc", "att-o", 0, &a, &err), TW_OK, err);
-  CHECK(a.state == TW_INST_RUNNING);
-  CHECK_RC(tw_provider_terminate(p, a.id, &err), TW_OK, err);
+  TW_CHECK_RC(launch(p, &o, "tok-oploc", "att-o", 0, &a, &err), TW_OK, err);
+  TW_CHECK(a.state == TW_INST_RUNNING);
+  TW_CHECK_RC(tw_provider_terminate(p, a.id, &err), TW_OK, err);
   advance(3000);
   twtest_fake_ctl_ok("POST", "/_fake/azure/config",
                      "{\"lro_header\":\"Azure-AsyncOperation\"}");
@@ -519,41 +527,49 @@ static int run_fake(const char *const *args) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static void tls_flags(void) {
+static void tls_flags(void **state) {
   const char *only_cert[] = {"tradewind-fakecloud", "--tls-cert", cert, NULL};
-  CHECK(run_fake(only_cert) == 2);
+  TW_CHECK(run_fake(only_cert) == 2);
   const char *not_pem[] = {"tradewind-fakecloud", "--tls-cert", cert,
                            "--tls-key",           "/dev/null",  NULL};
-  CHECK(run_fake(not_pem) == 1);
+  TW_CHECK(run_fake(not_pem) == 1);
 }
 
-int main(void) {
+/* A test certificate, the fake serving HTTPS with it and one adapter
+ * over it, for the group. */
+static int setup(void **state) {
   tw_log_set_level(TW_LOG_ERROR);
   curl_global_init(CURL_GLOBAL_DEFAULT);
   struct tw_err err = {0};
   if (!mkdtemp(tmp_dir) ||
       fc_az_make_cert(tmp_dir, 1, cert, sizeof cert, key, sizeof key, &err)) {
     fprintf(stderr, "cannot make a certificate: %s\n", err.msg);
-    return 1;
+    return -1;
   }
-  tls_flags();
   if (!start_fake())
-    return 1;
+    return -1;
   tw_clock_fake_init(&clk, START_MS);
-  struct tw_provider *p = provider(NULL, FC_AZ_CLIENT_SECRET, &err);
-  CHECK(p != NULL);
-  if (p) {
-    offers(p);
-    zonal_offers();
-    launches(p);
-    errors(p);
-    retried_launch();
-    tw_provider_free(p);
-  }
+  *state = provider(NULL, FC_AZ_CLIENT_SECRET, &err);
+  if (!*state)
+    fprintf(stderr, "provider: %s\n", err.msg);
+  return *state ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  tw_provider_free(*state);
   twtest_fake_stop();
   unlink(cert);
   unlink(key);
   rmdir(tmp_dir);
   curl_global_cleanup();
-  return twtest_report();
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(tls_flags),    cmocka_unit_test(offers),
+      cmocka_unit_test(zonal_offers), cmocka_unit_test(launches),
+      cmocka_unit_test(errors),       cmocka_unit_test(retried_launch),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -15,7 +15,6 @@
 #define TW_FAKECLOUD_PATH "tradewind-fakecloud"
 #endif
 
-int twtest_checks, twtest_failures;
 char twtest_fake_url[64];
 
 static pid_t fake_pid;
@@ -113,7 +112,7 @@ json_t *twtest_fake_ctl(const char *method, const char *path,
 void twtest_fake_ctl_ok(const char *method, const char *path,
                         const char *body) {
   json_t *j = twtest_fake_ctl(method, path, body);
-  CHECK(j != NULL);
+  TW_CHECK(j != NULL, "%s %s", method, path);
   json_decref(j);
 }
 
@@ -137,9 +136,4 @@ long twtest_fake_calls(const char *state_path, const char *action) {
       json_object_get(json_object_get(s, "calls"), action));
   json_decref(s);
   return n;
-}
-
-int twtest_report(void) {
-  printf("%d checks, %d failed\n", twtest_checks, twtest_failures);
-  return twtest_failures ? 1 : 0;
 }

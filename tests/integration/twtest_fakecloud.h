@@ -1,19 +1,18 @@
 /* twtest_fakecloud.h - tradewind-fakecloud as a subprocess, its control
- * API (/_fake/...) and the CHECK counters of the adapter integration tests.
+ * API (/_fake/...) for the adapter integration tests (checks: tests/twtest.h).
  *
  * One fake per test process: twtest_fake_start() forks the binary with
  * `--listen 127.0.0.1:0 --seed 7 --clock-speed 0` plus the caller's
  * arguments, reads the address from its first stdout line (`listening
  * URL`) into twtest_fake_url, and the child dies with the test
- * (PR_SET_PDEATHSIG: start it from the main thread).  The control calls
- * count as checks: a failed one bumps twtest_failures.
+ * (PR_SET_PDEATHSIG: start it from the main thread).  twtest_fake_ctl_ok
+ * is a check: it fails the running cmocka test.
  *
  *   if (!twtest_fake_start((const char *[]){"--pending-ms", "5000", NULL}))
  *     return 1;
  *   twtest_fake_advance(1000);                 // the fake's clock, no sleep
  *   long n = twtest_fake_calls("/_fake/ec2/state", "RunInstances");
- *   twtest_fake_stop();
- *   return twtest_report();                    // prints, 1 on any failure */
+ *   twtest_fake_stop(); */
 #ifndef TW_TESTS_INTEGRATION_TWTEST_FAKECLOUD_H
 #define TW_TESTS_INTEGRATION_TWTEST_FAKECLOUD_H
 
@@ -23,29 +22,7 @@
 #include <stdio.h>
 
 #include "broker/base/err.h"
-
-/* Every CHECK so far, and those that failed. */
-extern int twtest_checks, twtest_failures;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    twtest_checks++;                                                           \
-    if (!(cond)) {                                                             \
-      twtest_failures++;                                                       \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
-#define CHECK_RC(expr, want, err)                                              \
-  do {                                                                         \
-    enum tw_rc rc_ = (expr);                                                   \
-    twtest_checks++;                                                           \
-    if (rc_ != (want)) {                                                       \
-      twtest_failures++;                                                       \
-      fprintf(stderr, "%s:%d: %s: rc %s, want %s (%s: %s)\n", __FILE__,        \
-              __LINE__, #expr, tw_rc_str(rc_), tw_rc_str(want), (err).detail,  \
-              (err).msg);                                                      \
-    }                                                                          \
-  } while (0)
+#include "tests/twtest.h"
 
 /* The running fake's base URL ("http://127.0.0.1:PORT" or https). */
 extern char twtest_fake_url[64];
@@ -66,7 +43,7 @@ void twtest_fake_set_cainfo(const char *path);
  * NULL; a transport error or an HTTP status >= 300 is logged on stderr. */
 json_t *twtest_fake_ctl(const char *method, const char *path, const char *body);
 
-/* twtest_fake_ctl that must answer JSON (a CHECK), the answer dropped. */
+/* twtest_fake_ctl that must answer JSON (a TW_CHECK), the answer dropped. */
 void twtest_fake_ctl_ok(const char *method, const char *path, const char *body);
 
 /* Moves the fake's clock forward by ms. */
@@ -79,8 +56,5 @@ void twtest_fake_clear_faults(void);
 /* calls.<action> of the state document at state_path
  * (e.g. "/_fake/ec2/state"): how many calls that action received. */
 long twtest_fake_calls(const char *state_path, const char *action);
-
-/* Prints "N checks, M failed" and returns the exit code: 1 on failures. */
-int twtest_report(void);
 
 #endif

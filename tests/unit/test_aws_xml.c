@@ -12,39 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/twtest.h"
 #include "broker/base/mem.h"
 #include "providers/aws/ec2_xml.h"
 #include "providers/provider.h"
-
-static int failures;
-static int checks;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
-#define CHECK_STR(a, b)                                                        \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (strcmp((a), (b))) {                                                    \
-      failures++;                                                              \
-      fprintf(stderr, "%s:%d: \"%s\" != \"%s\" (%s)\n", __FILE__, __LINE__,    \
-              (a), (b), #a);                                                   \
-    }                                                                          \
-  } while (0)
-#define CHECK_RC(rc, want, err)                                                \
-  do {                                                                         \
-    checks++;                                                                  \
-    if ((rc) != (want)) {                                                      \
-      failures++;                                                              \
-      fprintf(stderr, "%s:%d: rc %s, want %s: %s\n", __FILE__, __LINE__,       \
-              tw_rc_str(rc), tw_rc_str(want), (err).msg);                      \
-    }                                                                          \
-  } while (0)
 
 static char data_dir[1024];
 
@@ -53,8 +24,7 @@ static char *slurp(const char *rel, size_t *len) {
   snprintf(path, sizeof path, "%s/%s", data_dir, rel);
   FILE *f = fopen(path, "rb");
   if (!f) {
-    fprintf(stderr, "missing fixture %s\n", path);
-    failures++;
+    TW_FAIL("missing fixture %s", path);
     *len = 0;
     return NULL;
   }
@@ -82,7 +52,7 @@ static const struct tw_instance *find_inst(const struct tw_instance_list *l,
   return NULL;
 }
 
-static void run_instances_on_demand_and_spot(void) {
+static void run_instances_on_demand_and_spot(void **state) {
   size_t len;
   char *x = slurp(EC2 "run_instances.xml", &len);
   struct tw_instance_list l;
@@ -90,88 +60,88 @@ static void run_instances_on_demand_and_spot(void) {
   char *next = (char *)"unset";
   tw_instance_list_init(&l);
   enum tw_rc rc = tw_ec2_parse_instances(x, len, &l, &next, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK(l.n == 1);
-  CHECK(next == NULL);
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK(l.n == 1);
+  TW_CHECK(next == NULL);
   if (l.n == 1) {
     const struct tw_instance *i = &l.items[0];
-    CHECK_STR(i->id, "i-2ba64342");
-    CHECK_STR(i->instance_type, "m1.small");
-    CHECK_STR(i->zone, "us-east-1b");
-    CHECK(i->state == TW_INST_PENDING);
-    CHECK_STR(i->provider_state, "pending");
-    CHECK(i->market == TW_MARKET_ON_DEMAND);
+    TW_CHECK_STR(i->id, "i-2ba64342");
+    TW_CHECK_STR(i->instance_type, "m1.small");
+    TW_CHECK_STR(i->zone, "us-east-1b");
+    TW_CHECK(i->state == TW_INST_PENDING);
+    TW_CHECK_STR(i->provider_state, "pending");
+    TW_CHECK(i->market == TW_MARKET_ON_DEMAND);
     /* 2007-08-07T11:51:50.000Z */
-    CHECK(i->launched_ms == 1186487510000LL);
-    CHECK_STR(i->region, ""); /* the adapter fills it */
+    TW_CHECK(i->launched_ms == 1186487510000LL);
+    TW_CHECK_STR(i->region, ""); /* the adapter fills it */
   }
   free(x);
   tw_instance_list_release(&l);
 
   x = slurp(EC2 "run_instances_spot.xml", &len);
   rc = tw_ec2_parse_instances(x, len, &l, NULL, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK(l.n == 1 && !strcmp(l.items[0].id, "i-2ba64344") &&
-        l.items[0].market == TW_MARKET_SPOT);
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK(l.n == 1 && !strcmp(l.items[0].id, "i-2ba64344") &&
+           l.items[0].market == TW_MARKET_SPOT);
   free(x);
   tw_instance_list_release(&l);
 
   /* Idempotent run: the client token comes back. */
   x = slurp(EC2 "run_instances_idem.xml", &len);
   rc = tw_ec2_parse_instances(x, len, &l, NULL, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK(l.n == 1);
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK(l.n == 1);
   if (l.n == 1)
-    CHECK(*l.items[0].client_token != '\0');
+    TW_CHECK(*l.items[0].client_token != '\0');
   free(x);
   tw_instance_list_release(&l);
 }
 
-static void describe_instances_fields(void) {
+static void describe_instances_fields(void **state) {
   size_t len;
   char *x = slurp(EC2 "describe_instances.xml", &len);
   struct tw_instance_list l;
   struct tw_err err = {0};
   tw_instance_list_init(&l);
   enum tw_rc rc = tw_ec2_parse_instances(x, len, &l, NULL, &err);
-  CHECK_RC(rc, TW_OK, err);
+  TW_CHECK_RC(rc, TW_OK, err);
   /* Two reservations of one instance each; the nested groupSet, tagSet
    * and networkInterfaceSet items are not instances. */
-  CHECK(l.n == 2);
+  TW_CHECK(l.n == 2);
   const struct tw_instance *a = find_inst(&l, "i-4382922a");
   const struct tw_instance *b = find_inst(&l, "i-8474834a");
-  CHECK(a && b);
+  TW_CHECK(a && b);
   if (a && b) {
-    CHECK(a->state == TW_INST_STOPPED);
-    CHECK_STR(a->instance_type, "m1.small");
-    CHECK_STR(a->zone, "us-east-1d");
-    CHECK_STR(a->client_token, "ifmxj1365530456668");
-    CHECK_STR(a->state_reason, "Client.UserInitiatedShutdown");
-    CHECK_STR(a->public_ip, "1.2.3.4");
-    CHECK_STR(a->private_ip, "10.211.11.211");
-    CHECK(a->arch == TW_ARCH_X86_64);
-    CHECK_STR(b->instance_type, "t1.micro");
-    CHECK_STR(b->private_ip, "172.16.9.139");
-    CHECK_STR(b->client_token, "");
+    TW_CHECK(a->state == TW_INST_STOPPED);
+    TW_CHECK_STR(a->instance_type, "m1.small");
+    TW_CHECK_STR(a->zone, "us-east-1d");
+    TW_CHECK_STR(a->client_token, "ifmxj1365530456668");
+    TW_CHECK_STR(a->state_reason, "Client.UserInitiatedShutdown");
+    TW_CHECK_STR(a->public_ip, "1.2.3.4");
+    TW_CHECK_STR(a->private_ip, "10.211.11.211");
+    TW_CHECK(a->arch == TW_ARCH_X86_64);
+    TW_CHECK_STR(b->instance_type, "t1.micro");
+    TW_CHECK_STR(b->private_ip, "172.16.9.139");
+    TW_CHECK_STR(b->client_token, "");
     /* Tagged Name and Group, none of Tradewind's. */
-    CHECK_STR(b->job_id, "");
-    CHECK_STR(b->tenant, "");
+    TW_CHECK_STR(b->job_id, "");
+    TW_CHECK_STR(b->tenant, "");
   }
   free(x);
   tw_instance_list_release(&l);
 
   x = slurp(JCA "describe_instances_latest.xml", &len);
   rc = tw_ec2_parse_instances(x, len, &l, NULL, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK(l.n == 2);
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK(l.n == 2);
   a = find_inst(&l, "i-911444f0");
   b = find_inst(&l, "i-931444f2");
-  CHECK(a && b);
+  TW_CHECK(a && b);
   if (a && b) {
-    CHECK(a->state == TW_INST_RUNNING && b->state == TW_INST_RUNNING);
-    CHECK_STR(a->zone, "us-east-1c");
-    CHECK_STR(a->public_ip, "174.129.173.155");
-    CHECK(a->launched_ms == 1313502050000LL); /* 2011-08-16T13:40:50Z */
+    TW_CHECK(a->state == TW_INST_RUNNING && b->state == TW_INST_RUNNING);
+    TW_CHECK_STR(a->zone, "us-east-1c");
+    TW_CHECK_STR(a->public_ip, "174.129.173.155");
+    TW_CHECK(a->launched_ms == 1313502050000LL); /* 2011-08-16T13:40:50Z */
   }
   free(x);
   tw_instance_list_release(&l);
@@ -179,15 +149,15 @@ static void describe_instances_fields(void) {
   /* A reservation with an empty instancesSet. */
   x = slurp(JC "describe_instances_empty.xml", &len);
   rc = tw_ec2_parse_instances(x, len, &l, NULL, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK(l.n == 0);
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK(l.n == 0);
   free(x);
   tw_instance_list_release(&l);
 }
 
 /* Tradewind's tags and NextToken, on a real response with the tag set
  * and the token spliced in (EC2 writes both exactly so). */
-static void tags_and_next_token(void) {
+static void tags_and_next_token(void **state) {
   size_t len;
   char *x = slurp(JCA "describe_instances_latest.xml", &len);
   if (!x)
@@ -198,7 +168,7 @@ static void tags_and_next_token(void) {
                      "<value>physics</value></item>";
   char *at = strstr(x, "<tagSet>");
   char *end = strstr(x, "</DescribeInstancesResponse>");
-  CHECK(at && end);
+  TW_CHECK(at && end);
   if (!at || !end) {
     free(x);
     return;
@@ -217,34 +187,34 @@ static void tags_and_next_token(void) {
   char *next = NULL;
   tw_instance_list_init(&l);
   enum tw_rc rc = tw_ec2_parse_instances(b.data, b.len, &l, &next, &err);
-  CHECK_RC(rc, TW_OK, err);
+  TW_CHECK_RC(rc, TW_OK, err);
   const struct tw_instance *a = find_inst(&l, "i-911444f0");
-  CHECK(a != NULL);
+  TW_CHECK(a != NULL);
   if (a) {
-    CHECK_STR(a->job_id, "job-42");
-    CHECK_STR(a->attempt_id, "att-7");
-    CHECK_STR(a->tenant, "physics");
+    TW_CHECK_STR(a->job_id, "job-42");
+    TW_CHECK_STR(a->attempt_id, "att-7");
+    TW_CHECK_STR(a->tenant, "physics");
   }
-  CHECK(next && !strcmp(next, "AAEAAQ==/page2"));
+  TW_CHECK(next && !strcmp(next, "AAEAAQ==/page2"));
   free(next);
   tw_instance_list_release(&l);
   tw_buf_release(&b);
   free(x);
 }
 
-static void state_changes(void) {
+static void state_changes(void **state) {
   size_t len;
   struct tw_ec2_state_change_list l;
   struct tw_err err = {0};
   tw_ec2_state_change_list_init(&l);
   char *x = slurp(EC2 "terminate_instances.xml", &len);
   enum tw_rc rc = tw_ec2_parse_state_changes(x, len, &l, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK(l.n == 1);
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK(l.n == 1);
   if (l.n == 1) {
-    CHECK_STR(l.items[0].id, "i-4382922a");
-    CHECK(l.items[0].current == TW_INST_SHUTTING_DOWN);
-    CHECK(l.items[0].previous == TW_INST_RUNNING);
+    TW_CHECK_STR(l.items[0].id, "i-4382922a");
+    TW_CHECK(l.items[0].current == TW_INST_SHUTTING_DOWN);
+    TW_CHECK(l.items[0].previous == TW_INST_RUNNING);
   }
   free(x);
   tw_ec2_state_change_list_release(&l);
@@ -255,50 +225,50 @@ static void state_changes(void) {
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
     x = slurp(files[i], &len);
     rc = tw_ec2_parse_state_changes(x, len, &l, &err);
-    CHECK_RC(rc, TW_OK, err);
-    CHECK(l.n >= 1);
+    TW_CHECK_RC(rc, TW_OK, err);
+    TW_CHECK(l.n >= 1);
     for (size_t j = 0; j < l.n; j++) {
-      CHECK(!strncmp(l.items[j].id, "i-", 2));
-      CHECK(l.items[j].current != TW_INST_UNKNOWN);
-      CHECK(l.items[j].previous != TW_INST_UNKNOWN);
+      TW_CHECK(!strncmp(l.items[j].id, "i-", 2));
+      TW_CHECK(l.items[j].current != TW_INST_UNKNOWN);
+      TW_CHECK(l.items[j].previous != TW_INST_UNKNOWN);
     }
     free(x);
     tw_ec2_state_change_list_release(&l);
   }
 }
 
-static void zones(void) {
+static void zones(void **state) {
   size_t len;
   struct tw_ec2_zone_list l;
   struct tw_err err = {0};
   tw_ec2_zone_list_init(&l);
   char *x = slurp(EC2 "describe_availability_zones.xml", &len);
   enum tw_rc rc = tw_ec2_parse_zones(x, len, &l, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK(l.n == 2);
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK(l.n == 2);
   if (l.n == 2) {
-    CHECK_STR(l.items[0].name, "eu-west-1a");
-    CHECK_STR(l.items[1].name, "eu-west-1b");
-    CHECK_STR(l.items[0].region, "eu-west-1");
-    CHECK_STR(l.items[0].state, "available");
-    CHECK_STR(l.items[0].zone_id, "");
+    TW_CHECK_STR(l.items[0].name, "eu-west-1a");
+    TW_CHECK_STR(l.items[1].name, "eu-west-1b");
+    TW_CHECK_STR(l.items[0].region, "eu-west-1");
+    TW_CHECK_STR(l.items[0].state, "available");
+    TW_CHECK_STR(l.items[0].zone_id, "");
   }
   free(x);
   tw_ec2_zone_list_release(&l);
 
   x = slurp(JC "availabilityZones-us-east-1.xml", &len);
   rc = tw_ec2_parse_zones(x, len, &l, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK(l.n == 5);
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK(l.n == 5);
   for (size_t i = 0; i < l.n; i++) {
-    CHECK_STR(l.items[i].region, "us-east-1");
-    CHECK(l.items[i].name[9] == (char)('a' + i));
+    TW_CHECK_STR(l.items[i].region, "us-east-1");
+    TW_CHECK(l.items[i].name[9] == (char)('a' + i));
   }
   free(x);
   tw_ec2_zone_list_release(&l);
 }
 
-static void spot_prices(void) {
+static void spot_prices(void **state) {
   size_t len;
   struct tw_ec2_spot_price_list l;
   struct tw_err err = {0};
@@ -306,44 +276,44 @@ static void spot_prices(void) {
   tw_ec2_spot_price_list_init(&l);
   char *x = slurp(JCA "describe_spot_price_history.xml", &len);
   enum tw_rc rc = tw_ec2_parse_spot_prices(x, len, &l, &next, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK(l.n == 3);
-  CHECK(next == NULL);
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK(l.n == 3);
+  TW_CHECK(next == NULL);
   if (l.n == 3) {
-    CHECK_STR(l.items[0].instance_type, "t1.micro");
-    CHECK_STR(l.items[0].product, "SUSE Linux");
-    CHECK(l.items[0].price_uusd_per_hour == 13000);
-    CHECK_STR(l.items[0].zone, "us-west-1a");
-    CHECK(l.items[0].timestamp_ms == 1299500239000LL);
-    CHECK_STR(l.items[1].instance_type, "m1.large");
-    CHECK(l.items[1].price_uusd_per_hour == 119000);
-    CHECK_STR(l.items[2].product, "Windows");
+    TW_CHECK_STR(l.items[0].instance_type, "t1.micro");
+    TW_CHECK_STR(l.items[0].product, "SUSE Linux");
+    TW_CHECK(l.items[0].price_uusd_per_hour == 13000);
+    TW_CHECK_STR(l.items[0].zone, "us-west-1a");
+    TW_CHECK(l.items[0].timestamp_ms == 1299500239000LL);
+    TW_CHECK_STR(l.items[1].instance_type, "m1.large");
+    TW_CHECK(l.items[1].price_uusd_per_hour == 119000);
+    TW_CHECK_STR(l.items[2].product, "Windows");
   }
   free(x);
   tw_ec2_spot_price_list_release(&l);
 }
 
-static void instance_types_eucalyptus(void) {
+static void instance_types_eucalyptus(void **state) {
   size_t len;
   struct tw_ec2_instance_type_list l;
   struct tw_err err = {0};
   tw_ec2_instance_type_list_init(&l);
   char *x = slurp(EC2 "describe_instance_types.xml", &len);
   enum tw_rc rc = tw_ec2_parse_instance_types(x, len, &l, NULL, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK(l.n == 18);
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK(l.n == 18);
   if (l.n == 18) {
-    CHECK_STR(l.items[0].name, "m1.small");
-    CHECK(l.items[0].vcpus == 1 && l.items[0].memory_mib == 256);
-    CHECK_STR(l.items[17].name, "hs1.8xlarge");
-    CHECK(l.items[17].vcpus == 16 && l.items[17].memory_mib == 119808);
-    CHECK(!l.items[17].spot && l.items[17].on_demand);
+    TW_CHECK_STR(l.items[0].name, "m1.small");
+    TW_CHECK(l.items[0].vcpus == 1 && l.items[0].memory_mib == 256);
+    TW_CHECK_STR(l.items[17].name, "hs1.8xlarge");
+    TW_CHECK(l.items[17].vcpus == 16 && l.items[17].memory_mib == 119808);
+    TW_CHECK(!l.items[17].spot && l.items[17].on_demand);
   }
   free(x);
   tw_ec2_instance_type_list_release(&l);
 }
 
-static void errors(void) {
+static void errors(void **state) {
   struct {
     const char *file;
     const char *code;
@@ -362,23 +332,23 @@ static void errors(void) {
     size_t len;
     char *x = slurp(cases[i].file, &len);
     struct tw_ec2_error e;
-    CHECK(tw_ec2_parse_error(x, len, &e));
-    CHECK_STR(e.code, cases[i].code);
-    CHECK_STR(e.request_id, cases[i].request_id);
-    CHECK(*e.message && e.message[0] != ' ' && e.message[0] != '\n');
+    TW_CHECK(tw_ec2_parse_error(x, len, &e));
+    TW_CHECK_STR(e.code, cases[i].code);
+    TW_CHECK_STR(e.request_id, cases[i].request_id);
+    TW_CHECK(*e.message && e.message[0] != ' ' && e.message[0] != '\n');
     struct tw_err err = {0};
     enum tw_rc rc =
         tw_ec2_response_error("RunInstances", cases[i].status, x, len, &err);
-    CHECK(rc == cases[i].rc && err.rc == cases[i].rc);
-    CHECK_STR(err.detail, cases[i].code);
-    CHECK(strstr(err.msg, cases[i].code) != NULL);
+    TW_CHECK(rc == cases[i].rc && err.rc == cases[i].rc);
+    TW_CHECK_STR(err.detail, cases[i].code);
+    TW_CHECK(strstr(err.msg, cases[i].code) != NULL);
     /* An error envelope handed to a success parser is mapped the same. */
     struct tw_instance_list l;
     tw_instance_list_init(&l);
     struct tw_err err2 = {0};
     rc = tw_ec2_parse_instances(x, len, &l, NULL, &err2);
-    CHECK(rc == tw_ec2_error_class(cases[i].code, 0));
-    CHECK_STR(err2.detail, cases[i].code);
+    TW_CHECK(rc == tw_ec2_error_class(cases[i].code, 0));
+    TW_CHECK_STR(err2.detail, cases[i].code);
     tw_instance_list_release(&l);
     free(x);
   }
@@ -386,7 +356,7 @@ static void errors(void) {
   size_t len;
   char *x = slurp(EC2 "run_instances.xml", &len);
   struct tw_ec2_error e;
-  CHECK(!tw_ec2_parse_error(x, len, &e));
+  TW_CHECK(!tw_ec2_parse_error(x, len, &e));
   free(x);
 }
 
@@ -397,7 +367,7 @@ static void every_fixture(const char *dir_rel, int *files) {
   char dir[2048];
   snprintf(dir, sizeof dir, "%s/%s", data_dir, dir_rel);
   DIR *d = opendir(dir);
-  CHECK(d != NULL);
+  TW_CHECK(d != NULL);
   if (!d)
     return;
   struct dirent *de;
@@ -438,34 +408,34 @@ static void every_fixture(const char *dir_rel, int *files) {
     if (want_inst != (rc == TW_OK))
       fprintf(stderr, "%s: instances parser rc %s: %s\n", rel, tw_rc_str(rc),
               err.msg);
-    CHECK(want_inst == (rc == TW_OK));
+    TW_CHECK(want_inst == (rc == TW_OK));
     free(next);
     next = NULL;
     if (rc == TW_OK)
       for (size_t i = 0; i < il.n; i++) {
-        CHECK(!strncmp(il.items[i].id, "i-", 2));
-        CHECK(il.items[i].state != TW_INST_UNKNOWN);
-        CHECK(*il.items[i].instance_type);
+        TW_CHECK(!strncmp(il.items[i].id, "i-", 2));
+        TW_CHECK(il.items[i].state != TW_INST_UNKNOWN);
+        TW_CHECK(*il.items[i].instance_type);
       }
     memset(&err, 0, sizeof err);
     rc = tw_ec2_parse_state_changes(x, len, &sl, &err);
-    CHECK(want_state == (rc == TW_OK));
+    TW_CHECK(want_state == (rc == TW_OK));
     memset(&err, 0, sizeof err);
     rc = tw_ec2_parse_spot_prices(x, len, &pl, &next, &err);
-    CHECK(want_spot == (rc == TW_OK));
+    TW_CHECK(want_spot == (rc == TW_OK));
     free(next);
     next = NULL;
     memset(&err, 0, sizeof err);
     rc = tw_ec2_parse_instance_types(x, len, &tl, &next, &err);
-    CHECK(want_types == (rc == TW_OK));
+    TW_CHECK(want_types == (rc == TW_OK));
     free(next);
     memset(&err, 0, sizeof err);
     rc = tw_ec2_parse_zones(x, len, &zl, &err);
-    CHECK(want_zones == (rc == TW_OK));
+    TW_CHECK(want_zones == (rc == TW_OK));
     if (rc == TW_OK)
-      CHECK(zl.n >= 1);
+      TW_CHECK(zl.n >= 1);
     struct tw_ec2_error e;
-    CHECK(tw_ec2_parse_error(x, len, &e) == is_err);
+    TW_CHECK(tw_ec2_parse_error(x, len, &e) == is_err);
     tw_instance_list_release(&il);
     tw_ec2_state_change_list_release(&sl);
     tw_ec2_spot_price_list_release(&pl);
@@ -513,8 +483,7 @@ static json_t *load_json(const char *rel) {
   json_error_t je;
   json_t *j = json_load_file(path, 0, &je);
   if (!j) {
-    fprintf(stderr, "%s: %s\n", path, je.text);
-    failures++;
+    TW_FAIL("%s: %s", path, je.text);
   }
   return j;
 }
@@ -537,7 +506,7 @@ static void xml_doc(const char *root, const char *set, json_t *list,
   tw_buf_printf(b, "</%s>", root);
 }
 
-static void sdk_instance_types(void) {
+static void sdk_instance_types(void **state) {
   const char *files[] = {"25_instances.json", "c4_2xlarge.json",
                          "g2_2xlarge.json",   "g2_2xlarge_group.json",
                          "m4_xlarge.json",    "pv_instances.json",
@@ -559,18 +528,20 @@ static void sdk_instance_types(void) {
     struct tw_err err = {0};
     tw_ec2_instance_type_list_init(&l);
     enum tw_rc rc = tw_ec2_parse_instance_types(b.data, b.len, &l, NULL, &err);
-    CHECK_RC(rc, TW_OK, err);
-    CHECK(l.n == json_array_size(types));
+    TW_CHECK_RC(rc, TW_OK, err);
+    TW_CHECK(l.n == json_array_size(types));
     for (size_t i = 0; i < l.n && i < json_array_size(types); i++) {
       json_t *t = json_array_get(types, i);
       const struct tw_ec2_instance_type *p = &l.items[i];
       total++;
-      CHECK_STR(p->name, json_string_value(json_object_get(t, "InstanceType")));
-      CHECK(p->vcpus == json_integer_value(json_object_get(
-                            json_object_get(t, "VCpuInfo"), "DefaultVCpus")));
-      CHECK(p->memory_mib ==
-            json_integer_value(json_object_get(json_object_get(t, "MemoryInfo"),
-                                               "SizeInMiB")));
+      TW_CHECK_STR(p->name,
+                   json_string_value(json_object_get(t, "InstanceType")));
+      TW_CHECK(p->vcpus ==
+               json_integer_value(json_object_get(
+                   json_object_get(t, "VCpuInfo"), "DefaultVCpus")));
+      TW_CHECK(p->memory_mib ==
+               json_integer_value(json_object_get(
+                   json_object_get(t, "MemoryInfo"), "SizeInMiB")));
       json_t *archs = json_object_get(json_object_get(t, "ProcessorInfo"),
                                       "SupportedArchitectures");
       bool x86 = false, arm = false;
@@ -580,9 +551,9 @@ static void sdk_instance_types(void) {
         x86 |= !strcmp(json_string_value(a), "x86_64");
         arm |= !strcmp(json_string_value(a), "arm64");
       }
-      CHECK(p->arch == (x86   ? TW_ARCH_X86_64
-                        : arm ? TW_ARCH_ARM64
-                              : TW_ARCH_ANY));
+      TW_CHECK(p->arch == (x86   ? TW_ARCH_X86_64
+                           : arm ? TW_ARCH_ARM64
+                                 : TW_ARCH_ANY));
       json_t *gpus = json_object_get(json_object_get(t, "GpuInfo"), "Gpus");
       json_t *g = json_array_get(gpus, 0);
       json_t *inf = json_array_get(
@@ -590,46 +561,46 @@ static void sdk_instance_types(void) {
                           "Accelerators"),
           0);
       if (g) {
-        CHECK(p->accel_count ==
-              json_integer_value(json_object_get(g, "Count")));
-        CHECK(p->accel_memory_mib ==
-              json_integer_value(json_object_get(
-                  json_object_get(g, "MemoryInfo"), "SizeInMiB")));
-        CHECK(*p->accel_name);
+        TW_CHECK(p->accel_count ==
+                 json_integer_value(json_object_get(g, "Count")));
+        TW_CHECK(p->accel_memory_mib ==
+                 json_integer_value(json_object_get(
+                     json_object_get(g, "MemoryInfo"), "SizeInMiB")));
+        TW_CHECK(*p->accel_name);
       } else if (inf) { /* inf1: AWS Inferentia, no memory given */
-        CHECK_STR(p->accel_name,
-                  json_string_value(json_object_get(inf, "Name")));
-        CHECK(p->accel_count ==
-              json_integer_value(json_object_get(inf, "Count")));
+        TW_CHECK_STR(p->accel_name,
+                     json_string_value(json_object_get(inf, "Name")));
+        TW_CHECK(p->accel_count ==
+                 json_integer_value(json_object_get(inf, "Count")));
       } else {
-        CHECK(p->accel_count == 0 && !*p->accel_name);
+        TW_CHECK(p->accel_count == 0 && !*p->accel_name);
       }
       bool spot = false;
       json_t *uc = json_object_get(t, "SupportedUsageClasses");
       json_array_foreach(uc, k, a) spot |=
           !strcmp(json_string_value(a), "spot");
-      CHECK(p->spot == spot);
+      TW_CHECK(p->spot == spot);
     }
     /* A spot check on known values. */
     for (size_t i = 0; i < l.n; i++) {
       if (!strcmp(l.items[i].name, "p3.16xlarge")) {
-        CHECK_STR(l.items[i].accel_name, "V100"); /* 16 GiB V100s */
-        CHECK(l.items[i].accel_count == 8 && l.items[i].vcpus == 64);
-        CHECK(l.items[i].memory_mib == 499712);
+        TW_CHECK_STR(l.items[i].accel_name, "V100"); /* 16 GiB V100s */
+        TW_CHECK(l.items[i].accel_count == 8 && l.items[i].vcpus == 64);
+        TW_CHECK(l.items[i].memory_mib == 499712);
       }
       if (!strcmp(l.items[i].name, "a1.large"))
-        CHECK(l.items[i].arch == TW_ARCH_ARM64);
+        TW_CHECK(l.items[i].arch == TW_ARCH_ARM64);
       if (!strcmp(l.items[i].name, "c1.medium")) /* i386 and x86_64 */
-        CHECK(l.items[i].arch == TW_ARCH_X86_64);
+        TW_CHECK(l.items[i].arch == TW_ARCH_X86_64);
     }
     tw_ec2_instance_type_list_release(&l);
     json_decref(j);
   }
-  CHECK(total == 58);
+  TW_CHECK(total == 58);
   tw_buf_release(&b);
 }
 
-static void sdk_zones(void) {
+static void sdk_zones(void **state) {
   json_t *j = load_json(SEL "DescribeAvailabilityZones/us-east-2.json");
   if (!j)
     return;
@@ -644,18 +615,18 @@ static void sdk_zones(void) {
   enum tw_rc rc = tw_ec2_parse_zones(b.data, b.len, &l, &err);
   /* The SDK's members are ZoneName/State, EC2's XML says zoneName and
    * zoneState: check name, id and region, which match. */
-  CHECK_RC(rc, TW_OK, err);
-  CHECK(l.n == 3);
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK(l.n == 3);
   for (size_t i = 0; i < l.n; i++) {
     json_t *z = json_array_get(zs, i);
-    CHECK_STR(l.items[i].name,
-              json_string_value(json_object_get(z, "ZoneName")));
-    CHECK_STR(l.items[i].zone_id,
-              json_string_value(json_object_get(z, "ZoneId")));
-    CHECK_STR(l.items[i].region, "us-east-2");
+    TW_CHECK_STR(l.items[i].name,
+                 json_string_value(json_object_get(z, "ZoneName")));
+    TW_CHECK_STR(l.items[i].zone_id,
+                 json_string_value(json_object_get(z, "ZoneId")));
+    TW_CHECK_STR(l.items[i].region, "us-east-2");
   }
   if (l.n == 3)
-    CHECK_STR(l.items[1].zone_id, "use2-az2");
+    TW_CHECK_STR(l.items[1].zone_id, "use2-az2");
   tw_ec2_zone_list_release(&l);
   tw_buf_release(&b);
   json_decref(j);
@@ -664,13 +635,13 @@ static void sdk_zones(void) {
 /* 250 real m5.large prices, served in pages of 100 with NextToken, as
  * DescribeSpotPriceHistory pages them: every price arrives exactly once
  * and converts exactly. */
-static void sdk_spot_prices_paged(void) {
+static void sdk_spot_prices_paged(void **state) {
   json_t *j = load_json(SEL "DescribeSpotPriceHistory/m5_large.json");
   if (!j)
     return;
   json_t *ps = json_object_get(j, "SpotPriceHistory");
   size_t n = json_array_size(ps);
-  CHECK(n == 250);
+  TW_CHECK(n == 250);
   struct tw_buf b;
   tw_buf_init(&b);
   struct tw_ec2_spot_price_list l;
@@ -686,41 +657,41 @@ static void sdk_spot_prices_paged(void) {
     struct tw_err err = {0};
     free(next);
     enum tw_rc rc = tw_ec2_parse_spot_prices(b.data, b.len, &l, &next, &err);
-    CHECK_RC(rc, TW_OK, err);
+    TW_CHECK_RC(rc, TW_OK, err);
     if (rc)
       break;
     pages++;
     if (next)
-      CHECK_STR(next, tok);
+      TW_CHECK_STR(next, tok);
     from += 100;
   } while (next && pages < 10);
-  CHECK(pages == 3);
-  CHECK(l.n == n);
+  TW_CHECK(pages == 3);
+  TW_CHECK(l.n == n);
   int64_t sum = 0, want = 0;
   for (size_t i = 0; i < l.n && i < n; i++) {
     json_t *p = json_array_get(ps, i);
-    CHECK_STR(l.items[i].zone,
-              json_string_value(json_object_get(p, "AvailabilityZone")));
-    CHECK_STR(l.items[i].instance_type, "m5.large");
+    TW_CHECK_STR(l.items[i].zone,
+                 json_string_value(json_object_get(p, "AvailabilityZone")));
+    TW_CHECK_STR(l.items[i].instance_type, "m5.large");
     int64_t v;
     struct tw_err err = {0};
-    CHECK(tw_provider_usd_to_uusd(
-              json_string_value(json_object_get(p, "SpotPrice")), &v, &err) ==
-          TW_OK);
+    TW_CHECK(tw_provider_usd_to_uusd(
+                 json_string_value(json_object_get(p, "SpotPrice")), &v,
+                 &err) == TW_OK);
     want += v;
     sum += l.items[i].price_uusd_per_hour;
-    CHECK(l.items[i].timestamp_ms > 1609459200000LL); /* after 2021-01-01 */
+    TW_CHECK(l.items[i].timestamp_ms > 1609459200000LL); /* after 2021-01-01 */
   }
-  CHECK(sum == want && sum > 0);
+  TW_CHECK(sum == want && sum > 0);
   if (l.n)
-    CHECK(l.items[0].price_uusd_per_hour == 43700); /* "0.043700" */
+    TW_CHECK(l.items[0].price_uusd_per_hour == 43700); /* "0.043700" */
   tw_ec2_spot_price_list_release(&l);
   tw_buf_release(&b);
   json_decref(j);
 }
 
 /* Hostile and broken input: refused cleanly, never crashes. */
-static void hostile_input(void) {
+static void hostile_input(void **state) {
   struct {
     const char *xml;
     enum tw_rc rc;
@@ -759,15 +730,15 @@ static void hostile_input(void) {
                                            &l, NULL, &err);
     if (rc != cases[i].rc)
       fprintf(stderr, "hostile case %zu: %s (%s)\n", i, tw_rc_str(rc), err.msg);
-    CHECK(rc == cases[i].rc);
+    TW_CHECK(rc == cases[i].rc);
     if (rc == TW_OK) {
-      CHECK(l.n == 1);
+      TW_CHECK(l.n == 1);
       if (l.n == 1) {
-        CHECK_STR(l.items[0].id, "i-1");
-        CHECK(l.items[0].state == TW_INST_RUNNING);
+        TW_CHECK_STR(l.items[0].id, "i-1");
+        TW_CHECK(l.items[0].state == TW_INST_RUNNING);
       }
     } else {
-      CHECK(l.n == 0);
+      TW_CHECK(l.n == 0);
     }
     tw_instance_list_release(&l);
   }
@@ -775,63 +746,61 @@ static void hostile_input(void) {
   struct tw_err err = {0};
   struct tw_instance_list l;
   tw_instance_list_init(&l);
-  CHECK(tw_ec2_parse_instances("<x/>", TW_EC2_XML_MAX_BYTES + 1, &l, NULL,
-                               &err) == TW_E_TOOBIG);
+  TW_CHECK(tw_ec2_parse_instances("<x/>", TW_EC2_XML_MAX_BYTES + 1, &l, NULL,
+                                  &err) == TW_E_TOOBIG);
 }
 
-static void accel_names(void) {
+static void accel_names(void **state) {
   char out[32];
   tw_ec2_accel_name("A100", 40960, out, sizeof out);
-  CHECK_STR(out, "A100");
+  TW_CHECK_STR(out, "A100");
   tw_ec2_accel_name("A100", 81920, out, sizeof out);
-  CHECK_STR(out, "A100-80GB");
+  TW_CHECK_STR(out, "A100-80GB");
   tw_ec2_accel_name("V100", 32768, out, sizeof out);
-  CHECK_STR(out, "V100-32GB");
+  TW_CHECK_STR(out, "V100-32GB");
   tw_ec2_accel_name("V100", 16384, out, sizeof out);
-  CHECK_STR(out, "V100");
+  TW_CHECK_STR(out, "V100");
   tw_ec2_accel_name("Radeon Pro V520", 8192, out, sizeof out);
-  CHECK_STR(out, "RadeonProV520");
+  TW_CHECK_STR(out, "RadeonProV520");
   tw_ec2_accel_name("H100", 81920, out, sizeof out);
-  CHECK_STR(out, "H100");
+  TW_CHECK_STR(out, "H100");
+}
+
+/* Every recorded EC2 answer parses (a count of files, not of checks). */
+static void every_fixture_file(void **state) {
+  int files = 0;
+  every_fixture(EC2, &files);
+  every_fixture(JC, &files);
+  every_fixture(JCA, &files);
+  TW_CHECK(files >= 100, "%d fixture files", files);
 }
 
 int main(void) {
-  const char *env = getenv("TRADEWIND_TESTDATA");
-  const char *src = getenv("TW_SOURCE_DIR");
-  if (env && *env)
-    snprintf(data_dir, sizeof data_dir, "%s", env);
-  else
-    snprintf(data_dir, sizeof data_dir, "%s/../shared/data", src ? src : ".");
+  tw_testdata_dir(data_dir, sizeof data_dir);
   char probe[2048];
   snprintf(probe, sizeof probe, "%s/" EC2 "run_instances.xml", data_dir);
   FILE *f = fopen(probe, "rb");
   if (!f) {
     printf("SKIPPED: no EC2 fixtures under %s\n", data_dir);
-    return 77;
+    return TW_SKIP;
   }
   fclose(f);
   tw_ec2_xml_init();
-
-  accel_names();
-  run_instances_on_demand_and_spot();
-  describe_instances_fields();
-  tags_and_next_token();
-  state_changes();
-  zones();
-  spot_prices();
-  instance_types_eucalyptus();
-  errors();
-  int files = 0;
-  every_fixture(EC2, &files);
-  every_fixture(JC, &files);
-  every_fixture(JCA, &files);
-  CHECK(files >= 100);
-  sdk_instance_types();
-  sdk_zones();
-  sdk_spot_prices_paged();
-  hostile_input();
-
-  printf("%d checks over %d fixture files, %d failed\n", checks, files,
-         failures);
-  return failures ? 1 : 0;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(accel_names),
+      cmocka_unit_test(run_instances_on_demand_and_spot),
+      cmocka_unit_test(describe_instances_fields),
+      cmocka_unit_test(tags_and_next_token),
+      cmocka_unit_test(state_changes),
+      cmocka_unit_test(zones),
+      cmocka_unit_test(spot_prices),
+      cmocka_unit_test(instance_types_eucalyptus),
+      cmocka_unit_test(errors),
+      cmocka_unit_test(every_fixture_file),
+      cmocka_unit_test(sdk_instance_types),
+      cmocka_unit_test(sdk_zones),
+      cmocka_unit_test(sdk_spot_prices_paged),
+      cmocka_unit_test(hostile_input),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
 }

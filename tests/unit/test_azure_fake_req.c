@@ -5,66 +5,68 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/twtest.h"
 #include "broker/base/mem.h"
 #include "tests/fakecloud/azure_catalog.h"
 #include "tests/fakecloud/azure_req.h"
 #include "tests/fakecloud/params.h"
-#include "tests/unit/test_azure_check.h"
 
-static void paths(void) {
+static void paths(void **state) {
   struct fc_az_path p;
-  CHECK(fc_az_route_path("/subscriptions/s1/resourcegroups/RG1/providers/"
-                         "microsoft.compute/virtualmachines/vm%2D1",
-                         &p));
-  CHECK(p.route == FC_AZ_VM);
-  CHECK_STR(p.subscription, "s1");
-  CHECK_STR(p.resource_group, "RG1");
-  CHECK_STR(p.name, "vm-1");
-  CHECK(fc_az_route_path("/subscriptions/s1/resourceGroups/rg/providers/"
-                         "Microsoft.Compute/virtualMachines/vm/instanceView",
-                         &p) &&
-        p.route == FC_AZ_VM_VIEW);
-  CHECK(fc_az_route_path("/subscriptions/s1/resourceGroups/rg/resources", &p) &&
-        p.route == FC_AZ_RESOURCES);
-  CHECK(fc_az_route_path("/subscriptions/s1/resourceGroups/rg", &p) &&
-        p.route == FC_AZ_RG);
-  CHECK(fc_az_route_path("/subscriptions/s1/providers/Microsoft.Compute/skus",
-                         &p) &&
-        p.route == FC_AZ_SKUS);
-  CHECK(fc_az_route_path("/subscriptions/s1/providers/Microsoft.Compute/"
-                         "locations/eastus/operations/abc",
-                         &p) &&
-        p.route == FC_AZ_OPERATION && !strcmp(p.op_id, "abc") &&
-        !strcmp(p.location, "eastus"));
-  CHECK(
+  TW_CHECK(fc_az_route_path("/subscriptions/s1/resourcegroups/RG1/providers/"
+                            "microsoft.compute/virtualmachines/vm%2D1",
+                            &p));
+  TW_CHECK(p.route == FC_AZ_VM);
+  TW_CHECK_STR(p.subscription, "s1");
+  TW_CHECK_STR(p.resource_group, "RG1");
+  TW_CHECK_STR(p.name, "vm-1");
+  TW_CHECK(fc_az_route_path("/subscriptions/s1/resourceGroups/rg/providers/"
+                            "Microsoft.Compute/virtualMachines/vm/instanceView",
+                            &p) &&
+           p.route == FC_AZ_VM_VIEW);
+  TW_CHECK(
+      fc_az_route_path("/subscriptions/s1/resourceGroups/rg/resources", &p) &&
+      p.route == FC_AZ_RESOURCES);
+  TW_CHECK(fc_az_route_path("/subscriptions/s1/resourceGroups/rg", &p) &&
+           p.route == FC_AZ_RG);
+  TW_CHECK(fc_az_route_path(
+               "/subscriptions/s1/providers/Microsoft.Compute/skus", &p) &&
+           p.route == FC_AZ_SKUS);
+  TW_CHECK(fc_az_route_path("/subscriptions/s1/providers/Microsoft.Compute/"
+                            "locations/eastus/operations/abc",
+                            &p) &&
+           p.route == FC_AZ_OPERATION && !strcmp(p.op_id, "abc") &&
+           !strcmp(p.location, "eastus"));
+  TW_CHECK(
       fc_az_route_path("/subscriptions/s1/providers/Microsoft.Network/x", &p) &&
       p.route == FC_AZ_ARM_OTHER);
-  CHECK(fc_az_route_path("/t1/oauth2/v2.0/token", &p) &&
-        p.route == FC_AZ_TOKEN && !strcmp(p.tenant, "t1"));
-  CHECK(fc_az_route_path("/t1/v2.0/.well-known/openid-configuration", &p) &&
-        p.route == FC_AZ_OPENID);
-  CHECK(fc_az_route_path("/metadata/scheduledevents", &p) &&
-        p.route == FC_AZ_EVENTS);
-  CHECK(fc_az_route_path("/api/retail/prices", &p) && p.route == FC_AZ_PRICES);
+  TW_CHECK(fc_az_route_path("/t1/oauth2/v2.0/token", &p) &&
+           p.route == FC_AZ_TOKEN && !strcmp(p.tenant, "t1"));
+  TW_CHECK(fc_az_route_path("/t1/v2.0/.well-known/openid-configuration", &p) &&
+           p.route == FC_AZ_OPENID);
+  TW_CHECK(fc_az_route_path("/metadata/scheduledevents", &p) &&
+           p.route == FC_AZ_EVENTS);
+  TW_CHECK(fc_az_route_path("/api/retail/prices", &p) &&
+           p.route == FC_AZ_PRICES);
   /* Not ours: EC2's and Alibaba's "/", the control API. */
-  CHECK(!fc_az_route_path("/", &p));
-  CHECK(!fc_az_route_path("/_fake/health", &p));
-  CHECK(!fc_az_route_path("/x/oauth2/v1/token", &p));
+  TW_CHECK(!fc_az_route_path("/", &p));
+  TW_CHECK(!fc_az_route_path("/_fake/health", &p));
+  TW_CHECK(!fc_az_route_path("/x/oauth2/v1/token", &p));
   /* A bad escape under /subscriptions is still ARM's to refuse. */
-  CHECK(fc_az_route_path("/subscriptions/%zz/resourceGroups", &p) &&
-        p.route == FC_AZ_ARM_OTHER);
+  TW_CHECK(fc_az_route_path("/subscriptions/%zz/resourceGroups", &p) &&
+           p.route == FC_AZ_ARM_OTHER);
 
-  CHECK(fc_az_valid_vm_name("tw-0123abc"));
-  CHECK(fc_az_valid_vm_name("a_"));
-  CHECK(!fc_az_valid_vm_name("-a"));
-  CHECK(!fc_az_valid_vm_name("a-"));
-  CHECK(!fc_az_valid_vm_name("a b"));
+  TW_CHECK(fc_az_valid_vm_name("tw-0123abc"));
+  TW_CHECK(fc_az_valid_vm_name("a_"));
+  TW_CHECK(!fc_az_valid_vm_name("-a"));
+  TW_CHECK(!fc_az_valid_vm_name("a-"));
+  TW_CHECK(!fc_az_valid_vm_name("a b"));
   char long_name[70];
   memset(long_name, 'a', 65);
   long_name[65] = '\0';
-  CHECK(!fc_az_valid_vm_name(long_name));
-  CHECK(fc_az_valid_rg_name("my.rg(1)"));
-  CHECK(!fc_az_valid_rg_name("rg."));
+  TW_CHECK(!fc_az_valid_vm_name(long_name));
+  TW_CHECK(fc_az_valid_rg_name("my.rg(1)"));
+  TW_CHECK(!fc_az_valid_rg_name("rg."));
 }
 
 #define VM_HEAD "{\"location\":\"East US\",\"properties\":{"
@@ -87,30 +89,30 @@ static void refused(const char *body, int status, const char *code,
   memset(&e, 0, sizeof e);
   bool ok = fc_az_parse_vm_put(body, strlen(body), "vm1", &r, &e);
   fc_az_vm_req_release(&r);
-  CHECK(!ok);
+  TW_CHECK(!ok);
   if (ok || e.status != status || strcmp(e.code, code) ||
       (target && strcmp(e.target, target)))
     fprintf(stderr, "  body %.80s...: %d %s (%s), want %d %s (%s)\n", body,
             e.status, e.code, e.target, status, code, target ? target : "");
-  CHECK(e.status == status && !strcmp(e.code, code));
+  TW_CHECK(e.status == status && !strcmp(e.code, code));
   if (target)
-    CHECK_STR(e.target, target);
+    TW_CHECK_STR(e.target, target);
 }
 
-static void vm_bodies(void) {
+static void vm_bodies(void **state) {
   struct fc_az_vm_req r;
   struct fc_az_error e;
   const char *good = VM_HEAD SIZE IMAGE OS NET
       ",\"priority\":\"spot\",\"billingProfile\":{\"maxPrice\":0.01234}}}";
-  CHECK(fc_az_parse_vm_put(good, strlen(good), "vm1", &r, &e));
-  CHECK_STR(r.location, "eastus");
-  CHECK_STR(r.priority, "Spot");
-  CHECK_STR(r.eviction_policy, "Deallocate"); /* Azure's default */
-  CHECK(r.has_max_price && r.max_price_uusd == 12340);
-  CHECK_STR(r.computer_name, "vm1");
+  TW_CHECK(fc_az_parse_vm_put(good, strlen(good), "vm1", &r, &e));
+  TW_CHECK_STR(r.location, "eastus");
+  TW_CHECK_STR(r.priority, "Spot");
+  TW_CHECK_STR(r.eviction_policy, "Deallocate"); /* Azure's default */
+  TW_CHECK(r.has_max_price && r.max_price_uusd == 12340);
+  TW_CHECK_STR(r.computer_name, "vm1");
   /* Secrets are not kept for echoing back. */
-  CHECK(!json_object_get(r.os_profile, "adminPassword"));
-  CHECK(!json_object_get(r.os_profile, "customData"));
+  TW_CHECK(!json_object_get(r.os_profile, "adminPassword"));
+  TW_CHECK(!json_object_get(r.os_profile, "customData"));
   fc_az_vm_req_release(&r);
 
   refused("{", 400, "InvalidRequestContent", NULL);
@@ -168,7 +170,7 @@ static void vm_bodies(void) {
   /* tradewind:job is a valid tag name: ':' is not reserved. */
   json_t *t =
       json_pack("{s:s,s:s}", "tradewind:job", "j", "tradewind:token", "a/b?c");
-  CHECK(fc_az_valid_tags(t, &e));
+  TW_CHECK(fc_az_valid_tags(t, &e));
   json_decref(t);
   t = json_object();
   char k[16];
@@ -176,7 +178,7 @@ static void vm_bodies(void) {
     snprintf(k, sizeof k, "k%d", i);
     json_object_set_new(t, k, json_string("v"));
   }
-  CHECK(!fc_az_valid_tags(t, &e) && !strcmp(e.code, "InvalidTagCount"));
+  TW_CHECK(!fc_az_valid_tags(t, &e) && !strcmp(e.code, "InvalidTagCount"));
   json_decref(t);
 }
 
@@ -195,28 +197,28 @@ static const char *get(void *ctx, const char *f) {
   return NULL;
 }
 
-static void odata(void) {
+static void odata(void **state) {
   struct fc_odata *f = NULL;
   struct fc_az_error e;
   struct item a = {"eastus", "Standard_D2s_v5", "D2s v5 Spot"};
   struct item b = {"westus2", "Standard_D2s_v5", "D2s v5"};
-  CHECK(fc_odata_parse("armRegionName eq 'eastus' and (armSkuName eq "
-                       "'Standard_D2s_v5' or armSkuName eq 'x')",
-                       &f, &e));
-  CHECK(fc_odata_eval(f, get, &a) && !fc_odata_eval(f, get, &b));
+  TW_CHECK(fc_odata_parse("armRegionName eq 'eastus' and (armSkuName eq "
+                          "'Standard_D2s_v5' or armSkuName eq 'x')",
+                          &f, &e));
+  TW_CHECK(fc_odata_eval(f, get, &a) && !fc_odata_eval(f, get, &b));
   fc_odata_free(f);
-  CHECK(fc_odata_parse("not contains(meterName, 'Spot') AND "
-                       "startswith(armSkuName,'Standard_')",
-                       &f, &e));
-  CHECK(!fc_odata_eval(f, get, &a) && fc_odata_eval(f, get, &b));
+  TW_CHECK(fc_odata_parse("not contains(meterName, 'Spot') AND "
+                          "startswith(armSkuName,'Standard_')",
+                          &f, &e));
+  TW_CHECK(!fc_odata_eval(f, get, &a) && fc_odata_eval(f, get, &b));
   fc_odata_free(f);
   /* Quotes double inside literals; unknown fields compare false. */
   struct item q = {"it's", "", ""};
-  CHECK(fc_odata_parse("armRegionName eq 'it''s' or nosuch eq 'x'", &f, &e));
-  CHECK(fc_odata_eval(f, get, &q));
+  TW_CHECK(fc_odata_parse("armRegionName eq 'it''s' or nosuch eq 'x'", &f, &e));
+  TW_CHECK(fc_odata_eval(f, get, &q));
   fc_odata_free(f);
-  CHECK(fc_odata_parse("nosuch ne 'x'", &f, &e));
-  CHECK(!fc_odata_eval(f, get, &a));
+  TW_CHECK(fc_odata_parse("nosuch ne 'x'", &f, &e));
+  TW_CHECK(!fc_odata_eval(f, get, &a));
   fc_odata_free(f);
   const char *bad[] = {"",
                        "armRegionName",
@@ -229,19 +231,19 @@ static void odata(void) {
                        "armRegionName eq 'x' extra"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     f = NULL;
-    CHECK(!fc_odata_parse(bad[i], &f, &e) && !f && e.status == 400 &&
-          !strcmp(e.code, "InvalidFilter"));
+    TW_CHECK(!fc_odata_parse(bad[i], &f, &e) && !f && e.status == 400 &&
+             !strcmp(e.code, "InvalidFilter"));
   }
   /* Deep nesting is bounded, not a stack overflow. */
   struct tw_buf deep;
   tw_buf_init(&deep);
   for (int i = 0; i < 2000; i++)
     tw_buf_addc(&deep, '(');
-  CHECK(!fc_odata_parse(deep.data, &f, &e));
+  TW_CHECK(!fc_odata_parse(deep.data, &f, &e));
   tw_buf_release(&deep);
 }
 
-static void token_requests(void) {
+static void token_requests(void **state) {
   const struct fc_az_client c[] = {{"client-a", "secret-a"}};
   static const struct {
     const char *form;
@@ -273,46 +275,45 @@ static void token_requests(void) {
     struct fc_az_error e;
     memset(&e, 0, sizeof e);
     fc_params_init(&p);
-    CHECK(fc_params_parse(&p, t[i].form, strlen(t[i].form), &err) == TW_OK);
+    TW_CHECK(fc_params_parse(&p, t[i].form, strlen(t[i].form), &err) == TW_OK);
     bool ok = fc_az_check_token_req(&p, "tenant", c, 1, &e);
     if (!t[i].code) {
-      CHECK(ok);
+      TW_CHECK(ok);
     } else {
-      CHECK(!ok && e.status == t[i].status && !strcmp(e.code, t[i].code));
-      CHECK(!strncmp(e.message, "AADSTS", 6));
+      TW_CHECK(!ok && e.status == t[i].status && !strcmp(e.code, t[i].code));
+      TW_CHECK(!strncmp(e.message, "AADSTS", 6));
     }
     fc_params_release(&p);
   }
 }
 
-static void catalog(void) {
+static void catalog(void **state) {
   struct fc_az_catalog *c = NULL;
   struct tw_err err = {0};
-  CHECK(fc_az_catalog_load(NULL, &c, &err) == TW_OK && c);
+  TW_CHECK(fc_az_catalog_load(NULL, &c, &err) == TW_OK && c);
   if (!c)
     return;
-  CHECK(c->n_regions == 3 && c->n_sizes == 10 && c->n_prices == 30);
+  TW_CHECK(c->n_regions == 3 && c->n_sizes == 10 && c->n_prices == 30);
   const struct fc_az_price *p =
       fc_az_catalog_price(c, "standard_d2s_v5", "EastUS");
-  CHECK(p && p->on_demand_uusd == 96000 && p->spot_uusd == 20362);
+  TW_CHECK(p && p->on_demand_uusd == 96000 && p->spot_uusd == 20362);
   const struct fc_az_size *s = fc_az_catalog_size(c, "Standard_D2ps_v5");
-  CHECK(s && !strcmp(s->arch, "Arm64") && s->vcpus == 2);
+  TW_CHECK(s && !strcmp(s->arch, "Arm64") && s->vcpus == 2);
   fc_az_catalog_free(c);
   /* A file without an azure section: not found (the module then uses
    * the built-in one); a bad section names its path. */
-  CHECK(fc_az_catalog_parse("{\"aws\":{}}", 10, &c, &err) == TW_E_NOTFOUND);
+  TW_CHECK(fc_az_catalog_parse("{\"aws\":{}}", 10, &c, &err) == TW_E_NOTFOUND);
   const char *bad = "{\"azure\":{\"regions\":[],\"sizes\":[],\"prices\":[{"
                     "\"size\":\"x\",\"region\":\"y\",\"on_demand\":\"1\"}]}}";
-  CHECK(fc_az_catalog_parse(bad, strlen(bad), &c, &err) == TW_E_INVALID);
-  CHECK(strstr(err.msg, "/azure/prices/0") != NULL);
+  TW_CHECK(fc_az_catalog_parse(bad, strlen(bad), &c, &err) == TW_E_INVALID);
+  TW_CHECK(strstr(err.msg, "/azure/prices/0") != NULL);
 }
 
 int main(void) {
-  paths();
-  vm_bodies();
-  odata();
-  token_requests();
-  catalog();
-  printf("%d checks, %d failures\n", checks, failures);
-  return failures ? 1 : 0;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(paths),   cmocka_unit_test(vm_bodies),
+      cmocka_unit_test(odata),   cmocka_unit_test(token_requests),
+      cmocka_unit_test(catalog),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tests/twtest.h"
 #include "broker/base/mem.h"
 #include "providers/azure/arm_json.h"
-#include "tests/unit/test_azure_check.h"
 
 static char data_dir[1024];
 
@@ -19,8 +19,7 @@ static char *slurp(const char *rel, size_t *len) {
   FILE *f = fopen(path, "rb");
   *len = 0;
   if (!f) {
-    fprintf(stderr, "missing fixture %s\n", path);
-    failures++;
+    TW_FAIL("missing fixture %s", path);
     return NULL;
   }
   struct tw_buf b;
@@ -37,7 +36,7 @@ static char *slurp(const char *rel, size_t *len) {
 #define LIBCLOUD "fixtures/libcloud/azure_arm/"
 #define JCLOUDS "fixtures/jclouds/azurecompute-arm/"
 
-static void libcloud_vm(void) {
+static void libcloud_vm(void **state) {
   size_t n;
   struct tw_err err = {0};
   struct tw_arm_vm vm;
@@ -47,13 +46,13 @@ static void libcloud_vm(void) {
                            "node_1.json",
                   &n);
   enum tw_rc rc = tw_arm_parse_vm(b, n, &vm, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK_STR(vm.name, "test_vm");
-  CHECK_STR(vm.location, "eastus");
-  CHECK_STR(vm.vm_size, "Standard_A1");
-  CHECK_STR(vm.provisioning_state, "Succeeded");
-  CHECK_STR(vm.vm_id, "99999999-9999-9999-9999-999999999999");
-  CHECK(!vm.job_id[0] && !vm.zone[0] && !vm.power_state[0]);
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK_STR(vm.name, "test_vm");
+  TW_CHECK_STR(vm.location, "eastus");
+  TW_CHECK_STR(vm.vm_size, "Standard_A1");
+  TW_CHECK_STR(vm.provisioning_state, "Succeeded");
+  TW_CHECK_STR(vm.vm_id, "99999999-9999-9999-9999-999999999999");
+  TW_CHECK(!vm.job_id[0] && !vm.zone[0] && !vm.power_state[0]);
   free(b);
 
   /* Its instance view: an update in progress on a running VM. */
@@ -62,17 +61,17 @@ static void libcloud_vm(void) {
                      "InstanceView.json",
             &n);
   rc = tw_arm_parse_instance_view(b, n, &vm, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK_STR(vm.power_state, "running");
-  CHECK(!vm.failure_code[0]);
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK_STR(vm.power_state, "running");
+  TW_CHECK(!vm.failure_code[0]);
   tw_arm_vm_instance(&vm, &in);
-  CHECK(in.state == TW_INST_RUNNING);
-  CHECK(in.market == TW_MARKET_ON_DEMAND);
-  CHECK_STR(in.provider_state, "Succeeded/running");
+  TW_CHECK(in.state == TW_INST_RUNNING);
+  TW_CHECK(in.market == TW_MARKET_ON_DEMAND);
+  TW_CHECK_STR(in.provider_state, "Succeeded/running");
   free(b);
 }
 
-static void libcloud_lists(void) {
+static void libcloud_lists(void **state) {
   size_t n;
   struct tw_err err = {0};
   char *next = NULL;
@@ -82,12 +81,12 @@ static void libcloud_lists(void) {
                            "Compute_virtualMachines.json",
                   &n);
   enum tw_rc rc = tw_arm_parse_vm_list(b, n, &l, &next, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK(l.n == 1);
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK(l.n == 1);
   if (l.n)
-    CHECK_STR(l.items[0].name, "test-node-1");
-  CHECK(next && strstr(next, "$skiptoken=") &&
-        !strncmp(next, "https://management.azure.com:443/", 33));
+    TW_CHECK_STR(l.items[0].name, "test-node-1");
+  TW_CHECK(next && strstr(next, "$skiptoken=") &&
+           !strncmp(next, "https://management.azure.com:443/", 33));
   free(next);
   free(b);
   tw_arm_vm_list_release(&l);
@@ -99,14 +98,14 @@ static void libcloud_lists(void) {
             &n);
   tw_err_clear(&err);
   rc = tw_arm_parse_vm_list(b, n, &l, &next, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK(l.n >= 1 && next != NULL);
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK(l.n >= 1 && next != NULL);
   free(next);
   free(b);
   tw_arm_vm_list_release(&l);
 }
 
-static void libcloud_token(void) {
+static void libcloud_token(void **state) {
   size_t n;
   struct tw_err err = {0};
   char *tok = NULL;
@@ -116,38 +115,38 @@ static void libcloud_token(void) {
                            "token.json",
                   &n);
   enum tw_rc rc = tw_arm_parse_token(b, n, &tok, &secs, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK(secs == 3600);
-  CHECK(tok && strlen(tok) == 55 && tok[0] == '3');
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK(secs == 3600);
+  TW_CHECK(tok && strlen(tok) == 55 && tok[0] == '3');
   free(tok);
   free(b);
 }
 
-static void jclouds(void) {
+static void jclouds(void **state) {
   size_t n;
   struct tw_err err = {0};
   struct tw_arm_vm vm;
   struct tw_instance in;
   char *b = slurp(JCLOUDS "virtualmachine.json", &n);
   enum tw_rc rc = tw_arm_parse_vm(b, n, &vm, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK_STR(vm.name, "windowsmachine");
-  CHECK_STR(vm.location, "westus");
-  CHECK_STR(vm.vm_size, "Standard_D1");
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK_STR(vm.name, "windowsmachine");
+  TW_CHECK_STR(vm.location, "westus");
+  TW_CHECK_STR(vm.vm_size, "Standard_D1");
   tw_arm_vm_instance(&vm, &in);
-  CHECK(in.state == TW_INST_PENDING); /* Creating, no instance view */
+  TW_CHECK(in.state == TW_INST_PENDING); /* Creating, no instance view */
   free(b);
 
   b = slurp(JCLOUDS "virtualmachineInstance.json", &n);
   rc = tw_arm_parse_instance_view(b, n, &vm, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK_STR(vm.power_state, "running");
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK_STR(vm.power_state, "running");
   free(b);
 
   b = slurp(JCLOUDS "createvirtualmachineresponse.json", &n);
   rc = tw_arm_parse_vm(b, n, &vm, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK_STR(vm.provisioning_state, "Creating");
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK_STR(vm.provisioning_state, "Creating");
   free(b);
 
   const char *lists[] = {JCLOUDS "virtualmachinesinsubscription.json",
@@ -159,10 +158,10 @@ static void jclouds(void) {
     b = slurp(lists[i], &n);
     tw_err_clear(&err);
     rc = tw_arm_parse_vm_list(b, n, &l, NULL, &err);
-    CHECK_RC(rc, TW_OK, err);
-    CHECK(l.n >= 1);
+    TW_CHECK_RC(rc, TW_OK, err);
+    TW_CHECK(l.n >= 1);
     for (size_t j = 0; j < l.n; j++)
-      CHECK(l.items[j].name[0] && l.items[j].vm_size[0]);
+      TW_CHECK(l.items[j].name[0] && l.items[j].vm_size[0]);
     tw_arm_vm_list_release(&l);
     free(b);
   }
@@ -170,17 +169,17 @@ static void jclouds(void) {
   /* A real ARM error envelope with an empty details array. */
   struct tw_arm_error e;
   b = slurp(JCLOUDS "PublicIPAddressCreateDnsRecordInUse.json", &n);
-  CHECK(tw_arm_parse_error(b, n, &e));
-  CHECK_STR(e.code, "DnsRecordInUse");
-  CHECK(tw_arm_error_class(e.code, e.message, 400) == TW_E_INVALID);
+  TW_CHECK(tw_arm_parse_error(b, n, &e));
+  TW_CHECK_STR(e.code, "DnsRecordInUse");
+  TW_CHECK(tw_arm_error_class(e.code, e.message, 400) == TW_E_INVALID);
   free(b);
   /* Not an error document at all. */
   b = slurp(JCLOUDS "ipnotavailable.json", &n);
-  CHECK(!tw_arm_parse_error(b, n, &e));
+  TW_CHECK(!tw_arm_parse_error(b, n, &e));
   free(b);
 }
 
-static void retail_prices(void) {
+static void retail_prices(void **state) {
   size_t n;
   struct tw_err err = {0};
   char *next = (char *)"unset";
@@ -189,53 +188,46 @@ static void retail_prices(void) {
   char *b = slurp(
       "pricing-api/azure-retail/eastus_standard_d2s_v3_nofilter.json", &n);
   enum tw_rc rc = tw_arm_parse_prices(b, n, &l, &next, &err);
-  CHECK_RC(rc, TW_OK, err);
-  CHECK(l.n == 9);
-  CHECK(next == NULL);                     /* "NextPageLink": null */
+  TW_CHECK_RC(rc, TW_OK, err);
+  TW_CHECK(l.n == 9);
+  TW_CHECK(next == NULL);                  /* "NextPageLink": null */
   int64_t uusd = 0, now = 1800000000000LL; /* 2027: every row in force */
   /* Linux pay-as-you-go: 0.096, not Windows (0.188) nor DevTest. */
-  CHECK(tw_arm_prices_select(&l, "Standard_D2s_v3", "eastus",
-                             TW_MARKET_ON_DEMAND, now, &uusd));
-  CHECK(uusd == 96000);
+  TW_CHECK(tw_arm_prices_select(&l, "Standard_D2s_v3", "eastus",
+                                TW_MARKET_ON_DEMAND, now, &uusd));
+  TW_CHECK(uusd == 96000);
   /* Linux Spot 0.018816; the Windows Spot row (0.036848) and the Low
    * Priority meters (0.019, 0.075) are skipped. */
-  CHECK(tw_arm_prices_select(&l, "Standard_D2s_v3", "eastus", TW_MARKET_SPOT,
-                             now, &uusd));
-  CHECK(uusd == 18816);
+  TW_CHECK(tw_arm_prices_select(&l, "Standard_D2s_v3", "eastus", TW_MARKET_SPOT,
+                                now, &uusd));
+  TW_CHECK(uusd == 18816);
   size_t spot = 0, lowpri = 0, windows = 0;
   for (size_t i = 0; i < l.n; i++) {
     spot += l.items[i].spot;
     lowpri += l.items[i].low_priority;
     windows += l.items[i].windows;
   }
-  CHECK(spot == 3 && lowpri == 3 && windows == 6);
+  TW_CHECK(spot == 3 && lowpri == 3 && windows == 6);
   /* Before 2026-06-01 the recorded Spot rows were not yet in force. */
-  CHECK(!tw_arm_prices_select(&l, "Standard_D2s_v3", "eastus", TW_MARKET_SPOT,
-                              1714564800000LL, &uusd));
+  TW_CHECK(!tw_arm_prices_select(&l, "Standard_D2s_v3", "eastus",
+                                 TW_MARKET_SPOT, 1714564800000LL, &uusd));
   tw_arm_price_list_release(&l);
   free(b);
 }
 
 int main(void) {
-  const char *env = getenv("TRADEWIND_TESTDATA");
-  const char *src = getenv("TW_SOURCE_DIR");
-  if (env && *env)
-    snprintf(data_dir, sizeof data_dir, "%s", env);
-  else
-    snprintf(data_dir, sizeof data_dir, "%s/../shared/data",
-             src && *src ? src : ".");
+  tw_testdata_dir(data_dir, sizeof data_dir);
   char probe[1100];
   struct stat st;
   snprintf(probe, sizeof probe, "%s/fixtures/libcloud/azure_arm", data_dir);
   if (stat(probe, &st) || !S_ISDIR(st.st_mode)) {
     printf("SKIPPED: no recorded Azure responses under %s\n", data_dir);
-    return 77;
+    return TW_SKIP;
   }
-  libcloud_vm();
-  libcloud_lists();
-  libcloud_token();
-  jclouds();
-  retail_prices();
-  printf("%d checks, %d failures\n", checks, failures);
-  return failures ? 1 : 0;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(libcloud_vm),    cmocka_unit_test(libcloud_lists),
+      cmocka_unit_test(libcloud_token), cmocka_unit_test(jclouds),
+      cmocka_unit_test(retail_prices),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
 }

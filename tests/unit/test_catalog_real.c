@@ -13,24 +13,13 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "tests/twtest.h"
 #include "billing/catalog/catalog.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
-
 #define CHECK_EQ(got, want, what)                                              \
-  CHECK((uint64_t)(got) == (uint64_t)(want),                                   \
-        "%s: got %" PRIu64 ", want %" PRIu64, what, (uint64_t)(got),           \
-        (uint64_t)(want))
+  TW_CHECK((uint64_t)(got) == (uint64_t)(want),                                \
+           "%s: got %" PRIu64 ", want %" PRIu64, what, (uint64_t)(got),        \
+           (uint64_t)(want))
 
 static char *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
@@ -63,8 +52,7 @@ static struct tw_cat_snap *load(const char *dir, const char *rel,
   snprintf(path, sizeof path, "%s/%s", dir, rel);
   *text = slurp(path, len);
   if (!*text) {
-    fprintf(stderr, "FAIL: cannot read %s\n", path);
-    failures++;
+    TW_FAIL("FAIL: cannot read %s", path);
     return NULL;
   }
   struct tw_csv_opts o = {.provider = provider,
@@ -80,16 +68,15 @@ static struct tw_cat_snap *load(const char *dir, const char *rel,
   struct tw_err err = {0};
   double t0 = now_s();
   if (tw_cat_snap_from_csv(*text, *len, &o, &info, &s, &err)) {
-    fprintf(stderr, "FAIL %s: %s\n", rel, err.msg);
-    failures++;
+    TW_FAIL("FAIL %s: %s", rel, err.msg);
     return NULL;
   }
   double dt = now_s() - t0;
   const struct tw_cat_report *r = &tw_cat_snap_source(s, 0)->report;
   printf("%-48s rows %7" PRIu64 "  offers %7zu  %.0f rows/s\n", rel, r->rows,
          tw_cat_snap_count(s), dt > 0 ? (double)r->rows / dt : 0.0);
-  CHECK(r->rows == r->normalized + tw_cat_report_rejected(r),
-        "%s: rows %" PRIu64 " != normalized + rejected", rel, r->rows);
+  TW_CHECK(r->rows == r->normalized + tw_cat_report_rejected(r),
+           "%s: rows %" PRIu64 " != normalized + rejected", rel, r->rows);
   return s;
 }
 
@@ -126,8 +113,8 @@ static void round_trip(const struct tw_cat_snap *s, const char *text,
       bad++;
     tw_csv_reader_release(&r);
   }
-  CHECK(bad == 0, "%s: %zu offers do not reproduce their row's price", what,
-        bad);
+  TW_CHECK(bad == 0, "%s: %zu offers do not reproduce their row's price", what,
+           bad);
   free(starts);
 }
 
@@ -143,24 +130,11 @@ static void check_report(const struct tw_cat_snap *s, const char *what,
   CHECK_EQ(tw_cat_snap_count(s), offers, w);
 }
 
-int main(void) {
-  const char *env = getenv("TRADEWIND_TESTDATA");
-  const char *src = getenv("TW_SOURCE_DIR");
-  char dir[1024];
-  if (env && *env)
-    snprintf(dir, sizeof dir, "%s/catalogs", env);
-  else
-    snprintf(dir, sizeof dir, "%s/../shared/data/catalogs", src ? src : ".");
-  struct stat st;
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    printf("SKIPPED: no catalog data at %s\n", dir);
-    return 77;
-  }
+static char dir[1024]; /* the catalogs of the shared data */
+
+static void real_catalogs(void **state) {
   struct tw_err err = {0};
-  if (tw_regions_builtin(&regions, &err)) {
-    fprintf(stderr, "regions: %s\n", err.msg);
-    return 1;
-  }
+  TW_CHECK(tw_regions_builtin(&regions, &err) == TW_OK, "regions: %s", err.msg);
   char *text;
   size_t len;
 
@@ -188,7 +162,7 @@ int main(void) {
                              .limit = 1000};
     struct tw_cat_page p;
     if (tw_cat_snap_query(az, &q, &p, &err) == TW_OK) {
-      CHECK(p.n > 0 && p.n < 100, "azure A100-80GB:8 spot: %zu offers", p.n);
+      TW_CHECK(p.n > 0 && p.n < 100, "azure A100-80GB:8 spot: %zu offers", p.n);
       tw_cat_page_release(&p);
     }
   }
@@ -224,13 +198,13 @@ int main(void) {
     round_trip(aws, text, len, true, 6, 7, "aws excerpt");
     size_t i;
     struct tw_cat_view v;
-    CHECK(tw_cat_snap_find(
-              aws, "aws:us-east-1:use1-atl2-az1:p5.48xlarge:on-demand", &i),
-          "the Local Zone offer is missing");
+    TW_CHECK(tw_cat_snap_find(
+                 aws, "aws:us-east-1:use1-atl2-az1:p5.48xlarge:on-demand", &i),
+             "the Local Zone offer is missing");
     tw_cat_snap_view(aws, i, &v);
-    CHECK(v.local_zone, "use1-atl2-az1 is a local zone");
-    CHECK(!strcmp(v.accel, "H100-80GB") && v.accel_milli == 8000,
-          "p5.48xlarge: %s x %d", v.accel, v.accel_milli);
+    TW_CHECK(v.local_zone, "use1-atl2-az1 is a local zone");
+    TW_CHECK(!strcmp(v.accel, "H100-80GB") && v.accel_milli == 8000,
+             "p5.48xlarge: %s x %d", v.accel, v.accel_milli);
   }
   free(text);
 
@@ -279,8 +253,7 @@ int main(void) {
              "aws subset no on-demand");
     CHECK_EQ(offers, 706, "aws subset offers");
   } else {
-    fprintf(stderr, "FAIL: specs %s: %s\n", sp_path, err.msg);
-    failures++;
+    TW_FAIL("FAIL: specs %s: %s", sp_path, err.msg);
   }
   tw_csv_specs_free(specs);
   free(sp_text);
@@ -294,8 +267,8 @@ int main(void) {
   struct tw_cat_risk *risk = NULL;
   if (ra && tw_cat_risk_load(ra, len, &risk, &err) == TW_OK && aws) {
     CHECK_EQ(tw_cat_risk_count(risk), 14962, "spot advisor entries");
-    CHECK(tw_cat_risk_find(risk, "us-east-1", "p5.48xlarge") == TW_RISK_GT20,
-          "us-east-1 p5.48xlarge band");
+    TW_CHECK(tw_cat_risk_find(risk, "us-east-1", "p5.48xlarge") == TW_RISK_GT20,
+             "us-east-1 p5.48xlarge band");
     struct tw_cat_snap *srcs[] = {aws, az, gcp};
     struct tw_cat_snap *m = NULL;
     tw_cat_snap_merge(srcs, 3, risk, 1, 0, &m);
@@ -314,14 +287,13 @@ int main(void) {
     printf("merged snapshot: %zu offers, %zu bytes (%.1f bytes/offer)\n",
            tw_cat_snap_count(m), tw_cat_snap_bytes(m),
            (double)tw_cat_snap_bytes(m) / (double)tw_cat_snap_count(m));
-    CHECK(tw_cat_snap_bytes(m) / tw_cat_snap_count(m) <= 200,
-          "memory per offer over 200 bytes");
+    TW_CHECK(tw_cat_snap_bytes(m) / tw_cat_snap_count(m) <= 200,
+             "memory per offer over 200 bytes");
     tw_cat_snap_release(m);
   } else if (!ra) {
     printf("note: no Spot Advisor data at %s\n", ra_path);
   } else {
-    fprintf(stderr, "FAIL: spot advisor: %s\n", err.msg);
-    failures++;
+    TW_FAIL("FAIL: spot advisor: %s", err.msg);
   }
   tw_cat_risk_free(risk);
   free(ra);
@@ -329,7 +301,17 @@ int main(void) {
   tw_cat_snap_release(gcp);
   tw_cat_snap_release(aws);
   tw_regions_free(regions);
-  if (failures)
-    fprintf(stderr, "%d failures\n", failures);
-  return failures ? 1 : 0;
+}
+
+int main(void) {
+  char data[1000];
+  tw_testdata_dir(data, sizeof data);
+  snprintf(dir, sizeof dir, "%s/catalogs", data);
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    printf("SKIPPED: no catalog data at %s\n", dir);
+    return TW_SKIP;
+  }
+  const struct CMUnitTest tests[] = {cmocka_unit_test(real_catalogs)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
 }

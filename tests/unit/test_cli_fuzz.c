@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "tests/fuzz/fuzz.h"
 #include "cli/cli_int.h"
 
 static void check_clean(const char *s, size_t len, bool newlines_ok) {

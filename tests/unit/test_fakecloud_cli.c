@@ -2,6 +2,7 @@
  * bad flags, port 0 with the `listening` line, a fault schedule file that
  * is loaded at start and reloaded by /_fake/reset, and a clean exit on
  * SIGTERM.  argv[1] is the binary. */
+#include <errno.h>
 #include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,19 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/twtest.h"
 #include "broker/base/mem.h"
-
-static int failures, checks;
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);          \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-    }                                                                          \
-  } while (0)
 
 static const char *bin;
 
@@ -71,17 +61,13 @@ static long http(const char *method, const char *url, struct tw_buf *body) {
   return status;
 }
 
-int main(int argc, char **argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: test_fakecloud_cli PATH-TO-tradewind-fakecloud\n");
-    return 2;
-  }
-  bin = argv[1];
+/* --help, bad flags, port 0, the fault file and SIGTERM. */
+static void command_line(void **state) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   struct tw_buf out;
   tw_buf_init(&out);
   char *help[] = {"tradewind-fakecloud", "--help", NULL};
-  CHECK(run(help, &out) == 0, "--help exit");
+  TW_CHECK(run(help, &out) == 0, "--help exit");
   static const char *const must[] = {"--listen",
                                      "--seed",
                                      "--catalog",
@@ -98,27 +84,26 @@ int main(int argc, char **argv) {
                                      "events/recommendations/rebalance",
                                      NULL};
   for (const char *const *m = must; *m; m++)
-    CHECK(out.data && strstr(out.data, *m), "--help mentions %s", *m);
+    TW_CHECK(out.data && strstr(out.data, *m), "--help mentions %s", *m);
   tw_buf_reset(&out);
   char *badflag[] = {"tradewind-fakecloud", "--colour", "red", NULL};
-  CHECK(run(badflag, &out) == 2, "unknown flag exits 2");
+  TW_CHECK(run(badflag, &out) == 2, "unknown flag exits 2");
   char *badspeed[] = {"tradewind-fakecloud", "--clock-speed", "fast", NULL};
-  CHECK(run(badspeed, &out) == 2, "bad speed exits 2");
+  TW_CHECK(run(badspeed, &out) == 2, "bad speed exits 2");
 
   char faults[] = "/tmp/fakecloud-faults-XXXXXX";
   int fd = mkstemp(faults);
   const char *rules = "{\"faults\":[{\"kind\":\"throttle\",\"count\":1}]}";
-  CHECK(fd >= 0 && write(fd, rules, strlen(rules)) == (ssize_t)strlen(rules),
-        "write faults");
+  TW_CHECK(fd >= 0 && write(fd, rules, strlen(rules)) == (ssize_t)strlen(rules),
+           "write faults");
   close(fd);
   char *missing[] = {"tradewind-fakecloud", "--faults", "/nonexistent.json",
                      NULL};
-  CHECK(run(missing, &out) == 1, "unreadable fault file exits 1");
+  TW_CHECK(run(missing, &out) == 1, "unreadable fault file exits 1");
 
   /* Port 0: the first line names the port; the server answers there. */
   int pfd[2];
-  if (pipe(pfd))
-    return 1;
+  TW_CHECK(pipe(pfd) == 0, "pipe: %s", strerror(errno));
   pid_t pid = fork();
   if (pid == 0) {
     dup2(pfd[1], 1);
@@ -131,40 +116,49 @@ int main(int argc, char **argv) {
   close(pfd[1]);
   FILE *f = fdopen(pfd[0], "r");
   char line[128] = "";
-  CHECK(fgets(line, sizeof line, f) != NULL, "a first line");
+  TW_CHECK(fgets(line, sizeof line, f) != NULL, "a first line");
   unsigned port = 0;
-  CHECK(sscanf(line, "listening http://127.0.0.1:%u\n", &port) == 1 && port > 0,
-        "line: %s", line);
+  TW_CHECK(sscanf(line, "listening http://127.0.0.1:%u\n", &port) == 1 &&
+               port > 0,
+           "line: %s", line);
   char url[128];
   struct tw_buf body;
   tw_buf_init(&body);
   snprintf(url, sizeof url, "http://127.0.0.1:%u/_fake/health", port);
-  CHECK(http("GET", url, &body) == 200 && strstr(body.data, "\"ok\":true"),
-        "health");
+  TW_CHECK(http("GET", url, &body) == 200 && strstr(body.data, "\"ok\":true"),
+           "health");
   tw_buf_reset(&body);
   snprintf(url, sizeof url, "http://127.0.0.1:%u/_fake/faults", port);
-  CHECK(http("GET", url, &body) == 200 &&
-            strstr(body.data, "\"kind\":\"throttle\""),
-        "schedule loaded: %s", body.data);
+  TW_CHECK(http("GET", url, &body) == 200 &&
+               strstr(body.data, "\"kind\":\"throttle\""),
+           "schedule loaded: %s", body.data);
   tw_buf_reset(&body);
-  CHECK(http("DELETE", url, &body) == 200, "clear");
+  TW_CHECK(http("DELETE", url, &body) == 200, "clear");
   tw_buf_reset(&body);
   snprintf(url, sizeof url, "http://127.0.0.1:%u/_fake/reset", port);
-  CHECK(http("POST", url, &body) == 200, "reset");
+  TW_CHECK(http("POST", url, &body) == 200, "reset");
   tw_buf_reset(&body);
   snprintf(url, sizeof url, "http://127.0.0.1:%u/_fake/faults", port);
-  CHECK(http("GET", url, &body) == 200 &&
-            strstr(body.data, "\"kind\":\"throttle\""),
-        "reset reloads the schedule: %s", body.data);
+  TW_CHECK(http("GET", url, &body) == 200 &&
+               strstr(body.data, "\"kind\":\"throttle\""),
+           "reset reloads the schedule: %s", body.data);
   tw_buf_release(&body);
   kill(pid, SIGTERM);
   int st = 0;
   waitpid(pid, &st, 0);
-  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "clean exit on SIGTERM");
+  TW_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "clean exit on SIGTERM");
   fclose(f);
   unlink(faults);
   tw_buf_release(&out);
   curl_global_cleanup();
-  printf("%d checks, %d failed\n", checks, failures);
-  return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: test_fakecloud_cli PATH-TO-tradewind-fakecloud\n");
+    return 2;
+  }
+  bin = argv[1];
+  const struct CMUnitTest tests[] = {cmocka_unit_test(command_line)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
 }

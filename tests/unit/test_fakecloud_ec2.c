@@ -18,6 +18,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "tests/twtest.h"
 #include "broker/base/clock.h"
 #include "broker/base/mem.h"
 #include "providers/sigv4.h"
@@ -26,20 +27,8 @@
 #define START "2024-05-01T12:00:00.000Z"
 #define NS "http://ec2.amazonaws.com/doc/2016-11-15/"
 
-static int failures, checks;
 static struct fc_server *srv;
 static char base[64];
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);          \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-    }                                                                          \
-  } while (0)
 
 struct reply {
   long status;
@@ -109,8 +98,8 @@ static long ctl(const char *method, const char *path, const char *json,
 static void ctl_ok(const char *method, const char *path, const char *json) {
   struct reply r;
   long st = ctl(method, path, json, &r);
-  CHECK(st >= 200 && st < 300, "%s %s -> %ld %s", method, path, st,
-        r.body.data);
+  TW_CHECK(st >= 200 && st < 300, "%s %s -> %ld %s", method, path, st,
+           r.body.data);
   reply_free(&r);
 }
 
@@ -168,7 +157,7 @@ static void ec2o(const struct sign_opts *o, const char *params,
   struct tw_err err;
   tw_err_clear(&err);
   if (tw_sigv4_sign(&req, &sp, &res, &err)) {
-    CHECK(0, "sign: %s", err.msg);
+    TW_CHECK(0, "sign: %s", err.msg);
     memset(r, 0, sizeof *r);
     return;
   }
@@ -294,40 +283,42 @@ static void reset(void) { ctl_ok("POST", "/_fake/reset", NULL); }
 
 /* ---- tests ------------------------------------------------------------ */
 
-static void on_demand_runs_then_becomes_running(void) {
+static void on_demand_runs_then_becomes_running(void **state) {
   struct reply r;
   char *id = run_one("&InstanceType=m5.large&Placement.AvailabilityZone="
                      "us-east-1b",
                      &r);
-  CHECK(r.status == 200, "run: %ld %s", r.status, r.body.data);
-  CHECK(matches(id, "^i-[0-9a-f]{17}$"), "id %s", id ? id : "");
-  CHECK(xp_match(&r, "/e:RunInstancesResponse/e:requestId", "^[0-9a-f-]{36}$"),
-        "requestId");
-  CHECK(xp_match(&r, "//e:reservationId", "^r-[0-9a-f]{17}$"), "rid");
-  CHECK(xp_is(&r, "//e:instancesSet/e:item/e:instanceState/e:name", "pending"),
-        "pending");
-  CHECK(xp_is(&r, "//e:instancesSet/e:item/e:instanceState/e:code", "0"),
-        "code 0");
-  CHECK(xp_is(&r, "//e:placement/e:availabilityZone", "us-east-1b"), "az");
-  CHECK(xp_count(&r, "//e:instanceLifecycle") == 0, "no lifecycle");
-  CHECK(xp_is(&r, "//e:launchTime", START), "launch time = fake clock");
+  TW_CHECK(r.status == 200, "run: %ld %s", r.status, r.body.data);
+  TW_CHECK(matches(id, "^i-[0-9a-f]{17}$"), "id %s", id ? id : "");
+  TW_CHECK(
+      xp_match(&r, "/e:RunInstancesResponse/e:requestId", "^[0-9a-f-]{36}$"),
+      "requestId");
+  TW_CHECK(xp_match(&r, "//e:reservationId", "^r-[0-9a-f]{17}$"), "rid");
+  TW_CHECK(
+      xp_is(&r, "//e:instancesSet/e:item/e:instanceState/e:name", "pending"),
+      "pending");
+  TW_CHECK(xp_is(&r, "//e:instancesSet/e:item/e:instanceState/e:code", "0"),
+           "code 0");
+  TW_CHECK(xp_is(&r, "//e:placement/e:availabilityZone", "us-east-1b"), "az");
+  TW_CHECK(xp_count(&r, "//e:instanceLifecycle") == 0, "no lifecycle");
+  TW_CHECK(xp_is(&r, "//e:launchTime", START), "launch time = fake clock");
   reply_free(&r);
 
   advance(4999);
   char *q = tw_asprintf(DESCRIBE "&InstanceId.1=%s", id);
   ec2(q, &r);
-  CHECK(xp_is(&r, "//e:instanceState/e:name", "pending"), "still pending");
+  TW_CHECK(xp_is(&r, "//e:instanceState/e:name", "pending"), "still pending");
   reply_free(&r);
   advance(1);
   ec2(q, &r);
-  CHECK(xp_is(&r, "//e:instanceState/e:name", "running"), "running");
-  CHECK(xp_is(&r, "//e:instanceState/e:code", "16"), "code 16");
+  TW_CHECK(xp_is(&r, "//e:instanceState/e:name", "running"), "running");
+  TW_CHECK(xp_is(&r, "//e:instanceState/e:code", "16"), "code 16");
   reply_free(&r);
   free(q);
   free(id);
 }
 
-static void spot_run_reports_lifecycle_and_tags(void) {
+static void spot_run_reports_lifecycle_and_tags(void **state) {
   struct reply r;
   char *id =
       run_one("&InstanceType=m5.large&InstanceMarketOptions.MarketType=spot"
@@ -338,44 +329,46 @@ static void spot_run_reports_lifecycle_and_tags(void) {
               "&TagSpecification.1.Tag.1.Key=broker-job"
               "&TagSpecification.1.Tag.1.Value=job%3C42%3E%26x",
               &r);
-  CHECK(r.status == 200, "spot run: %ld %s", r.status, r.body.data);
-  CHECK(id != NULL, "id");
-  CHECK(xp_is(&r, "//e:instanceLifecycle", "spot"), "spot");
-  CHECK(xp_match(&r, "//e:spotInstanceRequestId", "^sir-[0-9a-f]{8}$"), "sir");
-  CHECK(xp_is(&r, "//e:tagSet/e:item[e:key='broker-job']/e:value", "job<42>&x"),
-        "tag escaped and returned");
+  TW_CHECK(r.status == 200, "spot run: %ld %s", r.status, r.body.data);
+  TW_CHECK(id != NULL, "id");
+  TW_CHECK(xp_is(&r, "//e:instanceLifecycle", "spot"), "spot");
+  TW_CHECK(xp_match(&r, "//e:spotInstanceRequestId", "^sir-[0-9a-f]{8}$"),
+           "sir");
+  TW_CHECK(
+      xp_is(&r, "//e:tagSet/e:item[e:key='broker-job']/e:value", "job<42>&x"),
+      "tag escaped and returned");
   reply_free(&r);
 
   /* Max price under the market: EC2's own error. */
   run_one("&InstanceType=m5.large&InstanceMarketOptions.MarketType=spot"
           "&InstanceMarketOptions.SpotOptions.MaxPrice=0.0001",
           &r);
-  CHECK(is_error(&r, 400, "SpotMaxPriceTooLow"), "too low");
+  TW_CHECK(is_error(&r, 400, "SpotMaxPriceTooLow"), "too low");
   reply_free(&r);
   /* stop needs a persistent request. */
   run_one("&InstanceType=m5.large&InstanceMarketOptions.MarketType=spot"
           "&InstanceMarketOptions.SpotOptions.InstanceInterruptionBehavior="
           "stop",
           &r);
-  CHECK(is_error(&r, 400, "InvalidParameterCombination"), "stop one-time");
+  TW_CHECK(is_error(&r, 400, "InvalidParameterCombination"), "stop one-time");
   reply_free(&r);
   free(id);
 }
 
-static void client_token_is_idempotent(void) {
+static void client_token_is_idempotent(void **state) {
   struct reply a, b, c;
   char *id1 = run_one("&InstanceType=c5.xlarge&ClientToken=tok-1", &a);
   char *id2 = run_one("&InstanceType=c5.xlarge&ClientToken=tok-1", &b);
-  CHECK(a.status == 200 && b.status == 200, "%ld %ld", a.status, b.status);
-  CHECK(id1 && id2 && !strcmp(id1, id2), "same instance %s %s", id1, id2);
+  TW_CHECK(a.status == 200 && b.status == 200, "%ld %ld", a.status, b.status);
+  TW_CHECK(id1 && id2 && !strcmp(id1, id2), "same instance %s %s", id1, id2);
   char *r1 = xp(&a, "//e:reservationId"), *r2 = xp(&b, "//e:reservationId");
-  CHECK(r1 && r2 && !strcmp(r1, r2), "same reservation");
-  CHECK(xp_is(&b, "//e:clientToken", "tok-1"), "token echoed");
+  TW_CHECK(r1 && r2 && !strcmp(r1, r2), "same reservation");
+  TW_CHECK(xp_is(&b, "//e:clientToken", "tok-1"), "token echoed");
   run_one("&InstanceType=m5.large&ClientToken=tok-1", &c);
-  CHECK(is_error(&c, 400, "IdempotentParameterMismatch"), "mismatch");
+  TW_CHECK(is_error(&c, 400, "IdempotentParameterMismatch"), "mismatch");
   reply_free(&c);
   ec2(DESCRIBE "&Filter.1.Name=client-token&Filter.1.Value.1=tok-1", &c);
-  CHECK(xp_count(&c, "//e:instancesSet/e:item") == 1, "one instance only");
+  TW_CHECK(xp_count(&c, "//e:instancesSet/e:item") == 1, "one instance only");
   reply_free(&a);
   reply_free(&b);
   reply_free(&c);
@@ -385,7 +378,7 @@ static void client_token_is_idempotent(void) {
   free(r2);
 }
 
-static void describe_filters_and_pages(void) {
+static void describe_filters_and_pages(void **state) {
   struct reply r;
   reset();
   ec2(RUN "&InstanceType=m5.large&MinCount=4&MaxCount=4"
@@ -393,7 +386,7 @@ static void describe_filters_and_pages(void) {
           "&TagSpecification.1.Tag.1.Key=team&TagSpecification.1.Tag.1."
           "Value=a",
       &r);
-  CHECK(xp_count(&r, "//e:instancesSet/e:item") == 4, "4 launched");
+  TW_CHECK(xp_count(&r, "//e:instancesSet/e:item") == 4, "4 launched");
   reply_free(&r);
   ec2(RUN "&InstanceType=m6g.large&MinCount=3&MaxCount=3"
           "&TagSpecification.1.ResourceType=instance"
@@ -409,21 +402,21 @@ static void describe_filters_and_pages(void) {
   reply_free(&r);
 
   ec2(DESCRIBE "&Filter.1.Name=tag%3Ateam&Filter.1.Value.1=a&MaxResults=5", &r);
-  CHECK(r.status == 200, "page 1 %ld %s", r.status, r.body.data);
+  TW_CHECK(r.status == 200, "page 1 %ld %s", r.status, r.body.data);
   int n1 = xp_count(&r, "//e:instancesSet/e:item");
   char *tok = xp(&r, "/e:DescribeInstancesResponse/e:nextToken");
-  CHECK(n1 == 5 && tok, "page 1 has 5 and a token (%d)", n1);
-  CHECK(xp_count(&r, "//e:reservationSet/e:item") == 2, "2 reservations");
+  TW_CHECK(n1 == 5 && tok, "page 1 has 5 and a token (%d)", n1);
+  TW_CHECK(xp_count(&r, "//e:reservationSet/e:item") == 2, "2 reservations");
   reply_free(&r);
   char *q =
       tw_asprintf(DESCRIBE "&Filter.1.Name=tag%%3Ateam"
                            "&Filter.1.Value.1=a&MaxResults=5&NextToken=%s",
                   tok ? tok : "");
   ec2(q, &r);
-  CHECK(xp_count(&r, "//e:instancesSet/e:item") == 2, "page 2 has 2");
-  CHECK(xp_count(&r, "/e:DescribeInstancesResponse/e:nextToken") == 0,
-        "last page has no token");
-  CHECK(xp_count(&r, "//e:instanceType[.='m6g.large']") == 2, "m6g tail");
+  TW_CHECK(xp_count(&r, "//e:instancesSet/e:item") == 2, "page 2 has 2");
+  TW_CHECK(xp_count(&r, "/e:DescribeInstancesResponse/e:nextToken") == 0,
+           "last page has no token");
+  TW_CHECK(xp_count(&r, "//e:instanceType[.='m6g.large']") == 2, "m6g tail");
   reply_free(&r);
   free(q);
   /* The token is bound to its query. */
@@ -431,7 +424,7 @@ static void describe_filters_and_pages(void) {
                            "&MaxResults=5&NextToken=%s",
                   tok ? tok : "");
   ec2(q, &r);
-  CHECK(is_error(&r, 400, "InvalidPaginationToken"), "foreign token");
+  TW_CHECK(is_error(&r, 400, "InvalidPaginationToken"), "foreign token");
   reply_free(&r);
   free(q);
   free(tok);
@@ -439,38 +432,38 @@ static void describe_filters_and_pages(void) {
   ec2(DESCRIBE "&Filter.1.Name=tag%3Ateam&Filter.1.Value.1=%2A"
                "&Filter.2.Name=instance-type&Filter.2.Value.1=m5.large",
       &r);
-  CHECK(xp_count(&r, "//e:instancesSet/e:item") == 6, "wildcard AND type");
+  TW_CHECK(xp_count(&r, "//e:instancesSet/e:item") == 6, "wildcard AND type");
   reply_free(&r);
   ec2(DESCRIBE "&Filter.1.Name=tag-key&Filter.1.Value.1=team"
                "&Filter.2.Name=instance-state-name&Filter.2.Value.1=pending"
                "&Filter.2.Value.2=running",
       &r);
-  CHECK(xp_count(&r, "//e:instancesSet/e:item") == 9, "tag-key + state");
+  TW_CHECK(xp_count(&r, "//e:instancesSet/e:item") == 9, "tag-key + state");
   reply_free(&r);
   ec2(DESCRIBE "&Filter.1.Name=availability-zone&Filter.1.Value.1=nowhere", &r);
-  CHECK(r.status == 200 && xp_count(&r, "//e:instancesSet/e:item") == 0,
-        "no match is an empty set");
-  CHECK(xp_count(&r, "/e:DescribeInstancesResponse/e:reservationSet") == 1,
-        "empty reservationSet present");
+  TW_CHECK(r.status == 200 && xp_count(&r, "//e:instancesSet/e:item") == 0,
+           "no match is an empty set");
+  TW_CHECK(xp_count(&r, "/e:DescribeInstancesResponse/e:reservationSet") == 1,
+           "empty reservationSet present");
   reply_free(&r);
   ec2(DESCRIBE "&MaxResults=4", &r);
-  CHECK(is_error(&r, 400, "InvalidParameterValue"), "MaxResults < 5");
+  TW_CHECK(is_error(&r, 400, "InvalidParameterValue"), "MaxResults < 5");
   reply_free(&r);
   ec2(DESCRIBE "&MaxResults=5&InstanceId.1=i-0123456789abcdef0", &r);
-  CHECK(is_error(&r, 400, "InvalidParameterCombination"), "ids + max");
+  TW_CHECK(is_error(&r, 400, "InvalidParameterCombination"), "ids + max");
   reply_free(&r);
   ec2(DESCRIBE "&Filter.1.Name=flavour&Filter.1.Value.1=x", &r);
-  CHECK(is_error(&r, 400, "InvalidParameterValue"), "unknown filter");
+  TW_CHECK(is_error(&r, 400, "InvalidParameterValue"), "unknown filter");
   reply_free(&r);
   /* Other regions see nothing of us-east-1. */
   struct sign_opts o = {.region = "eu-west-1"};
   ec2o(&o, DESCRIBE, &r);
-  CHECK(r.status == 200 && xp_count(&r, "//e:instancesSet/e:item") == 0,
-        "regions are separate");
+  TW_CHECK(r.status == 200 && xp_count(&r, "//e:instancesSet/e:item") == 0,
+           "regions are separate");
   reply_free(&r);
 }
 
-static void terminate_moves_through_states(void) {
+static void terminate_moves_through_states(void **state) {
   struct reply r;
   reset();
   char *id = run_one("&InstanceType=m5.large", &r);
@@ -480,118 +473,118 @@ static void terminate_moves_through_states(void) {
                         "&InstanceId.1=%s",
                         id);
   ec2(q, &r);
-  CHECK(r.status == 200, "terminate %ld %s", r.status, r.body.data);
-  CHECK(xp_is(&r, "//e:instancesSet/e:item/e:instanceId", id), "id");
-  CHECK(xp_is(&r, "//e:currentState/e:name", "shutting-down"), "current");
-  CHECK(xp_is(&r, "//e:currentState/e:code", "32"), "code 32");
-  CHECK(xp_is(&r, "//e:previousState/e:name", "running"), "previous");
+  TW_CHECK(r.status == 200, "terminate %ld %s", r.status, r.body.data);
+  TW_CHECK(xp_is(&r, "//e:instancesSet/e:item/e:instanceId", id), "id");
+  TW_CHECK(xp_is(&r, "//e:currentState/e:name", "shutting-down"), "current");
+  TW_CHECK(xp_is(&r, "//e:currentState/e:code", "32"), "code 32");
+  TW_CHECK(xp_is(&r, "//e:previousState/e:name", "running"), "previous");
   reply_free(&r);
   ec2(q, &r); /* again: already shutting down */
-  CHECK(xp_is(&r, "//e:previousState/e:name", "shutting-down"), "again");
+  TW_CHECK(xp_is(&r, "//e:previousState/e:name", "shutting-down"), "again");
   reply_free(&r);
   advance(3000);
   char *d = tw_asprintf(DESCRIBE "&InstanceId.1=%s", id);
   ec2(d, &r);
-  CHECK(xp_is(&r, "//e:instanceState/e:name", "terminated"), "terminated");
-  CHECK(xp_is(&r, "//e:stateReason/e:code", "Client.UserInitiatedShutdown"),
-        "reason");
+  TW_CHECK(xp_is(&r, "//e:instanceState/e:name", "terminated"), "terminated");
+  TW_CHECK(xp_is(&r, "//e:stateReason/e:code", "Client.UserInitiatedShutdown"),
+           "reason");
   reply_free(&r);
   advance(3600 * 1000);
   ec2(d, &r);
-  CHECK(is_error(&r, 400, "InvalidInstanceID.NotFound"), "gone after 1h");
+  TW_CHECK(is_error(&r, 400, "InvalidInstanceID.NotFound"), "gone after 1h");
   reply_free(&r);
   ec2("Action=TerminateInstances&Version=2016-11-15"
       "&InstanceId.1=i-0123456789abcdef0",
       &r);
-  CHECK(is_error(&r, 400, "InvalidInstanceID.NotFound"), "unknown id");
+  TW_CHECK(is_error(&r, 400, "InvalidInstanceID.NotFound"), "unknown id");
   reply_free(&r);
   ec2("Action=TerminateInstances&Version=2016-11-15&InstanceId.1=bogus", &r);
-  CHECK(is_error(&r, 400, "InvalidInstanceID.Malformed"), "malformed");
+  TW_CHECK(is_error(&r, 400, "InvalidInstanceID.Malformed"), "malformed");
   reply_free(&r);
   ec2("Action=TerminateInstances&Version=2016-11-15", &r);
-  CHECK(is_error(&r, 400, "MissingParameter"), "no ids");
+  TW_CHECK(is_error(&r, 400, "MissingParameter"), "no ids");
   reply_free(&r);
   free(q);
   free(d);
   free(id);
 }
 
-static void auth_and_protocol_errors(void) {
+static void auth_and_protocol_errors(void **state) {
   struct reply r;
   struct sign_opts o = {.secret = "not-the-secret"};
   ec2o(&o, DESCRIBE, &r);
-  CHECK(is_error(&r, 403, "SignatureDoesNotMatch"), "wrong secret");
+  TW_CHECK(is_error(&r, 403, "SignatureDoesNotMatch"), "wrong secret");
   reply_free(&r);
   o = (struct sign_opts){.skew_ms = -10 * 60 * 1000};
   ec2o(&o, DESCRIBE, &r);
-  CHECK(is_error(&r, 400, "RequestExpired"), "stale date");
+  TW_CHECK(is_error(&r, 400, "RequestExpired"), "stale date");
   reply_free(&r);
   o = (struct sign_opts){.access_key = "AKIDNOBODY"};
   ec2o(&o, DESCRIBE, &r);
-  CHECK(is_error(&r, 401, "AuthFailure"), "unknown key");
+  TW_CHECK(is_error(&r, 401, "AuthFailure"), "unknown key");
   reply_free(&r);
   o = (struct sign_opts){.region = "mars-north-1"};
   ec2o(&o, DESCRIBE, &r);
-  CHECK(is_error(&r, 401, "AuthFailure"), "region outside the catalog");
+  TW_CHECK(is_error(&r, 401, "AuthFailure"), "region outside the catalog");
   reply_free(&r);
   o = (struct sign_opts){.no_auth = true};
   ec2o(&o, DESCRIBE, &r);
-  CHECK(is_error(&r, 401, "MissingAuthenticationToken"), "unsigned");
+  TW_CHECK(is_error(&r, 401, "MissingAuthenticationToken"), "unsigned");
   reply_free(&r);
   o = (struct sign_opts){.region = "us-west-2"};
   ec2o(&o, "Action=DescribeAvailabilityZones&Version=2016-11-15", &r);
-  CHECK(xp_count(&r, "//e:availabilityZoneInfo/e:item") == 4, "usw2 zones");
+  TW_CHECK(xp_count(&r, "//e:availabilityZoneInfo/e:item") == 4, "usw2 zones");
   reply_free(&r);
   o = (struct sign_opts){.get = true};
   ec2o(&o,
        "Action=DescribeAvailabilityZones&Version=2016-11-15"
        "&ZoneName.1=us-east-1a",
        &r);
-  CHECK(r.status == 200, "GET query string %ld %s", r.status, r.body.data);
-  CHECK(xp_is(&r, "//e:item/e:zoneId", "use1-az1"), "zone id");
-  CHECK(xp_is(&r, "//e:item/e:regionName", "us-east-1"), "region");
-  CHECK(xp_is(&r, "//e:item/e:zoneState", "available"), "state");
+  TW_CHECK(r.status == 200, "GET query string %ld %s", r.status, r.body.data);
+  TW_CHECK(xp_is(&r, "//e:item/e:zoneId", "use1-az1"), "zone id");
+  TW_CHECK(xp_is(&r, "//e:item/e:regionName", "us-east-1"), "region");
+  TW_CHECK(xp_is(&r, "//e:item/e:zoneState", "available"), "state");
   reply_free(&r);
   ec2("Action=LaunchRockets&Version=2016-11-15", &r);
-  CHECK(is_error(&r, 400, "InvalidAction"), "unknown action");
+  TW_CHECK(is_error(&r, 400, "InvalidAction"), "unknown action");
   reply_free(&r);
   ec2("Version=2016-11-15", &r);
-  CHECK(is_error(&r, 400, "MissingAction"), "no action");
+  TW_CHECK(is_error(&r, 400, "MissingAction"), "no action");
   reply_free(&r);
   ec2("Action=DescribeInstances&Version=2010-01-01", &r);
-  CHECK(is_error(&r, 400, "NoSuchVersion"), "version");
+  TW_CHECK(is_error(&r, 400, "NoSuchVersion"), "version");
   reply_free(&r);
   ec2(DESCRIBE "&Colour=blue", &r);
-  CHECK(is_error(&r, 400, "UnknownParameter"), "unknown parameter");
+  TW_CHECK(is_error(&r, 400, "UnknownParameter"), "unknown parameter");
   reply_free(&r);
   ec2(DESCRIBE "&Filter.1.Name=%ZZ", &r);
-  CHECK(is_error(&r, 400, "MalformedQueryString"), "bad escape");
+  TW_CHECK(is_error(&r, 400, "MalformedQueryString"), "bad escape");
   reply_free(&r);
   ec2(RUN "&MaxCount=1&InstanceType=m5.large", &r);
-  CHECK(is_error(&r, 400, "MissingParameter"), "MinCount");
+  TW_CHECK(is_error(&r, 400, "MissingParameter"), "MinCount");
   reply_free(&r);
   ec2(RUN "&MinCount=2&MaxCount=1&InstanceType=m5.large", &r);
-  CHECK(is_error(&r, 400, "InvalidParameterValue"), "min > max");
+  TW_CHECK(is_error(&r, 400, "InvalidParameterValue"), "min > max");
   reply_free(&r);
   ec2(RUN "&MinCount=1&MaxCount=1&InstanceType=m5.gigantic", &r);
-  CHECK(is_error(&r, 400, "InvalidParameterValue"), "unknown type");
+  TW_CHECK(is_error(&r, 400, "InvalidParameterValue"), "unknown type");
   reply_free(&r);
   ec2(RUN "&MinCount=1&MaxCount=1&InstanceType=p5.48xlarge"
           "&Placement.AvailabilityZone=us-east-1zz",
       &r);
-  CHECK(is_error(&r, 400, "InvalidParameterValue"), "unknown zone");
+  TW_CHECK(is_error(&r, 400, "InvalidParameterValue"), "unknown zone");
   reply_free(&r);
   o = (struct sign_opts){.region = "eu-west-1"};
   ec2o(&o, RUN "&MinCount=1&MaxCount=1&InstanceType=p5.48xlarge", &r);
-  CHECK(is_error(&r, 400, "Unsupported"), "p5 not sold in eu-west-1");
+  TW_CHECK(is_error(&r, 400, "Unsupported"), "p5 not sold in eu-west-1");
   reply_free(&r);
   ec2(RUN "&MinCount=1&MaxCount=1&InstanceType=p4de.24xlarge"
           "&Placement.AvailabilityZone=us-east-1a",
       &r);
-  CHECK(is_error(&r, 400, "Unsupported"), "p4de not in us-east-1a");
+  TW_CHECK(is_error(&r, 400, "Unsupported"), "p4de not in us-east-1a");
   reply_free(&r);
   ec2(RUN "&MinCount=1&MaxCount=1&InstanceType=m5.large&DryRun=true", &r);
-  CHECK(is_error(&r, 412, "DryRunOperation"), "dry run");
+  TW_CHECK(is_error(&r, 412, "DryRunOperation"), "dry run");
   reply_free(&r);
 
   /* Request bodies are bounded. */
@@ -601,7 +594,7 @@ static void auth_and_protocol_errors(void) {
   memcpy(body, "Action=DescribeInstances&Version=2016-11-15&x=", 46);
   body[big] = '\0';
   ec2(body, &r);
-  CHECK(is_error(&r, 413, "RequestEntityTooLarge"), "413");
+  TW_CHECK(is_error(&r, 413, "RequestEntityTooLarge"), "413");
   reply_free(&r);
   free(body);
   /* The server's Date header is the fake clock's. */
@@ -610,11 +603,11 @@ static void auth_and_protocol_errors(void) {
   int64_t now = fake_now();
   time_t t = (time_t)(now / 1000);
   strftime(want, sizeof want, "%a, %d %b %Y %H:%M:%S GMT", gmtime(&t));
-  CHECK(!strcmp(r.date, want), "Date %s, want %s", r.date, want);
+  TW_CHECK(!strcmp(r.date, want), "Date %s, want %s", r.date, want);
   reply_free(&r);
 }
 
-static void capacity_and_quota_faults(void) {
+static void capacity_and_quota_faults(void **state) {
   struct reply r;
   reset();
   ctl_ok("POST", "/_fake/faults",
@@ -623,19 +616,20 @@ static void capacity_and_quota_faults(void) {
   ec2(RUN "&MinCount=1&MaxCount=1&InstanceType=p4d.24xlarge"
           "&Placement.AvailabilityZone=us-east-1a",
       &r);
-  CHECK(is_error(&r, 500, "InsufficientInstanceCapacity"), "ICE");
-  CHECK(r.body.data && strstr(r.body.data, "us-east-1b"), "names other zones");
+  TW_CHECK(is_error(&r, 500, "InsufficientInstanceCapacity"), "ICE");
+  TW_CHECK(r.body.data && strstr(r.body.data, "us-east-1b"),
+           "names other zones");
   reply_free(&r);
   ec2(RUN "&MinCount=1&MaxCount=1&InstanceType=p4d.24xlarge"
           "&Placement.AvailabilityZone=us-east-1a",
       &r);
-  CHECK(r.status == 200, "count spent: %ld", r.status);
+  TW_CHECK(r.status == 200, "count spent: %ld", r.status);
   reply_free(&r);
 
   ctl_ok("POST", "/_fake/faults",
          "{\"kind\":\"quota\",\"market\":\"on-demand\",\"count\":1}");
   ec2(RUN "&MinCount=1&MaxCount=1&InstanceType=m5.large", &r);
-  CHECK(is_error(&r, 400, "VcpuLimitExceeded"), "quota fault");
+  TW_CHECK(is_error(&r, 400, "VcpuLimitExceeded"), "quota fault");
   reply_free(&r);
   /* The real limit: 4 vCPUs on demand, m5.large has 2. */
   reset();
@@ -643,19 +637,19 @@ static void capacity_and_quota_faults(void) {
          "{\"vcpu_limit_on_demand\":4,"
          "\"vcpu_limit_spot\":2}");
   ec2(RUN "&MinCount=3&MaxCount=3&InstanceType=m5.large", &r);
-  CHECK(is_error(&r, 400, "VcpuLimitExceeded"), "3 x 2 > 4");
+  TW_CHECK(is_error(&r, 400, "VcpuLimitExceeded"), "3 x 2 > 4");
   reply_free(&r);
   ec2(RUN "&MinCount=1&MaxCount=5&InstanceType=m5.large", &r);
-  CHECK(xp_count(&r, "//e:instancesSet/e:item") == 2, "as many as fit");
+  TW_CHECK(xp_count(&r, "//e:instancesSet/e:item") == 2, "as many as fit");
   reply_free(&r);
   ec2(RUN "&MinCount=2&MaxCount=2&InstanceType=m5.large"
           "&InstanceMarketOptions.MarketType=spot",
       &r);
-  CHECK(is_error(&r, 400, "MaxSpotInstanceCountExceeded"), "spot limit");
+  TW_CHECK(is_error(&r, 400, "MaxSpotInstanceCountExceeded"), "spot limit");
   reply_free(&r);
 }
 
-static void throttle_and_error_faults(void) {
+static void throttle_and_error_faults(void **state) {
   struct reply r;
   reset();
   ctl_ok("POST", "/_fake/faults",
@@ -663,17 +657,17 @@ static void throttle_and_error_faults(void) {
          "\"count\":2}");
   for (int i = 0; i < 2; i++) {
     ec2(DESCRIBE, &r);
-    CHECK(is_error(&r, 503, "RequestLimitExceeded"), "throttled %d", i);
+    TW_CHECK(is_error(&r, 503, "RequestLimitExceeded"), "throttled %d", i);
     reply_free(&r);
   }
   ec2(DESCRIBE, &r);
-  CHECK(r.status == 200, "third passes: %ld", r.status);
+  TW_CHECK(r.status == 200, "third passes: %ld", r.status);
   reply_free(&r);
   ctl_ok("POST", "/_fake/faults",
          "{\"kind\":\"error\",\"status\":503,\"code\":\"Unavailable\","
          "\"count\":1}");
   ec2("Action=DescribeAvailabilityZones&Version=2016-11-15", &r);
-  CHECK(is_error(&r, 503, "Unavailable"), "5xx");
+  TW_CHECK(is_error(&r, 503, "Unavailable"), "5xx");
   reply_free(&r);
   /* A slow answer arrives late, then normally. */
   ctl_ok("POST", "/_fake/faults",
@@ -682,8 +676,8 @@ static void throttle_and_error_faults(void) {
   int64_t t0 = tw_mono_us();
   ec2("Action=DescribeAvailabilityZones&Version=2016-11-15", &r);
   int64_t slow_us = tw_mono_us() - t0;
-  CHECK(r.status == 200 && slow_us >= 150000, "slow: %ld after %lld us",
-        r.status, (long long)slow_us);
+  TW_CHECK(r.status == 200 && slow_us >= 150000, "slow: %ld after %lld us",
+           r.status, (long long)slow_us);
   reply_free(&r);
   /* A probability: seeded, so neither never nor always. */
   ctl_ok("DELETE", "/_fake/faults", NULL);
@@ -695,15 +689,15 @@ static void throttle_and_error_faults(void) {
     hit += r.status == 503;
     reply_free(&r);
   }
-  CHECK(hit >= 8 && hit <= 32, "p=0.5 fired %d of 40", hit);
+  TW_CHECK(hit >= 8 && hit <= 32, "p=0.5 fired %d of 40", hit);
   ctl("GET", "/_fake/ec2/state", NULL, &r);
-  CHECK(r.body.data && strstr(r.body.data, "\"RequestLimitExceeded\""),
-        "errors counted: %s", r.body.data);
+  TW_CHECK(r.body.data && strstr(r.body.data, "\"RequestLimitExceeded\""),
+           "errors counted: %s", r.body.data);
   reply_free(&r);
   ctl_ok("DELETE", "/_fake/faults", NULL);
 }
 
-static void spot_interruption_notice_then_termination(void) {
+static void spot_interruption_notice_then_termination(void **state) {
   struct reply r;
   reset();
   char *id = run_one("&InstanceType=g5.xlarge"
@@ -714,36 +708,39 @@ static void spot_interruption_notice_then_termination(void) {
   char path[160];
   snprintf(path, sizeof path, "/_fake/ec2/instances/%s/spot/instance-action",
            id);
-  CHECK(ctl("GET", path, NULL, &r) == 404, "no notice yet");
+  TW_CHECK(ctl("GET", path, NULL, &r) == 404, "no notice yet");
   reply_free(&r);
   char ipath[160];
   snprintf(ipath, sizeof ipath, "/_fake/ec2/instances/%s/interrupt", id);
   ctl_ok("POST", ipath, "{\"lead_ms\":120000}");
-  CHECK(ctl("GET", path, NULL, &r) == 200, "notice");
+  TW_CHECK(ctl("GET", path, NULL, &r) == 200, "notice");
   /* the action comes two minutes after the notice */
   char when[32], want[64];
   iso_s(fake_now() + 120000, when);
   snprintf(want, sizeof want, "\"time\":\"%s\"", when);
-  CHECK(r.body.data && strstr(r.body.data, "\"action\":\"terminate\"") &&
-            strstr(r.body.data, want),
-        "instance-action %s, want %s", r.body.data, want);
+  TW_CHECK(r.body.data && strstr(r.body.data, "\"action\":\"terminate\"") &&
+               strstr(r.body.data, want),
+           "instance-action %s, want %s", r.body.data, want);
   reply_free(&r);
   char *d = tw_asprintf(DESCRIBE "&InstanceId.1=%s", id);
   advance(119999);
   ec2(d, &r);
-  CHECK(xp_is(&r, "//e:instanceState/e:name", "running"), "within lead");
+  TW_CHECK(xp_is(&r, "//e:instanceState/e:name", "running"), "within lead");
   reply_free(&r);
   advance(1);
   ec2(d, &r);
-  CHECK(xp_is(&r, "//e:instanceState/e:name", "shutting-down"), "interrupted");
-  CHECK(xp_is(&r, "//e:stateReason/e:code", "Server.SpotInstanceTermination"),
-        "spot reason");
+  TW_CHECK(xp_is(&r, "//e:instanceState/e:name", "shutting-down"),
+           "interrupted");
+  TW_CHECK(
+      xp_is(&r, "//e:stateReason/e:code", "Server.SpotInstanceTermination"),
+      "spot reason");
   reply_free(&r);
   advance(3000);
   ec2(d, &r);
-  CHECK(xp_is(&r, "//e:instanceState/e:name", "terminated"), "terminated");
-  CHECK(xp_is(&r, "//e:stateReason/e:code", "Server.SpotInstanceTermination"),
-        "reason kept");
+  TW_CHECK(xp_is(&r, "//e:instanceState/e:name", "terminated"), "terminated");
+  TW_CHECK(
+      xp_is(&r, "//e:stateReason/e:code", "Server.SpotInstanceTermination"),
+      "reason kept");
   reply_free(&r);
   free(d);
   free(id);
@@ -754,15 +751,15 @@ static void spot_interruption_notice_then_termination(void) {
   reply_free(&r);
   snprintf(path, sizeof path,
            "/_fake/ec2/instances/%s/events/recommendations/rebalance", id);
-  CHECK(ctl("GET", path, NULL, &r) == 404, "no rebalance yet");
+  TW_CHECK(ctl("GET", path, NULL, &r) == 404, "no rebalance yet");
   reply_free(&r);
   snprintf(ipath, sizeof ipath, "/_fake/ec2/instances/%s/rebalance", id);
   ctl_ok("POST", ipath, NULL);
   iso_s(fake_now(), when);
   snprintf(want, sizeof want, "\"noticeTime\":\"%s\"", when);
-  CHECK(ctl("GET", path, NULL, &r) == 200 && r.body.data &&
-            strstr(r.body.data, want),
-        "rebalance %s, want %s", r.body.data, want);
+  TW_CHECK(ctl("GET", path, NULL, &r) == 200 && r.body.data &&
+               strstr(r.body.data, want),
+           "rebalance %s, want %s", r.body.data, want);
   reply_free(&r);
   free(id);
 
@@ -780,10 +777,10 @@ static void spot_interruption_notice_then_termination(void) {
   ec2(d, &r);
   char *x =
       tw_asprintf("//e:item[e:instanceId='%s']/e:instanceState/e:name", id);
-  CHECK(xp_is(&r, x, "shutting-down"), "scheduled interruption");
+  TW_CHECK(xp_is(&r, x, "shutting-down"), "scheduled interruption");
   free(x);
   x = tw_asprintf("//e:item[e:instanceId='%s']/e:instanceState/e:name", od);
-  CHECK(xp_is(&r, x, "running"), "on-demand untouched");
+  TW_CHECK(xp_is(&r, x, "running"), "on-demand untouched");
   free(x);
   reply_free(&r);
   free(d);
@@ -802,19 +799,20 @@ static void spot_interruption_notice_then_termination(void) {
           "&TagSpecification.1.Tag.1.Key=poisson"
           "&TagSpecification.1.Tag.1.Value=1",
       &r);
-  CHECK(xp_count(&r, "//e:instancesSet/e:item") == 20, "20 spot");
+  TW_CHECK(xp_count(&r, "//e:instancesSet/e:item") == 20, "20 spot");
   reply_free(&r);
   advance(3600 * 1000);
   ec2(DESCRIBE "&Filter.1.Name=tag%3Apoisson&Filter.1.Value.1=1"
                "&Filter.2.Name=instance-state-name&Filter.2.Value.1=terminated",
       &r);
   int gone = xp_count(&r, "//e:instancesSet/e:item");
-  CHECK(gone >= 5 && gone <= 19, "rate 1/h: %d of 20 interrupted in 1 h", gone);
+  TW_CHECK(gone >= 5 && gone <= 19, "rate 1/h: %d of 20 interrupted in 1 h",
+           gone);
   reply_free(&r);
   ctl_ok("DELETE", "/_fake/faults", NULL);
 }
 
-static void spot_price_history_pages_and_prices(void) {
+static void spot_price_history_pages_and_prices(void **state) {
   struct reply r;
   reset();
   ec2("Action=DescribeSpotPriceHistory&Version=2016-11-15"
@@ -822,16 +820,17 @@ static void spot_price_history_pages_and_prices(void) {
       "&AvailabilityZone=us-east-1a&StartTime=2024-04-30T12%3A00%3A00Z"
       "&MaxResults=3",
       &r);
-  CHECK(r.status == 200, "history %ld %s", r.status, r.body.data);
-  CHECK(xp_count(&r, "//e:spotPriceHistorySet/e:item") == 3, "3 items");
+  TW_CHECK(r.status == 200, "history %ld %s", r.status, r.body.data);
+  TW_CHECK(xp_count(&r, "//e:spotPriceHistorySet/e:item") == 3, "3 items");
   char *price = xp(&r, "//e:item[1]/e:spotPrice");
-  CHECK(matches(price, "^[0-9]+\\.[0-9]{6}$"), "price %s", price);
-  CHECK(xp_match(&r, "//e:item[1]/e:timestamp", "^2024-05-01T12:00:00.000Z$"),
-        "newest first on the 6-hour grid");
-  CHECK(xp_is(&r, "//e:item[2]/e:timestamp", "2024-05-01T06:00:00.000Z"),
-        "second");
+  TW_CHECK(matches(price, "^[0-9]+\\.[0-9]{6}$"), "price %s", price);
+  TW_CHECK(
+      xp_match(&r, "//e:item[1]/e:timestamp", "^2024-05-01T12:00:00.000Z$"),
+      "newest first on the 6-hour grid");
+  TW_CHECK(xp_is(&r, "//e:item[2]/e:timestamp", "2024-05-01T06:00:00.000Z"),
+           "second");
   char *tok = xp(&r, "//e:nextToken");
-  CHECK(tok && *tok, "token");
+  TW_CHECK(tok && *tok, "token");
   reply_free(&r);
   char *q = tw_asprintf(
       "Action=DescribeSpotPriceHistory&Version=2016-11-15"
@@ -840,10 +839,10 @@ static void spot_price_history_pages_and_prices(void) {
       "&MaxResults=3&NextToken=%s",
       tok ? tok : "");
   ec2(q, &r);
-  CHECK(xp_count(&r, "//e:spotPriceHistorySet/e:item") == 2,
-        "5 grid points in all");
-  CHECK(xp_is(&r, "//e:item[2]/e:timestamp", "2024-04-30T12:00:00.000Z"),
-        "the point in force at StartTime");
+  TW_CHECK(xp_count(&r, "//e:spotPriceHistorySet/e:item") == 2,
+           "5 grid points in all");
+  TW_CHECK(xp_is(&r, "//e:item[2]/e:timestamp", "2024-04-30T12:00:00.000Z"),
+           "the point in force at StartTime");
   reply_free(&r);
   free(q);
   free(tok);
@@ -862,7 +861,7 @@ static void spot_price_history_pages_and_prices(void) {
                       "&InstanceMarketOptions.SpotOptions.MaxPrice=%s",
                   mp);
   ec2(q, &r);
-  CHECK(is_error(&r, 400, "SpotMaxPriceTooLow"), "a micro-dollar under");
+  TW_CHECK(is_error(&r, 400, "SpotMaxPriceTooLow"), "a micro-dollar under");
   reply_free(&r);
   free(q);
   q = tw_asprintf(RUN "&MinCount=1&MaxCount=1&InstanceType=p4d.24xlarge"
@@ -871,7 +870,7 @@ static void spot_price_history_pages_and_prices(void) {
                       "&InstanceMarketOptions.SpotOptions.MaxPrice=%s",
                   price ? price : "1");
   ec2(q, &r);
-  CHECK(r.status == 200, "at the price: %ld %s", r.status, r.body.data);
+  TW_CHECK(r.status == 200, "at the price: %ld %s", r.status, r.body.data);
   reply_free(&r);
   free(q);
   free(price);
@@ -883,50 +882,50 @@ static void spot_price_history_pages_and_prices(void) {
       "&InstanceType.1=p4d.24xlarge&ProductDescription.1=Linux%2FUNIX"
       "&AvailabilityZone=us-east-1a&MaxResults=1",
       &r);
-  CHECK(xp_is(&r, "//e:item[1]/e:spotPrice", "30.500000"), "override");
+  TW_CHECK(xp_is(&r, "//e:item[1]/e:spotPrice", "30.500000"), "override");
   reply_free(&r);
   ec2("Action=DescribeSpotPriceHistory&Version=2016-11-15"
       "&ProductDescription.1=BeOS",
       &r);
-  CHECK(is_error(&r, 400, "InvalidParameterValue"), "product");
+  TW_CHECK(is_error(&r, 400, "InvalidParameterValue"), "product");
   reply_free(&r);
 }
 
-static void instance_types_and_zones(void) {
+static void instance_types_and_zones(void **state) {
   struct reply r;
   ec2("Action=DescribeInstanceTypes&Version=2016-11-15"
       "&InstanceType.1=p4d.24xlarge&InstanceType.2=m6g.large",
       &r);
-  CHECK(r.status == 200, "%ld %s", r.status, r.body.data);
+  TW_CHECK(r.status == 200, "%ld %s", r.status, r.body.data);
   const char *p4d = "//e:instanceTypeSet/e:item[e:instanceType="
                     "'p4d.24xlarge']";
   char x[256];
   snprintf(x, sizeof x, "%s/e:gpuInfo/e:gpus/e:item/e:name", p4d);
-  CHECK(xp_is(&r, x, "A100"), "gpu name");
+  TW_CHECK(xp_is(&r, x, "A100"), "gpu name");
   snprintf(x, sizeof x, "%s/e:gpuInfo/e:gpus/e:item/e:count", p4d);
-  CHECK(xp_is(&r, x, "8"), "gpu count");
+  TW_CHECK(xp_is(&r, x, "8"), "gpu count");
   snprintf(x, sizeof x, "%s/e:gpuInfo/e:gpus/e:item/e:memoryInfo/e:sizeInMiB",
            p4d);
-  CHECK(xp_is(&r, x, "40960"), "gpu memory");
+  TW_CHECK(xp_is(&r, x, "40960"), "gpu memory");
   snprintf(x, sizeof x, "%s/e:gpuInfo/e:gpus/e:item/e:manufacturer", p4d);
-  CHECK(xp_is(&r, x, "NVIDIA"), "manufacturer");
+  TW_CHECK(xp_is(&r, x, "NVIDIA"), "manufacturer");
   snprintf(x, sizeof x, "%s/e:vCpuInfo/e:defaultVCpus", p4d);
-  CHECK(xp_is(&r, x, "96"), "vcpus");
-  CHECK(xp_is(&r,
-              "//e:item[e:instanceType='m6g.large']/e:processorInfo/"
-              "e:supportedArchitectures/e:item",
-              "arm64"),
-        "arm64");
-  CHECK(xp_is(&r,
-              "//e:item[e:instanceType='m6g.large']/e:memoryInfo/"
-              "e:sizeInMiB",
-              "8192"),
-        "memory");
+  TW_CHECK(xp_is(&r, x, "96"), "vcpus");
+  TW_CHECK(xp_is(&r,
+                 "//e:item[e:instanceType='m6g.large']/e:processorInfo/"
+                 "e:supportedArchitectures/e:item",
+                 "arm64"),
+           "arm64");
+  TW_CHECK(xp_is(&r,
+                 "//e:item[e:instanceType='m6g.large']/e:memoryInfo/"
+                 "e:sizeInMiB",
+                 "8192"),
+           "memory");
   reply_free(&r);
   ec2("Action=DescribeInstanceTypes&Version=2016-11-15"
       "&InstanceType.1=p9.huge",
       &r);
-  CHECK(is_error(&r, 400, "InvalidInstanceType"), "unknown type");
+  TW_CHECK(is_error(&r, 400, "InvalidInstanceType"), "unknown type");
   reply_free(&r);
   ec2("Action=DescribeInstanceTypes&Version=2016-11-15&MaxResults=5", &r);
   int n1 = xp_count(&r, "//e:instanceTypeSet/e:item");
@@ -937,20 +936,20 @@ static void instance_types_and_zones(void) {
                         tok ? tok : "");
   ec2(q, &r);
   int n2 = xp_count(&r, "//e:instanceTypeSet/e:item");
-  CHECK(n1 == 5 && n2 == 3, "8 types in us-east-1 over two pages: %d+%d", n1,
-        n2);
-  CHECK(xp_count(&r, "//e:nextToken") == 0, "no more");
+  TW_CHECK(n1 == 5 && n2 == 3, "8 types in us-east-1 over two pages: %d+%d", n1,
+           n2);
+  TW_CHECK(xp_count(&r, "//e:nextToken") == 0, "no more");
   reply_free(&r);
   free(q);
   free(tok);
   ec2("Action=DescribeAvailabilityZones&Version=2016-11-15", &r);
-  CHECK(xp_count(&r, "//e:availabilityZoneInfo/e:item") == 6, "6 zones");
-  CHECK(xp_is(&r, "//e:item[e:zoneName='us-east-1c']/e:zoneId", "use1-az4"),
-        "name -> id mapping");
+  TW_CHECK(xp_count(&r, "//e:availabilityZoneInfo/e:item") == 6, "6 zones");
+  TW_CHECK(xp_is(&r, "//e:item[e:zoneName='us-east-1c']/e:zoneId", "use1-az4"),
+           "name -> id mapping");
   reply_free(&r);
 }
 
-static void state_dump_and_reset(void) {
+static void state_dump_and_reset(void **state) {
   struct reply r;
   reset();
   char *id = run_one("&InstanceType=m5.large"
@@ -960,26 +959,27 @@ static void state_dump_and_reset(void) {
                      &r);
   reply_free(&r);
   ctl("GET", "/_fake/ec2/state", NULL, &r);
-  CHECK(r.body.data && strstr(r.body.data, id) &&
-            strstr(r.body.data, "\"tags\":{\"k\":\"v\"}") &&
-            strstr(r.body.data, "\"RunInstances\":1"),
-        "state %s", r.body.data);
+  TW_CHECK(r.body.data && strstr(r.body.data, id) &&
+               strstr(r.body.data, "\"tags\":{\"k\":\"v\"}") &&
+               strstr(r.body.data, "\"RunInstances\":1"),
+           "state %s", r.body.data);
   reply_free(&r);
   reset();
   ctl("GET", "/_fake/ec2/state", NULL, &r);
-  CHECK(r.body.data && !strstr(r.body.data, id) &&
-            strstr(r.body.data, "\"instances\":[]"),
-        "reset %s", r.body.data);
+  TW_CHECK(r.body.data && !strstr(r.body.data, id) &&
+               strstr(r.body.data, "\"instances\":[]"),
+           "reset %s", r.body.data);
   reply_free(&r);
-  CHECK(ctl("POST", "/_fake/faults", "{\"kind\":\"nonsense\"}", &r) == 400,
-        "bad rule refused");
+  TW_CHECK(ctl("POST", "/_fake/faults", "{\"kind\":\"nonsense\"}", &r) == 400,
+           "bad rule refused");
   reply_free(&r);
-  CHECK(ctl("GET", "/_fake/nowhere", NULL, &r) == 404, "404");
+  TW_CHECK(ctl("GET", "/_fake/nowhere", NULL, &r) == 404, "404");
   reply_free(&r);
   free(id);
 }
 
-int main(void) {
+/* One fake EC2 for the group, in this process (seed 42, clock stopped). */
+static int start_server(void **state) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   struct fc_opts o;
   fc_opts_init(&o);
@@ -990,27 +990,34 @@ int main(void) {
   tw_err_clear(&err);
   if (fc_server_start(&o, &srv, &err)) {
     fprintf(stderr, "start: %s\n", err.msg);
-    return 1;
+    return -1;
   }
   snprintf(base, sizeof base, "http://127.0.0.1:%u", fc_server_port(srv));
   printf("fakecloud on %s (seed 42)\n", base);
+  return 0;
+}
 
-  on_demand_runs_then_becomes_running();
-  spot_run_reports_lifecycle_and_tags();
-  client_token_is_idempotent();
-  describe_filters_and_pages();
-  terminate_moves_through_states();
-  auth_and_protocol_errors();
-  capacity_and_quota_faults();
-  throttle_and_error_faults();
-  spot_interruption_notice_then_termination();
-  spot_price_history_pages_and_prices();
-  instance_types_and_zones();
-  state_dump_and_reset();
-
+static int stop_server(void **state) {
   fc_server_stop(srv);
   curl_global_cleanup();
   xmlCleanupParser();
-  printf("%d checks, %d failed\n", checks, failures);
-  return failures ? 1 : 0;
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(on_demand_runs_then_becomes_running),
+      cmocka_unit_test(spot_run_reports_lifecycle_and_tags),
+      cmocka_unit_test(client_token_is_idempotent),
+      cmocka_unit_test(describe_filters_and_pages),
+      cmocka_unit_test(terminate_moves_through_states),
+      cmocka_unit_test(auth_and_protocol_errors),
+      cmocka_unit_test(capacity_and_quota_faults),
+      cmocka_unit_test(throttle_and_error_faults),
+      cmocka_unit_test(spot_interruption_notice_then_termination),
+      cmocka_unit_test(spot_price_history_pages_and_prices),
+      cmocka_unit_test(instance_types_and_zones),
+      cmocka_unit_test(state_dump_and_reset),
+  };
+  return cmocka_run_group_tests(tests, start_server, stop_server);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tests/twtest.h"
 #include "broker/base/mem.h"
 #include "tests/fakecloud/catalog.h"
 #include "tests/fakecloud/clock.h"
@@ -15,19 +16,7 @@
 #include "tests/fakecloud/fault.h"
 #include "tests/fakecloud/params.h"
 
-static int failures, checks;
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);          \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-    }                                                                          \
-  } while (0)
-
-static void decoding(void) {
+static void decoding(void **state) {
   static const struct {
     const char *in;
     const char *key, *want; /* NULL want: key absent */
@@ -55,12 +44,12 @@ static void decoding(void) {
     tw_err_clear(&err);
     enum tw_rc rc = fc_params_parse(&p, cases[i].in, strlen(cases[i].in), &err);
     if (cases[i].err) {
-      CHECK(rc != TW_OK && !strcmp(err.detail, cases[i].err),
-            "case %zu %s: rc %d detail %s", i, cases[i].in, rc, err.detail);
+      TW_CHECK(rc != TW_OK && !strcmp(err.detail, cases[i].err),
+               "case %zu %s: rc %d detail %s", i, cases[i].in, rc, err.detail);
     } else {
       const char *v = fc_params_get(&p, cases[i].key);
-      CHECK(rc == TW_OK && v && !strcmp(v, cases[i].want), "case %zu %s: %s", i,
-            cases[i].in, v ? v : "(null)");
+      TW_CHECK(rc == TW_OK && v && !strcmp(v, cases[i].want), "case %zu %s: %s",
+               i, cases[i].in, v ? v : "(null)");
     }
     fc_params_release(&p);
   }
@@ -73,8 +62,8 @@ static void decoding(void) {
   struct tw_err err;
   fc_params_init(&p);
   tw_err_clear(&err);
-  CHECK(fc_params_parse(&p, b.data, b.len, &err) == TW_E_TOOBIG,
-        "too many pairs");
+  TW_CHECK(fc_params_parse(&p, b.data, b.len, &err) == TW_E_TOOBIG,
+           "too many pairs");
   fc_params_release(&p);
   tw_buf_release(&b);
 }
@@ -87,25 +76,25 @@ static struct fc_params parse(const char *s) {
   return p;
 }
 
-static void lists_and_filters(void) {
+static void lists_and_filters(void **state) {
   struct fc_params p = parse("X.3=c&X.1=a&X.10=j&X.2.Sub=s&X.2=b&Y.1=z");
   const char **v;
   size_t n;
   struct tw_err err;
   tw_err_clear(&err);
-  CHECK(ec2_list(&p, "X", 100, &v, &n, &err) == TW_OK && n == 4, "n %zu", n);
-  CHECK(n == 4 && !strcmp(v[0], "a") && !strcmp(v[1], "b") &&
-            !strcmp(v[2], "c") && !strcmp(v[3], "j"),
-        "ordered by index, not text");
+  TW_CHECK(ec2_list(&p, "X", 100, &v, &n, &err) == TW_OK && n == 4, "n %zu", n);
+  TW_CHECK(n == 4 && !strcmp(v[0], "a") && !strcmp(v[1], "b") &&
+               !strcmp(v[2], "c") && !strcmp(v[3], "j"),
+           "ordered by index, not text");
   free(v);
   tw_err_clear(&err);
-  CHECK(ec2_list(&p, "X", 3, &v, &n, &err) != TW_OK, "over max");
+  TW_CHECK(ec2_list(&p, "X", 3, &v, &n, &err) != TW_OK, "over max");
   fc_params_release(&p);
   p = parse("X.0=a");
   tw_err_clear(&err);
-  CHECK(ec2_list(&p, "X", 10, &v, &n, &err) != TW_OK &&
-            !strcmp(err.detail, "InvalidParameterValue"),
-        "index 0 refused");
+  TW_CHECK(ec2_list(&p, "X", 10, &v, &n, &err) != TW_OK &&
+               !strcmp(err.detail, "InvalidParameterValue"),
+           "index 0 refused");
   fc_params_release(&p);
 
   static const char *const allowed[] = {"tag:", "instance-type", NULL};
@@ -113,12 +102,12 @@ static void lists_and_filters(void) {
             "&Filter.2.Name=instance-type&Filter.2.Value.1=m5.*");
   struct ec2_filters fs = {.n = 0};
   tw_err_clear(&err);
-  CHECK(ec2_filters_parse(&p, allowed, &fs, &err) == TW_OK && fs.n == 2,
-        "filters %s", err.msg);
-  CHECK(fs.n == 2 && fs.v[0].n_values == 2 &&
-            ec2_filter_any(&fs.v[1], "m5.large") &&
-            !ec2_filter_any(&fs.v[1], "c5.xlarge"),
-        "filter values");
+  TW_CHECK(ec2_filters_parse(&p, allowed, &fs, &err) == TW_OK && fs.n == 2,
+           "filters %s", err.msg);
+  TW_CHECK(fs.n == 2 && fs.v[0].n_values == 2 &&
+               ec2_filter_any(&fs.v[1], "m5.large") &&
+               !ec2_filter_any(&fs.v[1], "c5.xlarge"),
+           "filter values");
   ec2_filters_release(&fs);
   fc_params_release(&p);
   static const char *const bad[] = {
@@ -131,14 +120,15 @@ static void lists_and_filters(void) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     p = parse(bad[i]);
     tw_err_clear(&err);
-    CHECK(ec2_filters_parse(&p, allowed, &fs, &err) != TW_OK && err.detail[0],
-          "bad filter %zu accepted", i);
+    TW_CHECK(ec2_filters_parse(&p, allowed, &fs, &err) != TW_OK &&
+                 err.detail[0],
+             "bad filter %zu accepted", i);
     ec2_filters_release(&fs);
     fc_params_release(&p);
   }
 }
 
-static void globbing(void) {
+static void globbing(void **state) {
   static const struct {
     const char *pat, *s;
     bool want;
@@ -157,11 +147,11 @@ static void globbing(void) {
       {"exact", "exactly", false},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    CHECK(ec2_glob(cases[i].pat, cases[i].s) == cases[i].want, "%s ~ %s",
-          cases[i].pat, cases[i].s);
+    TW_CHECK(ec2_glob(cases[i].pat, cases[i].s) == cases[i].want, "%s ~ %s",
+             cases[i].pat, cases[i].s);
 }
 
-static void run_validation(void) {
+static void run_validation(void **state) {
 #define BASE "ImageId=ami-12345678&InstanceType=m5.large&MinCount=1&MaxCount=1"
   static const struct {
     const char *in;
@@ -210,51 +200,51 @@ static void run_validation(void) {
     tw_err_clear(&err);
     enum tw_rc rc = ec2_parse_run(&p, &r, &err);
     if (cases[i].err)
-      CHECK(rc != TW_OK && !strcmp(err.detail, cases[i].err),
-            "case %zu: got %s (%s)", i, err.detail, err.msg);
+      TW_CHECK(rc != TW_OK && !strcmp(err.detail, cases[i].err),
+               "case %zu: got %s (%s)", i, err.detail, err.msg);
     else
-      CHECK(rc == TW_OK, "case %zu: %s %s", i, err.detail, err.msg);
+      TW_CHECK(rc == TW_OK, "case %zu: %s %s", i, err.detail, err.msg);
     if (i == 1)
-      CHECK(r.spot && r.max_price_uusd == 50000 &&
-                !strcmp(r.spot_type, "one-time") &&
-                !strcmp(r.interruption, "terminate"),
-            "spot defaults");
+      TW_CHECK(r.spot && r.max_price_uusd == 50000 &&
+                   !strcmp(r.spot_type, "one-time") &&
+                   !strcmp(r.interruption, "terminate"),
+               "spot defaults");
     fc_params_release(&p);
   }
   /* The idempotency hash ignores order, not values. */
   struct fc_params a = parse("A=1&B=2"), b = parse("B=2&A=1"),
                    c = parse("A=1&B=3");
-  CHECK(ec2_params_hash(&a, NULL) == ec2_params_hash(&b, NULL), "order");
-  CHECK(ec2_params_hash(&a, NULL) != ec2_params_hash(&c, NULL), "values");
+  TW_CHECK(ec2_params_hash(&a, NULL) == ec2_params_hash(&b, NULL), "order");
+  TW_CHECK(ec2_params_hash(&a, NULL) != ec2_params_hash(&c, NULL), "values");
   fc_params_release(&a);
   fc_params_release(&b);
   fc_params_release(&c);
 }
 
-static void prices_and_catalog(void) {
+static void prices_and_catalog(void **state) {
   int64_t v = 0;
   char out[32];
-  CHECK(fc_price_parse("0.0352", &v) && v == 35200, "0.0352 -> %lld",
-        (long long)v);
-  CHECK(fc_price_parse("98.32", &v) && v == 98320000, "98.32");
-  CHECK(fc_price_parse("7", &v) && v == 7000000, "7");
-  CHECK(!fc_price_parse("0.0000001", &v), "7 decimals");
-  CHECK(!fc_price_parse("-1", &v) && !fc_price_parse("1e3", &v) &&
-            !fc_price_parse("", &v) && !fc_price_parse(".5", &v) &&
-            !fc_price_parse("5.", &v),
-        "malformed");
+  TW_CHECK(fc_price_parse("0.0352", &v) && v == 35200, "0.0352 -> %lld",
+           (long long)v);
+  TW_CHECK(fc_price_parse("98.32", &v) && v == 98320000, "98.32");
+  TW_CHECK(fc_price_parse("7", &v) && v == 7000000, "7");
+  TW_CHECK(!fc_price_parse("0.0000001", &v), "7 decimals");
+  TW_CHECK(!fc_price_parse("-1", &v) && !fc_price_parse("1e3", &v) &&
+               !fc_price_parse("", &v) && !fc_price_parse(".5", &v) &&
+               !fc_price_parse("5.", &v),
+           "malformed");
   fc_price_fmt(35200, out);
-  CHECK(!strcmp(out, "0.035200"), "%s", out);
+  TW_CHECK(!strcmp(out, "0.035200"), "%s", out);
 
   struct fc_catalog *c = NULL;
   struct tw_err err;
   tw_err_clear(&err);
-  CHECK(fc_catalog_builtin(&c, &err) == TW_OK, "builtin: %s", err.msg);
+  TW_CHECK(fc_catalog_builtin(&c, &err) == TW_OK, "builtin: %s", err.msg);
   if (!c)
     return;
   const char *regions[] = {"us-east-1", "us-west-2", "eu-west-1"};
   for (size_t i = 0; i < 3; i++)
-    CHECK(fc_catalog_region(c, regions[i]), "region %s", regions[i]);
+    TW_CHECK(fc_catalog_region(c, regions[i]), "region %s", regions[i]);
   static const struct {
     const char *type, *gpu;
     int count;
@@ -266,18 +256,18 @@ static void prices_and_catalog(void) {
               {"g4dn.xlarge", "T4", 1, 16384}};
   for (size_t i = 0; i < 5; i++) {
     const struct fc_itype *it = fc_catalog_itype(c, gpus[i].type);
-    CHECK(it && it->has_gpu && !strcmp(it->gpu.name, gpus[i].gpu) &&
-              it->gpu.count == gpus[i].count &&
-              it->gpu.memory_mib == gpus[i].mib,
-          "%s", gpus[i].type);
+    TW_CHECK(it && it->has_gpu && !strcmp(it->gpu.name, gpus[i].gpu) &&
+                 it->gpu.count == gpus[i].count &&
+                 it->gpu.memory_mib == gpus[i].mib,
+             "%s", gpus[i].type);
   }
   const struct fc_itype *m6g = fc_catalog_itype(c, "m6g.large");
-  CHECK(m6g && !strcmp(m6g->arch[0], "arm64") && !m6g->has_gpu, "m6g");
+  TW_CHECK(m6g && !strcmp(m6g->arch[0], "arm64") && !m6g->has_gpu, "m6g");
   /* Every spot price is below its on-demand price. */
   for (size_t i = 0; i < c->n_offers; i++)
     for (size_t z = 0; z < c->offers[i].n_zones; z++)
-      CHECK(c->offers[i].zones[z].spot_uusd <= c->offers[i].on_demand_uusd,
-            "offer %zu zone %zu", i, z);
+      TW_CHECK(c->offers[i].zones[z].spot_uusd <= c->offers[i].on_demand_uusd,
+               "offer %zu zone %zu", i, z);
   fc_catalog_free(c);
   static const char *const bad[] = {
       "{}",
@@ -291,13 +281,14 @@ static void prices_and_catalog(void) {
   for (size_t i = 0; i < 4; i++) {
     c = NULL;
     tw_err_clear(&err);
-    CHECK(fc_catalog_parse(bad[i], strlen(bad[i]), &c, &err) == TW_E_INVALID &&
-              !c,
-          "bad catalog %zu", i);
+    TW_CHECK(fc_catalog_parse(bad[i], strlen(bad[i]), &c, &err) ==
+                     TW_E_INVALID &&
+                 !c,
+             "bad catalog %zu", i);
   }
 }
 
-static void fault_rules(void) {
+static void fault_rules(void **state) {
   static const struct {
     const char *json;
     bool ok;
@@ -319,11 +310,11 @@ static void fault_rules(void) {
     struct tw_err err;
     tw_err_clear(&err);
     enum tw_rc rc = fc_fault_from_json(j, &f, &err);
-    CHECK((rc == TW_OK) == cases[i].ok, "case %zu %s: %s", i, cases[i].json,
-          err.msg);
+    TW_CHECK((rc == TW_OK) == cases[i].ok, "case %zu %s: %s", i, cases[i].json,
+             err.msg);
     if (i == 1)
-      CHECK(!strcmp(f.code, "Unavailable") && f.status == 503,
-            "503 defaults to Unavailable");
+      TW_CHECK(!strcmp(f.code, "Unavailable") && f.status == 503,
+               "503 defaults to Unavailable");
     json_decref(j);
   }
   /* Firing: filters, counts and windows. */
@@ -333,50 +324,49 @@ static void fault_rules(void) {
                          "\"instance_type\":\"p5.48xlarge\",\"count\":1,"
                          "\"from_ms\":1000}]}",
                          0, NULL);
-  CHECK(fc_faults_load_json(&fl, j, NULL) == TW_OK && fl.n == 1, "load");
+  TW_CHECK(fc_faults_load_json(&fl, j, NULL) == TW_OK && fl.n == 1, "load");
   json_decref(j);
   struct fc_rng rng = {1};
   struct fc_fault_query q = {.service = "ec2", .instance_type = "p5.48xlarge"};
   struct fc_fault_query other = {.service = "ec2", .instance_type = "m5.large"};
-  CHECK(!fc_faults_fire(&fl, FC_FAULT_CAPACITY, &q, 999, &rng),
-        "before window");
-  CHECK(!fc_faults_fire(&fl, FC_FAULT_CAPACITY, &other, 1000, &rng),
-        "other type");
-  CHECK(fc_faults_fire(&fl, FC_FAULT_CAPACITY, &q, 1000, &rng), "fires");
-  CHECK(!fc_faults_fire(&fl, FC_FAULT_CAPACITY, &q, 1001, &rng), "spent");
+  TW_CHECK(!fc_faults_fire(&fl, FC_FAULT_CAPACITY, &q, 999, &rng),
+           "before window");
+  TW_CHECK(!fc_faults_fire(&fl, FC_FAULT_CAPACITY, &other, 1000, &rng),
+           "other type");
+  TW_CHECK(fc_faults_fire(&fl, FC_FAULT_CAPACITY, &q, 1000, &rng), "fires");
+  TW_CHECK(!fc_faults_fire(&fl, FC_FAULT_CAPACITY, &q, 1001, &rng), "spent");
   fc_faults_release(&fl);
 }
 
-static void scaled_clock(void) {
+static void scaled_clock(void **state) {
   struct fc_clock c;
   fc_clock_init(&c, 1000, 0.0);
   struct timespec ts = {0, 2000000};
   nanosleep(&ts, NULL);
-  CHECK(fc_clock_now(&c) == 1000, "speed 0 is frozen");
+  TW_CHECK(fc_clock_now(&c) == 1000, "speed 0 is frozen");
   fc_clock_advance(&c, 500);
-  CHECK(fc_clock_now(&c) == 1500, "advance");
+  TW_CHECK(fc_clock_now(&c) == 1500, "advance");
   fc_clock_set_speed(&c, 1000.0);
   nanosleep(&ts, NULL); /* 2 ms real = at least 2 s fake */
   int64_t now = fc_clock_now(&c);
-  CHECK(now >= 3500 && now < 1500 + 60000, "speed 1000: %lld", (long long)now);
+  TW_CHECK(now >= 3500 && now < 1500 + 60000, "speed 1000: %lld",
+           (long long)now);
   fc_clock_set(&c, 0);
   fc_clock_set_speed(&c, 0.0);
-  CHECK(fc_clock_now(&c) < 100, "set");
+  TW_CHECK(fc_clock_now(&c) < 100, "set");
   char d[32];
   fc_http_date(1714564800000, d);
-  CHECK(!strcmp(d, "Wed, 01 May 2024 12:00:00 GMT"), "%s", d);
+  TW_CHECK(!strcmp(d, "Wed, 01 May 2024 12:00:00 GMT"), "%s", d);
   fc_iso_seconds(1714564925000, d);
-  CHECK(!strcmp(d, "2024-05-01T12:02:05Z"), "%s", d);
+  TW_CHECK(!strcmp(d, "2024-05-01T12:02:05Z"), "%s", d);
 }
 
 int main(void) {
-  scaled_clock();
-  decoding();
-  lists_and_filters();
-  globbing();
-  run_validation();
-  prices_and_catalog();
-  fault_rules();
-  printf("%d checks, %d failed\n", checks, failures);
-  return failures ? 1 : 0;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(scaled_clock),      cmocka_unit_test(decoding),
+      cmocka_unit_test(lists_and_filters), cmocka_unit_test(globbing),
+      cmocka_unit_test(run_validation),    cmocka_unit_test(prices_and_catalog),
+      cmocka_unit_test(fault_rules),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,22 +14,11 @@
 
 #include <microhttpd.h>
 
+#include "tests/twtest.h"
 #include "broker/base/clock.h"
 #include "broker/base/err.h"
 #include "broker/base/mem.h"
 #include "providers/http.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-    }                                                                          \
-  } while (0)
 
 /* ---- scripted server ---- */
 
@@ -142,6 +131,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
   return ret;
 }
 
+/* One scripted server and one fake clock for the group. */
+struct fixture {
+  struct server s;
+  struct tw_clock clk;
+};
+
 static void server_start(struct server *s) {
   memset(s, 0, sizeof *s);
   pthread_mutex_init(&s->mu, NULL);
@@ -244,8 +239,10 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* ---- cases ---- */
 
-static void retry_after_then_503_then_200(struct server *s,
-                                          struct tw_clock *clk) {
+static void retry_after_then_503_then_200(void **state) {
+  struct fixture *f = *state;
+  struct server *s = &f->s;
+  struct tw_clock *clk = &f->clk;
   static const struct step script[] = {{429, "2", 0, NULL, NULL},
                                        {503, NULL, 0, NULL, NULL},
                                        {200, NULL, 0, NULL, NULL}};
@@ -267,37 +264,40 @@ static void retry_after_then_503_then_200(struct server *s,
   struct tw_err err;
   tw_err_clear(&err);
   enum tw_rc rc = tw_http_do(h, &req, &r, &err);
-  CHECK(rc == TW_OK, "429/503/200: rc %s: %s", tw_rc_str(rc), err.msg);
-  CHECK(r.status == 200, "429/503/200: status %ld", r.status);
-  CHECK(r.attempts == 3 && s->requests == 3,
-        "429/503/200: attempts %u, server saw %zu", r.attempts, s->requests);
-  CHECK(r.body.len == 2 && !memcmp(r.body.data, "ok", 2), "body");
-  CHECK(sl.n == 2, "429/503/200: %d sleeps", sl.n);
-  CHECK(sl.ms[0] == 2000, "Retry-After: 2 not honoured: slept %lld ms",
-        (long long)sl.ms[0]);
-  CHECK(sl.ms[1] >= 0 && sl.ms[1] <= min64(1000, 100 * 2),
-        "503 backoff %lld outside [0, 200]", (long long)sl.ms[1]);
-  CHECK(r.slept_ms == sl.ms[0] + sl.ms[1], "slept_ms %lld",
-        (long long)r.slept_ms);
-  CHECK(p.calls == 3, "prepare called %u times", p.calls);
+  TW_CHECK(rc == TW_OK, "429/503/200: rc %s: %s", tw_rc_str(rc), err.msg);
+  TW_CHECK(r.status == 200, "429/503/200: status %ld", r.status);
+  TW_CHECK(r.attempts == 3 && s->requests == 3,
+           "429/503/200: attempts %u, server saw %zu", r.attempts, s->requests);
+  TW_CHECK(r.body.len == 2 && !memcmp(r.body.data, "ok", 2), "body");
+  TW_CHECK(sl.n == 2, "429/503/200: %d sleeps", sl.n);
+  TW_CHECK(sl.ms[0] == 2000, "Retry-After: 2 not honoured: slept %lld ms",
+           (long long)sl.ms[0]);
+  TW_CHECK(sl.ms[1] >= 0 && sl.ms[1] <= min64(1000, 100 * 2),
+           "503 backoff %lld outside [0, 200]", (long long)sl.ms[1]);
+  TW_CHECK(r.slept_ms == sl.ms[0] + sl.ms[1], "slept_ms %lld",
+           (long long)r.slept_ms);
+  TW_CHECK(p.calls == 3, "prepare called %u times", p.calls);
   for (int i = 0; i < 3; i++) {
     char want[4];
     snprintf(want, sizeof want, "%d", i + 1);
-    CHECK(!strcmp(s->attempt_hdr[i], want), "attempt %d carried X-Attempt '%s'",
-          i + 1, s->attempt_hdr[i]);
-    CHECK(!strcmp(s->fixed_hdr[i], "same"), "fixed header lost");
-    CHECK(!strcmp(s->method[i], "POST") && s->body[i].len == 19 &&
-              !memcmp(s->body[i].data, "Action=RunInstances", 19),
-          "attempt %d: method %s body %zu bytes", i + 1, s->method[i],
-          s->body[i].len);
+    TW_CHECK(!strcmp(s->attempt_hdr[i], want),
+             "attempt %d carried X-Attempt '%s'", i + 1, s->attempt_hdr[i]);
+    TW_CHECK(!strcmp(s->fixed_hdr[i], "same"), "fixed header lost");
+    TW_CHECK(!strcmp(s->method[i], "POST") && s->body[i].len == 19 &&
+                 !memcmp(s->body[i].data, "Action=RunInstances", 19),
+             "attempt %d: method %s body %zu bytes", i + 1, s->method[i],
+             s->body[i].len);
   }
-  CHECK(r.content_type && !strcmp(r.content_type, "text/plain"),
-        "content type");
+  TW_CHECK(r.content_type && !strcmp(r.content_type, "text/plain"),
+           "content type");
   tw_http_response_release(&r);
   tw_http_free(h);
 }
 
-static void retry_after_http_date(struct server *s, struct tw_clock *clk) {
+static void retry_after_http_date(void **state) {
+  struct fixture *f = *state;
+  struct server *s = &f->s;
+  struct tw_clock *clk = &f->clk;
   /* The fake clock stands at 2015-08-30T12:36:00Z. */
   static const struct step script[] = {
       {503, "Sun, 30 Aug 2015 12:36:07 GMT", 0, NULL, NULL},
@@ -309,16 +309,18 @@ static void retry_after_http_date(struct server *s, struct tw_clock *clk) {
   struct tw_http_response r;
   tw_http_response_init(&r);
   enum tw_rc rc = tw_http_do(h, &req, &r, NULL);
-  CHECK(rc == TW_OK && r.status == 200 && r.attempts == 2,
-        "http-date: rc %s status %ld", tw_rc_str(rc), r.status);
-  CHECK(sl.n == 1 && sl.ms[0] == 7000, "HTTP-date Retry-After: slept %lld",
-        (long long)sl.ms[0]);
+  TW_CHECK(rc == TW_OK && r.status == 200 && r.attempts == 2,
+           "http-date: rc %s status %ld", tw_rc_str(rc), r.status);
+  TW_CHECK(sl.n == 1 && sl.ms[0] == 7000, "HTTP-date Retry-After: slept %lld",
+           (long long)sl.ms[0]);
   tw_http_response_release(&r);
   tw_http_free(h);
 }
 
-static void retry_after_beyond_limit_returns_at_once(struct server *s,
-                                                     struct tw_clock *clk) {
+static void retry_after_beyond_limit_returns_at_once(void **state) {
+  struct fixture *f = *state;
+  struct server *s = &f->s;
+  struct tw_clock *clk = &f->clk;
   static const struct step script[] = {{429, "3600", 0, NULL, NULL},
                                        {200, NULL, 0, NULL, NULL}};
   server_script(s, script, 2);
@@ -328,16 +330,19 @@ static void retry_after_beyond_limit_returns_at_once(struct server *s,
   struct tw_http_response r;
   tw_http_response_init(&r);
   enum tw_rc rc = tw_http_do(h, &req, &r, NULL);
-  CHECK(rc == TW_OK && r.status == 429 && r.attempts == 1 && sl.n == 0,
-        "long Retry-After: rc %s status %ld attempts %u sleeps %d",
-        tw_rc_str(rc), r.status, r.attempts, sl.n);
-  CHECK(r.retry_after && !strcmp(r.retry_after, "3600"), "retry_after");
-  CHECK(tw_http_status_rc(r.status) == TW_E_RETRYABLE, "429 class");
+  TW_CHECK(rc == TW_OK && r.status == 429 && r.attempts == 1 && sl.n == 0,
+           "long Retry-After: rc %s status %ld attempts %u sleeps %d",
+           tw_rc_str(rc), r.status, r.attempts, sl.n);
+  TW_CHECK(r.retry_after && !strcmp(r.retry_after, "3600"), "retry_after");
+  TW_CHECK(tw_http_status_rc(r.status) == TW_E_RETRYABLE, "429 class");
   tw_http_response_release(&r);
   tw_http_free(h);
 }
 
-static void no_retry_on_400(struct server *s, struct tw_clock *clk) {
+static void no_retry_on_400(void **state) {
+  struct fixture *f = *state;
+  struct server *s = &f->s;
+  struct tw_clock *clk = &f->clk;
   static const struct step script[] = {{400, NULL, 0, NULL, NULL},
                                        {200, NULL, 0, NULL, NULL}};
   server_script(s, script, 2);
@@ -347,18 +352,20 @@ static void no_retry_on_400(struct server *s, struct tw_clock *clk) {
   struct tw_http_response r;
   tw_http_response_init(&r);
   enum tw_rc rc = tw_http_do(h, &req, &r, NULL);
-  CHECK(rc == TW_OK && r.status == 400, "400: rc %s status %ld", tw_rc_str(rc),
-        r.status);
-  CHECK(r.attempts == 1 && s->requests == 1 && sl.n == 0,
-        "400 retried: attempts %u server %zu sleeps %d", r.attempts,
-        s->requests, sl.n);
-  CHECK(tw_http_status_rc(r.status) == TW_E_INVALID, "400 class");
+  TW_CHECK(rc == TW_OK && r.status == 400, "400: rc %s status %ld",
+           tw_rc_str(rc), r.status);
+  TW_CHECK(r.attempts == 1 && s->requests == 1 && sl.n == 0,
+           "400 retried: attempts %u server %zu sleeps %d", r.attempts,
+           s->requests, sl.n);
+  TW_CHECK(tw_http_status_rc(r.status) == TW_E_INVALID, "400 class");
   tw_http_response_release(&r);
   tw_http_free(h);
 }
 
-static void exhausted_5xx_returns_last_answer(struct server *s,
-                                              struct tw_clock *clk) {
+static void exhausted_5xx_returns_last_answer(void **state) {
+  struct fixture *f = *state;
+  struct server *s = &f->s;
+  struct tw_clock *clk = &f->clk;
   static const struct step script[] = {{500, NULL, 0, NULL, NULL},
                                        {502, NULL, 0, NULL, NULL},
                                        {500, NULL, 0, NULL, NULL},
@@ -371,10 +378,10 @@ static void exhausted_5xx_returns_last_answer(struct server *s,
   struct tw_http_response r;
   tw_http_response_init(&r);
   enum tw_rc rc = tw_http_do(h, &req, &r, NULL);
-  CHECK(rc == TW_OK && r.status == 500 && r.attempts == 3 && s->requests == 3 &&
-            sl.n == 2,
-        "exhausted: rc %s status %ld attempts %u server %zu sleeps %d",
-        tw_rc_str(rc), r.status, r.attempts, s->requests, sl.n);
+  TW_CHECK(rc == TW_OK && r.status == 500 && r.attempts == 3 &&
+               s->requests == 3 && sl.n == 2,
+           "exhausted: rc %s status %ld attempts %u server %zu sleeps %d",
+           tw_rc_str(rc), r.status, r.attempts, s->requests, sl.n);
   tw_http_response_release(&r);
   tw_http_free(h);
 }
@@ -385,8 +392,10 @@ static bool never_retry(void *ctx, long status, const struct tw_buf *body) {
   return !(status == 500 && body->len == 2);
 }
 
-static void should_retry_hook_stops_retries(struct server *s,
-                                            struct tw_clock *clk) {
+static void should_retry_hook_stops_retries(void **state) {
+  struct fixture *f = *state;
+  struct server *s = &f->s;
+  struct tw_clock *clk = &f->clk;
   static const struct step script[] = {{500, NULL, 0, NULL, NULL},
                                        {200, NULL, 0, NULL, NULL}};
   server_script(s, script, 2);
@@ -400,15 +409,17 @@ static void should_retry_hook_stops_retries(struct server *s,
   struct tw_http_response r;
   tw_http_response_init(&r);
   enum tw_rc rc = tw_http_do(h, &req, &r, NULL);
-  CHECK(rc == TW_OK && r.status == 500 && r.attempts == 1 && calls == 1,
-        "should_retry: status %ld attempts %u calls %d", r.status, r.attempts,
-        calls);
+  TW_CHECK(rc == TW_OK && r.status == 500 && r.attempts == 1 && calls == 1,
+           "should_retry: status %ld attempts %u calls %d", r.status,
+           r.attempts, calls);
   tw_http_response_release(&r);
   tw_http_free(h);
 }
 
-static void jitter_bounded_by_cap_and_seeded(struct server *s,
-                                             struct tw_clock *clk) {
+static void jitter_bounded_by_cap_and_seeded(void **state) {
+  struct fixture *f = *state;
+  struct server *s = &f->s;
+  struct tw_clock *clk = &f->clk;
   static const struct step script[] = {
       {503, NULL, 0, NULL, NULL}, {503, NULL, 0, NULL, NULL},
       {503, NULL, 0, NULL, NULL}, {503, NULL, 0, NULL, NULL},
@@ -424,21 +435,21 @@ static void jitter_bounded_by_cap_and_seeded(struct server *s,
     struct tw_http_response r;
     tw_http_response_init(&r);
     enum tw_rc rc = tw_http_do(h, &req, &r, NULL);
-    CHECK(rc == TW_OK && r.status == 503 && r.attempts == 8 && sl.n == 7,
-          "jitter: status %ld attempts %u sleeps %d", r.status, r.attempts,
-          sl.n);
+    TW_CHECK(rc == TW_OK && r.status == 503 && r.attempts == 8 && sl.n == 7,
+             "jitter: status %ld attempts %u sleeps %d", r.status, r.attempts,
+             sl.n);
     for (int i = 0; i < 7; i++) {
       int64_t ceil_ms = min64(300, 100LL << i);
-      CHECK(sl.ms[i] >= 0 && sl.ms[i] <= ceil_ms,
-            "sleep %d = %lld outside [0, %lld]", i, (long long)sl.ms[i],
-            (long long)ceil_ms);
+      TW_CHECK(sl.ms[i] >= 0 && sl.ms[i] <= ceil_ms,
+               "sleep %d = %lld outside [0, %lld]", i, (long long)sl.ms[i],
+               (long long)ceil_ms);
       runs[run][i] = sl.ms[i];
     }
     tw_http_response_release(&r);
     tw_http_free(h);
   }
-  CHECK(!memcmp(runs[0], runs[1], 7 * sizeof runs[0][0]),
-        "same seed gave different jitter");
+  TW_CHECK(!memcmp(runs[0], runs[1], 7 * sizeof runs[0][0]),
+           "same seed gave different jitter");
 
   /* Many draws: full jitter spreads over the whole range, never beyond. */
   struct sleeps unused = {0};
@@ -449,13 +460,15 @@ static void jitter_bounded_by_cap_and_seeded(struct server *s,
     lo = d < lo ? d : lo;
     hi = d > hi ? d : hi;
   }
-  CHECK(lo >= 0 && lo < 30 && hi <= 300 && hi > 270,
-        "backoff draws span [%lld, %lld], expected about [0, 300]",
-        (long long)lo, (long long)hi);
+  TW_CHECK(lo >= 0 && lo < 30 && hi <= 300 && hi > 270,
+           "backoff draws span [%lld, %lld], expected about [0, 300]",
+           (long long)lo, (long long)hi);
   tw_http_free(h);
 }
 
-static void timeout_is_retryable(struct tw_clock *clk) {
+static void timeout_is_retryable(void **state) {
+  struct fixture *f = *state;
+  struct tw_clock *clk = &f->clk;
   /* A listener that never accepts: the kernel completes the handshake,
    * nobody answers, and curl's timeout fires. */
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -464,7 +477,7 @@ static void timeout_is_retryable(struct tw_clock *clk) {
   socklen_t sl_len = sizeof sa;
   if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 8) != 0 ||
       getsockname(fd, (struct sockaddr *)&sa, &sl_len) != 0) {
-    CHECK(0, "black-hole listener");
+    TW_CHECK(0, "black-hole listener");
     close(fd);
     return;
   }
@@ -479,18 +492,20 @@ static void timeout_is_retryable(struct tw_clock *clk) {
   struct tw_err err;
   tw_err_clear(&err);
   enum tw_rc rc = tw_http_do(h, &req, &r, &err);
-  CHECK(rc == TW_E_RETRYABLE && err.rc == TW_E_RETRYABLE, "timeout: rc %s",
-        tw_rc_str(rc));
-  CHECK(r.attempts == 2 && sl.n == 1, "timeout: attempts %u sleeps %d",
-        r.attempts, sl.n);
-  CHECK(strstr(err.msg, "imed out") && strstr(err.msg, "/slow"),
-        "timeout message lacks curl's text or the URL: %s", err.msg);
+  TW_CHECK(rc == TW_E_RETRYABLE && err.rc == TW_E_RETRYABLE, "timeout: rc %s",
+           tw_rc_str(rc));
+  TW_CHECK(r.attempts == 2 && sl.n == 1, "timeout: attempts %u sleeps %d",
+           r.attempts, sl.n);
+  TW_CHECK(strstr(err.msg, "imed out") && strstr(err.msg, "/slow"),
+           "timeout message lacks curl's text or the URL: %s", err.msg);
   tw_http_response_release(&r);
   tw_http_free(h);
   close(fd);
 }
 
-static void refused_is_retryable(struct tw_clock *clk) {
+static void refused_is_retryable(void **state) {
+  struct fixture *f = *state;
+  struct tw_clock *clk = &f->clk;
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -507,15 +522,19 @@ static void refused_is_retryable(struct tw_clock *clk) {
   struct tw_err err;
   tw_err_clear(&err);
   enum tw_rc rc = tw_http_do(h, &req, &r, &err);
-  CHECK(rc == TW_E_RETRYABLE && r.attempts == 5 && sl.n == 4,
-        "refused: rc %s attempts %u sleeps %d", tw_rc_str(rc), r.attempts,
-        sl.n);
-  CHECK(!strstr(err.msg, "secret"), "query leaked into message: %s", err.msg);
+  TW_CHECK(rc == TW_E_RETRYABLE && r.attempts == 5 && sl.n == 4,
+           "refused: rc %s attempts %u sleeps %d", tw_rc_str(rc), r.attempts,
+           sl.n);
+  TW_CHECK(!strstr(err.msg, "secret"), "query leaked into message: %s",
+           err.msg);
   tw_http_response_release(&r);
   tw_http_free(h);
 }
 
-static void body_limit_is_toobig(struct server *s, struct tw_clock *clk) {
+static void body_limit_is_toobig(void **state) {
+  struct fixture *f = *state;
+  struct server *s = &f->s;
+  struct tw_clock *clk = &f->clk;
   static const struct step script[] = {{200, NULL, 10000, NULL, NULL},
                                        {200, NULL, 10000, NULL, NULL}};
   server_script(s, script, 2);
@@ -528,19 +547,22 @@ static void body_limit_is_toobig(struct server *s, struct tw_clock *clk) {
   struct tw_err err;
   tw_err_clear(&err);
   enum tw_rc rc = tw_http_do(h, &req, &r, &err);
-  CHECK(rc == TW_E_TOOBIG && r.attempts == 1 && sl.n == 0,
-        "too big: rc %s attempts %u", tw_rc_str(rc), r.attempts);
-  CHECK(r.body.len == 0, "too big: partial body kept");
+  TW_CHECK(rc == TW_E_TOOBIG && r.attempts == 1 && sl.n == 0,
+           "too big: rc %s attempts %u", tw_rc_str(rc), r.attempts);
+  TW_CHECK(r.body.len == 0, "too big: partial body kept");
   /* At the limit exactly it passes. */
   req.max_body_bytes = 10000;
   rc = tw_http_do(h, &req, &r, NULL);
-  CHECK(rc == TW_OK && r.body.len == 10000, "at limit: rc %s len %zu",
-        tw_rc_str(rc), r.body.len);
+  TW_CHECK(rc == TW_OK && r.body.len == 10000, "at limit: rc %s len %zu",
+           tw_rc_str(rc), r.body.len);
   tw_http_response_release(&r);
   tw_http_free(h);
 }
 
-static void connection_reused(struct server *s, struct tw_clock *clk) {
+static void connection_reused(void **state) {
+  struct fixture *f = *state;
+  struct server *s = &f->s;
+  struct tw_clock *clk = &f->clk;
   server_script(s, NULL, 0);
   struct sleeps sl = {0};
   struct tw_http *h = client(&sl, clk, 5, 10, 20);
@@ -552,18 +574,22 @@ static void connection_reused(struct server *s, struct tw_clock *clk) {
     struct tw_http_response r;
     tw_http_response_init(&r);
     enum tw_rc rc = tw_http_do(h, &req, &r, NULL);
-    CHECK(rc == TW_OK && r.status == 200, "reuse #%d: rc %s", i, tw_rc_str(rc));
+    TW_CHECK(rc == TW_OK && r.status == 200, "reuse #%d: rc %s", i,
+             tw_rc_str(rc));
     tw_http_response_release(&r);
   }
   pthread_mutex_lock(&s->mu);
-  CHECK(s->requests == 5 && s->connections == 1,
-        "reuse: %zu requests over %zu connections", s->requests,
-        s->connections);
+  TW_CHECK(s->requests == 5 && s->connections == 1,
+           "reuse: %zu requests over %zu connections", s->requests,
+           s->connections);
   pthread_mutex_unlock(&s->mu);
   tw_http_free(h);
 }
 
-static void async_headers_captured(struct server *s, struct tw_clock *clk) {
+static void async_headers_captured(void **state) {
+  struct fixture *f = *state;
+  struct server *s = &f->s;
+  struct tw_clock *clk = &f->clk;
   static const struct step script[] = {
       {202, NULL, 0, "Azure-AsyncOperation", "http://x/op/1?api=1"},
       {201, NULL, 0, "Location", "http://x/loc/2"},
@@ -578,30 +604,33 @@ static void async_headers_captured(struct server *s, struct tw_clock *clk) {
   struct tw_http_response r;
   tw_http_response_init(&r);
   tw_http_do(h, &req, &r, NULL);
-  CHECK(r.status == 202 && r.azure_async_operation &&
-            !strcmp(r.azure_async_operation, "http://x/op/1?api=1") &&
-            !r.location,
-        "Azure-AsyncOperation");
-  CHECK(!strcmp(s->method[0], "PUT") && s->body[0].len == 2,
-        "PUT body not sent: %s %zu", s->method[0], s->body[0].len);
+  TW_CHECK(r.status == 202 && r.azure_async_operation &&
+               !strcmp(r.azure_async_operation, "http://x/op/1?api=1") &&
+               !r.location,
+           "Azure-AsyncOperation");
+  TW_CHECK(!strcmp(s->method[0], "PUT") && s->body[0].len == 2,
+           "PUT body not sent: %s %zu", s->method[0], s->body[0].len);
   tw_http_do(h, &req, &r, NULL);
-  CHECK(r.status == 201 && r.location && !strcmp(r.location, "http://x/loc/2"),
-        "Location");
+  TW_CHECK(r.status == 201 && r.location &&
+               !strcmp(r.location, "http://x/loc/2"),
+           "Location");
   req.method = "DELETE";
   req.body = NULL;
   req.body_len = 0;
   tw_http_do(h, &req, &r, NULL);
-  CHECK(r.status == 202 && r.operation_location &&
-            !strcmp(tw_http_response_header(&r, "operation-location"),
-                    "http://x/op/3"),
-        "Operation-Location");
-  CHECK(!strcmp(s->method[2], "DELETE"), "DELETE sent as %s", s->method[2]);
+  TW_CHECK(r.status == 202 && r.operation_location &&
+               !strcmp(tw_http_response_header(&r, "operation-location"),
+                       "http://x/op/3"),
+           "Operation-Location");
+  TW_CHECK(!strcmp(s->method[2], "DELETE"), "DELETE sent as %s", s->method[2]);
   tw_http_response_release(&r);
   tw_http_free(h);
 }
 
-static void prepare_failure_sends_nothing(struct server *s,
-                                          struct tw_clock *clk) {
+static void prepare_failure_sends_nothing(void **state) {
+  struct fixture *f = *state;
+  struct server *s = &f->s;
+  struct tw_clock *clk = &f->clk;
   static const struct step script[] = {{503, NULL, 0, NULL, NULL},
                                        {200, NULL, 0, NULL, NULL}};
   server_script(s, script, 2);
@@ -617,15 +646,17 @@ static void prepare_failure_sends_nothing(struct server *s,
   struct tw_err err;
   tw_err_clear(&err);
   enum tw_rc rc = tw_http_do(h, &req, &r, &err);
-  CHECK(rc == TW_E_AUTH && !strcmp(err.msg, "credentials expired") &&
-            s->requests == 1 && p.calls == 2,
-        "prepare failure: rc %s msg '%s' server %zu", tw_rc_str(rc), err.msg,
-        s->requests);
+  TW_CHECK(rc == TW_E_AUTH && !strcmp(err.msg, "credentials expired") &&
+               s->requests == 1 && p.calls == 2,
+           "prepare failure: rc %s msg '%s' server %zu", tw_rc_str(rc), err.msg,
+           s->requests);
   tw_http_response_release(&r);
   tw_http_free(h);
 }
 
-static void bad_input_is_invalid(struct tw_clock *clk) {
+static void bad_input_is_invalid(void **state) {
+  struct fixture *f = *state;
+  struct tw_clock *clk = &f->clk;
   struct sleeps sl = {0};
   struct tw_http *h = client(&sl, clk, 5, 10, 20);
   struct tw_http_response r;
@@ -633,15 +664,15 @@ static void bad_input_is_invalid(struct tw_clock *clk) {
   struct tw_http_request req = {.method = "GET", .url = "ftp://127.0.0.1/"};
   struct tw_err err;
   tw_err_clear(&err);
-  CHECK(tw_http_do(h, &req, &r, &err) == TW_E_INVALID && r.attempts == 1,
-        "ftp URL: %s", err.msg);
+  TW_CHECK(tw_http_do(h, &req, &r, &err) == TW_E_INVALID && r.attempts == 1,
+           "ftp URL: %s", err.msg);
   req.url = NULL;
-  CHECK(tw_http_do(h, &req, &r, NULL) == TW_E_INVALID, "NULL url");
+  TW_CHECK(tw_http_do(h, &req, &r, NULL) == TW_E_INVALID, "NULL url");
   tw_http_response_release(&r);
   tw_http_free(h);
 }
 
-static void status_classes(void) {
+static void status_classes(void **state) {
   static const struct {
     long status;
     enum tw_rc rc;
@@ -662,38 +693,47 @@ static void status_classes(void) {
            {503, TW_E_RETRYABLE},
            {0, TW_E_INTERNAL}};
   for (size_t i = 0; i < sizeof t / sizeof *t; i++)
-    CHECK(tw_http_status_rc(t[i].status) == t[i].rc, "status %ld -> %s",
-          t[i].status, tw_rc_str(tw_http_status_rc(t[i].status)));
-  CHECK(tw_http_parse_retry_after(" 5 ", 0) == 5000, "Retry-After: 5");
-  CHECK(tw_http_parse_retry_after("soon", 0) == -1, "Retry-After: soon");
-  CHECK(tw_http_parse_retry_after("Sun, 30 Aug 2015 12:35:00 GMT",
-                                  1440938160000) == 0,
-        "Retry-After in the past");
+    TW_CHECK(tw_http_status_rc(t[i].status) == t[i].rc, "status %ld -> %s",
+             t[i].status, tw_rc_str(tw_http_status_rc(t[i].status)));
+  TW_CHECK(tw_http_parse_retry_after(" 5 ", 0) == 5000, "Retry-After: 5");
+  TW_CHECK(tw_http_parse_retry_after("soon", 0) == -1, "Retry-After: soon");
+  TW_CHECK(tw_http_parse_retry_after("Sun, 30 Aug 2015 12:35:00 GMT",
+                                     1440938160000) == 0,
+           "Retry-After in the past");
+}
+
+static int start(void **state) {
+  struct fixture *f = calloc(1, sizeof *f);
+  tw_clock_fake_init(&f->clk, 1440938160000); /* 2015-08-30T12:36:00Z */
+  server_start(&f->s);
+  *state = f;
+  return 0;
+}
+
+static int stop(void **state) {
+  struct fixture *f = *state;
+  server_stop(&f->s);
+  free(f);
+  return 0;
 }
 
 int main(void) {
-  struct tw_clock clk;
-  tw_clock_fake_init(&clk, 1440938160000); /* 2015-08-30T12:36:00Z */
-  struct server s;
-  server_start(&s);
-
-  retry_after_then_503_then_200(&s, &clk);
-  retry_after_http_date(&s, &clk);
-  retry_after_beyond_limit_returns_at_once(&s, &clk);
-  no_retry_on_400(&s, &clk);
-  exhausted_5xx_returns_last_answer(&s, &clk);
-  should_retry_hook_stops_retries(&s, &clk);
-  jitter_bounded_by_cap_and_seeded(&s, &clk);
-  body_limit_is_toobig(&s, &clk);
-  connection_reused(&s, &clk);
-  async_headers_captured(&s, &clk);
-  prepare_failure_sends_nothing(&s, &clk);
-  timeout_is_retryable(&clk);
-  refused_is_retryable(&clk);
-  bad_input_is_invalid(&clk);
-  status_classes();
-
-  server_stop(&s);
-  printf("http: %s\n", failures ? "FAILED" : "all cases passed");
-  return failures ? 1 : 0;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(retry_after_then_503_then_200),
+      cmocka_unit_test(retry_after_http_date),
+      cmocka_unit_test(retry_after_beyond_limit_returns_at_once),
+      cmocka_unit_test(no_retry_on_400),
+      cmocka_unit_test(exhausted_5xx_returns_last_answer),
+      cmocka_unit_test(should_retry_hook_stops_retries),
+      cmocka_unit_test(jitter_bounded_by_cap_and_seeded),
+      cmocka_unit_test(body_limit_is_toobig),
+      cmocka_unit_test(connection_reused),
+      cmocka_unit_test(async_headers_captured),
+      cmocka_unit_test(prepare_failure_sends_nothing),
+      cmocka_unit_test(timeout_is_retryable),
+      cmocka_unit_test(refused_is_retryable),
+      cmocka_unit_test(bad_input_is_invalid),
+      cmocka_unit_test(status_classes),
+  };
+  return cmocka_run_group_tests(tests, start, stop);
 }

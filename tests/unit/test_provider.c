@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/twtest.h"
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
 #include "broker/base/node.h"
@@ -22,17 +23,6 @@ static enum tw_rc test_resolver(void *ctx, const char *name, char **value,
   *value = tw_strdup(ctx);
   return TW_OK;
 }
-
-static int failures, checks;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
 
 static struct tw_offer make_offer(const char *account, const char *zone,
                                   const char *type, enum tw_market m,
@@ -56,7 +46,7 @@ static struct tw_provider *new_fake(struct tw_clock *clock) {
   struct tw_err err = {0};
   enum tw_rc rc =
       tw_provider_new_ops(&tw_provider_fake, "fake-a", NULL, clock, &p, &err);
-  CHECK(rc == TW_OK && p);
+  TW_CHECK(rc == TW_OK && p);
   return p;
 }
 
@@ -71,46 +61,46 @@ static struct tw_launch make_launch(const struct tw_offer *o,
   return l;
 }
 
-static void model_helpers(void) {
+static void model_helpers(void **state) {
   char small[4];
-  CHECK(tw_model_set(small, sizeof small, "abc"));
-  CHECK(!strcmp(small, "abc"));
-  CHECK(!tw_model_set(small, sizeof small, "abcd") && small[0] == '\0');
-  CHECK(tw_model_set(small, sizeof small, NULL) && small[0] == '\0');
+  TW_CHECK(tw_model_set(small, sizeof small, "abc"));
+  TW_CHECK(!strcmp(small, "abc"));
+  TW_CHECK(!tw_model_set(small, sizeof small, "abcd") && small[0] == '\0');
+  TW_CHECK(tw_model_set(small, sizeof small, NULL) && small[0] == '\0');
 
   struct tw_offer o =
       make_offer("aws-main", "us-east-1a", "m5.large", TW_MARKET_SPOT, 1);
-  CHECK(tw_offer_make_id(&o));
-  CHECK(!strcmp(o.id, "aws-main:us-east-1:us-east-1a:m5.large:spot"));
-  CHECK(o.interruption_pct == -1 && o.capacity == -1);
-  CHECK(tw_offer_set_label(&o, "country", "US"));
-  CHECK(tw_offer_set_label(&o, "country", "CA"));
-  CHECK(o.n_labels == 1 && !strcmp(tw_offer_label(&o, "country"), "CA"));
-  CHECK(tw_offer_label(&o, "geo") == NULL);
+  TW_CHECK(tw_offer_make_id(&o));
+  TW_CHECK(!strcmp(o.id, "aws-main:us-east-1:us-east-1a:m5.large:spot"));
+  TW_CHECK(o.interruption_pct == -1 && o.capacity == -1);
+  TW_CHECK(tw_offer_set_label(&o, "country", "US"));
+  TW_CHECK(tw_offer_set_label(&o, "country", "CA"));
+  TW_CHECK(o.n_labels == 1 && !strcmp(tw_offer_label(&o, "country"), "CA"));
+  TW_CHECK(tw_offer_label(&o, "geo") == NULL);
   for (int i = 0; i < TW_OFFER_LABELS_MAX + 2; i++) {
     char k[8];
     snprintf(k, sizeof k, "k%d", i);
     bool ok = tw_offer_set_label(&o, k, "v");
-    CHECK(ok == (i < TW_OFFER_LABELS_MAX - 1));
+    TW_CHECK(ok == (i < TW_OFFER_LABELS_MAX - 1));
   }
 
   for (int s = TW_INST_UNKNOWN; s <= TW_INST_TERMINATED; s++)
-    CHECK((int)tw_instance_state_parse(tw_instance_state_str(s)) == s);
-  CHECK(tw_instance_state_parse("Running") == TW_INST_UNKNOWN);
+    TW_CHECK((int)tw_instance_state_parse(tw_instance_state_str(s)) == s);
+  TW_CHECK(tw_instance_state_parse("Running") == TW_INST_UNKNOWN);
 
   struct tw_offer_list l;
   tw_offer_list_init(&l);
   for (int i = 0; i < 100; i++) {
     struct tw_offer *x = tw_offer_list_add(&l);
-    CHECK(x->capacity == -1); /* the slot is initialised as an offer */
+    TW_CHECK(x->capacity == -1); /* the slot is initialised as an offer */
     x->vcpus = i;
   }
-  CHECK(l.n == 100 && l.items[99].vcpus == 99);
+  TW_CHECK(l.n == 100 && l.items[99].vcpus == 99);
   tw_offer_list_release(&l);
-  CHECK(l.n == 0 && l.items == NULL);
+  TW_CHECK(l.n == 0 && l.items == NULL);
 }
 
-static void usd_conversion(void) {
+static void usd_conversion(void **state) {
   struct {
     const char *s;
     int64_t v;
@@ -137,18 +127,18 @@ static void usd_conversion(void) {
     int64_t v = -7;
     struct tw_err err = {0};
     enum tw_rc rc = tw_provider_usd_to_uusd(cases[i].s, &v, &err);
-    CHECK(rc == cases[i].rc);
+    TW_CHECK(rc == cases[i].rc);
     if (rc == TW_OK)
-      CHECK(v == cases[i].v);
+      TW_CHECK(v == cases[i].v);
     else
-      CHECK(v == -7);
+      TW_CHECK(v == -7);
     if (rc != cases[i].rc || (rc == TW_OK && v != cases[i].v))
       fprintf(stderr, "  usd \"%s\": %s %lld\n", cases[i].s, tw_rc_str(rc),
               (long long)v);
   }
 }
 
-static void launch_is_idempotent_and_checked(void) {
+static void launch_is_idempotent_and_checked(void **state) {
   struct tw_clock clock;
   tw_clock_fake_init(&clock, 1767225600000LL);
   struct tw_provider *p = new_fake(&clock);
@@ -159,23 +149,23 @@ static void launch_is_idempotent_and_checked(void) {
   struct tw_err err = {0};
 
   struct tw_launch req = make_launch(&o, "tok-1");
-  CHECK(tw_provider_launch(p, &req, &a, &err) == TW_OK);
-  CHECK(!strcmp(a.id, "fake-a-1") && a.state == TW_INST_PENDING);
-  CHECK(!strcmp(a.provider, "fake") && !strcmp(a.account, "fake-a"));
-  CHECK(!strcmp(a.job_id, "job-1") && !strcmp(a.tenant, "physics"));
-  CHECK(a.market == TW_MARKET_SPOT && a.launched_ms == 1767225600000LL);
+  TW_CHECK(tw_provider_launch(p, &req, &a, &err) == TW_OK);
+  TW_CHECK(!strcmp(a.id, "fake-a-1") && a.state == TW_INST_PENDING);
+  TW_CHECK(!strcmp(a.provider, "fake") && !strcmp(a.account, "fake-a"));
+  TW_CHECK(!strcmp(a.job_id, "job-1") && !strcmp(a.tenant, "physics"));
+  TW_CHECK(a.market == TW_MARKET_SPOT && a.launched_ms == 1767225600000LL);
 
   /* Retried with the same token: the same instance, nothing bought. */
-  CHECK(tw_provider_launch(p, &req, &b, &err) == TW_OK);
-  CHECK(!strcmp(a.id, b.id));
-  CHECK(tw_fake_instances_created(f) == 1);
+  TW_CHECK(tw_provider_launch(p, &req, &b, &err) == TW_OK);
+  TW_CHECK(!strcmp(a.id, b.id));
+  TW_CHECK(tw_fake_instances_created(f) == 1);
 
   /* The same token under another job: refused as a conflict. */
   struct tw_launch other = make_launch(&o, "tok-1");
   other.job_id = "job-2";
-  CHECK(tw_provider_launch(p, &other, &b, &err) == TW_E_CONFLICT);
-  CHECK(!strcmp(err.detail, "ClientTokenReused"));
-  CHECK(!strcmp(b.id, a.id)); /* the caller sees what it collided with */
+  TW_CHECK(tw_provider_launch(p, &other, &b, &err) == TW_E_CONFLICT);
+  TW_CHECK(!strcmp(err.detail, "ClientTokenReused"));
+  TW_CHECK(!strcmp(b.id, a.id)); /* the caller sees what it collided with */
 
   /* Argument checks never reach the adapter. */
   size_t calls = tw_fake_calls(f, TW_POP_LAUNCH);
@@ -185,22 +175,22 @@ static void launch_is_idempotent_and_checked(void) {
   for (size_t i = 0; i < sizeof bad_tokens / sizeof *bad_tokens; i++) {
     struct tw_launch r = make_launch(&o, bad_tokens[i]);
     memset(&err, 0, sizeof err);
-    CHECK(tw_provider_launch(p, &r, &b, &err) == TW_E_INVALID);
+    TW_CHECK(tw_provider_launch(p, &r, &b, &err) == TW_E_INVALID);
   }
   struct tw_launch r = make_launch(&o, "tok-2");
   r.tenant = NULL;
-  CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_E_INVALID);
+  TW_CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_E_INVALID);
   struct tw_offer foreign = o;
   TW_SET(foreign.account, "someone-else");
   r = make_launch(&foreign, "tok-2");
-  CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_E_INVALID);
+  TW_CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_E_INVALID);
   struct tw_offer no_market = o;
   no_market.market = TW_MARKET_ANY;
   r = make_launch(&no_market, "tok-2");
-  CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_E_INVALID);
+  TW_CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_E_INVALID);
   r = make_launch(NULL, "tok-2");
-  CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_E_INVALID);
-  CHECK(tw_fake_calls(f, TW_POP_LAUNCH) == calls);
+  TW_CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_E_INVALID);
+  TW_CHECK(tw_fake_calls(f, TW_POP_LAUNCH) == calls);
 
   /* Each error class comes back with the adapter's detail, counted. */
   enum tw_rc classes[] = {TW_E_CAPACITY, TW_E_QUOTA, TW_E_AUTH, TW_E_RETRYABLE,
@@ -209,14 +199,14 @@ static void launch_is_idempotent_and_checked(void) {
     tw_fake_fail(f, TW_POP_LAUNCH, classes[i], "SomeCode", 1);
     memset(&err, 0, sizeof err);
     r = make_launch(&o, "tok-3");
-    CHECK(tw_provider_launch(p, &r, &b, &err) == classes[i]);
-    CHECK(err.rc == classes[i] && !strcmp(err.detail, "SomeCode"));
-    CHECK(b.id[0] == '\0');
+    TW_CHECK(tw_provider_launch(p, &r, &b, &err) == classes[i]);
+    TW_CHECK(err.rc == classes[i] && !strcmp(err.detail, "SomeCode"));
+    TW_CHECK(b.id[0] == '\0');
   }
   struct tw_provider_stats st;
   tw_provider_stats(p, TW_POP_LAUNCH, &st);
-  CHECK(st.calls == 8 && st.failures == 6); /* 3 + 5 injected */
-  CHECK(st.last_rc == TW_E_INVALID && st.max_us >= st.last_us);
+  TW_CHECK(st.calls == 8 && st.failures == 6); /* 3 + 5 injected */
+  TW_CHECK(st.last_rc == TW_E_INVALID && st.max_us >= st.last_us);
 
   /* Capacity out in one zone only. */
   struct tw_offer z2 =
@@ -225,15 +215,15 @@ static void launch_is_idempotent_and_checked(void) {
   tw_offer_make_id(&z2);
   tw_fake_fail_offer(f, o.id, TW_E_CAPACITY, "InsufficientInstanceCapacity");
   r = make_launch(&o, "tok-4");
-  CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_E_CAPACITY);
+  TW_CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_E_CAPACITY);
   r = make_launch(&z2, "tok-4");
-  CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_OK);
-  CHECK(!strcmp(b.zone, "us-east-1b"));
+  TW_CHECK(tw_provider_launch(p, &r, &b, NULL) == TW_OK);
+  TW_CHECK(!strcmp(b.zone, "us-east-1b"));
 
   tw_provider_free(p);
 }
 
-static void describe_terminate_events(void) {
+static void describe_terminate_events(void **state) {
   struct tw_clock clock;
   tw_clock_fake_init(&clock, 1767225600000LL);
   struct tw_provider *p = new_fake(&clock);
@@ -243,46 +233,46 @@ static void describe_terminate_events(void) {
   struct tw_launch req = make_launch(&o, "tok-1");
   struct tw_instance a, d;
   struct tw_err err = {0};
-  CHECK(tw_provider_launch(p, &req, &a, &err) == TW_OK);
-  CHECK(tw_provider_describe(p, a.id, &d, &err) == TW_OK);
-  CHECK(d.state == TW_INST_RUNNING && !strcmp(d.provider_state, "running"));
-  CHECK(tw_provider_describe(p, "nope", &d, &err) == TW_E_NOTFOUND);
-  CHECK(tw_provider_describe(p, "", &d, NULL) == TW_E_INVALID);
+  TW_CHECK(tw_provider_launch(p, &req, &a, &err) == TW_OK);
+  TW_CHECK(tw_provider_describe(p, a.id, &d, &err) == TW_OK);
+  TW_CHECK(d.state == TW_INST_RUNNING && !strcmp(d.provider_state, "running"));
+  TW_CHECK(tw_provider_describe(p, "nope", &d, &err) == TW_E_NOTFOUND);
+  TW_CHECK(tw_provider_describe(p, "", &d, NULL) == TW_E_INVALID);
 
   struct tw_event_list ev;
   tw_event_list_init(&ev);
-  CHECK(tw_provider_poll_events(p, &ev, NULL) == TW_OK && ev.n == 0);
-  CHECK(tw_fake_interrupt(f, a.id, 120000) == TW_OK);
-  CHECK(tw_fake_rebalance(f, a.id) == TW_OK);
-  CHECK(tw_provider_poll_events(p, &ev, NULL) == TW_OK);
-  CHECK(ev.n == 2);
+  TW_CHECK(tw_provider_poll_events(p, &ev, NULL) == TW_OK && ev.n == 0);
+  TW_CHECK(tw_fake_interrupt(f, a.id, 120000) == TW_OK);
+  TW_CHECK(tw_fake_rebalance(f, a.id) == TW_OK);
+  TW_CHECK(tw_provider_poll_events(p, &ev, NULL) == TW_OK);
+  TW_CHECK(ev.n == 2);
   if (ev.n == 2) {
-    CHECK(ev.items[0].kind == TW_EVENT_INTERRUPTION);
-    CHECK(ev.items[0].deadline_ms == 1767225600000LL + 120000);
-    CHECK(!strcmp(ev.items[0].action, "terminate"));
-    CHECK(ev.items[1].kind == TW_EVENT_REBALANCE);
+    TW_CHECK(ev.items[0].kind == TW_EVENT_INTERRUPTION);
+    TW_CHECK(ev.items[0].deadline_ms == 1767225600000LL + 120000);
+    TW_CHECK(!strcmp(ev.items[0].action, "terminate"));
+    TW_CHECK(ev.items[1].kind == TW_EVENT_REBALANCE);
   }
   tw_event_list_release(&ev);
   /* Past the deadline the instance is gone and its notices with it. */
   tw_clock_advance(&clock, 120000);
-  CHECK(tw_provider_poll_events(p, &ev, NULL) == TW_OK && ev.n == 0);
-  CHECK(tw_provider_describe(p, a.id, &d, NULL) == TW_OK);
-  CHECK(d.state == TW_INST_TERMINATED);
-  CHECK(!strcmp(d.state_reason, "Server.SpotInstanceTermination"));
+  TW_CHECK(tw_provider_poll_events(p, &ev, NULL) == TW_OK && ev.n == 0);
+  TW_CHECK(tw_provider_describe(p, a.id, &d, NULL) == TW_OK);
+  TW_CHECK(d.state == TW_INST_TERMINATED);
+  TW_CHECK(!strcmp(d.state_reason, "Server.SpotInstanceTermination"));
   tw_event_list_release(&ev);
 
   /* A failed list leaves the caller's list as it was. */
   struct tw_instance_list il;
   tw_instance_list_init(&il);
-  CHECK(tw_provider_list_managed(p, &il, NULL) == TW_OK && il.n == 1);
+  TW_CHECK(tw_provider_list_managed(p, &il, NULL) == TW_OK && il.n == 1);
   tw_fake_fail(f, TW_POP_LIST_MANAGED, TW_E_RETRYABLE, "RequestLimitExceeded",
                1);
-  CHECK(tw_provider_list_managed(p, &il, NULL) == TW_E_RETRYABLE);
-  CHECK(il.n == 1);
+  TW_CHECK(tw_provider_list_managed(p, &il, NULL) == TW_E_RETRYABLE);
+  TW_CHECK(il.n == 1);
   tw_instance_list_release(&il);
 
-  CHECK(tw_provider_terminate(p, a.id, NULL) == TW_OK);
-  CHECK(tw_provider_terminate(p, "nope", NULL) == TW_E_NOTFOUND);
+  TW_CHECK(tw_provider_terminate(p, a.id, NULL) == TW_OK);
+  TW_CHECK(tw_provider_terminate(p, "nope", NULL) == TW_E_NOTFOUND);
   tw_provider_free(p);
 }
 
@@ -354,29 +344,29 @@ static const struct tw_provider_ops future_ops = {
     .version = TW_PROVIDER_OPS_VERSION + 1,
 };
 
-static void generic_checks_and_defaults(void) {
+static void generic_checks_and_defaults(void **state) {
   struct tw_provider *p = NULL;
   struct tw_err err = {0};
-  CHECK(tw_provider_new_ops(&bad_ops, NULL, NULL, NULL, &p, &err) == TW_OK);
-  CHECK(!strcmp(tw_provider_account(p), "bad"));
+  TW_CHECK(tw_provider_new_ops(&bad_ops, NULL, NULL, NULL, &p, &err) == TW_OK);
+  TW_CHECK(!strcmp(tw_provider_account(p), "bad"));
 
   struct tw_offer_list l;
   tw_offer_list_init(&l);
   struct tw_offer pre = make_offer("x", "z0", "t.pre", TW_MARKET_SPOT, 1);
   tw_offer_list_push(&l, &pre);
-  CHECK(tw_provider_list_offers(p, &l, &err) == TW_OK);
-  CHECK(l.n == 3); /* pre + the two valid ones */
-  CHECK(!strcmp(l.items[0].instance_type, "t.pre"));
+  TW_CHECK(tw_provider_list_offers(p, &l, &err) == TW_OK);
+  TW_CHECK(l.n == 3); /* pre + the two valid ones */
+  TW_CHECK(!strcmp(l.items[0].instance_type, "t.pre"));
   for (size_t i = 1; i < l.n; i++) {
-    CHECK(!strcmp(l.items[i].provider, "bad"));
-    CHECK(!strcmp(l.items[i].account, "bad"));
-    CHECK(l.items[i].id[0] != '\0');
+    TW_CHECK(!strcmp(l.items[i].provider, "bad"));
+    TW_CHECK(!strcmp(l.items[i].account, "bad"));
+    TW_CHECK(l.items[i].id[0] != '\0');
   }
-  CHECK(!strcmp(l.items[2].id, "bad:us-east-1:z2:t.good:on-demand"));
+  TW_CHECK(!strcmp(l.items[2].id, "bad:us-east-1:z2:t.good:on-demand"));
   bad_mode = 1;
   memset(&err, 0, sizeof err);
-  CHECK(tw_provider_list_offers(p, &l, &err) == TW_E_RETRYABLE);
-  CHECK(l.n == 3); /* the partial page was dropped */
+  TW_CHECK(tw_provider_list_offers(p, &l, &err) == TW_E_RETRYABLE);
+  TW_CHECK(l.n == 3); /* the partial page was dropped */
   bad_mode = 0;
   tw_offer_list_release(&l);
 
@@ -384,44 +374,44 @@ static void generic_checks_and_defaults(void) {
   struct tw_launch req = make_launch(&o, "tok");
   struct tw_instance inst;
   memset(&err, 0, sizeof err);
-  CHECK(tw_provider_launch(p, &req, &inst, &err) == TW_E_INTERNAL);
+  TW_CHECK(tw_provider_launch(p, &req, &inst, &err) == TW_E_INTERNAL);
   /* A spot offer to a provider without TW_PROV_SPOT. */
   o.market = TW_MARKET_SPOT;
-  CHECK(tw_provider_launch(p, &req, &inst, NULL) == TW_E_INVALID);
+  TW_CHECK(tw_provider_launch(p, &req, &inst, NULL) == TW_E_INVALID);
 
   memset(&err, 0, sizeof err);
-  CHECK(tw_provider_describe(p, "i-mine", &inst, &err) == TW_E_INTERNAL);
+  TW_CHECK(tw_provider_describe(p, "i-mine", &inst, &err) == TW_E_INTERNAL);
   /* NULL slots with no default. */
-  CHECK(tw_provider_terminate(p, "i-mine", NULL) == TW_E_INVALID);
+  TW_CHECK(tw_provider_terminate(p, "i-mine", NULL) == TW_E_INVALID);
   struct tw_instance_list il;
   tw_instance_list_init(&il);
-  CHECK(tw_provider_list_managed(p, &il, NULL) == TW_OK && il.n == 0);
+  TW_CHECK(tw_provider_list_managed(p, &il, NULL) == TW_OK && il.n == 0);
   struct tw_event_list ev;
   tw_event_list_init(&ev);
-  CHECK(tw_provider_poll_events(p, &ev, NULL) == TW_OK && ev.n == 0);
+  TW_CHECK(tw_provider_poll_events(p, &ev, NULL) == TW_OK && ev.n == 0);
   tw_provider_free(p);
 
   /* describe defaults to a lookup in list_managed. */
-  CHECK(tw_provider_new_ops(&holes_ops, "h", NULL, NULL, &p, NULL) == TW_OK);
-  CHECK(tw_provider_describe(p, "h-2", &inst, NULL) == TW_OK);
-  CHECK(!strcmp(inst.id, "h-2") && !strcmp(inst.provider, "holes"));
-  CHECK(!strcmp(inst.provider_state, "unknown"));
-  CHECK(tw_provider_describe(p, "h-3", &inst, NULL) == TW_E_NOTFOUND);
+  TW_CHECK(tw_provider_new_ops(&holes_ops, "h", NULL, NULL, &p, NULL) == TW_OK);
+  TW_CHECK(tw_provider_describe(p, "h-2", &inst, NULL) == TW_OK);
+  TW_CHECK(!strcmp(inst.id, "h-2") && !strcmp(inst.provider, "holes"));
+  TW_CHECK(!strcmp(inst.provider_state, "unknown"));
+  TW_CHECK(tw_provider_describe(p, "h-3", &inst, NULL) == TW_E_NOTFOUND);
   /* No read_output slot: the provider keeps no output. */
   struct tw_buf out;
   bool eof = true;
   tw_buf_init(&out);
   memset(&err, 0, sizeof err);
-  CHECK(tw_provider_read_output(p, "h-2", 0, 4096, &out, &eof, &err) ==
-        TW_E_NOTFOUND);
-  CHECK(!eof && out.len == 0 && strstr(err.msg, "keeps no output"));
+  TW_CHECK(tw_provider_read_output(p, "h-2", 0, 4096, &out, &eof, &err) ==
+           TW_E_NOTFOUND);
+  TW_CHECK(!eof && out.len == 0 && strstr(err.msg, "keeps no output"));
   tw_buf_release(&out);
   tw_provider_free(p);
 
   memset(&err, 0, sizeof err);
-  CHECK(tw_provider_new_ops(&future_ops, NULL, NULL, NULL, &p, &err) ==
-        TW_E_INVALID);
-  CHECK(p == NULL && strstr(err.msg, "version"));
+  TW_CHECK(tw_provider_new_ops(&future_ops, NULL, NULL, NULL, &p, &err) ==
+           TW_E_INVALID);
+  TW_CHECK(p == NULL && strstr(err.msg, "version"));
   tw_provider_free(NULL);
 }
 
@@ -435,117 +425,117 @@ static struct tw_node *yaml(const char *s) {
   return n;
 }
 
-static void config_helpers(void) {
+static void config_helpers(void **state) {
   static const char *const keys[] = {"endpoint", "regions", "timeout_ms", NULL};
   struct tw_node *n = yaml("name: a\ntype: aws\nendpont: x\n");
   struct tw_err err = {0};
-  CHECK(tw_provider_cfg_check_keys(n, keys, &err) == TW_E_INVALID);
-  CHECK(strstr(err.msg, "did you mean \"endpoint\"") != NULL);
-  CHECK(!strcmp(err.field, "endpont"));
+  TW_CHECK(tw_provider_cfg_check_keys(n, keys, &err) == TW_E_INVALID);
+  TW_CHECK(strstr(err.msg, "did you mean \"endpoint\"") != NULL);
+  TW_CHECK(!strcmp(err.field, "endpont"));
   tw_node_free(n);
 
   n = yaml("timeout_ms: 70000\nregions: [a]\n");
   memset(&err, 0, sizeof err);
-  CHECK(tw_provider_cfg_check_keys(n, keys, &err) == TW_OK);
+  TW_CHECK(tw_provider_cfg_check_keys(n, keys, &err) == TW_OK);
   int64_t v;
-  CHECK(tw_provider_cfg_int(n, "timeout_ms", 1, 60000, 5, &v, &err) ==
-        TW_E_INVALID);
-  CHECK(strstr(err.msg, "timeout_ms") && strstr(err.msg, "1..60000"));
-  CHECK(tw_provider_cfg_int(n, "absent", 1, 60000, 5, &v, NULL) == TW_OK &&
-        v == 5);
+  TW_CHECK(tw_provider_cfg_int(n, "timeout_ms", 1, 60000, 5, &v, &err) ==
+           TW_E_INVALID);
+  TW_CHECK(strstr(err.msg, "timeout_ms") && strstr(err.msg, "1..60000"));
+  TW_CHECK(tw_provider_cfg_int(n, "absent", 1, 60000, 5, &v, NULL) == TW_OK &&
+           v == 5);
   const char *s;
-  CHECK(tw_provider_cfg_str(n, "regions", NULL, &s, NULL) == TW_E_INVALID);
+  TW_CHECK(tw_provider_cfg_str(n, "regions", NULL, &s, NULL) == TW_E_INVALID);
   tw_node_free(n);
 
   /* Secrets: inline refused, env and file read, never both. */
   n = yaml("secret_key: hunter2\n");
   char *secret = NULL;
   memset(&err, 0, sizeof err);
-  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, &err) ==
-        TW_E_INVALID);
-  CHECK(secret == NULL && !strstr(err.msg, "hunter2"));
+  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, &err) ==
+           TW_E_INVALID);
+  TW_CHECK(secret == NULL && !strstr(err.msg, "hunter2"));
   tw_node_free(n);
 
   setenv("TW_TEST_SECRET", "s3cr3t", 1);
   n = yaml("secret_key_env: TW_TEST_SECRET\n");
-  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
-        TW_OK);
-  CHECK(secret && !strcmp(secret, "s3cr3t"));
+  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
+           TW_OK);
+  TW_CHECK(secret && !strcmp(secret, "s3cr3t"));
   free(secret);
   tw_node_free(n);
 
   n = yaml("secret_key_env: TW_TEST_UNSET_VAR\n");
   memset(&err, 0, sizeof err);
-  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, &err) ==
-        TW_E_AUTH);
-  CHECK(strstr(err.msg, "TW_TEST_UNSET_VAR") != NULL);
-  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, false, &secret, NULL) ==
-            TW_OK &&
-        secret == NULL);
+  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, &err) ==
+           TW_E_AUTH);
+  TW_CHECK(strstr(err.msg, "TW_TEST_UNSET_VAR") != NULL);
+  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, false, &secret,
+                                  NULL) == TW_OK &&
+           secret == NULL);
   tw_node_free(n);
 
   char path[] = "/tmp/tw_test_secretXXXXXX";
   int fd = mkstemp(path);
-  CHECK(fd >= 0);
+  TW_CHECK(fd >= 0);
   if (fd >= 0) {
-    CHECK(write(fd, "from-file\nsecond line\n", 22) == 22);
+    TW_CHECK(write(fd, "from-file\nsecond line\n", 22) == 22);
     close(fd);
     char *doc = tw_asprintf("secret_key_file: %s\n", path);
     n = yaml(doc);
-    CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
-          TW_OK);
-    CHECK(secret && !strcmp(secret, "from-file"));
+    TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret,
+                                    NULL) == TW_OK);
+    TW_CHECK(secret && !strcmp(secret, "from-file"));
     free(secret);
     tw_node_free(n);
     free(doc);
     unlink(path);
   }
   n = yaml("secret_key_file: /nonexistent/tw\n");
-  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
-        TW_E_AUTH);
+  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
+           TW_E_AUTH);
   tw_node_free(n);
   n = yaml("secret_key_file: /x\nsecret_key_env: Y\n");
-  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
-        TW_E_INVALID);
+  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
+           TW_E_INVALID);
   tw_node_free(n);
 
   /* Sealed secrets: through the daemon's resolver only, accepted by the
    * key check wherever the _env form is, never inline with another form. */
   n = yaml("secret_key_secret: aws-main\n");
   memset(&err, 0, sizeof err);
-  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, &err) ==
-        TW_E_AUTH);
-  CHECK(strstr(err.msg, "no sealed secrets") != NULL);
+  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, &err) ==
+           TW_E_AUTH);
+  TW_CHECK(strstr(err.msg, "no sealed secrets") != NULL);
   tw_provider_set_secret_resolver(test_resolver, "opened-value");
-  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
-        TW_OK);
-  CHECK(secret && !strcmp(secret, "opened-value"));
+  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
+           TW_OK);
+  TW_CHECK(secret && !strcmp(secret, "opened-value"));
   free(secret);
   static const char *const sk[] = {"secret_key_env", NULL};
-  CHECK(tw_provider_cfg_check_keys(n, sk, NULL) == TW_OK);
+  TW_CHECK(tw_provider_cfg_check_keys(n, sk, NULL) == TW_OK);
   static const char *const nosk[] = {"endpoint", NULL};
-  CHECK(tw_provider_cfg_check_keys(n, nosk, NULL) == TW_E_INVALID);
+  TW_CHECK(tw_provider_cfg_check_keys(n, nosk, NULL) == TW_E_INVALID);
   tw_node_free(n);
   n = yaml("secret_key_secret: missing\n");
   memset(&err, 0, sizeof err);
-  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, &err) ==
-        TW_E_AUTH);
-  CHECK(strstr(err.msg, "missing") && strstr(err.msg, "no such secret"));
+  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, &err) ==
+           TW_E_AUTH);
+  TW_CHECK(strstr(err.msg, "missing") && strstr(err.msg, "no such secret"));
   tw_node_free(n);
   n = yaml("secret_key_secret: a\nsecret_key_env: B\n");
-  CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
-        TW_E_INVALID);
+  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
+           TW_E_INVALID);
   tw_node_free(n);
   tw_provider_set_secret_resolver(NULL, NULL);
   /* The default variable. */
-  CHECK(tw_provider_cfg_secret(NULL, "secret_key", "TW_TEST_SECRET", true,
-                               &secret, NULL) == TW_OK);
-  CHECK(secret && !strcmp(secret, "s3cr3t"));
+  TW_CHECK(tw_provider_cfg_secret(NULL, "secret_key", "TW_TEST_SECRET", true,
+                                  &secret, NULL) == TW_OK);
+  TW_CHECK(secret && !strcmp(secret, "s3cr3t"));
   free(secret);
 }
 
 /* tw_provider_cfg_list: one scalar or a sequence of non-empty scalars. */
-static void cfg_list_table(void) {
+static void cfg_list_table(void **state) {
   static const struct {
     const char *yaml;
     enum tw_rc rc;
@@ -575,16 +565,16 @@ static void cfg_list_table(void) {
     char **v = (char **)&err; /* must be overwritten */
     size_t nv = 99;
     enum tw_rc rc = tw_provider_cfg_list(n, "regions", &v, &nv, &err);
-    CHECK(rc == cases[i].rc);
-    CHECK(nv == cases[i].n);
+    TW_CHECK(rc == cases[i].rc);
+    TW_CHECK(nv == cases[i].n);
     if (rc == TW_OK) {
-      CHECK(!nv || v != NULL);
+      TW_CHECK(!nv || v != NULL);
       for (size_t k = 0; k < nv; k++)
-        CHECK(v[k] && !strcmp(v[k], cases[i].items[k]));
+        TW_CHECK(v[k] && !strcmp(v[k], cases[i].items[k]));
     } else {
-      CHECK(v == NULL);
-      CHECK(strstr(err.msg, cases[i].items[0]) != NULL);
-      CHECK(!strcmp(err.field, "regions"));
+      TW_CHECK(v == NULL);
+      TW_CHECK(strstr(err.msg, cases[i].items[0]) != NULL);
+      TW_CHECK(!strcmp(err.field, "regions"));
     }
     tw_provider_strv_free(v, nv);
     tw_node_free(n);
@@ -593,7 +583,7 @@ static void cfg_list_table(void) {
 }
 
 /* tw_provider_cfg_regions and tw_provider_strv_has. */
-static void cfg_regions_table(void) {
+static void cfg_regions_table(void **state) {
   static const struct {
     const char *yaml;
     enum tw_rc rc;
@@ -614,19 +604,19 @@ static void cfg_regions_table(void) {
     struct tw_err err = {0};
     char **v = NULL;
     size_t nv = 0;
-    CHECK(tw_provider_cfg_regions(n, &v, &nv, &err) == cases[i].rc);
+    TW_CHECK(tw_provider_cfg_regions(n, &v, &nv, &err) == cases[i].rc);
     if (cases[i].rc == TW_OK) {
       char joined[64] = "";
       for (size_t k = 0; k < nv; k++) {
         strcat(joined, v[k]);
         strcat(joined, " ");
-        CHECK(tw_provider_strv_has(v, nv, v[k]));
+        TW_CHECK(tw_provider_strv_has(v, nv, v[k]));
       }
-      CHECK(!strcmp(joined, cases[i].joined));
-      CHECK(!tw_provider_strv_has(v, nv, "z"));
-      CHECK(!tw_provider_strv_has(v, nv - 1, v[nv - 1])); /* n bounds it */
+      TW_CHECK(!strcmp(joined, cases[i].joined));
+      TW_CHECK(!tw_provider_strv_has(v, nv, "z"));
+      TW_CHECK(!tw_provider_strv_has(v, nv - 1, v[nv - 1])); /* n bounds it */
     } else {
-      CHECK(strstr(err.msg, cases[i].joined) == err.msg);
+      TW_CHECK(strstr(err.msg, cases[i].joined) == err.msg);
     }
     tw_provider_strv_free(v, nv);
     tw_node_free(n);
@@ -634,7 +624,7 @@ static void cfg_regions_table(void) {
 }
 
 /* tw_provider_cfg_strdup: an owned copy, the default, or an error. */
-static void cfg_strdup_table(void) {
+static void cfg_strdup_table(void **state) {
   static const struct {
     const char *yaml, *def;
     enum tw_rc rc;
@@ -652,21 +642,21 @@ static void cfg_strdup_table(void) {
     char *out = (char *)"untouched";
     enum tw_rc rc =
         tw_provider_cfg_strdup(n, "ca_file", cases[i].def, &out, &err);
-    CHECK(rc == cases[i].rc);
+    TW_CHECK(rc == cases[i].rc);
     if (rc == TW_OK) {
-      CHECK(cases[i].want ? out && !strcmp(out, cases[i].want) : !out);
-      CHECK(!cases[i].def || out != cases[i].def); /* a copy */
+      TW_CHECK(cases[i].want ? out && !strcmp(out, cases[i].want) : !out);
+      TW_CHECK(!cases[i].def || out != cases[i].def); /* a copy */
       free(out);
     } else {
-      CHECK(!strcmp(out, "untouched"));
-      CHECK(strstr(err.msg, cases[i].want) != NULL);
+      TW_CHECK(!strcmp(out, "untouched"));
+      TW_CHECK(strstr(err.msg, cases[i].want) != NULL);
     }
     tw_node_free(n);
   }
 }
 
 /* tw_provider_cfg_http: the five HTTP keys within an adapter's limits. */
-static void cfg_http_table(void) {
+static void cfg_http_table(void **state) {
   static const struct tw_provider_http_limits cloud = TW_PROVIDER_HTTP_CLOUD;
   static const struct tw_provider_http_limits slurm = {.timeout_def = 30000,
                                                        .connect_min = 10,
@@ -709,23 +699,23 @@ static void cfg_http_table(void) {
     long timeout = -1, connect = -1;
     enum tw_rc rc =
         tw_provider_cfg_http(n, cases[i].lim, &timeout, &connect, &ho, &err);
-    CHECK(rc == cases[i].rc);
+    TW_CHECK(rc == cases[i].rc);
     if (rc == TW_OK) {
-      CHECK(timeout == cases[i].timeout && connect == cases[i].connect);
-      CHECK(ho.max_attempts == cases[i].attempts);
-      CHECK(ho.backoff_base_ms == cases[i].base &&
-            ho.backoff_cap_ms == cases[i].cap);
+      TW_CHECK(timeout == cases[i].timeout && connect == cases[i].connect);
+      TW_CHECK(ho.max_attempts == cases[i].attempts);
+      TW_CHECK(ho.backoff_base_ms == cases[i].base &&
+               ho.backoff_cap_ms == cases[i].cap);
     } else {
-      CHECK(!strcmp(err.field, cases[i].bad));
+      TW_CHECK(!strcmp(err.field, cases[i].bad));
     }
-    CHECK(!strcmp(ho.user_agent, "kept") && ho.seed == 7);
+    TW_CHECK(!strcmp(ho.user_agent, "kept") && ho.seed == 7);
     tw_node_free(n);
   }
 }
 
 /* tw_adapter_find_instance: the matching item, region filled; else
  * nothing written. */
-static void find_instance_table(void) {
+static void find_instance_table(void **state) {
   static const char *const ids[] = {"i-1", "i-2", "i-3"};
   static const struct {
     size_t n; /* items of ids[] in the list */
@@ -746,14 +736,14 @@ static void find_instance_table(void) {
     struct tw_instance out;
     tw_instance_init(&out);
     TW_SET(out.id, "untouched");
-    CHECK(tw_adapter_find_instance(&l, cases[i].id, "eu-west-1", &out) ==
-          cases[i].found);
+    TW_CHECK(tw_adapter_find_instance(&l, cases[i].id, "eu-west-1", &out) ==
+             cases[i].found);
     if (cases[i].found) {
-      CHECK(!strcmp(out.id, cases[i].id));
-      CHECK(!strcmp(out.instance_type, cases[i].id)); /* the whole item */
-      CHECK(!strcmp(out.region, "eu-west-1"));
+      TW_CHECK(!strcmp(out.id, cases[i].id));
+      TW_CHECK(!strcmp(out.instance_type, cases[i].id)); /* the whole item */
+      TW_CHECK(!strcmp(out.region, "eu-west-1"));
     } else {
-      CHECK(!strcmp(out.id, "untouched") && !out.region[0]);
+      TW_CHECK(!strcmp(out.id, "untouched") && !out.region[0]);
     }
     tw_instance_list_release(&l);
   }
@@ -772,7 +762,7 @@ static enum tw_rc region_offers(struct tw_provider *p, const char *region,
 
 /* tw_adapter_offers_by_region: in order, stopping at the first error with
  * what came before kept. */
-static void by_region_table(void) {
+static void by_region_table(void **state) {
   static char *ok[] = {"r1", "r2", "r3"};
   static char *mid[] = {"r1", "down", "r3"};
   static const struct {
@@ -791,22 +781,23 @@ static void by_region_table(void) {
     struct tw_offer_list o;
     tw_offer_list_init(&o);
     struct tw_err err = {0};
-    CHECK(tw_adapter_offers_by_region(NULL, cases[i].regions, cases[i].n,
-                                      region_offers, &o, &err) == cases[i].rc);
-    CHECK(o.n == cases[i].items);
+    TW_CHECK(tw_adapter_offers_by_region(NULL, cases[i].regions, cases[i].n,
+                                         region_offers, &o,
+                                         &err) == cases[i].rc);
+    TW_CHECK(o.n == cases[i].items);
     char seen[64] = "";
     for (size_t k = 0; k < o.n; k++) {
       strcat(seen, o.items[k].region);
       strcat(seen, " ");
     }
-    CHECK(!strcmp(seen, cases[i].regions_seen));
-    CHECK(cases[i].rc ? !strcmp(err.msg, "down is down") : err.rc == TW_OK);
+    TW_CHECK(!strcmp(seen, cases[i].regions_seen));
+    TW_CHECK(cases[i].rc ? !strcmp(err.msg, "down is down") : err.rc == TW_OK);
     tw_offer_list_release(&o);
   }
 }
 
 /* tw_adapter_iso_time and tw_adapter_http_date_ms, round trips included. */
-static void adapter_time_table(void) {
+static void adapter_time_table(void **state) {
   static const struct {
     const char *date; /* RFC 7231 */
     int64_t ms;       /* -1: malformed */
@@ -827,11 +818,11 @@ static void adapter_time_table(void) {
     int64_t ms = tw_adapter_http_date_ms(cases[i].date);
     if (ms != cases[i].ms)
       fprintf(stderr, "case %zu: %lld\n", i, (long long)ms);
-    CHECK(ms == cases[i].ms);
+    TW_CHECK(ms == cases[i].ms);
     if (cases[i].iso) {
       char iso[32];
       tw_adapter_iso_time(ms + 999, iso); /* milliseconds are truncated */
-      CHECK(!strcmp(iso, cases[i].iso));
+      TW_CHECK(!strcmp(iso, cases[i].iso));
     }
   }
 }
@@ -858,7 +849,7 @@ static enum tw_rc memo_fn(struct tw_provider *p, const char *region,
 }
 
 /* tw_region_memo_*: the remembered region first, then the others. */
-static void region_memo_table(void) {
+static void region_memo_table(void **state) {
   static const char *const homes[] = {"i-1", "r2", "i-2", "r3", NULL};
   static char *three[] = {"r1", "r2", "r3"};
   static char *one[] = {"r2"};
@@ -897,13 +888,13 @@ static void region_memo_table(void) {
     struct tw_err err = {0};
     enum tw_rc rc =
         tw_region_memo_run(&m, NULL, cases[i].id, memo_fn, &w, &err);
-    CHECK(rc == cases[i].rc);
+    TW_CHECK(rc == cases[i].rc);
     if (strcmp(w.log, cases[i].calls))
       fprintf(stderr, "case %zu: tried \"%s\"\n", i, w.log);
-    CHECK(!strcmp(w.log, cases[i].calls));
-    CHECK(tw_region_memo_hint(&m, cases[i].id) == cases[i].hint_after);
-    CHECK(cases[i].errmsg ? !strcmp(err.msg, cases[i].errmsg)
-                          : err.rc == TW_OK);
+    TW_CHECK(!strcmp(w.log, cases[i].calls));
+    TW_CHECK(tw_region_memo_hint(&m, cases[i].id) == cases[i].hint_after);
+    TW_CHECK(cases[i].errmsg ? !strcmp(err.msg, cases[i].errmsg)
+                             : err.rc == TW_OK);
     tw_region_memo_release(&m);
   }
 
@@ -917,52 +908,52 @@ static void region_memo_table(void) {
     snprintf(id, sizeof id, "i-%d", i);
     tw_region_memo_put(&m, id, "r3");
   }
-  CHECK(tw_region_memo_hint(&m, "i-0") == 0); /* dropped */
-  CHECK(tw_region_memo_hint(&m, "i-1") == 2);
+  TW_CHECK(tw_region_memo_hint(&m, "i-0") == 0); /* dropped */
+  TW_CHECK(tw_region_memo_hint(&m, "i-1") == 2);
   snprintf(id, sizeof id, "i-%d", TW_REGION_MEMO_MAX);
-  CHECK(tw_region_memo_hint(&m, id) == 2);
+  TW_CHECK(tw_region_memo_hint(&m, id) == 2);
   tw_region_memo_put(&m, "i-1", "r2"); /* replaced, not added */
-  CHECK(tw_region_memo_hint(&m, "i-1") == 1);
-  CHECK(m.n_where == TW_REGION_MEMO_MAX);
+  TW_CHECK(tw_region_memo_hint(&m, "i-1") == 1);
+  TW_CHECK(m.n_where == TW_REGION_MEMO_MAX);
   tw_region_memo_release(&m);
 }
 
-static void registry_and_new(void) {
+static void registry_and_new(void **state) {
   /* Every registered adapter is well formed and findable by name; the
    * tests' registry holds the fake beside the daemon's adapters. */
   const struct tw_provider_ops *const *reg = tw_adapters_test;
   for (size_t i = 0; reg[i]; i++) {
     const struct tw_provider_ops *ops = reg[i];
-    CHECK(ops->name && *ops->name);
-    CHECK(ops->version >= 1 && ops->version <= TW_PROVIDER_OPS_VERSION);
-    CHECK(tw_provider_find(reg, ops->name) == ops);
+    TW_CHECK(ops->name && *ops->name);
+    TW_CHECK(ops->version >= 1 && ops->version <= TW_PROVIDER_OPS_VERSION);
+    TW_CHECK(tw_provider_find(reg, ops->name) == ops);
   }
-  CHECK(tw_provider_find(reg, "fake") == &tw_provider_fake);
-  CHECK(tw_provider_find(reg, "nope") == NULL);
-  CHECK(tw_provider_find(reg, NULL) == NULL);
-  CHECK(tw_provider_find(NULL, "fake") == NULL);
+  TW_CHECK(tw_provider_find(reg, "fake") == &tw_provider_fake);
+  TW_CHECK(tw_provider_find(reg, "nope") == NULL);
+  TW_CHECK(tw_provider_find(reg, NULL) == NULL);
+  TW_CHECK(tw_provider_find(NULL, "fake") == NULL);
 
   struct tw_provider *p = NULL;
   struct tw_err err = {0};
   struct tw_node *n = yaml("name: x\n");
-  CHECK(tw_provider_new(reg, n, NULL, &p, &err) == TW_E_INVALID);
-  CHECK(!strcmp(err.field, "type"));
+  TW_CHECK(tw_provider_new(reg, n, NULL, &p, &err) == TW_E_INVALID);
+  TW_CHECK(!strcmp(err.field, "type"));
   tw_node_free(n);
   n = yaml("type: no-such-cloud\n");
   memset(&err, 0, sizeof err);
-  CHECK(tw_provider_new(reg, n, NULL, &p, &err) == TW_E_INVALID && !p);
-  CHECK(strstr(err.msg, "no-such-cloud") != NULL);
+  TW_CHECK(tw_provider_new(reg, n, NULL, &p, &err) == TW_E_INVALID && !p);
+  TW_CHECK(strstr(err.msg, "no-such-cloud") != NULL);
   tw_node_free(n);
   n = yaml("type: avs\n");
   memset(&err, 0, sizeof err);
-  CHECK(tw_provider_new(reg, n, NULL, &p, &err) == TW_E_INVALID);
-  CHECK(strstr(err.msg, "did you mean \"aws\"") != NULL);
+  TW_CHECK(tw_provider_new(reg, n, NULL, &p, &err) == TW_E_INVALID);
+  TW_CHECK(strstr(err.msg, "did you mean \"aws\"") != NULL);
   tw_node_free(n);
   /* the fake through the registry, as a config names it */
   n = yaml("type: fake\nname: lab\n");
   memset(&err, 0, sizeof err);
-  CHECK(tw_provider_new(reg, n, NULL, &p, &err) == TW_OK && p);
-  CHECK(p && !strcmp(tw_provider_account(p), "lab"));
+  TW_CHECK(tw_provider_new(reg, n, NULL, &p, &err) == TW_OK && p);
+  TW_CHECK(p && !strcmp(tw_provider_account(p), "lab"));
   tw_provider_free(p);
   tw_node_free(n);
 }
@@ -970,21 +961,22 @@ static void registry_and_new(void) {
 int main(void) {
   /* Failures are logged at warn by design; keep the test output short. */
   tw_log_set_level(TW_LOG_ERROR);
-  model_helpers();
-  usd_conversion();
-  launch_is_idempotent_and_checked();
-  describe_terminate_events();
-  generic_checks_and_defaults();
-  config_helpers();
-  cfg_list_table();
-  cfg_regions_table();
-  cfg_strdup_table();
-  cfg_http_table();
-  region_memo_table();
-  adapter_time_table();
-  by_region_table();
-  find_instance_table();
-  registry_and_new();
-  printf("%d checks, %d failed\n", checks, failures);
-  return failures ? 1 : 0;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(model_helpers),
+      cmocka_unit_test(usd_conversion),
+      cmocka_unit_test(launch_is_idempotent_and_checked),
+      cmocka_unit_test(describe_terminate_events),
+      cmocka_unit_test(generic_checks_and_defaults),
+      cmocka_unit_test(config_helpers),
+      cmocka_unit_test(cfg_list_table),
+      cmocka_unit_test(cfg_regions_table),
+      cmocka_unit_test(cfg_strdup_table),
+      cmocka_unit_test(cfg_http_table),
+      cmocka_unit_test(region_memo_table),
+      cmocka_unit_test(adapter_time_table),
+      cmocka_unit_test(by_region_table),
+      cmocka_unit_test(find_instance_table),
+      cmocka_unit_test(registry_and_new),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
 }

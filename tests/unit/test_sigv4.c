@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,26 +27,13 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "tests/twtest.h"
 #include "broker/base/err.h"
 #include "broker/base/mem.h"
 #include "providers/sigv4.h"
 
-#define SKIP 77
-
 static const char AK[] = "AKIDEXAMPLE";
 static const char SK[] = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
-
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-    }                                                                          \
-  } while (0)
 
 static char *read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
@@ -480,20 +468,28 @@ static void crt_run(const char *dir, int *pass, int *total, int *qpass,
   free(names);
 }
 
-static int run_suites(void) {
+/* Both suites are in the shared data; says SKIPPED when not. */
+static bool suites_present(void) {
   const char *data = testdata_dir();
   char *classic = tw_asprintf("%s/sigv4/aws-sig-v4-test-suite", data);
   char *crt =
       tw_asprintf("%s/sigv4/aws-c-auth/aws-signing-test-suite/v4", data);
   struct stat st;
-  if (stat(classic, &st) != 0 || stat(crt, &st) != 0) {
+  bool ok = stat(classic, &st) == 0 && stat(crt, &st) == 0;
+  if (!ok)
     printf("SKIPPED: SigV4 test suites not found under %s/sigv4 "
            "(set TRADEWIND_TESTDATA)\n",
            data);
-    free(classic);
-    free(crt);
-    return SKIP;
-  }
+  free(classic);
+  free(crt);
+  return ok;
+}
+
+static void suites(void **state) {
+  const char *data = testdata_dir();
+  char *classic = tw_asprintf("%s/sigv4/aws-sig-v4-test-suite", data);
+  char *crt =
+      tw_asprintf("%s/sigv4/aws-c-auth/aws-signing-test-suite/v4", data);
   int cpass = 0, ctotal = 0, apass = 0, atotal = 0, qpass = 0, qtotal = 0;
   classic_walk(classic, &cpass, &ctotal);
   crt_run(crt, &apass, &atotal, &qpass, &qtotal);
@@ -504,11 +500,11 @@ static int run_suites(void) {
   free(crt);
   /* 31 and 38 cases at the time of writing: fewer found means the walk
    * broke, not that everything passed. */
-  if (ctotal < 31 || atotal < 38) {
-    fprintf(stderr, "FAIL: expected at least 31 + 38 cases\n");
-    return 1;
-  }
-  return cpass == ctotal && apass == atotal && qpass == qtotal ? 0 : 1;
+  TW_CHECK(ctotal >= 31 && atotal >= 38,
+           "expected at least 31 + 38 cases, found %d + %d", ctotal, atotal);
+  TW_CHECK(cpass == ctotal && apass == atotal && qpass == qtotal,
+           "%d/%d, %d/%d and %d/%d cases passed", cpass, ctotal, apass, atotal,
+           qpass, qtotal);
 }
 
 /* ---- verifier ---- */
@@ -555,7 +551,7 @@ static void vreq_make(struct vreq *v, const char *ak, const char *secret,
   struct tw_err err;
   tw_err_clear(&err);
   if (tw_sigv4_sign(&v->req, &p, &res, &err) != TW_OK) {
-    CHECK(0, "sign failed: %s", err.msg);
+    TW_CHECK(0, "sign failed: %s", err.msg);
     return;
   }
   snprintf(v->authz, sizeof v->authz, "%s", res.authorization);
@@ -580,20 +576,20 @@ static void expect_verify(const char *what, struct vreq *v, const char *service,
   enum tw_rc rc = tw_sigv4_verify(&v->req, v_secret, &calls, NOW_MS, SKEW_MS,
                                   service, &who, &err);
   if (!*detail) {
-    CHECK(rc == TW_OK, "%s: expected success, got %s %s: %s", what,
-          tw_rc_str(rc), err.detail, err.msg);
-    CHECK(who && !strcmp(who, AK), "%s: access key not returned", what);
+    TW_CHECK(rc == TW_OK, "%s: expected success, got %s %s: %s", what,
+             tw_rc_str(rc), err.detail, err.msg);
+    TW_CHECK(who && !strcmp(who, AK), "%s: access key not returned", what);
   } else {
-    CHECK(rc == TW_E_AUTH && !strcmp(err.detail, detail),
-          "%s: expected auth/%s, got %s/%s (%s)", what, detail, tw_rc_str(rc),
-          err.detail, err.msg);
-    CHECK(who == NULL, "%s: access key returned on failure", what);
+    TW_CHECK(rc == TW_E_AUTH && !strcmp(err.detail, detail),
+             "%s: expected auth/%s, got %s/%s (%s)", what, detail,
+             tw_rc_str(rc), err.detail, err.msg);
+    TW_CHECK(who == NULL, "%s: access key returned on failure", what);
   }
-  CHECK(calls <= 1, "%s: secret looked up %d times", what, calls);
+  TW_CHECK(calls <= 1, "%s: secret looked up %d times", what, calls);
   free(who);
 }
 
-static int run_verify(void) {
+static void verify(void **state) {
   struct vreq v;
   const char *date = "20150830T123600Z";
 
@@ -709,7 +705,7 @@ static int run_verify(void) {
                                 .normalize_path = 1};
     struct tw_sigv4_result res;
     v.req.n_headers = v.n - 1;
-    CHECK(tw_sigv4_sign(&v.req, &p, &res, NULL) == TW_OK, "sign with Date");
+    TW_CHECK(tw_sigv4_sign(&v.req, &p, &res, NULL) == TW_OK, "sign with Date");
     snprintf(v.authz, sizeof v.authz, "%s", res.authorization);
     tw_sigv4_result_release(&res);
     v.req.n_headers = v.n;
@@ -728,31 +724,28 @@ static int run_verify(void) {
     struct tw_sigv4_result res;
     struct tw_err err;
     tw_err_clear(&err);
-    CHECK(tw_sigv4_sign(&r, &p, &res, &err) == TW_E_INVALID &&
-              res.authorization == NULL,
-          "bad amz_date accepted");
+    TW_CHECK(tw_sigv4_sign(&r, &p, &res, &err) == TW_E_INVALID &&
+                 res.authorization == NULL,
+             "bad amz_date accepted");
     p.amz_date = "20150830T123600Z";
     p.region = NULL;
-    CHECK(tw_sigv4_sign(&r, &p, &res, NULL) == TW_E_INVALID,
-          "missing region accepted");
+    TW_CHECK(tw_sigv4_sign(&r, &p, &res, NULL) == TW_E_INVALID,
+             "missing region accepted");
   }
 
   /* Encoder and date helpers. */
   {
     char *e;
     tw_sigv4_uri_encode("a b/c~d%\xe1\x88\xb4", 11, 1, &e);
-    CHECK(!strcmp(e, "a%20b/c~d%25%E1%88%B4"), "uri_encode: %s", e);
+    TW_CHECK(!strcmp(e, "a%20b/c~d%25%E1%88%B4"), "uri_encode: %s", e);
     free(e);
     tw_sigv4_uri_encode("a/b", 3, 0, &e);
-    CHECK(!strcmp(e, "a%2Fb"), "uri_encode no slash: %s", e);
+    TW_CHECK(!strcmp(e, "a%2Fb"), "uri_encode no slash: %s", e);
     free(e);
     char d[17];
     tw_sigv4_amz_date(NOW_MS + 999, d);
-    CHECK(!strcmp(d, date), "amz_date: %s", d);
+    TW_CHECK(!strcmp(d, date), "amz_date: %s", d);
   }
-
-  printf("verify: %s\n", failures ? "FAILED" : "all cases passed");
-  return failures ? 1 : 0;
 }
 
 /* ---- differential test against botocore ---- */
@@ -999,22 +992,32 @@ static char *b64(const void *d, size_t n) {
   return o;
 }
 
-static int run_botocore(long n) {
+/* python3 with botocore and the helper script are there; says SKIPPED
+ * when not. */
+static bool botocore_present(void) {
   const char *py = "/usr/bin/python3";
   if (access(py, X_OK) != 0 ||
       system("/usr/bin/python3 -c 'import botocore.auth' 2>/dev/null") != 0) {
     printf("SKIPPED: %s cannot import botocore (apt install "
            "python3-botocore)\n",
            py);
-    return SKIP;
+    return false;
   }
   const char *src = getenv("TW_SOURCE_DIR");
   char *script = tw_asprintf("%s/tests/unit/botocore_sign.py", src ? src : ".");
-  if (access(script, R_OK) != 0) {
+  bool ok = access(script, R_OK) == 0;
+  if (!ok)
     printf("SKIPPED: %s not found (set TW_SOURCE_DIR)\n", script);
-    free(script);
-    return SKIP;
-  }
+  free(script);
+  return ok;
+}
+
+static long botocore_n = 1000; /* requests, from the command line */
+
+static void botocore(void **state) {
+  long n = botocore_n;
+  const char *src = getenv("TW_SOURCE_DIR");
+  char *script = tw_asprintf("%s/tests/unit/botocore_sign.py", src ? src : ".");
   uint64_t seed;
   const char *es = getenv("TW_SEED");
   if (es && *es)
@@ -1030,9 +1033,8 @@ static int run_botocore(long n) {
   char tmpl[] = "/tmp/tw_sigv4_XXXXXX";
   int fd = mkstemp(tmpl);
   if (fd < 0) {
-    perror("mkstemp");
     free(script);
-    return 1;
+    TW_FAIL("mkstemp: %s", strerror(errno));
   }
   FILE *in = fdopen(fd, "w");
   CURL *curl = curl_easy_init();
@@ -1140,21 +1142,29 @@ static int run_botocore(long n) {
   printf("botocore differential: %ld/%ld requests identical (seed %" PRIu64
          ")\n",
          pass, n, seed);
-  if (prc != 0 || answered != n) {
-    fprintf(stderr, "FAIL: botocore_sign.py answered %ld of %ld (status %d)\n",
-            answered, n, prc);
-    return 1;
-  }
-  return pass == n ? 0 : 1;
+  TW_CHECK(prc == 0 && answered == n,
+           "botocore_sign.py answered %ld of %ld (status %d)", answered, n,
+           prc);
+  TW_CHECK(pass == n, "%ld of %ld requests identical", pass, n);
 }
 
 int main(int argc, char **argv) {
-  if (argc >= 2 && !strcmp(argv[1], "--suites"))
-    return run_suites();
-  if (argc >= 2 && !strcmp(argv[1], "--verify"))
-    return run_verify();
-  if (argc >= 2 && !strcmp(argv[1], "--botocore"))
-    return run_botocore(argc >= 3 ? strtol(argv[2], NULL, 10) : 1000);
+  const char *mode = argc >= 2 ? argv[1] : "";
+  const struct CMUnitTest suite_tests[] = {cmocka_unit_test(suites)};
+  const struct CMUnitTest verify_tests[] = {cmocka_unit_test(verify)};
+  const struct CMUnitTest botocore_tests[] = {cmocka_unit_test(botocore)};
+  if (!strcmp(mode, "--suites"))
+    return suites_present() ? cmocka_run_group_tests(suite_tests, NULL, NULL)
+                            : TW_SKIP;
+  if (!strcmp(mode, "--verify"))
+    return cmocka_run_group_tests(verify_tests, NULL, NULL);
+  if (!strcmp(mode, "--botocore")) {
+    if (argc >= 3)
+      botocore_n = strtol(argv[2], NULL, 10);
+    return botocore_present()
+               ? cmocka_run_group_tests(botocore_tests, NULL, NULL)
+               : TW_SKIP;
+  }
   fprintf(stderr, "usage: %s --suites | --verify | --botocore [N]\n", argv[0]);
   return 2;
 }

@@ -9,23 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/twtest.h"
 #include "broker/base/clock.h"
 #include "broker/base/node.h"
 #include "broker/core/spec.h"
-
-static int failures;
-static int checks;
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-    }                                                                          \
-  } while (0)
 
 /* The daemon's adapters, as the API passes them from the registry
  * (tests/unit/test_registry.c checks the registry itself). */
@@ -53,21 +40,22 @@ static void check_round_trip(const char *label, const struct tw_job_spec *s) {
   struct tw_err err;
   char *j1 = to_json(s);
   enum tw_rc rc = parse(j1, true, &a, &err);
-  CHECK(rc == TW_OK, "%s: canonical JSON does not reparse: %s\n  %s", label,
-        err.msg, j1);
+  TW_CHECK(rc == TW_OK, "%s: canonical JSON does not reparse: %s\n  %s", label,
+           err.msg, j1);
   if (rc == TW_OK) {
     char *j2 = to_json(&a);
-    CHECK(!strcmp(j1, j2), "%s: round trip differs\n  %s\n  %s", label, j1, j2);
+    TW_CHECK(!strcmp(j1, j2), "%s: round trip differs\n  %s\n  %s", label, j1,
+             j2);
     free(j2);
     tw_spec_release(&a);
   }
   rc = parse(j1, false, &y, &err);
-  CHECK(rc == TW_OK, "%s: canonical JSON does not reparse as YAML: %s", label,
-        err.msg);
+  TW_CHECK(rc == TW_OK, "%s: canonical JSON does not reparse as YAML: %s",
+           label, err.msg);
   if (rc == TW_OK) {
     char *j3 = to_json(&y);
-    CHECK(!strcmp(j1, j3), "%s: YAML reading differs\n  %s\n  %s", label, j1,
-          j3);
+    TW_CHECK(!strcmp(j1, j3), "%s: YAML reading differs\n  %s\n  %s", label, j1,
+             j3);
     free(j3);
     tw_spec_release(&y);
   }
@@ -307,54 +295,55 @@ static const struct bad bad_cases[] = {
     {false, "name: a\nenv: [A]\n", "env", "expected a mapping"},
 };
 
-static void test_bad_inputs(void) {
+static void test_bad_inputs(void **state) {
   size_t n = sizeof bad_cases / sizeof bad_cases[0];
-  CHECK(n >= 40, "only %zu bad cases", n);
+  TW_CHECK(n >= 40, "only %zu bad cases", n);
   for (size_t i = 0; i < n; i++) {
     const struct bad *c = &bad_cases[i];
     struct tw_job_spec s;
     struct tw_err err;
     enum tw_rc rc = parse(c->text, c->json, &s, &err);
-    CHECK(rc == TW_E_INVALID, "bad[%zu] %s: rc %s", i, c->text, tw_rc_str(rc));
+    TW_CHECK(rc == TW_E_INVALID, "bad[%zu] %s: rc %s", i, c->text,
+             tw_rc_str(rc));
     if (rc == TW_OK) {
       tw_spec_release(&s);
       continue;
     }
-    CHECK(err.rc == TW_E_INVALID, "bad[%zu]: err.rc %d", i, err.rc);
-    CHECK(!strcmp(err.field, c->field),
-          "bad[%zu] %s: field \"%s\", want \"%s\"", i, c->text, err.field,
-          c->field);
-    CHECK(strstr(err.msg, c->frag) != NULL,
-          "bad[%zu] %s: message \"%s\" lacks \"%s\"", i, c->text, err.msg,
-          c->frag);
+    TW_CHECK(err.rc == TW_E_INVALID, "bad[%zu]: err.rc %d", i, err.rc);
+    TW_CHECK(!strcmp(err.field, c->field),
+             "bad[%zu] %s: field \"%s\", want \"%s\"", i, c->text, err.field,
+             c->field);
+    TW_CHECK(strstr(err.msg, c->frag) != NULL,
+             "bad[%zu] %s: message \"%s\" lacks \"%s\"", i, c->text, err.msg,
+             c->frag);
     /* The message leads with the path. */
     if (*c->field)
-      CHECK(!strncmp(err.msg, c->field, strlen(c->field)) &&
-                err.msg[strlen(c->field)] == ':',
-            "bad[%zu]: message \"%s\" does not start with the path", i,
-            err.msg);
+      TW_CHECK(!strncmp(err.msg, c->field, strlen(c->field)) &&
+                   err.msg[strlen(c->field)] == ':',
+               "bad[%zu]: message \"%s\" does not start with the path", i,
+               err.msg);
     /* A failed parse leaves nothing to free. */
-    CHECK(s.name == NULL && s.datasets == NULL && s.env == NULL,
-          "bad[%zu]: spec not released", i);
+    TW_CHECK(s.name == NULL && s.datasets == NULL && s.env == NULL,
+             "bad[%zu]: spec not released", i);
   }
 }
 
-static void test_yaml_line_in_message(void) {
+static void test_yaml_line_in_message(void **state) {
   struct tw_job_spec s;
   struct tw_err err;
   parse("name: a\nresources:\n  cpus: 4\n  acelerators: A100\n", false, &s,
         &err);
-  CHECK(strstr(err.msg, "(line 4)") != NULL, "no line in \"%s\"", err.msg);
+  TW_CHECK(strstr(err.msg, "(line 4)") != NULL, "no line in \"%s\"", err.msg);
 }
 
-static void test_syntax_errors_pass_through(void) {
+static void test_syntax_errors_pass_through(void **state) {
   struct tw_job_spec s;
   struct tw_err err;
-  CHECK(parse("{\"name\": ", true, &s, &err) == TW_E_INVALID, "json");
-  CHECK(strstr(err.msg, "malformed JSON") != NULL, "%s", err.msg);
-  CHECK(parse("name: [a\n", false, &s, &err) == TW_E_INVALID, "yaml");
-  CHECK(strstr(err.msg, "malformed YAML") != NULL, "%s", err.msg);
-  CHECK(parse("", false, &s, &err) == TW_E_INVALID, "empty");
+  TW_CHECK(parse("{\"name\": ", true, &s, &err) == TW_E_INVALID, "json");
+  TW_CHECK(strstr(err.msg, "malformed JSON") != NULL, "%s", err.msg);
+  TW_CHECK(parse("name: [a\n", false, &s, &err) == TW_E_INVALID, "yaml");
+  TW_CHECK(strstr(err.msg, "malformed YAML") != NULL, "%s", err.msg);
+  TW_CHECK(parse("", false, &s, &err) == TW_E_INVALID, "empty");
 }
 
 /* ---- good inputs ------------------------------------------------------- */
@@ -496,7 +485,7 @@ static const struct good good_cases[] = {
      NULL},
 };
 
-static void test_good_inputs(void) {
+static void test_good_inputs(void **state) {
   for (size_t i = 0; i < sizeof good_cases / sizeof good_cases[0]; i++) {
     const struct good *c = &good_cases[i];
     struct tw_job_spec s;
@@ -504,13 +493,13 @@ static void test_good_inputs(void) {
     char label[32];
     snprintf(label, sizeof label, "good[%zu]", i);
     enum tw_rc rc = parse(c->text, c->json, &s, &err);
-    CHECK(rc == TW_OK, "%s: %s\n  %s", label, err.msg, c->text);
+    TW_CHECK(rc == TW_OK, "%s: %s\n  %s", label, err.msg, c->text);
     if (rc)
       continue;
     char *j = to_json(&s);
     if (c->canon)
-      CHECK(!strcmp(j, c->canon), "%s: canonical JSON\n  got  %s\n  want %s",
-            label, j, c->canon);
+      TW_CHECK(!strcmp(j, c->canon), "%s: canonical JSON\n  got  %s\n  want %s",
+               label, j, c->canon);
     free(j);
     check_round_trip(label, &s);
     tw_spec_release(&s);
@@ -518,103 +507,106 @@ static void test_good_inputs(void) {
 }
 
 /* The selectors reach the struct the placement filters read. */
-static void test_selector_fields(void) {
+static void test_selector_fields(void **state) {
   struct tw_job_spec s;
   struct tw_err err;
   const char *text = NULL;
   for (size_t i = 0; i < sizeof good_cases / sizeof good_cases[0] && !text; i++)
     if (!strncmp(good_cases[i].text, "name: sel\n", 10))
       text = good_cases[i].text;
-  CHECK(text != NULL, "no selector case");
+  TW_CHECK(text != NULL, "no selector case");
   if (!text || parse(text, false, &s, &err) != TW_OK) {
-    CHECK(0, "selector case: %s", err.msg);
+    TW_CHECK(0, "selector case: %s", err.msg);
     return;
   }
-  CHECK(s.n_selectors == 5, "n_selectors %zu", s.n_selectors);
+  TW_CHECK(s.n_selectors == 5, "n_selectors %zu", s.n_selectors);
   if (s.n_selectors == 5) {
-    CHECK(!strcmp(s.selectors[0].label, "region") &&
-              s.selectors[0].op == TW_SEL_IN && s.selectors[0].n_values == 2 &&
-              !strcmp(s.selectors[0].values[1], "us-west-2"),
-          "in");
-    CHECK(s.selectors[1].op == TW_SEL_NOT_IN && s.selectors[1].n_values == 1,
-          "not_in");
-    CHECK(s.selectors[2].op == TW_SEL_EXISTS && !s.selectors[2].values,
-          "exists");
-    CHECK(s.selectors[3].op == TW_SEL_NOT_EXISTS, "exists false");
-    CHECK(s.selectors[4].op == TW_SEL_GLOB &&
-              !strcmp(s.selectors[4].values[0], "aw*"),
-          "glob");
+    TW_CHECK(!strcmp(s.selectors[0].label, "region") &&
+                 s.selectors[0].op == TW_SEL_IN &&
+                 s.selectors[0].n_values == 2 &&
+                 !strcmp(s.selectors[0].values[1], "us-west-2"),
+             "in");
+    TW_CHECK(s.selectors[1].op == TW_SEL_NOT_IN && s.selectors[1].n_values == 1,
+             "not_in");
+    TW_CHECK(s.selectors[2].op == TW_SEL_EXISTS && !s.selectors[2].values,
+             "exists");
+    TW_CHECK(s.selectors[3].op == TW_SEL_NOT_EXISTS, "exists false");
+    TW_CHECK(s.selectors[4].op == TW_SEL_GLOB &&
+                 !strcmp(s.selectors[4].values[0], "aw*"),
+             "glob");
   }
-  CHECK(s.max_rtt_ms == 80, "max_rtt_ms %d", s.max_rtt_ms);
-  CHECK(s.n_near == 2 && !strcmp(s.near[1], "azure:westeurope"), "near");
+  TW_CHECK(s.max_rtt_ms == 80, "max_rtt_ms %d", s.max_rtt_ms);
+  TW_CHECK(s.n_near == 2 && !strcmp(s.near[1], "azure:westeurope"), "near");
   tw_spec_release(&s);
 }
 
-static void test_struct_fields(void) {
+static void test_struct_fields(void **state) {
   struct tw_job_spec s;
   struct tw_err err;
   enum tw_rc rc = parse(good_cases[2].text, false, &s, &err);
-  CHECK(rc == TW_OK, "%s", err.msg);
+  TW_CHECK(rc == TW_OK, "%s", err.msg);
   if (rc)
     return;
-  CHECK(!strcmp(s.accel_name, "A100") && s.accel_count == 8, "accel");
-  CHECK(s.cpus == 8 && s.cpus_at_least, "cpus");
-  CHECK(s.memory_mib == 32768 && s.memory_at_least, "memory");
-  CHECK(s.arch == TW_ARCH_X86_64 && s.market == TW_MARKET_SPOT, "arch/market");
-  CHECK(s.nodes == 2 && s.duration_s == 21600, "nodes/duration");
+  TW_CHECK(!strcmp(s.accel_name, "A100") && s.accel_count == 8, "accel");
+  TW_CHECK(s.cpus == 8 && s.cpus_at_least, "cpus");
+  TW_CHECK(s.memory_mib == 32768 && s.memory_at_least, "memory");
+  TW_CHECK(s.arch == TW_ARCH_X86_64 && s.market == TW_MARKET_SPOT,
+           "arch/market");
+  TW_CHECK(s.nodes == 2 && s.duration_s == 21600, "nodes/duration");
   int64_t dl;
   tw_time_parse_rfc3339("2026-12-01T00:00:00Z", &dl);
-  CHECK(s.deadline_ms == dl, "deadline %lld", (long long)s.deadline_ms);
-  CHECK(s.max_price_uusd_per_hour == 3250000, "price");
-  CHECK(s.n_datasets == 2 && s.datasets[0].size_bytes == 10737418240LL &&
-            !strcmp(s.datasets[0].location, "aws:us-east-1") &&
-            s.datasets[1].size_bytes == 0 && !s.datasets[1].location,
-        "datasets");
-  CHECK(s.n_providers == 2 && s.n_regions == 2 && s.n_residency == 1 &&
-            !strcmp(s.residency[0], "EU"),
-        "placement");
-  CHECK(s.priority == -5 && s.checkpoint_interval_s == 1800 &&
-            !strcmp(s.checkpoint_uri, "s3://ckpt/llm"),
-        "priority/checkpoint");
-  CHECK(s.n_env == 3 && !strcmp(s.env[0].key, "ALPHA") &&
-            !strcmp(s.env[0].value, "true"),
-        "env sorted");
+  TW_CHECK(s.deadline_ms == dl, "deadline %lld", (long long)s.deadline_ms);
+  TW_CHECK(s.max_price_uusd_per_hour == 3250000, "price");
+  TW_CHECK(s.n_datasets == 2 && s.datasets[0].size_bytes == 10737418240LL &&
+               !strcmp(s.datasets[0].location, "aws:us-east-1") &&
+               s.datasets[1].size_bytes == 0 && !s.datasets[1].location,
+           "datasets");
+  TW_CHECK(s.n_providers == 2 && s.n_regions == 2 && s.n_residency == 1 &&
+               !strcmp(s.residency[0], "EU"),
+           "placement");
+  TW_CHECK(s.priority == -5 && s.checkpoint_interval_s == 1800 &&
+               !strcmp(s.checkpoint_uri, "s3://ckpt/llm"),
+           "priority/checkpoint");
+  TW_CHECK(s.n_env == 3 && !strcmp(s.env[0].key, "ALPHA") &&
+               !strcmp(s.env[0].value, "true"),
+           "env sorted");
   tw_spec_release(&s);
   tw_spec_release(&s); /* a released spec is empty: harmless */
 
   rc = parse("name: d\n", false, &s, &err);
-  CHECK(rc == TW_OK && !strcmp(s.tenant, "default") &&
-            !strcmp(s.project, "default") && s.nodes == 1 &&
-            s.market == TW_MARKET_ANY && s.arch == TW_ARCH_ANY &&
-            !s.accel_name && !s.run && s.priority == 0,
-        "defaults");
+  TW_CHECK(rc == TW_OK && !strcmp(s.tenant, "default") &&
+               !strcmp(s.project, "default") && s.nodes == 1 &&
+               s.market == TW_MARKET_ANY && s.arch == TW_ARCH_ANY &&
+               !s.accel_name && !s.run && s.priority == 0,
+           "defaults");
   tw_spec_release(&s);
 }
 
 /* tw_spec_from_node works on a tree parsed by the caller. */
-static void test_from_node(void) {
+static void test_from_node(void **state) {
   struct tw_node *root;
   struct tw_err err;
   struct tw_job_spec s;
   const char *t = "{\"name\":\"n\",\"nodes\":4}";
   tw_err_clear(&err);
-  CHECK(tw_node_parse_json(t, strlen(t), &root, &err) == TW_OK, "%s", err.msg);
-  CHECK(tw_spec_from_node(root, &s, &err) == TW_OK && s.nodes == 4, "%s",
-        err.msg);
+  TW_CHECK(tw_node_parse_json(t, strlen(t), &root, &err) == TW_OK, "%s",
+           err.msg);
+  TW_CHECK(tw_spec_from_node(root, &s, &err) == TW_OK && s.nodes == 4, "%s",
+           err.msg);
   tw_spec_release(&s);
   tw_node_free(root);
-  CHECK(tw_spec_from_node(NULL, &s, &err) == TW_E_INVALID, "NULL root");
+  TW_CHECK(tw_spec_from_node(NULL, &s, &err) == TW_E_INVALID, "NULL root");
 }
 
 /* ---- exact helpers ----------------------------------------------------- */
 
-static void test_names(void) {
-  CHECK(!strcmp(tw_market_str(TW_MARKET_ANY), "any"), "any");
-  CHECK(!strcmp(tw_market_str(TW_MARKET_SPOT), "spot"), "spot");
-  CHECK(!strcmp(tw_market_str(TW_MARKET_ON_DEMAND), "on-demand"), "od");
-  CHECK(!strcmp(tw_arch_str(TW_ARCH_ANY), "any"), "arch any");
-  CHECK(!strcmp(tw_arch_str(TW_ARCH_X86_64), "x86_64"), "x86_64");
-  CHECK(!strcmp(tw_arch_str(TW_ARCH_ARM64), "arm64"), "arm64");
+static void test_names(void **state) {
+  TW_CHECK(!strcmp(tw_market_str(TW_MARKET_ANY), "any"), "any");
+  TW_CHECK(!strcmp(tw_market_str(TW_MARKET_SPOT), "spot"), "spot");
+  TW_CHECK(!strcmp(tw_market_str(TW_MARKET_ON_DEMAND), "on-demand"), "od");
+  TW_CHECK(!strcmp(tw_arch_str(TW_ARCH_ANY), "any"), "arch any");
+  TW_CHECK(!strcmp(tw_arch_str(TW_ARCH_X86_64), "x86_64"), "x86_64");
+  TW_CHECK(!strcmp(tw_arch_str(TW_ARCH_ARM64), "arm64"), "arm64");
 }
 
 /* ---- configs/jobs ------------------------------------------------------ */
@@ -634,12 +626,12 @@ static char *slurp(const char *path, size_t *len) {
   return tw_buf_detach(&b);
 }
 
-static void test_example_jobs(void) {
+static void test_example_jobs(void **state) {
   const char *src = getenv("TW_SOURCE_DIR");
   char dir[1024];
   snprintf(dir, sizeof dir, "%s/configs/jobs", src ? src : ".");
   DIR *d = opendir(dir);
-  CHECK(d != NULL, "cannot open %s", dir);
+  TW_CHECK(d != NULL, "cannot open %s", dir);
   if (!d)
     return;
   int seen = 0;
@@ -655,14 +647,14 @@ static void test_example_jobs(void) {
     size_t len;
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     char *text = slurp(path, &len);
-    CHECK(text != NULL, "cannot read %s", path);
+    TW_CHECK(text != NULL, "cannot read %s", path);
     if (!text)
       continue;
     struct tw_job_spec s;
     struct tw_err err;
     tw_err_clear(&err);
     enum tw_rc rc = tw_spec_parse_opts(text, len, json, &OPTS, &s, &err);
-    CHECK(rc == TW_OK, "configs/jobs/%s: %s", e->d_name, err.msg);
+    TW_CHECK(rc == TW_OK, "configs/jobs/%s: %s", e->d_name, err.msg);
     if (rc == TW_OK) {
       check_round_trip(e->d_name, &s);
       tw_spec_release(&s);
@@ -671,19 +663,20 @@ static void test_example_jobs(void) {
     seen++;
   }
   closedir(d);
-  CHECK(seen >= 3, "only %d example jobs in %s", seen, dir);
+  TW_CHECK(seen >= 3, "only %d example jobs in %s", seen, dir);
 }
 
 int main(void) {
-  test_bad_inputs();
-  test_yaml_line_in_message();
-  test_syntax_errors_pass_through();
-  test_good_inputs();
-  test_struct_fields();
-  test_selector_fields();
-  test_from_node();
-  test_names();
-  test_example_jobs();
-  printf("test_spec: %d checks, %d failures\n", checks, failures);
-  return failures ? 1 : 0;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bad_inputs),
+      cmocka_unit_test(test_yaml_line_in_message),
+      cmocka_unit_test(test_syntax_errors_pass_through),
+      cmocka_unit_test(test_good_inputs),
+      cmocka_unit_test(test_struct_fields),
+      cmocka_unit_test(test_selector_fields),
+      cmocka_unit_test(test_from_node),
+      cmocka_unit_test(test_names),
+      cmocka_unit_test(test_example_jobs),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
 }
