@@ -8,6 +8,7 @@
 
 #include "broker/base/clock.h"
 #include "broker/base/mem.h"
+#include "broker/base/sort.h"
 
 static uint64_t next_generation = 1; /* atomic */
 
@@ -132,42 +133,41 @@ static size_t loc_key(const struct tw_offer *o, char *buf, size_t sz) {
   return len;
 }
 
-/* ---- sorting helpers (qsort has no context argument) ------------------------
- */
+/* ---- sorting helpers: the comparators get the index as their context
+ * (tw_sort_r), so two threads may build indexes at once ------------------ */
 
-static __thread const struct ix_offer *sort_offers;
-static __thread char *const *sort_ids;
-
-static int by_price(const void *a, const void *b) {
-  const struct ix_offer *x = &sort_offers[*(const uint32_t *)a];
-  const struct ix_offer *y = &sort_offers[*(const uint32_t *)b];
+static int by_price(const void *a, const void *b, void *ctx) {
+  const struct tw_offer_index *ix = ctx;
+  const struct ix_offer *x = &ix->offers[*(const uint32_t *)a];
+  const struct ix_offer *y = &ix->offers[*(const uint32_t *)b];
   if (x->price != y->price)
     return x->price < y->price ? -1 : 1;
   return x->id_rank < y->id_rank ? -1 : x->id_rank > y->id_rank;
 }
 
-static __thread const struct tw_offer_index *sort_ix;
-
-static int by_region_price(const void *a, const void *b) {
-  const struct ix_offer *x = &sort_offers[*(const uint32_t *)a];
-  const struct ix_offer *y = &sort_offers[*(const uint32_t *)b];
-  uint32_t rx = sort_ix->locs[x->loc].region, ry = sort_ix->locs[y->loc].region;
+static int by_region_price(const void *a, const void *b, void *ctx) {
+  const struct tw_offer_index *ix = ctx;
+  const struct ix_offer *x = &ix->offers[*(const uint32_t *)a];
+  const struct ix_offer *y = &ix->offers[*(const uint32_t *)b];
+  uint32_t rx = ix->locs[x->loc].region, ry = ix->locs[y->loc].region;
   if (rx != ry)
     return rx < ry ? -1 : 1;
-  return by_price(a, b);
+  return by_price(a, b, ctx);
 }
 
-static int by_loc_price(const void *a, const void *b) {
-  const struct ix_offer *x = &sort_offers[*(const uint32_t *)a];
-  const struct ix_offer *y = &sort_offers[*(const uint32_t *)b];
+static int by_loc_price(const void *a, const void *b, void *ctx) {
+  const struct tw_offer_index *ix = ctx;
+  const struct ix_offer *x = &ix->offers[*(const uint32_t *)a];
+  const struct ix_offer *y = &ix->offers[*(const uint32_t *)b];
   if (x->loc != y->loc)
     return x->loc < y->loc ? -1 : 1;
-  return by_price(a, b);
+  return by_price(a, b, ctx);
 }
 
-static int by_id(const void *a, const void *b) {
-  int c =
-      strcmp(sort_ids[*(const uint32_t *)a], sort_ids[*(const uint32_t *)b]);
+/* ctx: the offers' ids (char *const *) */
+static int by_id(const void *a, const void *b, void *ctx) {
+  char *const *ids = ctx;
+  int c = strcmp(ids[*(const uint32_t *)a], ids[*(const uint32_t *)b]);
   if (c)
     return c;
   return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
@@ -176,8 +176,7 @@ static int by_id(const void *a, const void *b) {
 /* Groups offers by key(offer) (0..nkeys) into out, each group sorted with
  * cmp; ranges[k] receives group k's range. */
 static void group_sort(const struct tw_offer_index *ix, uint32_t nkeys,
-                       bool by_shape_key,
-                       int (*cmp)(const void *, const void *), uint32_t *out,
+                       bool by_shape_key, tw_sort_cmp_fn cmp, uint32_t *out,
                        struct ix_range *ranges) {
   uint32_t *count = tw_calloc(nkeys + 1, sizeof *count);
   for (size_t i = 0; i < ix->n; i++)
@@ -191,11 +190,10 @@ static void group_sort(const struct tw_offer_index *ix, uint32_t nkeys,
     out[count[k]++] = (uint32_t)i;
   }
   free(count);
-  sort_offers = ix->offers;
-  sort_ix = ix;
   for (uint32_t k = 0; k < nkeys; k++)
     if (ranges[k].count > 1)
-      qsort(out + ranges[k].start, ranges[k].count, sizeof *out, cmp);
+      tw_sort_r(out + ranges[k].start, ranges[k].count, sizeof *out, cmp,
+                (void *)ix);
 }
 
 static void push_rep(struct tw_offer_index *ix, size_t *cap,
@@ -371,10 +369,8 @@ enum tw_rc tw_offer_index_build(const struct tw_offer_source *src,
       sorted = false;
   }
   free(id_off);
-  if (!sorted) {
-    sort_ids = ids;
-    qsort(order, ix->n, sizeof *order, by_id);
-  }
+  if (!sorted)
+    tw_sort_r(order, ix->n, sizeof *order, by_id, ids);
   for (size_t r = 0; r < ix->n; r++)
     ix->offers[order[r]].id_rank = (uint32_t)r;
   free(order);
@@ -417,13 +413,13 @@ enum tw_rc tw_offer_index_build(const struct tw_offer_source *src,
   memcpy(ix->by_group, ix->by_shape, ix->n * sizeof *ix->by_group);
   memcpy(ix->by_cell, ix->by_shape, ix->n * sizeof *ix->by_cell);
   size_t cap_groups = 0, cap_cells = 0;
-  sort_offers = ix->offers;
-  sort_ix = ix;
   for (size_t s = 0; s < ix->n_shapes; s++) {
     struct ix_range r = sr[s];
     if (r.count > 1) {
-      qsort(ix->by_group + r.start, r.count, sizeof(uint32_t), by_region_price);
-      qsort(ix->by_cell + r.start, r.count, sizeof(uint32_t), by_loc_price);
+      tw_sort_r(ix->by_group + r.start, r.count, sizeof(uint32_t),
+                by_region_price, ix);
+      tw_sort_r(ix->by_cell + r.start, r.count, sizeof(uint32_t), by_loc_price,
+                ix);
     }
     ix->shapes[s].groups.start = (uint32_t)ix->n_groups;
     for (uint32_t k = r.start; k < r.start + r.count;) {
@@ -460,9 +456,7 @@ enum tw_rc tw_offer_index_build(const struct tw_offer_source *src,
   ix->by_region = tw_malloc(nn * sizeof *ix->by_region);
   for (size_t i = 0; i < ix->n; i++)
     ix->by_price[i] = (uint32_t)i;
-  sort_offers = ix->offers;
-  sort_ix = ix;
-  qsort(ix->by_price, ix->n, sizeof *ix->by_price, by_price);
+  tw_sort_r(ix->by_price, ix->n, sizeof *ix->by_price, by_price, ix);
   {
     uint32_t *cnt = tw_calloc(ix->n_regions + 1, sizeof *cnt);
     for (size_t i = 0; i < ix->n; i++)

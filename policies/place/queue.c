@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "broker/base/mem.h"
+#include "broker/base/sort.h"
 
 int64_t tw_queue_dominant_ppm(const struct tw_queue_params *p, int64_t vcpus,
                               int64_t memory_mib, int64_t gpus) {
@@ -40,16 +41,19 @@ struct tenant {
   size_t n, next;
 };
 
-/* qsort takes no context: these are set just before it, per thread */
-static __thread const struct tw_queue_job *sort_jobs;
-static __thread int64_t *sort_base;
+/* What by_base compares job indexes by (tw_sort_r's context). */
+struct by_base_ctx {
+  const struct tw_queue_job *jobs;
+  const int64_t *base;
+};
 
-static int by_base(const void *a, const void *b) {
+static int by_base(const void *a, const void *b, void *ctx) {
+  const struct by_base_ctx *c = ctx;
   size_t x = *(const size_t *)a, y = *(const size_t *)b;
-  if (sort_base[x] != sort_base[y])
-    return sort_base[x] > sort_base[y] ? -1 : 1;
-  if (sort_jobs[x].created_ms != sort_jobs[y].created_ms)
-    return sort_jobs[x].created_ms < sort_jobs[y].created_ms ? -1 : 1;
+  if (c->base[x] != c->base[y])
+    return c->base[x] > c->base[y] ? -1 : 1;
+  if (c->jobs[x].created_ms != c->jobs[y].created_ms)
+    return c->jobs[x].created_ms < c->jobs[y].created_ms ? -1 : 1;
   return x < y ? -1 : x > y;
 }
 
@@ -81,10 +85,9 @@ void tw_queue_order(const struct tw_queue_params *p, int64_t now_ms,
     }
     t[k].jobs[t[k].n++] = i;
   }
-  sort_jobs = jobs;
-  sort_base = base;
+  struct by_base_ctx bc = {.jobs = jobs, .base = base};
   for (size_t k = 0; k < nt; k++)
-    qsort(t[k].jobs, t[k].n, sizeof *t[k].jobs, by_base);
+    tw_sort_r(t[k].jobs, t[k].n, sizeof *t[k].jobs, by_base, &bc);
   for (size_t o = 0; o < n; o++) {
     size_t best_t = SIZE_MAX;
     int64_t best_key = 0;
