@@ -9,8 +9,7 @@
 #include "broker/base/clock.h"
 #include "broker/base/mem.h"
 #include "broker/base/sort.h"
-
-static uint64_t next_generation = 1; /* atomic */
+#include "broker/base/unique.h"
 
 static const struct tw_offer *array_get(const struct tw_offer_source *src,
                                         size_t i, struct tw_offer *scratch) {
@@ -279,7 +278,7 @@ enum tw_rc tw_offer_index_build(const struct tw_offer_source *src,
   int64_t t0 = tw_mono_us();
   struct tw_offer_index *ix = tw_calloc(1, sizeof *ix);
   ix->refs = 1;
-  ix->generation = __atomic_fetch_add(&next_generation, 1, __ATOMIC_RELAXED);
+  ix->generation = tw_unique_id();
   ix->src = *src;
   ix->n = src->n;
   ix->offers = tw_calloc(ix->n ? ix->n : 1, sizeof *ix->offers);

@@ -13,10 +13,30 @@
 const struct tw_dataset_set tw_dataset_set_empty = {0};
 
 /* Every change gives a set a generation no other content had: placement
- * caches data costs by it. */
-static uint64_t next_generation = 1; /* atomic */
-static uint64_t fresh(void) {
-  return __atomic_fetch_add(&next_generation, 1, __ATOMIC_RELAXED);
+ * caches data costs by it.  The generation is a hash of the changes made
+ * since tw_dataset_set_init() (FNV-1a over each call's arguments, chained
+ * from the previous generation): sets built by the same calls hold the
+ * same content and share a generation, different calls give different
+ * ones, and no counter is shared between sets or threads. */
+static uint64_t mix(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+static uint64_t mix_str(uint64_t h, const char *s) {
+  return mix(h, s ? s : "", s ? strlen(s) + 1 : 1);
+}
+static void changed(struct tw_dataset_set *s, char op, const char *uri,
+                    int64_t n, const char *const *locs, size_t n_locs) {
+  uint64_t h = mix(s->generation ^ 1469598103934665603ULL, &op, 1);
+  h = mix_str(h, uri);
+  h = mix(h, &n, sizeof n);
+  for (size_t i = 0; i < n_locs; i++)
+    h = mix_str(h, locs[i]);
+  s->generation = h ? h : 1; /* 0 is the empty set's */
 }
 
 void tw_dataset_set_init(struct tw_dataset_set *s) { memset(s, 0, sizeof *s); }
@@ -71,7 +91,7 @@ void tw_dataset_set_add(struct tw_dataset_set *s, const char *uri,
   for (size_t i = 0; i < n_locations; i++)
     if (locations[i] && *locations[i])
       add_location(d, locations[i], 0);
-  s->generation = fresh();
+  changed(s, 'a', uri, size_bytes, locations, n_locations);
 }
 
 void tw_dataset_set_plan_replica(struct tw_dataset_set *s, const char *uri,
@@ -79,7 +99,7 @@ void tw_dataset_set_plan_replica(struct tw_dataset_set *s, const char *uri,
   struct tw_dataset_info *d = find_linear(s, uri);
   if (d)
     add_location(d, location, share_uusd > 0 ? share_uusd : 0);
-  s->generation = fresh();
+  changed(s, 'r', uri, share_uusd, &location, 1);
 }
 
 static int by_uri(const void *a, const void *b) {

@@ -5,11 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "broker/base/unique.h"
 #include "policies/place/cost.h"
 #include "policies/place/netmatrix.h"
 #include "policies/place/policy_int.h"
-
-static uint64_t next_generation = 1; /* atomic */
 
 /* ---- helpers for plugins
  * ------------------------------------------------------ */
@@ -198,7 +197,7 @@ static const char *const DEFAULT_FILTERS[] = {
 static struct tw_policy_set *set_new(void) {
   struct tw_policy_set *s = tw_calloc(1, sizeof *s);
   s->refs = 1;
-  s->generation = __atomic_fetch_add(&next_generation, 1, __ATOMIC_RELAXED);
+  s->generation = tw_unique_id();
   s->candidates = 16;
   tw_cost_params_default(&s->cost);
   s->queue = (struct tw_queue_params){.aging_per_hour = 10,

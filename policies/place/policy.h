@@ -222,7 +222,7 @@ struct tw_policy_set {
   struct tw_netmatrix *net; /* owned; the built-in one unless configured */
   char *net_source;         /* file it came from, or "built-in" */
   char *config_json;        /* the section as given, canonical JSON */
-  uint64_t generation;      /* unique per set built in this process */
+  uint64_t generation;      /* unique per set (broker/base/unique.h) */
   void *dl[TW_POLICY_MAX_SCORES]; /* dlopen handles, closed at the end */
   size_t n_dl;
   int refs; /* atomic */
