@@ -18,6 +18,8 @@
 struct tw_api;
 struct tw_store;
 struct tw_provider;
+struct tw_catalog;
+struct tw_placer;
 
 struct tw_provider_ops;
 
@@ -35,6 +37,10 @@ struct tw_api_opts {
   unsigned max_connections;
   unsigned timeout_s;
   struct tw_auth_opts auth; /* tokens or open, rate limit, TLS (auth.h) */
+  /* What the handlers read of the daemon, borrowed and outliving the
+   * server; NULL when absent (a server started alone, in tests). */
+  struct tw_catalog *catalog; /* GET /v1/offers, /metrics; NULL: 503 */
+  struct tw_placer *placer;   /* plans and /v1/policies (h_placement.h) */
 };
 
 /* Binds and starts serving.  *out is owned (tw_api_stop). */
@@ -51,11 +57,12 @@ void tw_api_drain(struct tw_api *api);
 void tw_api_stop(struct tw_api *api);
 
 /* The route table, for the OpenAPI agreement test: method and path
- * template as OpenAPI writes it ("/v1/jobs/{id}"). */
+ * template as OpenAPI writes it ("/v1/jobs/{id}").  The array is the
+ * caller's (free() it); the strings in it are static. */
 struct tw_api_route_info {
   const char *method;
   const char *path;
 };
-const struct tw_api_route_info *tw_api_route_table(size_t *n);
+struct tw_api_route_info *tw_api_route_table(size_t *n);
 
 #endif

@@ -15,11 +15,8 @@
 
 static const char *opt(const char *s) { return s && *s ? s : NULL; }
 
-/* Opened by tw_auth_daemon_open_secrets(), taken by the start. */
-static struct tw_secrets *preopened;
-
-static enum tw_rc open_sealed(void *ctx, const char *name, char **value,
-                              struct tw_err *err) {
+enum tw_rc tw_auth_daemon_resolve_secret(void *ctx, const char *name,
+                                         char **value, struct tw_err *err) {
   char *v = NULL;
   size_t len = 0;
   enum tw_rc rc = tw_secrets_get(ctx, name, &v, &len, err);
@@ -32,9 +29,9 @@ static enum tw_rc open_sealed(void *ctx, const char *name, char **value,
 
 enum tw_rc tw_auth_daemon_open_secrets(const struct tw_cfg *cfg,
                                        struct tw_store *store,
+                                       struct tw_secrets **out,
                                        struct tw_err *err) {
-  if (preopened)
-    return TW_OK;
+  *out = NULL;
   /* only with a key; a key named but unreadable is an error */
   const char *env = opt(cfg->secrets_key_env);
   if (!opt(cfg->secrets_key_file) && !(env && getenv(env) && *getenv(env)))
@@ -45,30 +42,32 @@ enum tw_rc tw_auth_daemon_open_secrets(const struct tw_cfg *cfg,
       .key_env = env,
       .previous_key_file = opt(cfg->secrets_previous_key_file),
       .previous_key_env = opt(cfg->secrets_previous_key_env)};
-  enum tw_rc rc = tw_secrets_open(&so, &preopened, err);
+  struct tw_secrets *sec = NULL;
+  enum tw_rc rc = tw_secrets_open(&so, &sec, err);
   if (rc)
     return rc;
   if (so.previous_key_file ||
       (so.previous_key_env && getenv(so.previous_key_env))) {
     size_t n = 0;
     struct tw_err rerr = {0};
-    if (tw_secrets_rotate(preopened, &n, &rerr))
+    if (tw_secrets_rotate(sec, &n, &rerr))
       tw_log_warn("secrets", "rotation left values behind: %s", rerr.msg);
-    tw_log_info("secrets", "rotated=%zu to key=%s", n,
-                tw_secrets_key_id(preopened));
+    tw_log_info("secrets", "rotated=%zu to key=%s", n, tw_secrets_key_id(sec));
   }
-  tw_provider_set_secret_resolver(open_sealed, preopened);
+  *out = sec;
   return TW_OK;
 }
 
 enum tw_rc tw_auth_daemon_start(const struct tw_cfg *cfg,
                                 struct tw_store *store,
+                                struct tw_secrets *secrets,
                                 struct tw_provider **providers,
                                 size_t n_providers, struct tw_auth_daemon **out,
                                 struct tw_err *err) {
   struct tw_auth_daemon *d = tw_calloc(1, sizeof *d);
   enum tw_rc rc;
   *out = NULL;
+  d->secrets = secrets; /* ours from here, even on failure */
   char token_file[1024];
   if (opt(cfg->auth_admin_token_file))
     snprintf(token_file, sizeof token_file, "%s", cfg->auth_admin_token_file);
@@ -80,10 +79,9 @@ enum tw_rc tw_auth_daemon_start(const struct tw_cfg *cfg,
                                .admin_token_file = token_file};
   if ((rc = tw_tenancy_open(&to, &d->tenancy, err)))
     goto fail;
-  if (!preopened && (rc = tw_auth_daemon_open_secrets(cfg, store, err)))
+  if (!d->secrets &&
+      (rc = tw_auth_daemon_open_secrets(cfg, store, &d->secrets, err)))
     goto fail;
-  d->secrets = preopened;
-  preopened = NULL;
   d->opts.open = !strcmp(cfg->auth_mode, "open");
   d->opts.tenancy = d->tenancy;
   d->opts.secrets = d->secrets;
@@ -104,8 +102,6 @@ void tw_auth_daemon_stop(struct tw_auth_daemon *d) {
   if (!d)
     return;
   tw_tenancy_free(d->tenancy);
-  if (d->secrets)
-    tw_provider_set_secret_resolver(NULL, NULL);
   tw_secrets_free(d->secrets);
   free(d);
 }

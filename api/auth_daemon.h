@@ -22,6 +22,7 @@
 struct tw_cfg;
 struct tw_store;
 struct tw_provider;
+struct tw_secrets;
 
 struct tw_auth_daemon {
   struct tw_tenancy *tenancy; /* owned */
@@ -30,18 +31,28 @@ struct tw_auth_daemon {
 };
 
 /* Opens the sealed secrets when the config names a key, rotating from a
- * previous key if one is named, and installs them as the providers'
- * resolver of `<base>_secret: NAME` (providers/provider.h).  Call before
- * creating the providers; tw_auth_daemon_start() then takes them over
- * (without this call it opens them itself, too late for providers). */
+ * previous key if one is named.  *out is owned (give it to
+ * tw_auth_daemon_start, or tw_secrets_free it), NULL when the config names
+ * no key.  Call before creating the providers and pass it to them as the
+ * context of tw_auth_daemon_resolve_secret (struct tw_provider_opts in
+ * providers/provider.h). */
 enum tw_rc tw_auth_daemon_open_secrets(const struct tw_cfg *cfg,
                                        struct tw_store *store,
+                                       struct tw_secrets **out,
                                        struct tw_err *err);
 
-/* Opens everything and starts the maintenance thread.  Errors name the
- * config key.  *out is owned (tw_auth_daemon_stop). */
+/* A tw_secret_resolver_fn over sealed secrets: ctx is the struct
+ * tw_secrets * of tw_auth_daemon_open_secrets().  *value is owned. */
+enum tw_rc tw_auth_daemon_resolve_secret(void *ctx, const char *name,
+                                         char **value, struct tw_err *err);
+
+/* Opens everything and starts the maintenance thread.  secrets (from
+ * tw_auth_daemon_open_secrets; NULL: opened here if the config names a
+ * key) is taken over, also on failure.  Errors name the config key.  *out
+ * is owned (tw_auth_daemon_stop). */
 enum tw_rc tw_auth_daemon_start(const struct tw_cfg *cfg,
                                 struct tw_store *store,
+                                struct tw_secrets *secrets,
                                 struct tw_provider **providers,
                                 size_t n_providers, struct tw_auth_daemon **out,
                                 struct tw_err *err);

@@ -1,6 +1,6 @@
-/* h_offers.c - GET /v1/offers: the catalog (billing/catalog/catalog.h), filtered,
- * sorted and paged, with each offer's source and the staleness of every
- * source.
+/* h_offers.c - GET /v1/offers: the catalog (billing/catalog/catalog.h),
+ * filtered, sorted and paged, with each offer's source and the staleness of
+ * every source.
  *
  *   accelerator  NAME or NAME:COUNT ("A100" matches every A100 variant)
  *   cpus, memory_gib                 at least
@@ -323,7 +323,7 @@ static void one_offer(struct tw_req *r, struct tw_catalog *cat,
 }
 
 void tw_h_offers_list(struct tw_req *r) {
-  struct tw_catalog *cat = tw_catalog_published();
+  struct tw_catalog *cat = tw_api_catalog(r->api);
   if (!cat) {
     tw_problem(r, 503, "unavailable", NULL, "this server has no offer catalog");
     return;

@@ -94,7 +94,7 @@ void tw_h_plan(struct tw_req *r) {
     tw_problem_err(r, &err);
     return;
   }
-  struct tw_placer *pl = tw_placer_default();
+  struct tw_placer *pl = tw_api_placer(r->api);
   struct tw_policy_set *set = NULL;
   struct tw_offer_index *ix = NULL;
   if (pl)

@@ -22,7 +22,7 @@ static void render(struct tw_req *r, struct tw_placer *pl,
 }
 
 void tw_h_policies_get(struct tw_req *r) {
-  struct tw_placer *pl = tw_placer_default();
+  struct tw_placer *pl = tw_api_placer(r->api);
   struct tw_policy_set *set = NULL;
   struct tw_offer_index *ix = NULL;
   if (pl)
@@ -37,7 +37,7 @@ void tw_h_policies_put(struct tw_req *r) {
   bool is_json;
   if (!tw_h_placement_media(r, &is_json))
     return;
-  struct tw_placer *pl = tw_placer_default();
+  struct tw_placer *pl = tw_api_placer(r->api);
   if (!pl) {
     tw_problem(r, 503, "unavailable", NULL,
                "placement is not running in this server");

@@ -84,8 +84,7 @@ void tw_h_metrics(struct tw_req *r) {
       "# TYPE tradewind_store_writes_total counter\n"
       "tradewind_store_writes_total %llu\n",
       (unsigned long long)st.commits, (unsigned long long)st.ops);
-  tw_catalog_metrics(tw_catalog_published(),
-                     &r->out); /* billing/catalog/catalog.h */
+  tw_catalog_metrics(tw_api_catalog(r->api), &r->out); /* NULL: nothing */
   r->status = 200;
   r->content_type = "text/plain; version=0.0.4; charset=utf-8";
 }

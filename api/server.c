@@ -18,6 +18,7 @@
 #include "api/h_placement.h"
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
+#include "broker/base/unique.h"
 #include "broker/core/store.h"
 #include "providers/provider.h"
 
@@ -37,8 +38,8 @@ const struct tw_route tw_routes[] = {
 };
 const size_t tw_n_routes = sizeof tw_routes / sizeof tw_routes[0];
 
-const struct tw_api_route_info *tw_api_route_table(size_t *n) {
-  static struct tw_api_route_info info[sizeof tw_routes / sizeof tw_routes[0]];
+struct tw_api_route_info *tw_api_route_table(size_t *n) {
+  struct tw_api_route_info *info = tw_calloc(tw_n_routes, sizeof *info);
   for (size_t i = 0; i < tw_n_routes; i++) {
     info[i].method = tw_routes[i].method;
     info[i].path = tw_routes[i].path;
@@ -77,6 +78,10 @@ struct tw_api {
   struct route_metrics metrics[sizeof tw_routes / sizeof tw_routes[0] + 1];
   uint64_t in_flight; /* atomic */
   struct tw_auth *auth;
+  struct tw_catalog *catalog;
+  struct tw_placer *placer;
+  uint64_t request_seed; /* request ids: see request_id() */
+  uint64_t request_seq;  /* atomic */
 };
 
 struct tw_store *tw_api_store(struct tw_api *api) {
@@ -97,6 +102,12 @@ const struct tw_provider_ops *const *tw_api_adapters(struct tw_api *api) {
 const char *const *tw_api_provider_names(struct tw_api *api) {
   return api->adapters ? api->provider_names : NULL;
 }
+struct tw_catalog *tw_api_catalog(struct tw_api *api) {
+  return api->catalog;
+}
+struct tw_placer *tw_api_placer(struct tw_api *api) {
+  return api->placer;
+}
 struct tw_auth *tw_api_auth(struct tw_api *api) {
   return api->auth;
 }
@@ -110,14 +121,16 @@ void tw_api_set_max_body(struct tw_api *api, int64_t bytes) {
 
 /* ---- requests ------------------------------------------------------------ */
 
-static void request_id(char out[17]) {
-  static __thread uint64_t x;
-  if (!x)
-    x = (uint64_t)tw_mono_us() ^ ((uint64_t)(uintptr_t)&x << 16) ^
-        0x9e3779b97f4a7c15ULL;
-  x ^= x << 13;
-  x ^= x >> 7;
-  x ^= x << 17;
+/* A request id: the server's sequence number scrambled by splitmix64 from
+ * a seed drawn at start, so ids are distinct within a server, look random
+ * in the logs, and need no per-thread state. */
+static void request_id(struct tw_api *api, char out[17]) {
+  uint64_t x = api->request_seed +
+               __atomic_fetch_add(&api->request_seq, 1, __ATOMIC_RELAXED) *
+                   0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  x ^= x >> 31;
   snprintf(out, 17, "%016llx", (unsigned long long)x);
 }
 
@@ -303,7 +316,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     r->method = method;
     r->url = url;
     r->start_us = tw_mono_us();
-    request_id(r->request_id);
+    request_id(api, r->request_id);
     tw_buf_init(&r->body);
     tw_buf_init(&r->out);
     bool known;
@@ -438,6 +451,9 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   tw_provider_names(opts->adapters, api->provider_names,
                     sizeof api->provider_names / sizeof api->provider_names[0]);
   api->max_body = opts->max_body_bytes > 0 ? opts->max_body_bytes : (1 << 20);
+  api->catalog = opts->catalog;
+  api->placer = opts->placer;
+  api->request_seed = tw_unique_id();
   /* TLS: libmicrohttpd over GnuTLS, from the configured PEM files */
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION |
                    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |

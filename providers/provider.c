@@ -73,10 +73,10 @@ tw_provider_info_find(const struct tw_provider_ops *const *reg,
 
 /* ---- life cycle --------------------------------------------------------- */
 
-enum tw_rc tw_provider_new_ops(const struct tw_provider_ops *ops,
-                               const char *account, const struct tw_node *cfg,
-                               struct tw_clock *clock, struct tw_provider **out,
-                               struct tw_err *err) {
+static enum tw_rc new_ops(const struct tw_provider_ops *ops,
+                          const char *account, const struct tw_provider_opts *o,
+                          struct tw_provider **out, struct tw_err *err) {
+  const struct tw_node *cfg = o->cfg;
   *out = NULL;
   if (!ops || !ops->name || !*ops->name)
     return tw_err_set(err, TW_E_INVALID, "provider: adapter without a name");
@@ -95,7 +95,9 @@ enum tw_rc tw_provider_new_ops(const struct tw_provider_ops *ops,
   struct tw_provider *p = tw_calloc(1, sizeof *p);
   p->ops = ops;
   p->account = tw_strdup(account);
-  p->clock = clock ? clock : tw_clock_real();
+  p->clock = o->clock ? o->clock : tw_clock_real();
+  p->resolve_secret = o->resolve_secret;
+  p->resolve_ctx = o->resolve_ctx;
   atomic_init(&p->in_flight, 0);
   pthread_mutex_init(&p->stats_lock, NULL);
 
@@ -113,13 +115,32 @@ enum tw_rc tw_provider_new_ops(const struct tw_provider_ops *ops,
       return rc;
     }
   }
+  /* The resolver's context (the sealed secrets) is lent for init only. */
+  p->resolve_secret = NULL;
+  p->resolve_ctx = NULL;
   *out = p;
   return TW_OK;
+}
+
+enum tw_rc tw_provider_new_ops(const struct tw_provider_ops *ops,
+                               const char *account, const struct tw_node *cfg,
+                               struct tw_clock *clock, struct tw_provider **out,
+                               struct tw_err *err) {
+  struct tw_provider_opts o = {.cfg = cfg, .clock = clock};
+  return new_ops(ops, account, &o, out, err);
 }
 
 enum tw_rc tw_provider_new(const struct tw_provider_ops *const *reg,
                            const struct tw_node *cfg, struct tw_clock *clock,
                            struct tw_provider **out, struct tw_err *err) {
+  struct tw_provider_opts o = {.adapters = reg, .cfg = cfg, .clock = clock};
+  return tw_provider_new_with(&o, out, err);
+}
+
+enum tw_rc tw_provider_new_with(const struct tw_provider_opts *o,
+                                struct tw_provider **out, struct tw_err *err) {
+  const struct tw_provider_ops *const *reg = o->adapters;
+  const struct tw_node *cfg = o->cfg;
   *out = NULL;
   if (!cfg || cfg->kind != TW_NODE_MAP)
     return tw_err_set(err, TW_E_INVALID, "provider: expected a mapping, got %s",
@@ -147,7 +168,7 @@ enum tw_rc tw_provider_new(const struct tw_provider_ops *const *reg,
     return tw_err_field(err, TW_E_INVALID, "type",
                         "type: unknown provider \"%s\"", type);
   }
-  return tw_provider_new_ops(ops, name, cfg, clock, out, err);
+  return new_ops(ops, name, o, out, err);
 }
 
 void tw_provider_free(struct tw_provider *p) {
@@ -762,17 +783,11 @@ static char *read_first_line(const char *path) {
   return tw_strdup(buf);
 }
 
-static tw_secret_resolver_fn secret_resolver;
-static void *secret_resolver_ctx;
-
-void tw_provider_set_secret_resolver(tw_secret_resolver_fn fn, void *ctx) {
-  secret_resolver = fn;
-  secret_resolver_ctx = ctx;
-}
-
-enum tw_rc tw_provider_cfg_secret(const struct tw_node *cfg, const char *base,
+enum tw_rc tw_provider_cfg_secret(const struct tw_provider *p,
+                                  const struct tw_node *cfg, const char *base,
                                   const char *def_env, bool required,
                                   char **out, struct tw_err *err) {
+  tw_secret_resolver_fn resolve = p ? p->resolve_secret : NULL;
   char key_env[96], key_file[96], key_sealed[96];
   const char *env = NULL, *file = NULL, *sealed = NULL;
   enum tw_rc rc;
@@ -793,15 +808,14 @@ enum tw_rc tw_provider_cfg_secret(const struct tw_node *cfg, const char *base,
                         "%s: give one of %s, %s and %s", base, key_sealed,
                         key_env, key_file);
   if (sealed) {
-    if (!secret_resolver)
+    if (!resolve)
       return tw_err_field(
           err, TW_E_AUTH, key_sealed,
           "%s: no sealed secrets here (the daemon needs secrets.key_file "
           "or secrets.key_env)",
           key_sealed);
     struct tw_err serr = {0};
-    if (secret_resolver(secret_resolver_ctx, sealed, out, &serr) || !*out ||
-        !**out) {
+    if (resolve(p->resolve_ctx, sealed, out, &serr) || !*out || !**out) {
       free(*out);
       *out = NULL;
       /* the resolver's text names the secret, never its value */

@@ -175,6 +175,14 @@ struct tw_provider_stats {
   enum tw_rc last_rc;
 };
 
+/* Resolves `<base>_secret: NAME` references to a value (owned: free()
+ * it); see tw_provider_cfg_secret().  The daemon passes one that opens the
+ * sealed secrets of the store (broker/tenancy/secrets.h) when it creates
+ * the providers; without one such a reference is TW_E_AUTH.  Called only
+ * during tw_provider_new*(), on the creating thread. */
+typedef enum tw_rc (*tw_secret_resolver_fn)(void *ctx, const char *name,
+                                            char **value, struct tw_err *err);
+
 struct tw_provider {
   const struct tw_provider_ops *ops; /* first member */
   char *account;                     /* owned: the config's `name` */
@@ -182,6 +190,8 @@ struct tw_provider {
   struct tw_clock *clock;            /* borrowed: the injected clock */
 
   /* Below: the generic layer's own; adapters leave them alone. */
+  tw_secret_resolver_fn resolve_secret; /* NULL: no sealed secrets */
+  void *resolve_ctx;                    /* borrowed, for resolve_secret */
   atomic_int in_flight;
   pthread_mutex_t stats_lock;
   struct tw_provider_stats stats[TW_POP_COUNT];
@@ -228,6 +238,21 @@ tw_provider_info_find(const struct tw_provider_ops *const *reg,
 enum tw_rc tw_provider_new(const struct tw_provider_ops *const *reg,
                            const struct tw_node *cfg, struct tw_clock *clock,
                            struct tw_provider **out, struct tw_err *err);
+
+/* What tw_provider_new_with() creates a provider from. */
+struct tw_provider_opts {
+  const struct tw_provider_ops *const *adapters; /* as tw_provider_new's reg */
+  const struct tw_node *cfg;            /* the section; borrowed for the call */
+  struct tw_clock *clock;               /* borrowed, outlives it; NULL: real */
+  tw_secret_resolver_fn resolve_secret; /* NULL: `_secret` is TW_E_AUTH */
+  void *resolve_ctx; /* borrowed; must outlive the provider's init only */
+};
+
+/* As tw_provider_new, with sealed secrets resolved through
+ * opts->resolve_secret (the daemon's way; tw_provider_new is this with no
+ * resolver). */
+enum tw_rc tw_provider_new_with(const struct tw_provider_opts *opts,
+                                struct tw_provider **out, struct tw_err *err);
 
 /* As tw_provider_new, with the adapter given directly (tests, fakes) and
  * the account name given (NULL: ops->name).  cfg may be NULL (an empty
@@ -403,22 +428,16 @@ enum tw_rc tw_provider_cfg_http(const struct tw_node *cfg,
                                 long *timeout_ms, long *connect_timeout_ms,
                                 struct tw_http_opts *opts, struct tw_err *err);
 
-/* Resolves `<base>_secret: NAME` references to a value (owned: free()
- * it).  The daemon installs one that opens the sealed secrets of the store
- * (broker/tenancy/secrets.h) before it creates the providers; without one such
- * a reference is TW_E_AUTH.  Set once at start, before any thread reads it. */
-typedef enum tw_rc (*tw_secret_resolver_fn)(void *ctx, const char *name,
-                                            char **value, struct tw_err *err);
-void tw_provider_set_secret_resolver(tw_secret_resolver_fn fn, void *ctx);
-
 /* A secret, referenced and never inline: `<base>_secret` names a sealed
- * secret of the store (see above), `<base>_env` an environment
+ * secret resolved through p's resolver (tw_secret_resolver_fn above; p may
+ * be NULL: none), `<base>_env` an environment
  * variable, `<base>_file` a file whose first line is the value.  An inline
  * `<base>` is refused (TW_E_INVALID) so secrets never sit in configs.  When
  * neither is given, def_env (may be NULL) is tried.  *out is owned (free()
  * it) or NULL when absent and !required; TW_E_AUTH when required and
  * absent or unreadable.  The value is never logged. */
-enum tw_rc tw_provider_cfg_secret(const struct tw_node *cfg, const char *base,
+enum tw_rc tw_provider_cfg_secret(const struct tw_provider *p,
+                                  const struct tw_node *cfg, const char *base,
                                   const char *def_env, bool required,
                                   char **out, struct tw_err *err);
 

@@ -220,10 +220,10 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
   a->where.regions = a->regions;
   a->where.n_regions = a->n_regions;
 
-  if ((rc = tw_provider_cfg_secret(cfg, "access_key",
+  if ((rc = tw_provider_cfg_secret(p, cfg, "access_key",
                                    "ALIBABA_CLOUD_ACCESS_KEY_ID", true,
                                    &a->access_key, err)) ||
-      (rc = tw_provider_cfg_secret(cfg, "secret_key",
+      (rc = tw_provider_cfg_secret(p, cfg, "secret_key",
                                    "ALIBABA_CLOUD_ACCESS_KEY_SECRET", true,
                                    &a->secret_key, err)))
     return rc;

@@ -273,11 +273,11 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
   a->where.regions = a->regions;
   a->where.n_regions = a->n_regions;
 
-  if ((rc = tw_provider_cfg_secret(cfg, "access_key", "AWS_ACCESS_KEY_ID", true,
+  if ((rc = tw_provider_cfg_secret(p, cfg, "access_key", "AWS_ACCESS_KEY_ID", true,
                                    &a->access_key, err)) ||
-      (rc = tw_provider_cfg_secret(cfg, "secret_key", "AWS_SECRET_ACCESS_KEY",
+      (rc = tw_provider_cfg_secret(p, cfg, "secret_key", "AWS_SECRET_ACCESS_KEY",
                                    true, &a->secret_key, err)) ||
-      (rc = tw_provider_cfg_secret(cfg, "session_token", "AWS_SESSION_TOKEN",
+      (rc = tw_provider_cfg_secret(p, cfg, "session_token", "AWS_SESSION_TOKEN",
                                    false, &a->session_token, err)))
     return rc;
 

@@ -114,7 +114,6 @@ static int setup(void **state) {
   offer("us-east-1", "us-east-1b", "c5.2xlarge", TW_MARKET_ON_DEMAND, 340000, 8,
         NULL, 0, "US");
   placer = tw_placer_new(NULL);
-  tw_placer_set_default(placer);
   struct tw_sched_opts sopt = {.store = store,
                                .clock = &clk,
                                .providers = &prov,
@@ -126,7 +125,8 @@ static int setup(void **state) {
                              .providers = &prov,
                              .n_providers = 1,
                              .adapters = tw_adapters_test,
-                             .auth = {.open = true}};
+                             .auth = {.open = true},
+                             .placer = placer};
   curl_global_init(CURL_GLOBAL_ALL);
   if (tw_sched_new(&sopt, &sched, &err) || tw_api_start(&aopt, &api, &err))
     return -1;
@@ -138,7 +138,6 @@ static int teardown(void **state) {
   (void)state;
   tw_api_stop(api);
   tw_sched_free(sched);
-  tw_placer_set_default(NULL);
   tw_placer_free(placer);
   tw_provider_free(prov);
   tw_store_close(store);

@@ -384,6 +384,7 @@ static void matrix(void) {
               r.status, what, r.body);
       }
   }
+  free((void *)routes);
   printf("# %d route x role x object cells over %zu routes\n", cells, n);
   CHECK(cells > 100, "only %d cells", cells);
 }

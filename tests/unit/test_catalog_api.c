@@ -129,11 +129,11 @@ static int setup(void **state) {
   if (tw_catalog_new(&co, &cat, &err))
     return -1;
   tw_catalog_refresh_due(cat, tw_clock_now_ms(&clk));
-  tw_catalog_publish(cat);
   struct tw_api_opts ao = {.listen = "127.0.0.1:0",
                            .store = store,
                            .clock = &clk,
-                           .auth = {.open = true}};
+                           .auth = {.open = true},
+                           .catalog = cat};
   if (tw_api_start(&ao, &api, &err))
     return -1;
   snprintf(base, sizeof base, "http://127.0.0.1:%d", tw_api_port(api));
@@ -143,7 +143,6 @@ static int setup(void **state) {
 static int teardown(void **state) {
   (void)state;
   tw_api_stop(api);
-  tw_catalog_publish(NULL);
   tw_catalog_free(cat);
   tw_provider_free(prov);
   tw_store_close(store);
@@ -332,12 +331,22 @@ static void staleness_shows_in_metrics_and_the_answer(void **state) {
   assert_true(
       json_is_true(json_object_get(json_object_get(j, "catalog"), "stale")));
   json_decref(j);
-  /* without a catalog the route answers 503 */
-  tw_catalog_publish(NULL);
+  /* a server given no catalog answers 503 */
+  struct tw_api_opts bare = {.listen = "127.0.0.1:0",
+                             .store = store,
+                             .clock = &clk,
+                             .auth = {.open = true}};
+  struct tw_api *alone = NULL;
+  struct tw_err err = {0};
+  assert_int_equal(tw_api_start(&bare, &alone, &err), TW_OK);
+  char saved[sizeof base];
+  memcpy(saved, base, sizeof base);
+  snprintf(base, sizeof base, "http://127.0.0.1:%d", tw_api_port(alone));
   j = get("/v1/offers", &st);
   assert_int_equal(st, 503);
   json_decref(j);
-  tw_catalog_publish(cat);
+  memcpy(base, saved, sizeof base);
+  tw_api_stop(alone);
 }
 
 /* Runs `tradewind ARGS...` in-process against the server. */

@@ -73,6 +73,7 @@ static void routes_match_the_document(void **state) {
       fail_msg("served but not documented: %s %s", routes[k].method,
                routes[k].path);
   }
+  free((void *)routes);
   assert_int_equal(documented, n);
   tw_node_free(doc);
 }

@@ -451,25 +451,25 @@ static void config_helpers(void **state) {
   n = yaml("secret_key: hunter2\n");
   char *secret = NULL;
   memset(&err, 0, sizeof err);
-  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, &err) ==
-           TW_E_INVALID);
+  TW_CHECK(tw_provider_cfg_secret(NULL, n, "secret_key", NULL, true, &secret,
+                                  &err) == TW_E_INVALID);
   TW_CHECK(secret == NULL && !strstr(err.msg, "hunter2"));
   tw_node_free(n);
 
   setenv("TW_TEST_SECRET", "s3cr3t", 1);
   n = yaml("secret_key_env: TW_TEST_SECRET\n");
-  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
-           TW_OK);
+  TW_CHECK(tw_provider_cfg_secret(NULL, n, "secret_key", NULL, true, &secret,
+                                  NULL) == TW_OK);
   TW_CHECK(secret && !strcmp(secret, "s3cr3t"));
   free(secret);
   tw_node_free(n);
 
   n = yaml("secret_key_env: TW_TEST_UNSET_VAR\n");
   memset(&err, 0, sizeof err);
-  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, &err) ==
-           TW_E_AUTH);
+  TW_CHECK(tw_provider_cfg_secret(NULL, n, "secret_key", NULL, true, &secret,
+                                  &err) == TW_E_AUTH);
   TW_CHECK(strstr(err.msg, "TW_TEST_UNSET_VAR") != NULL);
-  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, false, &secret,
+  TW_CHECK(tw_provider_cfg_secret(NULL, n, "secret_key", NULL, false, &secret,
                                   NULL) == TW_OK &&
            secret == NULL);
   tw_node_free(n);
@@ -482,7 +482,7 @@ static void config_helpers(void **state) {
     close(fd);
     char *doc = tw_asprintf("secret_key_file: %s\n", path);
     n = yaml(doc);
-    TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret,
+    TW_CHECK(tw_provider_cfg_secret(NULL, n, "secret_key", NULL, true, &secret,
                                     NULL) == TW_OK);
     TW_CHECK(secret && !strcmp(secret, "from-file"));
     free(secret);
@@ -491,24 +491,27 @@ static void config_helpers(void **state) {
     unlink(path);
   }
   n = yaml("secret_key_file: /nonexistent/tw\n");
-  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
-           TW_E_AUTH);
+  TW_CHECK(tw_provider_cfg_secret(NULL, n, "secret_key", NULL, true, &secret,
+                                  NULL) == TW_E_AUTH);
   tw_node_free(n);
   n = yaml("secret_key_file: /x\nsecret_key_env: Y\n");
-  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
-           TW_E_INVALID);
+  TW_CHECK(tw_provider_cfg_secret(NULL, n, "secret_key", NULL, true, &secret,
+                                  NULL) == TW_E_INVALID);
   tw_node_free(n);
 
   /* Sealed secrets: through the daemon's resolver only, accepted by the
    * key check wherever the _env form is, never inline with another form. */
   n = yaml("secret_key_secret: aws-main\n");
   memset(&err, 0, sizeof err);
-  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, &err) ==
-           TW_E_AUTH);
+  TW_CHECK(tw_provider_cfg_secret(NULL, n, "secret_key", NULL, true, &secret,
+                                  &err) == TW_E_AUTH);
   TW_CHECK(strstr(err.msg, "no sealed secrets") != NULL);
-  tw_provider_set_secret_resolver(test_resolver, "opened-value");
-  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
-           TW_OK);
+  /* the resolver travels with the provider being created
+   * (tw_provider_new_with), not in a global */
+  struct tw_provider rp = {.resolve_secret = test_resolver,
+                           .resolve_ctx = "opened-value"};
+  TW_CHECK(tw_provider_cfg_secret(&rp, n, "secret_key", NULL, true, &secret,
+                                  NULL) == TW_OK);
   TW_CHECK(secret && !strcmp(secret, "opened-value"));
   free(secret);
   static const char *const sk[] = {"secret_key_env", NULL};
@@ -518,18 +521,17 @@ static void config_helpers(void **state) {
   tw_node_free(n);
   n = yaml("secret_key_secret: missing\n");
   memset(&err, 0, sizeof err);
-  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, &err) ==
-           TW_E_AUTH);
+  TW_CHECK(tw_provider_cfg_secret(&rp, n, "secret_key", NULL, true, &secret,
+                                  &err) == TW_E_AUTH);
   TW_CHECK(strstr(err.msg, "missing") && strstr(err.msg, "no such secret"));
   tw_node_free(n);
   n = yaml("secret_key_secret: a\nsecret_key_env: B\n");
-  TW_CHECK(tw_provider_cfg_secret(n, "secret_key", NULL, true, &secret, NULL) ==
-           TW_E_INVALID);
+  TW_CHECK(tw_provider_cfg_secret(&rp, n, "secret_key", NULL, true, &secret,
+                                  NULL) == TW_E_INVALID);
   tw_node_free(n);
-  tw_provider_set_secret_resolver(NULL, NULL);
   /* The default variable. */
-  TW_CHECK(tw_provider_cfg_secret(NULL, "secret_key", "TW_TEST_SECRET", true,
-                                  &secret, NULL) == TW_OK);
+  TW_CHECK(tw_provider_cfg_secret(NULL, NULL, "secret_key", "TW_TEST_SECRET",
+                                  true, &secret, NULL) == TW_OK);
   TW_CHECK(secret && !strcmp(secret, "s3cr3t"));
   free(secret);
 }

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
@@ -32,6 +33,7 @@ static void every_route_has_a_rule(void **state) {
               routes[i].path);
       missing++;
     }
+  free((void *)routes);
   assert_int_equal(missing, 0);
 }
 

@@ -1,0 +1,407 @@
+/* daemon.c - the daemon's wiring (daemon.h). */
+#include "broker/daemon.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "api/auth_daemon.h"
+#include "billing/catalog/catalog.h"
+#include "billing/ledger/meter.h"
+#include "broker/base/log.h"
+#include "broker/base/mem.h"
+#include "broker/base/model.h"
+#include "broker/base/node.h"
+#include "broker/core/config.h"
+#include "broker/core/spec_cache.h"
+#include "broker/core/store.h"
+#include "broker/sched/blocklist.h"
+#include "broker/sched/reconcile.h"
+#include "broker/sched/sched.h"
+#include "broker/tenancy/audit.h"
+#include "broker/tenancy/secrets.h"
+#include "broker/tenancy/tenancy.h"
+#include "policies/fallback/fallback_strategy.h"
+#include "policies/place/placer.h"
+#include "providers/provider.h"
+
+/* The meter's prices in force: the configured providers' offers in the
+ * catalog's current snapshot (billing/ledger/meter.h,
+ * billing/catalog/catalog.h), so the meter charges what placement saw
+ * without listing offers again. */
+struct meter_src {
+  struct tw_provider **p;
+  size_t n;
+  struct tw_catalog *cat;
+};
+
+struct tw_daemon {
+  char *config_path;
+  char *listen_override, *db_override; /* NULL: the file's */
+  const struct tw_provider_ops *const *adapters;
+  char cfg_dir[1024]; /* relative paths of the config are read from here */
+  char host[256];     /* of the API, as configured */
+  char url[300];
+  struct tw_cfg *cfg; /* in force; swapped by a reload */
+
+  struct tw_placer *placer;
+  struct tw_store *store;
+  struct tw_spec_cache *specs; /* for the scheduler, reconciler and meter */
+  struct meter_src msrc;
+  struct tw_meter *meter;
+  struct tw_secrets *secrets; /* until the tenancy takes them over */
+  struct tw_provider **provs;
+  size_t n_prov;
+  struct tw_catalog *cat;
+  struct tw_auth_daemon *sec;
+  struct tw_fallback_cfg fb;   /* read by the scheduler */
+  struct tw_blocklist_opts bo; /* read by the scheduler */
+  struct tw_sched *sched;
+  struct tw_reconcile *rec;
+  struct tw_api *api;
+};
+
+static void meter_offers(void *ctx, struct tw_offer_list *out) {
+  struct meter_src *src = ctx;
+  if (!src->cat || !src->n)
+    return;
+  const char **accounts = tw_calloc(src->n, sizeof *accounts);
+  for (size_t i = 0; i < src->n; i++)
+    accounts[i] = tw_provider_account(src->p[i]);
+  struct tw_cat_snap *snap = tw_catalog_acquire(src->cat);
+  tw_cat_snap_offers_of(snap, accounts, src->n, out);
+  tw_cat_snap_release(snap);
+  free(accounts);
+}
+
+/* The reconciler's actions go to the audit log too
+ * (broker/sched/reconcile.h). */
+static void reconcile_audit(void *ctx, const struct tw_reconcile_action *a) {
+  char action[40], detail[400];
+  snprintf(action, sizeof action, "reconcile.%s", a->action);
+  snprintf(detail, sizeof detail, "provider=%s job=%s attempt=%s: %s",
+           a->provider, a->job_id, a->attempt, a->reason);
+  struct tw_audit_event ev = {.principal = "reconcile",
+                              .tenant = "",
+                              .action = action,
+                              .object = a->instance_id,
+                              .outcome = "ok",
+                              .request_id = "",
+                              .detail = detail};
+  struct tw_err err = {0};
+  if (tw_audit_append(ctx, &ev, NULL, &err))
+    tw_log_warn("reconcile", "instance=%s not audited: %s", a->instance_id,
+                err.msg);
+}
+
+/* The directory of the config file: relative paths in it (the network
+ * matrix, score plugins) are read from there. */
+static void config_dir(const char *path, char *out, size_t outsz) {
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(out, outsz, ".");
+  else
+    snprintf(out, outsz, "%.*s", (int)(slash - path > 0 ? slash - path : 1),
+             path);
+}
+
+static void apply_log(const struct tw_cfg *c) {
+  tw_log_set_level(c->log_level);
+  tw_log_set_debug(c->log_debug);
+}
+
+/* Command-line values win over the file's, at start and on every reload. */
+static void apply_overrides(const struct tw_daemon *d, struct tw_cfg *c) {
+  if (d->listen_override) {
+    free(c->listen);
+    c->listen = tw_strdup(d->listen_override);
+  }
+  if (d->db_override) {
+    free(c->db);
+    c->db = tw_strdup(d->db_override);
+  }
+}
+
+/* Providers: each section of `providers:` becomes an adapter, its sealed
+ * credentials opened through the secrets.  init does no network I/O, so
+ * the daemon starts while a cloud is down. */
+static enum tw_rc open_providers(struct tw_daemon *d, struct tw_err *err) {
+  const struct tw_node *list = d->cfg->providers;
+  if (!list)
+    return TW_OK;
+  d->provs = tw_calloc(list->n ? list->n : 1, sizeof *d->provs);
+  for (size_t i = 0; i < list->n; i++) {
+    const struct tw_node *pn = list->items[i];
+    bool enabled = true;
+    const struct tw_node *en = tw_node_get(pn, "enabled");
+    if (en && tw_node_as_bool(en, &enabled) && !enabled)
+      continue;
+    struct tw_provider_opts po = {
+        .adapters = d->adapters,
+        .cfg = pn,
+        .resolve_secret = d->secrets ? tw_auth_daemon_resolve_secret : NULL,
+        .resolve_ctx = d->secrets};
+    struct tw_err perr = {0};
+    enum tw_rc rc = tw_provider_new_with(&po, &d->provs[d->n_prov], &perr);
+    if (rc) {
+      tw_err_set(err, rc, "providers[%zu]: %s", i, perr.msg);
+      return rc;
+    }
+    d->n_prov++;
+  }
+  return TW_OK;
+}
+
+static enum tw_rc open_meter(struct tw_daemon *d, struct tw_err *err) {
+  struct tw_meter_cfg mcfg;
+  enum tw_rc rc = tw_meter_cfg_parse(d->cfg->billing, &mcfg, err);
+  if (rc == TW_OK) {
+    struct tw_meter_opts mo = {.store = d->store,
+                               .cfg = &mcfg,
+                               .offers = meter_offers,
+                               .offers_ctx = &d->msrc,
+                               .tick_ms = d->cfg->sched_tick_ms,
+                               .offers_ttl_ms =
+                                   d->cfg->sched_offers_ttl_s * 1000,
+                               .specs = d->specs};
+    rc = tw_meter_new(&mo, &d->meter, err);
+  }
+  tw_meter_cfg_release(&mcfg);
+  return rc;
+}
+
+static enum tw_rc open_sched(struct tw_daemon *d, struct tw_err *err) {
+  const struct tw_cfg *cfg = d->cfg;
+  /* the spot lifecycle: the default fallback strategy and the blocklist
+   * (docs/spot.md); spot.fallback was validated with the config */
+  tw_fallback_cfg_default(&d->fb);
+  tw_fallback_parse(cfg->spot_fallback, &d->fb.kind);
+  d->fb.on_demand_after = (int)cfg->spot_on_demand_after;
+  d->fb.restart_overhead_s = cfg->spot_restart_overhead_s;
+  d->fb.margin_s = cfg->spot_deadline_margin_s;
+  d->bo = (struct tw_blocklist_opts){.offer_ms = cfg->spot_bl_offer_s * 1000,
+                                     .zone_ms = cfg->spot_bl_zone_s * 1000,
+                                     .region_ms = cfg->spot_bl_region_s * 1000,
+                                     .window_ms = cfg->spot_bl_window_s * 1000,
+                                     .zone_after = (int)cfg->spot_bl_zone_after,
+                                     .region_after =
+                                         (int)cfg->spot_bl_region_after};
+  struct tw_sched_opts so = {.store = d->store,
+                             .providers = d->provs,
+                             .n_providers = d->n_prov,
+                             .tick_ms = cfg->sched_tick_ms,
+                             .offers_ttl_ms = cfg->sched_offers_ttl_s * 1000,
+                             .tenancy = d->sec->tenancy,
+                             .meter = d->meter,
+                             .fallback = &d->fb,
+                             .blocklist = &d->bo,
+                             .review_ms = cfg->spot_review_s * 1000,
+                             .catalog = d->cat,
+                             .placer = d->placer,
+                             .specs = d->specs};
+  return tw_sched_new(&so, &d->sched, err);
+}
+
+enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
+                         struct tw_err *err) {
+  *out = NULL;
+  if (!o || !o->config_path)
+    return tw_err_set(err, TW_E_INVALID, "daemon: a config file is required");
+  struct tw_daemon *d = tw_calloc(1, sizeof *d);
+  d->config_path = tw_strdup(o->config_path);
+  d->listen_override = tw_strdup(o->listen);
+  d->db_override = tw_strdup(o->db);
+  d->adapters = o->adapters;
+  config_dir(d->config_path, d->cfg_dir, sizeof d->cfg_dir);
+  enum tw_rc rc;
+
+  if ((rc = tw_cfg_load_file(d->config_path, &d->cfg, err)))
+    goto fail;
+  apply_log(d->cfg);
+  const struct tw_cfg *cfg = d->cfg;
+  apply_overrides(d, d->cfg);
+
+  /* Placement policies (policies/place/policy.h): validated before
+   * anything starts.  The placer shares the set in force (and the
+   * scheduler's offer index) with the REST handlers; a reload swaps the set
+   * whole. */
+  struct tw_policy_set *policies = NULL;
+  if ((rc = tw_policy_set_build(cfg->policies, d->cfg_dir, &policies, err)))
+    goto fail;
+  d->placer = tw_placer_new(policies);
+  tw_placer_set_base_dir(d->placer, d->cfg_dir);
+
+  struct tw_store_opts so = {.path = cfg->db,
+                             .sync_full = cfg->store_sync_full,
+                             .max_batch = (int)cfg->store_max_batch,
+                             .readers = (int)cfg->store_readers};
+  /* Opening the store migrates every module's tables (broker/core/store.h)
+   * and refuses to start on a failed migration. */
+  if ((rc = tw_store_open(&so, &d->store, err)))
+    goto fail;
+  /* Parsed job specs, one per job version, shared by the scheduler, the
+   * reconciler and the meter (broker/core/spec_cache.h). */
+  d->specs = tw_spec_cache_new(0);
+  if (
+      /* Metering: attempts become ledger rows (billing/ledger/meter.h). */
+      (rc = open_meter(d, err)) ||
+      /* Sealed secrets first: provider sections may name their credentials
+       * as `<base>_secret: NAME` (providers/provider.h). */
+      (rc = tw_auth_daemon_open_secrets(cfg, d->store, &d->secrets, err)) ||
+      (rc = open_providers(d, err)))
+    goto fail;
+  d->msrc.p = d->provs;
+  d->msrc.n = d->n_prov;
+
+  /* The catalog: every source's offers normalized, versioned in the store
+   * and refreshed per source on threads of its own
+   * (billing/catalog/catalog.h).  Placement, the meter and GET /v1/offers
+   * read its snapshots. */
+  if ((rc = tw_catalog_new_from_cfg(cfg, d->store, NULL, d->provs, d->n_prov,
+                                    &d->cat, err)))
+    goto fail;
+  d->msrc.cat = d->cat;
+
+  /* Principals, tokens (the first start writes admin.token), quotas,
+   * budgets, the audit log; it takes the sealed secrets over
+   * (api/auth_daemon.h). */
+  struct tw_secrets *secrets = d->secrets;
+  d->secrets = NULL;
+  if ((rc = tw_auth_daemon_start(cfg, d->store, secrets, d->provs, d->n_prov,
+                                 &d->sec, err)) ||
+      (rc = open_sched(d, err)))
+    goto fail;
+
+  /* The reconciler: a pass at start, then every reconcile.interval_s. */
+  if (d->n_prov && cfg->reconcile_interval_s > 0) {
+    struct tw_reconcile_opts ro = {.store = d->store,
+                                   .providers = d->provs,
+                                   .n_providers = d->n_prov,
+                                   .interval_ms =
+                                       cfg->reconcile_interval_s * 1000,
+                                   .on_action = reconcile_audit,
+                                   .ctx = tw_tenancy_audit(d->sec->tenancy),
+                                   .specs = d->specs};
+    if ((rc = tw_reconcile_new(&ro, &d->rec, err)))
+      goto fail;
+  }
+
+  struct tw_api_opts ao = {.listen = cfg->listen,
+                           .auth = d->sec->opts,
+                           .store = d->store,
+                           .providers = d->provs,
+                           .n_providers = d->n_prov,
+                           .adapters = d->adapters,
+                           .max_body_bytes = cfg->api_max_body_bytes,
+                           .max_connections =
+                               (unsigned)cfg->api_max_connections,
+                           .timeout_s = (unsigned)cfg->api_timeout_s,
+                           .catalog = d->cat,
+                           .placer = d->placer};
+  if ((rc = tw_api_start(&ao, &d->api, err)))
+    goto fail;
+  const char *colon = strrchr(cfg->listen, ':');
+  snprintf(d->host, sizeof d->host, "%.*s",
+           colon ? (int)(colon - cfg->listen) : (int)strlen(cfg->listen),
+           cfg->listen);
+  snprintf(d->url, sizeof d->url, "%s://%s:%d",
+           d->sec->opts.tls_cert_file ? "https" : "http", d->host,
+           tw_api_port(d->api));
+  *out = d;
+  return TW_OK;
+fail:
+  tw_daemon_free(d);
+  return rc;
+}
+
+enum tw_rc tw_daemon_start(struct tw_daemon *d, struct tw_err *err) {
+  enum tw_rc rc;
+  if ((rc = tw_catalog_start(d->cat, err)) ||
+      (d->n_prov && (rc = tw_sched_start(d->sched, err))) ||
+      (rc = tw_meter_start(d->meter, err)) ||
+      (d->rec && (rc = tw_reconcile_start(d->rec, err))))
+    return rc;
+  tw_log_info("daemon", "listen=%s:%d db=%s providers=%zu serving", d->host,
+              tw_api_port(d->api), d->cfg->db, d->n_prov);
+  return TW_OK;
+}
+
+int tw_daemon_port(const struct tw_daemon *d) { return tw_api_port(d->api); }
+
+const char *tw_daemon_url(const struct tw_daemon *d) { return d->url; }
+
+enum tw_rc tw_daemon_reload(struct tw_daemon *d, struct tw_err *err) {
+  struct tw_cfg *next = NULL;
+  struct tw_meter_cfg mnext;
+  struct tw_policy_set *pnext = NULL;
+  struct tw_err rerr = {0};
+  enum tw_rc rc;
+  if ((rc = tw_cfg_load_file(d->config_path, &next, &rerr)))
+    goto refused;
+  if ((rc = tw_meter_cfg_parse(next->billing, &mnext, &rerr))) {
+    tw_meter_cfg_release(&mnext);
+    goto refused;
+  }
+  if ((rc = tw_policy_set_build(next->policies, d->cfg_dir, &pnext, &rerr))) {
+    tw_meter_cfg_release(&mnext);
+    goto refused;
+  }
+  apply_overrides(d, next);
+  char *report = NULL;
+  tw_cfg_keep_fixed(d->cfg, next, &report);
+  if (report) {
+    tw_log_warn("daemon", "reload: %s", report);
+    free(report);
+  }
+  apply_log(next);
+  tw_api_set_max_body(d->api, next->api_max_body_bytes);
+  struct tw_err merr = {0};
+  if (tw_meter_set_cfg(d->meter, &mnext, &merr))
+    tw_log_error("daemon", "reload: billing budgets not stored: %s", merr.msg);
+  tw_meter_cfg_release(&mnext);
+  tw_cfg_free(d->cfg);
+  d->cfg = next;
+  tw_placer_set_policies(d->placer, pnext);
+  tw_log_info("daemon", "configuration reloaded");
+  return TW_OK;
+refused:
+  tw_log_error("daemon", "reload refused, nothing applied: %s", rerr.msg);
+  tw_cfg_free(next);
+  if (err && err->rc == TW_OK)
+    *err = rerr;
+  return rc;
+}
+
+void tw_daemon_drain(struct tw_daemon *d) {
+  if (d->api)
+    tw_api_drain(d->api);
+}
+
+void tw_daemon_free(struct tw_daemon *d) {
+  if (!d)
+    return;
+  if (d->api) {
+    tw_api_drain(d->api);
+    tw_api_stop(d->api);
+  }
+  tw_reconcile_free(d->rec);
+  tw_sched_free(d->sched);
+  tw_placer_free(d->placer);
+  tw_auth_daemon_stop(d->sec);
+  tw_secrets_free(d->secrets); /* when the tenancy never took them */
+  tw_meter_free(d->meter);
+  tw_spec_cache_free(d->specs); /* after the scheduler, reconciler and meter */
+  /* after its readers, before the providers its threads call */
+  tw_catalog_free(d->cat);
+  for (size_t k = 0; k < d->n_prov; k++)
+    tw_provider_free(d->provs[k]);
+  free(d->provs);
+  tw_store_close(d->store);
+  tw_cfg_free(d->cfg);
+  free(d->config_path);
+  free(d->listen_override);
+  free(d->db_override);
+  free(d);
+}
