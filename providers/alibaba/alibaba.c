@@ -55,8 +55,9 @@ struct ali_vswitch {
 };
 
 struct ali_ctx {
-  char *endpoint;     /* may hold "{region}" */
-  char *cms_endpoint; /* CloudMonitor; NULL: no reclaim times */
+  atomic_ulong nonce_seq; /* nonce()'s fallback */
+  char *endpoint;         /* may hold "{region}" */
+  char *cms_endpoint;     /* CloudMonitor; NULL: no reclaim times */
   char **regions;
   size_t n_regions;
   char *access_key, *secret_key; /* never logged */
@@ -383,15 +384,14 @@ static void ap_encode(struct tw_buf *b, const struct tw_ali_pair *v, size_t n) {
 
 /* ---- signed calls ------------------------------------------------------- */
 
-static void nonce(char out[33]) {
+static void nonce(struct ali_ctx *a, char out[33]) {
   static const char hex[] = "0123456789abcdef";
   unsigned char r[16];
   if (RAND_bytes(r, sizeof r) != 1) {
-    /* Uniqueness is what matters, not secrecy: fall back on time and a
-     * counter. */
-    static atomic_ulong seq;
+    /* Uniqueness is what matters, not secrecy: fall back on time and the
+     * adapter's own counter. */
     unsigned long long t = (unsigned long long)tw_mono_us();
-    unsigned long k = atomic_fetch_add(&seq, 1);
+    unsigned long k = atomic_fetch_add(&a->nonce_seq, 1);
     memcpy(r, &t, 8);
     memcpy(r + 8, &k, sizeof k < 8 ? sizeof k : 8);
   }
@@ -454,7 +454,7 @@ static enum tw_rc ali_sign_attempt(void *vctx, struct tw_http_attempt *att,
   char ts[32], non[33];
   tw_adapter_iso_time(tw_clock_now_ms(r->p->clock) + atomic_load(&a->skew_ms),
                       ts);
-  nonce(non);
+  nonce(a, non);
   if (!a->acs3) {
     struct ali_params all = {0};
     ap_add(&all, "Action", r->action);
