@@ -16,7 +16,13 @@
  * borrows a libcurl easy handle from a small pool (one transfer per handle
  * at a time) and gives it back with its live connections, so consecutive
  * requests to one host reuse the connection.  The sleep hook and the
- * prepare hook run on the calling thread. */
+ * prepare hook run on the calling thread.
+ *
+ * Process-wide state, deliberately (docs/architecture.md): libcurl's
+ * curl_global_init() must run once per process before any transfer and
+ * is not thread-safe on every build, so the first tw_http_new() runs it
+ * under a pthread_once guard (http.c: http_once, and http_global_rc, its
+ * outcome, written once), allowed by tests/unit/test_globals.c. */
 #ifndef TW_PROVIDERS_HTTP_H
 #define TW_PROVIDERS_HTTP_H
 

@@ -785,6 +785,7 @@ void tw_catalog_metrics(struct tw_catalog *c, struct tw_buf *out) {
 /* ---- the daemon's catalog
  * --------------------------------------------------------------- */
 
+/* TO BE DELETED (catalog.h): the last mutable global of billing/. */
 static _Atomic(struct tw_catalog *) published;
 
 void tw_catalog_publish(struct tw_catalog *c) { atomic_store(&published, c); }

@@ -11,7 +11,8 @@ struct tw_clock {
   int64_t fake_ms; /* used by the fake clock only */
 };
 
-/* The process-wide wall clock (CLOCK_REALTIME).  Never freed. */
+/* The wall clock (CLOCK_REALTIME): stateless and read-only, never freed
+ * (and never given to tw_clock_advance). */
 struct tw_clock *tw_clock_real(void);
 
 /* A fake clock standing at start_ms; embed it and call tw_clock_advance. */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+/* Process-wide on purpose: see log.h. */
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static enum tw_log_level min_level = TW_LOG_INFO;
 static char debug_subsys[256];

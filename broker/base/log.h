@@ -1,6 +1,14 @@
 /* log.h - one line per event: time, level, subsystem, key=value pairs and a
  * sentence.  Never log a secret: no tokens, keys, signatures or
- * Authorization headers.  Thread-safe. */
+ * Authorization headers.  Thread-safe.
+ *
+ * Process-wide state, deliberately (docs/architecture.md, "Process-wide
+ * state"): the minimum level and the debug subsystems are one switch for
+ * the whole process, set by the daemon from its config and changed on a
+ * reload, and every module logs without being handed a logger.  They are
+ * the only mutable variables of the base (log.c: min_level, debug_subsys
+ * and log_mu, which keeps lines whole), allowed by tests/unit/
+ * test_globals.c. */
 #ifndef TW_BROKER_LOG_H
 #define TW_BROKER_LOG_H
 

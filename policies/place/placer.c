@@ -86,6 +86,7 @@ uint64_t tw_placer_reloads(struct tw_placer *p) {
   return r;
 }
 
+/* TO BE DELETED (placer.h): the last mutable global of policies/. */
 static struct tw_placer *default_placer; /* atomic */
 
 void tw_placer_set_default(struct tw_placer *p) {

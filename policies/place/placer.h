@@ -8,9 +8,8 @@
  * a reload nor a new index ever waits for a plan, and a plan always sees
  * one set and one index, never a mix.
  *
- * The daemon has one placer; tw_placer_set_default() makes it reachable
- * to the code that is built without a handle to it (the REST handlers,
- * as billing/catalog/catalog.h does for the catalog).
+ * The daemon owns one placer and hands it to the REST handlers
+ * (tw_api_opts.placer) and the scheduler.
  *
  * Threads: every function is thread-safe. */
 #ifndef TW_POLICIES_PLACER_H
@@ -52,6 +51,10 @@ const char *tw_placer_base_dir(struct tw_placer *p);
 /* How many times the set was swapped (for /metrics and tests). */
 uint64_t tw_placer_reloads(struct tw_placer *p);
 
+/* The daemon's placer, for the scheduler, which has no handle to it yet.
+ * TO BE DELETED with the process-wide variable behind it once the
+ * scheduler takes the placer in tw_sched_opts.placer: nothing else may
+ * start using it. */
 void tw_placer_set_default(struct tw_placer *p);
 struct tw_placer *tw_placer_default(void);
 

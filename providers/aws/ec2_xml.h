@@ -27,7 +27,11 @@
 
 #define TW_EC2_XML_MAX_BYTES (16u << 20)
 
-/* Initializes libxml2 once per process. */
+/* Initializes libxml2 once per process.  Process-wide state,
+ * deliberately (docs/architecture.md): xmlInitParser() sets up libxml2's
+ * own globals and must run once before threads parse, hence a
+ * pthread_once guard (ec2_xml.c: xml_once), allowed by
+ * tests/unit/test_globals.c. */
 void tw_ec2_xml_init(void);
 
 /* ---- errors ------------------------------------------------------------- */
