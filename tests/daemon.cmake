@@ -41,3 +41,11 @@ tw_add_test(daemon_refuses_a_store_it_cannot_migrate
             SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_store_startup.c
             LIBS twtest_daemon PkgConfig::SQLITE3
             LABELS integration store TIMEOUT 60)
+
+# The daemon's wiring (broker/daemon.c) in the test's own process: start on
+# a temp dir and port 0, a job over HTTP, reloads, drain, a clean stop.
+tw_add_test(daemon_runs_in_process
+            SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_daemon_inprocess.c
+            LIBS tw_daemon tw_adapters twtest_daemon PkgConfig::CMOCKA
+                 PkgConfig::JANSSON
+            LABELS integration api TIMEOUT 120)
