@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -780,18 +779,6 @@ void tw_catalog_metrics(struct tw_catalog *c, struct tw_buf *out) {
     }
   }
   free(st);
-}
-
-/* ---- the daemon's catalog
- * --------------------------------------------------------------- */
-
-/* TO BE DELETED (catalog.h): the last mutable global of billing/. */
-static _Atomic(struct tw_catalog *) published;
-
-void tw_catalog_publish(struct tw_catalog *c) { atomic_store(&published, c); }
-
-struct tw_catalog *tw_catalog_published(void) {
-  return atomic_load(&published);
 }
 
 /* ---- configuration

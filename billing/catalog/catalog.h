@@ -382,13 +382,4 @@ void tw_catalog_metrics(struct tw_catalog *c, struct tw_buf *out);
 /* Stops the threads and frees c.  NULL is a no-op. */
 void tw_catalog_free(struct tw_catalog *c);
 
-/* The daemon's catalog, for the scheduler, which has no handle to it yet.
- * TO BE DELETED with the process-wide variable behind it once the
- * scheduler takes the catalog in tw_sched_opts.catalog (the REST handlers
- * already take it in tw_api_opts): nothing else may start using it.
- * broker/daemon.c publishes its catalog after creating it and unpublishes
- * (NULL) before freeing it. */
-void tw_catalog_publish(struct tw_catalog *c);
-struct tw_catalog *tw_catalog_published(void);
-
 #endif

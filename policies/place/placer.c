@@ -85,14 +85,3 @@ uint64_t tw_placer_reloads(struct tw_placer *p) {
   pthread_mutex_unlock(&p->mu);
   return r;
 }
-
-/* TO BE DELETED (placer.h): the last mutable global of policies/. */
-static struct tw_placer *default_placer; /* atomic */
-
-void tw_placer_set_default(struct tw_placer *p) {
-  __atomic_store_n(&default_placer, p, __ATOMIC_RELEASE);
-}
-
-struct tw_placer *tw_placer_default(void) {
-  return __atomic_load_n(&default_placer, __ATOMIC_ACQUIRE);
-}

@@ -51,11 +51,4 @@ const char *tw_placer_base_dir(struct tw_placer *p);
 /* How many times the set was swapped (for /metrics and tests). */
 uint64_t tw_placer_reloads(struct tw_placer *p);
 
-/* The daemon's placer, for the scheduler, which has no handle to it yet.
- * TO BE DELETED with the process-wide variable behind it once the
- * scheduler takes the placer in tw_sched_opts.placer: nothing else may
- * start using it. */
-void tw_placer_set_default(struct tw_placer *p);
-struct tw_placer *tw_placer_default(void);
-
 #endif

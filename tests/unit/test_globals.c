@@ -25,16 +25,11 @@ struct allowed {
   const char *object; /* archive member, "log.c.o" */
   const char *symbol; /* without a function static's ".N" suffix */
   const char *reason;
-  /* Still present on this branch, removed by work under way elsewhere:
-   * tolerated whether present or not.  Delete the entry when it is gone. */
-  bool pending;
   bool seen;
 };
 
 #define ALLOW(o, s, r)                                                         \
   { .object = o, .symbol = s, .reason = r }
-#define PENDING(o, s, r)                                                       \
-  { .object = o, .symbol = s, .reason = r, .pending = true }
 
 static struct allowed allow[] = {
     ALLOW("log.c.o", "min_level",
@@ -48,16 +43,6 @@ static struct allowed allow[] = {
           "curl_global_init()'s outcome, written once under http_once"),
     ALLOW("ec2_xml.c.o", "xml_once",
           "xmlInitParser() once per process (providers/aws/ec2_xml.h)"),
-    /* The scheduler's (broker/sched/): the sched branch moves them into
-     * struct tw_sched and takes the catalog and the placer in its options;
-     * then the two publication functions go too. */
-    PENDING("sched.c.o", "places", "scheduler state keyed by its address"),
-    PENDING("sched.c.o", "place_mu", "guards places"),
-    PENDING("sched.c.o", "sched_cats", "scheduler catalogs keyed by address"),
-    PENDING("sched.c.o", "sched_cat_mu", "guards sched_cats"),
-    PENDING("sched.c.o", "launch_plan_json", "the plan's hidden thread-local"),
-    PENDING("catalog.c.o", "published", "tw_catalog_published(), for sched"),
-    PENDING("placer.c.o", "default_placer", "tw_placer_default(), for sched"),
 };
 #define N_ALLOW (sizeof allow / sizeof allow[0])
 
@@ -166,7 +151,7 @@ libraries_define_no_mutable_globals_outside_the_allow_list(void **state) {
     bad += scan(libs[i]);
   int stale = 0;
   for (size_t i = 0; i < N_ALLOW; i++)
-    if (!allow[i].seen && !allow[i].pending) {
+    if (!allow[i].seen) {
       fprintf(stderr,
               "allow-list entry %s `%s' matches nothing any more: delete it\n",
               allow[i].object, allow[i].symbol);
