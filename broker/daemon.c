@@ -270,8 +270,12 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
   struct tw_secrets *secrets = d->secrets;
   d->secrets = NULL;
   if ((rc = tw_auth_daemon_start(cfg, d->store, secrets, d->provs, d->n_prov,
-                                 &d->sec, err)) ||
-      (rc = open_sched(d, err)))
+                                 &d->sec, err)))
+    goto fail;
+  /* Admission projects costs with the scheduler's own plan: the policy
+   * set in force over the index the scheduler publishes. */
+  tw_tenancy_use_placer(d->sec->tenancy, d->placer);
+  if ((rc = open_sched(d, err)))
     goto fail;
 
   /* The reconciler: a pass at start, then every reconcile.interval_s. */

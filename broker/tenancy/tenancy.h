@@ -352,6 +352,14 @@ enum tw_rc tw_tenancy_admit(struct tw_tenancy *t,
 
 /* The offers the scheduler placed against, copied and indexed for
  * admission's cost projection.  Scheduler thread. */
+/* Projections read the placer's policy set and offer index from now on:
+ * the set in force and the index the scheduler publishes, so admission
+ * projects with the very plan the scheduler makes.  placer is borrowed
+ * and outlives t; tw_tenancy_set_offers is then ignored.  Call before the
+ * API or the scheduler start. */
+struct tw_placer;
+void tw_tenancy_use_placer(struct tw_tenancy *t, struct tw_placer *placer);
+
 void tw_tenancy_set_offers(struct tw_tenancy *t, const struct tw_offer *offers,
                            size_t n);
 

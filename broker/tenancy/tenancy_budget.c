@@ -35,6 +35,7 @@
 #include "broker/base/clock.h"
 #include "policies/place/cost.h"
 #include "policies/place/index.h"
+#include "policies/place/placer.h"
 #include "policies/place/plan.h"
 #include "providers/http.h"
 
@@ -353,8 +354,19 @@ enum tw_rc tw_tenancy_budget_status(struct tw_tenancy *t, const char *tenant,
 /* ---- offers and projection
  * --------------------------------------------------------- */
 
+void tw_tenancy_use_placer(struct tw_tenancy *t, struct tw_placer *placer) {
+  pthread_mutex_lock(&t->mu);
+  t->placer = placer;
+  pthread_mutex_unlock(&t->mu);
+}
+
 void tw_tenancy_set_offers(struct tw_tenancy *t, const struct tw_offer *offers,
                            size_t n) {
+  pthread_mutex_lock(&t->mu);
+  bool placer = t->placer != NULL;
+  pthread_mutex_unlock(&t->mu);
+  if (placer)
+    return; /* the placer's index is the scheduler's own */
   struct tw_offer_index *ix = NULL;
   if (n) {
     struct tw_offer *copy = tw_malloc(n * sizeof *copy);
@@ -382,10 +394,17 @@ int64_t tn_project_cost(struct tw_tenancy *t, const struct tw_job_spec *spec,
       spec->duration_s > 0 ? spec->duration_s : TW_COST_DEFAULT_DURATION_S;
   int nodes = spec->nodes > 0 ? spec->nodes : 1;
   int64_t cost = 0;
+  struct tw_offer_index *ix = NULL;
+  struct tw_policy_set *set = NULL;
   pthread_mutex_lock(&t->mu);
-  struct tw_offer_index *ix = tw_offer_index_ref(t->offers);
-  struct tw_policy_set *set = tw_policy_set_ref(t->place_set);
+  struct tw_placer *placer = t->placer;
+  if (!placer) {
+    ix = tw_offer_index_ref(t->offers);
+    set = tw_policy_set_ref(t->place_set);
+  }
   pthread_mutex_unlock(&t->mu);
+  if (placer)
+    tw_placer_acquire(placer, &set, &ix);
   if (ix) {
     struct tw_place_snapshot snap = {.index = ix};
     struct tw_plan_input in = {.job = spec,

@@ -60,7 +60,8 @@ struct tw_tenancy {
    * (a reference; NULL: none yet), and the policy set they run under. */
   struct tw_offer_index *offers;
   struct tw_policy_set *place_set;
-  struct tw_http *http; /* webhooks; made on first use */
+  struct tw_placer *placer; /* borrowed; when set, projections use it */
+  struct tw_http *http;     /* webhooks; made on first use */
 
   /* placement phase: scheduler thread only */
   struct tn_resv *resv;
