@@ -150,7 +150,9 @@ static json_t *counters_json(const struct counter *c, size_t max) {
   return o;
 }
 
-static void uuid(struct azure *a, char out[40]) { fc_request_id(a->s, out); }
+/* Resource ids (vmId, operations, events) replay by seed; request and
+ * trace ids come from fc_request_id and never repeat. */
+static void uuid(struct azure *a, char out[40]) { fc_uuid_seeded(a->s, out); }
 
 static void iso(int64_t ms, char out[40]) { tw_time_fmt_rfc3339(ms, out, 40); }
 
@@ -195,7 +197,7 @@ static void oauth_error(struct call *c, int status, const char *code,
                         const char *desc) {
   char t[40], trace[40];
   iso(fc_now_ms(c->a->s), t);
-  uuid(c->a, trace);
+  fc_request_id(c->a->s, trace);
   count(c->a->errors, 64, code);
   reply(c, status,
         json_pack("{s:s,s:s,s:s,s:s}", "error", code, "error_description", desc,
@@ -1590,7 +1592,7 @@ static void az_handle(void *ctx, const struct fc_request *req,
   fc_params_init(&c.q);
   az_tick(a);
   char rid[40];
-  uuid(a, rid);
+  fc_request_id(a->s, rid);
   fc_response_header(resp, "x-ms-request-id", rid);
   fc_response_header(resp, "x-ms-correlation-request-id", rid);
   resp->content_type = AZ_JSON_CT;
