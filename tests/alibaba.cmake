@@ -77,7 +77,7 @@ function(ali_integration)
     LIBS twtest_fakecloud tw_adapters tw_billing tw_providers PkgConfig::CURL
          PkgConfig::JANSSON
     LABELS integration TIMEOUT 60)
-  ali_labels(test_alibaba_fake integration providers alibaba)
+  ali_labels(test_alibaba_fake integration providers alibaba launch)
   target_compile_definitions(test_alibaba_fake PRIVATE
     TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
   add_dependencies(test_alibaba_fake tradewind-fakecloud)

@@ -51,7 +51,7 @@ function(tw_azure_integration)
     SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_azure_fake.c
     LIBS twtest_fakecloud tw_fakecloud tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
     LABELS integration TIMEOUT 60)
-  tw_azure_labels(test_azure_fake integration providers azure)
+  tw_azure_labels(test_azure_fake integration providers azure launch)
   target_compile_definitions(test_azure_fake PRIVATE
     TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
   add_dependencies(test_azure_fake tradewind-fakecloud)
@@ -87,7 +87,7 @@ function(tw_azure_fuzz_fake)
   tw_add_test(test_azure_fake_req
     SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_azure_fake_req.c
     LIBS tw_fakecloud LABELS unit TIMEOUT 30)
-  tw_azure_labels(test_azure_fake_req unit providers fakecloud azure)
+  tw_azure_labels(test_azure_fake_req unit providers fakecloud azure launch)
   tw_add_fuzz(fuzz_azure_fake_req
     SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_azure_fake_req.c
     LIBS tw_fakecloud

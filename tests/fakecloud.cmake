@@ -46,7 +46,7 @@ endfunction()
 fc_test(test_fakecloud_ec2
   SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_fakecloud_ec2.c
   LIBS tw_fakecloud tw_providers PkgConfig::CURL PkgConfig::LIBXML2
-  LABELS integration providers fakecloud
+  LABELS integration providers fakecloud launch
   TIMEOUT 60)
 
 tw_add_fuzz(fuzz_fakecloud_req

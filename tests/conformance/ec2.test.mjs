@@ -19,6 +19,12 @@ import {
   DescribeAvailabilityZonesCommand,
   TerminateInstancesCommand,
   paginateDescribeInstances,
+  DescribeRegionsCommand,
+  DescribeAddressesCommand,
+  CreateTagsCommand,
+  DescribeTagsCommand,
+  DescribeInstanceStatusCommand,
+  DescribeSpotInstanceRequestsCommand,
 } from "@aws-sdk/client-ec2";
 
 const BIN = process.env.TW_FAKECLOUD;
@@ -228,4 +234,87 @@ test("faults surface as the SDK's modelled errors", async () => {
   assert.equal(ok.$metadata.attempts, 2);
   const state = await control("GET", "/_fake/ec2/state");
   assert.ok(state.json.errors.RequestLimitExceeded >= 2);
+});
+
+test("DescribeRegions lists the catalog's regions", async () => {
+  const out = await client().send(new DescribeRegionsCommand({}));
+  const names = out.Regions.map((r) => r.RegionName).sort();
+  assert.deepEqual(names, ["eu-west-1", "us-east-1", "us-west-2"]);
+  const r = out.Regions.find((x) => x.RegionName === "us-west-2");
+  assert.equal(r.Endpoint, "ec2.us-west-2.amazonaws.com");
+  assert.equal(r.OptInStatus, "opt-in-not-required");
+  const one = await client().send(new DescribeRegionsCommand({ RegionNames: ["eu-west-1"] }));
+  assert.equal(one.Regions.length, 1);
+});
+
+test("DescribeAddresses answers an empty set", async () => {
+  const out = await client().send(new DescribeAddressesCommand({}));
+  assert.deepEqual(out.Addresses, []);
+  await assert.rejects(client().send(new DescribeAddressesCommand({ PublicIps: ["198.51.100.7"] })),
+    (e) => e.name === "InvalidAddress.NotFound" && e.$metadata.httpStatusCode === 400);
+});
+
+test("CreateTags tags an instance; DescribeTags and DescribeInstances see it", async () => {
+  const ec2 = client();
+  const run = await ec2.send(
+    new RunInstancesCommand({ ImageId: "ami-12345678", InstanceType: "m5.large", MinCount: 1, MaxCount: 1 }),
+  );
+  const id = run.Instances[0].InstanceId;
+  const ct = await ec2.send(new CreateTagsCommand({ Resources: [id], Tags: [{ Key: "tw-job", Value: "j-7" }] }));
+  assert.equal(ct.$metadata.httpStatusCode, 200);
+  const tags = await ec2.send(new DescribeTagsCommand({ Filters: [{ Name: "resource-id", Values: [id] }] }));
+  assert.deepEqual(tags.Tags, [{ ResourceId: id, ResourceType: "instance", Key: "tw-job", Value: "j-7" }]);
+  const d = await ec2.send(new DescribeInstancesCommand({ Filters: [{ Name: "tag:tw-job", Values: ["j-7"] }] }));
+  assert.equal(d.Reservations.length, 1);
+  assert.equal(d.Reservations[0].Instances[0].InstanceId, id);
+  assert.deepEqual(d.Reservations[0].Instances[0].Tags, [{ Key: "tw-job", Value: "j-7" }]);
+  await assert.rejects(ec2.send(new CreateTagsCommand({ Resources: ["i-0123456789abcdef0"], Tags: [{ Key: "k", Value: "v" }] })),
+    (e) => e.name === "InvalidInstanceID.NotFound");
+});
+
+test("DescribeInstanceStatus: running only, or all with IncludeAllInstances", async () => {
+  const ec2 = client();
+  const run = await ec2.send(
+    new RunInstancesCommand({ ImageId: "ami-12345678", InstanceType: "c5.xlarge", MinCount: 1, MaxCount: 1 }),
+  );
+  const id = run.Instances[0].InstanceId;
+  const st = await ec2.send(new DescribeInstanceStatusCommand({ InstanceIds: [id] }));
+  assert.equal(st.InstanceStatuses.length, 1); // --pending-ms 0: running at once
+  const s = st.InstanceStatuses[0];
+  assert.equal(s.InstanceId, id);
+  assert.deepEqual(s.InstanceState, { Code: 16, Name: "running" });
+  assert.ok(["ok", "initializing"].includes(s.SystemStatus.Status));
+  assert.equal(s.InstanceStatus.Details[0].Name, "reachability");
+  await ec2.send(new TerminateInstancesCommand({ InstanceIds: [id] }));
+  const none = await ec2.send(new DescribeInstanceStatusCommand({ InstanceIds: [id] }));
+  assert.deepEqual(none.InstanceStatuses, []);
+  const all = await ec2.send(new DescribeInstanceStatusCommand({ InstanceIds: [id], IncludeAllInstances: true }));
+  assert.equal(all.InstanceStatuses[0].InstanceState.Name, "shutting-down");
+  assert.equal(all.InstanceStatuses[0].InstanceStatus.Status, "not-applicable");
+});
+
+test("a spot RunInstances makes a spot request DescribeSpotInstanceRequests shows", async () => {
+  const ec2 = client();
+  const run = await ec2.send(new RunInstancesCommand(spotRequest("conf-sir-1")));
+  const i = run.Instances[0];
+  const out = await ec2.send(new DescribeSpotInstanceRequestsCommand({
+    SpotInstanceRequestIds: [i.SpotInstanceRequestId],
+  }));
+  assert.equal(out.SpotInstanceRequests.length, 1);
+  const r = out.SpotInstanceRequests[0];
+  assert.equal(r.InstanceId, i.InstanceId);
+  assert.equal(r.State, "active");
+  assert.equal(r.Status.Code, "fulfilled");
+  assert.equal(r.Type, "one-time");
+  assert.equal(r.SpotPrice, "0.090000");
+  assert.equal(r.LaunchSpecification.InstanceType, "m5.large");
+  assert.equal(r.LaunchedAvailabilityZone, "us-east-1b");
+  assert.equal(r.InstanceInterruptionBehavior, "terminate");
+  assert.ok(r.CreateTime instanceof Date);
+  const byToken = await ec2.send(new DescribeInstancesCommand({
+    Filters: [{ Name: "client-token", Values: ["conf-sir-1"] },
+      { Name: "instance-state-name", Values: ["pending", "running"] }],
+  }));
+  assert.equal(byToken.Reservations[0].Instances[0].InstanceId, i.InstanceId);
+  assert.equal(byToken.Reservations[0].Instances[0].LaunchTime.getUTCMilliseconds(), 0);
 });

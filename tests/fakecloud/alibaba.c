@@ -12,6 +12,7 @@
  * runs with the server's mutex held (module.h). */
 #include "tests/fakecloud/alibaba.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,11 +127,18 @@ static int64_t od_price(size_t t, size_t r) {
 
 /* ---- state --------------------------------------------------------------- */
 
-enum ist { IS_PENDING, IS_RUNNING, IS_STOPPING, IS_STOPPED, IS_RELEASED };
+enum ist {
+  IS_PENDING,
+  IS_RUNNING,
+  IS_STOPPING,
+  IS_STOPPED,
+  IS_RELEASED,
+  IS_STARTING /* StartInstance: Stopped -> Starting -> Running */
+};
 
 static const char *ist_name(enum ist s) {
-  static const char *const n[] = {"Pending", "Running", "Stopping", "Stopped",
-                                  "Released"};
+  static const char *const n[] = {"Pending", "Running",  "Stopping",
+                                  "Stopped", "Released", "Starting"};
   return n[s];
 }
 
@@ -305,6 +313,11 @@ static void ali_tick(struct ali *a) {
         } else {
           in->state = IS_RELEASED;
         }
+        continue;
+      }
+      if (in->state == IS_STARTING && now >= in->next_ms) {
+        in->state = IS_RUNNING;
+        in->next_ms = -1;
         continue;
       }
       if (in->state == IS_STOPPING && in->next_ms >= 0 && now >= in->next_ms) {
@@ -554,6 +567,19 @@ static int64_t vcpus_in_use(struct ali *a, size_t region, bool spot) {
 }
 
 static void run_reply(struct call *k, char **ids, size_t n, int64_t price) {
+  if (!strcmp(k->c.action, "CreateInstance")) {
+    /* The older one-instance API: InstanceId, no set. */
+    char order[24];
+    snprintf(order, sizeof order, "%llu",
+             (unsigned long long)(200000000000ULL +
+                                  fc_hash_str(ids[0]) % 100000000000ULL));
+    json_t *b = ok_body(k);
+    json_object_set_new(b, "InstanceId", json_string(ids[0]));
+    json_object_set_new(b, "OrderId", json_string(order));
+    json_object_set_new(b, "TradePrice", money(price));
+    ok(k, b);
+    return;
+  }
   json_t *set = json_array();
   for (size_t i = 0; i < n; i++)
     json_array_append_new(set, json_string(ids[i]));
@@ -681,7 +707,10 @@ static void act_run(struct call *k) {
     ali_error(k, 0, "QuotaExceed.AfterpayInstance", msg);
     return;
   }
-  long n = r.amount < room ? r.amount : (long)room;
+  /* CreateInstance makes one instance and leaves it Stopped until
+   * StartInstance, as ECS does. */
+  bool create = !strcmp(k->c.action, "CreateInstance");
+  long n = create ? 1 : r.amount < room ? r.amount : (long)room;
   char **ids = tw_calloc((size_t)n, sizeof *ids);
   for (long i = 0; i < n; i++) {
     struct inst *in = tw_calloc(1, sizeof *in);
@@ -697,9 +726,9 @@ static void act_run(struct call *k) {
     snprintf(in->image, sizeof in->image, "%s", r.image);
     snprintf(in->name, sizeof in->name, "%s", r.name ? r.name : in->id);
     snprintf(in->token, sizeof in->token, "%s", r.token ? r.token : "");
-    in->state = IS_PENDING;
+    in->state = create ? IS_STOPPED : IS_PENDING;
     in->create_ms = now;
-    in->next_ms = now + a->pending_ms;
+    in->next_ms = create ? -1 : now + a->pending_ms;
     in->spot = r.spot;
     snprintf(in->strategy, sizeof in->strategy, "%s", r.strategy);
     snprintf(in->behavior, sizeof in->behavior, "%s", r.behavior);
@@ -972,6 +1001,323 @@ static void act_delete(struct call *k) {
     }
   }
   ali_tick(a);
+  ok(k, ok_body(k));
+}
+
+/* ---- regions, zones, images, security groups ----------------------------- */
+
+static bool english(struct call *k) {
+  const char *l = fc_params_get(&k->c.p, "AcceptLanguage");
+  return l && !strncmp(l, "en", 2);
+}
+
+static void act_regions(struct call *k) {
+  static const char *const local_zh[N_REGIONS] = {"华东1（杭州）",
+                                                  "华东2（上海）", "新加坡"};
+  static const char *const local_en[N_REGIONS] = {
+      "China (Hangzhou)", "China (Shanghai)", "Singapore"};
+  json_t *arr = json_array();
+  for (size_t r = 0; r < N_REGIONS; r++) {
+    char ep[96];
+    snprintf(ep, sizeof ep, "ecs.%s.aliyuncs.com", regions[r].name);
+    json_array_append_new(
+        arr, json_pack("{s:s,s:s,s:s}", "RegionId", regions[r].name,
+                       "RegionEndpoint", ep, "LocalName",
+                       english(k) ? local_en[r] : local_zh[r]));
+  }
+  json_t *b = ok_body(k);
+  json_object_set_new(b, "Regions", json_pack("{s:o}", "Region", arr));
+  ok(k, b);
+}
+
+static void act_zones(struct call *k) {
+  if (!need_region(k))
+    return;
+  const char *v = fc_params_get(&k->c.p, "Verbose");
+  bool verbose = !v || strcasecmp(v, "false");
+  json_t *arr = json_array();
+  const struct ali_region *reg = &regions[k->region];
+  for (size_t z = 0; z < 4 && reg->zones[z]; z++) {
+    const char *zn = reg->zones[z];
+    char local[64];
+    /* "华东 1 可用区 H" / "Hangzhou Zone H": the zone letter is the id's. */
+    const char *letter = zn + strlen(zn) - 1;
+    snprintf(local, sizeof local, english(k) ? "%s Zone %c" : "%s 可用区 %c",
+             reg->name, toupper((unsigned char)*letter));
+    json_t *o =
+        json_pack("{s:s,s:s,s:s,s:{s:[s,s,s]},s:{s:[s,s]}}", "ZoneId", zn,
+                  "LocalName", local, "ZoneType", "AvailabilityZone",
+                  "AvailableResourceCreation", "ResourceTypes", "Instance",
+                  "Disk", "VSwitch", "AvailableDiskCategories",
+                  "DiskCategories", "cloud_essd", "cloud_auto");
+    if (verbose) {
+      json_t *types = json_array();
+      for (size_t t = 0; t < N_ITYPES; t++)
+        if (sold(t, k->region, z))
+          json_array_append_new(types, json_string(itypes[t].name));
+      json_object_set_new(o, "AvailableInstanceTypes",
+                          json_pack("{s:o}", "InstanceTypes", types));
+    }
+    json_array_append_new(arr, o);
+  }
+  json_t *b = ok_body(k);
+  json_object_set_new(b, "Zones", json_pack("{s:o}", "Zone", arr));
+  ok(k, b);
+}
+
+/* ECS's public images, as a few of them are named in every region. */
+static const struct {
+  const char *id, *name, *os, *os_en, *platform, *arch;
+} images[] = {
+    {"ubuntu_24_04_x64_20G_alibase_20250722.vhd",
+     "ubuntu_24_04_x64_20G_alibase_20250722.vhd", "Ubuntu  24.04 64位",
+     "Ubuntu  24.04 64 bit", "Ubuntu", "x86_64"},
+    {"ubuntu_22_04_x64_20G_alibase_20250722.vhd",
+     "ubuntu_22_04_x64_20G_alibase_20250722.vhd", "Ubuntu  22.04 64位",
+     "Ubuntu  22.04 64 bit", "Ubuntu", "x86_64"},
+    {"ubuntu_24_04_arm64_20G_alibase_20250722.vhd",
+     "ubuntu_24_04_arm64_20G_alibase_20250722.vhd", "Ubuntu  24.04 64位 ARM版",
+     "Ubuntu  24.04 64 bit ARM Edition", "Ubuntu", "arm64"},
+    {"aliyun_3_x64_20G_alibase_20250629.vhd",
+     "aliyun_3_x64_20G_alibase_20250629.vhd",
+     "Alibaba Cloud Linux  3.2104 LTS 64位",
+     "Alibaba Cloud Linux  3.2104 LTS 64 bit", "Aliyun", "x86_64"},
+};
+#define N_IMAGES (sizeof images / sizeof images[0])
+
+/* PageNumber (from 1) and PageSize (1..max, default def), as ECS checks
+ * them; false after answering the error. */
+static bool page_params(struct call *k, long max, long def, long *number,
+                        long *size) {
+  const char *pn = fc_params_get(&k->c.p, "PageNumber");
+  const char *ps = fc_params_get(&k->c.p, "PageSize");
+  char *end;
+  *number = 1;
+  *size = def;
+  if (pn && ((*number = strtol(pn, &end, 10)) < 1 || *end)) {
+    ali_error(k, 0, "InvalidParameter",
+              "The specified parameter \"PageNumber\" is not valid.");
+    return false;
+  }
+  if (ps && ((*size = strtol(ps, &end, 10)) < 1 || *size > max || *end)) {
+    ali_error(k, 0, "InvalidParameter",
+              "The specified parameter \"PageSize\" is not valid.");
+    return false;
+  }
+  return true;
+}
+
+static void act_images(struct call *k) {
+  if (!need_region(k))
+    return;
+  long pn, ps;
+  if (!page_params(k, 100, 10, &pn, &ps))
+    return;
+  const char *id = fc_params_get(&k->c.p, "ImageId");
+  const char *name = fc_params_get(&k->c.p, "ImageName");
+  const char *owner = fc_params_get(&k->c.p, "ImageOwnerAlias");
+  const char *arch = fc_params_get(&k->c.p, "Architecture");
+  const char *os = fc_params_get(&k->c.p, "OSType");
+  const char *status = fc_params_get(&k->c.p, "Status");
+  json_t *arr = json_array();
+  long total = 0;
+  for (size_t i = 0; i < N_IMAGES; i++) {
+    bool want = true;
+    if (id) { /* a comma-separated list of ids */
+      want = false;
+      for (const char *p = id; *p && !want;) {
+        size_t n = strcspn(p, ",");
+        want = n == strlen(images[i].id) && !strncmp(p, images[i].id, n);
+        p += n + (p[n] == ',');
+      }
+    }
+    if (name && !strstr(images[i].name, name)) /* a name prefix or part */
+      want = false;
+    if (owner && strcmp(owner, "system"))
+      want = false; /* no custom, shared or marketplace images */
+    if (arch && strcmp(arch, images[i].arch))
+      want = false;
+    if (os && strcasecmp(os, "linux"))
+      want = false;
+    if (status && !strstr(status, "Available"))
+      want = false;
+    if (!want)
+      continue;
+    total++;
+    if (total <= (pn - 1) * ps || total > pn * ps)
+      continue;
+    json_array_append_new(
+        arr,
+        json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:b,s:s,s:s}",
+                  "ImageId", images[i].id, "ImageName", images[i].name,
+                  "ImageOwnerAlias", "system", "OSType", "linux", "OSName",
+                  images[i].os, "OSNameEn", images[i].os_en, "Platform",
+                  images[i].platform, "Architecture", images[i].arch, "Status",
+                  "Available", "Size", 20, "CreationTime",
+                  "2025-07-22T09:00:00Z", "IsSupportIoOptimized", 1, "Usage",
+                  "instance", "BootMode", "BIOS"));
+  }
+  json_t *b = ok_body(k);
+  json_object_set_new(b, "RegionId", json_string(regions[k->region].name));
+  json_object_set_new(b, "TotalCount", json_integer(total));
+  json_object_set_new(b, "PageNumber", json_integer(pn));
+  json_object_set_new(b, "PageSize", json_integer(ps));
+  json_object_set_new(b, "Images", json_pack("{s:o}", "Image", arr));
+  ok(k, b);
+}
+
+/* One security group per region, its id fixed by the seed: what
+ * RunInstances' SecurityGroupId names (accepted, not checked). */
+static void group_id(struct ali *a, size_t r, char out[40]) {
+  static const char alnum[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  uint64_t h = fc_hash3(fc_seed(a->s), fc_hash_str(regions[r].name), 0x5e);
+  int len = snprintf(out, 40, "sg-%s", regions[r].id_prefix);
+  for (int c = 0; c < 18; c++, h = h / 36 ? h / 36 : fc_hash3(h, c, 1))
+    out[len + c] = alnum[h % 36];
+  out[len + 18] = '\0';
+}
+
+static void act_security_groups(struct call *k) {
+  if (!need_region(k))
+    return;
+  long pn, ps;
+  if (!page_params(k, 50, 10, &pn, &ps))
+    return;
+  char id[40];
+  group_id(k->a, k->region, id);
+  const char *one = fc_params_get(&k->c.p, "SecurityGroupId");
+  const char *ids = fc_params_get(&k->c.p, "SecurityGroupIds");
+  const char *name = fc_params_get(&k->c.p, "SecurityGroupName");
+  const char *vpc = fc_params_get(&k->c.p, "VpcId");
+  bool want = (!one || !strcmp(one, id)) && (!ids || strstr(ids, id)) &&
+              (!name || !strcmp(name, "tradewind-default")) &&
+              (!vpc || !strcmp(vpc, "vpc-tradewindfake"));
+  json_t *arr = json_array();
+  if (want && pn == 1)
+    json_array_append_new(
+        arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:s,s:{s:[]}}",
+                       "SecurityGroupId", id, "SecurityGroupName",
+                       "tradewind-default", "Description",
+                       "the fake's default group", "VpcId", "vpc-tradewindfake",
+                       "CreationTime", "2025-01-01T00:00:00Z",
+                       "SecurityGroupType", "normal", "ServiceManaged", 0,
+                       "ResourceGroupId", "", "Tags", "Tag"));
+  json_t *b = ok_body(k);
+  json_object_set_new(b, "RegionId", json_string(regions[k->region].name));
+  json_object_set_new(b, "TotalCount", json_integer(want ? 1 : 0));
+  json_object_set_new(b, "PageNumber", json_integer(pn));
+  json_object_set_new(b, "PageSize", json_integer(ps));
+  json_object_set_new(b, "SecurityGroups",
+                      json_pack("{s:o}", "SecurityGroup", arr));
+  ok(k, b);
+}
+
+/* ---- one instance: StartInstance, StopInstance, DeleteInstance ----------- */
+
+/* The InstanceId of a one-instance action, in k's region; NULL after
+ * answering the error. */
+static struct inst *one_instance(struct call *k) {
+  const char *id = fc_params_get(&k->c.p, "InstanceId");
+  if (!id || !*id) {
+    ali_error(k, 0, "MissingParameter",
+              "The input parameter \"InstanceId\" that is mandatory for "
+              "processing this request is not supplied.");
+    return NULL;
+  }
+  struct inst *in = find(k->a, id);
+  if (!in) {
+    ali_error(k, 0, "InvalidInstanceId.NotFound",
+              "The specified InstanceId does not exist.");
+    return NULL;
+  }
+  k->region = in->region;
+  return in;
+}
+
+static bool is_true(struct call *k, const char *name) {
+  const char *v = fc_params_get(&k->c.p, name);
+  return v && !strcasecmp(v, "true");
+}
+
+static bool dry_run_ok(struct call *k) {
+  if (!is_true(k, "DryRun"))
+    return false;
+  ali_error(k, 0, "DryRunOperation",
+            "Request validation has been passed with DryRun flag set.");
+  return true;
+}
+
+static void incorrect_status(struct call *k, bool initializing) {
+  if (initializing)
+    ali_error(k, 0, "IncorrectInstanceStatus.Initializing",
+              "The specified instance status does not support this "
+              "operation.");
+  else
+    ali_error(k, 0, "IncorrectInstanceStatus",
+              "The current status of the resource does not support this "
+              "operation.");
+}
+
+static void act_start(struct call *k) {
+  struct inst *in = one_instance(k);
+  if (!in)
+    return;
+  if (in->state != IS_STOPPED) {
+    incorrect_status(k, in->state == IS_PENDING);
+    return;
+  }
+  if (dry_run_ok(k))
+    return;
+  in->state = IS_STARTING;
+  in->next_ms = fc_now_ms(k->a->s) + k->a->pending_ms;
+  ok(k, ok_body(k));
+}
+
+static void act_stop(struct call *k) {
+  struct inst *in = one_instance(k);
+  if (!in)
+    return;
+  if (in->state != IS_RUNNING) {
+    incorrect_status(k, in->state == IS_PENDING);
+    return;
+  }
+  const char *mode = fc_params_get(&k->c.p, "StoppedMode");
+  if (mode && strcmp(mode, "KeepCharging") && strcmp(mode, "StopCharging")) {
+    ali_error(k, 0, "InvalidParameter",
+              "The specified parameter \"StoppedMode\" is not valid.");
+    return;
+  }
+  if (dry_run_ok(k))
+    return;
+  in->state = IS_STOPPING;
+  in->release_after = false;
+  in->next_ms = fc_now_ms(k->a->s) + k->a->shutdown_ms;
+  ok(k, ok_body(k));
+}
+
+static void act_delete_one(struct call *k) {
+  struct inst *in = one_instance(k);
+  if (!in)
+    return;
+  if (in->state == IS_PENDING || in->state == IS_STARTING) {
+    incorrect_status(k, true);
+    return;
+  }
+  if ((in->state == IS_RUNNING || in->state == IS_STOPPING) &&
+      !is_true(k, "Force")) {
+    incorrect_status(k, false); /* stop it first, or Force=true */
+    return;
+  }
+  if (dry_run_ok(k))
+    return;
+  in->release_after = true;
+  if (in->state == IS_STOPPED) {
+    in->state = IS_RELEASED;
+  } else if (in->state != IS_STOPPING || in->next_ms < 0) {
+    in->state = IS_STOPPING;
+    in->next_ms = fc_now_ms(k->a->s) + k->a->shutdown_ms;
+  }
+  ali_tick(k->a);
   ok(k, ok_body(k));
 }
 
@@ -1394,6 +1740,14 @@ static const struct {
     {ECS_VERSION, "RunInstances", act_run},
     {ECS_VERSION, "DescribeInstances", act_describe_instances},
     {ECS_VERSION, "DeleteInstances", act_delete},
+    {ECS_VERSION, "CreateInstance", act_run},
+    {ECS_VERSION, "StartInstance", act_start},
+    {ECS_VERSION, "StopInstance", act_stop},
+    {ECS_VERSION, "DeleteInstance", act_delete_one},
+    {ECS_VERSION, "DescribeRegions", act_regions},
+    {ECS_VERSION, "DescribeZones", act_zones},
+    {ECS_VERSION, "DescribeImages", act_images},
+    {ECS_VERSION, "DescribeSecurityGroups", act_security_groups},
     {ECS_VERSION, "DescribeSpotPriceHistory", act_spot_history},
     {ECS_VERSION, "DescribePrice", act_price},
     {ECS_VERSION, "DescribeAvailableResource", act_available},

@@ -50,6 +50,25 @@ static bool has_key(const char *s, size_t len, const char *const *keys) {
   return false;
 }
 
+/* Whether s[0..len) has the exact pair key=value (raw, as sent). */
+static bool has_pair(const char *s, size_t len, const char *pair) {
+  size_t n = strlen(pair);
+  for (size_t i = 0; s && i + n <= len; i++)
+    if ((i == 0 || s[i - 1] == '&') && !memcmp(s + i, pair, n) &&
+        (i + n == len || s[i + n] == '&'))
+      return true;
+  return false;
+}
+
+/* EC2's own query signature (version 2: AWSAccessKeyId, SignatureVersion=2)
+ * or EC2's API version: such a request is EC2's even though it carries
+ * SignatureVersion and SignatureMethod like Alibaba's legacy form. */
+static bool is_ec2_query(const char *s, size_t len) {
+  static const char *const ec2_keys[] = {"AWSAccessKeyId", NULL};
+  return has_key(s, len, ec2_keys) || has_pair(s, len, "SignatureVersion=2") ||
+         has_pair(s, len, "Version=2016-11-15");
+}
+
 bool fc_ali_claims(const struct fc_request *req) {
   static const char *const keys[] = {"SignatureVersion", "SignatureMethod",
                                      "AccessKeyId", NULL};
@@ -59,9 +78,16 @@ bool fc_ali_claims(const struct fc_request *req) {
   if (fc_header(req, "x-acs-action") || fc_header(req, "x-acs-version") ||
       (authz && !strncmp(authz, "ACS3-", 5)))
     return true;
-  if (req->raw_query && has_key(req->raw_query, strlen(req->raw_query), keys))
+  if (authz && !strncmp(authz, "AWS4-", 5))
+    return false; /* SigV4: EC2's */
+  size_t qlen = req->raw_query ? strlen(req->raw_query) : 0;
+  bool form = is_form(req);
+  if ((qlen && is_ec2_query(req->raw_query, qlen)) ||
+      (form && is_ec2_query(req->body, req->body_len)))
+    return false;
+  if (qlen && has_key(req->raw_query, qlen, keys))
     return true;
-  return is_form(req) && has_key(req->body, req->body_len, keys);
+  return form && has_key(req->body, req->body_len, keys);
 }
 
 void fc_ali_call_init(struct fc_ali_call *c) {

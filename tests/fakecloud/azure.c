@@ -43,6 +43,9 @@ static const char *const skus_versions[] = {"2019-04-01", "2021-07-01", NULL};
 static const char *const resources_versions[] = {
     "2019-10-01", "2020-06-01", "2021-04-01", "2022-09-01",
     "2024-03-01", "2024-07-01", "2025-04-01", NULL};
+/* Microsoft.Resources' subscriptions and locations. */
+static const char *const subscriptions_versions[] = {
+    "2016-06-01", "2019-11-01", "2020-01-01", "2021-01-01", "2022-12-01", NULL};
 static const char *const events_versions[] = {"2017-11-01", "2019-01-01",
                                               "2019-08-01", "2020-07-01", NULL};
 
@@ -51,7 +54,13 @@ enum vm_state {
   VM_RUNNING,
   VM_FAILED,
   VM_DELETING,
-  VM_DEALLOCATED
+  VM_DEALLOCATED,
+  /* Power actions (POST .../deallocate, start, powerOff, restart): each
+   * transient state lasts delete_ms, then the next_state's. */
+  VM_DEALLOCATING,
+  VM_STOPPING,
+  VM_STOPPED,
+  VM_STARTING
 };
 
 struct az_vm {
@@ -150,7 +159,9 @@ static json_t *counters_json(const struct counter *c, size_t max) {
   return o;
 }
 
-static void uuid(struct azure *a, char out[40]) { fc_request_id(a->s, out); }
+/* Resource ids (vmId, operations, events) replay by seed; request and
+ * trace ids come from fc_request_id and never repeat. */
+static void uuid(struct azure *a, char out[40]) { fc_uuid_seeded(a->s, out); }
 
 static void iso(int64_t ms, char out[40]) { tw_time_fmt_rfc3339(ms, out, 40); }
 
@@ -195,7 +206,7 @@ static void oauth_error(struct call *c, int status, const char *code,
                         const char *desc) {
   char t[40], trace[40];
   iso(fc_now_ms(c->a->s), t);
-  uuid(c->a, trace);
+  fc_request_id(c->a->s, trace);
   count(c->a->errors, 64, code);
   reply(c, status,
         json_pack("{s:s,s:s,s:s,s:s}", "error", code, "error_description", desc,
@@ -245,6 +256,13 @@ static bool vm_spot(const struct az_vm *vm) {
 
 static bool vm_live(const struct az_vm *vm) {
   return vm->state == VM_CREATING || vm->state == VM_RUNNING;
+}
+
+/* Whether the VM holds its cores (quota): allocated, running or not; a
+ * deallocated VM gives them back, as in Azure. */
+static bool vm_allocated(const struct az_vm *vm) {
+  return vm_live(vm) || vm->state == VM_STARTING || vm->state == VM_STOPPING ||
+         vm->state == VM_STOPPED;
 }
 
 /* ---- time: transitions due ---------------------------------------------- */
@@ -319,6 +337,14 @@ static void az_tick(struct azure *a) {
         a->incarnation++;
         continue;
       }
+      if ((vm->state == VM_DEALLOCATING || vm->state == VM_STOPPING ||
+           vm->state == VM_STARTING) &&
+          now >= vm->next_ms) {
+        vm->state = vm->state == VM_DEALLOCATING ? VM_DEALLOCATED
+                    : vm->state == VM_STOPPING   ? VM_STOPPED
+                                                 : VM_RUNNING;
+        continue;
+      }
       if (vm->state == VM_DELETING && now >= vm->next_ms) {
         gone = true;
         if (vm->phase == 1 || vm->phase == 2)
@@ -357,8 +383,13 @@ static const char *prov_state(const struct az_vm *vm) {
     return "Failed";
   case VM_DELETING:
     return "Deleting";
+  case VM_DEALLOCATING:
+  case VM_STOPPING:
+  case VM_STARTING:
+    return "Updating";
   case VM_RUNNING:
   case VM_DEALLOCATED:
+  case VM_STOPPED:
     break;
   }
   return "Succeeded";
@@ -413,6 +444,28 @@ static json_t *instance_view_json(const struct az_vm *vm) {
                                           vm->evict_ms));
     json_array_append_new(st, status_json("PowerState/deallocated", "Info",
                                           "VM deallocated", NULL, 0));
+    break;
+  case VM_DEALLOCATING:
+  case VM_STOPPING:
+  case VM_STARTING:
+    json_array_append_new(st, status_json("ProvisioningState/updating", "Info",
+                                          "Updating", NULL, 0));
+    json_array_append_new(
+        st,
+        vm->state == VM_DEALLOCATING
+            ? status_json("PowerState/deallocating", "Info", "VM deallocating",
+                          NULL, 0)
+        : vm->state == VM_STOPPING
+            ? status_json("PowerState/stopping", "Info", "VM stopping", NULL, 0)
+            : status_json("PowerState/starting", "Info", "VM starting", NULL,
+                          0));
+    break;
+  case VM_STOPPED:
+    json_array_append_new(st, status_json("ProvisioningState/succeeded", "Info",
+                                          "Provisioning succeeded", NULL,
+                                          vm->next_ms));
+    json_array_append_new(
+        st, status_json("PowerState/stopped", "Info", "VM stopped", NULL, 0));
     break;
   }
   json_t *iv = json_pack("{s:s,s:o}", "computerName", vm->req.computer_name,
@@ -482,9 +535,11 @@ static struct az_op *new_op(struct azure *a, const char *location,
 }
 
 /* Azure-AsyncOperation (or Operation-Location) and Retry-After headers
- * pointing at op's status monitor. */
-static void lro_headers(struct call *c, const struct az_op *op,
-                        const char *api_version) {
+ * pointing at op's status monitor; with location, also the Location
+ * monitor (the same operation with monitor=true) that Compute sends with
+ * a DELETE's or a power action's 202. */
+static void lro_headers_at(struct call *c, const struct az_op *op,
+                           const char *api_version, bool location) {
   char url[512], ra[24];
   snprintf(url, sizeof url,
            "%s/subscriptions/%s/providers/Microsoft.Compute/locations/%s/"
@@ -498,8 +553,21 @@ static void lro_headers(struct call *c, const struct az_op *op,
                          ? "Operation-Location"
                          : "Azure-AsyncOperation";
   fc_response_header(c->resp, name, url);
+  if (location) {
+    snprintf(url, sizeof url,
+             "%s/subscriptions/%s/providers/Microsoft.Compute/locations/%s/"
+             "operations/%s?p=%.8s&monitor=true&api-version=%s",
+             c->base, FC_AZ_SUBSCRIPTION, op->location, op->id, op->id,
+             api_version);
+    fc_response_header(c->resp, "Location", url);
+  }
   snprintf(ra, sizeof ra, "%lld", (long long)c->a->retry_after_s);
   fc_response_header(c->resp, "Retry-After", ra);
+}
+
+static void lro_headers(struct call *c, const struct az_op *op,
+                        const char *api_version) {
+  lro_headers_at(c, op, api_version, false);
 }
 
 static void act_operation(struct call *c) {
@@ -515,6 +583,30 @@ static void act_operation(struct call *c) {
     return;
   }
   int64_t now = fc_now_ms(a->s);
+  const char *monitor = fc_params_get(&c->q, "monitor");
+  if (monitor && !strcmp(monitor, "true")) {
+    /* The Location monitor: 202 while running, then the result (200, no
+     * body for deletes and power actions), or the error itself. */
+    char ra[24];
+    tw_buf_reset(&c->resp->body);
+    if (now < op->end_ms) {
+      snprintf(ra, sizeof ra, "%lld", (long long)a->retry_after_s);
+      fc_response_header(c->resp, "Retry-After", ra);
+      char url[512];
+      snprintf(url, sizeof url,
+               "%s/subscriptions/%s/providers/Microsoft.Compute/locations/%s/"
+               "operations/%s?p=%.8s&monitor=true&api-version=%s",
+               c->base, FC_AZ_SUBSCRIPTION, op->location, op->id, op->id,
+               fc_params_get(&c->q, "api-version"));
+      fc_response_header(c->resp, "Location", url);
+      c->resp->status = 202;
+    } else if (op->failed) {
+      arm_error(c, 409, op->code, "%s", op->msg);
+    } else {
+      c->resp->status = 200;
+    }
+    return;
+  }
   char t[40];
   iso(op->start_ms, t);
   json_t *o = json_pack("{s:s,s:s}", "startTime", t, "name", op->id);
@@ -542,7 +634,7 @@ static int64_t vcpus_in_use(struct azure *a, const char *location, bool spot) {
   int64_t n = 0;
   for (size_t i = 0; i < a->n_vms; i++) {
     const struct az_vm *vm = a->vms[i];
-    if (vm_live(vm) && vm_spot(vm) == spot &&
+    if (vm_allocated(vm) && vm_spot(vm) == spot &&
         !strcasecmp(vm->req.location, location))
       n += vm->size->vcpus;
   }
@@ -845,7 +937,69 @@ static void act_delete_vm(struct call *c, const char *api) {
       vm->phase = 3; /* the notice is moot */
   }
   struct az_op *op = new_op(a, vm->req.location, vm->next_ms - fc_now_ms(a->s));
-  lro_headers(c, op, api);
+  lro_headers_at(c, op, api, true);
+  c->resp->status = 202;
+  tw_buf_reset(&c->resp->body);
+}
+
+/* POST .../virtualMachines/{name}/{deallocate|start|powerOff|restart}:
+ * 202 with the operation's monitors, the power state moving after
+ * delete_ms (see enum vm_state).  An action with nothing to do (start on
+ * a running VM) is an operation that has already succeeded. */
+static void act_vm_action(struct call *c, const char *api) {
+  struct azure *a = c->a;
+  struct az_vm *vm = find_vm(a, c->path.resource_group, c->path.name);
+  const char *act = c->path.vm_action;
+  if (!vm) {
+    not_found_vm(c);
+    return;
+  }
+  if (vm->state == VM_DELETING || vm->state == VM_CREATING ||
+      vm->state == VM_FAILED) {
+    arm_error(c, 409, "OperationNotAllowed",
+              "Operation '%s' is not allowed on VM '%.64s' since the VM is %s.",
+              act, vm->name,
+              vm->state == VM_DELETING   ? "marked for deletion"
+              : vm->state == VM_CREATING ? "being created"
+                                         : "in a failed state");
+    return;
+  }
+  int64_t now = fc_now_ms(a->s), dur = 0;
+  bool allocated = vm->state != VM_DEALLOCATED && vm->state != VM_DEALLOCATING;
+  if (!strcmp(act, "deallocate")) {
+    if (allocated) {
+      vm->state = VM_DEALLOCATING;
+      dur = a->delete_ms;
+    }
+  } else if (!strcmp(act, "powerOff")) {
+    if (vm->state == VM_RUNNING || vm->state == VM_STARTING) {
+      vm->state = VM_STOPPING;
+      dur = a->delete_ms;
+    } else if (!allocated) {
+      arm_error(c, 409, "OperationNotAllowed",
+                "Operation 'powerOff' is not allowed on VM '%.64s' since the "
+                "VM is deallocated or being deallocated.",
+                vm->name);
+      return;
+    }
+  } else if (!strcmp(act, "restart")) {
+    if (vm->state != VM_RUNNING) {
+      arm_error(c, 409, "OperationNotAllowed",
+                "Cannot restart VM '%.64s' since it is not running.", vm->name);
+      return;
+    }
+    vm->state = VM_STARTING;
+    dur = a->delete_ms;
+  } else if (vm->state != VM_RUNNING) { /* start */
+    vm->state = VM_STARTING;
+    dur = a->create_ms;
+  }
+  if (dur) {
+    vm->next_ms = now + dur;
+    vm->etag++;
+  }
+  struct az_op *op = new_op(a, vm->req.location, dur);
+  lro_headers_at(c, op, api, true);
   c->resp->status = 202;
   tw_buf_reset(&c->resp->body);
 }
@@ -983,6 +1137,8 @@ static void act_resources(struct call *c) {
   reply(c, 200, out);
 }
 
+static json_t *rg_json(const struct az_rg *rg);
+
 static void act_rg(struct call *c) {
   struct azure *a = c->a;
   struct az_rg *rg = find_rg(a, c->path.resource_group);
@@ -1019,20 +1175,110 @@ static void act_rg(struct call *c) {
     json_decref(b);
     return;
   }
+  if (!strcmp(c->req->method, "HEAD")) {
+    /* Resource Groups - Check Existence: 204 or 404, never a body. */
+    c->resp->status = rg ? 204 : 404;
+    tw_buf_reset(&c->resp->body);
+    return;
+  }
   if (!rg) {
     arm_error(c, 404, "ResourceGroupNotFound",
               "Resource group '%.90s' could not be found.",
               c->path.resource_group);
     return;
   }
+  reply(c, 200, rg_json(rg));
+}
+
+/* ---- subscription, locations, groups, sizes ------------------------------ */
+
+static json_t *subscription_json(void) {
+  return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:[],s:{s:s,s:s,s:s}}", "id",
+                   "/subscriptions/" FC_AZ_SUBSCRIPTION, "subscriptionId",
+                   FC_AZ_SUBSCRIPTION, "tenantId", FC_AZ_TENANT, "displayName",
+                   "Tradewind fake subscription", "state", "Enabled",
+                   "authorizationSource", "RoleBased", "managedByTenants",
+                   "subscriptionPolicies", "locationPlacementId",
+                   "Public_2014-09-01", "quotaId", "PayAsYouGo_2014-09-01",
+                   "spendingLimit", "Off");
+}
+
+static void act_subscriptions(struct call *c) {
+  if (c->path.route == FC_AZ_SUB_GET) {
+    reply(c, 200, subscription_json());
+    return;
+  }
+  reply(c, 200,
+        json_pack("{s:[o],s:{s:s,s:i}}", "value", subscription_json(), "count",
+                  "type", "Total", "value", 1));
+}
+
+static void act_locations(struct call *c) {
+  json_t *arr = json_array();
+  for (size_t i = 0; i < c->a->cat->n_regions; i++) {
+    const struct fc_az_region *r = &c->a->cat->regions[i];
+    char id[200];
+    snprintf(id, sizeof id, "/subscriptions/%s/locations/%s",
+             FC_AZ_SUBSCRIPTION, r->name);
+    json_t *zones = json_array();
+    for (size_t z = 0; z < r->n_zones; z++)
+      json_array_append_new(zones,
+                            json_pack("{s:s,s:s}", "logicalZone", r->zones[z],
+                                      "physicalZone", r->zones[z]));
+    json_array_append_new(
+        arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:{s:s,s:s},s:o}", "id", id,
+                       "name", r->name, "type", "Region", "displayName",
+                       r->display, "regionalDisplayName", r->display,
+                       "metadata", "regionType", "Physical", "regionCategory",
+                       "Recommended", "availabilityZoneMappings", zones));
+  }
+  reply(c, 200, json_pack("{s:o}", "value", arr));
+}
+
+static json_t *rg_json(const struct az_rg *rg) {
   char id[300];
   snprintf(id, sizeof id, "/subscriptions/%s/resourceGroups/%s",
            FC_AZ_SUBSCRIPTION, rg->name);
-  reply(c, 200,
-        json_pack("{s:s,s:s,s:s,s:s,s:{s:s}}", "id", id, "name", rg->name,
-                  "type", "Microsoft.Resources/resourceGroups", "location",
-                  rg->location, "properties", "provisioningState",
-                  "Succeeded"));
+  return json_pack("{s:s,s:s,s:s,s:s,s:{s:s}}", "id", id, "name", rg->name,
+                   "type", "Microsoft.Resources/resourceGroups", "location",
+                   rg->location, "properties", "provisioningState",
+                   "Succeeded");
+}
+
+static void act_rg_list(struct call *c) {
+  json_t *arr = json_array();
+  for (size_t i = 0; i < c->a->n_rgs; i++)
+    json_array_append_new(arr, rg_json(&c->a->rgs[i]));
+  reply(c, 200, json_pack("{s:o}", "value", arr));
+}
+
+/* Virtual Machine Sizes - List: the sizes sold in a location. */
+static void act_vm_sizes(struct call *c) {
+  const struct fc_az_catalog *cat = c->a->cat;
+  char loc[32];
+  fc_az_norm_location(c->path.location, loc, sizeof loc);
+  const struct fc_az_region *reg = fc_az_catalog_region(cat, loc);
+  if (!reg) {
+    arm_error(c, 404, "NoRegisteredProviderFound",
+              "No registered resource provider found for location '%.32s' "
+              "and API version '%.32s' for type 'locations/vmSizes'.",
+              c->path.location, fc_params_get(&c->q, "api-version"));
+    return;
+  }
+  json_t *arr = json_array();
+  for (size_t i = 0; i < cat->n_sizes; i++) {
+    const struct fc_az_size *sz = &cat->sizes[i];
+    if (!fc_az_catalog_price(cat, sz->name, reg->name))
+      continue;
+    double gb = strtod(sz->memory_gb, NULL);
+    json_array_append_new(
+        arr, json_pack("{s:s,s:i,s:i,s:i,s:I,s:i}", "name", sz->name,
+                       "numberOfCores", sz->vcpus, "osDiskSizeInMB", 1047552,
+                       "resourceDiskSizeInMB", 0, "memoryInMB",
+                       (json_int_t)(gb * 1024.0 + 0.5), "maxDataDiskCount",
+                       sz->vcpus * 2 < 64 ? sz->vcpus * 2 : 64));
+  }
+  reply(c, 200, json_pack("{s:o}", "value", arr));
 }
 
 static const char *sku_field(void *vctx, const char *field) {
@@ -1335,6 +1581,7 @@ static void act_openid(struct call *c) {
 
 static void act_token(struct call *c) {
   struct azure *a = c->a;
+  bool v1 = c->path.route == FC_AZ_TOKEN_V1;
   const char *ct = fc_header(c->req, "Content-Type");
   struct fc_params form;
   struct tw_err err;
@@ -1355,7 +1602,8 @@ static void act_token(struct call *c) {
   } else {
     const struct fc_az_client clients[] = {
         {FC_AZ_CLIENT_ID, FC_AZ_CLIENT_SECRET}};
-    if (!fc_az_check_token_req(&form, c->path.tenant, clients, 1, &e)) {
+    if (!(v1 ? fc_az_check_token_req_v1(&form, c->path.tenant, clients, 1, &e)
+             : fc_az_check_token_req(&form, c->path.tenant, clients, 1, &e))) {
       oauth_error(c, e.status, e.code, e.message);
     } else {
       a->tokens = tw_realloc(a->tokens, (a->n_tokens + 1) * sizeof *a->tokens);
@@ -1366,12 +1614,27 @@ static void act_token(struct call *c) {
       snprintf(t->token, sizeof t->token, "fake.%s.%016llx", id,
                (unsigned long long)fc_rng_next(fc_rng(a->s)));
       t->expires_ms = fc_now_ms(a->s) + a->token_ttl_s * 1000;
+      if (v1) {
+        /* v1 prints every number as a string and names the resource. */
+        char ttl[24], on[24], nb[24];
+        snprintf(ttl, sizeof ttl, "%lld", (long long)a->token_ttl_s);
+        snprintf(on, sizeof on, "%lld", (long long)(t->expires_ms / 1000));
+        snprintf(nb, sizeof nb, "%lld", (long long)(fc_now_ms(a->s) / 1000));
+        reply(c, 200,
+              json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "token_type", "Bearer",
+                        "expires_in", ttl, "ext_expires_in", ttl, "expires_on",
+                        on, "not_before", nb, "resource",
+                        fc_params_get(&form, "resource"), "access_token",
+                        t->token));
+        goto done;
+      }
       reply(c, 200,
             json_pack("{s:s,s:I,s:I,s:s}", "token_type", "Bearer", "expires_in",
                       (json_int_t)a->token_ttl_s, "ext_expires_in",
                       (json_int_t)a->token_ttl_s, "access_token", t->token));
     }
   }
+done:
   fc_params_release(&form);
 }
 
@@ -1424,12 +1687,32 @@ static bool authenticate(struct call *c) {
 
 /* ---- dispatch ------------------------------------------------------------ */
 
-static const char *arm_action(enum fc_az_route r, const char *method) {
+static const char *arm_action(enum fc_az_route r, const char *method,
+                              const char *vm_action) {
   bool get = !strcmp(method, "GET"), put = !strcmp(method, "PUT"),
-       del = !strcmp(method, "DELETE");
+       del = !strcmp(method, "DELETE"), post = !strcmp(method, "POST");
   switch (r) {
   case FC_AZ_RG:
-    return put ? "CreateResourceGroup" : get ? "GetResourceGroup" : NULL;
+    return put                       ? "CreateResourceGroup"
+           : get                     ? "GetResourceGroup"
+           : !strcmp(method, "HEAD") ? "CheckResourceGroupExistence"
+                                     : NULL;
+  case FC_AZ_RG_LIST:
+    return get ? "ListResourceGroups" : NULL;
+  case FC_AZ_SUB_LIST:
+    return get ? "ListSubscriptions" : NULL;
+  case FC_AZ_SUB_GET:
+    return get ? "GetSubscription" : NULL;
+  case FC_AZ_LOCATIONS:
+    return get ? "ListLocations" : NULL;
+  case FC_AZ_VM_SIZES:
+    return get ? "ListVirtualMachineSizes" : NULL;
+  case FC_AZ_VM_ACTION:
+    return !post                              ? NULL
+           : !strcmp(vm_action, "deallocate") ? "DeallocateVirtualMachine"
+           : !strcmp(vm_action, "start")      ? "StartVirtualMachine"
+           : !strcmp(vm_action, "powerOff")   ? "PowerOffVirtualMachine"
+                                              : "RestartVirtualMachine";
   case FC_AZ_RESOURCES:
     return get ? "ListResources" : NULL;
   case FC_AZ_VM_LIST:
@@ -1489,6 +1772,65 @@ static bool request_faults(struct call *c) {
   return true;
 }
 
+/* A resource provider's refusal of an api-version it does not have, in
+ * ARM's words: Compute (a resource provider behind ARM) answers
+ * NoRegisteredProviderFound naming the location, the type and every
+ * version it supports, newest first; ARM's own types (resource groups,
+ * subscriptions) answer InvalidApiVersionParameter. */
+static void api_version_error(struct call *c, const char *v,
+                              const char *const *versions) {
+  struct tw_buf all;
+  tw_buf_init(&all);
+  size_t n = 0;
+  while (versions[n])
+    n++;
+  for (size_t i = n; i-- > 0;)
+    tw_buf_printf(&all, "%s%s", all.len ? ", " : "", versions[i]);
+  if (versions != compute_versions) {
+    arm_error(c, 400, "InvalidApiVersionParameter",
+              "The api-version '%.32s' is invalid. The supported versions "
+              "are '%s'. Please see https://aka.ms/api-versions for more "
+              "details.",
+              v, all.data);
+    tw_buf_release(&all);
+    return;
+  }
+  const struct fc_az_path *pa = &c->path;
+  const char *type = pa->route == FC_AZ_SKUS        ? "skus"
+                     : pa->route == FC_AZ_OPERATION ? "locations/operations"
+                     : pa->route == FC_AZ_VM_SIZES  ? "locations/vmSizes"
+                                                    : "virtualMachines";
+  /* The location ARM routed by: the VM's, the path's, or the body's. */
+  char loc[64] = "";
+  const struct az_vm *vm =
+      pa->name[0] ? find_vm(c->a, pa->resource_group, pa->name) : NULL;
+  if (vm)
+    snprintf(loc, sizeof loc, "%s", vm->req.location);
+  else if (pa->location[0])
+    fc_az_norm_location(pa->location, loc, sizeof loc);
+  else if (c->req->body_len) {
+    json_t *b = json_loadb(c->req->body, c->req->body_len, 0, NULL);
+    const char *l = json_string_value(json_object_get(b, "location"));
+    if (l)
+      fc_az_norm_location(l, loc, sizeof loc);
+    json_decref(b);
+  }
+  if (!loc[0] && c->a->cat->n_regions)
+    snprintf(loc, sizeof loc, "%s", c->a->cat->regions[0].name);
+  struct tw_buf locs;
+  tw_buf_init(&locs);
+  for (size_t i = 0; i < c->a->cat->n_regions; i++)
+    tw_buf_printf(&locs, "%s%s", locs.len ? ", " : "",
+                  c->a->cat->regions[i].name);
+  arm_error(c, 400, "NoRegisteredProviderFound",
+            "No registered resource provider found for location '%.32s' and "
+            "API version '%.32s' for type '%s'. The supported api-versions "
+            "are '%s'. The supported locations are '%s'.",
+            loc, v, type, all.data, locs.data ? locs.data : "");
+  tw_buf_release(&all);
+  tw_buf_release(&locs);
+}
+
 static void handle_arm(struct call *c) {
   struct azure *a = c->a;
   const struct fc_az_path *pa = &c->path;
@@ -1501,12 +1843,13 @@ static void handle_arm(struct call *c) {
   }
   if (!authenticate(c))
     return;
-  if (strcmp(pa->subscription, FC_AZ_SUBSCRIPTION)) {
+  if (pa->route != FC_AZ_SUB_LIST &&
+      strcmp(pa->subscription, FC_AZ_SUBSCRIPTION)) {
     arm_error(c, 404, "SubscriptionNotFound",
               "The subscription '%.64s' could not be found.", pa->subscription);
     return;
   }
-  c->action = arm_action(pa->route, c->req->method);
+  c->action = arm_action(pa->route, c->req->method, pa->vm_action);
   if (pa->route == FC_AZ_ARM_OTHER) {
     arm_error(c, 404, "InvalidResourceType",
               "The resource type could not be found in the namespace for api "
@@ -1522,16 +1865,16 @@ static void handle_arm(struct call *c) {
   }
   count(a->calls, 32, c->action);
   const char *const *versions =
-      pa->route == FC_AZ_RG || pa->route == FC_AZ_RESOURCES ? resources_versions
-      : pa->route == FC_AZ_SKUS                             ? skus_versions
-                                                            : compute_versions;
+      pa->route == FC_AZ_RG || pa->route == FC_AZ_RESOURCES ||
+              pa->route == FC_AZ_RG_LIST
+          ? resources_versions
+      : pa->route == FC_AZ_SUB_LIST || pa->route == FC_AZ_SUB_GET ||
+              pa->route == FC_AZ_LOCATIONS
+          ? subscriptions_versions
+      : pa->route == FC_AZ_SKUS ? skus_versions
+                                : compute_versions;
   if (!in_list(v, versions)) {
-    arm_error(c, 400,
-              versions == compute_versions ? "NoRegisteredProviderFound"
-                                           : "InvalidApiVersionParameter",
-              "No registered resource provider found for API version "
-              "'%.32s'. The supported api-versions are '%s, ..., %s'.",
-              v, versions[0], versions[1]);
+    api_version_error(c, v, versions);
     return;
   }
   if (!request_faults(c))
@@ -1543,9 +1886,30 @@ static void handle_arm(struct call *c) {
               "Resource group '%.90s' could not be found.", pa->resource_group);
     return;
   }
+  if (pa->route == FC_AZ_VM_ACTION && !find_rg(a, pa->resource_group)) {
+    arm_error(c, 404, "ResourceGroupNotFound",
+              "Resource group '%.90s' could not be found.", pa->resource_group);
+    return;
+  }
   switch (pa->route) {
   case FC_AZ_RG:
     act_rg(c);
+    break;
+  case FC_AZ_RG_LIST:
+    act_rg_list(c);
+    break;
+  case FC_AZ_SUB_LIST:
+  case FC_AZ_SUB_GET:
+    act_subscriptions(c);
+    break;
+  case FC_AZ_LOCATIONS:
+    act_locations(c);
+    break;
+  case FC_AZ_VM_SIZES:
+    act_vm_sizes(c);
+    break;
+  case FC_AZ_VM_ACTION:
+    act_vm_action(c, v);
     break;
   case FC_AZ_RESOURCES:
     act_resources(c);
@@ -1590,9 +1954,13 @@ static void az_handle(void *ctx, const struct fc_request *req,
   fc_params_init(&c.q);
   az_tick(a);
   char rid[40];
-  uuid(a, rid);
+  fc_request_id(a->s, rid);
   fc_response_header(resp, "x-ms-request-id", rid);
-  fc_response_header(resp, "x-ms-correlation-request-id", rid);
+  /* ARM echoes the caller's correlation id (clients tie their retries
+   * together with it) and makes one up only when none was sent. */
+  const char *corr = fc_header(req, "x-ms-correlation-request-id");
+  fc_response_header(resp, "x-ms-correlation-request-id",
+                     corr && *corr && strlen(corr) < 128 ? corr : rid);
   resp->content_type = AZ_JSON_CT;
   const char *host = fc_header(req, "Host");
   if (!host || strlen(host) > 100 || strpbrk(host, "/\\\"' \r\n"))
@@ -1617,6 +1985,7 @@ static void az_handle(void *ctx, const struct fc_request *req,
     c.action = "OpenIdConfiguration";
     break;
   case FC_AZ_TOKEN:
+  case FC_AZ_TOKEN_V1:
     c.action = "Token";
     break;
   case FC_AZ_EVENTS:
@@ -1631,7 +2000,8 @@ static void az_handle(void *ctx, const struct fc_request *req,
   }
   count(a->calls, 32, c.action);
   bool get = !strcmp(req->method, "GET");
-  if ((c.path.route == FC_AZ_TOKEN && strcmp(req->method, "POST")) ||
+  if (((c.path.route == FC_AZ_TOKEN || c.path.route == FC_AZ_TOKEN_V1) &&
+       strcmp(req->method, "POST")) ||
       (c.path.route == FC_AZ_EVENTS && !get && strcmp(req->method, "POST")) ||
       ((c.path.route == FC_AZ_OPENID || c.path.route == FC_AZ_PRICES) &&
        !get)) {
@@ -1646,6 +2016,7 @@ static void az_handle(void *ctx, const struct fc_request *req,
     act_openid(&c);
     break;
   case FC_AZ_TOKEN:
+  case FC_AZ_TOKEN_V1:
     act_token(&c);
     break;
   case FC_AZ_EVENTS:
@@ -1676,6 +2047,14 @@ static const char *state_name(const struct az_vm *vm) {
     return "deleting";
   case VM_DEALLOCATED:
     return "deallocated";
+  case VM_DEALLOCATING:
+    return "deallocating";
+  case VM_STOPPING:
+    return "stopping";
+  case VM_STOPPED:
+    return "stopped";
+  case VM_STARTING:
+    return "starting";
   }
   return "unknown";
 }

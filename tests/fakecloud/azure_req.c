@@ -94,12 +94,55 @@ bool fc_az_route_path(const char *raw_path, struct fc_az_path *out) {
     }
     return false;
   }
+  if (!arm && n == 3 && *seg[0] && strcmp(seg[0], "_fake") &&
+      !strcmp(seg[1], "oauth2") && !strcmp(seg[2], "token")) {
+    out->route = FC_AZ_TOKEN_V1;
+    memcpy(out->tenant, seg[0], sizeof out->tenant);
+    return true;
+  }
   if (!arm)
     return false;
   out->route = FC_AZ_ARM_OTHER;
-  if (n < 2 || !*seg[1])
+  if (n == 1 || (n == 2 && !*seg[1])) {
+    out->route = FC_AZ_SUB_LIST;
+    return true;
+  }
+  if (!*seg[1])
     return true;
   memcpy(out->subscription, seg[1], sizeof out->subscription);
+  if (n == 2) {
+    out->route = FC_AZ_SUB_GET;
+    return true;
+  }
+  if (n == 3 && seg_is(seg[2], "locations")) {
+    out->route = FC_AZ_LOCATIONS;
+    return true;
+  }
+  if (n == 3 && seg_is(seg[2], "resourceGroups")) {
+    out->route = FC_AZ_RG_LIST;
+    return true;
+  }
+  if (n == 9 && seg_is(seg[2], "resourceGroups") && *seg[3] &&
+      seg_is(seg[4], "providers") && seg_is(seg[5], "Microsoft.Compute") &&
+      seg_is(seg[6], "virtualMachines") && *seg[7]) {
+    static const char *const acts[] = {"deallocate", "start", "powerOff",
+                                       "restart", NULL};
+    for (const char *const *w = acts; *w; w++)
+      if (seg_is(seg[8], *w)) {
+        memcpy(out->resource_group, seg[3], sizeof out->resource_group);
+        memcpy(out->name, seg[7], sizeof out->name);
+        snprintf(out->vm_action, sizeof out->vm_action, "%s", *w);
+        out->route = FC_AZ_VM_ACTION;
+        return true;
+      }
+  }
+  if (n == 7 && seg_is(seg[2], "providers") &&
+      seg_is(seg[3], "Microsoft.Compute") && seg_is(seg[4], "locations") &&
+      *seg[5] && seg_is(seg[6], "vmSizes")) {
+    memcpy(out->location, seg[5], sizeof out->location);
+    out->route = FC_AZ_VM_SIZES;
+    return true;
+  }
   if (n >= 4 && seg_is(seg[2], "resourceGroups") && *seg[3]) {
     memcpy(out->resource_group, seg[3], sizeof out->resource_group);
     if (n == 4)
@@ -532,9 +575,9 @@ out:
 
 /* ---- identity ------------------------------------------------------------ */
 
-bool fc_az_check_token_req(const struct fc_params *p, const char *tenant,
-                           const struct fc_az_client *clients, size_t n_clients,
-                           struct fc_az_error *e) {
+static bool check_token_req(const struct fc_params *p, const char *tenant,
+                            const struct fc_az_client *clients,
+                            size_t n_clients, bool v1, struct fc_az_error *e) {
   const char *gt = fc_params_get(p, "grant_type");
   const char *id = fc_params_get(p, "client_id");
   const char *secret = fc_params_get(p, "client_secret");
@@ -573,6 +616,14 @@ bool fc_az_check_token_req(const struct fc_params *p, const char *tenant,
                       "secret value, not the client secret ID, for a secret "
                       "added to app '%.64s'.",
                       id);
+  if (v1) {
+    const char *res = fc_params_get(p, "resource");
+    if (!res || !*res)
+      return fc_az_fail(e, 400, "invalid_request",
+                        "AADSTS900144: The request body must contain the "
+                        "following parameter: 'resource'.");
+    return true;
+  }
   if (!scope)
     return fc_az_fail(e, 400, "invalid_request",
                       "AADSTS900144: The request body must contain the "
@@ -586,6 +637,18 @@ bool fc_az_check_token_req(const struct fc_params *p, const char *tenant,
                       "identifier (application ID URI).",
                       scope);
   return true;
+}
+
+bool fc_az_check_token_req(const struct fc_params *p, const char *tenant,
+                           const struct fc_az_client *clients, size_t n_clients,
+                           struct fc_az_error *e) {
+  return check_token_req(p, tenant, clients, n_clients, false, e);
+}
+
+bool fc_az_check_token_req_v1(const struct fc_params *p, const char *tenant,
+                              const struct fc_az_client *clients,
+                              size_t n_clients, struct fc_az_error *e) {
+  return check_token_req(p, tenant, clients, n_clients, true, e);
 }
 
 /* ---- OData --------------------------------------------------------------- */

@@ -56,6 +56,15 @@ enum fc_az_route {
   FC_AZ_SKUS,        /* /subscriptions/{s}/providers/Microsoft.Compute/skus */
   FC_AZ_OPERATION,   /* /subscriptions/{s}/providers/Microsoft.Compute/
                         locations/{loc}/operations/{id} */
+  FC_AZ_TOKEN_V1,    /* POST /{tenant}/oauth2/token (v1: resource=) */
+  FC_AZ_SUB_LIST,    /* GET /subscriptions */
+  FC_AZ_SUB_GET,     /* GET /subscriptions/{s} */
+  FC_AZ_LOCATIONS,   /* GET /subscriptions/{s}/locations */
+  FC_AZ_RG_LIST,     /* GET /subscriptions/{s}/resourcegroups */
+  FC_AZ_VM_SIZES,    /* /subscriptions/{s}/providers/Microsoft.Compute/
+                        locations/{loc}/vmSizes */
+  FC_AZ_VM_ACTION,   /* POST .../virtualMachines/{name}/{action}:
+                        deallocate, start, powerOff, restart */
   FC_AZ_ARM_OTHER    /* under /subscriptions/, not modelled */
 };
 
@@ -65,8 +74,9 @@ struct fc_az_path {
   char subscription[FC_AZ_NAME_MAX];
   char resource_group[FC_AZ_NAME_MAX];
   char name[FC_AZ_NAME_MAX];     /* VM name */
-  char location[FC_AZ_NAME_MAX]; /* operations */
+  char location[FC_AZ_NAME_MAX]; /* operations, vmSizes */
   char op_id[FC_AZ_NAME_MAX];
+  char vm_action[16]; /* FC_AZ_VM_ACTION, as ARM spells it: "powerOff" */
 };
 
 /* Routes a raw path (percent-encoded, without the query).  Fixed segments
@@ -134,6 +144,11 @@ struct fc_az_client {
 bool fc_az_check_token_req(const struct fc_params *p, const char *tenant,
                            const struct fc_az_client *clients, size_t n_clients,
                            struct fc_az_error *e);
+/* The same for the v1 endpoint (/{tenant}/oauth2/token): a `resource`
+ * (the API's URI, no /.default) instead of `scope`. */
+bool fc_az_check_token_req_v1(const struct fc_params *p, const char *tenant,
+                              const struct fc_az_client *clients,
+                              size_t n_clients, struct fc_az_error *e);
 
 /* ---- OData $filter --------------------------------------------------------
  */

@@ -85,10 +85,13 @@ struct inst {
   int64_t action_ms; /* when the interruption happens */
   char notice_action[16];
   int64_t rebalance_ms; /* rebalance recommendation, -1 none */
-  struct {
+  struct tag {
     char *key, *value;
   } tags[EC2_MAX_TAGS];
   size_t n_tags;
+  struct tag sir_tags[EC2_MAX_TAGS]; /* the spot request's own tags */
+  size_t n_sir_tags;
+  char max_price_text[32]; /* the spot request's spotPrice, as EC2 shows it */
 };
 
 struct token {
@@ -152,6 +155,12 @@ static void rand_hex(struct ec2 *e, char *out, size_t n) {
 
 static void fmt_time(int64_t ms, char out[32]) {
   tw_time_fmt_rfc3339(ms, out, 32);
+}
+
+/* EC2 keeps instance and request times in whole seconds and prints them
+ * with a zero fraction: 2024-05-01T12:00:05.000Z. */
+static void fmt_time_s(int64_t ms, char out[32]) {
+  tw_time_fmt_rfc3339(ms - ((ms % 1000) + 1000) % 1000, out, 32);
 }
 
 /* EC2's HTTP status for each error code it returns. */
@@ -225,7 +234,38 @@ static void inst_free(struct inst *in) {
     free(in->tags[t].key);
     free(in->tags[t].value);
   }
+  for (size_t t = 0; t < in->n_sir_tags; t++) {
+    free(in->sir_tags[t].key);
+    free(in->sir_tags[t].value);
+  }
   free(in);
+}
+
+/* Sets key to value in a tag set (CreateTags overwrites a key's value). */
+static void tag_set(struct tag *tags, size_t *n, const char *key,
+                    const char *value) {
+  for (size_t i = 0; i < *n; i++)
+    if (!strcmp(tags[i].key, key)) {
+      free(tags[i].value);
+      tags[i].value = tw_strdup(value);
+      return;
+    }
+  tags[*n].key = tw_strdup(key);
+  tags[*n].value = tw_strdup(value);
+  (*n)++;
+}
+
+/* How many keys of add are not in tags yet: the limit counts the result. */
+static size_t tags_new(const struct tag *tags, size_t n,
+                       const struct ec2_tag *add, size_t n_add) {
+  size_t k = 0;
+  for (size_t a = 0; a < n_add; a++) {
+    bool have = false;
+    for (size_t i = 0; i < n && !have; i++)
+      have = !strcmp(tags[i].key, add[a].key);
+    k += !have;
+  }
+  return k;
 }
 
 static bool live(const struct inst *in) {
@@ -463,7 +503,7 @@ static void instance_xml(struct ec2 *e, struct tw_buf *b,
   fc_xml_elem_i64(b, "amiLaunchIndex", in->ami_launch_index);
   fc_xml_elem(b, "productCodes", NULL);
   fc_xml_elem(b, "instanceType", in->itype);
-  fmt_time(in->launch_ms, t);
+  fmt_time_s(in->launch_ms, t);
   fc_xml_elem(b, "launchTime", t);
   fc_xml_open(b, "placement");
   fc_xml_elem(b, "availabilityZone", in->zone);
@@ -800,6 +840,12 @@ static void act_run(struct call *c) {
       in->tags[t].value = tw_strdup(r.tags[t].value);
     }
     in->n_tags = r.n_tags;
+    if (r.spot) {
+      for (size_t t = 0; t < r.n_sir_tags; t++)
+        tag_set(in->sir_tags, &in->n_sir_tags, r.sir_tags[t].key,
+                r.sir_tags[t].value);
+      fc_price_fmt(in->max_price_uusd, in->max_price_text);
+    }
     if (r.spot) {
       /* Scheduled interruptions and rebalance recommendations that apply
        * to this offer: after a fixed delay or at a Poisson rate. */
@@ -1529,6 +1575,642 @@ out:
   free(zids);
 }
 
+/* ---- regions, addresses, tags, status, spot requests ------------------ */
+
+static void act_regions(struct call *c) {
+  static const char *const filters[] = {"endpoint", "region-name",
+                                        "opt-in-status", NULL};
+  struct ec2 *e = c->e;
+  const struct fc_catalog *cat = fc_catalog(e->s);
+  struct ec2_filters fs = {.n = 0};
+  const char **names = NULL;
+  size_t n_names = 0;
+  bool all;
+  if (ec2_check_known(c->p, ec2_regions_params, &c->err) ||
+      ec2_filters_parse(c->p, filters, &fs, &c->err) ||
+      ec2_list(c->p, "RegionName", 100, &names, &n_names, &c->err) ||
+      ec2_bool(c->p, "AllRegions", &all, &c->err)) {
+    ec2_error_err(e, c->resp, &c->err);
+    goto out;
+  }
+  for (size_t i = 0; i < n_names; i++)
+    if (!fc_catalog_region(cat, names[i])) {
+      char msg[160];
+      snprintf(msg, sizeof msg, "Invalid region: %.64s", names[i]);
+      ec2_error(e, c->resp, 0, "InvalidParameterValue", msg);
+      goto out;
+    }
+  if (dry_run(c))
+    goto out;
+  struct tw_buf *b = &c->resp->body;
+  begin(c->resp, "DescribeRegionsResponse");
+  fc_xml_open(b, "regionInfo");
+  for (size_t r = 0; r < cat->n_regions; r++) {
+    const char *name = cat->regions[r].name;
+    char endpoint[96];
+    snprintf(endpoint, sizeof endpoint, "ec2.%s.amazonaws.com", name);
+    bool want = !n_names;
+    for (size_t i = 0; i < n_names; i++)
+      want = want || !strcmp(names[i], name);
+    for (size_t fi = 0; fi < fs.n && want; fi++) {
+      const struct ec2_filter *f = &fs.v[fi];
+      want = ec2_filter_any(f, !strcmp(f->name, "endpoint") ? endpoint
+                               : !strcmp(f->name, "region-name")
+                                   ? name
+                                   : "opt-in-not-required");
+    }
+    if (!want)
+      continue;
+    fc_xml_open(b, "item");
+    fc_xml_elem(b, "regionName", name);
+    fc_xml_elem(b, "regionEndpoint", endpoint);
+    fc_xml_elem(b, "optInStatus", "opt-in-not-required");
+    fc_xml_close(b, "item");
+  }
+  fc_xml_close(b, "regionInfo");
+  end(c->resp, "DescribeRegionsResponse");
+out:
+  ec2_filters_release(&fs);
+  free(names);
+}
+
+/* No Elastic IPs are modelled: the set is empty, and naming an address or
+ * an allocation is the not-found error EC2 gives for one you do not own. */
+static void act_addresses(struct call *c) {
+  static const char *const filters[] = {"allocation-id",
+                                        "association-id",
+                                        "domain",
+                                        "instance-id",
+                                        "network-border-group",
+                                        "network-interface-id",
+                                        "network-interface-owner-id",
+                                        "private-ip-address",
+                                        "public-ip",
+                                        "tag:",
+                                        "tag-key",
+                                        NULL};
+  struct ec2 *e = c->e;
+  struct ec2_filters fs = {.n = 0};
+  const char **ips = NULL, **allocs = NULL;
+  size_t n_ips = 0, n_allocs = 0;
+  if (ec2_check_known(c->p, ec2_addresses_params, &c->err) ||
+      ec2_filters_parse(c->p, filters, &fs, &c->err) ||
+      ec2_list(c->p, "PublicIp", EC2_MAX_LIST, &ips, &n_ips, &c->err) ||
+      ec2_list(c->p, "AllocationId", EC2_MAX_LIST, &allocs, &n_allocs,
+               &c->err)) {
+    ec2_error_err(e, c->resp, &c->err);
+    goto out;
+  }
+  if (n_ips) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "Address '%.64s' not found.", ips[0]);
+    ec2_error(e, c->resp, 0, "InvalidAddress.NotFound", msg);
+    goto out;
+  }
+  if (n_allocs) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "The allocation ID '%.64s' does not exist",
+             allocs[0]);
+    ec2_error(e, c->resp, 0, "InvalidAllocationID.NotFound", msg);
+    goto out;
+  }
+  if (dry_run(c))
+    goto out;
+  begin(c->resp, "DescribeAddressesResponse");
+  fc_xml_elem(&c->resp->body, "addressesSet", NULL);
+  end(c->resp, "DescribeAddressesResponse");
+out:
+  ec2_filters_release(&fs);
+  free(ips);
+  free(allocs);
+}
+
+static struct inst *find_sir(struct ec2 *e, const char *sir,
+                             const char *region) {
+  for (size_t i = 0; i < e->n_inst; i++)
+    if (e->inst[i]->spot && !strcmp(e->inst[i]->sir_id, sir) &&
+        !strcmp(e->inst[i]->region, region))
+      return e->inst[i];
+  return NULL;
+}
+
+static bool sir_id_valid(const char *s) {
+  size_t n = strlen(s);
+  if (strncmp(s, "sir-", 4) || n < 12 || n > 21)
+    return false;
+  for (size_t i = 4; i < n; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'z')))
+      return false;
+  return true;
+}
+
+/* Instances and spot instance requests are the taggable resources of the
+ * fake; any other id is refused as EC2 refuses an id of no known form. */
+static void act_create_tags(struct call *c) {
+  struct ec2 *e = c->e;
+  const char **ids = NULL;
+  size_t n_ids = 0, n_tags = 0;
+  struct ec2_tag tags[EC2_MAX_TAGS];
+  struct tag **sets = NULL;
+  size_t **counts = NULL;
+  if (ec2_check_known(c->p, ec2_create_tags_params, &c->err) ||
+      ec2_list(c->p, "ResourceId", EC2_MAX_LIST, &ids, &n_ids, &c->err) ||
+      ec2_parse_tag_list(c->p, "Tag", tags, &n_tags, &c->err)) {
+    ec2_error_err(e, c->resp, &c->err);
+    goto out;
+  }
+  if (!n_ids) {
+    ec2_error(e, c->resp, 0, "MissingParameter",
+              "The request must contain the parameter resourceIdSet");
+    goto out;
+  }
+  if (!n_tags) {
+    ec2_error(e, c->resp, 0, "MissingParameter",
+              "The request must contain the parameter tagSet");
+    goto out;
+  }
+  sets = tw_calloc(n_ids, sizeof *sets);
+  counts = tw_calloc(n_ids, sizeof *counts);
+  for (size_t i = 0; i < n_ids; i++) {
+    char msg[192];
+    struct inst *in = NULL;
+    if (!strncmp(ids[i], "i-", 2)) {
+      if (!ec2_instance_id_valid(ids[i])) {
+        snprintf(msg, sizeof msg, "Invalid id: \"%.64s\"", ids[i]);
+        ec2_error(e, c->resp, 0, "InvalidInstanceID.Malformed", msg);
+        goto out;
+      }
+      in = find(e, ids[i]);
+      if (!in || strcmp(in->region, c->region)) {
+        snprintf(msg, sizeof msg, "The instance ID '%.64s' does not exist",
+                 ids[i]);
+        ec2_error(e, c->resp, 0, "InvalidInstanceID.NotFound", msg);
+        goto out;
+      }
+      sets[i] = in->tags;
+      counts[i] = &in->n_tags;
+    } else if (sir_id_valid(ids[i])) {
+      in = find_sir(e, ids[i], c->region);
+      if (!in) {
+        snprintf(msg, sizeof msg,
+                 "The spot instance request ID '%.64s' does not exist", ids[i]);
+        ec2_error(e, c->resp, 0, "InvalidSpotInstanceRequestID.NotFound", msg);
+        goto out;
+      }
+      sets[i] = in->sir_tags;
+      counts[i] = &in->n_sir_tags;
+    } else {
+      snprintf(msg, sizeof msg, "The ID '%.64s' is not valid", ids[i]);
+      ec2_error(e, c->resp, 0, "InvalidID", msg);
+      goto out;
+    }
+    if (*counts[i] + tags_new(sets[i], *counts[i], tags, n_tags) >
+        EC2_MAX_TAGS) {
+      snprintf(msg, sizeof msg,
+               "The maximum number of tags per resource is %d (%.64s)",
+               EC2_MAX_TAGS, ids[i]);
+      ec2_error(e, c->resp, 0, "TagLimitExceeded", msg);
+      goto out;
+    }
+  }
+  if (dry_run(c))
+    goto out;
+  for (size_t i = 0; i < n_ids; i++)
+    for (size_t t = 0; t < n_tags; t++)
+      tag_set(sets[i], counts[i], tags[t].key, tags[t].value);
+  begin(c->resp, "CreateTagsResponse");
+  fc_xml_elem_bool(&c->resp->body, "return", 1);
+  end(c->resp, "CreateTagsResponse");
+out:
+  free(ids);
+  free(sets);
+  free(counts);
+}
+
+struct tag_row {
+  const struct inst *in;
+  bool sir;
+  size_t t;
+};
+
+static void act_describe_tags(struct call *c) {
+  static const char *const filters[] = {"key",           "value", "resource-id",
+                                        "resource-type", "tag:",  NULL};
+  struct ec2 *e = c->e;
+  struct ec2_filters fs = {.n = 0};
+  long max = 1000;
+  bool has_max;
+  if (ec2_check_known(c->p, ec2_describe_tags_params, &c->err) ||
+      ec2_filters_parse(c->p, filters, &fs, &c->err) ||
+      ec2_int(c->p, "MaxResults", 5, 1000, &max, &has_max, &c->err)) {
+    ec2_error_err(e, c->resp, &c->err);
+    goto out;
+  }
+  if (dry_run(c))
+    goto out;
+  uint64_t qhash = ec2_params_hash(c->p, page_skip);
+  int64_t offset = 0, extra = 0;
+  const char *tok = fc_params_get(c->p, "NextToken");
+  if (tok && (!read_token(e, qhash, tok, &offset, &extra) || offset < 0)) {
+    ec2_error(e, c->resp, 0, "InvalidPaginationToken",
+              "The specified pagination token is not valid or is expired.");
+    goto out;
+  }
+  struct tw_buf *b = &c->resp->body;
+  begin(c->resp, "DescribeTagsResponse");
+  fc_xml_open(b, "tagSet");
+  int64_t idx = 0, shown = 0;
+  bool more = false;
+  /* Instances in creation order, each one's tags then its spot request's:
+   * a stable order, so offsets page correctly. */
+  for (size_t i = 0; i < e->n_inst && !more; i++) {
+    const struct inst *in = e->inst[i];
+    if (strcmp(in->region, c->region))
+      continue;
+    for (int sir = 0; sir < 2 && !more; sir++) {
+      const struct tag *tags = sir ? in->sir_tags : in->tags;
+      size_t n = sir ? in->n_sir_tags : in->n_tags;
+      const char *rid = sir ? in->sir_id : in->id;
+      const char *rtype = sir ? "spot-instances-request" : "instance";
+      for (size_t t = 0; t < n; t++) {
+        bool want = true;
+        for (size_t fi = 0; fi < fs.n && want; fi++) {
+          const struct ec2_filter *f = &fs.v[fi];
+          if (!strncmp(f->name, "tag:", 4))
+            want = !strcmp(f->name + 4, tags[t].key) &&
+                   ec2_filter_any(f, tags[t].value);
+          else
+            want = ec2_filter_any(f, !strcmp(f->name, "key")     ? tags[t].key
+                                     : !strcmp(f->name, "value") ? tags[t].value
+                                     : !strcmp(f->name, "resource-id") ? rid
+                                                                       : rtype);
+        }
+        if (!want || idx++ < offset)
+          continue;
+        if (shown == max) {
+          more = true;
+          break;
+        }
+        fc_xml_open(b, "item");
+        fc_xml_elem(b, "resourceId", rid);
+        fc_xml_elem(b, "resourceType", rtype);
+        fc_xml_elem(b, "key", tags[t].key);
+        fc_xml_elem(b, "value", tags[t].value);
+        fc_xml_close(b, "item");
+        shown++;
+      }
+    }
+  }
+  fc_xml_close(b, "tagSet");
+  if (more) {
+    char t[80];
+    make_token(e, qhash, offset + shown, 0, t);
+    fc_xml_elem(b, "nextToken", t);
+  }
+  end(c->resp, "DescribeTagsResponse");
+out:
+  ec2_filters_release(&fs);
+}
+
+/* Status checks as EC2 reports them: initializing while pending and for
+ * the first minutes of running (the fake: until pending_ms more), then ok;
+ * not-applicable for an instance that is not running. */
+static const char *check_status(const struct ec2 *e, const struct inst *in,
+                                int64_t now) {
+  if (in->state == ST_PENDING ||
+      (in->state == ST_RUNNING && now < in->launch_ms + 2 * e->pending_ms))
+    return "initializing";
+  return in->state == ST_RUNNING ? "ok" : "not-applicable";
+}
+
+static void status_xml(struct tw_buf *b, const char *root, const char *st) {
+  const char *detail = !strcmp(st, "ok")             ? "passed"
+                       : !strcmp(st, "initializing") ? "initializing"
+                                                     : NULL;
+  fc_xml_open(b, root);
+  fc_xml_elem(b, "status", st);
+  if (detail)
+    tw_buf_printf(b,
+                  "<details><item><name>reachability</name><status>%s"
+                  "</status></item></details>",
+                  detail);
+  else
+    fc_xml_elem(b, "details", NULL);
+  fc_xml_close(b, root);
+}
+
+static void act_instance_status(struct call *c) {
+  static const char *const filters[] = {"availability-zone",
+                                        "instance-state-name",
+                                        "instance-state-code",
+                                        "instance-status.status",
+                                        "instance-status.reachability",
+                                        "system-status.status",
+                                        "system-status.reachability",
+                                        "event.code",
+                                        NULL};
+  struct ec2 *e = c->e;
+  struct ec2_filters fs = {.n = 0};
+  struct inst **ids = NULL;
+  size_t n_ids = 0;
+  long max = 1000;
+  bool has_max = false, all = false;
+  if (ec2_check_known(c->p, ec2_instance_status_params, &c->err) ||
+      ec2_filters_parse(c->p, filters, &fs, &c->err) ||
+      ec2_bool(c->p, "IncludeAllInstances", &all, &c->err) ||
+      ec2_int(c->p, "MaxResults", 5, 1000, &max, &has_max, &c->err)) {
+    ec2_error_err(e, c->resp, &c->err);
+    goto out;
+  }
+  if (has_max && fc_params_indexes(c->p, "InstanceId", NULL, 0, NULL)) {
+    ec2_error(e, c->resp, 0, "InvalidParameterCombination",
+              "The parameter instancesSet cannot be used with the parameter "
+              "maxResults");
+    goto out;
+  }
+  if (fc_params_indexes(c->p, "InstanceId", NULL, 0, NULL) > 100) {
+    ec2_error(e, c->resp, 0, "InvalidParameterValue",
+              "The maximum number of instance IDs is 100");
+    goto out;
+  }
+  if (dry_run(c))
+    goto out;
+  if (!instance_ids(c, &ids, &n_ids))
+    goto out;
+  uint64_t qhash = ec2_params_hash(c->p, page_skip);
+  int64_t cursor = 0, extra = 0;
+  const char *tok = fc_params_get(c->p, "NextToken");
+  if (tok && !read_token(e, qhash, tok, &cursor, &extra)) {
+    ec2_error(e, c->resp, 0, "InvalidPaginationToken",
+              "The specified pagination token is not valid or is expired.");
+    goto out;
+  }
+  int64_t now = fc_now_ms(e->s);
+  struct tw_buf *b = &c->resp->body;
+  begin(c->resp, "DescribeInstanceStatusResponse");
+  fc_xml_open(b, "instanceStatusSet");
+  long shown = 0;
+  uint64_t last = 0;
+  bool more = false;
+  for (size_t i = 0; i < e->n_inst; i++) {
+    struct inst *in = e->inst[i];
+    if (strcmp(in->region, c->region) || in->seq <= (uint64_t)cursor)
+      continue;
+    if (n_ids) {
+      bool named = false;
+      for (size_t k = 0; k < n_ids && !named; k++)
+        named = ids[k] == in;
+      if (!named)
+        continue;
+    }
+    if (!all && in->state != ST_RUNNING)
+      continue; /* running instances only, unless IncludeAllInstances */
+    const char *st = check_status(e, in, now);
+    const char *reach = !strcmp(st, "ok")             ? "passed"
+                        : !strcmp(st, "initializing") ? "initializing"
+                                                      : "";
+    char code[8];
+    snprintf(code, sizeof code, "%d", in->state);
+    bool want = true;
+    for (size_t fi = 0; fi < fs.n && want; fi++) {
+      const struct ec2_filter *f = &fs.v[fi];
+      const char *n = f->name;
+      const char *v = !strcmp(n, "availability-zone") ? in->zone
+                      : !strcmp(n, "instance-state-name")
+                          ? state_name(in->state)
+                      : !strcmp(n, "instance-state-code") ? code
+                      : !strcmp(n, "event.code")          ? NULL
+                      : strstr(n, ".reachability")        ? reach
+                                                          : st;
+      want = v && ec2_filter_any(f, v);
+    }
+    if (!want)
+      continue;
+    if (shown == max) {
+      more = true;
+      break;
+    }
+    fc_xml_open(b, "item");
+    fc_xml_elem(b, "instanceId", in->id);
+    fc_xml_elem(b, "availabilityZone", in->zone);
+    tw_buf_printf(b,
+                  "<instanceState><code>%d</code><name>%s</name>"
+                  "</instanceState>",
+                  in->state, state_name(in->state));
+    status_xml(b, "systemStatus", st);
+    status_xml(b, "instanceStatus", st);
+    fc_xml_elem(b, "attachedEbsStatus", NULL);
+    fc_xml_close(b, "item");
+    shown++;
+    last = in->seq;
+  }
+  fc_xml_close(b, "instanceStatusSet");
+  if (more) {
+    char t[80];
+    make_token(e, qhash, (int64_t)last, 0, t);
+    fc_xml_elem(b, "nextToken", t);
+  }
+  end(c->resp, "DescribeInstanceStatusResponse");
+out:
+  ec2_filters_release(&fs);
+  free(ids);
+}
+
+/* The spot request RunInstances made for a spot launch, derived from its
+ * instance: active while it lives, closed (or disabled, for stop and
+ * hibernate) once it ends, with the status codes EC2 documents for each
+ * way it ended. */
+struct sir_status {
+  const char *state, *code, *message;
+};
+
+static struct sir_status sir_status(const struct inst *in, int64_t now) {
+  bool by_user = !strcmp(in->sr_code, "Client.UserInitiatedShutdown");
+  bool noticed = in->notice_ms >= 0 && now >= in->notice_ms;
+  bool stop = strcmp(in->notice_action, "terminate") != 0;
+  if (live(in) && noticed)
+    return (struct sir_status){
+        "active", stop ? "marked-for-stop" : "marked-for-termination",
+        stop ? "Spot Instance is marked for stop due to no available "
+               "capacity."
+             : "Spot Instance is marked for termination due to no available "
+               "capacity."};
+  if (live(in))
+    return (struct sir_status){"active", "fulfilled",
+                               "Your spot request is fulfilled."};
+  if (by_user)
+    return (struct sir_status){
+        "closed", "instance-terminated-by-user",
+        "Spot Instance terminated due to user-initiated termination."};
+  if (in->state == ST_STOPPING || in->state == ST_STOPPED)
+    return (struct sir_status){
+        "disabled", "instance-stopped-no-capacity",
+        "Spot Instance stopped due to no available capacity."};
+  return (struct sir_status){
+      "closed", "instance-terminated-no-capacity",
+      "Spot Instance terminated due to no available capacity."};
+}
+
+static void act_spot_requests(struct call *c) {
+  static const char *const filters[] = {"spot-instance-request-id",
+                                        "state",
+                                        "status-code",
+                                        "status-message",
+                                        "instance-id",
+                                        "type",
+                                        "launched-availability-zone",
+                                        "launch.instance-type",
+                                        "launch.image-id",
+                                        "product-description",
+                                        "spot-price",
+                                        "tag:",
+                                        "tag-key",
+                                        NULL};
+  struct ec2 *e = c->e;
+  struct ec2_filters fs = {.n = 0};
+  const char **ids = NULL;
+  size_t n_ids = 0;
+  long max = 1000;
+  bool has_max = false;
+  if (ec2_check_known(c->p, ec2_spot_requests_params, &c->err) ||
+      ec2_filters_parse(c->p, filters, &fs, &c->err) ||
+      ec2_list(c->p, "SpotInstanceRequestId", EC2_MAX_LIST, &ids, &n_ids,
+               &c->err) ||
+      ec2_int(c->p, "MaxResults", 5, 1000, &max, &has_max, &c->err)) {
+    ec2_error_err(e, c->resp, &c->err);
+    goto out;
+  }
+  for (size_t i = 0; i < n_ids; i++) {
+    char msg[192];
+    if (!sir_id_valid(ids[i])) {
+      snprintf(msg, sizeof msg, "Invalid id: \"%.64s\"", ids[i]);
+      ec2_error(e, c->resp, 0, "InvalidSpotInstanceRequestID.Malformed", msg);
+      goto out;
+    }
+    if (!find_sir(e, ids[i], c->region)) {
+      snprintf(msg, sizeof msg,
+               "The spot instance request ID '%.64s' does not exist", ids[i]);
+      ec2_error(e, c->resp, 0, "InvalidSpotInstanceRequestID.NotFound", msg);
+      goto out;
+    }
+  }
+  if (dry_run(c))
+    goto out;
+  uint64_t qhash = ec2_params_hash(c->p, page_skip);
+  int64_t cursor = 0, extra = 0;
+  const char *tok = fc_params_get(c->p, "NextToken");
+  if (tok && !read_token(e, qhash, tok, &cursor, &extra)) {
+    ec2_error(e, c->resp, 0, "InvalidPaginationToken",
+              "The specified pagination token is not valid or is expired.");
+    goto out;
+  }
+  int64_t now = fc_now_ms(e->s);
+  struct tw_buf *b = &c->resp->body;
+  begin(c->resp, "DescribeSpotInstanceRequestsResponse");
+  fc_xml_open(b, "spotInstanceRequestSet");
+  long shown = 0;
+  uint64_t last = 0;
+  bool more = false;
+  for (size_t i = 0; i < e->n_inst; i++) {
+    struct inst *in = e->inst[i];
+    if (!in->spot || strcmp(in->region, c->region) ||
+        in->seq <= (uint64_t)cursor)
+      continue;
+    bool want = !n_ids;
+    for (size_t k = 0; k < n_ids && !want; k++)
+      want = !strcmp(ids[k], in->sir_id);
+    struct sir_status ss = sir_status(in, now);
+    for (size_t fi = 0; fi < fs.n && want; fi++) {
+      const struct ec2_filter *f = &fs.v[fi];
+      const char *n = f->name;
+      if (!strncmp(n, "tag:", 4) || !strcmp(n, "tag-key")) {
+        bool any = false;
+        for (size_t t = 0; t < in->n_sir_tags && !any; t++)
+          any = n[3] == ':' ? !strcmp(n + 4, in->sir_tags[t].key) &&
+                                  ec2_filter_any(f, in->sir_tags[t].value)
+                            : ec2_filter_any(f, in->sir_tags[t].key);
+        want = any;
+        continue;
+      }
+      const char *v = !strcmp(n, "spot-instance-request-id")     ? in->sir_id
+                      : !strcmp(n, "state")                      ? ss.state
+                      : !strcmp(n, "status-code")                ? ss.code
+                      : !strcmp(n, "status-message")             ? ss.message
+                      : !strcmp(n, "instance-id")                ? in->id
+                      : !strcmp(n, "type")                       ? in->spot_type
+                      : !strcmp(n, "launched-availability-zone") ? in->zone
+                      : !strcmp(n, "launch.instance-type")       ? in->itype
+                      : !strcmp(n, "launch.image-id")            ? in->image_id
+                      : !strcmp(n, "spot-price") ? in->max_price_text
+                                                 : "Linux/UNIX";
+      want = ec2_filter_any(f, v);
+    }
+    if (!want)
+      continue;
+    if (shown == max) {
+      more = true;
+      break;
+    }
+    char t[32];
+    fc_xml_open(b, "item");
+    fc_xml_elem(b, "spotInstanceRequestId", in->sir_id);
+    fc_xml_elem(b, "spotPrice", in->max_price_text);
+    fc_xml_elem(b, "type", in->spot_type);
+    fc_xml_elem(b, "state", ss.state);
+    fc_xml_open(b, "status");
+    fc_xml_elem(b, "code", ss.code);
+    fmt_time_s(
+        live(in) ? (in->notice_ms >= 0 && now >= in->notice_ms ? in->notice_ms
+                                                               : in->launch_ms)
+                 : (in->terminated_ms >= 0 ? in->terminated_ms : in->next_ms),
+        t);
+    fc_xml_elem(b, "updateTime", t);
+    fc_xml_elem(b, "message", ss.message);
+    fc_xml_close(b, "status");
+    fc_xml_open(b, "launchSpecification");
+    fc_xml_elem(b, "imageId", in->image_id);
+    if (in->key_name[0])
+      fc_xml_elem(b, "keyName", in->key_name);
+    fc_xml_elem(b, "groupSet", NULL);
+    fc_xml_elem(b, "instanceType", in->itype);
+    fc_xml_open(b, "placement");
+    fc_xml_elem(b, "availabilityZone", in->zone);
+    fc_xml_close(b, "placement");
+    fc_xml_elem(b, "blockDeviceMapping", NULL);
+    tw_buf_adds(b, "<monitoring><enabled>false</enabled></monitoring>");
+    fc_xml_close(b, "launchSpecification");
+    fc_xml_elem(b, "instanceId", in->id);
+    fmt_time_s(in->launch_ms, t);
+    fc_xml_elem(b, "createTime", t);
+    fc_xml_elem(b, "productDescription", "Linux/UNIX");
+    if (in->n_sir_tags) {
+      fc_xml_open(b, "tagSet");
+      for (size_t k = 0; k < in->n_sir_tags; k++) {
+        fc_xml_open(b, "item");
+        fc_xml_elem(b, "key", in->sir_tags[k].key);
+        fc_xml_elem(b, "value", in->sir_tags[k].value);
+        fc_xml_close(b, "item");
+      }
+      fc_xml_close(b, "tagSet");
+    }
+    fc_xml_elem(b, "launchedAvailabilityZone", in->zone);
+    fc_xml_elem(b, "instanceInterruptionBehavior", in->interruption);
+    fc_xml_close(b, "item");
+    shown++;
+    last = in->seq;
+  }
+  fc_xml_close(b, "spotInstanceRequestSet");
+  if (more) {
+    char t[80];
+    make_token(e, qhash, (int64_t)last, 0, t);
+    fc_xml_elem(b, "nextToken", t);
+  }
+  end(c->resp, "DescribeSpotInstanceRequestsResponse");
+out:
+  ec2_filters_release(&fs);
+  free(ids);
+}
+
 static const struct {
   const char *name;
   void (*fn)(struct call *c);
@@ -1539,6 +2221,12 @@ static const struct {
     {"DescribeSpotPriceHistory", act_spot_history},
     {"DescribeInstanceTypes", act_instance_types},
     {"DescribeAvailabilityZones", act_zones},
+    {"DescribeRegions", act_regions},
+    {"DescribeAddresses", act_addresses},
+    {"CreateTags", act_create_tags},
+    {"DescribeTags", act_describe_tags},
+    {"DescribeInstanceStatus", act_instance_status},
+    {"DescribeSpotInstanceRequests", act_spot_requests},
 };
 
 /* ---- module entry points ---------------------------------------------- */
@@ -1546,6 +2234,28 @@ static const struct {
 static bool is_form(const struct fc_request *req) {
   const char *ct = fc_header(req, "Content-Type");
   return ct && !strncasecmp(ct, "application/x-www-form-urlencoded", 33);
+}
+
+/* A query signed with Signature Version 2 (AWSAccessKeyId, Signature,
+ * SignatureVersion=2 among the parameters): see docs/fakecloud.md. */
+static bool sigv2(const struct fc_request *req) {
+  struct fc_params q;
+  struct tw_err err;
+  bool v2 = false;
+  for (int part = 0; part < 2 && !v2; part++) {
+    const char *s = part ? req->body : req->raw_query;
+    size_t n = part ? req->body_len : (s ? strlen(s) : 0);
+    if (!s || !n || (part && !is_form(req)))
+      continue;
+    fc_params_init(&q);
+    tw_err_clear(&err);
+    if (!fc_params_parse(&q, s, n, &err)) {
+      const char *sv = fc_params_get(&q, "SignatureVersion");
+      v2 = fc_params_get(&q, "AWSAccessKeyId") || (sv && !strcmp(sv, "2"));
+    }
+    fc_params_release(&q);
+  }
+  return v2;
 }
 
 static void ec2_handle(void *ctx, const struct fc_request *req,
@@ -1568,6 +2278,13 @@ static void ec2_handle(void *ctx, const struct fc_request *req,
   if (strcmp(req->method, "GET") && strcmp(req->method, "POST")) {
     ec2_error(e, resp, 405, "InvalidHttpRequest",
               "The HTTP method is not supported; use GET or POST.");
+    goto out;
+  }
+  if (!fc_header(req, "Authorization") && sigv2(req)) {
+    ec2_error(e, resp, 0, "AuthFailure",
+              "AWS was not able to validate the provided access credentials: "
+              "Signature Version 2 is not supported by this endpoint; sign "
+              "the request with Signature Version 4.");
     goto out;
   }
   if (authenticate(e, req, region, &c.err)) {
@@ -1658,7 +2375,7 @@ static json_t *inst_json(const struct inst *in) {
   json_object_set_new(o, "state_code", json_integer(in->state));
   json_object_set_new(o, "lifecycle",
                       json_string(in->spot ? "spot" : "on-demand"));
-  fmt_time(in->launch_ms, t);
+  fmt_time_s(in->launch_ms, t);
   json_object_set_new(o, "launch_time", json_string(t));
   if (in->client_token[0])
     json_object_set_new(o, "client_token", json_string(in->client_token));

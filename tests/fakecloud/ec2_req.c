@@ -79,6 +79,28 @@ const char *const ec2_instance_types_params[] = {
 const char *const ec2_zones_params[] = {
     COMMON_PARAMS,          "Filter", "ZoneName", "ZoneId",
     "AllAvailabilityZones", "DryRun", NULL};
+const char *const ec2_regions_params[] = {COMMON_PARAMS, "Filter", "RegionName",
+                                          "AllRegions",  "DryRun", NULL};
+const char *const ec2_addresses_params[] = {
+    COMMON_PARAMS, "Filter", "PublicIp", "AllocationId", "DryRun", NULL};
+const char *const ec2_create_tags_params[] = {COMMON_PARAMS, "ResourceId",
+                                              "Tag", "DryRun", NULL};
+const char *const ec2_describe_tags_params[] = {
+    COMMON_PARAMS, "Filter", "MaxResults", "NextToken", "DryRun", NULL};
+const char *const ec2_instance_status_params[] = {COMMON_PARAMS,
+                                                  "InstanceId",
+                                                  "MaxResults",
+                                                  "NextToken",
+                                                  "DryRun",
+                                                  "Filter",
+                                                  "IncludeAllInstances",
+                                                  "IncludeManagedResources",
+                                                  NULL};
+const char *const ec2_spot_requests_params[] = {
+    COMMON_PARAMS, "SpotInstanceRequestId",
+    "Filter",      "MaxResults",
+    "NextToken",   "DryRun",
+    NULL};
 
 enum tw_rc ec2_fail(struct tw_err *err, const char *code, const char *fmt,
                     ...) {
@@ -327,6 +349,61 @@ bool ec2_instance_id_valid(const char *s) {
   return true;
 }
 
+/* One tag as EC2 checks it wherever tags are given (RunInstances'
+ * TagSpecification, CreateTags); a missing value is the empty string. */
+static enum tw_rc check_tag(const char *tk, const char **tv,
+                            struct tw_err *err) {
+  if (!tk || !*tk)
+    return ec2_fail(err, "InvalidParameterValue", "Tag key must have a value");
+  if (!*tv)
+    *tv = "";
+  if (utf8_chars(tk) > 128)
+    return ec2_fail(err, "InvalidParameterValue",
+                    "Tag key exceeds the maximum length of 128 characters");
+  if (utf8_chars(*tv) > 256)
+    return ec2_fail(err, "InvalidParameterValue",
+                    "Tag value exceeds the maximum length of 256 characters");
+  if (!strncmp(tk, "aws:", 4))
+    return ec2_fail(err, "InvalidParameterValue",
+                    "Tag keys starting with 'aws:' are reserved for internal "
+                    "use");
+  return TW_OK;
+}
+
+enum tw_rc ec2_parse_tag_list(const struct fc_params *p, const char *prefix,
+                              struct ec2_tag *out, size_t *n,
+                              struct tw_err *err) {
+  int idx[EC2_MAX_TAGS + 1];
+  const char *bad = NULL;
+  size_t nt = fc_params_indexes(p, prefix, idx, EC2_MAX_TAGS + 1, &bad);
+  *n = 0;
+  if (bad)
+    return ec2_fail(err, "InvalidParameterValue",
+                    "The parameter %.100s has an invalid list index", bad);
+  if (nt > EC2_MAX_TAGS)
+    return ec2_fail(err, "TagLimitExceeded",
+                    "The maximum number of tags per resource is %d",
+                    EC2_MAX_TAGS);
+  for (size_t t = 0; t < nt; t++) {
+    char k2[128];
+    snprintf(k2, sizeof k2, "%s.%d.Key", prefix, idx[t]);
+    const char *tk = fc_params_get(p, k2);
+    snprintf(k2, sizeof k2, "%s.%d.Value", prefix, idx[t]);
+    const char *tv = fc_params_get(p, k2);
+    enum tw_rc rc = check_tag(tk, &tv, err);
+    if (rc)
+      return rc;
+    for (size_t j = 0; j < *n; j++)
+      if (!strcmp(out[j].key, tk))
+        return ec2_fail(err, "InvalidParameterValue",
+                        "Duplicate tag key '%.128s' specified.", tk);
+    out[*n].key = tk;
+    out[*n].value = tv;
+    (*n)++;
+  }
+  return TW_OK;
+}
+
 static enum tw_rc parse_tags(const struct fc_params *p, struct ec2_run *out,
                              struct tw_err *err) {
   static const char *const types[] = {
@@ -378,32 +455,21 @@ static enum tw_rc parse_tags(const struct fc_params *p, struct ec2_run *out,
       const char *tk = fc_params_get(p, k2);
       snprintf(k2, sizeof k2, "%s.%d.Value", key, tidx[t]);
       const char *tv = fc_params_get(p, k2);
-      if (!tk || !*tk)
-        return ec2_fail(err, "InvalidParameterValue",
-                        "Tag key must have a value");
-      if (!tv)
-        tv = "";
-      if (utf8_chars(tk) > 128)
-        return ec2_fail(err, "InvalidParameterValue",
-                        "Tag key exceeds the maximum length of 128 "
-                        "characters");
-      if (utf8_chars(tv) > 256)
-        return ec2_fail(err, "InvalidParameterValue",
-                        "Tag value exceeds the maximum length of 256 "
-                        "characters");
-      if (!strncmp(tk, "aws:", 4))
-        return ec2_fail(err, "InvalidParameterValue",
-                        "Tag keys starting with 'aws:' are reserved for "
-                        "internal use");
-      if (!is_instance)
+      enum tw_rc rc = check_tag(tk, &tv, err);
+      if (rc)
+        return rc;
+      bool is_sir = !strcmp(rt, "spot-instances-request");
+      if (!is_instance && !is_sir)
         continue;
-      for (size_t j = 0; j < out->n_tags; j++)
-        if (!strcmp(out->tags[j].key, tk))
+      struct ec2_tag *into = is_instance ? out->tags : out->sir_tags;
+      size_t *n_into = is_instance ? &out->n_tags : &out->n_sir_tags;
+      for (size_t j = 0; j < *n_into; j++)
+        if (!strcmp(into[j].key, tk))
           return ec2_fail(err, "InvalidParameterValue",
                           "Duplicate tag key '%.128s' specified.", tk);
-      out->tags[out->n_tags].key = tk;
-      out->tags[out->n_tags].value = tv;
-      out->n_tags++;
+      into[*n_into].key = tk;
+      into[*n_into].value = tv;
+      (*n_into)++;
     }
   }
   return TW_OK;

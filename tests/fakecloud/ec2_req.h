@@ -88,14 +88,23 @@ struct ec2_run {
   int64_t max_price_uusd;            /* -1 when none */
   const char *spot_type;             /* one-time (default) or persistent */
   const char *interruption;          /* terminate (default), stop, hibernate */
-  struct ec2_tag tags[EC2_MAX_TAGS]; /* ResourceType=instance only */
+  struct ec2_tag tags[EC2_MAX_TAGS]; /* ResourceType=instance */
   size_t n_tags;
+  struct ec2_tag sir_tags[EC2_MAX_TAGS]; /* spot-instances-request */
+  size_t n_sir_tags;
 };
 
 /* Extracts and checks a RunInstances request (everything that needs no
  * catalog or state). */
 enum tw_rc ec2_parse_run(const struct fc_params *p, struct ec2_run *out,
                          struct tw_err *err);
+
+/* prefix.N.Key / prefix.N.Value (CreateTags' Tag.N): at most
+ * EC2_MAX_TAGS, each checked as RunInstances checks tags, duplicates
+ * refused. */
+enum tw_rc ec2_parse_tag_list(const struct fc_params *p, const char *prefix,
+                              struct ec2_tag *out, size_t *n,
+                              struct tw_err *err);
 
 /* i-xxxxxxxx or i-xxxxxxxxxxxxxxxxx, lower-case hex. */
 bool ec2_instance_id_valid(const char *s);
@@ -112,5 +121,11 @@ extern const char *const ec2_terminate_params[];
 extern const char *const ec2_spot_history_params[];
 extern const char *const ec2_instance_types_params[];
 extern const char *const ec2_zones_params[];
+extern const char *const ec2_regions_params[];
+extern const char *const ec2_addresses_params[];
+extern const char *const ec2_create_tags_params[];
+extern const char *const ec2_describe_tags_params[];
+extern const char *const ec2_instance_status_params[];
+extern const char *const ec2_spot_requests_params[];
 
 #endif

@@ -87,8 +87,13 @@ struct fc_faults *fc_faults(struct fc_server *s);
 const struct fc_opts *fc_opts(const struct fc_server *s);
 /* Secret of access_key, or NULL (borrowed). */
 const char *fc_secret_for(const struct fc_server *s, const char *access_key);
-/* A fresh request id in UUID form from the seeded generator. */
+/* A fresh request id in UUID form, unique per process run: drawn from a
+ * generator seeded by the real time and the pid, independent of --seed and
+ * of /_fake/reset (real services never repeat a request id). */
 void fc_request_id(struct fc_server *s, char out[40]);
+/* A UUID from the seeded generator, for resource ids that must replay by
+ * seed (Azure vmId, operation and event ids). */
+void fc_uuid_seeded(struct fc_server *s, char out[40]);
 
 /* Adds a response header (name static, value copied); beyond
  * FC_RESPONSE_EXTRA_MAX headers, or for a value holding CR or LF, it is

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
@@ -46,6 +47,10 @@ struct fc_server {
   pthread_mutex_t mu;
   struct fc_clock clock;
   struct fc_rng rng;
+  /* Request ids only: seeded from the real time and the pid, never from
+   * --seed nor by reset, so ids never repeat across runs while resource
+   * ids (from rng) still replay by seed. */
+  struct fc_rng req_rng;
   struct fc_catalog *catalog;
   struct fc_faults faults;
   void *ctx[N_MODULES];
@@ -97,12 +102,20 @@ const char *fc_secret_for(const struct fc_server *s, const char *ak) {
   return NULL;
 }
 
-void fc_request_id(struct fc_server *s, char out[40]) {
-  uint64_t a = fc_rng_next(&s->rng), b = fc_rng_next(&s->rng);
+static void uuid_from(struct fc_rng *r, char out[40]) {
+  uint64_t a = fc_rng_next(r), b = fc_rng_next(r);
   snprintf(out, 40, "%08x-%04x-4%03x-%04x-%012llx", (unsigned)(a >> 32),
            (unsigned)(a >> 16) & 0xffff, (unsigned)a & 0xfff,
            (unsigned)((b >> 48) & 0x3fff) | 0x8000,
            (unsigned long long)(b & 0xffffffffffffull));
+}
+
+void fc_request_id(struct fc_server *s, char out[40]) {
+  uuid_from(&s->req_rng, out);
+}
+
+void fc_uuid_seeded(struct fc_server *s, char out[40]) {
+  uuid_from(&s->rng, out);
 }
 
 void fc_response_header(struct fc_response *resp, const char *name,
@@ -508,6 +521,10 @@ enum tw_rc fc_server_start(const struct fc_opts *o, struct fc_server **out,
     s->opts.pending_ms = 5000;
   pthread_mutex_init(&s->mu, NULL);
   s->rng.s = o->seed;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  s->req_rng.s = ((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec) ^
+                 ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)s;
   fc_faults_init(&s->faults);
   int64_t start =
       o->start_ms >= 0 ? o->start_ms : tw_clock_now_ms(tw_clock_real());

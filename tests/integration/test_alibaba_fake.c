@@ -24,6 +24,7 @@
 #include "broker/base/node.h"
 #include "billing/catalog/catalog.h"
 #include "billing/catalog/normalize.h"
+#include "providers/alibaba/ali_sign.h"
 #include "providers/provider.h"
 #include "providers/registry.h"
 #include "tests/integration/twtest_fakecloud.h"
@@ -672,6 +673,191 @@ static void timeout_then_retry_buys_once_acs3(void **state) {
 }
 
 /* The fake as a subprocess and one adapter over it, for the group. */
+/* ---- the fake's ECS API, signed by hand ----------------------------------
+ * Actions the adapter does not use yet but other ECS clients do (and a
+ * broker resolving launches may): regions, zones, images, security groups
+ * and the one-instance lifecycle CreateInstance, StartInstance,
+ * StopInstance, DeleteInstance. */
+
+static size_t ecs_body(char *p, size_t sz, size_t n, void *ud) {
+  tw_buf_add(ud, p, sz * n);
+  return sz * n;
+}
+
+/* A legacy-signed GET of Action with the name/value pairs kv (NULL-ended);
+ * the answer's JSON (json_decref it) and *status. */
+static json_t *ecs(const char *action, const char *const *kv, long *status) {
+  static int nonce;
+  json_t *clk = twtest_fake_ctl("GET", "/_fake/clock", NULL);
+  int64_t now = json_integer_value(json_object_get(clk, "now_ms"));
+  json_decref(clk);
+  char ts[32], nn[32];
+  tw_time_fmt_rfc3339(now, ts, sizeof ts);
+  snprintf(ts + 19, sizeof ts - 19, "Z"); /* whole seconds */
+  snprintf(nn, sizeof nn, "tw-nonce-%d-%d", (int)getpid(), ++nonce);
+  struct tw_ali_pair p[32] = {{"Action", action},
+                              {"Version", "2014-05-26"},
+                              {"Format", "JSON"},
+                              {"AccessKeyId", "testid"},
+                              {"SignatureMethod", "HMAC-SHA1"},
+                              {"SignatureVersion", "1.0"},
+                              {"SignatureNonce", nn},
+                              {"Timestamp", ts}};
+  size_t n = 8;
+  for (size_t i = 0; kv && kv[i] && n < 31; i += 2)
+    p[n++] = (struct tw_ali_pair){kv[i], kv[i + 1]};
+  char sig[32];
+  struct tw_err err = {0};
+  TW_CHECK_RC(tw_ali_rpc_sign("GET", p, n, "testsecret", sig, NULL, &err),
+              TW_OK, err);
+  struct tw_buf url, body;
+  tw_buf_init(&url);
+  tw_buf_init(&body);
+  tw_buf_printf(&url, "%s/?", twtest_fake_url);
+  tw_ali_canonical_query(&url, p, n, NULL);
+  tw_buf_adds(&url, "&Signature=");
+  tw_ali_encode(&url, sig, strlen(sig));
+  CURL *c = curl_easy_init();
+  curl_easy_setopt(c, CURLOPT_URL, url.data);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, ecs_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+  curl_easy_perform(c);
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+  curl_easy_cleanup(c);
+  json_t *j = json_loadb(body.data ? body.data : "", body.len, 0, NULL);
+  tw_buf_release(&url);
+  tw_buf_release(&body);
+  return j;
+}
+
+static const char *status_of(const char *id) {
+  static char out[32];
+  json_t *in = fake_instance(id);
+  snprintf(out, sizeof out, "%s", js(in, "Status"));
+  json_decref(in);
+  return out;
+}
+
+static void ecs_catalog_and_lifecycle(void **state) {
+  long st;
+  json_t *j = ecs("DescribeRegions", (const char *[]){NULL}, &st);
+  json_t *rs = json_object_get(json_object_get(j, "Regions"), "Region");
+  TW_CHECK(st == 200 && json_array_size(rs) == 3);
+  TW_CHECK(!strcmp(js(json_array_get(rs, 0), "RegionEndpoint"),
+                   "ecs.cn-hangzhou.aliyuncs.com"));
+  json_decref(j);
+  j = ecs("DescribeRegions", (const char *[]){"AcceptLanguage", "en-US", NULL},
+          &st);
+  rs = json_object_get(json_object_get(j, "Regions"), "Region");
+  TW_CHECK(!strcmp(js(json_array_get(rs, 0), "LocalName"), "China (Hangzhou)"));
+  json_decref(j);
+
+  j = ecs("DescribeZones", (const char *[]){"RegionId", "cn-hangzhou", NULL},
+          &st);
+  json_t *zs = json_object_get(json_object_get(j, "Zones"), "Zone");
+  TW_CHECK(st == 200 && json_array_size(zs) == 4);
+  json_t *zi = json_array_get(zs, 1);
+  TW_CHECK(!strcmp(js(zi, "ZoneId"), "cn-hangzhou-i"));
+  json_t *types = json_object_get(json_object_get(zi, "AvailableInstanceTypes"),
+                                  "InstanceTypes");
+  bool a100 = false;
+  size_t i;
+  json_t *v;
+  json_array_foreach(types, i, v) a100 |=
+      !strcmp(json_string_value(v), "ecs.gn7-c12g1.3xlarge");
+  TW_CHECK(a100); /* sold in Hangzhou i */
+  json_decref(j);
+  j = ecs("DescribeZones", (const char *[]){NULL}, &st);
+  TW_CHECK(st == 400 && !strcmp(js(j, "Code"), "MissingParameter"));
+  json_decref(j);
+
+  j = ecs("DescribeImages",
+          (const char *[]){"RegionId", "cn-hangzhou", "Architecture", "arm64",
+                           NULL},
+          &st);
+  TW_CHECK(st == 200 &&
+           json_integer_value(json_object_get(j, "TotalCount")) == 1);
+  json_t *im =
+      json_array_get(json_object_get(json_object_get(j, "Images"), "Image"), 0);
+  TW_CHECK(!strcmp(js(im, "ImageOwnerAlias"), "system") &&
+           !strcmp(js(im, "Status"), "Available"));
+  json_decref(j);
+
+  j = ecs("DescribeSecurityGroups",
+          (const char *[]){"RegionId", "cn-shanghai", NULL}, &st);
+  json_t *sg = json_array_get(
+      json_object_get(json_object_get(j, "SecurityGroups"), "SecurityGroup"),
+      0);
+  TW_CHECK(st == 200 && !strncmp(js(sg, "SecurityGroupId"), "sg-uf", 5));
+  json_decref(j);
+
+  /* CreateInstance: one instance, Stopped until StartInstance. */
+  j = ecs("CreateInstance",
+          (const char *[]){"RegionId", "cn-hangzhou", "ZoneId", "cn-hangzhou-j",
+                           "InstanceType", "ecs.g7.large", "ImageId",
+                           "ubuntu_24_04_x64_20G_alibase_20250722.vhd",
+                           "ClientToken", "tok-create-1", NULL},
+          &st);
+  char id[64];
+  snprintf(id, sizeof id, "%s", js(j, "InstanceId"));
+  TW_CHECK(st == 200 && !strncmp(id, "i-bp", 4) && js(j, "OrderId")[0]);
+  json_decref(j);
+  TW_CHECK(!strcmp(status_of(id), "Stopped"));
+  j = ecs("StopInstance", (const char *[]){"InstanceId", id, NULL}, &st);
+  TW_CHECK(st == 403 && !strcmp(js(j, "Code"), "IncorrectInstanceStatus"));
+  json_decref(j);
+  j = ecs("StartInstance", (const char *[]){"InstanceId", id, NULL}, &st);
+  TW_CHECK(st == 200 && js(j, "RequestId")[0]);
+  json_decref(j);
+  TW_CHECK(!strcmp(status_of(id), "Starting"));
+  twtest_fake_advance(5000);
+  TW_CHECK(!strcmp(status_of(id), "Running"));
+  /* DeleteInstance of a running instance without Force: refused. */
+  j = ecs("DeleteInstance", (const char *[]){"InstanceId", id, NULL}, &st);
+  TW_CHECK(st == 403 && !strcmp(js(j, "Code"), "IncorrectInstanceStatus"));
+  json_decref(j);
+  j = ecs(
+      "StopInstance",
+      (const char *[]){"InstanceId", id, "StoppedMode", "StopCharging", NULL},
+      &st);
+  TW_CHECK(st == 200);
+  json_decref(j);
+  TW_CHECK(!strcmp(status_of(id), "Stopping"));
+  twtest_fake_advance(5000);
+  TW_CHECK(!strcmp(status_of(id), "Stopped"));
+  j = ecs("DeleteInstance", (const char *[]){"InstanceId", id, NULL}, &st);
+  TW_CHECK(st == 200);
+  json_decref(j);
+  j = ecs("DeleteInstance", (const char *[]){"InstanceId", id, NULL}, &st);
+  TW_CHECK(st == 404 && !strcmp(js(j, "Code"), "InvalidInstanceId.NotFound"));
+  json_decref(j);
+  /* Force releases a running one. */
+  j = ecs("CreateInstance",
+          (const char *[]){"RegionId", "cn-hangzhou", "InstanceType",
+                           "ecs.g7.large", "ImageId",
+                           "ubuntu_24_04_x64_20G_alibase_20250722.vhd", NULL},
+          &st);
+  snprintf(id, sizeof id, "%s", js(j, "InstanceId"));
+  json_decref(j);
+  j = ecs("StartInstance", (const char *[]){"InstanceId", id, NULL}, &st);
+  json_decref(j);
+  twtest_fake_advance(5000);
+  j = ecs("DeleteInstance",
+          (const char *[]){"InstanceId", id, "Force", "true", NULL}, &st);
+  TW_CHECK(st == 200);
+  json_decref(j);
+  twtest_fake_advance(5000);
+  char ids[96];
+  snprintf(ids, sizeof ids, "[\"%s\"]", id);
+  j = ecs("DescribeInstances",
+          (const char *[]){"RegionId", "cn-hangzhou", "InstanceIds", ids, NULL},
+          &st);
+  TW_CHECK(st == 200 &&
+           json_integer_value(json_object_get(j, "TotalCount")) == 0);
+  json_decref(j);
+}
+
 static int setup(void **state) {
   tw_log_set_level(TW_LOG_ERROR);
   curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -707,6 +893,7 @@ int main(void) {
       cmocka_unit_test(paging),
       cmocka_unit_test(terminate),
       cmocka_unit_test(spot_reclaim),
+      cmocka_unit_test(ecs_catalog_and_lifecycle),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -513,6 +513,261 @@ static void retried_launch(void **state) {
 
 /* The binary's TLS flags: they go together, and a file that is not PEM
  * stops the start (exit 2 for the flags, 1 for the file). */
+/* ---- ARM fidelity, over raw HTTPS ----------------------------------------
+ * What clients other than the adapter see: the v1 token endpoint, the
+ * correlation id echoed, subscriptions, locations, groups, sizes, power
+ * actions, DELETE's monitors and the api-version refusal's text. */
+
+struct raw {
+  long status;
+  struct tw_buf body, headers;
+};
+
+static size_t raw_body(char *p, size_t sz, size_t n, void *ud) {
+  tw_buf_add(ud, p, sz * n);
+  return sz * n;
+}
+
+static void raw_free(struct raw *r) {
+  tw_buf_release(&r->body);
+  tw_buf_release(&r->headers);
+}
+
+/* One request; token NULL sends no Authorization.  The header text is
+ * lower-cased so callers can strstr for names. */
+static void arm_raw(const char *method, const char *path, const char *token,
+                    const char *body, const char *extra_header, struct raw *r) {
+  char url[1024], auth[256];
+  snprintf(url, sizeof url, "%s%s", twtest_fake_url, path);
+  memset(r, 0, sizeof *r);
+  tw_buf_init(&r->body);
+  tw_buf_init(&r->headers);
+  CURL *c = curl_easy_init();
+  struct curl_slist *h = NULL;
+  if (token) {
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+    h = curl_slist_append(h, auth);
+  }
+  if (body)
+    h = curl_slist_append(h, strncmp(body, "grant_type", 10)
+                                 ? "Content-Type: application/json"
+                                 : "Content-Type: "
+                                   "application/x-www-form-urlencoded");
+  if (extra_header)
+    h = curl_slist_append(h, extra_header);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+  if (!strcmp(method, "HEAD"))
+    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  if (body)
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+  else if (!strcmp(method, "POST"))
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(c, CURLOPT_CAINFO, cert);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, raw_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r->body);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, raw_body);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &r->headers);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+  CURLcode cc = curl_easy_perform(c);
+  if (cc != CURLE_OK)
+    fprintf(stderr, "curl %s %s: %s\n", method, path, curl_easy_strerror(cc));
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+  curl_easy_cleanup(c);
+  curl_slist_free_all(h);
+  for (size_t i = 0; i < r->headers.len; i++)
+    if (r->headers.data[i] >= 'A' && r->headers.data[i] <= 'Z')
+      r->headers.data[i] = (char)(r->headers.data[i] - 'A' + 'a');
+}
+
+/* A power state of the VM's instance view, or "" (static buffer). */
+static const char *power_state(const char *token, const char *vm) {
+  static char out[64];
+  char path[512];
+  struct raw r;
+  snprintf(path, sizeof path,
+           "/subscriptions/" FC_AZ_SUBSCRIPTION
+           "/resourceGroups/" FC_AZ_RESOURCE_GROUP
+           "/providers/Microsoft.Compute/"
+           "virtualMachines/%s/instanceView?api-version=2024-07-01",
+           vm);
+  arm_raw("GET", path, token, NULL, NULL, &r);
+  const char *p = r.body.data ? strstr(r.body.data, "PowerState/") : NULL;
+  snprintf(out, sizeof out, "%.*s", p ? (int)strcspn(p + 11, "\"") : 0,
+           p ? p + 11 : "");
+  raw_free(&r);
+  return out;
+}
+
+#define SUBP "/subscriptions/" FC_AZ_SUBSCRIPTION
+
+static void arm_fidelity(void **state) {
+  struct raw r;
+  arm_raw("POST", "/" FC_AZ_TENANT "/oauth2/token", NULL,
+          "grant_type=client_credentials&client_id=" FC_AZ_CLIENT_ID
+          "&client_secret=" FC_AZ_CLIENT_SECRET
+          "&resource=https%3A%2F%2Fmanagement.azure.com%2F",
+          NULL, &r);
+  json_t *j = json_loadb(r.body.data ? r.body.data : "", r.body.len, 0, NULL);
+  TW_CHECK(r.status == 200);
+  TW_CHECK(json_is_string(json_object_get(j, "expires_in"))); /* v1: strings */
+  TW_CHECK(json_is_string(json_object_get(j, "expires_on")));
+  TW_CHECK(!strcmp(json_string_value(json_object_get(j, "resource")),
+                   "https://management.azure.com/"));
+  char token[128];
+  snprintf(token, sizeof token, "%s",
+           json_string_value(json_object_get(j, "access_token"))
+               ? json_string_value(json_object_get(j, "access_token"))
+               : "");
+  json_decref(j);
+  raw_free(&r);
+  arm_raw("POST", "/" FC_AZ_TENANT "/oauth2/token", NULL,
+          "grant_type=client_credentials&client_id=" FC_AZ_CLIENT_ID
+          "&client_secret=" FC_AZ_CLIENT_SECRET,
+          NULL, &r);
+  TW_CHECK(r.status == 400 && strstr(r.body.data, "'resource'"));
+  raw_free(&r);
+
+  /* The caller's correlation id comes back; the request id is ARM's. */
+  arm_raw("GET", "/subscriptions?api-version=2022-12-01", token, NULL,
+          "x-ms-correlation-request-id: 9d1c6a1e-corr-tw", &r);
+  TW_CHECK(r.status == 200);
+  TW_CHECK(
+      strstr(r.headers.data, "x-ms-correlation-request-id: 9d1c6a1e-corr-tw"));
+  TW_CHECK(strstr(r.headers.data, "x-ms-request-id: "));
+  TW_CHECK(
+      strstr(r.body.data, "\"subscriptionId\":\"" FC_AZ_SUBSCRIPTION "\""));
+  raw_free(&r);
+  arm_raw("GET", SUBP "?api-version=2022-12-01", token, NULL, NULL, &r);
+  TW_CHECK(r.status == 200 && strstr(r.body.data, "\"state\":\"Enabled\""));
+  raw_free(&r);
+  arm_raw("GET", SUBP "/locations?api-version=2022-12-01", token, NULL, NULL,
+          &r);
+  TW_CHECK(r.status == 200 && strstr(r.body.data, "\"name\":\"westeurope\"") &&
+           strstr(r.body.data, "\"displayName\":\"East US\""));
+  raw_free(&r);
+
+  arm_raw("HEAD",
+          SUBP "/resourcegroups/" FC_AZ_RESOURCE_GROUP
+               "?api-version=2021-04-01",
+          token, NULL, NULL, &r);
+  TW_CHECK(r.status == 204);
+  raw_free(&r);
+  arm_raw("HEAD", SUBP "/resourcegroups/nope?api-version=2021-04-01", token,
+          NULL, NULL, &r);
+  TW_CHECK(r.status == 404);
+  raw_free(&r);
+  arm_raw("GET", SUBP "/resourcegroups?api-version=2021-04-01", token, NULL,
+          NULL, &r);
+  TW_CHECK(r.status == 200 &&
+           strstr(r.body.data, "\"name\":\"" FC_AZ_RESOURCE_GROUP "\""));
+  raw_free(&r);
+
+  arm_raw("GET",
+          SUBP "/providers/Microsoft.Compute/locations/eastus/vmSizes"
+               "?api-version=2024-07-01",
+          token, NULL, NULL, &r);
+  j = json_loadb(r.body.data ? r.body.data : "", r.body.len, 0, NULL);
+  TW_CHECK(r.status == 200 && json_array_size(json_object_get(j, "value")) > 0);
+  bool d2 = false;
+  size_t i;
+  json_t *v;
+  json_array_foreach(json_object_get(j, "value"), i, v) {
+    if (!strcmp(json_string_value(json_object_get(v, "name")),
+                "Standard_D2s_v5"))
+      d2 = json_integer_value(json_object_get(v, "numberOfCores")) == 2 &&
+           json_integer_value(json_object_get(v, "memoryInMB")) == 8192;
+  }
+  TW_CHECK(d2);
+  json_decref(j);
+  raw_free(&r);
+
+  /* An api-version Compute does not have: its real wording, every version
+   * newest first. */
+  arm_raw("GET",
+          SUBP "/providers/Microsoft.Compute/virtualMachines"
+               "?api-version=2015-06-15",
+          token, NULL, NULL, &r);
+  TW_CHECK(r.status == 400 &&
+           strstr(r.body.data, "NoRegisteredProviderFound") &&
+           strstr(r.body.data, "for location 'eastus' and API version "
+                               "'2015-06-15' for type 'virtualMachines'. The "
+                               "supported api-versions are '2026-03-01, "
+                               "2025-11-01, ") &&
+           strstr(r.body.data, "2022-08-01'. The supported locations are '"));
+  raw_free(&r);
+
+  /* A VM through its power actions, then DELETE's two monitors. */
+  const char *vm_body =
+      "{\"location\":\"eastus\",\"properties\":{\"hardwareProfile\":"
+      "{\"vmSize\":"
+      "\"Standard_D2s_v5\"},\"storageProfile\":{\"imageReference\":"
+      "{\"publisher\":\"Canonical\",\"offer\":\"ubuntu-24_04-lts\",\"sku\":"
+      "\"server\",\"version\":\"latest\"}},\"osProfile\":{\"computerName\":"
+      "\"raw1\",\"adminUsername\":\"tradewind\",\"linuxConfiguration\":"
+      "{\"disablePasswordAuthentication\":true,\"ssh\":{\"publicKeys\":[{"
+      "\"path\":\"/home/tradewind/.ssh/authorized_keys\",\"keyData\":"
+      "\"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake\"}]}}},"
+      "\"networkProfile\":{\"networkInterfaces\":[{\"id\":\"" SUBP
+      "/resourceGroups/tradewind/providers/Microsoft.Network/"
+      "networkInterfaces/nic1\"}]}}}";
+  const char *vm_path = SUBP "/resourceGroups/" FC_AZ_RESOURCE_GROUP
+                             "/providers/Microsoft.Compute/virtualMachines/"
+                             "raw1";
+  char path[512];
+  snprintf(path, sizeof path, "%s?api-version=2024-07-01", vm_path);
+  fault(NULL);
+  arm_raw("PUT", path, token, vm_body, NULL, &r);
+  TW_CHECK(r.status == 201);
+  if (r.status != 201)
+    fprintf(stderr, "PUT: %ld %s\n", r.status, r.body.data);
+  raw_free(&r);
+  advance(5000);
+  TW_CHECK(!strcmp(power_state(token, "raw1"), "running"));
+  static const struct {
+    const char *action, *during, *after;
+  } steps[] = {{"powerOff", "stopping", "stopped"},
+               {"start", "starting", "running"},
+               {"deallocate", "deallocating", "deallocated"},
+               {"start", "starting", "running"}};
+  for (size_t k = 0; k < sizeof steps / sizeof *steps; k++) {
+    snprintf(path, sizeof path, "%s/%s?api-version=2024-07-01", vm_path,
+             steps[k].action);
+    arm_raw("POST", path, token, NULL, NULL, &r);
+    TW_CHECK(r.status == 202 && strstr(r.headers.data, "\nlocation: ") &&
+             strstr(r.headers.data, "\nazure-asyncoperation: "));
+    raw_free(&r);
+    TW_CHECK(!strcmp(power_state(token, "raw1"), steps[k].during));
+    advance(5000);
+    TW_CHECK(!strcmp(power_state(token, "raw1"), steps[k].after));
+  }
+  snprintf(path, sizeof path, "%s?api-version=2024-07-01", vm_path);
+  arm_raw("DELETE", path, token, NULL, NULL, &r);
+  TW_CHECK(r.status == 202);
+  const char *loc = strstr(r.headers.data, "\nlocation: ");
+  TW_CHECK(loc && strstr(loc, "monitor=true"));
+  TW_CHECK(strstr(r.headers.data, "\nazure-asyncoperation: "));
+  char mon[512] = "";
+  if (loc) {
+    const char *u = strstr(loc, "/subscriptions/");
+    if (u)
+      snprintf(mon, sizeof mon, "%.*s", (int)strcspn(u, "\r\n"), u);
+  }
+  raw_free(&r);
+  arm_raw("GET", mon, token, NULL, NULL, &r);
+  TW_CHECK(r.status == 202); /* the Location monitor: still deleting */
+  raw_free(&r);
+  advance(5000);
+  arm_raw("GET", mon, token, NULL, NULL, &r);
+  TW_CHECK(r.status == 200);
+  raw_free(&r);
+  snprintf(path, sizeof path, "%s/start?api-version=2024-07-01", vm_path);
+  arm_raw("POST", path, token, NULL, NULL, &r);
+  TW_CHECK(r.status == 404 && strstr(r.body.data, "ResourceNotFound"));
+  raw_free(&r);
+}
+
 static int run_fake(const char *const *args) {
   pid_t pid = fork();
   if (pid == 0) {
@@ -570,6 +825,7 @@ int main(void) {
       cmocka_unit_test(tls_flags),    cmocka_unit_test(offers),
       cmocka_unit_test(zonal_offers), cmocka_unit_test(launches),
       cmocka_unit_test(errors),       cmocka_unit_test(retried_launch),
+      cmocka_unit_test(arm_fidelity),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -48,6 +48,34 @@ static void paths(void **state) {
            p.route == FC_AZ_EVENTS);
   TW_CHECK(fc_az_route_path("/api/retail/prices", &p) &&
            p.route == FC_AZ_PRICES);
+  /* The launch path's extra routes: v1 token, subscriptions, locations,
+   * groups, sizes and power actions. */
+  TW_CHECK(fc_az_route_path("/t1/oauth2/token", &p) &&
+           p.route == FC_AZ_TOKEN_V1 && !strcmp(p.tenant, "t1"));
+  TW_CHECK(fc_az_route_path("/subscriptions", &p) && p.route == FC_AZ_SUB_LIST);
+  TW_CHECK(fc_az_route_path("/subscriptions/s1", &p) &&
+           p.route == FC_AZ_SUB_GET && !strcmp(p.subscription, "s1"));
+  TW_CHECK(fc_az_route_path("/subscriptions/s1/locations", &p) &&
+           p.route == FC_AZ_LOCATIONS);
+  TW_CHECK(fc_az_route_path("/subscriptions/s1/resourcegroups", &p) &&
+           p.route == FC_AZ_RG_LIST);
+  TW_CHECK(fc_az_route_path("/subscriptions/s1/providers/Microsoft.Compute/"
+                            "locations/eastus/vmSizes",
+                            &p) &&
+           p.route == FC_AZ_VM_SIZES && !strcmp(p.location, "eastus"));
+  TW_CHECK(fc_az_route_path("/subscriptions/s1/resourceGroups/rg/providers/"
+                            "Microsoft.Compute/virtualMachines/vm/poweroff",
+                            &p) &&
+           p.route == FC_AZ_VM_ACTION && !strcmp(p.vm_action, "powerOff") &&
+           !strcmp(p.name, "vm") && !strcmp(p.resource_group, "rg"));
+  TW_CHECK(fc_az_route_path("/subscriptions/s1/resourceGroups/rg/providers/"
+                            "Microsoft.Compute/virtualMachines/vm/deallocate",
+                            &p) &&
+           p.route == FC_AZ_VM_ACTION && !strcmp(p.vm_action, "deallocate"));
+  TW_CHECK(fc_az_route_path("/subscriptions/s1/resourceGroups/rg/providers/"
+                            "Microsoft.Compute/virtualMachines/vm/reimage",
+                            &p) &&
+           p.route == FC_AZ_ARM_OTHER);
   /* Not ours: EC2's and Alibaba's "/", the control API. */
   TW_CHECK(!fc_az_route_path("/", &p));
   TW_CHECK(!fc_az_route_path("/_fake/health", &p));
@@ -287,6 +315,31 @@ static void token_requests(void **state) {
   }
 }
 
+/* The v1 endpoint takes `resource` where v2 takes `scope`. */
+static void token_requests_v1(void **state) {
+  const struct fc_az_client c[] = {{"client-a", "secret-a"}};
+  const char *ok = "grant_type=client_credentials&client_id=client-a&"
+                   "client_secret=secret-a&resource=https%3A%2F%2F"
+                   "management.azure.com%2F";
+  const char *none = "grant_type=client_credentials&client_id=client-a&"
+                     "client_secret=secret-a";
+  struct fc_params p;
+  struct tw_err err = {0};
+  struct fc_az_error e;
+  memset(&e, 0, sizeof e);
+  fc_params_init(&p);
+  TW_CHECK(fc_params_parse(&p, ok, strlen(ok), &err) == TW_OK);
+  TW_CHECK(fc_az_check_token_req_v1(&p, "tenant", c, 1, &e));
+  TW_CHECK(!fc_az_check_token_req(&p, "tenant", c, 1, &e)); /* v2: no scope */
+  fc_params_release(&p);
+  fc_params_init(&p);
+  TW_CHECK(fc_params_parse(&p, none, strlen(none), &err) == TW_OK);
+  TW_CHECK(!fc_az_check_token_req_v1(&p, "tenant", c, 1, &e) &&
+           !strcmp(e.code, "invalid_request") &&
+           strstr(e.message, "'resource'"));
+  fc_params_release(&p);
+}
+
 static void catalog(void **state) {
   struct fc_az_catalog *c = NULL;
   struct tw_err err = {0};
@@ -311,8 +364,11 @@ static void catalog(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(paths),   cmocka_unit_test(vm_bodies),
-      cmocka_unit_test(odata),   cmocka_unit_test(token_requests),
+      cmocka_unit_test(paths),
+      cmocka_unit_test(vm_bodies),
+      cmocka_unit_test(odata),
+      cmocka_unit_test(token_requests),
+      cmocka_unit_test(token_requests_v1),
       cmocka_unit_test(catalog),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

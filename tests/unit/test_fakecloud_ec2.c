@@ -978,6 +978,350 @@ static void state_dump_and_reset(void **state) {
   free(id);
 }
 
+/* ---- launch-path fidelity: the actions a broker resolving unknown
+ * launch outcomes uses, ids and times as EC2 gives them ---------------- */
+
+static void launch_time_whole_seconds_and_request_ids(void **state) {
+  struct reply r, r2;
+  reset();
+  ctl_ok("POST", "/_fake/clock", "{\"set\":\"2024-05-01T15:00:00.000Z\"}");
+  advance(1234); /* 15:00:01.234 */
+  char *id = run_one("&InstanceType=m5.large", &r);
+  TW_CHECK(xp_is(&r, "//e:launchTime", "2024-05-01T15:00:01.000Z"),
+           "launchTime in whole seconds");
+  char *rid1 = xp(&r, "/e:RunInstancesResponse/e:requestId");
+  reply_free(&r);
+  /* After a reset the same calls give the same instance id (the seed), but
+   * never the same request id; describes in between change nothing. */
+  reset();
+  ec2(DESCRIBE, &r2);
+  char *rid2 = xp(&r2, "/e:DescribeInstancesResponse/e:requestId");
+  reply_free(&r2);
+  ec2(DESCRIBE, &r2);
+  reply_free(&r2);
+  advance(10);
+  char *id2 = run_one("&InstanceType=m5.large", &r);
+  char *rid3 = xp(&r, "/e:RunInstancesResponse/e:requestId");
+  TW_CHECK(id && id2 && !strcmp(id, id2), "instance id by seed: %s %s", id,
+           id2);
+  TW_CHECK(rid1 && rid2 && rid3 && strcmp(rid1, rid2) && strcmp(rid1, rid3) &&
+               strcmp(rid2, rid3),
+           "request ids unique: %s %s %s", rid1, rid2, rid3);
+  reply_free(&r);
+  /* A second server with the same seed: same instance ids, new request
+   * ids. */
+  struct fc_opts o;
+  fc_opts_init(&o);
+  o.seed = 42;
+  o.clock_speed = 0;
+  tw_time_parse_rfc3339(START, &o.start_ms);
+  struct fc_server *other = NULL;
+  struct tw_err err;
+  tw_err_clear(&err);
+  TW_CHECK(!fc_server_start(&o, &other, &err), "second server: %s", err.msg);
+  char saved[64];
+  snprintf(saved, sizeof saved, "%s", base);
+  if (other) {
+    snprintf(base, sizeof base, "http://127.0.0.1:%u", fc_server_port(other));
+    advance(1234);
+    char *id3 = run_one("&InstanceType=m5.large", &r);
+    char *rid4 = xp(&r, "/e:RunInstancesResponse/e:requestId");
+    TW_CHECK(id3 && !strcmp(id, id3), "same seed, same id: %s", id3);
+    TW_CHECK(rid4 && strcmp(rid4, rid1), "another run, another request id");
+    reply_free(&r);
+    free(id3);
+    free(rid4);
+    snprintf(base, sizeof base, "%s", saved);
+    fc_server_stop(other);
+  }
+  free(id);
+  free(id2);
+  free(rid1);
+  free(rid2);
+  free(rid3);
+}
+
+static void sigv2_gets_ec2_answer(void **state) {
+  struct reply r;
+  struct curl_slist *h = curl_slist_append(
+      NULL, "Content-Type: application/x-www-form-urlencoded; charset=utf-8");
+  http("POST", "/",
+       "Action=DescribeRegions&Version=2016-11-15&AWSAccessKeyId="
+       "AKIDTRADEWINDFAKE&SignatureVersion=2&SignatureMethod=HmacSHA256"
+       "&Timestamp=2024-05-01T12%3A00%3A00Z&Signature=abc%3D",
+       h, &r);
+  TW_CHECK(is_error(&r, 401, "AuthFailure"), "SigV2 form: EC2's AuthFailure");
+  TW_CHECK(r.body.data && strstr(r.body.data, "Signature Version 2"),
+           "says why");
+  reply_free(&r);
+  http("GET",
+       "/?Action=DescribeInstances&Version=2016-11-15&SignatureVersion=2"
+       "&SignatureMethod=HmacSHA1&AWSAccessKeyId=AKIDTRADEWINDFAKE"
+       "&Signature=abc",
+       NULL, NULL, &r);
+  TW_CHECK(is_error(&r, 401, "AuthFailure"), "SigV2 query: EC2's AuthFailure");
+  reply_free(&r);
+  curl_slist_free_all(h);
+}
+
+static void describe_regions_from_catalog(void **state) {
+  struct reply r;
+  ec2("Action=DescribeRegions&Version=2016-11-15", &r);
+  TW_CHECK(r.status == 200, "regions %ld %s", r.status, r.body.data);
+  TW_CHECK(xp_count(&r, "//e:regionInfo/e:item") == 3, "three regions");
+  TW_CHECK(xp_is(&r,
+                 "//e:regionInfo/e:item[e:regionName='eu-west-1']"
+                 "/e:regionEndpoint",
+                 "ec2.eu-west-1.amazonaws.com"),
+           "endpoint");
+  TW_CHECK(xp_is(&r, "//e:regionInfo/e:item[1]/e:optInStatus",
+                 "opt-in-not-required"),
+           "opt-in");
+  reply_free(&r);
+  ec2("Action=DescribeRegions&Version=2016-11-15&Filter.1.Name=region-name"
+      "&Filter.1.Value.1=us-*",
+      &r);
+  TW_CHECK(xp_count(&r, "//e:regionInfo/e:item") == 2, "filtered");
+  reply_free(&r);
+  ec2("Action=DescribeRegions&Version=2016-11-15&RegionName.1=us-west-2", &r);
+  TW_CHECK(xp_count(&r, "//e:regionInfo/e:item") == 1, "named");
+  reply_free(&r);
+  ec2("Action=DescribeRegions&Version=2016-11-15&RegionName.1=mars-1", &r);
+  TW_CHECK(is_error(&r, 400, "InvalidParameterValue"), "unknown region");
+  reply_free(&r);
+}
+
+static void addresses_empty(void **state) {
+  struct reply r;
+  ec2("Action=DescribeAddresses&Version=2016-11-15", &r);
+  TW_CHECK(r.status == 200 && xp_count(&r, "//e:addressesSet") == 1 &&
+               xp_count(&r, "//e:addressesSet/e:item") == 0,
+           "empty set: %s", r.body.data);
+  reply_free(&r);
+  ec2("Action=DescribeAddresses&Version=2016-11-15&PublicIp.1=198.51.100.1",
+      &r);
+  TW_CHECK(is_error(&r, 400, "InvalidAddress.NotFound"), "unknown address");
+  reply_free(&r);
+  ec2("Action=DescribeAddresses&Version=2016-11-15&AllocationId.1="
+      "eipalloc-12345678",
+      &r);
+  TW_CHECK(is_error(&r, 400, "InvalidAllocationID.NotFound"), "unknown alloc");
+  reply_free(&r);
+}
+
+static void create_tags_then_describe(void **state) {
+  struct reply r;
+  reset();
+  char *a = run_one("&InstanceType=m5.large&TagSpecification.1.ResourceType="
+                    "instance&TagSpecification.1.Tag.1.Key=job"
+                    "&TagSpecification.1.Tag.1.Value=j1",
+                    &r);
+  reply_free(&r);
+  char *b = run_one("&InstanceType=m5.large", &r);
+  reply_free(&r);
+  char *q = tw_asprintf("Action=CreateTags&Version=2016-11-15&ResourceId.1=%s"
+                        "&ResourceId.2=%s&Tag.1.Key=owner&Tag.1.Value=tw"
+                        "&Tag.2.Key=job&Tag.2.Value=j2",
+                        a, b);
+  ec2(q, &r);
+  TW_CHECK(r.status == 200 &&
+               xp_is(&r, "/e:CreateTagsResponse/e:return", "true"),
+           "create tags: %s", r.body.data);
+  reply_free(&r);
+  free(q);
+  /* DescribeInstances sees them; a key given again takes the new value. */
+  ec2(DESCRIBE "&Filter.1.Name=tag:job&Filter.1.Value.1=j2", &r);
+  TW_CHECK(xp_count(&r, "//e:instancesSet/e:item") == 2, "both tagged j2");
+  TW_CHECK(xp_count(&r, "(//e:instancesSet/e:item)[1]/e:tagSet/e:item") == 2,
+           "job overwritten, owner added");
+  reply_free(&r);
+  ec2("Action=DescribeTags&Version=2016-11-15", &r);
+  TW_CHECK(xp_count(&r, "//e:tagSet/e:item") == 4, "four tags: %s",
+           r.body.data);
+  TW_CHECK(xp_is(&r, "//e:tagSet/e:item[1]/e:resourceType", "instance"),
+           "type");
+  reply_free(&r);
+  q = tw_asprintf("Action=DescribeTags&Version=2016-11-15&Filter.1.Name="
+                  "resource-id&Filter.1.Value.1=%s&Filter.2.Name=key"
+                  "&Filter.2.Value.1=owner",
+                  b);
+  ec2(q, &r);
+  TW_CHECK(xp_count(&r, "//e:tagSet/e:item") == 1 &&
+               xp_is(&r, "//e:tagSet/e:item/e:value", "tw"),
+           "filtered tags");
+  reply_free(&r);
+  free(q);
+  ec2("Action=DescribeTags&Version=2016-11-15&MaxResults=5", &r);
+  TW_CHECK(xp_count(&r, "//e:nextToken") == 0, "one page");
+  reply_free(&r);
+  ec2("Action=CreateTags&Version=2016-11-15&ResourceId.1=i-0123456789abcdef0"
+      "&Tag.1.Key=k",
+      &r);
+  TW_CHECK(is_error(&r, 400, "InvalidInstanceID.NotFound"), "unknown instance");
+  reply_free(&r);
+  ec2("Action=CreateTags&Version=2016-11-15&ResourceId.1=vol-1&Tag.1.Key=k",
+      &r);
+  TW_CHECK(is_error(&r, 400, "InvalidID"), "unmodelled resource");
+  reply_free(&r);
+  q = tw_asprintf("Action=CreateTags&Version=2016-11-15&ResourceId.1=%s", a);
+  ec2(q, &r);
+  TW_CHECK(is_error(&r, 400, "MissingParameter"), "no tags");
+  reply_free(&r);
+  free(q);
+  q = tw_asprintf("Action=CreateTags&Version=2016-11-15&ResourceId.1=%s"
+                  "&Tag.1.Key=aws:x&Tag.1.Value=1",
+                  a);
+  ec2(q, &r);
+  TW_CHECK(is_error(&r, 400, "InvalidParameterValue"), "aws: reserved");
+  reply_free(&r);
+  free(q);
+  free(a);
+  free(b);
+}
+
+static void instance_status_running_or_all(void **state) {
+  struct reply r;
+  reset();
+  char *a = run_one("&InstanceType=m5.large", &r);
+  reply_free(&r);
+  ec2("Action=DescribeInstanceStatus&Version=2016-11-15", &r);
+  TW_CHECK(r.status == 200 && xp_count(&r, "//e:instanceStatusSet/e:item") == 0,
+           "pending: not listed by default: %s", r.body.data);
+  reply_free(&r);
+  ec2("Action=DescribeInstanceStatus&Version=2016-11-15"
+      "&IncludeAllInstances=true",
+      &r);
+  TW_CHECK(xp_count(&r, "//e:instanceStatusSet/e:item") == 1, "all: listed");
+  TW_CHECK(xp_is(&r, "//e:item/e:instanceState/e:name", "pending"), "pending");
+  TW_CHECK(xp_is(&r, "//e:item/e:instanceStatus/e:status", "initializing"),
+           "initializing");
+  reply_free(&r);
+  advance(5000);
+  ec2("Action=DescribeInstanceStatus&Version=2016-11-15", &r);
+  TW_CHECK(xp_count(&r, "//e:instanceStatusSet/e:item") == 1, "running listed");
+  TW_CHECK(xp_is(&r, "//e:item/e:instanceState/e:code", "16"), "16");
+  reply_free(&r);
+  advance(10000);
+  char *q = tw_asprintf("Action=DescribeInstanceStatus&Version=2016-11-15"
+                        "&InstanceId.1=%s",
+                        a);
+  ec2(q, &r);
+  TW_CHECK(xp_is(&r, "//e:item/e:systemStatus/e:status", "ok") &&
+               xp_is(&r, "//e:item/e:systemStatus/e:details/e:item/e:status",
+                     "passed"),
+           "ok/passed: %s", r.body.data);
+  reply_free(&r);
+  free(q);
+  q = tw_asprintf("Action=TerminateInstances&Version=2016-11-15"
+                  "&InstanceId.1=%s",
+                  a);
+  ec2(q, &r);
+  reply_free(&r);
+  free(q);
+  ec2("Action=DescribeInstanceStatus&Version=2016-11-15"
+      "&IncludeAllInstances=true&Filter.1.Name=instance-state-name"
+      "&Filter.1.Value.1=shutting-down",
+      &r);
+  TW_CHECK(
+      xp_count(&r, "//e:instanceStatusSet/e:item") == 1 &&
+          xp_is(&r, "//e:item/e:instanceStatus/e:status", "not-applicable"),
+      "state filter: %s", r.body.data);
+  reply_free(&r);
+  ec2("Action=DescribeInstanceStatus&Version=2016-11-15"
+      "&InstanceId.1=i-0123456789abcdef0",
+      &r);
+  TW_CHECK(is_error(&r, 400, "InvalidInstanceID.NotFound"), "unknown id");
+  reply_free(&r);
+  free(a);
+}
+
+static void spot_requests_follow_their_instance(void **state) {
+  struct reply r;
+  reset();
+  char *a = run_one(
+      "&InstanceType=m5.large&ClientToken=spot-tok-1"
+      "&InstanceMarketOptions.MarketType=spot"
+      "&InstanceMarketOptions.SpotOptions.MaxPrice=0.09"
+      "&TagSpecification.1.ResourceType=spot-instances-request"
+      "&TagSpecification.1.Tag.1.Key=job&TagSpecification.1.Tag.1.Value=s1",
+      &r);
+  char *sir = xp(&r, "//e:instancesSet/e:item/e:spotInstanceRequestId");
+  reply_free(&r);
+  run_one("&InstanceType=m5.large", &r); /* on-demand: no request */
+  reply_free(&r);
+  ec2("Action=DescribeSpotInstanceRequests&Version=2016-11-15", &r);
+  TW_CHECK(r.status == 200 &&
+               xp_count(&r, "//e:spotInstanceRequestSet/e:item") == 1,
+           "one request: %s", r.body.data);
+  TW_CHECK(xp_is(&r, "//e:item/e:spotInstanceRequestId", sir ? sir : "?"),
+           "id");
+  TW_CHECK(xp_is(&r, "//e:item/e:instanceId", a ? a : "?"), "instance");
+  TW_CHECK(xp_is(&r, "//e:item/e:state", "active") &&
+               xp_is(&r, "//e:item/e:status/e:code", "fulfilled"),
+           "active/fulfilled");
+  TW_CHECK(xp_is(&r, "//e:item/e:type", "one-time"), "one-time");
+  TW_CHECK(xp_is(&r, "//e:item/e:spotPrice", "0.090000"), "max price");
+  TW_CHECK(
+      xp_is(&r, "//e:item/e:launchSpecification/e:instanceType", "m5.large"),
+      "launch spec");
+  TW_CHECK(xp_is(&r, "//e:item/e:tagSet/e:item/e:value", "s1"), "request tags");
+  reply_free(&r);
+  ec2("Action=DescribeTags&Version=2016-11-15&Filter.1.Name=resource-type"
+      "&Filter.1.Value.1=spot-instances-request",
+      &r);
+  TW_CHECK(xp_count(&r, "//e:tagSet/e:item") == 1,
+           "request tag in DescribeTags");
+  reply_free(&r);
+  char *q = tw_asprintf("Action=TerminateInstances&Version=2016-11-15"
+                        "&InstanceId.1=%s",
+                        a);
+  ec2(q, &r);
+  reply_free(&r);
+  free(q);
+  advance(3000);
+  q = tw_asprintf("Action=DescribeSpotInstanceRequests&Version=2016-11-15"
+                  "&SpotInstanceRequestId.1=%s",
+                  sir);
+  ec2(q, &r);
+  TW_CHECK(
+      xp_is(&r, "//e:item/e:state", "closed") &&
+          xp_is(&r, "//e:item/e:status/e:code", "instance-terminated-by-user"),
+      "closed by user: %s", r.body.data);
+  reply_free(&r);
+  free(q);
+  ec2("Action=DescribeSpotInstanceRequests&Version=2016-11-15"
+      "&Filter.1.Name=state&Filter.1.Value.1=active",
+      &r);
+  TW_CHECK(xp_count(&r, "//e:spotInstanceRequestSet/e:item") == 0,
+           "state filter");
+  reply_free(&r);
+  ec2("Action=DescribeSpotInstanceRequests&Version=2016-11-15"
+      "&SpotInstanceRequestId.1=sir-00000000",
+      &r);
+  TW_CHECK(is_error(&r, 400, "InvalidSpotInstanceRequestID.NotFound"),
+           "unknown");
+  reply_free(&r);
+  ec2("Action=DescribeSpotInstanceRequests&Version=2016-11-15"
+      "&SpotInstanceRequestId.1=nope",
+      &r);
+  TW_CHECK(is_error(&r, 400, "InvalidSpotInstanceRequestID.Malformed"),
+           "malformed");
+  reply_free(&r);
+  /* The token a broker re-asks with when a launch's outcome was lost. */
+  ec2(DESCRIBE "&Filter.1.Name=client-token&Filter.1.Value.1=spot-tok-1"
+               "&Filter.2.Name=instance-state-name&Filter.2.Value.1=pending"
+               "&Filter.2.Value.2=running",
+      &r);
+  TW_CHECK(xp_count(&r, "//e:instancesSet/e:item") == 0,
+           "terminated: filtered");
+  reply_free(&r);
+  ec2(DESCRIBE "&Filter.1.Name=client-token&Filter.1.Value.1=spot-tok-1", &r);
+  TW_CHECK(xp_count(&r, "//e:instancesSet/e:item") == 1, "by token");
+  reply_free(&r);
+  free(a);
+  free(sir);
+}
+
 /* One fake EC2 for the group, in this process (seed 42, clock stopped). */
 static int start_server(void **state) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -1018,6 +1362,13 @@ int main(void) {
       cmocka_unit_test(spot_price_history_pages_and_prices),
       cmocka_unit_test(instance_types_and_zones),
       cmocka_unit_test(state_dump_and_reset),
+      cmocka_unit_test(launch_time_whole_seconds_and_request_ids),
+      cmocka_unit_test(sigv2_gets_ec2_answer),
+      cmocka_unit_test(describe_regions_from_catalog),
+      cmocka_unit_test(addresses_empty),
+      cmocka_unit_test(create_tags_then_describe),
+      cmocka_unit_test(instance_status_running_or_all),
+      cmocka_unit_test(spot_requests_follow_their_instance),
   };
   return cmocka_run_group_tests(tests, start_server, stop_server);
 }

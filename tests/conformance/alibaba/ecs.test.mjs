@@ -183,3 +183,67 @@ test("DescribeSpotPriceHistory and DescribePrice in CNY", async () => {
   assert.equal(p.body.priceInfo.price.currency, "CNY");
   assert.equal(p.body.priceInfo.price.tradePrice, 0.693);
 });
+
+for (const sig of ["acs3", "v2"]) {
+  test(`DescribeRegions and DescribeZones (${sig})`, async () => {
+    const ecs = client(sig);
+    const r = await ecs.describeRegions(new $Ecs.DescribeRegionsRequest({ acceptLanguage: "en-US" }));
+    const regions = r.body.regions.region;
+    assert.deepEqual(regions.map((x) => x.regionId), ["cn-hangzhou", "cn-shanghai", "ap-southeast-1"]);
+    assert.equal(regions[0].regionEndpoint, "ecs.cn-hangzhou.aliyuncs.com");
+    assert.equal(regions[2].localName, "Singapore");
+    const z = await ecs.describeZones(new $Ecs.DescribeZonesRequest({ regionId: "cn-shanghai" }));
+    const zones = z.body.zones.zone;
+    assert.deepEqual(zones.map((x) => x.zoneId), ["cn-shanghai-l", "cn-shanghai-m", "cn-shanghai-n"]);
+    assert.ok(zones[0].availableInstanceTypes.instanceTypes.includes("ecs.g7.large"));
+    assert.ok(zones[0].availableResourceCreation.resourceTypes.includes("Instance"));
+  });
+}
+
+test("DescribeImages and DescribeSecurityGroups", async () => {
+  const ecs = client("v2");
+  const im = await ecs.describeImages(new $Ecs.DescribeImagesRequest({
+    regionId: "cn-hangzhou", imageOwnerAlias: "system", architecture: "x86_64", pageSize: 2,
+  }));
+  assert.equal(im.body.totalCount, 3);
+  assert.equal(im.body.pageSize, 2);
+  assert.equal(im.body.images.image.length, 2);
+  assert.equal(im.body.images.image[0].OSType, "linux"); // the SDK keeps ECS's spelling
+  assert.equal(im.body.images.image[0].status, "Available");
+  const sg = await ecs.describeSecurityGroups(new $Ecs.DescribeSecurityGroupsRequest({ regionId: "cn-hangzhou" }));
+  assert.equal(sg.body.totalCount, 1);
+  assert.match(sg.body.securityGroups.securityGroup[0].securityGroupId, /^sg-bp[0-9a-z]{18}$/);
+  assert.equal(sg.body.securityGroups.securityGroup[0].vpcId, "vpc-tradewindfake");
+});
+
+test("CreateInstance, StartInstance, StopInstance, DeleteInstance", async () => {
+  const ecs = client("acs3");
+  const created = await ecs.createInstance(new $Ecs.CreateInstanceRequest({
+    regionId: "cn-hangzhou", zoneId: "cn-hangzhou-k", instanceType: "ecs.c7.xlarge",
+    imageId: "ubuntu_24_04_x64_20G_alibase_20250722.vhd", clientToken: "conf-create-1",
+  }));
+  const id = created.body.instanceId;
+  assert.match(id, /^i-bp[0-9a-z]{18}$/);
+  assert.ok(created.body.orderId);
+  const status = async () =>
+    (await ecs.describeInstances(new $Ecs.DescribeInstancesRequest({
+      regionId: "cn-hangzhou", instanceIds: JSON.stringify([id]),
+    }))).body.instances.instance[0]?.status;
+  assert.equal(await status(), "Stopped");
+  await ecs.startInstance(new $Ecs.StartInstanceRequest({ instanceId: id }));
+  assert.equal(await status(), "Running"); // --pending-ms 0
+  await assert.rejects(ecs.deleteInstance(new $Ecs.DeleteInstanceRequest({ instanceId: id })), (e) => {
+    assert.equal(e.code, "IncorrectInstanceStatus");
+    assert.equal(e.statusCode, 403);
+    return true;
+  });
+  await ecs.stopInstance(new $Ecs.StopInstanceRequest({ instanceId: id, stoppedMode: "StopCharging" }));
+  assert.equal(await status(), "Stopping");
+  await control("POST", "/_fake/clock", { advance_ms: 5000 });
+  assert.equal(await status(), "Stopped");
+  const del = await ecs.deleteInstance(new $Ecs.DeleteInstanceRequest({ instanceId: id }));
+  assert.equal(del.statusCode, 200);
+  assert.equal(await status(), undefined);
+  await assert.rejects(ecs.stopInstance(new $Ecs.StopInstanceRequest({ instanceId: id })),
+    (e) => e.code === "InvalidInstanceId.NotFound" && e.statusCode === 404);
+});

@@ -210,3 +210,47 @@ test("an unknown bearer token is refused with 401", async () => {
     return true;
   });
 });
+
+test("virtualMachineSizes.list parses the location's sizes", async () => {
+  const sizes = [];
+  for await (const s of client().virtualMachineSizes.list("eastus")) sizes.push(s);
+  const d2 = sizes.find((s) => s.name === "Standard_D2s_v5");
+  assert.ok(d2, sizes.map((s) => s.name).join(","));
+  assert.equal(d2.numberOfCores, 2);
+  assert.equal(d2.memoryInMB, 8192);
+  assert.equal(typeof d2.maxDataDiskCount, "number");
+});
+
+test("deallocate, start and powerOff run through their operations", async () => {
+  const c = client();
+  await c.virtualMachines.createOrUpdate(RG, "conf-power-1", vmParams(), { updateIntervalInMs: 50 });
+  const power = async () =>
+    (await c.virtualMachines.instanceView(RG, "conf-power-1")).statuses
+      .map((s) => s.code).find((x) => x.startsWith("PowerState/"));
+  await c.virtualMachines.beginDeallocateAndWait(RG, "conf-power-1", { updateIntervalInMs: 50 });
+  assert.equal(await power(), "PowerState/deallocated");
+  await c.virtualMachines.beginStartAndWait(RG, "conf-power-1", { updateIntervalInMs: 50 });
+  assert.equal(await power(), "PowerState/running");
+  await c.virtualMachines.beginPowerOffAndWait(RG, "conf-power-1", { updateIntervalInMs: 50 });
+  assert.equal(await power(), "PowerState/stopped");
+  await c.virtualMachines.beginDeleteAndWait(RG, "conf-power-1", { updateIntervalInMs: 50 });
+  await assert.rejects(c.virtualMachines.get(RG, "conf-power-1"), (e) => e.statusCode === 404);
+});
+
+test("ARM echoes x-ms-correlation-request-id; DELETE's 202 names both monitors", async () => {
+  const t = await credential().getToken(`${base}/.default`);
+  const h = { authorization: `Bearer ${t.token}`, "x-ms-correlation-request-id": "conf-corr-7" };
+  const r = await fetch(`${base}/subscriptions/${SUB}?api-version=2022-12-01`, { headers: h });
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get("x-ms-correlation-request-id"), "conf-corr-7");
+  assert.match(r.headers.get("x-ms-request-id") ?? "", /^[0-9a-f-]{36}$/);
+  assert.equal((await r.json()).subscriptionId, SUB);
+  await client().virtualMachines.createOrUpdate(RG, "conf-del-1", vmParams(), { updateIntervalInMs: 50 });
+  const d = await fetch(
+    `${base}/subscriptions/${SUB}/resourceGroups/${RG}/providers/Microsoft.Compute/virtualMachines/conf-del-1?api-version=2024-07-01`,
+    { method: "DELETE", headers: h },
+  );
+  assert.equal(d.status, 202);
+  assert.match(d.headers.get("location") ?? "", /\/operations\/.*monitor=true/);
+  assert.match(d.headers.get("azure-asyncoperation") ?? "", /\/operations\//);
+});
