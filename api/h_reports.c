@@ -1,7 +1,7 @@
-/* h_reports.c - GET /v1/reports/spend: the ledger's spend, grouped, as
- * JSON, CSV, FOCUS 1.0 CSV or a self-contained HTML page
- * (billing/report/report.h).  Budgets come from the tenancy module when it
- * keeps monthly ones, else from the config's billing.budgets. */
+/* h_reports.c - GET /v1/reports/spend: the ledger's spend, grouped, in one
+ * of the formats of billing/report/report.h's table (JSON, CSV, FOCUS 1.0
+ * CSV, a self-contained HTML page).  Budgets come from the tenancy module
+ * when it keeps monthly ones, else from the config's billing.budgets. */
 #include <string.h>
 
 #include <stdio.h>
@@ -87,11 +87,11 @@ void tw_h_reports_spend(struct tw_req *r) {
   }
   r->status = 200;
   r->content_type = ctype;
-  if (q.format == TW_REPORT_CSV || q.format == TW_REPORT_FOCUS)
-    tw_req_add_header(r, "Content-Disposition",
-                      q.format == TW_REPORT_FOCUS
-                          ? "attachment; filename=\"tradewind-focus.csv\""
-                          : "attachment; filename=\"tradewind-spend.csv\"");
+  if (q.format && q.format->filename) {
+    char *disp = tw_asprintf("attachment; filename=\"%s\"", q.format->filename);
+    tw_req_add_header(r, "Content-Disposition", disp);
+    free(disp);
+  }
   return;
 bad:
   tw_problem(r, 400, "invalid-field", err.field, "%s", err.msg);

@@ -229,7 +229,7 @@ int main(int argc, char **argv) {
                             .to_ms = T0 + DAYS * TW_DAY_MS,
                             .group_mask = TW_GROUP_TENANT | TW_GROUP_PROVIDER |
                                           TW_GROUP_DAY,
-                            .format = TW_REPORT_JSON,
+                            .format = NULL, /* json, the default */
                             .now_ms = T0 + (DAYS - 10) * TW_DAY_MS};
   struct tw_buf out;
   tw_buf_init(&out);
@@ -241,7 +241,10 @@ int main(int argc, char **argv) {
   }
   printf("JSON report (with forecast and budgets): %.1f ms, %zu bytes\n",
          (now_s() - a) * 1e3, out.len);
-  q.format = TW_REPORT_HTML;
+  if (tw_report_format_parse("html", &q.format, &err)) {
+    fprintf(stderr, "format: %s\n", err.msg);
+    return 1;
+  }
   tw_buf_reset(&out);
   a = now_s();
   if (tw_report_render(s, &q, &out, &ctype, &err)) {

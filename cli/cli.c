@@ -122,6 +122,14 @@ static void print_cmd_help(FILE *f, const struct tw_cli_cmd *cmd) {
           *cmd->args ? " " : "", cmd->args, cmd->summary);
   if (cmd->help && *cmd->help)
     fprintf(f, "\n%s", cmd->help);
+  if (cmd->help_more) {
+    struct tw_buf more;
+    tw_buf_init(&more);
+    cmd->help_more(&more);
+    if (more.len)
+      fprintf(f, "\n%s", more.data);
+    tw_buf_release(&more);
+  }
   fprintf(f, "\nGlobal options -o, --url, --token, --cacert and the exit "
              "codes are listed by `tradewind --help`.\n");
 }

@@ -176,6 +176,9 @@ struct tw_cli_cmd {
   const char *args;    /* positional synopsis: "FILE", "ID" */
   const char *summary; /* one line for the command list */
   const char *help;    /* the options part of `CMD --help` */
+  /* Optional: appends what follows help, for lists read from a table
+   * (the report formats) rather than written into the text. */
+  void (*help_more)(struct tw_buf *out);
   const struct tw_cli_opt *opts;
   size_t min_pos, max_pos;
   int (*run)(struct tw_cli *c, const struct tw_cli_parsed *p);

@@ -1,12 +1,13 @@
 /* cmd_report.c - `tradewind report spend`: the ledger's spend over a range,
- * grouped, as a table, JSON, CSV, FOCUS 1.0 CSV or an HTML page
- * (GET /v1/reports/spend). */
+ * grouped, as a table or in one of the report formats of
+ * billing/report/report.h (GET /v1/reports/spend). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
+#include "billing/report/report.h"
 #include "cli/cli_int.h"
 
 enum {
@@ -206,12 +207,13 @@ static int cmd_report_spend(struct tw_cli *c, const struct tw_cli_parsed *p) {
     }
   }
   int code;
-  if (strcmp(format, "json") && strcmp(format, "csv") &&
-      strcmp(format, "focus") && strcmp(format, "html")) {
-    code = tw_cli_usage(
-        c, "--format: expected json, csv, focus or html, got \"%.32s\"",
-        format);
-  } else if (strcmp(format, "json") || out) {
+  const struct tw_report_format *f = NULL;
+  struct tw_err err = {0};
+  /* The names come from the server's table (billing/report/report.h); the
+   * CLI itself only knows json, which it can show as a table. */
+  if (tw_report_format_parse(format, &f, &err)) {
+    code = tw_cli_usage(c, "--%s", err.msg);
+  } else if (strcmp(f->name, "json") || out) {
     add_param(&path, "format", format);
     code = fetch_raw(c, path.data, out);
   } else {
@@ -231,10 +233,18 @@ static int cmd_report_spend(struct tw_cli *c, const struct tw_cli_parsed *p) {
   return code;
 }
 
+/* "Formats:" and a line per row of the report formats' table. */
+static void formats_help(struct tw_buf *out) {
+  tw_buf_adds(out, "Formats:\n");
+  for (size_t i = 0; tw_report_formats[i].name; i++)
+    tw_buf_printf(out, "  %-20s  %s\n", tw_report_formats[i].name,
+                  tw_report_formats[i].summary);
+}
+
 const struct tw_cli_cmd tw_cli_cmd_report_spend = {
     .name = "report spend",
     .args = "",
-    .summary = "spend from the ledger: table, JSON, CSV, FOCUS or HTML",
+    .summary = "spend from the ledger, as a table or in a report format",
     .help =
         "Options:\n"
         "  --from DATE|TIME      start (2026-11-01 or RFC 3339); default the\n"
@@ -243,13 +253,12 @@ const struct tw_cli_cmd tw_cli_cmd_report_spend = {
         "start\n"
         "  --group-by LIST       tenant,project,provider,region,day,job\n"
         "                        (default tenant,provider,day)\n"
-        "  --format FORMAT       json (a table unless -o json), csv, focus\n"
-        "                        (FOCUS 1.0 CSV, one row per ledger row) or "
-        "html\n"
-        "                        (one page with charts)\n"
+        "  --format FORMAT       one of the formats below (default json,\n"
+        "                        shown as a table unless -o json)\n"
         "  --tenant NAME         only this tenant\n"
         "  --project NAME        only this project\n"
         "  --out FILE            write the answer to FILE instead of stdout\n",
+    .help_more = formats_help,
     .opts = spend_opts,
     .min_pos = 0,
     .max_pos = 0,

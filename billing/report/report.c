@@ -65,19 +65,6 @@ int64_t tw_report_next_month(int64_t ms) {
 
 /* ---- request parsing ---------------------------------------------------- */
 
-enum tw_rc tw_report_format_parse(const char *s, enum tw_report_format *out,
-                                  struct tw_err *err) {
-  static const char *const names[] = {"json", "csv", "focus", "html"};
-  for (int i = 0; s && i < 4; i++)
-    if (!strcmp(s, names[i])) {
-      *out = (enum tw_report_format)i;
-      return TW_OK;
-    }
-  return tw_err_field(
-      err, TW_E_INVALID, "format",
-      "format: expected json, csv, focus or html, got \"%.32s\"", s ? s : "");
-}
-
 /* "2026-11-01": midnight UTC.  0 on success. */
 static int parse_date(const char *s, int64_t *ms) {
   int y, m, d;
@@ -434,31 +421,83 @@ static void render_csv(const struct tw_report *r, struct tw_buf *b) {
   }
 }
 
-enum tw_rc tw_report_render(struct tw_store *s, const struct tw_report_req *req,
-                            struct tw_buf *out, const char **content_type,
-                            struct tw_err *err) {
-  if (req->format == TW_REPORT_FOCUS) {
-    *content_type = "text/csv; charset=utf-8";
-    return focus__render(s, req, out, err);
-  }
+/* The formats that render the computed report model (report__build). */
+static enum tw_rc
+render_model(struct tw_store *s, const struct tw_report_req *req,
+             struct tw_buf *out, struct tw_err *err,
+             void (*render)(const struct tw_report *r, struct tw_buf *b)) {
   struct tw_report r;
   enum tw_rc rc = report__build(s, req, &r, err);
   if (rc)
     return rc;
-  switch (req->format) {
-  case TW_REPORT_CSV:
-    *content_type = "text/csv; charset=utf-8";
-    render_csv(&r, out);
-    break;
-  case TW_REPORT_HTML:
-    *content_type = "text/html; charset=utf-8";
-    html__render(&r, out);
-    break;
-  default:
-    *content_type = "application/json";
-    render_json(&r, out);
-    break;
-  }
+  render(&r, out);
   report__release(&r);
   return TW_OK;
+}
+
+static enum tw_rc json_render(struct tw_store *s,
+                              const struct tw_report_req *req,
+                              struct tw_buf *out, struct tw_err *err) {
+  return render_model(s, req, out, err, render_json);
+}
+
+static enum tw_rc csv_render(struct tw_store *s,
+                             const struct tw_report_req *req,
+                             struct tw_buf *out, struct tw_err *err) {
+  return render_model(s, req, out, err, render_csv);
+}
+
+static enum tw_rc html_render(struct tw_store *s,
+                              const struct tw_report_req *req,
+                              struct tw_buf *out, struct tw_err *err) {
+  return render_model(s, req, out, err, html__render);
+}
+
+/* The one list of formats (report.h).  FOCUS lists the ledger rows
+ * themselves rather than the grouped model, so it renders from the store. */
+const struct tw_report_format tw_report_formats[] = {
+    {"json", "grouped sums, total, forecast and budgets", "application/json",
+     NULL, json_render},
+    {"csv", "the grouped sums, one row per group", "text/csv; charset=utf-8",
+     "tradewind-spend.csv", csv_render},
+    {"focus", "FOCUS 1.0 CSV, one row per ledger row",
+     "text/csv; charset=utf-8", "tradewind-focus.csv", focus__render},
+    {"html", "one self-contained page with charts", "text/html; charset=utf-8",
+     NULL, html_render},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+void tw_report_format_list(struct tw_buf *out) {
+  for (size_t i = 0; tw_report_formats[i].name; i++)
+    tw_buf_printf(out, "%s%s",
+                  !i                              ? ""
+                  : tw_report_formats[i + 1].name ? ", "
+                                                  : " or ",
+                  tw_report_formats[i].name);
+}
+
+enum tw_rc tw_report_format_parse(const char *s,
+                                  const struct tw_report_format **out,
+                                  struct tw_err *err) {
+  for (size_t i = 0; s && tw_report_formats[i].name; i++)
+    if (!strcmp(s, tw_report_formats[i].name)) {
+      *out = &tw_report_formats[i];
+      return TW_OK;
+    }
+  struct tw_buf names;
+  tw_buf_init(&names);
+  tw_report_format_list(&names);
+  tw_err_field(err, TW_E_INVALID, "format",
+               "format: expected %s, got \"%.32s\"", names.data, s ? s : "");
+  tw_buf_release(&names);
+  return TW_E_INVALID;
+}
+
+enum tw_rc tw_report_render(struct tw_store *s, const struct tw_report_req *req,
+                            struct tw_buf *out, const char **content_type,
+                            struct tw_err *err) {
+  const struct tw_report_format *f =
+      req->format ? req->format : &tw_report_formats[0];
+  *content_type = f->content_type;
+  return f->render(s, req, out, err);
 }

@@ -26,16 +26,35 @@ struct tw_provider_ops;
 
 struct tw_store;
 
-enum tw_report_format {
-  TW_REPORT_JSON = 0,
-  TW_REPORT_CSV,
-  TW_REPORT_FOCUS,
-  TW_REPORT_HTML
+struct tw_report_req;
+
+/* One report format: its name as the API's `format=` and the CLI's
+ * --format give it, and how it is served and rendered.  Every format is one
+ * row of the table in report.c; nothing else lists them. */
+struct tw_report_format {
+  const char *name;         /* "json" */
+  const char *summary;      /* one line for help texts */
+  const char *content_type; /* MIME type of the rendering */
+  const char *filename;     /* served as an attachment of this name; NULL:
+                               inline */
+  /* Appends the report req asks for to out (req->format is this row). */
+  enum tw_rc (*render)(struct tw_store *s, const struct tw_report_req *req,
+                       struct tw_buf *out, struct tw_err *err);
 };
 
-/* "json", "csv", "focus", "html"; TW_E_INVALID otherwise. */
-enum tw_rc tw_report_format_parse(const char *s, enum tw_report_format *out,
+/* The formats, in the order help texts list them, ended by a row with a
+ * NULL name; the first is the default when a request names none. */
+extern const struct tw_report_format tw_report_formats[];
+
+/* The row named s.  TW_E_INVALID with field "format" otherwise, the
+ * message listing the valid names ("format: expected json, csv, focus or
+ * html, got \"xlsx\""). */
+enum tw_rc tw_report_format_parse(const char *s,
+                                  const struct tw_report_format **out,
                                   struct tw_err *err);
+
+/* Appends the names to out as "json, csv, focus or html", for messages. */
+void tw_report_format_list(struct tw_buf *out);
 
 /* The default grouping when a request names none. */
 #define TW_REPORT_DEFAULT_GROUPS                                               \
@@ -53,8 +72,8 @@ struct tw_report_req {
   unsigned group_mask;    /* TW_GROUP_*; 0: TW_REPORT_DEFAULT_GROUPS */
   const char *tenant;     /* NULL: every tenant */
   const char *project;    /* NULL: every project */
-  enum tw_report_format format;
-  int64_t now_ms; /* "now" of the forecast */
+  const struct tw_report_format *format; /* NULL: tw_report_formats[0] */
+  int64_t now_ms;                        /* "now" of the forecast */
   /* Monthly budgets to compare with.  budgets_source NULL: the ones the
    * daemon stored from the config's `billing.budgets`
    * (tw_ledger_budgets_get), reported as "config".  The API passes the
@@ -76,8 +95,8 @@ enum tw_rc tw_report_range_parse(const char *from, const char *to,
                                  int64_t now_ms, int64_t *from_ms,
                                  int64_t *to_ms, struct tw_err *err);
 
-/* Renders the report into out (appended); *content_type gets the MIME type
- * of the format (a static string). */
+/* Renders the report into out (appended) in req->format; *content_type
+ * gets the format's MIME type (a static string). */
 enum tw_rc tw_report_render(struct tw_store *s, const struct tw_report_req *req,
                             struct tw_buf *out, const char **content_type,
                             struct tw_err *err);

@@ -19,6 +19,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "billing/report/report.h"
 #include "broker/base/clock.h"
 #include "cli/cli.h"
 #include "tests/unit/test_cli_fake.h"
@@ -668,6 +669,15 @@ static void help_and_version_exit_0(void **state) {
   r = RUN(srv, "jobs", "wait", "-h");
   assert_int_equal(r->code, 0);
   assert_non_null(strstr(r->out, "--timeout"));
+  /* the report formats are listed from their table */
+  r = RUN(srv, "report", "spend", "--help");
+  assert_int_equal(r->code, 0);
+  assert_non_null(strstr(r->out, "Formats:\n"));
+  for (const struct tw_report_format *f = tw_report_formats; f->name; f++) {
+    char line[128];
+    snprintf(line, sizeof line, "\n  %-20s  %s\n", f->name, f->summary);
+    assert_non_null(strstr(r->out, line));
+  }
   r = RUN(srv, "--version");
   assert_int_equal(r->code, 0);
   assert_memory_equal(r->out, "tradewind ", 10);
@@ -696,6 +706,10 @@ static void usage_errors_exit_2(void **state) {
   assert_int_equal(r->code, 2);
   r = RUN(srv, "jobs", "wait", "j-1", "--timeout", "-1s");
   assert_int_equal(r->code, 2);
+  r = RUN(srv, "report", "spend", "--format", "xlsx");
+  assert_int_equal(r->code, 2);
+  assert_non_null(strstr(
+      r->err, "--format: expected json, csv, focus or html, got \"xlsx\""));
   assert_int_equal(fake_nreq(srv), 0);
 }
 

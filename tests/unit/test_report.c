@@ -2,7 +2,9 @@
  * every grouping; the FOCUS export carries every mandatory column with
  * the right types and allowed values (checked here independently of the
  * writer); the forecast extrapolates the recent run rate; budgets are
- * compared; the HTML page is self-contained; ranges parse. */
+ * compared; the HTML page is self-contained; ranges parse; every format of
+ * the table renders, an unknown one is refused listing the table's names,
+ * and the OpenAPI document lists the same names. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -125,17 +127,18 @@ static void seed(void) {
   all_rows++;
 }
 
-static char *render(enum tw_report_format fmt, unsigned mask,
-                    const char *tenant, int64_t now) {
+/* The report in the format named fmt, over November. */
+static char *render(const char *fmt, unsigned mask, const char *tenant,
+                    int64_t now) {
   struct tw_report_req q = {.from_ms = NOV1,
                             .to_ms = DEC1,
                             .group_mask = mask,
                             .tenant = tenant,
-                            .format = fmt,
                             .now_ms = now};
   struct tw_buf b;
   struct tw_err err = {0};
   const char *ctype;
+  assert_int_equal(tw_report_format_parse(fmt, &q.format, &err), TW_OK);
   tw_buf_init(&b);
   assert_int_equal(tw_report_render(store, &q, &b, &ctype, &err), TW_OK);
   assert_non_null(ctype);
@@ -214,7 +217,7 @@ static void json_and_csv_totals_equal_the_ledger(void **state) {
           TW_GROUP_DAY,
       TW_GROUP_REGION, TW_GROUP_PROJECT | TW_GROUP_DAY};
   for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++) {
-    char *text = render(TW_REPORT_JSON, masks[m], NULL, DEC1);
+    char *text = render("json", masks[m], NULL, DEC1);
     json_error_t je;
     json_t *j = json_loads(text, 0, &je);
     assert_non_null(j);
@@ -238,7 +241,7 @@ static void json_and_csv_totals_equal_the_ledger(void **state) {
     json_decref(j);
     free(text);
 
-    text = render(TW_REPORT_CSV, masks[m], NULL, DEC1);
+    text = render("csv", masks[m], NULL, DEC1);
     size_t pos = 0, nf;
     char *f[16];
     nf = csv_record(text, &pos, f, 16);
@@ -264,7 +267,7 @@ static void json_and_csv_totals_equal_the_ledger(void **state) {
     free(text);
   }
   /* one tenant: only its rows */
-  char *text = render(TW_REPORT_JSON, TW_GROUP_TENANT, "web", DEC1);
+  char *text = render("json", TW_GROUP_TENANT, "web", DEC1);
   json_t *j = json_loads(text, 0, NULL);
   json_t *items = json_object_get(j, "items");
   assert_int_equal(json_array_size(items), 1);
@@ -357,7 +360,7 @@ static void focus_export_has_every_column_with_valid_values(void **state) {
               REG_EXTENDED),
       0);
 
-  char *text = render(TW_REPORT_FOCUS, 0, NULL, DEC1);
+  char *text = render("focus", 0, NULL, DEC1);
   size_t pos = 0;
   char *hdr[64];
   size_t nh = csv_record(text, &pos, hdr, 64);
@@ -453,7 +456,7 @@ static void forecast_extrapolates_the_recent_run_rate(void **state) {
                                   {.tenant = "b", .limit_uusd = 500000000}};
   assert_int_equal(tw_ledger_budgets_set(store, b, 2, &err), TW_OK);
   int64_t now = NOV1 + 10 * TW_DAY_MS; /* Nov 11, 00:00 */
-  char *text = render(TW_REPORT_JSON, TW_GROUP_TENANT, NULL, now);
+  char *text = render("json", TW_GROUP_TENANT, NULL, now);
   json_t *j = json_loads(text, 0, NULL);
   json_t *fc = json_object_get(j, "forecast");
   /* last 7 days: $70 of a and $6 of b -> $76 / 7 days; 20 days remain */
@@ -485,7 +488,7 @@ static void forecast_extrapolates_the_recent_run_rate(void **state) {
   json_decref(j);
   free(text);
   /* after the range: the forecast is what was spent */
-  text = render(TW_REPORT_JSON, 0, NULL, DEC1 + HOUR);
+  text = render("json", 0, NULL, DEC1 + HOUR);
   j = json_loads(text, 0, NULL);
   assert_int_equal(json_integer_value(json_object_get(
                        json_object_get(j, "forecast"), "effective_cost_uusd")),
@@ -497,7 +500,7 @@ static void forecast_extrapolates_the_recent_run_rate(void **state) {
 static void html_page_is_self_contained_with_three_charts(void **state) {
   (void)state;
   seed();
-  char *html = render(TW_REPORT_HTML, TW_GROUP_TENANT | TW_GROUP_PROVIDER, NULL,
+  char *html = render("html", TW_GROUP_TENANT | TW_GROUP_PROVIDER, NULL,
                       NOV1 + 21 * TW_DAY_MS);
   assert_non_null(strstr(html, "<svg class=\"chart\" id=\"chart-time\""));
   assert_non_null(strstr(html, "<svg class=\"chart\" id=\"chart-tenants\""));
@@ -518,6 +521,75 @@ static void html_page_is_self_contained_with_three_charts(void **state) {
   assert_non_null(strstr(html, "etl, &quot;quoted&quot;"));
   assert_null(strstr(html, "etl, \"quoted\""));
   free(html);
+}
+
+/* Every row of tw_report_formats renders the seeded ledger with its own
+ * content type; a name not in the table is refused on the field "format",
+ * the message naming every row; api/openapi.yaml's enum is the table. */
+static void every_format_of_the_table_renders(void **state) {
+  (void)state;
+  seed();
+  struct tw_buf names;
+  tw_buf_init(&names);
+  size_t n = 0;
+  for (const struct tw_report_format *f = tw_report_formats; f->name; f++) {
+    print_message("format %s\n", f->name);
+    assert_non_null(f->summary);
+    assert_non_null(f->content_type);
+    assert_non_null(f->render);
+    struct tw_report_req q = {
+        .from_ms = NOV1, .to_ms = DEC1, .format = f, .now_ms = DEC1};
+    struct tw_buf b;
+    struct tw_err err = {0};
+    const char *ctype = NULL;
+    tw_buf_init(&b);
+    assert_int_equal(tw_report_render(store, &q, &b, &ctype, &err), TW_OK);
+    assert_string_equal(ctype, f->content_type);
+    assert_true(b.len > 0);
+    tw_buf_release(&b);
+    tw_buf_printf(&names, "%s%s", n++ ? ", " : "", f->name);
+  }
+  assert_true(n >= 4);
+  /* the default is the first row */
+  struct tw_report_req q = {.from_ms = NOV1, .to_ms = DEC1, .now_ms = DEC1};
+  struct tw_buf b;
+  struct tw_err err = {0};
+  const char *ctype = NULL;
+  tw_buf_init(&b);
+  assert_int_equal(tw_report_render(store, &q, &b, &ctype, &err), TW_OK);
+  assert_string_equal(ctype, tw_report_formats[0].content_type);
+  tw_buf_release(&b);
+
+  const struct tw_report_format *fmt = NULL;
+  assert_int_equal(tw_report_format_parse("xlsx", &fmt, &err), TW_E_INVALID);
+  assert_null(fmt);
+  assert_string_equal(err.field, "format");
+  assert_non_null(strstr(err.msg, "got \"xlsx\""));
+  for (const struct tw_report_format *f = tw_report_formats; f->name; f++)
+    assert_non_null(strstr(err.msg, f->name));
+  assert_int_equal(tw_report_format_parse(NULL, &fmt, &err), TW_E_INVALID);
+
+  /* the API's document declares the same names, in the same order */
+  const char *src = getenv("TW_SOURCE_DIR");
+  if (src) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/api/openapi.yaml", src);
+    FILE *fp = fopen(p, "r");
+    assert_non_null(fp);
+    char line[1024];
+    bool found = false;
+    char *want = tw_asprintf("{name: format, in: query, schema: {type: string, "
+                             "enum: [%s], default: %s}}",
+                             names.data, tw_report_formats[0].name);
+    while (fgets(line, sizeof line, fp))
+      found |= strstr(line, want) != NULL;
+    fclose(fp);
+    if (!found)
+      print_error("api/openapi.yaml lacks %s\n", want);
+    free(want);
+    assert_true(found);
+  }
+  tw_buf_release(&names);
 }
 
 static void ranges_parse_and_default_to_the_month(void **state) {
@@ -545,10 +617,9 @@ static void ranges_parse_and_default_to_the_month(void **state) {
   assert_int_equal(
       tw_report_range_parse("2000-01-01", "2020-01-01", now, &f, &t, &err),
       TW_E_INVALID);
-  enum tw_report_format fmt;
+  const struct tw_report_format *fmt;
   assert_int_equal(tw_report_format_parse("focus", &fmt, &err), TW_OK);
-  assert_int_equal(fmt, TW_REPORT_FOCUS);
-  assert_int_equal(tw_report_format_parse("xlsx", &fmt, &err), TW_E_INVALID);
+  assert_string_equal(fmt->name, "focus");
   char buf[32];
   tw_report_fmt_usd(-1, buf, sizeof buf);
   assert_string_equal(buf, "-0.000001");
@@ -566,6 +637,8 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(
           html_page_is_self_contained_with_three_charts, setup, teardown),
+      cmocka_unit_test_setup_teardown(every_format_of_the_table_renders, setup,
+                                      teardown),
       cmocka_unit_test(ranges_parse_and_default_to_the_month),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

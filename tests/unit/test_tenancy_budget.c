@@ -251,7 +251,7 @@ static int64_t report_budget_spent(const char *tenant) {
     lb[i].limit_uusd = bs[i].limit_uusd;
   }
   int64_t now = tw_clock_now_ms(&clk);
-  struct tw_report_req q = {.format = TW_REPORT_JSON,
+  struct tw_report_req q = {.format = NULL, /* json, the default */
                             .now_ms = now,
                             .budgets = lb,
                             .n_budgets = n,
