@@ -74,6 +74,8 @@ const char *const *tw_api_provider_names(struct tw_api *api);
 /* The daemon's catalog and placer (tw_api_opts); NULL when absent. */
 struct tw_catalog *tw_api_catalog(struct tw_api *api);
 struct tw_placer *tw_api_placer(struct tw_api *api);
+/* The fallback table's strategy names, NULL-terminated (never NULL). */
+const char *const *tw_api_fallback_names(struct tw_api *api);
 struct tw_auth *tw_api_auth(struct tw_api *api); /* api/auth.c's state */
 void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out);
 const char *tw_req_header(struct tw_req *r, const char *name);

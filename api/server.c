@@ -20,6 +20,7 @@
 #include "broker/base/log.h"
 #include "broker/base/unique.h"
 #include "broker/core/store.h"
+#include "policies/fallback/fallback_strategy.h"
 #include "providers/provider.h"
 
 const struct tw_route tw_routes[] = {
@@ -73,6 +74,8 @@ struct tw_api {
   const struct tw_provider_ops *const *adapters;
   /* the adapters' names, NULL-terminated, for spec and dataset checks */
   const char *provider_names[32];
+  /* the fallback strategies' names, NULL-terminated, for `fallback:` */
+  const char *fallback_names[16];
   int64_t max_body; /* atomic */
   int draining;     /* atomic */
   struct route_metrics metrics[sizeof tw_routes / sizeof tw_routes[0] + 1];
@@ -107,6 +110,9 @@ struct tw_catalog *tw_api_catalog(struct tw_api *api) {
 }
 struct tw_placer *tw_api_placer(struct tw_api *api) {
   return api->placer;
+}
+const char *const *tw_api_fallback_names(struct tw_api *api) {
+  return api->fallback_names;
 }
 struct tw_auth *tw_api_auth(struct tw_api *api) {
   return api->auth;
@@ -450,6 +456,8 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   api->adapters = opts->adapters;
   tw_provider_names(opts->adapters, api->provider_names,
                     sizeof api->provider_names / sizeof api->provider_names[0]);
+  tw_fallback_names(api->fallback_names,
+                    sizeof api->fallback_names / sizeof api->fallback_names[0]);
   api->max_body = opts->max_body_bytes > 0 ? opts->max_body_bytes : (1 << 20);
   api->catalog = opts->catalog;
   api->placer = opts->placer;

@@ -107,6 +107,16 @@ static void config_dir(const char *path, char *out, size_t outsz) {
              path);
 }
 
+/* Loads the config, spot.fallback checked against the fallback table's
+ * names (the core cannot see the table: struct tw_cfg_load_opts). */
+static enum tw_rc load_cfg(const char *path, struct tw_cfg **out,
+                           struct tw_err *err) {
+  const char *fallbacks[TW_FALLBACK_COUNT + 1];
+  tw_fallback_names(fallbacks, TW_FALLBACK_COUNT + 1);
+  struct tw_cfg_load_opts lo = {.fallbacks = fallbacks};
+  return tw_cfg_load_file_opts(path, &lo, out, err);
+}
+
 static void apply_log(const struct tw_cfg *c) {
   tw_log_set_level(c->log_level);
   tw_log_set_debug(c->log_debug);
@@ -175,7 +185,8 @@ static enum tw_rc open_meter(struct tw_daemon *d, struct tw_err *err) {
 static enum tw_rc open_sched(struct tw_daemon *d, struct tw_err *err) {
   const struct tw_cfg *cfg = d->cfg;
   /* the spot lifecycle: the default fallback strategy and the blocklist
-   * (docs/spot.md); spot.fallback was validated with the config */
+   * (docs/spot.md); spot.fallback was validated against the fallback
+   * table's names with the config (load_cfg) */
   tw_fallback_cfg_default(&d->fb);
   tw_fallback_parse(cfg->spot_fallback, &d->fb.kind);
   d->fb.on_demand_after = (int)cfg->spot_on_demand_after;
@@ -217,7 +228,7 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
   config_dir(d->config_path, d->cfg_dir, sizeof d->cfg_dir);
   enum tw_rc rc;
 
-  if ((rc = tw_cfg_load_file(d->config_path, &d->cfg, err)))
+  if ((rc = load_cfg(d->config_path, &d->cfg, err)))
     goto fail;
   apply_log(d->cfg);
   const struct tw_cfg *cfg = d->cfg;
@@ -342,7 +353,7 @@ enum tw_rc tw_daemon_reload(struct tw_daemon *d, struct tw_err *err) {
   struct tw_policy_set *pnext = NULL;
   struct tw_err rerr = {0};
   enum tw_rc rc;
-  if ((rc = tw_cfg_load_file(d->config_path, &next, &rerr)))
+  if ((rc = load_cfg(d->config_path, &next, &rerr)))
     goto refused;
   if ((rc = tw_meter_cfg_parse(next->billing, &mnext, &rerr))) {
     tw_meter_cfg_release(&mnext);

@@ -7,7 +7,7 @@
 
 #include "broker/base/mem.h"
 #include "broker/base/node.h"
-#include "broker/core/spec.h" /* tw_spec_fallbacks */
+#include "broker/core/spec.h" /* tw_spec_name_word */
 
 enum ktype { K_STR, K_INT, K_LEVEL, K_SUBSYS, K_SYNC, K_RAW_SEQ, K_RAW_MAP };
 
@@ -119,16 +119,13 @@ static enum tw_rc set_value(struct tw_cfg *c, const struct key *k,
       return tw_err_field(err, TW_E_INVALID, k->path,
                           "%s: expected a non-empty string, got %s", k->path,
                           tw_node_type_name(n));
-    if (!strcmp(k->path, "spot.fallback")) {
-      size_t i = 0;
-      while (tw_spec_fallbacks[i] && strcmp(tw_spec_fallbacks[i], text))
-        i++;
-      if (!tw_spec_fallbacks[i])
-        return tw_err_field(err, TW_E_INVALID, k->path,
-                            "%s: expected failover, eager-next-region, "
-                            "on-demand-fallback or deadline, got \"%s\"",
-                            k->path, text);
-    }
+    /* the name itself is checked against the fallback table by
+     * check_fallback(), when the loader was given it */
+    if (!strcmp(k->path, "spot.fallback") && !tw_spec_name_word(text))
+      return tw_err_field(err, TW_E_INVALID, k->path,
+                          "%s: expected a strategy name (lower-case letters, "
+                          "digits, '-'), got \"%s\"",
+                          k->path, text);
     if (!strcmp(k->path, "auth.mode") && strcmp(text, "tokens") &&
         strcmp(text, "open"))
       return tw_err_field(err, TW_E_INVALID, k->path,
@@ -296,8 +293,22 @@ void tw_cfg_free(struct tw_cfg *cfg) {
   free(cfg);
 }
 
-static enum tw_rc load_tree(struct tw_node *root, struct tw_cfg **out,
-                            struct tw_err *err) {
+/* spot.fallback, given or defaulted, must be one of the table's names. */
+static enum tw_rc check_fallback(const struct tw_cfg *c,
+                                 const char *const *known, struct tw_err *err) {
+  for (size_t i = 0; known[i]; i++)
+    if (!strcmp(known[i], c->spot_fallback))
+      return TW_OK;
+  char list[256];
+  tw_spec_names_join(known, list, sizeof list);
+  return tw_err_field(err, TW_E_INVALID, "spot.fallback",
+                      "spot.fallback: expected %s, got \"%s\"", list,
+                      c->spot_fallback);
+}
+
+static enum tw_rc load_tree(struct tw_node *root,
+                            const struct tw_cfg_load_opts *opts,
+                            struct tw_cfg **out, struct tw_err *err) {
   struct tw_cfg *c = tw_calloc(1, sizeof *c);
   enum tw_rc rc = TW_OK;
   c->root = root;
@@ -315,6 +326,8 @@ static enum tw_rc load_tree(struct tw_node *root, struct tw_cfg **out,
   if ((rc = walk(c, root, "", err)))
     goto fail;
 done:
+  if (opts && opts->fallbacks && (rc = check_fallback(c, opts->fallbacks, err)))
+    goto fail;
   *out = c;
   return TW_OK;
 fail:
@@ -322,8 +335,9 @@ fail:
   return rc;
 }
 
-enum tw_rc tw_cfg_load_text(const char *text, size_t len, struct tw_cfg **out,
-                            struct tw_err *err) {
+enum tw_rc tw_cfg_load_text_opts(const char *text, size_t len,
+                                 const struct tw_cfg_load_opts *opts,
+                                 struct tw_cfg **out, struct tw_err *err) {
   struct tw_node *root = NULL;
   enum tw_rc rc;
   *out = NULL;
@@ -341,15 +355,21 @@ enum tw_rc tw_cfg_load_text(const char *text, size_t len, struct tw_cfg **out,
   if (blank) {
     struct tw_node *empty = tw_calloc(1, sizeof *empty);
     empty->kind = TW_NODE_NULL;
-    return load_tree(empty, out, err);
+    return load_tree(empty, opts, out, err);
   }
   if ((rc = tw_node_parse_yaml(text, len, &root, err)))
     return rc;
-  return load_tree(root, out, err);
+  return load_tree(root, opts, out, err);
 }
 
-enum tw_rc tw_cfg_load_file(const char *path, struct tw_cfg **out,
+enum tw_rc tw_cfg_load_text(const char *text, size_t len, struct tw_cfg **out,
                             struct tw_err *err) {
+  return tw_cfg_load_text_opts(text, len, NULL, out, err);
+}
+
+enum tw_rc tw_cfg_load_file_opts(const char *path,
+                                 const struct tw_cfg_load_opts *opts,
+                                 struct tw_cfg **out, struct tw_err *err) {
   *out = NULL;
   FILE *f = fopen(path, "rb");
   if (!f)
@@ -368,7 +388,8 @@ enum tw_rc tw_cfg_load_file(const char *path, struct tw_cfg **out,
   }
   fclose(f);
   struct tw_err local = {0};
-  enum tw_rc rc = tw_cfg_load_text(b.data ? b.data : "", b.len, out, &local);
+  enum tw_rc rc =
+      tw_cfg_load_text_opts(b.data ? b.data : "", b.len, opts, out, &local);
   tw_buf_release(&b);
   if (rc) {
     tw_err_set(err, rc, "config %s: %s", path, local.msg);
@@ -432,4 +453,9 @@ void tw_cfg_keep_fixed(const struct tw_cfg *old, struct tw_cfg *next,
                     b.len ? "\n" : "", k->path);
   }
   *report = b.len ? tw_buf_detach(&b) : (tw_buf_release(&b), NULL);
+}
+
+enum tw_rc tw_cfg_load_file(const char *path, struct tw_cfg **out,
+                            struct tw_err *err) {
+  return tw_cfg_load_file_opts(path, NULL, out, err);
 }

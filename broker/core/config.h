@@ -56,10 +56,30 @@ struct tw_cfg {
   struct tw_node *root;         /* the whole document (owned) */
 };
 
-/* Loads and validates a file.  *out is owned (tw_cfg_free). */
+/* What loading checks against tables the core cannot see (it may not
+ * include policies/), filled by whoever links them. */
+struct tw_cfg_load_opts {
+  /* The names spot.fallback may take, NULL-terminated: the fallback
+   * table's (tw_fallback_names(), policies/fallback/fallback_strategy.h).
+   * An unknown one is TW_E_INVALID naming spot.fallback and listing the
+   * names.  NULL: any strategy-shaped word (tw_spec_name_word()); whoever
+   * turns it into a strategy must then refuse a name its table lacks (the
+   * daemon refuses to start). */
+  const char *const *fallbacks;
+};
+
+/* Loads and validates a file.  opts may be NULL (no tables: see above).
+ * *out is owned (tw_cfg_free). */
+enum tw_rc tw_cfg_load_file_opts(const char *path,
+                                 const struct tw_cfg_load_opts *opts,
+                                 struct tw_cfg **out, struct tw_err *err);
+/* Same from text (tests). */
+enum tw_rc tw_cfg_load_text_opts(const char *text, size_t len,
+                                 const struct tw_cfg_load_opts *opts,
+                                 struct tw_cfg **out, struct tw_err *err);
+/* The above without tables (opts NULL). */
 enum tw_rc tw_cfg_load_file(const char *path, struct tw_cfg **out,
                             struct tw_err *err);
-/* Same from text (tests). */
 enum tw_rc tw_cfg_load_text(const char *text, size_t len, struct tw_cfg **out,
                             struct tw_err *err);
 void tw_cfg_free(struct tw_cfg *cfg);

@@ -21,9 +21,6 @@
  * with a four-digit year, so a deadline always survives the round trip. */
 #define DEADLINE_MAX_MS 253402300799999LL
 
-const char *const tw_spec_fallbacks[] = {
-    "failover", "eager-next-region", "on-demand-fallback", "deadline", NULL};
-
 const char *tw_market_str(enum tw_market m) {
   switch (m) {
   case TW_MARKET_SPOT:
@@ -1252,17 +1249,62 @@ static enum tw_rc parse_top(const struct tw_node *root,
     return rc;
   if (!is_null(n = tw_node_get(root, "env")) && (rc = parse_env(n, spec, err)))
     return rc;
+  /* The strategy's name is checked against the fallback table's names
+   * after the shape (check_fallback_name), when the caller has them. */
   if (!is_null(n = tw_node_get(root, "fallback"))) {
-    static const int idx[] = {0, 1, 2, 3};
-    int k;
-    if ((rc = parse_choice(n, "fallback", tw_spec_fallbacks, idx,
-                           "failover, eager-next-region, on-demand-fallback "
-                           "or deadline",
-                           &k, err)))
-      return rc;
-    spec->fallback = tw_strdup(tw_spec_fallbacks[k]);
+    char what[128];
+    if (n->kind != TW_NODE_SCALAR || !tw_spec_name_word(n->str))
+      return fail(err, "fallback", n,
+                  "expected a strategy name (lower-case letters, digits, "
+                  "'-'), got %s",
+                  describe(n, what, sizeof what));
+    spec->fallback = tw_strdup(n->str);
   }
   return TW_OK;
+}
+
+bool tw_spec_name_word(const char *s) {
+  size_t len = s ? strlen(s) : 0;
+  if (!len || len > 63 || !islower((unsigned char)s[0]))
+    return false;
+  return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == len;
+}
+
+void tw_spec_names_join(const char *const *names, char *out, size_t outsz) {
+  size_t o = 0;
+  if (!outsz)
+    return;
+  out[0] = '\0';
+  for (size_t i = 0; names && names[i] && o + 1 < outsz; i++) {
+    int w = snprintf(out + o, outsz - o, "%s%s",
+                     !i             ? ""
+                     : names[i + 1] ? ", "
+                                    : " or ",
+                     names[i]);
+    if (w < 0)
+      break;
+    o += (size_t)w;
+  }
+}
+
+/* Second pass: the `fallback:` a document names must be one of known. */
+static enum tw_rc check_fallback_name(const struct tw_node *root,
+                                      const char *const *known,
+                                      struct tw_err *err) {
+  const struct tw_node *n = tw_node_get(root, "fallback");
+  if (is_null(n))
+    return TW_OK;
+  for (size_t i = 0; known[i]; i++)
+    if (!strcmp(known[i], n->str))
+      return TW_OK;
+  char list[256], d[128];
+  tw_spec_names_join(known, list, sizeof list);
+  const char *best = tw_closest(n->str, known);
+  if (best)
+    return fail(err, "fallback", n, "expected %s, got %s; did you mean \"%s\"?",
+                list, describe(n, d, sizeof d), best);
+  return fail(err, "fallback", n, "expected %s, got %s", list,
+              describe(n, d, sizeof d));
 }
 
 /* The provider of a location node ("aws:us-east-1"; "*" of a glob passes)
@@ -1339,6 +1381,8 @@ enum tw_rc tw_spec_from_node_opts(const struct tw_node *root,
   enum tw_rc rc = parse_top(root, spec, err);
   if (!rc && opts && opts->providers)
     rc = check_provider_names(root, opts->providers, err);
+  if (!rc && opts && opts->fallbacks)
+    rc = check_fallback_name(root, opts->fallbacks, err);
   if (rc) {
     tw_spec_release(spec);
     return rc;

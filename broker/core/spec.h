@@ -120,8 +120,9 @@ struct tw_job_spec {
 
   int64_t checkpoint_interval_s; /* 0 = none */
   char *checkpoint_uri;
-  /* the spot fallback strategy (policies/fallback/fallback_strategy.h); NULL:
-   * the policy's (the config's spot.fallback) */
+  /* the spot fallback strategy, one of the names of the fallback table
+   * (policies/fallback/fallback_strategy.h) when the parser was given them
+   * (struct tw_spec_opts); NULL: the policy's (the config's spot.fallback) */
   char *fallback;
 
   char *run; /* the script; NULL = none */
@@ -139,6 +140,15 @@ struct tw_spec_opts {
    * NULL: any provider-shaped word (letters, digits, '-', '_'); for specs
    * already validated, such as the stored ones. */
   const char *const *providers;
+  /* The strategy names `fallback:` may take, NULL-terminated: the fallback
+   * table's (tw_fallback_names() in policies/fallback/fallback_strategy.h),
+   * passed down by whoever links it (the API, the scheduler), since the
+   * core may not include policies.  An unknown one is TW_E_INVALID naming
+   * "fallback" and listing the names, with the closest suggested.  NULL:
+   * any strategy-shaped word (tw_spec_name_word()), checked later by whoever
+   * holds the table; the scheduler refuses a stored spec whose strategy
+   * the table lacks (broker/sched/sched_int.h, sched__parse_spec). */
+  const char *const *fallbacks;
 };
 
 /* Validates a parsed document into spec (zeroed, then filled).  On error
@@ -169,9 +179,14 @@ void tw_spec_to_json(const struct tw_job_spec *spec, struct tw_buf *out);
  * tw_parse_size_bytes, tw_parse_duration_s) live in broker/base/units.h,
  * included here for the spec's users. */
 
-/* Fallback strategy names accepted in `fallback:` and in the config's
- * spot.fallback, NULL-terminated. */
-extern const char *const tw_spec_fallbacks[];
+/* Whether s is shaped like the name of a strategy: a lower-case letter,
+ * then lower-case letters, digits and '-', at most 63 bytes.  What
+ * `fallback:` and spot.fallback accept when no names list is given. */
+bool tw_spec_name_word(const char *s);
+
+/* Writes the NULL-terminated names as "a, b, c or d" into out (truncated
+ * to outsz), for messages listing what is valid. */
+void tw_spec_names_join(const char *const *names, char *out, size_t outsz);
 
 const char *tw_market_str(enum tw_market m); /* "any", "spot", "on-demand",
                                                 "private" */

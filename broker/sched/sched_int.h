@@ -143,9 +143,21 @@ static inline const struct tw_job_spec *
 sched__spec(struct tw_sched *s, const struct tw_job_rec *job) {
   struct tw_err err = {0};
   const struct tw_job_spec *spec = tw_spec_cache_acquire(s->specs, job, &err);
-  if (!spec)
+  enum tw_fallback_kind k;
+  if (!spec) {
     tw_log_error("sched", "job=%s stored spec does not parse: %s", job->id,
                  err.msg);
+  } else if (spec->fallback && !tw_fallback_parse(spec->fallback, &k)) {
+    /* The cache parses without the fallback table (the core cannot see
+     * it): a strategy the table lacks is refused here, loudly, rather
+     * than run as the default. */
+    tw_log_error("sched",
+                 "job=%s stored spec names fallback \"%s\", which "
+                 "is no strategy of the fallback table",
+                 job->id, spec->fallback);
+    tw_spec_cache_release(s->specs, spec);
+    spec = NULL;
+  }
   return spec;
 }
 

@@ -271,6 +271,24 @@ static void failover_retries_within_the_region(void **state) {
       id, "failover: interruption 1: retrying within r1, then elsewhere"));
 }
 
+/* A stored spec naming a strategy the table lacks (stored without the
+ * check: the fixture parses without the names) is never run under the
+ * default strategy: the scheduler refuses it and the job stays pending. */
+static void unknown_strategy_is_refused_not_defaulted(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  sfx_submit("name: u\nresources: {accelerators: V100:1}\nfallback: eager\n",
+             id);
+  tw_sched_tick(sfx_sched);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_PENDING);
+  struct tw_attempt_rec *a;
+  size_t n;
+  assert_int_equal(tw_store_attempts_of(sfx_store, id, &a, &n, NULL), TW_OK);
+  assert_int_equal(n, 0);
+  free(a);
+}
+
 static void eager_next_region_leaves_the_region(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
@@ -608,8 +626,13 @@ static void config_spot_section_is_validated(void **state) {
   assert_int_equal(c->spot_on_demand_after, 2);
   assert_int_equal(c->reconcile_interval_s, 0);
   tw_cfg_free(c);
+  /* the daemon loads it with the fallback table's names */
+  const char *names[TW_FALLBACK_COUNT + 1];
+  tw_fallback_names(names, TW_FALLBACK_COUNT + 1);
+  struct tw_cfg_load_opts lopts = {.fallbacks = names};
   const char *bad = "spot: {fallback: eager}\n";
-  assert_int_equal(tw_cfg_load_text(bad, strlen(bad), &c, &err), TW_E_INVALID);
+  assert_int_equal(tw_cfg_load_text_opts(bad, strlen(bad), &lopts, &c, &err),
+                   TW_E_INVALID);
   assert_string_equal(err.msg,
                       "spot.fallback: expected failover, eager-next-region, "
                       "on-demand-fallback or deadline, got \"eager\"");
@@ -629,6 +652,7 @@ int main(void) {
       T(a_notice_is_acted_on_once),
       T(a_capacity_error_keeps_other_jobs_off_the_offer),
       T(failover_retries_within_the_region),
+      T(unknown_strategy_is_refused_not_defaulted),
       T(eager_next_region_leaves_the_region),
       T(on_demand_fallback_after_two_interruptions),
       T(without_any_on_demand_offer_the_job_stays_on_spot),
