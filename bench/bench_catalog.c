@@ -34,6 +34,7 @@
 
 #include "billing/catalog/catalog.h"
 #include "broker/base/mem.h"
+#include "providers/registry.h"
 
 static int failed;
 
@@ -146,7 +147,8 @@ static void synth(size_t rows, struct tw_buf *b) {
 static struct tw_cat_snap *ingest(const char *text, size_t len,
                                   const char *provider, const char *name,
                                   double *cpu, double *wall) {
-  struct tw_csv_opts o = {.provider = provider, .regions = regions};
+  struct tw_csv_opts o = {
+      .provider = provider, .regions = regions, .adapters = tw_adapters};
   struct tw_cat_source_info info;
   memset(&info, 0, sizeof info);
   snprintf(info.name, sizeof info.name, "%s", name);
@@ -349,7 +351,7 @@ int main(int argc, char **argv) {
       struct tw_cat_snap *srcs[] = {s, s};
       struct tw_cat_snap *m = NULL;
       double c0 = cpu_s();
-      tw_cat_snap_merge(srcs, 2, NULL, 2, 0, &m);
+      tw_cat_snap_merge(srcs, 2, NULL, tw_adapters, 2, 0, &m);
       double dt = cpu_s() - c0;
       printf("merge_offers_per_s %.0f offers/s\n", (double)(2 * n) / dt);
       tw_cat_snap_release(m);

@@ -271,7 +271,7 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
    * (billing/catalog/catalog.h).  Placement, the meter and GET /v1/offers
    * read its snapshots. */
   if ((rc = tw_catalog_new_from_cfg(cfg, d->store, NULL, d->provs, d->n_prov,
-                                    &d->cat, err)))
+                                    d->adapters, &d->cat, err)))
     goto fail;
   d->msrc.cat = d->cat;
 

@@ -77,9 +77,19 @@ struct tw_provider_billing {
   int64_t spot_protection_s; /* spot: time guaranteed before a reclaim */
 };
 
+/* An accelerator implied by an instance type's name (tw_provider_info). */
+struct tw_provider_type_accel {
+  const char *type_prefix; /* "f1." */
+  const char *accel;       /* "VU9P" */
+};
+
 /* What the rest of the broker knows of a provider, kept with its adapter so
  * that no other folder names a cloud.  Every field is set by every adapter
- * ("" where the provider has none); tests/unit/test_registry.c checks it. */
+ * ("" where the provider has none); tests/unit/test_registry.c checks it.
+ * Fields are only appended, and a zero or NULL one (an adapter written
+ * before it existed) takes the neutral path: no rule, no hint.  The
+ * catalog's clouds without an adapter (billing/catalog/clouds.h) fill the
+ * same struct. */
 struct tw_provider_info {
   struct tw_provider_billing billing;
   /* The interruption notice as the job sees it (broker/sched/checkpoint.h,
@@ -94,8 +104,22 @@ struct tw_provider_info {
   const char *focus_network_service;
   /* The catalog's file sources (billing/catalog/catalog_csv.c): whether
    * a zone column may hold the provider's zone ids ("use1-az1") rather
-   * than names. */
+   * than names; they resolve to regions through the region table's
+   * zone_prefix column. */
   bool catalog_zone_ids;
+  /* Whether the catalog's interruption feed (catalog.interruption_path:
+   * the Spot Advisor's spot-advisor-data.json) gives this provider's spot
+   * offers their risk band, where the source had no estimate of its own. */
+  bool catalog_risk_feed;
+  /* The architecture an instance type's name implies ("m6g.large" ->
+   * arm64), for offers that do not say: catalog rows without an Arch
+   * column, adapter offers left at TW_ARCH_ANY.  Pure.  NULL: none
+   * implied (TW_ARCH_ANY). */
+  enum tw_arch (*arch_of_type)(const char *type);
+  /* Accelerators a catalog counts but does not name, known from the
+   * instance type's prefix ({"f1.", "VU9P"}: the canonical names of
+   * billing/catalog/normalize.h), ended by {NULL, NULL}.  NULL: none. */
+  const struct tw_provider_type_accel *type_accels;
 };
 
 struct tw_provider_ops {

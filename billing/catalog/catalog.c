@@ -56,6 +56,7 @@ struct source {
 struct tw_catalog {
   struct tw_store *store;
   struct tw_clock *clock;
+  const struct tw_provider_ops *const *adapters; /* borrowed; may be NULL */
   struct tw_regions *regions;
   struct tw_rates *rates;
   struct tw_cat_risk *risk;
@@ -131,7 +132,8 @@ static void publish(struct tw_catalog *c, int64_t now_ms) {
     }
   pthread_mutex_unlock(&c->mu);
   struct tw_cat_snap *merged;
-  tw_cat_snap_merge(tables, nt, c->risk, ++c->version, now_ms, &merged);
+  tw_cat_snap_merge(tables, nt, c->risk, c->adapters, ++c->version, now_ms,
+                    &merged);
   for (size_t i = 0; i < nt; i++)
     tw_cat_snap_release(tables[i]);
   free(tables);
@@ -229,6 +231,7 @@ static enum tw_rc load_file(struct tw_catalog *c, struct source *s, int64_t now,
                           .instance_type = s->instance_type,
                           .specs = specs,
                           .regions = c->regions,
+                          .adapters = c->adapters,
                           .observed_ms = (int64_t)st.st_mtim.tv_sec * 1000};
   struct tw_err local = {0};
   rc = tw_cat_snap_from_csv(data, len, &o, &si, fresh, &local);
@@ -443,6 +446,7 @@ enum tw_rc tw_catalog_new(const struct tw_catalog_opts *o,
   enum tw_rc rc = TW_OK;
   *out = NULL;
   c->store = o->store;
+  c->adapters = o->adapters;
   c->clock = o->clock ? o->clock : tw_clock_real();
   c->keep = o->keep_snapshots > 0 ? o->keep_snapshots : 2;
   pthread_mutex_init(&c->mu, NULL);
@@ -488,6 +492,8 @@ enum tw_rc tw_catalog_new(const struct tw_catalog_opts *o,
     s->refresh_ms = refresh;
     s->aopts.regions = c->regions;
     s->aopts.rates = c->rates;
+    s->aopts.info = tw_provider_info(o->providers[i]);
+    s->aopts.adapters = o->adapters;
     for (size_t k = 0; k < o->n_accounts; k++) {
       const struct tw_catalog_account *a = &o->accounts[k];
       if (strcmp(a->account, acct))
@@ -980,12 +986,12 @@ static enum tw_rc cfg_parse(const struct tw_node *sec, int64_t def_refresh_s,
   return TW_OK;
 }
 
-enum tw_rc tw_catalog_new_from_cfg(const struct tw_cfg *cfg,
-                                   struct tw_store *store,
-                                   struct tw_clock *clock,
-                                   struct tw_provider **providers,
-                                   size_t n_providers, struct tw_catalog **out,
-                                   struct tw_err *err) {
+enum tw_rc
+tw_catalog_new_from_cfg(const struct tw_cfg *cfg, struct tw_store *store,
+                        struct tw_clock *clock, struct tw_provider **providers,
+                        size_t n_providers,
+                        const struct tw_provider_ops *const *adapters,
+                        struct tw_catalog **out, struct tw_err *err) {
   struct cfg_opts *co = tw_calloc(1, sizeof *co);
   const struct tw_node *sec = cfg->catalog;
   enum tw_rc rc = cfg_parse(sec, cfg->sched_offers_ttl_s, co, err);
@@ -994,6 +1000,7 @@ enum tw_rc tw_catalog_new_from_cfg(const struct tw_cfg *cfg,
     co->o.clock = clock;
     co->o.providers = providers;
     co->o.n_providers = n_providers;
+    co->o.adapters = adapters;
     rc = tw_catalog_new(&co->o, out, err);
   }
   free(co);

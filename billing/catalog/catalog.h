@@ -47,6 +47,8 @@
 struct tw_clock;
 struct tw_store;
 struct tw_provider;
+struct tw_provider_info;
+struct tw_provider_ops;
 struct tw_cfg;
 
 /* ---- sources
@@ -239,6 +241,13 @@ enum tw_rc tw_cat_snap_from_csv(const char *data, size_t len,
 struct tw_cat_adapter_opts {
   const struct tw_regions *regions;
   const struct tw_rates *rates;
+  /* The per-cloud rules (billing, architecture implied by type names,
+   * clouds.h): info, the listing adapter's own block, when set; else each
+   * offer's provider looked up in adapters (borrowed; NULL: none, or only
+   * the catalog-only clouds).  adapters also stays with the snapshot for
+   * its views. */
+  const struct tw_provider_info *info;
+  const struct tw_provider_ops *const *adapters;
   int64_t granularity_s, min_charge_s; /* private clusters; 0: the rule */
   /* Private clusters price nothing: when an offer's price is 0 and these
    * are set, it is priced at this chargeback per hour (micro-USD). */
@@ -261,11 +270,16 @@ enum tw_risk tw_cat_risk_find(const struct tw_cat_risk *r, const char *region,
                               const char *type);
 
 /* Merges source snapshots into one, by precedence (mode, then order in
- * srcs), giving AWS spot offers their band from risk (may be NULL).
- * version is the new snapshot's number.  *out is owned. */
+ * srcs), giving spot offers their band from risk (may be NULL) where their
+ * provider's info block says the feed covers it (catalog_risk_feed,
+ * looked up in adapters: clouds.h).  adapters (borrowed, may be NULL)
+ * stays with the merged snapshot for its views.  version is the new
+ * snapshot's number.  *out is owned. */
 void tw_cat_snap_merge(struct tw_cat_snap *const *srcs, size_t n,
-                       const struct tw_cat_risk *risk, uint64_t version,
-                       int64_t now_ms, struct tw_cat_snap **out);
+                       const struct tw_cat_risk *risk,
+                       const struct tw_provider_ops *const *adapters,
+                       uint64_t version, int64_t now_ms,
+                       struct tw_cat_snap **out);
 
 /* ---- the catalog
  * ------------------------------------------------------------------- */
@@ -299,6 +313,12 @@ struct tw_catalog_opts {
   struct tw_clock *clock;         /* borrowed; NULL: real */
   struct tw_provider **providers; /* borrowed; outlive the catalog */
   size_t n_providers;
+  /* The adapter registry (providers/registry.h), borrowed: the per-cloud
+   * rules of file sources and of the merged snapshot come from its info
+   * blocks, or the catalog-only table (clouds.h).  Adapter sources use
+   * their own adapter's block.  NULL: file sources of adapter clouds get
+   * no billing rule, zone ids or bands. */
+  const struct tw_provider_ops *const *adapters;
   const struct tw_catalog_account *accounts;
   size_t n_accounts;
   const struct tw_catalog_file *files;
@@ -318,12 +338,12 @@ enum tw_rc tw_catalog_new(const struct tw_catalog_opts *o,
 
 /* The same from the daemon's config (`catalog:` section, see
  * docs/catalog.md); errors name the config key. */
-enum tw_rc tw_catalog_new_from_cfg(const struct tw_cfg *cfg,
-                                   struct tw_store *store,
-                                   struct tw_clock *clock,
-                                   struct tw_provider **providers,
-                                   size_t n_providers, struct tw_catalog **out,
-                                   struct tw_err *err);
+enum tw_rc
+tw_catalog_new_from_cfg(const struct tw_cfg *cfg, struct tw_store *store,
+                        struct tw_clock *clock, struct tw_provider **providers,
+                        size_t n_providers,
+                        const struct tw_provider_ops *const *adapters,
+                        struct tw_catalog **out, struct tw_err *err);
 
 /* Starts one refresh thread per source. */
 enum tw_rc tw_catalog_start(struct tw_catalog *c, struct tw_err *err);

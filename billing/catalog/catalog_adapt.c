@@ -11,6 +11,7 @@
 #include <openssl/evp.h>
 
 #include "billing/catalog/catalog_int.h"
+#include "billing/catalog/clouds.h"
 #include "broker/base/mem.h"
 
 void tw_cat_sha256_hex(const void *data, size_t len, char out[65]) {
@@ -63,6 +64,7 @@ enum tw_rc tw_cat_snap_from_csv(const char *data, size_t len,
   s->report = rep;
   s->offers = rep.offers;
   *out = tw_cat_bld_finish(&b, 0, info->fetched_ms);
+  (*out)->adapters = o->adapters;
   return TW_OK;
 }
 
@@ -149,6 +151,9 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
   if (!tw_cat_loc_geo(b, &l, o->regions, in->provider, in->region))
     notes[nn++] = TW_CAT_NOTE_REGION_UNKNOWN;
 
+  /* the source's own adapter knows best; else the registry, by name */
+  const struct tw_provider_info *cloud =
+      o->info ? o->info : tw_cat_cloud(o->adapters, in->provider);
   struct tw_cat_shape sh;
   memset(&sh, 0, sizeof sh);
   sh.provider = l.provider;
@@ -157,7 +162,7 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
   sh.memory_mib = in->memory_mib;
   enum tw_arch arch = in->arch;
   if (arch == TW_ARCH_ANY) {
-    arch = tw_norm_arch_guess(in->provider, in->instance_type);
+    arch = tw_norm_arch_guess(cloud, in->instance_type);
     if (arch != TW_ARCH_ANY)
       notes[nn++] = TW_CAT_NOTE_ARCH_GUESSED;
   }
@@ -243,7 +248,7 @@ static enum tw_cat_reject adapt_one(struct tw_cat_builder *b,
   x.src = src;
   x.risk = tw_cat_risk_of_pct(in->interruption_pct);
   struct tw_billing_rule rule;
-  tw_norm_billing(in->provider, in->market, &rule);
+  tw_norm_billing(cloud, in->market, &rule);
   int64_t gran = in->billing_granularity_s > 0 ? in->billing_granularity_s
                  : o->granularity_s > 0        ? o->granularity_s
                                                : rule.granularity_s;
@@ -308,6 +313,7 @@ enum tw_rc tw_cat_snap_from_offers(const struct tw_offer *offers, size_t n,
   s->report = rep;
   s->offers = rep.offers;
   *out = tw_cat_bld_finish(&b, 0, info->fetched_ms);
+  (*out)->adapters = o->adapters;
   return TW_OK;
 }
 
@@ -486,8 +492,10 @@ static const char *zmap_find(const struct zmap *z, const char *account,
 }
 
 void tw_cat_snap_merge(struct tw_cat_snap *const *srcs, size_t n,
-                       const struct tw_cat_risk *risk, uint64_t version,
-                       int64_t now_ms, struct tw_cat_snap **out) {
+                       const struct tw_cat_risk *risk,
+                       const struct tw_provider_ops *const *adapters,
+                       uint64_t version, int64_t now_ms,
+                       struct tw_cat_snap **out) {
   /* precedence: override, adapter, seed; the given order within a mode */
   size_t *order = tw_malloc((n ? n : 1) * sizeof *order);
   size_t no = 0;
@@ -510,7 +518,9 @@ void tw_cat_snap_merge(struct tw_cat_snap *const *srcs, size_t n,
       src_map[k] = tw_cat_bld_source(&b, &si);
     }
     uint32_t *loc_map = tw_malloc(((size_t)s->n_locs + 1) * sizeof *loc_map);
-    bool *loc_aws = tw_malloc(((size_t)s->n_locs + 1) * sizeof *loc_aws);
+    /* whether the feed's bands apply at each location: by its provider's
+     * info block (catalog_risk_feed) */
+    bool *loc_feed = tw_malloc(((size_t)s->n_locs + 1) * sizeof *loc_feed);
     for (uint32_t k = 0; k < s->n_locs; k++) {
       const struct tw_cat_loc *l = &s->locs[k];
       struct tw_cat_loc x = *l;
@@ -530,7 +540,9 @@ void tw_cat_snap_merge(struct tw_cat_snap *const *srcs, size_t n,
           x.zone = tw_cat_bld_cstr(&b, name);
       }
       loc_map[k] = tw_cat_bld_loc(&b, &x);
-      loc_aws[k] = !strcmp(tw_strpool_str(p, l->provider), "aws");
+      const struct tw_provider_info *cloud =
+          risk ? tw_cat_cloud(adapters, tw_strpool_str(p, l->provider)) : NULL;
+      loc_feed[k] = cloud && cloud->catalog_risk_feed;
     }
     uint32_t *shape_map =
         tw_malloc(((size_t)s->n_shapes + 1) * sizeof *shape_map);
@@ -549,7 +561,7 @@ void tw_cat_snap_merge(struct tw_cat_snap *const *srcs, size_t n,
       const struct tw_cat_loc *l = &s->locs[x.loc];
       x.src = x.src < s->n_srcs ? src_map[x.src] : 0;
       /* the feed's band where the source had no estimate of its own */
-      if (risk && loc_aws[x.loc] && x.market == TW_MARKET_SPOT &&
+      if (risk && loc_feed[x.loc] && x.market == TW_MARKET_SPOT &&
           x.risk == TW_CAT_RISK_NONE) {
         enum tw_risk r =
             tw_cat_risk_find(risk, tw_strpool_str(p, l->region),
@@ -571,13 +583,14 @@ void tw_cat_snap_merge(struct tw_cat_snap *const *srcs, size_t n,
     }
     free(src_map);
     free(loc_map);
-    free(loc_aws);
+    free(loc_feed);
     free(shape_map);
   }
   free(zm.keys);
   free(zm.names);
   free(order);
   *out = tw_cat_bld_finish(&b, version, now_ms);
+  (*out)->adapters = adapters;
 }
 
 /* ---- the normalized CSV form

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "billing/catalog/catalog_int.h"
+#include "billing/catalog/clouds.h"
 #include "billing/catalog/normalize.h"
 #include "broker/base/mem.h"
 
@@ -392,7 +393,7 @@ struct ingest {
   struct tw_cat_report *rep;
   struct colmap m;
   const char *account;
-  bool is_aws, is_azure, is_gcp;
+  const struct tw_provider_info *cloud; /* clouds.h; NULL: no rules */
   uint32_t provider_sid, account_sid;
   uint16_t src;
   /* location cache: (region, zone, zone id) text -> loc */
@@ -626,7 +627,7 @@ static bool row_shape(struct ingest *g, const struct tw_csv_record *rec,
     if (!milli)
       milli = 1000;
     if (!accel.n) {
-      if (tw_norm_accel_from_type(g->o->provider, type_z, &ai)) {
+      if (tw_norm_accel_from_type(g->cloud, type_z, &ai)) {
         notes[nnotes++] = TW_CAT_NOTE_ACCEL_FROM_TYPE;
       } else {
         notes[nnotes++] = TW_CAT_NOTE_ACCEL_UNNAMED;
@@ -657,7 +658,7 @@ static bool row_shape(struct ingest *g, const struct tw_csv_record *rec,
   }
   enum tw_arch a = arch.n ? tw_norm_arch(arch.s, arch.n) : TW_ARCH_ANY;
   if (a == TW_ARCH_ANY) {
-    a = tw_norm_arch_guess(g->o->provider, type_z);
+    a = tw_norm_arch_guess(g->cloud, type_z);
     if (a != TW_ARCH_ANY)
       notes[nnotes++] = TW_CAT_NOTE_ARCH_GUESSED;
   }
@@ -679,7 +680,7 @@ static bool slice_is_zone_id(struct slice z) {
     return false;
   memcpy(buf, z.s, z.n);
   buf[z.n] = '\0';
-  return tw_norm_is_aws_zone_id(buf);
+  return tw_norm_is_zone_id(buf);
 }
 
 /* Resolves region and zone of a row into a location; false with *why. */
@@ -692,7 +693,8 @@ static bool row_loc(struct ingest *g, const struct tw_csv_record *rec,
   ck = tw_cat_hash(rack.s, rack.n, ck);
   (void)rec;
   (void)sp;
-  bool zone_is_id = g->is_aws && slice_is_zone_id(zone);
+  bool zone_is_id =
+      g->cloud && g->cloud->catalog_zone_ids && slice_is_zone_id(zone);
   *zone_key = zone;
   uint32_t hit = loc_cache_get(g, ck);
   if (hit != UINT32_MAX) {
@@ -717,7 +719,7 @@ static bool row_loc(struct ingest *g, const struct tw_csv_record *rec,
     if (zone_is_id) {
       bool local = false;
       const struct tw_region *zr =
-          tw_regions_by_zone_id(g->o->regions, zz, &local);
+          tw_regions_by_zone_id(g->o->regions, g->o->provider, zz, &local);
       if (zr && strcmp(zr->region, rz)) {
         *why = TW_CAT_REJ_ZONE_MISMATCH;
         return false;
@@ -844,7 +846,7 @@ static enum tw_cat_reject row_body(struct ingest *g,
   int n = 0;
   struct tw_billing_rule rule;
   if (od == P_OK) {
-    tw_norm_billing(g->o->provider, TW_MARKET_ON_DEMAND, &rule);
+    tw_norm_billing(g->cloud, TW_MARKET_ON_DEMAND, &rule);
     o.market = TW_MARKET_ON_DEMAND;
     o.price_uusd = od_uusd;
     o.src_price_micro = od_micro;
@@ -853,7 +855,7 @@ static enum tw_cat_reject row_body(struct ingest *g,
     n += tw_cat_bld_offer(g->b, &o);
   }
   if (spt == P_OK) {
-    tw_norm_billing(g->o->provider, TW_MARKET_SPOT, &rule);
+    tw_norm_billing(g->cloud, TW_MARKET_SPOT, &rule);
     o.market = TW_MARKET_SPOT;
     o.price_uusd = sp_uusd;
     o.src_price_micro = sp_micro;
@@ -888,9 +890,7 @@ enum tw_rc tw_csv_ingest(const char *data, size_t len,
   g.rep = rep;
   g.src = o->source;
   g.account = o->account && *o->account ? o->account : o->provider;
-  g.is_aws = !strcmp(o->provider, "aws");
-  g.is_azure = !strcmp(o->provider, "azure");
-  g.is_gcp = !strcmp(o->provider, "gcp");
+  g.cloud = tw_cat_cloud(o->adapters, o->provider);
 
   struct tw_csv_reader r;
   struct tw_csv_record rec;

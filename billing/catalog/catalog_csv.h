@@ -128,6 +128,7 @@ void tw_cat_report_add(struct tw_cat_report *into,
 struct tw_cat_builder; /* catalog_int.h */
 struct tw_regions;
 struct tw_rate;
+struct tw_provider_ops;
 
 /* One source file of the SkyPilot catalog format. */
 struct tw_csv_opts {
@@ -140,7 +141,12 @@ struct tw_csv_opts {
   const char *instance_type;  /* for files without an InstanceType column */
   const struct tw_csv_specs *specs; /* joined on InstanceType; may be NULL */
   const struct tw_regions *regions; /* NULL: no geography labels */
-  uint16_t source;                  /* source index recorded in each offer */
+  /* The adapter registry (providers/registry.h), borrowed: the provider's
+   * info block gives its billing rule, zone ids and what its type names
+   * imply (billing/catalog/clouds.h; the catalog-only clouds such as gcp
+   * need none).  NULL: only the catalog-only clouds have rules. */
+  const struct tw_provider_ops *const *adapters;
+  uint16_t source;     /* source index recorded in each offer */
   int64_t observed_ms; /* when these prices were seen (file time) */
 };
 

@@ -146,6 +146,9 @@ struct tw_cat_snap {
   struct tw_cat_source_info *srcs;
   size_t n_srcs;
   size_t bytes;
+  /* The adapter registry the snapshot was built with (borrowed, static):
+   * views read each offer's provider rules through it (clouds.h). */
+  const struct tw_provider_ops *const *adapters;
 };
 
 /* ---- the builder
@@ -201,8 +204,7 @@ struct tw_cat_snap *tw_cat_bld_finish(struct tw_cat_builder *b,
                                       uint64_t version, int64_t built_ms);
 
 /* Fills the geography of l from the region table (country, jurisdiction,
- * coordinates) and, for AWS, the region of a zone id.  Returns false when
- * the region is unknown. */
+ * coordinates).  Returns false when the region is unknown. */
 bool tw_cat_loc_geo(struct tw_cat_builder *b, struct tw_cat_loc *l,
                     const struct tw_regions *regions, const char *provider,
                     const char *region);

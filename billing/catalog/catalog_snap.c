@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "billing/catalog/catalog_int.h"
+#include "billing/catalog/clouds.h"
 #include "broker/base/mem.h"
 
 /* ---- hashing
@@ -585,7 +586,7 @@ void tw_cat_snap_view(const struct tw_cat_snap *s, size_t i,
   v->granularity_s = o->granularity_s;
   v->min_charge_s = o->min_charge_s;
   struct tw_billing_rule rule;
-  tw_norm_billing(v->provider, v->market, &rule);
+  tw_norm_billing(tw_cat_cloud(s->adapters, v->provider), v->market, &rule);
   v->protection_s = rule.protection_s;
   v->risk = tw_cat_risk_band(o->risk);
   v->interruption_pct = tw_cat_risk_pct(o->risk);

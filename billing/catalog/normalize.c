@@ -11,6 +11,7 @@
 #include "broker/base/clock.h"
 #include "broker/base/mem.h"
 #include "broker/base/units.h"
+#include "providers/provider.h" /* struct tw_provider_info */
 
 /* ---- decimals ------------------------------------------------------------ */
 
@@ -283,20 +284,12 @@ bool tw_norm_accel(const char *raw, size_t len, int64_t mem_mib_hint,
   return false;
 }
 
-bool tw_norm_accel_from_type(const char *provider, const char *type,
-                             struct tw_accel_info *out) {
-  static const struct {
-    const char *provider, *prefix, *accel;
-  } HINTS[] = {
-      {"azure", "Standard_NP", "U250"},
-      {"aws", "f1.", "VU9P"},
-      {"aws", "f2.", "VU47P"},
-      {"alibaba", "ecs.f3.", "VU9P"},
-  };
-  for (size_t i = 0; i < sizeof HINTS / sizeof HINTS[0]; i++)
-    if (!strcmp(provider, HINTS[i].provider) &&
-        !strncmp(type, HINTS[i].prefix, strlen(HINTS[i].prefix)))
-      return tw_norm_accel(HINTS[i].accel, strlen(HINTS[i].accel), 0, out);
+bool tw_norm_accel_from_type(const struct tw_provider_info *info,
+                             const char *type, struct tw_accel_info *out) {
+  for (const struct tw_provider_type_accel *h = info ? info->type_accels : NULL;
+       h && h->type_prefix; h++)
+    if (!strncmp(type, h->type_prefix, strlen(h->type_prefix)))
+      return tw_norm_accel(h->accel, strlen(h->accel), 0, out);
   return false;
 }
 
@@ -329,61 +322,9 @@ enum tw_arch tw_norm_arch(const char *raw, size_t len) {
   return TW_ARCH_ANY;
 }
 
-/* The attribute letters after an AWS family's generation digit: "m6gd" ->
- * "gd".  The family ends at the first '.'. */
-static bool aws_family_has(const char *type, char letter) {
-  const char *dot = strchr(type, '.');
-  size_t n = dot ? (size_t)(dot - type) : strlen(type);
-  size_t i = 0;
-  while (i < n && isalpha((unsigned char)type[i]))
-    i++;
-  if (i == n || !isdigit((unsigned char)type[i]))
-    return false;
-  while (i < n && isdigit((unsigned char)type[i]))
-    i++;
-  for (; i < n && type[i] != '-'; i++)
-    if (type[i] == letter)
-      return true;
-  return false;
-}
-
-enum tw_arch tw_norm_arch_guess(const char *provider, const char *type) {
-  if (!strcmp(provider, "aws")) {
-    if (!strncmp(type, "a1.", 3) || !strncmp(type, "mac2", 4))
-      return TW_ARCH_ARM64;
-    return aws_family_has(type, 'g') ? TW_ARCH_ARM64 : TW_ARCH_X86_64;
-  }
-  if (!strcmp(provider, "azure")) {
-    /* Standard_<FAMILY><vcpus><features>_<version>: the lower-case
-     * feature `p` marks an Arm (Ampere, Cobalt) size */
-    const char *s = !strncmp(type, "Standard_", 9) ? type + 9 : type;
-    while (*s && isupper((unsigned char)*s))
-      s++;
-    while (*s && isdigit((unsigned char)*s))
-      s++;
-    for (; *s && *s != '_' && *s != '-'; s++)
-      if (*s == 'p')
-        return TW_ARCH_ARM64;
-    return TW_ARCH_X86_64;
-  }
-  if (!strcmp(provider, "gcp")) {
-    static const char *const ARM[] = {"t2a-", "c4a-", "n4a-", "a4x-", NULL};
-    for (int i = 0; ARM[i]; i++)
-      if (!strncmp(type, ARM[i], strlen(ARM[i])))
-        return TW_ARCH_ARM64;
-    return TW_ARCH_X86_64;
-  }
-  if (!strcmp(provider, "alibaba")) {
-    /* ecs.g8y.large (Yitian 710), ecs.c6r.large (Ampere) */
-    const char *f = !strncmp(type, "ecs.", 4) ? type + 4 : type;
-    const char *dot = strchr(f, '.');
-    size_t n = dot ? (size_t)(dot - f) : strlen(f);
-    if (n >= 3 && isdigit((unsigned char)f[n - 2]) &&
-        (f[n - 1] == 'y' || f[n - 1] == 'r'))
-      return TW_ARCH_ARM64;
-    return TW_ARCH_X86_64;
-  }
-  return TW_ARCH_ANY;
+enum tw_arch tw_norm_arch_guess(const struct tw_provider_info *info,
+                                const char *type) {
+  return info && info->arch_of_type ? info->arch_of_type(type) : TW_ARCH_ANY;
 }
 
 /* ---- small CSV tables
@@ -658,7 +599,7 @@ const struct tw_region *tw_regions_find(const struct tw_regions *t,
   return bsearch(&key, t->items, t->n, sizeof *t->items, region_cmp);
 }
 
-bool tw_norm_is_aws_zone_id(const char *s) {
+bool tw_norm_is_zone_id(const char *s) {
   /* <letters><digits>-[<letters><digits>-]az<digits> */
   size_t i = 0;
   if (!islower((unsigned char)s[i]))
@@ -684,9 +625,10 @@ bool tw_norm_is_aws_zone_id(const char *s) {
 }
 
 const struct tw_region *tw_regions_by_zone_id(const struct tw_regions *t,
+                                              const char *provider,
                                               const char *zone_id,
                                               bool *local) {
-  if (!t || !tw_norm_is_aws_zone_id(zone_id))
+  if (!t || !provider || !tw_norm_is_zone_id(zone_id))
     return NULL;
   const char *dash = strchr(zone_id, '-');
   size_t pl = (size_t)(dash - zone_id);
@@ -695,7 +637,7 @@ const struct tw_region *tw_regions_by_zone_id(const struct tw_regions *t,
   for (size_t i = 0; i < t->n; i++)
     if (strlen(t->items[i].zone_prefix) == pl &&
         !strncmp(t->items[i].zone_prefix, zone_id, pl) &&
-        !strcmp(t->items[i].provider, "aws"))
+        !strcmp(t->items[i].provider, provider))
       return &t->items[i];
   return NULL;
 }
@@ -861,25 +803,15 @@ enum tw_rc tw_rate_convert(const struct tw_rate *rate, int64_t micro,
 /* ---- billing rules
  * ----------------------------------------------------------------- */
 
-bool tw_norm_billing(const char *provider, enum tw_market market,
+bool tw_norm_billing(const struct tw_provider_info *info, enum tw_market market,
                      struct tw_billing_rule *out) {
   memset(out, 0, sizeof *out);
-  if (!strcmp(provider, "aws")) {
-    out->granularity_s = 1;
-    out->min_charge_s = 60;
-  } else if (!strcmp(provider, "azure")) {
-    out->granularity_s = 60;
-    out->min_charge_s = 60;
-  } else if (!strcmp(provider, "gcp")) {
-    out->granularity_s = 1;
-    out->min_charge_s = 60;
-  } else if (!strcmp(provider, "alibaba")) {
-    out->granularity_s = 1;
-    if (market == TW_MARKET_SPOT)
-      out->protection_s = 3600;
-  } else {
+  if (!info || info->billing.kind != TW_BILLING_PUBLISHED)
     return false;
-  }
+  out->granularity_s = info->billing.granularity_s;
+  out->min_charge_s = info->billing.min_charge_s;
+  if (market == TW_MARKET_SPOT)
+    out->protection_s = info->billing.spot_protection_s;
   return true;
 }
 

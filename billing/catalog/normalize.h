@@ -11,9 +11,13 @@
  *     MI300X, Ascend-910B, ...) with vendor, kind and memory per device;
  *   - CPU architecture from a catalog's column or the instance type's name;
  *   - regions: country, jurisdiction (for data residency) and coordinates,
- *     and AWS zone ids ("use1-az4") resolved to their region;
+ *     and zone ids ("use1-az4") resolved to their region;
  *   - currency: a rate table that records each rate's date and source;
  *   - billing rules per provider and market; interruption-risk bands.
+ *
+ * What differs per cloud (its billing rule, the architecture and
+ * accelerators its type names imply) is not here but in the cloud's info
+ * block (clouds.h); the helpers below apply a block they are given.
  *
  * Tables loaded here (regions, rates) are immutable once built and may be
  * read from any thread.  Everything else is a pure function. */
@@ -26,6 +30,8 @@
 
 #include "broker/base/err.h"
 #include "broker/core/spec.h" /* enum tw_market, enum tw_arch */
+
+struct tw_provider_info;
 
 /* ---- decimals ------------------------------------------------------------ */
 
@@ -83,10 +89,11 @@ bool tw_norm_accel(const char *raw, size_t len, int64_t mem_mib_hint,
                    struct tw_accel_info *out);
 
 /* Accelerators a catalog counts but does not name, known from the instance
- * type: Azure's Standard_NP* carry Xilinx U250 FPGAs, AWS f1 Xilinx VU9P.
- * Returns false when the type says nothing. */
-bool tw_norm_accel_from_type(const char *provider, const char *type,
-                             struct tw_accel_info *out);
+ * type through the cloud's info block (its type_accels: Azure's
+ * Standard_NP* carry Xilinx U250 FPGAs, AWS f1 Xilinx VU9P).  Returns
+ * false when the type says nothing, or info is NULL. */
+bool tw_norm_accel_from_type(const struct tw_provider_info *info,
+                             const char *type, struct tw_accel_info *out);
 
 /* Private clusters may expose an NPU as two resources, "npu.compute" (the
  * cores a job is given) and "npu.control" (the management unit that goes
@@ -100,12 +107,12 @@ bool tw_norm_npu_resource(const char *name, bool *is_control);
  * "arm64_mac" -> arm64; anything else TW_ARCH_ANY (unknown). */
 enum tw_arch tw_norm_arch(const char *raw, size_t len);
 
-/* The architecture an instance type's name implies: AWS families with a
- * `g` attribute (m6g, c7gn, t4g) and a1, Azure sizes with the `p` feature
- * (D2ps_v5), GCP t2a/c4a/a4x, Alibaba families ending in y or r (g8y,
- * c6r).  Other types of those four clouds are x86_64; other providers
- * give TW_ARCH_ANY. */
-enum tw_arch tw_norm_arch_guess(const char *provider, const char *type);
+/* The architecture an instance type's name implies, by the cloud's info
+ * block (its arch_of_type: AWS families with a `g` attribute, Azure sizes
+ * with the `p` feature, ...).  TW_ARCH_ANY when info is NULL or implies
+ * nothing. */
+enum tw_arch tw_norm_arch_guess(const struct tw_provider_info *info,
+                                const char *type);
 
 /* ---- regions
  * ------------------------------------------------------------------ */
@@ -116,7 +123,8 @@ struct tw_region {
   char country[3];        /* ISO 3166-1 alpha-2: "US" */
   char jurisdiction[9];   /* for residency: "EU", "US", "UK", "CN", ... */
   int32_t lat_e6, lon_e6; /* coordinates in millionths of a degree */
-  char zone_prefix[12];   /* AWS zone-id prefix: "use1"; "" elsewhere */
+  char zone_prefix[12];   /* zone-id prefix: "use1"; "" for clouds
+                             without zone ids */
   char location[48];      /* "N. Virginia" */
 };
 
@@ -140,15 +148,18 @@ const struct tw_region *tw_regions_find(const struct tw_regions *t,
                                         const char *provider,
                                         const char *region);
 
-/* An AWS zone id: "use1-az4" (availability zone), "use1-atl2-az1" (local
- * zone).  Returns the region it belongs to, or NULL when id is not shaped
- * like one or its prefix is unknown; *local (may be NULL) says local zone. */
+/* A zone id of provider: "use1-az4" (availability zone), "use1-atl2-az1"
+ * (local zone), by the zone_prefix of the provider's regions.  Returns the
+ * region it belongs to, or NULL when id is not shaped like one or its
+ * prefix is unknown; *local (may be NULL) says local zone.  Which clouds
+ * have zone ids is their info block's catalog_zone_ids. */
 const struct tw_region *tw_regions_by_zone_id(const struct tw_regions *t,
+                                              const char *provider,
                                               const char *zone_id, bool *local);
 
-/* True when s is shaped like an AWS zone id ("use1-az4"), not a zone name
+/* True when s is shaped like a zone id ("use1-az4"), not a zone name
  * ("us-east-1a"). */
-bool tw_norm_is_aws_zone_id(const char *s);
+bool tw_norm_is_zone_id(const char *s);
 
 /* The jurisdiction of a country code: EU member states give "EU", "GB"
  * gives "UK", any other its own code. */
@@ -199,12 +210,12 @@ struct tw_billing_rule {
   int64_t protection_s;  /* spot: time guaranteed before a reclaim */
 };
 
-/* The published rule of a provider and market: AWS per second with a
- * 60-second minimum; Azure per minute; GCP per second with a 60-second
- * minimum; Alibaba per second, and a one-hour protection period for
- * preemptible instances.  False (and a zeroed rule) for providers without
- * one (private clusters take theirs from config). */
-bool tw_norm_billing(const char *provider, enum tw_market market,
+/* The published rule of a cloud's info block (struct
+ * tw_provider_billing) in market: granularity and minimum for every
+ * market, the protection period for spot only.  False (and a zeroed rule)
+ * for a NULL info or one without a published rule (private clusters take
+ * theirs from config). */
+bool tw_norm_billing(const struct tw_provider_info *info, enum tw_market market,
                      struct tw_billing_rule *out);
 
 /* ---- interruption risk

@@ -12,6 +12,7 @@
  * keys, the error table and the event mapping: docs/alibaba.md. */
 #include "providers/alibaba/alibaba.h"
 
+#include <ctype.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
@@ -1294,6 +1295,22 @@ static enum tw_rc ali_poll_events(struct tw_provider *p,
   return rc;
 }
 
+/* Families ending in y or r after the generation digit are Arm:
+ * ecs.g8y.large (Yitian 710), ecs.c6r.large (Ampere); the rest x86_64. */
+static enum tw_arch ali_arch_of_type(const char *type) {
+  const char *f = !strncmp(type, "ecs.", 4) ? type + 4 : type;
+  const char *dot = strchr(f, '.');
+  size_t n = dot ? (size_t)(dot - f) : strlen(f);
+  if (n >= 3 && isdigit((unsigned char)f[n - 2]) &&
+      (f[n - 1] == 'y' || f[n - 1] == 'r'))
+    return TW_ARCH_ARM64;
+  return TW_ARCH_X86_64;
+}
+
+/* ecs.f3 carries Xilinx VU9P FPGAs the price lists do not name. */
+static const struct tw_provider_type_accel ali_type_accels[] = {
+    {"ecs.f3.", "VU9P"}, {NULL, NULL}};
+
 /* ECS bills per second without a minimum; a preemptible instance is
  * protected for its first hour. */
 static const struct tw_provider_info ali_info = {
@@ -1307,7 +1324,10 @@ static const struct tw_provider_info ali_info = {
     .focus_provider = "Alibaba Cloud",
     .focus_compute_service = "Elastic Compute Service",
     .focus_network_service = "Data Transfer",
-    .catalog_zone_ids = false};
+    .catalog_zone_ids = false,
+    .catalog_risk_feed = false,
+    .arch_of_type = ali_arch_of_type,
+    .type_accels = ali_type_accels};
 
 const struct tw_provider_ops tw_provider_alibaba = {
     .name = "alibaba",

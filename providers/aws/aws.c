@@ -7,6 +7,7 @@
  * keys, the error table and the event mapping: docs/providers.md. */
 #include "providers/aws/aws.h"
 
+#include <ctype.h>
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -1113,9 +1114,40 @@ static enum tw_rc aws_poll_events(struct tw_provider *p,
   return rc;
 }
 
+/* The attribute letters after a family's generation digit: "m6gd" ->
+ * "gd".  The family ends at the first '.'. */
+static bool aws_family_has(const char *type, char letter) {
+  const char *dot = strchr(type, '.');
+  size_t n = dot ? (size_t)(dot - type) : strlen(type);
+  size_t i = 0;
+  while (i < n && isalpha((unsigned char)type[i]))
+    i++;
+  if (i == n || !isdigit((unsigned char)type[i]))
+    return false;
+  while (i < n && isdigit((unsigned char)type[i]))
+    i++;
+  for (; i < n && type[i] != '-'; i++)
+    if (type[i] == letter)
+      return true;
+  return false;
+}
+
+/* Graviton families carry the `g` attribute (m6g, c7gn, t4g); a1 and the
+ * mac2 Macs are Arm too; everything else is x86_64. */
+static enum tw_arch aws_arch_of_type(const char *type) {
+  if (!strncmp(type, "a1.", 3) || !strncmp(type, "mac2", 4))
+    return TW_ARCH_ARM64;
+  return aws_family_has(type, 'g') ? TW_ARCH_ARM64 : TW_ARCH_X86_64;
+}
+
+/* f1 and f2 carry Xilinx FPGAs the price lists count but do not name. */
+static const struct tw_provider_type_accel aws_type_accels[] = {
+    {"f1.", "VU9P"}, {"f2.", "VU47P"}, {NULL, NULL}};
+
 /* What the broker knows of EC2 beyond the wire: per-second billing with a
  * 60-second minimum, the spot notice in the instance metadata, the FOCUS
- * names, and zone ids ("use1-az1") in the catalog's files. */
+ * names, zone ids ("use1-az1") in the catalog's files, the Spot Advisor's
+ * interruption bands and the architecture and FPGAs its type names imply. */
 static const struct tw_provider_info aws_info = {
     .billing = {.kind = TW_BILLING_PUBLISHED,
                 .granularity_s = 1,
@@ -1126,7 +1158,10 @@ static const struct tw_provider_info aws_info = {
     .focus_provider = "AWS",
     .focus_compute_service = "Amazon Elastic Compute Cloud",
     .focus_network_service = "AWS Data Transfer",
-    .catalog_zone_ids = true};
+    .catalog_zone_ids = true,
+    .catalog_risk_feed = true,
+    .arch_of_type = aws_arch_of_type,
+    .type_accels = aws_type_accels};
 
 const struct tw_provider_ops tw_provider_aws = {
     .name = "aws",

@@ -11,6 +11,7 @@
  * keys, the error table and the event mapping: docs/azure.md. */
 #include "providers/azure/azure.h"
 
+#include <ctype.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -1414,6 +1415,24 @@ static enum tw_rc az_poll_events(struct tw_provider *p,
   return rc;
 }
 
+/* Standard_<FAMILY><vcpus><features>_<version>: the lower-case feature
+ * `p` marks an Arm (Ampere, Cobalt) size; the rest are x86_64. */
+static enum tw_arch az_arch_of_type(const char *type) {
+  const char *s = !strncmp(type, "Standard_", 9) ? type + 9 : type;
+  while (*s && isupper((unsigned char)*s))
+    s++;
+  while (*s && isdigit((unsigned char)*s))
+    s++;
+  for (; *s && *s != '_' && *s != '-'; s++)
+    if (*s == 'p')
+      return TW_ARCH_ARM64;
+  return TW_ARCH_X86_64;
+}
+
+/* The NP sizes carry Xilinx U250 FPGAs the price lists do not name. */
+static const struct tw_provider_type_accel az_type_accels[] = {
+    {"Standard_NP", "U250"}, {NULL, NULL}};
+
 /* Azure bills per minute (60-second minimum); Scheduled Events carry the
  * eviction notice. */
 static const struct tw_provider_info az_info = {
@@ -1426,7 +1445,10 @@ static const struct tw_provider_info az_info = {
     .focus_provider = "Microsoft Azure",
     .focus_compute_service = "Virtual Machines",
     .focus_network_service = "Bandwidth",
-    .catalog_zone_ids = false};
+    .catalog_zone_ids = false,
+    .catalog_risk_feed = false,
+    .arch_of_type = az_arch_of_type,
+    .type_accels = az_type_accels};
 
 const struct tw_provider_ops tw_provider_azure = {
     .name = "azure",

@@ -1396,7 +1396,10 @@ static const struct tw_provider_info slurm_info = {
     .focus_provider = "Slurm",
     .focus_compute_service = "Slurm Cluster",
     .focus_network_service = "Data Transfer",
-    .catalog_zone_ids = false};
+    .catalog_zone_ids = false,
+    .catalog_risk_feed = false,
+    .arch_of_type = NULL, /* a cluster's nodes say theirs */
+    .type_accels = NULL};
 
 const struct tw_provider_ops tw_provider_slurm = {
     .name = "slurm",

@@ -299,7 +299,10 @@ static const struct tw_provider_info fake_info = {
     .focus_provider = "Fake",
     .focus_compute_service = "Fake Compute",
     .focus_network_service = "Data Transfer",
-    .catalog_zone_ids = false};
+    .catalog_zone_ids = false,
+    .catalog_risk_feed = false,
+    .arch_of_type = NULL,
+    .type_accels = NULL};
 
 const struct tw_provider_ops tw_provider_fake = {
     .name = "fake",

@@ -13,6 +13,7 @@
 #include "tests/fuzz/fuzz.h"
 #include "billing/catalog/catalog.h"
 #include "billing/catalog/catalog_int.h"
+#include "providers/registry.h"
 
 /* abort() calls are merged by the compiler: say which check failed */
 #define FAIL(what)                                                             \
@@ -45,7 +46,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   static const char *const PROVIDERS[] = {"aws", "azure", "gcp", "alibaba"};
   uint8_t sel = data[0];
-  struct tw_csv_opts o = {.provider = PROVIDERS[sel & 3], .regions = regions};
+  struct tw_csv_opts o = {.provider = PROVIDERS[sel & 3],
+                          .regions = regions,
+                          .adapters = tw_adapters};
   if (sel & 4) {
     o.columns = "Price,SpotPrice,Region,AvailabilityZone";
     o.instance_type = "p3.2xlarge";

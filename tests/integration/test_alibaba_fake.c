@@ -187,7 +187,7 @@ static void convert(const struct tw_offer_list *raw,
   struct tw_err err = {0};
   TW_CHECK_RC(tw_rates_load_text(RATES, strlen(RATES), &rates, &err), TW_OK,
               err);
-  struct tw_cat_adapter_opts ao = {.rates = rates};
+  struct tw_cat_adapter_opts ao = {.rates = rates, .adapters = tw_adapters};
   struct tw_cat_source_info si;
   memset(&si, 0, sizeof si);
   snprintf(si.name, sizeof si.name, "ali-test");

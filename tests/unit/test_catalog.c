@@ -17,6 +17,7 @@
 #include "broker/core/config.h"
 #include "broker/core/store.h"
 #include "tests/fakes/fake_provider.h"
+#include "providers/registry.h"
 
 static char dir[64], db[128], csv[128], cfgfile[128];
 static struct tw_clock clk;
@@ -115,6 +116,7 @@ static struct tw_catalog *make(struct tw_store *st) {
                                      .refresh_ms = 60000}};
   struct tw_catalog_opts o = {.store = st,
                               .clock = &clk,
+                              .adapters = tw_adapters_test,
                               .providers = &prov,
                               .n_providers = 1,
                               .files = files,
@@ -351,8 +353,8 @@ static void config_section_is_validated(void **state) {
     if (tw_cfg_load_text(yaml, strlen(yaml), &cfg, &err))
       fail_msg("case %zu: %s", k, err.msg);
     struct tw_catalog *c = NULL;
-    enum tw_rc rc =
-        tw_catalog_new_from_cfg(cfg, NULL, &clk, &prov, 1, &c, &err);
+    enum tw_rc rc = tw_catalog_new_from_cfg(cfg, NULL, &clk, &prov, 1,
+                                            tw_adapters_test, &c, &err);
     if (rc != cases[k].rc || !strstr(err.msg, cases[k].msg))
       fail_msg("case %zu: rc %s, %s", k, tw_rc_str(rc), err.msg);
     assert_null(c);
@@ -372,7 +374,8 @@ static void config_section_is_validated(void **state) {
     fail_msg("%s", err.msg);
   {
     struct tw_catalog *c = NULL;
-    if (tw_catalog_new_from_cfg(cfg, NULL, &clk, &prov, 1, &c, &err))
+    if (tw_catalog_new_from_cfg(cfg, NULL, &clk, &prov, 1, tw_adapters_test, &c,
+                                &err))
       fail_msg("%s", err.msg);
     struct tw_catalog_status *st;
     size_t n;
@@ -436,7 +439,8 @@ static void adapter_currency_goes_through_the_rate_table(void **state) {
     in[i].price_micro_per_hour = 693000;
   }
   snprintf(in[2].price_currency, sizeof in[2].price_currency, "EUR");
-  struct tw_cat_adapter_opts ao = {.rates = rates};
+  struct tw_cat_adapter_opts ao = {.rates = rates,
+                                   .adapters = tw_adapters_test};
   struct tw_cat_source_info si;
   memset(&si, 0, sizeof si);
   snprintf(si.name, sizeof si.name, "ali");
@@ -485,7 +489,10 @@ static void shipped_tables_and_demo_catalog_load(void **state) {
   snprintf(p, sizeof p, "%s/configs/catalog/demo-aws.csv", src ? src : ".");
   struct tw_catalog_file files[] = {
       {.name = "demo", .path = p, .provider = "aws", .account = "aws-demo"}};
-  struct tw_catalog_opts o = {.clock = &clk, .files = files, .n_files = 1};
+  struct tw_catalog_opts o = {.clock = &clk,
+                              .files = files,
+                              .n_files = 1,
+                              .adapters = tw_adapters_test};
   struct tw_catalog *c = NULL;
   if (tw_catalog_new(&o, &c, &err))
     fail_msg("%s", err.msg);

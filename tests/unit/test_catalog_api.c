@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 #include "broker/core/store.h"
 #include "tests/fakes/fake_provider.h"
+#include "providers/registry.h"
 
 static char dir[64], db[128], csv[128], base[64];
 static struct tw_clock clk;
@@ -121,6 +122,7 @@ static int setup(void **state) {
                                      .account = "aws-main"}};
   struct tw_catalog_opts co = {.store = store,
                                .clock = &clk,
+                               .adapters = tw_adapters_test,
                                .providers = &prov,
                                .n_providers = 1,
                                .files = files,

@@ -12,6 +12,7 @@
 
 #include "billing/catalog/catalog.h"
 #include "billing/catalog/catalog_int.h"
+#include "providers/registry.h"
 
 static struct tw_regions *regions;
 static struct tw_rates *rates;
@@ -122,6 +123,7 @@ static struct tw_cat_snap *ingest(const char *csv, size_t len,
   struct tw_csv_opts o = {.provider = provider,
                           .rate = rate,
                           .regions = regions,
+                          .adapters = tw_adapters,
                           .observed_ms = 1000};
   struct tw_cat_source_info info;
   memset(&info, 0, sizeof info);
@@ -386,7 +388,8 @@ static void headerless_rows_join_a_specs_table(void **state) {
                           .columns = "Price,SpotPrice,Region,AvailabilityZone",
                           .instance_type = "p3.2xlarge",
                           .specs = sp,
-                          .regions = regions};
+                          .regions = regions,
+                          .adapters = tw_adapters};
   struct tw_cat_source_info info = {.name = "p3", .kind = "file"};
   struct tw_cat_snap *s = NULL;
   assert_int_equal(
@@ -408,7 +411,8 @@ static void headerless_rows_join_a_specs_table(void **state) {
   tw_csv_specs_free(sp);
 
   /* a file the importer cannot use at all is an error, not rows */
-  o = (struct tw_csv_opts){.provider = "aws", .regions = regions};
+  o = (struct tw_csv_opts){
+      .provider = "aws", .regions = regions, .adapters = tw_adapters};
   const char *bad[] = {"", "Foo,Bar\n1,2\n", "InstanceType,Region\nx,y\n",
                        "Price,Region,vCPUs\n1,y,2\n"};
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
@@ -447,7 +451,8 @@ static void offer(struct tw_offer *o, const char *acct, const char *region,
 static struct tw_cat_snap *adapt(const struct tw_offer *offers, size_t n,
                                  const char *name,
                                  const struct tw_cat_adapter_opts *extra) {
-  struct tw_cat_adapter_opts o = {.regions = regions, .rates = rates};
+  struct tw_cat_adapter_opts o = {
+      .regions = regions, .rates = rates, .adapters = tw_adapters};
   if (extra) {
     o.chargeback_vcpu_uusd = extra->chargeback_vcpu_uusd;
     o.chargeback_gib_uusd = extra->chargeback_gib_uusd;
@@ -623,7 +628,7 @@ static void merge_keeps_precedence_and_learns_zone_names(void **state) {
       ingest(OV, sizeof OV - 1, "aws", "pin", NULL, TW_CAT_OVERRIDE);
   struct tw_cat_snap *srcs[] = {seed, ad, ov};
   struct tw_cat_snap *m = NULL;
-  tw_cat_snap_merge(srcs, 3, NULL, 7, 5000, &m);
+  tw_cat_snap_merge(srcs, 3, NULL, tw_adapters, 7, 5000, &m);
   assert_int_equal(tw_cat_snap_version(m), 7);
   assert_int_equal(tw_cat_snap_nsources(m), 3);
   size_t i;

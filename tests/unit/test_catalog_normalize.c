@@ -9,7 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "billing/catalog/clouds.h"
 #include "billing/catalog/normalize.h"
+#include "providers/registry.h"
+
+/* The rules the catalog applies to a cloud: its adapter's info block, or
+ * the catalog-only table's (gcp). */
+static const struct tw_provider_info *cloud(const char *provider) {
+  return tw_cat_cloud(tw_adapters, provider);
+}
 
 static int64_t micro(const char *s, bool *exact) {
   int64_t v = -1;
@@ -127,12 +135,12 @@ static void accelerators_get_one_canonical_name(void **state) {
   assert_false(tw_norm_accel("", 0, 0, &ai));
   assert_false(tw_norm_accel("NVIDIA", 6, 0, &ai));
 
-  assert_true(tw_norm_accel_from_type("azure", "Standard_NP10s", &ai));
+  assert_true(tw_norm_accel_from_type(cloud("azure"), "Standard_NP10s", &ai));
   assert_string_equal(ai.name, "U250");
   assert_int_equal(ai.kind, TW_ACCEL_FPGA);
-  assert_true(tw_norm_accel_from_type("aws", "f1.2xlarge", &ai));
+  assert_true(tw_norm_accel_from_type(cloud("aws"), "f1.2xlarge", &ai));
   assert_string_equal(ai.name, "VU9P");
-  assert_false(tw_norm_accel_from_type("aws", "m6i.large", &ai));
+  assert_false(tw_norm_accel_from_type(cloud("aws"), "m6i.large", &ai));
 
   bool control;
   assert_true(tw_norm_npu_resource("npu.compute", &control));
@@ -177,7 +185,8 @@ static void architecture_from_column_or_type_name(void **state) {
       {"slurm", "gpu-node", TW_ARCH_ANY},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    if (tw_norm_arch_guess(cases[i].provider, cases[i].type) != cases[i].arch)
+    if (tw_norm_arch_guess(cloud(cases[i].provider), cases[i].type) !=
+        cases[i].arch)
       fail_msg("%s %s: wrong architecture", cases[i].provider, cases[i].type);
 }
 
@@ -206,21 +215,23 @@ static void regions_carry_country_jurisdiction_and_coordinates(void **state) {
 
   /* AWS zone ids resolve to their region; names are not ids */
   bool local = true;
-  r = tw_regions_by_zone_id(t, "use1-az4", &local);
+  r = tw_regions_by_zone_id(t, "aws", "use1-az4", &local);
   assert_non_null(r);
   assert_string_equal(r->region, "us-east-1");
   assert_false(local);
-  r = tw_regions_by_zone_id(t, "use1-atl2-az1", &local);
+  r = tw_regions_by_zone_id(t, "aws", "use1-atl2-az1", &local);
   assert_string_equal(r->region, "us-east-1");
   assert_true(local);
-  r = tw_regions_by_zone_id(t, "apse2-az3", NULL);
+  r = tw_regions_by_zone_id(t, "aws", "apse2-az3", NULL);
   assert_string_equal(r->region, "ap-southeast-2");
-  assert_null(tw_regions_by_zone_id(t, "us-east-1a", NULL));
-  assert_null(tw_regions_by_zone_id(t, "zzz9-az1", NULL));
-  assert_true(tw_norm_is_aws_zone_id("usw2-az4"));
-  assert_false(tw_norm_is_aws_zone_id("us-west-2a"));
-  assert_false(tw_norm_is_aws_zone_id("usw2-az"));
-  assert_false(tw_norm_is_aws_zone_id("1"));
+  assert_null(tw_regions_by_zone_id(t, "aws", "us-east-1a", NULL));
+  assert_null(tw_regions_by_zone_id(t, "aws", "zzz9-az1", NULL));
+  /* zone ids belong to the provider whose regions carry the prefix */
+  assert_null(tw_regions_by_zone_id(t, "azure", "use1-az4", NULL));
+  assert_true(tw_norm_is_zone_id("usw2-az4"));
+  assert_false(tw_norm_is_zone_id("us-west-2a"));
+  assert_false(tw_norm_is_zone_id("usw2-az"));
+  assert_false(tw_norm_is_zone_id("1"));
   tw_regions_free(t);
 
   /* a table of one's own, and its errors naming the line */
@@ -307,18 +318,23 @@ static void foreign_prices_convert_at_a_recorded_rate(void **state) {
 static void billing_rules_per_provider_and_market(void **state) {
   (void)state;
   struct tw_billing_rule b;
-  assert_true(tw_norm_billing("aws", TW_MARKET_SPOT, &b));
+  assert_true(tw_norm_billing(cloud("aws"), TW_MARKET_SPOT, &b));
   assert_int_equal(b.granularity_s, 1);
   assert_int_equal(b.min_charge_s, 60);
-  assert_true(tw_norm_billing("azure", TW_MARKET_ON_DEMAND, &b));
+  assert_true(tw_norm_billing(cloud("azure"), TW_MARKET_ON_DEMAND, &b));
   assert_int_equal(b.granularity_s, 60);
-  assert_true(tw_norm_billing("alibaba", TW_MARKET_SPOT, &b));
+  assert_true(tw_norm_billing(cloud("alibaba"), TW_MARKET_SPOT, &b));
   assert_int_equal(b.granularity_s, 1);
   assert_int_equal(b.protection_s, 3600);
-  assert_true(tw_norm_billing("alibaba", TW_MARKET_ON_DEMAND, &b));
+  assert_true(tw_norm_billing(cloud("alibaba"), TW_MARKET_ON_DEMAND, &b));
   assert_int_equal(b.protection_s, 0);
-  assert_false(tw_norm_billing("slurm", TW_MARKET_ON_DEMAND, &b));
+  assert_false(tw_norm_billing(cloud("slurm"), TW_MARKET_ON_DEMAND, &b));
   assert_int_equal(b.granularity_s, 0);
+  assert_true(tw_norm_billing(cloud("gcp"), TW_MARKET_SPOT, &b));
+  assert_int_equal(b.min_charge_s, 60);
+  /* a cloud the catalog knows nothing of has no rule */
+  assert_null(cloud("oracle"));
+  assert_false(tw_norm_billing(cloud("oracle"), TW_MARKET_ON_DEMAND, &b));
 
   assert_string_equal(tw_risk_str(TW_RISK_LT5), "<5%");
   assert_int_equal(tw_risk_parse(">20%"), TW_RISK_GT20);

@@ -15,6 +15,7 @@
 
 #include "tests/twtest.h"
 #include "billing/catalog/catalog.h"
+#include "providers/registry.h"
 
 #define CHECK_EQ(got, want, what)                                              \
   TW_CHECK((uint64_t)(got) == (uint64_t)(want),                                \
@@ -59,7 +60,8 @@ static struct tw_cat_snap *load(const char *dir, const char *rel,
                           .columns = columns,
                           .instance_type = type,
                           .specs = specs,
-                          .regions = regions};
+                          .regions = regions,
+                          .adapters = tw_adapters};
   struct tw_cat_source_info info;
   memset(&info, 0, sizeof info);
   snprintf(info.name, sizeof info.name, "%.60s", rel);
@@ -271,7 +273,7 @@ static void real_catalogs(void **state) {
              "us-east-1 p5.48xlarge band");
     struct tw_cat_snap *srcs[] = {aws, az, gcp};
     struct tw_cat_snap *m = NULL;
-    tw_cat_snap_merge(srcs, 3, risk, 1, 0, &m);
+    tw_cat_snap_merge(srcs, 3, risk, tw_adapters, 1, 0, &m);
     size_t banded = 0, spot = 0;
     for (size_t i = 0; i < tw_cat_snap_count(m); i++) {
       struct tw_cat_view v;

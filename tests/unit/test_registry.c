@@ -1,6 +1,7 @@
 /* test_registry.c - the extension points are tables: the adapter registry
  * generated from the list in providers/CMakeLists.txt holds every adapter
- * in the list's order, each with a complete info block; the spec refuses a
+ * in the list's order, each with a complete info block that the catalog
+ * applies as it is (and so do the catalog-only clouds); the spec refuses a
  * provider the registry does not hold, naming the field; the spec and the
  * config check fallback strategies against the names of their one table. */
 #include <setjmp.h>
@@ -12,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "billing/catalog/catalog.h"
+#include "billing/catalog/clouds.h"
 #include "billing/catalog/normalize.h"
 #include "broker/core/config.h"
 #include "broker/core/spec.h"
@@ -63,18 +66,12 @@ static void every_adapter_has_a_complete_info_block(void **state) {
     assert_non_null(in->focus_network_service);
     assert_true(*in->focus_provider && *in->focus_compute_service &&
                 *in->focus_network_service);
-    /* the catalog still applies the rules by name (normalize.c): the two
-     * must agree until it reads the info block */
-    struct tw_billing_rule od, sp;
-    bool known = tw_norm_billing(ops->name, TW_MARKET_ON_DEMAND, &od);
-    tw_norm_billing(ops->name, TW_MARKET_SPOT, &sp);
-    if (in->billing.kind == TW_BILLING_PUBLISHED) {
-      assert_true(known);
-      assert_int_equal(od.granularity_s, in->billing.granularity_s);
-      assert_int_equal(od.min_charge_s, in->billing.min_charge_s);
-      assert_int_equal(sp.protection_s, in->billing.spot_protection_s);
-    } else {
-      assert_false(known);
+    /* the catalog reads this block (not a copy of its own) */
+    assert_ptr_equal(tw_cat_cloud(tw_adapters_test, ops->name), in);
+    for (const struct tw_provider_type_accel *h = in->type_accels;
+         h && h->type_prefix; h++) {
+      struct tw_accel_info ai;
+      assert_true(tw_norm_accel(h->accel, strlen(h->accel), 0, &ai));
     }
     /* an adapter name is a provider word the spec accepts */
     assert_true(strspn(ops->name, "abcdefghijklmnopqrstuvwxyz0123456789-_") ==
@@ -84,6 +81,72 @@ static void every_adapter_has_a_complete_info_block(void **state) {
   static const struct tw_provider_ops old = {.name = "old", .version = 2};
   assert_string_equal(tw_provider_ops_info(&old)->focus_provider, "");
   assert_int_equal(tw_provider_ops_info(&old)->billing.kind, TW_BILLING_UNSET);
+}
+
+/* One small price list per cloud the catalog knows (every adapter of the
+ * tests' registry, then the catalog-only clouds), ingested as a file
+ * source: the billing fields of the offers are the info block's, and a
+ * zone column holding a zone id is read as one exactly where the block
+ * says catalog_zone_ids (elsewhere it is a zone name that does not begin
+ * with its region, and the row is refused). */
+static void catalog_applies_each_info_block(void **state) {
+  (void)state;
+  static const char CSV[] =
+      "InstanceType,vCPUs,MemoryGiB,Price,SpotPrice,Region,AvailabilityZone\n"
+      "t.large,2,8,0.1,0.05,us-east-1,us-east-1a\n"
+      "t.large,2,8,0.1,0.05,us-east-1,use1-az4\n";
+  struct tw_regions *regions = NULL;
+  struct tw_err err = {0};
+  assert_int_equal(tw_regions_builtin(&regions, &err), TW_OK);
+  const char *names[32];
+  size_t n = tw_provider_names(tw_adapters_test, names, 32);
+  size_t nc = tw_cat_catalog_only_names(names + n, 32 - n);
+  assert_true(nc >= 1);
+  for (size_t i = 0; i < n + nc; i++) {
+    const struct tw_provider_info *in =
+        tw_cat_cloud(tw_adapters_test, names[i]);
+    print_message("cloud %s\n", names[i]);
+    assert_non_null(in);
+    if (i >= n) {
+      /* a catalog-only cloud has no adapter, and a complete block */
+      assert_null(tw_provider_find(tw_adapters_test, names[i]));
+      assert_int_not_equal(in->billing.kind, TW_BILLING_UNSET);
+      assert_non_null(in->notice_url);
+      assert_non_null(in->notice_signal);
+      assert_non_null(in->focus_provider);
+    }
+    struct tw_csv_opts o = {
+        .provider = names[i], .regions = regions, .adapters = tw_adapters_test};
+    struct tw_cat_source_info info = {.kind = "file"};
+    snprintf(info.name, sizeof info.name, "%s", names[i]);
+    snprintf(info.provider, sizeof info.provider, "%s", names[i]);
+    struct tw_cat_snap *s = NULL;
+    assert_int_equal(
+        tw_cat_snap_from_csv(CSV, sizeof CSV - 1, &o, &info, &s, &err), TW_OK);
+    const struct tw_cat_report *rep = &tw_cat_snap_source(s, 0)->report;
+    assert_int_equal(rep->normalized, in->catalog_zone_ids ? 2 : 1);
+    assert_int_equal(rep->rejected[TW_CAT_REJ_ZONE_MISMATCH],
+                     in->catalog_zone_ids ? 0 : 1);
+    bool published = in->billing.kind == TW_BILLING_PUBLISHED;
+    size_t ids = 0;
+    for (size_t k = 0; k < tw_cat_snap_count(s); k++) {
+      struct tw_cat_view v;
+      tw_cat_snap_view(s, k, &v);
+      ids += *v.zone_id != '\0';
+      assert_int_equal(v.granularity_s,
+                       published ? in->billing.granularity_s : 0);
+      assert_int_equal(v.min_charge_s,
+                       published ? in->billing.min_charge_s : 0);
+      assert_int_equal(v.protection_s, published && v.market == TW_MARKET_SPOT
+                                           ? in->billing.spot_protection_s
+                                           : 0);
+    }
+    assert_int_equal(ids, in->catalog_zone_ids ? 2 : 0); /* both markets */
+    tw_cat_snap_release(s);
+  }
+  /* a cloud nobody knows gets no rule at all */
+  assert_null(tw_cat_cloud(tw_adapters_test, "oracle"));
+  tw_regions_free(regions);
 }
 
 static void spec_refuses_a_provider_the_registry_lacks(void **state) {
@@ -199,6 +262,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(registry_follows_the_adapter_list),
       cmocka_unit_test(every_adapter_has_a_complete_info_block),
+      cmocka_unit_test(catalog_applies_each_info_block),
       cmocka_unit_test(spec_refuses_a_provider_the_registry_lacks),
       cmocka_unit_test(fallback_names_come_from_the_table),
   };
