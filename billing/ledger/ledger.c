@@ -1,64 +1,20 @@
-/* ledger.c - the append-only ledger, its rollups and the budgets table.
- * All SQL of the module "ledger" is here, as constant text. */
+/* ledger.c - the append-only ledger: the rules its rows follow and the
+ * corrections it writes.  The statements are the store's
+ * (broker/core/store_ledger.c). */
 #include "billing/ledger/ledger.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/base/mem.h"
-#include "broker/base/model.h"
-#include "broker/core/store.h"
-
-/* ---- schema ------------------------------------------------------------- */
+#include "broker/core/store_ledger.h"
 
 const char *tw_charge_category_str(enum tw_charge_category c) {
   return c == TW_CHARGE_ADJUSTMENT ? "Adjustment" : "Usage";
 }
 
-/* ---- append ---------------------------------------------------------------
+/* ---- append ----------------------------------------------------------------
  */
-
-static const char SQL_INSERT[] =
-    "INSERT INTO ledger (recorded_ms, start_ms, end_ms, day, category,"
-    " correction, service, tenant, project, job_id, attempt_id, provider,"
-    " account, region, zone, instance_type, resource_id, market, nodes,"
-    " usage_ms, quantity, unit_price_uusd, list_uusd, effective_uusd,"
-    " corrects_seq, description)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-    " ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)";
-
-static const char SQL_ROLLUP_DAY[] =
-    "INSERT INTO ledger_day (day, tenant, project, provider, region,"
-    " list_uusd, effective_uusd, usage_ms, rows)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1)"
-    " ON CONFLICT (day, tenant, project, provider, region) DO UPDATE SET"
-    " list_uusd = list_uusd + excluded.list_uusd,"
-    " effective_uusd = effective_uusd + excluded.effective_uusd,"
-    " usage_ms = usage_ms + excluded.usage_ms, rows = rows + 1";
-
-static const char SQL_ROLLUP_JOB[] =
-    "INSERT INTO ledger_job_day (job_id, day, provider, region, tenant,"
-    " project, list_uusd, effective_uusd, usage_ms, rows)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1)"
-    " ON CONFLICT (day, job_id, tenant, project, provider, region) DO UPDATE "
-    "SET"
-    " list_uusd = list_uusd + excluded.list_uusd,"
-    " effective_uusd = effective_uusd + excluded.effective_uusd,"
-    " usage_ms = usage_ms + excluded.usage_ms, rows = rows + 1";
-
-static void bind_text(sqlite3_stmt *st, int i, const char *s) {
-  sqlite3_bind_text(st, i, s ? s : "", -1, SQLITE_STATIC);
-}
-
-static enum tw_rc step_done(sqlite3 *db, sqlite3_stmt *st, const char *what,
-                            struct tw_err *err) {
-  int rc = sqlite3_step(st);
-  if (rc != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "ledger: %s: %s", what, sqlite3_errmsg(db));
-  return TW_OK;
-}
 
 static enum tw_rc check_row(const struct tw_ledger_row *r, size_t i,
                             struct tw_err *err) {
@@ -77,190 +33,35 @@ static enum tw_rc check_row(const struct tw_ledger_row *r, size_t i,
   return TW_OK;
 }
 
-static enum tw_rc insert_one(struct tw_store *s, sqlite3 *db,
-                             struct tw_ledger_row *r, struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_INSERT, err);
-  if (!st)
-    return TW_E_IO;
-  int64_t day = tw_ledger_day(r->start_ms);
-  sqlite3_bind_int64(st, 1, r->recorded_ms);
-  sqlite3_bind_int64(st, 2, r->start_ms);
-  sqlite3_bind_int64(st, 3, r->end_ms);
-  sqlite3_bind_int64(st, 4, day);
-  sqlite3_bind_int(st, 5, (int)r->category);
-  sqlite3_bind_int(st, 6, r->correction ? 1 : 0);
-  sqlite3_bind_int(st, 7, (int)r->service);
-  bind_text(st, 8, r->tenant);
-  bind_text(st, 9, r->project);
-  bind_text(st, 10, r->job_id);
-  sqlite3_bind_int64(st, 11, r->attempt_id);
-  bind_text(st, 12, r->provider);
-  bind_text(st, 13, r->account);
-  bind_text(st, 14, r->region);
-  bind_text(st, 15, r->zone);
-  bind_text(st, 16, r->instance_type);
-  bind_text(st, 17, r->resource_id);
-  bind_text(st, 18, r->market);
-  sqlite3_bind_int(st, 19, r->nodes);
-  sqlite3_bind_int64(st, 20, r->usage_ms);
-  sqlite3_bind_int64(st, 21, r->quantity);
-  sqlite3_bind_int64(st, 22, r->unit_price_uusd);
-  sqlite3_bind_int64(st, 23, r->list_uusd);
-  sqlite3_bind_int64(st, 24, r->effective_uusd);
-  sqlite3_bind_int64(st, 25, r->corrects_seq);
-  bind_text(st, 26, r->description);
-  enum tw_rc rc = step_done(db, st, "insert", err);
-  if (rc)
-    return rc;
-  r->seq = sqlite3_last_insert_rowid(db);
-
-  if (!(st = tw_store_stmt(s, db, SQL_ROLLUP_DAY, err)))
-    return TW_E_IO;
-  sqlite3_bind_int64(st, 1, day);
-  bind_text(st, 2, r->tenant);
-  bind_text(st, 3, r->project);
-  bind_text(st, 4, r->provider);
-  bind_text(st, 5, r->region);
-  sqlite3_bind_int64(st, 6, r->list_uusd);
-  sqlite3_bind_int64(st, 7, r->effective_uusd);
-  sqlite3_bind_int64(st, 8, r->usage_ms);
-  if ((rc = step_done(db, st, "day rollup", err)))
-    return rc;
-  if (!r->job_id[0])
-    return TW_OK;
-  if (!(st = tw_store_stmt(s, db, SQL_ROLLUP_JOB, err)))
-    return TW_E_IO;
-  bind_text(st, 1, r->job_id);
-  sqlite3_bind_int64(st, 2, day);
-  bind_text(st, 3, r->provider);
-  bind_text(st, 4, r->region);
-  bind_text(st, 5, r->tenant);
-  bind_text(st, 6, r->project);
-  sqlite3_bind_int64(st, 7, r->list_uusd);
-  sqlite3_bind_int64(st, 8, r->effective_uusd);
-  sqlite3_bind_int64(st, 9, r->usage_ms);
-  return step_done(db, st, "job rollup", err);
-}
-
-enum tw_rc tw_ledger_append_in(struct tw_store *s, sqlite3 *db,
-                               struct tw_ledger_row *rows, size_t n,
-                               int64_t now_ms, struct tw_err *err) {
+enum tw_rc tw_ledger_check(const struct tw_ledger_row *rows, size_t n,
+                           struct tw_err *err) {
   enum tw_rc rc;
   for (size_t i = 0; i < n; i++)
     if ((rc = check_row(&rows[i], i, err)))
       return rc;
-  for (size_t i = 0; i < n; i++) {
-    if (!rows[i].recorded_ms)
-      rows[i].recorded_ms = now_ms;
-    if ((rc = insert_one(s, db, &rows[i], err)))
-      return rc;
-  }
   return TW_OK;
-}
-
-struct append_arg {
-  struct tw_ledger_row *rows;
-  size_t n;
-  int64_t now_ms;
-};
-
-static enum tw_rc append_fn(struct tw_store *s, sqlite3 *db, void *arg,
-                            struct tw_err *err) {
-  struct append_arg *a = arg;
-  return tw_ledger_append_in(s, db, a->rows, a->n, a->now_ms, err);
 }
 
 enum tw_rc tw_ledger_append(struct tw_store *s, struct tw_ledger_row *rows,
                             size_t n, int64_t now_ms, struct tw_err *err) {
   if (!n)
     return TW_OK;
-  struct append_arg a = {rows, n, now_ms};
-  return tw_store_write(s, append_fn, &a, err);
-}
-
-/* ---- reading rows
- * ------------------------------------------------------------ */
-
-#define ROW_COLUMNS                                                            \
-  "seq, recorded_ms, start_ms, end_ms, category, correction, service,"         \
-  " tenant, project, job_id, attempt_id, provider, account, region, zone,"     \
-  " instance_type, resource_id, market, nodes, usage_ms, quantity,"            \
-  " unit_price_uusd, list_uusd, effective_uusd, corrects_seq, description"
-
-static const char SQL_ROW_BY_SEQ[] =
-    "SELECT " ROW_COLUMNS " FROM ledger WHERE seq = ?1";
-
-static const char SQL_SCAN[] =
-    "SELECT " ROW_COLUMNS " FROM ledger"
-    " WHERE start_ms >= ?1 AND start_ms < ?2"
-    " AND (?3 IS NULL OR tenant = ?3) AND (?4 IS NULL OR project = ?4)"
-    " ORDER BY start_ms, seq";
-
-static void col_text(sqlite3_stmt *st, int i, char *dst, size_t dstsz) {
-  const unsigned char *t = sqlite3_column_text(st, i);
-  snprintf(dst, dstsz, "%s", t ? (const char *)t : "");
-}
-
-static void read_row(sqlite3_stmt *st, struct tw_ledger_row *r) {
-  memset(r, 0, sizeof *r);
-  r->seq = sqlite3_column_int64(st, 0);
-  r->recorded_ms = sqlite3_column_int64(st, 1);
-  r->start_ms = sqlite3_column_int64(st, 2);
-  r->end_ms = sqlite3_column_int64(st, 3);
-  r->category = sqlite3_column_int(st, 4) == TW_CHARGE_ADJUSTMENT
-                    ? TW_CHARGE_ADJUSTMENT
-                    : TW_CHARGE_USAGE;
-  r->correction = sqlite3_column_int(st, 5) != 0;
-  r->service = sqlite3_column_int(st, 6) == TW_SERVICE_NETWORK
-                   ? TW_SERVICE_NETWORK
-                   : TW_SERVICE_COMPUTE;
-  col_text(st, 7, r->tenant, sizeof r->tenant);
-  col_text(st, 8, r->project, sizeof r->project);
-  col_text(st, 9, r->job_id, sizeof r->job_id);
-  r->attempt_id = sqlite3_column_int64(st, 10);
-  col_text(st, 11, r->provider, sizeof r->provider);
-  col_text(st, 12, r->account, sizeof r->account);
-  col_text(st, 13, r->region, sizeof r->region);
-  col_text(st, 14, r->zone, sizeof r->zone);
-  col_text(st, 15, r->instance_type, sizeof r->instance_type);
-  col_text(st, 16, r->resource_id, sizeof r->resource_id);
-  col_text(st, 17, r->market, sizeof r->market);
-  r->nodes = sqlite3_column_int(st, 18);
-  r->usage_ms = sqlite3_column_int64(st, 19);
-  r->quantity = sqlite3_column_int64(st, 20);
-  r->unit_price_uusd = sqlite3_column_int64(st, 21);
-  r->list_uusd = sqlite3_column_int64(st, 22);
-  r->effective_uusd = sqlite3_column_int64(st, 23);
-  r->corrects_seq = sqlite3_column_int64(st, 24);
-  col_text(st, 25, r->description, sizeof r->description);
+  enum tw_rc rc = tw_ledger_check(rows, n, err);
+  return rc ? rc : tw_store_ledger_append(s, rows, n, now_ms, err);
 }
 
 struct adjust_arg {
-  int64_t seq, d_list, d_eff, now_ms;
+  int64_t d_list, d_eff, now_ms;
   const char *why;
-  struct tw_ledger_row row;
 };
 
-static enum tw_rc adjust_fn(struct tw_store *s, sqlite3 *db, void *arg,
-                            struct tw_err *err) {
-  struct adjust_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_ROW_BY_SEQ, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->seq);
-  int rc = sqlite3_step(st);
-  if (rc == SQLITE_DONE)
-    return tw_err_set(err, TW_E_NOTFOUND, "ledger: no row %lld",
-                      (long long)a->seq);
-  if (rc != SQLITE_ROW)
-    return tw_err_set(err, TW_E_IO, "ledger: %s", sqlite3_errmsg(db));
-  struct tw_ledger_row orig;
-  read_row(st, &orig);
-  sqlite3_reset(st);
+/* The correction of row `of`, built inside the store's transaction. */
+static enum tw_rc correction_of(void *arg, const struct tw_ledger_row *of,
+                                struct tw_ledger_row *r, struct tw_err *err) {
+  const struct adjust_arg *a = arg;
   /* Same dimensions and charge period as the row it corrects, so the
    * correction lands in the same day and groups. */
-  struct tw_ledger_row *r = &a->row;
-  *r = orig;
+  *r = *of;
   r->seq = 0;
   r->recorded_ms = a->now_ms;
   r->category = TW_CHARGE_ADJUSTMENT;
@@ -269,10 +70,10 @@ static enum tw_rc adjust_fn(struct tw_store *s, sqlite3 *db, void *arg,
   r->quantity = 0;
   r->list_uusd = a->d_list;
   r->effective_uusd = a->d_eff;
-  r->corrects_seq = orig.seq;
+  r->corrects_seq = of->seq;
   snprintf(r->description, sizeof r->description, "Correction of row %lld: %s",
-           (long long)orig.seq, a->why ? a->why : "");
-  return tw_ledger_append_in(s, db, r, 1, a->now_ms, err);
+           (long long)of->seq, a->why ? a->why : "");
+  return check_row(r, 0, err);
 }
 
 enum tw_rc tw_ledger_adjust(struct tw_store *s, int64_t seq,
@@ -280,66 +81,20 @@ enum tw_rc tw_ledger_adjust(struct tw_store *s, int64_t seq,
                             int64_t delta_effective_uusd, const char *why,
                             int64_t now_ms, struct tw_ledger_row *out,
                             struct tw_err *err) {
-  struct adjust_arg *a = tw_calloc(1, sizeof *a);
-  a->seq = seq;
-  a->d_list = delta_list_uusd;
-  a->d_eff = delta_effective_uusd;
-  a->why = why;
-  a->now_ms = now_ms;
-  enum tw_rc rc = tw_store_write(s, adjust_fn, a, err);
-  if (rc == TW_OK && out)
-    *out = a->row;
-  free(a);
-  return rc;
-}
-
-struct scan_arg {
-  int64_t from, to;
-  const struct tw_ledger_filter *f;
-  tw_ledger_row_fn fn;
-  void *ctx;
-};
-
-static void bind_filter(sqlite3_stmt *st, int i, const char *v) {
-  if (v)
-    sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
-  else
-    sqlite3_bind_null(st, i);
-}
-
-static enum tw_rc scan_fn(struct tw_store *s, sqlite3 *db, void *arg,
-                          struct tw_err *err) {
-  struct scan_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_SCAN, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->from);
-  sqlite3_bind_int64(st, 2, a->to);
-  bind_filter(st, 3, a->f ? a->f->tenant : NULL);
-  bind_filter(st, 4, a->f ? a->f->project : NULL);
-  struct tw_ledger_row *row = tw_malloc(sizeof *row);
-  enum tw_rc rc = TW_OK;
-  int step;
-  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-    read_row(st, row);
-    if (a->fn(a->ctx, row))
-      break;
-  }
-  if (step != SQLITE_ROW && step != SQLITE_DONE)
-    rc = tw_err_set(err, TW_E_IO, "ledger: scan: %s", sqlite3_errmsg(db));
-  sqlite3_reset(st);
-  free(row);
-  return rc;
+  struct adjust_arg a = {.d_list = delta_list_uusd,
+                         .d_eff = delta_effective_uusd,
+                         .now_ms = now_ms,
+                         .why = why};
+  return tw_store_ledger_derive(s, seq, correction_of, &a, now_ms, out, err);
 }
 
 enum tw_rc tw_ledger_scan(struct tw_store *s, int64_t from_ms, int64_t to_ms,
                           const struct tw_ledger_filter *f, tw_ledger_row_fn fn,
                           void *ctx, struct tw_err *err) {
-  struct scan_arg a = {from_ms, to_ms, f, fn, ctx};
-  return tw_store_read(s, scan_fn, &a, err);
+  return tw_store_ledger_scan(s, from_ms, to_ms, f, fn, ctx, err);
 }
 
-/* ---- grouped sums ---------------------------------------------------------
+/* ---- grouped sums ----------------------------------------------------------
  */
 
 enum tw_rc tw_ledger_group_parse(const char *text, unsigned *mask,
@@ -373,171 +128,11 @@ enum tw_rc tw_ledger_group_parse(const char *text, unsigned *mask,
   return TW_OK;
 }
 
-/* One statement per source; which dimensions are kept is bound (?3..?8),
- * not spliced into the text, so the SQL stays constant. */
-static const char SQL_SUM_DAY[] =
-    "SELECT CASE WHEN ?3 THEN tenant ELSE '' END,"
-    " CASE WHEN ?4 THEN project ELSE '' END,"
-    " CASE WHEN ?5 THEN provider ELSE '' END,"
-    " CASE WHEN ?6 THEN region ELSE '' END,"
-    " CASE WHEN ?7 THEN day ELSE -1 END, '',"
-    " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), SUM(rows)"
-    " FROM ledger_day WHERE day >= ?1 AND day < ?2"
-    " AND (?9 IS NULL OR tenant = ?9) AND (?10 IS NULL OR project = ?10)"
-    " GROUP BY 1, 2, 3, 4, 5";
-
-static const char SQL_SUM_JOB_DAY[] =
-    "SELECT CASE WHEN ?3 THEN tenant ELSE '' END,"
-    " CASE WHEN ?4 THEN project ELSE '' END,"
-    " CASE WHEN ?5 THEN provider ELSE '' END,"
-    " CASE WHEN ?6 THEN region ELSE '' END,"
-    " CASE WHEN ?7 THEN day ELSE -1 END,"
-    " CASE WHEN ?8 THEN job_id ELSE '' END,"
-    " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), SUM(rows)"
-    " FROM ledger_job_day WHERE day >= ?1 AND day < ?2"
-    " AND (?9 IS NULL OR tenant = ?9) AND (?10 IS NULL OR project = ?10)"
-    " GROUP BY 1, 2, 3, 4, 5, 6";
-
-/* The partial days at the edges of a range: the rows themselves.  ?1 and
- * ?2 are times here, not days. */
-static const char SQL_SUM_ROWS[] =
-    "SELECT CASE WHEN ?3 THEN tenant ELSE '' END,"
-    " CASE WHEN ?4 THEN project ELSE '' END,"
-    " CASE WHEN ?5 THEN provider ELSE '' END,"
-    " CASE WHEN ?6 THEN region ELSE '' END,"
-    " CASE WHEN ?7 THEN day ELSE -1 END,"
-    " CASE WHEN ?8 THEN job_id ELSE '' END,"
-    " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), COUNT(*)"
-    " FROM ledger WHERE start_ms >= ?1 AND start_ms < ?2"
-    " AND (?9 IS NULL OR tenant = ?9) AND (?10 IS NULL OR project = ?10)"
-    " AND (NOT ?8 OR job_id <> '')"
-    " GROUP BY 1, 2, 3, 4, 5, 6";
-
-struct sum_arg {
-  int64_t from_ms, to_ms;
-  unsigned mask;
-  const struct tw_ledger_filter *f;
-  struct tw_ledger_group *g;
-  size_t n, cap;
-};
-
-static enum tw_rc sum_query(struct tw_store *s, sqlite3 *db, const char *sql,
-                            int64_t lo, int64_t hi, struct sum_arg *a,
-                            struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, sql, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_int64(st, 1, lo);
-  sqlite3_bind_int64(st, 2, hi);
-  sqlite3_bind_int(st, 3, (a->mask & TW_GROUP_TENANT) != 0);
-  sqlite3_bind_int(st, 4, (a->mask & TW_GROUP_PROJECT) != 0);
-  sqlite3_bind_int(st, 5, (a->mask & TW_GROUP_PROVIDER) != 0);
-  sqlite3_bind_int(st, 6, (a->mask & TW_GROUP_REGION) != 0);
-  sqlite3_bind_int(st, 7, (a->mask & TW_GROUP_DAY) != 0);
-  if (sql != SQL_SUM_DAY)
-    sqlite3_bind_int(st, 8, (a->mask & TW_GROUP_JOB) != 0);
-  bind_filter(st, 9, a->f ? a->f->tenant : NULL);
-  bind_filter(st, 10, a->f ? a->f->project : NULL);
-  int step;
-  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-    if (sqlite3_column_type(st, 6) == SQLITE_NULL)
-      continue; /* an aggregate over no rows */
-    if (a->n == a->cap) {
-      a->cap = a->cap ? a->cap * 2 : 64;
-      a->g = tw_realloc(a->g, a->cap * sizeof *a->g);
-    }
-    struct tw_ledger_group *g = &a->g[a->n++];
-    memset(g, 0, sizeof *g);
-    col_text(st, 0, g->tenant, sizeof g->tenant);
-    col_text(st, 1, g->project, sizeof g->project);
-    col_text(st, 2, g->provider, sizeof g->provider);
-    col_text(st, 3, g->region, sizeof g->region);
-    g->day = sqlite3_column_int64(st, 4);
-    col_text(st, 5, g->job_id, sizeof g->job_id);
-    g->list_uusd = sqlite3_column_int64(st, 6);
-    g->effective_uusd = sqlite3_column_int64(st, 7);
-    g->usage_ms = sqlite3_column_int64(st, 8);
-    g->rows = sqlite3_column_int64(st, 9);
-  }
-  enum tw_rc rc = TW_OK;
-  if (step != SQLITE_DONE)
-    rc = tw_err_set(err, TW_E_IO, "ledger: sum: %s", sqlite3_errmsg(db));
-  sqlite3_reset(st);
-  return rc;
-}
-
-static int64_t floor_div(int64_t a, int64_t b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
-static enum tw_rc sum_fn(struct tw_store *s, sqlite3 *db, void *arg,
-                         struct tw_err *err) {
-  struct sum_arg *a = arg;
-  /* whole days [d0, d1) from a rollup, the rest from the rows */
-  int64_t d0 = -floor_div(-a->from_ms, TW_DAY_MS); /* ceil */
-  int64_t d1 = floor_div(a->to_ms, TW_DAY_MS);
-  const char *rollup = (a->mask & TW_GROUP_JOB) ? SQL_SUM_JOB_DAY : SQL_SUM_DAY;
-  enum tw_rc rc;
-  if (d0 >= d1)
-    return sum_query(s, db, SQL_SUM_ROWS, a->from_ms, a->to_ms, a, err);
-  if ((rc = sum_query(s, db, rollup, d0, d1, a, err)))
-    return rc;
-  if (a->from_ms < d0 * TW_DAY_MS &&
-      (rc = sum_query(s, db, SQL_SUM_ROWS, a->from_ms, d0 * TW_DAY_MS, a, err)))
-    return rc;
-  if (d1 * TW_DAY_MS < a->to_ms &&
-      (rc = sum_query(s, db, SQL_SUM_ROWS, d1 * TW_DAY_MS, a->to_ms, a, err)))
-    return rc;
-  return TW_OK;
-}
-
-static int group_cmp(const void *x, const void *y) {
-  const struct tw_ledger_group *a = x, *b = y;
-  int c;
-  if ((c = strcmp(a->tenant, b->tenant)) ||
-      (c = strcmp(a->project, b->project)) ||
-      (c = strcmp(a->provider, b->provider)) ||
-      (c = strcmp(a->region, b->region)))
-    return c;
-  if (a->day != b->day)
-    return a->day < b->day ? -1 : 1;
-  return strcmp(a->job_id, b->job_id);
-}
-
 enum tw_rc tw_ledger_sum(struct tw_store *s, int64_t from_ms, int64_t to_ms,
                          unsigned group_mask, const struct tw_ledger_filter *f,
                          struct tw_ledger_group **out, size_t *n,
                          struct tw_err *err) {
-  struct sum_arg a = {
-      .from_ms = from_ms, .to_ms = to_ms, .mask = group_mask, .f = f};
-  *out = NULL;
-  *n = 0;
-  if (to_ms <= from_ms)
-    return TW_OK;
-  enum tw_rc rc = tw_store_read(s, sum_fn, &a, err);
-  if (rc) {
-    free(a.g);
-    return rc;
-  }
-  /* the edges and the rollup may hold the same group: merge */
-  if (a.n > 1)
-    qsort(a.g, a.n, sizeof *a.g, group_cmp);
-  size_t w = 0;
-  for (size_t i = 0; i < a.n; i++) {
-    if (w && !group_cmp(&a.g[w - 1], &a.g[i])) {
-      a.g[w - 1].list_uusd += a.g[i].list_uusd;
-      a.g[w - 1].effective_uusd += a.g[i].effective_uusd;
-      a.g[w - 1].usage_ms += a.g[i].usage_ms;
-      a.g[w - 1].rows += a.g[i].rows;
-    } else {
-      if (w != i)
-        a.g[w] = a.g[i];
-      w++;
-    }
-  }
-  *out = a.g;
-  *n = w;
-  return TW_OK;
+  return tw_store_ledger_sum(s, from_ms, to_ms, group_mask, f, out, n, err);
 }
 
 enum tw_rc tw_ledger_spent(struct tw_store *s, const char *tenant,
@@ -556,147 +151,28 @@ enum tw_rc tw_ledger_spent(struct tw_store *s, const char *tenant,
   return TW_OK;
 }
 
-static const char SQL_JOB_COST[] =
-    "SELECT SUM(list_uusd), SUM(effective_uusd) FROM ledger_job_day"
-    " WHERE job_id = ?1";
-
-struct job_cost_arg {
-  const char *job_id;
-  int64_t list, eff;
-};
-
-static enum tw_rc job_cost_fn(struct tw_store *s, sqlite3 *db, void *arg,
-                              struct tw_err *err) {
-  struct job_cost_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_JOB_COST, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->job_id, -1, SQLITE_STATIC);
-  enum tw_rc rc = TW_OK;
-  if (sqlite3_step(st) == SQLITE_ROW) {
-    a->list = sqlite3_column_int64(st, 0);
-    a->eff = sqlite3_column_int64(st, 1);
-  } else {
-    rc = tw_err_set(err, TW_E_IO, "ledger: job cost: %s", sqlite3_errmsg(db));
-  }
-  sqlite3_reset(st);
-  return rc;
-}
-
 enum tw_rc tw_ledger_job_cost(struct tw_store *s, const char *job_id,
                               int64_t *list_uusd, int64_t *effective_uusd,
                               struct tw_err *err) {
-  struct job_cost_arg a = {.job_id = job_id};
-  enum tw_rc rc = tw_store_read(s, job_cost_fn, &a, err);
-  *list_uusd = a.list;
-  *effective_uusd = a.eff;
-  return rc;
-}
-
-static const char SQL_COUNT[] = "SELECT COUNT(*) FROM ledger";
-
-static enum tw_rc count_fn(struct tw_store *s, sqlite3 *db, void *arg,
-                           struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_COUNT, err);
-  if (!st)
-    return TW_E_IO;
-  enum tw_rc rc = TW_OK;
-  if (sqlite3_step(st) == SQLITE_ROW)
-    *(int64_t *)arg = sqlite3_column_int64(st, 0);
-  else
-    rc = tw_err_set(err, TW_E_IO, "ledger: count: %s", sqlite3_errmsg(db));
-  sqlite3_reset(st);
-  return rc;
+  return tw_store_ledger_job_cost(s, job_id, list_uusd, effective_uusd, err);
 }
 
 enum tw_rc tw_ledger_count(struct tw_store *s, int64_t *rows,
                            struct tw_err *err) {
-  *rows = 0;
-  return tw_store_read(s, count_fn, rows, err);
+  return tw_store_ledger_count(s, rows, err);
 }
 
-/* ---- budgets --------------------------------------------------------------
- */
-
-static const char SQL_BUDGETS_CLEAR[] = "DELETE FROM ledger_budgets";
-static const char SQL_BUDGET_PUT[] =
-    "INSERT OR REPLACE INTO ledger_budgets (tenant, project, limit_uusd)"
-    " VALUES (?1, ?2, ?3)";
-static const char SQL_BUDGETS_GET[] =
-    "SELECT tenant, project, limit_uusd FROM ledger_budgets"
-    " ORDER BY tenant, project";
-
-struct budgets_arg {
-  const struct tw_ledger_budget *in;
-  struct tw_ledger_budget *out;
-  size_t n;
-};
-
-static enum tw_rc budgets_set_fn(struct tw_store *s, sqlite3 *db, void *arg,
-                                 struct tw_err *err) {
-  struct budgets_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_BUDGETS_CLEAR, err);
-  enum tw_rc rc;
-  if (!st)
-    return TW_E_IO;
-  if ((rc = step_done(db, st, "budgets", err)))
-    return rc;
-  for (size_t i = 0; i < a->n; i++) {
-    if (!(st = tw_store_stmt(s, db, SQL_BUDGET_PUT, err)))
-      return TW_E_IO;
-    bind_text(st, 1, a->in[i].tenant);
-    bind_text(st, 2, a->in[i].project);
-    sqlite3_bind_int64(st, 3, a->in[i].limit_uusd);
-    if ((rc = step_done(db, st, "budgets", err)))
-      return rc;
-  }
-  return TW_OK;
-}
+/* ---- budgets
+ * ----------------------------------------------------------------- */
 
 enum tw_rc tw_ledger_budgets_set(struct tw_store *s,
                                  const struct tw_ledger_budget *budgets,
                                  size_t n, struct tw_err *err) {
-  struct budgets_arg a = {.in = budgets, .n = n};
-  return tw_store_write(s, budgets_set_fn, &a, err);
-}
-
-static enum tw_rc budgets_get_fn(struct tw_store *s, sqlite3 *db, void *arg,
-                                 struct tw_err *err) {
-  struct budgets_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_BUDGETS_GET, err);
-  if (!st)
-    return TW_E_IO;
-  size_t cap = 0;
-  int step;
-  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-    if (a->n == cap) {
-      cap = cap ? cap * 2 : 8;
-      a->out = tw_realloc(a->out, cap * sizeof *a->out);
-    }
-    struct tw_ledger_budget *b = &a->out[a->n++];
-    memset(b, 0, sizeof *b);
-    col_text(st, 0, b->tenant, sizeof b->tenant);
-    col_text(st, 1, b->project, sizeof b->project);
-    b->limit_uusd = sqlite3_column_int64(st, 2);
-  }
-  enum tw_rc rc = TW_OK;
-  if (step != SQLITE_DONE)
-    rc = tw_err_set(err, TW_E_IO, "ledger: budgets: %s", sqlite3_errmsg(db));
-  sqlite3_reset(st);
-  return rc;
+  return tw_store_ledger_budgets_set(s, budgets, n, err);
 }
 
 enum tw_rc tw_ledger_budgets_get(struct tw_store *s,
                                  struct tw_ledger_budget **out, size_t *n,
                                  struct tw_err *err) {
-  struct budgets_arg a = {0};
-  enum tw_rc rc = tw_store_read(s, budgets_get_fn, &a, err);
-  if (rc) {
-    free(a.out);
-    a.out = NULL;
-    a.n = 0;
-  }
-  *out = a.out;
-  *n = a.n;
-  return rc;
+  return tw_store_ledger_budgets_get(s, out, n, err);
 }

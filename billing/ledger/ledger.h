@@ -14,9 +14,10 @@
  * A row belongs to the UTC day of its charge period's start; the meter
  * never lets a period cross midnight, so day sums are exact.
  *
- * Storage is the broker's store (broker/core/store.h): the tables of the
- * module "ledger" are created by tw_store_open, writes are group-committed
- * and reads come from the read pool.  All functions are thread-safe. */
+ * Storage is the broker's store: the tables of the module "ledger" are
+ * created by tw_store_open, their statements are in
+ * broker/core/store_ledger.c, writes are group-committed and reads come
+ * from the read pool.  All functions are thread-safe. */
 #ifndef TW_BILLING_LEDGER_H
 #define TW_BILLING_LEDGER_H
 
@@ -25,55 +26,18 @@
 #include <stdint.h>
 
 #include "broker/base/err.h"
+/* The row, filter, group and budget structs, TW_DAY_MS and
+ * tw_ledger_day(): the store keeps them as they are. */
+#include "broker/core/store_ledger.h"
 
 struct tw_store;
-struct sqlite3;
-
-#define TW_DAY_MS 86400000LL
-
-/* FOCUS ChargeCategory values the ledger writes. */
-enum tw_charge_category { TW_CHARGE_USAGE = 0, TW_CHARGE_ADJUSTMENT };
-
-/* FOCUS ServiceCategory of the row. */
-enum tw_service {
-  TW_SERVICE_COMPUTE = 0, /* instance time: PricingUnit "Hours" */
-  TW_SERVICE_NETWORK      /* data egress: PricingUnit "GB" */
-};
 
 const char *tw_charge_category_str(enum tw_charge_category c);
 
-#define TW_LEDGER_NAME_MAX 128
-
-struct tw_ledger_row {
-  int64_t seq;         /* assigned by the append; 0 before */
-  int64_t recorded_ms; /* when the row was written (0: now) */
-  int64_t start_ms;    /* charge period [start_ms, end_ms) */
-  int64_t end_ms;
-  enum tw_charge_category category;
-  bool correction; /* FOCUS ChargeClass "Correction" */
-  enum tw_service service;
-  char tenant[TW_LEDGER_NAME_MAX];
-  char project[TW_LEDGER_NAME_MAX];
-  char job_id[32];
-  int64_t attempt_id; /* 0: not an attempt's (egress of a job) */
-  char provider[64];  /* adapter: "aws", "slurm" */
-  char account[64];   /* configured account: "aws-main" */
-  char region[64];
-  char zone[64];
-  char instance_type[64];
-  char resource_id[128]; /* provider's instance id */
-  char market[16];       /* "spot" | "on-demand" | "" (egress) */
-  int nodes;             /* instances billed together (gang) */
-  int64_t usage_ms;      /* time consumed in the period (compute) */
-  /* What was charged: compute in node-seconds (billed seconds x nodes,
-   * after granularity and minimum charge), egress in bytes. */
-  int64_t quantity;
-  int64_t unit_price_uusd; /* list price per hour (compute) or per GB */
-  int64_t list_uusd;       /* may be negative in an adjustment */
-  int64_t effective_uusd;
-  int64_t corrects_seq; /* adjustment: the row it corrects; else 0 */
-  char description[256];
-};
+/* Checks rows[0..n) as every append does: start_ms <= end_ms, both in the
+ * same UTC day, tenant and provider set.  TW_E_INVALID names the row. */
+enum tw_rc tw_ledger_check(const struct tw_ledger_row *rows, size_t n,
+                           struct tw_err *err);
 
 /* Appends n rows and their rollups in one group-committed transaction;
  * each row's seq (and recorded_ms when 0) is filled.  Rows must have
@@ -81,13 +45,6 @@ struct tw_ledger_row {
  * row otherwise; nothing is written). */
 enum tw_rc tw_ledger_append(struct tw_store *s, struct tw_ledger_row *rows,
                             size_t n, int64_t now_ms, struct tw_err *err);
-
-/* The same, for a caller already inside a tw_store_write() function that
- * wants its own writes in the same transaction (the meter keeps its
- * progress there, so a restart never charges a period twice). */
-enum tw_rc tw_ledger_append_in(struct tw_store *s, struct sqlite3 *db,
-                               struct tw_ledger_row *rows, size_t n,
-                               int64_t now_ms, struct tw_err *err);
 
 /* Appends a correction of row `seq`: an Adjustment row with the same
  * dimensions, ChargeClass Correction, and the given cost deltas (negative
@@ -103,45 +60,19 @@ enum tw_rc tw_ledger_adjust(struct tw_store *s, int64_t seq,
  * optionally only one tenant / project (NULL: any).  fn returns non-zero to
  * stop early.  fn runs on the caller's thread with a read connection held:
  * it must not call the store. */
-struct tw_ledger_filter {
-  const char *tenant;
-  const char *project;
-};
-typedef int (*tw_ledger_row_fn)(void *ctx, const struct tw_ledger_row *row);
 enum tw_rc tw_ledger_scan(struct tw_store *s, int64_t from_ms, int64_t to_ms,
                           const struct tw_ledger_filter *f, tw_ledger_row_fn fn,
                           void *ctx, struct tw_err *err);
 
 /* Grouped sums over [from_ms, to_ms).  Whole UTC days inside the range are
  * read from the rollups; the partial days at either edge from the ledger
- * rows themselves, so any range is exact to the micro-dollar. */
-enum {
-  TW_GROUP_TENANT = 1 << 0,
-  TW_GROUP_PROJECT = 1 << 1,
-  TW_GROUP_PROVIDER = 1 << 2,
-  TW_GROUP_REGION = 1 << 3,
-  TW_GROUP_DAY = 1 << 4,
-  TW_GROUP_JOB = 1 << 5
-};
+ * rows themselves, so any range is exact to the micro-dollar.  The
+ * dimensions are the TW_GROUP_* bits (store_ledger.h). */
 
 /* Parses "tenant,project,day" into a mask; TW_E_INVALID names the unknown
  * word. */
 enum tw_rc tw_ledger_group_parse(const char *text, unsigned *mask,
                                  struct tw_err *err);
-
-struct tw_ledger_group {
-  /* The dimensions in the group mask; the others are "" (day -1). */
-  char tenant[TW_LEDGER_NAME_MAX];
-  char project[TW_LEDGER_NAME_MAX];
-  char provider[64];
-  char region[64];
-  char job_id[32];
-  int64_t day; /* days since 1970-01-01 (UTC) */
-  int64_t list_uusd;
-  int64_t effective_uusd;
-  int64_t usage_ms;
-  int64_t rows; /* ledger rows summed */
-};
 
 /* *out is an array of *n groups ordered by the dimensions (free() it).
  * TW_GROUP_JOB sums come from the per-job rollup. */
@@ -170,12 +101,9 @@ enum tw_rc tw_ledger_count(struct tw_store *s, int64_t *rows,
  *
  * The limits the reports draw burn-down charts against.  The daemon stores
  * the config's `billing.budgets` here at start and on reload; the tenancy
- * module, once it keeps budgets of its own, is read instead (report.h). */
-struct tw_ledger_budget {
-  char tenant[TW_LEDGER_NAME_MAX];  /* "" overall */
-  char project[TW_LEDGER_NAME_MAX]; /* "" every project of the tenant */
-  int64_t limit_uusd;               /* per calendar month (UTC) */
-};
+ * module, once it keeps budgets of its own, is read instead (report.h).
+ * struct tw_ledger_budget: tenant ("" overall), project ("" every project
+ * of the tenant), limit_uusd per calendar month (UTC). */
 
 /* Replaces the stored budgets with budgets[0..n). */
 enum tw_rc tw_ledger_budgets_set(struct tw_store *s,
@@ -185,10 +113,5 @@ enum tw_rc tw_ledger_budgets_set(struct tw_store *s,
 enum tw_rc tw_ledger_budgets_get(struct tw_store *s,
                                  struct tw_ledger_budget **out, size_t *n,
                                  struct tw_err *err);
-
-/* Days since the epoch of a UTC time, rounding toward minus infinity. */
-static inline int64_t tw_ledger_day(int64_t ms) {
-  return ms >= 0 ? ms / TW_DAY_MS : -((-ms + TW_DAY_MS - 1) / TW_DAY_MS);
-}
 
 #endif

@@ -1,9 +1,9 @@
 /* meter.c - billing rules, the `billing:` config section, and the meter
- * that follows attempts into the ledger.  SQL of the module "meter". */
+ * that follows attempts into the ledger.  The meter's progress is kept by
+ * the store (broker/core/store_ledger.h), with the rows it writes. */
 #include "billing/ledger/meter.h"
 
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +16,7 @@
 #include "broker/core/spec.h"
 #include "broker/core/spec_cache.h"
 #include "broker/core/store.h"
+#include "broker/core/store_ledger.h"
 
 /* ---- billing rules ------------------------------------------------------ */
 
@@ -314,20 +315,6 @@ static void cfg_copy(struct tw_meter_cfg *dst, const struct tw_meter_cfg *src) {
 /* ---- the meter's table ------------------------------------------------------
  */
 
-static const char SQL_STATE_PUT[] =
-    "INSERT OR REPLACE INTO meter_attempts (attempt_id, job_id, tenant,"
-    " project, provider, account, region, zone, instance_type, market,"
-    " resource_id, nodes, granularity_s, min_charge_s, price_uusd_per_hour,"
-    " running_ms, metered_to_ms, billed_s, last_seq, ended)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-    " ?15, ?16, ?17, ?18, ?19, ?20)";
-
-static const char SQL_STATE_OPEN[] =
-    "SELECT attempt_id, job_id, tenant, project, provider, account, region,"
-    " zone, instance_type, market, resource_id, nodes, granularity_s,"
-    " min_charge_s, price_uusd_per_hour, running_ms, metered_to_ms, billed_s,"
-    " last_seq FROM meter_attempts WHERE ended = 0 ORDER BY attempt_id";
-
 /* One attempt being metered. */
 struct mst {
   int64_t attempt_id;
@@ -385,45 +372,66 @@ static struct mst *add_state(struct tw_meter *m, int64_t id) {
   return s;
 }
 
-static void col(sqlite3_stmt *st, int i, char *dst, size_t n) {
-  const unsigned char *t = sqlite3_column_text(st, i);
-  snprintf(dst, n, "%s", t ? (const char *)t : "");
+/* The state as the store keeps it, and back. */
+static void to_progress(const struct mst *s,
+                        struct tw_store_meter_progress *p) {
+  memset(p, 0, sizeof *p);
+  p->attempt_id = s->attempt_id;
+  TW_SET(p->job_id, s->job_id);
+  TW_SET(p->tenant, s->tenant);
+  TW_SET(p->project, s->project);
+  TW_SET(p->provider, s->provider);
+  TW_SET(p->account, s->account);
+  TW_SET(p->region, s->region);
+  TW_SET(p->zone, s->zone);
+  TW_SET(p->instance_type, s->instance_type);
+  TW_SET(p->market, s->market);
+  TW_SET(p->resource_id, s->resource_id);
+  p->nodes = s->nodes;
+  p->granularity_s = s->rule.granularity_s;
+  p->min_charge_s = s->rule.min_charge_s;
+  p->price_uusd_per_hour = s->price;
+  p->running_ms = s->running_ms;
+  p->metered_to_ms = s->metered_to_ms;
+  p->billed_s = s->billed_s;
+  p->last_seq = s->last_seq;
+  p->ended = s->ended;
 }
 
-static enum tw_rc load_fn(struct tw_store *s, sqlite3 *db, void *arg,
-                          struct tw_err *err) {
-  struct tw_meter *m = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_STATE_OPEN, err);
-  if (!st)
-    return TW_E_IO;
-  int step;
-  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-    struct mst *x = add_state(m, sqlite3_column_int64(st, 0));
-    col(st, 1, x->job_id, sizeof x->job_id);
-    col(st, 2, x->tenant, sizeof x->tenant);
-    col(st, 3, x->project, sizeof x->project);
-    col(st, 4, x->provider, sizeof x->provider);
-    col(st, 5, x->account, sizeof x->account);
-    col(st, 6, x->region, sizeof x->region);
-    col(st, 7, x->zone, sizeof x->zone);
-    col(st, 8, x->instance_type, sizeof x->instance_type);
-    col(st, 9, x->market, sizeof x->market);
-    col(st, 10, x->resource_id, sizeof x->resource_id);
-    x->nodes = sqlite3_column_int(st, 11);
-    x->rule.granularity_s = sqlite3_column_int64(st, 12);
-    x->rule.min_charge_s = sqlite3_column_int64(st, 13);
-    x->price = sqlite3_column_int64(st, 14);
-    x->running_ms = sqlite3_column_int64(st, 15);
-    x->metered_to_ms = sqlite3_column_int64(st, 16);
-    x->billed_s = sqlite3_column_int64(st, 17);
-    x->last_seq = sqlite3_column_int64(st, 18);
-    x->running = true;
-  }
-  enum tw_rc rc = TW_OK;
-  if (step != SQLITE_DONE)
-    rc = tw_err_set(err, TW_E_IO, "meter: load: %s", sqlite3_errmsg(db));
-  sqlite3_reset(st);
-  return rc;
+static void from_progress(const struct tw_store_meter_progress *p,
+                          struct mst *s) {
+  TW_SET(s->job_id, p->job_id);
+  TW_SET(s->tenant, p->tenant);
+  TW_SET(s->project, p->project);
+  TW_SET(s->provider, p->provider);
+  TW_SET(s->account, p->account);
+  TW_SET(s->region, p->region);
+  TW_SET(s->zone, p->zone);
+  TW_SET(s->instance_type, p->instance_type);
+  TW_SET(s->market, p->market);
+  TW_SET(s->resource_id, p->resource_id);
+  s->nodes = p->nodes;
+  s->rule.granularity_s = p->granularity_s;
+  s->rule.min_charge_s = p->min_charge_s;
+  s->price = p->price_uusd_per_hour;
+  s->running_ms = p->running_ms;
+  s->metered_to_ms = p->metered_to_ms;
+  s->billed_s = p->billed_s;
+  s->last_seq = p->last_seq;
+  s->running = true;
+}
+
+/* The attempts being metered when the daemon stopped. */
+static enum tw_rc load(struct tw_meter *m, struct tw_err *err) {
+  struct tw_store_meter_progress *p;
+  size_t n;
+  enum tw_rc rc = tw_store_meter_open(m->store, &p, &n, err);
+  if (rc)
+    return rc;
+  for (size_t i = 0; i < n; i++)
+    from_progress(&p[i], add_state(m, p[i].attempt_id));
+  free(p);
+  return TW_OK;
 }
 
 enum tw_rc tw_meter_new(const struct tw_meter_opts *opts, struct tw_meter **out,
@@ -443,7 +451,7 @@ enum tw_rc tw_meter_new(const struct tw_meter_opts *opts, struct tw_meter **out,
   pthread_mutex_init(&m->mu, NULL);
   pthread_mutex_init(&m->run_mu, NULL);
   pthread_cond_init(&m->run_cv, NULL);
-  if ((rc = tw_store_read(m->store, load_fn, m, err)) ||
+  if ((rc = load(m, err)) ||
       (rc = tw_ledger_budgets_set(m->store, m->cfg.budgets, m->cfg.n_budgets,
                                   err))) {
     tw_meter_free(m);
@@ -633,56 +641,6 @@ static void advance(const struct tw_meter *m, struct work *w, int64_t upto,
   s->ended = true;
 }
 
-static void put_text(sqlite3_stmt *st, int i, const char *v) {
-  sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
-}
-
-static enum tw_rc batch_fn(struct tw_store *store, sqlite3 *db, void *arg,
-                           struct tw_err *err) {
-  struct batch *b = arg;
-  enum tw_rc rc;
-  for (size_t i = 0; i < b->n; i++) {
-    struct work *w = &b->w[i];
-    struct mst *s = &w->next;
-    for (size_t k = 0; k < w->n_rows; k++) {
-      struct tw_ledger_row *r = &w->rows[k];
-      if (r->category == TW_CHARGE_ADJUSTMENT)
-        r->corrects_seq = s->last_seq;
-      if ((rc = tw_ledger_append_in(store, db, r, 1, b->now_ms, err)))
-        return rc;
-      if (r->category == TW_CHARGE_USAGE && r->list_uusd)
-        s->last_seq = r->seq;
-    }
-    sqlite3_stmt *st = tw_store_stmt(store, db, SQL_STATE_PUT, err);
-    if (!st)
-      return TW_E_IO;
-    sqlite3_bind_int64(st, 1, s->attempt_id);
-    put_text(st, 2, s->job_id);
-    put_text(st, 3, s->tenant);
-    put_text(st, 4, s->project);
-    put_text(st, 5, s->provider);
-    put_text(st, 6, s->account);
-    put_text(st, 7, s->region);
-    put_text(st, 8, s->zone);
-    put_text(st, 9, s->instance_type);
-    put_text(st, 10, s->market);
-    put_text(st, 11, s->resource_id);
-    sqlite3_bind_int(st, 12, s->nodes);
-    sqlite3_bind_int64(st, 13, s->rule.granularity_s);
-    sqlite3_bind_int64(st, 14, s->rule.min_charge_s);
-    sqlite3_bind_int64(st, 15, s->price);
-    sqlite3_bind_int64(st, 16, s->running_ms);
-    sqlite3_bind_int64(st, 17, s->metered_to_ms);
-    sqlite3_bind_int64(st, 18, s->billed_s);
-    sqlite3_bind_int64(st, 19, s->last_seq);
-    sqlite3_bind_int(st, 20, s->ended ? 1 : 0);
-    if (sqlite3_step(st) != SQLITE_DONE)
-      return tw_err_set(err, TW_E_IO, "meter: progress: %s",
-                        sqlite3_errmsg(db));
-  }
-  return TW_OK;
-}
-
 /* Writes the batch; on success the in-memory states take the new
  * progress and ended attempts are dropped.  On failure nothing changes,
  * and the next pass computes the same rows again. */
@@ -690,7 +648,23 @@ static void batch_commit(struct tw_meter *m, struct batch *b) {
   if (!b->n)
     return;
   struct tw_err err = {0};
-  if (tw_store_write(m->store, batch_fn, b, &err)) {
+  struct tw_store_meter_work *sw = tw_calloc(b->n, sizeof *sw);
+  struct tw_store_meter_progress *sp = tw_calloc(b->n, sizeof *sp);
+  enum tw_rc rc = TW_OK;
+  for (size_t i = 0; i < b->n && !rc; i++) {
+    to_progress(&b->w[i].next, &sp[i]);
+    sw[i].rows = b->w[i].rows;
+    sw[i].n_rows = b->w[i].n_rows;
+    sw[i].progress = &sp[i];
+    rc = tw_ledger_check(sw[i].rows, sw[i].n_rows, &err);
+  }
+  if (!rc)
+    rc = tw_store_meter_commit(m->store, sw, b->n, b->now_ms, &err);
+  for (size_t i = 0; i < b->n && !rc; i++)
+    b->w[i].next.last_seq = sp[i].last_seq;
+  free(sw);
+  free(sp);
+  if (rc) {
     m->stats.errors++;
     tw_log_warn("billing",
                 "attempts=%zu metering not written, retried next pass: %s",
