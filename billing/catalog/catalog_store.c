@@ -1,7 +1,8 @@
-/* catalog_store.c - the catalog's tables in the store: versioned source
- * snapshots and spot price history.  All SQL of the catalog is here. */
+/* catalog_store.c - the catalog's snapshots and spot price history in the
+ * store: what a snapshot row holds (its offers as CSV, its report as JSON)
+ * and which prices are worth recording.  The statements are the store's
+ * (broker/core/store_catalog.c). */
 #include <inttypes.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,35 +11,7 @@
 
 #include "billing/catalog/catalog_int.h"
 #include "broker/base/mem.h"
-#include "broker/core/store.h"
-
-static const char SQL_PUT[] =
-    "INSERT INTO catalog_snapshots (source, kind, mode, provider, account,"
-    " path, sha256, currency, rate, rate_date, fetched_ms, stored_ms, rows,"
-    " normalized, offers, report_json, body)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-    " ?15, ?16, ?17)";
-static const char SQL_PRICE[] =
-    "INSERT INTO catalog_prices (offer_id, price_uusd, observed_ms, snapshot)"
-    " VALUES (?1, ?2, ?3, ?4)";
-/* Only the newest `keep` snapshots of a source keep their offers; the
- * rows themselves (source, time, hash, counts) stay as the record. */
-static const char SQL_PRUNE[] =
-    "UPDATE catalog_snapshots SET body = NULL WHERE source = ?1 AND"
-    " body IS NOT NULL AND id NOT IN (SELECT id FROM catalog_snapshots"
-    " WHERE source = ?1 ORDER BY id DESC LIMIT ?2)";
-static const char SQL_LATEST[] =
-    "SELECT id, kind, mode, provider, account, path, sha256, currency, rate,"
-    " rate_date, fetched_ms, report_json, body FROM catalog_snapshots"
-    " WHERE source = ?1 AND body IS NOT NULL ORDER BY id DESC LIMIT 1";
-static const char SQL_HISTORY[] =
-    "SELECT price_uusd, observed_ms, snapshot FROM catalog_prices"
-    " WHERE offer_id = ?1 ORDER BY observed_ms DESC, rowid DESC LIMIT ?2";
-
-static enum tw_rc db_fail(sqlite3 *db, const char *what, struct tw_err *err) {
-  return tw_err_set(err, TW_E_IO, "catalog store: %s: %s", what,
-                    sqlite3_errmsg(db));
-}
+#include "broker/core/store_catalog.h"
 
 static char *report_json(const struct tw_cat_report *r) {
   struct tw_buf b;
@@ -86,83 +59,36 @@ static void report_parse(const char *text, struct tw_cat_report *r) {
   json_decref(j);
 }
 
-struct put_arg {
-  const struct tw_cat_snap *s, *prev;
-  const struct tw_buf *body;
-  const char *report;
-  int keep;
-  int64_t now_ms;
-  int64_t version;
-};
-
-static enum tw_rc op_put(struct tw_store *st, sqlite3 *db, void *varg,
-                         struct tw_err *err) {
-  struct put_arg *a = varg;
-  const struct tw_cat_source_info *si = &a->s->srcs[0];
-  sqlite3_stmt *q = tw_store_stmt(st, db, SQL_PUT, err);
-  if (!q)
-    return TW_E_IO;
-  sqlite3_bind_text(q, 1, si->name, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 2, si->kind, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 3, tw_cat_mode_str(si->mode), -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 4, si->provider, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 5, si->account, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 6, si->path, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 7, si->sha256, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 8, si->rate.currency, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 9, si->rate.text, -1, SQLITE_STATIC);
-  sqlite3_bind_text(q, 10, si->rate.date, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(q, 11, si->fetched_ms);
-  sqlite3_bind_int64(q, 12, a->now_ms);
-  sqlite3_bind_int64(q, 13, (sqlite3_int64)si->report.rows);
-  sqlite3_bind_int64(q, 14, (sqlite3_int64)si->report.normalized);
-  sqlite3_bind_int64(q, 15, (sqlite3_int64)a->s->n_offers);
-  sqlite3_bind_text(q, 16, a->report, -1, SQLITE_STATIC);
-  sqlite3_bind_blob64(q, 17, a->body->data ? a->body->data : "", a->body->len,
-                      SQLITE_STATIC);
-  int r = sqlite3_step(q);
-  sqlite3_reset(q);
-  if (r != SQLITE_DONE)
-    return db_fail(db, "insert snapshot", err);
-  a->version = sqlite3_last_insert_rowid(db);
-
-  /* spot prices that are new or changed since the previous table */
-  sqlite3_stmt *p = tw_store_stmt(st, db, SQL_PRICE, err);
-  if (!p)
-    return TW_E_IO;
-  for (size_t i = 0; i < a->s->n_offers; i++) {
-    const struct tw_cat_offer *o = &a->s->offers[i];
+/* The spot prices of s that are new or changed since prev (NULL: all).
+ * free() *out. */
+static void changed_prices(const struct tw_cat_snap *s,
+                           const struct tw_cat_snap *prev,
+                           struct tw_store_cat_price **out, size_t *n) {
+  const struct tw_cat_source_info *si = &s->srcs[0];
+  struct tw_store_cat_price *p = NULL;
+  size_t cap = 0;
+  *n = 0;
+  for (size_t i = 0; i < s->n_offers; i++) {
+    const struct tw_cat_offer *o = &s->offers[i];
     if (o->market != TW_MARKET_SPOT)
       continue;
-    if (a->prev) {
-      int64_t k = tw_cat_snap_find_key(a->prev, o->key, o->market);
-      if (k >= 0 && a->prev->offers[k].price_uusd == o->price_uusd)
+    if (prev) {
+      int64_t k = tw_cat_snap_find_key(prev, o->key, o->market);
+      if (k >= 0 && prev->offers[k].price_uusd == o->price_uusd)
         continue;
     }
-    char id[TW_MODEL_ID_MAX];
-    if (!tw_cat_snap_offer_id(a->s, i, id, sizeof id))
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 64;
+      p = tw_realloc(p, cap * sizeof *p);
+    }
+    struct tw_store_cat_price *x = &p[*n];
+    if (!tw_cat_snap_offer_id(s, i, x->offer_id, sizeof x->offer_id))
       continue;
-    sqlite3_bind_text(p, 1, id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(p, 2, o->price_uusd);
-    sqlite3_bind_int64(p, 3, o->observed_ms ? o->observed_ms : si->fetched_ms);
-    sqlite3_bind_int64(p, 4, a->version);
-    r = sqlite3_step(p);
-    sqlite3_reset(p);
-    sqlite3_clear_bindings(p);
-    if (r != SQLITE_DONE)
-      return db_fail(db, "insert price", err);
+    x->price_uusd_per_hour = o->price_uusd;
+    x->observed_ms = o->observed_ms ? o->observed_ms : si->fetched_ms;
+    (*n)++;
   }
-
-  sqlite3_stmt *pr = tw_store_stmt(st, db, SQL_PRUNE, err);
-  if (!pr)
-    return TW_E_IO;
-  sqlite3_bind_text(pr, 1, si->name, -1, SQLITE_STATIC);
-  sqlite3_bind_int(pr, 2, a->keep);
-  r = sqlite3_step(pr);
-  sqlite3_reset(pr);
-  if (r != SQLITE_DONE)
-    return db_fail(db, "prune snapshots", err);
-  return TW_OK;
+  *out = p;
 }
 
 enum tw_rc tw_cat_store_put(struct tw_store *st, const struct tw_cat_snap *s,
@@ -170,139 +96,91 @@ enum tw_rc tw_cat_store_put(struct tw_store *st, const struct tw_cat_snap *s,
                             int64_t *version, struct tw_err *err) {
   if (!s->n_srcs)
     return tw_err_set(err, TW_E_INTERNAL, "catalog store: table has no source");
+  const struct tw_cat_source_info *si = &s->srcs[0];
   struct tw_buf body;
   tw_buf_init(&body);
   tw_cat_snap_write_csv(s, &body);
-  char *rep = report_json(&s->srcs[0].report);
-  struct put_arg a = {.s = s,
-                      .prev = prev,
-                      .body = &body,
-                      .report = rep,
-                      .keep = keep > 0 ? keep : 2,
-                      .now_ms = s->built_ms};
-  enum tw_rc rc = tw_store_write(st, op_put, &a, err);
+  char *rep = report_json(&si->report);
+  struct tw_store_cat_put p = {.source = si->name,
+                               .kind = si->kind,
+                               .mode = tw_cat_mode_str(si->mode),
+                               .provider = si->provider,
+                               .account = si->account,
+                               .path = si->path,
+                               .sha256 = si->sha256,
+                               .currency = si->rate.currency,
+                               .rate = si->rate.text,
+                               .rate_date = si->rate.date,
+                               .fetched_ms = si->fetched_ms,
+                               .stored_ms = s->built_ms,
+                               .rows = (int64_t)si->report.rows,
+                               .normalized = (int64_t)si->report.normalized,
+                               .offers = (int64_t)s->n_offers,
+                               .report_json = rep,
+                               .body = body.data,
+                               .body_len = body.len,
+                               .keep = keep > 0 ? keep : 2};
+  struct tw_store_cat_price *prices;
+  changed_prices(s, prev, &prices, &p.n_prices);
+  p.prices = prices;
+  enum tw_rc rc = tw_store_catalog_put(st, &p, version, err);
+  free(prices);
   free(rep);
   tw_buf_release(&body);
-  if (rc == TW_OK)
-    *version = a.version;
   return rc;
-}
-
-struct latest_arg {
-  const char *name;
-  struct tw_cat_source_info info;
-  char *body;
-  size_t len;
-  bool found;
-};
-
-static void col_copy(sqlite3_stmt *q, int i, char *out, size_t outsz) {
-  const unsigned char *t = sqlite3_column_text(q, i);
-  snprintf(out, outsz, "%s", t ? (const char *)t : "");
-}
-
-static enum tw_rc op_latest(struct tw_store *st, sqlite3 *db, void *varg,
-                            struct tw_err *err) {
-  struct latest_arg *a = varg;
-  sqlite3_stmt *q = tw_store_stmt(st, db, SQL_LATEST, err);
-  if (!q)
-    return TW_E_IO;
-  sqlite3_bind_text(q, 1, a->name, -1, SQLITE_STATIC);
-  int r = sqlite3_step(q);
-  if (r == SQLITE_ROW) {
-    struct tw_cat_source_info *si = &a->info;
-    char mode[16];
-    si->version = sqlite3_column_int64(q, 0);
-    col_copy(q, 1, si->kind, sizeof si->kind);
-    col_copy(q, 2, mode, sizeof mode);
-    si->mode = !strcmp(mode, "override")  ? TW_CAT_OVERRIDE
-               : !strcmp(mode, "adapter") ? TW_CAT_ADAPTER
-                                          : TW_CAT_SEED;
-    col_copy(q, 3, si->provider, sizeof si->provider);
-    col_copy(q, 4, si->account, sizeof si->account);
-    col_copy(q, 5, si->path, sizeof si->path);
-    col_copy(q, 6, si->sha256, sizeof si->sha256);
-    col_copy(q, 7, si->rate.currency, sizeof si->rate.currency);
-    col_copy(q, 8, si->rate.text, sizeof si->rate.text);
-    col_copy(q, 9, si->rate.date, sizeof si->rate.date);
-    tw_norm_decimal_nano(si->rate.text, strlen(si->rate.text),
-                         &si->rate.nusd_per_unit, NULL);
-    si->fetched_ms = sqlite3_column_int64(q, 10);
-    const unsigned char *rj = sqlite3_column_text(q, 11);
-    report_parse(rj ? (const char *)rj : "{}", &si->report);
-    const void *blob = sqlite3_column_blob(q, 12);
-    a->len = (size_t)sqlite3_column_bytes(q, 12);
-    a->body = tw_malloc(a->len + 1);
-    if (a->len)
-      memcpy(a->body, blob, a->len);
-    a->body[a->len] = '\0';
-    a->found = true;
-  }
-  sqlite3_reset(q);
-  if (r != SQLITE_ROW && r != SQLITE_DONE)
-    return db_fail(db, "read snapshot", err);
-  return TW_OK;
 }
 
 enum tw_rc tw_cat_store_latest(struct tw_store *st, const char *name,
                                const struct tw_regions *regions,
                                struct tw_cat_snap **out, struct tw_err *err) {
-  struct latest_arg a;
-  memset(&a, 0, sizeof a);
-  a.name = name;
   *out = NULL;
-  enum tw_rc rc = tw_store_read(st, op_latest, &a, err);
-  if (rc || !a.found) {
-    free(a.body);
+  struct tw_store_cat_latest l;
+  bool found = false;
+  enum tw_rc rc = tw_store_catalog_latest(st, name, &l, &found, err);
+  if (rc || !found)
     return rc;
-  }
-  snprintf(a.info.name, sizeof a.info.name, "%s", name);
-  rc = tw_cat_snap_read_csv(a.body, a.len, &a.info, regions, out, err);
-  free(a.body);
+  struct tw_cat_source_info si;
+  memset(&si, 0, sizeof si);
+  snprintf(si.name, sizeof si.name, "%s", name);
+  si.version = l.id;
+  snprintf(si.kind, sizeof si.kind, "%s", l.kind);
+  si.mode = !strcmp(l.mode, "override")  ? TW_CAT_OVERRIDE
+            : !strcmp(l.mode, "adapter") ? TW_CAT_ADAPTER
+                                         : TW_CAT_SEED;
+  snprintf(si.provider, sizeof si.provider, "%s", l.provider);
+  snprintf(si.account, sizeof si.account, "%s", l.account);
+  snprintf(si.path, sizeof si.path, "%s", l.path);
+  snprintf(si.sha256, sizeof si.sha256, "%s", l.sha256);
+  snprintf(si.rate.currency, sizeof si.rate.currency, "%s", l.currency);
+  snprintf(si.rate.text, sizeof si.rate.text, "%s", l.rate);
+  snprintf(si.rate.date, sizeof si.rate.date, "%s", l.rate_date);
+  tw_norm_decimal_nano(si.rate.text, strlen(si.rate.text),
+                       &si.rate.nusd_per_unit, NULL);
+  si.fetched_ms = l.fetched_ms;
+  report_parse(l.report_json, &si.report);
+  rc = tw_cat_snap_read_csv(l.body, l.body_len, &si, regions, out, err);
+  tw_store_cat_latest_release(&l);
   return rc;
-}
-
-struct history_arg {
-  const char *id;
-  size_t max;
-  struct tw_cat_price_point *pts;
-  size_t n;
-};
-
-static enum tw_rc op_history(struct tw_store *st, sqlite3 *db, void *varg,
-                             struct tw_err *err) {
-  struct history_arg *a = varg;
-  sqlite3_stmt *q = tw_store_stmt(st, db, SQL_HISTORY, err);
-  if (!q)
-    return TW_E_IO;
-  sqlite3_bind_text(q, 1, a->id, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(q, 2, (sqlite3_int64)a->max);
-  int r;
-  a->pts = tw_calloc(a->max ? a->max : 1, sizeof *a->pts);
-  while ((r = sqlite3_step(q)) == SQLITE_ROW && a->n < a->max) {
-    a->pts[a->n].price_uusd_per_hour = sqlite3_column_int64(q, 0);
-    a->pts[a->n].observed_ms = sqlite3_column_int64(q, 1);
-    a->pts[a->n].snapshot = sqlite3_column_int64(q, 2);
-    a->n++;
-  }
-  sqlite3_reset(q);
-  if (r != SQLITE_ROW && r != SQLITE_DONE)
-    return db_fail(db, "read price history", err);
-  return TW_OK;
 }
 
 enum tw_rc tw_cat_store_history(struct tw_store *st, const char *offer_id,
                                 size_t max, struct tw_cat_price_point **out,
                                 size_t *n, struct tw_err *err) {
-  struct history_arg a = {.id = offer_id, .max = max};
-  enum tw_rc rc = tw_store_read(st, op_history, &a, err);
-  if (rc) {
-    free(a.pts);
-    *out = NULL;
-    *n = 0;
+  struct tw_store_cat_point *pts;
+  size_t np;
+  *out = NULL;
+  *n = 0;
+  enum tw_rc rc = tw_store_catalog_history(st, offer_id, max, &pts, &np, err);
+  if (rc)
     return rc;
+  struct tw_cat_price_point *r = tw_calloc(max ? max : 1, sizeof *r);
+  for (size_t i = 0; i < np; i++) {
+    r[i].price_uusd_per_hour = pts[i].price_uusd_per_hour;
+    r[i].observed_ms = pts[i].observed_ms;
+    r[i].snapshot = pts[i].snapshot;
   }
-  *out = a.pts;
-  *n = a.n;
+  free(pts);
+  *out = r;
+  *n = np;
   return TW_OK;
 }
