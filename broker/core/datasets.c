@@ -1,48 +1,15 @@
-/* datasets.c - the dataset registry (datasets.h).  All SQL of the store
- * module "datasets" is here, as constant text. */
+/* datasets.c - the dataset registry (datasets.h): what a URI and a
+ * location may be.  The statements of the store module "datasets" are
+ * the store's (broker/core/store_datasets.c). */
 #include "broker/core/datasets.h"
 
 #include <ctype.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker/base/mem.h"
 #include "broker/core/spec.h"
-#include "broker/core/store.h"
-
-static const char SQL_GET[] = "SELECT uri, size_bytes, created_ms, updated_ms "
-                              "FROM datasets WHERE uri = ?1";
-static const char SQL_LOCATIONS[] =
-    "SELECT location, origin, cost_uusd, created_ms, note FROM "
-    "dataset_locations"
-    " WHERE uri = ?1 ORDER BY created_ms, location";
-static const char SQL_LIST[] = "SELECT uri, size_bytes, created_ms, updated_ms "
-                               "FROM datasets WHERE uri > ?1"
-                               " ORDER BY uri LIMIT ?2";
-static const char SQL_ALL_LOCATIONS[] =
-    "SELECT uri, location, cost_uusd FROM dataset_locations ORDER BY uri, "
-    "created_ms";
-static const char SQL_ALL[] =
-    "SELECT uri, size_bytes FROM datasets ORDER BY uri";
-static const char SQL_VERSION[] =
-    "SELECT version FROM dataset_version WHERE id = 1";
-static const char SQL_BUMP[] =
-    "UPDATE dataset_version SET version = version + 1 WHERE id = 1";
-static const char SQL_INSERT[] =
-    "INSERT INTO datasets (uri, size_bytes, created_ms, updated_ms)"
-    " VALUES (?1, ?2, ?3, ?3)"
-    " ON CONFLICT (uri) DO UPDATE SET"
-    " size_bytes = CASE WHEN excluded.size_bytes > 0 THEN excluded.size_bytes"
-    " ELSE size_bytes END, updated_ms = excluded.updated_ms";
-static const char SQL_EXISTS[] = "SELECT 1 FROM datasets WHERE uri = ?1";
-static const char SQL_COUNT_LOC[] =
-    "SELECT COUNT(*) FROM dataset_locations WHERE uri = ?1 AND location != ?2";
-static const char SQL_ADD_LOC[] =
-    "INSERT INTO dataset_locations (uri, location, origin, cost_uusd, "
-    "created_ms, note)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (uri, location) DO NOTHING";
+#include "broker/core/store_datasets.h"
 
 void tw_dataset_rec_release(struct tw_dataset_rec *r) {
   if (!r)
@@ -95,118 +62,11 @@ enum tw_rc tw_datasets_check_location(const char *loc, const char *field,
   return TW_OK;
 }
 
-/* ---- reading
- * ------------------------------------------------------------------- */
-
-static char *col_dup(sqlite3_stmt *st, int i) {
-  const unsigned char *t = sqlite3_column_text(st, i);
-  return tw_strdup(t ? (const char *)t : "");
-}
-
-static void col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz) {
-  const unsigned char *t = sqlite3_column_text(st, i);
-  snprintf(out, outsz, "%s", t ? (const char *)t : "");
-}
-
-static enum tw_rc read_locations(struct tw_store *s, sqlite3 *db,
-                                 struct tw_dataset_rec *r, struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LOCATIONS, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, r->uri, -1, SQLITE_STATIC);
-  size_t cap = 0;
-  int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    if (r->n_locations == cap) {
-      cap = cap ? cap * 2 : 4;
-      r->locations = tw_realloc(r->locations, cap * sizeof *r->locations);
-    }
-    struct tw_dataset_location *l = &r->locations[r->n_locations++];
-    memset(l, 0, sizeof *l);
-    col_copy(st, 0, l->location, sizeof l->location);
-    col_copy(st, 1, l->origin, sizeof l->origin);
-    l->cost_uusd = sqlite3_column_int64(st, 2);
-    l->created_ms = sqlite3_column_int64(st, 3);
-    col_copy(st, 4, l->note, sizeof l->note);
-  }
-  if (rc != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
-  return TW_OK;
-}
-
-struct get_arg {
-  const char *uri;
-  struct tw_dataset_rec *out;
-};
-
-static enum tw_rc get_fn(struct tw_store *s, sqlite3 *db, void *arg,
-                         struct tw_err *err) {
-  struct get_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_GET, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->uri, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(st);
-  if (rc == SQLITE_DONE)
-    return tw_err_set(err, TW_E_NOTFOUND, "no dataset %.200s", a->uri);
-  if (rc != SQLITE_ROW)
-    return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
-  memset(a->out, 0, sizeof *a->out);
-  a->out->uri = col_dup(st, 0);
-  a->out->size_bytes = sqlite3_column_int64(st, 1);
-  a->out->created_ms = sqlite3_column_int64(st, 2);
-  a->out->updated_ms = sqlite3_column_int64(st, 3);
-  sqlite3_reset(st);
-  enum tw_rc r = read_locations(s, db, a->out, err);
-  if (r)
-    tw_dataset_rec_release(a->out);
-  return r;
-}
+/* ---- reading and writing ------------------------------------------------- */
 
 enum tw_rc tw_datasets_get(struct tw_store *s, const char *uri,
                            struct tw_dataset_rec *out, struct tw_err *err) {
-  struct get_arg a = {.uri = uri, .out = out};
-  return tw_store_read(s, get_fn, &a, err);
-}
-
-struct list_arg {
-  const char *after;
-  int limit;
-  struct tw_dataset_rec *items;
-  size_t n;
-  bool more;
-};
-
-static enum tw_rc list_fn(struct tw_store *s, sqlite3 *db, void *arg,
-                          struct tw_err *err) {
-  struct list_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LIST, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->after ? a->after : "", -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 2, a->limit + 1);
-  a->items = tw_calloc((size_t)a->limit + 1, sizeof *a->items);
-  int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    if (a->n == (size_t)a->limit) {
-      a->more = true;
-      break;
-    }
-    struct tw_dataset_rec *r = &a->items[a->n++];
-    r->uri = col_dup(st, 0);
-    r->size_bytes = sqlite3_column_int64(st, 1);
-    r->created_ms = sqlite3_column_int64(st, 2);
-    r->updated_ms = sqlite3_column_int64(st, 3);
-  }
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-    return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
-  for (size_t i = 0; i < a->n; i++) {
-    enum tw_rc r = read_locations(s, db, &a->items[i], err);
-    if (r)
-      return r;
-  }
-  return TW_OK;
+  return tw_store_dataset_get(s, uri, out, err);
 }
 
 enum tw_rc tw_datasets_list(struct tw_store *s, const char *after, int limit,
@@ -218,163 +78,17 @@ enum tw_rc tw_datasets_list(struct tw_store *s, const char *after, int limit,
   if (limit < 1 || limit > 500)
     return tw_err_field(err, TW_E_INVALID, "limit",
                         "limit: expected 1 to 500, got %d", limit);
-  struct list_arg a = {.after = after, .limit = limit};
-  enum tw_rc rc = tw_store_read(s, list_fn, &a, err);
-  if (rc) {
-    for (size_t i = 0; i < a.n; i++)
-      tw_dataset_rec_release(&a.items[i]);
-    free(a.items);
-    return rc;
-  }
-  *out = a.items;
-  *n = a.n;
-  *more = a.more;
-  return TW_OK;
-}
-
-static enum tw_rc version_of(struct tw_store *s, sqlite3 *db, int64_t *v,
-                             struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_VERSION, err);
-  if (!st)
-    return TW_E_IO;
-  int rc = sqlite3_step(st);
-  *v = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-  sqlite3_reset(st);
-  if (rc != SQLITE_ROW)
-    return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
-  return TW_OK;
-}
-
-struct each_arg {
-  tw_datasets_each_fn fn;
-  void *ctx;
-  int64_t version;
-};
-
-static enum tw_rc each_fn(struct tw_store *s, sqlite3 *db, void *arg,
-                          struct tw_err *err) {
-  struct each_arg *a = arg;
-  enum tw_rc r = version_of(s, db, &a->version, err);
-  if (r)
-    return r;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_ALL, err);
-  if (!st)
-    return TW_E_IO;
-  int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-    a->fn(a->ctx, (const char *)sqlite3_column_text(st, 0),
-          sqlite3_column_int64(st, 1), NULL);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
-  st = tw_store_stmt(s, db, SQL_ALL_LOCATIONS, err);
-  if (!st)
-    return TW_E_IO;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-    a->fn(a->ctx, (const char *)sqlite3_column_text(st, 0), 0,
-          (const char *)sqlite3_column_text(st, 1));
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
-  return TW_OK;
+  return tw_store_datasets_list(s, after, limit, out, n, more, err);
 }
 
 enum tw_rc tw_datasets_each(struct tw_store *s, tw_datasets_each_fn fn,
                             void *ctx, int64_t *version, struct tw_err *err) {
-  struct each_arg a = {.fn = fn, .ctx = ctx};
-  enum tw_rc rc = tw_store_read(s, each_fn, &a, err);
-  if (version)
-    *version = a.version;
-  return rc;
-}
-
-struct version_arg {
-  int64_t v;
-};
-
-static enum tw_rc version_fn(struct tw_store *s, sqlite3 *db, void *arg,
-                             struct tw_err *err) {
-  return version_of(s, db, &((struct version_arg *)arg)->v, err);
+  return tw_store_datasets_each(s, fn, ctx, version, err);
 }
 
 enum tw_rc tw_datasets_version(struct tw_store *s, int64_t *version,
                                struct tw_err *err) {
-  struct version_arg a = {0};
-  enum tw_rc rc = tw_store_read(s, version_fn, &a, err);
-  *version = a.v;
-  return rc;
-}
-
-/* ---- writing
- * ------------------------------------------------------------------- */
-
-static enum tw_rc step_done(sqlite3 *db, sqlite3_stmt *st, struct tw_err *err) {
-  int rc = sqlite3_step(st);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
-  return TW_OK;
-}
-
-static enum tw_rc add_location(struct tw_store *s, sqlite3 *db, const char *uri,
-                               const char *loc, const char *origin,
-                               int64_t cost, const char *note, int64_t now,
-                               struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_COUNT_LOC, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, uri, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, loc, -1, SQLITE_STATIC);
-  int64_t others =
-      sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-  sqlite3_reset(st);
-  if (others >= TW_DATASET_LOCATIONS)
-    return tw_err_field(err, TW_E_TOOBIG, "locations",
-                        "locations: a dataset has at most %d locations",
-                        TW_DATASET_LOCATIONS);
-  st = tw_store_stmt(s, db, SQL_ADD_LOC, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, uri, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, loc, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 3, origin, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 4, cost);
-  sqlite3_bind_int64(st, 5, now);
-  sqlite3_bind_text(st, 6, note ? note : "", -1, SQLITE_STATIC);
-  return step_done(db, st, err);
-}
-
-static enum tw_rc bump(struct tw_store *s, sqlite3 *db, struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_BUMP, err);
-  return st ? step_done(db, st, err) : TW_E_IO;
-}
-
-struct put_arg {
-  const struct tw_dataset_put *req;
-  int64_t now;
-  bool created;
-};
-
-static enum tw_rc put_fn(struct tw_store *s, sqlite3 *db, void *arg,
-                         struct tw_err *err) {
-  struct put_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_EXISTS, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->req->uri, -1, SQLITE_STATIC);
-  a->created = sqlite3_step(st) != SQLITE_ROW;
-  sqlite3_reset(st);
-  st = tw_store_stmt(s, db, SQL_INSERT, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->req->uri, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, a->req->size_bytes);
-  sqlite3_bind_int64(st, 3, a->now);
-  enum tw_rc rc = step_done(db, st, err);
-  for (size_t i = 0; !rc && i < a->req->n_locations; i++)
-    rc = add_location(s, db, a->req->uri, a->req->locations[i], "registered", 0,
-                      NULL, a->now, err);
-  return rc ? rc : bump(s, db, err);
+  return tw_store_datasets_version(s, version, err);
 }
 
 enum tw_rc tw_datasets_put(struct tw_store *s, const struct tw_dataset_put *req,
@@ -397,33 +111,10 @@ enum tw_rc tw_datasets_put(struct tw_store *s, const struct tw_dataset_put *req,
                                          req->providers, err)))
       return rc;
   }
-  struct put_arg a = {.req = req, .now = now};
-  if ((rc = tw_store_write(s, put_fn, &a, err)))
+  if ((rc = tw_store_dataset_put(s, req->uri, req->size_bytes, req->locations,
+                                 req->n_locations, now, created, err)))
     return rc;
-  if (created)
-    *created = a.created;
   return out ? tw_datasets_get(s, req->uri, out, err) : TW_OK;
-}
-
-struct replica_arg {
-  const char *uri, *loc, *note;
-  int64_t cost, now;
-};
-
-static enum tw_rc replica_fn(struct tw_store *s, sqlite3 *db, void *arg,
-                             struct tw_err *err) {
-  struct replica_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_EXISTS, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->uri, -1, SQLITE_STATIC);
-  bool exists = sqlite3_step(st) == SQLITE_ROW;
-  sqlite3_reset(st);
-  if (!exists)
-    return tw_err_set(err, TW_E_NOTFOUND, "no dataset %.200s", a->uri);
-  enum tw_rc rc = add_location(s, db, a->uri, a->loc, "replicated", a->cost,
-                               a->note, a->now, err);
-  return rc ? rc : bump(s, db, err);
 }
 
 enum tw_rc tw_datasets_add_replica(struct tw_store *s, const char *uri,
@@ -435,7 +126,6 @@ enum tw_rc tw_datasets_add_replica(struct tw_store *s, const char *uri,
     rc = tw_datasets_check_location(location, "location", NULL, err);
   if (rc)
     return rc;
-  struct replica_arg a = {
-      .uri = uri, .loc = location, .note = note, .cost = cost_uusd, .now = now};
-  return tw_store_write(s, replica_fn, &a, err);
+  return tw_store_dataset_add_replica(s, uri, location, cost_uusd, note, now,
+                                      err);
 }
