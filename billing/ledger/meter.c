@@ -312,8 +312,7 @@ static void cfg_copy(struct tw_meter_cfg *dst, const struct tw_meter_cfg *src) {
   }
 }
 
-/* ---- the meter's table ------------------------------------------------------
- */
+/* ---- the meter's state ------------------------------------------------ */
 
 /* One attempt being metered. */
 struct mst {
