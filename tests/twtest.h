@@ -22,7 +22,9 @@
  *
  * cmocka fails a test by longjmp: call the checks only on the thread
  * running the test.  Worker threads record what they saw; the test
- * checks it after joining them. */
+ * checks it after joining them.  What a failed test leaves behind (a
+ * daemon, a server, a temp dir) is released by its teardown, which can
+ * tell a failure by tw_failures() having moved since its setup. */
 #ifndef TW_TESTS_TWTEST_H
 #define TW_TESTS_TWTEST_H
 
@@ -43,6 +45,16 @@
 /* ctest's SKIP_RETURN_CODE (tw_add_test sets it on every test). */
 #define TW_SKIP 77
 
+/* How many checks of this program have failed so far (TW_CHECK* and
+ * TW_FAIL; cmocka's own assert_* do not count).  A teardown compares it
+ * with what its setup saw to keep a failed test's directory or print a
+ * daemon's log. */
+static inline int *tw_failures_(void) {
+  static int n;
+  return &n;
+}
+#define tw_failures() (*tw_failures_())
+
 /* Prints "file:line: FAIL cond: message" on stderr and fails the running
  * test; does not return.  fmt starts with one space (the macros below
  * add it so that an empty message is a valid format). */
@@ -58,6 +70,7 @@ tw_check_failed_(const char *file, int line, const char *cond, const char *fmt,
     va_end(ap);
   }
   fputc('\n', stderr);
+  (*tw_failures_())++;
   _fail(file, line);
 }
 

@@ -43,6 +43,7 @@
 #include "providers/provider.h"
 #include "providers/registry.h"
 #include "tests/integration/twtest_daemon.h"
+#include "tests/twtest.h"
 
 #ifndef TW_FAKECLOUD_PATH
 #define TW_FAKECLOUD_PATH "tradewind-fakecloud"
@@ -51,18 +52,6 @@
 #define BUDGET_S 100 /* the whole run, jobs done or not */
 #define CHAOS_S 45   /* kills stop after this, so the run settles */
 #define ORPHANS 5
-
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
 
 static uint64_t rng_state;
 
@@ -254,22 +243,16 @@ out:
 /* ---- the run --------------------------------------------------------------
  */
 
-int main(void) {
-  if (access(TW_FAKECLOUD_PATH, X_OK) || access(twtest_daemon_binary(), X_OK)) {
-    printf("SKIPPED: tradewindd or tradewind-fakecloud is not built\n");
-    return 77;
-  }
-  const char *env = getenv("TW_SEED");
-  uint64_t seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
-  rng_state = seed * 2654435761ULL + 1;
-  int n_jobs = getenv("TW_CHAOS_JOBS") ? atoi(getenv("TW_CHAOS_JOBS")) : 200;
-  printf("chaos: seed=%llu jobs=%d (TW_SEED=%llu replays this run)\n",
-         (unsigned long long)seed, n_jobs, (unsigned long long)seed);
-  fflush(stdout);
-  curl_global_init(CURL_GLOBAL_DEFAULT);
-  if (!start_fake(seed))
-    return 1;
+static uint64_t seed;
+static int n_jobs, submitted, succeeded;
+static char (*ids)[64];
+static struct twtest_daemon d;
+/* The fake's last state and the attempt tags found in it. */
+static json_t *st;
+static const char **tags;
 
+/* The faults on the fake, the daemon on it, and the jobs accepted. */
+static void faults_installed_and_jobs_accepted(void **state) {
   /* the faults: every kind the lifecycle must survive */
   json_t *ok = fake_ctl(
       "POST", "/_fake/faults",
@@ -291,11 +274,9 @@ int main(void) {
        * where a kill leaves an instance the store does not know yet */
       "{\"kind\":\"slow\",\"action\":\"RunInstances\",\"delay_ms\":700,"
       "\"probability\":0.05}]}");
-  CHECK(ok, "faults refused");
+  TW_CHECK(ok, "faults refused");
   json_decref(ok);
 
-  setenv("TW_CHAOS_AWS_ACCESS_KEY", "AKIDTRADEWINDFAKE", 1);
-  setenv("TW_CHAOS_AWS_SECRET_KEY", "tradewind-fake-secret", 1);
   char config[2048];
   snprintf(config, sizeof config,
            "log: {level: info}\n"
@@ -318,20 +299,18 @@ int main(void) {
            "    on_demand_prices: {m5.large: \"0.096\", m6g.large: \"0.077\","
            " c5.xlarge: \"0.17\"}\n",
            fake_url, fake_url);
-  struct twtest_daemon d;
-  if (twtest_daemon_init(&d, config) || twtest_daemon_start(&d)) {
-    stop_fake();
-    return 1;
-  }
-
-  char(*ids)[64] = tw_calloc((size_t)n_jobs, sizeof *ids);
-  int submitted = 0;
+  TW_CHECK(twtest_daemon_init(&d, config) == 0 && twtest_daemon_start(&d) == 0,
+           "tradewindd did not start");
   for (int i = 0; i < n_jobs; i++)
     if (submit(d.url, i, ids[i]))
       submitted++;
-  CHECK(submitted == n_jobs, "only %d of %d jobs were accepted", submitted,
-        n_jobs);
+  TW_CHECK(submitted == n_jobs, "only %d of %d jobs were accepted", submitted,
+           n_jobs);
+}
 
+/* SIGKILL at random moments, restart, until the jobs are done; the faults
+ * really happened. */
+static void killed_again_and_again_until_done(void **state) {
   /* kill, restart, until the jobs are done */
   double t0 = now_s();
   int kills = 0, done = 0;
@@ -345,13 +324,11 @@ int main(void) {
     if (now_s() - t0 < CHAOS_S) {
       twtest_daemon_kill(&d);
       kills++;
-      if (twtest_daemon_start(&d)) {
-        CHECK(false, "the daemon did not come back after kill %d", kills);
-        break;
-      }
+      if (twtest_daemon_start(&d))
+        TW_FAIL("the daemon did not come back after kill %d", kills);
     }
   }
-  int succeeded =
+  succeeded =
       count_sql(d.db, "SELECT count(*) FROM jobs WHERE state = 'succeeded'");
   int interrupted = count_sql(
       d.db, "SELECT count(*) FROM attempts WHERE end_reason = 'interrupted'");
@@ -363,13 +340,16 @@ int main(void) {
          "errors, %d interruptions\n",
          kills, now_s() - t0, succeeded, submitted, attempts, capacity,
          interrupted);
-  CHECK(kills >= 5, "only %d kills: the chaos did not happen", kills);
-  CHECK(interrupted > 0, "no interruption happened");
-  CHECK(capacity > 0, "no capacity error happened");
+  TW_CHECK(kills >= 5, "only %d kills: the chaos did not happen", kills);
+  TW_CHECK(interrupted > 0, "no interruption happened");
+  TW_CHECK(capacity > 0, "no capacity error happened");
+}
 
+/* No job lost, no attempt live, no two attempts on one instance. */
+static void no_job_lost(void **state) {
   /* no job lost */
-  CHECK(succeeded == submitted, "%d of %d jobs did not succeed",
-        submitted - succeeded, submitted);
+  TW_CHECK(succeeded == submitted, "%d of %d jobs did not succeed",
+           submitted - succeeded, submitted);
   int missing = 0;
   for (int i = 0; i < n_jobs; i++) {
     if (!ids[i][0])
@@ -381,46 +361,52 @@ int main(void) {
       missing++;
     twtest_resp_release(&r);
   }
-  CHECK(missing == 0, "%d acknowledged jobs are gone", missing);
-  CHECK(count_sql(d.db,
-                  "SELECT count(*) FROM attempts WHERE state <> 'ended'") == 0,
-        "attempts are still live after every job ended");
+  TW_CHECK(missing == 0, "%d acknowledged jobs are gone", missing);
+  TW_CHECK(
+      count_sql(d.db, "SELECT count(*) FROM attempts WHERE state <> 'ended'") ==
+          0,
+      "attempts are still live after every job ended");
   /* no two attempts name one instance */
-  CHECK(count_sql(d.db, "SELECT count(*) FROM (SELECT instance_id FROM attempts"
-                        " WHERE instance_id <> '' GROUP BY instance_id HAVING "
-                        "count(*) > 1)") == 0,
-        "two attempts share an instance");
+  TW_CHECK(count_sql(d.db,
+                     "SELECT count(*) FROM (SELECT instance_id FROM attempts"
+                     " WHERE instance_id <> '' GROUP BY instance_id HAVING "
+                     "count(*) > 1)") == 0,
+           "two attempts share an instance");
   int stop_rc = twtest_daemon_stop(&d, 20000);
-  CHECK(stop_rc == 0, "the daemon exited %d on SIGTERM", stop_rc);
+  TW_CHECK(stop_rc == 0, "the daemon exited %d on SIGTERM", stop_rc);
+}
 
+/* No attempt has two instances, and no orphan survives one reconcile
+ * pass. */
+static void one_reconcile_pass_leaves_nothing_live(void **state) {
   /* orphans, then one reconcile pass: the daemon's start-up pass */
   json_decref(fake_ctl("DELETE", "/_fake/faults", NULL));
   int orphans = buy_orphans();
-  CHECK(orphans == ORPHANS, "bought %d orphans of %d", orphans, ORPHANS);
+  TW_CHECK(orphans == ORPHANS, "bought %d orphans of %d", orphans, ORPHANS);
   size_t passes_before = twtest_daemon_log_count(&d, "reconcile: pass done");
   if (twtest_daemon_start(&d) == 0) {
-    CHECK(twtest_daemon_wait_log(&d, "reconcile: pass done", passes_before + 1,
-                                 20000),
-          "no reconcile pass after the last start");
+    TW_CHECK(twtest_daemon_wait_log(&d, "reconcile: pass done",
+                                    passes_before + 1, 20000),
+             "no reconcile pass after the last start");
     twtest_daemon_stop(&d, 20000);
   }
-  json_t *st = fake_ctl("GET", "/_fake/ec2/state", NULL);
+  st = fake_ctl("GET", "/_fake/ec2/state", NULL);
   json_t *insts = st ? json_object_get(st, "instances") : NULL;
-  CHECK(json_is_array(insts), "no instance list from the fake");
+  TW_CHECK(json_is_array(insts), "no instance list from the fake");
   size_t n = json_array_size(insts), live = 0, dup = 0;
   /* each attempt tag at most once, over every instance ever made */
-  const char **tags = tw_calloc(n + 1, sizeof *tags);
+  tags = tw_calloc(n + 1, sizeof *tags);
   size_t n_tags = 0;
   for (size_t i = 0; i < n; i++) {
     json_t *in = json_array_get(insts, i);
-    const char *state = json_string_value(json_object_get(in, "state"));
+    const char *istate = json_string_value(json_object_get(in, "state"));
     const char *tag = json_string_value(
         json_object_get(json_object_get(in, "tags"), "tradewind:attempt"));
-    if (state && strcmp(state, "terminated") &&
-        strcmp(state, "shutting-down")) {
+    if (istate && strcmp(istate, "terminated") &&
+        strcmp(istate, "shutting-down")) {
       live++;
       fprintf(stderr, "still live: %s %s attempt=%s\n",
-              json_string_value(json_object_get(in, "id")), state,
+              json_string_value(json_object_get(in, "id")), istate,
               tag ? tag : "-");
     }
     for (size_t k = 0; tag && k < n_tags; k++)
@@ -434,26 +420,65 @@ int main(void) {
   printf("chaos: the fake made %zu instances; %zu live after the last "
          "reconcile pass\n",
          n, live);
-  CHECK(n >= (size_t)submitted, "fewer instances than jobs: %zu", n);
-  CHECK(dup == 0, "%zu attempts have two instances", dup);
-  CHECK(live == 0, "%zu instances survived the reconcile pass", live);
+  TW_CHECK(n >= (size_t)submitted, "fewer instances than jobs: %zu", n);
+  TW_CHECK(dup == 0, "%zu attempts have two instances", dup);
+  TW_CHECK(live == 0, "%zu instances survived the reconcile pass", live);
+}
+
+static void daemon_log_has_no_sanitizer_report(void **state) {
   /* a sanitizer build reports in the daemon's log */
-  CHECK(twtest_daemon_log_count(&d, "AddressSanitizer") == 0 &&
-            twtest_daemon_log_count(&d, "runtime error") == 0,
-        "the daemon's log has sanitizer reports");
+  TW_CHECK(twtest_daemon_log_count(&d, "AddressSanitizer") == 0 &&
+               twtest_daemon_log_count(&d, "runtime error") == 0,
+           "the daemon's log has sanitizer reports");
   size_t adopted = twtest_daemon_log_count(&d, "adopted: ");
   size_t reaped = twtest_daemon_log_count(&d, "terminated: ");
   printf(
       "chaos: the reconciler adopted %zu and terminated %zu instances in all\n",
       adopted, reaped);
+}
+
+static int setup(void **state) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  ids = tw_calloc((size_t)n_jobs, sizeof *ids);
+  if (!start_fake(seed))
+    return -1;
+  setenv("TW_CHAOS_AWS_ACCESS_KEY", "AKIDTRADEWINDFAKE", 1);
+  setenv("TW_CHAOS_AWS_SECRET_KEY", "tradewind-fake-secret", 1);
+  return 0;
+}
+
+static int teardown(void **state) {
   free(tags);
   json_decref(st);
   free(ids);
   stop_fake();
-  twtest_daemon_cleanup(&d, failures > 0);
+  twtest_daemon_cleanup(&d, tw_failures() > 0);
   curl_global_cleanup();
-  if (failures)
-    fprintf(stderr, "chaos: %d checks failed (seed %llu)\n", failures,
+  if (tw_failures())
+    fprintf(stderr, "chaos: %d checks failed (seed %llu)\n", tw_failures(),
             (unsigned long long)seed);
-  return failures ? 1 : 0;
+  return 0;
+}
+
+int main(void) {
+  if (access(TW_FAKECLOUD_PATH, X_OK) || access(twtest_daemon_binary(), X_OK)) {
+    printf("SKIPPED: tradewindd or tradewind-fakecloud is not built\n");
+    return TW_SKIP;
+  }
+  const char *env = getenv("TW_SEED");
+  seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
+  rng_state = seed * 2654435761ULL + 1;
+  n_jobs = getenv("TW_CHAOS_JOBS") ? atoi(getenv("TW_CHAOS_JOBS")) : 200;
+  printf("chaos: seed=%llu jobs=%d (TW_SEED=%llu replays this run)\n",
+         (unsigned long long)seed, n_jobs, (unsigned long long)seed);
+  fflush(stdout);
+  /* In order: each test goes on from where the one before left the run. */
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(faults_installed_and_jobs_accepted),
+      cmocka_unit_test(killed_again_and_again_until_done),
+      cmocka_unit_test(no_job_lost),
+      cmocka_unit_test(one_reconcile_pass_leaves_nothing_live),
+      cmocka_unit_test(daemon_log_has_no_sanitizer_report),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
 }

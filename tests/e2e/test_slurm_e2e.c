@@ -32,23 +32,12 @@
 #include <jansson.h>
 
 #include "tests/integration/twtest_daemon.h"
+#include "tests/twtest.h"
 
 static const char *cli_bin;
 static struct twtest_daemon d;
-static int failures, checks;
 static char url[256], token_file[512], output_dir[512], state_dir[512],
     slurm_conf[600];
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-    }                                                                          \
-  } while (0)
 
 static int64_t mono_ms(void) {
   struct timespec ts;
@@ -211,27 +200,25 @@ static void submit_and_read_back(const char *name, int code, int want_cli) {
   char *out = NULL;
   const char *args[] = {"submit", jf, "--wait", "--timeout", "60s", NULL};
   int rc = cli(&out, args);
-  CHECK(rc == want_cli,
-        "submit --wait of a job exiting %d: cli exit %d, want %d", code, rc,
-        want_cli);
+  TW_CHECK(rc == want_cli,
+           "submit --wait of a job exiting %d: cli exit %d, want %d", code, rc,
+           want_cli);
   char id[128] = "";
   sscanf(out, "%127s", id);
   free(out);
-  CHECK(id[0], "no job id printed");
-  if (!id[0])
-    return;
+  TW_CHECK(id[0], "no job id printed");
 
   /* the job's record says where it ran and how it ended */
   char path[300];
   snprintf(path, sizeof path, "/v1/jobs/%s", id);
   json_t *job = get_json(path);
-  CHECK(job != NULL, "GET %s", path);
+  TW_CHECK(job != NULL, "GET %s", path);
   if (job) {
-    CHECK(!strcmp(jstr(job, "state"), code ? "failed" : "succeeded"),
-          "job %s state %s", id, jstr(job, "state"));
+    TW_CHECK(!strcmp(jstr(job, "state"), code ? "failed" : "succeeded"),
+             "job %s state %s", id, jstr(job, "state"));
     char *text = json_dumps(job, JSON_COMPACT);
-    CHECK(text && strstr(text, "\"slurm\"") && strstr(text, "private"),
-          "job %s did not run on the slurm provider: %s", id, text);
+    TW_CHECK(text && strstr(text, "\"slurm\"") && strstr(text, "private"),
+             "job %s did not run on the slurm provider: %s", id, text);
     free(text);
     json_decref(job);
   }
@@ -240,26 +227,26 @@ static void submit_and_read_back(const char *name, int code, int want_cli) {
   snprintf(want, sizeof want, "line from %s\n", name);
   struct twtest_resp r;
   snprintf(path, sizeof path, "/v1/jobs/%s/logs", id);
-  CHECK(twtest_http(d.url, "GET", path, NULL, NULL, &r) == 0, "GET logs");
-  CHECK(r.status == 200 && !strcmp(r.body, want),
-        "GET %s: %ld \"%s\", want \"%s\"", path, r.status, r.body, want);
-  CHECK(!strncmp(r.content_type, "text/plain", 10), "logs content type %s",
-        r.content_type);
+  TW_CHECK(twtest_http(d.url, "GET", path, NULL, NULL, &r) == 0, "GET logs");
+  TW_CHECK(r.status == 200 && !strcmp(r.body, want),
+           "GET %s: %ld \"%s\", want \"%s\"", path, r.status, r.body, want);
+  TW_CHECK(!strncmp(r.content_type, "text/plain", 10), "logs content type %s",
+           r.content_type);
   twtest_resp_release(&r);
   snprintf(path, sizeof path, "/v1/jobs/%s/logs?offset=5", id);
-  CHECK(twtest_http(d.url, "GET", path, NULL, NULL, &r) == 0, "GET logs");
-  CHECK(r.status == 200 && !strcmp(r.body, want + 5), "offset 5: \"%s\"",
-        r.body);
+  TW_CHECK(twtest_http(d.url, "GET", path, NULL, NULL, &r) == 0, "GET logs");
+  TW_CHECK(r.status == 200 && !strcmp(r.body, want + 5), "offset 5: \"%s\"",
+           r.body);
   twtest_resp_release(&r);
 
   const char *largs[] = {"jobs", "logs", id, NULL};
   rc = cli(&out, largs);
-  CHECK(rc == 0 && !strcmp(out, want), "jobs logs: exit %d \"%s\"", rc, out);
+  TW_CHECK(rc == 0 && !strcmp(out, want), "jobs logs: exit %d \"%s\"", rc, out);
   free(out);
   const char *fargs[] = {"jobs", "logs", id, "--follow", NULL};
   rc = cli(&out, fargs);
-  CHECK(rc == 0 && !strcmp(out, want), "jobs logs --follow: exit %d \"%s\"", rc,
-        out);
+  TW_CHECK(rc == 0 && !strcmp(out, want), "jobs logs --follow: exit %d \"%s\"",
+           rc, out);
   free(out);
 }
 
@@ -317,19 +304,22 @@ static bool instance_of(const char *id, char *inst, size_t size) {
   return ok;
 }
 
-static void fault(void) {
+/* What fault() did, for restore_the_cluster() to undo even when a check
+ * stopped it half-way. */
+static char fault_id[128], fault_inst[128], fault_inst2[128];
+static bool slurmd_killed;
+
+static void fault(void **state) {
   const char *jf = job_file("fault", "resources: {cpus: 8}\nduration: 10m\n",
                             "  echo started\n  sleep 300\n");
   char *out = NULL;
   const char *args[] = {"submit", jf, NULL};
   int rc = cli(&out, args);
-  char id[128] = "";
+  char *id = fault_id, *inst = fault_inst, *inst2 = fault_inst2;
   sscanf(out, "%127s", id);
   free(out);
-  CHECK(rc == 0 && id[0], "submit: exit %d", rc);
-  if (!id[0])
-    return;
-  char path[300], inst[128] = "", node[64] = "";
+  TW_CHECK(rc == 0 && id[0], "submit: exit %d", rc);
+  char path[300], node[64] = "";
   snprintf(path, sizeof path, "/v1/jobs/%s", id);
   int64_t end = mono_ms() + 30000;
   bool running = false;
@@ -340,52 +330,78 @@ static void fault(void) {
     if (!running)
       nap(200);
   }
-  CHECK(running, "job %s never ran", id);
-  CHECK(instance_of(id, inst, sizeof inst), "no instance for job %s", id);
-  CHECK(node_of(inst, node, sizeof node), "no node for slurm job %s", inst);
-  if (!running || !node[0])
-    return;
+  TW_CHECK(running, "job %s never ran", id);
+  TW_CHECK(instance_of(id, inst, sizeof fault_inst), "no instance for job %s",
+           id);
+  TW_CHECK(node_of(inst, node, sizeof node), "no node for slurm job %s", inst);
   fprintf(stderr, "job %s runs as slurm job %s on %s; killing its slurmd\n", id,
           inst, node);
   int64_t t0 = mono_ms();
-  CHECK(kill_slurmd(node), "cannot kill slurmd of %s", node);
+  slurmd_killed = true; /* tried: restore_the_cluster starts it again */
+  TW_CHECK(kill_slurmd(node), "cannot kill slurmd of %s", node);
 
   /* the broker notices, closes the attempt as interrupted and places the
    * job again, on another instance */
-  char inst2[128] = "";
   bool replaced = false;
   end = mono_ms() + 75000;
   while (!replaced && mono_ms() < end) {
     nap(500);
-    replaced = instance_of(id, inst2, sizeof inst2) && strcmp(inst2, inst);
+    replaced =
+        instance_of(id, inst2, sizeof fault_inst2) && strcmp(inst2, inst);
   }
-  CHECK(replaced, "job %s was not placed again within 75 s", id);
+  TW_CHECK(replaced, "job %s was not placed again within 75 s", id);
   fprintf(stderr, "placed again as slurm job %s after %lld ms\n", inst2,
           (long long)(mono_ms() - t0));
   snprintf(path, sizeof path, "/v1/jobs/%s/events", id);
   json_t *ev = get_json(path);
   char *text = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
-  CHECK(text && strstr(text, "\"interrupted\"") &&
-            strstr(text, "\"recovering\""),
-        "events of %s: %s", id, text ? text : "none");
+  TW_CHECK(text && strstr(text, "\"interrupted\"") &&
+               strstr(text, "\"recovering\""),
+           "events of %s: %s", id, text ? text : "none");
   free(text);
   json_decref(ev);
+}
 
-  /* clean up: cancel the job (and its Slurm job at once, so the next test
-   * finds the cluster idle), bring the node back */
+/* Clean up after fault(), however far it went: cancel the job (and its
+ * Slurm jobs at once, so the next test finds the cluster idle), bring the
+ * node back. */
+static void restore_the_cluster(void **state) {
+  if (!fault_id[0])
+    skip(); /* nothing was submitted */
   struct twtest_resp r;
-  snprintf(path, sizeof path, "/v1/jobs/%s", id);
+  char path[300];
+  snprintf(path, sizeof path, "/v1/jobs/%s", fault_id);
   twtest_http(d.url, "DELETE", path, NULL, NULL, &r);
   twtest_resp_release(&r);
   char cmd[900];
-  snprintf(cmd, sizeof cmd, "SLURM_CONF='%s' scancel %s %s 2>/dev/null",
-           slurm_conf, inst, inst2);
-  CHECK(system(cmd) == 0, "scancel failed");
-  const char *src = getenv("TW_SOURCE_DIR");
-  snprintf(cmd, sizeof cmd,
-           "bash '%s/scripts/slurm.sh' start '%s' >/dev/null 2>&1",
-           src ? src : ".", state_dir);
-  CHECK(system(cmd) == 0, "restarting the killed slurmd failed");
+  bool cancelled = true, restarted = true;
+  if (fault_inst[0]) {
+    snprintf(cmd, sizeof cmd, "SLURM_CONF='%s' scancel %s %s 2>/dev/null",
+             slurm_conf, fault_inst, fault_inst2);
+    cancelled = system(cmd) == 0;
+  }
+  if (slurmd_killed) {
+    const char *src = getenv("TW_SOURCE_DIR");
+    snprintf(cmd, sizeof cmd,
+             "bash '%s/scripts/slurm.sh' start '%s' >/dev/null 2>&1",
+             src ? src : ".", state_dir);
+    restarted = system(cmd) == 0;
+  }
+  TW_CHECK(cancelled, "scancel failed");
+  TW_CHECK(restarted, "restarting the killed slurmd failed");
+}
+
+static void job_exiting_0_succeeds(void **state) {
+  submit_and_read_back("e2e-ok", 0, 0);
+}
+
+static void job_exiting_3_fails(void **state) {
+  submit_and_read_back("e2e-three", 3, 1);
+}
+
+static void daemon_exits_0(void **state) {
+  int code = twtest_daemon_stop(&d, 10000);
+  TW_CHECK(code == 0, "tradewindd exited %d", code);
 }
 
 int main(int argc, char **argv) {
@@ -399,8 +415,10 @@ int main(int argc, char **argv) {
   if (load_env()) {
     printf("SKIPPED: no Slurm cluster (TW_SLURM_DIR/slurm.env; the fixture "
            "slurm_cluster_start starts it)\n");
-    return 77;
+    return TW_SKIP;
   }
+  /* The daemon starts before the group: whether the test can run at all
+   * shows only in its log. */
   if (start_daemon()) {
     fprintf(stderr, "tradewindd did not start\n");
     twtest_daemon_cleanup(&d, true);
@@ -413,17 +431,21 @@ int main(int argc, char **argv) {
         "SKIPPED: providers/provider.c drops offers of market private "
         "(\"no market\"); the generic layer must accept TW_MARKET_PRIVATE\n");
     twtest_daemon_cleanup(&d, false);
-    return 77;
+    return TW_SKIP;
   }
-  if (fault_mode) {
-    fault();
-  } else {
-    submit_and_read_back("e2e-ok", 0, 0);
-    submit_and_read_back("e2e-three", 3, 1);
-  }
-  int code = twtest_daemon_stop(&d, 10000);
-  CHECK(code == 0, "tradewindd exited %d", code);
-  twtest_daemon_cleanup(&d, failures > 0);
-  printf("%d checks, %d failed\n", checks, failures);
-  return failures ? 1 : 0;
+  const struct CMUnitTest runs[] = {
+      cmocka_unit_test(job_exiting_0_succeeds),
+      cmocka_unit_test(job_exiting_3_fails),
+      cmocka_unit_test(daemon_exits_0),
+  };
+  /* restore_the_cluster runs even when fault failed half-way */
+  const struct CMUnitTest faults[] = {
+      cmocka_unit_test(fault),
+      cmocka_unit_test(restore_the_cluster),
+      cmocka_unit_test(daemon_exits_0),
+  };
+  int rc = fault_mode ? cmocka_run_group_tests(faults, NULL, NULL)
+                      : cmocka_run_group_tests(runs, NULL, NULL);
+  twtest_daemon_cleanup(&d, tw_failures() > 0);
+  return rc;
 }

@@ -32,22 +32,11 @@
 
 #include <jansson.h>
 
+#include "tests/twtest.h"
+
 static const char *daemon_bin, *cli_bin;
 static char dir[256], url[96];
 static pid_t daemon_pid;
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-    }                                                                          \
-  } while (0)
-
 static void die(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -232,11 +221,12 @@ static char *submit_id(const char *file, const char *key) {
   struct out *o =
       key ? cli(NULL, "submit", file, "--idempotency-key", key, NULL)
           : cli(NULL, "submit", file, NULL);
-  CHECK(o->code == 0, "submit %s: exit %d, stderr: %s", file, o->code, o->err);
+  TW_CHECK(o->code == 0, "submit %s: exit %d, stderr: %s", file, o->code,
+           o->err);
   size_t n = strlen(o->out);
-  CHECK(n > 1 && o->out[n - 1] == '\n' && !strchr(o->out, ' ') &&
-            count_lines(o->out) == 1,
-        "submit %s printed \"%s\"", file, o->out);
+  TW_CHECK(n > 1 && o->out[n - 1] == '\n' && !strchr(o->out, ' ') &&
+               count_lines(o->out) == 1,
+           "submit %s printed \"%s\"", file, o->out);
   if (n)
     o->out[n - 1] = '\0';
   return strdup(o->out);
@@ -245,7 +235,7 @@ static char *submit_id(const char *file, const char *key) {
 static json_t *parse(const char *text, const char *what) {
   json_error_t je;
   json_t *j = json_loads(text, 0, &je);
-  CHECK(j != NULL, "%s: not JSON (%s): %s", what, je.text, text);
+  TW_CHECK(j != NULL, "%s: not JSON (%s): %s", what, je.text, text);
   return j ? j : json_object();
 }
 
@@ -271,17 +261,218 @@ static int closed_port(void) {
   return ntohs(sa.sin_port);
 }
 
-int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: test_cli_daemon TRADEWINDD TRADEWIND\n");
-    return 2;
+/* The jobs the tests submit, in order; "" until submitted. */
+static char id_yaml[64], id_json[64], id_stdin[64], id_key1[64];
+
+static void keep_id(char *dst, size_t size, char *id) {
+  snprintf(dst, size, "%s", id ? id : "");
+  free(id);
+}
+
+/* submit YAML: the id alone on stdout; JSON with -o json: the job object;
+ * stdin, sniffed as JSON. */
+static void submit_prints_the_id_or_the_job(void **state) {
+  keep_id(id_yaml, sizeof id_yaml, submit_id(path_in("hello.yaml"), NULL));
+  struct out *o =
+      cli(NULL, "submit", path_in("hello.json"), "-o", "json", NULL);
+  TW_CHECK(o->code == 0, "submit json: exit %d: %s", o->code, o->err);
+  json_t *j = parse(o->out, "submit -o json");
+  snprintf(id_json, sizeof id_json, "%s", jstr(j, "id"));
+  TW_CHECK(*id_json && strcmp(id_json, id_yaml) != 0, "json job id \"%s\"",
+           id_json);
+  TW_CHECK(strcmp(jstr(j, "name"), "hello-json") == 0, "name \"%s\"",
+           jstr(j, "name"));
+  TW_CHECK(strcmp(jstr(j, "state"), "pending") == 0, "state \"%s\"",
+           jstr(j, "state"));
+  json_decref(j);
+
+  o = cli("{\"name\":\"from-stdin\"}", "submit", "-", "-o", "json", NULL);
+  TW_CHECK(o->code == 0, "submit -: exit %d: %s", o->code, o->err);
+  j = parse(o->out, "submit - -o json");
+  TW_CHECK(strcmp(jstr(j, "name"), "from-stdin") == 0, "stdin name \"%s\"",
+           jstr(j, "name"));
+  snprintf(id_stdin, sizeof id_stdin, "%s", jstr(j, "id"));
+  json_decref(j);
+}
+
+/* The same key and spec again: the same job, noted on stderr; the same
+ * key with another spec: 409. */
+static void idempotency_key_replays_or_conflicts(void **state) {
+  keep_id(id_key1, sizeof id_key1,
+          submit_id(path_in("other.yaml"), "cli-it-key-1"));
+  struct out *o = cli(NULL, "submit", path_in("other.yaml"),
+                      "--idempotency-key", "cli-it-key-1", NULL);
+  TW_CHECK(o->code == 0, "replay: exit %d: %s", o->code, o->err);
+  TW_CHECK(strncmp(o->out, id_key1, strlen(id_key1)) == 0,
+           "replay printed \"%s\", first was %s", o->out, id_key1);
+  TW_CHECK(has(o->err, "already submitted"), "replay stderr: %s", o->err);
+  o = cli(NULL, "submit", path_in("hello.yaml"), "--idempotency-key",
+          "cli-it-key-1", NULL);
+  TW_CHECK(o->code == 5, "key reuse: exit %d", o->code);
+  TW_CHECK(has(o->err, "tradewind: rejected (409): "), "key reuse stderr: %s",
+           o->err);
+}
+
+/* An invalid spec: exit 5, the field path on one line. */
+static void invalid_spec_names_the_field(void **state) {
+  struct out *o = cli(NULL, "submit", path_in("bad.yaml"), NULL);
+  TW_CHECK(o->code == 5, "bad spec: exit %d", o->code);
+  TW_CHECK(has(o->err, "tradewind: rejected (400): resources.cpus") &&
+               count_lines(o->err) == 1,
+           "bad spec stderr: %s", o->err);
+  TW_CHECK(*o->out == '\0', "bad spec stdout: %s", o->out);
+}
+
+/* get: a table, and the JSON. */
+static void get_shows_a_table_or_json(void **state) {
+  struct out *o = cli(NULL, "jobs", "get", id_yaml, NULL);
+  TW_CHECK(o->code == 0, "get: exit %d: %s", o->code, o->err);
+  TW_CHECK(has(o->out, id_yaml) && has(o->out, "\nName       hello\n") &&
+               has(o->out, "\nState      pending\n"),
+           "get table:\n%s", o->out);
+  o = cli(NULL, "jobs", "get", id_yaml, "-o", "json", NULL);
+  json_t *j = parse(o->out, "get -o json");
+  TW_CHECK(strcmp(jstr(j, "id"), id_yaml) == 0, "get id \"%s\"", jstr(j, "id"));
+  json_decref(j);
+  o = cli(NULL, "jobs", "get", "j-does-not-exist", NULL);
+  TW_CHECK(o->code == 5 && has(o->err, "rejected (404)"),
+           "get unknown: exit %d: %s", o->code, o->err);
+}
+
+/* list: one page, every page, and the table. */
+static void list_pages(void **state) {
+  const char *ids[] = {id_yaml, id_json, id_stdin, id_key1};
+  struct out *o = cli(NULL, "jobs", "list", "--limit", "1", "-o", "json", NULL);
+  TW_CHECK(o->code == 0, "list: exit %d: %s", o->code, o->err);
+  json_t *j = parse(o->out, "list --limit 1");
+  TW_CHECK(json_array_size(json_object_get(j, "items")) == 1, "page size %zu",
+           json_array_size(json_object_get(j, "items")));
+  TW_CHECK(json_is_string(json_object_get(j, "next_cursor")),
+           "no next_cursor with more jobs left");
+  json_decref(j);
+  o = cli(NULL, "jobs", "list", "--limit", "1", "--all", "-o", "json", NULL);
+  TW_CHECK(o->code == 0, "list --all: exit %d: %s", o->code, o->err);
+  j = parse(o->out, "list --all");
+  json_t *items = json_object_get(j, "items");
+  TW_CHECK(json_array_size(items) == 4, "list --all found %zu jobs, want 4",
+           json_array_size(items));
+  for (size_t k = 0; k < 4; k++) {
+    bool found = false;
+    for (size_t i = 0; i < json_array_size(items); i++)
+      found |= strcmp(jstr(json_array_get(items, i), "id"), ids[k]) == 0;
+    TW_CHECK(found, "list --all misses %s", ids[k]);
   }
-  daemon_bin = argv[1];
-  cli_bin = argv[2];
-  if (access(daemon_bin, X_OK) || access(cli_bin, X_OK)) {
-    printf("SKIPPED: %s or %s is not built\n", daemon_bin, cli_bin);
-    return 77;
+  /* Newest first. */
+  TW_CHECK(strcmp(jstr(json_array_get(items, 0), "id"), id_key1) == 0,
+           "newest is %s, want %s", jstr(json_array_get(items, 0), "id"),
+           id_key1);
+  json_decref(j);
+  o = cli(NULL, "jobs", "list", "--all", "--limit", "2", NULL);
+  TW_CHECK(o->code == 0 && count_lines(o->out) == 5 &&
+               strncmp(o->out, "ID ", 3) == 0,
+           "list table (exit %d):\n%s%s", o->code, o->out, o->err);
+  o = cli(NULL, "jobs", "list", "--limit", "3", NULL);
+  TW_CHECK(o->code == 0 && count_lines(o->out) == 4 && has(o->err, "--cursor"),
+           "list one page: %s%s", o->out, o->err);
+}
+
+/* cancel, and cancel again: 409. */
+static void cancel_once(void **state) {
+  struct out *o = cli(NULL, "jobs", "cancel", id_yaml, NULL);
+  TW_CHECK(o->code == 0, "cancel: exit %d: %s", o->code, o->err);
+  TW_CHECK(has(o->out, id_yaml) && has(o->out, " cancelled\n"), "cancel: %s",
+           o->out);
+  o = cli(NULL, "jobs", "cancel", id_yaml, NULL);
+  TW_CHECK(o->code == 5, "cancel twice: exit %d", o->code);
+  TW_CHECK(has(o->err, "tradewind: rejected (409): "), "cancel twice: %s",
+           o->err);
+  o = cli(NULL, "jobs", "list", "--state", "cancelled", "-o", "json", NULL);
+  json_t *j = parse(o->out, "list --state cancelled");
+  json_t *items = json_object_get(j, "items");
+  TW_CHECK(json_array_size(items) == 1 &&
+               strcmp(jstr(json_array_get(items, 0), "id"), id_yaml) == 0,
+           "list --state cancelled: %s", o->out);
+  json_decref(j);
+}
+
+/* events: submitted, then cancelled. */
+static void events_from_submit_to_cancel(void **state) {
+  struct out *o = cli(NULL, "jobs", "events", id_yaml, "-o", "json", NULL);
+  TW_CHECK(o->code == 0, "events: exit %d: %s", o->code, o->err);
+  json_t *j = parse(o->out, "events");
+  json_t *items = json_object_get(j, "items");
+  size_t ne = json_array_size(items);
+  TW_CHECK(ne >= 2, "%zu events", ne);
+  TW_CHECK(strcmp(jstr(json_array_get(items, 0), "to"), "pending") == 0,
+           "first event to \"%s\"", jstr(json_array_get(items, 0), "to"));
+  TW_CHECK(strcmp(jstr(json_array_get(items, ne - 1), "to"), "cancelled") == 0,
+           "last event to \"%s\"", jstr(json_array_get(items, ne - 1), "to"));
+  json_decref(j);
+  o = cli(NULL, "jobs", "events", id_yaml, NULL);
+  TW_CHECK(o->code == 0 && strncmp(o->out, "SEQ ", 4) == 0 &&
+               has(o->out, "cancelled"),
+           "events table:\n%s", o->out);
+}
+
+/* wait: a cancelled job exits 4 at once; a pending one times out. */
+static void wait_exit_codes(void **state) {
+  struct out *o = cli(NULL, "jobs", "wait", id_yaml, NULL);
+  TW_CHECK(o->code == 4, "wait cancelled: exit %d: %s", o->code, o->err);
+  TW_CHECK(has(o->err, "cancelled"), "wait cancelled stderr: %s", o->err);
+  o = cli(NULL, "jobs", "get", id_json, "-o", "json", NULL);
+  json_t *j = parse(o->out, "get pending");
+  const char *st = jstr(j, "state");
+  bool terminal = !strcmp(st, "succeeded") || !strcmp(st, "failed") ||
+                  !strcmp(st, "cancelled");
+  if (!terminal) {
+    o = cli(NULL, "jobs", "wait", id_json, "--timeout", "700ms", NULL);
+    TW_CHECK(o->code == 6, "wait timeout: exit %d: %s", o->code, o->err);
+    TW_CHECK(has(o->err, "timed out after 700ms"), "wait timeout: %s", o->err);
+  } else {
+    fprintf(stderr, "note: %s is already %s; timeout case not run\n", id_json,
+            st);
   }
+  json_decref(j);
+  o = cli(NULL, "submit", path_in("hello.yaml"), "--wait", "--timeout", "300ms",
+          NULL);
+  TW_CHECK(o->code == 6 || o->code == 0 || o->code == 1,
+           "submit --wait: exit %d: %s", o->code, o->err);
+  TW_CHECK(count_lines(o->out) == 1, "submit --wait stdout: %s", o->out);
+}
+
+/* The token is sent (the server ignores it today) and never shown. */
+static void token_never_shown(void **state) {
+  struct out *o = cli(NULL, "jobs", "list", "--token", "cli-it-secret",
+                      "--limit", "1", NULL);
+  TW_CHECK(o->code == 0, "token: exit %d: %s", o->code, o->err);
+  TW_CHECK(!has(o->out, "cli-it-secret") && !has(o->err, "cli-it-secret"),
+           "token printed");
+}
+
+/* Nobody there: exit 3.  Usage errors never reach the server. */
+static void unreachable_and_usage_errors(void **state) {
+  char dead[64];
+  snprintf(dead, sizeof dead, "http://127.0.0.1:%d", closed_port());
+  struct out *o = cli(NULL, "--url", dead, "jobs", "list", NULL);
+  TW_CHECK(o->code == 3, "unreachable: exit %d", o->code);
+  TW_CHECK(has(o->err, "tradewind: cannot reach "), "unreachable: %s", o->err);
+  o = cli(NULL, "submit", path_in("missing.yaml"), NULL);
+  TW_CHECK(o->code == 2, "missing file: exit %d", o->code);
+}
+
+static void daemon_exits_0_on_sigterm(void **state) {
+  kill(daemon_pid, SIGTERM);
+  int dcode = wait_exit(daemon_pid, 15000);
+  if (dcode < 0) {
+    kill(daemon_pid, SIGKILL);
+    waitpid(daemon_pid, NULL, 0);
+  }
+  daemon_pid = 0;
+  TW_CHECK(dcode == 0, "tradewindd exited %d after SIGTERM", dcode);
+}
+
+/* The daemon on a temporary config and database, and the spec files. */
+static int setup(void **state) {
   const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
   snprintf(dir, sizeof dir, "%s/tw-cli-it-XXXXXX", tmp);
   if (!mkdtemp(dir))
@@ -297,201 +488,49 @@ int main(int argc, char **argv) {
              "{\"name\": \"hello-json\", \"resources\": {\"cpus\": 2}}\n");
   write_file(path_in("other.yaml"), "name: other\nresources:\n  cpus: 4\n");
   write_file(path_in("bad.yaml"), "name: bad\nresources:\n  cpus: eight\n");
+  return 0;
+}
 
-  /* submit YAML: the id alone on stdout. */
-  char *id_yaml = submit_id(path_in("hello.yaml"), NULL);
-
-  /* submit JSON with -o json: the job object. */
-  struct out *o =
-      cli(NULL, "submit", path_in("hello.json"), "-o", "json", NULL);
-  CHECK(o->code == 0, "submit json: exit %d: %s", o->code, o->err);
-  json_t *j = parse(o->out, "submit -o json");
-  char *id_json = strdup(jstr(j, "id"));
-  CHECK(*id_json && strcmp(id_json, id_yaml) != 0, "json job id \"%s\"",
-        id_json);
-  CHECK(strcmp(jstr(j, "name"), "hello-json") == 0, "name \"%s\"",
-        jstr(j, "name"));
-  CHECK(strcmp(jstr(j, "state"), "pending") == 0, "state \"%s\"",
-        jstr(j, "state"));
-  json_decref(j);
-
-  /* stdin, sniffed as JSON. */
-  o = cli("{\"name\":\"from-stdin\"}", "submit", "-", "-o", "json", NULL);
-  CHECK(o->code == 0, "submit -: exit %d: %s", o->code, o->err);
-  j = parse(o->out, "submit - -o json");
-  CHECK(strcmp(jstr(j, "name"), "from-stdin") == 0, "stdin name \"%s\"",
-        jstr(j, "name"));
-  char *id_stdin = strdup(jstr(j, "id"));
-  json_decref(j);
-
-  /* The same key and spec again: the same job, noted on stderr. */
-  char *id_key1 = submit_id(path_in("other.yaml"), "cli-it-key-1");
-  o = cli(NULL, "submit", path_in("other.yaml"), "--idempotency-key",
-          "cli-it-key-1", NULL);
-  CHECK(o->code == 0, "replay: exit %d: %s", o->code, o->err);
-  CHECK(strncmp(o->out, id_key1, strlen(id_key1)) == 0,
-        "replay printed \"%s\", first was %s", o->out, id_key1);
-  CHECK(has(o->err, "already submitted"), "replay stderr: %s", o->err);
-  /* The same key with another spec: 409. */
-  o = cli(NULL, "submit", path_in("hello.yaml"), "--idempotency-key",
-          "cli-it-key-1", NULL);
-  CHECK(o->code == 5, "key reuse: exit %d", o->code);
-  CHECK(has(o->err, "tradewind: rejected (409): "), "key reuse stderr: %s",
-        o->err);
-
-  /* An invalid spec: exit 5, the field path on one line. */
-  o = cli(NULL, "submit", path_in("bad.yaml"), NULL);
-  CHECK(o->code == 5, "bad spec: exit %d", o->code);
-  CHECK(has(o->err, "tradewind: rejected (400): resources.cpus") &&
-            count_lines(o->err) == 1,
-        "bad spec stderr: %s", o->err);
-  CHECK(*o->out == '\0', "bad spec stdout: %s", o->out);
-
-  /* get: a table, and the JSON. */
-  o = cli(NULL, "jobs", "get", id_yaml, NULL);
-  CHECK(o->code == 0, "get: exit %d: %s", o->code, o->err);
-  CHECK(has(o->out, id_yaml) && has(o->out, "\nName       hello\n") &&
-            has(o->out, "\nState      pending\n"),
-        "get table:\n%s", o->out);
-  o = cli(NULL, "jobs", "get", id_yaml, "-o", "json", NULL);
-  j = parse(o->out, "get -o json");
-  CHECK(strcmp(jstr(j, "id"), id_yaml) == 0, "get id \"%s\"", jstr(j, "id"));
-  json_decref(j);
-  o = cli(NULL, "jobs", "get", "j-does-not-exist", NULL);
-  CHECK(o->code == 5 && has(o->err, "rejected (404)"),
-        "get unknown: exit %d: %s", o->code, o->err);
-
-  /* list: one page, every page, and the table. */
-  const char *ids[] = {id_yaml, id_json, id_stdin, id_key1};
-  o = cli(NULL, "jobs", "list", "--limit", "1", "-o", "json", NULL);
-  CHECK(o->code == 0, "list: exit %d: %s", o->code, o->err);
-  j = parse(o->out, "list --limit 1");
-  CHECK(json_array_size(json_object_get(j, "items")) == 1, "page size %zu",
-        json_array_size(json_object_get(j, "items")));
-  CHECK(json_is_string(json_object_get(j, "next_cursor")),
-        "no next_cursor with more jobs left");
-  json_decref(j);
-  o = cli(NULL, "jobs", "list", "--limit", "1", "--all", "-o", "json", NULL);
-  CHECK(o->code == 0, "list --all: exit %d: %s", o->code, o->err);
-  j = parse(o->out, "list --all");
-  json_t *items = json_object_get(j, "items");
-  CHECK(json_array_size(items) == 4, "list --all found %zu jobs, want 4",
-        json_array_size(items));
-  for (size_t k = 0; k < 4; k++) {
-    bool found = false;
-    for (size_t i = 0; i < json_array_size(items); i++)
-      found |= strcmp(jstr(json_array_get(items, i), "id"), ids[k]) == 0;
-    CHECK(found, "list --all misses %s", ids[k]);
-  }
-  /* Newest first. */
-  CHECK(strcmp(jstr(json_array_get(items, 0), "id"), id_key1) == 0,
-        "newest is %s, want %s", jstr(json_array_get(items, 0), "id"), id_key1);
-  json_decref(j);
-  o = cli(NULL, "jobs", "list", "--all", "--limit", "2", NULL);
-  CHECK(o->code == 0 && count_lines(o->out) == 5 &&
-            strncmp(o->out, "ID ", 3) == 0,
-        "list table (exit %d):\n%s%s", o->code, o->out, o->err);
-  o = cli(NULL, "jobs", "list", "--limit", "3", NULL);
-  CHECK(o->code == 0 && count_lines(o->out) == 4 && has(o->err, "--cursor"),
-        "list one page: %s%s", o->out, o->err);
-
-  /* cancel, and cancel again: 409. */
-  o = cli(NULL, "jobs", "cancel", id_yaml, NULL);
-  CHECK(o->code == 0, "cancel: exit %d: %s", o->code, o->err);
-  CHECK(has(o->out, id_yaml) && has(o->out, " cancelled\n"), "cancel: %s",
-        o->out);
-  o = cli(NULL, "jobs", "cancel", id_yaml, NULL);
-  CHECK(o->code == 5, "cancel twice: exit %d", o->code);
-  CHECK(has(o->err, "tradewind: rejected (409): "), "cancel twice: %s", o->err);
-  o = cli(NULL, "jobs", "list", "--state", "cancelled", "-o", "json", NULL);
-  j = parse(o->out, "list --state cancelled");
-  items = json_object_get(j, "items");
-  CHECK(json_array_size(items) == 1 &&
-            strcmp(jstr(json_array_get(items, 0), "id"), id_yaml) == 0,
-        "list --state cancelled: %s", o->out);
-  json_decref(j);
-
-  /* events: submitted, then cancelled. */
-  o = cli(NULL, "jobs", "events", id_yaml, "-o", "json", NULL);
-  CHECK(o->code == 0, "events: exit %d: %s", o->code, o->err);
-  j = parse(o->out, "events");
-  items = json_object_get(j, "items");
-  size_t ne = json_array_size(items);
-  CHECK(ne >= 2, "%zu events", ne);
-  if (ne >= 2) {
-    CHECK(strcmp(jstr(json_array_get(items, 0), "to"), "pending") == 0,
-          "first event to \"%s\"", jstr(json_array_get(items, 0), "to"));
-    CHECK(strcmp(jstr(json_array_get(items, ne - 1), "to"), "cancelled") == 0,
-          "last event to \"%s\"", jstr(json_array_get(items, ne - 1), "to"));
-  }
-  json_decref(j);
-  o = cli(NULL, "jobs", "events", id_yaml, NULL);
-  CHECK(o->code == 0 && strncmp(o->out, "SEQ ", 4) == 0 &&
-            has(o->out, "cancelled"),
-        "events table:\n%s", o->out);
-
-  /* wait: a cancelled job exits 4 at once; a pending one times out. */
-  o = cli(NULL, "jobs", "wait", id_yaml, NULL);
-  CHECK(o->code == 4, "wait cancelled: exit %d: %s", o->code, o->err);
-  CHECK(has(o->err, "cancelled"), "wait cancelled stderr: %s", o->err);
-  o = cli(NULL, "jobs", "get", id_json, "-o", "json", NULL);
-  j = parse(o->out, "get pending");
-  const char *st = jstr(j, "state");
-  bool terminal = !strcmp(st, "succeeded") || !strcmp(st, "failed") ||
-                  !strcmp(st, "cancelled");
-  if (!terminal) {
-    o = cli(NULL, "jobs", "wait", id_json, "--timeout", "700ms", NULL);
-    CHECK(o->code == 6, "wait timeout: exit %d: %s", o->code, o->err);
-    CHECK(has(o->err, "timed out after 700ms"), "wait timeout: %s", o->err);
-  } else {
-    fprintf(stderr, "note: %s is already %s; timeout case not run\n", id_json,
-            st);
-  }
-  json_decref(j);
-  o = cli(NULL, "submit", path_in("hello.yaml"), "--wait", "--timeout", "300ms",
-          NULL);
-  CHECK(o->code == 6 || o->code == 0 || o->code == 1,
-        "submit --wait: exit %d: %s", o->code, o->err);
-  CHECK(count_lines(o->out) == 1, "submit --wait stdout: %s", o->out);
-
-  /* The token is sent (the server ignores it today) and never shown. */
-  o = cli(NULL, "jobs", "list", "--token", "cli-it-secret", "--limit", "1",
-          NULL);
-  CHECK(o->code == 0, "token: exit %d: %s", o->code, o->err);
-  CHECK(!has(o->out, "cli-it-secret") && !has(o->err, "cli-it-secret"),
-        "token printed");
-
-  /* Nobody there: exit 3. */
-  char dead[64];
-  snprintf(dead, sizeof dead, "http://127.0.0.1:%d", closed_port());
-  o = cli(NULL, "--url", dead, "jobs", "list", NULL);
-  CHECK(o->code == 3, "unreachable: exit %d", o->code);
-  CHECK(has(o->err, "tradewind: cannot reach "), "unreachable: %s", o->err);
-
-  /* Usage errors never reach the server. */
-  o = cli(NULL, "submit", path_in("missing.yaml"), NULL);
-  CHECK(o->code == 2, "missing file: exit %d", o->code);
-
-  kill(daemon_pid, SIGTERM);
-  int dcode = wait_exit(daemon_pid, 15000);
-  if (dcode < 0) {
+static int teardown(void **state) {
+  if (daemon_pid > 0) {
     kill(daemon_pid, SIGKILL);
     waitpid(daemon_pid, NULL, 0);
   }
-  CHECK(dcode == 0, "tradewindd exited %d after SIGTERM", dcode);
-
-  free(id_yaml);
-  free(id_json);
-  free(id_stdin);
-  free(id_key1);
   free(last.out);
   free(last.err);
-  printf("%d passed, %d failed\n", checks - failures, failures);
-  if (failures) {
+  if (tw_failures()) {
     fprintf(stderr, "kept %s (daemon log: tradewindd.log)\n", dir);
-    return 1;
+    return 0;
   }
   if (nftw(dir, remove_one, 8, FTW_DEPTH | FTW_PHYS) != 0)
     fprintf(stderr, "could not remove %s\n", dir);
   return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: test_cli_daemon TRADEWINDD TRADEWIND\n");
+    return 2;
+  }
+  daemon_bin = argv[1];
+  cli_bin = argv[2];
+  if (access(daemon_bin, X_OK) || access(cli_bin, X_OK)) {
+    printf("SKIPPED: %s or %s is not built\n", daemon_bin, cli_bin);
+    return TW_SKIP;
+  }
+  /* In order: each test works on the jobs the ones before submitted. */
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(submit_prints_the_id_or_the_job),
+      cmocka_unit_test(idempotency_key_replays_or_conflicts),
+      cmocka_unit_test(invalid_spec_names_the_field),
+      cmocka_unit_test(get_shows_a_table_or_json),
+      cmocka_unit_test(list_pages),
+      cmocka_unit_test(cancel_once),
+      cmocka_unit_test(events_from_submit_to_cancel),
+      cmocka_unit_test(wait_exit_codes),
+      cmocka_unit_test(token_never_shown),
+      cmocka_unit_test(unreachable_and_usage_errors),
+      cmocka_unit_test(daemon_exits_0_on_sigterm),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
 }

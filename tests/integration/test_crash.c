@@ -29,22 +29,11 @@
 #include <unistd.h>
 
 #include "tests/integration/twtest_daemon.h"
+#include "tests/twtest.h"
 
 #define CLIENTS 24
 #define ROUNDS 3
 #define BURST_TIMEOUT_S 6 /* kill anyway if the target is not reached */
-
-static int failures;
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
 
 /* ---- seeded randomness (xorshift64*) --------------------------------------
  */
@@ -216,20 +205,22 @@ static void check_acked_present(const char *base, const struct acked *acks,
     json_error_t je;
     json_t *j = status == 200 ? json_loads(s.buf, 0, &je) : NULL;
     const char *name = json_string_value(json_object_get(j, "name"));
+    /* the first few are named, then one check counts them all */
     if (status != 200 || !name || strcmp(name, acks[i].name) != 0) {
       if (missing++ < 5)
-        CHECK(0,
-              "acknowledged job %s (%s) after restart: %s status %ld name %s",
-              acks[i].id, acks[i].name,
-              cc == CURLE_OK ? "" : curl_easy_strerror(cc), status,
-              name ? name : "(none)");
+        fprintf(stderr,
+                "acknowledged job %s (%s) after restart: %s status %ld name "
+                "%s\n",
+                acks[i].id, acks[i].name,
+                cc == CURLE_OK ? "" : curl_easy_strerror(cc), status,
+                name ? name : "(none)");
     }
     json_decref(j);
   }
-  CHECK(missing == 0,
-        "%zu of %zu acknowledged jobs missing or wrong after restart", missing,
-        n);
   curl_easy_cleanup(h);
+  TW_CHECK(missing == 0,
+           "%zu of %zu acknowledged jobs missing or wrong after restart",
+           missing, n);
 }
 
 static int64_t scalar(sqlite3 *db, const char *sql) {
@@ -239,7 +230,7 @@ static int64_t scalar(sqlite3 *db, const char *sql) {
       sqlite3_step(st) == SQLITE_ROW)
     v = sqlite3_column_int64(st, 0);
   else
-    CHECK(0, "%s: %s", sql, sqlite3_errmsg(db));
+    TW_FAIL("%s: %s", sql, sqlite3_errmsg(db));
   sqlite3_finalize(st);
   return v;
 }
@@ -248,9 +239,7 @@ static int64_t scalar(sqlite3 *db, const char *sql) {
 static void check_file(const char *path, size_t n_acked) {
   sqlite3 *db = NULL;
   if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-    CHECK(0, "open %s read-only: %s", path, db ? sqlite3_errmsg(db) : "?");
-    sqlite3_close(db);
-    return;
+    TW_FAIL("open %s read-only: %s", path, db ? sqlite3_errmsg(db) : "?");
   }
   sqlite3_busy_timeout(db, 5000);
   sqlite3_stmt *st = NULL;
@@ -259,13 +248,13 @@ static void check_file(const char *path, size_t n_acked) {
     int rows = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
       const char *t = (const char *)sqlite3_column_text(st, 0);
-      CHECK(rows == 0 && t && !strcmp(t, "ok"), "integrity_check: %s",
-            t ? t : "(null)");
+      TW_CHECK(rows == 0 && t && !strcmp(t, "ok"), "integrity_check: %s",
+               t ? t : "(null)");
       rows++;
     }
-    CHECK(rows == 1, "integrity_check gave %d rows", rows);
+    TW_CHECK(rows == 1, "integrity_check gave %d rows", rows);
   } else {
-    CHECK(0, "integrity_check: %s", sqlite3_errmsg(db));
+    TW_FAIL("integrity_check: %s", sqlite3_errmsg(db));
   }
   sqlite3_finalize(st);
 
@@ -289,30 +278,32 @@ static void check_file(const char *path, size_t n_acked) {
       const char *sname = json_string_value(json_object_get(j, "name"));
       bool ok = json_is_object(j) && sname && name && !strcmp(sname, name) &&
                 created == 1;
-      if (!ok && bad++ < 5)
-        CHECK(0, "job %s: spec %s, %" PRId64 " creation events", id ? id : "?",
-              !json_is_object(j) ? "does not parse"
-              : sname            ? "parses"
-                                 : "has no name",
-              created);
+      if (!ok && bad++ < 5) /* named, then counted by one check */
+        fprintf(stderr, "job %s: spec %s, %" PRId64 " creation events\n",
+                id ? id : "?",
+                !json_is_object(j) ? "does not parse"
+                : sname            ? "parses"
+                                   : "has no name",
+                created);
       json_decref(j);
     }
   } else {
-    CHECK(0, "select jobs: %s", sqlite3_errmsg(db));
+    TW_FAIL("select jobs: %s", sqlite3_errmsg(db));
   }
   sqlite3_finalize(st);
-  CHECK(bad == 0, "%" PRId64 " of %" PRId64 " jobs are half-written", bad,
-        jobs);
+  TW_CHECK(bad == 0, "%" PRId64 " of %" PRId64 " jobs are half-written", bad,
+           jobs);
 
   int64_t event_jobs =
       scalar(db, "SELECT count(DISTINCT job_id) FROM job_events");
   int64_t orphans = scalar(db, "SELECT count(*) FROM job_events"
                                " WHERE job_id NOT IN (SELECT id FROM jobs)");
-  CHECK(jobs == event_jobs,
-        "%" PRId64 " jobs but %" PRId64 " job ids in events", jobs, event_jobs);
-  CHECK(orphans == 0, "%" PRId64 " events belong to no job", orphans);
-  CHECK(jobs >= (int64_t)n_acked,
-        "%" PRId64 " jobs in the file, %zu acknowledged", jobs, n_acked);
+  TW_CHECK(jobs == event_jobs,
+           "%" PRId64 " jobs but %" PRId64 " job ids in events", jobs,
+           event_jobs);
+  TW_CHECK(orphans == 0, "%" PRId64 " events belong to no job", orphans);
+  TW_CHECK(jobs >= (int64_t)n_acked,
+           "%" PRId64 " jobs in the file, %zu acknowledged", jobs, n_acked);
   printf("  file: %" PRId64 " jobs (%zu acknowledged, %" PRId64
          " committed but cut before the answer)\n",
          jobs, n_acked, jobs - (int64_t)n_acked);
@@ -322,108 +313,136 @@ static void check_file(const char *path, size_t n_acked) {
 /* ---- the rounds ------------------------------------------------------------
  */
 
+static uint64_t seed;
+static struct twtest_daemon d;
+static struct burst b;
+static pthread_condattr_t ca;
+
+/* One round: start on the file the last kill left (and check what it
+ * left), a burst, SIGKILL once the target is reached. */
+static void round_n(int round) {
+  /* a round after a failed one would only pile up its consequences */
+  if (tw_failures())
+    skip();
+  if (twtest_daemon_start(&d) != 0) {
+    int code = twtest_daemon_wait(&d, 5000);
+    TW_FAIL("round %d: tradewindd did not start (exit %d)", round, code);
+  }
+  if (round > 1) {
+    /* what the previous kill left behind, seen by the restarted daemon */
+    check_acked_present(d.url, b.acks, b.n_acks);
+    check_file(d.db, b.n_acks);
+  }
+  b.url = d.url;
+  b.round = round;
+  b.accepted = 0;
+  b.target = 50 + (long)(rng_next() % 1950);
+  atomic_store(&b.stop, 0);
+  printf("round %d: port %d, kill after %ld acknowledged jobs\n", round, d.port,
+         b.target);
+  fflush(stdout);
+
+  pthread_t th[CLIENTS];
+  struct client cl[CLIENTS];
+  for (int i = 0; i < CLIENTS; i++) {
+    cl[i] = (struct client){.b = &b, .index = i};
+    pthread_create(&th[i], NULL, client_main, &cl[i]);
+  }
+  /* the clients record what they were told; nothing is checked until
+   * they are joined */
+  struct timespec deadline;
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += BURST_TIMEOUT_S;
+  pthread_mutex_lock(&b.mu);
+  while (b.accepted < b.target && b.early_failures == 0)
+    if (pthread_cond_timedwait(&b.reached, &b.mu, &deadline) == ETIMEDOUT)
+      break;
+  long at_kill = b.accepted;
+  pthread_mutex_unlock(&b.mu);
+  /* stop first, then kill: a failure seen while stop is clear happened
+   * before the kill */
+  atomic_store(&b.stop, 1);
+  twtest_daemon_kill(&d);
+  for (int i = 0; i < CLIENTS; i++)
+    pthread_join(th[i], NULL);
+  printf("  killed at %ld acknowledged; %ld acknowledged in the round\n",
+         at_kill, b.accepted);
+  TW_CHECK(b.early_failures == 0,
+           "round %d: %ld failed requests before the kill, first: %s", round,
+           b.early_failures, b.first_failure);
+  TW_CHECK(at_kill >= b.target || b.early_failures,
+           "round %d: only %ld of %ld jobs acknowledged in %d s", round,
+           at_kill, b.target, BURST_TIMEOUT_S);
+}
+
+static void round_1(void **state) { round_n(1); }
+static void round_2(void **state) { round_n(2); }
+static void round_3(void **state) { round_n(3); }
+
+/* After the last kill: every acknowledged job is there, the file is
+ * whole, and the daemon stops cleanly. */
+static void final_restart_keeps_every_acknowledged_job(void **state) {
+  if (tw_failures())
+    skip();
+  if (twtest_daemon_start(&d) != 0)
+    TW_FAIL("final restart: tradewindd did not start (exit %d)",
+            twtest_daemon_wait(&d, 5000));
+  check_acked_present(d.url, b.acks, b.n_acks);
+  check_file(d.db, b.n_acks);
+  int code = twtest_daemon_stop(&d, 20000);
+  TW_CHECK(code == 0, "tradewindd exited %d after SIGTERM", code);
+}
+
+static int setup(void **state) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  pthread_mutex_init(&b.mu, NULL);
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&b.reached, &ca);
+  return 0;
+}
+
+static int teardown(void **state) {
+  printf("crash: %d rounds, %zu acknowledged jobs checked, seed=%" PRIu64 "\n",
+         ROUNDS, b.n_acks, seed);
+  if (tw_failures()) {
+    char *log = twtest_daemon_log_read(&d);
+    size_t len = strlen(log);
+    fprintf(stderr, "--- tradewindd log (last 3000 bytes) ---\n%s\n",
+            log + (len > 3000 ? len - 3000 : 0));
+    free(log);
+    fprintf(stderr, "crash: FAILED (seed=%" PRIu64 ")\n", seed);
+  }
+  twtest_daemon_cleanup(&d, tw_failures() != 0);
+  free(b.acks);
+  pthread_cond_destroy(&b.reached);
+  pthread_condattr_destroy(&ca);
+  pthread_mutex_destroy(&b.mu);
+  curl_global_cleanup();
+  return 0;
+}
+
 int main(void) {
   const char *seed_env = getenv("TW_SEED");
-  uint64_t seed = seed_env && *seed_env
-                      ? strtoull(seed_env, NULL, 10)
-                      : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
+  seed = seed_env && *seed_env
+             ? strtoull(seed_env, NULL, 10)
+             : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
   if (!seed)
     seed = 1;
   rng_state = seed;
   printf("crash: seed=%" PRIu64 " (rerun with TW_SEED=%" PRIu64 ")\n", seed,
          seed);
   fflush(stdout);
-
-  curl_global_init(CURL_GLOBAL_DEFAULT);
-  struct twtest_daemon d;
   if (twtest_daemon_init(&d, NULL) != 0) {
     printf("SKIPPED: cannot prepare a daemon directory\n");
-    return 77;
+    return TW_SKIP;
   }
-  struct burst b = {0};
-  pthread_mutex_init(&b.mu, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&b.reached, &ca);
-
-  for (int round = 1; round <= ROUNDS && !failures; round++) {
-    if (twtest_daemon_start(&d) != 0) {
-      int code = twtest_daemon_wait(&d, 5000);
-      CHECK(0, "round %d: tradewindd did not start (exit %d)", round, code);
-      break;
-    }
-    if (round > 1) {
-      /* what the previous kill left behind, seen by the restarted daemon */
-      check_acked_present(d.url, b.acks, b.n_acks);
-      check_file(d.db, b.n_acks);
-    }
-    b.url = d.url;
-    b.round = round;
-    b.accepted = 0;
-    b.target = 50 + (long)(rng_next() % 1950);
-    atomic_store(&b.stop, 0);
-    printf("round %d: port %d, kill after %ld acknowledged jobs\n", round,
-           d.port, b.target);
-    fflush(stdout);
-
-    pthread_t th[CLIENTS];
-    struct client cl[CLIENTS];
-    for (int i = 0; i < CLIENTS; i++) {
-      cl[i] = (struct client){.b = &b, .index = i};
-      pthread_create(&th[i], NULL, client_main, &cl[i]);
-    }
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += BURST_TIMEOUT_S;
-    pthread_mutex_lock(&b.mu);
-    while (b.accepted < b.target && b.early_failures == 0)
-      if (pthread_cond_timedwait(&b.reached, &b.mu, &deadline) == ETIMEDOUT)
-        break;
-    long at_kill = b.accepted;
-    pthread_mutex_unlock(&b.mu);
-    /* stop first, then kill: a failure seen while stop is clear happened
-     * before the kill */
-    atomic_store(&b.stop, 1);
-    twtest_daemon_kill(&d);
-    for (int i = 0; i < CLIENTS; i++)
-      pthread_join(th[i], NULL);
-    printf("  killed at %ld acknowledged; %ld acknowledged in the round\n",
-           at_kill, b.accepted);
-    CHECK(b.early_failures == 0,
-          "round %d: %ld failed requests before the kill, first: %s", round,
-          b.early_failures, b.first_failure);
-    CHECK(at_kill >= b.target || b.early_failures,
-          "round %d: only %ld of %ld jobs acknowledged in %d s", round, at_kill,
-          b.target, BURST_TIMEOUT_S);
-  }
-
-  if (!failures) {
-    if (twtest_daemon_start(&d) == 0) {
-      check_acked_present(d.url, b.acks, b.n_acks);
-      check_file(d.db, b.n_acks);
-      int code = twtest_daemon_stop(&d, 20000);
-      CHECK(code == 0, "tradewindd exited %d after SIGTERM", code);
-    } else {
-      CHECK(0, "final restart: tradewindd did not start (exit %d)",
-            twtest_daemon_wait(&d, 5000));
-    }
-  }
-  printf("crash: %d rounds, %zu acknowledged jobs checked, seed=%" PRIu64 "\n",
-         ROUNDS, b.n_acks, seed);
-  if (failures) {
-    char *log = twtest_daemon_log_read(&d);
-    size_t len = strlen(log);
-    fprintf(stderr, "--- tradewindd log (last 3000 bytes) ---\n%s\n",
-            log + (len > 3000 ? len - 3000 : 0));
-    free(log);
-  }
-  twtest_daemon_cleanup(&d, failures != 0);
-  free(b.acks);
-  pthread_cond_destroy(&b.reached);
-  pthread_condattr_destroy(&ca);
-  pthread_mutex_destroy(&b.mu);
-  curl_global_cleanup();
-  printf("%s (seed=%" PRIu64 ")\n", failures ? "FAILED" : "PASSED", seed);
-  return failures ? 1 : 0;
+  _Static_assert(ROUNDS == 3, "one test per round");
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(round_1),
+      cmocka_unit_test(round_2),
+      cmocka_unit_test(round_3),
+      cmocka_unit_test(final_restart_keeps_every_acknowledged_job),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
 }

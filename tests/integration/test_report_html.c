@@ -18,18 +18,10 @@
 #include "billing/ledger/ledger.h"
 #include "broker/base/mem.h"
 #include "broker/core/store.h"
+#include "tests/twtest.h"
 
 #define NOV1 1761955200000LL /* 2025-11-01T00:00:00Z */
 #define HOUR 3600000LL
-
-static int failures;
-#define CHECK(c)                                                               \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);             \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
   tw_buf_add(ud, p, sz * n);
@@ -151,59 +143,32 @@ static void seed(struct tw_store *s) {
     fprintf(stderr, "budgets: %s\n", err.msg), exit(1);
 }
 
-int main(void) {
-  const char *chromium = find_chromium();
-  if (!chromium) {
-    printf(
-        "SKIPPED: chromium is not installed (scripts/deps.sh installs Debian's "
-        "chromium package)\n");
-    return 77;
-  }
-  char dir[64];
-  snprintf(dir, sizeof dir, "/tmp/tw-report-html-XXXXXX");
-  if (!mkdtemp(dir))
-    return 1;
-  char db[128];
-  snprintf(db, sizeof db, "%s/t.db", dir);
-  struct tw_clock clk;
-  tw_clock_fake_init(&clk, NOV1 + 19 * TW_DAY_MS + 10 * HOUR); /* Nov 20 */
-  struct tw_err err = {0};
-  struct tw_store *store = NULL;
-  struct tw_store_opts so = {.path = db, .clock = &clk, .sync_full = false};
-  if (tw_store_open(&so, &store, &err)) {
-    fprintf(stderr, "store: %s\n", err.msg);
-    return 1;
-  }
-  seed(store);
-  curl_global_init(CURL_GLOBAL_DEFAULT);
-  struct tw_api *api = NULL;
-  struct tw_api_opts ao = {.listen = "127.0.0.1:0",
-                           .store = store,
-                           .clock = &clk,
-                           .max_body_bytes = 1 << 20,
-                           .max_connections = 16,
-                           .timeout_s = 30,
-                           .auth = {.open = true}};
-  if (tw_api_start(&ao, &api, &err)) {
-    fprintf(stderr, "api: %s\n", err.msg);
-    return 1;
-  }
-  int port = tw_api_port(api);
+static const char *chromium;
+static char dir[64], page[160], dom[160], png[160], profile[160], log_[160];
+static struct tw_clock clk;
+static struct tw_store *store;
+static struct tw_api *api;
+static int port;
+static struct tw_buf html, csv;
+static int64_t csv_total;
 
-  struct tw_buf html, csv;
-  tw_buf_init(&html);
-  tw_buf_init(&csv);
+static const char FLAGS[] =
+    "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+    "--disable-background-networking --disable-component-update "
+    "--disable-sync --hide-scrollbars";
+
+/* The API serves the page and the CSV of the same report; the CSV's
+ * effective total, summed here, is what the page must show. */
+static void html_and_csv_served(void **state) {
   const char *q =
       "/v1/reports/"
       "spend?from=2025-11-01&to=2025-12-01&group_by=tenant,provider";
   char path[256];
   snprintf(path, sizeof path, "%s&format=html", q);
-  CHECK(get(port, path, &html) == 200);
+  TW_CHECK(get(port, path, &html) == 200);
   snprintf(path, sizeof path, "%s&format=csv", q);
-  CHECK(get(port, path, &csv) == 200);
+  TW_CHECK(get(port, path, &csv) == 200);
 
-  /* the CSV's effective total, summed here */
-  int64_t csv_total = 0;
   int col = -1;
   char *save = NULL;
   for (char *line = strtok_r(csv.data, "\r\n", &save); line;
@@ -222,92 +187,126 @@ int main(void) {
     if (col < nf)
       csv_total += uusd(fields[col]);
   }
-  CHECK(col >= 0);
-  CHECK(csv_total > 0);
+  TW_CHECK(col >= 0);
+  TW_CHECK(csv_total > 0);
+}
 
-  char page[160], dom[160], png[160], profile[160], log[160];
-  snprintf(page, sizeof page, "%s/spend.html", dir);
-  snprintf(dom, sizeof dom, "%s/dom.html", dir);
-  snprintf(png, sizeof png, "%s/spend.png", dir);
-  snprintf(profile, sizeof profile, "%s/profile", dir);
-  snprintf(log, sizeof log, "%s/chromium.log", dir);
+/* Chromium renders the page: the page's script ran after layout and
+ * counted drawn shapes, and the totals shown equal the CSV's. */
+static void chromium_draws_the_charts_and_the_csv_totals(void **state) {
   FILE *f = fopen(page, "wb");
   fwrite(html.data, 1, html.len, f);
   fclose(f);
-  const char *flags =
-      "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
-      "--disable-background-networking --disable-component-update "
-      "--disable-sync --hide-scrollbars";
   char cmd[2048];
   snprintf(cmd, sizeof cmd,
            "timeout 90 '%s' %s --user-data-dir='%s' --virtual-time-budget=3000 "
            "--dump-dom 'file://%s' > '%s' 2>> '%s'",
-           chromium, flags, profile, page, dom, log);
+           chromium, FLAGS, profile, page, dom, log_);
   int rc = system(cmd);
-  CHECK(rc == 0);
+  TW_CHECK(rc == 0);
   char *d = slurp(dom);
-  CHECK(d != NULL);
-  if (d) {
-    /* the page's script ran after layout and counted drawn shapes */
-    CHECK(attr_after(d, "<body", "data-charts-drawn=\"") == 3);
-    CHECK(attr_after(d, "id=\"chart-time\"", "data-drawn=\"") > 0);
-    CHECK(attr_after(d, "id=\"chart-tenants\"", "data-drawn=\"") >= 4);
-    CHECK(attr_after(d, "id=\"chart-burndown\"", "data-drawn=\"") >= 2);
-    /* the totals shown equal the CSV's */
-    CHECK(attr_after(d, "id=\"total-effective\"", "data-uusd=\"") == csv_total);
-    const char *tfoot = strstr(d, "id=\"total-row\"");
-    CHECK(tfoot != NULL);
-    if (tfoot) {
-      /* list, then effective */
-      const char *eff =
-          strstr(strstr(tfoot, "data-uusd=\"") + 1, "data-uusd=\"");
-      CHECK(eff && strtoll(eff + 11, NULL, 10) == csv_total);
-    }
-    /* and the rows of the table add up to it */
-    int64_t rows_total = 0;
-    const char *detail = strstr(d, "id=\"detail\"");
-    const char *body = detail ? strstr(detail, "<tbody>") : NULL;
-    const char *end = body ? strstr(body, "</tbody>") : NULL;
-    for (const char *tr = body;
-         tr && end && (tr = strstr(tr, "<tr>")) && tr < end; tr++) {
-      const char *c1 = strstr(tr, "data-uusd=\"");
-      const char *c2 = c1 ? strstr(c1 + 1, "data-uusd=\"") : NULL;
-      if (c2 && c2 < end)
-        rows_total += strtoll(c2 + 11, NULL, 10);
-    }
-    CHECK(rows_total == csv_total);
-    printf("charts drawn: time=%lld tenants=%lld burndown=%lld; total %lld "
-           "uusd = CSV\n",
-           (long long)attr_after(d, "id=\"chart-time\"", "data-drawn=\""),
-           (long long)attr_after(d, "id=\"chart-tenants\"", "data-drawn=\""),
-           (long long)attr_after(d, "id=\"chart-burndown\"", "data-drawn=\""),
-           (long long)csv_total);
+  TW_CHECK(d != NULL);
+  TW_CHECK(attr_after(d, "<body", "data-charts-drawn=\"") == 3);
+  TW_CHECK(attr_after(d, "id=\"chart-time\"", "data-drawn=\"") > 0);
+  TW_CHECK(attr_after(d, "id=\"chart-tenants\"", "data-drawn=\"") >= 4);
+  TW_CHECK(attr_after(d, "id=\"chart-burndown\"", "data-drawn=\"") >= 2);
+  TW_CHECK(attr_after(d, "id=\"total-effective\"", "data-uusd=\"") ==
+           csv_total);
+  const char *tfoot = strstr(d, "id=\"total-row\"");
+  TW_CHECK(tfoot != NULL);
+  /* list, then effective */
+  const char *eff = strstr(strstr(tfoot, "data-uusd=\"") + 1, "data-uusd=\"");
+  TW_CHECK(eff && strtoll(eff + 11, NULL, 10) == csv_total);
+  /* and the rows of the table add up to it */
+  int64_t rows_total = 0;
+  const char *detail = strstr(d, "id=\"detail\"");
+  const char *body = detail ? strstr(detail, "<tbody>") : NULL;
+  const char *end = body ? strstr(body, "</tbody>") : NULL;
+  for (const char *tr = body;
+       tr && end && (tr = strstr(tr, "<tr>")) && tr < end; tr++) {
+    const char *c1 = strstr(tr, "data-uusd=\"");
+    const char *c2 = c1 ? strstr(c1 + 1, "data-uusd=\"") : NULL;
+    if (c2 && c2 < end)
+      rows_total += strtoll(c2 + 11, NULL, 10);
   }
+  TW_CHECK(rows_total == csv_total);
+  printf("charts drawn: time=%lld tenants=%lld burndown=%lld; total %lld "
+         "uusd = CSV\n",
+         (long long)attr_after(d, "id=\"chart-time\"", "data-drawn=\""),
+         (long long)attr_after(d, "id=\"chart-tenants\"", "data-drawn=\""),
+         (long long)attr_after(d, "id=\"chart-burndown\"", "data-drawn=\""),
+         (long long)csv_total);
   free(d);
+}
 
-  /* a screenshot: the page really paints (a PNG of some size) */
+/* A screenshot: the page really paints (a PNG of some size). */
+static void the_page_paints(void **state) {
+  char cmd[2048];
   snprintf(cmd, sizeof cmd,
            "timeout 90 '%s' %s --user-data-dir='%s' --window-size=1000,2000 "
            "--screenshot='%s' 'file://%s' >> '%s' 2>&1",
-           chromium, flags, profile, png, page, log);
-  CHECK(system(cmd) == 0);
+           chromium, FLAGS, profile, png, page, log_);
+  TW_CHECK(system(cmd) == 0);
   struct stat st;
-  CHECK(stat(png, &st) == 0 && st.st_size > 20000);
+  TW_CHECK(stat(png, &st) == 0 && st.st_size > 20000);
   const char *keep = getenv("TW_REPORT_SCREENSHOT");
   if (keep && *keep) {
     snprintf(cmd, sizeof cmd, "cp '%s' '%s' && cp '%s' '%s.html'", png, keep,
              page, keep);
-    CHECK(system(cmd) == 0);
+    TW_CHECK(system(cmd) == 0);
   }
+}
 
-  tw_api_drain(api);
+/* A store seeded with November's ledger, the API over it on a clock at
+ * November 20. */
+static int setup(void **state) {
+  snprintf(dir, sizeof dir, "/tmp/tw-report-html-XXXXXX");
+  if (!mkdtemp(dir))
+    return -1;
+  snprintf(page, sizeof page, "%s/spend.html", dir);
+  snprintf(dom, sizeof dom, "%s/dom.html", dir);
+  snprintf(png, sizeof png, "%s/spend.png", dir);
+  snprintf(profile, sizeof profile, "%s/profile", dir);
+  snprintf(log_, sizeof log_, "%s/chromium.log", dir);
+  char db[128];
+  snprintf(db, sizeof db, "%s/t.db", dir);
+  tw_clock_fake_init(&clk, NOV1 + 19 * TW_DAY_MS + 10 * HOUR); /* Nov 20 */
+  struct tw_err err = {0};
+  struct tw_store_opts so = {.path = db, .clock = &clk, .sync_full = false};
+  if (tw_store_open(&so, &store, &err)) {
+    fprintf(stderr, "store: %s\n", err.msg);
+    return -1;
+  }
+  seed(store);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  struct tw_api_opts ao = {.listen = "127.0.0.1:0",
+                           .store = store,
+                           .clock = &clk,
+                           .max_body_bytes = 1 << 20,
+                           .max_connections = 16,
+                           .timeout_s = 30,
+                           .auth = {.open = true}};
+  if (tw_api_start(&ao, &api, &err)) {
+    fprintf(stderr, "api: %s\n", err.msg);
+    return -1;
+  }
+  port = tw_api_port(api);
+  tw_buf_init(&html);
+  tw_buf_init(&csv);
+  return 0;
+}
+
+static int teardown(void **state) {
+  if (api)
+    tw_api_drain(api);
   tw_api_stop(api);
   tw_store_close(store);
   tw_buf_release(&html);
   tw_buf_release(&csv);
   curl_global_cleanup();
-  if (!failures) {
+  if (!tw_failures()) {
     /* chromium's helpers may still be closing the profile: try again */
+    char cmd[512];
     snprintf(
         cmd, sizeof cmd,
         "rm -rf '%s' 2>/dev/null || rm -rf '%s' 2>/dev/null || rm -rf '%s'",
@@ -317,6 +316,21 @@ int main(void) {
   } else {
     fprintf(stderr, "kept %s (chromium.log, dom.html)\n", dir);
   }
-  printf("%d passed, %d failed\n", failures ? 0 : 1, failures ? 1 : 0);
-  return failures ? 1 : 0;
+  return 0;
+}
+
+int main(void) {
+  chromium = find_chromium();
+  if (!chromium) {
+    printf(
+        "SKIPPED: chromium is not installed (scripts/deps.sh installs Debian's "
+        "chromium package)\n");
+    return TW_SKIP;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(html_and_csv_served),
+      cmocka_unit_test(chromium_draws_the_charts_and_the_csv_totals),
+      cmocka_unit_test(the_page_paints),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
 }

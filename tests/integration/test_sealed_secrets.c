@@ -11,15 +11,7 @@
 #include <unistd.h>
 
 #include "tests/integration/twtest_daemon.h"
-
-static int failures;
-#define CHECK(c)                                                               \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);    \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
+#include "tests/twtest.h"
 
 static pid_t fake_pid;
 
@@ -56,39 +48,36 @@ static int start_fake(char *url, size_t urlsz) {
   return 0;
 }
 
-int main(void) {
-  char fake[256];
-  if (start_fake(fake, sizeof fake)) {
-    printf("SKIPPED: tradewind-fakecloud is not built\n");
-    return 77;
-  }
-  setenv("TW_TEST_SECRETS_KEY",
-         "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", 1);
-  static const char base[] = "secrets: {key_env: TW_TEST_SECRETS_KEY}\n"
-                             "scheduler: {tick_ms: 100}\n";
-  struct twtest_daemon d;
-  if (twtest_daemon_init(&d, base) || twtest_daemon_start(&d)) {
-    fprintf(stderr, "cannot start tradewindd\n");
-    kill(fake_pid, SIGTERM);
-    return 1;
-  }
+static char fake[256];
+static struct twtest_daemon d;
+static const char base[] = "secrets: {key_env: TW_TEST_SECRETS_KEY}\n"
+                           "scheduler: {tick_ms: 100}\n";
+
+/* The secrets go in through the API; listing shows names and key ids,
+ * never values. */
+static void secrets_are_stored_and_listed_without_values(void **state) {
+  (void)state;
   struct twtest_resp r;
   twtest_http(d.url, "PUT", "/v1/secrets/aws-ak", "application/json",
               "{\"value\":\"AKIDTRADEWINDFAKE\"}", &r);
-  CHECK(r.status == 200 || r.status == 201);
+  TW_CHECK(r.status == 200 || r.status == 201, "status %ld", r.status);
   twtest_resp_release(&r);
   twtest_http(d.url, "PUT", "/v1/secrets/aws-sk", "application/json",
               "{\"value\":\"tradewind-fake-secret\"}", &r);
-  CHECK(r.status == 200 || r.status == 201);
+  TW_CHECK(r.status == 200 || r.status == 201, "status %ld", r.status);
   twtest_resp_release(&r);
-  /* listing shows names and key ids, never values */
   twtest_http(d.url, "GET", "/v1/secrets", NULL, NULL, &r);
-  CHECK(r.status == 200 && strstr(r.body, "aws-sk") &&
-        !strstr(r.body, "fake-secret"));
+  TW_CHECK(r.status == 200 && strstr(r.body, "aws-sk") &&
+               !strstr(r.body, "fake-secret"),
+           "%ld %s", r.status, r.body);
   twtest_resp_release(&r);
-  CHECK(twtest_daemon_stop(&d, 10000) == 0);
+  TW_CHECK(twtest_daemon_stop(&d, 10000) == 0);
+}
 
-  /* the provider names its credentials as sealed secrets */
+/* The provider names its credentials as sealed secrets; a launch means
+ * RunInstances passed the fake's signature check. */
+static void provider_signs_with_sealed_secrets(void **state) {
+  (void)state;
   char cfg[2048];
   snprintf(cfg, sizeof cfg,
            "%sproviders:\n"
@@ -100,19 +89,20 @@ int main(void) {
            "    access_key_secret: aws-ak\n"
            "    secret_key_secret: aws-sk\n",
            base, fake);
-  CHECK(twtest_daemon_write_config(&d, cfg) == 0);
-  CHECK(twtest_daemon_start(&d) == 0);
+  TW_CHECK(twtest_daemon_write_config(&d, cfg) == 0);
+  TW_CHECK(twtest_daemon_start(&d) == 0);
+  struct twtest_resp r;
   twtest_http(d.url, "POST", "/v1/jobs", "application/json",
               "{\"name\":\"sealed\",\"resources\":{\"cpus\":\"2+\"},"
               "\"duration\":\"1h\"}",
               &r);
-  CHECK(r.status == 201);
+  long status = r.status;
   char id[64] = "";
   const char *p = strstr(r.body, "\"id\":\"");
   if (p)
     sscanf(p + 6, "%63[^\"]", id);
   twtest_resp_release(&r);
-  /* launched means RunInstances passed the fake's signature check */
+  TW_CHECK(status == 201, "status %ld", status);
   bool launched = false;
   for (int i = 0; i < 100 && !launched && id[0]; i++) {
     char path[128];
@@ -124,26 +114,57 @@ int main(void) {
     if (!launched)
       usleep(100000);
   }
-  CHECK(launched);
-  CHECK(twtest_daemon_stop(&d, 10000) == 0);
-  CHECK(twtest_daemon_log_count(&d, "tradewind-fake-secret") == 0);
-  CHECK(twtest_daemon_log_count(&d, "AKIDTRADEWINDFAKE") == 0);
+  TW_CHECK(launched);
+  TW_CHECK(twtest_daemon_stop(&d, 10000) == 0);
+  TW_CHECK(twtest_daemon_log_count(&d, "tradewind-fake-secret") == 0);
+  TW_CHECK(twtest_daemon_log_count(&d, "AKIDTRADEWINDFAKE") == 0);
+}
 
-  /* a secret that is not there stops the start, naming the key */
+/* A secret that is not there stops the start, naming the key. */
+static void missing_secret_stops_the_start(void **state) {
+  (void)state;
+  char cfg[2048];
   snprintf(
       cfg, sizeof cfg,
       "%sproviders:\n"
       "  - {name: aws-bad, type: aws, endpoint: %s, regions: [us-east-1],\n"
       "     access_key_secret: aws-ak, secret_key_secret: nope}\n",
       base, fake);
-  CHECK(twtest_daemon_write_config(&d, cfg) == 0);
-  CHECK(twtest_daemon_start(&d) != 0);
-  CHECK(twtest_daemon_wait(&d, 10000) == 1);
-  CHECK(twtest_daemon_log_count(&d, "secret_key_secret") >= 1);
+  TW_CHECK(twtest_daemon_write_config(&d, cfg) == 0);
+  TW_CHECK(twtest_daemon_start(&d) != 0);
+  TW_CHECK(twtest_daemon_wait(&d, 10000) == 1);
+  TW_CHECK(twtest_daemon_log_count(&d, "secret_key_secret") >= 1);
+}
 
+static int setup(void **state) {
+  (void)state;
+  setenv("TW_TEST_SECRETS_KEY",
+         "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", 1);
+  if (twtest_daemon_init(&d, base) || twtest_daemon_start(&d)) {
+    fprintf(stderr, "cannot start tradewindd\n");
+    return -1;
+  }
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  twtest_daemon_cleanup(&d, tw_failures() > 0);
+  return 0;
+}
+
+int main(void) {
+  if (start_fake(fake, sizeof fake)) {
+    printf("SKIPPED: tradewind-fakecloud is not built\n");
+    return TW_SKIP;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(secrets_are_stored_and_listed_without_values),
+      cmocka_unit_test(provider_signs_with_sealed_secrets),
+      cmocka_unit_test(missing_secret_stops_the_start),
+  };
+  int rc = cmocka_run_group_tests(tests, setup, teardown);
   kill(fake_pid, SIGTERM);
   waitpid(fake_pid, NULL, 0);
-  twtest_daemon_cleanup(&d, failures > 0);
-  printf("%d failures\n", failures);
-  return failures ? 1 : 0;
+  return rc;
 }

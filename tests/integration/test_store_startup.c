@@ -16,18 +16,28 @@
 #include <unistd.h>
 
 #include "tests/integration/twtest_daemon.h"
+#include "tests/twtest.h"
 
-static int failures;
+/* The daemon of the running test; its teardown kills it and removes its
+ * directory, or keeps the directory when the test failed. */
+static struct twtest_daemon d;
+static int failures_before;
 
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
+static int daemon_dir(void **state) {
+  (void)state;
+  failures_before = tw_failures();
+  if (twtest_daemon_init(&d, NULL) != 0) {
+    fprintf(stderr, "cannot prepare a daemon directory\n");
+    return -1;
+  }
+  return 0;
+}
+
+static int daemon_cleanup(void **state) {
+  (void)state;
+  twtest_daemon_cleanup(&d, tw_failures() != failures_before);
+  return 0;
+}
 
 /* Runs constant SQL on the daemon's file before it starts. */
 static bool prepare_db(const char *path, const char *sql) {
@@ -50,33 +60,24 @@ static bool prepare_db(const char *path, const char *sql) {
  * database (undo) and checks the daemon starts again. */
 static void refuses(const char *name, const char *sql, const char *want,
                     const char *undo) {
-  int before = failures;
-  struct twtest_daemon d;
-  if (twtest_daemon_init(&d, NULL) != 0) {
-    CHECK(0, "cannot prepare a daemon directory");
-    return;
+  TW_CHECK(twtest_daemon_start(&d) == 0, "%s: first start failed", name);
+  TW_CHECK(twtest_daemon_stop(&d, 10000) == 0, "%s: first stop failed", name);
+  if (!prepare_db(d.db, sql))
+    TW_FAIL("%s: cannot prepare the database", name);
+  int started = twtest_daemon_start(&d);
+  TW_CHECK(started != 0, "%s: tradewindd served", name);
+  int code = twtest_daemon_wait(&d, 10000);
+  TW_CHECK(code == 1, "%s: exit code %d, expected 1", name, code);
+  TW_CHECK(twtest_daemon_log_count(&d, want) == 1,
+           "%s: stderr does not say \"%s\"", name, want);
+  if (prepare_db(d.db, undo)) {
+    TW_CHECK(twtest_daemon_start(&d) == 0, "%s: no start once repaired", name);
+    TW_CHECK(twtest_daemon_stop(&d, 10000) == 0, "%s: last stop failed", name);
   }
-  CHECK(twtest_daemon_start(&d) == 0, "%s: first start failed", name);
-  CHECK(twtest_daemon_stop(&d, 10000) == 0, "%s: first stop failed", name);
-  if (!prepare_db(d.db, sql)) {
-    CHECK(0, "%s: cannot prepare the database", name);
-  } else {
-    int started = twtest_daemon_start(&d);
-    CHECK(started != 0, "%s: tradewindd served", name);
-    int code = twtest_daemon_wait(&d, 10000);
-    CHECK(code == 1, "%s: exit code %d, expected 1", name, code);
-    CHECK(twtest_daemon_log_count(&d, want) == 1,
-          "%s: stderr does not say \"%s\"", name, want);
-    if (prepare_db(d.db, undo)) {
-      CHECK(twtest_daemon_start(&d) == 0, "%s: no start once repaired", name);
-      CHECK(twtest_daemon_stop(&d, 10000) == 0, "%s: last stop failed", name);
-    }
-  }
-  twtest_daemon_cleanup(&d, failures != before);
-  printf("%s %s\n", failures != before ? "not ok" : "ok", name);
 }
 
-static void newer_module_refuses_start(void) {
+static void newer_module_refuses_start(void **state) {
+  (void)state;
   refuses("newer_module_refuses_start",
           "UPDATE schema_modules SET version = 99 WHERE name = 'ledger'",
           "tradewindd: store: module ledger is at schema version 99, newer "
@@ -86,7 +87,8 @@ static void newer_module_refuses_start(void) {
 
 /* The record of the reconciler's version is lost while its table stays:
  * migration 1 cannot create the table again. */
-static void broken_module_table_refuses_start(void) {
+static void broken_module_table_refuses_start(void **state) {
+  (void)state;
   refuses("broken_module_table_refuses_start",
           "DELETE FROM schema_modules WHERE name = 'reconcile'",
           "tradewindd: store: reconcile migration 1 failed: table "
@@ -94,15 +96,11 @@ static void broken_module_table_refuses_start(void) {
           "INSERT INTO schema_modules VALUES ('reconcile', 1)");
 }
 
-static void fresh_database_starts(void) {
-  int before = failures;
-  struct twtest_daemon d;
-  if (twtest_daemon_init(&d, NULL) != 0) {
-    CHECK(0, "cannot prepare a daemon directory");
-    return;
-  }
-  CHECK(twtest_daemon_start(&d) == 0, "tradewindd did not start");
-  CHECK(twtest_daemon_stop(&d, 10000) == 0, "tradewindd did not stop cleanly");
+static void fresh_database_starts(void **state) {
+  (void)state;
+  TW_CHECK(twtest_daemon_start(&d) == 0, "tradewindd did not start");
+  TW_CHECK(twtest_daemon_stop(&d, 10000) == 0,
+           "tradewindd did not stop cleanly");
   sqlite3 *db = NULL;
   sqlite3_stmt *st = NULL;
   int n = -1;
@@ -113,15 +111,17 @@ static void fresh_database_starts(void) {
     n = sqlite3_column_int(st, 0);
   sqlite3_finalize(st);
   sqlite3_close(db);
-  CHECK(n == 10, "schema_modules holds %d modules, expected 10", n);
-  twtest_daemon_cleanup(&d, failures != before);
-  printf("%s fresh_database_starts\n", failures != before ? "not ok" : "ok");
+  TW_CHECK(n == 10, "schema_modules holds %d modules, expected 10", n);
 }
 
 int main(void) {
-  newer_module_refuses_start();
-  broken_module_table_refuses_start();
-  fresh_database_starts();
-  printf("%s\n", failures ? "FAILED" : "PASSED");
-  return failures ? 1 : 0;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(newer_module_refuses_start, daemon_dir,
+                                      daemon_cleanup),
+      cmocka_unit_test_setup_teardown(broken_module_table_refuses_start,
+                                      daemon_dir, daemon_cleanup),
+      cmocka_unit_test_setup_teardown(fresh_database_starts, daemon_dir,
+                                      daemon_cleanup),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,19 +27,13 @@
 #include "broker/base/log.h"
 #include "broker/core/store.h"
 #include "broker/tenancy/tenancy.h"
+#include "tests/twtest.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-    }                                                                          \
-  } while (0)
-
-static char dir[64], certf[128], keyf[128];
+static char dir[64], certf[128], keyf[128], tokfile[128];
+static struct tw_store *store;
+static struct tw_tenancy *ten;
+static struct tw_api *api;
+static char tok[TW_TOKEN_LEN + 2];
 
 static int make_cert(void) {
   EVP_PKEY *key = EVP_EC_gen("P-256");
@@ -162,124 +156,145 @@ static const char *cli_output(void) {
   return buf;
 }
 
-static void cli_checks(int port, const char *tok) {
+static void cli_checks(int port, const char *token_value) {
   char url[96], token[TW_TOKEN_LEN + 24], cacert[160];
   snprintf(outf, sizeof outf, "%s/cli.out", dir);
   snprintf(url, sizeof url, "TRADEWIND_URL=https://127.0.0.1:%d", port);
-  snprintf(token, sizeof token, "TRADEWIND_TOKEN=%s", tok);
+  snprintf(token, sizeof token, "TRADEWIND_TOKEN=%s", token_value);
   snprintf(cacert, sizeof cacert, "TRADEWIND_CACERT=%s", certf);
   char *plain[] = {url, token, NULL};
   char *with_ca[] = {url, token, cacert, NULL};
   const char *list[] = {"jobs", "list", "-o", "json", NULL};
   const char *flag[] = {"--cacert", certf, "jobs", "list", "-o", "json", NULL};
   int code = run_cli(flag, plain);
-  CHECK(code == 0 && strstr(cli_output(), "["), "cli --cacert: exit %d: %s",
-        code, cli_output());
+  TW_CHECK(code == 0 && strstr(cli_output(), "["), "cli --cacert: exit %d: %s",
+           code, cli_output());
   code = run_cli(list, with_ca);
-  CHECK(code == 0, "cli with TRADEWIND_CACERT: exit %d: %s", code,
-        cli_output());
+  TW_CHECK(code == 0, "cli with TRADEWIND_CACERT: exit %d: %s", code,
+           cli_output());
   code = run_cli(list, plain);
-  CHECK(code == 3 && strstr(cli_output(), "cannot reach https://"),
-        "cli trusting the system's store: exit %d: %s", code, cli_output());
+  TW_CHECK(code == 3 && strstr(cli_output(), "cannot reach https://"),
+           "cli trusting the system's store: exit %d: %s", code, cli_output());
   /* the certificate is for 127.0.0.1: another name for the host fails */
   char local[96];
   snprintf(local, sizeof local, "https://localhost:%d", port);
   const char *byname[] = {"--url", local,  "--cacert", certf,
                           "jobs",  "list", NULL};
   code = run_cli(byname, plain);
-  CHECK(code == 3, "cli to a name the certificate lacks: exit %d: %s", code,
-        cli_output());
+  TW_CHECK(code == 3, "cli to a name the certificate lacks: exit %d: %s", code,
+           cli_output());
   unlink(outf);
 }
 #endif
 
-int main(void) {
-  if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-    printf("SKIPPED: this libmicrohttpd has no TLS\n");
-    return 77;
-  }
+/* Answers over HTTPS with a token to a client trusting the certificate;
+ * without a token 401. */
+static void https_with_the_certificate(void **state) {
+  char https[128];
+  snprintf(https, sizeof https, "https://127.0.0.1:%d/v1/whoami",
+           tw_api_port(api));
+  struct resp r = get(https, tok, certf);
+  TW_CHECK(r.rc == CURLE_OK && r.status == 200 &&
+               strstr(r.body, "\"role\":\"admin\""),
+           "https with the certificate: curl %d status %ld %s", r.rc, r.status,
+           r.body);
+  r = get(https, NULL, certf);
+  TW_CHECK(r.rc == CURLE_OK && r.status == 401, "https without a token: %ld",
+           r.status);
+}
+
+/* A client trusting nothing refuses the server; plain HTTP to the same
+ * port gets nothing. */
+static void untrusted_or_plain_get_nothing(void **state) {
+  char https[128], http[128];
+  snprintf(https, sizeof https, "https://127.0.0.1:%d/v1/whoami",
+           tw_api_port(api));
+  snprintf(http, sizeof http, "http://127.0.0.1:%d/v1/whoami",
+           tw_api_port(api));
+  struct resp r = get(https, tok, NULL);
+  TW_CHECK(r.rc != CURLE_OK, "a client trusting nothing accepted the server");
+  r = get(http, tok, NULL);
+  TW_CHECK(r.rc != CURLE_OK || r.status != 200, "plain HTTP got an answer: %ld",
+           r.status);
+}
+
+/* The tradewind binary trusts the certificate by --cacert or
+ * TRADEWIND_CACERT, and nothing else. */
+static void cli_trusts_the_configured_certificate(void **state) {
+#ifdef TW_CLI_BIN
+  cli_checks(tw_api_port(api), tok);
+#else
+  printf("# the CLI part needs TW_CLI_BIN: not run\n");
+  skip();
+#endif
+}
+
+/* Half a configuration, or not PEM: the start fails and says why. */
+static void bad_tls_config_stops_the_start(void **state) {
+  struct tw_api *other = NULL;
+  struct tw_err err = {0};
+  struct tw_api_opts half = {.listen = "127.0.0.1:0",
+                             .store = store,
+                             .auth = {.tenancy = ten, .tls_cert_file = certf}};
+  enum tw_rc rc = tw_api_start(&half, &other, &err);
+  if (rc == TW_OK)
+    tw_api_stop(other);
+  TW_CHECK(rc == TW_E_INVALID && strstr(err.msg, "both"),
+           "cert without key: %s", err.msg);
+  struct tw_api_opts notpem = {
+      .listen = "127.0.0.1:0",
+      .store = store,
+      .auth = {.tenancy = ten, .tls_cert_file = tokfile, .tls_key_file = keyf}};
+  memset(&err, 0, sizeof err);
+  rc = tw_api_start(&notpem, &other, &err);
+  if (rc == TW_OK)
+    tw_api_stop(other);
+  TW_CHECK(rc == TW_E_INVALID && strstr(err.msg, "not a PEM"), "not PEM: %s",
+           err.msg);
+}
+
+/* A certificate, the store, the tenancy (its admin token) and the server
+ * over TLS. */
+static int setup(void **state) {
   snprintf(dir, sizeof dir, "/tmp/tw-tls-XXXXXX");
   if (!mkdtemp(dir))
-    return 1;
+    return -1;
   snprintf(certf, sizeof certf, "%s/tls.crt", dir);
   snprintf(keyf, sizeof keyf, "%s/tls.key", dir);
   if (make_cert()) {
     fprintf(stderr, "cannot make a certificate\n");
-    return 1;
+    return -1;
   }
   tw_log_set_debug("http"); /* GnuTLS's reasons, should a start fail */
   curl_global_init(CURL_GLOBAL_ALL);
-  char path[128], tokfile[128];
+  char path[128];
   snprintf(path, sizeof path, "%s/t.db", dir);
   snprintf(tokfile, sizeof tokfile, "%s/admin.token", dir);
-  struct tw_store *store;
-  struct tw_tenancy *ten;
   struct tw_err err = {0};
   struct tw_store_opts so = {.path = path};
   if (tw_store_open(&so, &store, &err))
-    return 1;
+    return -1;
   struct tw_tenancy_opts to = {.store = store, .admin_token_file = tokfile};
   if (tw_tenancy_open(&to, &ten, &err))
-    return 1;
-  char tok[TW_TOKEN_LEN + 2] = "";
+    return -1;
   FILE *tf = fopen(tokfile, "r");
   if (!tf || !fgets(tok, sizeof tok, tf))
-    return 1;
+    return -1;
   fclose(tf);
   tok[strcspn(tok, "\n")] = '\0';
-
-  struct tw_api *api;
   struct tw_api_opts ao = {
       .listen = "127.0.0.1:0",
       .store = store,
       .auth = {.tenancy = ten, .tls_cert_file = certf, .tls_key_file = keyf}};
   if (tw_api_start(&ao, &api, &err)) {
     fprintf(stderr, "start: %s\n", err.msg);
-    return 1;
+    return -1;
   }
-  char https[128], http[128];
-  snprintf(https, sizeof https, "https://127.0.0.1:%d/v1/whoami",
-           tw_api_port(api));
-  snprintf(http, sizeof http, "http://127.0.0.1:%d/v1/whoami",
-           tw_api_port(api));
+  return 0;
+}
 
-  struct resp r = get(https, tok, certf);
-  CHECK(r.rc == CURLE_OK && r.status == 200 &&
-            strstr(r.body, "\"role\":\"admin\""),
-        "https with the certificate: curl %d status %ld %s", r.rc, r.status,
-        r.body);
-  r = get(https, NULL, certf);
-  CHECK(r.rc == CURLE_OK && r.status == 401, "https without a token: %ld",
-        r.status);
-  r = get(https, tok, NULL);
-  CHECK(r.rc != CURLE_OK, "a client trusting nothing accepted the server");
-  r = get(http, tok, NULL);
-  CHECK(r.rc != CURLE_OK || r.status != 200, "plain HTTP got an answer: %ld",
-        r.status);
-#ifdef TW_CLI_BIN
-  cli_checks(tw_api_port(api), tok);
-#else
-  printf("# the CLI part needs TW_CLI_BIN: not run\n");
-#endif
+static int teardown(void **state) {
   tw_api_stop(api);
-
-  /* half a configuration, or not PEM: the start fails and says why */
-  struct tw_api_opts half = {.listen = "127.0.0.1:0",
-                             .store = store,
-                             .auth = {.tenancy = ten, .tls_cert_file = certf}};
-  memset(&err, 0, sizeof err);
-  CHECK(tw_api_start(&half, &api, &err) == TW_E_INVALID &&
-            strstr(err.msg, "both"),
-        "cert without key: %s", err.msg);
-  struct tw_api_opts notpem = {
-      .listen = "127.0.0.1:0",
-      .store = store,
-      .auth = {.tenancy = ten, .tls_cert_file = tokfile, .tls_key_file = keyf}};
-  memset(&err, 0, sizeof err);
-  CHECK(tw_api_start(&notpem, &api, &err) == TW_E_INVALID &&
-            strstr(err.msg, "not a PEM"),
-        "not PEM: %s", err.msg);
-
   tw_tenancy_free(ten);
   tw_store_close(store);
   curl_global_cleanup();
@@ -291,6 +306,19 @@ int main(void) {
     unlink(p);
   }
   rmdir(dir);
-  printf("%s tls\n", failures ? "not ok" : "ok");
-  return failures ? 1 : 0;
+  return 0;
+}
+
+int main(void) {
+  if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+    printf("SKIPPED: this libmicrohttpd has no TLS\n");
+    return TW_SKIP;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(https_with_the_certificate),
+      cmocka_unit_test(untrusted_or_plain_get_nothing),
+      cmocka_unit_test(cli_trusts_the_configured_certificate),
+      cmocka_unit_test(bad_tls_config_stops_the_start),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
 }
