@@ -45,6 +45,7 @@
 
 #include "broker/base/err.h"
 #include "broker/base/mem.h"
+#include "broker/core/store_checkpoints.h"
 
 struct tw_store;
 struct tw_provider_info;
@@ -97,15 +98,10 @@ void tw_checkpoint_script(const struct tw_ckpt_env *e, const char *run,
 
 /* ---- records ------------------------------------------------------------- */
 
-/* A checkpoint request: the job was told (through its provider's notice)
- * or is about to be (a move by its fallback strategy) to save now. */
-struct tw_ckpt_request {
-  int64_t attempt_id;
-  const char *job_id;
-  const char *cause; /* "notice", "move" */
-  int64_t requested_ms;
-  int64_t deadline_ms; /* when the instance goes; 0 unknown */
-};
+/* struct tw_ckpt_request, struct tw_ckpt_outcome and struct
+ * tw_ckpt_decision are declared in broker/core/store_checkpoints.h, whose
+ * functions keep them; these are the scheduler's names for them. */
+
 /* Stores the first request of an attempt; later ones are ignored. */
 enum tw_rc tw_checkpoint_request(struct tw_store *s,
                                  const struct tw_ckpt_request *r,
@@ -115,14 +111,6 @@ enum tw_rc tw_checkpoint_request_get(struct tw_store *s, int64_t attempt_id,
                                      bool *found, struct tw_ckpt_request *out,
                                      char cause[16], struct tw_err *err);
 
-struct tw_ckpt_outcome {
-  int64_t attempt_id;
-  const char *job_id;
-  int attempt_n;
-  int64_t resume_s, run_s, kept_s;
-  const char *how;
-  int64_t at_ms;
-};
 /* Stores what an ended attempt kept; a second record for the same attempt
  * is ignored (the first computation wins). */
 enum tw_rc tw_checkpoint_record(struct tw_store *s,
@@ -133,16 +121,6 @@ enum tw_rc tw_checkpoint_record(struct tw_store *s,
 enum tw_rc tw_checkpoint_progress(struct tw_store *s, const char *job_id,
                                   int64_t *kept_s, struct tw_err *err);
 
-/* A fallback decision, as stored. */
-struct tw_ckpt_decision {
-  int64_t at_ms;
-  char job_id[32];
-  char event[16]; /* "place", "interrupted", "review" */
-  char strategy[24];
-  char action[8];  /* "place", "stay", "move" */
-  char market[16]; /* "spot", "on-demand", "any" */
-  char reason[256];
-};
 /* Stores d unless the job's last stored decision has the same reason
  * (a job waiting pass after pass for the same reason is not news); *added
  * (may be NULL) says whether it was stored. */
