@@ -5,7 +5,6 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,18 +13,7 @@
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
 #include "broker/core/store.h"
-
-static const char SQL_PUT[] =
-    "INSERT INTO secrets (name, key_id, nonce, ciphertext, tag, updated_at_ms)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (name) DO UPDATE SET"
-    " key_id = excluded.key_id, nonce = excluded.nonce,"
-    " ciphertext = excluded.ciphertext, tag = excluded.tag,"
-    " updated_at_ms = excluded.updated_at_ms";
-static const char SQL_GET[] =
-    "SELECT key_id, nonce, ciphertext, tag FROM secrets WHERE name = ?1";
-static const char SQL_LIST[] =
-    "SELECT name, key_id, updated_at_ms FROM secrets ORDER BY name";
-static const char SQL_DELETE[] = "DELETE FROM secrets WHERE name = ?1";
+#include "broker/core/store_secrets.h"
 
 struct key {
   bool set;
@@ -213,34 +201,6 @@ static bool name_ok(const char *s) {
   return true;
 }
 
-struct put_arg {
-  const char *name, *key_id;
-  const unsigned char *nonce, *ct, *tag;
-  size_t len;
-  int64_t now;
-};
-
-static enum tw_rc op_put(struct tw_store *s, sqlite3 *db, void *varg,
-                         struct tw_err *err) {
-  (void)s;
-  struct put_arg *a = varg;
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db, SQL_PUT, -1, &st, NULL) != SQLITE_OK)
-    return tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
-  sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, a->key_id, -1, SQLITE_STATIC);
-  sqlite3_bind_blob(st, 3, a->nonce, 12, SQLITE_STATIC);
-  sqlite3_bind_blob(st, 4, a->len ? (const void *)a->ct : "", (int)a->len,
-                    SQLITE_STATIC);
-  sqlite3_bind_blob(st, 5, a->tag, 16, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 6, a->now);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE
-             ? TW_OK
-             : tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
-}
-
 enum tw_rc tw_secrets_put(struct tw_secrets *s, const char *name,
                           const void *value, size_t len, struct tw_err *err) {
   if (!name_ok(name))
@@ -249,65 +209,24 @@ enum tw_rc tw_secrets_put(struct tw_secrets *s, const char *name,
   if (len > TW_SECRET_VALUE_MAX)
     return tw_err_field(err, TW_E_TOOBIG, "value",
                         "value: larger than %d bytes", TW_SECRET_VALUE_MAX);
-  unsigned char nonce[12], tag[16];
-  unsigned char *ct = tw_malloc(len ? len : 1);
-  if (!seal(&s->cur, name, value, len, nonce, ct, tag)) {
-    free(ct);
+  struct tw_store_secret v = {.ct = tw_malloc(len ? len : 1), .len = len};
+  snprintf(v.key_id, sizeof v.key_id, "%s", s->cur.id);
+  if (!seal(&s->cur, name, value, len, v.nonce, v.ct, v.tag)) {
+    free(v.ct);
     return tw_err_set(err, TW_E_INTERNAL, "secrets: encryption failed");
   }
-  struct put_arg a = {.name = name,
-                      .key_id = s->cur.id,
-                      .nonce = nonce,
-                      .ct = ct,
-                      .tag = tag,
-                      .len = len,
-                      .now = tw_clock_now_ms(s->clock)};
-  enum tw_rc rc = tw_store_write(s->store, op_put, &a, err);
-  free(ct);
+  enum tw_rc rc =
+      tw_store_secret_put(s->store, name, &v, tw_clock_now_ms(s->clock), err);
+  free(v.ct);
   if (rc == TW_OK)
     tw_log_info("secrets", "secret=%s key=%s stored", name, s->cur.id);
   return rc;
 }
 
-struct get_arg {
-  const char *name;
-  bool found;
-  char key_id[16];
-  unsigned char nonce[12], tag[16];
-  unsigned char *ct;
-  size_t len;
-};
-
-static enum tw_rc op_get(struct tw_store *s, sqlite3 *db, void *varg,
-                         struct tw_err *err) {
-  (void)s;
-  struct get_arg *a = varg;
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db, SQL_GET, -1, &st, NULL) != SQLITE_OK)
-    return tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
-  sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
-  if (r == SQLITE_ROW && sqlite3_column_bytes(st, 1) == 12 &&
-      sqlite3_column_bytes(st, 3) == 16) {
-    a->found = true;
-    const unsigned char *kid = sqlite3_column_text(st, 0);
-    snprintf(a->key_id, sizeof a->key_id, "%s", kid ? (const char *)kid : "");
-    memcpy(a->nonce, sqlite3_column_blob(st, 1), 12);
-    memcpy(a->tag, sqlite3_column_blob(st, 3), 16);
-    a->len = (size_t)sqlite3_column_bytes(st, 2);
-    a->ct = tw_malloc(a->len ? a->len : 1);
-    if (a->len)
-      memcpy(a->ct, sqlite3_column_blob(st, 2), a->len);
-  }
-  sqlite3_finalize(st);
-  if (r != SQLITE_ROW && r != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
-  return TW_OK;
-}
-
-/* Opens a's value under whichever key sealed it. */
-static enum tw_rc open_value(struct tw_secrets *s, struct get_arg *a,
-                             char **value, struct tw_err *err) {
+/* Opens name's sealed value a under whichever key sealed it. */
+static enum tw_rc open_value(struct tw_secrets *s, const char *name,
+                             const struct tw_store_secret *a, char **value,
+                             struct tw_err *err) {
   const struct key *k = !strcmp(a->key_id, s->cur.id) ? &s->cur
                         : s->prev.set && !strcmp(a->key_id, s->prev.id)
                             ? &s->prev
@@ -315,16 +234,15 @@ static enum tw_rc open_value(struct tw_secrets *s, struct get_arg *a,
   if (!k)
     return tw_err_set(err, TW_E_AUTH,
                       "secret %s is sealed under key %s, which is not loaded",
-                      a->name, a->key_id);
+                      name, a->key_id);
   char *out = tw_malloc(a->len + 1);
-  if (!unseal(k, a->name, a->nonce, a->ct, a->len, a->tag,
-              (unsigned char *)out)) {
+  if (!unseal(k, name, a->nonce, a->ct, a->len, a->tag, (unsigned char *)out)) {
     tw_secrets_value_free(out, a->len + 1);
     return tw_err_set(
         err, TW_E_AUTH,
         "secret %s does not open: tampered with, or moved from another "
         "name",
-        a->name);
+        name);
   }
   out[a->len] = '\0';
   *value = out;
@@ -333,12 +251,13 @@ static enum tw_rc open_value(struct tw_secrets *s, struct get_arg *a,
 
 enum tw_rc tw_secrets_get(struct tw_secrets *s, const char *name, char **value,
                           size_t *len, struct tw_err *err) {
-  struct get_arg a = {.name = name};
+  struct tw_store_secret a;
+  bool found = false;
   *value = NULL;
-  enum tw_rc rc = tw_store_read(s->store, op_get, &a, err);
-  if (rc == TW_OK && !a.found)
+  enum tw_rc rc = tw_store_secret_get(s->store, name, &found, &a, err);
+  if (rc == TW_OK && !found)
     rc = tw_err_set(err, TW_E_NOTFOUND, "secret %s not found", name);
-  if (rc == TW_OK && (rc = open_value(s, &a, value, err)) == TW_OK && len)
+  if (rc == TW_OK && (rc = open_value(s, name, &a, value, err)) == TW_OK && len)
     *len = a.len;
   free(a.ct);
   return rc;
@@ -351,71 +270,28 @@ void tw_secrets_value_free(char *value, size_t len) {
   free(value);
 }
 
-struct list_arg {
-  struct tw_secret_info *items;
-  size_t n, cap;
-};
-
-static enum tw_rc op_list(struct tw_store *s, sqlite3 *db, void *varg,
-                          struct tw_err *err) {
-  (void)s;
-  struct list_arg *a = varg;
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db, SQL_LIST, -1, &st, NULL) != SQLITE_OK)
-    return tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
-  int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-    if (a->n == a->cap) {
-      a->cap = a->cap ? 2 * a->cap : 8;
-      a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
-    }
-    struct tw_secret_info *i = &a->items[a->n++];
-    memset(i, 0, sizeof *i);
-    const unsigned char *t = sqlite3_column_text(st, 0);
-    snprintf(i->name, sizeof i->name, "%s", t ? (const char *)t : "");
-    t = sqlite3_column_text(st, 1);
-    snprintf(i->key_id, sizeof i->key_id, "%s", t ? (const char *)t : "");
-    i->updated_ms = sqlite3_column_int64(st, 2);
-  }
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE
-             ? TW_OK
-             : tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
-}
-
 enum tw_rc tw_secrets_list(struct tw_secrets *s, struct tw_secret_info **out,
                            size_t *n, struct tw_err *err) {
-  struct list_arg a = {0};
-  enum tw_rc rc = tw_store_read(s->store, op_list, &a, err);
-  if (rc) {
-    free(a.items);
+  struct tw_store_secret_info *rows = NULL;
+  size_t nr = 0;
+  enum tw_rc rc = tw_store_secret_list(s->store, &rows, &nr, err);
+  if (rc)
     return rc;
+  struct tw_secret_info *items = nr ? tw_calloc(nr, sizeof *items) : NULL;
+  for (size_t i = 0; i < nr; i++) {
+    snprintf(items[i].name, sizeof items[i].name, "%s", rows[i].name);
+    snprintf(items[i].key_id, sizeof items[i].key_id, "%s", rows[i].key_id);
+    items[i].updated_ms = rows[i].updated_ms;
   }
-  *out = a.items;
-  *n = a.n;
-  return TW_OK;
-}
-
-static enum tw_rc op_delete(struct tw_store *s, sqlite3 *db, void *varg,
-                            struct tw_err *err) {
-  (void)s;
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db, SQL_DELETE, -1, &st, NULL) != SQLITE_OK)
-    return tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
-  sqlite3_bind_text(st, 1, varg, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (r != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
-  if (sqlite3_changes(db) == 0)
-    return tw_err_set(err, TW_E_NOTFOUND, "secret %s not found",
-                      (const char *)varg);
+  free(rows);
+  *out = items;
+  *n = nr;
   return TW_OK;
 }
 
 enum tw_rc tw_secrets_delete(struct tw_secrets *s, const char *name,
                              struct tw_err *err) {
-  enum tw_rc rc = tw_store_write(s->store, op_delete, (void *)name, err);
+  enum tw_rc rc = tw_store_secret_delete(s->store, name, err);
   if (rc == TW_OK)
     tw_log_info("secrets", "secret=%s deleted", name);
   return rc;

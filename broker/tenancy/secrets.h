@@ -39,10 +39,10 @@ struct tw_secrets_opts {
   const char *previous_key_env;
 };
 
-/* Loads the keys and migrates the table.  TW_E_INVALID when no key is
- * given or it is not 32 bytes in hex or base64 (the message names the
- * file or variable, never the value); TW_E_IO when the file cannot be
- * read.  *out is owned (tw_secrets_free). */
+/* Loads the keys (tw_store_open migrated the table).  TW_E_INVALID when no key
+ * is given or it is not 32 bytes in hex or base64 (the message names the file
+ * or variable, never the value); TW_E_IO when the file cannot be read.  *out is
+ * owned (tw_secrets_free). */
 enum tw_rc tw_secrets_open(const struct tw_secrets_opts *opts,
                            struct tw_secrets **out, struct tw_err *err);
 /* Wipes the keys from memory.  NULL ok. */
