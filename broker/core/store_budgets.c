@@ -238,8 +238,7 @@ enum tw_rc tw_store_budget_alerted(struct tw_store *s, const char *tenant,
 
 struct alert_arg {
   const struct tw_store_budget_alert *a;
-  tw_store_write_fn also;
-  void *also_arg;
+  const struct tw_audit_event *audit;
 };
 
 static enum tw_rc op_alert(struct tw_store *s, sqlite3 *db, void *varg,
@@ -256,15 +255,15 @@ static enum tw_rc op_alert(struct tw_store *s, sqlite3 *db, void *varg,
   sqlite3_bind_int64(st, 5, a->at_ms);
   sqlite3_bind_int64(st, 6, a->spent_uusd);
   enum tw_rc rc = store__step_done(db, st, "alert insert", err);
-  if (rc || !x->also)
+  if (rc || !x->audit)
     return rc;
-  return x->also(s, db, x->also_arg, err);
+  return store__audit_append(s, db, x->audit, a->at_ms, NULL, err);
 }
 
 enum tw_rc tw_store_budget_alert_put(struct tw_store *s,
                                      const struct tw_store_budget_alert *a,
-                                     tw_store_write_fn also, void *also_arg,
+                                     const struct tw_audit_event *audit,
                                      struct tw_err *err) {
-  struct alert_arg x = {.a = a, .also = also, .also_arg = also_arg};
+  struct alert_arg x = {.a = a, .audit = audit};
   return tw_store_write(s, op_alert, &x, err);
 }

@@ -13,6 +13,8 @@
 #include "broker/base/err.h"
 #include "broker/core/store.h"
 
+struct tw_audit_event;
+
 struct tw_store_budget {
   char tenant[64];
   char project[64]; /* "" for the whole tenant */
@@ -62,9 +64,9 @@ enum tw_rc tw_store_budget_alerted(struct tw_store *s, const char *tenant,
                                    const char *project, int64_t period_start_ms,
                                    int *pct, struct tw_err *err);
 
-/* Records that pct was reached (once per period and threshold), then runs
- * also(also_arg) in the same transaction (the audit entry), so the record
- * and its entry land together or not at all. */
+/* Records that pct was reached (once per period and threshold) and
+ * appends audit (NULL: none) at a->at_ms in the same transaction, so the
+ * record and its entry land together or not at all. */
 struct tw_store_budget_alert {
   const char *tenant, *project;
   int64_t period_start_ms;
@@ -74,7 +76,7 @@ struct tw_store_budget_alert {
 };
 enum tw_rc tw_store_budget_alert_put(struct tw_store *s,
                                      const struct tw_store_budget_alert *a,
-                                     tw_store_write_fn also, void *also_arg,
+                                     const struct tw_audit_event *audit,
                                      struct tw_err *err);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include <sqlite3.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "broker/core/store.h"
 
@@ -34,5 +35,14 @@ void store__bind_text(sqlite3_stmt *st, int i, const char *s);
 void store__bind_opt(sqlite3_stmt *st, int i, const char *s);
 /* Copies column i into out ("" for NULL), truncating. */
 void store__col(sqlite3_stmt *st, int i, char *out, size_t outsz);
+
+/* store_audit.c: appends one audit entry inside the transaction of the
+ * calling write function (writer thread), linked to the last entry, so
+ * the change it records and the entry commit together.  *seq_out may be
+ * NULL. */
+struct tw_audit_event;
+enum tw_rc store__audit_append(struct tw_store *s, sqlite3 *db,
+                               const struct tw_audit_event *ev, int64_t at_ms,
+                               int64_t *seq_out, struct tw_err *err);
 
 #endif

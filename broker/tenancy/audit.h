@@ -18,8 +18,10 @@
  * elsewhere to detect that (docs/security.md).
  *
  * Appends go through the store's group commit; the writer thread computes
- * the link inside the transaction, so concurrent appends form one chain.
- * Thread-safe. */
+ * the link inside the transaction (broker/core/store_audit.c), so
+ * concurrent appends form one chain, and a change another module records
+ * through the store (a budget alert, a job's owner) carries its entry in
+ * its own transaction.  Thread-safe. */
 #ifndef TW_BROKER_AUDIT_H
 #define TW_BROKER_AUDIT_H
 
@@ -30,38 +32,21 @@
 #include "broker/base/clock.h"
 #include "broker/base/err.h"
 #include "broker/base/mem.h"
+#include "broker/core/store_audit.h"
 
 struct tw_store;
 struct tw_audit;
-struct sqlite3;
 
-#define TW_AUDIT_HASH_HEX 65 /* 64 hex digits and NUL */
-
-/* One entry as written: strings are borrowed, NULL counts as "". */
-struct tw_audit_event {
-  const char *principal;  /* "admin", "sched", "anonymous" */
-  const char *tenant;     /* "" for global actions */
-  const char *action;     /* "POST /v1/jobs", "sched.place", "budget.stop" */
-  const char *object;     /* "j-...", "tenant/ml", "" */
-  const char *outcome;    /* "ok", "denied", "refused", "error" */
-  const char *request_id; /* "" outside requests */
-  const char *detail;     /* free text: status, reason, numbers */
-};
-
-/* One entry as read (owned strings: tw_audit_entry_release). */
-struct tw_audit_entry {
-  int64_t seq;
-  int64_t at_ms;
-  char *principal, *tenant, *action, *object, *outcome, *request_id, *detail;
-  char prev_hash[TW_AUDIT_HASH_HEX];
-  char hash[TW_AUDIT_HASH_HEX];
-};
+/* struct tw_audit_event (one entry as written), struct tw_audit_entry (as
+ * read), struct tw_audit_filter and TW_AUDIT_HASH_HEX are declared in
+ * broker/core/store_audit.h, with the table. */
 void tw_audit_entry_release(struct tw_audit_entry *e);
 void tw_audit_entries_free(struct tw_audit_entry *e, size_t n);
 
 /* The hash of e's fields after prev_hex (64 hex digits; all zeros for the
- * first entry), as 64 hex digits into out.  Pure: the CLI verifies
- * exported entries with it. */
+ * first entry), as 64 hex digits into out: tw_store_audit_hash, the one
+ * the store links entries with.  Pure: the CLI verifies exported entries
+ * with it. */
 void tw_audit_entry_hash(const struct tw_audit_entry *e, const char *prev_hex,
                          char out[TW_AUDIT_HASH_HEX]);
 
@@ -75,7 +60,8 @@ enum tw_rc tw_audit_verify_entries(const struct tw_audit_entry *e, size_t n,
                                    int64_t first_seq, const char *prev_hex,
                                    struct tw_err *err);
 
-/* Opens the log over the store (migrates its table).  *out is owned. */
+/* Opens the log over the store (tw_store_open migrated its table).  *out
+ * is owned. */
 enum tw_rc tw_audit_open(struct tw_store *store, struct tw_clock *clock,
                          struct tw_audit **out, struct tw_err *err);
 void tw_audit_free(struct tw_audit *a);
@@ -85,25 +71,8 @@ void tw_audit_free(struct tw_audit *a);
 enum tw_rc tw_audit_append(struct tw_audit *a, const struct tw_audit_event *ev,
                            int64_t *seq_out, struct tw_err *err);
 
-/* For a module's own tw_store_write() function: appends inside that
- * transaction, so the change and its entry commit together.  at_ms is the
- * entry's time.  Writer thread only. */
-enum tw_rc tw_audit_append_in(struct tw_store *s, struct sqlite3 *db,
-                              const struct tw_audit_event *ev, int64_t at_ms,
-                              int64_t *seq_out, struct tw_err *err);
-
-struct tw_audit_filter {
-  int64_t after_seq;     /* entries with seq > after_seq */
-  const char *tenant;    /* NULL: any */
-  const char *principal; /* NULL: any */
-  const char *action;    /* NULL: any; exact match */
-  const char *outcome;   /* NULL: any */
-  int64_t since_ms;      /* 0: no lower bound */
-  int64_t until_ms;      /* 0: no upper bound (exclusive) */
-  int limit;             /* 1..10000 */
-};
-
-/* Oldest first.  *next_after is the after_seq of the next page, 0 when
+/* Oldest first; f->limit 1..10000 (TW_E_INVALID otherwise).  *next_after
+ * is the after_seq of the next page, 0 when
  * this was the last.  tw_audit_entries_free(*out, *n). */
 enum tw_rc tw_audit_list(struct tw_audit *a, const struct tw_audit_filter *f,
                          struct tw_audit_entry **out, size_t *n,

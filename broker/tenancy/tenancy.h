@@ -88,10 +88,11 @@ struct tw_tenancy_opts {
   int64_t webhook_timeout_ms;
 };
 
-/* Migrates the module's tables and the audit log's, and on a database
- * without principals creates the tenant "default", the principal "admin"
- * (role admin) and its first token, written to admin_token_file.  *out is
- * owned (tw_tenancy_free).  TW_E_IO when the store or the file fails. */
+/* Opens the module over the store (which migrated its tables at open).
+ * On a database without principals, creates the tenant "default", the
+ * principal "admin" (role admin) and its first token, written to
+ * admin_token_file.  *out is owned (tw_tenancy_free).  TW_E_IO when the
+ * store or the file fails. */
 enum tw_rc tw_tenancy_open(const struct tw_tenancy_opts *opts,
                            struct tw_tenancy **out, struct tw_err *err);
 /* "DIR/admin.token" for a database at "DIR/NAME" ("admin.token" for a

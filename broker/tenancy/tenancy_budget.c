@@ -581,10 +581,8 @@ struct alert_arg {
   int64_t now;
 };
 
-/* The audit entry of an alert, in the transaction that records it. */
-static enum tw_rc alert_audit(struct tw_store *s, struct sqlite3 *db,
-                              void *varg, struct tw_err *err) {
-  struct alert_arg *a = varg;
+static enum tw_rc record_alert(struct tw_tenancy *t, struct alert_arg *a,
+                               struct tw_err *err) {
   const struct tw_budget *b = &a->s->budget;
   char detail[300], lim[32], sp[32];
   tn_fmt_usd(b->limit_uusd, lim, sizeof lim);
@@ -593,27 +591,22 @@ static enum tw_rc alert_audit(struct tw_store *s, struct sqlite3 *db,
            "%d%% of the %s budget reached: spent %s of %s", a->pct,
            tw_budget_period_str(b->period), sp, lim);
   char object[140];
-  snprintf(object, sizeof object, "budget/%s%s%s", b->tenant,
+  snprintf(object, sizeof object, "budget/%.63s%s%.63s", b->tenant,
            b->project[0] ? "/" : "", b->project);
+  /* the entry goes in the transaction that records the alert */
   struct tw_audit_event ev = {.principal = "tradewindd",
                               .tenant = b->tenant,
                               .action = "budget.alert",
                               .object = object,
                               .outcome = "ok",
                               .detail = detail};
-  return tw_audit_append_in(s, db, &ev, a->now, NULL, err);
-}
-
-static enum tw_rc record_alert(struct tw_tenancy *t, struct alert_arg *a,
-                               struct tw_err *err) {
-  const struct tw_budget *b = &a->s->budget;
   struct tw_store_budget_alert rec = {.tenant = b->tenant,
                                       .project = b->project,
                                       .period_start_ms = a->s->period_start_ms,
                                       .pct = a->pct,
                                       .at_ms = a->now,
                                       .spent_uusd = a->s->spent_uusd};
-  return tw_store_budget_alert_put(t->store, &rec, alert_audit, a, err);
+  return tw_store_budget_alert_put(t->store, &rec, &ev, err);
 }
 
 static int newest_first(const void *x, const void *y) {

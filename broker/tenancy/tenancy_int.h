@@ -1,11 +1,10 @@
 /* tenancy_int.h - what the files of the tenancy module share and nobody
- * else: the struct, the usage ledger of a placement phase, and small SQL
- * helpers. */
+ * else: the struct and the usage ledger of a placement phase.  The tables
+ * are the store's (broker/core/store_tenancy.h, store_budgets.h). */
 #ifndef TW_BROKER_TENANCY_INT_H
 #define TW_BROKER_TENANCY_INT_H
 
 #include <pthread.h>
-#include <sqlite3.h>
 
 #include "broker/tenancy/audit.h"
 #include "broker/base/model.h"
@@ -89,12 +88,6 @@ struct tw_tenancy {
   int64_t interval_ms;
 };
 
-/* A statement prepared for this call only (finalize it): rarely used
- * statements stay out of the store's per-connection cache, which is
- * shared with every module and small. */
-sqlite3_stmt *tn_prepare(sqlite3 *db, const char *sql, struct tw_err *err);
-enum tw_rc tn_db_err(sqlite3 *db, struct tw_err *err, const char *what);
-void tn_col(sqlite3_stmt *st, int i, char *out, size_t outsz);
 void tn_audit(struct tw_tenancy *t, const char *principal, const char *tenant,
               const char *action, const char *object, const char *outcome,
               const char *request_id, const char *detail);

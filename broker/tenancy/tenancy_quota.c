@@ -24,32 +24,10 @@
 #include "broker/base/log.h"
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
+#include "broker/core/store_tenancy.h"
 #include "broker/tenancy/tenancy_int.h"
 #include "policies/place/plan.h"
 #include "providers/provider.h"
-
-static const char SQL_TENANT_ROW[] =
-    "SELECT name, cohort, spot_share_pct, quota_version FROM tenancy_tenants"
-    " WHERE (?1 IS NULL OR name = ?1) ORDER BY name";
-static const char SQL_QUOTA_ROWS[] =
-    "SELECT tenant, resource, lim, borrow FROM tenancy_quota"
-    " WHERE (?1 IS NULL OR tenant = ?1) ORDER BY tenant, resource";
-static const char SQL_QUOTA_DELETE[] =
-    "DELETE FROM tenancy_quota WHERE tenant = ?1";
-static const char SQL_QUOTA_INSERT[] =
-    "INSERT INTO tenancy_quota (tenant, resource, lim, borrow) VALUES (?1, ?2, "
-    "?3, ?4)";
-static const char SQL_TENANT_QUOTA_SET[] =
-    "UPDATE tenancy_tenants SET cohort = ?2, spot_share_pct = ?3,"
-    " quota_version = quota_version + 1 WHERE name = ?1";
-static const char SQL_RESV_ALL[] = "SELECT job_id, tenant, vcpus, accel, gpus, "
-                                   "spot, at_ms FROM tenancy_reservations";
-static const char SQL_RESV_PUT[] =
-    "INSERT OR REPLACE INTO tenancy_reservations (job_id, tenant, offer_id, "
-    "vcpus,"
-    " accel, gpus, spot, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
-static const char SQL_RESV_DELETE[] =
-    "DELETE FROM tenancy_reservations WHERE job_id = ?1";
 
 void tw_quota_init(struct tw_quota *q) {
   memset(q, 0, sizeof *q);
@@ -61,15 +39,6 @@ void tw_quota_init(struct tw_quota *q) {
 /* ---- storage --------------------------------------------------------------
  */
 
-struct quota_arg {
-  const char *tenant; /* NULL: all */
-  struct tw_quota *items;
-  size_t n, cap;
-  /* set */
-  const struct tw_quota *q;
-  int64_t if_version;
-};
-
 static struct tw_quota *find_q(struct tw_quota *qs, size_t n,
                                const char *tenant) {
   for (size_t i = 0; i < n; i++)
@@ -78,88 +47,65 @@ static struct tw_quota *find_q(struct tw_quota *qs, size_t n,
   return NULL;
 }
 
-static enum tw_rc load_quotas(sqlite3 *db, struct quota_arg *a,
-                              struct tw_err *err) {
-  sqlite3_stmt *st = tn_prepare(db, SQL_TENANT_ROW, err);
-  if (!st)
-    return TW_E_IO;
-  if (a->tenant)
-    sqlite3_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
-  else
-    sqlite3_bind_null(st, 1);
-  int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-    if (a->n == a->cap) {
-      a->cap = a->cap ? 2 * a->cap : 8;
-      a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
-    }
-    struct tw_quota *q = &a->items[a->n++];
+/* The store's rows as quotas: a limit without a row is unlimited. */
+static struct tw_quota *quotas_from(const struct tw_store_quotas *r,
+                                    size_t *n) {
+  struct tw_quota *items =
+      r->n_tenants ? tw_calloc(r->n_tenants, sizeof *items) : NULL;
+  for (size_t i = 0; i < r->n_tenants; i++) {
+    struct tw_quota *q = &items[i];
     tw_quota_init(q);
-    tn_col(st, 0, q->tenant, sizeof q->tenant);
-    tn_col(st, 1, q->cohort, sizeof q->cohort);
-    q->spot_share_pct = sqlite3_column_int(st, 2);
-    q->version = sqlite3_column_int64(st, 3);
+    snprintf(q->tenant, sizeof q->tenant, "%s", r->tenants[i].tenant);
+    snprintf(q->cohort, sizeof q->cohort, "%s", r->tenants[i].cohort);
+    q->spot_share_pct = r->tenants[i].spot_share_pct;
+    q->version = r->tenants[i].version;
   }
-  sqlite3_finalize(st);
-  if (r != SQLITE_DONE)
-    return tn_db_err(db, err, "tenant quota");
-  if (!(st = tn_prepare(db, SQL_QUOTA_ROWS, err)))
-    return TW_E_IO;
-  if (a->tenant)
-    sqlite3_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
-  else
-    sqlite3_bind_null(st, 1);
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-    char tenant[TW_NAME_MAX], res[48];
-    tn_col(st, 0, tenant, sizeof tenant);
-    tn_col(st, 1, res, sizeof res);
-    struct tw_quota *q = find_q(a->items, a->n, tenant);
+  for (size_t i = 0; i < r->n_rows; i++) {
+    const struct tw_store_quota_row *w = &r->rows[i];
+    struct tw_quota *q = find_q(items, r->n_tenants, w->tenant);
     if (!q)
       continue;
-    struct tw_quota_limit l = {sqlite3_column_int64(st, 2),
-                               sqlite3_column_int64(st, 3)};
-    if (!strcmp(res, "vcpus"))
+    struct tw_quota_limit l = {w->limit, w->borrow};
+    if (!strcmp(w->resource, "vcpus"))
       q->vcpus = l;
-    else if (!strcmp(res, "jobs"))
+    else if (!strcmp(w->resource, "jobs"))
       q->jobs = l;
-    else if (!strncmp(res, "gpu:", 4) && q->n_gpus < TW_QUOTA_GPU_TYPES) {
+    else if (!strncmp(w->resource, "gpu:", 4) &&
+             q->n_gpus < TW_QUOTA_GPU_TYPES) {
       struct tw_quota_gpu *g = &q->gpus[q->n_gpus++];
-      snprintf(g->name, sizeof g->name, "%.31s", res + 4);
+      snprintf(g->name, sizeof g->name, "%.31s", w->resource + 4);
       g->q = l;
     }
   }
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : tn_db_err(db, err, "quota rows");
-}
-
-static enum tw_rc op_quota_load(struct tw_store *s, sqlite3 *db, void *varg,
-                                struct tw_err *err) {
-  (void)s;
-  return load_quotas(db, varg, err);
+  *n = r->n_tenants;
+  return items;
 }
 
 enum tw_rc tn_load_all_quotas(struct tw_tenancy *t, struct tw_quota **out,
                               size_t *n, struct tw_err *err) {
-  struct quota_arg a = {0};
-  enum tw_rc rc = tw_store_read(t->store, op_quota_load, &a, err);
-  if (rc) {
-    free(a.items);
+  struct tw_store_quotas r;
+  enum tw_rc rc = tw_store_quotas_get(t->store, NULL, &r, err);
+  if (rc)
     return rc;
-  }
-  *out = a.items;
-  *n = a.n;
+  *out = quotas_from(&r, n);
+  tw_store_quotas_release(&r);
   return TW_OK;
 }
 
 enum tw_rc tw_tenancy_quota_get(struct tw_tenancy *t, const char *tenant,
                                 struct tw_quota *out, struct tw_err *err) {
-  struct quota_arg a = {.tenant = tenant};
-  enum tw_rc rc = tw_store_read(t->store, op_quota_load, &a, err);
-  if (rc == TW_OK && a.n == 0)
+  struct tw_store_quotas r;
+  enum tw_rc rc = tw_store_quotas_get(t->store, tenant, &r, err);
+  if (rc)
+    return rc;
+  size_t n = 0;
+  struct tw_quota *items = quotas_from(&r, &n);
+  tw_store_quotas_release(&r);
+  if (n == 0)
     rc = tw_err_set(err, TW_E_NOTFOUND, "tenant %s not found", tenant);
-  if (rc == TW_OK)
-    *out = a.items[0];
-  free(a.items);
+  else
+    *out = items[0];
+  free(items);
   return rc;
 }
 
@@ -209,67 +155,16 @@ static enum tw_rc check_quota(const struct tw_quota *q, struct tw_err *err) {
   return TW_OK;
 }
 
-static enum tw_rc put_row(sqlite3 *db, sqlite3_stmt *st, const char *tenant,
-                          const char *res, const struct tw_quota_limit *l,
-                          struct tw_err *err) {
+/* Appends l as row res unless it is unlimited (no row). */
+static void add_row(struct tw_store_quota_row *rows, size_t *n, const char *res,
+                    const struct tw_quota_limit *l) {
   if (l->limit < 0)
-    return TW_OK; /* unlimited: no row */
-  sqlite3_reset(st);
-  sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, res, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(st, 3, l->limit);
-  sqlite3_bind_int64(st, 4, l->borrow);
-  return sqlite3_step(st) == SQLITE_DONE ? TW_OK
-                                         : tn_db_err(db, err, "quota insert");
-}
-
-static enum tw_rc op_quota_set(struct tw_store *s, sqlite3 *db, void *varg,
-                               struct tw_err *err) {
-  (void)s;
-  struct quota_arg *a = varg;
-  enum tw_rc rc = load_quotas(db, a, err);
-  if (rc)
-    return rc;
-  if (a->n == 0)
-    return tw_err_set(err, TW_E_NOTFOUND, "tenant %s not found", a->tenant);
-  if (a->if_version > 0 && a->if_version != a->items[0].version)
-    return tw_err_set(err, TW_E_CONFLICT,
-                      "the quota of %s changed meanwhile (now version %" PRId64
-                      ", If-Match named %" PRId64 "): read it again",
-                      a->tenant, a->items[0].version, a->if_version);
-  sqlite3_stmt *st = tn_prepare(db, SQL_QUOTA_DELETE, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (r != SQLITE_DONE)
-    return tn_db_err(db, err, "quota delete");
-  if (!(st = tn_prepare(db, SQL_QUOTA_INSERT, err)))
-    return TW_E_IO;
-  const struct tw_quota *q = a->q;
-  rc = put_row(db, st, a->tenant, "vcpus", &q->vcpus, err);
-  if (!rc)
-    rc = put_row(db, st, a->tenant, "jobs", &q->jobs, err);
-  for (size_t i = 0; !rc && i < q->n_gpus; i++) {
-    char res[48];
-    snprintf(res, sizeof res, "gpu:%s", q->gpus[i].name);
-    rc = put_row(db, st, a->tenant, res, &q->gpus[i].q, err);
-  }
-  sqlite3_finalize(st);
-  if (rc)
-    return rc;
-  if (!(st = tn_prepare(db, SQL_TENANT_QUOTA_SET, err)))
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->tenant, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, q->cohort, -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 3, q->spot_share_pct);
-  r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (r != SQLITE_DONE)
-    return tn_db_err(db, err, "tenant quota update");
-  a->n = 0;
-  return load_quotas(db, a, err);
+    return;
+  struct tw_store_quota_row *w = &rows[(*n)++];
+  memset(w, 0, sizeof *w);
+  snprintf(w->resource, sizeof w->resource, "%s", res);
+  w->limit = l->limit;
+  w->borrow = l->borrow;
 }
 
 enum tw_rc tw_tenancy_quota_set(struct tw_tenancy *t, const char *tenant,
@@ -278,16 +173,34 @@ enum tw_rc tw_tenancy_quota_set(struct tw_tenancy *t, const char *tenant,
   enum tw_rc rc = check_quota(q, err);
   if (rc)
     return rc;
-  struct quota_arg a = {.tenant = tenant, .q = q, .if_version = if_version};
-  rc = tw_store_write(t->store, op_quota_set, &a, err);
-  if (rc == TW_OK)
-    tn_cache_changed(t);
-  if (rc == TW_OK && a.n == 1 && out)
-    *out = a.items[0];
-  free(a.items);
-  if (rc == TW_OK)
-    tw_log_info("tenancy", "tenant=%s quota set", tenant);
-  return rc;
+  struct tw_store_quota_row rows[2 + TW_QUOTA_GPU_TYPES];
+  size_t nr = 0;
+  add_row(rows, &nr, "vcpus", &q->vcpus);
+  add_row(rows, &nr, "jobs", &q->jobs);
+  for (size_t i = 0; i < q->n_gpus; i++) {
+    char res[48];
+    snprintf(res, sizeof res, "gpu:%s", q->gpus[i].name);
+    add_row(rows, &nr, res, &q->gpus[i].q);
+  }
+  struct tw_store_quota_set set = {.tenant = tenant,
+                                   .cohort = q->cohort,
+                                   .spot_share_pct = q->spot_share_pct,
+                                   .rows = rows,
+                                   .n_rows = nr,
+                                   .if_version = if_version};
+  struct tw_store_quotas r;
+  rc = tw_store_quota_set(t->store, &set, &r, err);
+  if (rc)
+    return rc;
+  tn_cache_changed(t);
+  size_t n = 0;
+  struct tw_quota *items = quotas_from(&r, &n);
+  tw_store_quotas_release(&r);
+  if (n == 1 && out)
+    *out = items[0];
+  free(items);
+  tw_log_info("tenancy", "tenant=%s quota set", tenant);
+  return TW_OK;
 }
 
 /* ---- admission -------------------------------------------------------------
@@ -357,82 +270,48 @@ enum tw_rc tn_quota_admit(struct tw_tenancy *t, const struct tw_job_spec *spec,
 /* ---- placement
  * ---------------------------------------------------------------- */
 
-struct resv_load {
-  struct tn_resv *items;
-  size_t n, cap;
-  struct quota_arg q;
-};
-
-static enum tw_rc op_resv_load(struct tw_store *s, sqlite3 *db, void *varg,
-                               struct tw_err *err) {
-  (void)s;
-  struct resv_load *a = varg;
-  sqlite3_stmt *st = tn_prepare(db, SQL_RESV_ALL, err);
-  if (!st)
-    return TW_E_IO;
-  int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-    if (a->n == a->cap) {
-      a->cap = a->cap ? 2 * a->cap : 16;
-      a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
-    }
-    struct tn_resv *v = &a->items[a->n++];
-    memset(v, 0, sizeof *v);
-    tn_col(st, 0, v->job_id, sizeof v->job_id);
-    tn_col(st, 1, v->tenant, sizeof v->tenant);
-    v->vcpus = sqlite3_column_int64(st, 2);
-    tn_col(st, 3, v->accel, sizeof v->accel);
-    v->gpus = sqlite3_column_int64(st, 4);
-    v->spot = sqlite3_column_int(st, 5) != 0;
-    v->at_ms = sqlite3_column_int64(st, 6);
-  }
-  sqlite3_finalize(st);
-  if (r != SQLITE_DONE)
-    return tn_db_err(db, err, "reservations");
-  return load_quotas(db, &a->q, err);
-}
-
-static enum tw_rc op_resv_delete(struct tw_store *s, sqlite3 *db, void *varg,
-                                 struct tw_err *err) {
-  (void)s;
-  sqlite3_stmt *st = tn_prepare(db, SQL_RESV_DELETE, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, varg, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : tn_db_err(db, err, "reservation delete");
-}
-
 static void resv_drop(struct tw_tenancy *t, size_t i) {
   struct tw_err err = {0};
-  if (tw_store_write(t->store, op_resv_delete, t->resv[i].job_id, &err))
+  if (tw_store_reservation_delete(t->store, t->resv[i].job_id, &err))
     tw_log_warn("tenancy", "job=%s reservation not dropped: %s",
                 t->resv[i].job_id, err.msg);
   t->resv[i] = t->resv[--t->n_resv];
 }
 
 void tw_tenancy_place_begin(struct tw_tenancy *t) {
-  struct resv_load a = {0};
   struct tw_err err = {0};
+  struct tw_store_resv *rows = NULL;
+  size_t n_rows = 0, n_quotas = 0;
+  struct tw_quota *quotas = NULL;
   struct tw_attempt_rec *live = NULL;
   size_t n_live = 0;
-  if (tw_store_read(t->store, op_resv_load, &a, &err) ||
+  if (tw_store_reservations(t->store, &rows, &n_rows, &err) ||
+      tn_load_all_quotas(t, &quotas, &n_quotas, &err) ||
       tw_store_attempts_live(t->store, &live, &n_live, &err)) {
     /* keep the previous phase's view rather than forget every holding */
     tw_log_warn("tenancy", "placement phase without fresh usage: %s", err.msg);
-    free(a.items);
-    free(a.q.items);
+    free(rows);
+    free(quotas);
     free(live);
     return;
   }
   free(t->resv);
-  t->resv = a.items;
-  t->n_resv = a.n;
-  t->cap_resv = a.cap;
+  t->resv = n_rows ? tw_calloc(n_rows, sizeof *t->resv) : NULL;
+  t->n_resv = t->cap_resv = n_rows;
+  for (size_t i = 0; i < n_rows; i++) {
+    struct tn_resv *v = &t->resv[i];
+    snprintf(v->job_id, sizeof v->job_id, "%s", rows[i].job_id);
+    snprintf(v->tenant, sizeof v->tenant, "%s", rows[i].tenant);
+    snprintf(v->accel, sizeof v->accel, "%s", rows[i].accel);
+    v->vcpus = rows[i].vcpus;
+    v->gpus = rows[i].gpus;
+    v->spot = rows[i].spot;
+    v->at_ms = rows[i].at_ms;
+  }
+  free(rows);
   free(t->quotas);
-  t->quotas = a.q.items;
-  t->n_quotas = a.q.n;
+  t->quotas = quotas;
+  t->n_quotas = n_quotas;
   for (size_t i = 0; i < t->n_resv;) {
     struct tn_resv *v = &t->resv[i];
     const struct tw_attempt_rec *at = NULL;
@@ -774,31 +653,6 @@ bool tw_tenancy_place_filter(struct tw_tenancy *t, const struct tw_job_rec *job,
   return true;
 }
 
-struct resv_put {
-  const struct tn_resv *v;
-  const char *offer_id;
-};
-
-static enum tw_rc op_resv_put(struct tw_store *s, sqlite3 *db, void *varg,
-                              struct tw_err *err) {
-  (void)s;
-  struct resv_put *a = varg;
-  sqlite3_stmt *st = tn_prepare(db, SQL_RESV_PUT, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->v->job_id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, a->v->tenant, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 3, a->offer_id, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 4, a->v->vcpus);
-  sqlite3_bind_text(st, 5, a->v->accel, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 6, a->v->gpus);
-  sqlite3_bind_int(st, 7, a->v->spot);
-  sqlite3_bind_int64(st, 8, a->v->at_ms);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : tn_db_err(db, err, "reservation insert");
-}
-
 void tw_tenancy_place_commit(struct tw_tenancy *t, const struct tw_job_rec *job,
                              const struct tw_job_spec *spec,
                              const struct tw_offer *o) {
@@ -811,9 +665,13 @@ void tw_tenancy_place_commit(struct tw_tenancy *t, const struct tw_job_rec *job,
   snprintf(v.tenant, sizeof v.tenant, "%s", job->tenant);
   snprintf(v.accel, sizeof v.accel, "%s", o->accel_name);
   snprintf(v.provider, sizeof v.provider, "%s", o->account);
-  struct resv_put a = {.v = &v, .offer_id = o->id};
+  struct tw_store_resv row = {
+      .vcpus = v.vcpus, .gpus = v.gpus, .spot = v.spot, .at_ms = v.at_ms};
+  snprintf(row.job_id, sizeof row.job_id, "%s", v.job_id);
+  snprintf(row.tenant, sizeof row.tenant, "%s", v.tenant);
+  snprintf(row.accel, sizeof row.accel, "%s", v.accel);
   struct tw_err err = {0};
-  if (tw_store_write(t->store, op_resv_put, &a, &err))
+  if (tw_store_reservation_put(t->store, &row, o->id, &err))
     tw_log_warn("tenancy", "job=%s reservation not stored: %s", job->id,
                 err.msg);
   unheld(t, job->id);

@@ -3,10 +3,9 @@
  *
  *   only_the_store_layer_touches_sqlite: walks api/, billing/, broker/,
  *     cli/, policies/ and providers/ under $TW_SOURCE_DIR; every file that
- *     does, other than the store layer and the files still listed in
- *     PENDING, fails the test with its path and line;
- *   pending_files_still_need_their_entry: a PENDING file that no longer
- *     touches sqlite must leave the list, so the list only shrinks. */
+ *     does, other than the store layer, fails the test with its path and
+ *     line.  There are no exceptions: every module's statements are in
+ *     the store layer. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,30 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Modules whose statements have not moved behind the store layer yet
- * (issue 13, "one owner of the schema").  Remove a line when its file
- * moves; never add one. */
-static const char *const PENDING[] = {
-    "broker/tenancy/audit.c",
-    "broker/tenancy/tenancy.c",
-    "broker/tenancy/tenancy_int.h", "broker/tenancy/tenancy_quota.c",
-};
-#define N_PENDING (sizeof PENDING / sizeof PENDING[0])
-
 static const char *root;
 static size_t root_len;
 static int violations;
-static bool pending_seen[N_PENDING];
 
 static bool is_store_layer(const char *rel) {
   return !strncmp(rel, "broker/core/store", 17);
-}
-
-static int pending_index(const char *rel) {
-  for (size_t i = 0; i < N_PENDING; i++)
-    if (!strcmp(rel, PENDING[i]))
-      return (int)i;
-  return -1;
 }
 
 /* First line of path that includes sqlite3.h or calls sqlite3_*, or 0. */
@@ -78,11 +59,6 @@ static int visit(const char *path, const struct stat *sb, int type,
   if (is_store_layer(rel))
     return 0;
   int line = touches_sqlite(path);
-  int pi = pending_index(rel);
-  if (pi >= 0) {
-    pending_seen[pi] = line > 0;
-    return 0;
-  }
   if (line) {
     fprintf(stderr,
             "%s:%d: sqlite outside the store layer: move the statement "
@@ -94,10 +70,6 @@ static int visit(const char *path, const struct stat *sb, int type,
 }
 
 static void walk(void) {
-  static bool done;
-  if (done)
-    return;
-  done = true;
   static const char *const dirs[] = {"api", "billing",  "broker",
                                      "cli", "policies", "providers"};
   char p[4096];
@@ -113,19 +85,6 @@ static void only_the_store_layer_touches_sqlite(void **state) {
   assert_int_equal(violations, 0);
 }
 
-static void pending_files_still_need_their_entry(void **state) {
-  (void)state;
-  walk();
-  int stale = 0;
-  for (size_t i = 0; i < N_PENDING; i++)
-    if (!pending_seen[i]) {
-      fprintf(stderr, "%s no longer touches sqlite: remove it from PENDING\n",
-              PENDING[i]);
-      stale++;
-    }
-  assert_int_equal(stale, 0);
-}
-
 int main(void) {
   root = getenv("TW_SOURCE_DIR");
   if (!root || !*root) {
@@ -135,7 +94,6 @@ int main(void) {
   root_len = strlen(root);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(only_the_store_layer_touches_sqlite),
-      cmocka_unit_test(pending_files_still_need_their_entry),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

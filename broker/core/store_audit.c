@@ -1,0 +1,308 @@
+/* store_audit.c - the SQL of the audit log and the link of its chain
+ * (store_audit.h). */
+#include "broker/core/store_audit.h"
+
+#include <inttypes.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/base/mem.h"
+#include "broker/core/store_int.h"
+
+static const char SQL_LAST[] =
+    "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1";
+static const char SQL_INSERT[] =
+    "INSERT INTO audit_log (seq, at_ms, principal, tenant, action, object,"
+    " outcome, request_id, detail, prev_hash, hash)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+static const char SQL_LIST[] =
+    "SELECT seq, at_ms, principal, tenant, action, object, outcome,"
+    " request_id, detail, prev_hash, hash FROM audit_log"
+    " WHERE seq > ?1 AND (?2 IS NULL OR tenant = ?2)"
+    " AND (?3 IS NULL OR principal = ?3) AND (?4 IS NULL OR action = ?4)"
+    " AND (?5 IS NULL OR outcome = ?5) AND at_ms >= ?6"
+    " AND (?7 = 0 OR at_ms < ?7)"
+    " ORDER BY seq LIMIT ?8";
+
+/* ---- the chain ----------------------------------------------------------- */
+
+static void hex_decode32(const char *hex, unsigned char out[32]) {
+  memset(out, 0, 32);
+  for (int i = 0; i < 32 && hex && hex[2 * i] && hex[2 * i + 1]; i++) {
+    unsigned v = 0;
+    for (int k = 0; k < 2; k++) {
+      char c = hex[2 * i + k];
+      v <<= 4;
+      if (c >= '0' && c <= '9')
+        v |= (unsigned)(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        v |= (unsigned)(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        v |= (unsigned)(c - 'A' + 10);
+    }
+    out[i] = (unsigned char)v;
+  }
+}
+
+static void field(EVP_MD_CTX *md, const char *s) {
+  char len[24];
+  size_t n = s ? strlen(s) : 0;
+  int k = snprintf(len, sizeof len, "%zu:", n);
+  EVP_DigestUpdate(md, len, (size_t)k);
+  if (n)
+    EVP_DigestUpdate(md, s, n);
+  EVP_DigestUpdate(md, "\n", 1);
+}
+
+void tw_store_audit_hash(const struct tw_audit_entry *e, const char *prev_hex,
+                         char out[TW_AUDIT_HASH_HEX]) {
+  unsigned char prev[32], h[32];
+  char num[24];
+  unsigned hl = 0;
+  hex_decode32(prev_hex ? prev_hex : TW_AUDIT_HASH_ZERO, prev);
+  EVP_MD_CTX *md = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+  EVP_DigestUpdate(md, prev, sizeof prev);
+  snprintf(num, sizeof num, "%" PRId64, e->seq);
+  field(md, num);
+  snprintf(num, sizeof num, "%" PRId64, e->at_ms);
+  field(md, num);
+  field(md, e->principal);
+  field(md, e->tenant);
+  field(md, e->action);
+  field(md, e->object);
+  field(md, e->outcome);
+  field(md, e->request_id);
+  field(md, e->detail);
+  EVP_DigestFinal_ex(md, h, &hl);
+  EVP_MD_CTX_free(md);
+  static const char digits[] = "0123456789abcdef";
+  for (int i = 0; i < 32; i++) {
+    out[2 * i] = digits[h[i] >> 4];
+    out[2 * i + 1] = digits[h[i] & 15];
+  }
+  out[64] = '\0';
+}
+
+void tw_store_audit_entries_free(struct tw_audit_entry *e, size_t n) {
+  for (size_t i = 0; e && i < n; i++) {
+    free(e[i].principal);
+    free(e[i].tenant);
+    free(e[i].action);
+    free(e[i].object);
+    free(e[i].outcome);
+    free(e[i].request_id);
+    free(e[i].detail);
+  }
+  free(e);
+}
+
+/* ---- appending ----------------------------------------------------------- */
+
+static enum tw_rc audit_err(sqlite3 *db, struct tw_err *err, const char *what) {
+  return tw_err_set(err, TW_E_IO, "audit: %s: %s", what, sqlite3_errmsg(db));
+}
+
+enum tw_rc store__audit_append(struct tw_store *s, sqlite3 *db,
+                               const struct tw_audit_event *ev, int64_t at_ms,
+                               int64_t *seq_out, struct tw_err *err) {
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LAST, err);
+  if (!st)
+    return TW_E_IO;
+  struct tw_audit_entry e = {0};
+  char prev[TW_AUDIT_HASH_HEX];
+  int r = sqlite3_step(st);
+  if (r == SQLITE_ROW) {
+    e.seq = sqlite3_column_int64(st, 0) + 1;
+    const unsigned char *h = sqlite3_column_text(st, 1);
+    snprintf(prev, sizeof prev, "%s", h ? (const char *)h : TW_AUDIT_HASH_ZERO);
+  } else if (r == SQLITE_DONE) {
+    e.seq = 1;
+    memcpy(prev, TW_AUDIT_HASH_ZERO, sizeof prev);
+  } else {
+    sqlite3_reset(st);
+    return audit_err(db, err, "read the last entry");
+  }
+  sqlite3_reset(st);
+  e.at_ms = at_ms;
+  /* the hash reads the fields; they stay borrowed from ev */
+  e.principal = (char *)(ev->principal ? ev->principal : "");
+  e.tenant = (char *)(ev->tenant ? ev->tenant : "");
+  e.action = (char *)(ev->action ? ev->action : "");
+  e.object = (char *)(ev->object ? ev->object : "");
+  e.outcome = (char *)(ev->outcome ? ev->outcome : "");
+  e.request_id = (char *)(ev->request_id ? ev->request_id : "");
+  e.detail = (char *)(ev->detail ? ev->detail : "");
+  char h[TW_AUDIT_HASH_HEX];
+  tw_store_audit_hash(&e, prev, h);
+  if (!(st = tw_store_stmt(s, db, SQL_INSERT, err)))
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, e.seq);
+  sqlite3_bind_int64(st, 2, e.at_ms);
+  store__bind_text(st, 3, e.principal);
+  store__bind_text(st, 4, e.tenant);
+  store__bind_text(st, 5, e.action);
+  store__bind_text(st, 6, e.object);
+  store__bind_text(st, 7, e.outcome);
+  store__bind_text(st, 8, e.request_id);
+  store__bind_text(st, 9, e.detail);
+  store__bind_text(st, 10, prev);
+  store__bind_text(st, 11, h);
+  r = sqlite3_step(st);
+  sqlite3_reset(st);
+  if (r != SQLITE_DONE)
+    return audit_err(db, err, "append");
+  if (seq_out)
+    *seq_out = e.seq;
+  return TW_OK;
+}
+
+struct append_arg {
+  const struct tw_audit_event *ev;
+  int64_t at_ms;
+  int64_t seq;
+};
+
+static enum tw_rc op_append(struct tw_store *s, sqlite3 *db, void *varg,
+                            struct tw_err *err) {
+  struct append_arg *a = varg;
+  return store__audit_append(s, db, a->ev, a->at_ms, &a->seq, err);
+}
+
+enum tw_rc tw_store_audit_append(struct tw_store *s,
+                                 const struct tw_audit_event *ev, int64_t at_ms,
+                                 int64_t *seq_out, struct tw_err *err) {
+  struct append_arg a = {.ev = ev, .at_ms = at_ms};
+  enum tw_rc rc = tw_store_write(s, op_append, &a, err);
+  if (rc == TW_OK && seq_out)
+    *seq_out = a.seq;
+  return rc;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+static char *col_dup(sqlite3_stmt *st, int i) {
+  const unsigned char *t = sqlite3_column_text(st, i);
+  return tw_strdup(t ? (const char *)t : "");
+}
+
+struct list_arg {
+  const struct tw_audit_filter *f;
+  struct tw_audit_entry *items;
+  size_t n;
+};
+
+/* Binds f, steps st and fills a; shared by the store's connections and a
+ * file opened directly. */
+static enum tw_rc run_list(sqlite3 *db, sqlite3_stmt *st, struct list_arg *a,
+                           struct tw_err *err) {
+  const struct tw_audit_filter *f = a->f;
+  sqlite3_bind_int64(st, 1, f->after_seq);
+  store__bind_opt(st, 2, f->tenant);
+  store__bind_opt(st, 3, f->principal);
+  store__bind_opt(st, 4, f->action);
+  store__bind_opt(st, 5, f->outcome);
+  sqlite3_bind_int64(st, 6, f->since_ms);
+  sqlite3_bind_int64(st, 7, f->until_ms);
+  sqlite3_bind_int(st, 8, f->limit);
+  a->items = tw_calloc((size_t)f->limit, sizeof *a->items);
+  a->n = 0;
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW && a->n < (size_t)f->limit) {
+    struct tw_audit_entry *e = &a->items[a->n++];
+    e->seq = sqlite3_column_int64(st, 0);
+    e->at_ms = sqlite3_column_int64(st, 1);
+    e->principal = col_dup(st, 2);
+    e->tenant = col_dup(st, 3);
+    e->action = col_dup(st, 4);
+    e->object = col_dup(st, 5);
+    e->outcome = col_dup(st, 6);
+    e->request_id = col_dup(st, 7);
+    e->detail = col_dup(st, 8);
+    store__col(st, 9, e->prev_hash, sizeof e->prev_hash);
+    store__col(st, 10, e->hash, sizeof e->hash);
+  }
+  sqlite3_reset(st);
+  if (r != SQLITE_ROW && r != SQLITE_DONE) {
+    tw_store_audit_entries_free(a->items, a->n);
+    a->items = NULL;
+    a->n = 0;
+    return audit_err(db, err, "list");
+  }
+  return TW_OK;
+}
+
+static enum tw_rc op_list(struct tw_store *s, sqlite3 *db, void *varg,
+                          struct tw_err *err) {
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LIST, err);
+  if (!st)
+    return TW_E_IO;
+  return run_list(db, st, varg, err);
+}
+
+enum tw_rc tw_store_audit_list(struct tw_store *s,
+                               const struct tw_audit_filter *f,
+                               struct tw_audit_entry **out, size_t *n,
+                               struct tw_err *err) {
+  struct list_arg a = {.f = f};
+  *out = NULL;
+  *n = 0;
+  enum tw_rc rc = tw_store_read(s, op_list, &a, err);
+  if (rc == TW_OK) {
+    *out = a.items;
+    *n = a.n;
+  }
+  return rc;
+}
+
+/* ---- a file read directly ------------------------------------------------ */
+
+struct tw_store_audit_file {
+  sqlite3 *db;
+  sqlite3_stmt *st;
+};
+
+void tw_store_audit_file_close(struct tw_store_audit_file *f) {
+  if (!f)
+    return;
+  sqlite3_finalize(f->st);
+  sqlite3_close(f->db);
+  free(f);
+}
+
+enum tw_rc tw_store_audit_file_open(const char *path,
+                                    struct tw_store_audit_file **out,
+                                    struct tw_err *err) {
+  struct tw_store_audit_file *f = tw_calloc(1, sizeof *f);
+  enum tw_rc rc;
+  *out = NULL;
+  if (sqlite3_open_v2(path, &f->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    rc = tw_err_set(err, TW_E_IO, "audit: cannot open %s: %s", path,
+                    f->db ? sqlite3_errmsg(f->db) : "out of memory");
+    tw_store_audit_file_close(f);
+    return rc;
+  }
+  sqlite3_busy_timeout(f->db, 5000);
+  if (sqlite3_prepare_v2(f->db, SQL_LIST, -1, &f->st, NULL) != SQLITE_OK) {
+    rc = tw_err_set(err, TW_E_IO, "audit: %s holds no audit log: %s", path,
+                    sqlite3_errmsg(f->db));
+    tw_store_audit_file_close(f);
+    return rc;
+  }
+  *out = f;
+  return TW_OK;
+}
+
+enum tw_rc tw_store_audit_file_list(struct tw_store_audit_file *f,
+                                    const struct tw_audit_filter *flt,
+                                    struct tw_audit_entry **out, size_t *n,
+                                    struct tw_err *err) {
+  struct list_arg a = {.f = flt};
+  sqlite3_clear_bindings(f->st);
+  enum tw_rc rc = run_list(f->db, f->st, &a, err);
+  *out = a.items;
+  *n = a.n;
+  return rc;
+}
