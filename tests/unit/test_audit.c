@@ -1,7 +1,9 @@
 /* The audit chain: appends (also concurrent ones) form one chain, and
  * tw_audit_verify names the first entry that was altered, removed or
  * reordered when the sqlite file is edited directly, as an intruder with
- * the file would.  Exports re-verify from their JSON. */
+ * the file would.  Exports re-verify from their JSON.  Entries that store
+ * functions append with their change join the same chain, and commit or
+ * roll back with it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +19,8 @@
 
 #include "broker/tenancy/audit.h"
 #include "broker/core/store.h"
+#include "broker/core/store_budgets.h"
+#include "broker/core/store_tenancy.h"
 
 static char dir[64], path[128];
 static struct tw_clock clk;
@@ -316,6 +320,69 @@ static void export_reverifies_from_json(void **state) {
   close_log(s, a);
 }
 
+/* Entries appended by store functions inside their own transactions (a
+ * budget alert, a job's owner) take their place in the one chain. */
+static void entries_of_store_changes_join_the_chain(void **state) {
+  (void)state;
+  struct tw_store *s;
+  struct tw_audit *a;
+  open_log(&s, &a);
+  fill(a, 2);
+  assert_int_equal(tw_store_tenant_create(s, "ml", 1, NULL), TW_OK);
+  struct tw_audit_event ev = {.principal = "tradewindd",
+                              .tenant = "ml",
+                              .action = "budget.alert",
+                              .object = "budget/ml",
+                              .outcome = "ok"};
+  struct tw_store_budget_alert al = {
+      .tenant = "ml", .project = "", .pct = 50, .at_ms = 5000};
+  assert_int_equal(tw_store_budget_alert_put(s, &al, &ev, NULL), TW_OK);
+  struct tw_store_owner o = {
+      .job_id = "j-9", .tenant = "ml", .project = "p", .principal = "alice"};
+  struct tw_audit_event sub = {.principal = "alice",
+                               .tenant = "ml",
+                               .action = "POST /v1/jobs",
+                               .object = "j-9",
+                               .outcome = "ok"};
+  assert_int_equal(tw_store_job_owner_put(s, &o, &sub, 6000, NULL), TW_OK);
+  int64_t n = 0;
+  struct tw_err err = {0};
+  assert_int_equal(tw_audit_verify(a, &n, NULL, &err), TW_OK);
+  assert_int_equal(n, 4);
+  struct tw_audit_filter f = {.after_seq = 2, .limit = 10};
+  struct tw_audit_entry *items = NULL;
+  size_t k = 0;
+  assert_int_equal(tw_audit_list(a, &f, &items, &k, NULL, NULL), TW_OK);
+  assert_int_equal(k, 2);
+  assert_string_equal(items[0].action, "budget.alert");
+  assert_int_equal(items[0].at_ms, 5000);
+  assert_string_equal(items[1].object, "j-9");
+  tw_audit_entries_free(items, k);
+  close_log(s, a);
+}
+
+/* The alert and its entry are one transaction: when the entry cannot be
+ * written, the alert is not recorded either. */
+static void alert_without_its_entry_is_not_recorded(void **state) {
+  (void)state;
+  struct tw_store *s;
+  struct tw_audit *a;
+  open_log(&s, &a);
+  assert_int_equal(tw_store_tenant_create(s, "ml", 1, NULL), TW_OK);
+  close_log(s, a);
+  sql("ALTER TABLE audit_log RENAME TO audit_gone");
+  open_log(&s, &a);
+  struct tw_audit_event ev = {.action = "budget.alert"};
+  struct tw_store_budget_alert al = {
+      .tenant = "ml", .project = "", .period_start_ms = 0, .pct = 80};
+  struct tw_err err = {0};
+  assert_int_equal(tw_store_budget_alert_put(s, &al, &ev, &err), TW_E_IO);
+  int pct = -1;
+  assert_int_equal(tw_store_budget_alerted(s, "ml", "", 0, &pct, NULL), TW_OK);
+  assert_int_equal(pct, 0);
+  close_log(s, a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(intact_chain_verifies, setup, teardown),
@@ -329,6 +396,10 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(export_reverifies_from_json, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(entries_of_store_changes_join_the_chain,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(alert_without_its_entry_is_not_recorded,
+                                      setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
