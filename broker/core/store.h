@@ -10,9 +10,8 @@
  * the writer).  All functions are thread-safe.
  *
  * The store layer is broker/core/store*.c: the only files that may
- * include sqlite3.h or call sqlite3_* (test_sql_owner checks it; the
- * modules whose statements have not moved yet are listed there and may
- * only leave the list).  Modules above call typed functions (structs in,
+ * include sqlite3.h or call sqlite3_* (test_sql_owner checks it, with no
+ * exceptions).  Modules above call typed functions (structs in,
  * structs out) declared in broker/core/store*.h.  SQL is sqlite's
  * dialect, kept as constant text in the store*.c file of its table group
  * beside the code that binds it.  A second backend (PostgreSQL) plugs in
