@@ -41,6 +41,8 @@ struct tw_fake {
   struct offer_fault *offer_faults;
   size_t n_offer_faults;
   size_t calls[TW_POP_COUNT];
+  void (*on_launch)(void *ctx);
+  void *on_launch_ctx;
 };
 
 struct tw_fake *tw_fake_of(struct tw_provider *p) {
@@ -144,6 +146,12 @@ static enum tw_rc fake_launch(struct tw_provider *p,
                               struct tw_instance *out, struct tw_err *err) {
   struct tw_fake *f = p->ctx;
   enum tw_rc rc = TW_OK;
+  pthread_mutex_lock(&f->lock);
+  void (*hook)(void *) = f->on_launch;
+  void *hook_ctx = f->on_launch_ctx;
+  pthread_mutex_unlock(&f->lock);
+  if (hook)
+    hook(hook_ctx);
   pthread_mutex_lock(&f->lock);
   if (fire(f, TW_POP_LAUNCH, err)) {
     rc = err ? err->rc : TW_E_INTERNAL;
@@ -399,6 +407,13 @@ void tw_fake_lose(struct tw_fake *f, enum tw_provider_op op, enum tw_rc rc,
   f->lost[op].rc = rc;
   f->lost[op].times = times;
   TW_SET(f->lost[op].detail, detail ? detail : "");
+  pthread_mutex_unlock(&f->lock);
+}
+
+void tw_fake_on_launch(struct tw_fake *f, void (*fn)(void *ctx), void *ctx) {
+  pthread_mutex_lock(&f->lock);
+  f->on_launch = fn;
+  f->on_launch_ctx = ctx;
   pthread_mutex_unlock(&f->lock);
 }
 

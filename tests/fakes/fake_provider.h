@@ -49,6 +49,11 @@ void tw_fake_fail(struct tw_fake *f, enum tw_provider_op op, enum tw_rc rc,
 void tw_fake_lose(struct tw_fake *f, enum tw_provider_op op, enum tw_rc rc,
                   const char *detail, int times);
 
+/* fn(ctx) runs at the start of every launch, before the fake's lock is
+ * taken or any fault fires: what happens elsewhere while a launch is in
+ * flight (a reconcile pass, say).  NULL fn: none. */
+void tw_fake_on_launch(struct tw_fake *f, void (*fn)(void *ctx), void *ctx);
+
 /* Launches of the offer with this id fail with rc until cleared, as a
  * zone out of capacity does. */
 void tw_fake_fail_offer(struct tw_fake *f, const char *offer_id, enum tw_rc rc,
