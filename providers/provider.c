@@ -21,8 +21,8 @@
 #include "providers/http.h"
 
 static const char *const op_names[TW_POP_COUNT] = {
-    "list_offers",  "launch",      "describe",   "terminate",
-    "list_managed", "poll_events", "read_output"};
+    "list_offers",  "launch",      "describe",    "terminate",
+    "list_managed", "poll_events", "read_output", "find_by_token"};
 
 const char *tw_provider_op_str(enum tw_provider_op op) {
   return (unsigned)op < TW_POP_COUNT ? op_names[op] : "unknown";
@@ -580,6 +580,75 @@ enum tw_rc tw_provider_read_output(struct tw_provider *p, const char *id,
     return leave(&c, rc, err);
   }
   return leave(&c, rc, err);
+}
+
+/* The default find_by_token: the managed instance carrying the token.
+ * A provider that reports no client token is matched on its attempt tag,
+ * which the scheduler sets to the attempt's token (one instance per
+ * attempt; a gang node's own token is then not found, and its launch is
+ * sent again with that token, which the provider's idempotency makes
+ * safe). */
+static enum tw_rc find_by_list(struct tw_provider *p, const char *token,
+                               struct tw_instance *out, struct tw_err *err) {
+  if (!p->ops->list_managed)
+    return tw_err_set(err, TW_E_NOTFOUND, "%s: no instance for token %s",
+                      p->ops->name, token);
+  struct tw_instance_list l;
+  tw_instance_list_init(&l);
+  enum tw_rc rc = p->ops->list_managed(p, &l, err);
+  if (rc)
+    goto out;
+  const struct tw_instance *hit = NULL;
+  for (size_t i = 0; i < l.n && !hit; i++)
+    if (*l.items[i].id &&
+        (!strcmp(l.items[i].client_token, token) ||
+         (!*l.items[i].client_token && !strcmp(l.items[i].attempt_id, token))))
+      hit = &l.items[i];
+  if (hit)
+    *out = *hit;
+  else
+    rc = tw_err_set(err, TW_E_NOTFOUND, "%s: no instance for token %s",
+                    p->ops->name, token);
+out:
+  tw_instance_list_release(&l);
+  return rc;
+}
+
+enum tw_rc tw_provider_find_by_token(struct tw_provider *p, const char *token,
+                                     const char *region,
+                                     struct tw_instance *out,
+                                     struct tw_err *err) {
+  tw_instance_init(out);
+  if (!valid_token(token))
+    return bad_arg(p, TW_POP_FIND_BY_TOKEN, err,
+                   "client token (1..%d printable ASCII) required",
+                   TW_MODEL_TOKEN_MAX - 1);
+  struct call c;
+  enter(&c, p, TW_POP_FIND_BY_TOKEN, token);
+  enum tw_rc rc =
+      p->ops->version >= 4 && p->ops->find_by_token
+          ? p->ops->find_by_token(p, token, region ? region : "", out, &c.e)
+          : find_by_list(p, token, out, &c.e);
+  if (rc == TW_OK && !*out->id)
+    rc = tw_err_set(&c.e, TW_E_INTERNAL,
+                    "%s find_by_token %s: found without an instance id",
+                    p->ops->name, token);
+  /* A definite "none" is an answer, not a failure of the provider: it is
+   * not logged as one. */
+  if (rc == TW_E_NOTFOUND) {
+    leave(&c, TW_OK, NULL);
+    tw_instance_init(out);
+    return tw_err_set(err, TW_E_NOTFOUND, "%s", c.e.msg);
+  }
+  rc = leave(&c, rc, err);
+  if (rc) {
+    tw_instance_init(out);
+    return rc;
+  }
+  complete_instance(p, out);
+  if (!*out->client_token)
+    TW_SET(out->client_token, token);
+  return TW_OK;
 }
 
 void tw_provider_stats(struct tw_provider *p, enum tw_provider_op op,

@@ -45,7 +45,7 @@ struct tw_provider;
 /* Bumped whenever a slot is appended to struct tw_provider_ops; slots are
  * only ever appended, and the generic layer gives new ones a default so an
  * adapter built against an older version keeps working. */
-#define TW_PROVIDER_OPS_VERSION 3
+#define TW_PROVIDER_OPS_VERSION 4
 
 /* supports bits */
 #define TW_PROV_SPOT (1u << 0)   /* can launch spot offers */
@@ -176,6 +176,19 @@ struct tw_provider_ops {
    * gives an empty one; the adapters of a registry all set it
    * (tests/unit/test_registry.c). */
   const struct tw_provider_info *info;
+
+  /* ---- version 4 ---- */
+
+  /* The instance launched with client token `token`, in any state the
+   * provider still reports, into *out: how the scheduler settles a launch
+   * whose answer never came (docs/spot.md, "Attempt states").  region is
+   * where the launch was sent ("" or NULL: any configured region).
+   * TW_E_NOTFOUND only when the provider answered and has no such
+   * instance; any other failure is its class as for describe.  NULL:
+   * tw_provider_find_by_token() looks through list_managed. */
+  enum tw_rc (*find_by_token)(struct tw_provider *p, const char *token,
+                              const char *region, struct tw_instance *out,
+                              struct tw_err *err);
 };
 
 /* The generic layer's operations, for tw_provider_stats(). */
@@ -187,6 +200,7 @@ enum tw_provider_op {
   TW_POP_LIST_MANAGED,
   TW_POP_POLL_EVENTS,
   TW_POP_READ_OUTPUT,
+  TW_POP_FIND_BY_TOKEN,
   TW_POP_COUNT
 };
 
@@ -357,6 +371,18 @@ enum tw_rc tw_provider_read_output(struct tw_provider *p, const char *id,
                                    int64_t offset, size_t max,
                                    struct tw_buf *out, bool *eof,
                                    struct tw_err *err);
+
+/* The instance launched with client token token (see the find_by_token
+ * slot), completed as describe's.  TW_E_NOTFOUND means the provider
+ * answered and has none; only then may a caller treat the launch as never
+ * made (and send it again with the same token).  An adapter older than
+ * version 4, or without the slot: looked up through list_managed, matching
+ * the instance's client token (or, when the provider reports none, its
+ * attempt tag). */
+enum tw_rc tw_provider_find_by_token(struct tw_provider *p, const char *token,
+                                     const char *region,
+                                     struct tw_instance *out,
+                                     struct tw_err *err);
 
 /* Copies the counters of one operation. */
 void tw_provider_stats(struct tw_provider *p, enum tw_provider_op op,

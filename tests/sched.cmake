@@ -13,3 +13,8 @@ tw_add_test(test_api_logs SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_api
             LABELS integration api)
 tw_add_test(test_gang SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_gang.c
             LIBS sched_fixture tw_sched tw_fake_provider PkgConfig::CMOCKA LABELS unit placement)
+# The attempt state machine under lost answers (docs/spot.md, "Attempt
+# states").
+tw_add_test(test_launch SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_launch.c
+            LIBS sched_fixture tw_sched tw_fake_provider PkgConfig::CMOCKA
+            LABELS unit launch sched)

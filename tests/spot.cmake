@@ -15,7 +15,7 @@ tw_add_test(test_fallback_monitor
 tw_add_test(test_chaos SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_chaos.c
             LIBS twtest_daemon tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
                  PkgConfig::SQLITE3
-            LABELS e2e spot TIMEOUT 180)
+            LABELS e2e spot launch TIMEOUT 180)
 target_compile_definitions(test_chaos PRIVATE
   TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
 add_dependencies(test_chaos tradewindd tradewind-fakecloud)

@@ -118,6 +118,8 @@ static const char SQL_COUNTS[] =
   "id, job_id, n, client_token, provider, offer_id, market,"                   \
   " price_uusd_per_hour, instance_id, state, end_reason, started_at_ms,"       \
   " running_at_ms, ended_at_ms"
+static const char SQL_ATTEMPT_LIVE_OF[] =
+    "SELECT n FROM attempts WHERE job_id = ?1 AND state <> 'ended' LIMIT 1";
 static const char SQL_ATTEMPT_NEXT_N[] =
     "SELECT COALESCE(MAX(n), 0) + 1 FROM attempts WHERE job_id = ?1";
 static const char SQL_ATTEMPT_INSERT[] =
@@ -1034,8 +1036,18 @@ static enum tw_rc op_attempt_open(struct tw_store *s, sqlite3 *db, void *varg,
     return tw_err_set(err, TW_E_CONFLICT, "job %s is %s, not pending",
                       req->job_id, tw_job_state_str(state));
   }
-  sqlite3_stmt *st = prep(&s->w, SQL_ATTEMPT_NEXT_N, err);
+  /* One live attempt per job: a second one opened while the first may
+   * still get its instance would buy a second machine for one job. */
+  sqlite3_stmt *st = prep(&s->w, SQL_ATTEMPT_LIVE_OF, err);
   if (!st)
+    return TW_E_IO;
+  sqlite3_bind_text(st, 1, req->job_id, -1, SQLITE_STATIC);
+  int live_n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+  sqlite3_reset(st);
+  if (live_n)
+    return tw_err_set(err, TW_E_CONFLICT, "job %s: attempt %d is still live",
+                      req->job_id, live_n);
+  if (!(st = prep(&s->w, SQL_ATTEMPT_NEXT_N, err)))
     return TW_E_IO;
   sqlite3_bind_text(st, 1, req->job_id, -1, SQLITE_STATIC);
   int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 1;
@@ -1097,6 +1109,19 @@ static enum tw_rc op_attempt_step(struct tw_store *s, sqlite3 *db, void *varg,
     char reason[256];
     snprintf(reason, sizeof reason, "launched %s on %s", a->instance_id,
              at.offer_id);
+    struct tw_job_rec job;
+    if ((rc = get_on(&s->w, at.job_id, &job, err)))
+      return rc;
+    enum tw_job_state js = job.state;
+    tw_job_rec_release(&job);
+    if (js == TW_JOB_PENDING) {
+      /* sent back to the queue while its launch was unanswered (an older
+       * build did): it goes on with the instance it got */
+      struct tw_job_transition tp = {
+          .id = at.job_id, .to = TW_JOB_PLACING, .reason = reason};
+      if ((rc = transition_w(s, &tp, err)))
+        return rc;
+    }
     struct tw_job_transition t = {.id = at.job_id,
                                   .to = TW_JOB_PROVISIONING,
                                   .reason = reason,
@@ -1121,6 +1146,9 @@ static enum tw_rc op_attempt_step(struct tw_store *s, sqlite3 *db, void *varg,
     return transition_w(s, &t, err);
   }
   const struct tw_attempt_close *c = a->close;
+  if (c->only_launching && at.state != TW_ATTEMPT_LAUNCHING)
+    return tw_err_set(err, TW_E_CONFLICT, "attempt %lld is %s, not launching",
+                      (long long)a->id, tw_attempt_state_str(at.state));
   if (!(st = prep(&s->w, SQL_ATTEMPT_SET_ENDED, err)))
     return TW_E_IO;
   sqlite3_bind_int64(st, 1, a->id);

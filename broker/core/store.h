@@ -170,8 +170,13 @@ void tw_store_stats(struct tw_store *s, struct tw_store_stats *out);
  * token and never buys a second instance. */
 
 enum tw_attempt_state {
-  TW_ATTEMPT_LAUNCHING = 0, /* written; the provider may or may not have it */
-  TW_ATTEMPT_PROVISIONING,  /* the provider returned an instance */
+  /* Written before the call; the provider may or may not have it.  An
+   * attempt stays here until a definite answer: an instance (launched, or
+   * found by its client token), or a refusal (capacity, quota, invalid,
+   * auth).  A timeout or a lost connection is no answer (docs/spot.md,
+   * "Attempt states"). */
+  TW_ATTEMPT_LAUNCHING = 0,
+  TW_ATTEMPT_PROVISIONING, /* the provider returned an instance */
   TW_ATTEMPT_RUNNING,
   TW_ATTEMPT_ENDED
 };
@@ -204,14 +209,17 @@ struct tw_attempt_new {
 /* Opens attempt n+1 of a pending, placing or recovering job; a pending job
  * moves to placing in the same transaction (a recovering one stays
  * recovering until launched).  TW_E_CONFLICT when the job is in any other
- * state (cancelled meanwhile, say). */
+ * state (cancelled meanwhile, say), or when one of its attempts is still
+ * live: a job has one live attempt at a time. */
 enum tw_rc tw_store_attempt_open(struct tw_store *s,
                                  const struct tw_attempt_new *req,
                                  struct tw_attempt_rec *out,
                                  struct tw_err *err);
 
 /* The provider returned instance_id: the attempt is provisioning and the
- * job moves placing -> provisioning with its placement. */
+ * job moves placing (or recovering; pending through placing) ->
+ * provisioning with its placement.  TW_E_CONFLICT when the attempt is no
+ * longer launching. */
 enum tw_rc tw_store_attempt_launched(struct tw_store *s, int64_t attempt_id,
                                      const char *instance_id,
                                      const char *placement_json,
@@ -224,7 +232,11 @@ enum tw_rc tw_store_attempt_running(struct tw_store *s, int64_t attempt_id,
 /* Ends the attempt with end_reason and, when job_to is not
  * TW_JOB_NSTATES, moves the job there (validated) with job_reason and the
  * exit code when has_exit.  The attempt is ended even if the job's move is
- * refused because the job already finished (cancelled meanwhile). */
+ * refused because the job already finished (cancelled meanwhile).  With
+ * only_launching, an attempt that is no longer launching (the reconciler
+ * adopted its instance meanwhile, or it ended) is left as it is and
+ * TW_E_CONFLICT returned: a refusal that arrives after an adoption must
+ * not end the attempt that now owns the instance. */
 struct tw_attempt_close {
   int64_t attempt_id;
   const char *end_reason;
@@ -232,6 +244,7 @@ struct tw_attempt_close {
   const char *job_reason;
   bool has_exit;
   int exit_code;
+  bool only_launching;
 };
 enum tw_rc tw_store_attempt_close(struct tw_store *s,
                                   const struct tw_attempt_close *c,

@@ -2,14 +2,21 @@
  *
  *   1. the providers' notices, matched to the attempts they concern
  *      (spot.c acts on them);
- *   2. each live attempt: a launch whose answer was lost is sent again
- *      (same client token), a started instance marks it running, a
+ *   2. each live attempt: a launch whose answer was lost is looked up by
+ *      its client token, and sent again with it when the provider has
+ *      none, a started instance marks it running, a
  *      finished one (batch providers) or one that ran its expected
  *      duration completes it, a vanished instance (or one whose notice ran
  *      out) is an interruption (spot.c), the instances of a job cancelled
  *      meanwhile are given back;
- *   3. jobs a restart left half way (placing, interrupted, recovering
- *      without a live attempt) are picked up again.
+ *   3. jobs left half way (every state but pending and the terminal
+ *      ones, without a live attempt) are picked up again.
+ *
+ * A launching attempt is one whose launch has no answer yet: the provider
+ * is asked for its client token until it answers (resolve_launch), and
+ * only a definite refusal ends it.  A finished attempt is recorded before
+ * its instance is terminated, and terminates that fail are tried again
+ * at the next passes.
  *
  * Polling is adaptive: an attempt whose instance is starting, has a notice
  * out or changed at the last look is described every pass; a quiet one
@@ -30,24 +37,98 @@
 /* Quiet on-demand attempts are described at least this often. */
 #define OD_POLL_MAX_MS 120000
 
-/* What follow.c remembers of the live attempts (struct sched_att). */
+/* Terminates of finished attempts that failed, tried again each pass:
+ * the attempt is already ended (completion is recorded first), so the
+ * monitor no longer looks at it; what this misses (a restart, too many
+ * failures) the reconciler ends. */
+#define ENDING_MAX_TRIES 10
+
+struct sched_ending {
+  char account[64];
+  char instance_id[128];
+  int tries;
+};
+
+/* What follow.c remembers of the live attempts (struct sched_att), and the
+ * instances still to terminate. */
 struct sched_follow {
   struct sched_att *a;
   size_t n, cap;
+  struct sched_ending *end;
+  size_t n_end, cap_end;
 };
 
 void sched__follow_release(struct tw_sched *s) {
-  if (s->follow)
+  if (s->follow) {
     free(s->follow->a);
+    free(s->follow->end);
+  }
   free(s->follow);
   s->follow = NULL;
 }
 
-static struct sched_att *att_get(struct tw_sched *s,
-                                 const struct tw_attempt_rec *a, int64_t now) {
+static struct sched_follow *follow_of(struct tw_sched *s) {
   if (!s->follow)
     s->follow = tw_calloc(1, sizeof *s->follow);
+  return s->follow;
+}
+
+static void ending_add(struct tw_sched *s, const char *account,
+                       const char *instance_id) {
+  struct sched_follow *m = follow_of(s);
+  for (size_t i = 0; i < m->n_end; i++)
+    if (!strcmp(m->end[i].instance_id, instance_id) &&
+        !strcmp(m->end[i].account, account))
+      return;
+  if (m->n_end == m->cap_end) {
+    m->cap_end = m->cap_end ? m->cap_end * 2 : 16;
+    m->end = tw_realloc(m->end, m->cap_end * sizeof *m->end);
+  }
+  struct sched_ending *e = &m->end[m->n_end++];
+  memset(e, 0, sizeof *e);
+  snprintf(e->account, sizeof e->account, "%s", account);
+  snprintf(e->instance_id, sizeof e->instance_id, "%s", instance_id);
+}
+
+/* Every instance of ended attempt a whose terminate may not have taken
+ * (a gang: each node not recorded terminated) is tried again next pass. */
+static void ending_add_all(struct tw_sched *s, const struct tw_attempt_rec *a,
+                           struct sched_nodes nd) {
+  if (!nd.n && a->instance_id[0])
+    ending_add(s, a->provider, a->instance_id);
+  for (size_t i = 0; i < nd.n; i++)
+    ending_add(s, a->provider, nd.g[i].instance_id);
+}
+
+/* 0. the terminates a finished attempt still owes */
+static void ending_retry(struct tw_sched *s) {
   struct sched_follow *m = s->follow;
+  if (!m)
+    return;
+  size_t k = 0;
+  for (size_t i = 0; i < m->n_end; i++) {
+    struct sched_ending *e = &m->end[i];
+    struct pcache *pc = sched__provider(s, e->account);
+    struct tw_err err = {0};
+    enum tw_rc rc =
+        pc ? tw_provider_terminate(pc->p, e->instance_id, &err) : TW_E_NOTFOUND;
+    if (rc == TW_OK || rc == TW_E_NOTFOUND)
+      continue;
+    if (++e->tries >= ENDING_MAX_TRIES) {
+      tw_log_warn("sched",
+                  "instance=%s not terminated after %d tries; left to the "
+                  "reconciler",
+                  e->instance_id, e->tries);
+      continue;
+    }
+    m->end[k++] = *e;
+  }
+  m->n_end = k;
+}
+
+static struct sched_att *att_get(struct tw_sched *s,
+                                 const struct tw_attempt_rec *a, int64_t now) {
+  struct sched_follow *m = follow_of(s);
   for (size_t i = 0; i < m->n; i++)
     if (m->a[i].attempt_id == a->id) {
       m->a[i].seen = true;
@@ -146,6 +227,139 @@ static enum tw_rc describe_all(struct pcache *pc,
   return TW_OK;
 }
 
+/* The next question to the provider about a launching attempt waits
+ * twice as long as the last, from 1 s to 60 s. */
+#define LAUNCH_WAIT_MIN_MS 1000
+#define LAUNCH_WAIT_MAX_MS 60000
+
+static void launch_wait(struct sched_att *st, int64_t now) {
+  st->launch_wait_ms = !st->launch_wait_ms ? LAUNCH_WAIT_MIN_MS
+                       : st->launch_wait_ms * 2 > LAUNCH_WAIT_MAX_MS
+                           ? LAUNCH_WAIT_MAX_MS
+                           : st->launch_wait_ms * 2;
+  st->next_poll_ms = now + st->launch_wait_ms;
+}
+
+/* Whether spec is launched as a gang of instances on pc. */
+static bool gang_on(struct pcache *pc, const struct tw_job_spec *spec) {
+  return spec->nodes > 1 && !tw_provider_supports(pc->p, TW_PROV_BATCH);
+}
+
+/* A launching attempt: its launch was sent (or about to be, when the
+ * daemon stopped) and no answer is stored.  The provider is asked for the
+ * instance of its client token until it answers (docs/spot.md, "Attempt
+ * states"): found, the attempt goes on with it; definitely none, the
+ * launch is sent again with the same token (the provider's idempotency
+ * makes that safe even if the answer was wrong); no answer, it is asked
+ * again later.  A gang's missing nodes are sent again with their own
+ * tokens (launch.c keeps the nodes already known).  Only a definite
+ * refusal ends the attempt.  Returns state changes. */
+static int resolve_launch(struct tw_sched *s, struct pcache *pc,
+                          const struct tw_job_rec *job,
+                          const struct tw_attempt_rec *a, struct sched_att *st,
+                          int64_t now) {
+  if (now < st->next_poll_ms)
+    return 0;
+  const struct tw_job_spec *spec = sched__spec(s, job);
+  if (!spec)
+    return 0;
+  /* the offer it was sent to, as the catalog has it now, else rebuilt
+   * from its id: an offer gone from the catalog must not leave the
+   * attempt unresolved */
+  struct tw_offer rebuilt;
+  const struct tw_offer *o = sched__offer(s, a->offer_id);
+  if (!o) {
+    rebuilt = sched__offer_of(s, a);
+    o = &rebuilt;
+  }
+  enum sched_launch_outcome r = SCHED_LAUNCH_UNKNOWN;
+  enum tw_rc rc = TW_E_NOTFOUND;
+  if (!gang_on(pc, spec)) {
+    struct tw_instance inst;
+    struct tw_err err = {0};
+    rc = tw_provider_find_by_token(pc->p, a->client_token, o->region, &inst,
+                                   &err);
+    if (rc == TW_OK) {
+      tw_log_info("sched",
+                  "job=%s attempt=%d token=%s found instance %s (%s): its "
+                  "launch's answer was lost",
+                  job->id, a->n, a->client_token, inst.id, inst.provider_state);
+      sched__launch_found(s, job, a, o, &inst);
+      r = SCHED_LAUNCH_OK;
+    }
+  }
+  if (rc == TW_E_NOTFOUND) /* definitely none: send it again, same token */
+    r = sched__launch(s, job, spec, a, o, 0,
+                      "sent again with its client token after no answer", NULL,
+                      false, &rc);
+  sched__spec_release(s, spec);
+  if (r == SCHED_LAUNCH_OK) {
+    st->launch_wait_ms = 0;
+    poll_soon(s, st, now);
+    return 1;
+  }
+  if (r == SCHED_LAUNCH_UNKNOWN) {
+    launch_wait(st, now);
+    return 0;
+  }
+  /* refused and closed: a placing job waits to be placed again; a
+   * recovering one is picked up by the sweep (3.) */
+  if (job->state == TW_JOB_PLACING) {
+    struct tw_err err = {0};
+    struct tw_job_transition t = {.id = job->id,
+                                  .to = TW_JOB_PENDING,
+                                  .reason =
+                                      "launch failed; waiting to place again"};
+    tw_store_job_transition(s->store, &t, NULL, &err);
+  }
+  return 1;
+}
+
+/* When running attempt a of a cloud job is done: the work left after what
+ * earlier attempts kept, from when it started running (the broker does
+ * not learn when the script ends on a cloud; nothing executes on the fake
+ * ones).  0 when not running, on a batch provider, or unknown. */
+static int64_t done_at_of(struct tw_sched *s, struct pcache *pc,
+                          const struct tw_job_spec *spec,
+                          const struct tw_attempt_rec *a,
+                          struct sched_att *st) {
+  if (a->state != TW_ATTEMPT_RUNNING || !spec ||
+      tw_provider_supports(pc->p, TW_PROV_BATCH))
+    return 0;
+  if (st->resume_s < 0)
+    st->resume_s = sched__resume_s(s, a->job_id);
+  int64_t run_s =
+      (spec->duration_s > 0 ? spec->duration_s : DEFAULT_RUN_S) - st->resume_s;
+  if (run_s < 1)
+    run_s = 1;
+  return a->running_ms + run_s * 1000;
+}
+
+/* Attempt a ran its expected duration: the success is recorded first,
+ * then its instances are terminated.  A terminate that fails or whose
+ * answer is lost is tried again at the next passes (and by the
+ * reconciler, which ends every instance of an ended attempt); a crash in
+ * between leaves a succeeded job and an orphan, never a job run again.
+ * Returns state changes. */
+static int complete_attempt(struct tw_sched *s, struct pcache *pc,
+                            const struct tw_job_rec *job,
+                            const struct tw_attempt_rec *a,
+                            struct sched_nodes nd, const char *why) {
+  struct tw_err err = {0};
+  struct tw_attempt_close c = {.attempt_id = a->id,
+                               .end_reason = "completed",
+                               .job_to = TW_JOB_SUCCEEDED,
+                               .job_reason = why,
+                               .has_exit = true,
+                               .exit_code = 0};
+  if (tw_store_attempt_close(s->store, &c, &err))
+    return 0; /* not recorded: nothing terminated, next pass again */
+  tw_spec_cache_forget(s->specs, job->id);
+  if (sched__terminate_all(s, pc, a, nd, &err))
+    ending_add_all(s, a, nd);
+  return 1;
+}
+
 /* 2. one live attempt */
 static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
                           struct sched_nodes nd, int64_t now) {
@@ -163,40 +377,35 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
     goto out;
   }
   if (tw_job_state_terminal(job.state)) {
-    /* cancelled while the attempt lived: give the instances back */
-    if (sched__terminate_all(s, pc, a, nd, &err))
+    /* cancelled while the attempt lived: give the instances back.  A
+     * launch left unanswered may have made one: it is asked for by its
+     * token first. */
+    if (a->state == TW_ATTEMPT_LAUNCHING && !nd.n) {
+      struct tw_instance inst;
+      const struct tw_offer *o = sched__offer(s, a->offer_id);
+      enum tw_rc rc = tw_provider_find_by_token(
+          pc->p, a->client_token, o ? o->region : NULL, &inst, &err);
+      if (rc == TW_OK && !tw_instance_state_gone(inst.state) &&
+          tw_provider_terminate(pc->p, inst.id, &err))
+        goto out; /* try again next pass */
+      if (rc && rc != TW_E_NOTFOUND)
+        goto out; /* no answer: ask again next pass */
+    } else if (sched__terminate_all(s, pc, a, nd, &err)) {
       goto out; /* try again next pass */
-    struct tw_attempt_close c = {.attempt_id = a->id,
-                                 .end_reason = "cancelled",
-                                 .job_to = TW_JOB_NSTATES};
+    }
+    /* a succeeded job's attempt completed (a look after its success
+     * changes nothing); any other ended job's was cancelled */
+    struct tw_attempt_close c = {
+        .attempt_id = a->id,
+        .end_reason = job.state == TW_JOB_SUCCEEDED ? "completed" : "cancelled",
+        .job_to = TW_JOB_NSTATES};
     if (tw_store_attempt_close(s->store, &c, &err) == TW_OK)
       changes++;
     tw_spec_cache_forget(s->specs, job.id); /* it ended: no more passes */
     goto out;
   }
   if (a->state == TW_ATTEMPT_LAUNCHING) {
-    /* The launch was sent but its answer never stored (the daemon stopped
-     * in between).  Send it again with the same client token: the provider
-     * answers with the instance it already made, if it made one. */
-    const struct tw_offer *o = sched__offer(s, a->offer_id);
-    if (!o)
-      goto out;
-    const struct tw_job_spec *spec = sched__spec(s, &job);
-    if (!spec)
-      goto out;
-    /* the plan behind the first launch is not kept: the placement stored
-     * is the one the provider answered */
-    if (sched__launch(s, &job, spec, a, o, 0, "resumed after a restart",
-                      NULL) == TW_OK)
-      changes++;
-    else if (job.state == TW_JOB_PLACING) {
-      struct tw_job_transition t = {
-          .id = job.id,
-          .to = TW_JOB_PENDING,
-          .reason = "launch failed; waiting to place again"};
-      tw_store_job_transition(s->store, &t, NULL, &err);
-    }
-    sched__spec_release(s, spec);
+    changes += resolve_launch(s, pc, &job, a, st, now);
     goto out;
   }
   bool notice_due = st->notice_deadline_ms && now >= st->notice_deadline_ms;
@@ -244,6 +453,20 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
   if (inst.state == TW_INST_TERMINATED || inst.state == TW_INST_SHUTTING_DOWN ||
       inst.state == TW_INST_STOPPED || inst.state == TW_INST_STOPPING ||
       notice_due) {
+    /* Gone after it ran its expected duration (terminated by a pass whose
+     * record was lost, or by hand): the work is done, not interrupted. */
+    const struct tw_job_spec *spec = sched__spec(s, &job);
+    int64_t done_at = done_at_of(s, pc, spec, a, st);
+    sched__spec_release(s, spec);
+    if (done_at && now >= done_at && !notice_due) {
+      char why[520];
+      snprintf(why, sizeof why,
+               "ran its expected duration; instance %s already %s%s%s", which,
+               inst.provider_state, inst.state_reason[0] ? ", " : "",
+               inst.state_reason);
+      changes += complete_attempt(s, pc, &job, a, nd, why);
+      goto out;
+    }
     char why[520];
     if (notice_due && !tw_instance_state_gone(inst.state)) {
       /* the notice ran out: the provider takes it now whatever it still
@@ -282,31 +505,11 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
     const struct tw_job_spec *spec = sched__spec(s, &job);
     if (!spec)
       goto out;
-    if (st->resume_s < 0)
-      st->resume_s = sched__resume_s(s, a->job_id);
-    /* The broker does not learn when the script ends on a cloud (nothing
-     * executes on the fake ones): the attempt is done once the work left
-     * after what earlier attempts kept has run. */
-    int64_t run_s = (spec->duration_s > 0 ? spec->duration_s : DEFAULT_RUN_S) -
-                    st->resume_s;
-    if (run_s < 1)
-      run_s = 1;
-    int64_t done_at = a->running_ms + run_s * 1000;
+    int64_t done_at = done_at_of(s, pc, spec, a, st);
     if (now >= done_at) {
       sched__spec_release(s, spec);
-      if (sched__terminate_all(s, pc, a, nd, &err))
-        goto out;
-      struct tw_attempt_close c = {
-          .attempt_id = a->id,
-          .end_reason = "completed",
-          .job_to = TW_JOB_SUCCEEDED,
-          .job_reason = "ran its expected duration; instance terminated",
-          .has_exit = true,
-          .exit_code = 0};
-      if (tw_store_attempt_close(s->store, &c, &err) == TW_OK) {
-        changes++;
-        tw_spec_cache_forget(s->specs, job.id);
-      }
+      changes += complete_attempt(
+          s, pc, &job, a, nd, "ran its expected duration; instance terminated");
       goto out;
     }
     int moved = sched__spot_review(s, &job, spec, a, nd, st, now);
@@ -359,12 +562,68 @@ static void poll_notices(struct tw_sched *s, const struct tw_attempt_rec *live,
   }
 }
 
-/* 3. jobs a restart left half way: an attempt ended but the job's next
- * move was never written.  Nothing else would ever pick them up. */
+/* A provisioning or running job whose attempts all ended without moving
+ * it (a late failure closed the attempt that owned its instance, a crash
+ * between two writes): placed again, unless its last attempt completed,
+ * when it is finished as that attempt said.  Returns state changes. */
+static int repair_started(struct tw_sched *s, const struct tw_job_rec *job,
+                          const struct tw_attempt_rec *last, int64_t now) {
+  struct tw_err err = {0};
+  int changes = 0;
+  if (last && !strcmp(last->end_reason, "completed")) {
+    if (job->state == TW_JOB_PROVISIONING) {
+      struct tw_job_transition t = {
+          .id = job->id,
+          .to = TW_JOB_RUNNING,
+          .reason = "its attempt completed before it was seen running"};
+      if (tw_store_job_transition(s->store, &t, NULL, &err))
+        return 0;
+      changes++;
+    }
+    struct tw_job_transition t = {
+        .id = job->id,
+        .to = TW_JOB_SUCCEEDED,
+        .reason = "its attempt completed; the job's move was not recorded"};
+    if (tw_store_job_transition(s->store, &t, NULL, &err) == TW_OK)
+      changes++;
+    return changes;
+  }
+  if (job->state == TW_JOB_PROVISIONING) {
+    /* nothing ran: back to the queue (provisioning -> placing -> pending) */
+    struct tw_job_transition t = {
+        .id = job->id,
+        .to = TW_JOB_PLACING,
+        .reason = "its attempt ended without an instance; placing again"};
+    if (tw_store_job_transition(s->store, &t, NULL, &err))
+      return 0;
+    struct tw_job_transition p = {
+        .id = job->id,
+        .to = TW_JOB_PENDING,
+        .reason = "its attempt ended without an instance; waiting to place "
+                  "again"};
+    tw_store_job_transition(s->store, &p, NULL, &err);
+    return 2;
+  }
+  /* it ran: what it kept is what an interruption keeps */
+  struct tw_job_transition t = {
+      .id = job->id,
+      .to = TW_JOB_INTERRUPTED,
+      .reason = "its attempt ended without moving the job; placing again"};
+  if (tw_store_job_transition(s->store, &t, NULL, &err))
+    return 0;
+  return 1 + sched__spot_to_recovering(s, job->id, now);
+}
+
+/* 3. jobs left half way: every non-terminal state but pending (which
+ * placement serves) without a live attempt.  A restart between two
+ * writes, or a late answer that closed the attempt that owned the
+ * instance, leaves them; nothing else would ever pick them up.  Each pass
+ * reads at most max_place jobs of each state. */
 static int sweep(struct tw_sched *s, const struct tw_attempt_rec *live,
                  size_t n_live, int64_t now) {
-  static const enum tw_job_state STATES[] = {TW_JOB_PLACING, TW_JOB_INTERRUPTED,
-                                             TW_JOB_RECOVERING};
+  static const enum tw_job_state STATES[] = {
+      TW_JOB_PLACING, TW_JOB_PROVISIONING, TW_JOB_RUNNING, TW_JOB_INTERRUPTED,
+      TW_JOB_RECOVERING};
   int changes = 0;
   for (size_t k = 0; k < sizeof STATES / sizeof STATES[0]; k++) {
     struct tw_job_rec *jobs = NULL;
@@ -380,27 +639,45 @@ static int sweep(struct tw_sched *s, const struct tw_attempt_rec *live,
       /* attempts opened during this pass are not in live: read again */
       struct tw_attempt_rec *mine = NULL;
       size_t n_mine = 0;
+      bool read = false;
       if (!has_live && tw_store_attempts_of(s->store, jobs[i].id, &mine,
-                                            &n_mine, &err) == TW_OK)
+                                            &n_mine, &err) == TW_OK) {
+        read = true;
         for (size_t l = 0; l < n_mine && !has_live; l++)
           has_live = mine[l].state != TW_ATTEMPT_ENDED;
-      free(mine);
-      if (!has_live) {
-        tw_log_info("spot", "job=%s found %s without a live attempt; resuming",
-                    jobs[i].id, tw_job_state_str(jobs[i].state));
-        if (jobs[i].state == TW_JOB_PLACING) {
-          struct tw_job_transition t = {
-              .id = jobs[i].id,
-              .to = TW_JOB_PENDING,
-              .reason = "placement was cut short; waiting to place again"};
-          if (tw_store_job_transition(s->store, &t, NULL, &err) == TW_OK)
-            changes++;
-        } else if (jobs[i].state == TW_JOB_INTERRUPTED) {
-          changes += sched__spot_to_recovering(s, jobs[i].id, now);
-        } else {
-          changes += sched__spot_recover(s, jobs[i].id, now);
+      }
+      if (!has_live && read) {
+        /* the job's state may have moved since the list was read */
+        struct tw_job_rec now_job;
+        bool same =
+            tw_store_job_get(s->store, jobs[i].id, &now_job, &err) == TW_OK;
+        if (same) {
+          same = now_job.state == jobs[i].state;
+          tw_job_rec_release(&now_job);
+        }
+        if (same) {
+          tw_log_info("spot",
+                      "job=%s found %s without a live attempt; resuming",
+                      jobs[i].id, tw_job_state_str(jobs[i].state));
+          if (jobs[i].state == TW_JOB_PLACING) {
+            struct tw_job_transition t = {
+                .id = jobs[i].id,
+                .to = TW_JOB_PENDING,
+                .reason = "placement was cut short; waiting to place again"};
+            if (tw_store_job_transition(s->store, &t, NULL, &err) == TW_OK)
+              changes++;
+          } else if (jobs[i].state == TW_JOB_PROVISIONING ||
+                     jobs[i].state == TW_JOB_RUNNING) {
+            changes += repair_started(s, &jobs[i],
+                                      n_mine ? &mine[n_mine - 1] : NULL, now);
+          } else if (jobs[i].state == TW_JOB_INTERRUPTED) {
+            changes += sched__spot_to_recovering(s, jobs[i].id, now);
+          } else {
+            changes += sched__spot_recover(s, jobs[i].id, now);
+          }
         }
       }
+      free(mine);
       tw_job_rec_release(&jobs[i]);
     }
     free(jobs);
@@ -419,6 +696,7 @@ int sched__follow(struct tw_sched *s, int64_t now) {
     size_t n_g = 0;
     if (tw_store_attempt_instances(s->store, 0, &g, &n_g, &err))
       tw_log_warn("spot", "gang nodes unreadable: %s", err.msg);
+    ending_retry(s);
     poll_notices(s, live, n_live, g, n_g, now);
     for (size_t i = 0; i < n_live; i++)
       changes += follow_attempt(s, &live[i], nodes_of(g, n_g, live[i].id), now);

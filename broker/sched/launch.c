@@ -2,8 +2,9 @@
  * (the tenant's share reserved, the attempt opened and stored before the
  * call, a move to the next candidate after a capacity error), the
  * provider call for one attempt (a gang all or nothing, the user data with
- * the checkpoint contract), and the outcome stored: the placement, or the
- * attempt closed and the job noted.  The blocklist learns each outcome.
+ * the checkpoint contract), and the outcome stored: the placement, the
+ * attempt kept launching when no answer came, or the attempt closed and
+ * the job noted after a definite refusal.  The blocklist learns each outcome.
  * Calls none of the scheduler's other four files (sched_int.h). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,19 +92,35 @@ static void gang_token(const struct tw_attempt_rec *a, int k, char *out,
 }
 
 /* Launches the N nodes of a gang for attempt a, all or nothing: node k with
- * the client token "<attempt token>-<k>", so a launch resent after a lost
- * answer (or a restart) gets the instances already made.  Each node is
- * stored as soon as it is known.  When one node fails, the nodes already
+ * the client token "<token>-<k>", so a launch resent after a lost answer
+ * (or a restart) gets the instances already made.  Each node is stored as
+ * soon as it is known, and a node already stored is not launched again.
+ * When one node is refused (sched__launch_refused), the nodes already
  * launched are terminated (what a terminate misses, the reconciler ends:
- * their attempt is closed) and the failure's rc is returned with err set.
- * ids[k - 1] is node k's instance. */
+ * their attempt is closed) and the refusal's rc is returned with err set.
+ * When a node's outcome is unknown, nothing is given back: the attempt
+ * stays launching and the next pass sends the missing nodes again with
+ * the same tokens.  ids[k - 1] is node k's instance. */
 static enum tw_rc gang_launch(struct tw_sched *s, struct pcache *pc,
                               const struct tw_launch *base,
                               const struct tw_attempt_rec *a, int nodes,
                               char (*ids)[128], struct tw_err *err) {
+  struct tw_attempt_instance *known = NULL;
+  size_t n_known = 0;
+  struct tw_err kerr = {0};
+  if (tw_store_attempt_instances(s->store, a->id, &known, &n_known, &kerr))
+    n_known = 0; /* unreadable: every node is sent again, same tokens */
+  for (size_t i = 0; i < n_known; i++)
+    if (known[i].k >= 1 && known[i].k <= nodes)
+      snprintf(ids[known[i].k - 1], 128, "%s", known[i].instance_id);
+  free(known);
   enum tw_rc rc = TW_OK;
   int got = 0;
   for (int k = 1; k <= nodes && rc == TW_OK; k++) {
+    if (ids[k - 1][0]) {
+      got = k;
+      continue;
+    }
     char token[64];
     gang_token(a, k, token, sizeof token);
     struct tw_launch req = *base;
@@ -124,7 +141,16 @@ static enum tw_rc gang_launch(struct tw_sched *s, struct pcache *pc,
   }
   if (rc == TW_OK)
     return TW_OK;
-  for (int k = 1; k <= got; k++) {
+  if (!sched__launch_refused(rc)) {
+    tw_log_info("sched",
+                "job=%s attempt=%d gang of %d: node %d unanswered (%s); "
+                "kept launching",
+                a->job_id, a->n, nodes, got + 1, tw_rc_str(rc));
+    return rc;
+  }
+  for (int k = 1; k <= nodes; k++) {
+    if (!ids[k - 1][0])
+      continue;
     struct tw_err terr = {0};
     if (tw_provider_terminate(pc->p, ids[k - 1], &terr) == TW_OK)
       tw_store_attempt_instance_put(s->store, a->id, k, ids[k - 1],
@@ -208,16 +234,54 @@ static const char *user_data(struct tw_sched *s, const struct tw_job_rec *job,
   return out->data;
 }
 
-enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
-                         const struct tw_job_spec *spec,
+/* Stores instance inst as attempt a's on o: the placement, the log line,
+ * the audit entry, the blocklist.  An attempt that got its instance
+ * meanwhile (the reconciler adopted it) keeps it. */
+static void store_launched(struct tw_sched *s, const struct tw_job_rec *job,
+                           const struct tw_attempt_rec *a,
+                           const struct tw_offer *o, const char *inst_id,
+                           const char (*ids)[128], size_t n_ids, int64_t cost,
+                           const char *explain, const char *plan_json) {
+  struct tw_buf pj;
+  tw_buf_init(&pj);
+  placement_json(&pj, o, a, inst_id, ids, n_ids, cost, explain, plan_json);
+  struct tw_err serr = {0};
+  if (tw_store_attempt_launched(s->store, a->id, inst_id, pj.data, &serr))
+    tw_log_warn("sched", "job=%s attempt=%d launched %s but not recorded: %s",
+                job->id, a->n, inst_id, serr.msg);
+  else
+    tw_log_info("sched", "job=%s attempt=%d offer=%s instance=%s launched",
+                job->id, a->n, o->id, inst_id);
+  if (s->tenancy)
+    tw_tenancy_audit_launch(s->tenancy, job, a->n, o, TW_OK, NULL, explain);
+  tw_buf_release(&pj);
+  blocklist_ok(s, o, tw_clock_now_ms(s->clock));
+}
+
+void sched__launch_found(struct tw_sched *s, const struct tw_job_rec *job,
                          const struct tw_attempt_rec *a,
-                         const struct tw_offer *o, int64_t cost,
-                         const char *explain, const char *plan_json) {
+                         const struct tw_offer *o,
+                         const struct tw_instance *inst) {
+  store_launched(s, job, a, o, inst->id, NULL, 0, 0,
+                 "found by its client token: the launch's answer was lost",
+                 NULL);
+}
+
+enum sched_launch_outcome
+sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
+              const struct tw_job_spec *spec, const struct tw_attempt_rec *a,
+              const struct tw_offer *o, int64_t cost, const char *explain,
+              const char *plan_json, bool first, enum tw_rc *rc_out) {
   struct pcache *pc = sched__provider(s, o->account);
   struct tw_err err = {0};
-  if (!pc)
-    return tw_err_set(&err, TW_E_INVALID, "provider %s is not configured",
-                      o->account);
+  enum tw_rc rc;
+  if (!pc) {
+    rc = tw_err_set(&err, TW_E_INVALID, "provider %s is not configured",
+                    o->account);
+    if (rc_out)
+      *rc_out = rc;
+    return SCHED_LAUNCH_UNKNOWN; /* no call was made; nothing to close */
+  }
   /* the same attempt always gets the same user data (the checkpoint
    * contract's prelude is a function of the attempt), so a launch resent
    * with its client token matches the first one */
@@ -238,7 +302,6 @@ enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
   struct tw_instance inst;
   int nodes = is_gang(s, spec, o->account) ? spec->nodes : 1;
   char(*ids)[128] = NULL;
-  enum tw_rc rc;
   if (nodes > 1) {
     ids = tw_calloc((size_t)nodes, sizeof *ids);
     rc = gang_launch(s, pc, &req, a, nodes, ids, &err);
@@ -248,44 +311,62 @@ enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
     rc = tw_provider_launch(pc->p, &req, &inst, &err);
   }
   tw_buf_release(&ud);
+  if (rc_out)
+    *rc_out = rc;
   if (rc == TW_OK) {
-    struct tw_buf pj;
-    tw_buf_init(&pj);
-    placement_json(&pj, o, a, inst.id, (const char(*)[128])ids,
+    store_launched(s, job, a, o, inst.id, (const char(*)[128])ids,
                    ids ? (size_t)nodes : 0, cost, explain, plan_json);
     free(ids);
-    struct tw_err serr = {0};
-    if (tw_store_attempt_launched(s->store, a->id, inst.id, pj.data, &serr))
-      tw_log_warn("sched", "job=%s attempt=%d launched %s but not recorded: %s",
-                  job->id, a->n, inst.id, serr.msg);
-    else
-      tw_log_info("sched", "job=%s attempt=%d offer=%s instance=%s launched",
-                  job->id, a->n, o->id, inst.id);
-    if (s->tenancy)
-      tw_tenancy_audit_launch(s->tenancy, job, a->n, o, TW_OK, NULL, explain);
-    tw_buf_release(&pj);
-    blocklist_ok(s, o, tw_clock_now_ms(s->clock));
-    return TW_OK;
+    return SCHED_LAUNCH_OK;
   }
   free(ids);
+  struct tw_err serr = {0};
+  char note[768];
+  if (!sched__launch_refused(rc)) {
+    /* A timeout, a lost connection, throttling after every try: the cloud
+     * may have made the instance.  The attempt stays launching with its
+     * token, and follow.c asks the cloud for it until it answers. */
+    tw_log_info("sched",
+                "job=%s attempt=%d offer=%s launch unanswered (%s): %s; "
+                "kept launching",
+                job->id, a->n, o->id, tw_rc_str(rc), err.msg);
+    if (first) {
+      snprintf(note, sizeof note,
+               "launch on %s unanswered (%s%s%s): %s; asking the provider "
+               "for its token %s",
+               o->id, tw_rc_str(rc), err.detail[0] ? " " : "", err.detail,
+               err.msg, a->client_token);
+      tw_store_job_note(s->store, job->id, note, &serr);
+    }
+    return SCHED_LAUNCH_UNKNOWN;
+  }
   /* capacity: that offer is full now; rejected: that offer refuses this
    * request (an image missing in that region, say), so both are avoided
-   * for this job; failed: nothing wrong with the offer (throttled, auth) */
-  blocklist_failed(s, o, rc, tw_clock_now_ms(s->clock));
+   * for this job; failed: nothing wrong with the offer (auth) */
   const char *end = rc == TW_E_CAPACITY || rc == TW_E_QUOTA ? "capacity"
                     : rc == TW_E_INVALID                    ? "rejected"
                                                             : "failed";
+  struct tw_attempt_close c = {.attempt_id = a->id,
+                               .end_reason = end,
+                               .job_to = TW_JOB_NSTATES,
+                               .only_launching = true};
+  if (tw_store_attempt_close(s->store, &c, &serr) == TW_E_CONFLICT) {
+    /* An earlier try's instance was adopted meanwhile (the reconciler):
+     * that instance is the attempt's, and this late refusal changes
+     * nothing. */
+    tw_log_info("sched",
+                "job=%s attempt=%d launch refused (%s) after its instance "
+                "was adopted; ignored",
+                job->id, a->n, tw_rc_str(rc));
+    return SCHED_LAUNCH_OK;
+  }
+  blocklist_failed(s, o, rc, tw_clock_now_ms(s->clock));
   if (s->tenancy)
     tw_tenancy_audit_launch(s->tenancy, job, a->n, o, rc, err.msg, explain);
-  struct tw_attempt_close c = {
-      .attempt_id = a->id, .end_reason = end, .job_to = TW_JOB_NSTATES};
-  struct tw_err serr = {0};
-  tw_store_attempt_close(s->store, &c, &serr);
-  char note[768];
   snprintf(note, sizeof note, "launch on %s refused (%s%s%s): %s", o->id,
            tw_rc_str(rc), err.detail[0] ? " " : "", err.detail, err.msg);
   tw_store_job_note(s->store, job->id, note, &serr);
-  return rc;
+  return SCHED_LAUNCH_REFUSED;
 }
 
 /* The datasets a launch makes move: each dataset that lives elsewhere than
@@ -362,14 +443,22 @@ void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
     }
     out->opened = true;
     out->changes++;
-    enum tw_rc rc = sched__launch(
-        s, job, spec, &a, o, pl->cands[i].cost.total_uusd, explain, plan_json);
-    if (rc == TW_OK) {
+    enum tw_rc rc = TW_OK;
+    enum sched_launch_outcome r =
+        sched__launch(s, job, spec, &a, o, pl->cands[i].cost.total_uusd,
+                      explain, plan_json, true, &rc);
+    if (r == SCHED_LAUNCH_OK) {
       out->placed = true;
       out->offer = o;
       meter_data_moved(s, job, spec, &a, o, net, now);
+    } else if (r == SCHED_LAUNCH_UNKNOWN) {
+      /* the attempt lives on, launching: no second attempt (and no second
+       * instance) while the first is unresolved */
+      out->unknown = true;
+      out->offer = o;
+      break;
     } else if (rc != TW_E_CAPACITY && rc != TW_E_QUOTA && rc != TW_E_INVALID) {
-      out->retry_later = true; /* throttled, auth, down: not the offer's */
+      out->retry_later = true; /* auth, a token taken: not the offer's */
       break;
     }
   }

@@ -891,7 +891,7 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
                                              until relisted */
     tw_capacity_view_take(&sp->cap, l.offer->id,
                           spec.nodes > 0 ? spec.nodes : 1);
-  if (l.opened && !l.placed) {
+  if (l.opened && !l.placed && !l.unknown) {
     char why[128] = "launch failed; waiting to place again";
     if (l.retry_later)
       snprintf(why, sizeof why, "launch failed; trying again in %lld s",

@@ -187,8 +187,10 @@ struct sched_att {
   int64_t notice_deadline_ms;
   int64_t resume_s; /* progress it started from; -1 unknown */
   int64_t review_at_ms;
-  bool blocked; /* its offer was blocklisted at the notice */
-  bool seen;    /* live at this pass */
+  bool blocked;           /* its offer was blocklisted at the notice */
+  int64_t launch_wait_ms; /* launching: the wait before the next question
+                             to the provider (doubles to 60 s) */
+  bool seen;              /* live at this pass */
 };
 
 /* The nodes of one live attempt: a slice of the pass's list (none for an
@@ -204,16 +206,44 @@ struct sched_nodes {
  * unknown, logged). */
 int64_t sched__resume_s(struct tw_sched *s, const char *job_id);
 
-/* Calls the provider for attempt a on offer o and stores the outcome: the
- * placement (with plan_json, the plan behind it, when not NULL) on
- * success, else the attempt closed as capacity, rejected or failed and a
- * note on the job.  The blocklist learns either way.  Returns the rc of
- * the launch. */
-enum tw_rc sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
-                         const struct tw_job_spec *spec,
+/* Whether a launch's rc is a definite refusal: the provider answered and
+ * made nothing (capacity, quota, invalid, auth; a token already taken by
+ * another job's instance).  Anything else (TW_E_RETRYABLE after the http
+ * helper's tries, a transport error, an answer that could not be read)
+ * leaves the outcome unknown: the cloud may have made the instance. */
+static inline bool sched__launch_refused(enum tw_rc rc) {
+  return rc == TW_E_CAPACITY || rc == TW_E_QUOTA || rc == TW_E_INVALID ||
+         rc == TW_E_AUTH || rc == TW_E_CONFLICT;
+}
+
+/* What one launch call came to for its attempt. */
+enum sched_launch_outcome {
+  SCHED_LAUNCH_OK,      /* the attempt has its instance (launched now, or
+                           adopted meanwhile by the reconciler) */
+  SCHED_LAUNCH_UNKNOWN, /* no answer: the attempt stays launching */
+  SCHED_LAUNCH_REFUSED  /* a definite refusal: the attempt is closed */
+};
+
+/* Calls the provider for attempt a on offer o (the same client token,
+ * every time) and stores the outcome: the placement (with plan_json, the
+ * plan behind it, when not NULL) on success; nothing on an unknown
+ * outcome (noted on the job when first, the attempt's first call); the
+ * attempt closed as capacity, rejected or failed and a note on the job on
+ * a refusal, unless the attempt got an instance meanwhile, when the
+ * refusal is ignored.  The blocklist learns definite outcomes.  *rc_out
+ * (may be NULL) is the launch's rc. */
+enum sched_launch_outcome
+sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
+              const struct tw_job_spec *spec, const struct tw_attempt_rec *a,
+              const struct tw_offer *o, int64_t cost, const char *explain,
+              const char *plan_json, bool first, enum tw_rc *rc_out);
+
+/* Attempt a's instance was found by its client token (follow.c): stored
+ * as the launch's answer would have been. */
+void sched__launch_found(struct tw_sched *s, const struct tw_job_rec *job,
                          const struct tw_attempt_rec *a,
-                         const struct tw_offer *o, int64_t cost,
-                         const char *explain, const char *plan_json);
+                         const struct tw_offer *o,
+                         const struct tw_instance *inst);
 
 /* What trying one placement's candidates came to. */
 struct sched_launched {
@@ -221,13 +251,16 @@ struct sched_launched {
   bool opened;      /* an attempt was opened */
   bool placed;      /* and launched: offer is where */
   bool retry_later; /* a failure that is not the offer's: back off */
+  bool unknown;     /* the launch went unanswered: its attempt stays
+                       launching (offer is where it was sent) */
   const struct tw_offer *offer;
 };
 /* Tries pl's candidates in order: reserves the tenant's share, opens an
  * attempt (stored before the call), launches it, and moves on to the next
  * candidate at once after a capacity, quota or rejected error.  The data
  * the launch moves is metered at net's prices (NULL: none).  Stops at the
- * first success, at a failure that is not the offer's, or when an attempt
+ * first success, at an unanswered launch (its attempt is resolved by
+ * follow.c), at a refusal that is not the offer's, or when an attempt
  * cannot be opened (the job was cancelled meanwhile). */
 void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
                         const struct tw_job_spec *spec,
@@ -328,9 +361,10 @@ int sched__spot_recover(struct tw_sched *s, const char *job_id, int64_t now);
 
 /* ---- follow.c ------------------------------------------------------------ */
 
-/* Notices, then every live attempt, then jobs a restart left half way
- * (placing, interrupted, recovering without a live attempt); returns
- * state changes. */
+/* Terminates still owed, notices, then every live attempt (a launching
+ * one settled by its client token), then jobs left half way (every
+ * non-terminal state but pending without a live attempt); returns state
+ * changes. */
 int sched__follow(struct tw_sched *s, int64_t now);
 void sched__follow_release(struct tw_sched *s);
 

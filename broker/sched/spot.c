@@ -50,7 +50,8 @@ void sched__spot_release(struct tw_sched *s) {
  */
 
 /* Places a recovering job at once; when that fails it waits in the queue
- * with the reason. */
+ * with the reason (unless its launch went unanswered: then it stays
+ * recovering with its attempt launching). */
 int sched__spot_recover(struct tw_sched *s, const char *job_id, int64_t now) {
   struct tw_err err = {0};
   struct tw_job_rec job;
@@ -62,7 +63,18 @@ int sched__spot_recover(struct tw_sched *s, const char *job_id, int64_t now) {
   tw_job_rec_release(&job);
   if (tw_store_job_get(s->store, job_id, &job, &err))
     return changes;
-  if (job.state == TW_JOB_RECOVERING) {
+  /* a launch left unanswered keeps its attempt launching, and the job
+   * recovering until follow.c settles it: it must not be queued for a
+   * second attempt meanwhile */
+  struct tw_attempt_rec *mine = NULL;
+  size_t n_mine = 0;
+  bool live = false;
+  if (job.state == TW_JOB_RECOVERING &&
+      tw_store_attempts_of(s->store, job_id, &mine, &n_mine, &err) == TW_OK)
+    for (size_t i = 0; i < n_mine && !live; i++)
+      live = mine[i].state != TW_ATTEMPT_ENDED;
+  free(mine);
+  if (job.state == TW_JOB_RECOVERING && !live) {
     char why[600];
     snprintf(why, sizeof why, "waiting for placement after an interruption: %s",
              job.reason);

@@ -886,6 +886,55 @@ static enum tw_rc ali_list_managed(struct tw_provider *p,
   return TW_OK;
 }
 
+/* The instance a launch with client token `token` made.  ECS takes the
+ * token for RunInstances' idempotency but does not filter on it, so the
+ * attempt tag (which the scheduler sets to the attempt's token) is asked
+ * for: DescribeInstances with Tag.1 tradewind:attempt = token, in the
+ * launch's region (every configured one when none is given).  A gang
+ * node's own token is not an attempt tag and is not found; its launch is
+ * then sent again with that token, which RunInstances answers with the
+ * instance it made. */
+static enum tw_rc ali_find_by_token(struct tw_provider *p, const char *token,
+                                    const char *region, struct tw_instance *out,
+                                    struct tw_err *err) {
+  struct ali_ctx *a = p->ctx;
+  enum tw_rc rc = TW_OK;
+  bool found = false;
+  struct tw_buf body;
+  tw_buf_init(&body);
+  for (size_t r = 0; r < a->n_regions && rc == TW_OK && !found; r++) {
+    if (*region && strcmp(region, a->regions[r]))
+      continue;
+    struct ali_params f = {0};
+    ap_add(&f, "RegionId", a->regions[r]);
+    ap_add(&f, "Tag.1.Key", TW_TAG_ATTEMPT);
+    ap_add(&f, "Tag.1.Value", token);
+    ap_add(&f, "MaxResults", "10");
+    struct tw_instance_list l;
+    tw_instance_list_init(&l);
+    struct tw_ecs_page pg;
+    rc = ecs_call(p, a->regions[r], "DescribeInstances", &f, &body, err);
+    ap_release(&f);
+    if (rc == TW_OK)
+      rc = tw_ecs_parse_instances(body.data, body.len, &l, &pg, err);
+    for (size_t i = 0; rc == TW_OK && i < l.n && !found; i++)
+      if (!strcmp(l.items[i].attempt_id, token)) {
+        *out = l.items[i];
+        TW_SET(out->region, a->regions[r]);
+        tw_region_memo_put(&a->where, out->id, a->regions[r]);
+        found = true;
+      }
+    tw_instance_list_release(&l);
+  }
+  tw_buf_release(&body);
+  if (rc == TW_OK && !found) {
+    tw_err_detail(err, "InvalidInstanceId.NotFound");
+    rc = tw_err_set(err, TW_E_NOTFOUND, "alibaba: no instance for token %s%s%s",
+                    token, *region ? " in " : "", region);
+  }
+  return rc;
+}
+
 /* ---- offers ------------------------------------------------------------- */
 
 /* The currencies ECS answers in: CNY (the China site; also when the answer
@@ -1343,4 +1392,5 @@ const struct tw_provider_ops tw_provider_alibaba = {
     .poll_events = ali_poll_events,
     .free = ali_free,
     .info = &ali_info,
+    .find_by_token = ali_find_by_token,
 };

@@ -774,6 +774,31 @@ static enum tw_rc aws_list_managed(struct tw_provider *p,
   return TW_OK;
 }
 
+/* The instance RunInstances made for client token `token`: EC2's
+ * DescribeInstances filter client-token, in the launch's region (every
+ * configured one when none is given).  An empty answer from every region
+ * asked is a definite "none". */
+static enum tw_rc aws_find_by_token(struct tw_provider *p, const char *token,
+                                    const char *region, struct tw_instance *out,
+                                    struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  struct tw_instance_list l;
+  tw_instance_list_init(&l);
+  enum tw_rc rc = TW_OK;
+  for (size_t r = 0; r < a->n_regions && rc == TW_OK && !l.n; r++)
+    if (!*region || !strcmp(region, a->regions[r]))
+      rc = managed_in(p, a->regions[r], "client-token", token, &l, err);
+  if (rc == TW_OK && !l.n) {
+    tw_err_detail(err, "InvalidInstanceID.NotFound");
+    rc = tw_err_set(err, TW_E_NOTFOUND, "aws: no instance for token %s%s%s",
+                    token, *region ? " in " : "", region);
+  }
+  if (rc == TW_OK)
+    *out = l.items[0];
+  tw_instance_list_release(&l);
+  return rc;
+}
+
 /* ---- offers ------------------------------------------------------------- */
 
 static void add_type_filter(const struct aws_ctx *a, struct tw_buf *f) {
@@ -1177,4 +1202,5 @@ const struct tw_provider_ops tw_provider_aws = {
     .poll_events = aws_poll_events,
     .free = aws_free,
     .info = &aws_info,
+    .find_by_token = aws_find_by_token,
 };

@@ -822,6 +822,24 @@ static enum tw_rc az_describe(struct tw_provider *p, const char *id,
   return rc;
 }
 
+/* The VM a launch with client token `token` made: its name is the token
+ * hashed (tw_azure_vm_name), so one GET answers; a 404 is a definite
+ * "none".  The name is unique in the resource group, so region is not
+ * needed. */
+static enum tw_rc az_find_by_token(struct tw_provider *p, const char *token,
+                                   const char *region, struct tw_instance *out,
+                                   struct tw_err *err) {
+  (void)region;
+  struct az_ctx *a = p->ctx;
+  char name[64];
+  tw_azure_vm_name(a->name_prefix, token, name, sizeof name);
+  struct tw_arm_vm vm;
+  enum tw_rc rc = get_vm(p, name, &vm, err);
+  if (rc == TW_OK)
+    tw_arm_vm_instance(&vm, out);
+  return rc;
+}
+
 /* ---- launch -------------------------------------------------------------- */
 
 static json_t *image_json(const char *image) {
@@ -1464,4 +1482,5 @@ const struct tw_provider_ops tw_provider_azure = {
     .poll_events = az_poll_events,
     .free = az_free,
     .info = &az_info,
+    .find_by_token = az_find_by_token,
 };

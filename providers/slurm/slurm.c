@@ -1039,6 +1039,33 @@ static enum tw_rc slurm_list_managed(struct tw_provider *p,
   return TW_OK;
 }
 
+/* The job a launch with client token `token` submitted: Slurm has no
+ * client token, so the job's name is one (SLURM_NAME_PREFIX + token, as
+ * slurm_launch names it).  No job of that name is a definite "none". */
+static enum tw_rc slurm_find_by_token(struct tw_provider *p, const char *token,
+                                      const char *region,
+                                      struct tw_instance *out,
+                                      struct tw_err *err) {
+  (void)region;
+  struct slurm_ctx *c = p->ctx;
+  char name[TW_MODEL_TOKEN_MAX + 8];
+  snprintf(name, sizeof name, SLURM_NAME_PREFIX "%s", token);
+  struct slurm_job *jobs = NULL;
+  size_t n = 0;
+  enum tw_rc rc = get_jobs(c, &jobs, &n, err);
+  if (rc)
+    return rc;
+  size_t i;
+  for (i = 0; i < n && strcmp(jobs[i].name, name); i++)
+    ;
+  if (i < n)
+    job_to_instance(p, c, &jobs[i], out);
+  else
+    rc = tw_err_set(err, TW_E_NOTFOUND, "slurm: no job named %s", name);
+  free(jobs);
+  return rc;
+}
+
 /* ---- launch ------------------------------------------------------------- */
 
 static void add_env(struct tw_kv **env, size_t *n, size_t *cap, const char *k,
@@ -1416,4 +1443,5 @@ const struct tw_provider_ops tw_provider_slurm = {
     .free = slurm_free,
     .read_output = slurm_read_output,
     .info = &slurm_info,
+    .find_by_token = slurm_find_by_token,
 };

@@ -8,9 +8,18 @@
  * few hundred jobs of a few seconds each are submitted, with every fallback
  * strategy and with and without checkpoints; then the daemon is killed
  * with SIGKILL at random moments and restarted, again and again, until
- * the jobs are done.  At the end:
+ * the jobs are done.  The adapter's timeout is shorter than some answers
+ * and its retries few, so launches go unanswered (slower than the
+ * timeout on every try, or slow and then throttled until the retries run
+ * out) and terminates lose their answers after the fake did them.  A
+ * sampler reads the fake's instances every 0.5 s throughout.  At the end:
  *
- *   - no job is lost: every job submitted has succeeded;
+ *   - no job ever had two live instances, at any sample;
+ *   - no job is lost or stuck: every job submitted has succeeded, none is
+ *     left in a non-terminal state;
+ *   - no job ran again after success: no attempt was opened after one
+ *     completed, and no completed instance was taken for an interruption
+ *     (Client.UserInitiatedShutdown);
  *   - no attempt has two instances: among every instance the fake ever
  *     made, each tradewind:attempt tag appears at most once, and no two
  *     attempts in the store name the same instance;
@@ -25,8 +34,10 @@
  * is not built. */
 #include <curl/curl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -124,6 +135,61 @@ static json_t *fake_ctl(const char *method, const char *path,
             r.body ? r.body : "");
   twtest_resp_release(&r);
   return j;
+}
+
+/* ---- the sampler: two live instances for one job, ever ---------------------
+ */
+
+static pthread_t sampler;
+static atomic_bool sampling;
+static int samples, bad_samples, worst_job_instances;
+static char first_bad[160];
+
+/* One look at the fake: the jobs with more than one live instance. */
+static int sample_once(void) {
+  json_t *fs = fake_ctl("GET", "/_fake/ec2/state", NULL);
+  json_t *insts = fs ? json_object_get(fs, "instances") : NULL;
+  size_t n = json_array_size(insts);
+  const char **jobs = tw_calloc(n + 1, sizeof *jobs);
+  int *count = tw_calloc(n + 1, sizeof *count);
+  size_t n_jobs_seen = 0;
+  int doubled = 0;
+  for (size_t i = 0; i < n; i++) {
+    json_t *in = json_array_get(insts, i);
+    const char *state = json_string_value(json_object_get(in, "state"));
+    const char *job = json_string_value(
+        json_object_get(json_object_get(in, "tags"), "tradewind:job"));
+    if (!job || !state || !strcmp(state, "terminated") ||
+        !strcmp(state, "shutting-down"))
+      continue;
+    size_t k;
+    for (k = 0; k < n_jobs_seen && strcmp(jobs[k], job); k++)
+      ;
+    if (k == n_jobs_seen)
+      jobs[n_jobs_seen++] = job;
+    if (++count[k] == 2) {
+      doubled++;
+      if (!first_bad[0])
+        snprintf(first_bad, sizeof first_bad, "job %s", job);
+    }
+    if (count[k] > worst_job_instances)
+      worst_job_instances = count[k];
+  }
+  free(jobs);
+  free(count);
+  json_decref(fs);
+  return doubled;
+}
+
+static void *sampler_main(void *arg) {
+  (void)arg;
+  while (atomic_load(&sampling)) {
+    samples++;
+    if (sample_once())
+      bad_samples++;
+    sleep_ms(500);
+  }
+  return NULL;
 }
 
 /* ---- the store, read beside the daemon --------------------------------------
@@ -273,7 +339,17 @@ static void faults_installed_and_jobs_accepted(void **state) {
       /* slow answers widen the window between a launch and its record,
        * where a kill leaves an instance the store does not know yet */
       "{\"kind\":\"slow\",\"action\":\"RunInstances\",\"delay_ms\":700,"
-      "\"probability\":0.05}]}");
+      "\"probability\":0.05},"
+      /* for the first 25 s, launches slower than the adapter's timeout
+       * (400 ms, two tries): the instance is made, the answer never
+       * arrives; slow then throttled runs the retries out the same way */
+      "{\"kind\":\"slow\",\"action\":\"RunInstances\",\"delay_ms\":900,"
+      "\"probability\":0.15,\"until_ms\":25000},"
+      "{\"kind\":\"throttle\",\"action\":\"RunInstances\",\"probability\":"
+      "0.1,\"until_ms\":25000},"
+      /* terminates done by the fake whose answers are lost */
+      "{\"kind\":\"slow\",\"action\":\"TerminateInstances\",\"delay_ms\":"
+      "900,\"probability\":0.3,\"until_ms\":25000}]}");
   TW_CHECK(ok, "faults refused");
   json_decref(ok);
 
@@ -295,12 +371,20 @@ static void faults_installed_and_jobs_accepted(void **state) {
            "    access_key_env: TW_CHAOS_AWS_ACCESS_KEY\n"
            "    secret_key_env: TW_CHAOS_AWS_SECRET_KEY\n"
            "    image: ami-0123456789abcdef0\n"
+           /* shorter than the slow answers above */
+           "    timeout_ms: 400\n"
+           "    max_attempts: 2\n"
+           "    backoff_base_ms: 50\n"
+           "    backoff_cap_ms: 200\n"
            "    metadata_url: %s/_fake/ec2/instances/{id}\n"
            "    on_demand_prices: {m5.large: \"0.096\", m6g.large: \"0.077\","
            " c5.xlarge: \"0.17\"}\n",
            fake_url, fake_url);
   TW_CHECK(twtest_daemon_init(&d, config) == 0 && twtest_daemon_start(&d) == 0,
            "tradewindd did not start");
+  atomic_store(&sampling, true);
+  TW_CHECK(pthread_create(&sampler, NULL, sampler_main, NULL) == 0,
+           "no sampler thread");
   for (int i = 0; i < n_jobs; i++)
     if (submit(d.url, i, ids[i]))
       submitted++;
@@ -328,6 +412,8 @@ static void killed_again_and_again_until_done(void **state) {
         TW_FAIL("the daemon did not come back after kill %d", kills);
     }
   }
+  atomic_store(&sampling, false);
+  pthread_join(sampler, NULL);
   succeeded =
       count_sql(d.db, "SELECT count(*) FROM jobs WHERE state = 'succeeded'");
   int interrupted = count_sql(
@@ -343,6 +429,44 @@ static void killed_again_and_again_until_done(void **state) {
   TW_CHECK(kills >= 5, "only %d kills: the chaos did not happen", kills);
   TW_CHECK(interrupted > 0, "no interruption happened");
   TW_CHECK(capacity > 0, "no capacity error happened");
+}
+
+/* Never a job on two live instances, at any sample; the launch faults
+ * really happened. */
+static void never_two_live_instances_for_one_job(void **state) {
+  (void)state;
+  printf("chaos: %d samples of the fake's instances, %d with a job on two "
+         "live instances (most live for one job: %d)\n",
+         samples, bad_samples, worst_job_instances);
+  TW_CHECK(samples >= 20, "only %d samples", samples);
+  TW_CHECK(bad_samples == 0,
+           "%d samples had a job on two live instances (first: %s)",
+           bad_samples, first_bad);
+  size_t unanswered = twtest_daemon_log_count(&d, "launch unanswered");
+  size_t found = twtest_daemon_log_count(&d, "found instance");
+  size_t lost_term = twtest_daemon_log_count(&d, "op=terminate");
+  printf("chaos: %zu launches unanswered, %zu instances found by their "
+         "token, %zu terminates failed or lost\n",
+         unanswered, found, lost_term);
+  TW_CHECK(unanswered > 0,
+           "no launch went unanswered: the faults did not bite");
+}
+
+/* No job stuck half way, none run again after its success. */
+static void none_stuck_none_run_again(void **state) {
+  (void)state;
+  int stuck = count_sql(d.db, "SELECT count(*) FROM jobs WHERE state NOT IN"
+                              " ('succeeded','failed','cancelled')");
+  TW_CHECK(stuck == 0, "%d jobs are stuck in a non-terminal state", stuck);
+  int again = count_sql(
+      d.db, "SELECT count(*) FROM attempts a JOIN attempts c ON a.job_id ="
+            " c.job_id WHERE c.end_reason = 'completed' AND a.n > c.n");
+  TW_CHECK(again == 0, "%d attempts were opened after their job's success",
+           again);
+  int shut = count_sql(d.db, "SELECT count(*) FROM job_events WHERE to_state"
+                             " = 'interrupted' AND reason LIKE"
+                             " '%UserInitiatedShutdown%'");
+  TW_CHECK(shut == 0, "%d completions were taken for interruptions", shut);
 }
 
 /* No job lost, no attempt live, no two attempts on one instance. */
@@ -476,6 +600,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(faults_installed_and_jobs_accepted),
       cmocka_unit_test(killed_again_and_again_until_done),
+      cmocka_unit_test(never_two_live_instances_for_one_job),
+      cmocka_unit_test(none_stuck_none_run_again),
       cmocka_unit_test(no_job_lost),
       cmocka_unit_test(one_reconcile_pass_leaves_nothing_live),
       cmocka_unit_test(daemon_log_has_no_sanitizer_report),

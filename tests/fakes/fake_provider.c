@@ -37,9 +37,12 @@ struct tw_fake {
   struct inst *inst;
   size_t n_inst, cap_inst;
   struct fault faults[TW_POP_COUNT];
+  struct fault lost[TW_POP_COUNT]; /* done, then answered with an error */
   struct offer_fault *offer_faults;
   size_t n_offer_faults;
   size_t calls[TW_POP_COUNT];
+  void (*on_launch)(void *ctx);
+  void *on_launch_ctx;
 };
 
 struct tw_fake *tw_fake_of(struct tw_provider *p) {
@@ -87,6 +90,21 @@ static bool fire(struct tw_fake *f, enum tw_provider_op op,
   return true;
 }
 
+/* Charges one firing of op's lost answer; true (with err set) when the
+ * call's result is to be replaced by the error.  Lock held. */
+static bool lose(struct tw_fake *f, enum tw_provider_op op,
+                 struct tw_err *err) {
+  struct fault *ft = &f->lost[op];
+  if (ft->times == 0)
+    return false;
+  if (ft->times > 0)
+    ft->times--;
+  tw_err_detail(err, ft->detail);
+  tw_err_set(err, ft->rc, "fake %s: answer lost (%s)", tw_provider_op_str(op),
+             tw_rc_str(ft->rc));
+  return true;
+}
+
 /* Brings an instance up to date with the clock: pending turns running,
  * an interruption past its deadline terminates it. */
 static void advance(struct tw_fake *f, struct inst *in) {
@@ -129,6 +147,12 @@ static enum tw_rc fake_launch(struct tw_provider *p,
   struct tw_fake *f = p->ctx;
   enum tw_rc rc = TW_OK;
   pthread_mutex_lock(&f->lock);
+  void (*hook)(void *) = f->on_launch;
+  void *hook_ctx = f->on_launch_ctx;
+  pthread_mutex_unlock(&f->lock);
+  if (hook)
+    hook(hook_ctx);
+  pthread_mutex_lock(&f->lock);
   if (fire(f, TW_POP_LAUNCH, err)) {
     rc = err ? err->rc : TW_E_INTERNAL;
     goto out;
@@ -137,6 +161,8 @@ static enum tw_rc fake_launch(struct tw_provider *p,
   for (size_t i = 0; i < f->n_inst; i++)
     if (!strcmp(f->inst[i].i.client_token, req->client_token)) {
       *out = f->inst[i].i;
+      if (lose(f, TW_POP_LAUNCH, err))
+        rc = err ? err->rc : TW_E_INTERNAL;
       goto out;
     }
   for (size_t i = 0; i < f->n_offer_faults; i++)
@@ -168,6 +194,8 @@ static enum tw_rc fake_launch(struct tw_provider *p,
   TW_SET(i->tenant, req->tenant);
   i->launched_ms = tw_clock_now_ms(p->clock);
   *out = *i;
+  if (lose(f, TW_POP_LAUNCH, err))
+    rc = err ? err->rc : TW_E_INTERNAL;
 out:
   pthread_mutex_unlock(&f->lock);
   return rc;
@@ -209,6 +237,36 @@ static enum tw_rc fake_terminate(struct tw_provider *p, const char *id,
     } else {
       in->i.state = TW_INST_TERMINATED;
       TW_SET(in->i.provider_state, "terminated");
+      TW_SET(in->i.state_reason, "Client.UserInitiatedShutdown");
+      if (lose(f, TW_POP_TERMINATE, err))
+        rc = err ? err->rc : TW_E_INTERNAL;
+    }
+  }
+  pthread_mutex_unlock(&f->lock);
+  return rc;
+}
+
+static enum tw_rc fake_find_by_token(struct tw_provider *p, const char *token,
+                                     const char *region,
+                                     struct tw_instance *out,
+                                     struct tw_err *err) {
+  (void)region;
+  struct tw_fake *f = p->ctx;
+  enum tw_rc rc = TW_OK;
+  pthread_mutex_lock(&f->lock);
+  if (fire(f, TW_POP_FIND_BY_TOKEN, err)) {
+    rc = err ? err->rc : TW_E_INTERNAL;
+  } else {
+    struct inst *in = NULL;
+    for (size_t i = 0; i < f->n_inst && !in; i++)
+      if (!strcmp(f->inst[i].i.client_token, token))
+        in = &f->inst[i];
+    if (!in) {
+      rc = tw_err_set(err, TW_E_NOTFOUND, "fake: no instance for token %s",
+                      token);
+    } else {
+      advance(f, in);
+      *out = in->i;
     }
   }
   pthread_mutex_unlock(&f->lock);
@@ -319,6 +377,7 @@ const struct tw_provider_ops tw_provider_fake = {
     .free = fake_free,
     .read_output = fake_read_output,
     .info = &fake_info,
+    .find_by_token = fake_find_by_token,
 };
 
 /* ---- script ------------------------------------------------------------- */
@@ -340,6 +399,24 @@ void tw_fake_fail(struct tw_fake *f, enum tw_provider_op op, enum tw_rc rc,
   pthread_mutex_unlock(&f->lock);
 }
 
+void tw_fake_lose(struct tw_fake *f, enum tw_provider_op op, enum tw_rc rc,
+                  const char *detail, int times) {
+  if ((unsigned)op >= TW_POP_COUNT)
+    return;
+  pthread_mutex_lock(&f->lock);
+  f->lost[op].rc = rc;
+  f->lost[op].times = times;
+  TW_SET(f->lost[op].detail, detail ? detail : "");
+  pthread_mutex_unlock(&f->lock);
+}
+
+void tw_fake_on_launch(struct tw_fake *f, void (*fn)(void *ctx), void *ctx) {
+  pthread_mutex_lock(&f->lock);
+  f->on_launch = fn;
+  f->on_launch_ctx = ctx;
+  pthread_mutex_unlock(&f->lock);
+}
+
 void tw_fake_fail_offer(struct tw_fake *f, const char *offer_id, enum tw_rc rc,
                         const char *detail) {
   pthread_mutex_lock(&f->lock);
@@ -356,6 +433,7 @@ void tw_fake_fail_offer(struct tw_fake *f, const char *offer_id, enum tw_rc rc,
 void tw_fake_clear_faults(struct tw_fake *f) {
   pthread_mutex_lock(&f->lock);
   memset(f->faults, 0, sizeof f->faults);
+  memset(f->lost, 0, sizeof f->lost);
   f->n_offer_faults = 0;
   pthread_mutex_unlock(&f->lock);
 }
@@ -432,6 +510,16 @@ size_t tw_fake_calls(struct tw_fake *f, enum tw_provider_op op) {
     return 0;
   pthread_mutex_lock(&f->lock);
   size_t n = f->calls[op];
+  pthread_mutex_unlock(&f->lock);
+  return n;
+}
+
+size_t tw_fake_live_for_job(struct tw_fake *f, const char *job_id) {
+  pthread_mutex_lock(&f->lock);
+  size_t n = 0;
+  for (size_t i = 0; i < f->n_inst; i++)
+    n += !strcmp(f->inst[i].i.job_id, job_id) &&
+         !tw_instance_state_gone(f->inst[i].i.state);
   pthread_mutex_unlock(&f->lock);
   return n;
 }

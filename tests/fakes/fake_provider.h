@@ -6,7 +6,9 @@
  * &p, &err) and script it through tw_fake_of(p).  It honours client tokens
  * as EC2 does (the same token returns the same instance), names instances
  * "<account>-1", "<account>-2", ..., starts them pending and has them
- * running at the first describe or list that follows.  Times come from
+ * running at the first describe or list that follows.  find_by_token
+ * answers from the same table (the instance of that client token, in any
+ * state).  Times come from
  * p->clock, so a test's fake clock drives notices' deadlines.
  *
  * Every function is thread-safe (one mutex per fake), so scheduler tests
@@ -38,6 +40,19 @@ void tw_fake_add_offer(struct tw_fake *f, const struct tw_offer *o);
  * (times < 0: until tw_fake_clear_faults). */
 void tw_fake_fail(struct tw_fake *f, enum tw_provider_op op, enum tw_rc rc,
                   const char *detail, int times);
+
+/* The next `times` calls of op take effect and then answer rc (detail as
+ * err->detail) instead of their result, as a call that timed out after
+ * the provider acted does: a launch makes its instance, a terminate ends
+ * it (times < 0: until tw_fake_clear_faults).  Checked after the faults
+ * of tw_fake_fail, which refuse before anything happens. */
+void tw_fake_lose(struct tw_fake *f, enum tw_provider_op op, enum tw_rc rc,
+                  const char *detail, int times);
+
+/* fn(ctx) runs at the start of every launch, before the fake's lock is
+ * taken or any fault fires: what happens elsewhere while a launch is in
+ * flight (a reconcile pass, say).  NULL fn: none. */
+void tw_fake_on_launch(struct tw_fake *f, void (*fn)(void *ctx), void *ctx);
 
 /* Launches of the offer with this id fail with rc until cleared, as a
  * zone out of capacity does. */
@@ -74,6 +89,10 @@ enum tw_rc tw_fake_rebalance(struct tw_fake *f, const char *id);
  * token creates none), and how many calls each op received. */
 size_t tw_fake_instances_created(struct tw_fake *f);
 size_t tw_fake_calls(struct tw_fake *f, enum tw_provider_op op);
+
+/* How many instances are live (neither terminated nor shutting down) for
+ * job_id's tag. */
+size_t tw_fake_live_for_job(struct tw_fake *f, const char *job_id);
 
 /* Copies instance id into *out; TW_E_NOTFOUND when unknown. */
 enum tw_rc tw_fake_get(struct tw_fake *f, const char *id,

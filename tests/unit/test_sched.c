@@ -233,29 +233,35 @@ static void lost_launch_answer_is_resumed_with_the_same_token(void **state) {
   tw_job_rec_release(&j);
 }
 
-static void throttled_launch_waits_for_the_next_pass(void **state) {
+static void throttled_launch_is_sent_again_with_the_same_token(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit("name: t\nresources: {cpus: 4}\n", id);
   tw_fake_fail(sfx_fake, TW_POP_LAUNCH, TW_E_RETRYABLE, "RequestLimitExceeded",
                2);
   tw_sched_tick(sfx_sched);
+  /* throttled after every try: no answer, so the attempt stays launching
+   * and the job is not queued for a second one */
   struct tw_job_rec j = sfx_get(id);
-  assert_int_equal(j.state, TW_JOB_PENDING);
-  assert_string_equal(j.reason, "launch failed; trying again in 1 s");
+  assert_int_equal(j.state, TW_JOB_PLACING);
+  assert_non_null(strstr(j.reason, "unanswered (retryable"));
   tw_job_rec_release(&j);
-  /* backing off: the next pass leaves it alone */
-  size_t calls = tw_fake_calls(sfx_fake, TW_POP_LAUNCH);
+  /* the next pass asks for the token, finds none, sends it again */
   tw_sched_tick(sfx_sched);
-  assert_int_equal(tw_fake_calls(sfx_fake, TW_POP_LAUNCH), calls);
+  assert_int_equal(tw_fake_calls(sfx_fake, TW_POP_FIND_BY_TOKEN), 1);
+  assert_int_equal(tw_fake_calls(sfx_fake, TW_POP_LAUNCH), 2);
+  /* throttled again: waiting, the next pass leaves it alone */
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(tw_fake_calls(sfx_fake, TW_POP_LAUNCH), 2);
   tw_clock_advance(&sfx_clk, 1000);
-  tw_sched_tick(sfx_sched); /* fails again: the wait doubles */
-  j = sfx_get(id);
-  assert_string_equal(j.reason, "launch failed; trying again in 2 s");
-  tw_job_rec_release(&j);
-  tw_clock_advance(&sfx_clk, 2000);
   tw_sched_tick(sfx_sched);
   assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
+  struct tw_attempt_rec *a;
+  size_t n;
+  assert_int_equal(tw_store_attempts_of(sfx_store, id, &a, &n, NULL), TW_OK);
+  assert_int_equal(n, 1); /* one attempt, one token, throughout */
+  free(a);
+  assert_int_equal(tw_fake_instances_created(sfx_fake), 1);
 }
 
 static void batch_workload_exit_code_decides_the_outcome(void **state) {
@@ -541,7 +547,7 @@ int main(void) {
       T(interruption_sends_the_job_elsewhere),
       T(cancel_terminates_the_instance),
       T(lost_launch_answer_is_resumed_with_the_same_token),
-      T(throttled_launch_waits_for_the_next_pass),
+      T(throttled_launch_is_sent_again_with_the_same_token),
       T(batch_workload_exit_code_decides_the_outcome),
       T(offer_refusing_the_request_is_avoided),
       T(the_tenant_holding_less_goes_first),
