@@ -25,7 +25,7 @@ void tw_log_set_debug(const char *subsystems) {
 }
 
 bool tw_log_level_parse(const char *s, enum tw_log_level *out) {
-  static const char *names[] = {"debug", "info", "warn", "error"};
+  static const char *const names[] = {"debug", "info", "warn", "error"};
   for (int i = 0; i < 4; i++)
     if (strcmp(s, names[i]) == 0) {
       *out = (enum tw_log_level)i;
@@ -43,7 +43,7 @@ static bool debug_on(const char *subsys) {
 }
 
 void tw_log(enum tw_log_level lvl, const char *subsys, const char *fmt, ...) {
-  static const char *names[] = {"debug", "info", "warn", "error"};
+  static const char *const names[] = {"debug", "info", "warn", "error"};
   char line[1024];
   struct timespec ts;
   struct tm tm;

@@ -1247,7 +1247,7 @@ static void spot_requests_follow_their_instance(void **state) {
       &r);
   char *sir = xp(&r, "//e:instancesSet/e:item/e:spotInstanceRequestId");
   reply_free(&r);
-  run_one("&InstanceType=m5.large", &r); /* on-demand: no request */
+  free(run_one("&InstanceType=m5.large", &r)); /* on-demand: no request */
   reply_free(&r);
   ec2("Action=DescribeSpotInstanceRequests&Version=2016-11-15", &r);
   TW_CHECK(r.status == 200 &&
