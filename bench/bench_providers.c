@@ -1,6 +1,6 @@
 /* bench_providers.c - bench-providers: the provider layer's costs.
  *
- *   bench-providers [--quick | --smoke] [--fakecloud PATH]
+ *   bench-providers [--quick | --smoke] [--list] [--fakecloud PATH]
  *
  * Figures, one `key value unit` line each:
  *   sigv4_signatures_per_s        SigV4 signatures of a RunInstances body
@@ -26,6 +26,17 @@
  *                                 PUT, one operation poll, the final GET
  *   az_describe_round_trips_per_s GET with the instance view
  *
+ * --list measures only the cost of one listing against the history a
+ * cloud keeps (EC2 shows terminated instances for about an hour):
+ *   list_managed_ms_<T>_terminated       one tw_provider_list_managed of
+ *                                        100 live instances beside T
+ *                                        terminated ones (median of runs)
+ *   list_managed_requests_<T>_terminated DescribeInstances calls it made
+ *   list_managed_listed_<T>_terminated   instances it returned
+ *   rss_after_list_kb_<T>_terminated     this process's VmRSS after the
+ *                                        list was released
+ * for T = 0 and 10,000 (200 with --smoke).
+ *
  * The fake is emptied every 1000 launches, outside the timed window, so
  * it never holds more than 1000 instances.
  *
@@ -35,6 +46,7 @@
  * succeeded (ctest runs it so the benchmark cannot rot). */
 #include <curl/curl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,6 +382,164 @@ out:
 }
 
 #ifdef BENCH_ALIBABA
+/* ---- list_managed against history --------------------------------------- */
+
+/* This process's resident set, in KiB (0 when /proc cannot say). */
+static long rss_kb(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[128];
+  long kb = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return kb;
+}
+
+static size_t bench_write(char *data, size_t size, size_t n, void *arg) {
+  tw_buf_add(arg, data, size * n);
+  return size * n;
+}
+
+/* calls.<action> of /_fake/ec2/state, read without a JSON parser: the
+ * counters are one flat object of "Name": n pairs. */
+static long fake_calls(const char *action) {
+  CURL *c = curl_easy_init();
+  char url[128], key[96];
+  snprintf(url, sizeof url, "%s/_fake/ec2/state", base_url);
+  struct tw_buf b;
+  tw_buf_init(&b);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, bench_write);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+  CURLcode cc = curl_easy_perform(c);
+  curl_easy_cleanup(c);
+  long n = -1;
+  snprintf(key, sizeof key, "\"%s\":", action);
+  const char *calls = b.data ? strstr(b.data, "\"calls\":") : NULL;
+  const char *at = calls ? strstr(calls, key) : NULL;
+  if (cc == CURLE_OK && calls) /* absent: not called yet */
+    n = at ? strtol(at + strlen(key), NULL, 10) : 0;
+  tw_buf_release(&b);
+  return n;
+}
+
+/* Launches n instances (tokens prefix-0..n-1) and, when terminate, ends
+ * them again.  false on the first failure (reported). */
+static bool make_instances(struct tw_provider *p, const struct tw_offer *o,
+                           const char *prefix, size_t n, bool terminate) {
+  for (size_t i = 0; i < n; i++) {
+    char tok[48];
+    snprintf(tok, sizeof tok, "%s-%zu", prefix, i);
+    struct tw_launch req = {.offer = o,
+                            .client_token = tok,
+                            .job_id = tok,
+                            .attempt_id = tok,
+                            .tenant = "bench"};
+    struct tw_instance inst;
+    struct tw_err err = {0};
+    if (tw_provider_launch(p, &req, &inst, &err) ||
+        (terminate && tw_provider_terminate(p, inst.id, &err))) {
+      fprintf(stderr, "bench-providers: %s %zu: %s\n", prefix, i, err.msg);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* One figure set: the median time of runs listings, their requests, what
+ * they returned and the RSS after. */
+static void list_figures(struct tw_provider *p, size_t terminated, int runs) {
+  int64_t us[32];
+  size_t listed = 0;
+  long before = fake_calls("DescribeInstances");
+  for (int r = 0; r < runs; r++) {
+    struct tw_instance_list l;
+    tw_instance_list_init(&l);
+    struct tw_err err = {0};
+    int64_t s = tw_mono_us();
+    enum tw_rc rc = tw_provider_list_managed(p, &l, &err);
+    us[r] = tw_mono_us() - s;
+    listed = l.n;
+    tw_instance_list_release(&l);
+    if (rc) {
+      fprintf(stderr, "bench-providers: list_managed: %s\n", err.msg);
+      failed++;
+      return;
+    }
+  }
+  long after = fake_calls("DescribeInstances");
+  qsort(us, (size_t)runs, sizeof *us, cmp_i64);
+  char key[80];
+  snprintf(key, sizeof key, "list_managed_ms_%zu_terminated", terminated);
+  figure(key, us[runs / 2] / 1000.0, "ms");
+  snprintf(key, sizeof key, "list_managed_requests_%zu_terminated", terminated);
+  figure(key, (double)(after - before) / runs, "1");
+  snprintf(key, sizeof key, "list_managed_listed_%zu_terminated", terminated);
+  figure(key, (double)listed, "1");
+  snprintf(key, sizeof key, "rss_after_list_kb_%zu_terminated", terminated);
+  figure(key, (double)rss_kb(), "KiB");
+}
+
+static void bench_list(const char *path, bool smoke) {
+  if (access(path, X_OK)) {
+    fprintf(stderr, "bench-providers: %s not found; skipping the fake\n", path);
+    return;
+  }
+  /* Instances start and end at once, so terminated ones are terminated
+   * (not shutting-down) when the listing runs. */
+  if (!start_fake(path) || !reset_fake() ||
+      !post("/_fake/ec2/config", "{\"pending_ms\": 0, \"shutdown_ms\": 0}")) {
+    failed++;
+    stop_fake();
+    return;
+  }
+  setenv("TW_BENCH_AWS_AK", "AKIDTRADEWINDFAKE", 1);
+  setenv("TW_BENCH_AWS_SK", "tradewind-fake-secret", 1);
+  char *doc = tw_asprintf("type: aws\nname: bench\nendpoint: %s\n"
+                          "region: us-east-1\n"
+                          "access_key_env: TW_BENCH_AWS_AK\n"
+                          "secret_key_env: TW_BENCH_AWS_SK\n"
+                          "image: ami-0abcdef1234567890\n",
+                          base_url);
+  struct tw_node *cfg = NULL;
+  struct tw_provider *p = NULL;
+  struct tw_err err = {0};
+  if (tw_node_parse_yaml(doc, strlen(doc), &cfg, &err) ||
+      tw_provider_new(tw_adapters, cfg, NULL, &p, &err)) {
+    fprintf(stderr, "bench-providers: %s\n", err.msg);
+    failed++;
+    goto out;
+  }
+  struct tw_offer o;
+  tw_offer_init(&o);
+  TW_SET(o.region, "us-east-1");
+  TW_SET(o.zone, "us-east-1a");
+  TW_SET(o.instance_type, "m5.large");
+  o.market = TW_MARKET_ON_DEMAND;
+  size_t history = smoke ? 200 : 10000;
+  int runs = smoke ? 3 : 15;
+  printf("# list_managed: 100 live instances, then %zu terminated beside "
+         "them; struct tw_instance is %zu bytes\n",
+         history, sizeof(struct tw_instance));
+  if (!make_instances(p, &o, "live", 100, false)) {
+    failed++;
+    goto out;
+  }
+  list_figures(p, 0, runs);
+  if (!make_instances(p, &o, "gone", history, true)) {
+    failed++;
+    goto out;
+  }
+  list_figures(p, history, runs);
+out:
+  tw_provider_free(p);
+  tw_node_free(cfg);
+  free(doc);
+  stop_fake();
+}
+
 /* ---- Alibaba ECS -------------------------------------------------------- */
 
 static void bench_alibaba_sign(void) {
@@ -551,15 +721,19 @@ static void bench_azure_fake(const char *path) {
 
 int main(int argc, char **argv) {
   const char *fake = TW_FAKECLOUD_PATH;
+  bool list = false, smoke = false;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--quick")) {
+    if (!strcmp(argv[i], "--list")) {
+      list = true;
+    } else if (!strcmp(argv[i], "--quick")) {
       seconds_per_figure = 2.0;
     } else if (!strcmp(argv[i], "--smoke")) {
       seconds_per_figure = 0.2;
+      smoke = true;
     } else if (!strcmp(argv[i], "--fakecloud") && i + 1 < argc) {
       fake = argv[++i];
     } else {
-      fprintf(stderr, "usage: bench-providers [--quick | --smoke] "
+      fprintf(stderr, "usage: bench-providers [--quick | --smoke] [--list] "
                       "[--fakecloud PATH]\n");
       return 2;
     }
@@ -567,6 +741,11 @@ int main(int argc, char **argv) {
   tw_log_set_level(TW_LOG_ERROR);
   curl_global_init(CURL_GLOBAL_DEFAULT);
   tw_ec2_xml_init();
+  if (list) {
+    bench_list(fake, smoke);
+    curl_global_cleanup();
+    return failed ? 1 : 0;
+  }
   bench_sigv4();
   bench_xml();
   bench_fake(fake);
