@@ -9,6 +9,7 @@
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -516,7 +517,10 @@ enum tw_rc tw_provider_list_managed(struct tw_provider *p,
   leave(&c, rc, err);
   size_t kept = first;
   for (size_t i = first; i < out->n; i++) {
-    if (!*out->items[i].id)
+    /* Terminated instances are history: an adapter whose API cannot leave
+     * them out (Slurm's job list, until MinJobAge purges them) still
+     * hands back only what lives. */
+    if (!*out->items[i].id || out->items[i].state == TW_INST_TERMINATED)
       continue;
     if (kept != i)
       out->items[kept] = out->items[i];

@@ -146,8 +146,12 @@ struct tw_provider_ops {
   /* Idempotent: terminating a terminated instance succeeds. */
   enum tw_rc (*terminate)(struct tw_provider *p, const char *id,
                           struct tw_err *err);
-  /* Appends every instance carrying Tradewind's tags (TW_TAG_JOB), in any
-   * state the provider still reports, to out. */
+  /* Appends the instances carrying Tradewind's tags (TW_TAG_JOB) to out,
+   * asking the provider for live states only where its API filters (EC2
+   * instance-state-name), so a call costs what the live instances cost.
+   * Terminated ones it cannot leave out may be included: the generic
+   * layer drops them from tw_provider_list_managed(), and the default
+   * describe (a NULL describe slot) still finds them here. */
   enum tw_rc (*list_managed)(struct tw_provider *p,
                              struct tw_instance_list *out, struct tw_err *err);
   /* Appends the interruption notices and rebalance recommendations now in
@@ -352,8 +356,13 @@ enum tw_rc tw_provider_describe(struct tw_provider *p, const char *id,
 enum tw_rc tw_provider_terminate(struct tw_provider *p, const char *id,
                                  struct tw_err *err);
 
-/* Appends the instances carrying Tradewind's tags to out.  NULL slot:
- * none. */
+/* Appends the live instances carrying Tradewind's tags to out: every
+ * state but terminated (shutting-down, stopping and stopped still cost
+ * money or can start again).  Adapters ask the provider for those states
+ * only where its API filters (EC2 instance-state-name); a terminated one
+ * an adapter returns anyway is dropped here, so one call costs what the
+ * live instances cost, not the provider's history.  On failure out is
+ * left as it was.  NULL slot: none. */
 enum tw_rc tw_provider_list_managed(struct tw_provider *p,
                                     struct tw_instance_list *out,
                                     struct tw_err *err);

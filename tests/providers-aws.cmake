@@ -37,3 +37,14 @@ tw_aws_labels(test_aws_fake integration providers aws)
 target_compile_definitions(test_aws_fake PRIVATE
   TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
 add_dependencies(test_aws_fake tradewind-fakecloud)
+
+# One listing costs what the live instances cost, however many terminated
+# ones EC2 still shows (issue 20: listing that does not grow with history).
+tw_add_test(test_list_live
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_list_live.c
+  LIBS twtest_fakecloud tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
+  LABELS launch TIMEOUT 120)
+tw_aws_labels(test_list_live launch integration providers aws)
+target_compile_definitions(test_list_live PRIVATE
+  TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
+add_dependencies(test_list_live tradewind-fakecloud)

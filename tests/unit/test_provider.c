@@ -264,11 +264,13 @@ static void describe_terminate_events(void **state) {
   /* A failed list leaves the caller's list as it was. */
   struct tw_instance_list il;
   tw_instance_list_init(&il);
-  TW_CHECK(tw_provider_list_managed(p, &il, NULL) == TW_OK && il.n == 1);
+  /* terminated: history, not listed */
+  TW_CHECK(tw_provider_list_managed(p, &il, NULL) == TW_OK && il.n == 0);
+  TW_SET(tw_instance_list_add(&il)->id, "i-before");
   tw_fake_fail(f, TW_POP_LIST_MANAGED, TW_E_RETRYABLE, "RequestLimitExceeded",
                1);
   TW_CHECK(tw_provider_list_managed(p, &il, NULL) == TW_E_RETRYABLE);
-  TW_CHECK(il.n == 1);
+  TW_CHECK(il.n == 1 && !strcmp(il.items[0].id, "i-before"));
   tw_instance_list_release(&il);
 
   TW_CHECK(tw_provider_terminate(p, a.id, NULL) == TW_OK);
@@ -322,6 +324,9 @@ static enum tw_rc holes_list_managed(struct tw_provider *p,
   i->state = TW_INST_RUNNING;
   i = tw_instance_list_add(out);
   TW_SET(i->id, "h-2");
+  i = tw_instance_list_add(out);
+  TW_SET(i->id, "h-gone");
+  i->state = TW_INST_TERMINATED;
   return TW_OK;
 }
 
@@ -397,6 +402,15 @@ static void generic_checks_and_defaults(void **state) {
   TW_CHECK(!strcmp(inst.id, "h-2") && !strcmp(inst.provider, "holes"));
   TW_CHECK(!strcmp(inst.provider_state, "unknown"));
   TW_CHECK(tw_provider_describe(p, "h-3", &inst, NULL) == TW_E_NOTFOUND);
+  /* The listing holds only what lives, though the default describe still
+   * sees a terminated instance (the monitor needs its end). */
+  tw_instance_list_init(&il);
+  TW_CHECK(tw_provider_list_managed(p, &il, NULL) == TW_OK && il.n == 2);
+  for (size_t k = 0; k < il.n; k++)
+    TW_CHECK(strcmp(il.items[k].id, "h-gone"));
+  tw_instance_list_release(&il);
+  TW_CHECK(tw_provider_describe(p, "h-gone", &inst, NULL) == TW_OK &&
+           inst.state == TW_INST_TERMINATED);
   /* No read_output slot: the provider keeps no output. */
   struct tw_buf out;
   bool eof = true;
