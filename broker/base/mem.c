@@ -1,6 +1,9 @@
 #include "broker/base/mem.h"
 
 #include <stdio.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +31,14 @@ void *tw_realloc(void *p, size_t n) {
   if (!q)
     oom(n);
   return q;
+}
+
+void tw_mem_trim(size_t freed_bytes) {
+  if (freed_bytes < TW_MEM_TRIM_BYTES)
+    return;
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
 char *tw_strdup(const char *s) {

@@ -331,7 +331,9 @@ struct tw_event {
     l->n = l->cap = 0;                                                         \
   }                                                                            \
   static inline void name##_release(struct name *l) {                          \
+    size_t bytes = l->cap * sizeof *l->items;                                  \
     free(l->items);                                                            \
+    tw_mem_trim(bytes); /* a large listing's pages back to the kernel */       \
     name##_init(l);                                                            \
   }                                                                            \
   static inline struct type *name##_add(struct name *l) {                      \

@@ -371,6 +371,7 @@ enum tw_rc tw_reconcile_pass(struct tw_reconcile *r,
     free(cache[i].a);
   free(cache);
   free(all);
+  tw_mem_trim(cap_all * sizeof *all);
   st.last_pass_ms = tw_clock_now_ms(r->o.clock);
   pthread_mutex_lock(&r->mu);
   r->stats.passes++;
