@@ -90,6 +90,10 @@ void tw_problem(struct tw_req *r, unsigned status, const char *type,
     __attribute__((format(printf, 5, 6)));
 /* Maps err->rc to a status and type and answers with err's text. */
 void tw_problem_err(struct tw_req *r, const struct tw_err *err);
+/* 503 store-unavailable with Retry-After, for a store whose writes fail
+ * (health: TW_E_FULL or TW_E_IO from tw_store_write_health, since_ms its
+ * time); /readyz answers it. */
+void tw_problem_store(struct tw_req *r, enum tw_rc health, int64_t since_ms);
 unsigned tw_rc_http_status(enum tw_rc rc);
 
 #endif

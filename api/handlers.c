@@ -56,6 +56,14 @@ void tw_h_readyz(struct tw_req *r) {
     tw_problem(r, 503, "draining", NULL, "the broker is shutting down");
     return;
   }
+  /* A broker that cannot commit takes no work it could acknowledge: a load
+   * balancer sends submissions elsewhere until a write commits again. */
+  int64_t since_ms = 0;
+  enum tw_rc health = tw_store_write_health(tw_api_store(r->api), &since_ms);
+  if (health) {
+    tw_problem_store(r, health, since_ms);
+    return;
+  }
   tw_buf_adds(&r->out, "{\"status\":\"ready\"}");
   tw_req_json(r, 200);
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "api/api_int.h"
+#include "broker/base/clock.h"
 
 static const struct {
   enum tw_rc rc;
@@ -21,7 +22,21 @@ static const struct {
     {TW_E_QUOTA, 403, "quota-exceeded"},
     {TW_E_IO, 500, "internal"},
     {TW_E_INTERNAL, 500, "internal"},
+    /* 507 rather than 503: it names the cause (RFC 4918 section 11.5, the
+     * server cannot store what the request needs), so a client and an
+     * alert can tell a full disk from an overload; space returns only when
+     * an operator frees it, so no Retry-After is promised. */
+    {TW_E_FULL, 507, "insufficient-storage"},
 };
+
+/* Seconds a client should wait after the store's storage failed under a
+ * write (TW_E_IO with TW_DETAIL_STORE_IO): long enough for a transient
+ * I/O error or a lock to clear, short enough not to lose a submitter. */
+#define STORE_RETRY_AFTER_S "5"
+
+static bool store_io(const struct tw_err *err) {
+  return err->rc == TW_E_IO && !strcmp(err->detail, TW_DETAIL_STORE_IO);
+}
 
 static const char *title_of(unsigned status) {
   switch (status) {
@@ -49,9 +64,23 @@ static const char *title_of(unsigned status) {
     return "Too Many Requests";
   case 503:
     return "Service Unavailable";
+  case 507:
+    return "Insufficient Storage";
   default:
     return "Internal Server Error";
   }
+}
+
+void tw_problem_store(struct tw_req *r, enum tw_rc health, int64_t since_ms) {
+  char since[40] = "";
+  if (since_ms > 0)
+    tw_time_fmt_rfc3339(since_ms, since, sizeof since);
+  tw_req_add_header(r, "Retry-After", STORE_RETRY_AFTER_S);
+  tw_problem(r, 503, "store-unavailable", NULL,
+             "the store cannot commit writes%s%s: %s",
+             since[0] ? " since " : "", since,
+             health == TW_E_FULL ? "the store's disk is full"
+                                 : "the store's storage reports I/O errors");
 }
 
 unsigned tw_rc_http_status(enum tw_rc rc) {
@@ -96,6 +125,24 @@ void tw_problem_err(struct tw_req *r, const struct tw_err *err) {
       type = RC_TABLE[i].type;
   if (err->rc == TW_E_INVALID)
     type = err->field[0] ? "invalid-field" : "malformed";
+  /* The storage's failures say what happened (the disk, not the request),
+   * but not sqlite's own text, which stays in the log. */
+  if (err->rc == TW_E_FULL) {
+    tw_problem(r, status, type, NULL,
+               "the store's disk is full: nothing of this request was "
+               "written, and what was acknowledged before is kept; retry "
+               "once space is freed (request %s)",
+               r->request_id);
+    return;
+  }
+  if (store_io(err)) {
+    tw_req_add_header(r, "Retry-After", STORE_RETRY_AFTER_S);
+    tw_problem(r, 503, "store-unavailable", NULL,
+               "the store could not write (an I/O error): nothing of this "
+               "request was written; retry later (request %s)",
+               r->request_id);
+    return;
+  }
   /* internal failures keep their text in the log, not on the wire */
   if (status >= 500 && err->rc != TW_E_RETRYABLE)
     tw_problem(r, status, type, NULL, "internal error (request %s)",

@@ -70,6 +70,8 @@ const char *tw_rc_str(enum tw_rc rc) {
     return "forbidden";
   case TW_E_UNSUPPORTED_MEDIA:
     return "unsupported-media-type";
+  case TW_E_FULL:
+    return "full";
   }
   return "unknown";
 }

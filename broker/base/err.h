@@ -21,8 +21,15 @@ enum tw_rc {
   TW_E_IO, /* store, file or socket */
   TW_E_INTERNAL,
   TW_E_FORBIDDEN, /* authenticated but not allowed */
-  TW_E_UNSUPPORTED_MEDIA
+  TW_E_UNSUPPORTED_MEDIA,
+  TW_E_FULL /* the store's disk is full (SQLITE_FULL): nothing was written */
 };
+
+/* err->detail of a TW_E_IO the storage itself reported (sqlite's I/O
+ * class: SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_READONLY, ...) rather than
+ * a statement that is wrong: the write may succeed when retried, so the
+ * API answers 503 with Retry-After instead of 500. */
+#define TW_DETAIL_STORE_IO "store-io"
 
 struct tw_err {
   enum tw_rc rc;

@@ -194,11 +194,76 @@ struct tw_store {
   pthread_cond_t rfree;
 
   uint64_t commits, ops, max_seen;
+  /* Write health, under mu: TW_OK, or TW_E_FULL / TW_E_IO from the first
+   * write that failed on the storage until a transaction commits a write
+   * again (tw_store_write_health). */
+  enum tw_rc health;
+  int64_t unhealthy_since_ms;
 };
+
+/* sqlite's result codes for storage that failed under a statement that
+ * may well succeed later, as opposed to a statement that is wrong. */
+static bool storage_code(int code) {
+  switch (code & 0xff) {
+  case SQLITE_IOERR:
+  case SQLITE_CANTOPEN:
+  case SQLITE_READONLY:
+  case SQLITE_BUSY:
+  case SQLITE_PROTOCOL:
+  case SQLITE_NOLFS:
+    return true;
+  default:
+    return false;
+  }
+}
 
 static enum tw_rc db_err(sqlite3 *db, struct tw_err *err, const char *what) {
   /* copy at once: the next call may overwrite sqlite3_errmsg() */
-  return tw_err_set(err, TW_E_IO, "store: %s: %s", what, sqlite3_errmsg(db));
+  int code = sqlite3_errcode(db);
+  if ((code & 0xff) == SQLITE_FULL)
+    return tw_err_set(err, TW_E_FULL, "the store's disk is full: %s: %s", what,
+                      sqlite3_errmsg(db));
+  enum tw_rc rc =
+      tw_err_set(err, TW_E_IO, "store: %s: %s", what, sqlite3_errmsg(db));
+  if (err && err->rc == TW_E_IO && storage_code(code) && !err->detail[0])
+    tw_err_detail(err, TW_DETAIL_STORE_IO);
+  return rc;
+}
+
+/* Whether a failed write failed on the storage (a full disk, an I/O
+ * error) rather than on its own terms (a conflict, a transition refused).
+ * The modules whose statements have not moved behind the store report
+ * every sqlite failure as TW_E_IO, so the connection's own result code
+ * decides, read before anything else runs on it; *rc and err are raised
+ * to TW_E_FULL or given the TW_DETAIL_STORE_IO detail to match. */
+static bool storage_failure(sqlite3 *db, enum tw_rc *rc, struct tw_err *err) {
+  if (*rc == TW_E_FULL)
+    return true;
+  if (*rc != TW_E_IO)
+    return false;
+  if (!strcmp(err->detail, TW_DETAIL_STORE_IO))
+    return true;
+  int code = sqlite3_errcode(db);
+  if ((code & 0xff) == SQLITE_FULL) {
+    char was[sizeof err->msg];
+    memcpy(was, err->msg, sizeof was);
+    snprintf(err->msg, sizeof err->msg, "the store's disk is full: %.200s",
+             was);
+    err->rc = *rc = TW_E_FULL;
+    return true;
+  }
+  if (storage_code(code)) {
+    tw_err_detail(err, TW_DETAIL_STORE_IO);
+    return true;
+  }
+  return false;
+}
+
+/* Fails operation o with rc and the text and detail of cause. */
+static void fail_op(struct wop *o, enum tw_rc rc, const struct tw_err *cause) {
+  o->rc = tw_err_set(o->err, rc, "%s", cause->msg);
+  if (cause->detail[0] && !o->err->detail[0])
+    tw_err_detail(o->err, cause->detail);
 }
 
 enum tw_rc store__db_err(sqlite3 *db, struct tw_err *err, const char *what) {
@@ -372,27 +437,50 @@ static void *writer_main(void *arg) {
 
     struct tw_err berr = {0};
     enum tw_rc brc = exec_simple(&s->w, SQL_BEGIN, &berr);
+    enum tw_rc storage =
+        brc && storage_failure(s->w.db, &brc, &berr) ? brc : TW_OK;
+    bool txn_lost = false;
     int committed = 0;
     for (struct wop *o = batch; o; o = o->next) {
       if (brc) {
-        o->rc = tw_err_set(o->err, brc, "%s", berr.msg);
+        fail_op(o, brc, &berr);
         continue;
       }
       if ((o->rc = exec_simple(&s->w, SQL_SAVEPOINT, o->err)))
         continue;
       o->rc = o->fn(s, s->w.db, o->arg, o->err);
       if (o->rc) {
+        if (storage_failure(s->w.db, &o->rc, o->err) && !storage)
+          storage = o->rc;
+        if (sqlite3_get_autocommit(s->w.db)) {
+          /* sqlite rolled the whole transaction back (it may on
+           * SQLITE_FULL or an I/O error): the operations before this one
+           * are undone too, and the rest must not run outside it. */
+          txn_lost = true;
+          brc = o->rc;
+          berr = *o->err;
+          continue;
+        }
         exec_simple(&s->w, SQL_ROLLBACK_TO, NULL);
         exec_simple(&s->w, SQL_RELEASE, NULL);
       } else if ((o->rc = exec_simple(&s->w, SQL_RELEASE, o->err)) == TW_OK) {
         committed++;
       }
     }
-    if (!brc && (brc = exec_simple(&s->w, SQL_COMMIT, &berr))) {
+    if (txn_lost) {
+      /* Nothing of this batch is on disk: no caller may hear otherwise. */
+      for (struct wop *o = batch; o; o = o->next)
+        if (o->rc == TW_OK)
+          fail_op(o, brc, &berr);
+      committed = 0;
+      tw_log_error("store", "transaction rolled back: %s", berr.msg);
+    } else if (!brc && (brc = exec_simple(&s->w, SQL_COMMIT, &berr))) {
+      if (storage_failure(s->w.db, &brc, &berr) && !storage)
+        storage = brc;
       exec_simple(&s->w, SQL_ROLLBACK, NULL);
       for (struct wop *o = batch; o; o = o->next)
         if (o->rc == TW_OK)
-          o->rc = tw_err_set(o->err, brc, "%s", berr.msg);
+          fail_op(o, brc, &berr);
       committed = 0;
       tw_log_error("store", "commit failed: %s", berr.msg);
     }
@@ -402,6 +490,20 @@ static void *writer_main(void *arg) {
       s->ops += (uint64_t)committed;
       if ((uint64_t)n > s->max_seen)
         s->max_seen = (uint64_t)n;
+    }
+    if (storage) {
+      if (s->health == TW_OK) {
+        s->unhealthy_since_ms = tw_clock_now_ms(s->clock);
+        tw_log_error("store", "writes fail on the storage: %s",
+                     storage == TW_E_FULL ? "the disk is full"
+                                          : "an I/O error");
+      }
+      s->health = storage; /* the latest cause, since the first failure */
+    } else if (!storage && !brc && committed && s->health != TW_OK) {
+      tw_log_info(
+          "store", "writes commit again after %lld ms",
+          (long long)(tw_clock_now_ms(s->clock) - s->unhealthy_since_ms));
+      s->health = TW_OK;
     }
     for (struct wop *o = batch, *nx; o; o = nx) {
       nx = o->next; /* o lives on its caller's stack: read next first */
@@ -435,6 +537,38 @@ enum tw_rc tw_store_write(struct tw_store *s, tw_store_write_fn fn, void *arg,
   pthread_mutex_unlock(&s->mu);
   pthread_cond_destroy(&op.cv);
   return op.rc;
+}
+
+enum tw_rc tw_store_write_health(struct tw_store *s, int64_t *since_ms) {
+  pthread_mutex_lock(&s->mu);
+  enum tw_rc rc = s->health;
+  if (since_ms)
+    *since_ms = rc ? s->unhealthy_since_ms : 0;
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}
+
+/* PRAGMA max_page_count never goes below the database's current size, so
+ * 1 caps it where it is. */
+static const char SQL_CAP_PAGES[] = "PRAGMA max_page_count = 1";
+static const char SQL_UNCAP_PAGES[] = "PRAGMA max_page_count = 4294967294";
+
+static enum tw_rc cap_pages_fn(struct tw_store *s, sqlite3 *db, void *arg,
+                               struct tw_err *err) {
+  sqlite3_stmt *st = NULL;
+  const char *sql = *(const bool *)arg ? SQL_CAP_PAGES : SQL_UNCAP_PAGES;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    return db_err(db, err, "max_page_count");
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW)
+    ;
+  sqlite3_finalize(st);
+  return r == SQLITE_DONE ? TW_OK : db_err(db, err, "max_page_count");
+}
+
+enum tw_rc tw_store_test_cap_pages(struct tw_store *s, bool cap,
+                                   struct tw_err *err) {
+  return tw_store_write(s, cap_pages_fn, &cap, err);
 }
 
 void tw_store_stats(struct tw_store *s, struct tw_store_stats *out) {

@@ -162,6 +162,23 @@ struct tw_store_stats {
 };
 void tw_store_stats(struct tw_store *s, struct tw_store_stats *out);
 
+/* Whether writes commit: TW_OK, or the class of the storage failure in
+ * force: TW_E_FULL (SQLITE_FULL, the disk is full) or TW_E_IO (sqlite's
+ * I/O class) from the first write or commit that failed on the storage
+ * until a later transaction commits a write without one.  *since_ms (may
+ * be NULL) gets the time of that first failure.  A write that failed so
+ * returned TW_E_FULL, or TW_E_IO with detail TW_DETAIL_STORE_IO, to its
+ * caller, and nothing of it is on disk: a write is acknowledged only
+ * after its transaction committed.  Any thread; for /readyz. */
+enum tw_rc tw_store_write_health(struct tw_store *s, int64_t *since_ms);
+
+/* For tests only: caps the database at its current size (PRAGMA
+ * max_page_count on the write connection), so the next write that needs
+ * a new page fails with SQLITE_FULL as on a full disk; cap false lifts
+ * the cap.  The daemon never calls it. */
+enum tw_rc tw_store_test_cap_pages(struct tw_store *s, bool cap,
+                                   struct tw_err *err);
+
 /* ---- attempts ------------------------------------------------------------
  *
  * An attempt is one launch of a job on one offer.  It is written before the
