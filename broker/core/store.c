@@ -232,9 +232,10 @@ static enum tw_rc db_err(sqlite3 *db, struct tw_err *err, const char *what) {
 
 /* Whether a failed write failed on the storage (a full disk, an I/O
  * error) rather than on its own terms (a conflict, a transition refused).
- * The modules whose statements have not moved behind the store report
- * every sqlite failure as TW_E_IO, so the connection's own result code
- * decides, read before anything else runs on it; *rc and err are raised
+ * The table groups' files (store_audit.c, store_ledger.c, ...) report
+ * every sqlite failure as TW_E_IO with their own prefix, so the
+ * connection's own result code decides, read before anything else runs
+ * on it; *rc and err are raised
  * to TW_E_FULL or given the TW_DETAIL_STORE_IO detail to match. */
 static bool storage_failure(sqlite3 *db, enum tw_rc *rc, struct tw_err *err) {
   if (*rc == TW_E_FULL)
