@@ -109,6 +109,13 @@ node_names() {
   for i in $(seq 1 "$CPU_NODES"); do echo "cpu$i"; done
 }
 
+# Whether any TCP port BASE..BASE+39 is bound on this machine.
+ports_free() {
+  command -v ss >/dev/null 2>&1 || return 0
+  ! ss -Htan 2>/dev/null | awk '{print $4}' | sed 's/.*://' |
+    awk -v b="$1" '$1 >= b && $1 < b + 40 {found=1} END {exit !found}'
+}
+
 # Ports: derived from the state dir so two clusters (two build dirs) do not
 # collide, then kept so a restart reuses them.
 choose_ports() {
@@ -116,9 +123,15 @@ choose_ports() {
     # shellcheck disable=SC1091
     . "$STATE_DIR/ports"
   else
-    local h
+    # Below 32768, where Linux's ephemeral ports (tests on port 0, outbound
+    # connections) start, and past any base whose ports are taken.
+    local h i
     h=$(printf '%s' "$STATE_DIR" | cksum | cut -d' ' -f1)
-    PORT_BASE=${TW_SLURM_PORT_BASE:-$((20000 + (h % 500) * 40))}
+    for i in $(seq 0 299); do
+      PORT_BASE=$((20000 + ((h + i) % 300) * 40))
+      ports_free "$PORT_BASE" && break
+    done
+    PORT_BASE=${TW_SLURM_PORT_BASE:-$PORT_BASE}
     REST_PORT=${TW_SLURM_REST_PORT:-$((PORT_BASE + 1))}
   fi
   PORT_BASE=${TW_SLURM_PORT_BASE:-$PORT_BASE}
