@@ -165,9 +165,11 @@ bool sched__call_room(struct tw_sched *s, struct pcache *pc) {
   return room;
 }
 
+/* A call done but not yet collected counts too: the attempt's stored
+ * state does not show its answer yet. */
 static bool busy_in(const struct sched_call *l, int64_t attempt_id) {
   for (; l; l = l->next)
-    if (l->attempt_id == attempt_id && l->status != CALL_DONE)
+    if (l->attempt_id == attempt_id)
       return true;
   return false;
 }

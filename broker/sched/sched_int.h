@@ -359,8 +359,10 @@ void sched__call_free(struct tw_sched *s, struct sched_call *c);
 
 /* Whether pc's pool takes another call now. */
 bool sched__call_room(struct tw_sched *s, struct pcache *pc);
-/* Whether attempt_id has a call queued or running (an abandoned one
- * included: one call in flight per attempt). */
+/* Whether attempt_id has a call queued, running (an abandoned one
+ * included) or done but not yet collected: one call in flight per
+ * attempt, and none sent on a stored state its answer is about to
+ * change. */
 bool sched__call_busy(struct tw_sched *s, int64_t attempt_id);
 /* Queues c on pc's pool, its deadline from now; false (c still the
  * caller's) when the pool is stopping or has no worker. */
