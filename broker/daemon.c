@@ -41,6 +41,7 @@ struct tw_daemon {
   char *config_path;
   char *listen_override, *db_override; /* NULL: the file's */
   const struct tw_provider_ops *const *adapters;
+  size_t abandoned;   /* calls left running by the drain (tw_sched_drain) */
   char cfg_dir[1024]; /* relative paths of the config are read from here */
   char host[256];     /* of the API, as configured */
   char url[300];
@@ -203,6 +204,7 @@ static enum tw_rc open_sched(struct tw_daemon *d, struct tw_err *err) {
                              .providers = d->provs,
                              .n_providers = d->n_prov,
                              .tick_ms = cfg->sched_tick_ms,
+                             .pass_budget_ms = cfg->sched_pass_budget_ms,
                              .offers_ttl_ms = cfg->sched_offers_ttl_s * 1000,
                              .tenancy = d->sec->tenancy,
                              .meter = d->meter,
@@ -390,8 +392,12 @@ refused:
 }
 
 void tw_daemon_drain(struct tw_daemon *d) {
+  /* the deadline runs from the signal: no new work, then the launches in
+   * flight handed back, all within shutdown_timeout_s */
+  int64_t deadline = tw_sched_mono_ms() + d->cfg->shutdown_timeout_s * 1000;
   if (d->api)
     tw_api_drain(d->api);
+  d->abandoned = tw_sched_drain(d->sched, deadline);
 }
 
 void tw_daemon_free(struct tw_daemon *d) {
@@ -407,12 +413,16 @@ void tw_daemon_free(struct tw_daemon *d) {
   tw_auth_daemon_stop(d->sec);
   tw_secrets_free(d->secrets); /* when the tenancy never took them */
   tw_meter_free(d->meter);
-  tw_spec_cache_free(d->specs); /* after the scheduler, reconciler and meter */
+  /* calls abandoned at the drain still use the providers and the specs
+   * they hold: those are left to the process's exit */
+  if (!d->abandoned)
+    tw_spec_cache_free(d->specs); /* after the scheduler, reconciler, meter */
   /* after its readers, before the providers its threads call */
   tw_catalog_free(d->cat);
-  for (size_t k = 0; k < d->n_prov; k++)
+  for (size_t k = 0; k < d->n_prov && !d->abandoned; k++)
     tw_provider_free(d->provs[k]);
-  free(d->provs);
+  if (!d->abandoned)
+    free(d->provs);
   tw_store_close(d->store);
   tw_cfg_free(d->cfg);
   free(d->config_path);

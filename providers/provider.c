@@ -74,6 +74,39 @@ tw_provider_info_find(const struct tw_provider_ops *const *reg,
 
 /* ---- life cycle --------------------------------------------------------- */
 
+/* The generic keys of every section: `concurrency` and `call_deadline_ms`
+ * (provider.h).  The default deadline covers every try the http layer
+ * makes with the section's own timeout and retry settings. */
+static enum tw_rc call_limits(const struct tw_node *cfg, int64_t *conc,
+                              int64_t *deadline, struct tw_err *err) {
+  *conc = 8;
+  *deadline = 0;
+  if (!cfg || cfg->kind != TW_NODE_MAP)
+    return TW_OK;
+  int64_t timeout, tries, cap;
+  enum tw_rc rc;
+  if ((rc = tw_provider_cfg_int(cfg, "concurrency", 1, 256, 8, conc, err)))
+    return rc;
+  /* read leniently here: the adapter checks its own bounds at init */
+  if (tw_provider_cfg_int(cfg, "timeout_ms", 1, INT64_MAX, 30000, &timeout,
+                          NULL))
+    timeout = 30000;
+  if (tw_provider_cfg_int(cfg, "max_attempts", 1, INT64_MAX, 3, &tries, NULL))
+    tries = 3;
+  if (tw_provider_cfg_int(cfg, "backoff_cap_ms", 0, INT64_MAX, 20000, &cap,
+                          NULL))
+    cap = 20000;
+  if (timeout > 600000)
+    timeout = 600000;
+  if (tries > 100)
+    tries = 100;
+  if (cap > 600000)
+    cap = 600000;
+  int64_t def = timeout * tries + cap * (tries - 1);
+  return tw_provider_cfg_int(cfg, "call_deadline_ms", 100, 86400000, def,
+                             deadline, err);
+}
+
 static enum tw_rc new_ops(const struct tw_provider_ops *ops,
                           const char *account, const struct tw_provider_opts *o,
                           struct tw_provider **out, struct tw_err *err) {
@@ -93,8 +126,14 @@ static enum tw_rc new_ops(const struct tw_provider_ops *ops,
                         "name: at most %d characters, got %zu",
                         TW_MODEL_NAME_MAX - 1, strlen(account));
 
+  int64_t conc, deadline;
+  enum tw_rc crc = call_limits(cfg, &conc, &deadline, err);
+  if (crc)
+    return crc;
   struct tw_provider *p = tw_calloc(1, sizeof *p);
   p->ops = ops;
+  p->concurrency = (int)conc;
+  p->call_deadline_ms = deadline;
   p->account = tw_strdup(account);
   p->clock = o->clock ? o->clock : tw_clock_real();
   p->resolve_secret = o->resolve_secret;

@@ -237,6 +237,11 @@ struct tw_provider {
   atomic_int in_flight;
   pthread_mutex_t stats_lock;
   struct tw_provider_stats stats[TW_POP_COUNT];
+  /* The scheduler's calls to this account (broker/sched/calls.c): how
+   * many run at once, and how long one call may take in all, its
+   * retries included (`concurrency`, `call_deadline_ms`). */
+  int concurrency;
+  int64_t call_deadline_ms;
 };
 
 /* ---- registries --------------------------------------------------------- */
@@ -310,6 +315,23 @@ void tw_provider_free(struct tw_provider *p);
 static inline const char *tw_provider_name(const struct tw_provider *p) {
   return p->ops->name;
 }
+/* How many of the scheduler's calls to p run at once (`concurrency`, 1..256,
+ * default 8). */
+static inline int tw_provider_concurrency(const struct tw_provider *p) {
+  return p->concurrency > 0 ? p->concurrency : 8;
+}
+
+/* How long one call to p may take in all, every retry of the http layer
+ * included (`call_deadline_ms`; default the adapter's `timeout_ms` times
+ * its `max_attempts`, plus `backoff_cap_ms` for each wait between tries,
+ * with their own defaults 30000, 3 and 20000 when the section has none).
+ * A call past it is no longer waited for: a launch's outcome is then
+ * unknown, never a failure. */
+static inline int64_t
+tw_provider_call_deadline_ms(const struct tw_provider *p) {
+  return p->call_deadline_ms > 0 ? p->call_deadline_ms : 150000;
+}
+
 static inline const char *tw_provider_account(const struct tw_provider *p) {
   return p->account;
 }
@@ -403,7 +425,8 @@ const char *tw_provider_op_str(enum tw_provider_op op);
 /* ---- helpers for adapters ----------------------------------------------- */
 
 /* The keys every provider section may carry whatever its type. */
-#define TW_PROVIDER_COMMON_KEYS "name", "type", "enabled", "labels"
+#define TW_PROVIDER_COMMON_KEYS                                                \
+  "name", "type", "enabled", "labels", "concurrency", "call_deadline_ms"
 
 /* TW_E_INVALID naming the first key of the map cfg that is neither in
  * keys (NULL-terminated) nor a common key, with the closest known key

@@ -18,3 +18,8 @@ tw_add_test(test_gang SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_gang.c
 tw_add_test(test_launch SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_launch.c
             LIBS sched_fixture tw_sched tw_fake_provider PkgConfig::CMOCKA
             LABELS unit launch sched)
+# Cloud calls off the scheduler's thread: a hung provider, call deadlines,
+# the drain's deadline (broker/sched/calls.c).
+tw_add_test(test_calls SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_calls.c
+            LIBS sched_fixture tw_sched tw_fake_provider PkgConfig::CMOCKA
+            LABELS unit launch sched)

@@ -35,6 +35,10 @@ static const struct key KEYS[] = {
     {"store.max_batch", K_INT, OFF(store_max_batch), "512", 1, 10000, false},
     {"store.readers", K_INT, OFF(store_readers), "8", 1, 64, false},
     {"scheduler.tick_ms", K_INT, OFF(sched_tick_ms), "1000", 10, 600000, false},
+    {"scheduler.pass_budget_ms", K_INT, OFF(sched_pass_budget_ms), "500", 10,
+     600000, false},
+    {"shutdown_timeout_s", K_INT, OFF(shutdown_timeout_s), "30", 0, 86400,
+     false},
     {"scheduler.offers_ttl_s", K_INT, OFF(sched_offers_ttl_s), "300", 1, 86400,
      false},
     {"providers", K_RAW_SEQ, OFF(providers), NULL, 0, 0, false},
@@ -80,9 +84,11 @@ static const struct key KEYS[] = {
     /* 0: no reconciler */
     {"reconcile.interval_s", K_INT, OFF(reconcile_interval_s), "60", 0, 86400,
      false},
-    /* validated by billing/ledger/meter.h (tw_meter_cfg_parse) at start and reload */
+    /* validated by billing/ledger/meter.h (tw_meter_cfg_parse) at start and
+       reload */
     {"billing", K_RAW_MAP, OFF(billing), NULL, 0, 0, true},
-    /* validated by billing/catalog/catalog.h (tw_catalog_new_from_cfg) at start */
+    /* validated by billing/catalog/catalog.h (tw_catalog_new_from_cfg) at start
+     */
     {"catalog", K_RAW_MAP, OFF(catalog), NULL, 0, 0, false},
     /* validated whole by policies/place/policy.h (tw_policy_set_build) at start
      * and before a reload applies anything */

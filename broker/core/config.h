@@ -29,9 +29,12 @@ struct tw_cfg {
   bool store_sync_full;  /* synchronous: full | normal */
   int64_t store_max_batch;
   int64_t store_readers;
-  int64_t sched_tick_ms;      /* scheduler pass interval */
-  int64_t sched_offers_ttl_s; /* how long a provider's offers are reused */
-  struct tw_node *providers;  /* the providers: sequence as written, or NULL */
+  int64_t sched_tick_ms;        /* scheduler pass interval */
+  int64_t sched_pass_budget_ms; /* longest wait of a pass for its calls */
+  int64_t shutdown_timeout_s;   /* SIGTERM: in-flight launches handed back
+                                   within this, then abandoned */
+  int64_t sched_offers_ttl_s;   /* how long a provider's offers are reused */
+  struct tw_node *providers; /* the providers: sequence as written, or NULL */
   /* security (api/auth_daemon.h); "" where a path is optional */
   char *auth_mode; /* tokens | open */
   char *auth_admin_token_file;
@@ -41,7 +44,8 @@ struct tw_cfg {
   char *secrets_key_file, *secrets_key_env;
   char *secrets_previous_key_file, *secrets_previous_key_env;
   int64_t tenancy_tick_ms; /* budget alerts and stops */
-  struct tw_node *billing; /* the billing: mapping (billing/ledger/meter.h), or NULL */
+  struct tw_node
+      *billing; /* the billing: mapping (billing/ledger/meter.h), or NULL */
   struct tw_node
       *catalog; /* the catalog: mapping (billing/catalog/catalog.h), or NULL */
   struct tw_node

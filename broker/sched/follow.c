@@ -240,11 +240,6 @@ static void launch_wait(struct sched_att *st, int64_t now) {
   st->next_poll_ms = now + st->launch_wait_ms;
 }
 
-/* Whether spec is launched as a gang of instances on pc. */
-static bool gang_on(struct pcache *pc, const struct tw_job_spec *spec) {
-  return spec->nodes > 1 && !tw_provider_supports(pc->p, TW_PROV_BATCH);
-}
-
 /* A launching attempt: its launch was sent (or about to be, when the
  * daemon stopped) and no answer is stored.  The provider is asked for the
  * instance of its client token until it answers (docs/spot.md, "Attempt
@@ -258,7 +253,7 @@ static int resolve_launch(struct tw_sched *s, struct pcache *pc,
                           const struct tw_job_rec *job,
                           const struct tw_attempt_rec *a, struct sched_att *st,
                           int64_t now) {
-  if (now < st->next_poll_ms)
+  if (now < st->next_poll_ms || !sched__call_room(s, pc))
     return 0;
   const struct tw_job_spec *spec = sched__spec(s, job);
   if (!spec)
@@ -272,45 +267,47 @@ static int resolve_launch(struct tw_sched *s, struct pcache *pc,
     rebuilt = sched__offer_of(s, a);
     o = &rebuilt;
   }
-  enum sched_launch_outcome r = SCHED_LAUNCH_UNKNOWN;
-  enum tw_rc rc = TW_E_NOTFOUND;
-  if (!gang_on(pc, spec)) {
-    struct tw_instance inst;
-    struct tw_err err = {0};
-    rc = tw_provider_find_by_token(pc->p, a->client_token, o->region, &inst,
-                                   &err);
-    if (rc == TW_OK) {
-      tw_log_info("sched",
-                  "job=%s attempt=%d token=%s found instance %s (%s): its "
-                  "launch's answer was lost",
-                  job->id, a->n, a->client_token, inst.id, inst.provider_state);
-      sched__launch_found(s, job, a, o, &inst);
-      r = SCHED_LAUNCH_OK;
-    }
-  }
-  if (rc == TW_E_NOTFOUND) /* definitely none: send it again, same token */
-    r = sched__launch(s, job, spec, a, o, 0,
-                      "sent again with its client token after no answer", NULL,
-                      false, &rc);
+  /* the question goes to the account's workers; its answer comes back
+   * through sched__follow_resolved() */
+  struct sched_call *c = sched__launch_call(
+      s, job, spec, a, o, 0, "sent again with its client token after no answer",
+      NULL, false, true);
   sched__spec_release(s, spec);
+  if (c && !sched__call_submit(s, pc, c))
+    sched__call_free(s, c);
+  launch_wait(st, now); /* asked again after the wait, if still unsettled */
+  return 0;
+}
+
+int sched__follow_resolved(struct tw_sched *s, const struct sched_call *c,
+                           enum sched_launch_outcome r, int64_t now) {
+  struct sched_att *st = NULL;
+  if (s->follow)
+    for (size_t i = 0; i < s->follow->n; i++)
+      if (s->follow->a[i].attempt_id == c->a.id)
+        st = &s->follow->a[i];
   if (r == SCHED_LAUNCH_OK) {
-    st->launch_wait_ms = 0;
-    poll_soon(s, st, now);
+    if (st) {
+      st->launch_wait_ms = 0;
+      poll_soon(s, st, now);
+    }
     return 1;
   }
-  if (r == SCHED_LAUNCH_UNKNOWN) {
-    launch_wait(st, now);
+  if (r == SCHED_LAUNCH_UNKNOWN)
     return 0;
-  }
   /* refused and closed: a placing job waits to be placed again; a
    * recovering one is picked up by the sweep (3.) */
-  if (job->state == TW_JOB_PLACING) {
-    struct tw_err err = {0};
-    struct tw_job_transition t = {.id = job->id,
-                                  .to = TW_JOB_PENDING,
-                                  .reason =
-                                      "launch failed; waiting to place again"};
-    tw_store_job_transition(s->store, &t, NULL, &err);
+  struct tw_err err = {0};
+  struct tw_job_rec job;
+  if (tw_store_job_get(s->store, c->a.job_id, &job, &err) == TW_OK) {
+    if (job.state == TW_JOB_PLACING) {
+      struct tw_job_transition t = {
+          .id = job.id,
+          .to = TW_JOB_PENDING,
+          .reason = "launch failed; waiting to place again"};
+      tw_store_job_transition(s->store, &t, NULL, &err);
+    }
+    tw_job_rec_release(&job);
   }
   return 1;
 }
@@ -376,6 +373,8 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
                 a->job_id, a->n, a->provider);
     goto out;
   }
+  if (sched__call_busy(s, a->id))
+    goto out; /* a call of its own is in flight: one at a time */
   if (tw_job_state_terminal(job.state)) {
     /* cancelled while the attempt lived: give the instances back.  A
      * launch left unanswered may have made one: it is asked for by its

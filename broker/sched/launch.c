@@ -101,14 +101,14 @@ static void gang_token(const struct tw_attempt_rec *a, int k, char *out,
  * When a node's outcome is unknown, nothing is given back: the attempt
  * stays launching and the next pass sends the missing nodes again with
  * the same tokens.  ids[k - 1] is node k's instance. */
-static enum tw_rc gang_launch(struct tw_sched *s, struct pcache *pc,
+static enum tw_rc gang_launch(struct tw_store *store, struct tw_provider *p,
                               const struct tw_launch *base,
                               const struct tw_attempt_rec *a, int nodes,
                               char (*ids)[128], struct tw_err *err) {
   struct tw_attempt_instance *known = NULL;
   size_t n_known = 0;
   struct tw_err kerr = {0};
-  if (tw_store_attempt_instances(s->store, a->id, &known, &n_known, &kerr))
+  if (tw_store_attempt_instances(store, a->id, &known, &n_known, &kerr))
     n_known = 0; /* unreadable: every node is sent again, same tokens */
   for (size_t i = 0; i < n_known; i++)
     if (known[i].k >= 1 && known[i].k <= nodes)
@@ -127,13 +127,13 @@ static enum tw_rc gang_launch(struct tw_sched *s, struct pcache *pc,
     req.client_token = token;
     req.nodes = 1;
     struct tw_instance inst;
-    rc = tw_provider_launch(pc->p, &req, &inst, err);
+    rc = tw_provider_launch(p, &req, &inst, err);
     if (rc != TW_OK)
       break;
     snprintf(ids[k - 1], 128, "%s", inst.id);
     got = k;
     struct tw_err serr = {0};
-    if (tw_store_attempt_instance_put(s->store, a->id, k, inst.id, "launched",
+    if (tw_store_attempt_instance_put(store, a->id, k, inst.id, "launched",
                                       &serr))
       tw_log_warn("sched",
                   "job=%s attempt=%d node %d launched %s but not recorded: %s",
@@ -152,9 +152,9 @@ static enum tw_rc gang_launch(struct tw_sched *s, struct pcache *pc,
     if (!ids[k - 1][0])
       continue;
     struct tw_err terr = {0};
-    if (tw_provider_terminate(pc->p, ids[k - 1], &terr) == TW_OK)
-      tw_store_attempt_instance_put(s->store, a->id, k, ids[k - 1],
-                                    "terminated", &terr);
+    if (tw_provider_terminate(p, ids[k - 1], &terr) == TW_OK)
+      tw_store_attempt_instance_put(store, a->id, k, ids[k - 1], "terminated",
+                                    &terr);
   }
   tw_log_info("sched",
               "job=%s attempt=%d gang of %d: node %d refused (%s); %d node%s "
@@ -267,70 +267,163 @@ void sched__launch_found(struct tw_sched *s, const struct tw_job_rec *job,
                  NULL);
 }
 
-enum sched_launch_outcome
-sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
-              const struct tw_job_spec *spec, const struct tw_attempt_rec *a,
-              const struct tw_offer *o, int64_t cost, const char *explain,
-              const char *plan_json, bool first, enum tw_rc *rc_out) {
-  struct pcache *pc = sched__provider(s, o->account);
-  struct tw_err err = {0};
-  enum tw_rc rc;
-  if (!pc) {
-    rc = tw_err_set(&err, TW_E_INVALID, "provider %s is not configured",
-                    o->account);
-    if (rc_out)
-      *rc_out = rc;
-    return SCHED_LAUNCH_UNKNOWN; /* no call was made; nothing to close */
+/* A copy of job r that owns its strings. */
+static void job_copy(struct tw_job_rec *dst, const struct tw_job_rec *r) {
+  *dst = *r;
+  dst->name = r->name ? tw_strdup(r->name) : NULL;
+  dst->tenant = r->tenant ? tw_strdup(r->tenant) : NULL;
+  dst->project = r->project ? tw_strdup(r->project) : NULL;
+  dst->reason = tw_strdup(r->reason ? r->reason : "");
+  dst->spec_json = r->spec_json ? tw_strdup(r->spec_json) : NULL;
+  dst->placement_json = r->placement_json ? tw_strdup(r->placement_json) : NULL;
+}
+
+/* On the worker: the provider's calls for one launch call, nothing of the
+ * scheduler's touched (a gang's nodes are recorded in the store, which
+ * guards itself). */
+static void launch_run(struct sched_call *c) {
+  c->rc = TW_E_NOTFOUND;
+  if (c->resolve && c->nodes <= 1) {
+    c->rc = tw_provider_find_by_token(c->p, c->a.client_token, c->o.region,
+                                      &c->inst, &c->err);
+    if (c->rc == TW_OK) {
+      c->found = true;
+      return;
+    }
+    if (c->rc != TW_E_NOTFOUND)
+      return; /* no answer: asked again later */
+    memset(&c->err, 0, sizeof c->err);
   }
+  /* definitely none (or a first launch): sent, the same token */
+  if (c->nodes > 1) {
+    c->ids = tw_calloc((size_t)c->nodes, sizeof *c->ids);
+    c->rc =
+        gang_launch(c->store, c->p, &c->req, &c->a, c->nodes, c->ids, &c->err);
+    if (c->rc == TW_OK)
+      snprintf(c->inst.id, sizeof c->inst.id, "%s", c->ids[0]);
+  } else {
+    c->rc = tw_provider_launch(c->p, &c->req, &c->inst, &c->err);
+  }
+}
+
+struct sched_call *
+sched__launch_call(struct tw_sched *s, const struct tw_job_rec *job,
+                   const struct tw_job_spec *spec,
+                   const struct tw_attempt_rec *a, const struct tw_offer *o,
+                   int64_t cost, const char *explain, const char *plan_json,
+                   bool first, bool resolve) {
+  struct pcache *pc = sched__provider(s, o->account);
+  if (!pc)
+    return NULL;
+  (void)spec; /* the call takes its own reference on the same spec */
+  struct sched_call *c = tw_calloc(1, sizeof *c);
+  job_copy(&c->job, job);
+  struct tw_err err = {0};
+  c->spec = tw_spec_cache_acquire(s->specs, &c->job, &err);
+  if (!c->spec) {
+    tw_job_rec_release(&c->job);
+    free(c);
+    return NULL; /* stays launching: settled by its token later */
+  }
+  const struct tw_job_spec *sp = c->spec;
+  c->run = launch_run;
+  c->attempt_id = a->id;
+  c->p = pc->p;
+  c->store = s->store;
+  c->resolve = resolve;
+  c->first = first;
+  c->a = *a;
+  c->o = *o;
+  c->cost = cost;
+  c->explain = tw_strdup(explain ? explain : "");
+  c->plan_json = plan_json ? tw_strdup(plan_json) : NULL;
+  tw_buf_init(&c->ud);
   /* the same attempt always gets the same user data (the checkpoint
    * contract's prelude is a function of the attempt), so a launch resent
    * with its client token matches the first one */
-  struct tw_buf ud;
-  tw_buf_init(&ud);
-  struct tw_launch req = {.offer = o,
-                          .client_token = a->client_token,
-                          .job_id = job->id,
-                          .attempt_id = a->client_token,
-                          .tenant = job->tenant,
-                          .max_price_uusd_per_hour =
-                              spec->max_price_uusd_per_hour,
-                          .user_data = user_data(s, job, spec, a, o, &ud),
-                          .duration_s = spec->duration_s,
-                          .nodes = spec->nodes,
-                          .env = spec->env,
-                          .n_env = spec->n_env};
-  struct tw_instance inst;
-  int nodes = is_gang(s, spec, o->account) ? spec->nodes : 1;
-  char(*ids)[128] = NULL;
-  if (nodes > 1) {
-    ids = tw_calloc((size_t)nodes, sizeof *ids);
-    rc = gang_launch(s, pc, &req, a, nodes, ids, &err);
-    if (rc == TW_OK)
-      snprintf(inst.id, sizeof inst.id, "%s", ids[0]);
-  } else {
-    rc = tw_provider_launch(pc->p, &req, &inst, &err);
+  c->req = (struct tw_launch){
+      .offer = &c->o,
+      .client_token = c->a.client_token,
+      .job_id = c->job.id,
+      .attempt_id = c->a.client_token,
+      .tenant = c->job.tenant,
+      .max_price_uusd_per_hour = sp->max_price_uusd_per_hour,
+      .user_data = user_data(s, &c->job, sp, &c->a, &c->o, &c->ud),
+      .duration_s = sp->duration_s,
+      .nodes = sp->nodes,
+      .env = sp->env,
+      .n_env = sp->n_env};
+  c->nodes = is_gang(s, sp, o->account) ? sp->nodes : 1;
+  return c;
+}
+
+void sched__call_free(struct tw_sched *s, struct sched_call *c) {
+  if (!c)
+    return;
+  if (c->spec)
+    sched__spec_release(s, c->spec);
+  tw_job_rec_release(&c->job);
+  free(c->explain);
+  free(c->plan_json);
+  free(c->ids);
+  tw_buf_release(&c->ud);
+  tw_policy_set_unref(c->set);
+  free(c);
+}
+
+static void meter_data_moved(struct tw_sched *s, const struct tw_job_rec *job,
+                             const struct tw_job_spec *spec,
+                             const struct tw_attempt_rec *a,
+                             const struct tw_offer *o,
+                             const struct tw_netmatrix *net, int64_t now);
+
+enum sched_launch_outcome sched__launch_apply(struct tw_sched *s,
+                                              struct sched_call *c,
+                                              bool timed_out,
+                                              enum tw_rc *rc_out) {
+  const struct tw_job_rec *job = &c->job;
+  const struct tw_attempt_rec *a = &c->a;
+  const struct tw_offer *o = &c->o;
+  struct tw_err err = c->err;
+  enum tw_rc rc = c->rc;
+  if (timed_out) {
+    memset(&err, 0, sizeof err);
+    rc = tw_err_set(&err, TW_E_RETRYABLE,
+                    "no answer within the call's deadline of %lld ms",
+                    (long long)tw_provider_call_deadline_ms(c->p));
   }
-  tw_buf_release(&ud);
   if (rc_out)
     *rc_out = rc;
-  if (rc == TW_OK) {
-    store_launched(s, job, a, o, inst.id, (const char(*)[128])ids,
-                   ids ? (size_t)nodes : 0, cost, explain, plan_json);
-    free(ids);
+  if (!timed_out && c->found) {
+    tw_log_info("sched",
+                "job=%s attempt=%d token=%s found instance %s (%s): its "
+                "launch's answer was lost",
+                job->id, a->n, a->client_token, c->inst.id,
+                c->inst.provider_state);
+    sched__launch_found(s, job, a, o, &c->inst);
     return SCHED_LAUNCH_OK;
   }
-  free(ids);
+  if (rc == TW_OK) {
+    store_launched(s, job, a, o, c->inst.id, (const char(*)[128])c->ids,
+                   c->ids ? (size_t)c->nodes : 0, c->cost, c->explain,
+                   c->first ? c->plan_json : NULL);
+    if (c->first && c->spec)
+      meter_data_moved(s, job, c->spec, a, o, c->set ? c->set->net : NULL,
+                       tw_clock_now_ms(s->clock));
+    return SCHED_LAUNCH_OK;
+  }
   struct tw_err serr = {0};
   char note[768];
   if (!sched__launch_refused(rc)) {
-    /* A timeout, a lost connection, throttling after every try: the cloud
-     * may have made the instance.  The attempt stays launching with its
-     * token, and follow.c asks the cloud for it until it answers. */
+    /* A timeout, a lost connection, throttling after every try, a call
+     * past its deadline: the cloud may have made the instance.  The
+     * attempt stays launching with its token, and follow.c asks the
+     * cloud for it until it answers. */
     tw_log_info("sched",
                 "job=%s attempt=%d offer=%s launch unanswered (%s): %s; "
                 "kept launching",
                 job->id, a->n, o->id, tw_rc_str(rc), err.msg);
-    if (first) {
+    if (c->first) {
       snprintf(note, sizeof note,
                "launch on %s unanswered (%s%s%s): %s; asking the provider "
                "for its token %s",
@@ -346,11 +439,11 @@ sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
   const char *end = rc == TW_E_CAPACITY || rc == TW_E_QUOTA ? "capacity"
                     : rc == TW_E_INVALID                    ? "rejected"
                                                             : "failed";
-  struct tw_attempt_close c = {.attempt_id = a->id,
-                               .end_reason = end,
-                               .job_to = TW_JOB_NSTATES,
-                               .only_launching = true};
-  if (tw_store_attempt_close(s->store, &c, &serr) == TW_E_CONFLICT) {
+  struct tw_attempt_close cl = {.attempt_id = a->id,
+                                .end_reason = end,
+                                .job_to = TW_JOB_NSTATES,
+                                .only_launching = true};
+  if (tw_store_attempt_close(s->store, &cl, &serr) == TW_E_CONFLICT) {
     /* An earlier try's instance was adopted meanwhile (the reconciler):
      * that instance is the attempt's, and this late refusal changes
      * nothing. */
@@ -362,7 +455,7 @@ sched__launch(struct tw_sched *s, const struct tw_job_rec *job,
   }
   blocklist_failed(s, o, rc, tw_clock_now_ms(s->clock));
   if (s->tenancy)
-    tw_tenancy_audit_launch(s->tenancy, job, a->n, o, rc, err.msg, explain);
+    tw_tenancy_audit_launch(s->tenancy, job, a->n, o, rc, err.msg, c->explain);
   snprintf(note, sizeof note, "launch on %s refused (%s%s%s): %s", o->id,
            tw_rc_str(rc), err.detail[0] ? " " : "", err.detail, err.msg);
   tw_store_job_note(s->store, job->id, note, &serr);
@@ -417,11 +510,20 @@ static void meter_data_moved(struct tw_sched *s, const struct tw_job_rec *job,
 void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
                         const struct tw_job_spec *spec,
                         const struct tw_plan *pl, const char *explain,
-                        const char *plan_json, const struct tw_netmatrix *net,
+                        const char *plan_json, struct tw_policy_set *set,
                         int64_t now, struct sched_launched *out) {
+  (void)now;
   memset(out, 0, sizeof *out);
-  for (size_t i = 0; i < pl->n && !out->placed; i++) {
+  /* The best candidate whose account takes a call now is launched: the
+   * call goes to that account's workers and its outcome is applied when
+   * collected (loop.c); a refusal there places the job again, on its next
+   * candidate.  A full pool is skipped, so a slow cloud does not hold
+   * back jobs another one can take. */
+  for (size_t i = 0; i < pl->n; i++) {
     const struct tw_offer *o = pl->cands[i].offer;
+    struct pcache *pc = sched__provider(s, o->account);
+    if (!pc || !sched__call_room(s, pc))
+      continue;
     char why[1100];
     char cost[32];
     tw_policy_fmt_uusd(pl->cands[i].cost.total_uusd, cost, sizeof cost);
@@ -443,23 +545,18 @@ void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
     }
     out->opened = true;
     out->changes++;
-    enum tw_rc rc = TW_OK;
-    enum sched_launch_outcome r =
-        sched__launch(s, job, spec, &a, o, pl->cands[i].cost.total_uusd,
-                      explain, plan_json, true, &rc);
-    if (r == SCHED_LAUNCH_OK) {
-      out->placed = true;
-      out->offer = o;
-      meter_data_moved(s, job, spec, &a, o, net, now);
-    } else if (r == SCHED_LAUNCH_UNKNOWN) {
-      /* the attempt lives on, launching: no second attempt (and no second
-       * instance) while the first is unresolved */
-      out->unknown = true;
-      out->offer = o;
-      break;
-    } else if (rc != TW_E_CAPACITY && rc != TW_E_QUOTA && rc != TW_E_INVALID) {
-      out->retry_later = true; /* auth, a token taken: not the offer's */
-      break;
+    out->unknown = true; /* launching until its outcome is collected */
+    out->offer = o;
+    struct sched_call *c =
+        sched__launch_call(s, job, spec, &a, o, pl->cands[i].cost.total_uusd,
+                           explain, plan_json, true, false);
+    if (c) {
+      c->set = set ? tw_policy_set_ref(set) : NULL;
+      if (sched__call_submit(s, pc, c))
+        out->inflight = true;
+      else
+        sched__call_free(s, c); /* stopping: the next start sends it */
     }
+    break;
   }
 }

@@ -61,8 +61,10 @@ enum tw_rc tw_sched_new(const struct tw_sched_opts *o, struct tw_sched **out,
   }
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
+  s->pass_budget_ms = o->pass_budget_ms > 0 ? o->pass_budget_ms : 500;
   sched__place_init(s);
   sched__spot_init(s, o);
+  sched__calls_init(s);
   *out = s;
   return TW_OK;
 }
@@ -100,17 +102,39 @@ static void refresh_offers(struct tw_sched *s, int64_t now) {
   tw_cat_snap_release(snap);
 }
 
+/* A completed call: a launch's outcome stored (launch.c), then what it
+ * means for its job: a first launch refused places the job again (its
+ * next candidate, or after a back-off), a settling call's answer goes to
+ * follow.c. */
+static int apply_call(struct tw_sched *s, struct sched_call *c, bool timed_out,
+                      int64_t now) {
+  enum tw_rc rc = TW_OK;
+  enum sched_launch_outcome r = sched__launch_apply(s, c, timed_out, &rc);
+  if (!c->first)
+    return sched__follow_resolved(s, c, r, now);
+  if (r == SCHED_LAUNCH_REFUSED)
+    return 1 + sched__place_refused(s, c->job.id, rc, now);
+  return r == SCHED_LAUNCH_OK;
+}
+
 int tw_sched_tick(struct tw_sched *s) {
   int changes = 0;
+  int64_t start = sched__mono_ms();
   int64_t now = tw_clock_now_ms(s->clock);
   refresh_offers(s, now);
   if (s->tenancy) /* what each tenant holds: live attempts' reservations */
     tw_tenancy_place_begin(s->tenancy);
+  /* what came back since the last pass, without waiting */
+  changes += sched__calls_collect(s, 0, apply_call, now);
   /* 2.-3. notices and live attempts first: an interrupted job is placed
    * again in this pass, ahead of the queue */
   changes += sched__follow(s, now);
   /* 4. the queue */
   changes += sched__place_pending(s, now);
+  /* the calls of this pass, waited for within its budget: what does not
+   * come back by then is applied by a later pass */
+  changes +=
+      sched__calls_collect(s, start + s->pass_budget_ms, apply_call, now);
   return changes;
 }
 
@@ -145,16 +169,43 @@ enum tw_rc tw_sched_start(struct tw_sched *s, struct tw_err *err) {
   return TW_OK;
 }
 
+static void stop_thread(struct tw_sched *s) {
+  if (!s->started)
+    return;
+  pthread_mutex_lock(&s->mu);
+  s->stopping = true;
+  pthread_cond_signal(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  pthread_join(s->thread, NULL);
+  s->started = false;
+}
+
+size_t tw_sched_drain(struct tw_sched *s, int64_t deadline_mono_ms) {
+  if (!s)
+    return 0;
+  /* no pass starts after this one; the current one ends within its
+   * budget, since no pass waits on a cloud */
+  stop_thread(s);
+  /* the launches in flight are handed back as they answer, until the
+   * deadline; placing nothing new (the loop is stopped) */
+  sched__calls_collect(s, deadline_mono_ms, apply_call,
+                       tw_clock_now_ms(s->clock));
+  size_t n = sched__calls_abandon(s);
+  if (n)
+    tw_log_warn("sched",
+                "drain: %zu call%s still in flight at the deadline, "
+                "abandoned; their attempts stay launching with their tokens",
+                n, n == 1 ? "" : "s");
+  return n;
+}
+
+int64_t tw_sched_mono_ms(void) { return sched__mono_ms(); }
+
 void tw_sched_free(struct tw_sched *s) {
   if (!s)
     return;
-  if (s->started) {
-    pthread_mutex_lock(&s->mu);
-    s->stopping = true;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    pthread_join(s->thread, NULL);
-  }
+  stop_thread(s);
+  sched__calls_release(s);
   if (s->own_cat)
     tw_catalog_free(s->cat);
   for (size_t i = 0; i < s->n_pc; i++)

@@ -884,11 +884,11 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
 
   /* the one call out of placement: launch.c tries the candidates */
   struct sched_launched l;
-  sched__launch_best(s, job, &spec, &pplan, explain, planj.data,
-                     set ? set->net : NULL, now, &l);
+  sched__launch_best(s, job, &spec, &pplan, explain, planj.data, set, now, &l);
   changes += l.changes;
-  if (l.placed && l.offer->capacity >= 0) /* private: these nodes are taken
-                                             until relisted */
+  if ((l.placed || l.inflight) &&
+      l.offer->capacity >= 0) /* private: these nodes are taken until
+                                 relisted (a refusal relists them) */
     tw_capacity_view_take(&sp->cap, l.offer->id,
                           spec.nodes > 0 ? spec.nodes : 1);
   if (l.opened && !l.placed && !l.unknown) {
@@ -909,5 +909,31 @@ out:
   free(excl);
   free(past);
   sched__spec_release(s, stored);
+  return changes;
+}
+
+int sched__place_refused(struct tw_sched *s, const char *job_id, enum tw_rc rc,
+                         int64_t now) {
+  struct tw_err err = {0};
+  bool offers = rc == TW_E_CAPACITY || rc == TW_E_QUOTA || rc == TW_E_INVALID;
+  char why[128] = "launch failed; waiting to place again";
+  if (!offers) /* auth, a token taken: not the offer's */
+    snprintf(why, sizeof why, "launch failed; trying again in %lld s",
+             (long long)(backoff_bump(s, job_id, now) / 1000));
+  struct tw_job_transition t = {
+      .id = job_id, .to = TW_JOB_PENDING, .reason = why};
+  if (tw_store_job_transition(s->store, &t, NULL, &err))
+    return 0; /* cancelled meanwhile, or not placing any more */
+  int changes = 1;
+  if (!offers || s->stopping) /* a drain places nothing new */
+    return changes;
+  /* the offer's refusal: its next candidate at once (a past attempt's
+   * offer is avoided), as a placement that tries them in order does */
+  struct tw_job_rec job;
+  if (tw_store_job_get(s->store, job_id, &job, &err) == TW_OK) {
+    if (job.state == TW_JOB_PENDING)
+      changes += sched__place_job(s, &job, now);
+    tw_job_rec_release(&job);
+  }
   return changes;
 }

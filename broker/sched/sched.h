@@ -84,6 +84,12 @@ struct tw_sched_opts {
                                   default set */
   struct tw_spec_cache *specs; /* parsed specs, shared with the reconciler
                                   and the meter */
+  /* The longest a pass waits for the cloud calls it made (launches,
+   * settling of unanswered ones), in real time; what answers later is
+   * applied by a later pass.  Default 500.  The calls themselves run on
+   * each provider's workers (tw_provider_concurrency) with a deadline of
+   * tw_provider_call_deadline_ms. */
+  int64_t pass_budget_ms;
 };
 
 enum tw_rc tw_sched_new(const struct tw_sched_opts *opts, struct tw_sched **out,
@@ -97,6 +103,17 @@ int tw_sched_tick(struct tw_sched *s);
  * handlers read of the scheduler's state (its last offer index) they read
  * here. */
 struct tw_placer *tw_sched_placer(struct tw_sched *s);
+/* The drain of a stopping daemon: stops the passes (the one running ends
+ * within its budget), then applies the answers of the calls in flight as
+ * they come, until deadline_mono_ms (tw_sched_mono_ms's clock).  Calls
+ * still running then are abandoned: their attempts stay launching with
+ * their tokens, and the next start settles them by asking for those.
+ * Returns how many were abandoned; when not 0, the providers (and the
+ * spec cache) those calls use must not be freed: the process is to exit.
+ * NULL ok (0). */
+size_t tw_sched_drain(struct tw_sched *s, int64_t deadline_mono_ms);
+/* Monotonic milliseconds, the clock of tw_sched_drain's deadline. */
+int64_t tw_sched_mono_ms(void);
 /* Stops the thread (if started) and frees s.  NULL ok. */
 void tw_sched_free(struct tw_sched *s);
 

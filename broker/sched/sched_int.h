@@ -30,7 +30,9 @@
  *
  * Everything here runs on the scheduler's thread (or the test's, through
  * tw_sched_tick); nothing is shared with other threads except what the
- * borrowed objects (store, catalog, placer, spec cache) guard themselves. */
+ * borrowed objects (store, catalog, placer, spec cache) guard themselves,
+ * and the calls handed to the providers' workers (calls.c), which own
+ * copies of all they use until they are collected. */
 #ifndef TW_BROKER_SCHED_INT_H
 #define TW_BROKER_SCHED_INT_H
 
@@ -58,11 +60,15 @@ struct tw_placer;
 struct tw_netmatrix;
 struct sched_place;
 struct sched_follow;
+struct sched_pool;
+struct sched_calls;
+struct tw_policy_set;
 
 struct pcache {
   struct tw_provider *p;
   struct tw_offer_list offers;
-  int64_t fetched_ms; /* 0: never */
+  int64_t fetched_ms;      /* 0: never */
+  struct sched_pool *pool; /* its calls' workers (calls.c) */
 };
 
 struct tw_sched {
@@ -111,6 +117,11 @@ struct tw_sched {
   int64_t review_ms;
   int64_t offer_block_ms;
   struct sched_follow *follow;
+
+  /* calls.c: the cloud calls in flight, per account; a pass waits for
+   * their completions at most pass_budget_ms (real time). */
+  struct sched_calls *calls;
+  int64_t pass_budget_ms;
 
   pthread_t thread;
   bool started, stopping;
@@ -245,14 +256,37 @@ void sched__launch_found(struct tw_sched *s, const struct tw_job_rec *job,
                          const struct tw_offer *o,
                          const struct tw_instance *inst);
 
+/* Builds the call that launches attempt a on o for the pool of o's
+ * account (calls.c); resolve: first ask the provider for a's client
+ * token, and launch only when it definitely has none (follow.c's settling
+ * of a launching attempt).  The call owns copies of all it uses.  NULL
+ * when o's account is not configured. */
+struct sched_call *
+sched__launch_call(struct tw_sched *s, const struct tw_job_rec *job,
+                   const struct tw_job_spec *spec,
+                   const struct tw_attempt_rec *a, const struct tw_offer *o,
+                   int64_t cost, const char *explain, const char *plan_json,
+                   bool first, bool resolve);
+
+/* Stores the outcome of a completed launch call c as sched__launch did
+ * (timed_out: the call passed its deadline, so the outcome is unknown).
+ * *rc_out is the launch's rc. */
+enum sched_launch_outcome sched__launch_apply(struct tw_sched *s,
+                                              struct sched_call *c,
+                                              bool timed_out,
+                                              enum tw_rc *rc_out);
+
 /* What trying one placement's candidates came to. */
 struct sched_launched {
   int changes;
   bool opened;      /* an attempt was opened */
   bool placed;      /* and launched: offer is where */
   bool retry_later; /* a failure that is not the offer's: back off */
-  bool unknown;     /* the launch went unanswered: its attempt stays
-                       launching (offer is where it was sent) */
+  bool unknown;     /* the launch went unanswered, or is in flight: its
+                       attempt stays launching (offer is where it was
+                       sent) */
+  bool inflight;    /* the launch was handed to the account's workers;
+                       its outcome comes with a later collect */
   const struct tw_offer *offer;
 };
 /* Tries pl's candidates in order: reserves the tenant's share, opens an
@@ -265,7 +299,7 @@ struct sched_launched {
 void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
                         const struct tw_job_spec *spec,
                         const struct tw_plan *pl, const char *explain,
-                        const char *plan_json, const struct tw_netmatrix *net,
+                        const char *plan_json, struct tw_policy_set *set,
                         int64_t now, struct sched_launched *out);
 
 /* Terminates every instance of attempt a: its one instance, or each node
@@ -274,6 +308,79 @@ void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
 enum tw_rc sched__terminate_all(struct tw_sched *s, struct pcache *pc,
                                 const struct tw_attempt_rec *a,
                                 struct sched_nodes nd, struct tw_err *err);
+
+/* ---- calls.c ------------------------------------------------------------- */
+
+/* A provider call run by an account's worker.  The fields above `run` are
+ * calls.c's; the rest belong to whoever made the call (launch.c). */
+struct sched_call {
+  int status;
+  bool abandoned;      /* past its deadline: its answer will be dropped */
+  int64_t deadline_ms; /* monotonic */
+  struct sched_call *next, *late_next;
+  int64_t attempt_id;                /* the one attempt it concerns; 0 none */
+  void (*run)(struct sched_call *c); /* on the worker */
+
+  /* launch.c: what the call needs, owned */
+  struct tw_provider *p;
+  struct tw_store *store;
+  bool resolve, first, found;
+  struct tw_job_rec job;
+  const struct tw_job_spec *spec;
+  struct tw_attempt_rec a;
+  struct tw_offer o;
+  int64_t cost;
+  char *explain, *plan_json;
+  struct tw_policy_set *set; /* a reference, for the data metered */
+  struct tw_buf ud;
+  struct tw_launch req;
+  int nodes;
+  char (*ids)[128];
+  /* the answer */
+  enum tw_rc rc;
+  struct tw_err err;
+  struct tw_instance inst;
+};
+
+/* A worker's queue holds at most this many calls per worker. */
+#define SCHED_CALLS_QUEUE_PER_WORKER 16
+
+/* Monotonic milliseconds (the pass budget and the calls' deadlines are
+ * real time, whatever the injected clock says). */
+int64_t sched__mono_ms(void);
+
+/* One pool per provider of s (s->pc[i].pool), and its release: calls
+ * never started are dropped; running ones are waited for, unless a drain
+ * abandoned them (then the workers are left to the process's exit). */
+void sched__calls_init(struct tw_sched *s);
+void sched__calls_release(struct tw_sched *s);
+/* Frees call c (launch.c). */
+void sched__call_free(struct tw_sched *s, struct sched_call *c);
+
+/* Whether pc's pool takes another call now. */
+bool sched__call_room(struct tw_sched *s, struct pcache *pc);
+/* Whether attempt_id has a call queued, running (an abandoned one
+ * included) or done but not yet collected: one call in flight per
+ * attempt, and none sent on a stored state its answer is about to
+ * change. */
+bool sched__call_busy(struct tw_sched *s, int64_t attempt_id);
+/* Queues c on pc's pool, its deadline from now; false (c still the
+ * caller's) when the pool is stopping or has no worker. */
+bool sched__call_submit(struct tw_sched *s, struct pcache *pc,
+                        struct sched_call *c);
+
+/* Applies a completion (timed_out: c passed its deadline and is still
+ * running; it must not be freed).  Returns state changes. */
+typedef int (*sched_apply_fn)(struct tw_sched *s, struct sched_call *c,
+                              bool timed_out, int64_t now);
+/* Applies the completions that arrived, and those that arrive until
+ * until_mono_ms while calls are waited for (apply may submit more).
+ * Returns state changes. */
+int sched__calls_collect(struct tw_sched *s, int64_t until_mono_ms,
+                         sched_apply_fn apply, int64_t now);
+/* Gives up the calls still running (a drain's deadline): returns how
+ * many; their attempts stay launching with their tokens. */
+size_t sched__calls_abandon(struct tw_sched *s);
 
 /* ---- place.c ------------------------------------------------------------- */
 
@@ -292,6 +399,13 @@ int sched__place_pending(struct tw_sched *s, int64_t now);
  * sched__launch_best().  Returns the number of state changes. */
 int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
                      int64_t now);
+
+/* A first launch of job_id was refused with rc (its attempt closed): the
+ * job goes back to pending, with a back-off when the refusal is not the
+ * offer's, and is placed again at once when it is (its next candidate).
+ * Returns state changes. */
+int sched__place_refused(struct tw_sched *s, const char *job_id, enum tw_rc rc,
+                         int64_t now);
 
 /* The fallback strategies' view of a job, shared with spot.c. */
 
@@ -366,6 +480,11 @@ int sched__spot_recover(struct tw_sched *s, const char *job_id, int64_t now);
  * non-terminal state but pending without a live attempt); returns state
  * changes. */
 int sched__follow(struct tw_sched *s, int64_t now);
+/* The answer r to the settling call c of a launching attempt (applied by
+ * sched__launch_apply): found or launched, the attempt is described soon;
+ * refused, a placing job goes back to pending.  Returns state changes. */
+int sched__follow_resolved(struct tw_sched *s, const struct sched_call *c,
+                           enum sched_launch_outcome r, int64_t now);
 void sched__follow_release(struct tw_sched *s);
 
 #endif

@@ -43,7 +43,39 @@ struct tw_fake {
   size_t calls[TW_POP_COUNT];
   void (*on_launch)(void *ctx);
   void *on_launch_ctx;
+  /* tw_fake_hold: calls of a held op wait on `released` */
+  pthread_mutex_t hold_mu;
+  pthread_cond_t released;
+  bool hold[TW_POP_COUNT];
+  size_t held[TW_POP_COUNT];
 };
+
+/* A call of op waits here while op is held (tw_fake_hold). */
+static void hold_wait(struct tw_fake *f, enum tw_provider_op op) {
+  pthread_mutex_lock(&f->hold_mu);
+  if (f->hold[op]) {
+    f->held[op]++;
+    while (f->hold[op])
+      pthread_cond_wait(&f->released, &f->hold_mu);
+    f->held[op]--;
+  }
+  pthread_mutex_unlock(&f->hold_mu);
+}
+
+void tw_fake_hold(struct tw_fake *f, enum tw_provider_op op, bool on) {
+  pthread_mutex_lock(&f->hold_mu);
+  f->hold[op] = on;
+  if (!on)
+    pthread_cond_broadcast(&f->released);
+  pthread_mutex_unlock(&f->hold_mu);
+}
+
+size_t tw_fake_held(struct tw_fake *f, enum tw_provider_op op) {
+  pthread_mutex_lock(&f->hold_mu);
+  size_t n = f->held[op];
+  pthread_mutex_unlock(&f->hold_mu);
+  return n;
+}
 
 struct tw_fake *tw_fake_of(struct tw_provider *p) {
   return p->ctx;
@@ -57,6 +89,8 @@ static enum tw_rc fake_init(struct tw_provider *p, const struct tw_node *cfg,
     return rc;
   struct tw_fake *f = tw_calloc(1, sizeof *f);
   pthread_mutex_init(&f->lock, NULL);
+  pthread_mutex_init(&f->hold_mu, NULL);
+  pthread_cond_init(&f->released, NULL);
   tw_offer_list_init(&f->offers);
   f->p = p;
   p->ctx = f;
@@ -71,6 +105,8 @@ static void fake_free(struct tw_provider *p) {
   free(f->inst);
   free(f->offer_faults);
   pthread_mutex_destroy(&f->lock);
+  pthread_mutex_destroy(&f->hold_mu);
+  pthread_cond_destroy(&f->released);
   free(f);
 }
 
@@ -146,6 +182,7 @@ static enum tw_rc fake_launch(struct tw_provider *p,
                               struct tw_instance *out, struct tw_err *err) {
   struct tw_fake *f = p->ctx;
   enum tw_rc rc = TW_OK;
+  hold_wait(f, TW_POP_LAUNCH);
   pthread_mutex_lock(&f->lock);
   void (*hook)(void *) = f->on_launch;
   void *hook_ctx = f->on_launch_ctx;
@@ -253,6 +290,7 @@ static enum tw_rc fake_find_by_token(struct tw_provider *p, const char *token,
   (void)region;
   struct tw_fake *f = p->ctx;
   enum tw_rc rc = TW_OK;
+  hold_wait(f, TW_POP_FIND_BY_TOKEN);
   pthread_mutex_lock(&f->lock);
   if (fire(f, TW_POP_FIND_BY_TOKEN, err)) {
     rc = err ? err->rc : TW_E_INTERNAL;
