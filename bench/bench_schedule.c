@@ -738,8 +738,9 @@ static void wait_catalog(struct world *w, int timeout_ms) {
   while (mono_ms() - t0 < timeout_ms && proc_alive(&w->daemon)) {
     const char *body = NULL;
     if (conn_call(&c, "GET", "/metrics", w->token, NULL, &body) == 200) {
-      const char *p = strstr(body, "\ntradewind_catalog_offers ");
-      offers = p ? strtoll(p + 27, NULL, 10) : 0;
+      static const char key[] = "\ntradewind_catalog_offers ";
+      const char *p = strstr(body, key);
+      offers = p ? strtoll(p + sizeof key - 1, NULL, 10) : 0;
       if (offers > 0)
         break;
     }
@@ -785,7 +786,8 @@ static struct follow follow_jobs(struct world *w, bool slurm, long expect,
         printf("# %.0f s: %lld of %ld jobs there, %lld waiting\n",
                (double)(mono_ms() - t0) / 1000, f.reached, expect, waiting);
         fflush(stdout);
-        next_note += 10000;
+        /* every 10 s for half a minute, then every minute */
+        next_note += next_note - t0 < 30000 ? 10000 : 60000;
       }
     }
     if (until_ms && mono_ms() >= until_ms)
@@ -905,6 +907,7 @@ struct figures {
   long reached;            /* among the jobs read */
   int64_t first_submit_ms; /* among all acknowledged jobs */
   int64_t last_reach_ms;
+  int64_t mid_reach_ms; /* when half of those that got there had */
   double p50_ms, p99_ms, max_ms;
 };
 
@@ -924,6 +927,15 @@ static struct figures figures_of(const struct job *jobs, long n) {
       f.last_reach_ms = jobs[i].reach_ms;
   }
   qsort(lat, (size_t)f.reached, sizeof *lat, cmp_i64);
+  int64_t *at = xcalloc((size_t)n, sizeof *at);
+  long k = 0;
+  for (long i = 0; i < n; i++)
+    if (jobs[i].ok && jobs[i].reach_ms)
+      at[k++] = jobs[i].reach_ms;
+  qsort(at, (size_t)k, sizeof *at, cmp_i64);
+  if (k)
+    f.mid_reach_ms = at[(k - 1) / 2];
+  free(at);
   if (f.reached) {
     f.p50_ms = (double)lat[(f.reached - 1) / 2];
     f.p99_ms = (double)lat[(long)((double)(f.reached - 1) * 0.99)];
@@ -1019,6 +1031,16 @@ static void phase_burst(const struct opts *o) {
   printf("schedule_incomplete %lld jobs\n", ok - fl.reached - fl.failed);
   printf("schedule_failed %lld jobs\n", fl.failed);
   printf("schedule_span %.2f s\n", span_s);
+  /* the rate falls as the live attempts followed each pass grow: the
+   * first half of the launches against the second */
+  if (f.reached == read && read == ok && f.mid_reach_ms) {
+    double h1 = (double)(f.mid_reach_ms - f.first_submit_ms) / 1000.0,
+           h2 = (double)(f.last_reach_ms - f.mid_reach_ms) / 1000.0;
+    printf("schedule_rate_first_half %.0f jobs/s\n",
+           h1 > 0 ? (double)f.reached / 2 / h1 : 0);
+    printf("schedule_rate_second_half %.0f jobs/s\n",
+           h2 > 0 ? (double)f.reached / 2 / h2 : 0);
+  }
   printf("schedule_followed %.1f s\n", (double)(t_end - t0) / 1000.0);
   printf("ttp_p50 %.0f ms\n", f.p50_ms);
   printf("ttp_p99 %.0f ms\n", f.p99_ms);
@@ -1104,7 +1126,7 @@ static void phase_steady(const struct opts *o) {
 static struct {
   bool started;
   char dir[512], script[600];
-  char url[256], user[64], token_file[700], out_dir[700];
+  char url[256], user[64], token_file[700], out_dir[700], conf[700];
 } cluster;
 
 static void env_value(const char *text, const char *key, char *out,
@@ -1142,6 +1164,9 @@ static int cluster_up(const struct opts *o) {
     snprintf(cluster.script, sizeof cluster.script,
              TW_SOURCE_DIR "/scripts/slurm.sh");
   char cmd[1400];
+  /* a quick run does not wait a minute for each readiness check */
+  if (o->quick && !getenv("TW_SLURM_TIMEOUT"))
+    setenv("TW_SLURM_TIMEOUT", "15", 1);
   if (access(cluster.script, R_OK) == 0) {
     /* Idempotent: a running cluster is left as it is; only one that was
      * not running is stopped at the end. */
@@ -1169,6 +1194,7 @@ static int cluster_up(const struct opts *o) {
   size_t n = fread(text, 1, sizeof text - 1, f);
   text[n] = '\0';
   fclose(f);
+  env_value(text, "SLURM_CONF", cluster.conf, sizeof cluster.conf);
   env_value(text, "TW_SLURM_URL", cluster.url, sizeof cluster.url);
   env_value(text, "TW_SLURM_USER", cluster.user, sizeof cluster.user);
   env_value(text, "TW_SLURM_TOKEN_FILE", cluster.token_file,
@@ -1183,6 +1209,20 @@ static int cluster_up(const struct opts *o) {
     snprintf(cluster.user, sizeof cluster.user, "root");
   printf("# slurm: cluster in %s, slurmrestd at %s%s\n", cluster.dir,
          cluster.url, cluster.started ? " (started for this run)" : "");
+  /* its size bounds the rate: a job holds its CPU while it runs */
+  snprintf(cmd, sizeof cmd,
+           "SLURM_CONF='%s' sinfo -h -o '%%P %%D nodes of %%c CPUs' "
+           "2>/dev/null | paste -sd, -",
+           cluster.conf);
+  FILE *p = popen(cmd, "r");
+  char line[512] = "";
+  if (p) {
+    if (!fgets(line, sizeof line, p))
+      line[0] = '\0';
+    line[strcspn(line, "\n")] = '\0';
+    pclose(p);
+  }
+  printf("# slurm: partitions %s\n", line[0] ? line : "unknown (sinfo)");
   return 0;
 }
 
