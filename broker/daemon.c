@@ -205,6 +205,7 @@ static enum tw_rc open_sched(struct tw_daemon *d, struct tw_err *err) {
                              .n_providers = d->n_prov,
                              .tick_ms = cfg->sched_tick_ms,
                              .pass_budget_ms = cfg->sched_pass_budget_ms,
+                             .max_place_per_tick = (int)cfg->sched_max_place,
                              .offers_ttl_ms = cfg->sched_offers_ttl_s * 1000,
                              .tenancy = d->sec->tenancy,
                              .meter = d->meter,

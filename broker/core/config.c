@@ -37,6 +37,8 @@ static const struct key KEYS[] = {
     {"scheduler.tick_ms", K_INT, OFF(sched_tick_ms), "1000", 10, 600000, false},
     {"scheduler.pass_budget_ms", K_INT, OFF(sched_pass_budget_ms), "500", 10,
      600000, false},
+    {"scheduler.max_place_per_tick", K_INT, OFF(sched_max_place), "64", 1,
+     100000, false},
     {"shutdown_timeout_s", K_INT, OFF(shutdown_timeout_s), "30", 0, 86400,
      false},
     {"scheduler.offers_ttl_s", K_INT, OFF(sched_offers_ttl_s), "300", 1, 86400,

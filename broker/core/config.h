@@ -31,6 +31,7 @@ struct tw_cfg {
   int64_t store_readers;
   int64_t sched_tick_ms;        /* scheduler pass interval */
   int64_t sched_pass_budget_ms; /* longest wait of a pass for its calls */
+  int64_t sched_max_place;      /* jobs one pass may place */
   int64_t shutdown_timeout_s;   /* SIGTERM: in-flight launches handed back
                                    within this, then abandoned */
   int64_t sched_offers_ttl_s;   /* how long a provider's offers are reused */
