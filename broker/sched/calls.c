@@ -126,7 +126,12 @@ void sched__calls_release(struct tw_sched *s) {
     cs->pools[i].n_queued = 0;
     pthread_cond_broadcast(&cs->pools[i].work);
   }
-  bool leaked = cs->leaked;
+  /* Abandoned calls that have answered meanwhile use nothing any more:
+   * only workers still inside a call keep what they use alive. */
+  size_t running = 0;
+  for (size_t i = 0; i < cs->n_pools; i++)
+    running += cs->pools[i].n_running;
+  bool leaked = cs->leaked && running > 0;
   pthread_mutex_unlock(&cs->mu);
   if (leaked) {
     /* Workers still wait on a cloud past the drain's deadline: they, and
