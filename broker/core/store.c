@@ -779,11 +779,9 @@ struct create_arg {
   bool replayed;
 };
 
-static enum tw_rc op_create(struct tw_store *s, sqlite3 *db, void *varg,
-                            struct tw_err *err) {
-  (void)db;
-  struct create_arg *a = varg;
-  const struct tw_job_new *req = a->req;
+enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
+                             struct tw_job_rec *out, bool *replayed,
+                             struct tw_err *err) {
   char hash[65];
   enum tw_rc rc;
   spec_hash(req->spec_json, hash);
@@ -798,13 +796,13 @@ static enum tw_rc op_create(struct tw_store *s, sqlite3 *db, void *varg,
       const char *old = (const char *)sqlite3_column_text(st, 13);
       bool same = old && strcmp(old, hash) == 0;
       if (same)
-        row_to_job(st, a->out);
+        row_to_job(st, out);
       sqlite3_reset(st);
       if (!same)
         return tw_err_field(
             err, TW_E_CONFLICT, "Idempotency-Key",
             "Idempotency-Key: already used with a different job spec");
-      a->replayed = true;
+      *replayed = true;
       return TW_OK;
     }
     sqlite3_reset(st);
@@ -835,7 +833,7 @@ static enum tw_rc op_create(struct tw_store *s, sqlite3 *db, void *varg,
   int64_t seq = sqlite3_last_insert_rowid(s->w.db);
   if ((rc = insert_event(s, id, now, NULL, "pending", reason, err)))
     return rc;
-  struct tw_job_rec *r = a->out;
+  struct tw_job_rec *r = out;
   memset(r, 0, sizeof *r);
   r->seq = seq;
   memcpy(r->id, id, sizeof r->id);
@@ -848,6 +846,13 @@ static enum tw_rc op_create(struct tw_store *s, sqlite3 *db, void *varg,
   r->spec_json = tw_strdup(req->spec_json);
   r->created_ms = r->updated_ms = now;
   return TW_OK;
+}
+
+static enum tw_rc op_create(struct tw_store *s, sqlite3 *db, void *varg,
+                            struct tw_err *err) {
+  (void)db;
+  struct create_arg *a = varg;
+  return store__job_insert(s, a->req, a->out, &a->replayed, err);
 }
 
 enum tw_rc tw_store_job_create(struct tw_store *s, const struct tw_job_new *req,

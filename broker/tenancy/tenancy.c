@@ -457,6 +457,22 @@ enum tw_rc tw_tenancy_request_done(struct tw_tenancy *t,
                                 tw_clock_now_ms(t->clock), err);
 }
 
+enum tw_rc tw_tenancy_job_submit(struct tw_tenancy *t,
+                                 const struct tw_job_new *job,
+                                 const struct tw_job_created *owner,
+                                 const struct tw_audit_event *ev,
+                                 struct tw_job_rec *out, bool *replayed,
+                                 struct tw_err *err) {
+  struct tw_store_owner o;
+  if (owner)
+    o = (struct tw_store_owner){.tenant = owner->tenant,
+                                .project = owner->project,
+                                .principal = owner->principal,
+                                .projected_uusd = owner->projected_uusd};
+  return tw_store_job_submit(t->store, job, owner ? &o : NULL, ev, out,
+                             replayed, err);
+}
+
 /* ---- the quota and budget cache
  * -------------------------------------------------- */
 
