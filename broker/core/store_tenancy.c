@@ -645,6 +645,7 @@ enum tw_rc tw_store_job_owner_put(struct tw_store *s,
 
 struct submit_arg {
   const struct tw_job_new *job;
+  const struct store_job_prep *prep;
   const struct tw_store_owner *owner;
   const struct tw_audit_event *audit;
   struct tw_job_rec *out;
@@ -656,7 +657,8 @@ struct submit_arg {
 static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
                             struct tw_err *err) {
   struct submit_arg *a = varg;
-  enum tw_rc rc = store__job_insert(s, a->job, a->out, &a->replayed, err);
+  enum tw_rc rc =
+      store__job_insert(s, a->job, a->prep, a->out, &a->replayed, err);
   if (rc || a->replayed)
     return rc; /* a replay was recorded by its first submission */
   const char *id = a->out->id;
@@ -675,10 +677,13 @@ enum tw_rc tw_store_job_submit(struct tw_store *s, const struct tw_job_new *job,
                                const struct tw_audit_event *audit,
                                struct tw_job_rec *out, bool *replayed,
                                struct tw_err *err) {
+  struct store_job_prep prep;
   struct submit_arg a = {
-      .job = job, .owner = owner, .audit = audit, .out = out};
+      .job = job, .prep = &prep, .owner = owner, .audit = audit, .out = out};
   memset(out, 0, sizeof *out);
-  enum tw_rc rc = tw_store_write(s, op_submit, &a, err);
+  enum tw_rc rc = store__job_prepare(s, job, &prep, err);
+  if (rc == TW_OK)
+    rc = tw_store_write(s, op_submit, &a, err);
   if (rc)
     tw_job_rec_release(out);
   if (replayed)
