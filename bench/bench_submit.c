@@ -251,6 +251,8 @@ struct peer {
   double rate[MAX_LEVELS]; /* jobs/s per level, for the ratios */
   long long committed;     /* set by observe(after): writes the system
                             * committed in the level; -1 when unknown */
+  double cpu_s;            /* set by observe(after): the system's CPU
+                            * seconds in the level; -1 when unknown */
   long long acked;         /* successful answers of every level, warm-up
                             * included (what check() compares with) */
   /* After the last level, the system's own record of what it accepted;
@@ -270,6 +272,7 @@ struct broker {
   pid_t pid;
   int out_fd;
   uint64_t commits0, writes0;
+  double cpu0;    /* the daemon's user + system seconds */
   char auth[128]; /* "Authorization: Bearer ...\r\n", "" when open */
 };
 
@@ -403,6 +406,27 @@ static size_t broker_request(struct peer *p, int level, int client, long i,
   return (size_t)n;
 }
 
+/* User plus system CPU seconds of process pid so far; -1 when unknown. */
+static double proc_cpu_s(pid_t pid) {
+  char path[64], text[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  /* fields after the command's closing parenthesis: state is field 3,
+   * utime and stime fields 14 and 15 */
+  const char *p = strrchr(text, ')');
+  unsigned long long ut, st;
+  if (!p ||
+      sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+             &ut, &st) != 2)
+    return -1;
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
 static void broker_observe(struct peer *p, int level, bool before) {
   struct broker *b = p->ctx;
   uint64_t commits = 0, writes = 0;
@@ -415,13 +439,16 @@ static void broker_observe(struct peer *p, int level, bool before) {
             "bench-submit: cannot read the store counters from /metrics\n");
     return;
   }
+  double cpu = proc_cpu_s(b->pid);
   if (before) {
     b->commits0 = commits;
     b->writes0 = writes;
+    b->cpu0 = cpu;
     return;
   }
   uint64_t dc = commits - b->commits0, dw = writes - b->writes0;
   p->committed = (long long)dw;
+  p->cpu_s = cpu >= 0 && b->cpu0 >= 0 ? cpu - b->cpu0 : -1;
   printf("%s_c%d_commits %llu commits\n", p->prefix, level,
          (unsigned long long)dc);
   printf("%s_c%d_writes_per_commit %.1f writes/commit\n", p->prefix, level,
@@ -970,8 +997,13 @@ static long run_level(struct peer *p, int level, const struct opts *o) {
     fprintf(stderr,
             "bench-submit: %s c%d: %ld submissions failed (first status %d)\n",
             p->name, level, failed, bad);
+  p->cpu_s = -1;
   if (p->observe)
     p->observe(p, level, false);
+  /* CPU per job moves far less with the machine's load than the rate */
+  if (p->cpu_s >= 0 && total)
+    printf("%s_c%d_cpu_per_job %.1f us/job\n", p->prefix, level,
+           p->cpu_s * 1e6 / (double)total);
   if (o->smoke && p->committed >= 0 && p->committed != (long long)total) {
     fprintf(
         stderr,
