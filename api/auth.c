@@ -455,26 +455,10 @@ static void record(struct tw_auth *a, struct tw_req *r, struct tw_auth_ctx *c) {
                               .outcome = outcome,
                               .request_id = r->request_id,
                               .detail = detail};
-  struct tw_job_created job = {.job_id = c->job_id,
-                               .tenant = c->job_tenant,
-                               .project = c->job_project,
-                               .principal = c->who.name,
-                               .projected_uusd = c->projected_uusd};
   struct tw_err err = {0};
-  if (tw_tenancy_request_done(a->ten, &ev, c->job_created ? &job : NULL, &err))
+  if (tw_tenancy_request_done(a->ten, &ev, NULL, &err))
     tw_log_error("audit", "request=%s %s not recorded: %s", r->request_id,
                  action, err.msg);
-}
-
-static void keep_projection(struct tw_auth *a, struct tw_auth_ctx *c) {
-  struct tw_job_created job = {.job_id = c->job_id,
-                               .tenant = c->job_tenant,
-                               .project = c->job_project,
-                               .principal = c->who.name,
-                               .projected_uusd = c->projected_uusd};
-  struct tw_err err = {0};
-  if (tw_tenancy_request_done(a->ten, NULL, &job, &err))
-    tw_log_error("auth", "job=%s projection not kept: %s", c->job_id, err.msg);
 }
 
 /* ---- dispatch
@@ -506,12 +490,10 @@ void tw_auth_dispatch(struct tw_req *r, tw_handler_fn fn) {
   if (authorize(a, r, &c, mutating))
     fn(r);
   /* The open mode has nobody to name: its requests are not audited (the
-   * scheduler's decisions still are); a job's projected cost is still kept
-   * when a budget asked for one. */
-  if (mutating && a->ten && !a->open)
+   * scheduler's decisions still are).  A job created was audited in its
+   * own transaction (tw_auth_job_store). */
+  if (mutating && a->ten && !a->open && !c.audited)
     record(a, r, &c);
-  else if (a->ten && a->open && c.job_created && c.projected_uusd > 0)
-    keep_projection(a, &c);
 out:
   r->auth = NULL;
 }
@@ -557,13 +539,36 @@ bool tw_auth_admit_job(struct tw_req *r, struct tw_job_spec *spec) {
   return true;
 }
 
-void tw_auth_job_created(struct tw_req *r, const struct tw_job_rec *job) {
+enum tw_rc tw_auth_job_store(struct tw_req *r, const struct tw_job_new *req,
+                             struct tw_job_rec *out, bool *replayed,
+                             struct tw_err *err) {
   struct tw_auth_ctx *c = r->auth;
-  if (!c)
-    return;
-  c->job_created = true;
-  snprintf(c->job_id, sizeof c->job_id, "%s", job->id);
-  snprintf(c->job_tenant, sizeof c->job_tenant, "%s", job->tenant);
-  snprintf(c->job_project, sizeof c->job_project, "%s", job->project);
-  snprintf(c->object, sizeof c->object, "%s", job->id);
+  struct tw_auth *a = auth_of(r);
+  if (!c || !a->ten)
+    return tw_store_job_create(tw_api_store(r->api), req, out, replayed, err);
+  /* The entry record() would write after a 201, written now: the answer
+   * to a stored job is always 201 (a replay, 200, writes nothing). */
+  char action[160];
+  snprintf(action, sizeof action, "%s %s", r->method, tw_routes[r->route].path);
+  struct tw_audit_event ev = {.principal = c->who.name[0] ? c->who.name : "-",
+                              .tenant = c->tenant,
+                              .action = action,
+                              .outcome = "ok",
+                              .request_id = r->request_id,
+                              .detail = "status=201"};
+  struct tw_job_created owner = {.tenant = req->tenant,
+                                 .project = req->project,
+                                 .principal = c->who.name,
+                                 .projected_uusd = c->projected_uusd};
+  /* the open mode audits no request and keeps an owner only for the
+   * projection a budget asked for */
+  bool keep_owner = !a->open || c->projected_uusd > 0;
+  enum tw_rc rc =
+      tw_tenancy_job_submit(a->ten, req, keep_owner ? &owner : NULL,
+                            a->open ? NULL : &ev, out, replayed, err);
+  if (rc == TW_OK) {
+    c->audited = true;
+    snprintf(c->object, sizeof c->object, "%s", out->id);
+  }
+  return rc;
 }

@@ -12,8 +12,9 @@
  *      or principal it names, or ?tenant=): 403, or 404 for what the
  *      caller may not know exists;
  *   6. the handler;
- *   7. for POST, PUT, PATCH and DELETE, an audit entry with the outcome
- *      (and for a job just created, its owner, in the same transaction).
+ *   7. for POST, PUT, PATCH and DELETE, an audit entry with the outcome,
+ *      unless the handler's own write carried it (a job just created:
+ *      job, owner and entry in one transaction, tw_auth_job_store).
  * Runs on the request's connection thread; thread-safe. */
 #ifndef TW_API_AUTH_INT_H
 #define TW_API_AUTH_INT_H
@@ -39,10 +40,8 @@ struct tw_auth_ctx {
   char object[192];               /* what was acted on (audit) */
   char query_tenant[TW_NAME_MAX]; /* ?tenant= added for the caller */
   bool denied;                    /* answered 403/404 by authorization */
-  /* a job the handler created */
-  bool job_created;
-  char job_id[48], job_tenant[TW_NAME_MAX], job_project[TW_NAME_MAX];
-  int64_t projected_uusd;
+  bool audited; /* the handler's write carried the entry: none after */
+  int64_t projected_uusd; /* of the job being submitted (admission) */
 };
 
 enum tw_rc tw_auth_new(const struct tw_auth_opts *o, struct tw_clock *clock,
@@ -68,8 +67,16 @@ void tw_auth_dispatch(struct tw_req *r, tw_handler_fn fn);
  * quota-exceeded / budget-exceeded naming the quota and the numbers).
  * false: answered; the handler returns. */
 bool tw_auth_admit_job(struct tw_req *r, struct tw_job_spec *spec);
-/* POST /v1/jobs, once stored: its owner is recorded with the audit entry. */
-void tw_auth_job_created(struct tw_req *r, const struct tw_job_rec *job);
+/* POST /v1/jobs, once admitted: stores the job with its owner and the
+ * request's audit entry in one transaction (tw_tenancy_job_submit), so no
+ * crash leaves a stored job unaudited or without its owner; step 7 then
+ * writes nothing.  Failures are audited by step 7 as before (nothing was
+ * stored); a replay writes no second entry.  Without tenancy: the job
+ * alone.  Arguments and result as tw_store_job_create(). */
+struct tw_job_new;
+enum tw_rc tw_auth_job_store(struct tw_req *r, const struct tw_job_new *req,
+                             struct tw_job_rec *out, bool *replayed,
+                             struct tw_err *err);
 
 /* For handlers of TW_TGT_BODY and TW_TGT_GLOBAL routes: may the caller act
  * on an object of tenant (NULL: none) owned by owner (NULL: nobody)?

@@ -167,8 +167,8 @@ void tw_h_jobs_create(struct tw_req *r) {
                            .idem_key = key};
   struct tw_job_rec job;
   bool replayed = false;
-  enum tw_rc rc =
-      tw_store_job_create(tw_api_store(r->api), &req, &job, &replayed, &err);
+  /* the job, its owner and the audit entry commit together */
+  enum tw_rc rc = tw_auth_job_store(r, &req, &job, &replayed, &err);
   tw_spec_release(&spec);
   tw_buf_release(&canon);
   if (rc) {
@@ -178,7 +178,6 @@ void tw_h_jobs_create(struct tw_req *r) {
     tw_problem_err(r, &err);
     return;
   }
-  tw_auth_job_created(r, &job);
   render_job(&r->out, &job);
   char loc[64];
   snprintf(loc, sizeof loc, "/v1/jobs/%s", job.id);

@@ -13,6 +13,14 @@
  * so the two cores of a small machine go to the daemon rather than to
  * client overhead.
  *
+ * Tokens are required by default (`--auth tokens`), as in production: the
+ * daemon writes admin.token beside its db on the first start, every
+ * submission carries it as `Authorization: Bearer`, and every acknowledged
+ * submission must have its audit entry and its owner row, counted in the db
+ * after the daemon stopped (submit_unaudited_jobs; any is a failure).  The
+ * per-token rate limit is off so one token can load the daemon.
+ * `--auth open` measures without authentication and audit.
+ *
  * Output: one `key value unit` line per figure, e.g.
  *   submit_c64_rate 5321 jobs/s
  *   submit_c64_p50 9.1 ms
@@ -42,6 +50,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -74,6 +83,7 @@ struct opts {
   double warmup_s; /* unmeasured load before each level */
   bool smoke;
   bool keep;             /* keep the temp dir */
+  bool open_auth;        /* auth: open (no tokens, no audit) */
   bool slurm;            /* measure the Slurm peers too */
   const char *slurm_dir; /* NULL: $TW_SLURM_DIR, else .state/slurm */
 };
@@ -197,12 +207,14 @@ fail:
   return -1;
 }
 
-/* One GET on a fresh connection; the body is copied into out. */
-static int http_get(int port, const char *path, char *out, size_t outsz) {
+/* One GET on a fresh connection, with extra header lines hdrs ("" for
+ * none, each ending in CRLF); the body is copied into out. */
+static int http_get(int port, const char *path, const char *hdrs, char *out,
+                    size_t outsz) {
   struct conn c = {.fd = -1};
-  char req[256];
+  char req[512];
   int n = snprintf(req, sizeof req,
-                   "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path);
+                   "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n", path, hdrs);
   const char *body;
   size_t len;
   if (conn_open(&c, port) != 0)
@@ -239,6 +251,13 @@ struct peer {
   double rate[MAX_LEVELS]; /* jobs/s per level, for the ratios */
   long long committed;     /* set by observe(after): writes the system
                             * committed in the level; -1 when unknown */
+  double cpu_s;            /* set by observe(after): the system's CPU
+                            * seconds in the level; -1 when unknown */
+  long long acked;         /* successful answers of every level, warm-up
+                            * included (what check() compares with) */
+  /* After the last level, the system's own record of what it accepted;
+   * returns the failures.  NULL: none. */
+  long (*check)(struct peer *p, const struct opts *o);
   void *ctx;
 };
 
@@ -253,11 +272,14 @@ struct broker {
   pid_t pid;
   int out_fd;
   uint64_t commits0, writes0;
+  double cpu0;    /* the daemon's user + system seconds */
+  char auth[128]; /* "Authorization: Bearer ...\r\n", "" when open */
 };
 
-static int broker_metric(int port, const char *name, uint64_t *out) {
+static int broker_metric(int port, const char *auth, const char *name,
+                         uint64_t *out) {
   static char text[65536];
-  if (http_get(port, "/metrics", text, sizeof text) != 200)
+  if (http_get(port, "/metrics", auth, text, sizeof text) != 200)
     return -1;
   size_t n = strlen(name);
   for (char *line = text; line && *line;) {
@@ -291,9 +313,13 @@ static int broker_start(struct peer *p, const struct opts *o) {
     FILE *f = fopen(b->config, "w");
     if (!f)
       die("cannot write %s", b->config);
-    /* open mode: the figures measure submissions, not token checks */
-    fputs("log:\n  level: warn\nstore:\n  synchronous: full\n  max_batch: 512\n"
-          "auth:\n  mode: open\n",
+    /* tokens (the default) with the per-token rate limit off, so one
+     * token can load the daemon; or open: no token checks, no audit */
+    fputs(
+        "log:\n  level: warn\nstore:\n  synchronous: full\n  max_batch: 512\n",
+        f);
+    fputs(o->open_auth ? "auth:\n  mode: open\n"
+                       : "auth:\n  mode: tokens\n  rate_limit_per_s: 0\n",
           f);
     fclose(f);
   }
@@ -342,15 +368,31 @@ static int broker_start(struct peer *p, const struct opts *o) {
   if (strncmp(line, "listening http://", 17) || !colon)
     return -1;
   p->port = atoi(colon + 1);
-  printf("# broker: %s, db %s, config %s\n", o->tradewindd, b->db,
-         o->config ? o->config
-                   : "defaults (synchronous: full, max_batch: 512)");
+  if (!o->open_auth) {
+    /* the first start wrote the admin's token beside the db */
+    char path[400], tok[100] = "";
+    snprintf(path, sizeof path, "%s/admin.token", b->dir);
+    FILE *f = fopen(path, "r");
+    if (!f || !fgets(tok, sizeof tok, f)) {
+      fprintf(stderr, "bench-submit: no token in %s\n", path);
+      if (f)
+        fclose(f);
+      return -1;
+    }
+    fclose(f);
+    tok[strcspn(tok, "\r\n")] = '\0';
+    snprintf(b->auth, sizeof b->auth, "Authorization: Bearer %s\r\n", tok);
+  }
+  printf("# broker: %s, db %s, config %s, auth %s\n", o->tradewindd, b->db,
+         o->config ? o->config : "defaults (synchronous: full, max_batch: 512)",
+         o->open_auth ? "open (no tokens, no audit)"
+                      : "tokens (every submission authenticated and audited)");
   return p->port > 0 ? 0 : -1;
 }
 
 static size_t broker_request(struct peer *p, int level, int client, long i,
                              char *buf, size_t bufsz) {
-  (void)p;
+  struct broker *b = p->ctx;
   char body[256];
   int blen = snprintf(body, sizeof body,
                       "{\"name\":\"bench-c%d-t%d-%ld\",\"priority\":%ld,"
@@ -358,33 +400,124 @@ static size_t broker_request(struct peer *p, int level, int client, long i,
                       level, client, i, i % 10, 1 + i % 8);
   int n =
       snprintf(buf, bufsz,
-               "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+               "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n%s"
                "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-               blen, body);
+               b->auth, blen, body);
   return (size_t)n;
+}
+
+/* User plus system CPU seconds of process pid so far; -1 when unknown. */
+static double proc_cpu_s(pid_t pid) {
+  char path[64], text[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  /* fields after the command's closing parenthesis: state is field 3,
+   * utime and stime fields 14 and 15 */
+  const char *p = strrchr(text, ')');
+  unsigned long long ut, st;
+  if (!p ||
+      sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+             &ut, &st) != 2)
+    return -1;
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 static void broker_observe(struct peer *p, int level, bool before) {
   struct broker *b = p->ctx;
   uint64_t commits = 0, writes = 0;
   p->committed = -1;
-  if (broker_metric(p->port, "tradewind_store_commits_total", &commits) ||
-      broker_metric(p->port, "tradewind_store_writes_total", &writes)) {
+  if (broker_metric(p->port, b->auth, "tradewind_store_commits_total",
+                    &commits) ||
+      broker_metric(p->port, b->auth, "tradewind_store_writes_total",
+                    &writes)) {
     fprintf(stderr,
             "bench-submit: cannot read the store counters from /metrics\n");
     return;
   }
+  double cpu = proc_cpu_s(b->pid);
   if (before) {
     b->commits0 = commits;
     b->writes0 = writes;
+    b->cpu0 = cpu;
     return;
   }
   uint64_t dc = commits - b->commits0, dw = writes - b->writes0;
   p->committed = (long long)dw;
+  p->cpu_s = cpu >= 0 && b->cpu0 >= 0 ? cpu - b->cpu0 : -1;
   printf("%s_c%d_commits %llu commits\n", p->prefix, level,
          (unsigned long long)dc);
   printf("%s_c%d_writes_per_commit %.1f writes/commit\n", p->prefix, level,
          dc ? (double)dw / (double)dc : 0.0);
+}
+
+static int64_t db_count(sqlite3 *db, const char *sql) {
+  sqlite3_stmt *st = NULL;
+  int64_t v = -1;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    v = sqlite3_column_int64(st, 0);
+  else
+    fprintf(stderr, "bench-submit: %s: %s\n", sql, sqlite3_errmsg(db));
+  sqlite3_finalize(st);
+  return v;
+}
+
+/* Every acknowledged submission is one job with its audit entry and its
+ * owner, read from the db beside the running daemon (every answer came
+ * after its commit, so the reader sees them all). */
+static long broker_check(struct peer *p, const struct opts *o) {
+  struct broker *b = p->ctx;
+  sqlite3 *db = NULL;
+  if (sqlite3_open_v2(b->db, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    fprintf(stderr, "bench-submit: cannot open %s: %s\n", b->db,
+            db ? sqlite3_errmsg(db) : "?");
+    sqlite3_close(db);
+    return 1;
+  }
+  sqlite3_busy_timeout(db, 10000);
+  int64_t jobs = db_count(db, "SELECT count(*) FROM jobs");
+  printf("%s_jobs %lld jobs (%lld acknowledged)\n", p->prefix, (long long)jobs,
+         p->acked);
+  /* store write operations per job over the whole run (the first start's
+   * admin and its token are one more) */
+  uint64_t writes = 0;
+  if (jobs > 0 &&
+      !broker_metric(p->port, b->auth, "tradewind_store_writes_total", &writes))
+    printf("%s_writes_per_job %.2f writes/job\n", p->prefix,
+           (double)writes / (double)jobs);
+  long failed = jobs != p->acked;
+  if (jobs != p->acked)
+    fprintf(stderr, "bench-submit: %lld jobs stored, %lld acknowledged\n",
+            (long long)jobs, p->acked);
+  if (!o->open_auth) {
+    int64_t audited =
+        db_count(db, "SELECT count(*) FROM audit_log"
+                     " WHERE action = 'POST /v1/jobs' AND outcome = 'ok'");
+    int64_t unaudited = db_count(
+        db, "SELECT count(*) FROM jobs WHERE id NOT IN (SELECT object FROM"
+            " audit_log WHERE action = 'POST /v1/jobs' AND outcome = 'ok')");
+    int64_t unowned = db_count(db, "SELECT count(*) FROM jobs WHERE id NOT IN"
+                                   " (SELECT job_id FROM tenancy_jobs)");
+    printf("%s_audited_jobs %lld entries\n", p->prefix, (long long)audited);
+    printf("%s_unaudited_jobs %lld jobs\n", p->prefix, (long long)unaudited);
+    printf("%s_unowned_jobs %lld jobs\n", p->prefix, (long long)unowned);
+    if (audited != jobs || unaudited != 0 || unowned != 0) {
+      fprintf(stderr,
+              "bench-submit: %lld jobs, %lld audit entries, %lld without one, "
+              "%lld without an owner\n",
+              (long long)jobs, (long long)audited, (long long)unaudited,
+              (long long)unowned);
+      failed++;
+    }
+  }
+  sqlite3_close(db);
+  fflush(stdout);
+  return failed;
 }
 
 static void broker_stop(struct peer *p, bool keep) {
@@ -405,9 +538,9 @@ static void broker_stop(struct peer *p, bool keep) {
   if (keep) {
     printf("# kept %s\n", b->dir);
   } else {
-    static const char *const files[] = {"tradewind.db", "tradewind.db-wal",
+    static const char *const files[] = {"tradewind.db",     "tradewind.db-wal",
                                         "tradewind.db-shm", "tradewind.yaml",
-                                        "tradewindd.log"};
+                                        "admin.token",      "tradewindd.log"};
     char path[400];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
       snprintf(path, sizeof path, "%s/%s", b->dir, files[i]);
@@ -701,6 +834,7 @@ static struct peer PEERS[] = {
      .start = broker_start,
      .request = broker_request,
      .observe = broker_observe,
+     .check = broker_check,
      .stop = broker_stop},
     {.name = "slurmrestd",
      .prefix = "slurm_rest",
@@ -733,6 +867,7 @@ struct worker {
   size_t n, cap;
   long failed;  /* measured failures */
   long answers; /* complete answers of any status, warm-up included */
+  long acked;   /* successful answers, warm-up included */
   int first_bad_status;
 };
 
@@ -753,6 +888,8 @@ static void *worker_main(void *arg) {
     int64_t t1 = mono_ns();
     if (status > 0)
       w->answers++;
+    if (status == r->peer->ok_status)
+      w->acked++;
     if (t0 < r->measure_from)
       continue; /* warm-up */
     if (status == r->peer->ok_status) {
@@ -828,6 +965,7 @@ static long run_level(struct peer *p, int level, const struct opts *o) {
   for (int i = 0; i < level; i++) {
     total += w[i].n;
     failed += w[i].failed;
+    p->acked += w[i].acked;
     if (!bad)
       bad = w[i].first_bad_status;
   }
@@ -859,8 +997,13 @@ static long run_level(struct peer *p, int level, const struct opts *o) {
     fprintf(stderr,
             "bench-submit: %s c%d: %ld submissions failed (first status %d)\n",
             p->name, level, failed, bad);
+  p->cpu_s = -1;
   if (p->observe)
     p->observe(p, level, false);
+  /* CPU per job moves far less with the machine's load than the rate */
+  if (p->cpu_s >= 0 && total)
+    printf("%s_c%d_cpu_per_job %.1f us/job\n", p->prefix, level,
+           p->cpu_s * 1e6 / (double)total);
   if (o->smoke && p->committed >= 0 && p->committed != (long long)total) {
     fprintf(
         stderr,
@@ -884,6 +1027,7 @@ static void usage(FILE *f) {
       "usage: bench-submit [--quick | --smoke] [--seconds S] [--levels "
       "1,16,64]\n"
       "                    [--tradewindd PATH] [--config FILE] [--keep]\n"
+      "                    [--auth tokens|open] [--no-slurm] [--slurm-dir D]\n"
       "\n"
       "Measures durable job submissions per second through the REST API of a\n"
       "tradewindd it starts itself (temp db, port 0), at each concurrency "
@@ -899,6 +1043,8 @@ static void usage(FILE *f) {
       "bench)\n"
       "  --config FILE  its config (default: the defaults, log level warn)\n"
       "  --keep         keep the temp dir (db, log)\n"
+      "  --auth MODE    tokens (default: a bearer token on every submission,\n"
+      "                 each audited, checked in the db at the end) or open\n"
       "  --no-slurm     do not measure Slurm (slurmrestd, sbatch) beside it\n"
       "  --slurm-dir D  the scripts/slurm.sh cluster to use (default "
       "$TW_SLURM_DIR,\n"
@@ -960,6 +1106,13 @@ int main(int argc, char **argv) {
       o.tradewindd = argv[++i];
     } else if (!strcmp(a, "--config") && i + 1 < argc) {
       o.config = argv[++i];
+    } else if (!strcmp(a, "--auth") && i + 1 < argc) {
+      const char *m = argv[++i];
+      if (strcmp(m, "tokens") && strcmp(m, "open")) {
+        fprintf(stderr, "bench-submit: --auth: expected tokens or open\n");
+        return 2;
+      }
+      o.open_auth = !strcmp(m, "open");
     } else if (!strcmp(a, "--no-slurm")) {
       no_slurm = true;
     } else if (!strcmp(a, "--slurm-dir") && i + 1 < argc) {
@@ -1013,6 +1166,8 @@ int main(int argc, char **argv) {
     for (int l = 0; l < o.n_levels; l++)
       failed +=
           p->run ? p->run(p, o.levels[l], &o) : run_level(p, o.levels[l], &o);
+    if (p->check)
+      failed += p->check(p, &o);
     p->stop(p, o.keep || failed);
   }
   cluster_finish(o.keep);

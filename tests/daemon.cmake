@@ -14,9 +14,18 @@ add_dependencies(twtest_daemon tradewindd)
 # survives, no job is half-written.
 tw_add_test(crash_keeps_every_acknowledged_job
             SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_crash.c
-            LIBS twtest_daemon PkgConfig::CURL PkgConfig::JANSSON
+            LIBS twtest_daemon tw_tenancy PkgConfig::CURL PkgConfig::JANSSON
                  PkgConfig::SQLITE3 Threads::Threads
             LABELS integration store TIMEOUT 120)
+
+# The same with tokens required: every stored job, acknowledged or cut by
+# the kill, has exactly one audit entry and one owner row, and the chain
+# verifies (the job, its owner and its entry are one transaction).
+add_test(NAME crash_audits_every_stored_job
+         COMMAND crash_keeps_every_acknowledged_job tokens)
+set_tests_properties(crash_audits_every_stored_job PROPERTIES
+  LABELS "integration;launch;store" SKIP_RETURN_CODE 77 TIMEOUT 120
+  ENVIRONMENT "TW_SOURCE_DIR=${CMAKE_SOURCE_DIR};TW_BINARY_DIR=${CMAKE_BINARY_DIR}")
 
 # SIGHUP reloads (and refuses a bad file), a bad config stops the start
 # with the key named.

@@ -5,6 +5,7 @@
 #define TW_CORE_STORE_INT_H
 
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,26 @@ void store__bind_text(sqlite3_stmt *st, int i, const char *s);
 void store__bind_opt(sqlite3_stmt *st, int i, const char *s);
 /* Copies column i into out ("" for NULL), truncating. */
 void store__col(sqlite3_stmt *st, int i, char *out, size_t outsz);
+
+/* store.c: what a new job's write needs that does not depend on the
+ * database (the spec's digest for the idempotency check, the random part
+ * of the id), computed by the caller's thread before tw_store_write():
+ * the writer thread is the one every submission waits for. */
+struct store_job_prep {
+  char hash[65];
+  unsigned char rnd[10];
+};
+enum tw_rc store__job_prepare(struct tw_store *s, const struct tw_job_new *req,
+                              struct store_job_prep *out, struct tw_err *err);
+/* store.c: tw_store_job_create's work inside the calling write function
+ * (writer thread), so a write that records more about the new job (its
+ * owner, its audit entry: store_tenancy.c) commits with it.  *out is
+ * filled on TW_OK (the stored job on a replay, with *replayed true; the
+ * caller releases it on any failure). */
+enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
+                             const struct store_job_prep *jp,
+                             struct tw_job_rec *out, bool *replayed,
+                             struct tw_err *err);
 
 /* store_audit.c: appends one audit entry inside the transaction of the
  * calling write function (writer thread), linked to the last entry, so

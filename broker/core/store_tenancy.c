@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "broker/base/mem.h"
+#include "broker/core/store_audit.h"
 #include "broker/core/store_int.h"
 
 /* Hot statements (every request: authentication, the submission's owner)
@@ -604,25 +605,30 @@ struct owner_arg {
   struct tw_store_owner_rec *rec;
 };
 
+static enum tw_rc owner_insert(struct tw_store *s, sqlite3 *db,
+                               const struct tw_store_owner *o,
+                               const char *job_id, int64_t at_ms,
+                               struct tw_err *err) {
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_OWNER_INSERT, err);
+  if (!st)
+    return TW_E_IO;
+  store__bind_text(st, 1, job_id);
+  store__bind_text(st, 2, o->tenant);
+  store__bind_text(st, 3, o->project);
+  store__bind_text(st, 4, o->principal);
+  sqlite3_bind_int64(st, 5, o->projected_uusd);
+  sqlite3_bind_int64(st, 6, at_ms);
+  int r = sqlite3_step(st);
+  sqlite3_reset(st);
+  return r == SQLITE_DONE ? TW_OK : tn_err(db, err, "owner insert");
+}
+
 static enum tw_rc op_owner_put(struct tw_store *s, sqlite3 *db, void *varg,
                                struct tw_err *err) {
   struct owner_arg *a = varg;
-  const struct tw_store_owner *o = a->o;
-  if (o) {
-    sqlite3_stmt *st = tw_store_stmt(s, db, SQL_OWNER_INSERT, err);
-    if (!st)
-      return TW_E_IO;
-    store__bind_text(st, 1, o->job_id);
-    store__bind_text(st, 2, o->tenant);
-    store__bind_text(st, 3, o->project);
-    store__bind_text(st, 4, o->principal);
-    sqlite3_bind_int64(st, 5, o->projected_uusd);
-    sqlite3_bind_int64(st, 6, a->at_ms);
-    int r = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (r != SQLITE_DONE)
-      return tn_err(db, err, "owner insert");
-  }
+  enum tw_rc rc;
+  if (a->o && (rc = owner_insert(s, db, a->o, a->o->job_id, a->at_ms, err)))
+    return rc;
   return a->audit ? store__audit_append(s, db, a->audit, a->at_ms, NULL, err)
                   : TW_OK;
 }
@@ -633,6 +639,56 @@ enum tw_rc tw_store_job_owner_put(struct tw_store *s,
                                   int64_t at_ms, struct tw_err *err) {
   struct owner_arg a = {.o = o, .audit = audit, .at_ms = at_ms};
   return tw_store_write(s, op_owner_put, &a, err);
+}
+
+/* ---- a submission -------------------------------------------------------- */
+
+struct submit_arg {
+  const struct tw_job_new *job;
+  const struct store_job_prep *prep;
+  const struct tw_store_owner *owner;
+  const struct tw_audit_event *audit;
+  struct tw_job_rec *out;
+  bool replayed;
+};
+
+/* The job, its creation event, its owner and the request's audit entry in
+ * one savepoint: the writer rolls back all of them when any step fails. */
+static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
+                            struct tw_err *err) {
+  struct submit_arg *a = varg;
+  enum tw_rc rc =
+      store__job_insert(s, a->job, a->prep, a->out, &a->replayed, err);
+  if (rc || a->replayed)
+    return rc; /* a replay was recorded by its first submission */
+  const char *id = a->out->id;
+  int64_t at = a->out->created_ms;
+  if (a->owner && (rc = owner_insert(s, db, a->owner, id, at, err)))
+    return rc;
+  if (!a->audit)
+    return TW_OK;
+  struct tw_audit_event ev = *a->audit;
+  ev.object = id;
+  return store__audit_append(s, db, &ev, at, NULL, err);
+}
+
+enum tw_rc tw_store_job_submit(struct tw_store *s, const struct tw_job_new *job,
+                               const struct tw_store_owner *owner,
+                               const struct tw_audit_event *audit,
+                               struct tw_job_rec *out, bool *replayed,
+                               struct tw_err *err) {
+  struct store_job_prep prep;
+  struct submit_arg a = {
+      .job = job, .prep = &prep, .owner = owner, .audit = audit, .out = out};
+  memset(out, 0, sizeof *out);
+  enum tw_rc rc = store__job_prepare(s, job, &prep, err);
+  if (rc == TW_OK)
+    rc = tw_store_write(s, op_submit, &a, err);
+  if (rc)
+    tw_job_rec_release(out);
+  if (replayed)
+    *replayed = rc == TW_OK && a.replayed;
+  return rc;
 }
 
 static enum tw_rc op_owner_get(struct tw_store *s, sqlite3 *db, void *varg,

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "broker/base/err.h"
+#include "broker/core/store.h"
 
 struct tw_store;
 struct tw_audit_event;
@@ -151,6 +152,22 @@ enum tw_rc tw_store_job_owner_put(struct tw_store *s,
                                   const struct tw_store_owner *o,
                                   const struct tw_audit_event *audit,
                                   int64_t at_ms, struct tw_err *err);
+/* A submission in one write: the new job as tw_store_job_create() stores
+ * it (pending, its creation event, the idempotency key), its owner and
+ * the request's audit entry, in one savepoint of one group-committed
+ * transaction, durable before returning.  A crash leaves all of them or
+ * none: never a job that runs unaudited, or without the owner row whose
+ * projection counts against its budget.  The new job's id is the owner's
+ * job and the entry's object (owner->job_id and audit->object are
+ * ignored); both are at the job's creation time.  owner or audit NULL:
+ * that one is not written.  A replay (*replayed true) writes neither: the
+ * first submission did.  TW_E_CONFLICT as tw_store_job_create(); any
+ * failure stores nothing and leaves *out empty. */
+enum tw_rc tw_store_job_submit(struct tw_store *s, const struct tw_job_new *job,
+                               const struct tw_store_owner *owner,
+                               const struct tw_audit_event *audit,
+                               struct tw_job_rec *out, bool *replayed,
+                               struct tw_err *err);
 /* *found false when the job has no recorded owner. */
 enum tw_rc tw_store_job_owner_get(struct tw_store *s, const char *job_id,
                                   bool *found, struct tw_store_owner_rec *out,

@@ -119,9 +119,10 @@ struct tw_clock *tw_tenancy_clock(struct tw_tenancy *t) {
 /* ---- tokens ---------------------------------------------------------------
  */
 
-static void sha256(const void *data, size_t n, unsigned char out[32]) {
+static void sha256(const EVP_MD *md, const void *data, size_t n,
+                   unsigned char out[32]) {
   unsigned int len = 0;
-  EVP_Digest(data, n, out, &len, EVP_sha256(), NULL);
+  EVP_Digest(data, n, out, &len, md ? md : EVP_sha256(), NULL);
 }
 
 static void hex(const unsigned char *in, size_t n, char *out) {
@@ -187,7 +188,7 @@ static enum tw_rc token_new(char tok[TW_TOKEN_LEN + 1],
   snprintf(tok, TW_TOKEN_LEN + 1, "twt_%s_%s", id, sec64);
   OPENSSL_cleanse(sec, sizeof sec);
   OPENSSL_cleanse(sec64, sizeof sec64);
-  sha256(tok, strlen(tok), hash);
+  sha256(NULL, tok, strlen(tok), hash);
   return TW_OK;
 }
 
@@ -203,7 +204,7 @@ enum tw_rc tw_tenancy_authenticate(struct tw_tenancy *t, const char *token,
   if (rc)
     return rc;
   unsigned char h[32];
-  sha256(token, strlen(token), h);
+  sha256(t->sha256, token, strlen(token), h);
   /* Compare whether or not the id was found, so an unknown id costs what
    * a wrong secret costs. */
   static const unsigned char dummy[32] = {0};
@@ -457,6 +458,22 @@ enum tw_rc tw_tenancy_request_done(struct tw_tenancy *t,
                                 tw_clock_now_ms(t->clock), err);
 }
 
+enum tw_rc tw_tenancy_job_submit(struct tw_tenancy *t,
+                                 const struct tw_job_new *job,
+                                 const struct tw_job_created *owner,
+                                 const struct tw_audit_event *ev,
+                                 struct tw_job_rec *out, bool *replayed,
+                                 struct tw_err *err) {
+  struct tw_store_owner o;
+  if (owner)
+    o = (struct tw_store_owner){.tenant = owner->tenant,
+                                .project = owner->project,
+                                .principal = owner->principal,
+                                .projected_uusd = owner->projected_uusd};
+  return tw_store_job_submit(t->store, job, owner ? &o : NULL, ev, out,
+                             replayed, err);
+}
+
 /* ---- the quota and budget cache
  * -------------------------------------------------- */
 
@@ -616,6 +633,7 @@ enum tw_rc tw_tenancy_open(const struct tw_tenancy_opts *opts,
   t->n_providers = opts->n_providers;
   t->webhook_timeout_ms =
       opts->webhook_timeout_ms > 0 ? opts->webhook_timeout_ms : 5000;
+  t->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
   pthread_mutex_init(&t->mu, NULL);
   pthread_mutex_init(&t->cmu, NULL);
   t->gen = 1;
@@ -688,5 +706,6 @@ void tw_tenancy_free(struct tw_tenancy *t) {
   pthread_mutex_destroy(&t->cmu);
   pthread_mutex_destroy(&t->tmu);
   pthread_cond_destroy(&t->tcv);
+  EVP_MD_free(t->sha256);
   free(t);
 }

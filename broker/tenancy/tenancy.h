@@ -218,6 +218,20 @@ enum tw_rc tw_tenancy_request_done(struct tw_tenancy *t,
                                    const struct tw_job_created *job,
                                    struct tw_err *err);
 
+/* Stores a submission: the job (as tw_store_job_create() does), its owner
+ * (job_id ignored: the new job's) and the request's audit entry (object
+ * ignored: the new job's id), in one transaction, so no crash leaves a
+ * stored job without its audit entry or its owner.  owner or ev NULL: not
+ * written.  A replay of an idempotency key (*replayed) writes neither.
+ * *out as tw_store_job_create's (tw_job_rec_release). */
+struct tw_job_new;
+enum tw_rc tw_tenancy_job_submit(struct tw_tenancy *t,
+                                 const struct tw_job_new *job,
+                                 const struct tw_job_created *owner,
+                                 const struct tw_audit_event *ev,
+                                 struct tw_job_rec *out, bool *replayed,
+                                 struct tw_err *err);
+
 /* ---- quotas ---------------------------------------------------------------
  */
 

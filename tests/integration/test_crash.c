@@ -10,7 +10,14 @@
  * creation event, no event belongs to a missing job.
  *
  * Requests cut by the kill are fine (nobody was told they succeeded); a
- * non-2xx answer before the kill is not.  TW_SEED=N replays a run. */
+ * non-2xx answer before the kill is not.  TW_SEED=N replays a run.
+ *
+ * With the argument `tokens` the daemon requires bearer tokens (the admin
+ * token its first start wrote beside the db) and audits every submission,
+ * and the file must also show every stored job, acknowledged or cut by the
+ * kill, with exactly one audit entry of its submission and one owner row,
+ * no entry or owner without its job, and an audit chain that verifies: the
+ * job, its owner and its entry are one transaction. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -28,12 +35,30 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "broker/tenancy/audit.h"
 #include "tests/integration/twtest_daemon.h"
 #include "tests/twtest.h"
 
 #define CLIENTS 24
 #define ROUNDS 3
 #define BURST_TIMEOUT_S 6 /* kill anyway if the target is not reached */
+
+/* `tokens`: bearer tokens required, every submission audited */
+static bool tokens;
+static uint64_t seed;
+static struct twtest_daemon d;
+static char auth_hdr[128]; /* "Authorization: Bearer ..." once read */
+
+/* Tokens required, no rate limit (24 clients share the admin's token),
+ * no providers: the jobs stay pending and the only audit entries are the
+ * first start's and the submissions'. */
+static const char TOKENS_CONFIG[] = "log:\n  level: info\n"
+                                    "auth:\n  mode: tokens\n"
+                                    "  rate_limit_per_s: 0\n";
+
+static struct curl_slist *with_auth(struct curl_slist *h) {
+  return tokens ? curl_slist_append(h, auth_hdr) : h;
+}
 
 /* ---- seeded randomness (xorshift64*) --------------------------------------
  */
@@ -128,7 +153,7 @@ static void *client_main(void *arg) {
   char url[128];
   snprintf(url, sizeof url, "%s/v1/jobs", b->url);
   struct curl_slist *hdrs =
-      curl_slist_append(NULL, "Content-Type: application/json");
+      with_auth(curl_slist_append(NULL, "Content-Type: application/json"));
   struct sink s;
   curl_easy_setopt(h, CURLOPT_URL, url);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
@@ -187,6 +212,8 @@ static void check_acked_present(const char *base, const struct acked *acks,
   if (!h)
     abort();
   struct sink s;
+  struct curl_slist *hdrs = with_auth(NULL);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 20000L);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
@@ -217,6 +244,7 @@ static void check_acked_present(const char *base, const struct acked *acks,
     }
     json_decref(j);
   }
+  curl_slist_free_all(hdrs);
   curl_easy_cleanup(h);
   TW_CHECK(missing == 0,
            "%zu of %zu acknowledged jobs missing or wrong after restart",
@@ -233,6 +261,46 @@ static int64_t scalar(sqlite3 *db, const char *sql) {
     TW_FAIL("%s: %s", sql, sqlite3_errmsg(db));
   sqlite3_finalize(st);
   return v;
+}
+
+/* Every stored job (acknowledged or cut by the kill) has exactly one
+ * audit entry of its submission and one owner row; nothing of the two
+ * exists without its job; the chain verifies. */
+static void check_audited(sqlite3 *db, int64_t jobs) {
+  int64_t not_once = scalar(
+      db, "SELECT count(*) FROM (SELECT j.id, count(a.seq) AS n FROM jobs j"
+          " LEFT JOIN audit_log a ON a.object = j.id"
+          " AND a.action = 'POST /v1/jobs' AND a.outcome = 'ok'"
+          " GROUP BY j.id) WHERE n != 1");
+  int64_t unowned = scalar(db, "SELECT count(*) FROM jobs WHERE id NOT IN"
+                               " (SELECT job_id FROM tenancy_jobs)");
+  int64_t stray_entries =
+      scalar(db, "SELECT count(*) FROM audit_log WHERE action = 'POST /v1/jobs'"
+                 " AND outcome = 'ok' AND object NOT IN (SELECT id FROM jobs)");
+  int64_t stray_owners = scalar(db, "SELECT count(*) FROM tenancy_jobs WHERE"
+                                    " job_id NOT IN (SELECT id FROM jobs)");
+  int64_t entries = scalar(db, "SELECT count(*) FROM audit_log");
+  TW_CHECK(not_once == 0,
+           "%" PRId64 " of %" PRId64
+           " stored jobs lack exactly one audit entry",
+           not_once, jobs);
+  TW_CHECK(unowned == 0, "%" PRId64 " of %" PRId64 " stored jobs have no owner",
+           unowned, jobs);
+  TW_CHECK(stray_entries == 0,
+           "%" PRId64 " submission entries name a job that is not stored",
+           stray_entries);
+  TW_CHECK(stray_owners == 0, "%" PRId64 " owner rows have no job",
+           stray_owners);
+  int64_t verified = 0;
+  struct tw_err err = {0};
+  enum tw_rc rc = tw_audit_verify_file(d.db, &verified, NULL, &err);
+  TW_CHECK(rc == TW_OK, "audit verify --db %s: %s", d.db, err.msg);
+  TW_CHECK(verified == entries,
+           "the chain verified %" PRId64 " of %" PRId64 " entries", verified,
+           entries);
+  printf("  audit: %" PRId64 " entries verify, one per stored job and one "
+         "owner each\n",
+         verified);
 }
 
 /* Looks at the file itself, read-only, beside the running daemon. */
@@ -307,16 +375,31 @@ static void check_file(const char *path, size_t n_acked) {
   printf("  file: %" PRId64 " jobs (%zu acknowledged, %" PRId64
          " committed but cut before the answer)\n",
          jobs, n_acked, jobs - (int64_t)n_acked);
+  if (tokens)
+    check_audited(db, jobs);
   sqlite3_close(db);
 }
 
 /* ---- the rounds ------------------------------------------------------------
  */
 
-static uint64_t seed;
-static struct twtest_daemon d;
 static struct burst b;
 static pthread_condattr_t ca;
+
+/* The admin's token, written beside the db by the first start. */
+static void read_token(void) {
+  char path[400], tok[128] = "";
+  snprintf(path, sizeof path, "%s/admin.token", d.dir);
+  FILE *f = fopen(path, "r");
+  if (!f || !fgets(tok, sizeof tok, f)) {
+    if (f)
+      fclose(f);
+    TW_FAIL("no admin token in %s", path);
+  }
+  fclose(f);
+  tok[strcspn(tok, "\r\n")] = '\0';
+  snprintf(auth_hdr, sizeof auth_hdr, "Authorization: Bearer %s", tok);
+}
 
 /* One round: start on the file the last kill left (and check what it
  * left), a burst, SIGKILL once the target is reached. */
@@ -328,6 +411,8 @@ static void round_n(int round) {
     int code = twtest_daemon_wait(&d, 5000);
     TW_FAIL("round %d: tradewindd did not start (exit %d)", round, code);
   }
+  if (tokens && !auth_hdr[0])
+    read_token();
   if (round > 1) {
     /* what the previous kill left behind, seen by the restarted daemon */
     check_acked_present(d.url, b.acks, b.n_acks);
@@ -422,7 +507,8 @@ static int teardown(void **state) {
   return 0;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  tokens = argc > 1 && !strcmp(argv[1], "tokens");
   const char *seed_env = getenv("TW_SEED");
   seed = seed_env && *seed_env
              ? strtoull(seed_env, NULL, 10)
@@ -430,10 +516,10 @@ int main(void) {
   if (!seed)
     seed = 1;
   rng_state = seed;
-  printf("crash: seed=%" PRIu64 " (rerun with TW_SEED=%" PRIu64 ")\n", seed,
-         seed);
+  printf("crash: seed=%" PRIu64 " (rerun with TW_SEED=%" PRIu64 "), auth %s\n",
+         seed, seed, tokens ? "tokens" : "open");
   fflush(stdout);
-  if (twtest_daemon_init(&d, NULL) != 0) {
+  if (twtest_daemon_init(&d, tokens ? TOKENS_CONFIG : NULL) != 0) {
     printf("SKIPPED: cannot prepare a daemon directory\n");
     return TW_SKIP;
   }

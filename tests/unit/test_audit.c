@@ -3,7 +3,7 @@
  * reordered when the sqlite file is edited directly, as an intruder with
  * the file would.  Exports re-verify from their JSON.  Entries that store
  * functions append with their change join the same chain, and commit or
- * roll back with it. */
+ * roll back with it: a submission's job, owner and entry are one write. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -86,6 +86,19 @@ static void sql(const char *stmt) {
   if (sqlite3_exec(db, stmt, NULL, NULL, &msg) != SQLITE_OK)
     fail_msg("%s: %s", stmt, msg);
   sqlite3_close(db);
+}
+
+static int64_t scalar(const char *stmt) {
+  sqlite3 *db = NULL;
+  sqlite3_stmt *st = NULL;
+  int64_t v = -1;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  if (sqlite3_prepare_v2(db, stmt, -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
 }
 
 /* Verifies the file as `tradewind audit verify --db` does and returns the
@@ -383,6 +396,107 @@ static void alert_without_its_entry_is_not_recorded(void **state) {
   close_log(s, a);
 }
 
+static size_t entries_now(struct tw_audit *a) {
+  struct tw_audit_filter f = {.limit = 100};
+  struct tw_audit_entry *items = NULL;
+  size_t k = 0;
+  assert_int_equal(tw_audit_list(a, &f, &items, &k, NULL, NULL), TW_OK);
+  tw_audit_entries_free(items, k);
+  return k;
+}
+
+/* A submission is one write: the job, its owner and its entry (naming the
+ * new job, at its creation time) commit together; a replay of its
+ * idempotency key writes no second entry, a conflicting one nothing. */
+static void submission_stores_job_owner_and_entry_together(void **state) {
+  (void)state;
+  struct tw_store *s;
+  struct tw_audit *a;
+  open_log(&s, &a);
+  struct tw_job_new job = {.name = "train",
+                           .tenant = "ml",
+                           .project = "p",
+                           .spec_json = "{\"name\":\"train\"}",
+                           .idem_key = "k1"};
+  struct tw_store_owner o = {.tenant = "ml",
+                             .project = "p",
+                             .principal = "alice",
+                             .projected_uusd = 1234};
+  struct tw_audit_event ev = {.principal = "alice",
+                              .tenant = "ml",
+                              .action = "POST /v1/jobs",
+                              .outcome = "ok",
+                              .request_id = "r1",
+                              .detail = "status=201"};
+  struct tw_job_rec rec, again;
+  bool replayed = true;
+  struct tw_err err = {0};
+  assert_int_equal(tw_store_job_submit(s, &job, &o, &ev, &rec, &replayed, &err),
+                   TW_OK);
+  assert_false(replayed);
+  struct tw_store_owner_rec own;
+  bool found = false;
+  assert_int_equal(tw_store_job_owner_get(s, rec.id, &found, &own, NULL),
+                   TW_OK);
+  assert_true(found);
+  assert_string_equal(own.principal, "alice");
+  assert_int_equal(own.projected_uusd, 1234);
+  struct tw_audit_filter f = {.limit = 10};
+  struct tw_audit_entry *items = NULL;
+  size_t k = 0;
+  assert_int_equal(tw_audit_list(a, &f, &items, &k, NULL, NULL), TW_OK);
+  assert_int_equal(k, 1);
+  assert_string_equal(items[0].object, rec.id);
+  assert_int_equal(items[0].at_ms, rec.created_ms);
+  assert_string_equal(items[0].detail, "status=201");
+  tw_audit_entries_free(items, k);
+
+  assert_int_equal(
+      tw_store_job_submit(s, &job, &o, &ev, &again, &replayed, &err), TW_OK);
+  assert_true(replayed);
+  assert_string_equal(again.id, rec.id);
+  assert_int_equal(entries_now(a), 1);
+  tw_job_rec_release(&again);
+
+  job.spec_json = "{\"name\":\"other\"}";
+  assert_int_equal(
+      tw_store_job_submit(s, &job, &o, &ev, &again, &replayed, &err),
+      TW_E_CONFLICT);
+  assert_int_equal(entries_now(a), 1);
+  int64_t n = 0;
+  assert_int_equal(tw_audit_verify(a, &n, NULL, &err), TW_OK);
+  assert_int_equal(n, 1);
+  tw_job_rec_release(&rec);
+  close_log(s, a);
+}
+
+/* When the entry cannot be written, neither are the job and its owner: a
+ * job is never stored unaudited. */
+static void submission_without_its_entry_stores_no_job(void **state) {
+  (void)state;
+  struct tw_store *s;
+  struct tw_audit *a;
+  open_log(&s, &a);
+  close_log(s, a);
+  sql("ALTER TABLE audit_log RENAME TO audit_gone");
+  open_log(&s, &a);
+  struct tw_job_new job = {
+      .name = "x", .tenant = "ml", .project = "p", .spec_json = "{}"};
+  struct tw_store_owner o = {.tenant = "ml", .project = "p", .principal = "b"};
+  struct tw_audit_event ev = {.action = "POST /v1/jobs", .outcome = "ok"};
+  struct tw_job_rec rec;
+  struct tw_err err = {0};
+  assert_int_equal(tw_store_job_submit(s, &job, &o, &ev, &rec, NULL, &err),
+                   TW_E_IO);
+  int64_t counts[TW_JOB_NSTATES];
+  assert_int_equal(tw_store_job_counts(s, counts, NULL), TW_OK);
+  for (int i = 0; i < TW_JOB_NSTATES; i++)
+    assert_int_equal(counts[i], 0);
+  close_log(s, a);
+  assert_int_equal(scalar("SELECT count(*) FROM tenancy_jobs"), 0);
+  assert_int_equal(scalar("SELECT count(*) FROM jobs"), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(intact_chain_verifies, setup, teardown),
@@ -400,6 +514,10 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(alert_without_its_entry_is_not_recorded,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          submission_stores_job_owner_and_entry_together, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          submission_without_its_entry_stores_no_job, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
