@@ -19,48 +19,30 @@ static const int64_t POW10[] = {1,         10,         100,          1000,
                                 10000,     100000,     1000000,      10000000,
                                 100000000, 1000000000, 10000000000LL};
 
-/* Parses s into an integer scaled by 10^scale.  The integer part must stay
- * below 10^(18 - scale) so the scaled value fits an int64 with room. */
+/* Parses s into an integer scaled by 10^scale through the base's decimal
+ * reader (broker/base/units.h: one reader, one rounding rule).  Catalog
+ * fields are plain decimals: no sign, no exponent, no blanks ("5." and
+ * ".5" are fine); the value stays below 10^18 once scaled. */
 static bool parse_scaled(const char *s, size_t len, int scale, int64_t *out,
                          bool *exact) {
-  int64_t ip = 0, fp = 0;
-  int64_t ip_max = 1;
-  for (int k = 0; k < 18 - scale; k++)
-    ip_max *= 10;
-  size_t i = 0;
-  bool digits = false, inexact = false;
-  for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
-    ip = ip * 10 + (s[i] - '0');
-    if (ip >= ip_max)
-      return false;
-    digits = true;
-  }
-  int nfrac = 0;
-  bool round_up = false;
-  if (i < len && s[i] == '.') {
-    i++;
-    for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
-      digits = true;
-      if (nfrac < scale) {
-        fp = fp * 10 + (s[i] - '0');
-        nfrac++;
-      } else if (nfrac == scale) {
-        /* the first dropped digit decides the rounding (half up) */
-        round_up = s[i] >= '5';
-        inexact = inexact || s[i] != '0';
-        nfrac++;
-      } else {
-        inexact = inexact || s[i] != '0';
-      }
-    }
-  }
-  if (i != len || !digits)
+  char buf[64];
+  if (!len || len >= sizeof buf ||
+      !(isdigit((unsigned char)s[0]) || s[0] == '.'))
     return false;
-  if (nfrac < scale)
-    fp *= POW10[scale - nfrac];
-  *out = ip * POW10[scale] + fp + (round_up ? 1 : 0);
+  memcpy(buf, s, len);
+  buf[len] = '\0';
+  if (strpbrk(buf, "eE"))
+    return false;
+  const char *end;
+  int64_t v;
+  enum tw_dec_rc rc =
+      tw_dec_scaled(buf, &end, POW10[scale], TW_DEC_BARE_POINT, &v);
+  if ((rc != TW_DEC_OK && rc != TW_DEC_FRACTION) || *end ||
+      v >= 1000000000000000000LL)
+    return false;
+  *out = v;
   if (exact)
-    *exact = !inexact;
+    *exact = rc == TW_DEC_OK;
   return true;
 }
 

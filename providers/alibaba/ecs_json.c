@@ -1,4 +1,5 @@
 /* ecs_json.c - see ecs_json.h. */
+#include "broker/base/units.h"
 #include "providers/alibaba/ecs_json.h"
 
 #include <ctype.h>
@@ -16,63 +17,26 @@ __extension__ typedef __int128 ecs_i128;
 /* ---- money ------------------------------------------------------------- */
 
 bool tw_ecs_decimal_nano(const char *s, int64_t *out) {
-  if (!s || !*s)
+  /* The base's decimal reader (one reader, one rounding rule), held to
+   * what ECS writes: no sign, an exponent of at most 40 either way, at
+   * most a billion units. */
+  if (!s || !(isdigit((unsigned char)s[0]) || s[0] == '.'))
     return false;
-  const char *p = s;
-  /* Digits of the mantissa without the point, and where the point was. */
-  char digits[64];
-  size_t nd = 0;
-  int point = -1;
-  bool any = false;
-  for (; *p && *p != 'e' && *p != 'E'; p++) {
-    if (*p == '.') {
-      if (point >= 0)
-        return false;
-      point = (int)nd;
-    } else if (isdigit((unsigned char)*p)) {
-      any = true;
-      if (nd == 0 && *p == '0' && point < 0)
-        continue; /* leading zeros of the integer part */
-      if (nd >= sizeof digits - 1)
-        return false;
-      digits[nd++] = *p;
-    } else {
-      return false;
-    }
-  }
-  if (!any)
-    return false;
-  if (point < 0)
-    point = (int)nd;
-  long exp = 0;
-  if (*p == 'e' || *p == 'E') {
+  const char *e = strpbrk(s, "eE");
+  if (e) {
     char *end;
-    p++;
-    if (!*p)
-      return false;
-    exp = strtol(p, &end, 10);
-    if (*end || end == p || exp > 40 || exp < -40)
+    long exp = strtol(e + 1, &end, 10);
+    if (*end || end == e + 1 || exp > 40 || exp < -40)
       return false;
   }
-  /* value = 0.digits * 10^(point + exp); scaled by 1e9. */
-  long scale = point + exp + 9; /* digits before the nano point */
-  ecs_i128 v = 0;
-  for (long i = 0; i < (long)nd && i < scale; i++) {
-    v = v * 10 + (digits[i] - '0');
-    if (v > (ecs_i128)TW_ECS_NANO * TW_ECS_NANO * 10)
-      return false;
-  }
-  for (long i = (long)nd; i < scale; i++) {
-    v *= 10;
-    if (v > (ecs_i128)TW_ECS_NANO * TW_ECS_NANO * 10)
-      return false;
-  }
-  /* Round half up on the first dropped digit. */
-  if (scale >= 0 && scale < (long)nd && digits[scale] >= '5')
-    v += 1;
-  if (v > (ecs_i128)TW_ECS_NANO * TW_ECS_NANO)
+  const char *end;
+  int64_t v;
+  enum tw_dec_rc rc =
+      tw_dec_scaled(s, &end, TW_ECS_NANO, TW_DEC_BARE_POINT, &v);
+  if ((rc != TW_DEC_OK && rc != TW_DEC_FRACTION) || *end ||
+      v > (int64_t)TW_ECS_NANO * TW_ECS_NANO)
     return false;
-  *out = (int64_t)v;
+  *out = v;
   return true;
 }
 
@@ -82,12 +46,13 @@ enum tw_rc tw_ecs_to_uusd(int64_t amount_nano, int64_t rate_nano, int64_t *out,
     return tw_err_set(err, TW_E_INVALID,
                       "alibaba price: negative amount or rate");
   /* nano * nano = 1e-18 USD; micro-USD is 1e12 of those. */
-  ecs_i128 v = (ecs_i128)amount_nano * rate_nano;
-  v = (v + 500000000000LL) / 1000000000000LL;
-  if (v > TW_MODEL_PRICE_MAX_UUSD)
+  int64_t v;
+  if (!tw_units_div_round((ecs_i128)amount_nano * rate_nano, 1000000000000LL,
+                          &v) ||
+      v > TW_MODEL_PRICE_MAX_UUSD)
     return tw_err_set(err, TW_E_INVALID,
                       "alibaba price: above the largest price accepted");
-  *out = (int64_t)v;
+  *out = v;
   return TW_OK;
 }
 

@@ -47,7 +47,7 @@
 static bool tokens;
 static uint64_t seed;
 static struct twtest_daemon d;
-static char auth_hdr[128]; /* "Authorization: Bearer ..." once read */
+static char auth_hdr[192]; /* "Authorization: Bearer ..." once read */
 
 /* Tokens required, no rate limit (24 clients share the admin's token),
  * no providers: the jobs stay pending and the only audit entries are the
