@@ -384,13 +384,17 @@ enum sched_launch_outcome sched__launch_apply(struct tw_sched *s,
   const struct tw_job_rec *job = &c->job;
   const struct tw_attempt_rec *a = &c->a;
   const struct tw_offer *o = &c->o;
-  struct tw_err err = c->err;
-  enum tw_rc rc = c->rc;
+  /* A call past its deadline is still running on its worker, which writes
+   * rc, err, inst and found: read none of them. */
+  struct tw_err err = {0};
+  enum tw_rc rc;
   if (timed_out) {
-    memset(&err, 0, sizeof err);
     rc = tw_err_set(&err, TW_E_RETRYABLE,
                     "no answer within the call's deadline of %lld ms",
                     (long long)tw_provider_call_deadline_ms(c->p));
+  } else {
+    err = c->err;
+    rc = c->rc;
   }
   if (rc_out)
     *rc_out = rc;
