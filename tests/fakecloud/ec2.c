@@ -5,7 +5,13 @@
  *
  * The module runs with the server's mutex held (module.h), so it keeps
  * plain arrays.  Time only moves forward between calls: every entry point
- * first calls ec2_tick() to apply the transitions that are due. */
+ * first calls ec2_tick() to apply the transitions that are due.
+ *
+ * A benchmark drives tens of thousands of instances through one fake, so
+ * no request may cost in proportion to the instances held: ids and client
+ * tokens are hashed, vCPUs in use are running totals, and the tick visits
+ * only the instances whose next transition is due (a min-heap on that
+ * time).  Listings stay linear in the instances they walk. */
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -92,13 +98,31 @@ struct inst {
   struct tag sir_tags[EC2_MAX_TAGS]; /* the spot request's own tags */
   size_t n_sir_tags;
   char max_price_text[32]; /* the spot request's spotPrice, as EC2 shows it */
+  int vcpus;   /* the type's, counted against the limit while it lives */
+  size_t slot; /* index in ec2.inst */
+  size_t heap; /* index in ec2.due, NO_HEAP when nothing is due */
+  int64_t due; /* when the next transition (or the drop) is due */
 };
 
+#define NO_HEAP SIZE_MAX
+
+/* A client token's first RunInstances: answered again to a retry with the
+ * same parameters.  ids are the instances it made, in launch order (some
+ * may be gone: terminated more than an hour ago). */
 struct token {
   char token[65];
   char region[32];
   uint64_t hash;
   char reservation_id[20];
+  char (*ids)[20];
+  size_t n_ids;
+};
+
+/* vCPUs of the instances that count against a region's limit (every state
+ * but terminated and stopped), by market. */
+struct vcpu_use {
+  char region[32];
+  int64_t n[2]; /* [0] on-demand, [1] spot */
 };
 
 struct counter {
@@ -116,11 +140,21 @@ struct price_override {
 
 struct ec2 {
   struct fc_server *s;
-  struct inst **inst;
-  size_t n_inst;
+  struct inst **inst; /* creation order; NULL where one was dropped */
+  size_t n_inst;      /* slots, holes included */
+  size_t n_holes;
+  struct inst **by_id; /* open addressing, linear probing */
+  size_t by_id_cap;    /* a power of two, or 0 */
+  size_t by_id_n;
+  struct inst **due; /* min-heap on inst.due */
+  size_t n_due, cap_due;
   uint64_t next_seq;
   struct token *tokens;
   size_t n_tokens;
+  size_t *by_token; /* index + 1 into tokens, 0 free; open addressing */
+  size_t by_token_cap;
+  struct vcpu_use *use;
+  size_t n_use;
   struct counter calls[64], errors[64];
   struct price_override *overrides;
   size_t n_overrides;
@@ -222,11 +256,135 @@ static void end(struct fc_response *resp, const char *root) {
 
 /* ---- state ------------------------------------------------------------ */
 
+/* Ids are 17 random hex digits, so two instances never share one in
+ * practice; should they, the first keeps the slot, as a scan in creation
+ * order would have found it. */
 static struct inst *find(struct ec2 *e, const char *id) {
-  for (size_t i = 0; i < e->n_inst; i++)
-    if (!strcmp(e->inst[i]->id, id))
-      return e->inst[i];
+  if (!e->by_id_cap)
+    return NULL;
+  size_t mask = e->by_id_cap - 1;
+  for (size_t i = fc_hash_str(id) & mask; e->by_id[i]; i = (i + 1) & mask)
+    if (!strcmp(e->by_id[i]->id, id))
+      return e->by_id[i];
   return NULL;
+}
+
+static void by_id_put(struct inst **tab, size_t cap, struct inst *in) {
+  size_t mask = cap - 1, i = fc_hash_str(in->id) & mask;
+  while (tab[i]) {
+    if (!strcmp(tab[i]->id, in->id))
+      return;
+    i = (i + 1) & mask;
+  }
+  tab[i] = in;
+}
+
+static void by_id_add(struct ec2 *e, struct inst *in) {
+  if ((e->by_id_n + 1) * 2 > e->by_id_cap) {
+    size_t cap = e->by_id_cap ? e->by_id_cap * 2 : 64;
+    struct inst **tab = tw_calloc(cap, sizeof *tab);
+    for (size_t i = 0; i < e->by_id_cap; i++)
+      if (e->by_id[i])
+        by_id_put(tab, cap, e->by_id[i]);
+    free(e->by_id);
+    e->by_id = tab;
+    e->by_id_cap = cap;
+  }
+  if (find(e, in->id))
+    return;
+  by_id_put(e->by_id, e->by_id_cap, in);
+  e->by_id_n++;
+}
+
+/* Removal with backward shift, so lookups need no tombstones. */
+static void by_id_del(struct ec2 *e, const struct inst *in) {
+  if (!e->by_id_cap)
+    return;
+  size_t mask = e->by_id_cap - 1, i = fc_hash_str(in->id) & mask;
+  while (e->by_id[i] && e->by_id[i] != in)
+    i = (i + 1) & mask;
+  if (!e->by_id[i])
+    return;
+  e->by_id[i] = NULL;
+  e->by_id_n--;
+  for (size_t j = (i + 1) & mask; e->by_id[j]; j = (j + 1) & mask) {
+    size_t home = fc_hash_str(e->by_id[j]->id) & mask;
+    /* Move j into the hole at i unless its home lies in (i, j]. */
+    bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+    if (!stays) {
+      e->by_id[i] = e->by_id[j];
+      e->by_id[j] = NULL;
+      i = j;
+    }
+  }
+}
+
+static uint64_t token_hash(const char *token, const char *region) {
+  return fc_hash_str(token) ^ (fc_hash_str(region) * 0x9e3779b97f4a7c15ull);
+}
+
+static struct token *find_token(struct ec2 *e, const char *token,
+                                const char *region) {
+  if (!e->by_token_cap)
+    return NULL;
+  size_t mask = e->by_token_cap - 1;
+  for (size_t i = token_hash(token, region) & mask; e->by_token[i];
+       i = (i + 1) & mask) {
+    struct token *t = &e->tokens[e->by_token[i] - 1];
+    if (!strcmp(t->token, token) && !strcmp(t->region, region))
+      return t;
+  }
+  return NULL;
+}
+
+static void by_token_rehash(struct ec2 *e) {
+  size_t cap = e->by_token_cap ? e->by_token_cap * 2 : 64, mask = cap - 1;
+  free(e->by_token);
+  e->by_token = tw_calloc(cap, sizeof *e->by_token);
+  e->by_token_cap = cap;
+  for (size_t k = 0; k < e->n_tokens; k++) {
+    size_t i = token_hash(e->tokens[k].token, e->tokens[k].region) & mask;
+    while (e->by_token[i])
+      i = (i + 1) & mask;
+    e->by_token[i] = k + 1;
+  }
+}
+
+/* Keeps e->tokens[n_tokens - 1], just appended, findable. */
+static void by_token_add(struct ec2 *e) {
+  if (e->n_tokens * 2 > e->by_token_cap) {
+    by_token_rehash(e); /* places every token, the new one included */
+    return;
+  }
+  struct token *t = &e->tokens[e->n_tokens - 1];
+  size_t mask = e->by_token_cap - 1;
+  size_t i = token_hash(t->token, t->region) & mask;
+  while (e->by_token[i])
+    i = (i + 1) & mask;
+  e->by_token[i] = e->n_tokens;
+}
+
+static bool counts_vcpus(int state) {
+  return state != ST_TERMINATED && state != ST_STOPPED;
+}
+
+static int64_t *vcpu_total(struct ec2 *e, const char *region, bool spot) {
+  for (size_t i = 0; i < e->n_use; i++) /* as many as catalog regions */
+    if (!strcmp(e->use[i].region, region))
+      return &e->use[i].n[spot];
+  e->use = tw_realloc(e->use, (e->n_use + 1) * sizeof *e->use);
+  struct vcpu_use *u = &e->use[e->n_use++];
+  memset(u, 0, sizeof *u);
+  snprintf(u->region, sizeof u->region, "%s", region);
+  return &u->n[spot];
+}
+
+/* Every change of state goes through here, to keep the vCPU totals. */
+static void set_state(struct ec2 *e, struct inst *in, int state) {
+  bool was = counts_vcpus(in->state), is = counts_vcpus(state);
+  in->state = state;
+  if (was != is)
+    *vcpu_total(e, in->region, in->spot) += is ? in->vcpus : -in->vcpus;
 }
 
 static void inst_free(struct inst *in) {
@@ -272,6 +430,130 @@ static bool live(const struct inst *in) {
   return in->state == ST_PENDING || in->state == ST_RUNNING;
 }
 
+/* When advance() next has something to do for in, INT64_MAX for never:
+ * the end of pending (or an interruption that comes first), the
+ * interruption of a live instance, the end of shutting-down or stopping,
+ * and an hour after termination, when it drops out of listings. */
+static int64_t due_at(const struct inst *in) {
+  bool notice = in->notice_ms >= 0;
+  switch (in->state) {
+  case ST_PENDING:
+    return notice && in->action_ms < in->next_ms ? in->action_ms : in->next_ms;
+  case ST_RUNNING:
+    return notice ? in->action_ms : INT64_MAX;
+  case ST_SHUTTING_DOWN:
+  case ST_STOPPING:
+    return in->next_ms;
+  case ST_TERMINATED:
+    return in->terminated_ms + TERMINATED_VISIBLE_MS;
+  }
+  return INT64_MAX;
+}
+
+static bool due_before(const struct inst *a, const struct inst *b) {
+  return a->due < b->due || (a->due == b->due && a->seq < b->seq);
+}
+
+static void heap_place(struct ec2 *e, size_t i, struct inst *in) {
+  e->due[i] = in;
+  in->heap = i;
+}
+
+static void heap_up(struct ec2 *e, size_t i) {
+  struct inst *in = e->due[i];
+  while (i > 0 && due_before(in, e->due[(i - 1) / 2])) {
+    heap_place(e, i, e->due[(i - 1) / 2]);
+    i = (i - 1) / 2;
+  }
+  heap_place(e, i, in);
+}
+
+static void heap_down(struct ec2 *e, size_t i) {
+  struct inst *in = e->due[i];
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= e->n_due)
+      break;
+    if (c + 1 < e->n_due && due_before(e->due[c + 1], e->due[c]))
+      c++;
+    if (!due_before(e->due[c], in))
+      break;
+    heap_place(e, i, e->due[c]);
+    i = c;
+  }
+  heap_place(e, i, in);
+}
+
+static void heap_remove(struct ec2 *e, struct inst *in) {
+  size_t i = in->heap;
+  if (i == NO_HEAP)
+    return;
+  in->heap = NO_HEAP;
+  struct inst *last = e->due[--e->n_due];
+  if (last == in)
+    return;
+  heap_place(e, i, last);
+  heap_up(e, i);
+  heap_down(e, last->heap);
+}
+
+/* Files in under its next due time; call after anything that moves it
+ * (a new instance, a change of state, a notice scheduled). */
+static void reschedule(struct ec2 *e, struct inst *in) {
+  int64_t due = due_at(in);
+  if (due == INT64_MAX) {
+    heap_remove(e, in);
+    return;
+  }
+  in->due = due;
+  if (in->heap == NO_HEAP) {
+    if (e->n_due == e->cap_due) {
+      e->cap_due = e->cap_due ? e->cap_due * 2 : 64;
+      e->due = tw_realloc(e->due, e->cap_due * sizeof *e->due);
+    }
+    heap_place(e, e->n_due++, in);
+    heap_up(e, in->heap);
+  } else {
+    heap_up(e, in->heap);
+    heap_down(e, in->heap);
+  }
+}
+
+static void inst_add(struct ec2 *e, struct inst *in) {
+  e->inst = tw_realloc(e->inst, (e->n_inst + 1) * sizeof *e->inst);
+  in->slot = e->n_inst;
+  e->inst[e->n_inst++] = in;
+  by_id_add(e, in);
+  in->heap = NO_HEAP;
+  if (counts_vcpus(in->state))
+    *vcpu_total(e, in->region, in->spot) += in->vcpus;
+  reschedule(e, in);
+}
+
+/* Only for an instance terminated more than an hour ago. */
+static void inst_drop(struct ec2 *e, struct inst *in) {
+  heap_remove(e, in);
+  by_id_del(e, in);
+  e->inst[in->slot] = NULL;
+  e->n_holes++;
+  inst_free(in);
+}
+
+/* Closes the holes once they are half the slots: amortised O(1) a drop,
+ * and creation order is kept. */
+static void inst_compact(struct ec2 *e) {
+  if (e->n_holes * 2 <= e->n_inst)
+    return;
+  size_t w = 0;
+  for (size_t i = 0; i < e->n_inst; i++)
+    if (e->inst[i]) {
+      e->inst[i]->slot = w;
+      e->inst[w++] = e->inst[i];
+    }
+  e->n_inst = w;
+  e->n_holes = 0;
+}
+
 static void schedule_notice(struct inst *in, int64_t at, int64_t lead,
                             const char *action) {
   in->notice_ms = at;
@@ -315,13 +597,14 @@ static void ec2_tick(struct ec2 *e) {
       schedule_notice(in, now, f->lead_ms, NULL);
     else
       in->rebalance_ms = now;
+    reschedule(e, in);
   }
-  for (size_t i = 0; i < e->n_inst; i++) {
-    struct inst *in = e->inst[i];
+  while (e->n_due && e->due[0]->due <= now) {
+    struct inst *in = e->due[0];
     for (;;) {
       bool early = in->notice_ms >= 0 && in->action_ms <= in->next_ms;
       if (in->state == ST_PENDING && now >= in->next_ms && !early) {
-        in->state = ST_RUNNING;
+        set_state(e, in, ST_RUNNING);
         in->sr_code[0] = in->sr_msg[0] = '\0';
         continue;
       }
@@ -329,7 +612,7 @@ static void ec2_tick(struct ec2 *e) {
         bool stop = strcmp(in->notice_action, "terminate") != 0;
         char when[32];
         fmt_time(in->action_ms, when);
-        in->state = stop ? ST_STOPPING : ST_SHUTTING_DOWN;
+        set_state(e, in, stop ? ST_STOPPING : ST_SHUTTING_DOWN);
         in->next_ms = in->action_ms + e->shutdown_ms;
         snprintf(in->sr_code, sizeof in->sr_code, "%s",
                  stop ? "Server.SpotInstanceShutdown"
@@ -341,28 +624,24 @@ static void ec2_tick(struct ec2 *e) {
         continue;
       }
       if (in->state == ST_SHUTTING_DOWN && now >= in->next_ms) {
-        in->state = ST_TERMINATED;
+        set_state(e, in, ST_TERMINATED);
         in->terminated_ms = in->next_ms;
         continue;
       }
       if (in->state == ST_STOPPING && now >= in->next_ms) {
-        in->state = ST_STOPPED;
+        set_state(e, in, ST_STOPPED);
         continue;
       }
       break;
     }
-  }
-  /* Terminated instances drop out of listings after about an hour. */
-  size_t w = 0;
-  for (size_t i = 0; i < e->n_inst; i++) {
-    struct inst *in = e->inst[i];
+    /* Terminated instances drop out of listings after about an hour. */
     if (in->state == ST_TERMINATED &&
         now >= in->terminated_ms + TERMINATED_VISIBLE_MS)
-      inst_free(in);
+      inst_drop(e, in);
     else
-      e->inst[w++] = in;
+      reschedule(e, in); /* now due later than now: see due_at() */
   }
-  e->n_inst = w;
+  inst_compact(e);
 }
 
 /* ---- spot prices ------------------------------------------------------ */
@@ -625,17 +904,7 @@ static bool dry_run(struct call *c) {
 }
 
 static int64_t vcpus_in_use(struct ec2 *e, const char *region, bool spot) {
-  const struct fc_catalog *cat = fc_catalog(e->s);
-  int64_t n = 0;
-  for (size_t i = 0; i < e->n_inst; i++) {
-    const struct inst *in = e->inst[i];
-    if (in->spot != spot || strcmp(in->region, region) ||
-        in->state == ST_TERMINATED || in->state == ST_STOPPED)
-      continue;
-    const struct fc_itype *it = fc_catalog_itype(cat, in->itype);
-    n += it ? it->vcpus : 0;
-  }
-  return n;
+  return *vcpu_total(e, region, spot);
 }
 
 static void zone_list(const struct fc_region *r, const struct fc_offer *o,
@@ -650,7 +919,10 @@ static void zone_list(const struct fc_region *r, const struct fc_offer *o,
   }
 }
 
-static void run_reply(struct call *c, const char *reservation_id) {
+/* ids: the reservation's instances in launch order; those dropped since
+ * (terminated over an hour ago) are left out. */
+static void run_reply(struct call *c, const char *reservation_id,
+                      char (*ids)[20], size_t n_ids) {
   struct ec2 *e = c->e;
   struct tw_buf *b = &c->resp->body;
   begin(c->resp, "RunInstancesResponse");
@@ -658,9 +930,11 @@ static void run_reply(struct call *c, const char *reservation_id) {
   fc_xml_elem(b, "ownerId", fc_catalog(e->s)->owner_id);
   fc_xml_elem(b, "groupSet", NULL);
   fc_xml_open(b, "instancesSet");
-  for (size_t i = 0; i < e->n_inst; i++)
-    if (!strcmp(e->inst[i]->reservation_id, reservation_id))
-      instance_xml(e, b, e->inst[i]);
+  for (size_t i = 0; i < n_ids; i++) {
+    struct inst *in = find(e, ids[i]);
+    if (in && !strcmp(in->reservation_id, reservation_id))
+      instance_xml(e, b, in);
+  }
   fc_xml_close(b, "instancesSet");
   end(c->resp, "RunInstancesResponse");
 }
@@ -700,20 +974,17 @@ static void act_run(struct call *c) {
    * reservation; the same token with other parameters is refused. */
   static const char *const token_skip[] = {"ClientToken", NULL};
   uint64_t phash = ec2_params_hash(c->p, token_skip);
-  if (r.client_token) {
-    for (size_t i = 0; i < e->n_tokens; i++) {
-      struct token *t = &e->tokens[i];
-      if (strcmp(t->token, r.client_token) || strcmp(t->region, c->region))
-        continue;
-      if (t->hash != phash) {
-        ec2_error(e, c->resp, 0, "IdempotentParameterMismatch",
-                  "Arguments on this idempotent request are inconsistent "
-                  "with arguments used in previous request(s).");
-        return;
-      }
-      run_reply(c, t->reservation_id);
+  struct token *seen =
+      r.client_token ? find_token(e, r.client_token, c->region) : NULL;
+  if (seen) {
+    if (seen->hash != phash) {
+      ec2_error(e, c->resp, 0, "IdempotentParameterMismatch",
+                "Arguments on this idempotent request are inconsistent "
+                "with arguments used in previous request(s).");
       return;
     }
+    run_reply(c, seen->reservation_id, seen->ids, seen->n_ids);
+    return;
   }
   const struct fc_offer *o = fc_catalog_offer(cat, it->name, c->region);
   if (!o) {
@@ -797,6 +1068,7 @@ static void act_run(struct call *c) {
     return;
   }
   long n = r.max_count < room ? r.max_count : (long)room;
+  char(*ids)[20] = tw_calloc(n > 0 ? (size_t)n : 1, sizeof *ids);
   char rid[20];
   memcpy(rid, "r-", 2);
   rand_hex(e, rid + 2, 17);
@@ -819,6 +1091,7 @@ static void act_run(struct call *c) {
              (unsigned)(1 + fc_rng_below(fc_rng(e->s), 254)));
     in->ami_launch_index = (int)k;
     in->state = ST_PENDING;
+    in->vcpus = it->vcpus;
     in->launch_ms = now;
     in->next_ms = now + e->pending_ms;
     in->terminated_ms = -1;
@@ -875,9 +1148,10 @@ static void act_run(struct call *c) {
           in->rebalance_ms = now + after;
       }
     }
-    e->inst = tw_realloc(e->inst, (e->n_inst + 1) * sizeof *e->inst);
-    e->inst[e->n_inst++] = in;
+    memcpy(ids[k], in->id, sizeof in->id);
+    inst_add(e, in);
   }
+  run_reply(c, rid, ids, (size_t)(n > 0 ? n : 0));
   if (r.client_token) {
     e->tokens = tw_realloc(e->tokens, (e->n_tokens + 1) * sizeof *e->tokens);
     struct token *t = &e->tokens[e->n_tokens++];
@@ -885,8 +1159,12 @@ static void act_run(struct call *c) {
     snprintf(t->region, sizeof t->region, "%s", c->region);
     memcpy(t->reservation_id, rid, sizeof rid);
     t->hash = phash;
+    t->ids = ids;
+    t->n_ids = (size_t)(n > 0 ? n : 0);
+    by_token_add(e);
+  } else {
+    free(ids);
   }
-  run_reply(c, rid);
 }
 
 /* Collects and checks InstanceId.N: malformed ids and unknown ids fail the
@@ -987,6 +1265,51 @@ static bool inst_matches(const struct inst *in, const struct ec2_filters *fs) {
   return true;
 }
 
+static int by_seq(const void *a, const void *b) {
+  const struct inst *x = *(struct inst *const *)a;
+  const struct inst *y = *(struct inst *const *)b;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static bool is_glob(const char *v) { return strpbrk(v, "*?\\") != NULL; }
+
+/* With a client-token filter of exact values, the instances that can match
+ * are those the tokens launched in region: a superset of the answer, the
+ * filters still apply.  False (nothing collected) when no filter allows it. */
+static bool narrow_by_token(struct ec2 *e, const char *region,
+                            const struct ec2_filters *fs, struct inst ***out,
+                            size_t *n) {
+  const struct ec2_filter *f = NULL;
+  for (size_t i = 0; i < fs->n && !f; i++) {
+    if (strcmp(fs->v[i].name, "client-token"))
+      continue;
+    bool exact = true;
+    for (size_t k = 0; k < fs->v[i].n_values && exact; k++)
+      exact = fs->v[i].values[k][0] && !is_glob(fs->v[i].values[k]);
+    if (exact)
+      f = &fs->v[i];
+  }
+  if (!f)
+    return false;
+  size_t cap = 0;
+  *out = NULL;
+  *n = 0;
+  for (size_t k = 0; k < f->n_values; k++) {
+    struct token *t = find_token(e, f->values[k], region);
+    for (size_t j = 0; t && j < t->n_ids; j++) {
+      struct inst *in = find(e, t->ids[j]);
+      if (!in)
+        continue;
+      if (*n == cap) {
+        cap = cap ? cap * 2 : 8;
+        *out = tw_realloc(*out, cap * sizeof **out);
+      }
+      (*out)[(*n)++] = in;
+    }
+  }
+  return true;
+}
+
 static void act_describe_instances(struct call *c) {
   static const char *const filters[] = {"tag:",
                                         "tag-key",
@@ -1004,8 +1327,8 @@ static void act_describe_instances(struct call *c) {
                                         NULL};
   struct ec2 *e = c->e;
   struct ec2_filters fs = {.n = 0};
-  struct inst **ids = NULL, **out = NULL;
-  size_t n_ids = 0;
+  struct inst **ids = NULL, **out = NULL, **cand = NULL;
+  size_t n_ids = 0, n_cand = 0;
   long max = 0;
   bool has_max = false;
   if (ec2_check_known(c->p, ec2_describe_instances_params, &c->err) ||
@@ -1042,20 +1365,32 @@ static void act_describe_instances(struct call *c) {
               "The specified pagination token is not valid or is expired.");
     goto out;
   }
-  out = tw_calloc(e->n_inst ? e->n_inst : 1, sizeof *out);
+  /* The instances to look at: those named, or those of the client tokens
+   * a filter names exactly, or else every one; in creation order. */
+  struct inst **src = e->inst;
+  size_t n_src = e->n_inst;
+  if (n_ids || narrow_by_token(e, c->region, &fs, &cand, &n_cand)) {
+    if (n_ids) {
+      cand = tw_calloc(n_ids, sizeof *cand);
+      memcpy(cand, ids, n_ids * sizeof *cand);
+      n_cand = n_ids;
+    }
+    if (n_cand > 1)
+      qsort(cand, n_cand, sizeof *cand, by_seq);
+    size_t w = 0;
+    for (size_t i = 0; i < n_cand; i++)
+      if (!w || cand[w - 1] != cand[i])
+        cand[w++] = cand[i];
+    src = cand;
+    n_src = w;
+  }
+  out = tw_calloc(n_src ? n_src : 1, sizeof *out);
   size_t n = 0;
   bool more = false;
-  for (size_t i = 0; i < e->n_inst; i++) {
-    struct inst *in = e->inst[i];
-    if (strcmp(in->region, c->region) || in->seq <= (uint64_t)cursor)
+  for (size_t i = 0; i < n_src; i++) {
+    struct inst *in = src[i];
+    if (!in || strcmp(in->region, c->region) || in->seq <= (uint64_t)cursor)
       continue;
-    if (n_ids) {
-      bool named = false;
-      for (size_t k = 0; k < n_ids && !named; k++)
-        named = ids[k] == in;
-      if (!named)
-        continue;
-    }
     if (!inst_matches(in, &fs))
       continue;
     if (has_max && (long)n == max) {
@@ -1077,6 +1412,7 @@ static void act_describe_instances(struct call *c) {
 out:
   ec2_filters_release(&fs);
   free(ids);
+  free(cand);
   free(out);
 }
 
@@ -1112,10 +1448,11 @@ static void act_terminate(struct call *c) {
     if (!seen && prev != ST_TERMINATED && prev != ST_SHUTTING_DOWN) {
       char when[32];
       fmt_time(now, when);
-      in->state = prev == ST_STOPPED ? ST_TERMINATED : ST_SHUTTING_DOWN;
+      set_state(e, in, prev == ST_STOPPED ? ST_TERMINATED : ST_SHUTTING_DOWN);
       in->next_ms = now + e->shutdown_ms;
       if (in->state == ST_TERMINATED)
         in->terminated_ms = now;
+      reschedule(e, in);
       snprintf(in->sr_code, sizeof in->sr_code, "Client.UserInitiatedShutdown");
       snprintf(in->sr_msg, sizeof in->sr_msg,
                "Client.UserInitiatedShutdown: User initiated shutdown");
@@ -1688,7 +2025,7 @@ out:
 static struct inst *find_sir(struct ec2 *e, const char *sir,
                              const char *region) {
   for (size_t i = 0; i < e->n_inst; i++)
-    if (e->inst[i]->spot && !strcmp(e->inst[i]->sir_id, sir) &&
+    if (e->inst[i] && e->inst[i]->spot && !strcmp(e->inst[i]->sir_id, sir) &&
         !strcmp(e->inst[i]->region, region))
       return e->inst[i];
   return NULL;
@@ -1825,7 +2162,7 @@ static void act_describe_tags(struct call *c) {
    * a stable order, so offsets page correctly. */
   for (size_t i = 0; i < e->n_inst && !more; i++) {
     const struct inst *in = e->inst[i];
-    if (strcmp(in->region, c->region))
+    if (!in || strcmp(in->region, c->region))
       continue;
     for (int sir = 0; sir < 2 && !more; sir++) {
       const struct tag *tags = sir ? in->sir_tags : in->tags;
@@ -1954,7 +2291,7 @@ static void act_instance_status(struct call *c) {
   bool more = false;
   for (size_t i = 0; i < e->n_inst; i++) {
     struct inst *in = e->inst[i];
-    if (strcmp(in->region, c->region) || in->seq <= (uint64_t)cursor)
+    if (!in || strcmp(in->region, c->region) || in->seq <= (uint64_t)cursor)
       continue;
     if (n_ids) {
       bool named = false;
@@ -2113,7 +2450,7 @@ static void act_spot_requests(struct call *c) {
   bool more = false;
   for (size_t i = 0; i < e->n_inst; i++) {
     struct inst *in = e->inst[i];
-    if (!in->spot || strcmp(in->region, c->region) ||
+    if (!in || !in->spot || strcmp(in->region, c->region) ||
         in->seq <= (uint64_t)cursor)
       continue;
     bool want = !n_ids;
@@ -2422,7 +2759,8 @@ static void ec2_dump(void *ctx, json_t *out) {
   ec2_tick(e);
   json_t *arr = json_array(), *calls = json_object(), *errs = json_object();
   for (size_t i = 0; i < e->n_inst; i++)
-    json_array_append_new(arr, inst_json(e->inst[i]));
+    if (e->inst[i])
+      json_array_append_new(arr, inst_json(e->inst[i]));
   for (size_t i = 0; i < 64 && e->calls[i].name[0]; i++)
     json_object_set_new(calls, e->calls[i].name, json_integer(e->calls[i].n));
   for (size_t i = 0; i < 64 && e->errors[i].name[0]; i++)
@@ -2513,6 +2851,7 @@ static bool ctl_instance(struct ec2 *e, const char *method, const char *rest,
       fc_json_reply(resp, 200, json_pack("{s:s}", "noticeTime", t));
     } else {
       schedule_notice(in, now + delay, lead, action);
+      reschedule(e, in);
       char nt[32];
       fc_iso_seconds(in->notice_ms, nt);
       fc_iso_seconds(in->action_ms, t);
@@ -2600,9 +2939,16 @@ static bool ec2_control(void *ctx, const char *method, const char *rest,
 static void ec2_reset(void *ctx) {
   struct ec2 *e = ctx;
   for (size_t i = 0; i < e->n_inst; i++)
-    inst_free(e->inst[i]);
+    if (e->inst[i])
+      inst_free(e->inst[i]);
   free(e->inst);
+  free(e->by_id);
+  free(e->due);
+  for (size_t i = 0; i < e->n_tokens; i++)
+    free(e->tokens[i].ids);
   free(e->tokens);
+  free(e->by_token);
+  free(e->use);
   free(e->overrides);
   struct fc_server *s = e->s;
   memset(e, 0, sizeof *e);
