@@ -506,10 +506,11 @@ int sched__spot_recover(struct tw_sched *s, const char *job_id, int64_t now);
 
 /* ---- follow.c ------------------------------------------------------------ */
 
-/* Terminates still owed, notices, then every live attempt (a launching
- * one settled by its client token), then jobs left half way (every
- * non-terminal state but pending without a live attempt); returns state
- * changes. */
+/* Notices, then every live attempt (a launching one settled by its client
+ * token, any other described when due: calls on the accounts' workers,
+ * applied by sched__follow_applied), the terminates still owed, then jobs
+ * left half way (every non-terminal state but pending without a live
+ * attempt); returns state changes. */
 int sched__follow(struct tw_sched *s, int64_t now);
 /* The answer r to the settling call c of a launching attempt (applied by
  * sched__launch_apply): found or launched, the attempt is described soon;
