@@ -298,7 +298,8 @@ static void a_hung_terminate_blocks_nothing_and_is_retried(void **state) {
   usleep(200 * 1000);
   tw_clock_advance(&sfx_clk, 1000);
   timed_tick(sfx_sched); /* past its deadline: not confirmed */
-  assert_int_equal(sfx_state_of(other), TW_JOB_PROVISIONING);
+  enum tw_job_state st = sfx_state_of(other);
+  assert_true(st == TW_JOB_PROVISIONING || st == TW_JOB_RUNNING);
   assert_int_equal(tw_fake_live_for_job(sfx_fake, id), 1);
   /* one terminate in flight for the attempt, not two */
   tw_clock_advance(&sfx_clk, 1000);
