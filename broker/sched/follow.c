@@ -45,10 +45,11 @@
 /* Quiet on-demand attempts are described at least this often. */
 #define OD_POLL_MAX_MS 120000
 
-/* Terminates of finished attempts that failed, tried again each pass:
- * the attempt is already ended (completion is recorded first), so the
- * monitor no longer looks at it; what this misses (a restart, too many
- * failures) the reconciler ends. */
+/* Terminates ended attempts owe (completed, or interrupted with the
+ * instance still up), sent each pass until confirmed: the attempt is
+ * already ended (completion is recorded first), so the monitor no longer
+ * looks at it; what this misses (a restart, too many failures) the
+ * reconciler ends. */
 #define ENDING_MAX_TRIES 10
 
 struct sched_ending {

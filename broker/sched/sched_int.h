@@ -304,7 +304,9 @@ void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
 
 /* Terminates every instance of attempt a: its one instance, or each node
  * of its gang (each recorded as terminated).  The first failure is
- * returned; the others are still tried. */
+ * returned; the others are still tried.  On the caller's thread: only a
+ * deadline job's move (spot.c) still uses it; follow.c's terminates are
+ * calls on the accounts' workers. */
 enum tw_rc sched__terminate_all(struct tw_sched *s, struct pcache *pc,
                                 const struct tw_attempt_rec *a,
                                 struct sched_nodes nd, struct tw_err *err);
