@@ -5,8 +5,8 @@
  * api/rbac.c and its path in api/openapi.yaml.
  *
  * They reach placement through the daemon's placer (policies/place/placer.h,
- * given in tw_api_opts.placer): the policy set in force and the scheduler's last
- * offer index.  Without one (a server started alone, in tests) plans use
+ * given in tw_api_opts.placer): the policy set in force and the scheduler's
+ * last offer index.  Without one (a server started alone, in tests) plans use
  * the default set over no offers, and PUT /v1/policies answers 503. */
 #ifndef TW_API_H_PLACEMENT_H
 #define TW_API_H_PLACEMENT_H

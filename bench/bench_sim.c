@@ -26,9 +26,9 @@
  * deadline strategy is reviewed every tick and moves back to spot right
  * after a periodic checkpoint.  A spot launch succeeds when the zone's
  * trace says 1 at that tick, else it is a capacity error (blocklisted);
- * on-demand always succeeds.  A spot instance is interrupted at the first tick its zone
- * says 0: the job saved at the two-minute notice, so the work of those two
- * minutes is lost.  Each start costs BOOT_S of billed time before work
+ * on-demand always succeeds.  A spot instance is interrupted at the first tick
+ * its zone says 0: the job saved at the two-minute notice, so the work of those
+ * two minutes is lost.  Each start costs BOOT_S of billed time before work
  * resumes; attempts are billed per second with a 60 s minimum
  * (tw_cost_compute_uusd).
  *

@@ -20,7 +20,6 @@
 
 struct tw_node;
 
-
 #define TW_SPEC_NAME_MAX 128
 
 /* Bounds enforced by validation (docs/jobspec.md lists them all). */

@@ -20,9 +20,9 @@
  * force into a plain array the placement filter can consult without a lock
  * (tw_blocklist_snap_match), so placement stays a pure function of its
  * inputs; tw_blocklist_place_hook() wraps a snapshot as the hook the
- * policy runner's blocklist filter calls (policies/place/inputs.h).  The blocklist
- * lives in memory: a restart forgets it, and the first failures after the
- * restart rebuild it.
+ * policy runner's blocklist filter calls (policies/place/inputs.h).  The
+ * blocklist lives in memory: a restart forgets it, and the first failures after
+ * the restart rebuild it.
  *
  * Threads: every function taking a struct tw_blocklist is thread-safe; a
  * snapshot is immutable and may be read from any thread. */

@@ -289,8 +289,9 @@ static enum tw_rc az_init(struct tw_provider *p, const struct tw_node *cfg,
       (rc = req_str(cfg, "client_id", &a->client_id, err)) ||
       (rc = req_str(cfg, "subscription_id", &a->subscription, err)) ||
       (rc = req_str(cfg, "resource_group", &a->resource_group, err)) ||
-      (rc = tw_provider_cfg_secret(p, cfg, "client_secret", "AZURE_CLIENT_SECRET",
-                                   true, &a->client_secret, err)))
+      (rc = tw_provider_cfg_secret(p, cfg, "client_secret",
+                                   "AZURE_CLIENT_SECRET", true,
+                                   &a->client_secret, err)))
     return rc;
   const char *names[][2] = {{"tenant_id", a->tenant},
                             {"subscription_id", a->subscription},

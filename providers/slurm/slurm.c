@@ -286,7 +286,8 @@ static enum tw_rc slurm_init(struct tw_provider *p, const struct tw_node *cfg,
     return rc;
   c->token_file = tw_strdup(tf);
   c->token_env = tw_strdup(te);
-  if ((rc = tw_provider_cfg_secret(p, cfg, "token", NULL, true, &c->token, err)))
+  if ((rc =
+           tw_provider_cfg_secret(p, cfg, "token", NULL, true, &c->token, err)))
     return rc;
 
   if ((rc = read_rates(c, tw_node_get(cfg, "rates"), err)))

@@ -173,7 +173,8 @@ json_t *fc_fault_to_json(const struct fc_fault *r) {
   if (r->f[0])                                                                 \
     json_object_set_new(o, #f, json_string(r->f));
   S(service)
-  S(action) S(instance_type) S(zone) S(market) S(instance_id) S(code) S(message)
+  S(action)
+  S(instance_type) S(zone) S(market) S(instance_id) S(code) S(message)
 #undef S
       json_object_set_new(o, "probability",
                           json_real((double)r->probability_ppm / 1e6));
