@@ -124,9 +124,9 @@ int sched__spot_to_recovering(struct tw_sched *s, const char *job_id,
   return changes + sched__spot_recover(s, job_id, now);
 }
 
-static int spot_end(struct tw_sched *s, const struct tw_attempt_rec *a,
+int sched__spot_end(struct tw_sched *s, const struct tw_attempt_rec *a,
                     struct sched_att *st, const char *end_reason,
-                    const char *why, bool place, int64_t now) {
+                    const char *why, int64_t now) {
   struct tw_err err = {0};
   struct tw_job_rec job;
   if (tw_store_job_get(s->store, a->job_id, &job, &err))
@@ -206,20 +206,7 @@ static int spot_end(struct tw_sched *s, const struct tw_attempt_rec *a,
   bool interrupted = job.state == TW_JOB_INTERRUPTED;
   tw_job_rec_release(&job);
   /* 4. the strategy decides, and the job is placed again in this pass */
-  return 1 + (interrupted && place
-                  ? sched__spot_to_recovering(s, a->job_id, now)
-                  : 0);
-}
-
-int sched__spot_end(struct tw_sched *s, const struct tw_attempt_rec *a,
-                    struct sched_att *st, const char *end_reason,
-                    const char *why, int64_t now) {
-  return spot_end(s, a, st, end_reason, why, true, now);
-}
-
-int sched__spot_end_held(struct tw_sched *s, const struct tw_attempt_rec *a,
-                         struct sched_att *st, const char *why, int64_t now) {
-  return spot_end(s, a, st, "interrupted", why, false, now);
+  return 1 + (interrupted ? sched__spot_to_recovering(s, a->job_id, now) : 0);
 }
 
 /* ---- reviews ---------------------------------------------------------------
