@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <fcntl.h>
 
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
@@ -350,6 +352,16 @@ static enum tw_rc exec_simple(struct conn *c, const char *sql,
 static enum tw_rc conn_open(struct conn *c, const char *path, bool readonly,
                             bool sync_full, struct tw_err *err) {
   memset(c, 0, sizeof *c);
+  /* A new database is its owner's alone: it holds token hashes, sealed
+   * secrets, the audit log and job specs with their env.  sqlite gives
+   * the -wal and -shm files the mode of the database file, so creating
+   * that one 0600 covers all three; an existing file keeps the mode its
+   * operator chose. */
+  if (!readonly && path[0] != ':' && strncmp(path, "file:", 5) != 0) {
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0)
+      close(fd);
+  }
   int flags = (readonly ? SQLITE_OPEN_READONLY
                         : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
               SQLITE_OPEN_NOMUTEX;

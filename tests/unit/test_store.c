@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "broker/core/store.h"
@@ -87,6 +88,33 @@ static void create_get_and_reopen(void **state) {
   assert_int_equal(tw_store_job_get(s, "j-nope", &g, &err), TW_E_NOTFOUND);
   tw_job_rec_release(&j);
   tw_store_close(s);
+}
+
+/* Token hashes, sealed secrets, the audit log and job specs live there:
+ * a new database and its WAL are readable by their owner only, whatever
+ * the umask; an existing file keeps its mode. */
+static void a_new_database_and_its_wal_are_the_owners_alone(void **state) {
+  (void)state;
+  mode_t old = umask(022);
+  struct tw_store *s = open_store();
+  struct tw_job_rec j;
+  bool rep;
+  create(s, "train", NULL, "{\"name\":\"train\"}", &j, &rep, TW_OK);
+  tw_job_rec_release(&j);
+  struct stat st;
+  char wal[160];
+  snprintf(wal, sizeof wal, "%s-wal", path);
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0600);
+  assert_int_equal(stat(wal, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0600);
+  tw_store_close(s);
+  assert_int_equal(chmod(path, 0640), 0);
+  s = open_store();
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0640);
+  tw_store_close(s);
+  umask(old);
 }
 
 static void ids_are_time_ordered_and_unique(void **state) {
@@ -542,6 +570,8 @@ static void earlier_layout_opens_and_gains_missing_modules(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(create_get_and_reopen, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          a_new_database_and_its_wal_are_the_owners_alone, setup, teardown),
       cmocka_unit_test_setup_teardown(ids_are_time_ordered_and_unique, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(idempotency_replays_and_conflicts, setup,
