@@ -13,6 +13,7 @@
 
 #include "broker/core/spec.h"
 #include "tests/unit/sched_fixture.h"
+#include "tests/unit/tmp_store.h"
 
 struct tw_clock sfx_clk;
 struct tw_store *sfx_store;
@@ -55,13 +56,7 @@ void sfx_close(void) {
   sfx_sched = NULL;
   tw_provider_free(sfx_prov);
   tw_store_close(sfx_store);
-  char p[160];
-  const char *sfx[] = {"", "-wal", "-shm"};
-  for (int i = 0; i < 3; i++) {
-    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
-    unlink(p);
-  }
-  rmdir(dir);
+  tw_test_store_remove(path, dir);
 }
 
 void sfx_offer(struct tw_offer *o, const char *region, const char *zone,

@@ -21,6 +21,7 @@
 #include "broker/core/store.h"
 #include "broker/core/store_budgets.h"
 #include "broker/core/store_tenancy.h"
+#include "tests/unit/tmp_store.h"
 
 static char dir[64], path[128];
 static struct tw_clock clk;
@@ -49,13 +50,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char p[200];
-  const char *sfx[] = {"", "-wal", "-shm"};
-  for (int i = 0; i < 3; i++) {
-    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
-    unlink(p);
-  }
-  rmdir(dir);
+  tw_test_store_remove(path, dir);
   return 0;
 }
 

@@ -15,6 +15,7 @@
 
 #include "billing/ledger/ledger.h"
 #include "broker/core/store.h"
+#include "tests/unit/tmp_store.h"
 
 #define T0 1764460800000LL /* 2025-11-30T00:00:00Z */
 #define HOUR 3600000LL
@@ -42,13 +43,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   (void)state;
   tw_store_close(store);
-  char p[160];
-  const char *sfx[] = {"", "-wal", "-shm"};
-  for (int i = 0; i < 3; i++) {
-    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
-    unlink(p);
-  }
-  rmdir(dir);
+  tw_test_store_remove(path, dir);
   return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "broker/base/model.h"
 #include "broker/base/node.h"
 #include "broker/core/store.h"
+#include "tests/unit/tmp_store.h"
 
 #define T0 1764460800000LL /* 2025-11-30T00:00:00Z */
 #define SEC 1000LL
@@ -70,13 +71,7 @@ static int teardown(void **state) {
   (void)state;
   tw_meter_free(meter);
   tw_store_close(store);
-  char p[160];
-  const char *sfx[] = {"", "-wal", "-shm"};
-  for (int i = 0; i < 3; i++) {
-    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
-    unlink(p);
-  }
-  rmdir(dir);
+  tw_test_store_remove(path, dir);
   return 0;
 }
 

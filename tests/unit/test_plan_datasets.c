@@ -12,6 +12,7 @@
 
 #include "broker/core/datasets.h"
 #include "broker/core/store.h"
+#include "tests/unit/tmp_store.h"
 
 static char dir[64], path[128];
 static struct tw_store *store;
@@ -29,13 +30,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   (void)state;
   tw_store_close(store);
-  const char *sfx[] = {"", "-wal", "-shm"};
-  for (int i = 0; i < 3; i++) {
-    char p[160];
-    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
-    unlink(p);
-  }
-  rmdir(dir);
+  tw_test_store_remove(path, dir);
   return 0;
 }
 

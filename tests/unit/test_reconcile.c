@@ -17,6 +17,7 @@
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "tests/fakes/fake_provider.h"
+#include "tests/unit/tmp_store.h"
 
 static char dir[64], path[128];
 static struct tw_clock clk;
@@ -78,13 +79,7 @@ static int teardown(void **state) {
   tw_reconcile_free(rec);
   tw_provider_free(prov);
   tw_store_close(store);
-  char p[160];
-  const char *sfx[] = {"", "-wal", "-shm"};
-  for (int i = 0; i < 3; i++) {
-    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
-    unlink(p);
-  }
-  rmdir(dir);
+  tw_test_store_remove(path, dir);
   return 0;
 }
 

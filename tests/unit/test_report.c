@@ -20,6 +20,7 @@
 #include "billing/ledger/ledger.h"
 #include "billing/report/report.h"
 #include "broker/core/store.h"
+#include "tests/unit/tmp_store.h"
 
 #define NOV1 1761955200000LL /* 2025-11-01T00:00:00Z */
 #define DEC1 1764547200000LL /* 2025-12-01T00:00:00Z */
@@ -46,13 +47,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   (void)state;
   tw_store_close(store);
-  char p[160];
-  const char *sfx[] = {"", "-wal", "-shm"};
-  for (int i = 0; i < 3; i++) {
-    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
-    unlink(p);
-  }
-  rmdir(dir);
+  tw_test_store_remove(path, dir);
   return 0;
 }
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "broker/core/store.h"
+#include "tests/unit/tmp_store.h"
 
 static char dir[64];
 static char path[128];
@@ -40,13 +41,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char p[160];
-  const char *sfx[] = {"", "-wal", "-shm"};
-  for (int i = 0; i < 3; i++) {
-    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
-    unlink(p);
-  }
-  rmdir(dir);
+  tw_test_store_remove(path, dir);
   return 0;
 }
 

@@ -35,6 +35,7 @@
 #include "broker/tenancy/tenancy.h"
 #include "broker/tenancy/tenancy_int.h"
 #include "tests/fakes/fake_provider.h"
+#include "tests/unit/tmp_store.h"
 
 static char dir[64], path[128];
 static struct tw_clock clk;
@@ -157,13 +158,7 @@ static int teardown(void **state) {
   tw_tenancy_free(ten);
   tw_provider_free(prov);
   tw_store_close(store);
-  char p[160];
-  const char *sfx[] = {"", "-wal", "-shm"};
-  for (int i = 0; i < 3; i++) {
-    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
-    unlink(p);
-  }
-  rmdir(dir);
+  tw_test_store_remove(path, dir);
   return 0;
 }
 
