@@ -61,6 +61,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_http.h"
+
 #ifndef TW_TRADEWINDD_PATH
 #define TW_TRADEWINDD_PATH "tradewindd"
 #endif
@@ -152,126 +154,9 @@ static void *xcalloc(size_t n, size_t size) {
   return p;
 }
 
-/* ---- the raw HTTP/1.1 client ------------------------------------------ */
-
-#define CONN_BUF (512 * 1024) /* /metrics is the largest answer read */
-
-struct conn {
-  int fd;
-  int port;
-  char *buf;
-  size_t len; /* bytes buffered, not yet consumed */
-};
-
-static void conn_init(struct conn *c, int port) {
-  c->fd = -1;
-  c->port = port;
-  c->len = 0;
-  c->buf = malloc(CONN_BUF);
-  if (!c->buf)
-    abort();
-}
-
-static int conn_open(struct conn *c) {
-  c->len = 0;
-  c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (c->fd < 0)
-    return -1;
-  struct sockaddr_in sa = {.sin_family = AF_INET,
-                           .sin_port = htons((uint16_t)c->port)};
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int one = 1;
-  setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  struct timeval tv = {.tv_sec = 60};
-  setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-    close(c->fd);
-    c->fd = -1;
-    return -1;
-  }
-  return 0;
-}
-
-static void conn_close(struct conn *c) {
-  if (c->fd >= 0)
-    close(c->fd);
-  c->fd = -1;
-  c->len = 0;
-}
-
-static void conn_release(struct conn *c) {
-  conn_close(c);
-  free(c->buf);
-  c->buf = NULL;
-}
-
-/* Sends req and reads one response.  Returns the status, or -1 when the
- * connection failed (it is closed then).  The body is NUL-terminated in
- * c->buf, *body points to it until the next call. */
-static int conn_roundtrip(struct conn *c, const char *req, size_t req_len,
-                          const char **body, size_t *body_len) {
-  if (c->fd < 0 && conn_open(c) != 0)
-    return -1;
-  for (size_t off = 0; off < req_len;) {
-    ssize_t w = send(c->fd, req + off, req_len - off, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      goto fail;
-    off += (size_t)w;
-  }
-  size_t head = 0;
-  long clen = -1;
-  int status = -1;
-  for (;;) {
-    if (!head) {
-      for (size_t i = 3; i < c->len; i++)
-        if (c->buf[i] == '\n' && c->buf[i - 1] == '\r' &&
-            c->buf[i - 2] == '\n' && c->buf[i - 3] == '\r') {
-          head = i + 1;
-          break;
-        }
-      if (head) {
-        c->buf[head - 1] = '\0'; /* the head as a string */
-        if (sscanf(c->buf, "HTTP/1.%*d %d", &status) != 1)
-          goto fail;
-        for (char *p = strstr(c->buf, "\r\n"); p; p = strstr(p + 2, "\r\n"))
-          if (!strncasecmp(p + 2, "Content-Length:", 15))
-            clen = strtol(p + 17, NULL, 10);
-        if (clen < 0 || head + (size_t)clen >= CONN_BUF)
-          goto fail; /* both servers always send Content-Length */
-      }
-    }
-    if (head && c->len >= head + (size_t)clen)
-      break;
-    if (c->len == CONN_BUF)
-      goto fail;
-    ssize_t n = recv(c->fd, c->buf + c->len, CONN_BUF - c->len, 0);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      goto fail;
-    c->len += (size_t)n;
-  }
-  /* one request at a time: nothing may follow the body */
-  if (c->len != head + (size_t)clen)
-    goto fail;
-  c->buf[head + (size_t)clen] = '\0';
-  if (body) {
-    *body = c->buf + head;
-    *body_len = (size_t)clen;
-  }
-  c->len = 0;
-  return status;
-fail:
-  conn_close(c);
-  return -1;
-}
-
 /* One request with the bearer token (NULL: none) and a JSON body (NULL:
  * none). */
-static int conn_call(struct conn *c, const char *method, const char *path,
+static int conn_call(struct bench_conn *c, const char *method, const char *path,
                      const char *token, const char *json, const char **body) {
   char req[4096];
   int n = snprintf(req, sizeof req,
@@ -286,7 +171,7 @@ static int conn_call(struct conn *c, const char *method, const char *path,
     die("request to %s does not fit %zu bytes", path, sizeof req);
   size_t len;
   const char *b = NULL;
-  int st = conn_roundtrip(c, req, (size_t)n, &b, &len);
+  int st = bench_conn_roundtrip(c, req, (size_t)n, &b, &len);
   if (body)
     *body = b ? b : "";
   return st;
@@ -450,8 +335,8 @@ static int start_fake(struct world *w, const struct opts *o) {
     return -1;
   w->has_fake = true;
   /* quota never refuses: the limits are per region, in vCPUs */
-  struct conn c;
-  conn_init(&c, w->fake.port);
+  struct bench_conn c;
+  bench_conn_init(&c, w->fake.port);
   const char *body = NULL;
   int st = conn_call(&c, "POST", "/_fake/ec2/config", NULL,
                      "{\"vcpu_limit_on_demand\":1000000000,"
@@ -459,7 +344,7 @@ static int start_fake(struct world *w, const struct opts *o) {
                      &body);
   if (st != 200)
     complain("the fake refused its config: %d %s", st, body ? body : "");
-  conn_release(&c);
+  bench_conn_release(&c);
   return st == 200 ? 0 : -1;
 }
 
@@ -596,7 +481,7 @@ static void slurm_spec(const struct opts *o, long i, char *buf, size_t size) {
            i);
 }
 
-static bool submit_one(struct conn *c, const struct world *w,
+static bool submit_one(struct bench_conn *c, const struct world *w,
                        const struct opts *o, spec_fn spec, long i,
                        struct job *j) {
   char body[1024];
@@ -647,8 +532,8 @@ struct submit_thread {
 static void *burst_main(void *arg) {
   struct submit_thread *t = arg;
   struct submitter *s = t->s;
-  struct conn c;
-  conn_init(&c, s->w->daemon.port);
+  struct bench_conn c;
+  bench_conn_init(&c, s->w->daemon.port);
   for (;;) {
     long i = atomic_fetch_add(&s->next, 1);
     if (i >= s->n)
@@ -656,15 +541,15 @@ static void *burst_main(void *arg) {
     if (!submit_one(&c, s->w, s->o, s->spec, i, &s->jobs[i]))
       atomic_fetch_add(&s->failed, 1);
   }
-  conn_release(&c);
+  bench_conn_release(&c);
   return NULL;
 }
 
 static void *paced_main(void *arg) {
   struct submit_thread *t = arg;
   struct submitter *s = t->s;
-  struct conn c;
-  conn_init(&c, s->w->daemon.port);
+  struct bench_conn c;
+  bench_conn_init(&c, s->w->daemon.port);
   for (long i = t->k; i < s->n; i += s->threads) {
     int64_t due = s->start_mono + (int64_t)((double)i * 1000.0 / s->rate);
     int64_t now = mono_ms();
@@ -675,7 +560,7 @@ static void *paced_main(void *arg) {
     if (!submit_one(&c, s->w, s->o, s->spec, i, &s->jobs[i]))
       atomic_fetch_add(&s->failed, 1);
   }
-  conn_release(&c);
+  bench_conn_release(&c);
   return NULL;
 }
 
@@ -713,7 +598,7 @@ static const char *const STATES[] = {"pending",   "placing",     "provisioning",
 #define N_STATES (sizeof STATES / sizeof STATES[0])
 
 /* Reads tradewind_jobs{state=...}; false when /metrics did not answer. */
-static bool job_counts(struct conn *c, const char *token,
+static bool job_counts(struct bench_conn *c, const char *token,
                        long long counts[N_STATES]) {
   const char *body = NULL;
   if (conn_call(c, "GET", "/metrics", token, NULL, &body) != 200)
@@ -731,8 +616,8 @@ static bool job_counts(struct conn *c, const char *token,
  * first snapshot otherwise, which would count in the first jobs' times);
  * prints how many, or that none came within timeout_ms. */
 static void wait_catalog(struct world *w, int timeout_ms) {
-  struct conn c;
-  conn_init(&c, w->daemon.port);
+  struct bench_conn c;
+  bench_conn_init(&c, w->daemon.port);
   int64_t t0 = mono_ms();
   long long offers = 0;
   while (mono_ms() - t0 < timeout_ms && proc_alive(&w->daemon)) {
@@ -746,7 +631,7 @@ static void wait_catalog(struct world *w, int timeout_ms) {
     }
     sleep_ms(50);
   }
-  conn_release(&c);
+  bench_conn_release(&c);
   if (offers > 0)
     printf("# catalog: %lld offers, %lld ms after the daemon listened\n",
            offers, (long long)(mono_ms() - t0));
@@ -766,8 +651,8 @@ struct follow {
 static struct follow follow_jobs(struct world *w, bool slurm, long expect,
                                  int64_t until_ms, int poll_ms) {
   struct follow f = {0};
-  struct conn c;
-  conn_init(&c, w->daemon.port);
+  struct bench_conn c;
+  bench_conn_init(&c, w->daemon.port);
   int64_t t0 = mono_ms(), next_note = t0 + 10000;
   for (;;) {
     long long n[N_STATES];
@@ -794,7 +679,7 @@ static struct follow follow_jobs(struct world *w, bool slurm, long expect,
       break;
     sleep_ms(poll_ms);
   }
-  conn_release(&c);
+  bench_conn_release(&c);
   return f;
 }
 
@@ -821,7 +706,7 @@ struct reader {
 
 /* The first event to provisioning (Slurm: to running, else to succeeded,
  * which a job of one second can reach between two looks). */
-static void read_events(struct conn *c, struct reader *r, struct job *j) {
+static void read_events(struct bench_conn *c, struct reader *r, struct job *j) {
   char path[128];
   snprintf(path, sizeof path, "/v1/jobs/%s/events", j->id);
   const char *body = NULL;
@@ -858,15 +743,15 @@ static void read_events(struct conn *c, struct reader *r, struct job *j) {
 
 static void *reader_main(void *arg) {
   struct reader *r = arg;
-  struct conn c;
-  conn_init(&c, r->w->daemon.port);
+  struct bench_conn c;
+  bench_conn_init(&c, r->w->daemon.port);
   for (;;) {
     long i = atomic_fetch_add(&r->next, 1);
     if (i >= r->n)
       break;
     read_events(&c, r, &r->jobs[r->idx[i]]);
   }
-  conn_release(&c);
+  bench_conn_release(&c);
   return NULL;
 }
 

@@ -67,6 +67,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_http.h"
+
 #ifndef TW_TRADEWINDD_PATH
 #define TW_TRADEWINDD_PATH "tradewindd"
 #endif
@@ -106,123 +108,21 @@ static void die(const char *fmt, ...) {
   exit(1);
 }
 
-/* ---- the raw HTTP/1.1 client ------------------------------------------------
- */
-
-struct conn {
-  int fd;
-  int port;
-  char buf[65536]; /* /metrics is the largest answer read */
-  size_t len;      /* bytes buffered, not yet consumed */
-};
-
-static int conn_open(struct conn *c, int port) {
-  c->port = port;
-  c->len = 0;
-  c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (c->fd < 0)
-    return -1;
-  struct sockaddr_in sa = {.sin_family = AF_INET,
-                           .sin_port = htons((uint16_t)port)};
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  int one = 1;
-  setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  struct timeval tv = {.tv_sec = 30};
-  setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-    close(c->fd);
-    c->fd = -1;
-    return -1;
-  }
-  return 0;
-}
-
-static void conn_close(struct conn *c) {
-  if (c->fd >= 0)
-    close(c->fd);
-  c->fd = -1;
-  c->len = 0;
-}
-
-/* Sends req and reads one response.  Returns the status, or -1 when the
- * connection failed (it is closed then).  *body points into c->buf and
- * stays valid until the next call. */
-static int conn_roundtrip(struct conn *c, const char *req, size_t req_len,
-                          const char **body, size_t *body_len) {
-  if (c->fd < 0 && conn_open(c, c->port) != 0)
-    return -1;
-  for (size_t off = 0; off < req_len;) {
-    ssize_t w = send(c->fd, req + off, req_len - off, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      goto fail;
-    off += (size_t)w;
-  }
-  size_t head = 0;
-  long clen = -1;
-  int status = -1;
-  for (;;) {
-    if (!head) {
-      for (size_t i = 3; i < c->len; i++)
-        if (c->buf[i] == '\n' && c->buf[i - 1] == '\r' &&
-            c->buf[i - 2] == '\n' && c->buf[i - 3] == '\r') {
-          head = i + 1;
-          break;
-        }
-      if (head) {
-        c->buf[head - 1] = '\0'; /* the head as a string */
-        if (sscanf(c->buf, "HTTP/1.%*d %d", &status) != 1)
-          goto fail;
-        for (char *p = strstr(c->buf, "\r\n"); p; p = strstr(p + 2, "\r\n"))
-          if (!strncasecmp(p + 2, "Content-Length:", 15))
-            clen = strtol(p + 17, NULL, 10);
-        if (clen < 0 || head + (size_t)clen > sizeof c->buf)
-          goto fail; /* the daemon always sends Content-Length */
-      }
-    }
-    if (head && c->len >= head + (size_t)clen)
-      break;
-    if (c->len == sizeof c->buf)
-      goto fail;
-    ssize_t n = recv(c->fd, c->buf + c->len, sizeof c->buf - c->len, 0);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      goto fail;
-    c->len += (size_t)n;
-  }
-  if (body) {
-    *body = c->buf + head;
-    *body_len = (size_t)clen;
-  }
-  /* one request at a time: nothing may follow the body */
-  if (c->len != head + (size_t)clen)
-    goto fail;
-  c->len = 0;
-  return status;
-fail:
-  conn_close(c);
-  return -1;
-}
-
 /* One GET on a fresh connection, with extra header lines hdrs ("" for
  * none, each ending in CRLF); the body is copied into out. */
 static int http_get(int port, const char *path, const char *hdrs, char *out,
                     size_t outsz) {
-  struct conn c = {.fd = -1};
+  struct bench_conn c;
+  bench_conn_init(&c, port);
   char req[512];
   int n = snprintf(req, sizeof req,
                    "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n", path, hdrs);
   const char *body;
   size_t len;
-  if (conn_open(&c, port) != 0)
-    return -1;
-  int status = conn_roundtrip(&c, req, (size_t)n, &body, &len);
+  int status = bench_conn_roundtrip(&c, req, (size_t)n, &body, &len);
   if (status > 0)
     snprintf(out, outsz, "%.*s", (int)len, body);
-  conn_close(&c);
+  bench_conn_release(&c);
   return status;
 }
 
@@ -874,9 +774,10 @@ struct worker {
 static void *worker_main(void *arg) {
   struct worker *w = arg;
   struct run *r = w->run;
-  struct conn c = {.fd = -1, .port = r->peer->port};
+  struct bench_conn c;
+  bench_conn_init(&c, r->peer->port);
   char req[1024];
-  conn_open(&c, c.port);
+  bench_conn_open(&c);
   pthread_barrier_wait(&r->ready);
   for (long i = 0;; i++) {
     size_t len =
@@ -884,7 +785,7 @@ static void *worker_main(void *arg) {
     int64_t t0 = mono_ns();
     if (t0 >= r->measure_until)
       break;
-    int status = conn_roundtrip(&c, req, len, NULL, NULL);
+    int status = bench_conn_roundtrip(&c, req, len, NULL, NULL);
     int64_t t1 = mono_ns();
     if (status > 0)
       w->answers++;
@@ -905,7 +806,7 @@ static void *worker_main(void *arg) {
         w->first_bad_status = status;
     }
   }
-  conn_close(&c);
+  bench_conn_release(&c);
   return NULL;
 }
 
