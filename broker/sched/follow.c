@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "broker/base/log.h"
+#include "broker/sched/checkpoint.h"
 #include "broker/sched/sched_int.h"
 #include "providers/provider.h"
 
@@ -357,6 +358,19 @@ static int complete_attempt(struct tw_sched *s, struct pcache *pc,
   return 1;
 }
 
+/* What was asked of attempt a before its instance went: "move" (spot.c
+ * decided to move it, stored before the terminate), "notice" (its
+ * interruption notice), else "". */
+static void request_cause(struct tw_sched *s, const struct tw_attempt_rec *a,
+                          char cause[16]) {
+  struct tw_ckpt_request req;
+  bool asked = false;
+  struct tw_err err = {0};
+  if (tw_checkpoint_request_get(s->store, a->id, &asked, &req, cause, &err) ||
+      !asked)
+    cause[0] = '\0';
+}
+
 /* 2. one live attempt */
 static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
                           struct sched_nodes nd, int64_t now) {
@@ -466,13 +480,33 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
       changes += complete_attempt(s, pc, &job, a, nd, why);
       goto out;
     }
-    char why[520];
+    char why[520], cause[16];
+    request_cause(s, a, cause);
+    if (!notice_due && !strcmp(cause, "move")) {
+      /* a move (spot.c) terminates the instance before it records the
+       * move: when that answer was lost or the daemon stopped in between,
+       * this look finds the broker's own terminate, not an interruption */
+      snprintf(why, sizeof why,
+               "moved off on-demand instance %s: it was terminated for the "
+               "move before the move was recorded",
+               which);
+      changes += sched__spot_end(s, a, st, "moved", why, now);
+      goto out;
+    }
     if (notice_due && !tw_instance_state_gone(inst.state)) {
       /* the notice ran out: the provider takes it now whatever it still
        * says, so the job moves on without waiting for that */
       sched__terminate_all(s, pc, a, nd, &err);
       snprintf(why, sizeof why, "instance %s interrupted: its notice ran out",
                nd.n ? "of the gang" : a->instance_id);
+    } else if (!strcmp(cause, "notice")) {
+      /* its notice was out: taken at the deadline, by the provider or by
+       * the broker's terminate of a pass whose record a restart cut short */
+      snprintf(why, sizeof why,
+               "instance %s interrupted: its notice ran out (%s)", which,
+               inst.provider_state);
+      if (nd.n)
+        sched__terminate_all(s, pc, a, nd, &err);
     } else {
       snprintf(why, sizeof why, "instance %s interrupted: %s%s%s", which,
                inst.provider_state, inst.state_reason[0] ? ", " : "",

@@ -471,6 +471,61 @@ static void deadline_moves_back_to_spot_after_a_checkpoint(void **state) {
   assert_int_equal(sfx_state_of(id), TW_JOB_SUCCEEDED);
 }
 
+/* The move's terminate is done but its answer is lost (or the daemon dies
+ * right after it): the next look finds the on-demand instance terminated
+ * by the broker's own hand.  That is the move going through, not an
+ * interruption: the attempt ends as moved, with the progress of the
+ * checkpoint it was timed after. */
+static void a_move_whose_terminate_answer_is_lost_is_a_move(void **state) {
+  (void)state;
+  tw_fake_fail_offer(sfx_fake, SPOT_R1A, TW_E_CAPACITY,
+                     "InsufficientInstanceCapacity");
+  tw_fake_fail_offer(sfx_fake, SPOT_R1B, TW_E_CAPACITY,
+                     "InsufficientInstanceCapacity");
+  tw_fake_fail_offer(sfx_fake, SPOT_R2A, TW_E_CAPACITY,
+                     "InsufficientInstanceCapacity");
+  char id[TW_JOB_ID_LEN + 1];
+  sfx_submit("name: lost\nresources: {accelerators: V100:1}\nduration: 1h\n"
+             "deadline: 2025-11-30T03:00:00Z\nfallback: deadline\n"
+             "checkpoint: {interval: 10m, uri: s3://ckpt/lost/}\n",
+             id);
+  tw_sched_tick(sfx_sched);
+  tw_clock_advance(&sfx_clk, 20 * MIN);
+  tw_sched_tick(sfx_sched);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  struct tw_attempt_rec od = last_attempt(id, NULL);
+  assert_string_equal(od.market, "on-demand");
+  tw_fake_clear_faults(sfx_fake);
+  tw_fake_lose(sfx_fake, TW_POP_TERMINATE, TW_E_RETRYABLE, "RequestTimeout",
+               1);
+  tw_clock_advance(&sfx_clk, 40 * MIN);
+  tw_sched_tick(sfx_sched);
+  struct tw_instance inst;
+  assert_int_equal(tw_fake_get(sfx_fake, od.instance_id, &inst), TW_OK);
+  assert_int_equal(inst.state, TW_INST_TERMINATED);
+  /* the next looks at it */
+  for (int i = 0; i < 3; i++) {
+    tw_clock_advance(&sfx_clk, 3 * MIN);
+    tw_sched_tick(sfx_sched);
+  }
+  struct tw_attempt_rec *a;
+  size_t n;
+  assert_int_equal(tw_store_attempts_of(sfx_store, id, &a, &n, NULL), TW_OK);
+  bool found = false;
+  for (size_t i = 0; i < n; i++)
+    if (a[i].id == od.id) {
+      found = true;
+      assert_string_equal(a[i].end_reason, "moved");
+    }
+  free(a);
+  assert_true(found);
+  assert_false(event_has(id, "UserInitiatedShutdown"));
+  assert_true(
+      event_has(id, "progress kept: 40m of 1h00m (last periodic checkpoint)"));
+  assert_string_equal(last_attempt(id, NULL).market, "spot");
+}
+
 /* ---- crash safety: jobs a restart left half way
  * ------------------------------ */
 
@@ -659,6 +714,7 @@ int main(void) {
       T(deadline_picks_the_market_by_slack),
       T(deadline_waits_for_spot_when_ahead_and_pays_when_behind),
       T(deadline_moves_back_to_spot_after_a_checkpoint),
+      T(a_move_whose_terminate_answer_is_lost_is_a_move),
       T(a_job_left_interrupted_is_recovered_after_a_restart),
       T(a_job_left_placing_is_placed_again),
       cmocka_unit_test(checkpoint_script_exports_the_contract),
