@@ -39,3 +39,7 @@ tw_add_fuzz(fuzz_policies SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_policies.c
 # A job's placement.selectors, max_rtt_ms and near through whole plans.
 tw_add_test(test_spec_placement SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_spec_placement.c
             LIBS tw_policies PkgConfig::CMOCKA LABELS unit placement)
+# Placement a user can trust (issue 22): whole prices, exact asks, price
+# sanity, explanations, over small catalogs written in the test.
+tw_add_test(test_place_trust SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_place_trust.c
+            LIBS tw_policies tw_billing tw_adapters PkgConfig::CMOCKA LABELS unit placement)

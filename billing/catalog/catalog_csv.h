@@ -15,7 +15,12 @@
  *   - Azure rows whose `Generation` holds an unquoted "V1,V2" have one
  *     field too many: the extra fields are joined back into that column;
  *   - GCP rows without an `InstanceType` price an accelerator to attach to
- *     another machine, not something to buy alone.
+ *     another machine, not something to buy alone: a machine that always
+ *     carries it (a2-highgpu-8g) is offered at the sum of both rows, a
+ *     machine it may be attached to (n1-highmem-8) once more per such
+ *     row, as "n1-highmem-8+V100x1" (the cloud's info block says which,
+ *     providers/provider.h); the row counts as normalized when its price
+ *     went into an offer, else as `no_instance_type`.
  * Every data row is normalized into one or two offers (on-demand, spot) or
  * rejected with a reason; struct tw_cat_report counts both.  Nothing is
  * dropped without being counted. */
@@ -77,6 +82,10 @@ enum tw_cat_reject {
                                USD) */
   TW_CAT_REJ_DUPLICATE,     /* "duplicate": same offer earlier in the
                                source */
+  TW_CAT_REJ_NO_ACCEL_PRICE, /* "no_accelerator_price": a machine whose
+                                bundled accelerators the catalog prices
+                                in rows of their own, none of which is
+                                there (never offered without them) */
   TW_CAT_REJ_COUNT
 };
 
@@ -104,6 +113,12 @@ enum tw_cat_note {
   TW_CAT_NOTE_ARCH_GUESSED,         /* "arch_from_type" */
   TW_CAT_NOTE_PRICE_ROUNDED,        /* "price_rounded": more than six
                                        decimals */
+  TW_CAT_NOTE_ACCEL_BUNDLED,        /* "accelerator_bundled": a machine's
+                                       accelerators priced in their own
+                                       row, added to its price */
+  TW_CAT_NOTE_ACCEL_ATTACHED,       /* "accelerator_attached": an
+                                       accelerator-only row whose price
+                                       went into machine offers */
   TW_CAT_NOTE_COUNT
 };
 

@@ -742,7 +742,8 @@ bool tw_cat_snap_companion(const struct tw_cat_snap *s, size_t i,
 /* Labels Tradewind computes itself; an adapter's own are kept apart. */
 static bool reserved_label(const char *k, size_t n) {
   static const char *const R[] = {"jurisdiction", "country", "geo",
-                                  "interruption", "id",      NULL};
+                                  "interruption", "id",
+                                  "accelerator_row", NULL};
   for (int i = 0; R[i]; i++)
     if (strlen(R[i]) == n && !memcmp(R[i], k, n))
       return true;
