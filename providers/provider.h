@@ -148,9 +148,6 @@ struct tw_provider_info {
   unsigned (*type_traits)(const char *type);
 };
 
-/* Traits placement excludes unless a job names the type or family. */
-#define TW_TYPE_BURSTABLE (1u << 0)    /* CPU credits: AWS t*, Azure B* */
-#define TW_TYPE_CONFIDENTIAL (1u << 1) /* memory-encrypted: Azure DC*, EC* */
 
 struct tw_provider_ops {
   const char *name;  /* "aws", "azure", "alibaba", "slurm": the config's

@@ -789,6 +789,9 @@ void tw_cat_snap_to_offer(const struct tw_cat_snap *s, size_t i,
     out->fx_nusd_per_unit = v.source->rate.nusd_per_unit;
     TW_SET(out->fx_date, v.rate_date);
   }
+  const struct tw_provider_info *cloud = tw_cat_cloud(s->adapters, v.provider);
+  tw_cat_type_family(cloud, v.instance_type, out->family, sizeof out->family);
+  out->type_traits = tw_cat_type_traits(cloud, v.instance_type);
   tw_cat_snap_offer_id(s, i, out->id, sizeof out->id);
   const char *own = label_in(v.labels, "id");
   if (own)

@@ -2,6 +2,7 @@
  * adapters' own info blocks (clouds.h). */
 #include "billing/catalog/clouds.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -140,4 +141,22 @@ size_t tw_cat_catalog_only_names(const char **names, size_t max) {
     names[n++] = CATALOG_ONLY[i].name;
   names[n] = NULL;
   return n;
+}
+
+void tw_cat_type_family(const struct tw_provider_info *info, const char *type,
+                        char *out, size_t outsz) {
+  if (!outsz)
+    return;
+  out[0] = '\0';
+  if (info && info->type_family) {
+    info->type_family(type, out, outsz);
+    return;
+  }
+  size_t n = strcspn(type, ".-");
+  snprintf(out, outsz, "%.*s", (int)n, type);
+}
+
+unsigned tw_cat_type_traits(const struct tw_provider_info *info,
+                            const char *type) {
+  return info && info->type_traits ? info->type_traits(type) : 0u;
 }

@@ -112,10 +112,11 @@ static uint32_t intern_get(struct intern *t, const char *key, size_t len,
  * --------------------------------------------------------------------- */
 
 static size_t shape_key(const struct tw_offer *o, char *buf, size_t sz) {
-  int n = snprintf(buf, sz, "%s\x1f%s\x1f%d\x1f%d\x1f%lld\x1f%s\x1f%d\x1f%lld",
-                   o->provider, o->instance_type, (int)o->arch, o->vcpus,
-                   (long long)o->memory_mib, o->accel_name, o->accel_count,
-                   (long long)o->accel_memory_mib);
+  int n = snprintf(
+      buf, sz, "%s\x1f%s\x1f%d\x1f%d\x1f%lld\x1f%s\x1f%d\x1f%lld\x1f%s\x1f%u",
+      o->provider, o->instance_type, (int)o->arch, o->vcpus,
+      (long long)o->memory_mib, o->accel_name, o->accel_count,
+      (long long)o->accel_memory_mib, o->family, o->type_traits);
   return n < 0 ? 0 : (size_t)n < sz ? (size_t)n : sz - 1;
 }
 

@@ -310,10 +310,20 @@ static const struct stage_entry *stage_run(struct run *r, unsigned scope,
   /* Shapes.  Without counts, a job asking for an accelerator only looks
    * at that family's shapes: the accelerators filter refuses the rest. */
   size_t acc = set_index_of(r->set, &tw_filter_accelerators);
-  const char *want = r->in->job->accel_name;
-  if (!need_full && want && acc != SIZE_MAX) {
-    char fam[24];
+  const struct tw_job_spec *job = r->in->job;
+  const char *want = job->accel_name;
+  char fam[24];
+  bool one_family = want && !strpbrk(want, "*?");
+  if (one_family) {
+    /* every alternative of one family without a glob */
     ix_family_of(want, fam);
+    for (size_t k = 1; k < job->n_accels && one_family; k++) {
+      char other[24];
+      ix_family_of(job->accels[k].name, other);
+      one_family = !strpbrk(job->accels[k].name, "*?") && !strcmp(fam, other);
+    }
+  }
+  if (!need_full && one_family && acc != SIZE_MAX) {
     const struct ix_family *f = ix_family_find(ix, fam);
     memset(e->verdict, (int)(acc + 1), e->n);
     e->full = false;

@@ -191,8 +191,8 @@ enum tw_rc pi_cfg_strv(const struct tw_node *cfg, const char *path,
 static const char *const DEFAULT_FILTERS[] = {
     "provider", "selector", "residency", "health",   "latency",
     "gang",     "arch",     "cpus",      "memory",   "accelerators",
-    "quota",    "market",   "price",     "excluded", "blocklist",
-    "capacity", "backfill", "deadline",  NULL};
+    "instance_types", "quota", "market", "price",    "excluded",
+    "blocklist", "capacity", "backfill", "deadline", NULL};
 
 static struct tw_policy_set *set_new(void) {
   struct tw_policy_set *s = tw_calloc(1, sizeof *s);

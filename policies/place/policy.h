@@ -188,11 +188,25 @@ const struct tw_policy_ops *tw_policy_find_score(const char *name);
 extern const struct tw_policy_ops tw_filter_provider, tw_filter_selector,
     tw_filter_residency, tw_filter_health, tw_filter_latency, tw_filter_gang,
     tw_filter_arch, tw_filter_cpus, tw_filter_memory, tw_filter_accelerators,
-    tw_filter_quota, tw_filter_market, tw_filter_price, tw_filter_excluded,
+    tw_filter_instance_types, tw_filter_quota, tw_filter_market, tw_filter_price, tw_filter_excluded,
     tw_filter_blocklist, tw_filter_capacity, tw_filter_backfill,
     tw_filter_deadline;
 extern const struct tw_policy_ops tw_score_cost, tw_score_latency,
     tw_score_packing, tw_score_preference;
+
+/* Exact asks (filter_shape.c, docs/jobspec.md).  The variant a family's
+ * bare name means ("A100" -> "A100-40GB", "V100" -> "V100-16GB", "H100"
+ * -> "H100-80GB"), NULL for a name that is no such family. */
+const char *tw_place_accel_default(const char *family);
+/* Does accelerator `have` (an offer's name) satisfy the asked name
+ * `want`: a glob over the name ('*', '?'), the same name, or a family's
+ * bare name its default variant; case-insensitive. */
+bool tw_place_accel_name_matches(const char *want, const char *have);
+/* Does an offer with count accelerators called name satisfy the job's
+ * accelerators (any alternative; counts exact unless N+)?  True for a job
+ * without accelerators. */
+bool tw_place_accel_satisfies(const struct tw_job_spec *job, const char *name,
+                              int count);
 
 /* ---- the policy set (policy.c) ---------------------------------------- */
 

@@ -17,6 +17,7 @@ const struct tw_policy_ops *const tw_policy_registry[] = {
     &tw_filter_cpus,
     &tw_filter_memory,
     &tw_filter_accelerators,
+    &tw_filter_instance_types,
     &tw_filter_quota,
     &tw_filter_market,
     &tw_filter_price,

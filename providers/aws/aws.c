@@ -1195,6 +1195,12 @@ static enum tw_arch aws_arch_of_type(const char *type) {
 static const struct tw_provider_type_accel aws_type_accels[] = {
     {"f1.", "VU9P"}, {"f2.", "VU47P"}, {NULL, NULL}};
 
+/* The T families run on CPU credits (t2, t3, t3a, t4g). */
+static unsigned aws_type_traits(const char *type) {
+  return type[0] == 't' && isdigit((unsigned char)type[1]) ? TW_TYPE_BURSTABLE
+                                                           : 0u;
+}
+
 /* What the broker knows of EC2 beyond the wire: per-second billing with a
  * 60-second minimum, the spot notice in the instance metadata, the FOCUS
  * names, zone ids ("use1-az1") in the catalog's files, the Spot Advisor's
@@ -1212,7 +1218,11 @@ static const struct tw_provider_info aws_info = {
     .catalog_zone_ids = true,
     .catalog_risk_feed = true,
     .arch_of_type = aws_arch_of_type,
-    .type_accels = aws_type_accels};
+    .type_accels = aws_type_accels,
+    .type_bundle = NULL,
+    .accel_attach = NULL,
+    .type_family = NULL, /* "m6i" of "m6i.large" */
+    .type_traits = aws_type_traits};
 
 const struct tw_provider_ops tw_provider_aws = {
     .name = "aws",

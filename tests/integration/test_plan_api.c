@@ -167,7 +167,7 @@ static void plan_ranks_and_explains_without_submitting(void **state) {
   assert_non_null(strstr(r.body.data, "\"compute_uusd\":45000000"));
   assert_non_null(strstr(
       r.body.data, "\"explain\":\"5 offers, 1 fit: 3 outside jurisdiction EU, "
-                   "1 without 8 A100-80GB\""));
+                   "1 without exactly 8 A100-80GB\""));
   tw_buf_release(&r.body);
   /* nothing was stored */
   int64_t counts[TW_JOB_NSTATES];
@@ -303,7 +303,7 @@ static void the_cli_plans_and_registers(void **state) {
   char spec[128];
   snprintf(spec, sizeof spec, "%s/job.yaml", dir);
   FILE *f = fopen(spec, "w");
-  fputs("name: train\nresources: {accelerators: A100:8}\nmax_price_per_hour: "
+  fputs("name: train\nresources: {accelerators: \"A100*:8\"}\nmax_price_per_hour: "
         "42\n",
         f);
   fclose(f);
@@ -312,7 +312,7 @@ static void the_cli_plans_and_registers(void **state) {
   assert_int_equal(run_cli(plan, 5, &out), 0);
   assert_non_null(strstr(
       out,
-      "Plan for train (tenant default): 5 offers, 2 fit: 2 without 8 A100"));
+      "Plan for train (tenant default): 5 offers, 2 fit: 2 without exactly 8 A100*"));
   assert_non_null(
       strstr(out, "1     lab/us-east-1/us-east-1a/p4d.24xlarge   spot"));
   assert_non_null(strstr(out, "Filtered out:\n"));

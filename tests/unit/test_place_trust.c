@@ -12,6 +12,10 @@
 #include <string.h>
 
 #include "billing/catalog/catalog.h"
+#include "broker/core/spec.h"
+#include "policies/place/index.h"
+#include "policies/place/plan.h"
+#include "policies/place/policy.h"
 #include "providers/registry.h"
 
 static struct tw_regions *regions;
@@ -28,9 +32,9 @@ static int teardown(void **state) {
   return 0;
 }
 
-static struct tw_cat_snap *gcp_snap(const char *text) {
+static struct tw_cat_snap *snap_of(const char *provider, const char *text) {
   struct tw_csv_opts o = {
-      .provider = "gcp", .regions = regions, .adapters = tw_adapters};
+      .provider = provider, .regions = regions, .adapters = tw_adapters};
   struct tw_cat_source_info info;
   memset(&info, 0, sizeof info);
   snprintf(info.name, sizeof info.name, "gcp-test");
@@ -80,7 +84,7 @@ static void gpu_machines_carry_their_gpus_at_the_sum(void **state) {
       "0.7656\n"
       /* 10: a TPU: nothing to attach it to */
       ",,,tpu-v3-8,1,tpu-v3-8,europe-west4,europe-west4-a,8.8,2.244\n";
-  struct tw_cat_snap *s = gcp_snap(csv);
+  struct tw_cat_snap *s = snap_of("gcp", csv);
   const struct tw_cat_report *r = &tw_cat_snap_source(s, 0)->report;
   assert_int_equal(r->rows, 9);
   /* machines 2, 3, 5, 6 and accelerator rows 7, 8, 9 */
@@ -138,9 +142,188 @@ static void gpu_machines_carry_their_gpus_at_the_sum(void **state) {
   tw_cat_snap_release(s);
 }
 
+
+/* ---- plans over a catalog
+ * ------------------------------------------------------- */
+
+struct world {
+  struct tw_offer_list offers;
+  struct tw_offer_index *ix;
+  struct tw_policy_set *set;
+};
+
+static void world_of(struct tw_cat_snap *s, struct world *w) {
+  tw_offer_list_init(&w->offers);
+  tw_cat_snap_offers_of(s, NULL, 0, &w->offers);
+  struct tw_offer_source src;
+  tw_offer_source_array(&src, w->offers.items, w->offers.n);
+  assert_int_equal(tw_offer_index_build(&src, &w->ix, NULL), TW_OK);
+  w->set = tw_policy_set_default();
+}
+
+static void world_release(struct world *w) {
+  tw_offer_index_unref(w->ix);
+  tw_offer_list_release(&w->offers);
+  tw_policy_set_unref(w->set);
+}
+
+/* The plan of yaml; the best candidate's instance type into best ("" when
+ * none) and the explanation into why. */
+static size_t plan(struct world *w, const char *yaml, char *best, size_t bsz,
+                   struct tw_buf *why) {
+  struct tw_job_spec spec;
+  struct tw_err err = {0};
+  if (tw_spec_parse(yaml, strlen(yaml), false, &spec, &err))
+    fail_msg("spec: %s", err.msg);
+  struct tw_place_snapshot snap = {.index = w->ix};
+  struct tw_plan_input in = {.job = &spec, .now_ms = 1764460800000};
+  struct tw_plan_opts o = {.counts = true};
+  struct tw_plan p;
+  assert_int_equal(tw_plan_make(w->set, &snap, &in, &o, NULL, &p, NULL), TW_OK);
+  snprintf(best, bsz, "%s", p.n ? p.cands[0].offer->instance_type : "");
+  /* a chosen offer satisfies the ask exactly */
+  for (size_t i = 0; i < p.n; i++)
+    assert_true(tw_place_accel_satisfies(&spec, p.cands[i].offer->accel_name,
+                                         p.cands[i].offer->accel_count));
+  if (why) {
+    why->len = 0;
+    tw_plan_explain(&p, why);
+  }
+  size_t n = p.n;
+  tw_plan_release(&p);
+  tw_spec_release(&spec);
+  return n;
+}
+
+#define AZ_HEADER                                                              \
+  "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,"     \
+  "Price,SpotPrice,Region,Generation\n"
+
+/* ---- 2. exact asks
+ * ------------------------------------------------------------- */
+
+static void asks_are_exact_by_default(void **state) {
+  (void)state;
+  const char *csv =
+      AZ_HEADER
+      "Standard_B8ms,,,8,32,,0.20,0.05,eastus,V1\n"
+      "Standard_B8ps_v2,,,8,32,,0.21,0.06,eastus,V2\n"
+      "Standard_DC8as_v5,,,8,32,,0.30,0.07,eastus,V2\n"
+      "Standard_D8s_v5,,,8,32,,0.384,0.08,eastus,V2\n"
+      "Standard_D16s_v5,,,16,64,,0.768,0.16,eastus,V2\n"
+      "Standard_ND96asr_v4,A100,8,96,900,,27.2,,eastus,V2\n"
+      "Standard_ND96amsr_A100_v4,A100-80GB,8,96,1900,,32.77,,eastus,V2\n"
+      "Standard_NC24ads_A100_v4,A100-80GB,1,24,220,,3.67,,eastus,V2\n"
+      "Standard_NC6s_v3,V100,1,6,112,,3.06,,eastus,V2\n"
+      "Standard_NC24s_v3,V100,4,24,448,,12.24,,eastus,V2\n";
+  struct tw_cat_snap *s = snap_of("azure", csv);
+  struct world w;
+  world_of(s, &w);
+  char best[64];
+  struct tw_buf why;
+  tw_buf_init(&why);
+  /* burstable, arm64 and confidential sizes do not compete unasked */
+  plan(&w, "name: t\nresources: {cpus: 8+, memory: 32+}\n", best, sizeof best,
+       &why);
+  if (strcmp(best, "Standard_D8s_v5"))
+    fail_msg("%s: %s", best, why.data);
+  if (!strstr(why.data, "4 burstable or confidential"))
+    fail_msg("%s", why.data);
+  assert_non_null(strstr(why.data, "2 not x86_64"));
+  /* named, they do */
+  plan(&w, "name: t\nresources: {cpus: 8+, families: [Bms]}\n", best,
+       sizeof best, NULL);
+  assert_string_equal(best, "Standard_B8ms");
+  plan(&w, "name: t\nresources: {cpus: 8+, arch: any, instance_types: "
+           "['*_B*']}\n",
+       best, sizeof best, NULL);
+  assert_string_equal(best, "Standard_B8ms");
+  plan(&w, "name: t\nresources: {cpus: 8+, arch: arm64, families: [Bps_v2]}\n",
+       best, sizeof best, NULL);
+  assert_string_equal(best, "Standard_B8ps_v2");
+  plan(&w, "name: t\nresources: {cpus: 8+, instance_types: "
+           "{exclude: ['Standard_D8*']}}\n",
+       best, sizeof best, NULL);
+  assert_string_equal(best, "Standard_D16s_v5");
+  /* A100 is the 40 GB one; A100:8 exactly eight */
+  assert_int_equal(plan(&w, "name: t\nresources: {accelerators: A100:8}\n",
+                        best, sizeof best, &why),
+                   1);
+  assert_string_equal(best, "Standard_ND96asr_v4");
+  plan(&w, "name: t\nresources: {accelerators: A100-80GB:8}\n", best,
+       sizeof best, NULL);
+  assert_string_equal(best, "Standard_ND96amsr_A100_v4");
+  assert_int_equal(plan(&w, "name: t\nresources: {accelerators: \"A100*:1+\"}\n",
+                        best, sizeof best, NULL),
+                   3);
+  assert_string_equal(best, "Standard_NC24ads_A100_v4");
+  assert_int_equal(
+      plan(&w, "name: t\nresources: {accelerators: [A100:8, A100-80GB:1]}\n",
+           best, sizeof best, NULL),
+      2);
+  /* V100:1 is not feasible on the four-GPU size; V100:1+ is */
+  assert_int_equal(plan(&w, "name: t\nresources: {accelerators: V100:1}\n",
+                        best, sizeof best, NULL),
+                   1);
+  assert_int_equal(plan(&w, "name: t\nresources: {accelerators: V100:1+}\n",
+                        best, sizeof best, NULL),
+                   2);
+  assert_int_equal(plan(&w, "name: t\nresources: {accelerators: V100:2}\n",
+                        best, sizeof best, &why),
+                   0);
+  assert_non_null(strstr(why.data, "without exactly 2 V100"));
+  tw_buf_release(&why);
+  world_release(&w);
+  tw_cat_snap_release(s);
+}
+
+static void exact_asks_round_trip_through_json(void **state) {
+  (void)state;
+  static const char *const SPECS[] = {
+      "name: t\nresources: {accelerators: A100:8+, arch: any}\n",
+      "name: t\nresources: {accelerators: [A100:8, \"H100*:4+\"]}\n",
+      "name: t\nresources: {accelerators: {A100-80GB: 8, H100: \"8+\"}}\n",
+      "name: t\nresources: {instance_types: {include: ['m6i.*'], exclude: "
+      "[m6i.metal]}, families: [m6i, c7i]}\n",
+  };
+  for (size_t i = 0; i < sizeof SPECS / sizeof SPECS[0]; i++) {
+    struct tw_job_spec a, b;
+    struct tw_err err = {0};
+    if (tw_spec_parse(SPECS[i], strlen(SPECS[i]), false, &a, &err))
+      fail_msg("spec %zu: %s", i, err.msg);
+    struct tw_buf j1, j2;
+    tw_buf_init(&j1);
+    tw_buf_init(&j2);
+    tw_spec_to_json(&a, &j1);
+    if (tw_spec_parse(j1.data, j1.len, true, &b, &err))
+      fail_msg("spec %zu again: %s (%s)", i, err.msg, j1.data);
+    tw_spec_to_json(&b, &j2);
+    assert_string_equal(j1.data, j2.data);
+    assert_int_equal(a.n_accels, b.n_accels);
+    for (size_t k = 0; k < a.n_accels; k++)
+      assert_int_equal(a.accels[k].at_least, b.accels[k].at_least);
+    assert_int_equal(a.arch_any, b.arch_any);
+    tw_buf_release(&j1);
+    tw_buf_release(&j2);
+    tw_spec_release(&a);
+    tw_spec_release(&b);
+  }
+  struct tw_job_spec a;
+  const char *y = "name: t\nresources: {accelerators: \"A100:8+\"}\n";
+  assert_int_equal(tw_spec_parse(y, strlen(y), false, &a, NULL), TW_OK);
+  assert_true(a.accels[0].at_least);
+  assert_int_equal(a.accel_count, 8);
+  assert_true(tw_place_accel_satisfies(&a, "A100-40GB", 16));
+  assert_false(tw_place_accel_satisfies(&a, "A100-80GB", 8));
+  assert_false(tw_place_accel_satisfies(&a, "A100-40GB", 4));
+  tw_spec_release(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(gpu_machines_carry_their_gpus_at_the_sum),
+      cmocka_unit_test(asks_are_exact_by_default),
+      cmocka_unit_test(exact_asks_round_trip_through_json),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

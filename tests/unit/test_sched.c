@@ -55,7 +55,7 @@ static int teardown(void **state) {
 static void cheapest_feasible_offer_runs_to_completion(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  sfx_submit("name: train\nresources: {accelerators: A100:8, use_spot: "
+  sfx_submit("name: train\nresources: {accelerators: A100-80GB:8, use_spot: "
              "true}\nduration: 10m\n",
              id);
   assert_true(tw_sched_tick(sfx_sched) > 0);
@@ -92,7 +92,7 @@ static void capacity_error_moves_to_the_next_offer_at_once(void **state) {
   tw_fake_fail_offer(sfx_fake, "fake-a:r1:r1a:gpu.spot:spot", TW_E_CAPACITY,
                      "InsufficientInstanceCapacity");
   char id[TW_JOB_ID_LEN + 1];
-  sfx_submit("name: train\nresources: {accelerators: A100:8, market: spot}\n",
+  sfx_submit("name: train\nresources: {accelerators: A100-80GB:8, market: spot}\n",
              id);
   tw_sched_tick(sfx_sched);
   struct tw_job_rec j = sfx_get(id);
@@ -116,23 +116,23 @@ static void nothing_fits_stays_pending_with_counts(void **state) {
   struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PENDING);
   assert_string_equal(j.reason,
-                      "no offer fits: 4 offers, 0 fit: 4 without 8 H100");
+                      "no offer fits: 4 offers, 0 fit: 4 without exactly 8 H100");
   tw_job_rec_release(&j);
   char id2[TW_JOB_ID_LEN + 1];
   sfx_submit(
-      "name: cheap\nresources: {accelerators: A100:8}\nmax_price_per_hour: 1\n",
+      "name: cheap\nresources: {accelerators: A100-80GB:8}\nmax_price_per_hour: 1\n",
       id2);
   tw_sched_tick(sfx_sched);
   j = sfx_get(id2);
   assert_non_null(strstr(
-      j.reason, "4 offers, 0 fit: 3 over max price $1.00/h, 1 without 8 A100"));
+      j.reason, "4 offers, 0 fit: 3 over max price $1.00/h, 1 without exactly 8 A100-80GB"));
   tw_job_rec_release(&j);
 }
 
 static void interruption_sends_the_job_elsewhere(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  sfx_submit("name: spot\nresources: {accelerators: A100:8, use_spot: "
+  sfx_submit("name: spot\nresources: {accelerators: A100-80GB:8, use_spot: "
              "true}\nduration: 1h\n",
              id);
   tw_sched_tick(sfx_sched);
@@ -364,7 +364,7 @@ static void the_tenant_holding_less_goes_first(void **state) {
 static void the_stored_placement_carries_its_plan(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  sfx_submit("name: p\nresources: {accelerators: A100:8}\nmax_price_per_hour: "
+  sfx_submit("name: p\nresources: {accelerators: A100-80GB:8}\nmax_price_per_hour: "
              "\"2.2\"\n",
              id);
   tw_sched_tick(sfx_sched);
@@ -376,7 +376,7 @@ static void the_stored_placement_carries_its_plan(void **state) {
   assert_non_null(
       strstr(j.placement_json,
              "\"explain\":\"4 offers, 1 fit: 2 over max price $2.20/h, "
-             "1 without 8 A100\""));
+             "1 without exactly 8 A100-80GB\""));
   assert_non_null(
       strstr(j.placement_json,
              "{\"filter\":\"price\",\"stage\":\"offer\",\"count\":2"));
