@@ -156,6 +156,13 @@ void tw_cat_snap_to_offer(const struct tw_cat_snap *s, size_t i,
 size_t tw_cat_snap_offers_of(const struct tw_cat_snap *s,
                              const char *const *accounts, size_t n_accounts,
                              struct tw_offer_list *out);
+/* Appends the file sources' offers of every other account (a seed
+ * catalog's cloud or account no provider is configured for), marked
+ * no_account: plans show them, the scheduler never launches them. */
+size_t tw_cat_snap_offers_unserved(const struct tw_cat_snap *s,
+                                   const char *const *accounts,
+                                   size_t n_accounts,
+                                   struct tw_offer_list *out);
 
 /* ---- queries
  * ------------------------------------------------------------------- */

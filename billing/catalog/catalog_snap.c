@@ -849,3 +849,28 @@ size_t tw_cat_snap_offers_of(const struct tw_cat_snap *s,
   free(ids);
   return added;
 }
+
+size_t tw_cat_snap_offers_unserved(const struct tw_cat_snap *s,
+                                   const char *const *accounts,
+                                   size_t n_accounts,
+                                   struct tw_offer_list *out) {
+  size_t added = 0;
+  uint32_t *ids = tw_malloc((n_accounts ? n_accounts : 1) * sizeof *ids);
+  for (size_t a = 0; a < n_accounts; a++)
+    ids[a] = tw_strpool_lookup(&s->pool, accounts[a], strlen(accounts[a]));
+  for (size_t i = 0; i < s->n_offers; i++) {
+    const struct tw_cat_offer *o = &s->offers[i];
+    uint32_t acct = s->locs[o->loc].account;
+    bool served = false;
+    for (size_t a = 0; a < n_accounts && !served; a++)
+      served = ids[a] == acct;
+    if (served || o->src >= s->n_srcs || strcmp(s->srcs[o->src].kind, "file"))
+      continue;
+    struct tw_offer *x = tw_offer_list_add(out);
+    tw_cat_snap_to_offer(s, i, x);
+    x->no_account = true;
+    added++;
+  }
+  free(ids);
+  return added;
+}

@@ -53,6 +53,34 @@ const struct tw_policy_ops tw_filter_provider = {.name = "provider",
                                                  .filter = provider_filter,
                                                  .key = provider_key};
 
+/* ---- launchable: offers no configured account can launch
+ * ------------------------ */
+
+/* A seed catalog's offers of a cloud without a configured account are in
+ * the index so that plans can show them (a plan has no job id); a job the
+ * scheduler places never goes there. */
+static void launchable_filter(const struct tw_policy *self,
+                              const struct tw_place_ctx *ctx,
+                              const struct tw_offer *o, struct tw_verdict *v) {
+  (void)self;
+  v->pass = !o->no_account || !ctx->job_id;
+  if (!v->pass)
+    snprintf(v->reason, sizeof v->reason, "no account can launch this");
+}
+
+static void launchable_key(const struct tw_policy *self,
+                           const struct tw_place_ctx *ctx, struct tw_buf *b) {
+  (void)self;
+  pi_key_int(b, ctx->job_id != NULL);
+}
+
+const struct tw_policy_ops tw_filter_launchable = {
+    .name = "launchable",
+    .version = TW_POLICY_ABI_VERSION,
+    .scope = TW_SCOPE_LOCATION,
+    .filter = launchable_filter,
+    .key = launchable_key};
+
 /* ---- selector: the spec's region globs, the operator's label selectors --- */
 
 enum sel_op { SEL_IN, SEL_NOT_IN, SEL_EXISTS, SEL_NOT_EXISTS, SEL_GLOB };

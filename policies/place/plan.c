@@ -1127,6 +1127,20 @@ void tw_plan_to_json(const struct tw_plan *p, size_t max, struct tw_buf *b) {
     tw_buf_json_str(b, o->zone);
     tw_buf_adds(b, ",\"instance_type\":");
     tw_buf_json_str(b, o->instance_type);
+    /* the shape: what the person asked about */
+    tw_buf_printf(b, ",\"vcpus\":%d,\"memory_mib\":%lld,\"arch\":\"%s\"",
+                  o->vcpus, (long long)o->memory_mib, tw_arch_str(o->arch));
+    tw_buf_adds(b, ",\"accelerator\":");
+    if (o->accel_name[0] && o->accel_count > 0) {
+      tw_buf_adds(b, "{\"name\":");
+      tw_buf_json_str(b, o->accel_name);
+      tw_buf_printf(b, ",\"count\":%d}", o->accel_count);
+    } else {
+      tw_buf_adds(b, "null");
+    }
+    tw_buf_printf(b, ",\"launchable\":%s", o->no_account ? "false" : "true");
+    if (o->no_account)
+      tw_buf_adds(b, ",\"note\":\"no account can launch this\"");
     tw_buf_printf(
         b,
         ",\"market\":\"%s\",\"price_uusd_per_hour\":%lld,\"cost\":{"

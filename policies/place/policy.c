@@ -189,7 +189,7 @@ enum tw_rc pi_cfg_strv(const struct tw_node *cfg, const char *path,
  * --------------------------------------------------------------------- */
 
 static const char *const DEFAULT_FILTERS[] = {
-    "provider", "selector", "residency", "health",   "latency",
+    "provider", "launchable", "selector", "residency", "health", "latency",
     "gang",     "arch",     "cpus",      "memory",   "accelerators",
     "instance_types", "quota", "market", "price",    "excluded",
     "blocklist", "capacity", "backfill", "deadline", NULL};

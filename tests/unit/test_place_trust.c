@@ -319,11 +319,67 @@ static void exact_asks_round_trip_through_json(void **state) {
   tw_spec_release(&a);
 }
 
+/* ---- 3. clouds without an account
+ * ----------------------------------------------------- */
+
+static void offers_no_account_can_launch_are_planned_not_placed(void **state) {
+  (void)state;
+  const char *csv = GCP_HEADER
+      "n2-standard-8,8.0,32.0,,,,us-central1,us-central1-a,0.38,0.09\n";
+  struct tw_cat_snap *s = snap_of("gcp", csv);
+  const char *accounts[] = {"aws-main"};
+  struct tw_offer_list l;
+  tw_offer_list_init(&l);
+  assert_int_equal(tw_cat_snap_offers_of(s, accounts, 1, &l), 0);
+  assert_int_equal(tw_cat_snap_offers_unserved(s, accounts, 1, &l), 2);
+  assert_true(l.items[0].no_account && l.items[1].no_account);
+  struct tw_offer_source src;
+  tw_offer_source_array(&src, l.items, l.n);
+  struct tw_offer_index *ix = NULL;
+  assert_int_equal(tw_offer_index_build(&src, &ix, NULL), TW_OK);
+  struct tw_policy_set *set = tw_policy_set_default();
+  struct tw_job_spec spec;
+  const char *y = "name: t\nresources: {cpus: 8}\nplacement: {providers: [gcp]}\n";
+  const char *names[] = {"aws", "gcp", NULL};
+  struct tw_spec_opts so = {.providers = names};
+  assert_int_equal(tw_spec_parse_opts(y, strlen(y), false, &so, &spec, NULL),
+                   TW_OK);
+  struct tw_place_snapshot snap = {.index = ix};
+  struct tw_plan_opts o = {.counts = true};
+  struct tw_plan p;
+  /* a plan (no job id) ranks them and says so */
+  struct tw_plan_input in = {.job = &spec, .now_ms = 1764460800000};
+  assert_int_equal(tw_plan_make(set, &snap, &in, &o, NULL, &p, NULL), TW_OK);
+  assert_int_equal(p.n, 2);
+  struct tw_buf b;
+  tw_buf_init(&b);
+  tw_plan_to_json(&p, 10, &b);
+  assert_non_null(strstr(b.data, "\"launchable\":false,\"note\":\"no account "
+                                 "can launch this\""));
+  assert_non_null(strstr(b.data, "\"vcpus\":8,\"memory_mib\":32768"));
+  tw_plan_release(&p);
+  /* the scheduler's placement of a job never goes there */
+  in.job_id = "j-1";
+  assert_int_equal(tw_plan_make(set, &snap, &in, &o, NULL, &p, NULL), TW_OK);
+  assert_int_equal(p.n, 0);
+  b.len = 0;
+  tw_plan_explain(&p, &b);
+  assert_string_equal(b.data, "2 offers, 0 fit: 2 no account can launch this");
+  tw_plan_release(&p);
+  tw_buf_release(&b);
+  tw_spec_release(&spec);
+  tw_policy_set_unref(set);
+  tw_offer_index_unref(ix);
+  tw_offer_list_release(&l);
+  tw_cat_snap_release(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(gpu_machines_carry_their_gpus_at_the_sum),
       cmocka_unit_test(asks_are_exact_by_default),
       cmocka_unit_test(exact_asks_round_trip_through_json),
+      cmocka_unit_test(offers_no_account_can_launch_are_planned_not_placed),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
