@@ -129,6 +129,11 @@ struct tw_cat_view {
   const struct tw_cat_source_info *source;
   uint32_t source_row; /* line of the file; position in the list */
   const char *labels;  /* the adapter's labels "k=v\x1fk=v"; "" none */
+  /* the price sanity rule (docs/catalog.md): when peers > 0 the offer is
+   * held, priced under a quarter of the median of the peers offers of its
+   * shape and market */
+  int64_t quarantine_median_uusd;
+  uint32_t quarantine_peers;
 };
 
 void tw_cat_snap_view(const struct tw_cat_snap *s, size_t i,

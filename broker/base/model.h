@@ -121,7 +121,7 @@ struct tw_offer {
   /* Why the catalog holds this offer's price for implausible (its price
    * sanity rule, docs/catalog.md): "" when it does not.  Placement
    * excludes such offers unless the operator allows them. */
-  char quarantine[96];
+  char quarantine[128];
   /* No configured account can launch it (a seed catalog's cloud without
    * an adapter or account): plannable, never launched. */
   bool no_account;

@@ -191,7 +191,7 @@ enum tw_rc pi_cfg_strv(const struct tw_node *cfg, const char *path,
 static const char *const DEFAULT_FILTERS[] = {
     "provider", "launchable", "selector", "residency", "health", "latency",
     "gang",     "arch",     "cpus",      "memory",   "accelerators",
-    "instance_types", "quota", "market", "price",    "excluded",
+    "instance_types", "quota", "market", "price", "price_sanity", "excluded",
     "blocklist", "capacity", "backfill", "deadline", NULL};
 
 static struct tw_policy_set *set_new(void) {
@@ -564,7 +564,7 @@ enum tw_rc tw_policy_set_build(const struct tw_node *sec, const char *base,
   }
   static const char *const keys[] = {"filters", "scores", "candidates",
                                      "cost",    "queue",  "replication",
-                                     "network", NULL};
+                                     "network", "allow_quarantined", NULL};
   if (sec && ((rc = pi_cfg_keys(sec, "policies", keys, err)) ||
               (rc = build_filters(s, tw_node_get(sec, "filters"), err)) ||
               (rc = build_scores(s, tw_node_get(sec, "scores"), base, err)) ||
@@ -573,6 +573,20 @@ enum tw_rc tw_policy_set_build(const struct tw_node *sec, const char *base,
   if (!sec && ((rc = build_filters(s, NULL, err)) ||
                (rc = build_scores(s, NULL, base, err))))
     goto fail;
+  /* policies.allow_quarantined: offers the price sanity rule holds may be
+   * placed (docs/catalog.md) */
+  const struct tw_node *aq = sec ? tw_node_get(sec, "allow_quarantined") : NULL;
+  if (aq && aq->kind != TW_NODE_NULL) {
+    bool allow = aq->kind == TW_NODE_SCALAR && !strcmp(aq->str, "true");
+    if (!allow && !(aq->kind == TW_NODE_SCALAR && !strcmp(aq->str, "false"))) {
+      rc = tw_err_field(err, TW_E_INVALID, "policies.allow_quarantined",
+                        "policies.allow_quarantined: expected true or false");
+      goto fail;
+    }
+    for (size_t i = 0; allow && i < s->n_filters; i++)
+      if (s->filters[i].ops == &tw_filter_price_sanity)
+        s->filters[i].state = (void *)&tw_filter_price_sanity;
+  }
   const struct tw_node *net = sec ? tw_node_get(sec, "network") : NULL;
   if (net && net->kind == TW_NODE_SCALAR && !strcmp(net->str, "builtin"))
     net = NULL;

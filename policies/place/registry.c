@@ -22,6 +22,7 @@ const struct tw_policy_ops *const tw_policy_registry[] = {
     &tw_filter_quota,
     &tw_filter_market,
     &tw_filter_price,
+    &tw_filter_price_sanity,
     &tw_filter_excluded,
     &tw_filter_blocklist,
     &tw_filter_capacity,

@@ -174,6 +174,26 @@ static void real_catalogs(void **state) {
     CHECK_EQ(r->notes[TW_CAT_NOTE_REGION_UNKNOWN], 0, "azure unknown regions");
     CHECK_EQ(r->notes[TW_CAT_NOTE_ARCH_GUESSED], 56671, "azure arch");
     round_trip(az, text, len, true, 6, 7, "azure");
+    /* price sanity: 14 offers under a quarter of their shape's median in
+     * their market (the same independent script), most of them
+     * newzealandnorth's Fams_v6 sizes: F8ams_v6 at $0.0898/h against a
+     * median of $0.865/h */
+    size_t held = 0;
+    for (size_t i = 0; i < tw_cat_snap_count(az); i++) {
+      struct tw_cat_view v;
+      tw_cat_snap_view(az, i, &v);
+      held += v.quarantine_peers > 0;
+    }
+    CHECK_EQ(held, 14, "azure offers held by the price sanity rule");
+    size_t fi;
+    struct tw_cat_view fv;
+    TW_CHECK(tw_cat_snap_find(
+                 az, "azure:newzealandnorth::Standard_F8ams_v6:on-demand", &fi),
+             "newzealandnorth F8ams_v6 is missing");
+    tw_cat_snap_view(az, fi, &fv);
+    TW_CHECK(fv.quarantine_peers > 0 && fv.quarantine_median_uusd == 865000,
+             "F8ams_v6 newzealandnorth: peers %u median %lld",
+             fv.quarantine_peers, (long long)fv.quarantine_median_uusd);
     /* GPU names across the file are canonical */
     struct tw_cat_query q = {.accel = "A100-80GB",
                              .accel_count = 8,

@@ -374,12 +374,63 @@ static void offers_no_account_can_launch_are_planned_not_placed(void **state) {
   tw_cat_snap_release(s);
 }
 
+/* ---- 4. price sanity
+ * ----------------------------------------------------------- */
+
+static void implausible_prices_are_held_unless_allowed(void **state) {
+  (void)state;
+  const char *csv = AZ_HEADER
+      "Standard_F8ams_v6,,,8,32,,0.865,,eastus,V2\n"
+      "Standard_F8ams_v6,,,8,32,,0.80,,westus2,V2\n"
+      "Standard_F8ams_v6,,,8,32,,0.90,,westeurope,V2\n"
+      "Standard_F8ams_v6,,,8,32,,0.95,,japaneast,V2\n"
+      "Standard_F8ams_v6,,,8,32,,0.0898,,newzealandnorth,V2\n";
+  struct tw_cat_snap *s = snap_of("azure", csv);
+  struct tw_cat_view v;
+  assert_true(
+      find(s, "azure:newzealandnorth::Standard_F8ams_v6:on-demand", &v));
+  assert_int_equal(v.quarantine_peers, 5);
+  assert_int_equal(v.quarantine_median_uusd, 865000);
+  assert_true(find(s, "azure:westus2::Standard_F8ams_v6:on-demand", &v));
+  assert_int_equal(v.quarantine_peers, 0); /* 0.80 is not under 0.216 */
+  struct world w;
+  world_of(s, &w);
+  char best[64];
+  struct tw_buf why;
+  tw_buf_init(&why);
+  size_t n = plan(&w, "name: t\nresources: {cpus: 8}\n", best, sizeof best,
+                  &why);
+  assert_int_equal(n, 4);
+  if (!strstr(why.data, "1 quarantined: $0.0898/h is under a quarter of the "
+                        "median $0.865/h of 5 such offers"))
+    fail_msg("%s", why.data);
+  /* the operator's key lets them compete */
+  struct tw_policy_set *allow = NULL;
+  const char *cfg = "policies: {allow_quarantined: true}\n";
+  assert_int_equal(tw_policy_set_parse(cfg, strlen(cfg), NULL, &allow, NULL),
+                   TW_OK);
+  tw_policy_set_unref(w.set);
+  w.set = allow;
+  assert_int_equal(plan(&w, "name: t\nresources: {cpus: 8}\n", best,
+                        sizeof best, NULL),
+                   5);
+  tw_buf_release(&why);
+  world_release(&w);
+  tw_cat_snap_release(s);
+  const char *bad = "policies: {allow_quarantined: maybe}\n";
+  struct tw_err err = {0};
+  assert_int_equal(tw_policy_set_parse(bad, strlen(bad), NULL, &allow, &err),
+                   TW_E_INVALID);
+  assert_non_null(strstr(err.msg, "policies.allow_quarantined"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(gpu_machines_carry_their_gpus_at_the_sum),
       cmocka_unit_test(asks_are_exact_by_default),
       cmocka_unit_test(exact_asks_round_trip_through_json),
       cmocka_unit_test(offers_no_account_can_launch_are_planned_not_placed),
+      cmocka_unit_test(implausible_prices_are_held_unless_allowed),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
