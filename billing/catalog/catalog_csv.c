@@ -173,8 +173,36 @@ uint64_t tw_cat_report_rejected(const struct tw_cat_report *r) {
   return n;
 }
 
+void tw_cat_report_accel_reject(struct tw_cat_report *r, const char *accel,
+                                uint64_t line, enum tw_cat_reject why) {
+  size_t i;
+  for (i = 0; i < r->n_accel_rejected; i++)
+    if (!strcmp(r->accel_rejected[i].accel, accel))
+      break;
+  if (i == r->n_accel_rejected) {
+    if (i == TW_CAT_ACCEL_REJ_MAX)
+      return;
+    r->n_accel_rejected++;
+    snprintf(r->accel_rejected[i].accel, sizeof r->accel_rejected[i].accel,
+             "%s", accel);
+    r->accel_rejected[i].first_line = line;
+    r->accel_rejected[i].first_why = why;
+  }
+  r->accel_rejected[i].rows++;
+}
+
 void tw_cat_report_add(struct tw_cat_report *into,
                        const struct tw_cat_report *from) {
+  for (size_t i = 0; i < from->n_accel_rejected; i++) {
+    const struct tw_cat_accel_rej *a = &from->accel_rejected[i];
+    /* counted once here, the rest added to the entry it landed in */
+    tw_cat_report_accel_reject(into, a->accel, a->first_line, a->first_why);
+    for (size_t k = 0; k < into->n_accel_rejected; k++)
+      if (!strcmp(into->accel_rejected[k].accel, a->accel)) {
+        into->accel_rejected[k].rows += a->rows - 1;
+        break;
+      }
+  }
   into->rows += from->rows;
   into->normalized += from->normalized;
   into->offers += from->offers;
@@ -1155,6 +1183,45 @@ static enum tw_cat_reject row_body(struct ingest *g,
   return TW_CAT_REJ_COUNT;
 }
 
+/* The accelerator a row names, canonical when known, into out; false when
+ * it names none. */
+static bool row_accel(struct ingest *g, const struct tw_csv_record *rec,
+                      char *out, size_t outsz) {
+  if (g->m.idx[C_ACCEL] < 0 || rec->n != g->m.nfields)
+    return false;
+  struct slice a = col(g, rec, NULL, C_ACCEL);
+  if (!a.n || has_ctl(a))
+    return false;
+  struct tw_accel_info ai;
+  if (tw_norm_accel(a.s, a.n, gpuinfo_mib(col(g, rec, NULL, C_GPUINFO)), &ai))
+    snprintf(out, outsz, "%s", ai.name);
+  else
+    snprintf(out, outsz, "%.*s", (int)(a.n < outsz ? a.n : outsz - 1), a.s);
+  return true;
+}
+
+static void accel_reject(struct ingest *g, const struct tw_csv_record *rec,
+                         enum tw_cat_reject why) {
+  char name[32];
+  if (row_accel(g, rec, name, sizeof name)) {
+    tw_cat_report_accel_reject(g->rep, name, rec->line, why);
+    return;
+  }
+  /* a machine whose bundled accelerators had no price */
+  const char *bacc;
+  int bcount;
+  char type[64];
+  struct slice t = g->m.idx[C_TYPE] >= 0 ? col(g, rec, NULL, C_TYPE)
+                                         : (struct slice){"", 0};
+  struct tw_accel_info ai;
+  if (why == TW_CAT_REJ_NO_ACCEL_PRICE && g->cloud && g->cloud->type_bundle &&
+      slice_copy(t, type, sizeof type) &&
+      g->cloud->type_bundle(type, &bacc, &bcount))
+    tw_cat_report_accel_reject(
+        g->rep, tw_norm_accel(bacc, strlen(bacc), 0, &ai) ? ai.name : bacc,
+        rec->line, why);
+}
+
 static void ingest_row(struct ingest *g, const struct tw_csv_record *rec) {
   /* notes count only for rows that end normalized: a rejection restores
    * the counts as they were before the row */
@@ -1165,6 +1232,7 @@ static void ingest_row(struct ingest *g, const struct tw_csv_record *rec) {
   } else if (why != TW_CAT_REJ_COUNT) {
     *g->rep = saved;
     reject(g, why, rec->line);
+    accel_reject(g, rec, why);
   }
   g->rep->rows++;
 }
@@ -1226,6 +1294,10 @@ enum tw_rc tw_csv_ingest(const char *data, size_t len,
         note(&g, TW_CAT_NOTE_ACCEL_ATTACHED);
       } else {
         reject(&g, TW_CAT_REJ_NO_TYPE, g.att[i].line);
+        tw_cat_report_accel_reject(rep,
+                                   g.att[i].ai.name ? g.att[i].ai.name
+                                                    : g.att[i].accel,
+                                   g.att[i].line, TW_CAT_REJ_NO_TYPE);
       }
     }
   }

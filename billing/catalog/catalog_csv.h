@@ -125,6 +125,17 @@ enum tw_cat_note {
 const char *tw_cat_reject_str(enum tw_cat_reject r);
 const char *tw_cat_note_str(enum tw_cat_note n);
 
+/* Rows that named an accelerator and were rejected, per accelerator (its
+ * canonical name, else as written): what a plan for it that fits nowhere
+ * tells (api/h_plan.c).  The first TW_CAT_ACCEL_REJ_MAX names. */
+#define TW_CAT_ACCEL_REJ_MAX 24
+struct tw_cat_accel_rej {
+  char accel[32];
+  uint64_t rows;
+  uint64_t first_line;          /* an example */
+  enum tw_cat_reject first_why; /* its reason */
+};
+
 /* Counts of one ingestion. */
 struct tw_cat_report {
   uint64_t rows;       /* data rows read (header excluded) */
@@ -133,7 +144,13 @@ struct tw_cat_report {
   uint64_t rejected[TW_CAT_REJ_COUNT];
   uint64_t notes[TW_CAT_NOTE_COUNT];
   uint64_t first_rejected_line[TW_CAT_REJ_COUNT]; /* an example; 0 none */
+  struct tw_cat_accel_rej accel_rejected[TW_CAT_ACCEL_REJ_MAX];
+  size_t n_accel_rejected;
 };
+
+/* Counts one rejected row of accelerator accel in r. */
+void tw_cat_report_accel_reject(struct tw_cat_report *r, const char *accel,
+                                uint64_t line, enum tw_cat_reject why);
 
 /* rows == normalized + sum(rejected): the invariant the tests check. */
 uint64_t tw_cat_report_rejected(const struct tw_cat_report *r);

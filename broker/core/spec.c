@@ -421,8 +421,15 @@ static enum tw_rc check_location(const struct tw_node *n, const char *path,
   size_t plen = (size_t)(colon - s);
   if (!(glob && plen == 1 && *s == '*') && !provider_word(s, plen))
     return bad_provider(n, path, s, plen, NULL, err);
+  /* a selector may name zones: provider:region:zone */
+  const char *zone = glob ? strchr(colon + 1, ':') : NULL;
+  if (zone && (zone == colon + 1 || !zone[1] || strchr(zone + 1, ':')))
+    return fail(err, path, n,
+                "expected provider:region or provider:region:zone, got %s",
+                describe(n, d, sizeof d));
   for (const char *r = colon + 1; *r; r++)
-    if (!ident_char(*r) && *r != '/' && !(glob && (*r == '*' || *r == '?')))
+    if (!ident_char(*r) && *r != '/' && r != zone &&
+        !(glob && (*r == '*' || *r == '?')))
       return fail(err, path, n,
                   "region may only contain letters, digits, '.', '_', '-', "
                   "'/'%s, got %s",

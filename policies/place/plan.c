@@ -42,6 +42,9 @@ struct stage_entry {
   char reason[TW_POLICY_MAX_FILTERS][128];
   int64_t amount[TW_POLICY_MAX_FILTERS];
   bool seen[TW_POLICY_MAX_FILTERS];
+  /* one offer each filter refused: a representative of the index (valid
+   * as long as the index the entry was built for) */
+  const struct tw_offer *example[TW_POLICY_MAX_FILTERS];
 };
 
 struct data_entry {
@@ -184,6 +187,7 @@ struct run {
   size_t n_of;
   bool counting;
   uint64_t counts[TW_POLICY_MAX_FILTERS];
+  char example[TW_POLICY_MAX_FILTERS][TW_MODEL_ID_MAX]; /* the offer stage */
   char reason[TW_POLICY_MAX_FILTERS][128];
   int64_t amount[TW_POLICY_MAX_FILTERS];
   bool seen[TW_POLICY_MAX_FILTERS];
@@ -232,6 +236,8 @@ static uint8_t stage_eval(struct run *r, unsigned scope,
     p->ops->filter(p, &r->ctx, rep, &v);
     if (!v.pass) {
       note_reason(e->reason, e->amount, e->seen, i, &v);
+      if (!e->example[i])
+        e->example[i] = rep;
       return (uint8_t)(i + 1);
     }
   }
@@ -490,6 +496,8 @@ static void visit(struct run *r, uint32_t i) {
         size_t fi = r->of_idx[f];
         r->counts[fi]++;
         note_reason(r->reason, r->amount, r->seen, fi, &v);
+        if (!r->example[fi][0])
+          snprintf(r->example[fi], sizeof r->example[fi], "%s", o->id);
       }
       r->ctx.offer_cost = NULL;
       return;
@@ -1025,9 +1033,13 @@ enum tw_rc tw_plan_make(const struct tw_policy_set *set,
         if (e && e->seen[i]) {
           snprintf(rj->reason, sizeof rj->reason, "%s", e->reason[i]);
           rj->amount = e->amount[i];
+          if (e->example[i])
+            snprintf(rj->example, sizeof rj->example, "%s",
+                     e->example[i]->id);
         } else if (r.seen[i]) {
           snprintf(rj->reason, sizeof rj->reason, "%s", r.reason[i]);
           rj->amount = r.amount[i];
+          snprintf(rj->example, sizeof rj->example, "%s", r.example[i]);
         }
       }
   }
@@ -1087,6 +1099,8 @@ void tw_plan_explain(const struct tw_plan *p, struct tw_buf *b) {
     tw_buf_printf(b, "%s%s %s", i ? ", " : ": ", c,
                   rj->reason[0] ? rj->reason : rj->filter);
   }
+  if (p->note[0])
+    tw_buf_printf(b, "; %s", p->note);
 }
 
 void tw_plan_to_json(const struct tw_plan *p, size_t max, struct tw_buf *b) {
@@ -1109,7 +1123,8 @@ void tw_plan_to_json(const struct tw_plan *p, size_t max, struct tw_buf *b) {
     tw_buf_json_str(b, p->score_names[i]);
     tw_buf_printf(b, ",\"weight\":%lld}", (long long)p->weights[i]);
   }
-  tw_buf_adds(b, "],\"candidates\":[");
+  tw_buf_printf(b, "],\"tie_break\":\"%s\"", TW_PLAN_TIE_BREAK);
+  tw_buf_adds(b, ",\"candidates\":[");
   for (size_t j = 0; j < n; j++) {
     const struct tw_cand *c = &p->cands[j];
     const struct tw_offer *o = c->offer;
@@ -1168,6 +1183,11 @@ void tw_plan_to_json(const struct tw_plan *p, size_t max, struct tw_buf *b) {
     tw_buf_printf(b, ",\"stage\":\"%s\",\"count\":%llu,\"reason\":", rj->stage,
                   (unsigned long long)rj->count);
     tw_buf_json_str(b, rj->reason);
+    tw_buf_adds(b, ",\"example\":");
+    if (rj->example[0])
+      tw_buf_json_str(b, rj->example);
+    else
+      tw_buf_adds(b, "null");
     tw_buf_addc(b, '}');
   }
   tw_buf_adds(b, "],\"explain\":");

@@ -189,7 +189,8 @@ enum tw_rc pi_cfg_strv(const struct tw_node *cfg, const char *path,
  * --------------------------------------------------------------------- */
 
 static const char *const DEFAULT_FILTERS[] = {
-    "provider", "launchable", "selector", "residency", "health", "latency",
+    "provider", "launchable", "selector", "zones", "residency", "health",
+    "latency",
     "gang",     "arch",     "cpus",      "memory",   "accelerators",
     "instance_types", "quota", "market", "price", "price_sanity", "excluded",
     "blocklist", "capacity", "backfill", "deadline", NULL};

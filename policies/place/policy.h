@@ -186,7 +186,7 @@ const struct tw_policy_ops *tw_policy_find_score(const char *name);
 
 /* The built-ins, one per file. */
 extern const struct tw_policy_ops tw_filter_provider, tw_filter_launchable,
-    tw_filter_selector,
+    tw_filter_selector, tw_filter_zones,
     tw_filter_residency, tw_filter_health, tw_filter_latency, tw_filter_gang,
     tw_filter_arch, tw_filter_cpus, tw_filter_memory, tw_filter_accelerators,
     tw_filter_instance_types, tw_filter_quota, tw_filter_market, tw_filter_price,

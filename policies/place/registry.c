@@ -10,6 +10,7 @@ const struct tw_policy_ops *const tw_policy_registry[] = {
     &tw_filter_provider,
     &tw_filter_launchable,
     &tw_filter_selector,
+    &tw_filter_zones,
     &tw_filter_residency,
     &tw_filter_health,
     &tw_filter_latency,

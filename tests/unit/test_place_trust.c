@@ -424,6 +424,64 @@ static void implausible_prices_are_held_unless_allowed(void **state) {
   assert_non_null(strstr(err.msg, "policies.allow_quarantined"));
 }
 
+/* ---- 5. explanations
+ * ----------------------------------------------------------- */
+
+static void explanations_say_what_and_give_an_example(void **state) {
+  (void)state;
+  const char *csv =
+      GCP_HEADER
+      "n2-standard-8,8.0,32.0,,,,us-central1,us-central1-a,0.38,0.09\n"
+      "n2-standard-8,8.0,32.0,,,,us-central1,us-central1-b,0.38,0.09\n"
+      "n2-standard-8,8.0,32.0,,,,europe-west4,europe-west4-a,0.42,0.1\n"
+      /* a GPU of a zone without a host: its row is dropped, and counted */
+      ",,,V100,1," GI(16384) ",us-west1,us-west1-b,2.48,1.24\n";
+  struct tw_cat_snap *s = snap_of("gcp", csv);
+  const struct tw_cat_report *rep = &tw_cat_snap_source(s, 0)->report;
+  assert_int_equal(rep->n_accel_rejected, 1);
+  assert_string_equal(rep->accel_rejected[0].accel, "V100-16GB");
+  assert_int_equal(rep->accel_rejected[0].rows, 1);
+  assert_int_equal(rep->accel_rejected[0].first_line, 5);
+  assert_int_equal(rep->accel_rejected[0].first_why, TW_CAT_REJ_NO_TYPE);
+  struct world w;
+  world_of(s, &w);
+  char best[64];
+  struct tw_buf why;
+  tw_buf_init(&why);
+  /* a zone selector's refusals are the zone selectors' */
+  plan(&w,
+       "name: t\nresources: {cpus: 8}\nplacement: {regions: "
+       "['gcp:us-central1:us-central1-a']}\n",
+       best, sizeof best, &why);
+  if (!strstr(why.data, "2 outside the region selectors "
+                        "(gcp:us-central1:us-central1-a), 2 outside the zone "
+                        "selectors (gcp:us-central1:us-central1-a)"))
+    fail_msg("%s", why.data);
+  /* every refusal names one offer it refused */
+  struct tw_job_spec spec;
+  const char *y = "name: t\nresources: {cpus: 8}\nmax_price_per_hour: 0.1\n";
+  assert_int_equal(tw_spec_parse(y, strlen(y), false, &spec, NULL), TW_OK);
+  struct tw_place_snapshot snap = {.index = w.ix};
+  struct tw_plan_input in = {.job = &spec, .now_ms = 1764460800000};
+  struct tw_plan_opts o = {.counts = true};
+  struct tw_plan p;
+  assert_int_equal(tw_plan_make(w.set, &snap, &in, &o, NULL, &p, NULL), TW_OK);
+  size_t checked = 0;
+  for (size_t i = 0; i < p.n_rejects; i++) {
+    if (!p.rejects[i].count)
+      continue;
+    assert_true(p.rejects[i].example[0] != '\0');
+    assert_non_null(strstr(p.rejects[i].example, "gcp:"));
+    checked++;
+  }
+  assert_int_equal(checked, 1); /* price: the three on-demand offers */
+  tw_plan_release(&p);
+  tw_spec_release(&spec);
+  tw_buf_release(&why);
+  world_release(&w);
+  tw_cat_snap_release(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(gpu_machines_carry_their_gpus_at_the_sum),
@@ -431,6 +489,7 @@ int main(void) {
       cmocka_unit_test(exact_asks_round_trip_through_json),
       cmocka_unit_test(offers_no_account_can_launch_are_planned_not_placed),
       cmocka_unit_test(implausible_prices_are_held_unless_allowed),
+      cmocka_unit_test(explanations_say_what_and_give_an_example),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
