@@ -431,9 +431,11 @@ static int cmp_i64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* The price sanity rule over offers grouped by shape: within a shape and
- * market, an offer under a quarter of the median is held.  Private and
- * unpriced offers are never compared. */
+/* The price sanity rule over offers grouped by shape: within a shape's
+ * on-demand offers, one under a quarter of their median is held, and so
+ * is the spot offer of the same place and type (list prices differ by
+ * region by tens of percent, never fourfold; spot prices float by design
+ * and are not compared).  Private and unpriced offers never are. */
 static void price_sanity(struct tw_cat_snap *s) {
   size_t cap = 0;
   int64_t *prices = NULL;
@@ -442,9 +444,7 @@ static void price_sanity(struct tw_cat_snap *s) {
     uint32_t a = s->shape_start[k], e = s->shape_start[k + 1];
     if (e - a < TW_CAT_SANITY_PEERS)
       continue;
-    for (int m = 0; m < 4; m++) {
-      if (m == TW_MARKET_PRIVATE || m == TW_MARKET_ANY)
-        continue;
+    for (int m = TW_MARKET_ON_DEMAND; m == TW_MARKET_ON_DEMAND; m++) {
       size_t n = 0;
       if (pcap < e - a) {
         pcap = e - a;
@@ -473,6 +473,21 @@ static void price_sanity(struct tw_cat_snap *s) {
     }
   }
   free(prices);
+  /* the spot offers of held on-demand ones */
+  size_t n_od = s->n_quar;
+  for (size_t q = 0; q < n_od; q++) {
+    int64_t sp =
+        tw_cat_snap_find_key(s, s->offers[s->quar[q].offer].key, TW_MARKET_SPOT);
+    if (sp < 0)
+      continue;
+    if (s->n_quar == cap) {
+      cap = cap ? cap * 2 : 16;
+      s->quar = tw_realloc(s->quar, cap * sizeof *s->quar);
+    }
+    struct tw_cat_quar x = s->quar[q];
+    x.offer = (uint32_t)sp;
+    s->quar[s->n_quar++] = x;
+  }
   /* by offer index: shapes are in order, markets interleave */
   for (size_t x = 1; x < s->n_quar; x++)
     for (size_t y = x; y > 0 && s->quar[y - 1].offer > s->quar[y].offer; y--) {
@@ -520,7 +535,6 @@ struct tw_cat_snap *tw_cat_bld_finish(struct tw_cat_builder *b,
 
   s->by_price = tw_malloc((n ? n : 1) * sizeof *s->by_price);
   price_index(s);
-  price_sanity(s);
 
   /* offers by location, for queries that name a zone or a few regions */
   s->loc_start = tw_calloc((size_t)s->n_locs + 1, sizeof *s->loc_start);
@@ -547,6 +561,7 @@ struct tw_cat_snap *tw_cat_bld_finish(struct tw_cat_builder *b,
         s->hidx[j] = (uint32_t)i + 1;
         break;
       }
+  price_sanity(s); /* reads the id index */
 
   if (s->n_locs)
     s->locs = tw_realloc(s->locs, s->n_locs * sizeof *s->locs);
@@ -870,10 +885,22 @@ void tw_cat_snap_to_offer(const struct tw_cat_snap *s, size_t i,
     char a[24], m[24];
     tw_norm_fmt_micro(v.price_uusd_per_hour, a, sizeof a);
     tw_norm_fmt_micro(v.quarantine_median_uusd, m, sizeof m);
-    snprintf(out->quarantine, sizeof out->quarantine,
-             "$%.16s/h is under a quarter of the median $%.16s/h of %u such "
-             "offers",
-             a, m, v.quarantine_peers);
+    if (v.market == TW_MARKET_SPOT) {
+      struct tw_cat_view od;
+      size_t k;
+      if (tw_cat_snap_companion(s, i, &k))
+        tw_cat_snap_view(s, k, &od), tw_norm_fmt_micro(od.price_uusd_per_hour,
+                                                       a, sizeof a);
+      snprintf(out->quarantine, sizeof out->quarantine,
+               "its on-demand $%.16s/h is under a quarter of the median "
+               "$%.16s/h of %u such offers",
+               a, m, v.quarantine_peers);
+    } else {
+      snprintf(out->quarantine, sizeof out->quarantine,
+               "$%.16s/h is under a quarter of the median $%.16s/h of %u such "
+               "offers",
+               a, m, v.quarantine_peers);
+    }
   }
   const struct tw_provider_info *cloud = tw_cat_cloud(s->adapters, v.provider);
   tw_cat_type_family(cloud, v.instance_type, out->family, sizeof out->family);

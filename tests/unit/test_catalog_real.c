@@ -174,10 +174,10 @@ static void real_catalogs(void **state) {
     CHECK_EQ(r->notes[TW_CAT_NOTE_REGION_UNKNOWN], 0, "azure unknown regions");
     CHECK_EQ(r->notes[TW_CAT_NOTE_ARCH_GUESSED], 56671, "azure arch");
     round_trip(az, text, len, true, 6, 7, "azure");
-    /* price sanity: 14 offers under a quarter of their shape's median in
-     * their market (the same independent script), most of them
-     * newzealandnorth's Fams_v6 sizes: F8ams_v6 at $0.0898/h against a
-     * median of $0.865/h */
+    /* price sanity: 7 on-demand offers under a quarter of their shape's
+     * on-demand median, and their 7 spot offers (the same independent
+     * script), most of them newzealandnorth's Fams_v6 sizes: F8ams_v6 at
+     * $0.0898/h against a median of $0.865/h */
     size_t held = 0;
     for (size_t i = 0; i < tw_cat_snap_count(az); i++) {
       struct tw_cat_view v;
