@@ -60,6 +60,7 @@ struct tw_cost_offer {
   int64_t min_charge_s;
   int interruption_pct; /* -1 unknown */
   bool spot;
+  bool private_capacity; /* launch_overhead_private_s applies */
 };
 
 /* What it needs of the job. */

@@ -464,7 +464,9 @@ static void offer_cost(const struct run *r, const struct ix_offer *c,
                              .granularity_s = c->granularity_s,
                              .min_charge_s = c->min_charge_s,
                              .interruption_pct = c->intr_pct,
-                             .spot = c->market == TW_MARKET_SPOT};
+                             .spot = c->market == TW_MARKET_SPOT,
+                             .private_capacity =
+                                 c->market == TW_MARKET_PRIVATE};
   const struct tw_job_data *d = r->ctx.data;
   tw_cost_eval(&r->set->cost, &r->cj, &co, d ? d->egress_uusd[region] : 0,
                d ? d->transfer_s[region] : 0, out);

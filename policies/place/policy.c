@@ -468,7 +468,8 @@ static enum tw_rc build_params(struct tw_policy_set *s,
   if (c && c->kind != TW_NODE_NULL) {
     static const char *const keys[] = {
         "default_duration",      "launch_overhead",      "restart_overhead",
-        "spot_interruption_pct", "transfer_round_trips", NULL};
+        "spot_interruption_pct", "transfer_round_trips",
+        "launch_overhead_private", NULL};
     if (c->kind != TW_NODE_MAP)
       return tw_err_field(err, TW_E_INVALID, "policies.cost",
                           "policies.cost: expected a mapping, got %s",
@@ -478,6 +479,8 @@ static enum tw_rc build_params(struct tw_policy_set *s,
                            365LL * 86400, &s->cost.default_duration_s, err)) ||
         (rc = cfg_duration(c, "policies.cost", "launch_overhead", 0, 86400,
                            &s->cost.launch_overhead_s, err)) ||
+        (rc = cfg_duration(c, "policies.cost", "launch_overhead_private", 0,
+                           86400, &s->cost.launch_overhead_private_s, err)) ||
         (rc = cfg_duration(c, "policies.cost", "restart_overhead", 0, 86400,
                            &s->cost.restart_overhead_s, err)))
       return rc;
@@ -677,12 +680,14 @@ void tw_policy_set_to_json(const struct tw_policy_set *s, struct tw_buf *b) {
   tw_buf_printf(b,
                 "],\"candidates\":%zu,\"cost\":{\"default_duration_s\":%lld,"
                 "\"launch_overhead_s\":%lld,\"restart_overhead_s\":%lld,"
-                "\"spot_interruption_pct\":%d,\"transfer_round_trips\":%d},",
+                "\"spot_interruption_pct\":%d,\"transfer_round_trips\":%d,"
+                "\"launch_overhead_private_s\":%lld},",
                 s->candidates, (long long)s->cost.default_duration_s,
                 (long long)s->cost.launch_overhead_s,
                 (long long)s->cost.restart_overhead_s,
                 s->cost.spot_default_interruption_pct,
-                s->cost.transfer_round_trips);
+                s->cost.transfer_round_trips,
+                (long long)s->cost.launch_overhead_private_s);
   tw_buf_printf(
       b,
       "\"queue\":{\"aging_per_hour\":%lld,\"aging_max\":%lld,"

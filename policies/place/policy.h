@@ -94,6 +94,9 @@ struct tw_cost_params {
   int64_t restart_overhead_s;        /* after an interruption: 300 */
   int spot_default_interruption_pct; /* unknown band: 10 (%/month) */
   int transfer_round_trips;          /* connection setup per dataset: 3 */
+  /* provisioning on private capacity (Slurm, a local cluster): a node
+   * that is there already starts in seconds, not minutes: 5 */
+  int64_t launch_overhead_private_s;
 };
 
 /* What plugins read.  Every pointer is borrowed for one decision; the

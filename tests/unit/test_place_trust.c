@@ -13,6 +13,7 @@
 
 #include "billing/catalog/catalog.h"
 #include "broker/core/spec.h"
+#include "policies/place/cost.h"
 #include "policies/place/index.h"
 #include "policies/place/plan.h"
 #include "policies/place/policy.h"
@@ -482,6 +483,33 @@ static void explanations_say_what_and_give_an_example(void **state) {
   tw_cat_snap_release(s);
 }
 
+/* ---- 7. the queue: launch overhead per kind of capacity
+ * ------------------------ */
+
+static void private_capacity_launches_in_seconds(void **state) {
+  (void)state;
+  struct tw_cost_params p;
+  tw_cost_params_default(&p);
+  struct tw_cost_job j = {.duration_s = 10, .nodes = 1, .now_ms = 1000000};
+  struct tw_cost_offer cloud = {.price_uusd_per_hour = 3600000,
+                                .granularity_s = 1,
+                                .interruption_pct = -1};
+  struct tw_cost_offer lab = cloud;
+  lab.private_capacity = true;
+  struct tw_cost c;
+  tw_cost_eval(&p, &j, &cloud, 0, 0, &c);
+  assert_int_equal(c.finish_ms, 1000000 + (120 + 10) * 1000);
+  tw_cost_eval(&p, &j, &lab, 0, 0, &c);
+  assert_int_equal(c.finish_ms, 1000000 + (5 + 10) * 1000);
+  /* configurable */
+  struct tw_policy_set *set = NULL;
+  const char *cfg = "policies: {cost: {launch_overhead_private: 1s}}\n";
+  assert_int_equal(tw_policy_set_parse(cfg, strlen(cfg), NULL, &set, NULL),
+                   TW_OK);
+  assert_int_equal(set->cost.launch_overhead_private_s, 1);
+  tw_policy_set_unref(set);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(gpu_machines_carry_their_gpus_at_the_sum),
@@ -490,6 +518,7 @@ int main(void) {
       cmocka_unit_test(offers_no_account_can_launch_are_planned_not_placed),
       cmocka_unit_test(implausible_prices_are_held_unless_allowed),
       cmocka_unit_test(explanations_say_what_and_give_an_example),
+      cmocka_unit_test(private_capacity_launches_in_seconds),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
