@@ -14,6 +14,7 @@
 #include "billing/catalog/catalog.h"
 #include "broker/core/spec.h"
 #include "policies/place/cost.h"
+#include "policies/place/inputs.h"
 #include "policies/place/index.h"
 #include "policies/place/plan.h"
 #include "policies/place/policy.h"
@@ -510,6 +511,47 @@ static void private_capacity_launches_in_seconds(void **state) {
   tw_policy_set_unref(set);
 }
 
+/* ---- 8. data moved within one cloud costs its egress
+ * --------------------------- */
+
+static void egress_between_regions_of_one_cloud_counts(void **state) {
+  (void)state;
+  const char *csv =
+      GCP_HEADER
+      "n2-standard-8,8.0,32.0,,,,us-central1,us-central1-a,0.40,0.09\n"
+      "n2-standard-8,8.0,32.0,,,,europe-west4,europe-west4-a,0.38,0.09\n";
+  struct tw_cat_snap *s = snap_of("gcp", csv);
+  struct world w;
+  world_of(s, &w);
+  struct tw_job_spec spec;
+  const char *y = "name: t\nresources: {cpus: 8, market: on-demand}\n"
+                  "duration: 1h\ndatasets: [{uri: 'gs://ref/hg38', size: 1TB, "
+                  "location: 'gcp:us-central1'}]\n";
+  assert_int_equal(tw_spec_parse(y, strlen(y), false, &spec, NULL), TW_OK);
+  struct tw_dataset_set ds;
+  tw_dataset_set_init(&ds);
+  const char *loc[] = {"gcp:us-central1"};
+  tw_dataset_set_add(&ds, "gs://ref/hg38", 1000000000000LL, loc, 1);
+  tw_dataset_set_seal(&ds);
+  struct tw_place_snapshot snap = {.index = w.ix, .datasets = &ds};
+  struct tw_plan_input in = {.job = &spec, .now_ms = 1764460800000};
+  struct tw_plan_opts o = {.counts = true};
+  struct tw_plan p;
+  assert_int_equal(tw_plan_make(w.set, &snap, &in, &o, NULL, &p, NULL), TW_OK);
+  assert_int_equal(p.n, 2);
+  /* the dearer machine next to the data wins: 1,000 GB out of
+   * us-central1 to europe-west4 is $0.08/GB within Google's network */
+  assert_string_equal(p.cands[0].offer->region, "us-central1");
+  assert_int_equal(p.cands[0].cost.egress_uusd, 0);
+  assert_string_equal(p.cands[1].offer->region, "europe-west4");
+  assert_int_equal(p.cands[1].cost.egress_uusd, 80000000);
+  tw_plan_release(&p);
+  tw_dataset_set_release(&ds);
+  tw_spec_release(&spec);
+  world_release(&w);
+  tw_cat_snap_release(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(gpu_machines_carry_their_gpus_at_the_sum),
@@ -519,6 +561,7 @@ int main(void) {
       cmocka_unit_test(implausible_prices_are_held_unless_allowed),
       cmocka_unit_test(explanations_say_what_and_give_an_example),
       cmocka_unit_test(private_capacity_launches_in_seconds),
+      cmocka_unit_test(egress_between_regions_of_one_cloud_counts),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
