@@ -110,6 +110,17 @@ void sched__offers_changing(struct tw_sched *s) {
   tw_capacity_view_init(&p->cap);
 }
 
+void sched__capacity_return(struct tw_sched *s, const struct tw_attempt_rec *a,
+                            size_t nodes) {
+  const struct tw_offer *o = sched__offer(s, a->offer_id);
+  if (!o || o->capacity < 0)
+    return; /* a cloud: capacity is found out at launch */
+  /* what the listing counted as used (or this listing's take) comes back;
+   * the next listing starts the view again from what the cluster says */
+  tw_capacity_view_take(&s->place->cap, o->id,
+                        -(int64_t)(nodes ? nodes : 1));
+}
+
 /* The index over s->all, rebuilt when the offers changed (the REST
  * handlers' plans get it through the placer). */
 static struct tw_offer_index *sched_index(struct tw_sched *s,

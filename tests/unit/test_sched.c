@@ -476,6 +476,45 @@ static void backfill_keeps_the_head_jobs_reservation(void **state) {
   tw_provider_free(bp);
 }
 
+
+/* A node freed by a finished job is free at the next pass, not once the
+ * offers are listed again (scheduler.offers_ttl_s, 300 s by default). */
+static void freed_private_nodes_count_at_the_next_pass(void **state) {
+  (void)state;
+  struct tw_provider *bp;
+  assert_int_equal(tw_provider_new_ops(&tw_provider_fake, "fake-b", NULL,
+                                       &sfx_clk, &bp, NULL),
+                   TW_OK);
+  offer_at(tw_fake_of(bp), "slurm", "fake-b", "hpc", "p1", "node",
+           TW_MARKET_PRIVATE, 500000, 4, 1);
+  tw_sched_free(sfx_sched);
+  struct tw_provider *both[] = {sfx_prov, bp};
+  struct tw_sched_opts o = {.store = sfx_store,
+                            .clock = &sfx_clk,
+                            .providers = both,
+                            .n_providers = 2};
+  assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
+  char a[TW_JOB_ID_LEN + 1], b[TW_JOB_ID_LEN + 1];
+  sfx_submit("name: a\nduration: 10s\nplacement: {providers: [slurm]}\n", a);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(a), TW_JOB_PROVISIONING);
+  sfx_submit("name: b\nduration: 10s\nplacement: {providers: [slurm]}\n", b);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(b), TW_JOB_PENDING);
+  /* a runs its 10 s and ends well before the offers are listed again */
+  for (int i = 0; i < 12 && sfx_state_of(a) != TW_JOB_SUCCEEDED; i++) {
+    tw_clock_advance(&sfx_clk, 5 * 1000);
+    tw_sched_tick(sfx_sched);
+  }
+  assert_int_equal(sfx_state_of(a), TW_JOB_SUCCEEDED);
+  tw_sched_tick(sfx_sched);
+  enum tw_job_state bs = sfx_state_of(b);
+  assert_true(bs == TW_JOB_PROVISIONING || bs == TW_JOB_RUNNING);
+  tw_sched_free(sfx_sched);
+  sfx_sched = NULL;
+  tw_provider_free(bp);
+}
+
 static size_t count_events(const char *id, const char *text) {
   struct tw_job_event *ev;
   size_t n, hits = 0;
@@ -554,6 +593,7 @@ int main(void) {
       T(the_stored_placement_carries_its_plan),
       T(readers_of_one_dataset_share_one_copy),
       T(backfill_keeps_the_head_jobs_reservation),
+      T(freed_private_nodes_count_at_the_next_pass),
       T(a_job_that_fits_nowhere_is_noted_once),
       T(data_moved_for_a_launch_is_metered_as_egress),
   };
