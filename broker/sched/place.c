@@ -291,6 +291,19 @@ static void sched_plan(struct tw_sched *s, struct sched_place *p,
                        struct tw_plan *plan) {
   struct tw_place_snapshot snap;
   snapshot_of(p, &snap);
+  /* a job of any market whose tenant's spot share cannot hold it is
+   * planned on demand: the search skips spot, instead of the quota
+   * dropping every spot candidate after it */
+  struct tw_job_spec od;
+  if (s->tenancy && spec->market == TW_MARKET_ANY) {
+    int64_t need = (int64_t)(spec->cpus > 0 ? spec->cpus : 1) *
+                   (spec->nodes > 0 ? spec->nodes : 1);
+    if (tw_tenancy_spot_vcpus_left(s->tenancy, job) < need) {
+      od = *spec; /* a view: nothing of it is freed */
+      od.market = TW_MARKET_ON_DEMAND;
+      spec = &od;
+    }
+  }
   struct tw_plan_input in = {.job = spec,
                              .job_id = job->id,
                              .now_ms = now,
