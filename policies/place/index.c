@@ -301,6 +301,8 @@ enum tw_rc tw_offer_index_build(const struct tw_offer_source *src,
     struct ix_offer *c = &ix->offers[i];
     c->price = o->price_uusd_per_hour;
     c->market = (uint8_t)o->market;
+    c->flags = (uint8_t)((o->capacity >= 0 ? IX_OFFER_CAPACITY : 0) |
+                         (o->quarantine[0] ? IX_OFFER_QUARANTINE : 0));
     c->intr_pct = (int8_t)(o->interruption_pct < -1    ? -1
                            : o->interruption_pct > 100 ? 100
                                                        : o->interruption_pct);

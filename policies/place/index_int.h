@@ -16,8 +16,14 @@ struct ix_offer {
   int32_t min_charge_s;
   uint8_t market;  /* enum tw_market */
   int8_t intr_pct; /* -1 unknown */
-  uint8_t pad[2];
+  uint8_t flags;   /* IX_OFFER_* */
+  uint8_t pad;
 };
+
+/* What a counted plan needs of an offer to know that the built-in offer
+ * filters pass it without materializing it (plan.c). */
+#define IX_OFFER_CAPACITY 1u   /* capacity >= 0: private, counted nodes */
+#define IX_OFFER_QUARANTINE 2u /* the catalog holds its price */
 
 struct ix_range {
   uint32_t start, count;

@@ -475,6 +475,45 @@ static void offer_cost(const struct run *r, const struct ix_offer *c,
 /* Visits offer i: both stages already passed.  In counting mode every
  * filter runs; otherwise an offer that cannot enter the candidates is
  * dropped before its filters. */
+/* Counting: whether built-in offer filter f decides offer c from the
+ * index alone.  1: it passes; -1: it refuses (counted without its reason,
+ * which was seen already); 0: the offer is needed. */
+static int quick_verdict(struct run *r, size_t f, const struct ix_offer *c,
+                         const struct tw_cost *cost) {
+  const struct tw_policy *p = r->of[f];
+  const struct tw_policy_ops *ops = p->ops;
+  size_t fi = r->of_idx[f];
+  if (ops == &tw_filter_market) {
+    if (r->market_ok[c->market & 3])
+      return 1;
+    return r->seen[fi] ? -1 : 0;
+  }
+  if (ops == &tw_filter_price) {
+    if (!r->price_cap || c->price <= r->price_cap)
+      return 1;
+    if (!r->seen[fi] || c->price - r->price_cap < r->amount[fi])
+      return 0; /* the closest miss keeps its reason and amount */
+    return -1;
+  }
+  if (ops == &tw_filter_excluded)
+    return r->ctx.n_excluded ? 0 : 1;
+  if (ops == &tw_filter_blocklist)
+    return r->ctx.blocklist->blocked ? 0 : 1;
+  if (ops == &tw_filter_capacity || ops == &tw_filter_backfill)
+    return c->flags & IX_OFFER_CAPACITY ? 0 : 1;
+  if (ops == &tw_filter_price_sanity)
+    return c->flags & IX_OFFER_QUARANTINE ? 0 : 1;
+  if (ops == &tw_filter_deadline) {
+    /* it reads the model's finish, not the offer */
+    int64_t deadline = r->ctx.job->deadline_ms;
+    if (!deadline || cost->finish_ms <= deadline)
+      return 1;
+    int64_t short_s = (cost->finish_ms - deadline + 999) / 1000;
+    return r->seen[fi] && short_s >= r->amount[fi] ? -1 : 0;
+  }
+  return 0; /* a plugin, or a filter that reads the offer */
+}
+
 static void visit(struct run *r, uint32_t i) {
   const struct tw_offer_index *ix = r->ix;
   const struct ix_offer *c = &ix->offers[i];
@@ -484,6 +523,28 @@ static void visit(struct run *r, uint32_t i) {
   offer_cost(r, c, region, &cost);
   if (!r->counting && !could_enter(r, cost.total_uusd, c->id_rank))
     return;
+  if (r->counting) {
+    /* most offers of a counted plan are decided without being made */
+    size_t f = 0;
+    for (; f < r->n_of; f++) {
+      int q = quick_verdict(r, f, c, &cost);
+      if (q < 0) {
+        r->counts[r->of_idx[f]]++;
+        return;
+      }
+      if (!q)
+        break;
+    }
+    if (f == r->n_of) {
+      r->feasible++;
+      if (could_enter(r, cost.total_uusd, c->id_rank)) {
+        struct tw_cand cand = {
+            .index = i, .id_rank = c->id_rank, .region = region, .cost = cost};
+        top_push(r, &cand);
+      }
+      return;
+    }
+  }
   const struct tw_offer *o = ix->src.get(&ix->src, i, &r->ws->scratch);
   r->ctx.region = region;
   r->ctx.offer_cost = &cost;
