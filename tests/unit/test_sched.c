@@ -515,6 +515,60 @@ static void freed_private_nodes_count_at_the_next_pass(void **state) {
   tw_provider_free(bp);
 }
 
+
+/* The head job waiting for two nodes of a pool keeps its reservation: a
+ * long small job does not take the node it waits for, and the head job
+ * starts in the pass the job holding the other node ends. */
+static void the_head_job_starts_when_its_nodes_come_back(void **state) {
+  (void)state;
+  struct tw_provider *bp;
+  assert_int_equal(tw_provider_new_ops(&tw_provider_fake, "fake-b", NULL,
+                                       &sfx_clk, &bp, NULL),
+                   TW_OK);
+  offer_at(tw_fake_of(bp), "slurm", "fake-b", "hpc", "p1", "node",
+           TW_MARKET_PRIVATE, 500000, 4, 2);
+  tw_sched_free(sfx_sched);
+  struct tw_provider *both[] = {sfx_prov, bp};
+  struct tw_sched_opts o = {.store = sfx_store,
+                            .clock = &sfx_clk,
+                            .providers = both,
+                            .n_providers = 2};
+  assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
+  char a[TW_JOB_ID_LEN + 1], h[TW_JOB_ID_LEN + 1], sm[TW_JOB_ID_LEN + 1];
+  sfx_submit("name: a\nduration: 20s\nplacement: {providers: [slurm]}\n", a);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(a), TW_JOB_PROVISIONING);
+  sfx_submit("name: h\npriority: 10\nnodes: 2\nduration: 1h\nplacement: "
+             "{providers: [slurm]}\n",
+             h);
+  sfx_submit("name: s\npriority: 1\nduration: 1h\nplacement: "
+             "{providers: [slurm]}\n",
+             sm);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(h), TW_JOB_PENDING);
+  assert_true(has_event(h, "waiting for private capacity: 2 nodes"));
+  /* s would still hold the free node when h's reservation starts */
+  assert_int_equal(sfx_state_of(sm), TW_JOB_PENDING);
+  int passes = 0;
+  while (sfx_state_of(a) != TW_JOB_SUCCEEDED && passes < 20) {
+    tw_clock_advance(&sfx_clk, 2 * 1000);
+    tw_sched_tick(sfx_sched);
+    passes++;
+    if (sfx_state_of(a) != TW_JOB_SUCCEEDED)
+      assert_int_equal(sfx_state_of(sm), TW_JOB_PENDING);
+  }
+  assert_int_equal(sfx_state_of(a), TW_JOB_SUCCEEDED);
+  /* the pass that ended a started h (or the next one at the latest) */
+  if (sfx_state_of(h) == TW_JOB_PENDING)
+    tw_sched_tick(sfx_sched);
+  enum tw_job_state hs = sfx_state_of(h);
+  assert_true(hs == TW_JOB_PROVISIONING || hs == TW_JOB_RUNNING);
+  assert_int_equal(sfx_state_of(sm), TW_JOB_PENDING);
+  tw_sched_free(sfx_sched);
+  sfx_sched = NULL;
+  tw_provider_free(bp);
+}
+
 static size_t count_events(const char *id, const char *text) {
   struct tw_job_event *ev;
   size_t n, hits = 0;
@@ -594,6 +648,7 @@ int main(void) {
       T(readers_of_one_dataset_share_one_copy),
       T(backfill_keeps_the_head_jobs_reservation),
       T(freed_private_nodes_count_at_the_next_pass),
+      T(the_head_job_starts_when_its_nodes_come_back),
       T(a_job_that_fits_nowhere_is_noted_once),
       T(data_moved_for_a_launch_is_metered_as_egress),
   };
