@@ -97,8 +97,9 @@ void tw_cost_eval(const struct tw_cost_params *p, const struct tw_cost_job *j,
                             sat_add(out->egress_uusd, out->transfer_uusd));
   out->finish_ms =
       j->now_ms +
-      ((o->private_capacity ? p->launch_overhead_private_s
-                            : p->launch_overhead_s) +
+      ((o->has_launch_overhead ? o->launch_overhead_s
+        : o->private_capacity ? p->launch_overhead_private_s
+                              : p->launch_overhead_s) +
        out->transfer_s + t + out->spot_extra_s) *
           1000;
 }

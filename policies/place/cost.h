@@ -61,6 +61,8 @@ struct tw_cost_offer {
   int interruption_pct; /* -1 unknown */
   bool spot;
   bool private_capacity; /* launch_overhead_private_s applies */
+  int64_t launch_overhead_s; /* its provider's, when has_launch_overhead */
+  bool has_launch_overhead;
 };
 
 /* What it needs of the job. */

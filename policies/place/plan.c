@@ -192,6 +192,9 @@ struct run {
   int64_t amount[TW_POLICY_MAX_FILTERS];
   bool seen[TW_POLICY_MAX_FILTERS];
   uint64_t feasible;
+  /* per location: its provider's launch overhead, -1 the default (NULL
+   * when policies.cost.launch_overheads names none) */
+  int64_t *loc_launch;
 };
 
 static unsigned scope_of(const struct tw_policy *p) {
@@ -467,6 +470,10 @@ static void offer_cost(const struct run *r, const struct ix_offer *c,
                              .spot = c->market == TW_MARKET_SPOT,
                              .private_capacity =
                                  c->market == TW_MARKET_PRIVATE};
+  if (r->loc_launch && r->loc_launch[c->loc] >= 0) {
+    co.has_launch_overhead = true;
+    co.launch_overhead_s = r->loc_launch[c->loc];
+  }
   const struct tw_job_data *d = r->ctx.data;
   tw_cost_eval(&r->set->cost, &r->cj, &co, d ? d->egress_uusd[region] : 0,
                d ? d->transfer_s[region] : 0, out);
@@ -1042,6 +1049,20 @@ enum tw_rc tw_plan_make(const struct tw_policy_set *set,
     }
   }
   r.ctx.data = job_data(&r, ds);
+  if (set->cost.n_launch_by) {
+    r.loc_launch = tw_malloc((ix->n_locs ? ix->n_locs : 1) * sizeof(int64_t));
+    for (size_t l = 0; l < ix->n_locs; l++) {
+      const struct tw_offer *rep = &ix->reps[ix->locs[l].rep];
+      r.loc_launch[l] = -1;
+      for (size_t k = 0; k < set->cost.n_launch_by; k++)
+        if (!strcmp(set->cost.launch_by[k].provider, rep->provider) ||
+            !strcmp(set->cost.launch_by[k].provider, rep->account)) {
+          r.loc_launch[l] = set->cost.launch_by[k].s;
+          if (!strcmp(set->cost.launch_by[k].provider, rep->account))
+            break; /* an account's wins over its provider's */
+        }
+    }
+  }
   bool full = opts->counts || opts->scan;
   r.ls = stage_run(&r, TW_SCOPE_LOCATION, full);
   r.ss = stage_run(&r, TW_SCOPE_SHAPE, full);
@@ -1106,6 +1127,7 @@ enum tw_rc tw_plan_make(const struct tw_policy_set *set,
         }
       }
   }
+  free(r.loc_launch);
   if (!ws_in)
     tw_plan_ws_free(ws);
   return TW_OK;

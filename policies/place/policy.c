@@ -469,7 +469,7 @@ static enum tw_rc build_params(struct tw_policy_set *s,
     static const char *const keys[] = {
         "default_duration",      "launch_overhead",      "restart_overhead",
         "spot_interruption_pct", "transfer_round_trips",
-        "launch_overhead_private", NULL};
+        "launch_overhead_private", "launch_overheads", NULL};
     if (c->kind != TW_NODE_MAP)
       return tw_err_field(err, TW_E_INVALID, "policies.cost",
                           "policies.cost: expected a mapping, got %s",
@@ -484,6 +484,28 @@ static enum tw_rc build_params(struct tw_policy_set *s,
         (rc = cfg_duration(c, "policies.cost", "restart_overhead", 0, 86400,
                            &s->cost.restart_overhead_s, err)))
       return rc;
+    const struct tw_node *lo = tw_node_get(c, "launch_overheads");
+    if (lo && lo->kind != TW_NODE_NULL) {
+      if (lo->kind != TW_NODE_MAP || lo->n > TW_COST_LAUNCH_BY_MAX)
+        return tw_err_field(err, TW_E_INVALID, "policies.cost.launch_overheads",
+                            "policies.cost.launch_overheads: expected a "
+                            "mapping of at most %d providers to durations",
+                            TW_COST_LAUNCH_BY_MAX);
+      for (size_t i = 0; i < lo->n; i++) {
+        if (strlen(lo->keys[i]) >= sizeof s->cost.launch_by[0].provider)
+          return tw_err_field(err, TW_E_INVALID,
+                              "policies.cost.launch_overheads",
+                              "policies.cost.launch_overheads: provider name "
+                              "too long");
+        if ((rc = cfg_duration(lo, "policies.cost.launch_overheads",
+                               lo->keys[i], 0, 86400,
+                               &s->cost.launch_by[i].s, err)))
+          return rc;
+        snprintf(s->cost.launch_by[i].provider,
+                 sizeof s->cost.launch_by[i].provider, "%s", lo->keys[i]);
+      }
+      s->cost.n_launch_by = lo->n;
+    }
     int64_t v = s->cost.spot_default_interruption_pct;
     if ((rc = pi_cfg_int(c, "policies.cost", "spot_interruption_pct", 0, 100,
                          &v, err)))
@@ -681,13 +703,19 @@ void tw_policy_set_to_json(const struct tw_policy_set *s, struct tw_buf *b) {
                 "],\"candidates\":%zu,\"cost\":{\"default_duration_s\":%lld,"
                 "\"launch_overhead_s\":%lld,\"restart_overhead_s\":%lld,"
                 "\"spot_interruption_pct\":%d,\"transfer_round_trips\":%d,"
-                "\"launch_overhead_private_s\":%lld},",
+                "\"launch_overhead_private_s\":%lld,\"launch_overheads_s\":{",
                 s->candidates, (long long)s->cost.default_duration_s,
                 (long long)s->cost.launch_overhead_s,
                 (long long)s->cost.restart_overhead_s,
                 s->cost.spot_default_interruption_pct,
                 s->cost.transfer_round_trips,
                 (long long)s->cost.launch_overhead_private_s);
+  for (size_t i = 0; i < s->cost.n_launch_by; i++) {
+    tw_buf_adds(b, i ? "," : "");
+    tw_buf_json_str(b, s->cost.launch_by[i].provider);
+    tw_buf_printf(b, ":%lld", (long long)s->cost.launch_by[i].s);
+  }
+  tw_buf_adds(b, "}},");
   tw_buf_printf(
       b,
       "\"queue\":{\"aging_per_hour\":%lld,\"aging_max\":%lld,"

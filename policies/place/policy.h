@@ -88,6 +88,9 @@ struct tw_cost {
 };
 
 /* The cost model's parameters (the config's policies.cost). */
+/* Providers policies.cost.launch_overheads may name. */
+#define TW_COST_LAUNCH_BY_MAX 16
+
 struct tw_cost_params {
   int64_t default_duration_s;        /* a job without duration: 3600 */
   int64_t launch_overhead_s;         /* provisioning and boot: 120 */
@@ -97,6 +100,13 @@ struct tw_cost_params {
   /* provisioning on private capacity (Slurm, a local cluster): a node
    * that is there already starts in seconds, not minutes: 5 */
   int64_t launch_overhead_private_s;
+  /* per provider (its name, or an account's), over the two above:
+   * policies.cost.launch_overheads {slurm: 3s, aws: 90s} */
+  struct {
+    char provider[32];
+    int64_t s;
+  } launch_by[TW_COST_LAUNCH_BY_MAX];
+  size_t n_launch_by;
 };
 
 /* What plugins read.  Every pointer is borrowed for one decision; the

@@ -509,6 +509,56 @@ static void private_capacity_launches_in_seconds(void **state) {
                    TW_OK);
   assert_int_equal(set->cost.launch_overhead_private_s, 1);
   tw_policy_set_unref(set);
+
+  /* per provider, through a plan: a 10 s job due in 20 s fits a cluster
+   * whose nodes start in 5 s, not one configured at 30 s */
+  struct tw_offer o;
+  tw_offer_init(&o);
+  snprintf(o.provider, sizeof o.provider, "slurm");
+  snprintf(o.account, sizeof o.account, "lab");
+  snprintf(o.region, sizeof o.region, "hpc");
+  snprintf(o.zone, sizeof o.zone, "gpu");
+  snprintf(o.instance_type, sizeof o.instance_type, "node");
+  o.arch = TW_ARCH_X86_64;
+  o.vcpus = 8;
+  o.memory_mib = 32768;
+  o.market = TW_MARKET_PRIVATE;
+  o.price_uusd_per_hour = 100000;
+  o.billing_granularity_s = 1;
+  o.capacity = 4;
+  tw_offer_make_id(&o);
+  struct tw_offer_source src;
+  tw_offer_source_array(&src, &o, 1);
+  struct tw_offer_index *ix = NULL;
+  assert_int_equal(tw_offer_index_build(&src, &ix, NULL), TW_OK);
+  struct tw_job_spec spec;
+  const char *y = "name: t\nduration: 10s\ndeadline: 2025-12-01T00:00:20Z\n";
+  assert_int_equal(tw_spec_parse(y, strlen(y), false, &spec, NULL), TW_OK);
+  struct tw_place_snapshot snap = {.index = ix};
+  struct tw_plan_input in = {.job = &spec, .now_ms = 1764547200000};
+  struct tw_plan_opts po = {.counts = true};
+  struct tw_plan pl;
+  struct tw_policy_set *def = tw_policy_set_default();
+  assert_int_equal(tw_plan_make(def, &snap, &in, &po, NULL, &pl, NULL), TW_OK);
+  assert_int_equal(pl.n, 1);
+  tw_plan_release(&pl);
+  const char *slow =
+      "policies: {cost: {launch_overheads: {slurm: 30s, aws: 90s}}}\n";
+  assert_int_equal(tw_policy_set_parse(slow, strlen(slow), NULL, &set, NULL),
+                   TW_OK);
+  assert_int_equal(set->cost.n_launch_by, 2);
+  assert_int_equal(tw_plan_make(set, &snap, &in, &po, NULL, &pl, NULL), TW_OK);
+  assert_int_equal(pl.n, 0);
+  struct tw_buf b;
+  tw_buf_init(&b);
+  tw_plan_explain(&pl, &b);
+  assert_non_null(strstr(b.data, "cannot finish before the deadline"));
+  tw_buf_release(&b);
+  tw_plan_release(&pl);
+  tw_policy_set_unref(set);
+  tw_policy_set_unref(def);
+  tw_spec_release(&spec);
+  tw_offer_index_unref(ix);
 }
 
 /* ---- 8. data moved within one cloud costs its egress
