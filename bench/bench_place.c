@@ -608,6 +608,20 @@ static int run_size(const struct catalog *base, size_t n,
               d % NMIX);
       bad = 1;
     }
+    if (d < NMIX) { /* the counts, against a visit of every offer */
+      struct tw_plan ref;
+      struct tw_plan_opts ro = {.counts = true, .scan = true};
+      tw_plan_make(set, &snap, &in, &ro, ws, &ref, NULL);
+      bool same = ref.feasible == p.feasible && ref.n_rejects == p.n_rejects;
+      for (size_t k = 0; same && k < p.n_rejects; k++)
+        same = ref.rejects[k].count == p.rejects[k].count;
+      if (!same) {
+        fprintf(stderr, "bench-place: job %zu: counts differ from a scan\n",
+                d % NMIX);
+        bad = 1;
+      }
+      tw_plan_release(&ref);
+    }
     tw_plan_release(&p);
     tw_plan_release(&q);
   }

@@ -446,7 +446,13 @@ enum tw_rc tw_offer_index_build(const struct tw_offer_source *src,
         cap_cells = cap_cells ? cap_cells * 2 : 1024;
         ix->cells = tw_realloc(ix->cells, cap_cells * sizeof *ix->cells);
       }
-      ix->cells[ix->n_cells++] = (struct ix_cell){(uint32_t)s, loc, {k, e - k}};
+      struct ix_cell cell = {(uint32_t)s, loc, {k, e - k}, 0, 0};
+      for (uint32_t j = k; j < e; j++) {
+        const struct ix_offer *x = &ix->offers[ix->by_cell[j]];
+        cell.n_spot += x->market == TW_MARKET_SPOT;
+        cell.flags |= x->flags;
+      }
+      ix->cells[ix->n_cells++] = cell;
       k = e;
     }
   }

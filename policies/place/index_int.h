@@ -98,6 +98,8 @@ struct tw_offer_index {
   struct ix_cell {
     uint32_t shape, loc;
     struct ix_range r;
+    uint32_t n_spot; /* offers in the spot market */
+    uint32_t flags;  /* IX_OFFER_* of any of its offers */
   } * cells;
   size_t n_cells;
   uint32_t *cell_hash; /* cell index + 1, open addressing */

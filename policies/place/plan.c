@@ -195,6 +195,9 @@ struct run {
   /* per location: its provider's launch overhead, -1 the default (NULL
    * when policies.cost.launch_overheads names none) */
   int64_t *loc_launch;
+  /* the counting pass after the search found the candidates: offers are
+   * counted, not ranked */
+  bool count_only;
 };
 
 static unsigned scope_of(const struct tw_policy *p) {
@@ -521,7 +524,61 @@ static int quick_verdict(struct run *r, size_t f, const struct ix_offer *c,
   return 0; /* a plugin, or a filter that reads the offer */
 }
 
+/* The counting pass: the offer filters' verdict on offer i, counted.  The
+ * cost model runs only where a filter reads it (the deadline) or the
+ * offer has to be made. */
+static void count_offer(struct run *r, uint32_t i) {
+  const struct tw_offer_index *ix = r->ix;
+  const struct ix_offer *c = &ix->offers[i];
+  int32_t region = (int32_t)ix->locs[c->loc].region;
+  struct tw_cost cost;
+  bool have_cost = r->ctx.job->deadline_ms != 0;
+  if (have_cost)
+    offer_cost(r, c, region, &cost);
+  size_t f = 0;
+  for (; f < r->n_of; f++) {
+    int q = quick_verdict(r, f, c, &cost);
+    if (q < 0) {
+      r->counts[r->of_idx[f]]++;
+      return;
+    }
+    if (!q)
+      break;
+  }
+  if (f == r->n_of) {
+    r->feasible++;
+    return;
+  }
+  if (!have_cost)
+    offer_cost(r, c, region, &cost);
+  const struct tw_offer *o = ix->src.get(&ix->src, i, &r->ws->scratch);
+  r->ctx.region = region;
+  r->ctx.offer_cost = &cost;
+  for (f = 0; f < r->n_of; f++) {
+    struct tw_verdict v;
+    v.pass = true;
+    v.reason[0] = '\0';
+    v.amount = 0;
+    r->of[f]->ops->filter(r->of[f], &r->ctx, o, &v);
+    if (!v.pass) {
+      size_t fi = r->of_idx[f];
+      r->counts[fi]++;
+      note_reason(r->reason, r->amount, r->seen, fi, &v);
+      if (!r->example[fi][0])
+        snprintf(r->example[fi], sizeof r->example[fi], "%s", o->id);
+      r->ctx.offer_cost = NULL;
+      return;
+    }
+  }
+  r->ctx.offer_cost = NULL;
+  r->feasible++;
+}
+
 static void visit(struct run *r, uint32_t i) {
+  if (r->count_only) {
+    count_offer(r, i);
+    return;
+  }
   const struct tw_offer_index *ix = r->ix;
   const struct ix_offer *c = &ix->offers[i];
   r->visited++;
@@ -580,8 +637,75 @@ static void visit(struct run *r, uint32_t i) {
   top_push(r, &cand);
 }
 
+/* Whether the offer filters judge every offer of a cell without flags by
+ * its market alone (and its price, against the cell's dearest). */
+static bool cells_countable(const struct run *r) {
+  for (size_t f = 0; f < r->n_of; f++) {
+    const struct tw_policy_ops *ops = r->of[f]->ops;
+    if (ops == &tw_filter_market || ops == &tw_filter_price ||
+        ops == &tw_filter_capacity || ops == &tw_filter_backfill ||
+        ops == &tw_filter_price_sanity)
+      continue;
+    if (ops == &tw_filter_excluded && !r->ctx.n_excluded)
+      continue;
+    if (ops == &tw_filter_blocklist && !r->ctx.blocklist->blocked)
+      continue;
+    if (ops == &tw_filter_deadline && !r->ctx.job->deadline_ms)
+      continue;
+    return false;
+  }
+  return true;
+}
+
+/* The counting pass by (shape, location) cell: a refused cell counts
+ * whole, a cell of plain cloud offers within the price cap counts by
+ * market, the rest offer by offer. */
+static void count_cells(struct run *r) {
+  const struct tw_offer_index *ix = r->ix;
+  size_t mf = SIZE_MAX; /* the market filter's index in the set */
+  for (size_t f = 0; f < r->n_of; f++)
+    if (r->of[f]->ops == &tw_filter_market)
+      mf = r->of_idx[f];
+  bool spot_ok = r->market_ok[TW_MARKET_SPOT],
+       od_ok = r->market_ok[TW_MARKET_ON_DEMAND];
+  for (size_t k = 0; k < ix->n_cells; k++) {
+    const struct ix_cell *cell = &ix->cells[k];
+    uint8_t lv = r->ls->verdict[cell->loc];
+    if (lv) {
+      r->counts[lv - 1] += cell->r.count;
+      continue;
+    }
+    uint8_t sv = r->ss->verdict[cell->shape];
+    if (sv) {
+      r->counts[sv - 1] += cell->r.count;
+      continue;
+    }
+    uint32_t n = cell->r.count, spot = cell->n_spot, od = n - spot;
+    uint32_t refused = (spot_ok ? 0 : spot) + (od_ok ? 0 : od);
+    /* the cell's dearest offer is its last (a look into the offers only
+     * for a job with a price cap) */
+    if (!cell->flags &&
+        (!r->price_cap ||
+         ix->offers[ix->by_cell[cell->r.start + n - 1]].price <=
+             r->price_cap) &&
+        (!refused || (mf != SIZE_MAX && r->seen[mf]))) {
+      if (refused)
+        r->counts[mf] += refused;
+      r->feasible += n - refused;
+      r->visited += n;
+      continue;
+    }
+    for (uint32_t j = 0; j < n; j++)
+      count_offer(r, ix->by_cell[cell->r.start + j]);
+  }
+}
+
 static void scan(struct run *r) {
   const struct tw_offer_index *ix = r->ix;
+  if (r->count_only && ix->n_cells && cells_countable(r)) {
+    count_cells(r);
+    return;
+  }
   for (size_t i = 0; i < ix->n; i++) {
     const struct ix_offer *c = &ix->offers[i];
     uint8_t lv = r->ls->verdict[c->loc];
@@ -1067,7 +1191,18 @@ enum tw_rc tw_plan_make(const struct tw_policy_set *set,
   r.ls = stage_run(&r, TW_SCOPE_LOCATION, full);
   r.ss = stage_run(&r, TW_SCOPE_SHAPE, full);
   p->considered = ix->n;
-  if (full) {
+  if (opts->counts && !opts->scan) {
+    /* the candidates from the search, as without counts; then a pass
+     * that only counts (no cost model, no ranking, offers made only for
+     * the filters that read them) */
+    r.counting = false;
+    p->strategy = search(&r);
+    r.feasible = 0;
+    r.counting = true;
+    r.count_only = true;
+    scan(&r);
+    r.count_only = false;
+  } else if (full) {
     scan(&r);
     p->strategy = "scan";
   } else {

@@ -238,6 +238,26 @@ static void sixteen_asks_at_skypilots_price_or_below(void **state) {
                "%s: %s is arm64, burstable, confidential or quarantined",
                ASKS[a].what, c->id);
     }
+    /* the counts agree with the reference scan (every offer visited) */
+    struct tw_plan_opts ro = {.counts = true, .scan = true, .candidates = 64};
+    struct tw_plan ref;
+    if (tw_plan_make(set, &snap, &in, &ro, NULL, &ref, &err) == TW_OK) {
+      CHECK(ref.feasible == p.feasible && ref.n_rejects == p.n_rejects,
+            "%s: feasible %llu, reference scan %llu", ASKS[a].what,
+            (unsigned long long)p.feasible, (unsigned long long)ref.feasible);
+      for (size_t k = 0; k < p.n_rejects && k < ref.n_rejects; k++)
+        CHECK(ref.rejects[k].count == p.rejects[k].count &&
+                  !strcmp(ref.rejects[k].reason, p.rejects[k].reason),
+              "%s: %s refused %llu (%s), reference %llu (%s)", ASKS[a].what,
+              p.rejects[k].filter, (unsigned long long)p.rejects[k].count,
+              p.rejects[k].reason, (unsigned long long)ref.rejects[k].count,
+              ref.rejects[k].reason);
+      CHECK(ref.n && p.n &&
+                ref.cands[0].offer->price_uusd_per_hour ==
+                    p.cands[0].offer->price_uusd_per_hour,
+            "%s: the search and the scan chose differently", ASKS[a].what);
+      tw_plan_release(&ref);
+    }
     /* properties, over every candidate */
     for (size_t k = 0; k < p.n; k++) {
       const struct tw_offer *c = p.cands[k].offer;
