@@ -16,3 +16,11 @@ tw_add_test(test_oidc
   SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_oidc.c
   LIBS twtest_oidc tw_api PkgConfig::CURL PkgConfig::CMOCKA
   LABELS integration security TIMEOUT 120)
+
+# JWT and JWK Set parsing and the signature check against hostile and
+# patched input: only the issuer's own unchanged tokens verify.
+tw_add_fuzz(fuzz_jwt
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_jwt.c
+  LIBS twtest_oidc tw_api
+  LABELS security
+  CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/jwt)

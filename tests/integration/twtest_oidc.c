@@ -67,6 +67,26 @@ static char *make_jwk(EVP_PKEY *k, const char *kid) {
   return out;
 }
 
+/* The JWK Set of the published keys; called with is->mu held. */
+static void jwks_text(struct twtest_issuer *is, struct tw_buf *b) {
+  /* an HMAC key beside the signing keys: to be skipped */
+  tw_buf_adds(b, "{\"keys\":[{\"kty\":\"oct\",\"kid\":\"hmac\","
+                 "\"k\":\"c2VjcmV0\"}");
+  for (int i = 0; i < TWT_NKEYS; i++)
+    if (is->mask & (1u << i))
+      tw_buf_printf(b, ",%s", is->jwk[i]);
+  tw_buf_adds(b, "]}");
+}
+
+char *twtest_issuer_jwks(struct twtest_issuer *is) {
+  struct tw_buf b;
+  tw_buf_init(&b);
+  pthread_mutex_lock(&is->mu);
+  jwks_text(is, &b);
+  pthread_mutex_unlock(&is->mu);
+  return tw_buf_detach(&b);
+}
+
 static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
                               const char *url, const char *method,
                               const char *version, const char *upload,
@@ -85,15 +105,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c,
                   is->url, is->url);
   } else if (!strcmp(url, "/keys")) {
     is->jwks_hits++;
-    tw_buf_adds(&b, "{\"keys\":[");
-    int n = 0;
-    /* an encryption key beside the signing keys: to be skipped */
-    tw_buf_adds(&b, "{\"kty\":\"oct\",\"kid\":\"hmac\",\"k\":\"c2VjcmV0\"}");
-    n++;
-    for (int i = 0; i < TWT_NKEYS; i++)
-      if (is->mask & (1u << i))
-        tw_buf_printf(&b, "%s%s", n++ ? "," : "", is->jwk[i]);
-    tw_buf_adds(&b, "]}");
+    jwks_text(is, &b);
   } else {
     status = 404;
     tw_buf_adds(&b, "{}");

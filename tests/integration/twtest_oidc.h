@@ -34,6 +34,8 @@ void twtest_issuer_publish(struct twtest_issuer *is, unsigned mask);
 /* Requests served so far for the JWK Set and the discovery document. */
 unsigned twtest_issuer_jwks_hits(struct twtest_issuer *is);
 unsigned twtest_issuer_discovery_hits(struct twtest_issuer *is);
+/* The JWK Set document as served now.  Owned. */
+char *twtest_issuer_jwks(struct twtest_issuer *is);
 
 /* A compact JWS of claims (a JSON object) signed with key: RS256 or
  * ES256 as the key's type says; kid NULL: the key's own, "" none.
