@@ -23,8 +23,12 @@ bool tw_auth_oidc(struct tw_req *r, struct tw_oidc *o, const char *jwt,
   case TW_OIDC_REFUSED:
     break;
   }
-  tw_log_info("auth", "request=%s identity-provider token refused: %s",
-              r->request_id, why);
+  unsigned dropped;
+  if (tw_oidc_log_ok(o, &dropped))
+    tw_log_info("auth",
+                "request=%s identity-provider token refused: %s (%u refusals "
+                "not logged before)",
+                r->request_id, why, dropped);
   snprintf(hdr, sizeof hdr,
            "Bearer realm=\"tradewind\", error=\"invalid_token\", "
            "error_description=\"%s\"",

@@ -431,7 +431,12 @@ struct tw_oidc {
   struct tw_tenancy *ten;
   pthread_mutex_t smu;
   struct session s[SESSIONS];
+  /* refusal log lines: at most LOG_PER_S per second (under smu) */
+  int64_t log_s;
+  unsigned log_n, log_dropped;
 };
+
+#define LOG_PER_S 10
 
 enum tw_rc tw_oidc_new(const struct tw_oidc_cfg *cfg, struct tw_clock *clock,
                        struct tw_tenancy *ten, struct tw_oidc **out,
@@ -486,6 +491,25 @@ uint64_t tw_oidc_jwks_fetches(struct tw_oidc *o, const char *name) {
       return n;
     }
   return 0;
+}
+
+bool tw_oidc_log_ok(struct tw_oidc *o, unsigned *dropped) {
+  int64_t s = tw_clock_now_ms(o->clock) / 1000;
+  pthread_mutex_lock(&o->smu);
+  if (s != o->log_s) {
+    o->log_s = s;
+    o->log_n = 0;
+  }
+  bool ok = o->log_n < LOG_PER_S;
+  if (ok) {
+    o->log_n++;
+    *dropped = o->log_dropped;
+    o->log_dropped = 0;
+  } else {
+    o->log_dropped++;
+  }
+  pthread_mutex_unlock(&o->smu);
+  return ok;
 }
 
 bool tw_oidc_is_jwt(const char *t) {

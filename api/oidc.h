@@ -110,6 +110,11 @@ enum tw_oidc_result tw_oidc_authenticate(struct tw_oidc *o, const char *token,
  * 0 for an unknown name. */
 uint64_t tw_oidc_jwks_fetches(struct tw_oidc *o, const char *name);
 
+/* Whether a refused token may be logged now: at most 10 lines a second,
+ * so a flood of bad tokens cannot flood the log.  *dropped receives the
+ * lines left out since the last one allowed. */
+bool tw_oidc_log_ok(struct tw_oidc *o, unsigned *dropped);
+
 /* For api/auth.c (api/auth_oidc.c): authenticates the request's bearer
  * JWT into *who, the X-Tradewind-Tenant header picking the tenant; false
  * when answered: 401 with WWW-Authenticate (refused), 403 (no rule grants
