@@ -779,8 +779,10 @@ static void audit_signin(struct tw_oidc *o, const struct issuer_cfg *ic,
   }
   if (ru)
     tw_buf_printf(&d, " rule=%s role=%s", ru->name, tw_role_str(ru->role));
-  else
-    tw_buf_printf(&d, " rule=- role=- (%s)", why);
+  else {
+    tw_buf_adds(&d, " rule=- role=- reason=");
+    clean(&d, why);
+  }
   tw_buf_printf(&d, " exp=%s", exp);
   char object[160];
   snprintf(object, sizeof object, "oidc/%s", ic->name);
@@ -868,6 +870,11 @@ enum tw_oidc_result tw_oidc_authenticate(struct tw_oidc *o, const char *token,
   why[0] = '\0';
   if (!tenant)
     tenant = "";
+  if (*tenant && strcmp(tenant, TW_TENANT_GLOBAL) &&
+      !tw_tenancy_name_ok(tenant)) {
+    snprintf(why, whysz, "X-Tradewind-Tenant: not a tenant name");
+    return TW_OIDC_NO_ROLE;
+  }
   int64_t now = tw_clock_now_ms(o->clock);
   struct session s;
   memset(&s, 0, sizeof s);

@@ -31,6 +31,7 @@
 #include "api/api.h"
 #include "api/oidc.h"
 #include "broker/base/node.h"
+#include "broker/core/config.h"
 #include "broker/core/store.h"
 #include "broker/tenancy/audit.h"
 #include "broker/tenancy/tenancy.h"
@@ -237,6 +238,9 @@ static void tenant_header_picks_among_rules(void **state) {
   r = req(jwt, "GET", "/v1/whoami", NULL, "finance");
   TW_CHECK(r.status == 403 && strstr(r.body, "in tenant finance"),
            "a tenant no rule grants: %ld %s", r.status, r.body);
+  r = req(jwt, "GET", "/v1/whoami", NULL, "ml\x1b[2J");
+  TW_CHECK(r.status == 403 && strstr(r.body, "not a tenant name"),
+           "a tenant header with escapes: %ld %s", r.status, r.body);
   free(jwt);
   free(claims);
 }
@@ -444,6 +448,16 @@ static void no_rule_no_role(void **state) {
   }
   free(t);
   free(c);
+  /* a rule whose tenant does not exist grants nothing */
+  c = person("judy@example.com", "[\"ghost\"]", 600, NULL);
+  t = twtest_jwt(corp, TWT_RSA, NULL, c);
+  r = req(t, "GET", "/v1/whoami", NULL, NULL);
+  TW_CHECK(r.status == 403 &&
+               strstr(r.body, "rule ghosts grants in tenant ghost, which does "
+                              "not exist"),
+           "a rule of a missing tenant: %ld %s", r.status, r.body);
+  free(t);
+  free(c);
 }
 
 static void github_actions_token_is_ci(void **state) {
@@ -529,6 +543,32 @@ static void config_errors_name_the_key(void **state) {
   }
 }
 
+/* The daemon's config carries auth.oidc to the parser whole. */
+static void daemon_config_carries_the_section(void **state) {
+  const char *text = "auth:\n"
+                     "  oidc:\n"
+                     "    issuers:\n"
+                     "      - name: corp\n"
+                     "        issuer: https://login.example.com\n"
+                     "        audiences: tradewind\n"
+                     "        rules:\n"
+                     "          - {name: all, match: {sub: '*'}, tenant: ml,\n"
+                     "             role: viewer}\n";
+  struct tw_cfg *c = NULL;
+  struct tw_err err = {0};
+  TW_CHECK_RC(tw_cfg_load_text(text, strlen(text), &c, &err), TW_OK, err);
+  struct tw_oidc_cfg *oc = NULL;
+  TW_CHECK_RC(tw_oidc_cfg_parse(c->auth_oidc, &oc, &err), TW_OK, err);
+  TW_CHECK(oc != NULL, "no issuers parsed");
+  tw_oidc_cfg_free(oc);
+  tw_cfg_free(c);
+  const char *bad_text = "auth:\n  oidc: [1]\n";
+  TW_CHECK(tw_cfg_load_text(bad_text, strlen(bad_text), &c, &err) ==
+                   TW_E_INVALID &&
+               strstr(err.msg, "auth.oidc: expected a mapping"),
+           "auth.oidc as a list: %s", err.msg);
+}
+
 /* ---- fixture --------------------------------------------------------------------- */
 
 static int setup(void **state) {
@@ -564,6 +604,8 @@ static int setup(void **state) {
       "         role: member}\n"
       "      - {name: vision-viewers, match: {groups: vision},\n"
       "         tenant: vision, role: viewer}\n"
+      "      - {name: ghosts, match: {groups: ghost}, tenant: ghost,\n"
+      "         role: member}\n"
       "  - name: gha\n"
       "    issuer: %s\n"
       "    audiences: 'https://github.com/acme'\n"
@@ -628,6 +670,7 @@ int main(void) {
       cmocka_unit_test(no_rule_no_role),
       cmocka_unit_test(github_actions_token_is_ci),
       cmocka_unit_test(config_errors_name_the_key),
+      cmocka_unit_test(daemon_config_carries_the_section),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
