@@ -596,7 +596,7 @@ static void refetch(struct tw_oidc *o, struct issuer *is, int64_t seen_ms) {
                now - is->attempt_ms < ic->min_refetch_s * 1000);
   if (!skip)
     is->attempt_ms = now;
-  char *uri = is->jwks_uri ? tw_strdup(is->jwks_uri) : NULL;
+  char *uri = !skip && is->jwks_uri ? tw_strdup(is->jwks_uri) : NULL;
   pthread_mutex_unlock(&is->mu);
   if (skip) {
     pthread_mutex_unlock(&is->fetch_mu);
