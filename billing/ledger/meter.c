@@ -17,6 +17,7 @@
 #include "broker/core/spec_cache.h"
 #include "broker/core/store.h"
 #include "broker/core/store_ledger.h"
+#include "providers/provider.h"
 
 /* ---- billing rules ------------------------------------------------------ */
 
@@ -26,13 +27,40 @@ int64_t tw_bill_seconds(const struct tw_bill_rule *r, int64_t elapsed_ms,
     elapsed_ms = 0;
   /* A started second is a second: providers bill whole seconds. */
   int64_t s = (elapsed_ms + 999) / 1000;
-  if (phase == TW_BILL_RECLAIMED)
+  if (phase == TW_BILL_RECLAIMED) {
+    if (r->reclaim_free_s > 0 && elapsed_ms < r->reclaim_free_s * 1000)
+      return 0; /* AWS: interrupted by EC2 in its first instance-hour */
+    if (r->reclaim_minimum && s < r->min_charge_s)
+      s = r->min_charge_s;
     return s;
+  }
   int64_t g = r->granularity_s > 1 ? r->granularity_s : 1;
   s = (s + g - 1) / g * g;
   if (phase == TW_BILL_ENDED && s < r->min_charge_s)
     s = r->min_charge_s;
   return s;
+}
+
+void tw_bill_rule_resolve(const struct tw_provider_info *info,
+                          int64_t offer_gran_s, int64_t offer_min_s,
+                          const struct tw_meter_rate *rate,
+                          struct tw_bill_rule *out) {
+  memset(out, 0, sizeof *out);
+  out->granularity_s = 1;
+  if (info && info->billing.kind == TW_BILLING_PUBLISHED) {
+    out->granularity_s = info->billing.granularity_s;
+    out->min_charge_s = info->billing.min_charge_s;
+    out->reclaim_free_s = info->billing.spot_reclaim_free_s;
+    out->reclaim_minimum = info->billing.spot_reclaim_minimum;
+  }
+  if (offer_gran_s > 0) {
+    out->granularity_s = offer_gran_s;
+    out->min_charge_s = offer_min_s > 0 ? offer_min_s : 0;
+  }
+  if (rate && rate->granularity_s > 0)
+    out->granularity_s = rate->granularity_s;
+  if (rate && rate->min_charge_s >= 0)
+    out->min_charge_s = rate->min_charge_s;
 }
 
 /* a / b rounded half away from zero; b > 0 */
@@ -105,14 +133,16 @@ static enum tw_rc unknown_key(const char *path, const char *key,
 
 static enum tw_rc cfg_rate(const char *name, const struct tw_node *n,
                            struct tw_meter_rate *r, struct tw_err *err) {
-  static const char *const keys[] = {"discount_pct", "discount_spot",
-                                     "egress_usd_per_gb", "chargeback", NULL};
+  static const char *const keys[] = {
+      "granularity_s",     "min_charge_s", "discount_pct", "discount_spot",
+      "egress_usd_per_gb", "chargeback",   NULL};
   static const char *const cb_keys[] = {"vcpu_hour_usd", "gpu_hour_usd",
                                         "memory_gib_hour_usd", NULL};
   char path[160];
   snprintf(path, sizeof path, "billing.providers.%s", name);
   if (!TW_SET(r->name, name))
     return tw_err_field(err, TW_E_INVALID, path, "%s: name too long", path);
+  r->granularity_s = r->min_charge_s = -1;
   if (n->kind == TW_NODE_NULL)
     return TW_OK;
   if (n->kind != TW_NODE_MAP)
@@ -125,7 +155,15 @@ static enum tw_rc cfg_rate(const char *name, const struct tw_node *n,
     const struct tw_node *v = n->items[i];
     char kp[200];
     snprintf(kp, sizeof kp, "%s.%s", path, k);
-    if (!strcmp(k, "discount_pct")) {
+    if (!strcmp(k, "granularity_s") || !strcmp(k, "min_charge_s")) {
+      int64_t secs;
+      bool gran = k[0] == 'g';
+      if (!tw_node_as_int(v, &secs) || secs < (gran ? 1 : 0) || secs > 86400)
+        return tw_err_field(err, TW_E_INVALID, kp,
+                            "%s: expected seconds from %d to 86400", kp,
+                            gran ? 1 : 0);
+      *(gran ? &r->granularity_s : &r->min_charge_s) = secs;
+    } else if (!strcmp(k, "discount_pct")) {
       if (v->kind != TW_NODE_SCALAR || parse_pct_bp(v->str, &r->discount_bp))
         return tw_err_field(
             err, TW_E_INVALID, kp,
@@ -340,6 +378,7 @@ struct tw_meter {
   tw_meter_offers_fn offers_fn;
   void *offers_ctx;
   struct tw_spec_cache *specs; /* borrowed; NULL: parsed when read */
+  const struct tw_provider_ops *const *adapters; /* borrowed; may be NULL */
   struct tw_offer_list offers; /* as last listed */
   int64_t offers_at_ms, offers_ttl_ms, tick_ms;
   pthread_t thread;
@@ -421,14 +460,29 @@ static void from_progress(const struct tw_store_meter_progress *p,
 }
 
 /* The attempts being metered when the daemon stopped. */
+/* The reclaim part of the provider's published rule: not kept with the
+ * progress, it is the adapter's (granularity and minimum are kept, as
+ * they were resolved when the attempt started). */
+static void reclaim_rule(const struct tw_meter *m, struct mst *s) {
+  const struct tw_provider_info *info =
+      tw_provider_info_find(m->adapters, s->provider);
+  struct tw_bill_rule r;
+  tw_bill_rule_resolve(info, 0, 0, NULL, &r);
+  s->rule.reclaim_free_s = r.reclaim_free_s;
+  s->rule.reclaim_minimum = r.reclaim_minimum;
+}
+
 static enum tw_rc load(struct tw_meter *m, struct tw_err *err) {
   struct tw_store_meter_progress *p;
   size_t n;
   enum tw_rc rc = tw_store_meter_open(m->store, &p, &n, err);
   if (rc)
     return rc;
-  for (size_t i = 0; i < n; i++)
-    from_progress(&p[i], add_state(m, p[i].attempt_id));
+  for (size_t i = 0; i < n; i++) {
+    struct mst *s = add_state(m, p[i].attempt_id);
+    from_progress(&p[i], s);
+    reclaim_rule(m, s);
+  }
   free(p);
   return TW_OK;
 }
@@ -443,6 +497,7 @@ enum tw_rc tw_meter_new(const struct tw_meter_opts *opts, struct tw_meter **out,
   m->clock = opts->clock ? opts->clock : tw_clock_real();
   m->offers_fn = opts->offers;
   m->specs = opts->specs;
+  m->adapters = opts->adapters;
   m->offers_ctx = opts->offers_ctx;
   m->tick_ms = opts->tick_ms > 0 ? opts->tick_ms : 1000;
   m->offers_ttl_ms = opts->offers_ttl_ms > 0 ? opts->offers_ttl_ms : 300000;
@@ -725,15 +780,12 @@ static bool start_state(struct tw_meter *m, struct mst *s,
   TW_SET(s->market, a->market);
   TW_SET(s->resource_id, a->instance_id);
   s->price = a->price_uusd_per_hour;
-  s->rule.granularity_s = 1;
   const struct tw_offer *o = find_offer(offers, n_offers, a->offer_id);
   if (o) {
     TW_SET(s->provider, o->provider);
     TW_SET(s->region, o->region);
     TW_SET(s->zone, o->zone);
     TW_SET(s->instance_type, o->instance_type);
-    s->rule.granularity_s = o->billing_granularity_s;
-    s->rule.min_charge_s = o->min_charge_s;
   } else {
     /* "account:region:zone:type:market" */
     char buf[192], *f[5] = {0};
@@ -754,6 +806,11 @@ static bool start_state(struct tw_meter *m, struct mst *s,
   }
   const struct tw_meter_rate *r =
       tw_meter_cfg_rate(&m->cfg, s->account, s->provider);
+  /* the rule: published by the adapter, as the offer carries it (the
+   * catalog's for a private cluster), as configured here */
+  tw_bill_rule_resolve(tw_provider_info_find(m->adapters, s->provider),
+                       o ? o->billing_granularity_s : 0,
+                       o ? o->min_charge_s : 0, r, &s->rule);
   if (r && r->chargeback && o) {
     /* a private cloud prices its own capacity by what the offer holds */
     int64_t gib_x1024 = o->memory_mib;

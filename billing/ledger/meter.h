@@ -59,6 +59,8 @@ struct tw_meter;
  *     charge_period_s: 3600        # divides a day; default 3600
  *     providers:                   # by account name or adapter name
  *       aws:
+ *         granularity_s: 1         # over the published rule (optional)
+ *         min_charge_s: 60
  *         discount_pct: "12.5"     # committed-use rate, percent off list
  *         discount_spot: false     # also on spot (default: on-demand only)
  *         egress_usd_per_gb: "0.09"
@@ -71,6 +73,9 @@ struct tw_meter;
  */
 struct tw_meter_rate {
   char name[64];       /* account or adapter name */
+  /* The provider's rule as configured here, over the published one
+   * (-1: the published rule, or the offer's). */
+  int64_t granularity_s, min_charge_s;
   int64_t discount_bp; /* basis points off list: 1250 = 12.5 % */
   bool discount_spot;
   int64_t egress_uusd_per_gb; /* 0: none configured */
@@ -103,12 +108,18 @@ const struct tw_meter_rate *tw_meter_cfg_rate(const struct tw_meter_cfg *c,
 struct tw_bill_rule {
   int64_t granularity_s; /* <= 1: per second */
   int64_t min_charge_s;  /* charged at least, once per attempt */
+  /* Spot capacity the provider reclaimed: charged nothing when it ran
+   * less than this many seconds (AWS: 3600); 0: no such rule. */
+  int64_t reclaim_free_s;
+  bool reclaim_minimum; /* min_charge_s applies to a reclaim too (Azure) */
 };
 
 enum tw_bill_phase {
   TW_BILL_RUNNING = 0, /* so far: units started are charged */
   TW_BILL_ENDED,       /* ended: the minimum charge applies */
-  TW_BILL_RECLAIMED    /* spot reclaimed by the provider: to the second */
+  TW_BILL_RECLAIMED    /* spot reclaimed by the provider: nothing within
+                          reclaim_free_s, else to the second (and the
+                          minimum when reclaim_minimum) */
 };
 
 /* Seconds charged for an attempt that has run elapsed_ms (cumulative). */
@@ -140,7 +151,21 @@ struct tw_meter_opts {
   int64_t offers_ttl_ms;       /* offers listed again after; 300000 */
   struct tw_spec_cache *specs; /* borrowed: parsed job specs (the
                                   scheduler's); NULL: parsed when read */
+  /* The adapter registry (providers/registry.h), borrowed: each
+   * provider's published rule (struct tw_provider_billing) by adapter
+   * name.  NULL: only the offers' granularity and minimum. */
+  const struct tw_provider_ops *const *adapters;
 };
+
+/* The rule an attempt is charged under: the adapter's published rule
+ * (info, may be NULL), the offer's granularity and minimum over it (when
+ * offer_gran_s > 0: the catalog applies a private cluster's configured
+ * rule there), then the configured rate's (rate may be NULL). */
+struct tw_provider_info;
+void tw_bill_rule_resolve(const struct tw_provider_info *info,
+                          int64_t offer_gran_s, int64_t offer_min_s,
+                          const struct tw_meter_rate *rate,
+                          struct tw_bill_rule *out);
 
 /* Migrates the ledger and meter tables, stores the configured budgets and
  * loads the progress of attempts still open.  *out: tw_meter_free. */

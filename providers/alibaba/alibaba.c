@@ -1366,7 +1366,10 @@ static const struct tw_provider_info ali_info = {
     .billing = {.kind = TW_BILLING_PUBLISHED,
                 .granularity_s = 1,
                 .min_charge_s = 0,
-                .spot_protection_s = 3600},
+                .spot_protection_s = 3600,
+                .source = "ECS billing: pay-as-you-go instances billed by "
+                          "the second (hourly cycle); preemptible instances "
+                          "billed by the second, 1-hour protection period"},
     .notice_url = "http://100.100.100.200/latest/meta-data/instance/spot/"
                   "termination-time",
     .notice_signal = "",

@@ -1418,7 +1418,9 @@ static enum tw_rc slurm_read_output(struct tw_provider *p, const char *id,
  * give one); Slurm sends SIGTERM ahead of the kill (scancel --signal,
  * GraceTime) and has no metadata endpoint. */
 static const struct tw_provider_info slurm_info = {
-    .billing = {.kind = TW_BILLING_FROM_CONFIG},
+    .billing = {.kind = TW_BILLING_FROM_CONFIG,
+                .source = "a private cluster: the chargeback rates of "
+                          "billing.providers.<name>.chargeback"},
     .notice_url = "",
     .notice_signal = "TERM",
     .focus_provider = "Slurm",
