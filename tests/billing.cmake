@@ -11,3 +11,9 @@ tw_add_test(test_report_html
             SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_report_html.c
             LIBS tw_api tw_billing PkgConfig::CURL PkgConfig::JANSSON
             LABELS integration billing TIMEOUT 180)
+# The provider's own run times each adapter's parser reads (billing
+# follows them).
+tw_add_test(test_provider_times
+            SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_provider_times.c
+            LIBS tw_adapters tw_providers PkgConfig::JANSSON
+            LABELS unit billing)

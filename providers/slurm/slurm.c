@@ -964,6 +964,10 @@ static void job_to_instance(const struct tw_provider *p,
     TW_SET(o->instance_type, t.type);
   }
   o->launched_ms = j->submit_time > 0 ? j->submit_time * 1000 : 0;
+  /* billing: the allocation's StartTime to its EndTime */
+  struct slurm_state_map bm = m;
+  bm.state = o->state;
+  slurm_run_times(j, &bm, &o->running_ms, &o->ended_ms);
 }
 
 /* Cancels job id; a job Slurm no longer knows, or one already ended, is

@@ -396,6 +396,65 @@ static void published_rules_per_cloud(void **state) {
   }
 }
 
+/* Metering follows the provider's times, not the broker's looks: a
+ * Slurm job that started at 10 s and ended at 50 s is charged 40 s even
+ * though the broker saw it run at 14.9 s and end at 75 s; an AWS instance
+ * cancelled 0.2 s after the provider started it (the broker never saw it
+ * running) is charged EC2's 60-second minimum. */
+static void charged_from_the_providers_times(void **state) {
+  (void)state;
+  registry = tw_adapters;
+  meter = new_meter(NULL);
+  struct tw_err err = {0};
+  const struct tw_offer *lab =
+      add_offer("lab", "slurm", TW_MARKET_ON_DEMAND, 3600000, 1, 0);
+  int64_t a = start_attempt(lab, "ml", 1);
+  pass_at(T0 + 1 * SEC); /* seen provisioning */
+  clk.fake_ms = T0 + 14900;
+  assert_int_equal(tw_store_attempt_running_at(store, a, T0 + 10 * SEC, &err),
+                   TW_OK);
+  pass_at(T0 + 15 * SEC);
+  clk.fake_ms = T0 + 75 * SEC;
+  struct tw_attempt_close c = {.attempt_id = a,
+                               .end_reason = "completed",
+                               .job_to = TW_JOB_NSTATES,
+                               .ended_at_ms = T0 + 50 * SEC};
+  assert_int_equal(tw_store_attempt_close(store, &c, &err), TW_OK);
+  pass_at(T0 + 76 * SEC);
+  read_rows();
+  assert_int_equal(total_quantity(), 40);
+  assert_int_equal(total_list(), 40 * 1000); /* $3.60/h: 1000 a second */
+  assert_int_equal(got[0].start_ms, T0 + 10 * SEC);
+
+  const struct tw_offer *aws =
+      add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 0, 0);
+  clk.fake_ms = T0 + 2 * HOUR;
+  int64_t b = start_attempt(aws, "ml", 1);
+  pass_at(T0 + 2 * HOUR + 1 * SEC); /* seen provisioning, never running */
+  clk.fake_ms = T0 + 2 * HOUR + 5200;
+  struct tw_attempt_close cb = {.attempt_id = b,
+                                .end_reason = "cancelled",
+                                .job_to = TW_JOB_NSTATES,
+                                .ran_from_ms = T0 + 2 * HOUR + 5 * SEC};
+  assert_int_equal(tw_store_attempt_close(store, &cb, &err), TW_OK);
+  pass_at(T0 + 2 * HOUR + 6 * SEC);
+  read_rows();
+  assert_int_equal(total_quantity(), 40 + 60);
+  assert_int_equal(total_list(), (40 + 60) * 1000);
+
+  /* times out of order or in the future are kept in bounds */
+  clk.fake_ms = T0 + 3 * HOUR;
+  int64_t d = start_attempt(aws, "ml", 1);
+  assert_int_equal(
+      tw_store_attempt_running_at(store, d, T0 + 5 * HOUR, &err), TW_OK);
+  struct tw_attempt_rec *all = NULL;
+  size_t n = 0;
+  assert_int_equal(tw_store_attempts_live(store, &all, &n, &err), TW_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(all[0].running_ms, T0 + 3 * HOUR); /* not the future */
+  free(all);
+}
+
 /* A private cluster at its chargeback rates: 8 vCPUs x $0.02 + 2 GPUs x
  * $1.10 + 32 GiB x $0.003 = $2.456 an hour; 30 min = $1.228. */
 static void private_cluster_at_chargeback_rate(void **state) {
@@ -660,6 +719,8 @@ int main(void) {
           hourly_units_charged_ahead_are_credited_when_spot_is_reclaimed, setup,
           teardown),
       cmocka_unit_test_setup_teardown(published_rules_per_cloud, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(charged_from_the_providers_times, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(private_cluster_at_chargeback_rate,
                                       setup, teardown),
