@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "billing/ledger/meter.h"
+#include "broker/base/mem.h"
+#include "broker/base/model.h"
 #include "broker/core/store_ledger.h"
 
 const char *tw_charge_category_str(enum tw_charge_category c) {
@@ -147,6 +150,174 @@ enum tw_rc tw_ledger_spent(struct tw_store *s, const char *tenant,
     return rc;
   for (size_t i = 0; i < n; i++)
     *effective_uusd += g[i].effective_uusd;
+  free(g);
+  return TW_OK;
+}
+
+/* ---- accrual --------------------------------------------------------------
+ */
+
+struct accrue_arg {
+  int64_t from_ms, to_ms;
+  unsigned mask;
+  const struct tw_ledger_filter *f;
+  struct tw_ledger_group *g;
+  size_t n, cap;
+};
+
+/* c's part over [lo, hi) of a piece spanning [s, e): as the store splits
+ * a ledger row at a range's edge (store_ledger.h). */
+static int64_t part_of(int64_t c, int64_t s, int64_t e, int64_t lo,
+                       int64_t hi) {
+  int64_t d = e - s;
+  int64_t a = lo > s ? lo : s, b = hi < e ? hi : e;
+  if (b <= a || d <= 0)
+    return 0;
+  return (int64_t)((__int128)c * (b - s) / d - (__int128)c * (a - s) / d);
+}
+
+static void accrue_piece(void *ctx, const struct tw_ledger_row *r) {
+  struct accrue_arg *a = ctx;
+  int64_t lo = a->from_ms > r->start_ms ? a->from_ms : r->start_ms;
+  int64_t hi = a->to_ms < r->end_ms ? a->to_ms : r->end_ms;
+  if (hi <= lo)
+    return;
+  if (a->n == a->cap) {
+    a->cap = a->cap ? a->cap * 2 : 64;
+    a->g = tw_realloc(a->g, a->cap * sizeof *a->g);
+  }
+  struct tw_ledger_group *g = &a->g[a->n++];
+  memset(g, 0, sizeof *g);
+  if (a->mask & TW_GROUP_TENANT)
+    TW_SET(g->tenant, r->tenant);
+  if (a->mask & TW_GROUP_PROJECT)
+    TW_SET(g->project, r->project);
+  if (a->mask & TW_GROUP_PROVIDER)
+    TW_SET(g->provider, r->provider);
+  if (a->mask & TW_GROUP_REGION)
+    TW_SET(g->region, r->region);
+  g->day = a->mask & TW_GROUP_DAY ? tw_ledger_day(r->start_ms) : -1;
+  if (a->mask & TW_GROUP_JOB)
+    TW_SET(g->job_id, r->job_id);
+  g->list_uusd = g->accrued_list_uusd =
+      part_of(r->list_uusd, r->start_ms, r->end_ms, a->from_ms, a->to_ms);
+  g->effective_uusd = g->accrued_effective_uusd = part_of(
+      r->effective_uusd, r->start_ms, r->end_ms, a->from_ms, a->to_ms);
+  g->usage_ms = hi - lo;
+}
+
+static int group_cmp(const void *x, const void *y) {
+  const struct tw_ledger_group *a = x, *b = y;
+  int c;
+  if ((c = strcmp(a->tenant, b->tenant)) ||
+      (c = strcmp(a->project, b->project)) ||
+      (c = strcmp(a->provider, b->provider)) ||
+      (c = strcmp(a->region, b->region)))
+    return c;
+  if (a->day != b->day)
+    return a->day < b->day ? -1 : 1;
+  return strcmp(a->job_id, b->job_id);
+}
+
+enum tw_rc tw_ledger_accrued(struct tw_store *s, int64_t from_ms,
+                             int64_t to_ms, int64_t now_ms, unsigned group_mask,
+                             const struct tw_ledger_filter *f,
+                             struct tw_ledger_group **out, size_t *n,
+                             struct tw_err *err) {
+  *out = NULL;
+  *n = 0;
+  struct tw_store_meter_progress *p = NULL;
+  size_t np = 0;
+  enum tw_rc rc = tw_store_meter_open(s, &p, &np, err);
+  if (rc)
+    return rc;
+  struct accrue_arg a = {
+      .from_ms = from_ms, .to_ms = to_ms, .mask = group_mask, .f = f};
+  for (size_t i = 0; i < np && to_ms > from_ms; i++) {
+    if (f && f->tenant && strcmp(f->tenant, p[i].tenant))
+      continue;
+    if (f && f->project && strcmp(f->project, p[i].project))
+      continue;
+    tw_meter_accrue(&p[i], now_ms < to_ms ? now_ms : to_ms, accrue_piece, &a);
+  }
+  free(p);
+  *out = a.g;
+  *n = a.n;
+  return TW_OK;
+}
+
+/* Merges src[0..ns) into the sorted groups of *g (count *n), adding the
+ * amounts of equal keys; *g is reallocated. */
+static void merge_groups(struct tw_ledger_group **g, size_t *n,
+                         struct tw_ledger_group *src, size_t ns) {
+  if (!ns)
+    return;
+  *g = tw_realloc(*g, (*n + ns) * sizeof **g);
+  memcpy(*g + *n, src, ns * sizeof *src);
+  size_t total = *n + ns;
+  qsort(*g, total, sizeof **g, group_cmp);
+  size_t w = 0;
+  for (size_t i = 0; i < total; i++) {
+    struct tw_ledger_group *x = &(*g)[i];
+    if (w && !group_cmp(&(*g)[w - 1], x)) {
+      struct tw_ledger_group *y = &(*g)[w - 1];
+      y->list_uusd += x->list_uusd;
+      y->effective_uusd += x->effective_uusd;
+      y->usage_ms += x->usage_ms;
+      y->rows += x->rows;
+      y->accrued_list_uusd += x->accrued_list_uusd;
+      y->accrued_effective_uusd += x->accrued_effective_uusd;
+    } else {
+      if (w != i)
+        (*g)[w] = *x;
+      w++;
+    }
+  }
+  *n = w;
+}
+
+enum tw_rc tw_ledger_sum_now(struct tw_store *s, int64_t from_ms,
+                             int64_t to_ms, int64_t now_ms, unsigned group_mask,
+                             const struct tw_ledger_filter *f,
+                             struct tw_ledger_group **out, size_t *n,
+                             struct tw_err *err) {
+  struct tw_ledger_group *acc = NULL;
+  size_t n_acc = 0;
+  enum tw_rc rc = tw_ledger_sum(s, from_ms, to_ms, group_mask, f, out, n, err);
+  if (rc)
+    return rc;
+  if ((rc = tw_ledger_accrued(s, from_ms, to_ms, now_ms, group_mask, f, &acc,
+                              &n_acc, err))) {
+    free(*out);
+    *out = NULL;
+    *n = 0;
+    return rc;
+  }
+  merge_groups(out, n, acc, n_acc);
+  free(acc);
+  return TW_OK;
+}
+
+enum tw_rc tw_ledger_spent_now(struct tw_store *s, const char *tenant,
+                               const char *project, int64_t from_ms,
+                               int64_t to_ms, int64_t now_ms,
+                               int64_t *effective_uusd, int64_t *accrued_uusd,
+                               struct tw_err *err) {
+  struct tw_ledger_filter f = {.tenant = tenant, .project = project};
+  struct tw_ledger_group *g = NULL;
+  size_t n = 0;
+  *effective_uusd = 0;
+  if (accrued_uusd)
+    *accrued_uusd = 0;
+  enum tw_rc rc = tw_ledger_sum_now(s, from_ms, to_ms, now_ms, 0, &f, &g, &n,
+                                    err);
+  if (rc)
+    return rc;
+  for (size_t i = 0; i < n; i++) {
+    *effective_uusd += g[i].effective_uusd;
+    if (accrued_uusd)
+      *accrued_uusd += g[i].accrued_effective_uusd;
+  }
   free(g);
   return TW_OK;
 }

@@ -88,6 +88,35 @@ enum tw_rc tw_ledger_spent(struct tw_store *s, const char *tenant,
                            const char *project, int64_t from_ms, int64_t to_ms,
                            int64_t *effective_uusd, struct tw_err *err);
 
+/* What running attempts have accrued in [from_ms, to_ms) up to now_ms
+ * since their last closed charge period (meter.h, tw_meter_accrue), grouped
+ * as tw_ledger_sum groups (amounts in both the totals and the accrued_*
+ * fields; rows 0).  Read from the meter's progress. */
+enum tw_rc tw_ledger_accrued(struct tw_store *s, int64_t from_ms,
+                             int64_t to_ms, int64_t now_ms, unsigned group_mask,
+                             const struct tw_ledger_filter *f,
+                             struct tw_ledger_group **out, size_t *n,
+                             struct tw_err *err);
+
+/* tw_ledger_sum with what is accrued up to now_ms merged in: what reports
+ * show.  Each group's accrued_* fields say how much of it is accrued. */
+enum tw_rc tw_ledger_sum_now(struct tw_store *s, int64_t from_ms,
+                             int64_t to_ms, int64_t now_ms, unsigned group_mask,
+                             const struct tw_ledger_filter *f,
+                             struct tw_ledger_group **out, size_t *n,
+                             struct tw_err *err);
+
+/* The one "spent" of a budget: the ledger's effective cost (adjustments
+ * included) of a tenant, or one of its projects, over [from_ms, to_ms),
+ * plus what its running attempts have accrued up to now_ms.  *accrued_uusd
+ * (may be NULL) gets the accrued part.  Budget status, alerts, the hard
+ * stop and the report's budget table all use it. */
+enum tw_rc tw_ledger_spent_now(struct tw_store *s, const char *tenant,
+                               const char *project, int64_t from_ms,
+                               int64_t to_ms, int64_t now_ms,
+                               int64_t *effective_uusd, int64_t *accrued_uusd,
+                               struct tw_err *err);
+
 /* Total cost of one job so far (per-job rollup). */
 enum tw_rc tw_ledger_job_cost(struct tw_store *s, const char *job_id,
                               int64_t *list_uusd, int64_t *effective_uusd,

@@ -80,6 +80,50 @@ int64_t tw_bill_discount(int64_t list_uusd, int64_t discount_bp) {
   return list_uusd - div_round((__int128)list_uusd * discount_bp, 10000);
 }
 
+void tw_meter_accrue(const struct tw_store_meter_progress *p, int64_t now_ms,
+                     tw_meter_accrual_fn fn, void *ctx) {
+  struct tw_bill_rule rule = {.granularity_s = p->granularity_s,
+                              .min_charge_s = p->min_charge_s};
+  int64_t t = p->metered_to_ms > p->running_ms ? p->metered_to_ms
+                                               : p->running_ms;
+  int64_t billed = p->billed_s;
+  int nodes = p->nodes > 0 ? p->nodes : 1;
+  while (t < now_ms) {
+    int64_t b = (t / TW_ACCRUAL_SPLIT_MS + 1) * TW_ACCRUAL_SPLIT_MS;
+    if (b > now_ms)
+      b = now_ms;
+    int64_t due =
+        tw_bill_seconds(&rule, b - p->running_ms, TW_BILL_RUNNING) - billed;
+    if (due < 0)
+      due = 0;
+    billed += due;
+    struct tw_ledger_row r;
+    memset(&r, 0, sizeof r);
+    r.start_ms = t;
+    r.end_ms = b;
+    r.service = TW_SERVICE_COMPUTE;
+    TW_SET(r.tenant, p->tenant);
+    TW_SET(r.project, p->project);
+    TW_SET(r.job_id, p->job_id);
+    r.attempt_id = p->attempt_id;
+    TW_SET(r.provider, p->provider);
+    TW_SET(r.account, p->account);
+    TW_SET(r.region, p->region);
+    TW_SET(r.zone, p->zone);
+    TW_SET(r.instance_type, p->instance_type);
+    TW_SET(r.resource_id, p->resource_id);
+    TW_SET(r.market, p->market);
+    r.nodes = nodes;
+    r.usage_ms = b - t;
+    r.quantity = due * nodes;
+    r.unit_price_uusd = p->price_uusd_per_hour;
+    r.list_uusd = tw_bill_cost(p->price_uusd_per_hour, r.quantity);
+    r.effective_uusd = tw_bill_discount(r.list_uusd, p->discount_bp);
+    fn(ctx, &r);
+    t = b;
+  }
+}
+
 /* ---- configuration ----------------------------------------------------------
  */
 
@@ -707,6 +751,7 @@ static void batch_commit(struct tw_meter *m, struct batch *b) {
   enum tw_rc rc = TW_OK;
   for (size_t i = 0; i < b->n && !rc; i++) {
     to_progress(&b->w[i].next, &sp[i]);
+    sp[i].discount_bp = discount_bp(m, &b->w[i].next);
     sw[i].rows = b->w[i].rows;
     sw[i].n_rows = b->w[i].n_rows;
     sw[i].progress = &sp[i];
@@ -884,12 +929,17 @@ void tw_meter_observe(struct tw_meter *m, const struct tw_attempt_rec *live,
       TW_SET(s->job_id, a->job_id);
     }
     s->seen = true;
-    if (!s->running && !start_state(m, s, a, offers, n_offers))
+    bool fresh = !s->running;
+    if (fresh && !start_state(m, s, a, offers, n_offers))
       continue;
     if (close_to > s->metered_to_ms) {
       struct work *w = batch_add(&b, s);
       advance(m, w, close_to, TW_BILL_RUNNING,
               price_now(m, s, offers, n_offers, a->offer_id));
+    } else if (fresh) {
+      /* its progress is stored from the start, rows or not: what it
+       * accrues is read from there (tw_ledger_sum_now) */
+      batch_add(&b, s);
     }
   }
 

@@ -133,6 +133,24 @@ int64_t tw_bill_cost(int64_t price_uusd_per_hour, int64_t node_seconds);
 /* list less discount_bp basis points, rounded half away from zero. */
 int64_t tw_bill_discount(int64_t list_uusd, int64_t discount_bp);
 
+/* ---- accrual ---------------------------------------------------------------
+ *
+ * What a running attempt has used since its last closed charge period is
+ * not in the ledger yet (rows close at each period, as ever); reports and
+ * budgets count it as accrued.  It is priced from the meter's progress
+ * (store_ledger.h): the rule, price, nodes and discount of the current
+ * period, seconds charged as each unit starts (no minimum: it has not
+ * ended), in pieces split at each UTC hour so that a day or a range
+ * splits it by time like a ledger row. */
+#define TW_ACCRUAL_SPLIT_MS 3600000LL
+
+struct tw_store_meter_progress;
+typedef void (*tw_meter_accrual_fn)(void *ctx, const struct tw_ledger_row *r);
+/* Calls fn with each piece of what p has accrued up to now_ms (none when
+ * now_ms is not past where it was metered to). */
+void tw_meter_accrue(const struct tw_store_meter_progress *p, int64_t now_ms,
+                     tw_meter_accrual_fn fn, void *ctx);
+
 /* ---- the meter -------------------------------------------------------------
  */
 

@@ -175,18 +175,24 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
   struct tw_ledger_budget *budgets = NULL;
   size_t n_budgets = 0;
   enum tw_rc rc;
-  if ((rc = tw_ledger_sum(s, req->from_ms, req->to_ms, r->mask, &f, &r->groups,
-                          &r->n_groups, err)) ||
-      (rc = tw_ledger_sum(s, req->from_ms, req->to_ms,
-                          TW_GROUP_PROVIDER | TW_GROUP_DAY, &f,
-                          &r->by_provider_day, &r->n_by_provider_day, err)) ||
-      (rc = tw_ledger_sum(s, req->from_ms, req->to_ms,
-                          TW_GROUP_TENANT | TW_GROUP_PROJECT, &f, &tp, &n_tp,
-                          err)))
+  /* the ledger's rows, and what running attempts have accrued up to now
+   * (marked as such: tw_ledger_sum_now) */
+  int64_t now = req->now_ms;
+  if ((rc = tw_ledger_sum_now(s, req->from_ms, req->to_ms, now, r->mask, &f,
+                              &r->groups, &r->n_groups, err)) ||
+      (rc = tw_ledger_sum_now(s, req->from_ms, req->to_ms, now,
+                              TW_GROUP_PROVIDER | TW_GROUP_DAY, &f,
+                              &r->by_provider_day, &r->n_by_provider_day,
+                              err)) ||
+      (rc = tw_ledger_sum_now(s, req->from_ms, req->to_ms, now,
+                              TW_GROUP_TENANT | TW_GROUP_PROJECT, &f, &tp,
+                              &n_tp, err)))
     goto out;
   for (size_t i = 0; i < r->n_groups; i++) {
     r->total_list_uusd += r->groups[i].list_uusd;
     r->total_effective_uusd += r->groups[i].effective_uusd;
+    r->total_accrued_list_uusd += r->groups[i].accrued_list_uusd;
+    r->total_accrued_effective_uusd += r->groups[i].accrued_effective_uusd;
     r->total_rows += r->groups[i].rows;
   }
 
@@ -198,8 +204,9 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
   if (wto > wfrom) {
     r->window_from_ms = wfrom;
     r->window_to_ms = wto;
-    if ((rc = tw_ledger_sum(s, wfrom, wto, TW_GROUP_TENANT | TW_GROUP_PROJECT,
-                            &f, &tpw, &n_tpw, err)))
+    if ((rc = tw_ledger_sum_now(s, wfrom, wto, now,
+                                TW_GROUP_TENANT | TW_GROUP_PROJECT, &f, &tpw,
+                                &n_tpw, err)))
       goto out;
   }
   int64_t spent = 0, window = 0;
@@ -255,11 +262,11 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
     struct tw_report_budget *b = &r->budgets[r->n_budgets++];
     b->b = budgets[i];
     /* The budget's own scope, whatever the report filters: the figure
-     * budget status and the hard stop use (tw_ledger_spent). */
-    if ((rc =
-             tw_ledger_spent(s, budgets[i].tenant[0] ? budgets[i].tenant : NULL,
-                             budgets[i].project[0] ? budgets[i].project : NULL,
-                             req->from_ms, req->to_ms, &b->spent_uusd, err)))
+     * budget status and the hard stop use (tw_ledger_spent_now). */
+    if ((rc = tw_ledger_spent_now(
+             s, budgets[i].tenant[0] ? budgets[i].tenant : NULL,
+             budgets[i].project[0] ? budgets[i].project : NULL, req->from_ms,
+             req->to_ms, now, &b->spent_uusd, &b->accrued_uusd, err)))
       goto out;
     b->forecast_uusd =
         report__forecast(r, b->spent_uusd, scope_sum(tpw, n_tpw, &budgets[i]));
@@ -336,12 +343,18 @@ static void render_json(const struct tw_report *r, struct tw_buf *b) {
       }
     json_money(b, "list_cost_uusd", g->list_uusd, false);
     json_money(b, "effective_cost_uusd", g->effective_uusd, true);
+    json_money(b, "accrued_list_cost_uusd", g->accrued_list_uusd, true);
+    json_money(b, "accrued_effective_cost_uusd", g->accrued_effective_uusd,
+               true);
     tw_buf_printf(b, ",\"usage_s\":%lld,\"rows\":%lld}",
                   (long long)(g->usage_ms / 1000), (long long)g->rows);
   }
   tw_buf_adds(b, "],\"total\":{");
   json_money(b, "list_cost_uusd", r->total_list_uusd, false);
   json_money(b, "effective_cost_uusd", r->total_effective_uusd, true);
+  json_money(b, "accrued_list_cost_uusd", r->total_accrued_list_uusd, true);
+  json_money(b, "accrued_effective_cost_uusd", r->total_accrued_effective_uusd,
+             true);
   tw_buf_printf(
       b, ",\"rows\":%lld},\"forecast\":{\"to\":", (long long)r->total_rows);
   tw_report_fmt_time(r->req->to_ms, t, sizeof t);
@@ -376,6 +389,7 @@ static void render_json(const struct tw_report *r, struct tw_buf *b) {
       tw_buf_adds(b, "null");
     json_money(b, "limit_uusd", x->b.limit_uusd, true);
     json_money(b, "spent_uusd", x->spent_uusd, true);
+    json_money(b, "accrued_uusd", x->accrued_uusd, true);
     json_money(b, "forecast_uusd", x->forecast_uusd, true);
     tw_buf_addc(b, '}');
   }
@@ -401,7 +415,8 @@ static void render_csv(const struct tw_report *r, struct tw_buf *b) {
   for (size_t d = 0; d < NDIMS; d++)
     if (r->mask & DIMS[d].bit)
       tw_buf_printf(b, "%s,", DIMS[d].name);
-  tw_buf_adds(b, "list_cost_usd,effective_cost_usd,usage_hours,rows\r\n");
+  tw_buf_adds(b, "list_cost_usd,effective_cost_usd,accrued_effective_cost_usd,"
+                 "usage_hours,rows\r\n");
   for (size_t i = 0; i < r->n_groups; i++) {
     const struct tw_ledger_group *g = &r->groups[i];
     for (size_t d = 0; d < NDIMS; d++)
@@ -410,12 +425,13 @@ static void render_csv(const struct tw_report *r, struct tw_buf *b) {
         csv_field(b, dim_value(g, DIMS[d].bit, day, sizeof day));
         tw_buf_addc(b, ',');
       }
-    char l[32], e[32];
+    char l[32], e[32], ac[32];
     tw_report_fmt_usd(g->list_uusd, l, sizeof l);
     tw_report_fmt_usd(g->effective_uusd, e, sizeof e);
+    tw_report_fmt_usd(g->accrued_effective_uusd, ac, sizeof ac);
     /* hours with six places, from milliseconds: exact enough to sum */
     int64_t uh = (g->usage_ms * 1000 + 1800) / 3600;
-    tw_buf_printf(b, "%s,%s,%lld.%06lld,%lld\r\n", l, e,
+    tw_buf_printf(b, "%s,%s,%s,%lld.%06lld,%lld\r\n", l, e, ac,
                   (long long)(uh / 1000000), (long long)(uh % 1000000),
                   (long long)g->rows);
   }

@@ -15,7 +15,8 @@ struct tw_report_tenant {
 
 struct tw_report_budget {
   struct tw_ledger_budget b;
-  int64_t spent_uusd;
+  int64_t spent_uusd;   /* ledger plus accrued (tw_ledger_spent_now) */
+  int64_t accrued_uusd; /* of which accrued */
   int64_t forecast_uusd;
 };
 
@@ -27,6 +28,9 @@ struct tw_report {
   struct tw_ledger_group *groups; /* by req's grouping */
   size_t n_groups;
   int64_t total_list_uusd, total_effective_uusd, total_rows;
+  /* of the totals, what running attempts accrued since their last
+   * closed charge period */
+  int64_t total_accrued_list_uusd, total_accrued_effective_uusd;
   struct tw_ledger_group *by_provider_day; /* provider x day, for the chart */
   size_t n_by_provider_day;
   struct tw_report_tenant *tenants; /* by tenant, largest first */

@@ -307,8 +307,14 @@ static const char SQL_SUM_JOB_DAY[] =
     " AND (?9 IS NULL OR tenant = ?9) AND (?10 IS NULL OR project = ?10)"
     " GROUP BY 1, 2, 3, 4, 5, 6";
 
-/* The partial days at the edges of a range: the rows themselves.  ?1 and
- * ?2 are times here, not days. */
+/* The partial days at the edges of a range: the rows themselves, each by
+ * the part of its charge period inside [?1, ?2) (store_ledger.h); ?11 is
+ * the start of ?1's day, so rows that began before ?1 and run into the
+ * range are read too (none crosses midnight). */
+#define SQL_PART(col)                                                          \
+  "CASE WHEN end_ms = start_ms THEN " col " ELSE"                              \
+  " (" col " * (MIN(end_ms, ?2) - start_ms)) / (end_ms - start_ms)"             \
+  " - (" col " * (MAX(start_ms, ?1) - start_ms)) / (end_ms - start_ms) END"
 static const char SQL_SUM_ROWS[] =
     "SELECT CASE WHEN ?3 THEN tenant ELSE '' END,"
     " CASE WHEN ?4 THEN project ELSE '' END,"
@@ -316,8 +322,12 @@ static const char SQL_SUM_ROWS[] =
     " CASE WHEN ?6 THEN region ELSE '' END,"
     " CASE WHEN ?7 THEN day ELSE -1 END,"
     " CASE WHEN ?8 THEN job_id ELSE '' END,"
-    " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), COUNT(*)"
-    " FROM ledger WHERE start_ms >= ?1 AND start_ms < ?2"
+    " SUM(" SQL_PART("list_uusd") "), SUM(" SQL_PART("effective_uusd") "),"
+    " SUM(CASE WHEN end_ms = start_ms THEN usage_ms ELSE"
+    " MIN(end_ms, ?2) - MAX(start_ms, ?1) END), COUNT(*)"
+    " FROM ledger WHERE start_ms >= ?11 AND start_ms < ?2"
+    " AND (CASE WHEN end_ms = start_ms THEN start_ms >= ?1"
+    " ELSE end_ms > ?1 END)"
     " AND (?9 IS NULL OR tenant = ?9) AND (?10 IS NULL OR project = ?10)"
     " AND (NOT ?8 OR job_id <> '')"
     " GROUP BY 1, 2, 3, 4, 5, 6";
@@ -347,6 +357,8 @@ static enum tw_rc sum_query(struct tw_store *s, sqlite3 *db, const char *sql,
     sqlite3_bind_int(st, 8, (a->mask & TW_GROUP_JOB) != 0);
   store__bind_opt(st, 9, a->f ? a->f->tenant : NULL);
   store__bind_opt(st, 10, a->f ? a->f->project : NULL);
+  if (sql == SQL_SUM_ROWS)
+    sqlite3_bind_int64(st, 11, tw_ledger_day(lo) * TW_DAY_MS);
   int step;
   while ((step = sqlite3_step(st)) == SQLITE_ROW) {
     if (sqlite3_column_type(st, 6) == SQLITE_NULL)
@@ -601,15 +613,16 @@ static const char SQL_METER_PUT[] =
     "INSERT OR REPLACE INTO meter_attempts (attempt_id, job_id, tenant,"
     " project, provider, account, region, zone, instance_type, market,"
     " resource_id, nodes, granularity_s, min_charge_s, price_uusd_per_hour,"
-    " running_ms, metered_to_ms, billed_s, last_seq, ended)"
+    " running_ms, metered_to_ms, billed_s, last_seq, ended, discount_bp)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-    " ?15, ?16, ?17, ?18, ?19, ?20)";
+    " ?15, ?16, ?17, ?18, ?19, ?20, ?21)";
 
 static const char SQL_METER_OPEN[] =
     "SELECT attempt_id, job_id, tenant, project, provider, account, region,"
     " zone, instance_type, market, resource_id, nodes, granularity_s,"
     " min_charge_s, price_uusd_per_hour, running_ms, metered_to_ms, billed_s,"
-    " last_seq FROM meter_attempts WHERE ended = 0 ORDER BY attempt_id";
+    " last_seq, discount_bp FROM meter_attempts WHERE ended = 0"
+    " ORDER BY attempt_id";
 
 struct meter_open_arg {
   struct tw_store_meter_progress *items;
@@ -649,6 +662,7 @@ static enum tw_rc meter_open_fn(struct tw_store *s, sqlite3 *db, void *arg,
     x->metered_to_ms = sqlite3_column_int64(st, 16);
     x->billed_s = sqlite3_column_int64(st, 17);
     x->last_seq = sqlite3_column_int64(st, 18);
+    x->discount_bp = sqlite3_column_int64(st, 19);
   }
   enum tw_rc rc = TW_OK;
   if (step != SQLITE_DONE)
@@ -698,6 +712,7 @@ static enum tw_rc meter_put(struct tw_store *s, sqlite3 *db,
   sqlite3_bind_int64(st, 18, p->billed_s);
   sqlite3_bind_int64(st, 19, p->last_seq);
   sqlite3_bind_int(st, 20, p->ended ? 1 : 0);
+  sqlite3_bind_int64(st, 21, p->discount_bp);
   if (sqlite3_step(st) != SQLITE_DONE)
     return tw_err_set(err, TW_E_IO, "meter: progress: %s", sqlite3_errmsg(db));
   return TW_OK;

@@ -98,6 +98,10 @@ struct tw_ledger_group {
   int64_t effective_uusd;
   int64_t usage_ms;
   int64_t rows; /* ledger rows summed */
+  /* Of list_uusd and effective_uusd, what running attempts have accrued
+   * since their last closed charge period (tw_ledger_sum_now); 0 from
+   * the ledger alone. */
+  int64_t accrued_list_uusd, accrued_effective_uusd;
 };
 
 struct tw_ledger_budget {
@@ -144,7 +148,12 @@ enum tw_rc tw_store_ledger_scan(struct tw_store *s, int64_t from_ms,
 
 /* Sums over [from_ms, to_ms) grouped by the TW_GROUP_* dimensions of
  * mask: whole UTC days from a rollup (the per-job one with TW_GROUP_JOB),
- * the partial days at either edge from the rows, merged.  *out is an
+ * the partial days at either edge from the rows, merged.  A row that
+ * straddles an edge counts by time: the part of its charge period inside
+ * the range, list and effective cost split so that the parts of one row
+ * in adjacent ranges add up to it exactly (T(c x (b - s) / d) - T(c x
+ * (a - s) / d), T truncating); a row of no duration (a minimum charge, a
+ * credit, egress) counts where it is.  *out is an
  * array of *n groups ordered by tenant, project, provider, region, day,
  * job (free() it); empty when to_ms <= from_ms. */
 enum tw_rc tw_store_ledger_sum(struct tw_store *s, int64_t from_ms,
@@ -194,6 +203,7 @@ struct tw_store_meter_progress {
   int64_t billed_s; /* seconds charged so far (per node) */
   int64_t last_seq; /* the last row that charged something */
   bool ended;
+  int64_t discount_bp; /* the effective cost's discount for this period */
 };
 
 /* The progress of every attempt not ended, by attempt id; free() *out. */

@@ -131,7 +131,13 @@ static const char MIG_METER_1[] =
     " last_seq INTEGER NOT NULL, ended INTEGER NOT NULL);"
     "CREATE INDEX meter_attempts_open ON meter_attempts(ended);";
 
-static const char *const MIG_METER[] = {MIG_METER_1};
+/* 2: the discount in force for the current period, so what a running
+ * attempt has accrued can be priced without the meter's config. */
+static const char MIG_METER_2[] =
+    "ALTER TABLE meter_attempts ADD COLUMN discount_bp INTEGER NOT NULL"
+    " DEFAULT 0;";
+
+static const char *const MIG_METER[] = {MIG_METER_1, MIG_METER_2};
 
 /* ---- module "audit" */
 

@@ -455,6 +455,88 @@ static void charged_from_the_providers_times(void **state) {
   free(all);
 }
 
+/* Accrual: a running attempt counts up to now, marked accrued, before its
+ * charge period closes; once the period closes the row is exact and only
+ * the time since is accrued.  AWS on-demand at $3.60/h (1000 uusd a
+ * second), 12.5 % off: effective 875 a second. */
+static void running_attempts_accrue_up_to_now(void **state) {
+  (void)state;
+  registry = tw_adapters;
+  meter = new_meter("providers:\n  aws-main: {discount_pct: \"12.5\"}\n");
+  struct tw_err err = {0};
+  const struct tw_offer *o =
+      add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 0, 0);
+  int64_t a = start_attempt(o, "ml", 1);
+  clk.fake_ms = T0 + 10 * HOUR;
+  set_running(a);
+  pass_at(T0 + 10 * HOUR + 1 * SEC);
+  int64_t spent, accrued;
+  /* 10:30: nothing in the ledger, 1800 s accrued */
+  assert_int_equal(tw_ledger_spent_now(store, "ml", NULL, T0, T0 + TW_DAY_MS,
+                                       T0 + 10 * HOUR + 30 * MIN, &spent,
+                                       &accrued, &err),
+                   TW_OK);
+  assert_int_equal(spent, 1800 * 875);
+  assert_int_equal(accrued, 1800 * 875);
+  assert_int_equal(tw_ledger_spent(store, "ml", NULL, T0, T0 + TW_DAY_MS,
+                                   &spent, &err),
+                   TW_OK);
+  assert_int_equal(spent, 0);
+  /* 11:00:20, after the pass that closed 10:00-11:00: the hour is a row,
+   * 20 s accrued */
+  pass_at(T0 + 11 * HOUR + 10 * SEC);
+  pass_at(T0 + 11 * HOUR + 20 * SEC);
+  assert_int_equal(tw_ledger_spent_now(store, "ml", NULL, T0, T0 + TW_DAY_MS,
+                                       T0 + 11 * HOUR + 20 * SEC, &spent,
+                                       &accrued, &err),
+                   TW_OK);
+  assert_int_equal(spent, 3600 * 875 + 20 * 875);
+  assert_int_equal(accrued, 20 * 875);
+  /* grouped, the list cost and what of it is accrued */
+  struct tw_ledger_group *g;
+  size_t n;
+  assert_int_equal(tw_ledger_sum_now(store, T0, T0 + TW_DAY_MS,
+                                     T0 + 11 * HOUR + 20 * SEC, TW_GROUP_TENANT,
+                                     NULL, &g, &n, &err),
+                   TW_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(g[0].list_uusd, 3620 * 1000);
+  assert_int_equal(g[0].accrued_list_uusd, 20 * 1000);
+  assert_int_equal(g[0].rows, 1);
+  free(g);
+  /* a range splits what is accrued by time: [11:00:05, 11:00:15) */
+  assert_int_equal(tw_ledger_spent_now(store, "ml", NULL,
+                                       T0 + 11 * HOUR + 5 * SEC,
+                                       T0 + 11 * HOUR + 15 * SEC,
+                                       T0 + 11 * HOUR + 20 * SEC, &spent,
+                                       &accrued, &err),
+                   TW_OK);
+  assert_int_equal(accrued, 10 * 875);
+
+  /* across midnight: running from 23:30, at 00:15 before any pass closes
+   * a period, 1800 s fall on the first day and 900 s on the next */
+  int64_t b = start_attempt(o, "web", 1);
+  clk.fake_ms = T0 + 23 * HOUR + 30 * MIN;
+  set_running(b);
+  pass_at(T0 + 23 * HOUR + 30 * MIN + 1 * SEC);
+  assert_int_equal(tw_ledger_accrued(store, T0, T0 + 2 * TW_DAY_MS,
+                                     T0 + 24 * HOUR + 15 * MIN,
+                                     TW_GROUP_TENANT | TW_GROUP_DAY,
+                                     &(struct tw_ledger_filter){.tenant = "web"},
+                                     &g, &n, &err),
+                   TW_OK);
+  int64_t day1 = 0, day2 = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (g[i].day == tw_ledger_day(T0))
+      day1 += g[i].list_uusd;
+    else if (g[i].day == tw_ledger_day(T0) + 1)
+      day2 += g[i].list_uusd;
+  }
+  free(g);
+  assert_int_equal(day1, 1800 * 1000);
+  assert_int_equal(day2, 900 * 1000);
+}
+
 /* A private cluster at its chargeback rates: 8 vCPUs x $0.02 + 2 GPUs x
  * $1.10 + 32 GiB x $0.003 = $2.456 an hour; 30 min = $1.228. */
 static void private_cluster_at_chargeback_rate(void **state) {
@@ -721,6 +803,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(published_rules_per_cloud, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(charged_from_the_providers_times, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(running_attempts_accrue_up_to_now, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(private_cluster_at_chargeback_rate,
                                       setup, teardown),

@@ -280,6 +280,72 @@ static void json_and_csv_totals_equal_the_ledger(void **state) {
   free(text);
 }
 
+/* A running attempt's progress as the meter stores it: running since
+ * `from`, metered to `to`, at price per hour, discount_bp off. */
+static void open_attempt(int64_t id, const char *tenant, int64_t running,
+                         int64_t metered_to, int64_t price, int64_t bp) {
+  struct tw_store_meter_progress p;
+  memset(&p, 0, sizeof p);
+  p.attempt_id = id;
+  snprintf(p.job_id, sizeof p.job_id, "j-run-%lld", (long long)id);
+  snprintf(p.tenant, sizeof p.tenant, "%s", tenant);
+  snprintf(p.project, sizeof p.project, "default");
+  snprintf(p.provider, sizeof p.provider, "aws");
+  snprintf(p.account, sizeof p.account, "aws-main");
+  snprintf(p.region, sizeof p.region, "us-east-1");
+  snprintf(p.market, sizeof p.market, "on-demand");
+  p.nodes = 1;
+  p.granularity_s = 1;
+  p.min_charge_s = 60;
+  p.price_uusd_per_hour = price;
+  p.running_ms = running;
+  p.metered_to_ms = metered_to;
+  p.discount_bp = bp;
+  struct tw_store_meter_work w = {.rows = NULL, .n_rows = 0, .progress = &p};
+  struct tw_err err = {0};
+  assert_int_equal(tw_store_meter_commit(store, &w, 1, running, &err), TW_OK);
+}
+
+/* The report counts what running attempts have accrued up to now,
+ * marked as accrued, in its groups, total and budget table.  An attempt
+ * at $3.60/h 10 % off, running since Nov 20 10:00, at 10:45: 2700 s x
+ * 900 uusd = 2,430,000 effective, 2,700,000 list. */
+static void reports_include_accrued_cost(void **state) {
+  (void)state;
+  seed();
+  struct tw_err err = {0};
+  struct tw_ledger_budget bud = {.tenant = "web", .limit_uusd = 900000000};
+  assert_int_equal(tw_ledger_budgets_set(store, &bud, 1, &err), TW_OK);
+  int64_t t = NOV1 + 19 * TW_DAY_MS + 10 * HOUR;
+  open_attempt(901, "web", t, t, 3600000, 1000);
+  int64_t now = t + 45 * 60000;
+  char *text = render("json", TW_GROUP_TENANT, NULL, now);
+  json_t *j = json_loads(text, 0, NULL);
+  assert_non_null(j);
+  json_t *total = json_object_get(j, "total");
+  assert_int_equal(
+      json_integer_value(json_object_get(total, "accrued_effective_cost_uusd")),
+      2430000);
+  assert_int_equal(
+      json_integer_value(json_object_get(total, "accrued_list_cost_uusd")),
+      2700000);
+  assert_int_equal(
+      json_integer_value(json_object_get(total, "effective_cost_uusd")),
+      all_eff + 2430000);
+  json_t *b0 = json_array_get(
+      json_object_get(json_object_get(j, "budgets"), "items"), 0);
+  assert_int_equal(json_integer_value(json_object_get(b0, "accrued_uusd")),
+                   2430000);
+  int64_t spent;
+  assert_int_equal(tw_ledger_spent_now(store, "web", NULL, NOV1, DEC1, now,
+                                       &spent, NULL, &err),
+                   TW_OK);
+  assert_int_equal(json_integer_value(json_object_get(b0, "spent_uusd")),
+                   spent);
+  json_decref(j);
+  free(text);
+}
+
 static bool in_set(const char *v, const char *const *set) {
   for (size_t i = 0; set[i]; i++)
     if (!strcmp(v, set[i]))
@@ -624,6 +690,8 @@ static void ranges_parse_and_default_to_the_month(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(reports_include_accrued_cost, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(json_and_csv_totals_equal_the_ledger,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(
