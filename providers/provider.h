@@ -131,6 +131,9 @@ struct tw_provider_info {
    * instance type's prefix ({"f1.", "VU9P"}: the canonical names of
    * billing/catalog/normalize.h), ended by {NULL, NULL}.  NULL: none. */
   const struct tw_provider_type_accel *type_accels;
+  /* FOCUS ResourceType of a compute row ("Virtual Machine", "Batch Job"):
+   * what the provider bills an attempt as.  NULL or "": none. */
+  const char *focus_resource_type;
 };
 
 struct tw_provider_ops {

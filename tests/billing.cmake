@@ -5,7 +5,7 @@ tw_add_test(test_meter SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_meter.c
             LIBS tw_billing tw_adapters PkgConfig::CMOCKA PkgConfig::JANSSON
             LABELS unit billing)
 tw_add_test(test_report SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_report.c
-            LIBS tw_billing PkgConfig::CMOCKA PkgConfig::JANSSON
+            LIBS tw_billing tw_adapters PkgConfig::CMOCKA PkgConfig::JANSSON
             LABELS unit billing)
 tw_add_test(test_report_html
             SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_report_html.c

@@ -347,3 +347,15 @@ enum tw_rc tw_ledger_budgets_get(struct tw_store *s,
                                  struct tw_err *err) {
   return tw_store_ledger_budgets_get(s, out, n, err);
 }
+
+enum tw_rc tw_ledger_accounts_set(struct tw_store *s,
+                                  const struct tw_ledger_account *a, size_t n,
+                                  struct tw_err *err) {
+  return tw_store_ledger_accounts_set(s, a, n, err);
+}
+
+enum tw_rc tw_ledger_accounts_get(struct tw_store *s,
+                                  struct tw_ledger_account **out, size_t *n,
+                                  struct tw_err *err) {
+  return tw_store_ledger_accounts_get(s, out, n, err);
+}

@@ -134,6 +134,16 @@ enum tw_rc tw_ledger_count(struct tw_store *s, int64_t *rows,
  * struct tw_ledger_budget: tenant ("" overall), project ("" every project
  * of the tenant), limit_uusd per calendar month (UTC). */
 
+/* The accounts' invoice ids and commitments (struct tw_ledger_account),
+ * stored by the meter from billing.providers at start and on reload. */
+enum tw_rc tw_ledger_accounts_set(struct tw_store *s,
+                                  const struct tw_ledger_account *a, size_t n,
+                                  struct tw_err *err);
+/* *out: array of *n by account (free() it). */
+enum tw_rc tw_ledger_accounts_get(struct tw_store *s,
+                                  struct tw_ledger_account **out, size_t *n,
+                                  struct tw_err *err);
+
 /* Replaces the stored budgets with budgets[0..n). */
 enum tw_rc tw_ledger_budgets_set(struct tw_store *s,
                                  const struct tw_ledger_budget *budgets,

@@ -74,6 +74,15 @@ int64_t tw_bill_cost(int64_t price_uusd_per_hour, int64_t node_seconds) {
   return div_round((__int128)price_uusd_per_hour * node_seconds, 3600);
 }
 
+int64_t tw_bill_cost_at(int64_t price_uusd_per_hour, int64_t node_seconds,
+                        int64_t discount_bp) {
+  if (discount_bp <= 0)
+    return tw_bill_cost(price_uusd_per_hour, node_seconds);
+  return div_round((__int128)price_uusd_per_hour * (10000 - discount_bp) *
+                       node_seconds,
+                   (__int128)3600 * 10000);
+}
+
 int64_t tw_bill_discount(int64_t list_uusd, int64_t discount_bp) {
   if (discount_bp <= 0)
     return list_uusd;
@@ -118,7 +127,9 @@ void tw_meter_accrue(const struct tw_store_meter_progress *p, int64_t now_ms,
     r.quantity = due * nodes;
     r.unit_price_uusd = p->price_uusd_per_hour;
     r.list_uusd = tw_bill_cost(p->price_uusd_per_hour, r.quantity);
-    r.effective_uusd = tw_bill_discount(r.list_uusd, p->discount_bp);
+    r.effective_uusd =
+        tw_bill_cost_at(p->price_uusd_per_hour, r.quantity, p->discount_bp);
+    r.discount_bp = p->discount_bp;
     fn(ctx, &r);
     t = b;
   }
@@ -178,8 +189,12 @@ static enum tw_rc unknown_key(const char *path, const char *key,
 static enum tw_rc cfg_rate(const char *name, const struct tw_node *n,
                            struct tw_meter_rate *r, struct tw_err *err) {
   static const char *const keys[] = {
-      "granularity_s",     "min_charge_s", "discount_pct", "discount_spot",
-      "egress_usd_per_gb", "chargeback",   NULL};
+      "granularity_s", "min_charge_s",      "discount_pct", "discount_kind",
+      "commitment",    "discount_spot",     "egress_usd_per_gb",
+      "chargeback",    "account_id",        "account_name",
+      "account_type",  NULL};
+  static const char *const commit_keys[] = {"id", "name", "type", "category",
+                                            NULL};
   static const char *const cb_keys[] = {"vcpu_hour_usd", "gpu_hour_usd",
                                         "memory_gib_hour_usd", NULL};
   char path[160];
@@ -214,6 +229,57 @@ static enum tw_rc cfg_rate(const char *name, const struct tw_node *n,
             "%s: expected a percentage from 0 to 100 with at most "
             "two decimals, got %s",
             kp, v->kind == TW_NODE_SCALAR ? v->str : tw_node_type_name(v));
+    } else if (!strcmp(k, "discount_kind")) {
+      if (v->kind != TW_NODE_SCALAR ||
+          (strcmp(v->str, "negotiated") && strcmp(v->str, "commitment")))
+        return tw_err_field(err, TW_E_INVALID, kp,
+                            "%s: expected negotiated or commitment", kp);
+      r->commitment = !strcmp(v->str, "commitment");
+    } else if (!strcmp(k, "account_id") || !strcmp(k, "account_name") ||
+               !strcmp(k, "account_type")) {
+      char *dst = k[8] == 'i' ? r->account_id
+                  : k[8] == 'n' ? r->account_name
+                                : r->account_type;
+      size_t cap = k[8] == 'i'   ? sizeof r->account_id
+                   : k[8] == 'n' ? sizeof r->account_name
+                                 : sizeof r->account_type;
+      if (v->kind != TW_NODE_SCALAR || !v->str[0] ||
+          !tw_model_set(dst, cap, v->str))
+        return tw_err_field(err, TW_E_INVALID, kp,
+                            "%s: expected text of 1 to %zu characters", kp,
+                            cap - 1);
+    } else if (!strcmp(k, "commitment")) {
+      if (v->kind != TW_NODE_MAP)
+        return tw_err_field(err, TW_E_INVALID, kp,
+                            "%s: expected a mapping, got %s", kp,
+                            tw_node_type_name(v));
+      for (size_t j = 0; j < v->n; j++) {
+        char cp[240];
+        snprintf(cp, sizeof cp, "%s.%s", kp, v->keys[j]);
+        const char *ck = v->keys[j];
+        const struct tw_node *cv = v->items[j];
+        char *dst = !strcmp(ck, "id")       ? r->commitment_id
+                    : !strcmp(ck, "name")   ? r->commitment_name
+                    : !strcmp(ck, "type")   ? r->commitment_type
+                    : !strcmp(ck, "category") ? r->commitment_category
+                                              : NULL;
+        size_t cap = !strcmp(ck, "id")       ? sizeof r->commitment_id
+                     : !strcmp(ck, "name")   ? sizeof r->commitment_name
+                     : !strcmp(ck, "type")   ? sizeof r->commitment_type
+                                             : sizeof r->commitment_category;
+        if (!dst)
+          return unknown_key(kp, ck, commit_keys, err);
+        if (cv->kind != TW_NODE_SCALAR || !cv->str[0] ||
+            !tw_model_set(dst, cap, cv->str))
+          return tw_err_field(err, TW_E_INVALID, cp,
+                              "%s: expected text of 1 to %zu characters", cp,
+                              cap - 1);
+        if (dst == r->commitment_category && strcmp(cv->str, "Spend") &&
+            strcmp(cv->str, "Usage"))
+          return tw_err_field(err, TW_E_INVALID, cp,
+                              "%s: expected Spend or Usage, got %s", cp,
+                              cv->str);
+      }
     } else if (!strcmp(k, "discount_spot")) {
       if (!tw_node_as_bool(v, &r->discount_spot))
         return tw_err_field(err, TW_E_INVALID, kp, "%s: expected true or false",
@@ -394,6 +460,38 @@ static void cfg_copy(struct tw_meter_cfg *dst, const struct tw_meter_cfg *src) {
   }
 }
 
+/* The accounts' invoice ids and commitments, as FOCUS names them
+ * (ledger_accounts), from the configured rates. */
+static enum tw_rc store_accounts(struct tw_store *st,
+                                 const struct tw_meter_cfg *c,
+                                 struct tw_err *err) {
+  size_t n = c ? c->n_rates : 0;
+  struct tw_ledger_account *a = tw_calloc(n ? n : 1, sizeof *a);
+  for (size_t i = 0; i < n; i++) {
+    const struct tw_meter_rate *r = &c->rates[i];
+    TW_SET(a[i].account, r->name);
+    TW_SET(a[i].account_id, r->account_id);
+    TW_SET(a[i].account_name, r->account_name);
+    TW_SET(a[i].account_type, r->account_type);
+    if (r->commitment) {
+      if (r->commitment_id[0])
+        TW_SET(a[i].commitment_id, r->commitment_id);
+      else
+        snprintf(a[i].commitment_id, sizeof a[i].commitment_id,
+                 "%.63s-commitment", r->name);
+      TW_SET(a[i].commitment_name, r->commitment_name[0] ? r->commitment_name
+                                                         : a[i].commitment_id);
+      TW_SET(a[i].commitment_type,
+             r->commitment_type[0] ? r->commitment_type : "Commitment");
+      TW_SET(a[i].commitment_category,
+             r->commitment_category[0] ? r->commitment_category : "Spend");
+    }
+  }
+  enum tw_rc rc = tw_ledger_accounts_set(st, a, n, err);
+  free(a);
+  return rc;
+}
+
 /* ---- the meter's state ------------------------------------------------ */
 
 /* One attempt being metered. */
@@ -551,7 +649,8 @@ enum tw_rc tw_meter_new(const struct tw_meter_opts *opts, struct tw_meter **out,
   pthread_cond_init(&m->run_cv, NULL);
   if ((rc = load(m, err)) ||
       (rc = tw_ledger_budgets_set(m->store, m->cfg.budgets, m->cfg.n_budgets,
-                                  err))) {
+                                  err)) ||
+      (rc = store_accounts(m->store, &m->cfg, err))) {
     tw_meter_free(m);
     return rc;
   }
@@ -586,8 +685,9 @@ enum tw_rc tw_meter_set_cfg(struct tw_meter *m, const struct tw_meter_cfg *cfg,
   cfg_copy(&m->cfg, cfg);
   m->cfg.charge_period_s = period;
   pthread_mutex_unlock(&m->mu);
-  return tw_ledger_budgets_set(m->store, cfg ? cfg->budgets : NULL,
-                               cfg ? cfg->n_budgets : 0, err);
+  enum tw_rc rc = tw_ledger_budgets_set(m->store, cfg ? cfg->budgets : NULL,
+                                        cfg ? cfg->n_budgets : 0, err);
+  return rc ? rc : store_accounts(m->store, cfg, err);
 }
 
 void tw_meter_stats(struct tw_meter *m, struct tw_meter_stats *out) {
@@ -681,7 +781,11 @@ static void charge_row(const struct tw_meter *m, struct work *w, int64_t from,
   r->quantity = seconds * s->nodes;
   r->unit_price_uusd = s->price;
   r->list_uusd = tw_bill_cost(s->price, r->quantity);
-  r->effective_uusd = tw_bill_discount(r->list_uusd, discount_bp(m, s));
+  r->discount_bp = discount_bp(m, s);
+  r->effective_uusd = tw_bill_cost_at(s->price, r->quantity, r->discount_bp);
+  const struct tw_meter_rate *rate =
+      tw_meter_cfg_rate(&m->cfg, s->account, s->provider);
+  r->commitment = r->discount_bp > 0 && rate && rate->commitment;
   char p[32];
   price_text(s->price, p, sizeof p);
   snprintf(r->description, sizeof r->description,
@@ -1060,6 +1164,7 @@ enum tw_rc tw_meter_egress(struct tw_meter *m, const struct tw_meter_egress *e,
                   : rate               ? rate->egress_uusd_per_gb
                                        : 0;
   int64_t bp = rate ? rate->discount_bp : 0;
+  bool commitment = bp > 0 && rate && rate->commitment;
   pthread_mutex_unlock(&m->mu);
   bool ok = tw_model_set(r.tenant, sizeof r.tenant, e->tenant) &&
             tw_model_set(r.project, sizeof r.project,
@@ -1076,7 +1181,11 @@ enum tw_rc tw_meter_egress(struct tw_meter *m, const struct tw_meter_egress *e,
   r.quantity = e->bytes;
   r.unit_price_uusd = price;
   r.list_uusd = div_round((__int128)e->bytes * price, 1000000000);
-  r.effective_uusd = tw_bill_discount(r.list_uusd, bp);
+  /* at the discounted price per GB, rounded once (FOCUS ContractedCost) */
+  r.effective_uusd =
+      div_round((__int128)e->bytes * price * (10000 - bp), 10000000000000LL);
+  r.discount_bp = bp;
+  r.commitment = commitment;
   snprintf(r.description, sizeof r.description,
            "Data transfer %s -> %s: %lld bytes", e->region ? e->region : "",
            e->dest_region ? e->dest_region : "internet", (long long)e->bytes);

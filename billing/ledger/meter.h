@@ -61,8 +61,13 @@ struct tw_meter;
  *       aws:
  *         granularity_s: 1         # over the published rule (optional)
  *         min_charge_s: 60
- *         discount_pct: "12.5"     # committed-use rate, percent off list
+ *         discount_pct: "12.5"     # percent off list
+ *         discount_kind: negotiated  # or commitment (then commitment: {id,
+ *                                  # name, type, category: Spend|Usage})
  *         discount_spot: false     # also on spot (default: on-demand only)
+ *         account_id: "123456789012"   # the invoice's billing account
+ *         account_name: "Research"     # (FOCUS BillingAccountId/Name/Type)
+ *         account_type: "Account"
  *         egress_usd_per_gb: "0.09"
  *       slurm-lab:                 # private cloud: chargeback rates
  *         chargeback: {vcpu_hour_usd: "0.02", gpu_hour_usd: "1.10",
@@ -78,6 +83,15 @@ struct tw_meter_rate {
   int64_t granularity_s, min_charge_s;
   int64_t discount_bp; /* basis points off list: 1250 = 12.5 % */
   bool discount_spot;
+  /* What the discount is: a negotiated rate (default; FOCUS
+   * ContractedUnitPrice) or a commitment-based discount (a savings plan,
+   * committed use: FOCUS CommitmentDiscount columns). */
+  bool commitment;
+  char commitment_id[128], commitment_name[128], commitment_type[64];
+  char commitment_category[16]; /* "Spend" (default) | "Usage" */
+  /* The account as the provider's invoice names it (FOCUS
+   * BillingAccountId, BillingAccountName, BillingAccountType). */
+  char account_id[64], account_name[128], account_type[64];
   int64_t egress_uusd_per_gb; /* 0: none configured */
   bool chargeback;
   int64_t vcpu_hour_uusd, gpu_hour_uusd, memory_gib_hour_uusd;
@@ -132,6 +146,12 @@ int64_t tw_bill_cost(int64_t price_uusd_per_hour, int64_t node_seconds);
 
 /* list less discount_bp basis points, rounded half away from zero. */
 int64_t tw_bill_discount(int64_t list_uusd, int64_t discount_bp);
+
+/* The cost at the discounted unit price: price x (10000 - discount_bp) /
+ * 10000 per hour x node_seconds / 3600, rounded half away from zero once,
+ * so that FOCUS's ContractedUnitPrice x PricingQuantity gives it. */
+int64_t tw_bill_cost_at(int64_t price_uusd_per_hour, int64_t node_seconds,
+                        int64_t discount_bp);
 
 /* ---- accrual ---------------------------------------------------------------
  *

@@ -478,6 +478,8 @@ const struct tw_report_format tw_report_formats[] = {
      "tradewind-spend.csv", csv_render},
     {"focus", "FOCUS 1.0 CSV, one row per ledger row",
      "text/csv; charset=utf-8", "tradewind-focus.csv", focus__render},
+    {"focus-1.2", "FOCUS 1.2 CSV: 1.0's columns and those 1.1 and 1.2 added",
+     "text/csv; charset=utf-8", "tradewind-focus-1.2.csv", focus__render_12},
     {"html", "one self-contained page with charts", "text/html; charset=utf-8",
      NULL, html_render},
     {NULL, NULL, NULL, NULL, NULL},

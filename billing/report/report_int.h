@@ -54,6 +54,9 @@ int64_t report__forecast(const struct tw_report *r, int64_t spent_uusd,
 /* focus.c */
 enum tw_rc focus__render(struct tw_store *s, const struct tw_report_req *req,
                          struct tw_buf *out, struct tw_err *err);
+enum tw_rc focus__render_12(struct tw_store *s,
+                            const struct tw_report_req *req, struct tw_buf *out,
+                            struct tw_err *err);
 
 /* html.c */
 void html__render(const struct tw_report *r, struct tw_buf *out);

@@ -17,9 +17,9 @@ static const char SQL_INSERT[] =
     " correction, service, tenant, project, job_id, attempt_id, provider,"
     " account, region, zone, instance_type, resource_id, market, nodes,"
     " usage_ms, quantity, unit_price_uusd, list_uusd, effective_uusd,"
-    " corrects_seq, description)"
+    " corrects_seq, description, discount_bp, commitment)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-    " ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)";
+    " ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)";
 
 static const char SQL_ROLLUP_DAY[] =
     "INSERT INTO ledger_day (day, tenant, project, provider, region,"
@@ -85,6 +85,8 @@ static enum tw_rc insert_one(struct tw_store *s, sqlite3 *db,
   sqlite3_bind_int64(st, 24, r->effective_uusd);
   sqlite3_bind_int64(st, 25, r->corrects_seq);
   store__bind_text(st, 26, r->description);
+  sqlite3_bind_int64(st, 27, r->discount_bp);
+  sqlite3_bind_int(st, 28, r->commitment ? 1 : 0);
   enum tw_rc rc = step_done(db, st, "insert", err);
   if (rc)
     return rc;
@@ -150,7 +152,8 @@ enum tw_rc tw_store_ledger_append(struct tw_store *s,
   "seq, recorded_ms, start_ms, end_ms, category, correction, service,"         \
   " tenant, project, job_id, attempt_id, provider, account, region, zone,"     \
   " instance_type, resource_id, market, nodes, usage_ms, quantity,"            \
-  " unit_price_uusd, list_uusd, effective_uusd, corrects_seq, description"
+  " unit_price_uusd, list_uusd, effective_uusd, corrects_seq, description,"   \
+  " discount_bp, commitment"
 
 static const char SQL_ROW_BY_SEQ[] =
     "SELECT " ROW_COLUMNS " FROM ledger WHERE seq = ?1";
@@ -193,6 +196,8 @@ static void read_row(sqlite3_stmt *st, struct tw_ledger_row *r) {
   r->effective_uusd = sqlite3_column_int64(st, 23);
   r->corrects_seq = sqlite3_column_int64(st, 24);
   store__col(st, 25, r->description, sizeof r->description);
+  r->discount_bp = sqlite3_column_int64(st, 26);
+  r->commitment = sqlite3_column_int(st, 27) != 0;
 }
 
 struct derive_arg {
@@ -596,6 +601,103 @@ enum tw_rc tw_store_ledger_budgets_get(struct tw_store *s,
                                        struct tw_err *err) {
   struct budgets_arg a = {0};
   enum tw_rc rc = tw_store_read(s, budgets_get_fn, &a, err);
+  if (rc) {
+    free(a.out);
+    a.out = NULL;
+    a.n = 0;
+  }
+  *out = a.out;
+  *n = a.n;
+  return rc;
+}
+
+/* ---- accounts
+ * ---------------------------------------------------------------- */
+
+static const char SQL_ACCOUNTS_CLEAR[] = "DELETE FROM ledger_accounts";
+static const char SQL_ACCOUNT_PUT[] =
+    "INSERT OR REPLACE INTO ledger_accounts (account, account_id,"
+    " account_name, account_type, commitment_id, commitment_name,"
+    " commitment_type, commitment_category)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+static const char SQL_ACCOUNTS_GET[] =
+    "SELECT account, account_id, account_name, account_type, commitment_id,"
+    " commitment_name, commitment_type, commitment_category"
+    " FROM ledger_accounts ORDER BY account";
+
+struct accounts_arg {
+  const struct tw_ledger_account *in;
+  struct tw_ledger_account *out;
+  size_t n, cap;
+};
+
+static enum tw_rc accounts_set_fn(struct tw_store *s, sqlite3 *db, void *arg,
+                                  struct tw_err *err) {
+  struct accounts_arg *a = arg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_ACCOUNTS_CLEAR, err);
+  enum tw_rc rc;
+  if (!st)
+    return TW_E_IO;
+  if ((rc = step_done(db, st, "accounts", err)))
+    return rc;
+  for (size_t i = 0; i < a->n; i++) {
+    const struct tw_ledger_account *x = &a->in[i];
+    if (!(st = tw_store_stmt(s, db, SQL_ACCOUNT_PUT, err)))
+      return TW_E_IO;
+    store__bind_text(st, 1, x->account);
+    store__bind_text(st, 2, x->account_id);
+    store__bind_text(st, 3, x->account_name);
+    store__bind_text(st, 4, x->account_type);
+    store__bind_text(st, 5, x->commitment_id);
+    store__bind_text(st, 6, x->commitment_name);
+    store__bind_text(st, 7, x->commitment_type);
+    store__bind_text(st, 8, x->commitment_category);
+    if ((rc = step_done(db, st, "accounts", err)))
+      return rc;
+  }
+  return TW_OK;
+}
+
+enum tw_rc tw_store_ledger_accounts_set(struct tw_store *s,
+                                        const struct tw_ledger_account *in,
+                                        size_t n, struct tw_err *err) {
+  struct accounts_arg a = {.in = in, .n = n};
+  return tw_store_write(s, accounts_set_fn, &a, err);
+}
+
+static enum tw_rc accounts_get_fn(struct tw_store *s, sqlite3 *db, void *arg,
+                                  struct tw_err *err) {
+  struct accounts_arg *a = arg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_ACCOUNTS_GET, err);
+  if (!st)
+    return TW_E_IO;
+  int step;
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    if (a->n == a->cap) {
+      a->cap = a->cap ? a->cap * 2 : 8;
+      a->out = tw_realloc(a->out, a->cap * sizeof *a->out);
+    }
+    struct tw_ledger_account *x = &a->out[a->n++];
+    memset(x, 0, sizeof *x);
+    store__col(st, 0, x->account, sizeof x->account);
+    store__col(st, 1, x->account_id, sizeof x->account_id);
+    store__col(st, 2, x->account_name, sizeof x->account_name);
+    store__col(st, 3, x->account_type, sizeof x->account_type);
+    store__col(st, 4, x->commitment_id, sizeof x->commitment_id);
+    store__col(st, 5, x->commitment_name, sizeof x->commitment_name);
+    store__col(st, 6, x->commitment_type, sizeof x->commitment_type);
+    store__col(st, 7, x->commitment_category, sizeof x->commitment_category);
+  }
+  enum tw_rc rc = step == SQLITE_DONE ? TW_OK : fail(db, "accounts", err);
+  sqlite3_reset(st);
+  return rc;
+}
+
+enum tw_rc tw_store_ledger_accounts_get(struct tw_store *s,
+                                        struct tw_ledger_account **out,
+                                        size_t *n, struct tw_err *err) {
+  struct accounts_arg a = {0};
+  enum tw_rc rc = tw_store_read(s, accounts_get_fn, &a, err);
   if (rc) {
     free(a.out);
     a.out = NULL;

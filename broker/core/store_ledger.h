@@ -69,6 +69,20 @@ struct tw_ledger_row {
   int64_t effective_uusd;
   int64_t corrects_seq; /* adjustment: the row it corrects; else 0 */
   char description[256];
+  /* How effective_uusd was reached: discount_bp basis points off list,
+   * a negotiated rate (FOCUS ContractedUnitPrice) or, with commitment, a
+   * commitment-based discount (FOCUS CommitmentDiscount columns). */
+  int64_t discount_bp;
+  bool commitment;
+};
+
+/* An account as the provider's invoice names it, and its commitment
+ * (billing.providers.<name>: account_id, ...); "" where not configured. */
+struct tw_ledger_account {
+  char account[64]; /* the config's name: "aws-main" */
+  char account_id[64], account_name[128], account_type[64];
+  char commitment_id[128], commitment_name[128], commitment_type[64];
+  char commitment_category[16]; /* "Spend" | "Usage" */
 };
 
 struct tw_ledger_filter {
@@ -182,6 +196,17 @@ enum tw_rc tw_store_ledger_budgets_set(struct tw_store *s,
 enum tw_rc tw_store_ledger_budgets_get(struct tw_store *s,
                                        struct tw_ledger_budget **out, size_t *n,
                                        struct tw_err *err);
+
+/* ---- accounts (the provider's ids, for FOCUS) --------------------------- */
+
+/* Replaces every stored account with accounts[0..n), in one transaction. */
+enum tw_rc tw_store_ledger_accounts_set(struct tw_store *s,
+                                        const struct tw_ledger_account *a,
+                                        size_t n, struct tw_err *err);
+/* By account name; free() *out. */
+enum tw_rc tw_store_ledger_accounts_get(struct tw_store *s,
+                                        struct tw_ledger_account **out,
+                                        size_t *n, struct tw_err *err);
 
 /* ---- the meter's progress --------------------------------------------------
  *

@@ -114,7 +114,21 @@ static const char MIG_LEDGER_1[] =
     " tenant TEXT NOT NULL, project TEXT NOT NULL, limit_uusd INTEGER NOT NULL,"
     " PRIMARY KEY (tenant, project)) WITHOUT ROWID;";
 
-static const char *const MIG_LEDGER[] = {MIG_LEDGER_1};
+/* 2: how each row's effective cost was reached (the discount in basis
+ * points, and whether it is a commitment rather than a negotiated rate:
+ * FOCUS shows them in different columns), and each account's ids as the
+ * provider's invoice names them (billing.providers.<name>.account_id). */
+static const char MIG_LEDGER_2[] =
+    "ALTER TABLE ledger ADD COLUMN discount_bp INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE ledger ADD COLUMN commitment INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE ledger_accounts ("
+    " account TEXT PRIMARY KEY, account_id TEXT NOT NULL,"
+    " account_name TEXT NOT NULL, account_type TEXT NOT NULL,"
+    " commitment_id TEXT NOT NULL, commitment_name TEXT NOT NULL,"
+    " commitment_type TEXT NOT NULL, commitment_category TEXT NOT NULL)"
+    " WITHOUT ROWID;";
+
+static const char *const MIG_LEDGER[] = {MIG_LEDGER_1, MIG_LEDGER_2};
 
 /* ---- module "meter" */
 

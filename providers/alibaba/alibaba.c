@@ -1376,6 +1376,7 @@ static const struct tw_provider_info ali_info = {
     .focus_provider = "Alibaba Cloud",
     .focus_compute_service = "Elastic Compute Service",
     .focus_network_service = "Data Transfer",
+    .focus_resource_type = "Virtual Machine",
     .catalog_zone_ids = false,
     .catalog_risk_feed = false,
     .arch_of_type = ali_arch_of_type,

@@ -1213,6 +1213,7 @@ static const struct tw_provider_info aws_info = {
     .focus_provider = "AWS",
     .focus_compute_service = "Amazon Elastic Compute Cloud",
     .focus_network_service = "AWS Data Transfer",
+    .focus_resource_type = "Virtual Machine",
     .catalog_zone_ids = true,
     .catalog_risk_feed = true,
     .arch_of_type = aws_arch_of_type,

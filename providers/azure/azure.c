@@ -1468,6 +1468,7 @@ static const struct tw_provider_info az_info = {
     .focus_provider = "Microsoft Azure",
     .focus_compute_service = "Virtual Machines",
     .focus_network_service = "Bandwidth",
+    .focus_resource_type = "Virtual Machine",
     .catalog_zone_ids = false,
     .catalog_risk_feed = false,
     .arch_of_type = az_arch_of_type,

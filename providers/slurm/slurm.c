@@ -1430,6 +1430,7 @@ static const struct tw_provider_info slurm_info = {
     .focus_provider = "Slurm",
     .focus_compute_service = "Slurm Cluster",
     .focus_network_service = "Data Transfer",
+    .focus_resource_type = "Batch Job",
     .catalog_zone_ids = false,
     .catalog_risk_feed = false,
     .arch_of_type = NULL, /* a cluster's nodes say theirs */
