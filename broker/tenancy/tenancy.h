@@ -358,7 +358,9 @@ struct tw_admission {
  * that, else 0 (documented).
  *   TW_E_QUOTA  refused; err->field names the quota ("quota.gpus.A100",
  *               "budget.ml/train") and err->msg the numbers.
- * The refusal is audited (principal may be NULL). */
+ *   TW_E_INVALID  the tenant does not exist (field "tenant"): nothing
+ *               would pay for the job.
+ * The quota and budget refusals are audited (principal may be NULL). */
 enum tw_rc tw_tenancy_admit(struct tw_tenancy *t,
                             const struct tw_job_spec *spec,
                             const char *principal, const char *request_id,

@@ -492,7 +492,19 @@ enum tw_rc tw_tenancy_admit(struct tw_tenancy *t,
                             const char *principal, const char *request_id,
                             struct tw_admission *out, struct tw_err *err) {
   memset(out, 0, sizeof *out);
-  enum tw_rc rc = tn_quota_admit(t, spec, err);
+  /* a job is billed to its tenant: one that does not exist would be
+   * charged to nobody's budget */
+  struct tw_tenant_info ti;
+  struct tw_err e2 = {0};
+  enum tw_rc rc = tw_tenancy_tenant_get(t, spec->tenant, &ti, &e2);
+  if (rc == TW_E_NOTFOUND)
+    return tw_err_field(err, TW_E_INVALID, "tenant",
+                        "tenant: no tenant named \"%.64s\"; an admin creates "
+                        "it first (tradewind tenant create)",
+                        spec->tenant);
+  if (rc)
+    return tw_err_set(err, rc, "%s", e2.msg);
+  rc = tn_quota_admit(t, spec, err);
   const char *action = "quota.refuse";
   if (rc == TW_OK) {
     /* project only when some budget may use it: ranking offers costs */
