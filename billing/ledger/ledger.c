@@ -154,15 +154,146 @@ enum tw_rc tw_ledger_spent(struct tw_store *s, const char *tenant,
   return TW_OK;
 }
 
+/* ---- grouping in memory ---------------------------------------------------
+ *
+ * A hash table of groups by their key (the dimensions of a mask), for the
+ * accrual and for regrouping a finer sum. */
+
+struct agg {
+  unsigned mask;
+  struct tw_ledger_group *g;
+  size_t n, cap;
+  uint32_t *slot; /* index + 1; 0 empty */
+  size_t nslot;
+};
+
+static uint64_t fnv(uint64_t h, const char *s) {
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+  return (h ^ 0xff) * 1099511628211ULL;
+}
+
+static uint64_t key_hash(const struct tw_ledger_group *g) {
+  uint64_t h = 1469598103934665603ULL;
+  h = fnv(h, g->tenant);
+  h = fnv(h, g->project);
+  h = fnv(h, g->provider);
+  h = fnv(h, g->region);
+  h = fnv(h, g->job_id);
+  return (h ^ (uint64_t)g->day) * 1099511628211ULL;
+}
+
+static bool key_eq(const struct tw_ledger_group *a,
+                   const struct tw_ledger_group *b) {
+  return a->day == b->day && !strcmp(a->tenant, b->tenant) &&
+         !strcmp(a->project, b->project) && !strcmp(a->provider, b->provider) &&
+         !strcmp(a->region, b->region) && !strcmp(a->job_id, b->job_id);
+}
+
+static void agg_grow(struct agg *a) {
+  size_t ns = a->nslot ? a->nslot * 2 : 256;
+  uint32_t *sl = tw_calloc(ns, sizeof *sl);
+  for (size_t i = 0; i < a->n; i++) {
+    size_t k = key_hash(&a->g[i]) & (ns - 1);
+    while (sl[k])
+      k = (k + 1) & (ns - 1);
+    sl[k] = (uint32_t)(i + 1);
+  }
+  free(a->slot);
+  a->slot = sl;
+  a->nslot = ns;
+}
+
+/* Adds x's amounts to the group of x's key (x already masked). */
+static void agg_add(struct agg *a, const struct tw_ledger_group *x) {
+  if ((a->n + 1) * 2 > a->nslot)
+    agg_grow(a);
+  size_t k = key_hash(x) & (a->nslot - 1);
+  while (a->slot[k]) {
+    struct tw_ledger_group *y = &a->g[a->slot[k] - 1];
+    if (key_eq(x, y)) {
+      y->list_uusd += x->list_uusd;
+      y->effective_uusd += x->effective_uusd;
+      y->usage_ms += x->usage_ms;
+      y->rows += x->rows;
+      y->accrued_list_uusd += x->accrued_list_uusd;
+      y->accrued_effective_uusd += x->accrued_effective_uusd;
+      return;
+    }
+    k = (k + 1) & (a->nslot - 1);
+  }
+  if (a->n == a->cap) {
+    a->cap = a->cap ? a->cap * 2 : 64;
+    a->g = tw_realloc(a->g, a->cap * sizeof *a->g);
+  }
+  a->g[a->n] = *x;
+  a->slot[k] = (uint32_t)(++a->n);
+}
+
+/* g's dimensions outside mask cleared, as the store leaves them */
+static void mask_group(struct tw_ledger_group *g, unsigned mask) {
+  if (!(mask & TW_GROUP_TENANT))
+    g->tenant[0] = '\0';
+  if (!(mask & TW_GROUP_PROJECT))
+    g->project[0] = '\0';
+  if (!(mask & TW_GROUP_PROVIDER))
+    g->provider[0] = '\0';
+  if (!(mask & TW_GROUP_REGION))
+    g->region[0] = '\0';
+  if (!(mask & TW_GROUP_DAY))
+    g->day = -1;
+  if (!(mask & TW_GROUP_JOB))
+    g->job_id[0] = '\0';
+}
+
+static int group_cmp(const void *x, const void *y) {
+  const struct tw_ledger_group *a = x, *b = y;
+  int c;
+  if ((c = strcmp(a->tenant, b->tenant)) ||
+      (c = strcmp(a->project, b->project)) ||
+      (c = strcmp(a->provider, b->provider)) ||
+      (c = strcmp(a->region, b->region)))
+    return c;
+  if (a->day != b->day)
+    return a->day < b->day ? -1 : 1;
+  return strcmp(a->job_id, b->job_id);
+}
+
+/* The groups, ordered as the store orders them; a is emptied. */
+static void agg_finish(struct agg *a, struct tw_ledger_group **out,
+                       size_t *n) {
+  if (a->n > 1)
+    qsort(a->g, a->n, sizeof *a->g, group_cmp);
+  *out = a->g;
+  *n = a->n;
+  free(a->slot);
+  memset(a, 0, sizeof *a);
+}
+
+enum tw_rc tw_ledger_regroup(const struct tw_ledger_group *in, size_t n_in,
+                             unsigned mask, const struct tw_ledger_filter *f,
+                             struct tw_ledger_group **out, size_t *n) {
+  struct agg a = {.mask = mask};
+  for (size_t i = 0; i < n_in; i++) {
+    if (f && f->tenant && strcmp(f->tenant, in[i].tenant))
+      continue;
+    if (f && f->project && strcmp(f->project, in[i].project))
+      continue;
+    struct tw_ledger_group x = in[i];
+    mask_group(&x, mask);
+    agg_add(&a, &x);
+  }
+  agg_finish(&a, out, n);
+  return TW_OK;
+}
+
 /* ---- accrual --------------------------------------------------------------
  */
 
 struct accrue_arg {
-  int64_t from_ms, to_ms;
-  unsigned mask;
+  int64_t from_ms, to_ms, now_ms;
   const struct tw_ledger_filter *f;
-  struct tw_ledger_group *g;
-  size_t n, cap;
+  struct agg agg;
 };
 
 /* c's part over [lo, hi) of a piece spanning [s, e): as the store splits
@@ -182,41 +313,31 @@ static void accrue_piece(void *ctx, const struct tw_ledger_row *r) {
   int64_t hi = a->to_ms < r->end_ms ? a->to_ms : r->end_ms;
   if (hi <= lo)
     return;
-  if (a->n == a->cap) {
-    a->cap = a->cap ? a->cap * 2 : 64;
-    a->g = tw_realloc(a->g, a->cap * sizeof *a->g);
-  }
-  struct tw_ledger_group *g = &a->g[a->n++];
-  memset(g, 0, sizeof *g);
-  if (a->mask & TW_GROUP_TENANT)
-    TW_SET(g->tenant, r->tenant);
-  if (a->mask & TW_GROUP_PROJECT)
-    TW_SET(g->project, r->project);
-  if (a->mask & TW_GROUP_PROVIDER)
-    TW_SET(g->provider, r->provider);
-  if (a->mask & TW_GROUP_REGION)
-    TW_SET(g->region, r->region);
-  g->day = a->mask & TW_GROUP_DAY ? tw_ledger_day(r->start_ms) : -1;
-  if (a->mask & TW_GROUP_JOB)
-    TW_SET(g->job_id, r->job_id);
-  g->list_uusd = g->accrued_list_uusd =
+  struct tw_ledger_group g;
+  memset(&g, 0, sizeof g);
+  TW_SET(g.tenant, r->tenant);
+  TW_SET(g.project, r->project);
+  TW_SET(g.provider, r->provider);
+  TW_SET(g.region, r->region);
+  TW_SET(g.job_id, r->job_id);
+  g.day = tw_ledger_day(r->start_ms);
+  mask_group(&g, a->agg.mask);
+  g.list_uusd = g.accrued_list_uusd =
       part_of(r->list_uusd, r->start_ms, r->end_ms, a->from_ms, a->to_ms);
-  g->effective_uusd = g->accrued_effective_uusd = part_of(
+  g.effective_uusd = g.accrued_effective_uusd = part_of(
       r->effective_uusd, r->start_ms, r->end_ms, a->from_ms, a->to_ms);
-  g->usage_ms = hi - lo;
+  g.usage_ms = hi - lo;
+  agg_add(&a->agg, &g);
 }
 
-static int group_cmp(const void *x, const void *y) {
-  const struct tw_ledger_group *a = x, *b = y;
-  int c;
-  if ((c = strcmp(a->tenant, b->tenant)) ||
-      (c = strcmp(a->project, b->project)) ||
-      (c = strcmp(a->provider, b->provider)) ||
-      (c = strcmp(a->region, b->region)))
-    return c;
-  if (a->day != b->day)
-    return a->day < b->day ? -1 : 1;
-  return strcmp(a->job_id, b->job_id);
+static void accrue_one(void *ctx, const struct tw_store_meter_progress *p) {
+  struct accrue_arg *a = ctx;
+  if (a->f && a->f->tenant && strcmp(a->f->tenant, p->tenant))
+    return;
+  if (a->f && a->f->project && strcmp(a->f->project, p->project))
+    return;
+  tw_meter_accrue(p, a->now_ms < a->to_ms ? a->now_ms : a->to_ms,
+                  accrue_piece, a);
 }
 
 enum tw_rc tw_ledger_accrued(struct tw_store *s, int64_t from_ms,
@@ -226,54 +347,46 @@ enum tw_rc tw_ledger_accrued(struct tw_store *s, int64_t from_ms,
                              struct tw_err *err) {
   *out = NULL;
   *n = 0;
-  struct tw_store_meter_progress *p = NULL;
-  size_t np = 0;
-  enum tw_rc rc = tw_store_meter_open(s, &p, &np, err);
-  if (rc)
-    return rc;
-  struct accrue_arg a = {
-      .from_ms = from_ms, .to_ms = to_ms, .mask = group_mask, .f = f};
-  for (size_t i = 0; i < np && to_ms > from_ms; i++) {
-    if (f && f->tenant && strcmp(f->tenant, p[i].tenant))
-      continue;
-    if (f && f->project && strcmp(f->project, p[i].project))
-      continue;
-    tw_meter_accrue(&p[i], now_ms < to_ms ? now_ms : to_ms, accrue_piece, &a);
+  struct accrue_arg a = {.from_ms = from_ms,
+                         .to_ms = to_ms,
+                         .now_ms = now_ms,
+                         .f = f,
+                         .agg = {.mask = group_mask}};
+  if (to_ms <= from_ms || now_ms <= from_ms)
+    return TW_OK;
+  enum tw_rc rc = tw_store_meter_scan_open(s, accrue_one, &a, err);
+  agg_finish(&a.agg, out, n);
+  if (rc) {
+    free(*out);
+    *out = NULL;
+    *n = 0;
   }
-  free(p);
-  *out = a.g;
-  *n = a.n;
-  return TW_OK;
+  return rc;
 }
 
 /* Merges src[0..ns) into the sorted groups of *g (count *n), adding the
- * amounts of equal keys; *g is reallocated. */
+ * amounts of equal keys; *g stays sorted. */
 static void merge_groups(struct tw_ledger_group **g, size_t *n,
-                         struct tw_ledger_group *src, size_t ns) {
-  if (!ns)
-    return;
-  *g = tw_realloc(*g, (*n + ns) * sizeof **g);
-  memcpy(*g + *n, src, ns * sizeof *src);
-  size_t total = *n + ns;
-  qsort(*g, total, sizeof **g, group_cmp);
-  size_t w = 0;
-  for (size_t i = 0; i < total; i++) {
-    struct tw_ledger_group *x = &(*g)[i];
-    if (w && !group_cmp(&(*g)[w - 1], x)) {
-      struct tw_ledger_group *y = &(*g)[w - 1];
-      y->list_uusd += x->list_uusd;
-      y->effective_uusd += x->effective_uusd;
-      y->usage_ms += x->usage_ms;
-      y->rows += x->rows;
-      y->accrued_list_uusd += x->accrued_list_uusd;
-      y->accrued_effective_uusd += x->accrued_effective_uusd;
-    } else {
-      if (w != i)
-        (*g)[w] = *x;
-      w++;
+                         const struct tw_ledger_group *src, size_t ns) {
+  size_t added = 0, base = *n;
+  for (size_t i = 0; i < ns; i++) {
+    struct tw_ledger_group *y =
+        base ? bsearch(&src[i], *g, base, sizeof **g, group_cmp) : NULL;
+    if (y) {
+      y->list_uusd += src[i].list_uusd;
+      y->effective_uusd += src[i].effective_uusd;
+      y->usage_ms += src[i].usage_ms;
+      y->accrued_list_uusd += src[i].accrued_list_uusd;
+      y->accrued_effective_uusd += src[i].accrued_effective_uusd;
+      continue;
     }
+    if (!added)
+      *g = tw_realloc(*g, (base + ns) * sizeof **g);
+    (*g)[base + added++] = src[i];
   }
-  *n = w;
+  *n = base + added;
+  if (added)
+    qsort(*g, *n, sizeof **g, group_cmp);
 }
 
 enum tw_rc tw_ledger_sum_now(struct tw_store *s, int64_t from_ms,

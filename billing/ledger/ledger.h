@@ -106,6 +106,14 @@ enum tw_rc tw_ledger_sum_now(struct tw_store *s, int64_t from_ms,
                              struct tw_ledger_group **out, size_t *n,
                              struct tw_err *err);
 
+/* Sums groups in[0..n_in) (of a finer mask) into the groups of mask,
+ * keeping only f's tenant and project (NULL: all), ordered as
+ * tw_ledger_sum orders them: a report reads the ledger once at its finest
+ * grouping and derives the others (free() *out). */
+enum tw_rc tw_ledger_regroup(const struct tw_ledger_group *in, size_t n_in,
+                             unsigned mask, const struct tw_ledger_filter *f,
+                             struct tw_ledger_group **out, size_t *n);
+
 /* The one "spent" of a budget: the ledger's effective cost (adjustments
  * included) of a tenant, or one of its projects, over [from_ms, to_ms),
  * plus what its running attempts have accrued up to now_ms.  *accrued_uusd

@@ -176,18 +176,31 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
   size_t n_budgets = 0;
   enum tw_rc rc;
   /* the ledger's rows, and what running attempts have accrued up to now
-   * (marked as such: tw_ledger_sum_now) */
+   * (marked as such: tw_ledger_sum_now), read once at the finest grouping
+   * and summed up from there */
   int64_t now = req->now_ms;
-  if ((rc = tw_ledger_sum_now(s, req->from_ms, req->to_ms, now, r->mask, &f,
-                              &r->groups, &r->n_groups, err)) ||
-      (rc = tw_ledger_sum_now(s, req->from_ms, req->to_ms, now,
-                              TW_GROUP_PROVIDER | TW_GROUP_DAY, &f,
-                              &r->by_provider_day, &r->n_by_provider_day,
-                              err)) ||
-      (rc = tw_ledger_sum_now(s, req->from_ms, req->to_ms, now,
-                              TW_GROUP_TENANT | TW_GROUP_PROJECT, &f, &tp,
-                              &n_tp, err)))
+  const unsigned FINE = TW_GROUP_TENANT | TW_GROUP_PROJECT |
+                        TW_GROUP_PROVIDER | TW_GROUP_REGION | TW_GROUP_DAY;
+  struct tw_ledger_group *fine = NULL, *fine_job = NULL;
+  size_t n_fine = 0, n_fine_job = 0;
+  if ((rc = tw_ledger_sum_now(s, req->from_ms, req->to_ms, now, FINE, &f, &fine,
+                              &n_fine, err)))
     goto out;
+  /* per job: the per-job rollup, which leaves out rows of no job */
+  if ((r->mask & TW_GROUP_JOB) &&
+      (rc = tw_ledger_sum_now(s, req->from_ms, req->to_ms, now,
+                              FINE | TW_GROUP_JOB, &f, &fine_job, &n_fine_job,
+                              err)))
+    goto out;
+  if (r->mask & TW_GROUP_JOB)
+    tw_ledger_regroup(fine_job, n_fine_job, r->mask, NULL, &r->groups,
+                      &r->n_groups);
+  else
+    tw_ledger_regroup(fine, n_fine, r->mask, NULL, &r->groups, &r->n_groups);
+  tw_ledger_regroup(fine, n_fine, TW_GROUP_PROVIDER | TW_GROUP_DAY, NULL,
+                    &r->by_provider_day, &r->n_by_provider_day);
+  tw_ledger_regroup(fine, n_fine, TW_GROUP_TENANT | TW_GROUP_PROJECT, NULL, &tp,
+                    &n_tp);
   for (size_t i = 0; i < r->n_groups; i++) {
     r->total_list_uusd += r->groups[i].list_uusd;
     r->total_effective_uusd += r->groups[i].effective_uusd;
@@ -262,16 +275,28 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
     struct tw_report_budget *b = &r->budgets[r->n_budgets++];
     b->b = budgets[i];
     /* The budget's own scope, whatever the report filters: the figure
-     * budget status and the hard stop use (tw_ledger_spent_now). */
-    if ((rc = tw_ledger_spent_now(
-             s, budgets[i].tenant[0] ? budgets[i].tenant : NULL,
-             budgets[i].project[0] ? budgets[i].project : NULL, req->from_ms,
-             req->to_ms, now, &b->spent_uusd, &b->accrued_uusd, err)))
-      goto out;
+     * budget status and the hard stop use (tw_ledger_spent_now).  An
+     * unfiltered report holds every scope already: the same sum. */
+    const char *bt = budgets[i].tenant[0] ? budgets[i].tenant : NULL;
+    const char *bp = budgets[i].project[0] ? budgets[i].project : NULL;
+    if (req->tenant || req->project) {
+      if ((rc = tw_ledger_spent_now(s, bt, bp, req->from_ms, req->to_ms, now,
+                                    &b->spent_uusd, &b->accrued_uusd, err)))
+        goto out;
+    } else {
+      for (size_t k = 0; k < n_tp; k++)
+        if ((!bt || !strcmp(bt, tp[k].tenant)) &&
+            (!bp || !strcmp(bp, tp[k].project))) {
+          b->spent_uusd += tp[k].effective_uusd;
+          b->accrued_uusd += tp[k].accrued_effective_uusd;
+        }
+    }
     b->forecast_uusd =
         report__forecast(r, b->spent_uusd, scope_sum(tpw, n_tpw, &budgets[i]));
   }
 out:
+  free(fine);
+  free(fine_job);
   free(tp);
   free(tpw);
   free(budgets);

@@ -729,6 +729,9 @@ static const char SQL_METER_OPEN[] =
 struct meter_open_arg {
   struct tw_store_meter_progress *items;
   size_t n, cap;
+  /* scan: each row handed to fn instead of kept */
+  tw_store_meter_fn fn;
+  void *ctx;
 };
 
 static enum tw_rc meter_open_fn(struct tw_store *s, sqlite3 *db, void *arg,
@@ -738,12 +741,16 @@ static enum tw_rc meter_open_fn(struct tw_store *s, sqlite3 *db, void *arg,
   if (!st)
     return TW_E_IO;
   int step;
+  struct tw_store_meter_progress one;
   while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-    if (a->n == a->cap) {
-      a->cap = a->cap ? a->cap * 2 : 32;
-      a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
+    struct tw_store_meter_progress *x = &one;
+    if (!a->fn) {
+      if (a->n == a->cap) {
+        a->cap = a->cap ? a->cap * 2 : 32;
+        a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
+      }
+      x = &a->items[a->n++];
     }
-    struct tw_store_meter_progress *x = &a->items[a->n++];
     memset(x, 0, sizeof *x);
     x->attempt_id = sqlite3_column_int64(st, 0);
     store__col(st, 1, x->job_id, sizeof x->job_id);
@@ -765,6 +772,8 @@ static enum tw_rc meter_open_fn(struct tw_store *s, sqlite3 *db, void *arg,
     x->billed_s = sqlite3_column_int64(st, 17);
     x->last_seq = sqlite3_column_int64(st, 18);
     x->discount_bp = sqlite3_column_int64(st, 19);
+    if (a->fn)
+      a->fn(a->ctx, x);
   }
   enum tw_rc rc = TW_OK;
   if (step != SQLITE_DONE)
@@ -786,6 +795,12 @@ enum tw_rc tw_store_meter_open(struct tw_store *s,
   *out = a.items;
   *n = a.n;
   return rc;
+}
+
+enum tw_rc tw_store_meter_scan_open(struct tw_store *s, tw_store_meter_fn fn,
+                                    void *ctx, struct tw_err *err) {
+  struct meter_open_arg a = {.fn = fn, .ctx = ctx};
+  return tw_store_read(s, meter_open_fn, &a, err);
 }
 
 static enum tw_rc meter_put(struct tw_store *s, sqlite3 *db,

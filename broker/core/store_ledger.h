@@ -236,6 +236,14 @@ enum tw_rc tw_store_meter_open(struct tw_store *s,
                                struct tw_store_meter_progress **out, size_t *n,
                                struct tw_err *err);
 
+/* The same, each handed to fn in turn (valid during the call only; fn
+ * runs with a read connection held and must not call the store): what
+ * the reports' accrual reads, without holding every row at once. */
+typedef void (*tw_store_meter_fn)(void *ctx,
+                                  const struct tw_store_meter_progress *p);
+enum tw_rc tw_store_meter_scan_open(struct tw_store *s, tw_store_meter_fn fn,
+                                    void *ctx, struct tw_err *err);
+
 /* One attempt's new rows and the progress once they are written. */
 struct tw_store_meter_work {
   struct tw_ledger_row *rows;
