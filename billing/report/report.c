@@ -9,7 +9,10 @@
 
 #include "billing/report/focus.h"
 #include "billing/report/report_int.h"
+#include "billing/ledger/meter.h"
 #include "broker/base/clock.h"
+#include "broker/base/model.h"
+#include "broker/core/store_ledger.h"
 
 /* ---- formatting --------------------------------------------------------- */
 
@@ -123,7 +126,8 @@ int64_t report__forecast(const struct tw_report *r, int64_t spent_uusd,
                          int64_t window_uusd) {
   int64_t now = r->req->now_ms, to = r->req->to_ms;
   int64_t len = r->window_to_ms - r->window_from_ms;
-  if (now >= to || len <= 0)
+  /* less than a day of spend says little of a month: not extrapolated */
+  if (now >= to || len < TW_DAY_MS)
     return spent_uusd;
   __int128 more = (__int128)window_uusd * (to - now);
   return spent_uusd + (int64_t)((more + len / 2) / len);
@@ -159,9 +163,139 @@ static int64_t scope_sum(const struct tw_ledger_group *g, size_t n,
 void report__release(struct tw_report *r) {
   free(r->groups);
   free(r->by_provider_day);
+  free(r->by_provider_bucket);
+  free(r->by_scope_bucket);
   free(r->tenants);
   free(r->budgets);
   memset(r, 0, sizeof *r);
+}
+
+/* ---- the charts' buckets -------------------------------------------------- */
+
+#define REPORT_HOUR_MS 3600000LL
+
+/* groups of day d (fine: tenant x project x provider x region x day)
+ * renumbered as bucket indexes from the range's first day */
+static void day_buckets(const struct tw_report *r,
+                        const struct tw_ledger_group *fine, size_t n,
+                        unsigned mask, struct tw_ledger_group **out,
+                        size_t *nout) {
+  struct tw_ledger_group *x = NULL;
+  size_t nx = 0;
+  tw_ledger_regroup(fine, n, mask | TW_GROUP_DAY, NULL, &x, &nx);
+  int64_t d0 = tw_ledger_day(r->req->from_ms);
+  for (size_t i = 0; i < nx; i++)
+    x[i].day -= d0;
+  *out = x;
+  *nout = nx;
+}
+
+struct hour_arg {
+  const struct tw_report_req *req;
+  int64_t start; /* of bucket 0: the range's start, down to its hour */
+  struct tw_ledger_group *g;
+  size_t n, cap;
+};
+
+static void hour_add(struct hour_arg *a, const struct tw_ledger_group *x) {
+  if (a->n == a->cap) {
+    a->cap = a->cap ? a->cap * 2 : 256;
+    a->g = tw_realloc(a->g, a->cap * sizeof *a->g);
+  }
+  a->g[a->n++] = *x;
+}
+
+/* c's part over [lo, hi) of [s, e), split as the ledger splits rows */
+static int64_t part_of(int64_t c, int64_t s, int64_t e, int64_t lo,
+                       int64_t hi) {
+  if (e == s)
+    return s >= lo && s < hi ? c : 0;
+  int64_t a = lo > s ? lo : s, b = hi < e ? hi : e;
+  if (b <= a)
+    return 0;
+  return (int64_t)((__int128)c * (b - s) / (e - s) -
+                   (__int128)c * (a - s) / (e - s));
+}
+
+/* one ledger row or accrued piece into its hours (within the range) */
+static void hour_piece(struct hour_arg *a, const struct tw_ledger_row *r,
+                       bool accrued) {
+  int64_t from = a->req->from_ms, to = a->req->to_ms;
+  if (r->end_ms == r->start_ms && (r->start_ms < from || r->start_ms >= to))
+    return; /* an instant outside the range */
+  int64_t lo = r->start_ms > from ? r->start_ms : from;
+  int64_t hi = r->end_ms < to ? r->end_ms : to;
+  if (r->end_ms == r->start_ms)
+    hi = lo + 1;
+  for (int64_t t = lo; t < hi;) {
+    int64_t k = (t - a->start) / REPORT_HOUR_MS;
+    int64_t b = a->start + (k + 1) * REPORT_HOUR_MS;
+    int64_t bl = t, bh = b < hi ? b : hi;
+    struct tw_ledger_group g;
+    memset(&g, 0, sizeof g);
+    TW_SET(g.tenant, r->tenant);
+    TW_SET(g.project, r->project);
+    TW_SET(g.provider, r->provider);
+    g.day = k;
+    g.list_uusd = part_of(r->list_uusd, r->start_ms, r->end_ms, bl,
+                          r->end_ms == r->start_ms ? bl + 1 : bh);
+    g.effective_uusd = part_of(r->effective_uusd, r->start_ms, r->end_ms, bl,
+                               r->end_ms == r->start_ms ? bl + 1 : bh);
+    if (accrued) {
+      g.accrued_list_uusd = g.list_uusd;
+      g.accrued_effective_uusd = g.effective_uusd;
+    } else {
+      g.rows = 1;
+    }
+    hour_add(a, &g);
+    t = bh;
+  }
+}
+
+static int hour_row(void *ctx, const struct tw_ledger_row *r) {
+  hour_piece(ctx, r, false);
+  return 0;
+}
+
+static void hour_accrued_piece(void *ctx, const struct tw_ledger_row *r) {
+  hour_piece(ctx, r, true);
+}
+
+static void hour_accrue(void *ctx, const struct tw_store_meter_progress *p) {
+  struct hour_arg *a = ctx;
+  const struct tw_report_req *q = a->req;
+  if ((q->tenant && strcmp(q->tenant, p->tenant)) ||
+      (q->project && strcmp(q->project, p->project)))
+    return;
+  tw_meter_accrue(p, q->now_ms < q->to_ms ? q->now_ms : q->to_ms,
+                  hour_accrued_piece, a);
+}
+
+/* A short range in hours: its rows (a day or two of them) and what is
+ * accrued, each split by time into the hours it covers. */
+static enum tw_rc hour_buckets(struct tw_store *s, struct tw_report *r,
+                               const struct tw_ledger_filter *f,
+                               struct tw_err *err) {
+  const struct tw_report_req *q = r->req;
+  struct hour_arg a = {.req = q,
+                       .start = q->from_ms / REPORT_HOUR_MS * REPORT_HOUR_MS};
+  /* rows that began before the range and run into it: from its day */
+  enum tw_rc rc = tw_ledger_scan(s, tw_ledger_day(q->from_ms) * TW_DAY_MS,
+                                 q->to_ms, f, hour_row, &a, err);
+  if (!rc && q->now_ms > q->from_ms)
+    rc = tw_store_meter_scan_open(s, hour_accrue, &a, err);
+  if (rc) {
+    free(a.g);
+    return rc;
+  }
+  r->n_buckets =
+      (size_t)((q->to_ms - a.start + REPORT_HOUR_MS - 1) / REPORT_HOUR_MS);
+  tw_ledger_regroup(a.g, a.n, TW_GROUP_PROVIDER | TW_GROUP_DAY, NULL,
+                    &r->by_provider_bucket, &r->n_by_provider_bucket);
+  tw_ledger_regroup(a.g, a.n, TW_GROUP_TENANT | TW_GROUP_PROJECT | TW_GROUP_DAY,
+                    NULL, &r->by_scope_bucket, &r->n_by_scope_bucket);
+  free(a.g);
+  return TW_OK;
 }
 
 enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
@@ -201,6 +335,19 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
                     &r->by_provider_day, &r->n_by_provider_day);
   tw_ledger_regroup(fine, n_fine, TW_GROUP_TENANT | TW_GROUP_PROJECT, NULL, &tp,
                     &n_tp);
+  if (req->to_ms - req->from_ms <= 2 * TW_DAY_MS) {
+    r->bucket_ms = REPORT_HOUR_MS;
+    if ((rc = hour_buckets(s, r, &f, err)))
+      goto out;
+  } else {
+    r->bucket_ms = TW_DAY_MS;
+    r->n_buckets = (size_t)(tw_ledger_day(req->to_ms - 1) + 1 -
+                            tw_ledger_day(req->from_ms));
+    day_buckets(r, fine, n_fine, TW_GROUP_PROVIDER, &r->by_provider_bucket,
+                &r->n_by_provider_bucket);
+    day_buckets(r, fine, n_fine, TW_GROUP_TENANT | TW_GROUP_PROJECT,
+                &r->by_scope_bucket, &r->n_by_scope_bucket);
+  }
   for (size_t i = 0; i < r->n_groups; i++) {
     r->total_list_uusd += r->groups[i].list_uusd;
     r->total_effective_uusd += r->groups[i].effective_uusd;

@@ -33,6 +33,16 @@ struct tw_report {
   int64_t total_accrued_list_uusd, total_accrued_effective_uusd;
   struct tw_ledger_group *by_provider_day; /* provider x day, for the chart */
   size_t n_by_provider_day;
+  /* The chart's resolution follows the range: hours for two days or
+   * less, else days.  by_provider_bucket: provider x bucket, the bucket's
+   * index from the range's start in `day`. */
+  int64_t bucket_ms;
+  size_t n_buckets;
+  struct tw_ledger_group *by_provider_bucket;
+  size_t n_by_provider_bucket;
+  /* tenant x project x bucket: the burn-down of a budget's own scope */
+  struct tw_ledger_group *by_scope_bucket;
+  size_t n_by_scope_bucket;
   struct tw_report_tenant *tenants; /* by tenant, largest first */
   size_t n_tenants;
   int64_t window_from_ms, window_to_ms; /* run-rate window; empty: none */

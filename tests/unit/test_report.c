@@ -824,6 +824,102 @@ static void html_page_is_self_contained_with_three_charts(void **state) {
   free(html);
 }
 
+/* Renders html over [from, to) at now (budgets as stored). */
+static char *render_range(int64_t from, int64_t to, int64_t now) {
+  struct tw_report_req q = {.from_ms = from,
+                            .to_ms = to,
+                            .group_mask = TW_GROUP_TENANT,
+                            .now_ms = now,
+                            .adapters = tw_adapters};
+  struct tw_buf b;
+  struct tw_err err = {0};
+  const char *ctype;
+  assert_int_equal(tw_report_format_parse("html", &q.format, &err), TW_OK);
+  tw_buf_init(&b);
+  assert_int_equal(tw_report_render(store, &q, &b, &ctype, &err), TW_OK);
+  return tw_buf_detach(&b);
+}
+
+/* "$1,234.025" -> micro-USD */
+static int64_t label_uusd(const char *s) {
+  bool neg = *s == '-';
+  s += neg;
+  assert_true(*s == '$');
+  s++;
+  int64_t whole = 0, frac = 0;
+  int places = 0;
+  for (; *s && *s != '.' && *s != '<'; s++)
+    if (*s != ',')
+      whole = whole * 10 + (*s - '0');
+  if (*s == '.')
+    for (s++; *s >= '0' && *s <= '9'; s++, places++)
+      frac = frac * 10 + (*s - '0');
+  for (; places < 6; places++)
+    frac *= 10;
+  int64_t v = whole * 1000000 + frac;
+  return neg ? -v : v;
+}
+
+/* Every gridline's label says the gridline's own value, and the steps are
+ * 1, 2 or 5 x 10^k micro-USD. */
+static void check_ticks(const char *html) {
+  int n = 0;
+  for (const char *p = strstr(html, "class=\"tick\""); p;
+       p = strstr(p + 1, "class=\"tick\"")) {
+    const char *d = strstr(p, "data-uusd=\"");
+    const char *end = strchr(p, '>');
+    if (!d || d > end)
+      continue; /* a date, not an amount */
+    int64_t v = strtoll(d + 11, NULL, 10);
+    assert_int_equal(label_uusd(end + 1), v);
+    n++;
+  }
+  assert_true(n >= 2);
+}
+
+/* The HTML page a finance person reads: ticks at nice numbers labelled
+ * with their value, a burn-down over the budget's own scope, hours for a
+ * short range, accrued cost and savings shown, no month extrapolated
+ * from hours. */
+static void html_follows_the_range_and_the_budget_scope(void **state) {
+  (void)state;
+  struct tw_err err = {0};
+  /* tenant a: $0.026 of a $0.03 budget; tenant b, with no budget, $5 */
+  struct tw_ledger_row ra = row("a", "p", "aws", "us-east-1", "j-a",
+                                NOV1 + 2 * TW_DAY_MS, HOUR, 26000, 26000);
+  struct tw_ledger_row rb = row("b", "p", "aws", "us-east-1", "j-b",
+                                NOV1 + 3 * TW_DAY_MS, HOUR, 5000000, 5000000);
+  assert_int_equal(tw_ledger_append(store, &ra, 1, NOV1, &err), TW_OK);
+  assert_int_equal(tw_ledger_append(store, &rb, 1, NOV1, &err), TW_OK);
+  struct tw_ledger_budget bud = {.tenant = "a", .limit_uusd = 30000};
+  assert_int_equal(tw_ledger_budgets_set(store, &bud, 1, &err), TW_OK);
+  char *html = render_range(NOV1, DEC1, NOV1 + 20 * TW_DAY_MS);
+  check_ticks(html);
+  /* the burn-down spends tenant a's $0.026 against a's $0.03 */
+  assert_non_null(strstr(html, "data-spent-uusd=\"26000\" "
+                               "data-limit-uusd=\"30000\""));
+  assert_null(strstr(html, "over budget"));
+  assert_non_null(strstr(html, "data-resolution=\"day\""));
+  /* savings and accrued, exactly */
+  assert_non_null(strstr(html, "id=\"savings\" data-uusd=\"0\""));
+  assert_non_null(strstr(html, "id=\"accrued\" data-uusd=\"0\""));
+  free(html);
+
+  /* two hours of a day: hourly bars, no monthly budget line, and the
+   * forecast is not those hours times a month */
+  int64_t t = NOV1 + 2 * TW_DAY_MS;
+  html = render_range(t, t + 2 * HOUR, t + HOUR + HOUR / 2);
+  assert_non_null(strstr(html, "data-resolution=\"hour\""));
+  assert_non_null(strstr(html, "data-limit-uusd=\"-1\""));
+  assert_non_null(strstr(html, "not a calendar month"));
+  assert_non_null(strstr(html, "not extrapolated"));
+  /* tenant a's hour ran within the range: $0.026 */
+  assert_non_null(strstr(html, "id=\"total-effective\" data-uusd=\"26000\""));
+  assert_non_null(strstr(html, "id=\"forecast\" data-uusd=\"26000\""));
+  check_ticks(html);
+  free(html);
+}
+
 /* Every row of tw_report_formats renders the seeded ledger with its own
  * content type; a name not in the table is refused on the field "format",
  * the message naming every row; api/openapi.yaml's enum is the table. */
@@ -932,6 +1028,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(reports_include_accrued_cost, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(
+          html_follows_the_range_and_the_budget_scope, setup, teardown),
       cmocka_unit_test_setup_teardown(json_and_csv_totals_equal_the_ledger,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(
