@@ -17,6 +17,8 @@
 
 #include "billing/ledger/ledger.h"
 #include "billing/ledger/meter.h"
+#include "billing/report/report.h"
+#include <jansson.h>
 #include "broker/base/model.h"
 #include "broker/base/node.h"
 #include "broker/core/store.h"
@@ -537,6 +539,84 @@ static void running_attempts_accrue_up_to_now(void **state) {
   assert_int_equal(day2, 900 * 1000);
 }
 
+/* The README demo's scenario, reported exactly: finetune-a100's first
+ * attempt on AWS spot p4d.24xlarge ($9.8304/h) is interrupted by EC2
+ * after 4 minutes (nothing: its first instance-hour); its second, on
+ * demand ($32.7726/h), is cancelled 0.2 s after AWS started it, before
+ * the broker saw it running (EC2's 60 s minimum: 32,772,600 x 60 / 3600
+ * = 546,210); batch-inference runs on g5.xlarge spot ($0.40/h) and has
+ * run 25 minutes at the report's now, none of them closed (400,000 x
+ * 1500 / 3600 = 166,666.7, rounded half up: 166,667 accrued).
+ * Total 712,877 micro-USD, of which 166,667 accrued. */
+static void the_demo_scenario_is_reported_exactly(void **state) {
+  (void)state;
+  registry = tw_adapters;
+  meter = new_meter(NULL);
+  struct tw_err err = {0};
+  const struct tw_offer *spot =
+      add_offer("aws-demo", "aws", TW_MARKET_SPOT, 9830400, 0, 0);
+  const struct tw_offer *od =
+      add_offer("aws-demo", "aws", TW_MARKET_ON_DEMAND, 32772600, 0, 0);
+  const struct tw_offer *g5 =
+      add_offer("aws-demo", "aws", TW_MARKET_SPOT, 400000, 0, 0);
+  int64_t t = T0 + 9 * HOUR;
+  clk.fake_ms = t;
+  int64_t a1 = start_attempt(spot, "research", 1);
+  set_running(a1);
+  pass_at(t + 1 * SEC);
+  clk.fake_ms = t + 4 * MIN;
+  end_attempt(a1, "interrupted");
+  pass_at(t + 4 * MIN + 1 * SEC);
+  /* the second attempt: provisioning, cancelled right after AWS started
+   * it */
+  clk.fake_ms = t + 5 * MIN;
+  int64_t a2 = start_attempt(od, "research", 1);
+  pass_at(t + 5 * MIN + 1 * SEC);
+  clk.fake_ms = t + 6 * MIN + 200;
+  struct tw_attempt_close c = {.attempt_id = a2,
+                               .end_reason = "cancelled",
+                               .job_to = TW_JOB_NSTATES,
+                               .ran_from_ms = t + 6 * MIN};
+  assert_int_equal(tw_store_attempt_close(store, &c, &err), TW_OK);
+  pass_at(t + 6 * MIN + 1 * SEC);
+  /* the running job */
+  clk.fake_ms = t + 10 * MIN;
+  int64_t a3 = start_attempt(g5, "research", 1);
+  set_running(a3);
+  pass_at(t + 10 * MIN + 1 * SEC);
+  int64_t now = t + 35 * MIN;
+  pass_at(now - 1 * SEC);
+
+  struct tw_report_req q = {.from_ms = T0,
+                            .to_ms = T0 + TW_DAY_MS,
+                            .group_mask = TW_GROUP_TENANT,
+                            .now_ms = now,
+                            .adapters = tw_adapters};
+  struct tw_buf out;
+  tw_buf_init(&out);
+  const char *ctype;
+  assert_int_equal(tw_report_render(store, &q, &out, &ctype, &err), TW_OK);
+  json_t *j = json_loadb(out.data, out.len, 0, NULL);
+  assert_non_null(j);
+  json_t *total = json_object_get(j, "total");
+  assert_int_equal(
+      json_integer_value(json_object_get(total, "effective_cost_uusd")),
+      0 + 546210 + 166667);
+  assert_int_equal(
+      json_integer_value(json_object_get(total, "accrued_effective_cost_uusd")),
+      166667);
+  json_decref(j);
+  tw_buf_release(&out);
+  /* the two ended attempts are rows: $0 and the 60 s minimum */
+  read_rows();
+  assert_int_equal(n_got, 2);
+  assert_int_equal(got[0].attempt_id, a1);
+  assert_int_equal(got[0].list_uusd, 0);
+  assert_int_equal(got[1].attempt_id, a2);
+  assert_int_equal(got[1].quantity, 60);
+  assert_int_equal(got[1].list_uusd, 546210);
+}
+
 /* A private cluster at its chargeback rates: 8 vCPUs x $0.02 + 2 GPUs x
  * $1.10 + 32 GiB x $0.003 = $2.456 an hour; 30 min = $1.228. */
 static void private_cluster_at_chargeback_rate(void **state) {
@@ -806,6 +886,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(running_attempts_accrue_up_to_now, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(the_demo_scenario_is_reported_exactly,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(private_cluster_at_chargeback_rate,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(spot_price_in_force_per_charge_period,
