@@ -553,6 +553,10 @@ static void table(const struct tw_report *r, struct tw_buf *b) {
       tw_buf_printf(b, "<th>%s</th>", DIMS[d].name);
       ndim++;
     }
+  if (r->jobs) {
+    tw_buf_adds(b, "<th>Name</th><th>Owner</th>");
+    ndim += 2;
+  }
   tw_buf_adds(b,
               "<th class=\"n\">List cost (USD)</th><th class=\"n\">Effective "
               "cost (USD)</th><th class=\"n\">of which accrued</th>"
@@ -574,6 +578,13 @@ static void table(const struct tw_report *r, struct tw_buf *b) {
         tw_report_fmt_day(g->day, day, sizeof day);
       tw_buf_adds(b, "<td>");
       esc(b, v);
+      tw_buf_adds(b, "</td>");
+    }
+    if (r->jobs) {
+      tw_buf_adds(b, "<td class=\"job-name\">");
+      esc(b, r->jobs[i].name);
+      tw_buf_adds(b, "</td><td class=\"job-owner\">");
+      esc(b, r->jobs[i].owner);
       tw_buf_adds(b, "</td>");
     }
     money_cell(b, g->list_uusd);

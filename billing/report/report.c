@@ -12,7 +12,9 @@
 #include "billing/ledger/meter.h"
 #include "broker/base/clock.h"
 #include "broker/base/model.h"
+#include "broker/core/store.h"
 #include "broker/core/store_ledger.h"
+#include "broker/core/store_tenancy.h"
 
 /* ---- formatting --------------------------------------------------------- */
 
@@ -165,6 +167,7 @@ void report__release(struct tw_report *r) {
   free(r->by_provider_day);
   free(r->by_provider_bucket);
   free(r->by_scope_bucket);
+  free(r->jobs);
   free(r->tenants);
   free(r->budgets);
   memset(r, 0, sizeof *r);
@@ -348,6 +351,27 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
     day_buckets(r, fine, n_fine, TW_GROUP_TENANT | TW_GROUP_PROJECT,
                 &r->by_scope_bucket, &r->n_by_scope_bucket);
   }
+  if (r->mask & TW_GROUP_JOB) {
+    /* who ran what: the job's name and the principal that submitted it */
+    r->jobs = tw_calloc(r->n_groups ? r->n_groups : 1, sizeof *r->jobs);
+    for (size_t i = 0; i < r->n_groups && i < TW_REPORT_NAMED_JOBS; i++) {
+      struct tw_job_rec job;
+      struct tw_store_owner_rec own;
+      bool found = false;
+      struct tw_err e2 = {0};
+      if (!r->groups[i].job_id[0])
+        continue;
+      if (tw_store_job_get(s, r->groups[i].job_id, &job, &e2) == TW_OK) {
+        tw_model_set(r->jobs[i].name, sizeof r->jobs[i].name,
+                     job.name ? job.name : "");
+        tw_job_rec_release(&job);
+      }
+      if (tw_store_job_owner_get(s, r->groups[i].job_id, &found, &own, &e2) ==
+              TW_OK &&
+          found)
+        TW_SET(r->jobs[i].owner, own.principal);
+    }
+  }
   for (size_t i = 0; i < r->n_groups; i++) {
     r->total_list_uusd += r->groups[i].list_uusd;
     r->total_effective_uusd += r->groups[i].effective_uusd;
@@ -513,6 +537,13 @@ static void render_json(const struct tw_report *r, struct tw_buf *b) {
         tw_buf_json_str(b, dim_value(g, DIMS[d].bit, day, sizeof day));
         tw_buf_addc(b, ',');
       }
+    if (r->jobs) {
+      tw_buf_adds(b, "\"job_name\":");
+      tw_buf_json_str(b, r->jobs[i].name);
+      tw_buf_adds(b, ",\"owner\":");
+      tw_buf_json_str(b, r->jobs[i].owner);
+      tw_buf_addc(b, ',');
+    }
     json_money(b, "list_cost_uusd", g->list_uusd, false);
     json_money(b, "effective_cost_uusd", g->effective_uusd, true);
     json_money(b, "accrued_list_cost_uusd", g->accrued_list_uusd, true);

@@ -20,6 +20,12 @@ struct tw_report_budget {
   int64_t forecast_uusd;
 };
 
+/* A job group's job, as its owner submitted it. */
+struct tw_report_job {
+  char name[128];  /* "" unknown */
+  char owner[64];  /* principal that submitted it; "" unknown */
+};
+
 /* Everything a rendering needs; built by report__build, released by
  * report__release. */
 struct tw_report {
@@ -27,6 +33,9 @@ struct tw_report {
   unsigned mask;                  /* effective grouping */
   struct tw_ledger_group *groups; /* by req's grouping */
   size_t n_groups;
+  /* grouped by job: each group's job name and owner (NULL otherwise;
+   * the first TW_REPORT_NAMED_JOBS groups) */
+  struct tw_report_job *jobs;
   int64_t total_list_uusd, total_effective_uusd, total_rows;
   /* of the totals, what running attempts accrued since their last
    * closed charge period */
@@ -52,6 +61,8 @@ struct tw_report {
   size_t n_budgets;
   const char *budget_source; /* "config" | "tenancy" | ... */
 };
+
+#define TW_REPORT_NAMED_JOBS 5000
 
 enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
                          struct tw_report *out, struct tw_err *err);

@@ -22,6 +22,7 @@
 #include "broker/base/model.h"
 #include "broker/base/node.h"
 #include "broker/core/store.h"
+#include "broker/core/store_tenancy.h"
 #include "providers/registry.h"
 #include "tests/unit/tmp_store.h"
 
@@ -615,6 +616,38 @@ static void the_demo_scenario_is_reported_exactly(void **state) {
   assert_int_equal(got[1].attempt_id, a2);
   assert_int_equal(got[1].quantity, 60);
   assert_int_equal(got[1].list_uusd, 546210);
+
+  /* by job: each job's name and who submitted it */
+  char job[32];
+  snprintf(job, sizeof job, "%s", got[1].job_id);
+  struct tw_store_owner own = {.job_id = job,
+                               .tenant = "research",
+                               .project = "vision",
+                               .principal = "alice"};
+  assert_int_equal(tw_store_job_owner_put(store, &own, NULL, now, &err), TW_OK);
+  q.group_mask = TW_GROUP_JOB;
+  tw_buf_init(&out);
+  assert_int_equal(tw_report_render(store, &q, &out, &ctype, &err), TW_OK);
+  j = json_loadb(out.data, out.len, 0, NULL);
+  assert_non_null(j);
+  json_t *items = json_object_get(j, "items");
+  bool seen = false;
+  for (size_t i = 0; i < json_array_size(items); i++) {
+    json_t *it = json_array_get(items, i);
+    if (strcmp(json_string_value(json_object_get(it, "job")), job))
+      continue;
+    seen = true;
+    assert_string_equal(json_string_value(json_object_get(it, "job_name")),
+                        "train");
+    assert_string_equal(json_string_value(json_object_get(it, "owner")),
+                        "alice");
+    assert_int_equal(
+        json_integer_value(json_object_get(it, "effective_cost_uusd")),
+        546210);
+  }
+  assert_true(seen);
+  json_decref(j);
+  tw_buf_release(&out);
 }
 
 /* A private cluster at its chargeback rates: 8 vCPUs x $0.02 + 2 GPUs x
