@@ -107,7 +107,8 @@ enum tw_rc tw_ledger_group_parse(const char *text, unsigned *mask,
     unsigned bit;
   } dims[] = {{"tenant", TW_GROUP_TENANT},     {"project", TW_GROUP_PROJECT},
               {"provider", TW_GROUP_PROVIDER}, {"region", TW_GROUP_REGION},
-              {"day", TW_GROUP_DAY},           {"job", TW_GROUP_JOB}};
+              {"day", TW_GROUP_DAY},           {"job", TW_GROUP_JOB},
+              {"market", TW_GROUP_MARKET}};
   *mask = 0;
   const char *p = text ? text : "";
   while (*p) {
@@ -120,7 +121,8 @@ enum tw_rc tw_ledger_group_parse(const char *text, unsigned *mask,
     if (len && i == sizeof dims / sizeof dims[0])
       return tw_err_field(err, TW_E_INVALID, "group_by",
                           "group_by: unknown dimension \"%.*s\" (expected "
-                          "tenant, project, provider, region, day or job)",
+                          "tenant, project, provider, region, day, job or "
+                          "market)",
                           (int)(len > 64 ? 64 : len), p);
     if (len)
       *mask |= dims[i].bit;
@@ -180,6 +182,7 @@ static uint64_t key_hash(const struct tw_ledger_group *g) {
   h = fnv(h, g->provider);
   h = fnv(h, g->region);
   h = fnv(h, g->job_id);
+  h = fnv(h, g->market);
   return (h ^ (uint64_t)g->day) * 1099511628211ULL;
 }
 
@@ -187,7 +190,8 @@ static bool key_eq(const struct tw_ledger_group *a,
                    const struct tw_ledger_group *b) {
   return a->day == b->day && !strcmp(a->tenant, b->tenant) &&
          !strcmp(a->project, b->project) && !strcmp(a->provider, b->provider) &&
-         !strcmp(a->region, b->region) && !strcmp(a->job_id, b->job_id);
+         !strcmp(a->region, b->region) && !strcmp(a->job_id, b->job_id) &&
+         !strcmp(a->market, b->market);
 }
 
 static void agg_grow(struct agg *a) {
@@ -244,6 +248,8 @@ static void mask_group(struct tw_ledger_group *g, unsigned mask) {
     g->day = -1;
   if (!(mask & TW_GROUP_JOB))
     g->job_id[0] = '\0';
+  if (!(mask & TW_GROUP_MARKET))
+    g->market[0] = '\0';
 }
 
 static int group_cmp(const void *x, const void *y) {
@@ -256,7 +262,9 @@ static int group_cmp(const void *x, const void *y) {
     return c;
   if (a->day != b->day)
     return a->day < b->day ? -1 : 1;
-  return strcmp(a->job_id, b->job_id);
+  if ((c = strcmp(a->job_id, b->job_id)))
+    return c;
+  return strcmp(a->market, b->market);
 }
 
 /* The groups, ordered as the store orders them; a is emptied. */
@@ -320,6 +328,7 @@ static void accrue_piece(void *ctx, const struct tw_ledger_row *r) {
   TW_SET(g.provider, r->provider);
   TW_SET(g.region, r->region);
   TW_SET(g.job_id, r->job_id);
+  TW_SET(g.market, r->market);
   g.day = tw_ledger_day(r->start_ms);
   mask_group(&g, a->agg.mask);
   g.list_uusd = g.accrued_list_uusd =

@@ -535,7 +535,8 @@ static const struct {
   const char *name;
 } DIMS[] = {{TW_GROUP_TENANT, "Tenant"},     {TW_GROUP_PROJECT, "Project"},
             {TW_GROUP_PROVIDER, "Provider"}, {TW_GROUP_REGION, "Region"},
-            {TW_GROUP_DAY, "Day"},           {TW_GROUP_JOB, "Job"}};
+            {TW_GROUP_DAY, "Day"},           {TW_GROUP_JOB, "Job"},
+            {TW_GROUP_MARKET, "Market"}};
 #define NDIMS (sizeof DIMS / sizeof DIMS[0])
 
 static void money_cell(struct tw_buf *b, int64_t v) {
@@ -573,6 +574,7 @@ static void table(const struct tw_report *r, struct tw_buf *b) {
                       : DIMS[d].bit == TW_GROUP_PROVIDER ? g->provider
                       : DIMS[d].bit == TW_GROUP_REGION   ? g->region
                       : DIMS[d].bit == TW_GROUP_JOB      ? g->job_id
+                      : DIMS[d].bit == TW_GROUP_MARKET   ? g->market
                                                          : day;
       if (DIMS[d].bit == TW_GROUP_DAY)
         tw_report_fmt_day(g->day, day, sizeof day);
@@ -680,6 +682,20 @@ void html__render(const struct tw_report *r, struct tw_buf *b) {
       (long long)r->total_accrued_effective_uusd, acc, to,
       wlen < TW_DAY_MS ? " (not extrapolated: under a day of data)" : "",
       (long long)r->forecast_uusd, fc, window, rate);
+  /* the spot / on-demand split */
+  tw_buf_adds(b, "<div class=\"kpis\" id=\"markets\">");
+  for (size_t i = 0; i < r->n_by_market; i++) {
+    const struct tw_ledger_group *g = &r->by_market[i];
+    char amt[48];
+    usd_places(g->effective_uusd, 2, amt, sizeof amt);
+    tw_buf_adds(b, "<div class=\"kpi\"><span>");
+    esc(b, g->market[0] ? g->market : "data transfer");
+    tw_buf_printf(b, "</span><b class=\"market\" data-market=\"");
+    esc(b, g->market);
+    tw_buf_printf(b, "\" data-uusd=\"%lld\">%s</b></div>",
+                  (long long)g->effective_uusd, amt);
+  }
+  tw_buf_adds(b, "</div>");
   tw_buf_adds(b, "<h2>Spend over time, by provider</h2>");
   chart_time(r, b);
   tw_buf_adds(b, "<h2>Spend by tenant</h2>");

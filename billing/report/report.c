@@ -167,6 +167,7 @@ void report__release(struct tw_report *r) {
   free(r->by_provider_day);
   free(r->by_provider_bucket);
   free(r->by_scope_bucket);
+  free(r->by_market);
   free(r->jobs);
   free(r->tenants);
   free(r->budgets);
@@ -338,6 +339,10 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
                     &r->by_provider_day, &r->n_by_provider_day);
   tw_ledger_regroup(fine, n_fine, TW_GROUP_TENANT | TW_GROUP_PROJECT, NULL, &tp,
                     &n_tp);
+  if ((rc = tw_ledger_sum_now(s, req->from_ms, req->to_ms, now,
+                              TW_GROUP_MARKET, &f, &r->by_market,
+                              &r->n_by_market, err)))
+    goto out;
   if (req->to_ms - req->from_ms <= 2 * TW_DAY_MS) {
     r->bucket_ms = REPORT_HOUR_MS;
     if ((rc = hour_buckets(s, r, &f, err)))
@@ -484,7 +489,8 @@ static const struct {
   const char *name;
 } DIMS[] = {{TW_GROUP_TENANT, "tenant"},     {TW_GROUP_PROJECT, "project"},
             {TW_GROUP_PROVIDER, "provider"}, {TW_GROUP_REGION, "region"},
-            {TW_GROUP_DAY, "day"},           {TW_GROUP_JOB, "job"}};
+            {TW_GROUP_DAY, "day"},           {TW_GROUP_JOB, "job"},
+            {TW_GROUP_MARKET, "market"}};
 #define NDIMS (sizeof DIMS / sizeof DIMS[0])
 
 static const char *dim_value(const struct tw_ledger_group *g, unsigned bit,
@@ -501,6 +507,8 @@ static const char *dim_value(const struct tw_ledger_group *g, unsigned bit,
   case TW_GROUP_DAY:
     tw_report_fmt_day(g->day, day, daysz);
     return day;
+  case TW_GROUP_MARKET:
+    return g->market;
   default:
     return g->job_id;
   }
@@ -558,8 +566,15 @@ static void render_json(const struct tw_report *r, struct tw_buf *b) {
   json_money(b, "accrued_list_cost_uusd", r->total_accrued_list_uusd, true);
   json_money(b, "accrued_effective_cost_uusd", r->total_accrued_effective_uusd,
              true);
-  tw_buf_printf(
-      b, ",\"rows\":%lld},\"forecast\":{\"to\":", (long long)r->total_rows);
+  tw_buf_printf(b, ",\"rows\":%lld,\"by_market\":[", (long long)r->total_rows);
+  for (size_t i = 0; i < r->n_by_market; i++) {
+    tw_buf_adds(b, i ? ",{\"market\":" : "{\"market\":");
+    tw_buf_json_str(b, r->by_market[i].market);
+    json_money(b, "list_cost_uusd", r->by_market[i].list_uusd, true);
+    json_money(b, "effective_cost_uusd", r->by_market[i].effective_uusd, true);
+    tw_buf_addc(b, '}');
+  }
+  tw_buf_adds(b, "]},\"forecast\":{\"to\":");
   tw_report_fmt_time(r->req->to_ms, t, sizeof t);
   tw_buf_json_str(b, t);
   tw_buf_adds(b, ",\"now\":");

@@ -49,6 +49,9 @@ struct tw_report {
   size_t n_buckets;
   struct tw_ledger_group *by_provider_bucket;
   size_t n_by_provider_bucket;
+  /* by market (spot, on-demand, ...): the split the page shows */
+  struct tw_ledger_group *by_market;
+  size_t n_by_market;
   /* tenant x project x bucket: the burn-down of a budget's own scope */
   struct tw_ledger_group *by_scope_bucket;
   size_t n_by_scope_bucket;

@@ -40,6 +40,14 @@ static const char SQL_ROLLUP_JOB[] =
     " effective_uusd = effective_uusd + excluded.effective_uusd,"
     " usage_ms = usage_ms + excluded.usage_ms, rows = rows + 1";
 
+static const char SQL_ROLLUP_MARKET[] =
+    "INSERT INTO ledger_market_day (day, tenant, project, market, list_uusd,"
+    " effective_uusd, usage_ms, rows) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1)"
+    " ON CONFLICT (day, tenant, project, market) DO UPDATE SET"
+    " list_uusd = list_uusd + excluded.list_uusd,"
+    " effective_uusd = effective_uusd + excluded.effective_uusd,"
+    " usage_ms = usage_ms + excluded.usage_ms, rows = rows + 1";
+
 /* "ledger: <what>: <sqlite's message>", as the ledger always said. */
 static enum tw_rc fail(sqlite3 *db, const char *what, struct tw_err *err) {
   return tw_err_set(err, TW_E_IO, "ledger: %s: %s", what, sqlite3_errmsg(db));
@@ -103,6 +111,17 @@ static enum tw_rc insert_one(struct tw_store *s, sqlite3 *db,
   sqlite3_bind_int64(st, 7, r->effective_uusd);
   sqlite3_bind_int64(st, 8, r->usage_ms);
   if ((rc = step_done(db, st, "day rollup", err)))
+    return rc;
+  if (!(st = tw_store_stmt(s, db, SQL_ROLLUP_MARKET, err)))
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, day);
+  store__bind_text(st, 2, r->tenant);
+  store__bind_text(st, 3, r->project);
+  store__bind_text(st, 4, r->market);
+  sqlite3_bind_int64(st, 5, r->list_uusd);
+  sqlite3_bind_int64(st, 6, r->effective_uusd);
+  sqlite3_bind_int64(st, 7, r->usage_ms);
+  if ((rc = step_done(db, st, "market rollup", err)))
     return rc;
   if (!r->job_id[0])
     return TW_OK;
@@ -294,11 +313,21 @@ static const char SQL_SUM_DAY[] =
     " CASE WHEN ?4 THEN project ELSE '' END,"
     " CASE WHEN ?5 THEN provider ELSE '' END,"
     " CASE WHEN ?6 THEN region ELSE '' END,"
-    " CASE WHEN ?7 THEN day ELSE -1 END, '',"
+    " CASE WHEN ?7 THEN day ELSE -1 END, '', '',"
     " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), SUM(rows)"
     " FROM ledger_day WHERE day >= ?1 AND day < ?2"
     " AND (?9 IS NULL OR tenant = ?9) AND (?10 IS NULL OR project = ?10)"
     " GROUP BY 1, 2, 3, 4, 5";
+
+/* by market: its own rollup (no provider, region or job there) */
+static const char SQL_SUM_MARKET_DAY[] =
+    "SELECT CASE WHEN ?3 THEN tenant ELSE '' END,"
+    " CASE WHEN ?4 THEN project ELSE '' END, '', '',"
+    " CASE WHEN ?7 THEN day ELSE -1 END, '', market,"
+    " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), SUM(rows)"
+    " FROM ledger_market_day WHERE day >= ?1 AND day < ?2"
+    " AND (?9 IS NULL OR tenant = ?9) AND (?10 IS NULL OR project = ?10)"
+    " GROUP BY 1, 2, 5, 7";
 
 static const char SQL_SUM_JOB_DAY[] =
     "SELECT CASE WHEN ?3 THEN tenant ELSE '' END,"
@@ -306,7 +335,7 @@ static const char SQL_SUM_JOB_DAY[] =
     " CASE WHEN ?5 THEN provider ELSE '' END,"
     " CASE WHEN ?6 THEN region ELSE '' END,"
     " CASE WHEN ?7 THEN day ELSE -1 END,"
-    " CASE WHEN ?8 THEN job_id ELSE '' END,"
+    " CASE WHEN ?8 THEN job_id ELSE '' END, '',"
     " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), SUM(rows)"
     " FROM ledger_job_day WHERE day >= ?1 AND day < ?2"
     " AND (?9 IS NULL OR tenant = ?9) AND (?10 IS NULL OR project = ?10)"
@@ -327,6 +356,7 @@ static const char SQL_SUM_ROWS[] =
     " CASE WHEN ?6 THEN region ELSE '' END,"
     " CASE WHEN ?7 THEN day ELSE -1 END,"
     " CASE WHEN ?8 THEN job_id ELSE '' END,"
+    " CASE WHEN ?12 THEN market ELSE '' END,"
     " SUM(" SQL_PART("list_uusd") "), SUM(" SQL_PART("effective_uusd") "),"
     " SUM(CASE WHEN end_ms = start_ms THEN usage_ms ELSE"
     " MIN(end_ms, ?2) - MAX(start_ms, ?1) END), COUNT(*)"
@@ -335,7 +365,7 @@ static const char SQL_SUM_ROWS[] =
     " ELSE end_ms > ?1 END)"
     " AND (?9 IS NULL OR tenant = ?9) AND (?10 IS NULL OR project = ?10)"
     " AND (NOT ?8 OR job_id <> '')"
-    " GROUP BY 1, 2, 3, 4, 5, 6";
+    " GROUP BY 1, 2, 3, 4, 5, 6, 7";
 
 struct sum_arg {
   int64_t from_ms, to_ms;
@@ -358,15 +388,17 @@ static enum tw_rc sum_query(struct tw_store *s, sqlite3 *db, const char *sql,
   sqlite3_bind_int(st, 5, (a->mask & TW_GROUP_PROVIDER) != 0);
   sqlite3_bind_int(st, 6, (a->mask & TW_GROUP_REGION) != 0);
   sqlite3_bind_int(st, 7, (a->mask & TW_GROUP_DAY) != 0);
-  if (sql != SQL_SUM_DAY)
+  if (sql == SQL_SUM_JOB_DAY || sql == SQL_SUM_ROWS)
     sqlite3_bind_int(st, 8, (a->mask & TW_GROUP_JOB) != 0);
   store__bind_opt(st, 9, a->f ? a->f->tenant : NULL);
   store__bind_opt(st, 10, a->f ? a->f->project : NULL);
-  if (sql == SQL_SUM_ROWS)
+  if (sql == SQL_SUM_ROWS) {
     sqlite3_bind_int64(st, 11, tw_ledger_day(lo) * TW_DAY_MS);
+    sqlite3_bind_int(st, 12, (a->mask & TW_GROUP_MARKET) != 0);
+  }
   int step;
   while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-    if (sqlite3_column_type(st, 6) == SQLITE_NULL)
+    if (sqlite3_column_type(st, 7) == SQLITE_NULL)
       continue; /* an aggregate over no rows */
     if (a->n == a->cap) {
       a->cap = a->cap ? a->cap * 2 : 64;
@@ -380,10 +412,11 @@ static enum tw_rc sum_query(struct tw_store *s, sqlite3 *db, const char *sql,
     store__col(st, 3, g->region, sizeof g->region);
     g->day = sqlite3_column_int64(st, 4);
     store__col(st, 5, g->job_id, sizeof g->job_id);
-    g->list_uusd = sqlite3_column_int64(st, 6);
-    g->effective_uusd = sqlite3_column_int64(st, 7);
-    g->usage_ms = sqlite3_column_int64(st, 8);
-    g->rows = sqlite3_column_int64(st, 9);
+    store__col(st, 6, g->market, sizeof g->market);
+    g->list_uusd = sqlite3_column_int64(st, 7);
+    g->effective_uusd = sqlite3_column_int64(st, 8);
+    g->usage_ms = sqlite3_column_int64(st, 9);
+    g->rows = sqlite3_column_int64(st, 10);
   }
   enum tw_rc rc = TW_OK;
   if (step != SQLITE_DONE)
@@ -402,7 +435,9 @@ static enum tw_rc sum_fn(struct tw_store *s, sqlite3 *db, void *arg,
   /* whole days [d0, d1) from a rollup, the rest from the rows */
   int64_t d0 = -floor_div(-a->from_ms, TW_DAY_MS); /* ceil */
   int64_t d1 = floor_div(a->to_ms, TW_DAY_MS);
-  const char *rollup = (a->mask & TW_GROUP_JOB) ? SQL_SUM_JOB_DAY : SQL_SUM_DAY;
+  const char *rollup = (a->mask & TW_GROUP_MARKET) ? SQL_SUM_MARKET_DAY
+                        : (a->mask & TW_GROUP_JOB)  ? SQL_SUM_JOB_DAY
+                                                    : SQL_SUM_DAY;
   enum tw_rc rc;
   if (d0 >= d1)
     return sum_query(s, db, SQL_SUM_ROWS, a->from_ms, a->to_ms, a, err);
@@ -427,7 +462,9 @@ static int group_cmp(const void *x, const void *y) {
     return c;
   if (a->day != b->day)
     return a->day < b->day ? -1 : 1;
-  return strcmp(a->job_id, b->job_id);
+  if ((c = strcmp(a->job_id, b->job_id)))
+    return c;
+  return strcmp(a->market, b->market);
 }
 
 enum tw_rc tw_store_ledger_sum(struct tw_store *s, int64_t from_ms,
@@ -440,6 +477,11 @@ enum tw_rc tw_store_ledger_sum(struct tw_store *s, int64_t from_ms,
   *n = 0;
   if (to_ms <= from_ms)
     return TW_OK;
+  if ((mask & TW_GROUP_MARKET) &&
+      (mask & (TW_GROUP_PROVIDER | TW_GROUP_REGION | TW_GROUP_JOB)))
+    return tw_err_field(err, TW_E_INVALID, "group_by",
+                        "group_by: market combines with tenant, project and "
+                        "day only");
   enum tw_rc rc = tw_store_read(s, sum_fn, &a, err);
   if (rc) {
     free(a.g);

@@ -97,7 +97,11 @@ enum {
   TW_GROUP_PROVIDER = 1 << 2,
   TW_GROUP_REGION = 1 << 3,
   TW_GROUP_DAY = 1 << 4,
-  TW_GROUP_JOB = 1 << 5
+  TW_GROUP_JOB = 1 << 5,
+  /* spot, on-demand, private: from its own rollup (ledger_market_day:
+   * day x tenant x project x market), so it combines with tenant,
+   * project and day only */
+  TW_GROUP_MARKET = 1 << 6
 };
 
 struct tw_ledger_group {
@@ -107,6 +111,7 @@ struct tw_ledger_group {
   char provider[64];
   char region[64];
   char job_id[32];
+  char market[16];
   int64_t day; /* days since 1970-01-01 (UTC) */
   int64_t list_uusd;
   int64_t effective_uusd;

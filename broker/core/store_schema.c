@@ -128,7 +128,21 @@ static const char MIG_LEDGER_2[] =
     " commitment_type TEXT NOT NULL, commitment_category TEXT NOT NULL)"
     " WITHOUT ROWID;";
 
-static const char *const MIG_LEDGER[] = {MIG_LEDGER_1, MIG_LEDGER_2};
+/* 3: spend by market (spot, on-demand) per day, tenant and project, the
+ * rows already there summed in. */
+static const char MIG_LEDGER_3[] =
+    "CREATE TABLE ledger_market_day ("
+    " day INTEGER NOT NULL, tenant TEXT NOT NULL, project TEXT NOT NULL,"
+    " market TEXT NOT NULL, list_uusd INTEGER NOT NULL,"
+    " effective_uusd INTEGER NOT NULL, usage_ms INTEGER NOT NULL,"
+    " rows INTEGER NOT NULL,"
+    " PRIMARY KEY (day, tenant, project, market)) WITHOUT ROWID;"
+    "INSERT INTO ledger_market_day SELECT day, tenant, project, market,"
+    " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), COUNT(*)"
+    " FROM ledger GROUP BY day, tenant, project, market;";
+
+static const char *const MIG_LEDGER[] = {MIG_LEDGER_1, MIG_LEDGER_2,
+                                         MIG_LEDGER_3};
 
 /* ---- module "meter" */
 

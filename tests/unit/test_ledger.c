@@ -59,7 +59,7 @@ static struct tw_ledger_row mkrow(const char *tenant, const char *project,
   snprintf(r.account, sizeof r.account, "%s-main", provider);
   snprintf(r.region, sizeof r.region, "%s", region);
   snprintf(r.job_id, sizeof r.job_id, "%s", job);
-  snprintf(r.market, sizeof r.market, "on-demand");
+  snprintf(r.market, sizeof r.market, "%s", list % 3 ? "on-demand" : "spot");
   r.start_ms = start;
   r.end_ms = end;
   r.usage_ms = end - start;
@@ -159,7 +159,8 @@ static void sums_over_any_range_equal_the_rows(void **state) {
       TW_GROUP_PROJECT | TW_GROUP_REGION,
       TW_GROUP_JOB | TW_GROUP_DAY,
       TW_GROUP_TENANT | TW_GROUP_PROJECT | TW_GROUP_PROVIDER | TW_GROUP_REGION |
-          TW_GROUP_DAY};
+          TW_GROUP_DAY,
+      TW_GROUP_MARKET, TW_GROUP_TENANT | TW_GROUP_MARKET | TW_GROUP_DAY};
   for (int k = 0; k < 60; k++) {
     struct brute b = {0};
     /* whole days, partial days, one hour, all of it */
@@ -213,6 +214,24 @@ static void sums_over_any_range_equal_the_rows(void **state) {
         tw_ledger_spent(store, b.tenant, NULL, b.from, b.to, &spent, &err),
         TW_OK);
     assert_int_equal(spent, b.eff);
+    /* by market: each market's rows, split by time the same way */
+    struct tw_ledger_filter fm = {.tenant = b.tenant};
+    struct tw_ledger_group *gm;
+    size_t nm;
+    assert_int_equal(tw_ledger_sum(store, b.from, b.to, TW_GROUP_MARKET, &fm,
+                                   &gm, &nm, &err),
+                     TW_OK);
+    for (size_t i = 0; i < nm; i++) {
+      int64_t want = 0;
+      for (size_t r = 0; r < NROWS; r++)
+        if (!strcmp(rows[r].market, gm[i].market) &&
+            overlaps(&rows[r], b.from, b.to) &&
+            (!b.tenant || !strcmp(b.tenant, rows[r].tenant)))
+          want += part(rows[r].list_uusd, rows[r].start_ms, rows[r].end_ms,
+                       b.from, b.to);
+      assert_int_equal(gm[i].list_uusd, want);
+    }
+    free(gm);
     /* split anywhere, the two parts add up to the whole */
     int64_t mid = b.from + (int64_t)(next_rand() % (uint64_t)(b.to - b.from));
     int64_t s1, s2;
@@ -360,6 +379,19 @@ static void rows_that_cross_midnight_are_refused(void **state) {
   assert_int_equal(tw_ledger_append(store, &r[1], 1, T0, &err), TW_OK);
 }
 
+static void market_combines_with_tenant_project_and_day_only(void **state) {
+  (void)state;
+  struct tw_err err = {0};
+  struct tw_ledger_group *g = NULL;
+  size_t n = 0;
+  assert_int_equal(tw_ledger_sum(store, T0, T0 + TW_DAY_MS,
+                                 TW_GROUP_MARKET | TW_GROUP_PROVIDER, NULL, &g,
+                                 &n, &err),
+                   TW_E_INVALID);
+  assert_string_equal(err.field, "group_by");
+  free(g);
+}
+
 static void group_by_words(void **state) {
   (void)state;
   unsigned m;
@@ -404,6 +436,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(rows_that_cross_midnight_are_refused,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(group_by_words, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          market_combines_with_tenant_project_and_day_only, setup, teardown),
       cmocka_unit_test_setup_teardown(budgets_are_replaced_whole, setup,
                                       teardown),
   };

@@ -292,6 +292,17 @@ static void json_and_csv_totals_equal_the_ledger(void **state) {
         all_eff);
     assert_int_equal(
         json_integer_value(json_object_get(total, "list_cost_uusd")), all_list);
+    /* the split by market adds up to the total, spot among them */
+    json_t *bm = json_object_get(total, "by_market");
+    int64_t by_market = 0;
+    bool spot = false;
+    for (size_t i = 0; i < json_array_size(bm); i++) {
+      json_t *x = json_array_get(bm, i);
+      by_market += json_integer_value(json_object_get(x, "effective_cost_uusd"));
+      spot |= !strcmp(json_string_value(json_object_get(x, "market")), "spot");
+    }
+    assert_int_equal(by_market, all_eff);
+    assert_true(spot);
     json_decref(j);
     free(text);
 
@@ -900,6 +911,9 @@ static void html_follows_the_range_and_the_budget_scope(void **state) {
                                "data-limit-uusd=\"30000\""));
   assert_null(strstr(html, "over budget"));
   assert_non_null(strstr(html, "data-resolution=\"day\""));
+  /* the spot / on-demand split: both rows on demand (even list) */
+  assert_non_null(strstr(html, "data-market=\"on-demand\" data-uusd=\"5026000\""));
+  assert_null(strstr(html, "data-market=\"spot\""));
   /* savings and accrued, exactly */
   assert_non_null(strstr(html, "id=\"savings\" data-uusd=\"0\""));
   assert_non_null(strstr(html, "id=\"accrued\" data-uusd=\"0\""));
