@@ -398,6 +398,11 @@ static void merge_groups(struct tw_ledger_group **g, size_t *n,
     qsort(*g, *n, sizeof **g, group_cmp);
 }
 
+void tw_ledger_merge(struct tw_ledger_group **g, size_t *n,
+                     const struct tw_ledger_group *extra, size_t n_extra) {
+  merge_groups(g, n, extra, n_extra);
+}
+
 enum tw_rc tw_ledger_sum_now(struct tw_store *s, int64_t from_ms,
                              int64_t to_ms, int64_t now_ms, unsigned group_mask,
                              const struct tw_ledger_filter *f,

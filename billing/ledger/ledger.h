@@ -114,6 +114,12 @@ enum tw_rc tw_ledger_regroup(const struct tw_ledger_group *in, size_t n_in,
                              unsigned mask, const struct tw_ledger_filter *f,
                              struct tw_ledger_group **out, size_t *n);
 
+/* Adds extra[0..n_extra) (groups of the same mask: accrual, say) into
+ * the ordered groups *g (count *n), keeping them ordered; *g is
+ * reallocated. */
+void tw_ledger_merge(struct tw_ledger_group **g, size_t *n,
+                     const struct tw_ledger_group *extra, size_t n_extra);
+
 /* The one "spent" of a budget: the ledger's effective cost (adjustments
  * included) of a tenant, or one of its projects, over [from_ms, to_ms),
  * plus what its running attempts have accrued up to now_ms.  *accrued_uusd

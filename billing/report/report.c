@@ -302,6 +302,26 @@ static enum tw_rc hour_buckets(struct tw_store *s, struct tw_report *r,
   return TW_OK;
 }
 
+/* The ledger's sums of mask over the range, with the accrual acc (of a
+ * finer mask) summed into mask and merged in. */
+static enum tw_rc with_accrual(struct tw_store *s,
+                               const struct tw_report_req *req, unsigned mask,
+                               const struct tw_ledger_filter *f,
+                               const struct tw_ledger_group *acc, size_t n_acc,
+                               struct tw_ledger_group **out, size_t *n,
+                               struct tw_err *err) {
+  enum tw_rc rc = tw_ledger_sum(s, req->from_ms, req->to_ms, mask, f, out, n,
+                                err);
+  if (rc)
+    return rc;
+  struct tw_ledger_group *x = NULL;
+  size_t nx = 0;
+  tw_ledger_regroup(acc, n_acc, mask, NULL, &x, &nx);
+  tw_ledger_merge(out, n, x, nx);
+  free(x);
+  return TW_OK;
+}
+
 enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
                          struct tw_report *r, struct tw_err *err) {
   memset(r, 0, sizeof *r);
@@ -319,16 +339,20 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
   int64_t now = req->now_ms;
   const unsigned FINE = TW_GROUP_TENANT | TW_GROUP_PROJECT |
                         TW_GROUP_PROVIDER | TW_GROUP_REGION | TW_GROUP_DAY;
-  struct tw_ledger_group *fine = NULL, *fine_job = NULL;
-  size_t n_fine = 0, n_fine_job = 0;
-  if ((rc = tw_ledger_sum_now(s, req->from_ms, req->to_ms, now, FINE, &f, &fine,
-                              &n_fine, err)))
+  struct tw_ledger_group *fine = NULL, *fine_job = NULL, *acc = NULL;
+  size_t n_fine = 0, n_fine_job = 0, n_acc = 0;
+  /* what running attempts accrued, once, at every grouping used below */
+  unsigned acc_mask = FINE | TW_GROUP_MARKET | (r->mask & TW_GROUP_JOB);
+  if ((rc = tw_ledger_accrued(s, req->from_ms, req->to_ms, now, acc_mask, &f,
+                              &acc, &n_acc, err)) ||
+      (rc = with_accrual(s, req, FINE, &f, acc, n_acc, &fine, &n_fine, err)) ||
+      (rc = with_accrual(s, req, TW_GROUP_MARKET, &f, acc, n_acc,
+                         &r->by_market, &r->n_by_market, err)))
     goto out;
   /* per job: the per-job rollup, which leaves out rows of no job */
   if ((r->mask & TW_GROUP_JOB) &&
-      (rc = tw_ledger_sum_now(s, req->from_ms, req->to_ms, now,
-                              FINE | TW_GROUP_JOB, &f, &fine_job, &n_fine_job,
-                              err)))
+      (rc = with_accrual(s, req, FINE | TW_GROUP_JOB, &f, acc, n_acc,
+                         &fine_job, &n_fine_job, err)))
     goto out;
   if (r->mask & TW_GROUP_JOB)
     tw_ledger_regroup(fine_job, n_fine_job, r->mask, NULL, &r->groups,
@@ -339,10 +363,6 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
                     &r->by_provider_day, &r->n_by_provider_day);
   tw_ledger_regroup(fine, n_fine, TW_GROUP_TENANT | TW_GROUP_PROJECT, NULL, &tp,
                     &n_tp);
-  if ((rc = tw_ledger_sum_now(s, req->from_ms, req->to_ms, now,
-                              TW_GROUP_MARKET, &f, &r->by_market,
-                              &r->n_by_market, err)))
-    goto out;
   if (req->to_ms - req->from_ms <= 2 * TW_DAY_MS) {
     r->bucket_ms = REPORT_HOUR_MS;
     if ((rc = hour_buckets(s, r, &f, err)))
@@ -471,6 +491,7 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
         report__forecast(r, b->spent_uusd, scope_sum(tpw, n_tpw, &budgets[i]));
   }
 out:
+  free(acc);
   free(fine);
   free(fine_job);
   free(tp);
