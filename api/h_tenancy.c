@@ -703,9 +703,11 @@ static void render_budget(struct tw_buf *b, const struct tw_budget_status *s) {
   tw_buf_printf(
       b,
       "\"period_start\":\"%s\",\"period_end\":\"%s\",\"spent_uusd\":%" PRId64
-      ",\"committed_uusd\":%" PRId64 ",\"forecast_uusd\":%" PRId64
-      ",\"remaining_uusd\":%" PRId64 ",\"alerted_pct\":%d}}",
-      t0, t1, s->spent_uusd, s->committed_uusd, s->forecast_uusd,
+      ",\"accrued_uusd\":%" PRId64 ",\"committed_uusd\":%" PRId64
+      ",\"forecast_uusd\":%" PRId64 ",\"remaining_uusd\":%" PRId64
+      ",\"alerted_pct\":%d}}",
+      t0, t1, s->spent_uusd, s->accrued_uusd, s->committed_uusd,
+      s->forecast_uusd,
       x->limit_uusd - s->spent_uusd - s->committed_uusd, s->alerted_pct);
 }
 

@@ -176,7 +176,8 @@ static enum tw_rc open_meter(struct tw_daemon *d, struct tw_err *err) {
                                .tick_ms = d->cfg->sched_tick_ms,
                                .offers_ttl_ms =
                                    d->cfg->sched_offers_ttl_s * 1000,
-                               .specs = d->specs};
+                               .specs = d->specs,
+                               .adapters = d->adapters};
     rc = tw_meter_new(&mo, &d->meter, err);
   }
   tw_meter_cfg_release(&mcfg);

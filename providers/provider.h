@@ -75,6 +75,17 @@ struct tw_provider_billing {
   int64_t granularity_s;     /* 1 = per second */
   int64_t min_charge_s;      /* charged at least this per start */
   int64_t spot_protection_s; /* spot: time guaranteed before a reclaim */
+  /* Spot capacity the provider takes back (not a stop or terminate of
+   * Tradewind's): charged nothing when it ran less than this (AWS: 3600,
+   * no charge for a Linux Spot Instance EC2 interrupts in its first
+   * instance-hour); 0: no such rule.  Past it, or without it, a reclaimed
+   * attempt is charged to the second. */
+  int64_t spot_reclaim_free_s;
+  /* Whether min_charge_s still applies to spot capacity the provider
+   * reclaimed (Azure: its minimum covers Spot VMs too). */
+  bool spot_reclaim_minimum;
+  /* Where the rule is published (docs/billing.md cites each). */
+  const char *source;
 };
 
 /* An accelerator implied by an instance type's name (tw_provider_info). */
@@ -120,6 +131,9 @@ struct tw_provider_info {
    * instance type's prefix ({"f1.", "VU9P"}: the canonical names of
    * billing/catalog/normalize.h), ended by {NULL, NULL}.  NULL: none. */
   const struct tw_provider_type_accel *type_accels;
+  /* FOCUS ResourceType of a compute row ("Virtual Machine", "Batch Job"):
+   * what the provider bills an attempt as.  NULL or "": none. */
+  const char *focus_resource_type;
 };
 
 struct tw_provider_ops {

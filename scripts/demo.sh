@@ -116,6 +116,10 @@ if [ -s "$state/admin.token" ]; then
   echo "using the admin token from $state/admin.token (export TRADEWIND_TOKEN=\$(cat admin.token))"
 fi
 
+say "the tenants the jobs are billed to (a job for a tenant that does not exist is refused)"
+"$CLI" tenant create demo
+"$CLI" tenant create research
+
 mkdir -p "$state/jobs"
 cat >"$state/jobs/hello.yaml" <<'YAML'
 name: hello

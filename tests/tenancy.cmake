@@ -30,7 +30,7 @@ tw_add_test(test_tenancy_budget
   SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_tenancy_budget.c
   LIBS tw_sched tw_tenancy tw_billing tw_fake_provider PkgConfig::CMOCKA
        PkgConfig::MHD PkgConfig::JANSSON Threads::Threads
-  LABELS unit tenancy TIMEOUT 60)
+  LABELS unit tenancy billing TIMEOUT 60)
 
 # Every route x every role against the live server with real tokens, then
 # again with the same roles signed in through a loopback OIDC issuer.

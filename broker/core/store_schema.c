@@ -114,7 +114,35 @@ static const char MIG_LEDGER_1[] =
     " tenant TEXT NOT NULL, project TEXT NOT NULL, limit_uusd INTEGER NOT NULL,"
     " PRIMARY KEY (tenant, project)) WITHOUT ROWID;";
 
-static const char *const MIG_LEDGER[] = {MIG_LEDGER_1};
+/* 2: how each row's effective cost was reached (the discount in basis
+ * points, and whether it is a commitment rather than a negotiated rate:
+ * FOCUS shows them in different columns), and each account's ids as the
+ * provider's invoice names them (billing.providers.<name>.account_id). */
+static const char MIG_LEDGER_2[] =
+    "ALTER TABLE ledger ADD COLUMN discount_bp INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE ledger ADD COLUMN commitment INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE ledger_accounts ("
+    " account TEXT PRIMARY KEY, account_id TEXT NOT NULL,"
+    " account_name TEXT NOT NULL, account_type TEXT NOT NULL,"
+    " commitment_id TEXT NOT NULL, commitment_name TEXT NOT NULL,"
+    " commitment_type TEXT NOT NULL, commitment_category TEXT NOT NULL)"
+    " WITHOUT ROWID;";
+
+/* 3: spend by market (spot, on-demand) per day, tenant and project, the
+ * rows already there summed in. */
+static const char MIG_LEDGER_3[] =
+    "CREATE TABLE ledger_market_day ("
+    " day INTEGER NOT NULL, tenant TEXT NOT NULL, project TEXT NOT NULL,"
+    " market TEXT NOT NULL, list_uusd INTEGER NOT NULL,"
+    " effective_uusd INTEGER NOT NULL, usage_ms INTEGER NOT NULL,"
+    " rows INTEGER NOT NULL,"
+    " PRIMARY KEY (day, tenant, project, market)) WITHOUT ROWID;"
+    "INSERT INTO ledger_market_day SELECT day, tenant, project, market,"
+    " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), COUNT(*)"
+    " FROM ledger GROUP BY day, tenant, project, market;";
+
+static const char *const MIG_LEDGER[] = {MIG_LEDGER_1, MIG_LEDGER_2,
+                                         MIG_LEDGER_3};
 
 /* ---- module "meter" */
 
@@ -131,7 +159,13 @@ static const char MIG_METER_1[] =
     " last_seq INTEGER NOT NULL, ended INTEGER NOT NULL);"
     "CREATE INDEX meter_attempts_open ON meter_attempts(ended);";
 
-static const char *const MIG_METER[] = {MIG_METER_1};
+/* 2: the discount in force for the current period, so what a running
+ * attempt has accrued can be priced without the meter's config. */
+static const char MIG_METER_2[] =
+    "ALTER TABLE meter_attempts ADD COLUMN discount_bp INTEGER NOT NULL"
+    " DEFAULT 0;";
+
+static const char *const MIG_METER[] = {MIG_METER_1, MIG_METER_2};
 
 /* ---- module "audit" */
 

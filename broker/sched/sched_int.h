@@ -202,7 +202,18 @@ struct sched_att {
   int64_t launch_wait_ms; /* launching: the wait before the next question
                              to the provider (doubles to 60 s) */
   bool seen;              /* live at this pass */
+  /* The times billing follows, from the last look (sched__run_times):
+   * when the instance started running and when it stopped at the
+   * provider; 0 unknown (the store then records its own now). */
+  int64_t ran_from_ms, ended_at_ms;
 };
+
+/* Sets st's billing times from what the provider reported of inst (its
+ * running_ms and ended_ms, providers/provider.h).  The one place an
+ * attempt's run times are chosen: the agent's own reports of its start
+ * and end are to be taken here too, over the provider's when both are
+ * known (docs/billing.md, "Metering"). */
+void sched__run_times(struct sched_att *st, const struct tw_instance *inst);
 
 /* The nodes of one live attempt: a slice of the pass's list (none for an
  * attempt of one instance). */

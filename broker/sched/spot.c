@@ -192,7 +192,9 @@ int sched__spot_end(struct tw_sched *s, const struct tw_attempt_rec *a,
   struct tw_attempt_close cl = {.attempt_id = a->id,
                                 .end_reason = end_reason,
                                 .job_to = TW_JOB_INTERRUPTED,
-                                .job_reason = reason};
+                                .job_reason = reason,
+                                .ran_from_ms = st ? st->ran_from_ms : 0,
+                                .ended_at_ms = st ? st->ended_at_ms : 0};
   sched__spec_release(s, spec);
   if (tw_store_attempt_close(s->store, &cl, &err)) {
     tw_log_warn("sched", "job=%s attempt=%d close failed: %s", a->job_id, a->n,
