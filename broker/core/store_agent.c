@@ -49,6 +49,9 @@ static const char SQL_CKPT[] =
 static const char SQL_CANCEL[] =
     "UPDATE agent_attempts SET cancel_ms = ?2"
     " WHERE attempt_id = ?1 AND cancel_ms = 0";
+static const char SQL_CKPT_SENT[] =
+    "UPDATE agent_attempts SET ckpt_sent_ms = ?2"
+    " WHERE attempt_id = ?1 AND ckpt_sent_ms < ?2";
 static const char SQL_EXIT[] =
     "UPDATE agent_attempts SET exit_ms = ?2, has_code = ?3, exit_code = ?4,"
     " signal = ?5, started_ms = ?6, ended_ms = ?7, after_notice = ?8,"
@@ -323,6 +326,20 @@ static enum tw_rc op_upd(struct tw_store *s, sqlite3 *db, void *varg,
   return rc;
 }
 
+/* op_upd for statements with two parameters */
+static enum tw_rc op_upd_2(struct tw_store *s, sqlite3 *db, void *varg,
+                           struct tw_err *err) {
+  struct upd_arg *a = varg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, a->sql, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, a->id);
+  sqlite3_bind_int64(st, 2, a->a);
+  enum tw_rc rc = store__step_done(db, st, a->what, err);
+  a->changed = rc == TW_OK && sqlite3_changes(db) > 0;
+  return rc;
+}
+
 enum tw_rc tw_store_agent_heartbeat(struct tw_store *s, int64_t attempt_id,
                                     const char *phase, int64_t at_ms,
                                     struct tw_err *err) {
@@ -345,21 +362,27 @@ enum tw_rc tw_store_agent_checkpoint(struct tw_store *s, int64_t attempt_id,
   return tw_store_write(s, op_upd, &a, err);
 }
 
-static enum tw_rc op_cancel(struct tw_store *s, sqlite3 *db, void *varg,
-                            struct tw_err *err) {
-  struct upd_arg *a = varg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_CANCEL, err);
-  if (!st)
-    return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->id);
-  sqlite3_bind_int64(st, 2, a->a);
-  return store__step_done(db, st, "agent: cancel", err);
-}
-
 enum tw_rc tw_store_agent_cancel(struct tw_store *s, int64_t attempt_id,
                                  int64_t at_ms, struct tw_err *err) {
-  struct upd_arg a = {.id = attempt_id, .a = at_ms > 0 ? at_ms : 1};
-  return tw_store_write(s, op_cancel, &a, err);
+  struct upd_arg a = {.sql = SQL_CANCEL,
+                      .what = "agent: cancel",
+                      .id = attempt_id,
+                      .a = at_ms > 0 ? at_ms : 1};
+  return tw_store_write(s, op_upd_2, &a, err);
+}
+
+enum tw_rc tw_store_agent_ckpt_sent(struct tw_store *s, int64_t attempt_id,
+                                    int64_t requested_ms, bool *first,
+                                    struct tw_err *err) {
+  struct upd_arg a = {.sql = SQL_CKPT_SENT,
+                      .what = "agent: checkpoint sent",
+                      .id = attempt_id,
+                      .a = requested_ms > 0 ? requested_ms : 1,
+                      .b = 0};
+  enum tw_rc rc = tw_store_write(s, op_upd_2, &a, err);
+  if (first)
+    *first = rc == TW_OK && a.changed;
+  return rc;
 }
 
 struct exit_arg {

@@ -96,6 +96,12 @@ enum tw_rc tw_store_agent_checkpoint(struct tw_store *s, int64_t attempt_id,
 enum tw_rc tw_store_agent_cancel(struct tw_store *s, int64_t attempt_id,
                                  int64_t at_ms, struct tw_err *err);
 
+/* A checkpoint request made at requested_ms is handed to the agent (or
+ * known to it: its own notice); *first false when it was already. */
+enum tw_rc tw_store_agent_ckpt_sent(struct tw_store *s, int64_t attempt_id,
+                                    int64_t requested_ms, bool *first,
+                                    struct tw_err *err);
+
 /* The exit report: the first is kept, *first false for a later one. */
 struct tw_store_agent_exit {
   int64_t attempt_id;

@@ -317,6 +317,7 @@ static const char *const MIG_AGENT[] = {
     "  ended_ms INTEGER NOT NULL DEFAULT 0,"
     "  after_notice INTEGER NOT NULL DEFAULT 0,"
     "  cancel_ms INTEGER NOT NULL DEFAULT 0,"
+    "  ckpt_sent_ms INTEGER NOT NULL DEFAULT 0,"
     "  out_bytes INTEGER NOT NULL DEFAULT 0,"
     "  err_bytes INTEGER NOT NULL DEFAULT 0);"
     "CREATE TABLE agent_notices ("

@@ -58,6 +58,7 @@ struct tw_catalog;
 struct tw_placer;
 struct tw_spec_cache;
 struct tw_tenancy;
+struct tw_agent;
 
 struct tw_sched_opts {
   struct tw_store *store;         /* borrowed */
@@ -84,6 +85,10 @@ struct tw_sched_opts {
                                   default set */
   struct tw_spec_cache *specs; /* parsed specs, shared with the reconciler
                                   and the meter */
+  /* tradewind-agent (broker/sched/agent.h), borrowed: attempts of
+   * providers with `agent: true` get its bootstrap as user data and end on
+   * its exit report.  NULL: every attempt runs as before. */
+  struct tw_agent *agent;
   /* The longest a pass waits for the cloud calls it made (launches,
    * settling of unanswered ones), in real time; what answers later is
    * applied by a later pass.  Default 500.  The calls themselves run on

@@ -1,0 +1,7 @@
+# The broker's side of tradewind-agent (docs/agent.md): tokens, the key,
+# bootstraps, report bodies, logs, and the state machine over the
+# scheduler and the in-process fake provider with `agent: true`.
+tw_add_test(test_agent_broker
+            SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_agent_broker.c
+            LIBS tw_sched tw_tenancy tw_fake_provider PkgConfig::CMOCKA
+            LABELS unit agent)
