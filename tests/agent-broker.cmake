@@ -5,3 +5,10 @@ tw_add_test(test_agent_broker
             SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_agent_broker.c
             LIBS tw_sched tw_tenancy tw_fake_provider PkgConfig::CMOCKA
             LABELS unit agent)
+# The agent routes over HTTP, played by the test as the agent would: the
+# REST server, the scheduler and the fake provider with `agent: true`.
+tw_add_test(test_agent_daemon
+            SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_agent_daemon.c
+            LIBS tw_api tw_sched tw_fake_provider PkgConfig::CMOCKA
+                 PkgConfig::CURL PkgConfig::JANSSON
+            LABELS integration agent)
