@@ -12,3 +12,9 @@ tw_add_test(test_agent_daemon
             LIBS tw_api tw_sched tw_fake_provider PkgConfig::CMOCKA
                  PkgConfig::CURL PkgConfig::JANSSON
             LABELS integration agent)
+# Every parser of the agent's reports, and the token's shape.
+tw_add_fuzz(fuzz_agent_msg
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_agent_msg.c
+  LIBS tw_sched
+  LABELS agent
+  CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/agent_msg)
