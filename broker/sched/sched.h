@@ -25,9 +25,11 @@
  *      (counts per filter) and may hold a backfill reservation on a
  *      private pool.
  *
- * Placement is pure (policies/); this loop does the I/O around it.  The
- * broker does not learn when a job's script ends on a cloud: a running
- * attempt on a provider without TW_PROV_BATCH completes (exit 0) and its
+ * Placement is pure (policies/); this loop does the I/O around it.  On a
+ * provider with `agent: true` an attempt runs under tradewind-agent and
+ * ends on its exit report (broker/sched/agent.h, docs/agent.md).  On the
+ * other clouds the broker does not learn when a job's script ends: a
+ * running attempt on a provider without TW_PROV_BATCH completes (exit 0) and its
  * instances are terminated once the job's expected duration (duration_s,
  * else 60 s), less the progress earlier attempts kept, has passed on the
  * injected clock.  A batch provider (Slurm) runs the script and reports
