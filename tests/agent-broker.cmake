@@ -18,3 +18,9 @@ tw_add_fuzz(fuzz_agent_msg
   LIBS tw_sched
   LABELS agent
   CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/agent_msg)
+# The daemon's wiring: the binary required and served, the gate a boolean.
+tw_add_test(test_agent_wiring
+            SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_agent_wiring.c
+            LIBS tw_daemon tw_adapters_test twtest_daemon PkgConfig::CMOCKA
+                 PkgConfig::CURL PkgConfig::OPENSSL
+            LABELS integration agent TIMEOUT 60)
