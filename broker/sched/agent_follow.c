@@ -145,7 +145,8 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
                          struct sched_att *st, int64_t now,
                          struct sched_agent_step *out) {
   memset(out, 0, sizeof *out);
-  if (!s->agent || a->state == TW_ATTEMPT_LAUNCHING)
+  if (!s->agent || !tw_provider_agent(pc->p) ||
+      a->state == TW_ATTEMPT_LAUNCHING)
     return;
   struct tw_store_agent g;
   bool found = false;
