@@ -63,7 +63,8 @@ static const char SQL_NOTICE_ADD[] =
     " source, deadline_ms, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 static const char SQL_NOTICE_NEW[] =
     "SELECT event_id, kind, action, source, deadline_ms, at_ms"
-    " FROM agent_notices WHERE attempt_id = ?1 AND applied = 0 ORDER BY seq";
+    " FROM agent_notices WHERE attempt_id = ?1 AND applied = 0"
+    " ORDER BY at_ms, event_id";
 static const char SQL_NOTICE_DONE[] =
     "UPDATE agent_notices SET applied = 1 WHERE attempt_id = ?1"
     " AND event_id = ?2";
