@@ -24,3 +24,11 @@ tw_add_test(test_agent_wiring
             LIBS tw_daemon tw_adapters_test twtest_daemon PkgConfig::CMOCKA
                  PkgConfig::CURL PkgConfig::OPENSSL
             LABELS integration agent TIMEOUT 60)
+# The broker with the real tradewind-agent (when the build has it): each
+# launch's bootstrap run as a process; exit 3 fails with its output, exit 0
+# succeeds.
+tw_add_test(test_agent_e2e
+            SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_agent_e2e.c
+            LIBS tw_api tw_sched tw_fake_provider PkgConfig::CMOCKA
+                 PkgConfig::CURL PkgConfig::JANSSON
+            LABELS integration agent TIMEOUT 120)
