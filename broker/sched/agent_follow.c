@@ -157,6 +157,8 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
   if (cancelled && !g.registered_ms && !g.exit_ms)
     return; /* nobody to tell: follow.c gives the instance back at once */
   out->handled = true;
+  st->agent_saved = g.checkpoint_ms > 0;
+  st->agent_kept_s = g.progress_s;
   if (g.exit_ms) {
     out->changes += apply_exit(s, pc, job, a, nd, st, &g, now,
                                &out->owe_terminate);

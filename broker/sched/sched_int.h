@@ -209,6 +209,10 @@ struct sched_att {
   int64_t launch_wait_ms; /* launching: the wait before the next question
                              to the provider (doubles to 60 s) */
   bool seen;              /* live at this pass */
+  /* agent_follow.c: the progress the attempt's agent reported saved
+   * (docs/agent.md), which spot.c keeps when it ends the attempt */
+  bool agent_saved;
+  int64_t agent_kept_s;
 };
 
 /* The nodes of one live attempt: a slice of the pass's list (none for an

@@ -843,6 +843,13 @@ static void an_agents_notice_goes_the_providers_way(void **state) {
            "the agent's notice was not noted on the job");
   TW_CHECK(has_event(id, "killed by signal 15 after its notice"),
            "the end after the notice is not in the job's events");
+  /* what the agent saw saved is what the attempt kept, though the job
+   * answered its notice at once (too soon for the contract to assume a
+   * save) */
+  int64_t kept = -1;
+  assert_int_equal(tw_checkpoint_progress(store, id, &kept, NULL), TW_OK);
+  assert_int_equal(kept, 30);
+  TW_CHECK(has_event(id, "progress kept: 30s"), "no event says 30s kept");
 }
 
 int main(void) {
