@@ -46,9 +46,8 @@ static const char SQL_HB[] =
 static const char SQL_CKPT[] =
     "UPDATE agent_attempts SET checkpoint_ms = max(checkpoint_ms, ?2),"
     " progress_s = max(progress_s, ?3) WHERE attempt_id = ?1";
-static const char SQL_CANCEL[] =
-    "UPDATE agent_attempts SET cancel_ms = ?2"
-    " WHERE attempt_id = ?1 AND cancel_ms = 0";
+static const char SQL_CANCEL[] = "UPDATE agent_attempts SET cancel_ms = ?2"
+                                 " WHERE attempt_id = ?1 AND cancel_ms = 0";
 static const char SQL_CKPT_SENT[] =
     "UPDATE agent_attempts SET ckpt_sent_ms = ?2"
     " WHERE attempt_id = ?1 AND ckpt_sent_ms < ?2";
@@ -412,8 +411,8 @@ static enum tw_rc op_exit(struct tw_store *s, sqlite3 *db, void *varg,
 }
 
 enum tw_rc tw_store_agent_exit(struct tw_store *s,
-                               const struct tw_store_agent_exit *e,
-                               bool *first, struct tw_err *err) {
+                               const struct tw_store_agent_exit *e, bool *first,
+                               struct tw_err *err) {
   struct exit_arg a = {.e = e};
   enum tw_rc rc = tw_store_write(s, op_exit, &a, err);
   if (first)
@@ -523,8 +522,7 @@ static enum tw_rc op_notice_done(struct tw_store *s, sqlite3 *db, void *varg,
   return store__step_done(db, st, "agent: notice applied", err);
 }
 
-enum tw_rc tw_store_agent_notice_applied(struct tw_store *s,
-                                         int64_t attempt_id,
+enum tw_rc tw_store_agent_notice_applied(struct tw_store *s, int64_t attempt_id,
                                          const char *event_id,
                                          struct tw_err *err) {
   struct done_arg a = {.id = attempt_id, .event = event_id};

@@ -111,8 +111,8 @@ struct tw_store_agent_exit {
   bool after_notice;
 };
 enum tw_rc tw_store_agent_exit(struct tw_store *s,
-                               const struct tw_store_agent_exit *e,
-                               bool *first, struct tw_err *err);
+                               const struct tw_store_agent_exit *e, bool *first,
+                               struct tw_err *err);
 
 /* ---- notices ------------------------------------------------------------- */
 
@@ -133,8 +133,7 @@ enum tw_rc tw_store_agent_notice_add(struct tw_store *s,
 enum tw_rc tw_store_agent_notices_new(struct tw_store *s, int64_t attempt_id,
                                       struct tw_store_agent_notice **out,
                                       size_t *n, struct tw_err *err);
-enum tw_rc tw_store_agent_notice_applied(struct tw_store *s,
-                                         int64_t attempt_id,
+enum tw_rc tw_store_agent_notice_applied(struct tw_store *s, int64_t attempt_id,
                                          const char *event_id,
                                          struct tw_err *err);
 

@@ -40,7 +40,8 @@ static void hex(const unsigned char *b, size_t n, char *out) {
   out[2 * n] = '\0';
 }
 
-void tw_agent_token_derive(const unsigned char key[32], const char *client_token,
+void tw_agent_token_derive(const unsigned char key[32],
+                           const char *client_token,
                            char out[TW_AGENT_TOKEN_LEN + 1]) {
   unsigned char mac[32];
   unsigned int len = sizeof mac;
@@ -124,8 +125,9 @@ void tw_agent_register_answer(const struct tw_agent_job *j,
   /* the spec's own first; the broker's variables win over a spec that
    * names them too (they are what the contract promises) */
   static const char *const OURS[] = {
-      "TRADEWIND_JOB_ID", "TRADEWIND_ATTEMPT", "TRADEWIND_CHECKPOINT_URI",
-      "TRADEWIND_CHECKPOINT_INTERVAL_S", "TRADEWIND_RESUME_S", NULL};
+      "TRADEWIND_JOB_ID",         "TRADEWIND_ATTEMPT",
+      "TRADEWIND_CHECKPOINT_URI", "TRADEWIND_CHECKPOINT_INTERVAL_S",
+      "TRADEWIND_RESUME_S",       NULL};
   bool first = true;
   for (size_t i = 0; i < sp->n_env; i++) {
     bool ours = false;
@@ -149,10 +151,10 @@ void tw_agent_register_answer(const struct tw_agent_job *j,
     tw_buf_printf(out,
                   ",\"TRADEWIND_CHECKPOINT_INTERVAL_S\":\"%lld\","
                   "\"TRADEWIND_RESUME_S\":\"%lld\"",
-                  (long long)sp->checkpoint_interval_s,
-                  (long long)j->resume_s);
+                  (long long)sp->checkpoint_interval_s, (long long)j->resume_s);
   }
-  tw_buf_printf(out, "},\"time_limit_s\":0,\"grace_s\":%lld,\"heartbeat_s\":%lld",
+  tw_buf_printf(out,
+                "},\"time_limit_s\":0,\"grace_s\":%lld,\"heartbeat_s\":%lld",
                 (long long)j->grace_s, (long long)j->heartbeat_s);
   if (ckpt) {
     tw_buf_adds(out, ",\"checkpoint\":{\"uri\":");
@@ -359,9 +361,8 @@ enum tw_rc tw_agent_user_data(struct tw_agent *a, const char *job_id,
   char token[TW_AGENT_TOKEN_LEN + 1], hash[65];
   tw_agent_token_derive(a->key, client_token, token);
   tw_agent_token_hash(token, hash);
-  enum tw_rc rc =
-      tw_store_agent_add(a->store, attempt_id, job_id, client_token, hash,
-                         tw_clock_now_ms(a->clock), err);
+  enum tw_rc rc = tw_store_agent_add(a->store, attempt_id, job_id, client_token,
+                                     hash, tw_clock_now_ms(a->clock), err);
   if (rc == TW_OK) {
     struct tw_agent_boot b = {.job_id = job_id,
                               .attempt_n = attempt_n,
@@ -398,8 +399,7 @@ enum tw_rc tw_agent_authenticate(struct tw_agent *a, const char *token,
     return tw_err_set(err, TW_E_AUTH, "unknown agent token");
   out->attempt_id = row.attempt_id;
   snprintf(out->job_id, sizeof out->job_id, "%s", row.job_id);
-  snprintf(out->client_token, sizeof out->client_token, "%s",
-           row.client_token);
+  snprintf(out->client_token, sizeof out->client_token, "%s", row.client_token);
   out->live = !row.attempt_ended;
   out->exited = row.exit_ms != 0;
   memcpy(out->tag, hash, 16);

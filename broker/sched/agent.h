@@ -40,7 +40,8 @@ struct tw_agent;
 /* ---- pure ---------------------------------------------------------------- */
 
 /* out = "twa_" + hex(HMAC-SHA256(key, client_token)). */
-void tw_agent_token_derive(const unsigned char key[32], const char *client_token,
+void tw_agent_token_derive(const unsigned char key[32],
+                           const char *client_token,
                            char out[TW_AGENT_TOKEN_LEN + 1]);
 /* hex = hex(SHA-256(token)), what the store keeps. */
 void tw_agent_token_hash(const char *token, char hex[65]);
@@ -52,11 +53,11 @@ struct tw_agent_boot {
   const char *job_id;
   int attempt_n;
   const char *client_token;
-  const char *token;      /* twa_... */
-  const char *broker_url; /* no trailing '/' */
-  const char *ca_pem;     /* NULL: the broker serves plain HTTP */
-  bool preinstalled;      /* agent.install */
-  const char *agent_path; /* preinstalled: agent.path */
+  const char *token;         /* twa_... */
+  const char *broker_url;    /* no trailing '/' */
+  const char *ca_pem;        /* NULL: the broker serves plain HTTP */
+  bool preinstalled;         /* agent.install */
+  const char *agent_path;    /* preinstalled: agent.path */
   const char *binary_sha256; /* fetch: hex of the served binary */
   const char *cloud;         /* aws | azure | alibaba | local */
 };
@@ -88,9 +89,9 @@ struct tw_agent_opts {
    * agent.binary when unreadable) when need_binary. */
   const char *binary_path;
   bool need_binary;
-  const char *broker_url;   /* NULL or "": set later (tw_agent_set_url) */
-  const char *ca_pem_file;  /* the TLS certificate (chain) agents trust;
-                               NULL: plain HTTP */
+  const char *broker_url;  /* NULL or "": set later (tw_agent_set_url) */
+  const char *ca_pem_file; /* the TLS certificate (chain) agents trust;
+                              NULL: plain HTTP */
   int64_t heartbeat_s, heartbeat_timeout_s, max_log_bytes, grace_s;
 };
 
@@ -129,9 +130,9 @@ struct tw_agent_caller {
   int64_t attempt_id;
   char job_id[32];
   char client_token[48];
-  bool live;       /* its attempt has not ended: the token is valid */
-  bool exited;     /* its exit report is stored */
-  char tag[17];    /* 16 hex of the token's hash: safe to log */
+  bool live;    /* its attempt has not ended: the token is valid */
+  bool exited;  /* its exit report is stored */
+  char tag[17]; /* 16 hex of the token's hash: safe to log */
 };
 /* TW_E_AUTH for a token of the wrong shape or that no attempt has. */
 enum tw_rc tw_agent_authenticate(struct tw_agent *a, const char *token,

@@ -58,15 +58,15 @@ static int apply_exit(struct tw_sched *s, struct pcache *pc,
     changes += c;
   } else {
     bool cancelled = tw_job_state_terminal(job->state);
-    struct tw_attempt_close c = {
-        .attempt_id = a->id,
-        .end_reason = cancelled ? "cancelled" : "completed",
-        .job_to = cancelled ? TW_JOB_NSTATES
-                  : code == 0 ? TW_JOB_SUCCEEDED
-                              : TW_JOB_FAILED,
-        .job_reason = why,
-        .has_exit = !cancelled,
-        .exit_code = code};
+    struct tw_attempt_close c = {.attempt_id = a->id,
+                                 .end_reason =
+                                     cancelled ? "cancelled" : "completed",
+                                 .job_to = cancelled   ? TW_JOB_NSTATES
+                                           : code == 0 ? TW_JOB_SUCCEEDED
+                                                       : TW_JOB_FAILED,
+                                 .job_reason = why,
+                                 .has_exit = !cancelled,
+                                 .exit_code = code};
     if (tw_store_attempt_close(s->store, &c, &err)) {
       tw_log_warn("agent", "job=%s attempt=%d end not recorded: %s", a->job_id,
                   a->n, err.msg);
@@ -90,11 +90,11 @@ static void apply_notices(struct tw_sched *s, const struct tw_attempt_rec *a,
   if (tw_store_agent_notices_new(s->store, a->id, &ns, &n, &err))
     return;
   for (size_t i = 0; i < n; i++) {
-    struct tw_event ev = {
-        .kind = !strcmp(ns[i].kind, "interruption") ? TW_EVENT_INTERRUPTION
-                                                    : TW_EVENT_REBALANCE,
-        .noticed_ms = ns[i].at_ms,
-        .deadline_ms = ns[i].deadline_ms};
+    struct tw_event ev = {.kind = !strcmp(ns[i].kind, "interruption")
+                                      ? TW_EVENT_INTERRUPTION
+                                      : TW_EVENT_REBALANCE,
+                          .noticed_ms = ns[i].at_ms,
+                          .deadline_ms = ns[i].deadline_ms};
     snprintf(ev.instance_id, sizeof ev.instance_id, "%s", a->instance_id);
     snprintf(ev.action, sizeof ev.action, "%.15s",
              ns[i].action[0] ? ns[i].action : "terminate");
@@ -160,8 +160,8 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
   st->agent_saved = g.checkpoint_ms > 0;
   st->agent_kept_s = g.progress_s;
   if (g.exit_ms) {
-    out->changes += apply_exit(s, pc, job, a, nd, st, &g, now,
-                               &out->owe_terminate);
+    out->changes +=
+        apply_exit(s, pc, job, a, nd, st, &g, now, &out->owe_terminate);
     return;
   }
   int64_t grace_ms = tw_agent_grace_s(s->agent) * 1000;
@@ -199,13 +199,13 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
     out->changes++;
     return;
   }
-  int64_t last = g.last_hb_ms > g.registered_ms ? g.last_hb_ms : g.registered_ms;
+  int64_t last =
+      g.last_hb_ms > g.registered_ms ? g.last_hb_ms : g.registered_ms;
   int64_t allow = timeout_ms;
   if (!last) {
     last = g.created_ms; /* booting: the bootstrap fetches and starts it */
     allow = 2 * timeout_ms;
   }
   if (now - last > allow)
-    out->changes +=
-        heartbeats_lost(s, pc, a, nd, st, (now - last) / 1000, now);
+    out->changes += heartbeats_lost(s, pc, a, nd, st, (now - last) / 1000, now);
 }

@@ -71,8 +71,8 @@ static enum tw_rc get_str(const struct tw_node *m, const char *key,
 }
 
 static enum tw_rc get_int(const struct tw_node *m, const char *key,
-                          bool required, int64_t min, int64_t max,
-                          int64_t *out, struct tw_err *err) {
+                          bool required, int64_t min, int64_t max, int64_t *out,
+                          struct tw_err *err) {
   const struct tw_node *v = tw_node_get(m, key);
   *out = 0;
   if (!v || v->kind == TW_NODE_NULL) {
@@ -255,7 +255,8 @@ enum tw_rc tw_agent_parse_exit(const char *body, size_t len,
       (rc = get_int(m, "ended_ms", false, 0, TIME_MAX, &out->ended_ms, err)))
     goto out;
   const struct tw_node *an = tw_node_get(m, "after_notice");
-  if (an && an->kind != TW_NODE_NULL && !tw_node_as_bool(an, &out->after_notice))
+  if (an && an->kind != TW_NODE_NULL &&
+      !tw_node_as_bool(an, &out->after_notice))
     rc = tw_err_field(err, TW_E_INVALID, "after_notice",
                       "after_notice: expected true or false, got %s",
                       tw_node_type_name(an));

@@ -80,8 +80,8 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud) {
 
 /* One request to url_base + p with token (NULL: none) and body (NULL:
  * none; binary for octet-stream). */
-static struct resp call(const char *url_base, const char *method,
-                        const char *p, const char *token, const char *ctype,
+static struct resp call(const char *url_base, const char *method, const char *p,
+                        const char *token, const char *ctype,
                         const char *body) {
   char url[512];
   snprintf(url, sizeof url, "%s%s", url_base, p);
@@ -238,8 +238,8 @@ static void submit_and_boot(const char *name, const char *run, char id[64],
   snprintf(body, sizeof body,
            "{\"name\":\"%s\",\"resources\":{\"cpus\":2},\"run\":\"%s\"}", name,
            run);
-  struct resp r = call(base, "POST", "/v1/jobs", NULL, "application/json",
-                       body);
+  struct resp r =
+      call(base, "POST", "/v1/jobs", NULL, "application/json", body);
   expect(&r, 201, "submit");
   json_t *j = json_loads(r.body.data, 0, NULL);
   snprintf(id, 64, "%s", json_string_value(json_object_get(j, "id")));
@@ -259,9 +259,9 @@ static void submit_and_boot(const char *name, const char *run, char id[64],
   snprintf(b->instance, sizeof b->instance, "%s", at[n - 1].instance_id);
   free(at);
   char ud[8192];
-  assert_int_equal(tw_fake_user_data(tw_fake_of(prov), b->instance, ud,
-                                     sizeof ud, NULL),
-                   TW_OK);
+  assert_int_equal(
+      tw_fake_user_data(tw_fake_of(prov), b->instance, ud, sizeof ud, NULL),
+      TW_OK);
   quoted_after(ud, "printf '%s' '", b->token, sizeof b->token);
   quoted_after(ud, "--attempt \"", b->attempt, sizeof b->attempt);
   quoted_after(ud, "--broker \"", b->broker, sizeof b->broker);
@@ -292,8 +292,8 @@ static void do_register(const struct boot *b) {
            "register answer: %s", r.body.data);
   assert_int_equal(json_integer_value(json_object_get(j, "heartbeat_s")), 10);
   json_t *env = json_object_get(j, "env");
-  assert_string_equal(json_string_value(json_object_get(env, "TRADEWIND_ATTEMPT")),
-                      "1");
+  assert_string_equal(
+      json_string_value(json_object_get(env, "TRADEWIND_ATTEMPT")), "1");
   json_decref(j);
   drop(&r);
   /* again, after an agent restart: the same answer */
@@ -322,8 +322,8 @@ static const char *state_str(const char *id, char out[32], int *exit_code) {
 
 /* ---- the tests ----------------------------------------------------------- */
 
-static void exit_3_fails_with_its_output_and_replays_change_nothing(
-    void **state) {
+static void
+exit_3_fails_with_its_output_and_replays_change_nothing(void **state) {
   (void)state;
   char id[64];
   struct boot b;
@@ -481,9 +481,9 @@ static void heartbeats_lost_with_the_instance_gone_place_again(void **state) {
   struct resp r = report(&b, b.token, "heartbeat", "{\"phase\":\"run\"}");
   expect(&r, 200, "heartbeat");
   drop(&r);
-  assert_int_equal(tw_fake_set_state(tw_fake_of(prov), b.instance,
-                                     TW_INST_TERMINATED),
-                   TW_OK);
+  assert_int_equal(
+      tw_fake_set_state(tw_fake_of(prov), b.instance, TW_INST_TERMINATED),
+      TW_OK);
   tick_ms(100000);
   char st[32];
   int code;

@@ -156,8 +156,8 @@ static void nap_ms(int ms) {
  * in a process group of its own. */
 static void boot(const char *id) {
   char ud[8192], idir[256], script[320];
-  assert_int_equal(
-      tw_fake_user_data(tw_fake_of(prov), id, ud, sizeof ud, NULL), TW_OK);
+  assert_int_equal(tw_fake_user_data(tw_fake_of(prov), id, ud, sizeof ud, NULL),
+                   TW_OK);
   snprintf(idir, sizeof idir, "%s/%s", dir, id);
   assert_int_equal(mkdir(idir, 0700), 0);
   snprintf(script, sizeof script, "%s/boot.sh", idir);
@@ -185,8 +185,7 @@ static json_t *run_job(const char *name, const char *script) {
            script);
   struct tw_buf out;
   tw_buf_init(&out);
-  TW_CHECK(http("POST", "/v1/jobs", body, &out) == 201, "submit: %s",
-           out.data);
+  TW_CHECK(http("POST", "/v1/jobs", body, &out) == 201, "submit: %s", out.data);
   json_t *j = json_loads(out.data, 0, NULL);
   char id[64];
   snprintf(id, sizeof id, "%s", json_string_value(json_object_get(j, "id")));
@@ -225,8 +224,7 @@ static json_t *run_job(const char *name, const char *script) {
 static void a_script_that_exits_3_fails_with_its_output(void **state) {
   (void)state;
   json_t *j = run_job("three", "echo hello from the job; exit 3");
-  assert_string_equal(json_string_value(json_object_get(j, "state")),
-                      "failed");
+  assert_string_equal(json_string_value(json_object_get(j, "state")), "failed");
   assert_int_equal(json_integer_value(json_object_get(j, "exit_code")), 3);
   char p[128];
   snprintf(p, sizeof p, "/v1/jobs/%s/logs",

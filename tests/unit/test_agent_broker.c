@@ -84,7 +84,8 @@ static void the_token_is_the_hmac_of_the_client_token(void **state) {
   tw_agent_token_derive(key, "j-abc-1", tok);
   /* HMAC-SHA256 computed independently (Python's hmac module) */
   assert_string_equal(
-      tok, "twa_e6a1ebf9521187d1d2676195b8d73993e6722e83fb1867710cb2c843448c83c4");
+      tok,
+      "twa_e6a1ebf9521187d1d2676195b8d73993e6722e83fb1867710cb2c843448c83c4");
   tw_agent_token_hash(tok, h);
   assert_string_equal(
       h, "4e3e2761753d837fc71ac6c196f2bc569e8784b4da240306e1f1c810d432e57a");
@@ -179,10 +180,11 @@ static void the_key_is_made_once_and_sealed_with_secrets(void **state) {
   snprintf(keyfile, sizeof keyfile, "%s/key", dir);
   FILE *f = fopen(keyfile, "w");
   assert_non_null(f);
-  fputs("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n", f);
+  fputs("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n",
+        f);
   fclose(f);
-  struct tw_secrets_opts so = {.store = store, .clock = &clk,
-                               .key_file = keyfile};
+  struct tw_secrets_opts so = {
+      .store = store, .clock = &clk, .key_file = keyfile};
   struct tw_secrets *sec = NULL;
   assert_int_equal(tw_secrets_open(&so, &sec, NULL), TW_OK);
   a = new_agent(sec);
@@ -283,7 +285,8 @@ static void the_bootstrap_is_the_contracts_script(void **state) {
   tw_buf_release(&b);
 }
 
-/* ---- the report bodies ---------------------------------------------------- */
+/* ---- the report bodies ----------------------------------------------------
+ */
 
 #define BODY(s) s, sizeof s - 1
 
@@ -301,19 +304,16 @@ static void each_body_parses_or_names_its_field(void **state) {
   assert_string_equal(reg.instance_id, "i-1");
   assert_string_equal(reg.metadata_json, "{\"zone\":\"z\"}");
   tw_agent_register_msg_release(&reg);
-  assert_int_equal(tw_agent_parse_register(BODY("{\"cloud\":\"aws\"}"), &reg,
-                                           E),
-                   TW_E_INVALID);
-  assert_string_equal(err.field, "instance_id");
   assert_int_equal(
-      tw_agent_parse_register(BODY("{\"instance_id\":\"i\",\"metadata\":3}"),
-                              &reg, E),
+      tw_agent_parse_register(BODY("{\"cloud\":\"aws\"}"), &reg, E),
       TW_E_INVALID);
-  assert_string_equal(err.field, "metadata");
-  assert_int_equal(tw_agent_parse_register(BODY("[1]"), &reg, E),
+  assert_string_equal(err.field, "instance_id");
+  assert_int_equal(tw_agent_parse_register(
+                       BODY("{\"instance_id\":\"i\",\"metadata\":3}"), &reg, E),
                    TW_E_INVALID);
-  assert_int_equal(tw_agent_parse_register(BODY("{\"instance_id\":"), &reg,
-                                           E),
+  assert_string_equal(err.field, "metadata");
+  assert_int_equal(tw_agent_parse_register(BODY("[1]"), &reg, E), TW_E_INVALID);
+  assert_int_equal(tw_agent_parse_register(BODY("{\"instance_id\":"), &reg, E),
                    TW_E_INVALID);
 
   struct tw_agent_phase_msg ph;
@@ -322,23 +322,20 @@ static void each_body_parses_or_names_its_field(void **state) {
                    TW_OK);
   assert_string_equal(ph.phase, "exited");
   assert_int_equal(ph.at_ms, 5);
-  assert_int_equal(tw_agent_parse_phase(BODY("{\"phase\":\"exited\"}"), &ph,
-                                        E),
+  assert_int_equal(tw_agent_parse_phase(BODY("{\"phase\":\"exited\"}"), &ph, E),
                    TW_E_INVALID);
   assert_string_equal(err.field, "phase");
   assert_non_null(strstr(err.msg, "expected setup or run"));
-  assert_int_equal(
-      tw_agent_parse_heartbeat(BODY("{\"phase\":\"run\",\"at_ms\":-1}"), &ph,
-                               E),
-      TW_E_INVALID);
+  assert_int_equal(tw_agent_parse_heartbeat(
+                       BODY("{\"phase\":\"run\",\"at_ms\":-1}"), &ph, E),
+                   TW_E_INVALID);
   assert_string_equal(err.field, "at_ms");
 
   struct tw_agent_checkpoint_msg ck;
   assert_int_equal(
       tw_agent_parse_checkpoint(BODY("{\"progress_s\":40}"), &ck, E), TW_OK);
   assert_int_equal(ck.progress_s, 40);
-  assert_int_equal(tw_agent_parse_checkpoint(BODY("{}"), &ck, E),
-                   TW_E_INVALID);
+  assert_int_equal(tw_agent_parse_checkpoint(BODY("{}"), &ck, E), TW_E_INVALID);
   assert_string_equal(err.field, "progress_s");
 
   struct tw_agent_notice_msg no;
@@ -370,8 +367,7 @@ static void each_body_parses_or_names_its_field(void **state) {
                    TW_OK);
   assert_true(ex.has_code);
   assert_int_equal(ex.exit_code, 3);
-  assert_int_equal(tw_agent_parse_exit(BODY("{\"signal\":9}"), &ex, E),
-                   TW_OK);
+  assert_int_equal(tw_agent_parse_exit(BODY("{\"signal\":9}"), &ex, E), TW_OK);
   assert_false(ex.has_code);
   assert_int_equal(ex.signal, 9);
   assert_int_equal(
@@ -381,23 +377,20 @@ static void each_body_parses_or_names_its_field(void **state) {
   assert_int_equal(tw_agent_parse_exit(BODY("{\"exit_code\":256}"), &ex, E),
                    TW_E_INVALID);
   assert_int_equal(
-      tw_agent_parse_exit(BODY("{\"exit_code\":1,\"after_notice\":1}"), &ex,
-                          E),
+      tw_agent_parse_exit(BODY("{\"exit_code\":1,\"after_notice\":1}"), &ex, E),
       TW_E_INVALID);
   assert_string_equal(err.field, "after_notice");
 
   bool is_err;
   int64_t off;
-  assert_int_equal(tw_agent_parse_log_query("stderr", "12", &is_err, &off,
-                                            E),
+  assert_int_equal(tw_agent_parse_log_query("stderr", "12", &is_err, &off, E),
                    TW_OK);
   assert_true(is_err);
   assert_int_equal(off, 12);
   assert_int_equal(tw_agent_parse_log_query("both", "0", &is_err, &off, E),
                    TW_E_INVALID);
   assert_string_equal(err.field, "stream");
-  assert_int_equal(tw_agent_parse_log_query("stdout", "-1", &is_err, &off,
-                                            E),
+  assert_int_equal(tw_agent_parse_log_query("stdout", "-1", &is_err, &off, E),
                    TW_E_INVALID);
   assert_string_equal(err.field, "offset");
 }
@@ -533,9 +526,9 @@ static void launch_and_register(const char *id, struct tw_agent_caller *c,
   *at = last_attempt(id);
   char ud[8192];
   bool differed = true;
-  assert_int_equal(tw_fake_user_data(fake, at->instance_id, ud, sizeof ud,
-                                     &differed),
-                   TW_OK);
+  assert_int_equal(
+      tw_fake_user_data(fake, at->instance_id, ud, sizeof ud, &differed),
+      TW_OK);
   assert_false(differed);
   char head[128];
   snprintf(head, sizeof head,
@@ -561,8 +554,8 @@ static void launch_and_register(const char *id, struct tw_agent_caller *c,
            tw_job_state_str(state_of(id)));
 }
 
-static void report_exit(const struct tw_agent_caller *c, bool has_code,
-                        int v, bool after_notice, bool want_first) {
+static void report_exit(const struct tw_agent_caller *c, bool has_code, int v,
+                        bool after_notice, bool want_first) {
   struct tw_agent_exit_msg e = {.has_code = has_code,
                                 .exit_code = has_code ? v : 0,
                                 .signal = has_code ? 0 : v,
@@ -619,15 +612,15 @@ static void exit_3_fails_the_job_and_a_replay_changes_nothing(void **state) {
   assert_int_equal(next, 5);
   char big[4096];
   memset(big, 'x', sizeof big);
-  assert_int_equal(tw_agent_on_logs(agent, &c, false, 8, big, sizeof big, &res,
-                                    &next, NULL),
-                   TW_OK);
+  assert_int_equal(
+      tw_agent_on_logs(agent, &c, false, 8, big, sizeof big, &res, &next, NULL),
+      TW_OK);
   assert_int_equal(res, TW_STORE_LOG_FULL); /* max_log_bytes 4096 */
   struct tw_buf out;
   tw_buf_init(&out);
   int64_t total = 0;
-  assert_int_equal(tw_store_agent_log_read(store, at.id, TW_AGENT_STDOUT, 1, 100,
-                                           &out, &total, NULL),
+  assert_int_equal(tw_store_agent_log_read(store, at.id, TW_AGENT_STDOUT, 1,
+                                           100, &out, &total, NULL),
                    TW_OK);
   assert_string_equal(out.data, "i\nmore\n");
   assert_int_equal(total, 8);
@@ -720,8 +713,8 @@ static void heartbeats_lost_with_the_instance_gone_interrupt(void **state) {
   assert_int_not_equal(again.id, at.id);
 }
 
-static void an_alive_but_silent_instance_is_terminated_and_replaced(
-    void **state) {
+static void
+an_alive_but_silent_instance_is_terminated_and_replaced(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
   submit("name: silent\nresources: {cpus: 2}\nrun: \"sleep 1000\"\n", id);
@@ -762,8 +755,7 @@ static void a_cancel_is_handed_over_and_ends_on_the_exit(void **state) {
   assert_false(tw_instance_state_gone(inst.state));
   struct tw_agent_phase_msg hb = {.phase = "run"};
   const char *action = NULL;
-  assert_int_equal(tw_agent_on_heartbeat(agent, &c, &hb, &action, NULL),
-                   TW_OK);
+  assert_int_equal(tw_agent_on_heartbeat(agent, &c, &hb, &action, NULL), TW_OK);
   assert_string_equal(action, "cancel");
   report_exit(&c, false, 15, false, true);
   tick_ms(100);
@@ -806,7 +798,8 @@ static void an_agents_notice_goes_the_providers_way(void **state) {
                                   .action = "terminate",
                                   .source = "imds",
                                   .event_id = "instance-action-1",
-                                  .deadline_ms = tw_clock_now_ms(&clk) + 120000};
+                                  .deadline_ms =
+                                      tw_clock_now_ms(&clk) + 120000};
   assert_int_equal(tw_agent_on_notice(agent, &c, &n, NULL), TW_OK);
   assert_int_equal(tw_agent_on_notice(agent, &c, &n, NULL), TW_OK); /* again */
   tick_ms(100);
@@ -821,8 +814,7 @@ static void an_agents_notice_goes_the_providers_way(void **state) {
   /* the agent signalled the job itself: the heartbeat asks nothing */
   struct tw_agent_phase_msg hb = {.phase = "run"};
   const char *action = NULL;
-  assert_int_equal(tw_agent_on_heartbeat(agent, &c, &hb, &action, NULL),
-                   TW_OK);
+  assert_int_equal(tw_agent_on_heartbeat(agent, &c, &hb, &action, NULL), TW_OK);
   assert_string_equal(action, "none");
   struct tw_agent_checkpoint_msg ck = {.progress_s = 30};
   assert_int_equal(tw_agent_on_checkpoint(agent, &c, &ck, NULL), TW_OK);
