@@ -3,6 +3,8 @@
  * auth_int.h). */
 #include "api/auth_int.h"
 
+#include "api/oidc.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <openssl/crypto.h>
@@ -37,6 +39,7 @@ struct tw_auth {
   struct bucket b[BUCKETS];
   char *cert_file, *key_file;
   char *tls_cert, *tls_key; /* PEM; libmicrohttpd keeps the pointers */
+  struct tw_oidc *oidc;     /* NULL: no identity provider */
 };
 
 enum tw_rc tw_auth_new(const struct tw_auth_opts *o, struct tw_clock *clock,
@@ -57,6 +60,13 @@ enum tw_rc tw_auth_new(const struct tw_auth_opts *o, struct tw_clock *clock,
   a->cert_file = c ? tw_strdup(o->tls_cert_file) : NULL;
   a->key_file = k ? tw_strdup(o->tls_key_file) : NULL;
   pthread_mutex_init(&a->mu, NULL);
+  if (o->oidc) {
+    enum tw_rc rc = tw_oidc_new(o->oidc, a->clock, a->ten, &a->oidc, err);
+    if (rc) {
+      tw_auth_free(a);
+      return rc;
+    }
+  }
   *out = a;
   if (a->open)
     tw_log_warn("auth", "auth.mode is open: every request acts as the admin, "
@@ -68,6 +78,7 @@ void tw_auth_free(struct tw_auth *a) {
   if (!a)
     return;
   pthread_mutex_destroy(&a->mu);
+  tw_oidc_free(a->oidc);
   if (a->tls_key)
     OPENSSL_cleanse(a->tls_key, strlen(a->tls_key));
   free(a->tls_key);
@@ -356,6 +367,11 @@ static bool authenticate(struct tw_auth *a, struct tw_req *r,
   const char *tok = h + 7;
   while (*tok == ' ')
     tok++;
+  if (a->oidc && tw_oidc_is_jwt(tok)) { /* from an identity provider */
+    if (!tw_auth_oidc(r, a->oidc, tok, &c->who))
+      return false;
+    goto signed_in;
+  }
   char token[TW_TOKEN_LEN + 1];
   size_t n = strcspn(tok, " \t\r\n");
   if (n != TW_TOKEN_LEN || tok[n]) {
@@ -387,6 +403,7 @@ static bool authenticate(struct tw_auth *a, struct tw_req *r,
     tw_problem_err(r, &err);
     return false;
   }
+signed_in:;
   int64_t wait = rate_take(a, c->who.token_id);
   if (wait) {
     char s[24];

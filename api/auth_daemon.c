@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/oidc.h"
 #include "broker/core/config.h"
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
@@ -89,6 +90,9 @@ enum tw_rc tw_auth_daemon_start(const struct tw_cfg *cfg,
   d->opts.rate_burst = cfg->auth_rate_burst;
   d->opts.tls_cert_file = opt(cfg->tls_cert_file);
   d->opts.tls_key_file = opt(cfg->tls_key_file);
+  if ((rc = tw_oidc_cfg_parse(cfg->auth_oidc, &d->oidc, err)))
+    goto fail;
+  d->opts.oidc = d->oidc;
   if ((rc = tw_tenancy_start(d->tenancy, cfg->tenancy_tick_ms, err)))
     goto fail;
   *out = d;
@@ -103,5 +107,6 @@ void tw_auth_daemon_stop(struct tw_auth_daemon *d) {
     return;
   tw_tenancy_free(d->tenancy);
   tw_secrets_free(d->secrets);
+  tw_oidc_cfg_free(d->oidc);
   free(d);
 }

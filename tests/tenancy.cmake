@@ -32,11 +32,12 @@ tw_add_test(test_tenancy_budget
        PkgConfig::MHD PkgConfig::JANSSON Threads::Threads
   LABELS unit tenancy TIMEOUT 60)
 
-# Every route x every role against the live server with real tokens.
+# Every route x every role against the live server with real tokens, then
+# again with the same roles signed in through a loopback OIDC issuer.
 tw_add_test(test_rbac
   SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_rbac.c
-  LIBS tw_api PkgConfig::CURL
-  LABELS integration tenancy TIMEOUT 180)
+  LIBS tw_api twtest_oidc PkgConfig::CURL
+  LABELS integration tenancy security TIMEOUT 180)
 
 # HTTPS from a configured certificate (made by the test).
 tw_add_test(test_tls

@@ -51,6 +51,8 @@ static const struct key KEYS[] = {
      false},
     {"auth.rate_limit_burst", K_INT, OFF(auth_rate_burst), "100", 1, 1000000,
      false},
+    /* validated by api/oidc.h (tw_oidc_cfg_parse) at start */
+    {"auth.oidc", K_RAW_MAP, OFF(auth_oidc), NULL, 0, 0, false},
     {"tls.cert_file", K_STR, OFF(tls_cert_file), "", 0, 0, false},
     {"tls.key_file", K_STR, OFF(tls_key_file), "", 0, 0, false},
     {"secrets.key_file", K_STR, OFF(secrets_key_file), "", 0, 0, false},

@@ -42,6 +42,8 @@ struct tw_cfg {
   int64_t auth_rate_per_s; /* per token; 0: no limit */
   int64_t auth_rate_burst;
   char *tls_cert_file, *tls_key_file;
+  struct tw_node *auth_oidc; /* identity providers: mapping (api/oidc.h), or
+                               NULL */
   char *secrets_key_file, *secrets_key_env;
   char *secrets_previous_key_file, *secrets_previous_key_env;
   int64_t tenancy_tick_ms; /* budget alerts and stops */
