@@ -59,6 +59,8 @@ static int tick_ms = 1000; /* scheduler.tick_ms's default */
 static int failures;
 static pthread_mutex_t fail_mu = PTHREAD_MUTEX_INITIALIZER;
 
+static void wake_sched(void *ctx) { tw_sched_wake(ctx); }
+
 static int64_t now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -139,8 +141,7 @@ static void *play(void *arg) {
       }
       w->reports++;
       if ((i + sec) % 10 == 0) {
-        post(&c, a, "heartbeat", "application/json", "{\"phase\":\"run\"}",
-             15);
+        post(&c, a, "heartbeat", "application/json", "{\"phase\":\"run\"}", 15);
         w->reports++;
       }
     }
@@ -166,9 +167,8 @@ int main(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--log-bytes") && i + 1 < argc) {
       log_bytes = atoi(argv[++i]);
     } else {
-      fprintf(stderr,
-              "usage: bench-agent [--quick] [--agents N] [--seconds S] "
-              "[--log-bytes B]\n");
+      fprintf(stderr, "usage: bench-agent [--quick] [--agents N] [--seconds S] "
+                      "[--log-bytes B]\n");
       return 2;
     }
   }
@@ -230,7 +230,9 @@ int main(int argc, char **argv) {
   }
   sopt.agent = agent;
   aopt.agent = agent;
-  if (tw_sched_new(&sopt, &sched, &err) || tw_api_start(&aopt, &api, &err)) {
+  if (tw_sched_new(&sopt, &sched, &err) ||
+      (tw_agent_set_wake(agent, wake_sched, sched),
+       tw_api_start(&aopt, &api, &err))) {
     fprintf(stderr, "bench-agent: %s\n", err.msg);
     return 1;
   }
@@ -328,8 +330,8 @@ int main(int argc, char **argv) {
   /* exits: each job's terminal state after its 200 */
   for (int i = 0; i < n_agents; i++) {
     agents[i].exit_sent_us = 0;
-    if (post(&c, &agents[i], "exit", "application/json",
-             "{\"exit_code\":0}", 15) == 0)
+    if (post(&c, &agents[i], "exit", "application/json", "{\"exit_code\":0}",
+             15) == 0)
       agents[i].exit_sent_us = now_us();
     if (i % 50 == 49 || i == n_agents - 1) {
       /* poll the last 50 until they end */
@@ -377,7 +379,7 @@ int main(int argc, char **argv) {
     printf("agent_exit_p50 %.0f ms\n", (double)lat[n_lat / 2] / 1000.0);
     printf("agent_exit_p99 %.0f ms\n",
            (double)lat[(n_lat * 99) / 100 < n_lat ? (n_lat * 99) / 100
-                                                   : n_lat - 1] /
+                                                  : n_lat - 1] /
                1000.0);
   }
   if (n_lat != n_agents)

@@ -227,6 +227,9 @@ static enum tw_rc open_agent(struct tw_daemon *d, struct tw_err *err) {
   return tw_agent_new(&ao, &d->agent, err);
 }
 
+/* An agent's exit or notice starts the scheduler's next pass at once. */
+static void wake_sched(void *ctx) { tw_sched_wake(ctx); }
+
 static enum tw_rc open_sched(struct tw_daemon *d, struct tw_err *err) {
   const struct tw_cfg *cfg = d->cfg;
   /* the spot lifecycle: the default fallback strategy and the blocklist
@@ -260,7 +263,10 @@ static enum tw_rc open_sched(struct tw_daemon *d, struct tw_err *err) {
                              .placer = d->placer,
                              .specs = d->specs,
                              .agent = d->agent};
-  return tw_sched_new(&so, &d->sched, err);
+  enum tw_rc rc = tw_sched_new(&so, &d->sched, err);
+  if (rc == TW_OK)
+    tw_agent_set_wake(d->agent, wake_sched, d->sched);
+  return rc;
 }
 
 enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,

@@ -27,6 +27,8 @@ struct tw_agent {
   char *url;
   char *ca_pem;
   int64_t heartbeat_s, timeout_s, max_log, grace_s;
+  void (*wake)(void *ctx);
+  void *wake_ctx;
 };
 
 /* ---- pure ---------------------------------------------------------------- */
@@ -322,6 +324,16 @@ void tw_agent_free(struct tw_agent *a) {
   free(a);
 }
 
+void tw_agent_set_wake(struct tw_agent *a, void (*fn)(void *ctx), void *ctx) {
+  a->wake = fn;
+  a->wake_ctx = ctx;
+}
+
+static void wake(struct tw_agent *a) {
+  if (a->wake)
+    a->wake(a->wake_ctx);
+}
+
 void tw_agent_set_url(struct tw_agent *a, const char *url) {
   if (!a || (a->url && *a->url))
     return;
@@ -519,9 +531,11 @@ enum tw_rc tw_agent_on_notice(struct tw_agent *a,
   snprintf(n.source, sizeof n.source, "%s", m->source);
   bool added = false;
   enum tw_rc rc = tw_store_agent_notice_add(a->store, &n, &added, err);
-  if (rc == TW_OK && added)
+  if (rc == TW_OK && added) {
     tw_log_info("agent", "job=%s attempt=%s %s notice from %s (%s)", c->job_id,
                 c->client_token, m->kind, m->source, m->event_id);
+    wake(a);
+  }
   return rc;
 }
 
@@ -540,11 +554,13 @@ enum tw_rc tw_agent_on_exit(struct tw_agent *a, const struct tw_agent_caller *c,
   if (!c->live) /* ended already: a replay, or too late to change it */
     return TW_OK;
   enum tw_rc rc = tw_store_agent_exit(a->store, &e, first, err);
-  if (rc == TW_OK && *first)
+  if (rc == TW_OK && *first) {
     tw_log_info("agent", "job=%s attempt=%s exit %s %d%s", c->job_id,
                 c->client_token, m->has_code ? "code" : "signal",
                 m->has_code ? m->exit_code : m->signal,
                 m->after_notice ? " after a notice" : "");
+    wake(a);
+  }
   return rc;
 }
 

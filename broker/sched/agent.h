@@ -103,6 +103,11 @@ enum tw_rc tw_agent_new(const struct tw_agent_opts *o, struct tw_agent **out,
                         struct tw_err *err);
 void tw_agent_free(struct tw_agent *a);
 
+/* fn(ctx) is called when a report the scheduler acts on is stored (an
+ * exit, a new notice): the daemon wakes the scheduler's loop with it
+ * (tw_sched_wake).  Call before the API serves. */
+void tw_agent_set_wake(struct tw_agent *a, void (*fn)(void *ctx), void *ctx);
+
 /* The URL agents call, when the options gave none (the daemon's own, once
  * its port is known).  Call before the scheduler starts. */
 void tw_agent_set_url(struct tw_agent *a, const char *url);

@@ -156,10 +156,21 @@ static void *loop_main(void *arg) {
       ts.tv_sec++;
       ts.tv_nsec -= 1000000000;
     }
-    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    if (!s->woken)
+      pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    s->woken = false;
   }
   pthread_mutex_unlock(&s->mu);
   return NULL;
+}
+
+void tw_sched_wake(struct tw_sched *s) {
+  if (!s)
+    return;
+  pthread_mutex_lock(&s->mu);
+  s->woken = true;
+  pthread_cond_signal(&s->cv);
+  pthread_mutex_unlock(&s->mu);
 }
 
 enum tw_rc tw_sched_start(struct tw_sched *s, struct tw_err *err) {

@@ -103,6 +103,10 @@ enum tw_rc tw_sched_new(const struct tw_sched_opts *opts, struct tw_sched **out,
                         struct tw_err *err);
 /* Runs passes on a thread until tw_sched_free(). */
 enum tw_rc tw_sched_start(struct tw_sched *s, struct tw_err *err);
+/* Something happened that a pass acts on (an agent's exit report or
+ * notice): the running loop starts its next pass without waiting for the
+ * tick.  Thread-safe; NULL ok. */
+void tw_sched_wake(struct tw_sched *s);
 /* One pass; returns the number of state changes it made. */
 int tw_sched_tick(struct tw_sched *s);
 /* The placer s plans with and publishes its offer index to (the one in

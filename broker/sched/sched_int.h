@@ -132,6 +132,7 @@ struct tw_sched {
 
   pthread_t thread;
   bool started, stopping;
+  bool woken; /* tw_sched_wake: the next pass starts without waiting */
   pthread_mutex_t mu;
   pthread_cond_t cv;
 };
