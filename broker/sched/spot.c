@@ -286,8 +286,12 @@ bool sched__spot_notice(struct tw_sched *s, const struct tw_attempt_rec *a,
     tw_store_job_note(s->store, a->job_id, note, &err);
     return false;
   }
-  /* a notice stays in force until its instance goes: act on it once */
-  if (st->notice_noticed_ms == ev->noticed_ms && st->notice_deadline_ms)
+  /* a notice stays in force until its instance goes: act on it once,
+   * also when it comes from two sources (the provider's API and the
+   * instance's agent, docs/agent.md), which see the same deadline */
+  if (st->notice_deadline_ms &&
+      (st->notice_noticed_ms == ev->noticed_ms ||
+       (ev->deadline_ms && ev->deadline_ms == st->notice_deadline_ms)))
     return false;
   st->notice_noticed_ms = ev->noticed_ms;
   st->notice_deadline_ms =

@@ -844,8 +844,44 @@ static void an_agents_notice_goes_the_providers_way(void **state) {
   TW_CHECK(has_event(id, "progress kept: 30s"), "no event says 30s kept");
 }
 
+/* The same interruption seen by the provider's API and by the agent is
+ * one notice: one note on the job, whichever comes first. */
+static void a_notice_from_two_sources_is_one(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: twice\nresources: {cpus: 2}\nrun: \"sleep 1000\"\n", id);
+  struct tw_agent_caller c;
+  struct tw_attempt_rec at;
+  launch_and_register(id, &c, &at);
+  assert_int_equal(tw_fake_interrupt(fake, at.instance_id, 120000), TW_OK);
+  int64_t deadline = tw_clock_now_ms(&clk) + 120000;
+  tick_ms(100); /* the provider's notice */
+  /* another word for the action, so a second note would not be the
+   * first one's text again */
+  struct tw_agent_notice_msg n = {.kind = "interruption",
+                                  .action = "stop",
+                                  .source = "imds",
+                                  .event_id = "instance-action-x",
+                                  .deadline_ms = deadline};
+  assert_int_equal(tw_agent_on_notice(agent, &c, &n, NULL), TW_OK);
+  tick_ms(100); /* the agent's, the same deadline */
+  struct tw_job_event *ev = NULL;
+  size_t ne = 0;
+  assert_int_equal(tw_store_job_events(store, id, &ev, &ne, NULL), TW_OK);
+  int notes = 0;
+  for (size_t i = 0; i < ne; i++) {
+    if (ev[i].reason && strstr(ev[i].reason, "interruption notice for"))
+      notes++;
+    free(ev[i].reason);
+  }
+  free(ev);
+  assert_int_equal(notes, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(a_notice_from_two_sources_is_one,
+                                      setup_sched, teardown_sched),
       cmocka_unit_test(the_token_is_the_hmac_of_the_client_token),
       cmocka_unit_test_setup_teardown(
           the_key_is_made_once_and_sealed_with_secrets, setup_store,
