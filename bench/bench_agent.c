@@ -81,26 +81,34 @@ static void failed(const char *what, int status, const char *body) {
   pthread_mutex_unlock(&fail_mu);
 }
 
+/* Each client thread's request buffer (freed when the thread ends). */
+static __thread char *req_buf;
+static __thread size_t req_cap;
+
+static void req_release(void) {
+  free(req_buf);
+  req_buf = NULL;
+  req_cap = 0;
+}
+
 /* One report; 0 when answered 200. */
 static int post(struct bench_conn *c, const struct ag *a, const char *route,
                 const char *ctype, const char *body, size_t len) {
-  static __thread char *req;
-  static __thread size_t cap;
   size_t need = len + 512;
-  if (need > cap) {
-    free(req);
-    cap = need;
-    req = malloc(cap);
+  if (need > req_cap) {
+    free(req_buf);
+    req_cap = need;
+    req_buf = malloc(req_cap);
   }
-  int h = snprintf(req, cap,
+  int h = snprintf(req_buf, req_cap,
                    "POST /v1/agent/attempts/%s/%s HTTP/1.1\r\n"
                    "Host: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
                    "Content-Type: %s\r\nContent-Length: %zu\r\n\r\n",
                    a->attempt, route, a->token, ctype, len);
-  memcpy(req + h, body, len);
+  memcpy(req_buf + h, body, len);
   const char *ans = NULL;
   size_t ans_len = 0;
-  int st = bench_conn_roundtrip(c, req, (size_t)h + len, &ans, &ans_len);
+  int st = bench_conn_roundtrip(c, req_buf, (size_t)h + len, &ans, &ans_len);
   if (st != 200) {
     failed(route, st, ans);
     return -1;
@@ -147,6 +155,7 @@ static void *play(void *arg) {
     }
   }
   w->cpu = cpu_s(RUSAGE_THREAD);
+  req_release();
   free(chunk);
   bench_conn_release(&c);
   return NULL;
@@ -360,6 +369,7 @@ int main(int argc, char **argv) {
     }
   }
   bench_conn_release(&c);
+  req_release();
   int64_t *lat = calloc((size_t)n_agents, sizeof *lat);
   int n_lat = 0;
   for (int i = 0; i < n_agents; i++)
