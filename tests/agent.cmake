@@ -1,0 +1,28 @@
+# tradewind-agent (docs/agent.md): its parsers, the agent against a test
+# broker, its notice pollers against the fake clouds' metadata servers,
+# and the fuzz target of its parsers.
+
+# twtest_agent_broker: the test broker and the agent as a child process.
+add_library(twtest_agent_broker STATIC
+  ${CMAKE_CURRENT_SOURCE_DIR}/integration/twtest_agent_broker.c)
+target_link_libraries(twtest_agent_broker PUBLIC PkgConfig::MHD
+  PkgConfig::JANSSON Threads::Threads)
+add_dependencies(twtest_agent_broker tradewind-agent)
+
+tw_add_test(test_agent
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_agent.c
+  LIBS twtest_agent_broker
+  LABELS integration agent TIMEOUT 240)
+set_tests_properties(test_agent PROPERTIES LABELS "integration;agent")
+
+tw_add_test(test_agent_parse
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_agent_parse.c
+  LIBS tw_agent
+  LABELS unit agent)
+set_tests_properties(test_agent_parse PROPERTIES LABELS "unit;agent")
+
+tw_add_fuzz(fuzz_agent_parse
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_agent_parse.c
+  LIBS tw_agent
+  LABELS agent
+  CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/agent)
