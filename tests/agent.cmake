@@ -26,3 +26,12 @@ tw_add_fuzz(fuzz_agent_parse
   LIBS tw_agent
   LABELS agent
   CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/agent)
+
+# The fake EC2 boots instances (--boot) and serves them IMDSv2; the
+# agent's AWS poller against it.
+tw_add_test(test_fakecloud_boot
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_fakecloud_boot.c
+  LIBS tw_fakecloud twtest_agent_broker PkgConfig::CURL
+  LABELS integration agent TIMEOUT 120)
+set_tests_properties(test_fakecloud_boot PROPERTIES
+  LABELS "integration;agent;fakecloud")
