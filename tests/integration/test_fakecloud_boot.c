@@ -1,6 +1,6 @@
-/* test_fakecloud_boot.c - the fake EC2 boots instances for real (--boot,
- * docs/fakecloud.md "Booting"), serves them IMDSv2, and tradewind-agent's
- * AWS poller reads its notices there:
+/* test_fakecloud_boot.c - the fake clouds boot instances for real
+ * (--boot, docs/fakecloud.md "Booting"), serve them their metadata, and
+ * tradewind-agent's pollers read their notices there:
  *
  * - a launch with user data runs it in its sandbox, with the
  *   environment the bootstrap is promised;
@@ -8,7 +8,10 @@
  * - terminate kills the instance's whole session at once;
  * - a spot interruption serves the notice, then kills at the deadline;
  * - the agent's AWS poller: notice -> forwarded, SIGTERM to a job that
- *   traps it and saves a checkpoint -> exit report with after_notice. */
+ *   traps it and saves a checkpoint -> exit report with after_notice;
+ * - the same on Azure (customData, Scheduled Events, the Preempt
+ *   acknowledged with StartRequests, which evicts at once) and Alibaba
+ *   (UserData, the meta-server's spot/termination-time). */
 #include "tests/twtest.h"
 
 #include <curl/curl.h>
@@ -16,8 +19,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "broker/base/clock.h"
 #include "broker/base/mem.h"
+#include "providers/alibaba/ali_sign.h"
 #include "providers/sigv4.h"
+#include "tests/fakecloud/azure_req.h"
 #include "tests/fakecloud/boot.h"
 #include "tests/fakecloud/fakecloud.h"
 #include "tests/integration/twtest_agent_broker.h"
@@ -395,6 +401,282 @@ static void aws_poller_forwards_and_stops_the_job(void **state) {
   free(id);
 }
 
+/* ---- Azure ------------------------------------------------------------ */
+
+static char *b64_raw(const char *s) {
+  char *f = b64_form(s); /* undo the form encoding */
+  struct tw_buf b;
+  tw_buf_init(&b);
+  for (const char *p = f; *p; p++) {
+    if (*p == '%') {
+      tw_buf_adds(&b, p[2] == 'B' ? "+" : p[2] == 'F' ? "/" : "=");
+      p += 2;
+    } else {
+      tw_buf_add(&b, p, 1);
+    }
+  }
+  tw_buf_adds(&b, "");
+  free(f);
+  return tw_buf_detach(&b);
+}
+
+static char *arm_token(void) {
+  struct reply r;
+  char url[256];
+  snprintf(url, sizeof url, "%s/" FC_AZ_TENANT "/oauth2/token", base);
+  http("POST", url,
+       "grant_type=client_credentials&client_id=" FC_AZ_CLIENT_ID
+       "&client_secret=" FC_AZ_CLIENT_SECRET
+       "&resource=https%3A%2F%2Fmanagement.azure.com%2F",
+       NULL, &r);
+  json_t *j = json_loads(r.body.data, 0, NULL);
+  char *t = tw_strdup(json_string_value(json_object_get(j, "access_token"))
+                          ? json_string_value(json_object_get(j, "access_token"))
+                          : "");
+  json_decref(j);
+  tw_buf_release(&r.body);
+  return t;
+}
+
+#define SUBP "/subscriptions/" FC_AZ_SUBSCRIPTION
+
+/* Creates Spot VM name with customData (may be NULL). */
+static void azure_vm(const char *name, const char *custom) {
+  char *tok = arm_token();
+  char *cd = custom ? b64_raw(custom) : NULL;
+  char *body = tw_asprintf(
+      "{\"location\":\"eastus\",\"properties\":{\"priority\":\"Spot\","
+      "\"evictionPolicy\":\"Delete\",\"billingProfile\":{\"maxPrice\":-1},"
+      "\"hardwareProfile\":{\"vmSize\":\"Standard_D2s_v5\"},"
+      "\"storageProfile\":{\"imageReference\":{\"publisher\":\"Canonical\","
+      "\"offer\":\"ubuntu-24_04-lts\",\"sku\":\"server\",\"version\":"
+      "\"latest\"}},\"osProfile\":{\"computerName\":\"%s\","
+      "\"adminUsername\":\"tradewind\",%s%s%s\"linuxConfiguration\":"
+      "{\"disablePasswordAuthentication\":true,\"ssh\":{\"publicKeys\":[{"
+      "\"path\":\"/home/tradewind/.ssh/authorized_keys\",\"keyData\":"
+      "\"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake\"}]}}},"
+      "\"networkProfile\":{\"networkInterfaces\":[{\"id\":\"" SUBP
+      "/resourceGroups/tradewind/providers/Microsoft.Network/"
+      "networkInterfaces/nic1\"}]}}}",
+      name, cd ? "\"customData\":\"" : "", cd ? cd : "", cd ? "\"," : "");
+  char url[512], auth[256];
+  snprintf(url, sizeof url,
+           "%s" SUBP "/resourceGroups/" FC_AZ_RESOURCE_GROUP
+           "/providers/Microsoft.Compute/virtualMachines/%s"
+           "?api-version=2024-07-01",
+           base, name);
+  snprintf(auth, sizeof auth, "Authorization: Bearer %s", tok);
+  struct curl_slist *h = curl_slist_append(NULL, auth);
+  h = curl_slist_append(h, "Content-Type: application/json");
+  struct reply r;
+  http("PUT", url, body, h, &r);
+  curl_slist_free_all(h);
+  TW_CHECK(r.status == 201 || r.status == 200, "PUT vm: %ld %s", r.status,
+           r.body.data);
+  tw_buf_release(&r.body);
+  free(body);
+  free(cd);
+  free(tok);
+}
+
+#define SPAWN_SHORT                                                            \
+  "#!/bin/sh\n"                                                                \
+  "echo \"$TRADEWIND_METADATA_URL\" > env.txt\n"                               \
+  "sleep 300 & echo $! >> pids\n"                                              \
+  "echo ready > ready\n"                                                       \
+  "wait\n"
+
+/* The job of the poller tests: saves a checkpoint when TERM comes. */
+static char *saving_job(const char *job, const char *ck) {
+  return tw_asprintf(
+      "{\"job_id\":\"%s\",\"attempt\":1,\"run\":\"trap 'echo 7 > "
+      "\\\"$TRADEWIND_CHECKPOINT_SAVED\\\"; echo saved > %s; exit 0' TERM; "
+      "while :; do sleep 0.1; done\",\"heartbeat_s\":1,\"grace_s\":30}",
+      job, ck);
+}
+
+static void azure_boots_and_its_poller_acks_the_preempt(void **state) {
+  azure_vm("twvm1", SPAWN_SHORT);
+  char dir[512], path[600];
+  snprintf(dir, sizeof dir, "%s/twvm1", root);
+  snprintf(path, sizeof path, "%s/ready", dir);
+  TW_CHECK(file_has(path, "ready", 10000), "customData never ran");
+  snprintf(path, sizeof path, "%s/env.txt", dir);
+  char want[200];
+  snprintf(want, sizeof want, "%s/_meta/twvm1", meta);
+  TW_CHECK(file_has(path, want, 100));
+  pid_t pids[4];
+  snprintf(path, sizeof path, "%s/pids", dir);
+  int n = read_pids(path, pids, 4);
+  TW_CHECK_INT(n, 1);
+
+  /* Scheduled Events of the VM: Metadata: true is required */
+  struct reply r;
+  char url[300];
+  snprintf(url, sizeof url,
+           "%s/_meta/twvm1/metadata/scheduledevents?api-version=2020-07-01",
+           meta);
+  http("GET", url, NULL, NULL, &r);
+  TW_CHECK_INT(r.status, 400);
+  tw_buf_release(&r.body);
+
+  /* the agent, on this VM's metadata */
+  char adir[300], ck[400];
+  snprintf(adir, sizeof adir, "%s/agent-azure", root);
+  snprintf(ck, sizeof ck, "%s/saved", adir);
+  char *ans = saving_job("j-az", ck);
+  struct tb b;
+  TW_CHECK_INT(tb_start(&b, 0, "j-az-1", "twa_az", ans), 0);
+  free(ans);
+  char murl[200];
+  snprintf(murl, sizeof murl, "%s/_meta/twvm1", meta);
+  pid_t a = tb_agent_start(&b, adir, "azure", murl, NULL);
+  TW_CHECK(tb_wait(&b, in_run, 10000));
+  TW_CHECK_INT(ctl("POST", "/_fake/azure/vms/twvm1/evict",
+                   "{\"lead_ms\":60000}", &r),
+               200);
+  json_t *ev = json_loads(r.body.data, 0, NULL);
+  char event_id[64];
+  snprintf(event_id, sizeof event_id, "%s",
+           json_string_value(json_object_get(ev, "event_id"))
+               ? json_string_value(json_object_get(ev, "event_id"))
+               : "?");
+  json_decref(ev);
+  tw_buf_release(&r.body);
+  TW_CHECK_INT(tb_agent_wait(a, 20000), 0);
+  TW_CHECK(b.notice_body != NULL);
+  TW_CHECK_STR(json_string_value(json_object_get(b.notice_body, "source")),
+               "scheduled-events");
+  TW_CHECK_STR(json_string_value(json_object_get(b.notice_body, "event_id")),
+               event_id);
+  TW_CHECK(json_integer_value(json_object_get(b.notice_body, "deadline_ms")) >
+           tb_now_ms() + 30000);
+  TW_CHECK(file_has(ck, "saved", 100));
+  TW_CHECK(json_is_true(json_object_get(b.exit_body, "after_notice")));
+  /* the acknowledgement (StartRequests) evicts at once, a minute early:
+   * the VM's processes are gone */
+  TW_CHECK(all_dead(pids, n, 3000), "the acknowledged Preempt did not evict");
+  if (tw_failures())
+    tb_agent_log(adir);
+  tb_free(&b);
+}
+
+/* ---- Alibaba ---------------------------------------------------------- */
+
+/* A signed ECS call; returns the answer's JSON. */
+static json_t *ecs(const char *action, const char *const *kv, long *status) {
+  static int nonce;
+  char ts[32], nn[48];
+  tw_time_fmt_rfc3339(fake_now(), ts, sizeof ts);
+  snprintf(ts + 19, sizeof ts - 19, "Z");
+  snprintf(nn, sizeof nn, "tw-boot-%d-%d", (int)getpid(), ++nonce);
+  struct tw_ali_pair p[32] = {{"Action", action},
+                              {"Version", "2014-05-26"},
+                              {"Format", "JSON"},
+                              {"AccessKeyId", "testid"},
+                              {"SignatureMethod", "HMAC-SHA1"},
+                              {"SignatureVersion", "1.0"},
+                              {"SignatureNonce", nn},
+                              {"Timestamp", ts}};
+  size_t n = 8;
+  for (size_t i = 0; kv && kv[i] && n < 31; i += 2)
+    p[n++] = (struct tw_ali_pair){kv[i], kv[i + 1]};
+  char sig[32];
+  struct tw_err err;
+  tw_err_clear(&err);
+  TW_CHECK_RC(tw_ali_rpc_sign("GET", p, n, "testsecret", sig, NULL, &err),
+              TW_OK, err);
+  struct tw_buf url;
+  tw_buf_init(&url);
+  tw_buf_printf(&url, "%s/?", base);
+  tw_ali_canonical_query(&url, p, n, NULL);
+  tw_buf_adds(&url, "&Signature=");
+  tw_ali_encode(&url, sig, strlen(sig));
+  struct reply r;
+  http("GET", url.data, NULL, NULL, &r);
+  tw_buf_release(&url);
+  *status = r.status;
+  json_t *j = json_loads(r.body.data, 0, NULL);
+  if (!j)
+    fprintf(stderr, "ecs %s: %ld %s\n", action, r.status, r.body.data);
+  tw_buf_release(&r.body);
+  return j;
+}
+
+static void alibaba_boots_and_its_poller_reads_the_reclaim(void **state) {
+  char *ud = b64_raw(SPAWN_SHORT);
+  long st = 0;
+  json_t *j = ecs("RunInstances",
+                  (const char *[]){"RegionId", "cn-hangzhou", "ZoneId",
+                                   "cn-hangzhou-h", "ImageId",
+                                   "ubuntu_24_04_x64_20G_alibase_20250722.vhd",
+                                   "InstanceType", "ecs.g7.large",
+                                   "SpotStrategy", "SpotAsPriceGo",
+                                   "SpotDuration", "0", "Amount", "1",
+                                   "UserData", ud, NULL},
+                  &st);
+  free(ud);
+  TW_CHECK_INT(st, 200);
+  json_t *ids = json_object_get(json_object_get(j, "InstanceIdSets"),
+                                "InstanceIdSet");
+  char id[64];
+  snprintf(id, sizeof id, "%s",
+           json_string_value(json_array_get(ids, 0))
+               ? json_string_value(json_array_get(ids, 0))
+               : "?");
+  json_decref(j);
+  char dir[512], path[600];
+  snprintf(dir, sizeof dir, "%s/%s", root, id);
+  snprintf(path, sizeof path, "%s/ready", dir);
+  TW_CHECK(file_has(path, "ready", 10000), "UserData never ran");
+  pid_t pids[4];
+  snprintf(path, sizeof path, "%s/pids", dir);
+  int n = read_pids(path, pids, 4);
+  TW_CHECK_INT(n, 1);
+  struct reply r;
+  char url[300];
+  snprintf(url, sizeof url, "%s/_meta/%s/latest/meta-data/instance-id", meta,
+           id);
+  http("GET", url, NULL, NULL, &r);
+  TW_CHECK_INT(r.status, 200);
+  TW_CHECK_STR(r.body.data, id);
+  tw_buf_release(&r.body);
+
+  char adir[300], ck[400];
+  snprintf(adir, sizeof adir, "%s/agent-ali", root);
+  snprintf(ck, sizeof ck, "%s/saved", adir);
+  char *ans = saving_job("j-ali", ck);
+  struct tb b;
+  TW_CHECK_INT(tb_start(&b, 0, "j-ali-1", "twa_ali", ans), 0);
+  free(ans);
+  char murl[200];
+  snprintf(murl, sizeof murl, "%s/_meta/%s", meta, id);
+  pid_t a = tb_agent_start(&b, adir, "alibaba", murl, NULL);
+  TW_CHECK(tb_wait(&b, in_run, 10000));
+  char cp[160];
+  snprintf(cp, sizeof cp, "/_fake/alibaba/instances/%s/interrupt", id);
+  TW_CHECK_INT(ctl("POST", cp, "{}", &r), 200);
+  tw_buf_release(&r.body);
+  TW_CHECK_INT(tb_agent_wait(a, 20000), 0);
+  TW_CHECK(b.notice_body != NULL);
+  TW_CHECK_STR(json_string_value(json_object_get(b.notice_body, "source")),
+               "meta-server");
+  int64_t dl = json_integer_value(json_object_get(b.notice_body, "deadline_ms"));
+  TW_CHECK(dl > tb_now_ms() + 200000, "deadline %lld", (long long)dl);
+  TW_CHECK(file_has(ck, "saved", 100));
+  TW_CHECK(json_is_true(json_object_get(b.exit_body, "after_notice")));
+  TW_CHECK_INT(b.checkpoints, 1);
+  if (tw_failures())
+    tb_agent_log(adir);
+  tb_free(&b);
+  /* released: its processes go */
+  j = ecs("DeleteInstance",
+          (const char *[]){"InstanceId", id, "Force", "true", NULL}, &st);
+  json_decref(j);
+  TW_CHECK_INT(st, 200);
+  TW_CHECK(all_dead(pids, n, 3000), "a released instance kept running");
+}
+
 static int setup(void **state) {
   snprintf(root, sizeof root, "/tmp/tw-fc-boot-XXXXXX");
   if (!mkdtemp(root))
@@ -404,6 +686,10 @@ static int setup(void **state) {
   o.pending_ms = 0;
   o.boot = true;
   o.boot_dir = root;
+  static const char ak[] = "testid";
+  o.creds[0].access_key = ak;
+  o.creds[0].secret_key = "testsecret";
+  o.n_creds = 1;
   struct tw_err err;
   tw_err_clear(&err);
   if (fc_server_start(&o, &srv, &err)) {
@@ -430,6 +716,8 @@ int main(void) {
       cmocka_unit_test(bad_user_data_is_refused),
       cmocka_unit_test(an_interruption_kills_at_the_deadline),
       cmocka_unit_test(aws_poller_forwards_and_stops_the_job),
+      cmocka_unit_test(azure_boots_and_its_poller_acks_the_preempt),
+      cmocka_unit_test(alibaba_boots_and_its_poller_reads_the_reclaim),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
