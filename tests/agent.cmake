@@ -35,3 +35,10 @@ tw_add_test(test_fakecloud_boot
   LABELS integration agent TIMEOUT 120)
 set_tests_properties(test_fakecloud_boot PROPERTIES
   LABELS "integration;agent;fakecloud")
+
+# What the fake clouds read from a booted instance and a launch's user data.
+tw_add_fuzz(fuzz_fakecloud_meta
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_fakecloud_meta.c
+  LIBS tw_fakecloud
+  LABELS agent fakecloud
+  CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/fakecloud_meta)

@@ -2335,25 +2335,19 @@ static bool az_metadata(void *ctx, const char *id, const char *sub,
       az_text(resp, 405, "Method Not Allowed");
       return true;
     }
-    json_t *b = json_loadb(req->body, req->body_len, 0, NULL);
-    json_t *sr = json_object_get(b, "StartRequests");
-    if (!json_is_array(sr)) {
-      json_decref(b);
+    char ids[16][64];
+    int n = fc_az_start_requests(req->body, req->body_len, ids, 16);
+    if (n < 0) {
       fc_json_reply(resp, 400,
                     json_pack("{s:s}", "error",
                               "Bad request. StartRequests expected"));
       return true;
     }
-    size_t i;
-    json_t *e;
-    json_array_foreach(sr, i, e) {
-      const char *eid = json_string_value(json_object_get(e, "EventId"));
-      if (eid && !strcmp(eid, vm->event_id) && vm->phase == 1) {
+    for (int i = 0; i < n; i++)
+      if (!strcmp(ids[i], vm->event_id) && vm->phase == 1) {
         vm->evict_ms = fc_now_ms(a->s);
         az_tick(a);
       }
-    }
-    json_decref(b);
     resp->status = 200;
     resp->content_type = "application/json";
     tw_buf_reset(&resp->body);

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -220,4 +221,58 @@ void fc_rm_tree(const char *path) {
   } else {
     unlink(path);
   }
+}
+
+bool fc_meta_split(const char *path, char *id, size_t cap, const char **sub) {
+  if (strncmp(path, "/_meta/", 7))
+    return false;
+  const char *p = path + 7;
+  size_t n = strcspn(p, "/");
+  if (!n || n >= cap)
+    return false;
+  memcpy(id, p, n);
+  id[n] = '\0';
+  if (!id_ok(id))
+    return false;
+  *sub = p + n;
+  return true;
+}
+
+bool fc_imds_ttl(const char *header, long *ttl) {
+  if (!header || !*header || strlen(header) > 6)
+    return false;
+  long v = 0;
+  for (const char *p = header; *p; p++) {
+    if (*p < '0' || *p > '9')
+      return false;
+    v = v * 10 + (*p - '0');
+  }
+  if (v < 1 || v > 21600)
+    return false;
+  *ttl = v;
+  return true;
+}
+
+int fc_az_start_requests(const char *body, size_t len, char (*ids)[64],
+                         int max) {
+  json_t *b = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, NULL);
+  json_t *sr = json_object_get(b, "StartRequests");
+  if (!json_is_array(sr)) {
+    json_decref(b);
+    return -1;
+  }
+  int n = 0;
+  size_t i;
+  json_t *e;
+  json_array_foreach(sr, i, e) {
+    const char *eid = json_string_value(json_object_get(e, "EventId"));
+    if (!eid || strlen(eid) >= 64) {
+      json_decref(b);
+      return -1;
+    }
+    if (n < max)
+      snprintf(ids[n++], 64, "%s", eid);
+  }
+  json_decref(b);
+  return n;
 }

@@ -47,6 +47,20 @@ bool fc_boot_alive(const struct fc_boot *b);
 void fc_boot_dir_of(const struct fc_server *s, const char *id, char *out,
                     size_t cap);
 
+/* The parsers of the metadata requests (fuzz_fakecloud_meta):
+ *
+ * fc_meta_split: "/_meta/<id>/<path>" -> id (1..cap-1 bytes of
+ * [A-Za-z0-9._-]) and *sub pointing at "/<path>" (or "").  false when
+ * the path is not of that form.
+ * fc_imds_ttl: X-aws-ec2-metadata-token-ttl-seconds, a decimal 1..21600.
+ * fc_az_start_requests: the EventIds of {"StartRequests": [{"EventId"}]}
+ * into ids (at most max, each < 64 bytes); returns how many, -1 when the
+ * body is not of that form. */
+bool fc_meta_split(const char *path, char *id, size_t cap, const char **sub);
+bool fc_imds_ttl(const char *header, long *ttl);
+int fc_az_start_requests(const char *body, size_t len, char (*ids)[64],
+                         int max);
+
 /* Removes a directory tree (no symlinks followed). */
 void fc_rm_tree(const char *path);
 

@@ -3044,10 +3044,9 @@ static bool ec2_metadata(void *ctx, const char *id, const char *sub,
       text_reply(resp, 405, "Method Not Allowed");
       return true;
     }
-    const char *ttl = fc_header(req, "X-aws-ec2-metadata-token-ttl-seconds");
-    char *end = NULL;
-    long n = ttl ? strtol(ttl, &end, 10) : 0;
-    if (!ttl || !*ttl || *end || n < 1 || n > 21600) {
+    long n = 0;
+    if (!fc_imds_ttl(fc_header(req, "X-aws-ec2-metadata-token-ttl-seconds"),
+                     &n)) {
       text_reply(resp, 400, "Bad Request");
       return true;
     }

@@ -405,18 +405,14 @@ static void dispatch(struct fc_server *s, struct fc_request *req,
   }
   if (!strncmp(req->raw_path, "/_meta/", 7)) {
     /* /_meta/<instance id>/<metadata path>: the instance's own metadata
-     * service (boot.h); each module looks the id up in O(1). */
-    const char *id = req->raw_path + 7;
-    size_t n = strcspn(id, "/");
-    char buf[96];
-    if (n && n < sizeof buf) {
-      memcpy(buf, id, n);
-      buf[n] = '\0';
+     * service (boot.h); each module looks the id up. */
+    char id[96];
+    const char *sub;
+    if (fc_meta_split(req->raw_path, id, sizeof id, &sub))
       for (size_t i = 0; i < N_MODULES; i++)
         if (modules[i]->metadata &&
-            modules[i]->metadata(s->ctx[i], buf, id + n, req, resp))
+            modules[i]->metadata(s->ctx[i], id, sub, req, resp))
           return;
-    }
     resp->status = 404;
     resp->content_type = "text/plain";
     tw_buf_adds(&resp->body, "no such instance\n");
