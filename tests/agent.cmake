@@ -42,3 +42,11 @@ tw_add_fuzz(fuzz_fakecloud_meta
   LIBS tw_fakecloud
   LABELS agent fakecloud
   CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/fakecloud_meta)
+
+# The local provider: jobs on the broker's own host.
+tw_add_test(test_local_provider
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_local_provider.c
+  LIBS tw_adapters tw_providers
+  LABELS integration agent TIMEOUT 60)
+set_tests_properties(test_local_provider PROPERTIES
+  LABELS "integration;agent;providers")
