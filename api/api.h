@@ -20,6 +20,7 @@ struct tw_store;
 struct tw_provider;
 struct tw_catalog;
 struct tw_placer;
+struct tw_agent;
 
 struct tw_provider_ops;
 
@@ -41,6 +42,7 @@ struct tw_api_opts {
    * server; NULL when absent (a server started alone, in tests). */
   struct tw_catalog *catalog; /* GET /v1/offers, /metrics; NULL: 503 */
   struct tw_placer *placer;   /* plans and /v1/policies (h_placement.h) */
+  struct tw_agent *agent;     /* /v1/agent/... (h_agent.c); NULL: 503 */
 };
 
 /* Binds and starts serving.  *out is owned (tw_api_stop). */

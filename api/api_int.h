@@ -77,6 +77,7 @@ struct tw_placer *tw_api_placer(struct tw_api *api);
 /* The fallback table's strategy names, NULL-terminated (never NULL). */
 const char *const *tw_api_fallback_names(struct tw_api *api);
 struct tw_auth *tw_api_auth(struct tw_api *api); /* api/auth.c's state */
+struct tw_agent *tw_api_agent(struct tw_api *api); /* NULL: no agents */
 void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out);
 const char *tw_req_header(struct tw_req *r, const char *name);
 const char *tw_req_query(struct tw_req *r, const char *name);

@@ -179,6 +179,10 @@ static int64_t rate_take(struct tw_auth *a, const char *id) {
 
 static struct tw_auth *auth_of(struct tw_req *r) { return tw_api_auth(r->api); }
 
+const struct tw_agent_caller *tw_auth_agent(struct tw_req *r) {
+  return r->auth && r->auth->agent ? &r->auth->caller : NULL;
+}
+
 const struct tw_principal *tw_auth_who(struct tw_req *r) {
   return r->auth ? &r->auth->who : NULL;
 }
@@ -243,8 +247,96 @@ bool tw_auth_check(struct tw_req *r, const char *tenant, const char *owner,
 /* ---- authentication
  * ------------------------------------------------------------- */
 
+/* A `twa_` token: the agent of one attempt (docs/agent.md), whatever
+ * auth.mode says.  Its principal holds no role: authorize_agent() alone
+ * decides what it may call. */
+static bool authenticate_agent(struct tw_auth *a, struct tw_req *r,
+                               struct tw_auth_ctx *c, const char *tok) {
+  char token[TW_AGENT_TOKEN_LEN + 1];
+  size_t n = strcspn(tok, " \t\r\n");
+  if (n != TW_AGENT_TOKEN_LEN || tok[n]) {
+    unauthorized(r, "malformed agent token", true);
+    return false;
+  }
+  memcpy(token, tok, n);
+  token[n] = '\0';
+  struct tw_agent *ag = tw_api_agent(r->api);
+  struct tw_err err = {0};
+  enum tw_rc rc = ag ? tw_agent_authenticate(ag, token, &c->caller, &err)
+                     : tw_err_set(&err, TW_E_AUTH, "this server runs no agents");
+  OPENSSL_cleanse(token, sizeof token);
+  if (rc == TW_E_AUTH) {
+    tw_log_info("auth", "request=%s agent token refused: %s", r->request_id,
+                err.msg);
+    unauthorized(r, err.msg, true);
+    return false;
+  }
+  if (rc) {
+    tw_log_error("auth", "request=%s agent token check failed: %s",
+                 r->request_id, err.msg);
+    tw_problem_err(r, &err);
+    return false;
+  }
+  c->agent = true;
+  snprintf(c->who.name, sizeof c->who.name, "agent:%.40s",
+           c->caller.client_token);
+  snprintf(c->who.token_id, sizeof c->who.token_id, "%s", c->caller.tag);
+  int64_t wait = rate_take(a, c->caller.tag);
+  if (wait) {
+    char s[24];
+    snprintf(s, sizeof s, "%" PRId64, wait);
+    tw_req_add_header(r, "Retry-After", s);
+    tw_problem(r, 429, "rate-limited", NULL,
+               "agent of %s is over %" PRId64
+               " requests per second; retry in %" PRId64 " s",
+               c->caller.client_token, a->rate, wait);
+    return false;
+  }
+  return true;
+}
+
+/* An agent may call the agent routes of its own attempt, while that
+ * attempt lives (a replayed exit report after its end too), and nothing
+ * else. */
+static bool authorize_agent(struct tw_req *r, struct tw_auth_ctx *c) {
+  const struct tw_rbac_rule *rule = c->rule;
+  c->perm = TW_PERM_DENY;
+  if (rule->target != TW_TGT_AGENT) {
+    c->denied = true;
+    tw_problem(r, 403, "forbidden", NULL,
+               "an agent token may not %s %s: it reports for its attempt only",
+               r->method, rule->path);
+    return false;
+  }
+  bool exit_route = strstr(rule->path, "/exit") != NULL;
+  if (!c->caller.live && !exit_route) {
+    unauthorized(r, "agent token revoked: its attempt has ended", true);
+    return false;
+  }
+  if (strstr(rule->path, "{attempt}") &&
+      (!r->params[0] || strcmp(r->params[0], c->caller.client_token))) {
+    c->denied = true;
+    tw_problem(r, 403, "forbidden", NULL,
+               "this agent token is for attempt %s, not %s",
+               c->caller.client_token, r->params[0] ? r->params[0] : "");
+    return false;
+  }
+  c->perm = TW_PERM_OWN;
+  return true;
+}
+
 static bool authenticate(struct tw_auth *a, struct tw_req *r,
                          struct tw_auth_ctx *c) {
+  {
+    const char *h = tw_req_header(r, "Authorization");
+    if (h && !strncasecmp(h, "Bearer ", 7)) {
+      const char *t = h + 7;
+      while (*t == ' ')
+        t++;
+      if (!strncmp(t, "twa_", 4))
+        return authenticate_agent(a, r, c, t);
+    }
+  }
   if (a->open) {
     snprintf(c->who.name, sizeof c->who.name, "anonymous");
     snprintf(c->who.tenant, sizeof c->who.tenant, "%s", TW_TENANT_GLOBAL);
@@ -316,6 +408,8 @@ static bool authenticate(struct tw_auth *a, struct tw_req *r,
 static bool authorize(struct tw_auth *a, struct tw_req *r,
                       struct tw_auth_ctx *c, bool mutating) {
   const struct tw_rbac_rule *rule = c->rule;
+  if (c->agent)
+    return authorize_agent(r, c);
   c->perm = (enum tw_perm)rule->perm[c->who.role];
   if (c->perm == TW_PERM_DENY) {
     c->denied = true;
@@ -333,6 +427,7 @@ static bool authorize(struct tw_auth *a, struct tw_req *r,
   case TW_TGT_PUBLIC:
   case TW_TGT_GLOBAL:
   case TW_TGT_BODY:
+  case TW_TGT_AGENT: /* a role the row allows (the admin: the binary) */
     return true;
   case TW_TGT_QUERY_TENANT: {
     if (c->perm == TW_PERM_ANY)
@@ -492,7 +587,9 @@ void tw_auth_dispatch(struct tw_req *r, tw_handler_fn fn) {
   /* The open mode has nobody to name: its requests are not audited (the
    * scheduler's decisions still are).  A job created was audited in its
    * own transaction (tw_auth_job_store). */
-  if (mutating && a->ten && !a->open && !c.audited)
+  /* an agent's reports (a heartbeat every few seconds) are not audited:
+   * what they change is in the job's events */
+  if (mutating && a->ten && !a->open && !c.audited && !c.agent)
     record(a, r, &c);
 out:
   r->auth = NULL;

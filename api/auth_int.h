@@ -25,6 +25,7 @@
 #include "api/api_int.h"
 #include "api/auth.h"
 #include "api/rbac.h"
+#include "broker/sched/agent.h"
 
 struct tw_auth;
 struct tw_job_spec;
@@ -42,6 +43,11 @@ struct tw_auth_ctx {
   bool denied;                    /* answered 403/404 by authorization */
   bool audited; /* the handler's write carried the entry: none after */
   int64_t projected_uusd; /* of the job being submitted (admission) */
+  /* a `twa_` token: the agent of one attempt (docs/agent.md), which may
+   * call its own attempt's TW_TGT_AGENT routes and nothing else; who is
+   * then "agent:<attempt>" and holds no role */
+  bool agent;
+  struct tw_agent_caller caller;
 };
 
 enum tw_rc tw_auth_new(const struct tw_auth_opts *o, struct tw_clock *clock,
@@ -85,6 +91,8 @@ enum tw_rc tw_auth_job_store(struct tw_req *r, const struct tw_job_new *req,
 bool tw_auth_check(struct tw_req *r, const char *tenant, const char *owner,
                    const char *what);
 const struct tw_principal *tw_auth_who(struct tw_req *r);
+/* The agent calling (a `twa_` token), else NULL. */
+const struct tw_agent_caller *tw_auth_agent(struct tw_req *r);
 enum tw_perm tw_auth_perm(struct tw_req *r);
 struct tw_tenancy *tw_auth_tenancy(struct tw_req *r);
 struct tw_secrets *tw_auth_secrets(struct tw_req *r);

@@ -15,6 +15,7 @@
 #include "api/api_int.h"
 #include "api/auth_int.h"
 #include "api/auth_routes.h"
+#include "api/h_agent.h"
 #include "api/h_placement.h"
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
@@ -36,7 +37,7 @@ const struct tw_route tw_routes[] = {
                                           "healthz"},
     {"GET", "/readyz", tw_h_readyz, "readyz"},
     {"GET", "/metrics", tw_h_metrics, "metrics"},
-};
+    TW_AGENT_ROUTES};
 const size_t tw_n_routes = sizeof tw_routes / sizeof tw_routes[0];
 
 struct tw_api_route_info *tw_api_route_table(size_t *n) {
@@ -83,6 +84,7 @@ struct tw_api {
   struct tw_auth *auth;
   struct tw_catalog *catalog;
   struct tw_placer *placer;
+  struct tw_agent *agent;
   uint64_t request_seed; /* request ids: see request_id() */
   uint64_t request_seq;  /* atomic */
 };
@@ -114,6 +116,7 @@ struct tw_placer *tw_api_placer(struct tw_api *api) {
 const char *const *tw_api_fallback_names(struct tw_api *api) {
   return api->fallback_names;
 }
+struct tw_agent *tw_api_agent(struct tw_api *api) { return api->agent; }
 struct tw_auth *tw_api_auth(struct tw_api *api) {
   return api->auth;
 }
@@ -461,6 +464,7 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   api->max_body = opts->max_body_bytes > 0 ? opts->max_body_bytes : (1 << 20);
   api->catalog = opts->catalog;
   api->placer = opts->placer;
+  api->agent = opts->agent;
   api->request_seed = tw_unique_id();
   /* TLS: libmicrohttpd over GnuTLS, from the configured PEM files */
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION |

@@ -242,6 +242,8 @@ struct tw_provider {
    * retries included (`concurrency`, `call_deadline_ms`). */
   int concurrency;
   int64_t call_deadline_ms;
+  /* `agent: true`: its attempts run under tradewind-agent (docs/agent.md) */
+  bool agent;
 };
 
 /* ---- registries --------------------------------------------------------- */
@@ -330,6 +332,11 @@ static inline int tw_provider_concurrency(const struct tw_provider *p) {
 static inline int64_t
 tw_provider_call_deadline_ms(const struct tw_provider *p) {
   return p->call_deadline_ms > 0 ? p->call_deadline_ms : 150000;
+}
+
+/* Whether p's section has `agent: true` (docs/agent.md). */
+static inline bool tw_provider_agent(const struct tw_provider *p) {
+  return p->agent;
 }
 
 static inline const char *tw_provider_account(const struct tw_provider *p) {
@@ -426,7 +433,8 @@ const char *tw_provider_op_str(enum tw_provider_op op);
 
 /* The keys every provider section may carry whatever its type. */
 #define TW_PROVIDER_COMMON_KEYS                                                \
-  "name", "type", "enabled", "labels", "concurrency", "call_deadline_ms"
+  "name", "type", "enabled", "labels", "concurrency", "call_deadline_ms",   \
+      "agent"
 
 /* TW_E_INVALID naming the first key of the map cfg that is neither in
  * keys (NULL-terminated) nor a common key, with the closest known key

@@ -86,6 +86,21 @@ static const struct key KEYS[] = {
     /* 0: no reconciler */
     {"reconcile.interval_s", K_INT, OFF(reconcile_interval_s), "60", 0, 86400,
      false},
+    /* tradewind-agent (docs/agent.md) */
+    {"agent.install", K_STR, OFF(agent_install), "fetch", 0, 0, false},
+    {"agent.path", K_STR, OFF(agent_path), "tradewind-agent", 0, 0, false},
+    /* "": tradewind-agent beside the tradewindd executable */
+    {"agent.binary", K_STR, OFF(agent_binary), "", 0, 0, false},
+    /* "": the daemon's own listen address */
+    {"agent.broker_url", K_STR, OFF(agent_broker_url), "", 0, 0, false},
+    {"agent.heartbeat_s", K_INT, OFF(agent_heartbeat_s), "10", 1, 3600, false},
+    {"agent.heartbeat_timeout_s", K_INT, OFF(agent_heartbeat_timeout_s), "120",
+     2, 86400, false},
+    {"agent.max_log_bytes", K_INT, OFF(agent_max_log_bytes), "67108864", 4096,
+     (int64_t)1 << 40, false},
+    /* the shortest notice a cloud gives (docs/spot.md): what a job is
+     * promised between SIGTERM and SIGKILL */
+    {"agent.grace_s", K_INT, OFF(agent_grace_s), "30", 10, 3600, false},
     /* validated by billing/ledger/meter.h (tw_meter_cfg_parse) at start and
        reload */
     {"billing", K_RAW_MAP, OFF(billing), NULL, 0, 0, true},
@@ -101,7 +116,7 @@ static const struct key KEYS[] = {
 /* Sections: mappings whose keys are listed above. */
 static const char *const SECTIONS[] = {
     "log",     "api",     "store", "scheduler", "auth", "tls",
-    "secrets", "tenancy", "spot",  "reconcile", NULL};
+    "secrets", "tenancy", "spot",  "reconcile", "agent", NULL};
 
 static bool is_section(const char *path) {
   for (int i = 0; SECTIONS[i]; i++)
@@ -139,6 +154,23 @@ static enum tw_rc set_value(struct tw_cfg *c, const struct key *k,
       return tw_err_field(err, TW_E_INVALID, k->path,
                           "%s: expected tokens or open, got \"%s\"", k->path,
                           text);
+    if (!strcmp(k->path, "agent.install") && strcmp(text, "fetch") &&
+        strcmp(text, "preinstalled"))
+      return tw_err_field(err, TW_E_INVALID, k->path,
+                          "%s: expected fetch or preinstalled, got \"%s\"",
+                          k->path, text);
+    if (!strcmp(k->path, "agent.broker_url") && *text &&
+        ((strncmp(text, "http://", 7) && strncmp(text, "https://", 8)) ||
+         strpbrk(text, "'\"\\ \t\r\n$`")))
+      return tw_err_field(err, TW_E_INVALID, k->path,
+                          "%s: expected an http:// or https:// URL without "
+                          "quotes, spaces or '$', got \"%s\"",
+                          k->path, text);
+    if ((!strcmp(k->path, "agent.path") || !strcmp(k->path, "agent.binary")) &&
+        strpbrk(text, "'\"\\\r\n$`"))
+      return tw_err_field(err, TW_E_INVALID, k->path,
+                          "%s: a path without quotes, '$' or '`', got \"%s\"",
+                          k->path, text);
     if (!strcmp(k->path, "listen")) {
       const char *colon = strrchr(text, ':');
       char *end;
@@ -297,6 +329,10 @@ void tw_cfg_free(struct tw_cfg *cfg) {
   free(cfg->secrets_previous_key_file);
   free(cfg->secrets_previous_key_env);
   free(cfg->spot_fallback);
+  free(cfg->agent_install);
+  free(cfg->agent_path);
+  free(cfg->agent_binary);
+  free(cfg->agent_broker_url);
   tw_node_free(cfg->root);
   free(cfg);
 }
@@ -334,6 +370,14 @@ static enum tw_rc load_tree(struct tw_node *root,
   if ((rc = walk(c, root, "", err)))
     goto fail;
 done:
+  if (c->agent_heartbeat_timeout_s <= c->agent_heartbeat_s) {
+    rc = tw_err_field(err, TW_E_INVALID, "agent.heartbeat_timeout_s",
+                      "agent.heartbeat_timeout_s: must be more than "
+                      "agent.heartbeat_s (%lld), got %lld",
+                      (long long)c->agent_heartbeat_s,
+                      (long long)c->agent_heartbeat_timeout_s);
+    goto fail;
+  }
   if (opts && opts->fallbacks && (rc = check_fallback(c, opts->fallbacks, err)))
     goto fail;
   *out = c;

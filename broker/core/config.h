@@ -58,6 +58,15 @@ struct tw_cfg {
   int64_t spot_bl_offer_s, spot_bl_zone_s, spot_bl_region_s, spot_bl_window_s;
   int64_t spot_bl_zone_after, spot_bl_region_after;
   int64_t reconcile_interval_s; /* 0: no reconciler */
+  /* tradewind-agent (docs/agent.md); "" where a default is computed */
+  char *agent_install;    /* fetch | preinstalled */
+  char *agent_path;       /* the preinstalled agent */
+  char *agent_binary;     /* served at GET /v1/agent/binary; "": beside
+                             tradewindd */
+  char *agent_broker_url; /* "": from listen (https with TLS) */
+  int64_t agent_heartbeat_s, agent_heartbeat_timeout_s;
+  int64_t agent_max_log_bytes; /* per attempt, both streams */
+  int64_t agent_grace_s;       /* SIGTERM to SIGKILL */
   struct tw_node *root;         /* the whole document (owned) */
 };
 

@@ -284,6 +284,61 @@ static const char *const MIG_RECONCILE[] = {
     "  reason TEXT NOT NULL);",
 };
 
+/* ---- module "agent" */
+
+static const char *const MIG_AGENT[] = {
+    /* 1: the daemon's key (plain only without `secrets:`), the attempts
+     * run by tradewind-agent with the SHA-256 of their tokens and what
+     * the agent reported, its notices, its output */
+    "CREATE TABLE agent_key ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  key BLOB NOT NULL);"
+    "CREATE TABLE agent_attempts ("
+    "  attempt_id INTEGER PRIMARY KEY REFERENCES attempts(id),"
+    "  job_id TEXT NOT NULL,"
+    "  client_token TEXT NOT NULL,"
+    "  token_hash TEXT NOT NULL UNIQUE,"
+    "  created_ms INTEGER NOT NULL,"
+    "  registered_ms INTEGER NOT NULL DEFAULT 0,"
+    "  instance_id TEXT NOT NULL DEFAULT '',"
+    "  cloud TEXT NOT NULL DEFAULT '',"
+    "  metadata TEXT NOT NULL DEFAULT '{}',"
+    "  agent_version TEXT NOT NULL DEFAULT '',"
+    "  phase TEXT NOT NULL DEFAULT '',"
+    "  phase_ms INTEGER NOT NULL DEFAULT 0,"
+    "  last_hb_ms INTEGER NOT NULL DEFAULT 0,"
+    "  checkpoint_ms INTEGER NOT NULL DEFAULT 0,"
+    "  progress_s INTEGER NOT NULL DEFAULT 0,"
+    "  exit_ms INTEGER NOT NULL DEFAULT 0,"
+    "  has_code INTEGER NOT NULL DEFAULT 0,"
+    "  exit_code INTEGER NOT NULL DEFAULT 0,"
+    "  signal INTEGER NOT NULL DEFAULT 0,"
+    "  started_ms INTEGER NOT NULL DEFAULT 0,"
+    "  ended_ms INTEGER NOT NULL DEFAULT 0,"
+    "  after_notice INTEGER NOT NULL DEFAULT 0,"
+    "  cancel_ms INTEGER NOT NULL DEFAULT 0,"
+    "  ckpt_sent_ms INTEGER NOT NULL DEFAULT 0,"
+    "  out_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  err_bytes INTEGER NOT NULL DEFAULT 0);"
+    /* notices by attempt and event id (applied in the order they came) */
+    "CREATE TABLE agent_notices ("
+    "  attempt_id INTEGER NOT NULL,"
+    "  event_id TEXT NOT NULL,"
+    "  kind TEXT NOT NULL,"
+    "  action TEXT NOT NULL,"
+    "  source TEXT NOT NULL,"
+    "  deadline_ms INTEGER NOT NULL,"
+    "  at_ms INTEGER NOT NULL,"
+    "  applied INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (attempt_id, event_id)) WITHOUT ROWID;"
+    "CREATE TABLE agent_logs ("
+    "  attempt_id INTEGER NOT NULL,"
+    "  stream INTEGER NOT NULL,"
+    "  off INTEGER NOT NULL,"
+    "  data BLOB NOT NULL,"
+    "  PRIMARY KEY (attempt_id, stream, off)) WITHOUT ROWID;",
+};
+
 /* ---- the order ----------------------------------------------------------- */
 
 #define MODULE(name, arr)                                                      \
@@ -297,6 +352,7 @@ const struct tw_store_module TW_STORE_MODULES[] = {
     MODULE("meter", MIG_METER),     MODULE("audit", MIG_AUDIT),
     MODULE("tenancy", MIG_TENANCY), MODULE("secrets", MIG_SECRETS),
     MODULE("spot", MIG_SPOT),       MODULE("reconcile", MIG_RECONCILE),
+    MODULE("agent", MIG_AGENT),
 };
 const size_t TW_STORE_N_MODULES =
     sizeof TW_STORE_MODULES / sizeof TW_STORE_MODULES[0];

@@ -389,6 +389,14 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
   }
   if (sched__call_busy(s, a->id))
     goto out; /* a call of its own is in flight: one at a time */
+  /* run by tradewind-agent: its reports decide (agent_follow.c) */
+  struct sched_agent_step ag;
+  sched__agent_follow(s, pc, &job, a, nd, st, now, &ag);
+  changes += ag.changes;
+  if (ag.owe_terminate)
+    ending_add_all(s, a, nd);
+  if (ag.handled)
+    goto out;
   if (tw_job_state_terminal(job.state)) {
     /* cancelled while the attempt lived: give the instances back.  A
      * launch left unanswered may have made one: it is asked for by its

@@ -26,6 +26,7 @@ enum tw_rc tw_sched_new(const struct tw_sched_opts *o, struct tw_sched **out,
   s->max_place = o->max_place_per_tick > 0 ? o->max_place_per_tick : 64;
   s->tenancy = o->tenancy;
   s->meter = o->meter;
+  s->agent = o->agent;
   s->n_pc = o->n_providers;
   s->pc = tw_calloc(s->n_pc ? s->n_pc : 1, sizeof *s->pc);
   for (size_t i = 0; i < s->n_pc; i++) {
