@@ -50,3 +50,14 @@ tw_add_test(test_local_provider
   LABELS integration agent TIMEOUT 60)
 set_tests_properties(test_local_provider PROPERTIES
   LABELS "integration;agent;providers")
+
+# The whole path: tradewindd with agent: true, the fake EC2 booting the
+# bootstrap for real, then the local provider.
+tw_add_test(test_agent_boot_e2e
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_agent_boot_e2e.c
+  LIBS twtest_daemon twtest_fakecloud tw_base PkgConfig::CURL
+       PkgConfig::JANSSON
+  LABELS e2e agent TIMEOUT 180)
+set_tests_properties(test_agent_boot_e2e PROPERTIES LABELS "e2e;agent")
+add_dependencies(test_agent_boot_e2e tradewindd tradewind-agent
+  tradewind-fakecloud)
