@@ -34,10 +34,10 @@
 
 extern char **environ;
 
-#define CHUNK_MAX (1u << 20)   /* one log report: at most 1 MiB */
-#define RESP_MAX (4u << 20)    /* largest answer read */
-#define NOTICE_POLL_MS 2000    /* docs/agent.md: every 2 s */
-#define BACKOFF_MIN_MS 1000    /* retries: 1 s doubling to 30 s */
+#define CHUNK_MAX (1u << 20) /* one log report: at most 1 MiB */
+#define RESP_MAX (4u << 20)  /* largest answer read */
+#define NOTICE_POLL_MS 2000  /* docs/agent.md: every 2 s */
+#define BACKOFF_MIN_MS 1000  /* retries: 1 s doubling to 30 s */
 #define BACKOFF_MAX_MS 30000
 #define KILL_BEFORE_DEADLINE_MS 5000
 
@@ -225,15 +225,14 @@ int tw_agent_parse_args(int argc, char **argv, struct tw_agent_opts *o) {
       return 2;
     }
   }
-  const char *missing = !o->broker       ? "--broker"
-                        : !o->attempt    ? "--attempt"
-                        : !o->token_file ? "--token-file"
+  const char *missing = !o->broker          ? "--broker"
+                        : !o->attempt       ? "--attempt"
+                        : !o->token_file    ? "--token-file"
                         : (int)o->cloud < 0 ? "--cloud"
-                        : !o->dir        ? "--dir"
-                                         : NULL;
+                        : !o->dir           ? "--dir"
+                                            : NULL;
   if (missing) {
-    fprintf(stderr, "tradewind-agent: %s is required (see --help)\n",
-            missing);
+    fprintf(stderr, "tradewind-agent: %s is required (see --help)\n", missing);
     return 2;
   }
   return 0;
@@ -355,8 +354,8 @@ struct agent {
   int64_t next_heartbeat_ms, next_poll_ms;
   char imds_token[256];
   int64_t imds_token_until_ms;
-  char path_state[4096], path_phase[4096], path_exit[4096],
-      path_ckpt[4096], path_register[4096], workdir[4096];
+  char path_state[4096], path_phase[4096], path_exit[4096], path_ckpt[4096],
+      path_register[4096], workdir[4096];
 };
 
 static void p(char *out, size_t cap, const char *dir, const char *name) {
@@ -377,28 +376,27 @@ static void save_state(struct agent *a) {
   const struct state *s = &a->s;
   json_t *st = json_object();
   for (int i = 0; i < N_STREAMS; i++)
-    json_object_set_new(
-        st, stream_name[i],
-        json_pack("{s:I,s:I,s:I,s:I,s:b}", "file_pos",
-                  (json_int_t)s->st[i].file_pos, "stream_pos",
-                  (json_int_t)s->st[i].stream_pos, "punched",
-                  (json_int_t)s->st[i].punched, "dropped",
-                  (json_int_t)s->st[i].dropped, "stopped", s->st[i].stopped));
+    json_object_set_new(st, stream_name[i],
+                        json_pack("{s:I,s:I,s:I,s:I,s:b}", "file_pos",
+                                  (json_int_t)s->st[i].file_pos, "stream_pos",
+                                  (json_int_t)s->st[i].stream_pos, "punched",
+                                  (json_int_t)s->st[i].punched, "dropped",
+                                  (json_int_t)s->st[i].dropped, "stopped",
+                                  s->st[i].stopped));
   json_t *o = json_pack(
       "{s:b,s:I,s:I,s:I,s:b,s:b,s:o,s:o,s:o,s:I,s:I,s:I,s:b,s:b,s:b,s:I,"
       "s:b,s:b,s:i,s:i,s:I,s:b}",
       "started", s->started, "keeper_pid", (json_int_t)s->keeper_pid,
-      "started_ms", (json_int_t)s->started_ms, "run_ms",
-      (json_int_t)s->run_ms, "setup_sent", s->setup_sent, "run_sent",
-      s->run_sent, "streams", st, "notice", notice_json(&s->notice),
-      "rebalance", notice_json(&s->rebalance), "ckpt_mtime_ns",
-      (json_int_t)s->ckpt_mtime_ns, "ckpt_at_ms", (json_int_t)s->ckpt_at_ms,
-      "ckpt_progress_s", (json_int_t)s->ckpt_progress_s, "ckpt_pending",
-      s->ckpt_pending, "cancelled", s->cancelled, "limit_hit", s->limit_hit,
-      "kill_at_ms", (json_int_t)s->kill_at_ms, "after_notice",
-      s->after_notice, "ended", s->ended, "exit_code", s->exit_code,
-      "exit_signal", s->exit_signal, "ended_ms", (json_int_t)s->ended_ms,
-      "exit_sent", s->exit_sent);
+      "started_ms", (json_int_t)s->started_ms, "run_ms", (json_int_t)s->run_ms,
+      "setup_sent", s->setup_sent, "run_sent", s->run_sent, "streams", st,
+      "notice", notice_json(&s->notice), "rebalance",
+      notice_json(&s->rebalance), "ckpt_mtime_ns", (json_int_t)s->ckpt_mtime_ns,
+      "ckpt_at_ms", (json_int_t)s->ckpt_at_ms, "ckpt_progress_s",
+      (json_int_t)s->ckpt_progress_s, "ckpt_pending", s->ckpt_pending,
+      "cancelled", s->cancelled, "limit_hit", s->limit_hit, "kill_at_ms",
+      (json_int_t)s->kill_at_ms, "after_notice", s->after_notice, "ended",
+      s->ended, "exit_code", s->exit_code, "exit_signal", s->exit_signal,
+      "ended_ms", (json_int_t)s->ended_ms, "exit_sent", s->exit_sent);
   char *txt = json_dumps(o, JSON_COMPACT);
   json_decref(o);
   if (!txt || write_atomic(a->path_state, txt, strlen(txt)))
@@ -547,12 +545,11 @@ static enum sent report(struct agent *a, const char *what, const char *route,
 }
 
 static enum sent report_json(struct agent *a, const char *what,
-                             const char *route, json_t *body,
-                             struct resp *r) {
+                             const char *route, json_t *body, struct resp *r) {
   char *txt = json_dumps(body, JSON_COMPACT);
   json_decref(body);
-  enum sent e = report(a, what, route, "application/json", txt,
-                       txt ? strlen(txt) : 0, r);
+  enum sent e =
+      report(a, what, route, "application/json", txt, txt ? strlen(txt) : 0, r);
   free(txt);
   return e;
 }
@@ -586,8 +583,8 @@ static void meta_get(struct agent *a, const char *method, const char *path,
 static bool imds_token(struct agent *a) {
   if (a->imds_token[0] && now_ms() < a->imds_token_until_ms)
     return true;
-  struct curl_slist *h = curl_slist_append(
-      NULL, "X-aws-ec2-metadata-token-ttl-seconds: 21600");
+  struct curl_slist *h =
+      curl_slist_append(NULL, "X-aws-ec2-metadata-token-ttl-seconds: 21600");
   struct resp r;
   meta_get(a, "PUT", "/latest/api/token", h, "", &r);
   curl_slist_free_all(h);
@@ -617,8 +614,7 @@ static void imds_get(struct agent *a, const char *path, struct resp *r) {
 }
 
 static void text_into(const struct resp *r, char *out, size_t cap) {
-  if (r->status != 200 || !r->len || r->len >= cap ||
-      strlen(r->body) != r->len)
+  if (r->status != 200 || !r->len || r->len >= cap || strlen(r->body) != r->len)
     return;
   size_t n = strcspn(r->body, "\r\n");
   snprintf(out, cap, "%.*s", (int)n, r->body);
@@ -642,8 +638,8 @@ static json_t *discover(struct agent *a) {
     break;
   case TW_CLOUD_AZURE: {
     struct curl_slist *h = curl_slist_append(NULL, "Metadata: true");
-    meta_get(a,
-             "GET", "/metadata/instance/compute/name?api-version=2021-02-01"
+    meta_get(a, "GET",
+             "/metadata/instance/compute/name?api-version=2021-02-01"
              "&format=text",
              h, NULL, &r);
     text_into(&r, a->vm_name, sizeof a->vm_name);
@@ -699,8 +695,7 @@ static bool poll_notices(struct agent *a) {
     }
     if (!a->s.rebalance.seen) {
       imds_get(a, "/latest/meta-data/events/recommendations/rebalance", &r);
-      if (r.status == 200 &&
-          !tw_agent_parse_aws_rebalance(r.body, r.len, &n)) {
+      if (r.status == 200 && !tw_agent_parse_aws_rebalance(r.body, r.len, &n)) {
         a->s.rebalance.seen = true;
         a->s.rebalance.n = n;
         save_state(a);
@@ -711,13 +706,12 @@ static bool poll_notices(struct agent *a) {
   case TW_CLOUD_AZURE:
     if (!a->s.notice.seen) {
       struct curl_slist *h = curl_slist_append(NULL, "Metadata: true");
-      meta_get(a, "GET", "/metadata/scheduledevents?api-version=2020-07-01",
-               h, NULL, &r);
+      meta_get(a, "GET", "/metadata/scheduledevents?api-version=2020-07-01", h,
+               NULL, &r);
       curl_slist_free_all(h);
       int64_t inc = 0;
-      if (r.status == 200 &&
-          tw_agent_parse_azure_events(r.body, r.len, a->vm_name, &n, &inc) ==
-              1) {
+      if (r.status == 200 && tw_agent_parse_azure_events(
+                                 r.body, r.len, a->vm_name, &n, &inc) == 1) {
         if (!n.deadline_ms)
           n.deadline_ms = now_ms();
         a->s.notice.seen = true;
@@ -731,8 +725,7 @@ static bool poll_notices(struct agent *a) {
     if (!a->s.notice.seen) {
       meta_get(a, "GET", "/latest/meta-data/instance/spot/termination-time",
                NULL, NULL, &r);
-      if (r.status == 200 &&
-          !tw_agent_parse_alibaba_time(r.body, r.len, &n)) {
+      if (r.status == 200 && !tw_agent_parse_alibaba_time(r.body, r.len, &n)) {
         a->s.notice.seen = true;
         a->s.notice.n = n;
         fresh = true;
@@ -748,8 +741,7 @@ static bool poll_notices(struct agent *a) {
 
 /* Azure: tell the platform it may go ahead (once the job exited or saved). */
 static void azure_ack(struct agent *a) {
-  if (a->o->cloud != TW_CLOUD_AZURE || !a->s.notice.seen ||
-      a->s.notice.acked)
+  if (a->o->cloud != TW_CLOUD_AZURE || !a->s.notice.seen || a->s.notice.acked)
     return;
   json_t *b = json_pack("{s:[{s:s}]}", "StartRequests", "EventId",
                         a->s.notice.n.event_id);
@@ -800,8 +792,7 @@ static char **job_env(struct agent *a, const struct passwd *pw) {
   if (asprintf(&env[n++], "TRADEWIND_CHECKPOINT_SAVED=%s", a->path_ckpt) < 0)
     env[--n] = NULL;
   if (a->o->metadata_url &&
-      asprintf(&env[n++], "TRADEWIND_METADATA_URL=%s", a->o->metadata_url) <
-          0)
+      asprintf(&env[n++], "TRADEWIND_METADATA_URL=%s", a->o->metadata_url) < 0)
     env[--n] = NULL;
   for (size_t i = 0; i < a->job.n_env; i++) {
     size_t kl = strcspn(a->job.env[i], "=") + 1;
@@ -870,8 +861,8 @@ static int run_step(const char *script, char **env, const struct passwd *pw,
 
 static void keeper_write(const char *path, const char *what, int n) {
   char line[96];
-  int len = snprintf(line, sizeof line, "%s %d %lld\n", what, n,
-                     (long long)now_ms());
+  int len =
+      snprintf(line, sizeof line, "%s %d %lld\n", what, n, (long long)now_ms());
   write_atomic(path, line, (size_t)len);
 }
 
@@ -921,10 +912,8 @@ static int start_job(struct agent *a) {
     p(a->workdir, sizeof a->workdir, a->o->dir, "work");
     if (mkdir(a->workdir, 0700) && errno != EEXIST)
       return -1;
-    if (chown(a->workdir, pw->pw_uid, pw->pw_gid) ||
-        chmod(a->o->dir, 0711))
-      say("cannot hand %s to %s: %s", a->workdir, pw->pw_name,
-          strerror(errno));
+    if (chown(a->workdir, pw->pw_uid, pw->pw_gid) || chmod(a->o->dir, 0711))
+      say("cannot hand %s to %s: %s", a->workdir, pw->pw_name, strerror(errno));
     p(a->path_ckpt, sizeof a->path_ckpt, a->workdir, ".checkpoint-saved");
   }
   int out = open_log(a->o->dir, "stdout"), err = open_log(a->o->dir, "stderr");
@@ -1012,8 +1001,8 @@ static void check_job(struct agent *a) {
   } else {
     /* The keeper itself was killed: SIGKILL to the group. */
     a->s.ended_ms = now_ms();
-    a->s.exit_signal = a->keeper_is_child && WIFSIGNALED(st) ? WTERMSIG(st)
-                                                             : SIGKILL;
+    a->s.exit_signal =
+        a->keeper_is_child && WIFSIGNALED(st) ? WTERMSIG(st) : SIGKILL;
   }
   /* The group may hold stragglers that left the scripts' tree. */
   kill(-(pid_t)a->s.keeper_pid, SIGKILL);
@@ -1067,8 +1056,8 @@ static void check_checkpoint(struct agent *a) {
   long long prog = t ? strtoll(t, NULL, 10) : 0;
   free(t);
   a->s.ckpt_mtime_ns = m;
-  a->s.ckpt_at_ms = (int64_t)st.st_mtim.tv_sec * 1000 +
-                    st.st_mtim.tv_nsec / 1000000;
+  a->s.ckpt_at_ms =
+      (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
   a->s.ckpt_progress_s = prog > 0 ? prog : 0;
   a->s.ckpt_pending = true;
   save_state(a);
@@ -1155,8 +1144,7 @@ static enum sent ship(struct agent *a, int i, bool *more) {
   free(buf);
   int64_t next;
   if (e == SENT_OK && r.status == 413) {
-    say("%s: the broker keeps no more output of this attempt",
-        stream_name[i]);
+    say("%s: the broker keeps no more output of this attempt", stream_name[i]);
     s->stopped = true;
   } else if (e == SENT_OK && r.status == 409 &&
              !tw_agent_parse_next_offset(r.body, r.len, &next)) {
@@ -1210,12 +1198,11 @@ static bool logs_drained(struct agent *a) {
 /* ---- the reports, in order ---------------------------------------------- */
 
 static json_t *notice_body(const struct tw_agent_notice *n) {
-  return json_pack("{s:s,s:s,s:I,s:s,s:s}", "kind",
-                   n->kind == TW_NOTICE_REBALANCE ? "rebalance"
-                                                  : "interruption",
-                   "action", n->action, "deadline_ms",
-                   (json_int_t)n->deadline_ms, "source", n->source,
-                   "event_id", n->event_id);
+  return json_pack(
+      "{s:s,s:s,s:I,s:s,s:s}", "kind",
+      n->kind == TW_NOTICE_REBALANCE ? "rebalance" : "interruption", "action",
+      n->action, "deadline_ms", (json_int_t)n->deadline_ms, "source", n->source,
+      "event_id", n->event_id);
 }
 
 static const char *phase_now(const struct agent *a) {
@@ -1229,13 +1216,13 @@ static bool flush(struct agent *a) {
   if (now_ms() < a->next_try_ms)
     return false;
   struct state *s = &a->s;
-#define SEND(cond, what, route, body, done)                                   \
-  if (cond) {                                                                 \
-    enum sent e_ = simple(a, what, route, body);                              \
-    if (e_ == SENT_RETRY)                                                     \
-      return false;                                                           \
-    done = true;                                                              \
-    save_state(a);                                                            \
+#define SEND(cond, what, route, body, done)                                    \
+  if (cond) {                                                                  \
+    enum sent e_ = simple(a, what, route, body);                               \
+    if (e_ == SENT_RETRY)                                                      \
+      return false;                                                            \
+    done = true;                                                               \
+    save_state(a);                                                             \
   }
   SEND(s->started && !s->setup_sent, "phase", "phase",
        json_pack("{s:s,s:I}", "phase", "setup", "at_ms",
@@ -1294,10 +1281,9 @@ static bool flush(struct agent *a) {
         return false;
   }
   if (s->ended && !s->exit_sent && logs_drained(a)) {
-    json_t *b = json_pack("{s:I,s:I,s:b}", "started_ms",
-                          (json_int_t)s->started_ms, "ended_ms",
-                          (json_int_t)s->ended_ms, "after_notice",
-                          s->after_notice);
+    json_t *b = json_pack(
+        "{s:I,s:I,s:b}", "started_ms", (json_int_t)s->started_ms, "ended_ms",
+        (json_int_t)s->ended_ms, "after_notice", s->after_notice);
     if (s->exit_signal >= 0)
       json_object_set_new(b, "signal", json_integer(s->exit_signal));
     else
@@ -1336,13 +1322,13 @@ static int do_register(struct agent *a) {
     int64_t wait = a->next_try_ms - now_ms();
     if (wait > 0)
       sleep_ms(wait);
-    json_t *b = json_pack("{s:s,s:s,s:O,s:s}", "instance_id", a->instance_id,
-                          "cloud",
-                          a->o->cloud == TW_CLOUD_AWS       ? "aws"
-                          : a->o->cloud == TW_CLOUD_AZURE   ? "azure"
-                          : a->o->cloud == TW_CLOUD_ALIBABA ? "alibaba"
-                                                            : "local",
-                          "metadata", md, "agent_version", TW_AGENT_VERSION);
+    json_t *b =
+        json_pack("{s:s,s:s,s:O,s:s}", "instance_id", a->instance_id, "cloud",
+                  a->o->cloud == TW_CLOUD_AWS       ? "aws"
+                  : a->o->cloud == TW_CLOUD_AZURE   ? "azure"
+                  : a->o->cloud == TW_CLOUD_ALIBABA ? "alibaba"
+                                                    : "local",
+                  "metadata", md, "agent_version", TW_AGENT_VERSION);
     struct resp r;
     enum sent e = report_json(a, "register", "register", b, &r);
     if (e == SENT_RETRY) {
@@ -1384,8 +1370,8 @@ int tw_agent_main(const struct tw_agent_opts *o) {
     free(a);
     return 1;
   }
-  while (tl && (tok[tl - 1] == '\n' || tok[tl - 1] == '\r' ||
-                tok[tl - 1] == ' '))
+  while (tl &&
+         (tok[tl - 1] == '\n' || tok[tl - 1] == '\r' || tok[tl - 1] == ' '))
     tok[--tl] = '\0';
   snprintf(a->token, sizeof a->token, "%s", tok);
   free(tok);

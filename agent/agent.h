@@ -21,7 +21,7 @@ struct tw_agent_opts {
   const char *token_file; /* holds twa_... */
   const char *ca;         /* CA bundle for an https broker, or NULL */
   enum tw_agent_cloud cloud;
-  const char *dir; /* the agent's directory: state, logs, token */
+  const char *dir;          /* the agent's directory: state, logs, token */
   int64_t max_buffer_bytes; /* unsent log bytes kept per stream */
   const char *metadata_url; /* TRADEWIND_METADATA_URL, or NULL */
 };

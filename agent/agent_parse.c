@@ -106,8 +106,8 @@ int tw_agent_parse_register(const char *body, size_t len,
     goto out;
   }
   job->run = dup_str(json_string_value(v));
-  if (opt_int(o, "time_limit_s", 0, INT64_C(1) << 40, &job->time_limit_s,
-              err, cap) ||
+  if (opt_int(o, "time_limit_s", 0, INT64_C(1) << 40, &job->time_limit_s, err,
+              cap) ||
       opt_int(o, "grace_s", 0, 86400, &job->grace_s, err, cap) ||
       opt_int(o, "heartbeat_s", 1, 3600, &job->heartbeat_s, err, cap))
     goto out;
@@ -165,8 +165,8 @@ int tw_agent_parse_register(const char *body, size_t len,
       goto out;
     }
     job->has_checkpoint = true;
-    job->checkpoint_uri = dup_str(json_is_string(u) ? json_string_value(u)
-                                                    : "");
+    job->checkpoint_uri =
+        dup_str(json_is_string(u) ? json_string_value(u) : "");
     if (opt_int(v, "interval_s", 0, INT64_C(1) << 40,
                 &job->checkpoint_interval_s, err, cap) ||
         opt_int(v, "resume_s", 0, INT64_C(1) << 40, &job->checkpoint_resume_s,
@@ -252,8 +252,7 @@ int tw_agent_parse_aws_rebalance(const char *body, size_t len,
     copy(n->action, sizeof n->action, "rebalance");
     n->deadline_ms = 0;
     copy(n->source, sizeof n->source, "imds");
-    snprintf(n->event_id, sizeof n->event_id, "rebalance-%lld",
-             (long long)ms);
+    snprintf(n->event_id, sizeof n->event_id, "rebalance-%lld", (long long)ms);
     rc = 0;
   }
   json_decref(o);
@@ -261,9 +260,8 @@ int tw_agent_parse_aws_rebalance(const char *body, size_t len,
 }
 
 int tw_agent_parse_http_date(const char *s, int64_t *ms) {
-  static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr",
-                                     "May", "Jun", "Jul", "Aug",
-                                     "Sep", "Oct", "Nov", "Dec"};
+  static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
   /* "Mon, 19 Sep 2016 18:29:47 GMT" */
   const char *p = strchr(s, ',');
   if (!p || p - s != 3)
@@ -279,8 +277,8 @@ int tw_agent_parse_http_date(const char *s, int64_t *ms) {
   for (int i = 0; i < 12; i++)
     if (!strcmp(mon, months[i]))
       m = i;
-  if (m < 0 || day < 1 || day > 31 || year < 1970 || year > 9999 ||
-      hh > 23 || mm > 59 || ss > 60 || hh < 0 || mm < 0 || ss < 0)
+  if (m < 0 || day < 1 || day > 31 || year < 1970 || year > 9999 || hh > 23 ||
+      mm > 59 || ss > 60 || hh < 0 || mm < 0 || ss < 0)
     return -1;
   struct tm tm = {0};
   tm.tm_year = year - 1900;

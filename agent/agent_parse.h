@@ -50,9 +50,9 @@ enum tw_notice_kind { TW_NOTICE_INTERRUPTION, TW_NOTICE_REBALANCE };
 /* A notice as the agent forwards it (POST .../notice). */
 struct tw_agent_notice {
   enum tw_notice_kind kind;
-  char action[32];   /* terminate, stop, hibernate, Preempt, reclaim, ... */
+  char action[32];     /* terminate, stop, hibernate, Preempt, reclaim, ... */
   int64_t deadline_ms; /* 0: not given */
-  char source[24];   /* imds, scheduled-events, meta-server */
+  char source[24];     /* imds, scheduled-events, meta-server */
   char event_id[80];
 };
 

@@ -165,8 +165,8 @@ static bool id_ok(const char *id) {
   return true;
 }
 
-static void path_of(const struct local_ctx *c, const char *id,
-                    const char *leaf, char *out, size_t cap) {
+static void path_of(const struct local_ctx *c, const char *id, const char *leaf,
+                    char *out, size_t cap) {
   int n = snprintf(out, cap, "%s/%s%s%s", c->dir, id, leaf ? "/" : "",
                    leaf ? leaf : "");
   if (n < 0 || (size_t)n >= cap)
@@ -307,16 +307,16 @@ static void to_instance(const struct tw_provider *p, const struct rec *r,
   } else {
     o->state = TW_INST_TERMINATED;
     TW_SET(o->provider_state, r->terminated ? "terminated" : "exited");
-    TW_SET(o->state_reason, r->terminated ? "terminated by the broker"
-                                          : "its processes ended");
+    TW_SET(o->state_reason,
+           r->terminated ? "terminated by the broker" : "its processes ended");
   }
 }
 
 /* ---- operations ----------------------------------------------------------
  */
 
-static void set_offer(struct tw_provider *p, const struct local_ctx *c,
-                      int n, int64_t free_cpus, int64_t free_mib,
+static void set_offer(struct tw_provider *p, const struct local_ctx *c, int n,
+                      int64_t free_cpus, int64_t free_mib,
                       struct tw_offer_list *out) {
   struct tw_offer *o = tw_offer_list_add(out);
   char type[32];
@@ -447,7 +447,8 @@ static pid_t spawn(const char *sandbox, const char *id) {
   return (pid_t)sid;
 }
 
-static enum tw_rc local_launch(struct tw_provider *p, const struct tw_launch *req,
+static enum tw_rc local_launch(struct tw_provider *p,
+                               const struct tw_launch *req,
                                struct tw_instance *out, struct tw_err *err) {
   struct local_ctx *c = p->ctx;
   if (!req->client_token || !*req->client_token)
@@ -578,9 +579,9 @@ static enum tw_rc local_list_managed(struct tw_provider *p,
   struct local_ctx *c = p->ctx;
   DIR *d = opendir(c->dir);
   if (!d)
-    return errno == ENOENT ? TW_OK
-                           : tw_err_set(err, TW_E_IO, "local: cannot read %s",
-                                        c->dir);
+    return errno == ENOENT
+               ? TW_OK
+               : tw_err_set(err, TW_E_IO, "local: cannot read %s", c->dir);
   struct dirent *de;
   while ((de = readdir(d))) {
     struct rec r;

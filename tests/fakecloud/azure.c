@@ -864,8 +864,7 @@ static void act_put_vm(struct call *c, const char *api) {
   uuid(a, vm->vm_id);
   vm->req = r; /* takes the JSON */
   if (vm->req.custom_data && fc_boot_enabled(a->s))
-    vm->user_data =
-        fc_base64_decode(vm->req.custom_data, &vm->user_data_len);
+    vm->user_data = fc_base64_decode(vm->req.custom_data, &vm->user_data_len);
   vm->size = sz;
   vm->state = VM_CREATING;
   vm->created_ms = fc_now_ms(a->s);
@@ -2338,9 +2337,9 @@ static bool az_metadata(void *ctx, const char *id, const char *sub,
     char ids[16][64];
     int n = fc_az_start_requests(req->body, req->body_len, ids, 16);
     if (n < 0) {
-      fc_json_reply(resp, 400,
-                    json_pack("{s:s}", "error",
-                              "Bad request. StartRequests expected"));
+      fc_json_reply(
+          resp, 400,
+          json_pack("{s:s}", "error", "Bad request. StartRequests expected"));
       return true;
     }
     for (int i = 0; i < n; i++)

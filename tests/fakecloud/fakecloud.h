@@ -49,7 +49,6 @@ struct fc_opts {
   const char *boot_dir;
 };
 
-
 struct fc_server;
 
 /* Sets the defaults above (seed 1, speed 1, real time, default key). */

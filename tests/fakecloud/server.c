@@ -585,7 +585,8 @@ static void *ticker(void *arg) {
   }
 }
 
-static enum tw_rc boot_setup(struct fc_server *s, const struct sockaddr_in *main,
+static enum tw_rc boot_setup(struct fc_server *s,
+                             const struct sockaddr_in *main,
                              struct tw_err *err) {
   if (s->opts.boot_dir) {
     if (mkdir(s->opts.boot_dir, 0700) && errno != EEXIST)

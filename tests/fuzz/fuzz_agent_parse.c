@@ -44,8 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int64_t inc = 0;
   const char *vm = size && (data[0] & 1) ? "vm1" : NULL;
   int r = tw_agent_parse_azure_events(s, size, vm, &n, &inc);
-  if (r < -1 || r > 1 || (r == 1 && (!n.event_id[0] ||
-                                     strcmp(n.source, "scheduled-events"))))
+  if (r < -1 || r > 1 ||
+      (r == 1 && (!n.event_id[0] || strcmp(n.source, "scheduled-events"))))
     abort();
   if (tw_agent_parse_alibaba_time(s, size, &n) == 0 &&
       strcmp(n.source, "meta-server"))

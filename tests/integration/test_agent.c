@@ -11,7 +11,8 @@
 
 #include "tests/integration/twtest_agent_broker.h"
 
-#define TOKEN "twa_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define TOKEN                                                                  \
+  "twa_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define ATTEMPT "j-test-1"
 
 struct fx {
@@ -21,11 +22,11 @@ struct fx {
 
 static char *answer(const char *run, const char *setup, int time_limit_s,
                     int grace_s) {
-  json_t *j = json_pack(
-      "{s:s,s:i,s:s,s:s,s:{s:s,s:s},s:i,s:i,s:i,s:n,s:n}", "job_id", "j-test",
-      "attempt", 1, "setup", setup, "run", run, "env", "TRADEWIND_JOB_ID",
-      "j-test", "GREETING", "hello", "time_limit_s", time_limit_s, "grace_s",
-      grace_s, "heartbeat_s", 1, "checkpoint", "user");
+  json_t *j = json_pack("{s:s,s:i,s:s,s:s,s:{s:s,s:s},s:i,s:i,s:i,s:n,s:n}",
+                        "job_id", "j-test", "attempt", 1, "setup", setup, "run",
+                        run, "env", "TRADEWIND_JOB_ID", "j-test", "GREETING",
+                        "hello", "time_limit_s", time_limit_s, "grace_s",
+                        grace_s, "heartbeat_s", 1, "checkpoint", "user");
   char *s = json_dumps(j, JSON_COMPACT);
   json_decref(j);
   return s;
@@ -43,8 +44,7 @@ static void fx_end(struct fx *f, int failures_before) {
     tb_agent_log(f->dir);
   tb_free(&f->b);
   char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%.*s'", (int)(strlen(f->dir) - 2),
-           f->dir);
+  snprintf(cmd, sizeof cmd, "rm -rf '%.*s'", (int)(strlen(f->dir) - 2), f->dir);
   if (tw_failures() == failures_before && system(cmd))
     fprintf(stderr, "cannot remove %s\n", f->dir);
 }
@@ -63,8 +63,8 @@ static int run_job(struct fx *f, int timeout_ms) {
 static void exit_zero_with_output(void **state) {
   int fails = tw_failures();
   struct fx f;
-  char *ans = answer("echo $GREETING; echo oops >&2; echo done", "echo set",
-                     0, 5);
+  char *ans =
+      answer("echo $GREETING; echo oops >&2; echo done", "echo set", 0, 5);
   fx_start(&f, ans);
   free(ans);
   TW_CHECK_INT(run_job(&f, 20000), 0);
@@ -74,7 +74,8 @@ static void exit_zero_with_output(void **state) {
   TW_CHECK_INT(jint(f.b.exit_body, "exit_code"), 0);
   TW_CHECK(json_object_get(f.b.exit_body, "signal") == NULL);
   TW_CHECK(json_is_false(json_object_get(f.b.exit_body, "after_notice")));
-  TW_CHECK(jint(f.b.exit_body, "ended_ms") >= jint(f.b.exit_body, "started_ms"));
+  TW_CHECK(jint(f.b.exit_body, "ended_ms") >=
+           jint(f.b.exit_body, "started_ms"));
   TW_CHECK_STR(f.b.log[0].data, "set\nhello\ndone\n");
   TW_CHECK_STR(f.b.log[1].data, "oops\n");
   TW_CHECK_INT(f.b.phases, 2);
@@ -154,8 +155,8 @@ static void cancel_by_heartbeat(void **state) {
 static void time_limit_terms_then_kills(void **state) {
   int fails = tw_failures();
   struct fx f;
-  char *ans = answer("trap '' TERM; echo start; while :; do sleep 0.1; done",
-                     "", 1, 1);
+  char *ans =
+      answer("trap '' TERM; echo start; while :; do sleep 0.1; done", "", 1, 1);
   fx_start(&f, ans);
   free(ans);
   int64_t t0 = tb_now_ms();
@@ -331,8 +332,8 @@ static void buffer_bound_drops_the_oldest(void **state) {
 static void checkpoint_saved_is_reported(void **state) {
   int fails = tw_failures();
   struct fx f;
-  char *ans = answer("echo 120 > \"$TRADEWIND_CHECKPOINT_SAVED\"; sleep 1.5",
-                     "", 0, 5);
+  char *ans =
+      answer("echo 120 > \"$TRADEWIND_CHECKPOINT_SAVED\"; sleep 1.5", "", 0, 5);
   fx_start(&f, ans);
   free(ans);
   TW_CHECK_INT(run_job(&f, 20000), 0);

@@ -156,11 +156,11 @@ static char *b64_form(const char *s) {
  * returns its id (owned). */
 static char *launch(const char *user_data, bool spot) {
   char *ud = user_data ? b64_form(user_data) : NULL;
-  char *params = tw_asprintf(
-      "Action=RunInstances&Version=2016-11-15&ImageId=ami-12345678"
-      "&InstanceType=m5.large&MinCount=1&MaxCount=1%s%s%s",
-      spot ? "&InstanceMarketOptions.MarketType=spot" : "",
-      ud ? "&UserData=" : "", ud ? ud : "");
+  char *params =
+      tw_asprintf("Action=RunInstances&Version=2016-11-15&ImageId=ami-12345678"
+                  "&InstanceType=m5.large&MinCount=1&MaxCount=1%s%s%s",
+                  spot ? "&InstanceMarketOptions.MarketType=spot" : "",
+                  ud ? "&UserData=" : "", ud ? ud : "");
   struct reply r;
   ec2(params, &r);
   free(params);
@@ -268,8 +268,8 @@ static void a_launch_with_user_data_runs_it(void **state) {
   http("PUT", url, NULL, NULL, &r);
   TW_CHECK_INT(r.status, 400); /* no TTL header */
   tw_buf_release(&r.body);
-  struct curl_slist *h = curl_slist_append(
-      NULL, "X-aws-ec2-metadata-token-ttl-seconds: 60");
+  struct curl_slist *h =
+      curl_slist_append(NULL, "X-aws-ec2-metadata-token-ttl-seconds: 60");
   http("PUT", url, NULL, h, &r);
   curl_slist_free_all(h);
   TW_CHECK_INT(r.status, 200);
@@ -318,8 +318,8 @@ static void bad_user_data_is_refused(void **state) {
       "&InstanceType=m5.large&MinCount=1&MaxCount=1&UserData=echo%20hi",
       &r);
   TW_CHECK_INT(r.status, 400);
-  TW_CHECK(strstr(r.body.data, "Invalid BASE64 encoding of user data"),
-           "%s", r.body.data);
+  TW_CHECK(strstr(r.body.data, "Invalid BASE64 encoding of user data"), "%s",
+           r.body.data);
   tw_buf_release(&r.body);
 }
 
@@ -386,7 +386,8 @@ static void aws_poller_forwards_and_stops_the_job(void **state) {
                "interruption");
   TW_CHECK_STR(json_string_value(json_object_get(b.notice_body, "action")),
                "terminate");
-  int64_t dl = json_integer_value(json_object_get(b.notice_body, "deadline_ms"));
+  int64_t dl =
+      json_integer_value(json_object_get(b.notice_body, "deadline_ms"));
   TW_CHECK(dl > now + 110000 && dl < now + 125000, "deadline %lld now %lld",
            (long long)dl, (long long)now);
   TW_CHECK(file_has(ck, "saved", 100), "the job's TERM trap did not run");
@@ -430,9 +431,10 @@ static char *arm_token(void) {
        "&resource=https%3A%2F%2Fmanagement.azure.com%2F",
        NULL, &r);
   json_t *j = json_loads(r.body.data, 0, NULL);
-  char *t = tw_strdup(json_string_value(json_object_get(j, "access_token"))
-                          ? json_string_value(json_object_get(j, "access_token"))
-                          : "");
+  char *t =
+      tw_strdup(json_string_value(json_object_get(j, "access_token"))
+                    ? json_string_value(json_object_get(j, "access_token"))
+                    : "");
   json_decref(j);
   tw_buf_release(&r.body);
   return t;
@@ -532,9 +534,9 @@ static void azure_boots_and_its_poller_acks_the_preempt(void **state) {
   snprintf(murl, sizeof murl, "%s/_meta/twvm1", meta);
   pid_t a = tb_agent_start(&b, adir, "azure", murl, NULL);
   TW_CHECK(tb_wait(&b, in_run, 10000));
-  TW_CHECK_INT(ctl("POST", "/_fake/azure/vms/twvm1/evict",
-                   "{\"lead_ms\":60000}", &r),
-               200);
+  TW_CHECK_INT(
+      ctl("POST", "/_fake/azure/vms/twvm1/evict", "{\"lead_ms\":60000}", &r),
+      200);
   json_t *ev = json_loads(r.body.data, 0, NULL);
   char event_id[64];
   snprintf(event_id, sizeof event_id, "%s",
@@ -606,19 +608,18 @@ static json_t *ecs(const char *action, const char *const *kv, long *status) {
 static void alibaba_boots_and_its_poller_reads_the_reclaim(void **state) {
   char *ud = b64_raw(SPAWN_SHORT);
   long st = 0;
-  json_t *j = ecs("RunInstances",
-                  (const char *[]){"RegionId", "cn-hangzhou", "ZoneId",
-                                   "cn-hangzhou-h", "ImageId",
-                                   "ubuntu_24_04_x64_20G_alibase_20250722.vhd",
-                                   "InstanceType", "ecs.g7.large",
-                                   "SpotStrategy", "SpotAsPriceGo",
-                                   "SpotDuration", "0", "Amount", "1",
-                                   "UserData", ud, NULL},
-                  &st);
+  json_t *j =
+      ecs("RunInstances",
+          (const char *[]){
+              "RegionId", "cn-hangzhou", "ZoneId", "cn-hangzhou-h", "ImageId",
+              "ubuntu_24_04_x64_20G_alibase_20250722.vhd", "InstanceType",
+              "ecs.g7.large", "SpotStrategy", "SpotAsPriceGo", "SpotDuration",
+              "0", "Amount", "1", "UserData", ud, NULL},
+          &st);
   free(ud);
   TW_CHECK_INT(st, 200);
-  json_t *ids = json_object_get(json_object_get(j, "InstanceIdSets"),
-                                "InstanceIdSet");
+  json_t *ids =
+      json_object_get(json_object_get(j, "InstanceIdSets"), "InstanceIdSet");
   char id[64];
   snprintf(id, sizeof id, "%s",
            json_string_value(json_array_get(ids, 0))
@@ -661,7 +662,8 @@ static void alibaba_boots_and_its_poller_reads_the_reclaim(void **state) {
   TW_CHECK(b.notice_body != NULL);
   TW_CHECK_STR(json_string_value(json_object_get(b.notice_body, "source")),
                "meta-server");
-  int64_t dl = json_integer_value(json_object_get(b.notice_body, "deadline_ms"));
+  int64_t dl =
+      json_integer_value(json_object_get(b.notice_body, "deadline_ms"));
   TW_CHECK(dl > tb_now_ms() + 200000, "deadline %lld", (long long)dl);
   TW_CHECK(file_has(ck, "saved", 100));
   TW_CHECK(json_is_true(json_object_get(b.exit_body, "after_notice")));

@@ -30,8 +30,8 @@ static enum MHD_Result answer(struct MHD_Connection *c, unsigned status,
                               json_t *j) {
   char *txt = json_dumps(j, JSON_COMPACT);
   json_decref(j);
-  struct MHD_Response *r = MHD_create_response_from_buffer(
-      strlen(txt), txt, MHD_RESPMEM_MUST_FREE);
+  struct MHD_Response *r =
+      MHD_create_response_from_buffer(strlen(txt), txt, MHD_RESPMEM_MUST_FREE);
   MHD_add_response_header(r, "Content-Type", "application/json");
   enum MHD_Result rc = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
@@ -107,20 +107,22 @@ static enum MHD_Result route(struct tb *b, struct MHD_Connection *c,
     return answer(c, 200, json_object());
   }
   if (!strcmp(r, "logs")) {
-    const char *s = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
-                                                "stream");
-    const char *o = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
-                                                "offset");
-    int which = s && !strcmp(s, "stdout") ? 0 : s && !strcmp(s, "stderr") ? 1
-                                                                         : -1;
+    const char *s =
+        MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stream");
+    const char *o =
+        MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset");
+    int which = s && !strcmp(s, "stdout")   ? 0
+                : s && !strcmp(s, "stderr") ? 1
+                                            : -1;
     if (which < 0 || !o)
       return answer(c, 400, problem("stream and offset are required"));
     long long off = strtoll(o, NULL, 10);
     struct tb_log *lg = &b->log[which];
     b->log_posts++;
     if (off < 0 || (size_t)off > lg->len)
-      return answer(c, 409, json_pack("{s:s,s:I}", "title", "offset beyond",
-                                      "next_offset", (json_int_t)lg->len));
+      return answer(c, 409,
+                    json_pack("{s:s,s:I}", "title", "offset beyond",
+                              "next_offset", (json_int_t)lg->len));
     size_t have = lg->len - (size_t)off;
     size_t skip = have < len ? have : len;
     b->dup_bytes += (int64_t)skip;
@@ -137,8 +139,8 @@ static enum MHD_Result route(struct tb *b, struct MHD_Connection *c,
       b->fail_logs_after_store--;
       return answer(c, 503, problem("stored, but the answer is lost"));
     }
-    return answer(c, 200, json_pack("{s:I}", "next_offset",
-                                    (json_int_t)lg->len));
+    return answer(c, 200,
+                  json_pack("{s:I}", "next_offset", (json_int_t)lg->len));
   }
   json_decref(j);
   return answer(c, 404, problem("no such route"));
@@ -186,11 +188,11 @@ int tb_serve(struct tb *b) {
   sa.sin_port = htons((uint16_t)b->port);
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   for (int i = 0; i < 50 && !b->d; i++) {
-    b->d = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-        on_request, b, MHD_OPTION_SOCK_ADDR, &sa,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
-        MHD_OPTION_NOTIFY_COMPLETED, on_done, b, MHD_OPTION_END);
+    b->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+                            0, NULL, NULL, on_request, b, MHD_OPTION_SOCK_ADDR,
+                            &sa, MHD_OPTION_LISTENING_ADDRESS_REUSE,
+                            (unsigned)1, MHD_OPTION_NOTIFY_COMPLETED, on_done,
+                            b, MHD_OPTION_END);
     if (!b->d)
       usleep(100000);
   }
@@ -278,9 +280,9 @@ pid_t tb_agent_start(const struct tb *b, const char *dir, const char *cloud,
       setenv("TRADEWIND_METADATA_URL", metadata_url, 1);
     else
       unsetenv("TRADEWIND_METADATA_URL");
-    const char *argv[32] = {bin,          "--broker", url,     "--attempt",
-                            b->attempt,   "--token-file", tokpath, "--cloud",
-                            cloud,        "--dir",     dir};
+    const char *argv[32] = {bin,        "--broker",     url,     "--attempt",
+                            b->attempt, "--token-file", tokpath, "--cloud",
+                            cloud,      "--dir",        dir};
     int n = 11;
     for (int i = 0; extra && extra[i] && n < 30; i++)
       argv[n++] = extra[i];

@@ -25,15 +25,14 @@ struct tb {
   char token[96];
   char attempt[64];
   char *register_answer; /* JSON the register route answers */
-  int registers, heartbeats, phases, notices, checkpoints, exits,
-      log_posts;
+  int registers, heartbeats, phases, notices, checkpoints, exits, log_posts;
   char last_phase[16];
   struct tb_log log[2]; /* stdout, stderr */
   int64_t dup_bytes;    /* bytes posted that the broker already had */
   json_t *exit_body;    /* the first exit report */
   json_t *notice_body;  /* the first notice */
   json_t *checkpoint_body;
-  char action[16];      /* the next heartbeat's action, once */
+  char action[16];           /* the next heartbeat's action, once */
   int fail_logs_after_store; /* store the bytes, answer 503, this often */
   int64_t max_log_bytes;     /* 0: no bound */
   int unauthorized;          /* requests refused with 401 */

@@ -54,8 +54,7 @@ static void register_answer(void **state) {
       {"{\"job_id\":\"j\",\"run\":\"x\",\"env\":{\"1A\":\"v\"}}", "env"},
       {"{\"job_id\":\"j\",\"run\":\"x\",\"env\":{\"A\":1}}", "env"},
       {"{\"job_id\":\"j\",\"run\":\"x\",\"heartbeat_s\":0}", "heartbeat_s"},
-      {"{\"job_id\":\"j\",\"run\":\"x\",\"time_limit_s\":-1}",
-       "time_limit_s"},
+      {"{\"job_id\":\"j\",\"run\":\"x\",\"time_limit_s\":-1}", "time_limit_s"},
       {"{\"job_id\":\"j\",\"run\":\"x\",\"user\":\"\"}", "user"},
       {"{\"job_id\":\"j\",\"run\":\"x\",\"checkpoint\":3}", "checkpoint"},
   };
@@ -89,11 +88,11 @@ static void heartbeat_and_logs_answers(void **state) {
 static void aws_documents(void **state) {
   struct tw_agent_notice n;
   /* as the EC2 user guide shows spot/instance-action */
-  TW_CHECK_INT(tw_agent_parse_aws_action(
-                   P("{\"action\": \"terminate\", \"time\": "
-                     "\"2017-09-18T08:22:00Z\"}"),
-                   &n),
-               0);
+  TW_CHECK_INT(
+      tw_agent_parse_aws_action(P("{\"action\": \"terminate\", \"time\": "
+                                  "\"2017-09-18T08:22:00Z\"}"),
+                                &n),
+      0);
   TW_CHECK_STR(n.action, "terminate");
   TW_CHECK_INT(n.deadline_ms, INT64_C(1505722920000));
   TW_CHECK_STR(n.source, "imds");
@@ -129,10 +128,10 @@ static void azure_documents(void **state) {
   TW_CHECK_INT(n.deadline_ms, INT64_C(1474309787000));
   TW_CHECK_INT(inc, 3);
   TW_CHECK_INT(tw_agent_parse_azure_events(P(doc), "vm9", &n, &inc), 0);
-  TW_CHECK_INT(tw_agent_parse_azure_events(
-                   P("{\"DocumentIncarnation\":1,\"Events\":[]}"), "vm1", &n,
-                   &inc),
-               0);
+  TW_CHECK_INT(
+      tw_agent_parse_azure_events(
+          P("{\"DocumentIncarnation\":1,\"Events\":[]}"), "vm1", &n, &inc),
+      0);
   TW_CHECK_INT(tw_agent_parse_azure_events(P("{\"Events\":3}"), NULL, &n, &inc),
                -1);
   int64_t ms;

@@ -226,8 +226,8 @@ static void rule_refuses_climbing_and_sideways_includes(void **state) {
                     sizeof buf);
   assert_non_null(r);
   assert_non_null(strstr(r, "from layer agent"));
-  assert_non_null(check_include("broker/daemon.c", "agent/agent.h", true, buf,
-                                sizeof buf));
+  assert_non_null(
+      check_include("broker/daemon.c", "agent/agent.h", true, buf, sizeof buf));
 }
 
 /* ---- the tree ---------------------------------------------------------- */
