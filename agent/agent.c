@@ -1375,6 +1375,10 @@ int tw_agent_main(const struct tw_agent_opts *o) {
     tok[--tl] = '\0';
   snprintf(a->token, sizeof a->token, "%s", tok);
   free(tok);
+  /* The job may run as another user: the token is the agent's alone,
+   * whatever umask wrote it. */
+  if (chmod(o->token_file, 0600))
+    say("cannot make %s private: %s", o->token_file, strerror(errno));
   snprintf(a->auth, sizeof a->auth, "Authorization: Bearer %s", a->token);
   if (mkdir(o->dir, 0700) && errno != EEXIST) {
     say("cannot make %s: %s", o->dir, strerror(errno));

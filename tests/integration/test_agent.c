@@ -5,6 +5,7 @@
  * reports. */
 #include "tests/twtest.h"
 
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -343,6 +344,38 @@ static void checkpoint_saved_is_reported(void **state) {
   fx_end(&f, fails);
 }
 
+/* As root, with a user that exists here: the scripts run as that user,
+ * in work/ under the agent's directory, and cannot read the token. */
+static void drops_to_the_user_when_root(void **state) {
+  struct passwd *pw = getpwnam("nobody");
+  if (geteuid() != 0 || !pw) {
+    print_message("not root or no user nobody: nothing to drop to\n");
+    return;
+  }
+  int fails = tw_failures();
+  struct fx f;
+  json_t *j = json_pack("{s:s,s:i,s:s,s:s,s:i,s:s}", "job_id", "j-user",
+                        "attempt", 1, "setup", "", "run",
+                        "id -un; pwd; cat ../token || echo no-token; "
+                        "echo 5 > \"$TRADEWIND_CHECKPOINT_SAVED\"",
+                        "heartbeat_s", 1, "user", "nobody");
+  char *ans = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  fx_start(&f, ans);
+  free(ans);
+  /* the job's user must be able to reach the agent's directory */
+  char parent[256];
+  snprintf(parent, sizeof parent, "%.*s", (int)(strlen(f.dir) - 2), f.dir);
+  chmod(parent, 0711);
+  TW_CHECK_INT(run_job(&f, 20000), 0);
+  char want[512];
+  snprintf(want, sizeof want, "nobody\n%s/work\nno-token\n", f.dir);
+  TW_CHECK_STR(f.b.log[0].data, want);
+  TW_CHECK_INT(jint(f.b.exit_body, "exit_code"), 0);
+  TW_CHECK_INT(f.b.checkpoints, 1);
+  fx_end(&f, fails);
+}
+
 static void a_bad_token_is_final(void **state) {
   int fails = tw_failures();
   struct fx f;
@@ -376,6 +409,7 @@ int main(void) {
       cmocka_unit_test(offset_beyond_is_rewound),
       cmocka_unit_test(buffer_bound_drops_the_oldest),
       cmocka_unit_test(checkpoint_saved_is_reported),
+      cmocka_unit_test(drops_to_the_user_when_root),
       cmocka_unit_test(a_bad_token_is_final),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
