@@ -58,7 +58,7 @@ static long long jint(json_t *o, const char *k) {
 /* Runs one job to its end; returns the agent's exit code. */
 static int run_job(struct fx *f, int timeout_ms) {
   pid_t a = tb_agent_start(&f->b, f->dir, "local", NULL, NULL);
-  return tb_agent_wait(a, timeout_ms);
+  return tb_agent_wait(&f->b, a, timeout_ms);
 }
 
 static void exit_zero_with_output(void **state) {
@@ -134,7 +134,7 @@ static void cancel_by_heartbeat(void **state) {
   TW_CHECK(tb_wait(&f.b, running, 10000));
   int64_t t0 = tb_now_ms();
   tb_set_action(&f.b, "cancel");
-  TW_CHECK_INT(tb_agent_wait(a, 20000), 0);
+  TW_CHECK_INT(tb_agent_wait(&f.b, a, 20000), 0);
   TW_CHECK(tb_now_ms() - t0 < 5000, "cancel took %lld ms",
            (long long)(tb_now_ms() - t0));
   TW_CHECK_INT(jint(f.b.exit_body, "exit_code"), 0);
@@ -148,7 +148,7 @@ static void cancel_by_heartbeat(void **state) {
   a = tb_agent_start(&f.b, f.dir, "local", NULL, NULL);
   TW_CHECK(tb_wait(&f.b, running, 10000));
   tb_set_action(&f.b, "cancel");
-  TW_CHECK_INT(tb_agent_wait(a, 20000), 0);
+  TW_CHECK_INT(tb_agent_wait(&f.b, a, 20000), 0);
   TW_CHECK_INT(jint(f.b.exit_body, "signal"), SIGKILL);
   fx_end(&f, fails);
 }
@@ -205,7 +205,7 @@ static void broker_restart_loses_no_byte_and_doubles_none(void **state) {
   sleep(3); /* the job finishes meanwhile */
   TW_CHECK(f.b.exits == 0);
   TW_CHECK_INT(tb_serve(&f.b), 0);
-  TW_CHECK_INT(tb_agent_wait(a, 60000), 0);
+  TW_CHECK_INT(tb_agent_wait(&f.b, a, 60000), 0);
   char *want = seq_text(60);
   TW_CHECK_STR(f.b.log[0].data, want);
   free(want);
@@ -228,7 +228,7 @@ static void backoff_while_the_broker_is_down(void **state) {
   pid_t a = tb_agent_start(&f.b, f.dir, "local", NULL, NULL);
   sleep(4);
   TW_CHECK_INT(tb_serve(&f.b), 0);
-  TW_CHECK_INT(tb_agent_wait(a, 60000), 0);
+  TW_CHECK_INT(tb_agent_wait(&f.b, a, 60000), 0);
   TW_CHECK_STR(f.b.log[0].data, "up\n");
   /* the agent's log shows growing delays */
   char path[300], *log = NULL;
@@ -260,9 +260,9 @@ static void agent_restart_adopts_the_job(void **state) {
   pid_t a = tb_agent_start(&f.b, f.dir, "local", NULL, NULL);
   TW_CHECK(tb_wait(&f.b, some_output, 10000));
   kill(a, SIGKILL);
-  tb_agent_wait(a, 5000);
+  tb_agent_wait(&f.b, a, 5000);
   a = tb_agent_start(&f.b, f.dir, "local", NULL, NULL);
-  TW_CHECK_INT(tb_agent_wait(a, 30000), 0);
+  TW_CHECK_INT(tb_agent_wait(&f.b, a, 30000), 0);
   char *want = seq_text(40);
   TW_CHECK_STR(f.b.log[0].data, want);
   free(want);
@@ -286,7 +286,7 @@ static void offset_beyond_is_rewound(void **state) {
   pthread_mutex_lock(&f.b.mu);
   f.b.log[0].len = 5; /* keeps "first" */
   pthread_mutex_unlock(&f.b.mu);
-  TW_CHECK_INT(tb_agent_wait(a, 20000), 0);
+  TW_CHECK_INT(tb_agent_wait(&f.b, a, 20000), 0);
   TW_CHECK_STR(f.b.log[0].data, "first-part\nsecond\n");
   fx_end(&f, fails);
 }
@@ -319,7 +319,7 @@ static void buffer_bound_drops_the_oldest(void **state) {
   }
   sleep(3);
   TW_CHECK_INT(tb_serve(&f.b), 0);
-  TW_CHECK_INT(tb_agent_wait(a, 60000), 0);
+  TW_CHECK_INT(tb_agent_wait(&f.b, a, 60000), 0);
   const char *s = f.b.log[0].data;
   TW_CHECK(s && strstr(s, "bytes of stdout dropped]"), "%s", s ? s : "");
   TW_CHECK(f.b.log[0].len <= 8192 + 100, "kept %zu", f.b.log[0].len);
@@ -389,7 +389,7 @@ static void a_bad_token_is_final(void **state) {
   pthread_mutex_lock(&f.b.mu);
   snprintf(f.b.token, sizeof f.b.token, "%s", TOKEN);
   pthread_mutex_unlock(&f.b.mu);
-  TW_CHECK_INT(tb_agent_wait(a, 20000), 1);
+  TW_CHECK_INT(tb_agent_wait(&f.b, a, 20000), 1);
   TW_CHECK_INT(f.b.registers, 0);
   TW_CHECK(f.b.unauthorized >= 1);
   TW_CHECK_INT(f.b.exits, 0);

@@ -379,7 +379,7 @@ static void aws_poller_forwards_and_stops_the_job(void **state) {
   tw_buf_release(&r.body);
   int64_t now = fake_now();
   TW_CHECK(tb_wait(&b, noticed, 10000), "no notice forwarded");
-  TW_CHECK_INT(tb_agent_wait(a, 20000), 0);
+  TW_CHECK_INT(tb_agent_wait(&b, a, 20000), 0);
   TW_CHECK_STR(json_string_value(json_object_get(b.notice_body, "source")),
                "imds");
   TW_CHECK_STR(json_string_value(json_object_get(b.notice_body, "kind")),
@@ -545,7 +545,7 @@ static void azure_boots_and_its_poller_acks_the_preempt(void **state) {
                : "?");
   json_decref(ev);
   tw_buf_release(&r.body);
-  TW_CHECK_INT(tb_agent_wait(a, 20000), 0);
+  TW_CHECK_INT(tb_agent_wait(&b, a, 20000), 0);
   TW_CHECK(b.notice_body != NULL);
   TW_CHECK_STR(json_string_value(json_object_get(b.notice_body, "source")),
                "scheduled-events");
@@ -658,7 +658,7 @@ static void alibaba_boots_and_its_poller_reads_the_reclaim(void **state) {
   snprintf(cp, sizeof cp, "/_fake/alibaba/instances/%s/interrupt", id);
   TW_CHECK_INT(ctl("POST", cp, "{}", &r), 200);
   tw_buf_release(&r.body);
-  TW_CHECK_INT(tb_agent_wait(a, 20000), 0);
+  TW_CHECK_INT(tb_agent_wait(&b, a, 20000), 0);
   TW_CHECK(b.notice_body != NULL);
   TW_CHECK_STR(json_string_value(json_object_get(b.notice_body, "source")),
                "meta-server");

@@ -293,7 +293,7 @@ pid_t tb_agent_start(const struct tb *b, const char *dir, const char *cloud,
   return pid;
 }
 
-int tb_agent_wait(pid_t pid, int timeout_ms) {
+static int agent_wait(pid_t pid, int timeout_ms) {
   int64_t until = tb_now_ms() + timeout_ms;
   int st;
   for (;;) {
@@ -307,6 +307,15 @@ int tb_agent_wait(pid_t pid, int timeout_ms) {
     }
     usleep(50000);
   }
+}
+
+int tb_agent_wait(struct tb *b, pid_t pid, int timeout_ms) {
+  int rc = agent_wait(pid, timeout_ms);
+  if (b) {
+    pthread_mutex_lock(&b->mu);
+    pthread_mutex_unlock(&b->mu);
+  }
+  return rc;
 }
 
 void tb_agent_log(const char *dir) {

@@ -58,8 +58,10 @@ bool tb_exited(struct tb *b);
 pid_t tb_agent_start(const struct tb *b, const char *dir, const char *cloud,
                      const char *metadata_url, const char *const *extra);
 /* Waits for the agent up to timeout_ms; returns its exit code, or -1 if
- * it had to be killed (or died by a signal). */
-int tb_agent_wait(pid_t pid, int timeout_ms);
+ * it had to be killed (or died by a signal).  With b, its lock is taken
+ * once after, so the test reads what the broker was told after every
+ * write of it (the agent no longer writes). */
+int tb_agent_wait(struct tb *b, pid_t pid, int timeout_ms);
 /* Prints the agent's log (dir/agent.log) to stderr. */
 void tb_agent_log(const char *dir);
 
