@@ -12,6 +12,8 @@
 
 #define TW_API_MAX_HEADERS 8
 
+struct tw_principal;
+
 /* One request, from the first call of the access handler to the answer. */
 struct tw_req {
   struct tw_api *api;
@@ -23,6 +25,11 @@ struct tw_req {
   char param_buf[256];
   struct tw_buf body; /* request body */
   bool too_big;
+  bool answered; /* a response is queued */
+  bool close;    /* answer with Connection: close */
+  /* api/auth.c: the caller authenticated from the head (tw_auth_head),
+   * before the body was read; owned */
+  struct tw_principal *head_who;
   int64_t start_us;
   char request_id[17];
   struct tw_auth_ctx *auth; /* api/auth.c: the caller, while the handler runs */

@@ -502,7 +502,9 @@ void tw_auth_dispatch(struct tw_req *r, tw_handler_fn fn) {
     fn(r);
     goto out;
   }
-  if (!authenticate(a, r, &c))
+  if (r->head_who)
+    c.who = *r->head_who; /* authenticated from the head (tw_auth_head) */
+  else if (!authenticate(a, r, &c))
     goto out; /* 401s and 429s are not audited: nobody to name, or flooding */
   if (authorize(a, r, &c, mutating))
     fn(r);
@@ -513,6 +515,23 @@ void tw_auth_dispatch(struct tw_req *r, tw_handler_fn fn) {
     record(a, r, &c);
 out:
   r->auth = NULL;
+}
+
+bool tw_auth_head(struct tw_req *r) {
+  const struct tw_route *route = &tw_routes[r->route];
+  struct tw_auth_ctx c;
+  memset(&c, 0, sizeof c);
+  c.rule = tw_rbac_find(route->method, route->path);
+  if (!c.rule || c.rule->target == TW_TGT_PUBLIC)
+    return true; /* tw_auth_dispatch answers: 403, or the probe */
+  r->auth = &c;
+  bool ok = authenticate(auth_of(r), r, &c);
+  r->auth = NULL;
+  if (ok) {
+    r->head_who = tw_malloc(sizeof *r->head_who);
+    *r->head_who = c.who;
+  }
+  return ok;
 }
 
 /* ---- job submission

@@ -306,18 +306,25 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
       goto fail;
   }
 
-  struct tw_api_opts ao = {.listen = cfg->listen,
-                           .auth = d->sec->opts,
-                           .store = d->store,
-                           .providers = d->provs,
-                           .n_providers = d->n_prov,
-                           .adapters = d->adapters,
-                           .max_body_bytes = cfg->api_max_body_bytes,
-                           .max_connections =
-                               (unsigned)cfg->api_max_connections,
-                           .timeout_s = (unsigned)cfg->api_timeout_s,
-                           .catalog = d->cat,
-                           .placer = d->placer};
+  struct tw_api_opts ao = {
+      .listen = cfg->listen,
+      .auth = d->sec->opts,
+      .store = d->store,
+      .providers = d->provs,
+      .n_providers = d->n_prov,
+      .adapters = d->adapters,
+      .max_body_bytes = cfg->api_max_body_bytes,
+      .max_connections = (unsigned)cfg->api_max_connections,
+      .timeout_s = (unsigned)cfg->api_timeout_s,
+      .max_per_address = (unsigned)cfg->api_max_per_address,
+      .threads = (unsigned)cfg->api_threads,
+      .head_timeout_s = (unsigned)cfg->api_head_timeout_s,
+      .body_timeout_s = (unsigned)cfg->api_body_timeout_s,
+      .max_head_bytes = (size_t)cfg->api_max_head_bytes,
+      .max_url_bytes = (size_t)cfg->api_max_url_bytes,
+      .probe_listen = cfg->api_probe_listen,
+      .catalog = d->cat,
+      .placer = d->placer};
   if ((rc = tw_api_start(&ao, &d->api, err)))
     goto fail;
   const char *colon = strrchr(cfg->listen, ':');
@@ -327,6 +334,12 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
   snprintf(d->url, sizeof d->url, "%s://%s:%d",
            d->sec->opts.tls_cert_file ? "https" : "http", d->host,
            tw_api_port(d->api));
+  if (tw_api_probe_port(d->api)) {
+    const char *pc = strrchr(cfg->api_probe_listen, ':');
+    tw_log_info("api", "probes on %.*s:%d (/healthz, /readyz only)",
+                pc ? (int)(pc - cfg->api_probe_listen) : 0,
+                cfg->api_probe_listen, tw_api_probe_port(d->api));
+  }
   *out = d;
   return TW_OK;
 fail:
