@@ -87,6 +87,9 @@ struct tw_auth *tw_api_auth(struct tw_api *api); /* api/auth.c's state */
 void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out);
 const char *tw_req_header(struct tw_req *r, const char *name);
 const char *tw_req_query(struct tw_req *r, const char *name);
+/* Every query parameter is one of keys (NULL-terminated); false: answered
+ * 400 naming the first other one. */
+bool tw_req_known_query(struct tw_req *r, const char *const *keys);
 void tw_req_add_header(struct tw_req *r, const char *name, const char *value);
 void tw_req_json(struct tw_req *r, unsigned status); /* r->out holds JSON */
 

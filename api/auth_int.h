@@ -85,6 +85,10 @@ enum tw_rc tw_auth_job_store(struct tw_req *r, const struct tw_job_new *req,
                              struct tw_job_rec *out, bool *replayed,
                              struct tw_err *err);
 
+/* May the caller read job (GET /v1/jobs/{id}'s rule)?  For a replayed
+ * Idempotency-Key: a replay answers with the job only to whom may read it. */
+bool tw_auth_may_read_job(struct tw_req *r, const struct tw_job_rec *job);
+
 /* For handlers of TW_TGT_BODY and TW_TGT_GLOBAL routes: may the caller act
  * on an object of tenant (NULL: none) owned by owner (NULL: nobody)?
  * false: answered 403, or 404 "<what> not found" (what: "principal bob"),

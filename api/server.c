@@ -185,6 +185,39 @@ const char *tw_req_query(struct tw_req *r, const char *name) {
   return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+struct query_scan {
+  const char *const *keys;
+  const char *unknown;
+};
+
+static enum MHD_Result scan_query(void *cls, enum MHD_ValueKind kind,
+                                  const char *key, const char *value) {
+  struct query_scan *q = cls;
+  (void)kind;
+  (void)value;
+  for (size_t i = 0; q->keys[i]; i++)
+    if (key && !strcmp(q->keys[i], key))
+      return MHD_YES;
+  q->unknown = key ? key : "";
+  return MHD_NO;
+}
+
+bool tw_req_known_query(struct tw_req *r, const char *const *keys) {
+  struct query_scan q = {.keys = keys};
+  MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, scan_query, &q);
+  if (!q.unknown)
+    return true;
+  struct tw_buf list;
+  tw_buf_init(&list);
+  for (size_t i = 0; keys[i]; i++)
+    tw_buf_printf(&list, "%s%s", i ? ", " : "", keys[i]);
+  tw_problem(r, 400, "invalid-field", q.unknown,
+             "%.64s: unknown query parameter; expected one of %s", q.unknown,
+             list.data ? list.data : "none");
+  tw_buf_release(&list);
+  return false;
+}
+
 void tw_req_add_header(struct tw_req *r, const char *name, const char *value) {
   if (r->n_hdr < TW_API_MAX_HEADERS) {
     r->hdr_name[r->n_hdr] = name;

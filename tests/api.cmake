@@ -20,3 +20,13 @@ tw_add_test(test_frontdoor
             LABELS integration security api TIMEOUT 120)
 set_tests_properties(test_frontdoor PROPERTIES
   ENVIRONMENT "TW_SOURCE_DIR=${CMAKE_SOURCE_DIR};TW_BINARY_DIR=${CMAKE_BINARY_DIR}")
+
+# Wrong input named by its field, names without control bytes, replays
+# under the read rule, refused tokens logged escaped and bounded (issue 16,
+# findings 5 to 7).
+tw_add_test(test_validation
+            SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_validation.c
+            LIBS twtest_daemon
+            LABELS integration security api TIMEOUT 120)
+set_tests_properties(test_validation PROPERTIES
+  ENVIRONMENT "TW_SOURCE_DIR=${CMAKE_SOURCE_DIR};TW_BINARY_DIR=${CMAKE_BINARY_DIR}")

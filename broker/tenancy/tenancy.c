@@ -238,6 +238,13 @@ enum tw_rc tw_tenancy_token_create(struct tw_tenancy *t, const char *principal,
   if (name && strlen(name) >= TW_NAME_MAX)
     return tw_err_field(err, TW_E_INVALID, "name",
                         "name: at most %d characters", TW_NAME_MAX - 1);
+  /* a label for people, shown in lists and logs: no control bytes */
+  for (const unsigned char *p = (const unsigned char *)name; p && *p; p++)
+    if (*p < 0x20 || *p == 0x7f)
+      return tw_err_field(err, TW_E_INVALID, "name",
+                          "name: control characters (byte 0x%02x) are not "
+                          "accepted",
+                          *p);
   if (ttl_ms < 0)
     return tw_err_field(err, TW_E_INVALID, "ttl", "ttl: must not be negative");
   if ((rc = token_new(token_out, id, hash, err)))
