@@ -77,6 +77,10 @@ static const struct key KEYS[] = {
      false},
     {"tenancy.tick_ms", K_INT, OFF(tenancy_tick_ms), "5000", 100, 3600000,
      false},
+    /* CIDR blocks a budget webhook may reach though loopback, link-local or
+     * private (broker/tenancy/webhook_guard.c checks each) */
+    {"tenancy.webhook_allow", K_RAW_SEQ, OFF(tenancy_webhook_allow), NULL, 0, 0,
+     false},
     /* the spot lifecycle (docs/spot.md) */
     {"spot.fallback", K_STR, OFF(spot_fallback), "failover", 0, 0, false},
     {"spot.on_demand_after", K_INT, OFF(spot_on_demand_after), "2", 1, 100,
@@ -230,7 +234,8 @@ static enum tw_rc set_value(struct tw_cfg *c, const struct key *k,
   case K_RAW_SEQ:
     if (n && n->kind != TW_NODE_SEQ && n->kind != TW_NODE_NULL)
       return tw_err_field(err, TW_E_INVALID, k->path,
-                          "%s: expected a list of providers, got %s", k->path,
+                          "%s: expected a list%s, got %s", k->path,
+                          strcmp(k->path, "providers") ? "" : " of providers",
                           tw_node_type_name(n));
     *(const struct tw_node **)(base + k->off) =
         n && n->kind == TW_NODE_SEQ ? n : NULL;

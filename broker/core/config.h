@@ -43,6 +43,7 @@ struct tw_cfg {
                                    within this, then abandoned */
   int64_t sched_offers_ttl_s;   /* how long a provider's offers are reused */
   struct tw_node *providers; /* the providers: sequence as written, or NULL */
+  struct tw_node *tenancy_webhook_allow; /* sequence of CIDR blocks, or NULL */
   /* security (api/auth_daemon.h); "" where a path is optional */
   char *auth_mode; /* tokens | open */
   char *auth_admin_token_file;

@@ -640,6 +640,11 @@ enum tw_rc tw_tenancy_open(const struct tw_tenancy_opts *opts,
   t->n_providers = opts->n_providers;
   t->webhook_timeout_ms =
       opts->webhook_timeout_ms > 0 ? opts->webhook_timeout_ms : 5000;
+  if ((rc = tn_webhook_allow_set(t, opts->webhook_allow, err))) {
+    free(t->hook_allow);
+    free(t);
+    return rc;
+  }
   t->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
   pthread_mutex_init(&t->mu, NULL);
   pthread_mutex_init(&t->cmu, NULL);
@@ -703,6 +708,7 @@ void tw_tenancy_free(struct tw_tenancy *t) {
   }
   tw_audit_free(t->audit);
   tw_http_free(t->http);
+  free(t->hook_allow);
   tw_offer_index_unref(t->offers);
   tw_policy_set_unref(t->place_set);
   free(t->resv);
