@@ -481,7 +481,9 @@ static void sched_replicate(struct tw_sched *s, struct sched_place *p,
       struct tw_dataset_put put = {.uri = uri,
                                    .size_bytes = ref->size_bytes,
                                    .locations = &loc,
-                                   .n_locations = loc ? 1 : 0};
+                                   .n_locations = loc ? 1 : 0,
+                                   .owner = specs[ja]->tenant,
+                                   .learn = true};
       char note[512], copy[32], saved[32];
       tw_policy_fmt_uusd(c.copy_uusd, copy, sizeof copy);
       tw_policy_fmt_uusd(c.before_uusd - c.after_uusd, saved, sizeof saved);

@@ -13,6 +13,8 @@
  *     whose message quotes a `"` is recorded whole;
  *   replay_applies_the_read_rule: a `ci` principal replaying a member's
  *     Idempotency-Key gets 409 without the job, as GET of it is 404;
+ *   datasets_are_their_tenants: another tenant can neither shrink, move
+ *     nor list a dataset; sharing lets it read, still not change;
  *   refused_tokens_logged_escaped_and_bounded: a token holding terminal
  *     escapes reaches the log without them and without its text; a burst
  *     of bad tokens writes a bounded number of lines. */
@@ -33,6 +35,7 @@
 static struct twtest_daemon d;
 static int failures_before;
 static char admin[128];
+static char alice_tok[128]; /* member of ml (replay_applies_the_read_rule) */
 
 struct answer {
   int status;
@@ -203,6 +206,7 @@ static void replay_applies_the_read_rule(void **state) {
        "{\"principal\":\"alice\"}", NULL, &a);
   TW_CHECK_INT(a.status, 201);
   token_of(&a, alice, sizeof alice);
+  snprintf(alice_tok, sizeof alice_tok, "%s", alice);
   call("POST", "/v1/tokens", admin, "application/json",
        "{\"principal\":\"bot\"}", NULL, &a);
   TW_CHECK_INT(a.status, 201);
@@ -230,6 +234,63 @@ static void replay_applies_the_read_rule(void **state) {
   TW_CHECK_INT(a.status, 200);
   TW_CHECK(strstr(a.text, "Idempotent-Replayed: true") && strstr(a.body, job),
            "%s", a.text);
+}
+
+static void datasets_are_their_tenants(void **state) {
+  (void)state;
+  struct answer a;
+  char mallory[128];
+  TW_CHECK(alice_tok[0], "runs after replay_applies_the_read_rule");
+  call("POST", "/v1/tenants", admin, "application/json", "{\"name\":\"rival\"}",
+       NULL, &a);
+  TW_CHECK_INT(a.status, 201);
+  call("POST", "/v1/users", admin, "application/json",
+       "{\"name\":\"mallory\",\"tenant\":\"rival\",\"role\":\"member\"}", NULL,
+       &a);
+  TW_CHECK_INT(a.status, 201);
+  call("POST", "/v1/tokens", admin, "application/json",
+       "{\"principal\":\"mallory\"}", NULL, &a);
+  token_of(&a, mallory, sizeof mallory);
+  call("POST", "/v1/datasets", alice_tok, "application/json",
+       "{\"uri\":\"s3://ml-private/corpus/\",\"size\":\"1TB\","
+       "\"location\":\"aws:us-east-1\"}",
+       NULL, &a);
+  TW_CHECK(a.status == 201, "%d %s", a.status, a.body);
+  TW_CHECK(strstr(a.body, "\"owner\":\"ml\"") &&
+               strstr(a.body, "\"shared\":false"),
+           "%s", a.body);
+  /* the attack: shrink it and move it */
+  static const char shrink[] =
+      "{\"uri\":\"s3://ml-private/corpus/\",\"size_bytes\":1,"
+      "\"location\":\"aws:eu-west-1\"}";
+  call("POST", "/v1/datasets", mallory, "application/json", shrink, NULL, &a);
+  expect_field("another tenant's dataset", &a, 403, "uri", "another tenant");
+  call("GET", "/v1/datasets", mallory, NULL, NULL, NULL, &a);
+  TW_CHECK_INT(a.status, 200);
+  TW_CHECK(!strstr(a.body, "ml-private"), "listed to another tenant: %s",
+           a.body);
+  call("GET", "/v1/datasets?uri=s3://ml-private/corpus/", mallory, NULL, NULL,
+       NULL, &a);
+  TW_CHECK_INT(a.status, 404);
+  /* untouched */
+  call("GET", "/v1/datasets?uri=s3://ml-private/corpus/", alice_tok, NULL, NULL,
+       NULL, &a);
+  TW_CHECK_INT(a.status, 200);
+  TW_CHECK(strstr(a.body, "\"size_bytes\":1000000000000") &&
+               !strstr(a.body, "eu-west-1"),
+           "changed by another tenant: %s", a.body);
+  /* shared: readable, still not theirs to change */
+  call("POST", "/v1/datasets", alice_tok, "application/json",
+       "{\"uri\":\"s3://ml-private/corpus/\",\"shared\":true}", NULL, &a);
+  TW_CHECK_INT(a.status, 200);
+  call("GET", "/v1/datasets", mallory, NULL, NULL, NULL, &a);
+  TW_CHECK(strstr(a.body, "ml-private"), "shared but not listed: %s", a.body);
+  call("POST", "/v1/datasets", mallory, "application/json", shrink, NULL, &a);
+  TW_CHECK_INT(a.status, 403);
+  /* the admin sees and may change every dataset */
+  call("GET", "/v1/datasets?uri=s3://ml-private/corpus/", admin, NULL, NULL,
+       NULL, &a);
+  TW_CHECK_INT(a.status, 200);
 }
 
 static void refused_tokens_logged_escaped_and_bounded(void **state) {
@@ -313,6 +374,7 @@ int main(void) {
       cmocka_unit_test(control_bytes_refused_in_names),
       cmocka_unit_test(audit_detail_keeps_escaped_quotes),
       cmocka_unit_test(replay_applies_the_read_rule),
+      cmocka_unit_test(datasets_are_their_tenants),
       cmocka_unit_test(refused_tokens_logged_escaped_and_bounded),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -139,7 +139,7 @@ static void full_tmpfs_fails_writes_and_keeps_the_acknowledged(void **state) {
   (void)state;
   if (unshare(CLONE_NEWNS) ||
       mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
-      mount("tmpfs", dir, "tmpfs", 0, "size=512k")) {
+      mount("tmpfs", dir, "tmpfs", 0, "size=1m")) {
     char why[160];
     snprintf(why, sizeof why, "cannot mount a tmpfs here (%s): needs root",
              strerror(errno));
