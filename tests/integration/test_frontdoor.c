@@ -524,9 +524,17 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  twtest_daemon_stop(&d, 10000);
-  twtest_daemon_cleanup(&d, tw_failures() != failures_before);
-  return 0;
+  /* a clean exit, and no sanitizer report on the way (ASan builds) */
+  int code = twtest_daemon_stop(&d, 10000);
+  bool reported = twtest_daemon_log_count(&d, "runtime error") +
+                      twtest_daemon_log_count(&d, "Sanitizer") >
+                  0;
+  bool bad = code != 0 || reported || tw_failures() != failures_before;
+  if (code != 0 || reported)
+    fprintf(stderr, "tradewindd exited %d%s\n", code,
+            reported ? ", with a sanitizer report in its log" : "");
+  twtest_daemon_cleanup(&d, bad);
+  return code != 0 || reported ? -1 : 0;
 }
 
 int main(void) {
