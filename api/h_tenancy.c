@@ -16,6 +16,7 @@
 
 #include "api/auth_int.h"
 #include "api/auth_routes.h"
+#include "broker/base/node.h"
 #include "broker/tenancy/audit.h"
 #include "broker/base/clock.h"
 #include "broker/tenancy/secrets.h"
@@ -48,6 +49,21 @@ static json_t *body_object(struct tw_req *r) {
   json_t *j = json_loadb(r->body.data ? r->body.data : "", r->body.len,
                          JSON_REJECT_DUPLICATES, &je);
   if (!j) {
+    /* a value jansson cannot hold is named by its member, not by
+     * jansson's text (which names its own flags) */
+    bool range = strstr(je.text, "too big integer") ||
+                 strstr(je.text, "real number overflow");
+    if (range || strstr(je.text, "\\u0000")) {
+      char path[256];
+      tw_json_path_at(r->body.data ? r->body.data : "", r->body.len,
+                      (size_t)je.position, path, sizeof path);
+      tw_problem(r, 400, "invalid-field", *path ? path : NULL,
+                 "%s: %s (line %d, column %d)", *path ? path : "body",
+                 range ? "number out of range"
+                       : "\\u0000 (a NUL byte) is not accepted",
+                 je.line, je.column);
+      return NULL;
+    }
     tw_problem(r, 400, "malformed", NULL,
                "body: not JSON: %s (line %d, column %d)", je.text, je.line,
                je.column);

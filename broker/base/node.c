@@ -330,10 +330,8 @@ static int json_depth(json_t *j, int d) {
   return m;
 }
 
-/* The member path ("resources.cpus", "env[2]") of the value at byte pos
- * of a JSON text, for an error jansson reports without one. */
-static void json_path_at(const char *t, size_t len, size_t pos, char *out,
-                         size_t cap) {
+void tw_json_path_at(const char *t, size_t len, size_t pos, char *out,
+                     size_t cap) {
   struct {
     bool arr;
     size_t idx;
@@ -423,7 +421,7 @@ enum tw_rc tw_node_parse_json(const char *text, size_t len,
     bool nul = strstr(je.text, "\\u0000") != NULL;
     if (range || nul) {
       char path[256];
-      json_path_at(text, len, (size_t)je.position, path, sizeof path);
+      tw_json_path_at(text, len, (size_t)je.position, path, sizeof path);
       return tw_err_field(err, TW_E_INVALID, path, "%s: %s (line %d column %d)",
                           *path ? path : "body",
                           range ? "number out of range"
