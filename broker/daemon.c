@@ -245,7 +245,6 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
   if ((rc = tw_policy_set_build(cfg->policies, d->cfg_dir, &policies, err)))
     goto fail;
   d->placer = tw_placer_new(policies);
-  tw_placer_set_base_dir(d->placer, d->cfg_dir);
 
   struct tw_store_opts so = {.path = cfg->db,
                              .sync_full = cfg->store_sync_full,
