@@ -40,7 +40,8 @@ struct tw_api_opts {
   unsigned max_connections; /* connections at once (1024) */
   unsigned timeout_s;       /* idle: no byte either way for this long (60) */
   unsigned max_per_address; /* connections from one address at once (128) */
-  unsigned threads;         /* threads serving every connection (64) */
+  unsigned threads;         /* threads serving every connection (64, at
+                               most max_connections; more is an error) */
   unsigned head_timeout_s;  /* a whole request head, from the connection or
                                the previous answer (10) */
   unsigned body_timeout_s;  /* a whole request body, from its head (60) */

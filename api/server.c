@@ -843,6 +843,16 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   unsigned threads = opts->threads ? opts->threads : 64;
   unsigned per_addr = opts->max_per_address ? opts->max_per_address : 128;
   unsigned max_conn = opts->max_connections ? opts->max_connections : 1024u;
+  if (!opts->threads && threads > max_conn)
+    threads = max_conn; /* the default: no more threads than connections */
+  if (threads > max_conn) {
+    /* each thread takes its share of the connections: at least one */
+    fail_start(api);
+    return tw_err_field(err, TW_E_INVALID, "api.threads",
+                        "api.threads: %u threads cannot share %u connections "
+                        "(api.max_connections); give at most %u",
+                        threads, max_conn, max_conn);
+  }
   /* A fixed pool of threads, each polling its share of the connections
    * with epoll: the thread count does not follow the connection count. */
   unsigned flags =
