@@ -13,8 +13,9 @@
  *
  * A dataset belongs to the tenant that registered it: only that tenant
  * (or the operator) changes it, and other tenants read it only when it is
- * shared.  Placement's own view (tw_datasets_each) is the scheduler's and
- * reads every dataset.
+ * shared.  tw_datasets_each hands the scheduler every dataset with its
+ * owner; placement applies the same rule per job
+ * (tw_dataset_set_find_for, policies/place/inputs.h).
  *
  * Tables of the store module "datasets" (migrated by tw_store_open);
  * writes are group-committed like every write.  Errors: TW_E_INVALID
@@ -117,8 +118,10 @@ enum tw_rc tw_datasets_list(struct tw_store *s, const char *after,
  * (may be NULL) receives a number that changes with every write.  The
  * scheduler builds placement's dataset set (policies/place/inputs.h) this way.
  */
+/* owner and shared come with the dataset's own call (location NULL) */
 typedef void (*tw_datasets_each_fn)(void *ctx, const char *uri,
-                                    int64_t size_bytes, const char *location);
+                                    int64_t size_bytes, const char *location,
+                                    const char *owner, bool shared);
 enum tw_rc tw_datasets_each(struct tw_store *s, tw_datasets_each_fn fn,
                             void *ctx, int64_t *version, struct tw_err *err);
 

@@ -24,7 +24,7 @@ static const char SQL_ALL_LOCATIONS[] =
     "SELECT uri, location, cost_uusd FROM dataset_locations ORDER BY uri, "
     "created_ms";
 static const char SQL_ALL[] =
-    "SELECT uri, size_bytes FROM datasets ORDER BY uri";
+    "SELECT uri, size_bytes, owner, shared FROM datasets ORDER BY uri";
 static const char SQL_VERSION[] =
     "SELECT version FROM dataset_version WHERE id = 1";
 static const char SQL_BUMP[] =
@@ -222,7 +222,9 @@ static enum tw_rc each_fn(struct tw_store *s, sqlite3 *db, void *arg,
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW)
     a->fn(a->ctx, (const char *)sqlite3_column_text(st, 0),
-          sqlite3_column_int64(st, 1), NULL);
+          sqlite3_column_int64(st, 1), NULL,
+          (const char *)sqlite3_column_text(st, 2),
+          sqlite3_column_int(st, 3) != 0);
   sqlite3_reset(st);
   if (rc != SQLITE_DONE)
     return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
@@ -231,7 +233,7 @@ static enum tw_rc each_fn(struct tw_store *s, sqlite3 *db, void *arg,
     return TW_E_IO;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW)
     a->fn(a->ctx, (const char *)sqlite3_column_text(st, 0), 0,
-          (const char *)sqlite3_column_text(st, 1));
+          (const char *)sqlite3_column_text(st, 1), NULL, false);
   sqlite3_reset(st);
   if (rc != SQLITE_DONE)
     return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));

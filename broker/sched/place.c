@@ -144,10 +144,13 @@ struct ds_load {
   bool sealed;
 };
 
-static void ds_each(void *ctx, const char *uri, int64_t size, const char *loc) {
+static void ds_each(void *ctx, const char *uri, int64_t size, const char *loc,
+                    const char *owner, bool shared) {
   struct ds_load *l = ctx;
   if (!loc) {
     tw_dataset_set_add(&l->set, uri, size, NULL, 0);
+    /* a job of another tenant plans as if it did not know it */
+    tw_dataset_set_owner(&l->set, uri, owner, shared);
     return;
   }
   if (!l->sealed) { /* locations come after every dataset */

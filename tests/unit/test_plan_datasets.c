@@ -89,8 +89,11 @@ struct seen {
   char text[1024];
 };
 
-static void each_cb(void *ctx, const char *uri, int64_t size, const char *loc) {
+static void each_cb(void *ctx, const char *uri, int64_t size, const char *loc,
+                    const char *owner, bool shared) {
   struct seen *s = ctx;
+  (void)owner;
+  (void)shared;
   size_t n = strlen(s->text);
   snprintf(s->text + n, sizeof s->text - n, "%s%s=%lld@%s", n ? ";" : "", uri,
            (long long)size, loc ? loc : "-");
