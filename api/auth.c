@@ -40,7 +40,14 @@ struct tw_auth {
   char *cert_file, *key_file;
   char *tls_cert, *tls_key; /* PEM; libmicrohttpd keeps the pointers */
   struct tw_oidc *oidc;     /* NULL: no identity provider */
+  /* refused-token log lines: at most REFUSED_LINES_PER_S a second, the
+   * rest counted and reported with the next line written (under mu) */
+  int64_t refused_s;
+  int refused_n;
+  int64_t refused_dropped;
 };
+
+#define REFUSED_LINES_PER_S 10
 
 enum tw_rc tw_auth_new(const struct tw_auth_opts *o, struct tw_clock *clock,
                        struct tw_auth **out, struct tw_err *err) {
@@ -336,6 +343,45 @@ static bool authorize_agent(struct tw_req *r, struct tw_auth_ctx *c) {
   return true;
 }
 
+/* One line per refused token, naming it only by a well-formed id
+ * (`twt_` + 16 hex digits: public, and it names the attempt); text of
+ * any other shape might be somebody's secret and is not logged.  Bounded
+ * to REFUSED_LINES_PER_S a second, so bad tokens cannot flood the log. */
+static void refused_log(struct tw_auth *a, struct tw_req *r, const char *tok,
+                        const char *why) {
+  char id[TW_TOKEN_ID_LEN + 1] = "-";
+  if (!strncmp(tok, "twt_", 4) &&
+      strspn(tok + 4, "0123456789abcdef") >= TW_TOKEN_ID_LEN &&
+      tok[4 + TW_TOKEN_ID_LEN] == '_')
+    snprintf(id, sizeof id, "%.*s", TW_TOKEN_ID_LEN, tok + 4);
+  int64_t now_s = tw_clock_now_ms(a->clock) / 1000, dropped = 0;
+  bool write = false;
+  pthread_mutex_lock(&a->mu);
+  if (now_s != a->refused_s) {
+    a->refused_s = now_s;
+    a->refused_n = 0;
+  }
+  if (a->refused_n < REFUSED_LINES_PER_S) {
+    a->refused_n++;
+    write = true;
+    dropped = a->refused_dropped;
+    a->refused_dropped = 0;
+  } else {
+    a->refused_dropped++;
+  }
+  pthread_mutex_unlock(&a->mu);
+  if (!write)
+    return;
+  if (dropped)
+    tw_log_info("auth",
+                "request=%s token=%s refused: %s (and %" PRId64
+                " refused tokens not logged before it)",
+                r->request_id, id, why, dropped);
+  else
+    tw_log_info("auth", "request=%s token=%s refused: %s", r->request_id, id,
+                why);
+}
+
 static bool authenticate(struct tw_auth *a, struct tw_req *r,
                          struct tw_auth_ctx *c) {
   {
@@ -389,11 +435,7 @@ static bool authenticate(struct tw_auth *a, struct tw_req *r,
   enum tw_rc rc = tw_tenancy_authenticate(a->ten, token, &c->who, &err);
   OPENSSL_cleanse(token, sizeof token);
   if (rc == TW_E_AUTH) {
-    /* a token's id is public and identifies the attempt in the log; text
-     * of any other shape might be somebody's secret and is not logged */
-    bool ours = !strncmp(tok, "twt_", 4);
-    tw_log_info("auth", "request=%s token=%.16s refused: %s", r->request_id,
-                ours ? tok + 4 : "-", err.msg);
+    refused_log(a, r, tok, err.msg);
     unauthorized(r, err.msg, true);
     return false;
   }
@@ -554,10 +596,20 @@ static void record(struct tw_auth *a, struct tw_req *r, struct tw_auth_ctx *c) {
     /* the problem's detail, without the JSON around it */
     const char *d = strstr(r->out.data, "\"detail\":\"");
     if (d) {
-      d += 10;
-      size_t len = strcspn(d, "\"");
-      snprintf(detail + strlen(detail), sizeof detail - strlen(detail), " %.*s",
-               (int)(len > 200 ? 200 : len), d);
+      /* up to the closing quote, not the first escaped one: \" and \\
+       * read as themselves, other escapes stay as written */
+      size_t o = strlen(detail), start = o;
+      detail[o++] = ' ';
+      for (d += 10;
+           *d && *d != '"' && o + 1 < sizeof detail && o - start <= 200; d++) {
+        if (*d == '\\' && (d[1] == '"' || d[1] == '\\'))
+          d++;
+        else if (*d == '\\' && d[1])
+          detail[o++] = *d++;
+        if (o + 1 < sizeof detail)
+          detail[o++] = *d;
+      }
+      detail[o] = '\0';
     }
   }
   struct tw_audit_event ev = {.principal = c->who.name[0] ? c->who.name : "-",
@@ -597,7 +649,9 @@ void tw_auth_dispatch(struct tw_req *r, tw_handler_fn fn) {
     fn(r);
     goto out;
   }
-  if (!authenticate(a, r, &c))
+  if (r->head_who)
+    c.who = *r->head_who; /* authenticated from the head (tw_auth_head) */
+  else if (!authenticate(a, r, &c))
     goto out; /* 401s and 429s are not audited: nobody to name, or flooding */
   if (authorize(a, r, &c, mutating))
     fn(r);
@@ -610,6 +664,39 @@ void tw_auth_dispatch(struct tw_req *r, tw_handler_fn fn) {
     record(a, r, &c);
 out:
   r->auth = NULL;
+}
+
+bool tw_auth_head(struct tw_req *r) {
+  const struct tw_route *route = &tw_routes[r->route];
+  struct tw_auth_ctx c;
+  memset(&c, 0, sizeof c);
+  c.rule = tw_rbac_find(route->method, route->path);
+  if (!c.rule || c.rule->target == TW_TGT_PUBLIC)
+    return true; /* tw_auth_dispatch answers: 403, or the probe */
+  r->auth = &c;
+  bool ok = authenticate(auth_of(r), r, &c);
+  r->auth = NULL;
+  if (ok) {
+    r->head_who = tw_malloc(sizeof *r->head_who);
+    *r->head_who = c.who;
+  }
+  return ok;
+}
+
+bool tw_auth_may_read_job(struct tw_req *r, const struct tw_job_rec *job) {
+  struct tw_auth_ctx *c = r->auth;
+  struct tw_auth *a = auth_of(r);
+  if (!c || a->open)
+    return true;
+  const struct tw_rbac_rule *rule = tw_rbac_find("GET", "/v1/jobs/{id}");
+  struct tw_job_owner owner;
+  memset(&owner, 0, sizeof owner);
+  bool owned =
+      a->ten && tw_tenancy_job_owner(a->ten, job->id, &owner, NULL) == TW_OK;
+  return rule &&
+         tw_rbac_decide(rule, &c->who, job->tenant,
+                        owned && owner.principal[0] ? owner.principal : NULL) ==
+             TW_RBAC_ALLOW;
 }
 
 /* ---- job submission
@@ -645,6 +732,16 @@ bool tw_auth_admit_job(struct tw_req *r, struct tw_job_spec *spec) {
     return false;
   if (!a->ten)
     return true;
+  /* only a caller who may see every tenant gets this far with another's */
+  struct tw_tenant_info ti;
+  struct tw_err terr = {0};
+  if (tw_tenancy_tenant_get(a->ten, spec->tenant, &ti, &terr) ==
+      TW_E_NOTFOUND) {
+    tw_problem(r, 400, "invalid-field", "tenant",
+               "tenant: %s does not exist (POST /v1/tenants creates it)",
+               spec->tenant);
+    return false;
+  }
   struct tw_admission adm;
   struct tw_err err = {0};
   if (tw_tenancy_admit(a->ten, spec, c->who.name, r->request_id, &adm, &err))

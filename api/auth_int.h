@@ -64,6 +64,13 @@ enum tw_rc tw_auth_tls(struct tw_auth *a, unsigned *flags,
                        struct tw_err *err);
 bool tw_auth_tls_on(const struct tw_auth *a);
 
+/* Step 3 and 4 from the request head alone, before any body byte is read
+ * or 100 Continue sent (server.c, the first call of the access handler):
+ * false when answered (401, 429); true with r->head_who set, which step 3
+ * of tw_auth_dispatch then takes as the caller, or with nothing set for a
+ * public route or one without a rule (dispatch answers those). */
+bool tw_auth_head(struct tw_req *r);
+
 /* Guards and runs one route's handler (see above). */
 void tw_auth_dispatch(struct tw_req *r, tw_handler_fn fn);
 
@@ -83,6 +90,10 @@ struct tw_job_new;
 enum tw_rc tw_auth_job_store(struct tw_req *r, const struct tw_job_new *req,
                              struct tw_job_rec *out, bool *replayed,
                              struct tw_err *err);
+
+/* May the caller read job (GET /v1/jobs/{id}'s rule)?  For a replayed
+ * Idempotency-Key: a replay answers with the job only to whom may read it. */
+bool tw_auth_may_read_job(struct tw_req *r, const struct tw_job_rec *job);
 
 /* For handlers of TW_TGT_BODY and TW_TGT_GLOBAL routes: may the caller act
  * on an object of tenant (NULL: none) owned by owner (NULL: nobody)?

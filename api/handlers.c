@@ -153,6 +153,15 @@ void tw_h_jobs_create(struct tw_req *r) {
     tw_problem_err(r, &err);
     return;
   }
+  if (spec.deadline_ms &&
+      spec.deadline_ms <= tw_clock_now_ms(tw_api_clock(r->api))) {
+    char when[40];
+    tw_time_fmt_rfc3339(spec.deadline_ms, when, sizeof when);
+    tw_problem(r, 400, "invalid-field", "deadline",
+               "deadline: %s is in the past", when);
+    tw_spec_release(&spec);
+    return;
+  }
   if (!tw_auth_admit_job(r, &spec)) { /* tenant scope, quota, budget */
     tw_spec_release(&spec);
     return;
@@ -177,6 +186,14 @@ void tw_h_jobs_create(struct tw_req *r) {
       tw_log_error("api", "request=%s create job failed: %s", r->request_id,
                    err.msg);
     tw_problem_err(r, &err);
+    return;
+  }
+  if (replayed && !tw_auth_may_read_job(r, &job)) {
+    /* the key names somebody else's job: neither it nor its id is shown */
+    tw_job_rec_release(&job);
+    tw_problem(r, 409, "conflict", "Idempotency-Key",
+               "Idempotency-Key: already used by a request of another "
+               "principal; choose another key");
     return;
   }
   render_job(&r->out, &job);

@@ -297,7 +297,6 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
   if ((rc = tw_policy_set_build(cfg->policies, d->cfg_dir, &policies, err)))
     goto fail;
   d->placer = tw_placer_new(policies);
-  tw_placer_set_base_dir(d->placer, d->cfg_dir);
 
   struct tw_store_opts so = {.path = cfg->db,
                              .sync_full = cfg->store_sync_full,
@@ -361,19 +360,26 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
       goto fail;
   }
 
-  struct tw_api_opts ao = {.listen = cfg->listen,
-                           .auth = d->sec->opts,
-                           .store = d->store,
-                           .providers = d->provs,
-                           .n_providers = d->n_prov,
-                           .adapters = d->adapters,
-                           .max_body_bytes = cfg->api_max_body_bytes,
-                           .max_connections =
-                               (unsigned)cfg->api_max_connections,
-                           .timeout_s = (unsigned)cfg->api_timeout_s,
-                           .catalog = d->cat,
-                           .placer = d->placer,
-                           .agent = d->agent};
+  struct tw_api_opts ao = {
+      .listen = cfg->listen,
+      .auth = d->sec->opts,
+      .store = d->store,
+      .providers = d->provs,
+      .n_providers = d->n_prov,
+      .adapters = d->adapters,
+      .max_body_bytes = cfg->api_max_body_bytes,
+      .max_connections = (unsigned)cfg->api_max_connections,
+      .timeout_s = (unsigned)cfg->api_timeout_s,
+      .max_per_address = (unsigned)cfg->api_max_per_address,
+      .threads = (unsigned)cfg->api_threads,
+      .head_timeout_s = (unsigned)cfg->api_head_timeout_s,
+      .body_timeout_s = (unsigned)cfg->api_body_timeout_s,
+      .max_head_bytes = (size_t)cfg->api_max_head_bytes,
+      .max_url_bytes = (size_t)cfg->api_max_url_bytes,
+      .probe_listen = cfg->api_probe_listen,
+      .catalog = d->cat,
+      .placer = d->placer,
+      .agent = d->agent};
   if ((rc = tw_api_start(&ao, &d->api, err)))
     goto fail;
   const char *colon = strrchr(cfg->listen, ':');
@@ -386,6 +392,12 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
   /* agents call the daemon's own address unless agent.broker_url says
    * otherwise (set before the scheduler's first pass) */
   tw_agent_set_url(d->agent, d->url);
+  if (tw_api_probe_port(d->api)) {
+    const char *pc = strrchr(cfg->api_probe_listen, ':');
+    tw_log_info("api", "probes on %.*s:%d (/healthz, /readyz only)",
+                pc ? (int)(pc - cfg->api_probe_listen) : 0,
+                cfg->api_probe_listen, tw_api_probe_port(d->api));
+  }
   *out = d;
   return TW_OK;
 fail:

@@ -66,3 +66,10 @@ tw_add_test(test_sealed_secrets
             SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_sealed_secrets.c
             LIBS twtest_daemon LABELS integration tenancy TIMEOUT 120)
 add_dependencies(test_sealed_secrets tradewind-fakecloud tradewindd)
+
+# Budget webhooks cannot reach loopback, link-local or private addresses
+# unless tenancy.webhook_allow lists them (issue 16, finding 10).
+tw_add_test(test_webhook_guard
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_webhook_guard.c
+  LIBS tw_tenancy PkgConfig::CMOCKA PkgConfig::MHD Threads::Threads
+  LABELS unit security tenancy TIMEOUT 60)

@@ -31,6 +31,19 @@ static const struct key KEYS[] = {
     {"api.max_connections", K_INT, OFF(api_max_connections), "1024", 1, 65536,
      false},
     {"api.timeout_s", K_INT, OFF(api_timeout_s), "60", 1, 3600, false},
+    /* the front door under attack (docs/security.md, "The front door") */
+    {"api.max_per_address", K_INT, OFF(api_max_per_address), "128", 1, 65536,
+     false},
+    {"api.threads", K_INT, OFF(api_threads), "64", 1, 1024, false},
+    {"api.head_timeout_s", K_INT, OFF(api_head_timeout_s), "10", 1, 3600,
+     false},
+    {"api.body_timeout_s", K_INT, OFF(api_body_timeout_s), "60", 1, 86400,
+     false},
+    {"api.max_head_bytes", K_INT, OFF(api_max_head_bytes), "16384", 1024, 49152,
+     false},
+    {"api.max_url_bytes", K_INT, OFF(api_max_url_bytes), "8192", 256, 16384,
+     false},
+    {"api.probe_listen", K_STR, OFF(api_probe_listen), "", 0, 0, false},
     {"store.synchronous", K_SYNC, OFF(store_sync_full), "full", 0, 0, false},
     {"store.max_batch", K_INT, OFF(store_max_batch), "512", 1, 10000, false},
     {"store.readers", K_INT, OFF(store_readers), "8", 1, 64, false},
@@ -63,6 +76,10 @@ static const struct key KEYS[] = {
     {"secrets.previous_key_env", K_STR, OFF(secrets_previous_key_env), "", 0, 0,
      false},
     {"tenancy.tick_ms", K_INT, OFF(tenancy_tick_ms), "5000", 100, 3600000,
+     false},
+    /* CIDR blocks a budget webhook may reach though loopback, link-local or
+     * private (broker/tenancy/webhook_guard.c checks each) */
+    {"tenancy.webhook_allow", K_RAW_SEQ, OFF(tenancy_webhook_allow), NULL, 0, 0,
      false},
     /* the spot lifecycle (docs/spot.md) */
     {"spot.fallback", K_STR, OFF(spot_fallback), "failover", 0, 0, false},
@@ -173,7 +190,8 @@ static enum tw_rc set_value(struct tw_cfg *c, const struct key *k,
       return tw_err_field(err, TW_E_INVALID, k->path,
                           "%s: a path without quotes, '$' or '`', got \"%s\"",
                           k->path, text);
-    if (!strcmp(k->path, "listen")) {
+    if (!strcmp(k->path, "listen") ||
+        (!strcmp(k->path, "api.probe_listen") && *text)) {
       const char *colon = strrchr(text, ':');
       char *end;
       long port = colon ? strtol(colon + 1, &end, 10) : -1;
@@ -248,7 +266,8 @@ static enum tw_rc set_value(struct tw_cfg *c, const struct key *k,
   case K_RAW_SEQ:
     if (n && n->kind != TW_NODE_SEQ && n->kind != TW_NODE_NULL)
       return tw_err_field(err, TW_E_INVALID, k->path,
-                          "%s: expected a list of providers, got %s", k->path,
+                          "%s: expected a list%s, got %s", k->path,
+                          strcmp(k->path, "providers") ? "" : " of providers",
                           tw_node_type_name(n));
     *(const struct tw_node **)(base + k->off) =
         n && n->kind == TW_NODE_SEQ ? n : NULL;
@@ -320,6 +339,7 @@ void tw_cfg_free(struct tw_cfg *cfg) {
   if (!cfg)
     return;
   free(cfg->listen);
+  free(cfg->api_probe_listen);
   free(cfg->db);
   free(cfg->log_debug);
   free(cfg->auth_mode);

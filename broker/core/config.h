@@ -25,8 +25,15 @@ struct tw_cfg {
   char *log_debug; /* comma-separated subsystems, "" for none */
   int64_t api_max_body_bytes;
   int64_t api_max_connections;
-  int64_t api_timeout_s; /* idle connection timeout */
-  bool store_sync_full;  /* synchronous: full | normal */
+  int64_t api_timeout_s;       /* idle connection timeout */
+  int64_t api_max_per_address; /* connections from one address at once */
+  int64_t api_threads;         /* the server's thread pool */
+  int64_t api_head_timeout_s;  /* deadline of a whole request head */
+  int64_t api_body_timeout_s;  /* deadline of a whole request body */
+  int64_t api_max_head_bytes;  /* 431 beyond */
+  int64_t api_max_url_bytes;   /* 414 beyond */
+  char *api_probe_listen;      /* "HOST:PORT" of the probes alone; "" none */
+  bool store_sync_full;        /* synchronous: full | normal */
   int64_t store_max_batch;
   int64_t store_readers;
   int64_t sched_tick_ms;        /* scheduler pass interval */
@@ -36,6 +43,7 @@ struct tw_cfg {
                                    within this, then abandoned */
   int64_t sched_offers_ttl_s;   /* how long a provider's offers are reused */
   struct tw_node *providers; /* the providers: sequence as written, or NULL */
+  struct tw_node *tenancy_webhook_allow; /* sequence of CIDR blocks, or NULL */
   /* security (api/auth_daemon.h); "" where a path is optional */
   char *auth_mode; /* tokens | open */
   char *auth_admin_token_file;

@@ -44,7 +44,14 @@ static const char MIG_DATASETS_1[] =
     " version INTEGER NOT NULL);"
     "INSERT INTO dataset_version (id, version) VALUES (1, 0);";
 
-static const char *const MIG_DATASETS[] = {MIG_DATASETS_1};
+/* 2: the tenant that registered a dataset owns it; others read it only
+ * when shared.  Datasets from before have no owner: the operator's ("*"),
+ * shared, as they were. */
+static const char MIG_DATASETS_2[] =
+    "ALTER TABLE datasets ADD COLUMN owner TEXT NOT NULL DEFAULT '*';"
+    "ALTER TABLE datasets ADD COLUMN shared INTEGER NOT NULL DEFAULT 1;";
+
+static const char *const MIG_DATASETS[] = {MIG_DATASETS_1, MIG_DATASETS_2};
 
 /* ---- module "catalog" */
 

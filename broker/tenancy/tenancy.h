@@ -86,6 +86,10 @@ struct tw_tenancy_opts {
   const char *admin_token_file;
   /* Budget webhooks: timeout per call; 0: 5000. */
   int64_t webhook_timeout_ms;
+  /* tenancy.webhook_allow: CIDR blocks ("10.1.0.0/16", "::1") a webhook
+   * may reach although loopback, link-local or private (refused
+   * otherwise); NULL-terminated, NULL for none. */
+  const char *const *webhook_allow;
 };
 
 /* Opens the module over the store (which migrated its tables at open).

@@ -258,6 +258,8 @@ enum tw_rc tw_tenancy_budget_set(struct tw_tenancy *t,
                                  const struct tw_budget *b, int64_t if_version,
                                  struct tw_budget *out, struct tw_err *err) {
   enum tw_rc rc = check_budget(b, err);
+  if (!rc && b->webhook[0])
+    rc = tn_webhook_url_check(t, b->webhook, err);
   if (rc)
     return rc;
   struct tw_store_budget row = {.limit_uusd = b->limit_uusd,
@@ -555,6 +557,14 @@ void tw_tenancy_audit_launch(struct tw_tenancy *t, const struct tw_job_rec *job,
 /* ---- maintenance
  * ----------------------------------------------------------------------- */
 
+static bool hook_addr_ok(void *ctx, const struct sockaddr *sa, char *why,
+                         size_t whysz) {
+  const char *r = tn_webhook_addr_refused(ctx, sa);
+  if (r)
+    snprintf(why, whysz, "%s (tenancy.webhook_allow does not list it)", r);
+  return r == NULL;
+}
+
 static void webhook(struct tw_tenancy *t, const struct tw_budget_status *s,
                     int pct) {
   const struct tw_budget *b = &s->budget;
@@ -589,7 +599,10 @@ static void webhook(struct tw_tenancy *t, const struct tw_budget_status *s,
                                   .body = body.data,
                                   .body_len = body.len,
                                   .timeout_ms = (long)t->webhook_timeout_ms,
-                                  .max_body_bytes = 65536};
+                                  .max_body_bytes = 65536,
+                                  /* every address it would connect to */
+                                  .allow_addr = hook_addr_ok,
+                                  .allow_ctx = t};
     struct tw_http_response resp;
     tw_http_response_init(&resp);
     if (tw_http_do(h, &req, &resp, &err) || resp.status / 100 != 2)

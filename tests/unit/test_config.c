@@ -29,6 +29,11 @@ static void empty_file_gives_defaults(void **state) {
   assert_string_equal(c->db, "tradewind.db");
   assert_int_equal(c->log_level, TW_LOG_INFO);
   assert_int_equal(c->api_max_body_bytes, 1048576);
+  assert_int_equal(c->api_max_per_address, 128);
+  assert_int_equal(c->api_threads, 64);
+  assert_int_equal(c->api_head_timeout_s, 10);
+  assert_int_equal(c->api_body_timeout_s, 60);
+  assert_string_equal(c->api_probe_listen, "");
   assert_true(c->store_sync_full);
   assert_null(c->providers);
   tw_cfg_free(c);
@@ -121,6 +126,11 @@ static const struct {
     {"listen: host:99999\n", "listen", "expected HOST:PORT"},
     {"api: 3\n", "api", "expected a mapping"},
     {"api: {max_body_bytes: 10}\n", "api.max_body_bytes",
+     "must be between 1024"},
+    {"api: {probe_listen: nowhere}\n", "api.probe_listen",
+     "expected HOST:PORT"},
+    {"api: {threads: 0}\n", "api.threads", "must be between 1"},
+    {"api: {max_head_bytes: 100000}\n", "api.max_head_bytes",
      "must be between 1024"},
     {"providers: {aws: 1}\n", "providers", "expected a list of providers"},
     {"db:\n", "db", "a value is required"},

@@ -119,11 +119,14 @@ static int setup(void **state) {
   o.billing_granularity_s = 1;
   tw_offer_make_id(&o);
   tw_fake_add_offer(fake, &o);
+  /* the receiver is on loopback: listed, as an operator would */
+  static const char *const allow[] = {"127.0.0.1/32", NULL};
   struct tw_tenancy_opts to = {.store = store,
                                .clock = &clk,
                                .providers = &prov,
                                .n_providers = 1,
-                               .webhook_timeout_ms = 2000};
+                               .webhook_timeout_ms = 2000,
+                               .webhook_allow = allow};
   if (tw_tenancy_open(&to, &ten, &err))
     return -1;
   /* Spend is what the meter charged: 6-minute periods, so 1 USD/h charges
