@@ -66,6 +66,10 @@ int tw_cli_exit_for_rc(enum tw_rc rc);
  * cancelled 4.  Returns -1 for a state that is not terminal. */
 int tw_cli_exit_for_state(const char *state);
 
+/* The exit code a wait ends with: as tw_cli_exit_for_state(), except that
+ * a failed job with its own exit code 1..255 gives that code. */
+int tw_cli_exit_for_job(const char *state, long long exit_code, bool has_code);
+
 /* Appends the one-line description of a non-2xx answer to out, without the
  * "tradewind: " prefix:
  *   rejected (400): resources.cpus: expected a number or N+, got "eight"

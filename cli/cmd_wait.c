@@ -78,7 +78,9 @@ int tw_cli_wait_job(struct tw_cli *c, const char *id, int64_t timeout_ms) {
           /* Something moves: look again soon. */
           backoff = TW_CLI_WAIT_FIRST_MS;
         }
-        int outcome = tw_cli_exit_for_state(state);
+        int outcome = tw_cli_exit_for_job(
+            state, json_integer_value(json_object_get(job, "exit_code")),
+            json_is_integer(json_object_get(job, "exit_code")));
         if (outcome >= 0) {
           code = outcome;
           if (c->format == TW_CLI_JSON &&
@@ -149,8 +151,10 @@ const struct tw_cli_cmd tw_cli_cmd_jobs_wait = {
     .summary = "wait until a job finishes; exit with its outcome",
     .help = "Polls the job (every 200 ms at first, backing off to 2 s) and\n"
             "prints each state change on stderr.  Exits 0 when the job\n"
-            "succeeded, 1 failed, 4 cancelled, 6 on timeout; 3 after four\n"
-            "failed polls in a row.  With -o json prints the final job.\n"
+            "succeeded; when it failed, with the job's own exit code (1 if\n"
+            "it has none); 4 cancelled, 6 on timeout; 3 after four failed\n"
+            "polls in a row.  With -o json prints the final job, and only\n"
+            "then, which tells a job's exit 3 from an unreachable server.\n"
             "\n"
             "Options:\n"
             "  --timeout DURATION   give up after DURATION (90s, 10m, 1h30m)\n",

@@ -51,6 +51,22 @@ int tw_cli_exit_for_state(const char *state) {
   return -1;
 }
 
+/* A failed job that reported its own exit code N (1..255) makes the wait
+ * exit with N, so `submit --wait` stands in for the script in a pipeline,
+ * as `docker run` and `srun` do.  A failure without a code (interruptions
+ * beyond max_retries, a lost instance, a timeout) is 1.  N may coincide with
+ * one of the CLI's own codes (3 unreachable, 4 cancelled, ...): the number
+ * alone cannot tell them apart, so the last line on stderr names the state
+ * ("failed (exit 3)") and with -o json the final job is printed on stdout
+ * only when the job really finished. */
+int tw_cli_exit_for_job(const char *state, long long exit_code, bool has_code) {
+  int outcome = tw_cli_exit_for_state(state);
+  if (outcome == TW_EXIT_JOB_FAILED && has_code && exit_code >= 1 &&
+      exit_code <= 255)
+    return (int)exit_code;
+  return outcome;
+}
+
 void tw_cli_add_clean(struct tw_buf *out, const char *s) {
   tw_buf_adds(out, ""); /* an empty string still yields "" */
   for (const unsigned char *p = (const unsigned char *)s; p && *p; p++)

@@ -99,6 +99,14 @@ static struct result *run(const char *url, const char *env_token,
   "\"updated_at\":\"2026-11-30T00:05:00.000Z\",\"spec\":{\"name\":\"train\"}," \
   "\"placement\":null,\"exit_code\":null}"
 
+/* A finished job with an exit code of its own. */
+#define JOB_CODE(id, state, code)                                              \
+  "{\"id\":\"" id "\",\"name\":\"train\",\"tenant\":\"default\","              \
+  "\"project\":\"default\",\"state\":\"" state "\",\"reason\":\"exit " code     \
+  "\",\"priority\":0,\"created_at\":\"2026-11-30T00:00:00.000Z\","               \
+  "\"updated_at\":\"2026-11-30T00:05:00.000Z\",\"spec\":{\"name\":\"train\"}," \
+  "\"placement\":null,\"exit_code\":" code "}"
+
 #define PLACED_JOB                                                             \
   "{\"id\":\"j-2\",\"name\":\"big\",\"tenant\":\"ml\",\"project\":\"p\","      \
   "\"state\":\"running\",\"reason\":\"\",\"priority\":5,"                      \
@@ -317,8 +325,69 @@ static void submit_wait_json_prints_only_the_final_job(void **state) {
   json_decref(j);
 }
 
+static void submit_wait_exits_with_the_jobs_own_code(void **state) {
+  struct fake_srv *srv = *state;
+  fake_reply(srv, 201, "application/json", JOB("j-1", "pending", ""), NULL);
+  fake_json(srv, JOB("j-1", "running", ""));
+  fake_json(srv, JOB_CODE("j-1", "failed", "42"));
+  struct result *r =
+      run(fake_url(srv), NULL, "name: a\n", ARGS("submit", "-", "--wait"));
+  assert_int_equal(r->code, 42);
+  assert_string_equal(r->out, "j-1\n");
+  assert_non_null(strstr(r->err, "j-1: running -> failed (exit 42)\n"));
+}
+
+static int closed_port(void);
+
+/* A job's 3 coincides with "unreachable": stdout says which it was. */
+static void a_job_code_that_collides_is_told_apart_by_stdout(void **state) {
+  struct fake_srv *srv = *state;
+  fake_reply(srv, 201, "application/json", JOB("j-1", "pending", ""), NULL);
+  fake_json(srv, JOB_CODE("j-1", "failed", "3"));
+  struct result *r = run(fake_url(srv), NULL, "name: a\n",
+                         ARGS("-o", "json", "submit", "-", "--wait"));
+  assert_int_equal(r->code, 3);
+  json_t *j = json_loads(r->out, 0, NULL);
+  assert_non_null(j);
+  assert_string_equal(json_string_value(json_object_get(j, "state")), "failed");
+  assert_int_equal(json_integer_value(json_object_get(j, "exit_code")), 3);
+  json_decref(j);
+  /* The CLI's own 3 prints no job. */
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", closed_port());
+  r = run(url, NULL, NULL, ARGS("-o", "json", "jobs", "wait", "j-1"));
+  assert_int_equal(r->code, 3);
+  assert_string_equal(r->out, "");
+}
+
 /* --- jobs wait --------------------------------------------------------------
  */
+
+static void wait_exit_code_follows_the_job(void **state) {
+  struct fake_srv *srv = *state;
+  static const struct {
+    const char *job;
+    int want;
+  } rows[] = {
+      {JOB_CODE("j-1", "failed", "3"), 3},
+      {JOB_CODE("j-1", "failed", "1"), 1},
+      {JOB_CODE("j-1", "failed", "4"), 4},
+      {JOB_CODE("j-1", "failed", "137"), 137},
+      {JOB_CODE("j-1", "failed", "255"), 255},
+      /* no code of its own, or a code that would read as success: 1 */
+      {JOB_CODE("j-1", "failed", "null"), 1},
+      {JOB_CODE("j-1", "failed", "0"), 1},
+      {JOB_CODE("j-1", "succeeded", "0"), 0},
+      /* a cancelled job is 4 whatever its script returned */
+      {JOB_CODE("j-1", "cancelled", "143"), 4},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    fake_json(srv, rows[i].job);
+    struct result *r = RUN(srv, "jobs", "wait", "j-1");
+    if (r->code != rows[i].want)
+      fail_msg("row %zu: exit %d, want %d", i, r->code, rows[i].want);
+  }
+}
 
 static void wait_backoff_caps_at_two_seconds(void **state) {
   struct fake_srv *srv = *state;
@@ -729,6 +798,9 @@ int main(void) {
       T(submit_usage_errors_exit_2_without_a_request),
       T(submit_wait_follows_states_to_success),
       T(submit_wait_json_prints_only_the_final_job),
+      T(submit_wait_exits_with_the_jobs_own_code),
+      T(a_job_code_that_collides_is_told_apart_by_stdout),
+      T(wait_exit_code_follows_the_job),
       T(wait_backoff_caps_at_two_seconds),
       T(wait_on_a_cancelled_job_exits_4),
       T(wait_times_out_with_exit_6),
