@@ -101,13 +101,25 @@ static enum tw_rc local_init(struct tw_provider *p, const struct tw_node *cfg,
   const char *dir;
   if ((rc = tw_provider_cfg_str(cfg, "dir", NULL, &dir, err)))
     return rc;
-  if (!dir || dir[0] != '/')
+  if (!dir || !*dir)
     return tw_err_field(err, TW_E_INVALID, "dir",
-                        "dir: expected an absolute directory for the "
-                        "instances' sandboxes");
+                        "dir: expected a directory for the instances' "
+                        "sandboxes");
   if (strlen(dir) > 3000)
     return tw_err_field(err, TW_E_INVALID, "dir", "dir: too long");
-  c->dir = tw_strdup(dir);
+  if (dir[0] == '/') {
+    c->dir = tw_strdup(dir);
+  } else {
+    /* Relative, like `db`: against the directory tradewindd starts in,
+     * fixed now so that the sandboxes do not move with a later chdir. */
+    char cwd[1024];
+    if (!getcwd(cwd, sizeof cwd))
+      return tw_err_field(err, TW_E_INVALID, "dir",
+                          "dir: relative, and the working directory "
+                          "cannot be read: %s",
+                          strerror(errno));
+    c->dir = tw_asprintf("%s/%s", cwd, dir);
+  }
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
   int64_t mem_gib =
