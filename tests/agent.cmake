@@ -61,3 +61,12 @@ tw_add_test(test_agent_boot_e2e
 set_tests_properties(test_agent_boot_e2e PROPERTIES LABELS "e2e;agent")
 add_dependencies(test_agent_boot_e2e tradewindd tradewind-agent
   tradewind-fakecloud)
+# Exit codes, output, a checkpoint at a notice and a lost agent, on the
+# booting fake EC2 and Alibaba ECS and on the local provider.
+tw_add_test(test_agent_clouds_e2e
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_agent_clouds_e2e.c
+  LIBS twtest_daemon twtest_fakecloud tw_base PkgConfig::CURL
+       PkgConfig::JANSSON
+  LABELS e2e agent TIMEOUT 180)
+add_dependencies(test_agent_clouds_e2e tradewindd tradewind-agent
+  tradewind-fakecloud)

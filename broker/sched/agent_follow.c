@@ -11,9 +11,9 @@
  *   - the agent's notices: each goes through sched__spot_notice(), as a
  *     provider's would;
  *   - the exit report: code 0 succeeded, else failed with the code (a
- *     signal N as 128 + N); after a notice, the attempt is interrupted and
- *     the job recovers (spot.c); the end is recorded before the
- *     terminate;
+ *     signal N as 128 + N); after a notice (the agent's, or a provider's
+ *     the broker acted on), the attempt is interrupted and the job
+ *     recovers (spot.c); the end is recorded before the terminate;
  *   - registered: the attempt is running;
  *   - silent for heartbeat_timeout_s (twice that before it first
  *     registered: the boot and the fetch): the instance is described;
@@ -47,7 +47,12 @@ static int apply_exit(struct tw_sched *s, struct pcache *pc,
   if (a->state == TW_ATTEMPT_PROVISIONING &&
       tw_store_attempt_running(s->store, a->id, &err) == TW_OK)
     changes++;
-  if (g->after_notice && !tw_job_state_terminal(job->state)) {
+  /* After a notice, the agent's or one the broker had from the provider
+   * (and passed on as a checkpoint request), the job's exit is its answer
+   * to the notice, not its completion: the work goes on in the next
+   * attempt, from what it saved. */
+  bool after_notice = g->after_notice || (st && st->notice_deadline_ms);
+  if (after_notice && !tw_job_state_terminal(job->state)) {
     char w[512];
     snprintf(w, sizeof w,
              "instance %s interrupted: the job %s after its notice",
