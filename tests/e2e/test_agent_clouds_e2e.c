@@ -18,7 +18,10 @@
  * SKIPPED when tradewindd, tradewind-agent or the fake is not built. */
 #include "tests/twtest.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <jansson.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -345,6 +348,132 @@ static void on_local(void **state) {
   run_cloud(&c);
 }
 
+/* A free TCP port on loopback (bound, then given back). */
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t n = sizeof a;
+  int port = -1;
+  if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof a) &&
+      !getsockname(fd, (struct sockaddr *)&a, &n))
+    port = ntohs(a.sin_port);
+  if (fd >= 0)
+    close(fd);
+  return port;
+}
+
+static size_t entries_in(const char *dir) {
+  size_t n = 0;
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  while (d && (de = readdir(d)))
+    n += de->d_name[0] != '.';
+  if (d)
+    closedir(d);
+  return n;
+}
+
+#define N_RESTART_JOBS 50
+#define RESTART_LINES 25
+
+/* The broker SIGKILLed and started again while 50 jobs run on the local
+ * provider: every agent rides it out (retrying with backoff) and reports
+ * to the new process; each job ends succeeded once, on its first attempt
+ * and its first instance, with its whole output exactly once. */
+static void broker_killed_while_50_jobs_run(void **state) {
+  (void)state;
+  int f0 = tw_failures();
+  char boot[200];
+  snprintf(boot, sizeof boot, "%s/boot-restart", tmp);
+  int port = free_port();
+  TW_CHECK(port > 0);
+  struct twtest_daemon d;
+  TW_CHECK(twtest_daemon_init(&d, NULL) == 0);
+  /* the agents call the address in their bootstrap: the same port again */
+  char *cfg = tw_asprintf(
+      "log: {level: info}\nauth: {mode: open}\nscheduler: {tick_ms: 200}\n"
+      "listen: 127.0.0.1:%d\ndb: %s\n"
+      "agent: {install: fetch, binary: %s, heartbeat_s: 1, "
+      "heartbeat_timeout_s: 20, grace_s: 10}\n"
+      "providers:\n"
+      "  - name: here\n    type: local\n    dir: %s\n    cpus: 64\n"
+      "    memory_gib: 64\n    agent: true\n",
+      port, d.db, agent_bin, boot);
+  d.override_addr = false;
+  TW_CHECK(twtest_daemon_write_config(&d, cfg) == 0);
+  free(cfg);
+  TW_CHECK(twtest_daemon_start(&d) == 0, "tradewindd did not start");
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", port);
+  static char ids[N_RESTART_JOBS][64], iids[N_RESTART_JOBS][128];
+  char spec[400];
+  snprintf(spec, sizeof spec,
+           "{\"name\":\"many\",\"resources\":{\"cpus\":1},"
+           "\"run\":\"echo attempt $TRADEWIND_ATTEMPT\\n"
+           "for i in $(seq %d); do echo line $i; sleep 0.2; done\\n"
+           "echo end\\n\"}",
+           RESTART_LINES);
+  for (int i = 0; i < N_RESTART_JOBS && tw_failures() == f0; i++)
+    submit(url, spec, ids[i], sizeof ids[i]);
+  /* all of them running, each on its instance, before the kill */
+  for (int i = 0; i < N_RESTART_JOBS && tw_failures() == f0; i++) {
+    json_t *j = wait_state(url, ids[i], "running", 30000);
+    snprintf(iids[i], sizeof iids[i], "%s",
+             instance_of(j) ? instance_of(j) : "-");
+    json_decref(j);
+  }
+  if (tw_failures() == f0) {
+    twtest_daemon_kill(&d);
+    usleep(1500 * 1000); /* the agents find nobody home for a while */
+    TW_CHECK(twtest_daemon_start(&d) == 0, "tradewindd did not start again");
+    TW_CHECK_INT(d.port, port);
+    /* the restart fell in the middle of the runs: their ends are still to
+     * be reported, to the new process */
+    int live = 0;
+    for (int i = 0; i < N_RESTART_JOBS; i++) {
+      char path[200];
+      snprintf(path, sizeof path, "/v1/jobs/%.63s", ids[i]);
+      json_t *j = get_json(url, path);
+      const char *st = json_string_value(json_object_get(j, "state"));
+      live += st && !strcmp(st, "running");
+      json_decref(j);
+    }
+    TW_CHECK(live >= N_RESTART_JOBS / 2,
+             "only %d jobs still running after the restart", live);
+  }
+  char want[1024];
+  int n = snprintf(want, sizeof want, "attempt 1\n");
+  for (int l = 1; l <= RESTART_LINES; l++)
+    n += snprintf(want + n, sizeof want - (size_t)n, "line %d\n", l);
+  snprintf(want + n, sizeof want - (size_t)n, "end\n");
+  int ok = 0;
+  for (int i = 0; i < N_RESTART_JOBS && tw_failures() == f0; i++) {
+    json_t *j = wait_end(url, ids[i]);
+    const char *st = json_string_value(json_object_get(j, "state"));
+    TW_CHECK(st && !strcmp(st, "succeeded"), "job %d: %s", i, st ? st : "-");
+    TW_CHECK(instance_of(j) && !strcmp(instance_of(j), iids[i]),
+             "job %d moved from %s", i, iids[i]);
+    json_decref(j);
+    char *l = logs_of(url, ids[i]);
+    if (!strcmp(l, want))
+      ok++;
+    else
+      TW_FAIL("job %d's output:\n%s", i, l);
+    free(l);
+  }
+  TW_CHECK_INT(ok, N_RESTART_JOBS);
+  /* one instance booted per job: nothing ran twice */
+  TW_CHECK_INT(entries_in(boot), N_RESTART_JOBS);
+  bool failed = tw_failures() != f0;
+  if (failed) {
+    char *log = twtest_daemon_log_read(&d);
+    fprintf(stderr, "%s\n", log);
+    free(log);
+  }
+  twtest_daemon_cleanup(&d, failed);
+}
+
 int main(void) {
   const char *bd = getenv("TW_BINARY_DIR");
   snprintf(agent_bin, sizeof agent_bin, "%s/tradewind-agent",
@@ -360,13 +489,15 @@ int main(void) {
   /* TW_E2E_CLOUD=ec2|alibaba|local runs that one only */
   const char *only = getenv("TW_E2E_CLOUD");
   if (only && *only)
-    cmocka_set_test_filter(!strcmp(only, "local") ? "on_local"
-                           : !strcmp(only, "ec2") ? "on_fake_ec2"
-                                                  : "on_fake_alibaba");
+    cmocka_set_test_filter(!strcmp(only, "local")     ? "on_local"
+                           : !strcmp(only, "ec2")     ? "on_fake_ec2"
+                           : !strcmp(only, "restart") ? "broker_killed*"
+                                                      : "on_fake_alibaba");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(on_fake_ec2),
       cmocka_unit_test(on_fake_alibaba),
       cmocka_unit_test(on_local),
+      cmocka_unit_test(broker_killed_while_50_jobs_run),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   if (!rc) {
