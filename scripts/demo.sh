@@ -2,7 +2,10 @@
 # The Tradewind demo: builds everything, starts a fake EC2 (tradewind-fakecloud)
 # and the broker configured for it, submits jobs with the CLI, and shows
 # where they were placed, a capacity fallback, a spot interruption with its
-# re-placement, and a job that fits nowhere with the reason.
+# re-placement, and a job that fits nowhere with the reason; then, on a fake
+# EC2 that boots its instances for real (--boot), tradewind-agent running
+# the jobs: a script's exit code and output, and a spot notice reaching the
+# job, which saves a checkpoint that the next attempt resumes from.
 #
 #   scripts/demo.sh                  set up, build, run the demo
 #   scripts/demo.sh --no-setup DIR   use binaries already built in DIR (tests)
@@ -20,13 +23,13 @@ else
   bash scripts/deps.sh
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" \
-    --target tradewindd tradewind tradewind-fakecloud >/dev/null
+    --target tradewindd tradewind tradewind-agent tradewind-fakecloud >/dev/null
 fi
 case $build in /*) ;; *) build=$root/$build ;; esac
 TRADEWINDD=$build/tradewindd
 CLI=$build/cli/tradewind
 FAKECLOUD=$build/tests/tradewind-fakecloud
-for b in "$TRADEWINDD" "$CLI" "$FAKECLOUD"; do
+for b in "$TRADEWINDD" "$CLI" "$FAKECLOUD" "$build/tradewind-agent"; do
   [ -x "$b" ] || { echo "demo: $b is not built" >&2; exit 2; }
 done
 
@@ -255,6 +258,99 @@ done
 "$CLI" report spend --format html --out "$state/spend.html"
 total=$("$CLI" report spend -o json | json "d['total']['effective_cost_uusd']")
 [ "$total" -gt 0 ] || fail "the spend report shows no spend"
+
+say "tradewind-agent: a fake EC2 that boots its instances for real, and a broker with agent: true"
+# Its own fake and broker, so the story above keeps its placements: each
+# instance's user data (the bootstrap) runs as a local process, fetches
+# tradewind-agent from the broker (SHA-256 pinned) and the agent runs the job.
+start "$state/fakeboot" "$FAKECLOUD" --listen 127.0.0.1:0 --seed 7 --pending-ms 500 \
+  --boot --boot-dir "$state/boot"
+fakeboot=$url
+mkdir -p "$state/agent"
+cat >"$state/agent/tradewind.yaml" <<YAML
+listen: 127.0.0.1:0
+db: $state/agent/tradewind.db
+log: {level: info}
+scheduler: {tick_ms: 200}
+agent: {heartbeat_s: 2, heartbeat_timeout_s: 30}
+providers:
+  - name: aws-boot
+    type: aws
+    endpoint: $fakeboot
+    regions: [us-east-1]
+    access_key_env: TW_DEMO_AWS_ACCESS_KEY
+    secret_key_env: TW_DEMO_AWS_SECRET_KEY
+    image: ami-0123456789abcdef0
+    agent: true               # no metadata_url: notices come from the agent
+YAML
+demo_url=$TRADEWIND_URL demo_token=${TRADEWIND_TOKEN:-}
+start "$state/agent/tradewindd" "$TRADEWINDD" --config "$state/agent/tradewind.yaml"
+export TRADEWIND_URL=$url
+[ -s "$state/agent/admin.token" ] && export TRADEWIND_TOKEN=$(cat "$state/agent/admin.token")
+echo "fake EC2 (booting) at $fakeboot, broker at $TRADEWIND_URL"
+
+say "a script that prints and exits 3: submit --wait exits 3, and its output is kept"
+cat >"$state/jobs/fails.yaml" <<'YAML'
+name: fails
+resources: {cpus: 1+}
+run: |
+  echo "loading the input"
+  echo "no input found" >&2
+  exit 3
+YAML
+rc=0
+id_fails=$("$CLI" submit "$state/jobs/fails.yaml" --wait --timeout 60s) || rc=$?
+echo "tradewind submit --wait: exit $rc"
+[ "$rc" = 3 ] || fail "fails: submit --wait exited $rc, not 3"
+"$CLI" jobs get "$id_fails" -o json | json "d['state'] + ', exit ' + str(d['exit_code']) + ' (' + d['reason'] + ')'"
+[ "$("$CLI" jobs get "$id_fails" -o json | json "d['exit_code']")" = 3 ] ||
+  fail "fails: the job's exit code is not 3"
+echo "--- tradewind jobs logs $id_fails"
+"$CLI" jobs logs "$id_fails" | tee "$state/fails.out"
+grep -q 'loading the input' "$state/fails.out" || fail "fails: its output is not readable"
+
+say "a spot interruption seen from inside: the agent polls IMDSv2, the job's SIGTERM handler saves"
+cat >"$state/jobs/resume.yaml" <<'YAML'
+name: resumable
+resources: {cpus: 1+, use_spot: true}
+duration: 10m
+checkpoint: {interval: 5m, uri: s3://demo-ckpt/resumable/}
+run: |
+  if [ "${TRADEWIND_RESUME_S:-0}" -gt 0 ]; then
+    echo "attempt $TRADEWIND_ATTEMPT: resuming from step $TRADEWIND_RESUME_S"
+    echo "finished"
+    exit 0
+  fi
+  step=0
+  trap 'echo "SIGTERM: saving step $step"; echo "$step" > "$TRADEWIND_CHECKPOINT_SAVED"; exit 0' TERM
+  while :; do step=$((step + 1)); echo "step $step"; sleep 1; done
+YAML
+id_res=$("$CLI" submit "$state/jobs/resume.yaml")
+for _ in $(seq 100); do
+  "$CLI" jobs logs "$id_res" >"$state/resume.out" 2>/dev/null || true
+  grep -q '^step 2$' "$state/resume.out" && break
+  sleep 0.2
+done
+grep -q '^step 2$' "$state/resume.out" || fail "resumable never ran"
+inst=$("$CLI" jobs get "$id_res" -o json | json "d['placement']['instance_id']")
+curl -fsS -X POST "$fakeboot/_fake/ec2/instances/$inst/interrupt" \
+  -H 'Content-Type: application/json' -d '{"lead_ms":20000}' >/dev/null
+echo "interrupting $inst: its metadata service now serves spot/instance-action"
+"$CLI" jobs wait "$id_res" --timeout 60s || fail "resumable did not finish"
+echo "--- what the agent on $inst did"
+grep -E 'interruption notice|job exited|exit reported' "$state/boot/$inst/agent.log" || true
+grep -q 'interruption notice' "$state/boot/$inst/agent.log" ||
+  fail "the agent on $inst saw no notice"
+echo "--- its first attempt's output, from the instance's sandbox"
+tail -3 "$state/boot/$inst/stdout"
+grep -q '^SIGTERM: saving step' "$state/boot/$inst/stdout" ||
+  fail "resumable's SIGTERM handler did not run"
+echo "--- tradewind jobs logs $id_res (the attempt that resumed)"
+"$CLI" jobs logs "$id_res" | tee "$state/resume.out"
+grep -q 'resuming from step [1-9]' "$state/resume.out" ||
+  fail "the next attempt did not resume from the checkpoint"
+"$CLI" jobs events "$id_res"
+export TRADEWIND_URL=$demo_url TRADEWIND_TOKEN=$demo_token
 
 echo
 echo "demo: done"

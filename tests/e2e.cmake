@@ -5,7 +5,7 @@
 add_test(NAME demo_end_to_end
          COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/demo.sh --no-setup ${CMAKE_BINARY_DIR})
 set_tests_properties(demo_end_to_end PROPERTIES LABELS "e2e;demo" TIMEOUT 180
-  DEPENDS "tradewindd;tradewind;tradewind-fakecloud")
+  DEPENDS "tradewindd;tradewind;tradewind-agent;tradewind-fakecloud")
 # README.md's "Running the broker yourself", run as written against a
 # fresh directory: the local provider, the agent, the job's exit code.
 add_test(NAME readme_quickstart
