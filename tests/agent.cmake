@@ -62,7 +62,8 @@ set_tests_properties(test_agent_boot_e2e PROPERTIES LABELS "e2e;agent")
 add_dependencies(test_agent_boot_e2e tradewindd tradewind-agent
   tradewind-fakecloud)
 # Exit codes, output, a checkpoint at a notice and a lost agent, on the
-# booting fake EC2 and Alibaba ECS and on the local provider.
+# booting fake EC2, Alibaba ECS and Azure ARM and on the local provider;
+# the broker SIGKILLed and restarted while 50 jobs run.
 tw_add_test(test_agent_clouds_e2e
   SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_agent_clouds_e2e.c
   LIBS twtest_daemon twtest_fakecloud tw_base PkgConfig::CURL

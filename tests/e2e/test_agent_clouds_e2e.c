@@ -1,6 +1,6 @@
 /* test_agent_clouds_e2e.c - what a job's script does is what the broker
- * reports, on each booting fake cloud (`tradewind-fakecloud --boot`) and
- * on the local provider, with nothing faked between: tradewindd with
+ * reports, on each booting fake cloud (`tradewind-fakecloud --boot`: EC2,
+ * Alibaba ECS, Azure ARM) and on the local provider, with nothing faked between: tradewindd with
  * `agent: true`, the bootstrap fetching tradewind-agent, the agent running
  * the job.  For each cloud, one daemon:
  *
@@ -14,6 +14,10 @@
  *   - the agent SIGKILLed while its job runs: its heartbeats stop, the
  *     broker finds the instance alive but silent, terminates it and places
  *     the job again; the second attempt finishes.
+ *
+ * Then broker_killed_while_50_jobs_run: tradewindd SIGKILLed and started
+ * again while 50 jobs run on the local provider.  TW_E2E_CLOUD=ec2,
+ * alibaba, azure, local or restart runs one of them.
  *
  * SKIPPED when tradewindd, tradewind-agent or the fake is not built. */
 #include "tests/twtest.h"
@@ -216,7 +220,8 @@ static void checkpoint_at_a_notice(const char *url, const char *interrupt,
   snprintf(iid, sizeof iid, "%s", instance_of(j) ? instance_of(j) : "-");
   json_decref(j);
   char path[300];
-  snprintf(path, sizeof path, "%s%s/interrupt", interrupt, iid);
+  snprintf(path, sizeof path, "%s%s/%s", interrupt, iid,
+           strstr(interrupt, "azure") ? "evict" : "interrupt");
   json_t *ans = twtest_fake_ctl("POST", path, body);
   TW_CHECK(ans != NULL, "POST %s: no answer", path);
   json_decref(ans);
@@ -334,6 +339,29 @@ static void on_fake_alibaba(void **state) {
       "    instance_types: [ecs.g7.large]\n    spot_duration_h: 0\n"
       "    agent: true\n",
       "/_fake/alibaba/instances/", "{\"delay_ms\":0}"};
+  run_cloud(&c);
+}
+
+static void on_fake_azure(void **state) {
+  (void)state;
+  setenv("TW_E2E_AZ_SECRET", "tradewind-fake-azure-secret", 1);
+  static const struct cloud c = {
+      "azure",
+      "  - name: azure-fake\n    type: azure\n"
+      "    tenant_id: tradewind-fake-tenant\n"
+      "    client_id: tradewind-fake-client\n"
+      "    client_secret_env: TW_E2E_AZ_SECRET\n"
+      "    subscription_id: 00000000-0000-0000-0000-00000000a2e0\n"
+      "    resource_group: tradewind\n    regions: [eastus]\n"
+      "    authority: @URL@\n    management_endpoint: @URL@\n"
+      "    prices_url: @URL@/api/retail/prices\n"
+      "    image: Canonical:ubuntu-24_04-lts:server:latest\n"
+      "    ssh_public_key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake\n"
+      "    subnet_id: /subscriptions/00000000-0000-0000-0000-00000000a2e0/"
+      "resourceGroups/tradewind/providers/Microsoft.Network/"
+      "virtualNetworks/vnet/subnets/default\n"
+      "    agent: true\n",
+      "/_fake/azure/vms/", "{\"lead_ms\":20000}"};
   run_cloud(&c);
 }
 
@@ -492,10 +520,12 @@ int main(void) {
     cmocka_set_test_filter(!strcmp(only, "local")     ? "on_local"
                            : !strcmp(only, "ec2")     ? "on_fake_ec2"
                            : !strcmp(only, "restart") ? "broker_killed*"
+                           : !strcmp(only, "azure")   ? "on_fake_azure"
                                                       : "on_fake_alibaba");
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(on_fake_ec2),
       cmocka_unit_test(on_fake_alibaba),
+      cmocka_unit_test(on_fake_azure),
       cmocka_unit_test(on_local),
       cmocka_unit_test(broker_killed_while_50_jobs_run),
   };
