@@ -7,7 +7,7 @@
  * fixture slurm_cluster, found through $TW_SLURM_DIR) and no clouds.
  *
  * Default mode: `tradewind submit job.yaml --wait` for a job whose run
- * prints a line and exits 0, and one that exits 3: the CLI exits 0 and 1,
+ * prints a line and exits 0, and one that exits 3: the CLI exits 0 and 3,
  * the output is the same through GET /v1/jobs/{id}/logs and `tradewind jobs
  * logs ID`.
  *
@@ -396,7 +396,7 @@ static void job_exiting_0_succeeds(void **state) {
 }
 
 static void job_exiting_3_fails(void **state) {
-  submit_and_read_back("e2e-three", 3, 1);
+  submit_and_read_back("e2e-three", 3, 3);
 }
 
 static void daemon_exits_0(void **state) {
