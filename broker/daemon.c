@@ -255,6 +255,11 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
    * and refuses to start on a failed migration. */
   if ((rc = tw_store_open(&so, &d->store, err)))
     goto fail;
+  /* One write that commits makes the broker ready (/readyz); a store that
+   * cannot take it (a full disk) leaves it not ready rather than down. */
+  struct tw_err perr = {0};
+  if (tw_store_probe(d->store, &perr))
+    tw_log_error("daemon", "the store cannot commit at start: %s", perr.msg);
   /* Parsed job specs, one per job version, shared by the scheduler, the
    * reconciler and the meter (broker/core/spec_cache.h). */
   d->specs = tw_spec_cache_new(0);

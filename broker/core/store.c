@@ -201,6 +201,13 @@ struct tw_store {
    * again (tw_store_write_health). */
   enum tw_rc health;
   int64_t unhealthy_since_ms;
+  /* Also under mu: whether a caller's write committed since the store was
+   * opened, when the last did, how many transactions in a row failed on
+   * the storage, and when the last probe ran (tw_store_health). */
+  bool committed_since_open;
+  int64_t last_commit_ms;
+  uint64_t consecutive_failures;
+  int64_t last_probe_ms;
   /* SHA-256 fetched once: EVP_sha256() makes OpenSSL 3 look the
    * algorithm up at every use (about ten times the digest of a spec) */
   EVP_MD *sha256;
@@ -457,6 +464,10 @@ static void *writer_main(void *arg) {
         brc && storage_failure(s->w.db, &brc, &berr) ? brc : TW_OK;
     bool txn_lost = false;
     int committed = 0;
+    /* a transaction that changed no row (a PRAGMA, a write with nothing
+     * to do) proves nothing about the storage: it does not make the
+     * store healthy again */
+    sqlite3_int64 changes0 = sqlite3_total_changes64(s->w.db);
     for (struct wop *o = batch; o; o = o->next) {
       if (brc) {
         fail_op(o, brc, &berr);
@@ -507,6 +518,14 @@ static void *writer_main(void *arg) {
       if ((uint64_t)n > s->max_seen)
         s->max_seen = (uint64_t)n;
     }
+    bool wrote = sqlite3_total_changes64(s->w.db) > changes0;
+    if (!storage && !brc && committed && wrote) {
+      s->committed_since_open = true;
+      s->last_commit_ms = tw_clock_now_ms(s->clock);
+      s->consecutive_failures = 0;
+    } else if (storage) {
+      s->consecutive_failures++;
+    }
     if (storage) {
       if (s->health == TW_OK) {
         s->unhealthy_since_ms = tw_clock_now_ms(s->clock);
@@ -515,7 +534,7 @@ static void *writer_main(void *arg) {
                                           : "an I/O error");
       }
       s->health = storage; /* the latest cause, since the first failure */
-    } else if (!storage && !brc && committed && s->health != TW_OK) {
+    } else if (!storage && !brc && committed && wrote && s->health != TW_OK) {
       tw_log_info(
           "store", "writes commit again after %lld ms",
           (long long)(tw_clock_now_ms(s->clock) - s->unhealthy_since_ms));
@@ -562,6 +581,82 @@ enum tw_rc tw_store_write_health(struct tw_store *s, int64_t *since_ms) {
     *since_ms = rc ? s->unhealthy_since_ms : 0;
   pthread_mutex_unlock(&s->mu);
   return rc;
+}
+
+void tw_store_health(struct tw_store *s, struct tw_store_health *out) {
+  pthread_mutex_lock(&s->mu);
+  out->state = s->health == TW_E_FULL    ? TW_STORE_FULL
+               : s->health != TW_OK      ? TW_STORE_IO
+               : s->committed_since_open ? TW_STORE_OK
+                                         : TW_STORE_STARTING;
+  out->unhealthy_since_ms = s->health ? s->unhealthy_since_ms : 0;
+  out->last_commit_ms = s->last_commit_ms;
+  out->consecutive_failures = s->consecutive_failures;
+  out->last_probe_ms = s->last_probe_ms;
+  pthread_mutex_unlock(&s->mu);
+}
+
+const char *tw_store_health_state_str(enum tw_store_health_state st) {
+  switch (st) {
+  case TW_STORE_STARTING:
+    return "starting";
+  case TW_STORE_OK:
+    return "ok";
+  case TW_STORE_FULL:
+    return "full";
+  case TW_STORE_IO:
+    return "io";
+  }
+  return "io";
+}
+
+/* The probe needs this much room at once: more than one job's write, so
+ * a probe that commits on a nearly full disk leaves the next writes the
+ * pages it freed (they go back to sqlite's free list, the file does not
+ * shrink). */
+#define PROBE_BYTES 32768
+static const char SQL_PROBE_ADD[] =
+    "INSERT INTO store_probe (at_ms, pad) VALUES (?1, zeroblob(?2))";
+static const char SQL_PROBE_DEL[] = "DELETE FROM store_probe";
+
+static enum tw_rc op_probe(struct tw_store *s, struct sqlite3 *db, void *arg,
+                           struct tw_err *err) {
+  (void)arg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_PROBE_ADD, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, tw_clock_now_ms(s->clock));
+  sqlite3_bind_int(st, 2, PROBE_BYTES);
+  enum tw_rc rc = store__step_done(db, st, "probe", err);
+  if (rc)
+    return rc;
+  if (!(st = tw_store_stmt(s, db, SQL_PROBE_DEL, err)))
+    return TW_E_IO;
+  return store__step_done(db, st, "probe", err);
+}
+
+enum tw_rc tw_store_probe(struct tw_store *s, struct tw_err *err) {
+  pthread_mutex_lock(&s->mu);
+  s->last_probe_ms = tw_clock_now_ms(s->clock);
+  pthread_mutex_unlock(&s->mu);
+  return tw_store_write(s, op_probe, NULL, err);
+}
+
+bool tw_store_probe_if_unready(struct tw_store *s, int64_t min_interval_ms) {
+  pthread_mutex_lock(&s->mu);
+  int64_t now = tw_clock_now_ms(s->clock);
+  bool due =
+      (s->health != TW_OK || !s->committed_since_open) &&
+      (s->last_probe_ms == 0 || now - s->last_probe_ms >= min_interval_ms);
+  if (due)
+    s->last_probe_ms = now; /* one prober at a time in the interval */
+  pthread_mutex_unlock(&s->mu);
+  if (!due)
+    return false;
+  struct tw_err err = {0};
+  if (tw_store_write(s, op_probe, NULL, &err))
+    tw_log_debug("store", "probe: %s", err.msg);
+  return true;
 }
 
 /* PRAGMA max_page_count never goes below the database's current size, so
@@ -631,9 +726,12 @@ enum tw_rc tw_store_open(const struct tw_store_opts *opts,
     tw_store_close(s);
     return rc;
   }
-  /* the statistics count what callers wrote, not the start-up's own steps */
+  /* the statistics count what callers wrote, not the start-up's own steps;
+   * the store is ready once a caller's write (or a probe) commits */
   pthread_mutex_lock(&s->mu);
   s->commits = s->ops = s->max_seen = 0;
+  s->committed_since_open = false;
+  s->last_commit_ms = 0;
   pthread_mutex_unlock(&s->mu);
   *out = s;
   return TW_OK;

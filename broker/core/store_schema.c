@@ -284,6 +284,13 @@ static const char *const MIG_RECONCILE[] = {
     "  reason TEXT NOT NULL);",
 };
 
+/* ---- module "health" */
+
+static const char *const MIG_HEALTH[] = {
+    /* 1: the probe's scratch row (tw_store_probe), empty between probes */
+    "CREATE TABLE store_probe (at_ms INTEGER NOT NULL, pad BLOB NOT NULL);",
+};
+
 /* ---- the order ----------------------------------------------------------- */
 
 #define MODULE(name, arr)                                                      \
@@ -297,6 +304,7 @@ const struct tw_store_module TW_STORE_MODULES[] = {
     MODULE("meter", MIG_METER),     MODULE("audit", MIG_AUDIT),
     MODULE("tenancy", MIG_TENANCY), MODULE("secrets", MIG_SECRETS),
     MODULE("spot", MIG_SPOT),       MODULE("reconcile", MIG_RECONCILE),
+    MODULE("health", MIG_HEALTH),
 };
 const size_t TW_STORE_N_MODULES =
     sizeof TW_STORE_MODULES / sizeof TW_STORE_MODULES[0];

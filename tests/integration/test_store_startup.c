@@ -111,7 +111,7 @@ static void fresh_database_starts(void **state) {
     n = sqlite3_column_int(st, 0);
   sqlite3_finalize(st);
   sqlite3_close(db);
-  TW_CHECK(n == 10, "schema_modules holds %d modules, expected 10", n);
+  TW_CHECK(n == 11, "schema_modules holds %d modules, expected 11", n);
 }
 
 int main(void) {
