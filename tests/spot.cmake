@@ -19,3 +19,15 @@ tw_add_test(test_chaos SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_chaos.c
 target_compile_definitions(test_chaos PRIVATE
   TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
 add_dependencies(test_chaos tradewindd tradewind-fakecloud)
+# The same run drained instead of killed: SIGTERM during launches and a
+# restart, the fake stopped with SIGSTOP for 60 s while a second wave of
+# jobs arrives (TW_CHAOS_STOP_S shortens it), each drain within its
+# deadline and every attempt it handed back settled by its own token.
+tw_add_test(test_chaos_stop SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_chaos.c
+            LIBS twtest_daemon tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
+                 PkgConfig::SQLITE3
+            ARGS --stop-term
+            LABELS e2e spot launch TIMEOUT 420)
+target_compile_definitions(test_chaos_stop PRIVATE
+  TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
+add_dependencies(test_chaos_stop tradewindd tradewind-fakecloud)

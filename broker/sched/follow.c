@@ -109,6 +109,11 @@ static void ending_retry(struct tw_sched *s) {
   size_t k = 0;
   for (size_t i = 0; i < m->n_end; i++) {
     struct sched_ending *e = &m->end[i];
+    if (sched__stopping(s)) { /* a drain: no more calls (the reconciler
+                                 terminates what a restart forgets) */
+      m->end[k++] = *e;
+      continue;
+    }
     struct pcache *pc = sched__provider(s, e->account);
     struct tw_err err = {0};
     enum tw_rc rc =
@@ -576,7 +581,7 @@ static bool notice_is_of(const struct tw_attempt_rec *a, struct sched_nodes nd,
 static void poll_notices(struct tw_sched *s, const struct tw_attempt_rec *live,
                          size_t n_live, const struct tw_attempt_instance *g,
                          size_t n_g, int64_t now) {
-  for (size_t i = 0; i < s->n_pc; i++) {
+  for (size_t i = 0; i < s->n_pc && !sched__stopping(s); i++) {
     struct tw_event_list ev;
     struct tw_err err = {0};
     tw_event_list_init(&ev);
@@ -731,7 +736,10 @@ int sched__follow(struct tw_sched *s, int64_t now) {
       tw_log_warn("spot", "gang nodes unreadable: %s", err.msg);
     ending_retry(s);
     poll_notices(s, live, n_live, g, n_g, now);
-    for (size_t i = 0; i < n_live; i++)
+    /* one describe at a time on this thread: a drain stops the pass
+     * between two (the attempts not looked at are followed by the next
+     * start; nothing of theirs is lost) */
+    for (size_t i = 0; i < n_live && !sched__stopping(s); i++)
       changes += follow_attempt(s, &live[i], nodes_of(g, n_g, live[i].id), now);
     free(g);
     att_prune(s);

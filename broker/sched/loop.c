@@ -183,8 +183,9 @@ static void stop_thread(struct tw_sched *s) {
 size_t tw_sched_drain(struct tw_sched *s, int64_t deadline_mono_ms) {
   if (!s)
     return 0;
-  /* no pass starts after this one; the current one ends within its
-   * budget, since no pass waits on a cloud */
+  /* no pass starts after this one; the current one stops between two
+   * cloud calls (follow.c checks sched__stopping), so the join waits for
+   * one call at most, bounded by the adapter's timeout */
   stop_thread(s);
   /* the launches in flight are handed back as they answer, until the
    * deadline; placing nothing new (the loop is stopped) */

@@ -129,6 +129,16 @@ struct tw_sched {
   pthread_cond_t cv;
 };
 
+/* Whether a drain has begun (tw_sched_drain): the pass in progress stops
+ * making cloud calls between two of them, so the drain's deadline holds
+ * however many live attempts wait for a look.  Any thread. */
+static inline bool sched__stopping(struct tw_sched *s) {
+  pthread_mutex_lock(&s->mu);
+  bool v = s->stopping;
+  pthread_mutex_unlock(&s->mu);
+  return v;
+}
+
 /* ---- lookups every file uses --------------------------------------------- */
 
 static inline struct pcache *sched__provider(struct tw_sched *s,
