@@ -31,3 +31,13 @@ tw_add_test(test_chaos_stop SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_chaos.c
 target_compile_definitions(test_chaos_stop PRIVATE
   TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
 add_dependencies(test_chaos_stop tradewindd tradewind-fakecloud)
+# A region drill: the fake takes the region holding most jobs down
+# (region_down: notices, terminations, every launch there refused); every
+# affected job runs elsewhere within the notice plus 60 s, recovery times
+# printed (p50, max).
+tw_add_test(test_region_drill SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_region_drill.c
+            LIBS twtest_daemon tw_base PkgConfig::CURL PkgConfig::JANSSON
+            LABELS e2e spot launch TIMEOUT 300)
+target_compile_definitions(test_region_drill PRIVATE
+  TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
+add_dependencies(test_region_drill tradewindd tradewind-fakecloud)

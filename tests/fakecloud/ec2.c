@@ -91,6 +91,8 @@ struct inst {
   int64_t action_ms; /* when the interruption happens */
   char notice_action[16];
   int64_t rebalance_ms; /* rebalance recommendation, -1 none */
+  bool outage;          /* its region went down (region_down): the
+                           interruption is the outage's */
   struct tag {
     char *key, *value;
   } tags[EC2_MAX_TAGS];
@@ -599,6 +601,34 @@ static void ec2_tick(struct ec2 *e) {
       in->rebalance_ms = now;
     reschedule(e, in);
   }
+  /* A region down: every live instance there is interrupted lead_ms
+   * after the rule applies.  A spot instance gets the one interruption
+   * notice EC2 has (instance-action, terminate); an on-demand instance
+   * gets none, as on EC2, and is terminated at the same time. */
+  for (size_t r = 0; r < faults->n; r++) {
+    struct fc_fault *f = &faults->v[r];
+    if (f->kind != FC_FAULT_REGION_DOWN)
+      continue;
+    for (size_t i = 0; i < e->n_inst; i++) {
+      struct inst *in = e->inst[i];
+      if (!in || in->outage || !live(in) || strcmp(in->region, f->region))
+        continue;
+      struct fc_fault_query q = {.service = "ec2",
+                                 .instance_id = in->id,
+                                 .instance_type = in->itype,
+                                 .zone = in->zone,
+                                 .region = in->region,
+                                 .market = in->spot ? "spot" : "on-demand"};
+      if (!fc_fault_matches(f, &q, fc_elapsed_ms(e->s)))
+        continue;
+      f->fired++;
+      in->outage = true;
+      int64_t at = in->spot ? now : now + f->lead_ms;
+      if (in->notice_ms < 0 || in->action_ms > now + f->lead_ms)
+        schedule_notice(in, at, now + f->lead_ms - at, "terminate");
+      reschedule(e, in);
+    }
+  }
   while (e->n_due && e->due[0]->due <= now) {
     struct inst *in = e->due[0];
     for (;;) {
@@ -614,11 +644,15 @@ static void ec2_tick(struct ec2 *e) {
         fmt_time(in->action_ms, when);
         set_state(e, in, stop ? ST_STOPPING : ST_SHUTTING_DOWN);
         in->next_ms = in->action_ms + e->shutdown_ms;
+        bool host = in->outage && !in->spot; /* no spot reclaim: a host */
         snprintf(in->sr_code, sizeof in->sr_code, "%s",
-                 stop ? "Server.SpotInstanceShutdown"
-                      : "Server.SpotInstanceTermination");
+                 host   ? "Server.InternalError"
+                 : stop ? "Server.SpotInstanceShutdown"
+                        : "Server.SpotInstanceTermination");
         snprintf(in->sr_msg, sizeof in->sr_msg, "%s: %s", in->sr_code,
-                 stop ? "Spot instance shutdown" : "Spot instance termination");
+                 host   ? "Internal error"
+                 : stop ? "Spot instance shutdown"
+                        : "Spot instance termination");
         snprintf(in->reason, sizeof in->reason,
                  "Service initiated (%.10s %.8s GMT)", when, when + 11);
         continue;
@@ -1028,8 +1062,13 @@ static void act_run(struct call *c) {
                              .action = "RunInstances",
                              .instance_type = it->name,
                              .zone = zone,
+                             .region = c->region,
                              .market = market};
-  if (fc_faults_fire(fc_faults(e->s), FC_FAULT_CAPACITY, &q,
+  /* a region down refuses every launch there as EC2 refuses one in a zone
+   * without capacity */
+  if (fc_faults_fire(fc_faults(e->s), FC_FAULT_REGION_DOWN, &q,
+                     fc_elapsed_ms(e->s), fc_rng(e->s)) ||
+      fc_faults_fire(fc_faults(e->s), FC_FAULT_CAPACITY, &q,
                      fc_elapsed_ms(e->s), fc_rng(e->s))) {
     char zones[200], msg[1024];
     zone_list(reg, o, zi, zones, sizeof zones);
@@ -1098,6 +1137,7 @@ static void act_run(struct call *c) {
     snprintf(in->sr_code, sizeof in->sr_code, "pending");
     snprintf(in->sr_msg, sizeof in->sr_msg, "pending");
     in->notice_ms = in->action_ms = in->rebalance_ms = -1;
+    in->outage = false;
     in->spot = r.spot;
     in->max_price_uusd =
         r.spot ? (r.max_price_uusd >= 0 ? r.max_price_uusd : o->on_demand_uusd)
