@@ -105,9 +105,11 @@ static void refresh_offers(struct tw_sched *s, int64_t now) {
 /* A completed call: a launch's outcome stored (launch.c), then what it
  * means for its job: a first launch refused places the job again (its
  * next candidate, or after a back-off), a settling call's answer goes to
- * follow.c. */
+ * follow.c, as do describes and terminates. */
 static int apply_call(struct tw_sched *s, struct sched_call *c, bool timed_out,
                       int64_t now) {
+  if (c->kind != SCHED_CALL_LAUNCH) /* a describe or a terminate */
+    return sched__follow_applied(s, c, timed_out, now);
   enum tw_rc rc = TW_OK;
   enum sched_launch_outcome r = sched__launch_apply(s, c, timed_out, &rc);
   if (!c->first)

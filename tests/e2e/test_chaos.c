@@ -42,8 +42,9 @@
  * ended on a definite refusal.
  *
  * The seed is printed; TW_SEED=N replays a run, TW_CHAOS_JOBS=N changes
- * the number of jobs (default 200).  Exits 77 when the daemon or the fake
- * is not built. */
+ * the number of jobs (default 200), TW_CHAOS_SAMPLE_MS=N the sampler's
+ * period (default 500; shorter catches shorter overlaps).  Exits 77 when the
+ * daemon or the fake is not built. */
 #include <curl/curl.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -157,6 +158,7 @@ static json_t *fake_ctl(const char *method, const char *path,
 
 static pthread_t sampler;
 static atomic_bool sampling;
+static long sample_ms = 500; /* TW_CHAOS_SAMPLE_MS */
 static int samples, bad_samples, worst_job_instances;
 static char first_bad[160];
 
@@ -186,6 +188,18 @@ static int sample_once(void) {
       doubled++;
       if (!first_bad[0])
         snprintf(first_bad, sizeof first_bad, "job %s", job);
+      /* what the fake holds for it, to find in the daemon's log */
+      for (size_t j = 0; j < n; j++) {
+        json_t *o = json_array_get(insts, j);
+        const char *oj = json_string_value(
+            json_object_get(json_object_get(o, "tags"), "tradewind:job"));
+        if (oj && !strcmp(oj, job))
+          fprintf(stderr, "chaos: two live: job %s instance %s %s attempt %s\n",
+                  job, json_string_value(json_object_get(o, "id")),
+                  json_string_value(json_object_get(o, "state")),
+                  json_string_value(json_object_get(json_object_get(o, "tags"),
+                                                    "tradewind:attempt")));
+      }
     }
     if (count[k] > worst_job_instances)
       worst_job_instances = count[k];
@@ -202,7 +216,7 @@ static void *sampler_main(void *arg) {
     samples++;
     if (sample_once())
       bad_samples++;
-    sleep_ms(500);
+    sleep_ms(sample_ms);
   }
   return NULL;
 }
@@ -811,6 +825,8 @@ int main(int argc, char **argv) {
   seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
   rng_state = seed * 2654435761ULL + 1;
   n_jobs = getenv("TW_CHAOS_JOBS") ? atoi(getenv("TW_CHAOS_JOBS")) : 200;
+  if (getenv("TW_CHAOS_SAMPLE_MS"))
+    sample_ms = atol(getenv("TW_CHAOS_SAMPLE_MS"));
   if (getenv("TW_CHAOS_STOP_S"))
     stop_s = atoi(getenv("TW_CHAOS_STOP_S"));
   n_first = stop_term ? n_jobs * 3 / 4 : n_jobs;
