@@ -41,3 +41,11 @@ tw_add_test(test_region_drill SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_region_
 target_compile_definitions(test_region_drill PRIVATE
   TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
 add_dependencies(test_region_drill tradewindd tradewind-fakecloud)
+# One cloud hangs (its fake SIGSTOPped for 60 s, default timeouts): jobs
+# on the other provider keep launching, /healthz stays fast.
+tw_add_test(test_cloud_hang SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_cloud_hang.c
+            LIBS twtest_daemon tw_base PkgConfig::CURL PkgConfig::JANSSON
+            LABELS e2e spot launch TIMEOUT 300)
+target_compile_definitions(test_cloud_hang PRIVATE
+  TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
+add_dependencies(test_cloud_hang tradewindd tradewind-fakecloud)
