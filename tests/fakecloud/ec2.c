@@ -2081,6 +2081,49 @@ static bool sir_id_valid(const char *s) {
   return true;
 }
 
+/* The tag sets of the resources named (instances and spot instance
+ * requests of the caller's region) into sets and counts; false (the
+ * error answered) when one is malformed or unknown. */
+static bool tag_targets(struct call *c, const char **ids, size_t n_ids,
+                        struct tag **sets, size_t **counts) {
+  struct ec2 *e = c->e;
+  for (size_t i = 0; i < n_ids; i++) {
+    char msg[192];
+    struct inst *in = NULL;
+    if (!strncmp(ids[i], "i-", 2)) {
+      if (!ec2_instance_id_valid(ids[i])) {
+        snprintf(msg, sizeof msg, "Invalid id: \"%.64s\"", ids[i]);
+        ec2_error(e, c->resp, 0, "InvalidInstanceID.Malformed", msg);
+        return false;
+      }
+      in = find(e, ids[i]);
+      if (!in || strcmp(in->region, c->region)) {
+        snprintf(msg, sizeof msg, "The instance ID '%.64s' does not exist",
+                 ids[i]);
+        ec2_error(e, c->resp, 0, "InvalidInstanceID.NotFound", msg);
+        return false;
+      }
+      sets[i] = in->tags;
+      counts[i] = &in->n_tags;
+    } else if (sir_id_valid(ids[i])) {
+      in = find_sir(e, ids[i], c->region);
+      if (!in) {
+        snprintf(msg, sizeof msg,
+                 "The spot instance request ID '%.64s' does not exist", ids[i]);
+        ec2_error(e, c->resp, 0, "InvalidSpotInstanceRequestID.NotFound", msg);
+        return false;
+      }
+      sets[i] = in->sir_tags;
+      counts[i] = &in->n_sir_tags;
+    } else {
+      snprintf(msg, sizeof msg, "The ID '%.64s' is not valid", ids[i]);
+      ec2_error(e, c->resp, 0, "InvalidID", msg);
+      return false;
+    }
+  }
+  return true;
+}
+
 /* Instances and spot instance requests are the taggable resources of the
  * fake; any other id is refused as EC2 refuses an id of no known form. */
 static void act_create_tags(struct call *c) {
@@ -2108,39 +2151,10 @@ static void act_create_tags(struct call *c) {
   }
   sets = tw_calloc(n_ids, sizeof *sets);
   counts = tw_calloc(n_ids, sizeof *counts);
+  if (!tag_targets(c, ids, n_ids, sets, counts))
+    goto out;
   for (size_t i = 0; i < n_ids; i++) {
     char msg[192];
-    struct inst *in = NULL;
-    if (!strncmp(ids[i], "i-", 2)) {
-      if (!ec2_instance_id_valid(ids[i])) {
-        snprintf(msg, sizeof msg, "Invalid id: \"%.64s\"", ids[i]);
-        ec2_error(e, c->resp, 0, "InvalidInstanceID.Malformed", msg);
-        goto out;
-      }
-      in = find(e, ids[i]);
-      if (!in || strcmp(in->region, c->region)) {
-        snprintf(msg, sizeof msg, "The instance ID '%.64s' does not exist",
-                 ids[i]);
-        ec2_error(e, c->resp, 0, "InvalidInstanceID.NotFound", msg);
-        goto out;
-      }
-      sets[i] = in->tags;
-      counts[i] = &in->n_tags;
-    } else if (sir_id_valid(ids[i])) {
-      in = find_sir(e, ids[i], c->region);
-      if (!in) {
-        snprintf(msg, sizeof msg,
-                 "The spot instance request ID '%.64s' does not exist", ids[i]);
-        ec2_error(e, c->resp, 0, "InvalidSpotInstanceRequestID.NotFound", msg);
-        goto out;
-      }
-      sets[i] = in->sir_tags;
-      counts[i] = &in->n_sir_tags;
-    } else {
-      snprintf(msg, sizeof msg, "The ID '%.64s' is not valid", ids[i]);
-      ec2_error(e, c->resp, 0, "InvalidID", msg);
-      goto out;
-    }
     if (*counts[i] + tags_new(sets[i], *counts[i], tags, n_tags) >
         EC2_MAX_TAGS) {
       snprintf(msg, sizeof msg,
@@ -2162,6 +2176,91 @@ out:
   free(ids);
   free(sets);
   free(counts);
+}
+
+/* Tag.N.Key alone deletes the key whatever its value, Key with Value
+ * only when the value matches (an empty Value: only an empty value), no
+ * Tag at all every tag of the resource (the fake has no aws: tags). */
+static void act_delete_tags(struct call *c) {
+  struct ec2 *e = c->e;
+  const char **ids = NULL;
+  size_t n_ids = 0, n_tags = 0;
+  enum { MAX_DEL = 1000 };
+  struct ec2_tag *tags = tw_calloc(MAX_DEL, sizeof *tags);
+  int *idx = tw_calloc(MAX_DEL + 1, sizeof *idx);
+  struct tag **sets = NULL;
+  size_t **counts = NULL;
+  const char *bad = NULL;
+  if (ec2_check_known(c->p, ec2_delete_tags_params, &c->err) ||
+      ec2_list(c->p, "ResourceId", EC2_MAX_LIST, &ids, &n_ids, &c->err)) {
+    ec2_error_err(e, c->resp, &c->err);
+    goto out;
+  }
+  n_tags = fc_params_indexes(c->p, "Tag", idx, MAX_DEL + 1, &bad);
+  if (bad) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "The parameter %.100s has an invalid list index",
+             bad);
+    ec2_error(e, c->resp, 0, "InvalidParameterValue", msg);
+    goto out;
+  }
+  if (n_tags > MAX_DEL) {
+    ec2_error(e, c->resp, 0, "InvalidParameterValue",
+              "The request may delete at most 1000 tags");
+    goto out;
+  }
+  for (size_t t = 0; t < n_tags; t++) {
+    char k[64];
+    snprintf(k, sizeof k, "Tag.%d.Key", idx[t]);
+    tags[t].key = fc_params_get(c->p, k);
+    snprintf(k, sizeof k, "Tag.%d.Value", idx[t]);
+    tags[t].value = fc_params_get(c->p, k); /* NULL: any value */
+    if (!tags[t].key || !*tags[t].key) {
+      ec2_error(e, c->resp, 0, "InvalidParameterValue",
+                "Tag key must have a value");
+      goto out;
+    }
+    if (!strncmp(tags[t].key, "aws:", 4)) {
+      ec2_error(e, c->resp, 0, "InvalidParameterValue",
+                "Tag keys starting with 'aws:' are reserved for internal use");
+      goto out;
+    }
+  }
+  if (!n_ids) {
+    ec2_error(e, c->resp, 0, "MissingParameter",
+              "The request must contain the parameter resourceIdSet");
+    goto out;
+  }
+  sets = tw_calloc(n_ids, sizeof *sets);
+  counts = tw_calloc(n_ids, sizeof *counts);
+  if (!tag_targets(c, ids, n_ids, sets, counts) || dry_run(c))
+    goto out;
+  for (size_t i = 0; i < n_ids; i++) {
+    size_t w = 0;
+    for (size_t k = 0; k < *counts[i]; k++) {
+      struct tag *tg = &sets[i][k];
+      bool del = n_tags == 0;
+      for (size_t t = 0; t < n_tags && !del; t++)
+        del = !strcmp(tags[t].key, tg->key) &&
+              (!tags[t].value || !strcmp(tags[t].value, tg->value));
+      if (del) {
+        free(tg->key);
+        free(tg->value);
+      } else {
+        sets[i][w++] = *tg;
+      }
+    }
+    *counts[i] = w;
+  }
+  begin(c->resp, "DeleteTagsResponse");
+  fc_xml_elem_bool(&c->resp->body, "return", 1);
+  end(c->resp, "DeleteTagsResponse");
+out:
+  free(ids);
+  free(sets);
+  free(counts);
+  free(tags);
+  free(idx);
 }
 
 struct tag_row {
@@ -2601,6 +2700,7 @@ static const struct {
     {"DescribeRegions", act_regions},
     {"DescribeAddresses", act_addresses},
     {"CreateTags", act_create_tags},
+    {"DeleteTags", act_delete_tags},
     {"DescribeTags", act_describe_tags},
     {"DescribeInstanceStatus", act_instance_status},
     {"DescribeSpotInstanceRequests", act_spot_requests},

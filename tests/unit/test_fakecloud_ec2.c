@@ -1253,6 +1253,80 @@ static void create_tags_then_describe(void **state) {
   free(b);
 }
 
+/* DeleteTags as EC2 documents it: a key alone deletes it whatever its
+ * value, a key with a value only on a match (an empty value matches only
+ * an empty value), no tag at all every tag. */
+static void delete_tags_by_key_value_or_all(void **state) {
+  struct reply r;
+  reset();
+  char *a = run_one("&InstanceType=m5.large&TagSpecification.1.ResourceType="
+                    "instance&TagSpecification.1.Tag.1.Key=job"
+                    "&TagSpecification.1.Tag.1.Value=j1"
+                    "&TagSpecification.1.Tag.2.Key=owner"
+                    "&TagSpecification.1.Tag.2.Value=tw"
+                    "&TagSpecification.1.Tag.3.Key=empty"
+                    "&TagSpecification.1.Tag.4.Key=team"
+                    "&TagSpecification.1.Tag.4.Value=x",
+                    &r);
+  reply_free(&r);
+  char *d = tw_asprintf("Action=DescribeTags&Version=2016-11-15&Filter.1.Name="
+                        "resource-id&Filter.1.Value.1=%s",
+                        a);
+  /* a value that does not match deletes nothing */
+  char *q = tw_asprintf("Action=DeleteTags&Version=2016-11-15&ResourceId.1=%s"
+                        "&Tag.1.Key=job&Tag.1.Value=other",
+                        a);
+  ec2(q, &r);
+  TW_CHECK(r.status == 200 &&
+               xp_is(&r, "/e:DeleteTagsResponse/e:return", "true"),
+           "delete tags: %s", r.body.data);
+  reply_free(&r);
+  free(q);
+  ec2(d, &r);
+  TW_CHECK(xp_count(&r, "//e:tagSet/e:item") == 4, "nothing deleted");
+  reply_free(&r);
+  /* key alone; key with its value; empty value only matches empty */
+  q = tw_asprintf("Action=DeleteTags&Version=2016-11-15&ResourceId.1=%s"
+                  "&Tag.1.Key=job&Tag.2.Key=owner&Tag.2.Value=tw"
+                  "&Tag.3.Key=team&Tag.3.Value=",
+                  a);
+  ec2(q, &r);
+  TW_CHECK(r.status == 200, "delete: %ld", r.status);
+  reply_free(&r);
+  free(q);
+  ec2(d, &r);
+  TW_CHECK(xp_count(&r, "//e:tagSet/e:item") == 2 &&
+               xp_count(&r, "//e:tagSet/e:item[e:key='empty']") == 1 &&
+               xp_count(&r, "//e:tagSet/e:item[e:key='team']") == 1,
+           "job and owner deleted, team kept: %s", r.body.data);
+  reply_free(&r);
+  /* no tag: every tag */
+  q = tw_asprintf("Action=DeleteTags&Version=2016-11-15&ResourceId.1=%s", a);
+  ec2(q, &r);
+  TW_CHECK(r.status == 200, "delete all: %ld", r.status);
+  reply_free(&r);
+  free(q);
+  ec2(d, &r);
+  TW_CHECK(xp_count(&r, "//e:tagSet/e:item") == 0, "none left");
+  reply_free(&r);
+  ec2("Action=DeleteTags&Version=2016-11-15&Tag.1.Key=job", &r);
+  TW_CHECK(is_error(&r, 400, "MissingParameter"), "no resource");
+  reply_free(&r);
+  ec2("Action=DeleteTags&Version=2016-11-15&ResourceId.1=i-0123456789abcdef0",
+      &r);
+  TW_CHECK(is_error(&r, 400, "InvalidInstanceID.NotFound"), "unknown");
+  reply_free(&r);
+  q = tw_asprintf("Action=DeleteTags&Version=2016-11-15&ResourceId.1=%s"
+                  "&Tag.1.Key=aws:x",
+                  a);
+  ec2(q, &r);
+  TW_CHECK(is_error(&r, 400, "InvalidParameterValue"), "aws: reserved");
+  reply_free(&r);
+  free(q);
+  free(d);
+  free(a);
+}
+
 static void instance_status_running_or_all(void **state) {
   struct reply r;
   reset();
@@ -1442,6 +1516,7 @@ int main(void) {
       cmocka_unit_test(describe_regions_from_catalog),
       cmocka_unit_test(addresses_empty),
       cmocka_unit_test(create_tags_then_describe),
+      cmocka_unit_test(delete_tags_by_key_value_or_all),
       cmocka_unit_test(instance_status_running_or_all),
       cmocka_unit_test(spot_requests_follow_their_instance),
   };
