@@ -406,6 +406,10 @@ void tw_daemon_drain(struct tw_daemon *d) {
   d->abandoned = tw_sched_drain(d->sched, deadline);
 }
 
+size_t tw_daemon_abandoned(const struct tw_daemon *d) {
+  return d ? d->abandoned : 0;
+}
+
 void tw_daemon_free(struct tw_daemon *d) {
   if (!d)
     return;

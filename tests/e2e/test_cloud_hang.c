@@ -339,6 +339,10 @@ static void other_cloud_goes_on_while_one_hangs(void **state) {
   TW_CHECK(still == N_A && doubled == 0,
            "after the hang %d of %d aws-a jobs live, %d on two instances",
            still, N_A, doubled);
+  /* a sanitizer build reports in the daemon's log */
+  TW_CHECK(twtest_daemon_log_count(&d, "AddressSanitizer") == 0 &&
+               twtest_daemon_log_count(&d, "runtime error") == 0,
+           "the daemon's log has sanitizer reports");
   for (int i = 0; i < N_A; i++) {
     char path[96];
     long st;

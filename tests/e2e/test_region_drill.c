@@ -332,6 +332,10 @@ static void every_affected_job_runs_elsewhere_within_the_bound(void **state) {
   printf("drill: %zu notice lines in the daemon's log\n", notices);
   TW_CHECK(notices > 0, "the daemon logged no interruption notice");
 
+  /* a sanitizer build reports in the daemon's log */
+  TW_CHECK(twtest_daemon_log_count(&d, "AddressSanitizer") == 0 &&
+               twtest_daemon_log_count(&d, "runtime error") == 0,
+           "the daemon's log has sanitizer reports");
   /* cancel everything: the fake is left empty */
   for (int k = 0; k < N_JOBS; k++) {
     char path[96];
