@@ -10,6 +10,7 @@
 
 struct tw_tenancy;
 struct tw_secrets;
+struct tw_oidc_cfg;
 
 struct tw_auth_opts {
   /* auth.mode: open.  Every request acts as the admin "anonymous", with
@@ -31,6 +32,9 @@ struct tw_auth_opts {
    * HTTPS.  Both or neither. */
   const char *tls_cert_file;
   const char *tls_key_file;
+  /* Identity providers whose JWTs sign in (api/oidc.h); NULL: none.
+   * Borrowed. */
+  const struct tw_oidc_cfg *oidc;
 };
 
 #endif

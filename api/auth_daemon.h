@@ -7,6 +7,7 @@
  *   auth.mode               tokens (default) | open
  *   auth.admin_token_file   default: admin.token beside the db
  *   auth.rate_limit_per_s   per token; 0: no limit.  auth.rate_limit_burst
+ *   auth.oidc.issuers[]     identity providers (api/oidc.h)
  *   tls.cert_file, tls.key_file          PEM; both or neither
  *   secrets.key_file | secrets.key_env   32-byte key; no key: no secrets
  *   secrets.previous_key_file | _env     rotated away from at start
@@ -27,6 +28,7 @@ struct tw_secrets;
 struct tw_auth_daemon {
   struct tw_tenancy *tenancy; /* owned */
   struct tw_secrets *secrets; /* owned; NULL without a key */
+  struct tw_oidc_cfg *oidc;   /* owned; NULL without issuers */
   struct tw_auth_opts opts;   /* for tw_api_opts.auth; borrows the above */
 };
 

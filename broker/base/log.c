@@ -64,6 +64,23 @@ void tw_log(enum tw_log_level lvl, const char *subsys, const char *fmt, ...) {
   if (n > 0 && (size_t)n < sizeof line)
     vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
   va_end(ap);
+  /* What a message carries may come from outside (a header, a token, a
+   * name): control bytes are written escaped, so one entry is one line and
+   * nothing reaches a terminal as a control sequence. */
+  char esc[4 * sizeof line];
+  size_t o = 0;
+  for (const unsigned char *p = (const unsigned char *)line;
+       *p && o + 5 < sizeof esc; p++) {
+    if (*p >= 0x20 && *p != 0x7f) {
+      esc[o++] = (char)*p;
+    } else if (*p == '\n' || *p == '\r' || *p == '\t') {
+      esc[o++] = '\\';
+      esc[o++] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
+    } else {
+      o += (size_t)snprintf(esc + o, sizeof esc - o, "\\x%02x", *p);
+    }
+  }
+  esc[o] = '\0';
   /* one fputs per line: stdio locks the stream, so lines never interleave */
-  fprintf(stderr, "%s\n", line);
+  fprintf(stderr, "%s\n", esc);
 }

@@ -79,6 +79,13 @@ void sched__follow_release(struct tw_sched *s) {
   s->follow = NULL;
 }
 
+void sched__run_times(struct sched_att *st, const struct tw_instance *inst) {
+  if (inst->running_ms > 0)
+    st->ran_from_ms = inst->running_ms;
+  if (inst->ended_ms > 0)
+    st->ended_at_ms = inst->ended_ms;
+}
+
 static struct sched_follow *follow_of(struct tw_sched *s) {
   if (!s->follow)
     s->follow = tw_calloc(1, sizeof *s->follow);
@@ -125,6 +132,11 @@ static void ending_remove(struct sched_follow *m, size_t i) {
  * attempt's token, if the provider has one still up; else each of c->g.
  * c->rc is the first failure (an instance the provider no longer knows is
  * gone, which is what was asked). */
+static enum tw_rc describe_all(struct tw_provider *p,
+                               const struct tw_attempt_rec *a,
+                               struct sched_nodes nd, struct tw_instance *out,
+                               char which[128], struct tw_err *err);
+
 static void terminate_run(struct sched_call *c) {
   c->rc = TW_OK;
   if (c->by_token) {
@@ -138,11 +150,23 @@ static void terminate_run(struct sched_call *c) {
       c->rc = rc; /* no answer: asked again next pass */
       return;
     }
+    c->inst = inst; /* its run times, for billing (sched__run_times) */
+    c->seen = true;
     if (tw_instance_state_gone(inst.state))
       return;
     rc = tw_provider_terminate(c->p, inst.id, &c->err);
     c->rc = rc == TW_E_NOTFOUND ? TW_OK : rc;
     return;
+  }
+  if (c->describe_first) {
+    /* not seen running yet: the provider may have started it, and bills
+     * it from then even when it goes a moment later */
+    struct tw_err derr = {0};
+    struct sched_nodes nd = {.g = c->g, .n = c->n_g};
+    if (c->n_g == 1 && c->g[0].k == 0)
+      nd.n = 0; /* one instance: a's own */
+    if (describe_all(c->p, &c->a, nd, &c->inst, c->which, &derr) == TW_OK)
+      c->seen = true;
   }
   for (size_t i = 0; i < c->n_g; i++) {
     struct tw_err terr = {0};
@@ -497,12 +521,14 @@ static void request_cause(struct tw_sched *s, const struct tw_attempt_rec *a,
  * given back: completed when the job succeeded (a look after its success
  * changes nothing), else cancelled.  Returns state changes. */
 static int close_ended(struct tw_sched *s, int64_t attempt_id,
-                       const char *job_id, bool job_succeeded) {
+                       const char *job_id, bool job_succeeded,
+                       int64_t ran_from_ms) {
   struct tw_err err = {0};
   struct tw_attempt_close c = {.attempt_id = attempt_id,
                                .end_reason =
                                    job_succeeded ? "completed" : "cancelled",
-                               .job_to = TW_JOB_NSTATES};
+                               .job_to = TW_JOB_NSTATES,
+                               .ran_from_ms = ran_from_ms};
   int changes = tw_store_attempt_close(s->store, &c, &err) == TW_OK;
   tw_spec_cache_forget(s->specs, job_id); /* it ended: no more passes */
   return changes;
@@ -514,7 +540,8 @@ static int close_ended(struct tw_sched *s, int64_t attempt_id,
  * made one: it is asked for by its token first.  Returns state changes. */
 static int give_back(struct tw_sched *s, struct pcache *pc,
                      const struct tw_job_rec *job,
-                     const struct tw_attempt_rec *a, struct sched_nodes nd) {
+                     const struct tw_attempt_rec *a, struct sched_nodes nd,
+                     struct sched_att *st) {
   bool by_token = a->state == TW_ATTEMPT_LAUNCHING && !nd.n;
   size_t n = 0;
   for (size_t i = 0; i < nd.n; i++)
@@ -522,12 +549,14 @@ static int give_back(struct tw_sched *s, struct pcache *pc,
   if (!nd.n && !by_token && a->instance_id[0])
     n = 1;
   if (!by_token && !n)
-    return close_ended(s, a->id, job->id, job->state == TW_JOB_SUCCEEDED);
+    return close_ended(s, a->id, job->id, job->state == TW_JOB_SUCCEEDED,
+                       st->ran_from_ms);
   if (!sched__call_room(s, pc))
     return 0; /* the account's workers are busy: next pass */
   struct sched_call *c = terminate_call(pc, a, n);
   c->cancel = true;
   c->by_token = by_token;
+  c->describe_first = a->state == TW_ATTEMPT_PROVISIONING && !st->ran_from_ms;
   c->job_succeeded = job->state == TW_JOB_SUCCEEDED;
   const struct tw_offer *o = sched__offer(s, a->offer_id);
   if (o)
@@ -664,6 +693,7 @@ static int decide(struct tw_sched *s, struct pcache *pc,
     poll_later(s, st, a, now); /* throttled or down: look again later */
     return 0;
   }
+  sched__run_times(st, &inst);
   if (inst.finished) {
     /* a batch provider ran the script to its end */
     char why[96];
@@ -674,11 +704,13 @@ static int decide(struct tw_sched *s, struct pcache *pc,
         .job_to = inst.exit_code == 0 ? TW_JOB_SUCCEEDED : TW_JOB_FAILED,
         .job_reason = why,
         .has_exit = true,
-        .exit_code = inst.exit_code};
+        .exit_code = inst.exit_code,
+        .ran_from_ms = st->ran_from_ms,
+        .ended_at_ms = st->ended_at_ms};
     /* a job that finished before we saw it running still passes through
      * running, so its history is complete */
     if (a->state == TW_ATTEMPT_PROVISIONING)
-      tw_store_attempt_running(s->store, a->id, &err);
+      tw_store_attempt_running_at(s->store, a->id, st->ran_from_ms, &err);
     if (tw_store_attempt_close(s->store, &c, &err) == TW_OK) {
       changes++;
       tw_spec_cache_forget(s->specs, job->id);
@@ -739,7 +771,8 @@ static int decide(struct tw_sched *s, struct pcache *pc,
     for (size_t i = 0; i < nd.n; i++)
       tw_store_attempt_instance_put(s->store, a->id, nd.g[i].k,
                                     nd.g[i].instance_id, "running", &err);
-    if (tw_store_attempt_running(s->store, a->id, &err) == TW_OK)
+    if (tw_store_attempt_running_at(s->store, a->id, st->ran_from_ms, &err) ==
+        TW_OK)
       changes++;
     poll_soon(s, st, now);
     return changes;
@@ -800,8 +833,16 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
   }
   if (sched__call_busy(s, a->id))
     goto out; /* a call of its own is in flight: one at a time */
+  /* run by tradewind-agent: its reports decide (agent_follow.c) */
+  struct sched_agent_step ag;
+  sched__agent_follow(s, pc, &job, a, nd, st, now, &ag);
+  changes += ag.changes;
+  if (ag.owe_terminate)
+    ending_add_all(s, a, nd);
+  if (ag.handled)
+    goto out;
   if (tw_job_state_terminal(job.state)) {
-    changes += give_back(s, pc, &job, a, nd);
+    changes += give_back(s, pc, &job, a, nd, st);
     goto out;
   }
   if (a->state == TW_ATTEMPT_LAUNCHING) {
@@ -900,7 +941,17 @@ int sched__follow_applied(struct tw_sched *s, struct sched_call *c,
     if (c->g[i].k > 0)
       tw_store_attempt_instance_put(s->store, c->a.id, c->g[i].k,
                                     c->g[i].instance_id, "terminated", &err);
-  return close_ended(s, c->a.id, c->a.job_id, c->job_succeeded);
+  int64_t ran_from = 0;
+  if (s->follow)
+    for (size_t i = 0; i < s->follow->n; i++)
+      if (s->follow->a[i].attempt_id == c->a.id) {
+        if (c->seen)
+          sched__run_times(&s->follow->a[i], &c->inst);
+        ran_from = s->follow->a[i].ran_from_ms;
+      }
+  if (!ran_from && c->seen && c->inst.running_ms > 0)
+    ran_from = c->inst.running_ms;
+  return close_ended(s, c->a.id, c->a.job_id, c->job_succeeded, ran_from);
 }
 
 /* Whether event instance id is one of attempt a's (a gang's: any node). */

@@ -21,15 +21,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/oidc.h"
 #include "api/rbac.h"
+#include "broker/base/node.h"
 #include "broker/tenancy/audit.h"
 #include "broker/tenancy/secrets.h"
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "broker/tenancy/tenancy.h"
+#include "tests/integration/twtest_oidc.h"
 #include "tests/twtest.h"
 
 static char dir[64], path[128];
@@ -90,7 +94,7 @@ static struct resp req(const char *token, const char *method, const char *pth,
   struct resp r;
   memset(&r, 0, sizeof r);
   CURL *c = curl_easy_init();
-  char url[512], auth[128], ct[128], im[128];
+  char url[512], auth[4096], ct[128], im[128];
   snprintf(url, sizeof url, "%s%s", base, pth);
   struct curl_slist *h = NULL;
   if (token) {
@@ -181,6 +185,20 @@ static const char *const ROLE_USER[TW_ROLE_COUNT] = {
     "admin", "ml-tadmin", "ml-member", "ml-viewer", "ml-finance", "ml-ci"};
 static char tokens[TW_ROLE_COUNT][TW_TOKEN_LEN + 1];
 
+/* The same roles signed in through an identity provider (api/oidc.h):
+ * the issuer's rules map the group "as-<role>" to the role in ml (admin
+ * in "*"), naming the principal "idp:<preferred_username>". */
+static const char *const OIDC_USER[TW_ROLE_COUNT] = {
+    "idp:admin",      "idp:ml-tadmin", "idp:ml-member",
+    "idp:ml-viewer",  "idp:ml-finance", "idp:ml-ci"};
+static char *jwts[TW_ROLE_COUNT];
+static struct twtest_issuer *idp;
+static struct tw_oidc_cfg *oidc_cfg;
+
+/* Who the matrix acts as: the stored principals or the OIDC ones. */
+static const char *const *callers = ROLE_USER;
+static const char *bearer[TW_ROLE_COUNT];
+
 /* ---- the matrix
  * --------------------------------------------------------------- */
 
@@ -193,7 +211,7 @@ static bool build(const struct tw_rbac_rule *rule, enum tw_role role,
                   enum scene sc, char *pth, size_t pthsz, char *body,
                   size_t bodysz, const char **ctype, char *if_match,
                   size_t imsz) {
-  const char *caller = ROLE_USER[role];
+  const char *caller = callers[role];
   const char *tenant = sc == OTHER_TENANT ? "vision" : "ml";
   const char *owner = sc == OWN_OBJECT   ? caller
                       : sc == COLLEAGUES ? "ml-colleague"
@@ -212,6 +230,12 @@ static bool build(const struct tw_rbac_rule *rule, enum tw_role role,
     return false;
   if (role == TW_ROLE_ADMIN && sc == OWN_OBJECT && owned_target)
     owner = "ml-colleague"; /* the admin owns nothing in ml */
+  /* principals from an identity provider are not stored: they hold no
+   * tokens of their own (oidc_principals_own_no_tokens checks that) */
+  if (callers == OIDC_USER && sc == OWN_OBJECT &&
+      ((rule->target == TW_TGT_TOKEN && role != TW_ROLE_ADMIN) ||
+       (!strcmp(rule->method, "POST") && !strcmp(rule->path, "/v1/tokens"))))
+    return false;
   switch (rule->target) {
   case TW_TGT_JOB: {
     char id[TW_JOB_ID_LEN + 1];
@@ -324,7 +348,7 @@ static int wrong_cells;
     }                                                                          \
   } while (0)
 
-static void matrix(void **state) {
+static void run_matrix(const char *who) {
   size_t n;
   const struct tw_api_route_info *routes = tw_api_route_table(&n);
   int cells = 0;
@@ -339,9 +363,12 @@ static void matrix(void **state) {
     }
     char pth[512], body[512], im[64];
     const char *ct;
-    /* without a token */
+    /* without a token (objects of the stored member: always buildable) */
+    const char *const *saved_callers = callers;
+    callers = ROLE_USER;
     build(rule, TW_ROLE_MEMBER, OWN_OBJECT, pth, sizeof pth, body, sizeof body,
           &ct, im, sizeof im);
+    callers = saved_callers;
     struct resp r =
         req(NULL, rule->method, pth, ct, body[0] ? body : NULL, NULL);
     if (rule->target == TW_TGT_PUBLIC) {
@@ -358,7 +385,7 @@ static void matrix(void **state) {
         if (!build(rule, (enum tw_role)role, (enum scene)sc, pth, sizeof pth,
                    body, sizeof body, &ct, im, sizeof im))
           continue;
-        r = req(tokens[role], rule->method, pth, ct, body[0] ? body : NULL,
+        r = req(bearer[role], rule->method, pth, ct, body[0] ? body : NULL,
                 im[0] ? im : NULL);
         cells++;
         enum tw_perm perm = (enum tw_perm)rule->perm[role];
@@ -389,9 +416,59 @@ static void matrix(void **state) {
       }
   }
   free((void *)routes);
-  printf("# %d route x role x object cells over %zu routes\n", cells, n);
+  printf("# %s: %d route x role x object cells over %zu routes\n", who, cells,
+         n);
   TW_CHECK(wrong_cells == 0, "%d wrong cells (named above)", wrong_cells);
   TW_CHECK(cells > 100, "only %d cells", cells);
+}
+
+static void matrix(void **state) {
+  callers = ROLE_USER;
+  for (int i = 0; i < TW_ROLE_COUNT; i++)
+    bearer[i] = tokens[i];
+  run_matrix("bearer tokens");
+}
+
+/* Every row again, the callers signed in through the identity provider
+ * with JWTs: the mapping grants exactly the role, and the role's rules
+ * apply to an OIDC principal as to a stored one (its own jobs are its
+ * own, the ci role submits and reads only those). */
+static void matrix_oidc(void **state) {
+  callers = OIDC_USER;
+  for (int i = 0; i < TW_ROLE_COUNT; i++)
+    bearer[i] = jwts[i];
+  run_matrix("OIDC principals");
+  callers = ROLE_USER;
+}
+
+/* What a stored principal has and an OIDC one has not: tokens.  And a
+ * token that no rule maps is a principal without any role. */
+static void oidc_principals_own_no_tokens(void **state) {
+  struct resp r = req(jwts[TW_ROLE_MEMBER], "POST", "/v1/tokens",
+                      "application/json", "{\"name\":\"laptop\"}", NULL);
+  TW_CHECK(r.status == 404 && !strstr(r.body, "twt_"),
+           "an OIDC member mints a bearer token: %ld %.200s", r.status, r.body);
+  r = req(jwts[TW_ROLE_MEMBER], "GET", "/v1/tokens", NULL, NULL, NULL);
+  TW_CHECK(r.status == 200 && !strstr(r.body, "\"principal\""),
+           "an OIDC member's tokens: %ld %.200s", r.status, r.body);
+  char *claims = tw_asprintf(
+      "{\"iss\":\"%s\",\"aud\":\"tradewind\",\"sub\":\"nobody\","
+      "\"preferred_username\":\"nobody\",\"groups\":[\"as-root\"],"
+      "\"exp\":%lld}",
+      twtest_issuer_url(idp), (long long)(time(NULL) + 600));
+  char *jwt = twtest_jwt(idp, TWT_RSA, NULL, claims);
+  size_t n;
+  const struct tw_rbac_rule *rules = tw_rbac_rules(&n);
+  for (size_t i = 0; i < n; i++) {
+    if (rules[i].target == TW_TGT_PUBLIC || strcmp(rules[i].method, "GET") ||
+        strchr(rules[i].path, '{'))
+      continue;
+    r = req(jwt, "GET", rules[i].path, NULL, NULL, NULL);
+    TW_CHECK(r.status == 403, "GET %s without a role: %ld", rules[i].path,
+             r.status);
+  }
+  free(jwt);
+  free(claims);
 }
 
 /* ---- specific behaviour
@@ -470,6 +547,12 @@ static void quota_updates_need_the_etag(void **state) {
               NULL &&
           strstr(r.body, "needs 24 A100 (3 nodes x 8), the limit is 8"),
       "quota refusal: %ld %.300s", r.status, r.body);
+  /* a job for a tenant that does not exist: 400 naming the field */
+  r = req(tok, "POST", "/v1/jobs", "application/yaml",
+          "name: stray\ntenant: nosuch\nresources: {cpus: 1}\n", NULL);
+  TW_CHECK(r.status == 400 && strstr(r.body, "\"field\":\"tenant\"") &&
+               strstr(r.body, "no tenant named \\\"nosuch\\\""),
+           "unknown tenant: %ld %.300s", r.status, r.body);
 }
 
 /* The rate-limited server of rate_limit_answers_429 and the main
@@ -601,10 +684,48 @@ static int setup(void **state) {
   }
   user("ml-colleague", "ml", TW_ROLE_MEMBER);
   user("vision-member", "vision", TW_ROLE_MEMBER);
+  if (!(idp = twtest_issuer_start()))
+    return -1;
+  struct tw_buf y;
+  tw_buf_init(&y);
+  tw_buf_printf(&y,
+                "issuers:\n"
+                "  - name: idp\n"
+                "    issuer: %s\n"
+                "    audiences: [tradewind]\n"
+                "    principal_claim: preferred_username\n"
+                "    rules:\n",
+                twtest_issuer_url(idp));
+  for (int role = 0; role < TW_ROLE_COUNT; role++)
+    tw_buf_printf(&y,
+                  "      - {name: r%d, match: {groups: as-%s}, tenant: '%s', "
+                  "role: %s}\n",
+                  role, tw_role_str((enum tw_role)role),
+                  role == TW_ROLE_ADMIN ? "*" : "ml",
+                  tw_role_str((enum tw_role)role));
+  struct tw_node *yn = NULL;
+  if (tw_node_parse_yaml(y.data, y.len, &yn, &err) ||
+      tw_oidc_cfg_parse(yn, &oidc_cfg, &err)) {
+    fprintf(stderr, "oidc config: %s\n", err.msg);
+    return -1;
+  }
+  tw_node_free(yn);
+  tw_buf_release(&y);
+  for (int role = 0; role < TW_ROLE_COUNT; role++) {
+    char *claims = tw_asprintf(
+        "{\"iss\":\"%s\",\"aud\":\"tradewind\",\"sub\":\"s-%d\","
+        "\"preferred_username\":\"%s\",\"groups\":[\"staff\",\"as-%s\"],"
+        "\"exp\":%lld}",
+        twtest_issuer_url(idp), role, OIDC_USER[role] + 4,
+        tw_role_str((enum tw_role)role), (long long)(time(NULL) + 3600));
+    jwts[role] = twtest_jwt(idp, role % 2 ? TWT_EC : TWT_RSA, NULL, claims);
+    free(claims);
+  }
   struct tw_api_opts ao = {
       .listen = "127.0.0.1:0",
       .store = store,
-      .auth = {.tenancy = ten, .secrets = sec, .rate_per_s = -1}};
+      .auth = {.tenancy = ten, .secrets = sec, .rate_per_s = -1,
+               .oidc = oidc_cfg}};
   if (tw_api_start(&ao, &api, &err)) {
     fprintf(stderr, "api: %s\n", err.msg);
     return -1;
@@ -615,6 +736,10 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   tw_api_stop(api);
+  tw_oidc_cfg_free(oidc_cfg);
+  twtest_issuer_stop(idp);
+  for (int i = 0; i < TW_ROLE_COUNT; i++)
+    free(jwts[i]);
   tw_secrets_free(sec);
   tw_tenancy_free(ten);
   tw_store_close(store);
@@ -634,6 +759,8 @@ int main(void) {
   /* In order: the audit checks see the denials the matrix provoked. */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(matrix),
+      cmocka_unit_test(matrix_oidc),
+      cmocka_unit_test(oidc_principals_own_no_tokens),
       cmocka_unit_test(listings_are_scoped),
       cmocka_unit_test(quota_updates_need_the_etag),
       cmocka_unit_test_teardown(rate_limit_answers_429, stop_limited),
