@@ -15,6 +15,8 @@
 struct tw_principal;
 
 /* One request, from the first call of the access handler to the answer. */
+struct tw_auth_ctx;
+
 struct tw_req {
   struct tw_api *api;
   struct MHD_Connection *conn;
@@ -29,7 +31,7 @@ struct tw_req {
   bool close;    /* answer with Connection: close */
   /* api/auth.c: the caller authenticated from the head (tw_auth_head),
    * before the body was read; owned */
-  struct tw_principal *head_who;
+  struct tw_auth_ctx *head_auth;
   int64_t start_us;
   char request_id[17];
   struct tw_auth_ctx *auth; /* api/auth.c: the caller, while the handler runs */

@@ -649,8 +649,11 @@ void tw_auth_dispatch(struct tw_req *r, tw_handler_fn fn) {
     fn(r);
     goto out;
   }
-  if (r->head_who)
-    c.who = *r->head_who; /* authenticated from the head (tw_auth_head) */
+  if (r->head_auth) { /* authenticated from the head (tw_auth_head) */
+    const struct tw_rbac_rule *rule = c.rule;
+    c = *r->head_auth;
+    c.rule = rule;
+  }
   else if (!authenticate(a, r, &c))
     goto out; /* 401s and 429s are not audited: nobody to name, or flooding */
   if (authorize(a, r, &c, mutating))
@@ -677,8 +680,8 @@ bool tw_auth_head(struct tw_req *r) {
   bool ok = authenticate(auth_of(r), r, &c);
   r->auth = NULL;
   if (ok) {
-    r->head_who = tw_malloc(sizeof *r->head_who);
-    *r->head_who = c.who;
+    r->head_auth = tw_malloc(sizeof *r->head_auth);
+    *r->head_auth = c; /* the principal, and an agent's attempt */
   }
   return ok;
 }
@@ -732,16 +735,6 @@ bool tw_auth_admit_job(struct tw_req *r, struct tw_job_spec *spec) {
     return false;
   if (!a->ten)
     return true;
-  /* only a caller who may see every tenant gets this far with another's */
-  struct tw_tenant_info ti;
-  struct tw_err terr = {0};
-  if (tw_tenancy_tenant_get(a->ten, spec->tenant, &ti, &terr) ==
-      TW_E_NOTFOUND) {
-    tw_problem(r, 400, "invalid-field", "tenant",
-               "tenant: %s does not exist (POST /v1/tenants creates it)",
-               spec->tenant);
-    return false;
-  }
   struct tw_admission adm;
   struct tw_err err = {0};
   if (tw_tenancy_admit(a->ten, spec, c->who.name, r->request_id, &adm, &err))

@@ -66,7 +66,7 @@ bool tw_auth_tls_on(const struct tw_auth *a);
 
 /* Step 3 and 4 from the request head alone, before any body byte is read
  * or 100 Continue sent (server.c, the first call of the access handler):
- * false when answered (401, 429); true with r->head_who set, which step 3
+ * false when answered (401, 429); true with r->head_auth set, which step 3
  * of tw_auth_dispatch then takes as the caller, or with nothing set for a
  * public route or one without a rule (dispatch answers those). */
 bool tw_auth_head(struct tw_req *r);

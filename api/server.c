@@ -731,7 +731,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   tw_buf_release(&r->out);
   for (int i = 0; i < r->n_hdr; i++)
     free(r->hdr_value[i]);
-  free(r->head_who);
+  free(r->head_auth);
   free(r);
   *con_cls = NULL;
   __atomic_sub_fetch(&api->in_flight, 1, __ATOMIC_RELAXED);

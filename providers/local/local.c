@@ -606,7 +606,9 @@ static enum tw_rc local_find_by_token(struct tw_provider *p, const char *token,
 }
 
 static const struct tw_provider_info local_info = {
-    .billing = {.kind = TW_BILLING_FROM_CONFIG},
+    .billing = {.kind = TW_BILLING_FROM_CONFIG,
+                .source = "the broker's own host: the chargeback rates of "
+                          "the provider's rates (default 0)"},
     .notice_url = "",
     .notice_signal = "",
     .focus_provider = "Local",

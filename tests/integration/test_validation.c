@@ -126,7 +126,7 @@ static void bad_fields_are_named(void **state) {
   call("POST", "/v1/jobs", admin, "application/json",
        "{\"name\":\"x\",\"tenant\":\"nosuch\"}", NULL, &a);
   expect_field("a tenant that does not exist", &a, 400, "tenant",
-               "does not exist");
+               "no tenant named");
   call("POST", "/v1/jobs", admin, "application/yaml",
        "name: x\ntenant: !!str ml\n", NULL, &a);
   expect_field("a !!str tag", &a, 400, "tenant", "YAML tags");
