@@ -158,9 +158,7 @@ curl -fsS -X POST "$fake/_fake/faults" -H 'Content-Type: application/json' \
   -d '{"kind":"capacity","instance_type":"g5.xlarge","market":"spot","count":1}' >/dev/null
 echo "injected one InsufficientInstanceCapacity for g5.xlarge spot"
 
-say "submitting four jobs with the CLI, into two tenants made first"
-# a job goes only into a tenant that exists (docs/security.md)
-for t in demo research; do "$CLI" tenant create "$t" >/dev/null; done
+say "submitting four jobs with the CLI, into the two tenants made above"
 for f in hello train inference huge; do
   id=$("$CLI" submit "$state/jobs/$f.yaml")
   printf '%-10s %s\n' "$f" "$id"

@@ -499,6 +499,7 @@ static int complete_attempt(struct tw_sched *s, const struct tw_job_rec *job,
                                .exit_code = 0};
   if (tw_store_attempt_close(s->store, &c, &err))
     return 0; /* not recorded: nothing terminated, next pass again */
+  sched__capacity_return(s, a, nd.n);
   tw_spec_cache_forget(s->specs, job->id);
   ending_add_all(s, a, nd); /* terminated by the account's workers */
   return 1;
@@ -520,17 +521,18 @@ static void request_cause(struct tw_sched *s, const struct tw_attempt_rec *a,
 /* Closes live attempt a of a job that ended meanwhile, its instances
  * given back: completed when the job succeeded (a look after its success
  * changes nothing), else cancelled.  Returns state changes. */
-static int close_ended(struct tw_sched *s, int64_t attempt_id,
-                       const char *job_id, bool job_succeeded,
-                       int64_t ran_from_ms) {
+static int close_ended(struct tw_sched *s, const struct tw_attempt_rec *a,
+                       size_t nodes, bool job_succeeded, int64_t ran_from_ms) {
   struct tw_err err = {0};
-  struct tw_attempt_close c = {.attempt_id = attempt_id,
+  struct tw_attempt_close c = {.attempt_id = a->id,
                                .end_reason =
                                    job_succeeded ? "completed" : "cancelled",
                                .job_to = TW_JOB_NSTATES,
                                .ran_from_ms = ran_from_ms};
   int changes = tw_store_attempt_close(s->store, &c, &err) == TW_OK;
-  tw_spec_cache_forget(s->specs, job_id); /* it ended: no more passes */
+  if (changes)
+    sched__capacity_return(s, a, nodes);
+  tw_spec_cache_forget(s->specs, a->job_id); /* it ended: no more passes */
   return changes;
 }
 
@@ -549,7 +551,7 @@ static int give_back(struct tw_sched *s, struct pcache *pc,
   if (!nd.n && !by_token && a->instance_id[0])
     n = 1;
   if (!by_token && !n)
-    return close_ended(s, a->id, job->id, job->state == TW_JOB_SUCCEEDED,
+    return close_ended(s, a, nd.n, job->state == TW_JOB_SUCCEEDED,
                        st->ran_from_ms);
   if (!sched__call_room(s, pc))
     return 0; /* the account's workers are busy: next pass */
@@ -713,6 +715,7 @@ static int decide(struct tw_sched *s, struct pcache *pc,
       tw_store_attempt_running_at(s->store, a->id, st->ran_from_ms, &err);
     if (tw_store_attempt_close(s->store, &c, &err) == TW_OK) {
       changes++;
+      sched__capacity_return(s, a, nd.n);
       tw_spec_cache_forget(s->specs, job->id);
     }
     return changes;
@@ -951,7 +954,13 @@ int sched__follow_applied(struct tw_sched *s, struct sched_call *c,
       }
   if (!ran_from && c->seen && c->inst.running_ms > 0)
     ran_from = c->inst.running_ms;
-  return close_ended(s, c->a.id, c->a.job_id, c->job_succeeded, ran_from);
+  /* a gang's nodes, every one of them (the call held only those up) */
+  struct tw_attempt_instance *g = NULL;
+  size_t nodes = 0;
+  if (tw_store_attempt_instances(s->store, c->a.id, &g, &nodes, &err))
+    nodes = 0;
+  free(g);
+  return close_ended(s, &c->a, nodes, c->job_succeeded, ran_from);
 }
 
 /* Whether event instance id is one of attempt a's (a gang's: any node). */
