@@ -81,12 +81,15 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* One pass; fails the test when it took longer than its budget allows. */
+/* One pass; fails the test when it waited for a held call.  Held calls
+ * block until released, so any finite bound tells a pass that waited from
+ * one that did not; the bound is generous for a loaded machine (the
+ * budget's own figure is bench-schedule's). */
 static int64_t timed_tick(struct tw_sched *s) {
   int64_t t0 = tw_sched_mono_ms();
   tw_sched_tick(s);
   int64_t took = tw_sched_mono_ms() - t0;
-  assert_true(took < BUDGET_MS + 400); /* a loaded machine's slack */
+  assert_true(took < BUDGET_MS + 3000);
   return took;
 }
 
