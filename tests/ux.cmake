@@ -1,0 +1,25 @@
+# At home for operators and clients (label ux): the OpenAPI document checked
+# by real tools, a generated client against the real daemon.
+
+# api/openapi.yaml under @redocly/cli and a client generated from it
+# (openapi-typescript + openapi-fetch, compiled by tsc --strict); a fixture
+# installs the pinned packages of tests/openapi/ with npm ci into the build
+# tree.  All skip (77) without node 20.19+ or npm.
+function(ux_openapi)
+  set(oa_work ${CMAKE_BINARY_DIR}/openapi-npm)
+  set(oa_run ${CMAKE_SOURCE_DIR}/tests/openapi/run.sh)
+  add_test(NAME ux_openapi_setup COMMAND sh ${oa_run} setup ${oa_work})
+  set_tests_properties(ux_openapi_setup PROPERTIES
+    LABELS "conformance;ux" FIXTURES_SETUP openapi_npm
+    SKIP_RETURN_CODE 77 TIMEOUT 600)
+  add_test(NAME ux_openapi_lint COMMAND sh ${oa_run} lint ${oa_work})
+  set_tests_properties(ux_openapi_lint PROPERTIES
+    LABELS "conformance;ux" FIXTURES_REQUIRED openapi_npm
+    SKIP_RETURN_CODE 77 TIMEOUT 120)
+  add_test(NAME ux_openapi_client COMMAND sh ${oa_run} client ${oa_work})
+  set_tests_properties(ux_openapi_client PROPERTIES
+    LABELS "conformance;ux" FIXTURES_REQUIRED openapi_npm
+    SKIP_RETURN_CODE 77 TIMEOUT 240
+    ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>")
+endfunction()
+cmake_language(DEFER CALL ux_openapi)
