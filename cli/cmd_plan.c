@@ -185,7 +185,7 @@ static int cmd_plan(struct tw_cli *c, const struct tw_cli_parsed *p) {
                             json ? "application/json" : "application/yaml",
                             spec.data, spec.len, NULL, &resp, &plan);
   if (code == TW_EXIT_OK)
-    code = c->format == TW_CLI_JSON
+    code = tw_cli_structured(c)
                ? tw_cli_print_json_text(c, resp.body.data, resp.body.len)
                : print_plan(c, plan);
   json_decref(plan);

@@ -49,7 +49,7 @@ static int one_user(struct tw_cli *c, const char *method, const char *path,
   tw_cli_http_resp_init(&resp);
   json_t *out = NULL;
   int code = tn_call(c, method, path, body, NULL, &resp, &out);
-  if (code == TW_EXIT_OK && c->format == TW_CLI_JSON) {
+  if (code == TW_EXIT_OK && tw_cli_structured(c)) {
     code = tn_print(c, &resp);
   } else if (code == TW_EXIT_OK) {
     struct tw_cli_table t;
@@ -123,7 +123,7 @@ static int cmd_user_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
   json_t *out = NULL;
   int code = tn_call(c, "GET", path, NULL, NULL, &resp, &out);
   free(path);
-  if (code == TW_EXIT_OK && c->format == TW_CLI_JSON) {
+  if (code == TW_EXIT_OK && tw_cli_structured(c)) {
     code = tn_print(c, &resp);
   } else if (code == TW_EXIT_OK) {
     struct tw_cli_table t;

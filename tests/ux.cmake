@@ -23,3 +23,19 @@ function(ux_openapi)
     ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>")
 endfunction()
 cmake_language(DEFER CALL ux_openapi)
+
+# The CLI's kubectl habits against a real tradewindd on a fake EC2.
+function(ux_cli)
+  add_test(NAME ux_cli_habits
+    COMMAND sh ${CMAKE_SOURCE_DIR}/tests/ux/cli.sh ${CMAKE_BINARY_DIR}/ux-cli)
+  set_tests_properties(ux_cli_habits PROPERTIES
+    LABELS "integration;ux;cli" SKIP_RETURN_CODE 77 TIMEOUT 180
+    ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>;TW_CLI=$<TARGET_FILE:tradewind>")
+  # docs/cli.md lists every command `tradewind --help` lists.
+  add_test(NAME ux_cli_docs
+    COMMAND sh ${CMAKE_SOURCE_DIR}/tests/ux/cli_docs.sh
+            $<TARGET_FILE:tradewind> ${CMAKE_SOURCE_DIR}/docs/cli.md)
+  set_tests_properties(ux_cli_docs PROPERTIES
+    LABELS "unit;ux;cli" TIMEOUT 30)
+endfunction()
+cmake_language(DEFER CALL ux_cli)
