@@ -250,7 +250,8 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
   struct tw_store_opts so = {.path = cfg->db,
                              .sync_full = cfg->store_sync_full,
                              .max_batch = (int)cfg->store_max_batch,
-                             .readers = (int)cfg->store_readers};
+                             .readers = (int)cfg->store_readers,
+                             .exclusive = true};
   /* Opening the store migrates every module's tables (broker/core/store.h)
    * and refuses to start on a failed migration. */
   if ((rc = tw_store_open(&so, &d->store, err)))
@@ -430,4 +431,19 @@ void tw_daemon_free(struct tw_daemon *d) {
   free(d->listen_override);
   free(d->db_override);
   free(d);
+}
+
+enum tw_rc tw_daemon_check_config(const char *path, struct tw_err *err) {
+  struct tw_cfg *cfg = NULL;
+  enum tw_rc rc = load_cfg(path, &cfg, err);
+  if (rc == TW_OK) {
+    char dir[sizeof ((struct tw_daemon *)0)->cfg_dir];
+    struct tw_policy_set *policies = NULL;
+    config_dir(path, dir, sizeof dir);
+    rc = tw_policy_set_build(cfg->policies, dir, &policies, err);
+    if (policies)
+      tw_policy_set_unref(policies);
+  }
+  tw_cfg_free(cfg);
+  return rc;
 }

@@ -81,6 +81,7 @@ static const struct tw_cli_cmd *const commands[] = {
     &tw_cli_cmd_config_set,
     &tw_cli_cmd_config_delete,
     &tw_cli_cmd_completion,
+    &tw_cli_cmd_admin_backup,
     NULL,
 };
 

@@ -261,7 +261,7 @@ extern const struct tw_cli_cmd tw_cli_cmd_token_create, tw_cli_cmd_token_list,
 extern const struct tw_cli_cmd tw_cli_cmd_config_get,
     tw_cli_cmd_config_current, tw_cli_cmd_config_use, tw_cli_cmd_config_set,
     tw_cli_cmd_config_delete, tw_cli_cmd_whoami, tw_cli_cmd_completion,
-    tw_cli_cmd_jobs_describe;
+    tw_cli_cmd_jobs_describe, tw_cli_cmd_admin_backup;
 
 /* Option ids below this are the commands' own. */
 #define TW_CLI_OPT_GLOBAL 1000

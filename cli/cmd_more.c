@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 
+#include "broker/core/store.h"
 #include "cli/cli_int.h"
 
 static const char *jstr(const json_t *o, const char *key) {
@@ -428,4 +429,50 @@ const struct tw_cli_cmd tw_cli_cmd_completion = {
     .min_pos = 1,
     .max_pos = 1,
     .run = cmd_completion,
+};
+
+/* --- admin backup ------------------------------------------------------------ */
+
+enum { OPT_BACKUP_DB = 1 };
+static const struct tw_cli_opt backup_opts[] = {
+    {"db", 0, true, OPT_BACKUP_DB},
+    {0},
+};
+
+static int cmd_admin_backup(struct tw_cli *c, const struct tw_cli_parsed *p) {
+  const char *db = NULL;
+  for (size_t i = 0; i < p->nopts; i++)
+    if (p->opts[i].id == OPT_BACKUP_DB)
+      db = p->opts[i].value;
+  if (!db || !*db)
+    return tw_cli_usage(c, "admin backup: --db PATH is required (the `db` "
+                           "of the daemon's config)");
+  struct tw_err err;
+  tw_err_clear(&err);
+  if (tw_store_backup(db, p->pos[0], &err) != TW_OK) {
+    tw_cli_errorf(c, "%s", err.msg);
+    return err.rc == TW_E_INVALID ? TW_EXIT_USAGE : TW_EXIT_UNREACHABLE;
+  }
+  if (!c->quiet)
+    fprintf(c->io->err, "tradewind: backed up %s to %s\n", db, p->pos[0]);
+  return TW_EXIT_OK;
+}
+
+const struct tw_cli_cmd tw_cli_cmd_admin_backup = {
+    .name = "admin backup",
+    .args = "FILE",
+    .summary = "copy the broker's sqlite database to FILE, online",
+    .help = "Runs on the broker's machine: sqlite's online backup API copies\n"
+            "a consistent snapshot while tradewindd keeps running.  FILE is\n"
+            "written as FILE.partial (mode 0600) and renamed when complete.\n"
+            "Restore: stop tradewindd, put FILE in place of the db (remove\n"
+            "its -wal and -shm), start it.\n"
+            "\n"
+            "Options:\n"
+            "  --db PATH   the database (the `db` key of the daemon's config)\n",
+    .opts = backup_opts,
+    .local = true,
+    .min_pos = 1,
+    .max_pos = 1,
+    .run = cmd_admin_backup,
 };

@@ -39,3 +39,15 @@ function(ux_cli)
     LABELS "unit;ux;cli" TIMEOUT 30)
 endfunction()
 cmake_language(DEFER CALL ux_cli)
+
+# Operating the daemon: --check-config, the database lock, sd_notify, the
+# online backup, cmake --install with the systemd unit verified.
+function(ux_ops)
+  add_test(NAME ux_ops
+    COMMAND sh ${CMAKE_SOURCE_DIR}/tests/ux/ops.sh ${CMAKE_BINARY_DIR}/ux-ops
+            ${CMAKE_BINARY_DIR})
+  set_tests_properties(ux_ops PROPERTIES
+    LABELS "integration;ux;daemon" SKIP_RETURN_CODE 77 TIMEOUT 120
+    ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_CLI=$<TARGET_FILE:tradewind>")
+endfunction()
+cmake_language(DEFER CALL ux_ops)
