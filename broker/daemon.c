@@ -119,6 +119,9 @@ static enum tw_rc load_cfg(const char *path, struct tw_cfg **out,
 }
 
 static void apply_log(const struct tw_cfg *c) {
+  enum tw_log_format f = TW_LOG_TEXT;
+  if (c->log_format && tw_log_format_parse(c->log_format, &f))
+    tw_log_set_format(f);
   tw_log_set_level(c->log_level);
   tw_log_set_debug(c->log_debug);
 }

@@ -36,6 +36,31 @@ if "$TW_DAEMON" --config "$work/bad2.yaml" --check-config 2>"$work/check.err"; t
 fi
 grep -q 'tick_ms' "$work/check.err" || fail "no key in: $(cat "$work/check.err")"
 
+# --- log.format: json lines, journald lines ------------------------------------
+for f in json journald; do
+  printf 'listen: 127.0.0.1:0\ndb: %s\nauth: {mode: open}\nlog: {format: %s}\n' \
+    "$work/log-$f.db" "$f" >"$work/log-$f.yaml"
+  "$TW_DAEMON" --config "$work/log-$f.yaml" >"$work/log-$f.out" 2>"$work/log-$f.err" &
+  dl=$!
+  pids="$pids $dl"
+  i=0; until grep -q '^listening' "$work/log-$f.out"; do
+    i=$((i+1)); [ $i -lt 200 ] || fail "log-$f did not start"; sleep 0.05; done
+  kill -TERM "$dl"; wait "$dl" || :
+done
+python3 - "$work/log-json.err" <<'PY' || fail "log.format json: $(head -3 "$work/log-json.err")"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert len(lines) >= 3
+for l in lines:
+    assert set(l) == {"ts", "level", "subsys", "msg"}, l
+assert any(l["subsys"] == "daemon" and "serving" in l["msg"] for l in lines)
+PY
+grep -qv '^<[3467]>[a-z]*: ' "$work/log-journald.err" && fail "journald lines: $(head -3 "$work/log-journald.err")"
+grep -q '^<6>daemon: .*serving' "$work/log-journald.err" || fail "no <6>daemon line"
+printf 'log: {format: xml}\n' >"$work/log-bad.yaml"
+if "$TW_DAEMON" --config "$work/log-bad.yaml" --check-config 2>"$work/check.err"; then fail "log.format xml accepted"; fi
+grep -q 'log.format: expected text, journald or json' "$work/check.err" || fail "log.format message"
+
 # --- sd_notify, by a datagram socket of our own -------------------------------
 sock=$work/notify.sock
 python3 - "$sock" "$work/notify.log" <<'PY' &
