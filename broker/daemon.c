@@ -341,12 +341,19 @@ fail:
 enum tw_rc tw_daemon_start(struct tw_daemon *d, struct tw_err *err) {
   enum tw_rc rc;
   if ((rc = tw_catalog_start(d->cat, err)) ||
-      (d->n_prov && (rc = tw_sched_start(d->sched, err))) ||
+      (rc = tw_sched_start(d->sched, err)) ||
       (rc = tw_meter_start(d->meter, err)) ||
       (d->rec && (rc = tw_reconcile_start(d->rec, err))))
     return rc;
   tw_log_info("daemon", "listen=%s:%d db=%s providers=%zu serving", d->host,
               tw_api_port(d->api), d->cfg->db, d->n_prov);
+  /* with no provider the scheduler runs to say so in each job's reason */
+  if (!d->n_prov)
+    tw_log_warn("daemon",
+                "no provider is configured: submitted jobs stay pending; add "
+                "one under providers: in %s (configs/demo.yaml runs on a fake "
+                "EC2; docs/providers.md)",
+                d->config_path);
   return TW_OK;
 }
 

@@ -51,3 +51,14 @@ function(ux_ops)
     ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_CLI=$<TARGET_FILE:tradewind>")
 endfunction()
 cmake_language(DEFER CALL ux_ops)
+
+# The first hour: no-provider warnings, configs/demo.yaml, the example specs.
+function(ux_first_hour)
+  add_test(NAME ux_first_hour
+    COMMAND sh ${CMAKE_SOURCE_DIR}/tests/ux/first_hour.sh
+            ${CMAKE_BINARY_DIR}/ux-first-hour ${CMAKE_SOURCE_DIR})
+  set_tests_properties(ux_first_hour PROPERTIES
+    LABELS "integration;ux;config" SKIP_RETURN_CODE 77 TIMEOUT 120
+    ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>;TW_CLI=$<TARGET_FILE:tradewind>")
+endfunction()
+cmake_language(DEFER CALL ux_first_hour)
