@@ -64,6 +64,8 @@ struct route_metrics {
 };
 
 struct tw_api {
+  bool (*ready)(void *ctx, char *why, size_t whysz); /* opts->ready */
+  void *ready_ctx;
   struct MHD_Daemon *mhd;
   int listen_fd;
   int port;
@@ -116,6 +118,9 @@ const char *const *tw_api_fallback_names(struct tw_api *api) {
 }
 struct tw_auth *tw_api_auth(struct tw_api *api) {
   return api->auth;
+}
+bool tw_api_ready(struct tw_api *api, char *why, size_t whysz) {
+  return !api->ready || api->ready(api->ready_ctx, why, whysz);
 }
 bool tw_api_draining(struct tw_api *api) {
   return __atomic_load_n(&api->draining, __ATOMIC_ACQUIRE) != 0;
@@ -461,6 +466,8 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   api->max_body = opts->max_body_bytes > 0 ? opts->max_body_bytes : (1 << 20);
   api->catalog = opts->catalog;
   api->placer = opts->placer;
+  api->ready = opts->ready;
+  api->ready_ctx = opts->ready_ctx;
   api->request_seed = tw_unique_id();
   /* TLS: libmicrohttpd over GnuTLS, from the configured PEM files */
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION |

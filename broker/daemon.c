@@ -221,6 +221,18 @@ static enum tw_rc open_sched(struct tw_daemon *d, struct tw_err *err) {
   return tw_sched_new(&so, &d->sched, err);
 }
 
+/* /readyz: a scheduler whose loop is stuck takes jobs it will not place. */
+static bool sched_ready(void *ctx, char *why, size_t whysz) {
+  struct tw_daemon *d = ctx;
+  int64_t stalled = d->sched ? tw_sched_stalled_ms(d->sched) : 0;
+  if (stalled > 0) {
+    snprintf(why, whysz, "the scheduler has not completed a pass for %lld s",
+             (long long)(stalled / 1000));
+    return false;
+  }
+  return true;
+}
+
 enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
                          struct tw_err *err) {
   *out = NULL;
@@ -321,7 +333,9 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
                                (unsigned)cfg->api_max_connections,
                            .timeout_s = (unsigned)cfg->api_timeout_s,
                            .catalog = d->cat,
-                           .placer = d->placer};
+                           .placer = d->placer,
+                           .ready = sched_ready,
+                           .ready_ctx = d};
   if ((rc = tw_api_start(&ao, &d->api, err)))
     goto fail;
   const char *colon = strrchr(cfg->listen, ':');
