@@ -194,4 +194,20 @@ if command -v systemd-analyze >/dev/null; then
 else
   echo "note: systemd-analyze missing, the unit was not verified"
 fi
+# --- the .deb (CPack) -----------------------------------------------------------
+if command -v cpack >/dev/null && command -v dpkg-deb >/dev/null; then
+  (cd "$build" && cpack -G DEB -B "$work/deb" >"$work/cpack.log" 2>&1) ||
+    { cat "$work/cpack.log"; fail "cpack -G DEB"; }
+  deb=$(ls "$work"/deb/tradewind_*.deb)
+  dpkg-deb --field "$deb" Depends | grep -q 'libsqlite3' || fail "no shlibs Depends: $(dpkg-deb --field "$deb" Depends)"
+  dpkg-deb --info "$deb" conffiles | grep -q "^$cfg\$" || fail "the config is not a conffile"
+  dpkg-deb -x "$deb" "$work/debroot"
+  [ -x "$work/debroot$bin" ] || fail "the .deb lacks $bin"
+  cmp -s "$work/debroot$(dirname "$bin")/../lib/systemd/system/tradewindd.service" "$unit" ||
+    [ -f "$work/debroot${unit#"$dest"}" ] || fail "the .deb lacks the unit"
+  "$work/debroot$bin" --config "$work/debroot$cfg" --check-config >/dev/null ||
+    fail "the packaged config does not check"
+else
+  echo "note: cpack or dpkg-deb missing, no .deb built"
+fi
 echo "ok: operations"
