@@ -1,8 +1,10 @@
 /* api.h - the REST server (libmicrohttpd), routes under /v1.
  *
- * Thread-per-connection: a handler may block until the store's group
- * commit makes its write durable, and the commits of all connections
- * waiting at once share one fsync.  Errors leave as
+ * A fixed pool of threads (epoll) serves every connection, however many
+ * are open: a handler may block until the store's group commit makes its
+ * write durable, and the commits of the threads waiting at once share one
+ * fsync.  Every request head is checked (framing, size, Host, the token)
+ * before any byte of its body is read or 100 Continue sent.  Errors leave as
  * application/problem+json through problem.c only; no request can crash
  * the daemon or store anything when it fails. */
 #ifndef TW_API_API_H
@@ -20,6 +22,7 @@ struct tw_store;
 struct tw_provider;
 struct tw_catalog;
 struct tw_placer;
+struct tw_agent;
 
 struct tw_provider_ops;
 
@@ -34,8 +37,21 @@ struct tw_api_opts {
    * NULL: provider names are not checked beyond their shape. */
   const struct tw_provider_ops *const *adapters;
   int64_t max_body_bytes;
-  unsigned max_connections;
-  unsigned timeout_s;
+  /* The front door (docs/security.md); 0 takes the default in brackets. */
+  unsigned max_connections; /* connections at once (1024) */
+  unsigned timeout_s;       /* idle: no byte either way for this long (60) */
+  unsigned max_per_address; /* connections from one address at once (128) */
+  unsigned threads;         /* threads serving every connection (64, at
+                               most max_connections; more is an error) */
+  unsigned head_timeout_s;  /* a whole request head, from the connection or
+                               the previous answer (10) */
+  unsigned body_timeout_s;  /* a whole request body, from its head (60) */
+  size_t max_head_bytes;    /* request line and headers; 431 beyond (16384) */
+  size_t max_url_bytes;     /* the request target; 414 beyond (8192) */
+  /* "HOST:PORT" of a second listener that answers /healthz and /readyz
+   * only, with its own connections: probes answered while the main
+   * listener's budget is spent.  NULL or "": none. */
+  const char *probe_listen;
   struct tw_auth_opts auth; /* tokens or open, rate limit, TLS (auth.h) */
   /* What the handlers read of the daemon, borrowed and outliving the
    * server; NULL when absent (a server started alone, in tests). */
@@ -45,6 +61,7 @@ struct tw_api_opts {
    * the reason in why (the daemon: the scheduler's loop is stuck). */
   bool (*ready)(void *ctx, char *why, size_t whysz);
   void *ready_ctx;
+  struct tw_agent *agent;     /* /v1/agent/... (h_agent.c); NULL: 503 */
 };
 
 /* Binds and starts serving.  *out is owned (tw_api_stop). */
@@ -52,6 +69,8 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
                         struct tw_err *err);
 /* The bound port (useful with port 0). */
 int tw_api_port(const struct tw_api *api);
+/* The port of api.probe_listen; 0 when there is none. */
+int tw_api_probe_port(const struct tw_api *api);
 /* Reloadable settings. */
 void tw_api_set_max_body(struct tw_api *api, int64_t bytes);
 /* Stops accepting connections; /readyz answers 503 from now on.  Requests

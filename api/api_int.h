@@ -12,7 +12,11 @@
 
 #define TW_API_MAX_HEADERS 8
 
+struct tw_principal;
+
 /* One request, from the first call of the access handler to the answer. */
+struct tw_auth_ctx;
+
 struct tw_req {
   struct tw_api *api;
   struct MHD_Connection *conn;
@@ -23,6 +27,11 @@ struct tw_req {
   char param_buf[256];
   struct tw_buf body; /* request body */
   bool too_big;
+  bool answered; /* a response is queued */
+  bool close;    /* answer with Connection: close */
+  /* api/auth.c: the caller authenticated from the head (tw_auth_head),
+   * before the body was read; owned */
+  struct tw_auth_ctx *head_auth;
   int64_t start_us;
   char request_id[17];
   struct tw_auth_ctx *auth; /* api/auth.c: the caller, while the handler runs */
@@ -79,9 +88,13 @@ struct tw_placer *tw_api_placer(struct tw_api *api);
 /* The fallback table's strategy names, NULL-terminated (never NULL). */
 const char *const *tw_api_fallback_names(struct tw_api *api);
 struct tw_auth *tw_api_auth(struct tw_api *api); /* api/auth.c's state */
+struct tw_agent *tw_api_agent(struct tw_api *api); /* NULL: no agents */
 void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out);
 const char *tw_req_header(struct tw_req *r, const char *name);
 const char *tw_req_query(struct tw_req *r, const char *name);
+/* Every query parameter is one of keys (NULL-terminated); false: answered
+ * 400 naming the first other one. */
+bool tw_req_known_query(struct tw_req *r, const char *const *keys);
 void tw_req_add_header(struct tw_req *r, const char *name, const char *value);
 void tw_req_json(struct tw_req *r, unsigned status); /* r->out holds JSON */
 

@@ -40,7 +40,14 @@ struct tw_auth {
   char *cert_file, *key_file;
   char *tls_cert, *tls_key; /* PEM; libmicrohttpd keeps the pointers */
   struct tw_oidc *oidc;     /* NULL: no identity provider */
+  /* refused-token log lines: at most REFUSED_LINES_PER_S a second, the
+   * rest counted and reported with the next line written (under mu) */
+  int64_t refused_s;
+  int refused_n;
+  int64_t refused_dropped;
 };
+
+#define REFUSED_LINES_PER_S 10
 
 enum tw_rc tw_auth_new(const struct tw_auth_opts *o, struct tw_clock *clock,
                        struct tw_auth **out, struct tw_err *err) {
@@ -190,6 +197,10 @@ static int64_t rate_take(struct tw_auth *a, const char *id) {
 
 static struct tw_auth *auth_of(struct tw_req *r) { return tw_api_auth(r->api); }
 
+const struct tw_agent_caller *tw_auth_agent(struct tw_req *r) {
+  return r->auth && r->auth->agent ? &r->auth->caller : NULL;
+}
+
 const struct tw_principal *tw_auth_who(struct tw_req *r) {
   return r->auth ? &r->auth->who : NULL;
 }
@@ -254,8 +265,135 @@ bool tw_auth_check(struct tw_req *r, const char *tenant, const char *owner,
 /* ---- authentication
  * ------------------------------------------------------------- */
 
+/* A `twa_` token: the agent of one attempt (docs/agent.md), whatever
+ * auth.mode says.  Its principal holds no role: authorize_agent() alone
+ * decides what it may call. */
+static bool authenticate_agent(struct tw_auth *a, struct tw_req *r,
+                               struct tw_auth_ctx *c, const char *tok) {
+  char token[TW_AGENT_TOKEN_LEN + 1];
+  size_t n = strcspn(tok, " \t\r\n");
+  if (n != TW_AGENT_TOKEN_LEN || tok[n]) {
+    unauthorized(r, "malformed agent token", true);
+    return false;
+  }
+  memcpy(token, tok, n);
+  token[n] = '\0';
+  struct tw_agent *ag = tw_api_agent(r->api);
+  struct tw_err err = {0};
+  enum tw_rc rc = ag ? tw_agent_authenticate(ag, token, &c->caller, &err)
+                     : tw_err_set(&err, TW_E_AUTH, "this server runs no agents");
+  OPENSSL_cleanse(token, sizeof token);
+  if (rc == TW_E_AUTH) {
+    tw_log_info("auth", "request=%s agent token refused: %s", r->request_id,
+                err.msg);
+    unauthorized(r, err.msg, true);
+    return false;
+  }
+  if (rc) {
+    tw_log_error("auth", "request=%s agent token check failed: %s",
+                 r->request_id, err.msg);
+    tw_problem_err(r, &err);
+    return false;
+  }
+  c->agent = true;
+  snprintf(c->who.name, sizeof c->who.name, "agent:%.40s",
+           c->caller.client_token);
+  snprintf(c->who.token_id, sizeof c->who.token_id, "%s", c->caller.tag);
+  int64_t wait = rate_take(a, c->caller.tag);
+  if (wait) {
+    char s[24];
+    snprintf(s, sizeof s, "%" PRId64, wait);
+    tw_req_add_header(r, "Retry-After", s);
+    tw_problem(r, 429, "rate-limited", NULL,
+               "agent of %s is over %" PRId64
+               " requests per second; retry in %" PRId64 " s",
+               c->caller.client_token, a->rate, wait);
+    return false;
+  }
+  return true;
+}
+
+/* An agent may call the agent routes of its own attempt, while that
+ * attempt lives (a replayed exit report after its end too), and nothing
+ * else. */
+static bool authorize_agent(struct tw_req *r, struct tw_auth_ctx *c) {
+  const struct tw_rbac_rule *rule = c->rule;
+  c->perm = TW_PERM_DENY;
+  if (rule->target != TW_TGT_AGENT) {
+    c->denied = true;
+    tw_problem(r, 403, "forbidden", NULL,
+               "an agent token may not %s %s: it reports for its attempt only",
+               r->method, rule->path);
+    return false;
+  }
+  bool exit_route = strstr(rule->path, "/exit") != NULL;
+  if (!c->caller.live && !exit_route) {
+    unauthorized(r, "agent token revoked: its attempt has ended", true);
+    return false;
+  }
+  if (strstr(rule->path, "{attempt}") &&
+      (!r->params[0] || strcmp(r->params[0], c->caller.client_token))) {
+    c->denied = true;
+    tw_problem(r, 403, "forbidden", NULL,
+               "this agent token is for attempt %s, not %s",
+               c->caller.client_token, r->params[0] ? r->params[0] : "");
+    return false;
+  }
+  c->perm = TW_PERM_OWN;
+  return true;
+}
+
+/* One line per refused token, naming it only by a well-formed id
+ * (`twt_` + 16 hex digits: public, and it names the attempt); text of
+ * any other shape might be somebody's secret and is not logged.  Bounded
+ * to REFUSED_LINES_PER_S a second, so bad tokens cannot flood the log. */
+static void refused_log(struct tw_auth *a, struct tw_req *r, const char *tok,
+                        const char *why) {
+  char id[TW_TOKEN_ID_LEN + 1] = "-";
+  if (!strncmp(tok, "twt_", 4) &&
+      strspn(tok + 4, "0123456789abcdef") >= TW_TOKEN_ID_LEN &&
+      tok[4 + TW_TOKEN_ID_LEN] == '_')
+    snprintf(id, sizeof id, "%.*s", TW_TOKEN_ID_LEN, tok + 4);
+  int64_t now_s = tw_clock_now_ms(a->clock) / 1000, dropped = 0;
+  bool write = false;
+  pthread_mutex_lock(&a->mu);
+  if (now_s != a->refused_s) {
+    a->refused_s = now_s;
+    a->refused_n = 0;
+  }
+  if (a->refused_n < REFUSED_LINES_PER_S) {
+    a->refused_n++;
+    write = true;
+    dropped = a->refused_dropped;
+    a->refused_dropped = 0;
+  } else {
+    a->refused_dropped++;
+  }
+  pthread_mutex_unlock(&a->mu);
+  if (!write)
+    return;
+  if (dropped)
+    tw_log_info("auth",
+                "request=%s token=%s refused: %s (and %" PRId64
+                " refused tokens not logged before it)",
+                r->request_id, id, why, dropped);
+  else
+    tw_log_info("auth", "request=%s token=%s refused: %s", r->request_id, id,
+                why);
+}
+
 static bool authenticate(struct tw_auth *a, struct tw_req *r,
                          struct tw_auth_ctx *c) {
+  {
+    const char *h = tw_req_header(r, "Authorization");
+    if (h && !strncasecmp(h, "Bearer ", 7)) {
+      const char *t = h + 7;
+      while (*t == ' ')
+        t++;
+      if (!strncmp(t, "twa_", 4))
+        return authenticate_agent(a, r, c, t);
+    }
+  }
   if (a->open) {
     snprintf(c->who.name, sizeof c->who.name, "anonymous");
     snprintf(c->who.tenant, sizeof c->who.tenant, "%s", TW_TENANT_GLOBAL);
@@ -297,11 +435,7 @@ static bool authenticate(struct tw_auth *a, struct tw_req *r,
   enum tw_rc rc = tw_tenancy_authenticate(a->ten, token, &c->who, &err);
   OPENSSL_cleanse(token, sizeof token);
   if (rc == TW_E_AUTH) {
-    /* a token's id is public and identifies the attempt in the log; text
-     * of any other shape might be somebody's secret and is not logged */
-    bool ours = !strncmp(tok, "twt_", 4);
-    tw_log_info("auth", "request=%s token=%.16s refused: %s", r->request_id,
-                ours ? tok + 4 : "-", err.msg);
+    refused_log(a, r, tok, err.msg);
     unauthorized(r, err.msg, true);
     return false;
   }
@@ -333,6 +467,8 @@ signed_in:;
 static bool authorize(struct tw_auth *a, struct tw_req *r,
                       struct tw_auth_ctx *c, bool mutating) {
   const struct tw_rbac_rule *rule = c->rule;
+  if (c->agent)
+    return authorize_agent(r, c);
   c->perm = (enum tw_perm)rule->perm[c->who.role];
   if (c->perm == TW_PERM_DENY) {
     c->denied = true;
@@ -350,6 +486,7 @@ static bool authorize(struct tw_auth *a, struct tw_req *r,
   case TW_TGT_PUBLIC:
   case TW_TGT_GLOBAL:
   case TW_TGT_BODY:
+  case TW_TGT_AGENT: /* a role the row allows (the admin: the binary) */
     return true;
   case TW_TGT_QUERY_TENANT: {
     if (c->perm == TW_PERM_ANY)
@@ -459,10 +596,20 @@ static void record(struct tw_auth *a, struct tw_req *r, struct tw_auth_ctx *c) {
     /* the problem's detail, without the JSON around it */
     const char *d = strstr(r->out.data, "\"detail\":\"");
     if (d) {
-      d += 10;
-      size_t len = strcspn(d, "\"");
-      snprintf(detail + strlen(detail), sizeof detail - strlen(detail), " %.*s",
-               (int)(len > 200 ? 200 : len), d);
+      /* up to the closing quote, not the first escaped one: \" and \\
+       * read as themselves, other escapes stay as written */
+      size_t o = strlen(detail), start = o;
+      detail[o++] = ' ';
+      for (d += 10;
+           *d && *d != '"' && o + 1 < sizeof detail && o - start <= 200; d++) {
+        if (*d == '\\' && (d[1] == '"' || d[1] == '\\'))
+          d++;
+        else if (*d == '\\' && d[1])
+          detail[o++] = *d++;
+        if (o + 1 < sizeof detail)
+          detail[o++] = *d;
+      }
+      detail[o] = '\0';
     }
   }
   struct tw_audit_event ev = {.principal = c->who.name[0] ? c->who.name : "-",
@@ -502,17 +649,57 @@ void tw_auth_dispatch(struct tw_req *r, tw_handler_fn fn) {
     fn(r);
     goto out;
   }
-  if (!authenticate(a, r, &c))
+  if (r->head_auth) { /* authenticated from the head (tw_auth_head) */
+    const struct tw_rbac_rule *rule = c.rule;
+    c = *r->head_auth;
+    c.rule = rule;
+  }
+  else if (!authenticate(a, r, &c))
     goto out; /* 401s and 429s are not audited: nobody to name, or flooding */
   if (authorize(a, r, &c, mutating))
     fn(r);
   /* The open mode has nobody to name: its requests are not audited (the
    * scheduler's decisions still are).  A job created was audited in its
    * own transaction (tw_auth_job_store). */
-  if (mutating && a->ten && !a->open && !c.audited)
+  /* an agent's reports (a heartbeat every few seconds) are not audited:
+   * what they change is in the job's events */
+  if (mutating && a->ten && !a->open && !c.audited && !c.agent)
     record(a, r, &c);
 out:
   r->auth = NULL;
+}
+
+bool tw_auth_head(struct tw_req *r) {
+  const struct tw_route *route = &tw_routes[r->route];
+  struct tw_auth_ctx c;
+  memset(&c, 0, sizeof c);
+  c.rule = tw_rbac_find(route->method, route->path);
+  if (!c.rule || c.rule->target == TW_TGT_PUBLIC)
+    return true; /* tw_auth_dispatch answers: 403, or the probe */
+  r->auth = &c;
+  bool ok = authenticate(auth_of(r), r, &c);
+  r->auth = NULL;
+  if (ok) {
+    r->head_auth = tw_malloc(sizeof *r->head_auth);
+    *r->head_auth = c; /* the principal, and an agent's attempt */
+  }
+  return ok;
+}
+
+bool tw_auth_may_read_job(struct tw_req *r, const struct tw_job_rec *job) {
+  struct tw_auth_ctx *c = r->auth;
+  struct tw_auth *a = auth_of(r);
+  if (!c || a->open)
+    return true;
+  const struct tw_rbac_rule *rule = tw_rbac_find("GET", "/v1/jobs/{id}");
+  struct tw_job_owner owner;
+  memset(&owner, 0, sizeof owner);
+  bool owned =
+      a->ten && tw_tenancy_job_owner(a->ten, job->id, &owner, NULL) == TW_OK;
+  return rule &&
+         tw_rbac_decide(rule, &c->who, job->tenant,
+                        owned && owner.principal[0] ? owner.principal : NULL) ==
+             TW_RBAC_ALLOW;
 }
 
 /* ---- job submission

@@ -10,6 +10,7 @@
 #include "broker/core/config.h"
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
+#include "broker/base/node.h"
 #include "broker/tenancy/secrets.h"
 #include "broker/tenancy/tenancy.h"
 #include "providers/provider.h"
@@ -74,11 +75,28 @@ enum tw_rc tw_auth_daemon_start(const struct tw_cfg *cfg,
     snprintf(token_file, sizeof token_file, "%s", cfg->auth_admin_token_file);
   else
     tw_tenancy_token_path(cfg->db, token_file, sizeof token_file);
+  /* tenancy.webhook_allow: a list of strings */
+  const struct tw_node *wa = cfg->tenancy_webhook_allow;
+  const char **allow = tw_calloc(wa ? wa->n + 1 : 1, sizeof *allow);
+  for (size_t i = 0; wa && i < wa->n; i++) {
+    if (wa->items[i]->kind != TW_NODE_SCALAR) {
+      free(allow);
+      rc = tw_err_field(err, TW_E_INVALID, "tenancy.webhook_allow",
+                        "tenancy.webhook_allow[%zu]: expected an address or "
+                        "CIDR block",
+                        i);
+      goto fail;
+    }
+    allow[i] = wa->items[i]->str;
+  }
   struct tw_tenancy_opts to = {.store = store,
                                .providers = providers,
                                .n_providers = n_providers,
-                               .admin_token_file = token_file};
-  if ((rc = tw_tenancy_open(&to, &d->tenancy, err)))
+                               .admin_token_file = token_file,
+                               .webhook_allow = allow};
+  rc = tw_tenancy_open(&to, &d->tenancy, err);
+  free(allow);
+  if (rc)
     goto fail;
   if (!d->secrets &&
       (rc = tw_auth_daemon_open_secrets(cfg, store, &d->secrets, err)))

@@ -25,6 +25,7 @@
 #include "api/api_int.h"
 #include "api/auth.h"
 #include "api/rbac.h"
+#include "broker/sched/agent.h"
 
 struct tw_auth;
 struct tw_job_spec;
@@ -42,6 +43,11 @@ struct tw_auth_ctx {
   bool denied;                    /* answered 403/404 by authorization */
   bool audited; /* the handler's write carried the entry: none after */
   int64_t projected_uusd; /* of the job being submitted (admission) */
+  /* a `twa_` token: the agent of one attempt (docs/agent.md), which may
+   * call its own attempt's TW_TGT_AGENT routes and nothing else; who is
+   * then "agent:<attempt>" and holds no role */
+  bool agent;
+  struct tw_agent_caller caller;
 };
 
 enum tw_rc tw_auth_new(const struct tw_auth_opts *o, struct tw_clock *clock,
@@ -57,6 +63,13 @@ enum tw_rc tw_auth_tls(struct tw_auth *a, unsigned *flags,
                        struct MHD_OptionItem *items, size_t cap, size_t *n,
                        struct tw_err *err);
 bool tw_auth_tls_on(const struct tw_auth *a);
+
+/* Step 3 and 4 from the request head alone, before any body byte is read
+ * or 100 Continue sent (server.c, the first call of the access handler):
+ * false when answered (401, 429); true with r->head_auth set, which step 3
+ * of tw_auth_dispatch then takes as the caller, or with nothing set for a
+ * public route or one without a rule (dispatch answers those). */
+bool tw_auth_head(struct tw_req *r);
 
 /* Guards and runs one route's handler (see above). */
 void tw_auth_dispatch(struct tw_req *r, tw_handler_fn fn);
@@ -78,6 +91,10 @@ enum tw_rc tw_auth_job_store(struct tw_req *r, const struct tw_job_new *req,
                              struct tw_job_rec *out, bool *replayed,
                              struct tw_err *err);
 
+/* May the caller read job (GET /v1/jobs/{id}'s rule)?  For a replayed
+ * Idempotency-Key: a replay answers with the job only to whom may read it. */
+bool tw_auth_may_read_job(struct tw_req *r, const struct tw_job_rec *job);
+
 /* For handlers of TW_TGT_BODY and TW_TGT_GLOBAL routes: may the caller act
  * on an object of tenant (NULL: none) owned by owner (NULL: nobody)?
  * false: answered 403, or 404 "<what> not found" (what: "principal bob"),
@@ -85,6 +102,8 @@ enum tw_rc tw_auth_job_store(struct tw_req *r, const struct tw_job_new *req,
 bool tw_auth_check(struct tw_req *r, const char *tenant, const char *owner,
                    const char *what);
 const struct tw_principal *tw_auth_who(struct tw_req *r);
+/* The agent calling (a `twa_` token), else NULL. */
+const struct tw_agent_caller *tw_auth_agent(struct tw_req *r);
 enum tw_perm tw_auth_perm(struct tw_req *r);
 struct tw_tenancy *tw_auth_tenancy(struct tw_req *r);
 struct tw_secrets *tw_auth_secrets(struct tw_req *r);

@@ -1,13 +1,16 @@
 /* h_datasets.c - POST /v1/datasets (register, or add what is known: a
- * size, more locations) and GET /v1/datasets (list with cursor paging, or
- * one with ?uri=).  broker/core/datasets.h keeps them; placement reads them
- * for egress and transfer costs and for shared replication. */
+ * size, more locations, whether it is shared) and GET /v1/datasets (list
+ * with cursor paging, or one with ?uri=).  A dataset is its registering
+ * tenant's: only it (or the admin) changes it, others see it only when
+ * shared.  broker/core/datasets.h keeps them; placement reads them for
+ * egress and transfer costs and for shared replication. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api_int.h"
+#include "api/auth_int.h"
 #include "broker/base/clock.h"
 #include "broker/core/datasets.h"
 #include "broker/base/node.h"
@@ -20,9 +23,18 @@ static void add_time(struct tw_buf *b, const char *key, int64_t ms) {
   tw_buf_printf(b, ",\"%s\":\"%s\"", key, t);
 }
 
+/* The caller's tenant: "*" for the admin and without authentication. */
+static const char *reader(struct tw_req *r) {
+  const struct tw_principal *who = tw_auth_who(r);
+  return who && who->role != TW_ROLE_ADMIN ? who->tenant : "*";
+}
+
 static void render(struct tw_buf *b, const struct tw_dataset_rec *d) {
   tw_buf_adds(b, "{\"uri\":");
   tw_buf_json_str(b, d->uri);
+  tw_buf_adds(b, ",\"owner\":");
+  tw_buf_json_str(b, d->owner);
+  tw_buf_printf(b, ",\"shared\":%s", d->shared ? "true" : "false");
   tw_buf_printf(b, ",\"size_bytes\":%lld", (long long)d->size_bytes);
   add_time(b, "created_at", d->created_ms);
   add_time(b, "updated_at", d->updated_ms);
@@ -58,11 +70,12 @@ void tw_h_datasets_create(struct tw_req *r) {
     tw_problem_err(r, &err);
     return;
   }
-  static const char *const keys[] = {"uri",      "size",      "size_bytes",
-                                     "location", "locations", NULL};
+  static const char *const keys[] = {
+      "uri", "size", "size_bytes", "location", "locations", "shared", NULL};
   const char *locs[TW_DATASET_LOCATIONS + 1];
   size_t n_locs = 0;
-  struct tw_dataset_put req = {.providers = tw_api_provider_names(r->api)};
+  struct tw_dataset_put req = {.providers = tw_api_provider_names(r->api),
+                               .owner = reader(r)};
   if (root->kind != TW_NODE_MAP) {
     tw_problem(r, 400, "malformed", NULL,
                "expected a mapping with uri, size and locations");
@@ -132,6 +145,14 @@ void tw_h_datasets_create(struct tw_req *r) {
       locs[n_locs++] = n->items[i]->str;
     }
   }
+  if ((n = tw_node_get(root, "shared")) && n->kind != TW_NODE_NULL) {
+    if (n->kind != TW_NODE_SCALAR || n->quoted ||
+        (strcmp(n->str, "true") && strcmp(n->str, "false"))) {
+      invalid(r, "shared", "shared: expected true or false");
+      goto out;
+    }
+    req.shared = !strcmp(n->str, "true") ? 1 : -1;
+  }
   req.locations = locs;
   req.n_locations = n_locs;
   struct tw_dataset_rec rec;
@@ -156,6 +177,12 @@ void tw_h_datasets_list(struct tw_req *r) {
     struct tw_dataset_rec rec;
     if (tw_datasets_get(tw_api_store(r->api), uri, &rec, &err)) {
       tw_problem_err(r, &err);
+      return;
+    }
+    if (!tw_dataset_readable(&rec, reader(r))) {
+      /* another tenant's, not shared: as absent as an unknown one */
+      tw_dataset_rec_release(&rec);
+      tw_problem(r, 404, "not-found", NULL, "no dataset %.200s", uri);
       return;
     }
     tw_buf_adds(&r->out, "{\"items\":[");
@@ -187,8 +214,8 @@ void tw_h_datasets_list(struct tw_req *r) {
   size_t n;
   bool more;
   if (tw_datasets_list(tw_api_store(r->api),
-                       cursor && *cursor ? cursor + 1 : NULL, (int)limit,
-                       &items, &n, &more, &err)) {
+                       cursor && *cursor ? cursor + 1 : NULL, reader(r),
+                       (int)limit, &items, &n, &more, &err)) {
     tw_problem_err(r, &err);
     return;
   }

@@ -322,12 +322,36 @@ static void one_offer(struct tw_req *r, struct tw_catalog *cat,
   tw_req_json(r, 200);
 }
 
+/* A value of provider=, region= or jurisdiction=: a word, or for a
+ * jurisdiction upper-case letters. */
+static bool query_word(const char *v, bool jurisdiction) {
+  size_t n = strlen(v);
+  if (!n || n > 64)
+    return false;
+  for (const char *p = v; *p; p++) {
+    unsigned char ch = (unsigned char)*p;
+    bool ok = jurisdiction
+                  ? (ch >= 'A' && ch <= 'Z')
+                  : ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                     (ch >= '0' && ch <= '9') || strchr("-_.:*", ch));
+    if (!ok)
+      return false;
+  }
+  return true;
+}
+
 void tw_h_offers_list(struct tw_req *r) {
   struct tw_catalog *cat = tw_api_catalog(r->api);
   if (!cat) {
     tw_problem(r, 503, "unavailable", NULL, "this server has no offer catalog");
     return;
   }
+  static const char *const params[] = {
+      "accelerator", "cpus",   "memory_gib",   "arch", "market",
+      "provider",    "region", "jurisdiction", "zone", "max_price_uusd",
+      "sort",        "limit",  "cursor",       "id",   NULL};
+  if (!tw_req_known_query(r, params))
+    return;
   struct tw_cat_query q = {.limit = 50};
   char accel[64] = "", providers[512] = "", regions[1024] = "",
        jurisdictions[256] = "";
@@ -420,6 +444,26 @@ void tw_h_offers_list(struct tw_req *r) {
       tw_problem(r, 400, "invalid-field", lists[k].name,
                  "%s: at most %d comma-separated values", lists[k].name,
                  TW_CAT_QUERY_LIST_MAX);
+      return;
+    }
+    for (size_t i = 0; i < *lists[k].n; i++)
+      if (!query_word(lists[k].list[i], k == 2)) {
+        tw_problem(r, 400, "invalid-field", lists[k].name,
+                   "%s: \"%.64s\" is not a %s", lists[k].name, lists[k].list[i],
+                   k == 2 ? "jurisdiction (upper-case letters, such as US "
+                            "or EU)"
+                          : "name (letters, digits, '-', '_', '.', ':', '*')");
+        return;
+      }
+  }
+  const char *const *known = tw_api_provider_names(r->api);
+  for (size_t i = 0; known && i < q.n_providers; i++) {
+    size_t k = 0;
+    while (known[k] && strcmp(known[k], q.providers[i]))
+      k++;
+    if (!known[k]) {
+      tw_problem(r, 400, "invalid-field", "provider",
+                 "provider: no provider is called \"%.64s\"", q.providers[i]);
       return;
     }
   }

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "api/api_int.h"
+#include "api/auth_int.h"
 #include "broker/base/clock.h"
 #include "broker/core/datasets.h"
 #include "broker/core/spec.h"
@@ -59,6 +60,12 @@ static void job_datasets(struct tw_req *r, const struct tw_job_spec *spec,
     if (tw_datasets_get(tw_api_store(r->api), spec->datasets[i].uri, &rec,
                         NULL))
       continue; /* unknown, or no registry: the spec alone speaks */
+    const struct tw_principal *who = tw_auth_who(r);
+    if (!tw_dataset_readable(
+            &rec, who && who->role != TW_ROLE_ADMIN ? who->tenant : NULL)) {
+      tw_dataset_rec_release(&rec); /* another tenant's: not shown */
+      continue;
+    }
     const char *locs[TW_DATASET_LOCATIONS];
     size_t n = 0;
     for (size_t l = 0; l < rec.n_locations && n < TW_DATASET_LOCATIONS; l++)

@@ -43,10 +43,15 @@ void tw_h_policies_put(struct tw_req *r) {
                "placement is not running in this server");
     return;
   }
-  struct tw_policy_set *next = NULL;
+  struct tw_policy_set *next = NULL, *now = NULL;
+  struct tw_offer_index *ix = NULL;
   struct tw_err err = {0};
-  if (tw_policy_set_parse(r->body.data ? r->body.data : "", r->body.len,
-                          tw_placer_base_dir(pl), &next, &err)) {
+  /* files only from the directories of the config file's set */
+  tw_placer_acquire(pl, &now, &ix);
+  enum tw_rc rc = tw_policy_set_parse_request(r->body.data ? r->body.data : "",
+                                              r->body.len, now, &next, &err);
+  tw_placer_release(now, ix);
+  if (rc) {
     tw_log_warn("api", "request=%s policies refused, nothing applied: %s",
                 r->request_id, err.msg);
     tw_problem_err(r, &err);

@@ -16,6 +16,7 @@
 
 #include "api/auth_int.h"
 #include "api/auth_routes.h"
+#include "broker/base/node.h"
 #include "broker/tenancy/audit.h"
 #include "broker/base/clock.h"
 #include "broker/tenancy/secrets.h"
@@ -48,6 +49,21 @@ static json_t *body_object(struct tw_req *r) {
   json_t *j = json_loadb(r->body.data ? r->body.data : "", r->body.len,
                          JSON_REJECT_DUPLICATES, &je);
   if (!j) {
+    /* a value jansson cannot hold is named by its member, not by
+     * jansson's text (which names its own flags) */
+    bool range = strstr(je.text, "too big integer") ||
+                 strstr(je.text, "real number overflow");
+    if (range || strstr(je.text, "\\u0000")) {
+      char path[256];
+      tw_json_path_at(r->body.data ? r->body.data : "", r->body.len,
+                      (size_t)je.position, path, sizeof path);
+      tw_problem(r, 400, "invalid-field", *path ? path : NULL,
+                 "%s: %s (line %d, column %d)", *path ? path : "body",
+                 range ? "number out of range"
+                       : "\\u0000 (a NUL byte) is not accepted",
+                 je.line, je.column);
+      return NULL;
+    }
     tw_problem(r, 400, "malformed", NULL,
                "body: not JSON: %s (line %d, column %d)", je.text, je.line,
                je.column);
@@ -703,9 +719,11 @@ static void render_budget(struct tw_buf *b, const struct tw_budget_status *s) {
   tw_buf_printf(
       b,
       "\"period_start\":\"%s\",\"period_end\":\"%s\",\"spent_uusd\":%" PRId64
-      ",\"committed_uusd\":%" PRId64 ",\"forecast_uusd\":%" PRId64
-      ",\"remaining_uusd\":%" PRId64 ",\"alerted_pct\":%d}}",
-      t0, t1, s->spent_uusd, s->committed_uusd, s->forecast_uusd,
+      ",\"accrued_uusd\":%" PRId64 ",\"committed_uusd\":%" PRId64
+      ",\"forecast_uusd\":%" PRId64 ",\"remaining_uusd\":%" PRId64
+      ",\"alerted_pct\":%d}}",
+      t0, t1, s->spent_uusd, s->accrued_uusd, s->committed_uusd,
+      s->forecast_uusd,
       x->limit_uusd - s->spent_uusd - s->committed_uusd, s->alerted_pct);
 }
 
@@ -765,6 +783,7 @@ void tw_h_budget_put(struct tw_req *r) {
   struct tw_budget cur;
   struct tw_err err = {0};
   bool exists = tw_tenancy_budget_get(t, tenant, project, &cur, &err) == TW_OK;
+  tw_err_clear(&err); /* its 404 is no answer: the first error would stick */
   int64_t ver = if_match(r, 'b');
   if (exists && ver == 0) {
     tw_problem(r, 428, "precondition-required", "If-Match",
@@ -881,6 +900,11 @@ void tw_h_audit_list(struct tw_req *r) {
   struct tw_tenancy *t = need_tenancy(r);
   if (!t)
     return;
+  static const char *const params[] = {
+      "after",     "limit",  "since",   "until",  "tenant",
+      "principal", "action", "outcome", "format", NULL};
+  if (!tw_req_known_query(r, params))
+    return;
   struct tw_audit_filter f = {.limit = 100};
   const char *v;
   int64_t n;
@@ -906,11 +930,40 @@ void tw_h_audit_list(struct tw_req *r) {
                "until: expected an RFC 3339 time");
     return;
   }
+  if (f.since_ms && f.until_ms && f.since_ms > f.until_ms) {
+    tw_problem(r, 400, "invalid-field", "until",
+               "until: before since, so nothing could match");
+    return;
+  }
   const char *tenant = tw_req_query(r, "tenant");
   f.tenant = tenant && *tenant ? tenant : NULL;
   f.principal = tw_req_query(r, "principal");
   f.action = tw_req_query(r, "action");
   f.outcome = tw_req_query(r, "outcome");
+  static const char *const outcomes[] = {"ok", "denied", "refused", "error",
+                                         NULL};
+  size_t o = 0;
+  while (f.outcome && outcomes[o] && strcmp(outcomes[o], f.outcome))
+    o++;
+  if (f.outcome && !outcomes[o]) {
+    tw_problem(r, 400, "invalid-field", "outcome",
+               "outcome: expected ok, denied, refused or error, got \"%.32s\"",
+               f.outcome);
+    return;
+  }
+  const char *const named[][2] = {
+      {"tenant", f.tenant}, {"principal", f.principal}, {"action", f.action}};
+  for (size_t i = 0; i < 3; i++) {
+    const char *x = named[i][1];
+    bool ok = !x || (*x && strlen(x) <= 160);
+    for (const unsigned char *p = (const unsigned char *)x; ok && p && *p; p++)
+      ok = *p >= 0x20 && *p != 0x7f;
+    if (!ok) {
+      tw_problem(r, 400, "invalid-field", named[i][0],
+                 "%s: expected 1 to 160 printable characters", named[i][0]);
+      return;
+    }
+  }
   const char *format = tw_req_query(r, "format");
   bool jsonl = format && !strcmp(format, "jsonl");
   if (format && !jsonl && strcmp(format, "json")) {

@@ -13,6 +13,7 @@
 #include "broker/base/log.h"
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
+#include "broker/core/store_agent.h"
 #include "providers/provider.h"
 
 static void add_time(struct tw_buf *b, const char *key, int64_t ms) {
@@ -157,6 +158,15 @@ void tw_h_jobs_create(struct tw_req *r) {
     tw_problem_err(r, &err);
     return;
   }
+  if (spec.deadline_ms &&
+      spec.deadline_ms <= tw_clock_now_ms(tw_api_clock(r->api))) {
+    char when[40];
+    tw_time_fmt_rfc3339(spec.deadline_ms, when, sizeof when);
+    tw_problem(r, 400, "invalid-field", "deadline",
+               "deadline: %s is in the past", when);
+    tw_spec_release(&spec);
+    return;
+  }
   if (!tw_auth_admit_job(r, &spec)) { /* tenant scope, quota, budget */
     tw_spec_release(&spec);
     return;
@@ -181,6 +191,14 @@ void tw_h_jobs_create(struct tw_req *r) {
       tw_log_error("api", "request=%s create job failed: %s", r->request_id,
                    err.msg);
     tw_problem_err(r, &err);
+    return;
+  }
+  if (replayed && !tw_auth_may_read_job(r, &job)) {
+    /* the key names somebody else's job: neither it nor its id is shown */
+    tw_job_rec_release(&job);
+    tw_problem(r, 409, "conflict", "Idempotency-Key",
+               "Idempotency-Key: already used by a request of another "
+               "principal; choose another key");
     return;
   }
   render_job(&r->out, &job);
@@ -354,7 +372,33 @@ void tw_h_jobs_logs(struct tw_req *r) {
       last = &at[i];
   bool eof = terminal;
   char hdr[32];
-  if (last) {
+  struct tw_store_agent ag;
+  bool by_agent = false;
+  if (last && tw_store_agent_get(tw_api_store(r->api), last->id, &by_agent,
+                                 &ag, &err) == TW_OK &&
+      by_agent) {
+    /* run by tradewind-agent: its output as the agent sent it */
+    const char *qs = tw_req_query(r, "stream");
+    if (qs && strcmp(qs, "stdout") && strcmp(qs, "stderr")) {
+      free(at);
+      tw_problem(r, 400, "invalid-field", "stream",
+                 "stream: expected stdout or stderr, got \"%s\"", qs);
+      return;
+    }
+    enum tw_agent_stream stream =
+        qs && !strcmp(qs, "stderr") ? TW_AGENT_STDERR : TW_AGENT_STDOUT;
+    int64_t total = 0;
+    if (tw_store_agent_log_read(tw_api_store(r->api), last->id, stream, offset,
+                                (size_t)limit, &r->out, &total, &err)) {
+      free(at);
+      tw_problem_err(r, &err);
+      return;
+    }
+    eof = (terminal || last->state == TW_ATTEMPT_ENDED) &&
+          offset + (int64_t)r->out.len >= total;
+    snprintf(hdr, sizeof hdr, "%d", last->n);
+    tw_req_add_header(r, "Tradewind-Attempt", hdr);
+  } else if (last) {
     struct tw_provider *p = tw_api_provider(r->api, last->provider);
     if (!p) {
       free(at);

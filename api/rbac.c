@@ -68,6 +68,29 @@ static const struct tw_rbac_rule RULES[] = {
     {"PUT", "/v1/secrets/{name}", TW_TGT_GLOBAL, {A, D, D, D, D, D}},
     {"DELETE", "/v1/secrets/{name}", TW_TGT_GLOBAL, {A, D, D, D, D, D}},
     {"POST", "/v1/secrets/rotate", TW_TGT_GLOBAL, {A, D, D, D, D, D}},
+    /* tradewind-agent: an agent token for its own attempt, nobody else
+     * (api/auth.c); the binary it fetches, the admin too */
+    {"POST",
+     "/v1/agent/attempts/{attempt}/register",
+     TW_TGT_AGENT,
+     {D, D, D, D, D, D}},
+    {"POST",
+     "/v1/agent/attempts/{attempt}/heartbeat",
+     TW_TGT_AGENT,
+     {D, D, D, D, D, D}},
+    {"POST", "/v1/agent/attempts/{attempt}/logs", TW_TGT_AGENT,
+     {D, D, D, D, D, D}},
+    {"POST", "/v1/agent/attempts/{attempt}/phase", TW_TGT_AGENT,
+     {D, D, D, D, D, D}},
+    {"POST",
+     "/v1/agent/attempts/{attempt}/checkpoint",
+     TW_TGT_AGENT,
+     {D, D, D, D, D, D}},
+    {"POST", "/v1/agent/attempts/{attempt}/notice", TW_TGT_AGENT,
+     {D, D, D, D, D, D}},
+    {"POST", "/v1/agent/attempts/{attempt}/exit", TW_TGT_AGENT,
+     {D, D, D, D, D, D}},
+    {"GET", "/v1/agent/binary", TW_TGT_AGENT, {A, D, D, D, D, D}},
 };
 
 #undef D
@@ -124,7 +147,8 @@ const char *tw_perm_str(enum tw_perm p) {
 }
 
 const char *tw_target_str(enum tw_target t) {
-  static const char *const n[] = {"public", "global", "job",          "tenant",
-                                  "token",  "user",   "query-tenant", "body"};
-  return (unsigned)t < 8 ? n[t] : "?";
+  static const char *const n[] = {"public", "global",       "job",
+                                  "tenant", "token",        "user",
+                                  "query-tenant", "body", "agent"};
+  return (unsigned)t < 9 ? n[t] : "?";
 }

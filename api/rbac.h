@@ -37,8 +37,11 @@ enum tw_target {
   TW_TGT_TOKEN,        /* {id} is a token: its principal's tenant and name */
   TW_TGT_USER,         /* {name} is a principal: its tenant, itself */
   TW_TGT_QUERY_TENANT, /* ?tenant=, which defaults to the caller's */
-  TW_TGT_BODY          /* the handler finds the tenant in the body and
+  TW_TGT_BODY,         /* the handler finds the tenant in the body and
                           calls tw_auth_check() */
+  TW_TGT_AGENT         /* tradewind-agent's routes: only an agent token
+                          (docs/agent.md), for the attempt in the path;
+                          the roles' columns say who else may call */
 };
 
 struct tw_rbac_rule {

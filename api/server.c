@@ -1,5 +1,5 @@
-/* server.c - libmicrohttpd glue: listening, routing, body limits, metrics,
- * draining. */
+/* server.c - libmicrohttpd glue: listening, the front door's limits and
+ * deadlines, routing, body limits, metrics, draining. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -9,12 +9,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/api_int.h"
 #include "api/auth_int.h"
 #include "api/auth_routes.h"
+#include "api/h_agent.h"
 #include "api/h_placement.h"
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
@@ -36,7 +39,7 @@ const struct tw_route tw_routes[] = {
                                           "healthz"},
     {"GET", "/readyz", tw_h_readyz, "readyz"},
     {"GET", "/metrics", tw_h_metrics, "metrics"},
-};
+    TW_AGENT_ROUTES};
 const size_t tw_n_routes = sizeof tw_routes / sizeof tw_routes[0];
 
 struct tw_api_route_info *tw_api_route_table(size_t *n) {
@@ -63,12 +66,46 @@ struct route_metrics {
   uint64_t count;
 };
 
+/* One open connection, for the deadlines of its request head and body
+ * (libmicrohttpd's own timeout is an idle timer, restarted by every byte
+ * a slow client sends).  The reaper thread cuts a connection past its
+ * deadline with shutdown(2): libmicrohttpd then sees the end of the
+ * stream and closes it itself.  The list is under tw_api.conn_mu, and
+ * libmicrohttpd announces a connection closed before it closes the
+ * socket, so the reaper never touches a descriptor reused by another. */
+enum conn_phase {
+  PH_HEAD,   /* waiting for (the rest of) a request head */
+  PH_BODY,   /* head accepted, reading its body */
+  PH_ANSWER, /* in the handler or sending the answer: the idle timer only */
+  PH_CUT     /* past a deadline, shut down */
+};
+
+struct conn_slot {
+  struct conn_slot *prev, *next;
+  int fd;
+  enum conn_phase phase;
+  bool reused; /* a request was answered on it already (keep-alive) */
+  int64_t deadline_us;
+};
+
 struct tw_api {
   bool (*ready)(void *ctx, char *why, size_t whysz); /* opts->ready */
   void *ready_ctx;
   struct MHD_Daemon *mhd;
   int listen_fd;
   int port;
+  struct MHD_Daemon *probe_mhd; /* api.probe_listen, or NULL */
+  int probe_fd;
+  int probe_port;
+  int64_t head_us, body_us; /* the deadlines */
+  size_t max_head, max_url;
+  bool tls;
+  pthread_mutex_t conn_mu;
+  pthread_cond_t conn_cv;
+  pthread_t reaper;
+  bool reaper_on, stopping;    /* under conn_mu */
+  struct conn_slot *conns;     /* under conn_mu */
+  uint64_t cut_head, cut_body; /* atomic: connections cut at a deadline */
   struct tw_store *store;
   struct tw_clock *clock;
   struct tw_provider **providers;
@@ -85,6 +122,7 @@ struct tw_api {
   struct tw_auth *auth;
   struct tw_catalog *catalog;
   struct tw_placer *placer;
+  struct tw_agent *agent;
   uint64_t request_seed; /* request ids: see request_id() */
   uint64_t request_seq;  /* atomic */
 };
@@ -116,6 +154,7 @@ struct tw_placer *tw_api_placer(struct tw_api *api) {
 const char *const *tw_api_fallback_names(struct tw_api *api) {
   return api->fallback_names;
 }
+struct tw_agent *tw_api_agent(struct tw_api *api) { return api->agent; }
 struct tw_auth *tw_api_auth(struct tw_api *api) {
   return api->auth;
 }
@@ -126,6 +165,7 @@ bool tw_api_draining(struct tw_api *api) {
   return __atomic_load_n(&api->draining, __ATOMIC_ACQUIRE) != 0;
 }
 int tw_api_port(const struct tw_api *api) { return api->port; }
+int tw_api_probe_port(const struct tw_api *api) { return api->probe_port; }
 void tw_api_set_max_body(struct tw_api *api, int64_t bytes) {
   __atomic_store_n(&api->max_body, bytes, __ATOMIC_RELEASE);
 }
@@ -151,6 +191,39 @@ const char *tw_req_header(struct tw_req *r, const char *name) {
 
 const char *tw_req_query(struct tw_req *r, const char *name) {
   return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+struct query_scan {
+  const char *const *keys;
+  const char *unknown;
+};
+
+static enum MHD_Result scan_query(void *cls, enum MHD_ValueKind kind,
+                                  const char *key, const char *value) {
+  struct query_scan *q = cls;
+  (void)kind;
+  (void)value;
+  for (size_t i = 0; q->keys[i]; i++)
+    if (key && !strcmp(q->keys[i], key))
+      return MHD_YES;
+  q->unknown = key ? key : "";
+  return MHD_NO;
+}
+
+bool tw_req_known_query(struct tw_req *r, const char *const *keys) {
+  struct query_scan q = {.keys = keys};
+  MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, scan_query, &q);
+  if (!q.unknown)
+    return true;
+  struct tw_buf list;
+  tw_buf_init(&list);
+  for (size_t i = 0; keys[i]; i++)
+    tw_buf_printf(&list, "%s%s", i ? ", " : "", keys[i]);
+  tw_problem(r, 400, "invalid-field", q.unknown,
+             "%.64s: unknown query parameter; expected one of %s", q.unknown,
+             list.data ? list.data : "none");
+  tw_buf_release(&list);
+  return false;
 }
 
 void tw_req_add_header(struct tw_req *r, const char *name, const char *value) {
@@ -275,6 +348,15 @@ void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out) {
       "# TYPE tradewind_http_requests_in_flight gauge\n"
       "tradewind_http_requests_in_flight %llu\n",
       (unsigned long long)__atomic_load_n(&api->in_flight, __ATOMIC_RELAXED));
+  tw_buf_printf(
+      out,
+      "# HELP tradewind_http_deadline_cuts_total Connections cut because a "
+      "request head or body missed its deadline.\n"
+      "# TYPE tradewind_http_deadline_cuts_total counter\n"
+      "tradewind_http_deadline_cuts_total{part=\"head\"} %llu\n"
+      "tradewind_http_deadline_cuts_total{part=\"body\"} %llu\n",
+      (unsigned long long)__atomic_load_n(&api->cut_head, __ATOMIC_RELAXED),
+      (unsigned long long)__atomic_load_n(&api->cut_body, __ATOMIC_RELAXED));
 }
 
 static void finish(struct tw_req *r, bool send_body,
@@ -286,8 +368,9 @@ static void finish(struct tw_req *r, bool send_body,
   if (r->content_type)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                             r->content_type);
-  /* while draining, clients must not reuse the connection */
-  if (tw_api_draining(r->api))
+  /* while draining, clients must not reuse the connection; nor after an
+   * answer from the head alone (its body, if any, was never read) */
+  if (tw_api_draining(r->api) || r->close)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
   MHD_add_response_header(resp, "X-Request-Id", r->request_id);
   for (int i = 0; i < r->n_hdr; i++)
@@ -312,12 +395,256 @@ static void finish(struct tw_req *r, bool send_body,
                (long long)(tw_mono_us() - r->start_us));
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
-                                  const char *url, const char *method,
-                                  const char *version, const char *upload_data,
-                                  size_t *upload_size, void **con_cls) {
-  (void)version;
+/* ---- connections and their deadlines ------------------------------------ */
+
+static void on_connection(void *cls, struct MHD_Connection *conn,
+                          void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
   struct tw_api *api = cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    struct conn_slot *c = tw_calloc(1, sizeof *c);
+    c->fd = ci ? ci->connect_fd : -1;
+    c->phase = PH_HEAD;
+    c->deadline_us = tw_mono_us() + api->head_us;
+    pthread_mutex_lock(&api->conn_mu);
+    c->next = api->conns;
+    if (api->conns)
+      api->conns->prev = c;
+    api->conns = c;
+    pthread_mutex_unlock(&api->conn_mu);
+    *socket_context = c;
+    return;
+  }
+  struct conn_slot *c = *socket_context;
+  if (!c)
+    return;
+  pthread_mutex_lock(&api->conn_mu);
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    api->conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  pthread_mutex_unlock(&api->conn_mu);
+  free(c);
+  *socket_context = NULL;
+}
+
+static struct conn_slot *slot_of(struct MHD_Connection *conn) {
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return ci ? ci->socket_context : NULL;
+}
+
+/* Moves a connection to phase, with a deadline of `us` from now (0: none);
+ * a connection already cut stays cut. */
+static void slot_set(struct tw_api *api, struct conn_slot *c,
+                     enum conn_phase phase, int64_t us, bool reused) {
+  if (!c)
+    return;
+  pthread_mutex_lock(&api->conn_mu);
+  if (c->phase != PH_CUT) {
+    c->phase = phase;
+    c->deadline_us = us ? tw_mono_us() + us : 0;
+    c->reused |= reused;
+  }
+  pthread_mutex_unlock(&api->conn_mu);
+}
+
+/* Under conn_mu.  A client that sent a part of a first request, or a body,
+ * gets a 408 problem before the cut; an idle keep-alive connection is
+ * closed without a word (RFC 9112 section 9.5), since its client may be
+ * sending its next request right now.  Over TLS nothing can be written
+ * beside the library's own session: the connection is closed. */
+static void cut(struct tw_api *api, struct conn_slot *c) {
+  bool body = c->phase == PH_BODY;
+  if (!api->tls && c->fd >= 0 && (body || !c->reused)) {
+    char json[256], msg[512];
+    int jl =
+        snprintf(json, sizeof json,
+                 "{\"type\":\"/problems/timeout\",\"title\":\"Request "
+                 "Timeout\",\"status\":408,\"detail\":\"the request %s "
+                 "did not arrive within %lld s\"}",
+                 body ? "body" : "head",
+                 (long long)((body ? api->body_us : api->head_us) / 1000000));
+    int ml = snprintf(msg, sizeof msg,
+                      "HTTP/1.1 408 Request Timeout\r\nContent-Type: "
+                      "application/problem+json\r\nConnection: close\r\n"
+                      "Content-Length: %d\r\n\r\n%s",
+                      jl, json);
+    (void)!send(c->fd, msg, (size_t)ml, MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  if (c->fd >= 0)
+    shutdown(c->fd, SHUT_RDWR);
+  __atomic_add_fetch(body ? &api->cut_body : &api->cut_head, 1,
+                     __ATOMIC_RELAXED);
+  c->phase = PH_CUT;
+}
+
+static void *reaper_main(void *arg) {
+  struct tw_api *api = arg;
+  pthread_mutex_lock(&api->conn_mu);
+  while (!api->stopping) {
+    int64_t now = tw_mono_us();
+    for (struct conn_slot *c = api->conns; c; c = c->next)
+      if ((c->phase == PH_HEAD || c->phase == PH_BODY) && c->deadline_us &&
+          now >= c->deadline_us)
+        cut(api, c);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += 100 * 1000000L; /* deadlines are kept to 0.1 s */
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&api->conn_cv, &api->conn_mu, &ts);
+  }
+  pthread_mutex_unlock(&api->conn_mu);
+  return NULL;
+}
+
+/* ---- the request head -----------------------------------------------------
+ */
+
+struct head_scan {
+  size_t bytes;
+  int n_cl, n_te, n_host;
+  const char *cl;
+  bool cl_differ;
+  const char *te;
+  const char *bad_name; /* a header name that is not an RFC 9110 token */
+};
+
+static bool tchar(unsigned char ch) {
+  return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
+         (ch >= 'A' && ch <= 'Z') || (ch && strchr("!#$%&'*+-.^_`|~", ch));
+}
+
+static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind,
+                                   const char *key, const char *value) {
+  struct head_scan *h = cls;
+  (void)kind;
+  if (!key)
+    return MHD_YES;
+  h->bytes += strlen(key) + (value ? strlen(value) : 0) + 4;
+  for (const char *p = key; *p && !h->bad_name; p++)
+    if (!tchar((unsigned char)*p))
+      h->bad_name = key;
+  if (!*key && !h->bad_name)
+    h->bad_name = key;
+  if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+    if (h->n_cl++ && strcmp(h->cl, value ? value : ""))
+      h->cl_differ = true;
+    else
+      h->cl = value ? value : "";
+  } else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+    h->n_te++;
+    h->te = value ? value : "";
+  } else if (!strcasecmp(key, MHD_HTTP_HEADER_HOST)) {
+    h->n_host++;
+  }
+  return MHD_YES;
+}
+
+static enum MHD_Result scan_arg(void *cls, enum MHD_ValueKind kind,
+                                const char *key, const char *value) {
+  (void)kind;
+  *(size_t *)cls += (key ? strlen(key) : 0) + (value ? strlen(value) : 0) + 2;
+  return MHD_YES;
+}
+
+/* Checks the head before any body byte is read: framing (RFC 9112 sections
+ * 6.1 and 6.3), sizes, Host, the route, the token, the declared length.
+ * false: answered (r->status set), and the connection is to be closed. */
+static bool head_ok(struct tw_api *api, struct tw_req *r, const char *version,
+                    bool probe_only, bool *has_body) {
+  struct MHD_Connection *conn = r->conn;
+  struct head_scan h = {0};
+  MHD_get_connection_values(conn, MHD_HEADER_KIND, scan_header, &h);
+  size_t url_bytes = strlen(r->url);
+  MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, scan_arg, &url_bytes);
+  bool http11 = !strcmp(version, MHD_HTTP_VERSION_1_1);
+  *has_body = false;
+  if (h.bad_name) {
+    tw_problem(r, 400, "malformed", "headers",
+               "a header name must be a token (RFC 9110 section 5.1)");
+    return false;
+  }
+  if (h.cl_differ) {
+    tw_problem(r, 400, "malformed", "Content-Length",
+               "Content-Length is given twice with different values");
+    return false;
+  }
+  if (h.n_te && h.n_cl) {
+    tw_problem(r, 400, "malformed", "Transfer-Encoding",
+               "Transfer-Encoding and Content-Length together: the body's "
+               "length is ambiguous (RFC 9112 section 6.3)");
+    return false;
+  }
+  if (h.n_te && (h.n_te > 1 || strcasecmp(h.te, "chunked") || !http11)) {
+    tw_problem(r, 400, "malformed", "Transfer-Encoding",
+               "Transfer-Encoding: only a single \"chunked\" is accepted, "
+               "and only over HTTP/1.1");
+    return false;
+  }
+  if (http11 && h.n_host != 1) {
+    tw_problem(r, 400, "malformed", "Host",
+               h.n_host ? "Host is given more than once"
+                        : "HTTP/1.1 requires a Host header (RFC 9112 section "
+                          "3.2)");
+    return false;
+  }
+  if (url_bytes > api->max_url) {
+    tw_problem(r, 414, "uri-too-long", NULL,
+               "the request target is over %zu bytes", api->max_url);
+    return false;
+  }
+  if (h.bytes + url_bytes > api->max_head) {
+    tw_problem(r, 431, "headers-too-large", NULL,
+               "the request head is over %zu bytes", api->max_head);
+    return false;
+  }
+  if (probe_only && r->route >= 0 &&
+      strcmp(tw_routes[r->route].name, "healthz") &&
+      strcmp(tw_routes[r->route].name, "readyz"))
+    r->route = -1;
+  if (r->route < 0) {
+    bool known = false;
+    if (!probe_only)
+      route(r, &known);
+    if (known)
+      tw_problem(r, 405, "method-not-allowed", NULL, "%s is not allowed on %s",
+                 r->method, r->url);
+    else
+      tw_problem(r, 404, "not-found", NULL, "no route for %s %s%s", r->method,
+                 r->url, probe_only ? " on the probe listener" : "");
+    return false;
+  }
+  if (!tw_auth_head(r))
+    return false; /* 401 or 429: the body is never read */
+  int64_t max = __atomic_load_n(&api->max_body, __ATOMIC_ACQUIRE);
+  if (h.cl) {
+    /* libmicrohttpd refused a malformed one before this call */
+    unsigned long long n = strtoull(h.cl, NULL, 10);
+    if (n > (unsigned long long)max) {
+      tw_problem(r, 413, "too-large", NULL, "request body exceeds %lld bytes",
+                 (long long)max);
+      return false;
+    }
+    *has_body = n > 0;
+  }
+  if (h.n_te)
+    *has_body = true;
+  return true;
+}
+
+static enum MHD_Result serve(struct tw_api *api, bool probe_only,
+                             struct MHD_Connection *conn, const char *url,
+                             const char *method, const char *version,
+                             const char *upload_data, size_t *upload_size,
+                             void **con_cls) {
   struct tw_req *r = *con_cls;
   enum MHD_Result res = MHD_YES;
   if (!r) {
@@ -334,12 +661,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     r->route = route(r, &known);
     *con_cls = r;
     __atomic_add_fetch(&api->in_flight, 1, __ATOMIC_RELAXED);
-    /* Refuse an oversized body from its Content-Length, before reading it. */
-    const char *cl = MHD_lookup_connection_value(
-        conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    int64_t max = __atomic_load_n(&api->max_body, __ATOMIC_ACQUIRE);
-    if (cl && strtoll(cl, NULL, 10) > max)
-      r->too_big = true;
+    struct conn_slot *slot = slot_of(conn);
+    bool has_body = false;
+    if (!head_ok(api, r, version, probe_only, &has_body)) {
+      /* answered from the head alone: no 100 Continue, no body byte read,
+       * and the connection closes (what follows is not to be trusted) */
+      r->answered = true;
+      r->close = true;
+      slot_set(api, slot, PH_ANSWER, 0, false);
+      finish(r, strcmp(method, "HEAD") != 0, conn, &res);
+      return res;
+    }
+    if (has_body)
+      slot_set(api, slot, PH_BODY, api->body_us, false);
+    else
+      slot_set(api, slot, PH_ANSWER, 0, false);
+    return MHD_YES;
+  }
+  if (r->answered) {
+    *upload_size = 0;
     return MHD_YES;
   }
   if (*upload_size) {
@@ -347,22 +687,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
     if (!r->too_big && (int64_t)(r->body.len + *upload_size) <= max)
       tw_buf_add(&r->body, upload_data, *upload_size);
     else
-      r->too_big = true; /* keep reading and discarding, answer at the end */
+      r->too_big = true; /* keep reading and discarding, answer at the end;
+                            the body's deadline bounds how long */
     *upload_size = 0;
     return MHD_YES;
   }
+  slot_set(api, slot_of(conn), PH_ANSWER, 0, false);
+  r->answered = true;
   r->status = 500;
   if (r->too_big) {
+    r->close = true;
     tw_problem(r, 413, "too-large", NULL, "request body exceeds %lld bytes",
                (long long)__atomic_load_n(&api->max_body, __ATOMIC_ACQUIRE));
-  } else if (r->route < 0) {
-    bool known;
-    route(r, &known);
-    if (known)
-      tw_problem(r, 405, "method-not-allowed", NULL, "%s is not allowed on %s",
-                 method, url);
-    else
-      tw_problem(r, 404, "not-found", NULL, "no route for %s %s", method, url);
   } else {
     tw_auth_dispatch(r, tw_routes[r->route].fn); /* authn, authz, audit */
   }
@@ -370,18 +706,37 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
   return res;
 }
 
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+                                  const char *url, const char *method,
+                                  const char *version, const char *upload_data,
+                                  size_t *upload_size, void **con_cls) {
+  return serve(cls, false, conn, url, method, version, upload_data, upload_size,
+               con_cls);
+}
+
+/* The probe listener: /healthz and /readyz, nothing else. */
+static enum MHD_Result on_probe(void *cls, struct MHD_Connection *conn,
+                                const char *url, const char *method,
+                                const char *version, const char *upload_data,
+                                size_t *upload_size, void **con_cls) {
+  return serve(cls, true, conn, url, method, version, upload_data, upload_size,
+               con_cls);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-  (void)conn;
   (void)toe;
   struct tw_api *api = cls;
   struct tw_req *r = *con_cls;
+  /* the next request's head has its deadline from now */
+  slot_set(api, slot_of(conn), PH_HEAD, api->head_us, true);
   if (!r)
     return;
   tw_buf_release(&r->body);
   tw_buf_release(&r->out);
   for (int i = 0; i < r->n_hdr; i++)
     free(r->hdr_value[i]);
+  free(r->head_auth);
   free(r);
   *con_cls = NULL;
   __atomic_sub_fetch(&api->in_flight, 1, __ATOMIC_RELAXED);
@@ -431,7 +786,7 @@ static enum tw_rc bind_listen(const char *listen_addr, int *fd_out,
   }
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+  if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 4096) != 0) {
     int e = errno;
     close(fd);
     freeaddrinfo(ai);
@@ -449,11 +804,31 @@ static enum tw_rc bind_listen(const char *listen_addr, int *fd_out,
   return TW_OK;
 }
 
+static void fail_start(struct tw_api *api) {
+  if (api->mhd)
+    MHD_stop_daemon(api->mhd);
+  if (api->listen_fd >= 0)
+    close(api->listen_fd);
+  if (api->probe_fd >= 0)
+    close(api->probe_fd);
+  pthread_mutex_destroy(&api->conn_mu);
+  pthread_cond_destroy(&api->conn_cv);
+  tw_auth_free(api->auth);
+  free(api);
+}
+
 enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
                         struct tw_err *err) {
   struct tw_api *api = tw_calloc(1, sizeof *api);
   enum tw_rc rc;
   *out = NULL;
+  api->listen_fd = api->probe_fd = -1;
+  pthread_mutex_init(&api->conn_mu, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&api->conn_cv, &ca);
+  pthread_condattr_destroy(&ca);
   api->store = opts->store;
   api->clock = opts->clock ? opts->clock : tw_clock_real();
   api->providers = opts->providers;
@@ -468,41 +843,90 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   api->placer = opts->placer;
   api->ready = opts->ready;
   api->ready_ctx = opts->ready_ctx;
+  api->agent = opts->agent;
   api->request_seed = tw_unique_id();
-  /* TLS: libmicrohttpd over GnuTLS, from the configured PEM files */
-  unsigned flags = MHD_USE_THREAD_PER_CONNECTION |
-                   MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
-                   MHD_USE_ERROR_LOG;
+  api->head_us =
+      (int64_t)(opts->head_timeout_s ? opts->head_timeout_s : 10) * 1000000;
+  api->body_us =
+      (int64_t)(opts->body_timeout_s ? opts->body_timeout_s : 60) * 1000000;
+  api->max_head = opts->max_head_bytes ? opts->max_head_bytes : 16384;
+  api->max_url = opts->max_url_bytes ? opts->max_url_bytes : 8192;
+  unsigned threads = opts->threads ? opts->threads : 64;
+  unsigned per_addr = opts->max_per_address ? opts->max_per_address : 128;
+  unsigned max_conn = opts->max_connections ? opts->max_connections : 1024u;
+  if (!opts->threads && threads > max_conn)
+    threads = max_conn; /* the default: no more threads than connections */
+  if (threads > max_conn) {
+    /* each thread takes its share of the connections: at least one */
+    fail_start(api);
+    return tw_err_field(err, TW_E_INVALID, "api.threads",
+                        "api.threads: %u threads cannot share %u connections "
+                        "(api.max_connections); give at most %u",
+                        threads, max_conn, max_conn);
+  }
+  /* A fixed pool of threads, each polling its share of the connections
+   * with epoll: the thread count does not follow the connection count. */
+  unsigned flags =
+      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
   struct MHD_OptionItem tls[3];
   size_t ntls = 0;
   if ((rc = tw_auth_new(&opts->auth, api->clock, &api->auth, err)) ||
       (rc = tw_auth_tls(api->auth, &flags, tls, 2, &ntls, err))) {
-    tw_auth_free(api->auth);
-    free(api);
+    fail_start(api);
     return rc;
   }
+  api->tls = tw_auth_tls_on(api->auth);
   tls[ntls] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
   if ((rc = bind_listen(opts->listen, &api->listen_fd, &api->port, err))) {
-    tw_auth_free(api->auth);
-    free(api);
+    fail_start(api);
     return rc;
   }
-  /* Thread per connection: see api.h.  ITC lets quiesce wake the listener. */
+  /* Each connection's memory: the largest head we accept with room for
+   * the answer, so our own 414 and 431 (problem+json) come before the
+   * library's (which has no content type). */
+  size_t pool = api->max_head + api->max_url + 16384;
   api->mhd = MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, api,
       /* the logger first, so the TLS setup's complaints reach it */
       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_ARRAY, tls,
       MHD_OPTION_LISTEN_SOCKET, api->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
-      on_completed, api, MHD_OPTION_CONNECTION_LIMIT,
-      opts->max_connections ? opts->max_connections : 1024u,
+      on_completed, api, MHD_OPTION_NOTIFY_CONNECTION, on_connection, api,
+      MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
+      max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_addr,
       MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s ? opts->timeout_s : 60u,
-      MHD_OPTION_THREAD_STACK_SIZE, (size_t)(1u << 20), MHD_OPTION_END);
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool, MHD_OPTION_THREAD_STACK_SIZE,
+      (size_t)(1u << 20), MHD_OPTION_END);
   if (!api->mhd) {
-    close(api->listen_fd);
-    tw_auth_free(api->auth);
-    free(api);
+    fail_start(api);
     return tw_err_set(err, TW_E_IO, "api: cannot start the HTTP server");
   }
+  if (opts->probe_listen && *opts->probe_listen) {
+    if ((rc = bind_listen(opts->probe_listen, &api->probe_fd, &api->probe_port,
+                          err))) {
+      fail_start(api);
+      return rc;
+    }
+    /* one thread, few connections: probes are small and quick */
+    api->probe_mhd = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_probe, api, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, NULL, MHD_OPTION_ARRAY, tls, MHD_OPTION_LISTEN_SOCKET,
+        api->probe_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, api,
+        MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        8u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool, MHD_OPTION_END);
+    if (!api->probe_mhd) {
+      fail_start(api);
+      return tw_err_set(err, TW_E_IO, "api: cannot start the probe listener");
+    }
+  }
+  if (pthread_create(&api->reaper, NULL, reaper_main, api)) {
+    if (api->probe_mhd)
+      MHD_stop_daemon(api->probe_mhd);
+    fail_start(api);
+    return tw_err_set(err, TW_E_IO, "api: cannot start the deadline thread");
+  }
+  api->reaper_on = true;
   *out = api;
   return TW_OK;
 }
@@ -527,7 +951,17 @@ void tw_api_stop(struct tw_api *api) {
   while (__atomic_load_n(&api->in_flight, __ATOMIC_ACQUIRE) > 0 &&
          tw_mono_us() < deadline)
     usleep(1000);
+  pthread_mutex_lock(&api->conn_mu);
+  api->stopping = true;
+  pthread_cond_signal(&api->conn_cv);
+  pthread_mutex_unlock(&api->conn_mu);
+  if (api->reaper_on)
+    pthread_join(api->reaper, NULL);
   MHD_stop_daemon(api->mhd);
+  if (api->probe_mhd)
+    MHD_stop_daemon(api->probe_mhd);
+  pthread_mutex_destroy(&api->conn_mu);
+  pthread_cond_destroy(&api->conn_cv);
   tw_auth_free(api->auth);
   free(api);
 }

@@ -694,8 +694,16 @@ int main(int argc, char **argv) {
              TW_SOURCE_DIR);
     net = netb;
   }
-  char cfg[1400];
-  snprintf(cfg, sizeof cfg, "network: %s\n", net);
+  /* a network file comes from policies.network_dir (docs/security.md) */
+  char dirb[1200];
+  snprintf(dirb, sizeof dirb, "%s", net);
+  char *slash = strrchr(dirb, '/');
+  const char *net_name = slash ? slash + 1 : net;
+  if (slash)
+    *slash = '\0';
+  char cfg[2600];
+  snprintf(cfg, sizeof cfg, "network_dir: %s\nnetwork: %s\n",
+           slash ? dirb : ".", net_name);
   struct tw_policy_set *set;
   struct tw_err err = {0};
   if (tw_policy_set_parse(cfg, strlen(cfg), NULL, &set, &err)) {

@@ -12,8 +12,16 @@
  * report is tw_ledger_sum over the whole range, run 5 times; its total
  * must equal what was appended, to the micro-dollar.
  *
+ * Then 100,000 running attempts (the meter's progress, as it stores
+ * them) accrue since their last closed hour, and the full report (JSON:
+ * groups, provider x day, tenants, forecast, budgets; then HTML) is
+ * rendered with that accrual, which must equal what the attempts accrue
+ * by hand; and the one "spent" of a budget (tw_ledger_spent_now).  Target:
+ * the full report under 1 s over 10 M rows and 100 k running attempts.
+ *
  * Default 10,000,000 rows (a few minutes and ~3 GB of disk); --quick
- * 1,000,000 (under a minute); --smoke 20,000 (ctest).  Figures in
+ * 1,000,000 (under a minute); --smoke 20,000 rows and 1,000 attempts
+ * (ctest).  Each figure is also one `key value unit` line.  Figures in
  * docs/benchmarks.md. */
 #include <pthread.h>
 #include <stdio.h>
@@ -24,6 +32,7 @@
 #include <unistd.h>
 
 #include "billing/ledger/ledger.h"
+#include "billing/ledger/meter.h"
 #include "billing/report/report.h"
 #include "broker/base/mem.h"
 #include "broker/core/store.h"
@@ -120,8 +129,59 @@ static int cmp_double(const void *x, const void *y) {
   return a < b ? -1 : a > b;
 }
 
+/* n running attempts, as the meter keeps them: running since 3 hours
+ * before `now`, charged up to 30 minutes before it; returns what they
+ * accrue at now (effective, 12.5 % off) into *list and *eff. */
+static int open_attempts(struct tw_store *s, int64_t n, int64_t now,
+                         int64_t *list, int64_t *eff) {
+  struct tw_err err = {0};
+  uint64_t rng = RNG_SEED ^ 0xacc;
+  *list = *eff = 0;
+  enum { CHUNK = 5000 };
+  struct tw_store_meter_progress *p = tw_calloc(CHUNK, sizeof *p);
+  struct tw_store_meter_work *w = tw_calloc(CHUNK, sizeof *w);
+  for (int64_t base = 0; base < n; base += CHUNK) {
+    int64_t k = n - base < CHUNK ? n - base : CHUNK;
+    for (int64_t i = 0; i < k; i++) {
+      struct tw_store_meter_progress *x = &p[i];
+      memset(x, 0, sizeof *x);
+      int j = (int)(next_rand(&rng) % 2000);
+      int t = j % 20, pr = (j / 20) % 3, pv = (j / 60) % 4, g = (j / 240) % 3;
+      x->attempt_id = 100000000 + base + i;
+      snprintf(x->job_id, sizeof x->job_id, "r-%06lld",
+               (long long)(base + i));
+      snprintf(x->tenant, sizeof x->tenant, "tenant-%02d", t);
+      snprintf(x->project, sizeof x->project, "proj-%d", pr);
+      snprintf(x->provider, sizeof x->provider, "%s", PROVIDERS[pv]);
+      snprintf(x->account, sizeof x->account, "%s-main", PROVIDERS[pv]);
+      snprintf(x->region, sizeof x->region, "%s", REGIONS[pv][g]);
+      snprintf(x->market, sizeof x->market, "on-demand");
+      snprintf(x->instance_type, sizeof x->instance_type, "p4d.24xlarge");
+      x->nodes = 1;
+      x->granularity_s = 1;
+      x->min_charge_s = 60;
+      x->price_uusd_per_hour = (int64_t)(next_rand(&rng) % 40000000) + 50000;
+      x->running_ms = now - 3 * HOUR;
+      x->metered_to_ms = now - HOUR / 2;
+      x->billed_s = 9000;
+      x->discount_bp = 1250;
+      w[i] = (struct tw_store_meter_work){.progress = x};
+      *list += tw_bill_cost(x->price_uusd_per_hour, 1800);
+      *eff += tw_bill_cost_at(x->price_uusd_per_hour, 1800, 1250);
+    }
+    if (tw_store_meter_commit(s, w, (size_t)k, now, &err)) {
+      fprintf(stderr, "progress: %s\n", err.msg);
+      return -1;
+    }
+  }
+  free(p);
+  free(w);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int64_t rows = 10000000;
+  int64_t attempts = 100000;
   const char *dir = NULL;
   bool keep = false, smoke = false;
   for (int i = 1; i < argc; i++) {
@@ -130,15 +190,17 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--quick"))
       rows = 1000000;
     else if (!strcmp(argv[i], "--smoke"))
-      rows = 20000, smoke = true;
+      rows = 20000, attempts = 1000, smoke = true;
+    else if (!strcmp(argv[i], "--attempts") && i + 1 < argc)
+      attempts = atoll(argv[++i]);
     else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
       dir = argv[++i];
     else if (!strcmp(argv[i], "--keep"))
       keep = true;
     else {
       fprintf(stderr,
-              "usage: bench-report [--rows N] [--quick] [--smoke] [--dir DIR] "
-              "[--keep]\n");
+              "usage: bench-report [--rows N] [--attempts N] [--quick] "
+              "[--smoke] [--dir DIR] [--keep]\n");
       return 2;
     }
   }
@@ -185,6 +247,7 @@ int main(int argc, char **argv) {
   printf("appends (batches of %d, synchronous=normal): %lld rows in %.1f s = "
          "%.0f rows/s\n",
          BATCH, (long long)rows, t_append, (double)rows / t_append);
+  printf("append_rows_per_s %.0f rows/s\n", (double)rows / t_append);
   free(batch);
 
   /* 2. the report: every row, grouped by tenant, provider and day */
@@ -223,24 +286,72 @@ int main(int argc, char **argv) {
          "%.1f ms "
          "(best %.1f, worst %.1f); totals equal the appended rows\n",
          (long long)rows, groups, runs[2] * 1e3, runs[0] * 1e3, runs[4] * 1e3);
+  printf("sum_by_tenant_provider_day_ms %.1f ms\n", runs[2] * 1e3);
 
-  /* the whole JSON report (groups, by provider x day, tenants, forecast) */
+  /* running attempts accrue; budgets to compare with */
+  int64_t now_ms = T0 + (DAYS - 10) * TW_DAY_MS + HOUR / 2;
+  int64_t acc_list, acc_eff;
+  double a = now_s();
+  if (open_attempts(s, attempts, now_ms, &acc_list, &acc_eff))
+    return 1;
+  printf("running attempts stored: %lld in %.1f s\n", (long long)attempts,
+         now_s() - a);
+  struct tw_ledger_budget budgets[3] = {
+      {.limit_uusd = 900000000000000LL},
+      {.tenant = "tenant-03", .limit_uusd = 90000000000000LL},
+      {.tenant = "tenant-07", .project = "proj-1",
+       .limit_uusd = 9000000000000LL}};
+  if (tw_ledger_budgets_set(s, budgets, 3, &err)) {
+    fprintf(stderr, "budgets: %s\n", err.msg);
+    return 1;
+  }
+
+  /* the whole JSON report (groups, by provider x day, tenants, forecast,
+   * budgets), accrual included */
   struct tw_report_req q = {.from_ms = T0,
                             .to_ms = T0 + DAYS * TW_DAY_MS,
                             .group_mask = TW_GROUP_TENANT | TW_GROUP_PROVIDER |
                                           TW_GROUP_DAY,
                             .format = NULL, /* json, the default */
-                            .now_ms = T0 + (DAYS - 10) * TW_DAY_MS};
+                            .now_ms = now_ms};
   struct tw_buf out;
   tw_buf_init(&out);
   const char *ctype;
-  double a = now_s();
-  if (tw_report_render(s, &q, &out, &ctype, &err)) {
-    fprintf(stderr, "render: %s\n", err.msg);
+  double jruns[3];
+  for (int k = 0; k < 3; k++) {
+    tw_buf_reset(&out);
+    a = now_s();
+    if (tw_report_render(s, &q, &out, &ctype, &err)) {
+      fprintf(stderr, "render: %s\n", err.msg);
+      return 1;
+    }
+    jruns[k] = now_s() - a;
+  }
+  qsort(jruns, 3, sizeof jruns[0], cmp_double);
+  /* the total's accrual is what the attempts accrue by hand */
+  char want[96];
+  snprintf(want, sizeof want, "\"accrued_effective_cost_uusd\":%lld,\"rows\"",
+           (long long)acc_eff);
+  if (!strstr(out.data, want)) {
+    fprintf(stderr, "report's accrual is not %lld\n", (long long)acc_eff);
     return 1;
   }
-  printf("JSON report (with forecast and budgets): %.1f ms, %zu bytes\n",
-         (now_s() - a) * 1e3, out.len);
+  printf("JSON report (with forecast, 3 budgets and %lld running attempts "
+         "accrued): median %.1f ms of 3, %zu bytes; accrual equals the "
+         "attempts'\n",
+         (long long)attempts, jruns[1] * 1e3, out.len);
+  printf("report_json_ms %.1f ms\n", jruns[1] * 1e3);
+  int64_t spent = 0, accrued = 0;
+  a = now_s();
+  if (tw_ledger_spent_now(s, NULL, NULL, T0, T0 + DAYS * TW_DAY_MS, now_ms,
+                          &spent, &accrued, &err) ||
+      spent != eff_total + acc_eff || accrued != acc_eff) {
+    fprintf(stderr, "spent %lld (accrued %lld) != %lld + %lld: %s\n",
+            (long long)spent, (long long)accrued, (long long)eff_total,
+            (long long)acc_eff, err.msg);
+    return 1;
+  }
+  printf("budget_spent_ms %.1f ms\n", (now_s() - a) * 1e3);
   if (tw_report_format_parse("html", &q.format, &err)) {
     fprintf(stderr, "format: %s\n", err.msg);
     return 1;
@@ -252,6 +363,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("HTML report: %.1f ms, %zu bytes\n", (now_s() - a) * 1e3, out.len);
+  printf("report_html_ms %.1f ms\n", (now_s() - a) * 1e3);
   tw_buf_release(&out);
   tw_store_close(s);
 
@@ -279,7 +391,7 @@ int main(int argc, char **argv) {
   double t_single = now_s() - a;
   struct tw_store_stats st;
   tw_store_stats(s, &st);
-  int64_t spent = 0;
+  spent = 0;
   tw_ledger_spent(s, NULL, NULL, T0, T0 + (DAYS + 2) * TW_DAY_MS, &spent, &err);
   printf("single-row appends, 8 threads, synchronous=full: %lld rows in %.2f s "
          "= %.0f rows/s "

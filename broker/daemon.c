@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "api/auth_daemon.h"
@@ -17,6 +18,7 @@
 #include "broker/core/config.h"
 #include "broker/core/spec_cache.h"
 #include "broker/core/store.h"
+#include "broker/sched/agent.h"
 #include "broker/sched/blocklist.h"
 #include "broker/sched/reconcile.h"
 #include "broker/sched/sched.h"
@@ -59,6 +61,7 @@ struct tw_daemon {
   struct tw_auth_daemon *sec;
   struct tw_fallback_cfg fb;   /* read by the scheduler */
   struct tw_blocklist_opts bo; /* read by the scheduler */
+  struct tw_agent *agent; /* tradewind-agent's side (broker/sched/agent.h) */
   struct tw_sched *sched;
   struct tw_reconcile *rec;
   struct tw_api *api;
@@ -179,12 +182,57 @@ static enum tw_rc open_meter(struct tw_daemon *d, struct tw_err *err) {
                                .tick_ms = d->cfg->sched_tick_ms,
                                .offers_ttl_ms =
                                    d->cfg->sched_offers_ttl_s * 1000,
-                               .specs = d->specs};
+                               .specs = d->specs,
+                               .adapters = d->adapters};
     rc = tw_meter_new(&mo, &d->meter, err);
   }
   tw_meter_cfg_release(&mcfg);
   return rc;
 }
+
+/* tradewind-agent's side (docs/agent.md): the agent key (sealed when
+ * secrets are configured, so before the tenancy takes them over), the
+ * binary served to the bootstraps (required when a provider has
+ * `agent: true` and agents fetch it), the CA they trust. */
+static enum tw_rc open_agent(struct tw_daemon *d, struct tw_err *err) {
+  const struct tw_cfg *cfg = d->cfg;
+  bool any = false;
+  for (size_t i = 0; i < d->n_prov; i++)
+    any = any || tw_provider_agent(d->provs[i]);
+  bool preinstalled = !strcmp(cfg->agent_install, "preinstalled");
+  char binary[1100] = "";
+  if (*cfg->agent_binary) {
+    snprintf(binary, sizeof binary, "%s", cfg->agent_binary);
+  } else {
+    /* beside the tradewindd executable */
+    char exe[1024];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+      exe[n] = '\0';
+      char *slash = strrchr(exe, '/');
+      if (slash)
+        *slash = '\0';
+      snprintf(binary, sizeof binary, "%s/tradewind-agent", exe);
+    }
+  }
+  struct tw_agent_opts ao = {
+      .store = d->store,
+      .secrets = d->secrets,
+      .preinstalled = preinstalled,
+      .agent_path = cfg->agent_path,
+      .binary_path = binary,
+      .need_binary = any && !preinstalled,
+      .broker_url = cfg->agent_broker_url,
+      .ca_pem_file = *cfg->tls_cert_file ? cfg->tls_cert_file : NULL,
+      .heartbeat_s = cfg->agent_heartbeat_s,
+      .heartbeat_timeout_s = cfg->agent_heartbeat_timeout_s,
+      .max_log_bytes = cfg->agent_max_log_bytes,
+      .grace_s = cfg->agent_grace_s};
+  return tw_agent_new(&ao, &d->agent, err);
+}
+
+/* An agent's exit or notice starts the scheduler's next pass at once. */
+static void wake_sched(void *ctx) { tw_sched_wake(ctx); }
 
 static enum tw_rc open_sched(struct tw_daemon *d, struct tw_err *err) {
   const struct tw_cfg *cfg = d->cfg;
@@ -217,8 +265,12 @@ static enum tw_rc open_sched(struct tw_daemon *d, struct tw_err *err) {
                              .review_ms = cfg->spot_review_s * 1000,
                              .catalog = d->cat,
                              .placer = d->placer,
-                             .specs = d->specs};
-  return tw_sched_new(&so, &d->sched, err);
+                             .specs = d->specs,
+                             .agent = d->agent};
+  enum tw_rc rc = tw_sched_new(&so, &d->sched, err);
+  if (rc == TW_OK)
+    tw_agent_set_wake(d->agent, wake_sched, d->sched);
+  return rc;
 }
 
 /* /readyz: a scheduler whose loop is stuck takes jobs it will not place. */
@@ -260,7 +312,6 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
   if ((rc = tw_policy_set_build(cfg->policies, d->cfg_dir, &policies, err)))
     goto fail;
   d->placer = tw_placer_new(policies);
-  tw_placer_set_base_dir(d->placer, d->cfg_dir);
 
   struct tw_store_opts so = {.path = cfg->db,
                              .sync_full = cfg->store_sync_full,
@@ -280,7 +331,10 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
       /* Sealed secrets first: provider sections may name their credentials
        * as `<base>_secret: NAME` (providers/provider.h). */
       (rc = tw_auth_daemon_open_secrets(cfg, d->store, &d->secrets, err)) ||
-      (rc = open_providers(d, err)))
+      (rc = open_providers(d, err)) ||
+      /* the agent key, sealed with the secrets before the tenancy takes
+       * them */
+      (rc = open_agent(d, err)))
     goto fail;
   d->msrc.p = d->provs;
   d->msrc.n = d->n_prov;
@@ -322,20 +376,28 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
       goto fail;
   }
 
-  struct tw_api_opts ao = {.listen = cfg->listen,
-                           .auth = d->sec->opts,
-                           .store = d->store,
-                           .providers = d->provs,
-                           .n_providers = d->n_prov,
-                           .adapters = d->adapters,
-                           .max_body_bytes = cfg->api_max_body_bytes,
-                           .max_connections =
-                               (unsigned)cfg->api_max_connections,
-                           .timeout_s = (unsigned)cfg->api_timeout_s,
-                           .catalog = d->cat,
-                           .placer = d->placer,
-                           .ready = sched_ready,
-                           .ready_ctx = d};
+  struct tw_api_opts ao = {
+      .listen = cfg->listen,
+      .auth = d->sec->opts,
+      .store = d->store,
+      .providers = d->provs,
+      .n_providers = d->n_prov,
+      .adapters = d->adapters,
+      .max_body_bytes = cfg->api_max_body_bytes,
+      .max_connections = (unsigned)cfg->api_max_connections,
+      .timeout_s = (unsigned)cfg->api_timeout_s,
+      .max_per_address = (unsigned)cfg->api_max_per_address,
+      .threads = (unsigned)cfg->api_threads,
+      .head_timeout_s = (unsigned)cfg->api_head_timeout_s,
+      .body_timeout_s = (unsigned)cfg->api_body_timeout_s,
+      .max_head_bytes = (size_t)cfg->api_max_head_bytes,
+      .max_url_bytes = (size_t)cfg->api_max_url_bytes,
+      .probe_listen = cfg->api_probe_listen,
+      .catalog = d->cat,
+      .placer = d->placer,
+      .agent = d->agent,
+      .ready = sched_ready,
+      .ready_ctx = d};
   if ((rc = tw_api_start(&ao, &d->api, err)))
     goto fail;
   const char *colon = strrchr(cfg->listen, ':');
@@ -345,6 +407,15 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
   snprintf(d->url, sizeof d->url, "%s://%s:%d",
            d->sec->opts.tls_cert_file ? "https" : "http", d->host,
            tw_api_port(d->api));
+  /* agents call the daemon's own address unless agent.broker_url says
+   * otherwise (set before the scheduler's first pass) */
+  tw_agent_set_url(d->agent, d->url);
+  if (tw_api_probe_port(d->api)) {
+    const char *pc = strrchr(cfg->api_probe_listen, ':');
+    tw_log_info("api", "probes on %.*s:%d (/healthz, /readyz only)",
+                pc ? (int)(pc - cfg->api_probe_listen) : 0,
+                cfg->api_probe_listen, tw_api_probe_port(d->api));
+  }
   *out = d;
   return TW_OK;
 fail:
@@ -435,6 +506,7 @@ void tw_daemon_free(struct tw_daemon *d) {
   }
   tw_reconcile_free(d->rec);
   tw_sched_free(d->sched);
+  tw_agent_free(d->agent); /* after the scheduler and the API */
   tw_placer_free(d->placer);
   tw_auth_daemon_stop(d->sec);
   tw_secrets_free(d->secrets); /* when the tenancy never took them */

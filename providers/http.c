@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +43,9 @@ struct http_sink {
   size_t header_bytes;
   bool toobig;
   const char *toobig_what;
+  const struct tw_http_request *req;
+  bool refused; /* allow_addr said no */
+  char refused_why[160];
 };
 
 static pthread_once_t http_once = PTHREAD_ONCE_INIT;
@@ -386,6 +390,19 @@ static char *http_url_for_log(const char *url) {
   return tw_strndup(url, strcspn(url, "?#"));
 }
 
+static curl_socket_t http_open_socket(void *clientp, curlsocktype purpose,
+                                      struct curl_sockaddr *a) {
+  struct http_sink *s = clientp;
+  (void)purpose;
+  char why[160] = "";
+  if (!s->req->allow_addr(s->req->allow_ctx, &a->addr, why, sizeof why)) {
+    s->refused = true;
+    snprintf(s->refused_why, sizeof s->refused_why, "%s", why);
+    return CURL_SOCKET_BAD;
+  }
+  return socket(a->family, a->socktype, a->protocol);
+}
+
 /* One transfer on c.  Returns the curl code; *toobig when a limit hit. */
 static CURLcode http_perform(struct tw_http *h, CURL *c,
                              const struct tw_http_request *req,
@@ -412,6 +429,13 @@ static CURLcode http_perform(struct tw_http *h, CURL *c,
   curl_easy_setopt(c, CURLOPT_HEADERDATA, s);
   curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)s->max_body);
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L); /* Location is data */
+  if (req->allow_addr) {
+    s->req = req;
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, http_open_socket);
+    curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, s);
+    curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+    /* a connection kept from before was checked when it was opened */
+  }
   if (req->ca_file)
     curl_easy_setopt(c, CURLOPT_CAINFO, req->ca_file);
   if (req->insecure) {
@@ -459,6 +483,7 @@ enum tw_rc tw_http_do(struct tw_http *h, const struct tw_http_request *req,
     resp->attempts = n;
     sink.header_bytes = 0;
     sink.toobig = false;
+    sink.refused = false;
 
     struct tw_http_attempt at = {.n = n, .req = req, .extra = NULL};
     if (req->prepare) {
@@ -521,6 +546,11 @@ enum tw_rc tw_http_do(struct tw_http *h, const struct tw_http_request *req,
                         req->method, where,
                         sink.toobig_what ? sink.toobig_what : "response body",
                         sink.max_body);
+        goto out;
+      }
+      if (sink.refused) {
+        rc = tw_err_set(err, TW_E_FORBIDDEN, "%s %s: refused to connect: %s",
+                        req->method, where, sink.refused_why);
         goto out;
       }
       const char *msg = errbuf[0] ? errbuf : curl_easy_strerror(cc);

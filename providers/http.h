@@ -76,6 +76,13 @@ typedef enum tw_rc (*tw_http_prepare_fn)(void *ctx, struct tw_http_attempt *a,
 typedef bool (*tw_http_retry_fn)(void *ctx, long status,
                                  const struct tw_buf *body);
 
+/* Decides whether the helper may connect to sa (after name resolution,
+ * before the socket exists); false refuses the attempt with why
+ * (TW_E_FORBIDDEN, never retried). */
+struct sockaddr;
+typedef bool (*tw_http_addr_fn)(void *ctx, const struct sockaddr *sa, char *why,
+                                size_t whysz);
+
 struct tw_http_request {
   const char *method;                   /* "GET", "POST", "PUT", ... */
   const char *url;                      /* absolute, http or https */
@@ -93,6 +100,10 @@ struct tw_http_request {
   void *prepare_ctx;
   tw_http_retry_fn should_retry; /* optional */
   void *retry_ctx;
+  /* optional: every address connected to passes it first; a proxy from
+   * the environment is not used then, so the check sees the target */
+  tw_http_addr_fn allow_addr;
+  void *allow_ctx;
 };
 
 /* The final answer.  Header values are those of the last attempt. */
@@ -137,6 +148,7 @@ void tw_http_free(struct tw_http *h);
  *   TW_E_TOOBIG     the response body exceeded max_body_bytes (not retried)
  *   TW_E_INVALID    bad request arguments or URL (not retried)
  *   TW_E_IO         other transport failures, e.g. TLS verification
+ *   TW_E_FORBIDDEN  allow_addr refused every address of the host
  *   prepare's error when the hook fails
  * err->msg holds libcurl's error text and the method and URL without the
  * query (which may carry signatures). */

@@ -130,10 +130,19 @@ static enum tw_rc new_ops(const struct tw_provider_ops *ops,
   enum tw_rc crc = call_limits(cfg, &conc, &deadline, err);
   if (crc)
     return crc;
+  bool agent = false;
+  const struct tw_node *an =
+      cfg && cfg->kind == TW_NODE_MAP ? tw_node_get(cfg, "agent") : NULL;
+  if (an && !tw_node_as_bool(an, &agent))
+    return tw_err_field(err, TW_E_INVALID, "agent",
+                        "agent: expected true or false, got %s",
+                        an->kind == TW_NODE_SCALAR ? an->str
+                                                   : tw_node_type_name(an));
   struct tw_provider *p = tw_calloc(1, sizeof *p);
   p->ops = ops;
   p->concurrency = (int)conc;
   p->call_deadline_ms = deadline;
+  p->agent = agent;
   p->account = tw_strdup(account);
   p->clock = o->clock ? o->clock : tw_clock_real();
   p->resolve_secret = o->resolve_secret;

@@ -75,6 +75,17 @@ struct tw_provider_billing {
   int64_t granularity_s;     /* 1 = per second */
   int64_t min_charge_s;      /* charged at least this per start */
   int64_t spot_protection_s; /* spot: time guaranteed before a reclaim */
+  /* Spot capacity the provider takes back (not a stop or terminate of
+   * Tradewind's): charged nothing when it ran less than this (AWS: 3600,
+   * no charge for a Linux Spot Instance EC2 interrupts in its first
+   * instance-hour); 0: no such rule.  Past it, or without it, a reclaimed
+   * attempt is charged to the second. */
+  int64_t spot_reclaim_free_s;
+  /* Whether min_charge_s still applies to spot capacity the provider
+   * reclaimed (Azure: its minimum covers Spot VMs too). */
+  bool spot_reclaim_minimum;
+  /* Where the rule is published (docs/billing.md cites each). */
+  const char *source;
 };
 
 /* An accelerator implied by an instance type's name (tw_provider_info). */
@@ -120,6 +131,9 @@ struct tw_provider_info {
    * instance type's prefix ({"f1.", "VU9P"}: the canonical names of
    * billing/catalog/normalize.h), ended by {NULL, NULL}.  NULL: none. */
   const struct tw_provider_type_accel *type_accels;
+  /* FOCUS ResourceType of a compute row ("Virtual Machine", "Batch Job"):
+   * what the provider bills an attempt as.  NULL or "": none. */
+  const char *focus_resource_type;
 };
 
 struct tw_provider_ops {
@@ -242,6 +256,8 @@ struct tw_provider {
    * retries included (`concurrency`, `call_deadline_ms`). */
   int concurrency;
   int64_t call_deadline_ms;
+  /* `agent: true`: its attempts run under tradewind-agent (docs/agent.md) */
+  bool agent;
 };
 
 /* ---- registries --------------------------------------------------------- */
@@ -330,6 +346,11 @@ static inline int tw_provider_concurrency(const struct tw_provider *p) {
 static inline int64_t
 tw_provider_call_deadline_ms(const struct tw_provider *p) {
   return p->call_deadline_ms > 0 ? p->call_deadline_ms : 150000;
+}
+
+/* Whether p's section has `agent: true` (docs/agent.md). */
+static inline bool tw_provider_agent(const struct tw_provider *p) {
+  return p->agent;
 }
 
 static inline const char *tw_provider_account(const struct tw_provider *p) {
@@ -426,7 +447,8 @@ const char *tw_provider_op_str(enum tw_provider_op op);
 
 /* The keys every provider section may carry whatever its type. */
 #define TW_PROVIDER_COMMON_KEYS                                                \
-  "name", "type", "enabled", "labels", "concurrency", "call_deadline_ms"
+  "name", "type", "enabled", "labels", "concurrency", "call_deadline_ms",   \
+      "agent"
 
 /* TW_E_INVALID naming the first key of the map cfg that is neither in
  * keys (NULL-terminated) nor a common key, with the closest known key

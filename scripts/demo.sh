@@ -116,6 +116,10 @@ if [ -s "$state/admin.token" ]; then
   echo "using the admin token from $state/admin.token (export TRADEWIND_TOKEN=\$(cat admin.token))"
 fi
 
+say "the tenants the jobs are billed to (a job for a tenant that does not exist is refused)"
+"$CLI" tenant create demo
+"$CLI" tenant create research
+
 mkdir -p "$state/jobs"
 cat >"$state/jobs/hello.yaml" <<'YAML'
 name: hello
@@ -154,7 +158,7 @@ curl -fsS -X POST "$fake/_fake/faults" -H 'Content-Type: application/json' \
   -d '{"kind":"capacity","instance_type":"g5.xlarge","market":"spot","count":1}' >/dev/null
 echo "injected one InsufficientInstanceCapacity for g5.xlarge spot"
 
-say "submitting four jobs with the CLI"
+say "submitting four jobs with the CLI, into the two tenants made above"
 for f in hello train inference huge; do
   id=$("$CLI" submit "$state/jobs/$f.yaml")
   printf '%-10s %s\n' "$f" "$id"

@@ -18,6 +18,14 @@ target_compile_definitions(test_policy_set PRIVATE
   TW_PLUGIN_BAD_VERSION="$<TARGET_FILE:tw_test_plugin_bad_version>"
   TW_PLUGIN_BAD_FILTER="$<TARGET_FILE:tw_test_plugin_bad_filter>")
 add_dependencies(test_policy_set tw_score_fit tw_test_plugin_bad_version tw_test_plugin_bad_filter)
+# Plugins and network files only from the config file's directories,
+# refused before dlopen (issue 16, finding 4).
+add_library(tw_test_plugin_ctor MODULE ${CMAKE_SOURCE_DIR}/tests/unit/test_policy_plugin_ctor.c)
+tw_add_test(test_policy_dirs SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_policy_dirs.c
+            LIBS tw_policies PkgConfig::CMOCKA LABELS unit security placement)
+target_compile_definitions(test_policy_dirs PRIVATE
+  TW_PLUGIN_CTOR="$<TARGET_FILE:tw_test_plugin_ctor>")
+add_dependencies(test_policy_dirs tw_test_plugin_ctor)
 tw_add_test(test_plan_netmatrix SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_plan_netmatrix.c
             LIBS tw_policies PkgConfig::CMOCKA LABELS unit placement)
 tw_add_fuzz(fuzz_network_matrix SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_network_matrix.c

@@ -30,7 +30,7 @@ tw_add_test(test_tenancy_budget
   SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_tenancy_budget.c
   LIBS tw_sched tw_tenancy tw_billing tw_fake_provider PkgConfig::CMOCKA
        PkgConfig::MHD PkgConfig::JANSSON Threads::Threads
-  LABELS unit tenancy TIMEOUT 60)
+  LABELS unit tenancy billing TIMEOUT 60)
 
 # Every route x every role against the live server with real tokens, then
 # again with the same roles signed in through a loopback OIDC issuer.
@@ -66,3 +66,10 @@ tw_add_test(test_sealed_secrets
             SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_sealed_secrets.c
             LIBS twtest_daemon LABELS integration tenancy TIMEOUT 120)
 add_dependencies(test_sealed_secrets tradewind-fakecloud tradewindd)
+
+# Budget webhooks cannot reach loopback, link-local or private addresses
+# unless tenancy.webhook_allow lists them (issue 16, finding 10).
+tw_add_test(test_webhook_guard
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_webhook_guard.c
+  LIBS tw_tenancy PkgConfig::CMOCKA PkgConfig::MHD Threads::Threads
+  LABELS unit security tenancy TIMEOUT 60)

@@ -88,6 +88,49 @@ enum tw_rc tw_ledger_spent(struct tw_store *s, const char *tenant,
                            const char *project, int64_t from_ms, int64_t to_ms,
                            int64_t *effective_uusd, struct tw_err *err);
 
+/* What running attempts have accrued in [from_ms, to_ms) up to now_ms
+ * since their last closed charge period (meter.h, tw_meter_accrue), grouped
+ * as tw_ledger_sum groups (amounts in both the totals and the accrued_*
+ * fields; rows 0).  Read from the meter's progress. */
+enum tw_rc tw_ledger_accrued(struct tw_store *s, int64_t from_ms,
+                             int64_t to_ms, int64_t now_ms, unsigned group_mask,
+                             const struct tw_ledger_filter *f,
+                             struct tw_ledger_group **out, size_t *n,
+                             struct tw_err *err);
+
+/* tw_ledger_sum with what is accrued up to now_ms merged in: what reports
+ * show.  Each group's accrued_* fields say how much of it is accrued. */
+enum tw_rc tw_ledger_sum_now(struct tw_store *s, int64_t from_ms,
+                             int64_t to_ms, int64_t now_ms, unsigned group_mask,
+                             const struct tw_ledger_filter *f,
+                             struct tw_ledger_group **out, size_t *n,
+                             struct tw_err *err);
+
+/* Sums groups in[0..n_in) (of a finer mask) into the groups of mask,
+ * keeping only f's tenant and project (NULL: all), ordered as
+ * tw_ledger_sum orders them: a report reads the ledger once at its finest
+ * grouping and derives the others (free() *out). */
+enum tw_rc tw_ledger_regroup(const struct tw_ledger_group *in, size_t n_in,
+                             unsigned mask, const struct tw_ledger_filter *f,
+                             struct tw_ledger_group **out, size_t *n);
+
+/* Adds extra[0..n_extra) (groups of the same mask: accrual, say) into
+ * the ordered groups *g (count *n), keeping them ordered; *g is
+ * reallocated. */
+void tw_ledger_merge(struct tw_ledger_group **g, size_t *n,
+                     const struct tw_ledger_group *extra, size_t n_extra);
+
+/* The one "spent" of a budget: the ledger's effective cost (adjustments
+ * included) of a tenant, or one of its projects, over [from_ms, to_ms),
+ * plus what its running attempts have accrued up to now_ms.  *accrued_uusd
+ * (may be NULL) gets the accrued part.  Budget status, alerts, the hard
+ * stop and the report's budget table all use it. */
+enum tw_rc tw_ledger_spent_now(struct tw_store *s, const char *tenant,
+                               const char *project, int64_t from_ms,
+                               int64_t to_ms, int64_t now_ms,
+                               int64_t *effective_uusd, int64_t *accrued_uusd,
+                               struct tw_err *err);
+
 /* Total cost of one job so far (per-job rollup). */
 enum tw_rc tw_ledger_job_cost(struct tw_store *s, const char *job_id,
                               int64_t *list_uusd, int64_t *effective_uusd,
@@ -104,6 +147,16 @@ enum tw_rc tw_ledger_count(struct tw_store *s, int64_t *rows,
  * module, once it keeps budgets of its own, is read instead (report.h).
  * struct tw_ledger_budget: tenant ("" overall), project ("" every project
  * of the tenant), limit_uusd per calendar month (UTC). */
+
+/* The accounts' invoice ids and commitments (struct tw_ledger_account),
+ * stored by the meter from billing.providers at start and on reload. */
+enum tw_rc tw_ledger_accounts_set(struct tw_store *s,
+                                  const struct tw_ledger_account *a, size_t n,
+                                  struct tw_err *err);
+/* *out: array of *n by account (free() it). */
+enum tw_rc tw_ledger_accounts_get(struct tw_store *s,
+                                  struct tw_ledger_account **out, size_t *n,
+                                  struct tw_err *err);
 
 /* Replaces the stored budgets with budgets[0..n). */
 enum tw_rc tw_ledger_budgets_set(struct tw_store *s,

@@ -17,6 +17,7 @@
 #include "broker/core/spec_cache.h"
 #include "broker/core/store.h"
 #include "broker/core/store_ledger.h"
+#include "providers/provider.h"
 
 /* ---- billing rules ------------------------------------------------------ */
 
@@ -26,13 +27,40 @@ int64_t tw_bill_seconds(const struct tw_bill_rule *r, int64_t elapsed_ms,
     elapsed_ms = 0;
   /* A started second is a second: providers bill whole seconds. */
   int64_t s = (elapsed_ms + 999) / 1000;
-  if (phase == TW_BILL_RECLAIMED)
+  if (phase == TW_BILL_RECLAIMED) {
+    if (r->reclaim_free_s > 0 && elapsed_ms < r->reclaim_free_s * 1000)
+      return 0; /* AWS: interrupted by EC2 in its first instance-hour */
+    if (r->reclaim_minimum && s < r->min_charge_s)
+      s = r->min_charge_s;
     return s;
+  }
   int64_t g = r->granularity_s > 1 ? r->granularity_s : 1;
   s = (s + g - 1) / g * g;
   if (phase == TW_BILL_ENDED && s < r->min_charge_s)
     s = r->min_charge_s;
   return s;
+}
+
+void tw_bill_rule_resolve(const struct tw_provider_info *info,
+                          int64_t offer_gran_s, int64_t offer_min_s,
+                          const struct tw_meter_rate *rate,
+                          struct tw_bill_rule *out) {
+  memset(out, 0, sizeof *out);
+  out->granularity_s = 1;
+  if (info && info->billing.kind == TW_BILLING_PUBLISHED) {
+    out->granularity_s = info->billing.granularity_s;
+    out->min_charge_s = info->billing.min_charge_s;
+    out->reclaim_free_s = info->billing.spot_reclaim_free_s;
+    out->reclaim_minimum = info->billing.spot_reclaim_minimum;
+  }
+  if (offer_gran_s > 0) {
+    out->granularity_s = offer_gran_s;
+    out->min_charge_s = offer_min_s > 0 ? offer_min_s : 0;
+  }
+  if (rate && rate->granularity_s > 0)
+    out->granularity_s = rate->granularity_s;
+  if (rate && rate->min_charge_s >= 0)
+    out->min_charge_s = rate->min_charge_s;
 }
 
 /* a / b rounded half away from zero; b > 0 */
@@ -46,10 +74,65 @@ int64_t tw_bill_cost(int64_t price_uusd_per_hour, int64_t node_seconds) {
   return div_round((__int128)price_uusd_per_hour * node_seconds, 3600);
 }
 
+int64_t tw_bill_cost_at(int64_t price_uusd_per_hour, int64_t node_seconds,
+                        int64_t discount_bp) {
+  if (discount_bp <= 0)
+    return tw_bill_cost(price_uusd_per_hour, node_seconds);
+  return div_round((__int128)price_uusd_per_hour * (10000 - discount_bp) *
+                       node_seconds,
+                   (__int128)3600 * 10000);
+}
+
 int64_t tw_bill_discount(int64_t list_uusd, int64_t discount_bp) {
   if (discount_bp <= 0)
     return list_uusd;
   return list_uusd - div_round((__int128)list_uusd * discount_bp, 10000);
+}
+
+void tw_meter_accrue(const struct tw_store_meter_progress *p, int64_t now_ms,
+                     tw_meter_accrual_fn fn, void *ctx) {
+  struct tw_bill_rule rule = {.granularity_s = p->granularity_s,
+                              .min_charge_s = p->min_charge_s};
+  int64_t t = p->metered_to_ms > p->running_ms ? p->metered_to_ms
+                                               : p->running_ms;
+  int64_t billed = p->billed_s;
+  int nodes = p->nodes > 0 ? p->nodes : 1;
+  while (t < now_ms) {
+    int64_t b = (t / TW_ACCRUAL_SPLIT_MS + 1) * TW_ACCRUAL_SPLIT_MS;
+    if (b > now_ms)
+      b = now_ms;
+    int64_t due =
+        tw_bill_seconds(&rule, b - p->running_ms, TW_BILL_RUNNING) - billed;
+    if (due < 0)
+      due = 0;
+    billed += due;
+    struct tw_ledger_row r;
+    memset(&r, 0, sizeof r);
+    r.start_ms = t;
+    r.end_ms = b;
+    r.service = TW_SERVICE_COMPUTE;
+    TW_SET(r.tenant, p->tenant);
+    TW_SET(r.project, p->project);
+    TW_SET(r.job_id, p->job_id);
+    r.attempt_id = p->attempt_id;
+    TW_SET(r.provider, p->provider);
+    TW_SET(r.account, p->account);
+    TW_SET(r.region, p->region);
+    TW_SET(r.zone, p->zone);
+    TW_SET(r.instance_type, p->instance_type);
+    TW_SET(r.resource_id, p->resource_id);
+    TW_SET(r.market, p->market);
+    r.nodes = nodes;
+    r.usage_ms = b - t;
+    r.quantity = due * nodes;
+    r.unit_price_uusd = p->price_uusd_per_hour;
+    r.list_uusd = tw_bill_cost(p->price_uusd_per_hour, r.quantity);
+    r.effective_uusd =
+        tw_bill_cost_at(p->price_uusd_per_hour, r.quantity, p->discount_bp);
+    r.discount_bp = p->discount_bp;
+    fn(ctx, &r);
+    t = b;
+  }
 }
 
 /* ---- configuration ----------------------------------------------------------
@@ -105,14 +188,20 @@ static enum tw_rc unknown_key(const char *path, const char *key,
 
 static enum tw_rc cfg_rate(const char *name, const struct tw_node *n,
                            struct tw_meter_rate *r, struct tw_err *err) {
-  static const char *const keys[] = {"discount_pct", "discount_spot",
-                                     "egress_usd_per_gb", "chargeback", NULL};
+  static const char *const keys[] = {
+      "granularity_s", "min_charge_s",      "discount_pct", "discount_kind",
+      "commitment",    "discount_spot",     "egress_usd_per_gb",
+      "chargeback",    "account_id",        "account_name",
+      "account_type",  NULL};
+  static const char *const commit_keys[] = {"id", "name", "type", "category",
+                                            NULL};
   static const char *const cb_keys[] = {"vcpu_hour_usd", "gpu_hour_usd",
                                         "memory_gib_hour_usd", NULL};
   char path[160];
   snprintf(path, sizeof path, "billing.providers.%s", name);
   if (!TW_SET(r->name, name))
     return tw_err_field(err, TW_E_INVALID, path, "%s: name too long", path);
+  r->granularity_s = r->min_charge_s = -1;
   if (n->kind == TW_NODE_NULL)
     return TW_OK;
   if (n->kind != TW_NODE_MAP)
@@ -125,13 +214,72 @@ static enum tw_rc cfg_rate(const char *name, const struct tw_node *n,
     const struct tw_node *v = n->items[i];
     char kp[200];
     snprintf(kp, sizeof kp, "%s.%s", path, k);
-    if (!strcmp(k, "discount_pct")) {
+    if (!strcmp(k, "granularity_s") || !strcmp(k, "min_charge_s")) {
+      int64_t secs;
+      bool gran = k[0] == 'g';
+      if (!tw_node_as_int(v, &secs) || secs < (gran ? 1 : 0) || secs > 86400)
+        return tw_err_field(err, TW_E_INVALID, kp,
+                            "%s: expected seconds from %d to 86400", kp,
+                            gran ? 1 : 0);
+      *(gran ? &r->granularity_s : &r->min_charge_s) = secs;
+    } else if (!strcmp(k, "discount_pct")) {
       if (v->kind != TW_NODE_SCALAR || parse_pct_bp(v->str, &r->discount_bp))
         return tw_err_field(
             err, TW_E_INVALID, kp,
             "%s: expected a percentage from 0 to 100 with at most "
             "two decimals, got %s",
             kp, v->kind == TW_NODE_SCALAR ? v->str : tw_node_type_name(v));
+    } else if (!strcmp(k, "discount_kind")) {
+      if (v->kind != TW_NODE_SCALAR ||
+          (strcmp(v->str, "negotiated") && strcmp(v->str, "commitment")))
+        return tw_err_field(err, TW_E_INVALID, kp,
+                            "%s: expected negotiated or commitment", kp);
+      r->commitment = !strcmp(v->str, "commitment");
+    } else if (!strcmp(k, "account_id") || !strcmp(k, "account_name") ||
+               !strcmp(k, "account_type")) {
+      char *dst = k[8] == 'i' ? r->account_id
+                  : k[8] == 'n' ? r->account_name
+                                : r->account_type;
+      size_t cap = k[8] == 'i'   ? sizeof r->account_id
+                   : k[8] == 'n' ? sizeof r->account_name
+                                 : sizeof r->account_type;
+      if (v->kind != TW_NODE_SCALAR || !v->str[0] ||
+          !tw_model_set(dst, cap, v->str))
+        return tw_err_field(err, TW_E_INVALID, kp,
+                            "%s: expected text of 1 to %zu characters", kp,
+                            cap - 1);
+    } else if (!strcmp(k, "commitment")) {
+      if (v->kind != TW_NODE_MAP)
+        return tw_err_field(err, TW_E_INVALID, kp,
+                            "%s: expected a mapping, got %s", kp,
+                            tw_node_type_name(v));
+      for (size_t j = 0; j < v->n; j++) {
+        char cp[240];
+        snprintf(cp, sizeof cp, "%s.%s", kp, v->keys[j]);
+        const char *ck = v->keys[j];
+        const struct tw_node *cv = v->items[j];
+        char *dst = !strcmp(ck, "id")       ? r->commitment_id
+                    : !strcmp(ck, "name")   ? r->commitment_name
+                    : !strcmp(ck, "type")   ? r->commitment_type
+                    : !strcmp(ck, "category") ? r->commitment_category
+                                              : NULL;
+        size_t cap = !strcmp(ck, "id")       ? sizeof r->commitment_id
+                     : !strcmp(ck, "name")   ? sizeof r->commitment_name
+                     : !strcmp(ck, "type")   ? sizeof r->commitment_type
+                                             : sizeof r->commitment_category;
+        if (!dst)
+          return unknown_key(kp, ck, commit_keys, err);
+        if (cv->kind != TW_NODE_SCALAR || !cv->str[0] ||
+            !tw_model_set(dst, cap, cv->str))
+          return tw_err_field(err, TW_E_INVALID, cp,
+                              "%s: expected text of 1 to %zu characters", cp,
+                              cap - 1);
+        if (dst == r->commitment_category && strcmp(cv->str, "Spend") &&
+            strcmp(cv->str, "Usage"))
+          return tw_err_field(err, TW_E_INVALID, cp,
+                              "%s: expected Spend or Usage, got %s", cp,
+                              cv->str);
+      }
     } else if (!strcmp(k, "discount_spot")) {
       if (!tw_node_as_bool(v, &r->discount_spot))
         return tw_err_field(err, TW_E_INVALID, kp, "%s: expected true or false",
@@ -312,6 +460,38 @@ static void cfg_copy(struct tw_meter_cfg *dst, const struct tw_meter_cfg *src) {
   }
 }
 
+/* The accounts' invoice ids and commitments, as FOCUS names them
+ * (ledger_accounts), from the configured rates. */
+static enum tw_rc store_accounts(struct tw_store *st,
+                                 const struct tw_meter_cfg *c,
+                                 struct tw_err *err) {
+  size_t n = c ? c->n_rates : 0;
+  struct tw_ledger_account *a = tw_calloc(n ? n : 1, sizeof *a);
+  for (size_t i = 0; i < n; i++) {
+    const struct tw_meter_rate *r = &c->rates[i];
+    TW_SET(a[i].account, r->name);
+    TW_SET(a[i].account_id, r->account_id);
+    TW_SET(a[i].account_name, r->account_name);
+    TW_SET(a[i].account_type, r->account_type);
+    if (r->commitment) {
+      if (r->commitment_id[0])
+        TW_SET(a[i].commitment_id, r->commitment_id);
+      else
+        snprintf(a[i].commitment_id, sizeof a[i].commitment_id,
+                 "%.63s-commitment", r->name);
+      TW_SET(a[i].commitment_name, r->commitment_name[0] ? r->commitment_name
+                                                         : a[i].commitment_id);
+      TW_SET(a[i].commitment_type,
+             r->commitment_type[0] ? r->commitment_type : "Commitment");
+      TW_SET(a[i].commitment_category,
+             r->commitment_category[0] ? r->commitment_category : "Spend");
+    }
+  }
+  enum tw_rc rc = tw_ledger_accounts_set(st, a, n, err);
+  free(a);
+  return rc;
+}
+
 /* ---- the meter's state ------------------------------------------------ */
 
 /* One attempt being metered. */
@@ -340,6 +520,7 @@ struct tw_meter {
   tw_meter_offers_fn offers_fn;
   void *offers_ctx;
   struct tw_spec_cache *specs; /* borrowed; NULL: parsed when read */
+  const struct tw_provider_ops *const *adapters; /* borrowed; may be NULL */
   struct tw_offer_list offers; /* as last listed */
   int64_t offers_at_ms, offers_ttl_ms, tick_ms;
   pthread_t thread;
@@ -421,14 +602,29 @@ static void from_progress(const struct tw_store_meter_progress *p,
 }
 
 /* The attempts being metered when the daemon stopped. */
+/* The reclaim part of the provider's published rule: not kept with the
+ * progress, it is the adapter's (granularity and minimum are kept, as
+ * they were resolved when the attempt started). */
+static void reclaim_rule(const struct tw_meter *m, struct mst *s) {
+  const struct tw_provider_info *info =
+      tw_provider_info_find(m->adapters, s->provider);
+  struct tw_bill_rule r;
+  tw_bill_rule_resolve(info, 0, 0, NULL, &r);
+  s->rule.reclaim_free_s = r.reclaim_free_s;
+  s->rule.reclaim_minimum = r.reclaim_minimum;
+}
+
 static enum tw_rc load(struct tw_meter *m, struct tw_err *err) {
   struct tw_store_meter_progress *p;
   size_t n;
   enum tw_rc rc = tw_store_meter_open(m->store, &p, &n, err);
   if (rc)
     return rc;
-  for (size_t i = 0; i < n; i++)
-    from_progress(&p[i], add_state(m, p[i].attempt_id));
+  for (size_t i = 0; i < n; i++) {
+    struct mst *s = add_state(m, p[i].attempt_id);
+    from_progress(&p[i], s);
+    reclaim_rule(m, s);
+  }
   free(p);
   return TW_OK;
 }
@@ -443,6 +639,7 @@ enum tw_rc tw_meter_new(const struct tw_meter_opts *opts, struct tw_meter **out,
   m->clock = opts->clock ? opts->clock : tw_clock_real();
   m->offers_fn = opts->offers;
   m->specs = opts->specs;
+  m->adapters = opts->adapters;
   m->offers_ctx = opts->offers_ctx;
   m->tick_ms = opts->tick_ms > 0 ? opts->tick_ms : 1000;
   m->offers_ttl_ms = opts->offers_ttl_ms > 0 ? opts->offers_ttl_ms : 300000;
@@ -452,7 +649,8 @@ enum tw_rc tw_meter_new(const struct tw_meter_opts *opts, struct tw_meter **out,
   pthread_cond_init(&m->run_cv, NULL);
   if ((rc = load(m, err)) ||
       (rc = tw_ledger_budgets_set(m->store, m->cfg.budgets, m->cfg.n_budgets,
-                                  err))) {
+                                  err)) ||
+      (rc = store_accounts(m->store, &m->cfg, err))) {
     tw_meter_free(m);
     return rc;
   }
@@ -487,8 +685,9 @@ enum tw_rc tw_meter_set_cfg(struct tw_meter *m, const struct tw_meter_cfg *cfg,
   cfg_copy(&m->cfg, cfg);
   m->cfg.charge_period_s = period;
   pthread_mutex_unlock(&m->mu);
-  return tw_ledger_budgets_set(m->store, cfg ? cfg->budgets : NULL,
-                               cfg ? cfg->n_budgets : 0, err);
+  enum tw_rc rc = tw_ledger_budgets_set(m->store, cfg ? cfg->budgets : NULL,
+                                        cfg ? cfg->n_budgets : 0, err);
+  return rc ? rc : store_accounts(m->store, cfg, err);
 }
 
 void tw_meter_stats(struct tw_meter *m, struct tw_meter_stats *out) {
@@ -582,7 +781,11 @@ static void charge_row(const struct tw_meter *m, struct work *w, int64_t from,
   r->quantity = seconds * s->nodes;
   r->unit_price_uusd = s->price;
   r->list_uusd = tw_bill_cost(s->price, r->quantity);
-  r->effective_uusd = tw_bill_discount(r->list_uusd, discount_bp(m, s));
+  r->discount_bp = discount_bp(m, s);
+  r->effective_uusd = tw_bill_cost_at(s->price, r->quantity, r->discount_bp);
+  const struct tw_meter_rate *rate =
+      tw_meter_cfg_rate(&m->cfg, s->account, s->provider);
+  r->commitment = r->discount_bp > 0 && rate && rate->commitment;
   char p[32];
   price_text(s->price, p, sizeof p);
   snprintf(r->description, sizeof r->description,
@@ -652,6 +855,7 @@ static void batch_commit(struct tw_meter *m, struct batch *b) {
   enum tw_rc rc = TW_OK;
   for (size_t i = 0; i < b->n && !rc; i++) {
     to_progress(&b->w[i].next, &sp[i]);
+    sp[i].discount_bp = discount_bp(m, &b->w[i].next);
     sw[i].rows = b->w[i].rows;
     sw[i].n_rows = b->w[i].n_rows;
     sw[i].progress = &sp[i];
@@ -725,15 +929,12 @@ static bool start_state(struct tw_meter *m, struct mst *s,
   TW_SET(s->market, a->market);
   TW_SET(s->resource_id, a->instance_id);
   s->price = a->price_uusd_per_hour;
-  s->rule.granularity_s = 1;
   const struct tw_offer *o = find_offer(offers, n_offers, a->offer_id);
   if (o) {
     TW_SET(s->provider, o->provider);
     TW_SET(s->region, o->region);
     TW_SET(s->zone, o->zone);
     TW_SET(s->instance_type, o->instance_type);
-    s->rule.granularity_s = o->billing_granularity_s;
-    s->rule.min_charge_s = o->min_charge_s;
   } else {
     /* "account:region:zone:type:market" */
     char buf[192], *f[5] = {0};
@@ -754,6 +955,11 @@ static bool start_state(struct tw_meter *m, struct mst *s,
   }
   const struct tw_meter_rate *r =
       tw_meter_cfg_rate(&m->cfg, s->account, s->provider);
+  /* the rule: published by the adapter, as the offer carries it (the
+   * catalog's for a private cluster), as configured here */
+  tw_bill_rule_resolve(tw_provider_info_find(m->adapters, s->provider),
+                       o ? o->billing_granularity_s : 0,
+                       o ? o->min_charge_s : 0, r, &s->rule);
   if (r && r->chargeback && o) {
     /* a private cloud prices its own capacity by what the offer holds */
     int64_t gib_x1024 = o->memory_mib;
@@ -827,12 +1033,17 @@ void tw_meter_observe(struct tw_meter *m, const struct tw_attempt_rec *live,
       TW_SET(s->job_id, a->job_id);
     }
     s->seen = true;
-    if (!s->running && !start_state(m, s, a, offers, n_offers))
+    bool fresh = !s->running;
+    if (fresh && !start_state(m, s, a, offers, n_offers))
       continue;
     if (close_to > s->metered_to_ms) {
       struct work *w = batch_add(&b, s);
       advance(m, w, close_to, TW_BILL_RUNNING,
               price_now(m, s, offers, n_offers, a->offer_id));
+    } else if (fresh) {
+      /* its progress is stored from the start, rows or not: what it
+       * accrues is read from there (tw_ledger_sum_now) */
+      batch_add(&b, s);
     }
   }
 
@@ -953,6 +1164,7 @@ enum tw_rc tw_meter_egress(struct tw_meter *m, const struct tw_meter_egress *e,
                   : rate               ? rate->egress_uusd_per_gb
                                        : 0;
   int64_t bp = rate ? rate->discount_bp : 0;
+  bool commitment = bp > 0 && rate && rate->commitment;
   pthread_mutex_unlock(&m->mu);
   bool ok = tw_model_set(r.tenant, sizeof r.tenant, e->tenant) &&
             tw_model_set(r.project, sizeof r.project,
@@ -969,7 +1181,11 @@ enum tw_rc tw_meter_egress(struct tw_meter *m, const struct tw_meter_egress *e,
   r.quantity = e->bytes;
   r.unit_price_uusd = price;
   r.list_uusd = div_round((__int128)e->bytes * price, 1000000000);
-  r.effective_uusd = tw_bill_discount(r.list_uusd, bp);
+  /* at the discounted price per GB, rounded once (FOCUS ContractedCost) */
+  r.effective_uusd =
+      div_round((__int128)e->bytes * price * (10000 - bp), 10000000000000LL);
+  r.discount_bp = bp;
+  r.commitment = commitment;
   snprintf(r.description, sizeof r.description,
            "Data transfer %s -> %s: %lld bytes", e->region ? e->region : "",
            e->dest_region ? e->dest_region : "internet", (long long)e->bytes);

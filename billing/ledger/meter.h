@@ -59,8 +59,15 @@ struct tw_meter;
  *     charge_period_s: 3600        # divides a day; default 3600
  *     providers:                   # by account name or adapter name
  *       aws:
- *         discount_pct: "12.5"     # committed-use rate, percent off list
+ *         granularity_s: 1         # over the published rule (optional)
+ *         min_charge_s: 60
+ *         discount_pct: "12.5"     # percent off list
+ *         discount_kind: negotiated  # or commitment (then commitment: {id,
+ *                                  # name, type, category: Spend|Usage})
  *         discount_spot: false     # also on spot (default: on-demand only)
+ *         account_id: "123456789012"   # the invoice's billing account
+ *         account_name: "Research"     # (FOCUS BillingAccountId/Name/Type)
+ *         account_type: "Account"
  *         egress_usd_per_gb: "0.09"
  *       slurm-lab:                 # private cloud: chargeback rates
  *         chargeback: {vcpu_hour_usd: "0.02", gpu_hour_usd: "1.10",
@@ -71,8 +78,20 @@ struct tw_meter;
  */
 struct tw_meter_rate {
   char name[64];       /* account or adapter name */
+  /* The provider's rule as configured here, over the published one
+   * (-1: the published rule, or the offer's). */
+  int64_t granularity_s, min_charge_s;
   int64_t discount_bp; /* basis points off list: 1250 = 12.5 % */
   bool discount_spot;
+  /* What the discount is: a negotiated rate (default; FOCUS
+   * ContractedUnitPrice) or a commitment-based discount (a savings plan,
+   * committed use: FOCUS CommitmentDiscount columns). */
+  bool commitment;
+  char commitment_id[128], commitment_name[128], commitment_type[64];
+  char commitment_category[16]; /* "Spend" (default) | "Usage" */
+  /* The account as the provider's invoice names it (FOCUS
+   * BillingAccountId, BillingAccountName, BillingAccountType). */
+  char account_id[64], account_name[128], account_type[64];
   int64_t egress_uusd_per_gb; /* 0: none configured */
   bool chargeback;
   int64_t vcpu_hour_uusd, gpu_hour_uusd, memory_gib_hour_uusd;
@@ -103,12 +122,18 @@ const struct tw_meter_rate *tw_meter_cfg_rate(const struct tw_meter_cfg *c,
 struct tw_bill_rule {
   int64_t granularity_s; /* <= 1: per second */
   int64_t min_charge_s;  /* charged at least, once per attempt */
+  /* Spot capacity the provider reclaimed: charged nothing when it ran
+   * less than this many seconds (AWS: 3600); 0: no such rule. */
+  int64_t reclaim_free_s;
+  bool reclaim_minimum; /* min_charge_s applies to a reclaim too (Azure) */
 };
 
 enum tw_bill_phase {
   TW_BILL_RUNNING = 0, /* so far: units started are charged */
   TW_BILL_ENDED,       /* ended: the minimum charge applies */
-  TW_BILL_RECLAIMED    /* spot reclaimed by the provider: to the second */
+  TW_BILL_RECLAIMED    /* spot reclaimed by the provider: nothing within
+                          reclaim_free_s, else to the second (and the
+                          minimum when reclaim_minimum) */
 };
 
 /* Seconds charged for an attempt that has run elapsed_ms (cumulative). */
@@ -121,6 +146,30 @@ int64_t tw_bill_cost(int64_t price_uusd_per_hour, int64_t node_seconds);
 
 /* list less discount_bp basis points, rounded half away from zero. */
 int64_t tw_bill_discount(int64_t list_uusd, int64_t discount_bp);
+
+/* The cost at the discounted unit price: price x (10000 - discount_bp) /
+ * 10000 per hour x node_seconds / 3600, rounded half away from zero once,
+ * so that FOCUS's ContractedUnitPrice x PricingQuantity gives it. */
+int64_t tw_bill_cost_at(int64_t price_uusd_per_hour, int64_t node_seconds,
+                        int64_t discount_bp);
+
+/* ---- accrual ---------------------------------------------------------------
+ *
+ * What a running attempt has used since its last closed charge period is
+ * not in the ledger yet (rows close at each period, as ever); reports and
+ * budgets count it as accrued.  It is priced from the meter's progress
+ * (store_ledger.h): the rule, price, nodes and discount of the current
+ * period, seconds charged as each unit starts (no minimum: it has not
+ * ended), in pieces split at each UTC hour so that a day or a range
+ * splits it by time like a ledger row. */
+#define TW_ACCRUAL_SPLIT_MS 3600000LL
+
+struct tw_store_meter_progress;
+typedef void (*tw_meter_accrual_fn)(void *ctx, const struct tw_ledger_row *r);
+/* Calls fn with each piece of what p has accrued up to now_ms (none when
+ * now_ms is not past where it was metered to). */
+void tw_meter_accrue(const struct tw_store_meter_progress *p, int64_t now_ms,
+                     tw_meter_accrual_fn fn, void *ctx);
 
 /* ---- the meter -------------------------------------------------------------
  */
@@ -140,7 +189,21 @@ struct tw_meter_opts {
   int64_t offers_ttl_ms;       /* offers listed again after; 300000 */
   struct tw_spec_cache *specs; /* borrowed: parsed job specs (the
                                   scheduler's); NULL: parsed when read */
+  /* The adapter registry (providers/registry.h), borrowed: each
+   * provider's published rule (struct tw_provider_billing) by adapter
+   * name.  NULL: only the offers' granularity and minimum. */
+  const struct tw_provider_ops *const *adapters;
 };
+
+/* The rule an attempt is charged under: the adapter's published rule
+ * (info, may be NULL), the offer's granularity and minimum over it (when
+ * offer_gran_s > 0: the catalog applies a private cluster's configured
+ * rule there), then the configured rate's (rate may be NULL). */
+struct tw_provider_info;
+void tw_bill_rule_resolve(const struct tw_provider_info *info,
+                          int64_t offer_gran_s, int64_t offer_min_s,
+                          const struct tw_meter_rate *rate,
+                          struct tw_bill_rule *out);
 
 /* Migrates the ledger and meter tables, stores the configured budgets and
  * loads the progress of attempts still open.  *out: tw_meter_free. */

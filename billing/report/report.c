@@ -9,7 +9,12 @@
 
 #include "billing/report/focus.h"
 #include "billing/report/report_int.h"
+#include "billing/ledger/meter.h"
 #include "broker/base/clock.h"
+#include "broker/base/model.h"
+#include "broker/core/store.h"
+#include "broker/core/store_ledger.h"
+#include "broker/core/store_tenancy.h"
 
 /* ---- formatting --------------------------------------------------------- */
 
@@ -123,7 +128,8 @@ int64_t report__forecast(const struct tw_report *r, int64_t spent_uusd,
                          int64_t window_uusd) {
   int64_t now = r->req->now_ms, to = r->req->to_ms;
   int64_t len = r->window_to_ms - r->window_from_ms;
-  if (now >= to || len <= 0)
+  /* less than a day of spend says little of a month: not extrapolated */
+  if (now >= to || len < TW_DAY_MS)
     return spent_uusd;
   __int128 more = (__int128)window_uusd * (to - now);
   return spent_uusd + (int64_t)((more + len / 2) / len);
@@ -159,9 +165,161 @@ static int64_t scope_sum(const struct tw_ledger_group *g, size_t n,
 void report__release(struct tw_report *r) {
   free(r->groups);
   free(r->by_provider_day);
+  free(r->by_provider_bucket);
+  free(r->by_scope_bucket);
+  free(r->by_market);
+  free(r->jobs);
   free(r->tenants);
   free(r->budgets);
   memset(r, 0, sizeof *r);
+}
+
+/* ---- the charts' buckets -------------------------------------------------- */
+
+#define REPORT_HOUR_MS 3600000LL
+
+/* groups of day d (fine: tenant x project x provider x region x day)
+ * renumbered as bucket indexes from the range's first day */
+static void day_buckets(const struct tw_report *r,
+                        const struct tw_ledger_group *fine, size_t n,
+                        unsigned mask, struct tw_ledger_group **out,
+                        size_t *nout) {
+  struct tw_ledger_group *x = NULL;
+  size_t nx = 0;
+  tw_ledger_regroup(fine, n, mask | TW_GROUP_DAY, NULL, &x, &nx);
+  int64_t d0 = tw_ledger_day(r->req->from_ms);
+  for (size_t i = 0; i < nx; i++)
+    x[i].day -= d0;
+  *out = x;
+  *nout = nx;
+}
+
+struct hour_arg {
+  const struct tw_report_req *req;
+  int64_t start; /* of bucket 0: the range's start, down to its hour */
+  struct tw_ledger_group *g;
+  size_t n, cap;
+};
+
+static void hour_add(struct hour_arg *a, const struct tw_ledger_group *x) {
+  if (a->n == a->cap) {
+    a->cap = a->cap ? a->cap * 2 : 256;
+    a->g = tw_realloc(a->g, a->cap * sizeof *a->g);
+  }
+  a->g[a->n++] = *x;
+}
+
+/* c's part over [lo, hi) of [s, e), split as the ledger splits rows */
+static int64_t part_of(int64_t c, int64_t s, int64_t e, int64_t lo,
+                       int64_t hi) {
+  if (e == s)
+    return s >= lo && s < hi ? c : 0;
+  int64_t a = lo > s ? lo : s, b = hi < e ? hi : e;
+  if (b <= a)
+    return 0;
+  return (int64_t)((__int128)c * (b - s) / (e - s) -
+                   (__int128)c * (a - s) / (e - s));
+}
+
+/* one ledger row or accrued piece into its hours (within the range) */
+static void hour_piece(struct hour_arg *a, const struct tw_ledger_row *r,
+                       bool accrued) {
+  int64_t from = a->req->from_ms, to = a->req->to_ms;
+  if (r->end_ms == r->start_ms && (r->start_ms < from || r->start_ms >= to))
+    return; /* an instant outside the range */
+  int64_t lo = r->start_ms > from ? r->start_ms : from;
+  int64_t hi = r->end_ms < to ? r->end_ms : to;
+  if (r->end_ms == r->start_ms)
+    hi = lo + 1;
+  for (int64_t t = lo; t < hi;) {
+    int64_t k = (t - a->start) / REPORT_HOUR_MS;
+    int64_t b = a->start + (k + 1) * REPORT_HOUR_MS;
+    int64_t bl = t, bh = b < hi ? b : hi;
+    struct tw_ledger_group g;
+    memset(&g, 0, sizeof g);
+    TW_SET(g.tenant, r->tenant);
+    TW_SET(g.project, r->project);
+    TW_SET(g.provider, r->provider);
+    g.day = k;
+    g.list_uusd = part_of(r->list_uusd, r->start_ms, r->end_ms, bl,
+                          r->end_ms == r->start_ms ? bl + 1 : bh);
+    g.effective_uusd = part_of(r->effective_uusd, r->start_ms, r->end_ms, bl,
+                               r->end_ms == r->start_ms ? bl + 1 : bh);
+    if (accrued) {
+      g.accrued_list_uusd = g.list_uusd;
+      g.accrued_effective_uusd = g.effective_uusd;
+    } else {
+      g.rows = 1;
+    }
+    hour_add(a, &g);
+    t = bh;
+  }
+}
+
+static int hour_row(void *ctx, const struct tw_ledger_row *r) {
+  hour_piece(ctx, r, false);
+  return 0;
+}
+
+static void hour_accrued_piece(void *ctx, const struct tw_ledger_row *r) {
+  hour_piece(ctx, r, true);
+}
+
+static void hour_accrue(void *ctx, const struct tw_store_meter_progress *p) {
+  struct hour_arg *a = ctx;
+  const struct tw_report_req *q = a->req;
+  if ((q->tenant && strcmp(q->tenant, p->tenant)) ||
+      (q->project && strcmp(q->project, p->project)))
+    return;
+  tw_meter_accrue(p, q->now_ms < q->to_ms ? q->now_ms : q->to_ms,
+                  hour_accrued_piece, a);
+}
+
+/* A short range in hours: its rows (a day or two of them) and what is
+ * accrued, each split by time into the hours it covers. */
+static enum tw_rc hour_buckets(struct tw_store *s, struct tw_report *r,
+                               const struct tw_ledger_filter *f,
+                               struct tw_err *err) {
+  const struct tw_report_req *q = r->req;
+  struct hour_arg a = {.req = q,
+                       .start = q->from_ms / REPORT_HOUR_MS * REPORT_HOUR_MS};
+  /* rows that began before the range and run into it: from its day */
+  enum tw_rc rc = tw_ledger_scan(s, tw_ledger_day(q->from_ms) * TW_DAY_MS,
+                                 q->to_ms, f, hour_row, &a, err);
+  if (!rc && q->now_ms > q->from_ms)
+    rc = tw_store_meter_scan_open(s, hour_accrue, &a, err);
+  if (rc) {
+    free(a.g);
+    return rc;
+  }
+  r->n_buckets =
+      (size_t)((q->to_ms - a.start + REPORT_HOUR_MS - 1) / REPORT_HOUR_MS);
+  tw_ledger_regroup(a.g, a.n, TW_GROUP_PROVIDER | TW_GROUP_DAY, NULL,
+                    &r->by_provider_bucket, &r->n_by_provider_bucket);
+  tw_ledger_regroup(a.g, a.n, TW_GROUP_TENANT | TW_GROUP_PROJECT | TW_GROUP_DAY,
+                    NULL, &r->by_scope_bucket, &r->n_by_scope_bucket);
+  free(a.g);
+  return TW_OK;
+}
+
+/* The ledger's sums of mask over the range, with the accrual acc (of a
+ * finer mask) summed into mask and merged in. */
+static enum tw_rc with_accrual(struct tw_store *s,
+                               const struct tw_report_req *req, unsigned mask,
+                               const struct tw_ledger_filter *f,
+                               const struct tw_ledger_group *acc, size_t n_acc,
+                               struct tw_ledger_group **out, size_t *n,
+                               struct tw_err *err) {
+  enum tw_rc rc = tw_ledger_sum(s, req->from_ms, req->to_ms, mask, f, out, n,
+                                err);
+  if (rc)
+    return rc;
+  struct tw_ledger_group *x = NULL;
+  size_t nx = 0;
+  tw_ledger_regroup(acc, n_acc, mask, NULL, &x, &nx);
+  tw_ledger_merge(out, n, x, nx);
+  free(x);
+  return TW_OK;
 }
 
 enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
@@ -175,18 +333,75 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
   struct tw_ledger_budget *budgets = NULL;
   size_t n_budgets = 0;
   enum tw_rc rc;
-  if ((rc = tw_ledger_sum(s, req->from_ms, req->to_ms, r->mask, &f, &r->groups,
-                          &r->n_groups, err)) ||
-      (rc = tw_ledger_sum(s, req->from_ms, req->to_ms,
-                          TW_GROUP_PROVIDER | TW_GROUP_DAY, &f,
-                          &r->by_provider_day, &r->n_by_provider_day, err)) ||
-      (rc = tw_ledger_sum(s, req->from_ms, req->to_ms,
-                          TW_GROUP_TENANT | TW_GROUP_PROJECT, &f, &tp, &n_tp,
-                          err)))
+  /* the ledger's rows, and what running attempts have accrued up to now
+   * (marked as such: tw_ledger_sum_now), read once at the finest grouping
+   * and summed up from there */
+  int64_t now = req->now_ms;
+  const unsigned FINE = TW_GROUP_TENANT | TW_GROUP_PROJECT |
+                        TW_GROUP_PROVIDER | TW_GROUP_REGION | TW_GROUP_DAY;
+  struct tw_ledger_group *fine = NULL, *fine_job = NULL, *acc = NULL;
+  size_t n_fine = 0, n_fine_job = 0, n_acc = 0;
+  /* what running attempts accrued, once, at every grouping used below */
+  unsigned acc_mask = FINE | TW_GROUP_MARKET | (r->mask & TW_GROUP_JOB);
+  if ((rc = tw_ledger_accrued(s, req->from_ms, req->to_ms, now, acc_mask, &f,
+                              &acc, &n_acc, err)) ||
+      (rc = with_accrual(s, req, FINE, &f, acc, n_acc, &fine, &n_fine, err)) ||
+      (rc = with_accrual(s, req, TW_GROUP_MARKET, &f, acc, n_acc,
+                         &r->by_market, &r->n_by_market, err)))
     goto out;
+  /* per job: the per-job rollup, which leaves out rows of no job */
+  if ((r->mask & TW_GROUP_JOB) &&
+      (rc = with_accrual(s, req, FINE | TW_GROUP_JOB, &f, acc, n_acc,
+                         &fine_job, &n_fine_job, err)))
+    goto out;
+  if (r->mask & TW_GROUP_JOB)
+    tw_ledger_regroup(fine_job, n_fine_job, r->mask, NULL, &r->groups,
+                      &r->n_groups);
+  else
+    tw_ledger_regroup(fine, n_fine, r->mask, NULL, &r->groups, &r->n_groups);
+  tw_ledger_regroup(fine, n_fine, TW_GROUP_PROVIDER | TW_GROUP_DAY, NULL,
+                    &r->by_provider_day, &r->n_by_provider_day);
+  tw_ledger_regroup(fine, n_fine, TW_GROUP_TENANT | TW_GROUP_PROJECT, NULL, &tp,
+                    &n_tp);
+  if (req->to_ms - req->from_ms <= 2 * TW_DAY_MS) {
+    r->bucket_ms = REPORT_HOUR_MS;
+    if ((rc = hour_buckets(s, r, &f, err)))
+      goto out;
+  } else {
+    r->bucket_ms = TW_DAY_MS;
+    r->n_buckets = (size_t)(tw_ledger_day(req->to_ms - 1) + 1 -
+                            tw_ledger_day(req->from_ms));
+    day_buckets(r, fine, n_fine, TW_GROUP_PROVIDER, &r->by_provider_bucket,
+                &r->n_by_provider_bucket);
+    day_buckets(r, fine, n_fine, TW_GROUP_TENANT | TW_GROUP_PROJECT,
+                &r->by_scope_bucket, &r->n_by_scope_bucket);
+  }
+  if (r->mask & TW_GROUP_JOB) {
+    /* who ran what: the job's name and the principal that submitted it */
+    r->jobs = tw_calloc(r->n_groups ? r->n_groups : 1, sizeof *r->jobs);
+    for (size_t i = 0; i < r->n_groups && i < TW_REPORT_NAMED_JOBS; i++) {
+      struct tw_job_rec job;
+      struct tw_store_owner_rec own;
+      bool found = false;
+      struct tw_err e2 = {0};
+      if (!r->groups[i].job_id[0])
+        continue;
+      if (tw_store_job_get(s, r->groups[i].job_id, &job, &e2) == TW_OK) {
+        tw_model_set(r->jobs[i].name, sizeof r->jobs[i].name,
+                     job.name ? job.name : "");
+        tw_job_rec_release(&job);
+      }
+      if (tw_store_job_owner_get(s, r->groups[i].job_id, &found, &own, &e2) ==
+              TW_OK &&
+          found)
+        TW_SET(r->jobs[i].owner, own.principal);
+    }
+  }
   for (size_t i = 0; i < r->n_groups; i++) {
     r->total_list_uusd += r->groups[i].list_uusd;
     r->total_effective_uusd += r->groups[i].effective_uusd;
+    r->total_accrued_list_uusd += r->groups[i].accrued_list_uusd;
+    r->total_accrued_effective_uusd += r->groups[i].accrued_effective_uusd;
     r->total_rows += r->groups[i].rows;
   }
 
@@ -198,8 +413,9 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
   if (wto > wfrom) {
     r->window_from_ms = wfrom;
     r->window_to_ms = wto;
-    if ((rc = tw_ledger_sum(s, wfrom, wto, TW_GROUP_TENANT | TW_GROUP_PROJECT,
-                            &f, &tpw, &n_tpw, err)))
+    if ((rc = tw_ledger_sum_now(s, wfrom, wto, now,
+                                TW_GROUP_TENANT | TW_GROUP_PROJECT, &f, &tpw,
+                                &n_tpw, err)))
       goto out;
   }
   int64_t spent = 0, window = 0;
@@ -255,16 +471,29 @@ enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
     struct tw_report_budget *b = &r->budgets[r->n_budgets++];
     b->b = budgets[i];
     /* The budget's own scope, whatever the report filters: the figure
-     * budget status and the hard stop use (tw_ledger_spent). */
-    if ((rc =
-             tw_ledger_spent(s, budgets[i].tenant[0] ? budgets[i].tenant : NULL,
-                             budgets[i].project[0] ? budgets[i].project : NULL,
-                             req->from_ms, req->to_ms, &b->spent_uusd, err)))
-      goto out;
+     * budget status and the hard stop use (tw_ledger_spent_now).  An
+     * unfiltered report holds every scope already: the same sum. */
+    const char *bt = budgets[i].tenant[0] ? budgets[i].tenant : NULL;
+    const char *bp = budgets[i].project[0] ? budgets[i].project : NULL;
+    if (req->tenant || req->project) {
+      if ((rc = tw_ledger_spent_now(s, bt, bp, req->from_ms, req->to_ms, now,
+                                    &b->spent_uusd, &b->accrued_uusd, err)))
+        goto out;
+    } else {
+      for (size_t k = 0; k < n_tp; k++)
+        if ((!bt || !strcmp(bt, tp[k].tenant)) &&
+            (!bp || !strcmp(bp, tp[k].project))) {
+          b->spent_uusd += tp[k].effective_uusd;
+          b->accrued_uusd += tp[k].accrued_effective_uusd;
+        }
+    }
     b->forecast_uusd =
         report__forecast(r, b->spent_uusd, scope_sum(tpw, n_tpw, &budgets[i]));
   }
 out:
+  free(acc);
+  free(fine);
+  free(fine_job);
   free(tp);
   free(tpw);
   free(budgets);
@@ -281,7 +510,8 @@ static const struct {
   const char *name;
 } DIMS[] = {{TW_GROUP_TENANT, "tenant"},     {TW_GROUP_PROJECT, "project"},
             {TW_GROUP_PROVIDER, "provider"}, {TW_GROUP_REGION, "region"},
-            {TW_GROUP_DAY, "day"},           {TW_GROUP_JOB, "job"}};
+            {TW_GROUP_DAY, "day"},           {TW_GROUP_JOB, "job"},
+            {TW_GROUP_MARKET, "market"}};
 #define NDIMS (sizeof DIMS / sizeof DIMS[0])
 
 static const char *dim_value(const struct tw_ledger_group *g, unsigned bit,
@@ -298,6 +528,8 @@ static const char *dim_value(const struct tw_ledger_group *g, unsigned bit,
   case TW_GROUP_DAY:
     tw_report_fmt_day(g->day, day, daysz);
     return day;
+  case TW_GROUP_MARKET:
+    return g->market;
   default:
     return g->job_id;
   }
@@ -334,16 +566,36 @@ static void render_json(const struct tw_report *r, struct tw_buf *b) {
         tw_buf_json_str(b, dim_value(g, DIMS[d].bit, day, sizeof day));
         tw_buf_addc(b, ',');
       }
+    if (r->jobs) {
+      tw_buf_adds(b, "\"job_name\":");
+      tw_buf_json_str(b, r->jobs[i].name);
+      tw_buf_adds(b, ",\"owner\":");
+      tw_buf_json_str(b, r->jobs[i].owner);
+      tw_buf_addc(b, ',');
+    }
     json_money(b, "list_cost_uusd", g->list_uusd, false);
     json_money(b, "effective_cost_uusd", g->effective_uusd, true);
+    json_money(b, "accrued_list_cost_uusd", g->accrued_list_uusd, true);
+    json_money(b, "accrued_effective_cost_uusd", g->accrued_effective_uusd,
+               true);
     tw_buf_printf(b, ",\"usage_s\":%lld,\"rows\":%lld}",
                   (long long)(g->usage_ms / 1000), (long long)g->rows);
   }
   tw_buf_adds(b, "],\"total\":{");
   json_money(b, "list_cost_uusd", r->total_list_uusd, false);
   json_money(b, "effective_cost_uusd", r->total_effective_uusd, true);
-  tw_buf_printf(
-      b, ",\"rows\":%lld},\"forecast\":{\"to\":", (long long)r->total_rows);
+  json_money(b, "accrued_list_cost_uusd", r->total_accrued_list_uusd, true);
+  json_money(b, "accrued_effective_cost_uusd", r->total_accrued_effective_uusd,
+             true);
+  tw_buf_printf(b, ",\"rows\":%lld,\"by_market\":[", (long long)r->total_rows);
+  for (size_t i = 0; i < r->n_by_market; i++) {
+    tw_buf_adds(b, i ? ",{\"market\":" : "{\"market\":");
+    tw_buf_json_str(b, r->by_market[i].market);
+    json_money(b, "list_cost_uusd", r->by_market[i].list_uusd, true);
+    json_money(b, "effective_cost_uusd", r->by_market[i].effective_uusd, true);
+    tw_buf_addc(b, '}');
+  }
+  tw_buf_adds(b, "]},\"forecast\":{\"to\":");
   tw_report_fmt_time(r->req->to_ms, t, sizeof t);
   tw_buf_json_str(b, t);
   tw_buf_adds(b, ",\"now\":");
@@ -376,6 +628,7 @@ static void render_json(const struct tw_report *r, struct tw_buf *b) {
       tw_buf_adds(b, "null");
     json_money(b, "limit_uusd", x->b.limit_uusd, true);
     json_money(b, "spent_uusd", x->spent_uusd, true);
+    json_money(b, "accrued_uusd", x->accrued_uusd, true);
     json_money(b, "forecast_uusd", x->forecast_uusd, true);
     tw_buf_addc(b, '}');
   }
@@ -401,7 +654,8 @@ static void render_csv(const struct tw_report *r, struct tw_buf *b) {
   for (size_t d = 0; d < NDIMS; d++)
     if (r->mask & DIMS[d].bit)
       tw_buf_printf(b, "%s,", DIMS[d].name);
-  tw_buf_adds(b, "list_cost_usd,effective_cost_usd,usage_hours,rows\r\n");
+  tw_buf_adds(b, "list_cost_usd,effective_cost_usd,accrued_effective_cost_usd,"
+                 "usage_hours,rows\r\n");
   for (size_t i = 0; i < r->n_groups; i++) {
     const struct tw_ledger_group *g = &r->groups[i];
     for (size_t d = 0; d < NDIMS; d++)
@@ -410,12 +664,13 @@ static void render_csv(const struct tw_report *r, struct tw_buf *b) {
         csv_field(b, dim_value(g, DIMS[d].bit, day, sizeof day));
         tw_buf_addc(b, ',');
       }
-    char l[32], e[32];
+    char l[32], e[32], ac[32];
     tw_report_fmt_usd(g->list_uusd, l, sizeof l);
     tw_report_fmt_usd(g->effective_uusd, e, sizeof e);
+    tw_report_fmt_usd(g->accrued_effective_uusd, ac, sizeof ac);
     /* hours with six places, from milliseconds: exact enough to sum */
     int64_t uh = (g->usage_ms * 1000 + 1800) / 3600;
-    tw_buf_printf(b, "%s,%s,%lld.%06lld,%lld\r\n", l, e,
+    tw_buf_printf(b, "%s,%s,%s,%lld.%06lld,%lld\r\n", l, e, ac,
                   (long long)(uh / 1000000), (long long)(uh % 1000000),
                   (long long)g->rows);
   }
@@ -462,6 +717,8 @@ const struct tw_report_format tw_report_formats[] = {
      "tradewind-spend.csv", csv_render},
     {"focus", "FOCUS 1.0 CSV, one row per ledger row",
      "text/csv; charset=utf-8", "tradewind-focus.csv", focus__render},
+    {"focus-1.2", "FOCUS 1.2 CSV: 1.0's columns and those 1.1 and 1.2 added",
+     "text/csv; charset=utf-8", "tradewind-focus-1.2.csv", focus__render_12},
     {"html", "one self-contained page with charts", "text/html; charset=utf-8",
      NULL, html_render},
     {NULL, NULL, NULL, NULL, NULL},

@@ -8,8 +8,9 @@
  * rollup rows cost; FOCUS lists the ledger rows themselves.
  *
  * The forecast extrapolates the recent run rate (the last 7 days of the
- * range that have passed, or less when the range started later) to the
- * end of the range, overall and per tenant.  Budgets (monthly limits) are
+ * range that have passed, or less when the range started later, but a
+ * day at least: less is not extrapolated) to the end of the range,
+ * overall and per tenant.  Budgets (monthly limits) are
  * compared with the range, which by default is the current month. */
 #ifndef TW_BILLING_REPORT_H
 #define TW_BILLING_REPORT_H

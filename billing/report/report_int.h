@@ -15,8 +15,15 @@ struct tw_report_tenant {
 
 struct tw_report_budget {
   struct tw_ledger_budget b;
-  int64_t spent_uusd;
+  int64_t spent_uusd;   /* ledger plus accrued (tw_ledger_spent_now) */
+  int64_t accrued_uusd; /* of which accrued */
   int64_t forecast_uusd;
+};
+
+/* A job group's job, as its owner submitted it. */
+struct tw_report_job {
+  char name[128];  /* "" unknown */
+  char owner[64];  /* principal that submitted it; "" unknown */
 };
 
 /* Everything a rendering needs; built by report__build, released by
@@ -26,9 +33,28 @@ struct tw_report {
   unsigned mask;                  /* effective grouping */
   struct tw_ledger_group *groups; /* by req's grouping */
   size_t n_groups;
+  /* grouped by job: each group's job name and owner (NULL otherwise;
+   * the first TW_REPORT_NAMED_JOBS groups) */
+  struct tw_report_job *jobs;
   int64_t total_list_uusd, total_effective_uusd, total_rows;
+  /* of the totals, what running attempts accrued since their last
+   * closed charge period */
+  int64_t total_accrued_list_uusd, total_accrued_effective_uusd;
   struct tw_ledger_group *by_provider_day; /* provider x day, for the chart */
   size_t n_by_provider_day;
+  /* The chart's resolution follows the range: hours for two days or
+   * less, else days.  by_provider_bucket: provider x bucket, the bucket's
+   * index from the range's start in `day`. */
+  int64_t bucket_ms;
+  size_t n_buckets;
+  struct tw_ledger_group *by_provider_bucket;
+  size_t n_by_provider_bucket;
+  /* by market (spot, on-demand, ...): the split the page shows */
+  struct tw_ledger_group *by_market;
+  size_t n_by_market;
+  /* tenant x project x bucket: the burn-down of a budget's own scope */
+  struct tw_ledger_group *by_scope_bucket;
+  size_t n_by_scope_bucket;
   struct tw_report_tenant *tenants; /* by tenant, largest first */
   size_t n_tenants;
   int64_t window_from_ms, window_to_ms; /* run-rate window; empty: none */
@@ -38,6 +64,8 @@ struct tw_report {
   size_t n_budgets;
   const char *budget_source; /* "config" | "tenancy" | ... */
 };
+
+#define TW_REPORT_NAMED_JOBS 5000
 
 enum tw_rc report__build(struct tw_store *s, const struct tw_report_req *req,
                          struct tw_report *out, struct tw_err *err);
@@ -50,6 +78,9 @@ int64_t report__forecast(const struct tw_report *r, int64_t spent_uusd,
 /* focus.c */
 enum tw_rc focus__render(struct tw_store *s, const struct tw_report_req *req,
                          struct tw_buf *out, struct tw_err *err);
+enum tw_rc focus__render_12(struct tw_store *s,
+                            const struct tw_report_req *req, struct tw_buf *out,
+                            struct tw_err *err);
 
 /* html.c */
 void html__render(const struct tw_report *r, struct tw_buf *out);

@@ -113,6 +113,27 @@ void tw_log(enum tw_log_level lvl, const char *subsys, const char *fmt, ...) {
   } else {
     snprintf(line, sizeof line, "%s %s %s: %s", at, names[lvl], subsys, msg);
   }
+  if (f == TW_LOG_JSON) { /* escaped as JSON already: one line */
+    fprintf(stderr, "%s\n", line);
+    return;
+  }
+  /* What a message carries may come from outside (a header, a token, a
+   * name): control bytes are written escaped, so one entry is one line and
+   * nothing reaches a terminal as a control sequence. */
+  char esc[4 * sizeof line];
+  size_t o = 0;
+  for (const unsigned char *p = (const unsigned char *)line;
+       *p && o + 5 < sizeof esc; p++) {
+    if (*p >= 0x20 && *p != 0x7f) {
+      esc[o++] = (char)*p;
+    } else if (*p == '\n' || *p == '\r' || *p == '\t') {
+      esc[o++] = '\\';
+      esc[o++] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
+    } else {
+      o += (size_t)snprintf(esc + o, sizeof esc - o, "\\x%02x", *p);
+    }
+  }
+  esc[o] = '\0';
   /* one fputs per line: stdio locks the stream, so lines never interleave */
-  fprintf(stderr, "%s\n", line);
+  fprintf(stderr, "%s\n", esc);
 }

@@ -1,6 +1,7 @@
 /* log.h - one line per event: time, level, subsystem, key=value pairs and a
  * sentence.  Never log a secret: no tokens, keys, signatures or
- * Authorization headers.  Thread-safe.
+ * Authorization headers.  Control bytes in a message are written escaped
+ * (\n, \x1b): an entry is one line whatever it quotes.  Thread-safe.
  *
  * Process-wide state, deliberately (docs/architecture.md, "Process-wide
  * state"): the minimum level and the debug subsystems are one switch for

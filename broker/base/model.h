@@ -242,6 +242,13 @@ struct tw_instance {
   char attempt_id[TW_MODEL_TAG_MAX];
   char tenant[TW_MODEL_TAG_MAX];
   int64_t launched_ms; /* 0 unknown */
+  /* The provider's own times, which billing follows (docs/billing.md):
+   * when the instance started running (EC2 LaunchTime, ARM's
+   * ProvisioningState/succeeded time, ECS StartTime, Slurm StartTime) and
+   * when it stopped (EC2's state transition time, ARM's PowerState time,
+   * Slurm EndTime).  0 unknown: the broker's own observation is used. */
+  int64_t running_ms;
+  int64_t ended_ms;
   char private_ip[48];
   char public_ip[48];
   /* Batch providers (Slurm) run the job's script themselves: `finished`

@@ -76,7 +76,24 @@ static bool plain_null(const yaml_event_t *ev) {
 }
 
 static enum tw_rc y_node(struct yctx *c, yaml_event_t *ev, int depth,
-                         struct tw_node **out);
+                         const char *path, struct tw_node **out);
+
+/* An explicit tag (`!!str`, `!!python/object`, `!custom`): refused rather
+ * than dropped, so nothing is read differently from how it was meant. */
+static enum tw_rc y_tag(struct yctx *c, const yaml_char_t *tag,
+                        const yaml_mark_t *m, const char *path) {
+  if (!tag)
+    return TW_OK;
+  const char *t = (const char *)tag;
+  static const char core[] = "tag:yaml.org,2002:";
+  bool short_form = !strncmp(t, core, sizeof core - 1);
+  return tw_err_field(c->err, TW_E_INVALID, path,
+                      "%s: YAML tags are not accepted, got %s%.40s (line %zu "
+                      "column %zu)",
+                      *path ? path : "document", short_form ? "!!" : "",
+                      short_form ? t + sizeof core - 1 : t, m->line + 1,
+                      m->column + 1);
+}
 
 static enum tw_rc y_next(struct yctx *c, yaml_event_t *ev) {
   if (!yaml_parser_parse(&c->p, ev))
@@ -85,7 +102,7 @@ static enum tw_rc y_next(struct yctx *c, yaml_event_t *ev) {
 }
 
 static enum tw_rc y_node(struct yctx *c, yaml_event_t *ev, int depth,
-                         struct tw_node **out) {
+                         const char *path, struct tw_node **out) {
   int line = (int)ev->start_mark.line + 1, col = (int)ev->start_mark.column + 1;
   enum tw_rc rc = TW_OK;
   if (++c->count > TW_NODE_MAX_NODES)
@@ -103,6 +120,8 @@ static enum tw_rc y_node(struct yctx *c, yaml_event_t *ev, int depth,
         "malformed YAML at line %d column %d: aliases are not supported", line,
         col);
   case YAML_SCALAR_EVENT:
+    if ((rc = y_tag(c, ev->data.scalar.tag, &ev->start_mark, path)))
+      return rc;
     if (plain_null(ev)) {
       *out = node_new(TW_NODE_NULL, line, col);
     } else {
@@ -113,18 +132,21 @@ static enum tw_rc y_node(struct yctx *c, yaml_event_t *ev, int depth,
       if (strlen((*out)->str) != ev->data.scalar.length) {
         tw_node_free(*out);
         *out = NULL;
-        return tw_err_set(
-            c->err, TW_E_INVALID,
-            "malformed YAML at line %d column %d: NUL byte in a string", line,
-            col);
+        return tw_err_field(c->err, TW_E_INVALID, path,
+                            "%s: a NUL byte in a string (line %d column %d)",
+                            *path ? path : "document", line, col);
       }
     }
     return TW_OK;
   case YAML_SEQUENCE_START_EVENT:
   case YAML_MAPPING_START_EVENT: {
     bool map = ev->type == YAML_MAPPING_START_EVENT;
+    if ((rc = y_tag(
+             c, map ? ev->data.mapping_start.tag : ev->data.sequence_start.tag,
+             &ev->start_mark, path)))
+      return rc;
     struct tw_node *n = node_new(map ? TW_NODE_MAP : TW_NODE_SEQ, line, col);
-    for (;;) {
+    for (size_t idx = 0;; idx++) {
       yaml_event_t kev;
       if ((rc = y_next(c, &kev)))
         break;
@@ -140,6 +162,10 @@ static enum tw_rc y_node(struct yctx *c, yaml_event_t *ev, int depth,
                           "malformed YAML at line %zu column %zu: mapping keys "
                           "must be strings",
                           kev.start_mark.line + 1, kev.start_mark.column + 1);
+          yaml_event_delete(&kev);
+          break;
+        }
+        if ((rc = y_tag(c, kev.data.scalar.tag, &kev.start_mark, path))) {
           yaml_event_delete(&kev);
           break;
         }
@@ -162,7 +188,12 @@ static enum tw_rc y_node(struct yctx *c, yaml_event_t *ev, int depth,
         }
       }
       struct tw_node *child = NULL;
-      rc = y_node(c, &kev, depth + 1, &child);
+      char sub[256];
+      if (map)
+        snprintf(sub, sizeof sub, "%s%s%.64s", path, *path ? "." : "", key);
+      else
+        snprintf(sub, sizeof sub, "%s[%zu]", path, idx);
+      rc = y_node(c, &kev, depth + 1, sub, &child);
       yaml_event_delete(&kev);
       if (rc) {
         free(key);
@@ -207,7 +238,7 @@ enum tw_rc tw_node_parse_yaml(const char *text, size_t len,
   yaml_event_delete(&ev);
   if ((rc = y_next(&c, &ev)))
     goto out;
-  rc = y_node(&c, &ev, 0, &root);
+  rc = y_node(&c, &ev, 0, "", &root);
   yaml_event_delete(&ev);
   if (rc)
     goto out;
@@ -299,16 +330,108 @@ static int json_depth(json_t *j, int d) {
   return m;
 }
 
+void tw_json_path_at(const char *t, size_t len, size_t pos, char *out,
+                     size_t cap) {
+  struct {
+    bool arr;
+    size_t idx;
+    char key[64];
+  } st[16];
+  int depth = 0;
+  bool in_str = false, esc = false, want_key = false, is_key = false;
+  char cur[64];
+  size_t cl = 0;
+  for (size_t i = 0; i < pos && i < len; i++) {
+    char ch = t[i];
+    if (in_str) {
+      if (esc)
+        esc = false;
+      else if (ch == '\\')
+        esc = true;
+      else if (ch == '"') {
+        in_str = false;
+        cur[cl] = '\0';
+        if (is_key && depth > 0 && depth <= 16)
+          snprintf(st[depth - 1].key, sizeof st[0].key, "%s", cur);
+        continue;
+      }
+      if (cl + 1 < sizeof cur)
+        cur[cl++] = ch;
+      continue;
+    }
+    switch (ch) {
+    case '"':
+      in_str = true;
+      cl = 0;
+      is_key = want_key && depth > 0 && depth <= 16 && !st[depth - 1].arr;
+      break;
+    case '{':
+    case '[':
+      if (depth < 16) {
+        st[depth].arr = ch == '[';
+        st[depth].idx = 0;
+        st[depth].key[0] = '\0';
+      }
+      depth++;
+      want_key = ch == '{';
+      break;
+    case '}':
+    case ']':
+      if (depth > 0)
+        depth--;
+      want_key = false;
+      break;
+    case ':':
+      want_key = false;
+      break;
+    case ',':
+      if (depth > 0 && depth <= 16) {
+        if (st[depth - 1].arr)
+          st[depth - 1].idx++;
+        else
+          want_key = true;
+      }
+      break;
+    default:
+      break;
+    }
+  }
+  size_t n = 0;
+  out[0] = '\0';
+  for (int k = 0; k < depth && k < 16 && n + 1 < cap; k++) {
+    if (st[k].arr)
+      n += (size_t)snprintf(out + n, cap - n, "[%zu]", st[k].idx);
+    else if (st[k].key[0])
+      n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? "." : "", st[k].key);
+    if (n >= cap)
+      n = cap - 1;
+  }
+}
+
 enum tw_rc tw_node_parse_json(const char *text, size_t len,
                               struct tw_node **out, struct tw_err *err) {
   json_error_t je;
   *out = NULL;
   /* jansson's own parser bounds nesting depth (JSON_PARSER_MAX_DEPTH). */
   json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-  if (!j)
+  if (!j) {
+    /* a value jansson cannot hold: name the member, not jansson's flags */
+    bool range = strstr(je.text, "too big integer") ||
+                 strstr(je.text, "real number overflow");
+    bool nul = strstr(je.text, "\\u0000") != NULL;
+    if (range || nul) {
+      char path[256];
+      tw_json_path_at(text, len, (size_t)je.position, path, sizeof path);
+      return tw_err_field(err, TW_E_INVALID, path, "%s: %s (line %d column %d)",
+                          *path ? path : "body",
+                          range ? "number out of range"
+                                : "\\u0000 (a NUL byte) is not accepted",
+                          je.line, je.column);
+    }
     return tw_err_set(err, TW_E_INVALID,
                       "malformed JSON at line %d column %d: %s", je.line,
                       je.column, je.text);
+  }
   if (json_depth(j, 0) > TW_NODE_MAX_DEPTH) {
     json_decref(j);
     return tw_err_set(err, TW_E_INVALID,

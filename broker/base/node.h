@@ -61,4 +61,10 @@ size_t tw_edit_distance(const char *a, const char *b);
  * is within a third of the word's length (at least 2 edits). */
 const char *tw_closest(const char *word, const char *const *candidates);
 
+/* The member path ("resources.cpus", "env[2]") of the value at byte pos
+ * of a JSON text ("" at the top), into out: what an error jansson reports
+ * by position names as a field. */
+void tw_json_path_at(const char *text, size_t len, size_t pos, char *out,
+                     size_t cap);
+
 #endif

@@ -32,6 +32,19 @@ static const struct key KEYS[] = {
     {"api.max_connections", K_INT, OFF(api_max_connections), "1024", 1, 65536,
      false},
     {"api.timeout_s", K_INT, OFF(api_timeout_s), "60", 1, 3600, false},
+    /* the front door under attack (docs/security.md, "The front door") */
+    {"api.max_per_address", K_INT, OFF(api_max_per_address), "128", 1, 65536,
+     false},
+    {"api.threads", K_INT, OFF(api_threads), "64", 1, 1024, false},
+    {"api.head_timeout_s", K_INT, OFF(api_head_timeout_s), "10", 1, 3600,
+     false},
+    {"api.body_timeout_s", K_INT, OFF(api_body_timeout_s), "60", 1, 86400,
+     false},
+    {"api.max_head_bytes", K_INT, OFF(api_max_head_bytes), "16384", 1024, 49152,
+     false},
+    {"api.max_url_bytes", K_INT, OFF(api_max_url_bytes), "8192", 256, 16384,
+     false},
+    {"api.probe_listen", K_STR, OFF(api_probe_listen), "", 0, 0, false},
     {"store.synchronous", K_SYNC, OFF(store_sync_full), "full", 0, 0, false},
     {"store.max_batch", K_INT, OFF(store_max_batch), "512", 1, 10000, false},
     {"store.readers", K_INT, OFF(store_readers), "8", 1, 64, false},
@@ -65,6 +78,10 @@ static const struct key KEYS[] = {
      false},
     {"tenancy.tick_ms", K_INT, OFF(tenancy_tick_ms), "5000", 100, 3600000,
      false},
+    /* CIDR blocks a budget webhook may reach though loopback, link-local or
+     * private (broker/tenancy/webhook_guard.c checks each) */
+    {"tenancy.webhook_allow", K_RAW_SEQ, OFF(tenancy_webhook_allow), NULL, 0, 0,
+     false},
     /* the spot lifecycle (docs/spot.md) */
     {"spot.fallback", K_STR, OFF(spot_fallback), "failover", 0, 0, false},
     {"spot.on_demand_after", K_INT, OFF(spot_on_demand_after), "2", 1, 100,
@@ -89,6 +106,21 @@ static const struct key KEYS[] = {
     /* 0: no reconciler */
     {"reconcile.interval_s", K_INT, OFF(reconcile_interval_s), "60", 0, 86400,
      false},
+    /* tradewind-agent (docs/agent.md) */
+    {"agent.install", K_STR, OFF(agent_install), "fetch", 0, 0, false},
+    {"agent.path", K_STR, OFF(agent_path), "tradewind-agent", 0, 0, false},
+    /* "": tradewind-agent beside the tradewindd executable */
+    {"agent.binary", K_STR, OFF(agent_binary), "", 0, 0, false},
+    /* "": the daemon's own listen address */
+    {"agent.broker_url", K_STR, OFF(agent_broker_url), "", 0, 0, false},
+    {"agent.heartbeat_s", K_INT, OFF(agent_heartbeat_s), "10", 1, 3600, false},
+    {"agent.heartbeat_timeout_s", K_INT, OFF(agent_heartbeat_timeout_s), "120",
+     2, 86400, false},
+    {"agent.max_log_bytes", K_INT, OFF(agent_max_log_bytes), "67108864", 4096,
+     (int64_t)1 << 40, false},
+    /* the shortest notice a cloud gives (docs/spot.md): what a job is
+     * promised between SIGTERM and SIGKILL */
+    {"agent.grace_s", K_INT, OFF(agent_grace_s), "30", 10, 3600, false},
     /* validated by billing/ledger/meter.h (tw_meter_cfg_parse) at start and
        reload */
     {"billing", K_RAW_MAP, OFF(billing), NULL, 0, 0, true},
@@ -104,7 +136,7 @@ static const struct key KEYS[] = {
 /* Sections: mappings whose keys are listed above. */
 static const char *const SECTIONS[] = {
     "log",     "api",     "store", "scheduler", "auth", "tls",
-    "secrets", "tenancy", "spot",  "reconcile", NULL};
+    "secrets", "tenancy", "spot",  "reconcile", "agent", NULL};
 
 static bool is_section(const char *path) {
   for (int i = 0; SECTIONS[i]; i++)
@@ -147,7 +179,25 @@ static enum tw_rc set_value(struct tw_cfg *c, const struct key *k,
       return tw_err_field(err, TW_E_INVALID, k->path,
                           "%s: expected tokens or open, got \"%s\"", k->path,
                           text);
-    if (!strcmp(k->path, "listen")) {
+    if (!strcmp(k->path, "agent.install") && strcmp(text, "fetch") &&
+        strcmp(text, "preinstalled"))
+      return tw_err_field(err, TW_E_INVALID, k->path,
+                          "%s: expected fetch or preinstalled, got \"%s\"",
+                          k->path, text);
+    if (!strcmp(k->path, "agent.broker_url") && *text &&
+        ((strncmp(text, "http://", 7) && strncmp(text, "https://", 8)) ||
+         strpbrk(text, "'\"\\ \t\r\n$`")))
+      return tw_err_field(err, TW_E_INVALID, k->path,
+                          "%s: expected an http:// or https:// URL without "
+                          "quotes, spaces or '$', got \"%s\"",
+                          k->path, text);
+    if ((!strcmp(k->path, "agent.path") || !strcmp(k->path, "agent.binary")) &&
+        strpbrk(text, "'\"\\\r\n$`"))
+      return tw_err_field(err, TW_E_INVALID, k->path,
+                          "%s: a path without quotes, '$' or '`', got \"%s\"",
+                          k->path, text);
+    if (!strcmp(k->path, "listen") ||
+        (!strcmp(k->path, "api.probe_listen") && *text)) {
       const char *colon = strrchr(text, ':');
       char *end;
       long port = colon ? strtol(colon + 1, &end, 10) : -1;
@@ -222,7 +272,8 @@ static enum tw_rc set_value(struct tw_cfg *c, const struct key *k,
   case K_RAW_SEQ:
     if (n && n->kind != TW_NODE_SEQ && n->kind != TW_NODE_NULL)
       return tw_err_field(err, TW_E_INVALID, k->path,
-                          "%s: expected a list of providers, got %s", k->path,
+                          "%s: expected a list%s, got %s", k->path,
+                          strcmp(k->path, "providers") ? "" : " of providers",
                           tw_node_type_name(n));
     *(const struct tw_node **)(base + k->off) =
         n && n->kind == TW_NODE_SEQ ? n : NULL;
@@ -294,6 +345,7 @@ void tw_cfg_free(struct tw_cfg *cfg) {
   if (!cfg)
     return;
   free(cfg->listen);
+  free(cfg->api_probe_listen);
   free(cfg->db);
   free(cfg->log_debug);
   free(cfg->log_format);
@@ -306,6 +358,10 @@ void tw_cfg_free(struct tw_cfg *cfg) {
   free(cfg->secrets_previous_key_file);
   free(cfg->secrets_previous_key_env);
   free(cfg->spot_fallback);
+  free(cfg->agent_install);
+  free(cfg->agent_path);
+  free(cfg->agent_binary);
+  free(cfg->agent_broker_url);
   tw_node_free(cfg->root);
   free(cfg);
 }
@@ -343,6 +399,14 @@ static enum tw_rc load_tree(struct tw_node *root,
   if ((rc = walk(c, root, "", err)))
     goto fail;
 done:
+  if (c->agent_heartbeat_timeout_s <= c->agent_heartbeat_s) {
+    rc = tw_err_field(err, TW_E_INVALID, "agent.heartbeat_timeout_s",
+                      "agent.heartbeat_timeout_s: must be more than "
+                      "agent.heartbeat_s (%lld), got %lld",
+                      (long long)c->agent_heartbeat_s,
+                      (long long)c->agent_heartbeat_timeout_s);
+    goto fail;
+  }
   if (opts && opts->fallbacks && (rc = check_fallback(c, opts->fallbacks, err)))
     goto fail;
   *out = c;

@@ -26,8 +26,15 @@ struct tw_cfg {
   char *log_format; /* text | journald | json (broker/base/log.h) */
   int64_t api_max_body_bytes;
   int64_t api_max_connections;
-  int64_t api_timeout_s; /* idle connection timeout */
-  bool store_sync_full;  /* synchronous: full | normal */
+  int64_t api_timeout_s;       /* idle connection timeout */
+  int64_t api_max_per_address; /* connections from one address at once */
+  int64_t api_threads;         /* the server's thread pool */
+  int64_t api_head_timeout_s;  /* deadline of a whole request head */
+  int64_t api_body_timeout_s;  /* deadline of a whole request body */
+  int64_t api_max_head_bytes;  /* 431 beyond */
+  int64_t api_max_url_bytes;   /* 414 beyond */
+  char *api_probe_listen;      /* "HOST:PORT" of the probes alone; "" none */
+  bool store_sync_full;        /* synchronous: full | normal */
   int64_t store_max_batch;
   int64_t store_readers;
   int64_t sched_tick_ms;        /* scheduler pass interval */
@@ -37,6 +44,7 @@ struct tw_cfg {
                                    within this, then abandoned */
   int64_t sched_offers_ttl_s;   /* how long a provider's offers are reused */
   struct tw_node *providers; /* the providers: sequence as written, or NULL */
+  struct tw_node *tenancy_webhook_allow; /* sequence of CIDR blocks, or NULL */
   /* security (api/auth_daemon.h); "" where a path is optional */
   char *auth_mode; /* tokens | open */
   char *auth_admin_token_file;
@@ -61,6 +69,15 @@ struct tw_cfg {
   int64_t spot_bl_offer_s, spot_bl_zone_s, spot_bl_region_s, spot_bl_window_s;
   int64_t spot_bl_zone_after, spot_bl_region_after;
   int64_t reconcile_interval_s; /* 0: no reconciler */
+  /* tradewind-agent (docs/agent.md); "" where a default is computed */
+  char *agent_install;    /* fetch | preinstalled */
+  char *agent_path;       /* the preinstalled agent */
+  char *agent_binary;     /* served at GET /v1/agent/binary; "": beside
+                             tradewindd */
+  char *agent_broker_url; /* "": from listen (https with TLS) */
+  int64_t agent_heartbeat_s, agent_heartbeat_timeout_s;
+  int64_t agent_max_log_bytes; /* per attempt, both streams */
+  int64_t agent_grace_s;       /* SIGTERM to SIGKILL */
   struct tw_node *root;         /* the whole document (owned) */
 };
 

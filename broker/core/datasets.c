@@ -69,7 +69,13 @@ enum tw_rc tw_datasets_get(struct tw_store *s, const char *uri,
   return tw_store_dataset_get(s, uri, out, err);
 }
 
-enum tw_rc tw_datasets_list(struct tw_store *s, const char *after, int limit,
+bool tw_dataset_readable(const struct tw_dataset_rec *r, const char *tenant) {
+  return !tenant || !strcmp(tenant, "*") || r->shared ||
+         !strcmp(r->owner, tenant);
+}
+
+enum tw_rc tw_datasets_list(struct tw_store *s, const char *after,
+                            const char *tenant, int limit,
                             struct tw_dataset_rec **out, size_t *n, bool *more,
                             struct tw_err *err) {
   *out = NULL;
@@ -78,7 +84,9 @@ enum tw_rc tw_datasets_list(struct tw_store *s, const char *after, int limit,
   if (limit < 1 || limit > 500)
     return tw_err_field(err, TW_E_INVALID, "limit",
                         "limit: expected 1 to 500, got %d", limit);
-  return tw_store_datasets_list(s, after, limit, out, n, more, err);
+  if (tenant && !strcmp(tenant, "*"))
+    tenant = NULL;
+  return tw_store_datasets_list(s, after, tenant, limit, out, n, more, err);
 }
 
 enum tw_rc tw_datasets_each(struct tw_store *s, tw_datasets_each_fn fn,
@@ -111,8 +119,16 @@ enum tw_rc tw_datasets_put(struct tw_store *s, const struct tw_dataset_put *req,
                                          req->providers, err)))
       return rc;
   }
+  if (req->shared < -1 || req->shared > 1)
+    return tw_err_field(err, TW_E_INVALID, "shared",
+                        "shared: expected true or false");
+  struct tw_store_dataset_write w = {.owner = req->owner,
+                                     .shared = req->shared > 0   ? 1
+                                               : req->shared < 0 ? 0
+                                                                 : -1,
+                                     .learn = req->learn};
   if ((rc = tw_store_dataset_put(s, req->uri, req->size_bytes, req->locations,
-                                 req->n_locations, now, created, err)))
+                                 req->n_locations, &w, now, created, err)))
     return rc;
   return out ? tw_datasets_get(s, req->uri, out, err) : TW_OK;
 }

@@ -11,6 +11,12 @@
  * with the location).  Registering merges: a size replaces the old one,
  * locations are added, none is ever removed by a registration.
  *
+ * A dataset belongs to the tenant that registered it: only that tenant
+ * (or the operator) changes it, and other tenants read it only when it is
+ * shared.  tw_datasets_each hands the scheduler every dataset with its
+ * owner; placement applies the same rule per job
+ * (tw_dataset_set_find_for, policies/place/inputs.h).
+ *
  * Tables of the store module "datasets" (migrated by tw_store_open);
  * writes are group-committed like every write.  Errors: TW_E_INVALID
  * naming the field ("uri: expected 1 to 2048 printable characters"),
@@ -41,6 +47,8 @@ struct tw_dataset_location {
 
 struct tw_dataset_rec {
   char *uri;          /* owned */
+  char owner[64];     /* the tenant that registered it; "*": the operator */
+  bool shared;        /* readable by every tenant ("*": always) */
   int64_t size_bytes; /* 0 unknown */
   int64_t created_ms, updated_ms;
   struct tw_dataset_location *locations; /* owned */
@@ -66,7 +74,18 @@ struct tw_dataset_put {
   /* the providers a location may name (tw_datasets_check_location());
    * NULL: any, for locations taken from offers already */
   const char *const *providers;
+  /* The writing tenant: a new dataset is its own, and a dataset of another
+   * tenant is TW_E_FORBIDDEN (field uri) to change.  NULL or "*": the
+   * operator, who owns what it creates and may change anything. */
+  const char *owner;
+  int shared; /* 1: share, -1: stop sharing, 0: keep (a new one: not) */
+  /* the scheduler learning from a job's spec: another tenant's dataset is
+   * left as it is, without an error */
+  bool learn;
 };
+
+/* May tenant (NULL or "*": the operator) read r: its own, or shared. */
+bool tw_dataset_readable(const struct tw_dataset_rec *r, const char *tenant);
 
 /* Creates or merges (see above); *created says which.  *out (may be NULL)
  * receives the stored record.  TW_E_TOOBIG past TW_DATASET_LOCATIONS
@@ -86,9 +105,11 @@ enum tw_rc tw_datasets_get(struct tw_store *s, const char *uri,
                            struct tw_dataset_rec *out, struct tw_err *err);
 
 /* In URI order, after `after` (NULL or "": from the start), at most limit
- * (1..500).  *out is an array of *n records (release each, free the
- * array); *more says whether another page follows. */
-enum tw_rc tw_datasets_list(struct tw_store *s, const char *after, int limit,
+ * (1..500), of the datasets tenant may read (NULL or "*": all).  *out is an
+ * array of *n records (release each, free the array); *more says whether
+ * another page follows. */
+enum tw_rc tw_datasets_list(struct tw_store *s, const char *after,
+                            const char *tenant, int limit,
                             struct tw_dataset_rec **out, size_t *n, bool *more,
                             struct tw_err *err);
 
@@ -97,8 +118,10 @@ enum tw_rc tw_datasets_list(struct tw_store *s, const char *after, int limit,
  * (may be NULL) receives a number that changes with every write.  The
  * scheduler builds placement's dataset set (policies/place/inputs.h) this way.
  */
+/* owner and shared come with the dataset's own call (location NULL) */
 typedef void (*tw_datasets_each_fn)(void *ctx, const char *uri,
-                                    int64_t size_bytes, const char *location);
+                                    int64_t size_bytes, const char *location,
+                                    const char *owner, bool shared);
 enum tw_rc tw_datasets_each(struct tw_store *s, tw_datasets_each_fn fn,
                             void *ctx, int64_t *version, struct tw_err *err);
 

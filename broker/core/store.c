@@ -137,7 +137,9 @@ static const char SQL_ATTEMPT_SET_RUNNING[] =
     "UPDATE attempts SET state = 'running', running_at_ms = ?2"
     " WHERE id = ?1 AND state = 'provisioning'";
 static const char SQL_ATTEMPT_SET_ENDED[] =
-    "UPDATE attempts SET state = 'ended', end_reason = ?2, ended_at_ms = ?3"
+    "UPDATE attempts SET state = 'ended', end_reason = ?2, ended_at_ms = ?3,"
+    " running_at_ms = CASE WHEN running_at_ms = 0 THEN ?4"
+    " ELSE running_at_ms END"
     " WHERE id = ?1 AND state <> 'ended'";
 static const char SQL_ATTEMPTS_LIVE[] =
     "SELECT " ATTEMPT_COLS " FROM attempts WHERE state <> 'ended' ORDER BY id";
@@ -1298,8 +1300,16 @@ struct attempt_step_arg {
   const char *instance_id;
   const char *placement_json;
   const struct tw_attempt_close *close;
-  int kind; /* 0 launched, 1 running, 2 close */
+  int kind;         /* 0 launched, 1 running, 2 close */
+  int64_t at_ms;    /* running: the provider's time; 0 now */
 };
+
+/* A provider's time for an attempt, kept within [from, now]; 0: now. */
+static int64_t clamp_time(int64_t t, int64_t from, int64_t now) {
+  if (t <= 0 || t > now)
+    return now;
+  return t < from ? from : t;
+}
 
 static enum tw_rc op_attempt_step(struct tw_store *s, sqlite3 *db, void *varg,
                                   struct tw_err *err) {
@@ -1347,7 +1357,7 @@ static enum tw_rc op_attempt_step(struct tw_store *s, sqlite3 *db, void *varg,
     if (!(st = prep(&s->w, SQL_ATTEMPT_SET_RUNNING, err)))
       return TW_E_IO;
     sqlite3_bind_int64(st, 1, a->id);
-    sqlite3_bind_int64(st, 2, now);
+    sqlite3_bind_int64(st, 2, clamp_time(a->at_ms, at.started_ms, now));
     if ((rc = step_done(&s->w, st, "attempt running", err)))
       return rc;
     if (sqlite3_changes(s->w.db) != 1)
@@ -1366,9 +1376,18 @@ static enum tw_rc op_attempt_step(struct tw_store *s, sqlite3 *db, void *varg,
                       (long long)a->id, tw_attempt_state_str(at.state));
   if (!(st = prep(&s->w, SQL_ATTEMPT_SET_ENDED, err)))
     return TW_E_IO;
+  /* the provider's times: ran from (when never recorded running) and
+   * ended, in order and not in the future */
+  int64_t ran = at.running_ms ? at.running_ms
+                : c->ran_from_ms ? clamp_time(c->ran_from_ms, at.started_ms, now)
+                                 : 0;
+  int64_t ended = clamp_time(c->ended_at_ms, at.started_ms, now);
+  if (ran && ended < ran)
+    ended = ran;
   sqlite3_bind_int64(st, 1, a->id);
   sqlite3_bind_text(st, 2, c->end_reason, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 3, now);
+  sqlite3_bind_int64(st, 3, ended);
+  sqlite3_bind_int64(st, 4, ran);
   if ((rc = step_done(&s->w, st, "attempt ended", err)))
     return rc;
   if (c->job_to == TW_JOB_NSTATES)
@@ -1401,7 +1420,12 @@ enum tw_rc tw_store_attempt_launched(struct tw_store *s, int64_t attempt_id,
 
 enum tw_rc tw_store_attempt_running(struct tw_store *s, int64_t attempt_id,
                                     struct tw_err *err) {
-  struct attempt_step_arg a = {.id = attempt_id, .kind = 1};
+  return tw_store_attempt_running_at(s, attempt_id, 0, err);
+}
+
+enum tw_rc tw_store_attempt_running_at(struct tw_store *s, int64_t attempt_id,
+                                       int64_t at_ms, struct tw_err *err) {
+  struct attempt_step_arg a = {.id = attempt_id, .kind = 1, .at_ms = at_ms};
   return tw_store_write(s, op_attempt_step, &a, err);
 }
 

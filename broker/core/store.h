@@ -255,9 +255,15 @@ enum tw_rc tw_store_attempt_launched(struct tw_store *s, int64_t attempt_id,
                                      const char *placement_json,
                                      struct tw_err *err);
 
-/* The instance runs: attempt running, job provisioning -> running. */
+/* The instance runs: attempt running, job provisioning -> running.
+ * running_ms is recorded as now. */
 enum tw_rc tw_store_attempt_running(struct tw_store *s, int64_t attempt_id,
                                     struct tw_err *err);
+/* The same, recording when the provider says the instance started
+ * running (struct tw_instance.running_ms; billing follows it): at_ms,
+ * kept within [the attempt's start, now]; 0: now. */
+enum tw_rc tw_store_attempt_running_at(struct tw_store *s, int64_t attempt_id,
+                                       int64_t at_ms, struct tw_err *err);
 
 /* Ends the attempt with end_reason and, when job_to is not
  * TW_JOB_NSTATES, moves the job there (validated) with job_reason and the
@@ -275,6 +281,13 @@ struct tw_attempt_close {
   bool has_exit;
   int exit_code;
   bool only_launching;
+  /* The provider's (or the workload's own) times, which billing follows:
+   * ran_from_ms, when an attempt never recorded running did run at the
+   * provider (cancelled right after it started: it is still charged);
+   * ended_at_ms, when it stopped running there.  Both are kept within
+   * [the attempt's start, now]; 0: unknown (not run; ended now). */
+  int64_t ran_from_ms;
+  int64_t ended_at_ms;
 };
 enum tw_rc tw_store_attempt_close(struct tw_store *s,
                                   const struct tw_attempt_close *c,

@@ -8,31 +8,37 @@
 #include "broker/base/mem.h"
 #include "broker/core/store_int.h"
 
-static const char SQL_GET[] = "SELECT uri, size_bytes, created_ms, updated_ms "
-                              "FROM datasets WHERE uri = ?1";
+static const char SQL_GET[] =
+    "SELECT uri, size_bytes, created_ms, updated_ms, owner, shared "
+    "FROM datasets WHERE uri = ?1";
 static const char SQL_LOCATIONS[] =
     "SELECT location, origin, cost_uusd, created_ms, note FROM "
     "dataset_locations"
     " WHERE uri = ?1 ORDER BY created_ms, location";
-static const char SQL_LIST[] = "SELECT uri, size_bytes, created_ms, updated_ms "
-                               "FROM datasets WHERE uri > ?1"
-                               " ORDER BY uri LIMIT ?2";
+/* ?3: the reader's tenant (NULL: every dataset) */
+static const char SQL_LIST[] =
+    "SELECT uri, size_bytes, created_ms, updated_ms, owner, shared "
+    "FROM datasets WHERE uri > ?1 AND (?3 IS NULL OR owner = ?3 OR shared)"
+    " ORDER BY uri LIMIT ?2";
 static const char SQL_ALL_LOCATIONS[] =
     "SELECT uri, location, cost_uusd FROM dataset_locations ORDER BY uri, "
     "created_ms";
 static const char SQL_ALL[] =
-    "SELECT uri, size_bytes FROM datasets ORDER BY uri";
+    "SELECT uri, size_bytes, owner, shared FROM datasets ORDER BY uri";
 static const char SQL_VERSION[] =
     "SELECT version FROM dataset_version WHERE id = 1";
 static const char SQL_BUMP[] =
     "UPDATE dataset_version SET version = version + 1 WHERE id = 1";
+/* ?5: shared (0, 1), or -1 to keep it (a new one is then not shared) */
 static const char SQL_INSERT[] =
-    "INSERT INTO datasets (uri, size_bytes, created_ms, updated_ms)"
-    " VALUES (?1, ?2, ?3, ?3)"
+    "INSERT INTO datasets (uri, size_bytes, created_ms, updated_ms, owner,"
+    " shared) VALUES (?1, ?2, ?3, ?3, ?4, CASE WHEN ?5 = 1 THEN 1 ELSE 0 END)"
     " ON CONFLICT (uri) DO UPDATE SET"
     " size_bytes = CASE WHEN excluded.size_bytes > 0 THEN excluded.size_bytes"
-    " ELSE size_bytes END, updated_ms = excluded.updated_ms";
+    " ELSE size_bytes END, updated_ms = excluded.updated_ms,"
+    " shared = CASE WHEN ?5 >= 0 THEN ?5 ELSE shared END";
 static const char SQL_EXISTS[] = "SELECT 1 FROM datasets WHERE uri = ?1";
+static const char SQL_OWNER[] = "SELECT owner FROM datasets WHERE uri = ?1";
 static const char SQL_COUNT_LOC[] =
     "SELECT COUNT(*) FROM dataset_locations WHERE uri = ?1 AND location != ?2";
 static const char SQL_ADD_LOC[] =
@@ -101,6 +107,8 @@ static enum tw_rc get_fn(struct tw_store *s, sqlite3 *db, void *arg,
   a->out->size_bytes = sqlite3_column_int64(st, 1);
   a->out->created_ms = sqlite3_column_int64(st, 2);
   a->out->updated_ms = sqlite3_column_int64(st, 3);
+  col_copy(st, 4, a->out->owner, sizeof a->out->owner);
+  a->out->shared = sqlite3_column_int(st, 5) != 0;
   sqlite3_reset(st);
   enum tw_rc r = read_locations(s, db, a->out, err);
   if (r)
@@ -117,6 +125,7 @@ enum tw_rc tw_store_dataset_get(struct tw_store *s, const char *uri,
 
 struct list_arg {
   const char *after;
+  const char *tenant;
   int limit;
   struct tw_dataset_rec *items;
   size_t n;
@@ -131,6 +140,10 @@ static enum tw_rc list_fn(struct tw_store *s, sqlite3 *db, void *arg,
     return TW_E_IO;
   sqlite3_bind_text(st, 1, a->after ? a->after : "", -1, SQLITE_STATIC);
   sqlite3_bind_int(st, 2, a->limit + 1);
+  if (a->tenant)
+    sqlite3_bind_text(st, 3, a->tenant, -1, SQLITE_STATIC);
+  else
+    sqlite3_bind_null(st, 3);
   a->items = tw_calloc((size_t)a->limit + 1, sizeof *a->items);
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -143,6 +156,8 @@ static enum tw_rc list_fn(struct tw_store *s, sqlite3 *db, void *arg,
     r->size_bytes = sqlite3_column_int64(st, 1);
     r->created_ms = sqlite3_column_int64(st, 2);
     r->updated_ms = sqlite3_column_int64(st, 3);
+    col_copy(st, 4, r->owner, sizeof r->owner);
+    r->shared = sqlite3_column_int(st, 5) != 0;
   }
   sqlite3_reset(st);
   if (rc != SQLITE_DONE && rc != SQLITE_ROW)
@@ -156,9 +171,10 @@ static enum tw_rc list_fn(struct tw_store *s, sqlite3 *db, void *arg,
 }
 
 enum tw_rc tw_store_datasets_list(struct tw_store *s, const char *after,
-                                  int limit, struct tw_dataset_rec **out,
-                                  size_t *n, bool *more, struct tw_err *err) {
-  struct list_arg a = {.after = after, .limit = limit};
+                                  const char *tenant, int limit,
+                                  struct tw_dataset_rec **out, size_t *n,
+                                  bool *more, struct tw_err *err) {
+  struct list_arg a = {.after = after, .tenant = tenant, .limit = limit};
   enum tw_rc rc = tw_store_read(s, list_fn, &a, err);
   if (rc) {
     for (size_t i = 0; i < a.n; i++)
@@ -206,7 +222,9 @@ static enum tw_rc each_fn(struct tw_store *s, sqlite3 *db, void *arg,
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW)
     a->fn(a->ctx, (const char *)sqlite3_column_text(st, 0),
-          sqlite3_column_int64(st, 1), NULL);
+          sqlite3_column_int64(st, 1), NULL,
+          (const char *)sqlite3_column_text(st, 2),
+          sqlite3_column_int(st, 3) != 0);
   sqlite3_reset(st);
   if (rc != SQLITE_DONE)
     return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
@@ -215,7 +233,7 @@ static enum tw_rc each_fn(struct tw_store *s, sqlite3 *db, void *arg,
     return TW_E_IO;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW)
     a->fn(a->ctx, (const char *)sqlite3_column_text(st, 0), 0,
-          (const char *)sqlite3_column_text(st, 1));
+          (const char *)sqlite3_column_text(st, 1), NULL, false);
   sqlite3_reset(st);
   if (rc != SQLITE_DONE)
     return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
@@ -294,29 +312,47 @@ static enum tw_rc bump(struct tw_store *s, sqlite3 *db, struct tw_err *err) {
 }
 
 struct put_arg {
+  const struct tw_store_dataset_write *w;
   const char *uri;
   int64_t size_bytes;
   const char *const *locations;
   size_t n_locations;
   int64_t now;
-  bool created;
+  bool created, skipped;
 };
 
 static enum tw_rc put_fn(struct tw_store *s, sqlite3 *db, void *arg,
                          struct tw_err *err) {
   struct put_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_EXISTS, err);
+  const char *owner = a->w->owner && *a->w->owner ? a->w->owner : "*";
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_OWNER, err);
   if (!st)
     return TW_E_IO;
   sqlite3_bind_text(st, 1, a->uri, -1, SQLITE_STATIC);
-  a->created = sqlite3_step(st) != SQLITE_ROW;
+  int step = sqlite3_step(st);
+  a->created = step != SQLITE_ROW;
+  bool other = step == SQLITE_ROW && strcmp(owner, "*") &&
+               strcmp((const char *)sqlite3_column_text(st, 0), owner);
   sqlite3_reset(st);
+  if (other) {
+    if (a->w->learn) { /* what a job's spec says of another's: not taken */
+      a->skipped = true;
+      return TW_OK;
+    }
+    return tw_err_field(err, TW_E_FORBIDDEN, "uri",
+                        "uri: %.200s was registered by another tenant; only "
+                        "its owner changes it",
+                        a->uri);
+  }
   st = tw_store_stmt(s, db, SQL_INSERT, err);
   if (!st)
     return TW_E_IO;
   sqlite3_bind_text(st, 1, a->uri, -1, SQLITE_STATIC);
   sqlite3_bind_int64(st, 2, a->size_bytes);
   sqlite3_bind_int64(st, 3, a->now);
+  sqlite3_bind_text(st, 4, owner, -1, SQLITE_STATIC);
+  /* the operator's datasets are everybody's */
+  sqlite3_bind_int(st, 5, a->created && !strcmp(owner, "*") ? 1 : a->w->shared);
   enum tw_rc rc = step_done(db, st, err);
   for (size_t i = 0; !rc && i < a->n_locations; i++)
     rc = add_location(s, db, a->uri, a->locations[i], "registered", 0, NULL,
@@ -327,9 +363,12 @@ static enum tw_rc put_fn(struct tw_store *s, sqlite3 *db, void *arg,
 enum tw_rc tw_store_dataset_put(struct tw_store *s, const char *uri,
                                 int64_t size_bytes,
                                 const char *const *locations, size_t n,
+                                const struct tw_store_dataset_write *w,
                                 int64_t now_ms, bool *created,
                                 struct tw_err *err) {
-  struct put_arg a = {.uri = uri,
+  static const struct tw_store_dataset_write none = {.shared = -1};
+  struct put_arg a = {.w = w ? w : &none,
+                      .uri = uri,
                       .size_bytes = size_bytes,
                       .locations = locations,
                       .n_locations = n,

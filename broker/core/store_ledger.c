@@ -17,9 +17,9 @@ static const char SQL_INSERT[] =
     " correction, service, tenant, project, job_id, attempt_id, provider,"
     " account, region, zone, instance_type, resource_id, market, nodes,"
     " usage_ms, quantity, unit_price_uusd, list_uusd, effective_uusd,"
-    " corrects_seq, description)"
+    " corrects_seq, description, discount_bp, commitment)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-    " ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)";
+    " ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)";
 
 static const char SQL_ROLLUP_DAY[] =
     "INSERT INTO ledger_day (day, tenant, project, provider, region,"
@@ -36,6 +36,14 @@ static const char SQL_ROLLUP_JOB[] =
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1)"
     " ON CONFLICT (day, job_id, tenant, project, provider, region) DO UPDATE "
     "SET"
+    " list_uusd = list_uusd + excluded.list_uusd,"
+    " effective_uusd = effective_uusd + excluded.effective_uusd,"
+    " usage_ms = usage_ms + excluded.usage_ms, rows = rows + 1";
+
+static const char SQL_ROLLUP_MARKET[] =
+    "INSERT INTO ledger_market_day (day, tenant, project, market, list_uusd,"
+    " effective_uusd, usage_ms, rows) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1)"
+    " ON CONFLICT (day, tenant, project, market) DO UPDATE SET"
     " list_uusd = list_uusd + excluded.list_uusd,"
     " effective_uusd = effective_uusd + excluded.effective_uusd,"
     " usage_ms = usage_ms + excluded.usage_ms, rows = rows + 1";
@@ -85,6 +93,8 @@ static enum tw_rc insert_one(struct tw_store *s, sqlite3 *db,
   sqlite3_bind_int64(st, 24, r->effective_uusd);
   sqlite3_bind_int64(st, 25, r->corrects_seq);
   store__bind_text(st, 26, r->description);
+  sqlite3_bind_int64(st, 27, r->discount_bp);
+  sqlite3_bind_int(st, 28, r->commitment ? 1 : 0);
   enum tw_rc rc = step_done(db, st, "insert", err);
   if (rc)
     return rc;
@@ -101,6 +111,17 @@ static enum tw_rc insert_one(struct tw_store *s, sqlite3 *db,
   sqlite3_bind_int64(st, 7, r->effective_uusd);
   sqlite3_bind_int64(st, 8, r->usage_ms);
   if ((rc = step_done(db, st, "day rollup", err)))
+    return rc;
+  if (!(st = tw_store_stmt(s, db, SQL_ROLLUP_MARKET, err)))
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, day);
+  store__bind_text(st, 2, r->tenant);
+  store__bind_text(st, 3, r->project);
+  store__bind_text(st, 4, r->market);
+  sqlite3_bind_int64(st, 5, r->list_uusd);
+  sqlite3_bind_int64(st, 6, r->effective_uusd);
+  sqlite3_bind_int64(st, 7, r->usage_ms);
+  if ((rc = step_done(db, st, "market rollup", err)))
     return rc;
   if (!r->job_id[0])
     return TW_OK;
@@ -150,7 +171,8 @@ enum tw_rc tw_store_ledger_append(struct tw_store *s,
   "seq, recorded_ms, start_ms, end_ms, category, correction, service,"         \
   " tenant, project, job_id, attempt_id, provider, account, region, zone,"     \
   " instance_type, resource_id, market, nodes, usage_ms, quantity,"            \
-  " unit_price_uusd, list_uusd, effective_uusd, corrects_seq, description"
+  " unit_price_uusd, list_uusd, effective_uusd, corrects_seq, description,"   \
+  " discount_bp, commitment"
 
 static const char SQL_ROW_BY_SEQ[] =
     "SELECT " ROW_COLUMNS " FROM ledger WHERE seq = ?1";
@@ -193,6 +215,8 @@ static void read_row(sqlite3_stmt *st, struct tw_ledger_row *r) {
   r->effective_uusd = sqlite3_column_int64(st, 23);
   r->corrects_seq = sqlite3_column_int64(st, 24);
   store__col(st, 25, r->description, sizeof r->description);
+  r->discount_bp = sqlite3_column_int64(st, 26);
+  r->commitment = sqlite3_column_int(st, 27) != 0;
 }
 
 struct derive_arg {
@@ -289,11 +313,21 @@ static const char SQL_SUM_DAY[] =
     " CASE WHEN ?4 THEN project ELSE '' END,"
     " CASE WHEN ?5 THEN provider ELSE '' END,"
     " CASE WHEN ?6 THEN region ELSE '' END,"
-    " CASE WHEN ?7 THEN day ELSE -1 END, '',"
+    " CASE WHEN ?7 THEN day ELSE -1 END, '', '',"
     " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), SUM(rows)"
     " FROM ledger_day WHERE day >= ?1 AND day < ?2"
     " AND (?9 IS NULL OR tenant = ?9) AND (?10 IS NULL OR project = ?10)"
     " GROUP BY 1, 2, 3, 4, 5";
+
+/* by market: its own rollup (no provider, region or job there) */
+static const char SQL_SUM_MARKET_DAY[] =
+    "SELECT CASE WHEN ?3 THEN tenant ELSE '' END,"
+    " CASE WHEN ?4 THEN project ELSE '' END, '', '',"
+    " CASE WHEN ?7 THEN day ELSE -1 END, '', market,"
+    " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), SUM(rows)"
+    " FROM ledger_market_day WHERE day >= ?1 AND day < ?2"
+    " AND (?9 IS NULL OR tenant = ?9) AND (?10 IS NULL OR project = ?10)"
+    " GROUP BY 1, 2, 5, 7";
 
 static const char SQL_SUM_JOB_DAY[] =
     "SELECT CASE WHEN ?3 THEN tenant ELSE '' END,"
@@ -301,14 +335,20 @@ static const char SQL_SUM_JOB_DAY[] =
     " CASE WHEN ?5 THEN provider ELSE '' END,"
     " CASE WHEN ?6 THEN region ELSE '' END,"
     " CASE WHEN ?7 THEN day ELSE -1 END,"
-    " CASE WHEN ?8 THEN job_id ELSE '' END,"
+    " CASE WHEN ?8 THEN job_id ELSE '' END, '',"
     " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), SUM(rows)"
     " FROM ledger_job_day WHERE day >= ?1 AND day < ?2"
     " AND (?9 IS NULL OR tenant = ?9) AND (?10 IS NULL OR project = ?10)"
     " GROUP BY 1, 2, 3, 4, 5, 6";
 
-/* The partial days at the edges of a range: the rows themselves.  ?1 and
- * ?2 are times here, not days. */
+/* The partial days at the edges of a range: the rows themselves, each by
+ * the part of its charge period inside [?1, ?2) (store_ledger.h); ?11 is
+ * the start of ?1's day, so rows that began before ?1 and run into the
+ * range are read too (none crosses midnight). */
+#define SQL_PART(col)                                                          \
+  "CASE WHEN end_ms = start_ms THEN " col " ELSE"                              \
+  " (" col " * (MIN(end_ms, ?2) - start_ms)) / (end_ms - start_ms)"             \
+  " - (" col " * (MAX(start_ms, ?1) - start_ms)) / (end_ms - start_ms) END"
 static const char SQL_SUM_ROWS[] =
     "SELECT CASE WHEN ?3 THEN tenant ELSE '' END,"
     " CASE WHEN ?4 THEN project ELSE '' END,"
@@ -316,11 +356,16 @@ static const char SQL_SUM_ROWS[] =
     " CASE WHEN ?6 THEN region ELSE '' END,"
     " CASE WHEN ?7 THEN day ELSE -1 END,"
     " CASE WHEN ?8 THEN job_id ELSE '' END,"
-    " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), COUNT(*)"
-    " FROM ledger WHERE start_ms >= ?1 AND start_ms < ?2"
+    " CASE WHEN ?12 THEN market ELSE '' END,"
+    " SUM(" SQL_PART("list_uusd") "), SUM(" SQL_PART("effective_uusd") "),"
+    " SUM(CASE WHEN end_ms = start_ms THEN usage_ms ELSE"
+    " MIN(end_ms, ?2) - MAX(start_ms, ?1) END), COUNT(*)"
+    " FROM ledger WHERE start_ms >= ?11 AND start_ms < ?2"
+    " AND (CASE WHEN end_ms = start_ms THEN start_ms >= ?1"
+    " ELSE end_ms > ?1 END)"
     " AND (?9 IS NULL OR tenant = ?9) AND (?10 IS NULL OR project = ?10)"
     " AND (NOT ?8 OR job_id <> '')"
-    " GROUP BY 1, 2, 3, 4, 5, 6";
+    " GROUP BY 1, 2, 3, 4, 5, 6, 7";
 
 struct sum_arg {
   int64_t from_ms, to_ms;
@@ -343,13 +388,17 @@ static enum tw_rc sum_query(struct tw_store *s, sqlite3 *db, const char *sql,
   sqlite3_bind_int(st, 5, (a->mask & TW_GROUP_PROVIDER) != 0);
   sqlite3_bind_int(st, 6, (a->mask & TW_GROUP_REGION) != 0);
   sqlite3_bind_int(st, 7, (a->mask & TW_GROUP_DAY) != 0);
-  if (sql != SQL_SUM_DAY)
+  if (sql == SQL_SUM_JOB_DAY || sql == SQL_SUM_ROWS)
     sqlite3_bind_int(st, 8, (a->mask & TW_GROUP_JOB) != 0);
   store__bind_opt(st, 9, a->f ? a->f->tenant : NULL);
   store__bind_opt(st, 10, a->f ? a->f->project : NULL);
+  if (sql == SQL_SUM_ROWS) {
+    sqlite3_bind_int64(st, 11, tw_ledger_day(lo) * TW_DAY_MS);
+    sqlite3_bind_int(st, 12, (a->mask & TW_GROUP_MARKET) != 0);
+  }
   int step;
   while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-    if (sqlite3_column_type(st, 6) == SQLITE_NULL)
+    if (sqlite3_column_type(st, 7) == SQLITE_NULL)
       continue; /* an aggregate over no rows */
     if (a->n == a->cap) {
       a->cap = a->cap ? a->cap * 2 : 64;
@@ -363,10 +412,11 @@ static enum tw_rc sum_query(struct tw_store *s, sqlite3 *db, const char *sql,
     store__col(st, 3, g->region, sizeof g->region);
     g->day = sqlite3_column_int64(st, 4);
     store__col(st, 5, g->job_id, sizeof g->job_id);
-    g->list_uusd = sqlite3_column_int64(st, 6);
-    g->effective_uusd = sqlite3_column_int64(st, 7);
-    g->usage_ms = sqlite3_column_int64(st, 8);
-    g->rows = sqlite3_column_int64(st, 9);
+    store__col(st, 6, g->market, sizeof g->market);
+    g->list_uusd = sqlite3_column_int64(st, 7);
+    g->effective_uusd = sqlite3_column_int64(st, 8);
+    g->usage_ms = sqlite3_column_int64(st, 9);
+    g->rows = sqlite3_column_int64(st, 10);
   }
   enum tw_rc rc = TW_OK;
   if (step != SQLITE_DONE)
@@ -385,7 +435,9 @@ static enum tw_rc sum_fn(struct tw_store *s, sqlite3 *db, void *arg,
   /* whole days [d0, d1) from a rollup, the rest from the rows */
   int64_t d0 = -floor_div(-a->from_ms, TW_DAY_MS); /* ceil */
   int64_t d1 = floor_div(a->to_ms, TW_DAY_MS);
-  const char *rollup = (a->mask & TW_GROUP_JOB) ? SQL_SUM_JOB_DAY : SQL_SUM_DAY;
+  const char *rollup = (a->mask & TW_GROUP_MARKET) ? SQL_SUM_MARKET_DAY
+                        : (a->mask & TW_GROUP_JOB)  ? SQL_SUM_JOB_DAY
+                                                    : SQL_SUM_DAY;
   enum tw_rc rc;
   if (d0 >= d1)
     return sum_query(s, db, SQL_SUM_ROWS, a->from_ms, a->to_ms, a, err);
@@ -410,7 +462,9 @@ static int group_cmp(const void *x, const void *y) {
     return c;
   if (a->day != b->day)
     return a->day < b->day ? -1 : 1;
-  return strcmp(a->job_id, b->job_id);
+  if ((c = strcmp(a->job_id, b->job_id)))
+    return c;
+  return strcmp(a->market, b->market);
 }
 
 enum tw_rc tw_store_ledger_sum(struct tw_store *s, int64_t from_ms,
@@ -423,6 +477,11 @@ enum tw_rc tw_store_ledger_sum(struct tw_store *s, int64_t from_ms,
   *n = 0;
   if (to_ms <= from_ms)
     return TW_OK;
+  if ((mask & TW_GROUP_MARKET) &&
+      (mask & (TW_GROUP_PROVIDER | TW_GROUP_REGION | TW_GROUP_JOB)))
+    return tw_err_field(err, TW_E_INVALID, "group_by",
+                        "group_by: market combines with tenant, project and "
+                        "day only");
   enum tw_rc rc = tw_store_read(s, sum_fn, &a, err);
   if (rc) {
     free(a.g);
@@ -594,6 +653,103 @@ enum tw_rc tw_store_ledger_budgets_get(struct tw_store *s,
   return rc;
 }
 
+/* ---- accounts
+ * ---------------------------------------------------------------- */
+
+static const char SQL_ACCOUNTS_CLEAR[] = "DELETE FROM ledger_accounts";
+static const char SQL_ACCOUNT_PUT[] =
+    "INSERT OR REPLACE INTO ledger_accounts (account, account_id,"
+    " account_name, account_type, commitment_id, commitment_name,"
+    " commitment_type, commitment_category)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+static const char SQL_ACCOUNTS_GET[] =
+    "SELECT account, account_id, account_name, account_type, commitment_id,"
+    " commitment_name, commitment_type, commitment_category"
+    " FROM ledger_accounts ORDER BY account";
+
+struct accounts_arg {
+  const struct tw_ledger_account *in;
+  struct tw_ledger_account *out;
+  size_t n, cap;
+};
+
+static enum tw_rc accounts_set_fn(struct tw_store *s, sqlite3 *db, void *arg,
+                                  struct tw_err *err) {
+  struct accounts_arg *a = arg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_ACCOUNTS_CLEAR, err);
+  enum tw_rc rc;
+  if (!st)
+    return TW_E_IO;
+  if ((rc = step_done(db, st, "accounts", err)))
+    return rc;
+  for (size_t i = 0; i < a->n; i++) {
+    const struct tw_ledger_account *x = &a->in[i];
+    if (!(st = tw_store_stmt(s, db, SQL_ACCOUNT_PUT, err)))
+      return TW_E_IO;
+    store__bind_text(st, 1, x->account);
+    store__bind_text(st, 2, x->account_id);
+    store__bind_text(st, 3, x->account_name);
+    store__bind_text(st, 4, x->account_type);
+    store__bind_text(st, 5, x->commitment_id);
+    store__bind_text(st, 6, x->commitment_name);
+    store__bind_text(st, 7, x->commitment_type);
+    store__bind_text(st, 8, x->commitment_category);
+    if ((rc = step_done(db, st, "accounts", err)))
+      return rc;
+  }
+  return TW_OK;
+}
+
+enum tw_rc tw_store_ledger_accounts_set(struct tw_store *s,
+                                        const struct tw_ledger_account *in,
+                                        size_t n, struct tw_err *err) {
+  struct accounts_arg a = {.in = in, .n = n};
+  return tw_store_write(s, accounts_set_fn, &a, err);
+}
+
+static enum tw_rc accounts_get_fn(struct tw_store *s, sqlite3 *db, void *arg,
+                                  struct tw_err *err) {
+  struct accounts_arg *a = arg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_ACCOUNTS_GET, err);
+  if (!st)
+    return TW_E_IO;
+  int step;
+  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+    if (a->n == a->cap) {
+      a->cap = a->cap ? a->cap * 2 : 8;
+      a->out = tw_realloc(a->out, a->cap * sizeof *a->out);
+    }
+    struct tw_ledger_account *x = &a->out[a->n++];
+    memset(x, 0, sizeof *x);
+    store__col(st, 0, x->account, sizeof x->account);
+    store__col(st, 1, x->account_id, sizeof x->account_id);
+    store__col(st, 2, x->account_name, sizeof x->account_name);
+    store__col(st, 3, x->account_type, sizeof x->account_type);
+    store__col(st, 4, x->commitment_id, sizeof x->commitment_id);
+    store__col(st, 5, x->commitment_name, sizeof x->commitment_name);
+    store__col(st, 6, x->commitment_type, sizeof x->commitment_type);
+    store__col(st, 7, x->commitment_category, sizeof x->commitment_category);
+  }
+  enum tw_rc rc = step == SQLITE_DONE ? TW_OK : fail(db, "accounts", err);
+  sqlite3_reset(st);
+  return rc;
+}
+
+enum tw_rc tw_store_ledger_accounts_get(struct tw_store *s,
+                                        struct tw_ledger_account **out,
+                                        size_t *n, struct tw_err *err) {
+  struct accounts_arg a = {0};
+  enum tw_rc rc = tw_store_read(s, accounts_get_fn, &a, err);
+  if (rc) {
+    free(a.out);
+    a.out = NULL;
+    a.n = 0;
+  }
+  *out = a.out;
+  *n = a.n;
+  return rc;
+}
+
 /* ---- the meter's progress
  * ------------------------------------------------------ */
 
@@ -601,19 +757,23 @@ static const char SQL_METER_PUT[] =
     "INSERT OR REPLACE INTO meter_attempts (attempt_id, job_id, tenant,"
     " project, provider, account, region, zone, instance_type, market,"
     " resource_id, nodes, granularity_s, min_charge_s, price_uusd_per_hour,"
-    " running_ms, metered_to_ms, billed_s, last_seq, ended)"
+    " running_ms, metered_to_ms, billed_s, last_seq, ended, discount_bp)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-    " ?15, ?16, ?17, ?18, ?19, ?20)";
+    " ?15, ?16, ?17, ?18, ?19, ?20, ?21)";
 
 static const char SQL_METER_OPEN[] =
     "SELECT attempt_id, job_id, tenant, project, provider, account, region,"
     " zone, instance_type, market, resource_id, nodes, granularity_s,"
     " min_charge_s, price_uusd_per_hour, running_ms, metered_to_ms, billed_s,"
-    " last_seq FROM meter_attempts WHERE ended = 0 ORDER BY attempt_id";
+    " last_seq, discount_bp FROM meter_attempts WHERE ended = 0"
+    " ORDER BY attempt_id";
 
 struct meter_open_arg {
   struct tw_store_meter_progress *items;
   size_t n, cap;
+  /* scan: each row handed to fn instead of kept */
+  tw_store_meter_fn fn;
+  void *ctx;
 };
 
 static enum tw_rc meter_open_fn(struct tw_store *s, sqlite3 *db, void *arg,
@@ -623,12 +783,16 @@ static enum tw_rc meter_open_fn(struct tw_store *s, sqlite3 *db, void *arg,
   if (!st)
     return TW_E_IO;
   int step;
+  struct tw_store_meter_progress one;
   while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-    if (a->n == a->cap) {
-      a->cap = a->cap ? a->cap * 2 : 32;
-      a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
+    struct tw_store_meter_progress *x = &one;
+    if (!a->fn) {
+      if (a->n == a->cap) {
+        a->cap = a->cap ? a->cap * 2 : 32;
+        a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
+      }
+      x = &a->items[a->n++];
     }
-    struct tw_store_meter_progress *x = &a->items[a->n++];
     memset(x, 0, sizeof *x);
     x->attempt_id = sqlite3_column_int64(st, 0);
     store__col(st, 1, x->job_id, sizeof x->job_id);
@@ -649,6 +813,9 @@ static enum tw_rc meter_open_fn(struct tw_store *s, sqlite3 *db, void *arg,
     x->metered_to_ms = sqlite3_column_int64(st, 16);
     x->billed_s = sqlite3_column_int64(st, 17);
     x->last_seq = sqlite3_column_int64(st, 18);
+    x->discount_bp = sqlite3_column_int64(st, 19);
+    if (a->fn)
+      a->fn(a->ctx, x);
   }
   enum tw_rc rc = TW_OK;
   if (step != SQLITE_DONE)
@@ -670,6 +837,12 @@ enum tw_rc tw_store_meter_open(struct tw_store *s,
   *out = a.items;
   *n = a.n;
   return rc;
+}
+
+enum tw_rc tw_store_meter_scan_open(struct tw_store *s, tw_store_meter_fn fn,
+                                    void *ctx, struct tw_err *err) {
+  struct meter_open_arg a = {.fn = fn, .ctx = ctx};
+  return tw_store_read(s, meter_open_fn, &a, err);
 }
 
 static enum tw_rc meter_put(struct tw_store *s, sqlite3 *db,
@@ -698,6 +871,7 @@ static enum tw_rc meter_put(struct tw_store *s, sqlite3 *db,
   sqlite3_bind_int64(st, 18, p->billed_s);
   sqlite3_bind_int64(st, 19, p->last_seq);
   sqlite3_bind_int(st, 20, p->ended ? 1 : 0);
+  sqlite3_bind_int64(st, 21, p->discount_bp);
   if (sqlite3_step(st) != SQLITE_DONE)
     return tw_err_set(err, TW_E_IO, "meter: progress: %s", sqlite3_errmsg(db));
   return TW_OK;

@@ -69,6 +69,20 @@ struct tw_ledger_row {
   int64_t effective_uusd;
   int64_t corrects_seq; /* adjustment: the row it corrects; else 0 */
   char description[256];
+  /* How effective_uusd was reached: discount_bp basis points off list,
+   * a negotiated rate (FOCUS ContractedUnitPrice) or, with commitment, a
+   * commitment-based discount (FOCUS CommitmentDiscount columns). */
+  int64_t discount_bp;
+  bool commitment;
+};
+
+/* An account as the provider's invoice names it, and its commitment
+ * (billing.providers.<name>: account_id, ...); "" where not configured. */
+struct tw_ledger_account {
+  char account[64]; /* the config's name: "aws-main" */
+  char account_id[64], account_name[128], account_type[64];
+  char commitment_id[128], commitment_name[128], commitment_type[64];
+  char commitment_category[16]; /* "Spend" | "Usage" */
 };
 
 struct tw_ledger_filter {
@@ -83,7 +97,11 @@ enum {
   TW_GROUP_PROVIDER = 1 << 2,
   TW_GROUP_REGION = 1 << 3,
   TW_GROUP_DAY = 1 << 4,
-  TW_GROUP_JOB = 1 << 5
+  TW_GROUP_JOB = 1 << 5,
+  /* spot, on-demand, private: from its own rollup (ledger_market_day:
+   * day x tenant x project x market), so it combines with tenant,
+   * project and day only */
+  TW_GROUP_MARKET = 1 << 6
 };
 
 struct tw_ledger_group {
@@ -93,11 +111,16 @@ struct tw_ledger_group {
   char provider[64];
   char region[64];
   char job_id[32];
+  char market[16];
   int64_t day; /* days since 1970-01-01 (UTC) */
   int64_t list_uusd;
   int64_t effective_uusd;
   int64_t usage_ms;
   int64_t rows; /* ledger rows summed */
+  /* Of list_uusd and effective_uusd, what running attempts have accrued
+   * since their last closed charge period (tw_ledger_sum_now); 0 from
+   * the ledger alone. */
+  int64_t accrued_list_uusd, accrued_effective_uusd;
 };
 
 struct tw_ledger_budget {
@@ -144,7 +167,12 @@ enum tw_rc tw_store_ledger_scan(struct tw_store *s, int64_t from_ms,
 
 /* Sums over [from_ms, to_ms) grouped by the TW_GROUP_* dimensions of
  * mask: whole UTC days from a rollup (the per-job one with TW_GROUP_JOB),
- * the partial days at either edge from the rows, merged.  *out is an
+ * the partial days at either edge from the rows, merged.  A row that
+ * straddles an edge counts by time: the part of its charge period inside
+ * the range, list and effective cost split so that the parts of one row
+ * in adjacent ranges add up to it exactly (T(c x (b - s) / d) - T(c x
+ * (a - s) / d), T truncating); a row of no duration (a minimum charge, a
+ * credit, egress) counts where it is.  *out is an
  * array of *n groups ordered by tenant, project, provider, region, day,
  * job (free() it); empty when to_ms <= from_ms. */
 enum tw_rc tw_store_ledger_sum(struct tw_store *s, int64_t from_ms,
@@ -174,6 +202,17 @@ enum tw_rc tw_store_ledger_budgets_get(struct tw_store *s,
                                        struct tw_ledger_budget **out, size_t *n,
                                        struct tw_err *err);
 
+/* ---- accounts (the provider's ids, for FOCUS) --------------------------- */
+
+/* Replaces every stored account with accounts[0..n), in one transaction. */
+enum tw_rc tw_store_ledger_accounts_set(struct tw_store *s,
+                                        const struct tw_ledger_account *a,
+                                        size_t n, struct tw_err *err);
+/* By account name; free() *out. */
+enum tw_rc tw_store_ledger_accounts_get(struct tw_store *s,
+                                        struct tw_ledger_account **out,
+                                        size_t *n, struct tw_err *err);
+
 /* ---- the meter's progress --------------------------------------------------
  *
  * One row per attempt being metered: who pays, where it runs, under which
@@ -194,12 +233,21 @@ struct tw_store_meter_progress {
   int64_t billed_s; /* seconds charged so far (per node) */
   int64_t last_seq; /* the last row that charged something */
   bool ended;
+  int64_t discount_bp; /* the effective cost's discount for this period */
 };
 
 /* The progress of every attempt not ended, by attempt id; free() *out. */
 enum tw_rc tw_store_meter_open(struct tw_store *s,
                                struct tw_store_meter_progress **out, size_t *n,
                                struct tw_err *err);
+
+/* The same, each handed to fn in turn (valid during the call only; fn
+ * runs with a read connection held and must not call the store): what
+ * the reports' accrual reads, without holding every row at once. */
+typedef void (*tw_store_meter_fn)(void *ctx,
+                                  const struct tw_store_meter_progress *p);
+enum tw_rc tw_store_meter_scan_open(struct tw_store *s, tw_store_meter_fn fn,
+                                    void *ctx, struct tw_err *err);
 
 /* One attempt's new rows and the progress once they are written. */
 struct tw_store_meter_work {

@@ -44,7 +44,14 @@ static const char MIG_DATASETS_1[] =
     " version INTEGER NOT NULL);"
     "INSERT INTO dataset_version (id, version) VALUES (1, 0);";
 
-static const char *const MIG_DATASETS[] = {MIG_DATASETS_1};
+/* 2: the tenant that registered a dataset owns it; others read it only
+ * when shared.  Datasets from before have no owner: the operator's ("*"),
+ * shared, as they were. */
+static const char MIG_DATASETS_2[] =
+    "ALTER TABLE datasets ADD COLUMN owner TEXT NOT NULL DEFAULT '*';"
+    "ALTER TABLE datasets ADD COLUMN shared INTEGER NOT NULL DEFAULT 1;";
+
+static const char *const MIG_DATASETS[] = {MIG_DATASETS_1, MIG_DATASETS_2};
 
 /* ---- module "catalog" */
 
@@ -114,7 +121,35 @@ static const char MIG_LEDGER_1[] =
     " tenant TEXT NOT NULL, project TEXT NOT NULL, limit_uusd INTEGER NOT NULL,"
     " PRIMARY KEY (tenant, project)) WITHOUT ROWID;";
 
-static const char *const MIG_LEDGER[] = {MIG_LEDGER_1};
+/* 2: how each row's effective cost was reached (the discount in basis
+ * points, and whether it is a commitment rather than a negotiated rate:
+ * FOCUS shows them in different columns), and each account's ids as the
+ * provider's invoice names them (billing.providers.<name>.account_id). */
+static const char MIG_LEDGER_2[] =
+    "ALTER TABLE ledger ADD COLUMN discount_bp INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE ledger ADD COLUMN commitment INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE ledger_accounts ("
+    " account TEXT PRIMARY KEY, account_id TEXT NOT NULL,"
+    " account_name TEXT NOT NULL, account_type TEXT NOT NULL,"
+    " commitment_id TEXT NOT NULL, commitment_name TEXT NOT NULL,"
+    " commitment_type TEXT NOT NULL, commitment_category TEXT NOT NULL)"
+    " WITHOUT ROWID;";
+
+/* 3: spend by market (spot, on-demand) per day, tenant and project, the
+ * rows already there summed in. */
+static const char MIG_LEDGER_3[] =
+    "CREATE TABLE ledger_market_day ("
+    " day INTEGER NOT NULL, tenant TEXT NOT NULL, project TEXT NOT NULL,"
+    " market TEXT NOT NULL, list_uusd INTEGER NOT NULL,"
+    " effective_uusd INTEGER NOT NULL, usage_ms INTEGER NOT NULL,"
+    " rows INTEGER NOT NULL,"
+    " PRIMARY KEY (day, tenant, project, market)) WITHOUT ROWID;"
+    "INSERT INTO ledger_market_day SELECT day, tenant, project, market,"
+    " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), COUNT(*)"
+    " FROM ledger GROUP BY day, tenant, project, market;";
+
+static const char *const MIG_LEDGER[] = {MIG_LEDGER_1, MIG_LEDGER_2,
+                                         MIG_LEDGER_3};
 
 /* ---- module "meter" */
 
@@ -131,7 +166,13 @@ static const char MIG_METER_1[] =
     " last_seq INTEGER NOT NULL, ended INTEGER NOT NULL);"
     "CREATE INDEX meter_attempts_open ON meter_attempts(ended);";
 
-static const char *const MIG_METER[] = {MIG_METER_1};
+/* 2: the discount in force for the current period, so what a running
+ * attempt has accrued can be priced without the meter's config. */
+static const char MIG_METER_2[] =
+    "ALTER TABLE meter_attempts ADD COLUMN discount_bp INTEGER NOT NULL"
+    " DEFAULT 0;";
+
+static const char *const MIG_METER[] = {MIG_METER_1, MIG_METER_2};
 
 /* ---- module "audit" */
 
@@ -284,6 +325,61 @@ static const char *const MIG_RECONCILE[] = {
     "  reason TEXT NOT NULL);",
 };
 
+/* ---- module "agent" */
+
+static const char *const MIG_AGENT[] = {
+    /* 1: the daemon's key (plain only without `secrets:`), the attempts
+     * run by tradewind-agent with the SHA-256 of their tokens and what
+     * the agent reported, its notices, its output */
+    "CREATE TABLE agent_key ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  key BLOB NOT NULL);"
+    "CREATE TABLE agent_attempts ("
+    "  attempt_id INTEGER PRIMARY KEY REFERENCES attempts(id),"
+    "  job_id TEXT NOT NULL,"
+    "  client_token TEXT NOT NULL,"
+    "  token_hash TEXT NOT NULL UNIQUE,"
+    "  created_ms INTEGER NOT NULL,"
+    "  registered_ms INTEGER NOT NULL DEFAULT 0,"
+    "  instance_id TEXT NOT NULL DEFAULT '',"
+    "  cloud TEXT NOT NULL DEFAULT '',"
+    "  metadata TEXT NOT NULL DEFAULT '{}',"
+    "  agent_version TEXT NOT NULL DEFAULT '',"
+    "  phase TEXT NOT NULL DEFAULT '',"
+    "  phase_ms INTEGER NOT NULL DEFAULT 0,"
+    "  last_hb_ms INTEGER NOT NULL DEFAULT 0,"
+    "  checkpoint_ms INTEGER NOT NULL DEFAULT 0,"
+    "  progress_s INTEGER NOT NULL DEFAULT 0,"
+    "  exit_ms INTEGER NOT NULL DEFAULT 0,"
+    "  has_code INTEGER NOT NULL DEFAULT 0,"
+    "  exit_code INTEGER NOT NULL DEFAULT 0,"
+    "  signal INTEGER NOT NULL DEFAULT 0,"
+    "  started_ms INTEGER NOT NULL DEFAULT 0,"
+    "  ended_ms INTEGER NOT NULL DEFAULT 0,"
+    "  after_notice INTEGER NOT NULL DEFAULT 0,"
+    "  cancel_ms INTEGER NOT NULL DEFAULT 0,"
+    "  ckpt_sent_ms INTEGER NOT NULL DEFAULT 0,"
+    "  out_bytes INTEGER NOT NULL DEFAULT 0,"
+    "  err_bytes INTEGER NOT NULL DEFAULT 0);"
+    /* notices by attempt and event id (applied in the order they came) */
+    "CREATE TABLE agent_notices ("
+    "  attempt_id INTEGER NOT NULL,"
+    "  event_id TEXT NOT NULL,"
+    "  kind TEXT NOT NULL,"
+    "  action TEXT NOT NULL,"
+    "  source TEXT NOT NULL,"
+    "  deadline_ms INTEGER NOT NULL,"
+    "  at_ms INTEGER NOT NULL,"
+    "  applied INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (attempt_id, event_id)) WITHOUT ROWID;"
+    "CREATE TABLE agent_logs ("
+    "  attempt_id INTEGER NOT NULL,"
+    "  stream INTEGER NOT NULL,"
+    "  off INTEGER NOT NULL,"
+    "  data BLOB NOT NULL,"
+    "  PRIMARY KEY (attempt_id, stream, off)) WITHOUT ROWID;",
+};
+
 /* ---- the order ----------------------------------------------------------- */
 
 #define MODULE(name, arr)                                                      \
@@ -297,6 +393,7 @@ const struct tw_store_module TW_STORE_MODULES[] = {
     MODULE("meter", MIG_METER),     MODULE("audit", MIG_AUDIT),
     MODULE("tenancy", MIG_TENANCY), MODULE("secrets", MIG_SECRETS),
     MODULE("spot", MIG_SPOT),       MODULE("reconcile", MIG_RECONCILE),
+    MODULE("agent", MIG_AGENT),
 };
 const size_t TW_STORE_N_MODULES =
     sizeof TW_STORE_MODULES / sizeof TW_STORE_MODULES[0];

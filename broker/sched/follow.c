@@ -68,6 +68,13 @@ void sched__follow_release(struct tw_sched *s) {
   s->follow = NULL;
 }
 
+void sched__run_times(struct sched_att *st, const struct tw_instance *inst) {
+  if (inst->running_ms > 0)
+    st->ran_from_ms = inst->running_ms;
+  if (inst->ended_ms > 0)
+    st->ended_at_ms = inst->ended_ms;
+}
+
 static struct sched_follow *follow_of(struct tw_sched *s) {
   if (!s->follow)
     s->follow = tw_calloc(1, sizeof *s->follow);
@@ -389,6 +396,14 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
   }
   if (sched__call_busy(s, a->id))
     goto out; /* a call of its own is in flight: one at a time */
+  /* run by tradewind-agent: its reports decide (agent_follow.c) */
+  struct sched_agent_step ag;
+  sched__agent_follow(s, pc, &job, a, nd, st, now, &ag);
+  changes += ag.changes;
+  if (ag.owe_terminate)
+    ending_add_all(s, a, nd);
+  if (ag.handled)
+    goto out;
   if (tw_job_state_terminal(job.state)) {
     /* cancelled while the attempt lived: give the instances back.  A
      * launch left unanswered may have made one: it is asked for by its
@@ -398,20 +413,32 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
       const struct tw_offer *o = sched__offer(s, a->offer_id);
       enum tw_rc rc = tw_provider_find_by_token(
           pc->p, a->client_token, o ? o->region : NULL, &inst, &err);
+      if (rc == TW_OK)
+        sched__run_times(st, &inst);
       if (rc == TW_OK && !tw_instance_state_gone(inst.state) &&
           tw_provider_terminate(pc->p, inst.id, &err))
         goto out; /* try again next pass */
       if (rc && rc != TW_E_NOTFOUND)
         goto out; /* no answer: ask again next pass */
-    } else if (sched__terminate_all(s, pc, a, nd, &err)) {
-      goto out; /* try again next pass */
+    } else {
+      if (a->state == TW_ATTEMPT_PROVISIONING && !st->ran_from_ms) {
+        /* not seen running yet: the provider may have started it, and
+         * bills it from then even when it goes a moment later */
+        struct tw_instance inst;
+        char which[128];
+        if (describe_all(pc, a, nd, &inst, which, &err) == TW_OK)
+          sched__run_times(st, &inst);
+      }
+      if (sched__terminate_all(s, pc, a, nd, &err))
+        goto out; /* try again next pass */
     }
     /* a succeeded job's attempt completed (a look after its success
      * changes nothing); any other ended job's was cancelled */
     struct tw_attempt_close c = {
         .attempt_id = a->id,
         .end_reason = job.state == TW_JOB_SUCCEEDED ? "completed" : "cancelled",
-        .job_to = TW_JOB_NSTATES};
+        .job_to = TW_JOB_NSTATES,
+        .ran_from_ms = st->ran_from_ms};
     if (tw_store_attempt_close(s->store, &c, &err) == TW_OK)
       changes++;
     tw_spec_cache_forget(s->specs, job.id); /* it ended: no more passes */
@@ -442,6 +469,7 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
     poll_later(s, st, a, now); /* throttled or down: look again later */
     goto out;
   }
+  sched__run_times(st, &inst);
   if (inst.finished) {
     /* a batch provider ran the script to its end */
     char why[96];
@@ -452,11 +480,13 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
         .job_to = inst.exit_code == 0 ? TW_JOB_SUCCEEDED : TW_JOB_FAILED,
         .job_reason = why,
         .has_exit = true,
-        .exit_code = inst.exit_code};
+        .exit_code = inst.exit_code,
+        .ran_from_ms = st->ran_from_ms,
+        .ended_at_ms = st->ended_at_ms};
     /* a job that finished before we saw it running still passes through
      * running, so its history is complete */
     if (a->state == TW_ATTEMPT_PROVISIONING)
-      tw_store_attempt_running(s->store, a->id, &err);
+      tw_store_attempt_running_at(s->store, a->id, st->ran_from_ms, &err);
     if (tw_store_attempt_close(s->store, &c, &err) == TW_OK) {
       changes++;
       tw_spec_cache_forget(s->specs, job.id);
@@ -522,7 +552,8 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
     for (size_t i = 0; i < nd.n; i++)
       tw_store_attempt_instance_put(s->store, a->id, nd.g[i].k,
                                     nd.g[i].instance_id, "running", &err);
-    if (tw_store_attempt_running(s->store, a->id, &err) == TW_OK)
+    if (tw_store_attempt_running_at(s->store, a->id, st->ran_from_ms, &err) ==
+        TW_OK)
       changes++;
     poll_soon(s, st, now);
     goto out;

@@ -14,6 +14,7 @@
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
 #include "broker/sched/blocklist.h"
+#include "broker/sched/agent.h"
 #include "broker/sched/checkpoint.h"
 #include "broker/sched/sched_int.h"
 #include "broker/tenancy/tenancy.h"
@@ -211,7 +212,32 @@ static void blocklist_failed(struct tw_sched *s, const struct tw_offer *o,
                 tw_block_scope_str(w));
 }
 
-/* The user data of attempt a: the spec's script, prefixed with the
+/* The user data of an attempt of a provider with `agent: true`: the
+ * agent's bootstrap (broker/sched/agent.h), the same every time the
+ * attempt is launched.  NULL when the provider runs the script itself. */
+static const char *agent_user_data(struct tw_sched *s,
+                                   const struct tw_job_rec *job,
+                                   const struct tw_attempt_rec *a,
+                                   const struct tw_offer *o,
+                                   struct tw_buf *out) {
+  struct pcache *pc = sched__provider(s, o->account);
+  if (!s->agent || !pc || !tw_provider_agent(pc->p))
+    return NULL;
+  struct tw_err err = {0};
+  if (tw_agent_user_data(s->agent, job->id, a->id, a->n, a->client_token,
+                         tw_provider_name(pc->p), out, &err)) {
+    tw_log_error("agent",
+                 "job=%s attempt=%d no bootstrap: %s; the script is sent as "
+                 "the user data",
+                 job->id, a->n, err.msg);
+    tw_buf_reset(out);
+    return NULL;
+  }
+  return out->data;
+}
+
+/* The user data of attempt a: the agent's bootstrap on a provider with
+ * `agent: true`; else the spec's script, prefixed with the
  * checkpoint contract's environment when the spec has `checkpoint:`
  * (broker/sched/checkpoint.h).  Returns NULL when there is nothing to
  * send, else out->data. */
@@ -219,6 +245,9 @@ static const char *user_data(struct tw_sched *s, const struct tw_job_rec *job,
                              const struct tw_job_spec *spec,
                              const struct tw_attempt_rec *a,
                              const struct tw_offer *o, struct tw_buf *out) {
+  const char *boot = agent_user_data(s, job, a, o, out);
+  if (boot)
+    return boot;
   if (!spec->checkpoint_uri && !spec->checkpoint_interval_s)
     return spec->run;
   /* resume_s comes from attempts that ended before this one was opened,

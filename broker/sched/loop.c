@@ -26,6 +26,7 @@ enum tw_rc tw_sched_new(const struct tw_sched_opts *o, struct tw_sched **out,
   s->max_place = o->max_place_per_tick > 0 ? o->max_place_per_tick : 64;
   s->tenancy = o->tenancy;
   s->meter = o->meter;
+  s->agent = o->agent;
   s->n_pc = o->n_providers;
   s->pc = tw_calloc(s->n_pc ? s->n_pc : 1, sizeof *s->pc);
   for (size_t i = 0; i < s->n_pc; i++) {
@@ -168,10 +169,21 @@ static void *loop_main(void *arg) {
       ts.tv_sec++;
       ts.tv_nsec -= 1000000000;
     }
-    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    if (!s->woken)
+      pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    s->woken = false;
   }
   pthread_mutex_unlock(&s->mu);
   return NULL;
+}
+
+void tw_sched_wake(struct tw_sched *s) {
+  if (!s)
+    return;
+  pthread_mutex_lock(&s->mu);
+  s->woken = true;
+  pthread_cond_signal(&s->cv);
+  pthread_mutex_unlock(&s->mu);
 }
 
 enum tw_rc tw_sched_start(struct tw_sched *s, struct tw_err *err) {

@@ -144,10 +144,13 @@ struct ds_load {
   bool sealed;
 };
 
-static void ds_each(void *ctx, const char *uri, int64_t size, const char *loc) {
+static void ds_each(void *ctx, const char *uri, int64_t size, const char *loc,
+                    const char *owner, bool shared) {
   struct ds_load *l = ctx;
   if (!loc) {
     tw_dataset_set_add(&l->set, uri, size, NULL, 0);
+    /* a job of another tenant plans as if it did not know it */
+    tw_dataset_set_owner(&l->set, uri, owner, shared);
     return;
   }
   if (!l->sealed) { /* locations come after every dataset */
@@ -481,7 +484,9 @@ static void sched_replicate(struct tw_sched *s, struct sched_place *p,
       struct tw_dataset_put put = {.uri = uri,
                                    .size_bytes = ref->size_bytes,
                                    .locations = &loc,
-                                   .n_locations = loc ? 1 : 0};
+                                   .n_locations = loc ? 1 : 0,
+                                   .owner = specs[ja]->tenant,
+                                   .learn = true};
       char note[512], copy[32], saved[32];
       tw_policy_fmt_uusd(c.copy_uusd, copy, sizeof copy);
       tw_policy_fmt_uusd(c.before_uusd - c.after_uusd, saved, sizeof saved);

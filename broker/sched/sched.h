@@ -25,9 +25,11 @@
  *      (counts per filter) and may hold a backfill reservation on a
  *      private pool.
  *
- * Placement is pure (policies/); this loop does the I/O around it.  The
- * broker does not learn when a job's script ends on a cloud: a running
- * attempt on a provider without TW_PROV_BATCH completes (exit 0) and its
+ * Placement is pure (policies/); this loop does the I/O around it.  On a
+ * provider with `agent: true` an attempt runs under tradewind-agent and
+ * ends on its exit report (broker/sched/agent.h, docs/agent.md).  On the
+ * other clouds the broker does not learn when a job's script ends: a
+ * running attempt on a provider without TW_PROV_BATCH completes (exit 0) and its
  * instances are terminated once the job's expected duration (duration_s,
  * else 60 s), less the progress earlier attempts kept, has passed on the
  * injected clock.  A batch provider (Slurm) runs the script and reports
@@ -58,6 +60,7 @@ struct tw_catalog;
 struct tw_placer;
 struct tw_spec_cache;
 struct tw_tenancy;
+struct tw_agent;
 
 struct tw_sched_opts {
   struct tw_store *store;         /* borrowed */
@@ -84,6 +87,10 @@ struct tw_sched_opts {
                                   default set */
   struct tw_spec_cache *specs; /* parsed specs, shared with the reconciler
                                   and the meter */
+  /* tradewind-agent (broker/sched/agent.h), borrowed: attempts of
+   * providers with `agent: true` get its bootstrap as user data and end on
+   * its exit report.  NULL: every attempt runs as before. */
+  struct tw_agent *agent;
   /* The longest a pass waits for the cloud calls it made (launches,
    * settling of unanswered ones), in real time; what answers later is
    * applied by a later pass.  Default 500.  The calls themselves run on
@@ -100,6 +107,10 @@ enum tw_rc tw_sched_new(const struct tw_sched_opts *opts, struct tw_sched **out,
 int64_t tw_sched_stalled_ms(struct tw_sched *s);
 /* Runs passes on a thread until tw_sched_free(). */
 enum tw_rc tw_sched_start(struct tw_sched *s, struct tw_err *err);
+/* Something happened that a pass acts on (an agent's exit report or
+ * notice): the running loop starts its next pass without waiting for the
+ * tick.  Thread-safe; NULL ok. */
+void tw_sched_wake(struct tw_sched *s);
 /* One pass; returns the number of state changes it made. */
 int tw_sched_tick(struct tw_sched *s);
 /* The placer s plans with and publishes its offer index to (the one in

@@ -4,6 +4,9 @@
  *
  *   loop.c  ->  follow.c  ->  spot.c  ->  place.c  ->  launch.c
  *
+ * (agent_follow.c sits between follow.c and spot.c: follow.c calls it for
+ * the attempts run by tradewind-agent; it calls spot.c and launch.c.)
+ *
  * A file may skip a step down (loop.c calls place.c for the queue and
  * spot.c for its set-up; follow.c and spot.c call launch.c) but never
  * calls one above it: each section of this header below names the file
@@ -63,6 +66,7 @@ struct sched_follow;
 struct sched_pool;
 struct sched_calls;
 struct tw_policy_set;
+struct tw_agent;
 
 struct pcache {
   struct tw_provider *p;
@@ -86,6 +90,9 @@ struct tw_sched {
   struct tw_meter *meter;     /* egress of datasets moved for a launch */
   struct tw_spec_cache *specs;
   bool own_specs;
+  /* tradewind-agent (agent.h): the bootstraps of agent-enabled providers'
+   * attempts and the reports that end them; NULL: none */
+  struct tw_agent *agent;
 
   /* loop.c: the catalog the offers come from, and the version of the
    * snapshot s->all was built from (0: none yet).  A catalog made for
@@ -128,6 +135,7 @@ struct tw_sched {
 
   pthread_t thread;
   bool started, stopping;
+  bool woken; /* tw_sched_wake: the next pass starts without waiting */
   pthread_mutex_t mu;
   pthread_cond_t cv;
 };
@@ -205,7 +213,22 @@ struct sched_att {
   int64_t launch_wait_ms; /* launching: the wait before the next question
                              to the provider (doubles to 60 s) */
   bool seen;              /* live at this pass */
+  /* The times billing follows, from the last look (sched__run_times):
+   * when the instance started running and when it stopped at the
+   * provider; 0 unknown (the store then records its own now). */
+  int64_t ran_from_ms, ended_at_ms;
+  /* agent_follow.c: the progress the attempt's agent reported saved
+   * (docs/agent.md), which spot.c keeps when it ends the attempt */
+  bool agent_saved;
+  int64_t agent_kept_s;
 };
+
+/* Sets st's billing times from what the provider reported of inst (its
+ * running_ms and ended_ms, providers/provider.h).  The one place an
+ * attempt's run times are chosen: the agent's own reports of its start
+ * and end are to be taken here too, over the provider's when both are
+ * known (docs/billing.md, "Metering"). */
+void sched__run_times(struct sched_att *st, const struct tw_instance *inst);
 
 /* The nodes of one live attempt: a slice of the pass's list (none for an
  * attempt of one instance). */
@@ -475,6 +498,28 @@ int sched__spot_to_recovering(struct tw_sched *s, const char *job_id,
 /* Places a recovering job at once; when that fails it waits in the queue
  * with the reason. */
 int sched__spot_recover(struct tw_sched *s, const char *job_id, int64_t now);
+
+/* ---- agent_follow.c ------------------------------------------------------ */
+
+/* What the agent's reports did to one live attempt (follow.c calls it
+ * first, for every pass). */
+struct sched_agent_step {
+  int changes;
+  bool handled;       /* the attempt is the agent's: follow.c stops here */
+  bool owe_terminate; /* ended, but a terminate failed: try again */
+};
+/* Applies the stored reports of attempt a (docs/agent.md): the exit
+ * report ends it, a cancel is handed to the agent and ends on its exit
+ * (or after grace + heartbeat timeout), notices go through
+ * sched__spot_notice(), registration marks it running, heartbeats lost
+ * describe its instance.  Not handled: not an agent's attempt, still
+ * launching, cancelled before its agent registered, or its notice ran
+ * out (follow.c's own rules). */
+void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
+                         const struct tw_job_rec *job,
+                         const struct tw_attempt_rec *a, struct sched_nodes nd,
+                         struct sched_att *st, int64_t now,
+                         struct sched_agent_step *out);
 
 /* ---- follow.c ------------------------------------------------------------ */
 

@@ -165,6 +165,12 @@ int sched__spot_end(struct tw_sched *s, const struct tw_attempt_rec *a,
       .grace_s = asked ? (end - req.requested_ms) / 1000 : 0};
   const char *how = NULL;
   int64_t kept = tw_checkpoint_kept(&c, &how);
+  if (st && st->agent_saved && st->agent_kept_s > kept) {
+    /* its agent saw the job save: what happened, not what the contract
+     * lets the broker assume */
+    kept = st->agent_kept_s < c.work_s ? st->agent_kept_s : c.work_s;
+    how = "saved, as its agent reported";
+  }
   struct tw_ckpt_outcome out = {.attempt_id = a->id,
                                 .job_id = a->job_id,
                                 .attempt_n = a->n,
@@ -192,7 +198,9 @@ int sched__spot_end(struct tw_sched *s, const struct tw_attempt_rec *a,
   struct tw_attempt_close cl = {.attempt_id = a->id,
                                 .end_reason = end_reason,
                                 .job_to = TW_JOB_INTERRUPTED,
-                                .job_reason = reason};
+                                .job_reason = reason,
+                                .ran_from_ms = st ? st->ran_from_ms : 0,
+                                .ended_at_ms = st ? st->ended_at_ms : 0};
   sched__spec_release(s, spec);
   if (tw_store_attempt_close(s->store, &cl, &err)) {
     tw_log_warn("sched", "job=%s attempt=%d close failed: %s", a->job_id, a->n,
@@ -280,8 +288,12 @@ bool sched__spot_notice(struct tw_sched *s, const struct tw_attempt_rec *a,
     tw_store_job_note(s->store, a->job_id, note, &err);
     return false;
   }
-  /* a notice stays in force until its instance goes: act on it once */
-  if (st->notice_noticed_ms == ev->noticed_ms && st->notice_deadline_ms)
+  /* a notice stays in force until its instance goes: act on it once,
+   * also when it comes from two sources (the provider's API and the
+   * instance's agent, docs/agent.md), which see the same deadline */
+  if (st->notice_deadline_ms &&
+      (st->notice_noticed_ms == ev->noticed_ms ||
+       (ev->deadline_ms && ev->deadline_ms == st->notice_deadline_ms)))
     return false;
   st->notice_noticed_ms = ev->noticed_ms;
   st->notice_deadline_ms =

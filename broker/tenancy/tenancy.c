@@ -238,6 +238,13 @@ enum tw_rc tw_tenancy_token_create(struct tw_tenancy *t, const char *principal,
   if (name && strlen(name) >= TW_NAME_MAX)
     return tw_err_field(err, TW_E_INVALID, "name",
                         "name: at most %d characters", TW_NAME_MAX - 1);
+  /* a label for people, shown in lists and logs: no control bytes */
+  for (const unsigned char *p = (const unsigned char *)name; p && *p; p++)
+    if (*p < 0x20 || *p == 0x7f)
+      return tw_err_field(err, TW_E_INVALID, "name",
+                          "name: control characters (byte 0x%02x) are not "
+                          "accepted",
+                          *p);
   if (ttl_ms < 0)
     return tw_err_field(err, TW_E_INVALID, "ttl", "ttl: must not be negative");
   if ((rc = token_new(token_out, id, hash, err)))
@@ -633,6 +640,11 @@ enum tw_rc tw_tenancy_open(const struct tw_tenancy_opts *opts,
   t->n_providers = opts->n_providers;
   t->webhook_timeout_ms =
       opts->webhook_timeout_ms > 0 ? opts->webhook_timeout_ms : 5000;
+  if ((rc = tn_webhook_allow_set(t, opts->webhook_allow, err))) {
+    free(t->hook_allow);
+    free(t);
+    return rc;
+  }
   t->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
   pthread_mutex_init(&t->mu, NULL);
   pthread_mutex_init(&t->cmu, NULL);
@@ -696,6 +708,7 @@ void tw_tenancy_free(struct tw_tenancy *t) {
   }
   tw_audit_free(t->audit);
   tw_http_free(t->http);
+  free(t->hook_allow);
   tw_offer_index_unref(t->offers);
   tw_policy_set_unref(t->place_set);
   free(t->resv);

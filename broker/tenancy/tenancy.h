@@ -87,6 +87,10 @@ struct tw_tenancy_opts {
   const char *admin_token_file;
   /* Budget webhooks: timeout per call; 0: 5000. */
   int64_t webhook_timeout_ms;
+  /* tenancy.webhook_allow: CIDR blocks ("10.1.0.0/16", "::1") a webhook
+   * may reach although loopback, link-local or private (refused
+   * otherwise); NULL-terminated, NULL for none. */
+  const char *const *webhook_allow;
 };
 
 /* Opens the module over the store (which migrated its tables at open).
@@ -322,13 +326,15 @@ enum tw_rc tw_tenancy_budget_list(struct tw_tenancy *t, const char *tenant,
                                   struct tw_err *err);
 
 /* Spend of a budget's scope in its current period.  Actual spend is the
- * ledger's effective cost over the period (tw_ledger_spent, what the meter
- * has charged under the providers' billing rules): the figure the report's
- * budget table, the alerts and the hard stop use too. */
+ * ledger's effective cost over the period plus what running attempts have
+ * accrued up to now (tw_ledger_spent_now, what the meter charges under the
+ * providers' billing rules): the figure the report's budget table, the
+ * alerts and the hard stop use too. */
 struct tw_budget_status {
   struct tw_budget budget;
   int64_t period_start_ms, period_end_ms;
-  int64_t spent_uusd;     /* actual, this period */
+  int64_t spent_uusd;     /* actual, this period, accrual included */
+  int64_t accrued_uusd;   /* of spent: accrued, not yet a ledger row */
   int64_t committed_uusd; /* live jobs: projected cost not yet spent */
   int64_t forecast_uusd;  /* spent + what live jobs will still spend
                              before the period ends */
@@ -357,7 +363,9 @@ struct tw_admission {
  * that, else 0 (documented).
  *   TW_E_QUOTA  refused; err->field names the quota ("quota.gpus.A100",
  *               "budget.ml/train") and err->msg the numbers.
- * The refusal is audited (principal may be NULL). */
+ *   TW_E_INVALID  the tenant does not exist (field "tenant"): nothing
+ *               would pay for the job.
+ * The quota and budget refusals are audited (principal may be NULL). */
 enum tw_rc tw_tenancy_admit(struct tw_tenancy *t,
                             const struct tw_job_spec *spec,
                             const char *principal, const char *request_id,

@@ -2,17 +2,17 @@
  * stopping (see tenancy.h), plus the scheduler's offer snapshot used to
  * project a job's cost.
  *
- * Actual spend is the ledger's: tw_ledger_spent(), the effective cost
- * (after discounts, adjustments included) the meter has charged to the
- * budget's scope in its period, under the providers' billing rules.  The
- * same function gives the report's budget table its figure, so budget
- * status, the report, the alerts and the hard stop agree.  What a running
- * attempt used since the meter's last closed charge period is not spent
- * yet: it is still committed.
+ * Actual spend is the ledger's: tw_ledger_spent_now(), the effective
+ * cost (after discounts, adjustments included) the meter has charged to
+ * the budget's scope in its period, under the providers' billing rules,
+ * plus what its running attempts have accrued since their last closed
+ * charge period.  The same function gives the report's budget table its
+ * figure, so budget status, the report, the alerts and the hard stop
+ * agree.
  *
  * Committed: for each live job of the scope, the cost projected at its
- * admission minus what the ledger has charged it so far (never below
- * zero).
+ * admission minus what the ledger has charged it and it has accrued so
+ * far (never below zero).
  *
  * Forecast to period end: spent, plus for each live job the smaller of
  * what it still has committed and what it burns (its running attempt's
@@ -258,6 +258,8 @@ enum tw_rc tw_tenancy_budget_set(struct tw_tenancy *t,
                                  const struct tw_budget *b, int64_t if_version,
                                  struct tw_budget *out, struct tw_err *err) {
   enum tw_rc rc = check_budget(b, err);
+  if (!rc && b->webhook[0])
+    rc = tn_webhook_url_check(t, b->webhook, err);
   if (rc)
     return rc;
   struct tw_store_budget row = {.limit_uusd = b->limit_uusd,
@@ -306,18 +308,31 @@ static enum tw_rc status_of(struct tw_tenancy *t, const struct tw_budget *b,
   tn_period(b->period, now, &out->period_start_ms, &out->period_end_ms);
   struct tw_store_budget_job *live = NULL;
   size_t n = 0;
+  struct tw_ledger_group *acc = NULL;
+  size_t n_acc = 0;
+  struct tw_ledger_filter f = {.tenant = b->tenant,
+                               .project = b->project[0] ? b->project : NULL};
   enum tw_rc rc;
-  if ((rc = tw_ledger_spent(
-           t->store, b->tenant, b->project[0] ? b->project : NULL,
-           out->period_start_ms, out->period_end_ms, &out->spent_uusd, err)) ||
+  if ((rc = tw_ledger_spent_now(t->store, f.tenant, f.project,
+                                out->period_start_ms, out->period_end_ms, now,
+                                &out->spent_uusd, &out->accrued_uusd, err)) ||
+      /* each live job's accrual, whatever the period: it is charged */
+      (rc = tw_ledger_accrued(t->store, 0, now + 1, now, TW_GROUP_JOB, &f,
+                              &acc, &n_acc, err)) ||
       (rc = tw_store_budget_live_jobs(t->store, b->tenant, b->project, &live,
                                       &n, err)) ||
       (rc = tw_store_budget_alerted(t->store, b->tenant, b->project,
                                     out->period_start_ms, &out->alerted_pct,
                                     err))) {
     free(live);
+    free(acc);
     return rc;
   }
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < n_acc; k++)
+      if (!strcmp(acc[k].job_id, live[i].id))
+        live[i].charged_uusd += acc[k].accrued_effective_uusd;
+  free(acc);
   out->forecast_uusd = out->spent_uusd;
   for (size_t i = 0; i < n; i++) {
     const struct tw_store_budget_job *j = &live[i];
@@ -479,7 +494,19 @@ enum tw_rc tw_tenancy_admit(struct tw_tenancy *t,
                             const char *principal, const char *request_id,
                             struct tw_admission *out, struct tw_err *err) {
   memset(out, 0, sizeof *out);
-  enum tw_rc rc = tn_quota_admit(t, spec, err);
+  /* a job is billed to its tenant: one that does not exist would be
+   * charged to nobody's budget */
+  struct tw_tenant_info ti;
+  struct tw_err e2 = {0};
+  enum tw_rc rc = tw_tenancy_tenant_get(t, spec->tenant, &ti, &e2);
+  if (rc == TW_E_NOTFOUND)
+    return tw_err_field(err, TW_E_INVALID, "tenant",
+                        "tenant: no tenant named \"%.64s\"; an admin creates "
+                        "it first (tradewind tenant create)",
+                        spec->tenant);
+  if (rc)
+    return tw_err_set(err, rc, "%s", e2.msg);
+  rc = tn_quota_admit(t, spec, err);
   const char *action = "quota.refuse";
   if (rc == TW_OK) {
     /* project only when some budget may use it: ranking offers costs */
@@ -530,6 +557,14 @@ void tw_tenancy_audit_launch(struct tw_tenancy *t, const struct tw_job_rec *job,
 /* ---- maintenance
  * ----------------------------------------------------------------------- */
 
+static bool hook_addr_ok(void *ctx, const struct sockaddr *sa, char *why,
+                         size_t whysz) {
+  const char *r = tn_webhook_addr_refused(ctx, sa);
+  if (r)
+    snprintf(why, whysz, "%s (tenancy.webhook_allow does not list it)", r);
+  return r == NULL;
+}
+
 static void webhook(struct tw_tenancy *t, const struct tw_budget_status *s,
                     int pct) {
   const struct tw_budget *b = &s->budget;
@@ -564,7 +599,10 @@ static void webhook(struct tw_tenancy *t, const struct tw_budget_status *s,
                                   .body = body.data,
                                   .body_len = body.len,
                                   .timeout_ms = (long)t->webhook_timeout_ms,
-                                  .max_body_bytes = 65536};
+                                  .max_body_bytes = 65536,
+                                  /* every address it would connect to */
+                                  .allow_addr = hook_addr_ok,
+                                  .allow_ctx = t};
     struct tw_http_response resp;
     tw_http_response_init(&resp);
     if (tw_http_do(h, &req, &resp, &err) || resp.status / 100 != 2)

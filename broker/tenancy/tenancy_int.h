@@ -58,6 +58,8 @@ struct tw_tenancy {
   struct tw_provider **providers;
   size_t n_providers;
   int64_t webhook_timeout_ms;
+  struct tn_cidr *hook_allow; /* tenancy.webhook_allow (webhook_guard.c) */
+  size_t n_hook_allow;
 
   pthread_mutex_t mu; /* offers, http */
   /* The offers the scheduler last saw, indexed for the projection's plans
@@ -125,5 +127,23 @@ enum tw_rc tn_quota_admit(struct tw_tenancy *t, const struct tw_job_spec *spec,
                           struct tw_err *err);
 /* Micro-USD as "$1.234567" trimmed to cents at least. */
 void tn_fmt_usd(int64_t uusd, char *out, size_t outsz);
+
+/* ---- webhook_guard.c: where a budget webhook may go ---------------------- */
+
+struct tn_cidr;
+struct sockaddr;
+/* Parses the allow-list (CIDR blocks, NULL-terminated) into t. */
+enum tw_rc tn_webhook_allow_set(struct tw_tenancy *t, const char *const *cidrs,
+                                struct tw_err *err);
+/* NULL when the daemon may connect to sa; else what sa is ("a loopback
+ * address"): loopback, link-local, private and other special ranges are
+ * refused unless tenancy.webhook_allow lists them. */
+const char *tn_webhook_addr_refused(const struct tw_tenancy *t,
+                                    const struct sockaddr *sa);
+/* When a budget is set: a URL with user information, or whose host is an
+ * address literal (or localhost) that would be refused: TW_E_INVALID on
+ * field webhook.  A name is checked when the webhook is sent. */
+enum tw_rc tn_webhook_url_check(const struct tw_tenancy *t, const char *url,
+                                struct tw_err *err);
 
 #endif

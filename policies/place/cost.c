@@ -138,7 +138,8 @@ bool tw_job_data_build(const struct tw_job_spec *spec,
   for (size_t k = 0; k < spec->n_datasets; k++) {
     const struct tw_dataset_ref *ref = &spec->datasets[k];
     const struct tw_dataset_info *info =
-        datasets ? tw_dataset_set_find(datasets, ref->uri) : NULL;
+        datasets ? tw_dataset_set_find_for(datasets, ref->uri, spec->tenant)
+                 : NULL;
     int64_t size = ref->size_bytes > 0 ? ref->size_bytes
                    : info              ? info->size_bytes
                                        : 0;

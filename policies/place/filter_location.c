@@ -439,6 +439,7 @@ static void latency_key(const struct tw_policy *self,
   /* the data's locations decide the round trips */
   const struct tw_job_spec *s = ctx->job;
   pi_key_int(b, (int64_t)ctx->datasets->generation);
+  pi_key_str(b, s->tenant); /* whose datasets it may see */
   pi_key_int(b, (int64_t)s->n_datasets);
   for (size_t i = 0; i < s->n_datasets; i++) {
     pi_key_str(b, s->datasets[i].uri);

@@ -94,6 +94,17 @@ void tw_dataset_set_add(struct tw_dataset_set *s, const char *uri,
   changed(s, 'a', uri, size_bytes, locations, n_locations);
 }
 
+void tw_dataset_set_owner(struct tw_dataset_set *s, const char *uri,
+                          const char *owner, bool shared) {
+  struct tw_dataset_info *d = find_linear(s, uri);
+  if (d) {
+    snprintf(d->owner, sizeof d->owner, "%s", owner ? owner : "");
+    d->shared = shared;
+  }
+  const char *o = owner ? owner : "";
+  changed(s, shared ? 'S' : 'o', uri, 0, &o, 1);
+}
+
 void tw_dataset_set_plan_replica(struct tw_dataset_set *s, const char *uri,
                                  const char *location, int64_t share_uusd) {
   struct tw_dataset_info *d = find_linear(s, uri);
@@ -128,6 +139,16 @@ tw_dataset_set_find(const struct tw_dataset_set *s, const char *uri) {
   return NULL;
 }
 
+const struct tw_dataset_info *
+tw_dataset_set_find_for(const struct tw_dataset_set *s, const char *uri,
+                        const char *tenant) {
+  const struct tw_dataset_info *d = tw_dataset_set_find(s, uri);
+  if (d && d->owner[0] && strcmp(d->owner, "*") && !d->shared &&
+      (!tenant || strcmp(d->owner, tenant)))
+    return NULL;
+  return d;
+}
+
 void tw_dataset_set_copy(struct tw_dataset_set *dst,
                          const struct tw_dataset_set *src) {
   tw_dataset_set_init(dst);
@@ -137,6 +158,8 @@ void tw_dataset_set_copy(struct tw_dataset_set *dst,
     struct tw_dataset_info *c = &dst->items[dst->n - 1];
     for (size_t l = 0; l < d->n_locations; l++)
       add_location(c, d->locations[l], d->location_cost_uusd[l]);
+    memcpy(c->owner, d->owner, sizeof c->owner);
+    c->shared = d->shared;
   }
   dst->generation = src->generation;
   tw_dataset_set_seal(dst);

@@ -33,6 +33,11 @@ struct tw_dataset_info {
    * scheduler plans to make (shared replication). */
   int64_t location_cost_uusd[TW_DATASET_LOCATIONS_MAX];
   size_t n_locations;
+  /* The registry's owner ("" or "*": everybody's) and whether it is
+   * shared: a job of another tenant plans as if the dataset were unknown
+   * (tw_dataset_set_find_for). */
+  char owner[64];
+  bool shared;
 };
 
 struct tw_dataset_set {
@@ -48,6 +53,9 @@ void tw_dataset_set_release(struct tw_dataset_set *s);
 void tw_dataset_set_add(struct tw_dataset_set *s, const char *uri,
                         int64_t size_bytes, const char *const *locations,
                         size_t n_locations);
+/* Says whose uri is (it must have been added; see tw_dataset_info). */
+void tw_dataset_set_owner(struct tw_dataset_set *s, const char *uri,
+                          const char *owner, bool shared);
 /* Adds a planned replica of uri at location, charging each reader
  * share_uusd for it (the dataset must have been added). */
 void tw_dataset_set_plan_replica(struct tw_dataset_set *s, const char *uri,
@@ -59,6 +67,11 @@ void tw_dataset_set_copy(struct tw_dataset_set *dst,
 void tw_dataset_set_seal(struct tw_dataset_set *s);
 const struct tw_dataset_info *
 tw_dataset_set_find(const struct tw_dataset_set *s, const char *uri);
+/* As tw_dataset_set_find, for a job of tenant: NULL when the dataset is
+ * another tenant's and not shared. */
+const struct tw_dataset_info *
+tw_dataset_set_find_for(const struct tw_dataset_set *s, const char *uri,
+                        const char *tenant);
 extern const struct tw_dataset_set tw_dataset_set_empty;
 
 /* ---- capacity blocklist (filled by the spot lifecycle) ------------------ */

@@ -12,7 +12,6 @@ struct tw_placer {
   struct tw_policy_set *set;
   struct tw_offer_index *ix;
   uint64_t reloads;
-  char *base_dir;
 };
 
 struct tw_placer *tw_placer_new(struct tw_policy_set *set) {
@@ -27,7 +26,6 @@ void tw_placer_free(struct tw_placer *p) {
     return;
   tw_policy_set_unref(p->set);
   tw_offer_index_unref(p->ix);
-  free(p->base_dir);
   pthread_mutex_destroy(&p->mu);
   free(p);
 }
@@ -63,20 +61,6 @@ void tw_placer_acquire(struct tw_placer *p, struct tw_policy_set **set,
 void tw_placer_release(struct tw_policy_set *set, struct tw_offer_index *ix) {
   tw_policy_set_unref(set);
   tw_offer_index_unref(ix);
-}
-
-void tw_placer_set_base_dir(struct tw_placer *p, const char *dir) {
-  pthread_mutex_lock(&p->mu);
-  free(p->base_dir);
-  p->base_dir = tw_strdup(dir);
-  pthread_mutex_unlock(&p->mu);
-}
-
-const char *tw_placer_base_dir(struct tw_placer *p) {
-  pthread_mutex_lock(&p->mu);
-  const char *d = p->base_dir;
-  pthread_mutex_unlock(&p->mu);
-  return d;
 }
 
 uint64_t tw_placer_reloads(struct tw_placer *p) {

@@ -42,12 +42,6 @@ void tw_placer_acquire(struct tw_placer *p, struct tw_policy_set **set,
                        struct tw_offer_index **ix);
 void tw_placer_release(struct tw_policy_set *set, struct tw_offer_index *ix);
 
-/* Where relative paths of a new set are read from (the config file's
- * directory; NULL: the working directory).  Copied. */
-void tw_placer_set_base_dir(struct tw_placer *p, const char *dir);
-/* Borrowed; valid until the next tw_placer_set_base_dir(). */
-const char *tw_placer_base_dir(struct tw_placer *p);
-
 /* How many times the set was swapped (for /metrics and tests). */
 uint64_t tw_placer_reloads(struct tw_placer *p);
 

@@ -356,6 +356,7 @@ static const struct tw_job_data *job_data(struct run *r,
     return NULL;
   struct tw_plan_ws *ws = r->ws;
   tw_buf_reset(&ws->key);
+  pi_key_str(&ws->key, s->tenant); /* it decides which datasets it sees */
   for (size_t i = 0; i < s->n_datasets; i++) {
     pi_key_str(&ws->key, s->datasets[i].uri);
     pi_key_str(&ws->key, s->datasets[i].location);

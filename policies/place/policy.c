@@ -1,9 +1,12 @@
 /* policy.c - the policy set: built from the `policies:` section, validated
  * whole before anything is used (policy.h), and the plugins' helpers. */
+#include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "broker/base/unique.h"
 #include "policies/place/cost.h"
@@ -227,6 +230,8 @@ static void set_free(struct tw_policy_set *s) {
   tw_netmatrix_free(s->net);
   free(s->net_source);
   free(s->config_json);
+  free(s->plugin_dir);
+  free(s->network_dir);
   free(s);
 }
 
@@ -329,9 +334,76 @@ static void join_path(const char *base, const char *p, char *out,
     snprintf(out, outsz, "%s/%s", base, p);
 }
 
+/* A file name a section may give: one path component, no control bytes. */
+static bool plain_name(const char *n) {
+  if (!*n || strlen(n) > 255 || !strcmp(n, ".") || !strcmp(n, ".."))
+    return false;
+  for (const unsigned char *p = (const unsigned char *)n; *p; p++)
+    if (*p == '/' || *p < 0x20 || *p == 0x7f)
+      return false;
+  return true;
+}
+
+/* Resolves `name` (what a section gives as path:/network:) to a regular
+ * file inside dir (absolute, resolved; NULL when the config file names
+ * none), into out.  Everything is refused before the file is opened, let
+ * alone dlopen()ed: no directory, a name that is a path, a name that
+ * resolves (through a link) outside the directory. */
+static enum tw_rc resolve_in(const char *dir, const char *dir_key,
+                             const char *name, const char *field,
+                             const char *at, char out[PATH_MAX],
+                             struct tw_err *err) {
+  if (!dir)
+    return tw_err_field(err, TW_E_INVALID, field,
+                        "%s: \"%.64s\" cannot be used: the config file sets "
+                        "no %s",
+                        at, name, dir_key);
+  if (!plain_name(name))
+    return tw_err_field(err, TW_E_INVALID, field,
+                        "%s: expected a file name inside %s, without '/' or "
+                        "control bytes, got \"%.64s\"",
+                        at, dir_key, name);
+  char full[PATH_MAX + 260];
+  snprintf(full, sizeof full, "%s/%s", dir, name);
+  if (!realpath(full, out))
+    return tw_err_field(err, TW_E_INVALID, field, "%s: %s: cannot open: %s", at,
+                        name, strerror(errno));
+  size_t dl = strlen(dir);
+  struct stat st;
+  if (strncmp(out, dir, dl) || out[dl] != '/' || strchr(out + dl + 1, '/'))
+    return tw_err_field(err, TW_E_INVALID, field, "%s: %s leads outside %s", at,
+                        name, dir_key);
+  if (stat(out, &st) || !S_ISREG(st.st_mode))
+    return tw_err_field(err, TW_E_INVALID, field,
+                        "%s: %s is not a regular file", at, name);
+  return TW_OK;
+}
+
+/* policies.plugin_dir / network_dir of the config file: resolved against
+ * its directory to an absolute one that exists.  *out NULL when unset. */
+static enum tw_rc config_dir(const struct tw_node *sec, const char *key,
+                             const char *base, char **out, struct tw_err *err) {
+  *out = NULL;
+  const struct tw_node *n = sec ? tw_node_get(sec, key) : NULL;
+  if (!n || n->kind == TW_NODE_NULL)
+    return TW_OK;
+  char field[64];
+  snprintf(field, sizeof field, "policies.%s", key);
+  if (n->kind != TW_NODE_SCALAR || !*n->str)
+    return tw_err_field(err, TW_E_INVALID, field,
+                        "%s: expected the path of a directory", field);
+  char full[PATH_MAX + 260], real[PATH_MAX];
+  join_path(base, n->str, full, sizeof full);
+  struct stat st;
+  if (!realpath(full, real) || stat(real, &st) || !S_ISDIR(st.st_mode))
+    return tw_err_field(err, TW_E_INVALID, field, "%s: %s is not a directory",
+                        field, full);
+  *out = tw_strdup(real);
+  return TW_OK;
+}
+
 static enum tw_rc build_scores(struct tw_policy_set *s,
-                               const struct tw_node *list, const char *base,
-                               struct tw_err *err) {
+                               const struct tw_node *list, struct tw_err *err) {
   if (!list || list->kind == TW_NODE_NULL)
     return add_policy(&s->scores[s->n_scores++], &tw_score_cost, NULL,
                       "policies.scores[0]", 1, err);
@@ -368,8 +440,11 @@ static enum tw_rc build_scores(struct tw_policy_set *s,
       if (pn->kind != TW_NODE_SCALAR || !*pn->str)
         return tw_err_field(err, TW_E_INVALID, path,
                             "%s.path: expected a file name", path);
-      char full[1024];
-      join_path(base, pn->str, full, sizeof full);
+      char full[PATH_MAX], at[80];
+      snprintf(at, sizeof at, "%s.path", path);
+      if ((rc = resolve_in(s->plugin_dir, "policies.plugin_dir", pn->str, path,
+                           at, full, err)))
+        return rc;
       void *h = NULL;
       struct tw_err perr = {0};
       if ((rc = tw_policy_plugin_open(full, &ops, &h, &perr)))
@@ -549,8 +624,12 @@ static enum tw_rc build_params(struct tw_policy_set *s,
   return TW_OK;
 }
 
-enum tw_rc tw_policy_set_build(const struct tw_node *sec, const char *base,
-                               struct tw_policy_set **out, struct tw_err *err) {
+/* Builds from the config file's section (inherit NULL: the directories
+ * come from the section, relative to base) or from a request's (the
+ * directories are inherit's, and the section may not name any). */
+static enum tw_rc build(const struct tw_node *sec, const char *base,
+                        const struct tw_policy_set *inherit, bool request,
+                        struct tw_policy_set **out, struct tw_err *err) {
   *out = NULL;
   struct tw_policy_set *s = set_new();
   enum tw_rc rc = TW_OK;
@@ -562,16 +641,38 @@ enum tw_rc tw_policy_set_build(const struct tw_node *sec, const char *base,
                       tw_node_type_name(sec));
     goto fail;
   }
-  static const char *const keys[] = {"filters", "scores", "candidates",
-                                     "cost",    "queue",  "replication",
-                                     "network", NULL};
+  static const char *const dir_keys[] = {"plugin_dir", "network_dir"};
+  for (size_t i = 0; request && sec && i < 2; i++)
+    if (tw_node_get(sec, dir_keys[i])) {
+      char field[64];
+      snprintf(field, sizeof field, "policies.%s", dir_keys[i]);
+      rc = tw_err_field(err, TW_E_INVALID, field,
+                        "%s: set in the config file only, never through the "
+                        "API",
+                        field);
+      goto fail;
+    }
+  if (request) {
+    s->plugin_dir =
+        inherit && inherit->plugin_dir ? tw_strdup(inherit->plugin_dir) : NULL;
+    s->network_dir = inherit && inherit->network_dir
+                         ? tw_strdup(inherit->network_dir)
+                         : NULL;
+  } else if ((rc = config_dir(sec, "plugin_dir", base, &s->plugin_dir, err)) ||
+             (rc =
+                  config_dir(sec, "network_dir", base, &s->network_dir, err))) {
+    goto fail;
+  }
+  static const char *const keys[] = {
+      "filters",     "scores",  "candidates", "cost",        "queue",
+      "replication", "network", "plugin_dir", "network_dir", NULL};
   if (sec && ((rc = pi_cfg_keys(sec, "policies", keys, err)) ||
               (rc = build_filters(s, tw_node_get(sec, "filters"), err)) ||
-              (rc = build_scores(s, tw_node_get(sec, "scores"), base, err)) ||
+              (rc = build_scores(s, tw_node_get(sec, "scores"), err)) ||
               (rc = build_params(s, sec, err))))
     goto fail;
-  if (!sec && ((rc = build_filters(s, NULL, err)) ||
-               (rc = build_scores(s, NULL, base, err))))
+  if (!sec &&
+      ((rc = build_filters(s, NULL, err)) || (rc = build_scores(s, NULL, err))))
     goto fail;
   const struct tw_node *net = sec ? tw_node_get(sec, "network") : NULL;
   if (net && net->kind == TW_NODE_SCALAR && !strcmp(net->str, "builtin"))
@@ -583,8 +684,10 @@ enum tw_rc tw_policy_set_build(const struct tw_node *sec, const char *base,
           "policies.network: expected the path of a network matrix file");
       goto fail;
     }
-    char full[1024];
-    join_path(base, net->str, full, sizeof full);
+    char full[PATH_MAX];
+    if ((rc = resolve_in(s->network_dir, "policies.network_dir", net->str,
+                         "policies.network", "policies.network", full, err)))
+      goto fail;
     struct tw_err nerr = {0};
     if ((rc = tw_netmatrix_load(full, &s->net, &nerr))) {
       /* a file the section names and that cannot be used is the
@@ -611,15 +714,21 @@ fail:
   return rc;
 }
 
+enum tw_rc tw_policy_set_build(const struct tw_node *sec, const char *base,
+                               struct tw_policy_set **out, struct tw_err *err) {
+  return build(sec, base, NULL, false, out, err);
+}
+
 struct tw_policy_set *tw_policy_set_default(void) {
   struct tw_policy_set *s = NULL;
   struct tw_err err = {0};
-  tw_policy_set_build(NULL, NULL, &s, &err); /* cannot fail: built-ins only */
+  build(NULL, NULL, NULL, false, &s, &err); /* cannot fail: built-ins only */
   return s;
 }
 
-enum tw_rc tw_policy_set_parse(const char *text, size_t len, const char *base,
-                               struct tw_policy_set **out, struct tw_err *err) {
+static enum tw_rc parse(const char *text, size_t len, const char *base,
+                        const struct tw_policy_set *inherit, bool request,
+                        struct tw_policy_set **out, struct tw_err *err) {
   struct tw_node *root = NULL;
   *out = NULL;
   enum tw_rc rc = tw_node_parse_yaml(text, len, &root, err);
@@ -630,9 +739,21 @@ enum tw_rc tw_policy_set_parse(const char *text, size_t len, const char *base,
   if (root->kind == TW_NODE_MAP && root->n == 1 &&
       !strcmp(root->keys[0], "policies"))
     sec = root->items[0];
-  rc = tw_policy_set_build(sec, base, out, err);
+  rc = build(sec, base, inherit, request, out, err);
   tw_node_free(root);
   return rc;
+}
+
+enum tw_rc tw_policy_set_parse(const char *text, size_t len, const char *base,
+                               struct tw_policy_set **out, struct tw_err *err) {
+  return parse(text, len, base, NULL, false, out, err);
+}
+
+enum tw_rc tw_policy_set_parse_request(const char *text, size_t len,
+                                       const struct tw_policy_set *in_force,
+                                       struct tw_policy_set **out,
+                                       struct tw_err *err) {
+  return parse(text, len, NULL, in_force, true, out, err);
 }
 
 static const char *scope_name(unsigned scope) {

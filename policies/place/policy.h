@@ -225,6 +225,9 @@ struct tw_policy_set {
   uint64_t generation;      /* unique per set (broker/base/unique.h) */
   void *dl[TW_POLICY_MAX_SCORES]; /* dlopen handles, closed at the end */
   size_t n_dl;
+  /* policies.plugin_dir and network_dir of the config file, absolute and
+   * resolved; NULL: none (no plugin, no network file can be named) */
+  char *plugin_dir, *network_dir;
   int refs; /* atomic */
 };
 
@@ -233,9 +236,14 @@ struct tw_policy_set {
  * shipped configs/network/default.net). */
 struct tw_policy_set *tw_policy_set_default(void);
 
-/* Builds a set from the `policies:` section (NULL: the defaults).
- * base_dir resolves relative paths (network file, plugins); NULL: the
- * working directory.  Everything is validated before anything is built:
+/* Builds a set from the config file's `policies:` section (NULL: the
+ * defaults).  Files come only from the directories the section names,
+ * `plugin_dir` and `network_dir` (relative to base_dir, the config file's
+ * directory; NULL: the working directory): a score's `path:` and
+ * `network:` are file names inside them, and a name with a '/', control
+ * bytes, or leading (through a link) outside its directory is refused
+ * before the file is opened or dlopen()ed.  Everything is validated
+ * before anything is built:
  * TW_E_INVALID with err->field and err->msg naming the path
  * ("policies.scores[1].weight: must be between 0 and 1000000, got -1"),
  * a named file that cannot be read or used included.  *out has one
@@ -244,10 +252,18 @@ enum tw_rc tw_policy_set_build(const struct tw_node *section,
                                const char *base_dir, struct tw_policy_set **out,
                                struct tw_err *err);
 
-/* As tw_policy_set_build from YAML or JSON text (PUT /v1/policies). */
+/* As tw_policy_set_build from YAML or JSON text of the config file. */
 enum tw_rc tw_policy_set_parse(const char *text, size_t len,
                                const char *base_dir, struct tw_policy_set **out,
                                struct tw_err *err);
+/* From a request's text (PUT /v1/policies): the directories are those of
+ * in_force (NULL: none), and naming `plugin_dir` or `network_dir` is
+ * refused (TW_E_INVALID, field policies.plugin_dir): nothing a request
+ * says can widen what the daemon may load. */
+enum tw_rc tw_policy_set_parse_request(const char *text, size_t len,
+                                       const struct tw_policy_set *in_force,
+                                       struct tw_policy_set **out,
+                                       struct tw_err *err);
 
 struct tw_policy_set *tw_policy_set_ref(struct tw_policy_set *s);
 /* Drops a reference; the last one frees (closing loaded objects).  NULL

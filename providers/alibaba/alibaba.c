@@ -1366,13 +1366,17 @@ static const struct tw_provider_info ali_info = {
     .billing = {.kind = TW_BILLING_PUBLISHED,
                 .granularity_s = 1,
                 .min_charge_s = 0,
-                .spot_protection_s = 3600},
+                .spot_protection_s = 3600,
+                .source = "ECS billing: pay-as-you-go instances billed by "
+                          "the second (hourly cycle); preemptible instances "
+                          "billed by the second, 1-hour protection period"},
     .notice_url = "http://100.100.100.200/latest/meta-data/instance/spot/"
                   "termination-time",
     .notice_signal = "",
     .focus_provider = "Alibaba Cloud",
     .focus_compute_service = "Elastic Compute Service",
     .focus_network_service = "Data Transfer",
+    .focus_resource_type = "Virtual Machine",
     .catalog_zone_ids = false,
     .catalog_risk_feed = false,
     .arch_of_type = ali_arch_of_type,

@@ -474,6 +474,13 @@ static enum tw_rc one_instance(json_t *it, struct tw_instance *in,
       spot[0] && strcmp(spot, "NoSpot") ? TW_MARKET_SPOT : TW_MARKET_ON_DEMAND;
   int64_t t = tw_ecs_parse_time(created);
   in->launched_ms = t > 0 ? t : 0;
+  /* billing: from StartTime (the last start), else CreationTime */
+  char started[40] = "";
+  if ((rc = get_str(it, "StartTime", started, sizeof started, W, err)))
+    return rc;
+  int64_t st = started[0] ? tw_ecs_parse_time(started) : 0;
+  if (in->state != TW_INST_PENDING && in->state != TW_INST_UNKNOWN)
+    in->running_ms = st > 0 ? st : in->launched_ms;
   json_t *locks;
   bool single;
   if ((rc = list_at(it, "OperationLocks", "LockReason", &locks, &single, err)))

@@ -1202,13 +1202,18 @@ static const struct tw_provider_type_accel aws_type_accels[] = {
 static const struct tw_provider_info aws_info = {
     .billing = {.kind = TW_BILLING_PUBLISHED,
                 .granularity_s = 1,
-                .min_charge_s = 60},
+                .min_charge_s = 60,
+                .spot_reclaim_free_s = 3600,
+                .source = "EC2 User Guide: Billing for interrupted Spot "
+                          "Instances; Amazon EC2 pricing (per-second "
+                          "billing, 60-second minimum)"},
     .notice_url =
         "http://169.254.169.254/latest/meta-data/spot/instance-action",
     .notice_signal = "",
     .focus_provider = "AWS",
     .focus_compute_service = "Amazon Elastic Compute Cloud",
     .focus_network_service = "AWS Data Transfer",
+    .focus_resource_type = "Virtual Machine",
     .catalog_zone_ids = true,
     .catalog_risk_feed = true,
     .arch_of_type = aws_arch_of_type,

@@ -411,6 +411,19 @@ static enum tw_rc parse_tags(const xmlNode *inst, struct tw_instance *out,
   return TW_OK;
 }
 
+/* The time in a state transition reason, "User initiated (2026-12-01
+ * 10:00:00 GMT)" or "Service initiated (...)": when the instance left
+ * running.  0 when the text carries none. */
+static int64_t transition_ms(const char *reason) {
+  const char *p = strchr(reason, '(');
+  int64_t ms = 0;
+  if (!p || strlen(p) < 21 || strncmp(p + 20, " GMT)", 5))
+    return 0;
+  char iso[32];
+  snprintf(iso, sizeof iso, "%.10sT%.8sZ", p + 1, p + 12);
+  return tw_time_parse_rfc3339(iso, &ms) ? 0 : ms;
+}
+
 static enum tw_rc parse_instance(const xmlNode *n, struct tw_instance *out,
                                  struct tw_err *err) {
   char buf[64];
@@ -430,9 +443,11 @@ static enum tw_rc parse_instance(const xmlNode *n, struct tw_instance *out,
                        out->provider_state, sizeof out->provider_state, err)) ||
       (rc = parse_tags(n, out, err)))
     return rc;
+  char transition[TW_MODEL_TEXT_MAX];
+  get_cut(n, "reason", transition, sizeof transition);
   get_cut(n, "stateReason/code", out->state_reason, sizeof out->state_reason);
   if (!*out->state_reason)
-    get_cut(n, "reason", out->state_reason, sizeof out->state_reason);
+    snprintf(out->state_reason, sizeof out->state_reason, "%s", transition);
   get_cut(n, "architecture", buf, sizeof buf);
   out->arch = arch_parse(buf);
   get_cut(n, "instanceLifecycle", buf, sizeof buf);
@@ -443,6 +458,13 @@ static enum tw_rc parse_instance(const xmlNode *n, struct tw_instance *out,
                       "EC2 response: instance %s: <launchTime> \"%s\" is "
                       "not RFC 3339",
                       out->id, buf);
+  /* billing runs from LaunchTime (the instance entered running then) to
+   * the state transition that took it out of running */
+  if (out->state != TW_INST_PENDING && out->state != TW_INST_UNKNOWN)
+    out->running_ms = out->launched_ms;
+  if (out->state == TW_INST_SHUTTING_DOWN || out->state == TW_INST_TERMINATED ||
+      out->state == TW_INST_STOPPING || out->state == TW_INST_STOPPED)
+    out->ended_ms = transition_ms(transition);
   return TW_OK;
 }
 

@@ -392,8 +392,15 @@ static void statuses_into(json_t *iv, struct tw_arm_vm *vm) {
     if (!json_is_string(c))
       continue;
     const char *code = json_string_value(c);
+    json_t *tm = json_object_get(s, "time");
+    int64_t at = 0;
+    if (json_is_string(tm) && tw_time_parse_rfc3339(json_string_value(tm), &at))
+      at = 0;
     if (!strncmp(code, "PowerState/", 11)) {
       snprintf(vm->power_state, sizeof vm->power_state, "%s", code + 11);
+      vm->power_ms = at;
+    } else if (!strcmp(code, "ProvisioningState/succeeded")) {
+      vm->provisioned_ms = at;
     } else if (!strncmp(code, "ProvisioningState/failed", 24)) {
       const char *sub = code[24] == '/' ? code + 25 : "";
       snprintf(vm->failure_code, sizeof vm->failure_code, "%s", sub);
@@ -564,6 +571,13 @@ void tw_arm_vm_instance(const struct tw_arm_vm *vm, struct tw_instance *out) {
   TW_SET(out->attempt_id, vm->attempt_id);
   TW_SET(out->tenant, vm->tenant);
   out->launched_ms = vm->created_ms;
+  /* billing: from the VM's provisioning (it starts with it), else its
+   * creation, to the power state that ended running */
+  if (out->state != TW_INST_PENDING && out->state != TW_INST_UNKNOWN)
+    out->running_ms = vm->provisioned_ms ? vm->provisioned_ms : vm->created_ms;
+  if (out->state == TW_INST_STOPPING || out->state == TW_INST_STOPPED ||
+      out->state == TW_INST_SHUTTING_DOWN || out->state == TW_INST_TERMINATED)
+    out->ended_ms = vm->power_ms;
 }
 
 /* ---- generic resources -------------------------------------------------- */

@@ -99,6 +99,10 @@ struct tw_arm_vm {
   char failure_code[64];
   char failure_message[TW_MODEL_TEXT_MAX];
   int64_t created_ms; /* properties.timeCreated; 0 unknown */
+  /* The instance view's status times: ProvisioningState/succeeded (the
+   * VM was created and started) and the PowerState status, when they
+   * carry one; 0 unknown. */
+  int64_t provisioned_ms, power_ms;
   char vm_id[48];
   /* Tradewind's tags, read case-insensitively as ARM compares tag names;
    * "" when absent. */

@@ -428,7 +428,7 @@ static enum tw_rc az_init(struct tw_provider *p, const struct tw_node *cfg,
                                 err)))
     return rc;
   a->price_cache_ms = v * 1000;
-  if ((rc = tw_provider_cfg_int(cfg, "min_charge_s", 0, 86400, 60,
+  if ((rc = tw_provider_cfg_int(cfg, "min_charge_s", 0, 86400, 300,
                                 &a->min_charge_s, err)))
     return rc;
 
@@ -1456,14 +1456,19 @@ static const struct tw_provider_type_accel az_type_accels[] = {
  * eviction notice. */
 static const struct tw_provider_info az_info = {
     .billing = {.kind = TW_BILLING_PUBLISHED,
-                .granularity_s = 60,
-                .min_charge_s = 60},
+                .granularity_s = 1,
+                .min_charge_s = 300,
+                .spot_reclaim_minimum = true,
+                .source = "Azure Virtual Machines billing: per second, "
+                          "with a minimum of 5 minutes (300 s) per start "
+                          "from 2025-06-01, Spot VMs included"},
     .notice_url = "http://169.254.169.254/metadata/"
                   "scheduledevents?api-version=2020-07-01",
     .notice_signal = "",
     .focus_provider = "Microsoft Azure",
     .focus_compute_service = "Virtual Machines",
     .focus_network_service = "Bandwidth",
+    .focus_resource_type = "Virtual Machine",
     .catalog_zone_ids = false,
     .catalog_risk_feed = false,
     .arch_of_type = az_arch_of_type,

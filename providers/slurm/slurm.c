@@ -964,6 +964,10 @@ static void job_to_instance(const struct tw_provider *p,
     TW_SET(o->instance_type, t.type);
   }
   o->launched_ms = j->submit_time > 0 ? j->submit_time * 1000 : 0;
+  /* billing: the allocation's StartTime to its EndTime */
+  struct slurm_state_map bm = m;
+  bm.state = o->state;
+  slurm_run_times(j, &bm, &o->running_ms, &o->ended_ms);
 }
 
 /* Cancels job id; a job Slurm no longer knows, or one already ended, is
@@ -1418,12 +1422,15 @@ static enum tw_rc slurm_read_output(struct tw_provider *p, const char *id,
  * give one); Slurm sends SIGTERM ahead of the kill (scancel --signal,
  * GraceTime) and has no metadata endpoint. */
 static const struct tw_provider_info slurm_info = {
-    .billing = {.kind = TW_BILLING_FROM_CONFIG},
+    .billing = {.kind = TW_BILLING_FROM_CONFIG,
+                .source = "a private cluster: the chargeback rates of "
+                          "billing.providers.<name>.chargeback"},
     .notice_url = "",
     .notice_signal = "TERM",
     .focus_provider = "Slurm",
     .focus_compute_service = "Slurm Cluster",
     .focus_network_service = "Data Transfer",
+    .focus_resource_type = "Batch Job",
     .catalog_zone_ids = false,
     .catalog_risk_feed = false,
     .arch_of_type = NULL, /* a cluster's nodes say theirs */

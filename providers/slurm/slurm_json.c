@@ -530,6 +530,16 @@ int slurm_exit_code(int64_t raw) {
   return 128 + (st & 0x7f);
 }
 
+void slurm_run_times(const struct slurm_job *j, const struct slurm_state_map *m,
+                     int64_t *running_ms, int64_t *ended_ms) {
+  *running_ms = *ended_ms = 0;
+  if (m->state != TW_INST_PENDING && j->start_time > 0)
+    *running_ms = j->start_time * 1000;
+  if ((m->finished || tw_instance_state_gone(m->state)) && j->start_time > 0 &&
+      j->end_time >= j->start_time)
+    *ended_ms = j->end_time * 1000;
+}
+
 void slurm_map_state(const struct slurm_job *j, struct slurm_state_map *m) {
   memset(m, 0, sizeof *m);
   const char *s = j->state;

@@ -135,6 +135,13 @@ struct slurm_state_map {
 };
 void slurm_map_state(const struct slurm_job *j, struct slurm_state_map *out);
 
+/* The times billing follows (struct tw_instance running_ms, ended_ms):
+ * the allocation's StartTime once it runs, its EndTime once it ended
+ * (while running Slurm's EndTime is the time limit's, not an end); 0
+ * unknown. */
+void slurm_run_times(const struct slurm_job *j, const struct slurm_state_map *m,
+                     int64_t *running_ms, int64_t *ended_ms);
+
 /* The class of a failed call: HTTP status plus Slurm's error code (0 when
  * none).  2017 (invalid job id) is TW_E_NOTFOUND; a request the cluster
  * cannot hold (2000 invalid partition, 2014/2015 node or partition

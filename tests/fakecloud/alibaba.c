@@ -23,6 +23,7 @@
 #include "broker/base/mem.h"
 #include "providers/alibaba/ecs_json.h"
 #include "tests/fakecloud/alibaba_req.h"
+#include "tests/fakecloud/boot.h"
 #include "tests/fakecloud/clock.h"
 #include "tests/fakecloud/fakecloud.h"
 #include "tests/fakecloud/params.h"
@@ -162,6 +163,10 @@ struct inst {
     char *key, *value;
   } tags[FC_ALI_MAX_TAGS];
   size_t n_tags;
+  /* --boot (boot.h): the decoded user data and the booted session. */
+  char *user_data;
+  size_t user_data_len;
+  struct fc_boot boot;
 };
 
 struct token {
@@ -237,6 +242,8 @@ static struct inst *find(struct ali *a, const char *id) {
 }
 
 static void inst_free(struct inst *in) {
+  fc_boot_kill(&in->boot);
+  free(in->user_data);
   for (size_t t = 0; t < in->n_tags; t++) {
     free(in->tags[t].key);
     free(in->tags[t].value);
@@ -327,6 +334,11 @@ static void ali_tick(struct ali *a) {
       }
       break;
     }
+    /* --boot: up while Running, down once it leaves. */
+    if (in->user_data && in->state == IS_RUNNING && !in->boot.sid)
+      fc_boot_start(a->s, in->id, in->user_data, in->user_data_len, &in->boot);
+    else if (in->state != IS_RUNNING && in->state != IS_PENDING)
+      fc_boot_kill(&in->boot);
   }
   /* ECS forgets released instances at once. */
   size_t w = 0;
@@ -727,6 +739,8 @@ static void act_run(struct call *k) {
     snprintf(in->name, sizeof in->name, "%s", r.name ? r.name : in->id);
     snprintf(in->token, sizeof in->token, "%s", r.token ? r.token : "");
     in->state = create ? IS_STOPPED : IS_PENDING;
+    if (r.user_data && fc_boot_enabled(a->s))
+      in->user_data = fc_base64_decode(r.user_data, &in->user_data_len);
     in->create_ms = now;
     in->next_ms = create ? -1 : now + a->pending_ms;
     in->spot = r.spot;
@@ -2115,6 +2129,55 @@ static void ali_destroy(void *ctx) {
   free(a);
 }
 
+/* ---- the instances' meta-server (--boot, boot.h) ------------------------ */
+
+static void ali_text(struct fc_response *resp, int status, const char *t,
+                     size_t len) {
+  resp->status = status;
+  resp->content_type = "text/plain";
+  tw_buf_reset(&resp->body);
+  tw_buf_add(&resp->body, t, len);
+}
+
+static bool ali_metadata(void *ctx, const char *id, const char *sub,
+                         const struct fc_request *req,
+                         struct fc_response *resp) {
+  struct ali *a = ctx;
+  ali_tick(a);
+  struct inst *in = find(a, id);
+  if (!in)
+    return false;
+  count(a->calls, "MetaServer");
+  if (strcmp(req->method, "GET")) {
+    ali_text(resp, 405, "Method Not Allowed", 18);
+    return true;
+  }
+  char t[32];
+  const char *v = NULL;
+  if (!strcmp(sub, "/latest/meta-data/instance-id"))
+    v = in->id;
+  else if (!strcmp(sub, "/latest/meta-data/instance/instance-type"))
+    v = itypes[in->itype].name;
+  else if (!strcmp(sub, "/latest/meta-data/zone-id"))
+    v = regions[in->region].zones[in->zone];
+  else if (!strcmp(sub, "/latest/meta-data/region-id"))
+    v = regions[in->region].name;
+  else if (!strcmp(sub, "/latest/meta-data/instance/spot/termination-time") &&
+           in->noticed && fc_now_ms(a->s) >= in->notice_ms) {
+    fmt_seconds(in->reclaim_ms, t);
+    v = t;
+  }
+  if (v)
+    ali_text(resp, 200, v, strlen(v));
+  else if (!strcmp(sub, "/latest/user-data") && in->user_data)
+    ali_text(resp, 200, in->user_data, in->user_data_len);
+  else
+    ali_text(resp, 404, "Not Found", 9);
+  return true;
+}
+
+static void ali_tick_cb(void *ctx) { ali_tick(ctx); }
+
 const struct fc_module_ops fc_module_alibaba = {
     .name = "alibaba",
     .create = ali_create,
@@ -2124,4 +2187,6 @@ const struct fc_module_ops fc_module_alibaba = {
     .control = ali_control,
     .dump = ali_dump,
     .reset = ali_reset,
+    .metadata = ali_metadata,
+    .tick = ali_tick_cb,
 };

@@ -462,6 +462,7 @@ enum tw_rc fc_ali_parse_run(const struct fc_params *p, struct fc_ali_run *r,
     return fail(err, TW_E_INVALID, "InvalidSpotParam.EmptyZoneID",
                 "The specified ZoneId is empty when SpotStrategy is set.");
   const char *ud = fc_params_get(p, "UserData");
+  r->user_data = ud;
   if (ud) {
     size_t n = strlen(ud);
     bool ok = n % 4 == 0 && n <= 32768;

@@ -85,6 +85,7 @@ struct fc_ali_run {
   bool spot;
   struct fc_ali_tag tags[FC_ALI_MAX_TAGS];
   size_t n_tags;
+  const char *user_data; /* UserData as sent (base64), or NULL */
 };
 
 /* Validates a RunInstances request's parameters as ECS does and fills

@@ -24,6 +24,7 @@
 #include "tests/fakecloud/azure.h"
 #include "tests/fakecloud/azure_catalog.h"
 #include "tests/fakecloud/azure_req.h"
+#include "tests/fakecloud/boot.h"
 #include "tests/fakecloud/clock.h"
 #include "tests/fakecloud/fakecloud.h"
 #include "tests/fakecloud/module.h"
@@ -81,6 +82,10 @@ struct az_vm {
   int phase;
   char event_id[40];
   bool evicted;
+  /* --boot (boot.h): the decoded customData and the booted session. */
+  char *user_data;
+  size_t user_data_len;
+  struct fc_boot boot;
 };
 
 struct az_op {
@@ -246,6 +251,8 @@ static void add_rg(struct azure *a, const char *name, const char *location) {
 static void vm_free(struct az_vm *vm) {
   if (!vm)
     return;
+  fc_boot_kill(&vm->boot);
+  free(vm->user_data);
   fc_az_vm_req_release(&vm->req);
   free(vm);
 }
@@ -352,6 +359,12 @@ static void az_tick(struct azure *a) {
       }
       break;
     }
+    /* --boot: up while running, down once it leaves. */
+    if (vm->user_data && !gone && vm->state == VM_RUNNING && !vm->boot.sid)
+      fc_boot_start(a->s, vm->name, vm->user_data, vm->user_data_len,
+                    &vm->boot);
+    else if (gone || (vm->state != VM_RUNNING && vm->state != VM_CREATING))
+      fc_boot_kill(&vm->boot);
     if (gone)
       vm_free(vm);
     else
@@ -850,6 +863,8 @@ static void act_put_vm(struct call *c, const char *api) {
   snprintf(vm->rg, sizeof vm->rg, "%s", find_rg(a, pa->resource_group)->name);
   uuid(a, vm->vm_id);
   vm->req = r; /* takes the JSON */
+  if (vm->req.custom_data && fc_boot_enabled(a->s))
+    vm->user_data = fc_base64_decode(vm->req.custom_data, &vm->user_data_len);
   vm->size = sz;
   vm->state = VM_CREATING;
   vm->created_ms = fc_now_ms(a->s);
@@ -2273,6 +2288,83 @@ static void az_destroy(void *ctx) {
   free(a);
 }
 
+/* ---- the VMs' instance metadata (--boot, boot.h) ------------------------
+ *
+ * Scheduled Events as the Azure docs give them: GET with Metadata: true
+ * lists the VM's events; POST {"StartRequests": [{"EventId"}]} approves
+ * one, and an approved Preempt evicts at once. */
+
+static void az_text(struct fc_response *resp, int status, const char *t) {
+  resp->status = status;
+  resp->content_type = "text/plain";
+  tw_buf_reset(&resp->body);
+  tw_buf_adds(&resp->body, t);
+}
+
+static bool az_metadata(void *ctx, const char *id, const char *sub,
+                        const struct fc_request *req,
+                        struct fc_response *resp) {
+  struct azure *a = ctx;
+  az_tick(a);
+  struct az_vm *vm = find_vm(a, NULL, id);
+  if (!vm)
+    return false;
+  count(a->calls, 32, "InstanceMetadata");
+  const char *md = fc_header(req, "Metadata");
+  if (!md || strcasecmp(md, "true")) {
+    fc_json_reply(resp, 400,
+                  json_pack("{s:s}", "error",
+                            "Bad request. Required metadata header not "
+                            "specified"));
+    return true;
+  }
+  if (!req->raw_query || !strstr(req->raw_query, "api-version=")) {
+    fc_json_reply(resp, 400,
+                  json_pack("{s:s}", "error",
+                            "Bad request. api-version was not specified in "
+                            "the request."));
+    return true;
+  }
+  if (!strcmp(sub, "/metadata/scheduledevents")) {
+    if (!strcmp(req->method, "GET")) {
+      fc_json_reply(resp, 200, events_json(a, vm->name));
+      return true;
+    }
+    if (strcmp(req->method, "POST")) {
+      az_text(resp, 405, "Method Not Allowed");
+      return true;
+    }
+    char ids[16][64];
+    int n = fc_az_start_requests(req->body, req->body_len, ids, 16);
+    if (n < 0) {
+      fc_json_reply(
+          resp, 400,
+          json_pack("{s:s}", "error", "Bad request. StartRequests expected"));
+      return true;
+    }
+    for (int i = 0; i < n; i++)
+      if (!strcmp(ids[i], vm->event_id) && vm->phase == 1) {
+        vm->evict_ms = fc_now_ms(a->s);
+        az_tick(a);
+      }
+    resp->status = 200;
+    resp->content_type = "application/json";
+    tw_buf_reset(&resp->body);
+    return true;
+  }
+  if (!strcmp(sub, "/metadata/instance/compute/name"))
+    az_text(resp, 200, vm->name);
+  else if (!strcmp(sub, "/metadata/instance/compute/vmId"))
+    az_text(resp, 200, vm->vm_id);
+  else if (!strcmp(sub, "/metadata/instance/compute/vmSize"))
+    az_text(resp, 200, vm->req.vm_size);
+  else
+    az_text(resp, 404, "Not Found");
+  return true;
+}
+
+static void az_tick_cb(void *ctx) { az_tick(ctx); }
+
 const struct fc_module_ops fc_module_azure = {
     .name = "azure",
     .create = az_create,
@@ -2282,4 +2374,6 @@ const struct fc_module_ops fc_module_azure = {
     .control = az_control,
     .dump = az_dump,
     .reset = az_reset,
+    .metadata = az_metadata,
+    .tick = az_tick_cb,
 };

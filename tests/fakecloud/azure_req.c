@@ -270,6 +270,8 @@ void fc_az_vm_req_release(struct fc_az_vm_req *r) {
   json_decref(r->os_profile);
   json_decref(r->network_profile);
   r->tags = r->storage_profile = r->os_profile = r->network_profile = NULL;
+  free(r->custom_data);
+  r->custom_data = NULL;
 }
 
 static const char *jstr(const json_t *o, const char *key) {
@@ -380,6 +382,8 @@ static bool check_os(json_t *os, const char *vm_name, struct fc_az_vm_req *r,
                        "Custom data in OSProfile must be in Base64 encoding "
                        "and with a maximum length of 87380 characters.");
   r->os_profile = json_deep_copy(os);
+  free(r->custom_data);
+  r->custom_data = cd ? tw_strdup(cd) : NULL;
   json_object_del(r->os_profile, "adminPassword");
   json_object_del(r->os_profile, "customData");
   if (!cn)

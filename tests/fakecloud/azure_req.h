@@ -111,6 +111,7 @@ struct fc_az_vm_req {
   json_t *os_profile;      /* owned, as sent minus adminPassword and
                               customData (never returned by ARM) */
   json_t *network_profile; /* owned, as sent */
+  char *custom_data;       /* owned: osProfile.customData (base64), or NULL */
 };
 
 /* Validates a VM body as the Compute resource provider does (required

@@ -23,6 +23,7 @@
 #include "broker/base/clock.h"
 #include "broker/base/mem.h"
 #include "providers/sigv4.h"
+#include "tests/fakecloud/boot.h"
 #include "tests/fakecloud/clock.h"
 #include "tests/fakecloud/ec2_req.h"
 #include "tests/fakecloud/fakecloud.h"
@@ -102,6 +103,15 @@ struct inst {
   size_t slot; /* index in ec2.inst */
   size_t heap; /* index in ec2.due, NO_HEAP when nothing is due */
   int64_t due; /* when the next transition (or the drop) is due */
+  /* --boot: the decoded user data, run once the instance is running; its
+   * process session; IMDSv2 session tokens (fake clock expiry). */
+  char *user_data;
+  size_t user_data_len;
+  struct fc_boot boot;
+  struct imds_token {
+    char token[56];
+    int64_t expires_ms;
+  } imds[8];
 };
 
 #define NO_HEAP SIZE_MAX
@@ -385,9 +395,16 @@ static void set_state(struct ec2 *e, struct inst *in, int state) {
   in->state = state;
   if (was != is)
     *vcpu_total(e, in->region, in->spot) += is ? in->vcpus : -in->vcpus;
+  /* --boot: the machine comes up when running and goes down with it. */
+  if (state == ST_RUNNING && in->user_data && !in->boot.sid)
+    fc_boot_start(e->s, in->id, in->user_data, in->user_data_len, &in->boot);
+  else if (state != ST_RUNNING && state != ST_PENDING)
+    fc_boot_kill(&in->boot);
 }
 
 static void inst_free(struct inst *in) {
+  fc_boot_kill(&in->boot);
+  free(in->user_data);
   for (size_t t = 0; t < in->n_tags; t++) {
     free(in->tags[t].key);
     free(in->tags[t].value);
@@ -954,6 +971,20 @@ static void act_run(struct call *c) {
     ec2_error_err(e, c->resp, &c->err);
     return;
   }
+  /* --boot: user data is base64 (as EC2 wants it); without --boot it is
+   * kept unread, so plain scripts still launch. */
+  if (r.user_data && fc_boot_enabled(e->s)) {
+    size_t n = 0;
+    char *ud = fc_base64_decode(r.user_data, &n);
+    free(ud);
+    if (!ud || n > 16384) {
+      ec2_fail(&c->err, "InvalidParameterValue",
+               ud ? "User data is limited to 16384 bytes"
+                  : "Invalid BASE64 encoding of user data.");
+      ec2_error_err(e, c->resp, &c->err);
+      return;
+    }
+  }
   const struct fc_region *reg = fc_catalog_region(cat, c->region);
   int zi = -1;
   if (r.zone) {
@@ -1113,6 +1144,8 @@ static void act_run(struct call *c) {
       in->tags[t].value = tw_strdup(r.tags[t].value);
     }
     in->n_tags = r.n_tags;
+    if (r.user_data && fc_boot_enabled(e->s))
+      in->user_data = fc_base64_decode(r.user_data, &in->user_data_len);
     if (r.spot) {
       for (size_t t = 0; t < r.n_sir_tags; t++)
         tag_set(in->sir_tags, &in->n_sir_tags, r.sir_tags[t].key,
@@ -2974,6 +3007,106 @@ static void ec2_destroy(void *ctx) {
   free(e);
 }
 
+/* ---- the instances' metadata (--boot, boot.h) --------------------------
+ *
+ * IMDSv2 as the EC2 user guide describes it: PUT /latest/api/token with
+ * X-aws-ec2-metadata-token-ttl-seconds (1..21600) answers a session token;
+ * every GET needs it in X-aws-ec2-metadata-token, else 401. */
+
+static void text_reply(struct fc_response *resp, int status, const char *t) {
+  resp->status = status;
+  resp->content_type = "text/plain";
+  tw_buf_reset(&resp->body);
+  tw_buf_adds(&resp->body, t);
+}
+
+static bool imds_token_ok(struct ec2 *e, struct inst *in, const char *tok) {
+  int64_t now = fc_now_ms(e->s);
+  for (size_t i = 0; tok && i < sizeof in->imds / sizeof in->imds[0]; i++)
+    if (in->imds[i].token[0] && now < in->imds[i].expires_ms &&
+        !strcmp(in->imds[i].token, tok))
+      return true;
+  return false;
+}
+
+static bool ec2_metadata(void *ctx, const char *id, const char *sub,
+                         const struct fc_request *req,
+                         struct fc_response *resp) {
+  struct ec2 *e = ctx;
+  struct inst *in = find(e, id);
+  if (!in)
+    return false;
+  ec2_tick(e);
+  count(e->calls, "IMDS");
+  int64_t now = fc_now_ms(e->s);
+  if (!strcmp(sub, "/latest/api/token")) {
+    if (strcmp(req->method, "PUT")) {
+      text_reply(resp, 405, "Method Not Allowed");
+      return true;
+    }
+    long n = 0;
+    if (!fc_imds_ttl(fc_header(req, "X-aws-ec2-metadata-token-ttl-seconds"),
+                     &n)) {
+      text_reply(resp, 400, "Bad Request");
+      return true;
+    }
+    /* the oldest slot gives way */
+    size_t slot = 0;
+    for (size_t i = 1; i < sizeof in->imds / sizeof in->imds[0]; i++)
+      if (in->imds[i].expires_ms < in->imds[slot].expires_ms)
+        slot = i;
+    char uuid[40];
+    fc_request_id(e->s, uuid);
+    snprintf(in->imds[slot].token, sizeof in->imds[slot].token, "AQAEA%s",
+             uuid);
+    in->imds[slot].expires_ms = now + n * 1000;
+    text_reply(resp, 200, in->imds[slot].token);
+    char t[24];
+    snprintf(t, sizeof t, "%ld", n);
+    fc_response_header(resp, "X-aws-ec2-metadata-token-ttl-seconds", t);
+    return true;
+  }
+  if (strcmp(req->method, "GET")) {
+    text_reply(resp, 405, "Method Not Allowed");
+    return true;
+  }
+  if (!imds_token_ok(e, in, fc_header(req, "X-aws-ec2-metadata-token"))) {
+    text_reply(resp, 401, "Unauthorized");
+    return true;
+  }
+  char t[32];
+  if (!strcmp(sub, "/latest/meta-data/instance-id")) {
+    text_reply(resp, 200, in->id);
+  } else if (!strcmp(sub, "/latest/meta-data/instance-type")) {
+    text_reply(resp, 200, in->itype);
+  } else if (!strcmp(sub, "/latest/meta-data/placement/availability-zone")) {
+    text_reply(resp, 200, in->zone);
+  } else if (!strcmp(sub, "/latest/meta-data/instance-life-cycle")) {
+    text_reply(resp, 200, in->spot ? "spot" : "on-demand");
+  } else if (!strcmp(sub, "/latest/meta-data/spot/instance-action") &&
+             in->notice_ms >= 0 && now >= in->notice_ms) {
+    fc_iso_seconds(in->action_ms, t);
+    fc_json_reply(
+        resp, 200,
+        json_pack("{s:s,s:s}", "action", in->notice_action, "time", t));
+  } else if (!strcmp(sub, "/latest/meta-data/events/recommendations/"
+                          "rebalance") &&
+             in->rebalance_ms >= 0 && now >= in->rebalance_ms) {
+    fc_iso_seconds(in->rebalance_ms, t);
+    fc_json_reply(resp, 200, json_pack("{s:s}", "noticeTime", t));
+  } else if (!strcmp(sub, "/latest/user-data") && in->user_data) {
+    resp->status = 200;
+    resp->content_type = "application/octet-stream";
+    tw_buf_reset(&resp->body);
+    tw_buf_add(&resp->body, in->user_data, in->user_data_len);
+  } else {
+    text_reply(resp, 404, "Not Found");
+  }
+  return true;
+}
+
+static void ec2_tick_cb(void *ctx) { ec2_tick(ctx); }
+
 const struct fc_module_ops fc_module_ec2 = {
     .name = "ec2",
     .create = ec2_create,
@@ -2983,4 +3116,6 @@ const struct fc_module_ops fc_module_ec2 = {
     .control = ec2_control,
     .dump = ec2_dump,
     .reset = ec2_reset,
+    .metadata = ec2_metadata,
+    .tick = ec2_tick_cb,
 };

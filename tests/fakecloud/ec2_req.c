@@ -485,6 +485,7 @@ enum tw_rc ec2_parse_run(const struct fc_params *p, struct ec2_run *out,
       (rc = ec2_bool(p, "DryRun", &out->dry_run, err)))
     return rc;
   out->image_id = fc_params_get(p, "ImageId");
+  out->user_data = fc_params_get(p, "UserData");
   if (!out->image_id && !fc_params_get(p, "LaunchTemplate.LaunchTemplateId") &&
       !fc_params_get(p, "LaunchTemplate.LaunchTemplateName"))
     return ec2_fail(err, "MissingParameter",

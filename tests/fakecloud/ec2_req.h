@@ -92,6 +92,7 @@ struct ec2_run {
   size_t n_tags;
   struct ec2_tag sir_tags[EC2_MAX_TAGS]; /* spot-instances-request */
   size_t n_sir_tags;
+  const char *user_data; /* UserData as sent (base64), or NULL */
 };
 
 /* Extracts and checks a RunInstances request (everything that needs no

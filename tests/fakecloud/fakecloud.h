@@ -41,6 +41,12 @@ struct fc_opts {
    * SDK sends bearer tokens over https only); NULL: plain http. */
   const char *tls_cert_path;
   const char *tls_key_path;
+  /* --boot: a launch with user data runs it as a local process in a
+   * sandbox of its own (tests/fakecloud/boot.h, docs/fakecloud.md);
+   * boot_dir holds the sandboxes (NULL: a temporary directory, removed
+   * at stop). */
+  bool boot;
+  const char *boot_dir;
 };
 
 struct fc_server;
@@ -57,6 +63,9 @@ enum tw_rc fc_server_start(const struct fc_opts *o, struct fc_server **out,
 
 /* The bound port (the chosen one when 0 was asked). */
 unsigned fc_server_port(const struct fc_server *s);
+
+/* The plain-HTTP port of the instances' metadata (0 without --boot). */
+unsigned fc_server_meta_port(const struct fc_server *s);
 
 /* Whether s serves HTTPS (--tls-cert and --tls-key). */
 bool fc_tls(const struct fc_server *s);

@@ -35,6 +35,12 @@ static const char usage[] =
     "  --max-body BYTES     largest request body (default %u; above: 413).\n"
     "  --tls-cert FILE      serve HTTPS with this PEM certificate (and\n"
     "  --tls-key FILE       this PEM key); the first line then says https.\n"
+    "  --boot               boot instances for real: a launch with user\n"
+    "                       data runs it with sh in a sandbox of its own\n"
+    "                       and is served its metadata on a second, plain\n"
+    "                       HTTP port (second line: `metadata http://...`).\n"
+    "  --boot-dir DIR       where the sandboxes go (default: a temporary\n"
+    "                       directory, removed at stop).\n"
     "  --verbose            log each request to stderr.\n"
     "  --help               this text.\n"
     "\n"
@@ -107,6 +113,10 @@ int main(int argc, char **argv) {
       o.verbose = 1;
       continue;
     }
+    if (!strcmp(a, "--boot")) {
+      o.boot = true;
+      continue;
+    }
     if (!v)
       return bad("missing value for", a);
     i++;
@@ -130,6 +140,8 @@ int main(int argc, char **argv) {
       o.catalog_path = v;
     } else if (!strcmp(a, "--faults")) {
       o.faults_path = v;
+    } else if (!strcmp(a, "--boot-dir")) {
+      o.boot_dir = v;
     } else if (!strcmp(a, "--tls-cert")) {
       o.tls_cert_path = v;
     } else if (!strcmp(a, "--tls-key")) {
@@ -185,6 +197,8 @@ int main(int argc, char **argv) {
   }
   printf("listening %s://%s:%u\n", fc_tls(s) ? "https" : "http", host,
          fc_server_port(s));
+  if (o.boot)
+    printf("metadata http://%s:%u\n", host, fc_server_meta_port(s));
   fflush(stdout);
   int sig = 0;
   sigwait(&set, &sig);

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "broker/base/err.h"
 #include "broker/base/mem.h"
@@ -71,6 +72,12 @@ struct fc_module_ops {
   void (*dump)(void *ctx, json_t *out);
   /* Forgets all state (instances, counters, idempotency tokens). */
   void (*reset)(void *ctx);
+  /* Optional (--boot, boot.h): the metadata service of instance id, path
+   * sub ("/latest/meta-data/..."); false when id is not this module's. */
+  bool (*metadata)(void *ctx, const char *id, const char *sub,
+                   const struct fc_request *req, struct fc_response *resp);
+  /* Optional: applies due transitions; called every 100 ms with --boot. */
+  void (*tick)(void *ctx);
 };
 
 extern const struct fc_module_ops fc_module_ec2;
@@ -78,6 +85,8 @@ extern const struct fc_module_ops fc_module_ec2;
 /* Services for modules; call only with the server's mutex held, which is
  * the case inside every module callback. */
 int64_t fc_now_ms(struct fc_server *s);
+/* A booted process to reap when it ends (boot.c). */
+void fc_boot_track(struct fc_server *s, pid_t pid);
 /* Fake time elapsed since the server started (fault windows). */
 int64_t fc_elapsed_ms(struct fc_server *s);
 struct fc_rng *fc_rng(struct fc_server *s);

@@ -4,6 +4,7 @@
 #include "tests/fakecloud/fakecloud.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -12,12 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
+#include "tests/fakecloud/boot.h"
 #include "tests/fakecloud/clock.h"
 #include "tests/fakecloud/module.h"
 
@@ -57,6 +61,16 @@ struct fc_server {
   struct MHD_Daemon *mhd;
   unsigned port;
   uint64_t requests;
+  /* --boot (boot.h): the metadata port, the sandboxes' root, the ticker
+   * that applies due transitions (kills at a deadline) and reaps. */
+  struct MHD_Daemon *meta_mhd;
+  unsigned meta_port;
+  char boot_root[4096];
+  bool boot_root_made;
+  pthread_t ticker;
+  bool ticker_running, stopping;
+  pid_t *reap;
+  size_t n_reap, cap_reap;
 };
 
 /* Per-connection request state: the raw URI (from MHD's URI log hook, the
@@ -78,6 +92,18 @@ void fc_opts_init(struct fc_opts *o) {
 }
 
 int64_t fc_now_ms(struct fc_server *s) { return fc_clock_now(&s->clock); }
+
+bool fc_boot_enabled(const struct fc_server *s) { return s->opts.boot; }
+const char *fc_boot_root(const struct fc_server *s) { return s->boot_root; }
+unsigned fc_meta_port(const struct fc_server *s) { return s->meta_port; }
+
+void fc_boot_track(struct fc_server *s, pid_t pid) {
+  if (s->n_reap == s->cap_reap) {
+    s->cap_reap = s->cap_reap ? s->cap_reap * 2 : 16;
+    s->reap = tw_realloc(s->reap, s->cap_reap * sizeof *s->reap);
+  }
+  s->reap[s->n_reap++] = pid;
+}
 int64_t fc_elapsed_ms(struct fc_server *s) {
   return fc_clock_now(&s->clock) - s->clock.start_fake_ms;
 }
@@ -377,6 +403,21 @@ static void dispatch(struct fc_server *s, struct fc_request *req,
     control(s, req->method, req->raw_path, req, resp);
     return;
   }
+  if (!strncmp(req->raw_path, "/_meta/", 7)) {
+    /* /_meta/<instance id>/<metadata path>: the instance's own metadata
+     * service (boot.h); each module looks the id up. */
+    char id[96];
+    const char *sub;
+    if (fc_meta_split(req->raw_path, id, sizeof id, &sub))
+      for (size_t i = 0; i < N_MODULES; i++)
+        if (modules[i]->metadata &&
+            modules[i]->metadata(s->ctx[i], id, sub, req, resp))
+          return;
+    resp->status = 404;
+    resp->content_type = "text/plain";
+    tw_buf_adds(&resp->body, "no such instance\n");
+    return;
+  }
   for (size_t i = 0; i < N_MODULES; i++) {
     if (modules[i]->claims(req)) {
       modules[i]->handle(s->ctx[i], req, resp);
@@ -508,6 +549,82 @@ static enum tw_rc tls_load(struct fc_server *s, struct tw_err *err) {
   return TW_OK;
 }
 
+/* ---- booting (boot.h) ------------------------------------------------ */
+
+/* Reaps the booted processes that ended (they are this process's
+ * children); with the mutex held or after the threads stopped. */
+static void reap_some(struct fc_server *s) {
+  size_t w = 0;
+  for (size_t i = 0; i < s->n_reap; i++) {
+    int st;
+    pid_t r = waitpid(s->reap[i], &st, WNOHANG);
+    if (r == 0 || (r < 0 && errno == EINTR))
+      s->reap[w++] = s->reap[i];
+  }
+  s->n_reap = w;
+}
+
+/* Every 100 ms: the modules' due transitions (a spot interruption kills
+ * its instance at the deadline even when nobody asks), then reaping. */
+static void *ticker(void *arg) {
+  struct fc_server *s = arg;
+  for (;;) {
+    struct timespec ts = {0, 100 * 1000000L};
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&s->mu);
+    bool stop = s->stopping;
+    if (!stop) {
+      for (size_t i = 0; i < N_MODULES; i++)
+        if (modules[i]->tick)
+          modules[i]->tick(s->ctx[i]);
+      reap_some(s);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (stop)
+      return NULL;
+  }
+}
+
+static enum tw_rc boot_setup(struct fc_server *s,
+                             const struct sockaddr_in *main,
+                             struct tw_err *err) {
+  if (s->opts.boot_dir) {
+    if (mkdir(s->opts.boot_dir, 0700) && errno != EEXIST)
+      return tw_err_set(err, TW_E_INVALID, "--boot-dir: cannot make %s",
+                        s->opts.boot_dir);
+    snprintf(s->boot_root, sizeof s->boot_root, "%s", s->opts.boot_dir);
+  } else {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(s->boot_root, sizeof s->boot_root, "%s/tradewind-fakecloud-XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(s->boot_root))
+      return tw_err_set(err, TW_E_IO, "--boot: cannot make a directory in %s",
+                        tmp && *tmp ? tmp : "/tmp");
+    s->boot_root_made = true;
+  }
+  /* Metadata is plain HTTP, as on the clouds, on a port of its own (the
+   * API port may serve TLS). */
+  struct sockaddr_in sa = *main;
+  sa.sin_port = 0;
+  s->meta_mhd = MHD_start_daemon(
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+          MHD_USE_ERROR_LOG,
+      0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa,
+      MHD_OPTION_URI_LOG_CALLBACK, uri_logger, s, MHD_OPTION_NOTIFY_COMPLETED,
+      request_done, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+      MHD_OPTION_END);
+  if (!s->meta_mhd)
+    return tw_err_set(err, TW_E_IO, "--boot: cannot listen for metadata on %s",
+                      s->opts.listen_host);
+  const union MHD_DaemonInfo *info =
+      MHD_get_daemon_info(s->meta_mhd, MHD_DAEMON_INFO_BIND_PORT);
+  s->meta_port = info ? info->port : 0;
+  if (pthread_create(&s->ticker, NULL, ticker, s))
+    return tw_err_set(err, TW_E_IO, "--boot: cannot start the ticker");
+  s->ticker_running = true;
+  return TW_OK;
+}
+
 enum tw_rc fc_server_start(const struct fc_opts *o, struct fc_server **out,
                            struct tw_err *err) {
   struct fc_server *s = tw_calloc(1, sizeof *s);
@@ -576,6 +693,8 @@ enum tw_rc fc_server_start(const struct fc_opts *o, struct fc_server **out,
   const union MHD_DaemonInfo *info =
       MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
   s->port = info ? info->port : o->port;
+  if (s->opts.boot && (rc = boot_setup(s, &sa, err)))
+    goto fail;
   *out = s;
   return TW_OK;
 fail:
@@ -590,15 +709,29 @@ bool fc_tls(const struct fc_server *s) { return s->tls_cert != NULL; }
 void fc_server_stop(struct fc_server *s) {
   if (!s)
     return;
+  if (s->ticker_running) {
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->ticker, NULL);
+  }
   if (s->mhd)
     MHD_stop_daemon(s->mhd);
+  if (s->meta_mhd)
+    MHD_stop_daemon(s->meta_mhd);
   for (size_t i = 0; i < N_MODULES; i++)
     if (s->ctx[i])
       modules[i]->destroy(s->ctx[i]);
   fc_faults_release(&s->faults);
   fc_catalog_free(s->catalog);
+  reap_some(s);
+  free(s->reap);
+  if (s->boot_root_made)
+    fc_rm_tree(s->boot_root);
   pthread_mutex_destroy(&s->mu);
   free(s->tls_cert);
   free(s->tls_key);
   free(s);
 }
+
+unsigned fc_server_meta_port(const struct fc_server *s) { return s->meta_port; }

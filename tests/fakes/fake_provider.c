@@ -28,6 +28,8 @@ struct inst {
   int64_t rebalance_ms; /* 0: none */
   char output[2048];    /* what the workload printed so far */
   bool output_done;
+  char user_data[8192]; /* the first launch's, truncated */
+  bool user_data_differed; /* a launch resent with its token changed it */
 };
 
 struct tw_fake {
@@ -198,6 +200,9 @@ static enum tw_rc fake_launch(struct tw_provider *p,
   for (size_t i = 0; i < f->n_inst; i++)
     if (!strcmp(f->inst[i].i.client_token, req->client_token)) {
       *out = f->inst[i].i;
+      if (strncmp(f->inst[i].user_data, req->user_data ? req->user_data : "",
+                  sizeof f->inst[i].user_data - 1))
+        f->inst[i].user_data_differed = true;
       if (lose(f, TW_POP_LAUNCH, err))
         rc = err ? err->rc : TW_E_INTERNAL;
       goto out;
@@ -229,6 +234,8 @@ static enum tw_rc fake_launch(struct tw_provider *p,
   TW_SET(i->job_id, req->job_id);
   TW_SET(i->attempt_id, req->attempt_id);
   TW_SET(i->tenant, req->tenant);
+  snprintf(in->user_data, sizeof in->user_data, "%s",
+           req->user_data ? req->user_data : "");
   i->launched_ms = tw_clock_now_ms(p->clock);
   *out = *i;
   if (lose(f, TW_POP_LAUNCH, err))
@@ -560,6 +567,19 @@ size_t tw_fake_live_for_job(struct tw_fake *f, const char *job_id) {
          !tw_instance_state_gone(f->inst[i].i.state);
   pthread_mutex_unlock(&f->lock);
   return n;
+}
+
+enum tw_rc tw_fake_user_data(struct tw_fake *f, const char *id, char *out,
+                             size_t cap, bool *differed) {
+  pthread_mutex_lock(&f->lock);
+  struct inst *in = find(f, id);
+  if (in) {
+    snprintf(out, cap, "%s", in->user_data);
+    if (differed)
+      *differed = in->user_data_differed;
+  }
+  pthread_mutex_unlock(&f->lock);
+  return in ? TW_OK : TW_E_NOTFOUND;
 }
 
 enum tw_rc tw_fake_get(struct tw_fake *f, const char *id,

@@ -100,6 +100,12 @@ size_t tw_fake_calls(struct tw_fake *f, enum tw_provider_op op);
  * job_id's tag. */
 size_t tw_fake_live_for_job(struct tw_fake *f, const char *job_id);
 
+/* The user data instance id was first launched with (at most 8 KiB),
+ * into out; *differed (may be NULL): a launch resent with the same client
+ * token carried other bytes.  TW_E_NOTFOUND when unknown. */
+enum tw_rc tw_fake_user_data(struct tw_fake *f, const char *id, char *out,
+                             size_t cap, bool *differed);
+
 /* Copies instance id into *out; TW_E_NOTFOUND when unknown. */
 enum tw_rc tw_fake_get(struct tw_fake *f, const char *id,
                        struct tw_instance *out);

@@ -1,7 +1,8 @@
 /* The daemon's placement policies: a bad `policies:` section stops the
  * start with its key named; SIGHUP validates the whole section first and
- * refuses it (nothing applied) or swaps it in; PUT /v1/policies reads
- * relative paths from the config file's directory. */
+ * refuses it (nothing applied) or swaps it in; PUT /v1/policies names
+ * network files inside the config file's policies.network_dir only, and
+ * may not name a directory itself. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -70,7 +71,8 @@ static void sighup_validates_then_swaps_the_whole_set(void **state) {
   assert_int_equal(
       twtest_daemon_write_config(
           &d,
-          "policies:\n  candidates: 4\n  scores: [{name: cost, weight: 3}]\n"),
+          "policies:\n  candidates: 4\n  scores: [{name: cost, weight: 3}]\n"
+          "  network_dir: .\n"),
       0);
   twtest_daemon_signal(&d, SIGHUP);
   assert_true(twtest_daemon_wait_log(&d, "configuration reloaded", 1, WAIT_MS));
@@ -78,7 +80,8 @@ static void sighup_validates_then_swaps_the_whole_set(void **state) {
   assert_true(get_policies(&d, "\"candidates\":4"));
   assert_true(
       get_policies(&d, "{\"name\":\"cost\",\"weight\":3,\"builtin\":true}"));
-  /* PUT: a network file named relative to the config file's directory */
+  /* PUT: a network file named inside policies.network_dir (the config
+   * file's directory, as the config file says) */
   char net[400];
   snprintf(net, sizeof net, "%s/lab.net", d.dir);
   FILE *f = fopen(net, "w");
@@ -98,6 +101,24 @@ static void sighup_validates_then_swaps_the_whole_set(void **state) {
   assert_int_equal(r.status, 400);
   assert_non_null(strstr(r.body, "\"field\":\"policies.network\""));
   twtest_resp_release(&r);
+  /* a path, or a directory of the request's own: refused, nothing opened */
+  static const char *const refused[][2] = {
+      {"network: ../lab.net\n", "policies.network"},
+      {"network: /etc/hostname\n", "policies.network"},
+      {"network_dir: /etc\nnetwork: hostname\n", "policies.network_dir"},
+      {"plugin_dir: /usr/lib\nscores: [{name: x, path: libc.so.6}]\n",
+       "policies.plugin_dir"}};
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    assert_int_equal(twtest_http(d.url, "PUT", "/v1/policies",
+                                 "application/yaml", refused[i][0], &r),
+                     0);
+    assert_int_equal(r.status, 400);
+    char want[96];
+    snprintf(want, sizeof want, "\"field\":\"%s\"", refused[i][1]);
+    if (!strstr(r.body, want))
+      fail_msg("%s: %s", refused[i][0], r.body);
+    twtest_resp_release(&r);
+  }
   assert_true(get_policies(&d, "lab.net"));
   assert_true(get_policies(&d, "\"reloads\":2"));
   assert_int_equal(twtest_daemon_stop(&d, WAIT_MS), 0);

@@ -549,6 +549,12 @@ static void quota_updates_need_the_etag(void **state) {
               NULL &&
           strstr(r.body, "needs 24 A100 (3 nodes x 8), the limit is 8"),
       "quota refusal: %ld %.300s", r.status, r.body);
+  /* a job for a tenant that does not exist: 400 naming the field */
+  r = req(tok, "POST", "/v1/jobs", "application/yaml",
+          "name: stray\ntenant: nosuch\nresources: {cpus: 1}\n", NULL);
+  TW_CHECK(r.status == 400 && strstr(r.body, "\"field\":\"tenant\"") &&
+               strstr(r.body, "no tenant named \\\"nosuch\\\""),
+           "unknown tenant: %ld %.300s", r.status, r.body);
 }
 
 /* The rate-limited server of rate_limit_answers_429 and the main

@@ -343,7 +343,8 @@ static void azure_quirks_fractions_and_unnamed_accelerators(void **state) {
       tw_cat_snap_find(s, "azure:eastus::Standard_NC24ads_A100_v4:spot", &i));
   tw_cat_snap_view(s, i, &v);
   assert_string_equal(v.accel, "A100-80GB");
-  assert_int_equal(v.granularity_s, 60);
+  assert_int_equal(v.granularity_s, 1);
+  assert_int_equal(v.min_charge_s, 300);
   assert_true(tw_cat_snap_find(
       s, "azure:westeurope::Standard_NV12ads_A10_v5:on-demand", &i));
   tw_cat_snap_view(s, i, &v);

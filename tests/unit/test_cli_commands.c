@@ -712,7 +712,7 @@ static void usage_errors_exit_2(void **state) {
   r = RUN(srv, "report", "spend", "--format", "xlsx");
   assert_int_equal(r->code, 2);
   assert_non_null(strstr(
-      r->err, "--format: expected json, csv, focus or html, got \"xlsx\""));
+      r->err, "--format: expected json, csv, focus, focus-1.2 or html, got \"xlsx\""));
   assert_int_equal(fake_nreq(srv), 0);
 }
 

@@ -29,6 +29,11 @@ static void empty_file_gives_defaults(void **state) {
   assert_string_equal(c->db, "tradewind.db");
   assert_int_equal(c->log_level, TW_LOG_INFO);
   assert_int_equal(c->api_max_body_bytes, 1048576);
+  assert_int_equal(c->api_max_per_address, 128);
+  assert_int_equal(c->api_threads, 64);
+  assert_int_equal(c->api_head_timeout_s, 10);
+  assert_int_equal(c->api_body_timeout_s, 60);
+  assert_string_equal(c->api_probe_listen, "");
   assert_true(c->store_sync_full);
   assert_null(c->providers);
   tw_cfg_free(c);
@@ -78,6 +83,29 @@ static void values_are_read(void **state) {
   assert_non_null(c->providers);
   assert_int_equal(c->providers->n, 1);
   tw_cfg_free(c);
+  /* the agent section: its defaults, then values */
+  c = load("listen: 0.0.0.0:9000\n", TW_OK, &err);
+  assert_string_equal(c->agent_install, "fetch");
+  assert_string_equal(c->agent_path, "tradewind-agent");
+  assert_string_equal(c->agent_binary, "");
+  assert_string_equal(c->agent_broker_url, "");
+  assert_int_equal(c->agent_heartbeat_s, 10);
+  assert_int_equal(c->agent_heartbeat_timeout_s, 120);
+  assert_int_equal(c->agent_max_log_bytes, 64 << 20);
+  assert_int_equal(c->agent_grace_s, 30);
+  tw_cfg_free(c);
+  c = load("agent: {install: preinstalled, path: /opt/tw/agent,"
+           " broker_url: \"https://b.example:8420\", heartbeat_s: 5,"
+           " heartbeat_timeout_s: 30, max_log_bytes: 8192, grace_s: 60}\n",
+           TW_OK, &err);
+  assert_string_equal(c->agent_install, "preinstalled");
+  assert_string_equal(c->agent_path, "/opt/tw/agent");
+  assert_string_equal(c->agent_broker_url, "https://b.example:8420");
+  assert_int_equal(c->agent_heartbeat_s, 5);
+  assert_int_equal(c->agent_heartbeat_timeout_s, 30);
+  assert_int_equal(c->agent_max_log_bytes, 8192);
+  assert_int_equal(c->agent_grace_s, 60);
+  tw_cfg_free(c);
 }
 
 static const struct {
@@ -99,9 +127,30 @@ static const struct {
     {"api: 3\n", "api", "expected a mapping"},
     {"api: {max_body_bytes: 10}\n", "api.max_body_bytes",
      "must be between 1024"},
+    {"api: {probe_listen: nowhere}\n", "api.probe_listen",
+     "expected HOST:PORT"},
+    {"api: {threads: 0}\n", "api.threads", "must be between 1"},
+    {"api: {max_head_bytes: 100000}\n", "api.max_head_bytes",
+     "must be between 1024"},
     {"providers: {aws: 1}\n", "providers", "expected a list of providers"},
     {"db:\n", "db", "a value is required"},
     {"zzzzzz: 1\n", "zzzzzz", "unknown key"},
+    {"agent: {install: docker}\n", "agent.install",
+     "expected fetch or preinstalled"},
+    {"agent: {broker_url: ftp://x}\n", "agent.broker_url",
+     "expected an http:// or https:// URL"},
+    {"agent: {broker_url: \"http://x/$(id)\"}\n", "agent.broker_url",
+     "without quotes, spaces or '$'"},
+    {"agent: {path: \"a'b\"}\n", "agent.path", "a path without quotes"},
+    {"agent: {heartbeat_s: 0}\n", "agent.heartbeat_s",
+     "must be between 1 and 3600"},
+    {"agent: {heartbeat_s: 60, heartbeat_timeout_s: 60}\n",
+     "agent.heartbeat_timeout_s", "must be more than agent.heartbeat_s (60)"},
+    {"agent: {grace_s: 5}\n", "agent.grace_s", "must be between 10 and 3600"},
+    {"agent: {max_log_bytes: 100}\n", "agent.max_log_bytes",
+     "must be between 4096"},
+    {"agent: {heartbeet_s: 3}\n", "agent.heartbeet_s",
+     "did you mean \"heartbeat_s\""},
 };
 
 static void errors_name_the_key(void **state) {

@@ -18,6 +18,8 @@
  *   api         api/                sched and below
  *   cli         cli/                sched and below (never api)
  *   daemon      broker/daemon.*, broker/main.c   everything above
+ *   agent       agent/              base only (tradewind-agent runs on the
+ *                                   instance, apart from the daemon)
  *
  * providers and policies are siblings: neither includes the other.  No file
  * outside an adapter's folder includes that folder: a new cloud is one
@@ -54,6 +56,7 @@ enum layer {
   L_API,
   L_CLI,
   L_DAEMON,
+  L_AGENT,
   L_TESTS, /* tests/ and bench/: may include anything */
   L_COUNT
 };
@@ -84,6 +87,7 @@ static const struct {
     [L_CLI] = {"cli", BELOW_BILLING | BILLING | B(L_TENANCY) | B(L_SCHED)},
     [L_DAEMON] = {"daemon", BELOW_BILLING | BILLING | B(L_TENANCY) |
                                 B(L_SCHED) | B(L_API) | B(L_CLI)},
+    [L_AGENT] = {"agent", B(L_BASE)},
     [L_TESTS] = {"tests", ~0u},
 };
 
@@ -112,6 +116,7 @@ static enum layer layer_of(const char *path, char *adapter, size_t cap) {
       {"billing/report/", L_REPORT},
       {"api/", L_API},
       {"cli/", L_CLI},
+      {"agent/", L_AGENT},
       {"tests/", L_TESTS},
       {"bench/", L_TESTS},
   };
@@ -185,6 +190,8 @@ static void rule_allows_downward_includes(void **state) {
       check_include("broker/main.c", "api/api.h", true, buf, sizeof buf));
   assert_null(check_include("tests/unit/x.c", "providers/aws/aws.h", true, buf,
                             sizeof buf));
+  assert_null(check_include("agent/agent.c", "broker/base/clock.h", true, buf,
+                            sizeof buf));
 }
 
 static void rule_refuses_climbing_and_sideways_includes(void **state) {
@@ -214,6 +221,13 @@ static void rule_refuses_climbing_and_sideways_includes(void **state) {
                                 "providers/aws/aws.h", true, buf, sizeof buf));
   assert_non_null(
       check_include("tests/unit/x.c", "store.h", false, buf, sizeof buf));
+  /* the agent stands apart: base only, and nothing includes it */
+  r = check_include("agent/agent.c", "broker/core/store.h", true, buf,
+                    sizeof buf);
+  assert_non_null(r);
+  assert_non_null(strstr(r, "from layer agent"));
+  assert_non_null(
+      check_include("broker/daemon.c", "agent/agent.h", true, buf, sizeof buf));
 }
 
 /* ---- the tree ---------------------------------------------------------- */
@@ -310,7 +324,7 @@ static void every_include_points_down_the_layers(void **state) {
   (void)state;
   static const char *const top[] = {"broker",  "providers", "policies",
                                     "billing", "api",       "cli",
-                                    "tests",   "bench"};
+                                    "agent",   "tests",     "bench"};
   struct scan s = {.root = root};
   for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
     scan_dir(&s, top[i]);

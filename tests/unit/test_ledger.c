@@ -59,7 +59,7 @@ static struct tw_ledger_row mkrow(const char *tenant, const char *project,
   snprintf(r.account, sizeof r.account, "%s-main", provider);
   snprintf(r.region, sizeof r.region, "%s", region);
   snprintf(r.job_id, sizeof r.job_id, "%s", job);
-  snprintf(r.market, sizeof r.market, "on-demand");
+  snprintf(r.market, sizeof r.market, "%s", list % 3 ? "on-demand" : "spot");
   r.start_ms = start;
   r.end_ms = end;
   r.usage_ms = end - start;
@@ -89,13 +89,39 @@ struct brute {
   int64_t list, eff, n;
 };
 
+/* c's part over [from, to) of a row charged over [s, e): the row split by
+ * time, the parts of one row in adjacent ranges adding up to c exactly
+ * (docs/billing.md, "The ledger"); an instant counts where it is. */
+static int64_t part(int64_t c, int64_t s, int64_t e, int64_t from,
+                    int64_t to) {
+  if (e == s)
+    return s >= from && s < to ? c : 0;
+  int64_t a = s > from ? s : from, b = e < to ? e : to;
+  if (b <= a)
+    return 0;
+  int64_t p = (int64_t)((__int128)c * (b - s) / (e - s) -
+                        (__int128)c * (a - s) / (e - s));
+  /* within a micro-dollar of the exact proportion */
+  long double exact = (long double)c * (long double)(b - a) / (e - s);
+  assert_true(p - exact < 1.0L && exact - p < 1.0L);
+  return p;
+}
+
+static bool overlaps(const struct tw_ledger_row *r, int64_t from, int64_t to) {
+  if (r->end_ms == r->start_ms)
+    return r->start_ms >= from && r->start_ms < to;
+  return r->start_ms < to && r->end_ms > from;
+}
+
 static void brute_sum(struct brute *b) {
   b->list = b->eff = b->n = 0;
   for (size_t i = 0; i < NROWS; i++)
-    if (rows[i].start_ms >= b->from && rows[i].start_ms < b->to &&
+    if (overlaps(&rows[i], b->from, b->to) &&
         (!b->tenant || !strcmp(b->tenant, rows[i].tenant))) {
-      b->list += rows[i].list_uusd;
-      b->eff += rows[i].effective_uusd;
+      b->list += part(rows[i].list_uusd, rows[i].start_ms, rows[i].end_ms,
+                      b->from, b->to);
+      b->eff += part(rows[i].effective_uusd, rows[i].start_ms, rows[i].end_ms,
+                     b->from, b->to);
       b->n++;
     }
 }
@@ -133,7 +159,8 @@ static void sums_over_any_range_equal_the_rows(void **state) {
       TW_GROUP_PROJECT | TW_GROUP_REGION,
       TW_GROUP_JOB | TW_GROUP_DAY,
       TW_GROUP_TENANT | TW_GROUP_PROJECT | TW_GROUP_PROVIDER | TW_GROUP_REGION |
-          TW_GROUP_DAY};
+          TW_GROUP_DAY,
+      TW_GROUP_MARKET, TW_GROUP_TENANT | TW_GROUP_MARKET | TW_GROUP_DAY};
   for (int k = 0; k < 60; k++) {
     struct brute b = {0};
     /* whole days, partial days, one hour, all of it */
@@ -168,10 +195,10 @@ static void sums_over_any_range_equal_the_rows(void **state) {
         struct brute nb = b;
         int64_t l2 = 0, n2 = 0;
         for (size_t i = 0; i < NROWS; i++)
-          if (rows[i].start_ms >= nb.from && rows[i].start_ms < nb.to &&
-              rows[i].job_id[0] &&
+          if (overlaps(&rows[i], nb.from, nb.to) && rows[i].job_id[0] &&
               (!nb.tenant || !strcmp(nb.tenant, rows[i].tenant))) {
-            l2 += rows[i].list_uusd;
+            l2 += part(rows[i].list_uusd, rows[i].start_ms, rows[i].end_ms,
+                       nb.from, nb.to);
             n2++;
           }
         assert_int_equal(list, l2);
@@ -187,7 +214,84 @@ static void sums_over_any_range_equal_the_rows(void **state) {
         tw_ledger_spent(store, b.tenant, NULL, b.from, b.to, &spent, &err),
         TW_OK);
     assert_int_equal(spent, b.eff);
+    /* by market: each market's rows, split by time the same way */
+    struct tw_ledger_filter fm = {.tenant = b.tenant};
+    struct tw_ledger_group *gm;
+    size_t nm;
+    assert_int_equal(tw_ledger_sum(store, b.from, b.to, TW_GROUP_MARKET, &fm,
+                                   &gm, &nm, &err),
+                     TW_OK);
+    for (size_t i = 0; i < nm; i++) {
+      int64_t want = 0;
+      for (size_t r = 0; r < NROWS; r++)
+        if (!strcmp(rows[r].market, gm[i].market) &&
+            overlaps(&rows[r], b.from, b.to) &&
+            (!b.tenant || !strcmp(b.tenant, rows[r].tenant)))
+          want += part(rows[r].list_uusd, rows[r].start_ms, rows[r].end_ms,
+                       b.from, b.to);
+      assert_int_equal(gm[i].list_uusd, want);
+    }
+    free(gm);
+    /* split anywhere, the two parts add up to the whole */
+    int64_t mid = b.from + (int64_t)(next_rand() % (uint64_t)(b.to - b.from));
+    int64_t s1, s2;
+    assert_int_equal(
+        tw_ledger_spent(store, b.tenant, NULL, b.from, mid, &s1, &err), TW_OK);
+    assert_int_equal(
+        tw_ledger_spent(store, b.tenant, NULL, mid, b.to, &s2, &err), TW_OK);
+    assert_int_equal(s1 + s2, spent);
   }
+}
+
+/* The issue's case: [07:59, 08:01) while two instances ran through that
+ * minute on hourly rows.  Row A: 07:00-08:00 at $3.60 (3,600,000 uusd);
+ * row B: 08:00-09:00 at $7.20.  The range holds A's last minute (60000)
+ * and B's first (120000): 180000 uusd, not A's whole hour nor nothing. */
+static void a_range_splits_a_row_by_time(void **state) {
+  (void)state;
+  struct tw_err err = {0};
+  struct tw_ledger_row r[2] = {
+      mkrow("t", "p", "aws", "us-east-1", "j-a", T0 + 7 * HOUR, T0 + 8 * HOUR,
+            3600000, 3600000),
+      mkrow("t", "p", "aws", "us-east-1", "j-b", T0 + 8 * HOUR, T0 + 9 * HOUR,
+            7200000, 7200000)};
+  assert_int_equal(tw_ledger_append(store, r, 2, T0, &err), TW_OK);
+  int64_t spent;
+  const int64_t MINUTE = 60000;
+  assert_int_equal(tw_ledger_spent(store, NULL, NULL, T0 + 8 * HOUR - MINUTE,
+                                   T0 + 8 * HOUR + MINUTE, &spent, &err),
+                   TW_OK);
+  assert_int_equal(spent, 60000 + 120000);
+  struct tw_ledger_group *g;
+  size_t n;
+  assert_int_equal(tw_ledger_sum(store, T0 + 8 * HOUR - MINUTE,
+                                 T0 + 8 * HOUR + MINUTE, TW_GROUP_JOB, NULL,
+                                 &g, &n, &err),
+                   TW_OK);
+  assert_int_equal(n, 2);
+  assert_int_equal(g[0].list_uusd, 60000);
+  assert_int_equal(g[0].usage_ms, MINUTE);
+  assert_int_equal(g[1].list_uusd, 120000);
+  free(g);
+  /* a third of an hour of $1 (1,000,000 / 3 = 333333.3): the three
+   * thirds add up to the row */
+  struct tw_ledger_row c = mkrow("u", "p", "aws", "us-east-1", "j-c",
+                                 T0 + 12 * HOUR, T0 + 13 * HOUR, 1000000, 1000000);
+  assert_int_equal(tw_ledger_append(store, &c, 1, T0, &err), TW_OK);
+  int64_t t1, t2, t3;
+  int64_t base = T0 + 12 * HOUR;
+  assert_int_equal(tw_ledger_spent(store, "u", NULL, base, base + 20 * MINUTE,
+                                   &t1, &err),
+                   TW_OK);
+  assert_int_equal(tw_ledger_spent(store, "u", NULL, base + 20 * MINUTE,
+                                   base + 40 * MINUTE, &t2, &err),
+                   TW_OK);
+  assert_int_equal(tw_ledger_spent(store, "u", NULL, base + 40 * MINUTE,
+                                   base + 60 * MINUTE, &t3, &err),
+                   TW_OK);
+  assert_int_equal(t1, 333333);
+  assert_int_equal(t2, 333333);
+  assert_int_equal(t3, 333334);
 }
 
 static void day_groups_carry_the_day(void **state) {
@@ -275,6 +379,19 @@ static void rows_that_cross_midnight_are_refused(void **state) {
   assert_int_equal(tw_ledger_append(store, &r[1], 1, T0, &err), TW_OK);
 }
 
+static void market_combines_with_tenant_project_and_day_only(void **state) {
+  (void)state;
+  struct tw_err err = {0};
+  struct tw_ledger_group *g = NULL;
+  size_t n = 0;
+  assert_int_equal(tw_ledger_sum(store, T0, T0 + TW_DAY_MS,
+                                 TW_GROUP_MARKET | TW_GROUP_PROVIDER, NULL, &g,
+                                 &n, &err),
+                   TW_E_INVALID);
+  assert_string_equal(err.field, "group_by");
+  free(g);
+}
+
 static void group_by_words(void **state) {
   (void)state;
   unsigned m;
@@ -308,6 +425,8 @@ static void budgets_are_replaced_whole(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(a_range_splits_a_row_by_time, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(sums_over_any_range_equal_the_rows, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(day_groups_carry_the_day, setup,
@@ -317,6 +436,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(rows_that_cross_midnight_are_refused,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(group_by_words, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          market_combines_with_tenant_project_and_day_only, setup, teardown),
       cmocka_unit_test_setup_teardown(budgets_are_replaced_whole, setup,
                                       teardown),
   };

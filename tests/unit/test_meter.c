@@ -17,9 +17,13 @@
 
 #include "billing/ledger/ledger.h"
 #include "billing/ledger/meter.h"
+#include "billing/report/report.h"
+#include <jansson.h>
 #include "broker/base/model.h"
 #include "broker/base/node.h"
 #include "broker/core/store.h"
+#include "broker/core/store_tenancy.h"
+#include "providers/registry.h"
 #include "tests/unit/tmp_store.h"
 
 #define T0 1764460800000LL /* 2025-11-30T00:00:00Z */
@@ -31,8 +35,10 @@ static char dir[64], path[128];
 static struct tw_clock clk;
 static struct tw_store *store;
 static struct tw_meter *meter;
-static struct tw_offer offers[2];
+static struct tw_offer offers[8];
 static size_t n_offers;
+
+static const struct tw_provider_ops *const *registry; /* NULL: none */
 
 static struct tw_meter *new_meter(const char *billing_yaml) {
   struct tw_err err = {0};
@@ -43,7 +49,8 @@ static struct tw_meter *new_meter(const char *billing_yaml) {
         tw_node_parse_yaml(billing_yaml, strlen(billing_yaml), &n, &err),
         TW_OK);
   assert_int_equal(tw_meter_cfg_parse(n, &cfg, &err), TW_OK);
-  struct tw_meter_opts o = {.store = store, .cfg = &cfg, .clock = &clk};
+  struct tw_meter_opts o = {
+      .store = store, .cfg = &cfg, .clock = &clk, .adapters = registry};
   struct tw_meter *m = NULL;
   assert_int_equal(tw_meter_new(&o, &m, &err), TW_OK);
   tw_meter_cfg_release(&cfg);
@@ -64,6 +71,7 @@ static int setup(void **state) {
     return -1;
   meter = NULL;
   n_offers = 0;
+  registry = NULL;
   return 0;
 }
 
@@ -95,6 +103,7 @@ static struct tw_offer *add_offer(const char *account, const char *provider,
   o->memory_mib = 32768;
   o->accel_count = 2;
   tw_offer_make_id(o);
+  assert_true(n_offers < sizeof offers / sizeof offers[0]);
   offers[n_offers] = tmp;
   o = &offers[n_offers++];
   return o;
@@ -193,21 +202,38 @@ static void billing_rules_table(void **state) {
     int64_t gran, min, elapsed_ms;
     enum tw_bill_phase phase;
     int64_t want_s;
+    int64_t reclaim_free_s;
+    bool reclaim_min;
   } cases[] = {
-      {1, 60, 59000, TW_BILL_ENDED, 60},     /* AWS: 59 s -> 60 s */
-      {1, 60, 59000, TW_BILL_RECLAIMED, 59}, /* reclaimed spot: to the second */
-      {1, 60, 59000, TW_BILL_RUNNING, 59},   /* the minimum waits for the end */
-      {1, 60, 59001, TW_BILL_ENDED, 60},     /* a started second is a second */
-      {1, 60, 61001, TW_BILL_ENDED, 62},
-      {1, 60, 0, TW_BILL_ENDED, 60},
-      {3600, 0, 1, TW_BILL_RUNNING, 3600}, /* hourly: charged as it starts */
-      {3600, 0, 3600001, TW_BILL_RUNNING, 7200},
-      {3600, 0, 5000, TW_BILL_RECLAIMED, 5},
-      {60, 0, 61000, TW_BILL_ENDED, 120}, /* per minute */
-      {0, 0, 1500, TW_BILL_ENDED, 2},     /* unknown granularity: seconds */
+      {1, 60, 59000, TW_BILL_ENDED, 60, 0, false},     /* AWS: 59 s -> 60 s */
+      {1, 60, 59000, TW_BILL_RECLAIMED, 59, 0, false}, /* reclaimed spot: to the second */
+      {1, 60, 59000, TW_BILL_RUNNING, 59, 0, false},   /* the minimum waits for the end */
+      {1, 60, 59001, TW_BILL_ENDED, 60, 0, false},     /* a started second is a second */
+      {1, 60, 61001, TW_BILL_ENDED, 62, 0, false},
+      {1, 60, 0, TW_BILL_ENDED, 60, 0, false},
+      {3600, 0, 1, TW_BILL_RUNNING, 3600, 0, false}, /* hourly: charged as it starts */
+      {3600, 0, 3600001, TW_BILL_RUNNING, 7200, 0, false},
+      {3600, 0, 5000, TW_BILL_RECLAIMED, 5, 0, false},
+      {60, 0, 61000, TW_BILL_ENDED, 120, 0, false}, /* per minute */
+      {0, 0, 1500, TW_BILL_ENDED, 2, 0, false},     /* unknown granularity: seconds */
+      /* AWS Linux Spot interrupted by EC2: nothing in the first
+       * instance-hour, the seconds used after it */
+      {1, 60, 59000, TW_BILL_RECLAIMED, 0, 3600, false},
+      {1, 60, 3599999, TW_BILL_RECLAIMED, 0, 3600, false},
+      {1, 60, 3600000, TW_BILL_RECLAIMED, 3600, 3600, false},
+      {1, 60, 3600001, TW_BILL_RECLAIMED, 3601, 3600, false},
+      {1, 60, 59000, TW_BILL_ENDED, 60, 3600, false}, /* stopped by us */
+      /* Azure: per second, 5 minutes at least, evictions included */
+      {1, 300, 90000, TW_BILL_ENDED, 300, 0, true},
+      {1, 300, 90000, TW_BILL_RECLAIMED, 300, 0, true},
+      {1, 300, 300001, TW_BILL_ENDED, 301, 0, true},
+      /* Alibaba: per second, no minimum, preemptible alike */
+      {1, 0, 1500, TW_BILL_ENDED, 2, 0, false},
+      {1, 0, 1500, TW_BILL_RECLAIMED, 2, 0, false},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    struct tw_bill_rule r = {cases[i].gran, cases[i].min};
+    struct tw_bill_rule r = {cases[i].gran, cases[i].min,
+                             cases[i].reclaim_free_s, cases[i].reclaim_min};
     int64_t got_s = tw_bill_seconds(&r, cases[i].elapsed_ms, cases[i].phase);
     if (got_s != cases[i].want_s)
       fail_msg("case %zu: %lld s, want %lld", i, (long long)got_s,
@@ -292,6 +318,361 @@ static void reclaimed_spot_attempt_is_charged_to_the_second(void **state) {
   read_rows();
   assert_int_equal(n_got, 2);
   assert_int_equal(got[1].quantity, 60);
+}
+
+/* The adapters' published rules (their info blocks), through the store:
+ * the offers here carry no rule of their own (granularity 0), so what
+ * applies is each cloud's data. */
+static void published_rules_per_cloud(void **state) {
+  (void)state;
+  registry = tw_adapters;
+  meter = new_meter("providers:\n"
+                    "  ali-cn: {min_charge_s: 30}\n");
+  /* $3.60/h = 1000 micro-USD a second */
+  const struct tw_offer *aws_spot =
+      add_offer("aws-main", "aws", TW_MARKET_SPOT, 3600000, 0, 0);
+  const struct tw_offer *az =
+      add_offer("azure-main", "azure", TW_MARKET_ON_DEMAND, 3600000, 0, 0);
+  struct tw_bill_rule r;
+  tw_bill_rule_resolve(tw_provider_info_find(tw_adapters, "alibaba"), 0, 0,
+                       NULL, &r);
+  assert_int_equal(r.granularity_s, 1);
+  assert_int_equal(r.min_charge_s, 0);
+
+  /* AWS spot interrupted by EC2 after 20 min: no charge */
+  int64_t a = start_attempt(aws_spot, "ml", 1);
+  clk.fake_ms = T0 + 1 * HOUR;
+  set_running(a);
+  pass_at(T0 + 1 * HOUR + 1 * SEC);
+  clk.fake_ms = T0 + 1 * HOUR + 20 * MIN;
+  end_attempt(a, "interrupted");
+  pass_at(T0 + 1 * HOUR + 20 * MIN + 1 * SEC);
+  read_rows();
+  assert_int_equal(total_quantity(), 0);
+  assert_int_equal(total_list(), 0);
+
+  /* AWS spot interrupted after 1 h 0 min 30 s: the 3630 s used */
+  int64_t b = start_attempt(aws_spot, "ml", 1);
+  clk.fake_ms = T0 + 3 * HOUR;
+  set_running(b);
+  pass_at(T0 + 3 * HOUR + 1 * SEC);
+  pass_at(T0 + 4 * HOUR + 10 * SEC);
+  pass_at(T0 + 4 * HOUR + 20 * SEC); /* closes 03:00-04:00: 3600 s */
+  clk.fake_ms = T0 + 4 * HOUR + 30 * SEC;
+  end_attempt(b, "interrupted");
+  pass_at(T0 + 4 * HOUR + 31 * SEC);
+  read_rows();
+  assert_int_equal(total_quantity(), 3600 + 30);
+  assert_int_equal(total_list(), 3630 * 1000);
+
+  /* Azure on-demand ended by us after 90 s: 300 s */
+  int64_t c = start_attempt(az, "ml", 1);
+  clk.fake_ms = T0 + 6 * HOUR;
+  set_running(c);
+  pass_at(T0 + 6 * HOUR + 1 * SEC);
+  clk.fake_ms = T0 + 6 * HOUR + 90 * SEC;
+  end_attempt(c, "completed");
+  pass_at(T0 + 6 * HOUR + 91 * SEC);
+  read_rows();
+  assert_int_equal(total_quantity(), 3630 + 300);
+  assert_int_equal(total_list(), (3630 + 300) * 1000);
+
+  /* a configured minimum over the published one (Alibaba has none) */
+  const struct tw_offer *ali =
+      add_offer("ali-cn", "alibaba", TW_MARKET_ON_DEMAND, 7200000, 0, 0);
+  int64_t d = start_attempt(ali, "ml", 1);
+  clk.fake_ms = T0 + 8 * HOUR;
+  set_running(d);
+  pass_at(T0 + 8 * HOUR + 1 * SEC);
+  clk.fake_ms = T0 + 8 * HOUR + 10 * SEC;
+  end_attempt(d, "completed");
+  pass_at(T0 + 8 * HOUR + 11 * SEC);
+  read_rows();
+  /* 30 s at $7.20/h = 30 x 2000 micro-USD */
+  assert_int_equal(got[n_got - 1].quantity, 30);
+  assert_int_equal(got[n_got - 1].list_uusd, 60000);
+  /* every published rule names its source (docs/billing.md) */
+  for (size_t i = 0; tw_adapters[i]; i++) {
+    const struct tw_provider_info *in = tw_provider_ops_info(tw_adapters[i]);
+    if (in->billing.kind != TW_BILLING_UNSET)
+      assert_true(in->billing.source && in->billing.source[0]);
+  }
+}
+
+/* Metering follows the provider's times, not the broker's looks: a
+ * Slurm job that started at 10 s and ended at 50 s is charged 40 s even
+ * though the broker saw it run at 14.9 s and end at 75 s; an AWS instance
+ * cancelled 0.2 s after the provider started it (the broker never saw it
+ * running) is charged EC2's 60-second minimum. */
+static void charged_from_the_providers_times(void **state) {
+  (void)state;
+  registry = tw_adapters;
+  meter = new_meter(NULL);
+  struct tw_err err = {0};
+  const struct tw_offer *lab =
+      add_offer("lab", "slurm", TW_MARKET_ON_DEMAND, 3600000, 1, 0);
+  int64_t a = start_attempt(lab, "ml", 1);
+  pass_at(T0 + 1 * SEC); /* seen provisioning */
+  clk.fake_ms = T0 + 14900;
+  assert_int_equal(tw_store_attempt_running_at(store, a, T0 + 10 * SEC, &err),
+                   TW_OK);
+  pass_at(T0 + 15 * SEC);
+  clk.fake_ms = T0 + 75 * SEC;
+  struct tw_attempt_close c = {.attempt_id = a,
+                               .end_reason = "completed",
+                               .job_to = TW_JOB_NSTATES,
+                               .ended_at_ms = T0 + 50 * SEC};
+  assert_int_equal(tw_store_attempt_close(store, &c, &err), TW_OK);
+  pass_at(T0 + 76 * SEC);
+  read_rows();
+  assert_int_equal(total_quantity(), 40);
+  assert_int_equal(total_list(), 40 * 1000); /* $3.60/h: 1000 a second */
+  assert_int_equal(got[0].start_ms, T0 + 10 * SEC);
+
+  const struct tw_offer *aws =
+      add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 0, 0);
+  clk.fake_ms = T0 + 2 * HOUR;
+  int64_t b = start_attempt(aws, "ml", 1);
+  pass_at(T0 + 2 * HOUR + 1 * SEC); /* seen provisioning, never running */
+  clk.fake_ms = T0 + 2 * HOUR + 5200;
+  struct tw_attempt_close cb = {.attempt_id = b,
+                                .end_reason = "cancelled",
+                                .job_to = TW_JOB_NSTATES,
+                                .ran_from_ms = T0 + 2 * HOUR + 5 * SEC};
+  assert_int_equal(tw_store_attempt_close(store, &cb, &err), TW_OK);
+  pass_at(T0 + 2 * HOUR + 6 * SEC);
+  read_rows();
+  assert_int_equal(total_quantity(), 40 + 60);
+  assert_int_equal(total_list(), (40 + 60) * 1000);
+
+  /* times out of order or in the future are kept in bounds */
+  clk.fake_ms = T0 + 3 * HOUR;
+  int64_t d = start_attempt(aws, "ml", 1);
+  assert_int_equal(
+      tw_store_attempt_running_at(store, d, T0 + 5 * HOUR, &err), TW_OK);
+  struct tw_attempt_rec *all = NULL;
+  size_t n = 0;
+  assert_int_equal(tw_store_attempts_live(store, &all, &n, &err), TW_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(all[0].running_ms, T0 + 3 * HOUR); /* not the future */
+  free(all);
+}
+
+/* Accrual: a running attempt counts up to now, marked accrued, before its
+ * charge period closes; once the period closes the row is exact and only
+ * the time since is accrued.  AWS on-demand at $3.60/h (1000 uusd a
+ * second), 12.5 % off: effective 875 a second. */
+static void running_attempts_accrue_up_to_now(void **state) {
+  (void)state;
+  registry = tw_adapters;
+  meter = new_meter("providers:\n  aws-main: {discount_pct: \"12.5\"}\n");
+  struct tw_err err = {0};
+  const struct tw_offer *o =
+      add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 0, 0);
+  int64_t a = start_attempt(o, "ml", 1);
+  clk.fake_ms = T0 + 10 * HOUR;
+  set_running(a);
+  pass_at(T0 + 10 * HOUR + 1 * SEC);
+  int64_t spent, accrued;
+  /* 10:30: nothing in the ledger, 1800 s accrued */
+  assert_int_equal(tw_ledger_spent_now(store, "ml", NULL, T0, T0 + TW_DAY_MS,
+                                       T0 + 10 * HOUR + 30 * MIN, &spent,
+                                       &accrued, &err),
+                   TW_OK);
+  assert_int_equal(spent, 1800 * 875);
+  assert_int_equal(accrued, 1800 * 875);
+  assert_int_equal(tw_ledger_spent(store, "ml", NULL, T0, T0 + TW_DAY_MS,
+                                   &spent, &err),
+                   TW_OK);
+  assert_int_equal(spent, 0);
+  /* 11:00:20, after the pass that closed 10:00-11:00: the hour is a row,
+   * 20 s accrued */
+  pass_at(T0 + 11 * HOUR + 10 * SEC);
+  pass_at(T0 + 11 * HOUR + 20 * SEC);
+  assert_int_equal(tw_ledger_spent_now(store, "ml", NULL, T0, T0 + TW_DAY_MS,
+                                       T0 + 11 * HOUR + 20 * SEC, &spent,
+                                       &accrued, &err),
+                   TW_OK);
+  assert_int_equal(spent, 3600 * 875 + 20 * 875);
+  assert_int_equal(accrued, 20 * 875);
+  /* grouped, the list cost and what of it is accrued */
+  struct tw_ledger_group *g;
+  size_t n;
+  assert_int_equal(tw_ledger_sum_now(store, T0, T0 + TW_DAY_MS,
+                                     T0 + 11 * HOUR + 20 * SEC, TW_GROUP_TENANT,
+                                     NULL, &g, &n, &err),
+                   TW_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(g[0].list_uusd, 3620 * 1000);
+  assert_int_equal(g[0].accrued_list_uusd, 20 * 1000);
+  assert_int_equal(g[0].rows, 1);
+  free(g);
+  /* a range splits what is accrued by time: [11:00:05, 11:00:15) */
+  assert_int_equal(tw_ledger_spent_now(store, "ml", NULL,
+                                       T0 + 11 * HOUR + 5 * SEC,
+                                       T0 + 11 * HOUR + 15 * SEC,
+                                       T0 + 11 * HOUR + 20 * SEC, &spent,
+                                       &accrued, &err),
+                   TW_OK);
+  assert_int_equal(accrued, 10 * 875);
+
+  /* across midnight: running from 23:30, at 00:15 before any pass closes
+   * a period, 1800 s fall on the first day and 900 s on the next */
+  int64_t b = start_attempt(o, "web", 1);
+  clk.fake_ms = T0 + 23 * HOUR + 30 * MIN;
+  set_running(b);
+  pass_at(T0 + 23 * HOUR + 30 * MIN + 1 * SEC);
+  assert_int_equal(tw_ledger_accrued(store, T0, T0 + 2 * TW_DAY_MS,
+                                     T0 + 24 * HOUR + 15 * MIN,
+                                     TW_GROUP_TENANT | TW_GROUP_DAY,
+                                     &(struct tw_ledger_filter){.tenant = "web"},
+                                     &g, &n, &err),
+                   TW_OK);
+  int64_t day1 = 0, day2 = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (g[i].day == tw_ledger_day(T0))
+      day1 += g[i].list_uusd;
+    else if (g[i].day == tw_ledger_day(T0) + 1)
+      day2 += g[i].list_uusd;
+  }
+  free(g);
+  assert_int_equal(day1, 1800 * 1000);
+  assert_int_equal(day2, 900 * 1000);
+}
+
+/* The README demo's scenario, reported exactly: finetune-a100's first
+ * attempt on AWS spot p4d.24xlarge ($9.8304/h) is interrupted by EC2
+ * after 4 minutes (nothing: its first instance-hour); its second, on
+ * demand ($32.7726/h), is cancelled 0.2 s after AWS started it, before
+ * the broker saw it running (EC2's 60 s minimum: 32,772,600 x 60 / 3600
+ * = 546,210); batch-inference runs on g5.xlarge spot ($0.40/h) and has
+ * run 25 minutes at the report's now, none of them closed (400,000 x
+ * 1500 / 3600 = 166,666.7, rounded half up: 166,667 accrued).
+ * Total 712,877 micro-USD, of which 166,667 accrued. */
+static void the_demo_scenario_is_reported_exactly(void **state) {
+  (void)state;
+  registry = tw_adapters;
+  meter = new_meter(NULL);
+  struct tw_err err = {0};
+  const struct tw_offer *spot =
+      add_offer("aws-demo", "aws", TW_MARKET_SPOT, 9830400, 0, 0);
+  const struct tw_offer *od =
+      add_offer("aws-demo", "aws", TW_MARKET_ON_DEMAND, 32772600, 0, 0);
+  const struct tw_offer *g5 =
+      add_offer("aws-demo", "aws", TW_MARKET_SPOT, 400000, 0, 0);
+  int64_t t = T0 + 9 * HOUR;
+  clk.fake_ms = t;
+  int64_t a1 = start_attempt(spot, "research", 1);
+  set_running(a1);
+  pass_at(t + 1 * SEC);
+  clk.fake_ms = t + 4 * MIN;
+  end_attempt(a1, "interrupted");
+  pass_at(t + 4 * MIN + 1 * SEC);
+  /* the second attempt: provisioning, cancelled right after AWS started
+   * it */
+  clk.fake_ms = t + 5 * MIN;
+  int64_t a2 = start_attempt(od, "research", 1);
+  pass_at(t + 5 * MIN + 1 * SEC);
+  clk.fake_ms = t + 6 * MIN + 200;
+  struct tw_attempt_close c = {.attempt_id = a2,
+                               .end_reason = "cancelled",
+                               .job_to = TW_JOB_NSTATES,
+                               .ran_from_ms = t + 6 * MIN};
+  assert_int_equal(tw_store_attempt_close(store, &c, &err), TW_OK);
+  pass_at(t + 6 * MIN + 1 * SEC);
+  /* the running job */
+  clk.fake_ms = t + 10 * MIN;
+  int64_t a3 = start_attempt(g5, "research", 1);
+  set_running(a3);
+  pass_at(t + 10 * MIN + 1 * SEC);
+  int64_t now = t + 35 * MIN;
+  pass_at(now - 1 * SEC);
+
+  struct tw_report_req q = {.from_ms = T0,
+                            .to_ms = T0 + TW_DAY_MS,
+                            .group_mask = TW_GROUP_TENANT,
+                            .now_ms = now,
+                            .adapters = tw_adapters};
+  struct tw_buf out;
+  tw_buf_init(&out);
+  const char *ctype;
+  assert_int_equal(tw_report_render(store, &q, &out, &ctype, &err), TW_OK);
+  json_t *j = json_loadb(out.data, out.len, 0, NULL);
+  assert_non_null(j);
+  json_t *total = json_object_get(j, "total");
+  assert_int_equal(
+      json_integer_value(json_object_get(total, "effective_cost_uusd")),
+      0 + 546210 + 166667);
+  assert_int_equal(
+      json_integer_value(json_object_get(total, "accrued_effective_cost_uusd")),
+      166667);
+  json_decref(j);
+  tw_buf_release(&out);
+  /* the two ended attempts are rows: $0 and the 60 s minimum */
+  read_rows();
+  assert_int_equal(n_got, 2);
+  assert_int_equal(got[0].attempt_id, a1);
+  assert_int_equal(got[0].list_uusd, 0);
+  assert_int_equal(got[1].attempt_id, a2);
+  assert_int_equal(got[1].quantity, 60);
+  assert_int_equal(got[1].list_uusd, 546210);
+
+  /* by job: each job's name and who submitted it */
+  char job[32];
+  snprintf(job, sizeof job, "%s", got[1].job_id);
+  struct tw_store_owner own = {.job_id = job,
+                               .tenant = "research",
+                               .project = "vision",
+                               .principal = "alice"};
+  assert_int_equal(tw_store_job_owner_put(store, &own, NULL, now, &err), TW_OK);
+  q.group_mask = TW_GROUP_JOB;
+  tw_buf_init(&out);
+  assert_int_equal(tw_report_render(store, &q, &out, &ctype, &err), TW_OK);
+  j = json_loadb(out.data, out.len, 0, NULL);
+  assert_non_null(j);
+  json_t *items = json_object_get(j, "items");
+  bool seen = false;
+  for (size_t i = 0; i < json_array_size(items); i++) {
+    json_t *it = json_array_get(items, i);
+    if (strcmp(json_string_value(json_object_get(it, "job")), job))
+      continue;
+    seen = true;
+    assert_string_equal(json_string_value(json_object_get(it, "job_name")),
+                        "train");
+    assert_string_equal(json_string_value(json_object_get(it, "owner")),
+                        "alice");
+    assert_int_equal(
+        json_integer_value(json_object_get(it, "effective_cost_uusd")),
+        546210);
+  }
+  assert_true(seen);
+  json_decref(j);
+  tw_buf_release(&out);
+}
+
+/* A private cluster at its chargeback rates: 8 vCPUs x $0.02 + 2 GPUs x
+ * $1.10 + 32 GiB x $0.003 = $2.456 an hour; 30 min = $1.228. */
+static void private_cluster_at_chargeback_rate(void **state) {
+  (void)state;
+  registry = tw_adapters;
+  meter = new_meter("providers:\n"
+                    "  lab: {chargeback: {vcpu_hour_usd: \"0.02\", "
+                    "gpu_hour_usd: \"1.10\", memory_gib_hour_usd: "
+                    "\"0.003\"}}\n");
+  const struct tw_offer *o =
+      add_offer("lab", "slurm", TW_MARKET_ON_DEMAND, 0, 1, 0);
+  int64_t a = start_attempt(o, "ml", 1);
+  clk.fake_ms = T0 + 2 * HOUR;
+  set_running(a);
+  pass_at(T0 + 2 * HOUR + 1 * SEC);
+  clk.fake_ms = T0 + 2 * HOUR + 30 * MIN;
+  end_attempt(a, "completed");
+  pass_at(T0 + 2 * HOUR + 30 * MIN + 1 * SEC);
+  read_rows();
+  int64_t per_hour = 8 * 20000 + 2 * 1100000 + 32 * 3000;
+  assert_int_equal(per_hour, 2456000);
+  assert_int_equal(got[n_got - 1].unit_price_uusd, per_hour);
+  assert_int_equal(total_list(), per_hour / 2);
 }
 
 static void
@@ -476,6 +857,10 @@ static void billing_section_is_validated(void **state) {
       {"providers:\n  aws: {discount_pct: \"101\"}\n",
        "billing.providers.aws.discount_pct"},
       {"providers:\n  aws: {discount_pct: \"1.234\"}\n", "discount_pct"},
+      {"providers:\n  azure: {min_charge_s: -1}\n",
+       "billing.providers.azure.min_charge_s: expected seconds"},
+      {"providers:\n  azure: {granularity_s: 0}\n",
+       "billing.providers.azure.granularity_s: expected seconds from 1"},
       {"providers:\n  aws: {discont_pct: 5}\n",
        "did you mean \"discount_pct\""},
       {"providers:\n  aws: {egress_usd_per_gb: cheap}\n", "egress_usd_per_gb"},
@@ -528,6 +913,16 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           hourly_units_charged_ahead_are_credited_when_spot_is_reclaimed, setup,
           teardown),
+      cmocka_unit_test_setup_teardown(published_rules_per_cloud, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(charged_from_the_providers_times, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(running_attempts_accrue_up_to_now, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(the_demo_scenario_is_reported_exactly,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(private_cluster_at_chargeback_rate,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(spot_price_in_force_per_charge_period,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(nodes_discounts_and_chargeback, setup,

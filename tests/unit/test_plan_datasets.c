@@ -89,8 +89,11 @@ struct seen {
   char text[1024];
 };
 
-static void each_cb(void *ctx, const char *uri, int64_t size, const char *loc) {
+static void each_cb(void *ctx, const char *uri, int64_t size, const char *loc,
+                    const char *owner, bool shared) {
   struct seen *s = ctx;
+  (void)owner;
+  (void)shared;
   size_t n = strlen(s->text);
   snprintf(s->text + n, sizeof s->text - n, "%s%s=%lld@%s", n ? ";" : "", uri,
            (long long)size, loc ? loc : "-");
@@ -111,8 +114,8 @@ static void list_pages_and_walk_everything(void **state) {
   struct tw_dataset_rec *items;
   size_t n;
   bool more;
-  assert_int_equal(tw_datasets_list(store, NULL, 2, &items, &n, &more, NULL),
-                   TW_OK);
+  assert_int_equal(
+      tw_datasets_list(store, NULL, NULL, 2, &items, &n, &more, NULL), TW_OK);
   assert_int_equal(n, 2);
   assert_true(more);
   assert_string_equal(items[0].uri, "gs://b/0");
@@ -123,8 +126,8 @@ static void list_pages_and_walk_everything(void **state) {
   for (size_t i = 0; i < n; i++)
     tw_dataset_rec_release(&items[i]);
   free(items);
-  assert_int_equal(tw_datasets_list(store, after, 10, &items, &n, &more, NULL),
-                   TW_OK);
+  assert_int_equal(
+      tw_datasets_list(store, after, NULL, 10, &items, &n, &more, NULL), TW_OK);
   assert_int_equal(n, 3);
   assert_false(more);
   for (size_t i = 0; i < n; i++)

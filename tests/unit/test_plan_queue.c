@@ -172,8 +172,64 @@ static void replication_pays_off_with_enough_readers(void **state) {
   tw_offer_index_unref(ix);
 }
 
+/* A dataset of tenant a, not shared, cannot steer tenant b's plan: for b
+ * the registry's record is as unknown (issue 16, finding 9). */
+static void another_tenants_dataset_does_not_steer_a_plan(void **state) {
+  (void)state;
+  struct tw_offer o[2];
+  o[0] = tp_offer("azure", "westeurope", "1", "D8", TW_MARKET_ON_DEMAND,
+                  10000000, 8, 32, NULL, 0, "EU");
+  o[1] = tp_offer("aws", "us-east-1", "us-east-1a", "m5.2xlarge",
+                  TW_MARKET_ON_DEMAND, 2000000, 8, 32, NULL, 0, "US");
+  struct tw_offer_source src;
+  tw_offer_source_array(&src, o, 2);
+  struct tw_offer_index *ix;
+  assert_int_equal(tw_offer_index_build(&src, &ix, NULL), TW_OK);
+  struct tw_policy_set *set = tw_policy_set_default();
+  struct tw_dataset_set ds;
+  tw_dataset_set_init(&ds);
+  const char *loc = "azure:westeurope";
+  tw_dataset_set_add(&ds, "s3://a-private/data", 1000000000000LL, &loc, 1);
+  tw_dataset_set_owner(&ds, "s3://a-private/data", "a", false);
+  tw_dataset_set_seal(&ds);
+  struct tw_place_snapshot snap = {.index = ix, .datasets = &ds};
+  static const char *const tenants[] = {"a", "b"};
+  static const char *const want[] = {"westeurope", "us-east-1"};
+  for (int t = 0; t < 2; t++) {
+    char yaml[256];
+    snprintf(yaml, sizeof yaml,
+             "name: r\ntenant: %s\nresources: {cpus: 8}\nduration: 5h\n"
+             "datasets: [{uri: s3://a-private/data}]",
+             tenants[t]);
+    struct tw_job_spec spec;
+    assert_int_equal(tp_spec(yaml, &spec), 0);
+    struct tw_plan_input in = {.job = &spec, .now_ms = 0};
+    struct tw_plan p;
+    assert_int_equal(tw_plan_make(set, &snap, &in, NULL, NULL, &p, NULL),
+                     TW_OK);
+    assert_true(p.n > 0);
+    /* a: the data is in westeurope and its egress keeps the job there;
+     * b: the record is not b's, so nothing is known of where it is */
+    assert_string_equal(p.cands[0].offer->region, want[t]);
+    if (t == 1)
+      assert_int_equal(p.cands[0].cost.egress_uusd, 0);
+    tw_plan_release(&p);
+    tw_spec_release(&spec);
+  }
+  /* shared, b plans with it as a does */
+  tw_dataset_set_owner(&ds, "s3://a-private/data", "a", true);
+  assert_non_null(tw_dataset_set_find_for(&ds, "s3://a-private/data", "b"));
+  tw_dataset_set_owner(&ds, "s3://a-private/data", "a", false);
+  assert_null(tw_dataset_set_find_for(&ds, "s3://a-private/data", "b"));
+  assert_non_null(tw_dataset_set_find_for(&ds, "s3://a-private/data", "a"));
+  tw_dataset_set_release(&ds);
+  tw_policy_set_unref(set);
+  tw_offer_index_unref(ix);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(another_tenants_dataset_does_not_steer_a_plan),
       cmocka_unit_test(priority_then_age_then_given_order),
       cmocka_unit_test(aging_lifts_a_waiting_job_up_to_a_cap),
       cmocka_unit_test(a_tenant_holding_much_waits_behind_one_holding_little),

@@ -270,6 +270,7 @@ static void configured_filters_read_their_settings(void **state) {
       "  - {name: selector, selectors: [{label: jurisdiction, not_in: [CN]},"
       " {label: zone, glob: \"us-east-1*\"}]}\n"
       "  - {name: latency, max_rtt_ms: 50, from: [\"aws:us-east-1\"]}\n"
+      "network_dir: .\n"
       "network: x.net\n";
   char dir[] = "/tmp/tw-pol-XXXXXX";
   assert_non_null(mkdtemp(dir));

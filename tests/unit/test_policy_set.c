@@ -77,6 +77,15 @@ static void a_full_section_is_read(void **state) {
   tw_policy_set_unref(s);
 }
 
+/* The example plugin's directory and file name. */
+static const char *plugin_dir(void) {
+  static char d[512];
+  snprintf(d, sizeof d, "%s", TW_PLUGIN_FIT);
+  *strrchr(d, '/') = '\0';
+  return d;
+}
+static const char *plugin_base(void) { return strrchr(TW_PLUGIN_FIT, '/') + 1; }
+
 static const struct {
   const char *cfg, *field, *msg;
 } BAD[] = {
@@ -107,8 +116,17 @@ static const struct {
     {"replication: {min_jobs: 1}", "policies.replication",
      "policies.replication.min_jobs: must be between 2 and 10000, got 1"},
     {"network: /nonexistent/x.net", "policies.network",
-     "policies.network: /nonexistent/x.net: cannot open: No such file or "
-     "directory"},
+     "policies.network: \"/nonexistent/x.net\" cannot be used: the config "
+     "file sets no policies.network_dir"},
+    {"network_dir: /no/such/dir/tw", "policies.network_dir",
+     "policies.network_dir: /no/such/dir/tw is not a directory"},
+    {"network_dir: /\nnetwork: etc/hostname", "policies.network",
+     "policies.network: expected a file name inside policies.network_dir, "
+     "without '/' or control bytes, got \"etc/hostname\""},
+    {"network_dir: /etc\nnetwork: nothere.net", "policies.network",
+     "policies.network: nothere.net: cannot open: No such file or directory"},
+    {"plugin_dir: [a]", "policies.plugin_dir",
+     "policies.plugin_dir: expected the path of a directory"},
     {"scores: [{name: packing, mode: tight}]", "policies.scores[0]",
      "policies.scores[0].mode: expected binpack or spread, got tight"},
     {"filters: [{name: latency, max_rtt_ms: x}]", "policies.filters[0]",
@@ -118,7 +136,11 @@ static const struct {
      "policies.filters[0].selectors[0]: expected exactly one of in, not_in, "
      "exists, glob"},
     {"scores: [{name: fit, path: nothere.so}]", "policies.scores[0]",
-     "policies.scores[0].path: cannot load nothere.so"},
+     "policies.scores[0].path: \"nothere.so\" cannot be used: the config "
+     "file sets no policies.plugin_dir"},
+    {"plugin_dir: /\nscores: [{name: fit, path: ..}]", "policies.scores[0]",
+     "policies.scores[0].path: expected a file name inside "
+     "policies.plugin_dir"},
     {"polcies: {}", "policies", "policies.polcies: unknown key"},
 };
 
@@ -152,9 +174,9 @@ static void plugin_from_a_shared_object_scores(void **state) {
   assert_int_equal(tw_offer_index_build(&src, &ix, NULL), TW_OK);
   char cfg[1024];
   snprintf(cfg, sizeof cfg,
-           "scores: [{name: cost, weight: 1}, {name: fit, path: %s, weight: 2, "
-           "by: vcpus}]",
-           TW_PLUGIN_FIT);
+           "plugin_dir: %s\nscores: [{name: cost, weight: 1}, {name: fit, "
+           "path: %s, weight: 2, by: vcpus}]",
+           plugin_dir(), plugin_base());
   struct tw_policy_set *s;
   struct tw_err err = {0};
   if (tw_policy_set_parse(cfg, strlen(cfg), NULL, &s, &err))
@@ -182,8 +204,9 @@ static void plugin_from_a_shared_object_scores(void **state) {
   tw_plan_release(&p);
   tw_policy_set_unref(s);
   /* its own settings are validated by the plugin */
-  snprintf(cfg, sizeof cfg, "scores: [{name: fit, path: %s, by: disk}]",
-           TW_PLUGIN_FIT);
+  snprintf(cfg, sizeof cfg,
+           "plugin_dir: %s\nscores: [{name: fit, path: %s, by: disk}]",
+           plugin_dir(), plugin_base());
   assert_int_equal(tw_policy_set_parse(cfg, strlen(cfg), NULL, &s, &err),
                    TW_E_INVALID);
   tw_spec_release(&spec);
@@ -213,7 +236,8 @@ plugins_of_another_version_or_with_filters_are_refused(void **state) {
   /* the name in the config must be the plugin's */
   char cfg[1024];
   struct tw_policy_set *s;
-  snprintf(cfg, sizeof cfg, "scores: [{name: snug, path: %s}]", TW_PLUGIN_FIT);
+  snprintf(cfg, sizeof cfg, "plugin_dir: %s\nscores: [{name: snug, path: %s}]",
+           plugin_dir(), plugin_base());
   assert_int_equal(tw_policy_set_parse(cfg, strlen(cfg), NULL, &s, &err),
                    TW_E_INVALID);
   assert_non_null(strstr(err.msg, "holds plugin \"fit\", not \"snug\""));

@@ -34,13 +34,14 @@ static const char NET[] = "tradewind-network 1\n"
                           "link aws:us-east-1 alibaba:cn-hangzhou rtt_ms=200\n"
                           "link azure:westeurope aws:eu-west-1 rtt_ms=15\n";
 
-static const char PLAIN[] = "network: x.net\n";
+static const char PLAIN[] = "network_dir: .\nnetwork: x.net\n";
 static const char OPERATOR[] =
     "filters:\n"
     "  - provider\n"
     "  - {name: selector, selectors: [{label: jurisdiction, not_in: [CN]}]}\n"
     "  - {name: latency, max_rtt_ms: 100, from: [\"aws:us-east-1\"]}\n"
     "  - cpus\n"
+    "network_dir: .\n"
     "network: x.net\n";
 
 #define N_OFFERS 6

@@ -5,7 +5,7 @@
  * reports itself unhealthy from then until a write commits again, and
  * that every write acknowledged before, during and after is on disk.
  * Where the test may mount (root, as in CI), the same runs on a tmpfs of
- * 512 KiB in a mount namespace of its own, so the failure is the
+ * 2 MiB in a mount namespace of its own, so the failure is the
  * filesystem's ENOSPC under the WAL; elsewhere that case is skipped with
  * the reason. */
 #define _GNU_SOURCE /* unshare, CLONE_NEWNS */
@@ -134,12 +134,14 @@ static void full_disk_fails_writes_and_keeps_the_acknowledged(void **state) {
   tw_store_close(s);
 }
 
-/* The same on a real full filesystem: a small tmpfs, then a larger one. */
+/* The same on a real full filesystem: a small tmpfs, then a larger one.
+ * Small, but with room for a new store's schema and its WAL (every
+ * module's migrations) plus a few jobs. */
 static void full_tmpfs_fails_writes_and_keeps_the_acknowledged(void **state) {
   (void)state;
   if (unshare(CLONE_NEWNS) ||
       mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
-      mount("tmpfs", dir, "tmpfs", 0, "size=512k")) {
+      mount("tmpfs", dir, "tmpfs", 0, "size=2m")) {
     char why[160];
     snprintf(why, sizeof why, "cannot mount a tmpfs here (%s): needs root",
              strerror(errno));

@@ -345,9 +345,13 @@ static void admission_names_the_quota_and_the_numbers(void **state) {
         NULL, NULL);
   admit("name: f\ntenant: ml\nresources:\n  use_spot: true\n", TW_E_QUOTA,
         "quota.spot_share_pct", "spot_share_pct of tenant ml is 0%");
-  /* a tenant nobody configured has no quota */
+  /* a tenant without a quota has no limit */
+  assert_int_equal(tw_tenancy_tenant_create(ten, "other", NULL), TW_OK);
   admit("name: g\ntenant: other\nnodes: 99\nresources:\n  cpus: 99\n", TW_OK,
         NULL, NULL);
+  /* a tenant that does not exist pays for nothing: refused, naming it */
+  admit("name: h\ntenant: nobody\nresources:\n  cpus: 1\n", TW_E_INVALID,
+        "tenant", "no tenant named \"nobody\"");
 }
 
 static void write_key(const char *name, const char *text) {

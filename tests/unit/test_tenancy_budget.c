@@ -119,11 +119,14 @@ static int setup(void **state) {
   o.billing_granularity_s = 1;
   tw_offer_make_id(&o);
   tw_fake_add_offer(fake, &o);
+  /* the receiver is on loopback: listed, as an operator would */
+  static const char *const allow[] = {"127.0.0.1/32", NULL};
   struct tw_tenancy_opts to = {.store = store,
                                .clock = &clk,
                                .providers = &prov,
                                .n_providers = 1,
-                               .webhook_timeout_ms = 2000};
+                               .webhook_timeout_ms = 2000,
+                               .webhook_allow = allow};
   if (tw_tenancy_open(&to, &ten, &err))
     return -1;
   /* Spend is what the meter charged: 6-minute periods, so 1 USD/h charges
@@ -367,6 +370,41 @@ static void hard_budget_refuses_then_stops(void **state) {
                    TW_E_CONFLICT);
 }
 
+/* One "spent": budget status, the report's budget table and the figure
+ * the alerts and the hard stop compare are the ledger's effective cost
+ * plus what the running attempt has accrued.  1 USD/h for 100 minutes
+ * with 6-minute periods: 16 periods closed (1,600,000) and 4 minutes
+ * accrued (240 s x 1e6 / 3600 = 66,666.7, rounded half up: 66,667). */
+static void spent_is_the_ledger_plus_accrual(void **state) {
+  (void)state;
+  struct tw_budget b;
+  budget(10000000, false, false, 0, &b);
+  char j1[TW_JOB_ID_LEN + 1];
+  struct tw_err err = {0};
+  assert_int_equal(
+      submit("name: one\ntenant: ml\nduration: 2h\nresources: {cpus: 4}\n", j1,
+             &err),
+      TW_OK);
+  tw_sched_tick(sched);
+  tw_sched_tick(sched);
+  assert_int_equal(state_of(j1), TW_JOB_RUNNING);
+  tw_clock_advance(&clk, 100 * 60 * 1000);
+  tw_meter_tick(meter);
+  tw_meter_tick(meter);
+  struct tw_budget_status s;
+  assert_int_equal(tw_tenancy_budget_status(ten, "ml", NULL, &s, NULL), TW_OK);
+  assert_int_equal(s.accrued_uusd, 66667);
+  assert_int_equal(s.spent_uusd, 1600000 + 66667);
+  /* projected 2 USD, less charged and accrued */
+  assert_int_equal(s.committed_uusd, 2000000 - 1600000 - 66667);
+  assert_int_equal(report_budget_spent("ml"), s.spent_uusd);
+  int64_t ledger_only;
+  assert_int_equal(tw_ledger_spent(store, "ml", NULL, s.period_start_ms,
+                                   s.period_end_ms, &ledger_only, NULL),
+                   TW_OK);
+  assert_int_equal(ledger_only, 1600000);
+}
+
 static void soft_budget_only_alerts(void **state) {
   (void)state;
   struct tw_budget b;
@@ -427,6 +465,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(hard_budget_refuses_then_stops, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(soft_budget_only_alerts, setup, teardown),
+      cmocka_unit_test_setup_teardown(spent_is_the_ledger_plus_accrual, setup,
+                                      teardown),
       cmocka_unit_test(periods_are_calendar_months_weeks_and_days),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,8 +50,17 @@ static void rules_are_well_formed(void **state) {
     const struct tw_rbac_rule *r = &rules[i];
     char what[128];
     snprintf(what, sizeof what, "%s %s", r->method, r->path);
-    if (r->perm[TW_ROLE_ADMIN] != TW_PERM_ANY)
+    /* but an attempt's own reports, which only its agent's token makes
+     * (docs/agent.md): nobody may report for an agent */
+    bool agent_report =
+        r->target == TW_TGT_AGENT && strstr(r->path, "{attempt}");
+    if (r->perm[TW_ROLE_ADMIN] != TW_PERM_ANY && !agent_report)
       fail_msg("%s: the admin must reach everything", what);
+    if (agent_report)
+      for (int role = 0; role < TW_ROLE_COUNT; role++)
+        if (r->perm[role] != TW_PERM_DENY)
+          fail_msg("%s: %s may report for an agent", what,
+                   tw_role_str((enum tw_role)role));
     for (int role = 1; role < TW_ROLE_COUNT; role++) {
       if (tenant_scoped(r->target) && r->perm[role] == TW_PERM_ANY)
         fail_msg("%s: %s would reach other tenants", what,

@@ -94,9 +94,10 @@ assert len(keys) > 20, keys
 present, stack = set(), []
 for line in open(sys.argv[2]):
     s = line.rstrip("\n")
-    if s.lstrip().startswith("#"):  # a commented example: "# key:" or "#   key:"
-        s = s.lstrip()[1:]
-        s = s[1:] if s.startswith(" ") else s
+    if s.lstrip().startswith("#"):  # a commented example, "  # key:": the
+        i = s.index("#")             # key keeps the indentation it has
+        rest = s[i + 1:]
+        s = s[:i] + (rest[1:] if rest.startswith(" ") else rest)
     m = re.match(r"^(\s*)(?:- )?([a-z_]+):", s)
     if not m:
         continue

@@ -1,0 +1,677 @@
+/* store_agent.c - the SQL of what tradewind-agent reports
+ * (store_agent.h). */
+#include "broker/core/store_agent.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/core/store_int.h"
+
+/* ---- statements ---------------------------------------------------------- */
+
+static const char SQL_KEY_GET[] = "SELECT key FROM agent_key WHERE id = 1";
+static const char SQL_KEY_ADD[] =
+    "INSERT OR IGNORE INTO agent_key (id, key) VALUES (1, ?1)";
+static const char SQL_KEY_DROP[] = "DELETE FROM agent_key WHERE id = 1";
+
+static const char SQL_ADD[] =
+    "INSERT OR IGNORE INTO agent_attempts (attempt_id, job_id, client_token,"
+    " token_hash, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)";
+
+#define AGENT_COLS                                                             \
+  "g.attempt_id, g.job_id, g.client_token, g.created_ms, g.registered_ms,"     \
+  " g.instance_id, g.cloud, g.agent_version, g.phase, g.phase_ms,"             \
+  " g.last_hb_ms, g.checkpoint_ms, g.progress_s, g.exit_ms, g.has_code,"       \
+  " g.exit_code, g.signal, g.started_ms, g.ended_ms, g.after_notice,"          \
+  " g.cancel_ms, g.out_bytes, g.err_bytes, a.state"
+
+static const char SQL_BY_HASH[] =
+    "SELECT " AGENT_COLS " FROM agent_attempts g JOIN attempts a"
+    " ON a.id = g.attempt_id WHERE g.token_hash = ?1";
+static const char SQL_GET[] =
+    "SELECT " AGENT_COLS " FROM agent_attempts g JOIN attempts a"
+    " ON a.id = g.attempt_id WHERE g.attempt_id = ?1";
+
+static const char SQL_REG[] =
+    "UPDATE agent_attempts SET registered_ms = ?2, instance_id = ?3,"
+    " cloud = ?4, metadata = ?5, agent_version = ?6"
+    " WHERE attempt_id = ?1 AND registered_ms = 0";
+static const char SQL_HB[] =
+    "UPDATE agent_attempts SET last_hb_ms = max(last_hb_ms, ?2),"
+    " phase = CASE WHEN ?3 = '' OR phase = 'exited' THEN phase ELSE ?3 END,"
+    " phase_ms = CASE WHEN ?3 = '' OR phase = ?3 OR phase = 'exited'"
+    " THEN phase_ms ELSE ?2 END"
+    " WHERE attempt_id = ?1";
+static const char SQL_CKPT[] =
+    "UPDATE agent_attempts SET checkpoint_ms = max(checkpoint_ms, ?2),"
+    " progress_s = max(progress_s, ?3) WHERE attempt_id = ?1";
+static const char SQL_CANCEL[] = "UPDATE agent_attempts SET cancel_ms = ?2"
+                                 " WHERE attempt_id = ?1 AND cancel_ms = 0";
+static const char SQL_CKPT_SENT[] =
+    "UPDATE agent_attempts SET ckpt_sent_ms = ?2"
+    " WHERE attempt_id = ?1 AND ckpt_sent_ms < ?2";
+static const char SQL_EXIT[] =
+    "UPDATE agent_attempts SET exit_ms = ?2, has_code = ?3, exit_code = ?4,"
+    " signal = ?5, started_ms = ?6, ended_ms = ?7, after_notice = ?8,"
+    " phase = 'exited', last_hb_ms = max(last_hb_ms, ?2)"
+    " WHERE attempt_id = ?1 AND exit_ms = 0";
+
+static const char SQL_NOTICE_ADD[] =
+    "INSERT OR IGNORE INTO agent_notices (attempt_id, event_id, kind, action,"
+    " source, deadline_ms, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+static const char SQL_NOTICE_NEW[] =
+    "SELECT event_id, kind, action, source, deadline_ms, at_ms"
+    " FROM agent_notices WHERE attempt_id = ?1 AND applied = 0"
+    " ORDER BY at_ms, event_id";
+static const char SQL_NOTICE_DONE[] =
+    "UPDATE agent_notices SET applied = 1 WHERE attempt_id = ?1"
+    " AND event_id = ?2";
+
+static const char SQL_LOG_LEN[] =
+    "SELECT out_bytes, err_bytes FROM agent_attempts WHERE attempt_id = ?1";
+static const char SQL_LOG_ADD[] =
+    "INSERT INTO agent_logs (attempt_id, stream, off, data)"
+    " VALUES (?1, ?2, ?3, ?4)";
+static const char SQL_LOG_OUT[] =
+    "UPDATE agent_attempts SET out_bytes = ?2 WHERE attempt_id = ?1";
+static const char SQL_LOG_ERR[] =
+    "UPDATE agent_attempts SET err_bytes = ?2 WHERE attempt_id = ?1";
+static const char SQL_LOG_READ[] =
+    "SELECT off, data FROM agent_logs WHERE attempt_id = ?1 AND stream = ?2"
+    " AND off + length(data) > ?3 ORDER BY off";
+
+/* ---- the key ------------------------------------------------------------- */
+
+struct key_arg {
+  bool found;
+  unsigned char *key;
+};
+
+static enum tw_rc op_key_get(struct tw_store *s, sqlite3 *db, void *varg,
+                             struct tw_err *err) {
+  struct key_arg *a = varg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_KEY_GET, err);
+  if (!st)
+    return TW_E_IO;
+  int r = sqlite3_step(st);
+  if (r == SQLITE_ROW && sqlite3_column_bytes(st, 0) == 32) {
+    memcpy(a->key, sqlite3_column_blob(st, 0), 32);
+    a->found = true;
+  }
+  sqlite3_reset(st);
+  if (r != SQLITE_ROW && r != SQLITE_DONE)
+    return store__db_err(db, err, "agent: read key");
+  return TW_OK;
+}
+
+enum tw_rc tw_store_agent_key_get(struct tw_store *s, bool *found,
+                                  unsigned char key[32], struct tw_err *err) {
+  struct key_arg a = {.key = key};
+  enum tw_rc rc = tw_store_read(s, op_key_get, &a, err);
+  *found = rc == TW_OK && a.found;
+  return rc;
+}
+
+static enum tw_rc op_key_init(struct tw_store *s, sqlite3 *db, void *varg,
+                              struct tw_err *err) {
+  struct key_arg *a = varg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_KEY_ADD, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_blob(st, 1, a->key, 32, SQLITE_STATIC);
+  enum tw_rc rc = store__step_done(db, st, "agent: store key", err);
+  if (rc)
+    return rc;
+  rc = op_key_get(s, db, a, err);
+  if (rc == TW_OK && !a->found)
+    return tw_err_set(err, TW_E_IO, "agent: the stored key is not 32 bytes");
+  return rc;
+}
+
+enum tw_rc tw_store_agent_key_init(struct tw_store *s, unsigned char key[32],
+                                   struct tw_err *err) {
+  struct key_arg a = {.key = key};
+  return tw_store_write(s, op_key_init, &a, err);
+}
+
+static enum tw_rc op_key_drop(struct tw_store *s, sqlite3 *db, void *varg,
+                              struct tw_err *err) {
+  (void)varg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_KEY_DROP, err);
+  if (!st)
+    return TW_E_IO;
+  return store__step_done(db, st, "agent: drop key", err);
+}
+
+enum tw_rc tw_store_agent_key_drop(struct tw_store *s, struct tw_err *err) {
+  return tw_store_write(s, op_key_drop, NULL, err);
+}
+
+/* ---- attempts ------------------------------------------------------------ */
+
+struct add_arg {
+  int64_t id, at;
+  const char *job, *token, *hash;
+};
+
+static enum tw_rc op_add(struct tw_store *s, sqlite3 *db, void *varg,
+                         struct tw_err *err) {
+  struct add_arg *a = varg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_ADD, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, a->id);
+  store__bind_text(st, 2, a->job);
+  store__bind_text(st, 3, a->token);
+  store__bind_text(st, 4, a->hash);
+  sqlite3_bind_int64(st, 5, a->at);
+  return store__step_done(db, st, "agent: add attempt", err);
+}
+
+enum tw_rc tw_store_agent_add(struct tw_store *s, int64_t attempt_id,
+                              const char *job_id, const char *client_token,
+                              const char *token_hash_hex, int64_t at_ms,
+                              struct tw_err *err) {
+  struct add_arg a = {.id = attempt_id,
+                      .at = at_ms,
+                      .job = job_id,
+                      .token = client_token,
+                      .hash = token_hash_hex};
+  return tw_store_write(s, op_add, &a, err);
+}
+
+static void row_of(sqlite3_stmt *st, struct tw_store_agent *o) {
+  memset(o, 0, sizeof *o);
+  o->attempt_id = sqlite3_column_int64(st, 0);
+  store__col(st, 1, o->job_id, sizeof o->job_id);
+  store__col(st, 2, o->client_token, sizeof o->client_token);
+  o->created_ms = sqlite3_column_int64(st, 3);
+  o->registered_ms = sqlite3_column_int64(st, 4);
+  store__col(st, 5, o->instance_id, sizeof o->instance_id);
+  store__col(st, 6, o->cloud, sizeof o->cloud);
+  store__col(st, 7, o->agent_version, sizeof o->agent_version);
+  store__col(st, 8, o->phase, sizeof o->phase);
+  o->phase_ms = sqlite3_column_int64(st, 9);
+  o->last_hb_ms = sqlite3_column_int64(st, 10);
+  o->checkpoint_ms = sqlite3_column_int64(st, 11);
+  o->progress_s = sqlite3_column_int64(st, 12);
+  o->exit_ms = sqlite3_column_int64(st, 13);
+  o->has_code = sqlite3_column_int(st, 14) != 0;
+  o->exit_code = sqlite3_column_int(st, 15);
+  o->signal = sqlite3_column_int(st, 16);
+  o->started_ms = sqlite3_column_int64(st, 17);
+  o->ended_ms = sqlite3_column_int64(st, 18);
+  o->after_notice = sqlite3_column_int(st, 19) != 0;
+  o->cancel_ms = sqlite3_column_int64(st, 20);
+  o->out_bytes = sqlite3_column_int64(st, 21);
+  o->err_bytes = sqlite3_column_int64(st, 22);
+  const unsigned char *state = sqlite3_column_text(st, 23);
+  o->attempt_ended = state && !strcmp((const char *)state, "ended");
+}
+
+struct get_arg {
+  const char *sql;
+  const char *hash;
+  int64_t id;
+  bool found;
+  struct tw_store_agent *out;
+};
+
+static enum tw_rc op_get(struct tw_store *s, sqlite3 *db, void *varg,
+                         struct tw_err *err) {
+  struct get_arg *a = varg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, a->sql, err);
+  if (!st)
+    return TW_E_IO;
+  if (a->hash)
+    store__bind_text(st, 1, a->hash);
+  else
+    sqlite3_bind_int64(st, 1, a->id);
+  int r = sqlite3_step(st);
+  if (r == SQLITE_ROW) {
+    row_of(st, a->out);
+    a->found = true;
+  }
+  sqlite3_reset(st);
+  if (r != SQLITE_ROW && r != SQLITE_DONE)
+    return store__db_err(db, err, "agent: read attempt");
+  return TW_OK;
+}
+
+enum tw_rc tw_store_agent_by_hash(struct tw_store *s,
+                                  const char *token_hash_hex, bool *found,
+                                  struct tw_store_agent *out,
+                                  struct tw_err *err) {
+  struct get_arg a = {.sql = SQL_BY_HASH, .hash = token_hash_hex, .out = out};
+  memset(out, 0, sizeof *out);
+  enum tw_rc rc = tw_store_read(s, op_get, &a, err);
+  *found = rc == TW_OK && a.found;
+  return rc;
+}
+
+enum tw_rc tw_store_agent_get(struct tw_store *s, int64_t attempt_id,
+                              bool *found, struct tw_store_agent *out,
+                              struct tw_err *err) {
+  struct get_arg a = {.sql = SQL_GET, .id = attempt_id, .out = out};
+  memset(out, 0, sizeof *out);
+  enum tw_rc rc = tw_store_read(s, op_get, &a, err);
+  *found = rc == TW_OK && a.found;
+  return rc;
+}
+
+/* ---- reports ------------------------------------------------------------- */
+
+struct reg_arg {
+  const struct tw_store_agent_reg *r;
+  bool first;
+};
+
+static enum tw_rc op_reg(struct tw_store *s, sqlite3 *db, void *varg,
+                         struct tw_err *err) {
+  struct reg_arg *a = varg;
+  const struct tw_store_agent_reg *r = a->r;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_REG, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, r->attempt_id);
+  sqlite3_bind_int64(st, 2, r->at_ms > 0 ? r->at_ms : 1);
+  store__bind_text(st, 3, r->instance_id);
+  store__bind_text(st, 4, r->cloud);
+  store__bind_text(st, 5, r->metadata_json ? r->metadata_json : "{}");
+  store__bind_text(st, 6, r->agent_version);
+  enum tw_rc rc = store__step_done(db, st, "agent: register", err);
+  if (rc)
+    return rc;
+  a->first = sqlite3_changes(db) > 0;
+  if (!(st = tw_store_stmt(s, db, SQL_HB, err)))
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, r->attempt_id);
+  sqlite3_bind_int64(st, 2, r->at_ms);
+  store__bind_text(st, 3, "");
+  return store__step_done(db, st, "agent: register", err);
+}
+
+enum tw_rc tw_store_agent_register(struct tw_store *s,
+                                   const struct tw_store_agent_reg *r,
+                                   bool *first, struct tw_err *err) {
+  struct reg_arg a = {.r = r};
+  enum tw_rc rc = tw_store_write(s, op_reg, &a, err);
+  if (first)
+    *first = rc == TW_OK && a.first;
+  return rc;
+}
+
+struct upd_arg {
+  const char *sql, *what;
+  int64_t id, a, b;
+  const char *text;
+  bool changed;
+};
+
+static enum tw_rc op_upd(struct tw_store *s, sqlite3 *db, void *varg,
+                         struct tw_err *err) {
+  struct upd_arg *a = varg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, a->sql, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, a->id);
+  sqlite3_bind_int64(st, 2, a->a);
+  if (a->text)
+    store__bind_text(st, 3, a->text);
+  else
+    sqlite3_bind_int64(st, 3, a->b);
+  enum tw_rc rc = store__step_done(db, st, a->what, err);
+  a->changed = rc == TW_OK && sqlite3_changes(db) > 0;
+  return rc;
+}
+
+/* op_upd for statements with two parameters */
+static enum tw_rc op_upd_2(struct tw_store *s, sqlite3 *db, void *varg,
+                           struct tw_err *err) {
+  struct upd_arg *a = varg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, a->sql, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, a->id);
+  sqlite3_bind_int64(st, 2, a->a);
+  enum tw_rc rc = store__step_done(db, st, a->what, err);
+  a->changed = rc == TW_OK && sqlite3_changes(db) > 0;
+  return rc;
+}
+
+enum tw_rc tw_store_agent_heartbeat(struct tw_store *s, int64_t attempt_id,
+                                    const char *phase, int64_t at_ms,
+                                    struct tw_err *err) {
+  struct upd_arg a = {.sql = SQL_HB,
+                      .what = "agent: heartbeat",
+                      .id = attempt_id,
+                      .a = at_ms,
+                      .text = phase ? phase : ""};
+  return tw_store_write(s, op_upd, &a, err);
+}
+
+enum tw_rc tw_store_agent_checkpoint(struct tw_store *s, int64_t attempt_id,
+                                     int64_t at_ms, int64_t progress_s,
+                                     struct tw_err *err) {
+  struct upd_arg a = {.sql = SQL_CKPT,
+                      .what = "agent: checkpoint",
+                      .id = attempt_id,
+                      .a = at_ms,
+                      .b = progress_s};
+  return tw_store_write(s, op_upd, &a, err);
+}
+
+enum tw_rc tw_store_agent_cancel(struct tw_store *s, int64_t attempt_id,
+                                 int64_t at_ms, struct tw_err *err) {
+  struct upd_arg a = {.sql = SQL_CANCEL,
+                      .what = "agent: cancel",
+                      .id = attempt_id,
+                      .a = at_ms > 0 ? at_ms : 1};
+  return tw_store_write(s, op_upd_2, &a, err);
+}
+
+enum tw_rc tw_store_agent_ckpt_sent(struct tw_store *s, int64_t attempt_id,
+                                    int64_t requested_ms, bool *first,
+                                    struct tw_err *err) {
+  struct upd_arg a = {.sql = SQL_CKPT_SENT,
+                      .what = "agent: checkpoint sent",
+                      .id = attempt_id,
+                      .a = requested_ms > 0 ? requested_ms : 1,
+                      .b = 0};
+  enum tw_rc rc = tw_store_write(s, op_upd_2, &a, err);
+  if (first)
+    *first = rc == TW_OK && a.changed;
+  return rc;
+}
+
+struct exit_arg {
+  const struct tw_store_agent_exit *e;
+  bool first;
+};
+
+static enum tw_rc op_exit(struct tw_store *s, sqlite3 *db, void *varg,
+                          struct tw_err *err) {
+  struct exit_arg *a = varg;
+  const struct tw_store_agent_exit *e = a->e;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_EXIT, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, e->attempt_id);
+  sqlite3_bind_int64(st, 2, e->at_ms > 0 ? e->at_ms : 1);
+  sqlite3_bind_int(st, 3, e->has_code);
+  sqlite3_bind_int(st, 4, e->exit_code);
+  sqlite3_bind_int(st, 5, e->signal);
+  sqlite3_bind_int64(st, 6, e->started_ms);
+  sqlite3_bind_int64(st, 7, e->ended_ms);
+  sqlite3_bind_int(st, 8, e->after_notice);
+  enum tw_rc rc = store__step_done(db, st, "agent: exit", err);
+  a->first = rc == TW_OK && sqlite3_changes(db) > 0;
+  return rc;
+}
+
+enum tw_rc tw_store_agent_exit(struct tw_store *s,
+                               const struct tw_store_agent_exit *e, bool *first,
+                               struct tw_err *err) {
+  struct exit_arg a = {.e = e};
+  enum tw_rc rc = tw_store_write(s, op_exit, &a, err);
+  if (first)
+    *first = rc == TW_OK && a.first;
+  return rc;
+}
+
+/* ---- notices ------------------------------------------------------------- */
+
+struct notice_arg {
+  const struct tw_store_agent_notice *n;
+  bool added;
+};
+
+static enum tw_rc op_notice_add(struct tw_store *s, sqlite3 *db, void *varg,
+                                struct tw_err *err) {
+  struct notice_arg *a = varg;
+  const struct tw_store_agent_notice *n = a->n;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_NOTICE_ADD, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, n->attempt_id);
+  store__bind_text(st, 2, n->event_id);
+  store__bind_text(st, 3, n->kind);
+  store__bind_text(st, 4, n->action);
+  store__bind_text(st, 5, n->source);
+  sqlite3_bind_int64(st, 6, n->deadline_ms);
+  sqlite3_bind_int64(st, 7, n->at_ms);
+  enum tw_rc rc = store__step_done(db, st, "agent: add notice", err);
+  a->added = rc == TW_OK && sqlite3_changes(db) > 0;
+  return rc;
+}
+
+enum tw_rc tw_store_agent_notice_add(struct tw_store *s,
+                                     const struct tw_store_agent_notice *n,
+                                     bool *added, struct tw_err *err) {
+  struct notice_arg a = {.n = n};
+  enum tw_rc rc = tw_store_write(s, op_notice_add, &a, err);
+  if (added)
+    *added = rc == TW_OK && a.added;
+  return rc;
+}
+
+struct notices_arg {
+  int64_t id;
+  struct tw_store_agent_notice *items;
+  size_t n, cap;
+};
+
+static enum tw_rc op_notices_new(struct tw_store *s, sqlite3 *db, void *varg,
+                                 struct tw_err *err) {
+  struct notices_arg *a = varg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_NOTICE_NEW, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, a->id);
+  int r;
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    if (a->n == a->cap) {
+      a->cap = a->cap ? a->cap * 2 : 4;
+      a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
+    }
+    struct tw_store_agent_notice *n = &a->items[a->n++];
+    memset(n, 0, sizeof *n);
+    n->attempt_id = a->id;
+    store__col(st, 0, n->event_id, sizeof n->event_id);
+    store__col(st, 1, n->kind, sizeof n->kind);
+    store__col(st, 2, n->action, sizeof n->action);
+    store__col(st, 3, n->source, sizeof n->source);
+    n->deadline_ms = sqlite3_column_int64(st, 4);
+    n->at_ms = sqlite3_column_int64(st, 5);
+  }
+  sqlite3_reset(st);
+  if (r != SQLITE_DONE)
+    return store__db_err(db, err, "agent: read notices");
+  return TW_OK;
+}
+
+enum tw_rc tw_store_agent_notices_new(struct tw_store *s, int64_t attempt_id,
+                                      struct tw_store_agent_notice **out,
+                                      size_t *n, struct tw_err *err) {
+  struct notices_arg a = {.id = attempt_id};
+  enum tw_rc rc = tw_store_read(s, op_notices_new, &a, err);
+  if (rc) {
+    free(a.items);
+    a.items = NULL;
+    a.n = 0;
+  }
+  *out = a.items;
+  *n = a.n;
+  return rc;
+}
+
+struct done_arg {
+  int64_t id;
+  const char *event;
+};
+
+static enum tw_rc op_notice_done(struct tw_store *s, sqlite3 *db, void *varg,
+                                 struct tw_err *err) {
+  struct done_arg *a = varg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_NOTICE_DONE, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, a->id);
+  store__bind_text(st, 2, a->event);
+  return store__step_done(db, st, "agent: notice applied", err);
+}
+
+enum tw_rc tw_store_agent_notice_applied(struct tw_store *s, int64_t attempt_id,
+                                         const char *event_id,
+                                         struct tw_err *err) {
+  struct done_arg a = {.id = attempt_id, .event = event_id};
+  return tw_store_write(s, op_notice_done, &a, err);
+}
+
+/* ---- logs ---------------------------------------------------------------- */
+
+struct log_arg {
+  int64_t id, offset, max_total;
+  int stream;
+  const unsigned char *data;
+  size_t len;
+  enum tw_store_log_result res;
+  int64_t next;
+};
+
+static enum tw_rc op_log_append(struct tw_store *s, sqlite3 *db, void *varg,
+                                struct tw_err *err) {
+  struct log_arg *a = varg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LOG_LEN, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, a->id);
+  int r = sqlite3_step(st);
+  int64_t out = 0, errb = 0;
+  if (r == SQLITE_ROW) {
+    out = sqlite3_column_int64(st, 0);
+    errb = sqlite3_column_int64(st, 1);
+  }
+  sqlite3_reset(st);
+  if (r != SQLITE_ROW && r != SQLITE_DONE)
+    return store__db_err(db, err, "agent: read log length");
+  if (r == SQLITE_DONE)
+    return tw_err_set(err, TW_E_NOTFOUND, "agent: attempt %lld not known",
+                      (long long)a->id);
+  int64_t have = a->stream ? errb : out;
+  a->next = have;
+  if (a->offset > have) {
+    a->res = TW_STORE_LOG_GAP;
+    return TW_OK;
+  }
+  int64_t skip = have - a->offset;
+  if ((int64_t)a->len <= skip) {
+    a->res = TW_STORE_LOG_OK; /* all of it stored already */
+    return TW_OK;
+  }
+  int64_t add = (int64_t)a->len - skip;
+  if (out + errb + add > a->max_total) {
+    a->res = TW_STORE_LOG_FULL;
+    return TW_OK;
+  }
+  if (!(st = tw_store_stmt(s, db, SQL_LOG_ADD, err)))
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, a->id);
+  sqlite3_bind_int(st, 2, a->stream);
+  sqlite3_bind_int64(st, 3, have);
+  sqlite3_bind_blob(st, 4, a->data + skip, (int)add, SQLITE_STATIC);
+  enum tw_rc rc = store__step_done(db, st, "agent: store log", err);
+  if (rc)
+    return rc;
+  if (!(st = tw_store_stmt(s, db, a->stream ? SQL_LOG_ERR : SQL_LOG_OUT, err)))
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, a->id);
+  sqlite3_bind_int64(st, 2, have + add);
+  rc = store__step_done(db, st, "agent: store log length", err);
+  if (rc == TW_OK) {
+    a->next = have + add;
+    a->res = TW_STORE_LOG_OK;
+  }
+  return rc;
+}
+
+enum tw_rc tw_store_agent_log_append(struct tw_store *s, int64_t attempt_id,
+                                     enum tw_agent_stream stream,
+                                     int64_t offset, const void *data,
+                                     size_t len, int64_t max_total,
+                                     enum tw_store_log_result *res,
+                                     int64_t *next, struct tw_err *err) {
+  struct log_arg a = {.id = attempt_id,
+                      .offset = offset,
+                      .max_total = max_total,
+                      .stream = stream == TW_AGENT_STDERR,
+                      .data = data,
+                      .len = len};
+  if (len > (size_t)1 << 30)
+    return tw_err_set(err, TW_E_INVALID, "agent: log chunk too large");
+  enum tw_rc rc = tw_store_write(s, op_log_append, &a, err);
+  *res = a.res;
+  *next = a.next;
+  return rc;
+}
+
+struct read_arg {
+  int64_t id, offset;
+  int stream;
+  size_t limit;
+  struct tw_buf *out;
+  int64_t total;
+};
+
+static enum tw_rc op_log_read(struct tw_store *s, sqlite3 *db, void *varg,
+                              struct tw_err *err) {
+  struct read_arg *a = varg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LOG_LEN, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, a->id);
+  int r = sqlite3_step(st);
+  if (r == SQLITE_ROW)
+    a->total = sqlite3_column_int64(st, a->stream ? 1 : 0);
+  sqlite3_reset(st);
+  if (r != SQLITE_ROW && r != SQLITE_DONE)
+    return store__db_err(db, err, "agent: read log length");
+  if (!(st = tw_store_stmt(s, db, SQL_LOG_READ, err)))
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, a->id);
+  sqlite3_bind_int(st, 2, a->stream);
+  sqlite3_bind_int64(st, 3, a->offset);
+  size_t got = 0;
+  while (got < a->limit && (r = sqlite3_step(st)) == SQLITE_ROW) {
+    int64_t off = sqlite3_column_int64(st, 0);
+    const unsigned char *d = sqlite3_column_blob(st, 1);
+    int64_t n = sqlite3_column_bytes(st, 1);
+    int64_t from = a->offset > off ? a->offset - off : 0;
+    int64_t take = n - from;
+    if (take > (int64_t)(a->limit - got))
+      take = (int64_t)(a->limit - got);
+    if (take > 0 && d) {
+      tw_buf_add(a->out, d + from, (size_t)take);
+      got += (size_t)take;
+    }
+  }
+  sqlite3_reset(st);
+  if (r != SQLITE_ROW && r != SQLITE_DONE)
+    return store__db_err(db, err, "agent: read log");
+  return TW_OK;
+}
+
+enum tw_rc tw_store_agent_log_read(struct tw_store *s, int64_t attempt_id,
+                                   enum tw_agent_stream stream, int64_t offset,
+                                   size_t limit, struct tw_buf *out,
+                                   int64_t *total, struct tw_err *err) {
+  struct read_arg a = {.id = attempt_id,
+                       .offset = offset,
+                       .stream = stream == TW_AGENT_STDERR,
+                       .limit = limit,
+                       .out = out};
+  enum tw_rc rc = tw_store_read(s, op_log_read, &a, err);
+  *total = a.total;
+  return rc;
+}

@@ -1,0 +1,211 @@
+/* agent_follow.c - what an attempt run by tradewind-agent comes to, from
+ * what its agent reported (docs/agent.md): called by follow.c for each
+ * live attempt of an agent-enabled provider, on the scheduler's thread, so
+ * reports (stored by the REST handlers, broker/sched/agent.h) are applied
+ * in one place and never race follow.c:
+ *
+ *   - the job cancelled: the agent is told so at its next heartbeat
+ *     (agent.c); its exit report ends the attempt as cancelled and the
+ *     instance is terminated after; without an exit within grace_s +
+ *     heartbeat_timeout_s the instance is terminated anyway;
+ *   - the agent's notices: each goes through sched__spot_notice(), as a
+ *     provider's would;
+ *   - the exit report: code 0 succeeded, else failed with the code (a
+ *     signal N as 128 + N); after a notice, the attempt is interrupted and
+ *     the job recovers (spot.c); the end is recorded before the
+ *     terminate;
+ *   - registered: the attempt is running;
+ *   - silent for heartbeat_timeout_s (twice that before it first
+ *     registered: the boot and the fetch): the instance is described;
+ *     gone is an interruption, alive is terminated and placed again.
+ *
+ * An attempt whose notice ran out is left to follow.c's own rule.  Calls
+ * spot.c and launch.c only (sched_int.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/base/log.h"
+#include "broker/core/store_agent.h"
+#include "broker/sched/agent.h"
+#include "broker/sched/sched_int.h"
+
+/* The end the exit report gives attempt a; returns state changes. */
+static int apply_exit(struct tw_sched *s, struct pcache *pc,
+                      const struct tw_job_rec *job,
+                      const struct tw_attempt_rec *a, struct sched_nodes nd,
+                      struct sched_att *st, const struct tw_store_agent *g,
+                      int64_t now, bool *owe) {
+  struct tw_err err = {0};
+  char why[160];
+  int code = g->has_code ? g->exit_code : 128 + g->signal;
+  if (g->has_code)
+    snprintf(why, sizeof why, "exited with code %d", g->exit_code);
+  else
+    snprintf(why, sizeof why, "killed by signal %d", g->signal);
+  int changes = 0;
+  if (a->state == TW_ATTEMPT_PROVISIONING &&
+      tw_store_attempt_running(s->store, a->id, &err) == TW_OK)
+    changes++;
+  if (g->after_notice && !tw_job_state_terminal(job->state)) {
+    char w[512];
+    snprintf(w, sizeof w,
+             "instance %s interrupted: the job %s after its notice",
+             a->instance_id, why);
+    int c = sched__spot_end(s, a, st, "interrupted", w, now);
+    if (!c)
+      return changes;
+    changes += c;
+  } else {
+    bool cancelled = tw_job_state_terminal(job->state);
+    struct tw_attempt_close c = {.attempt_id = a->id,
+                                 .end_reason =
+                                     cancelled ? "cancelled" : "completed",
+                                 .job_to = cancelled   ? TW_JOB_NSTATES
+                                           : code == 0 ? TW_JOB_SUCCEEDED
+                                                       : TW_JOB_FAILED,
+                                 .job_reason = why,
+                                 .has_exit = !cancelled,
+                                 .exit_code = code};
+    if (tw_store_attempt_close(s->store, &c, &err)) {
+      tw_log_warn("agent", "job=%s attempt=%d end not recorded: %s", a->job_id,
+                  a->n, err.msg);
+      return changes; /* not recorded: nothing terminated, next pass */
+    }
+    changes++;
+    tw_log_info("agent", "job=%s attempt=%d %s", a->job_id, a->n, why);
+  }
+  tw_spec_cache_forget(s->specs, job->id);
+  if (sched__terminate_all(s, pc, a, nd, &err))
+    *owe = true;
+  return changes;
+}
+
+/* The agent's notices not yet acted on, through the providers' path. */
+static void apply_notices(struct tw_sched *s, const struct tw_attempt_rec *a,
+                          struct sched_att *st, int64_t now) {
+  struct tw_store_agent_notice *ns = NULL;
+  size_t n = 0;
+  struct tw_err err = {0};
+  if (tw_store_agent_notices_new(s->store, a->id, &ns, &n, &err))
+    return;
+  for (size_t i = 0; i < n; i++) {
+    struct tw_event ev = {.kind = !strcmp(ns[i].kind, "interruption")
+                                      ? TW_EVENT_INTERRUPTION
+                                      : TW_EVENT_REBALANCE,
+                          .noticed_ms = ns[i].at_ms,
+                          .deadline_ms = ns[i].deadline_ms};
+    snprintf(ev.instance_id, sizeof ev.instance_id, "%s", a->instance_id);
+    snprintf(ev.action, sizeof ev.action, "%.15s",
+             ns[i].action[0] ? ns[i].action : "terminate");
+    sched__spot_notice(s, a, st, &ev, now);
+    /* the agent signalled the job itself: no checkpoint to hand over */
+    if (ev.kind == TW_EVENT_INTERRUPTION)
+      tw_store_agent_ckpt_sent(s->store, a->id, now, NULL, &err);
+    tw_store_agent_notice_applied(s->store, a->id, ns[i].event_id, &err);
+  }
+  free(ns);
+}
+
+/* Heartbeats lost: describe; gone is an interruption, alive is silent and
+ * replaced.  Returns state changes. */
+static int heartbeats_lost(struct tw_sched *s, struct pcache *pc,
+                           const struct tw_attempt_rec *a,
+                           struct sched_nodes nd, struct sched_att *st,
+                           int64_t silent_s, int64_t now) {
+  struct tw_instance inst;
+  struct tw_err err = {0};
+  enum tw_rc rc = tw_provider_describe(pc->p, a->instance_id, &inst, &err);
+  char why[400];
+  if (rc == TW_E_NOTFOUND ||
+      (rc == TW_OK && tw_instance_state_gone(inst.state))) {
+    snprintf(why, sizeof why,
+             "instance %s interrupted: no heartbeat for %llds and the "
+             "instance is %s",
+             a->instance_id, (long long)silent_s,
+             rc ? "unknown to the provider" : inst.provider_state);
+    if (nd.n)
+      sched__terminate_all(s, pc, a, nd, &err);
+    return sched__spot_end(s, a, st, "interrupted", why, now);
+  }
+  if (rc)
+    return 0; /* no answer: asked again next pass */
+  if (sched__terminate_all(s, pc, a, nd, &err))
+    return 0; /* tried again next pass */
+  snprintf(why, sizeof why,
+           "instance %s terminated: its agent sent no heartbeat for %llds "
+           "while the instance is %s; placing again",
+           a->instance_id, (long long)silent_s, inst.provider_state);
+  return sched__spot_end(s, a, st, "interrupted", why, now);
+}
+
+void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
+                         const struct tw_job_rec *job,
+                         const struct tw_attempt_rec *a, struct sched_nodes nd,
+                         struct sched_att *st, int64_t now,
+                         struct sched_agent_step *out) {
+  memset(out, 0, sizeof *out);
+  if (!s->agent || !tw_provider_agent(pc->p) ||
+      a->state == TW_ATTEMPT_LAUNCHING)
+    return;
+  struct tw_store_agent g;
+  bool found = false;
+  struct tw_err err = {0};
+  if (tw_store_agent_get(s->store, a->id, &found, &g, &err) || !found)
+    return;
+  bool cancelled = tw_job_state_terminal(job->state);
+  if (cancelled && !g.registered_ms && !g.exit_ms)
+    return; /* nobody to tell: follow.c gives the instance back at once */
+  out->handled = true;
+  st->agent_saved = g.checkpoint_ms > 0;
+  st->agent_kept_s = g.progress_s;
+  if (g.exit_ms) {
+    out->changes +=
+        apply_exit(s, pc, job, a, nd, st, &g, now, &out->owe_terminate);
+    return;
+  }
+  int64_t grace_ms = tw_agent_grace_s(s->agent) * 1000;
+  int64_t timeout_ms = tw_agent_heartbeat_timeout_s(s->agent) * 1000;
+  if (cancelled) {
+    /* told at its heartbeat; ends on its exit report, or on this */
+    if (!g.cancel_ms) {
+      tw_store_agent_cancel(s->store, a->id, now, &err);
+      g.cancel_ms = now;
+    }
+    if (now < g.cancel_ms + grace_ms + timeout_ms)
+      return;
+    if (sched__terminate_all(s, pc, a, nd, &err))
+      return; /* tried again next pass */
+    struct tw_attempt_close c = {.attempt_id = a->id,
+                                 .end_reason = "cancelled",
+                                 .job_to = TW_JOB_NSTATES};
+    if (tw_store_attempt_close(s->store, &c, &err) == TW_OK) {
+      out->changes++;
+      tw_log_info("agent",
+                  "job=%s attempt=%d no exit report %llds after the cancel; "
+                  "instance terminated",
+                  a->job_id, a->n, (long long)((now - g.cancel_ms) / 1000));
+    }
+    tw_spec_cache_forget(s->specs, job->id);
+    return;
+  }
+  apply_notices(s, a, st, now);
+  if (st->notice_deadline_ms && now >= st->notice_deadline_ms) {
+    out->handled = false; /* the notice ran out: follow.c's rule */
+    return;
+  }
+  if (g.registered_ms && a->state == TW_ATTEMPT_PROVISIONING &&
+      tw_store_attempt_running(s->store, a->id, &err) == TW_OK) {
+    out->changes++;
+    return;
+  }
+  int64_t last =
+      g.last_hb_ms > g.registered_ms ? g.last_hb_ms : g.registered_ms;
+  int64_t allow = timeout_ms;
+  if (!last) {
+    last = g.created_ms; /* booting: the bootstrap fetches and starts it */
+    allow = 2 * timeout_ms;
+  }
+  if (now - last > allow)
+    out->changes += heartbeats_lost(s, pc, a, nd, st, (now - last) / 1000, now);
+}

@@ -1,0 +1,580 @@
+/* test_frontdoor.c - the front door under attack (issue 16), against a real
+ * tradewindd, each case written as the attack:
+ *
+ *   flood_and_slowloris: 5,000 idle connections from 127.0.0.1 and a
+ *     1,000-connection slowloris from 127.0.0.3 (a header byte every
+ *     second, the slowloris reconnecting what is cut); meanwhile /healthz
+ *     and an authenticated GET /v1/jobs from 127.0.0.2 answer, every one
+ *     of them; the daemon's thread count does not move and its RSS stays
+ *     under 200 MB; the slowloris heads are cut at their deadline with a
+ *     408 problem.  (The latency target, p99 under 100 ms, is measured by
+ *     bench-frontdoor; here the bound is generous.)
+ *   smuggling_pairs_refused: two different Content-Length, Content-Length
+ *     with chunked, a Transfer-Encoding other than chunked, a header name
+ *     with a space: 400 problem+json, one answer, and the connection
+ *     closed, so the bytes behind never run as a second request.
+ *   bad_heads_get_problems: HTTP/1.1 without Host, an overlong target and
+ *     head: 400, 414, 431 as problem+json.
+ *   ten_gib_declaration: an unauthenticated POST declaring 10 GiB with
+ *     Expect: 100-continue gets 401 and no 100 Continue; with a token it
+ *     gets 413, again without 100 Continue; a body trickled with a token
+ *     is cut at the body's deadline.
+ *   probe_listener_when_budget_spent: connections from many addresses
+ *     spend the main listener's budget; api.probe_listen still answers
+ *     /healthz, and only the probes.
+ *
+ * Linux routes all of 127.0.0.0/8 to loopback: a socket bound to
+ * 127.0.0.2 is "another address" for the daemon. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/integration/twtest_daemon.h"
+#include "tests/twtest.h"
+
+#define IDLE 5000
+#define SLOW 1000
+#define PER_ADDRESS 64
+#define HEAD_TIMEOUT_S 2
+#define BODY_TIMEOUT_S 3
+
+static struct twtest_daemon d;
+static int failures_before;
+static char token[128];
+
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- a raw client bound to a chosen source address ------------------------
+ */
+
+static int connect_from(const char *src, int port, bool nonblock) {
+  int fd = socket(
+      AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (nonblock ? SOCK_NONBLOCK : 0), 0);
+  if (fd < 0)
+    return -1;
+  struct sockaddr_in s = {.sin_family = AF_INET};
+  inet_pton(AF_INET, src, &s.sin_addr);
+  if (bind(fd, (struct sockaddr *)&s, sizeof s)) {
+    close(fd);
+    return -1;
+  }
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) && errno != EINPROGRESS) {
+    close(fd);
+    return -1;
+  }
+  if (!nonblock) {
+    struct timeval tv = {.tv_sec = 10};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
+  return fd;
+}
+
+/* Reads until the peer closes or timeout_ms pass; returns the bytes
+ * (NUL-terminated in buf), and *closed when the peer closed. */
+static size_t read_all(int fd, char *buf, size_t cap, int timeout_ms,
+                       bool *closed) {
+  size_t n = 0;
+  int64_t end = mono_ms() + timeout_ms;
+  *closed = false;
+  while (n + 1 < cap) {
+    int left = (int)(end - mono_ms());
+    if (left <= 0)
+      break;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, left) <= 0)
+      break;
+    ssize_t k = recv(fd, buf + n, cap - 1 - n, 0);
+    if (k <= 0) {
+      *closed = true;
+      break;
+    }
+    n += (size_t)k;
+  }
+  buf[n] = '\0';
+  return n;
+}
+
+/* One request on a new connection from src; the status, or 0 without a
+ * complete answer.  The answer's text in out (may be NULL). */
+static int exchange(const char *src, int port, const char *req, char *out,
+                    size_t cap, bool *closed) {
+  char local[8192];
+  bool cl = false;
+  if (!out) {
+    out = local;
+    cap = sizeof local;
+  }
+  out[0] = '\0';
+  int fd = connect_from(src, port, false);
+  if (fd < 0)
+    return 0;
+  size_t len = strlen(req);
+  if (send(fd, req, len, MSG_NOSIGNAL) != (ssize_t)len) {
+    close(fd);
+    return 0;
+  }
+  read_all(fd, out, cap, 5000, &cl);
+  close(fd);
+  if (closed)
+    *closed = cl;
+  int status = 0;
+  if (sscanf(out, "HTTP/1.1 %d", &status) != 1)
+    return 0;
+  return status;
+}
+
+/* Status lines: "HTTP/1.1 " at the start of the text or of a line. */
+static int status_lines(const char *text) {
+  int n = !strncmp(text, "HTTP/1.1 ", 9);
+  for (const char *p = text; (p = strstr(p, "\nHTTP/1.1 ")); p++)
+    n++;
+  return n;
+}
+
+static long proc_field(const char *name) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)d.pid);
+  FILE *f = fopen(path, "r");
+  long v = -1;
+  size_t nl = strlen(name);
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, name, nl) && line[nl] == ':')
+      v = strtol(line + nl + 1, NULL, 10);
+  if (f)
+    fclose(f);
+  return v;
+}
+
+/* ---- the attackers ----------------------------------------------------------
+ */
+
+struct attack {
+  int idle[IDLE];
+  int slow[SLOW];
+  atomic_bool stop;
+  atomic_int slow_cut; /* slowloris connections cut at the head's deadline */
+  atomic_int reconnects;
+};
+
+static void *slowloris_main(void *arg) {
+  struct attack *a = arg;
+  static const char head[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+  static int64_t opened[SLOW];
+  while (!atomic_load(&a->stop)) {
+    for (int i = 0; i < SLOW && !atomic_load(&a->stop); i++) {
+      int fd = a->slow[i];
+      if (fd >= 0) {
+        char buf[1024];
+        ssize_t k = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+        if (k >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+          /* closed (or answered, then closed): a connection the daemon
+           * held until the head's deadline, not one it refused at once */
+          int64_t lived = mono_ms() - opened[i];
+          if (lived >= HEAD_TIMEOUT_S * 1000 - 200 &&
+              lived <= HEAD_TIMEOUT_S * 1000 + 1500)
+            atomic_fetch_add(&a->slow_cut, 1);
+          close(fd);
+          a->slow[i] = fd = -1;
+        } else {
+          /* one more byte of a head that never ends */
+          (void)!send(fd, "a", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+      }
+      if (fd < 0) {
+        fd = connect_from("127.0.0.3", d.port, true);
+        if (fd >= 0) {
+          struct pollfd p = {.fd = fd, .events = POLLOUT};
+          poll(&p, 1, 50);
+          (void)!send(fd, head, sizeof head - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+          atomic_fetch_add(&a->reconnects, 1);
+          opened[i] = mono_ms();
+        }
+        a->slow[i] = fd;
+      }
+    }
+    for (int t = 0; t < 5 && !atomic_load(&a->stop); t++)
+      usleep(100 * 1000);
+  }
+  return NULL;
+}
+
+static int cmp_i64(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+static void flood_and_slowloris(void **state) {
+  (void)state;
+  struct attack *a = calloc(1, sizeof *a);
+  long threads0 = proc_field("Threads");
+  TW_CHECK(threads0 > 0, "cannot read the daemon's thread count");
+  int held = 0;
+  for (int i = 0; i < IDLE; i++) {
+    a->idle[i] = connect_from("127.0.0.1", d.port, true);
+    held += a->idle[i] >= 0;
+  }
+  TW_CHECK(held > IDLE / 2, "only %d idle connections opened", held);
+  for (int i = 0; i < SLOW; i++)
+    a->slow[i] = -1;
+  pthread_t th;
+  pthread_create(&th, NULL, slowloris_main, a);
+  usleep(500 * 1000);
+
+  /* the honest client, from another address, while both attacks run */
+  char auth_jobs[512];
+  snprintf(auth_jobs, sizeof auth_jobs,
+           "GET /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+           "%s\r\nConnection: close\r\n\r\n",
+           token);
+  enum { N = 120 };
+  int64_t lat[2 * N];
+  int ok = 0, n = 0;
+  long threads_max = 0, rss_max = 0;
+  int64_t end = mono_ms() + (HEAD_TIMEOUT_S + 3) * 1000;
+  for (int i = 0; i < N || mono_ms() < end; i++) {
+    if (i >= N && n >= 2 * N)
+      break;
+    for (int k = 0; k < 2 && n < 2 * N; k++) {
+      int64_t t0 = mono_ms();
+      int st = exchange("127.0.0.2", d.port,
+                        k ? auth_jobs
+                          : "GET /healthz HTTP/1.1\r\nHost: x\r\n"
+                            "Connection: close\r\n\r\n",
+                        NULL, 0, NULL);
+      lat[n++] = mono_ms() - t0;
+      ok += st == 200;
+    }
+    long th_now = proc_field("Threads"), rss = proc_field("VmRSS");
+    threads_max = th_now > threads_max ? th_now : threads_max;
+    rss_max = rss > rss_max ? rss : rss_max;
+    usleep(20 * 1000);
+  }
+  atomic_store(&a->stop, true);
+  pthread_join(th, NULL);
+  qsort(lat, (size_t)n, sizeof lat[0], cmp_i64);
+  int64_t p99 = lat[((n - 1) * 99) / 100];
+  printf(
+      "under attack: %d/%d answered 200, p99 %lld ms, threads %ld -> "
+      "%ld, RSS max %ld kB, slowloris reconnects %d, cut at the deadline: %d\n",
+      ok, n, (long long)p99, threads0, threads_max, rss_max,
+      atomic_load(&a->reconnects), atomic_load(&a->slow_cut));
+  TW_CHECK_INT(ok, n);
+  TW_CHECK(p99 < 2000, "p99 %lld ms", (long long)p99);
+  TW_CHECK(threads_max <= threads0 + 2,
+           "threads grew from %ld to %ld under %d connections", threads0,
+           threads_max, IDLE + SLOW);
+  TW_CHECK(rss_max > 0 && rss_max < 200 * 1024, "RSS %ld kB", rss_max);
+  TW_CHECK(atomic_load(&a->slow_cut) >= PER_ADDRESS / 2,
+           "only %d slowloris connections were cut at the head's deadline",
+           atomic_load(&a->slow_cut));
+  for (int i = 0; i < IDLE; i++)
+    if (a->idle[i] >= 0)
+      close(a->idle[i]);
+  for (int i = 0; i < SLOW; i++)
+    if (a->slow[i] >= 0)
+      close(a->slow[i]);
+  free(a);
+  /* the daemon counted the cuts */
+  char req[512], out[65536];
+  snprintf(req, sizeof req,
+           "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+           "Connection: close\r\n\r\n",
+           token);
+  TW_CHECK_INT(exchange("127.0.0.2", d.port, req, out, sizeof out, NULL), 200);
+  const char *m =
+      strstr(out, "tradewind_http_deadline_cuts_total{part=\"head\"} ");
+  TW_CHECK(m && atol(m + 48) >= PER_ADDRESS / 2, "metrics: %s",
+           m ? m : "no deadline counter");
+}
+
+/* ---- framing ----------------------------------------------------------------
+ */
+
+static void expect_refused(const char *what, const char *req, int status,
+                           const char *type) {
+  char out[8192];
+  bool closed = false;
+  int st = exchange("127.0.0.2", d.port, req, out, sizeof out, &closed);
+  TW_CHECK(st == status, "%s: status %d, want %d: %s", what, st, status, out);
+  TW_CHECK(strstr(out, "Content-Type: application/problem+json"),
+           "%s: not problem+json: %s", what, out);
+  TW_CHECK(type == NULL || strstr(out, type), "%s: lacks %s: %s", what, type,
+           out);
+  TW_CHECK(status_lines(out) == 1, "%s: %d answers: %s", what,
+           status_lines(out), out);
+  TW_CHECK(closed, "%s: the connection stayed open", what);
+}
+
+static void smuggling_pairs_refused(void **state) {
+  (void)state;
+  /* what follows the first request would run as a second one if the
+   * first length won */
+  static const char tail[] = "GET /v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n";
+  char req[1024];
+  snprintf(req, sizeof req,
+           "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: "
+           "application/json\r\nContent-Length: 0\r\nContent-Length: "
+           "%zu\r\n\r\n%s",
+           sizeof tail - 1, tail);
+  expect_refused("two Content-Length", req, 400, "Content-Length");
+  snprintf(req, sizeof req,
+           "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: "
+           "application/json\r\nContent-Length: 5\r\nTransfer-Encoding: "
+           "chunked\r\n\r\n0\r\n\r\n%s",
+           tail);
+  expect_refused("Content-Length with chunked", req, 400, "Transfer-Encoding");
+  snprintf(req, sizeof req,
+           "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+           "chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n%s",
+           tail);
+  expect_refused("chunked, then Content-Length", req, 400, NULL);
+  snprintf(req, sizeof req,
+           "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, "
+           "chunked\r\n\r\n0\r\n\r\n%s",
+           tail);
+  expect_refused("Transfer-Encoding other than chunked", req, 400,
+                 "Transfer-Encoding");
+  snprintf(req, sizeof req,
+           "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length : 5\r\n\r\n%s",
+           tail);
+  expect_refused("a header name with a space", req, 400, "token");
+}
+
+static void bad_heads_get_problems(void **state) {
+  (void)state;
+  expect_refused("HTTP/1.1 without Host", "GET /healthz HTTP/1.1\r\n\r\n", 400,
+                 "Host");
+  expect_refused("two Host",
+                 "GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400,
+                 "Host");
+  char *req = malloc(40000);
+  snprintf(req, 40000, "GET /healthz?x=%0*d HTTP/1.1\r\nHost: x\r\n\r\n", 10000,
+           0);
+  expect_refused("an overlong target", req, 414, "uri-too-long");
+  int n = snprintf(req, 40000, "GET /healthz HTTP/1.1\r\nHost: x\r\n");
+  for (int i = 0; i < 40; i++)
+    n +=
+        snprintf(req + n, (size_t)(40000 - n), "X-Pad-%d: %0*d\r\n", i, 500, 0);
+  snprintf(req + n, (size_t)(40000 - n), "\r\n");
+  expect_refused("an overlong head", req, 431, "headers-too-large");
+  free(req);
+  /* HTTP/1.0 needs no Host */
+  TW_CHECK_INT(exchange("127.0.0.2", d.port, "GET /healthz HTTP/1.0\r\n\r\n",
+                        NULL, 0, NULL),
+               200);
+}
+
+/* A head that stops half-way gets a 408 problem at its deadline. */
+static void partial_head_gets_408(void **state) {
+  (void)state;
+  int fd = connect_from("127.0.0.2", d.port, false);
+  TW_CHECK(fd >= 0);
+  static const char part[] = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Half: ";
+  TW_CHECK(send(fd, part, sizeof part - 1, MSG_NOSIGNAL) ==
+           (ssize_t)(sizeof part - 1));
+  int64_t t0 = mono_ms();
+  char out[4096];
+  bool closed;
+  read_all(fd, out, sizeof out, (HEAD_TIMEOUT_S + 3) * 1000, &closed);
+  int64_t took = mono_ms() - t0;
+  close(fd);
+  TW_CHECK(strstr(out, "HTTP/1.1 408 ") &&
+               strstr(out, "application/problem+json") &&
+               strstr(out, "\"status\":408"),
+           "%s", out);
+  TW_CHECK(closed && took < (HEAD_TIMEOUT_S + 1) * 1000,
+           "closed %d after %lld ms", closed, (long long)took);
+}
+
+/* ---- the body is not read before the head is judged --------------------- */
+
+static void ten_gib_declaration(void **state) {
+  (void)state;
+  static const char head[] =
+      "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nContent-Length: 10737418240\r\nExpect: "
+      "100-continue\r\n";
+  char req[1024], out[8192];
+  bool closed;
+  snprintf(req, sizeof req, "%s\r\n", head);
+  int st = exchange("127.0.0.2", d.port, req, out, sizeof out, &closed);
+  TW_CHECK(st == 401, "status %d: %s", st, out);
+  TW_CHECK(!strstr(out, "100 Continue"), "100 Continue sent: %s", out);
+  TW_CHECK(strstr(out, "application/problem+json"), "%s", out);
+  TW_CHECK(closed, "connection kept");
+  snprintf(req, sizeof req, "%sAuthorization: Bearer %s\r\n\r\n", head, token);
+  st = exchange("127.0.0.2", d.port, req, out, sizeof out, &closed);
+  TW_CHECK(st == 413, "status %d: %s", st, out);
+  TW_CHECK(!strstr(out, "100 Continue"), "100 Continue sent: %s", out);
+  /* a body trickled by an authenticated client is cut at its deadline */
+  snprintf(req, sizeof req,
+           "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: "
+           "application/json\r\nContent-Length: 1000\r\nAuthorization: Bearer "
+           "%s\r\n\r\n{",
+           token);
+  int fd = connect_from("127.0.0.2", d.port, false);
+  TW_CHECK(fd >= 0);
+  TW_CHECK(send(fd, req, strlen(req), MSG_NOSIGNAL) == (ssize_t)strlen(req));
+  int64_t t0 = mono_ms();
+  bool cut = false;
+  while (mono_ms() - t0 < (BODY_TIMEOUT_S + 3) * 1000) {
+    if (send(fd, " ", 1, MSG_NOSIGNAL) != 1) {
+      cut = true;
+      break;
+    }
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 500) > 0) {
+      cut = true;
+      break;
+    }
+  }
+  int64_t took = mono_ms() - t0;
+  read_all(fd, out, sizeof out, 2000, &closed);
+  close(fd);
+  TW_CHECK(cut, "a trickled body was never cut");
+  TW_CHECK(took < (BODY_TIMEOUT_S + 2) * 1000, "cut after %lld ms",
+           (long long)took);
+  TW_CHECK(strstr(out, " 408 ") && strstr(out, "problem+json"), "%s", out);
+}
+
+/* ---- the probe listener -----------------------------------------------------
+ */
+
+static int probe_port(void) {
+  char *log = twtest_daemon_log_read(&d);
+  const char *p = strstr(log, "probes on ");
+  int port = 0;
+  if (p) {
+    const char *colon = strchr(p + 10, ':');
+    while (colon && strchr(colon + 1, ':') &&
+           strchr(colon + 1, ':') < strchr(p, '\n'))
+      colon = strchr(colon + 1, ':');
+    port = colon ? atoi(colon + 1) : 0;
+  }
+  free(log);
+  return port;
+}
+
+static void probe_listener_when_budget_spent(void **state) {
+  (void)state;
+  int pp = probe_port();
+  TW_CHECK(pp > 0, "no probe port in the log");
+  /* 20 addresses at the per-address limit: over the 1024 connections */
+  enum { ADDRS = 20, EACH = PER_ADDRESS };
+  static int fds[ADDRS * EACH];
+  for (int i = 0; i < ADDRS; i++)
+    for (int k = 0; k < EACH; k++) {
+      char src[32];
+      snprintf(src, sizeof src, "127.0.1.%d", i + 1);
+      fds[i * EACH + k] = connect_from(src, d.port, true);
+    }
+  usleep(300 * 1000);
+  char out[4096];
+  int st = exchange("127.0.0.2", pp, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+                    out, sizeof out, NULL);
+  TW_CHECK(st == 200, "probe listener: %d %s", st, out);
+  st = exchange("127.0.0.2", pp, "GET /v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n",
+                out, sizeof out, NULL);
+  TW_CHECK(st == 404, "the probe listener serves only probes: %d", st);
+  for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+    if (fds[i] >= 0)
+      close(fds[i]);
+}
+
+/* ---- the group
+ * ---------------------------------------------------------------- */
+
+static int setup(void **state) {
+  (void)state;
+  failures_before = tw_failures();
+  char path[400];
+  snprintf(path, sizeof path, "%s/admin.token", d.dir);
+  FILE *f = fopen(path, "r");
+  if (!f || !fgets(token, sizeof token, f)) {
+    if (f)
+      fclose(f);
+    fprintf(stderr, "no admin token in %s\n", path);
+    return -1;
+  }
+  fclose(f);
+  token[strcspn(token, "\r\n")] = '\0';
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  /* a clean exit, and no sanitizer report on the way (ASan builds) */
+  int code = twtest_daemon_stop(&d, 10000);
+  bool reported = twtest_daemon_log_count(&d, "runtime error") +
+                      twtest_daemon_log_count(&d, "Sanitizer") >
+                  0;
+  bool bad = code != 0 || reported || tw_failures() != failures_before;
+  if (code != 0 || reported)
+    fprintf(stderr, "tradewindd exited %d%s\n", code,
+            reported ? ", with a sanitizer report in its log" : "");
+  twtest_daemon_cleanup(&d, bad);
+  return code != 0 || reported ? -1 : 0;
+}
+
+int main(void) {
+  /* 6,000 client sockets and change */
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 16384) {
+    rl.rlim_cur = rl.rlim_max < 16384 ? rl.rlim_max : 16384;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  getrlimit(RLIMIT_NOFILE, &rl);
+  if (rl.rlim_cur < IDLE + SLOW + 2 * PER_ADDRESS * 20 + 256) {
+    printf("SKIPPED: the fd limit is %llu\n", (unsigned long long)rl.rlim_cur);
+    return TW_SKIP;
+  }
+  char cfg[1024];
+  snprintf(cfg, sizeof cfg,
+           "log:\n  level: info\n"
+           "api:\n  max_per_address: %d\n  head_timeout_s: %d\n"
+           "  body_timeout_s: %d\n  threads: 8\n"
+           "  probe_listen: 127.0.0.1:0\n"
+           "auth:\n  mode: tokens\n  rate_limit_per_s: 0\n",
+           PER_ADDRESS, HEAD_TIMEOUT_S, BODY_TIMEOUT_S);
+  if (twtest_daemon_init(&d, cfg) != 0) {
+    printf("SKIPPED: cannot prepare a daemon directory\n");
+    return TW_SKIP;
+  }
+  if (twtest_daemon_start(&d) != 0) {
+    char *log = twtest_daemon_log_read(&d);
+    fprintf(stderr, "the daemon did not start:\n%s\n", log);
+    free(log);
+    twtest_daemon_cleanup(&d, true);
+    return 1;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(smuggling_pairs_refused),
+      cmocka_unit_test(bad_heads_get_problems),
+      cmocka_unit_test(partial_head_gets_408),
+      cmocka_unit_test(ten_gib_declaration),
+      cmocka_unit_test(flood_and_slowloris),
+      cmocka_unit_test(probe_listener_when_budget_spent),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
