@@ -125,6 +125,16 @@ static void render_offer(struct tw_buf *b, const struct tw_cat_snap *s,
                   v.interruption_pct);
   else
     tw_buf_adds(b, "null");
+  /* the price sanity rule (docs/catalog.md) */
+  tw_buf_adds(b, ",\"quarantine\":");
+  if (v.quarantine_peers)
+    tw_buf_printf(b,
+                  "{\"reason\":\"under a quarter of the median price of its "
+                  "shape and market\",\"median_uusd_per_hour\":%" PRId64
+                  ",\"peers\":%" PRIu32 "}",
+                  v.quarantine_median_uusd, v.quarantine_peers);
+  else
+    tw_buf_adds(b, "null");
   if (v.capacity >= 0)
     tw_buf_printf(b, ",\"capacity\":%" PRId64, v.capacity);
   else

@@ -10,6 +10,7 @@
 
 #include "api/api_int.h"
 #include "api/auth_int.h"
+#include "billing/catalog/catalog.h"
 #include "broker/base/clock.h"
 #include "broker/core/datasets.h"
 #include "broker/core/spec.h"
@@ -76,11 +77,56 @@ static void job_datasets(struct tw_req *r, const struct tw_job_spec *spec,
   tw_dataset_set_seal(ds);
 }
 
+/* A job whose accelerator fits nowhere: the catalog rows for it that were
+ * rejected at ingestion are part of why (a GPU the catalog dropped is no
+ * GPU to place). */
+static void catalog_rejects(struct tw_req *r, const struct tw_job_spec *spec,
+                            struct tw_plan *plan) {
+  struct tw_catalog *cat = tw_api_catalog(r->api);
+  if (!cat)
+    return;
+  struct tw_cat_snap *snap = tw_catalog_acquire(cat);
+  uint64_t rows = 0;
+  char example[160] = "";
+  for (size_t i = 0; i < tw_cat_snap_nsources(snap); i++) {
+    const struct tw_cat_source_info *si = tw_cat_snap_source(snap, i);
+    for (size_t k = 0; k < si->report.n_accel_rejected; k++) {
+      const struct tw_cat_accel_rej *a = &si->report.accel_rejected[k];
+      bool match = false;
+      for (size_t j = 0; j < spec->n_accels && !match; j++)
+        match = tw_place_accel_name_matches(spec->accels[j].name, a->accel);
+      if (!match)
+        continue;
+      rows += a->rows;
+      if (!example[0])
+        snprintf(example, sizeof example, "%.60s line %llu: %s", si->name,
+                 (unsigned long long)a->first_line,
+                 tw_cat_reject_str(a->first_why));
+    }
+  }
+  tw_cat_snap_release(snap);
+  if (rows)
+    snprintf(plan->note, sizeof plan->note,
+             "%llu catalog rows for %.40s were rejected at ingestion (e.g. "
+             "%s)",
+             (unsigned long long)rows, spec->accel_name, example);
+}
+
 void tw_h_plan(struct tw_req *r) {
   bool is_json;
   if (!tw_h_placement_media(r, &is_json))
     return;
   int64_t limit = 10;
+  bool explain = true;
+  const char *ex = tw_req_query(r, "explain");
+  if (ex) {
+    if (strcmp(ex, "true") && strcmp(ex, "false")) {
+      tw_problem(r, 400, "invalid-field", "explain",
+                 "explain: expected true or false, got \"%.32s\"", ex);
+      return;
+    }
+    explain = !strcmp(ex, "true");
+  }
   const char *q = tw_req_query(r, "candidates");
   if (q) {
     char *end;
@@ -120,12 +166,14 @@ void tw_h_plan(struct tw_req *r) {
   struct tw_plan_input in = {.job = &spec,
                              .now_ms = tw_clock_now_ms(tw_api_clock(r->api))};
   struct tw_plan_opts opts = {
-      .counts = true,
+      .counts = explain,
       .candidates = (size_t)limit > set->candidates ? (size_t)limit : 0};
   struct tw_plan plan;
   if (tw_plan_make(set, &snap, &in, &opts, NULL, &plan, &err)) {
     tw_problem_err(r, &err);
   } else {
+    if (plan.counted && !plan.feasible && spec.accel_name)
+      catalog_rejects(r, &spec, &plan);
     struct tw_buf pj;
     tw_buf_init(&pj);
     tw_plan_to_json(&plan, (size_t)limit, &pj);

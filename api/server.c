@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "api/api_int.h"
+#include "billing/catalog/clouds.h"
 #include "api/auth_int.h"
 #include "api/auth_routes.h"
 #include "api/h_agent.h"
@@ -834,8 +835,24 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   api->providers = opts->providers;
   api->n_providers = opts->n_providers;
   api->adapters = opts->adapters;
-  tw_provider_names(opts->adapters, api->provider_names,
-                    sizeof api->provider_names / sizeof api->provider_names[0]);
+  size_t np = tw_provider_names(
+      opts->adapters, api->provider_names,
+      sizeof api->provider_names / sizeof api->provider_names[0]);
+  /* the catalog's clouds without an adapter (gcp) may be named too: in
+   * selectors, residency, datasets; their offers are plannable */
+  const char *only[8];
+  size_t no = tw_cat_catalog_only_names(only, sizeof only / sizeof only[0]);
+  for (size_t i = 0; i < no && np + 1 < sizeof api->provider_names /
+                                            sizeof api->provider_names[0];
+       i++) {
+    bool dup = false;
+    for (size_t k = 0; k < np && !dup; k++)
+      dup = !strcmp(api->provider_names[k], only[i]);
+    if (!dup) {
+      api->provider_names[np++] = only[i];
+      api->provider_names[np] = NULL;
+    }
+  }
   tw_fallback_names(api->fallback_names,
                     sizeof api->fallback_names / sizeof api->fallback_names[0]);
   api->max_body = opts->max_body_bytes > 0 ? opts->max_body_bytes : (1 << 20);

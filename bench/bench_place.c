@@ -498,7 +498,7 @@ static double pct(const int64_t *sorted, size_t n, double p) {
 
 static int run_size(const struct catalog *base, size_t n,
                     const struct tw_policy_set *set, struct tw_job_spec *specs,
-                    size_t decisions, bool smoke) {
+                    size_t decisions, bool smoke, bool quick) {
   struct catalog cat;
   derive(base, n, &cat);
   struct tw_offer_source src = {
@@ -592,7 +592,7 @@ static int run_size(const struct catalog *base, size_t n,
   printf("place_%zu_cold_p50 %.1f us\n", n, pct(cl, cold_n, 0.5));
   printf("place_%zu_cold_max %.1f us\n", n, (double)cl[cold_n - 1] / 1000.0);
   /* with exact rejection counts, and checked against the search */
-  size_t cn = smoke ? NMIX : NMIX * 2;
+  size_t cn = smoke ? NMIX : quick ? NMIX * 4 : NMIX * 16;
   int64_t *cc = malloc(cn * sizeof *cc);
   int bad = 0;
   for (size_t d = 0; d < cn; d++) {
@@ -608,11 +608,26 @@ static int run_size(const struct catalog *base, size_t n,
               d % NMIX);
       bad = 1;
     }
+    if (d < NMIX) { /* the counts, against a visit of every offer */
+      struct tw_plan ref;
+      struct tw_plan_opts ro = {.counts = true, .scan = true};
+      tw_plan_make(set, &snap, &in, &ro, ws, &ref, NULL);
+      bool same = ref.feasible == p.feasible && ref.n_rejects == p.n_rejects;
+      for (size_t k = 0; same && k < p.n_rejects; k++)
+        same = ref.rejects[k].count == p.rejects[k].count;
+      if (!same) {
+        fprintf(stderr, "bench-place: job %zu: counts differ from a scan\n",
+                d % NMIX);
+        bad = 1;
+      }
+      tw_plan_release(&ref);
+    }
     tw_plan_release(&p);
     tw_plan_release(&q);
   }
   qsort(cc, cn, sizeof *cc, cmp_i64);
   printf("place_%zu_counted_p50 %.1f us\n", n, pct(cc, cn, 0.5));
+  printf("place_%zu_counted_p99 %.1f us\n", n, pct(cc, cn, 0.99));
   printf("# jobs with a placement: ");
   for (size_t j = 0; j < NMIX; j++)
     printf("%s%zu", j ? " " : "", fits[j] ? (size_t)1 : (size_t)0);
@@ -724,7 +739,7 @@ int main(int argc, char **argv) {
       break;
     printf("# --- %zu offers, %ld decisions ---\n", n, decisions);
     fflush(stdout);
-    bad |= run_size(&base, n, set, specs, (size_t)decisions, smoke);
+    bad |= run_size(&base, n, set, specs, (size_t)decisions, smoke, quick);
     fflush(stdout);
     p = *end == ',' ? end + 1 : end;
   }

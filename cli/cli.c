@@ -126,7 +126,8 @@ static const char main_help[] =
     "  3  cannot reach the server, or the server answered 5xx\n"
     "  4  the job was cancelled\n"
     "  5  the server rejected the request (4xx); the reason is on stderr\n"
-    "  6  timed out waiting\n";
+    "  6  timed out waiting\n"
+    "  7  plan: no offer fits the job\n";
 
 static void print_main_help(FILE *f) {
   struct tw_buf list;

@@ -25,7 +25,8 @@ enum tw_cli_exit {
   TW_EXIT_UNREACHABLE = 3, /* cannot reach the server, or it answered 5xx */
   TW_EXIT_CANCELLED = 4,   /* the job was cancelled */
   TW_EXIT_REJECTED = 5,    /* the server rejected the request (4xx) */
-  TW_EXIT_TIMEOUT = 6      /* timed out waiting */
+  TW_EXIT_TIMEOUT = 6,     /* timed out waiting */
+  TW_EXIT_NO_FIT = 7       /* plan: no offer fits the job */
 };
 
 struct tw_cli_io {

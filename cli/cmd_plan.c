@@ -69,10 +69,11 @@ static int print_plan(struct tw_cli *c, json_t *plan) {
   tw_buf_reset(&line);
   if (json_array_size(cands)) {
     static const char *const headers[] = {
-        "RANK",   "OFFER",    "MARKET", "PRICE/H", "COMPUTE", "SPOT",
-        "EGRESS", "TRANSFER", "TOTAL",  "FINISH",  "SCORES"};
+        "RANK",    "OFFER",   "MARKET", "VCPUS",  "MEMORY",
+        "ARCH",    "ACCEL",   "PRICE/H", "COMPUTE", "SPOT",
+        "EGRESS",  "TRANSFER", "TOTAL",  "FINISH", "SCORES"};
     struct tw_cli_table t;
-    tw_cli_table_init(&t, 11, headers);
+    tw_cli_table_init(&t, 15, headers);
     size_t i;
     json_t *cand;
     json_array_foreach(cands, i, cand) {
@@ -95,6 +96,19 @@ static int print_plan(struct tw_cli *c, json_t *plan) {
       else
         snprintf(tr, sizeof tr, "%s", trm);
       money(cost, "total_uusd", total, sizeof total);
+      char vcpus[16], mem[32], acc[64];
+      snprintf(vcpus, sizeof vcpus, "%lld", (long long)jint(cand, "vcpus"));
+      int64_t mib = jint(cand, "memory_mib");
+      if (mib % 1024)
+        snprintf(mem, sizeof mem, "%lld MiB", (long long)mib);
+      else
+        snprintf(mem, sizeof mem, "%lld GiB", (long long)(mib / 1024));
+      json_t *ac = json_object_get(cand, "accelerator");
+      if (json_is_object(ac))
+        snprintf(acc, sizeof acc, "%lldx %s", (long long)jint(ac, "count"),
+                 jstr(ac, "name"));
+      else
+        snprintf(acc, sizeof acc, "-");
       struct tw_buf sc;
       tw_buf_init(&sc);
       tw_buf_adds(&sc, "");
@@ -108,15 +122,23 @@ static int print_plan(struct tw_cli *c, json_t *plan) {
       }
       if (json_array_size(scores) > 1)
         tw_buf_printf(&sc, " total=%lld", (long long)jint(cand, "total_score"));
-      const char *row[] = {
-          rank, where, jstr(cand, "market"), price,  comp, spot, eg,
-          tr,   total, jstr(cost, "finish"), sc.data};
+      if (json_is_false(json_object_get(cand, "launchable")))
+        tw_buf_printf(&sc, " (%s)", jstr(cand, "note"));
+      const char *row[] = {rank,  where, jstr(cand, "market"),
+                           vcpus, mem,   jstr(cand, "arch"),
+                           acc,   price, comp,
+                           spot,  eg,    tr,
+                           total, jstr(cost, "finish"), sc.data};
       tw_cli_table_add(&t, row);
       tw_buf_release(&sc);
     }
     tw_cli_table_render(&t, &line);
     fputs(line.data, c->io->out);
     tw_cli_table_release(&t);
+    tw_buf_reset(&line);
+    tw_buf_adds(&line, "Ties: ");
+    tw_cli_add_clean(&line, jstr(plan, "tie_break"));
+    fprintf(c->io->out, "%s\n", line.data);
     tw_buf_reset(&line);
   }
   bool any = false;
@@ -134,10 +156,15 @@ static int print_plan(struct tw_cli *c, json_t *plan) {
     tw_buf_reset(&line);
     tw_buf_printf(&line, "  %12s  %-12s  ", n, jstr(r, "filter"));
     tw_cli_add_clean(&line, jstr(r, "reason"));
+    if (*jstr(r, "example")) {
+      tw_buf_adds(&line, " (e.g. ");
+      tw_cli_add_clean(&line, jstr(r, "example"));
+      tw_buf_addc(&line, ')');
+    }
     fprintf(c->io->out, "%s\n", line.data);
   }
   tw_buf_release(&line);
-  return TW_EXIT_OK;
+  return json_array_size(cands) ? TW_EXIT_OK : TW_EXIT_NO_FIT;
 }
 
 static int cmd_plan(struct tw_cli *c, const struct tw_cli_parsed *p) {
@@ -184,10 +211,14 @@ static int cmd_plan(struct tw_cli *c, const struct tw_cli_parsed *p) {
   int code = tw_cli_request(c, "POST", path,
                             json ? "application/json" : "application/yaml",
                             spec.data, spec.len, NULL, &resp, &plan);
-  if (code == TW_EXIT_OK)
-    code = tw_cli_structured(c)
-               ? tw_cli_print_json_text(c, resp.body.data, resp.body.len)
-               : print_plan(c, plan);
+  if (code == TW_EXIT_OK && tw_cli_structured(c)) {
+    code = tw_cli_print_json_text(c, resp.body.data, resp.body.len);
+    json_t *cands = json_object_get(plan, "candidates");
+    if (code == TW_EXIT_OK && json_is_array(cands) && !json_array_size(cands))
+      code = TW_EXIT_NO_FIT;
+  } else if (code == TW_EXIT_OK) {
+    code = print_plan(c, plan);
+  }
   json_decref(plan);
   tw_cli_http_resp_release(&resp);
   tw_buf_release(&spec);
@@ -201,7 +232,8 @@ const struct tw_cli_cmd tw_cli_cmd_plan = {
     .help = "FILE is a job spec as for submit (- reads stdin).  Prints the\n"
             "ranked candidates with their expected cost (compute, spot risk,\n"
             "egress, transfer) and scores, then how many offers each filter\n"
-            "refused and why.  -o json prints the server's plan.\n"
+            "refused and why, with one offer it refused.  -o json prints\n"
+            "the server's plan.  Exits 7 when no offer fits.\n"
             "\n"
             "Options:\n"
             "  -n, --candidates N   how many candidates to show (1..256,\n"

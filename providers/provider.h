@@ -134,7 +134,34 @@ struct tw_provider_info {
   /* FOCUS ResourceType of a compute row ("Virtual Machine", "Batch Job"):
    * what the provider bills an attempt as.  NULL or "": none. */
   const char *focus_resource_type;
+
+  /* ---- whole prices and instance families ---- */
+
+  /* Accelerators an instance type always carries but which a catalog
+   * prices in rows of their own, without an instance type (GCP's a2, a3,
+   * a4 and g2 machines): the accelerator's name as those rows write it
+   * ("A100", "H100-MEGA", "L4") into *accel (static storage) and the
+   * count into *count.  The catalog adds the two prices; a machine whose
+   * accelerator price it lacks is rejected, never offered without them.
+   * Pure.  NULL: none. */
+  bool (*type_bundle)(const char *type, const char **accel, int *count);
+  /* Whether count accelerators named accel (as the accelerator-only rows
+   * write it) may be attached to type with vcpus and memory_mib (GCP's N1
+   * machines with T4, P4, P100 or V100, within the published limits per
+   * count).  The catalog offers each such pair at the sum of the two
+   * prices.  Pure.  NULL: none attach. */
+  bool (*accel_attach)(const char *type, int vcpus, int64_t memory_mib,
+                       const char *accel, int count);
+  /* The family of an instance type into out ("m6i" of "m6i.large",
+   * "Ds_v5" of "Standard_D8s_v5", "n2" of "n2-standard-8"): what a job's
+   * resources.families names.  Returns false (out "") when the name
+   * implies none.  Pure.  NULL: the type's text before its first '.' or
+   * '-'. */
+  bool (*type_family)(const char *type, char *out, size_t outsz);
+  /* TW_TYPE_* traits of an instance type.  Pure.  NULL: none. */
+  unsigned (*type_traits)(const char *type);
 };
+
 
 struct tw_provider_ops {
   const char *name;  /* "aws", "azure", "alibaba", "slurm": the config's

@@ -47,3 +47,12 @@ tw_add_fuzz(fuzz_policies SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_policies.c
 # A job's placement.selectors, max_rtt_ms and near through whole plans.
 tw_add_test(test_spec_placement SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_spec_placement.c
             LIBS tw_policies PkgConfig::CMOCKA LABELS unit placement)
+# Placement a user can trust (issue 22): whole prices, exact asks, price
+# sanity, explanations, over small catalogs written in the test.
+tw_add_test(test_place_trust SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_place_trust.c
+            LIBS tw_policies tw_billing tw_adapters PkgConfig::CMOCKA LABELS unit placement)
+# The 16 asks of issue 22 over the real public catalogs (SKIPPED without
+# them): SkyPilot's price or below under the exact-ask rules.
+tw_add_test(test_place_real SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_place_real.c
+            LIBS tw_policies tw_billing tw_adapters PkgConfig::CMOCKA
+            LABELS integration placement TIMEOUT 120)

@@ -17,6 +17,11 @@ tw_add_test(test_aws_xml
   LIBS tw_providers LABELS unit)
 tw_aws_labels(test_aws_xml unit providers aws)
 
+tw_add_test(test_aws_pricing
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_aws_pricing.c
+  LIBS tw_providers PkgConfig::CMOCKA LABELS unit)
+tw_aws_labels(test_aws_pricing unit providers aws)
+
 tw_add_test(test_aws_errors
   SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_aws_errors.c
   LIBS tw_providers LABELS unit)

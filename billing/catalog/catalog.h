@@ -129,6 +129,11 @@ struct tw_cat_view {
   const struct tw_cat_source_info *source;
   uint32_t source_row; /* line of the file; position in the list */
   const char *labels;  /* the adapter's labels "k=v\x1fk=v"; "" none */
+  /* the price sanity rule (docs/catalog.md): when peers > 0 the offer is
+   * held, priced under a quarter of the median of the peers offers of its
+   * shape and market */
+  int64_t quarantine_median_uusd;
+  uint32_t quarantine_peers;
 };
 
 void tw_cat_snap_view(const struct tw_cat_snap *s, size_t i,
@@ -156,6 +161,13 @@ void tw_cat_snap_to_offer(const struct tw_cat_snap *s, size_t i,
 size_t tw_cat_snap_offers_of(const struct tw_cat_snap *s,
                              const char *const *accounts, size_t n_accounts,
                              struct tw_offer_list *out);
+/* Appends the file sources' offers of every other account (a seed
+ * catalog's cloud or account no provider is configured for), marked
+ * no_account: plans show them, the scheduler never launches them. */
+size_t tw_cat_snap_offers_unserved(const struct tw_cat_snap *s,
+                                   const char *const *accounts,
+                                   size_t n_accounts,
+                                   struct tw_offer_list *out);
 
 /* ---- queries
  * ------------------------------------------------------------------- */

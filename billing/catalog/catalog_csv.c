@@ -149,14 +149,14 @@ bool tw_csv_read(struct tw_csv_reader *r, struct tw_csv_record *rec) {
 static const char *const REJECT_NAMES[TW_CAT_REJ_COUNT] = {
     "fields",    "bad_text",      "too_long",   "no_instance_type",
     "no_region", "zone_mismatch", "bad_number", "bad_price",
-    "no_price",  "no_rate",       "duplicate"};
+    "no_price",  "no_rate",       "duplicate",  "no_accelerator_price"};
 
 static const char *const NOTE_NAMES[TW_CAT_NOTE_COUNT] = {
     "spot_not_offered",     "on_demand_not_offered", "zero_price",
     "extra_fields_joined",  "region_unknown",        "zone_name_unknown",
     "accelerator_unknown",  "accelerator_from_type", "accelerator_unnamed",
     "accelerator_fraction", "vcpu_fraction",         "arch_from_type",
-    "price_rounded"};
+    "price_rounded",        "accelerator_bundled",   "accelerator_attached"};
 
 const char *tw_cat_reject_str(enum tw_cat_reject r) {
   return (unsigned)r < TW_CAT_REJ_COUNT ? REJECT_NAMES[r] : "unknown";
@@ -173,8 +173,36 @@ uint64_t tw_cat_report_rejected(const struct tw_cat_report *r) {
   return n;
 }
 
+void tw_cat_report_accel_reject(struct tw_cat_report *r, const char *accel,
+                                uint64_t line, enum tw_cat_reject why) {
+  size_t i;
+  for (i = 0; i < r->n_accel_rejected; i++)
+    if (!strcmp(r->accel_rejected[i].accel, accel))
+      break;
+  if (i == r->n_accel_rejected) {
+    if (i == TW_CAT_ACCEL_REJ_MAX)
+      return;
+    r->n_accel_rejected++;
+    snprintf(r->accel_rejected[i].accel, sizeof r->accel_rejected[i].accel,
+             "%s", accel);
+    r->accel_rejected[i].first_line = line;
+    r->accel_rejected[i].first_why = why;
+  }
+  r->accel_rejected[i].rows++;
+}
+
 void tw_cat_report_add(struct tw_cat_report *into,
                        const struct tw_cat_report *from) {
+  for (size_t i = 0; i < from->n_accel_rejected; i++) {
+    const struct tw_cat_accel_rej *a = &from->accel_rejected[i];
+    /* counted once here, the rest added to the entry it landed in */
+    tw_cat_report_accel_reject(into, a->accel, a->first_line, a->first_why);
+    for (size_t k = 0; k < into->n_accel_rejected; k++)
+      if (!strcmp(into->accel_rejected[k].accel, a->accel)) {
+        into->accel_rejected[k].rows += a->rows - 1;
+        break;
+      }
+  }
   into->rows += from->rows;
   into->normalized += from->normalized;
   into->offers += from->offers;
@@ -405,6 +433,23 @@ struct ingest {
   struct shape_entry *sc;
   size_t sc_mask, sc_count;
   struct tw_strpool sc_raw;
+  /* accelerator-only rows (GCP's GPUs), read ahead of the machines */
+  struct attach_row *att;
+  size_t n_att;
+  struct attach_row **att_by_zone; /* att sorted by (region, zone) */
+};
+
+/* An accelerator-only row: a price to add to a machine's. */
+struct attach_row {
+  char region[64], zone[64], accel[64];
+  int count;
+  int64_t memory_mib; /* per device, from GpuInfo; 0 unknown */
+  bool od, sp;        /* the market is priced */
+  int64_t od_micro, od_uusd, sp_micro, sp_uusd;
+  size_t line;
+  bool used; /* its price went into an offer */
+  /* the canonical accelerator (normalize.h); name NULL when unknown */
+  struct tw_accel_info ai;
 };
 
 struct shape_entry {
@@ -744,6 +789,229 @@ static bool row_loc(struct ingest *g, const struct tw_csv_record *rec,
   return true;
 }
 
+/* ---- accelerators priced in rows of their own
+ * ---------------------------------- */
+
+/* row_body's answer for an accelerator-only row kept for the machines:
+ * counted once the whole file is read (normalized when its price went
+ * into an offer, else no_instance_type). */
+#define ROW_DEFERRED ((enum tw_cat_reject)(TW_CAT_REJ_COUNT + 1))
+
+static bool slice_copy(struct slice x, char *out, size_t outsz) {
+  if (x.n >= outsz)
+    return false;
+  memcpy(out, x.s, x.n);
+  out[x.n] = '\0';
+  return true;
+}
+
+static int att_zone_cmp(const void *a, const void *b) {
+  const struct attach_row *x = *(const struct attach_row *const *)a;
+  const struct attach_row *y = *(const struct attach_row *const *)b;
+  int c = strcmp(x->region, y->region);
+  if (!c)
+    c = strcmp(x->zone, y->zone);
+  if (!c)
+    c = x->line < y->line ? -1 : x->line > y->line;
+  return c;
+}
+
+/* Reads the accelerator-only rows of the file ahead of the machines, for
+ * a cloud whose machines carry or take accelerators priced apart. */
+static void attach_scan(struct ingest *g, const char *data, size_t len) {
+  if (!g->cloud || (!g->cloud->type_bundle && !g->cloud->accel_attach) ||
+      g->m.idx[C_TYPE] < 0 || g->m.idx[C_ACCEL] < 0 ||
+      g->m.idx[C_ACCEL_COUNT] < 0)
+    return;
+  struct tw_cat_report quiet, *saved = g->rep;
+  memset(&quiet, 0, sizeof quiet);
+  g->rep = &quiet; /* the rows are counted in the pass that follows */
+  struct tw_csv_reader r;
+  struct tw_csv_record rec;
+  size_t cap = 0;
+  tw_csv_reader_init(&r, data, len);
+  if (!g->o->columns)
+    tw_csv_read(&r, &rec); /* the header */
+  while (tw_csv_read(&r, &rec)) {
+    if (rec.bad_quote || rec.n != g->m.nfields)
+      continue;
+    struct slice type = col(g, &rec, NULL, C_TYPE);
+    struct slice accel = col(g, &rec, NULL, C_ACCEL);
+    struct slice count = col(g, &rec, NULL, C_ACCEL_COUNT);
+    struct slice region = col(g, &rec, NULL, C_REGION);
+    struct slice zone = col(g, &rec, NULL, C_ZONE);
+    if (type.n || !accel.n || !count.n || !region.n || has_ctl(accel) ||
+        has_ctl(region) || has_ctl(zone))
+      continue;
+    struct attach_row a;
+    memset(&a, 0, sizeof a);
+    int64_t v;
+    bool exact, zero;
+    if (!slice_copy(region, a.region, sizeof a.region) ||
+        !slice_copy(zone, a.zone, sizeof a.zone) ||
+        !slice_copy(accel, a.accel, sizeof a.accel) ||
+        !tw_norm_decimal_micro(count.s, count.n, &v, &exact) || !exact ||
+        v % 1000000 || v < 1000000 || v > 1000000LL * TW_SPEC_ACCEL_COUNT_MAX)
+      continue;
+    a.count = (int)(v / 1000000);
+    a.memory_mib = gpuinfo_mib(col(g, &rec, NULL, C_GPUINFO));
+    enum price_rc od =
+        g->m.idx[C_PRICE] >= 0
+            ? price_of(g, col(g, &rec, NULL, C_PRICE), &a.od_micro, &a.od_uusd,
+                       &zero)
+            : P_NONE;
+    enum price_rc sp =
+        g->m.idx[C_SPOT] >= 0
+            ? price_of(g, col(g, &rec, NULL, C_SPOT), &a.sp_micro, &a.sp_uusd,
+                       &zero)
+            : P_NONE;
+    if (od == P_BAD || sp == P_BAD || (od == P_NONE && sp == P_NONE))
+      continue;
+    a.od = od == P_OK;
+    a.sp = sp == P_OK;
+    a.line = rec.line;
+    if (!tw_norm_accel(a.accel, strlen(a.accel), a.memory_mib, &a.ai))
+      a.ai.name = NULL;
+    if (g->n_att == cap) {
+      cap = cap ? cap * 2 : 64;
+      g->att = tw_realloc(g->att, cap * sizeof *g->att);
+    }
+    g->att[g->n_att++] = a;
+  }
+  tw_csv_reader_release(&r);
+  g->rep = saved;
+  if (!g->n_att)
+    return;
+  g->att_by_zone = tw_calloc(g->n_att, sizeof *g->att_by_zone);
+  for (size_t i = 0; i < g->n_att; i++)
+    g->att_by_zone[i] = &g->att[i];
+  qsort(g->att_by_zone, g->n_att, sizeof *g->att_by_zone, att_zone_cmp);
+}
+
+/* The accelerator-only row read at line, or NULL (att is in line order). */
+static struct attach_row *attach_at_line(struct ingest *g, size_t line) {
+  size_t lo = 0, hi = g->n_att;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (g->att[mid].line < line)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < g->n_att && g->att[lo].line == line ? &g->att[lo] : NULL;
+}
+
+/* The first of the rows of (region, zone) in att_by_zone, and how many. */
+static size_t attach_zone(const struct ingest *g, struct slice region,
+                          struct slice zone, size_t *first) {
+  size_t lo = 0, hi = g->n_att;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    const struct attach_row *a = g->att_by_zone[mid];
+    int c = strncmp(a->region, region.s, region.n);
+    if (!c && a->region[region.n])
+      c = 1;
+    if (!c) {
+      c = strncmp(a->zone, zone.s, zone.n);
+      if (!c && a->zone[zone.n])
+        c = 1;
+    }
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  *first = lo;
+  size_t n = 0;
+  while (lo + n < g->n_att) {
+    const struct attach_row *a = g->att_by_zone[lo + n];
+    if (strlen(a->region) != region.n || memcmp(a->region, region.s, region.n) ||
+        strlen(a->zone) != zone.n || memcmp(a->zone, zone.s, zone.n))
+      break;
+    n++;
+  }
+  return n;
+}
+
+/* The shape of base with the accelerators of a (and type, when given). */
+static uint32_t shape_with_accel(struct ingest *g, uint32_t base,
+                                 const char *type, const struct attach_row *a) {
+  struct tw_cat_shape sh = g->b->s->shapes[base];
+  if (type)
+    sh.type = tw_cat_bld_cstr(g->b, type);
+  sh.accel_milli = a->count * 1000;
+  if (a->ai.name) {
+    sh.accel = tw_cat_bld_cstr(g->b, a->ai.name);
+    sh.accel_vendor = tw_cat_bld_cstr(g->b, a->ai.vendor);
+    sh.accel_kind = (uint8_t)a->ai.kind;
+    sh.accel_memory_mib = a->memory_mib > 0 ? a->memory_mib : a->ai.memory_mib;
+  } else {
+    sh.accel = tw_cat_bld_cstr(g->b, a->accel);
+    sh.accel_vendor = 0;
+    sh.accel_kind = (uint8_t)TW_ACCEL_UNKNOWN;
+    sh.accel_memory_mib = a->memory_mib;
+  }
+  sh.accel_listed = 0;
+  return tw_cat_bld_shape(g->b, &sh);
+}
+
+/* The label that traces an offer's accelerator price to its row:
+ * "accelerator_row=<line>" (the offer's own row is the machine's). */
+static uint32_t accel_row_label(struct ingest *g, size_t line) {
+  char l[48];
+  int n = snprintf(l, sizeof l, "accelerator_row=%zu", line);
+  return tw_cat_bld_str(g->b, l, (size_t)n);
+}
+
+/* The offers of one priced place and shape, per market priced. */
+struct row_prices {
+  bool od, sp;
+  int64_t od_micro, od_uusd, sp_micro, sp_uusd;
+};
+
+static int emit_offers(struct ingest *g, struct tw_cat_offer *o,
+                       const struct row_prices *p) {
+  int n = 0;
+  struct tw_billing_rule rule;
+  if (p->od) {
+    tw_norm_billing(g->cloud, TW_MARKET_ON_DEMAND, &rule);
+    o->market = TW_MARKET_ON_DEMAND;
+    o->price_uusd = p->od_uusd;
+    o->src_price_micro = p->od_micro;
+    o->granularity_s = (int32_t)rule.granularity_s;
+    o->min_charge_s = (int32_t)rule.min_charge_s;
+    n += tw_cat_bld_offer(g->b, o);
+  }
+  if (p->sp) {
+    tw_norm_billing(g->cloud, TW_MARKET_SPOT, &rule);
+    o->market = TW_MARKET_SPOT;
+    o->price_uusd = p->sp_uusd;
+    o->src_price_micro = p->sp_micro;
+    o->granularity_s = (int32_t)rule.granularity_s;
+    o->min_charge_s = (int32_t)rule.min_charge_s;
+    n += tw_cat_bld_offer(g->b, o);
+  }
+  return n;
+}
+
+/* The machine's prices plus the accelerator row's, per market both
+ * price; false when no market is left. */
+static bool add_prices(const struct row_prices *m, const struct attach_row *a,
+                       struct row_prices *out) {
+  memset(out, 0, sizeof *out);
+  out->od = m->od && a->od;
+  out->sp = m->sp && a->sp;
+  if (out->od) {
+    out->od_micro = m->od_micro + a->od_micro;
+    out->od_uusd = m->od_uusd + a->od_uusd;
+  }
+  if (out->sp) {
+    out->sp_micro = m->sp_micro + a->sp_micro;
+    out->sp_uusd = m->sp_uusd + a->sp_uusd;
+  }
+  return out->od || out->sp;
+}
+
 /* Normalizes one row into offers; returns why it was rejected, or
  * TW_CAT_REJ_COUNT when it was not. */
 static enum tw_cat_reject row_body(struct ingest *g,
@@ -767,7 +1035,8 @@ static enum tw_cat_reject row_body(struct ingest *g,
           ? col(g, rec, NULL, C_TYPE)
           : (struct slice){g->o->instance_type, strlen(g->o->instance_type)};
   if (!type.n) {
-    return TW_CAT_REJ_NO_TYPE;
+    /* an accelerator kept for the machines: counted at the end */
+    return attach_at_line(g, line) ? ROW_DEFERRED : TW_CAT_REJ_NO_TYPE;
   }
   const struct spec_row *sp = specs_find(g->o->specs, type.s, type.n);
   struct slice region = col(g, rec, sp, C_REGION);
@@ -833,6 +1102,42 @@ static enum tw_cat_reject row_body(struct ingest *g,
     }
     capacity = v / 1000000;
   }
+  struct row_prices pr = {.od = od == P_OK,
+                          .sp = spt == P_OK,
+                          .od_micro = od_micro,
+                          .od_uusd = od_uusd,
+                          .sp_micro = sp_micro,
+                          .sp_uusd = sp_uusd};
+  char type_z[64];
+  snprintf(type_z, sizeof type_z, "%.*s", (int)type.n, type.s);
+  bool bare = g->b->s->shapes[shape].accel_milli == 0;
+  /* a machine that always carries accelerators billed apart is offered at
+   * the sum, or not at all */
+  const char *bacc;
+  int bcount;
+  size_t acc_row = 0;
+  if (bare && g->n_att && g->cloud->type_bundle &&
+      g->cloud->type_bundle(type_z, &bacc, &bcount)) {
+    size_t first, nz = attach_zone(g, region, zone, &first);
+    struct attach_row *ba = NULL;
+    for (size_t k = 0; k < nz && !ba; k++) {
+      struct attach_row *a = g->att_by_zone[first + k];
+      if (a->count == bcount && !strcasecmp(a->accel, bacc))
+        ba = a;
+    }
+    struct row_prices whole;
+    if (!ba || !add_prices(&pr, ba, &whole))
+      return TW_CAT_REJ_NO_ACCEL_PRICE;
+    pr = whole;
+    acc_row = ba->line;
+    shape = shape_with_accel(g, shape, NULL, ba);
+    ba->used = true;
+    bare = false;
+    note(g, TW_CAT_NOTE_ACCEL_BUNDLED);
+  } else if (bare && g->cloud && g->cloud->type_bundle &&
+             g->cloud->type_bundle(type_z, &bacc, &bcount)) {
+    return TW_CAT_REJ_NO_ACCEL_PRICE;
+  }
   struct tw_cat_offer o;
   memset(&o, 0, sizeof o);
   o.loc = loc;
@@ -843,29 +1148,78 @@ static enum tw_cat_reject row_body(struct ingest *g,
   o.risk = TW_CAT_RISK_NONE;
   o.src = g->src;
   o.observed_ms = g->o->observed_ms;
-  int n = 0;
-  struct tw_billing_rule rule;
-  if (od == P_OK) {
-    tw_norm_billing(g->cloud, TW_MARKET_ON_DEMAND, &rule);
-    o.market = TW_MARKET_ON_DEMAND;
-    o.price_uusd = od_uusd;
-    o.src_price_micro = od_micro;
-    o.granularity_s = (int32_t)rule.granularity_s;
-    o.min_charge_s = (int32_t)rule.min_charge_s;
-    n += tw_cat_bld_offer(g->b, &o);
-  }
-  if (spt == P_OK) {
-    tw_norm_billing(g->cloud, TW_MARKET_SPOT, &rule);
-    o.market = TW_MARKET_SPOT;
-    o.price_uusd = sp_uusd;
-    o.src_price_micro = sp_micro;
-    o.granularity_s = (int32_t)rule.granularity_s;
-    o.min_charge_s = (int32_t)rule.min_charge_s;
-    n += tw_cat_bld_offer(g->b, &o);
+  o.labels = acc_row ? accel_row_label(g, acc_row) : 0;
+  int n = emit_offers(g, &o, &pr);
+  /* a machine that takes accelerators: once more per accelerator row of
+   * its zone within the cloud's limits, at the sum of both prices */
+  if (bare && g->n_att && g->cloud->accel_attach) {
+    const struct tw_cat_shape base = g->b->s->shapes[shape];
+    size_t first, nz = attach_zone(g, region, zone, &first);
+    for (size_t k = 0; k < nz; k++) {
+      struct attach_row *a = g->att_by_zone[first + k];
+      if (!g->cloud->accel_attach(type_z, base.vcpus, base.memory_mib,
+                                  a->accel, a->count))
+        continue;
+      char t2[64];
+      int tl = snprintf(t2, sizeof t2, "%s+%sx%d", type_z, a->accel, a->count);
+      struct row_prices whole;
+      if (tl < 0 || (size_t)tl >= sizeof t2 || !add_prices(&pr, a, &whole))
+        continue;
+      uint64_t k2 = tw_cat_offer_key(g->account, strlen(g->account), region.s,
+                                     region.n, zone_key.s, zone_key.n, rack.s,
+                                     rack.n, t2, (size_t)tl);
+      if (tw_cat_bld_find(g->b, k2, TW_MARKET_ON_DEMAND) >= 0 ||
+          tw_cat_bld_find(g->b, k2, TW_MARKET_SPOT) >= 0)
+        continue;
+      o.key = k2;
+      o.shape = shape_with_accel(g, shape, t2, a);
+      o.labels = accel_row_label(g, a->line);
+      n += emit_offers(g, &o, &whole);
+      a->used = true;
+    }
   }
   g->rep->normalized++;
   g->rep->offers += (uint64_t)n;
   return TW_CAT_REJ_COUNT;
+}
+
+/* The accelerator a row names, canonical when known, into out; false when
+ * it names none. */
+static bool row_accel(struct ingest *g, const struct tw_csv_record *rec,
+                      char *out, size_t outsz) {
+  if (g->m.idx[C_ACCEL] < 0 || rec->n != g->m.nfields)
+    return false;
+  struct slice a = col(g, rec, NULL, C_ACCEL);
+  if (!a.n || has_ctl(a))
+    return false;
+  struct tw_accel_info ai;
+  if (tw_norm_accel(a.s, a.n, gpuinfo_mib(col(g, rec, NULL, C_GPUINFO)), &ai))
+    snprintf(out, outsz, "%s", ai.name);
+  else
+    snprintf(out, outsz, "%.*s", (int)(a.n < outsz ? a.n : outsz - 1), a.s);
+  return true;
+}
+
+static void accel_reject(struct ingest *g, const struct tw_csv_record *rec,
+                         enum tw_cat_reject why) {
+  char name[32];
+  if (row_accel(g, rec, name, sizeof name)) {
+    tw_cat_report_accel_reject(g->rep, name, rec->line, why);
+    return;
+  }
+  /* a machine whose bundled accelerators had no price */
+  const char *bacc;
+  int bcount;
+  char type[64];
+  struct slice t = g->m.idx[C_TYPE] >= 0 ? col(g, rec, NULL, C_TYPE)
+                                         : (struct slice){"", 0};
+  struct tw_accel_info ai;
+  if (why == TW_CAT_REJ_NO_ACCEL_PRICE && g->cloud && g->cloud->type_bundle &&
+      slice_copy(t, type, sizeof type) &&
+      g->cloud->type_bundle(type, &bacc, &bcount))
+    tw_cat_report_accel_reject(
+        g->rep, tw_norm_accel(bacc, strlen(bacc), 0, &ai) ? ai.name : bacc,
+        rec->line, why);
 }
 
 static void ingest_row(struct ingest *g, const struct tw_csv_record *rec) {
@@ -873,9 +1227,12 @@ static void ingest_row(struct ingest *g, const struct tw_csv_record *rec) {
    * the counts as they were before the row */
   struct tw_cat_report saved = *g->rep;
   enum tw_cat_reject why = row_body(g, rec);
-  if (why != TW_CAT_REJ_COUNT) {
+  if (why == ROW_DEFERRED) {
+    *g->rep = saved;
+  } else if (why != TW_CAT_REJ_COUNT) {
     *g->rep = saved;
     reject(g, why, rec->line);
+    accel_reject(g, rec, why);
   }
   g->rep->rows++;
 }
@@ -927,9 +1284,25 @@ enum tw_rc tw_csv_ingest(const char *data, size_t len,
     tw_cat_bld_reserve(b, len / 40 + 16);
     g.provider_sid = tw_cat_bld_cstr(b, o->provider);
     g.account_sid = tw_cat_bld_cstr(b, g.account);
+    attach_scan(&g, data, len);
     while (tw_csv_read(&r, &rec))
       ingest_row(&g, &rec);
+    /* the accelerator-only rows, now that every machine was read */
+    for (size_t i = 0; i < g.n_att; i++) {
+      if (g.att[i].used) {
+        rep->normalized++;
+        note(&g, TW_CAT_NOTE_ACCEL_ATTACHED);
+      } else {
+        reject(&g, TW_CAT_REJ_NO_TYPE, g.att[i].line);
+        tw_cat_report_accel_reject(rep,
+                                   g.att[i].ai.name ? g.att[i].ai.name
+                                                    : g.att[i].accel,
+                                   g.att[i].line, TW_CAT_REJ_NO_TYPE);
+      }
+    }
   }
+  free(g.att);
+  free(g.att_by_zone);
   colmap_release(&g.m);
   free(g.lc_keys);
   free(g.lc_vals);

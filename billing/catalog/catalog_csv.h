@@ -15,7 +15,12 @@
  *   - Azure rows whose `Generation` holds an unquoted "V1,V2" have one
  *     field too many: the extra fields are joined back into that column;
  *   - GCP rows without an `InstanceType` price an accelerator to attach to
- *     another machine, not something to buy alone.
+ *     another machine, not something to buy alone: a machine that always
+ *     carries it (a2-highgpu-8g) is offered at the sum of both rows, a
+ *     machine it may be attached to (n1-highmem-8) once more per such
+ *     row, as "n1-highmem-8+V100x1" (the cloud's info block says which,
+ *     providers/provider.h); the row counts as normalized when its price
+ *     went into an offer, else as `no_instance_type`.
  * Every data row is normalized into one or two offers (on-demand, spot) or
  * rejected with a reason; struct tw_cat_report counts both.  Nothing is
  * dropped without being counted. */
@@ -77,6 +82,10 @@ enum tw_cat_reject {
                                USD) */
   TW_CAT_REJ_DUPLICATE,     /* "duplicate": same offer earlier in the
                                source */
+  TW_CAT_REJ_NO_ACCEL_PRICE, /* "no_accelerator_price": a machine whose
+                                bundled accelerators the catalog prices
+                                in rows of their own, none of which is
+                                there (never offered without them) */
   TW_CAT_REJ_COUNT
 };
 
@@ -104,11 +113,28 @@ enum tw_cat_note {
   TW_CAT_NOTE_ARCH_GUESSED,         /* "arch_from_type" */
   TW_CAT_NOTE_PRICE_ROUNDED,        /* "price_rounded": more than six
                                        decimals */
+  TW_CAT_NOTE_ACCEL_BUNDLED,        /* "accelerator_bundled": a machine's
+                                       accelerators priced in their own
+                                       row, added to its price */
+  TW_CAT_NOTE_ACCEL_ATTACHED,       /* "accelerator_attached": an
+                                       accelerator-only row whose price
+                                       went into machine offers */
   TW_CAT_NOTE_COUNT
 };
 
 const char *tw_cat_reject_str(enum tw_cat_reject r);
 const char *tw_cat_note_str(enum tw_cat_note n);
+
+/* Rows that named an accelerator and were rejected, per accelerator (its
+ * canonical name, else as written): what a plan for it that fits nowhere
+ * tells (api/h_plan.c).  The first TW_CAT_ACCEL_REJ_MAX names. */
+#define TW_CAT_ACCEL_REJ_MAX 24
+struct tw_cat_accel_rej {
+  char accel[32];
+  uint64_t rows;
+  uint64_t first_line;          /* an example */
+  enum tw_cat_reject first_why; /* its reason */
+};
 
 /* Counts of one ingestion. */
 struct tw_cat_report {
@@ -118,7 +144,13 @@ struct tw_cat_report {
   uint64_t rejected[TW_CAT_REJ_COUNT];
   uint64_t notes[TW_CAT_NOTE_COUNT];
   uint64_t first_rejected_line[TW_CAT_REJ_COUNT]; /* an example; 0 none */
+  struct tw_cat_accel_rej accel_rejected[TW_CAT_ACCEL_REJ_MAX];
+  size_t n_accel_rejected;
 };
+
+/* Counts one rejected row of accelerator accel in r. */
+void tw_cat_report_accel_reject(struct tw_cat_report *r, const char *accel,
+                                uint64_t line, enum tw_cat_reject why);
 
 /* rows == normalized + sum(rejected): the invariant the tests check. */
 uint64_t tw_cat_report_rejected(const struct tw_cat_report *r);

@@ -126,6 +126,19 @@ static inline int tw_cat_risk_pct(uint8_t r) {
   return r >= TW_CAT_RISK_BAND ? tw_risk_pct(tw_cat_risk_band(r)) : r;
 }
 
+/* An offer the price sanity rule holds (docs/catalog.md): priced under a
+ * quarter of the median of its shape's offers in its market. */
+struct tw_cat_quar {
+  uint32_t offer;       /* index in offers */
+  uint32_t peers;       /* offers of the shape and market */
+  int64_t median_uusd;  /* their median price per hour */
+};
+
+/* The rule: under median / TW_CAT_SANITY_RATIO, among at least
+ * TW_CAT_SANITY_PEERS offers of the same shape and market. */
+#define TW_CAT_SANITY_RATIO 4
+#define TW_CAT_SANITY_PEERS 4
+
 struct tw_cat_snap {
   atomic_int refs;
   uint64_t version;
@@ -145,6 +158,8 @@ struct tw_cat_snap {
   size_t hmask;
   struct tw_cat_source_info *srcs;
   size_t n_srcs;
+  struct tw_cat_quar *quar; /* by offer index; NULL when none */
+  size_t n_quar;
   size_t bytes;
   /* The adapter registry the snapshot was built with (borrowed, static):
    * views read each offer's provider rules through it (clouds.h). */

@@ -154,6 +154,7 @@ static void snap_free(struct tw_cat_snap *s) {
   free(s->loc_start);
   free(s->hidx);
   free(s->srcs);
+  free(s->quar);
   free(s);
 }
 
@@ -425,6 +426,90 @@ static void price_index(struct tw_cat_snap *s) {
   free(tmp);
 }
 
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The price sanity rule over offers grouped by shape: within a shape's
+ * on-demand offers, one under a quarter of their median is held, and so
+ * is the spot offer of the same place and type (list prices differ by
+ * region by tens of percent, never fourfold; spot prices float by design
+ * and are not compared).  Private and unpriced offers never are. */
+static void price_sanity(struct tw_cat_snap *s) {
+  size_t cap = 0;
+  int64_t *prices = NULL;
+  size_t pcap = 0;
+  for (uint32_t k = 0; k < s->n_shapes; k++) {
+    uint32_t a = s->shape_start[k], e = s->shape_start[k + 1];
+    if (e - a < TW_CAT_SANITY_PEERS)
+      continue;
+    for (int m = TW_MARKET_ON_DEMAND; m == TW_MARKET_ON_DEMAND; m++) {
+      size_t n = 0;
+      if (pcap < e - a) {
+        pcap = e - a;
+        prices = tw_realloc(prices, pcap * sizeof *prices);
+      }
+      for (uint32_t i = a; i < e; i++)
+        if (s->offers[i].market == m && s->offers[i].price_uusd > 0)
+          prices[n++] = s->offers[i].price_uusd;
+      if (n < TW_CAT_SANITY_PEERS)
+        continue;
+      qsort(prices, n, sizeof *prices, cmp_i64);
+      int64_t median =
+          n % 2 ? prices[n / 2] : (prices[n / 2 - 1] + prices[n / 2]) / 2;
+      for (uint32_t i = a; i < e; i++) {
+        const struct tw_cat_offer *o = &s->offers[i];
+        if (o->market != m || o->price_uusd <= 0 ||
+            o->price_uusd * TW_CAT_SANITY_RATIO >= median)
+          continue;
+        if (s->n_quar == cap) {
+          cap = cap ? cap * 2 : 16;
+          s->quar = tw_realloc(s->quar, cap * sizeof *s->quar);
+        }
+        s->quar[s->n_quar++] = (struct tw_cat_quar){
+            .offer = i, .peers = (uint32_t)n, .median_uusd = median};
+      }
+    }
+  }
+  free(prices);
+  /* the spot offers of held on-demand ones */
+  size_t n_od = s->n_quar;
+  for (size_t q = 0; q < n_od; q++) {
+    int64_t sp =
+        tw_cat_snap_find_key(s, s->offers[s->quar[q].offer].key, TW_MARKET_SPOT);
+    if (sp < 0)
+      continue;
+    if (s->n_quar == cap) {
+      cap = cap ? cap * 2 : 16;
+      s->quar = tw_realloc(s->quar, cap * sizeof *s->quar);
+    }
+    struct tw_cat_quar x = s->quar[q];
+    x.offer = (uint32_t)sp;
+    s->quar[s->n_quar++] = x;
+  }
+  /* by offer index: shapes are in order, markets interleave */
+  for (size_t x = 1; x < s->n_quar; x++)
+    for (size_t y = x; y > 0 && s->quar[y - 1].offer > s->quar[y].offer; y--) {
+      struct tw_cat_quar t = s->quar[y];
+      s->quar[y] = s->quar[y - 1];
+      s->quar[y - 1] = t;
+    }
+}
+
+static const struct tw_cat_quar *tw_cat_snap_quarantine(const struct tw_cat_snap *s,
+                                                 size_t i) {
+  size_t lo = 0, hi = s->n_quar;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (s->quar[mid].offer < i)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < s->n_quar && s->quar[lo].offer == i ? &s->quar[lo] : NULL;
+}
+
 struct tw_cat_snap *tw_cat_bld_finish(struct tw_cat_builder *b,
                                       uint64_t version, int64_t built_ms) {
   struct tw_cat_snap *s = b->s;
@@ -476,6 +561,7 @@ struct tw_cat_snap *tw_cat_bld_finish(struct tw_cat_builder *b,
         s->hidx[j] = (uint32_t)i + 1;
         break;
       }
+  price_sanity(s); /* reads the id index */
 
   if (s->n_locs)
     s->locs = tw_realloc(s->locs, s->n_locs * sizeof *s->locs);
@@ -489,7 +575,8 @@ struct tw_cat_snap *tw_cat_bld_finish(struct tw_cat_builder *b,
       sz * sizeof *s->hidx + s->n_locs * sizeof *s->locs +
       s->n_shapes * sizeof *s->shapes +
       ((size_t)s->n_shapes + 1) * sizeof *s->shape_start + s->pool.cap +
-      s->pool.nslots * sizeof *s->pool.slots + s->n_srcs * sizeof *s->srcs;
+      s->pool.nslots * sizeof *s->pool.slots + s->n_srcs * sizeof *s->srcs +
+      s->n_quar * sizeof *s->quar;
   free(b->loc_ht);
   free(b->shape_ht);
   free(b->key_ht);
@@ -555,6 +642,11 @@ void tw_cat_snap_view(const struct tw_cat_snap *s, size_t i,
   const struct tw_cat_shape *sh = &s->shapes[o->shape];
   const struct tw_strpool *p = &s->pool;
   memset(v, 0, sizeof *v);
+  const struct tw_cat_quar *q = s->n_quar ? tw_cat_snap_quarantine(s, i) : NULL;
+  if (q) {
+    v->quarantine_median_uusd = q->median_uusd;
+    v->quarantine_peers = q->peers;
+  }
   v->provider = tw_strpool_str(p, l->provider);
   v->account = tw_strpool_str(p, l->account);
   v->region = tw_strpool_str(p, l->region);
@@ -742,7 +834,8 @@ bool tw_cat_snap_companion(const struct tw_cat_snap *s, size_t i,
 /* Labels Tradewind computes itself; an adapter's own are kept apart. */
 static bool reserved_label(const char *k, size_t n) {
   static const char *const R[] = {"jurisdiction", "country", "geo",
-                                  "interruption", "id",      NULL};
+                                  "interruption", "id",
+                                  "accelerator_row", NULL};
   for (int i = 0; R[i]; i++)
     if (strlen(R[i]) == n && !memcmp(R[i], k, n))
       return true;
@@ -788,6 +881,30 @@ void tw_cat_snap_to_offer(const struct tw_cat_snap *s, size_t i,
     out->fx_nusd_per_unit = v.source->rate.nusd_per_unit;
     TW_SET(out->fx_date, v.rate_date);
   }
+  if (v.quarantine_peers) {
+    char a[24], m[24];
+    tw_norm_fmt_micro(v.price_uusd_per_hour, a, sizeof a);
+    tw_norm_fmt_micro(v.quarantine_median_uusd, m, sizeof m);
+    if (v.market == TW_MARKET_SPOT) {
+      struct tw_cat_view od;
+      size_t k;
+      if (tw_cat_snap_companion(s, i, &k))
+        tw_cat_snap_view(s, k, &od), tw_norm_fmt_micro(od.price_uusd_per_hour,
+                                                       a, sizeof a);
+      snprintf(out->quarantine, sizeof out->quarantine,
+               "its on-demand $%.16s/h is under a quarter of the median "
+               "$%.16s/h of %u such offers",
+               a, m, v.quarantine_peers);
+    } else {
+      snprintf(out->quarantine, sizeof out->quarantine,
+               "$%.16s/h is under a quarter of the median $%.16s/h of %u such "
+               "offers",
+               a, m, v.quarantine_peers);
+    }
+  }
+  const struct tw_provider_info *cloud = tw_cat_cloud(s->adapters, v.provider);
+  tw_cat_type_family(cloud, v.instance_type, out->family, sizeof out->family);
+  out->type_traits = tw_cat_type_traits(cloud, v.instance_type);
   tw_cat_snap_offer_id(s, i, out->id, sizeof out->id);
   const char *own = label_in(v.labels, "id");
   if (own)
@@ -840,6 +957,31 @@ size_t tw_cat_snap_offers_of(const struct tw_cat_snap *s,
     if (!want)
       continue;
     tw_cat_snap_to_offer(s, i, tw_offer_list_add(out));
+    added++;
+  }
+  free(ids);
+  return added;
+}
+
+size_t tw_cat_snap_offers_unserved(const struct tw_cat_snap *s,
+                                   const char *const *accounts,
+                                   size_t n_accounts,
+                                   struct tw_offer_list *out) {
+  size_t added = 0;
+  uint32_t *ids = tw_malloc((n_accounts ? n_accounts : 1) * sizeof *ids);
+  for (size_t a = 0; a < n_accounts; a++)
+    ids[a] = tw_strpool_lookup(&s->pool, accounts[a], strlen(accounts[a]));
+  for (size_t i = 0; i < s->n_offers; i++) {
+    const struct tw_cat_offer *o = &s->offers[i];
+    uint32_t acct = s->locs[o->loc].account;
+    bool served = false;
+    for (size_t a = 0; a < n_accounts && !served; a++)
+      served = ids[a] == acct;
+    if (served || o->src >= s->n_srcs || strcmp(s->srcs[o->src].kind, "file"))
+      continue;
+    struct tw_offer *x = tw_offer_list_add(out);
+    tw_cat_snap_to_offer(s, i, x);
+    x->no_account = true;
     added++;
   }
   free(ids);

@@ -26,6 +26,15 @@
 const struct tw_provider_info *
 tw_cat_cloud(const struct tw_provider_ops *const *reg, const char *provider);
 
+/* The family of an instance type by the cloud's info block (may be NULL):
+ * its type_family, else the type's text before its first '.' or '-'
+ * ("m6i" of "m6i.large", "n2" of "n2-standard-8"). */
+void tw_cat_type_family(const struct tw_provider_info *info, const char *type,
+                        char *out, size_t outsz);
+/* TW_TYPE_* traits (broker/base/model.h) by the info block; 0 without one. */
+unsigned tw_cat_type_traits(const struct tw_provider_info *info,
+                            const char *type);
+
 /* The names of the catalog-only table into names[0..max-1],
  * NULL-terminated (at most max - 1); returns the count. */
 size_t tw_cat_catalog_only_names(const char **names, size_t max);

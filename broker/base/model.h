@@ -112,7 +112,25 @@ struct tw_offer {
   char fx_date[11];             /* the rate's day, "2025-06-30" */
   struct tw_label labels[TW_OFFER_LABELS_MAX];
   size_t n_labels;
+  /* The instance type's family ("m6i", "Ds_v5", "n2") and traits
+   * (TW_TYPE_BURSTABLE, TW_TYPE_CONFIDENTIAL of providers/provider.h), as
+   * the provider's info block names them (the catalog sets both); ""
+   * and 0: the type's text before its first '.' or '-', no traits. */
+  char family[32];
+  unsigned type_traits;
+  /* Why the catalog holds this offer's price for implausible (its price
+   * sanity rule, docs/catalog.md): "" when it does not.  Placement
+   * excludes such offers unless the operator allows them. */
+  char quarantine[128];
+  /* No configured account can launch it (a seed catalog's cloud without
+   * an adapter or account): plannable, never launched. */
+  bool no_account;
 };
+
+/* Traits of an instance type placement excludes unless a job names the
+ * type or its family (struct tw_offer's type_traits). */
+#define TW_TYPE_BURSTABLE (1u << 0)    /* CPU credits: AWS t*, Azure B* */
+#define TW_TYPE_CONFIDENTIAL (1u << 1) /* memory-encrypted: Azure DC*, EC* */
 
 /* Zeroes o and sets the "unknown" markers (-1) where 0 is a real value. */
 static inline void tw_offer_init(struct tw_offer *o) {

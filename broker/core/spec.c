@@ -421,8 +421,15 @@ static enum tw_rc check_location(const struct tw_node *n, const char *path,
   size_t plen = (size_t)(colon - s);
   if (!(glob && plen == 1 && *s == '*') && !provider_word(s, plen))
     return bad_provider(n, path, s, plen, NULL, err);
+  /* a selector may name zones: provider:region:zone */
+  const char *zone = glob ? strchr(colon + 1, ':') : NULL;
+  if (zone && (zone == colon + 1 || !zone[1] || strchr(zone + 1, ':')))
+    return fail(err, path, n,
+                "expected provider:region or provider:region:zone, got %s",
+                describe(n, d, sizeof d));
   for (const char *r = colon + 1; *r; r++)
-    if (!ident_char(*r) && *r != '/' && !(glob && (*r == '*' || *r == '?')))
+    if (!ident_char(*r) && *r != '/' && r != zone &&
+        !(glob && (*r == '*' || *r == '?')))
       return fail(err, path, n,
                   "region may only contain letters, digits, '.', '_', '-', "
                   "'/'%s, got %s",
@@ -431,6 +438,8 @@ static enum tw_rc check_location(const struct tw_node *n, const char *path,
 }
 
 /* ---- resources --------------------------------------------------------- */
+
+static bool glob_char(char c) { return c == '*' || c == '?'; }
 
 static enum tw_rc accel_name_check(const struct tw_node *at, const char *path,
                                    const char *name, size_t len,
@@ -443,45 +452,94 @@ static enum tw_rc accel_name_check(const struct tw_node *at, const char *path,
                 "expected an accelerator name like A100 or A100-80GB, got %s",
                 q);
   for (size_t i = 0; i < len; i++)
-    if (!ident_char(name[i]))
+    if (!ident_char(name[i]) && !glob_char(name[i]))
       return fail(err, path, at,
                   "accelerator names may only contain letters, digits, '.', "
-                  "'_' and '-', got %s",
+                  "'_' and '-' (and '*' or '?' in a glob), got %s",
                   q);
   return TW_OK;
 }
 
-/* accelerators: "A100:8", "A100", {A100-80GB: 8} or {name: A100, count: 8}. */
-static enum tw_rc parse_accel(const struct tw_node *n, const char *path,
-                              struct tw_job_spec *spec, struct tw_err *err) {
+static const char *at_least_text(const struct tw_node *n, char *tmp, size_t sz,
+                                 bool *plus);
+
+/* A count: 1..256, or N+ for at least N. */
+static enum tw_rc accel_count_of(const struct tw_node *n, const char *path,
+                                 const char *text, int *count, bool *at_least,
+                                 struct tw_err *err) {
+  char d[128], t[40];
+  if (!text) {
+    if (n->kind != TW_NODE_SCALAR || !strcmp(tw_node_type_name(n), "boolean"))
+      return fail(err, path, n, "expected a count 1..%d or N+, got %s",
+                  TW_SPEC_ACCEL_COUNT_MAX, describe(n, d, sizeof d));
+    size_t sl = strlen(n->str);
+    if (!sl || n->str[sl - 1] != '+') { /* a plain integer, as before */
+      int64_t v;
+      enum tw_rc rc = get_int(n, path, 1, TW_SPEC_ACCEL_COUNT_MAX, &v, err);
+      if (!rc)
+        *count = (int)v, *at_least = false;
+      return rc;
+    }
+    text = at_least_text(n, t, sizeof t, at_least);
+  } else {
+    size_t len = strlen(text);
+    *at_least = len > 0 && text[len - 1] == '+';
+    snprintf(t, sizeof t, "%.*s", (int)(*at_least ? len - 1 : len), text);
+    text = t;
+  }
+  const char *end;
+  int64_t v;
+  enum tw_dec_rc r = tw_dec_scaled(text, &end, 1, 0, &v);
+  if (r != TW_DEC_OK || *end || v < 1 || v > TW_SPEC_ACCEL_COUNT_MAX)
+    return fail(err, path, n, "count after ':' must be 1..%d or N+, got %s",
+                TW_SPEC_ACCEL_COUNT_MAX, describe(n, d, sizeof d));
+  *count = (int)v;
+  return TW_OK;
+}
+
+static enum tw_rc accel_add(struct tw_job_spec *spec, const struct tw_node *at,
+                            const char *path, const char *name, size_t len,
+                            int count, bool at_least, struct tw_err *err) {
+  for (size_t i = 0; i < spec->n_accels; i++)
+    if (strlen(spec->accels[i].name) == len &&
+        !strncasecmp(spec->accels[i].name, name, len))
+      return fail(err, path, at, "%.*s is listed twice", (int)len, name);
+  if (spec->n_accels == TW_SPEC_ACCELS_MAX)
+    return fail(err, path, at, "at most %d accelerators", TW_SPEC_ACCELS_MAX);
+  spec->accels =
+      tw_realloc(spec->accels, (spec->n_accels + 1) * sizeof *spec->accels);
+  struct tw_accel_ask *a = &spec->accels[spec->n_accels++];
+  a->name = tw_strndup(name, len);
+  a->count = count;
+  a->at_least = at_least;
+  return TW_OK;
+}
+
+/* One accelerator: "A100:8", "A100:8+", "A100*" or {name: A100, count: 8,
+ * at_least: false}. */
+static enum tw_rc parse_accel_one(const struct tw_node *n, const char *path,
+                                  struct tw_job_spec *spec,
+                                  struct tw_err *err) {
   char d[128], sub[PATH_MAX_LEN];
-  int64_t count = 1;
+  int count = 1;
+  bool at_least = false;
   enum tw_rc rc;
   if (n->kind == TW_NODE_SCALAR) {
     const char *s = n->str, *colon = strchr(s, ':');
     size_t nlen = colon ? (size_t)(colon - s) : strlen(s);
     if ((rc = accel_name_check(n, path, s, nlen, err)))
       return rc;
-    if (colon) {
-      const char *end;
-      int64_t v;
-      enum tw_dec_rc r = tw_dec_scaled(colon + 1, &end, 1, 0, &v);
-      if (r != TW_DEC_OK || *end || v < 1 || v > TW_SPEC_ACCEL_COUNT_MAX)
-        return fail(err, path, n, "count after ':' must be 1..%d, got %s",
-                    TW_SPEC_ACCEL_COUNT_MAX, describe(n, d, sizeof d));
-      count = v;
-    }
-    spec->accel_name = tw_strndup(s, nlen);
-    spec->accel_count = (int)count;
-    return TW_OK;
+    if (colon &&
+        (rc = accel_count_of(n, path, colon + 1, &count, &at_least, err)))
+      return rc;
+    return accel_add(spec, n, path, s, nlen, count, at_least, err);
   }
-  /* The canonical form; "count" alone is that form missing its name, not
-   * an accelerator called "count". */
   if (n->kind == TW_NODE_MAP &&
       (tw_node_get(n, "name") || tw_node_get(n, "count"))) {
-    static const char *const keys[] = {"name", "count", NULL};
+    static const char *const keys[] = {"name", "count", "at_least", NULL};
     const struct tw_node *nm = tw_node_get(n, "name"),
-                         *cn = tw_node_get(n, "count");
+                         *cn = tw_node_get(n, "count"),
+                         *al = tw_node_get(n, "at_least");
     if ((rc = check_keys(n, path, keys, err)))
       return rc;
     path_key(sub, path, "name");
@@ -494,36 +552,67 @@ static enum tw_rc parse_accel(const struct tw_node *n, const char *path,
       return rc;
     if (!is_null(cn)) {
       path_key(sub, path, "count");
-      if ((rc = get_int(cn, sub, 1, TW_SPEC_ACCEL_COUNT_MAX, &count, err)))
+      if ((rc = accel_count_of(cn, sub, NULL, &count, &at_least, err)))
         return rc;
     }
-    spec->accel_name = tw_strdup(nm->str);
-    spec->accel_count = (int)count;
-    return TW_OK;
-  }
-  if (n->kind == TW_NODE_MAP && n->n == 1) {
-    if ((rc = accel_name_check(n->items[0], path, n->keys[0],
-                               strlen(n->keys[0]), err)))
-      return rc;
-    if (!is_null(n->items[0])) {
-      path_key(sub, path, n->keys[0]);
-      if ((rc = get_int(n->items[0], sub, 1, TW_SPEC_ACCEL_COUNT_MAX, &count,
-                        err)))
+    if (!is_null(al)) {
+      bool b;
+      path_key(sub, path, "at_least");
+      if ((rc = get_bool(al, sub, &b, err)))
         return rc;
+      if (at_least && !b)
+        return fail(err, sub, al, "false conflicts with a count written N+");
+      at_least = b;
     }
-    spec->accel_name = tw_strdup(n->keys[0]);
-    spec->accel_count = (int)count;
-    return TW_OK;
+    return accel_add(spec, n, path, nm->str, strlen(nm->str), count, at_least,
+                     err);
   }
-  if (n->kind == TW_NODE_MAP)
-    return fail(err, path, n,
-                "expected one accelerator type, got a mapping of %zu; "
-                "alternatives are not supported",
-                n->n);
   return fail(err, path, n,
               "expected a string like A100:8 or a mapping like "
               "{A100: 8}, got %s",
               describe(n, d, sizeof d));
+}
+
+/* accelerators: one ("A100:8", "A100:8+", {name: A100, count: 8}), or the
+ * alternatives any of which will do: a list of those, or a mapping of
+ * names to counts ({A100: 8, A100-80GB: 8}). */
+static enum tw_rc parse_accel(const struct tw_node *n, const char *path,
+                              struct tw_job_spec *spec, struct tw_err *err) {
+  char sub[PATH_MAX_LEN];
+  enum tw_rc rc;
+  if (n->kind == TW_NODE_SEQ) {
+    if (!n->n)
+      return fail(err, path, n, "expected at least one accelerator");
+    for (size_t i = 0; i < n->n; i++) {
+      path_idx(sub, path, i);
+      if ((rc = parse_accel_one(n->items[i], sub, spec, err)))
+        return rc;
+    }
+  } else if (n->kind == TW_NODE_MAP && !tw_node_get(n, "name") &&
+             !tw_node_get(n, "count")) {
+    if (!n->n)
+      return fail(err, path, n, "expected at least one accelerator");
+    for (size_t i = 0; i < n->n; i++) {
+      int count = 1;
+      bool at_least = false;
+      if ((rc = accel_name_check(n->items[i], path, n->keys[i],
+                                 strlen(n->keys[i]), err)))
+        return rc;
+      path_key(sub, path, n->keys[i]);
+      if (!is_null(n->items[i]) &&
+          (rc = accel_count_of(n->items[i], sub, NULL, &count, &at_least,
+                               err)))
+        return rc;
+      if ((rc = accel_add(spec, n->items[i], path, n->keys[i],
+                          strlen(n->keys[i]), count, at_least, err)))
+        return rc;
+    }
+  } else if ((rc = parse_accel_one(n, path, spec, err))) {
+    return rc;
+  }
+  spec->accel_name = tw_strdup(spec->accels[0].name);
+  spec->accel_count = spec->accels[0].count;
+  return TW_OK;
 }
 
 /* Splits a trailing '+' ("8+", "32+") off a scalar's text into tmp.  Text
@@ -613,12 +702,68 @@ static enum tw_rc parse_choice(const struct tw_node *n, const char *path,
               describe(n, d, sizeof d));
 }
 
+static enum tw_rc parse_str_list(const struct tw_node *n, const char *path,
+                                 size_t max,
+                                 enum tw_rc (*check)(const struct tw_node *,
+                                                     const char *,
+                                                     struct tw_err *),
+                                 const char *expected, char ***out,
+                                 size_t *nout, struct tw_err *err);
+
+/* An instance type or family glob: letters, digits, '.', '_', '-', '*',
+ * '?', 1..63 bytes. */
+static enum tw_rc check_name_glob(const struct tw_node *n, const char *path,
+                                  struct tw_err *err) {
+  char d[128];
+  size_t len = strlen(n->str);
+  bool ok = len >= 1 && len <= 63;
+  for (size_t i = 0; ok && i < len; i++)
+    ok = ident_char(n->str[i]) || glob_char(n->str[i]);
+  if (!ok)
+    return fail(err, path, n,
+                "expected a name or glob of 1..63 letters, digits, '.', '_', "
+                "'-', '*' or '?', got %s",
+                describe(n, d, sizeof d));
+  return TW_OK;
+}
+
+/* instance_types / families: a list of globs to include, or
+ * {include: [...], exclude: [...]}. */
+static enum tw_rc parse_name_filter(const struct tw_node *n, const char *path,
+                                    struct tw_name_filter *f,
+                                    struct tw_err *err) {
+  char sub[PATH_MAX_LEN];
+  enum tw_rc rc;
+  const char *expected = "a list of names or globs, or {include: [...], "
+                         "exclude: [...]}";
+  if (n->kind != TW_NODE_MAP)
+    return parse_str_list(n, path, TW_SPEC_NAME_FILTER_MAX, check_name_glob,
+                          expected, &f->include, &f->n_include, err);
+  static const char *const keys[] = {"include", "exclude", NULL};
+  if ((rc = check_keys(n, path, keys, err)))
+    return rc;
+  const struct tw_node *in = tw_node_get(n, "include"),
+                       *out = tw_node_get(n, "exclude");
+  path_key(sub, path, "include");
+  if (!is_null(in) &&
+      (rc = parse_str_list(in, sub, TW_SPEC_NAME_FILTER_MAX, check_name_glob,
+                           expected, &f->include, &f->n_include, err)))
+    return rc;
+  path_key(sub, path, "exclude");
+  if (!is_null(out) &&
+      (rc = parse_str_list(out, sub, TW_SPEC_NAME_FILTER_MAX, check_name_glob,
+                           expected, &f->exclude, &f->n_exclude, err)))
+    return rc;
+  return TW_OK;
+}
+
 static enum tw_rc parse_resources(const struct tw_node *m,
                                   struct tw_job_spec *spec,
                                   struct tw_err *err) {
   static const char *const keys[] = {
-      "accelerators",    "cpus", "cpus_at_least", "memory",   "memory_mib",
-      "memory_at_least", "arch", "market",        "use_spot", NULL};
+      "accelerators",    "cpus",     "cpus_at_least",  "memory",
+      "memory_mib",      "memory_at_least", "arch", "market",
+      "use_spot",        "instance_types",  "families", NULL};
   const char *path = "resources";
   char d[128];
   enum tw_rc rc;
@@ -685,7 +830,15 @@ static enum tw_rc parse_resources(const struct tw_node *m,
                            "x86_64, arm64 or any", &v, err)))
       return rc;
     spec->arch = (enum tw_arch)v;
+    spec->arch_any = v == TW_ARCH_ANY;
   }
+  if (!is_null(n = tw_node_get(m, "instance_types")) &&
+      (rc = parse_name_filter(n, "resources.instance_types",
+                              &spec->instance_types, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(m, "families")) &&
+      (rc = parse_name_filter(n, "resources.families", &spec->families, err)))
+    return rc;
 
   const struct tw_node *mk = tw_node_get(m, "market");
   bool have_market = !is_null(mk);
@@ -1432,6 +1585,13 @@ void tw_spec_release(struct tw_job_spec *spec) {
   free(spec->tenant);
   free(spec->project);
   free(spec->accel_name);
+  for (size_t i = 0; i < spec->n_accels; i++)
+    free(spec->accels[i].name);
+  free(spec->accels);
+  free_list(spec->instance_types.include, spec->instance_types.n_include);
+  free_list(spec->instance_types.exclude, spec->instance_types.n_exclude);
+  free_list(spec->families.include, spec->families.n_include);
+  free_list(spec->families.exclude, spec->families.n_exclude);
   for (size_t i = 0; i < spec->n_datasets; i++) {
     free(spec->datasets[i].uri);
     free(spec->datasets[i].location);
@@ -1491,16 +1651,29 @@ void tw_spec_to_json(const struct tw_job_spec *s, struct tw_buf *b) {
   json_key(b, &first, "project");
   tw_buf_json_str(b, s->project ? s->project : "default");
 
+  bool filters = s->instance_types.n_include || s->instance_types.n_exclude ||
+                 s->families.n_include || s->families.n_exclude;
   if (s->accel_name || s->cpus || s->memory_mib || s->arch != TW_ARCH_ANY ||
-      s->market != TW_MARKET_ANY) {
+      s->arch_any || s->market != TW_MARKET_ANY || filters) {
     json_key(b, &first, "resources");
     tw_buf_addc(b, '{');
     f2 = true;
     if (s->accel_name) {
       json_key(b, &f2, "accelerators");
-      tw_buf_adds(b, "{\"name\":");
-      tw_buf_json_str(b, s->accel_name);
-      tw_buf_printf(b, ",\"count\":%d}", s->accel_count);
+      if (s->n_accels > 1)
+        tw_buf_addc(b, '[');
+      for (size_t i = 0; i < s->n_accels; i++) {
+        if (i)
+          tw_buf_addc(b, ',');
+        tw_buf_adds(b, "{\"name\":");
+        tw_buf_json_str(b, s->accels[i].name);
+        tw_buf_printf(b, ",\"count\":%d", s->accels[i].count);
+        if (s->accels[i].at_least)
+          tw_buf_adds(b, ",\"at_least\":true");
+        tw_buf_addc(b, '}');
+      }
+      if (s->n_accels > 1)
+        tw_buf_addc(b, ']');
     }
     if (s->cpus) {
       json_key(b, &f2, "cpus");
@@ -1514,9 +1687,41 @@ void tw_spec_to_json(const struct tw_job_spec *s, struct tw_buf *b) {
       json_key(b, &f2, "memory_at_least");
       tw_buf_adds(b, s->memory_at_least ? "true" : "false");
     }
-    if (s->arch != TW_ARCH_ANY) {
+    if (s->arch != TW_ARCH_ANY || s->arch_any) {
       json_key(b, &f2, "arch");
       tw_buf_json_str(b, tw_arch_str(s->arch));
+    }
+    const struct {
+      const char *key;
+      const struct tw_name_filter *f;
+    } NF[] = {{"instance_types", &s->instance_types},
+              {"families", &s->families}};
+    for (size_t k = 0; k < 2; k++) {
+      const struct tw_name_filter *f = NF[k].f;
+      if (!f->n_include && !f->n_exclude)
+        continue;
+      json_key(b, &f2, NF[k].key);
+      tw_buf_addc(b, '{');
+      bool f3 = true;
+      const struct {
+        const char *key;
+        char *const *v;
+        size_t n;
+      } L[] = {{"include", f->include, f->n_include},
+               {"exclude", f->exclude, f->n_exclude}};
+      for (size_t j = 0; j < 2; j++) {
+        if (!L[j].n)
+          continue;
+        json_key(b, &f3, L[j].key);
+        tw_buf_addc(b, '[');
+        for (size_t i = 0; i < L[j].n; i++) {
+          if (i)
+            tw_buf_addc(b, ',');
+          tw_buf_json_str(b, L[j].v[i]);
+        }
+        tw_buf_addc(b, ']');
+      }
+      tw_buf_addc(b, '}');
     }
     if (s->market != TW_MARKET_ANY) {
       json_key(b, &f2, "market");

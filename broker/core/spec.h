@@ -45,6 +45,8 @@ struct tw_node;
 #define TW_SPEC_LABEL_VALUE_MAX 128
 #define TW_SPEC_RTT_MS_MAX 10000
 #define TW_SPEC_NEAR_MAX 8
+#define TW_SPEC_ACCELS_MAX 16       /* accelerator alternatives */
+#define TW_SPEC_NAME_FILTER_MAX 64  /* globs per include or exclude list */
 
 struct tw_dataset_ref {
   char *uri;          /* required, e.g. s3://bucket/path */
@@ -72,6 +74,26 @@ struct tw_label_selector {
   size_t n_values;
 };
 
+/* One accelerator a job accepts (resources.accelerators): the name as
+ * written, exact by default ("A100" is the catalog's canonical A100, the
+ * 40 GB one; "A100-80GB" the other), or a glob ("A100*": any variant);
+ * count exact unless at_least ("A100:8+"). */
+struct tw_accel_ask {
+  char *name;
+  int count; /* 1..256 */
+  bool at_least;
+};
+
+/* Include and exclude globs over a name (resources.instance_types,
+ * resources.families): an offer passes when it matches an include (or
+ * there is none) and no exclude. */
+struct tw_name_filter {
+  char **include;
+  size_t n_include;
+  char **exclude;
+  size_t n_exclude;
+};
+
 struct tw_kv {
   char *key;
   char *value;
@@ -83,13 +105,23 @@ struct tw_job_spec {
   char *project; /* default "default" */
 
   /* resources: per node */
-  char *accel_name;     /* as written: "A100", "A100-80GB"; NULL = none */
+  char *accel_name;     /* as written: "A100", "A100-80GB"; NULL = none;
+                           the first of accels */
   int accel_count;      /* >= 1 when accel_name is set */
+  /* every accelerator the job accepts, any one satisfies (n >= 1 when
+   * accel_name is set); the first is accel_name and accel_count */
+  struct tw_accel_ask *accels;
+  size_t n_accels;
+  /* instance types and families (globs, case-insensitive); burstable and
+   * confidential families are excluded unless an include names them */
+  struct tw_name_filter instance_types, families;
   int cpus;             /* 0 = unspecified */
   bool cpus_at_least;   /* "8+" */
   int64_t memory_mib;   /* GiB in the spec, MiB here; 0 = unspecified */
   bool memory_at_least; /* "32+" */
-  enum tw_arch arch;
+  enum tw_arch arch;      /* TW_ARCH_ANY unless written: x86_64 then,
+                             unless arch_any */
+  bool arch_any;          /* `arch: any` written: every architecture */
   enum tw_market market; /* market: or use_spot: */
 
   int nodes;                       /* default 1, 1..4096 */

@@ -359,6 +359,7 @@ static int complete_attempt(struct tw_sched *s, struct pcache *pc,
                                .exit_code = 0};
   if (tw_store_attempt_close(s->store, &c, &err))
     return 0; /* not recorded: nothing terminated, next pass again */
+  sched__capacity_return(s, a, nd.n);
   tw_spec_cache_forget(s->specs, job->id);
   if (sched__terminate_all(s, pc, a, nd, &err))
     ending_add_all(s, a, nd);
@@ -439,8 +440,10 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
         .end_reason = job.state == TW_JOB_SUCCEEDED ? "completed" : "cancelled",
         .job_to = TW_JOB_NSTATES,
         .ran_from_ms = st->ran_from_ms};
-    if (tw_store_attempt_close(s->store, &c, &err) == TW_OK)
+    if (tw_store_attempt_close(s->store, &c, &err) == TW_OK) {
       changes++;
+      sched__capacity_return(s, a, nd.n);
+    }
     tw_spec_cache_forget(s->specs, job.id); /* it ended: no more passes */
     goto out;
   }
@@ -489,6 +492,7 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
       tw_store_attempt_running_at(s->store, a->id, st->ran_from_ms, &err);
     if (tw_store_attempt_close(s->store, &c, &err) == TW_OK) {
       changes++;
+      sched__capacity_return(s, a, nd.n);
       tw_spec_cache_forget(s->specs, job.id);
     }
     goto out;

@@ -89,7 +89,7 @@ struct tw_placer *tw_sched_placer(struct tw_sched *s) {
  * only when a new snapshot was published.  A provider whose refresh
  * fails keeps its previous offers there (the catalog keeps its table). */
 static void refresh_offers(struct tw_sched *s, int64_t now) {
-  if (!s->n_pc)
+  if (!s->cat || (!s->n_pc && s->own_cat))
     return;
   if (s->own_cat)
     tw_catalog_refresh_due(s->cat, now);
@@ -98,18 +98,25 @@ static void refresh_offers(struct tw_sched *s, int64_t now) {
     tw_catalog_wait_ready(s->cat);
   struct tw_cat_snap *snap = tw_catalog_acquire(s->cat);
   if (tw_cat_snap_version(snap) != s->cat_version) {
-    const char **accounts = tw_calloc(s->n_pc, sizeof *accounts);
+    const char **accounts =
+        tw_calloc(s->n_pc ? s->n_pc : 1, sizeof *accounts);
     for (size_t i = 0; i < s->n_pc; i++)
       accounts[i] = tw_provider_account(s->pc[i].p);
     sched__offers_changing(s);
     tw_offer_list_release(&s->all);
-    tw_cat_snap_offers_of(snap, accounts, s->n_pc, &s->all);
+    size_t launchable =
+        s->n_pc ? tw_cat_snap_offers_of(snap, accounts, s->n_pc, &s->all) : 0;
+    /* a seed catalog's other clouds: plans show them ("no account can
+     * launch this"), the launchable filter keeps jobs off them */
+    size_t unserved =
+        tw_cat_snap_offers_unserved(snap, accounts, s->n_pc, &s->all);
     free(accounts);
     s->cat_version = tw_cat_snap_version(snap);
-    tw_log_info("sched", "catalog=%llu offers=%zu refreshed",
-                (unsigned long long)s->cat_version, s->all.n);
-    if (s->tenancy) /* admission projects costs over the same offers */
-      tw_tenancy_set_offers(s->tenancy, s->all.items, s->all.n);
+    tw_log_info("sched", "catalog=%llu offers=%zu unserved=%zu refreshed",
+                (unsigned long long)s->cat_version, launchable, unserved);
+    if (s->tenancy) /* admission projects costs over the launchable ones,
+                     * which come first */
+      tw_tenancy_set_offers(s->tenancy, s->all.items, launchable);
   }
   tw_cat_snap_release(snap);
 }

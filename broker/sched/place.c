@@ -110,6 +110,17 @@ void sched__offers_changing(struct tw_sched *s) {
   tw_capacity_view_init(&p->cap);
 }
 
+void sched__capacity_return(struct tw_sched *s, const struct tw_attempt_rec *a,
+                            size_t nodes) {
+  const struct tw_offer *o = sched__offer(s, a->offer_id);
+  if (!o || o->capacity < 0)
+    return; /* a cloud: capacity is found out at launch */
+  /* what the listing counted as used (or this listing's take) comes back;
+   * the next listing starts the view again from what the cluster says */
+  tw_capacity_view_take(&s->place->cap, o->id,
+                        -(int64_t)(nodes ? nodes : 1));
+}
+
 /* The index over s->all, rebuilt when the offers changed (the REST
  * handlers' plans get it through the placer). */
 static struct tw_offer_index *sched_index(struct tw_sched *s,
@@ -283,6 +294,19 @@ static void sched_plan(struct tw_sched *s, struct sched_place *p,
                        struct tw_plan *plan) {
   struct tw_place_snapshot snap;
   snapshot_of(p, &snap);
+  /* a job of any market whose tenant's spot share cannot hold it is
+   * planned on demand: the search skips spot, instead of the quota
+   * dropping every spot candidate after it */
+  struct tw_job_spec od;
+  if (s->tenancy && spec->market == TW_MARKET_ANY) {
+    int64_t need = (int64_t)(spec->cpus > 0 ? spec->cpus : 1) *
+                   (spec->nodes > 0 ? spec->nodes : 1);
+    if (tw_tenancy_spot_vcpus_left(s->tenancy, job) < need) {
+      od = *spec; /* a view: nothing of it is freed */
+      od.market = TW_MARKET_ON_DEMAND;
+      spec = &od;
+    }
+  }
   struct tw_plan_input in = {.job = spec,
                              .job_id = job->id,
                              .now_ms = now,

@@ -417,6 +417,12 @@ void sched__place_release(struct tw_sched *s);
  * takes the array over, and private capacity taken starts again. */
 void sched__offers_changing(struct tw_sched *s);
 
+/* Attempt a (of nodes instances; 0 counts as 1) ended: on private
+ * capacity its nodes are free again for the next pass, without waiting
+ * for the offers to be listed again. */
+void sched__capacity_return(struct tw_sched *s, const struct tw_attempt_rec *a,
+                            size_t nodes);
+
 /* The pending jobs of this pass in queue order; returns state changes. */
 int sched__place_pending(struct tw_sched *s, int64_t now);
 

@@ -201,12 +201,14 @@ int sched__spot_end(struct tw_sched *s, const struct tw_attempt_rec *a,
                                 .job_reason = reason,
                                 .ran_from_ms = st ? st->ran_from_ms : 0,
                                 .ended_at_ms = st ? st->ended_at_ms : 0};
+  size_t nodes = have_spec && spec->nodes > 0 ? (size_t)spec->nodes : 1;
   sched__spec_release(s, spec);
   if (tw_store_attempt_close(s->store, &cl, &err)) {
     tw_log_warn("sched", "job=%s attempt=%d close failed: %s", a->job_id, a->n,
                 err.msg);
     return 0;
   }
+  sched__capacity_return(s, a, nodes);
   tw_log_info("sched", "job=%s attempt=%d offer=%s %s: %s", a->job_id, a->n,
               a->offer_id, end_reason, reason);
   if (tw_store_job_get(s->store, a->job_id, &job, &err))

@@ -405,6 +405,14 @@ bool tw_tenancy_place_filter(struct tw_tenancy *t, const struct tw_job_rec *job,
                              const struct tw_job_spec *spec,
                              struct tw_plan *pl);
 
+/* The vCPUs job's tenant may still run on spot under its quota's
+ * spot_share_pct (its own reservations aside); INT64_MAX without a share
+ * limit.  The scheduler plans a job of any market on demand when this
+ * cannot hold it, so the search itself avoids spot rather than the
+ * candidates being dropped after it.  Scheduler thread. */
+int64_t tw_tenancy_spot_vcpus_left(struct tw_tenancy *t,
+                                   const struct tw_job_rec *job);
+
 /* Reserves job's share of offer o, right before its attempt is opened.
  * The reservation lasts as long as the job has a live attempt (a later
  * place_begin drops it once none is).  Scheduler thread. */

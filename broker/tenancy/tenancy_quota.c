@@ -653,6 +653,24 @@ bool tw_tenancy_place_filter(struct tw_tenancy *t, const struct tw_job_rec *job,
   return true;
 }
 
+int64_t tw_tenancy_spot_vcpus_left(struct tw_tenancy *t,
+                                   const struct tw_job_rec *job) {
+  const struct tw_quota *q = find_q(t->quotas, t->n_quotas, job->tenant);
+  if (!q || q->spot_share_pct >= 100)
+    return INT64_MAX;
+  if (q->spot_share_pct <= 0)
+    return 0;
+  if (q->vcpus.limit < 0)
+    return INT64_MAX; /* a share of what it will use: found per offer */
+  int64_t spot = 0;
+  for (size_t i = 0; i < t->n_resv; i++)
+    if (t->resv[i].spot && !strcmp(t->resv[i].tenant, q->tenant) &&
+        strcmp(t->resv[i].job_id, job->id))
+      spot += t->resv[i].vcpus;
+  int64_t left = q->vcpus.limit * q->spot_share_pct / 100 - spot;
+  return left > 0 ? left : 0;
+}
+
 void tw_tenancy_place_commit(struct tw_tenancy *t, const struct tw_job_rec *job,
                              const struct tw_job_spec *spec,
                              const struct tw_offer *o) {

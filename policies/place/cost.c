@@ -17,6 +17,7 @@
 void tw_cost_params_default(struct tw_cost_params *p) {
   p->default_duration_s = TW_COST_DEFAULT_DURATION_S;
   p->launch_overhead_s = 120;
+  p->launch_overhead_private_s = 5;
   p->restart_overhead_s = 300;
   p->spot_default_interruption_pct = 10;
   p->transfer_round_trips = 3;
@@ -96,7 +97,11 @@ void tw_cost_eval(const struct tw_cost_params *p, const struct tw_cost_job *j,
                             sat_add(out->egress_uusd, out->transfer_uusd));
   out->finish_ms =
       j->now_ms +
-      (p->launch_overhead_s + out->transfer_s + t + out->spot_extra_s) * 1000;
+      ((o->has_launch_overhead ? o->launch_overhead_s
+        : o->private_capacity ? p->launch_overhead_private_s
+                              : p->launch_overhead_s) +
+       out->transfer_s + t + out->spot_extra_s) *
+          1000;
 }
 
 int64_t tw_cost_lower_bound(const struct tw_cost_job *j, int64_t price,

@@ -60,6 +60,9 @@ struct tw_cost_offer {
   int64_t min_charge_s;
   int interruption_pct; /* -1 unknown */
   bool spot;
+  bool private_capacity; /* launch_overhead_private_s applies */
+  int64_t launch_overhead_s; /* its provider's, when has_launch_overhead */
+  bool has_launch_overhead;
 };
 
 /* What it needs of the job. */

@@ -53,6 +53,34 @@ const struct tw_policy_ops tw_filter_provider = {.name = "provider",
                                                  .filter = provider_filter,
                                                  .key = provider_key};
 
+/* ---- launchable: offers no configured account can launch
+ * ------------------------ */
+
+/* A seed catalog's offers of a cloud without a configured account are in
+ * the index so that plans can show them (a plan has no job id); a job the
+ * scheduler places never goes there. */
+static void launchable_filter(const struct tw_policy *self,
+                              const struct tw_place_ctx *ctx,
+                              const struct tw_offer *o, struct tw_verdict *v) {
+  (void)self;
+  v->pass = !o->no_account || !ctx->job_id;
+  if (!v->pass)
+    snprintf(v->reason, sizeof v->reason, "no account can launch this");
+}
+
+static void launchable_key(const struct tw_policy *self,
+                           const struct tw_place_ctx *ctx, struct tw_buf *b) {
+  (void)self;
+  pi_key_int(b, ctx->job_id != NULL);
+}
+
+const struct tw_policy_ops tw_filter_launchable = {
+    .name = "launchable",
+    .version = TW_POLICY_ABI_VERSION,
+    .scope = TW_SCOPE_LOCATION,
+    .filter = launchable_filter,
+    .key = launchable_key};
+
 /* ---- selector: the spec's region globs, the operator's label selectors --- */
 
 enum sel_op { SEL_IN, SEL_NOT_IN, SEL_EXISTS, SEL_NOT_EXISTS, SEL_GLOB };
@@ -219,6 +247,61 @@ static void job_sel_reject(const struct tw_label_selector *s,
   }
 }
 
+/* The "provider:region" of a zone selector ("aws:us-east-1:us-east-1a");
+ * false for a region selector. */
+static bool zone_sel_region(const char *sel, char *out, size_t outsz) {
+  const char *c1 = strchr(sel, ':');
+  const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+  if (!c2)
+    return false;
+  snprintf(out, outsz, "%.*s", (int)(c2 - sel), sel);
+  return true;
+}
+
+/* ---- zones: the zone parts of the spec's region selectors
+ * ----------------------- */
+
+static void zones_filter(const struct tw_policy *self,
+                         const struct tw_place_ctx *ctx,
+                         const struct tw_offer *o, struct tw_verdict *v) {
+  (void)self;
+  const struct tw_job_spec *s = ctx->job;
+  v->pass = true;
+  bool any_zone = false;
+  for (size_t i = 0; i < s->n_regions; i++) {
+    char rp[160];
+    bool zone = zone_sel_region(s->regions[i], rp, sizeof rp);
+    any_zone |= zone;
+    /* a region selector, or a zone selector naming the offer's zone */
+    if (pi_selector_match(s->regions[i], o))
+      return;
+  }
+  if (!any_zone)
+    return;
+  char list[96] = "";
+  for (size_t k = 0; k < s->n_regions && strlen(list) < 70; k++) {
+    char rp[160];
+    if (zone_sel_region(s->regions[k], rp, sizeof rp))
+      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+               *list ? ", " : "", s->regions[k]);
+  }
+  reject(v, "outside the zone selectors", list);
+}
+
+static void zones_key(const struct tw_policy *self,
+                      const struct tw_place_ctx *ctx, struct tw_buf *b) {
+  (void)self;
+  pi_key_int(b, (int64_t)ctx->job->n_regions);
+  for (size_t i = 0; i < ctx->job->n_regions; i++)
+    pi_key_str(b, ctx->job->regions[i]);
+}
+
+const struct tw_policy_ops tw_filter_zones = {.name = "zones",
+                                              .version = TW_POLICY_ABI_VERSION,
+                                              .scope = TW_SCOPE_LOCATION,
+                                              .filter = zones_filter,
+                                              .key = zones_key};
+
 static void selector_filter(const struct tw_policy *self,
                             const struct tw_place_ctx *ctx,
                             const struct tw_offer *o, struct tw_verdict *v) {
@@ -229,6 +312,16 @@ static void selector_filter(const struct tw_policy *self,
     for (i = 0; i < s->n_regions; i++)
       if (pi_selector_match(s->regions[i], o))
         break;
+    if (i == s->n_regions) {
+      /* a zone selector's region counts here; its zone is the zones
+       * filter's, so the two refusals are counted apart */
+      for (i = 0; i < s->n_regions; i++) {
+        char rp[160];
+        if (zone_sel_region(s->regions[i], rp, sizeof rp) &&
+            pi_selector_match(rp, o))
+          break;
+      }
+    }
     if (i == s->n_regions) {
       char list[96] = "";
       for (size_t k = 0; k < s->n_regions && strlen(list) < 70; k++)

@@ -189,3 +189,44 @@ const struct tw_policy_ops tw_filter_deadline = {.name = "deadline",
                                                      TW_POLICY_ABI_VERSION,
                                                  .scope = TW_SCOPE_OFFER,
                                                  .filter = deadline_filter};
+
+/* ---- price_sanity: offers the catalog holds for implausible prices
+ * ----------- */
+
+/* state: non-NULL when the operator allows them (policies.allow_quarantined
+ * or {name: price_sanity, allow: true}) */
+static enum tw_rc sanity_configure(const struct tw_node *cfg, const char *path,
+                                   void **state, struct tw_err *err) {
+  static const char *const keys[] = {"name", "allow", NULL};
+  enum tw_rc rc = pi_cfg_keys(cfg, path, keys, err);
+  if (rc)
+    return rc;
+  const struct tw_node *a = cfg ? tw_node_get(cfg, "allow") : NULL;
+  if (a && a->kind == TW_NODE_SCALAR && !strcmp(a->str, "true"))
+    *state = (void *)&tw_filter_price_sanity;
+  else if (a && !(a->kind == TW_NODE_SCALAR && !strcmp(a->str, "false")))
+    return tw_err_field(err, TW_E_INVALID, path,
+                        "%s.allow: expected true or false", path);
+  return TW_OK;
+}
+
+/* the state points at static storage: nothing to free */
+static void sanity_release(void *state) { (void)state; }
+
+static void sanity_filter(const struct tw_policy *self,
+                          const struct tw_place_ctx *ctx,
+                          const struct tw_offer *o, struct tw_verdict *v) {
+  (void)ctx;
+  v->pass = !o->quarantine[0] || self->state != NULL;
+  if (!v->pass)
+    snprintf(v->reason, sizeof v->reason, "quarantined: %.100s",
+             o->quarantine);
+}
+
+const struct tw_policy_ops tw_filter_price_sanity = {
+    .name = "price_sanity",
+    .version = TW_POLICY_ABI_VERSION,
+    .scope = TW_SCOPE_OFFER,
+    .configure = sanity_configure,
+    .release = sanity_release,
+    .filter = sanity_filter};

@@ -112,10 +112,11 @@ static uint32_t intern_get(struct intern *t, const char *key, size_t len,
  * --------------------------------------------------------------------- */
 
 static size_t shape_key(const struct tw_offer *o, char *buf, size_t sz) {
-  int n = snprintf(buf, sz, "%s\x1f%s\x1f%d\x1f%d\x1f%lld\x1f%s\x1f%d\x1f%lld",
-                   o->provider, o->instance_type, (int)o->arch, o->vcpus,
-                   (long long)o->memory_mib, o->accel_name, o->accel_count,
-                   (long long)o->accel_memory_mib);
+  int n = snprintf(
+      buf, sz, "%s\x1f%s\x1f%d\x1f%d\x1f%lld\x1f%s\x1f%d\x1f%lld\x1f%s\x1f%u",
+      o->provider, o->instance_type, (int)o->arch, o->vcpus,
+      (long long)o->memory_mib, o->accel_name, o->accel_count,
+      (long long)o->accel_memory_mib, o->family, o->type_traits);
   return n < 0 ? 0 : (size_t)n < sz ? (size_t)n : sz - 1;
 }
 
@@ -300,6 +301,8 @@ enum tw_rc tw_offer_index_build(const struct tw_offer_source *src,
     struct ix_offer *c = &ix->offers[i];
     c->price = o->price_uusd_per_hour;
     c->market = (uint8_t)o->market;
+    c->flags = (uint8_t)((o->capacity >= 0 ? IX_OFFER_CAPACITY : 0) |
+                         (o->quarantine[0] ? IX_OFFER_QUARANTINE : 0));
     c->intr_pct = (int8_t)(o->interruption_pct < -1    ? -1
                            : o->interruption_pct > 100 ? 100
                                                        : o->interruption_pct);
@@ -443,7 +446,13 @@ enum tw_rc tw_offer_index_build(const struct tw_offer_source *src,
         cap_cells = cap_cells ? cap_cells * 2 : 1024;
         ix->cells = tw_realloc(ix->cells, cap_cells * sizeof *ix->cells);
       }
-      ix->cells[ix->n_cells++] = (struct ix_cell){(uint32_t)s, loc, {k, e - k}};
+      struct ix_cell cell = {(uint32_t)s, loc, {k, e - k}, 0, 0};
+      for (uint32_t j = k; j < e; j++) {
+        const struct ix_offer *x = &ix->offers[ix->by_cell[j]];
+        cell.n_spot += x->market == TW_MARKET_SPOT;
+        cell.flags |= x->flags;
+      }
+      ix->cells[ix->n_cells++] = cell;
       k = e;
     }
   }

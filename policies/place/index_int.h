@@ -16,8 +16,14 @@ struct ix_offer {
   int32_t min_charge_s;
   uint8_t market;  /* enum tw_market */
   int8_t intr_pct; /* -1 unknown */
-  uint8_t pad[2];
+  uint8_t flags;   /* IX_OFFER_* */
+  uint8_t pad;
 };
+
+/* What a counted plan needs of an offer to know that the built-in offer
+ * filters pass it without materializing it (plan.c). */
+#define IX_OFFER_CAPACITY 1u   /* capacity >= 0: private, counted nodes */
+#define IX_OFFER_QUARANTINE 2u /* the catalog holds its price */
 
 struct ix_range {
   uint32_t start, count;
@@ -92,6 +98,8 @@ struct tw_offer_index {
   struct ix_cell {
     uint32_t shape, loc;
     struct ix_range r;
+    uint32_t n_spot; /* offers in the spot market */
+    uint32_t flags;  /* IX_OFFER_* of any of its offers */
   } * cells;
   size_t n_cells;
   uint32_t *cell_hash; /* cell index + 1, open addressing */

@@ -42,6 +42,9 @@ struct stage_entry {
   char reason[TW_POLICY_MAX_FILTERS][128];
   int64_t amount[TW_POLICY_MAX_FILTERS];
   bool seen[TW_POLICY_MAX_FILTERS];
+  /* one offer each filter refused: a representative of the index (valid
+   * as long as the index the entry was built for) */
+  const struct tw_offer *example[TW_POLICY_MAX_FILTERS];
 };
 
 struct data_entry {
@@ -184,10 +187,17 @@ struct run {
   size_t n_of;
   bool counting;
   uint64_t counts[TW_POLICY_MAX_FILTERS];
+  char example[TW_POLICY_MAX_FILTERS][TW_MODEL_ID_MAX]; /* the offer stage */
   char reason[TW_POLICY_MAX_FILTERS][128];
   int64_t amount[TW_POLICY_MAX_FILTERS];
   bool seen[TW_POLICY_MAX_FILTERS];
   uint64_t feasible;
+  /* per location: its provider's launch overhead, -1 the default (NULL
+   * when policies.cost.launch_overheads names none) */
+  int64_t *loc_launch;
+  /* the counting pass after the search found the candidates: offers are
+   * counted, not ranked */
+  bool count_only;
 };
 
 static unsigned scope_of(const struct tw_policy *p) {
@@ -232,6 +242,8 @@ static uint8_t stage_eval(struct run *r, unsigned scope,
     p->ops->filter(p, &r->ctx, rep, &v);
     if (!v.pass) {
       note_reason(e->reason, e->amount, e->seen, i, &v);
+      if (!e->example[i])
+        e->example[i] = rep;
       return (uint8_t)(i + 1);
     }
   }
@@ -310,10 +322,20 @@ static const struct stage_entry *stage_run(struct run *r, unsigned scope,
   /* Shapes.  Without counts, a job asking for an accelerator only looks
    * at that family's shapes: the accelerators filter refuses the rest. */
   size_t acc = set_index_of(r->set, &tw_filter_accelerators);
-  const char *want = r->in->job->accel_name;
-  if (!need_full && want && acc != SIZE_MAX) {
-    char fam[24];
+  const struct tw_job_spec *job = r->in->job;
+  const char *want = job->accel_name;
+  char fam[24];
+  bool one_family = want && !strpbrk(want, "*?");
+  if (one_family) {
+    /* every alternative of one family without a glob */
     ix_family_of(want, fam);
+    for (size_t k = 1; k < job->n_accels && one_family; k++) {
+      char other[24];
+      ix_family_of(job->accels[k].name, other);
+      one_family = !strpbrk(job->accels[k].name, "*?") && !strcmp(fam, other);
+    }
+  }
+  if (!need_full && one_family && acc != SIZE_MAX) {
     const struct ix_family *f = ix_family_find(ix, fam);
     memset(e->verdict, (int)(acc + 1), e->n);
     e->full = false;
@@ -449,7 +471,13 @@ static void offer_cost(const struct run *r, const struct ix_offer *c,
                              .granularity_s = c->granularity_s,
                              .min_charge_s = c->min_charge_s,
                              .interruption_pct = c->intr_pct,
-                             .spot = c->market == TW_MARKET_SPOT};
+                             .spot = c->market == TW_MARKET_SPOT,
+                             .private_capacity =
+                                 c->market == TW_MARKET_PRIVATE};
+  if (r->loc_launch && r->loc_launch[c->loc] >= 0) {
+    co.has_launch_overhead = true;
+    co.launch_overhead_s = r->loc_launch[c->loc];
+  }
   const struct tw_job_data *d = r->ctx.data;
   tw_cost_eval(&r->set->cost, &r->cj, &co, d ? d->egress_uusd[region] : 0,
                d ? d->transfer_s[region] : 0, out);
@@ -458,7 +486,100 @@ static void offer_cost(const struct run *r, const struct ix_offer *c,
 /* Visits offer i: both stages already passed.  In counting mode every
  * filter runs; otherwise an offer that cannot enter the candidates is
  * dropped before its filters. */
+/* Counting: whether built-in offer filter f decides offer c from the
+ * index alone.  1: it passes; -1: it refuses (counted without its reason,
+ * which was seen already); 0: the offer is needed. */
+static int quick_verdict(struct run *r, size_t f, const struct ix_offer *c,
+                         const struct tw_cost *cost) {
+  const struct tw_policy *p = r->of[f];
+  const struct tw_policy_ops *ops = p->ops;
+  size_t fi = r->of_idx[f];
+  if (ops == &tw_filter_market) {
+    if (r->market_ok[c->market & 3])
+      return 1;
+    return r->seen[fi] ? -1 : 0;
+  }
+  if (ops == &tw_filter_price) {
+    if (!r->price_cap || c->price <= r->price_cap)
+      return 1;
+    if (!r->seen[fi] || c->price - r->price_cap < r->amount[fi])
+      return 0; /* the closest miss keeps its reason and amount */
+    return -1;
+  }
+  if (ops == &tw_filter_excluded)
+    return r->ctx.n_excluded ? 0 : 1;
+  if (ops == &tw_filter_blocklist)
+    return r->ctx.blocklist->blocked ? 0 : 1;
+  if (ops == &tw_filter_capacity || ops == &tw_filter_backfill)
+    return c->flags & IX_OFFER_CAPACITY ? 0 : 1;
+  if (ops == &tw_filter_price_sanity)
+    return c->flags & IX_OFFER_QUARANTINE ? 0 : 1;
+  if (ops == &tw_filter_deadline) {
+    /* it reads the model's finish, not the offer */
+    int64_t deadline = r->ctx.job->deadline_ms;
+    if (!deadline || cost->finish_ms <= deadline)
+      return 1;
+    int64_t short_s = (cost->finish_ms - deadline + 999) / 1000;
+    return r->seen[fi] && short_s >= r->amount[fi] ? -1 : 0;
+  }
+  return 0; /* a plugin, or a filter that reads the offer */
+}
+
+/* The counting pass: the offer filters' verdict on offer i, counted.  The
+ * cost model runs only where a filter reads it (the deadline) or the
+ * offer has to be made. */
+static void count_offer(struct run *r, uint32_t i) {
+  const struct tw_offer_index *ix = r->ix;
+  const struct ix_offer *c = &ix->offers[i];
+  int32_t region = (int32_t)ix->locs[c->loc].region;
+  struct tw_cost cost;
+  bool have_cost = r->ctx.job->deadline_ms != 0;
+  if (have_cost)
+    offer_cost(r, c, region, &cost);
+  size_t f = 0;
+  for (; f < r->n_of; f++) {
+    int q = quick_verdict(r, f, c, &cost);
+    if (q < 0) {
+      r->counts[r->of_idx[f]]++;
+      return;
+    }
+    if (!q)
+      break;
+  }
+  if (f == r->n_of) {
+    r->feasible++;
+    return;
+  }
+  if (!have_cost)
+    offer_cost(r, c, region, &cost);
+  const struct tw_offer *o = ix->src.get(&ix->src, i, &r->ws->scratch);
+  r->ctx.region = region;
+  r->ctx.offer_cost = &cost;
+  for (f = 0; f < r->n_of; f++) {
+    struct tw_verdict v;
+    v.pass = true;
+    v.reason[0] = '\0';
+    v.amount = 0;
+    r->of[f]->ops->filter(r->of[f], &r->ctx, o, &v);
+    if (!v.pass) {
+      size_t fi = r->of_idx[f];
+      r->counts[fi]++;
+      note_reason(r->reason, r->amount, r->seen, fi, &v);
+      if (!r->example[fi][0])
+        snprintf(r->example[fi], sizeof r->example[fi], "%s", o->id);
+      r->ctx.offer_cost = NULL;
+      return;
+    }
+  }
+  r->ctx.offer_cost = NULL;
+  r->feasible++;
+}
+
 static void visit(struct run *r, uint32_t i) {
+  if (r->count_only) {
+    count_offer(r, i);
+    return;
+  }
   const struct tw_offer_index *ix = r->ix;
   const struct ix_offer *c = &ix->offers[i];
   r->visited++;
@@ -467,6 +588,28 @@ static void visit(struct run *r, uint32_t i) {
   offer_cost(r, c, region, &cost);
   if (!r->counting && !could_enter(r, cost.total_uusd, c->id_rank))
     return;
+  if (r->counting) {
+    /* most offers of a counted plan are decided without being made */
+    size_t f = 0;
+    for (; f < r->n_of; f++) {
+      int q = quick_verdict(r, f, c, &cost);
+      if (q < 0) {
+        r->counts[r->of_idx[f]]++;
+        return;
+      }
+      if (!q)
+        break;
+    }
+    if (f == r->n_of) {
+      r->feasible++;
+      if (could_enter(r, cost.total_uusd, c->id_rank)) {
+        struct tw_cand cand = {
+            .index = i, .id_rank = c->id_rank, .region = region, .cost = cost};
+        top_push(r, &cand);
+      }
+      return;
+    }
+  }
   const struct tw_offer *o = ix->src.get(&ix->src, i, &r->ws->scratch);
   r->ctx.region = region;
   r->ctx.offer_cost = &cost;
@@ -481,6 +624,8 @@ static void visit(struct run *r, uint32_t i) {
         size_t fi = r->of_idx[f];
         r->counts[fi]++;
         note_reason(r->reason, r->amount, r->seen, fi, &v);
+        if (!r->example[fi][0])
+          snprintf(r->example[fi], sizeof r->example[fi], "%s", o->id);
       }
       r->ctx.offer_cost = NULL;
       return;
@@ -493,8 +638,75 @@ static void visit(struct run *r, uint32_t i) {
   top_push(r, &cand);
 }
 
+/* Whether the offer filters judge every offer of a cell without flags by
+ * its market alone (and its price, against the cell's dearest). */
+static bool cells_countable(const struct run *r) {
+  for (size_t f = 0; f < r->n_of; f++) {
+    const struct tw_policy_ops *ops = r->of[f]->ops;
+    if (ops == &tw_filter_market || ops == &tw_filter_price ||
+        ops == &tw_filter_capacity || ops == &tw_filter_backfill ||
+        ops == &tw_filter_price_sanity)
+      continue;
+    if (ops == &tw_filter_excluded && !r->ctx.n_excluded)
+      continue;
+    if (ops == &tw_filter_blocklist && !r->ctx.blocklist->blocked)
+      continue;
+    if (ops == &tw_filter_deadline && !r->ctx.job->deadline_ms)
+      continue;
+    return false;
+  }
+  return true;
+}
+
+/* The counting pass by (shape, location) cell: a refused cell counts
+ * whole, a cell of plain cloud offers within the price cap counts by
+ * market, the rest offer by offer. */
+static void count_cells(struct run *r) {
+  const struct tw_offer_index *ix = r->ix;
+  size_t mf = SIZE_MAX; /* the market filter's index in the set */
+  for (size_t f = 0; f < r->n_of; f++)
+    if (r->of[f]->ops == &tw_filter_market)
+      mf = r->of_idx[f];
+  bool spot_ok = r->market_ok[TW_MARKET_SPOT],
+       od_ok = r->market_ok[TW_MARKET_ON_DEMAND];
+  for (size_t k = 0; k < ix->n_cells; k++) {
+    const struct ix_cell *cell = &ix->cells[k];
+    uint8_t lv = r->ls->verdict[cell->loc];
+    if (lv) {
+      r->counts[lv - 1] += cell->r.count;
+      continue;
+    }
+    uint8_t sv = r->ss->verdict[cell->shape];
+    if (sv) {
+      r->counts[sv - 1] += cell->r.count;
+      continue;
+    }
+    uint32_t n = cell->r.count, spot = cell->n_spot, od = n - spot;
+    uint32_t refused = (spot_ok ? 0 : spot) + (od_ok ? 0 : od);
+    /* the cell's dearest offer is its last (a look into the offers only
+     * for a job with a price cap) */
+    if (!cell->flags &&
+        (!r->price_cap ||
+         ix->offers[ix->by_cell[cell->r.start + n - 1]].price <=
+             r->price_cap) &&
+        (!refused || (mf != SIZE_MAX && r->seen[mf]))) {
+      if (refused)
+        r->counts[mf] += refused;
+      r->feasible += n - refused;
+      r->visited += n;
+      continue;
+    }
+    for (uint32_t j = 0; j < n; j++)
+      count_offer(r, ix->by_cell[cell->r.start + j]);
+  }
+}
+
 static void scan(struct run *r) {
   const struct tw_offer_index *ix = r->ix;
+  if (r->count_only && ix->n_cells && cells_countable(r)) {
+    count_cells(r);
+    return;
+  }
   for (size_t i = 0; i < ix->n; i++) {
     const struct ix_offer *c = &ix->offers[i];
     uint8_t lv = r->ls->verdict[c->loc];
@@ -962,11 +1174,36 @@ enum tw_rc tw_plan_make(const struct tw_policy_set *set,
     }
   }
   r.ctx.data = job_data(&r, ds);
+  if (set->cost.n_launch_by) {
+    r.loc_launch = tw_malloc((ix->n_locs ? ix->n_locs : 1) * sizeof(int64_t));
+    for (size_t l = 0; l < ix->n_locs; l++) {
+      const struct tw_offer *rep = &ix->reps[ix->locs[l].rep];
+      r.loc_launch[l] = -1;
+      for (size_t k = 0; k < set->cost.n_launch_by; k++)
+        if (!strcmp(set->cost.launch_by[k].provider, rep->provider) ||
+            !strcmp(set->cost.launch_by[k].provider, rep->account)) {
+          r.loc_launch[l] = set->cost.launch_by[k].s;
+          if (!strcmp(set->cost.launch_by[k].provider, rep->account))
+            break; /* an account's wins over its provider's */
+        }
+    }
+  }
   bool full = opts->counts || opts->scan;
   r.ls = stage_run(&r, TW_SCOPE_LOCATION, full);
   r.ss = stage_run(&r, TW_SCOPE_SHAPE, full);
   p->considered = ix->n;
-  if (full) {
+  if (opts->counts && !opts->scan) {
+    /* the candidates from the search, as without counts; then a pass
+     * that only counts (no cost model, no ranking, offers made only for
+     * the filters that read them) */
+    r.counting = false;
+    p->strategy = search(&r);
+    r.feasible = 0;
+    r.counting = true;
+    r.count_only = true;
+    scan(&r);
+    r.count_only = false;
+  } else if (full) {
     scan(&r);
     p->strategy = "scan";
   } else {
@@ -1016,12 +1253,17 @@ enum tw_rc tw_plan_make(const struct tw_policy_set *set,
         if (e && e->seen[i]) {
           snprintf(rj->reason, sizeof rj->reason, "%s", e->reason[i]);
           rj->amount = e->amount[i];
+          if (e->example[i])
+            snprintf(rj->example, sizeof rj->example, "%s",
+                     e->example[i]->id);
         } else if (r.seen[i]) {
           snprintf(rj->reason, sizeof rj->reason, "%s", r.reason[i]);
           rj->amount = r.amount[i];
+          snprintf(rj->example, sizeof rj->example, "%s", r.example[i]);
         }
       }
   }
+  free(r.loc_launch);
   if (!ws_in)
     tw_plan_ws_free(ws);
   return TW_OK;
@@ -1078,6 +1320,8 @@ void tw_plan_explain(const struct tw_plan *p, struct tw_buf *b) {
     tw_buf_printf(b, "%s%s %s", i ? ", " : ": ", c,
                   rj->reason[0] ? rj->reason : rj->filter);
   }
+  if (p->note[0])
+    tw_buf_printf(b, "; %s", p->note);
 }
 
 void tw_plan_to_json(const struct tw_plan *p, size_t max, struct tw_buf *b) {
@@ -1100,7 +1344,8 @@ void tw_plan_to_json(const struct tw_plan *p, size_t max, struct tw_buf *b) {
     tw_buf_json_str(b, p->score_names[i]);
     tw_buf_printf(b, ",\"weight\":%lld}", (long long)p->weights[i]);
   }
-  tw_buf_adds(b, "],\"candidates\":[");
+  tw_buf_printf(b, "],\"tie_break\":\"%s\"", TW_PLAN_TIE_BREAK);
+  tw_buf_adds(b, ",\"candidates\":[");
   for (size_t j = 0; j < n; j++) {
     const struct tw_cand *c = &p->cands[j];
     const struct tw_offer *o = c->offer;
@@ -1118,6 +1363,20 @@ void tw_plan_to_json(const struct tw_plan *p, size_t max, struct tw_buf *b) {
     tw_buf_json_str(b, o->zone);
     tw_buf_adds(b, ",\"instance_type\":");
     tw_buf_json_str(b, o->instance_type);
+    /* the shape: what the person asked about */
+    tw_buf_printf(b, ",\"vcpus\":%d,\"memory_mib\":%lld,\"arch\":\"%s\"",
+                  o->vcpus, (long long)o->memory_mib, tw_arch_str(o->arch));
+    tw_buf_adds(b, ",\"accelerator\":");
+    if (o->accel_name[0] && o->accel_count > 0) {
+      tw_buf_adds(b, "{\"name\":");
+      tw_buf_json_str(b, o->accel_name);
+      tw_buf_printf(b, ",\"count\":%d}", o->accel_count);
+    } else {
+      tw_buf_adds(b, "null");
+    }
+    tw_buf_printf(b, ",\"launchable\":%s", o->no_account ? "false" : "true");
+    if (o->no_account)
+      tw_buf_adds(b, ",\"note\":\"no account can launch this\"");
     tw_buf_printf(
         b,
         ",\"market\":\"%s\",\"price_uusd_per_hour\":%lld,\"cost\":{"
@@ -1145,6 +1404,11 @@ void tw_plan_to_json(const struct tw_plan *p, size_t max, struct tw_buf *b) {
     tw_buf_printf(b, ",\"stage\":\"%s\",\"count\":%llu,\"reason\":", rj->stage,
                   (unsigned long long)rj->count);
     tw_buf_json_str(b, rj->reason);
+    tw_buf_adds(b, ",\"example\":");
+    if (rj->example[0])
+      tw_buf_json_str(b, rj->example);
+    else
+      tw_buf_adds(b, "null");
     tw_buf_addc(b, '}');
   }
   tw_buf_adds(b, "],\"explain\":");

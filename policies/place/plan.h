@@ -38,6 +38,7 @@
 
 #include "broker/base/err.h"
 #include "broker/base/mem.h"
+#include "broker/base/model.h"
 #include "policies/place/inputs.h"
 #include "policies/place/policy.h"
 
@@ -81,7 +82,13 @@ struct tw_plan_reject {
   uint64_t count;
   char reason[128]; /* the closest miss (smallest amount) */
   int64_t amount;
+  char example[TW_MODEL_ID_MAX]; /* one offer it refused; "" none */
 };
+
+/* How candidates of equal total score are ordered, as plans state it. */
+#define TW_PLAN_TIE_BREAK                                                      \
+  "equal total scores rank by the lower expected cost, then by offer id "     \
+  "(ascending)"
 
 struct tw_plan {
   struct tw_cand *cands; /* best first; owned */
@@ -101,6 +108,9 @@ struct tw_plan {
   int64_t duration_s; /* what the model assumed */
   int nodes;
   char data[256];         /* the datasets the model moved, "" none */
+  /* what the caller adds to the explanation ("12 catalog rows for A100
+   * were rejected ..."); "" none */
+  char note[320];
   struct tw_offer *store; /* copies of candidates from non-stable sources */
 };
 

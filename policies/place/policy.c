@@ -192,10 +192,11 @@ enum tw_rc pi_cfg_strv(const struct tw_node *cfg, const char *path,
  * --------------------------------------------------------------------- */
 
 static const char *const DEFAULT_FILTERS[] = {
-    "provider", "selector", "residency", "health",   "latency",
+    "provider", "launchable", "selector", "zones", "residency", "health",
+    "latency",
     "gang",     "arch",     "cpus",      "memory",   "accelerators",
-    "quota",    "market",   "price",     "excluded", "blocklist",
-    "capacity", "backfill", "deadline",  NULL};
+    "instance_types", "quota", "market", "price", "price_sanity", "excluded",
+    "blocklist", "capacity", "backfill", "deadline", NULL};
 
 static struct tw_policy_set *set_new(void) {
   struct tw_policy_set *s = tw_calloc(1, sizeof *s);
@@ -542,7 +543,8 @@ static enum tw_rc build_params(struct tw_policy_set *s,
   if (c && c->kind != TW_NODE_NULL) {
     static const char *const keys[] = {
         "default_duration",      "launch_overhead",      "restart_overhead",
-        "spot_interruption_pct", "transfer_round_trips", NULL};
+        "spot_interruption_pct", "transfer_round_trips",
+        "launch_overhead_private", "launch_overheads", NULL};
     if (c->kind != TW_NODE_MAP)
       return tw_err_field(err, TW_E_INVALID, "policies.cost",
                           "policies.cost: expected a mapping, got %s",
@@ -552,9 +554,33 @@ static enum tw_rc build_params(struct tw_policy_set *s,
                            365LL * 86400, &s->cost.default_duration_s, err)) ||
         (rc = cfg_duration(c, "policies.cost", "launch_overhead", 0, 86400,
                            &s->cost.launch_overhead_s, err)) ||
+        (rc = cfg_duration(c, "policies.cost", "launch_overhead_private", 0,
+                           86400, &s->cost.launch_overhead_private_s, err)) ||
         (rc = cfg_duration(c, "policies.cost", "restart_overhead", 0, 86400,
                            &s->cost.restart_overhead_s, err)))
       return rc;
+    const struct tw_node *lo = tw_node_get(c, "launch_overheads");
+    if (lo && lo->kind != TW_NODE_NULL) {
+      if (lo->kind != TW_NODE_MAP || lo->n > TW_COST_LAUNCH_BY_MAX)
+        return tw_err_field(err, TW_E_INVALID, "policies.cost.launch_overheads",
+                            "policies.cost.launch_overheads: expected a "
+                            "mapping of at most %d providers to durations",
+                            TW_COST_LAUNCH_BY_MAX);
+      for (size_t i = 0; i < lo->n; i++) {
+        if (strlen(lo->keys[i]) >= sizeof s->cost.launch_by[0].provider)
+          return tw_err_field(err, TW_E_INVALID,
+                              "policies.cost.launch_overheads",
+                              "policies.cost.launch_overheads: provider name "
+                              "too long");
+        if ((rc = cfg_duration(lo, "policies.cost.launch_overheads",
+                               lo->keys[i], 0, 86400,
+                               &s->cost.launch_by[i].s, err)))
+          return rc;
+        snprintf(s->cost.launch_by[i].provider,
+                 sizeof s->cost.launch_by[i].provider, "%s", lo->keys[i]);
+      }
+      s->cost.n_launch_by = lo->n;
+    }
     int64_t v = s->cost.spot_default_interruption_pct;
     if ((rc = pi_cfg_int(c, "policies.cost", "spot_interruption_pct", 0, 100,
                          &v, err)))
@@ -665,7 +691,8 @@ static enum tw_rc build(const struct tw_node *sec, const char *base,
   }
   static const char *const keys[] = {
       "filters",     "scores",  "candidates", "cost",        "queue",
-      "replication", "network", "plugin_dir", "network_dir", NULL};
+      "replication", "network", "plugin_dir", "network_dir",
+      "allow_quarantined", NULL};
   if (sec && ((rc = pi_cfg_keys(sec, "policies", keys, err)) ||
               (rc = build_filters(s, tw_node_get(sec, "filters"), err)) ||
               (rc = build_scores(s, tw_node_get(sec, "scores"), err)) ||
@@ -674,6 +701,20 @@ static enum tw_rc build(const struct tw_node *sec, const char *base,
   if (!sec &&
       ((rc = build_filters(s, NULL, err)) || (rc = build_scores(s, NULL, err))))
     goto fail;
+  /* policies.allow_quarantined: offers the price sanity rule holds may be
+   * placed (docs/catalog.md) */
+  const struct tw_node *aq = sec ? tw_node_get(sec, "allow_quarantined") : NULL;
+  if (aq && aq->kind != TW_NODE_NULL) {
+    bool allow = aq->kind == TW_NODE_SCALAR && !strcmp(aq->str, "true");
+    if (!allow && !(aq->kind == TW_NODE_SCALAR && !strcmp(aq->str, "false"))) {
+      rc = tw_err_field(err, TW_E_INVALID, "policies.allow_quarantined",
+                        "policies.allow_quarantined: expected true or false");
+      goto fail;
+    }
+    for (size_t i = 0; allow && i < s->n_filters; i++)
+      if (s->filters[i].ops == &tw_filter_price_sanity)
+        s->filters[i].state = (void *)&tw_filter_price_sanity;
+  }
   const struct tw_node *net = sec ? tw_node_get(sec, "network") : NULL;
   if (net && net->kind == TW_NODE_SCALAR && !strcmp(net->str, "builtin"))
     net = NULL;
@@ -783,12 +824,20 @@ void tw_policy_set_to_json(const struct tw_policy_set *s, struct tw_buf *b) {
   tw_buf_printf(b,
                 "],\"candidates\":%zu,\"cost\":{\"default_duration_s\":%lld,"
                 "\"launch_overhead_s\":%lld,\"restart_overhead_s\":%lld,"
-                "\"spot_interruption_pct\":%d,\"transfer_round_trips\":%d},",
+                "\"spot_interruption_pct\":%d,\"transfer_round_trips\":%d,"
+                "\"launch_overhead_private_s\":%lld,\"launch_overheads_s\":{",
                 s->candidates, (long long)s->cost.default_duration_s,
                 (long long)s->cost.launch_overhead_s,
                 (long long)s->cost.restart_overhead_s,
                 s->cost.spot_default_interruption_pct,
-                s->cost.transfer_round_trips);
+                s->cost.transfer_round_trips,
+                (long long)s->cost.launch_overhead_private_s);
+  for (size_t i = 0; i < s->cost.n_launch_by; i++) {
+    tw_buf_adds(b, i ? "," : "");
+    tw_buf_json_str(b, s->cost.launch_by[i].provider);
+    tw_buf_printf(b, ":%lld", (long long)s->cost.launch_by[i].s);
+  }
+  tw_buf_adds(b, "}},");
   tw_buf_printf(
       b,
       "\"queue\":{\"aging_per_hour\":%lld,\"aging_max\":%lld,"

@@ -88,12 +88,25 @@ struct tw_cost {
 };
 
 /* The cost model's parameters (the config's policies.cost). */
+/* Providers policies.cost.launch_overheads may name. */
+#define TW_COST_LAUNCH_BY_MAX 16
+
 struct tw_cost_params {
   int64_t default_duration_s;        /* a job without duration: 3600 */
   int64_t launch_overhead_s;         /* provisioning and boot: 120 */
   int64_t restart_overhead_s;        /* after an interruption: 300 */
   int spot_default_interruption_pct; /* unknown band: 10 (%/month) */
   int transfer_round_trips;          /* connection setup per dataset: 3 */
+  /* provisioning on private capacity (Slurm, a local cluster): a node
+   * that is there already starts in seconds, not minutes: 5 */
+  int64_t launch_overhead_private_s;
+  /* per provider (its name, or an account's), over the two above:
+   * policies.cost.launch_overheads {slurm: 3s, aws: 90s} */
+  struct {
+    char provider[32];
+    int64_t s;
+  } launch_by[TW_COST_LAUNCH_BY_MAX];
+  size_t n_launch_by;
 };
 
 /* What plugins read.  Every pointer is borrowed for one decision; the
@@ -185,14 +198,30 @@ const struct tw_policy_ops *tw_policy_find_filter(const char *name);
 const struct tw_policy_ops *tw_policy_find_score(const char *name);
 
 /* The built-ins, one per file. */
-extern const struct tw_policy_ops tw_filter_provider, tw_filter_selector,
+extern const struct tw_policy_ops tw_filter_provider, tw_filter_launchable,
+    tw_filter_selector, tw_filter_zones,
     tw_filter_residency, tw_filter_health, tw_filter_latency, tw_filter_gang,
     tw_filter_arch, tw_filter_cpus, tw_filter_memory, tw_filter_accelerators,
-    tw_filter_quota, tw_filter_market, tw_filter_price, tw_filter_excluded,
+    tw_filter_instance_types, tw_filter_quota, tw_filter_market, tw_filter_price,
+    tw_filter_price_sanity, tw_filter_excluded,
     tw_filter_blocklist, tw_filter_capacity, tw_filter_backfill,
     tw_filter_deadline;
 extern const struct tw_policy_ops tw_score_cost, tw_score_latency,
     tw_score_packing, tw_score_preference;
+
+/* Exact asks (filter_shape.c, docs/jobspec.md).  The variant a family's
+ * bare name means ("A100" -> "A100-40GB", "V100" -> "V100-16GB", "H100"
+ * -> "H100-80GB"), NULL for a name that is no such family. */
+const char *tw_place_accel_default(const char *family);
+/* Does accelerator `have` (an offer's name) satisfy the asked name
+ * `want`: a glob over the name ('*', '?'), the same name, or a family's
+ * bare name its default variant; case-insensitive. */
+bool tw_place_accel_name_matches(const char *want, const char *have);
+/* Does an offer with count accelerators called name satisfy the job's
+ * accelerators (any alternative; counts exact unless N+)?  True for a job
+ * without accelerators. */
+bool tw_place_accel_satisfies(const struct tw_job_spec *job, const char *name,
+                              int count);
 
 /* ---- the policy set (policy.c) ---------------------------------------- */
 

@@ -8,7 +8,9 @@
 
 const struct tw_policy_ops *const tw_policy_registry[] = {
     &tw_filter_provider,
+    &tw_filter_launchable,
     &tw_filter_selector,
+    &tw_filter_zones,
     &tw_filter_residency,
     &tw_filter_health,
     &tw_filter_latency,
@@ -17,9 +19,11 @@ const struct tw_policy_ops *const tw_policy_registry[] = {
     &tw_filter_cpus,
     &tw_filter_memory,
     &tw_filter_accelerators,
+    &tw_filter_instance_types,
     &tw_filter_quota,
     &tw_filter_market,
     &tw_filter_price,
+    &tw_filter_price_sanity,
     &tw_filter_excluded,
     &tw_filter_blocklist,
     &tw_filter_capacity,

@@ -1356,6 +1356,29 @@ static enum tw_arch ali_arch_of_type(const char *type) {
   return TW_ARCH_X86_64;
 }
 
+/* The family of ecs.g7.large is g7. */
+static bool ali_type_family(const char *type, char *out, size_t outsz) {
+  const char *f = !strncmp(type, "ecs.", 4) ? type + 4 : type;
+  const char *dot = strchr(f, '.');
+  size_t n = dot ? (size_t)(dot - f) : strlen(f);
+  snprintf(out, outsz, "%.*s", (int)n, f);
+  return n > 0;
+}
+
+/* Burstable t5 and t6; the SGX families g7t, c7t and r7t keep memory
+ * encrypted (security-enhanced instances). */
+static unsigned ali_type_traits(const char *type) {
+  char fam[32];
+  if (!ali_type_family(type, fam, sizeof fam))
+    return 0;
+  if (!strcmp(fam, "t5") || !strcmp(fam, "t6"))
+    return TW_TYPE_BURSTABLE;
+  size_t n = strlen(fam);
+  if (n >= 3 && isdigit((unsigned char)fam[n - 2]) && fam[n - 1] == 't')
+    return TW_TYPE_CONFIDENTIAL;
+  return 0;
+}
+
 /* ecs.f3 carries Xilinx VU9P FPGAs the price lists do not name. */
 static const struct tw_provider_type_accel ali_type_accels[] = {
     {"ecs.f3.", "VU9P"}, {NULL, NULL}};
@@ -1380,7 +1403,11 @@ static const struct tw_provider_info ali_info = {
     .catalog_zone_ids = false,
     .catalog_risk_feed = false,
     .arch_of_type = ali_arch_of_type,
-    .type_accels = ali_type_accels};
+    .type_accels = ali_type_accels,
+    .type_bundle = NULL,
+    .accel_attach = NULL,
+    .type_family = ali_type_family,
+    .type_traits = ali_type_traits};
 
 const struct tw_provider_ops tw_provider_alibaba = {
     .name = "alibaba",

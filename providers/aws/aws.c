@@ -19,10 +19,12 @@
 #include <time.h>
 
 #include "broker/base/clock.h"
+#include "broker/base/log.h"
 #include "broker/base/mem.h"
 #include "broker/base/node.h"
 #include "providers/adapter_util.h"
 #include "providers/aws/ec2_xml.h"
+#include "providers/aws/pricing.h"
 #include "providers/http.h"
 #include "providers/sigv4.h"
 
@@ -67,6 +69,10 @@ struct aws_ctx {
   int64_t max_pages;
   int64_t page_size;  /* MaxResults of the paged calls */
   char *metadata_url; /* events: per-instance metadata, "{id}" inside */
+  /* on-demand prices of types without a configured one: the Price List
+   * Query API (pricing.h) at pricing_endpoint, unless price_list: false */
+  bool price_list;
+  char *pricing_endpoint;
   struct tw_http *http;
 
   /* Mutable after init. */
@@ -107,6 +113,8 @@ static const char *const aws_keys[] = {"endpoint",
                                        "max_pages",
                                        "page_size",
                                        "metadata_url",
+                                       "price_list",
+                                       "pricing_endpoint",
                                        NULL};
 
 static int price_cmp(const void *a, const void *b) {
@@ -241,6 +249,7 @@ static void aws_free(struct tw_provider *p) {
   free(a->prices);
   free(a->product);
   free(a->metadata_url);
+  free(a->pricing_endpoint);
   tw_region_memo_release(&a->where);
   free(a);
   p->ctx = NULL;
@@ -344,6 +353,28 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
   if ((rc = read_prices(a, tw_node_get(cfg, "on_demand_prices"),
                         "on_demand_prices", err)))
     return rc;
+  const char *pl;
+  if ((rc = tw_provider_cfg_str(cfg, "price_list", "true", &pl, err)))
+    return rc;
+  if (strcmp(pl, "true") && strcmp(pl, "false"))
+    return tw_err_field(err, TW_E_INVALID, "price_list",
+                        "price_list: expected true or false, got \"%.32s\"",
+                        pl);
+  a->price_list = !strcmp(pl, "true");
+  /* an endpoint of one's own (a proxy, the fake cloud) serves the Price
+   * List too unless told otherwise */
+  bool own_endpoint = tw_node_get(cfg, "endpoint") != NULL;
+  if ((rc = tw_provider_cfg_strdup(
+           cfg, "pricing_endpoint",
+           own_endpoint ? a->endpoint
+                        : "https://api.pricing.us-east-1.amazonaws.com",
+           &a->pricing_endpoint, err)))
+    return rc;
+  if (strncmp(a->pricing_endpoint, "http://", 7) &&
+      strncmp(a->pricing_endpoint, "https://", 8))
+    return tw_err_field(err, TW_E_INVALID, "pricing_endpoint",
+                        "pricing_endpoint: expected an http:// or https:// "
+                        "URL");
   const char *price_file;
   if ((rc = tw_provider_cfg_str(cfg, "price_file", NULL, &price_file, err)))
     return rc;
@@ -392,6 +423,9 @@ struct aws_req {
   struct tw_provider *p;
   struct aws_ctx *a;
   const char *region;
+  /* another service than EC2's query API (the Price List's JSON 1.1):
+   * NULL for EC2 */
+  const char *endpoint, *service, *content_type, *target;
   char host[256];
   char path[512];
   char url[1024];
@@ -402,7 +436,7 @@ struct aws_req {
 static enum tw_rc endpoint_for(struct aws_req *r, struct tw_err *err) {
   struct tw_buf u;
   tw_buf_init(&u);
-  const char *e = r->a->endpoint, *at;
+  const char *e = r->endpoint ? r->endpoint : r->a->endpoint, *at;
   while ((at = strstr(e, "{region}"))) {
     tw_buf_add(&u, e, (size_t)(at - e));
     tw_buf_adds(&u, r->region);
@@ -416,7 +450,7 @@ static enum tw_rc endpoint_for(struct aws_req *r, struct tw_err *err) {
   if (hl == 0 || hl >= sizeof r->host || strlen(path) >= sizeof r->path ||
       u.len + 2 >= sizeof r->url) {
     rc = tw_err_set(err, TW_E_INVALID, "aws: endpoint %s: malformed",
-                    r->a->endpoint);
+                    r->endpoint ? r->endpoint : r->a->endpoint);
   } else {
     memcpy(r->host, hs, hl);
     r->host[hl] = '\0';
@@ -434,22 +468,28 @@ static enum tw_rc aws_sign(void *vctx, struct tw_http_attempt *att,
   struct aws_ctx *a = r->a;
   char date[17];
   amz_date(tw_clock_now_ms(r->p->clock) + atomic_load(&a->skew_ms), date);
-  struct tw_sigv4_header h[4] = {{"host", r->host},
-                                 {"content-type", AWS_FORM},
-                                 {"x-amz-date", date},
-                                 {"x-amz-security-token", a->session_token}};
+  struct tw_sigv4_header h[5] = {
+      {"host", r->host},
+      {"content-type", r->content_type ? r->content_type : AWS_FORM},
+      {"x-amz-date", date}};
+  size_t nh = 3;
+  if (r->target)
+    h[nh++] = (struct tw_sigv4_header){"x-amz-target", r->target};
+  if (a->session_token)
+    h[nh++] = (struct tw_sigv4_header){"x-amz-security-token",
+                                       a->session_token};
   struct tw_sigv4_request sr = {.method = "POST",
                                 .path = r->path,
                                 .query = NULL,
                                 .headers = h,
-                                .n_headers = a->session_token ? 4 : 3,
+                                .n_headers = nh,
                                 .body = r->body->data,
                                 .body_len = r->body->len};
   struct tw_sigv4_params sp = {.access_key = a->access_key,
                                .secret_key = a->secret_key,
                                .session_token = a->session_token,
                                .region = r->region,
-                               .service = "ec2",
+                               .service = r->service ? r->service : "ec2",
                                .amz_date = date,
                                .normalize_path = 1};
   struct tw_sigv4_result res;
@@ -949,13 +989,112 @@ static void offer_from(struct tw_offer *o, const struct tw_ec2_instance_type *t,
     tw_offer_set_label(o, "zone_type", z->zone_type);
 }
 
+/* One GetProducts page of the Price List Query API (served from
+ * us-east-1 whatever the region priced). */
+static enum tw_rc pricing_call(struct tw_provider *p, const struct tw_buf *body,
+                               struct tw_buf *out, struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  struct aws_req r;
+  memset(&r, 0, sizeof r);
+  r.p = p;
+  r.a = a;
+  r.region = "us-east-1";
+  r.endpoint = a->pricing_endpoint;
+  r.service = "pricing";
+  r.content_type = "application/x-amz-json-1.1";
+  r.target = "AWSPriceListService.GetProducts";
+  r.body = body;
+  enum tw_rc rc = endpoint_for(&r, err);
+  if (rc)
+    return rc;
+  const struct tw_http_header hdrs[] = {{"Host", r.host},
+                                        {"Content-Type", r.content_type},
+                                        {"X-Amz-Target", r.target}};
+  struct tw_http_request req = {.method = "POST",
+                                .url = r.url,
+                                .headers = hdrs,
+                                .n_headers = 3,
+                                .body = body->data,
+                                .body_len = body->len,
+                                .timeout_ms = a->timeout_ms,
+                                .connect_timeout_ms = a->connect_timeout_ms,
+                                .max_body_bytes = TW_AWS_PRICING_MAX_BYTES,
+                                .ca_file = a->ca_file,
+                                .prepare = aws_sign,
+                                .prepare_ctx = &r};
+  struct tw_http_response resp;
+  tw_http_response_init(&resp);
+  rc = tw_http_do(a->http, &req, &resp, err);
+  if (rc == TW_OK && resp.status != 200)
+    rc = tw_err_set(err,
+                    resp.status == 429 || resp.status >= 500 ? TW_E_RETRYABLE
+                    : resp.status == 401 || resp.status == 403
+                        ? TW_E_AUTH
+                        : TW_E_INVALID,
+                    "aws pricing GetProducts: HTTP %ld", resp.status);
+  if (rc == TW_OK) {
+    tw_buf_release(out);
+    *out = resp.body;
+    tw_buf_init(&resp.body);
+  }
+  tw_http_response_release(&resp);
+  return rc;
+}
+
+static int od_price_cmp(const void *x, const void *y) {
+  return strcmp(((const struct tw_aws_od_price *)x)->type,
+                ((const struct tw_aws_od_price *)y)->type);
+}
+
+/* The Price List's on-demand prices of region, sorted by type. */
+static enum tw_rc price_list_in(struct tw_provider *p, const char *region,
+                                struct tw_aws_od_price_list *out,
+                                struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  char *next = NULL;
+  enum tw_rc rc = TW_OK;
+  struct tw_buf q, body;
+  tw_buf_init(&q);
+  tw_buf_init(&body);
+  int64_t pages = 0;
+  do {
+    if (++pages > a->max_pages) {
+      rc = tw_err_set(err, TW_E_TOOBIG,
+                      "aws pricing GetProducts %s: more than %lld pages",
+                      region, (long long)a->max_pages);
+      break;
+    }
+    tw_buf_reset(&q);
+    tw_aws_products_request(region, next, &q);
+    free(next);
+    next = NULL;
+    if ((rc = pricing_call(p, &q, &body, err)) ||
+        (rc = tw_aws_parse_products(body.data, body.len, out, &next, err)))
+      break;
+  } while (next);
+  free(next);
+  tw_buf_release(&q);
+  tw_buf_release(&body);
+  /* the region's own products only, by type */
+  size_t k = 0;
+  for (size_t i = 0; i < out->n; i++)
+    if (!strcmp(out->items[i].region, region))
+      out->items[k++] = out->items[i];
+  out->n = k;
+  if (out->n)
+    qsort(out->items, out->n, sizeof *out->items, od_price_cmp);
+  return rc;
+}
+
 static enum tw_rc offers_in(struct tw_provider *p, const char *region,
                             struct tw_offer_list *out, struct tw_err *err) {
   struct aws_ctx *a = p->ctx;
   struct tw_ec2_zone_list zones;
   struct tw_ec2_instance_type_list types;
   struct tw_ec2_spot_price_list spot;
+  struct tw_aws_od_price_list plist;
   struct tw_buf body;
+  tw_aws_od_price_list_init(&plist);
   tw_ec2_zone_list_init(&zones);
   tw_ec2_instance_type_list_init(&types);
   tw_ec2_spot_price_list_init(&spot);
@@ -968,21 +1107,38 @@ static enum tw_rc offers_in(struct tw_provider *p, const char *region,
       (rc = spot_in(p, region, &spot, err)))
     goto out;
   qsort(types.items, types.n, sizeof *types.items, type_cmp);
+  /* the Price List, for types without a configured price; a Price List
+   * that does not answer leaves those types without on-demand offers */
+  if (a->price_list) {
+    struct tw_err perr = {0};
+    if (price_list_in(p, region, &plist, &perr))
+      tw_log_warn("aws", "region=%s on-demand prices not listed: %s", region,
+                  perr.msg);
+  }
 
   /* On-demand: one offer per type and available zone, at the configured
-   * price (EC2 has no on-demand price call; the Price List API is another
-   * service).  Types without a price are not offered on demand. */
+   * price, else the Price List's (EC2 has no on-demand price call).
+   * Types without a price are not offered on demand. */
   for (size_t t = 0; t < types.n; t++) {
     const struct tw_ec2_instance_type *ty = &types.items[t];
     const struct aws_price *price = find_price(a, ty->name, region);
-    if (!ty->on_demand || !price || ty->vcpus < 1)
+    int64_t uusd = price ? price->uusd : 0;
+    if (!price && plist.n) {
+      struct tw_aws_od_price key;
+      memset(&key, 0, sizeof key);
+      snprintf(key.type, sizeof key.type, "%s", ty->name);
+      const struct tw_aws_od_price *lp = bsearch(
+          &key, plist.items, plist.n, sizeof *plist.items, od_price_cmp);
+      uusd = lp ? lp->uusd : 0;
+    }
+    if (!ty->on_demand || uusd <= 0 || ty->vcpus < 1)
       continue;
     for (size_t z = 0; z < zones.n; z++) {
       if (strcmp(zones.items[z].state, "available") ||
           strcmp(zones.items[z].region, region))
         continue;
       offer_from(tw_offer_list_add(out), ty, region, &zones.items[z],
-                 TW_MARKET_ON_DEMAND, price->uusd);
+                 TW_MARKET_ON_DEMAND, uusd);
     }
   }
 
@@ -1013,6 +1169,7 @@ out:
   tw_ec2_zone_list_release(&zones);
   tw_ec2_instance_type_list_release(&types);
   tw_ec2_spot_price_list_release(&spot);
+  tw_aws_od_price_list_release(&plist);
   tw_buf_release(&body);
   return rc;
 }
@@ -1195,6 +1352,12 @@ static enum tw_arch aws_arch_of_type(const char *type) {
 static const struct tw_provider_type_accel aws_type_accels[] = {
     {"f1.", "VU9P"}, {"f2.", "VU47P"}, {NULL, NULL}};
 
+/* The T families run on CPU credits (t2, t3, t3a, t4g). */
+static unsigned aws_type_traits(const char *type) {
+  return type[0] == 't' && isdigit((unsigned char)type[1]) ? TW_TYPE_BURSTABLE
+                                                           : 0u;
+}
+
 /* What the broker knows of EC2 beyond the wire: per-second billing with a
  * 60-second minimum, the spot notice in the instance metadata, the FOCUS
  * names, zone ids ("use1-az1") in the catalog's files, the Spot Advisor's
@@ -1217,7 +1380,11 @@ static const struct tw_provider_info aws_info = {
     .catalog_zone_ids = true,
     .catalog_risk_feed = true,
     .arch_of_type = aws_arch_of_type,
-    .type_accels = aws_type_accels};
+    .type_accels = aws_type_accels,
+    .type_bundle = NULL,
+    .accel_attach = NULL,
+    .type_family = NULL, /* "m6i" of "m6i.large" */
+    .type_traits = aws_type_traits};
 
 const struct tw_provider_ops tw_provider_aws = {
     .name = "aws",

@@ -1448,6 +1448,40 @@ static enum tw_arch az_arch_of_type(const char *type) {
   return TW_ARCH_X86_64;
 }
 
+/* A size's family is its series and features without the vCPU count:
+ * Standard_D8s_v5 -> Ds_v5, Standard_E8-4s_v5 (constrained) -> Es_v5,
+ * Standard_ND96isr_H100_v5 -> NDisr_H100_v5. */
+static bool az_type_family(const char *type, char *out, size_t outsz) {
+  const char *s = !strncmp(type, "Standard_", 9) ? type + 9 : type;
+  size_t n = 0;
+  while (*s && isupper((unsigned char)*s) && n + 1 < outsz)
+    out[n++] = *s++;
+  while (isdigit((unsigned char)*s))
+    s++;
+  if (*s == '-') /* constrained vCPUs */
+    for (s++; isdigit((unsigned char)*s);)
+      s++;
+  while (*s && n + 1 < outsz)
+    out[n++] = *s++;
+  out[n] = '\0';
+  return n > 0;
+}
+
+/* The B series runs on CPU credits; DC, EC and NCC sizes are
+ * confidential VMs. */
+static unsigned az_type_traits(const char *type) {
+  const char *s = !strncmp(type, "Standard_", 9) ? type + 9 : type;
+  size_t n = 0;
+  while (isupper((unsigned char)s[n]))
+    n++;
+  if (n == 1 && s[0] == 'B')
+    return TW_TYPE_BURSTABLE;
+  if ((n == 2 && (!strncmp(s, "DC", 2) || !strncmp(s, "EC", 2))) ||
+      (n == 3 && !strncmp(s, "NCC", 3)))
+    return TW_TYPE_CONFIDENTIAL;
+  return 0;
+}
+
 /* The NP sizes carry Xilinx U250 FPGAs the price lists do not name. */
 static const struct tw_provider_type_accel az_type_accels[] = {
     {"Standard_NP", "U250"}, {NULL, NULL}};
@@ -1472,7 +1506,11 @@ static const struct tw_provider_info az_info = {
     .catalog_zone_ids = false,
     .catalog_risk_feed = false,
     .arch_of_type = az_arch_of_type,
-    .type_accels = az_type_accels};
+    .type_accels = az_type_accels,
+    .type_bundle = NULL,
+    .accel_attach = NULL,
+    .type_family = az_type_family,
+    .type_traits = az_type_traits};
 
 const struct tw_provider_ops tw_provider_azure = {
     .name = "azure",

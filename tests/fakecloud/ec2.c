@@ -717,7 +717,8 @@ static const char *secret_cb(void *ctx, const char *ak) {
 /* Checks the signature; on success copies the credential scope's region
  * (the signature was verified over it) into region. */
 static enum tw_rc authenticate(struct ec2 *e, const struct fc_request *req,
-                               char region[32], struct tw_err *err) {
+                               const char *service, char region[32],
+                               struct tw_err *err) {
   struct tw_sigv4_header *h =
       tw_calloc(req->n_headers ? req->n_headers : 1, sizeof *h);
   for (size_t i = 0; i < req->n_headers; i++) {
@@ -735,7 +736,7 @@ static enum tw_rc authenticate(struct ec2 *e, const struct fc_request *req,
   };
   char *ak = NULL;
   enum tw_rc rc = tw_sigv4_verify(&sr, secret_cb, e->s, fc_now_ms(e->s),
-                                  SKEW_MS, "ec2", &ak, err);
+                                  SKEW_MS, service, &ak, err);
   free(h);
   free(ak);
   if (rc)
@@ -2628,6 +2629,105 @@ static bool sigv2(const struct fc_request *req) {
   return v2;
 }
 
+/* ---- the Price List Query API's GetProducts --------------------------- */
+
+static void pricing_error(struct fc_response *resp, int status,
+                          const char *type, const char *msg) {
+  resp->status = status;
+  resp->content_type = "application/x-amz-json-1.1";
+  tw_buf_adds(&resp->body, "{\"__type\":");
+  tw_buf_json_str(&resp->body, type);
+  tw_buf_adds(&resp->body, ",\"Message\":");
+  tw_buf_json_str(&resp->body, msg);
+  tw_buf_addc(&resp->body, '}');
+}
+
+/* The catalog's on-demand prices as Price List products (Linux, shared
+ * tenancy, no software, used capacity): the filters on regionCode and
+ * instanceType apply, NextToken is the index of the next offer. */
+static void pricing_products(struct ec2 *e, const struct fc_request *req,
+                             struct fc_response *resp) {
+  json_error_t je;
+  json_t *q = json_loadb(req->body ? req->body : "", req->body_len, 0, &je);
+  json_t *sc = json_object_get(q, "ServiceCode");
+  if (!json_is_string(sc) || strcmp(json_string_value(sc), "AmazonEC2")) {
+    pricing_error(resp, 400, "InvalidParameterException",
+                  "ServiceCode: this fake prices AmazonEC2 only");
+    json_decref(q);
+    return;
+  }
+  const char *want_region = NULL, *want_type = NULL;
+  size_t i;
+  json_t *f;
+  json_array_foreach(json_object_get(q, "Filters"), i, f) {
+    const char *field = json_string_value(json_object_get(f, "Field"));
+    const char *value = json_string_value(json_object_get(f, "Value"));
+    if (field && value && !strcmp(field, "regionCode"))
+      want_region = value;
+    else if (field && value && !strcmp(field, "instanceType"))
+      want_type = value;
+  }
+  json_t *mr = json_object_get(q, "MaxResults");
+  size_t max = json_is_integer(mr) && json_integer_value(mr) > 0 &&
+                       json_integer_value(mr) <= 100
+                   ? (size_t)json_integer_value(mr)
+                   : 100;
+  json_t *nt = json_object_get(q, "NextToken");
+  size_t from = json_is_string(nt) ? strtoul(json_string_value(nt), NULL, 10)
+                                   : 0;
+  const struct fc_catalog *cat = fc_catalog(e->s);
+  json_t *out = json_object(), *list = json_array();
+  json_object_set_new(out, "FormatVersion", json_string("aws_v1"));
+  size_t k;
+  for (k = from; k < cat->n_offers && json_array_size(list) < max; k++) {
+    const struct fc_offer *o = &cat->offers[k];
+    const char *region = cat->regions[o->region].name;
+    const char *type = cat->itypes[o->itype].name;
+    if ((want_region && strcmp(want_region, region)) ||
+        (want_type && strcmp(want_type, type)) || o->on_demand_uusd <= 0)
+      continue;
+    char price[32], sku[48], usd[48];
+    fc_price_fmt(o->on_demand_uusd, price);
+    snprintf(usd, sizeof usd, "%s0000", price);
+    snprintf(sku, sizeof sku, "FAKE%06zu", k);
+    json_t *attrs = json_pack(
+        "{s:s,s:s,s:s,s:s,s:s,s:s}", "instanceType", type, "regionCode",
+        region, "operatingSystem", "Linux", "tenancy", "Shared",
+        "preInstalledSw", "NA", "capacitystatus", "Used");
+    char term[64], rate[80];
+    snprintf(term, sizeof term, "%s.JRTCKXETXF", sku);
+    snprintf(rate, sizeof rate, "%s.JRTCKXETXF.6YS6EN2CT7", sku);
+    json_t *dim = json_pack("{s:s,s:s,s:{s:s}}", "unit", "Hrs", "rateCode",
+                            rate, "pricePerUnit", "USD", usd);
+    json_t *dims = json_object();
+    json_object_set_new(dims, rate, dim);
+    json_t *t = json_pack("{s:o,s:s}", "priceDimensions", dims, "sku", sku);
+    json_t *od = json_object();
+    json_object_set_new(od, term, t);
+    json_t *prod = json_pack(
+        "{s:{s:s,s:s,s:o},s:{s:o},s:s}", "product", "productFamily",
+        "Compute Instance", "sku", sku, "attributes", attrs, "terms",
+        "OnDemand", od, "serviceCode", "AmazonEC2");
+    char *text = json_dumps(prod, JSON_COMPACT);
+    json_array_append_new(list, json_string(text));
+    free(text);
+    json_decref(prod);
+  }
+  json_object_set_new(out, "PriceList", list);
+  if (k < cat->n_offers) {
+    char next[24];
+    snprintf(next, sizeof next, "%zu", k);
+    json_object_set_new(out, "NextToken", json_string(next));
+  }
+  char *body = json_dumps(out, JSON_COMPACT);
+  resp->status = 200;
+  resp->content_type = "application/x-amz-json-1.1";
+  tw_buf_adds(&resp->body, body);
+  free(body);
+  json_decref(out);
+  json_decref(q);
+}
+
 static void ec2_handle(void *ctx, const struct fc_request *req,
                        struct fc_response *resp) {
   struct ec2 *e = ctx;
@@ -2657,7 +2757,16 @@ static void ec2_handle(void *ctx, const struct fc_request *req,
               "the request with Signature Version 4.");
     goto out;
   }
-  if (authenticate(e, req, region, &c.err)) {
+  const char *target = fc_header(req, "X-Amz-Target");
+  if (target && !strcmp(target, "AWSPriceListService.GetProducts")) {
+    /* the Price List Query API, signed for service "pricing" */
+    if (authenticate(e, req, "pricing", region, &c.err))
+      pricing_error(resp, 403, "AccessDeniedException", c.err.msg);
+    else
+      pricing_products(e, req, resp);
+    goto out;
+  }
+  if (authenticate(e, req, "ec2", region, &c.err)) {
     ec2_error_err(e, resp, &c.err);
     goto out;
   }

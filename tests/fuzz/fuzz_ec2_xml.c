@@ -1,4 +1,5 @@
-/* fuzz_ec2_xml.c - every EC2 response parser over the same bytes: none
+/* fuzz_ec2_xml.c - every AWS response parser over the same bytes (EC2's
+ * XML and the Price List's JSON): none
  * may crash, leak or read out of bounds, and a failed parse leaves its
  * list as it found it. */
 #include <stdint.h>
@@ -6,6 +7,7 @@
 
 #include "tests/fuzz/fuzz.h"
 #include "providers/aws/ec2_xml.h"
+#include "providers/aws/pricing.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *s = (const char *)data;
@@ -52,6 +54,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (tw_ec2_parse_zones(s, size, &zl, &err) != TW_OK && zl.n)
     abort();
   tw_ec2_zone_list_release(&zl);
+
+  /* the Price List's GetProducts (JSON, not XML: the same rules) */
+  struct tw_aws_od_price_list ol;
+  tw_aws_od_price_list_init(&ol);
+  if (tw_aws_parse_products(s, size, &ol, &next, &err) != TW_OK &&
+      (ol.n || next))
+    abort();
+  for (size_t i = 0; i < ol.n; i++)
+    if (ol.items[i].uusd <= 0 || !ol.items[i].type[0])
+      abort();
+  free(next);
+  next = NULL;
+  tw_aws_od_price_list_release(&ol);
 
   struct tw_ec2_error e;
   if (tw_ec2_parse_error(s, size, &e) && !e.code[0])

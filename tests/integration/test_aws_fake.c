@@ -153,21 +153,45 @@ static void offers_from_the_fake(void **state) {
     TW_CHECK(sp->price_uusd_per_hour == 41234);
     TW_CHECK(sp->price_observed_ms > 0);
   }
-  size_t od_zones = 0, spot_zones = 0, p4d_spot = 0;
+  size_t od_zones = 0, spot_zones = 0, p4d_spot = 0, p4d_od = 0;
   for (size_t i = 0; i < offers.n; i++) {
     const struct tw_offer *o = &offers.items[i];
     if (!strcmp(o->instance_type, "m5.large"))
       o->market == TW_MARKET_ON_DEMAND ? od_zones++ : spot_zones++;
     if (!strcmp(o->instance_type, "p4d.24xlarge")) {
-      /* No on-demand price configured: spot only. */
-      TW_CHECK(o->market == TW_MARKET_SPOT);
       TW_CHECK(!strcmp(o->accel_name, "A100") && o->accel_count == 8);
       TW_CHECK(o->price_uusd_per_hour > 0);
-      p4d_spot++;
+      if (o->market == TW_MARKET_SPOT) {
+        p4d_spot++;
+      } else {
+        /* no on-demand price configured: the Price List's (GetProducts,
+         * the fake serving its catalog's list price) */
+        TW_CHECK(o->price_uusd_per_hour == 21957642, "p4d on demand: %lld",
+                 (long long)o->price_uusd_per_hour);
+        p4d_od++;
+      }
     }
     TW_CHECK(!strcmp(o->region, "us-east-1"));
   }
-  TW_CHECK(od_zones == 6 && spot_zones == 6 && p4d_spot >= 1);
+  TW_CHECK(od_zones == 6 && spot_zones == 6 && p4d_spot >= 1 && p4d_od == 6,
+           "od %zu spot %zu p4d spot %zu p4d od %zu", od_zones, spot_zones,
+           p4d_spot, p4d_od);
+  tw_offer_list_release(&offers);
+  /* price_list: false: on demand only at configured prices */
+  struct tw_provider *q =
+      provider_as("TW_TEST_AWS_AK", "TW_TEST_AWS_SK", "price_list: false\n");
+  struct tw_offer_list only;
+  tw_offer_list_init(&only);
+  TW_CHECK_RC(tw_provider_list_offers(q, &only, &err), TW_OK, err);
+  size_t od_p4d = 0;
+  for (size_t i = 0; i < only.n; i++)
+    od_p4d += !strcmp(only.items[i].instance_type, "p4d.24xlarge") &&
+              only.items[i].market == TW_MARKET_ON_DEMAND;
+  TW_CHECK(od_p4d == 0);
+  tw_offer_list_release(&only);
+  tw_provider_free(q);
+  tw_offer_list_init(&offers);
+  TW_CHECK_RC(tw_provider_list_offers(p, &offers, &err), TW_OK, err);
 }
 
 static char od_id[TW_MODEL_ID_MAX], spot_id[TW_MODEL_ID_MAX];

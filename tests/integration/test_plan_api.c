@@ -167,7 +167,24 @@ static void plan_ranks_and_explains_without_submitting(void **state) {
   assert_non_null(strstr(r.body.data, "\"compute_uusd\":45000000"));
   assert_non_null(strstr(
       r.body.data, "\"explain\":\"5 offers, 1 fit: 3 outside jurisdiction EU, "
-                   "1 without 8 A100-80GB\""));
+                   "1 without exactly 8 A100-80GB\""));
+  /* each refusal with one offer it refused; the tie-break rule stated */
+  assert_non_null(strstr(r.body.data, "\"reason\":\"outside jurisdiction "
+                                      "EU\",\"example\":\"lab:"));
+  assert_non_null(strstr(r.body.data, "\"tie_break\":\"equal total scores"));
+  assert_non_null(strstr(r.body.data, "\"vcpus\":96,"));
+  tw_buf_release(&r.body);
+  /* the fast answer: no explanation */
+  r = call("POST", "/v1/plan?explain=false", "application/yaml",
+           "name: t\nresources: {accelerators: A100-80GB:8}\n"
+           "placement: {residency: EU}\n");
+  assert_int_equal(r.status, 200);
+  assert_non_null(strstr(r.body.data, "\"counted\":false,\"feasible\":null"));
+  assert_non_null(strstr(r.body.data, "p4de.24xlarge"));
+  tw_buf_release(&r.body);
+  r = call("POST", "/v1/plan?explain=maybe", "application/yaml", "name: t\n");
+  assert_int_equal(r.status, 400);
+  assert_non_null(strstr(r.body.data, "explain: expected true or false"));
   tw_buf_release(&r.body);
   /* nothing was stored */
   int64_t counts[TW_JOB_NSTATES];
@@ -303,7 +320,7 @@ static void the_cli_plans_and_registers(void **state) {
   char spec[128];
   snprintf(spec, sizeof spec, "%s/job.yaml", dir);
   FILE *f = fopen(spec, "w");
-  fputs("name: train\nresources: {accelerators: A100:8}\nmax_price_per_hour: "
+  fputs("name: train\nresources: {accelerators: \"A100*:8\"}\nmax_price_per_hour: "
         "42\n",
         f);
   fclose(f);
@@ -312,11 +329,20 @@ static void the_cli_plans_and_registers(void **state) {
   assert_int_equal(run_cli(plan, 5, &out), 0);
   assert_non_null(strstr(
       out,
-      "Plan for train (tenant default): 5 offers, 2 fit: 2 without 8 A100"));
+      "Plan for train (tenant default): 5 offers, 2 fit: 2 without exactly 8 A100*"));
   assert_non_null(
       strstr(out, "1     lab/us-east-1/us-east-1a/p4d.24xlarge   spot"));
   assert_non_null(strstr(out, "Filtered out:\n"));
   assert_non_null(strstr(out, "price         over max price $42.00/h"));
+  assert_non_null(strstr(out, "Ties: equal total scores"));
+  assert_non_null(strstr(out, "VCPUS"));
+  free(out);
+  /* nothing fits: exit 7 */
+  f = fopen(spec, "w");
+  fputs("name: none\nresources: {accelerators: H100:8}\n", f);
+  fclose(f);
+  assert_int_equal(run_cli(plan, 5, &out), 7);
+  assert_non_null(strstr(out, "0 fit"));
   free(out);
   const char *add[] = {"tradewind", "datasets", "add", "gs://ref/hg38",
                        "--size",    "3TB",      "-l",  "aws:us-east-1"};

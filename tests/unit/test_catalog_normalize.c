@@ -11,6 +11,7 @@
 
 #include "billing/catalog/clouds.h"
 #include "billing/catalog/normalize.h"
+#include "policies/place/policy.h"
 #include "providers/registry.h"
 
 /* The rules the catalog applies to a cloud: its adapter's info block, or
@@ -348,10 +349,35 @@ static void billing_rules_per_provider_and_market(void **state) {
   assert_string_equal(tw_norm_jurisdiction_of("CH"), "CH");
 }
 
+/* Placement's exact asks read a family's bare name as the catalog does:
+ * the same variant, for every family with memory variants. */
+static void bare_family_names_mean_the_same_variant_everywhere(void **state) {
+  (void)state;
+  static const char *const FAMILIES[] = {"A100", "H100", "V100", "T4", "L4",
+                                         "A10G", NULL};
+  for (int i = 0; FAMILIES[i]; i++) {
+    struct tw_accel_info ai;
+    assert_true(tw_norm_accel(FAMILIES[i], strlen(FAMILIES[i]), 0, &ai));
+    const char *def = tw_place_accel_default(FAMILIES[i]);
+    if (strcmp(ai.name, FAMILIES[i]))
+      assert_string_equal(def ? def : "(none)", ai.name);
+    else
+      assert_null(def);
+    assert_true(tw_place_accel_name_matches(FAMILIES[i], ai.name));
+  }
+  assert_false(tw_place_accel_name_matches("A100", "A100-80GB"));
+  assert_false(tw_place_accel_name_matches("V100", "V100-32GB"));
+  assert_true(tw_place_accel_name_matches("a100-80gb", "A100-80GB"));
+  assert_true(tw_place_accel_name_matches("A100*", "A100-80GB"));
+  assert_false(tw_place_accel_name_matches("A10", "A100-40GB"));
+  assert_true(tw_place_accel_name_matches("A10?", "A10G"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(decimals_convert_exactly_or_say_they_rounded),
       cmocka_unit_test(accelerators_get_one_canonical_name),
+      cmocka_unit_test(bare_family_names_mean_the_same_variant_everywhere),
       cmocka_unit_test(architecture_from_column_or_type_name),
       cmocka_unit_test(regions_carry_country_jurisdiction_and_coordinates),
       cmocka_unit_test(foreign_prices_convert_at_a_recorded_rate),

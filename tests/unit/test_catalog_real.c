@@ -108,10 +108,27 @@ static void round_trip(const struct tw_cat_snap *s, const char *text,
     const char *p = starts[v.source_row];
     tw_csv_reader_init(&r, p, (size_t)(text + len - p));
     int col = v.market == TW_MARKET_SPOT ? spot_col : price_col;
-    int64_t micro = -1;
-    if (!tw_csv_read(&r, &rec) || (size_t)col >= rec.n ||
+    int64_t micro = -1, acc = 0;
+    /* a machine with accelerators priced in a row of their own: the sum */
+    const char *ar = strstr(v.labels, "accelerator_row=");
+    if (ar) {
+      size_t al = strtoul(ar + 16, NULL, 10);
+      struct tw_csv_reader r2;
+      struct tw_csv_record rec2;
+      acc = -1;
+      if (al >= 2 && al <= ln) {
+        tw_csv_reader_init(&r2, starts[al], (size_t)(text + len - starts[al]));
+        if (!tw_csv_read(&r2, &rec2) || (size_t)col >= rec2.n ||
+            rec2.len[0] != 0 ||
+            !tw_norm_decimal_micro(rec2.f[col], rec2.len[col], &acc, NULL))
+          acc = -1;
+        tw_csv_reader_release(&r2);
+      }
+    }
+    if (acc < 0 || !tw_csv_read(&r, &rec) || (size_t)col >= rec.n ||
         !tw_norm_decimal_micro(rec.f[col], rec.len[col], &micro, NULL) ||
-        micro != v.source_price_micro || micro != v.price_uusd_per_hour)
+        micro + acc != v.source_price_micro ||
+        micro + acc != v.price_uusd_per_hour)
       bad++;
     tw_csv_reader_release(&r);
   }
@@ -157,6 +174,26 @@ static void real_catalogs(void **state) {
     CHECK_EQ(r->notes[TW_CAT_NOTE_REGION_UNKNOWN], 0, "azure unknown regions");
     CHECK_EQ(r->notes[TW_CAT_NOTE_ARCH_GUESSED], 56671, "azure arch");
     round_trip(az, text, len, true, 6, 7, "azure");
+    /* price sanity: 7 on-demand offers under a quarter of their shape's
+     * on-demand median, and their 7 spot offers (the same independent
+     * script), most of them newzealandnorth's Fams_v6 sizes: F8ams_v6 at
+     * $0.0898/h against a median of $0.865/h */
+    size_t held = 0;
+    for (size_t i = 0; i < tw_cat_snap_count(az); i++) {
+      struct tw_cat_view v;
+      tw_cat_snap_view(az, i, &v);
+      held += v.quarantine_peers > 0;
+    }
+    CHECK_EQ(held, 14, "azure offers held by the price sanity rule");
+    size_t fi;
+    struct tw_cat_view fv;
+    TW_CHECK(tw_cat_snap_find(
+                 az, "azure:newzealandnorth::Standard_F8ams_v6:on-demand", &fi),
+             "newzealandnorth F8ams_v6 is missing");
+    tw_cat_snap_view(az, fi, &fv);
+    TW_CHECK(fv.quarantine_peers > 0 && fv.quarantine_median_uusd == 865000,
+             "F8ams_v6 newzealandnorth: peers %u median %lld",
+             fv.quarantine_peers, (long long)fv.quarantine_median_uusd);
     /* GPU names across the file are canonical */
     struct tw_cat_query q = {.accel = "A100-80GB",
                              .accel_count = 8,
@@ -171,15 +208,65 @@ static void real_catalogs(void **state) {
   free(text);
 
   /* GCP (anycloud): zonal; 2,395 accelerator-only rows have no machine
-   * type, 11 rows price nothing (0.0 and 0.0). */
+   * type: 705 of them price the GPUs of a2/a3/a4/g2 machines (added to the
+   * machine's row) or GPUs attached to N1 machines within Compute
+   * Engine's limits ("n1-highmem-8+V100x1"), the other 1,690 (TPUs, GPUs
+   * of zones without a host) stay no_instance_type; 2 GPU machine rows
+   * have no GPU price in their zone; 11 rows price nothing (0.0 and 0.0).
+   * 57,750 machine offers + 10,122 N1 offers with attached GPUs = 67,872
+   * (worked out with the same independent script). */
   struct tw_cat_snap *gcp =
       load(dir, "anycloud/gcp/vms.csv", "gcp", NULL, NULL, NULL, &text, &len);
   if (gcp) {
     const struct tw_cat_report *r = &tw_cat_snap_source(gcp, 0)->report;
-    check_report(gcp, "gcp", 31285, 28879, 57758);
-    CHECK_EQ(r->rejected[TW_CAT_REJ_NO_TYPE], 2395, "gcp no type");
+    check_report(gcp, "gcp", 31285, 29582, 67872);
+    CHECK_EQ(r->rejected[TW_CAT_REJ_NO_TYPE], 1690, "gcp no type");
+    CHECK_EQ(r->rejected[TW_CAT_REJ_NO_ACCEL_PRICE], 2, "gcp no gpu price");
+    CHECK_EQ(r->notes[TW_CAT_NOTE_ACCEL_ATTACHED], 705, "gcp gpu rows used");
     CHECK_EQ(r->rejected[TW_CAT_REJ_NO_PRICE], 11, "gcp no price");
-    CHECK_EQ(tw_cat_report_rejected(r), 2406, "gcp rejected");
+    CHECK_EQ(tw_cat_report_rejected(r), 1703, "gcp rejected");
+    /* whole prices, as the bill (and SkyPilot) adds them */
+    static const struct {
+      const char *id, *accel;
+      int count;
+      int64_t uusd;
+    } WHOLE[] = {
+        {"gcp:europe-west4:europe-west4-a:a2-highgpu-8g:on-demand",
+         "A100-40GB", 8, 6512510 + 12909190},
+        {"gcp:us-central1:us-central1-a:a3-highgpu-8g:on-demand", "H100-80GB",
+         8, 9460060 + 33606090},
+        {"gcp:us-central1:us-central1-a:g2-standard-8:on-demand", "L4", 1,
+         293580 + 560040},
+        {"gcp:us-central1:us-central1-a:n1-highmem-8+V100x1:on-demand",
+         "V100-16GB", 1, 473210 + 2480000},
+        {"gcp:us-central1:us-central1-a:n1-highmem-8:on-demand", "", 0,
+         473210},
+    };
+    for (size_t k = 0; k < sizeof WHOLE / sizeof WHOLE[0]; k++) {
+      size_t i;
+      struct tw_cat_view v;
+      if (!tw_cat_snap_find(gcp, WHOLE[k].id, &i)) {
+        TW_FAIL("FAIL: %s is missing", WHOLE[k].id);
+        continue;
+      }
+      tw_cat_snap_view(gcp, i, &v);
+      TW_CHECK(v.price_uusd_per_hour == WHOLE[k].uusd &&
+                   v.accel_milli == WHOLE[k].count * 1000 &&
+                   !strcmp(v.accel, WHOLE[k].accel),
+               "%s: %lld uUSD/h, %s x %d", WHOLE[k].id,
+               (long long)v.price_uusd_per_hour, v.accel, v.accel_milli);
+    }
+    /* no GPU machine is offered without its GPUs */
+    size_t bare_gpu = 0;
+    for (size_t i = 0; i < tw_cat_snap_count(gcp); i++) {
+      struct tw_cat_view v;
+      tw_cat_snap_view(gcp, i, &v);
+      if (!v.accel_milli && (!strncmp(v.instance_type, "a2-", 3) ||
+                             !strncmp(v.instance_type, "a3-", 3) ||
+                             !strncmp(v.instance_type, "g2-", 3)))
+        bare_gpu++;
+    }
+    CHECK_EQ(bare_gpu, 0, "gcp GPU machines offered without their GPUs");
     CHECK_EQ(r->rejected[TW_CAT_REJ_ZONE_MISMATCH], 0, "gcp zone mismatch");
     CHECK_EQ(r->notes[TW_CAT_NOTE_REGION_UNKNOWN], 0, "gcp unknown regions");
     round_trip(gcp, text, len, true, 8, 9, "gcp");
@@ -285,7 +372,7 @@ static void real_catalogs(void **state) {
     }
     CHECK_EQ(spot, 29, "aws spot offers");
     CHECK_EQ(banded, 28, "aws spot offers with a band");
-    CHECK_EQ(tw_cat_snap_count(m), 62 + 110496 + 57758, "merged offers");
+    CHECK_EQ(tw_cat_snap_count(m), 62 + 110496 + 67872, "merged offers");
     printf("merged snapshot: %zu offers, %zu bytes (%.1f bytes/offer)\n",
            tw_cat_snap_count(m), tw_cat_snap_bytes(m),
            (double)tw_cat_snap_bytes(m) / (double)tw_cat_snap_count(m));

@@ -19,9 +19,10 @@
 static void defaults_enable_every_filter_and_the_cost_score(void **state) {
   (void)state;
   struct tw_policy_set *s = tw_policy_set_default();
-  assert_int_equal(s->n_filters, 18);
+  assert_int_equal(s->n_filters, 22);
   assert_string_equal(s->filters[0].name, "provider");
-  assert_string_equal(s->filters[17].name, "deadline");
+  assert_string_equal(s->filters[12].name, "instance_types");
+  assert_string_equal(s->filters[21].name, "deadline");
   assert_int_equal(s->n_scores, 1);
   assert_string_equal(s->scores[0].name, "cost");
   assert_int_equal(s->scores[0].weight, 1);

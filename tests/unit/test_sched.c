@@ -55,7 +55,7 @@ static int teardown(void **state) {
 static void cheapest_feasible_offer_runs_to_completion(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  sfx_submit("name: train\nresources: {accelerators: A100:8, use_spot: "
+  sfx_submit("name: train\nresources: {accelerators: A100-80GB:8, use_spot: "
              "true}\nduration: 10m\n",
              id);
   assert_true(tw_sched_tick(sfx_sched) > 0);
@@ -92,7 +92,7 @@ static void capacity_error_moves_to_the_next_offer_at_once(void **state) {
   tw_fake_fail_offer(sfx_fake, "fake-a:r1:r1a:gpu.spot:spot", TW_E_CAPACITY,
                      "InsufficientInstanceCapacity");
   char id[TW_JOB_ID_LEN + 1];
-  sfx_submit("name: train\nresources: {accelerators: A100:8, market: spot}\n",
+  sfx_submit("name: train\nresources: {accelerators: A100-80GB:8, market: spot}\n",
              id);
   tw_sched_tick(sfx_sched);
   struct tw_job_rec j = sfx_get(id);
@@ -116,23 +116,23 @@ static void nothing_fits_stays_pending_with_counts(void **state) {
   struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PENDING);
   assert_string_equal(j.reason,
-                      "no offer fits: 4 offers, 0 fit: 4 without 8 H100");
+                      "no offer fits: 4 offers, 0 fit: 4 without exactly 8 H100");
   tw_job_rec_release(&j);
   char id2[TW_JOB_ID_LEN + 1];
   sfx_submit(
-      "name: cheap\nresources: {accelerators: A100:8}\nmax_price_per_hour: 1\n",
+      "name: cheap\nresources: {accelerators: A100-80GB:8}\nmax_price_per_hour: 1\n",
       id2);
   tw_sched_tick(sfx_sched);
   j = sfx_get(id2);
   assert_non_null(strstr(
-      j.reason, "4 offers, 0 fit: 3 over max price $1.00/h, 1 without 8 A100"));
+      j.reason, "4 offers, 0 fit: 3 over max price $1.00/h, 1 without exactly 8 A100-80GB"));
   tw_job_rec_release(&j);
 }
 
 static void interruption_sends_the_job_elsewhere(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  sfx_submit("name: spot\nresources: {accelerators: A100:8, use_spot: "
+  sfx_submit("name: spot\nresources: {accelerators: A100-80GB:8, use_spot: "
              "true}\nduration: 1h\n",
              id);
   tw_sched_tick(sfx_sched);
@@ -364,7 +364,7 @@ static void the_tenant_holding_less_goes_first(void **state) {
 static void the_stored_placement_carries_its_plan(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
-  sfx_submit("name: p\nresources: {accelerators: A100:8}\nmax_price_per_hour: "
+  sfx_submit("name: p\nresources: {accelerators: A100-80GB:8}\nmax_price_per_hour: "
              "\"2.2\"\n",
              id);
   tw_sched_tick(sfx_sched);
@@ -376,7 +376,7 @@ static void the_stored_placement_carries_its_plan(void **state) {
   assert_non_null(
       strstr(j.placement_json,
              "\"explain\":\"4 offers, 1 fit: 2 over max price $2.20/h, "
-             "1 without 8 A100\""));
+             "1 without exactly 8 A100-80GB\""));
   assert_non_null(
       strstr(j.placement_json,
              "{\"filter\":\"price\",\"stage\":\"offer\",\"count\":2"));
@@ -476,6 +476,99 @@ static void backfill_keeps_the_head_jobs_reservation(void **state) {
   tw_provider_free(bp);
 }
 
+
+/* A node freed by a finished job is free at the next pass, not once the
+ * offers are listed again (scheduler.offers_ttl_s, 300 s by default). */
+static void freed_private_nodes_count_at_the_next_pass(void **state) {
+  (void)state;
+  struct tw_provider *bp;
+  assert_int_equal(tw_provider_new_ops(&tw_provider_fake, "fake-b", NULL,
+                                       &sfx_clk, &bp, NULL),
+                   TW_OK);
+  offer_at(tw_fake_of(bp), "slurm", "fake-b", "hpc", "p1", "node",
+           TW_MARKET_PRIVATE, 500000, 4, 1);
+  tw_sched_free(sfx_sched);
+  struct tw_provider *both[] = {sfx_prov, bp};
+  struct tw_sched_opts o = {.store = sfx_store,
+                            .clock = &sfx_clk,
+                            .providers = both,
+                            .n_providers = 2};
+  assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
+  char a[TW_JOB_ID_LEN + 1], b[TW_JOB_ID_LEN + 1];
+  sfx_submit("name: a\nduration: 10s\nplacement: {providers: [slurm]}\n", a);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(a), TW_JOB_PROVISIONING);
+  sfx_submit("name: b\nduration: 10s\nplacement: {providers: [slurm]}\n", b);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(b), TW_JOB_PENDING);
+  /* a runs its 10 s and ends well before the offers are listed again */
+  for (int i = 0; i < 12 && sfx_state_of(a) != TW_JOB_SUCCEEDED; i++) {
+    tw_clock_advance(&sfx_clk, 5 * 1000);
+    tw_sched_tick(sfx_sched);
+  }
+  assert_int_equal(sfx_state_of(a), TW_JOB_SUCCEEDED);
+  tw_sched_tick(sfx_sched);
+  enum tw_job_state bs = sfx_state_of(b);
+  assert_true(bs == TW_JOB_PROVISIONING || bs == TW_JOB_RUNNING);
+  tw_sched_free(sfx_sched);
+  sfx_sched = NULL;
+  tw_provider_free(bp);
+}
+
+
+/* The head job waiting for two nodes of a pool keeps its reservation: a
+ * long small job does not take the node it waits for, and the head job
+ * starts in the pass the job holding the other node ends. */
+static void the_head_job_starts_when_its_nodes_come_back(void **state) {
+  (void)state;
+  struct tw_provider *bp;
+  assert_int_equal(tw_provider_new_ops(&tw_provider_fake, "fake-b", NULL,
+                                       &sfx_clk, &bp, NULL),
+                   TW_OK);
+  offer_at(tw_fake_of(bp), "slurm", "fake-b", "hpc", "p1", "node",
+           TW_MARKET_PRIVATE, 500000, 4, 2);
+  tw_sched_free(sfx_sched);
+  struct tw_provider *both[] = {sfx_prov, bp};
+  struct tw_sched_opts o = {.store = sfx_store,
+                            .clock = &sfx_clk,
+                            .providers = both,
+                            .n_providers = 2};
+  assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
+  char a[TW_JOB_ID_LEN + 1], h[TW_JOB_ID_LEN + 1], sm[TW_JOB_ID_LEN + 1];
+  sfx_submit("name: a\nduration: 20s\nplacement: {providers: [slurm]}\n", a);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(a), TW_JOB_PROVISIONING);
+  sfx_submit("name: h\npriority: 10\nnodes: 2\nduration: 1h\nplacement: "
+             "{providers: [slurm]}\n",
+             h);
+  sfx_submit("name: s\npriority: 1\nduration: 1h\nplacement: "
+             "{providers: [slurm]}\n",
+             sm);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(h), TW_JOB_PENDING);
+  assert_true(has_event(h, "waiting for private capacity: 2 nodes"));
+  /* s would still hold the free node when h's reservation starts */
+  assert_int_equal(sfx_state_of(sm), TW_JOB_PENDING);
+  int passes = 0;
+  while (sfx_state_of(a) != TW_JOB_SUCCEEDED && passes < 20) {
+    tw_clock_advance(&sfx_clk, 2 * 1000);
+    tw_sched_tick(sfx_sched);
+    passes++;
+    if (sfx_state_of(a) != TW_JOB_SUCCEEDED)
+      assert_int_equal(sfx_state_of(sm), TW_JOB_PENDING);
+  }
+  assert_int_equal(sfx_state_of(a), TW_JOB_SUCCEEDED);
+  /* the pass that ended a started h (or the next one at the latest) */
+  if (sfx_state_of(h) == TW_JOB_PENDING)
+    tw_sched_tick(sfx_sched);
+  enum tw_job_state hs = sfx_state_of(h);
+  assert_true(hs == TW_JOB_PROVISIONING || hs == TW_JOB_RUNNING);
+  assert_int_equal(sfx_state_of(sm), TW_JOB_PENDING);
+  tw_sched_free(sfx_sched);
+  sfx_sched = NULL;
+  tw_provider_free(bp);
+}
+
 static size_t count_events(const char *id, const char *text) {
   struct tw_job_event *ev;
   size_t n, hits = 0;
@@ -554,6 +647,8 @@ int main(void) {
       T(the_stored_placement_carries_its_plan),
       T(readers_of_one_dataset_share_one_copy),
       T(backfill_keeps_the_head_jobs_reservation),
+      T(freed_private_nodes_count_at_the_next_pass),
+      T(the_head_job_starts_when_its_nodes_come_back),
       T(a_job_that_fits_nowhere_is_noted_once),
       T(data_moved_for_a_launch_is_metered_as_egress),
   };

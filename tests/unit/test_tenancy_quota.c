@@ -277,6 +277,27 @@ static void spot_share_zero_places_on_demand(void **state) {
   tw_job_rec_release(&jb);
 }
 
+/* More spot offers cheaper than the on-demand one than a plan keeps
+ * (candidates: 16): the spot share is checked in the search, so the job
+ * still goes on demand at once. */
+static void spot_share_zero_goes_on_demand_past_many_spot_offers(void **state) {
+  (void)state;
+  for (int i = 0; i < 20; i++) {
+    char t[32];
+    snprintf(t, sizeof t, "cpu.8.s%02d", i);
+    add_offer(t, TW_MARKET_SPOT, 100000 + i, 8);
+  }
+  tenant("ml", "", 64, 0, -1, 0);
+  char a[TW_JOB_ID_LEN + 1];
+  submit("name: a\ntenant: ml\nresources: {cpus: 8}\n", a);
+  ticks(1);
+  struct tw_job_rec ja = get(a);
+  assert_int_equal(ja.state, TW_JOB_PROVISIONING);
+  assert_non_null(ja.placement_json);
+  assert_non_null(strstr(ja.placement_json, "\"market\":\"on-demand\""));
+  tw_job_rec_release(&ja);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(cohort_borrowing_and_reclaim, setup,
@@ -287,6 +308,9 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(spot_share_zero_places_on_demand, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(
+          spot_share_zero_goes_on_demand_past_many_spot_offers, setup,
+          teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
