@@ -83,6 +83,11 @@ void tw_h_readyz(struct tw_req *r) {
                      h.unhealthy_since_ms);
     return;
   }
+  char why[200] = "";
+  if (!tw_api_ready(r->api, why, sizeof why)) {
+    tw_problem(r, 503, "not-ready", NULL, "%s", why);
+    return;
+  }
   tw_buf_adds(&r->out, "{\"status\":\"ready\"}");
   tw_req_json(r, 200);
 }

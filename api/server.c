@@ -90,6 +90,8 @@ struct conn_slot {
 };
 
 struct tw_api {
+  bool (*ready)(void *ctx, char *why, size_t whysz); /* opts->ready */
+  void *ready_ctx;
   struct MHD_Daemon *mhd;
   int listen_fd;
   int port;
@@ -156,6 +158,9 @@ const char *const *tw_api_fallback_names(struct tw_api *api) {
 struct tw_agent *tw_api_agent(struct tw_api *api) { return api->agent; }
 struct tw_auth *tw_api_auth(struct tw_api *api) {
   return api->auth;
+}
+bool tw_api_ready(struct tw_api *api, char *why, size_t whysz) {
+  return !api->ready || api->ready(api->ready_ctx, why, whysz);
 }
 bool tw_api_draining(struct tw_api *api) {
   return __atomic_load_n(&api->draining, __ATOMIC_ACQUIRE) != 0;
@@ -853,6 +858,8 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   api->max_body = opts->max_body_bytes > 0 ? opts->max_body_bytes : (1 << 20);
   api->catalog = opts->catalog;
   api->placer = opts->placer;
+  api->ready = opts->ready;
+  api->ready_ctx = opts->ready_ctx;
   api->agent = opts->agent;
   api->request_seed = tw_unique_id();
   api->head_us =

@@ -73,4 +73,10 @@ size_t tw_daemon_abandoned(const struct tw_daemon *d);
  * the reverse order of tw_daemon_new().  NULL ok. */
 void tw_daemon_free(struct tw_daemon *d);
 
+/* `tradewindd --check-config`: parses the config file and builds its
+ * placement policies as a start would, without opening the store (so it
+ * works beside a running daemon) or starting anything.  TW_OK, or the
+ * first error naming the file, the key and the reason. */
+enum tw_rc tw_daemon_check_config(const char *path, struct tw_err *err);
+
 #endif

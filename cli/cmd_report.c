@@ -223,7 +223,7 @@ static int cmd_report_spend(struct tw_cli *c, const struct tw_cli_parsed *p) {
     code =
         tw_cli_request(c, "GET", path.data, NULL, NULL, 0, NULL, &resp, &body);
     if (code == TW_EXIT_OK)
-      code = c->format == TW_CLI_JSON
+      code = tw_cli_structured(c)
                  ? tw_cli_print_json_text(c, resp.body.data, resp.body.len)
                  : print_table(c, body);
     json_decref(body);

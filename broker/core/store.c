@@ -213,6 +213,11 @@ struct tw_store {
   /* SHA-256 fetched once: EVP_sha256() makes OpenSSL 3 look the
    * algorithm up at every use (about ten times the digest of a spec) */
   EVP_MD *sha256;
+  /* opts->exclusive: the fd holding PATH.lock (-1: none), the path, and
+   * whether this open already made its pre-migration backup */
+  int lock_fd;
+  char *path;
+  bool backed_up;
 };
 
 /* sqlite's result codes for storage that failed under a statement that
@@ -400,7 +405,25 @@ static enum tw_rc conn_open(struct conn *c, const char *path, bool readonly,
   return TW_OK;
 }
 
-static enum tw_rc migrate(struct conn *c, struct tw_err *err) {
+/* Before migrating an existing schema: a copy to fall back on. */
+static enum tw_rc backup_before(struct tw_store *s, const char *what,
+                                int version, struct tw_err *err) {
+  if (!s->path || s->backed_up)
+    return TW_OK;
+  char *dest = tw_asprintf("%s.pre-migration-v%d.bak", s->path,
+                           tw_store_schema_version());
+  enum tw_rc rc = tw_store_backup(s->path, dest, err);
+  if (rc == TW_OK) {
+    s->backed_up = true;
+    tw_log_info("store", "backed up to %s before migrating %s from version %d",
+                dest, what, version);
+  }
+  free(dest);
+  return rc;
+}
+
+static enum tw_rc migrate(struct tw_store *s, struct conn *c,
+                          struct tw_err *err) {
   sqlite3_stmt *st = NULL;
   int version = 0;
   if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &st, NULL) !=
@@ -418,6 +441,11 @@ static enum tw_rc migrate(struct conn *c, struct tw_err *err) {
       "PRAGMA user_version = 3", "PRAGMA user_version = 4",
       "PRAGMA user_version = 5", "PRAGMA user_version = 6",
       "PRAGMA user_version = 7", "PRAGMA user_version = 8"};
+  if (version > 0 && version < N_MIGRATIONS) {
+    enum tw_rc brc = backup_before(s, "the core schema", version, err);
+    if (brc)
+      return brc;
+  }
   for (int v = version; v < N_MIGRATIONS; v++) {
     char *msg = NULL;
     if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK ||
@@ -703,9 +731,17 @@ enum tw_rc tw_store_open(const struct tw_store_opts *opts,
   s->max_batch = opts->max_batch > 0 ? opts->max_batch : 512;
   s->n_readers = opts->readers > 0 ? opts->readers : 8;
   s->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL); /* NULL: EVP_sha256() */
+  s->lock_fd = -1;
+  if (opts->exclusive && tw_store_is_file_path(opts->path)) {
+    if ((s->lock_fd = tw_store_lock(opts->path, err)) < 0) {
+      rc = err->rc;
+      goto fail;
+    }
+    s->path = tw_strdup(opts->path);
+  }
   if ((rc = conn_open(&s->w, opts->path, false, opts->sync_full, err)))
     goto fail;
-  if ((rc = migrate(&s->w, err)))
+  if ((rc = migrate(s, &s->w, err)))
     goto fail;
   s->readers = tw_calloc((size_t)s->n_readers, sizeof *s->readers);
   s->reader_busy = tw_calloc((size_t)s->n_readers, sizeof *s->reader_busy);
@@ -745,6 +781,9 @@ fail:
   free(s->reader_busy);
   conn_close(&s->w);
   EVP_MD_free(s->sha256);
+  if (s->lock_fd >= 0)
+    close(s->lock_fd);
+  free(s->path);
   free(s);
   return rc;
 }
@@ -767,6 +806,9 @@ void tw_store_close(struct tw_store *s) {
   pthread_mutex_destroy(&s->rmu);
   pthread_cond_destroy(&s->rfree);
   EVP_MD_free(s->sha256);
+  if (s->lock_fd >= 0)
+    close(s->lock_fd); /* releases the flock */
+  free(s->path);
   free(s);
 }
 
@@ -1698,6 +1740,9 @@ enum tw_rc tw_store_migrate_module(struct tw_store *s, const char *module,
         err, TW_E_IO,
         "store: module %s is at schema version %d, newer than this build (%d)",
         module, a.version, n);
+  if (a.version > 0 && a.version < n &&
+      (rc = backup_before(s, module, a.version, err)))
+    return rc;
   for (int v = a.version; v < n; v++) {
     struct migrate_arg step = {
         .module = module, .sql = migrations[v], .version = v + 1};

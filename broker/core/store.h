@@ -39,6 +39,12 @@ struct tw_store_opts {
   bool sync_full;         /* PRAGMA synchronous=FULL (default) vs NORMAL */
   int max_batch;          /* operations per transaction; 0: 512 */
   int readers;            /* read connections; 0: 8 */
+  /* Take PATH.lock (flock, held until close) so that a second daemon on
+   * the same file is refused with TW_E_CONFLICT naming the holder's pid,
+   * and copy the file to PATH.pre-migration-vN.bak (tw_store_backup)
+   * before the first migration of an existing schema.  The daemon sets
+   * it; tools that read a database beside a running daemon do not. */
+  bool exclusive;
 };
 
 /* Opens the store, starts its writer thread and migrates every table: the
@@ -51,6 +57,13 @@ enum tw_rc tw_store_open(const struct tw_store_opts *opts,
 /* Finishes queued writes, stops the writer, closes every connection.
  * NULL is a no-op. */
 void tw_store_close(struct tw_store *s);
+
+/* Copies the database at db_path to dest with sqlite's online backup API:
+ * consistent even while a daemon writes, dest written as dest.partial
+ * (mode 0600) and renamed into place once complete, in rollback-journal
+ * mode so it stands alone. */
+enum tw_rc tw_store_backup(const char *db_path, const char *dest,
+                           struct tw_err *err);
 
 /* The schema version this build migrates to (PRAGMA user_version). */
 int tw_store_schema_version(void);

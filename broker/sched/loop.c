@@ -70,6 +70,17 @@ enum tw_rc tw_sched_new(const struct tw_sched_opts *o, struct tw_sched **out,
   return TW_OK;
 }
 
+int64_t tw_sched_stalled_ms(struct tw_sched *s) {
+  int64_t beat = __atomic_load_n(&s->beat_ms, __ATOMIC_ACQUIRE);
+  if (beat == 0)
+    return -1;
+  /* a pass takes up to its budget plus the launches it waits for; a loop
+   * that has not come round in 20 ticks (at least 60 s) is stuck */
+  int64_t limit = 20 * s->tick_ms > 60000 ? 20 * s->tick_ms : 60000;
+  int64_t ago = sched__mono_ms() - beat;
+  return ago > limit ? ago : 0;
+}
+
 struct tw_placer *tw_sched_placer(struct tw_sched *s) {
   return s->placer;
 }
@@ -153,7 +164,9 @@ static void *loop_main(void *arg) {
   pthread_mutex_lock(&s->mu);
   while (!s->stopping) {
     pthread_mutex_unlock(&s->mu);
+    __atomic_store_n(&s->beat_ms, sched__mono_ms(), __ATOMIC_RELEASE);
     tw_sched_tick(s);
+    __atomic_store_n(&s->beat_ms, sched__mono_ms(), __ATOMIC_RELEASE);
     pthread_mutex_lock(&s->mu);
     if (s->stopping)
       break;

@@ -76,6 +76,9 @@ struct pcache {
 };
 
 struct tw_sched {
+  /* sched__mono_ms() when the loop thread last began or finished a pass
+   * (0: not started); atomic, read by tw_sched_stalled_ms */
+  int64_t beat_ms;
   struct tw_store *store;
   struct tw_clock *clock;
   struct pcache *pc;

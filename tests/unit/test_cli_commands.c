@@ -697,9 +697,12 @@ static void usage_errors_exit_2(void **state) {
   r = RUN(srv, "jobs", "lst");
   assert_int_equal(r->code, 2);
   assert_non_null(strstr(r->err, "did you mean \"jobs list\"?"));
-  r = RUN(srv, "jobs", "list", "-o", "yaml");
+  r = RUN(srv, "jobs", "list", "-o", "xml");
   assert_int_equal(r->code, 2);
-  assert_non_null(strstr(r->err, "-o: expected table or json"));
+  assert_non_null(
+      strstr(r->err, "-o: expected table, wide, json, yaml, name or jsonpath"));
+  r = RUN(srv, "jobs", "list", "-o=jsonpath=");
+  assert_int_equal(r->code, 2);
   r = RUN(srv, "--bogus", "jobs", "list");
   assert_int_equal(r->code, 2);
   r = RUN(srv, "help", "nothing");
