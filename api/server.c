@@ -951,10 +951,14 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
 void tw_api_drain(struct tw_api *api) {
   if (__atomic_exchange_n(&api->draining, 1, __ATOMIC_ACQ_REL))
     return;
+  /* The pool's workers drop the listening socket from their epoll sets on
+   * their own time after the quiesce: closing it now would race them.  It
+   * stops listening at once (new connections are refused) and is closed
+   * once the daemon has stopped. */
   MHD_socket fd = MHD_quiesce_daemon(api->mhd);
   if (fd != MHD_INVALID_SOCKET)
-    close(fd);
-  api->listen_fd = -1;
+    shutdown(fd, SHUT_RDWR);
+  api->listen_fd = fd != MHD_INVALID_SOCKET ? fd : -1;
 }
 
 void tw_api_stop(struct tw_api *api) {
@@ -975,6 +979,8 @@ void tw_api_stop(struct tw_api *api) {
   if (api->reaper_on)
     pthread_join(api->reaper, NULL);
   MHD_stop_daemon(api->mhd);
+  if (api->listen_fd >= 0)
+    close(api->listen_fd); /* quiesced by tw_api_drain */
   if (api->probe_mhd)
     MHD_stop_daemon(api->probe_mhd);
   pthread_mutex_destroy(&api->conn_mu);
