@@ -560,8 +560,7 @@ void tw_report_fx_from_catalog(struct tw_catalog *c, struct tw_report_fx **out,
     return;
   struct tw_cat_snap *snap = tw_catalog_acquire(c);
   size_t ns = tw_cat_snap_nsources(snap);
-  const struct tw_cat_source_info **src =
-      tw_calloc(ns ? ns : 1, sizeof *src);
+  const struct tw_cat_source_info **src = tw_calloc(ns ? ns : 1, sizeof *src);
   for (size_t i = 0; i < ns; i++)
     src[i] = tw_cat_snap_source(snap, i);
   tw_report_fx_of(src, ns, out, n);
@@ -577,8 +576,7 @@ const struct tw_report_fx *report__fx(const struct tw_report *r,
   for (size_t i = 0; i < r->req->n_fx; i++) {
     const struct tw_report_fx *x = &r->req->fx[i];
     if (!strcmp(x->provider, g->provider))
-      return tw_report_fx_amount(&x->rate, g->effective_uusd, micro) ? x
-                                                                     : NULL;
+      return tw_report_fx_amount(&x->rate, g->effective_uusd, micro) ? x : NULL;
   }
   return NULL;
 }

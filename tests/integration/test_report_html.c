@@ -257,9 +257,8 @@ static void chromium_draws_the_charts_and_the_csv_totals(void **state) {
   TW_CHECK(rows_total == csv_total);
   /* Alibaba's rows show CNY and the rate beside the USD figure */
   int64_t fx = 0;
-  for (const char *p = body; p && end && (p = strstr(p, "class=\"fx\"")) &&
-                             p < end;
-       p++)
+  for (const char *p = body;
+       p && end && (p = strstr(p, "class=\"fx\"")) && p < end; p++)
     fx++;
   TW_CHECK(fx == cny_rows);
   TW_CHECK(strstr(d, " at 0.1393 USD/CNY (2025-06-30") != NULL);

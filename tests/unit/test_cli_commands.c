@@ -414,18 +414,18 @@ static void list_renders_a_table_and_passes_filters(void **state) {
  * a report of USD alone has no such column. */
 static void report_spend_shows_the_source_currency(void **state) {
   struct fake_srv *srv = *state;
-  fake_json(srv,
-            "{\"from\":\"2025-11-01T00:00:00Z\",\"to\":\"2025-12-01T00:00:00Z\","
-            "\"group_by\":[\"provider\"],\"currency\":\"USD\",\"items\":["
-            "{\"provider\":\"alibaba\",\"list_cost_uusd\":1779944,"
-            "\"effective_cost_uusd\":1779944,\"rows\":2,"
-            "\"source_currency\":\"CNY\",\"source_amount\":\"12.777775\","
-            "\"rate\":\"0.1393\",\"rate_date\":\"2025-06-30\"},"
-            "{\"provider\":\"aws\",\"list_cost_uusd\":96000,"
-            "\"effective_cost_uusd\":96000,\"rows\":1}],"
-            "\"total\":{\"list_cost_uusd\":1875944,"
-            "\"effective_cost_uusd\":1875944},\"forecast\":{},"
-            "\"budgets\":{\"items\":[]}}");
+  fake_json(
+      srv, "{\"from\":\"2025-11-01T00:00:00Z\",\"to\":\"2025-12-01T00:00:00Z\","
+           "\"group_by\":[\"provider\"],\"currency\":\"USD\",\"items\":["
+           "{\"provider\":\"alibaba\",\"list_cost_uusd\":1779944,"
+           "\"effective_cost_uusd\":1779944,\"rows\":2,"
+           "\"source_currency\":\"CNY\",\"source_amount\":\"12.777775\","
+           "\"rate\":\"0.1393\",\"rate_date\":\"2025-06-30\"},"
+           "{\"provider\":\"aws\",\"list_cost_uusd\":96000,"
+           "\"effective_cost_uusd\":96000,\"rows\":1}],"
+           "\"total\":{\"list_cost_uusd\":1875944,"
+           "\"effective_cost_uusd\":1875944},\"forecast\":{},"
+           "\"budgets\":{\"items\":[]}}");
   struct result *r = RUN(srv, "report", "spend", "--group-by", "provider");
   assert_int_equal(r->code, 0);
   const char *hdr = strstr(r->out, "IN SOURCE CURRENCY");

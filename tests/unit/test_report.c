@@ -1041,7 +1041,6 @@ static void ranges_parse_and_default_to_the_month(void **state) {
   assert_string_equal(buf, "-9223372036854.775808");
 }
 
-
 /* A source of the catalog as a snapshot records it. */
 static struct tw_cat_source_info source(const char *kind, const char *provider,
                                         const struct tw_rate *rate) {
@@ -1059,10 +1058,9 @@ static struct tw_cat_source_info source(const char *kind, const char *provider,
  * groups, groupings without the provider and FOCUS stay USD. */
 static void cny_groups_carry_the_amount_and_the_rate(void **state) {
   (void)state;
-  static const char RATES[] =
-      "currency,usd_per_unit,date,source\n"
-      "CNY,0.1393,2025-06-30,reference rate\n"
-      "EUR,1.1720,2025-06-30,reference rate\n";
+  static const char RATES[] = "currency,usd_per_unit,date,source\n"
+                              "CNY,0.1393,2025-06-30,reference rate\n"
+                              "EUR,1.1720,2025-06-30,reference rate\n";
   struct tw_rates *rates = NULL;
   struct tw_err err = {0};
   assert_int_equal(tw_rates_load_text(RATES, strlen(RATES), &rates, &err),
@@ -1091,8 +1089,8 @@ static void cny_groups_carry_the_amount_and_the_rate(void **state) {
 
   /* 10 CNY an hour at 0.1393 is $1.393000: an hour and 1000 s of it */
   struct tw_ledger_row rows[3] = {
-      priced("ml", "nlp", "alibaba", "cn-hangzhou", "j-1", NOV1 + HOUR,
-             HOUR, 1393000, 0, false),
+      priced("ml", "nlp", "alibaba", "cn-hangzhou", "j-1", NOV1 + HOUR, HOUR,
+             1393000, 0, false),
       priced("ml", "nlp", "alibaba", "cn-hangzhou", "j-1", NOV1 + 2 * HOUR,
              1000 * 1000, 1393000, 0, false),
       priced("ml", "nlp", "aws", "us-east-1", "j-2", NOV1 + HOUR, HOUR, 96000,
@@ -1129,14 +1127,13 @@ static void cny_groups_carry_the_amount_and_the_rate(void **state) {
     json_t *g = json_array_get(items, i);
     const char *prov = json_string_value(json_object_get(g, "provider"));
     if (!strcmp(prov, "alibaba")) {
-      assert_int_equal(json_integer_value(json_object_get(g,
-                                                          "effective_cost_uusd")),
-                       1779944);
+      assert_int_equal(
+          json_integer_value(json_object_get(g, "effective_cost_uusd")),
+          1779944);
       assert_string_equal(
           json_string_value(json_object_get(g, "source_currency")), "CNY");
       assert_string_equal(
-          json_string_value(json_object_get(g, "source_amount")),
-          "12.777775");
+          json_string_value(json_object_get(g, "source_amount")), "12.777775");
       assert_string_equal(json_string_value(json_object_get(g, "rate")),
                           "0.1393");
       assert_string_equal(json_string_value(json_object_get(g, "rate_date")),
