@@ -57,6 +57,10 @@ struct tw_api_opts {
    * server; NULL when absent (a server started alone, in tests). */
   struct tw_catalog *catalog; /* GET /v1/offers, /metrics; NULL: 503 */
   struct tw_placer *placer;   /* plans and /v1/policies (h_placement.h) */
+  /* /readyz asks it besides the store: NULL or true is ready; false with
+   * the reason in why (the daemon: the scheduler's loop is stuck). */
+  bool (*ready)(void *ctx, char *why, size_t whysz);
+  void *ready_ctx;
   struct tw_agent *agent;     /* /v1/agent/... (h_agent.c); NULL: 503 */
 };
 

@@ -76,6 +76,8 @@ struct tw_clock *tw_api_clock(struct tw_api *api);
 /* The provider whose account is `account`, or NULL. */
 struct tw_provider *tw_api_provider(struct tw_api *api, const char *account);
 bool tw_api_draining(struct tw_api *api);
+/* The daemon's readiness hook (tw_api_opts.ready): true when absent. */
+bool tw_api_ready(struct tw_api *api, char *why, size_t whysz);
 /* The adapter registry of the options (NULL: none given), and its names
  * NULL-terminated (NULL when none given: names go unchecked). */
 const struct tw_provider_ops *const *tw_api_adapters(struct tw_api *api);

@@ -78,9 +78,15 @@ void tw_h_reports_spend(struct tw_req *r) {
     q.n_budgets = n_budgets;
     q.budgets_source = "tenancy";
   }
+  /* providers priced in another currency: their groups also carry the
+   * amount in it, at the catalog's rate */
+  struct tw_report_fx *fx = NULL;
+  tw_report_fx_from_catalog(tw_api_catalog(r->api), &fx, &q.n_fx);
+  q.fx = fx;
   const char *ctype = NULL;
   enum tw_rc rc = tw_report_render(store, &q, &r->out, &ctype, &err);
   free(budgets);
+  free(fx);
   if (rc) {
     tw_problem_err(r, &err);
     return;

@@ -364,7 +364,7 @@ void tw_h_users_create(struct tw_req *r) {
   if (!tw_role_parse(role, &p.role)) {
     tw_problem(
         r, 400, "invalid-field", "role",
-        "/role: expected admin, tenant-admin, member, viewer, finance or ci, "
+        "/role: expected admin, tenant-admin, member, viewer, finance, ci or metrics, "
         "got \"%.40s\"",
         role);
     goto out;

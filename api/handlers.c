@@ -52,17 +52,40 @@ void tw_h_healthz(struct tw_req *r) {
   tw_req_json(r, 200);
 }
 
+/* How often /readyz may probe a store that is not ready. */
+#define READYZ_PROBE_INTERVAL_MS 1000
+
 void tw_h_readyz(struct tw_req *r) {
   if (tw_api_draining(r->api)) {
     tw_problem(r, 503, "draining", NULL, "the broker is shutting down");
     return;
   }
   /* A broker that cannot commit takes no work it could acknowledge: a load
-   * balancer sends submissions elsewhere until a write commits again. */
-  int64_t since_ms = 0;
-  enum tw_rc health = tw_store_write_health(tw_api_store(r->api), &since_ms);
-  if (health) {
-    tw_problem_store(r, health, since_ms);
+   * balancer sends submissions elsewhere until a write commits.  A store
+   * that is not ready (nothing committed since start, or writes failing)
+   * is probed at most once a second from here, so a quiet broker comes
+   * back once space returns without waiting for a submission. */
+  struct tw_store *store = tw_api_store(r->api);
+  struct tw_store_health h;
+  tw_store_health(store, &h);
+  if (h.state != TW_STORE_OK) {
+    tw_store_probe_if_unready(store, READYZ_PROBE_INTERVAL_MS);
+    tw_store_health(store, &h);
+  }
+  if (h.state == TW_STORE_STARTING) {
+    tw_req_add_header(r, "Retry-After", "1");
+    tw_problem(r, 503, "store-unavailable", NULL,
+               "the store has not committed a write since the broker started");
+    return;
+  }
+  if (h.state != TW_STORE_OK) {
+    tw_problem_store(r, h.state == TW_STORE_FULL ? TW_E_FULL : TW_E_IO,
+                     h.unhealthy_since_ms);
+    return;
+  }
+  char why[200] = "";
+  if (!tw_api_ready(r->api, why, sizeof why)) {
+    tw_problem(r, 503, "not-ready", NULL, "%s", why);
     return;
   }
   tw_buf_adds(&r->out, "{\"status\":\"ready\"}");
@@ -93,6 +116,30 @@ void tw_h_metrics(struct tw_req *r) {
       "# TYPE tradewind_store_writes_total counter\n"
       "tradewind_store_writes_total %llu\n",
       (unsigned long long)st.commits, (unsigned long long)st.ops);
+  struct tw_store_health h;
+  tw_store_health(tw_api_store(r->api), &h);
+  tw_buf_adds(&r->out,
+              "# HELP tradewind_store_state The store's write health: 1 for "
+              "the state in force (starting: nothing committed since start; "
+              "full, io: writes fail).\n"
+              "# TYPE tradewind_store_state gauge\n");
+  for (int k = TW_STORE_STARTING; k <= TW_STORE_IO; k++)
+    tw_buf_printf(&r->out, "tradewind_store_state{state=\"%s\"} %d\n",
+                  tw_store_health_state_str((enum tw_store_health_state)k),
+                  (int)h.state == k);
+  tw_buf_printf(
+      &r->out,
+      "# HELP tradewind_store_last_commit_timestamp_seconds When a write last "
+      "committed (0: none since start).\n"
+      "# TYPE tradewind_store_last_commit_timestamp_seconds gauge\n"
+      "tradewind_store_last_commit_timestamp_seconds %lld.%03lld\n"
+      "# HELP tradewind_store_consecutive_failures Transactions in a row "
+      "that failed on the storage since the last commit.\n"
+      "# TYPE tradewind_store_consecutive_failures gauge\n"
+      "tradewind_store_consecutive_failures %llu\n",
+      (long long)(h.last_commit_ms / 1000),
+      (long long)(h.last_commit_ms % 1000),
+      (unsigned long long)h.consecutive_failures);
   tw_catalog_metrics(tw_api_catalog(r->api), &r->out); /* NULL: nothing */
   r->status = 200;
   r->content_type = "text/plain; version=0.0.4; charset=utf-8";

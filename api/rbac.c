@@ -8,7 +8,9 @@
 #define T TW_PERM_TENANT
 #define A TW_PERM_ANY
 
-/* Columns: admin, tenant-admin, member, viewer, finance, ci.  Keep one row
+/* Columns: admin, tenant-admin, member, viewer, finance, ci, metrics (a
+ * column left out is deny: the metrics role is named where it is allowed,
+ * on /metrics alone).  Keep one row
  * per route of api/server.c, in its order; docs/security.md prints this
  * table for people. */
 static const struct tw_rbac_rule RULES[] = {
@@ -32,7 +34,7 @@ static const struct tw_rbac_rule RULES[] = {
     /* probes and metrics (metrics count every tenant's jobs) */
     {"GET", "/healthz", TW_TGT_PUBLIC, {A, A, A, A, A, A}},
     {"GET", "/readyz", TW_TGT_PUBLIC, {A, A, A, A, A, A}},
-    {"GET", "/metrics", TW_TGT_GLOBAL, {A, D, D, D, D, D}},
+    {"GET", "/metrics", TW_TGT_GLOBAL, {A, D, D, D, D, D, A}},
     /* identity and tokens */
     {"GET", "/v1/whoami", TW_TGT_GLOBAL, {A, A, A, A, A, A}},
     {"POST", "/v1/tokens", TW_TGT_BODY, {A, T, O, O, O, D}},

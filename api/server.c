@@ -90,6 +90,8 @@ struct conn_slot {
 };
 
 struct tw_api {
+  bool (*ready)(void *ctx, char *why, size_t whysz); /* opts->ready */
+  void *ready_ctx;
   struct MHD_Daemon *mhd;
   int listen_fd;
   int port;
@@ -156,6 +158,9 @@ const char *const *tw_api_fallback_names(struct tw_api *api) {
 struct tw_agent *tw_api_agent(struct tw_api *api) { return api->agent; }
 struct tw_auth *tw_api_auth(struct tw_api *api) {
   return api->auth;
+}
+bool tw_api_ready(struct tw_api *api, char *why, size_t whysz) {
+  return !api->ready || api->ready(api->ready_ctx, why, whysz);
 }
 bool tw_api_draining(struct tw_api *api) {
   return __atomic_load_n(&api->draining, __ATOMIC_ACQUIRE) != 0;
@@ -853,6 +858,8 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   api->max_body = opts->max_body_bytes > 0 ? opts->max_body_bytes : (1 << 20);
   api->catalog = opts->catalog;
   api->placer = opts->placer;
+  api->ready = opts->ready;
+  api->ready_ctx = opts->ready_ctx;
   api->agent = opts->agent;
   api->request_seed = tw_unique_id();
   api->head_us =
@@ -944,10 +951,14 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
 void tw_api_drain(struct tw_api *api) {
   if (__atomic_exchange_n(&api->draining, 1, __ATOMIC_ACQ_REL))
     return;
+  /* The pool's workers drop the listening socket from their epoll sets on
+   * their own time after the quiesce: closing it now would race them.  It
+   * stops listening at once (new connections are refused) and is closed
+   * once the daemon has stopped. */
   MHD_socket fd = MHD_quiesce_daemon(api->mhd);
   if (fd != MHD_INVALID_SOCKET)
-    close(fd);
-  api->listen_fd = -1;
+    shutdown(fd, SHUT_RDWR);
+  api->listen_fd = fd != MHD_INVALID_SOCKET ? fd : -1;
 }
 
 void tw_api_stop(struct tw_api *api) {
@@ -968,6 +979,8 @@ void tw_api_stop(struct tw_api *api) {
   if (api->reaper_on)
     pthread_join(api->reaper, NULL);
   MHD_stop_daemon(api->mhd);
+  if (api->listen_fd >= 0)
+    close(api->listen_fd); /* quiesced by tw_api_drain */
   if (api->probe_mhd)
     MHD_stop_daemon(api->probe_mhd);
   pthread_mutex_destroy(&api->conn_mu);

@@ -17,6 +17,12 @@
  *           broker, time from submission to the broker seeing the Slurm
  *           job started; ratio_schedule_vs_slurm compares the rates.
  *           Skipped without a cluster, as bench-submit does.
+ *   hang    (--hang S, off by default) two fakes as two providers: jobs
+ *           run on aws-a, whose fake is then stopped with SIGSTOP for S
+ *           seconds, adapters on their default timeouts; meanwhile jobs
+ *           for aws-b arrive twice a second and a client asks /healthz
+ *           every 10 ms.  Prints aws-b's time to provisioning and the
+ *           /healthz percentiles during the hang (goal: p99 < 10 ms).
  *
  * Progress is followed through /metrics (tradewind_jobs{state=...}: one
  * grouped count per look, the cheapest question for the broker); the times
@@ -97,6 +103,7 @@ struct opts {
   const char *aws_extra[MAX_EXTRA]; /* "key: value" into the provider */
   int n_aws_extra;
   bool smoke, quick, keep, slurm, no_notices;
+  double hang_s; /* the hang phase: 0 skips it */
   const char *slurm_dir;
   unsigned seed;
 };
@@ -439,7 +446,7 @@ static void world_stop(struct world *w, bool keep) {
   static const char *const files[] = {"tradewind.db",     "tradewind.db-wal",
                                       "tradewind.db-shm", "tradewind.yaml",
                                       "tradewindd.log",   "fakecloud.log",
-                                      "admin.token"};
+                                      "fakecloud-b.log",  "admin.token"};
   char path[400];
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", w->dir, files[i]);
@@ -1198,6 +1205,188 @@ static void phase_slurm(const struct opts *o) {
   cluster_finish(o->keep);
 }
 
+/* -- hang: one cloud stopped, the other launching, /healthz timed ------- */
+
+#define HANG_A_JOBS 20
+#define HANG_B_EVERY_MS 500
+#define HANG_MAX_PROBES 200000
+
+static void hang_a_spec(const struct opts *o, long i, char *buf, size_t size) {
+  (void)o;
+  snprintf(buf, size,
+           "{\"name\":\"bench-hang-a-%ld\",\"resources\":{\"cpus\":2,"
+           "\"market\":\"on-demand\"},\"duration\":\"1h\",\"placement\":"
+           "{\"regions\":[\"aws:us-east-1\"]}}",
+           i);
+}
+
+static void hang_b_spec(const struct opts *o, long i, char *buf, size_t size) {
+  (void)o;
+  snprintf(buf, size,
+           "{\"name\":\"bench-hang-b-%ld\",\"resources\":{\"cpus\":2,"
+           "\"market\":\"on-demand\"},\"duration\":\"1h\",\"placement\":"
+           "{\"regions\":[\"aws:eu-west-1\"]}}",
+           i);
+}
+
+struct prober {
+  const struct world *w;
+  atomic_bool run;
+  double *ms;
+  long n;
+  atomic_long failed;
+};
+
+static void *prober_main(void *arg) {
+  struct prober *p = arg;
+  struct bench_conn c;
+  bench_conn_init(&c, p->w->daemon.port);
+  while (atomic_load(&p->run) && p->n < HANG_MAX_PROBES) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int st = conn_call(&c, "GET", "/healthz", NULL, NULL, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (st != 200)
+      atomic_fetch_add(&p->failed, 1);
+    else
+      p->ms[p->n++] = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+                      (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    sleep_ms(10);
+  }
+  bench_conn_release(&c);
+  return NULL;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void phase_hang(const struct opts *o) {
+  struct world w = {0};
+  world_dir(&w, "hang");
+  if (start_fake(&w, o)) {
+    complain("tradewind-fakecloud did not start (log %s)", w.fake.log);
+    world_stop(&w, true);
+    return;
+  }
+  struct proc other = {.what = "tradewind-fakecloud (aws-b)"};
+  char log[400], seed[16], pending[16];
+  snprintf(log, sizeof log, "%s/fakecloud-b.log", w.dir);
+  snprintf(seed, sizeof seed, "%u", o->seed + 1);
+  snprintf(pending, sizeof pending, "%d", o->pending_ms);
+  const char *argv[] = {o->fakecloud, "--listen",     "127.0.0.1:0", "--seed",
+                        seed,         "--pending-ms", pending,       NULL};
+  if (proc_start(&other, argv, log)) {
+    complain("the second tradewind-fakecloud did not start (log %s)", log);
+    world_stop(&w, true);
+    return;
+  }
+  char provider[2048];
+  snprintf(provider, sizeof provider,
+           "  - name: aws-a\n"
+           "    type: aws\n"
+           "    endpoint: http://127.0.0.1:%d\n"
+           "    regions: [us-east-1]\n"
+           "    access_key_env: TW_BENCH_AWS_ACCESS_KEY\n"
+           "    secret_key_env: TW_BENCH_AWS_SECRET_KEY\n"
+           "    image: ami-0123456789abcdef0\n"
+           "    on_demand_prices: {m5.large: \"0.096\"}\n"
+           "  - name: aws-b\n"
+           "    type: aws\n"
+           "    endpoint: http://127.0.0.1:%d\n"
+           "    regions: [eu-west-1]\n"
+           "    access_key_env: TW_BENCH_AWS_ACCESS_KEY\n"
+           "    secret_key_env: TW_BENCH_AWS_SECRET_KEY\n"
+           "    image: ami-0123456789abcdef0\n"
+           "    on_demand_prices: {m5.large: \"0.096\"}\n",
+           w.fake.port, other.port);
+  if (start_daemon(&w, o, NULL, provider)) {
+    complain("tradewindd did not start (log %s)", w.daemon.log);
+    proc_stop(&other, 5000);
+    world_stop(&w, true);
+    return;
+  }
+  wait_catalog(&w, 20000);
+  printf("# phase hang: %d jobs on aws-a (us-east-1), its fake then stopped "
+         "with SIGSTOP for %.0f s, default adapter timeouts; one aws-b job "
+         "(eu-west-1) every %d ms meanwhile; GET /healthz every 10 ms\n",
+         HANG_A_JOBS, o->hang_s, HANG_B_EVERY_MS);
+  printf("# goal: aws-b keeps launching; GET /healthz p99 < 10 ms during the "
+         "hang\n");
+  fflush(stdout);
+  struct job a[HANG_A_JOBS] = {{0}};
+  struct bench_conn c;
+  bench_conn_init(&c, w.daemon.port);
+  for (long i = 0; i < HANG_A_JOBS; i++)
+    if (!submit_one(&c, &w, o, hang_a_spec, i, &a[i]))
+      complain("aws-a job %ld refused", i);
+  struct follow fa =
+      follow_jobs(&w, false, HANG_A_JOBS, mono_ms() + 30000, 100);
+  if (!fa.complete)
+    complain("only %lld of %d aws-a jobs launched before the hang", fa.reached,
+             HANG_A_JOBS);
+
+  struct prober pr = {.w = &w, .ms = xcalloc(HANG_MAX_PROBES, sizeof(double))};
+  atomic_store(&pr.run, true);
+  pthread_t th;
+  if (pthread_create(&th, NULL, prober_main, &pr))
+    die("cannot start the /healthz prober");
+  kill(w.fake.pid, SIGSTOP);
+  int64_t t0 = mono_ms(), end = t0 + (int64_t)(o->hang_s * 1000);
+  /* the last aws-b job leaves 5 s of the hang for its launch */
+  long n_b = (long)((o->hang_s * 1000 - 5000) / HANG_B_EVERY_MS);
+  if (n_b < 1)
+    n_b = 1;
+  struct job *b = xcalloc((size_t)n_b, sizeof *b);
+  for (long i = 0; i < n_b; i++) {
+    int64_t due = t0 + i * HANG_B_EVERY_MS, now = mono_ms();
+    if (due > now)
+      sleep_ms(due - now);
+    if (!submit_one(&c, &w, o, hang_b_spec, i, &b[i]))
+      complain("aws-b job %ld refused during the hang", i);
+  }
+  int64_t now = mono_ms();
+  if (end > now)
+    sleep_ms(end - now);
+  /* still hung: what aws-b launched during it */
+  long long n[N_STATES];
+  long long reached = -1;
+  if (job_counts(&c, w.token, n))
+    reached = n[2] + n[3] + n[4] + n[7] + n[8] - fa.reached;
+  atomic_store(&pr.run, false);
+  pthread_join(th, NULL);
+  kill(w.fake.pid, SIGCONT);
+  bench_conn_release(&c);
+  read_all_events(&w, b, n_b, 0, false);
+  struct figures f = figures_of(b, n_b);
+  qsort(pr.ms, (size_t)pr.n, sizeof *pr.ms, cmp_dbl);
+  double p50 = pr.n ? pr.ms[(pr.n - 1) / 2] : 0,
+         p99 = pr.n ? pr.ms[(long)((double)(pr.n - 1) * 0.99)] : 0,
+         max = pr.n ? pr.ms[pr.n - 1] : 0;
+  printf("hang_s %.0f s\n", o->hang_s);
+  printf("hang_b_submitted %ld jobs\n", count_ok(b, n_b));
+  printf("hang_b_launched %lld jobs\n", reached);
+  printf("hang_b_ttp_p50 %.0f ms\n", f.p50_ms);
+  printf("hang_b_ttp_p99 %.0f ms\n", f.p99_ms);
+  printf("hang_b_ttp_max %.0f ms\n", f.max_ms);
+  printf("hang_healthz_requests %ld requests\n", pr.n);
+  printf("hang_healthz_failed %ld requests\n", atomic_load(&pr.failed));
+  printf("hang_healthz_p50 %.2f ms\n", p50);
+  printf("hang_healthz_p99 %.2f ms\n", p99);
+  printf("hang_healthz_max %.2f ms\n", max);
+  if (reached < count_ok(b, n_b))
+    complain("%lld of %ld aws-b jobs did not launch during the hang",
+             count_ok(b, n_b) - reached, count_ok(b, n_b));
+  if (atomic_load(&pr.failed))
+    complain("%ld /healthz requests failed", atomic_load(&pr.failed));
+  fflush(stdout);
+  free(pr.ms);
+  free(b);
+  proc_stop(&other, 5000);
+  world_stop(&w, o->keep);
+}
+
 /* ---- main ------------------------------------------------------------- */
 
 static void usage(FILE *f) {
@@ -1242,6 +1431,8 @@ static void usage(FILE *f) {
       "(repeatable)\n"
       "  --aws 'K: V'     add K: V to the aws provider entry (repeatable)\n"
       "  --no-notices     no metadata_url (the adapter polls no notices)\n"
+      "  --hang S         hang phase: one of two clouds stopped for S s\n"
+      "                   (default 0: skipped; 60 as issue 20 asks)\n"
       "  --seed N         the fake's seed (default 1)\n"
       "  --tradewindd P, --fakecloud P  the binaries (default: those built\n"
       "                   with this bench)\n"
@@ -1294,6 +1485,8 @@ int main(int argc, char **argv) {
       no_slurm = true;
     } else if (!strcmp(a, "--no-notices")) {
       o.no_notices = true;
+    } else if (!strcmp(a, "--hang") && more) {
+      o.hang_s = num_arg(a, argv[++i], 0, 3600);
     } else if (!strcmp(a, "--jobs") && more) {
       o.jobs = (long)num_arg(a, argv[++i], 1, 1000000);
       set_jobs = true;
@@ -1414,6 +1607,8 @@ int main(int argc, char **argv) {
     phase_steady(&o);
   if (o.slurm)
     phase_slurm(&o);
+  if (o.hang_s > 0)
+    phase_hang(&o);
   if (o.smoke)
     printf("%s\n",
            errors ? "smoke: FAILED" : "smoke: every job reached provisioning");

@@ -215,8 +215,12 @@ static int broker_start(struct peer *p, const struct opts *o) {
       die("cannot write %s", b->config);
     /* tokens (the default) with the per-token rate limit off, so one
      * token can load the daemon; or open: no token checks, no audit */
+    /* no provider: the scheduler's pass would note each job's reason
+     * ("no provider is configured"), writes that are not the submit
+     * path's; one pass at start, the next after the run */
     fputs(
-        "log:\n  level: warn\nstore:\n  synchronous: full\n  max_batch: 512\n",
+        "log:\n  level: warn\nstore:\n  synchronous: full\n  max_batch: 512\n"
+        "scheduler:\n  tick_ms: 600000\n",
         f);
     fputs(o->open_auth ? "auth:\n  mode: open\n"
                        : "auth:\n  mode: tokens\n  rate_limit_per_s: 0\n",

@@ -122,6 +122,9 @@ static enum tw_rc load_cfg(const char *path, struct tw_cfg **out,
 }
 
 static void apply_log(const struct tw_cfg *c) {
+  enum tw_log_format f = TW_LOG_TEXT;
+  if (c->log_format && tw_log_format_parse(c->log_format, &f))
+    tw_log_set_format(f);
   tw_log_set_level(c->log_level);
   tw_log_set_debug(c->log_debug);
 }
@@ -270,6 +273,18 @@ static enum tw_rc open_sched(struct tw_daemon *d, struct tw_err *err) {
   return rc;
 }
 
+/* /readyz: a scheduler whose loop is stuck takes jobs it will not place. */
+static bool sched_ready(void *ctx, char *why, size_t whysz) {
+  struct tw_daemon *d = ctx;
+  int64_t stalled = d->sched ? tw_sched_stalled_ms(d->sched) : 0;
+  if (stalled > 0) {
+    snprintf(why, whysz, "the scheduler has not completed a pass for %lld s",
+             (long long)(stalled / 1000));
+    return false;
+  }
+  return true;
+}
+
 enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
                          struct tw_err *err) {
   *out = NULL;
@@ -301,11 +316,17 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
   struct tw_store_opts so = {.path = cfg->db,
                              .sync_full = cfg->store_sync_full,
                              .max_batch = (int)cfg->store_max_batch,
-                             .readers = (int)cfg->store_readers};
+                             .readers = (int)cfg->store_readers,
+                             .exclusive = true};
   /* Opening the store migrates every module's tables (broker/core/store.h)
    * and refuses to start on a failed migration. */
   if ((rc = tw_store_open(&so, &d->store, err)))
     goto fail;
+  /* One write that commits makes the broker ready (/readyz); a store that
+   * cannot take it (a full disk) leaves it not ready rather than down. */
+  struct tw_err perr = {0};
+  if (tw_store_probe(d->store, &perr))
+    tw_log_error("daemon", "the store cannot commit at start: %s", perr.msg);
   /* Parsed job specs, one per job version, shared by the scheduler, the
    * reconciler and the meter (broker/core/spec_cache.h). */
   d->specs = tw_spec_cache_new(0);
@@ -379,7 +400,9 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
       .probe_listen = cfg->api_probe_listen,
       .catalog = d->cat,
       .placer = d->placer,
-      .agent = d->agent};
+      .agent = d->agent,
+      .ready = sched_ready,
+      .ready_ctx = d};
   if ((rc = tw_api_start(&ao, &d->api, err)))
     goto fail;
   const char *colon = strrchr(cfg->listen, ':');
@@ -408,12 +431,19 @@ fail:
 enum tw_rc tw_daemon_start(struct tw_daemon *d, struct tw_err *err) {
   enum tw_rc rc;
   if ((rc = tw_catalog_start(d->cat, err)) ||
-      (d->n_prov && (rc = tw_sched_start(d->sched, err))) ||
+      (rc = tw_sched_start(d->sched, err)) ||
       (rc = tw_meter_start(d->meter, err)) ||
       (d->rec && (rc = tw_reconcile_start(d->rec, err))))
     return rc;
   tw_log_info("daemon", "listen=%s:%d db=%s providers=%zu serving", d->host,
               tw_api_port(d->api), d->cfg->db, d->n_prov);
+  /* with no provider the scheduler runs to say so in each job's reason */
+  if (!d->n_prov)
+    tw_log_warn("daemon",
+                "no provider is configured: submitted jobs stay pending; add "
+                "one under providers: in %s (configs/demo.yaml runs on a fake "
+                "EC2; docs/providers.md)",
+                d->config_path);
   return TW_OK;
 }
 
@@ -472,6 +502,10 @@ void tw_daemon_drain(struct tw_daemon *d) {
   d->abandoned = tw_sched_drain(d->sched, deadline);
 }
 
+size_t tw_daemon_abandoned(const struct tw_daemon *d) {
+  return d ? d->abandoned : 0;
+}
+
 void tw_daemon_free(struct tw_daemon *d) {
   if (!d)
     return;
@@ -502,4 +536,19 @@ void tw_daemon_free(struct tw_daemon *d) {
   free(d->listen_override);
   free(d->db_override);
   free(d);
+}
+
+enum tw_rc tw_daemon_check_config(const char *path, struct tw_err *err) {
+  struct tw_cfg *cfg = NULL;
+  enum tw_rc rc = load_cfg(path, &cfg, err);
+  if (rc == TW_OK) {
+    char dir[sizeof ((struct tw_daemon *)0)->cfg_dir];
+    struct tw_policy_set *policies = NULL;
+    config_dir(path, dir, sizeof dir);
+    rc = tw_policy_set_build(cfg->policies, dir, &policies, err);
+    if (policies)
+      tw_policy_set_unref(policies);
+  }
+  tw_cfg_free(cfg);
+  return rc;
 }

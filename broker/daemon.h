@@ -65,9 +65,18 @@ enum tw_rc tw_daemon_reload(struct tw_daemon *d, struct tw_err *err);
 
 /* Stops accepting connections; requests in flight finish (tw_api_drain). */
 void tw_daemon_drain(struct tw_daemon *d);
+/* How many cloud calls the drain abandoned, still running on their
+ * workers: the process must then end without exit handlers (main.c). */
+size_t tw_daemon_abandoned(const struct tw_daemon *d);
 
 /* Drains if not yet done, then stops every thread and frees everything in
  * the reverse order of tw_daemon_new().  NULL ok. */
 void tw_daemon_free(struct tw_daemon *d);
+
+/* `tradewindd --check-config`: parses the config file and builds its
+ * placement policies as a start would, without opening the store (so it
+ * works beside a running daemon) or starting anything.  TW_OK, or the
+ * first error naming the file, the key and the reason. */
+enum tw_rc tw_daemon_check_config(const char *path, struct tw_err *err);
 
 #endif

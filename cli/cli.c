@@ -22,7 +22,9 @@ enum {
   OPT_TOKEN,
   OPT_CACERT,
   OPT_HELP,
-  OPT_VERSION
+  OPT_VERSION,
+  OPT_QUIET,
+  OPT_CONTEXT
 };
 
 static const struct tw_cli_opt global_opts[] = {
@@ -32,6 +34,8 @@ static const struct tw_cli_opt global_opts[] = {
     {"cacert", 0, true, OPT_CACERT},
     {"help", 'h', false, OPT_HELP},
     {"version", 0, false, OPT_VERSION},
+    {"quiet", 'q', false, OPT_QUIET},
+    {"context", 0, true, OPT_CONTEXT},
     {0},
 };
 
@@ -69,8 +73,22 @@ static const struct tw_cli_cmd *const commands[] = {
     &tw_cli_cmd_plan,
     &tw_cli_cmd_datasets_add,
     &tw_cli_cmd_datasets_list,
+    &tw_cli_cmd_jobs_describe,
+    &tw_cli_cmd_whoami,
+    &tw_cli_cmd_config_get,
+    &tw_cli_cmd_config_current,
+    &tw_cli_cmd_config_use,
+    &tw_cli_cmd_config_set,
+    &tw_cli_cmd_config_delete,
+    &tw_cli_cmd_completion,
+    &tw_cli_cmd_admin_backup,
     NULL,
 };
+
+const struct tw_cli_cmd *const *tw_cli_commands(void);
+const struct tw_cli_opt *tw_cli_global_opts(void);
+const struct tw_cli_cmd *const *tw_cli_commands(void) { return commands; }
+const struct tw_cli_opt *tw_cli_global_opts(void) { return global_opts; }
 
 static const char main_help[] =
     "tradewind - submit and follow jobs on a Tradewind broker\n"
@@ -82,8 +100,14 @@ static const char main_help[] =
     "  help [COMMAND]        show help for a command\n"
     "\n"
     "Global options (before or after the command):\n"
-    "  -o, --output FORMAT   table (default: aligned columns) or json (the\n"
-    "                        server's JSON, indented)\n"
+    "  -o, --output FORMAT   table (default: aligned columns), wide (more\n"
+    "                        columns), json (the server's JSON, indented),\n"
+    "                        yaml, name (one id per line) or\n"
+    "                        jsonpath=TEMPLATE ('{.items[*].id}')\n"
+    "  -q, --quiet           ids only (as -o name), no progress lines\n"
+    "      --context NAME    use context NAME of the config file\n"
+    "                        ($TRADEWIND_CONFIG, else\n"
+    "                        ~/.config/tradewind/config.yaml)\n"
     "      --url URL         broker URL; default $TRADEWIND_URL, else\n"
     "                        " DEFAULT_URL "\n"
     "      --token TOKEN     bearer token; default $TRADEWIND_TOKEN (prefer "
@@ -182,10 +206,10 @@ static const struct tw_cli_cmd *find_cmd(char **words, size_t n, size_t *used) {
 
 /* The closest command word, for "did you mean". */
 static const char *suggest(const char *word, const char *group) {
-  const char *names[16];
+  const char *names[64];
   size_t n = 0;
   size_t gl = group ? strlen(group) : 0;
-  for (size_t i = 0; commands[i] && n < 14; i++) {
+  for (size_t i = 0; commands[i] && n < 60; i++) {
     const char *name = commands[i]->name;
     if (group) {
       if (strncmp(name, group, gl) == 0 && name[gl] == ' ')
@@ -223,9 +247,40 @@ int tw_cli_usage(struct tw_cli *c, const char *fmt, ...) {
   return TW_EXIT_USAGE;
 }
 
+/* -o yaml, jsonpath=..., name: the document re-written. */
+static int print_other(struct tw_cli *c, const char *text, size_t len) {
+  json_error_t je;
+  json_t *v = json_loadb(text ? text : "", len, JSON_DECODE_ANY, &je);
+  if (!v) {
+    tw_cli_errorf(c, "the server's answer is not JSON: %s", je.text);
+    return TW_EXIT_UNREACHABLE;
+  }
+  struct tw_buf b;
+  struct tw_err err;
+  int code = TW_EXIT_OK;
+  tw_buf_init(&b);
+  tw_err_clear(&err);
+  if (c->format == TW_CLI_YAML) {
+    tw_cli_yaml(v, &b);
+    fputs(b.data, c->io->out);
+  } else if (c->format == TW_CLI_NAME) {
+    tw_cli_names(v, &b);
+    fputs(b.data, c->io->out);
+  } else if (tw_cli_jsonpath(c->jsonpath, v, &b, &err) == TW_OK) {
+    fprintf(c->io->out, "%s\n", b.data);
+  } else {
+    code = tw_cli_usage(c, "-o %s", err.msg);
+  }
+  tw_buf_release(&b);
+  json_decref(v);
+  return code;
+}
+
 int tw_cli_print_json_text(struct tw_cli *c, const char *text, size_t len) {
   struct tw_buf b;
   struct tw_err err;
+  if (c->format != TW_CLI_JSON && tw_cli_structured(c))
+    return print_other(c, text, len);
   tw_buf_init(&b);
   tw_err_clear(&err);
   if (tw_cli_json_pretty(text, len, &b, &err) != TW_OK) {
@@ -325,11 +380,31 @@ static int apply_globals(struct tw_cli *c, const struct tw_cli_parsed *p,
     case OPT_OUTPUT:
       if (strcmp(o->value, "table") == 0)
         c->format = TW_CLI_TABLE;
+      else if (strcmp(o->value, "wide") == 0)
+        c->format = TW_CLI_WIDE;
       else if (strcmp(o->value, "json") == 0)
         c->format = TW_CLI_JSON;
-      else
-        return tw_cli_usage(c, "-o: expected table or json, got \"%.64s\"",
+      else if (strcmp(o->value, "yaml") == 0)
+        c->format = TW_CLI_YAML;
+      else if (strcmp(o->value, "name") == 0)
+        c->format = TW_CLI_NAME;
+      else if (strncmp(o->value, "jsonpath=", 9) == 0 && o->value[9]) {
+        c->format = TW_CLI_JSONPATH;
+        c->jsonpath = o->value + 9;
+      } else
+        return tw_cli_usage(c,
+                            "-o: expected table, wide, json, yaml, name or "
+                            "jsonpath=TEMPLATE, got \"%.64s\"",
                             o->value);
+      break;
+    case OPT_QUIET:
+      c->quiet = true;
+      c->format = TW_CLI_NAME;
+      break;
+    case OPT_CONTEXT:
+      if (!*o->value)
+        return tw_cli_usage(c, "--context: empty context name");
+      c->context = o->value;
       break;
     case OPT_URL:
       *url = o->value;
@@ -398,11 +473,16 @@ int tw_cli_run(int argc, char **argv, const struct tw_cli_io *io) {
   const char *token = io->env_token;
   const char *cacert =
       io->env_cacert && *io->env_cacert ? io->env_cacert : NULL;
-  char *base = NULL;
+  char *base = NULL, *ctx_token = NULL, *ctx_cacert = NULL, *cfg = NULL;
   bool help = false, version = false;
   int code;
 
   tw_err_clear(&err);
+  if (io->env_config && *io->env_config)
+    c.config_file = io->env_config;
+  else if (io->env_home && *io->env_home)
+    c.config_file = cfg =
+        tw_asprintf("%s/.config/tradewind/config.yaml", io->env_home);
   if (tw_cli_opts_parse(only_globals, argc - 1, argv + 1, true, &p0, &err)) {
     code = tw_cli_usage(&c, "%s", err.msg);
     goto out;
@@ -520,6 +600,36 @@ int tw_cli_run(int argc, char **argv, const struct tw_cli_io *io) {
                         p1.pos[cmd->max_pos]);
     goto out;
   }
+  /* Flags first, then the environment, then the context of the config
+   * file; an explicit --context beats the environment. */
+  if (!cmd->local) {
+    bool url_flag = false, token_flag = false, cacert_flag = false;
+    for (size_t k = 0; k < p0.nopts + p1.nopts; k++) {
+      int id = k < p0.nopts ? p0.opts[k].id : p1.opts[k - p0.nopts].id;
+      url_flag |= id == OPT_URL;
+      token_flag |= id == OPT_TOKEN;
+      cacert_flag |= id == OPT_CACERT;
+    }
+    bool env_wins = !c.context;
+    bool url_set = url_flag || (env_wins && io->env_url && *io->env_url);
+    bool token_set =
+        token_flag || (env_wins && io->env_token && *io->env_token);
+    bool cacert_set =
+        cacert_flag || (env_wins && io->env_cacert && *io->env_cacert);
+    if (!url_flag && !url_set)
+      url = DEFAULT_URL;
+    if (!token_flag && !token_set)
+      token = NULL;
+    if (!cacert_flag && !cacert_set)
+      cacert = NULL;
+    if ((code = tw_cli_config_apply(&c, &url, url_set, &ctx_token, token_set,
+                                    &ctx_cacert, cacert_set)) >= 0)
+      goto out;
+    if (ctx_token)
+      token = ctx_token;
+    if (ctx_cacert)
+      cacert = ctx_cacert;
+  }
   if ((code = check_url(&c, url, &base)) >= 0)
     goto out;
   c.url = base;
@@ -536,6 +646,13 @@ out:
   fflush(io->out);
   fflush(io->err);
   free(base);
+  free(cfg);
+  free(c.ctx_url);
+  if (ctx_token) {
+    explicit_bzero(ctx_token, strlen(ctx_token));
+    free(ctx_token);
+  }
+  free(ctx_cacert);
   tw_cli_parsed_release(&p0);
   tw_cli_parsed_release(&p1);
   return code;

@@ -36,6 +36,8 @@ struct tw_cli_io {
   const char *env_url;    /* TRADEWIND_URL, NULL when unset */
   const char *env_token;  /* TRADEWIND_TOKEN, NULL when unset */
   const char *env_cacert; /* TRADEWIND_CACERT, NULL when unset */
+  const char *env_config; /* TRADEWIND_CONFIG: the client config file */
+  const char *env_home;   /* HOME: ~/.config/tradewind/config.yaml */
   struct tw_clock *clock; /* wall clock: job ages and wait deadlines */
   /* Blocks for ms milliseconds; tests pass one that advances a fake clock. */
   void (*sleep_ms)(void *ctx, int64_t ms);

@@ -37,6 +37,7 @@ struct tw_cli_parsed {
 
 /* Parses argv[0..argc) against the tables (a NULL-terminated list of
  * option tables, searched in order).  Accepts --name value, --name=value,
+ * -o=value,
  * -o value, -ovalue, and `--` to end options; "-" alone is positional.
  * With stop_at_pos the first positional argument and everything after it
  * are left unparsed in out->pos.  On TW_E_INVALID err->msg names the
@@ -118,7 +119,16 @@ void tw_cli_table_release(struct tw_cli_table *t);
 
 /* --- commands (cli.c and cmd_*.c) --------------------------------------- */
 
-enum tw_cli_format { TW_CLI_TABLE = 0, TW_CLI_JSON };
+/* -o: the human formats come first; from TW_CLI_JSON on the output is
+ * for programs (tw_cli_structured()). */
+enum tw_cli_format {
+  TW_CLI_TABLE = 0,
+  TW_CLI_WIDE,     /* the table with more columns where a command has them */
+  TW_CLI_JSON,     /* the server's JSON, indented */
+  TW_CLI_YAML,     /* the same document as YAML */
+  TW_CLI_JSONPATH, /* jsonpath=TEMPLATE applied to the document */
+  TW_CLI_NAME      /* one identifier per line: id, else name */
+};
 
 /* The state of one run, shared by the commands. */
 struct tw_cli {
@@ -128,7 +138,53 @@ struct tw_cli {
   const char *token;  /* NULL when none */
   const char *cacert; /* CA bundle for https (--cacert), NULL: the system's */
   const char *cmd;    /* "jobs list": for "see --help" hints */
+  const char *jsonpath; /* the template of -o jsonpath=... */
+  bool quiet;           /* -q: identifiers only, no progress lines */
+  const char *config_file; /* the client config (contexts); NULL: none */
+  const char *context;     /* --context, else the file's current-context */
+  char *ctx_url;           /* the context's URL (owned by run) */
 };
+
+struct json_t;
+
+/* The config file (cmd_config.c).  load: *doc is the file as JSON (an
+ * empty object when absent); apply: fills in url, token and CA from the
+ * chosen context where *_set says the user did not give them.  Both return
+ * -1 on success, else an exit code after printing the reason. */
+int tw_cli_config_load(struct tw_cli *c, struct json_t **doc);
+int tw_cli_config_apply(struct tw_cli *c, const char **url, bool url_set,
+                        char **token_owned, bool token_set,
+                        char **cacert_owned, bool cacert_set);
+
+static inline bool tw_cli_structured(const struct tw_cli *c) {
+  return c->format >= TW_CLI_JSON;
+}
+
+/* --- structured output (format.c) --------------------------------------- */
+
+struct json_t;
+
+/* Writes v as block-style YAML (strings quoted when plain YAML would read
+ * them as something else). */
+void tw_cli_yaml(const struct json_t *v, struct tw_buf *out);
+
+/* Applies a kubectl-style JSONPath template: literal text with {EXPR}
+ * parts, EXPR being .key, ['key'], [N] and [*] steps (a template without
+ * braces is one EXPR).  Several results are joined by spaces; strings print
+ * raw, other values as compact JSON.  TW_E_INVALID names the fault. */
+enum tw_rc tw_cli_jsonpath(const char *tmpl, const struct json_t *v,
+                           struct tw_buf *out, struct tw_err *err);
+
+/* The identifiers of a document for -o name: each item's id (else name)
+ * of an `items` list, or the object's own. */
+void tw_cli_names(const struct json_t *v, struct tw_buf *out);
+
+/* Sorts an array of objects by the value at a JSONPath expression (".a.b"
+ * or "{.a.b}"): numbers numerically, strings bytewise, missing last.
+ * TW_E_INVALID for a malformed expression. */
+enum tw_rc tw_cli_sort_items(struct json_t *items, const char *expr,
+                             struct tw_err *err);
+
 
 struct json_t;
 
@@ -186,6 +242,7 @@ struct tw_cli_cmd {
   const struct tw_cli_opt *opts;
   size_t min_pos, max_pos;
   int (*run)(struct tw_cli *c, const struct tw_cli_parsed *p);
+  bool local; /* needs no server: contexts are not applied (config, completion) */
 };
 
 extern const struct tw_cli_cmd tw_cli_cmd_submit;
@@ -204,6 +261,11 @@ extern const struct tw_cli_cmd tw_cli_cmd_token_create, tw_cli_cmd_token_list,
     tw_cli_cmd_quota_get, tw_cli_cmd_quota_set, tw_cli_cmd_budget_get,
     tw_cli_cmd_budget_set, tw_cli_cmd_budget_status, tw_cli_cmd_audit_list,
     tw_cli_cmd_audit_export, tw_cli_cmd_audit_verify;
+/* cmd_config.c, cmd_more.c */
+extern const struct tw_cli_cmd tw_cli_cmd_config_get,
+    tw_cli_cmd_config_current, tw_cli_cmd_config_use, tw_cli_cmd_config_set,
+    tw_cli_cmd_config_delete, tw_cli_cmd_whoami, tw_cli_cmd_completion,
+    tw_cli_cmd_jobs_describe, tw_cli_cmd_admin_backup;
 
 /* Option ids below this are the commands' own. */
 #define TW_CLI_OPT_GLOBAL 1000

@@ -113,7 +113,7 @@ static int cmd_audit_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
   int code = page(c, &q, after ? strtoll(after, NULL, 10) : 0,
                   limit > PAGE ? PAGE : limit, &items, &next);
   tw_buf_release(&q);
-  if (code == TW_EXIT_OK && c->format == TW_CLI_JSON) {
+  if (code == TW_EXIT_OK && tw_cli_structured(c)) {
     json_t *doc = json_pack("{s:O}", "items", items);
     code = tw_cli_print_json(c, doc);
     json_decref(doc);
@@ -279,7 +279,7 @@ static int cmd_audit_verify(struct tw_cli *c, const struct tw_cli_parsed *p) {
     fprintf(c->io->out, "audit log broken: %s\n", err.msg);
     return TW_EXIT_JOB_FAILED;
   }
-  if (c->format == TW_CLI_JSON)
+  if (tw_cli_structured(c))
     fprintf(c->io->out,
             "{\n  \"ok\": true,\n  \"entries\": %" PRId64
             ",\n  \"head\": \"%s\"\n}\n",

@@ -96,7 +96,7 @@ static int cmd_budget_get(struct tw_cli *c, const struct tw_cli_parsed *p) {
   int code = tn_call(c, "GET", path, NULL, NULL, &resp, &out);
   free(path);
   if (code == TW_EXIT_OK) {
-    if (c->format == TW_CLI_JSON)
+    if (tw_cli_structured(c))
       code = tn_print(c, &resp);
     else
       print_budget(c, out);
@@ -227,7 +227,7 @@ static int cmd_budget_set(struct tw_cli *c, const struct tw_cli_parsed *p) {
   tw_cli_http_resp_release(&resp);
   code = tn_call(c, "PUT", path, body, etag[0] ? etag : NULL, &resp, &b);
   if (code == TW_EXIT_OK) {
-    if (c->format == TW_CLI_JSON)
+    if (tw_cli_structured(c))
       code = tn_print(c, &resp);
     else
       print_budget(c, b);
@@ -276,7 +276,7 @@ static int cmd_budget_status(struct tw_cli *c, const struct tw_cli_parsed *p) {
   json_t *out = NULL;
   int code = tn_call(c, "GET", path, NULL, NULL, &resp, &out);
   free(path);
-  if (code == TW_EXIT_OK && c->format == TW_CLI_JSON) {
+  if (code == TW_EXIT_OK && tw_cli_structured(c)) {
     code = tn_print(c, &resp);
   } else if (code == TW_EXIT_OK) {
     struct tw_cli_table tb;

@@ -111,7 +111,7 @@ static int cmd_add(struct tw_cli *c, const struct tw_cli_parsed *p) {
   int code = tw_cli_request(c, "POST", "/v1/datasets", "application/json",
                             body.data, body.len, NULL, &resp, &d);
   if (code == TW_EXIT_OK) {
-    if (c->format == TW_CLI_JSON) {
+    if (tw_cli_structured(c)) {
       code = tw_cli_print_json_text(c, resp.body.data, resp.body.len);
     } else {
       json_t *items = json_array();
@@ -153,7 +153,7 @@ static int cmd_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
   int code =
       tw_cli_request(c, "GET", path.data, NULL, NULL, 0, NULL, &resp, &body);
   if (code == TW_EXIT_OK) {
-    if (c->format == TW_CLI_JSON)
+    if (tw_cli_structured(c))
       code = tw_cli_print_json_text(c, resp.body.data, resp.body.len);
     else
       print_items(c, json_object_get(body, "items"));

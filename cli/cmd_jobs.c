@@ -64,12 +64,29 @@ static void placement_short(json_t *job, struct tw_buf *out) {
 
 /* --- jobs list ----------------------------------------------------------- */
 
-enum { OPT_STATE = 1, OPT_TENANT, OPT_LIMIT, OPT_ALL, OPT_CURSOR };
+enum {
+  OPT_STATE = 1,
+  OPT_TENANT,
+  OPT_LIMIT,
+  OPT_ALL,
+  OPT_CURSOR,
+  OPT_SORT_BY,
+  OPT_WATCH,
+  OPT_ALL_TENANTS,
+  OPT_TIMEOUT
+};
 
 static const struct tw_cli_opt list_opts[] = {
-    {"state", 0, true, OPT_STATE},   {"tenant", 0, true, OPT_TENANT},
-    {"limit", 0, true, OPT_LIMIT},   {"all", 0, false, OPT_ALL},
-    {"cursor", 0, true, OPT_CURSOR}, {0},
+    {"state", 0, true, OPT_STATE},
+    {"tenant", 0, true, OPT_TENANT},
+    {"all-tenants", 'A', false, OPT_ALL_TENANTS},
+    {"limit", 0, true, OPT_LIMIT},
+    {"all", 0, false, OPT_ALL},
+    {"cursor", 0, true, OPT_CURSOR},
+    {"sort-by", 0, true, OPT_SORT_BY},
+    {"watch", 'w', false, OPT_WATCH},
+    {"timeout", 0, true, OPT_TIMEOUT},
+    {0},
 };
 
 static void add_param(struct tw_buf *q, const char *name, const char *value) {
@@ -81,79 +98,50 @@ static void add_param(struct tw_buf *q, const char *name, const char *value) {
 static void list_row(struct tw_cli *c, struct tw_cli_table *t, json_t *job,
                      int64_t now_ms) {
   struct tw_buf where;
-  char age[32] = "-";
+  char age[32] = "-", price[48] = "-";
   int64_t created;
   const char *at = jstr(job, "created_at");
   tw_buf_init(&where);
   placement_short(job, &where);
   if (at && tw_time_parse_rfc3339(at, &created) == 0)
     tw_cli_fmt_age(now_ms - created, age, sizeof age);
-  const char *row[] = {jstr(job, "id"),    jstr(job, "name"),
-                       jstr(job, "state"), jstr(job, "tenant"),
-                       where.data,         age};
-  tw_cli_table_add(t, row);
+  if (c->format == TW_CLI_WIDE) {
+    json_t *pl = json_object_get(job, "placement");
+    json_t *pv = json_object_get(pl, "price_uusd_per_hour");
+    if (json_is_integer(pv)) {
+      tw_cli_fmt_uusd(json_integer_value(pv), price, sizeof price - 3);
+      strcat(price, "/h");
+    }
+    const char *row[] = {jstr(job, "id"),      jstr(job, "name"),
+                         jstr(job, "state"),   jstr(job, "tenant"),
+                         jstr(job, "project"), where.data,
+                         price,                age,
+                         jstr(job, "reason")};
+    tw_cli_table_add(t, row);
+  } else {
+    const char *row[] = {jstr(job, "id"),    jstr(job, "name"),
+                         jstr(job, "state"), jstr(job, "tenant"),
+                         where.data,         age};
+    tw_cli_table_add(t, row);
+  }
   tw_buf_release(&where);
 }
 
-static int cmd_jobs_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
-  static const char *const headers[] = {"ID",     "NAME",      "STATE",
-                                        "TENANT", "PLACEMENT", "AGE"};
-  const char *state = NULL, *tenant = NULL, *cursor = NULL, *limit = NULL;
-  bool all = false;
+struct list_query {
+  const char *states[TW_JOB_NSTATES];
+  size_t nstates;
+  const char *tenant, *limit, *cursor, *sort_by;
+  bool all;
+};
+
+/* Fetches the jobs of one state (NULL: any) into items, following cursors
+ * with q->all.  *more is set when a page was left unread; *single (when
+ * not NULL) receives the server's own text of a one-page answer. */
+static int fetch_jobs(struct tw_cli *c, const struct list_query *q,
+                      const char *state, json_t *items, char **more,
+                      char **single) {
+  char *next = q->cursor ? tw_strdup(q->cursor) : NULL;
   int code = TW_EXIT_OK;
-  json_t *items = json_array();
-  char *next = NULL, *single = NULL;
-  size_t single_len = 0;
-
-  for (size_t i = 0; i < p->nopts; i++) {
-    const struct tw_cli_optval *o = &p->opts[i];
-    long n;
-    enum tw_job_state s;
-    switch (o->id) {
-    case OPT_STATE:
-      if (!tw_job_state_parse(o->value, &s)) {
-        const char *names[TW_JOB_NSTATES + 1];
-        for (int k = 0; k < TW_JOB_NSTATES; k++)
-          names[k] = tw_job_state_str((enum tw_job_state)k);
-        names[TW_JOB_NSTATES] = NULL;
-        const char *near = tw_closest(o->value, names);
-        code = near ? tw_cli_usage(c,
-                                   "--state: unknown state \"%.64s\"; did "
-                                   "you mean \"%s\"?",
-                                   o->value, near)
-                    : tw_cli_usage(c, "--state: unknown state \"%.64s\"",
-                                   o->value);
-        goto out;
-      }
-      state = o->value;
-      break;
-    case OPT_TENANT:
-      if (!*o->value) {
-        code = tw_cli_usage(c, "--tenant: empty tenant name");
-        goto out;
-      }
-      tenant = o->value;
-      break;
-    case OPT_LIMIT:
-      if (tw_cli_parse_int(o->value, 1, 500, &n)) {
-        code = tw_cli_usage(c, "--limit: expected 1..500, got \"%.64s\"",
-                            o->value);
-        goto out;
-      }
-      limit = o->value;
-      break;
-    case OPT_ALL:
-      all = true;
-      break;
-    case OPT_CURSOR:
-      cursor = o->value;
-      break;
-    default:
-      break;
-    }
-  }
-
-  next = cursor ? tw_strdup(cursor) : NULL;
   for (int page = 0;; page++) {
     struct tw_buf path;
     struct tw_cli_http_resp resp;
@@ -162,10 +150,10 @@ static int cmd_jobs_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
     tw_cli_http_resp_init(&resp);
     if (state)
       add_param(&path, "state", state);
-    if (tenant)
-      add_param(&path, "tenant", tenant);
-    if (limit)
-      add_param(&path, "limit", limit);
+    if (q->tenant)
+      add_param(&path, "tenant", q->tenant);
+    if (q->limit)
+      add_param(&path, "limit", q->limit);
     if (next)
       add_param(&path, "cursor", next);
     char *full = tw_asprintf("/v1/jobs%s", path.len ? path.data : "");
@@ -180,21 +168,20 @@ static int cmd_jobs_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
     if (code != TW_EXIT_OK) {
       json_decref(body);
       tw_cli_http_resp_release(&resp);
-      goto out;
+      break;
     }
     json_array_extend(items, page_items);
     const char *nc = jstr(body, "next_cursor");
     bool repeated = nc && next && strcmp(nc, next) == 0;
     free(next);
     next = nc && *nc ? tw_strdup(nc) : NULL;
-    if (!all) {
-      /* One page: print the server's own text. */
-      single = tw_buf_detach(&resp.body);
-      single_len = strlen(single);
+    if (!q->all && single) {
+      free(*single);
+      *single = tw_buf_detach(&resp.body);
     }
     json_decref(body);
     tw_cli_http_resp_release(&resp);
-    if (!all || !next)
+    if (!q->all || !next)
       break;
     if (repeated || page + 1 >= LIST_MAX_PAGES) {
       tw_cli_errorf(c,
@@ -202,37 +189,287 @@ static int cmd_jobs_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
                     "stopped after %d",
                     repeated ? "repeated" : "unchanged", page + 1);
       code = TW_EXIT_UNREACHABLE;
-      goto out;
+      break;
     }
   }
+  if (code == TW_EXIT_OK && next && !*more)
+    *more = next;
+  else
+    free(next);
+  return code;
+}
 
-  if (c->format == TW_CLI_JSON) {
+/* Every state asked for, merged newest first, then --sort-by. */
+static int fetch_all(struct tw_cli *c, const struct list_query *q,
+                     json_t **items_out, char **more, char **single) {
+  json_t *items = json_array();
+  int code = TW_EXIT_OK;
+  *more = NULL;
+  if (q->nstates <= 1) {
+    code = fetch_jobs(c, q, q->nstates ? q->states[0] : NULL, items, more,
+                      q->sort_by ? NULL : single);
+  } else {
+    for (size_t i = 0; i < q->nstates && code == TW_EXIT_OK; i++)
+      code = fetch_jobs(c, q, q->states[i], items, more, NULL);
+    if (code == TW_EXIT_OK) {
+      struct tw_err err;
+      tw_err_clear(&err);
+      tw_cli_sort_items(items, ".created_at", &err);
+      /* newest first, as one server page would be */
+      json_t *rev = json_array();
+      for (size_t i = json_array_size(items); i-- > 0;)
+        json_array_append(rev, json_array_get(items, i));
+      json_decref(items);
+      items = rev;
+    }
+  }
+  if (code == TW_EXIT_OK && q->sort_by) {
+    struct tw_err err;
+    tw_err_clear(&err);
+    if (tw_cli_sort_items(items, q->sort_by, &err) != TW_OK)
+      code = tw_cli_usage(c, "%s", err.msg);
+  }
+  if (code != TW_EXIT_OK) {
+    json_decref(items);
+    items = NULL;
+    free(*more);
+    *more = NULL;
+  }
+  *items_out = items;
+  return code;
+}
+
+static void render_list(struct tw_cli *c, json_t *items, bool header) {
+  static const char *const headers[] = {"ID",     "NAME",      "STATE",
+                                        "TENANT", "PLACEMENT", "AGE"};
+  static const char *const wide[] = {"ID",      "NAME",      "STATE",
+                                     "TENANT",  "PROJECT",   "PLACEMENT",
+                                     "PRICE",   "AGE",       "REASON"};
+  struct tw_cli_table t;
+  bool w = c->format == TW_CLI_WIDE;
+  int64_t now_ms = tw_clock_now_ms(c->io->clock);
+  tw_cli_table_init(&t, w ? 9 : 6, header ? (w ? wide : headers) : NULL);
+  for (size_t i = 0; i < json_array_size(items); i++)
+    list_row(c, &t, json_array_get(items, i), now_ms);
+  print_table(c, &t);
+  tw_cli_table_release(&t);
+}
+
+/* --watch: every 2 s, the jobs whose state or update time changed, one
+ * row (or one document) each, until --timeout or an interrupt. */
+static int watch_list(struct tw_cli *c, const struct list_query *q,
+                      json_t *seen, int64_t timeout_ms) {
+  int64_t start = tw_clock_now_ms(c->io->clock);
+  int failures = 0;
+  for (;;) {
+    int64_t nap = 2000;
+    if (timeout_ms > 0) {
+      int64_t left = start + timeout_ms - tw_clock_now_ms(c->io->clock);
+      if (left <= 0)
+        return TW_EXIT_OK;
+      if (left < nap)
+        nap = left;
+    }
+    c->io->sleep_ms(c->io->sleep_ctx, nap);
+    if (timeout_ms > 0 &&
+        tw_clock_now_ms(c->io->clock) - start >= timeout_ms)
+      return TW_EXIT_OK;
+    json_t *items = NULL;
+    char *more = NULL;
+    int code = fetch_all(c, q, &items, &more, NULL);
+    free(more);
+    if (code != TW_EXIT_OK) {
+      if (code != TW_EXIT_UNREACHABLE ||
+          ++failures >= TW_CLI_WAIT_MAX_FAILURES)
+        return code;
+      continue;
+    }
+    failures = 0;
+    json_t *changed = json_array();
+    for (size_t i = json_array_size(items); i-- > 0;) {
+      json_t *job = json_array_get(items, i);
+      const char *id = jstr(job, "id");
+      if (!id)
+        continue;
+      char *mark = tw_asprintf("%s %s", jstr(job, "state") ? jstr(job, "state")
+                                                           : "",
+                               jstr(job, "updated_at") ? jstr(job, "updated_at")
+                                                       : "");
+      const char *old = jstr(seen, id);
+      if (!old || strcmp(old, mark) != 0) {
+        json_array_append(changed, job);
+        json_object_set_new(seen, id, json_string(mark));
+      }
+      free(mark);
+    }
+    if (tw_cli_structured(c)) {
+      for (size_t i = 0; i < json_array_size(changed); i++)
+        if ((code = tw_cli_print_json(c, json_array_get(changed, i))))
+          break;
+    } else if (json_array_size(changed)) {
+      render_list(c, changed, false);
+    }
+    fflush(c->io->out);
+    json_decref(changed);
+    json_decref(items);
+    if (code != TW_EXIT_OK)
+      return code;
+  }
+}
+
+static int cmd_jobs_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
+  struct list_query q = {0};
+  bool watch = false;
+  int64_t timeout_ms = 0;
+  int code = TW_EXIT_OK;
+  json_t *items = NULL;
+  char *more = NULL, *single = NULL;
+
+  for (size_t i = 0; i < p->nopts; i++) {
+    const struct tw_cli_optval *o = &p->opts[i];
+    long n;
+    enum tw_job_state s;
+    switch (o->id) {
+    case OPT_STATE:
+      /* --state a --state b, and --state a,b: both kept */
+      for (const char *v = o->value;;) {
+        const char *comma = strchr(v, ',');
+        size_t len = comma ? (size_t)(comma - v) : strlen(v);
+        char *one = tw_strndup(v, len);
+        if (!tw_job_state_parse(one, &s)) {
+          const char *names[TW_JOB_NSTATES + 1];
+          for (int k = 0; k < TW_JOB_NSTATES; k++)
+            names[k] = tw_job_state_str((enum tw_job_state)k);
+          names[TW_JOB_NSTATES] = NULL;
+          const char *near = tw_closest(one, names);
+          code = near ? tw_cli_usage(c,
+                                     "--state: unknown state \"%.64s\"; did "
+                                     "you mean \"%s\"?",
+                                     one, near)
+                      : tw_cli_usage(c, "--state: unknown state \"%.64s\"",
+                                     one);
+          free(one);
+          goto out;
+        }
+        free(one);
+        bool dup = false;
+        for (size_t k = 0; k < q.nstates; k++)
+          dup |= strcmp(q.states[k], tw_job_state_str(s)) == 0;
+        if (!dup && q.nstates < TW_JOB_NSTATES)
+          q.states[q.nstates++] = tw_job_state_str(s);
+        if (!comma)
+          break;
+        v = comma + 1;
+      }
+      break;
+    case OPT_TENANT:
+      if (!*o->value) {
+        code = tw_cli_usage(c, "--tenant: empty tenant name");
+        goto out;
+      }
+      /* '*' is every tenant the token may see: no filter */
+      q.tenant = strcmp(o->value, "*") == 0 ? NULL : o->value;
+      break;
+    case OPT_ALL_TENANTS:
+      q.tenant = NULL;
+      break;
+    case OPT_LIMIT:
+      if (tw_cli_parse_int(o->value, 1, 500, &n)) {
+        code = tw_cli_usage(c, "--limit: expected 1..500, got \"%.64s\"",
+                            o->value);
+        goto out;
+      }
+      q.limit = o->value;
+      break;
+    case OPT_ALL:
+      q.all = true;
+      break;
+    case OPT_CURSOR:
+      q.cursor = o->value;
+      break;
+    case OPT_SORT_BY:
+      q.sort_by = o->value;
+      break;
+    case OPT_WATCH:
+      watch = true;
+      break;
+    case OPT_TIMEOUT:
+      if (tw_cli_parse_duration_ms(o->value, &timeout_ms)) {
+        code = tw_cli_usage(c,
+                            "--timeout: expected a duration such as 90s, "
+                            "10m or 1h30m, got \"%.64s\"",
+                            o->value);
+        goto out;
+      }
+      break;
+    default:
+      break;
+    }
+  }
+  if (q.cursor && q.nstates > 1) {
+    code = tw_cli_usage(c, "--cursor: pages of one --state only (a cursor "
+                           "belongs to one list)");
+    goto out;
+  }
+  if (timeout_ms && !watch) {
+    code = tw_cli_usage(c, "--timeout: needs --watch");
+    goto out;
+  }
+  if (watch && q.all) {
+    code = tw_cli_usage(c, "--watch: not with --all");
+    goto out;
+  }
+
+  if ((code = fetch_all(c, &q, &items, &more, &single)) != TW_EXIT_OK)
+    goto out;
+
+  if (tw_cli_structured(c) && !watch) {
     if (single) {
-      code = tw_cli_print_json_text(c, single, single_len);
+      code = tw_cli_print_json_text(c, single, strlen(single));
     } else {
-      json_t *doc = json_pack("{s:O,s:n}", "items", items, "next_cursor");
+      json_t *doc =
+          json_pack("{s:O,s:s?}", "items", items, "next_cursor",
+                    q.nstates <= 1 && !q.all ? more : NULL);
       code = tw_cli_print_json(c, doc);
       json_decref(doc);
     }
     goto out;
   }
-  struct tw_cli_table t;
-  int64_t now_ms = tw_clock_now_ms(c->io->clock);
-  tw_cli_table_init(&t, 6, headers);
-  for (size_t i = 0; i < json_array_size(items); i++)
-    list_row(c, &t, json_array_get(items, i), now_ms);
-  print_table(c, &t);
-  tw_cli_table_release(&t);
-  if (!all && next) {
+  if (tw_cli_structured(c)) {
+    for (size_t i = 0; i < json_array_size(items) && !code; i++)
+      code = tw_cli_print_json(c, json_array_get(items, i));
+  } else {
+    render_list(c, items, true);
+  }
+  if (!q.all && more && !watch) {
     struct tw_buf b;
     tw_buf_init(&b);
-    tw_cli_add_clean(&b, next);
-    tw_cli_errorf(c, "more jobs: add --cursor %s, or --all", b.data);
+    tw_cli_add_clean(&b, more);
+    if (q.nstates > 1)
+      tw_cli_errorf(c, "more jobs: add --all");
+    else
+      tw_cli_errorf(c, "more jobs: add --cursor %s, or --all", b.data);
     tw_buf_release(&b);
+  }
+  if (watch && code == TW_EXIT_OK) {
+    fflush(c->io->out);
+    json_t *seen = json_object();
+    for (size_t i = 0; i < json_array_size(items); i++) {
+      json_t *job = json_array_get(items, i);
+      if (!jstr(job, "id"))
+        continue;
+      char *mark = tw_asprintf(
+          "%s %s", jstr(job, "state") ? jstr(job, "state") : "",
+          jstr(job, "updated_at") ? jstr(job, "updated_at") : "");
+      json_object_set_new(seen, jstr(job, "id"), json_string(mark));
+      free(mark);
+    }
+    code = watch_list(c, &q, seen, timeout_ms);
+    json_decref(seen);
   }
 
 out:
-  free(next);
+  free(more);
   free(single);
   json_decref(items);
   return code;
@@ -245,11 +482,21 @@ const struct tw_cli_cmd tw_cli_cmd_jobs_list = {
     .help = "Options:\n"
             "  --state STATE     only jobs in STATE (pending, placing,\n"
             "                    provisioning, running, succeeded, failed,\n"
-            "                    cancelled, interrupted, recovering)\n"
-            "  --tenant TENANT   only jobs of TENANT\n"
+            "                    cancelled, interrupted, recovering); repeat\n"
+            "                    it or give a,b for several states\n"
+            "  --tenant TENANT   only jobs of TENANT; '*' (or -A,\n"
+            "                    --all-tenants): every tenant the token sees\n"
             "  --limit N         jobs per page, 1..500 (server default 50)\n"
             "  --cursor CURSOR   start at this page (from a previous list)\n"
-            "  --all             follow next_cursor through every page\n",
+            "  --all             follow next_cursor through every page\n"
+            "  --sort-by PATH    sort by a JSONPath field, ascending:\n"
+            "                    .name, .state, .created_at,\n"
+            "                    .placement.price_uusd_per_hour\n"
+            "  -w, --watch       after the list, print each job again when\n"
+            "                    its state changes (every 2 s) until\n"
+            "                    interrupted or --timeout\n"
+            "  --timeout D       stop watching after D (90s, 10m)\n"
+            "With -o wide: PROJECT, PRICE and REASON columns too.\n",
     .opts = list_opts,
     .min_pos = 0,
     .max_pos = 0,
@@ -330,7 +577,7 @@ static int cmd_jobs_get(struct tw_cli *c, const struct tw_cli_parsed *p) {
   tw_cli_http_resp_init(&resp);
   code = tw_cli_request(c, "GET", path, NULL, NULL, 0, NULL, &resp, &job);
   if (code == TW_EXIT_OK) {
-    if (c->format == TW_CLI_JSON)
+    if (tw_cli_structured(c))
       code = tw_cli_print_json_text(c, resp.body.data, resp.body.len);
     else
       print_job(c, job);
@@ -364,7 +611,7 @@ static int cmd_jobs_cancel(struct tw_cli *c, const struct tw_cli_parsed *p) {
   tw_cli_http_resp_init(&resp);
   code = tw_cli_request(c, "DELETE", path, NULL, NULL, 0, NULL, &resp, &job);
   if (code == TW_EXIT_OK) {
-    if (c->format == TW_CLI_JSON) {
+    if (tw_cli_structured(c)) {
       code = tw_cli_print_json_text(c, resp.body.data, resp.body.len);
     } else {
       struct tw_buf b;
@@ -411,7 +658,7 @@ static int cmd_jobs_events(struct tw_cli *c, const struct tw_cli_parsed *p) {
     tw_cli_errorf(c, "the server's event list has no items array");
     code = TW_EXIT_UNREACHABLE;
   }
-  if (code == TW_EXIT_OK && c->format == TW_CLI_JSON) {
+  if (code == TW_EXIT_OK && tw_cli_structured(c)) {
     code = tw_cli_print_json_text(c, resp.body.data, resp.body.len);
   } else if (code == TW_EXIT_OK) {
     struct tw_cli_table t;

@@ -349,7 +349,7 @@ static int cmd_offers(struct tw_cli *c, const struct tw_cli_parsed *p) {
     }
   }
 
-  if (c->format == TW_CLI_JSON) {
+  if (tw_cli_structured(c)) {
     if (single) {
       code = tw_cli_print_json_text(c, single, single_len);
     } else {

@@ -211,7 +211,7 @@ static int cmd_plan(struct tw_cli *c, const struct tw_cli_parsed *p) {
   int code = tw_cli_request(c, "POST", path,
                             json ? "application/json" : "application/yaml",
                             spec.data, spec.len, NULL, &resp, &plan);
-  if (code == TW_EXIT_OK && c->format == TW_CLI_JSON) {
+  if (code == TW_EXIT_OK && tw_cli_structured(c)) {
     code = tw_cli_print_json_text(c, resp.body.data, resp.body.len);
     json_t *cands = json_object_get(plan, "candidates");
     if (code == TW_EXIT_OK && json_is_array(cands) && !json_array_size(cands))

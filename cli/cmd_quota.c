@@ -68,7 +68,7 @@ static int cmd_quota_get(struct tw_cli *c, const struct tw_cli_parsed *p) {
   int code = tn_call(c, "GET", path, NULL, NULL, &resp, &out);
   free(path);
   if (code == TW_EXIT_OK) {
-    if (c->format == TW_CLI_JSON)
+    if (tw_cli_structured(c))
       code = tn_print(c, &resp);
     else
       print_quota(c, out);
@@ -192,7 +192,7 @@ static int cmd_quota_set(struct tw_cli *c, const struct tw_cli_parsed *p) {
   q = NULL;
   code = tn_call(c, "PUT", path, body, etag[0] ? etag : NULL, &resp, &q);
   if (code == TW_EXIT_OK) {
-    if (c->format == TW_CLI_JSON)
+    if (tw_cli_structured(c))
       code = tn_print(c, &resp);
     else
       print_quota(c, q);

@@ -55,7 +55,7 @@ static int print_table(struct tw_cli *c, json_t *body) {
   size_t nd = json_array_size(groups);
   if (nd > 6)
     nd = 6;
-  const char *headers[9];
+  const char *headers[10];
   char upper[6][16];
   for (size_t d = 0; d < nd; d++) {
     const char *g = json_string_value(json_array_get(groups, d));
@@ -68,12 +68,24 @@ static int print_table(struct tw_cli *c, json_t *body) {
   headers[nd] = "LIST";
   headers[nd + 1] = "EFFECTIVE";
   headers[nd + 2] = "ROWS";
+  /* a provider priced in another currency: its amount and the rate */
+  bool fx = false;
+  for (size_t i = 0; i < json_array_size(items); i++)
+    fx |= jstr(json_array_get(items, i), "source_currency") != NULL;
+  headers[nd + 3] = "IN SOURCE CURRENCY";
   struct tw_cli_table t;
-  tw_cli_table_init(&t, nd + 3, headers);
+  tw_cli_table_init(&t, nd + 3 + fx, headers);
   for (size_t i = 0; i < json_array_size(items); i++) {
     json_t *it = json_array_get(items, i);
-    const char *row[9];
-    char l[40], e[40], n[24];
+    const char *row[10];
+    char l[40], e[40], n[24], src[96] = "";
+    const char *cur = jstr(it, "source_currency");
+    if (cur)
+      snprintf(src, sizeof src, "%s %s at %s (%s)", cur,
+               jstr(it, "source_amount") ? jstr(it, "source_amount") : "?",
+               jstr(it, "rate") ? jstr(it, "rate") : "?",
+               jstr(it, "rate_date") ? jstr(it, "rate_date") : "?");
+    row[nd + 3] = src;
     for (size_t d = 0; d < nd; d++)
       row[d] = jstr(it, json_string_value(json_array_get(groups, d)));
     tw_cli_fmt_uusd(jint(it, "list_cost_uusd"), l, sizeof l);
@@ -223,7 +235,7 @@ static int cmd_report_spend(struct tw_cli *c, const struct tw_cli_parsed *p) {
     code =
         tw_cli_request(c, "GET", path.data, NULL, NULL, 0, NULL, &resp, &body);
     if (code == TW_EXIT_OK)
-      code = c->format == TW_CLI_JSON
+      code = tw_cli_structured(c)
                  ? tw_cli_print_json_text(c, resp.body.data, resp.body.len)
                  : print_table(c, body);
     json_decref(body);

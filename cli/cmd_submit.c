@@ -157,11 +157,11 @@ static int cmd_submit(struct tw_cli *c, const struct tw_cli_parsed *p) {
   }
   /* With --wait and -o json only the final job is printed, so stdout stays
    * one JSON document. */
-  if (c->format == TW_CLI_JSON && !wait) {
+  if (tw_cli_structured(c) && !wait) {
     code = tw_cli_print_json_text(c, resp.body.data, resp.body.len);
     goto out;
   }
-  if (c->format == TW_CLI_TABLE) {
+  if (!tw_cli_structured(c)) {
     struct tw_buf b;
     tw_buf_init(&b);
     tw_cli_add_clean(&b, id);

@@ -125,7 +125,7 @@ static int cmd_tenant_create(struct tw_cli *c, const struct tw_cli_parsed *p) {
   int code = tn_call(c, "POST", "/v1/tenants", body, NULL, &resp, &out);
   free(body);
   if (code == TW_EXIT_OK) {
-    if (c->format == TW_CLI_JSON)
+    if (tw_cli_structured(c))
       code = tn_print(c, &resp);
     else
       fprintf(c->io->out, "%s\n", tn_jstr(out, "name"));
@@ -154,7 +154,7 @@ static int cmd_tenant_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
   tw_cli_http_resp_init(&resp);
   json_t *out = NULL;
   int code = tn_call(c, "GET", "/v1/tenants", NULL, NULL, &resp, &out);
-  if (code == TW_EXIT_OK && c->format == TW_CLI_JSON) {
+  if (code == TW_EXIT_OK && tw_cli_structured(c)) {
     code = tn_print(c, &resp);
   } else if (code == TW_EXIT_OK) {
     struct tw_cli_table t;

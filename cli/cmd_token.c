@@ -49,7 +49,7 @@ static int cmd_token_create(struct tw_cli *c, const struct tw_cli_parsed *p) {
     if (!tok) {
       tw_cli_errorf(c, "the server's answer holds no token");
       code = TW_EXIT_UNREACHABLE;
-    } else if (c->format == TW_CLI_JSON) {
+    } else if (tw_cli_structured(c)) {
       code = tn_print(c, &resp);
     } else {
       /* the token alone on stdout: TRADEWIND_TOKEN=$(tradewind token create) */
@@ -112,7 +112,7 @@ static int cmd_token_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
   json_t *out = NULL;
   int code = tn_call(c, "GET", path, NULL, NULL, &resp, &out);
   free(path);
-  if (code == TW_EXIT_OK && c->format == TW_CLI_JSON) {
+  if (code == TW_EXIT_OK && tw_cli_structured(c)) {
     code = tn_print(c, &resp);
   } else if (code == TW_EXIT_OK) {
     struct tw_cli_table t;
@@ -163,7 +163,7 @@ static int cmd_token_revoke(struct tw_cli *c, const struct tw_cli_parsed *p) {
   int code = tn_call(c, "DELETE", path, NULL, NULL, &resp, NULL);
   free(path);
   if (code == TW_EXIT_OK) {
-    if (c->format == TW_CLI_JSON)
+    if (tw_cli_structured(c))
       code = tn_print(c, &resp);
     else
       fprintf(c->io->out, "%s revoked\n", p->pos[0]);

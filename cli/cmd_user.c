@@ -49,7 +49,7 @@ static int one_user(struct tw_cli *c, const char *method, const char *path,
   tw_cli_http_resp_init(&resp);
   json_t *out = NULL;
   int code = tn_call(c, method, path, body, NULL, &resp, &out);
-  if (code == TW_EXIT_OK && c->format == TW_CLI_JSON) {
+  if (code == TW_EXIT_OK && tw_cli_structured(c)) {
     code = tn_print(c, &resp);
   } else if (code == TW_EXIT_OK) {
     struct tw_cli_table t;
@@ -97,7 +97,8 @@ const struct tw_cli_cmd tw_cli_cmd_user_create = {
     .help = "Options:\n"
             "  --role ROLE      admin (global: tenant \"*\"), tenant-admin, "
             "member,\n"
-            "                   viewer, finance or ci\n"
+            "                   viewer, finance, ci or metrics (scrapes\n"
+            "                   /metrics only)\n"
             "  --tenant NAME    its tenant; default yours\n"
             "  --service        a service account (CI), not a person\n"
             "\n"
@@ -123,7 +124,7 @@ static int cmd_user_list(struct tw_cli *c, const struct tw_cli_parsed *p) {
   json_t *out = NULL;
   int code = tn_call(c, "GET", path, NULL, NULL, &resp, &out);
   free(path);
-  if (code == TW_EXIT_OK && c->format == TW_CLI_JSON) {
+  if (code == TW_EXIT_OK && tw_cli_structured(c)) {
     code = tn_print(c, &resp);
   } else if (code == TW_EXIT_OK) {
     struct tw_cli_table t;

@@ -13,6 +13,8 @@
 static void print_change(struct tw_cli *c, const char *id, const char *from,
                          const char *to, const char *reason) {
   struct tw_buf b;
+  if (c->quiet)
+    return;
   tw_buf_init(&b);
   tw_cli_add_clean(&b, id);
   tw_buf_adds(&b, ": ");
@@ -83,7 +85,7 @@ int tw_cli_wait_job(struct tw_cli *c, const char *id, int64_t timeout_ms) {
             json_is_integer(json_object_get(job, "exit_code")));
         if (outcome >= 0) {
           code = outcome;
-          if (c->format == TW_CLI_JSON &&
+          if (tw_cli_structured(c) &&
               tw_cli_print_json_text(c, resp.body.data, resp.body.len))
             code = TW_EXIT_UNREACHABLE;
           done = true;

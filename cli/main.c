@@ -32,6 +32,8 @@ int main(int argc, char **argv) {
       .env_url = getenv("TRADEWIND_URL"),
       .env_token = getenv("TRADEWIND_TOKEN"),
       .env_cacert = getenv("TRADEWIND_CACERT"),
+      .env_config = getenv("TRADEWIND_CONFIG"),
+      .env_home = getenv("HOME"),
       .clock = tw_clock_real(),
       .sleep_ms = real_sleep_ms,
   };

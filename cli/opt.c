@@ -111,11 +111,15 @@ enum tw_rc tw_cli_opts_parse(const struct tw_cli_opt *const *tables, int argc,
       return tw_err_set(err, TW_E_INVALID, "unknown option \"-%c\"",
                         isprint((unsigned char)a[1]) ? a[1] : '?');
     if (!o->has_arg) {
+      if (a[2] == '=')
+        return tw_err_set(err, TW_E_INVALID, "option \"-%c\" takes no value",
+                          o->short_name);
       if (a[2])
         return tw_err_set(err, TW_E_INVALID, "unknown option \"%.64s\"", a);
       add_opt(out, o, NULL);
     } else if (a[2]) {
-      add_opt(out, o, a + 2);
+      /* "-o=json" as well as "-ojson" */
+      add_opt(out, o, a[2] == '=' ? a + 3 : a + 2);
     } else if (i + 1 < argc) {
       add_opt(out, o, argv[++i]);
     } else {

@@ -38,3 +38,10 @@ tw_add_test(test_cli_daemon
   TIMEOUT 180
   ARGS $<TARGET_FILE:tradewindd> $<TARGET_FILE:tradewind>)
 add_dependencies(test_cli_daemon tradewindd tradewind)
+
+# -o yaml|jsonpath=...|name, --sort-by and "-o=json": the pure parts.
+tw_add_test(test_cli_output_formats
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_cli_output_formats.c
+  LIBS tw_cli PkgConfig::CMOCKA PkgConfig::JANSSON
+  LABELS unit cli ux
+  TIMEOUT 30)

@@ -519,6 +519,7 @@ static const char STYLE[] =
     "table{border-collapse:collapse;width:100%;font-size:12px}"
     "th,td{padding:4px 8px;border-bottom:1px solid #e3e8ee;text-align:left}"
     "td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}"
+    ".fx{color:#666;font-size:85%}"
     "tfoot td{font-weight:bold;border-top:2px solid #1d2733}";
 
 /* Counts, after layout, the drawn shapes of each chart. */
@@ -544,6 +545,41 @@ static void money_cell(struct tw_buf *b, int64_t v) {
   tw_report_fmt_usd(v, t, sizeof t);
   tw_buf_printf(b, "<td class=\"n\" data-uusd=\"%lld\">%s</td>", (long long)v,
                 t);
+}
+
+/* The effective cost of a group priced in another currency, beside the USD
+ * figure: "¥87.142857 at 0.1393 USD/CNY (2025-06-30, source; derived from
+ * USD)".  The ledger keeps USD, so the amount is derived at the catalog's
+ * rate (report__fx). */
+static void effective_cell(const struct tw_report *r,
+                           const struct tw_ledger_group *g, struct tw_buf *b) {
+  int64_t micro;
+  const struct tw_report_fx *x = report__fx(r, g, &micro);
+  if (!x) {
+    money_cell(b, g->effective_uusd);
+    return;
+  }
+  char t[32], amt[32];
+  tw_report_fmt_usd(g->effective_uusd, t, sizeof t);
+  report__fmt_micro(micro, amt, sizeof amt);
+  bool cny = !strcmp(x->rate.currency, "CNY");
+  tw_buf_printf(b,
+                "<td class=\"n\" data-uusd=\"%lld\">%s<br><span class=\"fx\" "
+                "data-currency=\"%s\" data-source-micro=\"%lld\" "
+                "data-rate=\"",
+                (long long)g->effective_uusd, t, x->rate.currency,
+                (long long)micro);
+  esc(b, x->rate.text);
+  tw_buf_printf(b, "\">%s%s%s at ", cny ? "\xc2\xa5" : x->rate.currency,
+                cny ? "" : " ", amt);
+  esc(b, x->rate.text);
+  tw_buf_printf(b, " USD/%s (", x->rate.currency);
+  esc(b, x->rate.date);
+  if (x->rate.source[0]) {
+    tw_buf_adds(b, ", ");
+    esc(b, x->rate.source);
+  }
+  tw_buf_adds(b, "; derived from USD)</span></td>");
 }
 
 static void table(const struct tw_report *r, struct tw_buf *b) {
@@ -590,7 +626,7 @@ static void table(const struct tw_report *r, struct tw_buf *b) {
       tw_buf_adds(b, "</td>");
     }
     money_cell(b, g->list_uusd);
-    money_cell(b, g->effective_uusd);
+    effective_cell(r, g, b);
     money_cell(b, g->accrued_effective_uusd);
     tw_buf_printf(b, "<td class=\"n\">%lld</td></tr>", (long long)g->rows);
   }

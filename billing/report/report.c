@@ -7,11 +7,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "billing/catalog/catalog.h"
 #include "billing/report/focus.h"
 #include "billing/report/report_int.h"
 #include "billing/ledger/meter.h"
 #include "broker/base/clock.h"
 #include "broker/base/model.h"
+#include "broker/base/units.h"
 #include "broker/core/store.h"
 #include "broker/core/store_ledger.h"
 #include "broker/core/store_tenancy.h"
@@ -502,6 +504,83 @@ out:
   return rc;
 }
 
+/* ---- other currencies
+ * ------------------------------------------------------------ */
+
+bool tw_report_fx_amount(const struct tw_rate *rate, int64_t uusd,
+                         int64_t *micro) {
+  if (!rate || rate->nusd_per_unit <= 0)
+    return false;
+  /* the rounding rule of broker/base/units.h, as tw_rate_convert's */
+  return tw_units_div_round((__int128)uusd * 1000000000, rate->nusd_per_unit,
+                            micro);
+}
+
+void tw_report_fx_of(const struct tw_cat_source_info *const *src, size_t ns,
+                     struct tw_report_fx **out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  struct tw_report_fx *fx = tw_calloc(ns ? ns : 1, sizeof *fx);
+  bool *mixed = tw_calloc(ns ? ns : 1, sizeof *mixed);
+  size_t k = 0;
+  for (size_t i = 0; i < ns; i++) {
+    const struct tw_cat_source_info *si = src[i];
+    if (!si->provider[0])
+      continue;
+    bool usd = !si->rate.currency[0] || !strcmp(si->rate.currency, "USD");
+    size_t j = 0;
+    while (j < k && strcmp(fx[j].provider, si->provider))
+      j++;
+    if (j == k) {
+      TW_SET(fx[k].provider, si->provider);
+      fx[k].rate = si->rate;
+      mixed[k] = usd; /* a USD source rules its provider out */
+      k++;
+    } else if (usd || strcmp(fx[j].rate.currency, si->rate.currency) ||
+               fx[j].rate.nusd_per_unit != si->rate.nusd_per_unit) {
+      mixed[j] = true;
+    }
+  }
+  for (size_t i = 0; i < k; i++)
+    if (!mixed[i])
+      fx[(*n)++] = fx[i];
+  free(mixed);
+  if (!*n) {
+    free(fx);
+    fx = NULL;
+  }
+  *out = fx;
+}
+
+void tw_report_fx_from_catalog(struct tw_catalog *c, struct tw_report_fx **out,
+                               size_t *n) {
+  *out = NULL;
+  *n = 0;
+  if (!c)
+    return;
+  struct tw_cat_snap *snap = tw_catalog_acquire(c);
+  size_t ns = tw_cat_snap_nsources(snap);
+  const struct tw_cat_source_info **src = tw_calloc(ns ? ns : 1, sizeof *src);
+  for (size_t i = 0; i < ns; i++)
+    src[i] = tw_cat_snap_source(snap, i);
+  tw_report_fx_of(src, ns, out, n);
+  free(src);
+  tw_cat_snap_release(snap);
+}
+
+const struct tw_report_fx *report__fx(const struct tw_report *r,
+                                      const struct tw_ledger_group *g,
+                                      int64_t *micro) {
+  if (!(r->mask & TW_GROUP_PROVIDER))
+    return NULL;
+  for (size_t i = 0; i < r->req->n_fx; i++) {
+    const struct tw_report_fx *x = &r->req->fx[i];
+    if (!strcmp(x->provider, g->provider))
+      return tw_report_fx_amount(&x->rate, g->effective_uusd, micro) ? x : NULL;
+  }
+  return NULL;
+}
+
 /* ---- JSON and CSV
  * ---------------------------------------------------------------- */
 
@@ -578,8 +657,26 @@ static void render_json(const struct tw_report *r, struct tw_buf *b) {
     json_money(b, "accrued_list_cost_uusd", g->accrued_list_uusd, true);
     json_money(b, "accrued_effective_cost_uusd", g->accrued_effective_uusd,
                true);
-    tw_buf_printf(b, ",\"usage_s\":%lld,\"rows\":%lld}",
+    tw_buf_printf(b, ",\"usage_s\":%lld,\"rows\":%lld",
                   (long long)(g->usage_ms / 1000), (long long)g->rows);
+    int64_t micro;
+    const struct tw_report_fx *x = report__fx(r, g, &micro);
+    if (x) {
+      char amt[32];
+      report__fmt_micro(micro, amt, sizeof amt);
+      tw_buf_adds(b, ",\"source_currency\":");
+      tw_buf_json_str(b, x->rate.currency);
+      tw_buf_adds(b, ",\"source_amount\":");
+      tw_buf_json_str(b, amt);
+      tw_buf_adds(b, ",\"rate\":");
+      tw_buf_json_str(b, x->rate.text);
+      tw_buf_adds(b, ",\"rate_date\":");
+      tw_buf_json_str(b, x->rate.date);
+      tw_buf_adds(b, ",\"rate_source\":");
+      tw_buf_json_str(b, x->rate.source);
+      tw_buf_adds(b, ",\"source_amount_basis\":\"derived\"");
+    }
+    tw_buf_addc(b, '}');
   }
   tw_buf_adds(b, "],\"total\":{");
   json_money(b, "list_cost_uusd", r->total_list_uusd, false);
@@ -655,7 +752,11 @@ static void render_csv(const struct tw_report *r, struct tw_buf *b) {
     if (r->mask & DIMS[d].bit)
       tw_buf_printf(b, "%s,", DIMS[d].name);
   tw_buf_adds(b, "list_cost_usd,effective_cost_usd,accrued_effective_cost_usd,"
-                 "usage_hours,rows\r\n");
+                 "usage_hours,rows");
+  bool fx = (r->mask & TW_GROUP_PROVIDER) && r->req->n_fx;
+  if (fx)
+    tw_buf_adds(b, ",source_currency,source_amount,rate,rate_date");
+  tw_buf_adds(b, "\r\n");
   for (size_t i = 0; i < r->n_groups; i++) {
     const struct tw_ledger_group *g = &r->groups[i];
     for (size_t d = 0; d < NDIMS; d++)
@@ -670,9 +771,22 @@ static void render_csv(const struct tw_report *r, struct tw_buf *b) {
     tw_report_fmt_usd(g->accrued_effective_uusd, ac, sizeof ac);
     /* hours with six places, from milliseconds: exact enough to sum */
     int64_t uh = (g->usage_ms * 1000 + 1800) / 3600;
-    tw_buf_printf(b, "%s,%s,%s,%lld.%06lld,%lld\r\n", l, e, ac,
+    tw_buf_printf(b, "%s,%s,%s,%lld.%06lld,%lld", l, e, ac,
                   (long long)(uh / 1000000), (long long)(uh % 1000000),
                   (long long)g->rows);
+    int64_t micro;
+    const struct tw_report_fx *x = fx ? report__fx(r, g, &micro) : NULL;
+    if (x) {
+      char amt[32];
+      report__fmt_micro(micro, amt, sizeof amt);
+      tw_buf_printf(b, ",%s,%s,", x->rate.currency, amt);
+      csv_field(b, x->rate.text);
+      tw_buf_addc(b, ',');
+      csv_field(b, x->rate.date);
+    } else if (fx) {
+      tw_buf_adds(b, ",,,,");
+    }
+    tw_buf_adds(b, "\r\n");
   }
 }
 

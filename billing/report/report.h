@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "billing/catalog/normalize.h"
 #include "billing/ledger/ledger.h"
 #include "broker/base/err.h"
 #include "broker/base/mem.h"
@@ -28,6 +29,36 @@ struct tw_provider_ops;
 struct tw_store;
 
 struct tw_report_req;
+
+struct tw_catalog;
+struct tw_cat_source_info;
+
+/* A provider (adapter name, as the ledger's `provider`) whose prices come
+ * in another currency, and the catalog's rate its offers went through.
+ * The ledger keeps micro-USD only, so a report derives the amount in that
+ * currency from the USD amount at this rate (tw_report_fx_amount). */
+struct tw_report_fx {
+  char provider[64];
+  struct tw_rate rate; /* never USD */
+};
+
+/* The providers of the catalog's current snapshot whose sources (adapters
+ * and price files) all went through one rate other than USD (Alibaba's
+ * China site: CNY).
+ * A provider with sources in two currencies, or in USD and another, is
+ * left out: its groups could not be stated in one currency.  *out: an
+ * owned array of *n (free()); NULL c gives none. */
+void tw_report_fx_from_catalog(struct tw_catalog *c, struct tw_report_fx **out,
+                               size_t *n);
+/* The same from sources src[0..ns) (a snapshot's, tw_cat_snap_source). */
+void tw_report_fx_of(const struct tw_cat_source_info *const *src, size_t ns,
+                     struct tw_report_fx **out, size_t *n);
+
+/* micro-USD to micro-units of rate's currency, rounded half up (away from
+ * zero for a credit) as the catalog rounds the other way:
+ * round(uusd x 10^9 / nusd_per_unit).  False when it does not fit. */
+bool tw_report_fx_amount(const struct tw_rate *rate, int64_t uusd,
+                         int64_t *micro);
 
 /* One report format: its name as the API's `format=` and the CLI's
  * --format give it, and how it is served and rendered.  Every format is one
@@ -85,6 +116,11 @@ struct tw_report_req {
   /* The adapter registry (providers/registry.h), borrowed: FOCUS and HTML
    * name providers by their info blocks.  NULL: by adapter name. */
   const struct tw_provider_ops *const *adapters;
+  /* Providers priced in another currency (tw_report_fx_from_catalog),
+   * borrowed: a group of one of them (grouped by provider) also carries
+   * its effective cost in that currency and the rate.  NULL: USD only. */
+  const struct tw_report_fx *fx;
+  size_t n_fx;
 };
 
 /* Parses the range: each bound is RFC 3339 or a date (YYYY-MM-DD, midnight

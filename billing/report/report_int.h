@@ -75,6 +75,17 @@ void report__release(struct tw_report *r);
 int64_t report__forecast(const struct tw_report *r, int64_t spent_uusd,
                          int64_t window_uusd);
 
+/* The other currency group g of r is priced in (req->fx: grouped by
+ * provider, a provider priced in another currency) and *micro its
+ * effective cost in micro-units of it, derived from the USD amount at the
+ * catalog's rate; NULL when the group is USD only. */
+const struct tw_report_fx *report__fx(const struct tw_report *r,
+                                      const struct tw_ledger_group *g,
+                                      int64_t *micro);
+
+/* "1234.567890" from micro-units, six places, exact (any currency). */
+#define report__fmt_micro tw_report_fmt_usd
+
 /* focus.c */
 enum tw_rc focus__render(struct tw_store *s, const struct tw_report_req *req,
                          struct tw_buf *out, struct tw_err *err);

@@ -10,6 +10,39 @@
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static enum tw_log_level min_level = TW_LOG_INFO;
 static char debug_subsys[256];
+static enum tw_log_format log_format = TW_LOG_TEXT;
+
+void tw_log_set_format(enum tw_log_format f) {
+  pthread_mutex_lock(&log_mu);
+  log_format = f;
+  pthread_mutex_unlock(&log_mu);
+}
+
+bool tw_log_format_parse(const char *s, enum tw_log_format *out) {
+  static const char *const names[] = {"text", "journald", "json"};
+  for (int i = 0; i < 3; i++)
+    if (strcmp(s, names[i]) == 0) {
+      *out = (enum tw_log_format)i;
+      return true;
+    }
+  return false;
+}
+
+/* Appends s to out (of cap bytes, at *n) as the inside of a JSON string. */
+static void json_escape(char *out, size_t cap, size_t *n, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p && *n + 8 < cap;
+       p++) {
+    if (*p == '"' || *p == '\\') {
+      out[(*n)++] = '\\';
+      out[(*n)++] = (char)*p;
+    } else if (*p < 0x20 || *p == 0x7f) {
+      *n += (size_t)snprintf(out + *n, cap - *n, "\\u%04x", *p);
+    } else {
+      out[(*n)++] = (char)*p;
+    }
+  }
+  out[*n] = '\0';
+}
 
 void tw_log_set_level(enum tw_log_level lvl) {
   pthread_mutex_lock(&log_mu);
@@ -44,26 +77,46 @@ static bool debug_on(const char *subsys) {
 
 void tw_log(enum tw_log_level lvl, const char *subsys, const char *fmt, ...) {
   static const char *const names[] = {"debug", "info", "warn", "error"};
-  char line[1024];
+  /* syslog priorities: debug 7, info 6, warning 4, err 3 */
+  static const int prio[] = {7, 6, 4, 3};
+  char msg[1024], line[2304];
   struct timespec ts;
   struct tm tm;
   pthread_mutex_lock(&log_mu);
   bool on = lvl >= min_level || (lvl == TW_LOG_DEBUG && debug_on(subsys));
+  enum tw_log_format f = log_format;
   pthread_mutex_unlock(&log_mu);
   if (!on)
     return;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  gmtime_r(&ts.tv_sec, &tm);
-  int n = snprintf(
-      line, sizeof line,
-      "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s %s: ", tm.tm_year + 1900,
-      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-      ts.tv_nsec / 1000000, names[lvl], subsys);
   va_list ap;
   va_start(ap, fmt);
-  if (n > 0 && (size_t)n < sizeof line)
-    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  char at[96];
+  snprintf(at, sizeof at, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
+           tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+           tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+  if (f == TW_LOG_JSON) {
+    size_t n = (size_t)snprintf(line, sizeof line,
+                                "{\"ts\":\"%s\",\"level\":\"%s\",\"subsys\":\"",
+                                at, names[lvl]);
+    json_escape(line, sizeof line, &n, subsys);
+    n += (size_t)snprintf(line + n, sizeof line - n, "\",\"msg\":\"");
+    json_escape(line, sizeof line, &n, msg);
+    snprintf(line + n, sizeof line - n, "\"}");
+  } else if (f == TW_LOG_JOURNALD) {
+    /* journald stamps the time itself and reads the <N> priority prefix
+     * of a line on stderr (SyslogLevelPrefix=yes, its default) */
+    snprintf(line, sizeof line, "<%d>%s: %s", prio[lvl], subsys, msg);
+  } else {
+    snprintf(line, sizeof line, "%s %s %s: %s", at, names[lvl], subsys, msg);
+  }
+  if (f == TW_LOG_JSON) { /* escaped as JSON already: one line */
+    fprintf(stderr, "%s\n", line);
+    return;
+  }
   /* What a message carries may come from outside (a header, a token, a
    * name): control bytes are written escaped, so one entry is one line and
    * nothing reaches a terminal as a control sequence. */

@@ -7,8 +7,8 @@
  * state"): the minimum level and the debug subsystems are one switch for
  * the whole process, set by the daemon from its config and changed on a
  * reload, and every module logs without being handed a logger.  They are
- * the only mutable variables of the base (log.c: min_level, debug_subsys
- * and log_mu, which keeps lines whole), allowed by tests/unit/
+ * the only mutable variables of the base (log.c: min_level, debug_subsys,
+ * log_format and log_mu, which keeps lines whole), allowed by tests/unit/
  * test_globals.c. */
 #ifndef TW_BROKER_LOG_H
 #define TW_BROKER_LOG_H
@@ -29,6 +29,15 @@ void tw_log(enum tw_log_level lvl, const char *subsys, const char *fmt, ...)
  * any time (SIGHUP reload). */
 void tw_log_set_level(enum tw_log_level lvl);
 void tw_log_set_debug(const char *subsystems);
+/* The shape of a line (log.format):
+ *   text      2026-11-02T10:00:00.000Z info store: message
+ *   journald  <6>store: message   (no time: journald stamps it; <N> is the
+ *             syslog priority journald reads from stderr)
+ *   json      {"ts":"...","level":"info","subsys":"store","msg":"message"} */
+enum tw_log_format { TW_LOG_TEXT, TW_LOG_JOURNALD, TW_LOG_JSON };
+void tw_log_set_format(enum tw_log_format f);
+bool tw_log_format_parse(const char *s, enum tw_log_format *out);
+
 /* Parses "debug"/"info"/"warn"/"error"; false on anything else. */
 bool tw_log_level_parse(const char *s, enum tw_log_level *out);
 

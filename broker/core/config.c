@@ -26,6 +26,7 @@ static const struct key KEYS[] = {
     {"db", K_STR, OFF(db), "tradewind.db", 0, 0, false},
     {"log.level", K_LEVEL, OFF(log_level), "info", 0, 0, true},
     {"log.debug", K_SUBSYS, OFF(log_debug), "", 0, 0, true},
+    {"log.format", K_STR, OFF(log_format), "text", 0, 0, true},
     {"api.max_body_bytes", K_INT, OFF(api_max_body_bytes), "1048576", 1024,
      64 << 20, true},
     {"api.max_connections", K_INT, OFF(api_max_connections), "1024", 1, 65536,
@@ -167,6 +168,11 @@ static enum tw_rc set_value(struct tw_cfg *c, const struct key *k,
       return tw_err_field(err, TW_E_INVALID, k->path,
                           "%s: expected a strategy name (lower-case letters, "
                           "digits, '-'), got \"%s\"",
+                          k->path, text);
+    if (!strcmp(k->path, "log.format") && strcmp(text, "text") &&
+        strcmp(text, "journald") && strcmp(text, "json"))
+      return tw_err_field(err, TW_E_INVALID, k->path,
+                          "%s: expected text, journald or json, got \"%s\"",
                           k->path, text);
     if (!strcmp(k->path, "auth.mode") && strcmp(text, "tokens") &&
         strcmp(text, "open"))
@@ -342,6 +348,7 @@ void tw_cfg_free(struct tw_cfg *cfg) {
   free(cfg->api_probe_listen);
   free(cfg->db);
   free(cfg->log_debug);
+  free(cfg->log_format);
   free(cfg->auth_mode);
   free(cfg->auth_admin_token_file);
   free(cfg->tls_cert_file);

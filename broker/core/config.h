@@ -23,6 +23,7 @@ struct tw_cfg {
   char *db;     /* sqlite file */
   enum tw_log_level log_level;
   char *log_debug; /* comma-separated subsystems, "" for none */
+  char *log_format; /* text | journald | json (broker/base/log.h) */
   int64_t api_max_body_bytes;
   int64_t api_max_connections;
   int64_t api_timeout_s;       /* idle connection timeout */

@@ -203,9 +203,21 @@ struct tw_store {
    * again (tw_store_write_health). */
   enum tw_rc health;
   int64_t unhealthy_since_ms;
+  /* Also under mu: whether a caller's write committed since the store was
+   * opened, when the last did, how many transactions in a row failed on
+   * the storage, and when the last probe ran (tw_store_health). */
+  bool committed_since_open;
+  int64_t last_commit_ms;
+  uint64_t consecutive_failures;
+  int64_t last_probe_ms;
   /* SHA-256 fetched once: EVP_sha256() makes OpenSSL 3 look the
    * algorithm up at every use (about ten times the digest of a spec) */
   EVP_MD *sha256;
+  /* opts->exclusive: the fd holding PATH.lock (-1: none), the path, and
+   * whether this open already made its pre-migration backup */
+  int lock_fd;
+  char *path;
+  bool backed_up;
 };
 
 /* sqlite's result codes for storage that failed under a statement that
@@ -393,7 +405,25 @@ static enum tw_rc conn_open(struct conn *c, const char *path, bool readonly,
   return TW_OK;
 }
 
-static enum tw_rc migrate(struct conn *c, struct tw_err *err) {
+/* Before migrating an existing schema: a copy to fall back on. */
+static enum tw_rc backup_before(struct tw_store *s, const char *what,
+                                int version, struct tw_err *err) {
+  if (!s->path || s->backed_up)
+    return TW_OK;
+  char *dest = tw_asprintf("%s.pre-migration-v%d.bak", s->path,
+                           tw_store_schema_version());
+  enum tw_rc rc = tw_store_backup(s->path, dest, err);
+  if (rc == TW_OK) {
+    s->backed_up = true;
+    tw_log_info("store", "backed up to %s before migrating %s from version %d",
+                dest, what, version);
+  }
+  free(dest);
+  return rc;
+}
+
+static enum tw_rc migrate(struct tw_store *s, struct conn *c,
+                          struct tw_err *err) {
   sqlite3_stmt *st = NULL;
   int version = 0;
   if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &st, NULL) !=
@@ -411,6 +441,11 @@ static enum tw_rc migrate(struct conn *c, struct tw_err *err) {
       "PRAGMA user_version = 3", "PRAGMA user_version = 4",
       "PRAGMA user_version = 5", "PRAGMA user_version = 6",
       "PRAGMA user_version = 7", "PRAGMA user_version = 8"};
+  if (version > 0 && version < N_MIGRATIONS) {
+    enum tw_rc brc = backup_before(s, "the core schema", version, err);
+    if (brc)
+      return brc;
+  }
   for (int v = version; v < N_MIGRATIONS; v++) {
     char *msg = NULL;
     if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK ||
@@ -459,6 +494,10 @@ static void *writer_main(void *arg) {
         brc && storage_failure(s->w.db, &brc, &berr) ? brc : TW_OK;
     bool txn_lost = false;
     int committed = 0;
+    /* a transaction that changed no row (a PRAGMA, a write with nothing
+     * to do) proves nothing about the storage: it does not make the
+     * store healthy again */
+    sqlite3_int64 changes0 = sqlite3_total_changes64(s->w.db);
     for (struct wop *o = batch; o; o = o->next) {
       if (brc) {
         fail_op(o, brc, &berr);
@@ -509,6 +548,14 @@ static void *writer_main(void *arg) {
       if ((uint64_t)n > s->max_seen)
         s->max_seen = (uint64_t)n;
     }
+    bool wrote = sqlite3_total_changes64(s->w.db) > changes0;
+    if (!storage && !brc && committed && wrote) {
+      s->committed_since_open = true;
+      s->last_commit_ms = tw_clock_now_ms(s->clock);
+      s->consecutive_failures = 0;
+    } else if (storage) {
+      s->consecutive_failures++;
+    }
     if (storage) {
       if (s->health == TW_OK) {
         s->unhealthy_since_ms = tw_clock_now_ms(s->clock);
@@ -517,7 +564,7 @@ static void *writer_main(void *arg) {
                                           : "an I/O error");
       }
       s->health = storage; /* the latest cause, since the first failure */
-    } else if (!storage && !brc && committed && s->health != TW_OK) {
+    } else if (!storage && !brc && committed && wrote && s->health != TW_OK) {
       tw_log_info(
           "store", "writes commit again after %lld ms",
           (long long)(tw_clock_now_ms(s->clock) - s->unhealthy_since_ms));
@@ -566,6 +613,82 @@ enum tw_rc tw_store_write_health(struct tw_store *s, int64_t *since_ms) {
   return rc;
 }
 
+void tw_store_health(struct tw_store *s, struct tw_store_health *out) {
+  pthread_mutex_lock(&s->mu);
+  out->state = s->health == TW_E_FULL    ? TW_STORE_FULL
+               : s->health != TW_OK      ? TW_STORE_IO
+               : s->committed_since_open ? TW_STORE_OK
+                                         : TW_STORE_STARTING;
+  out->unhealthy_since_ms = s->health ? s->unhealthy_since_ms : 0;
+  out->last_commit_ms = s->last_commit_ms;
+  out->consecutive_failures = s->consecutive_failures;
+  out->last_probe_ms = s->last_probe_ms;
+  pthread_mutex_unlock(&s->mu);
+}
+
+const char *tw_store_health_state_str(enum tw_store_health_state st) {
+  switch (st) {
+  case TW_STORE_STARTING:
+    return "starting";
+  case TW_STORE_OK:
+    return "ok";
+  case TW_STORE_FULL:
+    return "full";
+  case TW_STORE_IO:
+    return "io";
+  }
+  return "io";
+}
+
+/* The probe needs this much room at once: more than one job's write, so
+ * a probe that commits on a nearly full disk leaves the next writes the
+ * pages it freed (they go back to sqlite's free list, the file does not
+ * shrink). */
+#define PROBE_BYTES 32768
+static const char SQL_PROBE_ADD[] =
+    "INSERT INTO store_probe (at_ms, pad) VALUES (?1, zeroblob(?2))";
+static const char SQL_PROBE_DEL[] = "DELETE FROM store_probe";
+
+static enum tw_rc op_probe(struct tw_store *s, struct sqlite3 *db, void *arg,
+                           struct tw_err *err) {
+  (void)arg;
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_PROBE_ADD, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_bind_int64(st, 1, tw_clock_now_ms(s->clock));
+  sqlite3_bind_int(st, 2, PROBE_BYTES);
+  enum tw_rc rc = store__step_done(db, st, "probe", err);
+  if (rc)
+    return rc;
+  if (!(st = tw_store_stmt(s, db, SQL_PROBE_DEL, err)))
+    return TW_E_IO;
+  return store__step_done(db, st, "probe", err);
+}
+
+enum tw_rc tw_store_probe(struct tw_store *s, struct tw_err *err) {
+  pthread_mutex_lock(&s->mu);
+  s->last_probe_ms = tw_clock_now_ms(s->clock);
+  pthread_mutex_unlock(&s->mu);
+  return tw_store_write(s, op_probe, NULL, err);
+}
+
+bool tw_store_probe_if_unready(struct tw_store *s, int64_t min_interval_ms) {
+  pthread_mutex_lock(&s->mu);
+  int64_t now = tw_clock_now_ms(s->clock);
+  bool due =
+      (s->health != TW_OK || !s->committed_since_open) &&
+      (s->last_probe_ms == 0 || now - s->last_probe_ms >= min_interval_ms);
+  if (due)
+    s->last_probe_ms = now; /* one prober at a time in the interval */
+  pthread_mutex_unlock(&s->mu);
+  if (!due)
+    return false;
+  struct tw_err err = {0};
+  if (tw_store_write(s, op_probe, NULL, &err))
+    tw_log_debug("store", "probe: %s", err.msg);
+  return true;
+}
+
 /* PRAGMA max_page_count never goes below the database's current size, so
  * 1 caps it where it is. */
 static const char SQL_CAP_PAGES[] = "PRAGMA max_page_count = 1";
@@ -608,9 +731,17 @@ enum tw_rc tw_store_open(const struct tw_store_opts *opts,
   s->max_batch = opts->max_batch > 0 ? opts->max_batch : 512;
   s->n_readers = opts->readers > 0 ? opts->readers : 8;
   s->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL); /* NULL: EVP_sha256() */
+  s->lock_fd = -1;
+  if (opts->exclusive && tw_store_is_file_path(opts->path)) {
+    if ((s->lock_fd = tw_store_lock(opts->path, err)) < 0) {
+      rc = err->rc;
+      goto fail;
+    }
+    s->path = tw_strdup(opts->path);
+  }
   if ((rc = conn_open(&s->w, opts->path, false, opts->sync_full, err)))
     goto fail;
-  if ((rc = migrate(&s->w, err)))
+  if ((rc = migrate(s, &s->w, err)))
     goto fail;
   s->readers = tw_calloc((size_t)s->n_readers, sizeof *s->readers);
   s->reader_busy = tw_calloc((size_t)s->n_readers, sizeof *s->reader_busy);
@@ -633,9 +764,12 @@ enum tw_rc tw_store_open(const struct tw_store_opts *opts,
     tw_store_close(s);
     return rc;
   }
-  /* the statistics count what callers wrote, not the start-up's own steps */
+  /* the statistics count what callers wrote, not the start-up's own steps;
+   * the store is ready once a caller's write (or a probe) commits */
   pthread_mutex_lock(&s->mu);
   s->commits = s->ops = s->max_seen = 0;
+  s->committed_since_open = false;
+  s->last_commit_ms = 0;
   pthread_mutex_unlock(&s->mu);
   *out = s;
   return TW_OK;
@@ -647,6 +781,9 @@ fail:
   free(s->reader_busy);
   conn_close(&s->w);
   EVP_MD_free(s->sha256);
+  if (s->lock_fd >= 0)
+    close(s->lock_fd);
+  free(s->path);
   free(s);
   return rc;
 }
@@ -669,6 +806,9 @@ void tw_store_close(struct tw_store *s) {
   pthread_mutex_destroy(&s->rmu);
   pthread_cond_destroy(&s->rfree);
   EVP_MD_free(s->sha256);
+  if (s->lock_fd >= 0)
+    close(s->lock_fd); /* releases the flock */
+  free(s->path);
   free(s);
 }
 
@@ -1600,6 +1740,9 @@ enum tw_rc tw_store_migrate_module(struct tw_store *s, const char *module,
         err, TW_E_IO,
         "store: module %s is at schema version %d, newer than this build (%d)",
         module, a.version, n);
+  if (a.version > 0 && a.version < n &&
+      (rc = backup_before(s, module, a.version, err)))
+    return rc;
   for (int v = a.version; v < n; v++) {
     struct migrate_arg step = {
         .module = module, .sql = migrations[v], .version = v + 1};

@@ -39,6 +39,12 @@ struct tw_store_opts {
   bool sync_full;         /* PRAGMA synchronous=FULL (default) vs NORMAL */
   int max_batch;          /* operations per transaction; 0: 512 */
   int readers;            /* read connections; 0: 8 */
+  /* Take PATH.lock (flock, held until close) so that a second daemon on
+   * the same file is refused with TW_E_CONFLICT naming the holder's pid,
+   * and copy the file to PATH.pre-migration-vN.bak (tw_store_backup)
+   * before the first migration of an existing schema.  The daemon sets
+   * it; tools that read a database beside a running daemon do not. */
+  bool exclusive;
 };
 
 /* Opens the store, starts its writer thread and migrates every table: the
@@ -51,6 +57,13 @@ enum tw_rc tw_store_open(const struct tw_store_opts *opts,
 /* Finishes queued writes, stops the writer, closes every connection.
  * NULL is a no-op. */
 void tw_store_close(struct tw_store *s);
+
+/* Copies the database at db_path to dest with sqlite's online backup API:
+ * consistent even while a daemon writes, dest written as dest.partial
+ * (mode 0600) and renamed into place once complete, in rollback-journal
+ * mode so it stands alone. */
+enum tw_rc tw_store_backup(const char *db_path, const char *dest,
+                           struct tw_err *err);
 
 /* The schema version this build migrates to (PRAGMA user_version). */
 int tw_store_schema_version(void);
@@ -165,12 +178,42 @@ void tw_store_stats(struct tw_store *s, struct tw_store_stats *out);
 /* Whether writes commit: TW_OK, or the class of the storage failure in
  * force: TW_E_FULL (SQLITE_FULL, the disk is full) or TW_E_IO (sqlite's
  * I/O class) from the first write or commit that failed on the storage
- * until a later transaction commits a write without one.  *since_ms (may
+ * until a later transaction commits a write that changed a row.  *since_ms (may
  * be NULL) gets the time of that first failure.  A write that failed so
  * returned TW_E_FULL, or TW_E_IO with detail TW_DETAIL_STORE_IO, to its
  * caller, and nothing of it is on disk: a write is acknowledged only
  * after its transaction committed.  Any thread; for /readyz. */
 enum tw_rc tw_store_write_health(struct tw_store *s, int64_t *since_ms);
+
+/* The store's health as /readyz and /metrics tell it. */
+enum tw_store_health_state {
+  TW_STORE_STARTING, /* no write committed since the store was opened */
+  TW_STORE_OK,       /* the last write on the storage committed */
+  TW_STORE_FULL,     /* writes fail: the disk is full */
+  TW_STORE_IO        /* writes fail: the storage reports I/O errors */
+};
+struct tw_store_health {
+  enum tw_store_health_state state;
+  int64_t unhealthy_since_ms;    /* first failure of FULL/IO; else 0 */
+  int64_t last_commit_ms;        /* last write committed since open; 0 none */
+  uint64_t consecutive_failures; /* transactions failed on the storage in a
+                                    row since the last commit */
+  int64_t last_probe_ms;         /* last tw_store_probe*; 0 none */
+};
+/* Any thread. */
+void tw_store_health(struct tw_store *s, struct tw_store_health *out);
+const char *tw_store_health_state_str(enum tw_store_health_state st);
+
+/* A write that proves the store can commit: it takes PROBE_BYTES (32 KiB)
+ * of new room in one transaction and gives it back, so it fails on a disk
+ * too full for a job's write.  The daemon probes once at start, so a
+ * quiet broker is ready without waiting for a submission. */
+enum tw_rc tw_store_probe(struct tw_store *s, struct tw_err *err);
+/* Probes when the store is not OK (starting, full, I/O errors) and no
+ * probe ran in the last min_interval_ms: a broker that nobody writes to
+ * becomes ready again once space returns.  Returns whether it probed.
+ * For /readyz; any thread (it waits for the writer). */
+bool tw_store_probe_if_unready(struct tw_store *s, int64_t min_interval_ms);
 
 /* For tests only: caps the database at its current size (PRAGMA
  * max_page_count on the write connection), so the next write that needs

@@ -380,6 +380,13 @@ static const char *const MIG_AGENT[] = {
     "  PRIMARY KEY (attempt_id, stream, off)) WITHOUT ROWID;",
 };
 
+/* ---- module "health" */
+
+static const char *const MIG_HEALTH[] = {
+    /* 1: the probe's scratch row (tw_store_probe), empty between probes */
+    "CREATE TABLE store_probe (at_ms INTEGER NOT NULL, pad BLOB NOT NULL);",
+};
+
 /* ---- the order ----------------------------------------------------------- */
 
 #define MODULE(name, arr)                                                      \
@@ -394,6 +401,7 @@ const struct tw_store_module TW_STORE_MODULES[] = {
     MODULE("tenancy", MIG_TENANCY), MODULE("secrets", MIG_SECRETS),
     MODULE("spot", MIG_SPOT),       MODULE("reconcile", MIG_RECONCILE),
     MODULE("agent", MIG_AGENT),
+    MODULE("health", MIG_HEALTH),
 };
 const size_t TW_STORE_N_MODULES =
     sizeof TW_STORE_MODULES / sizeof TW_STORE_MODULES[0];

@@ -40,6 +40,10 @@ struct sched_calls {
   size_t n_pools;
   bool stopping;
   bool leaked; /* calls were abandoned at a drain: workers left running */
+  /* done calls taken by a collect and not yet applied: still busy, so
+   * that applying one does not send a call on an attempt whose answer is
+   * next in line */
+  struct sched_call *applying;
 };
 
 int64_t sched__mono_ms(void) {
@@ -188,6 +192,7 @@ bool sched__call_busy(struct tw_sched *s, int64_t attempt_id) {
   for (size_t i = 0; i < cs->n_pools && !busy; i++)
     busy = busy_in(cs->pools[i].queue, attempt_id) ||
            busy_in(cs->pools[i].out, attempt_id);
+  busy = busy || busy_in(cs->applying, attempt_id);
   pthread_mutex_unlock(&cs->mu);
   return busy;
 }
@@ -291,6 +296,7 @@ int sched__calls_collect(struct tw_sched *s, int64_t until_mono_ms,
       pthread_mutex_unlock(&cs->mu);
       continue;
     }
+    cs->applying = done;
     pthread_mutex_unlock(&cs->mu);
     /* late calls first: their worker still runs, so only the outcome is
      * applied (unknown); the call itself is freed once it returns */
@@ -299,6 +305,9 @@ int sched__calls_collect(struct tw_sched *s, int64_t until_mono_ms,
     while (done) {
       struct sched_call *c = done;
       done = c->next;
+      pthread_mutex_lock(&cs->mu);
+      cs->applying = done; /* c's own apply may send the next call */
+      pthread_mutex_unlock(&cs->mu);
       if (!c->abandoned)
         changes += apply(s, c, false, now);
       sched__call_free(s, c);

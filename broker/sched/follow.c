@@ -18,6 +18,14 @@
  * its instance is terminated, and terminates that fail are tried again
  * at the next passes.
  *
+ * Describes and terminates are calls on the account's workers (calls.c),
+ * like launches: the pass submits them and goes on, and their answers are
+ * applied when collected (decide(), ending_applied()), the attempt read
+ * again from the store.  One call per attempt at a time.  A call past its
+ * deadline is no answer: a describe is looked at again later (never taken
+ * for a vanished instance), a terminate tried again (never taken for
+ * done).
+ *
  * Polling is adaptive: an attempt whose instance is starting, has a notice
  * out or changed at the last look is described every pass; a quiet one
  * less and less often, up to SCHED_SPOT_POLL_MAX_MS (spot) or
@@ -38,14 +46,17 @@
 /* Quiet on-demand attempts are described at least this often. */
 #define OD_POLL_MAX_MS 120000
 
-/* Terminates of finished attempts that failed, tried again each pass:
- * the attempt is already ended (completion is recorded first), so the
- * monitor no longer looks at it; what this misses (a restart, too many
- * failures) the reconciler ends. */
+/* Terminates ended attempts owe (completed, or interrupted with the
+ * instance still up), sent each pass until confirmed: the attempt is
+ * already ended (completion is recorded first), so the monitor no longer
+ * looks at it; what this misses (a restart, too many failures) the
+ * reconciler ends. */
 #define ENDING_MAX_TRIES 10
 
 struct sched_ending {
   char account[64];
+  int64_t attempt_id; /* the ended attempt: its terminate call's key */
+  int k;              /* its gang's node, 0 for one instance */
   char instance_id[128];
   int tries;
 };
@@ -82,7 +93,7 @@ static struct sched_follow *follow_of(struct tw_sched *s) {
 }
 
 static void ending_add(struct tw_sched *s, const char *account,
-                       const char *instance_id) {
+                       int64_t attempt_id, int k, const char *instance_id) {
   struct sched_follow *m = follow_of(s);
   for (size_t i = 0; i < m->n_end; i++)
     if (!strcmp(m->end[i].instance_id, instance_id) &&
@@ -94,44 +105,174 @@ static void ending_add(struct tw_sched *s, const char *account,
   }
   struct sched_ending *e = &m->end[m->n_end++];
   memset(e, 0, sizeof *e);
+  e->attempt_id = attempt_id;
+  e->k = k;
   snprintf(e->account, sizeof e->account, "%s", account);
   snprintf(e->instance_id, sizeof e->instance_id, "%s", instance_id);
 }
 
 /* Every instance of ended attempt a whose terminate may not have taken
- * (a gang: each node not recorded terminated) is tried again next pass. */
+ * (a gang: each node not recorded terminated) is terminated by the next
+ * ending_send(). */
 static void ending_add_all(struct tw_sched *s, const struct tw_attempt_rec *a,
                            struct sched_nodes nd) {
   if (!nd.n && a->instance_id[0])
-    ending_add(s, a->provider, a->instance_id);
+    ending_add(s, a->provider, a->id, 0, a->instance_id);
   for (size_t i = 0; i < nd.n; i++)
-    ending_add(s, a->provider, nd.g[i].instance_id);
+    if (strcmp(nd.g[i].state, "terminated"))
+      ending_add(s, a->provider, a->id, nd.g[i].k, nd.g[i].instance_id);
 }
 
-/* 0. the terminates a finished attempt still owes */
-static void ending_retry(struct tw_sched *s) {
+static void ending_remove(struct sched_follow *m, size_t i) {
+  memmove(&m->end[i], &m->end[i + 1], (m->n_end - i - 1) * sizeof *m->end);
+  m->n_end--;
+}
+
+/* On the worker: a terminate call.  by_token: the instance of the
+ * attempt's token, if the provider has one still up; else each of c->g.
+ * c->rc is the first failure (an instance the provider no longer knows is
+ * gone, which is what was asked). */
+static enum tw_rc describe_all(struct tw_provider *p,
+                               const struct tw_attempt_rec *a,
+                               struct sched_nodes nd, struct tw_instance *out,
+                               char which[128], struct tw_err *err);
+
+static void terminate_run(struct sched_call *c) {
+  c->rc = TW_OK;
+  if (c->by_token) {
+    struct tw_instance inst;
+    enum tw_rc rc = tw_provider_find_by_token(
+        c->p, c->a.client_token, c->o.region[0] ? c->o.region : NULL, &inst,
+        &c->err);
+    if (rc == TW_E_NOTFOUND)
+      return;
+    if (rc) {
+      c->rc = rc; /* no answer: asked again next pass */
+      return;
+    }
+    c->inst = inst; /* its run times, for billing (sched__run_times) */
+    c->seen = true;
+    if (tw_instance_state_gone(inst.state))
+      return;
+    rc = tw_provider_terminate(c->p, inst.id, &c->err);
+    c->rc = rc == TW_E_NOTFOUND ? TW_OK : rc;
+    return;
+  }
+  if (c->describe_first) {
+    /* not seen running yet: the provider may have started it, and bills
+     * it from then even when it goes a moment later */
+    struct tw_err derr = {0};
+    struct sched_nodes nd = {.g = c->g, .n = c->n_g};
+    if (c->n_g == 1 && c->g[0].k == 0)
+      nd.n = 0; /* one instance: a's own */
+    if (describe_all(c->p, &c->a, nd, &c->inst, c->which, &derr) == TW_OK)
+      c->seen = true;
+  }
+  for (size_t i = 0; i < c->n_g; i++) {
+    struct tw_err terr = {0};
+    enum tw_rc rc = tw_provider_terminate(c->p, c->g[i].instance_id, &terr);
+    c->g_rc[i] = rc == TW_E_NOTFOUND ? TW_OK : rc;
+    if (c->g_rc[i] && !c->rc) {
+      c->rc = rc;
+      c->err = terr;
+    }
+  }
+}
+
+/* A terminate call for attempt a (its id and provider are enough) on pc,
+ * with room for n targets. */
+static struct sched_call *
+terminate_call(struct pcache *pc, const struct tw_attempt_rec *a, size_t n) {
+  struct sched_call *c = tw_calloc(1, sizeof *c);
+  c->kind = SCHED_CALL_TERMINATE;
+  c->run = terminate_run;
+  c->attempt_id = a->id;
+  c->p = pc->p;
+  c->a = *a;
+  if (n) {
+    c->g = tw_calloc(n, sizeof *c->g);
+    c->g_rc = tw_calloc(n, sizeof *c->g_rc);
+  }
+  return c;
+}
+
+/* The terminates ended attempts still owe, one call per attempt to its
+ * account's workers (none while one is in flight for it). */
+static void ending_send(struct tw_sched *s) {
   struct sched_follow *m = s->follow;
   if (!m)
     return;
-  size_t k = 0;
-  for (size_t i = 0; i < m->n_end; i++) {
+  for (size_t i = 0; i < m->n_end;) {
     struct sched_ending *e = &m->end[i];
     struct pcache *pc = sched__provider(s, e->account);
-    struct tw_err err = {0};
-    enum tw_rc rc =
-        pc ? tw_provider_terminate(pc->p, e->instance_id, &err) : TW_E_NOTFOUND;
-    if (rc == TW_OK || rc == TW_E_NOTFOUND)
-      continue;
-    if (++e->tries >= ENDING_MAX_TRIES) {
-      tw_log_warn("sched",
-                  "instance=%s not terminated after %d tries; left to the "
-                  "reconciler",
-                  e->instance_id, e->tries);
+    if (!pc) {
+      ending_remove(m, i); /* no longer configured: the reconciler's */
       continue;
     }
-    m->end[k++] = *e;
+    bool first = true;
+    for (size_t j = 0; j < i && first; j++)
+      first = m->end[j].attempt_id != e->attempt_id;
+    if (!first || sched__call_busy(s, e->attempt_id) ||
+        !sched__call_room(s, pc)) {
+      i++;
+      continue;
+    }
+    size_t n = 0;
+    for (size_t j = i; j < m->n_end; j++)
+      n += m->end[j].attempt_id == e->attempt_id;
+    struct tw_attempt_rec a = {.id = e->attempt_id};
+    snprintf(a.provider, sizeof a.provider, "%s", e->account);
+    struct sched_call *c = terminate_call(pc, &a, n);
+    for (size_t j = i; j < m->n_end; j++)
+      if (m->end[j].attempt_id == e->attempt_id) {
+        struct tw_attempt_instance *t = &c->g[c->n_g++];
+        t->attempt_id = e->attempt_id;
+        t->k = m->end[j].k;
+        snprintf(t->instance_id, sizeof t->instance_id, "%s",
+                 m->end[j].instance_id);
+      }
+    if (!sched__call_submit(s, pc, c))
+      sched__call_free(s, c);
+    i++;
   }
-  m->n_end = k;
+}
+
+/* The answer to an ending terminate call: each instance given back is
+ * done with (a gang's node recorded terminated); one that failed, or a
+ * call past its deadline (not confirmed), is tried again, at most
+ * ENDING_MAX_TRIES times. */
+static void ending_applied(struct tw_sched *s, const struct sched_call *c,
+                           bool timed_out) {
+  struct sched_follow *m = follow_of(s);
+  for (size_t i = 0; i < c->n_g; i++) {
+    const struct tw_attempt_instance *t = &c->g[i];
+    for (size_t j = 0; j < m->n_end; j++) {
+      struct sched_ending *e = &m->end[j];
+      if (e->attempt_id != t->attempt_id ||
+          strcmp(e->instance_id, t->instance_id))
+        continue;
+      if (!timed_out && c->g_rc[i] == TW_OK) {
+        struct tw_err err = {0};
+        if (t->k > 0)
+          tw_store_attempt_instance_put(s->store, t->attempt_id, t->k,
+                                        t->instance_id, "terminated", &err);
+        ending_remove(m, j);
+      } else if (++e->tries >= ENDING_MAX_TRIES) {
+        tw_log_warn("sched",
+                    "instance=%s not terminated after %d tries; left to the "
+                    "reconciler",
+                    e->instance_id, e->tries);
+        ending_remove(m, j);
+      } else if (timed_out) {
+        tw_log_info("sched",
+                    "instance=%s terminate unanswered within %lld ms; tried "
+                    "again",
+                    e->instance_id,
+                    (long long)tw_provider_call_deadline_ms(c->p));
+      }
+      break;
+    }
+  }
 }
 
 static struct sched_att *att_get(struct tw_sched *s,
@@ -204,17 +345,17 @@ static struct sched_nodes nodes_of(const struct tw_attempt_instance *all,
 /* Describes attempt a's instances as one: the first node gone (or
  * unknown: TW_E_NOTFOUND) decides, else one still starting, else all run.
  * *which names the instance that decided. */
-static enum tw_rc describe_all(struct pcache *pc,
+static enum tw_rc describe_all(struct tw_provider *p,
                                const struct tw_attempt_rec *a,
                                struct sched_nodes nd, struct tw_instance *out,
                                char which[128], struct tw_err *err) {
   snprintf(which, 128, "%s", a->instance_id);
   if (!nd.n)
-    return tw_provider_describe(pc->p, a->instance_id, out, err);
+    return tw_provider_describe(p, a->instance_id, out, err);
   bool starting = false;
   for (size_t i = 0; i < nd.n; i++) {
     struct tw_instance in;
-    enum tw_rc rc = tw_provider_describe(pc->p, nd.g[i].instance_id, &in, err);
+    enum tw_rc rc = tw_provider_describe(p, nd.g[i].instance_id, &in, err);
     if (rc == TW_E_NOTFOUND) {
       snprintf(which, 128, "%s", nd.g[i].instance_id);
       return rc;
@@ -346,8 +487,7 @@ static int64_t done_at_of(struct tw_sched *s, struct pcache *pc,
  * reconciler, which ends every instance of an ended attempt); a crash in
  * between leaves a succeeded job and an orphan, never a job run again.
  * Returns state changes. */
-static int complete_attempt(struct tw_sched *s, struct pcache *pc,
-                            const struct tw_job_rec *job,
+static int complete_attempt(struct tw_sched *s, const struct tw_job_rec *job,
                             const struct tw_attempt_rec *a,
                             struct sched_nodes nd, const char *why) {
   struct tw_err err = {0};
@@ -361,8 +501,7 @@ static int complete_attempt(struct tw_sched *s, struct pcache *pc,
     return 0; /* not recorded: nothing terminated, next pass again */
   sched__capacity_return(s, a, nd.n);
   tw_spec_cache_forget(s->specs, job->id);
-  if (sched__terminate_all(s, pc, a, nd, &err))
-    ending_add_all(s, a, nd);
+  ending_add_all(s, a, nd); /* terminated by the account's workers */
   return 1;
 }
 
@@ -379,7 +518,307 @@ static void request_cause(struct tw_sched *s, const struct tw_attempt_rec *a,
     cause[0] = '\0';
 }
 
-/* 2. one live attempt */
+/* Closes live attempt a of a job that ended meanwhile, its instances
+ * given back: completed when the job succeeded (a look after its success
+ * changes nothing), else cancelled.  Returns state changes. */
+static int close_ended(struct tw_sched *s, const struct tw_attempt_rec *a,
+                       size_t nodes, bool job_succeeded, int64_t ran_from_ms) {
+  struct tw_err err = {0};
+  struct tw_attempt_close c = {.attempt_id = a->id,
+                               .end_reason =
+                                   job_succeeded ? "completed" : "cancelled",
+                               .job_to = TW_JOB_NSTATES,
+                               .ran_from_ms = ran_from_ms};
+  int changes = tw_store_attempt_close(s->store, &c, &err) == TW_OK;
+  if (changes)
+    sched__capacity_return(s, a, nodes);
+  tw_spec_cache_forget(s->specs, a->job_id); /* it ended: no more passes */
+  return changes;
+}
+
+/* Attempt a's job ended while it lived (cancelled): its instances are
+ * given back by a terminate call, and the attempt closed once the call
+ * confirms it (sched__follow_applied).  A launch left unanswered may have
+ * made one: it is asked for by its token first.  Returns state changes. */
+static int give_back(struct tw_sched *s, struct pcache *pc,
+                     const struct tw_job_rec *job,
+                     const struct tw_attempt_rec *a, struct sched_nodes nd,
+                     struct sched_att *st) {
+  bool by_token = a->state == TW_ATTEMPT_LAUNCHING && !nd.n;
+  size_t n = 0;
+  for (size_t i = 0; i < nd.n; i++)
+    n += strcmp(nd.g[i].state, "terminated") != 0;
+  if (!nd.n && !by_token && a->instance_id[0])
+    n = 1;
+  if (!by_token && !n)
+    return close_ended(s, a, nd.n, job->state == TW_JOB_SUCCEEDED,
+                       st->ran_from_ms);
+  if (!sched__call_room(s, pc))
+    return 0; /* the account's workers are busy: next pass */
+  struct sched_call *c = terminate_call(pc, a, n);
+  c->cancel = true;
+  c->by_token = by_token;
+  c->describe_first = a->state == TW_ATTEMPT_PROVISIONING && !st->ran_from_ms;
+  c->job_succeeded = job->state == TW_JOB_SUCCEEDED;
+  const struct tw_offer *o = sched__offer(s, a->offer_id);
+  if (o)
+    c->o = *o;
+  if (!nd.n && n) {
+    c->g[0].attempt_id = a->id;
+    snprintf(c->g[0].instance_id, sizeof c->g[0].instance_id, "%s",
+             a->instance_id);
+    c->n_g = 1;
+  }
+  for (size_t i = 0; i < nd.n; i++)
+    if (strcmp(nd.g[i].state, "terminated"))
+      c->g[c->n_g++] = nd.g[i];
+  if (!sched__call_submit(s, pc, c))
+    sched__call_free(s, c);
+  return 0;
+}
+
+/* Attempt a must end while its instances are still up (its notice ran
+ * out, or a node of its gang is lost): they are terminated by a call
+ * first, and the interruption is recorded (the job placed again) only
+ * when the call confirms every one of them (ended_after_terminate).
+ * Until then the attempt stays live: no answer, a failure or a restart
+ * leaves it to be described and decided again, so the job's next
+ * instance never runs beside this one.  A notice's time is the
+ * provider's word, in whole seconds: the instance may outlive it.  A
+ * restart that then finds the broker's own terminate reads it by the
+ * notice's cause (request_cause), or as the gang's loss.  Returns state
+ * changes. */
+static int end_after_terminate(struct tw_sched *s, struct pcache *pc,
+                               const struct tw_attempt_rec *a,
+                               struct sched_nodes nd, struct sched_att *st,
+                               const char *why, int64_t now) {
+  size_t n = 0;
+  for (size_t i = 0; i < nd.n; i++)
+    n += strcmp(nd.g[i].state, "terminated") != 0;
+  if (!nd.n && a->instance_id[0])
+    n = 1;
+  if (!n)
+    return sched__spot_end(s, a, st, "interrupted", why, now);
+  if (!sched__call_room(s, pc)) {
+    poll_soon(s, st, now); /* decided again next pass */
+    return 0;
+  }
+  struct sched_call *c = terminate_call(pc, a, n);
+  c->end_after = true;
+  snprintf(c->end_why, sizeof c->end_why, "%s", why);
+  if (!nd.n) {
+    c->g[0].attempt_id = a->id;
+    snprintf(c->g[0].instance_id, sizeof c->g[0].instance_id, "%s",
+             a->instance_id);
+    c->n_g = 1;
+  }
+  for (size_t i = 0; i < nd.n; i++)
+    if (strcmp(nd.g[i].state, "terminated"))
+      c->g[c->n_g++] = nd.g[i];
+  if (!sched__call_submit(s, pc, c))
+    sched__call_free(s, c); /* stopping: the next start decides again */
+  return 0;
+}
+
+/* The answer to end_after_terminate()'s call: every instance confirmed
+ * gone, the interruption is recorded and the job placed again; anything
+ * less (no answer within the deadline, a failure) leaves the attempt live
+ * and looked at again at once. */
+static int ended_after_terminate(struct tw_sched *s, const struct sched_call *c,
+                                 bool timed_out, int64_t now) {
+  struct tw_err err = {0};
+  bool confirmed = !timed_out;
+  for (size_t i = 0; i < c->n_g; i++) {
+    const struct tw_attempt_instance *t = &c->g[i];
+    if (!timed_out && c->g_rc[i] == TW_OK) {
+      if (t->k > 0)
+        tw_store_attempt_instance_put(s->store, c->a.id, t->k, t->instance_id,
+                                      "terminated", &err);
+    } else {
+      confirmed = false;
+    }
+  }
+  /* the attempt and its job as they are stored now */
+  struct tw_job_rec job;
+  if (tw_store_job_get(s->store, c->a.job_id, &job, &err))
+    return 0;
+  int changes = 0;
+  struct tw_attempt_rec *mine = NULL;
+  size_t n = 0;
+  const struct tw_attempt_rec *a = NULL;
+  if (tw_store_attempts_of(s->store, job.id, &mine, &n, &err) == TW_OK)
+    for (size_t i = 0; i < n; i++)
+      if (mine[i].id == c->a.id)
+        a = &mine[i];
+  if (!a || a->state == TW_ATTEMPT_ENDED || tw_job_state_terminal(job.state))
+    goto out; /* ended another way meanwhile, or cancelled: follow's */
+  struct sched_att *st = att_get(s, a, now);
+  if (!confirmed) {
+    tw_log_info("sched",
+                "job=%s attempt=%d instances not confirmed terminated (%s); "
+                "the attempt stays live and is decided again",
+                job.id, a->n,
+                timed_out ? "no answer within the deadline" : tw_rc_str(c->rc));
+    poll_soon(s, st, now);
+    goto out;
+  }
+  changes = sched__spot_end(s, a, st, "interrupted", c->end_why, now);
+out:
+  free(mine);
+  tw_job_rec_release(&job);
+  return changes;
+}
+
+/* The answer rc (inst, which) to the describe of live attempt a (read
+ * again from the store when it came): running, completed, interrupted or
+ * unchanged.  Returns state changes. */
+static int decide(struct tw_sched *s, struct pcache *pc,
+                  const struct tw_job_rec *job, const struct tw_attempt_rec *a,
+                  struct sched_nodes nd, struct sched_att *st, enum tw_rc rc,
+                  const struct tw_instance *in, const char *which,
+                  int64_t now) {
+  struct tw_err err = {0};
+  int changes = 0;
+  struct tw_instance inst = *in;
+  bool notice_due = st->notice_deadline_ms && now >= st->notice_deadline_ms;
+  if (rc == TW_E_NOTFOUND) {
+    char why[320] = "the provider no longer knows its instance";
+    if (nd.n) { /* a gang runs whole or not at all: the others go too */
+      snprintf(why, sizeof why,
+               "the provider no longer knows instance %s of its gang of %zu",
+               which, nd.n);
+      return end_after_terminate(s, pc, a, nd, st, why, now);
+    }
+    return sched__spot_end(s, a, st, "interrupted", why, now);
+  }
+  if (rc) {
+    poll_later(s, st, a, now); /* throttled or down: look again later */
+    return 0;
+  }
+  sched__run_times(st, &inst);
+  if (inst.finished) {
+    /* a batch provider ran the script to its end */
+    char why[96];
+    snprintf(why, sizeof why, "exited with code %d", inst.exit_code);
+    struct tw_attempt_close c = {
+        .attempt_id = a->id,
+        .end_reason = "completed",
+        .job_to = inst.exit_code == 0 ? TW_JOB_SUCCEEDED : TW_JOB_FAILED,
+        .job_reason = why,
+        .has_exit = true,
+        .exit_code = inst.exit_code,
+        .ran_from_ms = st->ran_from_ms,
+        .ended_at_ms = st->ended_at_ms};
+    /* a job that finished before we saw it running still passes through
+     * running, so its history is complete */
+    if (a->state == TW_ATTEMPT_PROVISIONING)
+      tw_store_attempt_running_at(s->store, a->id, st->ran_from_ms, &err);
+    if (tw_store_attempt_close(s->store, &c, &err) == TW_OK) {
+      changes++;
+      sched__capacity_return(s, a, nd.n);
+      tw_spec_cache_forget(s->specs, job->id);
+    }
+    return changes;
+  }
+  if (inst.state == TW_INST_TERMINATED || inst.state == TW_INST_SHUTTING_DOWN ||
+      inst.state == TW_INST_STOPPED || inst.state == TW_INST_STOPPING ||
+      notice_due) {
+    /* Gone after it ran its expected duration (terminated by a pass whose
+     * record was lost, or by hand): the work is done, not interrupted. */
+    const struct tw_job_spec *spec = sched__spec(s, job);
+    int64_t done_at = done_at_of(s, pc, spec, a, st);
+    sched__spec_release(s, spec);
+    if (done_at && now >= done_at && !notice_due) {
+      char why[520];
+      snprintf(why, sizeof why,
+               "ran its expected duration; instance %s already %s%s%s", which,
+               inst.provider_state, inst.state_reason[0] ? ", " : "",
+               inst.state_reason);
+      return complete_attempt(s, job, a, nd, why);
+    }
+    char why[520], cause[16];
+    request_cause(s, a, cause);
+    if (!notice_due && !strcmp(cause, "move")) {
+      /* a move (spot.c) terminates the instance before it records the
+       * move: when that answer was lost or the daemon stopped in between,
+       * this look finds the broker's own terminate, not an interruption */
+      snprintf(why, sizeof why,
+               "moved off on-demand instance %s: it was terminated for the "
+               "move before the move was recorded",
+               which);
+      return sched__spot_end(s, a, st, "moved", why, now);
+    }
+    if (notice_due && !tw_instance_state_gone(inst.state)) {
+      /* the notice ran out: the provider takes it now whatever it still
+       * says, so the job moves on without waiting for that */
+      snprintf(why, sizeof why, "instance %s interrupted: its notice ran out",
+               nd.n ? "of the gang" : a->instance_id);
+      return end_after_terminate(s, pc, a, nd, st, why, now);
+    }
+    if (!strcmp(cause, "notice"))
+      /* its notice was out: taken at the deadline, by the provider or by
+       * the broker's terminate of a pass whose record a restart cut short */
+      snprintf(why, sizeof why,
+               "instance %s interrupted: its notice ran out (%s)", which,
+               inst.provider_state);
+    else
+      snprintf(why, sizeof why, "instance %s interrupted: %s%s%s", which,
+               inst.provider_state, inst.state_reason[0] ? ", " : "",
+               inst.state_reason);
+    if (nd.n) /* a gang runs whole or not at all: the others go too */
+      return end_after_terminate(s, pc, a, nd, st, why, now);
+    return sched__spot_end(s, a, st, "interrupted", why, now);
+  }
+  if (a->state == TW_ATTEMPT_PROVISIONING && inst.state == TW_INST_RUNNING) {
+    /* a gang runs once all its nodes do (describe_all) */
+    for (size_t i = 0; i < nd.n; i++)
+      tw_store_attempt_instance_put(s->store, a->id, nd.g[i].k,
+                                    nd.g[i].instance_id, "running", &err);
+    if (tw_store_attempt_running_at(s->store, a->id, st->ran_from_ms, &err) ==
+        TW_OK)
+      changes++;
+    poll_soon(s, st, now);
+    return changes;
+  }
+  if (a->state == TW_ATTEMPT_RUNNING &&
+      tw_provider_supports(pc->p, TW_PROV_BATCH)) {
+    /* the batch system runs the script and reports its end (finished,
+     * above): nothing to decide from the clock */
+    poll_later(s, st, a, now);
+    return 0;
+  }
+  if (a->state == TW_ATTEMPT_RUNNING) {
+    const struct tw_job_spec *spec = sched__spec(s, job);
+    if (!spec)
+      return 0;
+    int64_t done_at = done_at_of(s, pc, spec, a, st);
+    if (now >= done_at) {
+      sched__spec_release(s, spec);
+      return complete_attempt(s, job, a, nd,
+                              "ran its expected duration; instance terminated");
+    }
+    int moved = sched__spot_review(s, job, spec, a, nd, st, now);
+    sched__spec_release(s, spec);
+    if (moved)
+      return moved;
+    poll_later(s, st, a, now);
+    if (st->next_poll_ms > done_at)
+      st->next_poll_ms = done_at;
+    return 0;
+  }
+  poll_later(s, st, a, now);
+  return 0;
+}
+
+/* On the worker: a describe call. */
+static void describe_run(struct sched_call *c) {
+  struct sched_nodes nd = {.g = c->g, .n = c->n_g};
+  c->rc = describe_all(c->p, &c->a, nd, &c->inst, c->which, &c->err);
+}
+
+/* 2. one live attempt: a launching one settled by its token, one whose
+ * job ended given back, any other described when due.  Returns state
+ * changes. */
 static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
                           struct sched_nodes nd, int64_t now) {
   struct tw_err err = {0};
@@ -406,45 +845,7 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
   if (ag.handled)
     goto out;
   if (tw_job_state_terminal(job.state)) {
-    /* cancelled while the attempt lived: give the instances back.  A
-     * launch left unanswered may have made one: it is asked for by its
-     * token first. */
-    if (a->state == TW_ATTEMPT_LAUNCHING && !nd.n) {
-      struct tw_instance inst;
-      const struct tw_offer *o = sched__offer(s, a->offer_id);
-      enum tw_rc rc = tw_provider_find_by_token(
-          pc->p, a->client_token, o ? o->region : NULL, &inst, &err);
-      if (rc == TW_OK)
-        sched__run_times(st, &inst);
-      if (rc == TW_OK && !tw_instance_state_gone(inst.state) &&
-          tw_provider_terminate(pc->p, inst.id, &err))
-        goto out; /* try again next pass */
-      if (rc && rc != TW_E_NOTFOUND)
-        goto out; /* no answer: ask again next pass */
-    } else {
-      if (a->state == TW_ATTEMPT_PROVISIONING && !st->ran_from_ms) {
-        /* not seen running yet: the provider may have started it, and
-         * bills it from then even when it goes a moment later */
-        struct tw_instance inst;
-        char which[128];
-        if (describe_all(pc, a, nd, &inst, which, &err) == TW_OK)
-          sched__run_times(st, &inst);
-      }
-      if (sched__terminate_all(s, pc, a, nd, &err))
-        goto out; /* try again next pass */
-    }
-    /* a succeeded job's attempt completed (a look after its success
-     * changes nothing); any other ended job's was cancelled */
-    struct tw_attempt_close c = {
-        .attempt_id = a->id,
-        .end_reason = job.state == TW_JOB_SUCCEEDED ? "completed" : "cancelled",
-        .job_to = TW_JOB_NSTATES,
-        .ran_from_ms = st->ran_from_ms};
-    if (tw_store_attempt_close(s->store, &c, &err) == TW_OK) {
-      changes++;
-      sched__capacity_return(s, a, nd.n);
-    }
-    tw_spec_cache_forget(s->specs, job.id); /* it ended: no more passes */
+    changes += give_back(s, pc, &job, a, nd, st);
     goto out;
   }
   if (a->state == TW_ATTEMPT_LAUNCHING) {
@@ -454,147 +855,112 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
   bool notice_due = st->notice_deadline_ms && now >= st->notice_deadline_ms;
   if (now < st->next_poll_ms && !notice_due)
     goto out;
-  struct tw_instance inst;
-  char which[128];
-  enum tw_rc rc = describe_all(pc, a, nd, &inst, which, &err);
-  if (rc == TW_E_NOTFOUND) {
-    char why[320] = "the provider no longer knows its instance";
-    if (nd.n) { /* a gang runs whole or not at all: the others go too */
-      snprintf(why, sizeof why,
-               "the provider no longer knows instance %s of its gang of %zu",
-               which, nd.n);
-      sched__terminate_all(s, pc, a, nd, &err);
-    }
-    changes += sched__spot_end(s, a, st, "interrupted", why, now);
-    goto out;
+  if (!sched__call_room(s, pc))
+    goto out; /* the account's workers are busy: due still, next pass */
+  /* the answer comes back through sched__follow_applied() */
+  struct sched_call *c = tw_calloc(1, sizeof *c);
+  c->kind = SCHED_CALL_DESCRIBE;
+  c->run = describe_run;
+  c->attempt_id = a->id;
+  c->p = pc->p;
+  c->a = *a;
+  if (nd.n) {
+    c->g = tw_calloc(nd.n, sizeof *c->g);
+    memcpy(c->g, nd.g, nd.n * sizeof *c->g);
+    c->n_g = nd.n;
   }
-  if (rc) {
-    poll_later(s, st, a, now); /* throttled or down: look again later */
-    goto out;
-  }
-  sched__run_times(st, &inst);
-  if (inst.finished) {
-    /* a batch provider ran the script to its end */
-    char why[96];
-    snprintf(why, sizeof why, "exited with code %d", inst.exit_code);
-    struct tw_attempt_close c = {
-        .attempt_id = a->id,
-        .end_reason = "completed",
-        .job_to = inst.exit_code == 0 ? TW_JOB_SUCCEEDED : TW_JOB_FAILED,
-        .job_reason = why,
-        .has_exit = true,
-        .exit_code = inst.exit_code,
-        .ran_from_ms = st->ran_from_ms,
-        .ended_at_ms = st->ended_at_ms};
-    /* a job that finished before we saw it running still passes through
-     * running, so its history is complete */
-    if (a->state == TW_ATTEMPT_PROVISIONING)
-      tw_store_attempt_running_at(s->store, a->id, st->ran_from_ms, &err);
-    if (tw_store_attempt_close(s->store, &c, &err) == TW_OK) {
-      changes++;
-      sched__capacity_return(s, a, nd.n);
-      tw_spec_cache_forget(s->specs, job.id);
-    }
-    goto out;
-  }
-  if (inst.state == TW_INST_TERMINATED || inst.state == TW_INST_SHUTTING_DOWN ||
-      inst.state == TW_INST_STOPPED || inst.state == TW_INST_STOPPING ||
-      notice_due) {
-    /* Gone after it ran its expected duration (terminated by a pass whose
-     * record was lost, or by hand): the work is done, not interrupted. */
-    const struct tw_job_spec *spec = sched__spec(s, &job);
-    int64_t done_at = done_at_of(s, pc, spec, a, st);
-    sched__spec_release(s, spec);
-    if (done_at && now >= done_at && !notice_due) {
-      char why[520];
-      snprintf(why, sizeof why,
-               "ran its expected duration; instance %s already %s%s%s", which,
-               inst.provider_state, inst.state_reason[0] ? ", " : "",
-               inst.state_reason);
-      changes += complete_attempt(s, pc, &job, a, nd, why);
-      goto out;
-    }
-    char why[520], cause[16];
-    request_cause(s, a, cause);
-    if (!notice_due && !strcmp(cause, "move")) {
-      /* a move (spot.c) terminates the instance before it records the
-       * move: when that answer was lost or the daemon stopped in between,
-       * this look finds the broker's own terminate, not an interruption */
-      snprintf(why, sizeof why,
-               "moved off on-demand instance %s: it was terminated for the "
-               "move before the move was recorded",
-               which);
-      changes += sched__spot_end(s, a, st, "moved", why, now);
-      goto out;
-    }
-    if (notice_due && !tw_instance_state_gone(inst.state)) {
-      /* the notice ran out: the provider takes it now whatever it still
-       * says, so the job moves on without waiting for that */
-      sched__terminate_all(s, pc, a, nd, &err);
-      snprintf(why, sizeof why, "instance %s interrupted: its notice ran out",
-               nd.n ? "of the gang" : a->instance_id);
-    } else if (!strcmp(cause, "notice")) {
-      /* its notice was out: taken at the deadline, by the provider or by
-       * the broker's terminate of a pass whose record a restart cut short */
-      snprintf(why, sizeof why,
-               "instance %s interrupted: its notice ran out (%s)", which,
-               inst.provider_state);
-      if (nd.n)
-        sched__terminate_all(s, pc, a, nd, &err);
-    } else {
-      snprintf(why, sizeof why, "instance %s interrupted: %s%s%s", which,
-               inst.provider_state, inst.state_reason[0] ? ", " : "",
-               inst.state_reason);
-      if (nd.n) /* a gang runs whole or not at all: the others go too */
-        sched__terminate_all(s, pc, a, nd, &err);
-    }
-    changes += sched__spot_end(s, a, st, "interrupted", why, now);
-    goto out;
-  }
-  if (a->state == TW_ATTEMPT_PROVISIONING && inst.state == TW_INST_RUNNING) {
-    /* a gang runs once all its nodes do (describe_all) */
-    for (size_t i = 0; i < nd.n; i++)
-      tw_store_attempt_instance_put(s->store, a->id, nd.g[i].k,
-                                    nd.g[i].instance_id, "running", &err);
-    if (tw_store_attempt_running_at(s->store, a->id, st->ran_from_ms, &err) ==
-        TW_OK)
-      changes++;
-    poll_soon(s, st, now);
-    goto out;
-  }
-  if (a->state == TW_ATTEMPT_RUNNING &&
-      tw_provider_supports(pc->p, TW_PROV_BATCH)) {
-    /* the batch system runs the script and reports its end (finished,
-     * above): nothing to decide from the clock */
-    poll_later(s, st, a, now);
-    goto out;
-  }
-  if (a->state == TW_ATTEMPT_RUNNING) {
-    const struct tw_job_spec *spec = sched__spec(s, &job);
-    if (!spec)
-      goto out;
-    int64_t done_at = done_at_of(s, pc, spec, a, st);
-    if (now >= done_at) {
-      sched__spec_release(s, spec);
-      changes += complete_attempt(
-          s, pc, &job, a, nd, "ran its expected duration; instance terminated");
-      goto out;
-    }
-    int moved = sched__spot_review(s, &job, spec, a, nd, st, now);
-    sched__spec_release(s, spec);
-    if (moved) {
-      changes += moved;
-      goto out;
-    }
-    poll_later(s, st, a, now);
-    if (st->next_poll_ms > done_at)
-      st->next_poll_ms = done_at;
-    goto out;
-  }
-  poll_later(s, st, a, now);
+  if (!sched__call_submit(s, pc, c))
+    sched__call_free(s, c);
 out:
   tw_job_rec_release(&job);
   return changes;
+}
+
+/* A describe's answer: applied to the attempt as it is stored now.  One
+ * that moved meanwhile (ended, or started by another way) is left to the
+ * next pass's look; no answer within the deadline is "unknown, look again
+ * later". */
+static int describe_applied(struct tw_sched *s, const struct sched_call *c,
+                            bool timed_out, int64_t now) {
+  struct tw_err err = {0};
+  struct tw_job_rec job;
+  if (tw_store_job_get(s->store, c->a.job_id, &job, &err))
+    return 0;
+  int changes = 0;
+  struct tw_attempt_rec *mine = NULL;
+  size_t n = 0;
+  const struct tw_attempt_rec *a = NULL;
+  if (tw_store_attempts_of(s->store, job.id, &mine, &n, &err) == TW_OK)
+    for (size_t i = 0; i < n; i++)
+      if (mine[i].id == c->a.id)
+        a = &mine[i];
+  struct pcache *pc = sched__provider(s, c->a.provider);
+  if (!a || !pc || a->state != c->a.state ||
+      strcmp(a->instance_id, c->a.instance_id) ||
+      tw_job_state_terminal(job.state))
+    goto out;
+  struct sched_att *st = att_get(s, a, now);
+  if (timed_out) {
+    tw_log_info("sched",
+                "job=%s attempt=%d describe unanswered within %lld ms; "
+                "looked at again later",
+                job.id, a->n, (long long)tw_provider_call_deadline_ms(c->p));
+    poll_later(s, st, a, now);
+    goto out;
+  }
+  changes = decide(s, pc, &job, a, (struct sched_nodes){c->g, c->n_g}, st,
+                   c->rc, &c->inst, c->which, now);
+  ending_send(s); /* what it finished is given back in this pass */
+out:
+  free(mine);
+  tw_job_rec_release(&job);
+  return changes;
+}
+
+int sched__follow_applied(struct tw_sched *s, struct sched_call *c,
+                          bool timed_out, int64_t now) {
+  (void)now;
+  if (c->kind == SCHED_CALL_DESCRIBE)
+    return describe_applied(s, c, timed_out, now);
+  if (c->end_after)
+    return ended_after_terminate(s, c, timed_out, now);
+  if (!c->cancel) {
+    ending_applied(s, c, timed_out);
+    return 0;
+  }
+  /* a cancelled job's instances: the attempt is closed once they are
+   * confirmed gone; no answer, or a failure, and the next pass tries
+   * again */
+  if (timed_out || c->rc) {
+    tw_log_info("sched",
+                "job=%s attempt=%d instances not confirmed terminated (%s); "
+                "tried again",
+                c->a.job_id, c->a.n,
+                timed_out ? "no answer within the deadline" : tw_rc_str(c->rc));
+    return 0;
+  }
+  struct tw_err err = {0};
+  for (size_t i = 0; i < c->n_g; i++)
+    if (c->g[i].k > 0)
+      tw_store_attempt_instance_put(s->store, c->a.id, c->g[i].k,
+                                    c->g[i].instance_id, "terminated", &err);
+  int64_t ran_from = 0;
+  if (s->follow)
+    for (size_t i = 0; i < s->follow->n; i++)
+      if (s->follow->a[i].attempt_id == c->a.id) {
+        if (c->seen)
+          sched__run_times(&s->follow->a[i], &c->inst);
+        ran_from = s->follow->a[i].ran_from_ms;
+      }
+  if (!ran_from && c->seen && c->inst.running_ms > 0)
+    ran_from = c->inst.running_ms;
+  /* a gang's nodes, every one of them (the call held only those up) */
+  struct tw_attempt_instance *g = NULL;
+  size_t nodes = 0;
+  if (tw_store_attempt_instances(s->store, c->a.id, &g, &nodes, &err))
+    nodes = 0;
+  free(g);
+  return close_ended(s, &c->a, nodes, c->job_succeeded, ran_from);
 }
 
 /* Whether event instance id is one of attempt a's (a gang's: any node). */
@@ -611,7 +977,7 @@ static bool notice_is_of(const struct tw_attempt_rec *a, struct sched_nodes nd,
 static void poll_notices(struct tw_sched *s, const struct tw_attempt_rec *live,
                          size_t n_live, const struct tw_attempt_instance *g,
                          size_t n_g, int64_t now) {
-  for (size_t i = 0; i < s->n_pc; i++) {
+  for (size_t i = 0; i < s->n_pc && !sched__stopping(s); i++) {
     struct tw_event_list ev;
     struct tw_err err = {0};
     tw_event_list_init(&ev);
@@ -713,6 +1079,10 @@ static int sweep(struct tw_sched *s, const struct tw_attempt_rec *live,
         read = true;
         for (size_t l = 0; l < n_mine && !has_live; l++)
           has_live = mine[l].state != TW_ATTEMPT_ENDED;
+        /* an interrupted attempt's instance being terminated: the job is
+         * placed again by that call's answer */
+        if (n_mine && sched__call_busy(s, mine[n_mine - 1].id))
+          has_live = true;
       }
       if (!has_live && read) {
         /* the job's state may have moved since the list was read */
@@ -764,10 +1134,13 @@ int sched__follow(struct tw_sched *s, int64_t now) {
     size_t n_g = 0;
     if (tw_store_attempt_instances(s->store, 0, &g, &n_g, &err))
       tw_log_warn("spot", "gang nodes unreadable: %s", err.msg);
-    ending_retry(s);
     poll_notices(s, live, n_live, g, n_g, now);
-    for (size_t i = 0; i < n_live; i++)
+    /* describes go to the accounts' workers; a drain stops the pass
+     * between two attempts (the ones not looked at are followed by the
+     * next start; nothing of theirs is lost) */
+    for (size_t i = 0; i < n_live && !sched__stopping(s); i++)
       changes += follow_attempt(s, &live[i], nodes_of(g, n_g, live[i].id), now);
+    ending_send(s); /* the terminates still owed, this pass's included */
     free(g);
     att_prune(s);
     changes += sweep(s, live, n_live, now);

@@ -395,6 +395,8 @@ void sched__call_free(struct tw_sched *s, struct sched_call *c) {
   free(c->explain);
   free(c->plan_json);
   free(c->ids);
+  free(c->g);
+  free(c->g_rc);
   tw_buf_release(&c->ud);
   tw_policy_set_unref(c->set);
   free(c);

@@ -70,6 +70,17 @@ enum tw_rc tw_sched_new(const struct tw_sched_opts *o, struct tw_sched **out,
   return TW_OK;
 }
 
+int64_t tw_sched_stalled_ms(struct tw_sched *s) {
+  int64_t beat = __atomic_load_n(&s->beat_ms, __ATOMIC_ACQUIRE);
+  if (beat == 0)
+    return -1;
+  /* a pass takes up to its budget plus the launches it waits for; a loop
+   * that has not come round in 20 ticks (at least 60 s) is stuck */
+  int64_t limit = 20 * s->tick_ms > 60000 ? 20 * s->tick_ms : 60000;
+  int64_t ago = sched__mono_ms() - beat;
+  return ago > limit ? ago : 0;
+}
+
 struct tw_placer *tw_sched_placer(struct tw_sched *s) {
   return s->placer;
 }
@@ -113,9 +124,11 @@ static void refresh_offers(struct tw_sched *s, int64_t now) {
 /* A completed call: a launch's outcome stored (launch.c), then what it
  * means for its job: a first launch refused places the job again (its
  * next candidate, or after a back-off), a settling call's answer goes to
- * follow.c. */
+ * follow.c, as do describes and terminates. */
 static int apply_call(struct tw_sched *s, struct sched_call *c, bool timed_out,
                       int64_t now) {
+  if (c->kind != SCHED_CALL_LAUNCH) /* a describe or a terminate */
+    return sched__follow_applied(s, c, timed_out, now);
   enum tw_rc rc = TW_OK;
   enum sched_launch_outcome r = sched__launch_apply(s, c, timed_out, &rc);
   if (!c->first)
@@ -151,7 +164,9 @@ static void *loop_main(void *arg) {
   pthread_mutex_lock(&s->mu);
   while (!s->stopping) {
     pthread_mutex_unlock(&s->mu);
+    __atomic_store_n(&s->beat_ms, sched__mono_ms(), __ATOMIC_RELEASE);
     tw_sched_tick(s);
+    __atomic_store_n(&s->beat_ms, sched__mono_ms(), __ATOMIC_RELEASE);
     pthread_mutex_lock(&s->mu);
     if (s->stopping)
       break;
@@ -202,8 +217,9 @@ static void stop_thread(struct tw_sched *s) {
 size_t tw_sched_drain(struct tw_sched *s, int64_t deadline_mono_ms) {
   if (!s)
     return 0;
-  /* no pass starts after this one; the current one ends within its
-   * budget, since no pass waits on a cloud */
+  /* no pass starts after this one; the current one stops between two
+   * cloud calls (follow.c checks sched__stopping), so the join waits for
+   * one call at most, bounded by the adapter's timeout */
   stop_thread(s);
   /* the launches in flight are handed back as they answer, until the
    * deadline; placing nothing new (the loop is stopped) */

@@ -901,7 +901,12 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
   fb_order(s, job, &fb, &pplan, explain, sizeof explain, now);
   if (pplan.n == 0) {
     char note[600];
-    if (counted) {
+    if (counted && s->n_pc == 0) {
+      snprintf(note, sizeof note,
+               "no provider is configured: nothing can run this job until "
+               "the config names one under providers:");
+      note_once(s, sp, job->id, note);
+    } else if (counted) {
       snprintf(note, sizeof note, "no offer fits: %s", explain);
       note_once(s, sp, job->id, note);
     }

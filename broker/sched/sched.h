@@ -101,6 +101,10 @@ struct tw_sched_opts {
 
 enum tw_rc tw_sched_new(const struct tw_sched_opts *opts, struct tw_sched **out,
                         struct tw_err *err);
+/* 0 while the loop thread comes round; the milliseconds since its last
+ * pass began or ended once that is more than 20 ticks (at least 60 s);
+ * -1 before tw_sched_start().  For /readyz. */
+int64_t tw_sched_stalled_ms(struct tw_sched *s);
 /* Runs passes on a thread until tw_sched_free(). */
 enum tw_rc tw_sched_start(struct tw_sched *s, struct tw_err *err);
 /* Something happened that a pass acts on (an agent's exit report or

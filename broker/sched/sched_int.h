@@ -76,6 +76,9 @@ struct pcache {
 };
 
 struct tw_sched {
+  /* sched__mono_ms() when the loop thread last began or finished a pass
+   * (0: not started); atomic, read by tw_sched_stalled_ms */
+  int64_t beat_ms;
   struct tw_store *store;
   struct tw_clock *clock;
   struct pcache *pc;
@@ -136,6 +139,16 @@ struct tw_sched {
   pthread_mutex_t mu;
   pthread_cond_t cv;
 };
+
+/* Whether a drain has begun (tw_sched_drain): the pass in progress stops
+ * making cloud calls between two of them, so the drain's deadline holds
+ * however many live attempts wait for a look.  Any thread. */
+static inline bool sched__stopping(struct tw_sched *s) {
+  pthread_mutex_lock(&s->mu);
+  bool v = s->stopping;
+  pthread_mutex_unlock(&s->mu);
+  return v;
+}
 
 /* ---- lookups every file uses --------------------------------------------- */
 
@@ -327,15 +340,27 @@ void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
 
 /* Terminates every instance of attempt a: its one instance, or each node
  * of its gang (each recorded as terminated).  The first failure is
- * returned; the others are still tried. */
+ * returned; the others are still tried.  On the caller's thread: only a
+ * deadline job's move (spot.c) still uses it; follow.c's terminates are
+ * calls on the accounts' workers. */
 enum tw_rc sched__terminate_all(struct tw_sched *s, struct pcache *pc,
                                 const struct tw_attempt_rec *a,
                                 struct sched_nodes nd, struct tw_err *err);
 
 /* ---- calls.c ------------------------------------------------------------- */
 
+/* What a call is: its maker (launch.c, follow.c) and how loop.c applies
+ * it. */
+enum sched_call_kind {
+  SCHED_CALL_LAUNCH = 0, /* launch.c: a launch, or a launching attempt's
+                            settling by its token */
+  SCHED_CALL_DESCRIBE,   /* follow.c: a live attempt's instances described */
+  SCHED_CALL_TERMINATE   /* follow.c: instances given back */
+};
+
 /* A provider call run by an account's worker.  The fields above `run` are
- * calls.c's; the rest belong to whoever made the call (launch.c). */
+ * calls.c's; the rest belong to whoever made the call (launch.c,
+ * follow.c). */
 struct sched_call {
   int status;
   bool abandoned;      /* past its deadline: its answer will be dropped */
@@ -363,6 +388,22 @@ struct sched_call {
   enum tw_rc rc;
   struct tw_err err;
   struct tw_instance inst;
+
+  /* follow.c: a describe or terminate call, owned.  g: the attempt's
+   * nodes described (none for one instance), or the instances to
+   * terminate (k 0: not a gang's node); g_rc: each one's terminate rc. */
+  enum sched_call_kind kind;
+  struct tw_attempt_instance *g;
+  size_t n_g;
+  enum tw_rc *g_rc;
+  bool by_token;       /* terminate: the instance of a's token, if any */
+  bool describe_first; /* terminate: describe first, for the run times */
+  bool seen;           /* terminate: inst holds what the worker saw */
+  bool cancel;         /* terminate: a's job ended; close a when done */
+  bool job_succeeded;  /* cancel: the job ended as succeeded */
+  char which[128];     /* describe: the instance that decided */
+  bool end_after;      /* terminate: then end a as interrupted, end_why */
+  char end_why[520];
 };
 
 /* A worker's queue holds at most this many calls per worker. */
@@ -526,16 +567,23 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
 
 /* ---- follow.c ------------------------------------------------------------ */
 
-/* Terminates still owed, notices, then every live attempt (a launching
- * one settled by its client token), then jobs left half way (every
- * non-terminal state but pending without a live attempt); returns state
- * changes. */
+/* Notices, then every live attempt (a launching one settled by its client
+ * token, any other described when due: calls on the accounts' workers,
+ * applied by sched__follow_applied), the terminates still owed, then jobs
+ * left half way (every non-terminal state but pending without a live
+ * attempt); returns state changes. */
 int sched__follow(struct tw_sched *s, int64_t now);
 /* The answer r to the settling call c of a launching attempt (applied by
  * sched__launch_apply): found or launched, the attempt is described soon;
  * refused, a placing job goes back to pending.  Returns state changes. */
 int sched__follow_resolved(struct tw_sched *s, const struct sched_call *c,
                            enum sched_launch_outcome r, int64_t now);
+/* Applies follow.c's describe or terminate call c (timed_out: past its
+ * deadline, still running: no answer, so a describe looks again later and
+ * a terminate is tried again; nothing is concluded from it).  Returns
+ * state changes. */
+int sched__follow_applied(struct tw_sched *s, struct sched_call *c,
+                          bool timed_out, int64_t now);
 void sched__follow_release(struct tw_sched *s);
 
 #endif

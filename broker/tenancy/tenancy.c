@@ -28,7 +28,7 @@
  */
 
 static const char *const ROLE_NAMES[TW_ROLE_COUNT] = {
-    "admin", "tenant-admin", "member", "viewer", "finance", "ci"};
+    "admin", "tenant-admin", "member", "viewer", "finance", "ci", "metrics"};
 
 const char *tw_role_str(enum tw_role r) {
   return (unsigned)r < TW_ROLE_COUNT ? ROLE_NAMES[r] : "none";

@@ -53,6 +53,7 @@ enum tw_role {
   TW_ROLE_VIEWER,       /* reads the tenant's jobs, quota and budgets */
   TW_ROLE_FINANCE,      /* budgets, spend and the tenant's audit trail */
   TW_ROLE_CI,           /* submits, and reads and cancels its own jobs */
+  TW_ROLE_METRICS,      /* scrapes /metrics, and nothing else */
   TW_ROLE_COUNT
 };
 

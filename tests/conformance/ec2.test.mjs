@@ -22,6 +22,7 @@ import {
   DescribeRegionsCommand,
   DescribeAddressesCommand,
   CreateTagsCommand,
+  DeleteTagsCommand,
   DescribeTagsCommand,
   DescribeInstanceStatusCommand,
   DescribeSpotInstanceRequestsCommand,
@@ -269,6 +270,31 @@ test("CreateTags tags an instance; DescribeTags and DescribeInstances see it", a
   assert.equal(d.Reservations[0].Instances[0].InstanceId, id);
   assert.deepEqual(d.Reservations[0].Instances[0].Tags, [{ Key: "tw-job", Value: "j-7" }]);
   await assert.rejects(ec2.send(new CreateTagsCommand({ Resources: ["i-0123456789abcdef0"], Tags: [{ Key: "k", Value: "v" }] })),
+    (e) => e.name === "InvalidInstanceID.NotFound");
+});
+
+test("DeleteTags: by key, by key and value, or every tag", async () => {
+  const ec2 = client();
+  const run = await ec2.send(
+    new RunInstancesCommand({
+      ImageId: "ami-12345678", InstanceType: "m5.large", MinCount: 1, MaxCount: 1,
+      TagSpecifications: [{ ResourceType: "instance", Tags: [
+        { Key: "a", Value: "1" }, { Key: "b", Value: "2" }, { Key: "c", Value: "3" }] }],
+    }),
+  );
+  const id = run.Instances[0].InstanceId;
+  const keys = async () => {
+    const t = await ec2.send(new DescribeTagsCommand({ Filters: [{ Name: "resource-id", Values: [id] }] }));
+    return t.Tags.map((x) => x.Key).sort();
+  };
+  const del = await ec2.send(new DeleteTagsCommand({ Resources: [id], Tags: [{ Key: "a" }, { Key: "b", Value: "no" }] }));
+  assert.equal(del.$metadata.httpStatusCode, 200);
+  assert.deepEqual(await keys(), ["b", "c"]);
+  await ec2.send(new DeleteTagsCommand({ Resources: [id], Tags: [{ Key: "b", Value: "2" }] }));
+  assert.deepEqual(await keys(), ["c"]);
+  await ec2.send(new DeleteTagsCommand({ Resources: [id] }));
+  assert.deepEqual(await keys(), []);
+  await assert.rejects(ec2.send(new DeleteTagsCommand({ Resources: ["i-0123456789abcdef0"] })),
     (e) => e.name === "InvalidInstanceID.NotFound");
 });
 

@@ -29,9 +29,22 @@
  *     once more, and after its start-up pass the fake holds no live
  *     instance at all.
  *
+ * With --stop-term (ctest test_chaos_stop) the daemon is not killed but
+ * drained: SIGTERM during the first launches, then the fake is stopped
+ * with SIGSTOP for 60 s (TW_CHAOS_STOP_S=N shortens it) while a second
+ * wave of jobs is submitted, so its launches hang; SIGTERM again while
+ * the fake is stopped and a restart while it still is, SIGCONT, and
+ * SIGTERM once more during the launches that follow.  Besides the checks
+ * above: each drain ends within shutdown_timeout_s (2 s here) plus a
+ * margin, and every attempt left launching by a drain is settled by the
+ * next start with its own token: the one instance the fake made under
+ * that token is the attempt's, or the fake made none and the attempt
+ * ended on a definite refusal.
+ *
  * The seed is printed; TW_SEED=N replays a run, TW_CHAOS_JOBS=N changes
- * the number of jobs (default 200).  Exits 77 when the daemon or the fake
- * is not built. */
+ * the number of jobs (default 200), TW_CHAOS_SAMPLE_MS=N the sampler's
+ * period (default 500; shorter catches shorter overlaps).  Exits 77 when the
+ * daemon or the fake is not built. */
 #include <curl/curl.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -63,6 +76,9 @@
 #define BUDGET_S 100 /* the whole run, jobs done or not */
 #define CHAOS_S 45   /* kills stop after this, so the run settles */
 #define ORPHANS 5
+#define SHUTDOWN_S 2     /* --stop-term: the drain's deadline */
+#define DRAIN_MARGIN_S 5 /* and how much later the daemon may exit */
+#define MAX_HANDED 4096  /* attempts left launching by the drains */
 
 static uint64_t rng_state;
 
@@ -142,6 +158,7 @@ static json_t *fake_ctl(const char *method, const char *path,
 
 static pthread_t sampler;
 static atomic_bool sampling;
+static long sample_ms = 500; /* TW_CHAOS_SAMPLE_MS */
 static int samples, bad_samples, worst_job_instances;
 static char first_bad[160];
 
@@ -171,6 +188,18 @@ static int sample_once(void) {
       doubled++;
       if (!first_bad[0])
         snprintf(first_bad, sizeof first_bad, "job %s", job);
+      /* what the fake holds for it, to find in the daemon's log */
+      for (size_t j = 0; j < n; j++) {
+        json_t *o = json_array_get(insts, j);
+        const char *oj = json_string_value(
+            json_object_get(json_object_get(o, "tags"), "tradewind:job"));
+        if (oj && !strcmp(oj, job))
+          fprintf(stderr, "chaos: two live: job %s instance %s %s attempt %s\n",
+                  job, json_string_value(json_object_get(o, "id")),
+                  json_string_value(json_object_get(o, "state")),
+                  json_string_value(json_object_get(json_object_get(o, "tags"),
+                                                    "tradewind:attempt")));
+      }
     }
     if (count[k] > worst_job_instances)
       worst_job_instances = count[k];
@@ -187,7 +216,7 @@ static void *sampler_main(void *arg) {
     samples++;
     if (sample_once())
       bad_samples++;
-    sleep_ms(500);
+    sleep_ms(sample_ms);
   }
   return NULL;
 }
@@ -311,6 +340,10 @@ out:
 
 static uint64_t seed;
 static int n_jobs, submitted, succeeded;
+/* --stop-term: the run drains instead of killing; jobs [0, n_first) are
+ * submitted at once, the rest while the fake is stopped */
+static bool stop_term;
+static int stop_s = 60, n_first;
 static char (*ids)[64];
 static struct twtest_daemon d;
 /* The fake's last state and the attempt tags found in it. */
@@ -358,6 +391,7 @@ static void faults_installed_and_jobs_accepted(void **state) {
            "log: {level: info}\n"
            "auth: {mode: open}\n"
            "scheduler: {tick_ms: 500}\n"
+           "shutdown_timeout_s: %d\n"
            "reconcile: {interval_s: 3}\n"
            /* the blocklist's times scaled to a run of seconds */
            "spot: {restart_overhead_s: 5, review_s: 2, blocklist_offer_s: 3,\n"
@@ -379,17 +413,17 @@ static void faults_installed_and_jobs_accepted(void **state) {
            "    metadata_url: %s/_fake/ec2/instances/{id}\n"
            "    on_demand_prices: {m5.large: \"0.096\", m6g.large: \"0.077\","
            " c5.xlarge: \"0.17\"}\n",
-           fake_url, fake_url);
+           SHUTDOWN_S, fake_url, fake_url);
   TW_CHECK(twtest_daemon_init(&d, config) == 0 && twtest_daemon_start(&d) == 0,
            "tradewindd did not start");
   atomic_store(&sampling, true);
   TW_CHECK(pthread_create(&sampler, NULL, sampler_main, NULL) == 0,
            "no sampler thread");
-  for (int i = 0; i < n_jobs; i++)
+  for (int i = 0; i < n_first; i++)
     if (submit(d.url, i, ids[i]))
       submitted++;
-  TW_CHECK(submitted == n_jobs, "only %d of %d jobs were accepted", submitted,
-           n_jobs);
+  TW_CHECK(submitted == n_first, "only %d of %d jobs were accepted", submitted,
+           n_first);
 }
 
 /* SIGKILL at random moments, restart, until the jobs are done; the faults
@@ -429,6 +463,203 @@ static void killed_again_and_again_until_done(void **state) {
   TW_CHECK(kills >= 5, "only %d kills: the chaos did not happen", kills);
   TW_CHECK(interrupted > 0, "no interruption happened");
   TW_CHECK(capacity > 0, "no capacity error happened");
+}
+
+/* ---- --stop-term: drains, a stopped fake, restarts -------------------------
+ */
+
+/* An attempt a drain left launching: its id and token, read from the
+ * store once the daemon had exited. */
+struct handed {
+  int64_t id;
+  char token[80];
+};
+static struct handed handed[MAX_HANDED];
+static int n_handed, drains, late_drains;
+static double worst_drain_s;
+
+static void read_launching(void) {
+  sqlite3 *h = NULL;
+  if (sqlite3_open_v2(d.db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    sqlite3_close(h);
+    return;
+  }
+  sqlite3_busy_timeout(h, 2000);
+  sqlite3_stmt *q = NULL;
+  if (sqlite3_prepare_v2(h,
+                         "SELECT id, client_token FROM attempts"
+                         " WHERE state = 'launching'",
+                         -1, &q, NULL) == SQLITE_OK)
+    while (sqlite3_step(q) == SQLITE_ROW && n_handed < MAX_HANDED) {
+      int64_t id = sqlite3_column_int64(q, 0);
+      int k;
+      for (k = 0; k < n_handed && handed[k].id != id; k++)
+        ;
+      if (k < n_handed)
+        continue; /* handed back by an earlier drain too */
+      handed[n_handed].id = id;
+      snprintf(handed[n_handed].token, sizeof handed[0].token, "%s",
+               (const char *)sqlite3_column_text(q, 1));
+      n_handed++;
+    }
+  sqlite3_finalize(q);
+  sqlite3_close(h);
+}
+
+/* SIGTERM; the drain must end within its deadline plus a margin.  The
+ * attempts it left launching are noted. */
+static void drain(const char *when) {
+  int before = n_handed;
+  double t = now_s();
+  int rc = twtest_daemon_stop(&d, (SHUTDOWN_S + 30) * 1000);
+  double took = now_s() - t;
+  drains++;
+  if (took > worst_drain_s)
+    worst_drain_s = took;
+  if (rc != 0 || took > SHUTDOWN_S + DRAIN_MARGIN_S) {
+    late_drains++;
+    fprintf(stderr, "chaos: the drain %s exited %d after %.1f s\n", when, rc,
+            took);
+  }
+  read_launching();
+  printf("chaos: SIGTERM %s: drained in %.2f s, %d attempts left "
+         "launching\n",
+         when, took, n_handed - before);
+  fflush(stdout);
+}
+
+static void restart(const char *when) {
+  if (twtest_daemon_start(&d))
+    TW_FAIL("the daemon did not come back %s", when);
+}
+
+static void wait_until_done(double t0, double budget_s) {
+  while (now_s() - t0 < budget_s) {
+    sleep_ms(1000);
+    if (count_sql(d.db, "SELECT count(*) FROM jobs WHERE state IN"
+                        " ('succeeded','failed','cancelled')") == submitted)
+      break;
+  }
+}
+
+static void drained_and_stopped_until_done(void **state) {
+  (void)state;
+  double t0 = now_s();
+  /* SIGTERM while the first launches are in flight */
+  sleep_ms(800 + (long)(rng_next() % 1500));
+  drain("during the first launches");
+  restart("after the first drain");
+  /* the fake stopped while the restarted daemon resumes and a second
+   * wave of jobs arrives: every launch of theirs hangs */
+  sleep_ms(500 + (long)(rng_next() % 1000));
+  kill(fake_pid, SIGSTOP);
+  double stopped_at = now_s();
+  printf("chaos: the fake stopped (SIGSTOP) for %d s at %.1f s\n", stop_s,
+         stopped_at - t0);
+  fflush(stdout);
+  for (int i = n_first; i < n_jobs; i++)
+    if (submit(d.url, i, ids[i]))
+      submitted++;
+  long wait_ms =
+      (long)(stop_s * 1000 / 2) - (long)((now_s() - stopped_at) * 1000);
+  if (wait_ms > 0)
+    sleep_ms(wait_ms);
+  drain("while the fake is stopped");
+  restart("while the fake is stopped");
+  wait_ms = (long)(stop_s * 1000) - (long)((now_s() - stopped_at) * 1000);
+  if (wait_ms > 0)
+    sleep_ms(wait_ms);
+  kill(fake_pid, SIGCONT);
+  printf("chaos: the fake continued (SIGCONT) after %.1f s\n",
+         now_s() - stopped_at);
+  /* SIGTERM during the launches that follow */
+  sleep_ms(1500 + (long)(rng_next() % 1500));
+  drain("during the launches after SIGCONT");
+  restart("after the last drain");
+  wait_until_done(t0, BUDGET_S + stop_s);
+  atomic_store(&sampling, false);
+  pthread_join(sampler, NULL);
+  succeeded =
+      count_sql(d.db, "SELECT count(*) FROM jobs WHERE state = 'succeeded'");
+  int interrupted = count_sql(
+      d.db, "SELECT count(*) FROM attempts WHERE end_reason = 'interrupted'");
+  int attempts = count_sql(d.db, "SELECT count(*) FROM attempts");
+  printf("chaos: %d drains (slowest %.2f s, deadline %d s) in %.0f s; %d of "
+         "%d jobs succeeded; %d attempts, %d interruptions; %d attempts "
+         "handed back launching\n",
+         drains, worst_drain_s, SHUTDOWN_S, now_s() - t0, succeeded, submitted,
+         attempts, interrupted, n_handed);
+  TW_CHECK(submitted == n_jobs, "only %d of %d jobs were accepted", submitted,
+           n_jobs);
+  TW_CHECK(late_drains == 0,
+           "%d of %d drains did not end within %d s of SIGTERM (slowest "
+           "%.1f s)",
+           late_drains, drains, SHUTDOWN_S + DRAIN_MARGIN_S, worst_drain_s);
+  TW_CHECK(n_handed > 0,
+           "no drain left an attempt launching: the stop did not bite");
+}
+
+/* Every attempt a drain handed back was settled with its own token. */
+static void handed_back_attempts_resume_with_their_tokens(void **state) {
+  (void)state;
+  json_t *insts = st ? json_object_get(st, "instances") : NULL;
+  TW_CHECK(json_is_array(insts), "no instance list from the fake");
+  sqlite3 *h = NULL;
+  TW_CHECK(sqlite3_open_v2(d.db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK,
+           "the store does not open");
+  sqlite3_stmt *q = NULL;
+  sqlite3_prepare_v2(h,
+                     "SELECT state, end_reason, instance_id, client_token"
+                     " FROM attempts WHERE id = ?1",
+                     -1, &q, NULL);
+  int adopted = 0, refused = 0, bad = 0;
+  for (int k = 0; k < n_handed; k++) {
+    sqlite3_bind_int64(q, 1, handed[k].id);
+    char astate[16] = "", reason[32] = "", inst[32] = "", token[80] = "";
+    if (sqlite3_step(q) == SQLITE_ROW) {
+      snprintf(astate, sizeof astate, "%s", sqlite3_column_text(q, 0));
+      snprintf(reason, sizeof reason, "%s", sqlite3_column_text(q, 1));
+      snprintf(inst, sizeof inst, "%s", sqlite3_column_text(q, 2));
+      snprintf(token, sizeof token, "%s", sqlite3_column_text(q, 3));
+    }
+    sqlite3_reset(q);
+    /* the fake's instances under that token, ever */
+    int made = 0;
+    const char *made_id = "";
+    for (size_t i = 0; i < json_array_size(insts); i++) {
+      json_t *in = json_array_get(insts, i);
+      const char *t = json_string_value(json_object_get(in, "client_token"));
+      if (t && !strcmp(t, handed[k].token)) {
+        made++;
+        made_id = json_string_value(json_object_get(in, "id"));
+      }
+    }
+    bool ok = !strcmp(token, handed[k].token) && !strcmp(astate, "ended");
+    if (made == 1 && ok && !strcmp(inst, made_id ? made_id : ""))
+      adopted++;
+    else if (made == 0 && ok && !inst[0] &&
+             (!strcmp(reason, "capacity") || !strcmp(reason, "rejected") ||
+              !strcmp(reason, "failed")))
+      refused++;
+    else {
+      bad++;
+      fprintf(stderr,
+              "chaos: attempt %lld (token %s) handed back launching: now %s "
+              "%s instance '%s'; the fake made %d under its token\n",
+              (long long)handed[k].id, handed[k].token, astate, reason, inst,
+              made);
+    }
+  }
+  sqlite3_finalize(q);
+  sqlite3_close(h);
+  printf("chaos: %d attempts handed back by the drains: %d settled on the "
+         "instance of their token, %d on a definite refusal, %d otherwise\n",
+         n_handed, adopted, refused, bad);
+  TW_CHECK(bad == 0,
+           "%d handed-back attempts were not settled by their "
+           "own token",
+           bad);
+  TW_CHECK(adopted > 0, "no handed-back attempt found its instance");
 }
 
 /* Never a job on two live instances, at any sample; the launch faults
@@ -584,7 +815,8 @@ static int teardown(void **state) {
   return 0;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  stop_term = argc > 1 && !strcmp(argv[1], "--stop-term");
   if (access(TW_FAKECLOUD_PATH, X_OK) || access(twtest_daemon_binary(), X_OK)) {
     printf("SKIPPED: tradewindd or tradewind-fakecloud is not built\n");
     return TW_SKIP;
@@ -593,11 +825,20 @@ int main(void) {
   seed = env ? strtoull(env, NULL, 10) : (uint64_t)time(NULL);
   rng_state = seed * 2654435761ULL + 1;
   n_jobs = getenv("TW_CHAOS_JOBS") ? atoi(getenv("TW_CHAOS_JOBS")) : 200;
-  printf("chaos: seed=%llu jobs=%d (TW_SEED=%llu replays this run)\n",
-         (unsigned long long)seed, n_jobs, (unsigned long long)seed);
+  if (getenv("TW_CHAOS_SAMPLE_MS"))
+    sample_ms = atol(getenv("TW_CHAOS_SAMPLE_MS"));
+  if (getenv("TW_CHAOS_STOP_S"))
+    stop_s = atoi(getenv("TW_CHAOS_STOP_S"));
+  n_first = stop_term ? n_jobs * 3 / 4 : n_jobs;
+  printf("chaos: seed=%llu jobs=%d%s (TW_SEED=%llu replays this run)\n",
+         (unsigned long long)seed, n_jobs,
+         stop_term ? ", drains and a stopped fake" : "",
+         (unsigned long long)seed);
+  if (stop_term)
+    printf("chaos: the fake is stopped for %d s (TW_CHAOS_STOP_S)\n", stop_s);
   fflush(stdout);
   /* In order: each test goes on from where the one before left the run. */
-  const struct CMUnitTest tests[] = {
+  const struct CMUnitTest kills[] = {
       cmocka_unit_test(faults_installed_and_jobs_accepted),
       cmocka_unit_test(killed_again_and_again_until_done),
       cmocka_unit_test(never_two_live_instances_for_one_job),
@@ -606,5 +847,17 @@ int main(void) {
       cmocka_unit_test(one_reconcile_pass_leaves_nothing_live),
       cmocka_unit_test(daemon_log_has_no_sanitizer_report),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  const struct CMUnitTest stops[] = {
+      cmocka_unit_test(faults_installed_and_jobs_accepted),
+      cmocka_unit_test(drained_and_stopped_until_done),
+      cmocka_unit_test(never_two_live_instances_for_one_job),
+      cmocka_unit_test(none_stuck_none_run_again),
+      cmocka_unit_test(no_job_lost),
+      cmocka_unit_test(one_reconcile_pass_leaves_nothing_live),
+      cmocka_unit_test(handed_back_attempts_resume_with_their_tokens),
+      cmocka_unit_test(daemon_log_has_no_sanitizer_report),
+  };
+  if (stop_term)
+    return cmocka_run_group_tests_name("chaos_stop", stops, setup, teardown);
+  return cmocka_run_group_tests_name("chaos", kills, setup, teardown);
 }

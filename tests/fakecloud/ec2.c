@@ -92,6 +92,8 @@ struct inst {
   int64_t action_ms; /* when the interruption happens */
   char notice_action[16];
   int64_t rebalance_ms; /* rebalance recommendation, -1 none */
+  bool outage;          /* its region went down (region_down): the
+                           interruption is the outage's */
   struct tag {
     char *key, *value;
   } tags[EC2_MAX_TAGS];
@@ -616,6 +618,34 @@ static void ec2_tick(struct ec2 *e) {
       in->rebalance_ms = now;
     reschedule(e, in);
   }
+  /* A region down: every live instance there is interrupted lead_ms
+   * after the rule applies.  A spot instance gets the one interruption
+   * notice EC2 has (instance-action, terminate); an on-demand instance
+   * gets none, as on EC2, and is terminated at the same time. */
+  for (size_t r = 0; r < faults->n; r++) {
+    struct fc_fault *f = &faults->v[r];
+    if (f->kind != FC_FAULT_REGION_DOWN)
+      continue;
+    for (size_t i = 0; i < e->n_inst; i++) {
+      struct inst *in = e->inst[i];
+      if (!in || in->outage || !live(in) || strcmp(in->region, f->region))
+        continue;
+      struct fc_fault_query q = {.service = "ec2",
+                                 .instance_id = in->id,
+                                 .instance_type = in->itype,
+                                 .zone = in->zone,
+                                 .region = in->region,
+                                 .market = in->spot ? "spot" : "on-demand"};
+      if (!fc_fault_matches(f, &q, fc_elapsed_ms(e->s)))
+        continue;
+      f->fired++;
+      in->outage = true;
+      int64_t at = in->spot ? now : now + f->lead_ms;
+      if (in->notice_ms < 0 || in->action_ms > now + f->lead_ms)
+        schedule_notice(in, at, now + f->lead_ms - at, "terminate");
+      reschedule(e, in);
+    }
+  }
   while (e->n_due && e->due[0]->due <= now) {
     struct inst *in = e->due[0];
     for (;;) {
@@ -631,11 +661,15 @@ static void ec2_tick(struct ec2 *e) {
         fmt_time(in->action_ms, when);
         set_state(e, in, stop ? ST_STOPPING : ST_SHUTTING_DOWN);
         in->next_ms = in->action_ms + e->shutdown_ms;
+        bool host = in->outage && !in->spot; /* no spot reclaim: a host */
         snprintf(in->sr_code, sizeof in->sr_code, "%s",
-                 stop ? "Server.SpotInstanceShutdown"
-                      : "Server.SpotInstanceTermination");
+                 host   ? "Server.InternalError"
+                 : stop ? "Server.SpotInstanceShutdown"
+                        : "Server.SpotInstanceTermination");
         snprintf(in->sr_msg, sizeof in->sr_msg, "%s: %s", in->sr_code,
-                 stop ? "Spot instance shutdown" : "Spot instance termination");
+                 host   ? "Internal error"
+                 : stop ? "Spot instance shutdown"
+                        : "Spot instance termination");
         snprintf(in->reason, sizeof in->reason,
                  "Service initiated (%.10s %.8s GMT)", when, when + 11);
         continue;
@@ -1060,8 +1094,13 @@ static void act_run(struct call *c) {
                              .action = "RunInstances",
                              .instance_type = it->name,
                              .zone = zone,
+                             .region = c->region,
                              .market = market};
-  if (fc_faults_fire(fc_faults(e->s), FC_FAULT_CAPACITY, &q,
+  /* a region down refuses every launch there as EC2 refuses one in a zone
+   * without capacity */
+  if (fc_faults_fire(fc_faults(e->s), FC_FAULT_REGION_DOWN, &q,
+                     fc_elapsed_ms(e->s), fc_rng(e->s)) ||
+      fc_faults_fire(fc_faults(e->s), FC_FAULT_CAPACITY, &q,
                      fc_elapsed_ms(e->s), fc_rng(e->s))) {
     char zones[200], msg[1024];
     zone_list(reg, o, zi, zones, sizeof zones);
@@ -1130,6 +1169,7 @@ static void act_run(struct call *c) {
     snprintf(in->sr_code, sizeof in->sr_code, "pending");
     snprintf(in->sr_msg, sizeof in->sr_msg, "pending");
     in->notice_ms = in->action_ms = in->rebalance_ms = -1;
+    in->outage = false;
     in->spot = r.spot;
     in->max_price_uusd =
         r.spot ? (r.max_price_uusd >= 0 ? r.max_price_uusd : o->on_demand_uusd)
@@ -2075,6 +2115,49 @@ static bool sir_id_valid(const char *s) {
   return true;
 }
 
+/* The tag sets of the resources named (instances and spot instance
+ * requests of the caller's region) into sets and counts; false (the
+ * error answered) when one is malformed or unknown. */
+static bool tag_targets(struct call *c, const char **ids, size_t n_ids,
+                        struct tag **sets, size_t **counts) {
+  struct ec2 *e = c->e;
+  for (size_t i = 0; i < n_ids; i++) {
+    char msg[192];
+    struct inst *in = NULL;
+    if (!strncmp(ids[i], "i-", 2)) {
+      if (!ec2_instance_id_valid(ids[i])) {
+        snprintf(msg, sizeof msg, "Invalid id: \"%.64s\"", ids[i]);
+        ec2_error(e, c->resp, 0, "InvalidInstanceID.Malformed", msg);
+        return false;
+      }
+      in = find(e, ids[i]);
+      if (!in || strcmp(in->region, c->region)) {
+        snprintf(msg, sizeof msg, "The instance ID '%.64s' does not exist",
+                 ids[i]);
+        ec2_error(e, c->resp, 0, "InvalidInstanceID.NotFound", msg);
+        return false;
+      }
+      sets[i] = in->tags;
+      counts[i] = &in->n_tags;
+    } else if (sir_id_valid(ids[i])) {
+      in = find_sir(e, ids[i], c->region);
+      if (!in) {
+        snprintf(msg, sizeof msg,
+                 "The spot instance request ID '%.64s' does not exist", ids[i]);
+        ec2_error(e, c->resp, 0, "InvalidSpotInstanceRequestID.NotFound", msg);
+        return false;
+      }
+      sets[i] = in->sir_tags;
+      counts[i] = &in->n_sir_tags;
+    } else {
+      snprintf(msg, sizeof msg, "The ID '%.64s' is not valid", ids[i]);
+      ec2_error(e, c->resp, 0, "InvalidID", msg);
+      return false;
+    }
+  }
+  return true;
+}
+
 /* Instances and spot instance requests are the taggable resources of the
  * fake; any other id is refused as EC2 refuses an id of no known form. */
 static void act_create_tags(struct call *c) {
@@ -2102,39 +2185,10 @@ static void act_create_tags(struct call *c) {
   }
   sets = tw_calloc(n_ids, sizeof *sets);
   counts = tw_calloc(n_ids, sizeof *counts);
+  if (!tag_targets(c, ids, n_ids, sets, counts))
+    goto out;
   for (size_t i = 0; i < n_ids; i++) {
     char msg[192];
-    struct inst *in = NULL;
-    if (!strncmp(ids[i], "i-", 2)) {
-      if (!ec2_instance_id_valid(ids[i])) {
-        snprintf(msg, sizeof msg, "Invalid id: \"%.64s\"", ids[i]);
-        ec2_error(e, c->resp, 0, "InvalidInstanceID.Malformed", msg);
-        goto out;
-      }
-      in = find(e, ids[i]);
-      if (!in || strcmp(in->region, c->region)) {
-        snprintf(msg, sizeof msg, "The instance ID '%.64s' does not exist",
-                 ids[i]);
-        ec2_error(e, c->resp, 0, "InvalidInstanceID.NotFound", msg);
-        goto out;
-      }
-      sets[i] = in->tags;
-      counts[i] = &in->n_tags;
-    } else if (sir_id_valid(ids[i])) {
-      in = find_sir(e, ids[i], c->region);
-      if (!in) {
-        snprintf(msg, sizeof msg,
-                 "The spot instance request ID '%.64s' does not exist", ids[i]);
-        ec2_error(e, c->resp, 0, "InvalidSpotInstanceRequestID.NotFound", msg);
-        goto out;
-      }
-      sets[i] = in->sir_tags;
-      counts[i] = &in->n_sir_tags;
-    } else {
-      snprintf(msg, sizeof msg, "The ID '%.64s' is not valid", ids[i]);
-      ec2_error(e, c->resp, 0, "InvalidID", msg);
-      goto out;
-    }
     if (*counts[i] + tags_new(sets[i], *counts[i], tags, n_tags) >
         EC2_MAX_TAGS) {
       snprintf(msg, sizeof msg,
@@ -2156,6 +2210,91 @@ out:
   free(ids);
   free(sets);
   free(counts);
+}
+
+/* Tag.N.Key alone deletes the key whatever its value, Key with Value
+ * only when the value matches (an empty Value: only an empty value), no
+ * Tag at all every tag of the resource (the fake has no aws: tags). */
+static void act_delete_tags(struct call *c) {
+  struct ec2 *e = c->e;
+  const char **ids = NULL;
+  size_t n_ids = 0, n_tags = 0;
+  enum { MAX_DEL = 1000 };
+  struct ec2_tag *tags = tw_calloc(MAX_DEL, sizeof *tags);
+  int *idx = tw_calloc(MAX_DEL + 1, sizeof *idx);
+  struct tag **sets = NULL;
+  size_t **counts = NULL;
+  const char *bad = NULL;
+  if (ec2_check_known(c->p, ec2_delete_tags_params, &c->err) ||
+      ec2_list(c->p, "ResourceId", EC2_MAX_LIST, &ids, &n_ids, &c->err)) {
+    ec2_error_err(e, c->resp, &c->err);
+    goto out;
+  }
+  n_tags = fc_params_indexes(c->p, "Tag", idx, MAX_DEL + 1, &bad);
+  if (bad) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "The parameter %.100s has an invalid list index",
+             bad);
+    ec2_error(e, c->resp, 0, "InvalidParameterValue", msg);
+    goto out;
+  }
+  if (n_tags > MAX_DEL) {
+    ec2_error(e, c->resp, 0, "InvalidParameterValue",
+              "The request may delete at most 1000 tags");
+    goto out;
+  }
+  for (size_t t = 0; t < n_tags; t++) {
+    char k[64];
+    snprintf(k, sizeof k, "Tag.%d.Key", idx[t]);
+    tags[t].key = fc_params_get(c->p, k);
+    snprintf(k, sizeof k, "Tag.%d.Value", idx[t]);
+    tags[t].value = fc_params_get(c->p, k); /* NULL: any value */
+    if (!tags[t].key || !*tags[t].key) {
+      ec2_error(e, c->resp, 0, "InvalidParameterValue",
+                "Tag key must have a value");
+      goto out;
+    }
+    if (!strncmp(tags[t].key, "aws:", 4)) {
+      ec2_error(e, c->resp, 0, "InvalidParameterValue",
+                "Tag keys starting with 'aws:' are reserved for internal use");
+      goto out;
+    }
+  }
+  if (!n_ids) {
+    ec2_error(e, c->resp, 0, "MissingParameter",
+              "The request must contain the parameter resourceIdSet");
+    goto out;
+  }
+  sets = tw_calloc(n_ids, sizeof *sets);
+  counts = tw_calloc(n_ids, sizeof *counts);
+  if (!tag_targets(c, ids, n_ids, sets, counts) || dry_run(c))
+    goto out;
+  for (size_t i = 0; i < n_ids; i++) {
+    size_t w = 0;
+    for (size_t k = 0; k < *counts[i]; k++) {
+      struct tag *tg = &sets[i][k];
+      bool del = n_tags == 0;
+      for (size_t t = 0; t < n_tags && !del; t++)
+        del = !strcmp(tags[t].key, tg->key) &&
+              (!tags[t].value || !strcmp(tags[t].value, tg->value));
+      if (del) {
+        free(tg->key);
+        free(tg->value);
+      } else {
+        sets[i][w++] = *tg;
+      }
+    }
+    *counts[i] = w;
+  }
+  begin(c->resp, "DeleteTagsResponse");
+  fc_xml_elem_bool(&c->resp->body, "return", 1);
+  end(c->resp, "DeleteTagsResponse");
+out:
+  free(ids);
+  free(sets);
+  free(counts);
+  free(tags);
+  free(idx);
 }
 
 struct tag_row {
@@ -2595,6 +2734,7 @@ static const struct {
     {"DescribeRegions", act_regions},
     {"DescribeAddresses", act_addresses},
     {"CreateTags", act_create_tags},
+    {"DeleteTags", act_delete_tags},
     {"DescribeTags", act_describe_tags},
     {"DescribeInstanceStatus", act_instance_status},
     {"DescribeSpotInstanceRequests", act_spot_requests},

@@ -85,6 +85,8 @@ const char *const ec2_addresses_params[] = {
     COMMON_PARAMS, "Filter", "PublicIp", "AllocationId", "DryRun", NULL};
 const char *const ec2_create_tags_params[] = {COMMON_PARAMS, "ResourceId",
                                               "Tag", "DryRun", NULL};
+const char *const ec2_delete_tags_params[] = {COMMON_PARAMS, "ResourceId",
+                                              "Tag", "DryRun", NULL};
 const char *const ec2_describe_tags_params[] = {
     COMMON_PARAMS, "Filter", "MaxResults", "NextToken", "DryRun", NULL};
 const char *const ec2_instance_status_params[] = {COMMON_PARAMS,

@@ -125,6 +125,7 @@ extern const char *const ec2_zones_params[];
 extern const char *const ec2_regions_params[];
 extern const char *const ec2_addresses_params[];
 extern const char *const ec2_create_tags_params[];
+extern const char *const ec2_delete_tags_params[];
 extern const char *const ec2_describe_tags_params[];
 extern const char *const ec2_instance_status_params[];
 extern const char *const ec2_spot_requests_params[];

@@ -16,6 +16,7 @@ static const char *const kind_names[] = {
     [FC_FAULT_QUOTA] = "quota",
     [FC_FAULT_SPOT_INTERRUPTION] = "spot_interruption",
     [FC_FAULT_REBALANCE] = "rebalance",
+    [FC_FAULT_REGION_DOWN] = "region_down",
 };
 #define N_KINDS (sizeof kind_names / sizeof kind_names[0])
 
@@ -83,7 +84,7 @@ enum tw_rc fc_fault_from_json(const json_t *j, struct fc_fault *out,
       "zone",     "market",   "instance_id", "probability",   "count",
       "from_ms",  "until_ms", "code",        "message",       "status",
       "delay_ms", "lead_ms",  "after_ms",    "rate_per_hour", "fired",
-      "comment",  NULL};
+      "comment",  "region",   NULL};
   enum tw_rc rc;
   memset(out, 0, sizeof *out);
   out->probability_ppm = 1000000;
@@ -112,8 +113,8 @@ enum tw_rc fc_fault_from_json(const json_t *j, struct fc_fault *out,
   if (k == N_KINDS)
     return tw_err_field(err, TW_E_INVALID, "kind",
                         "kind: expected one of throttle, error, slow, "
-                        "capacity, quota, spot_interruption, rebalance; "
-                        "got \"%s\"",
+                        "capacity, quota, spot_interruption, rebalance, "
+                        "region_down; got \"%s\"",
                         kind);
   out->kind = (enum fc_fault_kind)k;
   double prob = 1.0;
@@ -123,6 +124,7 @@ enum tw_rc fc_fault_from_json(const json_t *j, struct fc_fault *out,
       (rc = get_str(j, "instance_type", out->instance_type,
                     sizeof out->instance_type, err)) ||
       (rc = get_str(j, "zone", out->zone, sizeof out->zone, err)) ||
+      (rc = get_str(j, "region", out->region, sizeof out->region, err)) ||
       (rc = get_str(j, "market", out->market, sizeof out->market, err)) ||
       (rc = get_str(j, "instance_id", out->instance_id, sizeof out->instance_id,
                     err)) ||
@@ -154,6 +156,9 @@ enum tw_rc fc_fault_from_json(const json_t *j, struct fc_fault *out,
       return tw_err_field(err, TW_E_INVALID, "status",
                           "status: an error needs a 4xx or 5xx status");
   }
+  if (out->kind == FC_FAULT_REGION_DOWN && !out->region[0])
+    return tw_err_field(err, TW_E_INVALID, "region",
+                        "region: a region_down fault names its region");
   if (out->kind == FC_FAULT_SLOW && out->delay_ms <= 0)
     return tw_err_field(err, TW_E_INVALID, "delay_ms",
                         "delay_ms: a slow fault needs a delay > 0");
@@ -174,7 +179,8 @@ json_t *fc_fault_to_json(const struct fc_fault *r) {
     json_object_set_new(o, #f, json_string(r->f));
   S(service)
   S(action)
-  S(instance_type) S(zone) S(market) S(instance_id) S(code) S(message)
+  S(instance_type)
+  S(zone) S(region) S(market) S(instance_id) S(code) S(message)
 #undef S
       json_object_set_new(o, "probability",
                           json_real((double)r->probability_ppm / 1e6));
@@ -187,7 +193,7 @@ json_t *fc_fault_to_json(const struct fc_fault *r) {
     json_object_set_new(o, "status", json_integer(r->status));
   if (r->delay_ms)
     json_object_set_new(o, "delay_ms", json_integer(r->delay_ms));
-  if (r->kind == FC_FAULT_SPOT_INTERRUPTION)
+  if (r->kind == FC_FAULT_SPOT_INTERRUPTION || r->kind == FC_FAULT_REGION_DOWN)
     json_object_set_new(o, "lead_ms", json_integer(r->lead_ms));
   if (r->after_ms >= 0)
     json_object_set_new(o, "after_ms", json_integer(r->after_ms));
@@ -271,7 +277,8 @@ bool fc_fault_matches(const struct fc_fault *r, const struct fc_fault_query *q,
     return false;
   return field_ok(r->service, q->service) && field_ok(r->action, q->action) &&
          field_ok(r->instance_type, q->instance_type) &&
-         field_ok(r->zone, q->zone) && field_ok(r->market, q->market) &&
+         field_ok(r->zone, q->zone) && field_ok(r->region, q->region) &&
+         field_ok(r->market, q->market) &&
          field_ok(r->instance_id, q->instance_id);
 }
 

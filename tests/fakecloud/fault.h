@@ -25,7 +25,10 @@ enum fc_fault_kind {
   FC_FAULT_CAPACITY,          /* InsufficientInstanceCapacity 500 */
   FC_FAULT_QUOTA,             /* VcpuLimitExceeded / MaxSpot...Exceeded */
   FC_FAULT_SPOT_INTERRUPTION, /* two-minute notice, then termination */
-  FC_FAULT_REBALANCE          /* rebalance recommendation */
+  FC_FAULT_REBALANCE,         /* rebalance recommendation */
+  FC_FAULT_REGION_DOWN        /* a region loses power: every live instance
+                                 there interrupted after lead_ms, every
+                                 launch there refused */
 };
 
 struct fc_fault {
@@ -35,6 +38,7 @@ struct fc_fault {
   char action[64];        /* "RunInstances"; empty: any */
   char instance_type[32]; /* capacity, quota, spot: empty = any */
   char zone[32];
+  char region[32];          /* region_down: required; others: a filter */
   char market[16];          /* "spot" or "on-demand"; empty: any */
   char instance_id[32];     /* spot_interruption/rebalance on one instance */
   uint32_t probability_ppm; /* per matching call; 1000000 = always */
@@ -64,6 +68,7 @@ struct fc_fault_query {
   const char *action;
   const char *instance_type;
   const char *zone;
+  const char *region;
   const char *market;
   const char *instance_id;
 };

@@ -89,7 +89,7 @@ static const char usage[] =
     "  /metadata/scheduledevents; control under /_fake/azure/.\n"
     "\n"
     "Fault rule kinds: throttle, error, slow, capacity, quota,\n"
-    "spot_interruption, rebalance; see docs/fakecloud.md.\n";
+    "spot_interruption, rebalance, region_down; see docs/fakecloud.md.\n";
 
 static int bad(const char *what, const char *val) {
   fprintf(stderr, "tradewind-fakecloud: %s: \"%s\" (see --help)\n", what,

@@ -249,6 +249,7 @@ static enum tw_rc fake_describe(struct tw_provider *p, const char *id,
                                 struct tw_instance *out, struct tw_err *err) {
   struct tw_fake *f = p->ctx;
   enum tw_rc rc = TW_OK;
+  hold_wait(f, TW_POP_DESCRIBE);
   pthread_mutex_lock(&f->lock);
   if (fire(f, TW_POP_DESCRIBE, err)) {
     rc = err ? err->rc : TW_E_INTERNAL;
@@ -270,6 +271,7 @@ static enum tw_rc fake_terminate(struct tw_provider *p, const char *id,
                                  struct tw_err *err) {
   struct tw_fake *f = p->ctx;
   enum tw_rc rc = TW_OK;
+  hold_wait(f, TW_POP_TERMINATE);
   pthread_mutex_lock(&f->lock);
   if (fire(f, TW_POP_TERMINATE, err)) {
     rc = err ? err->rc : TW_E_INTERNAL;

@@ -61,8 +61,8 @@ void tw_fake_fail_offer(struct tw_fake *f, const char *offer_id, enum tw_rc rc,
 
 void tw_fake_clear_faults(struct tw_fake *f);
 
-/* on: calls of op (launch, find_by_token) block, before anything else,
- * until tw_fake_hold(f, op, false) releases them: a hung cloud.
+/* on: calls of op (launch, describe, terminate, find_by_token) block, before
+ * anything else, until tw_fake_hold(f, op, false) releases them: a hung cloud.
  * tw_fake_held: how many are blocked now. */
 void tw_fake_hold(struct tw_fake *f, enum tw_provider_op op, bool on);
 size_t tw_fake_held(struct tw_fake *f, enum tw_provider_op op);

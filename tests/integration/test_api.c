@@ -153,6 +153,15 @@ static void expect_problem(struct resp *r, long status, const char *type,
     fail_msg("detail \"%s\" lacks \"%s\"", jstr(r->json, "detail"), detail);
 }
 
+/* the daemon's readiness hook, as the scheduler would answer it */
+static bool sched_stuck;
+static bool ready_hook(void *ctx, char *why, size_t whysz) {
+  (void)ctx;
+  if (sched_stuck)
+    snprintf(why, whysz, "the scheduler has not completed a pass for 75 s");
+  return !sched_stuck;
+}
+
 static int setup(void **state) {
   (void)state;
   snprintf(dir, sizeof dir, "/tmp/tw-api-XXXXXX");
@@ -166,7 +175,8 @@ static int setup(void **state) {
   struct tw_api_opts ao = {.listen = "127.0.0.1:0",
                            .store = store,
                            .max_body_bytes = 1 << 20,
-                           .auth = {.open = true}}; /* no tokens here */
+                           .auth = {.open = true}, /* no tokens here */
+                           .ready = ready_hook};
   if (tw_api_start(&ao, &api, &err))
     return -1;
   port = tw_api_port(api);
@@ -509,6 +519,22 @@ static void garbage_on_the_socket_does_not_hurt(void **state) {
   resp_free(&r);
 }
 
+static void a_stuck_scheduler_turns_readiness_off(void **state) {
+  (void)state;
+  sched_stuck = true;
+  struct resp r = req("GET", "/readyz", NULL, NULL, 0, NULL);
+  expect_problem(&r, 503, "not-ready", NULL, "scheduler has not completed");
+  resp_free(&r);
+  /* liveness is not readiness: the process still answers */
+  r = req("GET", "/healthz", NULL, NULL, 0, NULL);
+  assert_int_equal(r.status, 200);
+  resp_free(&r);
+  sched_stuck = false;
+  r = req("GET", "/readyz", NULL, NULL, 0, NULL);
+  assert_int_equal(r.status, 200);
+  resp_free(&r);
+}
+
 static void draining_turns_readiness_off(void **state) {
   (void)state;
   /* keep-alive connection opened before the drain */
@@ -533,6 +559,7 @@ int main(void) {
       cmocka_unit_test(cancel_then_cancel_again),
       cmocka_unit_test(metrics_in_prometheus_format),
       cmocka_unit_test(garbage_on_the_socket_does_not_hurt),
+      cmocka_unit_test(a_stuck_scheduler_turns_readiness_off),
       cmocka_unit_test(draining_turns_readiness_off), /* last: it drains */
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -152,10 +152,53 @@ static int teardown(void **state) {
   return 0;
 }
 
+/* The value of a /metrics line that starts with name (name includes the
+ * labels), or -1 when there is none. */
+static double metric(const char *name) {
+  struct resp r = req("GET", "/metrics", NULL);
+  assert_int_equal(r.status, 200);
+  double v = -1;
+  size_t n = strlen(name);
+  for (const char *p = r.body.data; p && *p;) {
+    if (!strncmp(p, name, n) && p[n] == ' ') {
+      v = strtod(p + n + 1, NULL);
+      break;
+    }
+    p = strchr(p, '\n');
+    p = p ? p + 1 : NULL;
+  }
+  resp_free(&r);
+  return v;
+}
+
+/* /readyz until it answers want, for up to 5 s (it probes a store that is
+ * not ready at most once a second). */
+static long readyz_until(long want) {
+  long status = 0;
+  for (int k = 0; k < 50 && status != want; k++) {
+    if (k)
+      usleep(100 * 1000);
+    struct resp r = req("GET", "/readyz", NULL);
+    status = r.status;
+    resp_free(&r);
+  }
+  return status;
+}
+
 static void full_disk_answers_507_and_readyz_503(void **state) {
   (void)state;
   static char ids[4096][TW_JOB_ID_LEN + 1];
   int acked = 0, i = 0;
+  /* Nothing committed since the store opened: the metrics say starting;
+   * /readyz probes with a write of its own and is ready once it commits. */
+  assert_true(metric("tradewind_store_state{state=\"starting\"}") == 1);
+  assert_true(metric("tradewind_store_last_commit_timestamp_seconds") == 0);
+  struct resp r0 = req("GET", "/readyz", NULL);
+  assert_int_equal(r0.status, 200);
+  resp_free(&r0);
+  assert_true(metric("tradewind_store_state{state=\"ok\"}") == 1);
+  assert_true(metric("tradewind_store_state{state=\"starting\"}") == 0);
+  assert_true(metric("tradewind_store_last_commit_timestamp_seconds") > 1.7e9);
   for (; i < 10; i++) {
     struct resp r = submit(i);
     assert_int_equal(r.status, 201);
@@ -199,6 +242,12 @@ static void full_disk_answers_507_and_readyz_503(void **state) {
   r = req("GET", "/healthz", NULL); /* alive all the same */
   assert_int_equal(r.status, 200);
   resp_free(&r);
+  assert_true(metric("tradewind_store_state{state=\"full\"}") == 1);
+  assert_true(metric("tradewind_store_consecutive_failures") >= 1);
+  /* its probes find the disk full as well: still not ready a while on */
+  sleep(1);
+  assert_int_equal(readyz_until(200), 503);
+  assert_true(metric("tradewind_store_consecutive_failures") >= 2);
 
   /* Every acknowledged job is still there. */
   for (int k = 0; k < acked; k++) {
@@ -209,8 +258,12 @@ static void full_disk_answers_507_and_readyz_503(void **state) {
     resp_free(&r);
   }
 
-  /* Space returns: submissions succeed and the broker is ready again. */
+  /* Space returns: with no submission, the probe of /readyz commits and
+   * the broker is ready again; then submissions succeed. */
   assert_int_equal(tw_store_test_cap_pages(store, false, &err), TW_OK);
+  assert_int_equal(readyz_until(200), 200);
+  assert_true(metric("tradewind_store_state{state=\"ok\"}") == 1);
+  assert_true(metric("tradewind_store_consecutive_failures") == 0);
   r = submit(i++);
   assert_int_equal(r.status, 201);
   resp_free(&r);

@@ -182,7 +182,8 @@ static void job(const char *tenant, const char *principal,
 }
 
 static const char *const ROLE_USER[TW_ROLE_COUNT] = {
-    "admin", "ml-tadmin", "ml-member", "ml-viewer", "ml-finance", "ml-ci"};
+    "admin",      "ml-tadmin", "ml-member", "ml-viewer",
+    "ml-finance", "ml-ci",     "ml-metrics"};
 static char tokens[TW_ROLE_COUNT][TW_TOKEN_LEN + 1];
 
 /* The same roles signed in through an identity provider (api/oidc.h):
@@ -190,7 +191,8 @@ static char tokens[TW_ROLE_COUNT][TW_TOKEN_LEN + 1];
  * in "*"), naming the principal "idp:<preferred_username>". */
 static const char *const OIDC_USER[TW_ROLE_COUNT] = {
     "idp:admin",      "idp:ml-tadmin", "idp:ml-member",
-    "idp:ml-viewer",  "idp:ml-finance", "idp:ml-ci"};
+    "idp:ml-viewer",  "idp:ml-finance", "idp:ml-ci",
+    "idp:ml-metrics"};
 static char *jwts[TW_ROLE_COUNT];
 static struct twtest_issuer *idp;
 static struct tw_oidc_cfg *oidc_cfg;

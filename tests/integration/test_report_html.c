@@ -2,7 +2,9 @@
  * CSV of the same report; headless Chromium (Debian's chromium package)
  * renders the page, and the DOM it dumps must show the three charts drawn
  * (the page's own script counts shapes with a non-empty box after layout)
- * and totals equal to the CSV's, to the micro-dollar.  A screenshot is
+ * and totals equal to the CSV's, to the micro-dollar.  The catalog prices
+ * Alibaba in CNY: its groups carry the CNY amount at the catalog's rate in
+ * the CSV, and the page shows it beside the USD figure.  A screenshot is
  * taken too; with TW_REPORT_SCREENSHOT=FILE it is kept there (the one in
  * docs/ comes from this test).
  *
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "billing/catalog/catalog.h"
 #include "billing/ledger/ledger.h"
 #include "broker/base/mem.h"
 #include "broker/core/store.h"
@@ -148,6 +151,8 @@ static char dir[64], page[160], dom[160], png[160], profile[160], log_[160];
 static struct tw_clock clk;
 static struct tw_store *store;
 static struct tw_api *api;
+static struct tw_catalog *catalog;
+static int64_t cny_rows;
 static int port;
 static struct tw_buf html, csv;
 static int64_t csv_total;
@@ -169,26 +174,46 @@ static void html_and_csv_served(void **state) {
   snprintf(path, sizeof path, "%s&format=csv", q);
   TW_CHECK(get(port, path, &csv) == 200);
 
-  int col = -1;
+  int col = -1, cur = -1, amt = -1, rate = -1;
   char *save = NULL;
   for (char *line = strtok_r(csv.data, "\r\n", &save); line;
        line = strtok_r(NULL, "\r\n", &save)) {
-    char *fields[8], *fs = NULL;
+    char *fields[16], *rest = line, *f;
     int nf = 0;
-    for (char *f = strtok_r(line, ",", &fs); f && nf < 8;
-         f = strtok_r(NULL, ",", &fs))
+    /* no field here is quoted; empty ones count */
+    while (nf < 16 && (f = strsep(&rest, ",")))
       fields[nf++] = f;
     if (col < 0) {
-      for (int i = 0; i < nf; i++)
+      for (int i = 0; i < nf; i++) {
         if (!strcmp(fields[i], "effective_cost_usd"))
           col = i;
+        else if (!strcmp(fields[i], "source_currency"))
+          cur = i;
+        else if (!strcmp(fields[i], "source_amount"))
+          amt = i;
+        else if (!strcmp(fields[i], "rate"))
+          rate = i;
+      }
+      TW_CHECK(cur > col && amt > cur && rate > amt);
       continue;
     }
     if (col < nf)
       csv_total += uusd(fields[col]);
+    if (rate < nf && !strcmp(fields[1], "alibaba")) {
+      /* the effective cost over 0.1393 USD/CNY, half up (positive here) */
+      int64_t e = uusd(fields[col]);
+      int64_t want = (e * 1000000000 + 139300000 / 2) / 139300000;
+      TW_CHECK(!strcmp(fields[cur], "CNY"));
+      TW_CHECK(uusd(fields[amt]) == want);
+      TW_CHECK(!strcmp(fields[rate], "0.1393"));
+      cny_rows++;
+    } else if (cur < nf) {
+      TW_CHECK(!strcmp(fields[cur], "") && !strcmp(fields[amt], ""));
+    }
   }
   TW_CHECK(col >= 0);
   TW_CHECK(csv_total > 0);
+  TW_CHECK(cny_rows == 4); /* four tenants ran on Alibaba */
 }
 
 /* Chromium renders the page: the page's script ran after layout and
@@ -230,6 +255,13 @@ static void chromium_draws_the_charts_and_the_csv_totals(void **state) {
       rows_total += strtoll(c2 + 11, NULL, 10);
   }
   TW_CHECK(rows_total == csv_total);
+  /* Alibaba's rows show CNY and the rate beside the USD figure */
+  int64_t fx = 0;
+  for (const char *p = body;
+       p && end && (p = strstr(p, "class=\"fx\"")) && p < end; p++)
+    fx++;
+  TW_CHECK(fx == cny_rows);
+  TW_CHECK(strstr(d, " at 0.1393 USD/CNY (2025-06-30") != NULL);
   printf("charts drawn: time=%lld tenants=%lld burndown=%lld; total %lld "
          "uusd = CSV\n",
          (long long)attr_after(d, "id=\"chart-time\"", "data-drawn=\""),
@@ -278,9 +310,29 @@ static int setup(void **state) {
     return -1;
   }
   seed(store);
+  /* a price file for Alibaba in CNY: the catalog's rate table converts it
+   * (the compiled-in one: 0.1393 USD/CNY, 2025-06-30) */
+  char ali[160];
+  snprintf(ali, sizeof ali, "%s/ali.csv", dir);
+  FILE *fp = fopen(ali, "w");
+  if (!fp)
+    return -1;
+  fputs("InstanceType,vCPUs,MemoryGiB,Price,Region\n"
+        "ecs.g7.large,2,8,0.693,cn-hangzhou\n",
+        fp);
+  fclose(fp);
+  struct tw_catalog_file files[] = {
+      {.name = "ali", .path = ali, .provider = "alibaba", .currency = "CNY"}};
+  struct tw_catalog_opts co = {.clock = &clk, .files = files, .n_files = 1};
+  if (tw_catalog_new(&co, &catalog, &err)) {
+    fprintf(stderr, "catalog: %s\n", err.msg);
+    return -1;
+  }
+  tw_catalog_refresh_due(catalog, tw_clock_now_ms(&clk));
   curl_global_init(CURL_GLOBAL_DEFAULT);
   struct tw_api_opts ao = {.listen = "127.0.0.1:0",
                            .store = store,
+                           .catalog = catalog,
                            .clock = &clk,
                            .max_body_bytes = 1 << 20,
                            .max_connections = 16,
@@ -300,6 +352,7 @@ static int teardown(void **state) {
   if (api)
     tw_api_drain(api);
   tw_api_stop(api);
+  tw_catalog_free(catalog);
   tw_store_close(store);
   tw_buf_release(&html);
   tw_buf_release(&csv);

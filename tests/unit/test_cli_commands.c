@@ -479,6 +479,41 @@ static void list_renders_a_table_and_passes_filters(void **state) {
                       "/v1/jobs?state=running&tenant=a b&limit=2");
 }
 
+/* A provider priced in CNY gets its amount and rate beside the USD ones;
+ * a report of USD alone has no such column. */
+static void report_spend_shows_the_source_currency(void **state) {
+  struct fake_srv *srv = *state;
+  fake_json(
+      srv, "{\"from\":\"2025-11-01T00:00:00Z\",\"to\":\"2025-12-01T00:00:00Z\","
+           "\"group_by\":[\"provider\"],\"currency\":\"USD\",\"items\":["
+           "{\"provider\":\"alibaba\",\"list_cost_uusd\":1779944,"
+           "\"effective_cost_uusd\":1779944,\"rows\":2,"
+           "\"source_currency\":\"CNY\",\"source_amount\":\"12.777775\","
+           "\"rate\":\"0.1393\",\"rate_date\":\"2025-06-30\"},"
+           "{\"provider\":\"aws\",\"list_cost_uusd\":96000,"
+           "\"effective_cost_uusd\":96000,\"rows\":1}],"
+           "\"total\":{\"list_cost_uusd\":1875944,"
+           "\"effective_cost_uusd\":1875944},\"forecast\":{},"
+           "\"budgets\":{\"items\":[]}}");
+  struct result *r = RUN(srv, "report", "spend", "--group-by", "provider");
+  assert_int_equal(r->code, 0);
+  const char *hdr = strstr(r->out, "IN SOURCE CURRENCY");
+  assert_non_null(hdr);
+  const char *ali = strstr(r->out, "alibaba");
+  assert_non_null(ali);
+  assert_non_null(strstr(ali, "CNY 12.777775 at 0.1393 (2025-06-30)"));
+  const char *aws = strstr(r->out, "\naws");
+  assert_non_null(aws);
+  assert_null(strstr(aws, "CNY"));
+  fake_json(srv, "{\"group_by\":[\"provider\"],\"items\":["
+                 "{\"provider\":\"aws\",\"list_cost_uusd\":96000,"
+                 "\"effective_cost_uusd\":96000,\"rows\":1}],"
+                 "\"total\":{},\"forecast\":{},\"budgets\":{\"items\":[]}}");
+  r = RUN(srv, "report", "spend", "--group-by", "provider");
+  assert_int_equal(r->code, 0);
+  assert_null(strstr(r->out, "SOURCE CURRENCY"));
+}
+
 static void list_all_follows_next_cursor(void **state) {
   struct fake_srv *srv = *state;
   fake_json(srv, "{\"items\":[" JOB("j-3", "pending", "") "," JOB(
@@ -766,9 +801,12 @@ static void usage_errors_exit_2(void **state) {
   r = RUN(srv, "jobs", "lst");
   assert_int_equal(r->code, 2);
   assert_non_null(strstr(r->err, "did you mean \"jobs list\"?"));
-  r = RUN(srv, "jobs", "list", "-o", "yaml");
+  r = RUN(srv, "jobs", "list", "-o", "xml");
   assert_int_equal(r->code, 2);
-  assert_non_null(strstr(r->err, "-o: expected table or json"));
+  assert_non_null(
+      strstr(r->err, "-o: expected table, wide, json, yaml, name or jsonpath"));
+  r = RUN(srv, "jobs", "list", "-o=jsonpath=");
+  assert_int_equal(r->code, 2);
   r = RUN(srv, "--bogus", "jobs", "list");
   assert_int_equal(r->code, 2);
   r = RUN(srv, "help", "nothing");
@@ -807,6 +845,7 @@ int main(void) {
       T(wait_rides_out_brief_outages_but_not_long_ones),
       T(wait_on_an_unknown_job_exits_5_at_once),
       T(list_renders_a_table_and_passes_filters),
+      T(report_spend_shows_the_source_currency),
       T(list_all_follows_next_cursor),
       T(list_all_stops_on_a_repeated_cursor),
       T(list_rejects_bad_flags_locally),

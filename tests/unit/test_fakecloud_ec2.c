@@ -812,6 +812,80 @@ static void spot_interruption_notice_then_termination(void **state) {
   ctl_ok("DELETE", "/_fake/faults", NULL);
 }
 
+/* A region down: its spot instance gets the notice at once, its
+ * on-demand one none; both end after the lead; launches there are
+ * refused; another region is untouched. */
+static void region_down_interrupts_and_refuses(void **state) {
+  struct reply r;
+  reset();
+  char *spot = run_one(
+      "&InstanceType=m5.large&InstanceMarketOptions.MarketType=spot", &r);
+  reply_free(&r);
+  char *od = run_one("&InstanceType=m5.large", &r);
+  reply_free(&r);
+  struct sign_opts west = {.region = "us-west-2"};
+  ec2o(&west, RUN "&MinCount=1&MaxCount=1&InstanceType=m5.large", &r);
+  TW_CHECK(r.status == 200, "launch in us-west-2: %ld", r.status);
+  char *other = xp(&r, "//e:instancesSet/e:item/e:instanceId");
+  reply_free(&r);
+  TW_CHECK(other != NULL, "an instance in us-west-2");
+  advance(5000);
+  ctl_ok("POST", "/_fake/faults",
+         "{\"kind\":\"region_down\",\"region\":\"us-east-1\","
+         "\"lead_ms\":30000}");
+  char *d = tw_asprintf(DESCRIBE "&InstanceId.1=%s&InstanceId.2=%s", spot, od);
+  ec2(d, &r); /* the fake applies the rule at its next request */
+  reply_free(&r);
+  char path[160];
+  snprintf(path, sizeof path, "/_fake/ec2/instances/%s/spot/instance-action",
+           spot);
+  TW_CHECK(ctl("GET", path, NULL, &r) == 200 && r.body.data &&
+               strstr(r.body.data, "\"action\":\"terminate\""),
+           "the spot instance's notice: %s", r.body.data);
+  reply_free(&r);
+  snprintf(path, sizeof path, "/_fake/ec2/instances/%s/spot/instance-action",
+           od);
+  TW_CHECK(ctl("GET", path, NULL, &r) == 404, "no notice for on-demand");
+  reply_free(&r);
+  /* every launch there refused as EC2 refuses one without capacity */
+  ec2(RUN "&MinCount=1&MaxCount=1&InstanceType=m5.large", &r);
+  TW_CHECK(is_error(&r, 500, "InsufficientInstanceCapacity"),
+           "launch in the down region: %ld", r.status);
+  reply_free(&r);
+  advance(29999);
+  ec2(d, &r);
+  TW_CHECK(xp_count(&r, "//e:instanceState[e:name='running']") == 2,
+           "both run within the lead");
+  reply_free(&r);
+  advance(1);
+  ec2(d, &r);
+  char *x =
+      tw_asprintf("//e:item[e:instanceId='%s']/e:stateReason/e:code", spot);
+  TW_CHECK(xp_is(&r, x, "Server.SpotInstanceTermination"), "spot ended");
+  free(x);
+  x = tw_asprintf("//e:item[e:instanceId='%s']/e:stateReason/e:code", od);
+  TW_CHECK(xp_is(&r, x, "Server.InternalError"), "on-demand ended");
+  free(x);
+  TW_CHECK(xp_count(&r, "//e:instanceState[e:name='shutting-down']") == 2,
+           "both shutting down");
+  reply_free(&r);
+  /* the other region goes on */
+  char *dw = tw_asprintf(DESCRIBE "&InstanceId.1=%s", other);
+  ec2o(&west, dw, &r);
+  TW_CHECK(xp_is(&r, "//e:instanceState/e:name", "running"),
+           "us-west-2 untouched");
+  reply_free(&r);
+  ec2o(&west, RUN "&MinCount=1&MaxCount=1&InstanceType=m5.large", &r);
+  TW_CHECK(r.status == 200, "launches in us-west-2 go on: %ld", r.status);
+  reply_free(&r);
+  ctl_ok("DELETE", "/_fake/faults", NULL);
+  free(dw);
+  free(d);
+  free(other);
+  free(spot);
+  free(od);
+}
+
 static void spot_price_history_pages_and_prices(void **state) {
   struct reply r;
   reset();
@@ -1179,6 +1253,80 @@ static void create_tags_then_describe(void **state) {
   free(b);
 }
 
+/* DeleteTags as EC2 documents it: a key alone deletes it whatever its
+ * value, a key with a value only on a match (an empty value matches only
+ * an empty value), no tag at all every tag. */
+static void delete_tags_by_key_value_or_all(void **state) {
+  struct reply r;
+  reset();
+  char *a = run_one("&InstanceType=m5.large&TagSpecification.1.ResourceType="
+                    "instance&TagSpecification.1.Tag.1.Key=job"
+                    "&TagSpecification.1.Tag.1.Value=j1"
+                    "&TagSpecification.1.Tag.2.Key=owner"
+                    "&TagSpecification.1.Tag.2.Value=tw"
+                    "&TagSpecification.1.Tag.3.Key=empty"
+                    "&TagSpecification.1.Tag.4.Key=team"
+                    "&TagSpecification.1.Tag.4.Value=x",
+                    &r);
+  reply_free(&r);
+  char *d = tw_asprintf("Action=DescribeTags&Version=2016-11-15&Filter.1.Name="
+                        "resource-id&Filter.1.Value.1=%s",
+                        a);
+  /* a value that does not match deletes nothing */
+  char *q = tw_asprintf("Action=DeleteTags&Version=2016-11-15&ResourceId.1=%s"
+                        "&Tag.1.Key=job&Tag.1.Value=other",
+                        a);
+  ec2(q, &r);
+  TW_CHECK(r.status == 200 &&
+               xp_is(&r, "/e:DeleteTagsResponse/e:return", "true"),
+           "delete tags: %s", r.body.data);
+  reply_free(&r);
+  free(q);
+  ec2(d, &r);
+  TW_CHECK(xp_count(&r, "//e:tagSet/e:item") == 4, "nothing deleted");
+  reply_free(&r);
+  /* key alone; key with its value; empty value only matches empty */
+  q = tw_asprintf("Action=DeleteTags&Version=2016-11-15&ResourceId.1=%s"
+                  "&Tag.1.Key=job&Tag.2.Key=owner&Tag.2.Value=tw"
+                  "&Tag.3.Key=team&Tag.3.Value=",
+                  a);
+  ec2(q, &r);
+  TW_CHECK(r.status == 200, "delete: %ld", r.status);
+  reply_free(&r);
+  free(q);
+  ec2(d, &r);
+  TW_CHECK(xp_count(&r, "//e:tagSet/e:item") == 2 &&
+               xp_count(&r, "//e:tagSet/e:item[e:key='empty']") == 1 &&
+               xp_count(&r, "//e:tagSet/e:item[e:key='team']") == 1,
+           "job and owner deleted, team kept: %s", r.body.data);
+  reply_free(&r);
+  /* no tag: every tag */
+  q = tw_asprintf("Action=DeleteTags&Version=2016-11-15&ResourceId.1=%s", a);
+  ec2(q, &r);
+  TW_CHECK(r.status == 200, "delete all: %ld", r.status);
+  reply_free(&r);
+  free(q);
+  ec2(d, &r);
+  TW_CHECK(xp_count(&r, "//e:tagSet/e:item") == 0, "none left");
+  reply_free(&r);
+  ec2("Action=DeleteTags&Version=2016-11-15&Tag.1.Key=job", &r);
+  TW_CHECK(is_error(&r, 400, "MissingParameter"), "no resource");
+  reply_free(&r);
+  ec2("Action=DeleteTags&Version=2016-11-15&ResourceId.1=i-0123456789abcdef0",
+      &r);
+  TW_CHECK(is_error(&r, 400, "InvalidInstanceID.NotFound"), "unknown");
+  reply_free(&r);
+  q = tw_asprintf("Action=DeleteTags&Version=2016-11-15&ResourceId.1=%s"
+                  "&Tag.1.Key=aws:x",
+                  a);
+  ec2(q, &r);
+  TW_CHECK(is_error(&r, 400, "InvalidParameterValue"), "aws: reserved");
+  reply_free(&r);
+  free(q);
+  free(d);
+  free(a);
+}
+
 static void instance_status_running_or_all(void **state) {
   struct reply r;
   reset();
@@ -1359,6 +1507,7 @@ int main(void) {
       cmocka_unit_test(capacity_and_quota_faults),
       cmocka_unit_test(throttle_and_error_faults),
       cmocka_unit_test(spot_interruption_notice_then_termination),
+      cmocka_unit_test(region_down_interrupts_and_refuses),
       cmocka_unit_test(spot_price_history_pages_and_prices),
       cmocka_unit_test(instance_types_and_zones),
       cmocka_unit_test(state_dump_and_reset),
@@ -1367,6 +1516,7 @@ int main(void) {
       cmocka_unit_test(describe_regions_from_catalog),
       cmocka_unit_test(addresses_empty),
       cmocka_unit_test(create_tags_then_describe),
+      cmocka_unit_test(delete_tags_by_key_value_or_all),
       cmocka_unit_test(instance_status_running_or_all),
       cmocka_unit_test(spot_requests_follow_their_instance),
   };

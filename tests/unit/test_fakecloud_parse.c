@@ -303,6 +303,8 @@ static void fault_rules(void **state) {
       {"{\"kind\":\"throttle\",\"probability\":1.5}", false},
       {"{\"kind\":\"throttle\",\"colour\":\"red\"}", false},
       {"{\"kind\":\"meteor\"}", false},
+      {"{\"kind\":\"region_down\"}", false},
+      {"{\"kind\":\"region_down\",\"region\":\"us-east-1\"}", true},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     json_t *j = json_loads(cases[i].json, 0, NULL);

@@ -365,6 +365,62 @@ static void the_reconciler_adopts_a_gang_and_ends_an_extra_node(void **state) {
   tw_reconcile_free(rec);
 }
 
+/* A node lost while the others cannot be terminated: the attempt stays
+ * live, no new gang beside the old nodes, across a restart too; once the
+ * terminates go through, the whole gang is placed again.  (Recording the
+ * interruption before the terminates were confirmed let a restart in
+ * between place a new instance beside a live one.) */
+static void
+a_lost_node_places_the_gang_again_only_once_the_rest_are_gone(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  sfx_submit(GANG, id);
+  tw_sched_tick(sfx_sched);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  size_t n;
+  struct tw_attempt_rec *a = attempts(id, &n);
+  char ids[3][128];
+  assert_gang(&a[0], 3, "r1a", ids);
+  free(a);
+  tw_fake_fail(sfx_fake, TW_POP_TERMINATE, TW_E_RETRYABLE,
+               "RequestLimitExceeded", -1);
+  assert_int_equal(tw_fake_set_state(sfx_fake, ids[1], TW_INST_TERMINATED),
+                   TW_OK);
+  for (int restart = 0; restart < 2; restart++) {
+    if (restart) { /* the next start decides the same */
+      tw_sched_free(sfx_sched);
+      assert_int_equal(sfx_start_sched(NULL), 0);
+    }
+    for (int k = 0; k < 2; k++) {
+      tw_clock_advance(&sfx_clk, 61 * 1000);
+      tw_sched_tick(sfx_sched);
+    }
+    a = attempts(id, &n);
+    assert_int_equal(n, 1);
+    assert_int_not_equal(a[0].state, TW_ATTEMPT_ENDED);
+    free(a);
+    assert_int_equal(tw_fake_instances_created(sfx_fake), 3);
+    assert_int_equal(tw_fake_live_for_job(sfx_fake, id), 2);
+    assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  }
+  assert_true(tw_fake_calls(sfx_fake, TW_POP_TERMINATE) >= 2);
+  /* the terminates go through: the whole gang again, elsewhere */
+  tw_fake_clear_faults(sfx_fake);
+  tw_clock_advance(&sfx_clk, 1000);
+  tw_sched_tick(sfx_sched);
+  tw_sched_tick(sfx_sched);
+  assert_int_equal(inst_state(ids[0]), TW_INST_TERMINATED);
+  assert_int_equal(inst_state(ids[2]), TW_INST_TERMINATED);
+  a = attempts(id, &n);
+  assert_int_equal(n, 2);
+  assert_string_equal(a[0].end_reason, "interrupted");
+  char again[3][128];
+  assert_gang(&a[1], 3, "r1b", again);
+  free(a);
+  assert_int_equal(tw_fake_live_for_job(sfx_fake, id), 3);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -375,6 +431,7 @@ int main(void) {
       T(cancel_terminates_every_node),
       T(a_resumed_gang_launch_creates_no_extra_instance),
       T(the_reconciler_adopts_a_gang_and_ends_an_extra_node),
+      T(a_lost_node_places_the_gang_again_only_once_the_rest_are_gone),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,6 +36,8 @@ static struct allowed allow[] = {
           "the logger's level: one switch for the process, set by the "
           "daemon (broker/base/log.h)"),
     ALLOW("log.c.o", "debug_subsys", "the logger's debug subsystems (log.h)"),
+    ALLOW("log.c.o", "log_format",
+          "the logger's line format, one for the process (log.h)"),
     ALLOW("log.c.o", "log_mu", "keeps log lines whole across threads (log.h)"),
     ALLOW("http.c.o", "http_once",
           "curl_global_init() once per process (providers/http.h)"),

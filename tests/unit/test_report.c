@@ -4,7 +4,8 @@
  * writer); the forecast extrapolates the recent run rate; budgets are
  * compared; the HTML page is self-contained; ranges parse; every format of
  * the table renders, an unknown one is refused listing the table's names,
- * and the OpenAPI document lists the same names. */
+ * and the OpenAPI document lists the same names; groups of a provider
+ * priced in CNY carry the amount in CNY and the rate. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "billing/catalog/catalog.h"
+#include "billing/catalog/normalize.h"
 #include "billing/ledger/ledger.h"
 #include "billing/ledger/meter.h"
 #include "providers/registry.h"
@@ -1038,6 +1041,227 @@ static void ranges_parse_and_default_to_the_month(void **state) {
   assert_string_equal(buf, "-9223372036854.775808");
 }
 
+/* A source of the catalog as a snapshot records it. */
+static struct tw_cat_source_info source(const char *kind, const char *provider,
+                                        const struct tw_rate *rate) {
+  struct tw_cat_source_info si;
+  memset(&si, 0, sizeof si);
+  snprintf(si.kind, sizeof si.kind, "%s", kind);
+  snprintf(si.provider, sizeof si.provider, "%s", provider);
+  snprintf(si.name, sizeof si.name, "%s-x", provider);
+  si.rate = *rate;
+  return si;
+}
+
+/* Alibaba prices in CNY: a group of it carries its effective cost in CNY,
+ * derived from the ledger's USD at the catalog's rate, and the rate; USD
+ * groups, groupings without the provider and FOCUS stay USD. */
+static void cny_groups_carry_the_amount_and_the_rate(void **state) {
+  (void)state;
+  static const char RATES[] = "currency,usd_per_unit,date,source\n"
+                              "CNY,0.1393,2025-06-30,reference rate\n"
+                              "EUR,1.1720,2025-06-30,reference rate\n";
+  struct tw_rates *rates = NULL;
+  struct tw_err err = {0};
+  assert_int_equal(tw_rates_load_text(RATES, strlen(RATES), &rates, &err),
+                   TW_OK);
+  const struct tw_rate *cny = tw_rates_find(rates, "CNY");
+  const struct tw_rate *eur = tw_rates_find(rates, "EUR");
+  const struct tw_rate *usd = tw_rates_find(rates, "USD");
+  assert_non_null(cny);
+  assert_non_null(eur);
+  assert_non_null(usd);
+
+  /* which providers: their sources all in one other currency */
+  struct tw_cat_source_info src[6] = {
+      source("adapter", "alibaba", cny), source("adapter", "alibaba", cny),
+      source("adapter", "aws", usd),     source("adapter", "azure", eur),
+      source("adapter", "azure", usd),   source("file", "alibaba", cny)};
+  const struct tw_cat_source_info *sp[6];
+  for (int i = 0; i < 6; i++)
+    sp[i] = &src[i];
+  struct tw_report_fx *fx = NULL;
+  size_t n_fx = 0;
+  tw_report_fx_of(sp, 6, &fx, &n_fx);
+  assert_int_equal(n_fx, 1); /* azure mixes EUR and USD */
+  assert_string_equal(fx[0].provider, "alibaba");
+  assert_string_equal(fx[0].rate.currency, "CNY");
+
+  /* 10 CNY an hour at 0.1393 is $1.393000: an hour and 1000 s of it */
+  struct tw_ledger_row rows[3] = {
+      priced("ml", "nlp", "alibaba", "cn-hangzhou", "j-1", NOV1 + HOUR, HOUR,
+             1393000, 0, false),
+      priced("ml", "nlp", "alibaba", "cn-hangzhou", "j-1", NOV1 + 2 * HOUR,
+             1000 * 1000, 1393000, 0, false),
+      priced("ml", "nlp", "aws", "us-east-1", "j-2", NOV1 + HOUR, HOUR, 96000,
+             0, false)};
+  assert_int_equal(tw_ledger_append(store, rows, 3, NOV1, &err), TW_OK);
+  /* 1393000 + 386944 (1393000 x 1000 / 3600 = 386944.4) = 1779944 uusd;
+   * 1779944 / 0.1393 = 12777774.587 micro-CNY, half up: 12777775 */
+  assert_int_equal(rows[0].effective_uusd + rows[1].effective_uusd, 1779944);
+  int64_t micro = 0;
+  assert_true(tw_report_fx_amount(cny, 1779944, &micro));
+  assert_int_equal(micro, 12777775);
+  assert_true(tw_report_fx_amount(cny, -1779944, &micro)); /* a credit */
+  assert_int_equal(micro, -12777775);
+
+  struct tw_report_req q = {.from_ms = NOV1,
+                            .to_ms = DEC1,
+                            .group_mask = TW_GROUP_PROVIDER,
+                            .now_ms = NOV1 + TW_DAY_MS,
+                            .adapters = tw_adapters,
+                            .fx = fx,
+                            .n_fx = n_fx};
+  struct tw_buf b;
+  const char *ctype;
+  /* JSON */
+  assert_int_equal(tw_report_format_parse("json", &q.format, &err), TW_OK);
+  tw_buf_init(&b);
+  assert_int_equal(tw_report_render(store, &q, &b, &ctype, &err), TW_OK);
+  json_t *j = json_loads(b.data, 0, NULL);
+  assert_non_null(j);
+  json_t *items = json_object_get(j, "items");
+  assert_int_equal(json_array_size(items), 2);
+  size_t seen = 0;
+  for (size_t i = 0; i < json_array_size(items); i++) {
+    json_t *g = json_array_get(items, i);
+    const char *prov = json_string_value(json_object_get(g, "provider"));
+    if (!strcmp(prov, "alibaba")) {
+      assert_int_equal(
+          json_integer_value(json_object_get(g, "effective_cost_uusd")),
+          1779944);
+      assert_string_equal(
+          json_string_value(json_object_get(g, "source_currency")), "CNY");
+      assert_string_equal(
+          json_string_value(json_object_get(g, "source_amount")), "12.777775");
+      assert_string_equal(json_string_value(json_object_get(g, "rate")),
+                          "0.1393");
+      assert_string_equal(json_string_value(json_object_get(g, "rate_date")),
+                          "2025-06-30");
+      assert_string_equal(
+          json_string_value(json_object_get(g, "source_amount_basis")),
+          "derived");
+      seen++;
+    } else {
+      assert_string_equal(prov, "aws");
+      assert_null(json_object_get(g, "source_currency"));
+      assert_null(json_object_get(g, "rate"));
+      seen++;
+    }
+  }
+  assert_int_equal(seen, 2);
+  assert_null(json_object_get(json_object_get(j, "total"), "source_currency"));
+  json_decref(j);
+  tw_buf_release(&b);
+  /* without the provider in the grouping a group may mix currencies */
+  q.group_mask = TW_GROUP_TENANT;
+  tw_buf_init(&b);
+  assert_int_equal(tw_report_render(store, &q, &b, &ctype, &err), TW_OK);
+  assert_null(strstr(b.data, "source_currency"));
+  tw_buf_release(&b);
+
+  /* CSV: the columns after the USD ones, empty for USD groups */
+  q.group_mask = TW_GROUP_PROVIDER | TW_GROUP_DAY;
+  assert_int_equal(tw_report_format_parse("csv", &q.format, &err), TW_OK);
+  tw_buf_init(&b);
+  assert_int_equal(tw_report_render(store, &q, &b, &ctype, &err), TW_OK);
+  size_t pos = 0;
+  char *f[32];
+  size_t nh = csv_record(b.data, &pos, f, 32);
+  assert_int_equal(nh, 11);
+  assert_string_equal(f[7], "source_currency");
+  assert_string_equal(f[8], "source_amount");
+  assert_string_equal(f[9], "rate");
+  assert_string_equal(f[10], "rate_date");
+  free_fields(f, nh);
+  size_t nr, lines = 0;
+  while ((nr = csv_record(b.data, &pos, f, 32))) {
+    assert_int_equal(nr, 11);
+    if (!strcmp(f[0], "alibaba")) {
+      assert_int_equal(usd_to_uusd(f[3]), 1779944);
+      assert_string_equal(f[7], "CNY");
+      assert_string_equal(f[8], "12.777775");
+      assert_string_equal(f[9], "0.1393");
+      assert_string_equal(f[10], "2025-06-30");
+    } else {
+      assert_string_equal(f[7], "");
+      assert_string_equal(f[8], "");
+    }
+    free_fields(f, nr);
+    lines++;
+  }
+  assert_int_equal(lines, 2);
+  tw_buf_release(&b);
+
+  /* HTML: beside the USD figure */
+  assert_int_equal(tw_report_format_parse("html", &q.format, &err), TW_OK);
+  tw_buf_init(&b);
+  assert_int_equal(tw_report_render(store, &q, &b, &ctype, &err), TW_OK);
+  assert_non_null(strstr(b.data, "data-uusd=\"1779944\">1.779944<br><span "
+                                 "class=\"fx\" data-currency=\"CNY\" "
+                                 "data-source-micro=\"12777775\""));
+  assert_non_null(strstr(b.data, "\xc2\xa5"
+                                 "12.777775 at 0.1393 USD/CNY (2025-06-30, "
+                                 "reference rate; derived from USD)"));
+  tw_buf_release(&b);
+
+  /* FOCUS 1.0 bills in USD: nothing of CNY there */
+  assert_int_equal(tw_report_format_parse("focus", &q.format, &err), TW_OK);
+  tw_buf_init(&b);
+  assert_int_equal(tw_report_render(store, &q, &b, &ctype, &err), TW_OK);
+  assert_null(strstr(b.data, "CNY"));
+  assert_non_null(strstr(b.data, "USD"));
+  tw_buf_release(&b);
+  free(fx);
+  tw_rates_free(rates);
+}
+
+/* The API's way: the providers come from the catalog's own sources, at
+ * the rate of its table (here the compiled-in one: CNY at 0.1393). */
+static void catalog_names_the_providers_priced_in_cny(void **state) {
+  (void)state;
+  char ali[192], aws[192];
+  snprintf(ali, sizeof ali, "%s/ali.csv", dir);
+  snprintf(aws, sizeof aws, "%s/aws.csv", dir);
+  FILE *fp = fopen(ali, "w");
+  assert_non_null(fp);
+  fputs("InstanceType,vCPUs,MemoryGiB,Price,Region\n"
+        "ecs.g7.large,2,8,0.693,cn-hangzhou\n",
+        fp);
+  fclose(fp);
+  fp = fopen(aws, "w");
+  assert_non_null(fp);
+  fputs("InstanceType,vCPUs,MemoryGiB,Price,Region\n"
+        "m5.large,2,8,0.096,us-east-1\n",
+        fp);
+  fclose(fp);
+  struct tw_catalog_file files[] = {
+      {.name = "ali", .path = ali, .provider = "alibaba", .currency = "CNY"},
+      {.name = "aws", .path = aws, .provider = "aws"}};
+  struct tw_catalog_opts o = {
+      .clock = &clk, .files = files, .n_files = 2, .adapters = tw_adapters};
+  struct tw_catalog *c = NULL;
+  struct tw_err err = {0};
+  if (tw_catalog_new(&o, &c, &err))
+    fail_msg("%s", err.msg);
+  assert_int_equal(tw_catalog_refresh_due(c, tw_clock_now_ms(&clk)), 2);
+  struct tw_report_fx *fx = NULL;
+  size_t n = 0;
+  tw_report_fx_from_catalog(c, &fx, &n);
+  assert_int_equal(n, 1);
+  assert_string_equal(fx[0].provider, "alibaba");
+  assert_string_equal(fx[0].rate.currency, "CNY");
+  assert_int_equal(fx[0].rate.nusd_per_unit, 139300000);
+  assert_string_equal(fx[0].rate.date, "2025-06-30");
+  free(fx);
+  tw_catalog_free(c);
+  tw_report_fx_from_catalog(NULL, &fx, &n);
+  assert_int_equal(n, 0);
+  assert_null(fx);
+  unlink(ali);
+  unlink(aws);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(reports_include_accrued_cost, setup,
@@ -1055,6 +1279,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(every_format_of_the_table_renders, setup,
                                       teardown),
       cmocka_unit_test(ranges_parse_and_default_to_the_month),
+      cmocka_unit_test_setup_teardown(cny_groups_carry_the_amount_and_the_rate,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(catalog_names_the_providers_priced_in_cny,
+                                      setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -187,12 +187,95 @@ static void full_tmpfs_fails_writes_and_keeps_the_acknowledged(void **state) {
   umount(dir);
 }
 
+/* Not ready until a write commits after the store is opened; the probe
+ * is such a write, and it needs room: it fails on the full disk and
+ * commits once space returns, with no job written in between. */
+static void
+a_store_is_ready_only_after_a_commit_and_a_probe_needs_room(void **state) {
+  (void)state;
+  memset(spec, 0, sizeof spec);
+  snprintf(spec, sizeof spec, "{\"pad\":\"%01000d\"}", 0);
+  struct tw_store *s = open_store();
+  struct tw_store_health h;
+  tw_store_health(s, &h);
+  assert_int_equal(h.state, TW_STORE_STARTING);
+  assert_int_equal(h.last_commit_ms, 0);
+  /* a store that is not ready is probed; a ready one is not */
+  struct tw_err err = {0};
+  assert_true(tw_store_probe_if_unready(s, 1000));
+  tw_store_health(s, &h);
+  assert_int_equal(h.state, TW_STORE_OK);
+  assert_int_equal(h.last_commit_ms, tw_clock_now_ms(&clk));
+  assert_int_equal(h.consecutive_failures, 0);
+  tw_clock_advance(&clk, 5000);
+  assert_false(tw_store_probe_if_unready(s, 1000));
+
+  static char ids[4096][TW_JOB_ID_LEN + 1];
+  int acked = 0, i = 0;
+  for (; i < 20; i++)
+    assert_int_equal(create(s, i, ids[acked++], &err), TW_OK);
+  assert_int_equal(tw_store_test_cap_pages(s, true, &err), TW_OK);
+  enum tw_rc rc = TW_OK;
+  for (; i < 4000 && rc == TW_OK; i++) {
+    rc = create(s, i, ids[acked], &err);
+    if (rc == TW_OK)
+      acked++;
+  }
+  assert_int_equal(rc, TW_E_FULL);
+  int64_t full_at = tw_clock_now_ms(&clk);
+  tw_store_health(s, &h);
+  assert_int_equal(h.state, TW_STORE_FULL);
+  assert_int_equal(h.unhealthy_since_ms, full_at);
+  assert_int_equal(h.consecutive_failures, 1);
+  int64_t last_commit = h.last_commit_ms;
+  assert_true(last_commit > 0);
+  /* the probe finds the disk full too, and counts */
+  tw_clock_advance(&clk, 1000);
+  struct tw_err perr = {0};
+  assert_int_equal(tw_store_probe(s, &perr), TW_E_FULL);
+  assert_non_null(strstr(perr.msg, "probe"));
+  tw_store_health(s, &h);
+  assert_int_equal(h.state, TW_STORE_FULL);
+  assert_int_equal(h.consecutive_failures, 2);
+  assert_int_equal(h.last_commit_ms, last_commit); /* a failure is none */
+  /* within the interval nobody probes; after it, the probe runs */
+  assert_false(tw_store_probe_if_unready(s, 1000));
+  tw_clock_advance(&clk, 1000);
+  assert_true(tw_store_probe_if_unready(s, 1000));
+  tw_store_health(s, &h);
+  assert_int_equal(h.consecutive_failures, 3);
+
+  /* space returns: a probe alone makes the store ready again (lifting the
+   * cap is a PRAGMA that changes no row: it proves nothing) */
+  assert_int_equal(tw_store_test_cap_pages(s, false, &err), TW_OK);
+  tw_store_health(s, &h);
+  assert_int_equal(h.state, TW_STORE_FULL);
+  tw_clock_advance(&clk, 1000);
+  assert_true(tw_store_probe_if_unready(s, 1000));
+  tw_store_health(s, &h);
+  assert_int_equal(h.state, TW_STORE_OK);
+  assert_int_equal(h.unhealthy_since_ms, 0);
+  assert_int_equal(h.consecutive_failures, 0);
+  assert_int_equal(h.last_commit_ms, tw_clock_now_ms(&clk));
+  assert_int_equal(count_jobs(s), acked); /* the probe keeps nothing */
+  tw_store_close(s);
+
+  /* a store opened again starts not ready */
+  s = open_store();
+  tw_store_health(s, &h);
+  assert_int_equal(h.state, TW_STORE_STARTING);
+  tw_store_close(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
           full_disk_fails_writes_and_keeps_the_acknowledged, setup, teardown),
       cmocka_unit_test_setup_teardown(
           full_tmpfs_fails_writes_and_keeps_the_acknowledged, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          a_store_is_ready_only_after_a_commit_and_a_probe_needs_room, setup,
+          teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

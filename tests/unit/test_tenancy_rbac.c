@@ -119,10 +119,18 @@ static void roles_match_the_model(void **state) {
                      TW_PERM_DENY);
     assert_int_equal(perm("PUT", "/v1/secrets/{name}", (enum tw_role)role),
                      TW_PERM_DENY);
-    assert_int_equal(perm("GET", "/metrics", (enum tw_role)role), TW_PERM_DENY);
+    assert_int_equal(perm("GET", "/metrics", (enum tw_role)role),
+                     role == TW_ROLE_METRICS ? TW_PERM_ANY : TW_PERM_DENY);
     assert_int_equal(perm("GET", "/v1/audit/verify", (enum tw_role)role),
                      TW_PERM_DENY);
   }
+  /* metrics: the scrape, and nothing else of the API */
+  size_t nr;
+  const struct tw_rbac_rule *rules = tw_rbac_rules(&nr);
+  for (size_t i = 0; i < nr; i++)
+    if (strcmp(rules[i].path, "/metrics") &&
+        rules[i].target != TW_TGT_PUBLIC)
+      assert_int_equal(rules[i].perm[TW_ROLE_METRICS], TW_PERM_DENY);
   /* probes need nobody */
   assert_int_equal(tw_rbac_find("GET", "/healthz")->target, TW_TGT_PUBLIC);
   assert_int_equal(tw_rbac_find("GET", "/readyz")->target, TW_TGT_PUBLIC);
