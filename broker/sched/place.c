@@ -13,6 +13,7 @@
  * listed; this pass's backfill reservations; what each live job holds,
  * for fair share; and what the jobs that fit nowhere saw last.  Scheduler
  * thread only. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -409,7 +410,11 @@ static void sched_reserve(struct tw_sched *s, struct sched_place *p,
                           const struct tw_policy_set *set) {
   if (!p->ix)
     return;
-  struct tw_policy_set relaxed = *set; /* a view: never freed */
+  /* a view, never freed: everything but the reference count, which
+   * another thread may change while it is copied (a reload) */
+  struct tw_policy_set relaxed;
+  memcpy(&relaxed, set, offsetof(struct tw_policy_set, refs));
+  relaxed.refs = 1;
   relaxed.n_filters = 0;
   for (size_t i = 0; i < set->n_filters; i++)
     if (set->filters[i].ops != &tw_filter_capacity &&

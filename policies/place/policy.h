@@ -257,7 +257,8 @@ struct tw_policy_set {
   /* policies.plugin_dir and network_dir of the config file, absolute and
    * resolved; NULL: none (no plugin, no network file can be named) */
   char *plugin_dir, *network_dir;
-  int refs; /* atomic */
+  int refs; /* atomic; the last member (broker/sched/place.c copies what
+              * comes before it) */
 };
 
 /* The defaults: every built-in filter in the documented order, the cost
