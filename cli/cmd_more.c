@@ -271,6 +271,40 @@ static void words_of(const struct tw_cli_cmd *cmd, struct tw_buf *b) {
     tw_buf_printf(b, " --%s", o->name);
 }
 
+/* The completion script's case arms, in either shell's words (open and
+ * close around each list): a group's second words ("jobs" -> list get
+ * ...), then each command's options after the global ones. */
+static void case_arms(struct tw_buf *b, const struct tw_cli_cmd *const *cmds,
+                      const char *globals, const char *open,
+                      const char *close) {
+  for (size_t i = 0; cmds[i]; i++) {
+    const char *sp = strchr(cmds[i]->name, ' ');
+    if (!sp)
+      continue;
+    size_t n = (size_t)(sp - cmds[i]->name);
+    bool first = true;
+    for (size_t k = 0; k < i; k++)
+      if (!strncmp(cmds[k]->name, cmds[i]->name, n) && cmds[k]->name[n] == ' ')
+        first = false;
+    if (!first)
+      continue;
+    tw_buf_printf(b, "    \"%.*s\") %s", (int)n, cmds[i]->name, open);
+    bool lead = true;
+    for (size_t k = i; cmds[k]; k++)
+      if (!strncmp(cmds[k]->name, cmds[i]->name, n) &&
+          cmds[k]->name[n] == ' ') {
+        tw_buf_printf(b, "%s%s", lead ? "" : " ", cmds[k]->name + n + 1);
+        lead = false;
+      }
+    tw_buf_adds(b, close);
+  }
+  for (size_t i = 0; cmds[i]; i++) {
+    tw_buf_printf(b, "    \"%s\"*) %s%s", cmds[i]->name, open, globals);
+    words_of(cmds[i], b);
+    tw_buf_adds(b, close);
+  }
+}
+
 static int cmd_completion(struct tw_cli *c, const struct tw_cli_parsed *p) {
   const char *shell = p->pos[0];
   const struct tw_cli_cmd *const *cmds = tw_cli_commands();
@@ -307,35 +341,7 @@ static int cmd_completion(struct tw_cli *c, const struct tw_cli_parsed *p) {
                     "  local words\n"
                     "  case \"$cmd\" in\n");
     tw_buf_printf(&b, "    \"\") words=\"%s\" ;;\n", top.data);
-    /* the second words of each group */
-    for (size_t i = 0; cmds[i]; i++) {
-      const char *sp = strchr(cmds[i]->name, ' ');
-      if (!sp)
-        continue;
-      size_t n = (size_t)(sp - cmds[i]->name);
-      bool first = true;
-      for (size_t k = 0; k < i; k++)
-        if (!strncmp(cmds[k]->name, cmds[i]->name, n) &&
-            cmds[k]->name[n] == ' ')
-          first = false;
-      if (!first)
-        continue;
-      tw_buf_printf(&b, "    \"%.*s\") words=\"", (int)n, cmds[i]->name);
-      bool lead = true;
-      for (size_t k = i; cmds[k]; k++)
-        if (!strncmp(cmds[k]->name, cmds[i]->name, n) &&
-            cmds[k]->name[n] == ' ') {
-          tw_buf_printf(&b, "%s%s", lead ? "" : " ", cmds[k]->name + n + 1);
-          lead = false;
-        }
-      tw_buf_adds(&b, "\" ;;\n");
-    }
-    for (size_t i = 0; cmds[i]; i++) {
-      tw_buf_printf(&b, "    \"%s\"*) words=\"%s", cmds[i]->name,
-                    globals.data);
-      words_of(cmds[i], &b);
-      tw_buf_adds(&b, "\" ;;\n");
-    }
+    case_arms(&b, cmds, globals.data, "words=\"", "\" ;;\n");
     tw_buf_adds(&b,
                 "    *) words=\"\" ;;\n"
                 "  esac\n"
@@ -365,34 +371,7 @@ static int cmd_completion(struct tw_cli *c, const struct tw_cli_parsed *p) {
                     "  esac\n"
                     "  case \"$cmd\" in\n");
     tw_buf_printf(&b, "    \"\") words_=(%s) ;;\n", top.data);
-    for (size_t i = 0; cmds[i]; i++) {
-      const char *sp = strchr(cmds[i]->name, ' ');
-      if (!sp)
-        continue;
-      size_t n = (size_t)(sp - cmds[i]->name);
-      bool first = true;
-      for (size_t k = 0; k < i; k++)
-        if (!strncmp(cmds[k]->name, cmds[i]->name, n) &&
-            cmds[k]->name[n] == ' ')
-          first = false;
-      if (!first)
-        continue;
-      tw_buf_printf(&b, "    \"%.*s\") words_=(", (int)n, cmds[i]->name);
-      bool lead = true;
-      for (size_t k = i; cmds[k]; k++)
-        if (!strncmp(cmds[k]->name, cmds[i]->name, n) &&
-            cmds[k]->name[n] == ' ') {
-          tw_buf_printf(&b, "%s%s", lead ? "" : " ", cmds[k]->name + n + 1);
-          lead = false;
-        }
-      tw_buf_adds(&b, ") ;;\n");
-    }
-    for (size_t i = 0; cmds[i]; i++) {
-      tw_buf_printf(&b, "    \"%s\"*) words_=(%s", cmds[i]->name,
-                    globals.data);
-      words_of(cmds[i], &b);
-      tw_buf_adds(&b, ") ;;\n");
-    }
+    case_arms(&b, cmds, globals.data, "words_=(", ") ;;\n");
     tw_buf_adds(&b, "    *) words_=() ;;\n"
                     "  esac\n"
                     "  compadd -a words_\n"
