@@ -75,50 +75,27 @@ void tw_h_agent_heartbeat(struct tw_req *r) {
   tw_req_json(r, 200);
 }
 
-void tw_h_agent_phase(struct tw_req *r) {
-  struct tw_agent *a;
-  const struct tw_agent_caller *c;
-  if (!caller_of(r, &a, &c))
-    return;
-  struct tw_agent_phase_msg m;
-  struct tw_err err = {0};
-  if (tw_agent_parse_phase(r->body.data, r->body.len, &m, &err) ||
-      tw_agent_on_phase(a, c, &m, &err)) {
-    answer_err(r, &err);
-    return;
+/* A report answered with {} once applied: parsed, then stored through
+ * tw_agent_on_<kind> (broker/sched/agent.h). */
+#define REPORT_HANDLER(kind)                                                   \
+  void tw_h_agent_##kind(struct tw_req *r) {                                   \
+    struct tw_agent *a;                                                        \
+    const struct tw_agent_caller *c;                                           \
+    if (!caller_of(r, &a, &c))                                                 \
+      return;                                                                  \
+    struct tw_agent_##kind##_msg m;                                            \
+    struct tw_err err = {0};                                                   \
+    if (tw_agent_parse_##kind(r->body.data, r->body.len, &m, &err) ||          \
+        tw_agent_on_##kind(a, c, &m, &err)) {                                  \
+      answer_err(r, &err);                                                     \
+      return;                                                                  \
+    }                                                                          \
+    answer_empty(r);                                                           \
   }
-  answer_empty(r);
-}
 
-void tw_h_agent_checkpoint(struct tw_req *r) {
-  struct tw_agent *a;
-  const struct tw_agent_caller *c;
-  if (!caller_of(r, &a, &c))
-    return;
-  struct tw_agent_checkpoint_msg m;
-  struct tw_err err = {0};
-  if (tw_agent_parse_checkpoint(r->body.data, r->body.len, &m, &err) ||
-      tw_agent_on_checkpoint(a, c, &m, &err)) {
-    answer_err(r, &err);
-    return;
-  }
-  answer_empty(r);
-}
-
-void tw_h_agent_notice(struct tw_req *r) {
-  struct tw_agent *a;
-  const struct tw_agent_caller *c;
-  if (!caller_of(r, &a, &c))
-    return;
-  struct tw_agent_notice_msg m;
-  struct tw_err err = {0};
-  if (tw_agent_parse_notice(r->body.data, r->body.len, &m, &err) ||
-      tw_agent_on_notice(a, c, &m, &err)) {
-    answer_err(r, &err);
-    return;
-  }
-  answer_empty(r);
-}
+REPORT_HANDLER(phase)
+REPORT_HANDLER(checkpoint)
+REPORT_HANDLER(notice)
 
 void tw_h_agent_exit(struct tw_req *r) {
   struct tw_agent *a;
