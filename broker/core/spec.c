@@ -1419,6 +1419,7 @@ static enum tw_rc parse_top(const struct tw_node *root,
                                      "placement",
                                      "priority",
                                      "checkpoint",
+                                     "setup",
                                      "run",
                                      "env",
                                      "fallback",
@@ -1515,6 +1516,9 @@ static enum tw_rc parse_top(const struct tw_node *root,
 
   if (!is_null(n = tw_node_get(root, "checkpoint")) &&
       (rc = parse_checkpoint(n, spec, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(root, "setup")) &&
+      (rc = get_text(n, "setup", TW_SPEC_RUN_MAX, &spec->setup, err)))
     return rc;
   if (!is_null(n = tw_node_get(root, "run")) &&
       (rc = get_text(n, "run", TW_SPEC_RUN_MAX, &spec->run, err)))
@@ -1738,6 +1742,7 @@ void tw_spec_release(struct tw_job_spec *spec) {
   free(spec->image);
   free(spec->disk_type);
   free(spec->ports);
+  free(spec->setup);
   free(spec->run);
   for (size_t i = 0; i < spec->n_env; i++) {
     free(spec->env[i].key);
@@ -1981,6 +1986,10 @@ void tw_spec_to_json(const struct tw_job_spec *s, struct tw_buf *b) {
         tw_buf_printf(b, "\"%d-%d\"", s->ports[i].lo, s->ports[i].hi);
     }
     tw_buf_addc(b, ']');
+  }
+  if (s->setup) {
+    json_key(b, &first, "setup");
+    tw_buf_json_str(b, s->setup);
   }
   if (s->run) {
     json_key(b, &first, "run");

@@ -173,7 +173,8 @@ struct tw_job_spec {
   struct tw_port_range *ports; /* ports: inbound TCP to open */
   size_t n_ports;
 
-  char *run; /* the script; NULL = none */
+  char *setup; /* run before `run` on every node; NULL = none */
+  char *run;   /* the script; NULL = none */
   struct tw_kv *env;
   size_t n_env;
 };

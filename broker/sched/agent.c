@@ -121,7 +121,9 @@ void tw_agent_register_answer(const struct tw_agent_job *j,
   bool ckpt = sp->checkpoint_uri || sp->checkpoint_interval_s;
   tw_buf_adds(out, "{\"job_id\":");
   tw_buf_json_str(out, j->job_id);
-  tw_buf_printf(out, ",\"attempt\":%d,\"setup\":\"\",\"run\":", j->attempt_n);
+  tw_buf_printf(out, ",\"attempt\":%d,\"setup\":", j->attempt_n);
+  tw_buf_json_str(out, sp->setup ? sp->setup : "");
+  tw_buf_adds(out, ",\"run\":");
   tw_buf_json_str(out, sp->run ? sp->run : "");
   tw_buf_adds(out, ",\"env\":{");
   /* the spec's own first; the broker's variables win over a spec that

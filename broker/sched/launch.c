@@ -248,8 +248,23 @@ static const char *user_data(struct tw_sched *s, const struct tw_job_rec *job,
   const char *boot = agent_user_data(s, job, a, o, out);
   if (boot)
     return boot;
-  if (!spec->checkpoint_uri && !spec->checkpoint_interval_s)
-    return spec->run;
+  /* without the agent, setup runs first in the same script; its failure
+   * is the script's */
+  struct tw_buf both;
+  tw_buf_init(&both);
+  const char *run = spec->run;
+  if (spec->setup) {
+    tw_buf_printf(&both, "(\n%s\n) || exit $?\n%s", spec->setup,
+                  spec->run ? spec->run : "");
+    run = both.data;
+  }
+  if (!spec->checkpoint_uri && !spec->checkpoint_interval_s) {
+    if (!spec->setup)
+      return spec->run;
+    tw_buf_adds(out, both.data);
+    tw_buf_release(&both);
+    return out->data;
+  }
   /* resume_s comes from attempts that ended before this one was opened,
    * so it is the same every time this attempt is launched */
   struct pcache *pc = sched__provider(s, o->account);
@@ -259,7 +274,8 @@ static const char *user_data(struct tw_sched *s, const struct tw_job_rec *job,
                           .interval_s = spec->checkpoint_interval_s,
                           .resume_s = sched__resume_s(s, job->id),
                           .info = pc ? tw_provider_info(pc->p) : NULL};
-  tw_checkpoint_script(&e, spec->run, out);
+  tw_checkpoint_script(&e, run, out);
+  tw_buf_release(&both);
   return out->data;
 }
 
