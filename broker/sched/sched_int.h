@@ -383,6 +383,8 @@ struct sched_call {
   struct tw_buf ud;
   struct tw_launch req;
   int nodes;
+  struct tw_buf *ud_nodes; /* a gang under the agent: node k's user data
+                              at k - 1 (its rank); NULL: req's for all */
   char (*ids)[128];
   /* the answer */
   enum tw_rc rc;
