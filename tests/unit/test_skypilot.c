@@ -134,7 +134,7 @@ static void test_bad_file_all_errors(void **state) {
       {"name", "may only contain", 2},
       {"workdir", "no way to copy", 3},
       {"num_nodes", "without quotes", 4},
-      {"resources.infra", "no provider \"gcp\"", 6},
+      {"resources.infra", "no provider \"lambda\"", 6},
       {"resources.accelerators.H100", "many", 7},
       {"resources.cpus", "expected a number", 8},
       {"resources.disk_tier", "expected low, medium", 9},
