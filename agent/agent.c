@@ -354,6 +354,9 @@ struct state {
   int exit_code, exit_signal; /* one of them, -1 for the other */
   int64_t ended_ms;
   bool exit_sent;
+  /* a gang's node other than the head whose exit the broker held: it
+   * heartbeats until the attempt ends, as a machine that stays up */
+  bool held;
 };
 
 struct agent {
@@ -370,9 +373,6 @@ struct agent {
   int64_t next_try_ms; /* broker backoff */
   int failures;
   int64_t next_heartbeat_ms, next_poll_ms;
-  /* a gang's node other than the head whose exit the broker held: it
-   * heartbeats until the attempt ends, as a machine that stays up */
-  bool held;
   char imds_token[256];
   int64_t imds_token_until_ms;
   char path_state[4096], path_phase[4096], path_exit[4096], path_ckpt[4096],
@@ -418,6 +418,7 @@ static void save_state(struct agent *a) {
       (json_int_t)s->kill_at_ms, "after_notice", s->after_notice, "ended",
       s->ended, "exit_code", s->exit_code, "exit_signal", s->exit_signal,
       "ended_ms", (json_int_t)s->ended_ms, "exit_sent", s->exit_sent);
+  json_object_set_new(o, "held", json_boolean(s->held));
   char *txt = json_dumps(o, JSON_COMPACT);
   json_decref(o);
   if (!txt || write_atomic(a->path_state, txt, strlen(txt)))
@@ -503,6 +504,7 @@ static void load_state(struct agent *a) {
   s->exit_signal = (int)jint(o, "exit_signal");
   s->ended_ms = jint(o, "ended_ms");
   s->exit_sent = jbool(o, "exit_sent");
+  s->held = jbool(o, "held");
   json_decref(o);
 }
 
@@ -1322,16 +1324,16 @@ static bool flush(struct agent *a) {
     }
     json_t *ans = e == SENT_OK && r.body ? json_loadb(r.body, r.len, 0, NULL)
                                          : NULL;
-    a->held = json_is_true(json_object_get(ans, "held"));
+    a->s.held = json_is_true(json_object_get(ans, "held"));
     json_decref(ans);
     resp_free(&r);
     s->exit_sent = true;
     save_state(a);
-    say(a->held ? "exit reported; the gang's head decides the attempt: "
+    say(a->s.held ? "exit reported; the gang's head decides the attempt: "
                   "waiting for its end"
                 : "exit reported");
   }
-  if (s->exit_sent && a->held) {
+  if (s->exit_sent && a->s.held) {
     if (now_ms() < a->next_heartbeat_ms)
       return false;
     struct resp r;
