@@ -137,12 +137,18 @@ static const struct tw_joint_cell *cell(const struct tw_joint_table *t,
 
 static int64_t edge_egress(const struct tw_joint_table *t, int64_t bytes,
                            int32_t a, int32_t b) {
+  if (a == b)
+    return 0;
   return tw_cost_egress_uusd(
       bytes, t->egress_uusd_per_gb[(size_t)a * t->n_regions + (size_t)b]);
 }
 
+/* Within a region data is read in place, as the cost model has it for
+ * datasets: no egress, no transfer wait. */
 static int64_t edge_wait(const struct tw_joint_table *t, int64_t bytes,
                          int32_t a, int32_t b) {
+  if (a == b)
+    return 0;
   size_t k = (size_t)a * t->n_regions + (size_t)b;
   return tw_cost_transfer_s(bytes, t->rtt_us[k], t->bandwidth_kbps[k],
                             t->round_trips);

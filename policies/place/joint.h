@@ -17,9 +17,10 @@
  * index's regions): for each task and region the cheapest feasible offer
  * there under the task's own cost (a plan restricted to that region, all
  * of the policy set's filters applying).  Data moves only between
- * regions (nothing within one), so within a region that offer is also
- * the best joint choice, up to the transfer wait, which the model prices
- * at that offer.
+ * regions: within one it is read in place, as the cost model reads
+ * datasets (no egress, no wait).  So within a region that offer is also
+ * the best joint choice, but for the wait for data from elsewhere, which
+ * is priced at that offer (a dearer one there never waits for less).
  *
  * Greedy (step by step).  Tasks in topological order, each at its
  * cheapest region given where its predecessors already run: what placing
