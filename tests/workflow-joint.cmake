@@ -7,3 +7,8 @@ tw_add_test(test_joint SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_joint.c
 tw_add_test(test_joint_real SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_joint_real.c
             LIBS tw_policies tw_billing tw_adapters PkgConfig::CMOCKA
             LABELS integration workflow TIMEOUT 300)
+# POST /v1/plan with a workflow and `tradewind plan WORKFLOW`.
+# (tw_fake_provider is defined by an earlier fragment, providers-aws.cmake)
+tw_add_test(test_joint_api SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_joint_api.c
+            LIBS tw_api tw_sched tw_cli tw_fake_provider tw_adapters_test PkgConfig::CURL PkgConfig::CMOCKA
+            LABELS integration workflow)

@@ -921,9 +921,10 @@ static void explain_lines(const struct tw_joint_result *r,
   char method[256];
   if (r->info.exact)
     snprintf(method, sizeof method,
-             "Method: %s, optimal (%zu chains; lower bound %s with no data "
+             "Method: %s, optimal (%zu chain%s; lower bound %s with no data "
              "moved between tasks)",
-             r->info.method, r->info.n_chains, lb);
+             r->info.method, r->info.n_chains,
+             r->info.n_chains == 1 ? "" : "s", lb);
   else {
     char gap[32];
     money(r->joint.total_uusd >= TW_JOINT_INF
