@@ -82,8 +82,8 @@ bool tw_h_plan_workflow(struct tw_req *r, bool is_json) {
   workflow_datasets(r, &p, &ds);
   struct tw_place_snapshot snap = {.index = ix, .datasets = &ds};
   struct tw_joint_result res;
-  if (tw_joint_plan(set, &snap, &p, tw_clock_now_ms(tw_api_clock(r->api)),
-                    &res, &err)) {
+  if (tw_joint_plan(set, &snap, &p, tw_clock_now_ms(tw_api_clock(r->api)), &res,
+                    &err)) {
     tw_problem_err(r, &err);
   } else {
     struct tw_buf jb;

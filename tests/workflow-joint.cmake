@@ -12,3 +12,8 @@ tw_add_test(test_joint_real SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_j
 tw_add_test(test_joint_api SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_joint_api.c
             LIBS tw_api tw_sched tw_cli tw_fake_provider tw_adapters_test PkgConfig::CURL PkgConfig::CMOCKA
             LABELS integration workflow)
+# The minimal workflow document on arbitrary bytes, with the placement
+# bounds checked on whatever parses.
+tw_add_fuzz(fuzz_joint_doc SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_joint_doc.c
+            LIBS tw_policies LABELS workflow
+            CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/joint)

@@ -128,7 +128,8 @@ enum tw_rc tw_joint_topo(const struct tw_joint_problem *p, uint32_t *order,
   return rc;
 }
 
-/* ---- the cost of a placement ---------------------------------------------- */
+/* ---- the cost of a placement ----------------------------------------------
+ */
 
 static const struct tw_joint_cell *cell(const struct tw_joint_table *t,
                                         size_t v, int32_t r) {
@@ -186,8 +187,7 @@ static int64_t task_cost(const struct tw_joint_table *t,
       c.transfer_s = w;
   }
   c.transfer_uusd = wait_cost(x->wait_uusd_h, c.transfer_s);
-  c.total_uusd =
-      sadd(sadd(c.compute_uusd, c.egress_uusd), c.transfer_uusd);
+  c.total_uusd = sadd(sadd(c.compute_uusd, c.egress_uusd), c.transfer_uusd);
   if (out)
     *out = c;
   return c.total_uusd;
@@ -253,7 +253,8 @@ enum tw_rc tw_joint_solve_greedy(const struct tw_joint_table *t,
   return rc;
 }
 
-/* ---- the chain DP --------------------------------------------------------- */
+/* ---- the chain DP ---------------------------------------------------------
+ */
 
 struct dp_ws {
   int64_t *f, *nf, *other_eg, *other_wait, *outc;
@@ -493,8 +494,8 @@ enum tw_rc tw_joint_solve(const struct tw_joint_table *t,
   for (size_t v = 0; v < n; v++) {
     int64_t best = TW_JOINT_INF;
     for (size_t r = 0; r < t->n_regions; r++) {
-      int64_t c = task_cost(t, p, &g, none, (uint32_t)v, (int32_t)r,
-                            UINT32_MAX, -1, NULL);
+      int64_t c = task_cost(t, p, &g, none, (uint32_t)v, (int32_t)r, UINT32_MAX,
+                            -1, NULL);
       if (c < best)
         best = c;
     }
@@ -533,7 +534,8 @@ enum tw_rc tw_joint_solve(const struct tw_joint_table *t,
   return TW_OK;
 }
 
-/* ---- the table from plans -------------------------------------------------- */
+/* ---- the table from plans --------------------------------------------------
+ */
 
 static uint64_t fnv(const char *s, size_t n) {
   uint64_t h = 1469598103934665603ull;
@@ -592,8 +594,7 @@ static void fill_place(const struct tw_joint_table *t,
   snprintf(pl->offer_id, sizeof pl->offer_id, "%s", o->id);
   snprintf(pl->where, sizeof pl->where, "%s:%s", o->provider, o->region);
   snprintf(pl->zone, sizeof pl->zone, "%s", o->zone);
-  snprintf(pl->instance_type, sizeof pl->instance_type, "%s",
-           o->instance_type);
+  snprintf(pl->instance_type, sizeof pl->instance_type, "%s", o->instance_type);
   pl->market = tw_market_str(o->market);
   pl->price_uusd_per_hour = o->price_uusd_per_hour;
 }
@@ -601,7 +602,8 @@ static void fill_place(const struct tw_joint_table *t,
 static void fill_placement(const struct tw_joint_table *t,
                            const struct tw_joint_problem *p,
                            const struct tw_offer_index *ix,
-                           const int32_t *assign, struct tw_joint_placement *pl) {
+                           const int32_t *assign,
+                           struct tw_joint_placement *pl) {
   size_t n = p->n_tasks;
   struct tw_joint_cost *per = tw_calloc(n ? n : 1, sizeof *per);
   tw_joint_eval(t, p, assign, per);
@@ -617,20 +619,20 @@ static void fill_placement(const struct tw_joint_table *t,
   free(per);
 }
 
-enum tw_rc tw_joint_plan(const struct tw_policy_set *set,
-                         const struct tw_place_snapshot *snap,
-                         const struct tw_joint_problem *p, int64_t now_ms,
-                         struct tw_joint_result *out, struct tw_err *err) {
-  memset(out, 0, sizeof *out);
+enum tw_rc tw_joint_table_build(const struct tw_policy_set *set,
+                                const struct tw_place_snapshot *snap,
+                                const struct tw_joint_problem *p,
+                                int64_t now_ms, struct tw_joint_table *tp,
+                                uint64_t *plans, char *infeasible,
+                                size_t infeasible_sz, struct tw_err *err) {
+  memset(tp, 0, sizeof *tp);
+  if (infeasible_sz)
+    infeasible[0] = '\0';
   if (!snap || !snap->index)
     return tw_err_set(err, TW_E_INVALID, "joint plan: no offer index");
   const struct tw_offer_index *ix = snap->index;
   size_t n = p->n_tasks, R = ix->n_regions;
-  uint32_t *order = tw_malloc((n ? n : 1) * sizeof *order);
-  enum tw_rc rc = tw_joint_topo(p, order, err);
-  free(order);
-  if (rc)
-    return rc;
+  enum tw_rc rc = TW_OK;
   struct tw_joint_table t = {.n_tasks = n,
                              .n_regions = R,
                              .round_trips = set->cost.transfer_round_trips};
@@ -692,7 +694,7 @@ enum tw_rc tw_joint_plan(const struct tw_policy_set *set,
     rc = tw_plan_make(set, snap, &in, &o1, ws, &any, err);
     if (rc)
       break;
-    out->plans++;
+    (*plans)++;
     bool fits = any.n > 0;
     tw_plan_release(&any);
     fits_row[q] = fits;
@@ -702,13 +704,14 @@ enum tw_rc tw_joint_plan(const struct tw_policy_set *set,
                           err);
       if (rc)
         break;
-      out->plans++;
+      (*plans)++;
       if (pl.n) {
         const struct tw_cand *c = &pl.cands[0];
         int nodes = pl.nodes > 0 ? pl.nodes : 1;
         t.cells[q * R + r] = (struct tw_joint_cell){
-            .base_uusd = sadd(sadd(c->cost.compute_uusd, c->cost.spot_risk_uusd),
-                              c->cost.egress_uusd),
+            .base_uusd =
+                sadd(sadd(c->cost.compute_uusd, c->cost.spot_risk_uusd),
+                     c->cost.egress_uusd),
             .compute_uusd = c->cost.compute_uusd,
             .spot_uusd = c->cost.spot_risk_uusd,
             .ds_egress_uusd = c->cost.egress_uusd,
@@ -721,50 +724,74 @@ enum tw_rc tw_joint_plan(const struct tw_policy_set *set,
   }
   tw_plan_ws_free(ws);
   if (rc == TW_OK) {
-    for (size_t v = 0; v < n && !out->infeasible[0]; v++)
+    for (size_t v = 0; v < n && infeasible_sz && !infeasible[0]; v++)
       if (!fits_row[t.row[v]])
-        snprintf(out->infeasible, sizeof out->infeasible, "%s",
-                 p->tasks[v].name);
-    out->n_tasks = n;
-    out->n_regions = R;
-    out->region_keys = tw_calloc(R ? R : 1, sizeof *out->region_keys);
-    for (size_t r = 0; r < R; r++)
-      out->region_keys[r] = tw_strdup(ix->region_keys[r]);
-    int32_t *ga = tw_malloc((n ? n : 1) * sizeof *ga);
-    int32_t *ja = tw_malloc((n ? n : 1) * sizeof *ja);
-    rc = tw_joint_solve_greedy(&t, p, ga, err);
-    if (rc == TW_OK)
-      rc = tw_joint_solve(&t, p, ja, &out->info, err);
-    if (rc == TW_OK) {
-      fill_placement(&t, p, ix, ga, &out->greedy);
-      fill_placement(&t, p, ix, ja, &out->joint);
-      out->alone_region = tw_malloc((n ? n : 1) * sizeof *out->alone_region);
-      out->alone_uusd = tw_malloc((n ? n : 1) * sizeof *out->alone_uusd);
-      int32_t *none = tw_malloc((n ? n : 1) * sizeof *none);
-      for (size_t v = 0; v < n; v++)
-        none[v] = -1;
-      struct adj g;
-      adj_build(p, &g);
-      for (size_t v = 0; v < n; v++) {
-        out->alone_uusd[v] = TW_JOINT_INF;
-        out->alone_region[v] = -1;
-        for (size_t r = 0; r < R; r++) {
-          int64_t c = task_cost(&t, p, &g, none, (uint32_t)v, (int32_t)r,
-                                UINT32_MAX, -1, NULL);
-          if (c < out->alone_uusd[v]) {
-            out->alone_uusd[v] = c;
-            out->alone_region[v] = (int32_t)r;
-          }
-        }
-      }
-      adj_release(&g);
-      free(none);
-    }
-    free(ga);
-    free(ja);
+        snprintf(infeasible, infeasible_sz, "%s", p->tasks[v].name);
   }
   free(fits_row);
   free(row_task);
+  if (rc)
+    tw_joint_table_release(&t);
+  else
+    *tp = t;
+  return rc;
+}
+
+enum tw_rc tw_joint_plan(const struct tw_policy_set *set,
+                         const struct tw_place_snapshot *snap,
+                         const struct tw_joint_problem *p, int64_t now_ms,
+                         struct tw_joint_result *out, struct tw_err *err) {
+  memset(out, 0, sizeof *out);
+  size_t n = p->n_tasks;
+  uint32_t *order = tw_malloc((n ? n : 1) * sizeof *order);
+  enum tw_rc rc = tw_joint_topo(p, order, err);
+  free(order);
+  if (rc)
+    return rc;
+  struct tw_joint_table t;
+  rc = tw_joint_table_build(set, snap, p, now_ms, &t, &out->plans,
+                            out->infeasible, sizeof out->infeasible, err);
+  if (rc)
+    return rc;
+  const struct tw_offer_index *ix = snap->index;
+  size_t R = t.n_regions;
+  out->n_tasks = n;
+  out->n_regions = R;
+  out->region_keys = tw_calloc(R ? R : 1, sizeof *out->region_keys);
+  for (size_t r = 0; r < R; r++)
+    out->region_keys[r] = tw_strdup(ix->region_keys[r]);
+  int32_t *ga = tw_malloc((n ? n : 1) * sizeof *ga);
+  int32_t *ja = tw_malloc((n ? n : 1) * sizeof *ja);
+  rc = tw_joint_solve_greedy(&t, p, ga, err);
+  if (rc == TW_OK)
+    rc = tw_joint_solve(&t, p, ja, &out->info, err);
+  if (rc == TW_OK) {
+    fill_placement(&t, p, ix, ga, &out->greedy);
+    fill_placement(&t, p, ix, ja, &out->joint);
+    out->alone_region = tw_malloc((n ? n : 1) * sizeof *out->alone_region);
+    out->alone_uusd = tw_malloc((n ? n : 1) * sizeof *out->alone_uusd);
+    int32_t *none = tw_malloc((n ? n : 1) * sizeof *none);
+    for (size_t v = 0; v < n; v++)
+      none[v] = -1;
+    struct adj g;
+    adj_build(p, &g);
+    for (size_t v = 0; v < n; v++) {
+      out->alone_uusd[v] = TW_JOINT_INF;
+      out->alone_region[v] = -1;
+      for (size_t r = 0; r < R; r++) {
+        int64_t c = task_cost(&t, p, &g, none, (uint32_t)v, (int32_t)r,
+                              UINT32_MAX, -1, NULL);
+        if (c < out->alone_uusd[v]) {
+          out->alone_uusd[v] = c;
+          out->alone_region[v] = (int32_t)r;
+        }
+      }
+    }
+    adj_release(&g);
+    free(none);
+  }
+  free(ga);
+  free(ja);
   tw_joint_table_release(&t);
   if (rc)
     tw_joint_result_release(out);
@@ -785,7 +812,8 @@ void tw_joint_result_release(struct tw_joint_result *r) {
   memset(r, 0, sizeof *r);
 }
 
-/* ---- explanation ------------------------------------------------------------ */
+/* ---- explanation ------------------------------------------------------------
+ */
 
 static void money(int64_t v, char *out, size_t outsz) {
   if (v >= TW_JOINT_INF)
@@ -923,8 +951,8 @@ static void explain_lines(const struct tw_joint_result *r,
     snprintf(method, sizeof method,
              "Method: %s, optimal (%zu chain%s; lower bound %s with no data "
              "moved between tasks)",
-             r->info.method, r->info.n_chains,
-             r->info.n_chains == 1 ? "" : "s", lb);
+             r->info.method, r->info.n_chains, r->info.n_chains == 1 ? "" : "s",
+             lb);
   else {
     char gap[32];
     money(r->joint.total_uusd >= TW_JOINT_INF
@@ -996,16 +1024,14 @@ static void placement_json(const struct tw_joint_problem *p,
     tw_buf_json_str(b, x->zone);
     tw_buf_adds(b, ",\"market\":");
     tw_buf_json_str(b, x->market);
-    tw_buf_printf(b,
-                  ",\"price_uusd_per_hour\":%lld,\"compute_uusd\":%lld,"
-                  "\"egress_uusd\":%lld,\"transfer_uusd\":%lld,\"transfer_s\":"
-                  "%lld,\"total_uusd\":%lld}",
-                  (long long)x->price_uusd_per_hour,
-                  (long long)x->cost.compute_uusd,
-                  (long long)x->cost.egress_uusd,
-                  (long long)x->cost.transfer_uusd,
-                  (long long)x->cost.transfer_s,
-                  (long long)x->cost.total_uusd);
+    tw_buf_printf(
+        b,
+        ",\"price_uusd_per_hour\":%lld,\"compute_uusd\":%lld,"
+        "\"egress_uusd\":%lld,\"transfer_uusd\":%lld,\"transfer_s\":"
+        "%lld,\"total_uusd\":%lld}",
+        (long long)x->price_uusd_per_hour, (long long)x->cost.compute_uusd,
+        (long long)x->cost.egress_uusd, (long long)x->cost.transfer_uusd,
+        (long long)x->cost.transfer_s, (long long)x->cost.total_uusd);
   }
   tw_buf_adds(b, "]}");
 }

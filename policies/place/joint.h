@@ -121,7 +121,7 @@ enum tw_rc tw_joint_doc_parse(const struct tw_node *root,
 
 /* The best offer of one task in one region. */
 struct tw_joint_cell {
-  int64_t base_uusd;  /* compute + spot risk + dataset egress; INF: none */
+  int64_t base_uusd; /* compute + spot risk + dataset egress; INF: none */
   int64_t compute_uusd, spot_uusd, ds_egress_uusd;
   int64_t ds_wait_s;   /* its datasets' transfer time */
   int64_t wait_uusd_h; /* what waiting costs per hour: price x nodes */
@@ -207,10 +207,22 @@ struct tw_joint_result {
   int32_t *alone_region;
   int64_t *alone_uusd;
   struct tw_joint_info info;
-  uint64_t plans; /* per-region plans made */
+  uint64_t plans;                     /* per-region plans made */
   char infeasible[TW_MODEL_NAME_MAX]; /* a task fitting nowhere; "" */
   char **region_keys;                 /* copies of the index's */
 };
+
+/* The table of p over snap under set: for each distinct ask, one plan
+ * anywhere and, where it fits, one per region of the index; the network
+ * between the regions from set's matrix.  plans counts the plans made;
+ * infeasible receives the name of a task no offer fits ("" none).
+ * Release *t. */
+enum tw_rc tw_joint_table_build(const struct tw_policy_set *set,
+                                const struct tw_place_snapshot *snap,
+                                const struct tw_joint_problem *p,
+                                int64_t now_ms, struct tw_joint_table *t,
+                                uint64_t *plans, char *infeasible,
+                                size_t infeasible_sz, struct tw_err *err);
 
 /* Plans problem p over snap under set: the table from per-region plans,
  * then greedy and joint.  TW_E_INVALID on a cycle.  *out is filled even

@@ -127,10 +127,10 @@ enum tw_rc tw_joint_doc_parse(const struct tw_node *root,
       snprintf(out->name, sizeof out->name, "%s", v->str);
       continue;
     }
-    return tw_err_field(err, TW_E_INVALID, key,
-                        "%s: unknown key (a workflow plan reads name and "
+    return tw_err_field(err, TW_E_INVALID, *key ? key : "(empty key)",
+                        "%.64s: unknown key (a workflow plan reads name and "
                         "tasks)",
-                        key);
+                        *key ? key : "(empty key)");
   }
   const struct tw_node *tasks = tw_node_get(root, "tasks");
   if (!tasks || tasks->kind != TW_NODE_SEQ || !tasks->n)
@@ -188,8 +188,8 @@ enum tw_rc tw_joint_doc_parse(const struct tw_node *root,
         uint32_t later =
             idx[i].task > idx[i - 1].task ? idx[i].task : idx[i - 1].task;
         snprintf(f, sizeof f, "tasks[%u].name", later);
-        rc = tw_err_field(err, TW_E_INVALID, f,
-                          "%s: \"%s\" names two tasks", f, idx[i].name);
+        rc = tw_err_field(err, TW_E_INVALID, f, "%s: \"%s\" names two tasks", f,
+                          idx[i].name);
       }
   }
   size_t cap = 0;
@@ -240,10 +240,10 @@ enum tw_rc tw_joint_doc_parse(const struct tw_node *root,
         cap = cap ? 2 * cap : 16;
         out->edges = tw_realloc(out->edges, cap * sizeof *out->edges);
       }
-      out->edges[out->n_edges++] = (struct tw_joint_edge){
-          .from = hit->task,
-          .to = (uint32_t)i,
-          .bytes = out->tasks[hit->task].output_bytes};
+      out->edges[out->n_edges++] =
+          (struct tw_joint_edge){.from = hit->task,
+                                 .to = (uint32_t)i,
+                                 .bytes = out->tasks[hit->task].output_bytes};
     }
   }
   free(idx);

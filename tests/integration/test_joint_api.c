@@ -218,11 +218,14 @@ static void the_api_plans_a_workflow_jointly(void **state) {
   assert_non_null(strstr(j, "\"policies\":{\"generation\":"));
   assert_non_null(strstr(j, "\"method\":\"chain-dp\",\"exact\":true"));
   /* jointly both in eu-west-1; step by step prep in us-east-1 */
-  const char *jp = strstr(joint, "{\"name\":\"prep\",\"region\":\"aws:eu-west-1\"");
+  const char *jp =
+      strstr(joint, "{\"name\":\"prep\",\"region\":\"aws:eu-west-1\"");
   assert_non_null(jp);
   assert_true(jp < greedy);
-  assert_non_null(strstr(joint, "{\"name\":\"train\",\"region\":\"aws:eu-west-1\""));
-  assert_non_null(strstr(greedy, "{\"name\":\"prep\",\"region\":\"aws:us-east-1\""));
+  assert_non_null(
+      strstr(joint, "{\"name\":\"train\",\"region\":\"aws:eu-west-1\""));
+  assert_non_null(
+      strstr(greedy, "{\"name\":\"prep\",\"region\":\"aws:us-east-1\""));
   /* 500 GB across at AWS's $0.02/GB between regions: $10 */
   assert_non_null(strstr(greedy, "\"egress_uusd\":10000000"));
   const char *sv = strstr(j, "\"saving_uusd\":");

@@ -57,9 +57,8 @@ static int failed;
     }                                                                          \
   } while (0)
 
-static struct tw_cat_snap *load(const char *rel,
-                                const char *provider, const char *columns,
-                                const char *type,
+static struct tw_cat_snap *load(const char *rel, const char *provider,
+                                const char *columns, const char *type,
                                 const struct tw_csv_specs *specs) {
   char path[2048];
   snprintf(path, sizeof path, "%s/%s", dir, rel);
@@ -152,10 +151,8 @@ static void gcs_chain_jointly_at_the_issues_price_or_below(void **state) {
     assert_non_null(srcs[i]);
   struct tw_cat_snap *m = NULL;
   tw_cat_snap_merge(srcs, n, NULL, tw_adapters, 1, 0, &m);
-  struct tw_offer_source src = {.n = tw_cat_snap_count(m),
-                                .get = snap_get,
-                                .ctx = m,
-                                .stable = false};
+  struct tw_offer_source src = {
+      .n = tw_cat_snap_count(m), .get = snap_get, .ctx = m, .stable = false};
   struct tw_offer_index *ix = NULL;
   assert_int_equal(tw_offer_index_build(&src, &ix, &err), TW_OK);
   struct tw_policy_set *set = tw_policy_set_default();
@@ -192,8 +189,8 @@ static void gcs_chain_jointly_at_the_issues_price_or_below(void **state) {
   CHECK(r.info.exact, "a chain is solved exactly");
   /* step by step, prep takes the cheaper CPU and train pays for the move */
   CHECK(r.greedy.total_uusd > r.joint.total_uusd,
-        "greedy %" PRId64 " no dearer than joint %" PRId64,
-        r.greedy.total_uusd, r.joint.total_uusd);
+        "greedy %" PRId64 " no dearer than joint %" PRId64, r.greedy.total_uusd,
+        r.joint.total_uusd);
   /* both steps run where the data is read without egress */
   if (r.joint.tasks)
     CHECK(!strcmp(r.joint.tasks[0].where, r.joint.tasks[1].where),

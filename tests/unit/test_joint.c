@@ -20,7 +20,8 @@
 #include "policies/place/netmatrix.h"
 #include "policies/place/plan.h"
 
-/* ---- random instances over a synthetic table ------------------------------ */
+/* ---- random instances over a synthetic table ------------------------------
+ */
 
 static uint64_t rng_state;
 static uint64_t rnd(void) {
@@ -152,8 +153,7 @@ static void chain_dp_is_optimal(void **state) {
     tw_joint_table_release(&t);
     free_problem(&p);
   }
-  printf("chains: greedy dearer than the optimum on %d of 400\n",
-         greedy_worse);
+  printf("chains: greedy dearer than the optimum on %d of 400\n", greedy_worse);
   assert_true(greedy_worse > 0); /* the instances do tell them apart */
 }
 
@@ -218,23 +218,22 @@ static enum tw_rc parse_doc(const char *yaml, struct tw_joint_problem *p,
 
 static void doc_parses(void **state) {
   (void)state;
-  const char *y =
-      "name: chain\n"
-      "tasks:\n"
-      "  - name: prep\n"
-      "    resources: {cpus: 8+, memory: 32+}\n"
-      "    run: ./prep.sh\n"
-      "    duration: 1h\n"
-      "    inputs: [{uri: 'gs://raw/x', size: 1TB, location: "
-      "'gcp:us-central1'}]\n"
-      "    outputs: {size: 200GB, where: 'gs://feat/x'}\n"
-      "  - name: train\n"
-      "    resources: {accelerators: 'A100:8'}\n"
-      "    depends_on: [prep]\n"
-      "    duration: 2h\n"
-      "  - name: eval\n"
-      "    resources: {cpus: 4}\n"
-      "    depends_on: [train, prep]\n";
+  const char *y = "name: chain\n"
+                  "tasks:\n"
+                  "  - name: prep\n"
+                  "    resources: {cpus: 8+, memory: 32+}\n"
+                  "    run: ./prep.sh\n"
+                  "    duration: 1h\n"
+                  "    inputs: [{uri: 'gs://raw/x', size: 1TB, location: "
+                  "'gcp:us-central1'}]\n"
+                  "    outputs: {size: 200GB, where: 'gs://feat/x'}\n"
+                  "  - name: train\n"
+                  "    resources: {accelerators: 'A100:8'}\n"
+                  "    depends_on: [prep]\n"
+                  "    duration: 2h\n"
+                  "  - name: eval\n"
+                  "    resources: {cpus: 4}\n"
+                  "    depends_on: [train, prep]\n";
   struct tw_joint_problem p;
   struct tw_err err = {0};
   assert_int_equal(parse_doc(y, &p, &err), TW_OK);
@@ -301,7 +300,8 @@ static void doc_errors_name_the_field(void **state) {
   }
 }
 
-/* ---- whole plans over a small catalog ------------------------------------- */
+/* ---- whole plans over a small catalog -------------------------------------
+ */
 
 static struct tw_offer mk(const char *region, const char *type, int vcpus,
                           const char *accel, int n_accel, int64_t price) {
@@ -383,7 +383,8 @@ static void plan_beats_greedy_where_it_should(void **state) {
   assert_int_equal(r.greedy.tasks[1].cost.transfer_s, ts_across);
   assert_int_equal(r.joint.tasks[1].cost.egress_uusd, 0);
   assert_int_equal(r.joint.tasks[1].cost.transfer_s, ts_within);
-  int64_t greedy = 1000000 + 30000000 + eg + (30000000 * ts_across + 3599) / 3600;
+  int64_t greedy =
+      1000000 + 30000000 + eg + (30000000 * ts_across + 3599) / 3600;
   int64_t joint = 2000000 + 30000000 + (30000000 * ts_within + 3599) / 3600;
   assert_int_equal(r.greedy.total_uusd, greedy);
   assert_int_equal(r.joint.total_uusd, joint);
