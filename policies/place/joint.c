@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "broker/base/sort.h"
 #include "broker/core/spec.h"
 #include "policies/place/cost.h"
 #include "policies/place/index.h"
@@ -258,9 +259,18 @@ enum tw_rc tw_joint_solve_greedy(const struct tw_joint_table *t,
 
 struct dp_ws {
   int64_t *f, *nf, *other_eg, *other_wait, *outc;
-  int32_t *arg; /* [step * R + r] */
+  uint32_t *by_f; /* regions by f, ascending */
+  int32_t *arg;   /* [step * R + r] */
   size_t arg_cap;
 };
+
+static int by_f_cmp(const void *a, const void *b, void *ctx) {
+  const int64_t *f = ctx;
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  if (f[x] != f[y])
+    return f[x] < f[y] ? -1 : 1;
+  return x < y ? -1 : x > y; /* ties: the lower region, as a scan finds */
+}
 
 /* Places chain c[0..k) by DP with every other task at at[]; writes the
  * chain's regions into at[] (the others untouched).  The edge c[i-1] ->
@@ -310,6 +320,15 @@ static void dp_chain(const struct tw_joint_table *t,
                                                 v, (int32_t)r, NULL));
       }
     }
+    /* the previous step's regions by f: an edge costs >= 0, so the scan
+     * over them stops at the first whose f alone cannot win */
+    size_t nf = 0;
+    if (i) {
+      for (size_t a = 0; a < R; a++)
+        if (w->f[a] < TW_JOINT_INF)
+          w->by_f[nf++] = (uint32_t)a;
+      tw_sort_r(w->by_f, nf, sizeof *w->by_f, by_f_cmp, w->f);
+    }
     for (size_t r = 0; r < R; r++) {
       const struct tw_joint_cell *x = cell(t, v, (int32_t)r);
       int64_t own = x->base_uusd >= TW_JOINT_INF
@@ -321,9 +340,12 @@ static void dp_chain(const struct tw_joint_table *t,
         if (!i) {
           best = sadd(own, wait_cost(x->wait_uusd_h, w->other_wait[r]));
         } else {
-          for (size_t a = 0; a < R; a++) {
-            if (w->f[a] >= TW_JOINT_INF)
-              continue;
+          int64_t floor =
+              sadd(own, wait_cost(x->wait_uusd_h, w->other_wait[r]));
+          for (size_t q = 0; q < nf; q++) {
+            size_t a = w->by_f[q];
+            if (sadd(w->f[a], floor) >= best)
+              break;
             int64_t eg = 0, ws = w->other_wait[r];
             if (le->bytes > 0) {
               eg = edge_egress(t, le->bytes, (int32_t)a, (int32_t)r);
@@ -427,6 +449,7 @@ static void dp_ws_init(struct dp_ws *w, size_t R) {
   w->other_eg = tw_malloc(n * sizeof *w->other_eg);
   w->other_wait = tw_malloc(n * sizeof *w->other_wait);
   w->outc = tw_malloc(n * sizeof *w->outc);
+  w->by_f = tw_malloc(n * sizeof *w->by_f);
 }
 
 static void dp_ws_release(struct dp_ws *w) {
@@ -435,36 +458,64 @@ static void dp_ws_release(struct dp_ws *w) {
   free(w->other_eg);
   free(w->other_wait);
   free(w->outc);
+  free(w->by_f);
   free(w->arg);
 }
 
-/* Re-places each chain with the others fixed while the total falls. */
+/* Re-places each chain with the others fixed while the total falls.  A
+ * chain's move changes the cost of its own tasks and of their successors
+ * only: those are summed before and after. */
 static int64_t descend(const struct tw_joint_table *t,
                        const struct tw_joint_problem *p, const struct adj *g,
                        const struct chains *cs, int32_t *assign,
                        struct dp_ws *w, unsigned *rounds) {
   size_t n = p->n_tasks;
-  int32_t *cand = tw_malloc((n ? n : 1) * sizeof *cand);
+  int32_t *keep = tw_malloc((n ? n : 1) * sizeof *keep);
+  uint32_t *mark = tw_calloc(n ? n : 1, sizeof *mark);
+  uint32_t *hit = tw_malloc((n ? n : 1) * sizeof *hit);
+  uint32_t stamp = 0;
   int64_t total = eval_g(t, p, g, assign, NULL);
   unsigned r = 0;
   while (r < TW_JOINT_ROUNDS_MAX) {
     r++;
     bool better = false;
     for (size_t j = 0; j < cs->n; j++) {
-      memcpy(cand, assign, n * sizeof *cand);
-      dp_chain(t, p, g, cs->ch + cs->at[j], cs->lk + cs->at[j],
-               cs->at[j + 1] - cs->at[j], cand, w);
-      int64_t nt = eval_g(t, p, g, cand, NULL);
-      if (nt < total) {
-        total = nt;
-        memcpy(assign, cand, n * sizeof *cand);
+      const uint32_t *c = cs->ch + cs->at[j];
+      size_t k = cs->at[j + 1] - cs->at[j], nh = 0;
+      stamp++;
+      for (size_t i = 0; i < k; i++) {
+        if (mark[c[i]] != stamp)
+          mark[c[i]] = stamp, hit[nh++] = c[i];
+        for (size_t q = g->out_at[c[i]]; q < g->out_at[c[i] + 1]; q++) {
+          uint32_t s = p->edges[g->out[q]].to;
+          if (mark[s] != stamp)
+            mark[s] = stamp, hit[nh++] = s;
+        }
+      }
+      int64_t before = 0, after = 0;
+      for (size_t i = 0; i < nh; i++)
+        before = sadd(before, task_cost(t, p, g, assign, hit[i], assign[hit[i]],
+                                        UINT32_MAX, -1, NULL));
+      for (size_t i = 0; i < k; i++)
+        keep[i] = assign[c[i]];
+      dp_chain(t, p, g, c, cs->lk + cs->at[j], k, assign, w);
+      for (size_t i = 0; i < nh; i++)
+        after = sadd(after, task_cost(t, p, g, assign, hit[i], assign[hit[i]],
+                                      UINT32_MAX, -1, NULL));
+      if (after < before) {
         better = true;
+      } else {
+        for (size_t i = 0; i < k; i++)
+          assign[c[i]] = keep[i];
       }
     }
     if (!better)
       break;
   }
-  free(cand);
+  total = eval_g(t, p, g, assign, NULL);
+  free(keep);
+  free(mark);
+  free(hit);
   *rounds += r;
   return total;
 }
@@ -662,8 +713,12 @@ enum tw_rc tw_joint_table_build(const struct tw_policy_set *set,
   struct tw_buf kb;
   tw_buf_init(&kb);
   for (size_t v = 0; v < n; v++) {
+    /* the ask without its name: tasks differing only by name share */
+    struct tw_job_spec anon = *p->tasks[v].spec;
+    char task[] = "task";
+    anon.name = task;
     tw_buf_reset(&kb);
-    tw_spec_to_json(p->tasks[v].spec, &kb);
+    tw_spec_to_json(&anon, &kb);
     uint64_t h = fnv(kb.data ? kb.data : "", kb.len);
     size_t i = (size_t)h & (hcap - 1);
     while (hs[i].key && (hs[i].h != h || strcmp(hs[i].key, kb.data)))
