@@ -300,6 +300,21 @@ static void doc_errors_name_the_field(void **state) {
   }
 }
 
+static void doc_refuses_too_many_tasks(void **state) {
+  (void)state;
+  struct tw_buf y;
+  tw_buf_init(&y);
+  tw_buf_adds(&y, "tasks:\n");
+  for (int i = 0; i <= TW_JOINT_TASKS_MAX; i++)
+    tw_buf_printf(&y, "  - {name: t%d}\n", i);
+  struct tw_joint_problem p;
+  struct tw_err err = {0};
+  assert_int_equal(parse_doc(y.data, &p, &err), TW_E_INVALID);
+  assert_string_equal(err.field, "tasks");
+  assert_non_null(strstr(err.msg, "at most 10000, got 10001"));
+  tw_buf_release(&y);
+}
+
 /* ---- whole plans over a small catalog -------------------------------------
  */
 
@@ -453,6 +468,7 @@ int main(void) {
       cmocka_unit_test(cycle_refused),
       cmocka_unit_test(doc_parses),
       cmocka_unit_test(doc_errors_name_the_field),
+      cmocka_unit_test(doc_refuses_too_many_tasks),
       cmocka_unit_test(plan_beats_greedy_where_it_should),
       cmocka_unit_test(plan_names_a_task_that_fits_nowhere),
   };
