@@ -260,7 +260,10 @@ enum tw_rc tw_joint_solve_greedy(const struct tw_joint_table *t,
 struct dp_ws {
   int64_t *f, *nf, *other_eg, *other_wait, *outc;
   uint32_t *by_f; /* regions by f, ascending */
-  int32_t *arg;   /* [step * R + r] */
+  /* per region, the cheapest egress price into it from another region:
+   * what an edge's bytes cost at least when the step moves */
+  int64_t *min_in_per_gb;
+  int32_t *arg; /* [step * R + r] */
   size_t arg_cap;
 };
 
@@ -342,10 +345,22 @@ static void dp_chain(const struct tw_joint_table *t,
         } else {
           int64_t floor =
               sadd(own, wait_cost(x->wait_uusd_h, w->other_wait[r]));
+          /* staying in the region moves nothing: the bound to beat; a
+           * move costs at least the cheapest egress into r */
+          if (w->f[r] < TW_JOINT_INF) {
+            best = sadd(w->f[r], floor);
+            ba = (int32_t)r;
+          }
+          int64_t move = sadd(
+              floor, le->bytes > 0
+                         ? tw_cost_egress_uusd(le->bytes, w->min_in_per_gb[r])
+                         : 0);
           for (size_t q = 0; q < nf; q++) {
             size_t a = w->by_f[q];
-            if (sadd(w->f[a], floor) >= best)
+            if (sadd(w->f[a], move) >= best)
               break;
+            if (a == r)
+              continue;
             int64_t eg = 0, ws = w->other_wait[r];
             if (le->bytes > 0) {
               eg = edge_egress(t, le->bytes, (int32_t)a, (int32_t)r);
@@ -441,9 +456,18 @@ static void chains_release(struct chains *cs) {
   free(cs->at);
 }
 
-static void dp_ws_init(struct dp_ws *w, size_t R) {
+static void dp_ws_init(struct dp_ws *w, const struct tw_joint_table *t) {
+  size_t R = t->n_regions;
   memset(w, 0, sizeof *w);
   size_t n = R ? R : 1;
+  w->min_in_per_gb = tw_malloc(n * sizeof *w->min_in_per_gb);
+  for (size_t r = 0; r < R; r++) {
+    int64_t m = INT64_MAX;
+    for (size_t a = 0; a < R; a++)
+      if (a != r && t->egress_uusd_per_gb[a * R + r] < m)
+        m = t->egress_uusd_per_gb[a * R + r];
+    w->min_in_per_gb[r] = m == INT64_MAX || m < 0 ? 0 : m;
+  }
   w->f = tw_malloc(n * sizeof *w->f);
   w->nf = tw_malloc(n * sizeof *w->nf);
   w->other_eg = tw_malloc(n * sizeof *w->other_eg);
@@ -459,6 +483,7 @@ static void dp_ws_release(struct dp_ws *w) {
   free(w->other_wait);
   free(w->outc);
   free(w->by_f);
+  free(w->min_in_per_gb);
   free(w->arg);
 }
 
@@ -536,7 +561,7 @@ enum tw_rc tw_joint_solve(const struct tw_joint_table *t,
   struct chains cs;
   chains_build(p, &g, order, &cs);
   struct dp_ws w;
-  dp_ws_init(&w, t->n_regions);
+  dp_ws_init(&w, t);
   /* the lower bound: every task at its cheapest alone */
   int32_t *none = tw_malloc((n ? n : 1) * sizeof *none);
   for (size_t v = 0; v < n; v++)
