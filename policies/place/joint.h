@@ -66,9 +66,9 @@
 #include "policies/place/plan.h"
 #include "policies/place/policy.h"
 
-/* At most this many tasks in a document: a plan of 10,000 takes about ten
- * seconds of one core over 164 regions (bench-joint), and a request may
- * not hold a worker longer. */
+/* At most this many tasks in a document: a plan of 10,000 takes about
+ * five seconds of one core over 164 regions (bench-joint), and a request
+ * may not hold a worker much longer. */
 #define TW_JOINT_TASKS_MAX 10000
 #define TW_JOINT_ROUNDS_MAX 16
 /* "no placement": a task with no feasible offer in a region */
