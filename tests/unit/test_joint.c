@@ -258,6 +258,62 @@ static void doc_parses(void **state) {
   tw_joint_problem_release(&p);
 }
 
+/* The workflow submissions' form: the job under job:, depends with
+ * conditions, outputs as a list; their scheduling words accepted. */
+static void doc_reads_the_submissions_form(void **state) {
+  (void)state;
+  const char *y = "name: sweep\n"
+                  "fail_fast: false\n"
+                  "max_running: 4\n"
+                  "tasks:\n"
+                  "  - name: prep\n"
+                  "    job: {resources: {cpus: 8}, duration: 1h}\n"
+                  "    outputs:\n"
+                  "      - {name: feat, uri: 's3://b/feat', size: 150GB}\n"
+                  "      - {name: stats, uri: 's3://b/stats', size: 50GB}\n"
+                  "  - name: train\n"
+                  "    job: {name: trainer, resources: {accelerators: "
+                  "'A100:8'}}\n"
+                  "    depends: [prep.succeeded, prep.failed]\n"
+                  "    fan_in: any\n";
+  struct tw_joint_problem p;
+  struct tw_err err = {0};
+  assert_int_equal(parse_doc(y, &p, &err), TW_OK);
+  assert_int_equal(p.n_tasks, 2);
+  assert_string_equal(p.tasks[0].spec->name, "prep");
+  assert_int_equal(p.tasks[0].spec->cpus, 8);
+  assert_int_equal(p.tasks[0].output_bytes, 200000000000LL);
+  assert_string_equal(p.tasks[0].output_where, "s3://b/feat");
+  assert_string_equal(p.tasks[1].spec->name, "trainer");
+  assert_int_equal(p.n_edges, 1);
+  assert_int_equal(p.edges[0].bytes, 200000000000LL);
+  tw_joint_problem_release(&p);
+  static const struct {
+    const char *yaml, *field, *msg;
+  } bad[] = {
+      {"tasks: [{name: a, for_each: [1, 2]}]\n", "tasks[0].for_each",
+       "not planned jointly"},
+      {"tasks: [{name: a, job: 3}]\n", "tasks[0].job", "a mapping"},
+      {"tasks: [{name: a, job: {resources: {cpus: x}}}]\n",
+       "tasks[0].job.resources", "tasks[0].job"},
+      {"tasks: [{name: a}, {name: b, depends: [c.succeeded]}]\n",
+       "tasks[1].depends[0]", "no task named \"c\""},
+      {"tasks: [{name: a}, {name: b, depends: [a], depends_on: [a]}]\n",
+       "tasks[1].depends", "not both"},
+      {"tasks: [{name: a, outputs: [{uri: 's3://x', size: 1ZB}]}]\n",
+       "tasks[0].outputs[0].size", "expected a size"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    memset(&err, 0, sizeof err);
+    if (parse_doc(bad[i].yaml, &p, &err) != TW_E_INVALID ||
+        strncmp(err.field, bad[i].field, strlen(bad[i].field)) ||
+        !strstr(err.msg, bad[i].msg)) {
+      fprintf(stderr, "case %zu: field %s msg %s\n", i, err.field, err.msg);
+      fail();
+    }
+  }
+}
+
 static void doc_errors_name_the_field(void **state) {
   (void)state;
   static const struct {
@@ -281,6 +337,7 @@ static void doc_errors_name_the_field(void **state) {
       {"tasks: [{name: a, resources: {cpus: many}}]\n", "tasks[0].resources",
        "tasks[0]"},
       {"tasks: [{name: a}]\nfail_fst: true\n", "fail_fst", "unknown key"},
+      {"tasks: [{name: a}]\n'': 1\n", "(empty key)", "unknown key"},
       {"tasks: [{name: a, inputs: [x], datasets: [y]}]\n", "tasks[0].inputs",
        "not both"},
       {"tasks: [3]\n", "tasks[0]", "expected a mapping"},
@@ -468,6 +525,7 @@ int main(void) {
       cmocka_unit_test(cycle_refused),
       cmocka_unit_test(doc_parses),
       cmocka_unit_test(doc_errors_name_the_field),
+      cmocka_unit_test(doc_reads_the_submissions_form),
       cmocka_unit_test(doc_refuses_too_many_tasks),
       cmocka_unit_test(plan_beats_greedy_where_it_should),
       cmocka_unit_test(plan_names_a_task_that_fits_nowhere),
