@@ -29,7 +29,10 @@
  * Joint.  A chain (every task has at most one predecessor and one
  * successor) is solved exactly by dynamic programming over the regions of
  * consecutive steps: f(v, r) = cost(v at r) + min over a of f(u, a) +
- * edge(u -> v, a -> r), O(L R^2) for L steps over R regions.
+ * edge(u -> v, a -> r), O(L R^2) for L steps over R regions at worst: the
+ * previous step's regions are scanned cheapest first, from the bound of
+ * staying in r, and the scan stops where even the cheapest egress into r
+ * cannot be repaid.
  *
  * General DAGs: a documented heuristic.
  *   1. Heavy-path chain decomposition: in topological order, a task not
@@ -45,8 +48,9 @@
  *      TW_JOINT_ROUNDS_MAX).  The same descent runs from the greedy
  *      placement; the cheaper result wins.
  * Bounds, as a plan states them: the result is never dearer than greedy
- * (descent from it only ever lowers the cost); it is optimal for a single
- * chain (and for tasks without edges); for other DAGs it is a local
+ * (descent from it only ever lowers the cost); it is optimal for a chain,
+ * for disjoint chains and for tasks without edges (info.exact); for other
+ * DAGs it is a local
  * optimum against re-placing any one chain, and the plan reports the
  * lower bound sum over tasks of their cheapest cost alone (moving no data
  * between them), so the gap to the optimum is at most total - lower
