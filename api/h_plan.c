@@ -140,6 +140,8 @@ void tw_h_plan(struct tw_req *r) {
     }
     limit = v;
   }
+  if (tw_h_plan_workflow(r, is_json))
+    return;
   struct tw_job_spec spec;
   struct tw_err err = {0};
   struct tw_spec_opts sopts = {.providers = tw_api_provider_names(r->api),

@@ -457,6 +457,12 @@ void sched__place_release(struct tw_sched *s);
  * takes the array over, and private capacity taken starts again. */
 void sched__offers_changing(struct tw_sched *s);
 
+/* The nodes an attempt of job holds on private capacity: what placement
+ * took (the spec's node count), never fewer than its instances; a batch
+ * provider runs a gang as one job with one instance id. */
+size_t sched__job_nodes(struct tw_sched *s, const struct tw_job_rec *job,
+                        size_t n_instances);
+
 /* Attempt a (of nodes instances; 0 counts as 1) ended: on private
  * capacity its nodes are free again for the next pass, without waiting
  * for the offers to be listed again. */
