@@ -6,7 +6,8 @@
 #   - the two that need no GPU again on the local provider;
 #   - bad.yaml refused with every one of its errors in one answer;
 #   - `tradewind convert` of each task, submitted as a native spec, is the
-#     same job (the stored specs are equal).
+#     same job (the stored specs are equal);
+#   - a gang whose node 1 fails fails at once with that node's code.
 # Needs TW_DAEMON, TW_FAKECLOUD, TW_CLI, TW_AGENT.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -126,4 +127,12 @@ start_daemon local "  - name: here
 submit_ok "$tasks/distributed.yaml" "setup on node 0" "node 0 of 2, head " \
   "torchrun --nnodes=2 --node_rank=0"
 submit_ok "$tasks/batch.yaml" "verbose=true" done
+# a node other than the head that fails fails the job at once, with its
+# code, while the head still runs
+printf 'name: rank1-fails\nnum_nodes: 2\nresources: {cpus: 1+}\nrun: |\n  if [ "$SKYPILOT_NODE_RANK" = 1 ]; then exit 3; fi\n  sleep 60\n' \
+  >"$work/fails.yaml"
+id=$(tw submit "$work/fails.yaml") || fail "fails.yaml refused"
+rc=0
+tw jobs wait "$id" --timeout 45s >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 3 ] || fail "a failing rank 1: wait exited $rc, want the job's 3: $(tw jobs get "$id" -o json | head -20)"
 echo "ok: SkyPilot tasks"
