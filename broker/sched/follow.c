@@ -86,6 +86,17 @@ void sched__run_times(struct sched_att *st, const struct tw_instance *inst) {
     st->ended_at_ms = inst->ended_ms;
 }
 
+void sched__agent_times(const struct sched_att *st, int64_t agent_from_ms,
+                        int64_t agent_to_ms, int64_t *ran_from_ms,
+                        int64_t *ended_at_ms) {
+  *ran_from_ms = st && st->ran_from_ms > 0 ? st->ran_from_ms
+                 : agent_from_ms > 0       ? agent_from_ms
+                                           : 0;
+  *ended_at_ms = st && st->ended_at_ms > 0 ? st->ended_at_ms
+                 : agent_to_ms > 0         ? agent_to_ms
+                                           : 0;
+}
+
 static struct sched_follow *follow_of(struct tw_sched *s) {
   if (!s->follow)
     s->follow = tw_calloc(1, sizeof *s->follow);

@@ -234,11 +234,19 @@ struct sched_att {
 };
 
 /* Sets st's billing times from what the provider reported of inst (its
- * running_ms and ended_ms, providers/provider.h).  The one place an
- * attempt's run times are chosen: the agent's own reports of its start
- * and end are to be taken here too, over the provider's when both are
- * known (docs/billing.md, "Metering"). */
+ * running_ms and ended_ms, providers/provider.h).  With
+ * sched__agent_times, the one place an attempt's run times are chosen
+ * (docs/billing.md, "Metering"). */
 void sched__run_times(struct sched_att *st, const struct tw_instance *inst);
+/* The run times of an attempt run by tradewind-agent: the provider's (st,
+ * from a look; st may be NULL) where it gave them, else the agent's own,
+ * agent_from_ms (its registration) and agent_to_ms (the job's exit as
+ * the agent reported it); 0 where neither is known (the store then
+ * records its own now).  The store keeps both within [the attempt's
+ * start, now]. */
+void sched__agent_times(const struct sched_att *st, int64_t agent_from_ms,
+                        int64_t agent_to_ms, int64_t *ran_from_ms,
+                        int64_t *ended_at_ms);
 
 /* The nodes of one live attempt: a slice of the pass's list (none for an
  * attempt of one instance). */
