@@ -222,6 +222,23 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
     last = g.created_ms; /* booting: the bootstrap fetches and starts it */
     allow = 2 * timeout_ms;
   }
-  if (now - last > allow)
+  if (now - last > allow) {
     out->changes += heartbeats_lost(s, pc, a, nd, st, (now - last) / 1000, now);
+    return;
+  }
+  if (a->state == TW_ATTEMPT_RUNNING && !st->notice_deadline_ms) {
+    /* nothing to decide: quiet until news or the next look */
+    st->agent_news_seen = s->agent_news;
+    st->agent_look_ms = now + SCHED_AGENT_LOOK_MS;
+  }
+}
+
+bool sched__agent_quiet(const struct tw_sched *s, struct pcache *pc,
+                        const struct tw_job_rec *job,
+                        const struct tw_attempt_rec *a,
+                        const struct sched_att *st, int64_t now) {
+  return s->agent && tw_provider_agent(pc->p) &&
+         a->state == TW_ATTEMPT_RUNNING && !tw_job_state_terminal(job->state) &&
+         !st->notice_deadline_ms && st->agent_news_seen == s->agent_news &&
+         now < st->agent_look_ms;
 }

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "broker/base/log.h"
+#include "broker/sched/agent.h"
 #include "broker/sched/checkpoint.h"
 #include "broker/sched/sched_int.h"
 #include "providers/provider.h"
@@ -848,6 +849,8 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
   if (sched__call_busy(s, a->id))
     goto out; /* a call of its own is in flight: one at a time */
   /* run by tradewind-agent: its reports decide (agent_follow.c) */
+  if (sched__agent_quiet(s, pc, &job, a, st, now))
+    goto out; /* nothing new from its agent: no read this pass */
   struct sched_agent_step ag;
   sched__agent_follow(s, pc, &job, a, nd, st, now, &ag);
   changes += ag.changes;
@@ -1139,6 +1142,9 @@ int sched__follow(struct tw_sched *s, int64_t now) {
   size_t n_live = 0;
   struct tw_err err = {0};
   int changes = 0;
+  /* read before the attempts: a report stored after this is seen at the
+   * next pass (sched__agent_quiet) */
+  s->agent_news = s->agent ? tw_agent_news(s->agent) : 0;
   if (tw_store_attempts_live(s->store, &live, &n_live, &err) == TW_OK) {
     /* the nodes of the live gangs, read once per pass */
     struct tw_attempt_instance *g = NULL;

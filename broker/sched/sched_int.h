@@ -93,6 +93,8 @@ struct tw_sched {
   /* tradewind-agent (agent.h): the bootstraps of agent-enabled providers'
    * attempts and the reports that end them; NULL: none */
   struct tw_agent *agent;
+  /* follow.c: tw_agent_news() as the pass began (agent_follow.c) */
+  uint64_t agent_news;
 
   /* loop.c: the catalog the offers come from, and the version of the
    * snapshot s->all was built from (0: none yet).  A catalog made for
@@ -231,6 +233,11 @@ struct sched_att {
    * (docs/agent.md), which spot.c keeps when it ends the attempt */
   bool agent_saved;
   int64_t agent_kept_s;
+  /* agent_follow.c: a running attempt whose reports decided nothing at
+   * its last look is read again when an agent's news came in since
+   * (agent_news_seen) or at agent_look_ms, whichever is first */
+  uint64_t agent_news_seen;
+  int64_t agent_look_ms;
 };
 
 /* Sets st's billing times from what the provider reported of inst (its
@@ -555,6 +562,17 @@ int sched__spot_recover(struct tw_sched *s, const char *job_id, int64_t now);
 
 /* What the agent's reports did to one live attempt (follow.c calls it
  * first, for every pass). */
+/* Whether attempt a (of job, stored as it is now) may be passed over this
+ * pass: run by an agent, running, its job live, no notice out, nothing
+ * from any agent that decides something since its last look, and that
+ * look less than SCHED_AGENT_LOOK_MS ago.  Its heartbeats and logs need
+ * no pass; the look at SCHED_AGENT_LOOK_MS finds lost heartbeats. */
+#define SCHED_AGENT_LOOK_MS 5000
+bool sched__agent_quiet(const struct tw_sched *s, struct pcache *pc,
+                        const struct tw_job_rec *job,
+                        const struct tw_attempt_rec *a,
+                        const struct sched_att *st, int64_t now);
+
 struct sched_agent_step {
   int changes;
   bool handled;       /* the attempt is the agent's: follow.c stops here */
