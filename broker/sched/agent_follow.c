@@ -228,8 +228,11 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
   }
   if (a->state == TW_ATTEMPT_RUNNING && !st->notice_deadline_ms) {
     /* nothing to decide: quiet until news or the next look */
+    int64_t look_ms = timeout_ms / 4 < SCHED_AGENT_LOOK_MS
+                          ? timeout_ms / 4
+                          : SCHED_AGENT_LOOK_MS;
     st->agent_news_seen = s->agent_news;
-    st->agent_look_ms = now + SCHED_AGENT_LOOK_MS;
+    st->agent_look_ms = now + look_ms;
   }
 }
 

@@ -565,8 +565,9 @@ int sched__spot_recover(struct tw_sched *s, const char *job_id, int64_t now);
 /* Whether attempt a (of job, stored as it is now) may be passed over this
  * pass: run by an agent, running, its job live, no notice out, nothing
  * from any agent that decides something since its last look, and that
- * look less than SCHED_AGENT_LOOK_MS ago.  Its heartbeats and logs need
- * no pass; the look at SCHED_AGENT_LOOK_MS finds lost heartbeats. */
+ * look less than SCHED_AGENT_LOOK_MS ago (a quarter of the heartbeat
+ * timeout when that is less).  Its heartbeats and logs need no pass; the
+ * next look finds lost heartbeats. */
 #define SCHED_AGENT_LOOK_MS 5000
 bool sched__agent_quiet(const struct tw_sched *s, struct pcache *pc,
                         const struct tw_job_rec *job,
