@@ -9,3 +9,29 @@ tw_add_test(test_spec_machine
   SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_spec_machine.c
   LIBS tw_core LABELS unit TIMEOUT 30)
 tw_creds_labels(test_spec_machine unit ux spec)
+
+# The AWS chain against the fake STS, IMDSv2 and container endpoints of
+# an in-process fake cloud.
+tw_add_test(test_aws_creds
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_aws_creds.c
+  LIBS tw_fakecloud tw_adapters tw_providers PkgConfig::CURL
+  LABELS integration TIMEOUT 60)
+tw_creds_labels(test_aws_creds integration ux credentials providers aws)
+
+# The fake endpoints against botocore's own clients and fetchers.
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME creds_conformance_botocore
+    COMMAND ${Python3_EXECUTABLE}
+            ${CMAKE_SOURCE_DIR}/tests/conformance/creds/botocore_creds.py
+            $<TARGET_FILE:tradewind-fakecloud>)
+  set_tests_properties(creds_conformance_botocore PROPERTIES
+    LABELS "conformance;ux;credentials;fakecloud;aws"
+    SKIP_RETURN_CODE 77 TIMEOUT 60)
+endif()
+
+tw_add_fuzz(fuzz_aws_creds
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_aws_creds.c
+  LIBS tw_providers
+  LABELS ux credentials
+  CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/aws_creds)

@@ -23,6 +23,7 @@
 #include "broker/base/mem.h"
 #include "broker/base/node.h"
 #include "providers/adapter_util.h"
+#include "providers/aws/aws_creds.h"
 #include "providers/aws/ec2_xml.h"
 #include "providers/aws/pricing.h"
 #include "providers/http.h"
@@ -52,7 +53,7 @@ struct aws_ctx {
   char *endpoint; /* may hold "{region}" */
   char **regions;
   size_t n_regions;
-  char *access_key, *secret_key, *session_token; /* never logged */
+  struct tw_aws_creds *creds; /* the chain (aws_creds.h); never logged */
   long timeout_ms, connect_timeout_ms;
   char *ca_file;
   struct aws_image *images;
@@ -115,6 +116,15 @@ static const char *const aws_keys[] = {"endpoint",
                                        "metadata_url",
                                        "price_list",
                                        "pricing_endpoint",
+                                       "profile",
+                                       "config_file",
+                                       "credentials_file",
+                                       "role_arn",
+                                       "role_session_name",
+                                       "external_id",
+                                       "role_duration_s",
+                                       "sts_endpoint",
+                                       "imds_endpoint",
                                        NULL};
 
 static int price_cmp(const void *a, const void *b) {
@@ -229,15 +239,8 @@ static void aws_free(struct tw_provider *p) {
   tw_http_free(a->http);
   free(a->endpoint);
   tw_provider_strv_free(a->regions, a->n_regions);
-  /* Credentials are wiped, not just freed: a core dump should not carry
-   * them. */
-  if (a->secret_key)
-    OPENSSL_cleanse(a->secret_key, strlen(a->secret_key));
-  if (a->session_token)
-    OPENSSL_cleanse(a->session_token, strlen(a->session_token));
-  free(a->access_key);
-  free(a->secret_key);
-  free(a->session_token);
+  /* credentials are wiped, not just freed (aws_creds.c) */
+  tw_aws_creds_free(a->creds);
   free(a->ca_file);
   for (size_t i = 0; i < a->n_images; i++)
     free(a->images[i].image);
@@ -253,6 +256,91 @@ static void aws_free(struct tw_provider *p) {
   tw_region_memo_release(&a->where);
   free(a);
   p->ctx = NULL;
+}
+
+/* Keys named in the config (access_key_env, _file or _secret): those,
+ * static.  Otherwise the SDKs' chain (aws_creds.h), the config's profile,
+ * files, role and endpoints steering it. */
+static enum tw_rc init_creds(struct tw_provider *p, struct aws_ctx *a,
+                             const struct tw_node *cfg, struct tw_err *err) {
+  static const char *const static_keys[] = {
+      "access_key_env",    "access_key_file",    "access_key_secret",
+      "secret_key_env",    "secret_key_file",    "secret_key_secret",
+      "session_token_env", "session_token_file", "session_token_secret",
+      "access_key",        "secret_key",         "session_token",
+      NULL};
+  bool named = false;
+  for (const char *const *k = static_keys; *k; k++)
+    named = named || tw_node_get(cfg, *k) != NULL;
+  enum tw_rc rc;
+  const char *role_arn;
+  if ((rc = tw_provider_cfg_str(cfg, "role_arn", NULL, &role_arn, err)))
+    return rc;
+  struct tw_aws_creds *base = NULL;
+  if (named) {
+    char *ak = NULL, *sk = NULL, *tok = NULL;
+    if ((rc = tw_provider_cfg_secret(p, cfg, "access_key", "AWS_ACCESS_KEY_ID",
+                                     true, &ak, err)) ||
+        (rc = tw_provider_cfg_secret(p, cfg, "secret_key",
+                                     "AWS_SECRET_ACCESS_KEY", true, &sk,
+                                     err)) ||
+        (rc = tw_provider_cfg_secret(p, cfg, "session_token",
+                                     "AWS_SESSION_TOKEN", false, &tok, err))) {
+      free(ak);
+      free(sk);
+      return rc;
+    }
+    base = tw_aws_creds_static(ak, sk, tok);
+    free(ak);
+    if (sk)
+      OPENSSL_cleanse(sk, strlen(sk));
+    if (tok)
+      OPENSSL_cleanse(tok, strlen(tok));
+    free(sk);
+    free(tok);
+    if (!base)
+      return tw_err_field(err, TW_E_INVALID, "access_key_env",
+                          "access_key: too long");
+    if (!role_arn) {
+      a->creds = base;
+      return TW_OK;
+    }
+  }
+  struct tw_aws_creds_opts o = {.clock = p->clock,
+                                .http = a->http,
+                                .ca_file = a->ca_file,
+                                .region = a->regions[0],
+                                .role_arn = role_arn};
+  int64_t dur;
+  if ((rc = tw_provider_cfg_str(cfg, "profile", NULL, &o.profile, err)) ||
+      (rc = tw_provider_cfg_str(cfg, "config_file", NULL, &o.config_file,
+                                err)) ||
+      (rc = tw_provider_cfg_str(cfg, "credentials_file", NULL,
+                                &o.credentials_file, err)) ||
+      (rc = tw_provider_cfg_str(cfg, "role_session_name", NULL,
+                                &o.role_session_name, err)) ||
+      (rc = tw_provider_cfg_str(cfg, "external_id", NULL, &o.external_id,
+                                err)) ||
+      (rc = tw_provider_cfg_str(cfg, "sts_endpoint", NULL, &o.sts_endpoint,
+                                err)) ||
+      (rc = tw_provider_cfg_str(cfg, "imds_endpoint", NULL, &o.imds_endpoint,
+                                err)) ||
+      (rc = tw_provider_cfg_int(cfg, "role_duration_s", 900, 43200, 3600, &dur,
+                                err))) {
+    tw_aws_creds_free(base);
+    return rc;
+  }
+  o.duration_s = dur;
+  if (named) {
+    /* the configured keys assume role_arn */
+    rc = tw_aws_creds_assume(base, &o, &a->creds, err);
+    return rc;
+  }
+  if ((rc = tw_aws_creds_new(&o, &a->creds, err)))
+    return rc;
+  tw_log_info("aws", "account=%s credentials=%s", p->account,
+              tw_aws_creds_source(a->creds));
+  return TW_OK;
 }
 
 static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
@@ -282,15 +370,6 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
                           "regions[%zu]: too long", i);
   a->where.regions = a->regions;
   a->where.n_regions = a->n_regions;
-
-  if ((rc = tw_provider_cfg_secret(p, cfg, "access_key", "AWS_ACCESS_KEY_ID",
-                                   true, &a->access_key, err)) ||
-      (rc =
-           tw_provider_cfg_secret(p, cfg, "secret_key", "AWS_SECRET_ACCESS_KEY",
-                                  true, &a->secret_key, err)) ||
-      (rc = tw_provider_cfg_secret(p, cfg, "session_token", "AWS_SESSION_TOKEN",
-                                   false, &a->session_token, err)))
-    return rc;
 
   /* Retries and timeouts of every call (providers/http.h). */
   static const struct tw_provider_http_limits http_limits =
@@ -383,7 +462,9 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
   if (a->n_prices)
     qsort(a->prices, a->n_prices, sizeof *a->prices, price_cmp);
 
-  return tw_http_new(&ho, &a->http, err);
+  if ((rc = tw_http_new(&ho, &a->http, err)))
+    return rc;
+  return init_creds(p, a, cfg, err);
 }
 
 /* ---- signed calls ------------------------------------------------------- */
@@ -466,6 +547,11 @@ static enum tw_rc aws_sign(void *vctx, struct tw_http_attempt *att,
                            struct tw_err *err) {
   struct aws_req *r = vctx;
   struct aws_ctx *a = r->a;
+  struct tw_aws_key key;
+  enum tw_rc rc = tw_aws_creds_get(a->creds, &key, err);
+  if (rc)
+    return rc;
+  const char *token = *key.session_token ? key.session_token : NULL;
   char date[17];
   amz_date(tw_clock_now_ms(r->p->clock) + atomic_load(&a->skew_ms), date);
   struct tw_sigv4_header h[5] = {
@@ -475,9 +561,8 @@ static enum tw_rc aws_sign(void *vctx, struct tw_http_attempt *att,
   size_t nh = 3;
   if (r->target)
     h[nh++] = (struct tw_sigv4_header){"x-amz-target", r->target};
-  if (a->session_token)
-    h[nh++] = (struct tw_sigv4_header){"x-amz-security-token",
-                                       a->session_token};
+  if (token)
+    h[nh++] = (struct tw_sigv4_header){"x-amz-security-token", token};
   struct tw_sigv4_request sr = {.method = "POST",
                                 .path = r->path,
                                 .query = NULL,
@@ -485,23 +570,24 @@ static enum tw_rc aws_sign(void *vctx, struct tw_http_attempt *att,
                                 .n_headers = nh,
                                 .body = r->body->data,
                                 .body_len = r->body->len};
-  struct tw_sigv4_params sp = {.access_key = a->access_key,
-                               .secret_key = a->secret_key,
-                               .session_token = a->session_token,
+  struct tw_sigv4_params sp = {.access_key = key.access_key,
+                               .secret_key = key.secret_key,
+                               .session_token = token,
                                .region = r->region,
                                .service = r->service ? r->service : "ec2",
                                .amz_date = date,
                                .normalize_path = 1};
   struct tw_sigv4_result res;
   memset(&res, 0, sizeof res);
-  enum tw_rc rc = tw_sigv4_sign(&sr, &sp, &res, err);
+  rc = tw_sigv4_sign(&sr, &sp, &res, err);
   if (rc == TW_OK) {
     tw_http_attempt_add_header(att, "X-Amz-Date", date);
     tw_http_attempt_add_header(att, "Authorization", res.authorization);
-    if (a->session_token)
-      tw_http_attempt_add_header(att, "X-Amz-Security-Token", a->session_token);
+    if (token)
+      tw_http_attempt_add_header(att, "X-Amz-Security-Token", token);
   }
   tw_sigv4_result_release(&res);
+  tw_aws_key_wipe(&key);
   return rc;
 }
 
@@ -580,6 +666,13 @@ static enum tw_rc aws_call(struct tw_provider *p, const char *region,
         (!strcmp(e.detail, "RequestExpired") ||
          !strcmp(e.detail, "RequestTimeTooSkewed"))) {
       atomic_store(&a->skew_ms, server_ms - tw_clock_now_ms(p->clock));
+      continue;
+    }
+    /* temporary credentials revoked or expired before their time: fetch
+     * new ones and sign again once */
+    if (round == 0 && (!strcmp(e.detail, "ExpiredToken") ||
+                       !strcmp(e.detail, "RequestExpiredToken"))) {
+      tw_aws_creds_invalidate(a->creds);
       continue;
     }
     if (err && err->rc == TW_OK)

@@ -772,9 +772,22 @@ static enum tw_rc authenticate(struct ec2 *e, const struct fc_request *req,
   enum tw_rc rc = tw_sigv4_verify(&sr, secret_cb, e->s, fc_now_ms(e->s),
                                   SKEW_MS, service, &ak, err);
   free(h);
+  /* a temporary key (creds.c) needs its session token, unexpired */
+  const char *why =
+      rc ? NULL
+         : fc_issued_check(e->s, ak, fc_header(req, "X-Amz-Security-Token"));
   free(ak);
   if (rc)
     return rc;
+  if (why) {
+    tw_err_detail(err, why);
+    return tw_err_set(err, TW_E_AUTH,
+                      !strcmp(why, "ExpiredToken")
+                          ? "The security token included in the request is "
+                            "expired"
+                          : "The security token included in the request is "
+                            "invalid.");
+  }
   /* Credential=AKID/20240501/us-east-1/ec2/aws4_request */
   const char *authz = fc_header(req, "Authorization");
   const char *cred = authz ? strstr(authz, "Credential=") : NULL;
