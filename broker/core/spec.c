@@ -1460,6 +1460,97 @@ static enum tw_rc check_machine(const struct tw_node *root,
   return TW_OK;
 }
 
+static enum tw_rc machine_list(const struct tw_node *m, const char *key,
+                               bool ident, const char *const **out,
+                               struct tw_err *err) {
+  char d[128], sub[PATH_MAX_LEN], path[64];
+  const struct tw_node *n = tw_node_get(m, key);
+  snprintf(path, sizeof path, "machine.%s", key);
+  if (is_null(n))
+    return TW_OK;
+  if (n->kind != TW_NODE_SEQ)
+    return fail(err, path, n, "expected a list, got %s",
+                describe(n, d, sizeof d));
+  char **v = tw_calloc(n->n + 1, sizeof *v);
+  *out = (const char *const *)v;
+  for (size_t i = 0; i < n->n; i++) {
+    const struct tw_node *e = n->items[i];
+    path_idx(sub, path, i);
+    bool ok = e->kind == TW_NODE_SCALAR && *e->str &&
+              strlen(e->str) <= TW_SPEC_IMAGE_MAX;
+    for (const char *c = ok ? e->str : ""; ok && *c; c++)
+      ok = ident ? ident_char(*c) : (image_char(*c) || *c == '*' || *c == '?');
+    if (!ok)
+      return fail(err, sub, e, "expected %s, got %s",
+                  ident ? "a disk type" : "an image id, name or glob",
+                  describe(e, d, sizeof d));
+    v[i] = tw_strdup(e->str);
+  }
+  return TW_OK;
+}
+
+enum tw_rc tw_spec_machine_parse(const struct tw_node *m,
+                                 struct tw_spec_machine *out,
+                                 struct tw_err *err) {
+  static const char *const keys[] = {"images", "disk_types", "disk_max_gb",
+                                     "ports", NULL};
+  char d[128], sub[PATH_MAX_LEN];
+  enum tw_rc rc;
+  memset(out, 0, sizeof *out);
+  if (is_null(m))
+    return TW_OK;
+  if (m->kind != TW_NODE_MAP)
+    return fail(err, "machine", m, "expected a mapping, got %s",
+                describe(m, d, sizeof d));
+  if ((rc = check_keys(m, "machine", keys, err)) ||
+      (rc = machine_list(m, "images", false, &out->images, err)) ||
+      (rc = machine_list(m, "disk_types", true, &out->disk_types, err)))
+    goto fail;
+  const struct tw_node *n = tw_node_get(m, "disk_max_gb");
+  if (!is_null(n) && (rc = get_int(n, "machine.disk_max_gb", 1,
+                                   TW_SPEC_DISK_GB_MAX, &out->disk_max_gb,
+                                   err)))
+    goto fail;
+  n = tw_node_get(m, "ports");
+  if (!is_null(n)) {
+    if (n->kind != TW_NODE_SEQ) {
+      rc = fail(err, "machine.ports", n, "expected a list, got %s",
+                describe(n, d, sizeof d));
+      goto fail;
+    }
+    struct tw_port_range *p = tw_calloc(n->n + 1, sizeof *p);
+    out->ports = p;
+    for (size_t i = 0; i < n->n; i++) {
+      path_idx(sub, "machine.ports", i);
+      if (n->items[i]->kind != TW_NODE_SCALAR ||
+          !port_range(n->items[i]->str, &p[i])) {
+        rc = fail(err, sub, n->items[i],
+                  "expected a port 1..65535 or a range \"A-B\", got %s",
+                  describe(n->items[i], d, sizeof d));
+        goto fail;
+      }
+      out->n_ports = i + 1;
+    }
+  }
+  return TW_OK;
+fail:
+  tw_spec_machine_release(out);
+  return rc;
+}
+
+void tw_spec_machine_release(struct tw_spec_machine *m) {
+  if (!m)
+    return;
+  const char *const *lists[] = {m->images, m->disk_types};
+  for (size_t k = 0; k < 2; k++) {
+    for (size_t i = 0; lists[k] && lists[k][i]; i++)
+      free((char *)lists[k][i]);
+    free((void *)lists[k]);
+  }
+  free((void *)m->ports);
+  memset(m, 0, sizeof *m);
+}
+
 static enum tw_rc parse_top(const struct tw_node *root,
                             struct tw_job_spec *spec, struct tw_err *err) {
   static const char *const keys[] = {"name",

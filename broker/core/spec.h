@@ -213,6 +213,16 @@ struct tw_spec_opts {
   const struct tw_spec_machine *machine;
 };
 
+/* The config's `machine:` mapping (configs/tradewind.yaml) into *out:
+ * {images: [glob], disk_types: [name], disk_max_gb: N, ports: [port or
+ * "A-B"]}, every key optional.  NULL m: an empty allow-list.  Errors name
+ * the key ("machine.ports[2]").  tw_spec_machine_release() frees what a
+ * success allocated. */
+enum tw_rc tw_spec_machine_parse(const struct tw_node *m,
+                                 struct tw_spec_machine *out,
+                                 struct tw_err *err);
+void tw_spec_machine_release(struct tw_spec_machine *m);
+
 /* Validates a parsed document into spec (zeroed, then filled).  On error
  * spec is released and err names the field.  The caller tw_spec_release()s
  * a successful result.  opts may be NULL (as tw_spec_from_node()). */

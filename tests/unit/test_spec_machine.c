@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tests/twtest.h"
+#include "broker/base/node.h"
 #include "broker/core/spec.h"
 
 static const char *const IMAGES[] = {"ami-*", "ubuntu-22.04", NULL};
@@ -121,10 +122,57 @@ static void test_bad(void **state) {
   }
 }
 
+/* the config's machine: section, as the daemon reads it */
+static void test_config(void **state) {
+  (void)state;
+  const char *doc = "images: [\"ami-0*\", ubuntu-22.04]\ndisk_types: [gp3]\n"
+                    "disk_max_gb: 500\nports: [22, \"8000-8100\"]\n";
+  struct tw_node *n = NULL;
+  struct tw_err err = {0};
+  TW_CHECK_RC(tw_node_parse_yaml(doc, strlen(doc), &n, &err), TW_OK, err);
+  struct tw_spec_machine m;
+  TW_CHECK_RC(tw_spec_machine_parse(n, &m, &err), TW_OK, err);
+  tw_node_free(n);
+  TW_CHECK_STR(m.images[1], "ubuntu-22.04");
+  TW_CHECK(m.images[2] == NULL);
+  TW_CHECK_INT(m.disk_max_gb, 500);
+  TW_CHECK_INT(m.n_ports, 2);
+  TW_CHECK_INT(m.ports[1].hi, 8100);
+  struct tw_spec_opts o = {.machine = &m};
+  struct tw_job_spec s;
+  TW_CHECK_RC(parse("name: a\nimage: ami-0123\ndisk: {size_gb: 500, type: "
+                    "gp3}\nports: [8050]\n",
+                    &o, &s, &err),
+              TW_OK, err);
+  tw_spec_release(&s);
+  TW_CHECK(parse("name: a\nports: [8101]\n", &o, &s, &err) == TW_E_INVALID);
+  TW_CHECK_STR(err.field, "ports[0]");
+  tw_spec_machine_release(&m);
+
+  const struct {
+    const char *doc, *field;
+  } bad[] = {{"images: ami-1\n", "machine.images"},
+             {"images: [\"a b\"]\n", "machine.images[0]"},
+             {"disk_types: [\"gp*\"]\n", "machine.disk_types[0]"},
+             {"disk_max_gb: 0\n", "machine.disk_max_gb"},
+             {"ports: [22, \"9-1\"]\n", "machine.ports[1]"},
+             {"imagez: []\n", "machine.imagez"}};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    TW_CHECK_RC(tw_node_parse_yaml(bad[i].doc, strlen(bad[i].doc), &n, &err),
+                TW_OK, err);
+    tw_err_clear(&err);
+    TW_CHECK(tw_spec_machine_parse(n, &m, &err) == TW_E_INVALID, "%s",
+             bad[i].doc);
+    TW_CHECK_STR(err.field, bad[i].field);
+    tw_node_free(n);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fields),
       cmocka_unit_test(test_bad),
+      cmocka_unit_test(test_config),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
