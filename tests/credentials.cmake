@@ -35,3 +35,11 @@ tw_add_fuzz(fuzz_aws_creds
   LIBS tw_providers
   LABELS ux credentials
   CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/aws_creds)
+
+# The job's machine on EC2: RunInstances' image, subnet, profile and root
+# volume, checked by the fake as EC2 checks them.
+tw_add_test(test_aws_machine
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_aws_machine.c
+  LIBS tw_fakecloud tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
+  LABELS integration TIMEOUT 60)
+tw_creds_labels(test_aws_machine integration ux providers aws)

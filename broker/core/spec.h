@@ -102,10 +102,7 @@ struct tw_kv {
   char *value;
 };
 
-/* One entry of `ports:`: a port (lo == hi) or a range "A-B", 1..65535. */
-struct tw_port_range {
-  int lo, hi;
-};
+/* An entry of `ports:` is a struct tw_port_range (model.h). */
 
 /* The operator's allow-list of the job's machine (config `machine:`,
  * broker/core/config.h): what `image`, `disk` and `ports` of a spec may

@@ -46,7 +46,14 @@ struct aws_price {
 
 struct aws_image {
   char region[TW_MODEL_NAME_MAX]; /* "" = default */
+  enum tw_arch arch;              /* TW_ARCH_ANY: every architecture */
   char *image;
+};
+
+/* subnets: {zone or region: subnet-...} */
+struct aws_subnet {
+  char where[TW_MODEL_NAME_MAX];
+  char *subnet;
 };
 
 struct aws_ctx {
@@ -59,6 +66,11 @@ struct aws_ctx {
   struct aws_image *images;
   size_t n_images;
   char *subnet_id, *key_name;
+  struct aws_subnet *subnets;
+  size_t n_subnets;
+  char *instance_profile; /* IamInstanceProfile: a name or an ARN */
+  int64_t disk_size_gb;   /* root volume; 0: the AMI's */
+  char *disk_type, *root_device;
   char **security_groups;
   size_t n_security_groups;
   char **types; /* instance_types: only these are offered; NULL all */
@@ -125,6 +137,11 @@ static const char *const aws_keys[] = {"endpoint",
                                        "role_duration_s",
                                        "sts_endpoint",
                                        "imds_endpoint",
+                                       "subnets",
+                                       "instance_profile",
+                                       "disk_size_gb",
+                                       "disk_type",
+                                       "root_device",
                                        NULL};
 
 static int price_cmp(const void *a, const void *b) {
@@ -221,15 +238,38 @@ find_price(const struct aws_ctx *a, const char *type, const char *region) {
   return bsearch(&key, a->prices, a->n_prices, sizeof *a->prices, price_cmp);
 }
 
-static const char *image_for(const struct aws_ctx *a, const char *region) {
-  const char *def = NULL;
+/* The image of region and arch: the region's for that architecture, the
+ * region's for every one, then the defaults' in the same order. */
+static const char *image_for(const struct aws_ctx *a, const char *region,
+                             enum tw_arch arch) {
+  const char *best = NULL;
+  int best_score = -1;
   for (size_t i = 0; i < a->n_images; i++) {
-    if (!strcmp(a->images[i].region, region))
-      return a->images[i].image;
-    if (!a->images[i].region[0])
-      def = a->images[i].image;
+    const struct aws_image *im = &a->images[i];
+    bool here = !strcmp(im->region, region);
+    if ((!here && im->region[0]) ||
+        (im->arch != TW_ARCH_ANY && im->arch != arch))
+      continue;
+    int score = (here ? 2 : 0) + (im->arch != TW_ARCH_ANY);
+    if (score > best_score) {
+      best_score = score;
+      best = im->image;
+    }
   }
-  return def;
+  return best;
+}
+
+/* The subnet of zone (in region): the zone's, the region's, subnet_id. */
+static const char *subnet_for(const struct aws_ctx *a, const char *region,
+                              const char *zone) {
+  const char *reg = NULL;
+  for (size_t i = 0; i < a->n_subnets; i++) {
+    if (*zone && !strcmp(a->subnets[i].where, zone))
+      return a->subnets[i].subnet;
+    if (!strcmp(a->subnets[i].where, region))
+      reg = a->subnets[i].subnet;
+  }
+  return reg ? reg : a->subnet_id;
 }
 
 static void aws_free(struct tw_provider *p) {
@@ -247,6 +287,12 @@ static void aws_free(struct tw_provider *p) {
   free(a->images);
   free(a->subnet_id);
   free(a->key_name);
+  for (size_t i = 0; i < a->n_subnets; i++)
+    free(a->subnets[i].subnet);
+  free(a->subnets);
+  free(a->instance_profile);
+  free(a->disk_type);
+  free(a->root_device);
   tw_provider_strv_free(a->security_groups, a->n_security_groups);
   tw_provider_strv_free(a->types, a->n_types);
   free(a->prices);
@@ -417,17 +463,69 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
   if (imgs && imgs->kind != TW_NODE_MAP)
     return tw_err_field(err, TW_E_INVALID, "images",
                         "images: expected a mapping of regions to image ids");
-  a->images = tw_calloc((imgs ? imgs->n : 0) + 1, sizeof *a->images);
+  /* images: {region: ami-...} or {region: {x86_64: ami-..., arm64:
+   * ami-...}}; region "*" is every region */
+  size_t cap = 1;
+  for (size_t i = 0; imgs && i < imgs->n; i++)
+    cap += imgs->items[i]->kind == TW_NODE_MAP ? imgs->items[i]->n : 1;
+  a->images = tw_calloc(cap, sizeof *a->images);
   if (img)
     a->images[a->n_images++].image = tw_strdup(img);
   for (size_t i = 0; imgs && i < imgs->n; i++) {
-    if (imgs->items[i]->kind != TW_NODE_SCALAR)
-      return tw_err_field(err, TW_E_INVALID, "images",
-                          "images.%s: expected an image id", imgs->keys[i]);
-    struct aws_image *im = &a->images[a->n_images++];
-    TW_SET(im->region, imgs->keys[i]);
-    im->image = tw_strdup(imgs->items[i]->str);
+    const struct tw_node *iv = imgs->items[i];
+    const char *region = strcmp(imgs->keys[i], "*") ? imgs->keys[i] : "";
+    bool map = iv->kind == TW_NODE_MAP;
+    for (size_t j = 0; j < (map ? iv->n : 1); j++) {
+      const struct tw_node *e = map ? iv->items[j] : iv;
+      enum tw_arch arch = TW_ARCH_ANY;
+      if (map && !strcmp(iv->keys[j], "x86_64"))
+        arch = TW_ARCH_X86_64;
+      else if (map && !strcmp(iv->keys[j], "arm64"))
+        arch = TW_ARCH_ARM64;
+      else if (map)
+        return tw_err_field(err, TW_E_INVALID, "images",
+                            "images.%s.%s: expected x86_64 or arm64",
+                            imgs->keys[i], iv->keys[j]);
+      if (e->kind != TW_NODE_SCALAR || strlen(imgs->keys[i]) >=
+                                           TW_MODEL_NAME_MAX)
+        return tw_err_field(err, TW_E_INVALID, "images",
+                            "images.%s: expected an image id or "
+                            "{x86_64: id, arm64: id}",
+                            imgs->keys[i]);
+      struct aws_image *im = &a->images[a->n_images++];
+      TW_SET(im->region, region);
+      im->arch = arch;
+      im->image = tw_strdup(e->str);
+    }
   }
+
+  /* subnets: {us-east-1a: subnet-..., us-west-2: subnet-...} */
+  const struct tw_node *sn = tw_node_get(cfg, "subnets");
+  if (sn && sn->kind != TW_NODE_MAP)
+    return tw_err_field(err, TW_E_INVALID, "subnets",
+                        "subnets: expected a mapping of zones or regions to "
+                        "subnet ids");
+  a->subnets = tw_calloc(sn ? sn->n + 1 : 1, sizeof *a->subnets);
+  for (size_t i = 0; sn && i < sn->n; i++) {
+    if (sn->items[i]->kind != TW_NODE_SCALAR ||
+        strncmp(sn->items[i]->str, "subnet-", 7) ||
+        strlen(sn->keys[i]) >= TW_MODEL_NAME_MAX)
+      return tw_err_field(err, TW_E_INVALID, "subnets",
+                          "subnets.%s: expected a subnet id (subnet-...)",
+                          sn->keys[i]);
+    struct aws_subnet *e = &a->subnets[a->n_subnets++];
+    TW_SET(e->where, sn->keys[i]);
+    e->subnet = tw_strdup(sn->items[i]->str);
+  }
+  if ((rc = tw_provider_cfg_strdup(cfg, "instance_profile", NULL,
+                                   &a->instance_profile, err)) ||
+      (rc = tw_provider_cfg_int(cfg, "disk_size_gb", 0, 65536, 0,
+                                &a->disk_size_gb, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "disk_type", NULL, &a->disk_type,
+                                   err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "root_device", "/dev/xvda",
+                                   &a->root_device, err)))
+    return rc;
 
   if ((rc = read_prices(a, tw_node_get(cfg, "on_demand_prices"),
                         "on_demand_prices", err)))
@@ -694,12 +792,17 @@ static enum tw_rc aws_launch(struct tw_provider *p, const struct tw_launch *req,
     return tw_err_set(err, TW_E_INVALID,
                       "aws launch: region %s is not configured for %s",
                       o->region, p->account);
-  const char *image = req->image ? req->image : image_for(a, o->region);
+  const char *image =
+      req->image ? req->image : image_for(a, o->region, o->arch);
   if (!image)
     return tw_err_field(err, TW_E_INVALID, "image",
-                        "aws launch: no image for region %s (set image or "
-                        "images.%s)",
-                        o->region, o->region);
+                        "aws launch: no image for region %s and %s (set "
+                        "image or images.%s)",
+                        o->region,
+                        o->arch == TW_ARCH_ARM64    ? "arm64"
+                        : o->arch == TW_ARCH_X86_64 ? "x86_64"
+                                                    : "any architecture",
+                        o->region);
   struct tw_buf f, body;
   tw_buf_init(&f);
   tw_buf_init(&body);
@@ -736,8 +839,29 @@ static enum tw_rc aws_launch(struct tw_provider *p, const struct tw_launch *req,
     form_addf(&f, tags[i][0], "TagSpecification.1.Tag.%d.Key", i + 1);
     form_addf(&f, tags[i][1], "TagSpecification.1.Tag.%d.Value", i + 1);
   }
-  if (a->subnet_id)
-    form_add(&f, "SubnetId", a->subnet_id);
+  const char *subnet = subnet_for(a, o->region, o->zone);
+  if (subnet)
+    form_add(&f, "SubnetId", subnet);
+  if (a->instance_profile)
+    form_add(&f,
+             strncmp(a->instance_profile, "arn:", 4)
+                 ? "IamInstanceProfile.Name"
+                 : "IamInstanceProfile.Arn",
+             a->instance_profile);
+  /* the root volume: the job's disk, else the config's, else the AMI's */
+  int64_t disk_gb = req->disk_size_gb ? req->disk_size_gb : a->disk_size_gb;
+  const char *disk_type = req->disk_type ? req->disk_type : a->disk_type;
+  if (disk_gb || disk_type) {
+    char gb[24];
+    form_add(&f, "BlockDeviceMapping.1.DeviceName", a->root_device);
+    if (disk_gb) {
+      snprintf(gb, sizeof gb, "%lld", (long long)disk_gb);
+      form_add(&f, "BlockDeviceMapping.1.Ebs.VolumeSize", gb);
+    }
+    if (disk_type)
+      form_add(&f, "BlockDeviceMapping.1.Ebs.VolumeType", disk_type);
+    form_add(&f, "BlockDeviceMapping.1.Ebs.DeleteOnTermination", "true");
+  }
   for (size_t i = 0; i < a->n_security_groups; i++)
     form_addf(&f, a->security_groups[i], "SecurityGroupId.%zu", i + 1);
   if (a->key_name)
