@@ -43,3 +43,12 @@ tw_add_test(test_aws_machine
   LIBS tw_fakecloud tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
   LABELS integration TIMEOUT 60)
 tw_creds_labels(test_aws_machine integration ux providers aws)
+
+# Azure: the certificate's client assertion, workload identity and the
+# managed identity against the fake Entra ID and IMDS.
+tw_add_test(test_azure_creds
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_azure_creds.c
+  LIBS tw_fakecloud tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
+       PkgConfig::OPENSSL
+  LABELS integration TIMEOUT 60)
+tw_creds_labels(test_azure_creds integration ux credentials providers azure)

@@ -71,6 +71,12 @@ bool fc_az_route_path(const char *raw_path, struct fc_az_path *out) {
     out->route = arm ? FC_AZ_ARM_OTHER : FC_AZ_NONE;
     return arm;
   }
+  if (n == 4 && !strcmp(seg[0], "metadata") &&
+      !strcmp(seg[1], "identity") && !strcmp(seg[2], "oauth2") &&
+      !strcmp(seg[3], "token")) {
+    out->route = FC_AZ_MSI;
+    return true;
+  }
   if (n == 2 && !strcmp(seg[0], "metadata") &&
       !strcmp(seg[1], "scheduledevents")) {
     out->route = FC_AZ_EVENTS;

@@ -65,7 +65,8 @@ enum fc_az_route {
                         locations/{loc}/vmSizes */
   FC_AZ_VM_ACTION,   /* POST .../virtualMachines/{name}/{action}:
                         deallocate, start, powerOff, restart */
-  FC_AZ_ARM_OTHER    /* under /subscriptions/, not modelled */
+  FC_AZ_ARM_OTHER,   /* under /subscriptions/, not modelled */
+  FC_AZ_MSI          /* GET /metadata/identity/oauth2/token (IMDS) */
 };
 
 struct fc_az_path {
