@@ -52,3 +52,11 @@ tw_add_test(test_azure_creds
        PkgConfig::OPENSSL
   LABELS integration TIMEOUT 60)
 tw_creds_labels(test_azure_creds integration ux credentials providers azure)
+
+# Alibaba: an STS token, the ECS RAM role and STS AssumeRole against the
+# fake ECS, STS and metadata service.
+tw_add_test(test_alibaba_creds
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_alibaba_creds.c
+  LIBS tw_fakecloud tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
+  LABELS integration TIMEOUT 60)
+tw_creds_labels(test_alibaba_creds integration ux credentials providers alibaba)

@@ -1747,10 +1747,59 @@ static void act_system_events(struct call *k) {
   ok(k, b);
 }
 
+/* STS AssumeRole (2015-04-01): a temporary key for RoleArn. */
+static void act_assume_role(struct call *k) {
+  const char *arn = fc_params_get(&k->c.p, "RoleArn");
+  const char *sess = fc_params_get(&k->c.p, "RoleSessionName");
+  const char *dur = fc_params_get(&k->c.p, "DurationSeconds");
+  if (!arn || !sess) {
+    ali_error(k, 400, "MissingParameter",
+              !arn ? "The input parameter \"RoleArn\" that is mandatory for "
+                     "processing this request is not supplied."
+                   : "The input parameter \"RoleSessionName\" that is "
+                     "mandatory for processing this request is not "
+                     "supplied.");
+    return;
+  }
+  const char *role = strstr(arn, ":role/");
+  if (strncmp(arn, "acs:ram::", 9) || !role || role == arn + 9 || !role[6] ||
+      strspn(arn + 9, "0123456789") != (size_t)(role - arn - 9)) {
+    ali_error(k, 400, "InvalidParameter.RoleArn",
+              "The parameter RoleArn is wrongly formed.");
+    return;
+  }
+  size_t sl = strlen(sess);
+  if (sl < 2 || sl > 64 ||
+      strspn(sess, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                   "0123456789.@-_") != sl) {
+    ali_error(k, 400, "InvalidParameter.RoleSessionName",
+              "The parameter RoleSessionName is wrongly formed.");
+    return;
+  }
+  long d = dur ? strtol(dur, NULL, 10) : 3600;
+  if (d < 900 || d > 43200) {
+    ali_error(k, 400, "InvalidParameter.DurationSeconds",
+              "The Min/Max value of DurationSeconds is 15min/12hr.");
+    return;
+  }
+  struct fc_issued key;
+  fc_issued_mint(k->a->s, "STS.", d, &key);
+  char exp[32];
+  fmt_seconds(key.expires_ms, exp);
+  char rid[160];
+  snprintf(rid, sizeof rid, "3000000000000000:%s", sess);
+  ok(k, json_pack("{s:s,s:{s:s,s:s},s:{s:s,s:s,s:s,s:s}}", "RequestId",
+                  k->request_id, "AssumedRoleUser", "AssumedRoleId", rid, "Arn",
+                  arn, "Credentials", "AccessKeyId", key.access_key,
+                  "AccessKeySecret", key.secret_key, "SecurityToken",
+                  key.token, "Expiration", exp));
+}
+
 static const struct {
   const char *version, *name;
   void (*fn)(struct call *k);
 } actions[] = {
+    {"2015-04-01", "AssumeRole", act_assume_role},
     {ECS_VERSION, "RunInstances", act_run},
     {ECS_VERSION, "DescribeInstances", act_describe_instances},
     {ECS_VERSION, "DeleteInstances", act_delete},
@@ -1823,6 +1872,21 @@ static void ali_handle(void *ctx, const struct fc_request *req,
   int64_t now = fc_now_ms(a->s);
   if (fc_ali_verify(req, &k.c, secret, now, &k.err)) {
     ali_error_err(&k);
+    goto out;
+  }
+  /* a temporary key (an STS token, a RAM role's) needs its token */
+  const char *tok = fc_params_get(&k.c.p, "SecurityToken");
+  if (!tok)
+    tok = fc_header(req, "x-acs-security-token");
+  const char *why = fc_issued_check(a->s, k.c.access_key, tok);
+  if (why) {
+    ali_error(&k, 0,
+              !strcmp(why, "ExpiredToken")
+                  ? "InvalidSecurityToken.Expired"
+                  : "InvalidSecurityToken.MismatchWithAccessKey",
+              !strcmp(why, "ExpiredToken")
+                  ? "Specified SecurityToken is expired."
+                  : "Specified SecurityToken mismatch with the AccessKey.");
     goto out;
   }
   if (nonce_used(a, k.c.nonce, now)) {

@@ -85,25 +85,10 @@ static void iso(int64_t ms, char out[32]) {
   strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* A fresh key: prefix + 16 upper-case alphanumerics, secret, token. */
+/* A fresh key, registered with the server (fc_issued_mint). */
 static void mint(struct creds *c, const char *prefix, int64_t ttl_s,
                  struct fc_issued *k) {
-  static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-  struct fc_rng *r = fc_rng(c->s);
-  size_t n = (size_t)snprintf(k->access_key, sizeof k->access_key, "%s",
-                              prefix);
-  for (; n < 20; n++)
-    k->access_key[n] = A[fc_rng_next(r) % 32];
-  k->access_key[n] = '\0';
-  snprintf(k->secret_key, sizeof k->secret_key, "fake/%016llx%016llx",
-           (unsigned long long)fc_rng_next(r),
-           (unsigned long long)fc_rng_next(r));
-  snprintf(k->token, sizeof k->token, "FwoGZXIvYXdzEFAKE%016llx%016llx",
-           (unsigned long long)fc_rng_next(r),
-           (unsigned long long)fc_rng_next(r));
-  int64_t ttl = c->ttl_s ? c->ttl_s : ttl_s;
-  k->expires_ms = fc_now_ms(c->s) + ttl * 1000;
-  fc_issue_key(c->s, k);
+  fc_issued_mint(c->s, prefix, c->ttl_s ? c->ttl_s : ttl_s, k);
 }
 
 /* ---- STS ---------------------------------------------------------------- */

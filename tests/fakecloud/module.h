@@ -113,6 +113,11 @@ void fc_issue_key(struct fc_server *s, const struct fc_issued *k);
  * NULL when it passes (a long-term key without token passes). */
 const char *fc_issued_check(struct fc_server *s, const char *access_key,
                             const char *token);
+/* Makes and registers a fresh key: prefix ("ASIA", "STS.") then upper-case
+ * letters and digits to 20 (24 for "STS."), a secret and a session token,
+ * expiring ttl_s fake seconds from now. */
+void fc_issued_mint(struct fc_server *s, const char *prefix, int64_t ttl_s,
+                    struct fc_issued *out);
 /* Expires every issued key now (control: revoked sessions). */
 void fc_issued_expire_all(struct fc_server *s);
 /* A fresh request id in UUID form, unique per process run: drawn from a

@@ -165,6 +165,26 @@ const char *fc_issued_check(struct fc_server *s, const char *ak,
   return NULL;
 }
 
+void fc_issued_mint(struct fc_server *s, const char *prefix, int64_t ttl_s,
+                    struct fc_issued *k) {
+  static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  memset(k, 0, sizeof *k);
+  size_t n = (size_t)snprintf(k->access_key, sizeof k->access_key, "%s",
+                              prefix);
+  size_t len = strlen(prefix) == 4 && !strcmp(prefix, "STS.") ? 24 : 20;
+  for (; n < len; n++)
+    k->access_key[n] = A[fc_rng_next(&s->rng) % 32];
+  k->access_key[n] = '\0';
+  snprintf(k->secret_key, sizeof k->secret_key, "fake/%016llx%016llx",
+           (unsigned long long)fc_rng_next(&s->rng),
+           (unsigned long long)fc_rng_next(&s->rng));
+  snprintf(k->token, sizeof k->token, "FwoGZXIvYXdzEFAKE%016llx%016llx",
+           (unsigned long long)fc_rng_next(&s->rng),
+           (unsigned long long)fc_rng_next(&s->rng));
+  k->expires_ms = fc_now_ms(s) + ttl_s * 1000;
+  fc_issue_key(s, k);
+}
+
 void fc_issued_expire_all(struct fc_server *s) {
   int64_t now = fc_now_ms(s);
   for (size_t i = 0; i < s->n_issued; i++)
