@@ -60,3 +60,13 @@ tw_add_test(test_alibaba_creds
   LIBS tw_fakecloud tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
   LABELS integration TIMEOUT 60)
 tw_creds_labels(test_alibaba_creds integration ux credentials providers alibaba)
+
+# The fake Entra ID's assertions and IMDS against @azure/identity
+# (the packages of tests/conformance/azure, installed by its setup).
+add_test(NAME creds_conformance_azure_identity
+  COMMAND sh ${CMAKE_SOURCE_DIR}/tests/conformance/azure/run.sh test
+          ${CMAKE_BINARY_DIR}/conformance-azure identity.test.mjs)
+set_tests_properties(creds_conformance_azure_identity PROPERTIES
+  LABELS "conformance;ux;credentials;fakecloud;azure"
+  FIXTURES_REQUIRED azure_npm SKIP_RETURN_CODE 77 TIMEOUT 120
+  ENVIRONMENT "TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>")

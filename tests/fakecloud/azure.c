@@ -14,6 +14,7 @@
 #include <math.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/rsa.h>
 #include <openssl/sha.h>
 #include <openssl/x509.h>
 #include <stdarg.h>
@@ -136,7 +137,7 @@ struct azure {
   /* /_fake/azure/identity: the client's certificate (its public key and
    * x5t) and the federated token a workload identity presents */
   EVP_PKEY *client_key;
-  char client_x5t[40];
+  char client_x5t[40], client_x5t256[48]; /* SHA-1 and SHA-256 thumbprints */
   char federated[4096];
   int64_t msi_tokens, assertion_tokens;
 };
@@ -1606,6 +1607,26 @@ static void act_openid(struct call *c) {
 
 /* ---- client assertions and managed identity ------------------------------ */
 
+static void b64url(const unsigned char *in, unsigned n, char *out) {
+  static const char T[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  size_t o = 0;
+  for (unsigned i = 0; i < n; i += 3) {
+    unsigned v = (unsigned)in[i] << 16;
+    if (i + 1 < n)
+      v |= (unsigned)in[i + 1] << 8;
+    if (i + 2 < n)
+      v |= in[i + 2];
+    out[o++] = T[(v >> 18) & 63];
+    out[o++] = T[(v >> 12) & 63];
+    if (i + 1 < n)
+      out[o++] = T[(v >> 6) & 63];
+    if (i + 2 < n)
+      out[o++] = T[v & 63];
+  }
+  out[o] = '\0';
+}
+
 static unsigned char *b64url_dec(const char *s, size_t n, size_t *out_n) {
   unsigned char *o = tw_malloc(n * 3 / 4 + 3);
   unsigned v = 0;
@@ -1678,7 +1699,15 @@ static bool check_assertion(struct call *c, const struct fc_params *form,
   char aud[300];
   snprintf(aud, sizeof aud, "%s/%s/oauth2/v2.0/token", c->base,
            c->path.tenant);
+  /* MSAL sends the SHA-256 thumbprint (x5t#S256) when it has one, older
+   * clients the SHA-1 one (x5t); Entra ID takes either */
   const char *x5t = json_string_value(json_object_get(h, "x5t"));
+  const char *x5t256 = json_string_value(json_object_get(h, "x5t#S256"));
+  bool thumb_ok = a->client_key &&
+                  ((x5t && !strcmp(x5t, a->client_x5t)) ||
+                   (x5t256 && !strcmp(x5t256, a->client_x5t256)));
+  if (!x5t)
+    x5t = x5t256;
   const char *alg = json_string_value(json_object_get(h, "alg"));
   int64_t now = fc_now_ms(a->s) / 1000;
   json_int_t exp = json_integer_value(json_object_get(pl, "exp"));
@@ -1692,10 +1721,11 @@ static bool check_assertion(struct call *c, const struct fc_params *form,
     fc_az_fail(e, 400, "invalid_client",
                "AADSTS70021: No matching federated identity record found "
                "for presented assertion.");
-  } else if (!h || !pl || !alg || strcmp(alg, "RS256")) {
+  } else if (!h || !pl || !alg ||
+             (strcmp(alg, "RS256") && strcmp(alg, "PS256"))) {
     fc_az_fail(e, 400, "invalid_client",
                "AADSTS50027: JWT token is invalid or malformed.");
-  } else if (!a->client_key || !x5t || strcmp(x5t, a->client_x5t)) {
+  } else if (!thumb_ok) {
     fc_az_fail(e, 401, "invalid_client",
                "AADSTS700027: The certificate with identifier used to sign "
                "the client assertion is not registered on application.");
@@ -1715,9 +1745,15 @@ static bool check_assertion(struct call *c, const struct fc_params *form,
     size_t slen = 0;
     unsigned char *sig = b64url_dec(d2 + 1, strlen(d2 + 1), &slen);
     EVP_MD_CTX *md = EVP_MD_CTX_new();
+    /* RS256: PKCS #1 v1.5; PS256 (MSAL with a SHA-256 thumbprint):
+     * PSS, salt as long as the digest (RFC 7518 3.5) */
+    EVP_PKEY_CTX *pc = NULL;
     ok = sig && md &&
-         EVP_DigestVerifyInit(md, NULL, EVP_sha256(), NULL, a->client_key) ==
+         EVP_DigestVerifyInit(md, &pc, EVP_sha256(), NULL, a->client_key) ==
              1 &&
+         (!strcmp(alg, "RS256") ||
+          (EVP_PKEY_CTX_set_rsa_padding(pc, RSA_PKCS1_PSS_PADDING) == 1 &&
+           EVP_PKEY_CTX_set_rsa_pss_saltlen(pc, 32) == 1)) &&
          EVP_DigestVerify(md, sig, slen, (const unsigned char *)as,
                           (size_t)(d2 - as)) == 1;
     EVP_MD_CTX_free(md);
@@ -2385,29 +2421,15 @@ static bool az_control(void *ctx, const char *method, const char *rest,
         fc_json_error(resp, 400, "certificate: not a PEM certificate");
         return true;
       }
-      unsigned char md[SHA_DIGEST_LENGTH];
+      unsigned char md[EVP_MAX_MD_SIZE];
       unsigned int n = 0;
       X509_digest(x, EVP_sha1(), md, &n);
+      b64url(md, n, a->client_x5t);
+      X509_digest(x, EVP_sha256(), md, &n);
+      b64url(md, n, a->client_x5t256);
       EVP_PKEY_free(a->client_key);
       a->client_key = X509_get_pubkey(x);
       X509_free(x);
-      static const char T[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrst"
-                              "uvwxyz0123456789-_";
-      size_t o = 0;
-      for (unsigned i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)md[i] << 16;
-        if (i + 1 < n)
-          v |= (unsigned)md[i + 1] << 8;
-        if (i + 2 < n)
-          v |= md[i + 2];
-        a->client_x5t[o++] = T[(v >> 18) & 63];
-        a->client_x5t[o++] = T[(v >> 12) & 63];
-        if (i + 1 < n)
-          a->client_x5t[o++] = T[(v >> 6) & 63];
-        if (i + 2 < n)
-          a->client_x5t[o++] = T[v & 63];
-      }
-      a->client_x5t[o] = '\0';
     }
     if (fed)
       snprintf(a->federated, sizeof a->federated, "%s", fed);

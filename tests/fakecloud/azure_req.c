@@ -71,7 +71,8 @@ bool fc_az_route_path(const char *raw_path, struct fc_az_path *out) {
     out->route = arm ? FC_AZ_ARM_OTHER : FC_AZ_NONE;
     return arm;
   }
-  if (n == 4 && !strcmp(seg[0], "metadata") &&
+  /* MSAL asks with a trailing slash, as IMDS allows */
+  if ((n == 4 || (n == 5 && !*seg[4])) && !strcmp(seg[0], "metadata") &&
       !strcmp(seg[1], "identity") && !strcmp(seg[2], "oauth2") &&
       !strcmp(seg[3], "token")) {
     out->route = FC_AZ_MSI;
