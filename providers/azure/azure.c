@@ -41,6 +41,7 @@
 
 struct az_image {
   char region[TW_MODEL_NAME_MAX]; /* "" = default */
+  enum tw_arch arch;              /* TW_ARCH_ANY: every architecture */
   char *image;
 };
 
@@ -73,6 +74,8 @@ struct az_ctx {
   struct az_image *images;
   size_t n_images;
   char *admin_user, *ssh_key, *subnet_id, *os_disk_type, *eviction_policy;
+  int64_t os_disk_gb; /* osDisk.diskSizeGB; 0: the image's */
+  char *vm_identity;  /* "system" or a user-assigned identity's id */
   char *name_prefix;
   char **types;
   size_t n_types;
@@ -191,6 +194,8 @@ static const char *const az_keys[] = {"credential",
                                       "ssh_public_key_file",
                                       "subnet_id",
                                       "os_disk_type",
+                                      "os_disk_size_gb",
+                                      "vm_identity",
                                       "eviction_policy",
                                       "vm_name_prefix",
                                       "instance_types",
@@ -267,6 +272,7 @@ static void az_free(struct tw_provider *p) {
   free(a->ssh_key);
   free(a->subnet_id);
   free(a->os_disk_type);
+  free(a->vm_identity);
   free(a->eviction_policy);
   free(a->name_prefix);
   tw_provider_strv_free(a->types, a->n_types);
@@ -557,33 +563,72 @@ static enum tw_rc az_init(struct tw_provider *p, const struct tw_node *cfg,
   if (imgs && imgs->kind != TW_NODE_MAP)
     return tw_err_field(err, TW_E_INVALID, "images",
                         "images: expected a mapping of regions to images");
-  a->images = tw_calloc((imgs ? imgs->n : 0) + 1, sizeof *a->images);
+  /* images: {region: image} or {region: {x86_64: image, arm64: image}};
+   * region "*": every region */
+  size_t cap = 1;
+  for (size_t i = 0; imgs && i < imgs->n; i++)
+    cap += imgs->items[i]->kind == TW_NODE_MAP ? imgs->items[i]->n : 1;
+  a->images = tw_calloc(cap, sizeof *a->images);
   if (img)
     a->images[a->n_images++].image = tw_strdup(img);
   for (size_t i = 0; imgs && i < imgs->n; i++) {
-    if (imgs->items[i]->kind != TW_NODE_SCALAR ||
-        strlen(imgs->keys[i]) >= TW_MODEL_NAME_MAX)
-      return tw_err_field(err, TW_E_INVALID, "images",
-                          "images.%s: expected an image", imgs->keys[i]);
-    struct az_image *im = &a->images[a->n_images++];
-    TW_SET(im->region, imgs->keys[i]);
-    im->image = tw_strdup(imgs->items[i]->str);
+    const struct tw_node *iv = imgs->items[i];
+    bool map = iv->kind == TW_NODE_MAP;
+    for (size_t j = 0; j < (map ? iv->n : 1); j++) {
+      const struct tw_node *e = map ? iv->items[j] : iv;
+      enum tw_arch arch = TW_ARCH_ANY;
+      if (map && !strcmp(iv->keys[j], "x86_64"))
+        arch = TW_ARCH_X86_64;
+      else if (map && !strcmp(iv->keys[j], "arm64"))
+        arch = TW_ARCH_ARM64;
+      else if (map)
+        return tw_err_field(err, TW_E_INVALID, "images",
+                            "images.%s.%s: expected x86_64 or arm64",
+                            imgs->keys[i], iv->keys[j]);
+      if (e->kind != TW_NODE_SCALAR ||
+          strlen(imgs->keys[i]) >= TW_MODEL_NAME_MAX)
+        return tw_err_field(err, TW_E_INVALID, "images",
+                            "images.%s: expected an image", imgs->keys[i]);
+      struct az_image *im = &a->images[a->n_images++];
+      TW_SET(im->region, strcmp(imgs->keys[i], "*") ? imgs->keys[i] : "");
+      im->arch = arch;
+      im->image = tw_strdup(e->str);
+    }
   }
+  if ((rc = tw_provider_cfg_int(cfg, "os_disk_size_gb", 0, 4095, 0,
+                                &a->os_disk_gb, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "vm_identity", NULL, &a->vm_identity,
+                                   err)))
+    return rc;
+  if (a->vm_identity && strcmp(a->vm_identity, "system") &&
+      strncasecmp(a->vm_identity, "/subscriptions/", 15))
+    return tw_err_field(err, TW_E_INVALID, "vm_identity",
+                        "vm_identity: expected system or a user-assigned "
+                        "identity's resource id (/subscriptions/...)");
 
   ho.sleep_ms = http_sleep;
   ho.sleep_ctx = a;
   return tw_http_new(&ho, &a->http, err);
 }
 
-static const char *image_for(const struct az_ctx *a, const char *region) {
-  const char *def = NULL;
+/* The region's image for arch, the region's for any, then the defaults'. */
+static const char *image_for(const struct az_ctx *a, const char *region,
+                             enum tw_arch arch) {
+  const char *best = NULL;
+  int best_score = -1;
   for (size_t i = 0; i < a->n_images; i++) {
-    if (!strcmp(a->images[i].region, region))
-      return a->images[i].image;
-    if (!a->images[i].region[0])
-      def = a->images[i].image;
+    const struct az_image *im = &a->images[i];
+    bool here = !strcmp(im->region, region);
+    if ((!here && im->region[0]) ||
+        (im->arch != TW_ARCH_ANY && im->arch != arch))
+      continue;
+    int score = (here ? 2 : 0) + (im->arch != TW_ARCH_ANY);
+    if (score > best_score) {
+      best_score = score;
+      best = im->image;
+    }
   }
-  return def;
+  return best;
 }
 
 /* ---- identity: OAuth2 client credentials --------------------------------- */
@@ -1059,7 +1104,8 @@ static json_t *image_json(const char *image) {
 static enum tw_rc vm_body(struct az_ctx *a, const struct tw_launch *req,
                           const char *name, char **out, struct tw_err *err) {
   const struct tw_offer *o = req->offer;
-  const char *image = req->image ? req->image : image_for(a, o->region);
+  const char *image =
+      req->image ? req->image : image_for(a, o->region, o->arch);
   if (!image)
     return tw_err_field(err, TW_E_INVALID, "image",
                         "azure launch: no image for region %s (set image or "
@@ -1116,7 +1162,7 @@ static enum tw_rc vm_body(struct az_ctx *a, const struct tw_launch *req,
       "hardwareProfile", "vmSize", o->instance_type, "storageProfile",
       "imageReference", img, "osDisk", "createOption", "FromImage",
       "deleteOption", "Delete", "managedDisk", "storageAccountType",
-      a->os_disk_type, "osProfile", os, "networkProfile", "networkApiVersion",
+      req->disk_type ? req->disk_type : a->os_disk_type, "osProfile", os, "networkProfile", "networkApiVersion",
       "2022-11-01", "networkInterfaceConfigurations", "name", nic, "properties",
       "primary", 1, "deleteOption", "Delete", "ipConfigurations", "name",
       "ipconfig1", "properties", "subnet", "id", a->subnet_id);
@@ -1150,6 +1196,23 @@ static enum tw_rc vm_body(struct az_ctx *a, const struct tw_launch *req,
   }
   if (*o->zone)
     json_object_set_new(vm, "zones", json_pack("[s]", o->zone));
+  /* the OS disk's size: the job's, else the config's, else the image's */
+  int64_t gb = req->disk_size_gb ? req->disk_size_gb : a->os_disk_gb;
+  if (gb)
+    json_object_set_new(
+        json_object_get(
+            json_object_get(json_object_get(vm, "properties"),
+                            "storageProfile"),
+            "osDisk"),
+        "diskSizeGB", json_integer(gb));
+  /* the VM's own identity, for what runs on it */
+  if (a->vm_identity && !strcmp(a->vm_identity, "system"))
+    json_object_set_new(vm, "identity",
+                        json_pack("{s:s}", "type", "SystemAssigned"));
+  else if (a->vm_identity)
+    json_object_set_new(vm, "identity",
+                        json_pack("{s:s,s:{s:{}}}", "type", "UserAssigned",
+                                  "userAssignedIdentities", a->vm_identity));
   *out = json_dumps(vm, AZ_JSON_FLAGS);
   json_decref(vm);
   return *out ? TW_OK

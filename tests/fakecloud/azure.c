@@ -524,6 +524,14 @@ static json_t *vm_json(const struct az_vm *vm, bool expand) {
                 vm->req.storage_profile, "osProfile", vm->req.os_profile,
                 "networkProfile", vm->req.network_profile, "provisioningState",
                 prov_state(vm), "timeCreated", t, "priority", vm->req.priority);
+  json_t *vm_identity = vm->req.identity ? json_deep_copy(vm->req.identity)
+                                         : NULL;
+  if (vm_identity && strstr(json_string_value(json_object_get(vm_identity,
+                                                                "type")),
+                            "SystemAssigned")) {
+    json_object_set_new(vm_identity, "principalId", json_string(vm->vm_id));
+    json_object_set_new(vm_identity, "tenantId", json_string(FC_AZ_TENANT));
+  }
   if (vm_spot(vm)) {
     json_object_set_new(props, "evictionPolicy",
                         json_string(vm->req.eviction_policy));
@@ -541,6 +549,8 @@ static json_t *vm_json(const struct az_vm *vm, bool expand) {
                         "etag", etag, "properties", props);
   if (vm->req.zone[0])
     json_object_set_new(o, "zones", json_pack("[s]", vm->req.zone));
+  if (vm_identity)
+    json_object_set_new(o, "identity", vm_identity);
   return o;
 }
 

@@ -113,6 +113,7 @@ struct fc_az_vm_req {
                               customData (never returned by ARM) */
   json_t *network_profile; /* owned, as sent */
   char *custom_data;       /* owned: osProfile.customData (base64), or NULL */
+  json_t *identity;        /* owned: the VM's identity as sent, or NULL */
 };
 
 /* Validates a VM body as the Compute resource provider does (required

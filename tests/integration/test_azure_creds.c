@@ -1,4 +1,5 @@
-/* test_azure_creds.c - the Azure adapter's credentials
+/* test_azure_creds.c - the Azure adapter's credentials and the job's
+ * machine on a VM
  * (docs/providers.md#azure-credentials) against an in-process fake Entra
  * ID and IMDS (tests/fakecloud/azure.c): the certificate's signed client
  * assertion, workload identity's federated token, the managed identity,
@@ -212,6 +213,107 @@ static void managed_identity(void **state) {
                     &p, &err) == TW_E_AUTH);
 }
 
+/* GET of an ARM path with a managed identity's token from the fake. */
+static json_t *arm_get(const char *path) {
+  json_t *t = NULL;
+  char url[640];
+  snprintf(url, sizeof url,
+           "%s/metadata/identity/oauth2/token?api-version=2018-02-01&"
+           "resource=%s/",
+           base, base);
+  const struct tw_http_header mh[] = {{"Metadata", "true"}};
+  struct tw_http_request req = {.method = "GET", .url = url, .headers = mh,
+                                .n_headers = 1, .max_attempts = 1};
+  struct tw_http_response r;
+  struct tw_err err = {0};
+  tw_http_response_init(&r);
+  if (tw_http_do(http, &req, &r, &err) == TW_OK)
+    t = json_loadb(r.body.data, r.body.len, 0, NULL);
+  tw_http_response_release(&r);
+  char authz[512];
+  snprintf(authz, sizeof authz, "Bearer %s",
+           json_string_value(json_object_get(t, "access_token")));
+  json_decref(t);
+  snprintf(url, sizeof url, "%s%s", base, path);
+  const struct tw_http_header ah[] = {{"Authorization", authz}};
+  req = (struct tw_http_request){.method = "GET", .url = url, .headers = ah,
+                                 .n_headers = 1, .max_attempts = 1};
+  tw_http_response_init(&r);
+  json_t *j = NULL;
+  if (tw_http_do(http, &req, &r, &err) == TW_OK && r.status == 200)
+    j = json_loadb(r.body.data, r.body.len, 0, NULL);
+  tw_http_response_release(&r);
+  return j;
+}
+
+/* images per architecture, the OS disk from the config or the job, the
+ * VM's identity; what ARM refuses, the fake refuses */
+static void machine(void **state) {
+  (void)state;
+  char *extra = tw_asprintf(
+      "imds_endpoint: %s\nssh_public_key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake\n"
+      "subnet_id: /subscriptions/%s/resourceGroups/net/providers/"
+      "Microsoft.Network/virtualNetworks/v/subnets/default\n"
+      "images: {eastus: {x86_64: \"Canonical:ubuntu-24_04-lts:server:latest\", "
+      "arm64: \"Canonical:ubuntu-24_04-lts:server-arm64:latest\"}}\n"
+      "os_disk_size_gb: 64\n"
+      "vm_identity: /subscriptions/%s/resourceGroups/id/providers/"
+      "Microsoft.ManagedIdentity/userAssignedIdentities/tw-node\n",
+      base, FC_AZ_SUBSCRIPTION, FC_AZ_SUBSCRIPTION);
+  struct tw_provider *p = NULL;
+  struct tw_err err = {0};
+  TW_CHECK_RC(provider(extra, &p, &err), TW_OK, err);
+  json_decref(ctl("/_fake/azure/config", "{\"retry_after_s\":0,\"create_ms\":0}"));
+  struct tw_offer o;
+  memset(&o, 0, sizeof o);
+  snprintf(o.provider, sizeof o.provider, "azure");
+  snprintf(o.account, sizeof o.account, "az-creds");
+  snprintf(o.region, sizeof o.region, "eastus");
+  snprintf(o.instance_type, sizeof o.instance_type, "Standard_D2ps_v5");
+  o.arch = TW_ARCH_ARM64;
+  o.market = TW_MARKET_ON_DEMAND;
+  struct tw_launch l = {.offer = &o, .client_token = "tok-az-1",
+                        .job_id = "j-az", .attempt_id = "a-1", .tenant = "t",
+                        .disk_size_gb = 256, .disk_type = "Premium_LRS"};
+  struct tw_instance in;
+  TW_CHECK_RC(tw_provider_launch(p, &l, &in, &err), TW_OK, err);
+  char path[512];
+  snprintf(path, sizeof path,
+           "/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/"
+           "virtualMachines/%s?api-version=2024-07-01",
+           FC_AZ_SUBSCRIPTION, FC_AZ_RESOURCE_GROUP, in.id);
+  json_t *vm = arm_get(path);
+  TW_CHECK(vm != NULL, "GET %s", path);
+  json_t *sp = json_object_get(json_object_get(vm, "properties"),
+                               "storageProfile");
+  TW_CHECK_STR(json_string_value(json_object_get(
+                   json_object_get(sp, "imageReference"), "sku")),
+               "server-arm64");
+  json_t *od = json_object_get(sp, "osDisk");
+  TW_CHECK_INT(json_integer_value(json_object_get(od, "diskSizeGB")), 256);
+  TW_CHECK_STR(json_string_value(json_object_get(
+                   json_object_get(od, "managedDisk"), "storageAccountType")),
+               "Premium_LRS");
+  json_t *idn = json_object_get(vm, "identity");
+  TW_CHECK_STR(json_string_value(json_object_get(idn, "type")),
+               "UserAssigned");
+  TW_CHECK(json_object_size(json_object_get(idn, "userAssignedIdentities")) ==
+           1);
+  json_decref(vm);
+  /* a disk type ARM does not have: the fake's 400, TW_E_INVALID */
+  l.client_token = "tok-az-2";
+  l.disk_type = "gp3";
+  tw_err_clear(&err);
+  TW_CHECK(tw_provider_launch(p, &l, &in, &err) == TW_E_INVALID, "%s",
+           err.msg);
+  TW_CHECK(strstr(err.msg, "storageAccountType"), "%s", err.msg);
+  tw_provider_free(p);
+  free(extra);
+  tw_err_clear(&err);
+  TW_CHECK(provider("vm_identity: mine\n", &p, &err) == TW_E_INVALID);
+  TW_CHECK_STR(err.field, "vm_identity");
+}
+
 static void assertion_shape(void **state) {
   (void)state;
   struct tw_az_cert *c = NULL;
@@ -286,6 +388,7 @@ int main(void) {
       cmocka_unit_test_setup(certificate, clean_env),
       cmocka_unit_test_setup(workload_identity, clean_env),
       cmocka_unit_test_setup(managed_identity, clean_env),
+      cmocka_unit_test_setup(machine, clean_env),
   };
   return cmocka_run_group_tests(tests, start, stop);
 }
