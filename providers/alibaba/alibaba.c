@@ -49,6 +49,7 @@
 
 struct ali_image {
   char region[TW_MODEL_NAME_MAX]; /* "" = default */
+  enum tw_arch arch;              /* TW_ARCH_ANY: every architecture */
   char *image;
 };
 
@@ -71,6 +72,8 @@ struct ali_ctx {
   size_t n_images;
   struct ali_vswitch *vswitches;
   size_t n_vswitches;
+  int64_t disk_gb;                     /* SystemDisk.Size; 0 the image's */
+  char *disk_category, *ram_role_name; /* SystemDisk.Category, RamRoleName */
   char *security_group_id, *key_pair_name;
   char **types; /* instance_types: only these are offered; NULL all */
   size_t n_types;
@@ -119,6 +122,9 @@ static const char *const ali_keys[] = {"endpoint",
                                        "vswitch_ids",
                                        "security_group_id",
                                        "key_pair_name",
+                                       "system_disk_size_gb",
+                                       "system_disk_category",
+                                       "ram_role_name",
                                        "instance_types",
                                        "cny_usd_rate",
                                        "cny_usd_rate_date",
@@ -146,6 +152,8 @@ static void ali_free(struct tw_provider *p) {
   for (size_t i = 0; i < a->n_vswitches; i++)
     free(a->vswitches[i].id);
   free(a->vswitches);
+  free(a->disk_category);
+  free(a->ram_role_name);
   free(a->security_group_id);
   free(a->key_pair_name);
   tw_provider_strv_free(a->types, a->n_types);
@@ -344,16 +352,51 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
   char(*keys)[TW_MODEL_NAME_MAX] = NULL;
   char **vals = NULL;
   size_t nv = 0;
-  rc = read_per_key(cfg, "image", "images", &keys, &vals, &nv, err);
-  a->images = tw_calloc(nv + 1, sizeof *a->images);
-  for (size_t i = 0; i < nv; i++) {
-    TW_SET(a->images[i].region, keys[i]);
-    a->images[i].image = vals[i];
+  /* image: every region's; images: {region: image} or {region:
+   * {x86_64: image, arm64: image}}, region "*" every region */
+  const char *img;
+  if ((rc = tw_provider_cfg_str(cfg, "image", NULL, &img, err)))
+    return rc;
+  const struct tw_node *imgs = tw_node_get(cfg, "images");
+  if (imgs && imgs->kind != TW_NODE_MAP)
+    return tw_err_field(err, TW_E_INVALID, "images",
+                        "images: expected a mapping of regions to images");
+  size_t cap = 1;
+  for (size_t i = 0; imgs && i < imgs->n; i++)
+    cap += imgs->items[i]->kind == TW_NODE_MAP ? imgs->items[i]->n : 1;
+  a->images = tw_calloc(cap, sizeof *a->images);
+  if (img)
+    a->images[a->n_images++].image = tw_strdup(img);
+  for (size_t i = 0; imgs && i < imgs->n; i++) {
+    const struct tw_node *iv = imgs->items[i];
+    bool map = iv->kind == TW_NODE_MAP;
+    for (size_t j = 0; j < (map ? iv->n : 1); j++) {
+      const struct tw_node *e = map ? iv->items[j] : iv;
+      enum tw_arch arch = TW_ARCH_ANY;
+      if (map && !strcmp(iv->keys[j], "x86_64"))
+        arch = TW_ARCH_X86_64;
+      else if (map && !strcmp(iv->keys[j], "arm64"))
+        arch = TW_ARCH_ARM64;
+      else if (map)
+        return tw_err_field(err, TW_E_INVALID, "images",
+                            "images.%s.%s: expected x86_64 or arm64",
+                            imgs->keys[i], iv->keys[j]);
+      if (e->kind != TW_NODE_SCALAR ||
+          strlen(imgs->keys[i]) >= TW_MODEL_NAME_MAX)
+        return tw_err_field(err, TW_E_INVALID, "images",
+                            "images.%s: expected an image id", imgs->keys[i]);
+      struct ali_image *im = &a->images[a->n_images++];
+      TW_SET(im->region, strcmp(imgs->keys[i], "*") ? imgs->keys[i] : "");
+      im->arch = arch;
+      im->image = tw_strdup(e->str);
+    }
   }
-  a->n_images = nv;
-  free(keys);
-  free(vals);
-  if (rc)
+  if ((rc = tw_provider_cfg_int(cfg, "system_disk_size_gb", 0, 2048, 0,
+                                &a->disk_gb, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "system_disk_category", NULL,
+                                   &a->disk_category, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "ram_role_name", NULL,
+                                   &a->ram_role_name, err)))
     return rc;
   rc = read_per_key(cfg, "vswitch_id", "vswitch_ids", &keys, &vals, &nv, err);
   a->vswitches = tw_calloc(nv + 1, sizeof *a->vswitches);
@@ -372,15 +415,24 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
   return init_creds(p, a, cfg, err);
 }
 
-static const char *image_for(const struct ali_ctx *a, const char *region) {
-  const char *def = NULL;
+/* The region's image for arch, the region's for any, then the defaults'. */
+static const char *image_for(const struct ali_ctx *a, const char *region,
+                             enum tw_arch arch) {
+  const char *best = NULL;
+  int best_score = -1;
   for (size_t i = 0; i < a->n_images; i++) {
-    if (!strcmp(a->images[i].region, region))
-      return a->images[i].image;
-    if (!a->images[i].region[0])
-      def = a->images[i].image;
+    const struct ali_image *im = &a->images[i];
+    bool here = !strcmp(im->region, region);
+    if ((!here && im->region[0]) ||
+        (im->arch != TW_ARCH_ANY && im->arch != arch))
+      continue;
+    int score = (here ? 2 : 0) + (im->arch != TW_ARCH_ANY);
+    if (score > best_score) {
+      best_score = score;
+      best = im->image;
+    }
   }
-  return def;
+  return best;
 }
 
 static const char *vswitch_for(const struct ali_ctx *a, const char *zone) {
@@ -712,7 +764,8 @@ static enum tw_rc ali_launch(struct tw_provider *p, const struct tw_launch *req,
     return tw_err_set(err, TW_E_INVALID,
                       "alibaba launch: region %s is not configured for %s",
                       o->region, p->account);
-  const char *image = req->image ? req->image : image_for(a, o->region);
+  const char *image =
+      req->image ? req->image : image_for(a, o->region, o->arch);
   if (!image)
     return tw_err_field(err, TW_E_INVALID, "image",
                         "alibaba launch: no image for region %s (set image "
@@ -785,6 +838,18 @@ static enum tw_rc ali_launch(struct tw_provider *p, const struct tw_launch *req,
     ap_add(&f, "SecurityGroupId", a->security_group_id);
   if (a->key_pair_name)
     ap_add(&f, "KeyPairName", a->key_pair_name);
+  /* the system disk: the job's, else the config's, else the image's */
+  int64_t gb = req->disk_size_gb ? req->disk_size_gb : a->disk_gb;
+  const char *cat = req->disk_type ? req->disk_type : a->disk_category;
+  if (gb) {
+    char gbs[24];
+    snprintf(gbs, sizeof gbs, "%lld", (long long)gb);
+    ap_add(&f, "SystemDisk.Size", gbs);
+  }
+  if (cat)
+    ap_add(&f, "SystemDisk.Category", cat);
+  if (a->ram_role_name)
+    ap_add(&f, "RamRoleName", a->ram_role_name);
   if (req->user_data) {
     size_t n = strlen(req->user_data);
     /* ECS takes at most 32 KiB of user data once encoded. */

@@ -148,6 +148,8 @@ struct inst {
   char id[32];
   size_t region, zone, itype;
   char image[128], name[129], token[65];
+  char disk_category[24], ram_role[65];
+  int disk_gb;
   enum ist state;
   int64_t create_ms;
   int64_t next_ms;    /* end of Pending or Stopping; -1 none */
@@ -738,6 +740,11 @@ static void act_run(struct call *k) {
     snprintf(in->image, sizeof in->image, "%s", r.image);
     snprintf(in->name, sizeof in->name, "%s", r.name ? r.name : in->id);
     snprintf(in->token, sizeof in->token, "%s", r.token ? r.token : "");
+    snprintf(in->disk_category, sizeof in->disk_category, "%s",
+             r.system_disk_category ? r.system_disk_category : "");
+    snprintf(in->ram_role, sizeof in->ram_role, "%s",
+             r.ram_role ? r.ram_role : "");
+    in->disk_gb = r.system_disk_gb;
     in->state = create ? IS_STOPPED : IS_PENDING;
     if (r.user_data && fc_boot_enabled(a->s))
       in->user_data = fc_base64_decode(r.user_data, &in->user_data_len);
@@ -1956,6 +1963,11 @@ static json_t *inst_state_json(const struct inst *in) {
   char t[32];
   if (in->token[0])
     json_object_set_new(o, "ClientToken", json_string(in->token));
+  json_object_set_new(o, "SystemDisk",
+                      json_pack("{s:i,s:s}", "Size", in->disk_gb, "Category",
+                                in->disk_category));
+  json_object_set_new(o, "RamRoleName", json_string(in->ram_role));
+  json_object_set_new(o, "ImageIdAsLaunched", json_string(in->image));
   if (in->notice_ms >= 0) {
     fmt_seconds(in->notice_ms, t);
     json_object_set_new(o, "NoticeTime", json_string(t));

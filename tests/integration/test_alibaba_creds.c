@@ -3,7 +3,8 @@
  * ECS metadata service (tests/fakecloud/alibaba.c, creds.c): an STS token
  * beside its AccessKey, the instance's RAM role (discovered and named),
  * an STS AssumeRole on an AccessKey, both signature styles, and a session
- * revoked early. */
+ * revoked early; then the job's machine on ECS: the image of the
+ * architecture, the system disk, the instance's RAM role. */
 #include <curl/curl.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -184,6 +185,64 @@ static void assume_role(void **state) {
   free(extra);
 }
 
+static void machine(void **state) {
+  (void)state;
+  setenv("TW_ALI_AK", FC_DEFAULT_ACCESS_KEY, 1);
+  setenv("TW_ALI_SK", FC_DEFAULT_SECRET_KEY, 1);
+  struct tw_provider *p = NULL;
+  struct tw_err err = {0};
+  TW_CHECK_RC(provider("access_key_env: TW_ALI_AK\nsecret_key_env: TW_ALI_SK\n"
+                       "images: {cn-hangzhou: {x86_64: "
+                       "ubuntu_24_04_x64_20G_alibase_20250722.vhd, arm64: "
+                       "ubuntu_24_04_arm64_20G_alibase_20250722.vhd}}\n"
+                       "system_disk_size_gb: 40\nsystem_disk_category: "
+                       "cloud_essd\nram_role_name: tradewind-node\n",
+                       &p, &err),
+              TW_OK, err);
+  struct tw_offer o;
+  memset(&o, 0, sizeof o);
+  snprintf(o.provider, sizeof o.provider, "alibaba");
+  snprintf(o.account, sizeof o.account, "ali-creds");
+  snprintf(o.region, sizeof o.region, "cn-hangzhou");
+  snprintf(o.zone, sizeof o.zone, "cn-hangzhou-h");
+  snprintf(o.instance_type, sizeof o.instance_type, "ecs.g7.large");
+  o.arch = TW_ARCH_X86_64;
+  o.market = TW_MARKET_ON_DEMAND;
+  struct tw_launch l = {.offer = &o, .client_token = "tok-ali-m1",
+                        .job_id = "j-ali", .attempt_id = "a-1", .tenant = "t",
+                        .disk_size_gb = 100};
+  struct tw_instance in;
+  TW_CHECK_RC(tw_provider_launch(p, &l, &in, &err), TW_OK, err);
+  char path[160];
+  snprintf(path, sizeof path, "/_fake/alibaba/instances/%s", in.id);
+  json_t *j = NULL;
+  TW_CHECK_INT(raw("GET", path, NULL, &j), 200);
+  json_t *disk = json_object_get(j, "SystemDisk");
+  TW_CHECK_INT(json_integer_value(json_object_get(disk, "Size")), 100);
+  TW_CHECK_STR(json_string_value(json_object_get(disk, "Category")),
+               "cloud_essd");
+  TW_CHECK_STR(json_string_value(json_object_get(j, "RamRoleName")),
+               "tradewind-node");
+  TW_CHECK_STR(json_string_value(json_object_get(j, "ImageIdAsLaunched")),
+               "ubuntu_24_04_x64_20G_alibase_20250722.vhd");
+  json_decref(j);
+  /* what ECS refuses, the fake refuses */
+  l.client_token = "tok-ali-m2";
+  l.disk_size_gb = 10;
+  tw_err_clear(&err);
+  TW_CHECK(tw_provider_launch(p, &l, &in, &err) == TW_E_INVALID, "%s",
+           err.msg);
+  TW_CHECK_STR(err.detail, "InvalidSystemDiskSize.ValueNotSupported");
+  l.client_token = "tok-ali-m3";
+  l.disk_size_gb = 0;
+  l.disk_type = "gp3";
+  tw_err_clear(&err);
+  TW_CHECK(tw_provider_launch(p, &l, &in, &err) == TW_E_INVALID, "%s",
+           err.msg);
+  TW_CHECK_STR(err.detail, "InvalidSystemDiskCategory.ValueNotSupported");
+  tw_provider_free(p);
+}
+
 static int start(void **state) {
   (void)state;
   curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -211,6 +270,7 @@ int main(void) {
       cmocka_unit_test_setup(sts_token_from_the_environment, clean),
       cmocka_unit_test_setup(ram_role, clean),
       cmocka_unit_test_setup(assume_role, clean),
+      cmocka_unit_test_setup(machine, clean),
   };
   return cmocka_run_group_tests(tests, start, stop);
 }
