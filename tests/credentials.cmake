@@ -70,3 +70,14 @@ set_tests_properties(creds_conformance_azure_identity PROPERTIES
   LABELS "conformance;ux;credentials;fakecloud;azure"
   FIXTURES_REQUIRED azure_npm SKIP_RETURN_CODE 77 TIMEOUT 120
   ENVIRONMENT "TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>")
+
+# A script over EC2's user data limit on a provider without `agent: true`:
+# the agent's bootstrap delivers it instead of a refusal.
+tw_add_test(test_user_data_agent_e2e
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_user_data_agent_e2e.c
+  LIBS twtest_daemon twtest_fakecloud tw_base PkgConfig::CURL
+       PkgConfig::JANSSON
+  LABELS e2e TIMEOUT 180)
+tw_creds_labels(test_user_data_agent_e2e e2e ux agent aws)
+add_dependencies(test_user_data_agent_e2e tradewindd tradewind-agent
+  tradewind-fakecloud)

@@ -218,10 +218,10 @@ static void blocklist_failed(struct tw_sched *s, const struct tw_offer *o,
 static const char *agent_user_data(struct tw_sched *s,
                                    const struct tw_job_rec *job,
                                    const struct tw_attempt_rec *a,
-                                   const struct tw_offer *o,
+                                   const struct tw_offer *o, bool force,
                                    struct tw_buf *out) {
   struct pcache *pc = sched__provider(s, o->account);
-  if (!s->agent || !pc || !tw_provider_agent(pc->p))
+  if (!s->agent || !pc || (!force && !tw_provider_agent(pc->p)))
     return NULL;
   struct tw_err err = {0};
   if (tw_agent_user_data(s->agent, job->id, a->id, a->n, a->client_token,
@@ -245,9 +245,23 @@ static const char *user_data(struct tw_sched *s, const struct tw_job_rec *job,
                              const struct tw_job_spec *spec,
                              const struct tw_attempt_rec *a,
                              const struct tw_offer *o, struct tw_buf *out) {
-  const char *boot = agent_user_data(s, job, a, o, out);
+  const char *boot = agent_user_data(s, job, a, o, false, out);
   if (boot)
     return boot;
+  /* a script larger than the provider takes as user data: the agent's
+   * bootstrap instead, the script fetched from the broker by the agent */
+  struct pcache *lc = sched__provider(s, o->account);
+  size_t max = lc ? tw_provider_info(lc->p)->user_data_max : 0;
+  if (max && spec->run && strlen(spec->run) > max) {
+    boot = agent_user_data(s, job, a, o, true, out);
+    if (boot) {
+      tw_log_info("agent",
+                  "job=%s attempt=%d script of %zu bytes over %s's user data "
+                  "limit (%zu): the agent delivers it",
+                  job->id, a->n, strlen(spec->run), o->account, max);
+      return boot;
+    }
+  }
   if (!spec->checkpoint_uri && !spec->checkpoint_interval_s)
     return spec->run;
   /* resume_s comes from attempts that ended before this one was opened,

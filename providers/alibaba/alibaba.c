@@ -1540,6 +1540,7 @@ static const struct tw_provider_info ali_info = {
     .focus_compute_service = "Elastic Compute Service",
     .focus_network_service = "Data Transfer",
     .focus_resource_type = "Virtual Machine",
+    .user_data_max = 24576, /* 32 KiB once base64-encoded */
     .catalog_zone_ids = false,
     .catalog_risk_feed = false,
     .arch_of_type = ali_arch_of_type,

@@ -1594,6 +1594,7 @@ static const struct tw_provider_info aws_info = {
     .focus_compute_service = "Amazon Elastic Compute Cloud",
     .focus_network_service = "AWS Data Transfer",
     .focus_resource_type = "Virtual Machine",
+    .user_data_max = 16384, /* EC2: 16 KiB before encoding */
     .catalog_zone_ids = true,
     .catalog_risk_feed = true,
     .arch_of_type = aws_arch_of_type,

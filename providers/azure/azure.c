@@ -1761,6 +1761,7 @@ static const struct tw_provider_info az_info = {
     .focus_compute_service = "Virtual Machines",
     .focus_network_service = "Bandwidth",
     .focus_resource_type = "Virtual Machine",
+    .user_data_max = 65535, /* customData: 64 KiB before encoding */
     .catalog_zone_ids = false,
     .catalog_risk_feed = false,
     .arch_of_type = az_arch_of_type,
