@@ -81,3 +81,11 @@ tw_add_test(test_user_data_agent_e2e
 tw_creds_labels(test_user_data_agent_e2e e2e ux agent aws)
 add_dependencies(test_user_data_agent_e2e tradewindd tradewind-agent
   tradewind-fakecloud)
+
+# The machine allow-list through a running daemon's API.
+tw_add_test(test_machine_api
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_machine_api.c
+  LIBS twtest_daemon tw_base PkgConfig::CURL PkgConfig::JANSSON
+  LABELS integration TIMEOUT 60)
+tw_creds_labels(test_machine_api integration ux api spec)
+add_dependencies(test_machine_api tradewindd)
