@@ -1507,9 +1507,9 @@ enum tw_rc tw_spec_machine_parse(const struct tw_node *m,
       (rc = machine_list(m, "disk_types", true, &out->disk_types, err)))
     goto fail;
   const struct tw_node *n = tw_node_get(m, "disk_max_gb");
-  if (!is_null(n) && (rc = get_int(n, "machine.disk_max_gb", 1,
-                                   TW_SPEC_DISK_GB_MAX, &out->disk_max_gb,
-                                   err)))
+  if (!is_null(n) &&
+      (rc = get_int(n, "machine.disk_max_gb", 1, TW_SPEC_DISK_GB_MAX,
+                    &out->disk_max_gb, err)))
     goto fail;
   n = tw_node_get(m, "ports");
   if (!is_null(n)) {
@@ -1683,7 +1683,8 @@ static enum tw_rc parse_top(const struct tw_node *root,
   if (!is_null(n = tw_node_get(root, "image")) &&
       (rc = parse_image(n, spec, err)))
     return rc;
-  if (!is_null(n = tw_node_get(root, "disk")) && (rc = parse_disk(n, spec, err)))
+  if (!is_null(n = tw_node_get(root, "disk")) &&
+      (rc = parse_disk(n, spec, err)))
     return rc;
   if (!is_null(n = tw_node_get(root, "ports")) &&
       (rc = parse_ports(n, spec, err)))

@@ -108,9 +108,9 @@ struct tw_kv {
  * broker/core/config.h): what `image`, `disk` and `ports` of a spec may
  * ask for.  An empty list allows nothing of its kind. */
 struct tw_spec_machine {
-  const char *const *images;     /* globs, NULL-terminated; NULL none */
-  const char *const *disk_types; /* NULL-terminated; NULL none */
-  int64_t disk_max_gb;           /* 0: disk.size_gb refused */
+  const char *const *images;         /* globs, NULL-terminated; NULL none */
+  const char *const *disk_types;     /* NULL-terminated; NULL none */
+  int64_t disk_max_gb;               /* 0: disk.size_gb refused */
   const struct tw_port_range *ports; /* a spec's ports must lie inside */
   size_t n_ports;
 };
@@ -178,9 +178,9 @@ struct tw_job_spec {
 
   /* the machine (docs/jobspec.md#image-disk-ports), each from the
    * operator's allow-list (struct tw_spec_machine) */
-  char *image;          /* image id or name; NULL: the provider's */
-  int64_t disk_size_gb; /* disk.size_gb, 1..65536; 0: the provider's */
-  char *disk_type;      /* disk.type ("gp3", "Premium_LRS"); NULL */
+  char *image;                 /* image id or name; NULL: the provider's */
+  int64_t disk_size_gb;        /* disk.size_gb, 1..65536; 0: the provider's */
+  char *disk_type;             /* disk.type ("gp3", "Premium_LRS"); NULL */
   struct tw_port_range *ports; /* inbound ports to open, sorted */
   size_t n_ports;
 };

@@ -31,7 +31,7 @@ struct tw_ali_creds {
   struct tw_clock *clock;
   struct tw_http *http;
   char *ca_file;
-  char *ram_role, *metadata; /* K_RAM */
+  char *ram_role, *metadata;      /* K_RAM */
   char *role_arn, *session, *sts; /* K_ASSUME */
   int64_t duration_s;
   struct tw_ali_creds *source;
@@ -51,7 +51,8 @@ static bool set(char *dst, size_t sz, const char *s) {
   return true;
 }
 
-static struct tw_ali_creds *node(enum kind k, const struct tw_ali_creds_opts *o) {
+static struct tw_ali_creds *node(enum kind k,
+                                 const struct tw_ali_creds_opts *o) {
   struct tw_ali_creds *c = tw_calloc(1, sizeof *c);
   c->kind = k;
   c->clock = o->clock ? o->clock : tw_clock_real();
@@ -245,8 +246,8 @@ static enum tw_rc fetch_assume(struct tw_ali_creds *c, struct tw_ali_key *out,
                     code ? code : "error", msg ? msg : "");
   }
   if (rc == TW_OK)
-    rc = read_key(json_object_get(j, "Credentials"), "sts AssumeRole", out,
-                  err);
+    rc =
+        read_key(json_object_get(j, "Credentials"), "sts AssumeRole", out, err);
   json_decref(j);
   if (r.body.data)
     OPENSSL_cleanse(r.body.data, r.body.len);
@@ -314,11 +315,13 @@ enum tw_rc tw_ali_creds_new(const struct tw_ali_creds_opts *o,
     }
     c->have = true;
   } else if (ak || sk) {
-    return tw_err_field(err, TW_E_AUTH, ak ? "secret_key_env" : "access_key_env",
+    return tw_err_field(err, TW_E_AUTH,
+                        ak ? "secret_key_env" : "access_key_env",
                         "alibaba: an AccessKey needs both its id and its "
                         "secret");
   } else {
-    const char *role = o->ram_role ? o->ram_role : env("ALIBABA_CLOUD_ECS_METADATA");
+    const char *role =
+        o->ram_role ? o->ram_role : env("ALIBABA_CLOUD_ECS_METADATA");
     const char *dis = env("ALIBABA_CLOUD_ECS_METADATA_DISABLED");
     if (!role && dis && !strcasecmp(dis, "true"))
       return tw_err_set(err, TW_E_AUTH,

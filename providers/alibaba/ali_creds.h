@@ -26,7 +26,7 @@ struct tw_http;
 struct tw_ali_key {
   char id[256];
   char secret[256];
-  char token[4096]; /* "" for an AccessKey of a RAM user */
+  char token[4096];   /* "" for an AccessKey of a RAM user */
   int64_t expires_ms; /* 0: never */
 };
 

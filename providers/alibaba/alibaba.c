@@ -64,7 +64,7 @@ struct ali_ctx {
   char *cms_endpoint;     /* CloudMonitor; NULL: no reclaim times */
   char **regions;
   size_t n_regions;
-  struct tw_ali_creds *creds; /* ali_creds.h; never logged */
+  struct tw_ali_creds *creds;    /* ali_creds.h; never logged */
   bool acs3;                     /* sign ACS3-HMAC-SHA256, else HMAC-SHA1 */
   long timeout_ms, connect_timeout_ms;
   char *ca_file;
@@ -211,16 +211,15 @@ static enum tw_rc init_creds(struct tw_provider *p, struct ali_ctx *a,
     given = given || tw_node_get(cfg, *k) != NULL;
   char *ak = NULL, *sk = NULL, *tok = NULL;
   enum tw_rc rc = TW_OK;
-  if (given &&
-      ((rc = tw_provider_cfg_secret(p, cfg, "access_key",
-                                    "ALIBABA_CLOUD_ACCESS_KEY_ID", true, &ak,
-                                    err)) ||
-       (rc = tw_provider_cfg_secret(p, cfg, "secret_key",
-                                    "ALIBABA_CLOUD_ACCESS_KEY_SECRET", true,
-                                    &sk, err)) ||
-       (rc = tw_provider_cfg_secret(p, cfg, "security_token",
-                                    "ALIBABA_CLOUD_SECURITY_TOKEN", false,
-                                    &tok, err))))
+  if (given && ((rc = tw_provider_cfg_secret(p, cfg, "access_key",
+                                             "ALIBABA_CLOUD_ACCESS_KEY_ID",
+                                             true, &ak, err)) ||
+                (rc = tw_provider_cfg_secret(p, cfg, "secret_key",
+                                             "ALIBABA_CLOUD_ACCESS_KEY_SECRET",
+                                             true, &sk, err)) ||
+                (rc = tw_provider_cfg_secret(p, cfg, "security_token",
+                                             "ALIBABA_CLOUD_SECURITY_TOKEN",
+                                             false, &tok, err))))
     goto out;
   struct tw_ali_creds_opts o = {.access_key = ak,
                                 .secret_key = sk,
@@ -292,7 +291,6 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
                           "regions[%zu]: too long", i);
   a->where.regions = a->regions;
   a->where.n_regions = a->n_regions;
-
 
   if ((rc = tw_provider_cfg_str(cfg, "signature", "hmac-sha1", &s, err)))
     return rc;
@@ -620,9 +618,9 @@ static enum tw_rc ali_sign_attempt(void *vctx, struct tw_http_attempt *att,
   struct tw_ali_acs3_result res;
   enum tw_rc rc = tw_ali_acs3_sign(&sr, key.secret, &res, err);
   if (rc == TW_OK) {
-    char *authz = tw_asprintf("%s Credential=%s,SignedHeaders=%s,Signature=%s",
-                              TW_ALI_ACS3, key.id, res.signed_headers,
-                              res.signature);
+    char *authz =
+        tw_asprintf("%s Credential=%s,SignedHeaders=%s,Signature=%s",
+                    TW_ALI_ACS3, key.id, res.signed_headers, res.signature);
     for (size_t i = 1; i < nh; i++)
       tw_http_attempt_add_header(att, h[i].name, h[i].value);
     tw_http_attempt_add_header(att, "Authorization", authz);

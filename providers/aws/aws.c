@@ -309,12 +309,19 @@ static void aws_free(struct tw_provider *p) {
  * files, role and endpoints steering it. */
 static enum tw_rc init_creds(struct tw_provider *p, struct aws_ctx *a,
                              const struct tw_node *cfg, struct tw_err *err) {
-  static const char *const static_keys[] = {
-      "access_key_env",    "access_key_file",    "access_key_secret",
-      "secret_key_env",    "secret_key_file",    "secret_key_secret",
-      "session_token_env", "session_token_file", "session_token_secret",
-      "access_key",        "secret_key",         "session_token",
-      NULL};
+  static const char *const static_keys[] = {"access_key_env",
+                                            "access_key_file",
+                                            "access_key_secret",
+                                            "secret_key_env",
+                                            "secret_key_file",
+                                            "secret_key_secret",
+                                            "session_token_env",
+                                            "session_token_file",
+                                            "session_token_secret",
+                                            "access_key",
+                                            "secret_key",
+                                            "session_token",
+                                            NULL};
   bool named = false;
   for (const char *const *k = static_keys; *k; k++)
     named = named || tw_node_get(cfg, *k) != NULL;
@@ -327,9 +334,8 @@ static enum tw_rc init_creds(struct tw_provider *p, struct aws_ctx *a,
     char *ak = NULL, *sk = NULL, *tok = NULL;
     if ((rc = tw_provider_cfg_secret(p, cfg, "access_key", "AWS_ACCESS_KEY_ID",
                                      true, &ak, err)) ||
-        (rc = tw_provider_cfg_secret(p, cfg, "secret_key",
-                                     "AWS_SECRET_ACCESS_KEY", true, &sk,
-                                     err)) ||
+        (rc = tw_provider_cfg_secret(
+             p, cfg, "secret_key", "AWS_SECRET_ACCESS_KEY", true, &sk, err)) ||
         (rc = tw_provider_cfg_secret(p, cfg, "session_token",
                                      "AWS_SESSION_TOKEN", false, &tok, err))) {
       free(ak);
@@ -486,8 +492,8 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
         return tw_err_field(err, TW_E_INVALID, "images",
                             "images.%s.%s: expected x86_64 or arm64",
                             imgs->keys[i], iv->keys[j]);
-      if (e->kind != TW_NODE_SCALAR || strlen(imgs->keys[i]) >=
-                                           TW_MODEL_NAME_MAX)
+      if (e->kind != TW_NODE_SCALAR ||
+          strlen(imgs->keys[i]) >= TW_MODEL_NAME_MAX)
         return tw_err_field(err, TW_E_INVALID, "images",
                             "images.%s: expected an image id or "
                             "{x86_64: id, arm64: id}",
@@ -844,9 +850,8 @@ static enum tw_rc aws_launch(struct tw_provider *p, const struct tw_launch *req,
     form_add(&f, "SubnetId", subnet);
   if (a->instance_profile)
     form_add(&f,
-             strncmp(a->instance_profile, "arn:", 4)
-                 ? "IamInstanceProfile.Name"
-                 : "IamInstanceProfile.Arn",
+             strncmp(a->instance_profile, "arn:", 4) ? "IamInstanceProfile.Name"
+                                                     : "IamInstanceProfile.Arn",
              a->instance_profile);
   /* the root volume: the job's disk, else the config's, else the AMI's */
   int64_t disk_gb = req->disk_size_gb ? req->disk_size_gb : a->disk_size_gb;

@@ -39,15 +39,15 @@ enum kind {
   K_IMDS
 };
 
-static const char *const kind_names[] = {
-    [K_STATIC] = "static",
-    [K_ENV] = "environment",
-    [K_ASSUME] = "assume-role",
-    [K_WEB] = "web-identity",
-    [K_CRED_FILE] = "shared-credentials-file",
-    [K_CONFIG_FILE] = "config-file",
-    [K_CONTAINER] = "container",
-    [K_IMDS] = "instance-metadata"};
+static const char *const kind_names[] = {[K_STATIC] = "static",
+                                         [K_ENV] = "environment",
+                                         [K_ASSUME] = "assume-role",
+                                         [K_WEB] = "web-identity",
+                                         [K_CRED_FILE] =
+                                             "shared-credentials-file",
+                                         [K_CONFIG_FILE] = "config-file",
+                                         [K_CONTAINER] = "container",
+                                         [K_IMDS] = "instance-metadata"};
 
 struct tw_aws_creds {
   enum kind kind;
@@ -143,8 +143,8 @@ const char *tw_aws_creds_source(const struct tw_aws_creds *c) {
 }
 
 void tw_aws_creds_invalidate(struct tw_aws_creds *c) {
-  if (!c || c->kind == K_STATIC || c->kind == K_ENV ||
-      c->kind == K_CRED_FILE || c->kind == K_CONFIG_FILE)
+  if (!c || c->kind == K_STATIC || c->kind == K_ENV || c->kind == K_CRED_FILE ||
+      c->kind == K_CONFIG_FILE)
     return;
   pthread_mutex_lock(&c->mu);
   c->have = false;
@@ -243,8 +243,8 @@ bool tw_aws_ini_has(const char *text, const char *section) {
 
 /* The text of the first <tag>...</tag> inside [s, end), entities of
  * tokens left as they are (STS's keys and tokens hold none). */
-static bool xml_text(const char *s, const char *end, const char *tag,
-                     char *out, size_t outsz) {
+static bool xml_text(const char *s, const char *end, const char *tag, char *out,
+                     size_t outsz) {
   char open[64], close[64];
   snprintf(open, sizeof open, "<%s>", tag);
   snprintf(close, sizeof close, "</%s>", tag);
@@ -289,15 +289,15 @@ enum tw_rc tw_aws_parse_sts(const char *body, size_t len, long status,
       cr = p;
       break;
     }
-  if (!cr || !xml_text(cr, end, "AccessKeyId", out->access_key,
-                       sizeof out->access_key) ||
+  if (!cr ||
+      !xml_text(cr, end, "AccessKeyId", out->access_key,
+                sizeof out->access_key) ||
       !xml_text(cr, end, "SecretAccessKey", out->secret_key,
                 sizeof out->secret_key) ||
       !xml_text(cr, end, "SessionToken", out->session_token,
                 sizeof out->session_token) ||
-      !xml_text(cr, end, "Expiration", exp, sizeof exp) ||
-      !*out->access_key || !*out->secret_key ||
-      tw_time_parse_rfc3339(exp, &out->expires_ms) != 0) {
+      !xml_text(cr, end, "Expiration", exp, sizeof exp) || !*out->access_key ||
+      !*out->secret_key || tw_time_parse_rfc3339(exp, &out->expires_ms) != 0) {
     tw_aws_key_wipe(out);
     return tw_err_set(err, TW_E_AUTH,
                       "sts: the answer has no complete Credentials element");
@@ -392,8 +392,8 @@ static enum tw_rc sts_prepare(void *vctx, struct tw_http_attempt *att,
   size_t nh = 3;
   bool tok = *s->k->session_token;
   if (tok)
-    h[nh++] = (struct tw_sigv4_header){"x-amz-security-token",
-                                       s->k->session_token};
+    h[nh++] =
+        (struct tw_sigv4_header){"x-amz-security-token", s->k->session_token};
   struct tw_sigv4_request sr = {.method = "POST",
                                 .path = s->path,
                                 .headers = h,
@@ -402,8 +402,8 @@ static enum tw_rc sts_prepare(void *vctx, struct tw_http_attempt *att,
                                 .body_len = s->body->len};
   struct tw_sigv4_params sp = {.access_key = s->k->access_key,
                                .secret_key = s->k->secret_key,
-                               .session_token = tok ? s->k->session_token
-                                                    : NULL,
+                               .session_token =
+                                   tok ? s->k->session_token : NULL,
                                .region = s->c->region,
                                .service = "sts",
                                .amz_date = date,
@@ -459,8 +459,7 @@ static enum tw_rc sts_call(struct tw_aws_creds *c, const struct tw_buf *body,
   tw_http_response_init(&resp);
   enum tw_rc rc = tw_http_do(c->http, &req, &resp, err);
   if (rc == TW_OK)
-    rc = tw_aws_parse_sts(resp.body.data, resp.body.len, resp.status, out,
-                          err);
+    rc = tw_aws_parse_sts(resp.body.data, resp.body.len, resp.status, out, err);
   if (resp.body.data)
     OPENSSL_cleanse(resp.body.data, resp.body.len);
   tw_http_response_release(&resp);
@@ -564,8 +563,8 @@ static enum tw_rc fetch_container(struct tw_aws_creds *c,
   struct tw_buf body;
   tw_buf_init(&body);
   long status = 0;
-  enum tw_rc rc = meta_call(c, "GET", c->uri, h, auth ? 1 : 0, &body, &status,
-                            err);
+  enum tw_rc rc =
+      meta_call(c, "GET", c->uri, h, auth ? 1 : 0, &body, &status, err);
   wipe_free(auth);
   if (rc == TW_OK && status != 200)
     rc = tw_err_set(err, TW_E_AUTH,
@@ -655,8 +654,7 @@ static enum tw_rc fetch(struct tw_aws_creds *c, struct tw_aws_key *out,
 }
 
 /* The refresh windows of credentials fetched at fetched_ms. */
-static void windows(const struct tw_aws_creds *c, int64_t *adv,
-                    int64_t *mand) {
+static void windows(const struct tw_aws_creds *c, int64_t *adv, int64_t *mand) {
   int64_t life = c->cur.expires_ms - c->fetched_ms;
   *adv = life / 2 < ADVISORY_MS ? life / 2 : ADVISORY_MS;
   *mand = life / 4 < MANDATORY_MS ? life / 4 : MANDATORY_MS;
@@ -810,8 +808,9 @@ static struct tw_aws_creds *imds_node(const struct chain *ch) {
   if (dis && !strcasecmp(dis, "true"))
     return NULL;
   struct tw_aws_creds *c = node_new(K_IMDS, ch->o);
-  const char *e = ch->o->imds_endpoint ? ch->o->imds_endpoint
-                                       : env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+  const char *e = ch->o->imds_endpoint
+                      ? ch->o->imds_endpoint
+                      : env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
   c->imds = tw_strdup(e ? e : IMDS_DEFAULT);
   size_t n = strlen(c->imds);
   while (n && c->imds[n - 1] == '/')
@@ -836,9 +835,9 @@ static struct tw_aws_creds *role_node(const struct chain *ch, enum kind k,
   c->external_id = external_id && *external_id ? tw_strdup(external_id) : NULL;
   c->duration_s = duration_s > 0 ? duration_s : 3600;
   c->region = tw_strdup(ch->o->region ? ch->o->region : "us-east-1");
-  c->sts_endpoint = tw_strdup(ch->o->sts_endpoint
-                                  ? ch->o->sts_endpoint
-                                  : "https://sts.{region}.amazonaws.com");
+  c->sts_endpoint =
+      tw_strdup(ch->o->sts_endpoint ? ch->o->sts_endpoint
+                                    : "https://sts.{region}.amazonaws.com");
   return c;
 }
 
@@ -1018,9 +1017,9 @@ enum tw_rc tw_aws_creds_new(const struct tw_aws_creds_opts *o,
                     profile, ch.credentials_path, ch.config_path);
   /* the config's role_arn: assumed with whatever was found */
   if (!rc && o->role_arn) {
-    struct tw_aws_creds *r = role_node(&ch, K_ASSUME, o->role_arn,
-                                       o->role_session_name, o->external_id,
-                                       o->duration_s);
+    struct tw_aws_creds *r =
+        role_node(&ch, K_ASSUME, o->role_arn, o->role_session_name,
+                  o->external_id, o->duration_s);
     r->source = c;
     c = r;
   }

@@ -63,19 +63,19 @@ struct tw_aws_creds;
 /* Where the chain looks, beside the environment.  Every field may be
  * NULL (the SDKs' defaults). */
 struct tw_aws_creds_opts {
-  const char *profile;        /* else AWS_PROFILE, else "default" */
-  const char *config_file;    /* else AWS_CONFIG_FILE, ~/.aws/config */
+  const char *profile;          /* else AWS_PROFILE, else "default" */
+  const char *config_file;      /* else AWS_CONFIG_FILE, ~/.aws/config */
   const char *credentials_file; /* else AWS_SHARED_CREDENTIALS_FILE, ... */
-  const char *role_arn;       /* assume this role with what the chain finds */
+  const char *role_arn;         /* assume this role with what the chain finds */
   const char *role_session_name;
   const char *external_id;
-  int64_t duration_s;         /* 0: 3600 */
-  const char *region;         /* of the STS endpoint; NULL: us-east-1 */
-  const char *sts_endpoint;   /* "{region}" inside; NULL: AWS's */
-  const char *imds_endpoint;  /* else AWS_EC2_METADATA_SERVICE_ENDPOINT */
+  int64_t duration_s;        /* 0: 3600 */
+  const char *region;        /* of the STS endpoint; NULL: us-east-1 */
+  const char *sts_endpoint;  /* "{region}" inside; NULL: AWS's */
+  const char *imds_endpoint; /* else AWS_EC2_METADATA_SERVICE_ENDPOINT */
   const char *ca_file;
-  struct tw_clock *clock;     /* borrowed; NULL: the real clock */
-  struct tw_http *http;       /* borrowed; required */
+  struct tw_clock *clock; /* borrowed; NULL: the real clock */
+  struct tw_http *http;   /* borrowed; required */
 };
 
 /* Resolves the chain (no network call).  TW_E_AUTH naming the source

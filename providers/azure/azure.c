@@ -54,9 +54,9 @@ struct az_prices {
 /* How the adapter gets its tokens (docs/providers.md#azure-credentials). */
 enum az_cred {
   AZ_SECRET = 1,
-  AZ_CERT,      /* client assertion signed with a certificate's key */
-  AZ_WORKLOAD,  /* client assertion: the federated token file */
-  AZ_MANAGED    /* the instance metadata service's managed identity */
+  AZ_CERT,     /* client assertion signed with a certificate's key */
+  AZ_WORKLOAD, /* client assertion: the federated token file */
+  AZ_MANAGED   /* the instance metadata service's managed identity */
 };
 
 struct az_ctx {
@@ -321,8 +321,8 @@ static enum tw_rc init_cred(struct tw_provider *p, struct az_ctx *a,
       (rc = tw_provider_cfg_str(cfg, "federated_token_file",
                                 env_or("AZURE_FEDERATED_TOKEN_FILE"), &fed,
                                 err)) ||
-      (rc = tw_provider_cfg_str(cfg, "imds_endpoint",
-                                "http://169.254.169.254", &imds, err)) ||
+      (rc = tw_provider_cfg_str(cfg, "imds_endpoint", "http://169.254.169.254",
+                                &imds, err)) ||
       (rc = tw_provider_cfg_str(cfg, "managed_identity_client_id", NULL, &mi,
                                 err)) ||
       (rc = tw_provider_cfg_str(cfg, "tenant_id", env_or("AZURE_TENANT_ID"),
@@ -330,8 +330,11 @@ static enum tw_rc init_cred(struct tw_provider *p, struct az_ctx *a,
       (rc = tw_provider_cfg_str(cfg, "client_id", env_or("AZURE_CLIENT_ID"),
                                 &client, err)))
     return rc;
-  static const char *const kinds[] = {"auto", "client_secret", "certificate",
-                                      "workload_identity", "managed_identity",
+  static const char *const kinds[] = {"auto",
+                                      "client_secret",
+                                      "certificate",
+                                      "workload_identity",
+                                      "managed_identity",
                                       NULL};
   size_t k = 0;
   while (kinds[k] && strcmp(kinds[k], kind))
@@ -392,11 +395,11 @@ static enum tw_rc init_cred(struct tw_provider *p, struct az_ctx *a,
   /* a user-assigned identity: the config's, else AZURE_CLIENT_ID */
   if (mi || (a->cred == AZ_MANAGED && a->client_id))
     a->mi_client_id = tw_strdup(mi ? mi : a->client_id);
-  static const char *const names[] = {
-      [AZ_SECRET] = "client_secret", [AZ_CERT] = "certificate",
-      [AZ_WORKLOAD] = "workload_identity", [AZ_MANAGED] = "managed_identity"};
-  tw_log_info("azure", "account=%s credential=%s", p->account,
-              names[a->cred]);
+  static const char *const names[] = {[AZ_SECRET] = "client_secret",
+                                      [AZ_CERT] = "certificate",
+                                      [AZ_WORKLOAD] = "workload_identity",
+                                      [AZ_MANAGED] = "managed_identity"};
+  tw_log_info("azure", "account=%s credential=%s", p->account, names[a->cred]);
   return TW_OK;
 }
 
@@ -700,8 +703,9 @@ static enum tw_rc token_fetch_locked(struct tw_provider *p,
     size_t sl = strlen(a->scope);
     size_t rl = sl > 8 && !strcmp(a->scope + sl - 8, ".default") ? sl - 8 : sl;
     char *res = tw_strndup(a->scope, rl);
-    tw_buf_printf(&url, "%s/metadata/identity/oauth2/token?api-version="
-                        "2018-02-01&resource=",
+    tw_buf_printf(&url,
+                  "%s/metadata/identity/oauth2/token?api-version="
+                  "2018-02-01&resource=",
                   a->imds);
     add_enc(&url, res);
     free(res);
@@ -1162,10 +1166,11 @@ static enum tw_rc vm_body(struct az_ctx *a, const struct tw_launch *req,
       "hardwareProfile", "vmSize", o->instance_type, "storageProfile",
       "imageReference", img, "osDisk", "createOption", "FromImage",
       "deleteOption", "Delete", "managedDisk", "storageAccountType",
-      req->disk_type ? req->disk_type : a->os_disk_type, "osProfile", os, "networkProfile", "networkApiVersion",
-      "2022-11-01", "networkInterfaceConfigurations", "name", nic, "properties",
-      "primary", 1, "deleteOption", "Delete", "ipConfigurations", "name",
-      "ipconfig1", "properties", "subnet", "id", a->subnet_id);
+      req->disk_type ? req->disk_type : a->os_disk_type, "osProfile", os,
+      "networkProfile", "networkApiVersion", "2022-11-01",
+      "networkInterfaceConfigurations", "name", nic, "properties", "primary", 1,
+      "deleteOption", "Delete", "ipConfigurations", "name", "ipconfig1",
+      "properties", "subnet", "id", a->subnet_id);
   if (o->market == TW_MARKET_SPOT) {
     json_object_set_new(props, "priority", json_string("Spot"));
     json_object_set_new(props, "evictionPolicy",
@@ -1200,10 +1205,9 @@ static enum tw_rc vm_body(struct az_ctx *a, const struct tw_launch *req,
   int64_t gb = req->disk_size_gb ? req->disk_size_gb : a->os_disk_gb;
   if (gb)
     json_object_set_new(
-        json_object_get(
-            json_object_get(json_object_get(vm, "properties"),
-                            "storageProfile"),
-            "osDisk"),
+        json_object_get(json_object_get(json_object_get(vm, "properties"),
+                                        "storageProfile"),
+                        "osDisk"),
         "diskSizeGB", json_integer(gb));
   /* the VM's own identity, for what runs on it */
   if (a->vm_identity && !strcmp(a->vm_identity, "system"))

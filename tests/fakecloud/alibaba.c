@@ -1798,8 +1798,8 @@ static void act_assume_role(struct call *k) {
   ok(k, json_pack("{s:s,s:{s:s,s:s},s:{s:s,s:s,s:s,s:s}}", "RequestId",
                   k->request_id, "AssumedRoleUser", "AssumedRoleId", rid, "Arn",
                   arn, "Credentials", "AccessKeyId", key.access_key,
-                  "AccessKeySecret", key.secret_key, "SecurityToken",
-                  key.token, "Expiration", exp));
+                  "AccessKeySecret", key.secret_key, "SecurityToken", key.token,
+                  "Expiration", exp));
 }
 
 static const struct {

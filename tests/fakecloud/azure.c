@@ -524,11 +524,11 @@ static json_t *vm_json(const struct az_vm *vm, bool expand) {
                 vm->req.storage_profile, "osProfile", vm->req.os_profile,
                 "networkProfile", vm->req.network_profile, "provisioningState",
                 prov_state(vm), "timeCreated", t, "priority", vm->req.priority);
-  json_t *vm_identity = vm->req.identity ? json_deep_copy(vm->req.identity)
-                                         : NULL;
-  if (vm_identity && strstr(json_string_value(json_object_get(vm_identity,
-                                                                "type")),
-                            "SystemAssigned")) {
+  json_t *vm_identity =
+      vm->req.identity ? json_deep_copy(vm->req.identity) : NULL;
+  if (vm_identity &&
+      strstr(json_string_value(json_object_get(vm_identity, "type")),
+             "SystemAssigned")) {
     json_object_set_new(vm_identity, "principalId", json_string(vm->vm_id));
     json_object_set_new(vm_identity, "tenantId", json_string(FC_AZ_TENANT));
   }
@@ -1707,15 +1707,14 @@ static bool check_assertion(struct call *c, const struct fc_params *form,
   json_t *pl = jwt_part(d1 + 1, (size_t)(d2 - d1 - 1));
   bool ok = false;
   char aud[300];
-  snprintf(aud, sizeof aud, "%s/%s/oauth2/v2.0/token", c->base,
-           c->path.tenant);
+  snprintf(aud, sizeof aud, "%s/%s/oauth2/v2.0/token", c->base, c->path.tenant);
   /* MSAL sends the SHA-256 thumbprint (x5t#S256) when it has one, older
    * clients the SHA-1 one (x5t); Entra ID takes either */
   const char *x5t = json_string_value(json_object_get(h, "x5t"));
   const char *x5t256 = json_string_value(json_object_get(h, "x5t#S256"));
-  bool thumb_ok = a->client_key &&
-                  ((x5t && !strcmp(x5t, a->client_x5t)) ||
-                   (x5t256 && !strcmp(x5t256, a->client_x5t256)));
+  bool thumb_ok =
+      a->client_key && ((x5t && !strcmp(x5t, a->client_x5t)) ||
+                        (x5t256 && !strcmp(x5t256, a->client_x5t256)));
   if (!x5t)
     x5t = x5t256;
   const char *alg = json_string_value(json_object_get(h, "alg"));
@@ -1758,14 +1757,14 @@ static bool check_assertion(struct call *c, const struct fc_params *form,
     /* RS256: PKCS #1 v1.5; PS256 (MSAL with a SHA-256 thumbprint):
      * PSS, salt as long as the digest (RFC 7518 3.5) */
     EVP_PKEY_CTX *pc = NULL;
-    ok = sig && md &&
-         EVP_DigestVerifyInit(md, &pc, EVP_sha256(), NULL, a->client_key) ==
-             1 &&
-         (!strcmp(alg, "RS256") ||
-          (EVP_PKEY_CTX_set_rsa_padding(pc, RSA_PKCS1_PSS_PADDING) == 1 &&
-           EVP_PKEY_CTX_set_rsa_pss_saltlen(pc, 32) == 1)) &&
-         EVP_DigestVerify(md, sig, slen, (const unsigned char *)as,
-                          (size_t)(d2 - as)) == 1;
+    ok =
+        sig && md &&
+        EVP_DigestVerifyInit(md, &pc, EVP_sha256(), NULL, a->client_key) == 1 &&
+        (!strcmp(alg, "RS256") ||
+         (EVP_PKEY_CTX_set_rsa_padding(pc, RSA_PKCS1_PSS_PADDING) == 1 &&
+          EVP_PKEY_CTX_set_rsa_pss_saltlen(pc, 32) == 1)) &&
+        EVP_DigestVerify(md, sig, slen, (const unsigned char *)as,
+                         (size_t)(d2 - as)) == 1;
     EVP_MD_CTX_free(md);
     free(sig);
     if (!ok)
@@ -1844,11 +1843,10 @@ static void act_token(struct call *c) {
     bool assertion = !v1 && fc_params_get(&form, "client_assertion");
     if (assertion && !check_assertion(c, &form, &e)) {
       oauth_error(c, e.status, e.code, e.message);
-    } else if (!assertion &&
-               !(v1 ? fc_az_check_token_req_v1(&form, c->path.tenant, clients,
-                                               1, &e)
-                    : fc_az_check_token_req(&form, c->path.tenant, clients, 1,
-                                            &e))) {
+    } else if (!assertion && !(v1 ? fc_az_check_token_req_v1(
+                                        &form, c->path.tenant, clients, 1, &e)
+                                  : fc_az_check_token_req(&form, c->path.tenant,
+                                                          clients, 1, &e))) {
       oauth_error(c, e.status, e.code, e.message);
     } else {
       a->tokens = tw_realloc(a->tokens, (a->n_tokens + 1) * sizeof *a->tokens);

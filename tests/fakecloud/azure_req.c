@@ -341,11 +341,11 @@ static bool check_image(json_t *sp, struct fc_az_error *e) {
     return fail_target(e, "osDisk.diskSizeGB", 400, "InvalidParameter",
                        "The value of parameter osDisk.diskSizeGB is invalid: "
                        "expected 1 to 4095.");
-  const char *sat = jstr(json_object_get(os, "managedDisk"),
-                         "storageAccountType");
+  const char *sat =
+      jstr(json_object_get(os, "managedDisk"), "storageAccountType");
   static const char *const types[] = {
-      "Standard_LRS",    "Premium_LRS",     "StandardSSD_LRS", "UltraSSD_LRS",
-      "Premium_ZRS",     "StandardSSD_ZRS", "PremiumV2_LRS",   NULL};
+      "Standard_LRS", "Premium_LRS",     "StandardSSD_LRS", "UltraSSD_LRS",
+      "Premium_ZRS",  "StandardSSD_ZRS", "PremiumV2_LRS",   NULL};
   bool ok = !sat;
   for (const char *const *t = types; sat && *t && !ok; t++)
     ok = !strcasecmp(sat, *t);
@@ -561,8 +561,7 @@ bool fc_az_parse_vm_put(const char *body, size_t len, const char *vm_name,
       goto out;
     }
     if (user != (json_is_object(ua) && json_object_size(ua) > 0)) {
-      fail_target(e, "identity.userAssignedIdentities", 400,
-                  "InvalidParameter",
+      fail_target(e, "identity.userAssignedIdentities", 400, "InvalidParameter",
                   "userAssignedIdentities must be given with, and only "
                   "with, a UserAssigned identity type.");
       goto out;

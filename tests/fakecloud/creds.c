@@ -35,8 +35,8 @@
 
 struct creds {
   struct fc_server *s;
-  int64_t ttl_s;           /* 0: as asked (DurationSeconds), IMDS 6 h */
-  char web_token[2048];    /* "": any JWT-shaped token */
+  int64_t ttl_s;        /* 0: as asked (DurationSeconds), IMDS 6 h */
+  char web_token[2048]; /* "": any JWT-shaped token */
   char container_token[256];
   char role[64];
   bool down; /* every endpoint answers 503 */
@@ -257,8 +257,9 @@ static void sts(struct creds *c, const struct fc_request *req,
       goto out;
     }
     if (why) {
-      sts_error(c, resp, 403, why, "The security token included in the "
-                                   "request is expired or invalid.");
+      sts_error(c, resp, 403, why,
+                "The security token included in the "
+                "request is expired or invalid.");
       goto out;
     }
   }
@@ -326,9 +327,8 @@ static void key_json(struct creds *c, struct fc_response *resp,
   json_t *j =
       alibaba
           ? json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "AccessKeyId", k.access_key,
-                      "AccessKeySecret", k.secret_key, "SecurityToken",
-                      k.token, "Expiration", exp, "Code", "Success",
-                      "LastUpdated", now)
+                      "AccessKeySecret", k.secret_key, "SecurityToken", k.token,
+                      "Expiration", exp, "Code", "Success", "LastUpdated", now)
           : json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "Code", "Success",
                       "LastUpdated", now, "Type", "AWS-HMAC", "AccessKeyId",
                       k.access_key, "SecretAccessKey", k.secret_key, "Token",
@@ -351,8 +351,8 @@ static void imds(struct creds *c, const struct fc_request *req,
       return;
     }
     size_t i = c->n_imds < IMDS_TOKEN_MAX ? c->n_imds++ : IMDS_TOKEN_MAX - 1;
-    snprintf(c->imds_tokens[i], sizeof c->imds_tokens[i],
-             "AQAEAFake%016llx==", (unsigned long long)fc_rng_next(fc_rng(c->s)));
+    snprintf(c->imds_tokens[i], sizeof c->imds_tokens[i], "AQAEAFake%016llx==",
+             (unsigned long long)fc_rng_next(fc_rng(c->s)));
     c->imds_expires[i] = fc_now_ms(c->s) + t * 1000;
     text(resp, 200, c->imds_tokens[i]);
     return;

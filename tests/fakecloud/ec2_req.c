@@ -565,7 +565,7 @@ static enum tw_rc parse_machine(const struct fc_params *p, struct ec2_run *out,
       long min = !type || !strncmp(type, "gp", 2) || !strcmp(type, "standard")
                      ? 1
                      : (!strncmp(type, "io", 2) ? 4 : 125);
-      long max = type && !strcmp(type, "io2") ? 65536
+      long max = type && !strcmp(type, "io2")        ? 65536
                  : type && !strcmp(type, "standard") ? 1024
                                                      : 16384;
       if (*end || gb < min || gb > max)

@@ -169,8 +169,8 @@ void fc_issued_mint(struct fc_server *s, const char *prefix, int64_t ttl_s,
                     struct fc_issued *k) {
   static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
   memset(k, 0, sizeof *k);
-  size_t n = (size_t)snprintf(k->access_key, sizeof k->access_key, "%s",
-                              prefix);
+  size_t n =
+      (size_t)snprintf(k->access_key, sizeof k->access_key, "%s", prefix);
   size_t len = strlen(prefix) == 4 && !strcmp(prefix, "STS.") ? 24 : 20;
   for (; n < len; n++)
     k->access_key[n] = A[fc_rng_next(&s->rng) % 32];

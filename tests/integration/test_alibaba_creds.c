@@ -79,13 +79,11 @@ static enum tw_rc call(struct tw_provider *p, struct tw_err *err) {
 
 static int clean(void **state) {
   (void)state;
-  const char *v[] = {"ALIBABA_CLOUD_ACCESS_KEY_ID",
-                     "ALIBABA_CLOUD_ACCESS_KEY_SECRET",
-                     "ALIBABA_CLOUD_SECURITY_TOKEN",
-                     "ALIBABA_CLOUD_ECS_METADATA",
-                     "ALIBABA_CLOUD_ECS_METADATA_DISABLED",
-                     "ALIBABA_CLOUD_ROLE_ARN",
-                     "ALIBABA_CLOUD_ROLE_SESSION_NAME"};
+  const char *v[] = {
+      "ALIBABA_CLOUD_ACCESS_KEY_ID",         "ALIBABA_CLOUD_ACCESS_KEY_SECRET",
+      "ALIBABA_CLOUD_SECURITY_TOKEN",        "ALIBABA_CLOUD_ECS_METADATA",
+      "ALIBABA_CLOUD_ECS_METADATA_DISABLED", "ALIBABA_CLOUD_ROLE_ARN",
+      "ALIBABA_CLOUD_ROLE_SESSION_NAME"};
   for (size_t i = 0; i < sizeof v / sizeof *v; i++)
     unsetenv(v[i]);
   raw("POST", "/_fake/creds", "{\"down\":false,\"role\":\"tradewind-node\"}",
@@ -98,8 +96,9 @@ static void sts_token_from_the_environment(void **state) {
   /* a token as `aliyun sts AssumeRole` would hand it out: the fake's RAM
    * role endpoint makes one */
   json_t *k = NULL;
-  TW_CHECK_INT(raw("GET", "/latest/meta-data/ram/security-credentials/"
-                          "tradewind-node",
+  TW_CHECK_INT(raw("GET",
+                   "/latest/meta-data/ram/security-credentials/"
+                   "tradewind-node",
                    NULL, &k),
                200);
   setenv("ALIBABA_CLOUD_ACCESS_KEY_ID",
@@ -208,8 +207,11 @@ static void machine(void **state) {
   snprintf(o.instance_type, sizeof o.instance_type, "ecs.g7.large");
   o.arch = TW_ARCH_X86_64;
   o.market = TW_MARKET_ON_DEMAND;
-  struct tw_launch l = {.offer = &o, .client_token = "tok-ali-m1",
-                        .job_id = "j-ali", .attempt_id = "a-1", .tenant = "t",
+  struct tw_launch l = {.offer = &o,
+                        .client_token = "tok-ali-m1",
+                        .job_id = "j-ali",
+                        .attempt_id = "a-1",
+                        .tenant = "t",
                         .disk_size_gb = 100};
   struct tw_instance in;
   TW_CHECK_RC(tw_provider_launch(p, &l, &in, &err), TW_OK, err);
@@ -230,15 +232,13 @@ static void machine(void **state) {
   l.client_token = "tok-ali-m2";
   l.disk_size_gb = 10;
   tw_err_clear(&err);
-  TW_CHECK(tw_provider_launch(p, &l, &in, &err) == TW_E_INVALID, "%s",
-           err.msg);
+  TW_CHECK(tw_provider_launch(p, &l, &in, &err) == TW_E_INVALID, "%s", err.msg);
   TW_CHECK_STR(err.detail, "InvalidSystemDiskSize.ValueNotSupported");
   l.client_token = "tok-ali-m3";
   l.disk_size_gb = 0;
   l.disk_type = "gp3";
   tw_err_clear(&err);
-  TW_CHECK(tw_provider_launch(p, &l, &in, &err) == TW_E_INVALID, "%s",
-           err.msg);
+  TW_CHECK(tw_provider_launch(p, &l, &in, &err) == TW_E_INVALID, "%s", err.msg);
   TW_CHECK_STR(err.detail, "InvalidSystemDiskCategory.ValueNotSupported");
   tw_provider_free(p);
 }

@@ -93,23 +93,22 @@ static char *write_file(const char *name, const char *text) {
   return path;
 }
 
-static const char *const ENV_VARS[] = {
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_PROFILE",
-    "AWS_CONFIG_FILE",
-    "AWS_SHARED_CREDENTIALS_FILE",
-    "AWS_WEB_IDENTITY_TOKEN_FILE",
-    "AWS_ROLE_ARN",
-    "AWS_ROLE_SESSION_NAME",
-    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
-    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
-    "AWS_EC2_METADATA_DISABLED",
-    "AWS_EC2_METADATA_SERVICE_ENDPOINT",
-    NULL};
+static const char *const ENV_VARS[] = {"AWS_ACCESS_KEY_ID",
+                                       "AWS_SECRET_ACCESS_KEY",
+                                       "AWS_SESSION_TOKEN",
+                                       "AWS_PROFILE",
+                                       "AWS_CONFIG_FILE",
+                                       "AWS_SHARED_CREDENTIALS_FILE",
+                                       "AWS_WEB_IDENTITY_TOKEN_FILE",
+                                       "AWS_ROLE_ARN",
+                                       "AWS_ROLE_SESSION_NAME",
+                                       "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                                       "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                                       "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+                                       "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+                                       "AWS_EC2_METADATA_DISABLED",
+                                       "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+                                       NULL};
 
 /* Every test starts from an empty environment, empty files and a fresh
  * fake. */
@@ -131,8 +130,10 @@ static struct tw_aws_creds_opts opts(void) {
   static char sts_buf[128];
   snprintf(sts_buf, sizeof sts_buf, "%s", sts);
   free(sts);
-  return (struct tw_aws_creds_opts){
-      .clock = &clk, .http = http, .sts_endpoint = sts_buf, .imds_endpoint = base};
+  return (struct tw_aws_creds_opts){.clock = &clk,
+                                    .http = http,
+                                    .sts_endpoint = sts_buf,
+                                    .imds_endpoint = base};
 }
 
 static struct tw_aws_creds *chain(const struct tw_aws_creds_opts *o) {
@@ -154,8 +155,9 @@ static void environment_first(void **state) {
   setenv("AWS_ACCESS_KEY_ID", "AKIDENV", 1);
   setenv("AWS_SECRET_ACCESS_KEY", "env-secret", 1);
   /* a credentials file too: the environment comes first */
-  char *f = write_file("credentials", "[default]\naws_access_key_id = AKIDFILE\n"
-                                      "aws_secret_access_key = file-secret\n");
+  char *f =
+      write_file("credentials", "[default]\naws_access_key_id = AKIDFILE\n"
+                                "aws_secret_access_key = file-secret\n");
   setenv("AWS_SHARED_CREDENTIALS_FILE", f, 1);
   struct tw_aws_creds_opts o = opts();
   struct tw_aws_creds *c = chain(&o);
@@ -230,10 +232,9 @@ static void role_chain_through_source_profiles(void **state) {
       "1800\nexternal_id = ext-7\n"
       "[profile B]\nrole_arn = arn:aws:iam::123456789012:role/RoleB\n"
       "source_profile = C\n");
-  char *cred = write_file("credentials3",
-                          "[C]\naws_access_key_id = " FC_DEFAULT_ACCESS_KEY
-                          "\naws_secret_access_key = " FC_DEFAULT_SECRET_KEY
-                          "\n");
+  char *cred = write_file(
+      "credentials3", "[C]\naws_access_key_id = " FC_DEFAULT_ACCESS_KEY
+                      "\naws_secret_access_key = " FC_DEFAULT_SECRET_KEY "\n");
   setenv("AWS_CONFIG_FILE", conf, 1);
   setenv("AWS_SHARED_CREDENTIALS_FILE", cred, 1);
   struct tw_aws_creds_opts o = opts();

@@ -87,8 +87,8 @@ static void image_subnet_profile_disk(void **state) {
 
   /* arm64 in another zone: the arm image, the region's subnet; the
    * job's disk wins over the config's */
-  l = (struct tw_launch){.offer = &arm, .disk_size_gb = 500,
-                         .disk_type = "io2"};
+  l = (struct tw_launch){
+      .offer = &arm, .disk_size_gb = 500, .disk_type = "io2"};
   tw_err_clear(&err);
   TW_CHECK_RC(launch(&l, "tok-arm", &in, &err), TW_OK, err);
   j = instance(in.id);
@@ -112,8 +112,8 @@ static void image_subnet_profile_disk(void **state) {
   tw_err_clear(&err);
   TW_CHECK(launch(&l, "tok-bad1", &in, &err) == TW_E_INVALID);
   TW_CHECK(strstr(err.msg, "volumeType"), "%s", err.msg);
-  l = (struct tw_launch){.offer = &x86, .disk_size_gb = 20000,
-                         .disk_type = "gp3"};
+  l = (struct tw_launch){
+      .offer = &x86, .disk_size_gb = 20000, .disk_type = "gp3"};
   tw_err_clear(&err);
   TW_CHECK(launch(&l, "tok-bad2", &in, &err) == TW_E_INVALID);
   TW_CHECK(strstr(err.msg, "outside the range 1-16384"), "%s", err.msg);
@@ -137,8 +137,7 @@ static void config_errors(void **state) {
     struct tw_err err = {0};
     struct tw_provider *p = NULL;
     TW_CHECK_RC(tw_node_parse_yaml(doc, strlen(doc), &cfg, &err), TW_OK, err);
-    TW_CHECK(tw_provider_new(tw_adapters, cfg, NULL, &p, &err) ==
-                 TW_E_INVALID,
+    TW_CHECK(tw_provider_new(tw_adapters, cfg, NULL, &p, &err) == TW_E_INVALID,
              "%s", bad[i].extra);
     TW_CHECK_STR(err.field, bad[i].field);
     TW_CHECK(strstr(err.msg, bad[i].frag), "%s", err.msg);

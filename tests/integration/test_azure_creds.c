@@ -68,8 +68,8 @@ static char *make_cert(const char *name, char **cert_pem) {
   X509_gmtime_adj(X509_getm_notAfter(x), 86400);
   X509_set_pubkey(x, key);
   X509_NAME *n = X509_get_subject_name(x);
-  X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC,
-                             (const unsigned char *)name, -1, -1, 0);
+  X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)name,
+                             -1, -1, 0);
   X509_set_issuer_name(x, n);
   X509_sign(x, key, EVP_sha256());
   char *path = tw_asprintf("%s/%s.pem", dir, name);
@@ -152,8 +152,8 @@ static void certificate(void **state) {
 
   /* a file without the key: refused at start, naming it */
   char *only = write_file("only-cert.pem", good_cert);
-  extra = tw_asprintf("tenant_id: t\nclient_id: c\ncertificate_file: %s\n",
-                      only);
+  extra =
+      tw_asprintf("tenant_id: t\nclient_id: c\ncertificate_file: %s\n", only);
   tw_err_clear(&err);
   TW_CHECK(provider(extra, &p, &err) == TW_E_AUTH);
   TW_CHECK_STR(err.field, "certificate_file");
@@ -222,8 +222,11 @@ static json_t *arm_get(const char *path) {
            "resource=%s/",
            base, base);
   const struct tw_http_header mh[] = {{"Metadata", "true"}};
-  struct tw_http_request req = {.method = "GET", .url = url, .headers = mh,
-                                .n_headers = 1, .max_attempts = 1};
+  struct tw_http_request req = {.method = "GET",
+                                .url = url,
+                                .headers = mh,
+                                .n_headers = 1,
+                                .max_attempts = 1};
   struct tw_http_response r;
   struct tw_err err = {0};
   tw_http_response_init(&r);
@@ -236,8 +239,11 @@ static json_t *arm_get(const char *path) {
   json_decref(t);
   snprintf(url, sizeof url, "%s%s", base, path);
   const struct tw_http_header ah[] = {{"Authorization", authz}};
-  req = (struct tw_http_request){.method = "GET", .url = url, .headers = ah,
-                                 .n_headers = 1, .max_attempts = 1};
+  req = (struct tw_http_request){.method = "GET",
+                                 .url = url,
+                                 .headers = ah,
+                                 .n_headers = 1,
+                                 .max_attempts = 1};
   tw_http_response_init(&r);
   json_t *j = NULL;
   if (tw_http_do(http, &req, &r, &err) == TW_OK && r.status == 200)
@@ -251,7 +257,8 @@ static json_t *arm_get(const char *path) {
 static void machine(void **state) {
   (void)state;
   char *extra = tw_asprintf(
-      "imds_endpoint: %s\nssh_public_key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFake\n"
+      "imds_endpoint: %s\nssh_public_key: ssh-ed25519 "
+      "AAAAC3NzaC1lZDI1NTE5AAAAIFake\n"
       "subnet_id: /subscriptions/%s/resourceGroups/net/providers/"
       "Microsoft.Network/virtualNetworks/v/subnets/default\n"
       "images: {eastus: {x86_64: \"Canonical:ubuntu-24_04-lts:server:latest\", "
@@ -263,7 +270,8 @@ static void machine(void **state) {
   struct tw_provider *p = NULL;
   struct tw_err err = {0};
   TW_CHECK_RC(provider(extra, &p, &err), TW_OK, err);
-  json_decref(ctl("/_fake/azure/config", "{\"retry_after_s\":0,\"create_ms\":0}"));
+  json_decref(
+      ctl("/_fake/azure/config", "{\"retry_after_s\":0,\"create_ms\":0}"));
   struct tw_offer o;
   memset(&o, 0, sizeof o);
   snprintf(o.provider, sizeof o.provider, "azure");
@@ -272,9 +280,13 @@ static void machine(void **state) {
   snprintf(o.instance_type, sizeof o.instance_type, "Standard_D2ps_v5");
   o.arch = TW_ARCH_ARM64;
   o.market = TW_MARKET_ON_DEMAND;
-  struct tw_launch l = {.offer = &o, .client_token = "tok-az-1",
-                        .job_id = "j-az", .attempt_id = "a-1", .tenant = "t",
-                        .disk_size_gb = 256, .disk_type = "Premium_LRS"};
+  struct tw_launch l = {.offer = &o,
+                        .client_token = "tok-az-1",
+                        .job_id = "j-az",
+                        .attempt_id = "a-1",
+                        .tenant = "t",
+                        .disk_size_gb = 256,
+                        .disk_type = "Premium_LRS"};
   struct tw_instance in;
   TW_CHECK_RC(tw_provider_launch(p, &l, &in, &err), TW_OK, err);
   char path[512];
@@ -284,8 +296,8 @@ static void machine(void **state) {
            FC_AZ_SUBSCRIPTION, FC_AZ_RESOURCE_GROUP, in.id);
   json_t *vm = arm_get(path);
   TW_CHECK(vm != NULL, "GET %s", path);
-  json_t *sp = json_object_get(json_object_get(vm, "properties"),
-                               "storageProfile");
+  json_t *sp =
+      json_object_get(json_object_get(vm, "properties"), "storageProfile");
   TW_CHECK_STR(json_string_value(json_object_get(
                    json_object_get(sp, "imageReference"), "sku")),
                "server-arm64");
@@ -295,8 +307,7 @@ static void machine(void **state) {
                    json_object_get(od, "managedDisk"), "storageAccountType")),
                "Premium_LRS");
   json_t *idn = json_object_get(vm, "identity");
-  TW_CHECK_STR(json_string_value(json_object_get(idn, "type")),
-               "UserAssigned");
+  TW_CHECK_STR(json_string_value(json_object_get(idn, "type")), "UserAssigned");
   TW_CHECK(json_object_size(json_object_get(idn, "userAssignedIdentities")) ==
            1);
   json_decref(vm);
@@ -304,8 +315,7 @@ static void machine(void **state) {
   l.client_token = "tok-az-2";
   l.disk_type = "gp3";
   tw_err_clear(&err);
-  TW_CHECK(tw_provider_launch(p, &l, &in, &err) == TW_E_INVALID, "%s",
-           err.msg);
+  TW_CHECK(tw_provider_launch(p, &l, &in, &err) == TW_E_INVALID, "%s", err.msg);
   TW_CHECK(strstr(err.msg, "storageAccountType"), "%s", err.msg);
   tw_provider_free(p);
   free(extra);

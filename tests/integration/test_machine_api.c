@@ -12,11 +12,10 @@
 #include "tests/integration/twtest_daemon.h"
 
 /* POSTs spec (YAML), returns the status; the problem's field into field. */
-static long submit(const char *url, const char *spec, char *field,
-                   size_t cap) {
+static long submit(const char *url, const char *spec, char *field, size_t cap) {
   struct twtest_resp r;
-  TW_CHECK(twtest_http(url, "POST", "/v1/jobs", "application/yaml", spec,
-                       &r) == 0);
+  TW_CHECK(twtest_http(url, "POST", "/v1/jobs", "application/yaml", spec, &r) ==
+           0);
   long st = r.status;
   json_t *j = json_loadb(r.body, r.len, 0, NULL);
   const char *f = json_string_value(json_object_get(j, "field"));
@@ -59,8 +58,7 @@ static void with_allow_list(void **state) {
   TW_CHECK_INT(submit(d.url, "name: a\ndisk: {size_gb: 501}\n", f, sizeof f),
                400);
   TW_CHECK_STR(f, "disk.size_gb");
-  TW_CHECK_INT(submit(d.url, "name: a\ndisk: {type: io2}\n", f, sizeof f),
-               400);
+  TW_CHECK_INT(submit(d.url, "name: a\ndisk: {type: io2}\n", f, sizeof f), 400);
   TW_CHECK_STR(f, "disk.type");
   TW_CHECK_INT(submit(d.url, "name: a\nimage: debian-12\n", f, sizeof f), 400);
   TW_CHECK_STR(f, "image");
@@ -81,8 +79,7 @@ static void bad_allow_list(void **state) {
                                   "[\"9-1\"]}\n") == 0);
   TW_CHECK(twtest_daemon_start(&d) != 0, "started with a bad machine:");
   char *log = twtest_daemon_log_read(&d);
-  TW_CHECK(log && strstr(log, "machine.ports[0]"), "log: %s",
-           log ? log : "");
+  TW_CHECK(log && strstr(log, "machine.ports[0]"), "log: %s", log ? log : "");
   free(log);
   twtest_daemon_cleanup(&d, tw_failures() != 0);
 }
