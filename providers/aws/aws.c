@@ -50,6 +50,12 @@ struct aws_image {
   char *image;
 };
 
+/* port_security_groups: {"22": sg-..., "8000-8100": sg-...} */
+struct aws_port_sg {
+  int lo, hi;
+  char *sg;
+};
+
 /* subnets: {zone or region: subnet-...} */
 struct aws_subnet {
   char where[TW_MODEL_NAME_MAX];
@@ -73,6 +79,8 @@ struct aws_ctx {
   char *disk_type, *root_device;
   char **security_groups;
   size_t n_security_groups;
+  struct aws_port_sg *port_sgs; /* the groups that open a job's ports */
+  size_t n_port_sgs;
   char **types; /* instance_types: only these are offered; NULL all */
   size_t n_types;
   struct aws_price *prices; /* sorted by type, then region */
@@ -142,6 +150,7 @@ static const char *const aws_keys[] = {"endpoint",
                                        "disk_size_gb",
                                        "disk_type",
                                        "root_device",
+                                       "port_security_groups",
                                        NULL};
 
 static int price_cmp(const void *a, const void *b) {
@@ -294,6 +303,9 @@ static void aws_free(struct tw_provider *p) {
   free(a->disk_type);
   free(a->root_device);
   tw_provider_strv_free(a->security_groups, a->n_security_groups);
+  for (size_t i = 0; i < a->n_port_sgs; i++)
+    free(a->port_sgs[i].sg);
+  free(a->port_sgs);
   tw_provider_strv_free(a->types, a->n_types);
   free(a->prices);
   free(a->product);
@@ -522,6 +534,32 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
     struct aws_subnet *e = &a->subnets[a->n_subnets++];
     TW_SET(e->where, sn->keys[i]);
     e->subnet = tw_strdup(sn->items[i]->str);
+  }
+  /* port_security_groups: the security group that opens each port or
+   * range a job may ask for (the adapter creates no groups) */
+  const struct tw_node *ps = tw_node_get(cfg, "port_security_groups");
+  if (ps && ps->kind != TW_NODE_MAP)
+    return tw_err_field(err, TW_E_INVALID, "port_security_groups",
+                        "port_security_groups: expected a mapping of ports "
+                        "or ranges (\"8000-8100\") to security group ids");
+  a->port_sgs = tw_calloc(ps ? ps->n + 1 : 1, sizeof *a->port_sgs);
+  for (size_t i = 0; ps && i < ps->n; i++) {
+    char *end;
+    long lo = strtol(ps->keys[i], &end, 10), hi = lo;
+    if (*end == '-')
+      hi = strtol(end + 1, &end, 10);
+    if (*end || lo < 1 || hi > 65535 || lo > hi ||
+        ps->items[i]->kind != TW_NODE_SCALAR ||
+        strncmp(ps->items[i]->str, "sg-", 3))
+      return tw_err_field(err, TW_E_INVALID, "port_security_groups",
+                          "port_security_groups.%s: expected a port or "
+                          "range 1..65535 mapped to a security group id "
+                          "(sg-...)",
+                          ps->keys[i]);
+    struct aws_port_sg *e = &a->port_sgs[a->n_port_sgs++];
+    e->lo = (int)lo;
+    e->hi = (int)hi;
+    e->sg = tw_strdup(ps->items[i]->str);
   }
   if ((rc = tw_provider_cfg_strdup(cfg, "instance_profile", NULL,
                                    &a->instance_profile, err)) ||
@@ -867,8 +905,36 @@ static enum tw_rc aws_launch(struct tw_provider *p, const struct tw_launch *req,
       form_add(&f, "BlockDeviceMapping.1.Ebs.VolumeType", disk_type);
     form_add(&f, "BlockDeviceMapping.1.Ebs.DeleteOnTermination", "true");
   }
+  size_t n_sg = 0;
   for (size_t i = 0; i < a->n_security_groups; i++)
-    form_addf(&f, a->security_groups[i], "SecurityGroupId.%zu", i + 1);
+    form_addf(&f, a->security_groups[i], "SecurityGroupId.%zu", ++n_sg);
+  /* the job's ports: each opened by a configured group covering it, the
+   * group added once */
+  const char *added[64];
+  size_t n_added = 0;
+  for (size_t i = 0; i < req->n_ports; i++) {
+    const struct aws_port_sg *hit = NULL;
+    for (size_t j = 0; j < a->n_port_sgs && !hit; j++)
+      if (req->ports[i].lo >= a->port_sgs[j].lo &&
+          req->ports[i].hi <= a->port_sgs[j].hi)
+        hit = &a->port_sgs[j];
+    if (!hit) {
+      tw_buf_release(&f);
+      return tw_err_field(err, TW_E_INVALID, "ports",
+                          "aws launch: no security group of %s opens port "
+                          "%d-%d (port_security_groups)",
+                          p->account, req->ports[i].lo, req->ports[i].hi);
+    }
+    bool dup = false;
+    for (size_t k = 0; k < n_added && !dup; k++)
+      dup = !strcmp(added[k], hit->sg);
+    for (size_t k = 0; k < a->n_security_groups && !dup; k++)
+      dup = !strcmp(a->security_groups[k], hit->sg);
+    if (!dup && n_added < 64) {
+      added[n_added++] = hit->sg;
+      form_addf(&f, hit->sg, "SecurityGroupId.%zu", ++n_sg);
+    }
+  }
   if (a->key_name)
     form_add(&f, "KeyName", a->key_name);
   if (req->user_data) {

@@ -119,6 +119,27 @@ static void image_subnet_profile_disk(void **state) {
   TW_CHECK(strstr(err.msg, "outside the range 1-16384"), "%s", err.msg);
 }
 
+/* the job's ports: opened by the configured groups covering them */
+static void ports(void **state) {
+  (void)state;
+  struct tw_offer x86 = offer("us-east-1a", "m5.large", TW_ARCH_X86_64);
+  const struct tw_port_range pr[] = {{22, 22}, {8080, 8090}};
+  struct tw_launch l = {.offer = &x86, .ports = pr, .n_ports = 2};
+  struct tw_instance in;
+  struct tw_err err = {0};
+  TW_CHECK_RC(launch(&l, "tok-ports", &in, &err), TW_OK, err);
+  json_t *j = instance(in.id);
+  /* the two configured groups (sg-22222222 among them) and sg-33333333 */
+  TW_CHECK_INT(json_integer_value(json_object_get(j, "security_groups")), 3);
+  json_decref(j);
+  const struct tw_port_range far[] = {{9000, 9000}};
+  l = (struct tw_launch){.offer = &x86, .ports = far, .n_ports = 1};
+  tw_err_clear(&err);
+  TW_CHECK(launch(&l, "tok-ports2", &in, &err) == TW_E_INVALID);
+  TW_CHECK_STR(err.field, "ports");
+  TW_CHECK(strstr(err.msg, "opens port 9000-9000"), "%s", err.msg);
+}
+
 static void config_errors(void **state) {
   (void)state;
   const struct {
@@ -127,6 +148,8 @@ static void config_errors(void **state) {
       {"images: {us-east-1: {riscv: ami-1}}\n", "images", "x86_64 or arm64"},
       {"subnets: {us-east-1a: net-1}\n", "subnets", "subnet id"},
       {"disk_size_gb: -1\n", "disk_size_gb", ""},
+      {"port_security_groups: {\"9-1\": sg-1}\n", "port_security_groups",
+       "expected a port"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char *doc = tw_asprintf("name: x\ntype: aws\nregions: [us-east-1]\n"
@@ -170,7 +193,9 @@ static int start(void **state) {
       "subnet-11111111}\n"
       "security_group_ids: [sg-0123456789abcdef0, sg-22222222]\n"
       "instance_profile: arn:aws:iam::123456789012:instance-profile/tw-node\n"
-      "disk_size_gb: 100\ndisk_type: gp3\n",
+      "disk_size_gb: 100\ndisk_type: gp3\n"
+      "port_security_groups: {\"22\": sg-22222222, \"8000-8100\": "
+      "sg-33333333}\n",
       base);
   struct tw_node *cfg = NULL;
   int rc = tw_node_parse_yaml(doc, strlen(doc), &cfg, &err) ||
@@ -194,6 +219,7 @@ static int stop(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(image_subnet_profile_disk),
+      cmocka_unit_test(ports),
       cmocka_unit_test(config_errors),
   };
   return cmocka_run_group_tests(tests, start, stop);
