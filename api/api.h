@@ -26,8 +26,14 @@ struct tw_agent;
 
 struct tw_provider_ops;
 
+struct tw_spec_machine;
+
 struct tw_api_opts {
   const char *listen;             /* "HOST:PORT"; port 0 picks a free one */
+  /* The operator's allow-list of image, disk and ports (the config's
+   * `machine:`, broker/core/spec.h), borrowed.  NULL: a spec naming any
+   * of them is refused. */
+  const struct tw_spec_machine *machine;
   struct tw_store *store;         /* borrowed; outlives the server */
   struct tw_clock *clock;         /* NULL: real */
   struct tw_provider **providers; /* borrowed; for job output */

@@ -87,6 +87,8 @@ struct tw_catalog *tw_api_catalog(struct tw_api *api);
 struct tw_placer *tw_api_placer(struct tw_api *api);
 /* The fallback table's strategy names, NULL-terminated (never NULL). */
 const char *const *tw_api_fallback_names(struct tw_api *api);
+/* The machine allow-list for spec checks; never NULL (an empty one). */
+const struct tw_spec_machine *tw_api_machine(struct tw_api *api);
 struct tw_auth *tw_api_auth(struct tw_api *api); /* api/auth.c's state */
 struct tw_agent *tw_api_agent(struct tw_api *api); /* NULL: no agents */
 void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out);

@@ -195,7 +195,8 @@ void tw_h_jobs_create(struct tw_req *r) {
   struct tw_job_spec spec;
   struct tw_err err = {0};
   struct tw_spec_opts sopts = {.providers = tw_api_provider_names(r->api),
-                               .fallbacks = tw_api_fallback_names(r->api)};
+                               .fallbacks = tw_api_fallback_names(r->api),
+                               .machine = tw_api_machine(r->api)};
   /* a SkyPilot task is read too, every error of it reported at once */
   struct tw_spec_errs *errs = tw_calloc(1, sizeof *errs);
   if (tw_spec_parse_any(r->body.data ? r->body.data : "", r->body.len, is_json,

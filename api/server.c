@@ -23,6 +23,7 @@
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
 #include "broker/base/unique.h"
+#include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "policies/fallback/fallback_strategy.h"
 #include "providers/provider.h"
@@ -116,6 +117,7 @@ struct tw_api {
   const char *provider_names[32];
   /* the fallback strategies' names, NULL-terminated, for `fallback:` */
   const char *fallback_names[16];
+  const struct tw_spec_machine *machine; /* borrowed; NULL: none allowed */
   int64_t max_body; /* atomic */
   int draining;     /* atomic */
   struct route_metrics metrics[sizeof tw_routes / sizeof tw_routes[0] + 1];
@@ -154,6 +156,10 @@ struct tw_placer *tw_api_placer(struct tw_api *api) {
 }
 const char *const *tw_api_fallback_names(struct tw_api *api) {
   return api->fallback_names;
+}
+const struct tw_spec_machine *tw_api_machine(struct tw_api *api) {
+  static const struct tw_spec_machine none = {0};
+  return api->machine ? api->machine : &none;
 }
 struct tw_agent *tw_api_agent(struct tw_api *api) { return api->agent; }
 struct tw_auth *tw_api_auth(struct tw_api *api) {
@@ -855,6 +861,7 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   }
   tw_fallback_names(api->fallback_names,
                     sizeof api->fallback_names / sizeof api->fallback_names[0]);
+  api->machine = opts->machine;
   api->max_body = opts->max_body_bytes > 0 ? opts->max_body_bytes : (1 << 20);
   api->catalog = opts->catalog;
   api->placer = opts->placer;

@@ -16,6 +16,7 @@
 #include "broker/base/model.h"
 #include "broker/base/node.h"
 #include "broker/core/config.h"
+#include "broker/core/spec.h"
 #include "broker/core/spec_cache.h"
 #include "broker/core/store.h"
 #include "broker/sched/agent.h"
@@ -48,6 +49,8 @@ struct tw_daemon {
   char host[256];     /* of the API, as configured */
   char url[300];
   struct tw_cfg *cfg; /* in force; swapped by a reload */
+  /* the config's machine: allow-list, read at start (not reloaded) */
+  struct tw_spec_machine machine;
 
   struct tw_placer *placer;
   struct tw_store *store;
@@ -381,8 +384,11 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
       goto fail;
   }
 
+  if ((rc = tw_spec_machine_parse(cfg->machine, &d->machine, err)))
+    goto fail;
   struct tw_api_opts ao = {
       .listen = cfg->listen,
+      .machine = &d->machine,
       .auth = d->sec->opts,
       .store = d->store,
       .providers = d->provs,
@@ -532,6 +538,7 @@ void tw_daemon_free(struct tw_daemon *d) {
     free(d->provs);
   tw_store_close(d->store);
   tw_cfg_free(d->cfg);
+  tw_spec_machine_release(&d->machine);
   free(d->config_path);
   free(d->listen_override);
   free(d->db_override);

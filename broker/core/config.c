@@ -130,6 +130,8 @@ static const struct key KEYS[] = {
     /* validated whole by policies/place/policy.h (tw_policy_set_build) at start
      * and before a reload applies anything */
     {"policies", K_RAW_MAP, OFF(policies), NULL, 0, 0, true},
+    /* validated by tw_spec_machine_parse (spec.h) at load */
+    {"machine", K_RAW_MAP, OFF(machine), NULL, 0, 0, false},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -409,6 +411,10 @@ done:
   }
   if (opts && opts->fallbacks && (rc = check_fallback(c, opts->fallbacks, err)))
     goto fail;
+  struct tw_spec_machine mc;
+  if ((rc = tw_spec_machine_parse(c->machine, &mc, err)))
+    goto fail;
+  tw_spec_machine_release(&mc);
   *out = c;
   return TW_OK;
 fail:

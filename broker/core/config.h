@@ -62,6 +62,8 @@ struct tw_cfg {
       *catalog; /* the catalog: mapping (billing/catalog/catalog.h), or NULL */
   struct tw_node
       *policies; /* the policies: mapping (policies/place/policy.h), or NULL */
+  struct tw_node *machine; /* the job's machine allow-list: mapping
+                              (tw_spec_machine_parse, spec.h), or NULL */
   /* the spot lifecycle (docs/spot.md) */
   char *spot_fallback; /* default strategy for jobs that name none */
   int64_t spot_on_demand_after, spot_restart_overhead_s, spot_deadline_margin_s;

@@ -159,8 +159,10 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
                          struct sched_att *st, int64_t now,
                          struct sched_agent_step *out) {
   memset(out, 0, sizeof *out);
-  if (!s->agent || !tw_provider_agent(pc->p) ||
-      a->state == TW_ATTEMPT_LAUNCHING)
+  /* attempts of providers without `agent: true` have an agent too when
+   * their script outgrew the user data (launch.c): its row says so */
+  if (!s->agent || a->state == TW_ATTEMPT_LAUNCHING ||
+      (!tw_provider_agent(pc->p) && !tw_provider_info(pc->p)->user_data_max))
     return;
   struct tw_store_agent g;
   bool found = false;

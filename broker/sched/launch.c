@@ -221,10 +221,10 @@ static void blocklist_failed(struct tw_sched *s, const struct tw_offer *o,
 static const char *agent_user_data(struct tw_sched *s,
                                    const struct tw_job_rec *job,
                                    const struct tw_attempt_rec *a,
-                                   const struct tw_offer *o,
+                                   const struct tw_offer *o, bool force,
                                    struct tw_buf *out) {
   struct pcache *pc = sched__provider(s, o->account);
-  if (!s->agent || !pc || !tw_provider_agent(pc->p))
+  if (!s->agent || !pc || (!force && !tw_provider_agent(pc->p)))
     return NULL;
   struct tw_err err = {0};
   if (tw_agent_user_data(s->agent, job->id, a->id, a->n, a->client_token,
@@ -280,7 +280,7 @@ static const char *user_data(struct tw_sched *s, const struct tw_job_rec *job,
                              const struct tw_job_spec *spec,
                              const struct tw_attempt_rec *a,
                              const struct tw_offer *o, struct tw_buf *out) {
-  const char *boot = agent_user_data(s, job, a, o, out);
+  const char *boot = agent_user_data(s, job, a, o, false, out);
   if (boot)
     return boot;
   /* without the agent, setup runs first in the same script; its failure
@@ -292,6 +292,21 @@ static const char *user_data(struct tw_sched *s, const struct tw_job_rec *job,
     tw_buf_printf(&both, "(\n%s\n) || exit $?\n%s", spec->setup,
                   spec->run ? spec->run : "");
     run = both.data;
+  }
+  /* a script larger than the provider takes as user data: the agent's
+   * bootstrap instead, the script fetched from the broker by the agent */
+  struct pcache *lc = sched__provider(s, o->account);
+  size_t max = lc ? tw_provider_info(lc->p)->user_data_max : 0;
+  if (max && run && strlen(run) > max) {
+    boot = agent_user_data(s, job, a, o, true, out);
+    if (boot) {
+      tw_log_info("agent",
+                  "job=%s attempt=%d script of %zu bytes over %s's user data "
+                  "limit (%zu): the agent delivers it",
+                  job->id, a->n, strlen(run), o->account, max);
+      tw_buf_release(&both);
+      return boot;
+    }
   }
   if (!spec->checkpoint_uri && !spec->checkpoint_interval_s) {
     if (!spec->setup)
@@ -430,6 +445,11 @@ sched__launch_call(struct tw_sched *s, const struct tw_job_rec *job,
       .tenant = c->job.tenant,
       .max_price_uusd_per_hour = sp->max_price_uusd_per_hour,
       .user_data = user_data(s, &c->job, sp, &c->a, &c->o, &c->ud),
+      .image = sp->image,
+      .disk_size_gb = sp->disk_size_gb,
+      .disk_type = sp->disk_type,
+      .ports = sp->ports,
+      .n_ports = sp->n_ports,
       .duration_s = sp->duration_s,
       .nodes = sp->nodes,
       .env = sp->env,

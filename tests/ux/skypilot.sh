@@ -31,6 +31,8 @@ db: $work/$1.db
 auth: {mode: open}
 scheduler: {tick_ms: 200}
 agent: {install: fetch, binary: $TW_AGENT, heartbeat_s: 1, heartbeat_timeout_s: 60, grace_s: 10}
+# train.yaml's disk_size and disk_tier, allowed by the operator
+machine: {disk_types: [medium], disk_max_gb: 512}
 providers:
 $2
 YAML
