@@ -370,6 +370,23 @@ sched__launch_call(struct tw_sched *s, const struct tw_job_rec *job,
   /* the same attempt always gets the same user data (the checkpoint
    * contract's prelude is a function of the attempt), so a launch resent
    * with its client token matches the first one */
+  /* traced: the call's span joins the placement's, and the job's
+   * environment carries the job's trace context (W3C TRACEPARENT) so what
+   * the job itself traces joins it too */
+  c->tracer = s->tracer;
+  c->trace = s->cur_trace;
+  const struct tw_kv *env = sp->env;
+  size_t n_env = sp->n_env;
+  if (s->cur_traceparent[0]) {
+    c->env = tw_calloc(sp->n_env + 1, sizeof *c->env);
+    for (size_t i = 0; i < sp->n_env; i++)
+      if (strcmp(sp->env[i].key, "TRACEPARENT"))
+        c->env[c->n_env++] = sp->env[i]; /* borrowed from the spec */
+    c->env[c->n_env].key = (char *)"TRACEPARENT";
+    c->env[c->n_env++].value = tw_strdup(s->cur_traceparent);
+    env = c->env;
+    n_env = c->n_env;
+  }
   c->req = (struct tw_launch){
       .offer = &c->o,
       .client_token = c->a.client_token,
@@ -380,8 +397,8 @@ sched__launch_call(struct tw_sched *s, const struct tw_job_rec *job,
       .user_data = user_data(s, &c->job, sp, &c->a, &c->o, &c->ud),
       .duration_s = sp->duration_s,
       .nodes = sp->nodes,
-      .env = sp->env,
-      .n_env = sp->n_env};
+      .env = env,
+      .n_env = n_env};
   c->nodes = is_gang(s, sp, o->account) ? sp->nodes : 1;
   return c;
 }
@@ -399,6 +416,9 @@ void sched__call_free(struct tw_sched *s, struct sched_call *c) {
   free(c->g_rc);
   tw_buf_release(&c->ud);
   tw_policy_set_unref(c->set);
+  if (c->env)
+    free(c->env[c->n_env - 1].value); /* TRACEPARENT's; the rest borrowed */
+  free(c->env);
   free(c);
 }
 
@@ -429,6 +449,8 @@ enum sched_launch_outcome sched__launch_apply(struct tw_sched *s,
   }
   if (rc_out)
     *rc_out = rc;
+  if (!timed_out)
+    sched__obs_launch(s, o->provider, c->took_us, c->found ? TW_OK : rc);
   if (!timed_out && c->found) {
     tw_log_info("sched",
                 "job=%s attempt=%d token=%s found instance %s (%s): its "
@@ -445,6 +467,9 @@ enum sched_launch_outcome sched__launch_apply(struct tw_sched *s,
     if (c->first && c->spec)
       meter_data_moved(s, job, c->spec, a, o, c->set ? c->set->net : NULL,
                        tw_clock_now_ms(s->clock));
+    if (c->first)
+      sched__obs_wait(s, job->tenant,
+                      tw_clock_now_ms(s->clock) - job->created_ms);
     return SCHED_LAUNCH_OK;
   }
   struct tw_err serr = {0};
