@@ -26,3 +26,21 @@ function(otel_receiver)
     ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>")
 endfunction()
 cmake_language(DEFER CALL otel_receiver)
+
+# configs/grafana/tradewind.json parses, and every metric name its queries
+# use is on the /metrics of a tradewindd running a job, scraped with a
+# bearer token as docs/observability.md configures Prometheus.
+function(otel_dashboard)
+  find_program(TW_PYTHON3 python3)
+  if(NOT TW_PYTHON3)
+    return()
+  endif()
+  add_test(NAME metrics_dashboard
+    COMMAND ${TW_PYTHON3} ${CMAKE_SOURCE_DIR}/tests/otel/dashboard.py
+            ${CMAKE_SOURCE_DIR}/configs/grafana/tradewind.json
+            ${CMAKE_BINARY_DIR}/metrics-dashboard)
+  set_tests_properties(metrics_dashboard PROPERTIES
+    LABELS "integration;metrics" TIMEOUT 120
+    ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>")
+endfunction()
+cmake_language(DEFER CALL otel_dashboard)

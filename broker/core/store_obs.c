@@ -59,7 +59,7 @@ enum tw_rc tw_store_job_trace(struct tw_store *s, const char *job_id,
  * attempts_live (state, id) serves the attempts' side. */
 static const char SQL_TENANT_GAUGES[] =
     "SELECT tenant, SUM(pending), MIN(oldest), SUM(live), SUM(spend) FROM ("
-    " SELECT tenant, COUNT(*) AS pending, MIN(created_ms) AS oldest,"
+    " SELECT tenant, COUNT(*) AS pending, MIN(created_at_ms) AS oldest,"
     "  0 AS live, 0 AS spend FROM jobs WHERE state = 'pending' GROUP BY tenant"
     " UNION ALL"
     " SELECT j.tenant, 0, NULL, COUNT(*), SUM(a.price_uusd_per_hour)"

@@ -210,6 +210,8 @@ void tw_sched_metrics(struct tw_sched *s, struct tw_buf *out) {
                   "# TYPE tradewind_spend_rate_usd_per_hour gauge\n%s",
                   g.spend.data ? g.spend.data : "");
   }
+  else
+    tw_log_warn("sched", "metrics: tenant gauges: %s", err.msg);
   tw_buf_release(&g.depth);
   tw_buf_release(&g.oldest);
   tw_buf_release(&g.spend);
