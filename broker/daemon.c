@@ -303,7 +303,8 @@ static enum tw_rc open_agent(struct tw_daemon *d, struct tw_err *err) {
       .heartbeat_s = cfg->agent_heartbeat_s,
       .heartbeat_timeout_s = cfg->agent_heartbeat_timeout_s,
       .max_log_bytes = cfg->agent_max_log_bytes,
-      .grace_s = cfg->agent_grace_s};
+      .grace_s = cfg->agent_grace_s,
+      .tracer = d->tracer};
   return tw_agent_new(&ao, &d->agent, err);
 }
 

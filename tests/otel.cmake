@@ -23,7 +23,7 @@ function(otel_receiver)
   set_tests_properties(otel_span_tree PROPERTIES
     LABELS "conformance;otel" FIXTURES_REQUIRED otel_npm
     SKIP_RETURN_CODE 77 TIMEOUT 240
-    ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>")
+    ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>;TW_AGENT=$<TARGET_FILE:tradewind-agent>")
 endfunction()
 cmake_language(DEFER CALL otel_receiver)
 

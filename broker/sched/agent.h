@@ -73,11 +73,14 @@ struct tw_agent_job {
   const struct tw_job_spec *spec;
   int64_t resume_s; /* progress earlier attempts kept */
   int64_t grace_s, heartbeat_s;
+  const char *traceparent; /* the job's trace context, given to the job as
+                              TRACEPARENT; NULL: none */
 };
 void tw_agent_register_answer(const struct tw_agent_job *j, struct tw_buf *out);
 
 /* ---- the module ---------------------------------------------------------- */
 
+struct tw_tracer;
 struct tw_agent_opts {
   struct tw_store *store;     /* borrowed; outlives the module */
   struct tw_secrets *secrets; /* borrowed for tw_agent_new only; NULL: the
@@ -93,6 +96,9 @@ struct tw_agent_opts {
   const char *ca_pem_file; /* the TLS certificate (chain) agents trust;
                               NULL: plain HTTP */
   int64_t heartbeat_s, heartbeat_timeout_s, max_log_bytes, grace_s;
+  /* Spans of the agent's phases (register, phase reports, exit) under
+   * the job's trace (docs/observability.md); borrowed, NULL: none. */
+  struct tw_tracer *tracer;
 };
 
 /* Loads (or makes, at the first start) the agent key: sealed under

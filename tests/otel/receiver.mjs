@@ -5,7 +5,11 @@
 // tree POST /v1/jobs -> admission, placement -> provider.launch, all under
 // the traceparent the submitter sent.
 //
-// usage: node receiver.mjs TRADEWINDD FAKECLOUD RUNDIR
+// The fake EC2 boots its instances for real and the job runs under
+// tradewind-agent, so the agent's phases are spans of the job's trace too
+// and the job's own environment carries TRACEPARENT.
+//
+// usage: node receiver.mjs TRADEWINDD FAKECLOUD AGENT RUNDIR
 import { createRequire } from "node:module";
 import { spawn } from "node:child_process";
 import { createServer } from "node:http";
@@ -16,7 +20,7 @@ const require = createRequire(import.meta.url);
 const root = require("@opentelemetry/otlp-transformer/build/src/generated/root.js");
 const Req = root.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
 
-const [daemonBin, fakeBin, dir] = process.argv.slice(2);
+const [daemonBin, fakeBin, agentBin, dir] = process.argv.slice(2);
 const children = [];
 let failed = false;
 function fail(msg) {
@@ -132,12 +136,14 @@ async function start(name, bin, args, env) {
   fail(`${name} did not start: ${errs}`);
 }
 const fake = await start("fakecloud", fakeBin,
-  ["--listen", "127.0.0.1:0", "--seed", "3", "--pending-ms", "200"], {});
+  ["--listen", "127.0.0.1:0", "--seed", "3", "--pending-ms", "200",
+   "--clock-speed", "1", "--boot", "--boot-dir", `${dir}/boot`], {});
 writeFileSync(`${dir}/tradewind.yaml`, `listen: 127.0.0.1:0
 db: ${dir}/tradewind.db
 auth: {mode: open}
 log: {format: json}
 scheduler: {tick_ms: 200}
+agent: {install: fetch, binary: ${agentBin}, heartbeat_s: 2, heartbeat_timeout_s: 30}
 otel:
   endpoint: ${recvUrl}
   service_name: tradewindd-otel-test
@@ -153,6 +159,7 @@ providers:
     secret_key_env: TW_OT_AWS_SECRET_KEY
     image: ami-0123456789abcdef0
     metadata_url: ${fake.url}/_fake/ec2/instances/{id}
+    agent: true
 `);
 const d = await start("tradewindd", daemonBin, ["--config", `${dir}/tradewind.yaml`],
   { TW_OT_AWS_ACCESS_KEY: "AKIDTRADEWINDFAKE", TW_OT_AWS_SECRET_KEY: "tradewind-fake-secret" });
@@ -164,7 +171,8 @@ const created = await fetch(`${d.url}/v1/jobs`, {
   method: "POST",
   headers: { "Content-Type": "application/json", traceparent: `00-${traceId}-${parentId}-01` },
   body: JSON.stringify({ name: "otel-traced", tenant: "default",
-    resources: { cpus: "1+" }, duration: "2s", run: "echo traced" }),
+    resources: { cpus: "1+" }, duration: "2s",
+    run: 'echo "TP=$TRACEPARENT"' }),
 });
 if (created.status !== 201) fail(`submit: ${created.status} ${await created.text()}`);
 const job = await created.json();
@@ -175,7 +183,7 @@ const deadline = Date.now() + 60_000;
 for (;;) {
   const got = await (await fetch(`${d.url}/v1/jobs/${job.id}`)).json();
   state = got.state;
-  if (["running", "succeeded"].includes(state)) break;
+  if (state === "succeeded") break;
   if (["failed", "cancelled"].includes(state)) fail(`${job.id} ended ${state}: ${got.reason}`);
   if (Date.now() > deadline) fail(`${job.id} still ${state} after 60 s`);
   await sleep(200);
@@ -191,7 +199,7 @@ const attr = (s, k) => {
   const v = a.value;
   return v.stringValue ?? v.intValue ?? v.boolValue ?? v.doubleValue;
 };
-for (let i = 0; i < 100 && !mine().some((s) => s.name === "provider.launch"); i++)
+for (let i = 0; i < 100 && !mine().some((s) => s.name === "agent.exit"); i++)
   await sleep(100);
 
 const t = mine();
@@ -225,6 +233,19 @@ if (attr(launch, "tradewind.provider") !== "aws") fail(`provider.launch: provide
 if (attr(launch, "cloud.region") !== "us-east-1") fail("provider.launch: no region");
 if (attr(launch, "tradewind.outcome_class") !== "ok") fail(`provider.launch: outcome ${attr(launch, "tradewind.outcome_class")}`);
 if (attr(launch, "tradewind.job_id") !== job.id) fail("provider.launch: not the job's");
+// the agent's phases, each a child of the job's context (the POST span)
+for (const name of ["agent.register", "agent.phase", "agent.exit"]) {
+  const a = one(name);
+  if (hex(a.parentSpanId) !== hex(post.spanId))
+    fail(`${name} is not a child of POST /v1/jobs`);
+}
+// the job's own environment: TRACEPARENT names the same trace
+const logs = await (await fetch(`${d.url}/v1/jobs/${job.id}/logs`)).text();
+const tp = logs.match(/TP=(\S*)/);
+if (!tp) fail(`the job's output has no TP= line: ${logs.slice(0, 300)}`);
+if (tp[1] !== `00-${traceId}-${hex(post.spanId)}-01`)
+  fail(`the job saw TRACEPARENT=${tp[1]}, expected 00-${traceId}-${hex(post.spanId)}-01`);
+console.log(`the job's TRACEPARENT: ${tp[1]}`);
 for (const s of t)
   if (!(BigInt(s.endTimeUnixNano) >= BigInt(s.startTimeUnixNano)))
     fail(`${s.name}: ends before it starts`);

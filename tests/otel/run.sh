@@ -8,8 +8,10 @@
 #
 #   run.sh setup WORKDIR    copy package*.json here to WORKDIR, `npm ci` there
 #   run.sh trace WORKDIR    start a receiver, a tradewind-fakecloud
-#                           (TW_FAKECLOUD) and a tradewindd (TW_DAEMON)
-#                           exporting to it; submit, follow, check
+#                           (TW_FAKECLOUD) booting instances for real with
+#                           tradewind-agent (TW_AGENT) and a tradewindd
+#                           (TW_DAEMON) exporting to it; submit, follow,
+#                           check
 #
 # Exits 77 (ctest: skipped) when node or npm is missing, or when setup did
 # not run.
@@ -41,10 +43,11 @@ trace)
   fi
   : "${TW_DAEMON:?TW_DAEMON: the tradewindd binary}"
   : "${TW_FAKECLOUD:?TW_FAKECLOUD: the tradewind-fakecloud binary}"
+  : "${TW_AGENT:?TW_AGENT: the tradewind-agent binary}"
   cp "$here/receiver.mjs" "$work/"
   cd "$work"
   rm -rf run && mkdir run
-  node receiver.mjs "$TW_DAEMON" "$TW_FAKECLOUD" "$work/run"
+  node receiver.mjs "$TW_DAEMON" "$TW_FAKECLOUD" "$TW_AGENT" "$work/run"
   ;;
 *)
   echo "run.sh: unknown mode $mode" >&2
