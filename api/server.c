@@ -375,6 +375,14 @@ static void span_begin(struct tw_req *r) {
     return;
   struct tw_trace_ctx parent;
   tw_traceparent_parse(tw_req_header(r, "traceparent"), &parent);
+  /* probes and the agents' reports (every few seconds each) are not
+   * traced unless a caller asks with its traceparent: the agent's phases
+   * are spans of the job's trace already (broker/sched/agent.c) */
+  const char *rn = r->route >= 0 ? tw_routes[r->route].name : "";
+  if (!parent.valid &&
+      (!strcmp(rn, "healthz") || !strcmp(rn, "readyz") ||
+       !strncmp(r->url, "/v1/agent/", 10)))
+    return;
   r->span = tw_malloc(sizeof *r->span);
   const char *tmpl = r->route >= 0 ? tw_routes[r->route].path : "unmatched";
   char name[96];

@@ -44,3 +44,10 @@ function(otel_dashboard)
     ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>")
 endfunction()
 cmake_language(DEFER CALL otel_dashboard)
+
+# A caller's traceparent header is outside input: fuzzed.
+tw_add_fuzz(fuzz_traceparent
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_traceparent.c
+  LIBS tw_base
+  LABELS otel
+  CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/traceparent)

@@ -294,12 +294,42 @@ void tw_span_end(struct tw_span *sp) {
  * Written by hand into the buffer: the exporter's only work per span, and
  * a tree of jansson objects per span cost several times more. */
 
+/* Bytes in a valid UTF-8 sequence at p (1 to 4), 0 when it is not one. */
+static size_t utf8_len(const unsigned char *p) {
+  size_t n = *p >= 0xf0 && *p <= 0xf4 ? 4
+             : *p >= 0xe0             ? 3
+             : *p >= 0xc2 && *p < 0xe0 ? 2
+                                       : 0;
+  for (size_t i = 1; i < n; i++)
+    if ((p[i] & 0xc0) != 0x80)
+      return 0;
+  if ((n == 3 && *p == 0xe0 && p[1] < 0xa0) || /* overlong */
+      (n == 3 && *p == 0xed && p[1] >= 0xa0) || /* surrogates */
+      (n == 4 && *p == 0xf0 && p[1] < 0x90) ||
+      (n == 4 && *p == 0xf4 && p[1] >= 0x90))
+    return 0;
+  return n;
+}
+
+/* s as a JSON string; bytes that are not UTF-8 (a path, a header) become
+ * U+FFFD, so one odd value never makes a collector refuse the batch. */
 static void jstr(struct tw_buf *o, const char *s) {
   static const char hex[] = "0123456789abcdef";
   char tmp[8];
   tw_buf_add(o, "\"", 1);
   const unsigned char *p = (const unsigned char *)s, *run = p;
   for (; *p; p++) {
+    if (*p >= 0x80) {
+      size_t n = utf8_len(p);
+      if (n) {
+        p += n - 1;
+        continue;
+      }
+      tw_buf_add(o, run, (size_t)(p - run));
+      tw_buf_adds(o, "\\ufffd");
+      run = p + 1;
+      continue;
+    }
     if (*p >= 0x20 && *p != '"' && *p != '\\' && *p != 0x7f)
       continue;
     tw_buf_add(o, run, (size_t)(p - run));

@@ -273,7 +273,6 @@ bool sched__obs_job_trace(struct tw_sched *s, const char *job_id,
 static const char *const CALL_OPS[] = {"launch", "describe", "terminate"};
 
 void sched__obs_run_call(struct sched_call *c) {
-  int64_t t0 = sched__mono_ms();
   struct timespec a, b;
   clock_gettime(CLOCK_MONOTONIC, &a);
   if (!c->tracer || !c->trace.valid) {
@@ -281,7 +280,6 @@ void sched__obs_run_call(struct sched_call *c) {
     clock_gettime(CLOCK_MONOTONIC, &b);
     c->took_us = (int64_t)(b.tv_sec - a.tv_sec) * 1000000 +
                  (b.tv_nsec - a.tv_nsec) / 1000;
-    (void)t0;
     return;
   }
   struct tw_span *sp = tw_malloc(sizeof *sp);
@@ -317,7 +315,6 @@ void sched__obs_run_call(struct sched_call *c) {
     tw_span_ok(sp);
   tw_span_end(sp);
   free(sp);
-  (void)t0;
 }
 
 void sched__obs_event(struct tw_sched *s, const char *job_id,

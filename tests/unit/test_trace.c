@@ -151,6 +151,7 @@ static void spans_are_exported_as_otlp_json(void **state) {
   tw_span_start(t, &a, "POST /v1/jobs", TW_SPAN_SERVER, &parent);
   tw_span_start(t, &b, "child \"quoted\"\n", TW_SPAN_CLIENT, &a.ctx);
   tw_span_attr_str(&b, "s", "v\x01");
+  tw_span_attr_str(&b, "u", "caf\xc3\xa9 \xff\xc3(");  /* UTF-8, then not */
   tw_span_attr_int(&b, "i", -9007199254740993LL); /* beyond a double */
   tw_span_attr_bool(&b, "b", true);
   tw_span_attr_double(&b, "d", 0.25);
@@ -191,6 +192,8 @@ static void spans_are_exported_as_otlp_json(void **state) {
   assert_true(json_is_string(json_object_get(sa, "startTimeUnixNano")));
   assert_string_equal(attr_of(sb, "i", "intValue"), "7");
   assert_string_equal(attr_of(sb, "s", "stringValue"), "v\x01");
+  assert_string_equal(attr_of(sb, "u", "stringValue"),
+                      "caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd(");
   assert_non_null(attr_of(sb, "b", "boolValue"));
   assert_non_null(attr_of(sb, "d", "doubleValue"));
   assert_int_equal(json_integer_value(json_object_get(
