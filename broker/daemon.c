@@ -609,9 +609,13 @@ void tw_daemon_free(struct tw_daemon *d) {
     tw_spec_cache_free(d->specs); /* after the scheduler, reconciler, meter */
   /* after its readers, before the providers its threads call */
   tw_catalog_free(d->cat);
-  /* after everything that makes spans; what is queued gets 2 s to leave */
-  tw_tracer_free(d->tracer, 2000);
-  tw_otlp_sender_free(d->otlp);
+  /* after everything that makes spans; what is queued gets 2 s to leave.
+   * Calls abandoned at the drain may still end theirs: then it is left to
+   * the process's exit, as the providers are. */
+  if (!d->abandoned) {
+    tw_tracer_free(d->tracer, 2000);
+    tw_otlp_sender_free(d->otlp);
+  }
   for (size_t k = 0; k < d->n_prov && !d->abandoned; k++)
     tw_provider_free(d->provs[k]);
   if (!d->abandoned)
