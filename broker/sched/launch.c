@@ -171,9 +171,18 @@ static enum tw_rc gang_launch(struct tw_store *store, struct tw_provider *p,
 enum tw_rc sched__terminate_all(struct tw_sched *s, struct pcache *pc,
                                 const struct tw_attempt_rec *a,
                                 struct sched_nodes nd, struct tw_err *err) {
-  if (!nd.n)
-    return a->instance_id[0] ? tw_provider_terminate(pc->p, a->instance_id, err)
-                             : TW_OK;
+  if (!nd.n && !a->instance_id[0])
+    return TW_OK;
+  struct tw_span *sp = sched__obs_call_begin(s, a->job_id, "terminate", pc->p,
+                                             a->instance_id);
+  if (!nd.n) {
+    struct tw_err terr = {0};
+    enum tw_rc rc = tw_provider_terminate(pc->p, a->instance_id, &terr);
+    sched__obs_call_end(sp, rc, &terr);
+    if (err)
+      *err = terr;
+    return rc;
+  }
   enum tw_rc first = TW_OK;
   for (size_t i = 0; i < nd.n; i++) {
     if (!strcmp(nd.g[i].state, "terminated"))
@@ -189,6 +198,7 @@ enum tw_rc sched__terminate_all(struct tw_sched *s, struct pcache *pc,
         *err = terr;
     }
   }
+  sched__obs_call_end(sp, first, err);
   return first;
 }
 

@@ -288,11 +288,18 @@ void sched__obs_run_call(struct sched_call *c) {
   snprintf(name, sizeof name, "provider.%s", op);
   tw_span_start(c->tracer, sp, name, TW_SPAN_CLIENT, &c->trace);
   tw_span_attr_str(sp, "tradewind.provider.operation", op);
-  tw_span_attr_str(sp, "tradewind.provider", c->o.provider);
-  tw_span_attr_str(sp, "tradewind.account", c->o.account);
-  tw_span_attr_str(sp, "cloud.region", c->o.region);
-  tw_span_attr_str(sp, "tradewind.offer", c->o.id);
-  tw_span_attr_str(sp, "tradewind.job_id", c->job.id);
+  /* a launch has its offer; a terminate its attempt's provider */
+  tw_span_attr_str(sp, "tradewind.provider",
+                   c->o.provider[0] ? c->o.provider : tw_provider_name(c->p));
+  tw_span_attr_str(sp, "tradewind.account",
+                   c->o.account[0] ? c->o.account : tw_provider_account(c->p));
+  if (c->o.region[0])
+    tw_span_attr_str(sp, "cloud.region", c->o.region);
+  tw_span_attr_str(sp, "tradewind.offer", c->o.id[0] ? c->o.id : c->a.offer_id);
+  if (c->kind == SCHED_CALL_TERMINATE && c->a.instance_id[0])
+    tw_span_attr_str(sp, "cloud.resource_id", c->a.instance_id);
+  tw_span_attr_str(sp, "tradewind.job_id",
+                   c->job.id[0] ? c->job.id : c->a.job_id);
   tw_span_attr_int(sp, "tradewind.attempt", c->a.n);
   /* the worker's log lines carry the call's span */
   char t[33], s_[17];
@@ -311,6 +318,39 @@ void sched__obs_run_call(struct sched_call *c) {
     tw_span_attr_str(sp, "cloud.resource_id", c->inst.id);
   if (c->rc != TW_OK)
     tw_span_error(sp, "%s: %s", tw_rc_str(c->rc), c->err.msg);
+  else
+    tw_span_ok(sp);
+  tw_span_end(sp);
+  free(sp);
+}
+
+struct tw_span *sched__obs_call_begin(struct tw_sched *s, const char *job_id,
+                                      const char *op, struct tw_provider *p,
+                                      const char *resource) {
+  struct tw_trace_ctx ctx;
+  if (!sched__obs_job_trace(s, job_id, &ctx, NULL, 0))
+    return NULL;
+  struct tw_span *sp = tw_malloc(sizeof *sp);
+  char name[64];
+  snprintf(name, sizeof name, "provider.%s", op);
+  tw_span_start(s->tracer, sp, name, TW_SPAN_CLIENT, &ctx);
+  tw_span_attr_str(sp, "tradewind.provider.operation", op);
+  tw_span_attr_str(sp, "tradewind.provider", tw_provider_name(p));
+  tw_span_attr_str(sp, "tradewind.account", tw_provider_account(p));
+  tw_span_attr_str(sp, "tradewind.job_id", job_id);
+  if (resource && *resource)
+    tw_span_attr_str(sp, "cloud.resource_id", resource);
+  return sp;
+}
+
+void sched__obs_call_end(struct tw_span *sp, enum tw_rc rc,
+                         const struct tw_err *err) {
+  if (!sp)
+    return;
+  tw_span_attr_str(sp, "tradewind.outcome", tw_rc_str(rc));
+  tw_span_attr_str(sp, "tradewind.outcome_class", rc_class(rc));
+  if (rc != TW_OK)
+    tw_span_error(sp, "%s: %s", tw_rc_str(rc), err ? err->msg : "");
   else
     tw_span_ok(sp);
   tw_span_end(sp);

@@ -460,6 +460,14 @@ bool sched__obs_job_trace(struct tw_sched *s, const char *job_id,
                           struct tw_trace_ctx *out, char *tp, size_t tpsz);
 /* On the worker: c->run(c) inside a CLIENT span when c->trace is valid. */
 void sched__obs_run_call(struct sched_call *c);
+/* A provider call made on the scheduler's thread itself, as a CLIENT span
+ * of the job's trace: begin returns NULL when the job is untraced; end
+ * takes the outcome and frees it (NULL ok). */
+struct tw_span *sched__obs_call_begin(struct tw_sched *s, const char *job_id,
+                                      const char *op, struct tw_provider *p,
+                                      const char *resource);
+void sched__obs_call_end(struct tw_span *sp, enum tw_rc rc,
+                         const struct tw_err *err);
 /* A short span under the job's trace for an event of its life (a spot
  * notice, a fallback decision); nothing when the job is untraced. */
 void sched__obs_event(struct tw_sched *s, const char *job_id,

@@ -199,7 +199,9 @@ const attr = (s, k) => {
   const v = a.value;
   return v.stringValue ?? v.intValue ?? v.boolValue ?? v.doubleValue;
 };
-for (let i = 0; i < 100 && !mine().some((s) => s.name === "agent.exit"); i++)
+// the agent's exit, then the instance given back
+for (let i = 0; i < 100 && !(mine().some((s) => s.name === "agent.exit") &&
+  mine().some((s) => s.name === "provider.terminate")); i++)
   await sleep(100);
 
 const t = mine();
@@ -239,6 +241,10 @@ for (const name of ["agent.register", "agent.phase", "agent.exit"]) {
   if (hex(a.parentSpanId) !== hex(post.spanId))
     fail(`${name} is not a child of POST /v1/jobs`);
 }
+const term = one("provider.terminate");
+if (hex(term.parentSpanId) !== hex(post.spanId)) fail("provider.terminate is not a child of POST /v1/jobs");
+if (attr(term, "tradewind.provider") !== "aws" || !attr(term, "cloud.resource_id"))
+  fail("provider.terminate: no provider or instance");
 // the job's own environment: TRACEPARENT names the same trace
 const logs = await (await fetch(`${d.url}/v1/jobs/${job.id}/logs`)).text();
 const tp = logs.match(/TP=(\S*)/);
