@@ -167,8 +167,11 @@ static enum tw_rc open_tracer(struct tw_daemon *d, struct tw_err *err) {
                               .send_ctx = d->otlp};
   if ((rc = tw_tracer_new(&to, &d->tracer, err)))
     goto out;
-  tw_log_info("trace", "exporting spans to %s (sampling %s)",
-              cfg->otel_endpoint, cfg->otel_sampling);
+  char shown[512];
+  snprintf(shown, sizeof shown, "%s", cfg->otel_endpoint);
+  tw_trace_url_redact(shown);
+  tw_log_info("trace", "exporting spans to %s (sampling %s)", shown,
+              cfg->otel_sampling);
 out:
   for (size_t i = 0; i < nh; i++)
     free(lines[i]);

@@ -6,6 +6,7 @@
 
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
+#include "broker/base/trace.h"
 #include "providers/http.h"
 
 struct tw_otlp_sender {
@@ -73,8 +74,10 @@ long tw_otlp_send(void *ctx, const char *url, const char *const *headers,
   long status = 0;
   if (tw_http_do(s->http, &req, &resp, &err) == TW_OK)
     status = resp.status;
-  else
-    tw_log_debug("trace", "export: %s", err.msg); /* the URL, no headers */
+  else { /* the URL without its credentials, never the headers */
+    tw_trace_url_redact(err.msg);
+    tw_log_debug("trace", "export: %s", err.msg);
+  }
   tw_http_response_release(&resp);
   return status;
 }

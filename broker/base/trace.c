@@ -78,8 +78,25 @@ void tw_traceparent_fmt(const struct tw_trace_ctx *c, char *out, size_t cap) {
 
 /* ---- the tracer --------------------------------------------------------- */
 
+void tw_trace_url_redact(char *url) {
+  char *host = strstr(url, "://");
+  if (!host)
+    return;
+  host += 3;
+  char *end = host + strcspn(host, "/?#");
+  char *at = NULL;
+  for (char *p = host; p < end; p++)
+    if (*p == '@')
+      at = p;
+  if (!at)
+    return;
+  memmove(host + 4, at + 1, strlen(at + 1) + 1);
+  memcpy(host, "***@", 4);
+}
+
 struct tw_tracer {
   char *url;
+  char *url_log; /* url without user:password@, for the log */
   char *service;
   char **headers; /* NULL-terminated */
   long (*send)(void *, const char *, const char *const *, const char *,
@@ -456,7 +473,8 @@ static void export_batch(struct tw_tracer *t, struct tw_span **b, size_t n) {
     __atomic_add_fetch(&t->exported, n, __ATOMIC_RELAXED);
   else {
     __atomic_add_fetch(&t->dropped, n, __ATOMIC_RELAXED);
-    tw_log_warn("trace", "spans=%zu export to %s failed; dropped", n, t->url);
+    tw_log_warn("trace", "spans=%zu export to %s failed; dropped", n,
+                t->url_log);
   }
   tw_buf_release(&body);
 }
@@ -520,6 +538,8 @@ enum tw_rc tw_tracer_new(const struct tw_tracer_opts *o, struct tw_tracer **out,
   bool has = el >= 10 && !strncmp(o->endpoint + el - 10, suffix, 10);
   t->url = tw_malloc(el + 12);
   snprintf(t->url, el + 12, "%.*s%s", (int)el, o->endpoint, has ? "" : suffix);
+  t->url_log = tw_strdup(t->url);
+  tw_trace_url_redact(t->url_log);
   t->service = tw_strdup(o->service_name && *o->service_name ? o->service_name
                                                              : "tradewindd");
   size_t nh = 0;
@@ -590,6 +610,7 @@ void tw_tracer_free(struct tw_tracer *t, int64_t deadline_ms) {
     free(t->headers[i]);
   free(t->headers);
   free(t->url);
+  free(t->url_log);
   free(t->service);
   free(t);
 }

@@ -38,6 +38,9 @@ struct tw_trace_ctx {
 bool tw_traceparent_parse(const char *s, struct tw_trace_ctx *out);
 /* Writes "00-...-...-0f" into out (at least TW_TRACEPARENT_LEN + 1). */
 void tw_traceparent_fmt(const struct tw_trace_ctx *c, char *out, size_t cap);
+/* Replaces the user:password@ of an http(s) URL with "***@", in place
+ * (what the log may show of otel.endpoint). */
+void tw_trace_url_redact(char *url);
 /* Lower-case hex of n bytes into out (2n + 1). */
 void tw_trace_hex(const uint8_t *b, size_t n, char *out);
 

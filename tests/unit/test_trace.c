@@ -333,6 +333,16 @@ static void sampling_decides_new_traces_and_parents_decide_theirs(
   recv_free(&r);
 }
 
+static void credentials_in_the_endpoint_never_reach_the_log(void **state) {
+  (void)state;
+  char a[] = "https://user:s3cret@collector:4318/v1/traces";
+  tw_trace_url_redact(a);
+  assert_string_equal(a, "https://***@collector:4318/v1/traces");
+  char b[] = "http://collector:4318/a@b";
+  tw_trace_url_redact(b);
+  assert_string_equal(b, "http://collector:4318/a@b");
+}
+
 static void bad_options_are_refused_by_name(void **state) {
   (void)state;
   struct tw_tracer *t = NULL;
@@ -350,6 +360,7 @@ int main(void) {
       cmocka_unit_test(a_full_queue_drops_and_counts_without_waiting),
       cmocka_unit_test(a_failed_export_is_retried_then_dropped),
       cmocka_unit_test(sampling_decides_new_traces_and_parents_decide_theirs),
+      cmocka_unit_test(credentials_in_the_endpoint_never_reach_the_log),
       cmocka_unit_test(bad_options_are_refused_by_name),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
