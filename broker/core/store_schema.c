@@ -148,8 +148,22 @@ static const char MIG_LEDGER_3[] =
     " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), COUNT(*)"
     " FROM ledger GROUP BY day, tenant, project, market;";
 
+/* 4: the amount as billed in the provider's own currency (micro-CNY for
+ * Alibaba), kept at metering time; rows before it have none ('', 0) */
+static const char MIG_LEDGER_4[] =
+    "ALTER TABLE ledger ADD COLUMN source_currency TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE ledger ADD COLUMN source_effective_micro INTEGER NOT NULL"
+    " DEFAULT 0;"
+    "ALTER TABLE ledger_day ADD COLUMN source_effective_micro INTEGER NOT NULL"
+    " DEFAULT 0;"
+    "ALTER TABLE ledger_day ADD COLUMN source_rows INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE ledger_job_day ADD COLUMN source_effective_micro INTEGER"
+    " NOT NULL DEFAULT 0;"
+    "ALTER TABLE ledger_job_day ADD COLUMN source_rows INTEGER NOT NULL"
+    " DEFAULT 0;";
+
 static const char *const MIG_LEDGER[] = {MIG_LEDGER_1, MIG_LEDGER_2,
-                                         MIG_LEDGER_3};
+                                         MIG_LEDGER_3, MIG_LEDGER_4};
 
 /* ---- module "meter" */
 

@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,7 @@ struct tw_agent {
   void *wake_ctx;
   pthread_mutex_t gang_mu;
   struct gang *gangs;
+  atomic_uint_fast64_t news; /* reports that wake the scheduler, so far */
   struct tw_tracer *tracer;
 };
 
@@ -418,7 +420,14 @@ void tw_agent_set_wake(struct tw_agent *a, void (*fn)(void *ctx), void *ctx) {
   a->wake_ctx = ctx;
 }
 
+uint64_t tw_agent_news(struct tw_agent *a) {
+  return atomic_load_explicit(&a->news, memory_order_acquire);
+}
+
 static void wake(struct tw_agent *a) {
+  /* counted after the report is stored: a pass that reads the count
+   * before this finds the report at its next look */
+  atomic_fetch_add_explicit(&a->news, 1, memory_order_release);
   if (a->wake)
     a->wake(a->wake_ctx);
 }

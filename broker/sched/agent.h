@@ -127,6 +127,10 @@ const char *tw_agent_url(const struct tw_agent *a);
 int64_t tw_agent_heartbeat_s(const struct tw_agent *a);
 int64_t tw_agent_heartbeat_timeout_s(const struct tw_agent *a);
 int64_t tw_agent_grace_s(const struct tw_agent *a);
+/* How many reports that decide something (an exit, a new notice) were
+ * stored so far: the scheduler reads the quiet attempts' reports again
+ * only when it moved (agent_follow.c). */
+uint64_t tw_agent_news(struct tw_agent *a);
 
 /* The served binary: its path and SHA-256 hex; false when none. */
 bool tw_agent_binary(const struct tw_agent *a, const char **path,

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "broker/base/log.h"
+#include "broker/sched/agent.h"
 #include "broker/sched/checkpoint.h"
 #include "broker/sched/sched_int.h"
 #include "providers/provider.h"
@@ -84,6 +85,17 @@ void sched__run_times(struct sched_att *st, const struct tw_instance *inst) {
     st->ran_from_ms = inst->running_ms;
   if (inst->ended_ms > 0)
     st->ended_at_ms = inst->ended_ms;
+}
+
+void sched__agent_times(const struct sched_att *st, int64_t agent_from_ms,
+                        int64_t agent_to_ms, int64_t *ran_from_ms,
+                        int64_t *ended_at_ms) {
+  *ran_from_ms = st && st->ran_from_ms > 0 ? st->ran_from_ms
+                 : agent_from_ms > 0       ? agent_from_ms
+                                           : 0;
+  *ended_at_ms = st && st->ended_at_ms > 0 ? st->ended_at_ms
+                 : agent_to_ms > 0         ? agent_to_ms
+                                           : 0;
 }
 
 static struct sched_follow *follow_of(struct tw_sched *s) {
@@ -843,6 +855,8 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
   if (sched__call_busy(s, a->id))
     goto out; /* a call of its own is in flight: one at a time */
   /* run by tradewind-agent: its reports decide (agent_follow.c) */
+  if (sched__agent_quiet(s, pc, &job, a, st, now))
+    goto out; /* nothing new from its agent: no read this pass */
   struct sched_agent_step ag;
   sched__agent_follow(s, pc, &job, a, nd, st, now, &ag);
   changes += ag.changes;
@@ -1136,6 +1150,9 @@ int sched__follow(struct tw_sched *s, int64_t now) {
   size_t n_live = 0;
   struct tw_err err = {0};
   int changes = 0;
+  /* read before the attempts: a report stored after this is seen at the
+   * next pass (sched__agent_quiet) */
+  s->agent_news = s->agent ? tw_agent_news(s->agent) : 0;
   if (tw_store_attempts_live(s->store, &live, &n_live, &err) == TW_OK) {
     /* the nodes of the live gangs, read once per pass */
     struct tw_attempt_instance *g = NULL;

@@ -125,6 +125,8 @@ struct tw_sched {
   /* tradewind-agent (agent.h): the bootstraps of agent-enabled providers'
    * attempts and the reports that end them; NULL: none */
   struct tw_agent *agent;
+  /* follow.c: tw_agent_news() as the pass began (agent_follow.c) */
+  uint64_t agent_news;
 
   /* loop.c: the catalog the offers come from, and the version of the
    * snapshot s->all was built from (0: none yet).  A catalog made for
@@ -263,14 +265,27 @@ struct sched_att {
    * (docs/agent.md), which spot.c keeps when it ends the attempt */
   bool agent_saved;
   int64_t agent_kept_s;
+  /* agent_follow.c: a running attempt whose reports decided nothing at
+   * its last look is read again when an agent's news came in since
+   * (agent_news_seen) or at agent_look_ms, whichever is first */
+  uint64_t agent_news_seen;
+  int64_t agent_look_ms;
 };
 
 /* Sets st's billing times from what the provider reported of inst (its
- * running_ms and ended_ms, providers/provider.h).  The one place an
- * attempt's run times are chosen: the agent's own reports of its start
- * and end are to be taken here too, over the provider's when both are
- * known (docs/billing.md, "Metering"). */
+ * running_ms and ended_ms, providers/provider.h).  With
+ * sched__agent_times, the one place an attempt's run times are chosen
+ * (docs/billing.md, "Metering"). */
 void sched__run_times(struct sched_att *st, const struct tw_instance *inst);
+/* The run times of an attempt run by tradewind-agent: the provider's (st,
+ * from a look; st may be NULL) where it gave them, else the agent's own,
+ * agent_from_ms (its registration) and agent_to_ms (the job's exit as
+ * the agent reported it); 0 where neither is known (the store then
+ * records its own now).  The store keeps both within [the attempt's
+ * start, now]. */
+void sched__agent_times(const struct sched_att *st, int64_t agent_from_ms,
+                        int64_t agent_to_ms, int64_t *ran_from_ms,
+                        int64_t *ended_at_ms);
 
 /* The nodes of one live attempt: a slice of the pass's list (none for an
  * attempt of one instance). */
@@ -623,6 +638,18 @@ int sched__spot_recover(struct tw_sched *s, const char *job_id, int64_t now);
 
 /* What the agent's reports did to one live attempt (follow.c calls it
  * first, for every pass). */
+/* Whether attempt a (of job, stored as it is now) may be passed over this
+ * pass: run by an agent, running, its job live, no notice out, nothing
+ * from any agent that decides something since its last look, and that
+ * look less than SCHED_AGENT_LOOK_MS ago (a quarter of the heartbeat
+ * timeout when that is less).  Its heartbeats and logs need no pass; the
+ * next look finds lost heartbeats. */
+#define SCHED_AGENT_LOOK_MS 5000
+bool sched__agent_quiet(const struct tw_sched *s, struct pcache *pc,
+                        const struct tw_job_rec *job,
+                        const struct tw_attempt_rec *a,
+                        const struct sched_att *st, int64_t now);
+
 struct sched_agent_step {
   int changes;
   bool handled;       /* the attempt is the agent's: follow.c stops here */

@@ -83,7 +83,7 @@ static void newer_module_refuses_start(void **state) {
           "tradewindd: store: module ledger is at schema version 99, newer "
           "than this build",
           /* back to the version this build migrates the ledger to */
-          "UPDATE schema_modules SET version = 3 WHERE name = 'ledger'");
+          "UPDATE schema_modules SET version = 4 WHERE name = 'ledger'");
 }
 
 /* The record of the reconciler's version is lost while its table stays:
