@@ -23,6 +23,8 @@ struct tw_provider;
 struct tw_catalog;
 struct tw_placer;
 struct tw_agent;
+struct tw_tracer;
+struct tw_buf;
 
 struct tw_provider_ops;
 
@@ -68,6 +70,13 @@ struct tw_api_opts {
   bool (*ready)(void *ctx, char *why, size_t whysz);
   void *ready_ctx;
   struct tw_agent *agent;     /* /v1/agent/... (h_agent.c); NULL: 503 */
+  /* Borrowed: a span per request, the submitter's traceparent the parent
+   * of POST /v1/jobs (docs/observability.md); NULL: no spans. */
+  struct tw_tracer *tracer;
+  /* More of /metrics, appended after the server's own (the daemon: the
+   * scheduler's, the agent's, the tracer's); NULL: none. */
+  void (*metrics)(void *ctx, struct tw_buf *out);
+  void *metrics_ctx;
 };
 
 /* Binds and starts serving.  *out is owned (tw_api_stop). */

@@ -35,6 +35,7 @@ struct tw_req {
   int64_t start_us;
   char request_id[17];
   struct tw_auth_ctx *auth; /* api/auth.c: the caller, while the handler runs */
+  struct tw_span *span;     /* the request's span (owned), NULL: no tracer */
 
   /* the answer */
   unsigned status;
@@ -91,6 +92,7 @@ const char *const *tw_api_fallback_names(struct tw_api *api);
 const struct tw_spec_machine *tw_api_machine(struct tw_api *api);
 struct tw_auth *tw_api_auth(struct tw_api *api); /* api/auth.c's state */
 struct tw_agent *tw_api_agent(struct tw_api *api); /* NULL: no agents */
+struct tw_tracer *tw_api_tracer(struct tw_api *api); /* NULL: no spans */
 void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out);
 const char *tw_req_header(struct tw_req *r, const char *name);
 const char *tw_req_query(struct tw_req *r, const char *name);

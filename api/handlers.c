@@ -12,6 +12,7 @@
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
 #include "broker/core/skypilot.h"
+#include "broker/base/trace.h"
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "broker/core/store_agent.h"
@@ -215,10 +216,28 @@ void tw_h_jobs_create(struct tw_req *r) {
     tw_spec_release(&spec);
     return;
   }
-  if (!tw_auth_admit_job(r, &spec)) { /* tenant scope, quota, budget */
+  /* admission: its own span, under the request's */
+  struct tw_span adm;
+  tw_span_start(tw_api_tracer(r->api), &adm, "admission", TW_SPAN_INTERNAL,
+                r->span ? &r->span->ctx : NULL);
+  tw_span_attr_str(&adm, "tradewind.tenant", spec.tenant);
+  bool admitted = tw_auth_admit_job(r, &spec); /* tenant scope, quota, budget */
+  tw_span_attr_str(&adm, "tradewind.admission",
+                   admitted ? "admitted" : "refused");
+  if (!admitted) {
+    tw_span_attr_int(&adm, "http.response.status_code", r->status);
+    tw_span_error(&adm, "refused with %u", r->status);
+  }
+  tw_span_end(&adm);
+  if (!admitted) {
     tw_spec_release(&spec);
     return;
   }
+  /* the job's spans (placement, launches, provider calls) join this
+   * request's trace: its context is stored with the job */
+  char tp[TW_TRACEPARENT_LEN + 1];
+  if (r->span && r->span->ctx.valid)
+    tw_traceparent_fmt(&r->span->ctx, tp, sizeof tp);
   struct tw_buf canon;
   tw_buf_init(&canon);
   tw_spec_to_json(&spec, &canon);
@@ -227,7 +246,9 @@ void tw_h_jobs_create(struct tw_req *r) {
                            .project = spec.project,
                            .priority = spec.priority,
                            .spec_json = canon.data,
-                           .idem_key = key};
+                           .idem_key = key,
+                           .traceparent =
+                               r->span && r->span->ctx.valid ? tp : NULL};
   struct tw_job_rec job;
   bool replayed = false;
   /* the job, its owner and the audit entry commit together */
@@ -249,6 +270,7 @@ void tw_h_jobs_create(struct tw_req *r) {
                "principal; choose another key");
     return;
   }
+  tw_span_attr_str(r->span, "tradewind.job_id", job.id);
   render_job(&r->out, &job);
   char loc[64];
   snprintf(loc, sizeof loc, "/v1/jobs/%s", job.id);

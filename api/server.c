@@ -22,6 +22,7 @@
 #include "api/h_placement.h"
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
+#include "broker/base/trace.h"
 #include "broker/base/unique.h"
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
@@ -126,6 +127,9 @@ struct tw_api {
   struct tw_catalog *catalog;
   struct tw_placer *placer;
   struct tw_agent *agent;
+  struct tw_tracer *tracer;
+  void (*metrics_fn)(void *ctx, struct tw_buf *out);
+  void *metrics_ctx;
   uint64_t request_seed; /* request ids: see request_id() */
   uint64_t request_seq;  /* atomic */
 };
@@ -162,6 +166,7 @@ const struct tw_spec_machine *tw_api_machine(struct tw_api *api) {
   return api->machine ? api->machine : &none;
 }
 struct tw_agent *tw_api_agent(struct tw_api *api) { return api->agent; }
+struct tw_tracer *tw_api_tracer(struct tw_api *api) { return api->tracer; }
 struct tw_auth *tw_api_auth(struct tw_api *api) {
   return api->auth;
 }
@@ -364,6 +369,58 @@ void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out) {
       "tradewind_http_deadline_cuts_total{part=\"body\"} %llu\n",
       (unsigned long long)__atomic_load_n(&api->cut_head, __ATOMIC_RELAXED),
       (unsigned long long)__atomic_load_n(&api->cut_body, __ATOMIC_RELAXED));
+  if (api->metrics_fn)
+    api->metrics_fn(api->metrics_ctx, out);
+}
+
+/* ---- the request's span ----------------------------------------------- */
+
+/* Starts r's span: SERVER, the caller's traceparent its parent. */
+static void span_begin(struct tw_req *r) {
+  if (!r->api->tracer)
+    return;
+  struct tw_trace_ctx parent;
+  tw_traceparent_parse(tw_req_header(r, "traceparent"), &parent);
+  /* probes and the agents' reports (every few seconds each) are not
+   * traced unless a caller asks with its traceparent: the agent's phases
+   * are spans of the job's trace already (broker/sched/agent.c) */
+  const char *rn = r->route >= 0 ? tw_routes[r->route].name : "";
+  if (!parent.valid &&
+      (!strcmp(rn, "healthz") || !strcmp(rn, "readyz") ||
+       !strncmp(r->url, "/v1/agent/", 10)))
+    return;
+  r->span = tw_malloc(sizeof *r->span);
+  const char *tmpl = r->route >= 0 ? tw_routes[r->route].path : "unmatched";
+  char name[96];
+  snprintf(name, sizeof name, "%s %s", r->method, tmpl);
+  tw_span_start(r->api->tracer, r->span, name, TW_SPAN_SERVER, &parent);
+  tw_span_attr_str(r->span, "http.request.method", r->method);
+  tw_span_attr_str(r->span, "http.route", tmpl);
+  tw_span_attr_str(r->span, "url.path", r->url);
+  tw_span_attr_str(r->span, "tradewind.request_id", r->request_id);
+}
+
+/* Log lines of this thread carry r's ids while it works for r. */
+static void span_log(struct tw_req *r, bool on) {
+  if (!r->span || !r->span->ctx.valid)
+    return;
+  if (!on) {
+    tw_log_set_trace(NULL, NULL);
+    return;
+  }
+  char t[33], sp[17];
+  tw_trace_hex(r->span->ctx.trace_id, 16, t);
+  tw_trace_hex(r->span->ctx.span_id, 8, sp);
+  tw_log_set_trace(t, sp);
+}
+
+static void span_finish(struct tw_req *r) {
+  if (!r->span)
+    return;
+  tw_span_attr_int(r->span, "http.response.status_code", r->status);
+  if (r->status >= 500)
+    tw_span_error(r->span, "status %u", r->status);
+  tw_span_end(r->span);
 }
 
 static void finish(struct tw_req *r, bool send_body,
@@ -400,6 +457,8 @@ static void finish(struct tw_req *r, bool send_body,
   tw_log_debug("api", "request=%s method=%s path=%s status=%u us=%lld",
                r->request_id, r->method, r->url, r->status,
                (long long)(tw_mono_us() - r->start_us));
+  span_finish(r);
+  span_log(r, false);
 }
 
 /* ---- connections and their deadlines ------------------------------------ */
@@ -666,6 +725,8 @@ static enum MHD_Result serve(struct tw_api *api, bool probe_only,
     tw_buf_init(&r->out);
     bool known;
     r->route = route(r, &known);
+    span_begin(r);
+    span_log(r, true);
     *con_cls = r;
     __atomic_add_fetch(&api->in_flight, 1, __ATOMIC_RELAXED);
     struct conn_slot *slot = slot_of(conn);
@@ -683,6 +744,7 @@ static enum MHD_Result serve(struct tw_api *api, bool probe_only,
       slot_set(api, slot, PH_BODY, api->body_us, false);
     else
       slot_set(api, slot, PH_ANSWER, 0, false);
+    span_log(r, false);
     return MHD_YES;
   }
   if (r->answered) {
@@ -707,6 +769,7 @@ static enum MHD_Result serve(struct tw_api *api, bool probe_only,
     tw_problem(r, 413, "too-large", NULL, "request body exceeds %lld bytes",
                (long long)__atomic_load_n(&api->max_body, __ATOMIC_ACQUIRE));
   } else {
+    span_log(r, true);
     tw_auth_dispatch(r, tw_routes[r->route].fn); /* authn, authz, audit */
   }
   finish(r, strcmp(method, "HEAD") != 0, conn, &res);
@@ -744,6 +807,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   for (int i = 0; i < r->n_hdr; i++)
     free(r->hdr_value[i]);
   free(r->head_auth);
+  free(r->span);
   free(r);
   *con_cls = NULL;
   __atomic_sub_fetch(&api->in_flight, 1, __ATOMIC_RELAXED);
@@ -868,6 +932,9 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   api->ready = opts->ready;
   api->ready_ctx = opts->ready_ctx;
   api->agent = opts->agent;
+  api->tracer = opts->tracer;
+  api->metrics_fn = opts->metrics;
+  api->metrics_ctx = opts->metrics_ctx;
   api->request_seed = tw_unique_id();
   api->head_us =
       (int64_t)(opts->head_timeout_s ? opts->head_timeout_s : 10) * 1000000;

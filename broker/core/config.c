@@ -132,13 +132,22 @@ static const struct key KEYS[] = {
     {"policies", K_RAW_MAP, OFF(policies), NULL, 0, 0, true},
     /* validated by tw_spec_machine_parse (spec.h) at load */
     {"machine", K_RAW_MAP, OFF(machine), NULL, 0, 0, false},
+    /* traces over OTLP/HTTP JSON (docs/observability.md); "" endpoint: off */
+    {"otel.endpoint", K_STR, OFF(otel_endpoint), "", 0, 0, false},
+    {"otel.service_name", K_STR, OFF(otel_service_name), "tradewindd", 0, 0,
+     false},
+    {"otel.sampling", K_STR, OFF(otel_sampling), "1", 0, 0, false},
+    {"otel.headers", K_RAW_MAP, OFF(otel_headers), NULL, 0, 0, false},
+    {"otel.queue_max", K_INT, OFF(otel_queue_max), "2048", 1, 1000000, false},
+    {"otel.batch_max", K_INT, OFF(otel_batch_max), "512", 1, 100000, false},
+    {"otel.flush_ms", K_INT, OFF(otel_flush_ms), "1000", 10, 600000, false},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
 /* Sections: mappings whose keys are listed above. */
 static const char *const SECTIONS[] = {
     "log",     "api",     "store", "scheduler", "auth", "tls",
-    "secrets", "tenancy", "spot",  "reconcile", "agent", NULL};
+    "secrets", "tenancy", "spot",  "reconcile", "agent", "otel", NULL};
 
 static bool is_section(const char *path) {
   for (int i = 0; SECTIONS[i]; i++)
@@ -175,6 +184,22 @@ static enum tw_rc set_value(struct tw_cfg *c, const struct key *k,
         strcmp(text, "journald") && strcmp(text, "json"))
       return tw_err_field(err, TW_E_INVALID, k->path,
                           "%s: expected text, journald or json, got \"%s\"",
+                          k->path, text);
+    if (!strcmp(k->path, "otel.sampling")) {
+      char *end = NULL;
+      double v = strtod(text, &end);
+      if (!end || *end || end == text || !(v >= 0 && v <= 1))
+        return tw_err_field(err, TW_E_INVALID, k->path,
+                            "%s: expected a share of traces from 0 to 1 "
+                            "(0.25, 1), got \"%s\"",
+                            k->path, text);
+      c->otel_sampling_ratio = v;
+    }
+    if (!strcmp(k->path, "otel.endpoint") && *text &&
+        ((strncmp(text, "http://", 7) && strncmp(text, "https://", 8)) ||
+         strpbrk(text, " \t\r\n")))
+      return tw_err_field(err, TW_E_INVALID, k->path,
+                          "%s: expected an http:// or https:// URL, got \"%s\"",
                           k->path, text);
     if (!strcmp(k->path, "auth.mode") && strcmp(text, "tokens") &&
         strcmp(text, "open"))
@@ -364,6 +389,9 @@ void tw_cfg_free(struct tw_cfg *cfg) {
   free(cfg->agent_path);
   free(cfg->agent_binary);
   free(cfg->agent_broker_url);
+  free(cfg->otel_endpoint);
+  free(cfg->otel_service_name);
+  free(cfg->otel_sampling);
   tw_node_free(cfg->root);
   free(cfg);
 }

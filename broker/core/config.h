@@ -80,6 +80,12 @@ struct tw_cfg {
   int64_t agent_heartbeat_s, agent_heartbeat_timeout_s;
   int64_t agent_max_log_bytes; /* per attempt, both streams */
   int64_t agent_grace_s;       /* SIGTERM to SIGKILL */
+  /* traces (docs/observability.md): otel_endpoint "" is off */
+  char *otel_endpoint, *otel_service_name;
+  char *otel_sampling;        /* as written */
+  double otel_sampling_ratio; /* 0..1 */
+  struct tw_node *otel_headers; /* mapping name: value, or NULL */
+  int64_t otel_queue_max, otel_batch_max, otel_flush_ms;
   struct tw_node *root;         /* the whole document (owned) */
 };
 

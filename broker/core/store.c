@@ -1005,6 +1005,9 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
   int64_t seq = sqlite3_last_insert_rowid(s->w.db);
   if ((rc = insert_event(s, id, now, NULL, "pending", reason, err)))
     return rc;
+  if (req->traceparent &&
+      (rc = store__job_trace_insert(s, s->w.db, id, req->traceparent, err)))
+    return rc;
   struct tw_job_rec *r = out;
   memset(r, 0, sizeof *r);
   r->seq = seq;

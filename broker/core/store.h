@@ -93,6 +93,8 @@ struct tw_job_new {
   int priority;
   const char *spec_json; /* canonical JSON of the validated spec */
   const char *idem_key;  /* NULL: none */
+  const char *traceparent; /* W3C trace context its spans join (module
+                              "trace", store_obs.h); NULL: none */
 };
 
 /* Stores a new pending job with its first event, durably, before

@@ -66,6 +66,12 @@ enum tw_rc store__audit_append(struct tw_store *s, sqlite3 *db,
                                const struct tw_audit_event *ev, int64_t at_ms,
                                int64_t *seq_out, struct tw_err *err);
 
+/* store_obs.c: a new job's trace context, inside its write (writer
+ * thread). */
+enum tw_rc store__job_trace_insert(struct tw_store *s, sqlite3 *db,
+                                   const char *job_id, const char *traceparent,
+                                   struct tw_err *err);
+
 /* store_backup.c: a path sqlite opens as a file (not :memory: or a URI);
  * the exclusive lock of PATH.lock, its fd or -1 with err set. */
 bool tw_store_is_file_path(const char *path);

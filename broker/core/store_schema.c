@@ -408,6 +408,15 @@ static const char *const MIG_HEALTH[] = {
 
 /* Fixed order: a module's tables may refer only to tables of the core or
  * of a module above it. */
+/* ---- module "trace" */
+
+static const char *const MIG_TRACE[] = {
+    /* 1: the traceparent a job's spans join (store_obs.h) */
+    "CREATE TABLE job_traces ("
+    "  job_id TEXT PRIMARY KEY,"
+    "  traceparent TEXT NOT NULL) WITHOUT ROWID;",
+};
+
 const struct tw_store_module TW_STORE_MODULES[] = {
     MODULE("gang", MIG_GANG),       MODULE("datasets", MIG_DATASETS),
     MODULE("catalog", MIG_CATALOG), MODULE("ledger", MIG_LEDGER),
@@ -416,6 +425,7 @@ const struct tw_store_module TW_STORE_MODULES[] = {
     MODULE("spot", MIG_SPOT),       MODULE("reconcile", MIG_RECONCILE),
     MODULE("agent", MIG_AGENT),
     MODULE("health", MIG_HEALTH),
+    MODULE("trace", MIG_TRACE),
 };
 const size_t TW_STORE_N_MODULES =
     sizeof TW_STORE_MODULES / sizeof TW_STORE_MODULES[0];

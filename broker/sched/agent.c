@@ -13,8 +13,10 @@
 #include <string.h>
 
 #include "broker/base/log.h"
+#include "broker/base/trace.h"
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
+#include "broker/core/store_obs.h"
 #include "broker/sched/checkpoint.h"
 #include "broker/tenancy/secrets.h"
 
@@ -44,6 +46,7 @@ struct tw_agent {
   pthread_mutex_t gang_mu;
   struct gang *gangs;
   atomic_uint_fast64_t news; /* reports that wake the scheduler, so far */
+  struct tw_tracer *tracer;
 };
 
 /* ---- pure ---------------------------------------------------------------- */
@@ -132,6 +135,28 @@ void tw_agent_bootstrap(const struct tw_agent_boot *b, struct tw_buf *out) {
   tw_buf_adds(out, "  --dir \"$dir\" >agent.log 2>&1\n");
 }
 
+/* A short span of the job's trace for what its agent reported; nothing
+ * when the job is untraced or tracing is off. */
+static void agent_span(struct tw_agent *a, const char *job_id,
+                       const char *name, const char *k1, const char *v1,
+                       const char *k2, const char *v2) {
+  if (!a->tracer)
+    return;
+  char tp[64];
+  struct tw_err err = {0};
+  struct tw_trace_ctx ctx;
+  if (tw_store_job_trace(a->store, job_id, tp, sizeof tp, &err) ||
+      !tw_traceparent_parse(tp, &ctx))
+    return;
+  struct tw_span *sp = tw_malloc(sizeof *sp);
+  tw_span_start(a->tracer, sp, name, TW_SPAN_SERVER, &ctx);
+  tw_span_attr_str(sp, "tradewind.job_id", job_id);
+  tw_span_attr_str(sp, k1, v1 ? v1 : "");
+  tw_span_attr_str(sp, k2, v2 ? v2 : "");
+  tw_span_end(sp);
+  free(sp);
+}
+
 void tw_agent_register_answer(const struct tw_agent_job *j,
                               struct tw_buf *out) {
   const struct tw_job_spec *sp = j->spec;
@@ -161,7 +186,7 @@ void tw_agent_register_answer(const struct tw_agent_job *j,
                                      NULL};
   bool first = true;
   for (size_t i = 0; i < sp->n_env; i++) {
-    bool ours = false;
+    bool ours = j->traceparent && !strcmp(sp->env[i].key, "TRACEPARENT");
     for (size_t k = 0; OURS[k] && !ours; k++)
       ours = !strcmp(sp->env[i].key, OURS[k]);
     if (ours)
@@ -176,6 +201,10 @@ void tw_agent_register_answer(const struct tw_agent_job *j,
   tw_buf_printf(out, "%s\"TRADEWIND_JOB_ID\":", first ? "" : ",");
   tw_buf_json_str(out, j->job_id);
   tw_buf_printf(out, ",\"TRADEWIND_ATTEMPT\":\"%d\"", j->attempt_n);
+  if (j->traceparent) { /* W3C: the job's own spans join its trace */
+    tw_buf_adds(out, ",\"TRACEPARENT\":");
+    tw_buf_json_str(out, j->traceparent);
+  }
   if (ckpt) {
     tw_buf_adds(out, ",\"TRADEWIND_CHECKPOINT_URI\":");
     tw_buf_json_str(out, sp->checkpoint_uri ? sp->checkpoint_uri : "");
@@ -325,6 +354,7 @@ enum tw_rc tw_agent_new(const struct tw_agent_opts *o, struct tw_agent **out,
   a->max_log = o->max_log_bytes > 0 ? o->max_log_bytes : (int64_t)64 << 20;
   a->grace_s = o->grace_s > 0 ? o->grace_s : 30;
   pthread_mutex_init(&a->gang_mu, NULL);
+  a->tracer = o->tracer;
   enum tw_rc rc = load_key(o->store, o->secrets, a->key, err);
   if (rc)
     goto fail;
@@ -596,6 +626,10 @@ enum tw_rc tw_agent_on_register(struct tw_agent *a,
       resume = 0;
     /* attempt n is the client token's tail */
     const char *dash = strrchr(c->client_token, '-');
+    char tp[64] = "";
+    struct tw_err terr = {0};
+    if (tw_store_job_trace(a->store, c->job_id, tp, sizeof tp, &terr))
+      tp[0] = '\0';
     struct tw_agent_job j = {.job_id = c->job_id,
                              .attempt_n = dash ? atoi(dash + 1) : 1,
                              .spec = &spec,
@@ -603,11 +637,15 @@ enum tw_rc tw_agent_on_register(struct tw_agent *a,
                              .grace_s = a->grace_s,
                              .heartbeat_s = a->heartbeat_s,
                              .node_rank = m->node_rank > 0 ? m->node_rank : 0,
-                             .nodes = spec.nodes};
+                             .nodes = spec.nodes,
+                             .traceparent = tp[0] ? tp : NULL};
     const char **ips = gang_register(a, c->attempt_id, &spec, m);
     j.ips = ips;
     tw_agent_register_answer(&j, out);
     free(ips);
+    if (first)
+      agent_span(a, c->job_id, "agent.register", "cloud.resource_id",
+                 m->instance_id, "tradewind.agent.version", m->agent_version);
     if (first)
       tw_log_info("agent", "job=%s attempt=%s instance=%s cloud=%s registered",
                   c->job_id, c->client_token, m->instance_id, m->cloud);
@@ -656,8 +694,12 @@ enum tw_rc tw_agent_on_phase(struct tw_agent *a,
                              const struct tw_agent_caller *c,
                              const struct tw_agent_phase_msg *m,
                              struct tw_err *err) {
-  return tw_store_agent_heartbeat(a->store, c->attempt_id, m->phase, now_of(a),
-                                  err);
+  enum tw_rc rc = tw_store_agent_heartbeat(a->store, c->attempt_id, m->phase,
+                                           now_of(a), err);
+  if (rc == TW_OK)
+    agent_span(a, c->job_id, "agent.phase", "tradewind.agent.phase", m->phase,
+               "tradewind.attempt", c->client_token);
+  return rc;
 }
 
 enum tw_rc tw_agent_on_checkpoint(struct tw_agent *a,
@@ -710,6 +752,11 @@ enum tw_rc tw_agent_on_exit(struct tw_agent *a, const struct tw_agent_caller *c,
                 c->client_token, m->has_code ? "code" : "signal",
                 m->has_code ? m->exit_code : m->signal,
                 m->after_notice ? " after a notice" : "");
+    char code[32];
+    snprintf(code, sizeof code, "%s %d", m->has_code ? "code" : "signal",
+             m->has_code ? m->exit_code : m->signal);
+    agent_span(a, c->job_id, "agent.exit", "tradewind.exit", code,
+               "tradewind.attempt", c->client_token);
     wake(a);
   }
   return rc;

@@ -79,11 +79,14 @@ struct tw_agent_job {
    * order once all registered (ips NULL until then: "ready" false) */
   int node_rank, nodes;
   const char *const *ips;
+  const char *traceparent; /* the job's trace context, given to the job as
+                              TRACEPARENT; NULL: none */
 };
 void tw_agent_register_answer(const struct tw_agent_job *j, struct tw_buf *out);
 
 /* ---- the module ---------------------------------------------------------- */
 
+struct tw_tracer;
 struct tw_agent_opts {
   struct tw_store *store;     /* borrowed; outlives the module */
   struct tw_secrets *secrets; /* borrowed for tw_agent_new only; NULL: the
@@ -99,6 +102,9 @@ struct tw_agent_opts {
   const char *ca_pem_file; /* the TLS certificate (chain) agents trust;
                               NULL: plain HTTP */
   int64_t heartbeat_s, heartbeat_timeout_s, max_log_bytes, grace_s;
+  /* Spans of the agent's phases (register, phase reports, exit) under
+   * the job's trace (docs/observability.md); borrowed, NULL: none. */
+  struct tw_tracer *tracer;
 };
 
 /* Loads (or makes, at the first start) the agent key: sealed under

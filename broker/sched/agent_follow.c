@@ -121,6 +121,13 @@ static void apply_notices(struct tw_sched *s, const struct tw_attempt_rec *a,
   free(ns);
 }
 
+static void heartbeat_lost_count(struct tw_sched *s,
+                                 const struct tw_attempt_rec *a) {
+  char lab[96];
+  snprintf(lab, sizeof lab, "provider=\"%s\"", a->provider);
+  sched__obs_count(s, "tradewind_agent_heartbeats_lost_total", lab);
+}
+
 /* Heartbeats lost: describe; gone is an interruption, alive is silent and
  * replaced.  Returns state changes. */
 static int heartbeats_lost(struct tw_sched *s, struct pcache *pc,
@@ -140,6 +147,7 @@ static int heartbeats_lost(struct tw_sched *s, struct pcache *pc,
              rc ? "unknown to the provider" : inst.provider_state);
     if (nd.n)
       sched__terminate_all(s, pc, a, nd, &err);
+    heartbeat_lost_count(s, a);
     return sched__spot_end(s, a, st, "interrupted", why, now);
   }
   if (rc)
@@ -150,6 +158,7 @@ static int heartbeats_lost(struct tw_sched *s, struct pcache *pc,
            "instance %s terminated: its agent sent no heartbeat for %llds "
            "while the instance is %s; placing again",
            a->instance_id, (long long)silent_s, inst.provider_state);
+  heartbeat_lost_count(s, a);
   return sched__spot_end(s, a, st, "interrupted", why, now);
 }
 

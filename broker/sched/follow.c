@@ -194,9 +194,13 @@ static void terminate_run(struct sched_call *c) {
 /* A terminate call for attempt a (its id and provider are enough) on pc,
  * with room for n targets. */
 static struct sched_call *
-terminate_call(struct pcache *pc, const struct tw_attempt_rec *a, size_t n) {
+terminate_call(struct tw_sched *s, struct pcache *pc,
+               const struct tw_attempt_rec *a, size_t n) {
   struct sched_call *c = tw_calloc(1, sizeof *c);
   c->kind = SCHED_CALL_TERMINATE;
+  /* a traced job's terminate is a span of its trace (obs.c) */
+  c->tracer = s->tracer;
+  sched__obs_job_trace(s, a->job_id, &c->trace, NULL, 0);
   c->run = terminate_run;
   c->attempt_id = a->id;
   c->p = pc->p;
@@ -234,7 +238,7 @@ static void ending_send(struct tw_sched *s) {
       n += m->end[j].attempt_id == e->attempt_id;
     struct tw_attempt_rec a = {.id = e->attempt_id};
     snprintf(a.provider, sizeof a.provider, "%s", e->account);
-    struct sched_call *c = terminate_call(pc, &a, n);
+    struct sched_call *c = terminate_call(s, pc, &a, n);
     for (size_t j = i; j < m->n_end; j++)
       if (m->end[j].attempt_id == e->attempt_id) {
         struct tw_attempt_instance *t = &c->g[c->n_g++];
@@ -568,7 +572,7 @@ static int give_back(struct tw_sched *s, struct pcache *pc,
                        st->ran_from_ms);
   if (!sched__call_room(s, pc))
     return 0; /* the account's workers are busy: next pass */
-  struct sched_call *c = terminate_call(pc, a, n);
+  struct sched_call *c = terminate_call(s, pc, a, n);
   c->cancel = true;
   c->by_token = by_token;
   c->describe_first = a->state == TW_ATTEMPT_PROVISIONING && !st->ran_from_ms;
@@ -617,7 +621,7 @@ static int end_after_terminate(struct tw_sched *s, struct pcache *pc,
     poll_soon(s, st, now); /* decided again next pass */
     return 0;
   }
-  struct sched_call *c = terminate_call(pc, a, n);
+  struct sched_call *c = terminate_call(s, pc, a, n);
   c->end_after = true;
   snprintf(c->end_why, sizeof c->end_why, "%s", why);
   if (!nd.n) {

@@ -174,9 +174,18 @@ static enum tw_rc gang_launch(struct tw_store *store, struct tw_provider *p,
 enum tw_rc sched__terminate_all(struct tw_sched *s, struct pcache *pc,
                                 const struct tw_attempt_rec *a,
                                 struct sched_nodes nd, struct tw_err *err) {
-  if (!nd.n)
-    return a->instance_id[0] ? tw_provider_terminate(pc->p, a->instance_id, err)
-                             : TW_OK;
+  if (!nd.n && !a->instance_id[0])
+    return TW_OK;
+  struct tw_span *sp = sched__obs_call_begin(s, a->job_id, "terminate", pc->p,
+                                             a->instance_id);
+  if (!nd.n) {
+    struct tw_err terr = {0};
+    enum tw_rc rc = tw_provider_terminate(pc->p, a->instance_id, &terr);
+    sched__obs_call_end(sp, rc, &terr);
+    if (err)
+      *err = terr;
+    return rc;
+  }
   enum tw_rc first = TW_OK;
   for (size_t i = 0; i < nd.n; i++) {
     if (!strcmp(nd.g[i].state, "terminated"))
@@ -192,6 +201,7 @@ enum tw_rc sched__terminate_all(struct tw_sched *s, struct pcache *pc,
         *err = terr;
     }
   }
+  sched__obs_call_end(sp, first, err);
   return first;
 }
 
@@ -437,6 +447,23 @@ sched__launch_call(struct tw_sched *s, const struct tw_job_rec *job,
   /* the same attempt always gets the same user data (the checkpoint
    * contract's prelude is a function of the attempt), so a launch resent
    * with its client token matches the first one */
+  /* traced: the call's span joins the placement's, and the job's
+   * environment carries the job's trace context (W3C TRACEPARENT) so what
+   * the job itself traces joins it too */
+  c->tracer = s->tracer;
+  c->trace = s->cur_trace;
+  const struct tw_kv *env = sp->env;
+  size_t n_env = sp->n_env;
+  if (s->cur_traceparent[0]) {
+    c->env = tw_calloc(sp->n_env + 1, sizeof *c->env);
+    for (size_t i = 0; i < sp->n_env; i++)
+      if (strcmp(sp->env[i].key, "TRACEPARENT"))
+        c->env[c->n_env++] = sp->env[i]; /* borrowed from the spec */
+    c->env[c->n_env].key = (char *)"TRACEPARENT";
+    c->env[c->n_env++].value = tw_strdup(s->cur_traceparent);
+    env = c->env;
+    n_env = c->n_env;
+  }
   c->req = (struct tw_launch){
       .offer = &c->o,
       .client_token = c->a.client_token,
@@ -452,8 +479,8 @@ sched__launch_call(struct tw_sched *s, const struct tw_job_rec *job,
       .n_ports = sp->n_ports,
       .duration_s = sp->duration_s,
       .nodes = sp->nodes,
-      .env = sp->env,
-      .n_env = sp->n_env};
+      .env = env,
+      .n_env = n_env};
   c->nodes = is_gang(s, sp, o->account) ? sp->nodes : 1;
   if (c->nodes > 1 && c->ud.len && agent_user_data_for(s, o))
     c->ud_nodes = gang_user_data(s, &c->job, &c->a, o, c->nodes);
@@ -478,6 +505,9 @@ void sched__call_free(struct tw_sched *s, struct sched_call *c) {
   free(c->g_rc);
   tw_buf_release(&c->ud);
   tw_policy_set_unref(c->set);
+  if (c->env)
+    free(c->env[c->n_env - 1].value); /* TRACEPARENT's; the rest borrowed */
+  free(c->env);
   free(c);
 }
 
@@ -508,6 +538,8 @@ enum sched_launch_outcome sched__launch_apply(struct tw_sched *s,
   }
   if (rc_out)
     *rc_out = rc;
+  if (!timed_out)
+    sched__obs_launch(s, o->provider, c->took_us, c->found ? TW_OK : rc);
   if (!timed_out && c->found) {
     tw_log_info("sched",
                 "job=%s attempt=%d token=%s found instance %s (%s): its "
@@ -524,6 +556,9 @@ enum sched_launch_outcome sched__launch_apply(struct tw_sched *s,
     if (c->first && c->spec)
       meter_data_moved(s, job, c->spec, a, o, c->set ? c->set->net : NULL,
                        tw_clock_now_ms(s->clock));
+    if (c->first)
+      sched__obs_wait(s, job->tenant,
+                      tw_clock_now_ms(s->clock) - job->created_ms);
     return SCHED_LAUNCH_OK;
   }
   struct tw_err serr = {0};

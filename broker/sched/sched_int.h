@@ -48,6 +48,7 @@
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
 #include "broker/base/model.h"
+#include "broker/base/trace.h"
 #include "broker/core/spec.h"
 #include "broker/core/spec_cache.h"
 #include "broker/core/store.h"
@@ -75,10 +76,41 @@ struct pcache {
   struct sched_pool *pool; /* its calls' workers (calls.c) */
 };
 
+/* obs.c: what /metrics shows of the scheduler (tw_sched_metrics).  Fixed
+ * tables under their own mutex: written by the scheduler's thread and the
+ * workers, read by the API's. */
+#define SCHED_OBS_BUCKETS 14
+#define SCHED_OBS_KEYS 64
+struct sched_hist {
+  char key[96]; /* the label values, "" for an unlabelled histogram */
+  uint64_t b[SCHED_OBS_BUCKETS + 1];
+  uint64_t count;
+  double sum_s;
+};
+struct sched_count {
+  char key[160]; /* label="value",... */
+  uint64_t n;
+};
+struct sched_obs {
+  pthread_mutex_t mu;
+  struct sched_hist pass;                    /* pass duration */
+  struct sched_hist wait[SCHED_OBS_KEYS];    /* per tenant: submit to launch */
+  struct sched_hist launch[SCHED_OBS_KEYS];  /* per provider: a launch call */
+  struct sched_count counts[SCHED_OBS_KEYS]; /* errors, interruptions, ... */
+  size_t n_wait, n_launch, n_counts;
+};
+
 struct tw_sched {
   /* sched__mono_ms() when the loop thread last began or finished a pass
    * (0: not started); atomic, read by tw_sched_stalled_ms */
   int64_t beat_ms;
+  /* obs.c: spans of placements, launches and provider calls (NULL: none);
+   * the job being placed, on the scheduler's thread (its context, for the
+   * launch call made while placing it, and its stored traceparent) */
+  struct tw_tracer *tracer;
+  struct tw_trace_ctx cur_trace;
+  char cur_traceparent[64];
+  struct sched_obs obs;
   struct tw_store *store;
   struct tw_clock *clock;
   struct pcache *pc;
@@ -405,6 +437,13 @@ struct sched_call {
   enum tw_rc rc;
   struct tw_err err;
   struct tw_instance inst;
+  /* obs.c: the call's span is a child of trace (valid: traced); took_us is
+   * how long run() took on the worker */
+  struct tw_tracer *tracer;
+  struct tw_trace_ctx trace;
+  int64_t took_us;
+  struct tw_kv *env; /* the job's environment with TRACEPARENT; owned */
+  size_t n_env;
 
   /* follow.c: a describe or terminate call, owned.  g: the attempt's
    * nodes described (none for one instance), or the instances to
@@ -422,6 +461,35 @@ struct sched_call {
   bool end_after;      /* terminate: then end a as interrupted, end_why */
   char end_why[520];
 };
+
+/* obs.c */
+void sched__obs_init(struct tw_sched *s);
+void sched__obs_release(struct tw_sched *s);
+void sched__obs_pass(struct tw_sched *s, int64_t us);
+void sched__obs_wait(struct tw_sched *s, const char *tenant, int64_t ms);
+void sched__obs_launch(struct tw_sched *s, const char *provider, int64_t us,
+                       enum tw_rc rc);
+/* counter name{labels} += 1; labels like `provider="aws"` */
+void sched__obs_count(struct tw_sched *s, const char *name,
+                      const char *labels);
+/* The job's stored trace context into *out (false: untraced). */
+bool sched__obs_job_trace(struct tw_sched *s, const char *job_id,
+                          struct tw_trace_ctx *out, char *tp, size_t tpsz);
+/* On the worker: c->run(c) inside a CLIENT span when c->trace is valid. */
+void sched__obs_run_call(struct sched_call *c);
+/* A provider call made on the scheduler's thread itself, as a CLIENT span
+ * of the job's trace: begin returns NULL when the job is untraced; end
+ * takes the outcome and frees it (NULL ok). */
+struct tw_span *sched__obs_call_begin(struct tw_sched *s, const char *job_id,
+                                      const char *op, struct tw_provider *p,
+                                      const char *resource);
+void sched__obs_call_end(struct tw_span *sp, enum tw_rc rc,
+                         const struct tw_err *err);
+/* A short span under the job's trace for an event of its life (a spot
+ * notice, a fallback decision); nothing when the job is untraced. */
+void sched__obs_event(struct tw_sched *s, const char *job_id,
+                      const char *name, const char *k1, const char *v1,
+                      const char *k2, const char *v2);
 
 /* A worker's queue holds at most this many calls per worker. */
 #define SCHED_CALLS_QUEUE_PER_WORKER 16
