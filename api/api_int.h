@@ -37,6 +37,7 @@ struct tw_req {
   struct tw_auth_ctx *auth; /* api/auth.c: the caller, while the handler runs */
 
   /* the answer */
+  struct MHD_Response *stream; /* set: answered with it (h_stream.c), owned */
   unsigned status;
   const char *content_type;
   struct tw_buf out;
@@ -89,6 +90,7 @@ struct tw_placer *tw_api_placer(struct tw_api *api);
 const char *const *tw_api_fallback_names(struct tw_api *api);
 struct tw_auth *tw_api_auth(struct tw_api *api); /* api/auth.c's state */
 struct tw_agent *tw_api_agent(struct tw_api *api); /* NULL: no agents */
+struct tw_stream_hub *tw_api_stream_hub(struct tw_api *api); /* h_stream.h */
 void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out);
 const char *tw_req_header(struct tw_req *r, const char *name);
 const char *tw_req_query(struct tw_req *r, const char *name);
