@@ -3,10 +3,12 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "api/api_int.h"
@@ -24,6 +26,7 @@
 struct stream {
   struct stream *next;
   struct MHD_Connection *conn;
+  int fd;                   /* the connection's socket, -1 unknown */
   char tenant[64], job[64]; /* "" : any */
   int64_t last_seq;         /* hub thread only */
   int64_t next_beat_us, end_us;
@@ -109,6 +112,35 @@ static void render_event(struct tw_buf *b, const struct tw_stream_event *e) {
   tw_buf_adds(b, "}\n\n");
 }
 
+/* Whether the client of a suspended stream has gone: libmicrohttpd does
+ * not watch a suspended connection, so the hub looks (a peek that reads
+ * the end of the stream), and the slot is free again within a tick
+ * rather than at the next heartbeat. */
+static void find_gone(struct stream **work, const bool *susp, bool *dead,
+                      size_t nw, struct pollfd *pf) {
+  size_t np = 0;
+  for (size_t i = 0; i < nw; i++) {
+    dead[i] = false;
+    if (susp[i] && work[i]->fd >= 0)
+      pf[np++] = (struct pollfd){.fd = work[i]->fd, .events = POLLIN};
+  }
+  if (!np || poll(pf, np, 0) <= 0)
+    return;
+  size_t k = 0;
+  for (size_t i = 0; i < nw; i++) {
+    if (!susp[i] || work[i]->fd < 0)
+      continue;
+    struct pollfd *p = &pf[k++];
+    if (p->revents & (POLLHUP | POLLERR)) {
+      dead[i] = true;
+    } else if (p->revents & POLLIN) {
+      char c;
+      ssize_t n = recv(p->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+      dead[i] = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+    }
+  }
+}
+
 /* One stream's work for a tick, outside the lock (only this thread writes
  * last_seq; the stream is not freed while the hub holds it). */
 static bool fill(struct tw_stream_hub *hub, struct stream *s, int64_t head,
@@ -141,6 +173,9 @@ static bool fill(struct tw_stream_hub *hub, struct stream *s, int64_t head,
 static void *hub_main(void *arg) {
   struct tw_stream_hub *hub = arg;
   struct stream **work = tw_calloc(hub->max, sizeof *work);
+  bool *susp = tw_calloc(hub->max, sizeof *susp);
+  bool *dead = tw_calloc(hub->max, sizeof *dead);
+  struct pollfd *pf = tw_calloc(hub->max, sizeof *pf);
   struct tw_stream_event *ev = tw_calloc(BATCH, sizeof *ev);
   struct tw_buf b;
   tw_buf_init(&b);
@@ -156,8 +191,10 @@ static void *hub_main(void *arg) {
         free(s);
         continue;
       }
-      if (!s->ended && nw < hub->max)
+      if (!s->ended && nw < hub->max) {
+        susp[nw] = s->suspended;
         work[nw++] = s;
+      }
       p = &s->next;
     }
     pthread_mutex_unlock(&hub->mu);
@@ -166,10 +203,11 @@ static void *hub_main(void *arg) {
     if (nw && tw_store_events_last_seq(hub->store, &head, &err))
       tw_log_warn("api", "event stream: %s", err.msg);
     int64_t now = tw_mono_us();
+    find_gone(work, susp, dead, nw, pf);
     for (size_t i = 0; i < nw; i++) {
       struct stream *s = work[i];
       tw_buf_reset(&b);
-      bool end = fill(hub, s, head, now, &b, ev);
+      bool end = dead[i] || fill(hub, s, head, now, &b, ev);
       pthread_mutex_lock(&hub->mu);
       if (!s->gone) {
         if (s->buf.len - s->off + b.len > MAX_UNSENT) {
@@ -202,6 +240,9 @@ static void *hub_main(void *arg) {
   pthread_mutex_unlock(&hub->mu);
   tw_buf_release(&b);
   free(ev);
+  free(pf);
+  free(dead);
+  free(susp);
   free(work);
   return NULL;
 }
@@ -343,6 +384,9 @@ void tw_h_events_stream(struct tw_req *r) {
   struct stream *s = tw_calloc(1, sizeof *s + sizeof hub);
   *(struct tw_stream_hub **)(s + 1) = hub;
   s->conn = r->conn;
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+  s->fd = ci ? ci->connect_fd : -1;
   if (tenant && *tenant)
     snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
   if (job && *job)
