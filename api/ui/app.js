@@ -26,7 +26,7 @@ function h(tag, attrs, ...kids) {
     else if (k === 'class') el.className = v;
     else el.setAttribute(k, v === true ? '' : String(v));
   }
-  for (const c of kids.flat()) {
+  for (const c of kids.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     el.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -214,7 +214,7 @@ function jobRow(j) {
     h('td', {}, j.tenant),
     h('td', { class: 'cell-state' }, stateBadge(j.state)),
     h('td', { class: 'cell-provider' }, p.provider || ''),
-    h('td', {}, p.region || ''),
+    h('td', { class: 'cell-region' }, p.region || ''),
     h('td', {}, when(j.created_at)),
     h('td', { class: 'cell-updated' }, when(j.updated_at)));
 }
@@ -262,7 +262,7 @@ async function pageJobs(main, params, signal) {
         try {
           const j = await api('/v1/jobs/' + encodeURIComponent(ev.job), { signal });
           row.querySelector('.cell-provider').textContent = (j.placement || {}).provider || '';
-          row.children[5].textContent = (j.placement || {}).region || '';
+          row.querySelector('.cell-region').textContent = (j.placement || {}).region || '';
         } catch (e) { /* the row keeps what it had */ }
       }
     } else if (!f.cursor && !reload) {
@@ -280,21 +280,26 @@ function kv(rows) {
 
 function planView(plan) {
   if (!plan || typeof plan !== 'object') return null;
-  const cands = plan.candidates || plan.ranked || [];
-  const out = [h('h3', {}, 'The plan')];
-  if (plan.explain) out.push(h('p', {}, plan.explain));
-  if (Array.isArray(cands) && cands.length) {
+  const cands = Array.isArray(plan.candidates) ? plan.candidates : [];
+  const out = [h('h3', {}, 'The plan'),
+    h('p', { class: 'muted' }, `${plan.offers ?? '?'} offers, ${plan.feasible ?? '?'} feasible` +
+      (plan.strategy ? `, strategy ${plan.strategy}` : '') + (plan.tie_break ? `; ties: ${plan.tie_break}` : ''))];
+  if (cands.length) {
     out.push(h('table', { class: 'plan' }, h('thead', {}, h('tr', {},
-      ['#', 'Offer', 'Provider', 'Region', 'Market', 'Price/h', 'Why'].map((c) => h('th', {}, c)))),
+      ['Rank', 'Offer', 'Provider', 'Region', 'Type', 'Market', 'Price/h', 'Expected cost', 'Score'].map((c) => h('th', {}, c)))),
     h('tbody', {}, cands.slice(0, 20).map((c, i) => h('tr', {},
-      h('td', {}, i + 1), h('td', {}, c.offer_id || c.id || ''), h('td', {}, c.provider || ''),
-      h('td', {}, c.region || ''), h('td', {}, c.market || ''),
+      h('td', {}, c.rank ?? i + 1), h('td', {}, c.offer_id || ''), h('td', {}, c.provider || ''),
+      h('td', {}, c.region || ''), h('td', {}, c.instance_type || ''), h('td', {}, c.market || ''),
       h('td', {}, c.price_uusd_per_hour !== undefined ? money(c.price_uusd_per_hour) : ''),
-      h('td', {}, c.why || c.reason || c.explain || ''))))));
+      h('td', {}, c.cost && c.cost.total_uusd !== undefined ? money(c.cost.total_uusd) : ''),
+      h('td', {}, c.total_score ?? ''))))));
   }
-  const rej = plan.rejections || plan.rejected || plan.refusals;
-  if (rej && typeof rej === 'object') {
-    out.push(h('h4', {}, 'Refused'), h('pre', { class: 'json' }, JSON.stringify(rej, null, 2)));
+  const rej = (Array.isArray(plan.rejected) ? plan.rejected : []).filter((r) => r.count);
+  if (rej.length) {
+    out.push(h('h4', {}, 'Offers refused'), h('table', { class: 'plan', id: 'refused' }, h('thead', {}, h('tr', {},
+      ['Filter', 'Stage', 'Offers', 'Why'].map((c) => h('th', {}, c)))),
+    h('tbody', {}, rej.map((r) => h('tr', {}, h('td', {}, r.filter), h('td', {}, r.stage), h('td', {}, r.count),
+      h('td', {}, r.reason || ''))))));
   }
   return h('section', { id: 'plan' }, out);
 }
@@ -302,7 +307,9 @@ function planView(plan) {
 async function pageJob(main, id, signal) {
   const j = await api('/v1/jobs/' + encodeURIComponent(id), { signal });
   const live = liveBadge();
-  const head = h('h1', {}, 'Job ', h('code', {}, j.id), ' ', h('span', { id: 'job-state' }, stateBadge(j.state)), ' ', live.el);
+  if (signal.aborted) return;
+  const stateEl = h('span', { id: 'job-state' }, stateBadge(j.state));
+  const head = h('h1', {}, 'Job ', h('code', {}, j.id), ' ', stateEl, ' ', live.el);
   const cancel = h('button', { id: 'cancel', type: 'button', class: 'danger' }, 'Cancel');
   const cancelMsg = h('p', { id: 'cancel-result', role: 'status' });
   cancel.addEventListener('click', async () => {
@@ -331,9 +338,10 @@ async function pageJob(main, id, signal) {
   const cost = h('section', { id: 'cost' }, h('h2', {}, 'Cost'), h('p', { class: 'empty' }, 'Loading…'));
   const timeline = h('ol', { id: 'timeline', class: 'timeline' });
   const logs = h('pre', { id: 'logs', class: 'logs' });
+  const logsState = h('span', { id: 'logs-state', class: 'muted' }, '');
   main.append(head, h('div', { class: 'actions' }, cancel, cancelMsg), summary, placement, cost,
     h('section', {}, h('h2', {}, 'Events'), timeline),
-    h('section', {}, h('h2', {}, 'Output ', h('span', { id: 'logs-state', class: 'muted' }, '')), logs));
+    h('section', {}, h('h2', {}, 'Output ', logsState), logs));
 
   const seen = new Set();
   function addEvent(ev) {
@@ -344,11 +352,12 @@ async function pageJob(main, id, signal) {
       ' → ', stateBadge(ev.to), ev.reason ? h('span', { class: 'reason' }, ' ' + ev.reason) : ''));
   }
   const evs = await api('/v1/jobs/' + encodeURIComponent(id) + '/events', { signal });
+  if (signal.aborted) return;
   evs.items.forEach(addEvent);
 
   streamEvents({ job: j.id }, (ev) => {
     addEvent(ev);
-    document.getElementById('job-state')?.replaceChildren(stateBadge(ev.to));
+    stateEl.replaceChildren(stateBadge(ev.to));
     if (ev.to === 'provisioning' || ev.to === 'running' || TERMINAL.has(ev.to)) {
       // the placement and the cost move with these: draw them again
       if (!j.placement || TERMINAL.has(ev.to)) setTimeout(() => { if (!signal.aborted) route(); }, 300);
@@ -370,7 +379,7 @@ async function pageJob(main, id, signal) {
   // live output: follow the offset until the output is complete
   (async () => {
     let offset = 0;
-    const st = document.getElementById('logs-state');
+    const st = logsState;
     while (!signal.aborted) {
       try {
         const res = await api('/v1/jobs/' + encodeURIComponent(id) + '/logs' + qs({ offset }), { signal, raw: true, headers: { Accept: 'text/plain' } });
@@ -473,6 +482,7 @@ function burnDown(rep) {
   if (limit) g.append(svg('line', { x1: P, y1: y(limit), x2: W - P, y2: y(limit), class: 'limit' }));
   if (pts.length) {
     g.append(svg('polyline', { points: pts.map(([d, v]) => `${x(d)},${y(v)}`).join(' '), class: 'spent' }));
+    for (const [d, v] of pts) g.append(svg('circle', { cx: x(d), cy: y(v), r: 3.5, class: 'spent-dot' }));
     const [ld, lv] = pts[pts.length - 1];
     g.append(svg('line', { x1: x(ld), y1: y(lv), x2: W - P, y2: y(fc), class: 'forecast' }));
   }
