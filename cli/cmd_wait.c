@@ -13,6 +13,7 @@
 #include "broker/base/clock.h"
 #include "cli/cli_int.h"
 #include "cli/http.h"
+#include "cli/sse.h"
 
 static void print_change(struct tw_cli *c, const char *id, const char *from,
                          const char *to, const char *reason) {
@@ -42,11 +43,10 @@ static void print_change(struct tw_cli *c, const char *id, const char *from,
 struct follow {
   struct tw_cli *c;
   const char *id;
-  char **last;        /* the state printed last (the caller's) */
-  long long seq;      /* the last event id seen */
-  struct tw_buf part; /* an event not complete yet */
+  char **last; /* the state printed last (the caller's) */
+  struct tw_cli_sse sse;
   bool terminal;
-  bool bad; /* the stream sent what is not an event stream */
+  bool bad; /* an event that is not a job event of ours */
 };
 
 static bool is_terminal(const char *state) {
@@ -63,45 +63,24 @@ static void changed(struct follow *f, const char *to, const char *reason) {
     f->terminal = true;
 }
 
-/* One event (the lines before a blank line). */
-static void on_event(struct follow *f, char *block) {
-  const char *event = "message";
-  const char *data = NULL;
-  for (char *save = NULL, *line = strtok_r(block, "\n", &save); line;
-       line = strtok_r(NULL, "\n", &save)) {
-    if (!strncmp(line, "id: ", 4))
-      f->seq = atoll(line + 4);
-    else if (!strncmp(line, "event: ", 7))
-      event = line + 7;
-    else if (!strncmp(line, "data: ", 6))
-      data = line + 6;
-  }
-  if (strcmp(event, "job") || !data)
-    return;
+static bool on_event(void *ctx, const char *event, const char *data) {
+  struct follow *f = ctx;
+  if (strcmp(event, "job"))
+    return true; /* hello, and whatever later servers add */
   json_t *ev = json_loads(data, 0, NULL);
   json_t *to = json_object_get(ev, "to"), *rs = json_object_get(ev, "reason");
   if (json_is_string(to))
-    changed(f, json_string_value(to), json_is_string(rs) ? json_string_value(rs)
-                                                         : NULL);
+    changed(f, json_string_value(to),
+            json_is_string(rs) ? json_string_value(rs) : NULL);
   else
     f->bad = true;
   json_decref(ev);
+  return !f->terminal && !f->bad;
 }
 
 static bool on_stream(void *ctx, const char *data, size_t n) {
   struct follow *f = ctx;
-  tw_buf_add(&f->part, data, n);
-  char *end;
-  while (!f->terminal && !f->bad && f->part.data &&
-         (end = strstr(f->part.data, "\n\n"))) {
-    *end = '\0';
-    on_event(f, f->part.data);
-    size_t used = (size_t)(end + 2 - f->part.data);
-    memmove(f->part.data, f->part.data + used, f->part.len - used + 1);
-    f->part.len -= used;
-  }
-  /* nothing of an event stream ever needs this much unparsed */
-  if (f->part.len > (1u << 20))
+  if (!tw_cli_sse_feed(&f->sse, data, n, on_event, f) && f->sse.bad)
     f->bad = true;
   return !f->terminal && !f->bad;
 }
@@ -113,7 +92,7 @@ static bool on_stream(void *ctx, const char *data, size_t n) {
 static bool follow_stream(struct tw_cli *c, const char *id, const char *eid,
                           int64_t deadline_ms, char **last) {
   struct follow f = {.c = c, .id = id, .last = last};
-  tw_buf_init(&f.part);
+  tw_cli_sse_init(&f.sse);
   /* where to start: the job's last stored event */
   char *path = tw_asprintf("/v1/jobs/%s/events", eid);
   struct tw_cli_http_resp resp;
@@ -128,7 +107,7 @@ static bool follow_stream(struct tw_cli *c, const char *id, const char *eid,
   size_t n = json_array_size(items);
   if (code == TW_EXIT_OK && n) {
     json_t *e = json_array_get(items, n - 1);
-    f.seq = (long long)json_integer_value(json_object_get(e, "seq"));
+    f.sse.last_id = (long long)json_integer_value(json_object_get(e, "seq"));
     json_t *to = json_object_get(e, "to"), *rs = json_object_get(e, "reason");
     if (json_is_string(to))
       changed(&f, json_string_value(to),
@@ -146,7 +125,8 @@ static bool follow_stream(struct tw_cli *c, const char *id, const char *eid,
         break;
       timeout = (long)left;
     }
-    path = tw_asprintf("/v1/events/stream?job=%s&after=%lld", eid, f.seq);
+    path = tw_asprintf("/v1/events/stream?job=%s&after=%lld", eid,
+                       f.sse.last_id);
     struct tw_cli_http_req req = {.base_url = c->url,
                                   .token = c->token,
                                   .method = "GET",
@@ -161,7 +141,7 @@ static bool follow_stream(struct tw_cli *c, const char *id, const char *eid,
     free(path);
     bool streamed = rc == TW_OK && resp.status == 200;
     tw_cli_http_resp_release(&resp);
-    tw_buf_reset(&f.part);
+    tw_cli_sse_restart(&f.sse);
     if (f.bad)
       ok = false;
     else if (!streamed && !f.terminal)
@@ -171,7 +151,7 @@ static bool follow_stream(struct tw_cli *c, const char *id, const char *eid,
     if (!ok)
       break;
   }
-  tw_buf_release(&f.part);
+  tw_cli_sse_release(&f.sse);
   return ok;
 }
 
