@@ -36,8 +36,11 @@ void tw_stream_hub_free(struct tw_stream_hub *hub);
 void tw_stream_hub_metrics(struct tw_stream_hub *hub, struct tw_buf *out);
 
 void tw_h_events_stream(struct tw_req *r);
+/* h_attempts.c: GET /v1/jobs/{id}/attempts, the console's job page */
+void tw_h_jobs_attempts(struct tw_req *r);
 
 #define TW_STREAM_ROUTES                                                       \
-  {"GET", "/v1/events/stream", tw_h_events_stream, "events_stream"},
+  {"GET", "/v1/events/stream", tw_h_events_stream, "events_stream"},          \
+      {"GET", "/v1/jobs/{id}/attempts", tw_h_jobs_attempts, "jobs_attempts"},
 
 #endif

@@ -335,6 +335,8 @@ async function pageJob(main, id, signal) {
       ['Expected cost', p.expected_cost_uusd !== undefined ? money(p.expected_cost_uusd) : ''],
       ['Instance', (p.instance_ids || []).join(', ') || p.instance_id], ['Offer', p.offer_id],
       ['Why here', p.explain, 'explain']]), planView(p.plan)] : h('p', { class: 'empty' }, 'Not placed yet.'));
+  const attempts = h('section', { id: 'attempts' });
+  placement.append(attempts);
   const cost = h('section', { id: 'cost' }, h('h2', {}, 'Cost'), h('p', { class: 'empty' }, 'Loading…'));
   const timeline = h('ol', { id: 'timeline', class: 'timeline' });
   const logs = h('pre', { id: 'logs', class: 'logs' });
@@ -363,6 +365,20 @@ async function pageJob(main, id, signal) {
       if (!j.placement || TERMINAL.has(ev.to)) setTimeout(() => { if (!signal.aborted) route(); }, 300);
     }
   }, signal, live.set);
+
+  // every attempt: where it ran, at what price, from when to when, why it ended
+  api('/v1/jobs/' + encodeURIComponent(id) + '/attempts', { signal })
+    .then((r) => {
+      if (!r.items.length) return;
+      attempts.replaceChildren(h('h3', {}, 'Attempts'), h('table', { id: 'attempt-table' }, h('thead', {}, h('tr', {},
+        ['#', 'Provider', 'Offer', 'Market', 'Price/h', 'Instance', 'State', 'Started', 'Running', 'Ended', 'Why it ended'].map((c) => h('th', {}, c)))),
+      h('tbody', {}, r.items.map((a) => h('tr', { 'data-attempt': a.n },
+        h('td', {}, a.n), h('td', {}, a.provider), h('td', {}, a.offer_id), h('td', {}, a.market),
+        h('td', {}, money(a.price_uusd_per_hour)), h('td', {}, a.instance_id), h('td', {}, a.state),
+        h('td', {}, when(a.started_at)), h('td', {}, when(a.running_at)), h('td', {}, when(a.ended_at)),
+        h('td', {}, a.end_reason))))));
+    })
+    .catch((e) => attempts.replaceChildren(h('p', { class: 'muted' }, problemText(e))));
 
   // the job's cost from the report API, grouped by job
   api('/v1/reports/spend' + qs({ group_by: 'job', tenant: j.tenant, from: j.created_at.slice(0, 10) }), { signal })

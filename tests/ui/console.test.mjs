@@ -128,6 +128,10 @@ try {
   const placed = (await api(ADMIN, 'GET', '/v1/jobs/' + id)).json.placement;
   assert.equal(await page.$eval('#explain', (e) => e.textContent), placed.explain, "the plan's explanation");
   await page.waitForSelector('#plan table.plan tbody tr', { timeout: T });
+  await page.waitForSelector('#attempt-table tr[data-attempt="1"]', { timeout: T });
+  const att = (await api(ADMIN, 'GET', `/v1/jobs/${id}/attempts`)).json.items;
+  assert.equal(att.length, 1);
+  assert.equal(await page.$eval('#attempt-table tr[data-attempt="1"] td:nth-child(2)', (e) => e.textContent), att[0].provider);
   await page.waitForSelector('#timeline li[data-to="succeeded"]', { timeout: T });
   await page.waitForFunction(() => document.querySelector('#logs')?.textContent.includes('bye-console'), { timeout: T });
   await page.screenshot({ path: ART + '/job.png', fullPage: true });
