@@ -213,6 +213,30 @@ try {
   assert.equal(await vpage.evaluate(() => sessionStorage.getItem('tradewind.token')), null);
   await api(ADMIN, 'DELETE', '/v1/jobs/' + long.json.id);
 
+  step("the event stream: a tenant's principal sees its own jobs only");
+  assert.equal((await api(ADMIN, 'POST', '/v1/tenants', { name: 'other' })).status, 201);
+  assert.equal((await api(ADMIN, 'POST', '/v1/users', { name: 'other-member', tenant: 'other', role: 'member' })).status, 201);
+  const ot = (await api(ADMIN, 'POST', '/v1/tokens', { principal: 'other-member' })).json.token;
+  const ctl = new AbortController();
+  const res = await fetch(URL_ + '/v1/events/stream', { headers: { Authorization: 'Bearer ' + ot }, signal: ctl.signal });
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get('content-type'), /text\/event-stream/);
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let got = '';
+  const theirs = await api(ADMIN, 'POST', '/v1/jobs', { name: 'not-yours', resources: { cpus: '1' }, run: 'true' });
+  const mine = await api(ot, 'POST', '/v1/jobs', { name: 'yours', resources: { cpus: '1' }, run: 'true' });
+  assert.equal(mine.status, 201, mine.text);
+  const until = Date.now() + T;
+  while (!got.includes(`"job":"${mine.json.id}"`) && Date.now() < until) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    got += value;
+  }
+  ctl.abort();
+  assert.ok(got.includes(`"job":"${mine.json.id}"`), "the tenant's own job's events did not arrive");
+  assert.ok(!got.includes(theirs.json.id), "another tenant's job reached the stream");
+  await api(ADMIN, 'DELETE', '/v1/jobs/' + mine.json.id);
+
   assert.deepEqual(problems, [], 'script errors or CSP violations');
   console.log('ok: console checks passed');
 } catch (e) {
