@@ -896,10 +896,8 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   }
   /* A fixed pool of threads, each polling its share of the connections
    * with epoll: the thread count does not follow the connection count. */
-  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC |
-                   MHD_USE_ERROR_LOG;
-  /* event streams wait suspended, off the pool (h_stream.h) */
-  unsigned main_flags = flags | MHD_ALLOW_SUSPEND_RESUME;
+  unsigned flags =
+      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
   struct MHD_OptionItem tls[3];
   size_t ntls = 0;
   if ((rc = tw_auth_new(&opts->auth, api->clock, &api->auth, err)) ||
@@ -917,6 +915,9 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
    * the answer, so our own 414 and 431 (problem+json) come before the
    * library's (which has no content type). */
   size_t pool = api->max_head + api->max_url + 16384;
+  /* event streams wait suspended, off the pool (h_stream.h); after
+   * tw_auth_tls, which adds the TLS flag */
+  unsigned main_flags = flags | MHD_ALLOW_SUSPEND_RESUME;
   if ((rc = tw_stream_hub_start(api->store, opts->max_streams, &api->hub,
                                  err))) {
     fail_start(api);
