@@ -27,8 +27,7 @@ void tw_h_jobs_attempts(struct tw_req *r) {
   tw_job_rec_release(&job);
   struct tw_attempt_rec *at = NULL;
   size_t n = 0;
-  if (tw_store_attempts_of(tw_api_store(r->api), r->params[0], &at, &n,
-                           &err)) {
+  if (tw_store_attempts_of(tw_api_store(r->api), r->params[0], &at, &n, &err)) {
     tw_problem_err(r, &err);
     return;
   }

@@ -16,11 +16,11 @@
 #include "broker/base/log.h"
 #include "broker/core/store_stream.h"
 
-#define HUB_TICK_MS 200           /* how often the hub reads the store */
-#define BEAT_US (15 * 1000000LL)  /* a heartbeat comment this often */
+#define HUB_TICK_MS 200            /* how often the hub reads the store */
+#define BEAT_US (15 * 1000000LL)   /* a heartbeat comment this often */
 #define LIFE_US (3600 * 1000000LL) /* a stream ends after this long */
-#define MAX_UNSENT (1u << 20)     /* a stream's unsent bytes at most */
-#define BATCH 128                 /* events read per stream and tick */
+#define MAX_UNSENT (1u << 20)      /* a stream's unsent bytes at most */
+#define BATCH 128                  /* events read per stream and tick */
 #define DEFAULT_MAX 256u
 
 struct stream {
@@ -94,9 +94,9 @@ static void stream_done(void *cls) {
 static void render_event(struct tw_buf *b, const struct tw_stream_event *e) {
   char t[40];
   tw_time_fmt_rfc3339(e->at_ms, t, sizeof t);
-  tw_buf_printf(b, "id: %" PRId64 "\nevent: job\ndata: {\"seq\":%" PRId64
-                   ",\"job\":",
-                e->seq, e->seq);
+  tw_buf_printf(
+      b, "id: %" PRId64 "\nevent: job\ndata: {\"seq\":%" PRId64 ",\"job\":",
+      e->seq, e->seq);
   tw_buf_json_str(b, e->job_id);
   tw_buf_adds(b, ",\"tenant\":");
   tw_buf_json_str(b, e->tenant);
@@ -149,10 +149,9 @@ static bool fill(struct tw_stream_hub *hub, struct stream *s, int64_t head,
   if (s->last_seq < head) {
     size_t n = 0;
     struct tw_err err = {0};
-    if (tw_store_events_since(hub->store, s->last_seq,
-                              s->tenant[0] ? s->tenant : NULL,
-                              s->job[0] ? s->job : NULL, ev, BATCH, &n,
-                              &err) == TW_OK) {
+    if (tw_store_events_since(
+            hub->store, s->last_seq, s->tenant[0] ? s->tenant : NULL,
+            s->job[0] ? s->job : NULL, ev, BATCH, &n, &err) == TW_OK) {
       for (size_t i = 0; i < n; i++)
         render_event(b, &ev[i]);
       /* nothing of this stream's up to head: skip them next time */
@@ -263,7 +262,8 @@ enum tw_rc tw_stream_hub_start(struct tw_store *store, unsigned max,
     pthread_cond_destroy(&hub->cv);
     free(hub);
     *out = NULL;
-    return tw_err_set(err, TW_E_IO, "api: cannot start the event stream thread");
+    return tw_err_set(err, TW_E_IO,
+                      "api: cannot start the event stream thread");
   }
   hub->running = true;
   *out = hub;
@@ -353,7 +353,8 @@ void tw_h_events_stream(struct tw_req *r) {
   const char *after = tw_req_query(r, "after");
   const char *last = tw_req_header(r, "Last-Event-ID");
   if ((tenant && strlen(tenant) >= 64) || (job && strlen(job) >= 64)) {
-    tw_problem(r, 400, "invalid-field", tenant && strlen(tenant) >= 64 ? "tenant" : "job",
+    tw_problem(r, 400, "invalid-field",
+               tenant && strlen(tenant) >= 64 ? "tenant" : "job",
                "%s: at most 63 characters",
                tenant && strlen(tenant) >= 64 ? "tenant" : "job");
     return;

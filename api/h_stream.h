@@ -40,7 +40,7 @@ void tw_h_events_stream(struct tw_req *r);
 void tw_h_jobs_attempts(struct tw_req *r);
 
 #define TW_STREAM_ROUTES                                                       \
-  {"GET", "/v1/events/stream", tw_h_events_stream, "events_stream"},          \
+  {"GET", "/v1/events/stream", tw_h_events_stream, "events_stream"},           \
       {"GET", "/v1/jobs/{id}/attempts", tw_h_jobs_attempts, "jobs_attempts"},
 
 #endif

@@ -8,12 +8,12 @@
  * those running.  Then an in-process API server answers what the jobs
  * page asks for (GET /v1/jobs, 50 a page: newest, by state, by tenant, by
  * provider, by a rare provider, state and provider together, a provider
- * no job ran on (every row read), a page deep in the cursor chain) and the console's own files, each --reps times
- * (default 200) over one keep-alive connection.  Prints p50 and p95 per
- * request and over all of them, one `key value unit` line each.  Target:
- * every p95 under 200 ms with 100,000 jobs.  --quick: 100,000 jobs, 100
- * reps (under a minute); --smoke: 2,000 jobs, 20 reps, every answer
- * checked (ctest).  Figures in docs/benchmarks.md. */
+ * no job ran on (every row read), a page deep in the cursor chain) and the
+ * console's own files, each --reps times (default 200) over one keep-alive
+ * connection.  Prints p50 and p95 per request and over all of them, one `key
+ * value unit` line each.  Target: every p95 under 200 ms with 100,000 jobs.
+ * --quick: 100,000 jobs, 100 reps (under a minute); --smoke: 2,000 jobs, 20
+ * reps, every answer checked (ctest).  Figures in docs/benchmarks.md. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,8 +61,10 @@ static void *seed(void *arg) {
              "{\"name\":\"%s\",\"tenant\":\"%s\",\"project\":\"default\","
              "\"resources\":{\"cpus\":1},\"run\":\"true\"}",
              name, tenant);
-    struct tw_job_new req = {
-        .name = name, .tenant = tenant, .project = "default", .spec_json = spec};
+    struct tw_job_new req = {.name = name,
+                             .tenant = tenant,
+                             .project = "default",
+                             .spec_json = spec};
     struct tw_job_rec job;
     bool replayed;
     struct tw_err err = {0};
@@ -124,9 +126,8 @@ int main(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
       dir_arg = argv[++i];
     } else {
-      fprintf(stderr,
-              "usage: bench-console [--jobs N] [--reps N] [--quick] "
-              "[--smoke] [--dir DIR]\n");
+      fprintf(stderr, "usage: bench-console [--jobs N] [--reps N] [--quick] "
+                      "[--smoke] [--dir DIR]\n");
       return 2;
     }
   }
@@ -232,8 +233,8 @@ int main(int argc, char **argv) {
       }
       if (!ok) {
         if (!bad)
-          fprintf(stderr, "bench-console: %s answered %d: %.200s\n",
-                  rq[q].path, st, st > 0 ? body : "");
+          fprintf(stderr, "bench-console: %s answered %d: %.200s\n", rq[q].path,
+                  st, st > 0 ? body : "");
         bad++;
       }
       one[r] = d;

@@ -125,8 +125,8 @@ static bool follow_stream(struct tw_cli *c, const char *id, const char *eid,
         break;
       timeout = (long)left;
     }
-    path = tw_asprintf("/v1/events/stream?job=%s&after=%lld", eid,
-                       f.sse.last_id);
+    path =
+        tw_asprintf("/v1/events/stream?job=%s&after=%lld", eid, f.sse.last_id);
     struct tw_cli_http_req req = {.base_url = c->url,
                                   .token = c->token,
                                   .method = "GET",
@@ -222,8 +222,8 @@ int tw_cli_wait_job(struct tw_cli *c, const char *id, int64_t timeout_ms) {
       /* the job exists and runs on: follow its events, once; then the
        * next GET reads the outcome (or finds the deadline passed) */
       followed = true;
-      if (follow_stream(c, id, eid,
-                        timeout_ms > 0 ? start + timeout_ms : 0, &last)) {
+      if (follow_stream(c, id, eid, timeout_ms > 0 ? start + timeout_ms : 0,
+                        &last)) {
         if (timeout_ms <= 0 ||
             tw_clock_now_ms(c->io->clock) < start + timeout_ms)
           continue;

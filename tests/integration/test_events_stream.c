@@ -111,7 +111,8 @@ static int plain(const char *method, const char *path, const char *body,
 static void submit(const char *tenant, char id[64]) {
   char body[256];
   snprintf(body, sizeof body,
-           "name: s\ntenant: %s\nresources:\n  cpus: 1\nrun: echo hi\n", tenant);
+           "name: s\ntenant: %s\nresources:\n  cpus: 1\nrun: echo hi\n",
+           tenant);
   struct tw_buf out;
   assert_int_equal(plain("POST", "/v1/jobs", body, &out), 201);
   const char *p = strstr(out.data, "\"id\":\"");
