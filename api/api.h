@@ -56,6 +56,7 @@ struct tw_api_opts {
   unsigned body_timeout_s;  /* a whole request body, from its head (60) */
   size_t max_head_bytes;    /* request line and headers; 431 beyond (16384) */
   size_t max_url_bytes;     /* the request target; 414 beyond (8192) */
+  unsigned max_streams;     /* GET /v1/events/stream open at once (256) */
   /* "HOST:PORT" of a second listener that answers /healthz and /readyz
    * only, with its own connections: probes answered while the main
    * listener's budget is spent.  NULL or "": none. */

@@ -38,6 +38,7 @@ struct tw_req {
   struct tw_span *span;     /* the request's span (owned), NULL: no tracer */
 
   /* the answer */
+  struct MHD_Response *stream; /* set: answered with it (h_stream.c), owned */
   unsigned status;
   const char *content_type;
   struct tw_buf out;
@@ -93,6 +94,7 @@ const struct tw_spec_machine *tw_api_machine(struct tw_api *api);
 struct tw_auth *tw_api_auth(struct tw_api *api); /* api/auth.c's state */
 struct tw_agent *tw_api_agent(struct tw_api *api); /* NULL: no agents */
 struct tw_tracer *tw_api_tracer(struct tw_api *api); /* NULL: no spans */
+struct tw_stream_hub *tw_api_stream_hub(struct tw_api *api); /* h_stream.h */
 void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out);
 const char *tw_req_header(struct tw_req *r, const char *name);
 const char *tw_req_query(struct tw_req *r, const char *name);

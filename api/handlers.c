@@ -309,6 +309,7 @@ void tw_h_jobs_list(struct tw_req *r) {
   const char *tenant = tw_req_query(r, "tenant");
   const char *limit = tw_req_query(r, "limit");
   const char *cursor = tw_req_query(r, "cursor");
+  const char *provider = tw_req_query(r, "provider");
   enum tw_job_state js;
   int64_t v;
   if (state) {
@@ -321,6 +322,8 @@ void tw_h_jobs_list(struct tw_req *r) {
   }
   if (tenant && *tenant)
     f.tenant = tenant;
+  if (provider && *provider)
+    f.provider = provider;
   if (limit) {
     if (!parse_pos_int(limit, &v) || v > 500) {
       tw_problem(r, 400, "invalid-field", "limit",

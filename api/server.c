@@ -20,6 +20,8 @@
 #include "api/auth_routes.h"
 #include "api/h_agent.h"
 #include "api/h_placement.h"
+#include "api/h_stream.h"
+#include "api/h_ui.h"
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
 #include "broker/base/trace.h"
@@ -42,7 +44,7 @@ const struct tw_route tw_routes[] = {
                                           "healthz"},
     {"GET", "/readyz", tw_h_readyz, "readyz"},
     {"GET", "/metrics", tw_h_metrics, "metrics"},
-    TW_AGENT_ROUTES};
+    TW_AGENT_ROUTES TW_STREAM_ROUTES TW_UI_ROUTES};
 const size_t tw_n_routes = sizeof tw_routes / sizeof tw_routes[0];
 
 struct tw_api_route_info *tw_api_route_table(size_t *n) {
@@ -130,6 +132,7 @@ struct tw_api {
   struct tw_tracer *tracer;
   void (*metrics_fn)(void *ctx, struct tw_buf *out);
   void *metrics_ctx;
+  struct tw_stream_hub *hub; /* GET /v1/events/stream */
   uint64_t request_seed; /* request ids: see request_id() */
   uint64_t request_seq;  /* atomic */
 };
@@ -167,6 +170,9 @@ const struct tw_spec_machine *tw_api_machine(struct tw_api *api) {
 }
 struct tw_agent *tw_api_agent(struct tw_api *api) { return api->agent; }
 struct tw_tracer *tw_api_tracer(struct tw_api *api) { return api->tracer; }
+struct tw_stream_hub *tw_api_stream_hub(struct tw_api *api) {
+  return api->hub;
+}
 struct tw_auth *tw_api_auth(struct tw_api *api) {
   return api->auth;
 }
@@ -371,6 +377,7 @@ void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out) {
       (unsigned long long)__atomic_load_n(&api->cut_body, __ATOMIC_RELAXED));
   if (api->metrics_fn)
     api->metrics_fn(api->metrics_ctx, out);
+  tw_stream_hub_metrics(api->hub, out);
 }
 
 /* ---- the request's span ----------------------------------------------- */
@@ -425,9 +432,12 @@ static void span_finish(struct tw_req *r) {
 
 static void finish(struct tw_req *r, bool send_body,
                    struct MHD_Connection *conn, enum MHD_Result *res) {
-  struct MHD_Response *resp = MHD_create_response_from_buffer(
-      r->out.len, r->out.data ? r->out.data : (void *)"",
-      MHD_RESPMEM_MUST_COPY);
+  struct MHD_Response *resp = r->stream;
+  r->stream = NULL;
+  if (!resp)
+    resp = MHD_create_response_from_buffer(
+        r->out.len, r->out.data ? r->out.data : (void *)"",
+        MHD_RESPMEM_MUST_COPY);
   (void)send_body;
   if (r->content_type)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
@@ -804,6 +814,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     return;
   tw_buf_release(&r->body);
   tw_buf_release(&r->out);
+  if (r->stream)
+    MHD_destroy_response(r->stream);
   for (int i = 0; i < r->n_hdr; i++)
     free(r->hdr_value[i]);
   free(r->head_auth);
@@ -884,6 +896,7 @@ static void fail_start(struct tw_api *api) {
     close(api->probe_fd);
   pthread_mutex_destroy(&api->conn_mu);
   pthread_cond_destroy(&api->conn_cv);
+  tw_stream_hub_free(api->hub);
   tw_auth_free(api->auth);
   free(api);
 }
@@ -976,8 +989,16 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
    * the answer, so our own 414 and 431 (problem+json) come before the
    * library's (which has no content type). */
   size_t pool = api->max_head + api->max_url + 16384;
+  /* event streams wait suspended, off the pool (h_stream.h); after
+   * tw_auth_tls, which adds the TLS flag */
+  unsigned main_flags = flags | MHD_ALLOW_SUSPEND_RESUME;
+  if ((rc = tw_stream_hub_start(api->store, opts->max_streams, &api->hub,
+                                 err))) {
+    fail_start(api);
+    return rc;
+  }
   api->mhd = MHD_start_daemon(
-      flags, 0, NULL, NULL, on_request, api,
+      main_flags, 0, NULL, NULL, on_request, api,
       /* the logger first, so the TLS setup's complaints reach it */
       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_ARRAY, tls,
       MHD_OPTION_LISTEN_SOCKET, api->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
@@ -1025,6 +1046,9 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
 void tw_api_drain(struct tw_api *api) {
   if (__atomic_exchange_n(&api->draining, 1, __ATOMIC_ACQ_REL))
     return;
+  /* streams end (their clients resume elsewhere): none may stay
+   * suspended when the daemon stops */
+  tw_stream_hub_end_all(api->hub);
   /* The pool's workers drop the listening socket from their epoll sets on
    * their own time after the quiesce: closing it now would race them.  It
    * stops listening at once (new connections are refused) and is closed
@@ -1059,6 +1083,7 @@ void tw_api_stop(struct tw_api *api) {
     MHD_stop_daemon(api->probe_mhd);
   pthread_mutex_destroy(&api->conn_mu);
   pthread_cond_destroy(&api->conn_cv);
+  tw_stream_hub_free(api->hub);
   tw_auth_free(api->auth);
   free(api);
 }

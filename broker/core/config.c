@@ -36,6 +36,7 @@ static const struct key KEYS[] = {
     {"api.max_per_address", K_INT, OFF(api_max_per_address), "128", 1, 65536,
      false},
     {"api.threads", K_INT, OFF(api_threads), "64", 1, 1024, false},
+    {"api.max_streams", K_INT, OFF(api_max_streams), "256", 1, 65536, false},
     {"api.head_timeout_s", K_INT, OFF(api_head_timeout_s), "10", 1, 3600,
      false},
     {"api.body_timeout_s", K_INT, OFF(api_body_timeout_s), "60", 1, 86400,

@@ -33,6 +33,7 @@ struct tw_cfg {
   int64_t api_body_timeout_s;  /* deadline of a whole request body */
   int64_t api_max_head_bytes;  /* 431 beyond */
   int64_t api_max_url_bytes;   /* 414 beyond */
+  int64_t api_max_streams;     /* GET /v1/events/stream open at once */
   char *api_probe_listen;      /* "HOST:PORT" of the probes alone; "" none */
   bool store_sync_full;        /* synchronous: full | normal */
   int64_t store_max_batch;

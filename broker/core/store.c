@@ -110,6 +110,13 @@ static const char SQL_JOB_LIST_TENANT[] =
 static const char SQL_JOB_LIST_BOTH[] =
     "SELECT " JOB_COLS " FROM jobs WHERE state = ?3 AND tenant = ?4"
     " AND seq < ?1 ORDER BY seq DESC LIMIT ?2";
+/* by provider (the placement's), the other filters optional: newest
+ * first on the primary key, stopping at the page's end */
+static const char SQL_JOB_LIST_PROVIDER[] =
+    "SELECT " JOB_COLS " FROM jobs WHERE seq < ?1"
+    " AND (?3 IS NULL OR state = ?3) AND (?4 IS NULL OR tenant = ?4)"
+    " AND json_extract(placement, '$.provider') = ?5"
+    " ORDER BY seq DESC LIMIT ?2";
 static const char SQL_EVENTS[] =
     "SELECT seq, at_ms, from_state, to_state, reason FROM job_events"
     " WHERE job_id = ?1 ORDER BY seq";
@@ -1075,9 +1082,10 @@ enum tw_rc tw_store_job_get(struct tw_store *s, const char *id,
 enum tw_rc tw_store_job_list(struct tw_store *s, const struct tw_job_filter *f,
                              struct tw_job_rec **out, size_t *n,
                              int64_t *next_before, struct tw_err *err) {
-  const char *sql = f->state
-                        ? (f->tenant ? SQL_JOB_LIST_BOTH : SQL_JOB_LIST_STATE)
-                        : (f->tenant ? SQL_JOB_LIST_TENANT : SQL_JOB_LIST);
+  const char *sql =
+      f->provider ? SQL_JOB_LIST_PROVIDER
+      : f->state  ? (f->tenant ? SQL_JOB_LIST_BOTH : SQL_JOB_LIST_STATE)
+                  : (f->tenant ? SQL_JOB_LIST_TENANT : SQL_JOB_LIST);
   int limit = f->limit < 1 ? 1 : f->limit > 500 ? 500 : f->limit;
   *out = NULL;
   *n = 0;
@@ -1096,6 +1104,8 @@ enum tw_rc tw_store_job_list(struct tw_store *s, const struct tw_job_filter *f,
     sqlite3_bind_text(st, 3, f->state, -1, SQLITE_STATIC);
   if (f->tenant)
     sqlite3_bind_text(st, 4, f->tenant, -1, SQLITE_STATIC);
+  if (f->provider)
+    sqlite3_bind_text(st, 5, f->provider, -1, SQLITE_STATIC);
   struct tw_job_rec *recs = tw_calloc((size_t)limit, sizeof *recs);
   size_t k = 0;
   int r;

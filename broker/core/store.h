@@ -112,6 +112,7 @@ enum tw_rc tw_store_job_get(struct tw_store *s, const char *id,
 struct tw_job_filter {
   const char *state;  /* NULL: any */
   const char *tenant; /* NULL: any */
+  const char *provider; /* NULL: any; else the placement's provider */
   int64_t before_seq; /* 0: from the newest; else only seq < before_seq */
   int limit;          /* 1..500 */
 };
