@@ -88,11 +88,15 @@ struct tw_job_rec {
 
 void tw_job_rec_release(struct tw_job_rec *r);
 
+struct tw_flow_plan;
 struct tw_job_new {
   const char *name, *tenant, *project;
   int priority;
   const char *spec_json; /* canonical JSON of the validated spec */
   const char *idem_key;  /* NULL: none */
+  /* its depends_on (broker/core/flow.h, tw_flow_plan_from_spec), NULL:
+   * none; the job is stored waiting on it (store_flow.h) */
+  const struct tw_flow_plan *flow;
 };
 
 /* Stores a new pending job with its first event, durably, before

@@ -1,0 +1,6 @@
+# Dependencies, arrays and workflows (broker/core/flow.h, store_flow.h,
+# docs/workflows.md).  Every test carries the label `workflow`.
+#
+#   ctest -L workflow
+tw_add_test(test_flow SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_flow.c
+            LIBS tw_core PkgConfig::CMOCKA LABELS unit workflow)
