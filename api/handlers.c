@@ -11,6 +11,7 @@
 #include "api/auth_int.h"
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
+#include "broker/core/flow.h"
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "broker/core/store_agent.h"
@@ -209,6 +210,11 @@ void tw_h_jobs_create(struct tw_req *r) {
     tw_spec_release(&spec);
     return;
   }
+  if (spec.array) { /* one group of tasks (h_workflows.c) */
+    tw_h_array_submit(r, &spec);
+    tw_spec_release(&spec);
+    return;
+  }
   if (!tw_auth_admit_job(r, &spec)) { /* tenant scope, quota, budget */
     tw_spec_release(&spec);
     return;
@@ -216,18 +222,30 @@ void tw_h_jobs_create(struct tw_req *r) {
   struct tw_buf canon;
   tw_buf_init(&canon);
   tw_spec_to_json(&spec, &canon);
+  /* depends_on: the job is stored waiting on it (store_flow.h) */
+  struct tw_flow_plan plan;
+  memset(&plan, 0, sizeof plan);
+  if (spec.depends_on &&
+      tw_flow_plan_from_spec(&spec, canon.data, &plan, &err)) {
+    tw_spec_release(&spec);
+    tw_buf_release(&canon);
+    tw_problem_err(r, &err);
+    return;
+  }
   struct tw_job_new req = {.name = spec.name,
                            .tenant = spec.tenant,
                            .project = spec.project,
                            .priority = spec.priority,
                            .spec_json = canon.data,
-                           .idem_key = key};
+                           .idem_key = key,
+                           .flow = spec.depends_on ? &plan : NULL};
   struct tw_job_rec job;
   bool replayed = false;
   /* the job, its owner and the audit entry commit together */
   enum tw_rc rc = tw_auth_job_store(r, &req, &job, &replayed, &err);
   tw_spec_release(&spec);
   tw_buf_release(&canon);
+  tw_flow_plan_release(&plan);
   if (rc) {
     if (rc != TW_E_CONFLICT)
       tw_log_error("api", "request=%s create job failed: %s", r->request_id,

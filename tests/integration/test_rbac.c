@@ -31,7 +31,9 @@
 #include "broker/tenancy/audit.h"
 #include "broker/tenancy/secrets.h"
 #include "broker/core/spec.h"
+#include "broker/core/flow.h"
 #include "broker/core/store.h"
+#include "broker/core/store_flow.h"
 #include "broker/tenancy/tenancy.h"
 #include "tests/integration/twtest_oidc.h"
 #include "tests/twtest.h"
@@ -181,6 +183,27 @@ static void job(const char *tenant, const char *principal,
   tw_job_rec_release(&j);
 }
 
+/* An array of tenant, stored as POST /v1/jobs stores one. */
+static void workflow(const char *tenant, char id[TW_FLOW_GID_LEN + 1]) {
+  char spec[160];
+  snprintf(spec, sizeof spec,
+           "name: w%d\ntenant: %s\narray: \"0-1\"\n", ++serial, tenant);
+  struct tw_job_spec js;
+  struct tw_err err = {0};
+  if (tw_spec_parse(spec, strlen(spec), false, &js, &err))
+    fprintf(stderr, "workflow spec: %s\n", err.msg), abort();
+  struct tw_buf b;
+  tw_buf_init(&b);
+  tw_spec_to_json(&js, &b);
+  struct tw_flow_plan p;
+  if (tw_flow_plan_from_spec(&js, b.data, &p, &err) ||
+      tw_store_flow_submit(store, &p, 0, NULL, NULL, id, &err))
+    fprintf(stderr, "workflow: %s\n", err.msg), abort();
+  tw_flow_plan_release(&p);
+  tw_buf_release(&b);
+  tw_spec_release(&js);
+}
+
 static const char *const ROLE_USER[TW_ROLE_COUNT] = {
     "admin",      "ml-tadmin", "ml-member", "ml-viewer",
     "ml-finance", "ml-ci",     "ml-metrics"};
@@ -245,6 +268,12 @@ static bool build(const struct tw_rbac_rule *rule, enum tw_role role,
     snprintf(param, sizeof param, "%s", id);
     break;
   }
+  case TW_TGT_WORKFLOW: {
+    char id[TW_FLOW_GID_LEN + 1];
+    workflow(tenant, id);
+    snprintf(param, sizeof param, "%s", id);
+    break;
+  }
   case TW_TGT_TOKEN: {
     char tok[TW_TOKEN_LEN + 1], id[TW_TOKEN_ID_LEN + 1];
     token_for(owner, tok, id);
@@ -284,6 +313,11 @@ static bool build(const struct tw_rbac_rule *rule, enum tw_role role,
   if (!strcmp(rule->method, "POST") && !strcmp(p, "/v1/jobs")) {
     *ctype = "application/yaml";
     snprintf(body, bodysz, "name: m%d\ntenant: %s\n", ++serial, tenant);
+  } else if (!strcmp(rule->method, "POST") && !strcmp(p, "/v1/workflows")) {
+    *ctype = "application/yaml";
+    snprintf(body, bodysz,
+             "name: w%d\ntenant: %s\ntasks:\n  - {name: a, job: {}}\n",
+             ++serial, tenant);
   } else if (!strcmp(rule->method, "POST") && !strcmp(p, "/v1/tokens")) {
     *ctype = "application/json";
     snprintf(body, bodysz, "{\"principal\":\"%s\"}", owner);
