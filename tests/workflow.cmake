@@ -4,3 +4,8 @@
 #   ctest -L workflow
 tw_add_test(test_flow SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_flow.c
             LIBS tw_core PkgConfig::CMOCKA LABELS unit workflow)
+tw_add_test(test_flow_sched
+            SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_flow_sched.c
+            LIBS sched_fixture tw_sched tw_billing tw_fake_provider
+                 PkgConfig::CMOCKA
+            LABELS unit workflow sched)
