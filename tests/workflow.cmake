@@ -9,3 +9,8 @@ tw_add_test(test_flow_sched
             LIBS sched_fixture tw_sched tw_billing tw_fake_provider
                  PkgConfig::CMOCKA
             LABELS unit workflow sched)
+tw_add_fuzz(fuzz_workflow
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_workflow.c
+  LIBS tw_core
+  LABELS workflow
+  CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/workflow)

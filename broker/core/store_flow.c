@@ -33,6 +33,21 @@ static const char SQL_TASK_INSERT[] =
     "INSERT INTO flow_tasks (gid, idx, tmpl, aindex, param, state, job_id,"
     " fan_any, kill, n_in, n_met, n_never, reason)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+/* Many rows per statement: a 100,000-task submission is one write */
+#define TASK_ROW "(?,?,?,?,?,?,?,?,?,?,?,?,?)"
+#define TASK_ROW4 TASK_ROW "," TASK_ROW "," TASK_ROW "," TASK_ROW
+#define TASK_BATCH 16
+static const char SQL_TASK_INSERT_BATCH[] =
+    "INSERT INTO flow_tasks (gid, idx, tmpl, aindex, param, state, job_id,"
+    " fan_any, kill, n_in, n_met, n_never, reason) VALUES " TASK_ROW4
+    "," TASK_ROW4 "," TASK_ROW4 "," TASK_ROW4;
+#define EDGE_ROW "(?,?,?,?,?,?,?)"
+#define EDGE_ROW4 EDGE_ROW "," EDGE_ROW "," EDGE_ROW "," EDGE_ROW
+#define EDGE_ROW16 EDGE_ROW4 "," EDGE_ROW4 "," EDGE_ROW4 "," EDGE_ROW4
+#define EDGE_BATCH 32
+static const char SQL_EDGE_INSERT_BATCH[] =
+    "INSERT INTO flow_edges (src, sidx, dgid, didx, cond, delay_s, res)"
+    " VALUES " EDGE_ROW16 "," EDGE_ROW16;
 static const char SQL_EDGE_INSERT[] =
     "INSERT INTO flow_edges (src, sidx, dgid, didx, cond, delay_s, res)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
@@ -40,8 +55,10 @@ static const char SQL_JOB_STATE[] =
     "SELECT state, name, tenant FROM jobs WHERE id = ?1";
 static const char SQL_GROUP_STATE[] =
     "SELECT state FROM flow_groups WHERE id = ?1";
-static const char SQL_TASK_BY_AINDEX[] =
-    "SELECT idx, state, job_id FROM flow_tasks WHERE gid = ?1 AND aindex = ?2";
+static const char SQL_GROUP_SIZE[] =
+    "SELECT n_tasks, kind FROM flow_groups WHERE id = ?1";
+static const char SQL_TASK_AT[] =
+    "SELECT aindex, state FROM flow_tasks WHERE gid = ?1 AND idx = ?2";
 static const char SQL_SINGLETON[] =
     "SELECT id FROM jobs WHERE state IN ('waiting', 'pending', 'placing',"
     " 'provisioning', 'running', 'interrupted', 'recovering')"
@@ -631,38 +648,54 @@ static enum tw_rc ext_lookup(struct tw_store *s, sqlite3 *db,
                ? TW_OK
                : store__db_err(db, err, "flow: dependency");
   }
-  if (x->corr) { /* task aindex of that group */
-    sqlite3_stmt *st = st_of(s, db, SQL_TASK_BY_AINDEX, err);
-    if (!st)
+  if (x->corr) { /* the task of that array with the same index */
+    sqlite3_stmt *g = st_of(s, db, SQL_GROUP_SIZE, err);
+    if (!g)
       return TW_E_IO;
-    store__bind_text(st, 1, x->id);
-    sqlite3_bind_int64(st, 2, aindex);
-    int r = sqlite3_step(st);
-    if (r == SQLITE_ROW) {
-      o->known = true;
-      o->sidx = sqlite3_column_int64(st, 0);
-      const char *ts = col_text(st, 1);
-      o->has_ev = true;
-      if (!strcmp(ts, "succeeded"))
-        o->ev = TW_FLOW_SUCCEEDED;
-      else if (!strcmp(ts, "failed"))
-        o->ev = TW_FLOW_FAILED;
-      else if (!strcmp(ts, "cancelled"))
-        o->ev = TW_FLOW_CANCELLED;
-      else
-        o->has_ev = false;
-    }
-    sqlite3_reset(st);
-    if (r != SQLITE_ROW && r != SQLITE_DONE)
-      return store__db_err(db, err, "flow: dependency");
-    if (r == SQLITE_DONE) { /* no such index: nothing to wait for there */
-      sqlite3_stmt *g = st_of(s, db, SQL_GROUP_STATE, err);
-      if (!g)
+    store__bind_text(g, 1, x->id);
+    int64_t n = -1;
+    if (sqlite3_step(g) == SQLITE_ROW && !strcmp(col_text(g, 1), "array"))
+      n = sqlite3_column_int64(g, 0);
+    sqlite3_reset(g);
+    if (n < 0)
+      return TW_OK; /* not an array: unknown */
+    o->known = true;
+    o->sidx = -3; /* no such index: nothing to wait for there */
+    /* an array's tasks are in index order: a binary search over its key */
+    int64_t lo = 0, hi = n - 1;
+    while (lo <= hi) {
+      int64_t mid = lo + (hi - lo) / 2;
+      sqlite3_stmt *st = st_of(s, db, SQL_TASK_AT, err);
+      if (!st)
         return TW_E_IO;
-      store__bind_text(g, 1, x->id);
-      o->known = sqlite3_step(g) == SQLITE_ROW;
-      sqlite3_reset(g);
-      o->sidx = -3; /* met at once */
+      store__bind_text(st, 1, x->id);
+      sqlite3_bind_int64(st, 2, mid);
+      int r = sqlite3_step(st);
+      if (r != SQLITE_ROW) {
+        sqlite3_reset(st);
+        return store__db_err(db, err, "flow: dependency");
+      }
+      int64_t ai = sqlite3_column_int64(st, 0);
+      char ts[16];
+      snprintf(ts, sizeof ts, "%s", col_text(st, 1));
+      sqlite3_reset(st);
+      if (ai < aindex) {
+        lo = mid + 1;
+      } else if (ai > aindex) {
+        hi = mid - 1;
+      } else {
+        o->sidx = mid;
+        o->has_ev = true;
+        if (!strcmp(ts, "succeeded"))
+          o->ev = TW_FLOW_SUCCEEDED;
+        else if (!strcmp(ts, "failed"))
+          o->ev = TW_FLOW_FAILED;
+        else if (!strcmp(ts, "cancelled"))
+          o->ev = TW_FLOW_CANCELLED;
+        else
+          o->has_ev = false;
+        break;
+      }
     }
     return TW_OK;
   }
@@ -719,6 +752,11 @@ static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
   else
     snprintf(a->id, sizeof a->id, "%s", a->job_id);
   size_t n = p->n_tasks;
+  /* a large group's rows and index pages stay in the writer's cache until
+   * the commit instead of spilling to the WAL mid-transaction (64 MiB;
+   * sqlite's default is 2 MiB) */
+  if (n + p->n_edges > 20000)
+    sqlite3_exec(db, "PRAGMA cache_size = -65536", NULL, NULL, NULL);
   int64_t *n_in = tw_calloc(n ? n : 1, sizeof *n_in);
   int64_t *n_met = tw_calloc(n ? n : 1, sizeof *n_met);
   int64_t *n_never = tw_calloc(n ? n : 1, sizeof *n_never);
@@ -766,8 +804,29 @@ static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
     if ((rc = store__step_done(db, st, "flow: insert template", err)))
       goto out;
   }
-  /* internal edges: all open at submission */
-  for (size_t k = 0; k < p->n_edges; k++) {
+  /* internal edges: all open at submission, EDGE_BATCH rows a statement */
+  size_t full = p->n_edges - p->n_edges % EDGE_BATCH;
+  for (size_t k = 0; k < full; k += EDGE_BATCH) {
+    if (!(st = st_of(s, db, SQL_EDGE_INSERT_BATCH, err))) {
+      rc = TW_E_IO;
+      goto out;
+    }
+    for (int j = 0; j < EDGE_BATCH; j++) {
+      const struct tw_flow_edge *fe = &p->edges[k + (size_t)j];
+      int o = j * 7;
+      n_in[fe->to]++;
+      store__bind_text(st, o + 1, a->id);
+      sqlite3_bind_int64(st, o + 2, fe->from);
+      store__bind_text(st, o + 3, a->id);
+      sqlite3_bind_int64(st, o + 4, fe->to);
+      sqlite3_bind_int(st, o + 5, (int)fe->cond);
+      sqlite3_bind_int64(st, o + 6, fe->delay_s);
+      sqlite3_bind_int(st, o + 7, 0);
+    }
+    if ((rc = store__step_done(db, st, "flow: insert edges", err)))
+      goto out;
+  }
+  for (size_t k = full; k < p->n_edges; k++) {
     const struct tw_flow_edge *fe = &p->edges[k];
     n_in[fe->to]++;
     if ((rc = edge_put(s, db, a->id, fe->from, a->id, fe->to, fe->cond,
@@ -872,25 +931,32 @@ static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
     } else if (rd == TW_EDGE_MET) {
       ready++;
     }
-    if (!(st = st_of(s, db, SQL_TASK_INSERT, err))) {
-      rc = TW_E_IO;
-      free(doomed);
-      goto out;
+    /* TASK_BATCH rows a statement while a whole batch is left */
+    bool batch = k - k % TASK_BATCH + TASK_BATCH <= n;
+    int j = batch ? (int)(k % TASK_BATCH) : 0, o = j * 13;
+    if (!batch || j == 0) {
+      st = st_of(s, db, batch ? SQL_TASK_INSERT_BATCH : SQL_TASK_INSERT, err);
+      if (!st) {
+        rc = TW_E_IO;
+        free(doomed);
+        goto out;
+      }
     }
-    store__bind_text(st, 1, a->id);
-    sqlite3_bind_int64(st, 2, (int64_t)k);
-    sqlite3_bind_int64(st, 3, t->tmpl);
-    sqlite3_bind_int64(st, 4, t->index);
-    store__bind_opt(st, 5, t->param);
-    store__bind_text(st, 6, state);
-    store__bind_opt(st, 7, a->job_id);
-    sqlite3_bind_int(st, 8, t->any);
-    sqlite3_bind_int(st, 9, t->kill);
-    sqlite3_bind_int64(st, 10, n_in[k]);
-    sqlite3_bind_int64(st, 11, n_met[k]);
-    sqlite3_bind_int64(st, 12, n_never[k]);
-    store__bind_text(st, 13, reason);
-    if ((rc = store__step_done(db, st, "flow: insert task", err))) {
+    store__bind_text(st, o + 1, a->id);
+    sqlite3_bind_int64(st, o + 2, (int64_t)k);
+    sqlite3_bind_int64(st, o + 3, t->tmpl);
+    sqlite3_bind_int64(st, o + 4, t->index);
+    store__bind_opt(st, o + 5, t->param);
+    store__bind_text(st, o + 6, state);
+    store__bind_opt(st, o + 7, a->job_id);
+    sqlite3_bind_int(st, o + 8, t->any);
+    sqlite3_bind_int(st, o + 9, t->kill);
+    sqlite3_bind_int64(st, o + 10, n_in[k]);
+    sqlite3_bind_int64(st, o + 11, n_met[k]);
+    sqlite3_bind_int64(st, o + 12, n_never[k]);
+    store__bind_text(st, o + 13, reason);
+    if ((!batch || j == TASK_BATCH - 1) &&
+        (rc = store__step_done(db, st, "flow: insert task", err))) {
       free(doomed);
       goto out;
     }

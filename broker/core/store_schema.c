@@ -420,7 +420,6 @@ static const char *const MIG_FLOW[] = {
     "CREATE INDEX flow_tasks_ready ON flow_tasks(gid, idx) WHERE state = 'ready';"
     "CREATE INDEX flow_tasks_released ON flow_tasks(gid)"
     "  WHERE state = 'released';"
-    "CREATE INDEX flow_tasks_aindex ON flow_tasks(gid, aindex);"
     "CREATE TABLE flow_edges ("
     "  src TEXT NOT NULL, sidx INTEGER NOT NULL, dgid TEXT NOT NULL,"
     "  didx INTEGER NOT NULL, cond INTEGER NOT NULL,"
