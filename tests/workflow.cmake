@@ -14,3 +14,12 @@ tw_add_fuzz(fuzz_workflow
   LIBS tw_core
   LABELS workflow
   CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/workflow)
+
+# The same cases through sbatch --dependency and --array on the project's
+# Slurm cluster (tests/slurm.cmake's fixture); skipped without it.
+add_test(NAME workflow_slurm_cases
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/workflow/slurm_cases.sh
+          ${CMAKE_SOURCE_DIR}/tests/workflow/cases.txt)
+set_tests_properties(workflow_slurm_cases PROPERTIES
+  LABELS "conformance;workflow;slurm" SKIP_RETURN_CODE 77 TIMEOUT 900)
+tw_slurm_cluster_test(workflow_slurm_cases)
