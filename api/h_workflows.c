@@ -100,6 +100,13 @@ static void admit_and_store(struct tw_req *r, struct tw_flow_plan *p) {
   int64_t projected = 0;
   if (!tw_auth_admit_group(r, &p->tenant, sp, counts, n, &projected))
     goto out;
+  /* Where a whole workflow's placement is decided.  Today it is step by
+   * step: each task is placed by the scheduler's placer when it is
+   * released (store_flow.c, release_one), reading its predecessors'
+   * outputs as datasets where they ran.  Joint placement of the chains
+   * (policies/place/joint.h) plugs in here: it sees every template and
+   * edge of the plan and pins each template's placement (its spec's
+   * placement.regions) before the plan is stored. */
   char gid[TW_FLOW_GID_LEN + 1];
   if (tw_store_flow_submit(tw_api_store(r->api), p, projected, NULL,
                            "depends_on", gid, &err)) {

@@ -23,3 +23,9 @@ add_test(NAME workflow_slurm_cases
 set_tests_properties(workflow_slurm_cases PROPERTIES
   LABELS "conformance;workflow;slurm" SKIP_RETURN_CODE 77 TIMEOUT 900)
 tw_slurm_cluster_test(workflow_slurm_cases)
+
+# The routes over loopback (in-process server, open mode).
+tw_add_test(test_workflow_api
+            SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_workflow_api.c
+            LIBS tw_api PkgConfig::CURL PkgConfig::CMOCKA
+            LABELS integration workflow api TIMEOUT 120)
