@@ -1425,7 +1425,7 @@ enum tw_rc tw_store_flow_pass(struct tw_store *s, int64_t now_ms,
                               int max_release, struct tw_flow_pass_stats *st,
                               struct tw_err *err) {
   struct pass_arg a = {.now = now_ms,
-                       .max_release = max_release > 0 ? max_release : 256};
+                       .max_release = max_release >= 0 ? max_release : 256};
   enum tw_rc rc = tw_store_write(s, op_pass, &a, err);
   if (st)
     *st = a.st;

@@ -47,7 +47,7 @@ struct tw_flow_pass_stats {
 };
 
 /* One pass (the scheduler's, before it places): releases at most
- * max_release tasks. */
+ * max_release tasks (0: none, events and delays only; negative: 256). */
 enum tw_rc tw_store_flow_pass(struct tw_store *s, int64_t now_ms,
                               int max_release, struct tw_flow_pass_stats *st,
                               struct tw_err *err);
