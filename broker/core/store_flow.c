@@ -961,9 +961,12 @@ static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
       goto out;
     }
   }
-  if (ready || a->job_id) {
-    if ((rc = group_add(&e, a->id, ready, 0, a->job_id && !n_doomed ? 1 : 0,
-                        0, 0, err))) {
+  /* a plain job whose dependencies are met already is released: live */
+  bool job_live = a->job_id && tw_flow_task_readiness(p->tasks[0].any, n_in[0],
+                                                      n_met[0], n_never[0]) ==
+                                   TW_EDGE_MET;
+  if (ready || job_live) {
+    if ((rc = group_add(&e, a->id, ready, 0, job_live ? 1 : 0, 0, 0, err))) {
       free(doomed);
       goto out;
     }
