@@ -486,7 +486,8 @@ static enum tw_rc group_add(struct eng *e, const char *gid, int64_t ready,
                     : n_cancelled > 0 ? "cancelled"
                                      : "succeeded";
   char why[96];
-  snprintf(why, sizeof why, "%lld of %lld tasks succeeded",
+  snprintf(why, sizeof why, "%s%lld of %lld tasks succeeded",
+           asked ? "cancelled by request; " : "",
            (long long)(n_tasks - n_failed - n_cancelled), (long long)n_tasks);
   if (!(st = st_of(e->s, e->db, SQL_GROUP_END, err)))
     return TW_E_IO;
