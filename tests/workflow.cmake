@@ -29,3 +29,11 @@ tw_add_test(test_workflow_api
             SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_workflow_api.c
             LIBS tw_api PkgConfig::CURL PkgConfig::CMOCKA
             LABELS integration workflow api TIMEOUT 120)
+
+# The daemon, the fake EC2 and the CLI together: submit --wait's exit codes
+# for a workflow, an array, a dependency on it and a cancelled array.
+add_test(NAME workflow_e2e
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/workflow/e2e_workflow.sh
+          ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR})
+set_tests_properties(workflow_e2e PROPERTIES LABELS "e2e;workflow" TIMEOUT 300
+  DEPENDS "tradewindd;tradewind;tradewind-fakecloud")
