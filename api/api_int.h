@@ -115,6 +115,12 @@ void tw_problem(struct tw_req *r, unsigned status, const char *type,
     __attribute__((format(printf, 5, 6)));
 /* Maps err->rc to a status and type and answers with err's text. */
 void tw_problem_err(struct tw_req *r, const struct tw_err *err);
+/* As tw_problem_err, with every problem of a spec document (a SkyPilot
+ * task reports all of its at once) as the member "errors": [{field,
+ * detail}]. */
+struct tw_spec_errs;
+void tw_problem_spec_errs(struct tw_req *r, const struct tw_err *err,
+                          const struct tw_spec_errs *errs);
 /* 503 store-unavailable with Retry-After, for a store whose writes fail
  * (health: TW_E_FULL or TW_E_IO from tw_store_write_health, since_ms its
  * time); /readyz answers it. */

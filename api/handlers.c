@@ -12,6 +12,7 @@
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
 #include "broker/core/flow.h"
+#include "broker/core/skypilot.h"
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "broker/core/store_agent.h"
@@ -196,11 +197,15 @@ void tw_h_jobs_create(struct tw_req *r) {
   struct tw_err err = {0};
   struct tw_spec_opts sopts = {.providers = tw_api_provider_names(r->api),
                                .fallbacks = tw_api_fallback_names(r->api)};
-  if (tw_spec_parse_opts(r->body.data ? r->body.data : "", r->body.len, is_json,
-                         &sopts, &spec, &err)) {
-    tw_problem_err(r, &err);
+  /* a SkyPilot task is read too, every error of it reported at once */
+  struct tw_spec_errs *errs = tw_calloc(1, sizeof *errs);
+  if (tw_spec_parse_any(r->body.data ? r->body.data : "", r->body.len, is_json,
+                        &sopts, &spec, errs, NULL, &err)) {
+    tw_problem_spec_errs(r, &err, errs);
+    free(errs);
     return;
   }
+  free(errs);
   if (spec.deadline_ms &&
       spec.deadline_ms <= tw_clock_now_ms(tw_api_clock(r->api))) {
     char when[40];

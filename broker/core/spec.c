@@ -1325,6 +1325,122 @@ static enum tw_rc parse_flow(const struct tw_node *root,
   return TW_OK;
 }
 
+/* ---- the job's machine: image, disk, ports ---------------------------- */
+
+/* image: a word of letters, digits and . _ - : / @ (an AMI id, an Azure
+ * URN publisher:offer:sku:version, an image path), 1..256 bytes. */
+static enum tw_rc parse_image(const struct tw_node *n,
+                              struct tw_job_spec *spec, struct tw_err *err) {
+  char d[128];
+  if (n->kind != TW_NODE_SCALAR || !*n->str)
+    return fail(err, "image", n, "expected an image name, got %s",
+                describe(n, d, sizeof d));
+  size_t len = strlen(n->str);
+  if (len > TW_SPEC_IMAGE_MAX)
+    return fail(err, "image", n, "longer than %d bytes", TW_SPEC_IMAGE_MAX);
+  for (size_t i = 0; i < len; i++) {
+    char c = n->str[i];
+    if (!ident_char(c) && c != ':' && c != '/' && c != '@')
+      return fail(err, "image", n,
+                  "may only contain letters, digits and . _ - : / @, got %s",
+                  describe(n, d, sizeof d));
+  }
+  spec->image = tw_strdup(n->str);
+  return TW_OK;
+}
+
+static enum tw_rc parse_disk(const struct tw_node *m, struct tw_job_spec *spec,
+                             struct tw_err *err) {
+  static const char *const keys[] = {"size_gb", "type", NULL};
+  char d[128];
+  enum tw_rc rc;
+  const struct tw_node *n;
+  int64_t v;
+  if (m->kind != TW_NODE_MAP)
+    return fail(err, "disk", m, "expected a mapping {size_gb, type}, got %s",
+                describe(m, d, sizeof d));
+  if ((rc = check_keys(m, "disk", keys, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(m, "size_gb"))) {
+    if ((rc = get_int(n, "disk.size_gb", 1, TW_SPEC_DISK_GB_MAX, &v, err)))
+      return rc;
+    spec->disk_size_gb = (int)v;
+  }
+  if (!is_null(n = tw_node_get(m, "type"))) {
+    if (n->kind != TW_NODE_SCALAR || !*n->str ||
+        strlen(n->str) > TW_SPEC_DISK_TYPE_MAX)
+      return fail(err, "disk.type", n,
+                  "expected a disk type of 1..%d letters, digits, '.', '_' "
+                  "or '-', got %s",
+                  TW_SPEC_DISK_TYPE_MAX, describe(n, d, sizeof d));
+    for (const char *p = n->str; *p; p++)
+      if (!ident_char(*p))
+        return fail(err, "disk.type", n,
+                    "expected a disk type of 1..%d letters, digits, '.', '_' "
+                    "or '-', got %s",
+                    TW_SPEC_DISK_TYPE_MAX, describe(n, d, sizeof d));
+    spec->disk_type = tw_strdup(n->str);
+  }
+  return TW_OK;
+}
+
+/* A port (8080) or a range ("10022-10040"), each end 1..65535. */
+static enum tw_rc parse_port(const struct tw_node *n, const char *path,
+                             struct tw_port_range *out, struct tw_err *err) {
+  char d[128];
+  if (n->kind == TW_NODE_SCALAR) {
+    const char *s = n->str;
+    char *end;
+    long lo, hi;
+    errno = 0;
+    if (!isdigit((unsigned char)*s))
+      goto bad;
+    lo = strtol(s, &end, 10);
+    hi = lo;
+    if (*end == '-' && isdigit((unsigned char)end[1]))
+      hi = strtol(end + 1, &end, 10);
+    if (errno || *end)
+      goto bad;
+    if (lo < 1 || hi > 65535 || lo > hi)
+      return fail(err, path, n,
+                  "ports are 1..65535 and a range runs low-high, got %s",
+                  describe(n, d, sizeof d));
+    out->lo = (int)lo;
+    out->hi = (int)hi;
+    return TW_OK;
+  }
+bad:
+  return fail(err, path, n, "expected a port like 8080 or a range like "
+              "10022-10040, got %s", describe(n, d, sizeof d));
+}
+
+static enum tw_rc parse_ports(const struct tw_node *n,
+                              struct tw_job_spec *spec, struct tw_err *err) {
+  char sub[PATH_MAX_LEN];
+  enum tw_rc rc;
+  if (n->kind == TW_NODE_MAP)
+    return fail(err, "ports", n,
+                "expected a port, a range or a list of them, got a mapping");
+  size_t cnt = n->kind == TW_NODE_SEQ ? n->n : 1;
+  if (cnt > TW_SPEC_PORTS_MAX)
+    return fail(err, "ports", n, "at most %d entries, got %zu",
+                TW_SPEC_PORTS_MAX, cnt);
+  if (!cnt)
+    return TW_OK;
+  spec->ports = tw_calloc(cnt, sizeof *spec->ports);
+  for (size_t i = 0; i < cnt; i++) {
+    const struct tw_node *it = n->kind == TW_NODE_SEQ ? n->items[i] : n;
+    if (n->kind == TW_NODE_SEQ)
+      path_idx(sub, "ports", i);
+    else
+      snprintf(sub, sizeof sub, "ports");
+    if ((rc = parse_port(it, sub, &spec->ports[i], err)))
+      return rc;
+    spec->n_ports = i + 1;
+  }
+  return TW_OK;
+}
+
 static enum tw_rc parse_top(const struct tw_node *root,
                             struct tw_job_spec *spec, struct tw_err *err) {
   static const char *const keys[] = {"name",
@@ -1341,12 +1457,16 @@ static enum tw_rc parse_top(const struct tw_node *root,
                                      "placement",
                                      "priority",
                                      "checkpoint",
+                                     "setup",
                                      "run",
                                      "env",
                                      "fallback",
                                      "depends_on",
                                      "kill_on_invalid_dep",
                                      "array",
+                                     "image",
+                                     "disk",
+                                     "ports",
                                      NULL};
   char d[128];
   enum tw_rc rc;
@@ -1438,6 +1558,9 @@ static enum tw_rc parse_top(const struct tw_node *root,
   if (!is_null(n = tw_node_get(root, "checkpoint")) &&
       (rc = parse_checkpoint(n, spec, err)))
     return rc;
+  if (!is_null(n = tw_node_get(root, "setup")) &&
+      (rc = get_text(n, "setup", TW_SPEC_RUN_MAX, &spec->setup, err)))
+    return rc;
   if (!is_null(n = tw_node_get(root, "run")) &&
       (rc = get_text(n, "run", TW_SPEC_RUN_MAX, &spec->run, err)))
     return rc;
@@ -1454,6 +1577,14 @@ static enum tw_rc parse_top(const struct tw_node *root,
                   describe(n, what, sizeof what));
     spec->fallback = tw_strdup(n->str);
   }
+  if (!is_null(n = tw_node_get(root, "image")) &&
+      (rc = parse_image(n, spec, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(root, "disk")) && (rc = parse_disk(n, spec, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(root, "ports")) &&
+      (rc = parse_ports(n, spec, err)))
+    return rc;
   return parse_flow(root, spec, err);
 }
 
@@ -1649,6 +1780,10 @@ void tw_spec_release(struct tw_job_spec *spec) {
   free_list(spec->near, spec->n_near);
   free(spec->checkpoint_uri);
   free(spec->fallback);
+  free(spec->image);
+  free(spec->disk_type);
+  free(spec->ports);
+  free(spec->setup);
   free(spec->run);
   free(spec->depends_on);
   free(spec->array);
@@ -1863,6 +1998,41 @@ void tw_spec_to_json(const struct tw_job_spec *s, struct tw_buf *b) {
   if (s->fallback) {
     json_key(b, &first, "fallback");
     tw_buf_json_str(b, s->fallback);
+  }
+  if (s->image) {
+    json_key(b, &first, "image");
+    tw_buf_json_str(b, s->image);
+  }
+  if (s->disk_size_gb || s->disk_type) {
+    json_key(b, &first, "disk");
+    tw_buf_addc(b, '{');
+    f2 = true;
+    if (s->disk_size_gb) {
+      json_key(b, &f2, "size_gb");
+      tw_buf_printf(b, "%d", s->disk_size_gb);
+    }
+    if (s->disk_type) {
+      json_key(b, &f2, "type");
+      tw_buf_json_str(b, s->disk_type);
+    }
+    tw_buf_addc(b, '}');
+  }
+  if (s->n_ports) {
+    json_key(b, &first, "ports");
+    tw_buf_addc(b, '[');
+    for (size_t i = 0; i < s->n_ports; i++) {
+      if (i)
+        tw_buf_addc(b, ',');
+      if (s->ports[i].lo == s->ports[i].hi)
+        tw_buf_printf(b, "%d", s->ports[i].lo);
+      else
+        tw_buf_printf(b, "\"%d-%d\"", s->ports[i].lo, s->ports[i].hi);
+    }
+    tw_buf_addc(b, ']');
+  }
+  if (s->setup) {
+    json_key(b, &first, "setup");
+    tw_buf_json_str(b, s->setup);
   }
   if (s->run) {
     json_key(b, &first, "run");

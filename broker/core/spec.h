@@ -47,6 +47,10 @@ struct tw_node;
 #define TW_SPEC_NEAR_MAX 8
 #define TW_SPEC_ACCELS_MAX 16       /* accelerator alternatives */
 #define TW_SPEC_NAME_FILTER_MAX 64  /* globs per include or exclude list */
+#define TW_SPEC_IMAGE_MAX 256       /* image: an AMI, an Azure URN, ... */
+#define TW_SPEC_DISK_GB_MAX 65536   /* disk.size_gb */
+#define TW_SPEC_DISK_TYPE_MAX 64    /* disk.type */
+#define TW_SPEC_PORTS_MAX 64        /* ports: entries */
 
 struct tw_dataset_ref {
   char *uri;          /* required, e.g. s3://bucket/path */
@@ -97,6 +101,11 @@ struct tw_name_filter {
 struct tw_kv {
   char *key;
   char *value;
+};
+
+/* One entry of ports: a port (lo == hi) or a range lo-hi, 1..65535. */
+struct tw_port_range {
+  int lo, hi;
 };
 
 struct tw_job_spec {
@@ -156,7 +165,16 @@ struct tw_job_spec {
    * (struct tw_spec_opts); NULL: the policy's (the config's spot.fallback) */
   char *fallback;
 
-  char *run; /* the script; NULL = none */
+  /* the job's machine; which values a provider takes is the operator's
+   * allow-list (the provider's config), checked at placement */
+  char *image;          /* image: the boot image; NULL = the provider's */
+  int disk_size_gb;     /* disk.size_gb: the root disk; 0 = the provider's */
+  char *disk_type;      /* disk.type: a word; NULL = the provider's */
+  struct tw_port_range *ports; /* ports: inbound TCP to open */
+  size_t n_ports;
+
+  char *setup; /* run before `run` on every node; NULL = none */
+  char *run;   /* the script; NULL = none */
   struct tw_kv *env;
   size_t n_env;
 

@@ -2,6 +2,7 @@
 #include "broker/sched/agent.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -16,6 +17,16 @@
 #include "broker/sched/checkpoint.h"
 #include "broker/tenancy/secrets.h"
 
+/* The nodes of one gang attempt that registered, and their addresses:
+ * what each node is told once all are known.  Kept in memory: a node
+ * still waiting registers again after a broker restart. */
+struct gang {
+  int64_t attempt_id;
+  int nodes, known;
+  char (*ips)[48];
+  struct gang *next;
+};
+
 struct tw_agent {
   struct tw_store *store;
   struct tw_clock *clock;
@@ -29,6 +40,8 @@ struct tw_agent {
   int64_t heartbeat_s, timeout_s, max_log, grace_s;
   void (*wake)(void *ctx);
   void *wake_ctx;
+  pthread_mutex_t gang_mu;
+  struct gang *gangs;
 };
 
 /* ---- pure ---------------------------------------------------------------- */
@@ -109,10 +122,12 @@ void tw_agent_bootstrap(const struct tw_agent_boot *b, struct tw_buf *out) {
   }
   tw_buf_printf(out,
                 "exec %s%s%s --broker \"%s\" --attempt \"%s\" \\\n"
-                "  --token-file token%s --cloud %s \\\n"
-                "  --dir \"$dir\" >agent.log 2>&1\n",
+                "  --token-file token%s --cloud %s \\\n",
                 b->preinstalled ? "'" : "", agent, b->preinstalled ? "'" : "",
                 b->broker_url, b->client_token, ca, cloud_word(b->cloud));
+  if (b->has_rank)
+    tw_buf_printf(out, "  --node-rank %d \\\n", b->node_rank);
+  tw_buf_adds(out, "  --dir \"$dir\" >agent.log 2>&1\n");
 }
 
 void tw_agent_register_answer(const struct tw_agent_job *j,
@@ -121,15 +136,27 @@ void tw_agent_register_answer(const struct tw_agent_job *j,
   bool ckpt = sp->checkpoint_uri || sp->checkpoint_interval_s;
   tw_buf_adds(out, "{\"job_id\":");
   tw_buf_json_str(out, j->job_id);
-  tw_buf_printf(out, ",\"attempt\":%d,\"setup\":\"\",\"run\":", j->attempt_n);
+  tw_buf_printf(out, ",\"attempt\":%d,\"setup\":", j->attempt_n);
+  tw_buf_json_str(out, sp->setup ? sp->setup : "");
+  tw_buf_adds(out, ",\"run\":");
   tw_buf_json_str(out, sp->run ? sp->run : "");
   tw_buf_adds(out, ",\"env\":{");
   /* the spec's own first; the broker's variables win over a spec that
    * names them too (they are what the contract promises) */
-  static const char *const OURS[] = {
-      "TRADEWIND_JOB_ID",         "TRADEWIND_ATTEMPT",
-      "TRADEWIND_CHECKPOINT_URI", "TRADEWIND_CHECKPOINT_INTERVAL_S",
-      "TRADEWIND_RESUME_S",       NULL};
+  static const char *const OURS[] = {"TRADEWIND_JOB_ID",
+                                     "TRADEWIND_ATTEMPT",
+                                     "TRADEWIND_CHECKPOINT_URI",
+                                     "TRADEWIND_CHECKPOINT_INTERVAL_S",
+                                     "TRADEWIND_RESUME_S",
+                                     "TW_NODE_RANK",
+                                     "TW_NUM_NODES",
+                                     "TW_NODE_IPS",
+                                     "TW_HEAD_IP",
+                                     "SKYPILOT_NODE_RANK",
+                                     "SKYPILOT_NUM_NODES",
+                                     "SKYPILOT_NODE_IPS",
+                                     "SKYPILOT_NUM_GPUS_PER_NODE",
+                                     NULL};
   bool first = true;
   for (size_t i = 0; i < sp->n_env; i++) {
     bool ours = false;
@@ -155,8 +182,33 @@ void tw_agent_register_answer(const struct tw_agent_job *j,
                   "\"TRADEWIND_RESUME_S\":\"%lld\"",
                   (long long)sp->checkpoint_interval_s, (long long)j->resume_s);
   }
+  /* the node's place in its gang (one node: rank 0 of 1), as Tradewind
+   * and SkyPilot name it; the addresses once every node registered */
+  int nodes = j->nodes > 0 ? j->nodes : 1;
+  int gpus = sp->n_accels ? sp->accels[0].count : 0;
   tw_buf_printf(out,
-                "},\"time_limit_s\":0,\"grace_s\":%lld,\"heartbeat_s\":%lld",
+                ",\"TW_NODE_RANK\":\"%d\",\"TW_NUM_NODES\":\"%d\","
+                "\"SKYPILOT_NODE_RANK\":\"%d\",\"SKYPILOT_NUM_NODES\":\"%d\","
+                "\"SKYPILOT_NUM_GPUS_PER_NODE\":\"%d\"",
+                j->node_rank, nodes, j->node_rank, nodes, gpus);
+  if (j->ips) {
+    struct tw_buf l;
+    tw_buf_init(&l);
+    for (int i = 0; i < nodes; i++)
+      tw_buf_printf(&l, "%s%s", i ? "\n" : "", j->ips[i]);
+    tw_buf_adds(out, ",\"TW_NODE_IPS\":");
+    tw_buf_json_str(out, l.data);
+    tw_buf_adds(out, ",\"SKYPILOT_NODE_IPS\":");
+    tw_buf_json_str(out, l.data);
+    tw_buf_adds(out, ",\"TW_HEAD_IP\":");
+    tw_buf_json_str(out, j->ips[0]);
+    tw_buf_release(&l);
+  }
+  tw_buf_printf(out,
+                "},\"gang\":{\"rank\":%d,\"nodes\":%d,\"ready\":%s}",
+                j->node_rank, nodes, j->ips ? "true" : "false");
+  tw_buf_printf(out,
+                ",\"time_limit_s\":0,\"grace_s\":%lld,\"heartbeat_s\":%lld",
                 (long long)j->grace_s, (long long)j->heartbeat_s);
   if (ckpt) {
     tw_buf_adds(out, ",\"checkpoint\":{\"uri\":");
@@ -270,6 +322,7 @@ enum tw_rc tw_agent_new(const struct tw_agent_opts *o, struct tw_agent **out,
   a->timeout_s = o->heartbeat_timeout_s > 0 ? o->heartbeat_timeout_s : 120;
   a->max_log = o->max_log_bytes > 0 ? o->max_log_bytes : (int64_t)64 << 20;
   a->grace_s = o->grace_s > 0 ? o->grace_s : 30;
+  pthread_mutex_init(&a->gang_mu, NULL);
   enum tw_rc rc = load_key(o->store, o->secrets, a->key, err);
   if (rc)
     goto fail;
@@ -317,6 +370,12 @@ void tw_agent_free(struct tw_agent *a) {
   if (!a)
     return;
   OPENSSL_cleanse(a->key, sizeof a->key);
+  for (struct gang *g = a->gangs, *next; g; g = next) {
+    next = g->next;
+    free(g->ips);
+    free(g);
+  }
+  pthread_mutex_destroy(&a->gang_mu);
   free(a->agent_path);
   free(a->binary_path);
   free(a->url);
@@ -366,6 +425,15 @@ enum tw_rc tw_agent_user_data(struct tw_agent *a, const char *job_id,
                               int64_t attempt_id, int attempt_n,
                               const char *client_token, const char *cloud,
                               struct tw_buf *out, struct tw_err *err) {
+  return tw_agent_user_data_node(a, job_id, attempt_id, attempt_n,
+                                 client_token, cloud, -1, out, err);
+}
+
+enum tw_rc tw_agent_user_data_node(struct tw_agent *a, const char *job_id,
+                                   int64_t attempt_id, int attempt_n,
+                                   const char *client_token, const char *cloud,
+                                   int node_rank, struct tw_buf *out,
+                                   struct tw_err *err) {
   if (!a->preinstalled && !a->binary_path)
     return tw_err_field(err, TW_E_INVALID, "agent.binary",
                         "agent.binary: no agent binary to serve "
@@ -385,7 +453,9 @@ enum tw_rc tw_agent_user_data(struct tw_agent *a, const char *job_id,
                               .preinstalled = a->preinstalled,
                               .agent_path = a->agent_path,
                               .binary_sha256 = a->binary_sha,
-                              .cloud = cloud};
+                              .cloud = cloud,
+                              .has_rank = node_rank >= 0,
+                              .node_rank = node_rank};
     tw_agent_bootstrap(&b, out);
   }
   OPENSSL_cleanse(token, sizeof token);
@@ -421,6 +491,65 @@ enum tw_rc tw_agent_authenticate(struct tw_agent *a, const char *token,
 
 static int64_t now_of(struct tw_agent *a) { return tw_clock_now_ms(a->clock); }
 
+/* Records node m of attempt attempt_id and returns every node's address
+ * in rank order once all are known (owned array of borrowed strings: free
+ * it), else NULL.  One node (no rank, or a one-node job) knows itself. */
+static const char **gang_register(struct tw_agent *a, int64_t attempt_id,
+                                  const struct tw_job_spec *spec,
+                                  const struct tw_agent_register_msg *m) {
+  const char *self = m->ip[0] ? m->ip : "127.0.0.1";
+  int nodes = spec->nodes > 0 ? spec->nodes : 1;
+  if (m->node_rank < 0 || nodes == 1) {
+    const char **one = tw_calloc((size_t)nodes, sizeof *one);
+    for (int i = 0; i < nodes; i++) /* an agent without a rank: it alone */
+      one[i] = self;
+    return one;
+  }
+  pthread_mutex_lock(&a->gang_mu);
+  struct gang *g = a->gangs;
+  while (g && g->attempt_id != attempt_id)
+    g = g->next;
+  if (!g) {
+    g = tw_calloc(1, sizeof *g);
+    g->attempt_id = attempt_id;
+    g->nodes = nodes;
+    g->ips = tw_calloc((size_t)nodes, sizeof *g->ips);
+    g->next = a->gangs;
+    a->gangs = g;
+  }
+  int r = m->node_rank < g->nodes ? m->node_rank : g->nodes - 1;
+  if (!g->ips[r][0])
+    g->known++;
+  snprintf(g->ips[r], sizeof g->ips[r], "%s", self);
+  const char **ips = NULL;
+  if (g->known == g->nodes) {
+    /* copied out: the entry may go once the attempt ends */
+    size_t cap = (size_t)g->nodes * (sizeof(char *) + sizeof g->ips[0]);
+    ips = tw_calloc(1, cap);
+    char (*text)[48] = (char (*)[48])(ips + g->nodes);
+    for (int i = 0; i < g->nodes; i++) {
+      memcpy(text[i], g->ips[i], sizeof text[i]);
+      ips[i] = text[i];
+    }
+  }
+  pthread_mutex_unlock(&a->gang_mu);
+  return ips;
+}
+
+/* Forgets the gang of attempt attempt_id (its attempt ended). */
+static void gang_forget(struct tw_agent *a, int64_t attempt_id) {
+  pthread_mutex_lock(&a->gang_mu);
+  for (struct gang **pp = &a->gangs; *pp; pp = &(*pp)->next)
+    if ((*pp)->attempt_id == attempt_id) {
+      struct gang *g = *pp;
+      *pp = g->next;
+      free(g->ips);
+      free(g);
+      break;
+    }
+  pthread_mutex_unlock(&a->gang_mu);
+}
+
 enum tw_rc tw_agent_on_register(struct tw_agent *a,
                                 const struct tw_agent_caller *c,
                                 const struct tw_agent_register_msg *m,
@@ -436,6 +565,13 @@ enum tw_rc tw_agent_on_register(struct tw_agent *a,
   tw_job_rec_release(&job);
   if (rc)
     return rc;
+  if (m->node_rank >= (spec.nodes > 0 ? spec.nodes : 1)) {
+    rc = tw_err_field(err, TW_E_INVALID, "node_rank",
+                      "node_rank: %d is beyond the job's %d node%s",
+                      m->node_rank, spec.nodes, spec.nodes == 1 ? "" : "s");
+    tw_spec_release(&spec);
+    return rc;
+  }
   struct tw_store_agent_reg r = {.attempt_id = c->attempt_id,
                                  .instance_id = m->instance_id,
                                  .cloud = m->cloud,
@@ -456,8 +592,13 @@ enum tw_rc tw_agent_on_register(struct tw_agent *a,
                              .spec = &spec,
                              .resume_s = resume,
                              .grace_s = a->grace_s,
-                             .heartbeat_s = a->heartbeat_s};
+                             .heartbeat_s = a->heartbeat_s,
+                             .node_rank = m->node_rank > 0 ? m->node_rank : 0,
+                             .nodes = spec.nodes};
+    const char **ips = gang_register(a, c->attempt_id, &spec, m);
+    j.ips = ips;
     tw_agent_register_answer(&j, out);
+    free(ips);
     if (first)
       tw_log_info("agent", "job=%s attempt=%s instance=%s cloud=%s registered",
                   c->job_id, c->client_token, m->instance_id, m->cloud);
@@ -555,6 +696,7 @@ enum tw_rc tw_agent_on_exit(struct tw_agent *a, const struct tw_agent_caller *c,
     return TW_OK;
   enum tw_rc rc = tw_store_agent_exit(a->store, &e, first, err);
   if (rc == TW_OK && *first) {
+    gang_forget(a, c->attempt_id);
     tw_log_info("agent", "job=%s attempt=%s exit %s %d%s", c->job_id,
                 c->client_token, m->has_code ? "code" : "signal",
                 m->has_code ? m->exit_code : m->signal,

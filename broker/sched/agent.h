@@ -60,6 +60,8 @@ struct tw_agent_boot {
   const char *agent_path;    /* preinstalled: agent.path */
   const char *binary_sha256; /* fetch: hex of the served binary */
   const char *cloud;         /* aws | azure | alibaba | local */
+  bool has_rank;             /* a gang's node: --node-rank node_rank */
+  int node_rank;             /* 0..N-1, 0 the head */
 };
 /* Appends the bootstrap script to out.  The same b, the same bytes. */
 void tw_agent_bootstrap(const struct tw_agent_boot *b, struct tw_buf *out);
@@ -73,6 +75,10 @@ struct tw_agent_job {
   const struct tw_job_spec *spec;
   int64_t resume_s; /* progress earlier attempts kept */
   int64_t grace_s, heartbeat_s;
+  /* the node: its rank, the gang's size, and every node's address in rank
+   * order once all registered (ips NULL until then: "ready" false) */
+  int node_rank, nodes;
+  const char *const *ips;
 };
 void tw_agent_register_answer(const struct tw_agent_job *j, struct tw_buf *out);
 
@@ -127,6 +133,13 @@ enum tw_rc tw_agent_user_data(struct tw_agent *a, const char *job_id,
                               int64_t attempt_id, int attempt_n,
                               const char *client_token, const char *cloud,
                               struct tw_buf *out, struct tw_err *err);
+/* The same for node node_rank (0..N-1) of a gang: its bootstrap names
+ * its rank (--node-rank), the token is the attempt's. */
+enum tw_rc tw_agent_user_data_node(struct tw_agent *a, const char *job_id,
+                                   int64_t attempt_id, int attempt_n,
+                                   const char *client_token, const char *cloud,
+                                   int node_rank, struct tw_buf *out,
+                                   struct tw_err *err);
 
 /* ---- reports (the REST handlers) ----------------------------------------- */
 

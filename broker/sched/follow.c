@@ -499,7 +499,7 @@ static int complete_attempt(struct tw_sched *s, const struct tw_job_rec *job,
                                .exit_code = 0};
   if (tw_store_attempt_close(s->store, &c, &err))
     return 0; /* not recorded: nothing terminated, next pass again */
-  sched__capacity_return(s, a, nd.n);
+  sched__capacity_return(s, a, sched__job_nodes(s, job, nd.n));
   tw_spec_cache_forget(s->specs, job->id);
   ending_add_all(s, a, nd); /* terminated by the account's workers */
   return 1;
@@ -550,8 +550,9 @@ static int give_back(struct tw_sched *s, struct pcache *pc,
     n += strcmp(nd.g[i].state, "terminated") != 0;
   if (!nd.n && !by_token && a->instance_id[0])
     n = 1;
+  size_t held = sched__job_nodes(s, job, nd.n);
   if (!by_token && !n)
-    return close_ended(s, a, nd.n, job->state == TW_JOB_SUCCEEDED,
+    return close_ended(s, a, held, job->state == TW_JOB_SUCCEEDED,
                        st->ran_from_ms);
   if (!sched__call_room(s, pc))
     return 0; /* the account's workers are busy: next pass */
@@ -560,6 +561,7 @@ static int give_back(struct tw_sched *s, struct pcache *pc,
   c->by_token = by_token;
   c->describe_first = a->state == TW_ATTEMPT_PROVISIONING && !st->ran_from_ms;
   c->job_succeeded = job->state == TW_JOB_SUCCEEDED;
+  c->nodes = (int)held; /* given back to the capacity view when closed */
   const struct tw_offer *o = sched__offer(s, a->offer_id);
   if (o)
     c->o = *o;
@@ -715,7 +717,7 @@ static int decide(struct tw_sched *s, struct pcache *pc,
       tw_store_attempt_running_at(s->store, a->id, st->ran_from_ms, &err);
     if (tw_store_attempt_close(s->store, &c, &err) == TW_OK) {
       changes++;
-      sched__capacity_return(s, a, nd.n);
+      sched__capacity_return(s, a, sched__job_nodes(s, job, nd.n));
       tw_spec_cache_forget(s->specs, job->id);
     }
     return changes;
@@ -960,6 +962,8 @@ int sched__follow_applied(struct tw_sched *s, struct sched_call *c,
   if (tw_store_attempt_instances(s->store, c->a.id, &g, &nodes, &err))
     nodes = 0;
   free(g);
+  if (c->nodes > 0 && (size_t)c->nodes > nodes)
+    nodes = (size_t)c->nodes; /* one batch job for a gang: no rows */
   return close_ended(s, &c->a, nodes, c->job_succeeded, ran_from);
 }
 

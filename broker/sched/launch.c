@@ -104,6 +104,7 @@ static void gang_token(const struct tw_attempt_rec *a, int k, char *out,
  * the same tokens.  ids[k - 1] is node k's instance. */
 static enum tw_rc gang_launch(struct tw_store *store, struct tw_provider *p,
                               const struct tw_launch *base,
+                              const struct tw_buf *ud_nodes,
                               const struct tw_attempt_rec *a, int nodes,
                               char (*ids)[128], struct tw_err *err) {
   struct tw_attempt_instance *known = NULL;
@@ -127,6 +128,8 @@ static enum tw_rc gang_launch(struct tw_store *store, struct tw_provider *p,
     struct tw_launch req = *base;
     req.client_token = token;
     req.nodes = 1;
+    if (ud_nodes) /* its own bootstrap: the node's rank */
+      req.user_data = ud_nodes[k - 1].data;
     struct tw_instance inst;
     rc = tw_provider_launch(p, &req, &inst, err);
     if (rc != TW_OK)
@@ -236,6 +239,38 @@ static const char *agent_user_data(struct tw_sched *s,
   return out->data;
 }
 
+/* Whether o's provider runs its attempts under the agent. */
+static bool agent_user_data_for(struct tw_sched *s, const struct tw_offer *o) {
+  struct pcache *pc = sched__provider(s, o->account);
+  return s->agent && pc && tw_provider_agent(pc->p);
+}
+
+/* Each node's bootstrap of a gang under the agent: node k (1..nodes) is
+ * rank k - 1.  NULL when one cannot be made (the nodes then share the
+ * attempt's, and learn no rank). */
+static struct tw_buf *gang_user_data(struct tw_sched *s,
+                                     const struct tw_job_rec *job,
+                                     const struct tw_attempt_rec *a,
+                                     const struct tw_offer *o, int nodes) {
+  struct pcache *pc = sched__provider(s, o->account);
+  struct tw_buf *ud = tw_calloc((size_t)nodes, sizeof *ud);
+  for (int k = 0; k < nodes; k++) {
+    struct tw_err err = {0};
+    tw_buf_init(&ud[k]);
+    if (tw_agent_user_data_node(s->agent, job->id, a->id, a->n,
+                                a->client_token, tw_provider_name(pc->p), k,
+                                &ud[k], &err)) {
+      tw_log_error("agent", "job=%s attempt=%d node %d: no bootstrap: %s",
+                   job->id, a->n, k, err.msg);
+      for (int i = 0; i <= k; i++)
+        tw_buf_release(&ud[i]);
+      free(ud);
+      return NULL;
+    }
+  }
+  return ud;
+}
+
 /* The user data of attempt a: the agent's bootstrap on a provider with
  * `agent: true`; else the spec's script, prefixed with the
  * checkpoint contract's environment when the spec has `checkpoint:`
@@ -248,8 +283,23 @@ static const char *user_data(struct tw_sched *s, const struct tw_job_rec *job,
   const char *boot = agent_user_data(s, job, a, o, out);
   if (boot)
     return boot;
-  if (!spec->checkpoint_uri && !spec->checkpoint_interval_s)
-    return spec->run;
+  /* without the agent, setup runs first in the same script; its failure
+   * is the script's */
+  struct tw_buf both;
+  tw_buf_init(&both);
+  const char *run = spec->run;
+  if (spec->setup) {
+    tw_buf_printf(&both, "(\n%s\n) || exit $?\n%s", spec->setup,
+                  spec->run ? spec->run : "");
+    run = both.data;
+  }
+  if (!spec->checkpoint_uri && !spec->checkpoint_interval_s) {
+    if (!spec->setup)
+      return spec->run;
+    tw_buf_adds(out, both.data);
+    tw_buf_release(&both);
+    return out->data;
+  }
   /* resume_s comes from attempts that ended before this one was opened,
    * so it is the same every time this attempt is launched */
   struct pcache *pc = sched__provider(s, o->account);
@@ -259,7 +309,8 @@ static const char *user_data(struct tw_sched *s, const struct tw_job_rec *job,
                           .interval_s = spec->checkpoint_interval_s,
                           .resume_s = sched__resume_s(s, job->id),
                           .info = pc ? tw_provider_info(pc->p) : NULL};
-  tw_checkpoint_script(&e, spec->run, out);
+  tw_checkpoint_script(&e, run, out);
+  tw_buf_release(&both);
   return out->data;
 }
 
@@ -327,7 +378,8 @@ static void launch_run(struct sched_call *c) {
   if (c->nodes > 1) {
     c->ids = tw_calloc((size_t)c->nodes, sizeof *c->ids);
     c->rc =
-        gang_launch(c->store, c->p, &c->req, &c->a, c->nodes, c->ids, &c->err);
+        gang_launch(c->store, c->p, &c->req, c->ud_nodes, &c->a, c->nodes,
+                    c->ids, &c->err);
     if (c->rc == TW_OK)
       snprintf(c->inst.id, sizeof c->inst.id, "%s", c->ids[0]);
   } else {
@@ -383,12 +435,19 @@ sched__launch_call(struct tw_sched *s, const struct tw_job_rec *job,
       .env = sp->env,
       .n_env = sp->n_env};
   c->nodes = is_gang(s, sp, o->account) ? sp->nodes : 1;
+  if (c->nodes > 1 && c->ud.len && agent_user_data_for(s, o))
+    c->ud_nodes = gang_user_data(s, &c->job, &c->a, o, c->nodes);
   return c;
 }
 
 void sched__call_free(struct tw_sched *s, struct sched_call *c) {
   if (!c)
     return;
+  if (c->ud_nodes) {
+    for (int k = 0; k < c->nodes; k++)
+      tw_buf_release(&c->ud_nodes[k]);
+    free(c->ud_nodes);
+  }
   if (c->spec)
     sched__spec_release(s, c->spec);
   tw_job_rec_release(&c->job);

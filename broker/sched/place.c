@@ -122,6 +122,16 @@ void sched__capacity_return(struct tw_sched *s, const struct tw_attempt_rec *a,
                         -(int64_t)(nodes ? nodes : 1));
 }
 
+size_t sched__job_nodes(struct tw_sched *s, const struct tw_job_rec *job,
+                        size_t n_instances) {
+  const struct tw_job_spec *spec = sched__spec(s, job);
+  size_t nodes = spec && spec->nodes > 0 ? (size_t)spec->nodes : 0;
+  sched__spec_release(s, spec);
+  if (n_instances > nodes)
+    nodes = n_instances;
+  return nodes ? nodes : 1;
+}
+
 /* The index over s->all, rebuilt when the offers changed (the REST
  * handlers' plans get it through the placer). */
 static struct tw_offer_index *sched_index(struct tw_sched *s,

@@ -383,6 +383,8 @@ struct sched_call {
   struct tw_buf ud;
   struct tw_launch req;
   int nodes;
+  struct tw_buf *ud_nodes; /* a gang under the agent: node k's user data
+                              at k - 1 (its rank); NULL: req's for all */
   char (*ids)[128];
   /* the answer */
   enum tw_rc rc;
@@ -454,6 +456,12 @@ void sched__place_release(struct tw_sched *s);
 /* s->all is about to be replaced (or freed): the index built over it
  * takes the array over, and private capacity taken starts again. */
 void sched__offers_changing(struct tw_sched *s);
+
+/* The nodes an attempt of job holds on private capacity: what placement
+ * took (the spec's node count), never fewer than its instances; a batch
+ * provider runs a gang as one job with one instance id. */
+size_t sched__job_nodes(struct tw_sched *s, const struct tw_job_rec *job,
+                        size_t n_instances);
 
 /* Attempt a (of nodes instances; 0 counts as 1) ended: on private
  * capacity its nodes are free again for the next pass, without waiting
