@@ -67,8 +67,11 @@ static const char SQL_CURSOR[] = "SELECT seq FROM flow_cursor WHERE id = 1";
 static const char SQL_CURSOR_SET[] =
     "UPDATE flow_cursor SET seq = ?1 WHERE id = 1";
 static const char SQL_EVENTS_SINCE[] =
-    "SELECT seq, job_id, to_state FROM job_events WHERE seq > ?1"
+    "SELECT seq, job_id, to_state, at_ms FROM job_events WHERE seq > ?1"
     " ORDER BY seq LIMIT ?2";
+static const char SQL_STARTED_AT[] =
+    "SELECT at_ms FROM job_events WHERE job_id = ?1 AND to_state = 'running'"
+    " ORDER BY seq LIMIT 1";
 static const char SQL_TASK_OF_JOB[] =
     "SELECT gid, idx, state FROM flow_tasks WHERE job_id = ?1";
 static const char SQL_EDGES_FROM[] =
@@ -281,6 +284,7 @@ struct eng {
   struct tw_store *s;
   sqlite3 *db;
   int64_t now;
+  int64_t event_ms; /* when the event being applied happened; 0: now */
   struct tw_flow_pass_stats *st;
   int depth;
 };
@@ -370,7 +374,9 @@ static enum tw_rc edge_resolve(struct eng *e, int64_t rowid, const char *dgid,
       return rc;
     if (!(st = st_of(e->s, e->db, SQL_TIMER_INSERT, err)))
       return TW_E_IO;
-    sqlite3_bind_int64(st, 1, e->now + delay_s * 1000);
+    /* the delay runs from the start, as Slurm's after:ID+time */
+    sqlite3_bind_int64(st, 1,
+                       (e->event_ms ? e->event_ms : e->now) + delay_s * 1000);
     sqlite3_bind_int64(st, 2, rowid);
     return store__step_done(e->db, st, "flow: timer", err);
   }
@@ -764,7 +770,7 @@ static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
   struct pending_edge {
     int64_t rowid;
     uint32_t to;
-    int64_t delay;
+    int64_t due;
   } *timers = NULL;
   size_t n_timers = 0, cap_timers = 0;
   struct tw_buf b;
@@ -887,14 +893,26 @@ static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
     if ((rc = edge_put(s, db, o.src, o.sidx, a->id, x->to, x->cond, x->delay_s,
                        delayed ? 3 : (int)res, &rowid, err)))
       goto out;
+    int64_t due = 0;
+    if (delayed) { /* started already: the delay runs from its start */
+      sqlite3_stmt *q = st_of(s, db, SQL_STARTED_AT, err);
+      if (!q) {
+        rc = TW_E_IO;
+        goto out;
+      }
+      store__bind_text(q, 1, o.src);
+      due = e.now + x->delay_s * 1000; /* ended without starting: from now */
+      if (sqlite3_step(q) == SQLITE_ROW)
+        due = sqlite3_column_int64(q, 0) + x->delay_s * 1000;
+      sqlite3_reset(q);
+    }
     if (delayed) {
-      /* started already: the delay runs from now (its start is not kept) */
       if (n_timers == cap_timers) {
         cap_timers = cap_timers ? cap_timers * 2 : 8;
         timers = tw_realloc(timers, cap_timers * sizeof *timers);
       }
       timers[n_timers++] =
-          (struct pending_edge){.rowid = rowid, .to = x->to, .delay = x->delay_s};
+          (struct pending_edge){.rowid = rowid, .to = x->to, .due = due};
     } else if (res == TW_EDGE_MET) {
       n_met[x->to]++;
     } else if (res == TW_EDGE_NEVER) {
@@ -906,7 +924,7 @@ static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
       rc = TW_E_IO;
       goto out;
     }
-    sqlite3_bind_int64(st, 1, e.now + timers[i].delay * 1000);
+    sqlite3_bind_int64(st, 1, timers[i].due);
     sqlite3_bind_int64(st, 2, timers[i].rowid);
     if ((rc = store__step_done(db, st, "flow: timer", err)))
       goto out;
@@ -1279,7 +1297,7 @@ struct pass_arg {
 };
 
 struct ev_row {
-  int64_t seq;
+  int64_t seq, at_ms;
   char job_id[TW_JOB_ID_LEN + 1];
   enum tw_job_state to;
 };
@@ -1352,6 +1370,7 @@ static enum tw_rc op_pass(struct tw_store *s, sqlite3 *db, void *varg,
       snprintf(evs[n].job_id, sizeof evs[n].job_id, "%s", col_text(st, 1));
       if (!tw_job_state_parse(col_text(st, 2), &evs[n].to))
         evs[n].to = TW_JOB_PENDING;
+      evs[n].at_ms = sqlite3_column_int64(st, 3);
       n++;
     }
     sqlite3_reset(st);
@@ -1360,7 +1379,9 @@ static enum tw_rc op_pass(struct tw_store *s, sqlite3 *db, void *varg,
       return store__db_err(db, err, "flow: events");
     }
     for (size_t i = 0; i < n && !rc; i++) {
+      e.event_ms = evs[i].at_ms;
       rc = one_event(&e, &evs[i], err);
+      e.event_ms = 0;
       cursor = evs[i].seq;
       a->st.events++;
     }

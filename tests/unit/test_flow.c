@@ -759,6 +759,17 @@ static void after_delay_elapses(void **state) {
   tw_clock_advance(&clk, 2000);
   pass(s);
   TW_CHECK_INT(state_of(s, me, NULL, 0), TW_JOB_PENDING);
+  /* the delay runs from the upstream's start, also when it started
+   * before the dependent came: 3 minutes ago, +2 is due at once */
+  char up2[32], me2[32];
+  submit(s, "name: u2\n", up2, TW_OK);
+  drive(s, up2, "run");
+  tw_clock_advance(&clk, 180000);
+  snprintf(y, sizeof y, "name: d2\ndepends_on: \"after:%s+2\"\n", up2);
+  submit(s, y, me2, TW_OK);
+  TW_CHECK_INT(state_of(s, me2, NULL, 0), TW_JOB_WAITING);
+  pass(s);
+  TW_CHECK_INT(state_of(s, me2, NULL, 0), TW_JOB_PENDING);
   close_store(s);
 }
 
