@@ -780,18 +780,31 @@ static enum tw_rc check_cycles(const struct doc_task *dt, size_t n,
                                size_t n_e, struct tw_err *err) {
   size_t *indeg = tw_calloc(n, sizeof *indeg);
   size_t *queue = tw_calloc(n, sizeof *queue);
-  for (size_t e = 0; e < n_e; e++)
+  /* the edges grouped by source (a counting sort): O(V + E) in all */
+  size_t *start = tw_calloc(n + 1, sizeof *start);
+  size_t *adj = tw_calloc(n_e ? n_e : 1, sizeof *adj);
+  for (size_t e = 0; e < n_e; e++) {
     indeg[to[e]]++;
+    start[from[e] + 1]++;
+  }
+  for (size_t i = 0; i < n; i++)
+    start[i + 1] += start[i];
+  size_t *fill = tw_calloc(n + 1, sizeof *fill);
+  for (size_t e = 0; e < n_e; e++)
+    adj[start[from[e]] + fill[from[e]]++] = to[e];
+  free(fill);
   size_t qh = 0, qt = 0;
   for (size_t i = 0; i < n; i++)
     if (!indeg[i])
       queue[qt++] = i;
   while (qh < qt) {
     size_t v = queue[qh++];
-    for (size_t e = 0; e < n_e; e++)
-      if (from[e] == v && --indeg[to[e]] == 0)
-        queue[qt++] = to[e];
+    for (size_t k = start[v]; k < start[v + 1]; k++)
+      if (--indeg[adj[k]] == 0)
+        queue[qt++] = adj[k];
   }
+  free(start);
+  free(adj);
   enum tw_rc rc = TW_OK;
   if (qt < n)
     for (size_t i = 0; i < n; i++)

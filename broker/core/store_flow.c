@@ -105,6 +105,8 @@ static const char SQL_GROUP_ADD[] =
 static const char SQL_GROUP_END[] =
     "UPDATE flow_groups SET state = ?2, reason = ?3, updated_at_ms = ?4"
     " WHERE id = ?1 AND state = 'running'";
+static const char SQL_ZERO_READY[] =
+    "UPDATE flow_groups SET n_ready = 0 WHERE id = ?1";
 static const char SQL_GROUP_CANCEL_ASK[] =
     "UPDATE flow_groups SET cancel_asked = 1, reason = ?2 WHERE id = ?1";
 static const char SQL_GROUPS_READY[] =
@@ -586,8 +588,6 @@ static enum tw_rc group_cancel(struct eng *e, const char *gid,
     return rc;
   e->st->finished += ch;
   /* n_ready drops to 0: every ready task was cancelled */
-  static const char SQL_ZERO_READY[] =
-      "UPDATE flow_groups SET n_ready = 0 WHERE id = ?1";
   if (!(st = st_of(e->s, e->db, SQL_ZERO_READY, err)))
     return TW_E_IO;
   store__bind_text(st, 1, gid);
