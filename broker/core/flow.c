@@ -1084,10 +1084,16 @@ done:
 
 /* ---- a released task's spec ------------------------------------------------ */
 
+static int kv_by_key(const void *a, const void *b) {
+  return strcmp(((const struct tw_kv *)a)->key, ((const struct tw_kv *)b)->key);
+}
+
 static void env_put(struct tw_job_spec *s, const char *k, const char *v) {
   for (size_t i = 0; i < s->n_env; i++)
     if (!strcmp(s->env[i].key, k))
       return; /* the user's own value wins */
+  if (s->n_env >= TW_SPEC_ENV_MAX)
+    return; /* a spec at the bound keeps its own variables */
   s->env = tw_realloc(s->env, (s->n_env + 1) * sizeof *s->env);
   s->env[s->n_env].key = tw_strdup(k);
   s->env[s->n_env].value = tw_strdup(v);
@@ -1136,6 +1142,8 @@ enum tw_rc tw_flow_task_spec(const char *tmpl_json, enum tw_flow_kind kind,
       s.name = tw_strdup(nm);
     }
   }
+  /* canonical: the variables sorted by name, as the parser keeps them */
+  qsort(s.env, s.n_env, sizeof *s.env, kv_by_key);
   if (n_ds && s.n_datasets + n_ds <= TW_SPEC_DATASETS_MAX) {
     s.datasets =
         tw_realloc(s.datasets, (s.n_datasets + n_ds) * sizeof *s.datasets);
