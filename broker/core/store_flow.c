@@ -64,6 +64,9 @@ static const char SQL_SINGLETON[] =
     " 'provisioning', 'running', 'interrupted', 'recovering')"
     " AND name = ?1 AND tenant = ?2 AND id <> ?3";
 static const char SQL_CURSOR[] = "SELECT seq FROM flow_cursor WHERE id = 1";
+static const char SQL_CURSOR_START[] =
+    "UPDATE flow_cursor SET seq = (SELECT COALESCE(MAX(seq), 0)"
+    " FROM job_events) WHERE id = 1 AND seq < 0";
 static const char SQL_CURSOR_SET[] =
     "UPDATE flow_cursor SET seq = ?1 WHERE id = 1";
 static const char SQL_EVENTS_SINCE[] =
@@ -278,6 +281,17 @@ static enum tw_rc job_end(struct tw_store *s, sqlite3 *db, const char *id,
     return TW_OK;
   bool moved;
   return job_move(s, db, id, js, to, reason, now, &moved, err);
+}
+
+/* The cursor starts at the newest job event when the first group is
+ * stored (or the first pass runs): events before concern no group. */
+static enum tw_rc cursor_start(struct tw_store *s, sqlite3 *db,
+                               struct tw_err *err) {
+  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_CURSOR_START, err);
+  if (!st)
+    return TW_E_IO;
+  sqlite3_reset(st);
+  return store__step_done(db, st, "flow: cursor", err);
 }
 
 /* ---- the engine: one write's worth ---------------------------------------- */
@@ -753,7 +767,9 @@ static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
   struct tw_flow_pass_stats dummy = {0};
   struct eng e = {.s = s, .db = db, .st = &dummy};
   e.now = store__now_ms(s);
-  enum tw_rc rc = TW_OK;
+  enum tw_rc rc = cursor_start(s, db, err);
+  if (rc)
+    return rc;
   if (!a->job_id)
     new_gid(p->kind == TW_FLOW_ARRAY ? 'a' : 'w', e.now, a->id);
   else
@@ -1344,6 +1360,9 @@ static enum tw_rc op_pass(struct tw_store *s, sqlite3 *db, void *varg,
                           struct tw_err *err) {
   struct pass_arg *a = varg;
   struct eng e = {.s = s, .db = db, .now = a->now, .st = &a->st};
+  enum tw_rc rc0 = cursor_start(s, db, err);
+  if (rc0)
+    return rc0;
   sqlite3_stmt *st = st_of(s, db, SQL_CURSOR, err);
   if (!st)
     return TW_E_IO;

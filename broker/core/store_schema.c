@@ -430,7 +430,9 @@ static const char *const MIG_FLOW[] = {
     "CREATE INDEX flow_timers_due ON flow_timers(due_ms);"
     "CREATE TABLE flow_cursor (id INTEGER PRIMARY KEY CHECK (id = 1),"
     "  seq INTEGER NOT NULL);"
-    "INSERT INTO flow_cursor SELECT 1, COALESCE(MAX(seq), 0) FROM job_events;",
+    /* -1: set to the newest job event by the first write that needs it
+     * (store_flow.c, cursor_start): older events concern no group */
+    "INSERT INTO flow_cursor VALUES (1, -1);",
 };
 
 /* ---- the order ----------------------------------------------------------- */

@@ -22,18 +22,27 @@ fail() {
   exit 1
 }
 cd "$work" || exit 1
-port=$((20000 + RANDOM % 20000))
-fport=$((port + 1))
-sed -e "s/127.0.0.1:8420/127.0.0.1:$port/; s/127.0.0.1:8421/127.0.0.1:$fport/g" \
+# the first stdout line of each program is "listening URL": ports chosen
+# by the kernel, never guessed
+url_of() {
+  for _ in $(seq 200); do
+    u=$(sed -n 's/^listening //p' "$1" 2>/dev/null | head -1)
+    [ -n "$u" ] && { echo "$u"; return 0; }
+    sleep 0.05
+  done
+  return 1
+}
+"$build/tests/tradewind-fakecloud" --listen 127.0.0.1:0 >fake.log 2>&1 &
+pids+=($!)
+fake=$(url_of fake.log) || fail "the fake EC2 did not start"
+sed -e "s|127.0.0.1:8420|127.0.0.1:0|; s|http://127.0.0.1:8421|$fake|g" \
   -e "s/tradewind-demo.db/wf.db/" "$src/configs/demo.yaml" >demo.yaml
-"$build/tests/tradewind-fakecloud" --listen "127.0.0.1:$fport" >fake.log 2>&1 &
-pids+=($!)
 export TW_DEMO_AWS_ACCESS_KEY=AKIDTRADEWINDFAKE TW_DEMO_AWS_SECRET_KEY=tradewind-fake-secret
-"$build/tradewindd" --config demo.yaml >d.log 2>&1 &
+"$build/tradewindd" --config demo.yaml >d.out 2>d.log &
 pids+=($!)
-for _ in $(seq 100); do [ -s admin.token ] && break; sleep 0.1; done
+api=$(url_of d.out) || fail "the daemon did not start"
 [ -s admin.token ] || fail "the daemon wrote no admin.token"
-export TRADEWIND_URL=http://127.0.0.1:$port TRADEWIND_TOKEN=$(cat admin.token)
+export TRADEWIND_URL=$api TRADEWIND_TOKEN=$(cat admin.token)
 tw="$build/cli/tradewind"
 for _ in $(seq 100); do "$tw" offers >/dev/null 2>&1 && break; sleep 0.2; done
 
