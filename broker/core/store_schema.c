@@ -405,6 +405,8 @@ static const char *const MIG_FLOW[] = {
     "  created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL);"
     "CREATE INDEX flow_groups_ready ON flow_groups(created_at_ms)"
     "  WHERE n_ready > 0 AND state = 'running';"
+    "CREATE INDEX flow_groups_running ON flow_groups(state)"
+    "  WHERE state = 'running';"
     "CREATE TABLE flow_tmpl ("
     "  gid TEXT NOT NULL, t INTEGER NOT NULL, task TEXT NOT NULL,"
     "  spec TEXT NOT NULL, outputs TEXT NOT NULL DEFAULT '',"
