@@ -468,29 +468,29 @@ static const char *const MOD_V1[] = {
     "ALTER TABLE widgets ADD COLUMN size INTEGER NOT NULL DEFAULT 0;",
 };
 
-static enum tw_rc put_widget(struct tw_store *s, struct sqlite3 *db, void *arg,
+static enum tw_rc put_widget(struct tw_store *s, struct tw_db *db, void *arg,
                              struct tw_err *err) {
-  sqlite3_stmt *st =
+  struct tw_db_stmt *st =
       tw_store_stmt(s, db, "INSERT INTO widgets (name) VALUES (?1)", err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
-  sqlite3_reset(st);
-  return r == SQLITE_DONE ? TW_OK : tw_err_set(err, TW_E_IO, "insert");
+  tw_db_bind_text(st, 1, arg, -1);
+  int r = tw_db_step(st);
+  tw_db_reset(st);
+  return r == TW_DB_DONE ? TW_OK : tw_err_set(err, TW_E_IO, "insert");
 }
 
-static enum tw_rc count_widgets(struct tw_store *s, struct sqlite3 *db,
+static enum tw_rc count_widgets(struct tw_store *s, struct tw_db *db,
                                 void *arg, struct tw_err *err) {
-  sqlite3_stmt *st =
+  struct tw_db_stmt *st =
       tw_store_stmt(s, db, "SELECT count(*), sum(size + 3) FROM widgets", err);
   if (!st)
     return TW_E_IO;
-  int r = sqlite3_step(st);
-  ((int *)arg)[0] = sqlite3_column_int(st, 0);
-  ((int *)arg)[1] = sqlite3_column_int(st, 1);
-  sqlite3_reset(st);
-  return r == SQLITE_ROW ? TW_OK : TW_E_IO;
+  int r = tw_db_step(st);
+  ((int *)arg)[0] = tw_db_column_int(st, 0);
+  ((int *)arg)[1] = tw_db_column_int(st, 1);
+  tw_db_reset(st);
+  return r == TW_DB_ROW ? TW_OK : TW_E_IO;
 }
 
 static void modules_migrate_themselves(void **state) {
