@@ -10,6 +10,10 @@
  *   INTEGER -> BIGINT (sqlite's integers are 64-bit), BLOB -> BYTEA,
  *   REAL -> DOUBLE PRECISION, WITHOUT ROWID -> (nothing),
  *   IFNULL -> COALESCE, PRAGMA ...; -> (nothing)
+ *   CREATE TRIGGER t BEFORE UPDATE|DELETE ON x
+ *     BEGIN SELECT RAISE(ABORT, 'why'); END;  (the one shape the schema
+ *     uses: a table that refuses a change) -> a plpgsql function raising
+ *     'why' and a row trigger calling it
  * Parameters go as text of unspecified type (the server infers each from
  * its use, as sqlite's affinity does), blobs in binary; results come as
  * text, bytea decoded on demand.  A statement is prepared once per
@@ -56,6 +60,7 @@ struct pst {
   bool simple;  /* transaction control or empty: PQexec */
   bool insert;
   int nparams;
+  uint64_t used; /* placeholders the text names (1 << (n - 1)) */
   struct param *p;
   PGresult *res;
   int row, nrows;
@@ -104,9 +109,64 @@ static const char *words(const char *p, const char *pat) {
   return p;
 }
 
+/* An identifier at p into out (n bytes); the end, or NULL. */
+static const char *ident(const char *p, char *out, size_t n) {
+  while (*p == ' ' || *p == '\n' || *p == '\t')
+    p++;
+  size_t k = 0;
+  while (is_word(*p) && k + 1 < n)
+    out[k++] = *p++;
+  out[k] = 0;
+  return k ? p : NULL;
+}
+
+/* sqlite's refusing trigger (see the head of the file) at p, written to
+ * b in PostgreSQL's terms; the end of its END;, or NULL when it is not
+ * that shape. */
+static const char *trigger(const char *p, struct buf *b) {
+  char name[64], ev[16], table[64];
+  const char *e;
+  if (!(e = words(p, "CREATE TRIGGER")) || !(e = ident(e, name, sizeof name)) ||
+      !(e = words(e, "BEFORE")) || !(e = ident(e, ev, sizeof ev)) ||
+      !(e = words(e, "ON")) || !(e = ident(e, table, sizeof table)) ||
+      !(e = words(e, "BEGIN SELECT RAISE")))
+    return NULL;
+  while (*e == ' ')
+    e++;
+  if (*e != '(' || !(e = words(e + 1, "ABORT")))
+    return NULL;
+  while (*e == ' ' || *e == ',')
+    e++;
+  if (*e != '\'')
+    return NULL;
+  const char *m = e;
+  const char *q = strchr(m + 1, '\'');
+  if (!q)
+    return NULL;
+  const char *end = strstr(q, "END;");
+  if (!end)
+    return NULL;
+  puts_(b, "CREATE FUNCTION ");
+  puts_(b, name);
+  puts_(b, "_fn() RETURNS trigger LANGUAGE plpgsql AS $tw$BEGIN RAISE "
+           "EXCEPTION ");
+  put(b, m, (size_t)(q + 1 - m));
+  puts_(b, "; END$tw$; CREATE TRIGGER ");
+  puts_(b, name);
+  puts_(b, " BEFORE ");
+  puts_(b, ev);
+  puts_(b, " ON ");
+  puts_(b, table);
+  puts_(b, " FOR EACH ROW EXECUTE FUNCTION ");
+  puts_(b, name);
+  puts_(b, "_fn();");
+  return end + 4;
+}
+
 /* The translated text; *nparams the highest placeholder. */
-static char *translate(const char *sql, int *nparams) {
+static char *translate(const char *sql, int *nparams, uint64_t *used) {
   struct buf b = {0};
+  *used = 0;
   int k = 0, maxn = 0;
   bool on_conflict = false; /* INSERT OR IGNORE: append at the end */
   const char *p = sql;
@@ -133,6 +193,8 @@ static char *translate(const char *sql, int *nparams) {
       }
       if (n > maxn)
         maxn = n;
+      if (n >= 1 && n <= 64)
+        *used |= 1ull << (n - 1);
       snprintf(num, sizeof num, "$%d", n);
       puts_(&b, num);
       continue;
@@ -147,6 +209,10 @@ static char *translate(const char *sql, int *nparams) {
     }
     if (is_word(*p) && (p == sql || !is_word(p[-1]))) {
       const char *e;
+      if ((e = trigger(p, &b))) {
+        p = e;
+        continue;
+      }
       if ((e = words(p, "INSERT OR IGNORE INTO"))) {
         puts_(&b, "INSERT INTO");
         on_conflict = true;
@@ -297,7 +363,8 @@ static int run_simple(struct pdb *d, const char *sql, char **errmsg) {
 
 static int p_exec(struct tw_db *db, const char *sql, char **errmsg) {
   int np;
-  char *t = translate(sql, &np);
+  uint64_t used;
+  char *t = translate(sql, &np, &used);
   int rc = run_simple(D(db), t, errmsg);
   free(t);
   return rc;
@@ -311,7 +378,12 @@ static bool is_simple(const char *t) {
 }
 
 static int do_prepare(struct pdb *d, struct pst *st) {
-  PGresult *r = PQprepare(d->c, st->name, st->sql, st->nparams, NULL);
+  /* a number the text skips (?1 ?2 ?4) has no use to infer its type
+   * from: text, as the NULL it is bound to */
+  Oid types[st->nparams ? st->nparams : 1];
+  for (int i = 0; i < st->nparams; i++)
+    types[i] = i < 64 && !(st->used & (1ull << i)) ? 25 : 0;
+  PGresult *r = PQprepare(d->c, st->name, st->sql, st->nparams, types);
   if (PQresultStatus(r) != PGRES_COMMAND_OK) {
     set_err(d, r, "prepare failed");
     PQclear(r);
@@ -328,7 +400,7 @@ static int p_prepare(struct tw_db *db, const char *sql,
   clear_err(d);
   struct pst *st = tw_calloc(1, sizeof *st);
   st->base.db = db;
-  st->sql = translate(sql, &st->nparams);
+  st->sql = translate(sql, &st->nparams, &st->used);
   st->simple = is_simple(st->sql);
   const char *w = st->sql;
   while (*w == ' ')
