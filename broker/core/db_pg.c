@@ -10,12 +10,16 @@
  *   INTEGER -> BIGINT (sqlite's integers are 64-bit), BLOB -> BYTEA,
  *   REAL -> DOUBLE PRECISION, WITHOUT ROWID -> (nothing),
  *   IFNULL -> COALESCE, PRAGMA ...; -> (nothing)
+ *   MIN(a, b), MAX(a, b) (sqlite's scalar forms) -> LEAST, GREATEST
  *   CREATE TRIGGER t BEFORE UPDATE|DELETE ON x
  *     BEGIN SELECT RAISE(ABORT, 'why'); END;  (the one shape the schema
  *     uses: a table that refuses a change) -> a plpgsql function raising
  *     'why' and a row trigger calling it
  * Parameters go as text of unspecified type (the server infers each from
- * its use, as sqlite's affinity does), blobs in binary; results come as
+ * its use, as sqlite's affinity does), blobs in binary; a statement whose
+ * parameter the server cannot infer (`?9 IS NULL OR tenant = ?9`) is
+ * prepared at its first step instead, that parameter typed as what was
+ * bound to it (bigint, text, bytea).  Results come as
  * text, bytea decoded on demand.  A statement is prepared once per
  * connection (PQprepare); a connection found broken is reset before the
  * next statement and its statements prepared again. */
@@ -46,6 +50,7 @@ struct pdb {
 
 struct param {
   char *v; /* owned; NULL: SQL NULL */
+  Oid type; /* what was bound: 20 bigint, 25 text, 17 bytea; 0 NULL */
   int len;
   int fmt; /* 0 text, 1 binary */
   char num[24];
@@ -58,6 +63,7 @@ struct pst {
   char name[16];
   unsigned gen; /* of the connection it was prepared on */
   bool simple;  /* transaction control or empty: PQexec */
+  bool deferred; /* prepared at the first step, with the bound types */
   bool insert;
   int nparams;
   uint64_t used; /* placeholders the text names (1 << (n - 1)) */
@@ -163,6 +169,27 @@ static const char *trigger(const char *p, struct buf *b) {
   return end + 4;
 }
 
+/* Whether the parenthesis at p holds a comma at its own level: MIN(a, b)
+ * rather than the aggregate MIN(a). */
+static bool two_args(const char *p) {
+  int depth = 0;
+  for (; *p; p++) {
+    if (*p == '\'') {
+      p = strchr(p + 1, '\'');
+      if (!p)
+        return false;
+    } else if (*p == '(') {
+      depth++;
+    } else if (*p == ')') {
+      if (--depth == 0)
+        return false;
+    } else if (*p == ',' && depth == 1) {
+      return true;
+    }
+  }
+  return false;
+}
+
 /* The translated text; *nparams the highest placeholder. */
 static char *translate(const char *sql, int *nparams, uint64_t *used) {
   struct buf b = {0};
@@ -238,6 +265,12 @@ static char *translate(const char *sql, int *nparams, uint64_t *used) {
         p += strcspn(p, ";");
         if (*p)
           p++;
+        continue;
+      }
+      if (((e = words(p, "MIN")) || (e = words(p, "MAX"))) && *e == '(' &&
+          two_args(e)) {
+        puts_(&b, toupper((unsigned char)p[1]) == 'I' ? "LEAST" : "GREATEST");
+        p = e;
         continue;
       }
       static const char *const rep[][2] = {{"INTEGER", "BIGINT"},
@@ -377,21 +410,47 @@ static bool is_simple(const char *t) {
          words(t, "ROLLBACK") || words(t, "SAVEPOINT") || words(t, "RELEASE");
 }
 
-static int do_prepare(struct pdb *d, struct pst *st) {
-  /* a number the text skips (?1 ?2 ?4) has no use to infer its type
-   * from: text, as the NULL it is bound to */
+/* The parameter PostgreSQL could not type (42P18 or 42P08: "... of parameter
+ * $N"), or 0. */
+static int untyped_param(const PGresult *r) {
+  const char *s = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+  const char *m = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+  if (!s || (strcmp(s, "42P18") && strcmp(s, "42P08")) || !m ||
+      !(m = strchr(m, '$')))
+    return 0;
+  return atoi(m + 1);
+}
+
+/* Prepares st on d.  A number the text skips (?1 ?2 ?4) has no use to
+ * infer its type from: text, as the NULL it is bound to.  With bound, a
+ * parameter the server cannot type takes the type of its binding. */
+static int do_prepare(struct pdb *d, struct pst *st, bool bound) {
   Oid types[st->nparams ? st->nparams : 1];
   for (int i = 0; i < st->nparams; i++)
     types[i] = i < 64 && !(st->used & (1ull << i)) ? 25 : 0;
-  PGresult *r = PQprepare(d->c, st->name, st->sql, st->nparams, types);
-  if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+  for (int tries = 0; tries <= st->nparams; tries++) {
+    PGresult *r = PQprepare(d->c, st->name, st->sql, st->nparams, types);
+    if (PQresultStatus(r) == PGRES_COMMAND_OK) {
+      PQclear(r);
+      st->gen = d->gen;
+      return TW_DB_OK;
+    }
+    int n = untyped_param(r);
+    if (n >= 1 && n <= st->nparams && !types[n - 1] && !bound) {
+      PQclear(r);
+      st->deferred = true; /* typed at the first step */
+      return TW_DB_OK;
+    }
+    if (n >= 1 && n <= st->nparams && !types[n - 1]) {
+      types[n - 1] = st->p[n - 1].type ? st->p[n - 1].type : 25;
+      PQclear(r);
+      continue;
+    }
     set_err(d, r, "prepare failed");
     PQclear(r);
     return TW_DB_ERROR;
   }
-  PQclear(r);
-  st->gen = d->gen;
-  return TW_DB_OK;
+  return TW_DB_ERROR;
 }
 
 static int p_prepare(struct tw_db *db, const char *sql,
@@ -409,7 +468,8 @@ static int p_prepare(struct tw_db *db, const char *sql,
   snprintf(st->name, sizeof st->name, "tw%u", d->next_name++);
   st->p = tw_calloc((size_t)(st->nparams ? st->nparams : 1), sizeof *st->p);
   st->row = -1;
-  if (!st->simple && (!ensure_conn(d) || do_prepare(d, st) != TW_DB_OK)) {
+  if (!st->simple &&
+      (!ensure_conn(d) || do_prepare(d, st, false) != TW_DB_OK)) {
     free(st->sql);
     free(st->p);
     free(st);
@@ -457,8 +517,10 @@ static void p_finalize(struct tw_db_stmt *s) {
   struct pdb *d = D(s->db);
   p_reset(s);
   p_clear_bindings(s);
-  if (!st->simple && st->gen == d->gen && PQstatus(d->c) == CONNECTION_OK &&
-      PQtransactionStatus(d->c) == PQTRANS_IDLE) {
+  bool prepared = st->deferred ? st->gen == d->gen + 1u : st->gen == d->gen;
+  PGTransactionStatusType ts = PQtransactionStatus(d->c);
+  if (!st->simple && prepared && PQstatus(d->c) == CONNECTION_OK &&
+      (ts == PQTRANS_IDLE || ts == PQTRANS_INTRANS)) {
     char sql[48];
     snprintf(sql, sizeof sql, "DEALLOCATE %s", st->name);
     PQclear(PQexec(d->c, sql));
@@ -483,6 +545,7 @@ static int p_bind_int64(struct tw_db_stmt *s, int i, int64_t v) {
   p->len = snprintf(p->num, sizeof p->num, "%lld", (long long)v);
   p->v = p->num;
   p->is_num = true;
+  p->type = 20;
   return TW_DB_OK;
 }
 static int p_bind_text(struct tw_db_stmt *s, int i, const char *v, int n) {
@@ -494,6 +557,7 @@ static int p_bind_text(struct tw_db_stmt *s, int i, const char *v, int n) {
   memcpy(p->v, v, len);
   p->v[len] = 0;
   p->len = (int)len;
+  p->type = 25;
   return TW_DB_OK;
 }
 static int p_bind_blob(struct tw_db_stmt *s, int i, const void *v, size_t n) {
@@ -505,6 +569,7 @@ static int p_bind_blob(struct tw_db_stmt *s, int i, const void *v, size_t n) {
     memcpy(p->v, v, n);
   p->len = (int)n;
   p->fmt = 1;
+  p->type = 17;
   return TW_DB_OK;
 }
 static int p_bind_null(struct tw_db_stmt *s, int i) {
@@ -529,8 +594,15 @@ static int p_step(struct tw_db_stmt *s) {
   if (st->simple) {
     r = PQexec(d->c, st->sql);
   } else {
-    if (st->gen != d->gen && do_prepare(d, st) != TW_DB_OK)
+    if (st->deferred && st->gen != d->gen + 1u) {
+      /* first step: prepare with the types bound; gen + 1 marks it done */
+      if (do_prepare(d, st, true) != TW_DB_OK)
+        return TW_DB_ERROR;
+      st->gen = d->gen + 1u;
+    } else if (!st->deferred && st->gen != d->gen &&
+               do_prepare(d, st, false) != TW_DB_OK) {
       return TW_DB_ERROR;
+    }
     const char *vals[st->nparams ? st->nparams : 1];
     int lens[st->nparams ? st->nparams : 1], fmts[st->nparams ? st->nparams : 1];
     for (int i = 0; i < st->nparams; i++) {

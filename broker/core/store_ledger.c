@@ -26,9 +26,10 @@ static const char SQL_ROLLUP_DAY[] =
     " list_uusd, effective_uusd, usage_ms, rows)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1)"
     " ON CONFLICT (day, tenant, project, provider, region) DO UPDATE SET"
-    " list_uusd = list_uusd + excluded.list_uusd,"
-    " effective_uusd = effective_uusd + excluded.effective_uusd,"
-    " usage_ms = usage_ms + excluded.usage_ms, rows = rows + 1";
+    " list_uusd = ledger_day.list_uusd + excluded.list_uusd,"
+    " effective_uusd = ledger_day.effective_uusd + excluded.effective_uusd,"
+    " usage_ms = ledger_day.usage_ms + excluded.usage_ms,"
+    " rows = ledger_day.rows + 1";
 
 static const char SQL_ROLLUP_JOB[] =
     "INSERT INTO ledger_job_day (job_id, day, provider, region, tenant,"
@@ -36,17 +37,21 @@ static const char SQL_ROLLUP_JOB[] =
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1)"
     " ON CONFLICT (day, job_id, tenant, project, provider, region) DO UPDATE "
     "SET"
-    " list_uusd = list_uusd + excluded.list_uusd,"
-    " effective_uusd = effective_uusd + excluded.effective_uusd,"
-    " usage_ms = usage_ms + excluded.usage_ms, rows = rows + 1";
+    " list_uusd = ledger_job_day.list_uusd + excluded.list_uusd,"
+    " effective_uusd = ledger_job_day.effective_uusd"
+    " + excluded.effective_uusd,"
+    " usage_ms = ledger_job_day.usage_ms + excluded.usage_ms,"
+    " rows = ledger_job_day.rows + 1";
 
 static const char SQL_ROLLUP_MARKET[] =
     "INSERT INTO ledger_market_day (day, tenant, project, market, list_uusd,"
     " effective_uusd, usage_ms, rows) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1)"
     " ON CONFLICT (day, tenant, project, market) DO UPDATE SET"
-    " list_uusd = list_uusd + excluded.list_uusd,"
-    " effective_uusd = effective_uusd + excluded.effective_uusd,"
-    " usage_ms = usage_ms + excluded.usage_ms, rows = rows + 1";
+    " list_uusd = ledger_market_day.list_uusd + excluded.list_uusd,"
+    " effective_uusd = ledger_market_day.effective_uusd"
+    " + excluded.effective_uusd,"
+    " usage_ms = ledger_market_day.usage_ms + excluded.usage_ms,"
+    " rows = ledger_market_day.rows + 1";
 
 /* "ledger: <what>: <sqlite's message>", as the ledger always said. */
 static enum tw_rc fail(struct tw_db *db, const char *what, struct tw_err *err) {
@@ -572,8 +577,9 @@ enum tw_rc tw_store_ledger_count(struct tw_store *s, int64_t *rows,
 
 static const char SQL_BUDGETS_CLEAR[] = "DELETE FROM ledger_budgets";
 static const char SQL_BUDGET_PUT[] =
-    "INSERT OR REPLACE INTO ledger_budgets (tenant, project, limit_uusd)"
-    " VALUES (?1, ?2, ?3)";
+    "INSERT INTO ledger_budgets (tenant, project, limit_uusd)"
+    " VALUES (?1, ?2, ?3) ON CONFLICT (tenant, project)"
+    " DO UPDATE SET limit_uusd = excluded.limit_uusd";
 static const char SQL_BUDGETS_GET[] =
     "SELECT tenant, project, limit_uusd FROM ledger_budgets"
     " ORDER BY tenant, project";
@@ -658,10 +664,17 @@ enum tw_rc tw_store_ledger_budgets_get(struct tw_store *s,
 
 static const char SQL_ACCOUNTS_CLEAR[] = "DELETE FROM ledger_accounts";
 static const char SQL_ACCOUNT_PUT[] =
-    "INSERT OR REPLACE INTO ledger_accounts (account, account_id,"
+    "INSERT INTO ledger_accounts (account, account_id,"
     " account_name, account_type, commitment_id, commitment_name,"
     " commitment_type, commitment_category)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (account) DO UPDATE"
+    " SET account_id = excluded.account_id,"
+    " account_name = excluded.account_name,"
+    " account_type = excluded.account_type,"
+    " commitment_id = excluded.commitment_id,"
+    " commitment_name = excluded.commitment_name,"
+    " commitment_type = excluded.commitment_type,"
+    " commitment_category = excluded.commitment_category";
 static const char SQL_ACCOUNTS_GET[] =
     "SELECT account, account_id, account_name, account_type, commitment_id,"
     " commitment_name, commitment_type, commitment_category"
@@ -759,7 +772,20 @@ static const char SQL_METER_PUT[] =
     " resource_id, nodes, granularity_s, min_charge_s, price_uusd_per_hour,"
     " running_ms, metered_to_ms, billed_s, last_seq, ended, discount_bp)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-    " ?15, ?16, ?17, ?18, ?19, ?20, ?21)";
+    " ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
+    " ON CONFLICT (attempt_id) DO UPDATE SET job_id = excluded.job_id,"
+    " tenant = excluded.tenant, project = excluded.project,"
+    " provider = excluded.provider, account = excluded.account,"
+    " region = excluded.region, zone = excluded.zone,"
+    " instance_type = excluded.instance_type, market = excluded.market,"
+    " resource_id = excluded.resource_id, nodes = excluded.nodes,"
+    " granularity_s = excluded.granularity_s,"
+    " min_charge_s = excluded.min_charge_s,"
+    " price_uusd_per_hour = excluded.price_uusd_per_hour,"
+    " running_ms = excluded.running_ms,"
+    " metered_to_ms = excluded.metered_to_ms, billed_s = excluded.billed_s,"
+    " last_seq = excluded.last_seq, ended = excluded.ended,"
+    " discount_bp = excluded.discount_bp";
 
 static const char SQL_METER_OPEN[] =
     "SELECT attempt_id, job_id, tenant, project, provider, account, region,"

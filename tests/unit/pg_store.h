@@ -130,6 +130,28 @@ static inline int tw_test_pg_exec(struct tw_test_pg *pg, const char *sql) {
   return r == TW_DB_OK ? 0 : -1;
 }
 
+/* Runs sql in this case's schema; TW_DB_OK or the error, its message in
+ * msg. */
+static inline int tw_test_pg_try(struct tw_test_pg *pg, const char *sql,
+                                 char *msg, size_t n) {
+  struct tw_db *db = NULL;
+  struct tw_err err = {0};
+  struct tw_db_opts o = {.backend = TW_DB_POSTGRES,
+                         .dsn = pg->dsn,
+                         .password = pg->password[0] ? pg->password : NULL};
+  msg[0] = 0;
+  if (tw_db_open(&o, &db, &err) != TW_OK) {
+    snprintf(msg, n, "%s", err.msg);
+    return TW_DB_ERROR;
+  }
+  char *m = NULL;
+  int r = tw_db_exec(db, sql, &m);
+  snprintf(msg, n, "%s", m ? m : "");
+  tw_db_free(m);
+  tw_db_close(db);
+  return r;
+}
+
 /* A new, empty schema for one case; pg->dsn points at it. */
 static inline int tw_test_pg_schema_new(struct tw_test_pg *pg) {
   static unsigned n; /* test-only: distinct names within the process */
