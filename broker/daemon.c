@@ -100,6 +100,33 @@ static void reconcile_audit(void *ctx, const struct tw_reconcile_action *a) {
                 err.msg);
 }
 
+/* The first line of file (relative to dir unless absolute) into out:
+ * store.password_file.  The text is never logged; an error names the
+ * file only. */
+static enum tw_rc read_password(const char *dir, const char *file, char *out,
+                                size_t outsz, struct tw_err *err) {
+  char p[2048];
+  if (file[0] == '/')
+    snprintf(p, sizeof p, "%s", file);
+  else
+    snprintf(p, sizeof p, "%s/%s", dir, file);
+  FILE *f = fopen(p, "r");
+  if (!f)
+    return tw_err_field(err, TW_E_INVALID, "store.password_file",
+                        "store.password_file: cannot read %s", p);
+  out[0] = 0;
+  if (!fgets(out, (int)outsz, f))
+    out[0] = 0;
+  fclose(f);
+  size_t n = strlen(out);
+  while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+    out[--n] = 0;
+  if (!n)
+    return tw_err_field(err, TW_E_INVALID, "store.password_file",
+                        "store.password_file: %s is empty", p);
+  return TW_OK;
+}
+
 /* The directory of the config file: relative paths in it (the network
  * matrix, score plugins) are read from there. */
 static void config_dir(const char *path, char *out, size_t outsz) {
@@ -318,9 +345,23 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
                              .max_batch = (int)cfg->store_max_batch,
                              .readers = (int)cfg->store_readers,
                              .exclusive = true};
+  /* store.backend postgres: the database several brokers share
+   * (docs/ha.md); the password from its file, never logged. */
+  char pgpw[256] = "";
+  if (!strcmp(cfg->store_backend, "postgres")) {
+    so.backend = TW_DB_POSTGRES;
+    so.dsn = cfg->store_dsn;
+    if (cfg->store_password_file[0] &&
+        (rc = read_password(d->cfg_dir, cfg->store_password_file, pgpw,
+                            sizeof pgpw, err)))
+      goto fail;
+    so.password = pgpw[0] ? pgpw : NULL;
+  }
   /* Opening the store migrates every module's tables (broker/core/store.h)
    * and refuses to start on a failed migration. */
-  if ((rc = tw_store_open(&so, &d->store, err)))
+  rc = tw_store_open(&so, &d->store, err);
+  explicit_bzero(pgpw, sizeof pgpw);
+  if (rc)
     goto fail;
   /* One write that commits makes the broker ready (/readyz); a store that
    * cannot take it (a full disk) leaves it not ready rather than down. */

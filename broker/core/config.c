@@ -48,6 +48,9 @@ static const struct key KEYS[] = {
     {"store.synchronous", K_SYNC, OFF(store_sync_full), "full", 0, 0, false},
     {"store.max_batch", K_INT, OFF(store_max_batch), "512", 1, 10000, false},
     {"store.readers", K_INT, OFF(store_readers), "8", 1, 64, false},
+    {"store.backend", K_STR, OFF(store_backend), "sqlite", 0, 0, false},
+    {"store.dsn", K_STR, OFF(store_dsn), "", 0, 0, false},
+    {"store.password_file", K_STR, OFF(store_password_file), "", 0, 0, false},
     {"scheduler.tick_ms", K_INT, OFF(sched_tick_ms), "1000", 10, 600000, false},
     {"scheduler.pass_budget_ms", K_INT, OFF(sched_pass_budget_ms), "500", 10,
      600000, false},
@@ -347,6 +350,9 @@ void tw_cfg_free(struct tw_cfg *cfg) {
   free(cfg->listen);
   free(cfg->api_probe_listen);
   free(cfg->db);
+  free(cfg->store_backend);
+  free(cfg->store_dsn);
+  free(cfg->store_password_file);
   free(cfg->log_debug);
   free(cfg->log_format);
   free(cfg->auth_mode);
@@ -409,6 +415,18 @@ done:
   }
   if (opts && opts->fallbacks && (rc = check_fallback(c, opts->fallbacks, err)))
     goto fail;
+  if (strcmp(c->store_backend, "sqlite") && strcmp(c->store_backend, "postgres")) {
+    rc = tw_err_field(err, TW_E_INVALID, "store.backend",
+                      "store.backend: expected sqlite or postgres, got \"%s\"",
+                      c->store_backend);
+    goto fail;
+  }
+  if (!strcmp(c->store_backend, "postgres") && !c->store_dsn[0]) {
+    rc = tw_err_field(err, TW_E_INVALID, "store.dsn",
+                      "store.dsn: required with store.backend postgres (a "
+                      "libpq connection string)");
+    goto fail;
+  }
   *out = c;
   return TW_OK;
 fail:

@@ -46,6 +46,11 @@ struct pdb {
   int changes;
   int64_t total;
   bool last_was_insert;
+  /* constant SQL (by address) known to need its first step's types: the
+   * store prepares some statements for each call, and asking the server
+   * again each time would fail again */
+  const char **late;
+  int n_late, cap_late;
 };
 
 struct param {
@@ -369,6 +374,7 @@ static const char *p_errmsg(struct tw_db *db) {
 
 static void p_close(struct tw_db *db) {
   PQfinish(D(db)->c);
+  free(D(db)->late);
   free(db);
 }
 
@@ -468,12 +474,26 @@ static int p_prepare(struct tw_db *db, const char *sql,
   snprintf(st->name, sizeof st->name, "tw%u", d->next_name++);
   st->p = tw_calloc((size_t)(st->nparams ? st->nparams : 1), sizeof *st->p);
   st->row = -1;
-  if (!st->simple &&
+  for (int i = 0; i < d->n_late && !st->deferred; i++)
+    st->deferred = d->late[i] == sql;
+  if (!st->simple && !st->deferred &&
       (!ensure_conn(d) || do_prepare(d, st, false) != TW_DB_OK)) {
     free(st->sql);
     free(st->p);
     free(st);
     return TW_DB_ERROR;
+  }
+  if (st->deferred) {
+    bool known = false;
+    for (int i = 0; i < d->n_late && !known; i++)
+      known = d->late[i] == sql;
+    if (!known) {
+      if (d->n_late == d->cap_late) {
+        d->cap_late = d->cap_late ? 2 * d->cap_late : 16;
+        d->late = tw_realloc(d->late, (size_t)d->cap_late * sizeof *d->late);
+      }
+      d->late[d->n_late++] = sql;
+    }
   }
   *out = &st->base;
   return TW_DB_OK;

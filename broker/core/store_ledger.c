@@ -767,7 +767,7 @@ enum tw_rc tw_store_ledger_accounts_get(struct tw_store *s,
  * ------------------------------------------------------ */
 
 static const char SQL_METER_PUT[] =
-    "INSERT OR REPLACE INTO meter_attempts (attempt_id, job_id, tenant,"
+    "INSERT INTO meter_attempts (attempt_id, job_id, tenant,"
     " project, provider, account, region, zone, instance_type, market,"
     " resource_id, nodes, granularity_s, min_charge_s, price_uusd_per_hour,"
     " running_ms, metered_to_ms, billed_s, last_seq, ended, discount_bp)"

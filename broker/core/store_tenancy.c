@@ -81,9 +81,12 @@ static const char SQL_TENANT_QUOTA_SET[] =
 static const char SQL_RESV_ALL[] = "SELECT job_id, tenant, vcpus, accel, gpus, "
                                    "spot, at_ms FROM tenancy_reservations";
 static const char SQL_RESV_PUT[] =
-    "INSERT OR REPLACE INTO tenancy_reservations (job_id, tenant, offer_id, "
-    "vcpus,"
-    " accel, gpus, spot, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    "INSERT INTO tenancy_reservations (job_id, tenant, offer_id, vcpus,"
+    " accel, gpus, spot, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+    " ON CONFLICT (job_id) DO UPDATE SET tenant = excluded.tenant,"
+    " offer_id = excluded.offer_id, vcpus = excluded.vcpus,"
+    " accel = excluded.accel, gpus = excluded.gpus, spot = excluded.spot,"
+    " at_ms = excluded.at_ms";
 static const char SQL_RESV_DELETE[] =
     "DELETE FROM tenancy_reservations WHERE job_id = ?1";
 
