@@ -26,3 +26,8 @@ function(tw_pg_variant name binary)
 endfunction()
 tw_pg_variant(test_store_pg test_store)
 tw_pg_variant(test_ledger_pg test_ledger)
+
+# The leader lease and its fence, on both backends.
+tw_add_test(test_ha_lease SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_ha_lease.c
+            LIBS tw_core PkgConfig::CMOCKA Threads::Threads LABELS unit ha store)
+tw_pg_variant(test_ha_lease_pg test_ha_lease)

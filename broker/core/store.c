@@ -12,6 +12,7 @@
 
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
+#include "broker/core/store_ha.h"
 #include "broker/core/store_int.h"
 
 /* ---- schema ------------------------------------------------------------ */
@@ -156,6 +157,10 @@ static const char SQL_ROLLBACK[] = "ROLLBACK";
 static const char SQL_SAVEPOINT[] = "SAVEPOINT op";
 static const char SQL_RELEASE[] = "RELEASE op";
 static const char SQL_ROLLBACK_TO[] = "ROLLBACK TO op";
+/* The fence (store_ha.h): conditioned on the epoch, checked, and on
+ * PostgreSQL the lease row locked until the commit. */
+static const char SQL_FENCE[] = "UPDATE ha_lease SET epoch = epoch"
+                                " WHERE id = 1 AND holder = ?1 AND epoch = ?2";
 
 /* ---- connections with a statement cache --------------------------------- */
 
@@ -202,6 +207,10 @@ struct tw_store {
   pthread_cond_t rfree;
 
   uint64_t commits, ops, max_seen;
+  /* the leader's fence (store_ha.h): 0 none; under mu */
+  int64_t fence_epoch;
+  char fence_holder[128];
+  uint64_t fence_refusals;
   /* Write health, under mu: TW_OK, or TW_E_FULL / TW_E_IO from the first
    * write that failed on the storage until a transaction commits a write
    * again (tw_store_write_health). */
@@ -420,6 +429,32 @@ static enum tw_rc migrate(struct tw_store *s, struct conn *c,
 
 /* ---- the writer -------------------------------------------------------- */
 
+static enum tw_rc step_done(struct conn *c, struct tw_db_stmt *st,
+                            const char *what, struct tw_err *err);
+
+/* The first statement of a fenced transaction: TW_E_CONFLICT
+ * (TW_DETAIL_STALE_EPOCH) when the lease is no longer holder's at epoch. */
+static enum tw_rc check_fence(struct conn *c, const char *holder,
+                              int64_t epoch, struct tw_err *err) {
+  struct tw_db_stmt *st = prep(c, SQL_FENCE, err);
+  if (!st)
+    return TW_E_IO;
+  tw_db_bind_text(st, 1, holder, -1);
+  tw_db_bind_int64(st, 2, epoch);
+  enum tw_rc rc = step_done(c, st, "fence", err);
+  if (rc)
+    return rc;
+  if (tw_db_changes(c->db) != 1) {
+    tw_err_set(err, TW_E_CONFLICT,
+               "store: the leader lease has moved on from epoch %lld: this "
+               "replica no longer leads, its write is refused",
+               (long long)epoch);
+    tw_err_detail(err, TW_DETAIL_STALE_EPOCH);
+    return TW_E_CONFLICT;
+  }
+  return TW_OK;
+}
+
 static void *writer_main(void *arg) {
   struct tw_store *s = arg;
   for (;;) {
@@ -441,12 +476,26 @@ static void *writer_main(void *arg) {
     if (!s->head)
       s->tail = NULL;
     last->next = NULL;
-    pthread_mutex_unlock(&s->mu);
 
     struct tw_err berr = {0};
+    int64_t fence = s->fence_epoch;
+    char holder[sizeof s->fence_holder];
+    memcpy(holder, s->fence_holder, sizeof holder);
+    pthread_mutex_unlock(&s->mu);
     enum tw_rc brc = exec_simple(&s->w, SQL_BEGIN, &berr);
     enum tw_rc storage =
         brc && storage_failure(s->w.db, &brc, &berr) ? brc : TW_OK;
+    if (!brc && fence > 0 &&
+        (brc = check_fence(&s->w, holder, fence, &berr)) != TW_OK) {
+      if (storage_failure(s->w.db, &brc, &berr))
+        storage = brc;
+      exec_simple(&s->w, SQL_ROLLBACK, NULL);
+      if (brc == TW_E_CONFLICT) {
+        pthread_mutex_lock(&s->mu);
+        s->fence_refusals += (uint64_t)n;
+        pthread_mutex_unlock(&s->mu);
+      }
+    }
     bool txn_lost = false;
     int committed = 0;
     /* a transaction that changed no row (a PRAGMA, a write with nothing
@@ -661,6 +710,20 @@ static enum tw_rc cap_pages_fn(struct tw_store *s, struct tw_db *db,
 enum tw_rc tw_store_test_cap_pages(struct tw_store *s, bool cap,
                                    struct tw_err *err) {
   return tw_store_write(s, cap_pages_fn, &cap, err);
+}
+
+void tw_store_fence(struct tw_store *s, const char *holder, int64_t epoch) {
+  pthread_mutex_lock(&s->mu);
+  snprintf(s->fence_holder, sizeof s->fence_holder, "%s", holder ? holder : "");
+  s->fence_epoch = holder && *holder ? epoch : 0;
+  pthread_mutex_unlock(&s->mu);
+}
+
+uint64_t tw_store_fence_refusals(struct tw_store *s) {
+  pthread_mutex_lock(&s->mu);
+  uint64_t n = s->fence_refusals;
+  pthread_mutex_unlock(&s->mu);
+  return n;
 }
 
 void tw_store_stats(struct tw_store *s, struct tw_store_stats *out) {

@@ -387,6 +387,29 @@ static const char *const MIG_HEALTH[] = {
     "CREATE TABLE store_probe (at_ms INTEGER NOT NULL, pad BLOB NOT NULL);",
 };
 
+/* ---- module "ha" (store_ha.c, docs/ha.md) */
+
+static const char *const MIG_HA[] = {
+    /* 1: the one leader lease (its epoch is the fencing token) and the
+     * replicas that share this database */
+    "CREATE TABLE ha_lease ("
+    "  id INTEGER PRIMARY KEY,"
+    "  holder TEXT NOT NULL,"
+    "  epoch INTEGER NOT NULL,"
+    "  acquired_ms INTEGER NOT NULL,"
+    "  renewed_ms INTEGER NOT NULL,"
+    "  expires_ms INTEGER NOT NULL,"
+    "  takeovers INTEGER NOT NULL);"
+    "INSERT INTO ha_lease (id, holder, epoch, acquired_ms, renewed_ms,"
+    "  expires_ms, takeovers) VALUES (1, '', 0, 0, 0, 0, 0);"
+    "CREATE TABLE ha_replicas ("
+    "  name TEXT PRIMARY KEY,"
+    "  url TEXT NOT NULL,"
+    "  started_ms INTEGER NOT NULL,"
+    "  seen_ms INTEGER NOT NULL,"
+    "  epoch INTEGER NOT NULL);",
+};
+
 /* ---- the order ----------------------------------------------------------- */
 
 #define MODULE(name, arr)                                                      \
@@ -402,6 +425,7 @@ const struct tw_store_module TW_STORE_MODULES[] = {
     MODULE("spot", MIG_SPOT),       MODULE("reconcile", MIG_RECONCILE),
     MODULE("agent", MIG_AGENT),
     MODULE("health", MIG_HEALTH),
+    MODULE("ha", MIG_HA),
 };
 const size_t TW_STORE_N_MODULES =
     sizeof TW_STORE_MODULES / sizeof TW_STORE_MODULES[0];
