@@ -69,6 +69,12 @@ void tw_h_jobs_events(struct tw_req *r);
 void tw_h_jobs_logs(struct tw_req *r);
 void tw_h_reports_spend(struct tw_req *r); /* h_reports.c */
 void tw_h_offers_list(struct tw_req *r);   /* h_offers.c */
+/* h_ha.c: the replicas of a shared PostgreSQL store (docs/ha.md) */
+struct tw_store;
+bool tw_ha_shared(struct tw_store *s);
+void tw_ha_ready_body(struct tw_store *s, struct tw_buf *out);
+void tw_ha_metrics(struct tw_store *s, struct tw_buf *out);
+void tw_h_replicas(struct tw_req *r);
 
 /* server.c: accessors for handlers */
 struct tw_store *tw_api_store(struct tw_api *api);

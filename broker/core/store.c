@@ -719,6 +719,13 @@ void tw_store_fence(struct tw_store *s, const char *holder, int64_t epoch) {
   pthread_mutex_unlock(&s->mu);
 }
 
+int64_t tw_store_fenced_epoch(struct tw_store *s) {
+  pthread_mutex_lock(&s->mu);
+  int64_t e = s->fence_epoch;
+  pthread_mutex_unlock(&s->mu);
+  return e;
+}
+
 uint64_t tw_store_fence_refusals(struct tw_store *s) {
   pthread_mutex_lock(&s->mu);
   uint64_t n = s->fence_refusals;

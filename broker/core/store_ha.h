@@ -51,6 +51,8 @@ enum tw_rc tw_store_lease_read(struct tw_store *s, struct tw_lease *out,
 /* From now on, every write transaction of s is conditioned on the lease
  * being holder's at epoch (0: no fence, the default).  Any thread. */
 void tw_store_fence(struct tw_store *s, const char *holder, int64_t epoch);
+/* The epoch s is fenced at: > 0 while this replica leads, 0 otherwise. */
+int64_t tw_store_fenced_epoch(struct tw_store *s);
 /* Writes refused by the fence since the store opened. */
 uint64_t tw_store_fence_refusals(struct tw_store *s);
 
