@@ -386,6 +386,9 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
                             sizeof pgpw, err)))
       goto fail;
     so.password = pgpw[0] ? pgpw : NULL;
+    /* a leader frozen mid-transaction holds the lease row: the server ends
+     * its session well within the lease, so a follower can take over */
+    so.txn_timeout_ms = cfg->ha_lease_ms / 2;
   }
   /* Opening the store migrates every module's tables (broker/core/store.h)
    * and refuses to start on a failed migration. */

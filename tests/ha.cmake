@@ -31,3 +31,12 @@ tw_pg_variant(test_ledger_pg test_ledger)
 tw_add_test(test_ha_lease SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_ha_lease.c
             LIBS tw_core PkgConfig::CMOCKA Threads::Threads LABELS unit ha store)
 tw_pg_variant(test_ha_lease_pg test_ha_lease)
+
+# Three brokers on one PostgreSQL with the fake EC2: the leader SIGKILLed
+# and SIGSTOPped beyond its lease while jobs are submitted; no
+# acknowledged job lost, no job with two live instances, the frozen
+# leader's writes refused, the takeover times (docs/ha.md).
+add_test(NAME ha_chaos
+         COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/ha_chaos.sh ${CMAKE_BINARY_DIR} ${TW_PG_DIR})
+set_tests_properties(ha_chaos PROPERTIES LABELS "e2e;ha" TIMEOUT 300
+                     SKIP_RETURN_CODE 77 FIXTURES_REQUIRED ha_pg)

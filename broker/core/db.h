@@ -56,6 +56,10 @@ struct tw_db_opts {
    * put in an error message. */
   const char *dsn;
   const char *password;
+  /* PostgreSQL: a session idle inside a transaction this long (a broker
+   * frozen or cut off mid-write) is ended by the server, its locks
+   * released; a statement waits this long for a lock at most.  0: 5000. */
+  int64_t txn_timeout_ms;
 };
 
 /* Opens one connection; *out NULL and err set on failure (the message

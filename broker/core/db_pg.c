@@ -825,6 +825,13 @@ enum tw_rc tw_db_pg_open(const struct tw_db_opts *o, struct tw_db **out,
   PQsetNoticeProcessor(c, quiet, NULL);
   PGresult *r = PQexec(c, "SET client_min_messages = warning");
   PQclear(r);
+  char set[160];
+  long long t = o->txn_timeout_ms > 0 ? (long long)o->txn_timeout_ms : 5000;
+  snprintf(set, sizeof set,
+           "SET idle_in_transaction_session_timeout = %lld;"
+           " SET lock_timeout = %lld",
+           t, t);
+  PQclear(PQexec(c, set));
   if (o->readonly)
     PQclear(PQexec(c, "SET default_transaction_read_only = on"));
   struct pdb *d = tw_calloc(1, sizeof *d);

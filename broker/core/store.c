@@ -192,6 +192,7 @@ struct tw_store {
   char *db_path;  /* sqlite */
   char *dsn;      /* postgres */
   char *password; /* postgres; never logged */
+  int64_t txn_timeout_ms;
 
   struct conn w; /* writer thread only */
   pthread_t writer;
@@ -375,7 +376,8 @@ static enum tw_rc conn_open(struct tw_store *s, struct conn *c, bool readonly,
                          .readonly = readonly,
                          .sync_full = sync_full,
                          .dsn = s->dsn,
-                         .password = s->password};
+                         .password = s->password,
+                         .txn_timeout_ms = s->txn_timeout_ms};
   return tw_db_open(&o, &c->db, err);
 }
 
@@ -767,6 +769,7 @@ enum tw_rc tw_store_open(const struct tw_store_opts *opts,
   s->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL); /* NULL: EVP_sha256() */
   s->lock_fd = -1;
   s->backend = opts->backend;
+  s->txn_timeout_ms = opts->txn_timeout_ms;
   s->db_path = opts->path ? tw_strdup(opts->path) : NULL;
   s->dsn = opts->dsn ? tw_strdup(opts->dsn) : NULL;
   s->password = opts->password ? tw_strdup(opts->password) : NULL;

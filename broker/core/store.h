@@ -42,6 +42,7 @@ struct tw_store_opts {
   enum tw_db_backend backend;
   const char *dsn;
   const char *password;
+  int64_t txn_timeout_ms; /* postgres: tw_db_opts.txn_timeout_ms */
   const char *path;       /* sqlite file; created when absent */
   struct tw_clock *clock; /* NULL: the real clock */
   bool sync_full;         /* PRAGMA synchronous=FULL (default) vs NORMAL */
