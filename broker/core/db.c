@@ -96,3 +96,6 @@ int tw_db_set_user_version(struct tw_db *db, int v) {
 int tw_db_test_cap_pages(struct tw_db *db, bool cap) {
   return db->ops->test_cap_pages(db, cap);
 }
+int tw_db_schema_lock(struct tw_db *db, bool lock) {
+  return db->ops->schema_lock ? db->ops->schema_lock(db, lock) : TW_DB_OK;
+}

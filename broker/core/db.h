@@ -117,6 +117,12 @@ bool tw_db_autocommit(struct tw_db *db);
 int tw_db_user_version(struct tw_db *db, int *out);
 int tw_db_set_user_version(struct tw_db *db, int v);
 
+/* Holds (lock) or lets go of the database-wide schema lock, so brokers
+ * started together on one PostgreSQL migrate one after the other (a
+ * session-level advisory lock).  sqlite: nothing (one daemon per file,
+ * tw_store_lock). */
+int tw_db_schema_lock(struct tw_db *db, bool lock);
+
 /* sqlite only (tests): caps the file at its current size so the next
  * write that needs a page fails as on a full disk.  PostgreSQL:
  * TW_DB_ERROR. */

@@ -31,6 +31,7 @@ struct tw_db_ops {
   int (*user_version)(struct tw_db *db, int *out);
   int (*set_user_version)(struct tw_db *db, int v);
   int (*test_cap_pages)(struct tw_db *db, bool cap);
+  int (*schema_lock)(struct tw_db *db, bool lock);
 };
 
 /* The head of each backend's connection and statement. */

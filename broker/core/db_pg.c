@@ -764,6 +764,14 @@ static int p_test_cap_pages(struct tw_db *db, bool cap) {
   return TW_DB_ERROR;
 }
 
+/* The key of the schema lock: "tw" and "schema" in ASCII. */
+static int p_schema_lock(struct tw_db *db, bool lock) {
+  return run_simple(D(db),
+                    lock ? "SELECT pg_advisory_lock(7477, 1935894381)"
+                         : "SELECT pg_advisory_unlock(7477, 1935894381)",
+                    NULL);
+}
+
 static const struct tw_db_ops OPS = {
     .close = p_close,
     .errmsg = p_errmsg,
@@ -790,6 +798,7 @@ static const struct tw_db_ops OPS = {
     .user_version = p_user_version,
     .set_user_version = p_set_user_version,
     .test_cap_pages = p_test_cap_pages,
+    .schema_lock = p_schema_lock,
 };
 
 static void quiet(void *arg, const char *message) {

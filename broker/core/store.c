@@ -721,6 +721,19 @@ void tw_store_fence(struct tw_store *s, const char *holder, int64_t epoch) {
   pthread_mutex_unlock(&s->mu);
 }
 
+static const char SQL_SERIALIZE[] =
+    "UPDATE ha_lease SET epoch = epoch WHERE id = 1";
+
+enum tw_rc store__serialize(struct tw_store *s, struct tw_db *db,
+                            struct tw_err *err) {
+  if (tw_db_backend(db) != TW_DB_POSTGRES)
+    return TW_OK;
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_SERIALIZE, err);
+  if (!st)
+    return TW_E_IO;
+  return store__step_done(db, st, "wait for the other replicas", err);
+}
+
 int64_t tw_store_fenced_epoch(struct tw_store *s) {
   pthread_mutex_lock(&s->mu);
   int64_t e = s->fence_epoch;
@@ -758,6 +771,15 @@ enum tw_db_backend tw_store_backend(const struct tw_store *s) {
   return s->backend;
 }
 
+/* On the writer's connection, which holds the schema lock. */
+static enum tw_rc unlock_schema(struct tw_store *s, struct tw_db *db,
+                                void *arg, struct tw_err *err) {
+  (void)s, (void)arg;
+  if (tw_db_schema_lock(db, false) != TW_DB_OK)
+    return db_err(db, err, "let go of the schema lock");
+  return TW_OK;
+}
+
 enum tw_rc tw_store_open(const struct tw_store_opts *opts,
                          struct tw_store **out, struct tw_err *err) {
   struct tw_store *s = tw_calloc(1, sizeof *s);
@@ -787,6 +809,12 @@ enum tw_rc tw_store_open(const struct tw_store_opts *opts,
   }
   if ((rc = conn_open(s, &s->w, false, opts->sync_full, err)))
     goto fail;
+  /* brokers started together on one PostgreSQL migrate in turn: the
+   * lock is held until every module is migrated (unlock_schema) */
+  if (tw_db_schema_lock(s->w.db, true) != TW_DB_OK) {
+    rc = db_err(s->w.db, err, "wait for the schema lock");
+    goto fail;
+  }
   if ((rc = migrate(s, &s->w, err)))
     goto fail;
   s->readers = tw_calloc((size_t)s->n_readers, sizeof *s->readers);
@@ -806,7 +834,10 @@ enum tw_rc tw_store_open(const struct tw_store_opts *opts,
   /* Every module's tables, at once and in order: a module never finds its
    * tables missing later, and a database this build cannot bring up to
    * date is refused here rather than failing one feature at a time. */
-  if ((rc = store__migrate_all(s, err))) {
+  rc = store__migrate_all(s, err);
+  struct tw_err uerr = {0};
+  tw_store_write(s, unlock_schema, NULL, &uerr);
+  if (rc) {
     tw_store_close(s);
     return rc;
   }

@@ -11,8 +11,6 @@
 #include "broker/base/mem.h"
 #include "broker/core/store_int.h"
 
-static const char SQL_CHAIN_LOCK[] =
-    "UPDATE ha_lease SET epoch = epoch WHERE id = 1";
 static const char SQL_LAST[] =
     "SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1";
 static const char SQL_INSERT[] =
@@ -111,19 +109,11 @@ enum tw_rc store__audit_append(struct tw_store *s, struct tw_db *db,
                                const struct tw_audit_event *ev, int64_t at_ms,
                                int64_t *seq_out, struct tw_err *err) {
   struct tw_db_stmt *st;
-  /* Several brokers on one PostgreSQL (docs/ha.md) append to one chain:
-   * the lease row, locked until this transaction commits, orders their
-   * appends as sqlite's single writer does, so no two read the same last
-   * entry. */
-  if (tw_db_backend(db) == TW_DB_POSTGRES) {
-    if (!(st = tw_store_stmt(s, db, SQL_CHAIN_LOCK, err)))
-      return TW_E_IO;
-    if (tw_db_step(st) != TW_DB_DONE) {
-      tw_db_reset(st);
-      return audit_err(db, err, "order the chain");
-    }
-    tw_db_reset(st);
-  }
+  /* several brokers on one PostgreSQL append to one chain: in turn, so no
+   * two read the same last entry */
+  enum tw_rc lrc = store__serialize(s, db, err);
+  if (lrc)
+    return lrc;
   if (!(st = tw_store_stmt(s, db, SQL_LAST, err)))
     return TW_E_IO;
   struct tw_audit_entry e = {0};

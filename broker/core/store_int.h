@@ -66,6 +66,14 @@ enum tw_rc store__audit_append(struct tw_store *s, struct tw_db *db,
                                const struct tw_audit_event *ev, int64_t at_ms,
                                int64_t *seq_out, struct tw_err *err);
 
+/* store.c: inside a write function, on PostgreSQL, waits for (and holds
+ * until the commit) the lease row's lock, so that a check-then-write of
+ * state every replica shares (the audit chain's last entry, the first
+ * admin) runs for one broker at a time, as sqlite's single writer runs
+ * it.  sqlite: nothing. */
+enum tw_rc store__serialize(struct tw_store *s, struct tw_db *db,
+                            struct tw_err *err);
+
 /* store_backup.c: a path sqlite opens as a file (not :memory: or a URI);
  * the exclusive lock of PATH.lock, its fd or -1 with err set. */
 bool tw_store_is_file_path(const char *path);

@@ -566,7 +566,11 @@ static enum tw_rc op_bootstrap(struct tw_store *s, struct tw_db *db, void *varg,
   struct boot_arg *a = varg;
   const struct tw_store_bootstrap *b = a->b;
   int64_t n = 0;
-  enum tw_rc rc = op_count(s, db, &n, err);
+  /* brokers starting together on one PostgreSQL: one makes the admin */
+  enum tw_rc rc = store__serialize(s, db, err);
+  if (rc)
+    return rc;
+  rc = op_count(s, db, &n, err);
   if (rc || n > 0)
     return rc; /* somebody else made one meanwhile: nothing to do */
   struct tw_err ignore = {0};
