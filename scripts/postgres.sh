@@ -135,6 +135,9 @@ start() {
   [ "$(id -u)" -eq 0 ] && [ -z "$RUNAS" ] && cannot "root, and no unprivileged user to run the server as"
   mkdir -p "$STATE_DIR" || die "cannot create $STATE_DIR"
   [ -n "$RUNAS" ] && chown "$RUNAS" "$STATE_DIR"
+  if [ -n "$RUNAS" ] && ! as_owner test -w "$STATE_DIR"; then
+    die "$RUNAS cannot reach $STATE_DIR (a parent directory is closed to it: chmod o+x it)"
+  fi
   choose_port
   if [ ! -s "$DATA/PG_VERSION" ]; then
     as_owner "$BIN/initdb" -D "$DATA" -U postgres -A trust -E UTF8 --no-locale \

@@ -5,7 +5,8 @@
 #   tests/e2e/ha_chaos.sh BUILD_DIR [PG_DIR]
 #
 # PG_DIR: a cluster scripts/postgres.sh started (its pg.env); without one
-# the script starts its own.  Exit 77 (skip) when PostgreSQL cannot run.
+# the script starts its own, and then also restarts it once (below).
+# Exit 77 (skip) when PostgreSQL cannot run.
 #
 # Submissions go round-robin to the three replicas the whole time (an
 # idempotency key each, retried on the next replica when one does not
@@ -16,6 +17,8 @@
 #   stop     SIGSTOP for lease + 1 s, then SIGCONT: it must find its lease
 #            gone and stop (exit 3) rather than write; its first write
 #            after the resume is refused by the fence (its log says so)
+# and, on its own cluster, PostgreSQL stopped and started again: some
+# replica must lead and submissions be acknowledged again.
 # Counted and asserted at the end:
 #   acked_jobs_lost        acknowledged submissions missing from the store: 0
 #   jobs_two_live          jobs with two live instances at the fake at once: 0
@@ -35,6 +38,7 @@ RENEW_MS=${TW_HA_RENEW_MS:-500}
 LEASE_MS=${TW_HA_LEASE_MS:-2000}
 
 work=$(mktemp -d /tmp/tw-ha-chaos.XXXXXX)
+chmod 711 "$work" # root runs the server as postgres, which must reach $work/pg
 pids=()
 own_pg=0
 sub_pid=""
@@ -202,6 +206,35 @@ for round in $(seq "$ROUNDS"); do
   start_replica "$L" # back as a follower
 done
 
+# PostgreSQL itself restarted (only on a cluster of this run's own: a
+# shared one serves other tests): the brokers' connections break; a
+# leader that cannot renew within its lease stops (exit 3) and comes back
+# as a follower; submissions resume once the server is back
+pg_recovery=-1
+if [ $own_pg = 1 ]; then
+  sleep 2
+  acked_before=$(grep -c . "$work/acked")
+  t0=$(now_ms)
+  "$ROOT/scripts/postgres.sh" stop "$PGDIR" >/dev/null 2>&1 || fail "cannot stop PostgreSQL"
+  sleep 1
+  "$ROOT/scripts/postgres.sh" start "$PGDIR" >/dev/null 2>&1 || fail "cannot start PostgreSQL again"
+  up=""
+  while [ $(( $(now_ms) - t0 )) -lt 60000 ]; do
+    for i in 1 2 3; do # the supervisor's part: restart what stopped
+      kill -0 "$(cat "$work/r$i.pid")" 2>/dev/null || { wait "$(cat "$work/r$i.pid")" 2>/dev/null; start_replica "$i"; }
+    done
+    if leader >/dev/null && [ "$(grep -c . "$work/acked")" -gt "$acked_before" ]; then
+      up=1
+      break
+    fi
+    sleep 0.2
+  done
+  [ -n "$up" ] || fail "no leader and no acknowledged submission after PostgreSQL restarted"
+  pg_recovery=$(( $(now_ms) - t0 ))
+  echo "ha_chaos: PostgreSQL restarted; a leader and new submissions after $pg_recovery ms" >&2
+  sleep 2
+fi
+
 touch "$work/stop-submitting"
 wait $sub_pid
 # let the last jobs run out
@@ -240,6 +273,7 @@ echo "ha_stale_writes_refused ${refusals} lines"
 echo "ha_takeover_p50 ${p50} ms"
 echo "ha_takeover_max ${max} ms"
 echo "ha_lease ${LEASE_MS} ms"
+[ "$pg_recovery" -ge 0 ] && echo "ha_pg_restart_recovery ${pg_recovery} ms"
 [ "$acked" -gt 0 ] || fail "no submission was acknowledged"
 [ "$lost" = 0 ] || fail "$lost acknowledged jobs lost"
 [ "$two_live" = 0 ] || fail "$two_live jobs with two live instances"
