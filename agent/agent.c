@@ -14,8 +14,12 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <grp.h>
+#include <ifaddrs.h>
 #include <jansson.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <openssl/rand.h>
 #include <pwd.h>
 #include <signal.h>
@@ -117,6 +121,7 @@ static const char usage[] =
     "usage: tradewind-agent --broker URL --attempt TOKEN --token-file FILE\n"
     "                       --cloud aws|azure|alibaba|local --dir DIR\n"
     "                       [--ca FILE] [--max-buffer-bytes N]\n"
+    "                       [--node-rank N]\n"
     "\n"
     "Runs one attempt of a Tradewind job on this machine: registers with the\n"
     "broker, runs the job's setup and run scripts, ships their output,\n"
@@ -133,6 +138,7 @@ static const char usage[] =
     "  --dir DIR              the agent's directory (state, output, token)\n"
     "  --max-buffer-bytes N   unsent output kept on disk per stream\n"
     "                         (default 67108864)\n"
+    "  --node-rank N          this machine is node N (0: the head) of a gang\n"
     "\n"
     "TRADEWIND_METADATA_URL, when set, replaces the cloud's metadata "
     "address.\n";
@@ -151,6 +157,7 @@ int tw_agent_parse_args(int argc, char **argv, struct tw_agent_opts *o) {
   memset(o, 0, sizeof *o);
   o->max_buffer_bytes = INT64_C(64) << 20;
   o->cloud = -1;
+  o->node_rank = -1;
   const char *e = getenv("TRADEWIND_METADATA_URL");
   o->metadata_url = e && *e ? e : NULL;
   for (int i = 1; i < argc; i++) {
@@ -220,6 +227,17 @@ int tw_agent_parse_args(int argc, char **argv, struct tw_agent_opts *o) {
         return 2;
       }
       o->max_buffer_bytes = n;
+    } else if (!strcmp(a, "--node-rank")) {
+      char *end;
+      long n = strtol(v, &end, 10);
+      if (*end || !*v || n < 0 || n > 4095) {
+        fprintf(stderr,
+                "tradewind-agent: --node-rank: \"%s\" is not a number in "
+                "0..4095\n",
+                v);
+        return 2;
+      }
+      o->node_rank = (int)n;
     } else {
       fprintf(stderr, "tradewind-agent: unknown option %s (see --help)\n", a);
       return 2;
@@ -336,6 +354,9 @@ struct state {
   int exit_code, exit_signal; /* one of them, -1 for the other */
   int64_t ended_ms;
   bool exit_sent;
+  /* a gang's node other than the head whose exit the broker held: it
+   * heartbeats until the attempt ends, as a machine that stays up */
+  bool held;
 };
 
 struct agent {
@@ -397,6 +418,7 @@ static void save_state(struct agent *a) {
       (json_int_t)s->kill_at_ms, "after_notice", s->after_notice, "ended",
       s->ended, "exit_code", s->exit_code, "exit_signal", s->exit_signal,
       "ended_ms", (json_int_t)s->ended_ms, "exit_sent", s->exit_sent);
+  json_object_set_new(o, "held", json_boolean(s->held));
   char *txt = json_dumps(o, JSON_COMPACT);
   json_decref(o);
   if (!txt || write_atomic(a->path_state, txt, strlen(txt)))
@@ -482,6 +504,7 @@ static void load_state(struct agent *a) {
   s->exit_signal = (int)jint(o, "exit_signal");
   s->ended_ms = jint(o, "ended_ms");
   s->exit_sent = jbool(o, "exit_sent");
+  s->held = jbool(o, "held");
   json_decref(o);
 }
 
@@ -1274,13 +1297,16 @@ static bool flush(struct agent *a) {
       signal_group(a, SIGTERM);
     }
   }
-  for (int i = 0; i < N_STREAMS; i++) {
+  /* the attempt's output is the head's: a gang's other nodes keep theirs
+   * in their directory (the streams have one offset each) */
+  bool ships = a->job.gang_rank == 0;
+  for (int i = 0; ships && i < N_STREAMS; i++) {
     bool more = true;
     for (int k = 0; k < 8 && more; k++)
       if (ship(a, i, &more) == SENT_RETRY)
         return false;
   }
-  if (s->ended && !s->exit_sent && logs_drained(a)) {
+  if (s->ended && !s->exit_sent && (!ships || logs_drained(a))) {
     json_t *b = json_pack(
         "{s:I,s:I,s:b}", "started_ms", (json_int_t)s->started_ms, "ended_ms",
         (json_int_t)s->ended_ms, "after_notice", s->after_notice);
@@ -1288,18 +1314,66 @@ static bool flush(struct agent *a) {
       json_object_set_new(b, "signal", json_integer(s->exit_signal));
     else
       json_object_set_new(b, "exit_code", json_integer(s->exit_code));
-    enum sent e = simple(a, "exit", "exit", b);
-    if (e == SENT_RETRY)
+    if (a->o->node_rank >= 0)
+      json_object_set_new(b, "node_rank", json_integer(a->o->node_rank));
+    struct resp r;
+    enum sent e = report_json(a, "exit", "exit", b, &r);
+    if (e == SENT_RETRY) {
+      resp_free(&r);
       return false;
+    }
+    json_t *ans = e == SENT_OK && r.body ? json_loadb(r.body, r.len, 0, NULL)
+                                         : NULL;
+    a->s.held = json_is_true(json_object_get(ans, "held"));
+    json_decref(ans);
+    resp_free(&r);
     s->exit_sent = true;
     save_state(a);
-    say("exit reported");
+    say(a->s.held ? "exit reported; the gang's head decides the attempt: "
+                  "waiting for its end"
+                : "exit reported");
+  }
+  if (s->exit_sent && a->s.held) {
+    if (now_ms() < a->next_heartbeat_ms)
+      return false;
+    struct resp r;
+    enum sent e = report_json(a, "heartbeat", "heartbeat",
+                              json_pack("{s:s,s:I}", "phase", "run", "at_ms",
+                                        (json_int_t)now_ms()),
+                              &r);
+    a->next_heartbeat_ms = now_ms() + a->job.heartbeat_s * 1000;
+    enum tw_agent_action act =
+        e == SENT_OK ? tw_agent_parse_action(r.body, r.len) : TW_ACTION_NONE;
+    resp_free(&r);
+    if (e == SENT_FINAL || act == TW_ACTION_CANCEL) {
+      say("the attempt ended");
+      return true;
+    }
+    return false;
   }
   if (s->exit_sent) {
     azure_ack(a);
     return true;
   }
   return false;
+}
+
+/* This machine's address for its gang's peers: the first IPv4 address of
+ * an interface that is up and not loopback, else 127.0.0.1. */
+static void local_ip(char *out, size_t cap) {
+  snprintf(out, cap, "127.0.0.1");
+  struct ifaddrs *ifs = NULL;
+  if (getifaddrs(&ifs))
+    return;
+  for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET ||
+        !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
+      continue;
+    const struct sockaddr_in *sin = (const struct sockaddr_in *)i->ifa_addr;
+    if (inet_ntop(AF_INET, &sin->sin_addr, out, (socklen_t)cap))
+      break;
+  }
+  freeifaddrs(ifs);
 }
 
 /* ---- register and the loop --------------------------------------------- */
@@ -1318,17 +1392,23 @@ static int do_register(struct agent *a) {
     }
   }
   json_t *md = discover(a);
+  char ip[INET6_ADDRSTRLEN];
+  local_ip(ip, sizeof ip);
+  bool said_wait = false;
   for (;;) {
     int64_t wait = a->next_try_ms - now_ms();
     if (wait > 0)
       sleep_ms(wait);
     json_t *b =
-        json_pack("{s:s,s:s,s:O,s:s}", "instance_id", a->instance_id, "cloud",
+        json_pack("{s:s,s:s,s:O,s:s,s:s}", "instance_id", a->instance_id,
+                  "cloud",
                   a->o->cloud == TW_CLOUD_AWS       ? "aws"
                   : a->o->cloud == TW_CLOUD_AZURE   ? "azure"
                   : a->o->cloud == TW_CLOUD_ALIBABA ? "alibaba"
                                                     : "local",
-                  "metadata", md, "agent_version", TW_AGENT_VERSION);
+                  "metadata", md, "agent_version", TW_AGENT_VERSION, "ip", ip);
+    if (a->o->node_rank >= 0)
+      json_object_set_new(b, "node_rank", json_integer(a->o->node_rank));
     struct resp r;
     enum sent e = report_json(a, "register", "register", b, &r);
     if (e == SENT_RETRY) {
@@ -1341,10 +1421,23 @@ static int do_register(struct agent *a) {
       json_decref(md);
       return 1;
     }
+    tw_agent_job_free(&a->job);
     if (tw_agent_parse_register(r.body, r.len, &a->job, err, sizeof err)) {
       say("register answer is malformed: %s; retrying", err);
       resp_free(&r);
       backoff(a, "register", 200);
+      continue;
+    }
+    if (!a->job.gang_ready) {
+      /* the node list is known once every node registered: `run` needs
+       * it, so nothing starts before (register again, 1 s apart; each
+       * one counts as a heartbeat) */
+      if (!said_wait)
+        say("node %d of %d: waiting for the gang's other nodes",
+            a->job.gang_rank, a->job.gang_nodes);
+      said_wait = true;
+      resp_free(&r);
+      a->next_try_ms = now_ms() + 1000;
       continue;
     }
     write_atomic(a->path_register, r.body, r.len);

@@ -24,6 +24,7 @@ struct tw_agent_opts {
   const char *dir;          /* the agent's directory: state, logs, token */
   int64_t max_buffer_bytes; /* unsent log bytes kept per stream */
   const char *metadata_url; /* TRADEWIND_METADATA_URL, or NULL */
+  int node_rank;            /* --node-rank: a gang's node; -1 none */
 };
 
 /* Parses argv (docs/agent.md); returns 0, 1 for --help/--version (already

@@ -143,6 +143,27 @@ int tw_agent_parse_register(const char *body, size_t len,
       job->env[job->n_env++] = e;
     }
   }
+  job->gang_nodes = 1;
+  job->gang_ready = true;
+  v = json_object_get(o, "gang");
+  if (v && !json_is_null(v)) {
+    int64_t rank = 0, nodes = 1;
+    json_t *ready = json_object_get(v, "ready");
+    if (!json_is_object(v) || !json_is_boolean(ready)) {
+      fail(err, cap, "gang", "expected {rank, nodes, ready} or null");
+      goto out;
+    }
+    if (opt_int(v, "rank", 0, 4095, &rank, err, cap) ||
+        opt_int(v, "nodes", 1, 4096, &nodes, err, cap))
+      goto out;
+    if (rank >= nodes) {
+      fail(err, cap, "gang", "rank beyond the gang's nodes");
+      goto out;
+    }
+    job->gang_rank = (int)rank;
+    job->gang_nodes = (int)nodes;
+    job->gang_ready = json_is_true(ready);
+  }
   v = json_object_get(o, "user");
   if (v && !json_is_null(v)) {
     if (!json_is_string(v) || !json_string_length(v) ||

@@ -24,6 +24,11 @@ struct tw_agent_job {
   bool has_checkpoint;
   char *checkpoint_uri;
   int64_t checkpoint_interval_s, checkpoint_resume_s;
+  /* gang: this node's rank and the gang's size; ready once every node
+   * registered (env then holds the node list).  Absent: rank 0 of 1,
+   * ready. */
+  int gang_rank, gang_nodes;
+  bool gang_ready;
 };
 
 /* Parses a register answer into *job (freed with tw_agent_job_free).

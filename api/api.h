@@ -23,11 +23,19 @@ struct tw_provider;
 struct tw_catalog;
 struct tw_placer;
 struct tw_agent;
+struct tw_tracer;
+struct tw_buf;
 
 struct tw_provider_ops;
 
+struct tw_spec_machine;
+
 struct tw_api_opts {
   const char *listen;             /* "HOST:PORT"; port 0 picks a free one */
+  /* The operator's allow-list of image, disk and ports (the config's
+   * `machine:`, broker/core/spec.h), borrowed.  NULL: a spec naming any
+   * of them is refused. */
+  const struct tw_spec_machine *machine;
   struct tw_store *store;         /* borrowed; outlives the server */
   struct tw_clock *clock;         /* NULL: real */
   struct tw_provider **providers; /* borrowed; for job output */
@@ -48,6 +56,7 @@ struct tw_api_opts {
   unsigned body_timeout_s;  /* a whole request body, from its head (60) */
   size_t max_head_bytes;    /* request line and headers; 431 beyond (16384) */
   size_t max_url_bytes;     /* the request target; 414 beyond (8192) */
+  unsigned max_streams;     /* GET /v1/events/stream open at once (256) */
   /* "HOST:PORT" of a second listener that answers /healthz and /readyz
    * only, with its own connections: probes answered while the main
    * listener's budget is spent.  NULL or "": none. */
@@ -62,6 +71,13 @@ struct tw_api_opts {
   bool (*ready)(void *ctx, char *why, size_t whysz);
   void *ready_ctx;
   struct tw_agent *agent;     /* /v1/agent/... (h_agent.c); NULL: 503 */
+  /* Borrowed: a span per request, the submitter's traceparent the parent
+   * of POST /v1/jobs (docs/observability.md); NULL: no spans. */
+  struct tw_tracer *tracer;
+  /* More of /metrics, appended after the server's own (the daemon: the
+   * scheduler's, the agent's, the tracer's); NULL: none. */
+  void (*metrics)(void *ctx, struct tw_buf *out);
+  void *metrics_ctx;
 };
 
 /* Binds and starts serving.  *out is owned (tw_api_stop). */

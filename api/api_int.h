@@ -35,8 +35,10 @@ struct tw_req {
   int64_t start_us;
   char request_id[17];
   struct tw_auth_ctx *auth; /* api/auth.c: the caller, while the handler runs */
+  struct tw_span *span;     /* the request's span (owned), NULL: no tracer */
 
   /* the answer */
+  struct MHD_Response *stream; /* set: answered with it (h_stream.c), owned */
   unsigned status;
   const char *content_type;
   struct tw_buf out;
@@ -93,8 +95,12 @@ struct tw_catalog *tw_api_catalog(struct tw_api *api);
 struct tw_placer *tw_api_placer(struct tw_api *api);
 /* The fallback table's strategy names, NULL-terminated (never NULL). */
 const char *const *tw_api_fallback_names(struct tw_api *api);
+/* The machine allow-list for spec checks; never NULL (an empty one). */
+const struct tw_spec_machine *tw_api_machine(struct tw_api *api);
 struct tw_auth *tw_api_auth(struct tw_api *api); /* api/auth.c's state */
 struct tw_agent *tw_api_agent(struct tw_api *api); /* NULL: no agents */
+struct tw_tracer *tw_api_tracer(struct tw_api *api); /* NULL: no spans */
+struct tw_stream_hub *tw_api_stream_hub(struct tw_api *api); /* h_stream.h */
 void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out);
 const char *tw_req_header(struct tw_req *r, const char *name);
 const char *tw_req_query(struct tw_req *r, const char *name);
@@ -111,6 +117,12 @@ void tw_problem(struct tw_req *r, unsigned status, const char *type,
     __attribute__((format(printf, 5, 6)));
 /* Maps err->rc to a status and type and answers with err's text. */
 void tw_problem_err(struct tw_req *r, const struct tw_err *err);
+/* As tw_problem_err, with every problem of a spec document (a SkyPilot
+ * task reports all of its at once) as the member "errors": [{field,
+ * detail}]. */
+struct tw_spec_errs;
+void tw_problem_spec_errs(struct tw_req *r, const struct tw_err *err,
+                          const struct tw_spec_errs *errs);
 /* 503 store-unavailable with Retry-After, for a store whose writes fail
  * (health: TW_E_FULL or TW_E_IO from tw_store_write_health, since_ms its
  * time); /readyz answers it. */

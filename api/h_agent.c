@@ -105,8 +105,18 @@ void tw_h_agent_exit(struct tw_req *r) {
   struct tw_agent_exit_msg m;
   struct tw_err err = {0};
   bool first = false;
-  if (tw_agent_parse_exit(r->body.data, r->body.len, &m, &err) ||
-      tw_agent_on_exit(a, c, &m, &first, &err)) {
+  if (tw_agent_parse_exit(r->body.data, r->body.len, &m, &err)) {
+    answer_err(r, &err);
+    return;
+  }
+  if (tw_agent_exit_holds(&m)) {
+    /* a gang's node other than rank 0 exited 0: the attempt goes on, and
+     * the node waits for its end (heartbeats) */
+    tw_buf_adds(&r->out, "{\"held\":true}");
+    tw_req_json(r, 200);
+    return;
+  }
+  if (tw_agent_on_exit(a, c, &m, &first, &err)) {
     answer_err(r, &err);
     return;
   }

@@ -30,4 +30,9 @@ void tw_h_policies_put(struct tw_req *r);
  * neither); false when r was answered. */
 bool tw_h_placement_media(struct tw_req *r, bool *is_json);
 
+/* h_plan_workflow.c: POST /v1/plan for a workflow document (`tasks:`),
+ * the joint placement beside step by step; false (nothing answered) when
+ * the body is no workflow. */
+bool tw_h_plan_workflow(struct tw_req *r, bool is_json);
+
 #endif

@@ -13,6 +13,7 @@
 #include "billing/catalog/catalog.h"
 #include "broker/base/clock.h"
 #include "broker/core/datasets.h"
+#include "broker/core/skypilot.h"
 #include "broker/core/spec.h"
 #include "api/h_placement.h"
 #include "policies/place/placer.h"
@@ -139,15 +140,22 @@ void tw_h_plan(struct tw_req *r) {
     }
     limit = v;
   }
+  if (tw_h_plan_workflow(r, is_json))
+    return;
   struct tw_job_spec spec;
   struct tw_err err = {0};
   struct tw_spec_opts sopts = {.providers = tw_api_provider_names(r->api),
-                               .fallbacks = tw_api_fallback_names(r->api)};
-  if (tw_spec_parse_opts(r->body.data ? r->body.data : "", r->body.len, is_json,
-                         &sopts, &spec, &err)) {
-    tw_problem_err(r, &err);
+                               .fallbacks = tw_api_fallback_names(r->api),
+                               .machine = tw_api_machine(r->api)};
+  /* a SkyPilot task is read too, every error of it reported at once */
+  struct tw_spec_errs *errs = tw_calloc(1, sizeof *errs);
+  if (tw_spec_parse_any(r->body.data ? r->body.data : "", r->body.len, is_json,
+                        &sopts, &spec, errs, NULL, &err)) {
+    tw_problem_spec_errs(r, &err, errs);
+    free(errs);
     return;
   }
+  free(errs);
   struct tw_placer *pl = tw_api_placer(r->api);
   struct tw_policy_set *set = NULL;
   struct tw_offer_index *ix = NULL;

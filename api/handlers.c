@@ -11,6 +11,8 @@
 #include "api/auth_int.h"
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
+#include "broker/core/skypilot.h"
+#include "broker/base/trace.h"
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "broker/core/store_agent.h"
@@ -199,12 +201,17 @@ void tw_h_jobs_create(struct tw_req *r) {
   struct tw_job_spec spec;
   struct tw_err err = {0};
   struct tw_spec_opts sopts = {.providers = tw_api_provider_names(r->api),
-                               .fallbacks = tw_api_fallback_names(r->api)};
-  if (tw_spec_parse_opts(r->body.data ? r->body.data : "", r->body.len, is_json,
-                         &sopts, &spec, &err)) {
-    tw_problem_err(r, &err);
+                               .fallbacks = tw_api_fallback_names(r->api),
+                               .machine = tw_api_machine(r->api)};
+  /* a SkyPilot task is read too, every error of it reported at once */
+  struct tw_spec_errs *errs = tw_calloc(1, sizeof *errs);
+  if (tw_spec_parse_any(r->body.data ? r->body.data : "", r->body.len, is_json,
+                        &sopts, &spec, errs, NULL, &err)) {
+    tw_problem_spec_errs(r, &err, errs);
+    free(errs);
     return;
   }
+  free(errs);
   if (spec.deadline_ms &&
       spec.deadline_ms <= tw_clock_now_ms(tw_api_clock(r->api))) {
     char when[40];
@@ -214,10 +221,28 @@ void tw_h_jobs_create(struct tw_req *r) {
     tw_spec_release(&spec);
     return;
   }
-  if (!tw_auth_admit_job(r, &spec)) { /* tenant scope, quota, budget */
+  /* admission: its own span, under the request's */
+  struct tw_span adm;
+  tw_span_start(tw_api_tracer(r->api), &adm, "admission", TW_SPAN_INTERNAL,
+                r->span ? &r->span->ctx : NULL);
+  tw_span_attr_str(&adm, "tradewind.tenant", spec.tenant);
+  bool admitted = tw_auth_admit_job(r, &spec); /* tenant scope, quota, budget */
+  tw_span_attr_str(&adm, "tradewind.admission",
+                   admitted ? "admitted" : "refused");
+  if (!admitted) {
+    tw_span_attr_int(&adm, "http.response.status_code", r->status);
+    tw_span_error(&adm, "refused with %u", r->status);
+  }
+  tw_span_end(&adm);
+  if (!admitted) {
     tw_spec_release(&spec);
     return;
   }
+  /* the job's spans (placement, launches, provider calls) join this
+   * request's trace: its context is stored with the job */
+  char tp[TW_TRACEPARENT_LEN + 1];
+  if (r->span && r->span->ctx.valid)
+    tw_traceparent_fmt(&r->span->ctx, tp, sizeof tp);
   struct tw_buf canon;
   tw_buf_init(&canon);
   tw_spec_to_json(&spec, &canon);
@@ -226,7 +251,9 @@ void tw_h_jobs_create(struct tw_req *r) {
                            .project = spec.project,
                            .priority = spec.priority,
                            .spec_json = canon.data,
-                           .idem_key = key};
+                           .idem_key = key,
+                           .traceparent =
+                               r->span && r->span->ctx.valid ? tp : NULL};
   struct tw_job_rec job;
   bool replayed = false;
   /* the job, its owner and the audit entry commit together */
@@ -248,6 +275,7 @@ void tw_h_jobs_create(struct tw_req *r) {
                "principal; choose another key");
     return;
   }
+  tw_span_attr_str(r->span, "tradewind.job_id", job.id);
   render_job(&r->out, &job);
   char loc[64];
   snprintf(loc, sizeof loc, "/v1/jobs/%s", job.id);
@@ -286,6 +314,7 @@ void tw_h_jobs_list(struct tw_req *r) {
   const char *tenant = tw_req_query(r, "tenant");
   const char *limit = tw_req_query(r, "limit");
   const char *cursor = tw_req_query(r, "cursor");
+  const char *provider = tw_req_query(r, "provider");
   enum tw_job_state js;
   int64_t v;
   if (state) {
@@ -298,6 +327,8 @@ void tw_h_jobs_list(struct tw_req *r) {
   }
   if (tenant && *tenant)
     f.tenant = tenant;
+  if (provider && *provider)
+    f.provider = provider;
   if (limit) {
     if (!parse_pos_int(limit, &v) || v > 500) {
       tw_problem(r, 400, "invalid-field", "limit",

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "api/api_int.h"
+#include "broker/core/skypilot.h"
 #include "broker/base/clock.h"
 
 static const struct {
@@ -149,4 +150,28 @@ void tw_problem_err(struct tw_req *r, const struct tw_err *err) {
                r->request_id);
   else
     tw_problem(r, status, type, err->field, "%s", err->msg);
+}
+
+void tw_problem_spec_errs(struct tw_req *r, const struct tw_err *err,
+                          const struct tw_spec_errs *errs) {
+  tw_problem_err(r, err);
+  if (!errs || !errs->n || err->rc != TW_E_INVALID || !r->out.len ||
+      r->out.data[r->out.len - 1] != '}')
+    return;
+  /* every problem of the document, beside the first in detail */
+  r->out.data[--r->out.len] = '\0';
+  tw_buf_adds(&r->out, ",\"errors\":[");
+  for (size_t i = 0; i < errs->n; i++) {
+    if (i)
+      tw_buf_addc(&r->out, ',');
+    tw_buf_adds(&r->out, "{\"field\":");
+    tw_buf_json_str(&r->out, errs->v[i].field);
+    tw_buf_adds(&r->out, ",\"detail\":");
+    tw_buf_json_str(&r->out, errs->v[i].msg);
+    tw_buf_addc(&r->out, '}');
+  }
+  tw_buf_addc(&r->out, ']');
+  if (errs->n_more)
+    tw_buf_printf(&r->out, ",\"errors_omitted\":%zu", errs->n_more);
+  tw_buf_addc(&r->out, '}');
 }

@@ -92,6 +92,13 @@ static const struct tw_rbac_rule RULES[] = {
     {"POST", "/v1/agent/attempts/{attempt}/exit", TW_TGT_AGENT,
      {D, D, D, D, D, D}},
     {"GET", "/v1/agent/binary", TW_TGT_AGENT, {A, D, D, D, D, D}},
+    /* live job events: who may list the jobs (a tenant its own) */
+    {"GET", "/v1/events/stream", TW_TGT_QUERY_TENANT, {A, T, T, T, T, D}},
+    {"GET", "/v1/jobs/{id}/attempts", TW_TGT_JOB, {A, T, T, T, T, O}},
+    /* the web console's files: public (its data comes from the API with
+     * the user's own token) */
+    {"GET", "/ui", TW_TGT_PUBLIC, {A, A, A, A, A, A}},
+    {"GET", "/ui/{asset}", TW_TGT_PUBLIC, {A, A, A, A, A, A}},
 };
 
 #undef D

@@ -20,9 +20,13 @@
 #include "api/auth_routes.h"
 #include "api/h_agent.h"
 #include "api/h_placement.h"
+#include "api/h_stream.h"
+#include "api/h_ui.h"
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
+#include "broker/base/trace.h"
 #include "broker/base/unique.h"
+#include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "policies/fallback/fallback_strategy.h"
 #include "providers/provider.h"
@@ -41,7 +45,7 @@ const struct tw_route tw_routes[] = {
                                           "healthz"},
     {"GET", "/readyz", tw_h_readyz, "readyz"},
     {"GET", "/metrics", tw_h_metrics, "metrics"},
-    TW_AGENT_ROUTES};
+    TW_AGENT_ROUTES TW_STREAM_ROUTES TW_UI_ROUTES};
 const size_t tw_n_routes = sizeof tw_routes / sizeof tw_routes[0];
 
 struct tw_api_route_info *tw_api_route_table(size_t *n) {
@@ -117,6 +121,7 @@ struct tw_api {
   const char *provider_names[32];
   /* the fallback strategies' names, NULL-terminated, for `fallback:` */
   const char *fallback_names[16];
+  const struct tw_spec_machine *machine; /* borrowed; NULL: none allowed */
   int64_t max_body; /* atomic */
   int draining;     /* atomic */
   struct route_metrics metrics[sizeof tw_routes / sizeof tw_routes[0] + 1];
@@ -125,6 +130,10 @@ struct tw_api {
   struct tw_catalog *catalog;
   struct tw_placer *placer;
   struct tw_agent *agent;
+  struct tw_tracer *tracer;
+  void (*metrics_fn)(void *ctx, struct tw_buf *out);
+  void *metrics_ctx;
+  struct tw_stream_hub *hub; /* GET /v1/events/stream */
   uint64_t request_seed; /* request ids: see request_id() */
   uint64_t request_seq;  /* atomic */
 };
@@ -156,7 +165,15 @@ struct tw_placer *tw_api_placer(struct tw_api *api) {
 const char *const *tw_api_fallback_names(struct tw_api *api) {
   return api->fallback_names;
 }
+const struct tw_spec_machine *tw_api_machine(struct tw_api *api) {
+  static const struct tw_spec_machine none = {0};
+  return api->machine ? api->machine : &none;
+}
 struct tw_agent *tw_api_agent(struct tw_api *api) { return api->agent; }
+struct tw_tracer *tw_api_tracer(struct tw_api *api) { return api->tracer; }
+struct tw_stream_hub *tw_api_stream_hub(struct tw_api *api) {
+  return api->hub;
+}
 struct tw_auth *tw_api_auth(struct tw_api *api) {
   return api->auth;
 }
@@ -359,13 +376,69 @@ void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out) {
       "tradewind_http_deadline_cuts_total{part=\"body\"} %llu\n",
       (unsigned long long)__atomic_load_n(&api->cut_head, __ATOMIC_RELAXED),
       (unsigned long long)__atomic_load_n(&api->cut_body, __ATOMIC_RELAXED));
+  if (api->metrics_fn)
+    api->metrics_fn(api->metrics_ctx, out);
+  tw_stream_hub_metrics(api->hub, out);
+}
+
+/* ---- the request's span ----------------------------------------------- */
+
+/* Starts r's span: SERVER, the caller's traceparent its parent. */
+static void span_begin(struct tw_req *r) {
+  if (!r->api->tracer)
+    return;
+  struct tw_trace_ctx parent;
+  tw_traceparent_parse(tw_req_header(r, "traceparent"), &parent);
+  /* probes and the agents' reports (every few seconds each) are not
+   * traced unless a caller asks with its traceparent: the agent's phases
+   * are spans of the job's trace already (broker/sched/agent.c) */
+  const char *rn = r->route >= 0 ? tw_routes[r->route].name : "";
+  if (!parent.valid &&
+      (!strcmp(rn, "healthz") || !strcmp(rn, "readyz") ||
+       !strncmp(r->url, "/v1/agent/", 10)))
+    return;
+  r->span = tw_malloc(sizeof *r->span);
+  const char *tmpl = r->route >= 0 ? tw_routes[r->route].path : "unmatched";
+  char name[96];
+  snprintf(name, sizeof name, "%s %s", r->method, tmpl);
+  tw_span_start(r->api->tracer, r->span, name, TW_SPAN_SERVER, &parent);
+  tw_span_attr_str(r->span, "http.request.method", r->method);
+  tw_span_attr_str(r->span, "http.route", tmpl);
+  tw_span_attr_str(r->span, "url.path", r->url);
+  tw_span_attr_str(r->span, "tradewind.request_id", r->request_id);
+}
+
+/* Log lines of this thread carry r's ids while it works for r. */
+static void span_log(struct tw_req *r, bool on) {
+  if (!r->span || !r->span->ctx.valid)
+    return;
+  if (!on) {
+    tw_log_set_trace(NULL, NULL);
+    return;
+  }
+  char t[33], sp[17];
+  tw_trace_hex(r->span->ctx.trace_id, 16, t);
+  tw_trace_hex(r->span->ctx.span_id, 8, sp);
+  tw_log_set_trace(t, sp);
+}
+
+static void span_finish(struct tw_req *r) {
+  if (!r->span)
+    return;
+  tw_span_attr_int(r->span, "http.response.status_code", r->status);
+  if (r->status >= 500)
+    tw_span_error(r->span, "status %u", r->status);
+  tw_span_end(r->span);
 }
 
 static void finish(struct tw_req *r, bool send_body,
                    struct MHD_Connection *conn, enum MHD_Result *res) {
-  struct MHD_Response *resp = MHD_create_response_from_buffer(
-      r->out.len, r->out.data ? r->out.data : (void *)"",
-      MHD_RESPMEM_MUST_COPY);
+  struct MHD_Response *resp = r->stream;
+  r->stream = NULL;
+  if (!resp)
+    resp = MHD_create_response_from_buffer(
+        r->out.len, r->out.data ? r->out.data : (void *)"",
+        MHD_RESPMEM_MUST_COPY);
   (void)send_body;
   if (r->content_type)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
@@ -395,6 +468,8 @@ static void finish(struct tw_req *r, bool send_body,
   tw_log_debug("api", "request=%s method=%s path=%s status=%u us=%lld",
                r->request_id, r->method, r->url, r->status,
                (long long)(tw_mono_us() - r->start_us));
+  span_finish(r);
+  span_log(r, false);
 }
 
 /* ---- connections and their deadlines ------------------------------------ */
@@ -661,6 +736,8 @@ static enum MHD_Result serve(struct tw_api *api, bool probe_only,
     tw_buf_init(&r->out);
     bool known;
     r->route = route(r, &known);
+    span_begin(r);
+    span_log(r, true);
     *con_cls = r;
     __atomic_add_fetch(&api->in_flight, 1, __ATOMIC_RELAXED);
     struct conn_slot *slot = slot_of(conn);
@@ -678,6 +755,7 @@ static enum MHD_Result serve(struct tw_api *api, bool probe_only,
       slot_set(api, slot, PH_BODY, api->body_us, false);
     else
       slot_set(api, slot, PH_ANSWER, 0, false);
+    span_log(r, false);
     return MHD_YES;
   }
   if (r->answered) {
@@ -702,6 +780,7 @@ static enum MHD_Result serve(struct tw_api *api, bool probe_only,
     tw_problem(r, 413, "too-large", NULL, "request body exceeds %lld bytes",
                (long long)__atomic_load_n(&api->max_body, __ATOMIC_ACQUIRE));
   } else {
+    span_log(r, true);
     tw_auth_dispatch(r, tw_routes[r->route].fn); /* authn, authz, audit */
   }
   finish(r, strcmp(method, "HEAD") != 0, conn, &res);
@@ -736,9 +815,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     return;
   tw_buf_release(&r->body);
   tw_buf_release(&r->out);
+  if (r->stream)
+    MHD_destroy_response(r->stream);
   for (int i = 0; i < r->n_hdr; i++)
     free(r->hdr_value[i]);
   free(r->head_auth);
+  free(r->span);
   free(r);
   *con_cls = NULL;
   __atomic_sub_fetch(&api->in_flight, 1, __ATOMIC_RELAXED);
@@ -815,6 +897,7 @@ static void fail_start(struct tw_api *api) {
     close(api->probe_fd);
   pthread_mutex_destroy(&api->conn_mu);
   pthread_cond_destroy(&api->conn_cv);
+  tw_stream_hub_free(api->hub);
   tw_auth_free(api->auth);
   free(api);
 }
@@ -856,12 +939,16 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   }
   tw_fallback_names(api->fallback_names,
                     sizeof api->fallback_names / sizeof api->fallback_names[0]);
+  api->machine = opts->machine;
   api->max_body = opts->max_body_bytes > 0 ? opts->max_body_bytes : (1 << 20);
   api->catalog = opts->catalog;
   api->placer = opts->placer;
   api->ready = opts->ready;
   api->ready_ctx = opts->ready_ctx;
   api->agent = opts->agent;
+  api->tracer = opts->tracer;
+  api->metrics_fn = opts->metrics;
+  api->metrics_ctx = opts->metrics_ctx;
   api->request_seed = tw_unique_id();
   api->head_us =
       (int64_t)(opts->head_timeout_s ? opts->head_timeout_s : 10) * 1000000;
@@ -903,8 +990,16 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
    * the answer, so our own 414 and 431 (problem+json) come before the
    * library's (which has no content type). */
   size_t pool = api->max_head + api->max_url + 16384;
+  /* event streams wait suspended, off the pool (h_stream.h); after
+   * tw_auth_tls, which adds the TLS flag */
+  unsigned main_flags = flags | MHD_ALLOW_SUSPEND_RESUME;
+  if ((rc = tw_stream_hub_start(api->store, opts->max_streams, &api->hub,
+                                 err))) {
+    fail_start(api);
+    return rc;
+  }
   api->mhd = MHD_start_daemon(
-      flags, 0, NULL, NULL, on_request, api,
+      main_flags, 0, NULL, NULL, on_request, api,
       /* the logger first, so the TLS setup's complaints reach it */
       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_ARRAY, tls,
       MHD_OPTION_LISTEN_SOCKET, api->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
@@ -952,6 +1047,9 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
 void tw_api_drain(struct tw_api *api) {
   if (__atomic_exchange_n(&api->draining, 1, __ATOMIC_ACQ_REL))
     return;
+  /* streams end (their clients resume elsewhere): none may stay
+   * suspended when the daemon stops */
+  tw_stream_hub_end_all(api->hub);
   /* The pool's workers drop the listening socket from their epoll sets on
    * their own time after the quiesce: closing it now would race them.  It
    * stops listening at once (new connections are refused) and is closed
@@ -986,6 +1084,7 @@ void tw_api_stop(struct tw_api *api) {
     MHD_stop_daemon(api->probe_mhd);
   pthread_mutex_destroy(&api->conn_mu);
   pthread_cond_destroy(&api->conn_cv);
+  tw_stream_hub_free(api->hub);
   tw_auth_free(api->auth);
   free(api);
 }

@@ -40,7 +40,16 @@
  * and stopping it afterwards if they started it.  Without a cluster they
  * are skipped.  The ratio of the broker's rate to each is printed per
  * level:
- *   ratio_submit_vs_slurm_rest_c16 1.9 x */
+ *   ratio_submit_vs_slurm_rest_c16 1.9 x
+ *
+ * Tracing: the broker is measured a second time in the same run with
+ * `otel:` on at sampling 1 (every request's spans recorded and exported)
+ * to an OTLP/HTTP sink inside this program, which reads each export and
+ * answers 200 (docs/observability.md).  Its figures are submit_traced_*,
+ * and the cost of tracing is the ratio of the two sides' median rates over
+ * three rounds per level, run one after the other in alternating order:
+ *   ratio_traced_vs_untraced_c16 0.98 x
+ * (1.00: free; the goal is at least 0.95). `--no-traced` skips it. */
 #define _GNU_SOURCE /* pipe2, close_range, mkdtemp under strict C11 */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -88,6 +97,9 @@ struct opts {
   bool open_auth;        /* auth: open (no tokens, no audit) */
   bool slurm;            /* measure the Slurm peers too */
   const char *slurm_dir; /* NULL: $TW_SLURM_DIR, else .state/slurm */
+  bool no_traced;        /* skip the broker with tracing on */
+  bool quiet;            /* run_level: measure, print nothing */
+  const char *otel_endpoint; /* set for the traced broker's start */
 };
 
 static int64_t mono_ns(void) {
@@ -225,6 +237,8 @@ static int broker_start(struct peer *p, const struct opts *o) {
     fputs(o->open_auth ? "auth:\n  mode: open\n"
                        : "auth:\n  mode: tokens\n  rate_limit_per_s: 0\n",
           f);
+    if (o->otel_endpoint)
+      fprintf(f, "otel:\n  endpoint: %s\n  sampling: 1\n", o->otel_endpoint);
     fclose(f);
   }
   const char *argv[] = {o->tradewindd, "--config", b->config, "--listen",
@@ -731,6 +745,127 @@ static long sbatch_run(struct peer *p, int level, const struct opts *o) {
   return (long)failed + (total == 0);
 }
 
+/* ---- the traced broker and its OTLP sink ------------------------------ */
+
+/* A minimal OTLP/HTTP receiver: one thread, keep-alive, reads each request
+ * whole (Content-Length) and answers 200 with an empty JSON object;
+ * counts the exports and their bytes. */
+struct sink {
+  int fd, port;
+  pthread_t thread;
+  long exports;
+  long long bytes;
+};
+
+static void *sink_main(void *arg) {
+  struct sink *k = arg;
+  for (;;) {
+    int c = accept(k->fd, NULL, NULL);
+    if (c < 0)
+      return NULL;
+    char *buf = malloc(1 << 16);
+    size_t cap = 1 << 16, len = 0;
+    for (;;) {
+      char *end = NULL;
+      while (!(end = memmem(buf, len, "\r\n\r\n", 4))) {
+        if (len == cap)
+          buf = realloc(buf, cap *= 2);
+        ssize_t n = read(c, buf + len, cap - len);
+        if (n <= 0)
+          goto closed;
+        len += (size_t)n;
+      }
+      size_t head = (size_t)(end - buf) + 4, body = 0;
+      for (char *h = buf; h < end; h = strstr(h, "\r\n") + 2)
+        if (!strncasecmp(h, "Content-Length:", 15))
+          body = strtoul(h + 15, NULL, 10);
+      while (len < head + body) {
+        if (len == cap)
+          buf = realloc(buf, cap *= 2);
+        ssize_t n = read(c, buf + len, cap - len);
+        if (n <= 0)
+          goto closed;
+        len += (size_t)n;
+      }
+      __atomic_add_fetch(&k->exports, 1, __ATOMIC_RELAXED);
+      __atomic_add_fetch(&k->bytes, (long long)body, __ATOMIC_RELAXED);
+      static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Type: "
+                               "application/json\r\nContent-Length: 2\r\n"
+                               "\r\n{}";
+      if (write(c, ok, sizeof ok - 1) < 0)
+        goto closed;
+      memmove(buf, buf + head + body, len - head - body);
+      len -= head + body;
+    }
+  closed:
+    free(buf);
+    close(c);
+  }
+}
+
+static struct sink *traced_sink;
+
+static int traced_start(struct peer *p, const struct opts *o) {
+  if (o->no_traced)
+    return 1;
+  struct sink *k = calloc(1, sizeof *k);
+  k->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t sl = sizeof sa;
+  if (k->fd < 0 || bind(k->fd, (struct sockaddr *)&sa, sizeof sa) ||
+      listen(k->fd, 16) || getsockname(k->fd, (struct sockaddr *)&sa, &sl))
+    die("otlp sink: %s", strerror(errno));
+  k->port = ntohs(sa.sin_port);
+  if (pthread_create(&k->thread, NULL, sink_main, k))
+    die("otlp sink: no thread");
+  pthread_detach(k->thread);
+  traced_sink = k;
+  char url[64];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d", k->port);
+  struct opts o2 = *o;
+  o2.otel_endpoint = url;
+  printf("# traced: otel.endpoint %s (a sink in bench-submit), sampling 1\n",
+         url);
+  return broker_start(p, &o2);
+}
+
+static long traced_check(struct peer *p, const struct opts *o) {
+  struct broker *b = p->ctx;
+  long failed = broker_check(p, o);
+  uint64_t exported = 0, dropped = 0;
+  /* what the tracer queued reaches the sink within a flush or two */
+  for (int i = 0; i < 30; i++) {
+    broker_metric(p->port, b->auth,
+                  "tradewind_trace_spans_total{outcome=\"exported\"}",
+                  &exported);
+    broker_metric(p->port, b->auth,
+                  "tradewind_trace_spans_total{outcome=\"dropped\"}",
+                  &dropped);
+    if (exported + dropped >= (uint64_t)p->acked)
+      break;
+    usleep(100000);
+  }
+  printf("%s_spans_exported %llu spans\n", p->prefix,
+         (unsigned long long)exported);
+  printf("%s_spans_dropped %llu spans\n", p->prefix,
+         (unsigned long long)dropped);
+  if (traced_sink)
+    printf("%s_export_bytes_per_span %.0f bytes/span\n", p->prefix,
+           exported ? (double)__atomic_load_n(&traced_sink->bytes,
+                                               __ATOMIC_RELAXED) /
+                          (double)exported
+                    : 0.0);
+  if (exported < (uint64_t)p->acked) {
+    fprintf(stderr,
+            "bench-submit: traced: %llu spans exported for %lld "
+            "submissions\n",
+            (unsigned long long)exported, p->acked);
+    failed++;
+  }
+  return failed;
+}
+
 static struct peer PEERS[] = {
     {.name = "tradewind broker",
      .prefix = "submit",
@@ -739,6 +874,14 @@ static struct peer PEERS[] = {
      .request = broker_request,
      .observe = broker_observe,
      .check = broker_check,
+     .stop = broker_stop},
+    {.name = "tradewind broker, traced (otel sampling 1)",
+     .prefix = "submit_traced",
+     .ok_status = 201,
+     .start = traced_start,
+     .request = broker_request,
+     .observe = broker_observe,
+     .check = traced_check,
      .stop = broker_stop},
     {.name = "slurmrestd",
      .prefix = "slurm_rest",
@@ -893,6 +1036,12 @@ static long run_level(struct peer *p, int level, const struct opts *o) {
   for (int l = 0; l < o->n_levels; l++)
     if (o->levels[l] == level)
       p->rate[l] = (double)total / secs;
+  if (o->quiet) {
+    free(all);
+    free(w);
+    free(th);
+    return failed + (total == 0);
+  }
   printf("%s_c%d_rate %.0f jobs/s\n", p->prefix, level, (double)total / secs);
   printf("%s_c%d_p50 %.2f ms\n", p->prefix, level, p50);
   printf("%s_c%d_p99 %.2f ms\n", p->prefix, level, p99);
@@ -933,6 +1082,7 @@ static void usage(FILE *f) {
       "1,16,64]\n"
       "                    [--tradewindd PATH] [--config FILE] [--keep]\n"
       "                    [--auth tokens|open] [--no-slurm] [--slurm-dir D]\n"
+      "                    [--no-traced]\n"
       "\n"
       "Measures durable job submissions per second through the REST API of a\n"
       "tradewindd it starts itself (temp db, port 0), at each concurrency "
@@ -951,6 +1101,7 @@ static void usage(FILE *f) {
       "  --auth MODE    tokens (default: a bearer token on every submission,\n"
       "                 each audited, checked in the db at the end) or open\n"
       "  --no-slurm     do not measure Slurm (slurmrestd, sbatch) beside it\n"
+      "  --no-traced    do not measure the broker again with tracing on\n"
       "  --slurm-dir D  the scripts/slurm.sh cluster to use (default "
       "$TW_SLURM_DIR,\n"
       "                 else .state/slurm); --smoke measures Slurm only with "
@@ -997,6 +1148,8 @@ int main(int argc, char **argv) {
       o.smoke = true;
     } else if (!strcmp(a, "--keep")) {
       o.keep = true;
+    } else if (!strcmp(a, "--no-traced")) {
+      o.no_traced = true;
     } else if (!strcmp(a, "--seconds") && i + 1 < argc) {
       o.seconds = strtod(argv[++i], NULL);
       seconds_set = true;
@@ -1055,7 +1208,57 @@ int main(int argc, char **argv) {
          date, sysconf(_SC_NPROCESSORS_ONLN), o.seconds, o.warmup_s);
 
   long failed = 0;
-  for (size_t pi = 0; pi < sizeof PEERS / sizeof PEERS[0]; pi++) {
+  /* the broker plain and traced run side by side, level by level one after
+   * the other, so the load of the machine weighs on both alike */
+  struct peer *pair[2] = {&PEERS[0], &PEERS[1]};
+  for (int k = 0; k < 2; k++) {
+    int sr = pair[k]->start(pair[k], &o);
+    if (sr > 0) {
+      pair[k]->skipped = true;
+      continue;
+    }
+    if (sr != 0) {
+      fprintf(stderr, "bench-submit: %s did not start\n", pair[k]->name);
+      pair[k]->stop(pair[k], true);
+      if (k)
+        pair[0]->stop(pair[0], true);
+      return 1;
+    }
+  }
+  /* three rounds per level, the order swapped each round, and the median
+   * of each side's rates compared: one round alone moves by more than the
+   * difference measured on a shared machine; the figures printed are the
+   * last round's */
+  int rounds = o.smoke || pair[1]->skipped ? 1 : 3;
+  double med[2][MAX_LEVELS] = {{0}};
+  for (int l = 0; l < o.n_levels; l++) {
+    double rr[2][3] = {{0}};
+    for (int rd = 0; rd < rounds; rd++)
+      for (int j = 0; j < 2; j++) {
+        int k = rd % 2 ? 1 - j : j;
+        if (pair[k]->skipped)
+          continue;
+        o.quiet = rd + 1 < rounds;
+        if (!o.quiet)
+          printf("# %s\n", pair[k]->name);
+        failed += run_level(pair[k], o.levels[l], &o);
+        rr[k][rd] = pair[k]->rate[l];
+      }
+    o.quiet = false;
+    for (int k = 0; k < 2; k++) {
+      double *v = rr[k];
+      /* the median of rounds (1 or 3) values */
+      med[k][l] = rounds == 1 ? v[0]
+                  : v[0] > v[1] ? (v[1] > v[2] ? v[1] : v[0] > v[2] ? v[2] : v[0])
+                                : (v[0] > v[2] ? v[0] : v[1] > v[2] ? v[2] : v[1]);
+    }
+  }
+  for (int k = 0; k < 2; k++)
+    if (!pair[k]->skipped) {
+      failed += pair[k]->check(pair[k], &o);
+      pair[k]->stop(pair[k], o.keep || failed);
+    }
+  for (size_t pi = 2; pi < sizeof PEERS / sizeof PEERS[0]; pi++) {
     struct peer *p = &PEERS[pi];
     int sr = p->start(p, &o);
     if (sr > 0) {
@@ -1076,8 +1279,17 @@ int main(int argc, char **argv) {
     p->stop(p, o.keep || failed);
   }
   cluster_finish(o.keep);
+  /* tracing's cost: the traced broker's median rate over the plain one's */
+  for (int l = 0; !PEERS[1].skipped && l < o.n_levels; l++)
+    if (med[0][l] > 0 && med[1][l] > 0) {
+      printf("submit_c%d_rate_median %.0f jobs/s\n", o.levels[l], med[0][l]);
+      printf("submit_traced_c%d_rate_median %.0f jobs/s\n", o.levels[l],
+             med[1][l]);
+      printf("ratio_traced_vs_untraced_c%d %.3f x\n", o.levels[l],
+             med[1][l] / med[0][l]);
+    }
   /* the broker's rate beside each peer's, level by level */
-  for (size_t pi = 1; pi < sizeof PEERS / sizeof PEERS[0]; pi++)
+  for (size_t pi = 2; pi < sizeof PEERS / sizeof PEERS[0]; pi++)
     for (int l = 0; !PEERS[pi].skipped && l < o.n_levels; l++)
       if (PEERS[0].rate[l] > 0 && PEERS[pi].rate[l] > 0)
         printf("ratio_%s_vs_%s_c%d %.2f x\n", PEERS[0].prefix, PEERS[pi].prefix,

@@ -16,10 +16,13 @@
 #include "broker/base/mem.h"
 #include "broker/base/model.h"
 #include "broker/base/node.h"
+#include "broker/base/trace.h"
 #include "broker/core/config.h"
+#include "broker/core/spec.h"
 #include "broker/core/spec_cache.h"
 #include "broker/core/store.h"
 #include "broker/core/store_ha.h"
+#include "broker/core/store_obs.h"
 #include "broker/sched/agent.h"
 #include "broker/sched/blocklist.h"
 #include "broker/sched/reconcile.h"
@@ -29,6 +32,7 @@
 #include "broker/tenancy/tenancy.h"
 #include "policies/fallback/fallback_strategy.h"
 #include "policies/place/placer.h"
+#include "providers/otlp_send.h"
 #include "providers/provider.h"
 
 /* The meter's prices in force: the configured providers' offers in the
@@ -50,6 +54,8 @@ struct tw_daemon {
   char host[256];     /* of the API, as configured */
   char url[300];
   struct tw_cfg *cfg; /* in force; swapped by a reload */
+  /* the config's machine: allow-list, read at start (not reloaded) */
+  struct tw_spec_machine machine;
 
   struct tw_placer *placer;
   struct tw_store *store;
@@ -67,6 +73,8 @@ struct tw_daemon {
   struct tw_sched *sched;
   struct tw_reconcile *rec;
   struct tw_api *api;
+  struct tw_tracer *tracer; /* otel: (docs/observability.md); NULL: off */
+  struct tw_otlp_sender *otlp;
   struct daemon_ha *ha; /* store.backend postgres: the lease; NULL sqlite */
 };
 
@@ -113,6 +121,7 @@ static void meter_offers(void *ctx, struct tw_offer_list *out) {
 /* The reconciler's actions go to the audit log too
  * (broker/sched/reconcile.h). */
 static void reconcile_audit(void *ctx, const struct tw_reconcile_action *a) {
+  struct tw_daemon *d = ctx;
   char action[40], detail[400];
   snprintf(action, sizeof action, "reconcile.%s", a->action);
   snprintf(detail, sizeof detail, "provider=%s job=%s attempt=%s: %s",
@@ -125,9 +134,82 @@ static void reconcile_audit(void *ctx, const struct tw_reconcile_action *a) {
                               .request_id = "",
                               .detail = detail};
   struct tw_err err = {0};
-  if (tw_audit_append(ctx, &ev, NULL, &err))
+  if (tw_audit_append(tw_tenancy_audit(d->sec->tenancy), &ev, NULL, &err))
     tw_log_warn("reconcile", "instance=%s not audited: %s", a->instance_id,
                 err.msg);
+  /* and a span: under the job's trace when it has one, else its own */
+  if (!d->tracer)
+    return;
+  struct tw_trace_ctx parent = {0};
+  char tp[64];
+  if (a->job_id[0] &&
+      tw_store_job_trace(d->store, a->job_id, tp, sizeof tp, &err) == TW_OK)
+    tw_traceparent_parse(tp, &parent);
+  struct tw_span *sp = tw_malloc(sizeof *sp);
+  tw_span_start(d->tracer, sp, action, TW_SPAN_INTERNAL, &parent);
+  tw_span_attr_str(sp, "tradewind.provider", a->provider);
+  tw_span_attr_str(sp, "tradewind.job_id", a->job_id);
+  tw_span_attr_str(sp, "tradewind.instance", a->instance_id);
+  tw_span_attr_str(sp, "tradewind.reconcile.reason", a->reason);
+  tw_span_end(sp);
+  free(sp);
+}
+
+/* /metrics beyond the server's own: the scheduler's and the tracer's. */
+static void daemon_metrics(void *ctx, struct tw_buf *out) {
+  struct tw_daemon *d = ctx;
+  tw_sched_metrics(d->sched, out);
+  if (d->tracer)
+    tw_tracer_metrics(d->tracer, out);
+}
+
+/* otel: (docs/observability.md): the tracer and its transport, when an
+ * endpoint is configured. */
+static enum tw_rc open_tracer(struct tw_daemon *d, struct tw_err *err) {
+  const struct tw_cfg *cfg = d->cfg;
+  if (!cfg->otel_endpoint || !*cfg->otel_endpoint)
+    return TW_OK;
+  const struct tw_node *h = cfg->otel_headers;
+  size_t nh = h && h->kind == TW_NODE_MAP ? h->n : 0;
+  char **lines = tw_calloc(nh + 1, sizeof *lines);
+  enum tw_rc rc = TW_OK;
+  for (size_t i = 0; i < nh; i++) {
+    const struct tw_node *v = h->items[i];
+    if (v->kind != TW_NODE_SCALAR || !*h->keys[i] ||
+        strpbrk(h->keys[i], ": \t\r\n") || strpbrk(v->str, "\r\n")) {
+      rc = tw_err_field(err, TW_E_INVALID, "otel.headers",
+                        "otel.headers.%.64s: expected a header name and a "
+                        "one-line string value",
+                        h->keys[i]);
+      goto out;
+    }
+    size_t n = strlen(h->keys[i]) + strlen(v->str) + 3;
+    lines[i] = tw_malloc(n);
+    snprintf(lines[i], n, "%s: %s", h->keys[i], v->str);
+  }
+  if ((rc = tw_otlp_sender_new(10000, &d->otlp, err)))
+    goto out;
+  struct tw_tracer_opts to = {.endpoint = cfg->otel_endpoint,
+                              .service_name = cfg->otel_service_name,
+                              .sampling = cfg->otel_sampling_ratio,
+                              .headers = (const char *const *)lines,
+                              .queue_max = (size_t)cfg->otel_queue_max,
+                              .batch_max = (size_t)cfg->otel_batch_max,
+                              .flush_ms = cfg->otel_flush_ms,
+                              .send = tw_otlp_send,
+                              .send_ctx = d->otlp};
+  if ((rc = tw_tracer_new(&to, &d->tracer, err)))
+    goto out;
+  char shown[512];
+  snprintf(shown, sizeof shown, "%s", cfg->otel_endpoint);
+  tw_trace_url_redact(shown);
+  tw_log_info("trace", "exporting spans to %s (sampling %s)", shown,
+              cfg->otel_sampling);
+out:
+  for (size_t i = 0; i < nh; i++)
+    free(lines[i]);
+  free(lines);
+  return rc;
 }
 
 /* The first line of file (relative to dir unless absolute) into out:
@@ -284,7 +366,8 @@ static enum tw_rc open_agent(struct tw_daemon *d, struct tw_err *err) {
       .heartbeat_s = cfg->agent_heartbeat_s,
       .heartbeat_timeout_s = cfg->agent_heartbeat_timeout_s,
       .max_log_bytes = cfg->agent_max_log_bytes,
-      .grace_s = cfg->agent_grace_s};
+      .grace_s = cfg->agent_grace_s,
+      .tracer = d->tracer};
   return tw_agent_new(&ao, &d->agent, err);
 }
 
@@ -323,7 +406,8 @@ static enum tw_rc open_sched(struct tw_daemon *d, struct tw_err *err) {
                              .catalog = d->cat,
                              .placer = d->placer,
                              .specs = d->specs,
-                             .agent = d->agent};
+                             .agent = d->agent,
+                             .tracer = d->tracer};
   enum tw_rc rc = tw_sched_new(&so, &d->sched, err);
   if (rc == TW_OK)
     tw_agent_set_wake(d->agent, wake_sched, d->sched);
@@ -405,6 +489,8 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
    * reconciler and the meter (broker/core/spec_cache.h). */
   d->specs = tw_spec_cache_new(0);
   if (
+      /* Traces first: everything after may make spans. */
+      (rc = open_tracer(d, err)) ||
       /* Metering: attempts become ledger rows (billing/ledger/meter.h). */
       (rc = open_meter(d, err)) ||
       /* Sealed secrets first: provider sections may name their credentials
@@ -449,14 +535,17 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
                                    .interval_ms =
                                        cfg->reconcile_interval_s * 1000,
                                    .on_action = reconcile_audit,
-                                   .ctx = tw_tenancy_audit(d->sec->tenancy),
+                                   .ctx = d,
                                    .specs = d->specs};
     if ((rc = tw_reconcile_new(&ro, &d->rec, err)))
       goto fail;
   }
 
+  if ((rc = tw_spec_machine_parse(cfg->machine, &d->machine, err)))
+    goto fail;
   struct tw_api_opts ao = {
       .listen = cfg->listen,
+      .machine = &d->machine,
       .auth = d->sec->opts,
       .store = d->store,
       .providers = d->provs,
@@ -471,12 +560,16 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
       .body_timeout_s = (unsigned)cfg->api_body_timeout_s,
       .max_head_bytes = (size_t)cfg->api_max_head_bytes,
       .max_url_bytes = (size_t)cfg->api_max_url_bytes,
+      .max_streams = (unsigned)cfg->api_max_streams,
       .probe_listen = cfg->api_probe_listen,
       .catalog = d->cat,
       .placer = d->placer,
       .agent = d->agent,
       .ready = sched_ready,
-      .ready_ctx = d};
+      .ready_ctx = d,
+      .tracer = d->tracer,
+      .metrics = daemon_metrics,
+      .metrics_ctx = d};
   if ((rc = tw_api_start(&ao, &d->api, err)))
     goto fail;
   const char *colon = strrchr(cfg->listen, ':');
@@ -770,12 +863,20 @@ void tw_daemon_free(struct tw_daemon *d) {
     tw_spec_cache_free(d->specs); /* after the scheduler, reconciler, meter */
   /* after its readers, before the providers its threads call */
   tw_catalog_free(d->cat);
+  /* after everything that makes spans; what is queued gets 2 s to leave.
+   * Calls abandoned at the drain may still end theirs: then it is left to
+   * the process's exit, as the providers are. */
+  if (!d->abandoned) {
+    tw_tracer_free(d->tracer, 2000);
+    tw_otlp_sender_free(d->otlp);
+  }
   for (size_t k = 0; k < d->n_prov && !d->abandoned; k++)
     tw_provider_free(d->provs[k]);
   if (!d->abandoned)
     free(d->provs);
   tw_store_close(d->store);
   tw_cfg_free(d->cfg);
+  tw_spec_machine_release(&d->machine);
   free(d->config_path);
   free(d->listen_override);
   free(d->db_override);

@@ -45,8 +45,11 @@ extern const struct tw_cli_cmd tw_cli_cmd_status; /* cmd_status.c */
 extern const struct tw_cli_cmd tw_cli_cmd_plan, tw_cli_cmd_datasets_add,
     tw_cli_cmd_datasets_list;
 
+extern const struct tw_cli_cmd tw_cli_cmd_convert; /* cmd_convert.c */
+
 static const struct tw_cli_cmd *const commands[] = {
     &tw_cli_cmd_submit,
+    &tw_cli_cmd_convert,
     &tw_cli_cmd_jobs_list,
     &tw_cli_cmd_jobs_get,
     &tw_cli_cmd_jobs_cancel,

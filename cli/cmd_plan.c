@@ -48,7 +48,28 @@ static void count(int64_t v, char *out, size_t outsz) {
   out[o] = '\0';
 }
 
+/* A workflow's plan (a `tasks:` document): the server's explanation of
+ * the joint and the step-by-step placements, line by line. */
+static int print_workflow_plan(struct tw_cli *c, json_t *plan) {
+  json_t *lines = json_object_get(plan, "explain");
+  struct tw_buf line;
+  tw_buf_init(&line);
+  size_t i;
+  json_t *l;
+  json_array_foreach(lines, i, l) {
+    tw_buf_reset(&line);
+    tw_buf_adds(&line, "");
+    tw_cli_add_clean(&line, json_is_string(l) ? json_string_value(l) : "");
+    fprintf(c->io->out, "%s\n", line.data);
+  }
+  tw_buf_release(&line);
+  return json_is_string(json_object_get(plan, "infeasible")) ? TW_EXIT_NO_FIT
+                                                              : TW_EXIT_OK;
+}
+
 static int print_plan(struct tw_cli *c, json_t *plan) {
+  if (json_is_object(json_object_get(plan, "workflow")))
+    return print_workflow_plan(c, plan);
   json_t *cands = json_object_get(plan, "candidates");
   json_t *rej = json_object_get(plan, "rejected");
   json_t *job = json_object_get(plan, "job");
@@ -216,6 +237,9 @@ static int cmd_plan(struct tw_cli *c, const struct tw_cli_parsed *p) {
     json_t *cands = json_object_get(plan, "candidates");
     if (code == TW_EXIT_OK && json_is_array(cands) && !json_array_size(cands))
       code = TW_EXIT_NO_FIT;
+    if (code == TW_EXIT_OK &&
+        json_is_string(json_object_get(plan, "infeasible")))
+      code = TW_EXIT_NO_FIT;
   } else if (code == TW_EXIT_OK) {
     code = print_plan(c, plan);
   }
@@ -234,6 +258,12 @@ const struct tw_cli_cmd tw_cli_cmd_plan = {
             "egress, transfer) and scores, then how many offers each filter\n"
             "refused and why, with one offer it refused.  -o json prints\n"
             "the server's plan.  Exits 7 when no offer fits.\n"
+            "\n"
+            "A workflow FILE (a document with tasks:, each with depends_on,\n"
+            "inputs and outputs) is placed as a whole: per task where and\n"
+            "why, jointly (compute plus moving data between the tasks) and\n"
+            "step by step, and the saving.  Exits 7 when a task fits\n"
+            "nowhere.\n"
             "\n"
             "Options:\n"
             "  -n, --candidates N   how many candidates to show (1..256,\n"

@@ -187,7 +187,9 @@ const struct tw_cli_cmd tw_cli_cmd_submit = {
     .help =
         "FILE is sent as application/json when it ends in .json, else as\n"
         "application/yaml (stdin: JSON when it opens with '{').  Prints the\n"
-        "job id, or the job with -o json.\n"
+        "job id, or the job with -o json.  A SkyPilot task file is taken as\n"
+        "it is (docs/skypilot.md); every problem of a refused file is\n"
+        "printed, one a line.\n"
         "\n"
         "Options:\n"
         "  --wait                  wait until the job finishes; the exit code\n"

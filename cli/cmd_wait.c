@@ -1,7 +1,10 @@
 /* cmd_wait.c - `tradewind jobs wait ID [--timeout D]`, and the wait loop
- * `submit --wait` shares.  The contract has no long-poll, so this polls
- * GET /v1/jobs/{id}, backing off from 200 ms to 2 s: quick jobs finish
- * promptly, long ones cost the server one request every 2 s. */
+ * `submit --wait` shares.  After a first GET /v1/jobs/{id}, the job's
+ * events are followed on GET /v1/events/stream (one connection, each
+ * change as it is stored) until one is terminal; a server without the
+ * stream, or a caller the stream refuses (the ci role), is polled
+ * instead, backing off from 200 ms to 2 s.  Either way the last GET
+ * gives the outcome. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +12,8 @@
 
 #include "broker/base/clock.h"
 #include "cli/cli_int.h"
+#include "cli/http.h"
+#include "cli/sse.h"
 
 static void print_change(struct tw_cli *c, const char *id, const char *from,
                          const char *to, const char *reason) {
@@ -33,6 +38,123 @@ static void print_change(struct tw_cli *c, const char *id, const char *from,
   tw_buf_release(&b);
 }
 
+/* ---- following the event stream ------------------------------------------ */
+
+struct follow {
+  struct tw_cli *c;
+  const char *id;
+  char **last; /* the state printed last (the caller's) */
+  struct tw_cli_sse sse;
+  bool terminal;
+  bool bad; /* an event that is not a job event of ours */
+};
+
+static bool is_terminal(const char *state) {
+  return tw_cli_exit_for_job(state, 0, false) >= 0;
+}
+
+static void changed(struct follow *f, const char *to, const char *reason) {
+  if (*f->last && !strcmp(*f->last, to))
+    return;
+  print_change(f->c, f->id, *f->last, to, reason);
+  free(*f->last);
+  *f->last = tw_strdup(to);
+  if (is_terminal(to))
+    f->terminal = true;
+}
+
+static bool on_event(void *ctx, const char *event, const char *data) {
+  struct follow *f = ctx;
+  if (strcmp(event, "job"))
+    return true; /* hello, and whatever later servers add */
+  json_t *ev = json_loads(data, 0, NULL);
+  json_t *to = json_object_get(ev, "to"), *rs = json_object_get(ev, "reason");
+  if (json_is_string(to))
+    changed(f, json_string_value(to),
+            json_is_string(rs) ? json_string_value(rs) : NULL);
+  else
+    f->bad = true;
+  json_decref(ev);
+  return !f->terminal && !f->bad;
+}
+
+static bool on_stream(void *ctx, const char *data, size_t n) {
+  struct follow *f = ctx;
+  if (!tw_cli_sse_feed(&f->sse, data, n, on_event, f) && f->sse.bad)
+    f->bad = true;
+  return !f->terminal && !f->bad;
+}
+
+/* Follows job eid's events from the stream until one is terminal (true,
+ * and the caller's GET reads the outcome) or the deadline (0: none)
+ * passes (true: the caller reports the timeout).  False when the server
+ * has no stream for this caller: the caller polls. */
+static bool follow_stream(struct tw_cli *c, const char *id, const char *eid,
+                          int64_t deadline_ms, char **last) {
+  struct follow f = {.c = c, .id = id, .last = last};
+  tw_cli_sse_init(&f.sse);
+  /* where to start: the job's last stored event */
+  char *path = tw_asprintf("/v1/jobs/%s/events", eid);
+  struct tw_cli_http_resp resp;
+  struct tw_buf line;
+  json_t *evs = NULL;
+  tw_cli_http_resp_init(&resp);
+  tw_buf_init(&line);
+  int code = tw_cli_request_quiet(c, "GET", path, &resp, &evs, &line);
+  free(path);
+  bool ok = false;
+  json_t *items = json_object_get(evs, "items");
+  size_t n = json_array_size(items);
+  if (code == TW_EXIT_OK && n) {
+    json_t *e = json_array_get(items, n - 1);
+    f.sse.last_id = (long long)json_integer_value(json_object_get(e, "seq"));
+    json_t *to = json_object_get(e, "to"), *rs = json_object_get(e, "reason");
+    if (json_is_string(to))
+      changed(&f, json_string_value(to),
+              json_is_string(rs) ? json_string_value(rs) : NULL);
+    ok = true;
+  }
+  json_decref(evs);
+  tw_buf_release(&line);
+  tw_cli_http_resp_release(&resp);
+  while (ok && !f.terminal) {
+    long timeout = 2L * 3600 * 1000; /* the server ends a stream each hour */
+    if (deadline_ms > 0) {
+      int64_t left = deadline_ms - tw_clock_now_ms(c->io->clock);
+      if (left <= 0)
+        break;
+      timeout = (long)left;
+    }
+    path =
+        tw_asprintf("/v1/events/stream?job=%s&after=%lld", eid, f.sse.last_id);
+    struct tw_cli_http_req req = {.base_url = c->url,
+                                  .token = c->token,
+                                  .method = "GET",
+                                  .path = path,
+                                  .cacert = c->cacert,
+                                  .timeout_ms = timeout,
+                                  .on_data = on_stream,
+                                  .on_data_ctx = &f};
+    struct tw_err err = {0};
+    tw_cli_http_resp_init(&resp);
+    enum tw_rc rc = tw_cli_http_do(&req, &resp, &err);
+    free(path);
+    bool streamed = rc == TW_OK && resp.status == 200;
+    tw_cli_http_resp_release(&resp);
+    tw_cli_sse_restart(&f.sse);
+    if (f.bad)
+      ok = false;
+    else if (!streamed && !f.terminal)
+      /* refused, or cut off: polling takes over (and reports a server
+       * that stays away) unless the deadline is what ended it */
+      ok = deadline_ms > 0 && tw_clock_now_ms(c->io->clock) >= deadline_ms;
+    if (!ok)
+      break;
+  }
+  tw_cli_sse_release(&f.sse);
+  return ok;
+}
+
 int tw_cli_wait_job(struct tw_cli *c, const char *id, int64_t timeout_ms) {
   char *eid = tw_cli_http_escape(id);
   char *path = tw_asprintf("/v1/jobs/%s", eid);
@@ -40,9 +162,8 @@ int tw_cli_wait_job(struct tw_cli *c, const char *id, int64_t timeout_ms) {
   int64_t backoff = TW_CLI_WAIT_FIRST_MS;
   char *last = NULL;
   int failures = 0, code = TW_EXIT_OK;
-  bool done = false;
+  bool done = false, followed = false;
 
-  free(eid);
   while (!done) {
     struct tw_cli_http_resp resp;
     struct tw_buf line;
@@ -97,6 +218,17 @@ int tw_cli_wait_job(struct tw_cli *c, const char *id, int64_t timeout_ms) {
     tw_cli_http_resp_release(&resp);
     if (done)
       break;
+    if (!followed && code == TW_EXIT_OK) {
+      /* the job exists and runs on: follow its events, once; then the
+       * next GET reads the outcome (or finds the deadline passed) */
+      followed = true;
+      if (follow_stream(c, id, eid, timeout_ms > 0 ? start + timeout_ms : 0,
+                        &last)) {
+        if (timeout_ms <= 0 ||
+            tw_clock_now_ms(c->io->clock) < start + timeout_ms)
+          continue;
+      }
+    }
 
     int64_t now = tw_clock_now_ms(c->io->clock);
     int64_t nap = backoff;
@@ -123,6 +255,7 @@ int tw_cli_wait_job(struct tw_cli *c, const char *id, int64_t timeout_ms) {
   }
   free(last);
   free(path);
+  free(eid);
   return code;
 }
 
@@ -151,7 +284,8 @@ const struct tw_cli_cmd tw_cli_cmd_jobs_wait = {
     .name = "jobs wait",
     .args = "ID",
     .summary = "wait until a job finishes; exit with its outcome",
-    .help = "Polls the job (every 200 ms at first, backing off to 2 s) and\n"
+    .help = "Follows the job's events (GET /v1/events/stream; polls every\n"
+            "200 ms backing off to 2 s where the stream is refused) and\n"
             "prints each state change on stderr.  Exits 0 when the job\n"
             "succeeded; when it failed, with the job's own exit code (1 if\n"
             "it has none); 4 cancelled, 6 on timeout; 3 after four failed\n"

@@ -25,11 +25,20 @@ void tw_cli_http_resp_release(struct tw_cli_http_resp *r) {
 struct xfer {
   struct tw_cli_http_resp *resp;
   bool toobig;
+  const struct tw_cli_http_req *req;
+  long status;  /* of the status line seen last */
+  bool stopped; /* on_data ended the transfer */
 };
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *ud) {
   struct xfer *x = ud;
   size_t n = size * nmemb;
+  if (x->req->on_data && x->status >= 200 && x->status < 300) {
+    if (x->req->on_data(x->req->on_data_ctx, data, n))
+      return n;
+    x->stopped = true;
+    return 0;
+  }
   if (x->resp->body.len + n > TW_CLI_HTTP_MAX_BODY) {
     x->toobig = true;
     return 0; /* curl aborts the transfer with CURLE_WRITE_ERROR */
@@ -64,6 +73,8 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud) {
   /* A new status line starts a new header block (after a 100 Continue):
    * only the final response's headers count. */
   if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+    const char *sp = memchr(data, ' ', n);
+    x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
     x->resp->content_type[0] = '\0';
     x->resp->request_id[0] = '\0';
     x->resp->replayed = false;
@@ -104,7 +115,7 @@ enum tw_rc tw_cli_http_do(const struct tw_cli_http_req *req,
   enum tw_rc rc = TW_OK;
   struct curl_slist *hdrs = NULL;
   char errbuf[CURL_ERROR_SIZE] = "";
-  struct xfer x = {resp, false};
+  struct xfer x = {.resp = resp, .req = req};
   char *url = tw_asprintf("%s%s", req->base_url, req->path);
   char *auth = NULL;
   CURL *h = NULL;
@@ -192,6 +203,8 @@ enum tw_rc tw_cli_http_do(const struct tw_cli_http_req *req,
                     req->method, req->path, TW_CLI_HTTP_MAX_BODY);
     goto out;
   }
+  if (cc == CURLE_WRITE_ERROR && x.stopped)
+    cc = CURLE_OK; /* the caller had what it wanted */
   if (cc != CURLE_OK) {
     char shown[256];
     redact_url(req->base_url, shown, sizeof shown);

@@ -33,6 +33,11 @@ struct tw_cli_http_req {
   /* A PEM file of CA certificates to trust for https:// instead of the
    * system's bundle (a private CA); NULL: libcurl's default. */
   const char *cacert;
+  /* Set: a 2xx body goes to on_data as it arrives instead of into
+   * resp->body (an event stream); on_data returns false to end the
+   * transfer, which is then no error. */
+  bool (*on_data)(void *ctx, const char *data, size_t n);
+  void *on_data_ctx;
 };
 
 struct tw_cli_http_resp {

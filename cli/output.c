@@ -164,6 +164,19 @@ void tw_cli_problem_line(long status, const char *body, size_t len,
     tw_cli_add_clean(out, request_id);
     tw_buf_adds(out, ")");
   }
+  /* every problem of a document (a SkyPilot task's), one a line */
+  json_t *all = json_is_object(j) ? json_object_get(j, "errors") : NULL;
+  if (json_is_array(all) && json_array_size(all) > 1) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(all, i, e) {
+      const char *d = jstr(e, "detail");
+      if (!d)
+        continue;
+      tw_buf_adds(out, "\n  ");
+      tw_cli_add_clean(out, d);
+    }
+  }
   tw_buf_release(&text);
   json_decref(j);
 }

@@ -128,3 +128,15 @@ enum tw_rc tw_region_memo_run(struct tw_region_memo *m, struct tw_provider *p,
   }
   return rc;
 }
+
+const char *tw_adapter_disk_tier(const char *const tiers[4], const char *type) {
+  static const char *const words[] = {"low", "medium", "high", "ultra"};
+  if (!type)
+    return NULL;
+  if (!strcmp(type, "best"))
+    return tiers[3];
+  for (size_t i = 0; i < 4; i++)
+    if (!strcmp(type, words[i]))
+      return tiers[i];
+  return type;
+}

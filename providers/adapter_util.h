@@ -105,4 +105,11 @@ enum tw_rc tw_region_memo_run(struct tw_region_memo *m, struct tw_provider *p,
                               const char *id, tw_region_fn fn, void *arg,
                               struct tw_err *err);
 
+/* A disk tier word of a job's `disk.type` (SkyPilot's disk_tier: low,
+ * medium, high, ultra, best) as the cloud's own disk type, from the
+ * adapter's table of four {low, medium, high, ultra} ("best" is ultra's);
+ * any other type is the cloud's already and comes back as it is.  NULL
+ * stays NULL. */
+const char *tw_adapter_disk_tier(const char *const tiers[4], const char *type);
+
 #endif

@@ -134,6 +134,10 @@ struct tw_provider_info {
   /* FOCUS ResourceType of a compute row ("Virtual Machine", "Batch Job"):
    * what the provider bills an attempt as.  NULL or "": none. */
   const char *focus_resource_type;
+  /* The most user data a launch carries, raw bytes (EC2: 16 KiB); a
+   * script beyond it is delivered by the agent's bootstrap instead
+   * (broker/sched/launch.c).  0: no limit. */
+  size_t user_data_max;
 
   /* ---- whole prices and instance families ---- */
 

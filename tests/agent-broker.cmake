@@ -32,3 +32,8 @@ tw_add_test(test_agent_e2e
             LIBS tw_api tw_sched tw_fake_provider PkgConfig::CMOCKA
                  PkgConfig::CURL PkgConfig::JANSSON
             LABELS integration agent TIMEOUT 120)
+# Each node of a gang its rank, the node list and the head address.
+tw_add_test(test_agent_gang
+            SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_agent_gang.c
+            LIBS tw_sched tw_tenancy PkgConfig::CMOCKA
+            LABELS unit ux)

@@ -28,6 +28,13 @@ tw_add_fuzz(fuzz_cli_output
   LIBS tw_cli
   LABELS cli)
 
+# The event stream reader `jobs wait` follows (cli/sse.c).
+tw_add_fuzz(fuzz_cli_sse
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_cli_sse.c
+  LIBS tw_cli
+  LABELS cli ui
+  CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/cli_sse)
+
 # The real daemon and the real binary, end to end; both paths are passed in.
 # tests/*.cmake are included after the program directories, so tradewindd
 # exists here whenever it is built at all.

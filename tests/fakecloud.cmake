@@ -15,7 +15,7 @@ add_custom_command(
 add_library(tw_fakecloud STATIC
   ${FC_DIR}/server.c ${FC_DIR}/params.c ${FC_DIR}/xml.c ${FC_DIR}/clock.c
   ${FC_DIR}/fault.c ${FC_DIR}/catalog.c ${FC_DIR}/ec2_req.c ${FC_DIR}/ec2.c
-  ${FC_DIR}/boot.c
+  ${FC_DIR}/boot.c ${FC_DIR}/creds.c
   ${FC_CATALOG_C})
 target_link_libraries(tw_fakecloud PUBLIC tw_providers tw_base
   PkgConfig::MHD PkgConfig::JANSSON Threads::Threads m)

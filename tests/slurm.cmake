@@ -62,6 +62,7 @@ tw_slurm_cluster_test(test_slurm_adapter)
 # ---- daemon, CLI and cluster together --------------------------------------
 tw_add_test(test_slurm_e2e
   SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_slurm_e2e.c
+          ${CMAKE_SOURCE_DIR}/tests/e2e/twtest_slurm.c
   LIBS twtest_daemon PkgConfig::JANSSON LABELS e2e TIMEOUT 120
   ARGS $<TARGET_FILE:tradewindd> $<TARGET_FILE:tradewind>)
 tw_slurm_labels(test_slurm_e2e e2e slurm providers)
@@ -76,3 +77,16 @@ set_tests_properties(test_slurm_fault PROPERTIES
   LABELS "e2e;slurm;providers" SKIP_RETURN_CODE 77 TIMEOUT 150
   ENVIRONMENT "TW_SOURCE_DIR=${CMAKE_SOURCE_DIR};TW_BINARY_DIR=${CMAKE_BINARY_DIR}")
 tw_slurm_cluster_test(test_slurm_fault)
+
+# the queue's promises on the cluster: a head job launched within a pass of
+# the node it waits for freeing, backfill into a gap, DRF between tenants,
+# and a spot share of 0 going on-demand at once (fake EC2 beside it)
+tw_add_test(test_slurm_queue
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_slurm_queue.c
+          ${CMAKE_SOURCE_DIR}/tests/e2e/twtest_slurm.c
+  LIBS twtest_daemon PkgConfig::JANSSON LABELS e2e TIMEOUT 240
+  ARGS $<TARGET_FILE:tradewindd> $<TARGET_FILE:tradewind>
+       $<TARGET_FILE:tradewind-fakecloud>)
+tw_slurm_labels(test_slurm_queue e2e slurm placement)
+tw_slurm_cluster_test(test_slurm_queue)
+add_dependencies(test_slurm_queue tradewindd tradewind tradewind-fakecloud)

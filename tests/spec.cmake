@@ -16,3 +16,16 @@ tw_add_test(test_spec_cache
   SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_spec_cache.c
   LIBS tw_core PkgConfig::CMOCKA
   LABELS unit spec)
+
+# SkyPilot task files read as job specs (broker/core/skypilot.c).
+tw_add_test(test_skypilot
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_skypilot.c
+  LIBS tw_core PkgConfig::CMOCKA
+  LABELS unit ux
+  TIMEOUT 30)
+
+tw_add_fuzz(fuzz_skypilot
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_skypilot.c
+  LIBS tw_core
+  LABELS ux
+  CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/skypilot)

@@ -62,3 +62,15 @@ function(ux_first_hour)
     ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>;TW_CLI=$<TARGET_FILE:tradewind>")
 endfunction()
 cmake_language(DEFER CALL ux_first_hour)
+
+# SkyPilot task files as they are: run on a booting fake EC2 and on the
+# local provider, every error of a bad file at once, convert's round trip.
+function(ux_skypilot)
+  add_test(NAME ux_skypilot
+    COMMAND sh ${CMAKE_SOURCE_DIR}/tests/ux/skypilot.sh
+            ${CMAKE_BINARY_DIR}/ux-skypilot ${CMAKE_SOURCE_DIR})
+  set_tests_properties(ux_skypilot PROPERTIES
+    LABELS "e2e;ux;agent" SKIP_RETURN_CODE 77 TIMEOUT 600
+    ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>;TW_CLI=$<TARGET_FILE:tradewind>;TW_AGENT=$<TARGET_FILE:tradewind-agent>")
+endfunction()
+cmake_language(DEFER CALL ux_skypilot)

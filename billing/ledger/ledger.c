@@ -73,6 +73,17 @@ static enum tw_rc correction_of(void *arg, const struct tw_ledger_row *of,
   r->quantity = 0;
   r->list_uusd = a->d_list;
   r->effective_uusd = a->d_eff;
+  /* in the source currency at the rate of the row it corrects */
+  if (of->source_currency[0] && of->effective_uusd) {
+    __int128 x = (__int128)a->d_eff * of->source_effective_micro;
+    __int128 h = of->effective_uusd / 2;
+    r->source_effective_micro = (int64_t)((x >= 0) == (of->effective_uusd > 0)
+                                              ? (x + h) / of->effective_uusd
+                                              : (x - h) / of->effective_uusd);
+  } else {
+    r->source_currency[0] = '\0';
+    r->source_effective_micro = 0;
+  }
   r->corrects_seq = of->seq;
   snprintf(r->description, sizeof r->description, "Correction of row %lld: %s",
            (long long)of->seq, a->why ? a->why : "");
@@ -220,6 +231,8 @@ static void agg_add(struct agg *a, const struct tw_ledger_group *x) {
       y->effective_uusd += x->effective_uusd;
       y->usage_ms += x->usage_ms;
       y->rows += x->rows;
+      y->source_rows += x->source_rows;
+      y->source_effective_micro += x->source_effective_micro;
       y->accrued_list_uusd += x->accrued_list_uusd;
       y->accrued_effective_uusd += x->accrued_effective_uusd;
       return;
@@ -385,6 +398,8 @@ static void merge_groups(struct tw_ledger_group **g, size_t *n,
       y->list_uusd += src[i].list_uusd;
       y->effective_uusd += src[i].effective_uusd;
       y->usage_ms += src[i].usage_ms;
+      y->source_rows += src[i].source_rows;
+      y->source_effective_micro += src[i].source_effective_micro;
       y->accrued_list_uusd += src[i].accrued_list_uusd;
       y->accrued_effective_uusd += src[i].accrued_effective_uusd;
       continue;

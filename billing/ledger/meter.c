@@ -504,6 +504,10 @@ struct mst {
   int nodes;
   struct tw_bill_rule rule;
   int64_t price; /* list price per hour of the current period */
+  /* the same in the provider's own currency (the offer's, millionths of
+   * src_currency per hour), when it sells in another than USD */
+  char src_currency[4];
+  int64_t src_price;
   int64_t running_ms;
   int64_t metered_to_ms;
   int64_t billed_s; /* seconds charged so far (per node) */
@@ -786,6 +790,13 @@ static void charge_row(const struct tw_meter *m, struct work *w, int64_t from,
   const struct tw_meter_rate *rate =
       tw_meter_cfg_rate(&m->cfg, s->account, s->provider);
   r->commitment = r->discount_bp > 0 && rate && rate->commitment;
+  if (s->src_currency[0] && s->src_price > 0) {
+    /* the amount as the provider bills it, from its own price: kept, so a
+     * later exchange rate restates nothing */
+    TW_SET(r->source_currency, s->src_currency);
+    r->source_effective_micro =
+        tw_bill_cost_at(s->src_price, r->quantity, r->discount_bp);
+  }
   char p[32];
   price_text(s->price, p, sizeof p);
   snprintf(r->description, sizeof r->description,
@@ -799,7 +810,8 @@ static void charge_row(const struct tw_meter *m, struct work *w, int64_t from,
  * and what the end's rule charges beyond the periods (the minimum) or
  * credits (units charged ahead of a reclaimed spot attempt) follows. */
 static void advance(const struct tw_meter *m, struct work *w, int64_t upto,
-                    enum tw_bill_phase phase, int64_t next_price) {
+                    enum tw_bill_phase phase, int64_t next_price,
+                    int64_t next_src) {
   struct mst *s = &w->next;
   int64_t p = m->cfg.charge_period_s * 1000;
   int64_t t = s->metered_to_ms;
@@ -816,8 +828,11 @@ static void advance(const struct tw_meter *m, struct work *w, int64_t upto,
     s->billed_s += due;
     t = b;
     /* the price in force for the period that starts here */
-    if (t % p == 0 && next_price > 0)
+    if (t % p == 0 && next_price > 0) {
       s->price = next_price;
+      if (next_src > 0)
+        s->src_price = next_src;
+    }
   }
   if (t > s->metered_to_ms)
     s->metered_to_ms = t;
@@ -900,6 +915,12 @@ static const struct tw_offer *find_offer(const struct tw_offer *o, size_t n,
   return NULL;
 }
 
+/* Whether o is priced in a currency of its own (not USD). */
+static bool src_priced(const struct tw_offer *o) {
+  return o && o->price_currency[0] && strcmp(o->price_currency, "USD") &&
+         o->price_micro_per_hour > 0;
+}
+
 /* Sets up metering of an attempt seen running for the first time: who
  * pays (the job's tenant and project), how many nodes, where, and under
  * which rule (the offer's, when it is still listed; else per second). */
@@ -966,6 +987,9 @@ static bool start_state(struct tw_meter *m, struct mst *s,
     s->price =
         o->vcpus * r->vcpu_hour_uusd + o->accel_count * r->gpu_hour_uusd +
         (int64_t)(((__int128)gib_x1024 * r->memory_gib_hour_uusd + 512) / 1024);
+  } else if (src_priced(o)) {
+    TW_SET(s->src_currency, o->price_currency);
+    s->src_price = o->price_micro_per_hour;
   }
   s->running_ms = a->running_ms;
   s->metered_to_ms = a->running_ms;
@@ -973,16 +997,27 @@ static bool start_state(struct tw_meter *m, struct mst *s,
   return true;
 }
 
-/* The price in force now for s's offer, or 0 when unknown. */
-static int64_t price_now(const struct tw_meter *m, const struct mst *s,
+/* The price in force now for s's offer, or 0 when unknown; *src the same
+ * in the offer's own currency (0: none).  A state without its source
+ * price (one read back after a restart) takes the offer's now. */
+static int64_t price_now(const struct tw_meter *m, struct mst *s,
                          const struct tw_offer *offers, size_t n_offers,
-                         const char *offer_id) {
+                         const char *offer_id, int64_t *src) {
+  *src = 0;
   const struct tw_meter_rate *r =
       tw_meter_cfg_rate(&m->cfg, s->account, s->provider);
   if (r && r->chargeback)
     return s->price; /* chargeback rates are not market prices */
   const struct tw_offer *o =
       offer_id ? find_offer(offers, n_offers, offer_id) : NULL;
+  if (src_priced(o)) {
+    if (!s->src_currency[0]) {
+      TW_SET(s->src_currency, o->price_currency);
+      s->src_price = o->price_micro_per_hour;
+    }
+    if (!strcmp(s->src_currency, o->price_currency))
+      *src = o->price_micro_per_hour;
+  }
   return o ? o->price_uusd_per_hour : 0;
 }
 
@@ -1038,8 +1073,9 @@ void tw_meter_observe(struct tw_meter *m, const struct tw_attempt_rec *live,
       continue;
     if (close_to > s->metered_to_ms) {
       struct work *w = batch_add(&b, s);
-      advance(m, w, close_to, TW_BILL_RUNNING,
-              price_now(m, s, offers, n_offers, a->offer_id));
+      int64_t src = 0;
+      int64_t price = price_now(m, s, offers, n_offers, a->offer_id, &src);
+      advance(m, w, close_to, TW_BILL_RUNNING, price, src);
     } else if (fresh) {
       /* its progress is stored from the start, rows or not: what it
        * accrues is read from there (tw_ledger_sum_now) */
@@ -1069,7 +1105,9 @@ void tw_meter_observe(struct tw_meter *m, const struct tw_attempt_rec *live,
             : TW_BILL_ENDED;
     int64_t end = a.ended_ms > s->running_ms ? a.ended_ms : s->running_ms;
     struct work *w = batch_add(&b, s);
-    advance(m, w, end, ph, price_now(m, s, offers, n_offers, a.offer_id));
+    int64_t src = 0;
+    int64_t price = price_now(m, s, offers, n_offers, a.offer_id, &src);
+    advance(m, w, end, ph, price, src);
   }
   /* States ended without anything to write (never ran) are dropped here;
    * the others once their rows are durable (batch_commit). */

@@ -548,13 +548,15 @@ static void money_cell(struct tw_buf *b, int64_t v) {
 }
 
 /* The effective cost of a group priced in another currency, beside the USD
- * figure: "¥87.142857 at 0.1393 USD/CNY (2025-06-30, source; derived from
- * USD)".  The ledger keeps USD, so the amount is derived at the catalog's
- * rate (report__fx). */
+ * figure: "¥87.142857 at 0.1393 USD/CNY (2025-06-30, source; as
+ * metered)": the amount the meter kept in that currency, or "derived
+ * from USD" at the catalog's rate for rows metered before it was kept
+ * (report__fx). */
 static void effective_cell(const struct tw_report *r,
                            const struct tw_ledger_group *g, struct tw_buf *b) {
   int64_t micro;
-  const struct tw_report_fx *x = report__fx(r, g, &micro);
+  bool metered;
+  const struct tw_report_fx *x = report__fx(r, g, &micro, &metered);
   if (!x) {
     money_cell(b, g->effective_uusd);
     return;
@@ -579,7 +581,8 @@ static void effective_cell(const struct tw_report *r,
     tw_buf_adds(b, ", ");
     esc(b, x->rate.source);
   }
-  tw_buf_adds(b, "; derived from USD)</span></td>");
+  tw_buf_adds(b, metered ? "; as metered)</span></td>"
+                         : "; derived from USD)</span></td>");
 }
 
 static void table(const struct tw_report *r, struct tw_buf *b) {

@@ -570,13 +570,26 @@ void tw_report_fx_from_catalog(struct tw_catalog *c, struct tw_report_fx **out,
 
 const struct tw_report_fx *report__fx(const struct tw_report *r,
                                       const struct tw_ledger_group *g,
-                                      int64_t *micro) {
+                                      int64_t *micro, bool *metered) {
+  *metered = false;
   if (!(r->mask & TW_GROUP_PROVIDER))
     return NULL;
   for (size_t i = 0; i < r->req->n_fx; i++) {
     const struct tw_report_fx *x = &r->req->fx[i];
-    if (!strcmp(x->provider, g->provider))
-      return tw_report_fx_amount(&x->rate, g->effective_uusd, micro) ? x : NULL;
+    if (strcmp(x->provider, g->provider))
+      continue;
+    if (g->rows > 0 && g->source_rows == g->rows) {
+      /* every row as the meter charged it in the provider's currency; what
+       * running attempts accrued since is not metered yet: at the rate */
+      int64_t acc = 0;
+      if (g->accrued_effective_uusd &&
+          !tw_report_fx_amount(&x->rate, g->accrued_effective_uusd, &acc))
+        return NULL;
+      *micro = g->source_effective_micro + acc;
+      *metered = true;
+      return x;
+    }
+    return tw_report_fx_amount(&x->rate, g->effective_uusd, micro) ? x : NULL;
   }
   return NULL;
 }
@@ -660,7 +673,8 @@ static void render_json(const struct tw_report *r, struct tw_buf *b) {
     tw_buf_printf(b, ",\"usage_s\":%lld,\"rows\":%lld",
                   (long long)(g->usage_ms / 1000), (long long)g->rows);
     int64_t micro;
-    const struct tw_report_fx *x = report__fx(r, g, &micro);
+    bool metered;
+    const struct tw_report_fx *x = report__fx(r, g, &micro, &metered);
     if (x) {
       char amt[32];
       report__fmt_micro(micro, amt, sizeof amt);
@@ -674,7 +688,8 @@ static void render_json(const struct tw_report *r, struct tw_buf *b) {
       tw_buf_json_str(b, x->rate.date);
       tw_buf_adds(b, ",\"rate_source\":");
       tw_buf_json_str(b, x->rate.source);
-      tw_buf_adds(b, ",\"source_amount_basis\":\"derived\"");
+      tw_buf_adds(b, metered ? ",\"source_amount_basis\":\"metered\""
+                             : ",\"source_amount_basis\":\"derived\"");
     }
     tw_buf_addc(b, '}');
   }
@@ -775,7 +790,9 @@ static void render_csv(const struct tw_report *r, struct tw_buf *b) {
                   (long long)(uh / 1000000), (long long)(uh % 1000000),
                   (long long)g->rows);
     int64_t micro;
-    const struct tw_report_fx *x = fx ? report__fx(r, g, &micro) : NULL;
+    bool metered;
+    const struct tw_report_fx *x =
+        fx ? report__fx(r, g, &micro, &metered) : NULL;
     if (x) {
       char amt[32];
       report__fmt_micro(micro, amt, sizeof amt);

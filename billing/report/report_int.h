@@ -77,11 +77,13 @@ int64_t report__forecast(const struct tw_report *r, int64_t spent_uusd,
 
 /* The other currency group g of r is priced in (req->fx: grouped by
  * provider, a provider priced in another currency) and *micro its
- * effective cost in micro-units of it, derived from the USD amount at the
- * catalog's rate; NULL when the group is USD only. */
+ * effective cost in micro-units of it: the amounts the meter kept with
+ * the rows when every row of the group has one (*metered; what running
+ * attempts accrued since at the catalog's rate), else derived from the
+ * USD amount at the catalog's rate; NULL when the group is USD only. */
 const struct tw_report_fx *report__fx(const struct tw_report *r,
                                       const struct tw_ledger_group *g,
-                                      int64_t *micro);
+                                      int64_t *micro, bool *metered);
 
 /* "1234.567890" from micro-units, six places, exact (any currency). */
 #define report__fmt_micro tw_report_fmt_usd

@@ -11,6 +11,24 @@ static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static enum tw_log_level min_level = TW_LOG_INFO;
 static char debug_subsys[256];
 static enum tw_log_format log_format = TW_LOG_TEXT;
+/* Per thread by nature: the span the thread works for (log.h). */
+static _Thread_local struct {
+  char trace[33], span[17];
+} log_trace;
+
+void tw_log_set_trace(const char *trace_id, const char *span_id) {
+  if (!trace_id || !*trace_id || !span_id) {
+    log_trace.trace[0] = log_trace.span[0] = '\0';
+    return;
+  }
+  snprintf(log_trace.trace, sizeof log_trace.trace, "%s", trace_id);
+  snprintf(log_trace.span, sizeof log_trace.span, "%s", span_id);
+}
+
+void tw_log_get_trace(char trace_id[33], char span_id[17]) {
+  memcpy(trace_id, log_trace.trace, 33);
+  memcpy(span_id, log_trace.span, 17);
+}
 
 void tw_log_set_format(enum tw_log_format f) {
   pthread_mutex_lock(&log_mu);
@@ -105,13 +123,23 @@ void tw_log(enum tw_log_level lvl, const char *subsys, const char *fmt, ...) {
     json_escape(line, sizeof line, &n, subsys);
     n += (size_t)snprintf(line + n, sizeof line - n, "\",\"msg\":\"");
     json_escape(line, sizeof line, &n, msg);
-    snprintf(line + n, sizeof line - n, "\"}");
+    if (log_trace.trace[0])
+      snprintf(line + n, sizeof line - n,
+               "\",\"trace_id\":\"%s\",\"span_id\":\"%s\"}", log_trace.trace,
+               log_trace.span);
+    else
+      snprintf(line + n, sizeof line - n, "\"}");
   } else if (f == TW_LOG_JOURNALD) {
     /* journald stamps the time itself and reads the <N> priority prefix
      * of a line on stderr (SyslogLevelPrefix=yes, its default) */
     snprintf(line, sizeof line, "<%d>%s: %s", prio[lvl], subsys, msg);
   } else {
     snprintf(line, sizeof line, "%s %s %s: %s", at, names[lvl], subsys, msg);
+  }
+  if (f != TW_LOG_JSON && log_trace.trace[0]) {
+    size_t n = strlen(line);
+    snprintf(line + n, sizeof line - n, " trace_id=%s span_id=%s",
+             log_trace.trace, log_trace.span);
   }
   if (f == TW_LOG_JSON) { /* escaped as JSON already: one line */
     fprintf(stderr, "%s\n", line);

@@ -38,6 +38,16 @@ enum tw_log_format { TW_LOG_TEXT, TW_LOG_JOURNALD, TW_LOG_JSON };
 void tw_log_set_format(enum tw_log_format f);
 bool tw_log_format_parse(const char *s, enum tw_log_format *out);
 
+/* The span this thread works for (broker/base/trace.h): while set, every
+ * line the thread writes carries its ids (text and journald: trace_id=...
+ * span_id=... at the end; json: "trace_id" and "span_id" members).  The
+ * ids are lower-case hex (32 and 16 digits); NULL or "" clears.  Per
+ * thread (log.c: log_trace, thread-local, allowed by test_globals.c).
+ * tw_log_get_trace() copies the current ones out ("" when none), for a
+ * caller that sets its own and puts the previous back. */
+void tw_log_set_trace(const char *trace_id, const char *span_id);
+void tw_log_get_trace(char trace_id[33], char span_id[17]);
+
 /* Parses "debug"/"info"/"warn"/"error"; false on anything else. */
 bool tw_log_level_parse(const char *s, enum tw_log_level *out);
 

@@ -283,6 +283,11 @@ struct tw_instance {
 
 /* ---- launch requests --------------------------------------------------- */
 
+/* One inbound port (lo == hi) or range, 1..65535 (a spec's `ports`). */
+struct tw_port_range {
+  int lo, hi;
+};
+
 /* What to buy.  All pointers are borrowed for the duration of the call. */
 struct tw_launch {
   const struct tw_offer *offer; /* where and what: region, zone, type,
@@ -299,6 +304,12 @@ struct tw_launch {
   int64_t max_price_uusd_per_hour;
   const char *image;     /* NULL: the adapter's configured image */
   const char *user_data; /* raw (adapters encode); NULL none */
+  /* the job's machine (spec image, disk, ports): 0/NULL the adapter's
+   * configured ones */
+  int64_t disk_size_gb;
+  const char *disk_type;
+  const struct tw_port_range *ports;
+  size_t n_ports;
 
   /* Batch providers (Slurm) run the job themselves and use these; clouds
    * ignore them.  Zero/NULL when the caller does not know. */

@@ -36,6 +36,7 @@ static const struct key KEYS[] = {
     {"api.max_per_address", K_INT, OFF(api_max_per_address), "128", 1, 65536,
      false},
     {"api.threads", K_INT, OFF(api_threads), "64", 1, 1024, false},
+    {"api.max_streams", K_INT, OFF(api_max_streams), "256", 1, 65536, false},
     {"api.head_timeout_s", K_INT, OFF(api_head_timeout_s), "10", 1, 3600,
      false},
     {"api.body_timeout_s", K_INT, OFF(api_body_timeout_s), "60", 1, 86400,
@@ -136,13 +137,25 @@ static const struct key KEYS[] = {
     /* validated whole by policies/place/policy.h (tw_policy_set_build) at start
      * and before a reload applies anything */
     {"policies", K_RAW_MAP, OFF(policies), NULL, 0, 0, true},
+    /* validated by tw_spec_machine_parse (spec.h) at load */
+    {"machine", K_RAW_MAP, OFF(machine), NULL, 0, 0, false},
+    /* traces over OTLP/HTTP JSON (docs/observability.md); "" endpoint: off */
+    {"otel.endpoint", K_STR, OFF(otel_endpoint), "", 0, 0, false},
+    {"otel.service_name", K_STR, OFF(otel_service_name), "tradewindd", 0, 0,
+     false},
+    {"otel.sampling", K_STR, OFF(otel_sampling), "1", 0, 0, false},
+    {"otel.headers", K_RAW_MAP, OFF(otel_headers), NULL, 0, 0, false},
+    {"otel.queue_max", K_INT, OFF(otel_queue_max), "2048", 1, 1000000, false},
+    {"otel.batch_max", K_INT, OFF(otel_batch_max), "512", 1, 100000, false},
+    {"otel.flush_ms", K_INT, OFF(otel_flush_ms), "1000", 10, 600000, false},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
 /* Sections: mappings whose keys are listed above. */
 static const char *const SECTIONS[] = {
     "log",     "api",     "store", "scheduler", "auth", "tls",
-    "secrets", "tenancy", "spot",  "reconcile", "agent", "ha",   NULL};
+    "secrets", "tenancy", "spot",  "reconcile", "agent", "otel", "ha",
+    NULL};
 
 static bool is_section(const char *path) {
   for (int i = 0; SECTIONS[i]; i++)
@@ -179,6 +192,22 @@ static enum tw_rc set_value(struct tw_cfg *c, const struct key *k,
         strcmp(text, "journald") && strcmp(text, "json"))
       return tw_err_field(err, TW_E_INVALID, k->path,
                           "%s: expected text, journald or json, got \"%s\"",
+                          k->path, text);
+    if (!strcmp(k->path, "otel.sampling")) {
+      char *end = NULL;
+      double v = strtod(text, &end);
+      if (!end || *end || end == text || !(v >= 0 && v <= 1))
+        return tw_err_field(err, TW_E_INVALID, k->path,
+                            "%s: expected a share of traces from 0 to 1 "
+                            "(0.25, 1), got \"%s\"",
+                            k->path, text);
+      c->otel_sampling_ratio = v;
+    }
+    if (!strcmp(k->path, "otel.endpoint") && *text &&
+        ((strncmp(text, "http://", 7) && strncmp(text, "https://", 8)) ||
+         strpbrk(text, " \t\r\n")))
+      return tw_err_field(err, TW_E_INVALID, k->path,
+                          "%s: expected an http:// or https:// URL, got \"%s\"",
                           k->path, text);
     if (!strcmp(k->path, "auth.mode") && strcmp(text, "tokens") &&
         strcmp(text, "open"))
@@ -372,6 +401,9 @@ void tw_cfg_free(struct tw_cfg *cfg) {
   free(cfg->agent_path);
   free(cfg->agent_binary);
   free(cfg->agent_broker_url);
+  free(cfg->otel_endpoint);
+  free(cfg->otel_service_name);
+  free(cfg->otel_sampling);
   tw_node_free(cfg->root);
   free(cfg);
 }
@@ -419,6 +451,10 @@ done:
   }
   if (opts && opts->fallbacks && (rc = check_fallback(c, opts->fallbacks, err)))
     goto fail;
+  struct tw_spec_machine mc;
+  if ((rc = tw_spec_machine_parse(c->machine, &mc, err)))
+    goto fail;
+  tw_spec_machine_release(&mc);
   if (strcmp(c->store_backend, "sqlite") && strcmp(c->store_backend, "postgres")) {
     rc = tw_err_field(err, TW_E_INVALID, "store.backend",
                       "store.backend: expected sqlite or postgres, got \"%s\"",

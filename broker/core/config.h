@@ -33,6 +33,7 @@ struct tw_cfg {
   int64_t api_body_timeout_s;  /* deadline of a whole request body */
   int64_t api_max_head_bytes;  /* 431 beyond */
   int64_t api_max_url_bytes;   /* 414 beyond */
+  int64_t api_max_streams;     /* GET /v1/events/stream open at once */
   char *api_probe_listen;      /* "HOST:PORT" of the probes alone; "" none */
   bool store_sync_full;        /* synchronous: full | normal */
   int64_t store_max_batch;
@@ -68,6 +69,8 @@ struct tw_cfg {
       *catalog; /* the catalog: mapping (billing/catalog/catalog.h), or NULL */
   struct tw_node
       *policies; /* the policies: mapping (policies/place/policy.h), or NULL */
+  struct tw_node *machine; /* the job's machine allow-list: mapping
+                              (tw_spec_machine_parse, spec.h), or NULL */
   /* the spot lifecycle (docs/spot.md) */
   char *spot_fallback; /* default strategy for jobs that name none */
   int64_t spot_on_demand_after, spot_restart_overhead_s, spot_deadline_margin_s;
@@ -84,6 +87,12 @@ struct tw_cfg {
   int64_t agent_heartbeat_s, agent_heartbeat_timeout_s;
   int64_t agent_max_log_bytes; /* per attempt, both streams */
   int64_t agent_grace_s;       /* SIGTERM to SIGKILL */
+  /* traces (docs/observability.md): otel_endpoint "" is off */
+  char *otel_endpoint, *otel_service_name;
+  char *otel_sampling;        /* as written */
+  double otel_sampling_ratio; /* 0..1 */
+  struct tw_node *otel_headers; /* mapping name: value, or NULL */
+  int64_t otel_queue_max, otel_batch_max, otel_flush_ms;
   struct tw_node *root;         /* the whole document (owned) */
 };
 

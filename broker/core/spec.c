@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1287,6 +1288,269 @@ static enum tw_rc parse_price(const struct tw_node *n, const char *path,
   return TW_OK;
 }
 
+/* ---- the machine: image, disk, ports ------------------------------------ */
+
+static bool image_char(char c) {
+  return isalnum((unsigned char)c) || strchr("._-:/@+=", c) != NULL;
+}
+
+static enum tw_rc parse_image(const struct tw_node *n, struct tw_job_spec *spec,
+                              struct tw_err *err) {
+  char d[128];
+  if (n->kind != TW_NODE_SCALAR || !*n->str)
+    return fail(err, "image", n, "expected an image id or name, got %s",
+                describe(n, d, sizeof d));
+  size_t len = strlen(n->str);
+  if (len > TW_SPEC_IMAGE_MAX)
+    return fail(err, "image", n, "longer than %d bytes", TW_SPEC_IMAGE_MAX);
+  for (size_t i = 0; i < len; i++)
+    if (!image_char(n->str[i]))
+      return fail(err, "image", n,
+                  "may only contain letters, digits and ._-:/@+=, got %s",
+                  describe(n, d, sizeof d));
+  spec->image = tw_strdup(n->str);
+  return TW_OK;
+}
+
+static enum tw_rc parse_disk(const struct tw_node *m, struct tw_job_spec *spec,
+                             struct tw_err *err) {
+  static const char *const keys[] = {"size_gb", "type", NULL};
+  char d[128];
+  enum tw_rc rc;
+  const struct tw_node *n;
+  if (m->kind != TW_NODE_MAP)
+    return fail(err, "disk", m,
+                "expected a mapping {size_gb: N, type: NAME}, got %s",
+                describe(m, d, sizeof d));
+  if ((rc = check_keys(m, "disk", keys, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(m, "size_gb")) &&
+      (rc = get_int(n, "disk.size_gb", 1, TW_SPEC_DISK_GB_MAX,
+                    &spec->disk_size_gb, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(m, "type"))) {
+    bool ok = n->kind == TW_NODE_SCALAR && *n->str && strlen(n->str) <= 64;
+    for (const char *c = ok ? n->str : ""; ok && *c; c++)
+      ok = ident_char(*c);
+    if (!ok)
+      return fail(err, "disk.type", n,
+                  "expected a disk type such as gp3 or Premium_LRS "
+                  "(letters, digits, '.', '_', '-'), got %s",
+                  describe(n, d, sizeof d));
+    spec->disk_type = tw_strdup(n->str);
+  }
+  return TW_OK;
+}
+
+/* "8080" or "8000-8100": 1..65535 each, lo <= hi; 0 when malformed. */
+static bool port_range(const char *s, struct tw_port_range *out) {
+  char *end;
+  if (!isdigit((unsigned char)*s))
+    return false;
+  long lo = strtol(s, &end, 10), hi = lo;
+  if (*end == '-') {
+    if (!isdigit((unsigned char)end[1]))
+      return false;
+    hi = strtol(end + 1, &end, 10);
+  }
+  if (*end || lo < 1 || hi > 65535 || lo > hi)
+    return false;
+  out->lo = (int)lo;
+  out->hi = (int)hi;
+  return true;
+}
+
+static int port_cmp(const void *a, const void *b) {
+  const struct tw_port_range *x = a, *y = b;
+  return x->lo != y->lo ? (x->lo < y->lo ? -1 : 1)
+                        : (x->hi < y->hi ? -1 : x->hi > y->hi);
+}
+
+static enum tw_rc parse_ports(const struct tw_node *m, struct tw_job_spec *spec,
+                              struct tw_err *err) {
+  char d[128], sub[PATH_MAX_LEN];
+  /* SkyPilot writes one port as a scalar */
+  if (m->kind == TW_NODE_SCALAR) {
+    spec->ports = tw_calloc(1, sizeof *spec->ports);
+    if (!port_range(m->str, &spec->ports[0]))
+      return fail(err, "ports", m,
+                  "expected a port 1..65535 or a range \"A-B\", got %s",
+                  describe(m, d, sizeof d));
+    spec->n_ports = 1;
+    return TW_OK;
+  }
+  if (m->kind != TW_NODE_SEQ)
+    return fail(err, "ports", m,
+                "expected a list of ports and ranges like [8080, "
+                "\"9000-9100\"], got %s",
+                describe(m, d, sizeof d));
+  if (m->n > TW_SPEC_PORTS_MAX)
+    return fail(err, "ports", m, "at most %d entries, got %zu",
+                TW_SPEC_PORTS_MAX, m->n);
+  if (!m->n)
+    return TW_OK;
+  spec->ports = tw_calloc(m->n, sizeof *spec->ports);
+  for (size_t i = 0; i < m->n; i++) {
+    const struct tw_node *v = m->items[i];
+    path_idx(sub, "ports", i);
+    if (v->kind != TW_NODE_SCALAR || !port_range(v->str, &spec->ports[i]))
+      return fail(err, sub, v,
+                  "expected a port 1..65535 or a range \"A-B\", got %s",
+                  describe(v, d, sizeof d));
+    spec->n_ports = i + 1;
+  }
+  qsort(spec->ports, spec->n_ports, sizeof *spec->ports, port_cmp);
+  return TW_OK;
+}
+
+static bool in_names(const char *const *names, const char *s, bool globs) {
+  for (; names && *names; names++)
+    if (globs ? fnmatch(*names, s, 0) == 0 : strcmp(*names, s) == 0)
+      return true;
+  return false;
+}
+
+/* The spec's image, disk and ports against the operator's allow-list. */
+static enum tw_rc check_machine(const struct tw_node *root,
+                                const struct tw_job_spec *spec,
+                                const struct tw_spec_machine *mc,
+                                struct tw_err *err) {
+  const struct tw_node *disk = tw_node_get(root, "disk");
+  if (spec->image && !in_names(mc->images, spec->image, true))
+    return fail(err, "image", tw_node_get(root, "image"),
+                "%s is not in the operator's allow-list (machine.images)",
+                spec->image);
+  if (spec->disk_type && !in_names(mc->disk_types, spec->disk_type, false))
+    return fail(err, "disk.type", tw_node_get(disk, "type"),
+                "%s is not in the operator's allow-list "
+                "(machine.disk_types)",
+                spec->disk_type);
+  if (spec->disk_size_gb > mc->disk_max_gb)
+    return fail(err, "disk.size_gb", tw_node_get(disk, "size_gb"),
+                "%lld GB is more than the operator allows "
+                "(machine.disk_max_gb: %lld)",
+                (long long)spec->disk_size_gb, (long long)mc->disk_max_gb);
+  const struct tw_node *pn = tw_node_get(root, "ports");
+  for (size_t i = 0; i < spec->n_ports; i++) {
+    const struct tw_port_range *r = &spec->ports[i];
+    bool ok = false;
+    for (size_t j = 0; j < mc->n_ports && !ok; j++)
+      ok = r->lo >= mc->ports[j].lo && r->hi <= mc->ports[j].hi;
+    if (ok)
+      continue;
+    /* name the entry as written: the list is sorted, the node is not */
+    char sub[PATH_MAX_LEN] = "ports";
+    const struct tw_node *at = pn;
+    for (size_t k = 0; pn && pn->kind == TW_NODE_SEQ && k < pn->n; k++) {
+      struct tw_port_range w;
+      if (port_range(pn->items[k]->str, &w) && w.lo == r->lo && w.hi == r->hi) {
+        path_idx(sub, "ports", k);
+        at = pn->items[k];
+        break;
+      }
+    }
+    char pr[16];
+    if (r->lo == r->hi)
+      snprintf(pr, sizeof pr, "%d", r->lo);
+    else
+      snprintf(pr, sizeof pr, "%d-%d", r->lo, r->hi);
+    return fail(err, sub, at,
+                "%s is not in the operator's allow-list (machine.ports)", pr);
+  }
+  return TW_OK;
+}
+
+static enum tw_rc machine_list(const struct tw_node *m, const char *key,
+                               bool ident, const char *const **out,
+                               struct tw_err *err) {
+  char d[128], sub[PATH_MAX_LEN], path[64];
+  const struct tw_node *n = tw_node_get(m, key);
+  snprintf(path, sizeof path, "machine.%s", key);
+  if (is_null(n))
+    return TW_OK;
+  if (n->kind != TW_NODE_SEQ)
+    return fail(err, path, n, "expected a list, got %s",
+                describe(n, d, sizeof d));
+  char **v = tw_calloc(n->n + 1, sizeof *v);
+  *out = (const char *const *)v;
+  for (size_t i = 0; i < n->n; i++) {
+    const struct tw_node *e = n->items[i];
+    path_idx(sub, path, i);
+    bool ok = e->kind == TW_NODE_SCALAR && *e->str &&
+              strlen(e->str) <= TW_SPEC_IMAGE_MAX;
+    for (const char *c = ok ? e->str : ""; ok && *c; c++)
+      ok = ident ? ident_char(*c) : (image_char(*c) || *c == '*' || *c == '?');
+    if (!ok)
+      return fail(err, sub, e, "expected %s, got %s",
+                  ident ? "a disk type" : "an image id, name or glob",
+                  describe(e, d, sizeof d));
+    v[i] = tw_strdup(e->str);
+  }
+  return TW_OK;
+}
+
+enum tw_rc tw_spec_machine_parse(const struct tw_node *m,
+                                 struct tw_spec_machine *out,
+                                 struct tw_err *err) {
+  static const char *const keys[] = {"images", "disk_types", "disk_max_gb",
+                                     "ports", NULL};
+  char d[128], sub[PATH_MAX_LEN];
+  enum tw_rc rc;
+  memset(out, 0, sizeof *out);
+  if (is_null(m))
+    return TW_OK;
+  if (m->kind != TW_NODE_MAP)
+    return fail(err, "machine", m, "expected a mapping, got %s",
+                describe(m, d, sizeof d));
+  if ((rc = check_keys(m, "machine", keys, err)) ||
+      (rc = machine_list(m, "images", false, &out->images, err)) ||
+      (rc = machine_list(m, "disk_types", true, &out->disk_types, err)))
+    goto fail;
+  const struct tw_node *n = tw_node_get(m, "disk_max_gb");
+  if (!is_null(n) &&
+      (rc = get_int(n, "machine.disk_max_gb", 1, TW_SPEC_DISK_GB_MAX,
+                    &out->disk_max_gb, err)))
+    goto fail;
+  n = tw_node_get(m, "ports");
+  if (!is_null(n)) {
+    if (n->kind != TW_NODE_SEQ) {
+      rc = fail(err, "machine.ports", n, "expected a list, got %s",
+                describe(n, d, sizeof d));
+      goto fail;
+    }
+    struct tw_port_range *p = tw_calloc(n->n + 1, sizeof *p);
+    out->ports = p;
+    for (size_t i = 0; i < n->n; i++) {
+      path_idx(sub, "machine.ports", i);
+      if (n->items[i]->kind != TW_NODE_SCALAR ||
+          !port_range(n->items[i]->str, &p[i])) {
+        rc = fail(err, sub, n->items[i],
+                  "expected a port 1..65535 or a range \"A-B\", got %s",
+                  describe(n->items[i], d, sizeof d));
+        goto fail;
+      }
+      out->n_ports = i + 1;
+    }
+  }
+  return TW_OK;
+fail:
+  tw_spec_machine_release(out);
+  return rc;
+}
+
+void tw_spec_machine_release(struct tw_spec_machine *m) {
+  if (!m)
+    return;
+  const char *const *lists[] = {m->images, m->disk_types};
+  for (size_t k = 0; k < 2; k++) {
+    for (size_t i = 0; lists[k] && lists[k][i]; i++)
+      free((char *)lists[k][i]);
+    free((void *)lists[k]);
+  }
+  free((void *)m->ports);
+  memset(m, 0, sizeof *m);
+}
+
 static enum tw_rc parse_top(const struct tw_node *root,
                             struct tw_job_spec *spec, struct tw_err *err) {
   static const char *const keys[] = {"name",
@@ -1303,9 +1567,13 @@ static enum tw_rc parse_top(const struct tw_node *root,
                                      "placement",
                                      "priority",
                                      "checkpoint",
+                                     "setup",
                                      "run",
                                      "env",
                                      "fallback",
+                                     "image",
+                                     "disk",
+                                     "ports",
                                      NULL};
   char d[128];
   enum tw_rc rc;
@@ -1397,6 +1665,9 @@ static enum tw_rc parse_top(const struct tw_node *root,
   if (!is_null(n = tw_node_get(root, "checkpoint")) &&
       (rc = parse_checkpoint(n, spec, err)))
     return rc;
+  if (!is_null(n = tw_node_get(root, "setup")) &&
+      (rc = get_text(n, "setup", TW_SPEC_RUN_MAX, &spec->setup, err)))
+    return rc;
   if (!is_null(n = tw_node_get(root, "run")) &&
       (rc = get_text(n, "run", TW_SPEC_RUN_MAX, &spec->run, err)))
     return rc;
@@ -1413,6 +1684,15 @@ static enum tw_rc parse_top(const struct tw_node *root,
                   describe(n, what, sizeof what));
     spec->fallback = tw_strdup(n->str);
   }
+  if (!is_null(n = tw_node_get(root, "image")) &&
+      (rc = parse_image(n, spec, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(root, "disk")) &&
+      (rc = parse_disk(n, spec, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(root, "ports")) &&
+      (rc = parse_ports(n, spec, err)))
+    return rc;
   return TW_OK;
 }
 
@@ -1536,6 +1816,8 @@ enum tw_rc tw_spec_from_node_opts(const struct tw_node *root,
     rc = check_provider_names(root, opts->providers, err);
   if (!rc && opts && opts->fallbacks)
     rc = check_fallback_name(root, opts->fallbacks, err);
+  if (!rc && opts && opts->machine)
+    rc = check_machine(root, spec, opts->machine, err);
   if (rc) {
     tw_spec_release(spec);
     return rc;
@@ -1608,12 +1890,16 @@ void tw_spec_release(struct tw_job_spec *spec) {
   free_list(spec->near, spec->n_near);
   free(spec->checkpoint_uri);
   free(spec->fallback);
+  free(spec->setup);
   free(spec->run);
   for (size_t i = 0; i < spec->n_env; i++) {
     free(spec->env[i].key);
     free(spec->env[i].value);
   }
   free(spec->env);
+  free(spec->image);
+  free(spec->disk_type);
+  free(spec->ports);
   memset(spec, 0, sizeof *spec);
 }
 
@@ -1821,6 +2107,10 @@ void tw_spec_to_json(const struct tw_job_spec *s, struct tw_buf *b) {
     json_key(b, &first, "fallback");
     tw_buf_json_str(b, s->fallback);
   }
+  if (s->setup) {
+    json_key(b, &first, "setup");
+    tw_buf_json_str(b, s->setup);
+  }
   if (s->run) {
     json_key(b, &first, "run");
     tw_buf_json_str(b, s->run);
@@ -1836,6 +2126,37 @@ void tw_spec_to_json(const struct tw_job_spec *s, struct tw_buf *b) {
       tw_buf_json_str(b, s->env[i].value);
     }
     tw_buf_addc(b, '}');
+  }
+  if (s->image) {
+    json_key(b, &first, "image");
+    tw_buf_json_str(b, s->image);
+  }
+  if (s->disk_size_gb || s->disk_type) {
+    json_key(b, &first, "disk");
+    tw_buf_addc(b, '{');
+    f2 = true;
+    if (s->disk_size_gb) {
+      json_key(b, &f2, "size_gb");
+      tw_buf_printf(b, "%lld", (long long)s->disk_size_gb);
+    }
+    if (s->disk_type) {
+      json_key(b, &f2, "type");
+      tw_buf_json_str(b, s->disk_type);
+    }
+    tw_buf_addc(b, '}');
+  }
+  if (s->n_ports) {
+    json_key(b, &first, "ports");
+    tw_buf_addc(b, '[');
+    for (size_t i = 0; i < s->n_ports; i++) {
+      if (i)
+        tw_buf_addc(b, ',');
+      if (s->ports[i].lo == s->ports[i].hi)
+        tw_buf_printf(b, "%d", s->ports[i].lo);
+      else
+        tw_buf_printf(b, "\"%d-%d\"", s->ports[i].lo, s->ports[i].hi);
+    }
+    tw_buf_addc(b, ']');
   }
   tw_buf_addc(b, '}');
 }

@@ -47,6 +47,9 @@ struct tw_node;
 #define TW_SPEC_NEAR_MAX 8
 #define TW_SPEC_ACCELS_MAX 16       /* accelerator alternatives */
 #define TW_SPEC_NAME_FILTER_MAX 64  /* globs per include or exclude list */
+#define TW_SPEC_IMAGE_MAX 256       /* image: an id or a name */
+#define TW_SPEC_DISK_GB_MAX 65536   /* disk.size_gb: 64 TiB */
+#define TW_SPEC_PORTS_MAX 64        /* ports: entries */
 
 struct tw_dataset_ref {
   char *uri;          /* required, e.g. s3://bucket/path */
@@ -97,6 +100,19 @@ struct tw_name_filter {
 struct tw_kv {
   char *key;
   char *value;
+};
+
+/* An entry of `ports:` is a struct tw_port_range (model.h). */
+
+/* The operator's allow-list of the job's machine (config `machine:`,
+ * broker/core/config.h): what `image`, `disk` and `ports` of a spec may
+ * ask for.  An empty list allows nothing of its kind. */
+struct tw_spec_machine {
+  const char *const *images;         /* globs, NULL-terminated; NULL none */
+  const char *const *disk_types;     /* NULL-terminated; NULL none */
+  int64_t disk_max_gb;               /* 0: disk.size_gb refused */
+  const struct tw_port_range *ports; /* a spec's ports must lie inside */
+  size_t n_ports;
 };
 
 struct tw_job_spec {
@@ -156,9 +172,18 @@ struct tw_job_spec {
    * (struct tw_spec_opts); NULL: the policy's (the config's spot.fallback) */
   char *fallback;
 
-  char *run; /* the script; NULL = none */
+  char *setup; /* run before `run` on every node; NULL = none */
+  char *run;   /* the script; NULL = none */
   struct tw_kv *env;
   size_t n_env;
+
+  /* the machine (docs/jobspec.md#image-disk-ports), each from the
+   * operator's allow-list (struct tw_spec_machine) */
+  char *image;                 /* image id or name; NULL: the provider's */
+  int64_t disk_size_gb;        /* disk.size_gb, 1..65536; 0: the provider's */
+  char *disk_type;             /* disk.type ("gp3", "Premium_LRS"); NULL */
+  struct tw_port_range *ports; /* inbound ports to open, sorted */
+  size_t n_ports;
 };
 
 /* What validation checks beyond the spec's own shape. */
@@ -180,7 +205,21 @@ struct tw_spec_opts {
    * holds the table; the scheduler refuses a stored spec whose strategy
    * the table lacks (broker/sched/sched_int.h, sched__parse_spec). */
   const char *const *fallbacks;
+  /* The operator's allow-list of image, disk and ports.  A spec asking
+   * for one outside it is TW_E_INVALID naming the field ("image",
+   * "disk.type", "ports[1]").  NULL: no check (stored specs). */
+  const struct tw_spec_machine *machine;
 };
+
+/* The config's `machine:` mapping (configs/tradewind.yaml) into *out:
+ * {images: [glob], disk_types: [name], disk_max_gb: N, ports: [port or
+ * "A-B"]}, every key optional.  NULL m: an empty allow-list.  Errors name
+ * the key ("machine.ports[2]").  tw_spec_machine_release() frees what a
+ * success allocated. */
+enum tw_rc tw_spec_machine_parse(const struct tw_node *m,
+                                 struct tw_spec_machine *out,
+                                 struct tw_err *err);
+void tw_spec_machine_release(struct tw_spec_machine *m);
 
 /* Validates a parsed document into spec (zeroed, then filled).  On error
  * spec is released and err names the field.  The caller tw_spec_release()s

@@ -111,6 +111,13 @@ static const char SQL_JOB_LIST_TENANT[] =
 static const char SQL_JOB_LIST_BOTH[] =
     "SELECT " JOB_COLS " FROM jobs WHERE state = ?3 AND tenant = ?4"
     " AND seq < ?1 ORDER BY seq DESC LIMIT ?2";
+/* by provider (the placement's), the other filters optional: newest
+ * first on the primary key, stopping at the page's end */
+static const char SQL_JOB_LIST_PROVIDER[] =
+    "SELECT " JOB_COLS " FROM jobs WHERE seq < ?1"
+    " AND (?3 IS NULL OR state = ?3) AND (?4 IS NULL OR tenant = ?4)"
+    " AND json_extract(placement, '$.provider') = ?5"
+    " ORDER BY seq DESC LIMIT ?2";
 static const char SQL_EVENTS[] =
     "SELECT seq, at_ms, from_state, to_state, reason FROM job_events"
     " WHERE job_id = ?1 ORDER BY seq";
@@ -1084,6 +1091,9 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
   int64_t seq = tw_db_last_insert_id(s->w.db);
   if ((rc = insert_event(s, id, now, NULL, "pending", reason, err)))
     return rc;
+  if (req->traceparent &&
+      (rc = store__job_trace_insert(s, s->w.db, id, req->traceparent, err)))
+    return rc;
   struct tw_job_rec *r = out;
   memset(r, 0, sizeof *r);
   r->seq = seq;
@@ -1151,9 +1161,10 @@ enum tw_rc tw_store_job_get(struct tw_store *s, const char *id,
 enum tw_rc tw_store_job_list(struct tw_store *s, const struct tw_job_filter *f,
                              struct tw_job_rec **out, size_t *n,
                              int64_t *next_before, struct tw_err *err) {
-  const char *sql = f->state
-                        ? (f->tenant ? SQL_JOB_LIST_BOTH : SQL_JOB_LIST_STATE)
-                        : (f->tenant ? SQL_JOB_LIST_TENANT : SQL_JOB_LIST);
+  const char *sql =
+      f->provider ? SQL_JOB_LIST_PROVIDER
+      : f->state  ? (f->tenant ? SQL_JOB_LIST_BOTH : SQL_JOB_LIST_STATE)
+                  : (f->tenant ? SQL_JOB_LIST_TENANT : SQL_JOB_LIST);
   int limit = f->limit < 1 ? 1 : f->limit > 500 ? 500 : f->limit;
   *out = NULL;
   *n = 0;
@@ -1172,6 +1183,8 @@ enum tw_rc tw_store_job_list(struct tw_store *s, const struct tw_job_filter *f,
     tw_db_bind_text(st, 3, f->state, -1);
   if (f->tenant)
     tw_db_bind_text(st, 4, f->tenant, -1);
+  if (f->provider)
+    tw_db_bind_text(st, 5, f->provider, -1);
   struct tw_job_rec *recs = tw_calloc((size_t)limit, sizeof *recs);
   size_t k = 0;
   int r;

@@ -104,6 +104,8 @@ struct tw_job_new {
   int priority;
   const char *spec_json; /* canonical JSON of the validated spec */
   const char *idem_key;  /* NULL: none */
+  const char *traceparent; /* W3C trace context its spans join (module
+                              "trace", store_obs.h); NULL: none */
 };
 
 /* Stores a new pending job with its first event, durably, before
@@ -121,6 +123,7 @@ enum tw_rc tw_store_job_get(struct tw_store *s, const char *id,
 struct tw_job_filter {
   const char *state;  /* NULL: any */
   const char *tenant; /* NULL: any */
+  const char *provider; /* NULL: any; else the placement's provider */
   int64_t before_seq; /* 0: from the newest; else only seq < before_seq */
   int limit;          /* 1..500 */
 };

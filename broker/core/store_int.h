@@ -73,6 +73,11 @@ enum tw_rc store__audit_append(struct tw_store *s, struct tw_db *db,
  * it.  sqlite: nothing. */
 enum tw_rc store__serialize(struct tw_store *s, struct tw_db *db,
                             struct tw_err *err);
+/* store_obs.c: a new job's trace context, inside its write (writer
+ * thread). */
+enum tw_rc store__job_trace_insert(struct tw_store *s, struct tw_db *db,
+                                   const char *job_id, const char *traceparent,
+                                   struct tw_err *err);
 
 /* store_backup.c: a path sqlite opens as a file (not :memory: or a URI);
  * the exclusive lock of PATH.lock, its fd or -1 with err set. */

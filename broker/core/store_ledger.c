@@ -17,31 +17,40 @@ static const char SQL_INSERT[] =
     " correction, service, tenant, project, job_id, attempt_id, provider,"
     " account, region, zone, instance_type, resource_id, market, nodes,"
     " usage_ms, quantity, unit_price_uusd, list_uusd, effective_uusd,"
-    " corrects_seq, description, discount_bp, commitment)"
+    " corrects_seq, description, discount_bp, commitment, source_currency,"
+    " source_effective_micro)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-    " ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)";
+    " ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28,"
+    " ?29, ?30)";
 
 static const char SQL_ROLLUP_DAY[] =
     "INSERT INTO ledger_day (day, tenant, project, provider, region,"
-    " list_uusd, effective_uusd, usage_ms, rows)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1)"
+    " list_uusd, effective_uusd, usage_ms, rows, source_effective_micro,"
+    " source_rows)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9, ?10)"
     " ON CONFLICT (day, tenant, project, provider, region) DO UPDATE SET"
     " list_uusd = ledger_day.list_uusd + excluded.list_uusd,"
     " effective_uusd = ledger_day.effective_uusd + excluded.effective_uusd,"
     " usage_ms = ledger_day.usage_ms + excluded.usage_ms,"
-    " rows = ledger_day.rows + 1";
+    " rows = ledger_day.rows + 1,"
+    " source_effective_micro = ledger_day.source_effective_micro"
+    " + excluded.source_effective_micro,"
+    " source_rows = ledger_day.source_rows + excluded.source_rows";
 
 static const char SQL_ROLLUP_JOB[] =
     "INSERT INTO ledger_job_day (job_id, day, provider, region, tenant,"
-    " project, list_uusd, effective_uusd, usage_ms, rows)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1)"
+    " project, list_uusd, effective_uusd, usage_ms, rows,"
+    " source_effective_micro, source_rows)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, ?10, ?11)"
     " ON CONFLICT (day, job_id, tenant, project, provider, region) DO UPDATE "
     "SET"
     " list_uusd = ledger_job_day.list_uusd + excluded.list_uusd,"
-    " effective_uusd = ledger_job_day.effective_uusd"
-    " + excluded.effective_uusd,"
+    " effective_uusd = ledger_job_day.effective_uusd + excluded.effective_uusd,"
     " usage_ms = ledger_job_day.usage_ms + excluded.usage_ms,"
-    " rows = ledger_job_day.rows + 1";
+    " rows = ledger_job_day.rows + 1,"
+    " source_effective_micro = ledger_job_day.source_effective_micro"
+    " + excluded.source_effective_micro,"
+    " source_rows = ledger_job_day.source_rows + excluded.source_rows";
 
 static const char SQL_ROLLUP_MARKET[] =
     "INSERT INTO ledger_market_day (day, tenant, project, market, list_uusd,"
@@ -100,6 +109,8 @@ static enum tw_rc insert_one(struct tw_store *s, struct tw_db *db,
   store__bind_text(st, 26, r->description);
   tw_db_bind_int64(st, 27, r->discount_bp);
   tw_db_bind_int(st, 28, r->commitment ? 1 : 0);
+  store__bind_text(st, 29, r->source_currency);
+  tw_db_bind_int64(st, 30, r->source_effective_micro);
   enum tw_rc rc = step_done(db, st, "insert", err);
   if (rc)
     return rc;
@@ -115,6 +126,8 @@ static enum tw_rc insert_one(struct tw_store *s, struct tw_db *db,
   tw_db_bind_int64(st, 6, r->list_uusd);
   tw_db_bind_int64(st, 7, r->effective_uusd);
   tw_db_bind_int64(st, 8, r->usage_ms);
+  tw_db_bind_int64(st, 9, r->source_effective_micro);
+  tw_db_bind_int(st, 10, r->source_currency[0] != '\0');
   if ((rc = step_done(db, st, "day rollup", err)))
     return rc;
   if (!(st = tw_store_stmt(s, db, SQL_ROLLUP_MARKET, err)))
@@ -141,6 +154,8 @@ static enum tw_rc insert_one(struct tw_store *s, struct tw_db *db,
   tw_db_bind_int64(st, 7, r->list_uusd);
   tw_db_bind_int64(st, 8, r->effective_uusd);
   tw_db_bind_int64(st, 9, r->usage_ms);
+  tw_db_bind_int64(st, 10, r->source_effective_micro);
+  tw_db_bind_int(st, 11, r->source_currency[0] != '\0');
   return step_done(db, st, "job rollup", err);
 }
 
@@ -177,7 +192,7 @@ enum tw_rc tw_store_ledger_append(struct tw_store *s,
   " tenant, project, job_id, attempt_id, provider, account, region, zone,"     \
   " instance_type, resource_id, market, nodes, usage_ms, quantity,"            \
   " unit_price_uusd, list_uusd, effective_uusd, corrects_seq, description,"   \
-  " discount_bp, commitment"
+  " discount_bp, commitment, source_currency, source_effective_micro"
 
 static const char SQL_ROW_BY_SEQ[] =
     "SELECT " ROW_COLUMNS " FROM ledger WHERE seq = ?1";
@@ -222,6 +237,8 @@ static void read_row(struct tw_db_stmt *st, struct tw_ledger_row *r) {
   store__col(st, 25, r->description, sizeof r->description);
   r->discount_bp = tw_db_column_int64(st, 26);
   r->commitment = tw_db_column_int(st, 27) != 0;
+  store__col(st, 28, r->source_currency, sizeof r->source_currency);
+  r->source_effective_micro = tw_db_column_int64(st, 29);
 }
 
 struct derive_arg {
@@ -319,7 +336,8 @@ static const char SQL_SUM_DAY[] =
     " CASE WHEN ?5 THEN provider ELSE '' END,"
     " CASE WHEN ?6 THEN region ELSE '' END,"
     " CASE WHEN ?7 THEN day ELSE -1 END, '', '',"
-    " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), SUM(rows)"
+    " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), SUM(rows),"
+    " SUM(source_effective_micro), SUM(source_rows)"
     " FROM ledger_day WHERE day >= ?1 AND day < ?2"
     " AND (?9 IS NULL OR tenant = ?9) AND (?10 IS NULL OR project = ?10)"
     " GROUP BY 1, 2, 3, 4, 5";
@@ -329,7 +347,7 @@ static const char SQL_SUM_MARKET_DAY[] =
     "SELECT CASE WHEN ?3 THEN tenant ELSE '' END,"
     " CASE WHEN ?4 THEN project ELSE '' END, '', '',"
     " CASE WHEN ?7 THEN day ELSE -1 END, '', market,"
-    " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), SUM(rows)"
+    " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), SUM(rows), 0, 0"
     " FROM ledger_market_day WHERE day >= ?1 AND day < ?2"
     " AND (?9 IS NULL OR tenant = ?9) AND (?10 IS NULL OR project = ?10)"
     " GROUP BY 1, 2, 5, 7";
@@ -341,7 +359,8 @@ static const char SQL_SUM_JOB_DAY[] =
     " CASE WHEN ?6 THEN region ELSE '' END,"
     " CASE WHEN ?7 THEN day ELSE -1 END,"
     " CASE WHEN ?8 THEN job_id ELSE '' END, '',"
-    " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), SUM(rows)"
+    " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), SUM(rows),"
+    " SUM(source_effective_micro), SUM(source_rows)"
     " FROM ledger_job_day WHERE day >= ?1 AND day < ?2"
     " AND (?9 IS NULL OR tenant = ?9) AND (?10 IS NULL OR project = ?10)"
     " GROUP BY 1, 2, 3, 4, 5, 6";
@@ -364,7 +383,9 @@ static const char SQL_SUM_ROWS[] =
     " CASE WHEN ?12 THEN market ELSE '' END,"
     " SUM(" SQL_PART("list_uusd") "), SUM(" SQL_PART("effective_uusd") "),"
     " SUM(CASE WHEN end_ms = start_ms THEN usage_ms ELSE"
-    " MIN(end_ms, ?2) - MAX(start_ms, ?1) END), COUNT(*)"
+    " MIN(end_ms, ?2) - MAX(start_ms, ?1) END), COUNT(*),"
+    " SUM(" SQL_PART("source_effective_micro") "),"
+    " SUM(CASE WHEN source_currency <> '' THEN 1 ELSE 0 END)"
     " FROM ledger WHERE start_ms >= ?11 AND start_ms < ?2"
     " AND (CASE WHEN end_ms = start_ms THEN start_ms >= ?1"
     " ELSE end_ms > ?1 END)"
@@ -422,6 +443,8 @@ static enum tw_rc sum_query(struct tw_store *s, struct tw_db *db, const char *sq
     g->effective_uusd = tw_db_column_int64(st, 8);
     g->usage_ms = tw_db_column_int64(st, 9);
     g->rows = tw_db_column_int64(st, 10);
+    g->source_effective_micro = tw_db_column_int64(st, 11);
+    g->source_rows = tw_db_column_int64(st, 12);
   }
   enum tw_rc rc = TW_OK;
   if (step != TW_DB_DONE)
@@ -502,6 +525,8 @@ enum tw_rc tw_store_ledger_sum(struct tw_store *s, int64_t from_ms,
       a.g[w - 1].effective_uusd += a.g[i].effective_uusd;
       a.g[w - 1].usage_ms += a.g[i].usage_ms;
       a.g[w - 1].rows += a.g[i].rows;
+      a.g[w - 1].source_effective_micro += a.g[i].source_effective_micro;
+      a.g[w - 1].source_rows += a.g[i].source_rows;
     } else {
       if (w != i)
         a.g[w] = a.g[i];

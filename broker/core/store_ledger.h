@@ -74,6 +74,12 @@ struct tw_ledger_row {
    * commitment-based discount (FOCUS CommitmentDiscount columns). */
   int64_t discount_bp;
   bool commitment;
+  /* The effective cost as billed in the provider's own currency, when it
+   * sells in another than USD (Alibaba: "CNY"), in millionths of it, as
+   * the meter charged it (the offer's own price, not converted back);
+   * "" and 0 for USD, and for rows metered before it was kept. */
+  char source_currency[4];
+  int64_t source_effective_micro;
 };
 
 /* An account as the provider's invoice names it, and its commitment
@@ -117,6 +123,9 @@ struct tw_ledger_group {
   int64_t effective_uusd;
   int64_t usage_ms;
   int64_t rows; /* ledger rows summed */
+  /* Of those rows, how many carry their source-currency amount, and its
+   * sum (one currency per provider; meaningful grouped by provider). */
+  int64_t source_rows, source_effective_micro;
   /* Of list_uusd and effective_uusd, what running attempts have accrued
    * since their last closed charge period (tw_ledger_sum_now); 0 from
    * the ledger alone. */

@@ -148,8 +148,22 @@ static const char MIG_LEDGER_3[] =
     " SUM(list_uusd), SUM(effective_uusd), SUM(usage_ms), COUNT(*)"
     " FROM ledger GROUP BY day, tenant, project, market;";
 
+/* 4: the amount as billed in the provider's own currency (micro-CNY for
+ * Alibaba), kept at metering time; rows before it have none ('', 0) */
+static const char MIG_LEDGER_4[] =
+    "ALTER TABLE ledger ADD COLUMN source_currency TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE ledger ADD COLUMN source_effective_micro INTEGER NOT NULL"
+    " DEFAULT 0;"
+    "ALTER TABLE ledger_day ADD COLUMN source_effective_micro INTEGER NOT NULL"
+    " DEFAULT 0;"
+    "ALTER TABLE ledger_day ADD COLUMN source_rows INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE ledger_job_day ADD COLUMN source_effective_micro INTEGER"
+    " NOT NULL DEFAULT 0;"
+    "ALTER TABLE ledger_job_day ADD COLUMN source_rows INTEGER NOT NULL"
+    " DEFAULT 0;";
+
 static const char *const MIG_LEDGER[] = {MIG_LEDGER_1, MIG_LEDGER_2,
-                                         MIG_LEDGER_3};
+                                         MIG_LEDGER_3, MIG_LEDGER_4};
 
 /* ---- module "meter" */
 
@@ -417,6 +431,15 @@ static const char *const MIG_HA[] = {
 
 /* Fixed order: a module's tables may refer only to tables of the core or
  * of a module above it. */
+/* ---- module "trace" */
+
+static const char *const MIG_TRACE[] = {
+    /* 1: the traceparent a job's spans join (store_obs.h) */
+    "CREATE TABLE job_traces ("
+    "  job_id TEXT PRIMARY KEY,"
+    "  traceparent TEXT NOT NULL) WITHOUT ROWID;",
+};
+
 const struct tw_store_module TW_STORE_MODULES[] = {
     MODULE("gang", MIG_GANG),       MODULE("datasets", MIG_DATASETS),
     MODULE("catalog", MIG_CATALOG), MODULE("ledger", MIG_LEDGER),
@@ -425,6 +448,7 @@ const struct tw_store_module TW_STORE_MODULES[] = {
     MODULE("spot", MIG_SPOT),       MODULE("reconcile", MIG_RECONCILE),
     MODULE("agent", MIG_AGENT),
     MODULE("health", MIG_HEALTH),
+    MODULE("trace", MIG_TRACE),
     MODULE("ha", MIG_HA),
 };
 const size_t TW_STORE_N_MODULES =

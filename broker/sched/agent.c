@@ -2,19 +2,33 @@
 #include "broker/sched/agent.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "broker/base/log.h"
+#include "broker/base/trace.h"
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
+#include "broker/core/store_obs.h"
 #include "broker/sched/checkpoint.h"
 #include "broker/tenancy/secrets.h"
+
+/* The nodes of one gang attempt that registered, and their addresses:
+ * what each node is told once all are known.  Kept in memory: a node
+ * still waiting registers again after a broker restart. */
+struct gang {
+  int64_t attempt_id;
+  int nodes, known;
+  char (*ips)[48];
+  struct gang *next;
+};
 
 struct tw_agent {
   struct tw_store *store;
@@ -29,6 +43,10 @@ struct tw_agent {
   int64_t heartbeat_s, timeout_s, max_log, grace_s;
   void (*wake)(void *ctx);
   void *wake_ctx;
+  pthread_mutex_t gang_mu;
+  struct gang *gangs;
+  atomic_uint_fast64_t news; /* reports that wake the scheduler, so far */
+  struct tw_tracer *tracer;
 };
 
 /* ---- pure ---------------------------------------------------------------- */
@@ -109,10 +127,34 @@ void tw_agent_bootstrap(const struct tw_agent_boot *b, struct tw_buf *out) {
   }
   tw_buf_printf(out,
                 "exec %s%s%s --broker \"%s\" --attempt \"%s\" \\\n"
-                "  --token-file token%s --cloud %s \\\n"
-                "  --dir \"$dir\" >agent.log 2>&1\n",
+                "  --token-file token%s --cloud %s \\\n",
                 b->preinstalled ? "'" : "", agent, b->preinstalled ? "'" : "",
                 b->broker_url, b->client_token, ca, cloud_word(b->cloud));
+  if (b->has_rank)
+    tw_buf_printf(out, "  --node-rank %d \\\n", b->node_rank);
+  tw_buf_adds(out, "  --dir \"$dir\" >agent.log 2>&1\n");
+}
+
+/* A short span of the job's trace for what its agent reported; nothing
+ * when the job is untraced or tracing is off. */
+static void agent_span(struct tw_agent *a, const char *job_id,
+                       const char *name, const char *k1, const char *v1,
+                       const char *k2, const char *v2) {
+  if (!a->tracer)
+    return;
+  char tp[64];
+  struct tw_err err = {0};
+  struct tw_trace_ctx ctx;
+  if (tw_store_job_trace(a->store, job_id, tp, sizeof tp, &err) ||
+      !tw_traceparent_parse(tp, &ctx))
+    return;
+  struct tw_span *sp = tw_malloc(sizeof *sp);
+  tw_span_start(a->tracer, sp, name, TW_SPAN_SERVER, &ctx);
+  tw_span_attr_str(sp, "tradewind.job_id", job_id);
+  tw_span_attr_str(sp, k1, v1 ? v1 : "");
+  tw_span_attr_str(sp, k2, v2 ? v2 : "");
+  tw_span_end(sp);
+  free(sp);
 }
 
 void tw_agent_register_answer(const struct tw_agent_job *j,
@@ -121,18 +163,30 @@ void tw_agent_register_answer(const struct tw_agent_job *j,
   bool ckpt = sp->checkpoint_uri || sp->checkpoint_interval_s;
   tw_buf_adds(out, "{\"job_id\":");
   tw_buf_json_str(out, j->job_id);
-  tw_buf_printf(out, ",\"attempt\":%d,\"setup\":\"\",\"run\":", j->attempt_n);
+  tw_buf_printf(out, ",\"attempt\":%d,\"setup\":", j->attempt_n);
+  tw_buf_json_str(out, sp->setup ? sp->setup : "");
+  tw_buf_adds(out, ",\"run\":");
   tw_buf_json_str(out, sp->run ? sp->run : "");
   tw_buf_adds(out, ",\"env\":{");
   /* the spec's own first; the broker's variables win over a spec that
    * names them too (they are what the contract promises) */
-  static const char *const OURS[] = {
-      "TRADEWIND_JOB_ID",         "TRADEWIND_ATTEMPT",
-      "TRADEWIND_CHECKPOINT_URI", "TRADEWIND_CHECKPOINT_INTERVAL_S",
-      "TRADEWIND_RESUME_S",       NULL};
+  static const char *const OURS[] = {"TRADEWIND_JOB_ID",
+                                     "TRADEWIND_ATTEMPT",
+                                     "TRADEWIND_CHECKPOINT_URI",
+                                     "TRADEWIND_CHECKPOINT_INTERVAL_S",
+                                     "TRADEWIND_RESUME_S",
+                                     "TW_NODE_RANK",
+                                     "TW_NUM_NODES",
+                                     "TW_NODE_IPS",
+                                     "TW_HEAD_IP",
+                                     "SKYPILOT_NODE_RANK",
+                                     "SKYPILOT_NUM_NODES",
+                                     "SKYPILOT_NODE_IPS",
+                                     "SKYPILOT_NUM_GPUS_PER_NODE",
+                                     NULL};
   bool first = true;
   for (size_t i = 0; i < sp->n_env; i++) {
-    bool ours = false;
+    bool ours = j->traceparent && !strcmp(sp->env[i].key, "TRACEPARENT");
     for (size_t k = 0; OURS[k] && !ours; k++)
       ours = !strcmp(sp->env[i].key, OURS[k]);
     if (ours)
@@ -147,6 +201,10 @@ void tw_agent_register_answer(const struct tw_agent_job *j,
   tw_buf_printf(out, "%s\"TRADEWIND_JOB_ID\":", first ? "" : ",");
   tw_buf_json_str(out, j->job_id);
   tw_buf_printf(out, ",\"TRADEWIND_ATTEMPT\":\"%d\"", j->attempt_n);
+  if (j->traceparent) { /* W3C: the job's own spans join its trace */
+    tw_buf_adds(out, ",\"TRACEPARENT\":");
+    tw_buf_json_str(out, j->traceparent);
+  }
   if (ckpt) {
     tw_buf_adds(out, ",\"TRADEWIND_CHECKPOINT_URI\":");
     tw_buf_json_str(out, sp->checkpoint_uri ? sp->checkpoint_uri : "");
@@ -155,8 +213,33 @@ void tw_agent_register_answer(const struct tw_agent_job *j,
                   "\"TRADEWIND_RESUME_S\":\"%lld\"",
                   (long long)sp->checkpoint_interval_s, (long long)j->resume_s);
   }
+  /* the node's place in its gang (one node: rank 0 of 1), as Tradewind
+   * and SkyPilot name it; the addresses once every node registered */
+  int nodes = j->nodes > 0 ? j->nodes : 1;
+  int gpus = sp->n_accels ? sp->accels[0].count : 0;
   tw_buf_printf(out,
-                "},\"time_limit_s\":0,\"grace_s\":%lld,\"heartbeat_s\":%lld",
+                ",\"TW_NODE_RANK\":\"%d\",\"TW_NUM_NODES\":\"%d\","
+                "\"SKYPILOT_NODE_RANK\":\"%d\",\"SKYPILOT_NUM_NODES\":\"%d\","
+                "\"SKYPILOT_NUM_GPUS_PER_NODE\":\"%d\"",
+                j->node_rank, nodes, j->node_rank, nodes, gpus);
+  if (j->ips) {
+    struct tw_buf l;
+    tw_buf_init(&l);
+    for (int i = 0; i < nodes; i++)
+      tw_buf_printf(&l, "%s%s", i ? "\n" : "", j->ips[i]);
+    tw_buf_adds(out, ",\"TW_NODE_IPS\":");
+    tw_buf_json_str(out, l.data);
+    tw_buf_adds(out, ",\"SKYPILOT_NODE_IPS\":");
+    tw_buf_json_str(out, l.data);
+    tw_buf_adds(out, ",\"TW_HEAD_IP\":");
+    tw_buf_json_str(out, j->ips[0]);
+    tw_buf_release(&l);
+  }
+  tw_buf_printf(out,
+                "},\"gang\":{\"rank\":%d,\"nodes\":%d,\"ready\":%s}",
+                j->node_rank, nodes, j->ips ? "true" : "false");
+  tw_buf_printf(out,
+                ",\"time_limit_s\":0,\"grace_s\":%lld,\"heartbeat_s\":%lld",
                 (long long)j->grace_s, (long long)j->heartbeat_s);
   if (ckpt) {
     tw_buf_adds(out, ",\"checkpoint\":{\"uri\":");
@@ -270,6 +353,8 @@ enum tw_rc tw_agent_new(const struct tw_agent_opts *o, struct tw_agent **out,
   a->timeout_s = o->heartbeat_timeout_s > 0 ? o->heartbeat_timeout_s : 120;
   a->max_log = o->max_log_bytes > 0 ? o->max_log_bytes : (int64_t)64 << 20;
   a->grace_s = o->grace_s > 0 ? o->grace_s : 30;
+  pthread_mutex_init(&a->gang_mu, NULL);
+  a->tracer = o->tracer;
   enum tw_rc rc = load_key(o->store, o->secrets, a->key, err);
   if (rc)
     goto fail;
@@ -317,6 +402,12 @@ void tw_agent_free(struct tw_agent *a) {
   if (!a)
     return;
   OPENSSL_cleanse(a->key, sizeof a->key);
+  for (struct gang *g = a->gangs, *next; g; g = next) {
+    next = g->next;
+    free(g->ips);
+    free(g);
+  }
+  pthread_mutex_destroy(&a->gang_mu);
   free(a->agent_path);
   free(a->binary_path);
   free(a->url);
@@ -329,7 +420,14 @@ void tw_agent_set_wake(struct tw_agent *a, void (*fn)(void *ctx), void *ctx) {
   a->wake_ctx = ctx;
 }
 
+uint64_t tw_agent_news(struct tw_agent *a) {
+  return atomic_load_explicit(&a->news, memory_order_acquire);
+}
+
 static void wake(struct tw_agent *a) {
+  /* counted after the report is stored: a pass that reads the count
+   * before this finds the report at its next look */
+  atomic_fetch_add_explicit(&a->news, 1, memory_order_release);
   if (a->wake)
     a->wake(a->wake_ctx);
 }
@@ -366,6 +464,15 @@ enum tw_rc tw_agent_user_data(struct tw_agent *a, const char *job_id,
                               int64_t attempt_id, int attempt_n,
                               const char *client_token, const char *cloud,
                               struct tw_buf *out, struct tw_err *err) {
+  return tw_agent_user_data_node(a, job_id, attempt_id, attempt_n,
+                                 client_token, cloud, -1, out, err);
+}
+
+enum tw_rc tw_agent_user_data_node(struct tw_agent *a, const char *job_id,
+                                   int64_t attempt_id, int attempt_n,
+                                   const char *client_token, const char *cloud,
+                                   int node_rank, struct tw_buf *out,
+                                   struct tw_err *err) {
   if (!a->preinstalled && !a->binary_path)
     return tw_err_field(err, TW_E_INVALID, "agent.binary",
                         "agent.binary: no agent binary to serve "
@@ -385,7 +492,9 @@ enum tw_rc tw_agent_user_data(struct tw_agent *a, const char *job_id,
                               .preinstalled = a->preinstalled,
                               .agent_path = a->agent_path,
                               .binary_sha256 = a->binary_sha,
-                              .cloud = cloud};
+                              .cloud = cloud,
+                              .has_rank = node_rank >= 0,
+                              .node_rank = node_rank};
     tw_agent_bootstrap(&b, out);
   }
   OPENSSL_cleanse(token, sizeof token);
@@ -421,6 +530,65 @@ enum tw_rc tw_agent_authenticate(struct tw_agent *a, const char *token,
 
 static int64_t now_of(struct tw_agent *a) { return tw_clock_now_ms(a->clock); }
 
+/* Records node m of attempt attempt_id and returns every node's address
+ * in rank order once all are known (owned array of borrowed strings: free
+ * it), else NULL.  One node (no rank, or a one-node job) knows itself. */
+static const char **gang_register(struct tw_agent *a, int64_t attempt_id,
+                                  const struct tw_job_spec *spec,
+                                  const struct tw_agent_register_msg *m) {
+  const char *self = m->ip[0] ? m->ip : "127.0.0.1";
+  int nodes = spec->nodes > 0 ? spec->nodes : 1;
+  if (m->node_rank < 0 || nodes == 1) {
+    const char **one = tw_calloc((size_t)nodes, sizeof *one);
+    for (int i = 0; i < nodes; i++) /* an agent without a rank: it alone */
+      one[i] = self;
+    return one;
+  }
+  pthread_mutex_lock(&a->gang_mu);
+  struct gang *g = a->gangs;
+  while (g && g->attempt_id != attempt_id)
+    g = g->next;
+  if (!g) {
+    g = tw_calloc(1, sizeof *g);
+    g->attempt_id = attempt_id;
+    g->nodes = nodes;
+    g->ips = tw_calloc((size_t)nodes, sizeof *g->ips);
+    g->next = a->gangs;
+    a->gangs = g;
+  }
+  int r = m->node_rank < g->nodes ? m->node_rank : g->nodes - 1;
+  if (!g->ips[r][0])
+    g->known++;
+  snprintf(g->ips[r], sizeof g->ips[r], "%s", self);
+  const char **ips = NULL;
+  if (g->known == g->nodes) {
+    /* copied out: the entry may go once the attempt ends */
+    size_t cap = (size_t)g->nodes * (sizeof(char *) + sizeof g->ips[0]);
+    ips = tw_calloc(1, cap);
+    char (*text)[48] = (char (*)[48])(ips + g->nodes);
+    for (int i = 0; i < g->nodes; i++) {
+      memcpy(text[i], g->ips[i], sizeof text[i]);
+      ips[i] = text[i];
+    }
+  }
+  pthread_mutex_unlock(&a->gang_mu);
+  return ips;
+}
+
+/* Forgets the gang of attempt attempt_id (its attempt ended). */
+static void gang_forget(struct tw_agent *a, int64_t attempt_id) {
+  pthread_mutex_lock(&a->gang_mu);
+  for (struct gang **pp = &a->gangs; *pp; pp = &(*pp)->next)
+    if ((*pp)->attempt_id == attempt_id) {
+      struct gang *g = *pp;
+      *pp = g->next;
+      free(g->ips);
+      free(g);
+      break;
+    }
+  pthread_mutex_unlock(&a->gang_mu);
+}
+
 enum tw_rc tw_agent_on_register(struct tw_agent *a,
                                 const struct tw_agent_caller *c,
                                 const struct tw_agent_register_msg *m,
@@ -436,6 +604,13 @@ enum tw_rc tw_agent_on_register(struct tw_agent *a,
   tw_job_rec_release(&job);
   if (rc)
     return rc;
+  if (m->node_rank >= (spec.nodes > 0 ? spec.nodes : 1)) {
+    rc = tw_err_field(err, TW_E_INVALID, "node_rank",
+                      "node_rank: %d is beyond the job's %d node%s",
+                      m->node_rank, spec.nodes, spec.nodes == 1 ? "" : "s");
+    tw_spec_release(&spec);
+    return rc;
+  }
   struct tw_store_agent_reg r = {.attempt_id = c->attempt_id,
                                  .instance_id = m->instance_id,
                                  .cloud = m->cloud,
@@ -451,13 +626,26 @@ enum tw_rc tw_agent_on_register(struct tw_agent *a,
       resume = 0;
     /* attempt n is the client token's tail */
     const char *dash = strrchr(c->client_token, '-');
+    char tp[64] = "";
+    struct tw_err terr = {0};
+    if (tw_store_job_trace(a->store, c->job_id, tp, sizeof tp, &terr))
+      tp[0] = '\0';
     struct tw_agent_job j = {.job_id = c->job_id,
                              .attempt_n = dash ? atoi(dash + 1) : 1,
                              .spec = &spec,
                              .resume_s = resume,
                              .grace_s = a->grace_s,
-                             .heartbeat_s = a->heartbeat_s};
+                             .heartbeat_s = a->heartbeat_s,
+                             .node_rank = m->node_rank > 0 ? m->node_rank : 0,
+                             .nodes = spec.nodes,
+                             .traceparent = tp[0] ? tp : NULL};
+    const char **ips = gang_register(a, c->attempt_id, &spec, m);
+    j.ips = ips;
     tw_agent_register_answer(&j, out);
+    free(ips);
+    if (first)
+      agent_span(a, c->job_id, "agent.register", "cloud.resource_id",
+                 m->instance_id, "tradewind.agent.version", m->agent_version);
     if (first)
       tw_log_info("agent", "job=%s attempt=%s instance=%s cloud=%s registered",
                   c->job_id, c->client_token, m->instance_id, m->cloud);
@@ -506,8 +694,12 @@ enum tw_rc tw_agent_on_phase(struct tw_agent *a,
                              const struct tw_agent_caller *c,
                              const struct tw_agent_phase_msg *m,
                              struct tw_err *err) {
-  return tw_store_agent_heartbeat(a->store, c->attempt_id, m->phase, now_of(a),
-                                  err);
+  enum tw_rc rc = tw_store_agent_heartbeat(a->store, c->attempt_id, m->phase,
+                                           now_of(a), err);
+  if (rc == TW_OK)
+    agent_span(a, c->job_id, "agent.phase", "tradewind.agent.phase", m->phase,
+               "tradewind.attempt", c->client_token);
+  return rc;
 }
 
 enum tw_rc tw_agent_on_checkpoint(struct tw_agent *a,
@@ -555,10 +747,16 @@ enum tw_rc tw_agent_on_exit(struct tw_agent *a, const struct tw_agent_caller *c,
     return TW_OK;
   enum tw_rc rc = tw_store_agent_exit(a->store, &e, first, err);
   if (rc == TW_OK && *first) {
+    gang_forget(a, c->attempt_id);
     tw_log_info("agent", "job=%s attempt=%s exit %s %d%s", c->job_id,
                 c->client_token, m->has_code ? "code" : "signal",
                 m->has_code ? m->exit_code : m->signal,
                 m->after_notice ? " after a notice" : "");
+    char code[32];
+    snprintf(code, sizeof code, "%s %d", m->has_code ? "code" : "signal",
+             m->has_code ? m->exit_code : m->signal);
+    agent_span(a, c->job_id, "agent.exit", "tradewind.exit", code,
+               "tradewind.attempt", c->client_token);
     wake(a);
   }
   return rc;

@@ -60,6 +60,8 @@ struct tw_agent_boot {
   const char *agent_path;    /* preinstalled: agent.path */
   const char *binary_sha256; /* fetch: hex of the served binary */
   const char *cloud;         /* aws | azure | alibaba | local */
+  bool has_rank;             /* a gang's node: --node-rank node_rank */
+  int node_rank;             /* 0..N-1, 0 the head */
 };
 /* Appends the bootstrap script to out.  The same b, the same bytes. */
 void tw_agent_bootstrap(const struct tw_agent_boot *b, struct tw_buf *out);
@@ -73,11 +75,18 @@ struct tw_agent_job {
   const struct tw_job_spec *spec;
   int64_t resume_s; /* progress earlier attempts kept */
   int64_t grace_s, heartbeat_s;
+  /* the node: its rank, the gang's size, and every node's address in rank
+   * order once all registered (ips NULL until then: "ready" false) */
+  int node_rank, nodes;
+  const char *const *ips;
+  const char *traceparent; /* the job's trace context, given to the job as
+                              TRACEPARENT; NULL: none */
 };
 void tw_agent_register_answer(const struct tw_agent_job *j, struct tw_buf *out);
 
 /* ---- the module ---------------------------------------------------------- */
 
+struct tw_tracer;
 struct tw_agent_opts {
   struct tw_store *store;     /* borrowed; outlives the module */
   struct tw_secrets *secrets; /* borrowed for tw_agent_new only; NULL: the
@@ -93,6 +102,9 @@ struct tw_agent_opts {
   const char *ca_pem_file; /* the TLS certificate (chain) agents trust;
                               NULL: plain HTTP */
   int64_t heartbeat_s, heartbeat_timeout_s, max_log_bytes, grace_s;
+  /* Spans of the agent's phases (register, phase reports, exit) under
+   * the job's trace (docs/observability.md); borrowed, NULL: none. */
+  struct tw_tracer *tracer;
 };
 
 /* Loads (or makes, at the first start) the agent key: sealed under
@@ -115,6 +127,10 @@ const char *tw_agent_url(const struct tw_agent *a);
 int64_t tw_agent_heartbeat_s(const struct tw_agent *a);
 int64_t tw_agent_heartbeat_timeout_s(const struct tw_agent *a);
 int64_t tw_agent_grace_s(const struct tw_agent *a);
+/* How many reports that decide something (an exit, a new notice) were
+ * stored so far: the scheduler reads the quiet attempts' reports again
+ * only when it moved (agent_follow.c). */
+uint64_t tw_agent_news(struct tw_agent *a);
 
 /* The served binary: its path and SHA-256 hex; false when none. */
 bool tw_agent_binary(const struct tw_agent *a, const char **path,
@@ -127,6 +143,13 @@ enum tw_rc tw_agent_user_data(struct tw_agent *a, const char *job_id,
                               int64_t attempt_id, int attempt_n,
                               const char *client_token, const char *cloud,
                               struct tw_buf *out, struct tw_err *err);
+/* The same for node node_rank (0..N-1) of a gang: its bootstrap names
+ * its rank (--node-rank), the token is the attempt's. */
+enum tw_rc tw_agent_user_data_node(struct tw_agent *a, const char *job_id,
+                                   int64_t attempt_id, int attempt_n,
+                                   const char *client_token, const char *cloud,
+                                   int node_rank, struct tw_buf *out,
+                                   struct tw_err *err);
 
 /* ---- reports (the REST handlers) ----------------------------------------- */
 

@@ -44,8 +44,13 @@ static int apply_exit(struct tw_sched *s, struct pcache *pc,
   else
     snprintf(why, sizeof why, "killed by signal %d", g->signal);
   int changes = 0;
+  /* metered from the provider's times where a look gave them, else from
+   * the agent's: its registration, and the job's exit it reports */
+  int64_t ran_from = 0, ended_at = 0;
+  sched__agent_times(st, g->registered_ms ? g->registered_ms : g->started_ms,
+                     g->ended_ms, &ran_from, &ended_at);
   if (a->state == TW_ATTEMPT_PROVISIONING &&
-      tw_store_attempt_running(s->store, a->id, &err) == TW_OK)
+      tw_store_attempt_running_at(s->store, a->id, ran_from, &err) == TW_OK)
     changes++;
   /* After a notice, the agent's or one the broker had from the provider
    * (and passed on as a checkpoint request), the job's exit is its answer
@@ -57,6 +62,8 @@ static int apply_exit(struct tw_sched *s, struct pcache *pc,
     snprintf(w, sizeof w,
              "instance %s interrupted: the job %s after its notice",
              a->instance_id, why);
+    if (st && !st->ended_at_ms)
+      st->ended_at_ms = ended_at; /* the attempt ends here: spot.c's */
     int c = sched__spot_end(s, a, st, "interrupted", w, now);
     if (!c)
       return changes;
@@ -71,7 +78,9 @@ static int apply_exit(struct tw_sched *s, struct pcache *pc,
                                                        : TW_JOB_FAILED,
                                  .job_reason = why,
                                  .has_exit = !cancelled,
-                                 .exit_code = code};
+                                 .exit_code = code,
+                                 .ran_from_ms = ran_from,
+                                 .ended_at_ms = ended_at};
     if (tw_store_attempt_close(s->store, &c, &err)) {
       tw_log_warn("agent", "job=%s attempt=%d end not recorded: %s", a->job_id,
                   a->n, err.msg);
@@ -112,6 +121,13 @@ static void apply_notices(struct tw_sched *s, const struct tw_attempt_rec *a,
   free(ns);
 }
 
+static void heartbeat_lost_count(struct tw_sched *s,
+                                 const struct tw_attempt_rec *a) {
+  char lab[96];
+  snprintf(lab, sizeof lab, "provider=\"%s\"", a->provider);
+  sched__obs_count(s, "tradewind_agent_heartbeats_lost_total", lab);
+}
+
 /* Heartbeats lost: describe; gone is an interruption, alive is silent and
  * replaced.  Returns state changes. */
 static int heartbeats_lost(struct tw_sched *s, struct pcache *pc,
@@ -131,6 +147,7 @@ static int heartbeats_lost(struct tw_sched *s, struct pcache *pc,
              rc ? "unknown to the provider" : inst.provider_state);
     if (nd.n)
       sched__terminate_all(s, pc, a, nd, &err);
+    heartbeat_lost_count(s, a);
     return sched__spot_end(s, a, st, "interrupted", why, now);
   }
   if (rc)
@@ -141,6 +158,7 @@ static int heartbeats_lost(struct tw_sched *s, struct pcache *pc,
            "instance %s terminated: its agent sent no heartbeat for %llds "
            "while the instance is %s; placing again",
            a->instance_id, (long long)silent_s, inst.provider_state);
+  heartbeat_lost_count(s, a);
   return sched__spot_end(s, a, st, "interrupted", why, now);
 }
 
@@ -150,8 +168,10 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
                          struct sched_att *st, int64_t now,
                          struct sched_agent_step *out) {
   memset(out, 0, sizeof *out);
-  if (!s->agent || !tw_provider_agent(pc->p) ||
-      a->state == TW_ATTEMPT_LAUNCHING)
+  /* attempts of providers without `agent: true` have an agent too when
+   * their script outgrew the user data (launch.c): its row says so */
+  if (!s->agent || a->state == TW_ATTEMPT_LAUNCHING ||
+      (!tw_provider_agent(pc->p) && !tw_provider_info(pc->p)->user_data_max))
     return;
   struct tw_store_agent g;
   bool found = false;
@@ -199,8 +219,10 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
     out->handled = false; /* the notice ran out: follow.c's rule */
     return;
   }
+  int64_t ran_from = 0, ended_unused = 0;
+  sched__agent_times(st, g.registered_ms, 0, &ran_from, &ended_unused);
   if (g.registered_ms && a->state == TW_ATTEMPT_PROVISIONING &&
-      tw_store_attempt_running(s->store, a->id, &err) == TW_OK) {
+      tw_store_attempt_running_at(s->store, a->id, ran_from, &err) == TW_OK) {
     out->changes++;
     return;
   }
@@ -211,6 +233,26 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
     last = g.created_ms; /* booting: the bootstrap fetches and starts it */
     allow = 2 * timeout_ms;
   }
-  if (now - last > allow)
+  if (now - last > allow) {
     out->changes += heartbeats_lost(s, pc, a, nd, st, (now - last) / 1000, now);
+    return;
+  }
+  if (a->state == TW_ATTEMPT_RUNNING && !st->notice_deadline_ms) {
+    /* nothing to decide: quiet until news or the next look */
+    int64_t look_ms = timeout_ms / 4 < SCHED_AGENT_LOOK_MS
+                          ? timeout_ms / 4
+                          : SCHED_AGENT_LOOK_MS;
+    st->agent_news_seen = s->agent_news;
+    st->agent_look_ms = now + look_ms;
+  }
+}
+
+bool sched__agent_quiet(const struct tw_sched *s, struct pcache *pc,
+                        const struct tw_job_rec *job,
+                        const struct tw_attempt_rec *a,
+                        const struct sched_att *st, int64_t now) {
+  return s->agent && tw_provider_agent(pc->p) &&
+         a->state == TW_ATTEMPT_RUNNING && !tw_job_state_terminal(job->state) &&
+         !st->notice_deadline_ms && st->agent_news_seen == s->agent_news &&
+         now < st->agent_look_ms;
 }

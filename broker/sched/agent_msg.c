@@ -124,6 +124,20 @@ enum tw_rc tw_agent_parse_register(const char *body, size_t len,
       (rc = get_str(m, "agent_version", false, out->agent_version,
                     sizeof out->agent_version, err)))
     goto out;
+  int64_t rank = 0;
+  bool has_rank = tw_node_get(m, "node_rank") &&
+                  tw_node_get(m, "node_rank")->kind != TW_NODE_NULL;
+  if ((rc = get_int(m, "node_rank", false, 0, 4095, &rank, err)) ||
+      (rc = get_str(m, "ip", false, out->ip, sizeof out->ip, err)))
+    goto out;
+  out->node_rank = has_rank ? (int)rank : -1;
+  for (const char *q = out->ip; *q; q++)
+    if (!strchr("0123456789abcdefABCDEF.:", *q)) {
+      rc = tw_err_field(err, TW_E_INVALID, "ip",
+                        "ip: expected an IPv4 or IPv6 address, got \"%s\"",
+                        out->ip);
+      goto out;
+    }
   const struct tw_node *md = tw_node_get(m, "metadata");
   struct tw_buf b;
   tw_buf_init(&b);
@@ -256,10 +270,20 @@ enum tw_rc tw_agent_parse_exit(const char *body, size_t len,
     goto out;
   const struct tw_node *an = tw_node_get(m, "after_notice");
   if (an && an->kind != TW_NODE_NULL &&
-      !tw_node_as_bool(an, &out->after_notice))
+      !tw_node_as_bool(an, &out->after_notice)) {
     rc = tw_err_field(err, TW_E_INVALID, "after_notice",
                       "after_notice: expected true or false, got %s",
                       tw_node_type_name(an));
+    goto out;
+  }
+  const struct tw_node *nr = tw_node_get(m, "node_rank");
+  out->node_rank = -1;
+  if (nr && nr->kind != TW_NODE_NULL) {
+    int64_t rank = 0;
+    if ((rc = get_int(m, "node_rank", false, 0, 4095, &rank, err)))
+      goto out;
+    out->node_rank = (int)rank;
+  }
 out:
   tw_node_free(m);
   return rc;
@@ -289,4 +313,9 @@ enum tw_rc tw_agent_parse_log_query(const char *stream, const char *offset,
   }
   *offset_out = v;
   return TW_OK;
+}
+
+bool tw_agent_exit_holds(const struct tw_agent_exit_msg *m) {
+  return m->node_rank > 0 && m->has_code && m->exit_code == 0 &&
+         !m->after_notice;
 }

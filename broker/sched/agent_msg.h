@@ -18,6 +18,8 @@ struct tw_agent_register_msg {
   char agent_version[32];
   char *metadata_json; /* compact JSON of `metadata` ("{}" when absent);
                           owned: tw_agent_register_msg_release() */
+  int node_rank;       /* node_rank: a gang's node 0..N-1; -1 when absent */
+  char ip[48];         /* ip: the node's address for its peers; "" absent */
 };
 enum tw_rc tw_agent_parse_register(const char *body, size_t len,
                                    struct tw_agent_register_msg *out,
@@ -60,7 +62,13 @@ struct tw_agent_exit_msg {
   int signal;    /* 1..127 */
   int64_t started_ms, ended_ms;
   bool after_notice;
+  int node_rank; /* node_rank: a gang's node; -1 when absent */
 };
+
+/* Whether exit report m leaves its attempt running: a gang's node other
+ * than rank 0 that exited 0 (not after a notice).  The attempt's exit is
+ * rank 0's, or the first non-zero of any node (docs/agent.md). */
+bool tw_agent_exit_holds(const struct tw_agent_exit_msg *m);
 enum tw_rc tw_agent_parse_exit(const char *body, size_t len,
                                struct tw_agent_exit_msg *out,
                                struct tw_err *err);

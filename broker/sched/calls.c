@@ -71,7 +71,7 @@ static void *worker_main(void *arg) {
     pl->out = c;
     pl->n_running++;
     pthread_mutex_unlock(&cs->mu);
-    c->run(c);
+    sched__obs_run_call(c); /* c->run(c), in its span when traced */
     pthread_mutex_lock(&cs->mu);
     c->status = CALL_DONE;
     pl->n_running--;

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "broker/base/log.h"
+#include "broker/sched/agent.h"
 #include "broker/sched/checkpoint.h"
 #include "broker/sched/sched_int.h"
 #include "providers/provider.h"
@@ -84,6 +85,17 @@ void sched__run_times(struct sched_att *st, const struct tw_instance *inst) {
     st->ran_from_ms = inst->running_ms;
   if (inst->ended_ms > 0)
     st->ended_at_ms = inst->ended_ms;
+}
+
+void sched__agent_times(const struct sched_att *st, int64_t agent_from_ms,
+                        int64_t agent_to_ms, int64_t *ran_from_ms,
+                        int64_t *ended_at_ms) {
+  *ran_from_ms = st && st->ran_from_ms > 0 ? st->ran_from_ms
+                 : agent_from_ms > 0       ? agent_from_ms
+                                           : 0;
+  *ended_at_ms = st && st->ended_at_ms > 0 ? st->ended_at_ms
+                 : agent_to_ms > 0         ? agent_to_ms
+                                           : 0;
 }
 
 static struct sched_follow *follow_of(struct tw_sched *s) {
@@ -182,9 +194,13 @@ static void terminate_run(struct sched_call *c) {
 /* A terminate call for attempt a (its id and provider are enough) on pc,
  * with room for n targets. */
 static struct sched_call *
-terminate_call(struct pcache *pc, const struct tw_attempt_rec *a, size_t n) {
+terminate_call(struct tw_sched *s, struct pcache *pc,
+               const struct tw_attempt_rec *a, size_t n) {
   struct sched_call *c = tw_calloc(1, sizeof *c);
   c->kind = SCHED_CALL_TERMINATE;
+  /* a traced job's terminate is a span of its trace (obs.c) */
+  c->tracer = s->tracer;
+  sched__obs_job_trace(s, a->job_id, &c->trace, NULL, 0);
   c->run = terminate_run;
   c->attempt_id = a->id;
   c->p = pc->p;
@@ -222,7 +238,7 @@ static void ending_send(struct tw_sched *s) {
       n += m->end[j].attempt_id == e->attempt_id;
     struct tw_attempt_rec a = {.id = e->attempt_id};
     snprintf(a.provider, sizeof a.provider, "%s", e->account);
-    struct sched_call *c = terminate_call(pc, &a, n);
+    struct sched_call *c = terminate_call(s, pc, &a, n);
     for (size_t j = i; j < m->n_end; j++)
       if (m->end[j].attempt_id == e->attempt_id) {
         struct tw_attempt_instance *t = &c->g[c->n_g++];
@@ -499,7 +515,7 @@ static int complete_attempt(struct tw_sched *s, const struct tw_job_rec *job,
                                .exit_code = 0};
   if (tw_store_attempt_close(s->store, &c, &err))
     return 0; /* not recorded: nothing terminated, next pass again */
-  sched__capacity_return(s, a, nd.n);
+  sched__capacity_return(s, a, sched__job_nodes(s, job, nd.n));
   tw_spec_cache_forget(s->specs, job->id);
   ending_add_all(s, a, nd); /* terminated by the account's workers */
   return 1;
@@ -550,16 +566,18 @@ static int give_back(struct tw_sched *s, struct pcache *pc,
     n += strcmp(nd.g[i].state, "terminated") != 0;
   if (!nd.n && !by_token && a->instance_id[0])
     n = 1;
+  size_t held = sched__job_nodes(s, job, nd.n);
   if (!by_token && !n)
-    return close_ended(s, a, nd.n, job->state == TW_JOB_SUCCEEDED,
+    return close_ended(s, a, held, job->state == TW_JOB_SUCCEEDED,
                        st->ran_from_ms);
   if (!sched__call_room(s, pc))
     return 0; /* the account's workers are busy: next pass */
-  struct sched_call *c = terminate_call(pc, a, n);
+  struct sched_call *c = terminate_call(s, pc, a, n);
   c->cancel = true;
   c->by_token = by_token;
   c->describe_first = a->state == TW_ATTEMPT_PROVISIONING && !st->ran_from_ms;
   c->job_succeeded = job->state == TW_JOB_SUCCEEDED;
+  c->nodes = (int)held; /* given back to the capacity view when closed */
   const struct tw_offer *o = sched__offer(s, a->offer_id);
   if (o)
     c->o = *o;
@@ -603,7 +621,7 @@ static int end_after_terminate(struct tw_sched *s, struct pcache *pc,
     poll_soon(s, st, now); /* decided again next pass */
     return 0;
   }
-  struct sched_call *c = terminate_call(pc, a, n);
+  struct sched_call *c = terminate_call(s, pc, a, n);
   c->end_after = true;
   snprintf(c->end_why, sizeof c->end_why, "%s", why);
   if (!nd.n) {
@@ -715,7 +733,7 @@ static int decide(struct tw_sched *s, struct pcache *pc,
       tw_store_attempt_running_at(s->store, a->id, st->ran_from_ms, &err);
     if (tw_store_attempt_close(s->store, &c, &err) == TW_OK) {
       changes++;
-      sched__capacity_return(s, a, nd.n);
+      sched__capacity_return(s, a, sched__job_nodes(s, job, nd.n));
       tw_spec_cache_forget(s->specs, job->id);
     }
     return changes;
@@ -837,6 +855,8 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
   if (sched__call_busy(s, a->id))
     goto out; /* a call of its own is in flight: one at a time */
   /* run by tradewind-agent: its reports decide (agent_follow.c) */
+  if (sched__agent_quiet(s, pc, &job, a, st, now))
+    goto out; /* nothing new from its agent: no read this pass */
   struct sched_agent_step ag;
   sched__agent_follow(s, pc, &job, a, nd, st, now, &ag);
   changes += ag.changes;
@@ -960,6 +980,8 @@ int sched__follow_applied(struct tw_sched *s, struct sched_call *c,
   if (tw_store_attempt_instances(s->store, c->a.id, &g, &nodes, &err))
     nodes = 0;
   free(g);
+  if (c->nodes > 0 && (size_t)c->nodes > nodes)
+    nodes = (size_t)c->nodes; /* one batch job for a gang: no rows */
   return close_ended(s, &c->a, nodes, c->job_succeeded, ran_from);
 }
 
@@ -1128,6 +1150,9 @@ int sched__follow(struct tw_sched *s, int64_t now) {
   size_t n_live = 0;
   struct tw_err err = {0};
   int changes = 0;
+  /* read before the attempts: a report stored after this is seen at the
+   * next pass (sched__agent_quiet) */
+  s->agent_news = s->agent ? tw_agent_news(s->agent) : 0;
   if (tw_store_attempts_live(s->store, &live, &n_live, &err) == TW_OK) {
     /* the nodes of the live gangs, read once per pass */
     struct tw_attempt_instance *g = NULL;

@@ -104,6 +104,7 @@ static void gang_token(const struct tw_attempt_rec *a, int k, char *out,
  * the same tokens.  ids[k - 1] is node k's instance. */
 static enum tw_rc gang_launch(struct tw_store *store, struct tw_provider *p,
                               const struct tw_launch *base,
+                              const struct tw_buf *ud_nodes,
                               const struct tw_attempt_rec *a, int nodes,
                               char (*ids)[128], struct tw_err *err) {
   struct tw_attempt_instance *known = NULL;
@@ -127,6 +128,8 @@ static enum tw_rc gang_launch(struct tw_store *store, struct tw_provider *p,
     struct tw_launch req = *base;
     req.client_token = token;
     req.nodes = 1;
+    if (ud_nodes) /* its own bootstrap: the node's rank */
+      req.user_data = ud_nodes[k - 1].data;
     struct tw_instance inst;
     rc = tw_provider_launch(p, &req, &inst, err);
     if (rc != TW_OK)
@@ -171,9 +174,18 @@ static enum tw_rc gang_launch(struct tw_store *store, struct tw_provider *p,
 enum tw_rc sched__terminate_all(struct tw_sched *s, struct pcache *pc,
                                 const struct tw_attempt_rec *a,
                                 struct sched_nodes nd, struct tw_err *err) {
-  if (!nd.n)
-    return a->instance_id[0] ? tw_provider_terminate(pc->p, a->instance_id, err)
-                             : TW_OK;
+  if (!nd.n && !a->instance_id[0])
+    return TW_OK;
+  struct tw_span *sp = sched__obs_call_begin(s, a->job_id, "terminate", pc->p,
+                                             a->instance_id);
+  if (!nd.n) {
+    struct tw_err terr = {0};
+    enum tw_rc rc = tw_provider_terminate(pc->p, a->instance_id, &terr);
+    sched__obs_call_end(sp, rc, &terr);
+    if (err)
+      *err = terr;
+    return rc;
+  }
   enum tw_rc first = TW_OK;
   for (size_t i = 0; i < nd.n; i++) {
     if (!strcmp(nd.g[i].state, "terminated"))
@@ -189,6 +201,7 @@ enum tw_rc sched__terminate_all(struct tw_sched *s, struct pcache *pc,
         *err = terr;
     }
   }
+  sched__obs_call_end(sp, first, err);
   return first;
 }
 
@@ -218,10 +231,10 @@ static void blocklist_failed(struct tw_sched *s, const struct tw_offer *o,
 static const char *agent_user_data(struct tw_sched *s,
                                    const struct tw_job_rec *job,
                                    const struct tw_attempt_rec *a,
-                                   const struct tw_offer *o,
+                                   const struct tw_offer *o, bool force,
                                    struct tw_buf *out) {
   struct pcache *pc = sched__provider(s, o->account);
-  if (!s->agent || !pc || !tw_provider_agent(pc->p))
+  if (!s->agent || !pc || (!force && !tw_provider_agent(pc->p)))
     return NULL;
   struct tw_err err = {0};
   if (tw_agent_user_data(s->agent, job->id, a->id, a->n, a->client_token,
@@ -236,6 +249,38 @@ static const char *agent_user_data(struct tw_sched *s,
   return out->data;
 }
 
+/* Whether o's provider runs its attempts under the agent. */
+static bool agent_user_data_for(struct tw_sched *s, const struct tw_offer *o) {
+  struct pcache *pc = sched__provider(s, o->account);
+  return s->agent && pc && tw_provider_agent(pc->p);
+}
+
+/* Each node's bootstrap of a gang under the agent: node k (1..nodes) is
+ * rank k - 1.  NULL when one cannot be made (the nodes then share the
+ * attempt's, and learn no rank). */
+static struct tw_buf *gang_user_data(struct tw_sched *s,
+                                     const struct tw_job_rec *job,
+                                     const struct tw_attempt_rec *a,
+                                     const struct tw_offer *o, int nodes) {
+  struct pcache *pc = sched__provider(s, o->account);
+  struct tw_buf *ud = tw_calloc((size_t)nodes, sizeof *ud);
+  for (int k = 0; k < nodes; k++) {
+    struct tw_err err = {0};
+    tw_buf_init(&ud[k]);
+    if (tw_agent_user_data_node(s->agent, job->id, a->id, a->n,
+                                a->client_token, tw_provider_name(pc->p), k,
+                                &ud[k], &err)) {
+      tw_log_error("agent", "job=%s attempt=%d node %d: no bootstrap: %s",
+                   job->id, a->n, k, err.msg);
+      for (int i = 0; i <= k; i++)
+        tw_buf_release(&ud[i]);
+      free(ud);
+      return NULL;
+    }
+  }
+  return ud;
+}
+
 /* The user data of attempt a: the agent's bootstrap on a provider with
  * `agent: true`; else the spec's script, prefixed with the
  * checkpoint contract's environment when the spec has `checkpoint:`
@@ -245,11 +290,41 @@ static const char *user_data(struct tw_sched *s, const struct tw_job_rec *job,
                              const struct tw_job_spec *spec,
                              const struct tw_attempt_rec *a,
                              const struct tw_offer *o, struct tw_buf *out) {
-  const char *boot = agent_user_data(s, job, a, o, out);
+  const char *boot = agent_user_data(s, job, a, o, false, out);
   if (boot)
     return boot;
-  if (!spec->checkpoint_uri && !spec->checkpoint_interval_s)
-    return spec->run;
+  /* without the agent, setup runs first in the same script; its failure
+   * is the script's */
+  struct tw_buf both;
+  tw_buf_init(&both);
+  const char *run = spec->run;
+  if (spec->setup) {
+    tw_buf_printf(&both, "(\n%s\n) || exit $?\n%s", spec->setup,
+                  spec->run ? spec->run : "");
+    run = both.data;
+  }
+  /* a script larger than the provider takes as user data: the agent's
+   * bootstrap instead, the script fetched from the broker by the agent */
+  struct pcache *lc = sched__provider(s, o->account);
+  size_t max = lc ? tw_provider_info(lc->p)->user_data_max : 0;
+  if (max && run && strlen(run) > max) {
+    boot = agent_user_data(s, job, a, o, true, out);
+    if (boot) {
+      tw_log_info("agent",
+                  "job=%s attempt=%d script of %zu bytes over %s's user data "
+                  "limit (%zu): the agent delivers it",
+                  job->id, a->n, strlen(run), o->account, max);
+      tw_buf_release(&both);
+      return boot;
+    }
+  }
+  if (!spec->checkpoint_uri && !spec->checkpoint_interval_s) {
+    if (!spec->setup)
+      return spec->run;
+    tw_buf_adds(out, both.data);
+    tw_buf_release(&both);
+    return out->data;
+  }
   /* resume_s comes from attempts that ended before this one was opened,
    * so it is the same every time this attempt is launched */
   struct pcache *pc = sched__provider(s, o->account);
@@ -259,7 +334,8 @@ static const char *user_data(struct tw_sched *s, const struct tw_job_rec *job,
                           .interval_s = spec->checkpoint_interval_s,
                           .resume_s = sched__resume_s(s, job->id),
                           .info = pc ? tw_provider_info(pc->p) : NULL};
-  tw_checkpoint_script(&e, spec->run, out);
+  tw_checkpoint_script(&e, run, out);
+  tw_buf_release(&both);
   return out->data;
 }
 
@@ -327,7 +403,8 @@ static void launch_run(struct sched_call *c) {
   if (c->nodes > 1) {
     c->ids = tw_calloc((size_t)c->nodes, sizeof *c->ids);
     c->rc =
-        gang_launch(c->store, c->p, &c->req, &c->a, c->nodes, c->ids, &c->err);
+        gang_launch(c->store, c->p, &c->req, c->ud_nodes, &c->a, c->nodes,
+                    c->ids, &c->err);
     if (c->rc == TW_OK)
       snprintf(c->inst.id, sizeof c->inst.id, "%s", c->ids[0]);
   } else {
@@ -370,6 +447,23 @@ sched__launch_call(struct tw_sched *s, const struct tw_job_rec *job,
   /* the same attempt always gets the same user data (the checkpoint
    * contract's prelude is a function of the attempt), so a launch resent
    * with its client token matches the first one */
+  /* traced: the call's span joins the placement's, and the job's
+   * environment carries the job's trace context (W3C TRACEPARENT) so what
+   * the job itself traces joins it too */
+  c->tracer = s->tracer;
+  c->trace = s->cur_trace;
+  const struct tw_kv *env = sp->env;
+  size_t n_env = sp->n_env;
+  if (s->cur_traceparent[0]) {
+    c->env = tw_calloc(sp->n_env + 1, sizeof *c->env);
+    for (size_t i = 0; i < sp->n_env; i++)
+      if (strcmp(sp->env[i].key, "TRACEPARENT"))
+        c->env[c->n_env++] = sp->env[i]; /* borrowed from the spec */
+    c->env[c->n_env].key = (char *)"TRACEPARENT";
+    c->env[c->n_env++].value = tw_strdup(s->cur_traceparent);
+    env = c->env;
+    n_env = c->n_env;
+  }
   c->req = (struct tw_launch){
       .offer = &c->o,
       .client_token = c->a.client_token,
@@ -378,17 +472,29 @@ sched__launch_call(struct tw_sched *s, const struct tw_job_rec *job,
       .tenant = c->job.tenant,
       .max_price_uusd_per_hour = sp->max_price_uusd_per_hour,
       .user_data = user_data(s, &c->job, sp, &c->a, &c->o, &c->ud),
+      .image = sp->image,
+      .disk_size_gb = sp->disk_size_gb,
+      .disk_type = sp->disk_type,
+      .ports = sp->ports,
+      .n_ports = sp->n_ports,
       .duration_s = sp->duration_s,
       .nodes = sp->nodes,
-      .env = sp->env,
-      .n_env = sp->n_env};
+      .env = env,
+      .n_env = n_env};
   c->nodes = is_gang(s, sp, o->account) ? sp->nodes : 1;
+  if (c->nodes > 1 && c->ud.len && agent_user_data_for(s, o))
+    c->ud_nodes = gang_user_data(s, &c->job, &c->a, o, c->nodes);
   return c;
 }
 
 void sched__call_free(struct tw_sched *s, struct sched_call *c) {
   if (!c)
     return;
+  if (c->ud_nodes) {
+    for (int k = 0; k < c->nodes; k++)
+      tw_buf_release(&c->ud_nodes[k]);
+    free(c->ud_nodes);
+  }
   if (c->spec)
     sched__spec_release(s, c->spec);
   tw_job_rec_release(&c->job);
@@ -399,6 +505,9 @@ void sched__call_free(struct tw_sched *s, struct sched_call *c) {
   free(c->g_rc);
   tw_buf_release(&c->ud);
   tw_policy_set_unref(c->set);
+  if (c->env)
+    free(c->env[c->n_env - 1].value); /* TRACEPARENT's; the rest borrowed */
+  free(c->env);
   free(c);
 }
 
@@ -429,6 +538,8 @@ enum sched_launch_outcome sched__launch_apply(struct tw_sched *s,
   }
   if (rc_out)
     *rc_out = rc;
+  if (!timed_out)
+    sched__obs_launch(s, o->provider, c->took_us, c->found ? TW_OK : rc);
   if (!timed_out && c->found) {
     tw_log_info("sched",
                 "job=%s attempt=%d token=%s found instance %s (%s): its "
@@ -445,6 +556,9 @@ enum sched_launch_outcome sched__launch_apply(struct tw_sched *s,
     if (c->first && c->spec)
       meter_data_moved(s, job, c->spec, a, o, c->set ? c->set->net : NULL,
                        tw_clock_now_ms(s->clock));
+    if (c->first)
+      sched__obs_wait(s, job->tenant,
+                      tw_clock_now_ms(s->clock) - job->created_ms);
     return SCHED_LAUNCH_OK;
   }
   struct tw_err serr = {0};

@@ -27,6 +27,8 @@ enum tw_rc tw_sched_new(const struct tw_sched_opts *o, struct tw_sched **out,
   s->tenancy = o->tenancy;
   s->meter = o->meter;
   s->agent = o->agent;
+  s->tracer = o->tracer;
+  sched__obs_init(s);
   s->n_pc = o->n_providers;
   s->pc = tw_calloc(s->n_pc ? s->n_pc : 1, sizeof *s->pc);
   for (size_t i = 0; i < s->n_pc; i++) {
@@ -44,6 +46,7 @@ enum tw_rc tw_sched_new(const struct tw_sched_opts *o, struct tw_sched **out,
                                  .refresh_ms = s->ttl_ms};
     enum tw_rc rc = tw_catalog_new(&co, &s->cat, err);
     if (rc) {
+      sched__obs_release(s);
       free(s->pc);
       free(s);
       return rc;
@@ -141,6 +144,8 @@ static int apply_call(struct tw_sched *s, struct sched_call *c, bool timed_out,
 int tw_sched_tick(struct tw_sched *s) {
   int changes = 0;
   int64_t start = sched__mono_ms();
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   int64_t now = tw_clock_now_ms(s->clock);
   refresh_offers(s, now);
   if (s->tenancy) /* what each tenant holds: live attempts' reservations */
@@ -156,6 +161,10 @@ int tw_sched_tick(struct tw_sched *s) {
    * come back by then is applied by a later pass */
   changes +=
       sched__calls_collect(s, start + s->pass_budget_ms, apply_call, now);
+  struct timespec end;
+  clock_gettime(CLOCK_MONOTONIC, &end);
+  sched__obs_pass(s, (int64_t)(end.tv_sec - t0.tv_sec) * 1000000 +
+                         (end.tv_nsec - t0.tv_nsec) / 1000);
   return changes;
 }
 
@@ -256,6 +265,7 @@ void tw_sched_free(struct tw_sched *s) {
   if (s->own_specs)
     tw_spec_cache_free(s->specs);
   free(s->pc);
+  sched__obs_release(s);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->cv);
   free(s);

@@ -122,6 +122,16 @@ void sched__capacity_return(struct tw_sched *s, const struct tw_attempt_rec *a,
                         -(int64_t)(nodes ? nodes : 1));
 }
 
+size_t sched__job_nodes(struct tw_sched *s, const struct tw_job_rec *job,
+                        size_t n_instances) {
+  const struct tw_job_spec *spec = sched__spec(s, job);
+  size_t nodes = spec && spec->nodes > 0 ? (size_t)spec->nodes : 0;
+  sched__spec_release(s, spec);
+  if (n_instances > nodes)
+    nodes = n_instances;
+  return nodes ? nodes : 1;
+}
+
 /* The index over s->all, rebuilt when the offers changed (the REST
  * handlers' plans get it through the placer). */
 static struct tw_offer_index *sched_index(struct tw_sched *s,
@@ -661,9 +671,16 @@ void sched__fallback_record(struct tw_sched *s, const char *job_id,
   bool added = false;
   if (tw_checkpoint_decision_add(s->store, &r, &added, &err))
     tw_log_warn("spot", "job=%s decision not recorded: %s", job_id, err.msg);
-  else if (added)
+  else if (added) {
     tw_log_info("spot", "job=%s strategy=%s event=%s %s", job_id, r.strategy,
                 r.event, d->reason);
+    char lab[128];
+    snprintf(lab, sizeof lab, "strategy=\"%s\",action=\"%s\"", r.strategy,
+             r.action);
+    sched__obs_count(s, "tradewind_fallbacks_total", lab);
+    sched__obs_event(s, job_id, "fallback", "tradewind.fallback.strategy",
+                     r.strategy, "tradewind.fallback.reason", r.reason);
+  }
 }
 
 void sched__blocked_offers(struct tw_sched *s, int64_t now, const char ***ids,
@@ -866,6 +883,21 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
   struct tw_job_spec spec = *stored;
   struct tw_err err = {0};
   int changes = 0;
+  /* a job stored with a trace context: its placement is a span of that
+   * trace, and the launch call made here joins it (obs.c) */
+  struct tw_trace_ctx jctx;
+  char jtp[64];
+  struct tw_span *psp = NULL;
+  if (sched__obs_job_trace(s, job->id, &jctx, jtp, sizeof jtp)) {
+    psp = tw_malloc(sizeof *psp);
+    tw_span_start(s->tracer, psp, "placement", TW_SPAN_INTERNAL, &jctx);
+    tw_span_attr_str(psp, "tradewind.job_id", job->id);
+    tw_span_attr_str(psp, "tradewind.tenant", job->tenant);
+    char t[33], sid[17];
+    tw_trace_hex(psp->ctx.trace_id, 16, t);
+    tw_trace_hex(psp->ctx.span_id, 8, sid);
+    tw_log_set_trace(t, sid);
+  }
   struct tw_attempt_rec *past = NULL;
   size_t n_past = 0;
   tw_store_attempts_of(s->store, job->id, &past, &n_past, &err);
@@ -904,6 +936,26 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
   tw_buf_release(&eb);
   tw_plan_to_json(&pplan, 5, &planj);
   fb_order(s, job, &fb, &pplan, explain, sizeof explain, now);
+  if (psp) { /* the decision's why */
+    tw_span_attr_int(psp, "tradewind.placement.candidates", (int64_t)pplan.n);
+    tw_span_attr_int(psp, "tradewind.placement.considered",
+                     (int64_t)pplan.considered);
+    if (pplan.counted)
+      tw_span_attr_int(psp, "tradewind.placement.feasible",
+                       (int64_t)pplan.feasible);
+    tw_span_attr_str(psp, "tradewind.placement.strategy",
+                     pplan.strategy ? pplan.strategy : "");
+    tw_span_attr_str(psp, "tradewind.placement.why", explain);
+    for (size_t i = 0; i < pplan.n_rejects; i++) {
+      if (!pplan.rejects[i].count)
+        continue;
+      char k[TW_SPAN_KEY_MAX];
+      snprintf(k, sizeof k, "tradewind.refused.%s", pplan.rejects[i].filter);
+      tw_span_attr_int(psp, k, (int64_t)pplan.rejects[i].count);
+    }
+    s->cur_trace = psp->ctx;
+    snprintf(s->cur_traceparent, sizeof s->cur_traceparent, "%s", jtp);
+  }
   if (pplan.n == 0) {
     char note[600];
     if (counted && s->n_pc == 0) {
@@ -941,7 +993,32 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
   }
   if (l.placed)
     backoff_clear(s, job->id);
+  if (psp && l.offer) {
+    tw_span_attr_str(psp, "tradewind.offer", l.offer->id);
+    tw_span_attr_str(psp, "tradewind.provider", l.offer->provider);
+    tw_span_attr_str(psp, "cloud.region", l.offer->region);
+    tw_span_attr_str(psp, "tradewind.market", tw_market_str(l.offer->market));
+    tw_span_attr_int(psp, "tradewind.price_uusd_per_hour",
+                     l.offer->price_uusd_per_hour);
+  }
+  tw_span_attr_str(psp, "tradewind.placement.outcome",
+                   l.placed     ? "launched"
+                   : l.inflight ? "launch sent"
+                   : l.unknown  ? "launch unanswered"
+                   : l.opened   ? "launch refused"
+                                : "no account free");
 out:
+  if (psp) {
+    if (!pplan.n && !counted)
+      tw_span_discard(psp); /* the same situation as the last pass */
+    else if (!pplan.n)
+      tw_span_attr_str(psp, "tradewind.placement.outcome", "nothing fits");
+    tw_span_end(psp);
+    free(psp);
+    memset(&s->cur_trace, 0, sizeof s->cur_trace);
+    s->cur_traceparent[0] = '\0';
+    tw_log_set_trace(NULL, NULL);
+  }
   tw_plan_release(&pplan);
   tw_buf_release(&planj);
   tw_policy_set_unref(set);

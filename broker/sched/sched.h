@@ -61,6 +61,7 @@ struct tw_placer;
 struct tw_spec_cache;
 struct tw_tenancy;
 struct tw_agent;
+struct tw_tracer;
 
 struct tw_sched_opts {
   struct tw_store *store;         /* borrowed */
@@ -97,6 +98,9 @@ struct tw_sched_opts {
    * each provider's workers (tw_provider_concurrency) with a deadline of
    * tw_provider_call_deadline_ms. */
   int64_t pass_budget_ms;
+  /* Spans of placements, launches and provider calls for jobs stored with
+   * a trace context (docs/observability.md); borrowed, NULL: none. */
+  struct tw_tracer *tracer;
 };
 
 enum tw_rc tw_sched_new(const struct tw_sched_opts *opts, struct tw_sched **out,
@@ -131,5 +135,11 @@ size_t tw_sched_drain(struct tw_sched *s, int64_t deadline_mono_ms);
 int64_t tw_sched_mono_ms(void);
 /* Stops the thread (if started) and frees s.  NULL ok. */
 void tw_sched_free(struct tw_sched *s);
+/* The scheduler's metrics in Prometheus text (broker/sched/obs.c): pass
+ * time, queue depth and waits per tenant, launch latency and errors per
+ * provider, interruptions, fallbacks, agents' heartbeats lost, spend rate
+ * per tenant.  NULL s: nothing. */
+struct tw_buf;
+void tw_sched_metrics(struct tw_sched *s, struct tw_buf *out);
 
 #endif

@@ -48,6 +48,7 @@
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
 #include "broker/base/model.h"
+#include "broker/base/trace.h"
 #include "broker/core/spec.h"
 #include "broker/core/spec_cache.h"
 #include "broker/core/store.h"
@@ -75,10 +76,41 @@ struct pcache {
   struct sched_pool *pool; /* its calls' workers (calls.c) */
 };
 
+/* obs.c: what /metrics shows of the scheduler (tw_sched_metrics).  Fixed
+ * tables under their own mutex: written by the scheduler's thread and the
+ * workers, read by the API's. */
+#define SCHED_OBS_BUCKETS 14
+#define SCHED_OBS_KEYS 64
+struct sched_hist {
+  char key[96]; /* the label values, "" for an unlabelled histogram */
+  uint64_t b[SCHED_OBS_BUCKETS + 1];
+  uint64_t count;
+  double sum_s;
+};
+struct sched_count {
+  char key[160]; /* label="value",... */
+  uint64_t n;
+};
+struct sched_obs {
+  pthread_mutex_t mu;
+  struct sched_hist pass;                    /* pass duration */
+  struct sched_hist wait[SCHED_OBS_KEYS];    /* per tenant: submit to launch */
+  struct sched_hist launch[SCHED_OBS_KEYS];  /* per provider: a launch call */
+  struct sched_count counts[SCHED_OBS_KEYS]; /* errors, interruptions, ... */
+  size_t n_wait, n_launch, n_counts;
+};
+
 struct tw_sched {
   /* sched__mono_ms() when the loop thread last began or finished a pass
    * (0: not started); atomic, read by tw_sched_stalled_ms */
   int64_t beat_ms;
+  /* obs.c: spans of placements, launches and provider calls (NULL: none);
+   * the job being placed, on the scheduler's thread (its context, for the
+   * launch call made while placing it, and its stored traceparent) */
+  struct tw_tracer *tracer;
+  struct tw_trace_ctx cur_trace;
+  char cur_traceparent[64];
+  struct sched_obs obs;
   struct tw_store *store;
   struct tw_clock *clock;
   struct pcache *pc;
@@ -93,6 +125,8 @@ struct tw_sched {
   /* tradewind-agent (agent.h): the bootstraps of agent-enabled providers'
    * attempts and the reports that end them; NULL: none */
   struct tw_agent *agent;
+  /* follow.c: tw_agent_news() as the pass began (agent_follow.c) */
+  uint64_t agent_news;
 
   /* loop.c: the catalog the offers come from, and the version of the
    * snapshot s->all was built from (0: none yet).  A catalog made for
@@ -231,14 +265,27 @@ struct sched_att {
    * (docs/agent.md), which spot.c keeps when it ends the attempt */
   bool agent_saved;
   int64_t agent_kept_s;
+  /* agent_follow.c: a running attempt whose reports decided nothing at
+   * its last look is read again when an agent's news came in since
+   * (agent_news_seen) or at agent_look_ms, whichever is first */
+  uint64_t agent_news_seen;
+  int64_t agent_look_ms;
 };
 
 /* Sets st's billing times from what the provider reported of inst (its
- * running_ms and ended_ms, providers/provider.h).  The one place an
- * attempt's run times are chosen: the agent's own reports of its start
- * and end are to be taken here too, over the provider's when both are
- * known (docs/billing.md, "Metering"). */
+ * running_ms and ended_ms, providers/provider.h).  With
+ * sched__agent_times, the one place an attempt's run times are chosen
+ * (docs/billing.md, "Metering"). */
 void sched__run_times(struct sched_att *st, const struct tw_instance *inst);
+/* The run times of an attempt run by tradewind-agent: the provider's (st,
+ * from a look; st may be NULL) where it gave them, else the agent's own,
+ * agent_from_ms (its registration) and agent_to_ms (the job's exit as
+ * the agent reported it); 0 where neither is known (the store then
+ * records its own now).  The store keeps both within [the attempt's
+ * start, now]. */
+void sched__agent_times(const struct sched_att *st, int64_t agent_from_ms,
+                        int64_t agent_to_ms, int64_t *ran_from_ms,
+                        int64_t *ended_at_ms);
 
 /* The nodes of one live attempt: a slice of the pass's list (none for an
  * attempt of one instance). */
@@ -383,11 +430,20 @@ struct sched_call {
   struct tw_buf ud;
   struct tw_launch req;
   int nodes;
+  struct tw_buf *ud_nodes; /* a gang under the agent: node k's user data
+                              at k - 1 (its rank); NULL: req's for all */
   char (*ids)[128];
   /* the answer */
   enum tw_rc rc;
   struct tw_err err;
   struct tw_instance inst;
+  /* obs.c: the call's span is a child of trace (valid: traced); took_us is
+   * how long run() took on the worker */
+  struct tw_tracer *tracer;
+  struct tw_trace_ctx trace;
+  int64_t took_us;
+  struct tw_kv *env; /* the job's environment with TRACEPARENT; owned */
+  size_t n_env;
 
   /* follow.c: a describe or terminate call, owned.  g: the attempt's
    * nodes described (none for one instance), or the instances to
@@ -405,6 +461,35 @@ struct sched_call {
   bool end_after;      /* terminate: then end a as interrupted, end_why */
   char end_why[520];
 };
+
+/* obs.c */
+void sched__obs_init(struct tw_sched *s);
+void sched__obs_release(struct tw_sched *s);
+void sched__obs_pass(struct tw_sched *s, int64_t us);
+void sched__obs_wait(struct tw_sched *s, const char *tenant, int64_t ms);
+void sched__obs_launch(struct tw_sched *s, const char *provider, int64_t us,
+                       enum tw_rc rc);
+/* counter name{labels} += 1; labels like `provider="aws"` */
+void sched__obs_count(struct tw_sched *s, const char *name,
+                      const char *labels);
+/* The job's stored trace context into *out (false: untraced). */
+bool sched__obs_job_trace(struct tw_sched *s, const char *job_id,
+                          struct tw_trace_ctx *out, char *tp, size_t tpsz);
+/* On the worker: c->run(c) inside a CLIENT span when c->trace is valid. */
+void sched__obs_run_call(struct sched_call *c);
+/* A provider call made on the scheduler's thread itself, as a CLIENT span
+ * of the job's trace: begin returns NULL when the job is untraced; end
+ * takes the outcome and frees it (NULL ok). */
+struct tw_span *sched__obs_call_begin(struct tw_sched *s, const char *job_id,
+                                      const char *op, struct tw_provider *p,
+                                      const char *resource);
+void sched__obs_call_end(struct tw_span *sp, enum tw_rc rc,
+                         const struct tw_err *err);
+/* A short span under the job's trace for an event of its life (a spot
+ * notice, a fallback decision); nothing when the job is untraced. */
+void sched__obs_event(struct tw_sched *s, const char *job_id,
+                      const char *name, const char *k1, const char *v1,
+                      const char *k2, const char *v2);
 
 /* A worker's queue holds at most this many calls per worker. */
 #define SCHED_CALLS_QUEUE_PER_WORKER 16
@@ -454,6 +539,12 @@ void sched__place_release(struct tw_sched *s);
 /* s->all is about to be replaced (or freed): the index built over it
  * takes the array over, and private capacity taken starts again. */
 void sched__offers_changing(struct tw_sched *s);
+
+/* The nodes an attempt of job holds on private capacity: what placement
+ * took (the spec's node count), never fewer than its instances; a batch
+ * provider runs a gang as one job with one instance id. */
+size_t sched__job_nodes(struct tw_sched *s, const struct tw_job_rec *job,
+                        size_t n_instances);
 
 /* Attempt a (of nodes instances; 0 counts as 1) ended: on private
  * capacity its nodes are free again for the next pass, without waiting
@@ -547,6 +638,18 @@ int sched__spot_recover(struct tw_sched *s, const char *job_id, int64_t now);
 
 /* What the agent's reports did to one live attempt (follow.c calls it
  * first, for every pass). */
+/* Whether attempt a (of job, stored as it is now) may be passed over this
+ * pass: run by an agent, running, its job live, no notice out, nothing
+ * from any agent that decides something since its last look, and that
+ * look less than SCHED_AGENT_LOOK_MS ago (a quarter of the heartbeat
+ * timeout when that is less).  Its heartbeats and logs need no pass; the
+ * next look finds lost heartbeats. */
+#define SCHED_AGENT_LOOK_MS 5000
+bool sched__agent_quiet(const struct tw_sched *s, struct pcache *pc,
+                        const struct tw_job_rec *job,
+                        const struct tw_attempt_rec *a,
+                        const struct sched_att *st, int64_t now);
+
 struct sched_agent_step {
   int changes;
   bool handled;       /* the attempt is the agent's: follow.c stops here */

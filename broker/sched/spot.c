@@ -298,6 +298,13 @@ bool sched__spot_notice(struct tw_sched *s, const struct tw_attempt_rec *a,
        (ev->deadline_ms && ev->deadline_ms == st->notice_deadline_ms)))
     return false;
   st->notice_noticed_ms = ev->noticed_ms;
+  {
+    char lab[96];
+    snprintf(lab, sizeof lab, "provider=\"%s\"", a->provider);
+    sched__obs_count(s, "tradewind_interruptions_total", lab);
+    sched__obs_event(s, a->job_id, "spot.notice", "tradewind.instance",
+                     ev->instance_id, "tradewind.provider", a->provider);
+  }
   st->notice_deadline_ms =
       ev->deadline_ms ? ev->deadline_ms : now + NOTICE_DEFAULT_LEAD_MS;
   tw_time_fmt_rfc3339(st->notice_deadline_ms, at, sizeof at);

@@ -26,10 +26,12 @@
 #include <time.h>
 
 #include "broker/base/clock.h"
+#include "broker/base/log.h"
 #include "broker/base/mem.h"
 #include "broker/base/node.h"
 #include "broker/base/units.h"
 #include "providers/adapter_util.h"
+#include "providers/alibaba/ali_creds.h"
 #include "providers/alibaba/ali_sign.h"
 #include "providers/alibaba/ecs_json.h"
 #include "providers/http.h"
@@ -47,6 +49,7 @@
 
 struct ali_image {
   char region[TW_MODEL_NAME_MAX]; /* "" = default */
+  enum tw_arch arch;              /* TW_ARCH_ANY: every architecture */
   char *image;
 };
 
@@ -61,7 +64,7 @@ struct ali_ctx {
   char *cms_endpoint;     /* CloudMonitor; NULL: no reclaim times */
   char **regions;
   size_t n_regions;
-  char *access_key, *secret_key; /* never logged */
+  struct tw_ali_creds *creds;    /* ali_creds.h; never logged */
   bool acs3;                     /* sign ACS3-HMAC-SHA256, else HMAC-SHA1 */
   long timeout_ms, connect_timeout_ms;
   char *ca_file;
@@ -69,6 +72,8 @@ struct ali_ctx {
   size_t n_images;
   struct ali_vswitch *vswitches;
   size_t n_vswitches;
+  int64_t disk_gb;                     /* SystemDisk.Size; 0 the image's */
+  char *disk_category, *ram_role_name; /* SystemDisk.Category, RamRoleName */
   char *security_group_id, *key_pair_name;
   char **types; /* instance_types: only these are offered; NULL all */
   size_t n_types;
@@ -96,6 +101,14 @@ static const char *const ali_keys[] = {"endpoint",
                                        "secret_key_file",
                                        "access_key",
                                        "secret_key",
+                                       "security_token_env",
+                                       "security_token_file",
+                                       "ram_role",
+                                       "metadata_endpoint",
+                                       "role_arn",
+                                       "role_session_name",
+                                       "role_duration_s",
+                                       "sts_endpoint",
                                        "signature",
                                        "timeout_ms",
                                        "connect_timeout_ms",
@@ -109,6 +122,9 @@ static const char *const ali_keys[] = {"endpoint",
                                        "vswitch_ids",
                                        "security_group_id",
                                        "key_pair_name",
+                                       "system_disk_size_gb",
+                                       "system_disk_category",
+                                       "ram_role_name",
                                        "instance_types",
                                        "cny_usd_rate",
                                        "cny_usd_rate_date",
@@ -127,11 +143,8 @@ static void ali_free(struct tw_provider *p) {
   free(a->endpoint);
   free(a->cms_endpoint);
   tw_provider_strv_free(a->regions, a->n_regions);
-  /* Wiped, not just freed: a core dump should not carry the secret. */
-  if (a->secret_key)
-    OPENSSL_cleanse(a->secret_key, strlen(a->secret_key));
-  free(a->access_key);
-  free(a->secret_key);
+  /* wiped, not just freed (ali_creds.c) */
+  tw_ali_creds_free(a->creds);
   free(a->ca_file);
   for (size_t i = 0; i < a->n_images; i++)
     free(a->images[i].image);
@@ -139,6 +152,8 @@ static void ali_free(struct tw_provider *p) {
   for (size_t i = 0; i < a->n_vswitches; i++)
     free(a->vswitches[i].id);
   free(a->vswitches);
+  free(a->disk_category);
+  free(a->ram_role_name);
   free(a->security_group_id);
   free(a->key_pair_name);
   tw_provider_strv_free(a->types, a->n_types);
@@ -183,6 +198,61 @@ static enum tw_rc read_per_key(const struct tw_node *cfg, const char *one,
   return TW_OK;
 }
 
+/* The config's keys when it names them (access_key_*, secret_key_*,
+ * security_token_*), else the SDK's chain (ali_creds.h). */
+static enum tw_rc init_creds(struct tw_provider *p, struct ali_ctx *a,
+                             const struct tw_node *cfg, struct tw_err *err) {
+  static const char *const named[] = {
+      "access_key_env", "access_key_file", "access_key_secret",
+      "secret_key_env", "secret_key_file", "secret_key_secret",
+      "access_key",     "secret_key",      NULL};
+  bool given = false;
+  for (const char *const *k = named; *k; k++)
+    given = given || tw_node_get(cfg, *k) != NULL;
+  char *ak = NULL, *sk = NULL, *tok = NULL;
+  enum tw_rc rc = TW_OK;
+  if (given && ((rc = tw_provider_cfg_secret(p, cfg, "access_key",
+                                             "ALIBABA_CLOUD_ACCESS_KEY_ID",
+                                             true, &ak, err)) ||
+                (rc = tw_provider_cfg_secret(p, cfg, "secret_key",
+                                             "ALIBABA_CLOUD_ACCESS_KEY_SECRET",
+                                             true, &sk, err)) ||
+                (rc = tw_provider_cfg_secret(p, cfg, "security_token",
+                                             "ALIBABA_CLOUD_SECURITY_TOKEN",
+                                             false, &tok, err))))
+    goto out;
+  struct tw_ali_creds_opts o = {.access_key = ak,
+                                .secret_key = sk,
+                                .security_token = tok,
+                                .ca_file = a->ca_file,
+                                .clock = p->clock,
+                                .http = a->http};
+  if ((rc = tw_provider_cfg_str(cfg, "ram_role", NULL, &o.ram_role, err)) ||
+      (rc = tw_provider_cfg_str(cfg, "metadata_endpoint", NULL,
+                                &o.metadata_endpoint, err)) ||
+      (rc = tw_provider_cfg_str(cfg, "role_arn", NULL, &o.role_arn, err)) ||
+      (rc = tw_provider_cfg_str(cfg, "role_session_name", NULL,
+                                &o.role_session_name, err)) ||
+      (rc = tw_provider_cfg_str(cfg, "sts_endpoint", NULL, &o.sts_endpoint,
+                                err)) ||
+      (rc = tw_provider_cfg_int(cfg, "role_duration_s", 900, 43200, 3600,
+                                &o.duration_s, err)))
+    goto out;
+  if ((rc = tw_ali_creds_new(&o, &a->creds, err)))
+    goto out;
+  tw_log_info("alibaba", "account=%s credentials=%s", p->account,
+              tw_ali_creds_source(a->creds));
+out:
+  free(ak);
+  if (sk)
+    OPENSSL_cleanse(sk, strlen(sk));
+  if (tok)
+    OPENSSL_cleanse(tok, strlen(tok));
+  free(sk);
+  free(tok);
+  return rc;
+}
+
 static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
                            struct tw_err *err) {
   enum tw_rc rc = tw_provider_cfg_check_keys(cfg, ali_keys, err);
@@ -221,14 +291,6 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
                           "regions[%zu]: too long", i);
   a->where.regions = a->regions;
   a->where.n_regions = a->n_regions;
-
-  if ((rc = tw_provider_cfg_secret(p, cfg, "access_key",
-                                   "ALIBABA_CLOUD_ACCESS_KEY_ID", true,
-                                   &a->access_key, err)) ||
-      (rc = tw_provider_cfg_secret(p, cfg, "secret_key",
-                                   "ALIBABA_CLOUD_ACCESS_KEY_SECRET", true,
-                                   &a->secret_key, err)))
-    return rc;
 
   if ((rc = tw_provider_cfg_str(cfg, "signature", "hmac-sha1", &s, err)))
     return rc;
@@ -288,16 +350,51 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
   char(*keys)[TW_MODEL_NAME_MAX] = NULL;
   char **vals = NULL;
   size_t nv = 0;
-  rc = read_per_key(cfg, "image", "images", &keys, &vals, &nv, err);
-  a->images = tw_calloc(nv + 1, sizeof *a->images);
-  for (size_t i = 0; i < nv; i++) {
-    TW_SET(a->images[i].region, keys[i]);
-    a->images[i].image = vals[i];
+  /* image: every region's; images: {region: image} or {region:
+   * {x86_64: image, arm64: image}}, region "*" every region */
+  const char *img;
+  if ((rc = tw_provider_cfg_str(cfg, "image", NULL, &img, err)))
+    return rc;
+  const struct tw_node *imgs = tw_node_get(cfg, "images");
+  if (imgs && imgs->kind != TW_NODE_MAP)
+    return tw_err_field(err, TW_E_INVALID, "images",
+                        "images: expected a mapping of regions to images");
+  size_t cap = 1;
+  for (size_t i = 0; imgs && i < imgs->n; i++)
+    cap += imgs->items[i]->kind == TW_NODE_MAP ? imgs->items[i]->n : 1;
+  a->images = tw_calloc(cap, sizeof *a->images);
+  if (img)
+    a->images[a->n_images++].image = tw_strdup(img);
+  for (size_t i = 0; imgs && i < imgs->n; i++) {
+    const struct tw_node *iv = imgs->items[i];
+    bool map = iv->kind == TW_NODE_MAP;
+    for (size_t j = 0; j < (map ? iv->n : 1); j++) {
+      const struct tw_node *e = map ? iv->items[j] : iv;
+      enum tw_arch arch = TW_ARCH_ANY;
+      if (map && !strcmp(iv->keys[j], "x86_64"))
+        arch = TW_ARCH_X86_64;
+      else if (map && !strcmp(iv->keys[j], "arm64"))
+        arch = TW_ARCH_ARM64;
+      else if (map)
+        return tw_err_field(err, TW_E_INVALID, "images",
+                            "images.%s.%s: expected x86_64 or arm64",
+                            imgs->keys[i], iv->keys[j]);
+      if (e->kind != TW_NODE_SCALAR ||
+          strlen(imgs->keys[i]) >= TW_MODEL_NAME_MAX)
+        return tw_err_field(err, TW_E_INVALID, "images",
+                            "images.%s: expected an image id", imgs->keys[i]);
+      struct ali_image *im = &a->images[a->n_images++];
+      TW_SET(im->region, strcmp(imgs->keys[i], "*") ? imgs->keys[i] : "");
+      im->arch = arch;
+      im->image = tw_strdup(e->str);
+    }
   }
-  a->n_images = nv;
-  free(keys);
-  free(vals);
-  if (rc)
+  if ((rc = tw_provider_cfg_int(cfg, "system_disk_size_gb", 0, 2048, 0,
+                                &a->disk_gb, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "system_disk_category", NULL,
+                                   &a->disk_category, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "ram_role_name", NULL,
+                                   &a->ram_role_name, err)))
     return rc;
   rc = read_per_key(cfg, "vswitch_id", "vswitch_ids", &keys, &vals, &nv, err);
   a->vswitches = tw_calloc(nv + 1, sizeof *a->vswitches);
@@ -311,18 +408,29 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
   if (rc)
     return rc;
 
-  return tw_http_new(&ho, &a->http, err);
+  if ((rc = tw_http_new(&ho, &a->http, err)))
+    return rc;
+  return init_creds(p, a, cfg, err);
 }
 
-static const char *image_for(const struct ali_ctx *a, const char *region) {
-  const char *def = NULL;
+/* The region's image for arch, the region's for any, then the defaults'. */
+static const char *image_for(const struct ali_ctx *a, const char *region,
+                             enum tw_arch arch) {
+  const char *best = NULL;
+  int best_score = -1;
   for (size_t i = 0; i < a->n_images; i++) {
-    if (!strcmp(a->images[i].region, region))
-      return a->images[i].image;
-    if (!a->images[i].region[0])
-      def = a->images[i].image;
+    const struct ali_image *im = &a->images[i];
+    bool here = !strcmp(im->region, region);
+    if ((!here && im->region[0]) ||
+        (im->arch != TW_ARCH_ANY && im->arch != arch))
+      continue;
+    int score = (here ? 2 : 0) + (im->arch != TW_ARCH_ANY);
+    if (score > best_score) {
+      best_score = score;
+      best = im->image;
+    }
   }
-  return def;
+  return best;
 }
 
 static const char *vswitch_for(const struct ali_ctx *a, const char *zone) {
@@ -452,6 +560,11 @@ static enum tw_rc ali_sign_attempt(void *vctx, struct tw_http_attempt *att,
                                    struct tw_err *err) {
   struct ali_req *r = vctx;
   struct ali_ctx *a = r->a;
+  struct tw_ali_key key;
+  enum tw_rc krc = tw_ali_creds_get(a->creds, &key, err);
+  if (krc)
+    return krc;
+  const char *token = *key.token ? key.token : NULL;
   char ts[32], non[33];
   tw_adapter_iso_time(tw_clock_now_ms(r->p->clock) + atomic_load(&a->skew_ms),
                       ts);
@@ -461,7 +574,9 @@ static enum tw_rc ali_sign_attempt(void *vctx, struct tw_http_attempt *att,
     ap_add(&all, "Action", r->action);
     ap_add(&all, "Version", r->version);
     ap_add(&all, "Format", "JSON");
-    ap_add(&all, "AccessKeyId", a->access_key);
+    ap_add(&all, "AccessKeyId", key.id);
+    if (token)
+      ap_add(&all, "SecurityToken", token);
     ap_add(&all, "SignatureMethod", "HMAC-SHA1");
     ap_add(&all, "SignatureVersion", "1.0");
     ap_add(&all, "SignatureNonce", non);
@@ -470,7 +585,7 @@ static enum tw_rc ali_sign_attempt(void *vctx, struct tw_http_attempt *att,
       ap_add(&all, r->params->v[i].name, r->params->v[i].value);
     char sig[32];
     enum tw_rc rc =
-        tw_ali_rpc_sign("POST", all.v, all.n, a->secret_key, sig, NULL, err);
+        tw_ali_rpc_sign("POST", all.v, all.n, key.secret, sig, NULL, err);
     if (rc == TW_OK) {
       ap_add(&all, "Signature", sig);
       tw_buf_reset(&r->body);
@@ -479,36 +594,41 @@ static enum tw_rc ali_sign_attempt(void *vctx, struct tw_http_attempt *att,
       r->hreq.body_len = r->body.len;
     }
     ap_release(&all);
+    tw_ali_key_wipe(&key);
     return rc;
   }
   char hash[65];
   tw_ali_sha256_hex("", 0, hash);
-  const struct tw_ali_pair h[] = {{"host", r->host},
-                                  {"x-acs-action", r->action},
-                                  {"x-acs-version", r->version},
-                                  {"x-acs-date", ts},
-                                  {"x-acs-signature-nonce", non},
-                                  {"x-acs-content-sha256", hash}};
+  struct tw_ali_pair h[7] = {{"host", r->host},
+                             {"x-acs-action", r->action},
+                             {"x-acs-version", r->version},
+                             {"x-acs-date", ts},
+                             {"x-acs-signature-nonce", non},
+                             {"x-acs-content-sha256", hash}};
+  size_t nh = 6;
+  if (token)
+    h[nh++] = (struct tw_ali_pair){"x-acs-security-token", token};
   struct tw_ali_acs3_request sr = {.method = "POST",
                                    .path = "/",
                                    .query = r->params->v,
                                    .n_query = r->params->n,
                                    .headers = h,
-                                   .n_headers = sizeof h / sizeof h[0],
+                                   .n_headers = nh,
                                    .payload_hash = hash};
   struct tw_ali_acs3_result res;
-  enum tw_rc rc = tw_ali_acs3_sign(&sr, a->secret_key, &res, err);
+  enum tw_rc rc = tw_ali_acs3_sign(&sr, key.secret, &res, err);
   if (rc == TW_OK) {
-    char *authz = tw_asprintf("%s Credential=%s,SignedHeaders=%s,Signature=%s",
-                              TW_ALI_ACS3, a->access_key, res.signed_headers,
-                              res.signature);
-    for (size_t i = 1; i < sizeof h / sizeof h[0]; i++)
+    char *authz =
+        tw_asprintf("%s Credential=%s,SignedHeaders=%s,Signature=%s",
+                    TW_ALI_ACS3, key.id, res.signed_headers, res.signature);
+    for (size_t i = 1; i < nh; i++)
       tw_http_attempt_add_header(att, h[i].name, h[i].value);
     tw_http_attempt_add_header(att, "Authorization", authz);
     OPENSSL_cleanse(authz, strlen(authz));
     free(authz);
   }
   tw_ali_acs3_result_release(&res);
+  tw_ali_key_wipe(&key);
   return rc;
 }
 
@@ -609,6 +729,11 @@ static enum tw_rc ali_call(struct tw_provider *p, const char *tmpl,
       atomic_store(&a->skew_ms, server_ms - tw_clock_now_ms(p->clock));
       continue;
     }
+    /* temporary keys expired early: new ones, signed again once */
+    if (round == 0 && !strcmp(e.detail, "InvalidSecurityToken.Expired")) {
+      tw_ali_creds_invalidate(a->creds);
+      continue;
+    }
     if (err && err->rc == TW_OK)
       *err = e;
     break;
@@ -637,7 +762,8 @@ static enum tw_rc ali_launch(struct tw_provider *p, const struct tw_launch *req,
     return tw_err_set(err, TW_E_INVALID,
                       "alibaba launch: region %s is not configured for %s",
                       o->region, p->account);
-  const char *image = req->image ? req->image : image_for(a, o->region);
+  const char *image =
+      req->image ? req->image : image_for(a, o->region, o->arch);
   if (!image)
     return tw_err_field(err, TW_E_INVALID, "image",
                         "alibaba launch: no image for region %s (set image "
@@ -710,6 +836,22 @@ static enum tw_rc ali_launch(struct tw_provider *p, const struct tw_launch *req,
     ap_add(&f, "SecurityGroupId", a->security_group_id);
   if (a->key_pair_name)
     ap_add(&f, "KeyPairName", a->key_pair_name);
+  /* the system disk: the job's, else the config's, else the image's */
+  int64_t gb = req->disk_size_gb ? req->disk_size_gb : a->disk_gb;
+  /* tier words as system disk categories */
+  static const char *const tiers[4] = {"cloud_efficiency", "cloud_essd",
+                                       "cloud_essd", "cloud_essd"};
+  const char *cat = tw_adapter_disk_tier(
+      tiers, req->disk_type ? req->disk_type : a->disk_category);
+  if (gb) {
+    char gbs[24];
+    snprintf(gbs, sizeof gbs, "%lld", (long long)gb);
+    ap_add(&f, "SystemDisk.Size", gbs);
+  }
+  if (cat)
+    ap_add(&f, "SystemDisk.Category", cat);
+  if (a->ram_role_name)
+    ap_add(&f, "RamRoleName", a->ram_role_name);
   if (req->user_data) {
     size_t n = strlen(req->user_data);
     /* ECS takes at most 32 KiB of user data once encoded. */
@@ -1400,6 +1542,7 @@ static const struct tw_provider_info ali_info = {
     .focus_compute_service = "Elastic Compute Service",
     .focus_network_service = "Data Transfer",
     .focus_resource_type = "Virtual Machine",
+    .user_data_max = 24576, /* 32 KiB once base64-encoded */
     .catalog_zone_ids = false,
     .catalog_risk_feed = false,
     .arch_of_type = ali_arch_of_type,

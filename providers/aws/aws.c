@@ -23,6 +23,7 @@
 #include "broker/base/mem.h"
 #include "broker/base/node.h"
 #include "providers/adapter_util.h"
+#include "providers/aws/aws_creds.h"
 #include "providers/aws/ec2_xml.h"
 #include "providers/aws/pricing.h"
 #include "providers/http.h"
@@ -45,21 +46,41 @@ struct aws_price {
 
 struct aws_image {
   char region[TW_MODEL_NAME_MAX]; /* "" = default */
+  enum tw_arch arch;              /* TW_ARCH_ANY: every architecture */
   char *image;
+};
+
+/* port_security_groups: {"22": sg-..., "8000-8100": sg-...} */
+struct aws_port_sg {
+  int lo, hi;
+  char *sg;
+};
+
+/* subnets: {zone or region: subnet-...} */
+struct aws_subnet {
+  char where[TW_MODEL_NAME_MAX];
+  char *subnet;
 };
 
 struct aws_ctx {
   char *endpoint; /* may hold "{region}" */
   char **regions;
   size_t n_regions;
-  char *access_key, *secret_key, *session_token; /* never logged */
+  struct tw_aws_creds *creds; /* the chain (aws_creds.h); never logged */
   long timeout_ms, connect_timeout_ms;
   char *ca_file;
   struct aws_image *images;
   size_t n_images;
   char *subnet_id, *key_name;
+  struct aws_subnet *subnets;
+  size_t n_subnets;
+  char *instance_profile; /* IamInstanceProfile: a name or an ARN */
+  int64_t disk_size_gb;   /* root volume; 0: the AMI's */
+  char *disk_type, *root_device;
   char **security_groups;
   size_t n_security_groups;
+  struct aws_port_sg *port_sgs; /* the groups that open a job's ports */
+  size_t n_port_sgs;
   char **types; /* instance_types: only these are offered; NULL all */
   size_t n_types;
   struct aws_price *prices; /* sorted by type, then region */
@@ -115,6 +136,21 @@ static const char *const aws_keys[] = {"endpoint",
                                        "metadata_url",
                                        "price_list",
                                        "pricing_endpoint",
+                                       "profile",
+                                       "config_file",
+                                       "credentials_file",
+                                       "role_arn",
+                                       "role_session_name",
+                                       "external_id",
+                                       "role_duration_s",
+                                       "sts_endpoint",
+                                       "imds_endpoint",
+                                       "subnets",
+                                       "instance_profile",
+                                       "disk_size_gb",
+                                       "disk_type",
+                                       "root_device",
+                                       "port_security_groups",
                                        NULL};
 
 static int price_cmp(const void *a, const void *b) {
@@ -211,15 +247,38 @@ find_price(const struct aws_ctx *a, const char *type, const char *region) {
   return bsearch(&key, a->prices, a->n_prices, sizeof *a->prices, price_cmp);
 }
 
-static const char *image_for(const struct aws_ctx *a, const char *region) {
-  const char *def = NULL;
+/* The image of region and arch: the region's for that architecture, the
+ * region's for every one, then the defaults' in the same order. */
+static const char *image_for(const struct aws_ctx *a, const char *region,
+                             enum tw_arch arch) {
+  const char *best = NULL;
+  int best_score = -1;
   for (size_t i = 0; i < a->n_images; i++) {
-    if (!strcmp(a->images[i].region, region))
-      return a->images[i].image;
-    if (!a->images[i].region[0])
-      def = a->images[i].image;
+    const struct aws_image *im = &a->images[i];
+    bool here = !strcmp(im->region, region);
+    if ((!here && im->region[0]) ||
+        (im->arch != TW_ARCH_ANY && im->arch != arch))
+      continue;
+    int score = (here ? 2 : 0) + (im->arch != TW_ARCH_ANY);
+    if (score > best_score) {
+      best_score = score;
+      best = im->image;
+    }
   }
-  return def;
+  return best;
+}
+
+/* The subnet of zone (in region): the zone's, the region's, subnet_id. */
+static const char *subnet_for(const struct aws_ctx *a, const char *region,
+                              const char *zone) {
+  const char *reg = NULL;
+  for (size_t i = 0; i < a->n_subnets; i++) {
+    if (*zone && !strcmp(a->subnets[i].where, zone))
+      return a->subnets[i].subnet;
+    if (!strcmp(a->subnets[i].where, region))
+      reg = a->subnets[i].subnet;
+  }
+  return reg ? reg : a->subnet_id;
 }
 
 static void aws_free(struct tw_provider *p) {
@@ -229,22 +288,24 @@ static void aws_free(struct tw_provider *p) {
   tw_http_free(a->http);
   free(a->endpoint);
   tw_provider_strv_free(a->regions, a->n_regions);
-  /* Credentials are wiped, not just freed: a core dump should not carry
-   * them. */
-  if (a->secret_key)
-    OPENSSL_cleanse(a->secret_key, strlen(a->secret_key));
-  if (a->session_token)
-    OPENSSL_cleanse(a->session_token, strlen(a->session_token));
-  free(a->access_key);
-  free(a->secret_key);
-  free(a->session_token);
+  /* credentials are wiped, not just freed (aws_creds.c) */
+  tw_aws_creds_free(a->creds);
   free(a->ca_file);
   for (size_t i = 0; i < a->n_images; i++)
     free(a->images[i].image);
   free(a->images);
   free(a->subnet_id);
   free(a->key_name);
+  for (size_t i = 0; i < a->n_subnets; i++)
+    free(a->subnets[i].subnet);
+  free(a->subnets);
+  free(a->instance_profile);
+  free(a->disk_type);
+  free(a->root_device);
   tw_provider_strv_free(a->security_groups, a->n_security_groups);
+  for (size_t i = 0; i < a->n_port_sgs; i++)
+    free(a->port_sgs[i].sg);
+  free(a->port_sgs);
   tw_provider_strv_free(a->types, a->n_types);
   free(a->prices);
   free(a->product);
@@ -253,6 +314,97 @@ static void aws_free(struct tw_provider *p) {
   tw_region_memo_release(&a->where);
   free(a);
   p->ctx = NULL;
+}
+
+/* Keys named in the config (access_key_env, _file or _secret): those,
+ * static.  Otherwise the SDKs' chain (aws_creds.h), the config's profile,
+ * files, role and endpoints steering it. */
+static enum tw_rc init_creds(struct tw_provider *p, struct aws_ctx *a,
+                             const struct tw_node *cfg, struct tw_err *err) {
+  static const char *const static_keys[] = {"access_key_env",
+                                            "access_key_file",
+                                            "access_key_secret",
+                                            "secret_key_env",
+                                            "secret_key_file",
+                                            "secret_key_secret",
+                                            "session_token_env",
+                                            "session_token_file",
+                                            "session_token_secret",
+                                            "access_key",
+                                            "secret_key",
+                                            "session_token",
+                                            NULL};
+  bool named = false;
+  for (const char *const *k = static_keys; *k; k++)
+    named = named || tw_node_get(cfg, *k) != NULL;
+  enum tw_rc rc;
+  const char *role_arn;
+  if ((rc = tw_provider_cfg_str(cfg, "role_arn", NULL, &role_arn, err)))
+    return rc;
+  struct tw_aws_creds *base = NULL;
+  if (named) {
+    char *ak = NULL, *sk = NULL, *tok = NULL;
+    if ((rc = tw_provider_cfg_secret(p, cfg, "access_key", "AWS_ACCESS_KEY_ID",
+                                     true, &ak, err)) ||
+        (rc = tw_provider_cfg_secret(
+             p, cfg, "secret_key", "AWS_SECRET_ACCESS_KEY", true, &sk, err)) ||
+        (rc = tw_provider_cfg_secret(p, cfg, "session_token",
+                                     "AWS_SESSION_TOKEN", false, &tok, err))) {
+      free(ak);
+      free(sk);
+      return rc;
+    }
+    base = tw_aws_creds_static(ak, sk, tok);
+    free(ak);
+    if (sk)
+      OPENSSL_cleanse(sk, strlen(sk));
+    if (tok)
+      OPENSSL_cleanse(tok, strlen(tok));
+    free(sk);
+    free(tok);
+    if (!base)
+      return tw_err_field(err, TW_E_INVALID, "access_key_env",
+                          "access_key: too long");
+    if (!role_arn) {
+      a->creds = base;
+      return TW_OK;
+    }
+  }
+  struct tw_aws_creds_opts o = {.clock = p->clock,
+                                .http = a->http,
+                                .ca_file = a->ca_file,
+                                .region = a->regions[0],
+                                .role_arn = role_arn};
+  int64_t dur;
+  if ((rc = tw_provider_cfg_str(cfg, "profile", NULL, &o.profile, err)) ||
+      (rc = tw_provider_cfg_str(cfg, "config_file", NULL, &o.config_file,
+                                err)) ||
+      (rc = tw_provider_cfg_str(cfg, "credentials_file", NULL,
+                                &o.credentials_file, err)) ||
+      (rc = tw_provider_cfg_str(cfg, "role_session_name", NULL,
+                                &o.role_session_name, err)) ||
+      (rc = tw_provider_cfg_str(cfg, "external_id", NULL, &o.external_id,
+                                err)) ||
+      (rc = tw_provider_cfg_str(cfg, "sts_endpoint", NULL, &o.sts_endpoint,
+                                err)) ||
+      (rc = tw_provider_cfg_str(cfg, "imds_endpoint", NULL, &o.imds_endpoint,
+                                err)) ||
+      (rc = tw_provider_cfg_int(cfg, "role_duration_s", 900, 43200, 3600, &dur,
+                                err))) {
+    tw_aws_creds_free(base);
+    return rc;
+  }
+  o.duration_s = dur;
+  if (named) {
+    /* the configured keys assume role_arn */
+    rc = tw_aws_creds_assume(base, &o, &a->creds, err);
+    return rc;
+  }
+  if ((rc = tw_aws_creds_new(&o, &a->creds, err)))
+    return rc;
+  tw_log_info("aws", "account=%s credentials=%s", p->account,
+              tw_aws_creds_source(a->creds));
+  return TW_OK;
 }
 
 static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
@@ -282,15 +434,6 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
                           "regions[%zu]: too long", i);
   a->where.regions = a->regions;
   a->where.n_regions = a->n_regions;
-
-  if ((rc = tw_provider_cfg_secret(p, cfg, "access_key", "AWS_ACCESS_KEY_ID",
-                                   true, &a->access_key, err)) ||
-      (rc =
-           tw_provider_cfg_secret(p, cfg, "secret_key", "AWS_SECRET_ACCESS_KEY",
-                                  true, &a->secret_key, err)) ||
-      (rc = tw_provider_cfg_secret(p, cfg, "session_token", "AWS_SESSION_TOKEN",
-                                   false, &a->session_token, err)))
-    return rc;
 
   /* Retries and timeouts of every call (providers/http.h). */
   static const struct tw_provider_http_limits http_limits =
@@ -338,17 +481,95 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
   if (imgs && imgs->kind != TW_NODE_MAP)
     return tw_err_field(err, TW_E_INVALID, "images",
                         "images: expected a mapping of regions to image ids");
-  a->images = tw_calloc((imgs ? imgs->n : 0) + 1, sizeof *a->images);
+  /* images: {region: ami-...} or {region: {x86_64: ami-..., arm64:
+   * ami-...}}; region "*" is every region */
+  size_t cap = 1;
+  for (size_t i = 0; imgs && i < imgs->n; i++)
+    cap += imgs->items[i]->kind == TW_NODE_MAP ? imgs->items[i]->n : 1;
+  a->images = tw_calloc(cap, sizeof *a->images);
   if (img)
     a->images[a->n_images++].image = tw_strdup(img);
   for (size_t i = 0; imgs && i < imgs->n; i++) {
-    if (imgs->items[i]->kind != TW_NODE_SCALAR)
-      return tw_err_field(err, TW_E_INVALID, "images",
-                          "images.%s: expected an image id", imgs->keys[i]);
-    struct aws_image *im = &a->images[a->n_images++];
-    TW_SET(im->region, imgs->keys[i]);
-    im->image = tw_strdup(imgs->items[i]->str);
+    const struct tw_node *iv = imgs->items[i];
+    const char *region = strcmp(imgs->keys[i], "*") ? imgs->keys[i] : "";
+    bool map = iv->kind == TW_NODE_MAP;
+    for (size_t j = 0; j < (map ? iv->n : 1); j++) {
+      const struct tw_node *e = map ? iv->items[j] : iv;
+      enum tw_arch arch = TW_ARCH_ANY;
+      if (map && !strcmp(iv->keys[j], "x86_64"))
+        arch = TW_ARCH_X86_64;
+      else if (map && !strcmp(iv->keys[j], "arm64"))
+        arch = TW_ARCH_ARM64;
+      else if (map)
+        return tw_err_field(err, TW_E_INVALID, "images",
+                            "images.%s.%s: expected x86_64 or arm64",
+                            imgs->keys[i], iv->keys[j]);
+      if (e->kind != TW_NODE_SCALAR ||
+          strlen(imgs->keys[i]) >= TW_MODEL_NAME_MAX)
+        return tw_err_field(err, TW_E_INVALID, "images",
+                            "images.%s: expected an image id or "
+                            "{x86_64: id, arm64: id}",
+                            imgs->keys[i]);
+      struct aws_image *im = &a->images[a->n_images++];
+      TW_SET(im->region, region);
+      im->arch = arch;
+      im->image = tw_strdup(e->str);
+    }
   }
+
+  /* subnets: {us-east-1a: subnet-..., us-west-2: subnet-...} */
+  const struct tw_node *sn = tw_node_get(cfg, "subnets");
+  if (sn && sn->kind != TW_NODE_MAP)
+    return tw_err_field(err, TW_E_INVALID, "subnets",
+                        "subnets: expected a mapping of zones or regions to "
+                        "subnet ids");
+  a->subnets = tw_calloc(sn ? sn->n + 1 : 1, sizeof *a->subnets);
+  for (size_t i = 0; sn && i < sn->n; i++) {
+    if (sn->items[i]->kind != TW_NODE_SCALAR ||
+        strncmp(sn->items[i]->str, "subnet-", 7) ||
+        strlen(sn->keys[i]) >= TW_MODEL_NAME_MAX)
+      return tw_err_field(err, TW_E_INVALID, "subnets",
+                          "subnets.%s: expected a subnet id (subnet-...)",
+                          sn->keys[i]);
+    struct aws_subnet *e = &a->subnets[a->n_subnets++];
+    TW_SET(e->where, sn->keys[i]);
+    e->subnet = tw_strdup(sn->items[i]->str);
+  }
+  /* port_security_groups: the security group that opens each port or
+   * range a job may ask for (the adapter creates no groups) */
+  const struct tw_node *ps = tw_node_get(cfg, "port_security_groups");
+  if (ps && ps->kind != TW_NODE_MAP)
+    return tw_err_field(err, TW_E_INVALID, "port_security_groups",
+                        "port_security_groups: expected a mapping of ports "
+                        "or ranges (\"8000-8100\") to security group ids");
+  a->port_sgs = tw_calloc(ps ? ps->n + 1 : 1, sizeof *a->port_sgs);
+  for (size_t i = 0; ps && i < ps->n; i++) {
+    char *end;
+    long lo = strtol(ps->keys[i], &end, 10), hi = lo;
+    if (*end == '-')
+      hi = strtol(end + 1, &end, 10);
+    if (*end || lo < 1 || hi > 65535 || lo > hi ||
+        ps->items[i]->kind != TW_NODE_SCALAR ||
+        strncmp(ps->items[i]->str, "sg-", 3))
+      return tw_err_field(err, TW_E_INVALID, "port_security_groups",
+                          "port_security_groups.%s: expected a port or "
+                          "range 1..65535 mapped to a security group id "
+                          "(sg-...)",
+                          ps->keys[i]);
+    struct aws_port_sg *e = &a->port_sgs[a->n_port_sgs++];
+    e->lo = (int)lo;
+    e->hi = (int)hi;
+    e->sg = tw_strdup(ps->items[i]->str);
+  }
+  if ((rc = tw_provider_cfg_strdup(cfg, "instance_profile", NULL,
+                                   &a->instance_profile, err)) ||
+      (rc = tw_provider_cfg_int(cfg, "disk_size_gb", 0, 65536, 0,
+                                &a->disk_size_gb, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "disk_type", NULL, &a->disk_type,
+                                   err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "root_device", "/dev/xvda",
+                                   &a->root_device, err)))
+    return rc;
 
   if ((rc = read_prices(a, tw_node_get(cfg, "on_demand_prices"),
                         "on_demand_prices", err)))
@@ -383,7 +604,9 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
   if (a->n_prices)
     qsort(a->prices, a->n_prices, sizeof *a->prices, price_cmp);
 
-  return tw_http_new(&ho, &a->http, err);
+  if ((rc = tw_http_new(&ho, &a->http, err)))
+    return rc;
+  return init_creds(p, a, cfg, err);
 }
 
 /* ---- signed calls ------------------------------------------------------- */
@@ -466,6 +689,11 @@ static enum tw_rc aws_sign(void *vctx, struct tw_http_attempt *att,
                            struct tw_err *err) {
   struct aws_req *r = vctx;
   struct aws_ctx *a = r->a;
+  struct tw_aws_key key;
+  enum tw_rc rc = tw_aws_creds_get(a->creds, &key, err);
+  if (rc)
+    return rc;
+  const char *token = *key.session_token ? key.session_token : NULL;
   char date[17];
   amz_date(tw_clock_now_ms(r->p->clock) + atomic_load(&a->skew_ms), date);
   struct tw_sigv4_header h[5] = {
@@ -475,9 +703,8 @@ static enum tw_rc aws_sign(void *vctx, struct tw_http_attempt *att,
   size_t nh = 3;
   if (r->target)
     h[nh++] = (struct tw_sigv4_header){"x-amz-target", r->target};
-  if (a->session_token)
-    h[nh++] = (struct tw_sigv4_header){"x-amz-security-token",
-                                       a->session_token};
+  if (token)
+    h[nh++] = (struct tw_sigv4_header){"x-amz-security-token", token};
   struct tw_sigv4_request sr = {.method = "POST",
                                 .path = r->path,
                                 .query = NULL,
@@ -485,23 +712,24 @@ static enum tw_rc aws_sign(void *vctx, struct tw_http_attempt *att,
                                 .n_headers = nh,
                                 .body = r->body->data,
                                 .body_len = r->body->len};
-  struct tw_sigv4_params sp = {.access_key = a->access_key,
-                               .secret_key = a->secret_key,
-                               .session_token = a->session_token,
+  struct tw_sigv4_params sp = {.access_key = key.access_key,
+                               .secret_key = key.secret_key,
+                               .session_token = token,
                                .region = r->region,
                                .service = r->service ? r->service : "ec2",
                                .amz_date = date,
                                .normalize_path = 1};
   struct tw_sigv4_result res;
   memset(&res, 0, sizeof res);
-  enum tw_rc rc = tw_sigv4_sign(&sr, &sp, &res, err);
+  rc = tw_sigv4_sign(&sr, &sp, &res, err);
   if (rc == TW_OK) {
     tw_http_attempt_add_header(att, "X-Amz-Date", date);
     tw_http_attempt_add_header(att, "Authorization", res.authorization);
-    if (a->session_token)
-      tw_http_attempt_add_header(att, "X-Amz-Security-Token", a->session_token);
+    if (token)
+      tw_http_attempt_add_header(att, "X-Amz-Security-Token", token);
   }
   tw_sigv4_result_release(&res);
+  tw_aws_key_wipe(&key);
   return rc;
 }
 
@@ -582,6 +810,13 @@ static enum tw_rc aws_call(struct tw_provider *p, const char *region,
       atomic_store(&a->skew_ms, server_ms - tw_clock_now_ms(p->clock));
       continue;
     }
+    /* temporary credentials revoked or expired before their time: fetch
+     * new ones and sign again once */
+    if (round == 0 && (!strcmp(e.detail, "ExpiredToken") ||
+                       !strcmp(e.detail, "RequestExpiredToken"))) {
+      tw_aws_creds_invalidate(a->creds);
+      continue;
+    }
     if (err && err->rc == TW_OK)
       *err = e;
     break;
@@ -601,12 +836,17 @@ static enum tw_rc aws_launch(struct tw_provider *p, const struct tw_launch *req,
     return tw_err_set(err, TW_E_INVALID,
                       "aws launch: region %s is not configured for %s",
                       o->region, p->account);
-  const char *image = req->image ? req->image : image_for(a, o->region);
+  const char *image =
+      req->image ? req->image : image_for(a, o->region, o->arch);
   if (!image)
     return tw_err_field(err, TW_E_INVALID, "image",
-                        "aws launch: no image for region %s (set image or "
-                        "images.%s)",
-                        o->region, o->region);
+                        "aws launch: no image for region %s and %s (set "
+                        "image or images.%s)",
+                        o->region,
+                        o->arch == TW_ARCH_ARM64    ? "arm64"
+                        : o->arch == TW_ARCH_X86_64 ? "x86_64"
+                                                    : "any architecture",
+                        o->region);
   struct tw_buf f, body;
   tw_buf_init(&f);
   tw_buf_init(&body);
@@ -643,10 +883,61 @@ static enum tw_rc aws_launch(struct tw_provider *p, const struct tw_launch *req,
     form_addf(&f, tags[i][0], "TagSpecification.1.Tag.%d.Key", i + 1);
     form_addf(&f, tags[i][1], "TagSpecification.1.Tag.%d.Value", i + 1);
   }
-  if (a->subnet_id)
-    form_add(&f, "SubnetId", a->subnet_id);
+  const char *subnet = subnet_for(a, o->region, o->zone);
+  if (subnet)
+    form_add(&f, "SubnetId", subnet);
+  if (a->instance_profile)
+    form_add(&f,
+             strncmp(a->instance_profile, "arn:", 4) ? "IamInstanceProfile.Name"
+                                                     : "IamInstanceProfile.Arn",
+             a->instance_profile);
+  /* the root volume: the job's disk, else the config's, else the AMI's */
+  int64_t disk_gb = req->disk_size_gb ? req->disk_size_gb : a->disk_size_gb;
+  /* tier words as EBS volume types: standard (HDD), gp3, gp3, io2 */
+  static const char *const tiers[4] = {"standard", "gp3", "gp3", "io2"};
+  const char *disk_type =
+      tw_adapter_disk_tier(tiers, req->disk_type ? req->disk_type : a->disk_type);
+  if (disk_gb || disk_type) {
+    char gb[24];
+    form_add(&f, "BlockDeviceMapping.1.DeviceName", a->root_device);
+    if (disk_gb) {
+      snprintf(gb, sizeof gb, "%lld", (long long)disk_gb);
+      form_add(&f, "BlockDeviceMapping.1.Ebs.VolumeSize", gb);
+    }
+    if (disk_type)
+      form_add(&f, "BlockDeviceMapping.1.Ebs.VolumeType", disk_type);
+    form_add(&f, "BlockDeviceMapping.1.Ebs.DeleteOnTermination", "true");
+  }
+  size_t n_sg = 0;
   for (size_t i = 0; i < a->n_security_groups; i++)
-    form_addf(&f, a->security_groups[i], "SecurityGroupId.%zu", i + 1);
+    form_addf(&f, a->security_groups[i], "SecurityGroupId.%zu", ++n_sg);
+  /* the job's ports: each opened by a configured group covering it, the
+   * group added once */
+  const char *added[64];
+  size_t n_added = 0;
+  for (size_t i = 0; i < req->n_ports; i++) {
+    const struct aws_port_sg *hit = NULL;
+    for (size_t j = 0; j < a->n_port_sgs && !hit; j++)
+      if (req->ports[i].lo >= a->port_sgs[j].lo &&
+          req->ports[i].hi <= a->port_sgs[j].hi)
+        hit = &a->port_sgs[j];
+    if (!hit) {
+      tw_buf_release(&f);
+      return tw_err_field(err, TW_E_INVALID, "ports",
+                          "aws launch: no security group of %s opens port "
+                          "%d-%d (port_security_groups)",
+                          p->account, req->ports[i].lo, req->ports[i].hi);
+    }
+    bool dup = false;
+    for (size_t k = 0; k < n_added && !dup; k++)
+      dup = !strcmp(added[k], hit->sg);
+    for (size_t k = 0; k < a->n_security_groups && !dup; k++)
+      dup = !strcmp(a->security_groups[k], hit->sg);
+    if (!dup && n_added < 64) {
+      added[n_added++] = hit->sg;
+      form_addf(&f, hit->sg, "SecurityGroupId.%zu", ++n_sg);
+    }
+  }
   if (a->key_name)
     form_add(&f, "KeyName", a->key_name);
   if (req->user_data) {
@@ -1377,6 +1668,7 @@ static const struct tw_provider_info aws_info = {
     .focus_compute_service = "Amazon Elastic Compute Cloud",
     .focus_network_service = "AWS Data Transfer",
     .focus_resource_type = "Virtual Machine",
+    .user_data_max = 16384, /* EC2: 16 KiB before encoding */
     .catalog_zone_ids = true,
     .catalog_risk_feed = true,
     .arch_of_type = aws_arch_of_type,

@@ -26,7 +26,9 @@
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
 #include "broker/base/node.h"
+#include "broker/base/unique.h"
 #include "providers/adapter_util.h"
+#include "providers/azure/az_assert.h"
 #include "providers/azure/arm_json.h"
 #include "providers/http.h"
 #include "providers/sigv4.h"
@@ -37,8 +39,13 @@
 #define AZ_MAX_TYPES 50 /* instance_types: one $filter clause each */
 #define AZ_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(12))
 
+/* disk tier words as managed disk types: HDD, standard SSD, premium SSD */
+static const char *const az_disk_tiers[4] = {"Standard_LRS", "StandardSSD_LRS",
+                                             "Premium_LRS", "Premium_LRS"};
+
 struct az_image {
   char region[TW_MODEL_NAME_MAX]; /* "" = default */
+  enum tw_arch arch;              /* TW_ARCH_ANY: every architecture */
   char *image;
 };
 
@@ -48,8 +55,19 @@ struct az_prices {
   struct tw_arm_price_list list;
 };
 
+/* How the adapter gets its tokens (docs/providers.md#azure-credentials). */
+enum az_cred {
+  AZ_SECRET = 1,
+  AZ_CERT,     /* client assertion signed with a certificate's key */
+  AZ_WORKLOAD, /* client assertion: the federated token file */
+  AZ_MANAGED   /* the instance metadata service's managed identity */
+};
+
 struct az_ctx {
   char *tenant, *client_id, *client_secret; /* the secret is never logged */
+  enum az_cred cred;
+  struct tw_az_cert *cert;
+  char *federated_file, *imds, *mi_client_id;
   char *subscription, *resource_group;
   char **regions;
   size_t n_regions;
@@ -60,6 +78,8 @@ struct az_ctx {
   struct az_image *images;
   size_t n_images;
   char *admin_user, *ssh_key, *subnet_id, *os_disk_type, *eviction_policy;
+  int64_t os_disk_gb; /* osDisk.diskSizeGB; 0: the image's */
+  char *vm_identity;  /* "system" or a user-assigned identity's id */
   char *name_prefix;
   char **types;
   size_t n_types;
@@ -143,7 +163,12 @@ static bool same_origin(const char *url, const char *base) {
 
 /* ---- config ------------------------------------------------------------- */
 
-static const char *const az_keys[] = {"tenant_id",
+static const char *const az_keys[] = {"credential",
+                                      "certificate_file",
+                                      "federated_token_file",
+                                      "imds_endpoint",
+                                      "managed_identity_client_id",
+                                      "tenant_id",
                                       "client_id",
                                       "client_secret_env",
                                       "client_secret_file",
@@ -173,6 +198,8 @@ static const char *const az_keys[] = {"tenant_id",
                                       "ssh_public_key_file",
                                       "subnet_id",
                                       "os_disk_type",
+                                      "os_disk_size_gb",
+                                      "vm_identity",
                                       "eviction_policy",
                                       "vm_name_prefix",
                                       "instance_types",
@@ -224,6 +251,10 @@ static void az_free(struct tw_provider *p) {
     OPENSSL_cleanse(a->token, strlen(a->token));
   free(a->client_secret);
   free(a->token);
+  tw_az_cert_free(a->cert);
+  free(a->federated_file);
+  free(a->imds);
+  free(a->mi_client_id);
   free(a->tenant);
   free(a->client_id);
   free(a->subscription);
@@ -245,6 +276,7 @@ static void az_free(struct tw_provider *p) {
   free(a->ssh_key);
   free(a->subnet_id);
   free(a->os_disk_type);
+  free(a->vm_identity);
   free(a->eviction_policy);
   free(a->name_prefix);
   tw_provider_strv_free(a->types, a->n_types);
@@ -274,6 +306,107 @@ static enum tw_rc read_first_line(const char *path, const char *key, char **out,
   return TW_OK;
 }
 
+static const char *env_or(const char *name) {
+  const char *v = getenv(name);
+  return v && *v ? v : NULL;
+}
+
+/* The credential: `credential:` when set, else azure-identity's
+ * DefaultAzureCredential order: a client secret, a certificate, a
+ * federated token (workload identity), the managed identity. */
+static enum tw_rc init_cred(struct tw_provider *p, struct az_ctx *a,
+                            const struct tw_node *cfg, struct tw_err *err) {
+  enum tw_rc rc;
+  const char *kind, *cert, *fed, *imds, *mi, *tenant, *client;
+  if ((rc = tw_provider_cfg_str(cfg, "credential", "auto", &kind, err)) ||
+      (rc = tw_provider_cfg_str(cfg, "certificate_file",
+                                env_or("AZURE_CLIENT_CERTIFICATE_PATH"), &cert,
+                                err)) ||
+      (rc = tw_provider_cfg_str(cfg, "federated_token_file",
+                                env_or("AZURE_FEDERATED_TOKEN_FILE"), &fed,
+                                err)) ||
+      (rc = tw_provider_cfg_str(cfg, "imds_endpoint", "http://169.254.169.254",
+                                &imds, err)) ||
+      (rc = tw_provider_cfg_str(cfg, "managed_identity_client_id", NULL, &mi,
+                                err)) ||
+      (rc = tw_provider_cfg_str(cfg, "tenant_id", env_or("AZURE_TENANT_ID"),
+                                &tenant, err)) ||
+      (rc = tw_provider_cfg_str(cfg, "client_id", env_or("AZURE_CLIENT_ID"),
+                                &client, err)))
+    return rc;
+  static const char *const kinds[] = {"auto",
+                                      "client_secret",
+                                      "certificate",
+                                      "workload_identity",
+                                      "managed_identity",
+                                      NULL};
+  size_t k = 0;
+  while (kinds[k] && strcmp(kinds[k], kind))
+    k++;
+  if (!kinds[k])
+    return tw_err_field(err, TW_E_INVALID, "credential",
+                        "credential: expected auto, client_secret, "
+                        "certificate, workload_identity or managed_identity, "
+                        "got \"%.32s\"",
+                        kind);
+  /* a secret only where one is asked for, or found (auto) */
+  if (k == 0 || k == 1) {
+    bool required = k == 1;
+    if ((rc = tw_provider_cfg_secret(p, cfg, "client_secret",
+                                     "AZURE_CLIENT_SECRET", required,
+                                     &a->client_secret, err)))
+      return rc;
+  }
+  if (a->client_secret)
+    a->cred = AZ_SECRET;
+  else if (k == 2 || (k == 0 && cert))
+    a->cred = AZ_CERT;
+  else if (k == 3 || (k == 0 && fed))
+    a->cred = AZ_WORKLOAD;
+  else
+    a->cred = AZ_MANAGED;
+  if (tenant)
+    a->tenant = tw_strdup(tenant);
+  if (client)
+    a->client_id = tw_strdup(client);
+  if (a->cred != AZ_MANAGED) {
+    if (!a->tenant || !*a->tenant)
+      return tw_err_field(err, TW_E_INVALID, "tenant_id",
+                          "tenant_id: required (or AZURE_TENANT_ID)");
+    if (!a->client_id || !*a->client_id)
+      return tw_err_field(err, TW_E_INVALID, "client_id",
+                          "client_id: required (or AZURE_CLIENT_ID)");
+  }
+  if (a->cred == AZ_CERT) {
+    if (!cert)
+      return tw_err_field(err, TW_E_INVALID, "certificate_file",
+                          "certificate_file: required for credential: "
+                          "certificate (or AZURE_CLIENT_CERTIFICATE_PATH)");
+    if ((rc = tw_az_cert_load(cert, &a->cert, err)))
+      return rc;
+  }
+  if (a->cred == AZ_WORKLOAD) {
+    if (!fed)
+      return tw_err_field(err, TW_E_INVALID, "federated_token_file",
+                          "federated_token_file: required for credential: "
+                          "workload_identity (or AZURE_FEDERATED_TOKEN_FILE)");
+    a->federated_file = tw_strdup(fed);
+  }
+  if (!is_url(imds))
+    return tw_err_field(err, TW_E_INVALID, "imds_endpoint",
+                        "imds_endpoint: expected an http:// URL");
+  a->imds = tw_strdup(imds);
+  /* a user-assigned identity: the config's, else AZURE_CLIENT_ID */
+  if (mi || (a->cred == AZ_MANAGED && a->client_id))
+    a->mi_client_id = tw_strdup(mi ? mi : a->client_id);
+  static const char *const names[] = {[AZ_SECRET] = "client_secret",
+                                      [AZ_CERT] = "certificate",
+                                      [AZ_WORKLOAD] = "workload_identity",
+                                      [AZ_MANAGED] = "managed_identity"};
+  tw_log_info("azure", "account=%s credential=%s", p->account, names[a->cred]);
+  return TW_OK;
+}
+
 static enum tw_rc az_init(struct tw_provider *p, const struct tw_node *cfg,
                           struct tw_err *err) {
   enum tw_rc rc = tw_provider_cfg_check_keys(cfg, az_keys, err);
@@ -285,15 +418,11 @@ static enum tw_rc az_init(struct tw_provider *p, const struct tw_node *cfg,
   p->ctx = a;
 
   int64_t v;
-  if ((rc = req_str(cfg, "tenant_id", &a->tenant, err)) ||
-      (rc = req_str(cfg, "client_id", &a->client_id, err)) ||
-      (rc = req_str(cfg, "subscription_id", &a->subscription, err)) ||
+  if ((rc = req_str(cfg, "subscription_id", &a->subscription, err)) ||
       (rc = req_str(cfg, "resource_group", &a->resource_group, err)) ||
-      (rc = tw_provider_cfg_secret(p, cfg, "client_secret",
-                                   "AZURE_CLIENT_SECRET", true,
-                                   &a->client_secret, err)))
+      (rc = init_cred(p, a, cfg, err)))
     return rc;
-  const char *names[][2] = {{"tenant_id", a->tenant},
+  const char *names[][2] = {{"tenant_id", a->tenant ? a->tenant : "-"},
                             {"subscription_id", a->subscription},
                             {"resource_group", a->resource_group}};
   for (size_t i = 0; i < 3; i++)
@@ -441,33 +570,72 @@ static enum tw_rc az_init(struct tw_provider *p, const struct tw_node *cfg,
   if (imgs && imgs->kind != TW_NODE_MAP)
     return tw_err_field(err, TW_E_INVALID, "images",
                         "images: expected a mapping of regions to images");
-  a->images = tw_calloc((imgs ? imgs->n : 0) + 1, sizeof *a->images);
+  /* images: {region: image} or {region: {x86_64: image, arm64: image}};
+   * region "*": every region */
+  size_t cap = 1;
+  for (size_t i = 0; imgs && i < imgs->n; i++)
+    cap += imgs->items[i]->kind == TW_NODE_MAP ? imgs->items[i]->n : 1;
+  a->images = tw_calloc(cap, sizeof *a->images);
   if (img)
     a->images[a->n_images++].image = tw_strdup(img);
   for (size_t i = 0; imgs && i < imgs->n; i++) {
-    if (imgs->items[i]->kind != TW_NODE_SCALAR ||
-        strlen(imgs->keys[i]) >= TW_MODEL_NAME_MAX)
-      return tw_err_field(err, TW_E_INVALID, "images",
-                          "images.%s: expected an image", imgs->keys[i]);
-    struct az_image *im = &a->images[a->n_images++];
-    TW_SET(im->region, imgs->keys[i]);
-    im->image = tw_strdup(imgs->items[i]->str);
+    const struct tw_node *iv = imgs->items[i];
+    bool map = iv->kind == TW_NODE_MAP;
+    for (size_t j = 0; j < (map ? iv->n : 1); j++) {
+      const struct tw_node *e = map ? iv->items[j] : iv;
+      enum tw_arch arch = TW_ARCH_ANY;
+      if (map && !strcmp(iv->keys[j], "x86_64"))
+        arch = TW_ARCH_X86_64;
+      else if (map && !strcmp(iv->keys[j], "arm64"))
+        arch = TW_ARCH_ARM64;
+      else if (map)
+        return tw_err_field(err, TW_E_INVALID, "images",
+                            "images.%s.%s: expected x86_64 or arm64",
+                            imgs->keys[i], iv->keys[j]);
+      if (e->kind != TW_NODE_SCALAR ||
+          strlen(imgs->keys[i]) >= TW_MODEL_NAME_MAX)
+        return tw_err_field(err, TW_E_INVALID, "images",
+                            "images.%s: expected an image", imgs->keys[i]);
+      struct az_image *im = &a->images[a->n_images++];
+      TW_SET(im->region, strcmp(imgs->keys[i], "*") ? imgs->keys[i] : "");
+      im->arch = arch;
+      im->image = tw_strdup(e->str);
+    }
   }
+  if ((rc = tw_provider_cfg_int(cfg, "os_disk_size_gb", 0, 4095, 0,
+                                &a->os_disk_gb, err)) ||
+      (rc = tw_provider_cfg_strdup(cfg, "vm_identity", NULL, &a->vm_identity,
+                                   err)))
+    return rc;
+  if (a->vm_identity && strcmp(a->vm_identity, "system") &&
+      strncasecmp(a->vm_identity, "/subscriptions/", 15))
+    return tw_err_field(err, TW_E_INVALID, "vm_identity",
+                        "vm_identity: expected system or a user-assigned "
+                        "identity's resource id (/subscriptions/...)");
 
   ho.sleep_ms = http_sleep;
   ho.sleep_ctx = a;
   return tw_http_new(&ho, &a->http, err);
 }
 
-static const char *image_for(const struct az_ctx *a, const char *region) {
-  const char *def = NULL;
+/* The region's image for arch, the region's for any, then the defaults'. */
+static const char *image_for(const struct az_ctx *a, const char *region,
+                             enum tw_arch arch) {
+  const char *best = NULL;
+  int best_score = -1;
   for (size_t i = 0; i < a->n_images; i++) {
-    if (!strcmp(a->images[i].region, region))
-      return a->images[i].image;
-    if (!a->images[i].region[0])
-      def = a->images[i].image;
+    const struct az_image *im = &a->images[i];
+    bool here = !strcmp(im->region, region);
+    if ((!here && im->region[0]) ||
+        (im->arch != TW_ARCH_ANY && im->arch != arch))
+      continue;
+    int score = (here ? 2 : 0) + (im->arch != TW_ARCH_ANY);
+    if (score > best_score) {
+      best_score = score;
+      best = im->image;
+    }
   }
-  return def;
+  return best;
 }
 
 /* ---- identity: OAuth2 client credentials --------------------------------- */
@@ -499,6 +667,30 @@ static enum tw_rc plain_call(struct az_ctx *a, const char *method,
   return rc;
 }
 
+/* The federated token file's text, trimmed; NULL when unreadable or
+ * empty. */
+static char *read_token_file(const char *path) {
+  FILE *f = path ? fopen(path, "rb") : NULL;
+  if (!f)
+    return NULL;
+  struct tw_buf b;
+  tw_buf_init(&b);
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len < 65536)
+    tw_buf_add(&b, chunk, n);
+  fclose(f);
+  while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r' ||
+                   b.data[b.len - 1] == ' '))
+    b.len--;
+  if (!b.len) {
+    tw_buf_release(&b);
+    return NULL;
+  }
+  tw_buf_addc(&b, '\0');
+  return tw_buf_detach(&b);
+}
+
 /* Fetches a token with the lock held.  The token endpoint comes from the
  * tenant's OpenID configuration, read once. */
 static enum tw_rc token_fetch_locked(struct tw_provider *p,
@@ -510,6 +702,32 @@ static enum tw_rc token_fetch_locked(struct tw_provider *p,
   tw_http_response_init(&resp);
   tw_buf_init(&url);
   tw_buf_init(&form);
+  if (a->cred == AZ_MANAGED) {
+    /* the instance's identity: IMDS, no secret of ours involved */
+    size_t sl = strlen(a->scope);
+    size_t rl = sl > 8 && !strcmp(a->scope + sl - 8, ".default") ? sl - 8 : sl;
+    char *res = tw_strndup(a->scope, rl);
+    tw_buf_printf(&url,
+                  "%s/metadata/identity/oauth2/token?api-version="
+                  "2018-02-01&resource=",
+                  a->imds);
+    add_enc(&url, res);
+    free(res);
+    if (a->mi_client_id) {
+      tw_buf_adds(&url, "&client_id=");
+      add_enc(&url, a->mi_client_id);
+    }
+    const struct tw_http_header mh[] = {{"Metadata", "true"},
+                                        {"Accept", "application/json"}};
+    if ((rc = plain_call(a, "GET", url.data, mh, 2, NULL, &resp, err)))
+      goto out;
+    if (resp.status != 200) {
+      rc = tw_arm_response_error("azure managed identity", resp.status,
+                                 resp.body.data, resp.body.len, err);
+      goto out;
+    }
+    goto parsed;
+  }
   if (!a->token_endpoint) {
     tw_buf_printf(&url, "%s/", a->authority);
     add_enc(&url, a->tenant);
@@ -538,8 +756,37 @@ static enum tw_rc token_fetch_locked(struct tw_provider *p,
   }
   tw_buf_adds(&form, "grant_type=client_credentials&client_id=");
   add_enc(&form, a->client_id);
-  tw_buf_adds(&form, "&client_secret=");
-  add_enc(&form, a->client_secret);
+  if (a->cred == AZ_SECRET) {
+    tw_buf_adds(&form, "&client_secret=");
+    add_enc(&form, a->client_secret);
+  } else {
+    /* a client assertion: signed with the certificate's key, or the
+     * federated token as written (read again at each fetch: the kubelet
+     * rotates it) */
+    char *assertion = NULL;
+    if (a->cred == AZ_CERT) {
+      char jti[40];
+      snprintf(jti, sizeof jti, "%016llx%016llx",
+               (unsigned long long)tw_unique_id(),
+               (unsigned long long)tw_unique_id());
+      rc = tw_az_client_assertion(a->cert, a->client_id, a->token_endpoint,
+                                  tw_clock_now_ms(p->clock), jti, &assertion,
+                                  err);
+    } else {
+      assertion = read_token_file(a->federated_file);
+      if (!assertion)
+        rc = tw_err_field(err, TW_E_AUTH, "federated_token_file",
+                          "federated_token_file: cannot read a token from %s",
+                          a->federated_file);
+    }
+    if (rc)
+      goto out;
+    tw_buf_adds(&form, "&client_assertion_type=urn%3Aietf%3Aparams%3Aoauth%3A"
+                       "client-assertion-type%3Ajwt-bearer&client_assertion=");
+    add_enc(&form, assertion);
+    OPENSSL_cleanse(assertion, strlen(assertion));
+    free(assertion);
+  }
   tw_buf_adds(&form, "&scope=");
   add_enc(&form, a->scope);
   const struct tw_http_header h[] = {
@@ -554,6 +801,7 @@ static enum tw_rc token_fetch_locked(struct tw_provider *p,
                                resp.body.len, err);
     goto out;
   }
+parsed:;
   char *tok = NULL;
   int64_t secs = 0;
   if ((rc =
@@ -864,7 +1112,8 @@ static json_t *image_json(const char *image) {
 static enum tw_rc vm_body(struct az_ctx *a, const struct tw_launch *req,
                           const char *name, char **out, struct tw_err *err) {
   const struct tw_offer *o = req->offer;
-  const char *image = req->image ? req->image : image_for(a, o->region);
+  const char *image =
+      req->image ? req->image : image_for(a, o->region, o->arch);
   if (!image)
     return tw_err_field(err, TW_E_INVALID, "image",
                         "azure launch: no image for region %s (set image or "
@@ -921,10 +1170,13 @@ static enum tw_rc vm_body(struct az_ctx *a, const struct tw_launch *req,
       "hardwareProfile", "vmSize", o->instance_type, "storageProfile",
       "imageReference", img, "osDisk", "createOption", "FromImage",
       "deleteOption", "Delete", "managedDisk", "storageAccountType",
-      a->os_disk_type, "osProfile", os, "networkProfile", "networkApiVersion",
-      "2022-11-01", "networkInterfaceConfigurations", "name", nic, "properties",
-      "primary", 1, "deleteOption", "Delete", "ipConfigurations", "name",
-      "ipconfig1", "properties", "subnet", "id", a->subnet_id);
+      tw_adapter_disk_tier(az_disk_tiers,
+                           req->disk_type ? req->disk_type : a->os_disk_type),
+      "osProfile", os,
+      "networkProfile", "networkApiVersion", "2022-11-01",
+      "networkInterfaceConfigurations", "name", nic, "properties", "primary", 1,
+      "deleteOption", "Delete", "ipConfigurations", "name", "ipconfig1",
+      "properties", "subnet", "id", a->subnet_id);
   if (o->market == TW_MARKET_SPOT) {
     json_object_set_new(props, "priority", json_string("Spot"));
     json_object_set_new(props, "evictionPolicy",
@@ -955,6 +1207,22 @@ static enum tw_rc vm_body(struct az_ctx *a, const struct tw_launch *req,
   }
   if (*o->zone)
     json_object_set_new(vm, "zones", json_pack("[s]", o->zone));
+  /* the OS disk's size: the job's, else the config's, else the image's */
+  int64_t gb = req->disk_size_gb ? req->disk_size_gb : a->os_disk_gb;
+  if (gb)
+    json_object_set_new(
+        json_object_get(json_object_get(json_object_get(vm, "properties"),
+                                        "storageProfile"),
+                        "osDisk"),
+        "diskSizeGB", json_integer(gb));
+  /* the VM's own identity, for what runs on it */
+  if (a->vm_identity && !strcmp(a->vm_identity, "system"))
+    json_object_set_new(vm, "identity",
+                        json_pack("{s:s}", "type", "SystemAssigned"));
+  else if (a->vm_identity)
+    json_object_set_new(vm, "identity",
+                        json_pack("{s:s,s:{s:{}}}", "type", "UserAssigned",
+                                  "userAssignedIdentities", a->vm_identity));
   *out = json_dumps(vm, AZ_JSON_FLAGS);
   json_decref(vm);
   return *out ? TW_OK
@@ -1503,6 +1771,7 @@ static const struct tw_provider_info az_info = {
     .focus_compute_service = "Virtual Machines",
     .focus_network_service = "Bandwidth",
     .focus_resource_type = "Virtual Machine",
+    .user_data_max = 65535, /* customData: 64 KiB before encoding */
     .catalog_zone_ids = false,
     .catalog_risk_feed = false,
     .arch_of_type = az_arch_of_type,

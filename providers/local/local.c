@@ -336,6 +336,8 @@ static void set_offer(struct tw_provider *p, const struct local_ctx *c, int n,
   TW_SET(o->provider, p->ops->name);
   TW_SET(o->account, p->account);
   TW_SET(o->region, LOCAL_REGION);
+  /* one host is one zone: a gang of several nodes fits on it */
+  TW_SET(o->zone, LOCAL_REGION);
   TW_SET(o->instance_type, type);
   o->vcpus = n;
   o->memory_mib = c->memory_mib * n / c->cpus;

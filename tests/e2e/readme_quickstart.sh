@@ -90,7 +90,7 @@ $out"
 run_blocks "$build" ""
 expect_line "exit 0" "hello"
 expect_line "hello" "hello"
-printf '%s\n' "$out" | grep -q ' hello  *succeeded  *default  *local/local-' ||
+printf '%s\n' "$out" | grep -q ' hello  *succeeded  *default  *local/local/local-' ||
   fail "hello: jobs list does not show it succeeded on local:
 $out"
 grep -q 'succeeded (exited with code 0)' "$work/run/block2.err" ||

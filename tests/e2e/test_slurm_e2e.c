@@ -31,6 +31,7 @@
 
 #include <jansson.h>
 
+#include "tests/e2e/twtest_slurm.h"
 #include "tests/integration/twtest_daemon.h"
 #include "tests/twtest.h"
 
@@ -51,33 +52,15 @@ static void nap(int ms) {
 }
 
 static int load_env(void) {
-  const char *dir = getenv("TW_SLURM_DIR");
-  if (!dir || !*dir)
+  struct twtest_slurm s;
+  if (twtest_slurm_load(&s))
     return -1;
-  snprintf(state_dir, sizeof state_dir, "%s", dir);
-  char path[600], line[1024];
-  snprintf(path, sizeof path, "%s/slurm.env", dir);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return -1;
-  while (fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\n")] = '\0';
-    char *eq = strchr(line, '=');
-    if (strncmp(line, "export ", 7) || !eq)
-      continue;
-    *eq = '\0';
-    const char *k = line + 7, *v = eq + 1;
-    if (!strcmp(k, "TW_SLURM_URL"))
-      snprintf(url, sizeof url, "%s", v);
-    else if (!strcmp(k, "TW_SLURM_TOKEN_FILE"))
-      snprintf(token_file, sizeof token_file, "%s", v);
-    else if (!strcmp(k, "TW_SLURM_OUTPUT_DIR"))
-      snprintf(output_dir, sizeof output_dir, "%s", v);
-    else if (!strcmp(k, "SLURM_CONF"))
-      snprintf(slurm_conf, sizeof slurm_conf, "%s", v);
-  }
-  fclose(f);
-  return url[0] && token_file[0] && output_dir[0] ? 0 : -1;
+  snprintf(state_dir, sizeof state_dir, "%s", s.state_dir);
+  snprintf(url, sizeof url, "%s", s.url);
+  snprintf(token_file, sizeof token_file, "%s", s.token_file);
+  snprintf(output_dir, sizeof output_dir, "%s", s.output_dir);
+  snprintf(slurm_conf, sizeof slurm_conf, "%s", s.slurm_conf);
+  return 0;
 }
 
 static char *read_all(const char *path) {

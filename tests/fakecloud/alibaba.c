@@ -148,6 +148,8 @@ struct inst {
   char id[32];
   size_t region, zone, itype;
   char image[128], name[129], token[65];
+  char disk_category[24], ram_role[65];
+  int disk_gb;
   enum ist state;
   int64_t create_ms;
   int64_t next_ms;    /* end of Pending or Stopping; -1 none */
@@ -738,6 +740,11 @@ static void act_run(struct call *k) {
     snprintf(in->image, sizeof in->image, "%s", r.image);
     snprintf(in->name, sizeof in->name, "%s", r.name ? r.name : in->id);
     snprintf(in->token, sizeof in->token, "%s", r.token ? r.token : "");
+    snprintf(in->disk_category, sizeof in->disk_category, "%s",
+             r.system_disk_category ? r.system_disk_category : "");
+    snprintf(in->ram_role, sizeof in->ram_role, "%s",
+             r.ram_role ? r.ram_role : "");
+    in->disk_gb = r.system_disk_gb;
     in->state = create ? IS_STOPPED : IS_PENDING;
     if (r.user_data && fc_boot_enabled(a->s))
       in->user_data = fc_base64_decode(r.user_data, &in->user_data_len);
@@ -1747,10 +1754,59 @@ static void act_system_events(struct call *k) {
   ok(k, b);
 }
 
+/* STS AssumeRole (2015-04-01): a temporary key for RoleArn. */
+static void act_assume_role(struct call *k) {
+  const char *arn = fc_params_get(&k->c.p, "RoleArn");
+  const char *sess = fc_params_get(&k->c.p, "RoleSessionName");
+  const char *dur = fc_params_get(&k->c.p, "DurationSeconds");
+  if (!arn || !sess) {
+    ali_error(k, 400, "MissingParameter",
+              !arn ? "The input parameter \"RoleArn\" that is mandatory for "
+                     "processing this request is not supplied."
+                   : "The input parameter \"RoleSessionName\" that is "
+                     "mandatory for processing this request is not "
+                     "supplied.");
+    return;
+  }
+  const char *role = strstr(arn, ":role/");
+  if (strncmp(arn, "acs:ram::", 9) || !role || role == arn + 9 || !role[6] ||
+      strspn(arn + 9, "0123456789") != (size_t)(role - arn - 9)) {
+    ali_error(k, 400, "InvalidParameter.RoleArn",
+              "The parameter RoleArn is wrongly formed.");
+    return;
+  }
+  size_t sl = strlen(sess);
+  if (sl < 2 || sl > 64 ||
+      strspn(sess, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                   "0123456789.@-_") != sl) {
+    ali_error(k, 400, "InvalidParameter.RoleSessionName",
+              "The parameter RoleSessionName is wrongly formed.");
+    return;
+  }
+  long d = dur ? strtol(dur, NULL, 10) : 3600;
+  if (d < 900 || d > 43200) {
+    ali_error(k, 400, "InvalidParameter.DurationSeconds",
+              "The Min/Max value of DurationSeconds is 15min/12hr.");
+    return;
+  }
+  struct fc_issued key;
+  fc_issued_mint(k->a->s, "STS.", d, &key);
+  char exp[32];
+  fmt_seconds(key.expires_ms, exp);
+  char rid[160];
+  snprintf(rid, sizeof rid, "3000000000000000:%s", sess);
+  ok(k, json_pack("{s:s,s:{s:s,s:s},s:{s:s,s:s,s:s,s:s}}", "RequestId",
+                  k->request_id, "AssumedRoleUser", "AssumedRoleId", rid, "Arn",
+                  arn, "Credentials", "AccessKeyId", key.access_key,
+                  "AccessKeySecret", key.secret_key, "SecurityToken", key.token,
+                  "Expiration", exp));
+}
+
 static const struct {
   const char *version, *name;
   void (*fn)(struct call *k);
 } actions[] = {
+    {"2015-04-01", "AssumeRole", act_assume_role},
     {ECS_VERSION, "RunInstances", act_run},
     {ECS_VERSION, "DescribeInstances", act_describe_instances},
     {ECS_VERSION, "DeleteInstances", act_delete},
@@ -1825,6 +1881,21 @@ static void ali_handle(void *ctx, const struct fc_request *req,
     ali_error_err(&k);
     goto out;
   }
+  /* a temporary key (an STS token, a RAM role's) needs its token */
+  const char *tok = fc_params_get(&k.c.p, "SecurityToken");
+  if (!tok)
+    tok = fc_header(req, "x-acs-security-token");
+  const char *why = fc_issued_check(a->s, k.c.access_key, tok);
+  if (why) {
+    ali_error(&k, 0,
+              !strcmp(why, "ExpiredToken")
+                  ? "InvalidSecurityToken.Expired"
+                  : "InvalidSecurityToken.MismatchWithAccessKey",
+              !strcmp(why, "ExpiredToken")
+                  ? "Specified SecurityToken is expired."
+                  : "Specified SecurityToken mismatch with the AccessKey.");
+    goto out;
+  }
   if (nonce_used(a, k.c.nonce, now)) {
     ali_error(&k, 0, "SignatureNonceUsed",
               "Specified signature nonce was used already.");
@@ -1892,6 +1963,11 @@ static json_t *inst_state_json(const struct inst *in) {
   char t[32];
   if (in->token[0])
     json_object_set_new(o, "ClientToken", json_string(in->token));
+  json_object_set_new(o, "SystemDisk",
+                      json_pack("{s:i,s:s}", "Size", in->disk_gb, "Category",
+                                in->disk_category));
+  json_object_set_new(o, "RamRoleName", json_string(in->ram_role));
+  json_object_set_new(o, "ImageIdAsLaunched", json_string(in->image));
   if (in->notice_ms >= 0) {
     fmt_seconds(in->notice_ms, t);
     json_object_set_new(o, "NoticeTime", json_string(t));

@@ -461,6 +461,38 @@ enum tw_rc fc_ali_parse_run(const struct fc_params *p, struct fc_ali_run *r,
   if (r->spot && (!r->zone || !*r->zone))
     return fail(err, TW_E_INVALID, "InvalidSpotParam.EmptyZoneID",
                 "The specified ZoneId is empty when SpotStrategy is set.");
+  /* the system disk: a category of the enumeration, 20..2048 GiB (cloud:
+   * 20..500), as RunInstances documents them */
+  r->system_disk_category = fc_params_get(p, "SystemDisk.Category");
+  static const char *const cats[] = {
+      "cloud",      "cloud_efficiency", "cloud_ssd", "cloud_essd",
+      "cloud_auto", "cloud_essd_entry", NULL};
+  bool cat_ok = !r->system_disk_category;
+  for (const char *const *c = cats; r->system_disk_category && *c && !cat_ok;
+       c++)
+    cat_ok = !strcmp(*c, r->system_disk_category);
+  if (!cat_ok)
+    return fail(err, TW_E_INVALID,
+                "InvalidSystemDiskCategory.ValueNotSupported",
+                "The specified parameter SystemDisk.Category is not valid.");
+  const char *sds = fc_params_get(p, "SystemDisk.Size");
+  if (sds) {
+    char *end;
+    long gb = strtol(sds, &end, 10);
+    long max =
+        r->system_disk_category && !strcmp(r->system_disk_category, "cloud")
+            ? 500
+            : 2048;
+    if (*end || gb < 20 || gb > max)
+      return fail(err, TW_E_INVALID, "InvalidSystemDiskSize.ValueNotSupported",
+                  "The specified parameter SystemDisk.Size is out of the "
+                  "range the category allows.");
+    r->system_disk_gb = (int)gb;
+  }
+  r->ram_role = fc_params_get(p, "RamRoleName");
+  if (r->ram_role && (!*r->ram_role || strlen(r->ram_role) > 64))
+    return fail(err, TW_E_INVALID, "InvalidRamRole.NotEcsRole",
+                "The specified ram role is not authorized for ecs.");
   const char *ud = fc_params_get(p, "UserData");
   r->user_data = ud;
   if (ud) {

@@ -86,6 +86,9 @@ struct fc_ali_run {
   struct fc_ali_tag tags[FC_ALI_MAX_TAGS];
   size_t n_tags;
   const char *user_data; /* UserData as sent (base64), or NULL */
+  int system_disk_gb;    /* SystemDisk.Size, 0 none */
+  const char *system_disk_category; /* SystemDisk.Category or NULL */
+  const char *ram_role;             /* RamRoleName or NULL */
 };
 
 /* Validates a RunInstances request's parameters as ECS does and fills

@@ -12,6 +12,11 @@
  * server's mutex held (module.h) and keeps plain arrays; every entry point
  * first applies the transitions due (az_tick). */
 #include <math.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rsa.h>
+#include <openssl/sha.h>
+#include <openssl/x509.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +134,12 @@ struct azure {
   int64_t create_ms, delete_ms, token_ttl_s, retry_after_s, page_size;
   int64_t vcpu_limit, spot_vcpu_limit;
   char lro_header[32];
+  /* /_fake/azure/identity: the client's certificate (its public key and
+   * x5t) and the federated token a workload identity presents */
+  EVP_PKEY *client_key;
+  char client_x5t[40], client_x5t256[48]; /* SHA-1 and SHA-256 thumbprints */
+  char federated[4096];
+  int64_t msi_tokens, assertion_tokens;
 };
 
 /* One request in flight. */
@@ -513,6 +524,14 @@ static json_t *vm_json(const struct az_vm *vm, bool expand) {
                 vm->req.storage_profile, "osProfile", vm->req.os_profile,
                 "networkProfile", vm->req.network_profile, "provisioningState",
                 prov_state(vm), "timeCreated", t, "priority", vm->req.priority);
+  json_t *vm_identity =
+      vm->req.identity ? json_deep_copy(vm->req.identity) : NULL;
+  if (vm_identity &&
+      strstr(json_string_value(json_object_get(vm_identity, "type")),
+             "SystemAssigned")) {
+    json_object_set_new(vm_identity, "principalId", json_string(vm->vm_id));
+    json_object_set_new(vm_identity, "tenantId", json_string(FC_AZ_TENANT));
+  }
   if (vm_spot(vm)) {
     json_object_set_new(props, "evictionPolicy",
                         json_string(vm->req.eviction_policy));
@@ -530,6 +549,8 @@ static json_t *vm_json(const struct az_vm *vm, bool expand) {
                         "etag", etag, "properties", props);
   if (vm->req.zone[0])
     json_object_set_new(o, "zones", json_pack("[s]", vm->req.zone));
+  if (vm_identity)
+    json_object_set_new(o, "identity", vm_identity);
   return o;
 }
 
@@ -1594,6 +1615,208 @@ static void act_openid(struct call *c) {
                   "tenant_region_scope", "NA"));
 }
 
+/* ---- client assertions and managed identity ------------------------------ */
+
+static void b64url(const unsigned char *in, unsigned n, char *out) {
+  static const char T[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  size_t o = 0;
+  for (unsigned i = 0; i < n; i += 3) {
+    unsigned v = (unsigned)in[i] << 16;
+    if (i + 1 < n)
+      v |= (unsigned)in[i + 1] << 8;
+    if (i + 2 < n)
+      v |= in[i + 2];
+    out[o++] = T[(v >> 18) & 63];
+    out[o++] = T[(v >> 12) & 63];
+    if (i + 1 < n)
+      out[o++] = T[(v >> 6) & 63];
+    if (i + 2 < n)
+      out[o++] = T[v & 63];
+  }
+  out[o] = '\0';
+}
+
+static unsigned char *b64url_dec(const char *s, size_t n, size_t *out_n) {
+  unsigned char *o = tw_malloc(n * 3 / 4 + 3);
+  unsigned v = 0;
+  int bits = 0;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *t = strchr(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+        s[i]);
+    if (!t || !s[i]) {
+      free(o);
+      return NULL;
+    }
+    v = (v << 6) | (unsigned)(t - "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnop"
+                                  "qrstuvwxyz0123456789-_");
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      o[k++] = (unsigned char)(v >> bits);
+    }
+  }
+  *out_n = k;
+  return o;
+}
+
+static json_t *jwt_part(const char *s, size_t n) {
+  size_t len = 0;
+  unsigned char *d = b64url_dec(s, n, &len);
+  json_t *j = d ? json_loadb((const char *)d, len, 0, NULL) : NULL;
+  free(d);
+  return j;
+}
+
+/* Checks a client assertion as Entra ID does: a certificate's RS256 JWT
+ * (x5t, aud = this token endpoint, iss = sub = client_id, in its time) or
+ * the federated token registered for workload identity. */
+static bool check_assertion(struct call *c, const struct fc_params *form,
+                            struct fc_az_error *e) {
+  struct azure *a = c->a;
+  const char *type = fc_params_get(form, "client_assertion_type");
+  const char *as = fc_params_get(form, "client_assertion");
+  const char *id = fc_params_get(form, "client_id");
+  const char *gt = fc_params_get(form, "grant_type");
+  if (!gt || strcmp(gt, "client_credentials"))
+    return fc_az_fail(e, 400, "unsupported_grant_type",
+                      "AADSTS70003: The app requested an unsupported grant "
+                      "type.");
+  if (!type || strcmp(type, "urn:ietf:params:oauth:client-assertion-type:"
+                            "jwt-bearer"))
+    return fc_az_fail(e, 400, "invalid_request",
+                      "AADSTS700025: Client assertion type is invalid.");
+  if (!id || strcmp(id, FC_AZ_CLIENT_ID))
+    return fc_az_fail(e, 400, "unauthorized_client",
+                      "AADSTS700016: Application with identifier '%.64s' was "
+                      "not found in the directory.",
+                      id ? id : "");
+  if (*a->federated && !strcmp(as, a->federated))
+    return true;
+  const char *d1 = strchr(as, '.'), *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
+  if (!d2)
+    return fc_az_fail(e, 400, "invalid_client",
+                      *a->federated ? "AADSTS70021: No matching federated "
+                                      "identity record found for presented "
+                                      "assertion."
+                                    : "AADSTS50027: JWT token is invalid or "
+                                      "malformed.");
+  json_t *h = jwt_part(as, (size_t)(d1 - as));
+  json_t *pl = jwt_part(d1 + 1, (size_t)(d2 - d1 - 1));
+  bool ok = false;
+  char aud[300];
+  snprintf(aud, sizeof aud, "%s/%s/oauth2/v2.0/token", c->base, c->path.tenant);
+  /* MSAL sends the SHA-256 thumbprint (x5t#S256) when it has one, older
+   * clients the SHA-1 one (x5t); Entra ID takes either */
+  const char *x5t = json_string_value(json_object_get(h, "x5t"));
+  const char *x5t256 = json_string_value(json_object_get(h, "x5t#S256"));
+  bool thumb_ok =
+      a->client_key && ((x5t && !strcmp(x5t, a->client_x5t)) ||
+                        (x5t256 && !strcmp(x5t256, a->client_x5t256)));
+  if (!x5t)
+    x5t = x5t256;
+  const char *alg = json_string_value(json_object_get(h, "alg"));
+  int64_t now = fc_now_ms(a->s) / 1000;
+  json_int_t exp = json_integer_value(json_object_get(pl, "exp"));
+  json_int_t nbf = json_integer_value(json_object_get(pl, "nbf"));
+  const char *iss = json_string_value(json_object_get(pl, "iss"));
+  const char *sub = json_string_value(json_object_get(pl, "sub"));
+  const char *jaud = json_string_value(json_object_get(pl, "aud"));
+  if (*a->federated && (!x5t || !h)) {
+    /* not a certificate's assertion: a federated token that is not the
+     * registered one */
+    fc_az_fail(e, 400, "invalid_client",
+               "AADSTS70021: No matching federated identity record found "
+               "for presented assertion.");
+  } else if (!h || !pl || !alg ||
+             (strcmp(alg, "RS256") && strcmp(alg, "PS256"))) {
+    fc_az_fail(e, 400, "invalid_client",
+               "AADSTS50027: JWT token is invalid or malformed.");
+  } else if (!thumb_ok) {
+    fc_az_fail(e, 401, "invalid_client",
+               "AADSTS700027: The certificate with identifier used to sign "
+               "the client assertion is not registered on application.");
+  } else if (!jaud || strcmp(jaud, aud)) {
+    fc_az_fail(e, 401, "invalid_client",
+               "AADSTS700024: Client assertion audience claim does not match "
+               "Realm issuer.");
+  } else if (!iss || !sub || strcmp(iss, id) || strcmp(sub, id)) {
+    fc_az_fail(e, 401, "invalid_client",
+               "AADSTS700023: Client assertion issuer and subject must be "
+               "the client id.");
+  } else if (exp <= now || nbf > now + 300) {
+    fc_az_fail(e, 401, "invalid_client",
+               "AADSTS700024: Client assertion is not within its valid time "
+               "range.");
+  } else {
+    size_t slen = 0;
+    unsigned char *sig = b64url_dec(d2 + 1, strlen(d2 + 1), &slen);
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    /* RS256: PKCS #1 v1.5; PS256 (MSAL with a SHA-256 thumbprint):
+     * PSS, salt as long as the digest (RFC 7518 3.5) */
+    EVP_PKEY_CTX *pc = NULL;
+    ok =
+        sig && md &&
+        EVP_DigestVerifyInit(md, &pc, EVP_sha256(), NULL, a->client_key) == 1 &&
+        (!strcmp(alg, "RS256") ||
+         (EVP_PKEY_CTX_set_rsa_padding(pc, RSA_PKCS1_PSS_PADDING) == 1 &&
+          EVP_PKEY_CTX_set_rsa_pss_saltlen(pc, 32) == 1)) &&
+        EVP_DigestVerify(md, sig, slen, (const unsigned char *)as,
+                         (size_t)(d2 - as)) == 1;
+    EVP_MD_CTX_free(md);
+    free(sig);
+    if (!ok)
+      fc_az_fail(e, 401, "invalid_client",
+                 "AADSTS700027: Client assertion failed signature "
+                 "validation.");
+  }
+  json_decref(h);
+  json_decref(pl);
+  return ok;
+}
+
+/* GET /metadata/identity/oauth2/token: the managed identity (IMDS). */
+static void act_msi(struct call *c) {
+  struct azure *a = c->a;
+  const char *md = fc_header(c->req, "Metadata");
+  const char *api = fc_params_get(&c->q, "api-version");
+  const char *res = fc_params_get(&c->q, "resource");
+  if (!md || strcmp(md, "true")) {
+    reply(c, 400,
+          json_pack("{s:s,s:s}", "error", "invalid_request",
+                    "error_description",
+                    "Required metadata header not specified"));
+    return;
+  }
+  if (!api || !res || !*res) {
+    reply(c, 400,
+          json_pack("{s:s,s:s}", "error", "invalid_request",
+                    "error_description",
+                    !api ? "Required query variable 'api-version' is missing"
+                         : "Required query variable 'resource' is missing"));
+    return;
+  }
+  a->tokens = tw_realloc(a->tokens, (a->n_tokens + 1) * sizeof *a->tokens);
+  struct az_token *t = &a->tokens[a->n_tokens++];
+  char id[40], ttl[24], on[24];
+  uuid(a, id);
+  snprintf(t->token, sizeof t->token, "fake.msi.%s.%016llx", id,
+           (unsigned long long)fc_rng_next(fc_rng(a->s)));
+  t->expires_ms = fc_now_ms(a->s) + a->token_ttl_s * 1000;
+  snprintf(ttl, sizeof ttl, "%lld", (long long)a->token_ttl_s);
+  snprintf(on, sizeof on, "%lld", (long long)(t->expires_ms / 1000));
+  a->msi_tokens++;
+  reply(c, 200,
+        json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "access_token", t->token,
+                  "expires_in", ttl, "expires_on", on, "resource", res,
+                  "token_type", "Bearer", "client_id",
+                  fc_params_get(&c->q, "client_id")
+                      ? fc_params_get(&c->q, "client_id")
+                      : "system-assigned"));
+}
+
 static void act_token(struct call *c) {
   struct azure *a = c->a;
   bool v1 = c->path.route == FC_AZ_TOKEN_V1;
@@ -1617,8 +1840,13 @@ static void act_token(struct call *c) {
   } else {
     const struct fc_az_client clients[] = {
         {FC_AZ_CLIENT_ID, FC_AZ_CLIENT_SECRET}};
-    if (!(v1 ? fc_az_check_token_req_v1(&form, c->path.tenant, clients, 1, &e)
-             : fc_az_check_token_req(&form, c->path.tenant, clients, 1, &e))) {
+    bool assertion = !v1 && fc_params_get(&form, "client_assertion");
+    if (assertion && !check_assertion(c, &form, &e)) {
+      oauth_error(c, e.status, e.code, e.message);
+    } else if (!assertion && !(v1 ? fc_az_check_token_req_v1(
+                                        &form, c->path.tenant, clients, 1, &e)
+                                  : fc_az_check_token_req(&form, c->path.tenant,
+                                                          clients, 1, &e))) {
       oauth_error(c, e.status, e.code, e.message);
     } else {
       a->tokens = tw_realloc(a->tokens, (a->n_tokens + 1) * sizeof *a->tokens);
@@ -1629,6 +1857,8 @@ static void act_token(struct call *c) {
       snprintf(t->token, sizeof t->token, "fake.%s.%016llx", id,
                (unsigned long long)fc_rng_next(fc_rng(a->s)));
       t->expires_ms = fc_now_ms(a->s) + a->token_ttl_s * 1000;
+      if (assertion)
+        a->assertion_tokens++;
       if (v1) {
         /* v1 prints every number as a string and names the resource. */
         char ttl[24], on[24], nb[24];
@@ -2009,6 +2239,9 @@ static void az_handle(void *ctx, const struct fc_request *req,
   case FC_AZ_PRICES:
     c.action = "RetailPrices";
     break;
+  case FC_AZ_MSI:
+    c.action = "ManagedIdentity";
+    break;
   default:
     handle_arm(&c);
     goto out;
@@ -2018,7 +2251,8 @@ static void az_handle(void *ctx, const struct fc_request *req,
   if (((c.path.route == FC_AZ_TOKEN || c.path.route == FC_AZ_TOKEN_V1) &&
        strcmp(req->method, "POST")) ||
       (c.path.route == FC_AZ_EVENTS && !get && strcmp(req->method, "POST")) ||
-      ((c.path.route == FC_AZ_OPENID || c.path.route == FC_AZ_PRICES) &&
+      ((c.path.route == FC_AZ_OPENID || c.path.route == FC_AZ_PRICES ||
+        c.path.route == FC_AZ_MSI) &&
        !get)) {
     arm_error(&c, 405, "MethodNotAllowed", "The method %.16s is not allowed.",
               req->method);
@@ -2039,6 +2273,9 @@ static void az_handle(void *ctx, const struct fc_request *req,
     break;
   case FC_AZ_PRICES:
     act_prices(&c);
+    break;
+  case FC_AZ_MSI:
+    act_msi(&c);
     break;
   default:
     break;
@@ -2178,6 +2415,40 @@ static bool az_control(void *ctx, const char *method, const char *rest,
     fc_json_reply(resp, 200, config_json(a));
     return true;
   }
+  if (!strcmp(rest, "/identity") && !strcmp(method, "POST")) {
+    /* {certificate: PEM}: the client's registered certificate;
+     * {federated_token: T}: the token a workload identity presents */
+    const char *pem = json_string_value(json_object_get(body, "certificate"));
+    const char *fed =
+        json_string_value(json_object_get(body, "federated_token"));
+    if (pem) {
+      BIO *bio = BIO_new_mem_buf(pem, -1);
+      X509 *x = bio ? PEM_read_bio_X509(bio, NULL, NULL, NULL) : NULL;
+      BIO_free(bio);
+      if (!x) {
+        fc_json_error(resp, 400, "certificate: not a PEM certificate");
+        return true;
+      }
+      unsigned char md[EVP_MAX_MD_SIZE];
+      unsigned int n = 0;
+      X509_digest(x, EVP_sha1(), md, &n);
+      b64url(md, n, a->client_x5t);
+      X509_digest(x, EVP_sha256(), md, &n);
+      b64url(md, n, a->client_x5t256);
+      EVP_PKEY_free(a->client_key);
+      a->client_key = X509_get_pubkey(x);
+      X509_free(x);
+    }
+    if (fed)
+      snprintf(a->federated, sizeof a->federated, "%s", fed);
+    fc_json_reply(resp, 200,
+                  json_pack("{s:b,s:b,s:I,s:I}", "certificate",
+                            a->client_key != NULL, "federated",
+                            *a->federated != 0, "msi_tokens",
+                            (json_int_t)a->msi_tokens, "assertion_tokens",
+                            (json_int_t)a->assertion_tokens));
+    return true;
+  }
   if (!strcmp(rest, "/tokens/expire") && !strcmp(method, "POST")) {
     int64_t now = fc_now_ms(a->s);
     for (size_t i = 0; i < a->n_tokens; i++)
@@ -2250,6 +2521,7 @@ static void az_reset(void *ctx) {
   free(a->ops);
   free(a->tokens);
   free(a->rgs);
+  EVP_PKEY_free(a->client_key);
   struct fc_server *s = a->s;
   struct fc_az_catalog *cat = a->cat;
   memset(a, 0, sizeof *a);

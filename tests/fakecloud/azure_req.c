@@ -71,6 +71,13 @@ bool fc_az_route_path(const char *raw_path, struct fc_az_path *out) {
     out->route = arm ? FC_AZ_ARM_OTHER : FC_AZ_NONE;
     return arm;
   }
+  /* MSAL asks with a trailing slash, as IMDS allows */
+  if ((n == 4 || (n == 5 && !*seg[4])) && !strcmp(seg[0], "metadata") &&
+      !strcmp(seg[1], "identity") && !strcmp(seg[2], "oauth2") &&
+      !strcmp(seg[3], "token")) {
+    out->route = FC_AZ_MSI;
+    return true;
+  }
   if (n == 2 && !strcmp(seg[0], "metadata") &&
       !strcmp(seg[1], "scheduledevents")) {
     out->route = FC_AZ_EVENTS;
@@ -272,6 +279,8 @@ void fc_az_vm_req_release(struct fc_az_vm_req *r) {
   r->tags = r->storage_profile = r->os_profile = r->network_profile = NULL;
   free(r->custom_data);
   r->custom_data = NULL;
+  json_decref(r->identity);
+  r->identity = NULL;
 }
 
 static const char *jstr(const json_t *o, const char *key) {
@@ -324,6 +333,26 @@ static bool check_image(json_t *sp, struct fc_az_error *e) {
              (co && strcasecmp(co, "FromImage") && strcasecmp(co, "Empty"))))
     return fail_target(e, "osDisk.createOption", 400, "InvalidParameter",
                        "The value of parameter osDisk.createOption is "
+                       "invalid.");
+  /* the OS disk: 1..4095 GiB, a storage account type of the enumeration */
+  json_t *gb = json_object_get(os, "diskSizeGB");
+  if (gb && (!json_is_integer(gb) || json_integer_value(gb) < 1 ||
+             json_integer_value(gb) > 4095))
+    return fail_target(e, "osDisk.diskSizeGB", 400, "InvalidParameter",
+                       "The value of parameter osDisk.diskSizeGB is invalid: "
+                       "expected 1 to 4095.");
+  const char *sat =
+      jstr(json_object_get(os, "managedDisk"), "storageAccountType");
+  static const char *const types[] = {
+      "Standard_LRS", "Premium_LRS",     "StandardSSD_LRS", "UltraSSD_LRS",
+      "Premium_ZRS",  "StandardSSD_ZRS", "PremiumV2_LRS",   NULL};
+  bool ok = !sat;
+  for (const char *const *t = types; sat && *t && !ok; t++)
+    ok = !strcasecmp(sat, *t);
+  if (!ok)
+    return fail_target(e, "managedDisk.storageAccountType", 400,
+                       "InvalidParameter",
+                       "The value of parameter storageAccountType is "
                        "invalid.");
   return true;
 }
@@ -517,6 +546,42 @@ bool fc_az_parse_vm_put(const char *body, size_t len, const char *vm_name,
       !check_os(json_object_get(props, "osProfile"), vm_name, r, e) ||
       !check_network(json_object_get(props, "networkProfile"), e))
     goto out;
+  json_t *idn = json_object_get(root, "identity");
+  if (idn) {
+    const char *type = jstr(idn, "type");
+    json_t *ua = json_object_get(idn, "userAssignedIdentities");
+    bool user = type && strstr(type, "UserAssigned");
+    bool known = type && (!strcmp(type, "SystemAssigned") ||
+                          !strcmp(type, "UserAssigned") ||
+                          !strcmp(type, "SystemAssigned, UserAssigned") ||
+                          !strcmp(type, "None"));
+    if (!known) {
+      fail_target(e, "identity.type", 400, "InvalidParameter",
+                  "The value of parameter identity.type is invalid.");
+      goto out;
+    }
+    if (user != (json_is_object(ua) && json_object_size(ua) > 0)) {
+      fail_target(e, "identity.userAssignedIdentities", 400, "InvalidParameter",
+                  "userAssignedIdentities must be given with, and only "
+                  "with, a UserAssigned identity type.");
+      goto out;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(ua, k, v) {
+      if (strncasecmp(k, "/subscriptions/", 15) ||
+          !strstr(k, "/providers/Microsoft.ManagedIdentity/"
+                     "userAssignedIdentities/")) {
+        fail_target(e, "identity.userAssignedIdentities", 400,
+                    "InvalidIdentityValues",
+                    "Invalid value for the identities "
+                    "'userAssignedIdentities': the keys must be resource ids "
+                    "of user-assigned identities.");
+        goto out;
+      }
+    }
+    r->identity = json_deep_copy(idn);
+  }
   r->storage_profile = json_deep_copy(sp);
   r->network_profile = json_deep_copy(json_object_get(props, "networkProfile"));
 

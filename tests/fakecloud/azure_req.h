@@ -65,7 +65,8 @@ enum fc_az_route {
                         locations/{loc}/vmSizes */
   FC_AZ_VM_ACTION,   /* POST .../virtualMachines/{name}/{action}:
                         deallocate, start, powerOff, restart */
-  FC_AZ_ARM_OTHER    /* under /subscriptions/, not modelled */
+  FC_AZ_ARM_OTHER,   /* under /subscriptions/, not modelled */
+  FC_AZ_MSI          /* GET /metadata/identity/oauth2/token (IMDS) */
 };
 
 struct fc_az_path {
@@ -112,6 +113,7 @@ struct fc_az_vm_req {
                               customData (never returned by ARM) */
   json_t *network_profile; /* owned, as sent */
   char *custom_data;       /* owned: osProfile.customData (base64), or NULL */
+  json_t *identity;        /* owned: the VM's identity as sent, or NULL */
 };
 
 /* Validates a VM body as the Compute resource provider does (required

@@ -73,6 +73,12 @@ struct inst {
   char region[32];
   char zone[32];
   char key_name[64];
+  char subnet_id[32];
+  char iam_profile[160]; /* IamInstanceProfile.Arn or .Name */
+  char root_device[32];
+  long root_size_gb;
+  char root_type[16];
+  int n_groups;
   char client_token[65];
   char private_ip[16];
   int ami_launch_index;
@@ -772,9 +778,22 @@ static enum tw_rc authenticate(struct ec2 *e, const struct fc_request *req,
   enum tw_rc rc = tw_sigv4_verify(&sr, secret_cb, e->s, fc_now_ms(e->s),
                                   SKEW_MS, service, &ak, err);
   free(h);
+  /* a temporary key (creds.c) needs its session token, unexpired */
+  const char *why =
+      rc ? NULL
+         : fc_issued_check(e->s, ak, fc_header(req, "X-Amz-Security-Token"));
   free(ak);
   if (rc)
     return rc;
+  if (why) {
+    tw_err_detail(err, why);
+    return tw_err_set(err, TW_E_AUTH,
+                      !strcmp(why, "ExpiredToken")
+                          ? "The security token included in the request is "
+                            "expired"
+                          : "The security token included in the request is "
+                            "invalid.");
+  }
   /* Credential=AKID/20240501/us-east-1/ec2/aws4_request */
   const char *authz = fc_header(req, "Authorization");
   const char *cred = authz ? strstr(authz, "Credential=") : NULL;
@@ -1155,6 +1174,18 @@ static void act_run(struct call *c) {
     snprintf(in->zone, sizeof in->zone, "%s", zone);
     snprintf(in->key_name, sizeof in->key_name, "%s",
              r.key_name ? r.key_name : "");
+    snprintf(in->subnet_id, sizeof in->subnet_id, "%s",
+             r.subnet_id ? r.subnet_id : "");
+    snprintf(in->iam_profile, sizeof in->iam_profile, "%s",
+             r.profile_arn    ? r.profile_arn
+             : r.profile_name ? r.profile_name
+                              : "");
+    snprintf(in->root_device, sizeof in->root_device, "%s",
+             r.root_device ? r.root_device : "");
+    in->root_size_gb = r.root_size_gb;
+    snprintf(in->root_type, sizeof in->root_type, "%s",
+             r.root_type ? r.root_type : "");
+    in->n_groups = (int)r.n_groups;
     snprintf(in->client_token, sizeof in->client_token, "%s",
              r.client_token ? r.client_token : "");
     snprintf(in->private_ip, sizeof in->private_ip, "172.31.%u.%u",
@@ -2987,6 +3018,12 @@ static json_t *inst_json(const struct inst *in) {
   json_object_set_new(o, "id", json_string(in->id));
   json_object_set_new(o, "reservation_id", json_string(in->reservation_id));
   json_object_set_new(o, "instance_type", json_string(in->itype));
+  json_object_set_new(o, "subnet_id", json_string(in->subnet_id));
+  json_object_set_new(o, "iam_instance_profile", json_string(in->iam_profile));
+  json_object_set_new(o, "root_device", json_string(in->root_device));
+  json_object_set_new(o, "root_size_gb", json_integer(in->root_size_gb));
+  json_object_set_new(o, "root_type", json_string(in->root_type));
+  json_object_set_new(o, "security_groups", json_integer(in->n_groups));
   json_object_set_new(o, "region", json_string(in->region));
   json_object_set_new(o, "zone", json_string(in->zone));
   json_object_set_new(o, "image_id", json_string(in->image_id));

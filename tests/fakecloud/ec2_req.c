@@ -477,6 +477,112 @@ static enum tw_rc parse_tags(const struct fc_params *p, struct ec2_run *out,
   return TW_OK;
 }
 
+static bool hex_id(const char *s, const char *prefix) {
+  size_t pl = strlen(prefix), n;
+  if (strncmp(s, prefix, pl))
+    return false;
+  n = strlen(s + pl);
+  if (n != 8 && n != 17)
+    return false;
+  for (const char *c = s + pl; *c; c++)
+    if (!strchr("0123456789abcdef", *c))
+      return false;
+  return true;
+}
+
+/* SubnetId, SecurityGroupId.N, IamInstanceProfile, BlockDeviceMapping.N:
+ * their shapes as EC2 checks them (RunInstances API reference). */
+static enum tw_rc parse_machine(const struct fc_params *p, struct ec2_run *out,
+                                struct tw_err *err) {
+  out->subnet_id = fc_params_get(p, "SubnetId");
+  if (out->subnet_id && !hex_id(out->subnet_id, "subnet-"))
+    return ec2_fail(err, "InvalidSubnetID.Malformed",
+                    "Invalid id: \"%.64s\" (expecting \"subnet-...\")",
+                    out->subnet_id);
+  for (size_t i = 0; i < p->n; i++) {
+    const char *k = p->v[i].key;
+    if (!strncmp(k, "SecurityGroupId.", 16)) {
+      if (!hex_id(p->v[i].value, "sg-"))
+        return ec2_fail(err, "InvalidGroupId.Malformed",
+                        "Invalid id: \"%.64s\" (expecting \"sg-...\")",
+                        p->v[i].value);
+      out->n_groups++;
+    } else if (!strncmp(k, "IamInstanceProfile.", 19) &&
+               strcmp(k + 19, "Name") && strcmp(k + 19, "Arn")) {
+      return ec2_fail(err, "UnknownParameter",
+                      "The parameter %.100s is not recognized", k);
+    }
+  }
+  out->profile_name = fc_params_get(p, "IamInstanceProfile.Name");
+  out->profile_arn = fc_params_get(p, "IamInstanceProfile.Arn");
+  if (out->profile_arn) {
+    const char *a = out->profile_arn;
+    bool ok = !strncmp(a, "arn:aws:iam::", 13) && strlen(a) > 43 &&
+              strspn(a + 13, "0123456789") == 12 &&
+              !strncmp(a + 25, ":instance-profile/", 18);
+    if (!ok)
+      return ec2_fail(err, "InvalidParameterValue",
+                      "Value (%.128s) for parameter iamInstanceProfile.arn is "
+                      "invalid. Invalid IAM Instance Profile ARN",
+                      a);
+  }
+  if (out->profile_name &&
+      (!*out->profile_name || strlen(out->profile_name) > 128))
+    return ec2_fail(err, "InvalidParameterValue",
+                    "Value (%.128s) for parameter iamInstanceProfile.name is "
+                    "invalid. Invalid IAM Instance Profile name",
+                    out->profile_name);
+  static const char *const types[] = {"standard", "io1", "io2", "gp2",
+                                      "gp3",      "sc1", "st1", NULL};
+  for (int n = 1; n <= 32; n++) {
+    char k[96];
+    snprintf(k, sizeof k, "BlockDeviceMapping.%d.DeviceName", n);
+    const char *dev = fc_params_get(p, k);
+    snprintf(k, sizeof k, "BlockDeviceMapping.%d.Ebs.VolumeSize", n);
+    const char *size = fc_params_get(p, k);
+    snprintf(k, sizeof k, "BlockDeviceMapping.%d.Ebs.VolumeType", n);
+    const char *type = fc_params_get(p, k);
+    if (!dev && !size && !type)
+      break;
+    if (!dev)
+      return ec2_fail(err, "MissingParameter",
+                      "The request must contain the parameter "
+                      "BlockDeviceMapping.%d.DeviceName",
+                      n);
+    bool ok_type = !type;
+    for (const char *const *t = types; type && *t && !ok_type; t++)
+      ok_type = !strcmp(*t, type);
+    if (!ok_type)
+      return ec2_fail(err, "InvalidParameterValue",
+                      "Value (%.32s) for parameter volumeType is invalid. "
+                      "Valid values: standard, io1, io2, gp2, sc1, st1, gp3",
+                      type);
+    long gb = 0;
+    if (size) {
+      char *end;
+      gb = strtol(size, &end, 10);
+      /* gp2/gp3: 1..16384 GiB; io1/io2: 4..; st1/sc1: 125.. */
+      long min = !type || !strncmp(type, "gp", 2) || !strcmp(type, "standard")
+                     ? 1
+                     : (!strncmp(type, "io", 2) ? 4 : 125);
+      long max = type && !strcmp(type, "io2")        ? 65536
+                 : type && !strcmp(type, "standard") ? 1024
+                                                     : 16384;
+      if (*end || gb < min || gb > max)
+        return ec2_fail(err, "InvalidParameterValue",
+                        "Volume of size %.16s GB is outside the range "
+                        "%ld-%ld GB for volume type %s",
+                        size, min, max, type ? type : "gp2");
+    }
+    if (n == 1) {
+      out->root_device = dev;
+      out->root_size_gb = gb;
+      out->root_type = type;
+    }
+  }
+  return TW_OK;
+}
+
 enum tw_rc ec2_parse_run(const struct fc_params *p, struct ec2_run *out,
                          struct tw_err *err) {
   enum tw_rc rc;
@@ -615,6 +721,8 @@ enum tw_rc ec2_parse_run(const struct fc_params *p, struct ec2_run *out,
                       "Spot blocks (BlockDurationMinutes) are no longer "
                       "offered.");
   }
+  if ((rc = parse_machine(p, out, err)))
+    return rc;
   return parse_tags(p, out, err);
 }
 

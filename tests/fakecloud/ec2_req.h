@@ -93,6 +93,14 @@ struct ec2_run {
   struct ec2_tag sir_tags[EC2_MAX_TAGS]; /* spot-instances-request */
   size_t n_sir_tags;
   const char *user_data; /* UserData as sent (base64), or NULL */
+  /* the machine: checked as EC2 checks them, kept on the instance */
+  const char *subnet_id;    /* SubnetId or NULL */
+  const char *profile_name; /* IamInstanceProfile.Name or NULL */
+  const char *profile_arn;  /* IamInstanceProfile.Arn or NULL */
+  size_t n_groups;          /* SecurityGroupId.N */
+  const char *root_device;  /* BlockDeviceMapping.1.DeviceName or NULL */
+  long root_size_gb;        /* its Ebs.VolumeSize, 0 none */
+  const char *root_type;    /* its Ebs.VolumeType or NULL */
 };
 
 /* Extracts and checks a RunInstances request (everything that needs no

@@ -94,8 +94,32 @@ uint64_t fc_seed(const struct fc_server *s);
 const struct fc_catalog *fc_catalog(const struct fc_server *s);
 struct fc_faults *fc_faults(struct fc_server *s);
 const struct fc_opts *fc_opts(const struct fc_server *s);
-/* Secret of access_key, or NULL (borrowed). */
+/* Secret of access_key, or NULL (borrowed): the configured keys and the
+ * temporary ones issued (fc_issue_key), expired or not. */
 const char *fc_secret_for(const struct fc_server *s, const char *access_key);
+
+/* A temporary key the fake token endpoints issued (creds.c). */
+struct fc_issued {
+  char access_key[32];
+  char secret_key[64];
+  char token[128];
+  int64_t expires_ms; /* fake time */
+};
+/* Registers k: requests signed with it are accepted until it expires. */
+void fc_issue_key(struct fc_server *s, const struct fc_issued *k);
+/* Why a request signed by access_key with session token (NULL: none)
+ * must be refused, as AWS's error code: "ExpiredToken" past expiry,
+ * "InvalidClientTokenId" for a token that is not the key's or missing;
+ * NULL when it passes (a long-term key without token passes). */
+const char *fc_issued_check(struct fc_server *s, const char *access_key,
+                            const char *token);
+/* Makes and registers a fresh key: prefix ("ASIA", "STS.") then upper-case
+ * letters and digits to 20 (24 for "STS."), a secret and a session token,
+ * expiring ttl_s fake seconds from now. */
+void fc_issued_mint(struct fc_server *s, const char *prefix, int64_t ttl_s,
+                    struct fc_issued *out);
+/* Expires every issued key now (control: revoked sessions). */
+void fc_issued_expire_all(struct fc_server *s);
 /* A fresh request id in UUID form, unique per process run: drawn from a
  * generator seeded by the real time and the pid, independent of --seed and
  * of /_fake/reset (real services never repeat a request id). */

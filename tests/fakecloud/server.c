@@ -35,7 +35,9 @@
 #include "tests/fakecloud/azure.h"
 #define FC_HAVE_AZURE 1
 #endif
+#include "tests/fakecloud/creds.h"
 static const struct fc_module_ops *const modules[] = {
+    &fc_module_creds, /* its own paths only (/sts, /latest, /v2) */
 #ifdef FC_HAVE_AZURE
     &fc_module_azure, /* its own paths only, never "/" */
 #endif
@@ -57,6 +59,8 @@ struct fc_server {
   struct fc_rng req_rng;
   struct fc_catalog *catalog;
   struct fc_faults faults;
+  struct fc_issued *issued; /* temporary keys (fc_issue_key) */
+  size_t n_issued;
   void *ctx[N_MODULES];
   struct MHD_Daemon *mhd;
   unsigned port;
@@ -125,7 +129,67 @@ const char *fc_secret_for(const struct fc_server *s, const char *ak) {
   for (size_t i = 0; i < s->opts.n_creds; i++)
     if (!strcmp(ak, s->opts.creds[i].access_key))
       return s->opts.creds[i].secret_key;
+  for (size_t i = 0; i < s->n_issued; i++)
+    if (!strcmp(ak, s->issued[i].access_key))
+      return s->issued[i].secret_key;
   return NULL;
+}
+
+#define FC_ISSUED_MAX 4096
+
+void fc_issue_key(struct fc_server *s, const struct fc_issued *k) {
+  /* ids replay by seed after a reset: the newest issue of a key wins */
+  for (size_t i = 0; i < s->n_issued; i++)
+    if (!strcmp(s->issued[i].access_key, k->access_key)) {
+      s->issued[i] = *k;
+      return;
+    }
+  if (s->n_issued == FC_ISSUED_MAX) /* the oldest goes */
+    memmove(s->issued, s->issued + 1, --s->n_issued * sizeof *s->issued);
+  s->issued = tw_realloc(s->issued, (s->n_issued + 1) * sizeof *s->issued);
+  s->issued[s->n_issued++] = *k;
+}
+
+const char *fc_issued_check(struct fc_server *s, const char *ak,
+                            const char *token) {
+  for (size_t i = 0; ak && i < s->n_issued; i++) {
+    const struct fc_issued *k = &s->issued[i];
+    if (strcmp(ak, k->access_key))
+      continue;
+    if (!token || strcmp(token, k->token))
+      return "InvalidClientTokenId";
+    if (fc_now_ms(s) >= k->expires_ms)
+      return "ExpiredToken";
+    return NULL;
+  }
+  return NULL;
+}
+
+void fc_issued_mint(struct fc_server *s, const char *prefix, int64_t ttl_s,
+                    struct fc_issued *k) {
+  static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  memset(k, 0, sizeof *k);
+  size_t n =
+      (size_t)snprintf(k->access_key, sizeof k->access_key, "%s", prefix);
+  size_t len = strlen(prefix) == 4 && !strcmp(prefix, "STS.") ? 24 : 20;
+  for (; n < len; n++)
+    k->access_key[n] = A[fc_rng_next(&s->rng) % 32];
+  k->access_key[n] = '\0';
+  snprintf(k->secret_key, sizeof k->secret_key, "fake/%016llx%016llx",
+           (unsigned long long)fc_rng_next(&s->rng),
+           (unsigned long long)fc_rng_next(&s->rng));
+  snprintf(k->token, sizeof k->token, "FwoGZXIvYXdzEFAKE%016llx%016llx",
+           (unsigned long long)fc_rng_next(&s->rng),
+           (unsigned long long)fc_rng_next(&s->rng));
+  k->expires_ms = fc_now_ms(s) + ttl_s * 1000;
+  fc_issue_key(s, k);
+}
+
+void fc_issued_expire_all(struct fc_server *s) {
+  int64_t now = fc_now_ms(s);
+  for (size_t i = 0; i < s->n_issued; i++)
+    if (s->issued[i].expires_ms > now)
+      s->issued[i].expires_ms = now;
 }
 
 static void uuid_from(struct fc_rng *r, char out[40]) {
@@ -719,6 +783,7 @@ void fc_server_stop(struct fc_server *s) {
     MHD_stop_daemon(s->mhd);
   if (s->meta_mhd)
     MHD_stop_daemon(s->meta_mhd);
+  free(s->issued);
   for (size_t i = 0; i < N_MODULES; i++)
     if (s->ctx[i])
       modules[i]->destroy(s->ctx[i]);

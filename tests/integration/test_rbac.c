@@ -62,6 +62,10 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
   memcpy(r->body + r->len, p, k < room ? k : room);
   r->len += k < room ? k : room;
   r->body[r->len] = '\0';
+  /* an event stream answers for as long as the client stays: its status
+   * and first bytes are the answer */
+  if (!strncmp(r->ctype, "text/event-stream", 17))
+    return 0;
   return sz * n;
 }
 
@@ -122,7 +126,9 @@ static struct resp req(const char *token, const char *method, const char *pth,
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
-  if (curl_easy_perform(c) == CURLE_OK)
+  CURLcode cc = curl_easy_perform(c);
+  if (cc == CURLE_OK ||
+      (cc == CURLE_WRITE_ERROR && !strncmp(r.ctype, "text/event-stream", 17)))
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
   curl_slist_free_all(h);
   curl_easy_cleanup(c);
@@ -219,6 +225,8 @@ static bool build(const struct tw_rbac_rule *rule, enum tw_role role,
                       : sc == COLLEAGUES ? "ml-colleague"
                                          : "vision-member";
   char param[160] = "x", param2[64] = "default";
+  if (!strcmp(rule->path, "/ui/{asset}"))
+    snprintf(param, sizeof param, "app.js"); /* the console's files */
   *ctype = NULL;
   body[0] = '\0';
   if_match[0] = '\0';

@@ -83,7 +83,7 @@ static void newer_module_refuses_start(void **state) {
           "tradewindd: store: module ledger is at schema version 99, newer "
           "than this build",
           /* back to the version this build migrates the ledger to */
-          "UPDATE schema_modules SET version = 3 WHERE name = 'ledger'");
+          "UPDATE schema_modules SET version = 4 WHERE name = 'ledger'");
 }
 
 /* The record of the reconciler's version is lost while its table stays:
@@ -113,8 +113,8 @@ static void fresh_database_starts(void **state) {
   sqlite3_finalize(st);
   sqlite3_close(db);
   /* gang, datasets, catalog, ledger, meter, audit, tenancy, secrets,
-   * spot, reconcile, agent, health, ha */
-  TW_CHECK(n == 13, "schema_modules holds %d modules, expected 13", n);
+   * spot, reconcile, agent, health, trace, ha */
+  TW_CHECK(n == 14, "schema_modules holds %d modules, expected 14", n);
 }
 
 int main(void) {

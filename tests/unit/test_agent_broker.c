@@ -878,6 +878,51 @@ static void a_notice_from_two_sources_is_one(void **state) {
   assert_int_equal(notes, 1);
 }
 
+/* Metering follows the agent's times where the provider gave none: the
+ * attempt ran from the agent's registration (not the pass that saw it)
+ * and ended when the job exited (not when the report was applied). */
+static void the_agents_times_are_the_attempts_run_times(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: timed\nresources: {cpus: 2}\nrun: \"sleep 20\"\n", id);
+  struct tw_agent_caller c;
+  struct tw_attempt_rec at;
+  launch_and_register(id, &c, &at);
+  /* launch_and_register registers, then runs a pass 100 ms later */
+  int64_t reg_ms = tw_clock_now_ms(&clk) - 100;
+  struct tw_attempt_rec run = last_attempt(id);
+  assert_int_equal(run.running_ms, reg_ms);
+  tick_ms(30000);
+  struct tw_agent_exit_msg e = {.has_code = true,
+                                .exit_code = 0,
+                                .started_ms = reg_ms + 400,
+                                .ended_ms = reg_ms + 20400};
+  bool first = false;
+  assert_int_equal(tw_agent_on_exit(agent, &c, &e, &first, NULL), TW_OK);
+  assert_true(first);
+  tick_ms(100);
+  assert_int_equal(state_of(id), TW_JOB_SUCCEEDED);
+  struct tw_attempt_rec end = last_attempt(id);
+  assert_int_equal(end.running_ms, reg_ms);
+  assert_int_equal(end.ended_ms, reg_ms + 20400);
+
+  /* an agent's clock ahead of the broker's is kept within now */
+  char id2[TW_JOB_ID_LEN + 1];
+  submit("name: ahead\nresources: {cpus: 2}\nrun: \"true\"\n", id2);
+  struct tw_agent_caller c2;
+  launch_and_register(id2, &c2, &at);
+  int64_t now = tw_clock_now_ms(&clk);
+  struct tw_agent_exit_msg e2 = {.has_code = true,
+                                 .exit_code = 0,
+                                 .started_ms = now,
+                                 .ended_ms = now + 3600000};
+  assert_int_equal(tw_agent_on_exit(agent, &c2, &e2, &first, NULL), TW_OK);
+  tick_ms(100);
+  end = last_attempt(id2);
+  assert_int_equal(end.state, TW_ATTEMPT_ENDED);
+  assert_int_equal(end.ended_ms, now + 100);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(a_notice_from_two_sources_is_one,
@@ -893,6 +938,9 @@ int main(void) {
           teardown_sched),
       cmocka_unit_test_setup_teardown(exit_0_succeeds, setup_sched,
                                       teardown_sched),
+      cmocka_unit_test_setup_teardown(
+          the_agents_times_are_the_attempts_run_times, setup_sched,
+          teardown_sched),
       cmocka_unit_test_setup_teardown(
           heartbeats_lost_with_the_instance_gone_interrupt, setup_sched,
           teardown_sched),

@@ -67,6 +67,36 @@ static void register_answer(void **state) {
   }
 }
 
+/* A gang's node: its rank, the gang's size, ready once all registered. */
+static void register_answer_gang(void **state) {
+  (void)state;
+  struct tw_agent_job j;
+  char err[128];
+  TW_CHECK_INT(tw_agent_parse_register(P("{\"job_id\":\"j\",\"run\":\"x\"}"),
+                                       &j, err, sizeof err),
+               0);
+  TW_CHECK(j.gang_ready && j.gang_rank == 0 && j.gang_nodes == 1);
+  tw_agent_job_free(&j);
+  TW_CHECK_INT(
+      tw_agent_parse_register(P("{\"job_id\":\"j\",\"run\":\"x\",\"gang\":"
+                                "{\"rank\":1,\"nodes\":2,\"ready\":false}}"),
+                              &j, err, sizeof err),
+      0);
+  TW_CHECK(!j.gang_ready && j.gang_rank == 1 && j.gang_nodes == 2);
+  tw_agent_job_free(&j);
+  static const char *const bad[] = {
+      "{\"job_id\":\"j\",\"run\":\"x\",\"gang\":3}",
+      "{\"job_id\":\"j\",\"run\":\"x\",\"gang\":{\"rank\":2,\"nodes\":2,"
+      "\"ready\":true}}",
+      "{\"job_id\":\"j\",\"run\":\"x\",\"gang\":{\"rank\":0,\"nodes\":2}}",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    err[0] = '\0';
+    TW_CHECK_INT(tw_agent_parse_register(P(bad[i]), &j, err, sizeof err), -1);
+    TW_CHECK(!strncmp(err, "gang", 4), "%s: %s", bad[i], err);
+  }
+}
+
 static void heartbeat_and_logs_answers(void **state) {
   TW_CHECK_INT(tw_agent_parse_action(P("{\"action\":\"none\"}")),
                TW_ACTION_NONE);
@@ -155,6 +185,7 @@ static void alibaba_document(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(register_answer),
+      cmocka_unit_test(register_answer_gang),
       cmocka_unit_test(heartbeat_and_logs_answers),
       cmocka_unit_test(aws_documents),
       cmocka_unit_test(azure_documents),

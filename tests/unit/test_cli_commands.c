@@ -122,6 +122,8 @@ static struct result *run(const char *url, const char *env_token,
   "\\\"eight\\\"\",\"field\":\"resources.cpus\",\"request_id\":\"r-1\"}"
 
 #define PROBLEM_JSON "application/problem+json"
+#define NO_STREAM                                                              \
+  "{\"status\":403,\"detail\":\"role ci may not GET /v1/jobs/{id}/events\"}"
 
 static int setup(void **state) {
   tw_clock_fake_init(&sleeper.clock, NOW_MS);
@@ -293,6 +295,8 @@ static void submit_wait_follows_states_to_success(void **state) {
   fake_reply(srv, 201, "application/json",
              JOB("j-1", "pending", "waiting for placement"), NULL);
   fake_json(srv, JOB("j-1", "pending", "waiting for placement"));
+  /* a caller the event stream refuses: the wait polls */
+  fake_reply(srv, 403, PROBLEM_JSON, NO_STREAM, NULL);
   fake_json(srv, JOB("j-1", "pending", "waiting for placement"));
   fake_json(srv, JOB("j-1", "running", ""));
   fake_json(srv, JOB("j-1", "running", ""));
@@ -307,9 +311,10 @@ static void submit_wait_follows_states_to_success(void **state) {
   /* The backoff doubles, and starts over when the state changes. */
   static const int64_t want[] = {200, 400, 200, 400};
   assert_naps(want, 4);
-  assert_int_equal(fake_nreq(srv), 6);
+  assert_int_equal(fake_nreq(srv), 7);
   assert_string_equal(fake_req(srv, 1)->method, "GET");
   assert_string_equal(fake_req(srv, 1)->target, "/v1/jobs/j-1");
+  assert_string_equal(fake_req(srv, 2)->target, "/v1/jobs/j-1/events");
 }
 
 static void submit_wait_json_prints_only_the_final_job(void **state) {
@@ -329,6 +334,8 @@ static void submit_wait_exits_with_the_jobs_own_code(void **state) {
   struct fake_srv *srv = *state;
   fake_reply(srv, 201, "application/json", JOB("j-1", "pending", ""), NULL);
   fake_json(srv, JOB("j-1", "running", ""));
+  /* a caller the event stream refuses: the wait polls */
+  fake_reply(srv, 403, PROBLEM_JSON, NO_STREAM, NULL);
   fake_json(srv, JOB_CODE("j-1", "failed", "42"));
   struct result *r =
       run(fake_url(srv), NULL, "name: a\n", ARGS("submit", "-", "--wait"));
@@ -391,7 +398,10 @@ static void wait_exit_code_follows_the_job(void **state) {
 
 static void wait_backoff_caps_at_two_seconds(void **state) {
   struct fake_srv *srv = *state;
-  for (int i = 0; i < 7; i++)
+  fake_json(srv, JOB("j-1", "running", ""));
+  /* a caller the event stream refuses: the wait polls */
+  fake_reply(srv, 403, PROBLEM_JSON, NO_STREAM, NULL);
+  for (int i = 0; i < 6; i++)
     fake_json(srv, JOB("j-1", "running", ""));
   fake_json(srv, JOB("j-1", "failed", "exit 3"));
   struct result *r = RUN(srv, "jobs", "wait", "j-1");
@@ -401,6 +411,34 @@ static void wait_backoff_caps_at_two_seconds(void **state) {
   assert_string_equal(r->err,
                       "j-1: running\nj-1: running -> failed (exit 3)\n");
   assert_string_equal(r->out, "");
+}
+
+/* Where the event stream serves the caller, the wait follows it: every
+ * change as it comes, no polling, then one GET for the outcome. */
+static void wait_follows_the_event_stream(void **state) {
+  struct fake_srv *srv = *state;
+  fake_json(srv, JOB("j-1", "pending", "submitted"));
+  fake_json(srv, "{\"items\":[{\"seq\":7,\"from\":null,\"to\":\"pending\","
+                 "\"reason\":\"submitted\"}]}");
+  fake_reply(srv, 200, "text/event-stream",
+             "retry: 3000\nid: 7\nevent: hello\ndata: {\"seq\":7}\n\n"
+             ": heartbeat\n\n"
+             "id: 9\nevent: job\ndata: {\"seq\":9,\"job\":\"j-1\","
+             "\"to\":\"running\",\"reason\":\"up\"}\n\n"
+             "id: 12\nevent: job\ndata: {\"seq\":12,\"job\":\"j-1\","
+             "\"to\":\"succeeded\",\"reason\":\"exit 0\"}\n\n",
+             NULL);
+  fake_json(srv, JOB("j-1", "succeeded", "exit 0"));
+  struct result *r = RUN(srv, "jobs", "wait", "j-1");
+  assert_int_equal(r->code, 0);
+  assert_string_equal(r->err, "j-1: pending (submitted)\n"
+                              "j-1: pending -> running (up)\n"
+                              "j-1: running -> succeeded (exit 0)\n");
+  assert_int_equal(sleeper.n, 0);
+  assert_int_equal(fake_nreq(srv), 4);
+  assert_string_equal(fake_req(srv, 2)->target,
+                      "/v1/events/stream?job=j-1&after=7");
+  assert_string_equal(fake_req(srv, 3)->target, "/v1/jobs/j-1");
 }
 
 static void wait_on_a_cancelled_job_exits_4(void **state) {
@@ -416,14 +454,17 @@ static void wait_on_a_cancelled_job_exits_4(void **state) {
 
 static void wait_times_out_with_exit_6(void **state) {
   struct fake_srv *srv = *state;
-  for (int i = 0; i < 10; i++)
+  fake_json(srv, JOB("j-1", "pending", ""));
+  /* a caller the event stream refuses: the wait polls */
+  fake_reply(srv, 403, PROBLEM_JSON, NO_STREAM, NULL);
+  for (int i = 0; i < 9; i++)
     fake_json(srv, JOB("j-1", "pending", ""));
   struct result *r = RUN(srv, "jobs", "wait", "j-1", "--timeout", "1s");
   assert_int_equal(r->code, 6);
   /* 200 + 400, then only the 400 ms left of the second. */
   static const int64_t want[] = {200, 400, 400};
   assert_naps(want, 3);
-  assert_int_equal(fake_nreq(srv), 4);
+  assert_int_equal(fake_nreq(srv), 5);
   assert_non_null(strstr(r->err, "tradewind: timed out after 1s waiting for "
                                  "job j-1 (still pending)\n"));
 }
@@ -840,6 +881,7 @@ int main(void) {
       T(a_job_code_that_collides_is_told_apart_by_stdout),
       T(wait_exit_code_follows_the_job),
       T(wait_backoff_caps_at_two_seconds),
+      T(wait_follows_the_event_stream),
       T(wait_on_a_cancelled_job_exits_4),
       T(wait_times_out_with_exit_6),
       T(wait_rides_out_brief_outages_but_not_long_ones),

@@ -39,6 +39,9 @@ static struct allowed allow[] = {
     ALLOW("log.c.o", "log_format",
           "the logger's line format, one for the process (log.h)"),
     ALLOW("log.c.o", "log_mu", "keeps log lines whole across threads (log.h)"),
+    ALLOW("log.c.o", "log_trace",
+          "thread-local: the ids of the span the thread works for, which "
+          "its log lines carry (log.h)"),
     ALLOW("http.c.o", "http_once",
           "curl_global_init() once per process (providers/http.h)"),
     ALLOW("http.c.o", "http_global_rc",

@@ -903,9 +903,83 @@ static void billing_section_is_validated(void **state) {
   tw_node_free(n);
 }
 
+/* Alibaba sells in CNY: each row keeps the amount as billed in CNY, from
+ * the offer's own price (10 CNY an hour), not converted back from USD,
+ * so a later rate restates nothing; a credit keeps its CNY too.  By
+ * hand: 3000 s = 8.333333 CNY (8333333.3), 1000 s = 2.777778 CNY
+ * (2777777.8); in USD at 0.1393 (1.393 USD an hour): 1160833 and 386944
+ * micro-USD. */
+static void alibaba_rows_keep_the_cny_amount_as_billed(void **state) {
+  (void)state;
+  meter = new_meter(NULL);
+  struct tw_offer *o =
+      add_offer("ali", "alibaba", TW_MARKET_ON_DEMAND, 1393000, 1, 0);
+  snprintf(o->price_currency, sizeof o->price_currency, "CNY");
+  o->price_micro_per_hour = 10000000;
+  o->fx_nusd_per_unit = 139300000;
+  struct tw_offer *usd =
+      add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 1, 60);
+  int64_t a = start_attempt(o, "ml", 1);
+  int64_t b = start_attempt(usd, "ml", 1);
+  clk.fake_ms = T0 + 10 * MIN;
+  set_running(a);
+  set_running(b);
+  pass_at(T0 + 10 * MIN + SEC);
+  /* the rate moves before the next period: its CNY price is what it was,
+   * its USD price follows the new rate */
+  o->price_uusd_per_hour = 1500000;
+  o->fx_nusd_per_unit = 150000000;
+  pass_at(T0 + HOUR + SEC);
+  clk.fake_ms = T0 + HOUR + 1000 * SEC;
+  end_attempt(a, "completed");
+  end_attempt(b, "completed");
+  pass_at(T0 + HOUR + 1001 * SEC);
+  read_rows();
+  int64_t cny = 0, seen = 0;
+  for (size_t i = 0; i < n_got; i++) {
+    if (!strcmp(got[i].provider, "aws")) {
+      assert_string_equal(got[i].source_currency, "");
+      assert_int_equal(got[i].source_effective_micro, 0);
+      continue;
+    }
+    assert_string_equal(got[i].source_currency, "CNY");
+    if (got[i].start_ms == T0 + 10 * MIN) {
+      assert_int_equal(got[i].quantity, 3000);
+      assert_int_equal(got[i].effective_uusd, 1160833);
+      assert_int_equal(got[i].source_effective_micro, 8333333);
+    } else {
+      assert_int_equal(got[i].start_ms, T0 + HOUR);
+      assert_int_equal(got[i].quantity, 1000);
+      assert_int_equal(got[i].effective_uusd, 416667); /* 1.5 USD an hour */
+      assert_int_equal(got[i].source_effective_micro, 2777778);
+    }
+    cny += got[i].source_effective_micro;
+    seen++;
+  }
+  assert_int_equal(seen, 2);
+  assert_int_equal(cny, 11111111);
+
+  /* a correction keeps the rate of the row it corrects: half of the
+   * first row back is half of its CNY */
+  struct tw_ledger_row first = {0};
+  for (size_t i = 0; i < n_got; i++)
+    if (got[i].start_ms == T0 + 10 * MIN && !strcmp(got[i].provider, "alibaba"))
+      first = got[i];
+  struct tw_ledger_row adj;
+  struct tw_err err = {0};
+  assert_int_equal(tw_ledger_adjust(store, first.seq, -580416, -580416,
+                                    "half back", T0 + 2 * HOUR, &adj, &err),
+                   TW_OK);
+  assert_string_equal(adj.source_currency, "CNY");
+  /* -580416 x 8333333 / 1160833 = -4166662.91: -4166663 */
+  assert_int_equal(adj.source_effective_micro, -4166663);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(billing_rules_table),
+      cmocka_unit_test_setup_teardown(alibaba_rows_keep_the_cny_amount_as_billed,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(
           aws_59_second_attempt_is_charged_60_seconds, setup, teardown),
       cmocka_unit_test_setup_teardown(

@@ -1216,6 +1216,111 @@ static void cny_groups_carry_the_amount_and_the_rate(void **state) {
   tw_rates_free(rates);
 }
 
+/* Rows the meter wrote with their CNY amount are reported with that
+ * amount ("metered"), whatever the rate table says today; a range that
+ * cuts a row takes its CNY by time like its USD; a group with a row
+ * metered before amounts were kept is derived as a whole. */
+static void metered_cny_amounts_are_reported_as_billed(void **state) {
+  (void)state;
+  /* a rate table newer than the one the rows were metered at (0.1393) */
+  static const char RATES[] = "currency,usd_per_unit,date,source\n"
+                              "CNY,0.1500,2025-12-01,newer rate\n";
+  struct tw_rates *rates = NULL;
+  struct tw_err err = {0};
+  assert_int_equal(tw_rates_load_text(RATES, strlen(RATES), &rates, &err),
+                   TW_OK);
+  const struct tw_rate *cny = tw_rates_find(rates, "CNY");
+  assert_non_null(cny);
+  struct tw_cat_source_info src[1] = {source("adapter", "alibaba", cny)};
+  const struct tw_cat_source_info *sp[1] = {&src[0]};
+  struct tw_report_fx *fx = NULL;
+  size_t n_fx = 0;
+  tw_report_fx_of(sp, 1, &fx, &n_fx);
+  assert_int_equal(n_fx, 1);
+
+  /* 10 CNY an hour, billed 1.393 USD an hour: an hour (10 CNY) and
+   * 1000 s (2.777778 CNY) */
+  struct tw_ledger_row rows[2] = {
+      priced("ml", "nlp", "alibaba", "cn-hangzhou", "j-1", NOV1 + HOUR, HOUR,
+             1393000, 0, false),
+      priced("ml", "nlp", "alibaba", "cn-hangzhou", "j-1", NOV1 + 2 * HOUR,
+             1000 * 1000, 1393000, 0, false)};
+  for (int i = 0; i < 2; i++)
+    snprintf(rows[i].source_currency, sizeof rows[i].source_currency, "CNY");
+  rows[0].source_effective_micro = 10000000;
+  rows[1].source_effective_micro = 2777778;
+  assert_int_equal(tw_ledger_append(store, rows, 2, NOV1, &err), TW_OK);
+
+  struct tw_report_req q = {.from_ms = NOV1,
+                            .to_ms = DEC1,
+                            .group_mask = TW_GROUP_PROVIDER,
+                            .now_ms = NOV1 + TW_DAY_MS,
+                            .adapters = tw_adapters,
+                            .fx = fx,
+                            .n_fx = n_fx};
+  assert_int_equal(tw_report_format_parse("json", &q.format, &err), TW_OK);
+  /* the whole month (its days from the rollup), then from half way
+   * through the first row (the day's rows, cut by time): 5 + 2.777778 */
+  static const struct {
+    int64_t from;
+    const char *amount;
+  } cases[] = {{NOV1, "12.777778"}, {NOV1 + HOUR + 1800 * 1000, "7.777778"}};
+  for (size_t c = 0; c < 2; c++) {
+    q.from_ms = cases[c].from;
+    struct tw_buf b;
+    const char *ctype;
+    tw_buf_init(&b);
+    assert_int_equal(tw_report_render(store, &q, &b, &ctype, &err), TW_OK);
+    json_t *j = json_loads(b.data, 0, NULL);
+    assert_non_null(j);
+    json_t *g = json_array_get(json_object_get(j, "items"), 0);
+    assert_non_null(g);
+    assert_string_equal(json_string_value(json_object_get(g, "provider")),
+                        "alibaba");
+    assert_string_equal(
+        json_string_value(json_object_get(g, "source_amount")),
+        cases[c].amount);
+    assert_string_equal(
+        json_string_value(json_object_get(g, "source_amount_basis")),
+        "metered");
+    assert_string_equal(json_string_value(json_object_get(g, "rate")),
+                        "0.1500");
+    json_decref(j);
+    tw_buf_release(&b);
+  }
+  q.from_ms = NOV1;
+  assert_int_equal(tw_report_format_parse("html", &q.format, &err), TW_OK);
+  struct tw_buf b;
+  const char *ctype;
+  tw_buf_init(&b);
+  assert_int_equal(tw_report_render(store, &q, &b, &ctype, &err), TW_OK);
+  assert_non_null(strstr(b.data, "data-source-micro=\"12777778\""));
+  assert_non_null(strstr(b.data, "(2025-12-01, newer rate; as metered)"));
+  tw_buf_release(&b);
+
+  /* a row metered before amounts were kept: the group is derived whole,
+   * at today's rate (1779944 + 1393000 = 3172944 uusd / 0.15) */
+  struct tw_ledger_row old = priced("ml", "nlp", "alibaba", "cn-hangzhou",
+                                    "j-0", NOV1 + 3 * HOUR, HOUR, 1393000, 0,
+                                    false);
+  assert_int_equal(tw_ledger_append(store, &old, 1, NOV1, &err), TW_OK);
+  assert_int_equal(tw_report_format_parse("json", &q.format, &err), TW_OK);
+  tw_buf_init(&b);
+  assert_int_equal(tw_report_render(store, &q, &b, &ctype, &err), TW_OK);
+  json_t *j = json_loads(b.data, 0, NULL);
+  json_t *g = json_array_get(json_object_get(j, "items"), 0);
+  assert_int_equal(json_integer_value(json_object_get(g, "effective_cost_uusd")),
+                   3172944);
+  assert_string_equal(json_string_value(json_object_get(g, "source_amount")),
+                      "21.152960");
+  assert_string_equal(
+      json_string_value(json_object_get(g, "source_amount_basis")), "derived");
+  json_decref(j);
+  tw_buf_release(&b);
+  free(fx);
+  tw_rates_free(rates);
+}
+
 /* The API's way: the providers come from the catalog's own sources, at
  * the rate of its table (here the compiled-in one: CNY at 0.1393). */
 static void catalog_names_the_providers_priced_in_cny(void **state) {
@@ -1281,6 +1386,8 @@ int main(void) {
       cmocka_unit_test(ranges_parse_and_default_to_the_month),
       cmocka_unit_test_setup_teardown(cny_groups_carry_the_amount_and_the_rate,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          metered_cny_amounts_are_reported_as_billed, setup, teardown),
       cmocka_unit_test_setup_teardown(catalog_names_the_providers_priced_in_cny,
                                       setup, teardown),
   };

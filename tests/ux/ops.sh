@@ -2,8 +2,10 @@
 # ops.sh WORKDIR BUILDDIR - operating tradewindd: --check-config, the lock
 # that refuses a second daemon on one database, the systemd notifications
 # (READY=1, RELOADING=1, STOPPING=1 on $NOTIFY_SOCKET), the online backup,
-# and `cmake --install` into a DESTDIR with the unit checked by
-# `systemd-analyze verify` where it exists.  Needs TW_DAEMON, TW_CLI and
+# `cmake --install` into a DESTDIR with the unit checked by
+# `systemd-analyze verify` where it exists, and the .deb installed with
+# dpkg into a root of its own, started, reloaded and stopped as its unit
+# says, removed and purged.  Needs TW_DAEMON, TW_CLI and
 # python3 (the notification socket, reading the backup).
 set -eu
 work=${1:?usage: ops.sh WORKDIR BUILDDIR}
@@ -62,8 +64,10 @@ if "$TW_DAEMON" --config "$work/log-bad.yaml" --check-config 2>"$work/check.err"
 grep -q 'log.format: expected text, journald or json' "$work/check.err" || fail "log.format message"
 
 # --- sd_notify, by a datagram socket of our own -------------------------------
-sock=$work/notify.sock
-python3 - "$sock" "$work/notify.log" <<'PY' &
+# listen_notify SOCK LOG: a datagram socket as systemd's, each message a
+# line of LOG, until STOPPING=1 (or 60 s of silence); its pid in $pids.
+listen_notify() {
+  python3 - "$1" "$2" <<'PY' &
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sys.argv[1])
@@ -78,8 +82,11 @@ with open(sys.argv[2], "a", buffering=1) as log:
         if m.startswith("STOPPING=1"):
             break
 PY
-pids="$pids $!"
-i=0; while [ ! -S "$sock" ]; do i=$((i+1)); [ $i -lt 100 ] || fail "no socket"; sleep 0.05; done
+  pids="$pids $!"
+  i=0; while [ ! -S "$1" ]; do i=$((i+1)); [ $i -lt 100 ] || fail "no socket $1"; sleep 0.05; done
+}
+sock=$work/notify.sock
+listen_notify "$sock" "$work/notify.log"
 NOTIFY_SOCKET=$sock "$TW_DAEMON" --config "$work/good.yaml" >"$work/d1.out" 2>"$work/d1.err" &
 d1=$!
 pids="$pids $d1"
@@ -207,6 +214,59 @@ if command -v cpack >/dev/null && command -v dpkg-deb >/dev/null; then
     [ -f "$work/debroot${unit#"$dest"}" ] || fail "the .deb lacks the unit"
   "$work/debroot$bin" --config "$work/debroot$cfg" --check-config >/dev/null ||
     fail "the packaged config does not check"
+  # installed with dpkg into a root of its own (the package has no
+  # maintainer scripts; its libraries are this machine's), then started,
+  # reloaded and stopped as the unit says, with a notification socket of
+  # ours in systemd's place (no systemd runs here): ExecStartPre, ExecStart
+  # (plus --listen 127.0.0.1:0, so parallel tests cannot collide, and
+  # --db into the root's state directory),
+  # ExecReload with $MAINPID, SIGTERM as systemctl stop sends it.
+  R=$work/dpkgroot
+  mkdir -p "$R/var/lib/dpkg/info" "$R/var/lib/dpkg/updates" "$R/var/lib/tradewind"
+  : >"$R/var/lib/dpkg/status"
+  dpkg --root="$R" --force-not-root --force-depends --log=/dev/null -i "$deb" \
+    >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg -i"; }
+  dpkg --root="$R" -s tradewind 2>/dev/null | grep -q '^Status: install ok installed' ||
+    fail "dpkg does not list the package as installed"
+  iunit=$R$(dpkg --root="$R" -L tradewind | grep '/tradewindd.service$')
+  [ -f "$iunit" ] || fail "dpkg -L lists no unit"
+  relocate() { sed "s#\(^\| \)/#\1$R/#g"; } # every absolute path into R
+  pre=$(sed -n 's/^ExecStartPre=//p' "$iunit" | relocate)
+  start=$(sed -n 's/^ExecStart=//p' "$iunit" | relocate)
+  reload=$(sed -n 's/^ExecReload=//p' "$iunit")
+  wdir=$R$(sed -n 's/^WorkingDirectory=//p' "$iunit")
+  [ -n "$pre" ] && [ -n "$start" ] && [ -n "$reload" ] || fail "unit lines missing"
+  (cd "$wdir" && $pre >/dev/null) || fail "ExecStartPre: $pre"
+  dsock=$work/deb-notify.sock
+  listen_notify "$dsock" "$work/deb-notify.log"
+  (cd "$wdir" && NOTIFY_SOCKET=$dsock exec $start --listen 127.0.0.1:0 \
+      --db "$wdir/tradewind.db") \
+    >"$work/deb-d.out" 2>"$work/deb-d.err" &
+  dd=$!
+  pids="$pids $dd"
+  wait_line "$work/deb-notify.log" "^READY=1 MAINPID=$dd"
+  durl=$(sed -n 's/^listening \(http[^ ]*\).*/\1/p' "$work/deb-d.out")
+  [ -n "$durl" ] || fail "the installed daemon printed no address"
+  python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + "/healthz", timeout=10)' "$durl" ||
+    fail "the installed daemon does not answer /healthz"
+  [ -s "$wdir/admin.token" ] || fail "no admin.token in the state directory $wdir"
+  sh -c "$(echo "$reload" | sed "s/\$MAINPID/$dd/")" || fail "ExecReload: $reload"
+  wait_line "$work/deb-notify.log" '^RELOADING=1'
+  i=0; until [ "$(grep -c '^READY=1' "$work/deb-notify.log")" -ge 2 ]; do
+    i=$((i+1)); [ $i -lt 200 ] || fail "no READY=1 after ExecReload"; sleep 0.05
+  done
+  grep -q 'reload' "$work/deb-d.err" || fail "the daemon's log says nothing of the reload"
+  kill -TERM "$dd"
+  wait "$dd" || fail "the installed daemon exited $?"
+  wait_line "$work/deb-notify.log" '^STOPPING=1'
+  # removed, the operator's config stays (a conffile) until purged
+  dpkg --root="$R" --force-not-root --force-depends --log=/dev/null -r tradewind \
+    >>"$work/dpkg.log" 2>&1 || fail "dpkg -r"
+  [ ! -e "$R$bin" ] || fail "dpkg -r left $bin"
+  [ -f "$R$cfg" ] || fail "dpkg -r removed the conffile $cfg"
+  dpkg --root="$R" --force-not-root --force-depends --log=/dev/null -P tradewind \
+    >>"$work/dpkg.log" 2>&1 || fail "dpkg -P"
+  [ ! -e "$R$cfg" ] || fail "dpkg -P kept $cfg"
 else
   echo "note: cpack or dpkg-deb missing, no .deb built"
 fi

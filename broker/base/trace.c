@@ -1,0 +1,653 @@
+#include "broker/base/trace.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "broker/base/log.h"
+#include "broker/base/mem.h"
+
+/* ---- W3C Trace Context ------------------------------------------------- */
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  return -1; /* upper case is invalid (W3C trace-context 3.2.2) */
+}
+
+static bool unhex(const char *s, uint8_t *out, size_t n) {
+  bool nonzero = false;
+  for (size_t i = 0; i < n; i++) {
+    int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+    if (hi < 0 || lo < 0)
+      return false;
+    out[i] = (uint8_t)(hi << 4 | lo);
+    nonzero |= out[i] != 0;
+  }
+  return nonzero;
+}
+
+bool tw_traceparent_parse(const char *s, struct tw_trace_ctx *out) {
+  memset(out, 0, sizeof *out);
+  if (!s)
+    return false;
+  size_t len = strlen(s);
+  if (len < TW_TRACEPARENT_LEN)
+    return false;
+  if (hexval(s[0]) < 0 || hexval(s[1]) < 0 || (s[0] == 'f' && s[1] == 'f'))
+    return false; /* version: two lower-case hex digits, never ff */
+  if (s[2] != '-' || s[35] != '-' || s[52] != '-')
+    return false;
+  /* version 00 is exactly 55 bytes; a later one may carry more after '-' */
+  bool v00 = s[0] == '0' && s[1] == '0';
+  if (v00 ? len != 55 : (len > 55 && s[55] != '-'))
+    return false;
+  uint8_t flags = 0;
+  if (!unhex(s + 3, out->trace_id, 16) || !unhex(s + 36, out->span_id, 8))
+    return false;
+  if (hexval(s[53]) < 0 || hexval(s[54]) < 0)
+    return false;
+  flags = (uint8_t)(hexval(s[53]) << 4 | hexval(s[54]));
+  out->flags = flags;
+  out->valid = true;
+  return true;
+}
+
+void tw_trace_hex(const uint8_t *b, size_t n, char *out) {
+  static const char digits[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; i++) {
+    out[2 * i] = digits[b[i] >> 4];
+    out[2 * i + 1] = digits[b[i] & 15];
+  }
+  out[2 * n] = '\0';
+}
+
+void tw_traceparent_fmt(const struct tw_trace_ctx *c, char *out, size_t cap) {
+  char t[33], sp[17];
+  tw_trace_hex(c->trace_id, 16, t);
+  tw_trace_hex(c->span_id, 8, sp);
+  snprintf(out, cap, "00-%s-%s-%02x", t, sp, c->flags);
+}
+
+/* ---- the tracer --------------------------------------------------------- */
+
+void tw_trace_url_redact(char *url) {
+  char *host = strstr(url, "://");
+  if (!host)
+    return;
+  host += 3;
+  char *end = host + strcspn(host, "/?#");
+  char *at = NULL;
+  for (char *p = host; p < end; p++)
+    if (*p == '@')
+      at = p;
+  if (!at)
+    return;
+  memmove(host + 4, at + 1, strlen(at + 1) + 1);
+  memcpy(host, "***@", 4);
+}
+
+struct tw_tracer {
+  char *url;
+  char *url_log; /* url without user:password@, for the log */
+  char *service;
+  char **headers; /* NULL-terminated */
+  long (*send)(void *, const char *, const char *const *, const char *,
+               size_t);
+  void *send_ctx;
+  size_t queue_max, batch_max;
+  int64_t flush_ms;
+  int max_attempts;
+  uint64_t seed, seq;  /* ids: splitmix64 of seed + seq (atomic) */
+  uint64_t threshold;  /* atomic: sampled when id's low 56 bits < it */
+  pthread_mutex_t mu;
+  pthread_cond_t cv, idle;
+  struct tw_span **q; /* ring of queue_max */
+  size_t head, n;     /* under mu */
+  bool stopping, busy;
+  pthread_t thread;
+  uint64_t started, exported, dropped, failures; /* atomic */
+};
+
+static uint64_t mix(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+static uint64_t next_id(struct tw_tracer *t) {
+  uint64_t n = __atomic_add_fetch(&t->seq, 1, __ATOMIC_RELAXED);
+  uint64_t v = mix(t->seed + n * 0x9e3779b97f4a7c15ULL);
+  return v ? v : 1;
+}
+
+static void put64(uint8_t *b, uint64_t v) {
+  for (int i = 0; i < 8; i++)
+    b[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+static uint64_t threshold_of(double sampling) {
+  if (!(sampling > 0))
+    return 0;
+  if (sampling >= 1)
+    return UINT64_MAX;
+  return (uint64_t)(sampling * (double)(1ULL << 56));
+}
+
+void tw_tracer_set_sampling(struct tw_tracer *t, double sampling) {
+  if (t)
+    __atomic_store_n(&t->threshold, threshold_of(sampling), __ATOMIC_RELAXED);
+}
+
+static bool sampled(struct tw_tracer *t, const uint8_t trace_id[16]) {
+  uint64_t th = __atomic_load_n(&t->threshold, __ATOMIC_RELAXED);
+  if (th == UINT64_MAX)
+    return true;
+  uint64_t low = 0; /* the random low 56 bits of the id (W3C level 2) */
+  for (int i = 9; i < 16; i++)
+    low = low << 8 | trace_id[i];
+  return low < th;
+}
+
+bool tw_tracer_new_ctx(struct tw_tracer *t, struct tw_trace_ctx *out) {
+  memset(out, 0, sizeof *out);
+  if (!t)
+    return false;
+  put64(out->trace_id, next_id(t));
+  put64(out->trace_id + 8, next_id(t));
+  put64(out->span_id, next_id(t));
+  out->flags = sampled(t, out->trace_id) ? 1 : 0;
+  out->valid = true;
+  return true;
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void tw_span_start(struct tw_tracer *t, struct tw_span *sp, const char *name,
+                   enum tw_span_kind kind, const struct tw_trace_ctx *parent) {
+  sp->t = t;
+  sp->recording = false;
+  sp->n_attrs = 0;
+  sp->status = 0;
+  sp->status_msg[0] = '\0';
+  sp->has_parent = false;
+  memset(&sp->ctx, 0, sizeof sp->ctx);
+  if (!t)
+    return;
+  if (parent && parent->valid) {
+    memcpy(sp->ctx.trace_id, parent->trace_id, 16);
+    memcpy(sp->parent, parent->span_id, 8);
+    sp->has_parent = true;
+    sp->ctx.flags = parent->flags;
+  } else {
+    put64(sp->ctx.trace_id, next_id(t));
+    put64(sp->ctx.trace_id + 8, next_id(t));
+    sp->ctx.flags = sampled(t, sp->ctx.trace_id) ? 1 : 0;
+  }
+  put64(sp->ctx.span_id, next_id(t));
+  sp->ctx.valid = true;
+  if (!(sp->ctx.flags & 1))
+    return; /* the context propagates, nothing is recorded */
+  sp->recording = true;
+  snprintf(sp->name, sizeof sp->name, "%s", name);
+  sp->kind = kind;
+  sp->start_ns = now_ns();
+  __atomic_add_fetch(&t->started, 1, __ATOMIC_RELAXED);
+}
+
+static struct tw_span_attr *attr_slot(struct tw_span *sp, const char *key) {
+  if (!sp || !sp->recording)
+    return NULL;
+  for (int i = 0; i < sp->n_attrs; i++)
+    if (!strcmp(sp->attrs[i].key, key))
+      return &sp->attrs[i];
+  if (sp->n_attrs >= TW_SPAN_MAX_ATTRS)
+    return NULL;
+  struct tw_span_attr *a = &sp->attrs[sp->n_attrs++];
+  snprintf(a->key, sizeof a->key, "%s", key);
+  return a;
+}
+
+void tw_span_attr_str(struct tw_span *sp, const char *key, const char *v) {
+  struct tw_span_attr *a = attr_slot(sp, key);
+  if (a) {
+    a->type = TW_ATTR_STR;
+    snprintf(a->s, sizeof a->s, "%s", v ? v : "");
+  }
+}
+void tw_span_attr_int(struct tw_span *sp, const char *key, int64_t v) {
+  struct tw_span_attr *a = attr_slot(sp, key);
+  if (a) {
+    a->type = TW_ATTR_INT;
+    a->i = v;
+  }
+}
+void tw_span_attr_bool(struct tw_span *sp, const char *key, bool v) {
+  struct tw_span_attr *a = attr_slot(sp, key);
+  if (a) {
+    a->type = TW_ATTR_BOOL;
+    a->i = v;
+  }
+}
+void tw_span_attr_double(struct tw_span *sp, const char *key, double v) {
+  struct tw_span_attr *a = attr_slot(sp, key);
+  if (a) {
+    a->type = TW_ATTR_DOUBLE;
+    a->d = v;
+  }
+}
+
+void tw_span_error(struct tw_span *sp, const char *fmt, ...) {
+  if (!sp || !sp->recording)
+    return;
+  sp->status = 2;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(sp->status_msg, sizeof sp->status_msg, fmt, ap);
+  va_end(ap);
+}
+
+void tw_span_ok(struct tw_span *sp) {
+  if (sp && sp->recording && sp->status != 2)
+    sp->status = 1;
+}
+
+void tw_span_discard(struct tw_span *sp) {
+  if (!sp || !sp->recording)
+    return;
+  sp->recording = false;
+  __atomic_sub_fetch(&sp->t->started, 1, __ATOMIC_RELAXED);
+}
+
+void tw_span_end(struct tw_span *sp) {
+  if (!sp || !sp->recording)
+    return;
+  sp->recording = false;
+  sp->end_ns = now_ns();
+  struct tw_tracer *t = sp->t;
+  /* only the attributes used are copied */
+  size_t sz = offsetof(struct tw_span, attrs) +
+              (size_t)sp->n_attrs * sizeof(struct tw_span_attr);
+  pthread_mutex_lock(&t->mu);
+  if (t->n >= t->queue_max || t->stopping) {
+    pthread_mutex_unlock(&t->mu);
+    __atomic_add_fetch(&t->dropped, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  pthread_mutex_unlock(&t->mu);
+  struct tw_span *c = malloc(sz);
+  if (!c) {
+    __atomic_add_fetch(&t->dropped, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  memcpy(c, sp, sz);
+  pthread_mutex_lock(&t->mu);
+  if (t->n >= t->queue_max || t->stopping) {
+    pthread_mutex_unlock(&t->mu);
+    free(c);
+    __atomic_add_fetch(&t->dropped, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  t->q[(t->head + t->n) % t->queue_max] = c;
+  t->n++;
+  if (t->n >= t->batch_max)
+    pthread_cond_signal(&t->cv);
+  pthread_mutex_unlock(&t->mu);
+}
+
+/* ---- OTLP JSON ----------------------------------------------------------
+ *
+ * Written by hand into the buffer: the exporter's only work per span, and
+ * a tree of jansson objects per span cost several times more. */
+
+/* Bytes in a valid UTF-8 sequence at p (1 to 4), 0 when it is not one. */
+static size_t utf8_len(const unsigned char *p) {
+  size_t n = *p >= 0xf0 && *p <= 0xf4 ? 4
+             : *p >= 0xe0             ? 3
+             : *p >= 0xc2 && *p < 0xe0 ? 2
+                                       : 0;
+  for (size_t i = 1; i < n; i++)
+    if ((p[i] & 0xc0) != 0x80)
+      return 0;
+  if ((n == 3 && *p == 0xe0 && p[1] < 0xa0) || /* overlong */
+      (n == 3 && *p == 0xed && p[1] >= 0xa0) || /* surrogates */
+      (n == 4 && *p == 0xf0 && p[1] < 0x90) ||
+      (n == 4 && *p == 0xf4 && p[1] >= 0x90))
+    return 0;
+  return n;
+}
+
+/* s as a JSON string; bytes that are not UTF-8 (a path, a header) become
+ * U+FFFD, so one odd value never makes a collector refuse the batch. */
+static void jstr(struct tw_buf *o, const char *s) {
+  static const char hex[] = "0123456789abcdef";
+  char tmp[8];
+  tw_buf_add(o, "\"", 1);
+  const unsigned char *p = (const unsigned char *)s, *run = p;
+  for (; *p; p++) {
+    if (*p >= 0x80) {
+      size_t n = utf8_len(p);
+      if (n) {
+        p += n - 1;
+        continue;
+      }
+      tw_buf_add(o, run, (size_t)(p - run));
+      tw_buf_adds(o, "\\ufffd");
+      run = p + 1;
+      continue;
+    }
+    if (*p >= 0x20 && *p != '"' && *p != '\\' && *p != 0x7f)
+      continue;
+    tw_buf_add(o, run, (size_t)(p - run));
+    if (*p == '"' || *p == '\\') {
+      tmp[0] = '\\';
+      tmp[1] = (char)*p;
+      tw_buf_add(o, tmp, 2);
+    } else {
+      memcpy(tmp, "\\u00", 4);
+      tmp[4] = hex[*p >> 4];
+      tmp[5] = hex[*p & 15];
+      tw_buf_add(o, tmp, 6);
+    }
+    run = p + 1;
+  }
+  tw_buf_add(o, run, (size_t)(p - run));
+  tw_buf_add(o, "\"", 1);
+}
+
+static void any_value(struct tw_buf *o, const struct tw_span_attr *a) {
+  switch (a->type) {
+  case TW_ATTR_INT: /* int64 as a decimal string (proto3 JSON mapping) */
+    tw_buf_printf(o, "{\"intValue\":\"%lld\"}", (long long)a->i);
+    break;
+  case TW_ATTR_BOOL:
+    tw_buf_printf(o, "{\"boolValue\":%s}", a->i ? "true" : "false");
+    break;
+  case TW_ATTR_DOUBLE:
+    tw_buf_printf(o, "{\"doubleValue\":%.17g}", a->d);
+    break;
+  case TW_ATTR_STR:
+  default:
+    tw_buf_adds(o, "{\"stringValue\":");
+    jstr(o, a->s);
+    tw_buf_add(o, "}", 1);
+  }
+}
+
+static void span_json(struct tw_buf *o, const struct tw_span *sp) {
+  char tid[33], sid[17], pid[17];
+  tw_trace_hex(sp->ctx.trace_id, 16, tid);
+  tw_trace_hex(sp->ctx.span_id, 8, sid);
+  tw_buf_printf(o, "{\"traceId\":\"%s\",\"spanId\":\"%s\",", tid, sid);
+  if (sp->has_parent) {
+    tw_trace_hex(sp->parent, 8, pid);
+    tw_buf_printf(o, "\"parentSpanId\":\"%s\",", pid);
+  }
+  tw_buf_adds(o, "\"name\":");
+  jstr(o, sp->name);
+  tw_buf_printf(o,
+                ",\"kind\":%d,\"startTimeUnixNano\":\"%lld\","
+                "\"endTimeUnixNano\":\"%lld\",\"attributes\":[",
+                (int)sp->kind, (long long)sp->start_ns, (long long)sp->end_ns);
+  for (int i = 0; i < sp->n_attrs; i++) {
+    tw_buf_adds(o, i ? ",{\"key\":" : "{\"key\":");
+    jstr(o, sp->attrs[i].key);
+    tw_buf_adds(o, ",\"value\":");
+    any_value(o, &sp->attrs[i]);
+    tw_buf_add(o, "}", 1);
+  }
+  tw_buf_add(o, "]", 1);
+  if (sp->status) {
+    tw_buf_printf(o, ",\"status\":{\"code\":%d", sp->status);
+    if (sp->status_msg[0]) {
+      tw_buf_adds(o, ",\"message\":");
+      jstr(o, sp->status_msg);
+    }
+    tw_buf_add(o, "}", 1);
+  }
+  tw_buf_add(o, "}", 1);
+}
+
+void tw_trace_encode(const struct tw_span *const *spans, size_t n,
+                     const char *service_name, struct tw_buf *out) {
+  tw_buf_adds(out, "{\"resourceSpans\":[{\"resource\":{\"attributes\":["
+                   "{\"key\":\"service.name\",\"value\":{\"stringValue\":");
+  jstr(out, service_name ? service_name : "tradewindd");
+  tw_buf_adds(out, "}},{\"key\":\"telemetry.sdk.name\",\"value\":{"
+                   "\"stringValue\":\"tradewind\"}}]},\"scopeSpans\":[{"
+                   "\"scope\":{\"name\":\"tradewind\"},\"spans\":[");
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      tw_buf_add(out, ",", 1);
+    span_json(out, spans[i]);
+  }
+  tw_buf_adds(out, "]}]}]}");
+}
+
+/* ---- the exporter thread ------------------------------------------------ */
+
+static void sleep_ms(int64_t ms) {
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+  nanosleep(&ts, NULL);
+}
+
+/* One batch, tried up to max_attempts times with doubling waits (cut short
+ * once stopping: the last try is made, no more waiting). */
+static void export_batch(struct tw_tracer *t, struct tw_span **b, size_t n) {
+  struct tw_buf body;
+  tw_buf_init(&body);
+  tw_trace_encode((const struct tw_span *const *)b, n, t->service, &body);
+  int64_t wait = 100;
+  bool ok = false;
+  for (int i = 0; i < t->max_attempts; i++) {
+    long st = t->send(t->send_ctx, t->url, (const char *const *)t->headers,
+                      body.data ? body.data : "", body.len);
+    if (st >= 200 && st < 300) {
+      ok = true;
+      break;
+    }
+    __atomic_add_fetch(&t->failures, 1, __ATOMIC_RELAXED);
+    /* 4xx other than 408/429 will not get better (OTLP/HTTP "failures") */
+    if (st >= 400 && st < 500 && st != 408 && st != 429)
+      break;
+    pthread_mutex_lock(&t->mu);
+    bool stop = t->stopping;
+    pthread_mutex_unlock(&t->mu);
+    if (stop || i + 1 == t->max_attempts)
+      continue;
+    sleep_ms(wait);
+    wait *= 2;
+  }
+  if (ok)
+    __atomic_add_fetch(&t->exported, n, __ATOMIC_RELAXED);
+  else {
+    __atomic_add_fetch(&t->dropped, n, __ATOMIC_RELAXED);
+    tw_log_warn("trace", "spans=%zu export to %s failed; dropped", n,
+                t->url_log);
+  }
+  tw_buf_release(&body);
+}
+
+static void *exporter_main(void *arg) {
+  struct tw_tracer *t = arg;
+  struct tw_span **batch = tw_calloc(t->batch_max, sizeof *batch);
+  pthread_mutex_lock(&t->mu);
+  for (;;) {
+    if (t->n < t->batch_max && !t->stopping) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      int64_t ns = (int64_t)ts.tv_nsec + (t->flush_ms % 1000) * 1000000;
+      ts.tv_sec += t->flush_ms / 1000 + ns / 1000000000;
+      ts.tv_nsec = ns % 1000000000;
+      pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+    }
+    if (t->n == 0) {
+      if (t->stopping)
+        break;
+      continue;
+    }
+    size_t k = 0;
+    while (t->n && k < t->batch_max) {
+      batch[k++] = t->q[t->head];
+      t->head = (t->head + 1) % t->queue_max;
+      t->n--;
+    }
+    t->busy = true;
+    pthread_mutex_unlock(&t->mu);
+    export_batch(t, batch, k);
+    for (size_t i = 0; i < k; i++)
+      free(batch[i]);
+    pthread_mutex_lock(&t->mu);
+    t->busy = false;
+    pthread_cond_broadcast(&t->idle);
+  }
+  pthread_mutex_unlock(&t->mu);
+  free(batch);
+  return NULL;
+}
+
+enum tw_rc tw_tracer_new(const struct tw_tracer_opts *o, struct tw_tracer **out,
+                         struct tw_err *err) {
+  *out = NULL;
+  if (!o->endpoint || !*o->endpoint)
+    return tw_err_field(err, TW_E_INVALID, "otel.endpoint",
+                        "otel.endpoint: required when tracing is on");
+  if (strncmp(o->endpoint, "http://", 7) && strncmp(o->endpoint, "https://", 8))
+    return tw_err_field(err, TW_E_INVALID, "otel.endpoint",
+                        "otel.endpoint: expected an http:// or https:// URL, "
+                        "got \"%.80s\"",
+                        o->endpoint);
+  if (!o->send)
+    return tw_err_set(err, TW_E_INVALID, "tracer: no send function");
+  struct tw_tracer *t = tw_calloc(1, sizeof *t);
+  size_t el = strlen(o->endpoint);
+  while (el && o->endpoint[el - 1] == '/')
+    el--;
+  const char *suffix = "/v1/traces";
+  bool has = el >= 10 && !strncmp(o->endpoint + el - 10, suffix, 10);
+  t->url = tw_malloc(el + 12);
+  snprintf(t->url, el + 12, "%.*s%s", (int)el, o->endpoint, has ? "" : suffix);
+  t->url_log = tw_strdup(t->url);
+  tw_trace_url_redact(t->url_log);
+  t->service = tw_strdup(o->service_name && *o->service_name ? o->service_name
+                                                             : "tradewindd");
+  size_t nh = 0;
+  while (o->headers && o->headers[nh])
+    nh++;
+  t->headers = tw_calloc(nh + 1, sizeof *t->headers);
+  for (size_t i = 0; i < nh; i++)
+    t->headers[i] = tw_strdup(o->headers[i]);
+  t->send = o->send;
+  t->send_ctx = o->send_ctx;
+  t->queue_max = o->queue_max ? o->queue_max : 2048;
+  t->batch_max = o->batch_max ? o->batch_max : 512;
+  if (t->batch_max > t->queue_max)
+    t->batch_max = t->queue_max;
+  t->flush_ms = o->flush_ms > 0 ? o->flush_ms : 1000;
+  t->max_attempts = o->max_attempts > 0 ? o->max_attempts : 4;
+  t->threshold = threshold_of(o->sampling);
+  if (getrandom(&t->seed, sizeof t->seed, 0) != sizeof t->seed)
+    t->seed = (uint64_t)now_ns() ^ (uint64_t)(uintptr_t)t;
+  t->q = tw_calloc(t->queue_max, sizeof *t->q);
+  pthread_mutex_init(&t->mu, NULL);
+  pthread_cond_init(&t->cv, NULL);
+  pthread_cond_init(&t->idle, NULL);
+  if (pthread_create(&t->thread, NULL, exporter_main, t)) {
+    t->thread = 0;
+    tw_tracer_free(t, 0);
+    return tw_err_set(err, TW_E_INTERNAL, "tracer: cannot start its thread");
+  }
+  *out = t;
+  return TW_OK;
+}
+
+void tw_tracer_free(struct tw_tracer *t, int64_t deadline_ms) {
+  if (!t)
+    return;
+  if (t->thread) {
+    /* what is queued is exported first, within the deadline */
+    int64_t end = now_ns() / 1000000 + deadline_ms;
+    pthread_mutex_lock(&t->mu);
+    while ((t->n || t->busy) && now_ns() / 1000000 < end) {
+      pthread_cond_signal(&t->cv);
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 50000000;
+      if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+      }
+      pthread_cond_timedwait(&t->idle, &t->mu, &ts);
+    }
+    t->stopping = true;
+    /* what is left unsent is dropped, and counted */
+    while (t->n) {
+      free(t->q[t->head]);
+      t->head = (t->head + 1) % t->queue_max;
+      t->n--;
+      __atomic_add_fetch(&t->dropped, 1, __ATOMIC_RELAXED);
+    }
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    pthread_join(t->thread, NULL);
+  }
+  pthread_mutex_destroy(&t->mu);
+  pthread_cond_destroy(&t->cv);
+  pthread_cond_destroy(&t->idle);
+  free(t->q);
+  for (size_t i = 0; t->headers && t->headers[i]; i++)
+    free(t->headers[i]);
+  free(t->headers);
+  free(t->url);
+  free(t->url_log);
+  free(t->service);
+  free(t);
+}
+
+void tw_tracer_stats(struct tw_tracer *t, struct tw_tracer_stats *out) {
+  memset(out, 0, sizeof *out);
+  if (!t)
+    return;
+  out->started = __atomic_load_n(&t->started, __ATOMIC_RELAXED);
+  out->exported = __atomic_load_n(&t->exported, __ATOMIC_RELAXED);
+  out->dropped = __atomic_load_n(&t->dropped, __ATOMIC_RELAXED);
+  out->export_failures = __atomic_load_n(&t->failures, __ATOMIC_RELAXED);
+  pthread_mutex_lock(&t->mu);
+  out->queued = t->n;
+  pthread_mutex_unlock(&t->mu);
+}
+
+void tw_tracer_metrics(struct tw_tracer *t, struct tw_buf *out) {
+  struct tw_tracer_stats st;
+  tw_tracer_stats(t, &st);
+  tw_buf_printf(
+      out,
+      "# HELP tradewind_trace_spans_total Spans recorded, exported "
+      "(accepted by otel.endpoint) and dropped (queue full or export "
+      "failed).\n"
+      "# TYPE tradewind_trace_spans_total counter\n"
+      "tradewind_trace_spans_total{outcome=\"recorded\"} %llu\n"
+      "tradewind_trace_spans_total{outcome=\"exported\"} %llu\n"
+      "tradewind_trace_spans_total{outcome=\"dropped\"} %llu\n"
+      "# HELP tradewind_trace_export_failures_total Export tries that got "
+      "no 2xx.\n"
+      "# TYPE tradewind_trace_export_failures_total counter\n"
+      "tradewind_trace_export_failures_total %llu\n"
+      "# HELP tradewind_trace_queue_spans Spans waiting for export.\n"
+      "# TYPE tradewind_trace_queue_spans gauge\n"
+      "tradewind_trace_queue_spans %llu\n",
+      (unsigned long long)st.started, (unsigned long long)st.exported,
+      (unsigned long long)st.dropped, (unsigned long long)st.export_failures,
+      (unsigned long long)st.queued);
+}

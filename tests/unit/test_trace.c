@@ -1,0 +1,367 @@
+/* test_trace.c - the span exporter (broker/base/trace.c): W3C trace
+ * context, the OTLP JSON it writes, its bounded queue, its retries and
+ * its sampling, against a send function of the test's. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "broker/base/mem.h"
+#include "broker/base/trace.h"
+
+static void traceparent_is_read_as_w3c_says(void **state) {
+  (void)state;
+  struct tw_trace_ctx c;
+  const char *ok = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  assert_true(tw_traceparent_parse(ok, &c));
+  assert_true(c.valid);
+  assert_int_equal(c.flags, 1);
+  assert_int_equal(c.trace_id[0], 0x4b);
+  assert_int_equal(c.span_id[7], 0xb7);
+  char back[64];
+  tw_traceparent_fmt(&c, back, sizeof back);
+  assert_string_equal(back, ok);
+  /* a later version may carry more after a dash */
+  assert_true(tw_traceparent_parse(
+      "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00-more", &c));
+  assert_int_equal(c.flags, 0);
+  static const char *const bad[] = {
+      "", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
+      "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", /* upper */
+      "00-00000000000000000000000000000000-00f067aa0ba902b7-01", /* zero */
+      "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+      "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", /* ff */
+      "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x", /* 00+ */
+      "00_4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+      "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",
+      NULL};
+  for (int i = 0; bad[i]; i++)
+    assert_false(tw_traceparent_parse(bad[i], &c));
+  assert_false(tw_traceparent_parse(NULL, &c));
+}
+
+/* ---- a receiver of the test's -------------------------------------------- */
+
+struct recv {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  char *bodies[64];
+  char url[128], hdr[128];
+  int n, calls;
+  long answers[8]; /* status of call i; past the end: 200 */
+  int n_answers;
+  bool hold; /* block sends until released */
+};
+
+static long fake_send(void *ctx, const char *url, const char *const *headers,
+                      const char *body, size_t len) {
+  struct recv *r = ctx;
+  pthread_mutex_lock(&r->mu);
+  while (r->hold)
+    pthread_cond_wait(&r->cv, &r->mu);
+  snprintf(r->url, sizeof r->url, "%s", url);
+  snprintf(r->hdr, sizeof r->hdr, "%s", headers && headers[0] ? headers[0] : "");
+  long st = r->calls < r->n_answers ? r->answers[r->calls] : 200;
+  r->calls++;
+  if (st == 200 && r->n < 64) {
+    r->bodies[r->n] = tw_malloc(len + 1);
+    memcpy(r->bodies[r->n], body, len);
+    r->bodies[r->n++][len] = '\0';
+  }
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+  return st;
+}
+
+static void recv_init(struct recv *r) {
+  memset(r, 0, sizeof *r);
+  pthread_mutex_init(&r->mu, NULL);
+  pthread_cond_init(&r->cv, NULL);
+}
+
+static void recv_free(struct recv *r) {
+  for (int i = 0; i < r->n; i++)
+    free(r->bodies[i]);
+  pthread_mutex_destroy(&r->mu);
+  pthread_cond_destroy(&r->cv);
+}
+
+static const char *const HDRS[] = {"Authorization: Bearer k", NULL};
+
+static struct tw_tracer *tracer(struct recv *r, double sampling,
+                                size_t queue_max, int64_t flush_ms) {
+  struct tw_tracer_opts o = {.endpoint = "http://collector:4318/",
+                             .service_name = "svc-test",
+                             .sampling = sampling,
+                             .headers = HDRS,
+                             .queue_max = queue_max,
+                             .batch_max = 8,
+                             .flush_ms = flush_ms,
+                             .max_attempts = 3,
+                             .send = fake_send,
+                             .send_ctx = r};
+  struct tw_tracer *t = NULL;
+  struct tw_err err = {0};
+  assert_int_equal(tw_tracer_new(&o, &t, &err), TW_OK);
+  return t;
+}
+
+static json_t *find_span(json_t *doc, const char *name) {
+  json_t *spans = json_object_get(
+      json_array_get(
+          json_object_get(json_array_get(json_object_get(doc, "resourceSpans"),
+                                         0),
+                          "scopeSpans"),
+          0),
+      "spans");
+  size_t i;
+  json_t *s;
+  json_array_foreach(spans, i, s) if (!strcmp(
+      json_string_value(json_object_get(s, "name")), name)) return s;
+  return NULL;
+}
+
+static const char *attr_of(json_t *span, const char *key, const char *kind) {
+  size_t i;
+  json_t *a;
+  json_array_foreach(json_object_get(span, "attributes"), i, a) if (
+      !strcmp(json_string_value(json_object_get(a, "key")), key)) {
+    json_t *v = json_object_get(json_object_get(a, "value"), kind);
+    return json_is_string(v) ? json_string_value(v) : v ? "non-string" : NULL;
+  }
+  return NULL;
+}
+
+static void spans_are_exported_as_otlp_json(void **state) {
+  (void)state;
+  struct recv r;
+  recv_init(&r);
+  struct tw_tracer *t = tracer(&r, 1, 64, 20);
+  struct tw_trace_ctx parent;
+  assert_true(tw_traceparent_parse(
+      "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", &parent));
+  struct tw_span a, b;
+  tw_span_start(t, &a, "POST /v1/jobs", TW_SPAN_SERVER, &parent);
+  tw_span_start(t, &b, "child \"quoted\"\n", TW_SPAN_CLIENT, &a.ctx);
+  tw_span_attr_str(&b, "s", "v\x01");
+  tw_span_attr_str(&b, "u", "caf\xc3\xa9 \xff\xc3(");  /* UTF-8, then not */
+  tw_span_attr_int(&b, "i", -9007199254740993LL); /* beyond a double */
+  tw_span_attr_bool(&b, "b", true);
+  tw_span_attr_double(&b, "d", 0.25);
+  tw_span_attr_int(&b, "i", 7); /* the same key: replaced */
+  tw_span_error(&b, "refused: %s", "capacity");
+  tw_span_end(&b);
+  tw_span_attr_int(&a, "http.response.status_code", 201);
+  tw_span_ok(&a);
+  tw_span_end(&a);
+  tw_tracer_free(t, 2000); /* flushes */
+  assert_int_equal(r.n, 1);
+  assert_string_equal(r.url, "http://collector:4318/v1/traces");
+  assert_string_equal(r.hdr, "Authorization: Bearer k");
+  json_error_t je;
+  json_t *doc = json_loads(r.bodies[0], 0, &je);
+  assert_non_null(doc);
+  json_t *res = json_array_get(json_object_get(doc, "resourceSpans"), 0);
+  json_t *ra = json_array_get(
+      json_object_get(json_object_get(res, "resource"), "attributes"), 0);
+  assert_string_equal(json_string_value(json_object_get(ra, "key")),
+                      "service.name");
+  json_t *sa = find_span(doc, "POST /v1/jobs");
+  json_t *sb = find_span(doc, "child \"quoted\"\n");
+  assert_non_null(sa);
+  assert_non_null(sb);
+  assert_string_equal(json_string_value(json_object_get(sa, "traceId")),
+                      "4bf92f3577b34da6a3ce929d0e0e4736");
+  assert_string_equal(json_string_value(json_object_get(sa, "parentSpanId")),
+                      "00f067aa0ba902b7");
+  /* the child's parent is the server span, in hex */
+  char sid[17];
+  tw_trace_hex(a.ctx.span_id, 8, sid);
+  assert_string_equal(json_string_value(json_object_get(sb, "parentSpanId")),
+                      sid);
+  assert_int_equal(json_integer_value(json_object_get(sa, "kind")), 2);
+  assert_int_equal(json_integer_value(json_object_get(sb, "kind")), 3);
+  /* 64-bit integers as strings */
+  assert_true(json_is_string(json_object_get(sa, "startTimeUnixNano")));
+  assert_string_equal(attr_of(sb, "i", "intValue"), "7");
+  assert_string_equal(attr_of(sb, "s", "stringValue"), "v\x01");
+  assert_string_equal(attr_of(sb, "u", "stringValue"),
+                      "caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd(");
+  assert_non_null(attr_of(sb, "b", "boolValue"));
+  assert_non_null(attr_of(sb, "d", "doubleValue"));
+  assert_int_equal(json_integer_value(json_object_get(
+                       json_object_get(sb, "status"), "code")),
+                   2);
+  assert_string_equal(
+      json_string_value(
+          json_object_get(json_object_get(sb, "status"), "message")),
+      "refused: capacity");
+  assert_int_equal(json_integer_value(json_object_get(
+                       json_object_get(sa, "status"), "code")),
+                   1);
+  json_decref(doc);
+  recv_free(&r);
+}
+
+static void a_full_queue_drops_and_counts_without_waiting(void **state) {
+  (void)state;
+  struct recv r;
+  recv_init(&r);
+  r.hold = true; /* the exporter is stuck in its first send */
+  struct tw_tracer *t = tracer(&r, 1, 4, 10);
+  struct tw_span s;
+  /* the first batch is taken by the stuck send; then 4 wait; the rest go */
+  for (int i = 0; i < 3; i++) {
+    tw_span_start(t, &s, "first", TW_SPAN_INTERNAL, NULL);
+    tw_span_end(&s);
+  }
+  struct tw_tracer_stats st;
+  for (int i = 0; i < 500; i++) { /* the exporter takes them, and is held */
+    tw_tracer_stats(t, &st);
+    if (!st.queued)
+      break;
+    struct timespec w = {0, 10 * 1000000};
+    nanosleep(&w, NULL);
+  }
+  assert_int_equal(st.queued, 0);
+  for (int i = 0; i < 20; i++) {
+    tw_span_start(t, &s, "later", TW_SPAN_INTERNAL, NULL);
+    tw_span_end(&s); /* returns at once though nothing can be sent */
+  }
+  tw_tracer_stats(t, &st);
+  assert_int_equal(st.started, 23);
+  assert_int_equal(st.queued, 4);
+  assert_int_equal(st.dropped, 16);
+  pthread_mutex_lock(&r.mu);
+  r.hold = false;
+  pthread_cond_broadcast(&r.cv);
+  pthread_mutex_unlock(&r.mu);
+  tw_tracer_free(t, 2000);
+  /* 3 + 4 exported, 16 dropped */
+  int spans = 0;
+  for (int i = 0; i < r.n; i++)
+    for (const char *p = r.bodies[i]; (p = strstr(p, "\"spanId\"")); p++)
+      spans++;
+  assert_int_equal(spans, 7);
+  recv_free(&r);
+}
+
+static void a_failed_export_is_retried_then_dropped(void **state) {
+  (void)state;
+  struct recv r;
+  recv_init(&r);
+  r.answers[0] = 503;
+  r.answers[1] = 0; /* no answer */
+  r.n_answers = 2;
+  struct tw_tracer *t = tracer(&r, 1, 64, 10);
+  struct tw_span s;
+  tw_span_start(t, &s, "retried", TW_SPAN_INTERNAL, NULL);
+  tw_span_end(&s);
+  struct tw_tracer_stats st;
+  for (int i = 0; i < 200; i++) {
+    tw_tracer_stats(t, &st);
+    if (st.exported)
+      break;
+    struct timespec w = {0, 10 * 1000000};
+    nanosleep(&w, NULL);
+  }
+  assert_int_equal(st.exported, 1);
+  assert_int_equal(st.export_failures, 2);
+  assert_int_equal(r.calls, 3);
+  /* a 400 will not get better: one try, then dropped */
+  r.answers[3] = 400;
+  r.n_answers = 4;
+  tw_span_start(t, &s, "refused", TW_SPAN_INTERNAL, NULL);
+  tw_span_end(&s);
+  for (int i = 0; i < 200; i++) {
+    tw_tracer_stats(t, &st);
+    if (st.dropped)
+      break;
+    struct timespec w = {0, 10 * 1000000};
+    nanosleep(&w, NULL);
+  }
+  assert_int_equal(st.dropped, 1);
+  assert_int_equal(r.calls, 4);
+  tw_tracer_free(t, 2000);
+  recv_free(&r);
+}
+
+static void sampling_decides_new_traces_and_parents_decide_theirs(
+    void **state) {
+  (void)state;
+  struct recv r;
+  recv_init(&r);
+  struct tw_tracer *t = tracer(&r, 0, 64, 10);
+  struct tw_span s;
+  tw_span_start(t, &s, "unsampled", TW_SPAN_INTERNAL, NULL);
+  assert_false(s.recording);
+  assert_true(s.ctx.valid); /* the context still propagates */
+  assert_int_equal(s.ctx.flags & 1, 0);
+  tw_span_end(&s);
+  struct tw_trace_ctx p;
+  assert_true(tw_traceparent_parse(
+      "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", &p));
+  tw_span_start(t, &s, "sampled by its parent", TW_SPAN_INTERNAL, &p);
+  assert_true(s.recording);
+  tw_span_end(&s);
+  /* at a quarter, about a quarter of new traces */
+  tw_tracer_set_sampling(t, 0.25);
+  int on = 0;
+  for (int i = 0; i < 4000; i++) {
+    tw_span_start(t, &s, "x", TW_SPAN_INTERNAL, NULL);
+    on += s.recording;
+    tw_span_discard(&s);
+  }
+  assert_in_range(on, 800, 1200);
+  struct tw_tracer_stats st;
+  tw_tracer_stats(t, &st);
+  assert_int_equal(st.started, 1); /* discarded ones are not counted */
+  /* a NULL tracer: nothing records, nothing crashes */
+  tw_span_start(NULL, &s, "none", TW_SPAN_INTERNAL, NULL);
+  assert_false(s.recording);
+  tw_span_attr_str(&s, "k", "v");
+  tw_span_end(&s);
+  tw_span_end(NULL);
+  tw_tracer_free(t, 2000);
+  recv_free(&r);
+}
+
+static void credentials_in_the_endpoint_never_reach_the_log(void **state) {
+  (void)state;
+  char a[] = "https://user:s3cret@collector:4318/v1/traces";
+  tw_trace_url_redact(a);
+  assert_string_equal(a, "https://***@collector:4318/v1/traces");
+  char b[] = "http://collector:4318/a@b";
+  tw_trace_url_redact(b);
+  assert_string_equal(b, "http://collector:4318/a@b");
+}
+
+static void bad_options_are_refused_by_name(void **state) {
+  (void)state;
+  struct tw_tracer *t = NULL;
+  struct tw_err err = {0};
+  struct tw_tracer_opts o = {.endpoint = "collector:4318", .send = fake_send};
+  assert_int_equal(tw_tracer_new(&o, &t, &err), TW_E_INVALID);
+  assert_non_null(strstr(err.msg, "otel.endpoint"));
+  assert_null(t);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(traceparent_is_read_as_w3c_says),
+      cmocka_unit_test(spans_are_exported_as_otlp_json),
+      cmocka_unit_test(a_full_queue_drops_and_counts_without_waiting),
+      cmocka_unit_test(a_failed_export_is_retried_then_dropped),
+      cmocka_unit_test(sampling_decides_new_traces_and_parents_decide_theirs),
+      cmocka_unit_test(credentials_in_the_endpoint_never_reach_the_log),
+      cmocka_unit_test(bad_options_are_refused_by_name),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,140 @@
+#!/bin/sh
+# skypilot.sh WORKDIR SRCDIR - SkyPilot task files submitted as they are:
+#   - tests/ux/skypilot/{train,distributed,batch}.yaml submitted unchanged
+#     and run to success by tradewind-agent on a booting fake EC2, their
+#     output checked (setup before run, the gang's rank and node list);
+#   - the two that need no GPU again on the local provider;
+#   - bad.yaml refused with every one of its errors in one answer;
+#   - `tradewind convert` of each task, submitted as a native spec, is the
+#     same job (the stored specs are equal);
+#   - a gang whose node 1 fails fails at once with that node's code.
+# Needs TW_DAEMON, TW_FAKECLOUD, TW_CLI, TW_AGENT.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+work=${1:?usage: skypilot.sh WORKDIR SRCDIR}
+src=${2:?usage: skypilot.sh WORKDIR SRCDIR}
+: "${TW_DAEMON:?}" "${TW_FAKECLOUD:?}" "${TW_CLI:?}" "${TW_AGENT:?}"
+. "$here/daemon.sh"
+rm -rf "$work" && mkdir -p "$work"
+run=$work
+tasks=$src/tests/ux/skypilot
+unset TRADEWIND_URL TRADEWIND_TOKEN TRADEWIND_CACERT TRADEWIND_CONFIG
+fail() { echo "FAIL: $*" >&2; exit 1; }
+tw() { "$TW_CLI" --url "$url" "$@"; }
+
+# start_daemon NAME PROVIDERS_YAML: a tradewindd in open mode running its
+# attempts under tradewind-agent
+start_daemon() {
+  cat >"$work/$1.yaml" <<YAML
+listen: 127.0.0.1:0
+db: $work/$1.db
+auth: {mode: open}
+scheduler: {tick_ms: 200}
+agent: {install: fetch, binary: $TW_AGENT, heartbeat_s: 1, heartbeat_timeout_s: 60, grace_s: 10}
+# train.yaml's disk_size and disk_tier, allowed by the operator
+machine: {disk_types: [medium], disk_max_gb: 512}
+providers:
+$2
+YAML
+  ux_start "$1" "$TW_DAEMON" --config "$work/$1.yaml"
+}
+
+# submit_ok FILE WHAT...: submits FILE as it is, waits for success, and
+# checks the job's output has each WHAT
+submit_ok() {
+  f=$1
+  shift
+  id=$(tw submit "$f") || fail "$(basename "$f") refused"
+  tw jobs wait "$id" --timeout 120s >/dev/null 2>"$work/wait.err" ||
+    fail "$(basename "$f"): job $id did not succeed: $(cat "$work/wait.err"); $(tw jobs get "$id" -o json | head -40)"
+  tw jobs logs "$id" >"$work/$id.log" 2>&1 || fail "no logs of $id"
+  for want in "$@"; do
+    grep -q -- "$want" "$work/$id.log" || fail "$(basename "$f"): output lacks \"$want\": $(cat "$work/$id.log")"
+  done
+}
+
+# --- the fake EC2, booting its instances ---------------------------------------
+ux_start fakecloud "$TW_FAKECLOUD" --listen 127.0.0.1:0 --seed 5 --pending-ms 200 \
+  --clock-speed 1 --boot --boot-dir "$work/boot"
+fake=$url
+export TW_UX_AWS_ACCESS_KEY=AKIDTRADEWINDFAKE TW_UX_AWS_SECRET_KEY=tradewind-fake-secret
+start_daemon ec2 "  - name: aws-fake
+    type: aws
+    endpoint: $fake
+    regions: [us-east-1, us-west-2]
+    access_key_env: TW_UX_AWS_ACCESS_KEY
+    secret_key_env: TW_UX_AWS_SECRET_KEY
+    image: ami-0123456789abcdef0
+    agent: true"
+
+submit_ok "$tasks/train.yaml" "setup: preparing llama-3-8b" \
+  "training llama-3-8b for 1 epoch(s) on 8 GPUs" done
+# the head's output: rank 0 of 2, and the torchrun line built from the env
+submit_ok "$tasks/distributed.yaml" "setup on node 0" "node 0 of 2, head " \
+  "torchrun --nnodes=2 --node_rank=0 --master_addr="
+# both nodes ran: each booted instance's agent registered with its own rank
+ranks=$(cat "$work"/boot/*/agent.log 2>/dev/null | grep -c "node [01] of 2" || :)
+[ "$ranks" -ge 1 ] || fail "no node waited for its gang: $(cat "$work"/boot/*/agent.log | tail -20)"
+grep -l -- "--node-rank 1" "$work"/boot/*/user-data >/dev/null ||
+  fail "no node was given rank 1 in its bootstrap"
+submit_ok "$tasks/batch.yaml" \
+  "evaluating s3://tradewind-ux-data/eval/ in batches of 32 (verbose=true)" done
+
+# --- every error of a bad file at once -------------------------------------------
+if tw submit "$tasks/bad.yaml" >"$work/bad.out" 2>"$work/bad.err"; then
+  fail "bad.yaml was accepted"
+fi
+n=$(grep -c '^  .*(line [0-9]*)$' "$work/bad.err" || :)
+[ "$n" -eq 12 ] || fail "bad.yaml: $n errors reported, want 12: $(cat "$work/bad.err")"
+for k in name workdir num_nodes resources.infra resources.accelerators.H100 \
+  resources.cpus resources.disk_tier resources.labels resources.job_recovery \
+  envs.1BAD secrets file_mounts./remote/code; do
+  grep -q "^ *\(tradewind: rejected (400): \)\{0,1\}$k: " "$work/bad.err" ||
+    fail "bad.yaml: no error for $k: $(cat "$work/bad.err")"
+done
+curl -s -X POST -H 'Content-Type: application/yaml' --data-binary "@$tasks/bad.yaml" \
+  "$url/v1/jobs" >"$work/bad.json"
+python3 - "$work/bad.json" <<'PY' || fail "the problem body: $(cat "$work/bad.json")"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["status"] == 400, p
+errs = p["errors"]
+assert len(errs) == 12, errs
+assert all(e["detail"].startswith(e["field"] + ":") for e in errs), errs
+assert p["field"] == errs[0]["field"], p
+PY
+
+# --- convert: the printed spec is the same job -------------------------------------
+for t in train distributed batch; do
+  tw convert "$tasks/$t.yaml" >"$work/$t.native.json" || fail "convert $t.yaml"
+  tw convert "$work/$t.native.json" >"$work/$t.again.json" || fail "convert of the converted $t"
+  cmp -s "$work/$t.native.json" "$work/$t.again.json" || fail "convert $t is not a fixed point"
+  a=$(tw plan "$tasks/$t.yaml" -o json 2>/dev/null | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin).get("spec"), sort_keys=True))' || :)
+  b=$(tw plan "$work/$t.native.json" -o json 2>/dev/null | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin).get("spec"), sort_keys=True))' || :)
+  [ "$a" = "$b" ] || fail "$t: the plan of the task and of its conversion differ"
+done
+id1=$(tw submit "$tasks/batch.yaml") && id2=$(tw submit "$work/batch.native.json") ||
+  fail "submitting batch and its conversion"
+s1=$(tw jobs get "$id1" -o json | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin).get("spec"), sort_keys=True))')
+s2=$(tw jobs get "$id2" -o json | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin).get("spec"), sort_keys=True))')
+[ "$s1" != "null" ] && [ "$s1" = "$s2" ] || fail "the stored specs differ: $s1 / $s2"
+
+# --- the local provider --------------------------------------------------------------
+start_daemon local "  - name: here
+    type: local
+    dir: $work/local
+    cpus: 8
+    memory_gib: 8
+    agent: true"
+submit_ok "$tasks/distributed.yaml" "setup on node 0" "node 0 of 2, head " \
+  "torchrun --nnodes=2 --node_rank=0"
+submit_ok "$tasks/batch.yaml" "verbose=true" done
+# a node other than the head that fails fails the job at once, with its
+# code, while the head still runs
+printf 'name: rank1-fails\nnum_nodes: 2\nresources: {cpus: 1+}\nrun: |\n  if [ "$SKYPILOT_NODE_RANK" = 1 ]; then exit 3; fi\n  sleep 60\n' \
+  >"$work/fails.yaml"
+id=$(tw submit "$work/fails.yaml") || fail "fails.yaml refused"
+rc=0
+tw jobs wait "$id" --timeout 45s >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 3 ] || fail "a failing rank 1: wait exited $rc, want the job's 3: $(tw jobs get "$id" -o json | head -20)"
+echo "ok: SkyPilot tasks"
