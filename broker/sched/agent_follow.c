@@ -14,7 +14,8 @@
  *     signal N as 128 + N); after a notice (the agent's, or a provider's
  *     the broker acted on), the attempt is interrupted and the job
  *     recovers (spot.c); the end is recorded before the terminate;
- *   - registered: the attempt is running;
+ *   - registered: the attempt is running; a deadline job's attempt on
+ *     on-demand is reviewed for its move back to spot (spot.c);
  *   - silent for heartbeat_timeout_s (twice that before it first
  *     registered: the boot and the fetch): the instance is described;
  *     gone is an interruption, alive is terminated and placed again.
@@ -31,8 +32,7 @@
 #include "broker/sched/sched_int.h"
 
 /* The end the exit report gives attempt a; returns state changes. */
-static int apply_exit(struct tw_sched *s, struct pcache *pc,
-                      const struct tw_job_rec *job,
+static int apply_exit(struct tw_sched *s, const struct tw_job_rec *job,
                       const struct tw_attempt_rec *a, struct sched_nodes nd,
                       struct sched_att *st, const struct tw_store_agent *g,
                       int64_t now, bool *owe) {
@@ -87,11 +87,15 @@ static int apply_exit(struct tw_sched *s, struct pcache *pc,
       return changes; /* not recorded: nothing terminated, next pass */
     }
     changes++;
+    /* its nodes are free for the next pass, not once offers are listed
+     * again */
+    sched__capacity_return(s, a, sched__job_nodes(s, job, nd.n));
     tw_log_info("agent", "job=%s attempt=%d %s", a->job_id, a->n, why);
   }
   tw_spec_cache_forget(s->specs, job->id);
-  if (sched__terminate_all(s, pc, a, nd, &err))
-    *owe = true;
+  /* terminated by the account's workers (follow.c's owed terminates),
+   * so a hung cloud never holds the pass */
+  *owe = true;
   return changes;
 }
 
@@ -174,8 +178,7 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
   st->agent_saved = g.checkpoint_ms > 0;
   st->agent_kept_s = g.progress_s;
   if (g.exit_ms) {
-    out->changes +=
-        apply_exit(s, pc, job, a, nd, st, &g, now, &out->owe_terminate);
+    out->changes += apply_exit(s, job, a, nd, st, &g, now, &out->owe_terminate);
     return;
   }
   int64_t grace_ms = tw_agent_grace_s(s->agent) * 1000;
@@ -195,6 +198,7 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
                                  .job_to = TW_JOB_NSTATES};
     if (tw_store_attempt_close(s->store, &c, &err) == TW_OK) {
       out->changes++;
+      sched__capacity_return(s, a, sched__job_nodes(s, job, nd.n));
       tw_log_info("agent",
                   "job=%s attempt=%d no exit report %llds after the cancel; "
                   "instance terminated",
@@ -225,6 +229,18 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
   if (now - last > allow) {
     out->changes += heartbeats_lost(s, pc, a, nd, st, (now - last) / 1000, now);
     return;
+  }
+  if (a->state == TW_ATTEMPT_RUNNING && !st->notice_deadline_ms &&
+      !strcmp(a->market, "on-demand")) {
+    /* a deadline job on on-demand goes back to spot when its slack
+     * allows, as one followed by describes does (spot.c) */
+    const struct tw_job_spec *spec = sched__spec(s, job);
+    int moved = spec ? sched__spot_review(s, job, spec, a, nd, st, now) : 0;
+    sched__spec_release(s, spec);
+    if (moved) {
+      out->changes += moved;
+      return;
+    }
   }
   if (a->state == TW_ATTEMPT_RUNNING && !st->notice_deadline_ms) {
     /* nothing to decide: quiet until news or the next look */
