@@ -858,6 +858,8 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
   changes += ag.changes;
   if (ag.owe_terminate)
     ending_add_all(s, a, nd);
+  if (ag.end_after_terminate)
+    changes += end_after_terminate(s, pc, a, nd, st, ag.end_why, now);
   if (ag.handled)
     goto out;
   if (tw_job_state_terminal(job.state)) {
