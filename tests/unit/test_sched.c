@@ -99,6 +99,40 @@ static void cheapest_feasible_offer_runs_to_completion(void **state) {
   assert_int_equal(tw_fake_instances_created(sfx_fake), 1);
 }
 
+/* Without an agent nothing reports the job's end: it is not taken for
+ * done when its duration has passed, nor when its instance goes (that is
+ * an interruption); it runs until then or until cancelled. */
+static void without_an_agent_the_clock_never_ends_a_job(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  sfx_submit("name: quiet\nresources: {cpus: 4}\nduration: 10s\n", id);
+  sfx_tick();
+  sfx_tick();
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  for (int i = 0; i < 30; i++) { /* an hour, ten times its duration */
+    tw_clock_advance(&sfx_clk, 2 * 60 * 1000);
+    sfx_tick();
+  }
+  struct tw_job_rec j = sfx_get(id);
+  assert_int_equal(j.state, TW_JOB_RUNNING);
+  assert_false(j.has_exit_code);
+  tw_job_rec_release(&j);
+  /* its instance goes: an interruption (the job waits to be placed
+   * again, its only offer blocklisted a while), never a success */
+  assert_int_equal(tw_fake_set_state(sfx_fake, "fake-a-1", TW_INST_TERMINATED),
+                   TW_OK);
+  tw_clock_advance(&sfx_clk, 2 * 60 * 1000);
+  sfx_tick();
+  sfx_tick();
+  assert_false(tw_job_state_terminal(sfx_state_of(id)));
+  struct tw_attempt_rec *a = NULL;
+  size_t n = 0;
+  assert_int_equal(tw_store_attempts_of(sfx_store, id, &a, &n, NULL), TW_OK);
+  assert_true(n >= 1);
+  assert_string_equal(a[0].end_reason, "interrupted");
+  free(a);
+}
+
 static void capacity_error_moves_to_the_next_offer_at_once(void **state) {
   (void)state;
   tw_fake_fail_offer(sfx_fake, "fake-a:r1:r1a:gpu.spot:spot", TW_E_CAPACITY,
@@ -168,10 +202,13 @@ static void interruption_sends_the_job_elsewhere(void **state) {
   struct tw_job_event *ev;
   size_t n;
   assert_int_equal(tw_store_job_events(sfx_store, id, &ev, &n, NULL), TW_OK);
-  const char *want[] = {"pending",    "placing",     "provisioning",
-                        "running",    "running",     "interrupted",
-                        "recovering", "provisioning"};
-  assert_int_equal(n, 8);
+  /* nothing reports from inside the instance (no agent): the job is told
+   * its end cannot be known, then the notice, then the interruption */
+  const char *want[] = {"pending",     "placing",    "provisioning",
+                        "running",     "running",    "running",
+                        "interrupted", "recovering", "provisioning"};
+  assert_int_equal(n, 9);
+  assert_non_null(strstr(ev[4].reason, "fake-a, which has no agent"));
   for (size_t i = 0; i < n; i++) {
     assert_string_equal(tw_job_state_str(ev[i].to), want[i]);
     free(ev[i].reason);
@@ -657,6 +694,7 @@ int main(void) {
 #define TA(f) cmocka_unit_test_setup_teardown(f, setup_agents, teardown)
   const struct CMUnitTest tests[] = {
       TA(cheapest_feasible_offer_runs_to_completion),
+      T(without_an_agent_the_clock_never_ends_a_job),
       T(capacity_error_moves_to_the_next_offer_at_once),
       T(nothing_fits_stays_pending_with_counts),
       T(interruption_sends_the_job_elsewhere),
