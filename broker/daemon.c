@@ -305,7 +305,16 @@ static enum tw_rc open_providers(struct tw_daemon *d, struct tw_err *err) {
       tw_err_set(err, rc, "providers[%zu]: %s", i, perr.msg);
       return rc;
     }
-    d->n_prov++;
+    struct tw_provider *p = d->provs[d->n_prov++];
+    /* nothing inside its instances reports a job's end: its jobs never
+     * succeed or fail, they run until cancelled or their instance goes */
+    if (!tw_provider_agent(p) && !tw_provider_supports(p, TW_PROV_BATCH))
+      tw_log_warn("daemon",
+                  "providers[%zu] (%s): agent is false, so nothing reports "
+                  "a job's end from its instances: its jobs run until "
+                  "cancelled or their instance goes, never succeed or fail; "
+                  "set agent: true (docs/agent.md)",
+                  i, tw_provider_name(p));
   }
   return TW_OK;
 }

@@ -1,7 +1,8 @@
 # The scheduler over the fake provider, a fake clock and a temp store,
 # shared by test_sched, test_gang and test_fallback_monitor (spot.cmake).
 add_library(sched_fixture STATIC
-            ${CMAKE_SOURCE_DIR}/tests/unit/sched_fixture.c)
+            ${CMAKE_SOURCE_DIR}/tests/unit/sched_fixture.c
+            ${CMAKE_SOURCE_DIR}/tests/unit/agent_play.c)
 target_link_libraries(sched_fixture PUBLIC tw_sched tw_fake_provider
                       PkgConfig::CMOCKA)
 tw_add_test(test_sched SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_sched.c

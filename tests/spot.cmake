@@ -12,13 +12,15 @@ tw_add_test(test_fallback_monitor
             LIBS sched_fixture tw_sched tw_fake_provider PkgConfig::CMOCKA LABELS unit spot)
 # A few hundred jobs against the fake EC2 with injected faults, the daemon
 # SIGKILLed at random moments and restarted; seeded (TW_SEED replays).
+# The fake boots every instance (--boot): tradewind-agent runs each job.
 tw_add_test(test_chaos SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_chaos.c
             LIBS twtest_daemon tw_adapters tw_providers PkgConfig::CURL PkgConfig::JANSSON
                  PkgConfig::SQLITE3
             LABELS e2e spot launch TIMEOUT 180)
 target_compile_definitions(test_chaos PRIVATE
-  TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
-add_dependencies(test_chaos tradewindd tradewind-fakecloud)
+  TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>"
+  TW_AGENT_PATH="$<TARGET_FILE:tradewind-agent>")
+add_dependencies(test_chaos tradewindd tradewind-fakecloud tradewind-agent)
 # The same run drained instead of killed: SIGTERM during launches and a
 # restart, the fake stopped with SIGSTOP for 60 s while a second wave of
 # jobs arrives (TW_CHAOS_STOP_S shortens it), each drain within its
@@ -29,8 +31,9 @@ tw_add_test(test_chaos_stop SOURCES ${CMAKE_SOURCE_DIR}/tests/e2e/test_chaos.c
             ARGS --stop-term
             LABELS e2e spot launch TIMEOUT 420)
 target_compile_definitions(test_chaos_stop PRIVATE
-  TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>")
-add_dependencies(test_chaos_stop tradewindd tradewind-fakecloud)
+  TW_FAKECLOUD_PATH="$<TARGET_FILE:tradewind-fakecloud>"
+  TW_AGENT_PATH="$<TARGET_FILE:tradewind-agent>")
+add_dependencies(test_chaos_stop tradewindd tradewind-fakecloud tradewind-agent)
 # A region drill: the fake takes the region holding most jobs down
 # (region_down: notices, terminations, every launch there refused); every
 # affected job runs elsewhere within the notice plus 60 s, recovery times

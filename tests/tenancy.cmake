@@ -20,7 +20,7 @@ tw_add_test(test_tenancy
 # Placement over the real scheduler and the in-process fake provider.
 tw_add_test(test_tenancy_quota
   SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_tenancy_quota.c
-  LIBS tw_sched tw_tenancy tw_fake_provider PkgConfig::CMOCKA
+  LIBS sched_fixture tw_sched tw_tenancy tw_fake_provider PkgConfig::CMOCKA
   LABELS unit tenancy TIMEOUT 60)
 
 # Budgets over the scheduler: a hard budget refuses a job and stops a

@@ -24,13 +24,14 @@ function(ux_openapi)
 endfunction()
 cmake_language(DEFER CALL ux_openapi)
 
-# The CLI's kubectl habits against a real tradewindd on a fake EC2.
+# The CLI's kubectl habits against a real tradewindd on a booting fake EC2
+# (the jobs run under tradewind-agent).
 function(ux_cli)
   add_test(NAME ux_cli_habits
     COMMAND sh ${CMAKE_SOURCE_DIR}/tests/ux/cli.sh ${CMAKE_BINARY_DIR}/ux-cli)
   set_tests_properties(ux_cli_habits PROPERTIES
     LABELS "integration;ux;cli" SKIP_RETURN_CODE 77 TIMEOUT 180
-    ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>;TW_CLI=$<TARGET_FILE:tradewind>")
+    ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>;TW_CLI=$<TARGET_FILE:tradewind>;TW_AGENT=$<TARGET_FILE:tradewind-agent>")
   # docs/cli.md lists every command `tradewind --help` lists.
   add_test(NAME ux_cli_docs
     COMMAND sh ${CMAKE_SOURCE_DIR}/tests/ux/cli_docs.sh
@@ -59,7 +60,7 @@ function(ux_first_hour)
             ${CMAKE_BINARY_DIR}/ux-first-hour ${CMAKE_SOURCE_DIR})
   set_tests_properties(ux_first_hour PROPERTIES
     LABELS "integration;ux;config" SKIP_RETURN_CODE 77 TIMEOUT 120
-    ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>;TW_CLI=$<TARGET_FILE:tradewind>")
+    ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>;TW_CLI=$<TARGET_FILE:tradewind>;TW_AGENT=$<TARGET_FILE:tradewind-agent>")
 endfunction()
 cmake_language(DEFER CALL ux_first_hour)
 

@@ -11,10 +11,12 @@
  *   - the agent's notices: each goes through sched__spot_notice(), as a
  *     provider's would;
  *   - the exit report: code 0 succeeded, else failed with the code (a
- *     signal N as 128 + N); after a notice (the agent's, or a provider's
- *     the broker acted on), the attempt is interrupted and the job
- *     recovers (spot.c); the end is recorded before the terminate;
- *   - registered: the attempt is running;
+ *     signal N as 128 + N), the end recorded before the terminate; after
+ *     a notice (the agent's, or a provider's the broker acted on), the
+ *     instance is terminated first (follow.c's end_after_terminate), then
+ *     the attempt is interrupted and the job recovers (spot.c);
+ *   - registered: the attempt is running; a deadline job's attempt on
+ *     on-demand is reviewed for its move back to spot (spot.c);
  *   - silent for heartbeat_timeout_s (twice that before it first
  *     registered: the boot and the fetch): the instance is described;
  *     gone is an interruption, alive is terminated and placed again.
@@ -28,14 +30,28 @@
 #include "broker/base/log.h"
 #include "broker/core/store_agent.h"
 #include "broker/sched/agent.h"
+#include "broker/sched/checkpoint.h"
 #include "broker/sched/sched_int.h"
 
+/* Whether the broker passed a notice on to attempt a as a checkpoint
+ * request (stored: it holds across a restart, when the notice's deadline
+ * kept in memory is gone). */
+static bool asked_at_notice(struct tw_sched *s,
+                            const struct tw_attempt_rec *a) {
+  struct tw_ckpt_request req;
+  bool asked = false;
+  char cause[16] = "";
+  struct tw_err err = {0};
+  return tw_checkpoint_request_get(s->store, a->id, &asked, &req, cause,
+                                   &err) == TW_OK &&
+         asked && !strcmp(cause, "notice");
+}
+
 /* The end the exit report gives attempt a; returns state changes. */
-static int apply_exit(struct tw_sched *s, struct pcache *pc,
-                      const struct tw_job_rec *job,
+static int apply_exit(struct tw_sched *s, const struct tw_job_rec *job,
                       const struct tw_attempt_rec *a, struct sched_nodes nd,
                       struct sched_att *st, const struct tw_store_agent *g,
-                      int64_t now, bool *owe) {
+                      int64_t now, struct sched_agent_step *out) {
   struct tw_err err = {0};
   char why[160];
   int code = g->has_code ? g->exit_code : 128 + g->signal;
@@ -56,18 +72,19 @@ static int apply_exit(struct tw_sched *s, struct pcache *pc,
    * (and passed on as a checkpoint request), the job's exit is its answer
    * to the notice, not its completion: the work goes on in the next
    * attempt, from what it saved. */
-  bool after_notice = g->after_notice || (st && st->notice_deadline_ms);
+  bool after_notice = g->after_notice || (st && st->notice_deadline_ms) ||
+                      asked_at_notice(s, a);
   if (after_notice && !tw_job_state_terminal(job->state)) {
-    char w[512];
-    snprintf(w, sizeof w,
+    /* the instance is terminated first and the interruption recorded
+     * once that is confirmed (follow.c), so the job's next instance
+     * never runs beside this one, whose notice may still have time */
+    snprintf(out->end_why, sizeof out->end_why,
              "instance %s interrupted: the job %s after its notice",
              a->instance_id, why);
+    out->end_after_terminate = true;
     if (st && !st->ended_at_ms)
       st->ended_at_ms = ended_at; /* the attempt ends here: spot.c's */
-    int c = sched__spot_end(s, a, st, "interrupted", w, now);
-    if (!c)
-      return changes;
-    changes += c;
+    return changes;
   } else {
     bool cancelled = tw_job_state_terminal(job->state);
     struct tw_attempt_close c = {.attempt_id = a->id,
@@ -87,11 +104,15 @@ static int apply_exit(struct tw_sched *s, struct pcache *pc,
       return changes; /* not recorded: nothing terminated, next pass */
     }
     changes++;
+    /* its nodes are free for the next pass, not once offers are listed
+     * again */
+    sched__capacity_return(s, a, sched__job_nodes(s, job, nd.n));
     tw_log_info("agent", "job=%s attempt=%d %s", a->job_id, a->n, why);
   }
   tw_spec_cache_forget(s->specs, job->id);
-  if (sched__terminate_all(s, pc, a, nd, &err))
-    *owe = true;
+  /* terminated by the account's workers (follow.c's owed terminates),
+   * so a hung cloud never holds the pass */
+  out->owe_terminate = true;
   return changes;
 }
 
@@ -185,8 +206,7 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
   st->agent_saved = g.checkpoint_ms > 0;
   st->agent_kept_s = g.progress_s;
   if (g.exit_ms) {
-    out->changes +=
-        apply_exit(s, pc, job, a, nd, st, &g, now, &out->owe_terminate);
+    out->changes += apply_exit(s, job, a, nd, st, &g, now, out);
     return;
   }
   int64_t grace_ms = tw_agent_grace_s(s->agent) * 1000;
@@ -206,6 +226,7 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
                                  .job_to = TW_JOB_NSTATES};
     if (tw_store_attempt_close(s->store, &c, &err) == TW_OK) {
       out->changes++;
+      sched__capacity_return(s, a, sched__job_nodes(s, job, nd.n));
       tw_log_info("agent",
                   "job=%s attempt=%d no exit report %llds after the cancel; "
                   "instance terminated",
@@ -236,6 +257,18 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
   if (now - last > allow) {
     out->changes += heartbeats_lost(s, pc, a, nd, st, (now - last) / 1000, now);
     return;
+  }
+  if (a->state == TW_ATTEMPT_RUNNING && !st->notice_deadline_ms &&
+      !strcmp(a->market, "on-demand")) {
+    /* a deadline job on on-demand goes back to spot when its slack
+     * allows, as one followed by describes does (spot.c) */
+    const struct tw_job_spec *spec = sched__spec(s, job);
+    int moved = spec ? sched__spot_review(s, job, spec, a, nd, st, now) : 0;
+    sched__spec_release(s, spec);
+    if (moved) {
+      out->changes += moved;
+      return;
+    }
   }
   if (a->state == TW_ATTEMPT_RUNNING && !st->notice_deadline_ms) {
     /* nothing to decide: quiet until news or the next look */

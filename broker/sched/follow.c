@@ -5,10 +5,12 @@
  *   2. each live attempt: a launch whose answer was lost is looked up by
  *      its client token, and sent again with it when the provider has
  *      none, a started instance marks it running, a
- *      finished one (batch providers) or one that ran its expected
- *      duration completes it, a vanished instance (or one whose notice ran
- *      out) is an interruption (spot.c), the instances of a job cancelled
- *      meanwhile are given back;
+ *      finished one (batch providers) completes it with its exit code, a
+ *      vanished instance (or one whose notice ran out) is an interruption
+ *      (spot.c), the instances of a job cancelled meanwhile are given
+ *      back.  An attempt run by tradewind-agent ends from its reports
+ *      (agent_follow.c); the broker never takes the time an instance
+ *      lived for the job's success;
  *   3. jobs left half way (every state but pending and the terminal
  *      ones, without a live attempt) are picked up again.
  *
@@ -42,8 +44,6 @@
 #include "broker/sched/sched_int.h"
 #include "providers/provider.h"
 
-/* Run time assumed on a cloud for a job that gives no duration. */
-#define DEFAULT_RUN_S 60
 /* Quiet on-demand attempts are described at least this often. */
 #define OD_POLL_MAX_MS 120000
 
@@ -477,50 +477,6 @@ int sched__follow_resolved(struct tw_sched *s, const struct sched_call *c,
   return 1;
 }
 
-/* When running attempt a of a cloud job is done: the work left after what
- * earlier attempts kept, from when it started running (the broker does
- * not learn when the script ends on a cloud; nothing executes on the fake
- * ones).  0 when not running, on a batch provider, or unknown. */
-static int64_t done_at_of(struct tw_sched *s, struct pcache *pc,
-                          const struct tw_job_spec *spec,
-                          const struct tw_attempt_rec *a,
-                          struct sched_att *st) {
-  if (a->state != TW_ATTEMPT_RUNNING || !spec ||
-      tw_provider_supports(pc->p, TW_PROV_BATCH))
-    return 0;
-  if (st->resume_s < 0)
-    st->resume_s = sched__resume_s(s, a->job_id);
-  int64_t run_s =
-      (spec->duration_s > 0 ? spec->duration_s : DEFAULT_RUN_S) - st->resume_s;
-  if (run_s < 1)
-    run_s = 1;
-  return a->running_ms + run_s * 1000;
-}
-
-/* Attempt a ran its expected duration: the success is recorded first,
- * then its instances are terminated.  A terminate that fails or whose
- * answer is lost is tried again at the next passes (and by the
- * reconciler, which ends every instance of an ended attempt); a crash in
- * between leaves a succeeded job and an orphan, never a job run again.
- * Returns state changes. */
-static int complete_attempt(struct tw_sched *s, const struct tw_job_rec *job,
-                            const struct tw_attempt_rec *a,
-                            struct sched_nodes nd, const char *why) {
-  struct tw_err err = {0};
-  struct tw_attempt_close c = {.attempt_id = a->id,
-                               .end_reason = "completed",
-                               .job_to = TW_JOB_SUCCEEDED,
-                               .job_reason = why,
-                               .has_exit = true,
-                               .exit_code = 0};
-  if (tw_store_attempt_close(s->store, &c, &err))
-    return 0; /* not recorded: nothing terminated, next pass again */
-  sched__capacity_return(s, a, sched__job_nodes(s, job, nd.n));
-  tw_spec_cache_forget(s->specs, job->id);
-  ending_add_all(s, a, nd); /* terminated by the account's workers */
-  return 1;
-}
-
 /* What was asked of attempt a before its instance went: "move" (spot.c
  * decided to move it, stored before the terminate), "notice" (its
  * interruption notice), else "". */
@@ -741,19 +697,10 @@ static int decide(struct tw_sched *s, struct pcache *pc,
   if (inst.state == TW_INST_TERMINATED || inst.state == TW_INST_SHUTTING_DOWN ||
       inst.state == TW_INST_STOPPED || inst.state == TW_INST_STOPPING ||
       notice_due) {
-    /* Gone after it ran its expected duration (terminated by a pass whose
-     * record was lost, or by hand): the work is done, not interrupted. */
-    const struct tw_job_spec *spec = sched__spec(s, job);
-    int64_t done_at = done_at_of(s, pc, spec, a, st);
-    sched__spec_release(s, spec);
-    if (done_at && now >= done_at && !notice_due) {
-      char why[520];
-      snprintf(why, sizeof why,
-               "ran its expected duration; instance %s already %s%s%s", which,
-               inst.provider_state, inst.state_reason[0] ? ", " : "",
-               inst.state_reason);
-      return complete_attempt(s, job, a, nd, why);
-    }
+    /* Gone: an interruption, the broker's own move, or its notice run
+     * out.  Never a success: only what ran says the work is done (an
+     * agent's exit report, agent_follow.c; a batch provider's report,
+     * above), not the time the instance lived. */
     char why[520], cause[16];
     request_cause(s, a, cause);
     if (!notice_due && !strcmp(cause, "move")) {
@@ -793,8 +740,20 @@ static int decide(struct tw_sched *s, struct pcache *pc,
       tw_store_attempt_instance_put(s->store, a->id, nd.g[i].k,
                                     nd.g[i].instance_id, "running", &err);
     if (tw_store_attempt_running_at(s->store, a->id, st->ran_from_ms, &err) ==
-        TW_OK)
+        TW_OK) {
       changes++;
+      if (!tw_provider_supports(pc->p, TW_PROV_BATCH) &&
+          !(s->agent && tw_provider_agent(pc->p))) {
+        /* a describe sees the instance, never the job (see below) */
+        char note[320];
+        snprintf(note, sizeof note,
+                 "running on %s, which has no agent: nothing reports this "
+                 "job's end, so it runs until cancelled or its instance "
+                 "goes (set agent: true; docs/agent.md)",
+                 a->provider);
+        tw_store_job_note(s->store, a->job_id, note, &err);
+      }
+    }
     poll_soon(s, st, now);
     return changes;
   }
@@ -806,22 +765,18 @@ static int decide(struct tw_sched *s, struct pcache *pc,
     return 0;
   }
   if (a->state == TW_ATTEMPT_RUNNING) {
+    /* Nobody inside reports (no `agent: true`, not a batch provider):
+     * the broker sees the instance, not the job, so the attempt runs
+     * until its instance goes or the job is cancelled; its outcome is
+     * never guessed (docs/agent.md, "Without the agent"). */
     const struct tw_job_spec *spec = sched__spec(s, job);
     if (!spec)
       return 0;
-    int64_t done_at = done_at_of(s, pc, spec, a, st);
-    if (now >= done_at) {
-      sched__spec_release(s, spec);
-      return complete_attempt(s, job, a, nd,
-                              "ran its expected duration; instance terminated");
-    }
     int moved = sched__spot_review(s, job, spec, a, nd, st, now);
     sched__spec_release(s, spec);
     if (moved)
       return moved;
     poll_later(s, st, a, now);
-    if (st->next_poll_ms > done_at)
-      st->next_poll_ms = done_at;
     return 0;
   }
   poll_later(s, st, a, now);
@@ -862,6 +817,8 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
   changes += ag.changes;
   if (ag.owe_terminate)
     ending_add_all(s, a, nd);
+  if (ag.end_after_terminate)
+    changes += end_after_terminate(s, pc, a, nd, st, ag.end_why, now);
   if (ag.handled)
     goto out;
   if (tw_job_state_terminal(job.state)) {

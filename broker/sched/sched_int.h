@@ -655,7 +655,11 @@ bool sched__agent_quiet(const struct tw_sched *s, struct pcache *pc,
 struct sched_agent_step {
   int changes;
   bool handled;       /* the attempt is the agent's: follow.c stops here */
-  bool owe_terminate; /* ended, but a terminate failed: try again */
+  bool owe_terminate; /* ended: its instances to terminate (follow.c) */
+  /* the job exited after a notice: its instances are terminated, then
+   * the interruption recorded with end_why (follow.c) */
+  bool end_after_terminate;
+  char end_why[512];
 };
 /* Applies the stored reports of attempt a (docs/agent.md): the exit
  * report ends it, a cancel is handed to the agent and ends on its exit

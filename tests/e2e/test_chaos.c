@@ -1,18 +1,23 @@
 /* test_chaos.c - the spot lifecycle under faults, with the daemon killed.
  *
  * tradewind-fakecloud serves EC2 with injected faults from a seeded
- * schedule: capacity errors on spot launches and on one zone, throttling
- * and 503s, and spot interruptions (a Poisson rate per instance, with a
- * short notice) and slow answers.  tradewindd runs against it (auth open, the
- * AWS adapter with interruption notices, the reconciler every few seconds); a
- * few hundred jobs of a few seconds each are submitted, with every fallback
- * strategy and with and without checkpoints; then the daemon is killed
- * with SIGKILL at random moments and restarted, again and again, until
- * the jobs are done.  The adapter's timeout is shorter than some answers
- * and its retries few, so launches go unanswered (slower than the
- * timeout on every try, or slow and then throttled until the retries run
- * out) and terminates lose their answers after the fake did them.  A
- * sampler reads the fake's instances every 0.5 s throughout.  At the end:
+ * schedule, and boots every instance (--boot): its bootstrap fetches
+ * tradewind-agent from the broker and the agent runs the job's script
+ * (`sleep` for its duration), so a job succeeds only on its agent's exit
+ * report.  The faults: capacity errors on spot launches and on one zone,
+ * throttling and 503s, spot interruptions (a Poisson rate per instance,
+ * with a short notice) and slow answers.  tradewindd runs against it
+ * (auth open, the AWS adapter with interruption notices and `agent:
+ * true`, the reconciler every few seconds); a few hundred jobs of a few
+ * seconds each are submitted, with every fallback strategy and with and
+ * without checkpoints; then the daemon is killed with SIGKILL at random
+ * moments and restarted on the same address (the agents ride each
+ * restart out), again and again, until the jobs are done.  The adapter's
+ * timeout is shorter than some answers and its retries few, so launches
+ * go unanswered (slower than the timeout on every try, or slow and then
+ * throttled until the retries run out) and terminates lose their answers
+ * after the fake did them.  A sampler reads the fake's instances every
+ * 0.5 s throughout.  At the end:
  *
  *   - no job ever had two live instances, at any sample;
  *   - no job is lost or stuck: every job submitted has succeeded, none is
@@ -72,6 +77,9 @@
 #ifndef TW_FAKECLOUD_PATH
 #define TW_FAKECLOUD_PATH "tradewind-fakecloud"
 #endif
+#ifndef TW_AGENT_PATH
+#define TW_AGENT_PATH "tradewind-agent"
+#endif
 
 #define BUDGET_S 100 /* the whole run, jobs done or not */
 #define CHAOS_S 45   /* kills stop after this, so the run settles */
@@ -102,7 +110,10 @@ static double now_s(void) { return (double)tw_mono_us() / 1e6; }
 static pid_t fake_pid;
 static char fake_url[64];
 
-static bool start_fake(uint64_t seed) {
+/* The fake boots each instance (--boot): its bootstrap fetches
+ * tradewind-agent from the broker and the agent runs the job, in a
+ * directory of boot_dir. */
+static bool start_fake(uint64_t seed, const char *boot_dir) {
   int fds[2];
   if (pipe(fds))
     return false;
@@ -117,7 +128,8 @@ static bool start_fake(uint64_t seed) {
     char s[32];
     snprintf(s, sizeof s, "%llu", (unsigned long long)(seed % 1000000007ULL));
     execl(TW_FAKECLOUD_PATH, "tradewind-fakecloud", "--listen", "127.0.0.1:0",
-          "--seed", s, "--pending-ms", "1000", (char *)NULL);
+          "--seed", s, "--pending-ms", "1000", "--boot", "--boot-dir", boot_dir,
+          (char *)NULL);
     _exit(127);
   }
   close(fds[1]);
@@ -245,7 +257,7 @@ static const char *const FALLBACKS[] = {"failover", "eager-next-region",
                                         "on-demand-fallback", "deadline"};
 
 static bool submit(const char *url, int i, char id[64]) {
-  char body[512];
+  char body[640];
   int dur = 2 + (int)(rng_next() % 5);
   const char *market = rng_next() % 3 ? "spot" : "any";
   bool ckpt = rng_next() % 2;
@@ -256,8 +268,9 @@ static bool submit(const char *url, int i, char id[64]) {
   snprintf(
       body, sizeof body,
       "{\"name\":\"chaos-%d\",\"resources\":{\"cpus\":%d,\"market\":\"%s\"},"
-      "\"duration\":\"%ds\",\"deadline\":\"%s\",\"fallback\":\"%s\"%s}",
-      i, rng_next() % 4 ? 2 : 4, market, dur, deadline,
+      "\"duration\":\"%ds\",\"run\":\"sleep %d\",\"deadline\":\"%s\","
+      "\"fallback\":\"%s\"%s}",
+      i, rng_next() % 4 ? 2 : 4, market, dur, dur, deadline,
       FALLBACKS[rng_next() % 4],
       ckpt
           ? ",\"checkpoint\":{\"interval\":\"2s\",\"uri\":\"s3://chaos/ckpt/\"}"
@@ -386,10 +399,19 @@ static void faults_installed_and_jobs_accepted(void **state) {
   TW_CHECK(ok, "faults refused");
   json_decref(ok);
 
-  char config[2048];
+  /* the agents call the address their bootstrap names: the daemon comes
+   * back on the same port after each kill */
+  int port = twtest_free_port();
+  TW_CHECK(port > 0, "no free port");
+  char config[3072];
   snprintf(config, sizeof config,
            "log: {level: info}\n"
            "auth: {mode: open}\n"
+           "listen: 127.0.0.1:%d\n"
+           "db: %s\n"
+           /* the heartbeat timeout rides out a kill and a restart */
+           "agent: {install: fetch, binary: %s, heartbeat_s: 1,\n"
+           "        heartbeat_timeout_s: 10, grace_s: 10}\n"
            "scheduler: {tick_ms: 500}\n"
            "shutdown_timeout_s: %d\n"
            "reconcile: {interval_s: 3}\n"
@@ -412,9 +434,12 @@ static void faults_installed_and_jobs_accepted(void **state) {
            "    backoff_cap_ms: 200\n"
            "    metadata_url: %s/_fake/ec2/instances/{id}\n"
            "    on_demand_prices: {m5.large: \"0.096\", m6g.large: \"0.077\","
-           " c5.xlarge: \"0.17\"}\n",
-           SHUTDOWN_S, fake_url, fake_url);
-  TW_CHECK(twtest_daemon_init(&d, config) == 0 && twtest_daemon_start(&d) == 0,
+           " c5.xlarge: \"0.17\"}\n"
+           "    agent: true\n",
+           port, d.db, TW_AGENT_PATH, SHUTDOWN_S, fake_url, fake_url);
+  d.override_addr = false;
+  TW_CHECK(twtest_daemon_write_config(&d, config) == 0 &&
+               twtest_daemon_start(&d) == 0,
            "tradewindd did not start");
   atomic_store(&sampling, true);
   TW_CHECK(pthread_create(&sampler, NULL, sampler_main, NULL) == 0,
@@ -795,7 +820,12 @@ static void daemon_log_has_no_sanitizer_report(void **state) {
 static int setup(void **state) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   ids = tw_calloc((size_t)n_jobs, sizeof *ids);
-  if (!start_fake(seed))
+  /* the daemon's dir first: the instances boot under it */
+  if (twtest_daemon_init(&d, NULL))
+    return -1;
+  char boot[400];
+  snprintf(boot, sizeof boot, "%s/boot", d.dir);
+  if (!start_fake(seed, boot))
     return -1;
   setenv("TW_CHAOS_AWS_ACCESS_KEY", "AKIDTRADEWINDFAKE", 1);
   setenv("TW_CHAOS_AWS_SECRET_KEY", "tradewind-fake-secret", 1);
@@ -817,8 +847,10 @@ static int teardown(void **state) {
 
 int main(int argc, char **argv) {
   stop_term = argc > 1 && !strcmp(argv[1], "--stop-term");
-  if (access(TW_FAKECLOUD_PATH, X_OK) || access(twtest_daemon_binary(), X_OK)) {
-    printf("SKIPPED: tradewindd or tradewind-fakecloud is not built\n");
+  if (access(TW_FAKECLOUD_PATH, X_OK) || access(twtest_daemon_binary(), X_OK) ||
+      access(TW_AGENT_PATH, X_OK)) {
+    printf("SKIPPED: tradewindd, tradewind-agent or tradewind-fakecloud is "
+           "not built\n");
     return TW_SKIP;
   }
   const char *env = getenv("TW_SEED");

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "tests/integration/twtest_daemon.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -488,4 +491,18 @@ void twtest_resp_release(struct twtest_resp *r) {
   free(r->body);
   r->body = NULL;
   r->len = 0;
+}
+
+int twtest_free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t n = sizeof a;
+  int port = -1;
+  if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof a) &&
+      !getsockname(fd, (struct sockaddr *)&a, &n))
+    port = ntohs(a.sin_port);
+  if (fd >= 0)
+    close(fd);
+  return port;
 }

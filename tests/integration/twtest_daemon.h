@@ -44,6 +44,12 @@ struct twtest_daemon {
  * the path compiled in as TW_TRADEWINDD_PATH.  Never NULL. */
 const char *twtest_daemon_binary(void);
 
+/* A TCP port of 127.0.0.1 free a moment ago (bound, read, closed), for a
+ * daemon that must come back on the same address (`listen:` in its
+ * config, override_addr false): agents call the address their bootstrap
+ * names.  -1 when none. */
+int twtest_free_port(void);
+
 /* Creates the temp dir and writes config_text as the config file, or, when
  * config_text is NULL, a copy of the project's configs/tradewind.yaml
  * (found through $TW_SOURCE_DIR).  Returns 0, or -1 with a message on

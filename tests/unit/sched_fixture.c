@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "broker/core/spec.h"
+#include "tests/unit/agent_play.h"
 #include "tests/unit/sched_fixture.h"
 #include "tests/unit/tmp_store.h"
 
@@ -20,11 +21,12 @@ struct tw_store *sfx_store;
 struct tw_provider *sfx_prov;
 struct tw_fake *sfx_fake;
 struct tw_sched *sfx_sched;
+struct tw_play *sfx_play;
 
 static char dir[64], path[128];
 
-int sfx_open(const char *tag, int64_t t0_ms,
-             const struct tw_provider_ops *ops) {
+static int open_with(const char *tag, int64_t t0_ms,
+                     const struct tw_provider_ops *ops, bool agents) {
   snprintf(dir, sizeof dir, "/tmp/tw-%s-XXXXXX", tag);
   if (!mkdtemp(dir))
     return -1;
@@ -34,12 +36,28 @@ int sfx_open(const char *tag, int64_t t0_ms,
   struct tw_store_opts so = {.path = path, .clock = &sfx_clk};
   if (tw_store_open(&so, &sfx_store, &err))
     return -1;
-  if (tw_provider_new_ops(ops ? ops : &tw_provider_fake, "fake-a", NULL,
-                          &sfx_clk, &sfx_prov, &err))
+  struct tw_node *cfg = agents ? tw_play_provider_cfg() : NULL;
+  enum tw_rc rc = tw_provider_new_ops(ops ? ops : &tw_provider_fake, "fake-a",
+                                      cfg, &sfx_clk, &sfx_prov, &err);
+  tw_node_free(cfg);
+  if (rc)
     return -1;
   sfx_fake = tw_fake_of(sfx_prov);
+  sfx_play = agents ? tw_play_new(sfx_store, &sfx_clk, sfx_prov) : NULL;
+  if (agents && !sfx_play)
+    return -1;
   sfx_sched = NULL;
   return 0;
+}
+
+int sfx_open(const char *tag, int64_t t0_ms,
+             const struct tw_provider_ops *ops) {
+  return open_with(tag, t0_ms, ops, false);
+}
+
+int sfx_open_agents(const char *tag, int64_t t0_ms,
+                    const struct tw_provider_ops *ops) {
+  return open_with(tag, t0_ms, ops, true);
 }
 
 int sfx_start_sched(const struct tw_fallback_cfg *fb) {
@@ -47,13 +65,16 @@ int sfx_start_sched(const struct tw_fallback_cfg *fb) {
                             .clock = &sfx_clk,
                             .providers = &sfx_prov,
                             .n_providers = 1,
-                            .fallback = fb};
+                            .fallback = fb,
+                            .agent = sfx_play ? tw_play_agent(sfx_play) : NULL};
   return tw_sched_new(&o, &sfx_sched, NULL) ? -1 : 0;
 }
 
 void sfx_close(void) {
   tw_sched_free(sfx_sched);
   sfx_sched = NULL;
+  tw_play_free(sfx_play);
+  sfx_play = NULL;
   tw_provider_free(sfx_prov);
   tw_store_close(sfx_store);
   tw_test_store_remove(path, dir);
@@ -110,4 +131,10 @@ enum tw_job_state sfx_state_of(const char *id) {
   enum tw_job_state s = j.state;
   tw_job_rec_release(&j);
   return s;
+}
+
+int sfx_tick(void) {
+  if (sfx_play)
+    tw_play_step(sfx_play);
+  return tw_sched_tick(sfx_sched);
 }

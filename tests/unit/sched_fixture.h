@@ -13,6 +13,15 @@
  *   }
  *   static int teardown(void **state) { sfx_close(); return 0; }
  *
+ * Opened with sfx_open_agents, the provider has `agent: true` and the
+ * fixture plays tradewind-agent on its instances (agent_play.h): a job
+ * ends from its agent's exit report, after its duration, as on a cloud.
+ * Opened with sfx_open, nothing reports from inside the instances: the
+ * broker follows them by describes alone, so a job there ends only by
+ * its instance going (an interruption), a cancel or a batch provider's
+ * own report (tw_fake_finish).  sfx_tick() is one round of the agents
+ * (if any), then one pass of the scheduler.
+ *
  * The job helpers fail the running cmocka test on a store error. */
 #ifndef TW_TESTS_UNIT_SCHED_FIXTURE_H
 #define TW_TESTS_UNIT_SCHED_FIXTURE_H
@@ -30,15 +39,24 @@ extern struct tw_store *sfx_store;
 extern struct tw_provider *sfx_prov; /* account "fake-a" */
 extern struct tw_fake *sfx_fake;     /* sfx_prov's offers and instances */
 extern struct tw_sched *sfx_sched;   /* NULL until sfx_start_sched */
+struct tw_play;
+/* the agents of sfx_prov's instances (sfx_open_agents), else NULL */
+extern struct tw_play *sfx_play;
 
 /* Makes /tmp/tw-<tag>-XXXXXX, sets the fake clock to t0_ms, opens the
  * store there and the provider with ops (NULL: tw_provider_fake; ops must
  * outlive the fixture).  Returns 0, or -1 with nothing to close. */
 int sfx_open(const char *tag, int64_t t0_ms, const struct tw_provider_ops *ops);
+/* The same, the provider with `agent: true` and sfx_play its agents. */
+int sfx_open_agents(const char *tag, int64_t t0_ms,
+                    const struct tw_provider_ops *ops);
 
 /* Starts the scheduler over the store, clock and provider, with fb (NULL:
  * none).  Returns 0 or -1. */
 int sfx_start_sched(const struct tw_fallback_cfg *fb);
+
+/* tw_play_step(sfx_play), then tw_sched_tick(sfx_sched): its changes. */
+int sfx_tick(void);
 
 /* Frees the scheduler, provider and store and removes the temp dir. */
 void sfx_close(void);

@@ -23,6 +23,7 @@
 #include "broker/core/store.h"
 #include "broker/sched/sched.h"
 #include "tests/fakes/fake_provider.h"
+#include "tests/unit/agent_play.h"
 #include "tests/unit/sched_fixture.h"
 
 #define BUDGET_MS 100
@@ -30,26 +31,37 @@
 static struct tw_provider *prov_b;
 static struct tw_fake *fake_b;
 static struct tw_provider *provs[2];
+/* the agents: fake-b's instances always run theirs; fake-a's too when
+ * the case opens the fixture with them (then this is sfx_play) */
+static struct tw_play *play;
 
 static struct tw_sched *new_sched(void) {
   struct tw_sched_opts o = {.store = sfx_store,
                             .clock = &sfx_clk,
                             .providers = provs,
                             .n_providers = 2,
-                            .pass_budget_ms = BUDGET_MS};
+                            .pass_budget_ms = BUDGET_MS,
+                            .agent = tw_play_agent(play)};
   struct tw_sched *s = NULL;
   assert_int_equal(tw_sched_new(&o, &s, NULL), TW_OK);
   return s;
 }
 
-static int setup(void **state) {
-  (void)state;
-  if (sfx_open("calls", 1764460800000, NULL))
+static int setup_as(bool agents_a) {
+  if ((agents_a ? sfx_open_agents : sfx_open)("calls", 1764460800000, NULL))
     return -1;
-  if (tw_provider_new_ops(&tw_provider_fake, "fake-b", NULL, &sfx_clk, &prov_b,
-                          NULL))
+  struct tw_node *cfg = tw_play_provider_cfg();
+  enum tw_rc rc = tw_provider_new_ops(&tw_provider_fake, "fake-b", cfg,
+                                      &sfx_clk, &prov_b, NULL);
+  tw_node_free(cfg);
+  if (rc)
     return -1;
   fake_b = tw_fake_of(prov_b);
+  if (sfx_play)
+    tw_play_also(sfx_play, prov_b);
+  play = sfx_play ? sfx_play : tw_play_new(sfx_store, &sfx_clk, prov_b);
+  if (!play)
+    return -1;
   provs[0] = sfx_prov;
   provs[1] = prov_b;
   /* fake-a: 4 cpus, cheap; fake-b: the only one with 8 cpus */
@@ -68,6 +80,16 @@ static int setup(void **state) {
   return 0;
 }
 
+static int setup(void **state) {
+  (void)state;
+  return setup_as(false);
+}
+
+static int setup_agents_a(void **state) {
+  (void)state;
+  return setup_as(true);
+}
+
 static int teardown(void **state) {
   (void)state;
   tw_fake_hold(sfx_fake, TW_POP_LAUNCH, false);
@@ -76,6 +98,9 @@ static int teardown(void **state) {
   tw_fake_hold(sfx_fake, TW_POP_TERMINATE, false);
   tw_sched_free(sfx_sched);
   sfx_sched = NULL;
+  if (play != sfx_play)
+    tw_play_free(play);
+  play = NULL;
   tw_provider_free(prov_b);
   sfx_close();
   return 0;
@@ -86,6 +111,7 @@ static int teardown(void **state) {
  * one that did not; the bound is generous for a loaded machine (the
  * budget's own figure is bench-schedule's). */
 static int64_t timed_tick(struct tw_sched *s) {
+  tw_play_step(play); /* the agents, then the pass */
   int64_t t0 = tw_sched_mono_ms();
   tw_sched_tick(s);
   int64_t took = tw_sched_mono_ms() - t0;
@@ -352,13 +378,14 @@ static void jobs_reach_provisioning(void **state) {
 
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define TA(f) cmocka_unit_test_setup_teardown(f, setup_agents_a, teardown)
   const struct CMUnitTest tests[] = {
       T(a_hung_cloud_does_not_stall_another),
       T(past_its_deadline_a_launch_stays_launching),
       T(a_drain_abandons_at_its_deadline_and_the_next_start_resumes),
       T(hung_describes_do_not_stall_another_cloud),
       T(past_its_deadline_a_describe_is_no_answer),
-      T(a_hung_terminate_blocks_nothing_and_is_retried),
+      TA(a_hung_terminate_blocks_nothing_and_is_retried),
       T(jobs_reach_provisioning),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

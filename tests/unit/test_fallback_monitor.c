@@ -48,9 +48,10 @@ static void start_sched(void) {
   assert_int_equal(sfx_start_sched(&fb), 0);
 }
 
-static int setup(void **state) {
-  (void)state;
-  if (sfx_open("fbmon", T0, NULL))
+/* agents: tradewind-agent played on the instances (sfx_open_agents), for
+ * the cases whose job runs to its end. */
+static int setup_as(bool agents) {
+  if ((agents ? sfx_open_agents : sfx_open)("fbmon", T0, NULL))
     return -1;
   add_offer("r1", "r1a", TW_MARKET_SPOT, 1000000);
   add_offer("r1", "r1b", TW_MARKET_SPOT, 1100000);
@@ -59,6 +60,16 @@ static int setup(void **state) {
   add_offer("r2", "", TW_MARKET_ON_DEMAND, 3000000);
   start_sched();
   return 0;
+}
+
+static int setup(void **state) {
+  (void)state;
+  return setup_as(false);
+}
+
+static int setup_agents(void **state) {
+  (void)state;
+  return setup_as(true);
 }
 
 static int teardown(void **state) {
@@ -110,8 +121,8 @@ static size_t events_with(const char *id, const char *text) {
 
 /* Places and starts job: returns its instance. */
 static struct tw_attempt_rec run(const char *id) {
-  tw_sched_tick(sfx_sched);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   return last_attempt(id, NULL);
 }
@@ -136,14 +147,14 @@ notice_saves_progress_and_the_next_attempt_does_the_rest(void **state) {
   struct tw_attempt_rec a = run(id);
   assert_string_equal(a.offer_id, SPOT_R1A);
   tw_clock_advance(&sfx_clk, 40 * MIN + 30000);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(tw_fake_interrupt(sfx_fake, a.instance_id, 120000), TW_OK);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_true(event_has(id, "interruption notice for"));
   assert_true(event_has(id, "checkpoint requested"));
   /* the notice runs out: attempt 2 goes elsewhere in the same pass */
   tw_clock_advance(&sfx_clk, 120000);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   size_t n;
   struct tw_attempt_rec b = last_attempt(id, &n);
   assert_int_equal(n, 2);
@@ -155,13 +166,13 @@ notice_saves_progress_and_the_next_attempt_does_the_rest(void **state) {
   assert_int_equal(tw_checkpoint_progress(sfx_store, id, &kept, NULL), TW_OK);
   assert_int_equal(kept, 40 * 60 + 30);
   /* the rest: 19 m 30 s of running */
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   tw_clock_advance(&sfx_clk, 19 * MIN + 29000);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   tw_clock_advance(&sfx_clk, 1000);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_SUCCEEDED);
 }
 
@@ -174,18 +185,18 @@ static void without_checkpoint_the_job_starts_over(void **state) {
   struct tw_attempt_rec a = run(id);
   tw_clock_advance(&sfx_clk, 40 * MIN);
   tw_fake_interrupt(sfx_fake, a.instance_id, 120000);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_true(event_has(id, "no checkpoint: the job will start over"));
   tw_clock_advance(&sfx_clk, 120000);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_true(
       event_has(id, "progress kept: 0s of 1h00m (no checkpoint: starts over)"));
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   tw_clock_advance(&sfx_clk, 59 * MIN);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   tw_clock_advance(&sfx_clk, MIN);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_SUCCEEDED);
 }
 
@@ -199,7 +210,7 @@ static void without_notice_the_last_periodic_checkpoint_counts(void **state) {
   struct tw_attempt_rec a = run(id);
   tw_clock_advance(&sfx_clk, 25 * MIN);
   vanish(a.instance_id);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_true(
       event_has(id, "progress kept: 20m of 1h00m (last periodic checkpoint)"));
   int64_t kept;
@@ -217,7 +228,7 @@ static void a_notice_is_acted_on_once(void **state) {
   tw_fake_interrupt(sfx_fake, a.instance_id, 120000);
   for (int i = 0; i < 4; i++) {
     tw_clock_advance(&sfx_clk, 10000);
-    tw_sched_tick(sfx_sched);
+    sfx_tick();
   }
   assert_int_equal(events_with(id, "interruption notice for"), 1);
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
@@ -233,12 +244,12 @@ static void a_capacity_error_keeps_other_jobs_off_the_offer(void **state) {
   char one[TW_JOB_ID_LEN + 1], two[TW_JOB_ID_LEN + 1];
   sfx_submit("name: one\nresources: {accelerators: V100:1, use_spot: true}\n",
              one);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_string_equal(last_attempt(one, NULL).offer_id, SPOT_R1B);
   size_t launches = tw_fake_calls(sfx_fake, TW_POP_LAUNCH);
   sfx_submit("name: two\nresources: {accelerators: V100:1, use_spot: true}\n",
              two);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   /* straight to r1b: r1a is not tried again while blocklisted */
   assert_int_equal(tw_fake_calls(sfx_fake, TW_POP_LAUNCH), launches + 1);
   size_t n;
@@ -250,7 +261,7 @@ static void a_capacity_error_keeps_other_jobs_off_the_offer(void **state) {
   char three[TW_JOB_ID_LEN + 1];
   sfx_submit("name: three\nresources: {accelerators: V100:1, use_spot: true}\n",
              three);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_string_equal(last_attempt(three, NULL).offer_id, SPOT_R1A);
 }
 
@@ -265,7 +276,7 @@ static void failover_retries_within_the_region(void **state) {
   struct tw_attempt_rec a = run(id);
   assert_string_equal(a.offer_id, SPOT_R1A);
   vanish(a.instance_id);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_string_equal(last_attempt(id, NULL).offer_id, SPOT_R1B);
   assert_true(event_has(
       id, "failover: interruption 1: retrying within r1, then elsewhere"));
@@ -279,8 +290,8 @@ static void unknown_strategy_is_refused_not_defaulted(void **state) {
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit("name: u\nresources: {accelerators: V100:1}\nfallback: eager\n",
              id);
-  tw_sched_tick(sfx_sched);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_PENDING);
   struct tw_attempt_rec *a;
   size_t n;
@@ -297,7 +308,7 @@ static void eager_next_region_leaves_the_region(void **state) {
              id);
   struct tw_attempt_rec a = run(id);
   vanish(a.instance_id);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   /* r1b is cheaper, but the job leaves r1 */
   assert_string_equal(last_attempt(id, NULL).offer_id, SPOT_R2A);
   assert_true(event_has(
@@ -312,12 +323,12 @@ static void on_demand_fallback_after_two_interruptions(void **state) {
              id);
   struct tw_attempt_rec a = run(id);
   vanish(a.instance_id);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   a = last_attempt(id, NULL);
   assert_string_equal(a.market, "spot");
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   vanish(a.instance_id);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   size_t n;
   a = last_attempt(id, &n);
   assert_int_equal(n, 3);
@@ -347,10 +358,10 @@ static void without_any_on_demand_offer_the_job_stays_on_spot(void **state) {
              id);
   struct tw_attempt_rec a = run(id);
   vanish(a.instance_id);
-  tw_sched_tick(sfx_sched);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
+  sfx_tick();
   vanish(last_attempt(id, NULL).instance_id);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   size_t n;
   a = last_attempt(id, &n);
   assert_int_equal(n, 3);
@@ -384,7 +395,7 @@ static void deadline_picks_the_market_by_slack(void **state) {
   sfx_submit("name: loose\nresources: {accelerators: V100:1}\nduration: 1h\n"
              "deadline: 2025-11-30T04:00:00Z\nfallback: deadline\n",
              loose);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_string_equal(last_attempt(tight, NULL).market, "on-demand");
   assert_string_equal(last_attempt(loose, NULL).market, "spot");
   assert_true(
@@ -404,25 +415,25 @@ deadline_waits_for_spot_when_ahead_and_pays_when_behind(void **state) {
   sfx_submit("name: d\nresources: {accelerators: V100:1}\nduration: 1h\n"
              "deadline: 2025-11-30T03:00:00Z\nfallback: deadline\n",
              id);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_PENDING);
   assert_true(event_has(id, "so waits if no spot is left"));
   /* while the spot offers are blocklisted it keeps waiting, quietly */
   tw_clock_advance(&sfx_clk, 2 * MIN);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PENDING);
   assert_non_null(strstr(j.reason, "so it waits for spot"));
   tw_job_rec_release(&j);
   tw_clock_advance(&sfx_clk, MIN);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(events_with(id, "so it waits for spot"), 1);
   size_t n;
   assert_string_equal(last_attempt(id, &n).market, "spot");
   assert_int_equal(n, 3);
   /* twenty minutes on it is behind the uniform line: on-demand */
   tw_clock_advance(&sfx_clk, 17 * MIN);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
   assert_string_equal(last_attempt(id, NULL).market, "on-demand");
   assert_true(event_has(id, "so on-demand if no spot is left"));
@@ -441,13 +452,13 @@ static void deadline_moves_back_to_spot_after_a_checkpoint(void **state) {
              "deadline: 2025-11-30T03:00:00Z\nfallback: deadline\n"
              "checkpoint: {interval: 10m, uri: s3://ckpt/back/}\n",
              id);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   tw_clock_advance(&sfx_clk, 10 * MIN);
-  tw_sched_tick(sfx_sched); /* 3m20s behind: still on track, waits */
+  sfx_tick(); /* 3m20s behind: still on track, waits */
   assert_int_equal(sfx_state_of(id), TW_JOB_PENDING);
   tw_clock_advance(&sfx_clk, 10 * MIN);
-  tw_sched_tick(sfx_sched); /* 6m40s behind: on-demand */
-  tw_sched_tick(sfx_sched);
+  sfx_tick(); /* 6m40s behind: on-demand */
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   struct tw_attempt_rec od = last_attempt(id, NULL);
   assert_string_equal(od.market, "on-demand");
@@ -455,7 +466,7 @@ static void deadline_moves_back_to_spot_after_a_checkpoint(void **state) {
    * job is well ahead and moves */
   tw_fake_clear_faults(sfx_fake);
   tw_clock_advance(&sfx_clk, 40 * MIN);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   struct tw_attempt_rec sp = last_attempt(id, NULL);
   assert_string_equal(sp.market, "spot");
   struct tw_instance inst;
@@ -465,9 +476,9 @@ static void deadline_moves_back_to_spot_after_a_checkpoint(void **state) {
   assert_true(
       event_has(id, "progress kept: 40m of 1h00m (last periodic checkpoint)"));
   /* and it finishes its last 20 minutes there */
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   tw_clock_advance(&sfx_clk, 20 * MIN);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_SUCCEEDED);
 }
 
@@ -489,10 +500,10 @@ static void a_move_whose_terminate_answer_is_lost_is_a_move(void **state) {
              "deadline: 2025-11-30T03:00:00Z\nfallback: deadline\n"
              "checkpoint: {interval: 10m, uri: s3://ckpt/lost/}\n",
              id);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   tw_clock_advance(&sfx_clk, 20 * MIN);
-  tw_sched_tick(sfx_sched);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   struct tw_attempt_rec od = last_attempt(id, NULL);
   assert_string_equal(od.market, "on-demand");
@@ -500,14 +511,14 @@ static void a_move_whose_terminate_answer_is_lost_is_a_move(void **state) {
   tw_fake_lose(sfx_fake, TW_POP_TERMINATE, TW_E_RETRYABLE, "RequestTimeout",
                1);
   tw_clock_advance(&sfx_clk, 40 * MIN);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   struct tw_instance inst;
   assert_int_equal(tw_fake_get(sfx_fake, od.instance_id, &inst), TW_OK);
   assert_int_equal(inst.state, TW_INST_TERMINATED);
   /* the next looks at it */
   for (int i = 0; i < 3; i++) {
     tw_clock_advance(&sfx_clk, 3 * MIN);
-    tw_sched_tick(sfx_sched);
+    sfx_tick();
   }
   struct tw_attempt_rec *a;
   size_t n;
@@ -544,7 +555,7 @@ static void a_job_left_interrupted_is_recovered_after_a_restart(void **state) {
   assert_int_equal(tw_store_attempt_close(sfx_store, &c, NULL), TW_OK);
   tw_sched_free(sfx_sched);
   start_sched();
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
   size_t n;
   assert_string_equal(last_attempt(id, &n).offer_id, SPOT_R1B);
@@ -567,7 +578,7 @@ static void a_job_left_placing_is_placed_again(void **state) {
       .attempt_id = a.id, .end_reason = "capacity", .job_to = TW_JOB_NSTATES};
   assert_int_equal(tw_store_attempt_close(sfx_store, &c, NULL), TW_OK);
   assert_int_equal(sfx_state_of(id), TW_JOB_PLACING);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
   assert_true(event_has(id, "placement was cut short"));
 }
@@ -700,9 +711,10 @@ static void config_spot_section_is_validated(void **state) {
 
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define TA(f) cmocka_unit_test_setup_teardown(f, setup_agents, teardown)
   const struct CMUnitTest tests[] = {
-      T(notice_saves_progress_and_the_next_attempt_does_the_rest),
-      T(without_checkpoint_the_job_starts_over),
+      TA(notice_saves_progress_and_the_next_attempt_does_the_rest),
+      TA(without_checkpoint_the_job_starts_over),
       T(without_notice_the_last_periodic_checkpoint_counts),
       T(a_notice_is_acted_on_once),
       T(a_capacity_error_keeps_other_jobs_off_the_offer),
@@ -713,7 +725,7 @@ int main(void) {
       T(without_any_on_demand_offer_the_job_stays_on_spot),
       T(deadline_picks_the_market_by_slack),
       T(deadline_waits_for_spot_when_ahead_and_pays_when_behind),
-      T(deadline_moves_back_to_spot_after_a_checkpoint),
+      TA(deadline_moves_back_to_spot_after_a_checkpoint),
       T(a_move_whose_terminate_answer_is_lost_is_a_move),
       T(a_job_left_interrupted_is_recovered_after_a_restart),
       T(a_job_left_placing_is_placed_again),

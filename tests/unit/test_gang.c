@@ -49,17 +49,28 @@ static void add_offer(const char *zone, int64_t price) {
   sfx_add_offer(&o);
 }
 
-static int setup(void **state) {
-  (void)state;
+/* agents: tradewind-agent played on the instances (sfx_open_agents), for
+ * the cases whose job runs to its end. */
+static int setup_as(bool agents) {
   flaky = tw_provider_fake;
   flaky.launch = flaky_launch;
   launch_calls = 0;
   fail_at = 0;
-  if (sfx_open("gang", 1764460800000, &flaky))
+  if ((agents ? sfx_open_agents : sfx_open)("gang", 1764460800000, &flaky))
     return -1;
   add_offer("r1a", 100000);
   add_offer("r1b", 120000);
   return sfx_start_sched(NULL);
+}
+
+static int setup(void **state) {
+  (void)state;
+  return setup_as(false);
+}
+
+static int setup_agents(void **state) {
+  (void)state;
+  return setup_as(true);
 }
 
 static int teardown(void **state) {
@@ -112,7 +123,7 @@ static void a_gang_launches_three_instances_in_one_zone_and_runs(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit(GANG, id);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
   assert_int_equal(tw_fake_instances_created(sfx_fake), 3);
   size_t n;
@@ -127,11 +138,11 @@ static void a_gang_launches_three_instances_in_one_zone_and_runs(void **state) {
   assert_non_null(strstr(j.placement_json, want));
   tw_job_rec_release(&j);
   free(a);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   /* it runs its duration, then every node is given back */
   tw_clock_advance(&sfx_clk, 10 * 60 * 1000);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_SUCCEEDED);
   for (int k = 0; k < 3; k++)
     assert_int_equal(inst_state(ids[k]), TW_INST_TERMINATED);
@@ -143,7 +154,7 @@ a_capacity_error_on_the_second_node_moves_the_whole_gang(void **state) {
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit(GANG, id);
   fail_at = 2;
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
   /* node 1 in r1a, given back; then three in r1b */
   assert_int_equal(tw_fake_instances_created(sfx_fake), 4);
@@ -161,7 +172,7 @@ a_capacity_error_on_the_second_node_moves_the_whole_gang(void **state) {
   for (int k = 0; k < 3; k++)
     assert_string_not_equal(ids[k], "fake-a-1");
   free(a);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
 }
 
@@ -169,8 +180,8 @@ static void an_interrupted_node_places_the_whole_gang_again(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit(GANG, id);
-  tw_sched_tick(sfx_sched);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   size_t n;
   struct tw_attempt_rec *a = attempts(id, &n);
@@ -181,7 +192,7 @@ static void an_interrupted_node_places_the_whole_gang_again(void **state) {
   assert_int_equal(tw_fake_set_state(sfx_fake, ids[1], TW_INST_TERMINATED),
                    TW_OK);
   tw_clock_advance(&sfx_clk, 121 * 1000);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   /* the others are given back and a whole new gang is launched elsewhere */
   assert_int_equal(inst_state(ids[0]), TW_INST_TERMINATED);
   assert_int_equal(inst_state(ids[2]), TW_INST_TERMINATED);
@@ -193,7 +204,7 @@ static void an_interrupted_node_places_the_whole_gang_again(void **state) {
   free(a);
   assert_int_equal(tw_fake_instances_created(sfx_fake), 6);
   assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
 }
 
@@ -202,8 +213,8 @@ a_notice_for_one_node_ends_the_whole_gang_at_its_deadline(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit(GANG, id);
-  tw_sched_tick(sfx_sched);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   size_t n;
   struct tw_attempt_rec *a = attempts(id, &n);
@@ -211,7 +222,7 @@ a_notice_for_one_node_ends_the_whole_gang_at_its_deadline(void **state) {
   assert_gang(&a[0], 3, "r1a", ids);
   free(a);
   assert_int_equal(tw_fake_interrupt(sfx_fake, ids[2], 120000), TW_OK);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   /* noticed on the node it names; the gang still runs meanwhile */
   char want[200];
   snprintf(want, sizeof want, "interruption notice for %s", ids[2]);
@@ -226,7 +237,7 @@ a_notice_for_one_node_ends_the_whole_gang_at_its_deadline(void **state) {
   assert_int_equal(hits, 1);
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   tw_clock_advance(&sfx_clk, 120 * 1000);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   for (int k = 0; k < 3; k++)
     assert_int_equal(inst_state(ids[k]), TW_INST_TERMINATED);
   a = attempts(id, &n);
@@ -241,8 +252,8 @@ static void cancel_terminates_every_node(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit(GANG, id);
-  tw_sched_tick(sfx_sched);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   size_t n;
   struct tw_attempt_rec *a = attempts(id, &n);
@@ -252,7 +263,7 @@ static void cancel_terminates_every_node(void **state) {
   struct tw_job_transition t = {
       .id = id, .to = TW_JOB_CANCELLED, .reason = "user"};
   assert_int_equal(tw_store_job_transition(sfx_store, &t, NULL, NULL), TW_OK);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   for (int k = 0; k < 3; k++)
     assert_int_equal(inst_state(ids[k]), TW_INST_TERMINATED);
   struct tw_attempt_rec *live;
@@ -300,11 +311,11 @@ static void a_resumed_gang_launch_creates_no_extra_instance(void **state) {
   (void)state;
   char other[TW_JOB_ID_LEN + 1], id[TW_JOB_ID_LEN + 1];
   sfx_submit("name: warm\nresources: {cpus: 4}\n", other);
-  tw_sched_tick(sfx_sched); /* loads the offers */
+  sfx_tick(); /* loads the offers */
   sfx_submit(GANG, id);
   struct tw_attempt_rec a = lost_gang(id, 2);
   size_t before = tw_fake_instances_created(sfx_fake);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   /* nodes 1 and 2 are found by their tokens; only node 3 is new */
   assert_int_equal(tw_fake_instances_created(sfx_fake), before + 1);
   assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
@@ -316,7 +327,7 @@ static void a_resumed_gang_launch_creates_no_extra_instance(void **state) {
   assert_gang(&as[0], 3, "r1a", ids);
   free(as);
   /* once more: nothing new */
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(tw_fake_instances_created(sfx_fake), before + 1);
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
 }
@@ -375,8 +386,8 @@ a_lost_node_places_the_gang_again_only_once_the_rest_are_gone(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit(GANG, id);
-  tw_sched_tick(sfx_sched);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   size_t n;
   struct tw_attempt_rec *a = attempts(id, &n);
@@ -394,7 +405,7 @@ a_lost_node_places_the_gang_again_only_once_the_rest_are_gone(void **state) {
     }
     for (int k = 0; k < 2; k++) {
       tw_clock_advance(&sfx_clk, 61 * 1000);
-      tw_sched_tick(sfx_sched);
+      sfx_tick();
     }
     a = attempts(id, &n);
     assert_int_equal(n, 1);
@@ -408,8 +419,8 @@ a_lost_node_places_the_gang_again_only_once_the_rest_are_gone(void **state) {
   /* the terminates go through: the whole gang again, elsewhere */
   tw_fake_clear_faults(sfx_fake);
   tw_clock_advance(&sfx_clk, 1000);
-  tw_sched_tick(sfx_sched);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
+  sfx_tick();
   assert_int_equal(inst_state(ids[0]), TW_INST_TERMINATED);
   assert_int_equal(inst_state(ids[2]), TW_INST_TERMINATED);
   a = attempts(id, &n);
@@ -423,8 +434,9 @@ a_lost_node_places_the_gang_again_only_once_the_rest_are_gone(void **state) {
 
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define TA(f) cmocka_unit_test_setup_teardown(f, setup_agents, teardown)
   const struct CMUnitTest tests[] = {
-      T(a_gang_launches_three_instances_in_one_zone_and_runs),
+      TA(a_gang_launches_three_instances_in_one_zone_and_runs),
       T(a_capacity_error_on_the_second_node_moves_the_whole_gang),
       T(an_interrupted_node_places_the_whole_gang_again),
       T(a_notice_for_one_node_ends_the_whole_gang_at_its_deadline),

@@ -18,9 +18,10 @@
 #include "tests/fakes/fake_provider.h"
 #include "tests/unit/sched_fixture.h"
 
-static int setup(void **state) {
-  (void)state;
-  if (sfx_open("launch", 1764460800000, NULL))
+/* agents: tradewind-agent played on the instances (sfx_open_agents), for
+ * the cases whose job runs to its end. */
+static int setup_as(bool agents) {
+  if ((agents ? sfx_open_agents : sfx_open)("launch", 1764460800000, NULL))
     return -1;
   struct tw_offer o;
   sfx_offer(&o, "r1", "r1a", "cpu.small", TW_MARKET_ON_DEMAND, 100000);
@@ -32,6 +33,16 @@ static int setup(void **state) {
   o.memory_mib = 16384;
   sfx_add_offer(&o);
   return sfx_start_sched(NULL);
+}
+
+static int setup(void **state) {
+  (void)state;
+  return setup_as(false);
+}
+
+static int setup_agents(void **state) {
+  (void)state;
+  return setup_as(true);
 }
 
 static int teardown(void **state) {
@@ -49,7 +60,7 @@ static size_t attempts_of(const char *id, struct tw_attempt_rec **out) {
 /* One pass, then the invariant every sample must hold: at most one live
  * instance for the job. */
 static void tick_one_instance(const char *id) {
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_true(tw_fake_live_for_job(sfx_fake, id) <= 1);
 }
 
@@ -293,12 +304,13 @@ static void no_second_attempt_while_one_is_live(void **state) {
 
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define TA(f) cmocka_unit_test_setup_teardown(f, setup_agents, teardown)
   const struct CMUnitTest tests[] = {
-      T(timeouts_on_every_try_then_the_instance_appears),
+      TA(timeouts_on_every_try_then_the_instance_appears),
       T(unknown_then_absent_is_sent_again_with_the_same_token),
       T(a_definite_refusal_closes_the_attempt),
-      T(lost_terminate_answer_after_success),
-      T(failed_terminate_after_success_is_tried_again),
+      TA(lost_terminate_answer_after_success),
+      TA(failed_terminate_after_success_is_tried_again),
       T(a_started_job_without_a_live_attempt_is_repaired),
       T(a_running_job_without_a_live_attempt_is_placed_again),
       T(adoption_then_late_failure_keeps_the_attempt),

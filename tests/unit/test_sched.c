@@ -19,6 +19,7 @@
 #include "broker/core/store.h"
 #include "policies/place/netmatrix.h"
 #include "tests/fakes/fake_provider.h"
+#include "tests/unit/agent_play.h"
 #include "tests/unit/sched_fixture.h"
 
 static void add_offer(const char *zone, const char *type, enum tw_market m,
@@ -35,15 +36,26 @@ static void add_offer(const char *zone, const char *type, enum tw_market m,
   sfx_add_offer(&o);
 }
 
-static int setup(void **state) {
-  (void)state;
-  if (sfx_open("sched", 1764460800000, NULL))
+/* agents: tradewind-agent played on the instances (sfx_open_agents), for
+ * the cases whose job runs to its end. */
+static int setup_as(bool agents) {
+  if ((agents ? sfx_open_agents : sfx_open)("sched", 1764460800000, NULL))
     return -1;
   add_offer("r1a", "gpu.spot", TW_MARKET_SPOT, 2000000, 32, "A100-80GB", 8);
   add_offer("r1b", "gpu.spot", TW_MARKET_SPOT, 2500000, 32, "A100-80GB", 8);
   add_offer("r1a", "gpu.od", TW_MARKET_ON_DEMAND, 9000000, 32, "A100-80GB", 8);
   add_offer("r1a", "cpu.small", TW_MARKET_ON_DEMAND, 100000, 4, NULL, 0);
   return sfx_start_sched(NULL);
+}
+
+static int setup(void **state) {
+  (void)state;
+  return setup_as(false);
+}
+
+static int setup_agents(void **state) {
+  (void)state;
+  return setup_as(true);
 }
 
 static int teardown(void **state) {
@@ -58,7 +70,7 @@ static void cheapest_feasible_offer_runs_to_completion(void **state) {
   sfx_submit("name: train\nresources: {accelerators: A100-80GB:8, use_spot: "
              "true}\nduration: 10m\n",
              id);
-  assert_true(tw_sched_tick(sfx_sched) > 0);
+  assert_true(sfx_tick() > 0);
   struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PROVISIONING);
   assert_non_null(strstr(j.placement_json, "\"zone\":\"r1a\""));
@@ -69,13 +81,13 @@ static void cheapest_feasible_offer_runs_to_completion(void **state) {
                          "\"compute_uusd\":333334,\"spot_risk_uusd\":556"));
   assert_non_null(strstr(j.placement_json, "\"expected_cost_uusd\":333890"));
   tw_job_rec_release(&j);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   tw_clock_advance(&sfx_clk, 9 * 60 * 1000);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   tw_clock_advance(&sfx_clk, 60 * 1000);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_SUCCEEDED);
   assert_true(j.has_exit_code);
@@ -87,6 +99,40 @@ static void cheapest_feasible_offer_runs_to_completion(void **state) {
   assert_int_equal(tw_fake_instances_created(sfx_fake), 1);
 }
 
+/* Without an agent nothing reports the job's end: it is not taken for
+ * done when its duration has passed, nor when its instance goes (that is
+ * an interruption); it runs until then or until cancelled. */
+static void without_an_agent_the_clock_never_ends_a_job(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  sfx_submit("name: quiet\nresources: {cpus: 4}\nduration: 10s\n", id);
+  sfx_tick();
+  sfx_tick();
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  for (int i = 0; i < 30; i++) { /* an hour, ten times its duration */
+    tw_clock_advance(&sfx_clk, 2 * 60 * 1000);
+    sfx_tick();
+  }
+  struct tw_job_rec j = sfx_get(id);
+  assert_int_equal(j.state, TW_JOB_RUNNING);
+  assert_false(j.has_exit_code);
+  tw_job_rec_release(&j);
+  /* its instance goes: an interruption (the job waits to be placed
+   * again, its only offer blocklisted a while), never a success */
+  assert_int_equal(tw_fake_set_state(sfx_fake, "fake-a-1", TW_INST_TERMINATED),
+                   TW_OK);
+  tw_clock_advance(&sfx_clk, 2 * 60 * 1000);
+  sfx_tick();
+  sfx_tick();
+  assert_false(tw_job_state_terminal(sfx_state_of(id)));
+  struct tw_attempt_rec *a = NULL;
+  size_t n = 0;
+  assert_int_equal(tw_store_attempts_of(sfx_store, id, &a, &n, NULL), TW_OK);
+  assert_true(n >= 1);
+  assert_string_equal(a[0].end_reason, "interrupted");
+  free(a);
+}
+
 static void capacity_error_moves_to_the_next_offer_at_once(void **state) {
   (void)state;
   tw_fake_fail_offer(sfx_fake, "fake-a:r1:r1a:gpu.spot:spot", TW_E_CAPACITY,
@@ -94,7 +140,7 @@ static void capacity_error_moves_to_the_next_offer_at_once(void **state) {
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit("name: train\nresources: {accelerators: A100-80GB:8, market: spot}\n",
              id);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PROVISIONING);
   assert_non_null(strstr(j.placement_json, "\"zone\":\"r1b\""));
@@ -112,7 +158,7 @@ static void nothing_fits_stays_pending_with_counts(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit("name: big\nresources: {accelerators: H100:8}\n", id);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PENDING);
   assert_string_equal(j.reason,
@@ -122,7 +168,7 @@ static void nothing_fits_stays_pending_with_counts(void **state) {
   sfx_submit(
       "name: cheap\nresources: {accelerators: A100-80GB:8}\nmax_price_per_hour: 1\n",
       id2);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   j = sfx_get(id2);
   assert_non_null(strstr(
       j.reason, "4 offers, 0 fit: 3 over max price $1.00/h, 1 without exactly 8 A100-80GB"));
@@ -135,17 +181,17 @@ static void interruption_sends_the_job_elsewhere(void **state) {
   sfx_submit("name: spot\nresources: {accelerators: A100-80GB:8, use_spot: "
              "true}\nduration: 1h\n",
              id);
-  tw_sched_tick(sfx_sched);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   assert_int_equal(tw_fake_interrupt(sfx_fake, "fake-a-1", 120000), TW_OK);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_RUNNING);
   assert_non_null(strstr(j.reason, "interruption notice for fake-a-1"));
   tw_job_rec_release(&j);
   tw_clock_advance(&sfx_clk, 120000);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   /* interrupted, recovering, then placed again in the same pass, on the
    * other zone: the interrupted offer is avoided */
   j = sfx_get(id);
@@ -156,10 +202,13 @@ static void interruption_sends_the_job_elsewhere(void **state) {
   struct tw_job_event *ev;
   size_t n;
   assert_int_equal(tw_store_job_events(sfx_store, id, &ev, &n, NULL), TW_OK);
-  const char *want[] = {"pending",    "placing",     "provisioning",
-                        "running",    "running",     "interrupted",
-                        "recovering", "provisioning"};
-  assert_int_equal(n, 8);
+  /* nothing reports from inside the instance (no agent): the job is told
+   * its end cannot be known, then the notice, then the interruption */
+  const char *want[] = {"pending",     "placing",    "provisioning",
+                        "running",     "running",    "running",
+                        "interrupted", "recovering", "provisioning"};
+  assert_int_equal(n, 9);
+  assert_non_null(strstr(ev[4].reason, "fake-a, which has no agent"));
   for (size_t i = 0; i < n; i++) {
     assert_string_equal(tw_job_state_str(ev[i].to), want[i]);
     free(ev[i].reason);
@@ -171,13 +220,13 @@ static void cancel_terminates_the_instance(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit("name: c\nresources: {cpus: 4}\n", id);
-  tw_sched_tick(sfx_sched);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
   struct tw_job_transition t = {
       .id = id, .to = TW_JOB_CANCELLED, .reason = "user"};
   assert_int_equal(tw_store_job_transition(sfx_store, &t, NULL, NULL), TW_OK);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   struct tw_instance inst;
   assert_int_equal(tw_fake_get(sfx_fake, "fake-a-1", &inst), TW_OK);
   assert_int_equal(inst.state, TW_INST_TERMINATED);
@@ -193,7 +242,7 @@ static void lost_launch_answer_is_resumed_with_the_same_token(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit("name: crash\nresources: {cpus: 4}\n", id);
-  tw_sched_tick(sfx_sched); /* loads offers, places */
+  sfx_tick(); /* loads offers, places */
   /* simulate a daemon killed after the launch call and before the store
    * write: a second job whose attempt is stored and whose instance exists */
   char id2[TW_JOB_ID_LEN + 1];
@@ -223,7 +272,7 @@ static void lost_launch_answer_is_resumed_with_the_same_token(void **state) {
   struct tw_instance inst;
   assert_int_equal(tw_provider_launch(sfx_prov, &req, &inst, NULL), TW_OK);
   size_t before = tw_fake_instances_created(sfx_fake);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(tw_fake_instances_created(sfx_fake), before);
   struct tw_job_rec j = sfx_get(id2);
   assert_int_equal(j.state, TW_JOB_PROVISIONING);
@@ -239,7 +288,7 @@ static void throttled_launch_is_sent_again_with_the_same_token(void **state) {
   sfx_submit("name: t\nresources: {cpus: 4}\n", id);
   tw_fake_fail(sfx_fake, TW_POP_LAUNCH, TW_E_RETRYABLE, "RequestLimitExceeded",
                2);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   /* throttled after every try: no answer, so the attempt stays launching
    * and the job is not queued for a second one */
   struct tw_job_rec j = sfx_get(id);
@@ -247,14 +296,14 @@ static void throttled_launch_is_sent_again_with_the_same_token(void **state) {
   assert_non_null(strstr(j.reason, "unanswered (retryable"));
   tw_job_rec_release(&j);
   /* the next pass asks for the token, finds none, sends it again */
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(tw_fake_calls(sfx_fake, TW_POP_FIND_BY_TOKEN), 1);
   assert_int_equal(tw_fake_calls(sfx_fake, TW_POP_LAUNCH), 2);
   /* throttled again: waiting, the next pass leaves it alone */
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(tw_fake_calls(sfx_fake, TW_POP_LAUNCH), 2);
   tw_clock_advance(&sfx_clk, 1000);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
   struct tw_attempt_rec *a;
   size_t n;
@@ -269,12 +318,12 @@ static void batch_workload_exit_code_decides_the_outcome(void **state) {
   char ok[TW_JOB_ID_LEN + 1], bad[TW_JOB_ID_LEN + 1];
   sfx_submit("name: ok\nresources: {cpus: 4}\n", ok);
   sfx_submit("name: bad\nresources: {cpus: 4}\n", bad);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   /* both provisioning on fake-a-1 and fake-a-2; the script of the second
    * exits 3 before we ever see it running */
   assert_int_equal(tw_fake_finish(sfx_fake, "fake-a-1", 0), TW_OK);
   assert_int_equal(tw_fake_finish(sfx_fake, "fake-a-2", 3), TW_OK);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   struct tw_job_rec j = sfx_get(ok);
   assert_int_equal(j.state, TW_JOB_SUCCEEDED);
   assert_int_equal(j.exit_code, 0);
@@ -293,7 +342,7 @@ static void offer_refusing_the_request_is_avoided(void **state) {
   add_offer("r1b", "cpu.small", TW_MARKET_ON_DEMAND, 120000, 4, NULL, 0);
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit("name: r\nresources: {cpus: 4}\n", id);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PROVISIONING);
   assert_non_null(strstr(j.placement_json, "\"zone\":\"r1b\""));
@@ -348,16 +397,16 @@ static void the_tenant_holding_less_goes_first(void **state) {
   assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
   char a1[TW_JOB_ID_LEN + 1], a2[TW_JOB_ID_LEN + 1], b1[TW_JOB_ID_LEN + 1];
   sfx_submit("name: a1\ntenant: a\nresources: {cpus: 4}\nduration: 1h\n", a1);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(a1), TW_JOB_PROVISIONING);
   /* a2 waited longer than b1, but tenant a holds a1's vCPUs */
   sfx_submit("name: a2\ntenant: a\nresources: {cpus: 4}\n", a2);
   tw_clock_advance(&sfx_clk, 1);
   sfx_submit("name: b1\ntenant: b\nresources: {cpus: 4}\n", b1);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(b1), TW_JOB_PROVISIONING);
   assert_int_equal(sfx_state_of(a2), TW_JOB_PENDING);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(a2), TW_JOB_PROVISIONING);
 }
 
@@ -367,7 +416,7 @@ static void the_stored_placement_carries_its_plan(void **state) {
   sfx_submit("name: p\nresources: {accelerators: A100-80GB:8}\nmax_price_per_hour: "
              "\"2.2\"\n",
              id);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   struct tw_job_rec j = sfx_get(id);
   assert_int_equal(j.state, TW_JOB_PROVISIONING);
   assert_non_null(
@@ -398,7 +447,7 @@ static void readers_of_one_dataset_share_one_copy(void **state) {
                "datasets: [{uri: s3://corpus/v3, size: 1TB, location: "
                "azure:westeurope}]\n",
                id[i]);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   struct tw_dataset_rec ds;
   assert_int_equal(tw_datasets_get(sfx_store, "s3://corpus/v3", &ds, NULL),
                    TW_OK);
@@ -443,7 +492,7 @@ static void backfill_keeps_the_head_jobs_reservation(void **state) {
       s2[TW_JOB_ID_LEN + 1];
   sfx_submit(
       "name: l\nnodes: 3\nduration: 10h\nplacement: {providers: [slurm]}\n", l);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(l), TW_JOB_PROVISIONING);
   sfx_submit("name: h\npriority: 10\nnodes: 4\nduration: 2h\nplacement: "
              "{providers: [slurm]}\n",
@@ -454,7 +503,7 @@ static void backfill_keeps_the_head_jobs_reservation(void **state) {
   sfx_submit(
       "name: s2\npriority: 1\nduration: 20h\nplacement: {providers: [slurm]}\n",
       s2);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   /* l holds 3 nodes for 10 h; h needs 4 and waits for them; s1 takes a
    * free node and gives it back before then; s2 would still hold its node
    * when h's reservation starts */
@@ -477,14 +526,24 @@ static void backfill_keeps_the_head_jobs_reservation(void **state) {
 }
 
 
+/* A second fake account whose instances run the job under the agents
+ * the fixture plays (sfx_open_agents). */
+static struct tw_provider *agents_provider(const char *account) {
+  struct tw_node *cfg = tw_play_provider_cfg();
+  struct tw_provider *p = NULL;
+  assert_int_equal(
+      tw_provider_new_ops(&tw_provider_fake, account, cfg, &sfx_clk, &p, NULL),
+      TW_OK);
+  tw_node_free(cfg);
+  tw_play_also(sfx_play, p);
+  return p;
+}
+
 /* A node freed by a finished job is free at the next pass, not once the
  * offers are listed again (scheduler.offers_ttl_s, 300 s by default). */
 static void freed_private_nodes_count_at_the_next_pass(void **state) {
   (void)state;
-  struct tw_provider *bp;
-  assert_int_equal(tw_provider_new_ops(&tw_provider_fake, "fake-b", NULL,
-                                       &sfx_clk, &bp, NULL),
-                   TW_OK);
+  struct tw_provider *bp = agents_provider("fake-b");
   offer_at(tw_fake_of(bp), "slurm", "fake-b", "hpc", "p1", "node",
            TW_MARKET_PRIVATE, 500000, 4, 1);
   tw_sched_free(sfx_sched);
@@ -492,22 +551,23 @@ static void freed_private_nodes_count_at_the_next_pass(void **state) {
   struct tw_sched_opts o = {.store = sfx_store,
                             .clock = &sfx_clk,
                             .providers = both,
-                            .n_providers = 2};
+                            .n_providers = 2,
+                            .agent = tw_play_agent(sfx_play)};
   assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
   char a[TW_JOB_ID_LEN + 1], b[TW_JOB_ID_LEN + 1];
   sfx_submit("name: a\nduration: 10s\nplacement: {providers: [slurm]}\n", a);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(a), TW_JOB_PROVISIONING);
   sfx_submit("name: b\nduration: 10s\nplacement: {providers: [slurm]}\n", b);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(b), TW_JOB_PENDING);
   /* a runs its 10 s and ends well before the offers are listed again */
   for (int i = 0; i < 12 && sfx_state_of(a) != TW_JOB_SUCCEEDED; i++) {
     tw_clock_advance(&sfx_clk, 5 * 1000);
-    tw_sched_tick(sfx_sched);
+    sfx_tick();
   }
   assert_int_equal(sfx_state_of(a), TW_JOB_SUCCEEDED);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   enum tw_job_state bs = sfx_state_of(b);
   assert_true(bs == TW_JOB_PROVISIONING || bs == TW_JOB_RUNNING);
   tw_sched_free(sfx_sched);
@@ -521,10 +581,7 @@ static void freed_private_nodes_count_at_the_next_pass(void **state) {
  * starts in the pass the job holding the other node ends. */
 static void the_head_job_starts_when_its_nodes_come_back(void **state) {
   (void)state;
-  struct tw_provider *bp;
-  assert_int_equal(tw_provider_new_ops(&tw_provider_fake, "fake-b", NULL,
-                                       &sfx_clk, &bp, NULL),
-                   TW_OK);
+  struct tw_provider *bp = agents_provider("fake-b");
   offer_at(tw_fake_of(bp), "slurm", "fake-b", "hpc", "p1", "node",
            TW_MARKET_PRIVATE, 500000, 4, 2);
   tw_sched_free(sfx_sched);
@@ -532,11 +589,12 @@ static void the_head_job_starts_when_its_nodes_come_back(void **state) {
   struct tw_sched_opts o = {.store = sfx_store,
                             .clock = &sfx_clk,
                             .providers = both,
-                            .n_providers = 2};
+                            .n_providers = 2,
+                            .agent = tw_play_agent(sfx_play)};
   assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
   char a[TW_JOB_ID_LEN + 1], h[TW_JOB_ID_LEN + 1], sm[TW_JOB_ID_LEN + 1];
   sfx_submit("name: a\nduration: 20s\nplacement: {providers: [slurm]}\n", a);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(a), TW_JOB_PROVISIONING);
   sfx_submit("name: h\npriority: 10\nnodes: 2\nduration: 1h\nplacement: "
              "{providers: [slurm]}\n",
@@ -544,7 +602,7 @@ static void the_head_job_starts_when_its_nodes_come_back(void **state) {
   sfx_submit("name: s\npriority: 1\nduration: 1h\nplacement: "
              "{providers: [slurm]}\n",
              sm);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(h), TW_JOB_PENDING);
   assert_true(has_event(h, "waiting for private capacity: 2 nodes"));
   /* s would still hold the free node when h's reservation starts */
@@ -552,7 +610,7 @@ static void the_head_job_starts_when_its_nodes_come_back(void **state) {
   int passes = 0;
   while (sfx_state_of(a) != TW_JOB_SUCCEEDED && passes < 20) {
     tw_clock_advance(&sfx_clk, 2 * 1000);
-    tw_sched_tick(sfx_sched);
+    sfx_tick();
     passes++;
     if (sfx_state_of(a) != TW_JOB_SUCCEEDED)
       assert_int_equal(sfx_state_of(sm), TW_JOB_PENDING);
@@ -560,7 +618,7 @@ static void the_head_job_starts_when_its_nodes_come_back(void **state) {
   assert_int_equal(sfx_state_of(a), TW_JOB_SUCCEEDED);
   /* the pass that ended a started h (or the next one at the latest) */
   if (sfx_state_of(h) == TW_JOB_PENDING)
-    tw_sched_tick(sfx_sched);
+    sfx_tick();
   enum tw_job_state hs = sfx_state_of(h);
   assert_true(hs == TW_JOB_PROVISIONING || hs == TW_JOB_RUNNING);
   assert_int_equal(sfx_state_of(sm), TW_JOB_PENDING);
@@ -586,12 +644,12 @@ static void a_job_that_fits_nowhere_is_noted_once(void **state) {
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit("name: h\nresources: {accelerators: H100:8}\n", id);
   for (int i = 0; i < 3; i++)
-    tw_sched_tick(sfx_sched);
+    sfx_tick();
   assert_int_equal(count_events(id, "no offer fits"), 1);
   /* new offers: planned (and counted) again, and placed */
   add_offer("r1c", "h100.od", TW_MARKET_ON_DEMAND, 30000000, 96, "H100", 8);
   tw_clock_advance(&sfx_clk, 301 * 1000);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
 }
 
@@ -616,7 +674,7 @@ static void data_moved_for_a_launch_is_metered_as_egress(void **state) {
       "  - {uri: 's3://b/train', size: 100GB, location: 'aws:us-west-2'}\n"
       "  - {uri: 's3://b/none', location: 'aws:us-west-2'}\n",
       id);
-  tw_sched_tick(sfx_sched);
+  sfx_tick();
   assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
   int64_t list = 0, eff = 0;
   assert_int_equal(tw_ledger_job_cost(sfx_store, id, &list, &eff, NULL), TW_OK);
@@ -633,8 +691,10 @@ static void data_moved_for_a_launch_is_metered_as_egress(void **state) {
 
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define TA(f) cmocka_unit_test_setup_teardown(f, setup_agents, teardown)
   const struct CMUnitTest tests[] = {
-      T(cheapest_feasible_offer_runs_to_completion),
+      TA(cheapest_feasible_offer_runs_to_completion),
+      T(without_an_agent_the_clock_never_ends_a_job),
       T(capacity_error_moves_to_the_next_offer_at_once),
       T(nothing_fits_stays_pending_with_counts),
       T(interruption_sends_the_job_elsewhere),
@@ -647,8 +707,8 @@ int main(void) {
       T(the_stored_placement_carries_its_plan),
       T(readers_of_one_dataset_share_one_copy),
       T(backfill_keeps_the_head_jobs_reservation),
-      T(freed_private_nodes_count_at_the_next_pass),
-      T(the_head_job_starts_when_its_nodes_come_back),
+      TA(freed_private_nodes_count_at_the_next_pass),
+      TA(the_head_job_starts_when_its_nodes_come_back),
       T(a_job_that_fits_nowhere_is_noted_once),
       T(data_moved_for_a_launch_is_metered_as_egress),
   };

@@ -25,6 +25,7 @@
 #include "broker/core/store.h"
 #include "broker/tenancy/tenancy.h"
 #include "tests/fakes/fake_provider.h"
+#include "tests/unit/agent_play.h"
 #include "tests/unit/tmp_store.h"
 
 static char dir[64], path[128];
@@ -34,6 +35,8 @@ static struct tw_provider *prov;
 static struct tw_fake *fake;
 static struct tw_sched *sched;
 static struct tw_tenancy *ten;
+/* tradewind-agent played on the instances: jobs end by its exit report */
+static struct tw_play *play;
 
 static void add_offer(const char *type, enum tw_market m, int64_t price,
                       int vcpus) {
@@ -63,10 +66,15 @@ static int setup(void **state) {
   tw_clock_fake_init(&clk, 1764460800000);
   struct tw_err err = {0};
   struct tw_store_opts so = {.path = path, .clock = &clk};
+  struct tw_node *cfg = tw_play_provider_cfg();
   if (tw_store_open(&so, &store, &err) ||
-      tw_provider_new_ops(&tw_provider_fake, "fake-a", NULL, &clk, &prov, &err))
+      tw_provider_new_ops(&tw_provider_fake, "fake-a", cfg, &clk, &prov, &err))
     return -1;
+  tw_node_free(cfg);
   fake = tw_fake_of(prov);
+  play = tw_play_new(store, &clk, prov);
+  if (!play)
+    return -1;
   add_offer("cpu.8", TW_MARKET_ON_DEMAND, 400000, 8);
   add_offer("cpu.8s", TW_MARKET_SPOT, 120000, 8);
   struct tw_tenancy_opts to = {
@@ -77,13 +85,16 @@ static int setup(void **state) {
                             .clock = &clk,
                             .providers = &prov,
                             .n_providers = 1,
-                            .tenancy = ten};
+                            .tenancy = ten,
+                            .agent = tw_play_agent(play)};
   return tw_sched_new(&o, &sched, &err) ? -1 : 0;
 }
 
 static int teardown(void **state) {
   (void)state;
   tw_sched_free(sched);
+  tw_play_free(play);
+  play = NULL;
   tw_tenancy_free(ten);
   tw_provider_free(prov);
   tw_store_close(store);
@@ -139,6 +150,7 @@ static enum tw_job_state state_of(const char *id) {
 
 static void ticks(int n) {
   for (int i = 0; i < n; i++) {
+    tw_play_step(play);
     tw_sched_tick(sched);
     tw_clock_advance(&clk, 1000);
   }

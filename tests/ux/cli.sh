@@ -3,7 +3,7 @@
 # tradewindd: every -o format parsed back, the "=" forms, multi-value
 # --state, --sort-by, -q, --watch, jobs describe, whoami, contexts of the
 # config file, and the bash and zsh completion scripts.
-# Needs TW_DAEMON, TW_FAKECLOUD, TW_CLI and python3.
+# Needs TW_DAEMON, TW_FAKECLOUD, TW_AGENT, TW_CLI and python3.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 work=${1:?usage: cli.sh WORKDIR}
@@ -28,7 +28,7 @@ cat >"$run/b.yaml" <<'YAML'
 name: ux-b
 resources: {cpus: 1+}
 duration: 60s
-run: echo b
+run: sleep 60; echo b
 YAML
 a=$(tw submit "$run/a.yaml" --wait --timeout=60s -q)
 b=$(tw submit "$run/b.yaml")

@@ -3,7 +3,8 @@
 #   - a broker with no provider warns at start, and its jobs' reason says
 #     why they wait;
 #   - configs/demo.yaml (its fake EC2 moved to this test's port) runs a
-#     job to success, with admin.token beside the database;
+#     job to success under tradewind-agent on the booting fake, its output
+#     read back, with admin.token beside the database;
 #   - the example specs of configs/jobs use only variables the broker sets
 #     (the checkpoint contract of docs/spot.md) or their own env:, and
 #     every one is accepted by the broker's plan.
@@ -33,7 +34,9 @@ until "$TW_CLI" --url "$url" jobs get "$id" -o 'jsonpath={.reason}' | grep -q 'n
 done
 
 # --- configs/demo.yaml --------------------------------------------------------
-ux_start fakecloud "$TW_FAKECLOUD" --listen 127.0.0.1:0 --seed 7 --pending-ms 200
+# the fake boots its instances, as the file's header says to start it
+ux_start fakecloud "$TW_FAKECLOUD" --listen 127.0.0.1:0 --seed 7 --pending-ms 200 \
+  --boot --boot-dir "$work/boot"
 fake=$url
 mkdir -p "$work/demo"
 # the file as shipped, with the fake's address and the API on a free port
@@ -53,8 +56,10 @@ grep -q 'no provider is configured' "$work/demo.err" && fail "demo.yaml warned o
 export TRADEWIND_TOKEN
 TRADEWIND_TOKEN=$(cat "$work/demo/admin.token")
 printf 'name: demo-hello\nresources: {cpus: 1+}\nduration: 2s\nrun: echo hello\n' >"$work/h.yaml"
-"$TW_CLI" --url "$url" submit "$work/h.yaml" --wait --timeout 60s -q >/dev/null ||
+hid=$("$TW_CLI" --url "$url" submit "$work/h.yaml" --wait --timeout 60s -q) ||
   fail "the demo job did not succeed: $(tail -5 "$work/demo.err")"
+"$TW_CLI" --url "$url" jobs logs "$hid" | grep -qx hello ||
+  fail "the demo job's output is not its script's: $("$TW_CLI" --url "$url" jobs logs "$hid" 2>&1 | head -5)"
 
 # --- the example specs ----------------------------------------------------------
 python3 - "$src/configs/jobs" <<'PY' || fail "example specs"
