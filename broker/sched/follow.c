@@ -57,6 +57,7 @@
 struct sched_ending {
   char account[64];
   int64_t attempt_id; /* the ended attempt: its terminate call's key */
+  char job_id[TW_JOB_ID_LEN + 1]; /* its job: a traced job's span */
   int k;              /* its gang's node, 0 for one instance */
   char instance_id[128];
   int tries;
@@ -105,7 +106,8 @@ static struct sched_follow *follow_of(struct tw_sched *s) {
 }
 
 static void ending_add(struct tw_sched *s, const char *account,
-                       int64_t attempt_id, int k, const char *instance_id) {
+                       const char *job_id, int64_t attempt_id, int k,
+                       const char *instance_id) {
   struct sched_follow *m = follow_of(s);
   for (size_t i = 0; i < m->n_end; i++)
     if (!strcmp(m->end[i].instance_id, instance_id) &&
@@ -120,6 +122,7 @@ static void ending_add(struct tw_sched *s, const char *account,
   e->attempt_id = attempt_id;
   e->k = k;
   snprintf(e->account, sizeof e->account, "%s", account);
+  snprintf(e->job_id, sizeof e->job_id, "%s", job_id);
   snprintf(e->instance_id, sizeof e->instance_id, "%s", instance_id);
 }
 
@@ -129,10 +132,11 @@ static void ending_add(struct tw_sched *s, const char *account,
 static void ending_add_all(struct tw_sched *s, const struct tw_attempt_rec *a,
                            struct sched_nodes nd) {
   if (!nd.n && a->instance_id[0])
-    ending_add(s, a->provider, a->id, 0, a->instance_id);
+    ending_add(s, a->provider, a->job_id, a->id, 0, a->instance_id);
   for (size_t i = 0; i < nd.n; i++)
     if (strcmp(nd.g[i].state, "terminated"))
-      ending_add(s, a->provider, a->id, nd.g[i].k, nd.g[i].instance_id);
+      ending_add(s, a->provider, a->job_id, a->id, nd.g[i].k,
+                 nd.g[i].instance_id);
 }
 
 static void ending_remove(struct sched_follow *m, size_t i) {
@@ -238,6 +242,7 @@ static void ending_send(struct tw_sched *s) {
       n += m->end[j].attempt_id == e->attempt_id;
     struct tw_attempt_rec a = {.id = e->attempt_id};
     snprintf(a.provider, sizeof a.provider, "%s", e->account);
+    snprintf(a.job_id, sizeof a.job_id, "%s", e->job_id);
     struct sched_call *c = terminate_call(s, pc, &a, n);
     for (size_t j = i; j < m->n_end; j++)
       if (m->end[j].attempt_id == e->attempt_id) {

@@ -296,8 +296,13 @@ void sched__obs_run_call(struct sched_call *c) {
   if (c->o.region[0])
     tw_span_attr_str(sp, "cloud.region", c->o.region);
   tw_span_attr_str(sp, "tradewind.offer", c->o.id[0] ? c->o.id : c->a.offer_id);
-  if (c->kind == SCHED_CALL_TERMINATE && c->a.instance_id[0])
-    tw_span_attr_str(sp, "cloud.resource_id", c->a.instance_id);
+  /* a terminate names its attempt's instance, or (an owed terminate)
+   * the first of the instances it gives back */
+  const char *res = c->a.instance_id[0] ? c->a.instance_id
+                    : c->n_g            ? c->g[0].instance_id
+                                        : "";
+  if (c->kind == SCHED_CALL_TERMINATE && res[0])
+    tw_span_attr_str(sp, "cloud.resource_id", res);
   tw_span_attr_str(sp, "tradewind.job_id",
                    c->job.id[0] ? c->job.id : c->a.job_id);
   tw_span_attr_int(sp, "tradewind.attempt", c->a.n);

@@ -12,11 +12,12 @@
 #include "broker/core/store_flow.h"
 #include "broker/sched/sched.h"
 #include "tests/fakes/fake_provider.h"
+#include "tests/unit/agent_play.h"
 #include "tests/unit/sched_fixture.h"
 
 static int setup(void **state) {
   (void)state;
-  if (sfx_open("flow", 1764460800000, NULL))
+  if (sfx_open_agents("flow", 1764460800000, NULL))
     return -1;
   struct tw_offer o;
   sfx_offer(&o, "r1", "r1a", "cpu.small", TW_MARKET_ON_DEMAND, 100000);
@@ -33,9 +34,10 @@ static int teardown(void **state) {
   return 0;
 }
 
+/* n rounds of the agents played on the instances, then a pass */
 static void tick(int n) {
   for (int i = 0; i < n; i++)
-    tw_sched_tick(sfx_sched);
+    sfx_tick();
 }
 
 static void submit_group(const char *yaml, bool doc, char gid[32]) {
@@ -189,7 +191,8 @@ static void exit_code_decides_dependencies(void **state) {
   size_t before = tw_fake_instances_created(sfx_fake);
   char inst[32];
   snprintf(inst, sizeof inst, "fake-a-%zu", before);
-  TW_CHECK_RC(tw_fake_finish(sfx_fake, inst, 1), TW_OK, err);
+  /* its agent reports exit 1 */
+  TW_CHECK(tw_play_exit(sfx_play, inst, 1), "no agent runs on %s", inst);
   /* a running job is looked at on the follow cadence */
   tw_clock_advance(&sfx_clk, 61 * 1000);
   tick(4);

@@ -32,7 +32,10 @@ url_of() {
   done
   return 1
 }
-"$build/tests/tradewind-fakecloud" --listen 127.0.0.1:0 >fake.log 2>&1 &
+# --boot: each instance runs its bootstrap, and the agent the job's script
+# (configs/demo.yaml has agent: true): the tasks end with their exit codes
+"$build/tests/tradewind-fakecloud" --listen 127.0.0.1:0 --boot \
+  --boot-dir "$PWD/boot" >fake.log 2>&1 &
 pids+=($!)
 fake=$(url_of fake.log) || fail "the fake EC2 did not start"
 sed -e "s|127.0.0.1:8420|127.0.0.1:0|; s|http://127.0.0.1:8421|$fake|g" \
