@@ -416,6 +416,12 @@ void tw_h_jobs_cancel(struct tw_req *r) {
     tw_problem_err(r, &err);
     return;
   }
+  /* a job cancelled before its agent registered keeps no secrets; one
+   * running has its register answer already */
+  struct tw_secrets *sec = tw_auth_secrets(r);
+  struct tw_err serr = {0};
+  if (sec && tw_secrets_job_delete(sec, job.id, &serr))
+    tw_log_warn("api", "job=%s secrets not deleted: %s", job.id, serr.msg);
   render_job(&r->out, &job);
   tw_job_rec_release(&job);
   tw_req_json(r, 200);

@@ -436,6 +436,14 @@ void tw_agent_set_wake(struct tw_agent *a, void (*fn)(void *ctx), void *ctx) {
   a->wake_ctx = ctx;
 }
 
+void tw_agent_forget_secrets(struct tw_agent *a, const char *job_id) {
+  if (!a || !a->secrets)
+    return;
+  struct tw_err err = {0};
+  if (tw_secrets_job_delete(a->secrets, job_id, &err))
+    tw_log_warn("agent", "job=%s secrets not deleted: %s", job_id, err.msg);
+}
+
 uint64_t tw_agent_news(struct tw_agent *a) {
   return atomic_load_explicit(&a->news, memory_order_acquire);
 }

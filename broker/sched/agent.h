@@ -139,6 +139,10 @@ int64_t tw_agent_grace_s(const struct tw_agent *a);
  * only when it moved (agent_follow.c). */
 uint64_t tw_agent_news(struct tw_agent *a);
 
+/* Deletes job_id's sealed secrets, if any (its job ended); failures are
+ * logged.  Nothing without secrets. */
+void tw_agent_forget_secrets(struct tw_agent *a, const char *job_id);
+
 /* The served binary: its path and SHA-256 hex; false when none. */
 bool tw_agent_binary(const struct tw_agent *a, const char **path,
                      const char **sha256_hex);

@@ -88,6 +88,7 @@ static int apply_exit(struct tw_sched *s, struct pcache *pc,
     }
     changes++;
     tw_log_info("agent", "job=%s attempt=%d %s", a->job_id, a->n, why);
+    tw_agent_forget_secrets(s->agent, a->job_id); /* the job ended */
   }
   tw_spec_cache_forget(s->specs, job->id);
   if (sched__terminate_all(s, pc, a, nd, &err))

@@ -86,8 +86,8 @@ enum tw_rc tw_secrets_rotate(struct tw_secrets *s, size_t *rotated,
  *
  * One sealed value per job, named "job.<id>": the variables as a JSON
  * object of strings.  The API puts them before the job can be placed,
- * the agent's side reads them into the register answer, and they go
- * when the job ends. */
+ * the agent's side reads them into the register answer, and they are
+ * deleted when the job ends by its agent's exit report or a cancel. */
 struct tw_kv;
 
 /* Seals the n variables (every value non-NULL) for job_id.  TW_E_INVALID

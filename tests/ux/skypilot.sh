@@ -83,6 +83,16 @@ secrets_ok() {
     grep -qx "$want" "$work/$id.log" ||
       fail "$1: the job's $want is not in its output: $(cat "$work/$id.log")"
   done
+  # sealed while the job lived, deleted once it ended (the list names the
+  # sealed values: the agent key's is one)
+  curl -s "$url/v1/secrets" | grep -q '"tradewind.agent-key"' ||
+    fail "$1: GET /v1/secrets lists no sealed value: $(curl -s "$url/v1/secrets")"
+  i=0
+  while curl -s "$url/v1/secrets" | grep -q "\"job.$id\""; do
+    i=$((i + 1))
+    [ $i -lt 50 ] || fail "$1: job $id's sealed secrets outlived it: $(curl -s "$url/v1/secrets")"
+    sleep 0.1
+  done
   # shown by name only
   tw jobs get "$id" -o json >"$work/$1.get.json"
   python3 - "$work/$1.get.json" <<'PY' || fail "$1: the job's secrets: $(cat "$work/$1.get.json")"
