@@ -70,6 +70,16 @@ void tw_h_jobs_cancel(struct tw_req *r);
 void tw_h_jobs_events(struct tw_req *r);
 void tw_h_jobs_logs(struct tw_req *r);
 void tw_h_reports_spend(struct tw_req *r); /* h_reports.c */
+/* h_workflows.c */
+void tw_h_workflows_create(struct tw_req *r);
+void tw_h_workflows_get(struct tw_req *r);
+void tw_h_workflows_cancel(struct tw_req *r);
+void tw_h_workflows_tasks(struct tw_req *r);
+void tw_h_workflows_graph(struct tw_req *r);
+/* POST /v1/jobs with `array:`: one group, answered as a workflow (201,
+ * Location /v1/workflows/{id}). */
+struct tw_job_spec;
+void tw_h_array_submit(struct tw_req *r, const struct tw_job_spec *spec);
 void tw_h_offers_list(struct tw_req *r);   /* h_offers.c */
 
 /* server.c: accessors for handlers */

@@ -18,6 +18,7 @@
 #include "broker/base/log.h"
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
+#include "broker/core/store_flow.h"
 #include "broker/tenancy/tenancy.h"
 
 #define BUCKETS 1024
@@ -534,6 +535,19 @@ static bool authorize(struct tw_auth *a, struct tw_req *r,
                        owned && owner.principal[0] ? owner.principal : NULL),
         what);
   }
+  case TW_TGT_WORKFLOW: {
+    snprintf(c->object, sizeof c->object, "%s", r->params[0]);
+    if (!resolve)
+      return true;
+    struct tw_flow_rec g;
+    if (tw_store_flow_get(tw_api_store(r->api), r->params[0], &g, &err)) {
+      tw_problem_err(r, &err);
+      return false;
+    }
+    snprintf(c->tenant, sizeof c->tenant, "%.63s", g.tenant);
+    snprintf(what, sizeof what, "workflow %s", r->params[0]);
+    return verdict(r, tw_rbac_decide(rule, &c->who, c->tenant, NULL), what);
+  }
   case TW_TGT_TOKEN: {
     snprintf(c->object, sizeof c->object, "token/%s", r->params[0]);
     snprintf(what, sizeof what, "token %s", r->params[0]);
@@ -740,6 +754,45 @@ bool tw_auth_admit_job(struct tw_req *r, struct tw_job_spec *spec) {
   if (tw_tenancy_admit(a->ten, spec, c->who.name, r->request_id, &adm, &err))
     return problem_admission(r, &err);
   c->projected_uusd = adm.projected_uusd;
+  return true;
+}
+
+bool tw_auth_admit_group(struct tw_req *r, char **tenant,
+                         const struct tw_job_spec *const *specs,
+                         const int64_t *counts, size_t n,
+                         int64_t *projected_uusd) {
+  struct tw_auth_ctx *c = r->auth;
+  struct tw_auth *a = auth_of(r);
+  *projected_uusd = 0;
+  if (!c)
+    return true;
+  if (c->who.role != TW_ROLE_ADMIN && !strcmp(*tenant, "default") &&
+      strcmp(c->who.tenant, "default")) {
+    free(*tenant);
+    *tenant = tw_strdup(c->who.tenant);
+  }
+  snprintf(c->tenant, sizeof c->tenant, "%s", *tenant);
+  char what[192];
+  snprintf(what, sizeof what, "tenant %s", *tenant);
+  if (!verdict(r, tw_rbac_decide(c->rule, &c->who, *tenant, NULL), what))
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(specs[i]->tenant, *tenant)) {
+      tw_problem(r, 400, "invalid-field", "tenant",
+                 "tenant: every task runs in the workflow's tenant %s, not "
+                 "%s",
+                 *tenant, specs[i]->tenant);
+      return false;
+    }
+  if (!a->ten)
+    return true;
+  struct tw_admission adm;
+  struct tw_err err = {0};
+  if (tw_tenancy_admit_group(a->ten, specs, counts, n, c->who.name,
+                             r->request_id, &adm, &err))
+    return problem_admission(r, &err);
+  c->projected_uusd = adm.projected_uusd;
+  *projected_uusd = adm.projected_uusd;
   return true;
 }
 

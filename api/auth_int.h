@@ -80,6 +80,15 @@ void tw_auth_dispatch(struct tw_req *r, tw_handler_fn fn);
  * quota-exceeded / budget-exceeded naming the quota and the numbers).
  * false: answered; the handler returns. */
 bool tw_auth_admit_job(struct tw_req *r, struct tw_job_spec *spec);
+/* POST /v1/workflows and an array's POST /v1/jobs: as tw_auth_admit_job
+ * for the group's tenant (*tenant may be replaced by the caller's), every
+ * task spec in that tenant, then tw_tenancy_admit_group (quotas per
+ * template, the hard budgets against the whole group's projection, set in
+ * *projected_uusd).  false: answered. */
+bool tw_auth_admit_group(struct tw_req *r, char **tenant,
+                         const struct tw_job_spec *const *specs,
+                         const int64_t *counts, size_t n,
+                         int64_t *projected_uusd);
 /* POST /v1/jobs, once admitted: stores the job with its owner and the
  * request's audit entry in one transaction (tw_tenancy_job_submit), so no
  * crash leaves a stored job unaudited or without its owner; step 7 then

@@ -11,6 +11,7 @@
 #include "api/auth_int.h"
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
+#include "broker/core/flow.h"
 #include "broker/core/skypilot.h"
 #include "broker/base/trace.h"
 #include "broker/core/spec.h"
@@ -239,6 +240,18 @@ void tw_h_jobs_create(struct tw_req *r) {
     tw_spec_release(&spec);
     return;
   }
+  if (spec.array && spec.n_secrets) {
+    tw_problem(r, 400, "invalid-field", "secrets",
+               "secrets: not with array (the tasks are made from the stored "
+               "spec, which keeps no values)");
+    tw_spec_release(&spec);
+    return;
+  }
+  if (spec.array) { /* one group of tasks (h_workflows.c) */
+    tw_h_array_submit(r, &spec);
+    tw_spec_release(&spec);
+    return;
+  }
   /* admission: its own span, under the request's */
   struct tw_span adm;
   tw_span_start(tw_api_tracer(r->api), &adm, "admission", TW_SPAN_INTERNAL,
@@ -268,6 +281,16 @@ void tw_h_jobs_create(struct tw_req *r) {
   struct tw_buf canon;
   tw_buf_init(&canon);
   tw_spec_to_json(&spec, &canon);
+  /* depends_on: the job is stored waiting on it (store_flow.h) */
+  struct tw_flow_plan plan;
+  memset(&plan, 0, sizeof plan);
+  if (spec.depends_on &&
+      tw_flow_plan_from_spec(&spec, canon.data, &plan, &err)) {
+    tw_spec_release(&spec);
+    tw_buf_release(&canon);
+    tw_problem_err(r, &err);
+    return;
+  }
   struct tw_job_new req = {.name = spec.name,
                            .tenant = spec.tenant,
                            .project = spec.project,
@@ -275,7 +298,8 @@ void tw_h_jobs_create(struct tw_req *r) {
                            .spec_json = canon.data,
                            .idem_key = key,
                            .traceparent =
-                               r->span && r->span->ctx.valid ? tp : NULL};
+                               r->span && r->span->ctx.valid ? tp : NULL,
+                           .flow = spec.depends_on ? &plan : NULL};
   struct tw_job_rec job;
   bool replayed = false;
   /* the job, its owner and the audit entry commit together */
@@ -297,6 +321,7 @@ void tw_h_jobs_create(struct tw_req *r) {
     tw_job_rec_release(&job);
   }
   tw_spec_release(&spec);
+  tw_flow_plan_release(&plan);
   if (rc) {
     if (rc != TW_E_CONFLICT)
       tw_log_error("api", "request=%s create job failed: %s", r->request_id,

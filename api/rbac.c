@@ -21,6 +21,12 @@ static const struct tw_rbac_rule RULES[] = {
     {"DELETE", "/v1/jobs/{id}", TW_TGT_JOB, {A, T, O, D, D, O}},
     {"GET", "/v1/jobs/{id}/events", TW_TGT_JOB, {A, T, T, T, T, O}},
     {"GET", "/v1/jobs/{id}/logs", TW_TGT_JOB, {A, T, T, T, D, O}},
+    /* arrays and workflows: the handler finds the group's tenant */
+    {"POST", "/v1/workflows", TW_TGT_BODY, {A, T, T, D, D, T}},
+    {"GET", "/v1/workflows/{id}", TW_TGT_WORKFLOW, {A, T, T, T, T, T}},
+    {"DELETE", "/v1/workflows/{id}", TW_TGT_WORKFLOW, {A, T, T, D, D, T}},
+    {"GET", "/v1/workflows/{id}/tasks", TW_TGT_WORKFLOW, {A, T, T, T, T, T}},
+    {"GET", "/v1/workflows/{id}/graph", TW_TGT_WORKFLOW, {A, T, T, T, T, T}},
     /* the offer catalog and spend reports */
     {"GET", "/v1/offers", TW_TGT_GLOBAL, {A, A, A, A, A, A}},
     {"GET", "/v1/reports/spend", TW_TGT_QUERY_TENANT, {A, T, D, T, T, D}},

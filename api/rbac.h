@@ -39,9 +39,10 @@ enum tw_target {
   TW_TGT_QUERY_TENANT, /* ?tenant=, which defaults to the caller's */
   TW_TGT_BODY,         /* the handler finds the tenant in the body and
                           calls tw_auth_check() */
-  TW_TGT_AGENT         /* tradewind-agent's routes: only an agent token
+  TW_TGT_AGENT,        /* tradewind-agent's routes: only an agent token
                           (docs/agent.md), for the attempt in the path;
                           the roles' columns say who else may call */
+  TW_TGT_WORKFLOW      /* {id} is an array or workflow: its tenant */
 };
 
 struct tw_rbac_rule {

@@ -229,6 +229,11 @@ int tw_cli_print_json(struct tw_cli *c, struct json_t *v);
 #define TW_CLI_WAIT_MAX_MS 2000
 #define TW_CLI_WAIT_MAX_FAILURES 4
 int tw_cli_wait_job(struct tw_cli *c, const char *id, int64_t timeout_ms);
+/* The same over GET /v1/workflows/{id} (an array or a workflow): exits 0
+ * when it succeeded, 1 failed, 4 cancelled, 6 on timeout; prints the
+ * progress counts on stderr as they change. */
+int tw_cli_wait_workflow(struct tw_cli *c, const char *id,
+                         int64_t timeout_ms);
 
 /* One command: "submit" or "jobs list". */
 struct tw_cli_cmd {
@@ -250,6 +255,10 @@ extern const struct tw_cli_cmd tw_cli_cmd_jobs_list;
 extern const struct tw_cli_cmd tw_cli_cmd_jobs_get;
 extern const struct tw_cli_cmd tw_cli_cmd_jobs_cancel;
 extern const struct tw_cli_cmd tw_cli_cmd_jobs_wait;
+/* cmd_workflow.c */
+extern const struct tw_cli_cmd tw_cli_cmd_workflow_submit,
+    tw_cli_cmd_workflow_get, tw_cli_cmd_workflow_cancel,
+    tw_cli_cmd_workflow_wait;
 extern const struct tw_cli_cmd tw_cli_cmd_jobs_events;
 extern const struct tw_cli_cmd tw_cli_cmd_jobs_logs;
 extern const struct tw_cli_cmd tw_cli_cmd_report_spend;

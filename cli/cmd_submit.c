@@ -287,8 +287,11 @@ static int cmd_submit(struct tw_cli *c, const struct tw_cli_parsed *p) {
     fflush(c->io->out);
     tw_buf_release(&b);
   }
+  /* an array's answer is its group (kind: array) */
   if (wait)
-    code = tw_cli_wait_job(c, id, timeout_ms);
+    code = json_is_string(json_object_get(job, "kind"))
+               ? tw_cli_wait_workflow(c, id, timeout_ms)
+               : tw_cli_wait_job(c, id, timeout_ms);
 
 out:
   json_decref(job);

@@ -155,9 +155,39 @@ static bool follow_stream(struct tw_cli *c, const char *id, const char *eid,
   return ok;
 }
 
+/* The progress line of a workflow's answer ("3/10 succeeded, 1 failed"),
+ * or "" for a job. */
+static void progress_of(json_t *obj, char *out, size_t sz) {
+  out[0] = '\0';
+  json_t *pr = json_object_get(obj, "progress");
+  if (!json_is_object(pr))
+    return;
+  long long n = json_integer_value(json_object_get(obj, "tasks"));
+  snprintf(out, sz, "%lld/%lld succeeded, %lld failed, %lld cancelled, "
+                    "%lld running",
+           (long long)json_integer_value(json_object_get(pr, "succeeded")), n,
+           (long long)json_integer_value(json_object_get(pr, "failed")),
+           (long long)json_integer_value(json_object_get(pr, "cancelled")),
+           (long long)json_integer_value(json_object_get(pr, "running")));
+}
+
+static int wait_on(struct tw_cli *c, const char *id, const char *base,
+                   const char *what, int64_t timeout_ms);
+
 int tw_cli_wait_job(struct tw_cli *c, const char *id, int64_t timeout_ms) {
+  return wait_on(c, id, "/v1/jobs/", "job", timeout_ms);
+}
+
+int tw_cli_wait_workflow(struct tw_cli *c, const char *id,
+                         int64_t timeout_ms) {
+  return wait_on(c, id, "/v1/workflows/", "workflow", timeout_ms);
+}
+
+static int wait_on(struct tw_cli *c, const char *id, const char *base,
+                   const char *what, int64_t timeout_ms) {
   char *eid = tw_cli_http_escape(id);
-  char *path = tw_asprintf("/v1/jobs/%s", eid);
+  char *path = tw_asprintf("%s%s", base, eid);
+  char last_progress[160] = "";
   int64_t start = tw_clock_now_ms(c->io->clock);
   int64_t backoff = TW_CLI_WAIT_FIRST_MS;
   char *last = NULL;
@@ -189,7 +219,8 @@ int tw_cli_wait_job(struct tw_cli *c, const char *id, int64_t timeout_ms) {
       json_t *rv = json_object_get(job, "reason");
       const char *state = json_is_string(sv) ? json_string_value(sv) : NULL;
       if (!state) {
-        tw_cli_errorf(c, "the server's answer for job %s has no state", path);
+        tw_cli_errorf(c, "the server's answer for %s %s has no state", what,
+                      path);
         code = TW_EXIT_UNREACHABLE;
         done = true;
       } else {
@@ -199,6 +230,20 @@ int tw_cli_wait_job(struct tw_cli *c, const char *id, int64_t timeout_ms) {
           free(last);
           last = tw_strdup(state);
           /* Something moves: look again soon. */
+          backoff = TW_CLI_WAIT_FIRST_MS;
+        }
+        char prog[160];
+        progress_of(job, prog, sizeof prog);
+        if (prog[0] && strcmp(prog, last_progress)) {
+          if (!c->quiet) {
+            struct tw_buf b;
+            tw_buf_init(&b);
+            tw_cli_add_clean(&b, id);
+            fprintf(c->io->err, "%s: %s\n", b.data, prog);
+            fflush(c->io->err);
+            tw_buf_release(&b);
+          }
+          snprintf(last_progress, sizeof last_progress, "%s", prog);
           backoff = TW_CLI_WAIT_FIRST_MS;
         }
         int outcome = tw_cli_exit_for_job(
@@ -218,9 +263,10 @@ int tw_cli_wait_job(struct tw_cli *c, const char *id, int64_t timeout_ms) {
     tw_cli_http_resp_release(&resp);
     if (done)
       break;
-    if (!followed && code == TW_EXIT_OK) {
+    if (!followed && code == TW_EXIT_OK && !strcmp(what, "job")) {
       /* the job exists and runs on: follow its events, once; then the
-       * next GET reads the outcome (or finds the deadline passed) */
+       * next GET reads the outcome (or finds the deadline passed); a
+       * workflow's progress is polled */
       followed = true;
       if (follow_stream(c, id, eid, timeout_ms > 0 ? start + timeout_ms : 0,
                         &last)) {
@@ -240,8 +286,8 @@ int tw_cli_wait_job(struct tw_cli *c, const char *id, int64_t timeout_ms) {
         struct tw_buf b;
         tw_buf_init(&b);
         tw_cli_add_clean(&b, id);
-        tw_cli_errorf(c, "timed out after %s waiting for job %s (still %s)", d,
-                      b.data, last ? last : "unknown");
+        tw_cli_errorf(c, "timed out after %s waiting for %s %s (still %s)", d,
+                      what, b.data, last ? last : "unknown");
         tw_buf_release(&b);
         code = TW_EXIT_TIMEOUT;
         break;

@@ -4,7 +4,7 @@
 
 static const char *const state_names[TW_JOB_NSTATES] = {
     "pending", "placing",   "provisioning", "running",   "succeeded",
-    "failed",  "cancelled", "interrupted",  "recovering"};
+    "failed",  "cancelled", "interrupted",  "recovering", "waiting"};
 
 /* allowed[from] is a bit set of the states `from` may move to. */
 #define B(s) (1u << (s))
@@ -23,6 +23,8 @@ static const unsigned allowed[TW_JOB_NSTATES] = {
         B(TW_JOB_RECOVERING) | B(TW_JOB_FAILED) | B(TW_JOB_CANCELLED),
     [TW_JOB_RECOVERING] = B(TW_JOB_PROVISIONING) | B(TW_JOB_PENDING) |
                           B(TW_JOB_FAILED) | B(TW_JOB_CANCELLED),
+    [TW_JOB_WAITING] =
+        B(TW_JOB_PENDING) | B(TW_JOB_FAILED) | B(TW_JOB_CANCELLED),
 };
 #undef B
 

@@ -3,6 +3,8 @@
  *   pending -> placing -> provisioning -> running -> succeeded | failed
  *   any live state -> cancelled
  *   running -> interrupted -> recovering -> provisioning   (spot issue)
+ *   waiting -> pending | failed | cancelled   (held on its dependencies,
+ *                                             broker/core/flow.h)
  *
  * Every transition goes through tw_job_transition_check(); the store
  * records each as an event with its time and reason. */
@@ -23,6 +25,7 @@ enum tw_job_state {
   TW_JOB_CANCELLED,
   TW_JOB_INTERRUPTED,
   TW_JOB_RECOVERING,
+  TW_JOB_WAITING, /* on its dependencies: not in the queue yet */
   TW_JOB_NSTATES
 };
 

@@ -14,6 +14,7 @@
 #include "broker/base/clock.h"
 #include "broker/base/node.h"
 #include "broker/base/units.h"
+#include "broker/core/flow.h"
 
 /* Field paths are at most this long before err->field truncates them. */
 #define PATH_MAX_LEN 192
@@ -1318,6 +1319,43 @@ static enum tw_rc parse_price(const struct tw_node *n, const char *path,
   return TW_OK;
 }
 
+/* depends_on, kill_on_invalid_dep, array: checked by flow.c's parsers and
+ * kept in their canonical text. */
+static enum tw_rc parse_flow(const struct tw_node *root,
+                             struct tw_job_spec *spec, struct tw_err *err) {
+  const struct tw_node *n;
+  enum tw_rc rc;
+  spec->kill_on_invalid_dep = true;
+  if (!is_null(n = tw_node_get(root, "kill_on_invalid_dep")) &&
+      (rc = get_bool(n, "kill_on_invalid_dep", &spec->kill_on_invalid_dep,
+                     err)))
+    return rc;
+  if (!is_null(n = tw_node_get(root, "depends_on"))) {
+    char d[128];
+    if (n->kind != TW_NODE_SCALAR || !n->str[0])
+      return fail(err, "depends_on", n,
+                  "expected a dependency like \"afterok:j-...\", got %s",
+                  describe(n, d, sizeof d));
+    struct tw_dep_expr e;
+    if ((rc = tw_dep_parse(n->str, "depends_on", &e, err)))
+      return rc;
+    tw_dep_release(&e);
+    spec->depends_on = tw_strdup(n->str);
+  }
+  if (!is_null(n = tw_node_get(root, "array"))) {
+    struct tw_array a;
+    if ((rc = tw_array_parse_node(n, "array", &a, err)))
+      return rc;
+    struct tw_buf b;
+    tw_buf_init(&b);
+    tw_array_to_text(&a, &b);
+    spec->array = tw_buf_detach(&b);
+    spec->array_sequential = a.sequential;
+    tw_array_release(&a);
+  }
+  return TW_OK;
+}
+
 /* ---- the machine: image, disk, ports ------------------------------------ */
 
 static bool image_char(char c) {
@@ -1602,6 +1640,9 @@ static enum tw_rc parse_top(const struct tw_node *root,
                                      "env",
                                      "secrets",
                                      "fallback",
+                                     "depends_on",
+                                     "kill_on_invalid_dep",
+                                     "array",
                                      "image",
                                      "disk",
                                      "ports",
@@ -1727,7 +1768,7 @@ static enum tw_rc parse_top(const struct tw_node *root,
   if (!is_null(n = tw_node_get(root, "ports")) &&
       (rc = parse_ports(n, spec, err)))
     return rc;
-  return TW_OK;
+  return parse_flow(root, spec, err);
 }
 
 bool tw_spec_name_word(const char *s) {
@@ -1945,6 +1986,8 @@ void tw_spec_release(struct tw_job_spec *spec) {
   free(spec->fallback);
   free(spec->setup);
   free(spec->run);
+  free(spec->depends_on);
+  free(spec->array);
   for (size_t i = 0; i < spec->n_env; i++) {
     free(spec->env[i].key);
     free(spec->env[i].value);
@@ -2222,6 +2265,24 @@ void tw_spec_to_json(const struct tw_job_spec *s, struct tw_buf *b) {
         tw_buf_printf(b, "\"%d-%d\"", s->ports[i].lo, s->ports[i].hi);
     }
     tw_buf_addc(b, ']');
+  }
+  if (s->depends_on) {
+    json_key(b, &first, "depends_on");
+    tw_buf_json_str(b, s->depends_on);
+  }
+  if (s->depends_on && !s->kill_on_invalid_dep) {
+    json_key(b, &first, "kill_on_invalid_dep");
+    tw_buf_adds(b, "false");
+  }
+  if (s->array) {
+    json_key(b, &first, "array");
+    if (s->array_sequential) {
+      tw_buf_adds(b, "{\"indices\":");
+      tw_buf_json_str(b, s->array);
+      tw_buf_adds(b, ",\"sequential\":true}");
+    } else {
+      tw_buf_json_str(b, s->array);
+    }
   }
   tw_buf_addc(b, '}');
 }

@@ -192,6 +192,14 @@ struct tw_job_spec {
   char *disk_type;             /* disk.type ("gp3", "Premium_LRS"); NULL */
   struct tw_port_range *ports; /* inbound ports to open, sorted */
   size_t n_ports;
+
+  /* workflows (broker/core/flow.h, docs/workflows.md) */
+  char *depends_on; /* Slurm's --dependency syntax, validated; NULL: none */
+  /* a dependency that can never be met fails the job (true, the default)
+   * or leaves it waiting (false), --kill-on-invalid-dep */
+  bool kill_on_invalid_dep;
+  char *array; /* canonical array text ("0-999:2%10"); NULL: not an array */
+  bool array_sequential; /* AWS Batch SEQUENTIAL */
 };
 
 /* What validation checks beyond the spec's own shape. */

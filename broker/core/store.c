@@ -12,6 +12,7 @@
 
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
+#include "broker/core/flow.h"
 #include "broker/core/store_int.h"
 
 /* ---- schema ------------------------------------------------------------ */
@@ -719,6 +720,8 @@ enum tw_rc tw_store_test_cap_pages(struct tw_store *s, bool cap,
   return tw_store_write(s, cap_pages_fn, &cap, err);
 }
 
+int64_t store__now_ms(struct tw_store *s) { return tw_clock_now_ms(s->clock); }
+
 void tw_store_stats(struct tw_store *s, struct tw_store_stats *out) {
   pthread_mutex_lock(&s->mu);
   out->commits = s->commits;
@@ -1015,6 +1018,10 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
   if (req->traceparent &&
       (rc = store__job_trace_insert(s, s->w.db, id, req->traceparent, err)))
     return rc;
+  enum tw_job_state state = TW_JOB_PENDING;
+  if (req->flow && req->flow->n_ext && /* depends_on: store_flow.c */
+      (rc = store__flow_job_created(s, s->w.db, id, req->flow, &state, err)))
+    return rc;
   struct tw_job_rec *r = out;
   memset(r, 0, sizeof *r);
   r->seq = seq;
@@ -1022,8 +1029,12 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
   r->name = tw_strdup(req->name);
   r->tenant = tw_strdup(req->tenant);
   r->project = tw_strdup(req->project);
-  r->state = TW_JOB_PENDING;
-  r->reason = tw_strdup(reason);
+  r->state = state;
+  r->reason = tw_strdup(state == TW_JOB_PENDING ? reason
+                        : state == TW_JOB_WAITING ? "waiting on dependencies"
+                                                  : "DependencyNeverSatisfied: "
+                                                    "a dependency can never be "
+                                                    "met");
   r->priority = req->priority;
   r->spec_json = tw_strdup(req->spec_json);
   r->created_ms = r->updated_ms = now;

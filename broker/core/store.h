@@ -88,6 +88,7 @@ struct tw_job_rec {
 
 void tw_job_rec_release(struct tw_job_rec *r);
 
+struct tw_flow_plan;
 struct tw_job_new {
   const char *name, *tenant, *project;
   int priority;
@@ -95,6 +96,9 @@ struct tw_job_new {
   const char *idem_key;  /* NULL: none */
   const char *traceparent; /* W3C trace context its spans join (module
                               "trace", store_obs.h); NULL: none */
+  /* its depends_on (broker/core/flow.h, tw_flow_plan_from_spec), NULL:
+   * none; the job is stored waiting on it (store_flow.h) */
+  const struct tw_flow_plan *flow;
 };
 
 /* Stores a new pending job with its first event, durably, before

@@ -72,6 +72,20 @@ enum tw_rc store__job_trace_insert(struct tw_store *s, sqlite3 *db,
                                    const char *job_id, const char *traceparent,
                                    struct tw_err *err);
 
+/* store.c: the store's clock, now. */
+int64_t store__now_ms(struct tw_store *s);
+
+/* store_flow.c: the hook of store__job_insert for a job with depends_on
+ * (tw_job_new.flow): its group of one task and edges, the job moved to
+ * waiting (or failed: a dependency that can never be met, with kill)
+ * inside the submission's write; *state_out is the job's state after. */
+struct tw_flow_plan;
+enum tw_rc store__flow_job_created(struct tw_store *s, sqlite3 *db,
+                                   const char *job_id,
+                                   const struct tw_flow_plan *p,
+                                   enum tw_job_state *state_out,
+                                   struct tw_err *err);
+
 /* store_backup.c: a path sqlite opens as a file (not :memory: or a URI);
  * the exclusive lock of PATH.lock, its fd or -1 with err set. */
 bool tw_store_is_file_path(const char *path);

@@ -401,6 +401,56 @@ static const char *const MIG_HEALTH[] = {
     "CREATE TABLE store_probe (at_ms INTEGER NOT NULL, pad BLOB NOT NULL);",
 };
 
+/* ---- module "flow": dependencies, arrays, workflows (store_flow.c) */
+
+static const char *const MIG_FLOW[] = {
+    /* 1: groups, their templates, tasks, edges and delays; the cursor
+     * over job_events the pass reads from */
+    "CREATE TABLE flow_groups ("
+    "  id TEXT PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL,"
+    "  tenant TEXT NOT NULL, project TEXT NOT NULL, state TEXT NOT NULL,"
+    "  reason TEXT NOT NULL DEFAULT '', fail_fast INTEGER NOT NULL,"
+    "  max_running INTEGER NOT NULL, n_tasks INTEGER NOT NULL,"
+    "  n_ready INTEGER NOT NULL DEFAULT 0, n_active INTEGER NOT NULL DEFAULT 0,"
+    "  n_done INTEGER NOT NULL DEFAULT 0, n_failed INTEGER NOT NULL DEFAULT 0,"
+    "  n_cancelled INTEGER NOT NULL DEFAULT 0,"
+    "  cancel_asked INTEGER NOT NULL DEFAULT 0,"
+    "  projected_uusd INTEGER NOT NULL DEFAULT 0,"
+    "  created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL);"
+    "CREATE INDEX flow_groups_ready ON flow_groups(created_at_ms)"
+    "  WHERE n_ready > 0 AND state = 'running';"
+    "CREATE INDEX flow_groups_running ON flow_groups(state)"
+    "  WHERE state = 'running';"
+    "CREATE TABLE flow_tmpl ("
+    "  gid TEXT NOT NULL, t INTEGER NOT NULL, task TEXT NOT NULL,"
+    "  spec TEXT NOT NULL, outputs TEXT NOT NULL DEFAULT '',"
+    "  PRIMARY KEY (gid, t)) WITHOUT ROWID;"
+    "CREATE TABLE flow_tasks ("
+    "  gid TEXT NOT NULL, idx INTEGER NOT NULL, tmpl INTEGER NOT NULL,"
+    "  aindex INTEGER NOT NULL, param TEXT, state TEXT NOT NULL,"
+    "  job_id TEXT, fan_any INTEGER NOT NULL, kill INTEGER NOT NULL,"
+    "  n_in INTEGER NOT NULL, n_met INTEGER NOT NULL,"
+    "  n_never INTEGER NOT NULL, reason TEXT NOT NULL DEFAULT '',"
+    "  PRIMARY KEY (gid, idx)) WITHOUT ROWID;"
+    "CREATE INDEX flow_tasks_job ON flow_tasks(job_id) WHERE job_id IS NOT NULL;"
+    "CREATE INDEX flow_tasks_ready ON flow_tasks(gid, idx) WHERE state = 'ready';"
+    "CREATE INDEX flow_tasks_released ON flow_tasks(gid)"
+    "  WHERE state = 'released';"
+    "CREATE TABLE flow_edges ("
+    "  src TEXT NOT NULL, sidx INTEGER NOT NULL, dgid TEXT NOT NULL,"
+    "  didx INTEGER NOT NULL, cond INTEGER NOT NULL,"
+    "  delay_s INTEGER NOT NULL DEFAULT 0, res INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX flow_edges_src ON flow_edges(src, sidx);"
+    "CREATE INDEX flow_edges_dst ON flow_edges(dgid, didx);"
+    "CREATE TABLE flow_timers (due_ms INTEGER NOT NULL, edge INTEGER NOT NULL);"
+    "CREATE INDEX flow_timers_due ON flow_timers(due_ms);"
+    "CREATE TABLE flow_cursor (id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  seq INTEGER NOT NULL);"
+    /* -1: set to the newest job event by the first write that needs it
+     * (store_flow.c, cursor_start): older events concern no group */
+    "INSERT INTO flow_cursor VALUES (1, -1);",
+};
+
 /* ---- the order ----------------------------------------------------------- */
 
 #define MODULE(name, arr)                                                      \
@@ -426,6 +476,7 @@ const struct tw_store_module TW_STORE_MODULES[] = {
     MODULE("agent", MIG_AGENT),
     MODULE("health", MIG_HEALTH),
     MODULE("trace", MIG_TRACE),
+    MODULE("flow", MIG_FLOW),
 };
 const size_t TW_STORE_N_MODULES =
     sizeof TW_STORE_MODULES / sizeof TW_STORE_MODULES[0];

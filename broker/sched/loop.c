@@ -155,7 +155,8 @@ int tw_sched_tick(struct tw_sched *s) {
   /* 2.-3. notices and live attempts first: an interrupted job is placed
    * again in this pass, ahead of the queue */
   changes += sched__follow(s, now);
-  /* 4. the queue */
+  /* 4. the queue: what dependencies released joins it first */
+  changes += sched__flow(s, now);
   changes += sched__place_pending(s, now);
   /* the calls of this pass, waited for within its budget: what does not
    * come back by then is applied by a later pass */

@@ -557,6 +557,8 @@ void sched__capacity_return(struct tw_sched *s, const struct tw_attempt_rec *a,
 
 /* The pending jobs of this pass in queue order; returns state changes. */
 int sched__place_pending(struct tw_sched *s, int64_t now);
+/* sched_flow.c: dependencies met and tasks released, before the queue. */
+int sched__flow(struct tw_sched *s, int64_t now);
 
 /* Places one pending (or recovering) job: ranks the offers through the
  * plan code and the job's fallback strategy, then hands the candidates to

@@ -371,6 +371,18 @@ enum tw_rc tw_tenancy_admit(struct tw_tenancy *t,
                             const char *principal, const char *request_id,
                             struct tw_admission *out, struct tw_err *err);
 
+/* An array's or a workflow's admission: every template as
+ * tw_tenancy_admit() (tenant, quotas, each budget), then the hard budgets
+ * against the whole group's projection, each template's times its count
+ * of tasks (out->projected_uusd).  Refusals audited as above. */
+enum tw_rc tw_tenancy_admit_group(struct tw_tenancy *t,
+                                  const struct tw_job_spec *const *specs,
+                                  const int64_t *counts, size_t n,
+                                  const char *principal,
+                                  const char *request_id,
+                                  struct tw_admission *out,
+                                  struct tw_err *err);
+
 /* ---- the scheduler's hooks -------------------------------------------------
  */
 

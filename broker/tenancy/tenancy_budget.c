@@ -527,6 +527,47 @@ enum tw_rc tw_tenancy_admit(struct tw_tenancy *t,
   return rc;
 }
 
+enum tw_rc tw_tenancy_admit_group(struct tw_tenancy *t,
+                                  const struct tw_job_spec *const *specs,
+                                  const int64_t *counts, size_t n,
+                                  const char *principal,
+                                  const char *request_id,
+                                  struct tw_admission *out,
+                                  struct tw_err *err) {
+  memset(out, 0, sizeof *out);
+  int64_t total = 0;
+  /* each template as a job of its own (tenant, quotas), its projection
+   * times its tasks */
+  for (size_t i = 0; i < n; i++) {
+    struct tw_admission one;
+    enum tw_rc rc = tw_tenancy_admit(t, specs[i], principal, request_id, &one,
+                                     err);
+    if (rc)
+      return rc;
+    if (one.projected_uusd > 0 && counts[i] > INT64_MAX / one.projected_uusd)
+      total = INT64_MAX;
+    else if (total < INT64_MAX - one.projected_uusd * counts[i])
+      total += one.projected_uusd * counts[i];
+    else
+      total = INT64_MAX;
+    if (i == 0)
+      snprintf(out->projection, sizeof out->projection, "%s", one.projection);
+  }
+  out->projected_uusd = total;
+  if (!n || total <= 0)
+    return TW_OK;
+  /* the whole group against the hard budgets at once */
+  enum tw_rc rc = tn_budget_admit(t, specs[0], total, err);
+  if (rc == TW_E_QUOTA && err) {
+    char object[200];
+    snprintf(object, sizeof object, "workflow/%s",
+             specs[0]->name ? specs[0]->name : "");
+    tn_audit(t, principal ? principal : "", specs[0]->tenant, "budget.refuse",
+             object, "refused", request_id ? request_id : "", err->msg);
+  }
+  return rc;
+}
+
 /* ---- the scheduler's audit entries
  * --------------------------------------------------- */
 

@@ -31,7 +31,10 @@
 #include "broker/tenancy/audit.h"
 #include "broker/tenancy/secrets.h"
 #include "broker/core/spec.h"
+#include "broker/core/flow.h"
 #include "broker/core/store.h"
+#include "broker/core/store_audit.h"
+#include "broker/core/store_flow.h"
 #include "broker/tenancy/tenancy.h"
 #include "tests/integration/twtest_oidc.h"
 #include "tests/twtest.h"
@@ -187,6 +190,27 @@ static void job(const char *tenant, const char *principal,
   tw_job_rec_release(&j);
 }
 
+/* An array of tenant, stored as POST /v1/jobs stores one. */
+static void workflow(const char *tenant, char id[TW_FLOW_GID_LEN + 1]) {
+  char spec[160];
+  snprintf(spec, sizeof spec,
+           "name: w%d\ntenant: %s\narray: \"0-1\"\n", ++serial, tenant);
+  struct tw_job_spec js;
+  struct tw_err err = {0};
+  if (tw_spec_parse(spec, strlen(spec), false, &js, &err))
+    fprintf(stderr, "workflow spec: %s\n", err.msg), abort();
+  struct tw_buf b;
+  tw_buf_init(&b);
+  tw_spec_to_json(&js, &b);
+  struct tw_flow_plan p;
+  if (tw_flow_plan_from_spec(&js, b.data, &p, &err) ||
+      tw_store_flow_submit(store, &p, 0, NULL, NULL, id, &err))
+    fprintf(stderr, "workflow: %s\n", err.msg), abort();
+  tw_flow_plan_release(&p);
+  tw_buf_release(&b);
+  tw_spec_release(&js);
+}
+
 static const char *const ROLE_USER[TW_ROLE_COUNT] = {
     "admin",      "ml-tadmin", "ml-member", "ml-viewer",
     "ml-finance", "ml-ci",     "ml-metrics"};
@@ -253,6 +277,12 @@ static bool build(const struct tw_rbac_rule *rule, enum tw_role role,
     snprintf(param, sizeof param, "%s", id);
     break;
   }
+  case TW_TGT_WORKFLOW: {
+    char id[TW_FLOW_GID_LEN + 1];
+    workflow(tenant, id);
+    snprintf(param, sizeof param, "%s", id);
+    break;
+  }
   case TW_TGT_TOKEN: {
     char tok[TW_TOKEN_LEN + 1], id[TW_TOKEN_ID_LEN + 1];
     token_for(owner, tok, id);
@@ -292,6 +322,11 @@ static bool build(const struct tw_rbac_rule *rule, enum tw_role role,
   if (!strcmp(rule->method, "POST") && !strcmp(p, "/v1/jobs")) {
     *ctype = "application/yaml";
     snprintf(body, bodysz, "name: m%d\ntenant: %s\n", ++serial, tenant);
+  } else if (!strcmp(rule->method, "POST") && !strcmp(p, "/v1/workflows")) {
+    *ctype = "application/yaml";
+    snprintf(body, bodysz,
+             "name: w%d\ntenant: %s\ntasks:\n  - {name: a, job: {}}\n",
+             ++serial, tenant);
   } else if (!strcmp(rule->method, "POST") && !strcmp(p, "/v1/tokens")) {
     *ctype = "application/json";
     snprintf(body, bodysz, "{\"principal\":\"%s\"}", owner);
@@ -765,6 +800,57 @@ static int teardown(void **state) {
   return 0;
 }
 
+/* A workflow is admitted against the hard budgets as a whole: each task
+ * fits on its own, a hundred of them do not; the one admitted is audited
+ * under its own id. */
+static void workflows_meet_budgets_and_the_audit(void **state) {
+  (void)state;
+  char tok[TW_TOKEN_LEN + 1];
+  token_for("vision-member", tok, NULL);
+  struct tw_budget b;
+  tw_budget_init(&b);
+  snprintf(b.tenant, sizeof b.tenant, "vision");
+  snprintf(b.project, sizeof b.project, "wf");
+  b.limit_uusd = 50000000; /* $50 */
+  b.hard = true;
+  struct tw_err err = {0};
+  TW_CHECK_RC(tw_tenancy_budget_set(ten, &b, 0, NULL, &err), TW_OK, err);
+#define WF_DOC                                                                 \
+  "name: sweep\ntenant: vision\nproject: wf\ntasks:\n"                        \
+  "  - {name: t, for_each: \"%s\", job: {duration: 1h,"                       \
+  " max_price_per_hour: \"1.00\"}}\n"
+  char body[512];
+  snprintf(body, sizeof body, WF_DOC, "0-99"); /* $100 projected */
+  struct resp r = req(tok, "POST", "/v1/workflows", "application/yaml", body,
+                      NULL);
+  TW_CHECK(r.status == 403 && strstr(r.body, "budget-exceeded"), "%ld %s",
+           r.status, r.body);
+  snprintf(body, sizeof body, WF_DOC, "0-9"); /* $10 */
+  r = req(tok, "POST", "/v1/workflows", "application/yaml", body, NULL);
+  TW_CHECK(r.status == 201, "%ld %s", r.status, r.body);
+  TW_CHECK(strstr(r.body, "\"projected_cost_usd\":\"10.000000\"") != NULL,
+           "%s", r.body);
+  const char *idp_ = strstr(r.body, "\"id\":\"w-");
+  TW_CHECK(idp_ != NULL, "%s", r.body);
+  char wid[40];
+  snprintf(wid, sizeof wid, "%.28s", idp_ + 6);
+  struct tw_audit_filter f = {.tenant = "vision", .limit = 10000};
+  struct tw_audit_entry *e;
+  size_t n;
+  TW_CHECK_RC(tw_store_audit_list(store, &f, &e, &n, &err), TW_OK, err);
+  bool stored = false, refused = false;
+  for (size_t i = 0; i < n; i++) {
+    stored |= !strcmp(e[i].object, wid) &&
+              !strcmp(e[i].action, "POST /v1/workflows") &&
+              !strcmp(e[i].outcome, "ok");
+    refused |= !strcmp(e[i].action, "budget.refuse") &&
+               strstr(e[i].object, "workflow/") != NULL;
+  }
+  tw_store_audit_entries_free(e, n);
+  TW_CHECK(stored, "%s not audited", wid);
+  TW_CHECK(refused, "the budget's refusal not audited");
+}
+
 int main(void) {
   /* In order: the audit checks see the denials the matrix provoked. */
   const struct CMUnitTest tests[] = {
@@ -776,6 +862,7 @@ int main(void) {
       cmocka_unit_test_teardown(rate_limit_answers_429, stop_limited),
       cmocka_unit_test(revoked_and_garbage_tokens),
       cmocka_unit_test(audit_is_scoped_and_verifies),
+      cmocka_unit_test(workflows_meet_budgets_and_the_audit),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

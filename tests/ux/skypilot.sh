@@ -71,6 +71,12 @@ secrets_ok() {
   fi
   grep -q "secrets.HF_TOKEN: no value" "$work/nosecret.err" ||
     fail "a null secret: $(cat "$work/nosecret.err")"
+  # an array's tasks are made from the stored spec, which has no values
+  printf 'name: arr\narray: "0-1"\nsecrets: {A: b}\nrun: "true"\n' >"$work/arr.yaml"
+  if tw submit "$work/arr.yaml" >/dev/null 2>"$work/arr.err"; then
+    fail "an array with secrets was accepted"
+  fi
+  grep -q "secrets: not with array" "$work/arr.err" || fail "array: $(cat "$work/arr.err")"
   id=$(env HF_TOKEN="$hf_token" "$TW_CLI" --url "$url" submit \
     "$tasks/secrets.yaml" --secret HF_TOKEN) || fail "$1: secrets.yaml refused"
   tw jobs wait "$id" --timeout 120s >/dev/null 2>"$work/wait.err" ||

@@ -1,0 +1,344 @@
+/* h_workflows.c - arrays and workflows over HTTP: POST /v1/workflows (a
+ * workflow document), an array's POST /v1/jobs, GET /v1/workflows/{id}
+ * (status, progress, cost so far), DELETE (bulk cancel), /graph (its
+ * edges) and /tasks (per-task status).  Semantics: docs/workflows.md. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/api_int.h"
+#include "api/auth_int.h"
+#include "broker/base/clock.h"
+#include "broker/base/log.h"
+#include "broker/core/flow.h"
+#include "broker/core/spec.h"
+#include "broker/core/store.h"
+#include "broker/core/store_flow.h"
+
+static void add_usd(struct tw_buf *b, const char *key, int64_t uusd) {
+  tw_buf_printf(b, ",\"%s\":\"%s%lld.%06lld\"", key, uusd < 0 ? "-" : "",
+                (long long)(uusd < 0 ? -uusd : uusd) / 1000000,
+                (long long)(uusd < 0 ? -uusd : uusd) % 1000000);
+}
+
+static void add_time(struct tw_buf *b, const char *key, int64_t ms) {
+  char t[40];
+  tw_time_fmt_rfc3339(ms, t, sizeof t);
+  tw_buf_printf(b, ",\"%s\":\"%s\"", key, t);
+}
+
+static void render(struct tw_buf *b, const struct tw_flow_rec *g) {
+  tw_buf_adds(b, "{\"id\":");
+  tw_buf_json_str(b, g->id);
+  tw_buf_printf(b, ",\"kind\":\"%s\",\"name\":", tw_flow_kind_str(g->kind));
+  tw_buf_json_str(b, g->name);
+  tw_buf_adds(b, ",\"tenant\":");
+  tw_buf_json_str(b, g->tenant);
+  tw_buf_adds(b, ",\"project\":");
+  tw_buf_json_str(b, g->project);
+  tw_buf_printf(b, ",\"state\":\"%s\",\"reason\":", g->state);
+  tw_buf_json_str(b, g->reason);
+  tw_buf_printf(b,
+                ",\"fail_fast\":%s,\"max_running\":%d,\"tasks\":%lld,"
+                "\"progress\":{\"waiting\":%lld,\"ready\":%lld,"
+                "\"pending\":%lld,\"running\":%lld,\"succeeded\":%lld,"
+                "\"failed\":%lld,\"cancelled\":%lld}",
+                g->fail_fast ? "true" : "false", g->max_running,
+                (long long)g->n_tasks, (long long)g->waiting,
+                (long long)g->ready, (long long)g->pending,
+                (long long)g->running, (long long)g->succeeded,
+                (long long)g->failed, (long long)g->cancelled);
+  add_usd(b, "projected_cost_usd", g->projected_uusd);
+  add_usd(b, "cost_so_far_usd", g->cost_uusd);
+  add_time(b, "created_at", g->created_ms);
+  add_time(b, "updated_at", g->updated_ms);
+  tw_buf_addc(b, '}');
+}
+
+static bool media_is(const char *ct, const char *want) {
+  size_t n = strlen(want);
+  if (strncasecmp(ct, want, n))
+    return false;
+  return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
+}
+
+/* The group just stored, answered 201 with its Location. */
+static void created(struct tw_req *r, const char *gid) {
+  struct tw_flow_rec g;
+  struct tw_err err = {0};
+  if (tw_store_flow_get(tw_api_store(r->api), gid, &g, &err)) {
+    tw_problem_err(r, &err);
+    return;
+  }
+  render(&r->out, &g);
+  char loc[64];
+  snprintf(loc, sizeof loc, "/v1/workflows/%s", gid);
+  tw_req_add_header(r, "Location", loc);
+  tw_req_json(r, 201);
+}
+
+/* Admission over the plan's templates (quotas, budgets on the whole
+ * projection), then one write; false when answered. */
+static void admit_and_store(struct tw_req *r, struct tw_flow_plan *p) {
+  size_t n = p->n_tmpl;
+  struct tw_job_spec *specs = tw_calloc(n ? n : 1, sizeof *specs);
+  const struct tw_job_spec **sp = tw_calloc(n ? n : 1, sizeof *sp);
+  int64_t *counts = tw_calloc(n ? n : 1, sizeof *counts);
+  struct tw_err err = {0};
+  size_t parsed = 0;
+  for (; parsed < n; parsed++) {
+    const char *j = p->tmpl[parsed].spec_json;
+    if (tw_spec_parse(j, strlen(j), true, &specs[parsed], &err)) {
+      tw_problem_err(r, &err);
+      goto out;
+    }
+    sp[parsed] = &specs[parsed];
+    counts[parsed] = (int64_t)p->tmpl[parsed].n_tasks;
+    if (specs[parsed].n_secrets) { /* tasks come from the canonical spec */
+      tw_problem(r, 400, "invalid-field", "secrets",
+                 "secrets: not in a workflow's tasks (their specs keep no "
+                 "values); submit the task as a job of its own");
+      parsed++;
+      goto out;
+    }
+  }
+  int64_t projected = 0;
+  if (!tw_auth_admit_group(r, &p->tenant, sp, counts, n, &projected))
+    goto out;
+  /* Where a whole workflow's placement is decided.  Today it is step by
+   * step: each task is placed by the scheduler's placer when it is
+   * released (store_flow.c, release_one), reading its predecessors'
+   * outputs as datasets where they ran.  Joint placement of the chains
+   * (policies/place/joint.h) plugs in here: it sees every template and
+   * edge of the plan and pins each template's placement (its spec's
+   * placement.regions) before the plan is stored. */
+  char gid[TW_FLOW_GID_LEN + 1];
+  if (tw_store_flow_submit(tw_api_store(r->api), p, projected, NULL,
+                           "depends_on", gid, &err)) {
+    if (err.rc != TW_E_INVALID)
+      tw_log_error("api", "request=%s store workflow failed: %s",
+                   r->request_id, err.msg);
+    tw_problem_err(r, &err);
+    goto out;
+  }
+  tw_log_info("api", "request=%s %s %s stored: %zu tasks", r->request_id,
+              tw_flow_kind_str(p->kind), gid, p->n_tasks);
+  created(r, gid);
+out:
+  for (size_t i = 0; i < parsed; i++)
+    tw_spec_release(&specs[i]);
+  free(specs);
+  free(sp);
+  free(counts);
+}
+
+void tw_h_array_submit(struct tw_req *r, const struct tw_job_spec *spec) {
+  struct tw_buf canon;
+  tw_buf_init(&canon);
+  tw_spec_to_json(spec, &canon);
+  struct tw_flow_plan p;
+  struct tw_err err = {0};
+  if (tw_flow_plan_from_spec(spec, canon.data, &p, &err)) {
+    tw_buf_release(&canon);
+    tw_problem_err(r, &err);
+    return;
+  }
+  tw_buf_release(&canon);
+  admit_and_store(r, &p);
+  tw_flow_plan_release(&p);
+}
+
+void tw_h_workflows_create(struct tw_req *r) {
+  const char *ct = tw_req_header(r, "Content-Type");
+  bool is_json;
+  if (!ct) {
+    tw_problem(
+        r, 415, "unsupported-media-type", NULL,
+        "Content-Type is required: application/json or application/yaml");
+    return;
+  }
+  if (media_is(ct, "application/json"))
+    is_json = true;
+  else if (media_is(ct, "application/yaml") ||
+           media_is(ct, "application/x-yaml") || media_is(ct, "text/yaml") ||
+           media_is(ct, "text/x-yaml"))
+    is_json = false;
+  else {
+    tw_problem(r, 415, "unsupported-media-type", NULL,
+               "Content-Type %s is not accepted: use application/json or "
+               "application/yaml",
+               ct);
+    return;
+  }
+  struct tw_spec_opts sopts = {.providers = tw_api_provider_names(r->api),
+                               .fallbacks = tw_api_fallback_names(r->api)};
+  struct tw_flow_plan p;
+  struct tw_err err = {0};
+  if (tw_flow_doc_parse(r->body.data ? r->body.data : "", r->body.len, is_json,
+                        &sopts, &p, &err)) {
+    tw_problem_err(r, &err);
+    return;
+  }
+  admit_and_store(r, &p);
+  tw_flow_plan_release(&p);
+}
+
+/* The group (its tenant was checked by the route's rule,
+ * TW_TGT_WORKFLOW). */
+static bool load(struct tw_req *r, struct tw_flow_rec *g) {
+  struct tw_err err = {0};
+  if (tw_store_flow_get(tw_api_store(r->api), r->params[0], g, &err)) {
+    tw_problem_err(r, &err);
+    return false;
+  }
+  return true;
+}
+
+void tw_h_workflows_get(struct tw_req *r) {
+  struct tw_flow_rec g;
+  if (!load(r, &g))
+    return;
+  render(&r->out, &g);
+  tw_req_json(r, 200);
+}
+
+void tw_h_workflows_cancel(struct tw_req *r) {
+  struct tw_flow_rec g;
+  if (!load(r, &g))
+    return;
+  struct tw_err err = {0};
+  int64_t n = 0;
+  if (tw_store_flow_cancel(tw_api_store(r->api), r->params[0],
+                           "cancelled by request", NULL, &n, &err)) {
+    tw_problem_err(r, &err);
+    return;
+  }
+  if (tw_store_flow_get(tw_api_store(r->api), r->params[0], &g, &err)) {
+    tw_problem_err(r, &err);
+    return;
+  }
+  render(&r->out, &g);
+  tw_req_json(r, 200);
+}
+
+static bool page_args(struct tw_req *r, int64_t *after, int *limit) {
+  const char *c = tw_req_query(r, "cursor"), *l = tw_req_query(r, "limit");
+  *after = -1;
+  *limit = 500;
+  if (l) {
+    char *end;
+    long v = strtol(l, &end, 10);
+    if (!*l || *end || v < 1 || v > 5000) {
+      tw_problem(r, 400, "invalid-field", "limit",
+                 "limit: expected an integer from 1 to 5000, got \"%.32s\"",
+                 l);
+      return false;
+    }
+    *limit = (int)v;
+  }
+  if (c && *c) {
+    char *end;
+    long long v = strtoll(c + 1, &end, 10);
+    if (c[0] != 'c' || !c[1] || *end || v < 0) {
+      tw_problem(r, 400, "invalid-field", "cursor",
+                 "cursor: not a cursor this server issued");
+      return false;
+    }
+    *after = v;
+  }
+  return true;
+}
+
+void tw_h_workflows_tasks(struct tw_req *r) {
+  struct tw_flow_rec g;
+  if (!load(r, &g))
+    return;
+  int64_t after;
+  int limit;
+  if (!page_args(r, &after, &limit))
+    return;
+  struct tw_flow_task_rec *t;
+  size_t n;
+  struct tw_err err = {0};
+  if (tw_store_flow_tasks(tw_api_store(r->api), r->params[0], after, limit,
+                          &t, &n, &err)) {
+    tw_problem_err(r, &err);
+    return;
+  }
+  tw_buf_adds(&r->out, "{\"items\":[");
+  for (size_t i = 0; i < n; i++) {
+    tw_buf_printf(&r->out, "%s{\"idx\":%lld,\"index\":%lld,\"task\":",
+                  i ? "," : "", (long long)t[i].idx, (long long)t[i].index);
+    tw_buf_json_str(&r->out, t[i].task);
+    tw_buf_adds(&r->out, ",\"param\":");
+    if (t[i].param)
+      tw_buf_json_str(&r->out, t[i].param);
+    else
+      tw_buf_adds(&r->out, "null");
+    /* a released task's state is its job's */
+    tw_buf_adds(&r->out, ",\"state\":");
+    tw_buf_json_str(&r->out, t[i].job_id[0] && t[i].job_state[0]
+                                 ? t[i].job_state
+                                 : t[i].state);
+    tw_buf_adds(&r->out, ",\"job_id\":");
+    if (t[i].job_id[0])
+      tw_buf_json_str(&r->out, t[i].job_id);
+    else
+      tw_buf_adds(&r->out, "null");
+    tw_buf_adds(&r->out, ",\"reason\":");
+    tw_buf_json_str(&r->out, t[i].reason);
+    tw_buf_addc(&r->out, '}');
+  }
+  bool more = n == (size_t)limit;
+  if (more)
+    tw_buf_printf(&r->out, "],\"next_cursor\":\"c%lld\"}",
+                  (long long)t[n - 1].idx);
+  else
+    tw_buf_adds(&r->out, "],\"next_cursor\":null}");
+  tw_store_flow_tasks_free(t, n);
+  tw_req_json(r, 200);
+}
+
+void tw_h_workflows_graph(struct tw_req *r) {
+  struct tw_flow_rec g;
+  if (!load(r, &g))
+    return;
+  int64_t after;
+  int limit;
+  if (!page_args(r, &after, &limit))
+    return;
+  struct tw_flow_edge_rec *e;
+  size_t n;
+  int64_t next;
+  struct tw_err err = {0};
+  if (tw_store_flow_edges(tw_api_store(r->api), r->params[0],
+                          after < 0 ? 0 : after, limit, &e, &n, &next, &err)) {
+    tw_problem_err(r, &err);
+    return;
+  }
+  static const char *const RES[] = {"open", "met", "never", "delayed"};
+  tw_buf_adds(&r->out, "{\"id\":");
+  tw_buf_json_str(&r->out, g.id);
+  tw_buf_printf(&r->out, ",\"tasks\":%lld,\"edges\":[", (long long)g.n_tasks);
+  for (size_t i = 0; i < n; i++) {
+    tw_buf_adds(&r->out, i ? ",{\"from\":" : "{\"from\":");
+    /* a task of this group by its idx; else the job or group named */
+    if (!strcmp(e[i].src, g.id) && e[i].sidx >= 0)
+      tw_buf_printf(&r->out, "%lld", (long long)e[i].sidx);
+    else
+      tw_buf_json_str(&r->out, e[i].src);
+    if (strcmp(e[i].src, g.id) && e[i].sidx >= 0)
+      tw_buf_printf(&r->out, ",\"from_task\":%lld", (long long)e[i].sidx);
+    tw_buf_printf(&r->out, ",\"to\":%lld,\"when\":\"%s\",\"state\":\"%s\"}",
+                  (long long)e[i].didx, tw_flow_cond_str(e[i].cond),
+                  (unsigned)e[i].res < 4 ? RES[e[i].res] : "open");
+  }
+  if (next)
+    tw_buf_printf(&r->out, "],\"next_cursor\":\"c%lld\"}", (long long)next);
+  else
+    tw_buf_adds(&r->out, "],\"next_cursor\":null}");
+  free(e);
+  tw_req_json(r, 200);
+}
