@@ -81,6 +81,12 @@ void tw_h_workflows_graph(struct tw_req *r);
 struct tw_job_spec;
 void tw_h_array_submit(struct tw_req *r, const struct tw_job_spec *spec);
 void tw_h_offers_list(struct tw_req *r);   /* h_offers.c */
+/* h_ha.c: the replicas of a shared PostgreSQL store (docs/ha.md) */
+struct tw_store;
+bool tw_ha_shared(struct tw_store *s);
+void tw_ha_ready_body(struct tw_store *s, struct tw_buf *out);
+void tw_ha_metrics(struct tw_store *s, struct tw_buf *out);
+void tw_h_replicas(struct tw_req *r);
 
 /* server.c: accessors for handlers */
 struct tw_store *tw_api_store(struct tw_api *api);

@@ -111,7 +111,10 @@ enum tw_rc tw_auth_daemon_start(const struct tw_cfg *cfg,
   if ((rc = tw_oidc_cfg_parse(cfg->auth_oidc, &d->oidc, err)))
     goto fail;
   d->opts.oidc = d->oidc;
-  if ((rc = tw_tenancy_start(d->tenancy, cfg->tenancy_tick_ms, err)))
+  /* on a shared PostgreSQL store the leader alone ticks (docs/ha.md):
+   * broker/daemon.c starts it once it holds the lease */
+  if (strcmp(cfg->store_backend, "postgres") &&
+      (rc = tw_tenancy_start(d->tenancy, cfg->tenancy_tick_ms, err)))
     goto fail;
   *out = d;
   return TW_OK;

@@ -92,7 +92,10 @@ void tw_h_readyz(struct tw_req *r) {
     tw_problem(r, 503, "not-ready", NULL, "%s", why);
     return;
   }
-  tw_buf_adds(&r->out, "{\"status\":\"ready\"}");
+  if (tw_ha_shared(store)) /* which replica leads (docs/ha.md) */
+    tw_ha_ready_body(store, &r->out);
+  else
+    tw_buf_adds(&r->out, "{\"status\":\"ready\"}");
   tw_req_json(r, 200);
 }
 
@@ -145,6 +148,8 @@ void tw_h_metrics(struct tw_req *r) {
       (long long)(h.last_commit_ms % 1000),
       (unsigned long long)h.consecutive_failures);
   tw_catalog_metrics(tw_api_catalog(r->api), &r->out); /* NULL: nothing */
+  if (tw_ha_shared(tw_api_store(r->api)))
+    tw_ha_metrics(tw_api_store(r->api), &r->out);
   r->status = 200;
   r->content_type = "text/plain; version=0.0.4; charset=utf-8";
 }

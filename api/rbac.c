@@ -30,6 +30,7 @@ static const struct tw_rbac_rule RULES[] = {
     /* the offer catalog and spend reports */
     {"GET", "/v1/offers", TW_TGT_GLOBAL, {A, A, A, A, A, A}},
     {"GET", "/v1/reports/spend", TW_TGT_QUERY_TENANT, {A, T, D, T, T, D}},
+    {"GET", "/v1/replicas", TW_TGT_GLOBAL, {A, A, A, A, A, A}},
     /* placement: plans read offers only; datasets are shared; the policy
      * set is the operator's */
     {"POST", "/v1/plan", TW_TGT_GLOBAL, {A, A, A, A, A, A}},

@@ -48,6 +48,7 @@ const struct tw_route tw_routes[] = {
      "workflows_graph"},
     {"GET", "/v1/offers", tw_h_offers_list, "offers_list"},
     {"GET", "/v1/reports/spend", tw_h_reports_spend, "reports_spend"},
+    {"GET", "/v1/replicas", tw_h_replicas, "replicas_list"},
     TW_PLACEMENT_ROUTES TW_TENANCY_ROUTES{"GET", "/healthz", tw_h_healthz,
                                           "healthz"},
     {"GET", "/readyz", tw_h_readyz, "readyz"},

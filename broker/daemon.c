@@ -1,6 +1,7 @@
 /* daemon.c - the daemon's wiring (daemon.h). */
 #include "broker/daemon.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "broker/core/spec.h"
 #include "broker/core/spec_cache.h"
 #include "broker/core/store.h"
+#include "broker/core/store_ha.h"
 #include "broker/core/store_obs.h"
 #include "broker/sched/agent.h"
 #include "broker/sched/blocklist.h"
@@ -73,6 +75,34 @@ struct tw_daemon {
   struct tw_api *api;
   struct tw_tracer *tracer; /* otel: (docs/observability.md); NULL: off */
   struct tw_otlp_sender *otlp;
+  struct daemon_ha *ha; /* store.backend postgres: the lease; NULL sqlite */
+};
+
+/* ---- the leader lease (docs/ha.md) ---------------------------------------
+ *
+ * On PostgreSQL several brokers share the store; every one serves the API
+ * and the holder of the lease leads: it alone runs the scheduler (and the
+ * monitor in it), the reconciler, the meter and the tenancy ticks.  A
+ * follower tries to take the lease every renew_ms; once it has it, it
+ * fences its store at the new epoch (a write of a stale epoch is refused
+ * whole, broker/core/store_ha.h), reconciles every provider, and only then
+ * starts the loops that launch.  A leader renews every renew_ms; one that
+ * finds the lease gone, or cannot renew it within the lease, has lost it
+ * and stops at once (exit 3): its loops may be mid-call, and a fresh start
+ * as a follower is the one state known to be right.  Its supervisor
+ * restarts it (systemd Restart=, packaging/tradewindd.service). */
+struct daemon_ha {
+  struct tw_daemon *d;
+  char name[128];
+  int64_t renew_ms, lease_ms;
+  pthread_t th;
+  bool started;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool stopping;
+  int64_t epoch;      /* > 0 leading at it; under mu */
+  int64_t renewed_ms; /* the last renewal that held, real clock */
+  int64_t started_ms;
 };
 
 static void meter_offers(void *ctx, struct tw_offer_list *out) {
@@ -180,6 +210,33 @@ out:
     free(lines[i]);
   free(lines);
   return rc;
+}
+
+/* The first line of file (relative to dir unless absolute) into out:
+ * store.password_file.  The text is never logged; an error names the
+ * file only. */
+static enum tw_rc read_password(const char *dir, const char *file, char *out,
+                                size_t outsz, struct tw_err *err) {
+  char p[2048];
+  if (file[0] == '/')
+    snprintf(p, sizeof p, "%s", file);
+  else
+    snprintf(p, sizeof p, "%s/%s", dir, file);
+  FILE *f = fopen(p, "r");
+  if (!f)
+    return tw_err_field(err, TW_E_INVALID, "store.password_file",
+                        "store.password_file: cannot read %s", p);
+  out[0] = 0;
+  if (!fgets(out, (int)outsz, f))
+    out[0] = 0;
+  fclose(f);
+  size_t n = strlen(out);
+  while (n && (out[n - 1] == '\n' || out[n - 1] == '\r'))
+    out[--n] = 0;
+  if (!n)
+    return tw_err_field(err, TW_E_INVALID, "store.password_file",
+                        "store.password_file: %s is empty", p);
+  return TW_OK;
 }
 
 /* The directory of the config file: relative paths in it (the network
@@ -402,9 +459,26 @@ enum tw_rc tw_daemon_new(const struct tw_daemon_opts *o, struct tw_daemon **out,
                              .max_batch = (int)cfg->store_max_batch,
                              .readers = (int)cfg->store_readers,
                              .exclusive = true};
+  /* store.backend postgres: the database several brokers share
+   * (docs/ha.md); the password from its file, never logged. */
+  char pgpw[256] = "";
+  if (!strcmp(cfg->store_backend, "postgres")) {
+    so.backend = TW_DB_POSTGRES;
+    so.dsn = cfg->store_dsn;
+    if (cfg->store_password_file[0] &&
+        (rc = read_password(d->cfg_dir, cfg->store_password_file, pgpw,
+                            sizeof pgpw, err)))
+      goto fail;
+    so.password = pgpw[0] ? pgpw : NULL;
+    /* a leader frozen mid-transaction holds the lease row: the server ends
+     * its session well within the lease, so a follower can take over */
+    so.txn_timeout_ms = cfg->ha_lease_ms / 2;
+  }
   /* Opening the store migrates every module's tables (broker/core/store.h)
    * and refuses to start on a failed migration. */
-  if ((rc = tw_store_open(&so, &d->store, err)))
+  rc = tw_store_open(&so, &d->store, err);
+  explicit_bzero(pgpw, sizeof pgpw);
+  if (rc)
     goto fail;
   /* One write that commits makes the broker ready (/readyz); a store that
    * cannot take it (a full disk) leaves it not ready rather than down. */
@@ -521,13 +595,180 @@ fail:
   return rc;
 }
 
-enum tw_rc tw_daemon_start(struct tw_daemon *d, struct tw_err *err) {
+static int64_t ha_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The loops only the leader runs, the reconciler's pass over every
+ * provider first: what a former leader launched (or was launching when it
+ * stopped) is adopted before anything new is launched. */
+static enum tw_rc start_leading(struct tw_daemon *d, struct tw_err *err) {
   enum tw_rc rc;
-  if ((rc = tw_catalog_start(d->cat, err)) ||
-      (rc = tw_sched_start(d->sched, err)) ||
+  if (d->rec)
+    tw_reconcile_pass(d->rec, NULL, NULL);
+  if ((rc = tw_sched_start(d->sched, err)) ||
       (rc = tw_meter_start(d->meter, err)) ||
       (d->rec && (rc = tw_reconcile_start(d->rec, err))))
     return rc;
+  if (d->ha && (rc = tw_tenancy_start(d->sec->tenancy, d->cfg->tenancy_tick_ms,
+                                      err)))
+    return rc;
+  return TW_OK;
+}
+
+static void ha_beat(struct daemon_ha *h, int64_t epoch, int64_t now) {
+  struct tw_replica r = {.started_ms = h->started_ms,
+                         .seen_ms = now,
+                         .epoch = epoch};
+  snprintf(r.name, sizeof r.name, "%s", h->name);
+  snprintf(r.url, sizeof r.url, "%.250s", h->d->url);
+  struct tw_err err = {0};
+  if (tw_store_replica_beat(h->d->store, &r, &err))
+    tw_log_debug("ha", "replica beat: %s", err.msg);
+}
+
+static void *ha_main(void *arg) {
+  struct daemon_ha *h = arg;
+  struct tw_daemon *d = h->d;
+  pthread_mutex_lock(&h->mu);
+  while (!h->stopping) {
+    int64_t epoch = h->epoch;
+    pthread_mutex_unlock(&h->mu);
+    int64_t now = ha_now();
+    struct tw_lease l;
+    struct tw_err err = {0};
+    enum tw_rc rc =
+        tw_store_lease_try(d->store, h->name, epoch, now, h->lease_ms, &l, &err);
+    if (epoch > 0) { /* leading: renewed, or lost */
+      if (rc == TW_OK && l.mine) {
+        pthread_mutex_lock(&h->mu);
+        h->renewed_ms = now;
+        pthread_mutex_unlock(&h->mu);
+      } else if (rc == TW_OK || err.rc == TW_E_CONFLICT ||
+                 now - h->renewed_ms >= h->lease_ms - h->renew_ms) {
+        /* taken over (or refused by the fence), or unconfirmed for so
+         * long that a follower may take it before the next try */
+        tw_log_error("ha",
+                     "replica=%s epoch=%lld lost the lease (%s); stopping so "
+                     "that a fresh start follows",
+                     h->name, (long long)epoch,
+                     rc == TW_OK ? l.holder[0] ? "taken over" : "expired"
+                                 : err.msg);
+        _exit(3);
+      } else {
+        tw_log_warn("ha", "replica=%s epoch=%lld renewal failed: %s", h->name,
+                    (long long)epoch, err.msg);
+      }
+    } else if (rc == TW_OK && l.mine) {
+      tw_store_fence(d->store, h->name, l.epoch);
+      pthread_mutex_lock(&h->mu);
+      h->epoch = l.epoch;
+      h->renewed_ms = now;
+      pthread_mutex_unlock(&h->mu);
+      tw_log_info("ha",
+                  "replica=%s epoch=%lld leading (takeovers=%lld); "
+                  "reconciling every provider before launching",
+                  h->name, (long long)l.epoch, (long long)l.takeovers);
+      struct tw_err serr = {0};
+      if (start_leading(d, &serr)) {
+        tw_log_error("ha", "cannot start leading: %s", serr.msg);
+        _exit(3);
+      }
+      tw_log_info("ha", "replica=%s epoch=%lld leads after %lld ms", h->name,
+                  (long long)l.epoch, (long long)(ha_now() - now));
+    } else if (rc) {
+      tw_log_debug("ha", "replica=%s lease: %s", h->name, err.msg);
+    }
+    pthread_mutex_lock(&h->mu);
+    epoch = h->epoch;
+    pthread_mutex_unlock(&h->mu);
+    ha_beat(h, epoch, now);
+    pthread_mutex_lock(&h->mu);
+    if (h->stopping)
+      break;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += h->renew_ms / 1000;
+    ts.tv_nsec += (h->renew_ms % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+  }
+  pthread_mutex_unlock(&h->mu);
+  return NULL;
+}
+
+static enum tw_rc ha_start(struct tw_daemon *d, struct tw_err *err) {
+  struct daemon_ha *h = tw_calloc(1, sizeof *h);
+  h->d = d;
+  h->renew_ms = d->cfg->ha_renew_ms;
+  h->lease_ms = d->cfg->ha_lease_ms;
+  h->started_ms = ha_now();
+  if (d->cfg->ha_name[0])
+    snprintf(h->name, sizeof h->name, "%s", d->cfg->ha_name);
+  else
+    snprintf(h->name, sizeof h->name, "%.100s:%d", d->host,
+             tw_api_port(d->api));
+  pthread_mutex_init(&h->mu, NULL);
+  pthread_cond_init(&h->cv, NULL);
+  d->ha = h;
+  if (pthread_create(&h->th, NULL, ha_main, h) != 0)
+    return tw_err_set(err, TW_E_INTERNAL, "ha: cannot start the lease thread");
+  h->started = true;
+  tw_log_info("ha", "replica=%s renew_ms=%lld lease_ms=%lld following",
+              h->name, (long long)h->renew_ms, (long long)h->lease_ms);
+  return TW_OK;
+}
+
+/* Stops trying; a leader gives its lease up so a follower takes over at
+ * once rather than when it expires. */
+static void ha_stop(struct tw_daemon *d) {
+  struct daemon_ha *h = d->ha;
+  if (!h)
+    return;
+  if (h->started) {
+    pthread_mutex_lock(&h->mu);
+    h->stopping = true;
+    pthread_cond_signal(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    pthread_join(h->th, NULL);
+    h->started = false;
+  }
+}
+
+static void ha_free(struct tw_daemon *d) {
+  struct daemon_ha *h = d->ha;
+  if (!h)
+    return;
+  ha_stop(d);
+  if (h->epoch > 0) {
+    struct tw_err err = {0};
+    if (tw_store_lease_release(d->store, h->name, h->epoch, &err))
+      tw_log_warn("ha", "cannot give the lease up: %s", err.msg);
+    else
+      tw_log_info("ha", "replica=%s epoch=%lld gave the lease up", h->name,
+                  (long long)h->epoch);
+  }
+  pthread_mutex_destroy(&h->mu);
+  pthread_cond_destroy(&h->cv);
+  free(h);
+  d->ha = NULL;
+}
+
+enum tw_rc tw_daemon_start(struct tw_daemon *d, struct tw_err *err) {
+  enum tw_rc rc;
+  if ((rc = tw_catalog_start(d->cat, err)))
+    return rc;
+  if (tw_store_backend(d->store) == TW_DB_POSTGRES) {
+    if ((rc = ha_start(d, err)))
+      return rc;
+  } else if ((rc = start_leading(d, err))) {
+    return rc;
+  }
   tw_log_info("daemon", "listen=%s:%d db=%s providers=%zu serving", d->host,
               tw_api_port(d->api), d->cfg->db, d->n_prov);
   /* with no provider the scheduler runs to say so in each job's reason */
@@ -590,6 +831,7 @@ void tw_daemon_drain(struct tw_daemon *d) {
   /* the deadline runs from the signal: no new work, then the launches in
    * flight handed back, all within shutdown_timeout_s */
   int64_t deadline = tw_sched_mono_ms() + d->cfg->shutdown_timeout_s * 1000;
+  ha_stop(d); /* no takeover while stopping */
   if (d->api)
     tw_api_drain(d->api);
   d->abandoned = tw_sched_drain(d->sched, deadline);
@@ -606,6 +848,7 @@ void tw_daemon_free(struct tw_daemon *d) {
     tw_api_drain(d->api);
     tw_api_stop(d->api);
   }
+  ha_stop(d);
   tw_reconcile_free(d->rec);
   tw_sched_free(d->sched);
   tw_agent_free(d->agent); /* after the scheduler and the API */
@@ -613,6 +856,7 @@ void tw_daemon_free(struct tw_daemon *d) {
   tw_auth_daemon_stop(d->sec);
   tw_secrets_free(d->secrets); /* when the tenancy never took them */
   tw_meter_free(d->meter);
+  ha_free(d); /* once nothing of this leader writes any more */
   /* calls abandoned at the drain still use the providers and the specs
    * they hold: those are left to the process's exit */
   if (!d->abandoned)

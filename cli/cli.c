@@ -41,6 +41,7 @@ static const struct tw_cli_opt global_opts[] = {
 
 /* cmd_plan.c, cmd_datasets.c (placement) */
 extern const struct tw_cli_cmd tw_cli_cmd_offers; /* cmd_offers.c */
+extern const struct tw_cli_cmd tw_cli_cmd_status; /* cmd_status.c */
 extern const struct tw_cli_cmd tw_cli_cmd_plan, tw_cli_cmd_datasets_add,
     tw_cli_cmd_datasets_list;
 
@@ -82,6 +83,7 @@ static const struct tw_cli_cmd *const commands[] = {
     &tw_cli_cmd_datasets_list,
     &tw_cli_cmd_jobs_describe,
     &tw_cli_cmd_whoami,
+    &tw_cli_cmd_status,
     &tw_cli_cmd_config_get,
     &tw_cli_cmd_config_current,
     &tw_cli_cmd_config_use,

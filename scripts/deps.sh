@@ -8,6 +8,7 @@ PKGS=(
   build-essential cmake pkg-config
   libcurl4-openssl-dev libssl-dev libjansson-dev libxml2-dev
   libsqlite3-dev uuid-dev libmicrohttpd-dev libyaml-dev libcmocka-dev
+  libpq-dev postgresql-15      # the PostgreSQL store backend and its tests
   sqlite3 curl ca-certificates
   chromium                     # renders the HTML spend report in its test
   python3 python3-botocore     # the independent SigV4 signer for tests

@@ -49,6 +49,12 @@ static const struct key KEYS[] = {
     {"store.synchronous", K_SYNC, OFF(store_sync_full), "full", 0, 0, false},
     {"store.max_batch", K_INT, OFF(store_max_batch), "512", 1, 10000, false},
     {"store.readers", K_INT, OFF(store_readers), "8", 1, 64, false},
+    {"store.backend", K_STR, OFF(store_backend), "sqlite", 0, 0, false},
+    {"store.dsn", K_STR, OFF(store_dsn), "", 0, 0, false},
+    {"store.password_file", K_STR, OFF(store_password_file), "", 0, 0, false},
+    {"ha.renew_ms", K_INT, OFF(ha_renew_ms), "2000", 50, 60000, false},
+    {"ha.lease_ms", K_INT, OFF(ha_lease_ms), "8000", 200, 600000, false},
+    {"ha.name", K_STR, OFF(ha_name), "", 0, 0, false},
     {"scheduler.tick_ms", K_INT, OFF(sched_tick_ms), "1000", 10, 600000, false},
     {"scheduler.pass_budget_ms", K_INT, OFF(sched_pass_budget_ms), "500", 10,
      600000, false},
@@ -148,7 +154,8 @@ static const struct key KEYS[] = {
 /* Sections: mappings whose keys are listed above. */
 static const char *const SECTIONS[] = {
     "log",     "api",     "store", "scheduler", "auth", "tls",
-    "secrets", "tenancy", "spot",  "reconcile", "agent", "otel", NULL};
+    "secrets", "tenancy", "spot",  "reconcile", "agent", "otel", "ha",
+    NULL};
 
 static bool is_section(const char *path) {
   for (int i = 0; SECTIONS[i]; i++)
@@ -375,6 +382,10 @@ void tw_cfg_free(struct tw_cfg *cfg) {
   free(cfg->listen);
   free(cfg->api_probe_listen);
   free(cfg->db);
+  free(cfg->store_backend);
+  free(cfg->store_dsn);
+  free(cfg->store_password_file);
+  free(cfg->ha_name);
   free(cfg->log_debug);
   free(cfg->log_format);
   free(cfg->auth_mode);
@@ -444,6 +455,25 @@ done:
   if ((rc = tw_spec_machine_parse(c->machine, &mc, err)))
     goto fail;
   tw_spec_machine_release(&mc);
+  if (strcmp(c->store_backend, "sqlite") && strcmp(c->store_backend, "postgres")) {
+    rc = tw_err_field(err, TW_E_INVALID, "store.backend",
+                      "store.backend: expected sqlite or postgres, got \"%s\"",
+                      c->store_backend);
+    goto fail;
+  }
+  if (c->ha_lease_ms < 2 * c->ha_renew_ms) {
+    rc = tw_err_field(err, TW_E_INVALID, "ha.lease_ms",
+                      "ha.lease_ms: must be at least twice ha.renew_ms (%lld), "
+                      "got %lld",
+                      (long long)c->ha_renew_ms, (long long)c->ha_lease_ms);
+    goto fail;
+  }
+  if (!strcmp(c->store_backend, "postgres") && !c->store_dsn[0]) {
+    rc = tw_err_field(err, TW_E_INVALID, "store.dsn",
+                      "store.dsn: required with store.backend postgres (a "
+                      "libpq connection string)");
+    goto fail;
+  }
   *out = c;
   return TW_OK;
 fail:

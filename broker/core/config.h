@@ -38,6 +38,12 @@ struct tw_cfg {
   bool store_sync_full;        /* synchronous: full | normal */
   int64_t store_max_batch;
   int64_t store_readers;
+  char *store_backend;       /* sqlite | postgres (docs/ha.md) */
+  char *store_dsn;           /* postgres: libpq connection string */
+  char *store_password_file; /* postgres: the password, read at start */
+  int64_t ha_renew_ms;       /* the leader renews its lease this often */
+  int64_t ha_lease_ms;       /* a lease not renewed for this long is taken */
+  char *ha_name;             /* this replica's name; "" host:port of the API */
   int64_t sched_tick_ms;        /* scheduler pass interval */
   int64_t sched_pass_budget_ms; /* longest wait of a pass for its calls */
   int64_t sched_max_place;      /* jobs one pass may place */

@@ -3,7 +3,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <pthread.h>
-#include <sqlite3.h>
+#include "broker/core/db.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +13,7 @@
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
 #include "broker/core/flow.h"
+#include "broker/core/store_ha.h"
 #include "broker/core/store_int.h"
 
 /* ---- schema ------------------------------------------------------------ */
@@ -164,17 +165,21 @@ static const char SQL_ROLLBACK[] = "ROLLBACK";
 static const char SQL_SAVEPOINT[] = "SAVEPOINT op";
 static const char SQL_RELEASE[] = "RELEASE op";
 static const char SQL_ROLLBACK_TO[] = "ROLLBACK TO op";
+/* The fence (store_ha.h): conditioned on the epoch, checked, and on
+ * PostgreSQL the lease row locked until the commit. */
+static const char SQL_FENCE[] = "UPDATE ha_lease SET epoch = epoch"
+                                " WHERE id = 1 AND holder = ?1 AND epoch = ?2";
 
 /* ---- connections with a statement cache --------------------------------- */
 
 struct conn {
-  sqlite3 *db;
+  struct tw_db *db;
   /* Keyed by the address of constant text.  It only grows: evicting would
    * finalize a statement a caller may still be stepping (a module holding
    * two at once), so every distinct statement stays prepared for the life
    * of the connection; there are a few dozen. */
   const char **sql;
-  sqlite3_stmt **st;
+  struct tw_db_stmt **st;
   int n, cap;
 };
 
@@ -191,6 +196,11 @@ struct wop {
 struct tw_store {
   struct tw_clock *clock;
   int max_batch;
+  enum tw_db_backend backend;
+  char *db_path;  /* sqlite */
+  char *dsn;      /* postgres */
+  char *password; /* postgres; never logged */
+  int64_t txn_timeout_ms;
 
   struct conn w; /* writer thread only */
   pthread_t writer;
@@ -206,6 +216,10 @@ struct tw_store {
   pthread_cond_t rfree;
 
   uint64_t commits, ops, max_seen;
+  /* the leader's fence (store_ha.h): 0 none; under mu */
+  int64_t fence_epoch;
+  char fence_holder[128];
+  uint64_t fence_refusals;
   /* Write health, under mu: TW_OK, or TW_E_FULL / TW_E_IO from the first
    * write that failed on the storage until a transaction commits a write
    * again (tw_store_write_health). */
@@ -228,31 +242,23 @@ struct tw_store {
   bool backed_up;
 };
 
-/* sqlite's result codes for storage that failed under a statement that
- * may well succeed later, as opposed to a statement that is wrong. */
-static bool storage_code(int code) {
-  switch (code & 0xff) {
-  case SQLITE_IOERR:
-  case SQLITE_CANTOPEN:
-  case SQLITE_READONLY:
-  case SQLITE_BUSY:
-  case SQLITE_PROTOCOL:
-  case SQLITE_NOLFS:
-    return true;
-  default:
-    return false;
-  }
+/* A failure of the storage under a statement that may well succeed later
+ * (I/O, a lock, a lost connection), as opposed to a statement that is
+ * wrong. */
+static bool storage_class(enum tw_db_class c) {
+  return c == TW_DB_C_STORAGE || c == TW_DB_C_BUSY;
 }
 
-static enum tw_rc db_err(sqlite3 *db, struct tw_err *err, const char *what) {
-  /* copy at once: the next call may overwrite sqlite3_errmsg() */
-  int code = sqlite3_errcode(db);
-  if ((code & 0xff) == SQLITE_FULL)
+static enum tw_rc db_err(struct tw_db *db, struct tw_err *err,
+                         const char *what) {
+  /* copy at once: the next call may overwrite tw_db_errmsg() */
+  enum tw_db_class c = tw_db_errclass(db);
+  if (c == TW_DB_C_FULL)
     return tw_err_set(err, TW_E_FULL, "the store's disk is full: %s: %s", what,
-                      sqlite3_errmsg(db));
+                      tw_db_errmsg(db));
   enum tw_rc rc =
-      tw_err_set(err, TW_E_IO, "store: %s: %s", what, sqlite3_errmsg(db));
-  if (err && err->rc == TW_E_IO && storage_code(code) && !err->detail[0])
+      tw_err_set(err, TW_E_IO, "store: %s: %s", what, tw_db_errmsg(db));
+  if (err && err->rc == TW_E_IO && storage_class(c) && !err->detail[0])
     tw_err_detail(err, TW_DETAIL_STORE_IO);
   return rc;
 }
@@ -260,19 +266,20 @@ static enum tw_rc db_err(sqlite3 *db, struct tw_err *err, const char *what) {
 /* Whether a failed write failed on the storage (a full disk, an I/O
  * error) rather than on its own terms (a conflict, a transition refused).
  * The table groups' files (store_audit.c, store_ledger.c, ...) report
- * every sqlite failure as TW_E_IO with their own prefix, so the
- * connection's own result code decides, read before anything else runs
+ * every database failure as TW_E_IO with their own prefix, so the
+ * connection's own error class decides, read before anything else runs
  * on it; *rc and err are raised
  * to TW_E_FULL or given the TW_DETAIL_STORE_IO detail to match. */
-static bool storage_failure(sqlite3 *db, enum tw_rc *rc, struct tw_err *err) {
+static bool storage_failure(struct tw_db *db, enum tw_rc *rc,
+                            struct tw_err *err) {
   if (*rc == TW_E_FULL)
     return true;
   if (*rc != TW_E_IO)
     return false;
   if (!strcmp(err->detail, TW_DETAIL_STORE_IO))
     return true;
-  int code = sqlite3_errcode(db);
-  if ((code & 0xff) == SQLITE_FULL) {
+  enum tw_db_class c = tw_db_errclass(db);
+  if (c == TW_DB_C_FULL) {
     char was[sizeof err->msg];
     memcpy(was, err->msg, sizeof was);
     snprintf(err->msg, sizeof err->msg, "the store's disk is full: %.200s",
@@ -280,7 +287,7 @@ static bool storage_failure(sqlite3 *db, enum tw_rc *rc, struct tw_err *err) {
     err->rc = *rc = TW_E_FULL;
     return true;
   }
-  if (storage_code(code)) {
+  if (storage_class(c)) {
     tw_err_detail(err, TW_DETAIL_STORE_IO);
     return true;
   }
@@ -294,45 +301,44 @@ static void fail_op(struct wop *o, enum tw_rc rc, const struct tw_err *cause) {
     tw_err_detail(o->err, cause->detail);
 }
 
-enum tw_rc store__db_err(sqlite3 *db, struct tw_err *err, const char *what) {
+enum tw_rc store__db_err(struct tw_db *db, struct tw_err *err, const char *what) {
   return db_err(db, err, what);
 }
 
-enum tw_rc store__step_done(sqlite3 *db, sqlite3_stmt *st, const char *what,
+enum tw_rc store__step_done(struct tw_db *db, struct tw_db_stmt *st, const char *what,
                             struct tw_err *err) {
-  int r = sqlite3_step(st);
-  sqlite3_reset(st);
-  if (r != SQLITE_DONE)
+  int r = tw_db_step(st);
+  tw_db_reset(st);
+  if (r != TW_DB_DONE)
     return db_err(db, err, what);
   return TW_OK;
 }
 
-void store__bind_text(sqlite3_stmt *st, int i, const char *v) {
-  sqlite3_bind_text(st, i, v ? v : "", -1, SQLITE_STATIC);
+void store__bind_text(struct tw_db_stmt *st, int i, const char *v) {
+  tw_db_bind_text(st, i, v ? v : "", -1);
 }
 
-void store__bind_opt(sqlite3_stmt *st, int i, const char *v) {
+void store__bind_opt(struct tw_db_stmt *st, int i, const char *v) {
   if (v)
-    sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+    tw_db_bind_text(st, i, v, -1);
   else
-    sqlite3_bind_null(st, i);
+    tw_db_bind_null(st, i);
 }
 
-void store__col(sqlite3_stmt *st, int i, char *out, size_t outsz) {
-  const unsigned char *t = sqlite3_column_text(st, i);
+void store__col(struct tw_db_stmt *st, int i, char *out, size_t outsz) {
+  const unsigned char *t = tw_db_column_text(st, i);
   snprintf(out, outsz, "%s", t ? (const char *)t : "");
 }
 
-static sqlite3_stmt *prep(struct conn *c, const char *sql, struct tw_err *err) {
+static struct tw_db_stmt *prep(struct conn *c, const char *sql, struct tw_err *err) {
   for (int i = 0; i < c->n; i++)
     if (c->sql[i] == sql) {
-      sqlite3_reset(c->st[i]);
-      sqlite3_clear_bindings(c->st[i]);
+      tw_db_reset(c->st[i]);
+      tw_db_clear_bindings(c->st[i]);
       return c->st[i];
     }
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st,
-                         NULL) != SQLITE_OK) {
+  struct tw_db_stmt *st = NULL;
+  if (tw_db_prepare(c->db, sql, &st) != TW_DB_OK) {
     db_err(c->db, err, "prepare");
     return NULL;
   }
@@ -348,69 +354,39 @@ static sqlite3_stmt *prep(struct conn *c, const char *sql, struct tw_err *err) {
 
 static void conn_close(struct conn *c) {
   for (int i = 0; i < c->n; i++)
-    sqlite3_finalize(c->st[i]);
+    tw_db_finalize(c->st[i]);
   free(c->sql);
   free(c->st);
   c->sql = NULL;
   c->st = NULL;
   c->n = c->cap = 0;
-  if (c->db)
-    sqlite3_close(c->db);
+  tw_db_close(c->db);
   c->db = NULL;
 }
 
 static enum tw_rc exec_simple(struct conn *c, const char *sql,
                               struct tw_err *err) {
-  sqlite3_stmt *st = prep(c, sql, err);
+  struct tw_db_stmt *st = prep(c, sql, err);
   if (!st)
     return TW_E_IO;
-  int r = sqlite3_step(st);
-  sqlite3_reset(st);
-  if (r != SQLITE_DONE && r != SQLITE_ROW)
+  int r = tw_db_step(st);
+  tw_db_reset(st);
+  if (r != TW_DB_DONE && r != TW_DB_ROW)
     return db_err(c->db, err, sql);
   return TW_OK;
 }
 
-static enum tw_rc conn_open(struct conn *c, const char *path, bool readonly,
+static enum tw_rc conn_open(struct tw_store *s, struct conn *c, bool readonly,
                             bool sync_full, struct tw_err *err) {
   memset(c, 0, sizeof *c);
-  /* A new database is its owner's alone: it holds token hashes, sealed
-   * secrets, the audit log and job specs with their env.  sqlite gives
-   * the -wal and -shm files the mode of the database file, so creating
-   * that one 0600 covers all three; an existing file keeps the mode its
-   * operator chose. */
-  if (!readonly && path[0] != ':' && strncmp(path, "file:", 5) != 0) {
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd >= 0)
-      close(fd);
-  }
-  int flags = (readonly ? SQLITE_OPEN_READONLY
-                        : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-              SQLITE_OPEN_NOMUTEX;
-  if (sqlite3_open_v2(path, &c->db, flags, NULL) != SQLITE_OK) {
-    enum tw_rc rc = tw_err_set(err, TW_E_IO, "store: cannot open %s: %s", path,
-                               c->db ? sqlite3_errmsg(c->db) : "out of memory");
-    conn_close(c);
-    return rc;
-  }
-  sqlite3_busy_timeout(c->db, 5000);
-  /* Constant pragmas, run through sqlite3_exec as the migrations are. */
-  const char *pragmas =
-      readonly
-          ? "PRAGMA foreign_keys=ON;"
-          : (sync_full ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                         " PRAGMA foreign_keys=ON;"
-                       : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                         " PRAGMA foreign_keys=ON;");
-  char *msg = NULL;
-  if (sqlite3_exec(c->db, pragmas, NULL, NULL, &msg) != SQLITE_OK) {
-    enum tw_rc rc = tw_err_set(err, TW_E_IO, "store: %s: %s", path,
-                               msg ? msg : "pragma failed");
-    sqlite3_free(msg);
-    conn_close(c);
-    return rc;
-  }
-  return TW_OK;
+  struct tw_db_opts o = {.backend = s->backend,
+                         .path = s->db_path,
+                         .readonly = readonly,
+                         .sync_full = sync_full,
+                         .dsn = s->dsn,
+                         .password = s->password,
+                         .txn_timeout_ms = s->txn_timeout_ms};
+  return tw_db_open(&o, &c->db, err);
 }
 
 /* Before migrating an existing schema: a copy to fall back on. */
@@ -432,23 +408,13 @@ static enum tw_rc backup_before(struct tw_store *s, const char *what,
 
 static enum tw_rc migrate(struct tw_store *s, struct conn *c,
                           struct tw_err *err) {
-  sqlite3_stmt *st = NULL;
   int version = 0;
-  if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &st, NULL) !=
-      SQLITE_OK)
+  if (tw_db_user_version(c->db, &version) != TW_DB_OK)
     return db_err(c->db, err, "read user_version");
-  if (sqlite3_step(st) == SQLITE_ROW)
-    version = sqlite3_column_int(st, 0);
-  sqlite3_finalize(st);
   if (version > N_MIGRATIONS)
     return tw_err_set(err, TW_E_IO,
                       "store: schema version %d is newer than this build (%d)",
                       version, N_MIGRATIONS);
-  static const char *const set_version[] = {
-      "PRAGMA user_version = 1", "PRAGMA user_version = 2",
-      "PRAGMA user_version = 3", "PRAGMA user_version = 4",
-      "PRAGMA user_version = 5", "PRAGMA user_version = 6",
-      "PRAGMA user_version = 7", "PRAGMA user_version = 8"};
   if (version > 0 && version < N_MIGRATIONS) {
     enum tw_rc brc = backup_before(s, "the core schema", version, err);
     if (brc)
@@ -456,14 +422,14 @@ static enum tw_rc migrate(struct tw_store *s, struct conn *c,
   }
   for (int v = version; v < N_MIGRATIONS; v++) {
     char *msg = NULL;
-    if (sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK ||
-        sqlite3_exec(c->db, MIGRATIONS[v], NULL, NULL, &msg) != SQLITE_OK ||
-        sqlite3_exec(c->db, set_version[v], NULL, NULL, &msg) != SQLITE_OK ||
-        sqlite3_exec(c->db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
+    if (tw_db_exec(c->db, "BEGIN IMMEDIATE", &msg) != TW_DB_OK ||
+        tw_db_exec(c->db, MIGRATIONS[v], &msg) != TW_DB_OK ||
+        tw_db_set_user_version(c->db, v + 1) != TW_DB_OK ||
+        tw_db_exec(c->db, "COMMIT", &msg) != TW_DB_OK) {
       enum tw_rc rc = tw_err_set(err, TW_E_IO, "store: migration %d failed: %s",
-                                 v + 1, msg ? msg : "?");
-      sqlite3_free(msg);
-      sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+                                 v + 1, msg ? msg : tw_db_errmsg(c->db));
+      tw_db_free(msg);
+      tw_db_exec(c->db, "ROLLBACK", NULL);
       return rc;
     }
     tw_log_info("store", "migrated schema to version %d", v + 1);
@@ -472,6 +438,32 @@ static enum tw_rc migrate(struct tw_store *s, struct conn *c,
 }
 
 /* ---- the writer -------------------------------------------------------- */
+
+static enum tw_rc step_done(struct conn *c, struct tw_db_stmt *st,
+                            const char *what, struct tw_err *err);
+
+/* The first statement of a fenced transaction: TW_E_CONFLICT
+ * (TW_DETAIL_STALE_EPOCH) when the lease is no longer holder's at epoch. */
+static enum tw_rc check_fence(struct conn *c, const char *holder,
+                              int64_t epoch, struct tw_err *err) {
+  struct tw_db_stmt *st = prep(c, SQL_FENCE, err);
+  if (!st)
+    return TW_E_IO;
+  tw_db_bind_text(st, 1, holder, -1);
+  tw_db_bind_int64(st, 2, epoch);
+  enum tw_rc rc = step_done(c, st, "fence", err);
+  if (rc)
+    return rc;
+  if (tw_db_changes(c->db) != 1) {
+    tw_err_set(err, TW_E_CONFLICT,
+               "store: the leader lease has moved on from epoch %lld: this "
+               "replica no longer leads, its write is refused",
+               (long long)epoch);
+    tw_err_detail(err, TW_DETAIL_STALE_EPOCH);
+    return TW_E_CONFLICT;
+  }
+  return TW_OK;
+}
 
 static void *writer_main(void *arg) {
   struct tw_store *s = arg;
@@ -494,18 +486,32 @@ static void *writer_main(void *arg) {
     if (!s->head)
       s->tail = NULL;
     last->next = NULL;
-    pthread_mutex_unlock(&s->mu);
 
     struct tw_err berr = {0};
+    int64_t fence = s->fence_epoch;
+    char holder[sizeof s->fence_holder];
+    memcpy(holder, s->fence_holder, sizeof holder);
+    pthread_mutex_unlock(&s->mu);
     enum tw_rc brc = exec_simple(&s->w, SQL_BEGIN, &berr);
     enum tw_rc storage =
         brc && storage_failure(s->w.db, &brc, &berr) ? brc : TW_OK;
+    if (!brc && fence > 0 &&
+        (brc = check_fence(&s->w, holder, fence, &berr)) != TW_OK) {
+      if (storage_failure(s->w.db, &brc, &berr))
+        storage = brc;
+      exec_simple(&s->w, SQL_ROLLBACK, NULL);
+      if (brc == TW_E_CONFLICT) {
+        pthread_mutex_lock(&s->mu);
+        s->fence_refusals += (uint64_t)n;
+        pthread_mutex_unlock(&s->mu);
+      }
+    }
     bool txn_lost = false;
     int committed = 0;
     /* a transaction that changed no row (a PRAGMA, a write with nothing
      * to do) proves nothing about the storage: it does not make the
      * store healthy again */
-    sqlite3_int64 changes0 = sqlite3_total_changes64(s->w.db);
+    int64_t changes0 = tw_db_total_changes(s->w.db);
     for (struct wop *o = batch; o; o = o->next) {
       if (brc) {
         fail_op(o, brc, &berr);
@@ -517,7 +523,7 @@ static void *writer_main(void *arg) {
       if (o->rc) {
         if (storage_failure(s->w.db, &o->rc, o->err) && !storage)
           storage = o->rc;
-        if (sqlite3_get_autocommit(s->w.db)) {
+        if (tw_db_autocommit(s->w.db)) {
           /* sqlite rolled the whole transaction back (it may on
            * SQLITE_FULL or an I/O error): the operations before this one
            * are undone too, and the rest must not run outside it. */
@@ -556,7 +562,7 @@ static void *writer_main(void *arg) {
       if ((uint64_t)n > s->max_seen)
         s->max_seen = (uint64_t)n;
     }
-    bool wrote = sqlite3_total_changes64(s->w.db) > changes0;
+    bool wrote = tw_db_total_changes(s->w.db) > changes0;
     if (!storage && !brc && committed && wrote) {
       s->committed_since_open = true;
       s->last_commit_ms = tw_clock_now_ms(s->clock);
@@ -655,16 +661,22 @@ const char *tw_store_health_state_str(enum tw_store_health_state st) {
 #define PROBE_BYTES 32768
 static const char SQL_PROBE_ADD[] =
     "INSERT INTO store_probe (at_ms, pad) VALUES (?1, zeroblob(?2))";
+/* PostgreSQL's own room is its administrator's: the probe proves a commit */
+static const char SQL_PROBE_ADD_PG[] =
+    "INSERT INTO store_probe (at_ms, pad) VALUES (?1, ''::bytea)";
 static const char SQL_PROBE_DEL[] = "DELETE FROM store_probe";
 
-static enum tw_rc op_probe(struct tw_store *s, struct sqlite3 *db, void *arg,
+static enum tw_rc op_probe(struct tw_store *s, struct tw_db *db, void *arg,
                            struct tw_err *err) {
   (void)arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_PROBE_ADD, err);
+  bool pg = tw_db_backend(db) == TW_DB_POSTGRES;
+  struct tw_db_stmt *st =
+      tw_store_stmt(s, db, pg ? SQL_PROBE_ADD_PG : SQL_PROBE_ADD, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, tw_clock_now_ms(s->clock));
-  sqlite3_bind_int(st, 2, PROBE_BYTES);
+  tw_db_bind_int64(st, 1, tw_clock_now_ms(s->clock));
+  if (!pg)
+    tw_db_bind_int(st, 2, PROBE_BYTES);
   enum tw_rc rc = store__step_done(db, st, "probe", err);
   if (rc)
     return rc;
@@ -697,22 +709,12 @@ bool tw_store_probe_if_unready(struct tw_store *s, int64_t min_interval_ms) {
   return true;
 }
 
-/* PRAGMA max_page_count never goes below the database's current size, so
- * 1 caps it where it is. */
-static const char SQL_CAP_PAGES[] = "PRAGMA max_page_count = 1";
-static const char SQL_UNCAP_PAGES[] = "PRAGMA max_page_count = 4294967294";
-
-static enum tw_rc cap_pages_fn(struct tw_store *s, sqlite3 *db, void *arg,
-                               struct tw_err *err) {
-  sqlite3_stmt *st = NULL;
-  const char *sql = *(const bool *)arg ? SQL_CAP_PAGES : SQL_UNCAP_PAGES;
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+static enum tw_rc cap_pages_fn(struct tw_store *s, struct tw_db *db,
+                               void *arg, struct tw_err *err) {
+  (void)s;
+  if (tw_db_test_cap_pages(db, *(const bool *)arg) != TW_DB_OK)
     return db_err(db, err, "max_page_count");
-  int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW)
-    ;
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : db_err(db, err, "max_page_count");
+  return TW_OK;
 }
 
 enum tw_rc tw_store_test_cap_pages(struct tw_store *s, bool cap,
@@ -721,6 +723,40 @@ enum tw_rc tw_store_test_cap_pages(struct tw_store *s, bool cap,
 }
 
 int64_t store__now_ms(struct tw_store *s) { return tw_clock_now_ms(s->clock); }
+
+void tw_store_fence(struct tw_store *s, const char *holder, int64_t epoch) {
+  pthread_mutex_lock(&s->mu);
+  snprintf(s->fence_holder, sizeof s->fence_holder, "%s", holder ? holder : "");
+  s->fence_epoch = holder && *holder ? epoch : 0;
+  pthread_mutex_unlock(&s->mu);
+}
+
+static const char SQL_SERIALIZE[] =
+    "UPDATE ha_lease SET epoch = epoch WHERE id = 1";
+
+enum tw_rc store__serialize(struct tw_store *s, struct tw_db *db,
+                            struct tw_err *err) {
+  if (tw_db_backend(db) != TW_DB_POSTGRES)
+    return TW_OK;
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_SERIALIZE, err);
+  if (!st)
+    return TW_E_IO;
+  return store__step_done(db, st, "wait for the other replicas", err);
+}
+
+int64_t tw_store_fenced_epoch(struct tw_store *s) {
+  pthread_mutex_lock(&s->mu);
+  int64_t e = s->fence_epoch;
+  pthread_mutex_unlock(&s->mu);
+  return e;
+}
+
+uint64_t tw_store_fence_refusals(struct tw_store *s) {
+  pthread_mutex_lock(&s->mu);
+  uint64_t n = s->fence_refusals;
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
 
 void tw_store_stats(struct tw_store *s, struct tw_store_stats *out) {
   pthread_mutex_lock(&s->mu);
@@ -732,6 +768,28 @@ void tw_store_stats(struct tw_store *s, struct tw_store_stats *out) {
 
 /* ---- open / close ------------------------------------------------------ */
 
+static void free_conf(struct tw_store *s) {
+  free(s->db_path);
+  free(s->dsn);
+  if (s->password) {
+    OPENSSL_cleanse(s->password, strlen(s->password));
+    free(s->password);
+  }
+}
+
+enum tw_db_backend tw_store_backend(const struct tw_store *s) {
+  return s->backend;
+}
+
+/* On the writer's connection, which holds the schema lock. */
+static enum tw_rc unlock_schema(struct tw_store *s, struct tw_db *db,
+                                void *arg, struct tw_err *err) {
+  (void)s, (void)arg;
+  if (tw_db_schema_lock(db, false) != TW_DB_OK)
+    return db_err(db, err, "let go of the schema lock");
+  return TW_OK;
+}
+
 enum tw_rc tw_store_open(const struct tw_store_opts *opts,
                          struct tw_store **out, struct tw_err *err) {
   struct tw_store *s = tw_calloc(1, sizeof *s);
@@ -742,21 +800,37 @@ enum tw_rc tw_store_open(const struct tw_store_opts *opts,
   s->n_readers = opts->readers > 0 ? opts->readers : 8;
   s->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL); /* NULL: EVP_sha256() */
   s->lock_fd = -1;
-  if (opts->exclusive && tw_store_is_file_path(opts->path)) {
+  s->backend = opts->backend;
+  s->txn_timeout_ms = opts->txn_timeout_ms;
+  s->db_path = opts->path ? tw_strdup(opts->path) : NULL;
+  s->dsn = opts->dsn ? tw_strdup(opts->dsn) : NULL;
+  s->password = opts->password ? tw_strdup(opts->password) : NULL;
+  if (s->backend == TW_DB_SQLITE && !s->db_path) {
+    rc = tw_err_set(err, TW_E_INVALID, "store.path: empty");
+    goto fail;
+  }
+  if (s->backend == TW_DB_SQLITE && opts->exclusive &&
+      tw_store_is_file_path(opts->path)) {
     if ((s->lock_fd = tw_store_lock(opts->path, err)) < 0) {
       rc = err->rc;
       goto fail;
     }
     s->path = tw_strdup(opts->path);
   }
-  if ((rc = conn_open(&s->w, opts->path, false, opts->sync_full, err)))
+  if ((rc = conn_open(s, &s->w, false, opts->sync_full, err)))
     goto fail;
+  /* brokers started together on one PostgreSQL migrate in turn: the
+   * lock is held until every module is migrated (unlock_schema) */
+  if (tw_db_schema_lock(s->w.db, true) != TW_DB_OK) {
+    rc = db_err(s->w.db, err, "wait for the schema lock");
+    goto fail;
+  }
   if ((rc = migrate(s, &s->w, err)))
     goto fail;
   s->readers = tw_calloc((size_t)s->n_readers, sizeof *s->readers);
   s->reader_busy = tw_calloc((size_t)s->n_readers, sizeof *s->reader_busy);
   for (int i = 0; i < s->n_readers; i++)
-    if ((rc = conn_open(&s->readers[i], opts->path, true, false, err)))
+    if ((rc = conn_open(s, &s->readers[i], true, false, err)))
       goto fail;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->work, NULL);
@@ -770,7 +844,10 @@ enum tw_rc tw_store_open(const struct tw_store_opts *opts,
   /* Every module's tables, at once and in order: a module never finds its
    * tables missing later, and a database this build cannot bring up to
    * date is refused here rather than failing one feature at a time. */
-  if ((rc = store__migrate_all(s, err))) {
+  rc = store__migrate_all(s, err);
+  struct tw_err uerr = {0};
+  tw_store_write(s, unlock_schema, NULL, &uerr);
+  if (rc) {
     tw_store_close(s);
     return rc;
   }
@@ -794,6 +871,7 @@ fail:
   if (s->lock_fd >= 0)
     close(s->lock_fd);
   free(s->path);
+  free_conf(s);
   free(s);
   return rc;
 }
@@ -819,6 +897,7 @@ void tw_store_close(struct tw_store *s) {
   if (s->lock_fd >= 0)
     close(s->lock_fd); /* releases the flock */
   free(s->path);
+  free_conf(s);
   free(s);
 }
 
@@ -856,31 +935,31 @@ void tw_job_rec_release(struct tw_job_rec *r) {
   memset(r, 0, sizeof *r);
 }
 
-static char *col_dup(sqlite3_stmt *st, int i) {
-  const unsigned char *t = sqlite3_column_text(st, i);
+static char *col_dup(struct tw_db_stmt *st, int i) {
+  const unsigned char *t = tw_db_column_text(st, i);
   return t ? tw_strdup((const char *)t) : NULL;
 }
 
-static void row_to_job(sqlite3_stmt *st, struct tw_job_rec *r) {
+static void row_to_job(struct tw_db_stmt *st, struct tw_job_rec *r) {
   memset(r, 0, sizeof *r);
-  r->seq = sqlite3_column_int64(st, 0);
-  snprintf(r->id, sizeof r->id, "%s", (const char *)sqlite3_column_text(st, 1));
+  r->seq = tw_db_column_int64(st, 0);
+  snprintf(r->id, sizeof r->id, "%s", (const char *)tw_db_column_text(st, 1));
   r->name = col_dup(st, 2);
   r->tenant = col_dup(st, 3);
   r->project = col_dup(st, 4);
-  const char *state = (const char *)sqlite3_column_text(st, 5);
+  const char *state = (const char *)tw_db_column_text(st, 5);
   if (!state || !tw_job_state_parse(state, &r->state))
     r->state = TW_JOB_FAILED; /* unreachable: states are written by us */
   r->reason = col_dup(st, 6);
   if (!r->reason)
     r->reason = tw_strdup("");
-  r->priority = sqlite3_column_int(st, 7);
+  r->priority = tw_db_column_int(st, 7);
   r->spec_json = col_dup(st, 8);
   r->placement_json = col_dup(st, 9);
-  r->has_exit_code = sqlite3_column_type(st, 10) != SQLITE_NULL;
-  r->exit_code = sqlite3_column_int(st, 10);
-  r->created_ms = sqlite3_column_int64(st, 11);
-  r->updated_ms = sqlite3_column_int64(st, 12);
+  r->has_exit_code = tw_db_column_type(st, 10) != TW_DB_NULL;
+  r->exit_code = tw_db_column_int(st, 10);
+  r->created_ms = tw_db_column_int64(st, 11);
+  r->updated_ms = tw_db_column_int64(st, 12);
 }
 
 /* Time-ordered id: 48 bits of milliseconds then 80 random bits, in
@@ -911,11 +990,11 @@ static void new_job_id(int64_t now_ms, const unsigned char rnd[10],
   out[TW_JOB_ID_LEN] = '\0';
 }
 
-static enum tw_rc step_done(struct conn *c, sqlite3_stmt *st, const char *what,
+static enum tw_rc step_done(struct conn *c, struct tw_db_stmt *st, const char *what,
                             struct tw_err *err) {
-  int r = sqlite3_step(st);
-  sqlite3_reset(st);
-  if (r != SQLITE_DONE)
+  int r = tw_db_step(st);
+  tw_db_reset(st);
+  if (r != TW_DB_DONE)
     return db_err(c->db, err, what);
   return TW_OK;
 }
@@ -923,15 +1002,15 @@ static enum tw_rc step_done(struct conn *c, sqlite3_stmt *st, const char *what,
 static enum tw_rc insert_event(struct tw_store *s, const char *id, int64_t at,
                                const char *from, const char *to,
                                const char *reason, struct tw_err *err) {
-  sqlite3_stmt *st = prep(&s->w, SQL_EVENT_INSERT, err);
+  struct tw_db_stmt *st = prep(&s->w, SQL_EVENT_INSERT, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, at);
+  tw_db_bind_text(st, 1, id, -1);
+  tw_db_bind_int64(st, 2, at);
   if (from)
-    sqlite3_bind_text(st, 3, from, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 4, to, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 5, reason, -1, SQLITE_STATIC);
+    tw_db_bind_text(st, 3, from, -1);
+  tw_db_bind_text(st, 4, to, -1);
+  tw_db_bind_text(st, 5, reason, -1);
   return step_done(&s->w, st, "insert event", err);
 }
 
@@ -968,18 +1047,18 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
   const char *hash = jp->hash;
   enum tw_rc rc;
   if (req->idem_key) {
-    sqlite3_stmt *st = prep(&s->w, SQL_JOB_BY_IDEM, err);
+    struct tw_db_stmt *st = prep(&s->w, SQL_JOB_BY_IDEM, err);
     if (!st)
       return TW_E_IO;
-    sqlite3_bind_text(st, 1, req->tenant, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, req->idem_key, -1, SQLITE_STATIC);
-    int r = sqlite3_step(st);
-    if (r == SQLITE_ROW) {
-      const char *old = (const char *)sqlite3_column_text(st, 13);
+    tw_db_bind_text(st, 1, req->tenant, -1);
+    tw_db_bind_text(st, 2, req->idem_key, -1);
+    int r = tw_db_step(st);
+    if (r == TW_DB_ROW) {
+      const char *old = (const char *)tw_db_column_text(st, 13);
       bool same = old && strcmp(old, hash) == 0;
       if (same)
         row_to_job(st, out);
-      sqlite3_reset(st);
+      tw_db_reset(st);
       if (!same)
         return tw_err_field(
             err, TW_E_CONFLICT, "Idempotency-Key",
@@ -987,32 +1066,32 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
       *replayed = true;
       return TW_OK;
     }
-    sqlite3_reset(st);
-    if (r != SQLITE_DONE)
+    tw_db_reset(st);
+    if (r != TW_DB_DONE)
       return db_err(s->w.db, err, "idempotency lookup");
   }
   int64_t now = tw_clock_now_ms(s->clock);
   char id[TW_JOB_ID_LEN + 1];
   new_job_id(now, jp->rnd, id);
-  sqlite3_stmt *st = prep(&s->w, SQL_JOB_INSERT, err);
+  struct tw_db_stmt *st = prep(&s->w, SQL_JOB_INSERT, err);
   if (!st)
     return TW_E_IO;
   const char *reason = "submitted";
-  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, req->tenant, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 3, req->project, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 4, req->name, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 5, reason, -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 6, req->priority);
-  sqlite3_bind_text(st, 7, req->spec_json, -1, SQLITE_STATIC);
+  tw_db_bind_text(st, 1, id, -1);
+  tw_db_bind_text(st, 2, req->tenant, -1);
+  tw_db_bind_text(st, 3, req->project, -1);
+  tw_db_bind_text(st, 4, req->name, -1);
+  tw_db_bind_text(st, 5, reason, -1);
+  tw_db_bind_int(st, 6, req->priority);
+  tw_db_bind_text(st, 7, req->spec_json, -1);
   if (req->idem_key) {
-    sqlite3_bind_text(st, 8, req->idem_key, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 9, hash, -1, SQLITE_STATIC);
+    tw_db_bind_text(st, 8, req->idem_key, -1);
+    tw_db_bind_text(st, 9, hash, -1);
   }
-  sqlite3_bind_int64(st, 10, now);
+  tw_db_bind_int64(st, 10, now);
   if ((rc = step_done(&s->w, st, "insert job", err)))
     return rc;
-  int64_t seq = sqlite3_last_insert_rowid(s->w.db);
+  int64_t seq = tw_db_last_insert_id(s->w.db);
   if ((rc = insert_event(s, id, now, NULL, "pending", reason, err)))
     return rc;
   if (req->traceparent &&
@@ -1041,7 +1120,7 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
   return TW_OK;
 }
 
-static enum tw_rc op_create(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_create(struct tw_store *s, struct tw_db *db, void *varg,
                             struct tw_err *err) {
   (void)db;
   struct create_arg *a = varg;
@@ -1066,19 +1145,19 @@ enum tw_rc tw_store_job_create(struct tw_store *s, const struct tw_job_new *req,
 
 static enum tw_rc get_on(struct conn *c, const char *id, struct tw_job_rec *out,
                          struct tw_err *err) {
-  sqlite3_stmt *st = prep(c, SQL_JOB_BY_ID, err);
+  struct tw_db_stmt *st = prep(c, SQL_JOB_BY_ID, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
+  tw_db_bind_text(st, 1, id, -1);
+  int r = tw_db_step(st);
   enum tw_rc rc = TW_OK;
-  if (r == SQLITE_ROW)
+  if (r == TW_DB_ROW)
     row_to_job(st, out);
-  else if (r == SQLITE_DONE)
+  else if (r == TW_DB_DONE)
     rc = tw_err_set(err, TW_E_NOTFOUND, "job %s not found", id);
   else
     rc = db_err(c->db, err, "get job");
-  sqlite3_reset(st);
+  tw_db_reset(st);
   return rc;
 }
 
@@ -1103,31 +1182,31 @@ enum tw_rc tw_store_job_list(struct tw_store *s, const struct tw_job_filter *f,
   *next_before = 0;
   struct conn *c = reader_get(s);
   enum tw_rc rc = TW_OK;
-  sqlite3_stmt *st = prep(c, sql, err);
+  struct tw_db_stmt *st = prep(c, sql, err);
   if (!st) {
     rc = TW_E_IO;
     goto out;
   }
   /* fetch one more than asked to know whether another page exists */
-  sqlite3_bind_int64(st, 1, f->before_seq > 0 ? f->before_seq : INT64_MAX);
-  sqlite3_bind_int(st, 2, limit + 1);
+  tw_db_bind_int64(st, 1, f->before_seq > 0 ? f->before_seq : INT64_MAX);
+  tw_db_bind_int(st, 2, limit + 1);
   if (f->state)
-    sqlite3_bind_text(st, 3, f->state, -1, SQLITE_STATIC);
+    tw_db_bind_text(st, 3, f->state, -1);
   if (f->tenant)
-    sqlite3_bind_text(st, 4, f->tenant, -1, SQLITE_STATIC);
+    tw_db_bind_text(st, 4, f->tenant, -1);
   if (f->provider)
-    sqlite3_bind_text(st, 5, f->provider, -1, SQLITE_STATIC);
+    tw_db_bind_text(st, 5, f->provider, -1);
   struct tw_job_rec *recs = tw_calloc((size_t)limit, sizeof *recs);
   size_t k = 0;
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     if (k == (size_t)limit) {
       *next_before = recs[k - 1].seq;
       break;
     }
     row_to_job(st, &recs[k++]);
   }
-  if (r != SQLITE_ROW && r != SQLITE_DONE) {
+  if (r != TW_DB_ROW && r != TW_DB_DONE) {
     rc = db_err(c->db, err, "list jobs");
     for (size_t i = 0; i < k; i++)
       tw_job_rec_release(&recs[i]);
@@ -1136,7 +1215,7 @@ enum tw_rc tw_store_job_list(struct tw_store *s, const struct tw_job_filter *f,
     *out = recs;
     *n = k;
   }
-  sqlite3_reset(st);
+  tw_db_reset(st);
 out:
   reader_put(s, c);
   return rc;
@@ -1147,7 +1226,7 @@ struct transition_arg {
   struct tw_job_rec *out;
 };
 
-static enum tw_rc op_transition(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_transition(struct tw_store *s, struct tw_db *db, void *varg,
                                 struct tw_err *err) {
   (void)db;
   struct transition_arg *a = varg;
@@ -1161,23 +1240,23 @@ static enum tw_rc op_transition(struct tw_store *s, sqlite3 *db, void *varg,
   int64_t now = tw_clock_now_ms(s->clock);
   const char *from = tw_job_state_str(cur.state), *to = tw_job_state_str(t->to);
   const char *reason = t->reason ? t->reason : "";
-  sqlite3_stmt *st = prep(&s->w, SQL_JOB_SET_STATE, err);
+  struct tw_db_stmt *st = prep(&s->w, SQL_JOB_SET_STATE, err);
   if (!st) {
     rc = TW_E_IO;
     goto out;
   }
-  sqlite3_bind_text(st, 1, to, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 3, now);
+  tw_db_bind_text(st, 1, to, -1);
+  tw_db_bind_text(st, 2, reason, -1);
+  tw_db_bind_int64(st, 3, now);
   if (t->placement_json)
-    sqlite3_bind_text(st, 4, t->placement_json, -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 5, t->has_exit);
-  sqlite3_bind_int(st, 6, t->exit_code);
-  sqlite3_bind_text(st, 7, t->id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 8, from, -1, SQLITE_STATIC);
+    tw_db_bind_text(st, 4, t->placement_json, -1);
+  tw_db_bind_int(st, 5, t->has_exit);
+  tw_db_bind_int(st, 6, t->exit_code);
+  tw_db_bind_text(st, 7, t->id, -1);
+  tw_db_bind_text(st, 8, from, -1);
   if ((rc = step_done(&s->w, st, "update job state", err)))
     goto out;
-  if (sqlite3_changes(s->w.db) != 1) {
+  if (tw_db_changes(s->w.db) != 1) {
     rc = tw_err_set(err, TW_E_CONFLICT, "job %s changed state concurrently",
                     t->id);
     goto out;
@@ -1210,19 +1289,19 @@ enum tw_rc tw_store_job_events(struct tw_store *s, const char *id,
   *n = 0;
   struct conn *c = reader_get(s);
   enum tw_rc rc = TW_OK;
-  sqlite3_stmt *st = prep(c, SQL_JOB_EXISTS, err);
+  struct tw_db_stmt *st = prep(c, SQL_JOB_EXISTS, err);
   if (!st) {
     rc = TW_E_IO;
     goto out;
   }
-  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
-  sqlite3_reset(st);
-  if (r == SQLITE_DONE) {
+  tw_db_bind_text(st, 1, id, -1);
+  int r = tw_db_step(st);
+  tw_db_reset(st);
+  if (r == TW_DB_DONE) {
     rc = tw_err_set(err, TW_E_NOTFOUND, "job %s not found", id);
     goto out;
   }
-  if (r != SQLITE_ROW) {
+  if (r != TW_DB_ROW) {
     rc = db_err(c->db, err, "get job");
     goto out;
   }
@@ -1230,27 +1309,27 @@ enum tw_rc tw_store_job_events(struct tw_store *s, const char *id,
     rc = TW_E_IO;
     goto out;
   }
-  sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+  tw_db_bind_text(st, 1, id, -1);
   size_t cap = 0;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     if (*n == cap) {
       cap = cap ? cap * 2 : 8;
       *out = tw_realloc(*out, cap * sizeof **out);
     }
     struct tw_job_event *e = &(*out)[(*n)++];
     memset(e, 0, sizeof *e);
-    e->seq = sqlite3_column_int64(st, 0);
-    e->at_ms = sqlite3_column_int64(st, 1);
-    const char *from = (const char *)sqlite3_column_text(st, 2);
+    e->seq = tw_db_column_int64(st, 0);
+    e->at_ms = tw_db_column_int64(st, 1);
+    const char *from = (const char *)tw_db_column_text(st, 2);
     e->has_from = from && tw_job_state_parse(from, &e->from);
-    const char *to = (const char *)sqlite3_column_text(st, 3);
+    const char *to = (const char *)tw_db_column_text(st, 3);
     if (!to || !tw_job_state_parse(to, &e->to))
       e->to = TW_JOB_FAILED;
     e->reason = col_dup(st, 4);
   }
-  if (r != SQLITE_DONE)
+  if (r != TW_DB_DONE)
     rc = db_err(c->db, err, "list events");
-  sqlite3_reset(st);
+  tw_db_reset(st);
 out:
   reader_put(s, c);
   return rc;
@@ -1262,21 +1341,21 @@ enum tw_rc tw_store_job_counts(struct tw_store *s,
   memset(counts, 0, sizeof(int64_t) * TW_JOB_NSTATES);
   struct conn *c = reader_get(s);
   enum tw_rc rc = TW_OK;
-  sqlite3_stmt *st = prep(c, SQL_COUNTS, err);
+  struct tw_db_stmt *st = prep(c, SQL_COUNTS, err);
   if (!st) {
     rc = TW_E_IO;
     goto out;
   }
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     enum tw_job_state js;
-    const char *name = (const char *)sqlite3_column_text(st, 0);
+    const char *name = (const char *)tw_db_column_text(st, 0);
     if (name && tw_job_state_parse(name, &js))
-      counts[js] = sqlite3_column_int64(st, 1);
+      counts[js] = tw_db_column_int64(st, 1);
   }
-  if (r != SQLITE_DONE)
+  if (r != TW_DB_DONE)
     rc = db_err(c->db, err, "count jobs");
-  sqlite3_reset(st);
+  tw_db_reset(st);
 out:
   reader_put(s, c);
   return rc;
@@ -1291,50 +1370,50 @@ const char *tw_attempt_state_str(enum tw_attempt_state st) {
   return (unsigned)st < 4 ? ATTEMPT_STATES[st] : "unknown";
 }
 
-static void copy_col(char *dst, size_t n, sqlite3_stmt *st, int i) {
-  const unsigned char *t = sqlite3_column_text(st, i);
+static void copy_col(char *dst, size_t n, struct tw_db_stmt *st, int i) {
+  const unsigned char *t = tw_db_column_text(st, i);
   snprintf(dst, n, "%s", t ? (const char *)t : "");
 }
 
-static void row_to_attempt(sqlite3_stmt *st, struct tw_attempt_rec *a) {
+static void row_to_attempt(struct tw_db_stmt *st, struct tw_attempt_rec *a) {
   memset(a, 0, sizeof *a);
-  a->id = sqlite3_column_int64(st, 0);
+  a->id = tw_db_column_int64(st, 0);
   copy_col(a->job_id, sizeof a->job_id, st, 1);
-  a->n = sqlite3_column_int(st, 2);
+  a->n = tw_db_column_int(st, 2);
   copy_col(a->client_token, sizeof a->client_token, st, 3);
   copy_col(a->provider, sizeof a->provider, st, 4);
   copy_col(a->offer_id, sizeof a->offer_id, st, 5);
   copy_col(a->market, sizeof a->market, st, 6);
-  a->price_uusd_per_hour = sqlite3_column_int64(st, 7);
+  a->price_uusd_per_hour = tw_db_column_int64(st, 7);
   copy_col(a->instance_id, sizeof a->instance_id, st, 8);
-  const char *state = (const char *)sqlite3_column_text(st, 9);
+  const char *state = (const char *)tw_db_column_text(st, 9);
   a->state = TW_ATTEMPT_ENDED;
   for (int i = 0; i < 4; i++)
     if (state && !strcmp(state, ATTEMPT_STATES[i]))
       a->state = (enum tw_attempt_state)i;
   copy_col(a->end_reason, sizeof a->end_reason, st, 10);
-  a->started_ms = sqlite3_column_int64(st, 11);
-  a->running_ms = sqlite3_column_int64(st, 12);
-  a->ended_ms = sqlite3_column_int64(st, 13);
+  a->started_ms = tw_db_column_int64(st, 11);
+  a->running_ms = tw_db_column_int64(st, 12);
+  a->ended_ms = tw_db_column_int64(st, 13);
 }
 
 static enum tw_rc attempt_get_w(struct tw_store *s, int64_t id,
                                 struct tw_attempt_rec *out,
                                 struct tw_err *err) {
-  sqlite3_stmt *st = prep(&s->w, SQL_ATTEMPT_BY_ID, err);
+  struct tw_db_stmt *st = prep(&s->w, SQL_ATTEMPT_BY_ID, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, id);
-  int r = sqlite3_step(st);
+  tw_db_bind_int64(st, 1, id);
+  int r = tw_db_step(st);
   enum tw_rc rc = TW_OK;
-  if (r == SQLITE_ROW)
+  if (r == TW_DB_ROW)
     row_to_attempt(st, out);
-  else if (r == SQLITE_DONE)
+  else if (r == TW_DB_DONE)
     rc =
         tw_err_set(err, TW_E_NOTFOUND, "attempt %lld not found", (long long)id);
   else
     rc = db_err(s->w.db, err, "get attempt");
-  sqlite3_reset(st);
+  tw_db_reset(st);
   return rc;
 }
 
@@ -1351,7 +1430,7 @@ struct attempt_open_arg {
   struct tw_attempt_rec *out;
 };
 
-static enum tw_rc op_attempt_open(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_attempt_open(struct tw_store *s, struct tw_db *db, void *varg,
                                   struct tw_err *err) {
   (void)db;
   struct attempt_open_arg *a = varg;
@@ -1377,36 +1456,36 @@ static enum tw_rc op_attempt_open(struct tw_store *s, sqlite3 *db, void *varg,
   }
   /* One live attempt per job: a second one opened while the first may
    * still get its instance would buy a second machine for one job. */
-  sqlite3_stmt *st = prep(&s->w, SQL_ATTEMPT_LIVE_OF, err);
+  struct tw_db_stmt *st = prep(&s->w, SQL_ATTEMPT_LIVE_OF, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, req->job_id, -1, SQLITE_STATIC);
-  int live_n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
-  sqlite3_reset(st);
+  tw_db_bind_text(st, 1, req->job_id, -1);
+  int live_n = tw_db_step(st) == TW_DB_ROW ? tw_db_column_int(st, 0) : 0;
+  tw_db_reset(st);
   if (live_n)
     return tw_err_set(err, TW_E_CONFLICT, "job %s: attempt %d is still live",
                       req->job_id, live_n);
   if (!(st = prep(&s->w, SQL_ATTEMPT_NEXT_N, err)))
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, req->job_id, -1, SQLITE_STATIC);
-  int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 1;
-  sqlite3_reset(st);
+  tw_db_bind_text(st, 1, req->job_id, -1);
+  int n = tw_db_step(st) == TW_DB_ROW ? tw_db_column_int(st, 0) : 1;
+  tw_db_reset(st);
   char token[48];
   snprintf(token, sizeof token, "%s-%d", req->job_id, n);
   int64_t now = tw_clock_now_ms(s->clock);
   if (!(st = prep(&s->w, SQL_ATTEMPT_INSERT, err)))
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, req->job_id, -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 2, n);
-  sqlite3_bind_text(st, 3, token, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 4, req->provider, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 5, req->offer_id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 6, req->market, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 7, req->price_uusd_per_hour);
-  sqlite3_bind_int64(st, 8, now);
+  tw_db_bind_text(st, 1, req->job_id, -1);
+  tw_db_bind_int(st, 2, n);
+  tw_db_bind_text(st, 3, token, -1);
+  tw_db_bind_text(st, 4, req->provider, -1);
+  tw_db_bind_text(st, 5, req->offer_id, -1);
+  tw_db_bind_text(st, 6, req->market, -1);
+  tw_db_bind_int64(st, 7, req->price_uusd_per_hour);
+  tw_db_bind_int64(st, 8, now);
   if ((rc = step_done(&s->w, st, "insert attempt", err)))
     return rc;
-  return attempt_get_w(s, sqlite3_last_insert_rowid(s->w.db), a->out, err);
+  return attempt_get_w(s, tw_db_last_insert_id(s->w.db), a->out, err);
 }
 
 enum tw_rc tw_store_attempt_open(struct tw_store *s,
@@ -1433,7 +1512,7 @@ static int64_t clamp_time(int64_t t, int64_t from, int64_t now) {
   return t < from ? from : t;
 }
 
-static enum tw_rc op_attempt_step(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_attempt_step(struct tw_store *s, struct tw_db *db, void *varg,
                                   struct tw_err *err) {
   (void)db;
   struct attempt_step_arg *a = varg;
@@ -1442,15 +1521,15 @@ static enum tw_rc op_attempt_step(struct tw_store *s, sqlite3 *db, void *varg,
   if (rc)
     return rc;
   int64_t now = tw_clock_now_ms(s->clock);
-  sqlite3_stmt *st;
+  struct tw_db_stmt *st;
   if (a->kind == 0) {
     if (!(st = prep(&s->w, SQL_ATTEMPT_SET_LAUNCHED, err)))
       return TW_E_IO;
-    sqlite3_bind_int64(st, 1, a->id);
-    sqlite3_bind_text(st, 2, a->instance_id, -1, SQLITE_STATIC);
+    tw_db_bind_int64(st, 1, a->id);
+    tw_db_bind_text(st, 2, a->instance_id, -1);
     if ((rc = step_done(&s->w, st, "attempt launched", err)))
       return rc;
-    if (sqlite3_changes(s->w.db) != 1)
+    if (tw_db_changes(s->w.db) != 1)
       return tw_err_set(err, TW_E_CONFLICT, "attempt %lld is %s, not launching",
                         (long long)a->id, tw_attempt_state_str(at.state));
     char reason[256];
@@ -1478,11 +1557,11 @@ static enum tw_rc op_attempt_step(struct tw_store *s, sqlite3 *db, void *varg,
   if (a->kind == 1) {
     if (!(st = prep(&s->w, SQL_ATTEMPT_SET_RUNNING, err)))
       return TW_E_IO;
-    sqlite3_bind_int64(st, 1, a->id);
-    sqlite3_bind_int64(st, 2, clamp_time(a->at_ms, at.started_ms, now));
+    tw_db_bind_int64(st, 1, a->id);
+    tw_db_bind_int64(st, 2, clamp_time(a->at_ms, at.started_ms, now));
     if ((rc = step_done(&s->w, st, "attempt running", err)))
       return rc;
-    if (sqlite3_changes(s->w.db) != 1)
+    if (tw_db_changes(s->w.db) != 1)
       return tw_err_set(err, TW_E_CONFLICT,
                         "attempt %lld is %s, not provisioning",
                         (long long)a->id, tw_attempt_state_str(at.state));
@@ -1506,10 +1585,10 @@ static enum tw_rc op_attempt_step(struct tw_store *s, sqlite3 *db, void *varg,
   int64_t ended = clamp_time(c->ended_at_ms, at.started_ms, now);
   if (ran && ended < ran)
     ended = ran;
-  sqlite3_bind_int64(st, 1, a->id);
-  sqlite3_bind_text(st, 2, c->end_reason, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 3, ended);
-  sqlite3_bind_int64(st, 4, ran);
+  tw_db_bind_int64(st, 1, a->id);
+  tw_db_bind_text(st, 2, c->end_reason, -1);
+  tw_db_bind_int64(st, 3, ended);
+  tw_db_bind_int64(st, 4, ran);
   if ((rc = step_done(&s->w, st, "attempt ended", err)))
     return rc;
   if (c->job_to == TW_JOB_NSTATES)
@@ -1566,25 +1645,25 @@ static enum tw_rc attempts_query(struct tw_store *s, const char *sql,
   *n = 0;
   struct conn *c = reader_get(s);
   enum tw_rc rc = TW_OK;
-  sqlite3_stmt *st = prep(c, sql, err);
+  struct tw_db_stmt *st = prep(c, sql, err);
   if (!st) {
     rc = TW_E_IO;
     goto out;
   }
   if (job_id)
-    sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
+    tw_db_bind_text(st, 1, job_id, -1);
   size_t cap = 0;
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     if (*n == cap) {
       cap = cap ? cap * 2 : 8;
       *out = tw_realloc(*out, cap * sizeof **out);
     }
     row_to_attempt(st, &(*out)[(*n)++]);
   }
-  if (r != SQLITE_DONE)
+  if (r != TW_DB_DONE)
     rc = db_err(c->db, err, "list attempts");
-  sqlite3_reset(st);
+  tw_db_reset(st);
 out:
   reader_put(s, c);
   return rc;
@@ -1609,25 +1688,25 @@ enum tw_rc tw_store_jobs_queued(struct tw_store *s, enum tw_job_state state,
   *n = 0;
   struct conn *c = reader_get(s);
   enum tw_rc rc = TW_OK;
-  sqlite3_stmt *st = prep(c, SQL_JOBS_QUEUED, err);
+  struct tw_db_stmt *st = prep(c, SQL_JOBS_QUEUED, err);
   if (!st) {
     rc = TW_E_IO;
     goto out;
   }
-  sqlite3_bind_text(st, 1, tw_job_state_str(state), -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 2, limit);
+  tw_db_bind_text(st, 1, tw_job_state_str(state), -1);
+  tw_db_bind_int(st, 2, limit);
   size_t cap = 0;
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     if (*n == cap) {
       cap = cap ? cap * 2 : 16;
       *out = tw_realloc(*out, cap * sizeof **out);
     }
     row_to_job(st, &(*out)[(*n)++]);
   }
-  if (r != SQLITE_DONE)
+  if (r != TW_DB_DONE)
     rc = db_err(c->db, err, "queued jobs");
-  sqlite3_reset(st);
+  tw_db_reset(st);
 out:
   reader_put(s, c);
   return rc;
@@ -1637,7 +1716,7 @@ struct note_arg {
   const char *id, *reason;
 };
 
-static enum tw_rc op_note(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_note(struct tw_store *s, struct tw_db *db, void *varg,
                           struct tw_err *err) {
   (void)db;
   struct note_arg *a = varg;
@@ -1652,14 +1731,14 @@ static enum tw_rc op_note(struct tw_store *s, sqlite3 *db, void *varg,
   }
   int64_t now = tw_clock_now_ms(s->clock);
   const char *state = tw_job_state_str(job.state);
-  sqlite3_stmt *st = prep(&s->w, SQL_JOB_SET_REASON, err);
+  struct tw_db_stmt *st = prep(&s->w, SQL_JOB_SET_REASON, err);
   if (!st) {
     rc = TW_E_IO;
     goto out;
   }
-  sqlite3_bind_text(st, 1, a->id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, a->reason, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 3, now);
+  tw_db_bind_text(st, 1, a->id, -1);
+  tw_db_bind_text(st, 2, a->reason, -1);
+  tw_db_bind_int64(st, 3, now);
   if ((rc = step_done(&s->w, st, "set reason", err)))
     goto out;
   rc = insert_event(s, a->id, now, state, state, a->reason, err);
@@ -1677,7 +1756,7 @@ enum tw_rc tw_store_job_note(struct tw_store *s, const char *job_id,
 /* ---- module schemas and statements ----------------------------------------
  */
 
-static struct conn *conn_of(struct tw_store *s, sqlite3 *db) {
+static struct conn *conn_of(struct tw_store *s, struct tw_db *db) {
   if (s->w.db == db)
     return &s->w;
   for (int i = 0; i < s->n_readers; i++)
@@ -1686,7 +1765,7 @@ static struct conn *conn_of(struct tw_store *s, sqlite3 *db) {
   return NULL;
 }
 
-struct sqlite3_stmt *tw_store_stmt(struct tw_store *s, struct sqlite3 *db,
+struct tw_db_stmt *tw_store_stmt(struct tw_store *s, struct tw_db *db,
                                    const char *sql, struct tw_err *err) {
   struct conn *c = conn_of(s, db);
   if (!c) {
@@ -1717,37 +1796,37 @@ struct migrate_arg {
   int version;
 };
 
-static enum tw_rc op_module_step(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_module_step(struct tw_store *s, struct tw_db *db, void *varg,
                                  struct tw_err *err) {
   struct migrate_arg *a = varg;
   char *msg = NULL;
   /* the migration's text is constant SQL of the module, as ours is */
-  if (sqlite3_exec(db, a->sql, NULL, NULL, &msg) != SQLITE_OK) {
+  if (tw_db_exec(db, a->sql, &msg) != TW_DB_OK) {
     enum tw_rc rc =
         tw_err_set(err, TW_E_IO, "store: %s migration %d failed: %s", a->module,
                    a->version, msg ? msg : "?");
-    sqlite3_free(msg);
+    tw_db_free(msg);
     return rc;
   }
-  sqlite3_stmt *st = prep(&s->w, SQL_MODULE_SET, err);
+  struct tw_db_stmt *st = prep(&s->w, SQL_MODULE_SET, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->module, -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 2, a->version);
+  tw_db_bind_text(st, 1, a->module, -1);
+  tw_db_bind_int(st, 2, a->version);
   return step_done(&s->w, st, "record module version", err);
 }
 
-static enum tw_rc read_module_version(struct tw_store *s, sqlite3 *db,
+static enum tw_rc read_module_version(struct tw_store *s, struct tw_db *db,
                                       void *arg, struct tw_err *err) {
   struct migrate_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_MODULE_VERSION, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_MODULE_VERSION, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->module, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
-  a->version = r == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
-  sqlite3_reset(st);
-  if (r != SQLITE_ROW && r != SQLITE_DONE)
+  tw_db_bind_text(st, 1, a->module, -1);
+  int r = tw_db_step(st);
+  a->version = r == TW_DB_ROW ? tw_db_column_int(st, 0) : 0;
+  tw_db_reset(st);
+  if (r != TW_DB_ROW && r != TW_DB_DONE)
     return db_err(db, err, "read module version");
   return TW_OK;
 }
@@ -1794,19 +1873,19 @@ static const char SQL_GANG_LIVE[] =
     " JOIN attempts a ON a.id = g.attempt_id WHERE a.state != 'ended'"
     " ORDER BY g.attempt_id, g.k";
 
-static enum tw_rc op_gang_put(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc op_gang_put(struct tw_store *s, struct tw_db *db, void *arg,
                               struct tw_err *err) {
   const struct tw_attempt_instance *g = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_GANG_PUT, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_GANG_PUT, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, g->attempt_id);
-  sqlite3_bind_int(st, 2, g->k);
-  sqlite3_bind_text(st, 3, g->instance_id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 4, g->state, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
-  sqlite3_reset(st);
-  if (r != SQLITE_DONE)
+  tw_db_bind_int64(st, 1, g->attempt_id);
+  tw_db_bind_int(st, 2, g->k);
+  tw_db_bind_text(st, 3, g->instance_id, -1);
+  tw_db_bind_text(st, 4, g->state, -1);
+  int r = tw_db_step(st);
+  tw_db_reset(st);
+  if (r != TW_DB_DONE)
     return db_err(db, err, "record a gang instance");
   return TW_OK;
 }
@@ -1827,33 +1906,33 @@ struct gang_read {
   size_t n, cap;
 };
 
-static enum tw_rc op_gang_read(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc op_gang_read(struct tw_store *s, struct tw_db *db, void *arg,
                                struct tw_err *err) {
   struct gang_read *a = arg;
-  sqlite3_stmt *st =
+  struct tw_db_stmt *st =
       tw_store_stmt(s, db, a->attempt_id ? SQL_GANG_OF : SQL_GANG_LIVE, err);
   if (!st)
     return TW_E_IO;
   if (a->attempt_id)
-    sqlite3_bind_int64(st, 1, a->attempt_id);
+    tw_db_bind_int64(st, 1, a->attempt_id);
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     if (a->n == a->cap) {
       a->cap = a->cap ? a->cap * 2 : 8;
       a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
     }
     struct tw_attempt_instance *g = &a->items[a->n++];
     memset(g, 0, sizeof *g);
-    g->attempt_id = sqlite3_column_int64(st, 0);
-    g->k = sqlite3_column_int(st, 1);
-    const unsigned char *t = sqlite3_column_text(st, 2);
+    g->attempt_id = tw_db_column_int64(st, 0);
+    g->k = tw_db_column_int(st, 1);
+    const unsigned char *t = tw_db_column_text(st, 2);
     snprintf(g->instance_id, sizeof g->instance_id, "%s",
              t ? (const char *)t : "");
-    t = sqlite3_column_text(st, 3);
+    t = tw_db_column_text(st, 3);
     snprintf(g->state, sizeof g->state, "%s", t ? (const char *)t : "");
   }
-  sqlite3_reset(st);
-  if (r != SQLITE_DONE)
+  tw_db_reset(st);
+  if (r != TW_DB_DONE)
     return db_err(db, err, "list gang instances");
   return TW_OK;
 }

@@ -1,4 +1,5 @@
-/* store.h - the embedded store: sqlite in WAL mode.
+/* store.h - the store: embedded sqlite in WAL mode (the default), or a
+ * PostgreSQL database shared by several brokers (docs/ha.md).
  *
  * One writer thread owns the write connection.  Callers hand it write
  * operations and block until the transaction holding theirs has committed:
@@ -6,19 +7,19 @@
  * N concurrent submissions costs one fsync, not N, and each caller still
  * gets its answer only after its row is durable.  Each operation runs inside
  * its own SAVEPOINT, so one failing operation never undoes its neighbours.
- * Reads use a small pool of read-only connections (WAL readers never block
+ * Reads use a small pool of read connections (WAL readers never block
  * the writer).  All functions are thread-safe.
  *
- * The store layer is broker/core/store*.c: the only files that may
- * include sqlite3.h or call sqlite3_* (test_sql_owner checks it, with no
- * exceptions).  Modules above call typed functions (structs in,
- * structs out) declared in broker/core/store*.h.  SQL is sqlite's
- * dialect, kept as constant text in the store*.c file of its table group
- * beside the code that binds it.  A second backend (PostgreSQL) plugs in
- * under the same headers: a store_pg*.c per group with its own text ($1
- * for ?1, ON CONFLICT and RETURNING as they are, BIGINT for INTEGER,
- * BYTEA for BLOB) and its own store_pg_schema.c, chosen at
- * tw_store_open() by the path's scheme; the callers do not change. */
+ * The store layer is broker/core/store*.c and the database interface
+ * under it, broker/core/db*.c: the only files that may include sqlite3.h
+ * or call sqlite3_* (test_sql_owner checks it, with no exceptions; libpq
+ * only in db_pg.c).  Modules above call typed functions (structs in,
+ * structs out) declared in broker/core/store*.h.  SQL is kept as
+ * constant text in the store*.c file of its table group beside the code
+ * that binds it, in sqlite's dialect restricted to what PostgreSQL reads
+ * the same way; db_pg.c translates the rest (placeholders, INSERT OR
+ * IGNORE, DDL types).  The backend is chosen at tw_store_open(); the
+ * callers do not change. */
 #ifndef TW_BROKER_STORE_H
 #define TW_BROKER_STORE_H
 
@@ -28,12 +29,20 @@
 
 #include "broker/base/clock.h"
 #include "broker/base/err.h"
+#include "broker/core/db.h"
 #include "broker/core/job.h"
 
 struct tw_store;
-struct sqlite3;
+struct tw_db;
 
 struct tw_store_opts {
+  /* TW_DB_SQLITE (0, the default): the file at path.  TW_DB_POSTGRES:
+   * the database of the libpq connection string dsn, with password
+   * (NULL: none or ~/.pgpass; never logged).  docs/ha.md. */
+  enum tw_db_backend backend;
+  const char *dsn;
+  const char *password;
+  int64_t txn_timeout_ms; /* postgres: tw_db_opts.txn_timeout_ms */
   const char *path;       /* sqlite file; created when absent */
   struct tw_clock *clock; /* NULL: the real clock */
   bool sync_full;         /* PRAGMA synchronous=FULL (default) vs NORMAL */
@@ -54,6 +63,8 @@ struct tw_store_opts {
  * step; nothing is left open.  *out is owned; tw_store_close() it. */
 enum tw_rc tw_store_open(const struct tw_store_opts *opts,
                          struct tw_store **out, struct tw_err *err);
+/* The backend the store was opened on. */
+enum tw_db_backend tw_store_backend(const struct tw_store *s);
 /* Finishes queued writes, stops the writer, closes every connection.
  * NULL is a no-op. */
 void tw_store_close(struct tw_store *s);
@@ -169,7 +180,7 @@ enum tw_rc tw_store_job_counts(struct tw_store *s,
  * savepoint) and returns its result once that transaction is durable.  fn
  * runs on the writer thread; it must use only db and its arg.  Later
  * modules (attempts, ledger, audit) add their writes through this. */
-typedef enum tw_rc (*tw_store_write_fn)(struct tw_store *s, struct sqlite3 *db,
+typedef enum tw_rc (*tw_store_write_fn)(struct tw_store *s, struct tw_db *db,
                                         void *arg, struct tw_err *err);
 enum tw_rc tw_store_write(struct tw_store *s, tw_store_write_fn fn, void *arg,
                           struct tw_err *err);
@@ -374,7 +385,7 @@ enum tw_rc tw_store_migrate_module(struct tw_store *s, const char *module,
 
 /* Runs fn with a read-only connection of the pool (WAL: sees the last
  * commit, never blocks the writer). */
-typedef enum tw_rc (*tw_store_read_fn)(struct tw_store *s, struct sqlite3 *db,
+typedef enum tw_rc (*tw_store_read_fn)(struct tw_store *s, struct tw_db *db,
                                        void *arg, struct tw_err *err);
 enum tw_rc tw_store_read(struct tw_store *s, tw_store_read_fn fn, void *arg,
                          struct tw_err *err);
@@ -382,7 +393,7 @@ enum tw_rc tw_store_read(struct tw_store *s, tw_store_read_fn fn, void *arg,
 /* Inside a tw_store_write or tw_store_read function only: the prepared
  * statement for sql (constant text; cached by its address, reset and
  * cleared), or NULL with err set. */
-struct sqlite3_stmt *tw_store_stmt(struct tw_store *s, struct sqlite3 *db,
+struct tw_db_stmt *tw_store_stmt(struct tw_store *s, struct tw_db *db,
                                    const char *sql, struct tw_err *err);
 
 /* ---- gangs: the instances of one attempt -----------------------------------

@@ -88,19 +88,19 @@ struct key_arg {
   unsigned char *key;
 };
 
-static enum tw_rc op_key_get(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_key_get(struct tw_store *s, struct tw_db *db, void *varg,
                              struct tw_err *err) {
   struct key_arg *a = varg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_KEY_GET, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_KEY_GET, err);
   if (!st)
     return TW_E_IO;
-  int r = sqlite3_step(st);
-  if (r == SQLITE_ROW && sqlite3_column_bytes(st, 0) == 32) {
-    memcpy(a->key, sqlite3_column_blob(st, 0), 32);
+  int r = tw_db_step(st);
+  if (r == TW_DB_ROW && tw_db_column_bytes(st, 0) == 32) {
+    memcpy(a->key, tw_db_column_blob(st, 0), 32);
     a->found = true;
   }
-  sqlite3_reset(st);
-  if (r != SQLITE_ROW && r != SQLITE_DONE)
+  tw_db_reset(st);
+  if (r != TW_DB_ROW && r != TW_DB_DONE)
     return store__db_err(db, err, "agent: read key");
   return TW_OK;
 }
@@ -113,13 +113,13 @@ enum tw_rc tw_store_agent_key_get(struct tw_store *s, bool *found,
   return rc;
 }
 
-static enum tw_rc op_key_init(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_key_init(struct tw_store *s, struct tw_db *db, void *varg,
                               struct tw_err *err) {
   struct key_arg *a = varg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_KEY_ADD, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_KEY_ADD, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_blob(st, 1, a->key, 32, SQLITE_STATIC);
+  tw_db_bind_blob(st, 1, a->key, 32);
   enum tw_rc rc = store__step_done(db, st, "agent: store key", err);
   if (rc)
     return rc;
@@ -135,10 +135,10 @@ enum tw_rc tw_store_agent_key_init(struct tw_store *s, unsigned char key[32],
   return tw_store_write(s, op_key_init, &a, err);
 }
 
-static enum tw_rc op_key_drop(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_key_drop(struct tw_store *s, struct tw_db *db, void *varg,
                               struct tw_err *err) {
   (void)varg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_KEY_DROP, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_KEY_DROP, err);
   if (!st)
     return TW_E_IO;
   return store__step_done(db, st, "agent: drop key", err);
@@ -155,17 +155,17 @@ struct add_arg {
   const char *job, *token, *hash;
 };
 
-static enum tw_rc op_add(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_add(struct tw_store *s, struct tw_db *db, void *varg,
                          struct tw_err *err) {
   struct add_arg *a = varg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_ADD, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_ADD, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->id);
+  tw_db_bind_int64(st, 1, a->id);
   store__bind_text(st, 2, a->job);
   store__bind_text(st, 3, a->token);
   store__bind_text(st, 4, a->hash);
-  sqlite3_bind_int64(st, 5, a->at);
+  tw_db_bind_int64(st, 5, a->at);
   return store__step_done(db, st, "agent: add attempt", err);
 }
 
@@ -181,32 +181,32 @@ enum tw_rc tw_store_agent_add(struct tw_store *s, int64_t attempt_id,
   return tw_store_write(s, op_add, &a, err);
 }
 
-static void row_of(sqlite3_stmt *st, struct tw_store_agent *o) {
+static void row_of(struct tw_db_stmt *st, struct tw_store_agent *o) {
   memset(o, 0, sizeof *o);
-  o->attempt_id = sqlite3_column_int64(st, 0);
+  o->attempt_id = tw_db_column_int64(st, 0);
   store__col(st, 1, o->job_id, sizeof o->job_id);
   store__col(st, 2, o->client_token, sizeof o->client_token);
-  o->created_ms = sqlite3_column_int64(st, 3);
-  o->registered_ms = sqlite3_column_int64(st, 4);
+  o->created_ms = tw_db_column_int64(st, 3);
+  o->registered_ms = tw_db_column_int64(st, 4);
   store__col(st, 5, o->instance_id, sizeof o->instance_id);
   store__col(st, 6, o->cloud, sizeof o->cloud);
   store__col(st, 7, o->agent_version, sizeof o->agent_version);
   store__col(st, 8, o->phase, sizeof o->phase);
-  o->phase_ms = sqlite3_column_int64(st, 9);
-  o->last_hb_ms = sqlite3_column_int64(st, 10);
-  o->checkpoint_ms = sqlite3_column_int64(st, 11);
-  o->progress_s = sqlite3_column_int64(st, 12);
-  o->exit_ms = sqlite3_column_int64(st, 13);
-  o->has_code = sqlite3_column_int(st, 14) != 0;
-  o->exit_code = sqlite3_column_int(st, 15);
-  o->signal = sqlite3_column_int(st, 16);
-  o->started_ms = sqlite3_column_int64(st, 17);
-  o->ended_ms = sqlite3_column_int64(st, 18);
-  o->after_notice = sqlite3_column_int(st, 19) != 0;
-  o->cancel_ms = sqlite3_column_int64(st, 20);
-  o->out_bytes = sqlite3_column_int64(st, 21);
-  o->err_bytes = sqlite3_column_int64(st, 22);
-  const unsigned char *state = sqlite3_column_text(st, 23);
+  o->phase_ms = tw_db_column_int64(st, 9);
+  o->last_hb_ms = tw_db_column_int64(st, 10);
+  o->checkpoint_ms = tw_db_column_int64(st, 11);
+  o->progress_s = tw_db_column_int64(st, 12);
+  o->exit_ms = tw_db_column_int64(st, 13);
+  o->has_code = tw_db_column_int(st, 14) != 0;
+  o->exit_code = tw_db_column_int(st, 15);
+  o->signal = tw_db_column_int(st, 16);
+  o->started_ms = tw_db_column_int64(st, 17);
+  o->ended_ms = tw_db_column_int64(st, 18);
+  o->after_notice = tw_db_column_int(st, 19) != 0;
+  o->cancel_ms = tw_db_column_int64(st, 20);
+  o->out_bytes = tw_db_column_int64(st, 21);
+  o->err_bytes = tw_db_column_int64(st, 22);
+  const unsigned char *state = tw_db_column_text(st, 23);
   o->attempt_ended = state && !strcmp((const char *)state, "ended");
 }
 
@@ -218,23 +218,23 @@ struct get_arg {
   struct tw_store_agent *out;
 };
 
-static enum tw_rc op_get(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_get(struct tw_store *s, struct tw_db *db, void *varg,
                          struct tw_err *err) {
   struct get_arg *a = varg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, a->sql, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, a->sql, err);
   if (!st)
     return TW_E_IO;
   if (a->hash)
     store__bind_text(st, 1, a->hash);
   else
-    sqlite3_bind_int64(st, 1, a->id);
-  int r = sqlite3_step(st);
-  if (r == SQLITE_ROW) {
+    tw_db_bind_int64(st, 1, a->id);
+  int r = tw_db_step(st);
+  if (r == TW_DB_ROW) {
     row_of(st, a->out);
     a->found = true;
   }
-  sqlite3_reset(st);
-  if (r != SQLITE_ROW && r != SQLITE_DONE)
+  tw_db_reset(st);
+  if (r != TW_DB_ROW && r != TW_DB_DONE)
     return store__db_err(db, err, "agent: read attempt");
   return TW_OK;
 }
@@ -267,15 +267,15 @@ struct reg_arg {
   bool first;
 };
 
-static enum tw_rc op_reg(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_reg(struct tw_store *s, struct tw_db *db, void *varg,
                          struct tw_err *err) {
   struct reg_arg *a = varg;
   const struct tw_store_agent_reg *r = a->r;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_REG, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_REG, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, r->attempt_id);
-  sqlite3_bind_int64(st, 2, r->at_ms > 0 ? r->at_ms : 1);
+  tw_db_bind_int64(st, 1, r->attempt_id);
+  tw_db_bind_int64(st, 2, r->at_ms > 0 ? r->at_ms : 1);
   store__bind_text(st, 3, r->instance_id);
   store__bind_text(st, 4, r->cloud);
   store__bind_text(st, 5, r->metadata_json ? r->metadata_json : "{}");
@@ -283,11 +283,11 @@ static enum tw_rc op_reg(struct tw_store *s, sqlite3 *db, void *varg,
   enum tw_rc rc = store__step_done(db, st, "agent: register", err);
   if (rc)
     return rc;
-  a->first = sqlite3_changes(db) > 0;
+  a->first = tw_db_changes(db) > 0;
   if (!(st = tw_store_stmt(s, db, SQL_HB, err)))
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, r->attempt_id);
-  sqlite3_bind_int64(st, 2, r->at_ms);
+  tw_db_bind_int64(st, 1, r->attempt_id);
+  tw_db_bind_int64(st, 2, r->at_ms);
   store__bind_text(st, 3, "");
   return store__step_done(db, st, "agent: register", err);
 }
@@ -309,34 +309,34 @@ struct upd_arg {
   bool changed;
 };
 
-static enum tw_rc op_upd(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_upd(struct tw_store *s, struct tw_db *db, void *varg,
                          struct tw_err *err) {
   struct upd_arg *a = varg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, a->sql, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, a->sql, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->id);
-  sqlite3_bind_int64(st, 2, a->a);
+  tw_db_bind_int64(st, 1, a->id);
+  tw_db_bind_int64(st, 2, a->a);
   if (a->text)
     store__bind_text(st, 3, a->text);
   else
-    sqlite3_bind_int64(st, 3, a->b);
+    tw_db_bind_int64(st, 3, a->b);
   enum tw_rc rc = store__step_done(db, st, a->what, err);
-  a->changed = rc == TW_OK && sqlite3_changes(db) > 0;
+  a->changed = rc == TW_OK && tw_db_changes(db) > 0;
   return rc;
 }
 
 /* op_upd for statements with two parameters */
-static enum tw_rc op_upd_2(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_upd_2(struct tw_store *s, struct tw_db *db, void *varg,
                            struct tw_err *err) {
   struct upd_arg *a = varg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, a->sql, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, a->sql, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->id);
-  sqlite3_bind_int64(st, 2, a->a);
+  tw_db_bind_int64(st, 1, a->id);
+  tw_db_bind_int64(st, 2, a->a);
   enum tw_rc rc = store__step_done(db, st, a->what, err);
-  a->changed = rc == TW_OK && sqlite3_changes(db) > 0;
+  a->changed = rc == TW_OK && tw_db_changes(db) > 0;
   return rc;
 }
 
@@ -390,23 +390,23 @@ struct exit_arg {
   bool first;
 };
 
-static enum tw_rc op_exit(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_exit(struct tw_store *s, struct tw_db *db, void *varg,
                           struct tw_err *err) {
   struct exit_arg *a = varg;
   const struct tw_store_agent_exit *e = a->e;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_EXIT, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_EXIT, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, e->attempt_id);
-  sqlite3_bind_int64(st, 2, e->at_ms > 0 ? e->at_ms : 1);
-  sqlite3_bind_int(st, 3, e->has_code);
-  sqlite3_bind_int(st, 4, e->exit_code);
-  sqlite3_bind_int(st, 5, e->signal);
-  sqlite3_bind_int64(st, 6, e->started_ms);
-  sqlite3_bind_int64(st, 7, e->ended_ms);
-  sqlite3_bind_int(st, 8, e->after_notice);
+  tw_db_bind_int64(st, 1, e->attempt_id);
+  tw_db_bind_int64(st, 2, e->at_ms > 0 ? e->at_ms : 1);
+  tw_db_bind_int(st, 3, e->has_code);
+  tw_db_bind_int(st, 4, e->exit_code);
+  tw_db_bind_int(st, 5, e->signal);
+  tw_db_bind_int64(st, 6, e->started_ms);
+  tw_db_bind_int64(st, 7, e->ended_ms);
+  tw_db_bind_int(st, 8, e->after_notice);
   enum tw_rc rc = store__step_done(db, st, "agent: exit", err);
-  a->first = rc == TW_OK && sqlite3_changes(db) > 0;
+  a->first = rc == TW_OK && tw_db_changes(db) > 0;
   return rc;
 }
 
@@ -427,22 +427,22 @@ struct notice_arg {
   bool added;
 };
 
-static enum tw_rc op_notice_add(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_notice_add(struct tw_store *s, struct tw_db *db, void *varg,
                                 struct tw_err *err) {
   struct notice_arg *a = varg;
   const struct tw_store_agent_notice *n = a->n;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_NOTICE_ADD, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_NOTICE_ADD, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, n->attempt_id);
+  tw_db_bind_int64(st, 1, n->attempt_id);
   store__bind_text(st, 2, n->event_id);
   store__bind_text(st, 3, n->kind);
   store__bind_text(st, 4, n->action);
   store__bind_text(st, 5, n->source);
-  sqlite3_bind_int64(st, 6, n->deadline_ms);
-  sqlite3_bind_int64(st, 7, n->at_ms);
+  tw_db_bind_int64(st, 6, n->deadline_ms);
+  tw_db_bind_int64(st, 7, n->at_ms);
   enum tw_rc rc = store__step_done(db, st, "agent: add notice", err);
-  a->added = rc == TW_OK && sqlite3_changes(db) > 0;
+  a->added = rc == TW_OK && tw_db_changes(db) > 0;
   return rc;
 }
 
@@ -462,15 +462,15 @@ struct notices_arg {
   size_t n, cap;
 };
 
-static enum tw_rc op_notices_new(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_notices_new(struct tw_store *s, struct tw_db *db, void *varg,
                                  struct tw_err *err) {
   struct notices_arg *a = varg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_NOTICE_NEW, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_NOTICE_NEW, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->id);
+  tw_db_bind_int64(st, 1, a->id);
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     if (a->n == a->cap) {
       a->cap = a->cap ? a->cap * 2 : 4;
       a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
@@ -482,11 +482,11 @@ static enum tw_rc op_notices_new(struct tw_store *s, sqlite3 *db, void *varg,
     store__col(st, 1, n->kind, sizeof n->kind);
     store__col(st, 2, n->action, sizeof n->action);
     store__col(st, 3, n->source, sizeof n->source);
-    n->deadline_ms = sqlite3_column_int64(st, 4);
-    n->at_ms = sqlite3_column_int64(st, 5);
+    n->deadline_ms = tw_db_column_int64(st, 4);
+    n->at_ms = tw_db_column_int64(st, 5);
   }
-  sqlite3_reset(st);
-  if (r != SQLITE_DONE)
+  tw_db_reset(st);
+  if (r != TW_DB_DONE)
     return store__db_err(db, err, "agent: read notices");
   return TW_OK;
 }
@@ -511,13 +511,13 @@ struct done_arg {
   const char *event;
 };
 
-static enum tw_rc op_notice_done(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_notice_done(struct tw_store *s, struct tw_db *db, void *varg,
                                  struct tw_err *err) {
   struct done_arg *a = varg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_NOTICE_DONE, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_NOTICE_DONE, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->id);
+  tw_db_bind_int64(st, 1, a->id);
   store__bind_text(st, 2, a->event);
   return store__step_done(db, st, "agent: notice applied", err);
 }
@@ -540,23 +540,23 @@ struct log_arg {
   int64_t next;
 };
 
-static enum tw_rc op_log_append(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_log_append(struct tw_store *s, struct tw_db *db, void *varg,
                                 struct tw_err *err) {
   struct log_arg *a = varg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LOG_LEN, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_LOG_LEN, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->id);
-  int r = sqlite3_step(st);
+  tw_db_bind_int64(st, 1, a->id);
+  int r = tw_db_step(st);
   int64_t out = 0, errb = 0;
-  if (r == SQLITE_ROW) {
-    out = sqlite3_column_int64(st, 0);
-    errb = sqlite3_column_int64(st, 1);
+  if (r == TW_DB_ROW) {
+    out = tw_db_column_int64(st, 0);
+    errb = tw_db_column_int64(st, 1);
   }
-  sqlite3_reset(st);
-  if (r != SQLITE_ROW && r != SQLITE_DONE)
+  tw_db_reset(st);
+  if (r != TW_DB_ROW && r != TW_DB_DONE)
     return store__db_err(db, err, "agent: read log length");
-  if (r == SQLITE_DONE)
+  if (r == TW_DB_DONE)
     return tw_err_set(err, TW_E_NOTFOUND, "agent: attempt %lld not known",
                       (long long)a->id);
   int64_t have = a->stream ? errb : out;
@@ -577,17 +577,17 @@ static enum tw_rc op_log_append(struct tw_store *s, sqlite3 *db, void *varg,
   }
   if (!(st = tw_store_stmt(s, db, SQL_LOG_ADD, err)))
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->id);
-  sqlite3_bind_int(st, 2, a->stream);
-  sqlite3_bind_int64(st, 3, have);
-  sqlite3_bind_blob(st, 4, a->data + skip, (int)add, SQLITE_STATIC);
+  tw_db_bind_int64(st, 1, a->id);
+  tw_db_bind_int(st, 2, a->stream);
+  tw_db_bind_int64(st, 3, have);
+  tw_db_bind_blob(st, 4, a->data + skip, (int)add);
   enum tw_rc rc = store__step_done(db, st, "agent: store log", err);
   if (rc)
     return rc;
   if (!(st = tw_store_stmt(s, db, a->stream ? SQL_LOG_ERR : SQL_LOG_OUT, err)))
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->id);
-  sqlite3_bind_int64(st, 2, have + add);
+  tw_db_bind_int64(st, 1, a->id);
+  tw_db_bind_int64(st, 2, have + add);
   rc = store__step_done(db, st, "agent: store log length", err);
   if (rc == TW_OK) {
     a->next = have + add;
@@ -624,29 +624,29 @@ struct read_arg {
   int64_t total;
 };
 
-static enum tw_rc op_log_read(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_log_read(struct tw_store *s, struct tw_db *db, void *varg,
                               struct tw_err *err) {
   struct read_arg *a = varg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LOG_LEN, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_LOG_LEN, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->id);
-  int r = sqlite3_step(st);
-  if (r == SQLITE_ROW)
-    a->total = sqlite3_column_int64(st, a->stream ? 1 : 0);
-  sqlite3_reset(st);
-  if (r != SQLITE_ROW && r != SQLITE_DONE)
+  tw_db_bind_int64(st, 1, a->id);
+  int r = tw_db_step(st);
+  if (r == TW_DB_ROW)
+    a->total = tw_db_column_int64(st, a->stream ? 1 : 0);
+  tw_db_reset(st);
+  if (r != TW_DB_ROW && r != TW_DB_DONE)
     return store__db_err(db, err, "agent: read log length");
   if (!(st = tw_store_stmt(s, db, SQL_LOG_READ, err)))
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->id);
-  sqlite3_bind_int(st, 2, a->stream);
-  sqlite3_bind_int64(st, 3, a->offset);
+  tw_db_bind_int64(st, 1, a->id);
+  tw_db_bind_int(st, 2, a->stream);
+  tw_db_bind_int64(st, 3, a->offset);
   size_t got = 0;
-  while (got < a->limit && (r = sqlite3_step(st)) == SQLITE_ROW) {
-    int64_t off = sqlite3_column_int64(st, 0);
-    const unsigned char *d = sqlite3_column_blob(st, 1);
-    int64_t n = sqlite3_column_bytes(st, 1);
+  while (got < a->limit && (r = tw_db_step(st)) == TW_DB_ROW) {
+    int64_t off = tw_db_column_int64(st, 0);
+    const unsigned char *d = tw_db_column_blob(st, 1);
+    int64_t n = tw_db_column_bytes(st, 1);
     int64_t from = a->offset > off ? a->offset - off : 0;
     int64_t take = n - from;
     if (take > (int64_t)(a->limit - got))
@@ -656,8 +656,8 @@ static enum tw_rc op_log_read(struct tw_store *s, sqlite3 *db, void *varg,
       got += (size_t)take;
     }
   }
-  sqlite3_reset(st);
-  if (r != SQLITE_ROW && r != SQLITE_DONE)
+  tw_db_reset(st);
+  if (r != TW_DB_ROW && r != TW_DB_DONE)
     return store__db_err(db, err, "agent: read log");
   return TW_OK;
 }

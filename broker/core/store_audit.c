@@ -101,31 +101,36 @@ void tw_store_audit_entries_free(struct tw_audit_entry *e, size_t n) {
 
 /* ---- appending ----------------------------------------------------------- */
 
-static enum tw_rc audit_err(sqlite3 *db, struct tw_err *err, const char *what) {
-  return tw_err_set(err, TW_E_IO, "audit: %s: %s", what, sqlite3_errmsg(db));
+static enum tw_rc audit_err(struct tw_db *db, struct tw_err *err, const char *what) {
+  return tw_err_set(err, TW_E_IO, "audit: %s: %s", what, tw_db_errmsg(db));
 }
 
-enum tw_rc store__audit_append(struct tw_store *s, sqlite3 *db,
+enum tw_rc store__audit_append(struct tw_store *s, struct tw_db *db,
                                const struct tw_audit_event *ev, int64_t at_ms,
                                int64_t *seq_out, struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LAST, err);
-  if (!st)
+  struct tw_db_stmt *st;
+  /* several brokers on one PostgreSQL append to one chain: in turn, so no
+   * two read the same last entry */
+  enum tw_rc lrc = store__serialize(s, db, err);
+  if (lrc)
+    return lrc;
+  if (!(st = tw_store_stmt(s, db, SQL_LAST, err)))
     return TW_E_IO;
   struct tw_audit_entry e = {0};
   char prev[TW_AUDIT_HASH_HEX];
-  int r = sqlite3_step(st);
-  if (r == SQLITE_ROW) {
-    e.seq = sqlite3_column_int64(st, 0) + 1;
-    const unsigned char *h = sqlite3_column_text(st, 1);
+  int r = tw_db_step(st);
+  if (r == TW_DB_ROW) {
+    e.seq = tw_db_column_int64(st, 0) + 1;
+    const unsigned char *h = tw_db_column_text(st, 1);
     snprintf(prev, sizeof prev, "%s", h ? (const char *)h : TW_AUDIT_HASH_ZERO);
-  } else if (r == SQLITE_DONE) {
+  } else if (r == TW_DB_DONE) {
     e.seq = 1;
     memcpy(prev, TW_AUDIT_HASH_ZERO, sizeof prev);
   } else {
-    sqlite3_reset(st);
+    tw_db_reset(st);
     return audit_err(db, err, "read the last entry");
   }
-  sqlite3_reset(st);
+  tw_db_reset(st);
   e.at_ms = at_ms;
   /* the hash reads the fields; they stay borrowed from ev */
   e.principal = (char *)(ev->principal ? ev->principal : "");
@@ -139,8 +144,8 @@ enum tw_rc store__audit_append(struct tw_store *s, sqlite3 *db,
   tw_store_audit_hash(&e, prev, h);
   if (!(st = tw_store_stmt(s, db, SQL_INSERT, err)))
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, e.seq);
-  sqlite3_bind_int64(st, 2, e.at_ms);
+  tw_db_bind_int64(st, 1, e.seq);
+  tw_db_bind_int64(st, 2, e.at_ms);
   store__bind_text(st, 3, e.principal);
   store__bind_text(st, 4, e.tenant);
   store__bind_text(st, 5, e.action);
@@ -150,9 +155,9 @@ enum tw_rc store__audit_append(struct tw_store *s, sqlite3 *db,
   store__bind_text(st, 9, e.detail);
   store__bind_text(st, 10, prev);
   store__bind_text(st, 11, h);
-  r = sqlite3_step(st);
-  sqlite3_reset(st);
-  if (r != SQLITE_DONE)
+  r = tw_db_step(st);
+  tw_db_reset(st);
+  if (r != TW_DB_DONE)
     return audit_err(db, err, "append");
   if (seq_out)
     *seq_out = e.seq;
@@ -165,7 +170,7 @@ struct append_arg {
   int64_t seq;
 };
 
-static enum tw_rc op_append(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_append(struct tw_store *s, struct tw_db *db, void *varg,
                             struct tw_err *err) {
   struct append_arg *a = varg;
   return store__audit_append(s, db, a->ev, a->at_ms, &a->seq, err);
@@ -183,8 +188,8 @@ enum tw_rc tw_store_audit_append(struct tw_store *s,
 
 /* ---- reading ------------------------------------------------------------- */
 
-static char *col_dup(sqlite3_stmt *st, int i) {
-  const unsigned char *t = sqlite3_column_text(st, i);
+static char *col_dup(struct tw_db_stmt *st, int i) {
+  const unsigned char *t = tw_db_column_text(st, i);
   return tw_strdup(t ? (const char *)t : "");
 }
 
@@ -196,24 +201,24 @@ struct list_arg {
 
 /* Binds f, steps st and fills a; shared by the store's connections and a
  * file opened directly. */
-static enum tw_rc run_list(sqlite3 *db, sqlite3_stmt *st, struct list_arg *a,
+static enum tw_rc run_list(struct tw_db *db, struct tw_db_stmt *st, struct list_arg *a,
                            struct tw_err *err) {
   const struct tw_audit_filter *f = a->f;
-  sqlite3_bind_int64(st, 1, f->after_seq);
+  tw_db_bind_int64(st, 1, f->after_seq);
   store__bind_opt(st, 2, f->tenant);
   store__bind_opt(st, 3, f->principal);
   store__bind_opt(st, 4, f->action);
   store__bind_opt(st, 5, f->outcome);
-  sqlite3_bind_int64(st, 6, f->since_ms);
-  sqlite3_bind_int64(st, 7, f->until_ms);
-  sqlite3_bind_int(st, 8, f->limit);
+  tw_db_bind_int64(st, 6, f->since_ms);
+  tw_db_bind_int64(st, 7, f->until_ms);
+  tw_db_bind_int(st, 8, f->limit);
   a->items = tw_calloc((size_t)f->limit, sizeof *a->items);
   a->n = 0;
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW && a->n < (size_t)f->limit) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW && a->n < (size_t)f->limit) {
     struct tw_audit_entry *e = &a->items[a->n++];
-    e->seq = sqlite3_column_int64(st, 0);
-    e->at_ms = sqlite3_column_int64(st, 1);
+    e->seq = tw_db_column_int64(st, 0);
+    e->at_ms = tw_db_column_int64(st, 1);
     e->principal = col_dup(st, 2);
     e->tenant = col_dup(st, 3);
     e->action = col_dup(st, 4);
@@ -224,8 +229,8 @@ static enum tw_rc run_list(sqlite3 *db, sqlite3_stmt *st, struct list_arg *a,
     store__col(st, 9, e->prev_hash, sizeof e->prev_hash);
     store__col(st, 10, e->hash, sizeof e->hash);
   }
-  sqlite3_reset(st);
-  if (r != SQLITE_ROW && r != SQLITE_DONE) {
+  tw_db_reset(st);
+  if (r != TW_DB_ROW && r != TW_DB_DONE) {
     tw_store_audit_entries_free(a->items, a->n);
     a->items = NULL;
     a->n = 0;
@@ -234,9 +239,9 @@ static enum tw_rc run_list(sqlite3 *db, sqlite3_stmt *st, struct list_arg *a,
   return TW_OK;
 }
 
-static enum tw_rc op_list(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_list(struct tw_store *s, struct tw_db *db, void *varg,
                           struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LIST, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_LIST, err);
   if (!st)
     return TW_E_IO;
   return run_list(db, st, varg, err);
@@ -260,15 +265,15 @@ enum tw_rc tw_store_audit_list(struct tw_store *s,
 /* ---- a file read directly ------------------------------------------------ */
 
 struct tw_store_audit_file {
-  sqlite3 *db;
-  sqlite3_stmt *st;
+  struct tw_db *db;
+  struct tw_db_stmt *st;
 };
 
 void tw_store_audit_file_close(struct tw_store_audit_file *f) {
   if (!f)
     return;
-  sqlite3_finalize(f->st);
-  sqlite3_close(f->db);
+  tw_db_finalize(f->st);
+  tw_db_close(f->db);
   free(f);
 }
 
@@ -278,16 +283,18 @@ enum tw_rc tw_store_audit_file_open(const char *path,
   struct tw_store_audit_file *f = tw_calloc(1, sizeof *f);
   enum tw_rc rc;
   *out = NULL;
-  if (sqlite3_open_v2(path, &f->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+  struct tw_db_opts o = {
+      .backend = TW_DB_SQLITE, .path = path, .readonly = true};
+  struct tw_err oerr = {0};
+  if (tw_db_open(&o, &f->db, &oerr) != TW_OK) {
     rc = tw_err_set(err, TW_E_IO, "audit: cannot open %s: %s", path,
-                    f->db ? sqlite3_errmsg(f->db) : "out of memory");
+                    oerr.msg);
     tw_store_audit_file_close(f);
     return rc;
   }
-  sqlite3_busy_timeout(f->db, 5000);
-  if (sqlite3_prepare_v2(f->db, SQL_LIST, -1, &f->st, NULL) != SQLITE_OK) {
+  if (tw_db_prepare(f->db, SQL_LIST, &f->st) != TW_DB_OK) {
     rc = tw_err_set(err, TW_E_IO, "audit: %s holds no audit log: %s", path,
-                    sqlite3_errmsg(f->db));
+                    tw_db_errmsg(f->db));
     tw_store_audit_file_close(f);
     return rc;
   }
@@ -300,7 +307,7 @@ enum tw_rc tw_store_audit_file_list(struct tw_store_audit_file *f,
                                     struct tw_audit_entry **out, size_t *n,
                                     struct tw_err *err) {
   struct list_arg a = {.f = flt};
-  sqlite3_clear_bindings(f->st);
+  tw_db_clear_bindings(f->st);
   enum tw_rc rc = run_list(f->db, f->st, &a, err);
   *out = a.items;
   *n = a.n;

@@ -51,15 +51,15 @@ struct budgets_arg {
   int64_t if_version;
 };
 
-static enum tw_rc load(struct tw_store *s, sqlite3 *db, struct budgets_arg *a,
+static enum tw_rc load(struct tw_store *s, struct tw_db *db, struct budgets_arg *a,
                        struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_BUDGET_GET, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_BUDGET_GET, err);
   if (!st)
     return TW_E_IO;
   store__bind_opt(st, 1, a->tenant);
   store__bind_opt(st, 2, a->project);
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     if (a->n == a->cap) {
       a->cap = a->cap ? 2 * a->cap : 8;
       a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
@@ -69,18 +69,18 @@ static enum tw_rc load(struct tw_store *s, sqlite3 *db, struct budgets_arg *a,
     store__col(st, 0, b->tenant, sizeof b->tenant);
     store__col(st, 1, b->project, sizeof b->project);
     store__col(st, 2, b->period, sizeof b->period);
-    b->limit_uusd = sqlite3_column_int64(st, 3);
+    b->limit_uusd = tw_db_column_int64(st, 3);
     store__col(st, 4, b->thresholds, sizeof b->thresholds);
-    b->hard = sqlite3_column_int(st, 5) != 0;
-    b->stop_running = sqlite3_column_int(st, 6) != 0;
+    b->hard = tw_db_column_int(st, 5) != 0;
+    b->stop_running = tw_db_column_int(st, 6) != 0;
     store__col(st, 7, b->webhook, sizeof b->webhook);
-    b->version = sqlite3_column_int64(st, 8);
+    b->version = tw_db_column_int64(st, 8);
   }
-  sqlite3_reset(st);
-  return r == SQLITE_DONE ? TW_OK : store__db_err(db, err, "budgets");
+  tw_db_reset(st);
+  return r == TW_DB_DONE ? TW_OK : store__db_err(db, err, "budgets");
 }
 
-static enum tw_rc op_load(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_load(struct tw_store *s, struct tw_db *db, void *varg,
                           struct tw_err *err) {
   return load(s, db, varg, err);
 }
@@ -101,19 +101,19 @@ enum tw_rc tw_store_budgets_get(struct tw_store *s, const char *tenant,
   return rc;
 }
 
-static enum tw_rc op_put(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_put(struct tw_store *s, struct tw_db *db, void *varg,
                          struct tw_err *err) {
   struct budgets_arg *a = varg;
   const struct tw_store_budget *b = a->put;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_TENANT_EXISTS, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_TENANT_EXISTS, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, b->tenant, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
-  sqlite3_reset(st);
-  if (r == SQLITE_DONE)
+  tw_db_bind_text(st, 1, b->tenant, -1);
+  int r = tw_db_step(st);
+  tw_db_reset(st);
+  if (r == TW_DB_DONE)
     return tw_err_set(err, TW_E_NOTFOUND, "tenant %s not found", b->tenant);
-  if (r != SQLITE_ROW)
+  if (r != TW_DB_ROW)
     return store__db_err(db, err, "tenant lookup");
   struct budgets_arg cur = {.tenant = b->tenant, .project = b->project};
   enum tw_rc rc = load(s, db, &cur, err);
@@ -131,12 +131,12 @@ static enum tw_rc op_put(struct tw_store *s, sqlite3 *db, void *varg,
   store__bind_text(st, 1, b->tenant);
   store__bind_text(st, 2, b->project);
   store__bind_text(st, 3, b->period);
-  sqlite3_bind_int64(st, 4, b->limit_uusd);
+  tw_db_bind_int64(st, 4, b->limit_uusd);
   store__bind_text(st, 5, b->thresholds);
-  sqlite3_bind_int(st, 6, b->hard);
-  sqlite3_bind_int(st, 7, b->stop_running);
+  tw_db_bind_int(st, 6, b->hard);
+  tw_db_bind_int(st, 7, b->stop_running);
   store__bind_text(st, 8, b->webhook);
-  sqlite3_bind_int64(st, 9, version + 1);
+  tw_db_bind_int64(st, 9, version + 1);
   if ((rc = store__step_done(db, st, "budget put", err)))
     return rc;
   a->tenant = b->tenant;
@@ -162,16 +162,16 @@ struct live_arg {
   size_t n, cap;
 };
 
-static enum tw_rc op_live(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_live(struct tw_store *s, struct tw_db *db, void *varg,
                           struct tw_err *err) {
   struct live_arg *a = varg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LIVE_JOBS, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_LIVE_JOBS, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, a->tenant);
   store__bind_text(st, 2, a->project);
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     if (a->n == a->cap) {
       a->cap = a->cap ? 2 * a->cap : 16;
       a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
@@ -179,13 +179,13 @@ static enum tw_rc op_live(struct tw_store *s, sqlite3 *db, void *varg,
     struct tw_store_budget_job *j = &a->items[a->n++];
     memset(j, 0, sizeof *j);
     store__col(st, 0, j->id, sizeof j->id);
-    j->created_ms = sqlite3_column_int64(st, 1);
-    j->projected_uusd = sqlite3_column_int64(st, 2);
-    j->charged_uusd = sqlite3_column_int64(st, 3);
-    j->burn_uusd_per_hour = sqlite3_column_int64(st, 4);
+    j->created_ms = tw_db_column_int64(st, 1);
+    j->projected_uusd = tw_db_column_int64(st, 2);
+    j->charged_uusd = tw_db_column_int64(st, 3);
+    j->burn_uusd_per_hour = tw_db_column_int64(st, 4);
   }
-  sqlite3_reset(st);
-  return r == SQLITE_DONE ? TW_OK : store__db_err(db, err, "live jobs");
+  tw_db_reset(st);
+  return r == TW_DB_DONE ? TW_OK : store__db_err(db, err, "live jobs");
 }
 
 enum tw_rc tw_store_budget_live_jobs(struct tw_store *s, const char *tenant,
@@ -210,20 +210,20 @@ struct alerted_arg {
   int pct;
 };
 
-static enum tw_rc op_alerted(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_alerted(struct tw_store *s, struct tw_db *db, void *varg,
                              struct tw_err *err) {
   struct alerted_arg *a = varg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_ALERTED, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_ALERTED, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, a->tenant);
   store__bind_text(st, 2, a->project);
-  sqlite3_bind_int64(st, 3, a->from);
-  int r = sqlite3_step(st);
-  if (r == SQLITE_ROW)
-    a->pct = sqlite3_column_int(st, 0);
-  sqlite3_reset(st);
-  return r == SQLITE_ROW ? TW_OK : store__db_err(db, err, "alerts");
+  tw_db_bind_int64(st, 3, a->from);
+  int r = tw_db_step(st);
+  if (r == TW_DB_ROW)
+    a->pct = tw_db_column_int(st, 0);
+  tw_db_reset(st);
+  return r == TW_DB_ROW ? TW_OK : store__db_err(db, err, "alerts");
 }
 
 enum tw_rc tw_store_budget_alerted(struct tw_store *s, const char *tenant,
@@ -241,19 +241,19 @@ struct alert_arg {
   const struct tw_audit_event *audit;
 };
 
-static enum tw_rc op_alert(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_alert(struct tw_store *s, struct tw_db *db, void *varg,
                            struct tw_err *err) {
   struct alert_arg *x = varg;
   const struct tw_store_budget_alert *a = x->a;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_ALERT_PUT, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_ALERT_PUT, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, a->tenant);
   store__bind_text(st, 2, a->project);
-  sqlite3_bind_int64(st, 3, a->period_start_ms);
-  sqlite3_bind_int(st, 4, a->pct);
-  sqlite3_bind_int64(st, 5, a->at_ms);
-  sqlite3_bind_int64(st, 6, a->spent_uusd);
+  tw_db_bind_int64(st, 3, a->period_start_ms);
+  tw_db_bind_int(st, 4, a->pct);
+  tw_db_bind_int64(st, 5, a->at_ms);
+  tw_db_bind_int64(st, 6, a->spent_uusd);
   enum tw_rc rc = store__step_done(db, st, "alert insert", err);
   if (rc || !x->audit)
     return rc;

@@ -33,9 +33,9 @@ static const char SQL_HISTORY[] =
     " WHERE offer_id = ?1 ORDER BY observed_ms DESC, rowid DESC LIMIT ?2";
 
 /* "catalog store: <what>: <sqlite's message>", as the catalog said. */
-static enum tw_rc fail(sqlite3 *db, const char *what, struct tw_err *err) {
+static enum tw_rc fail(struct tw_db *db, const char *what, struct tw_err *err) {
   return tw_err_set(err, TW_E_IO, "catalog store: %s: %s", what,
-                    sqlite3_errmsg(db));
+                    tw_db_errmsg(db));
 }
 
 struct put_arg {
@@ -43,11 +43,11 @@ struct put_arg {
   int64_t id;
 };
 
-static enum tw_rc op_put(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_put(struct tw_store *s, struct tw_db *db, void *varg,
                          struct tw_err *err) {
   struct put_arg *a = varg;
   const struct tw_store_cat_put *p = a->p;
-  sqlite3_stmt *q = tw_store_stmt(s, db, SQL_PUT, err);
+  struct tw_db_stmt *q = tw_store_stmt(s, db, SQL_PUT, err);
   if (!q)
     return TW_E_IO;
   store__bind_text(q, 1, p->source);
@@ -60,44 +60,43 @@ static enum tw_rc op_put(struct tw_store *s, sqlite3 *db, void *varg,
   store__bind_text(q, 8, p->currency);
   store__bind_text(q, 9, p->rate);
   store__bind_text(q, 10, p->rate_date);
-  sqlite3_bind_int64(q, 11, p->fetched_ms);
-  sqlite3_bind_int64(q, 12, p->stored_ms);
-  sqlite3_bind_int64(q, 13, p->rows);
-  sqlite3_bind_int64(q, 14, p->normalized);
-  sqlite3_bind_int64(q, 15, p->offers);
+  tw_db_bind_int64(q, 11, p->fetched_ms);
+  tw_db_bind_int64(q, 12, p->stored_ms);
+  tw_db_bind_int64(q, 13, p->rows);
+  tw_db_bind_int64(q, 14, p->normalized);
+  tw_db_bind_int64(q, 15, p->offers);
   store__bind_text(q, 16, p->report_json);
-  sqlite3_bind_blob64(q, 17, p->body ? p->body : "", p->body_len,
-                      SQLITE_STATIC);
-  int r = sqlite3_step(q);
-  sqlite3_reset(q);
-  if (r != SQLITE_DONE)
+  tw_db_bind_blob(q, 17, p->body ? p->body : "", p->body_len);
+  int r = tw_db_step(q);
+  tw_db_reset(q);
+  if (r != TW_DB_DONE)
     return fail(db, "insert snapshot", err);
-  a->id = sqlite3_last_insert_rowid(db);
+  a->id = tw_db_last_insert_id(db);
 
-  sqlite3_stmt *pq = tw_store_stmt(s, db, SQL_PRICE, err);
+  struct tw_db_stmt *pq = tw_store_stmt(s, db, SQL_PRICE, err);
   if (!pq)
     return TW_E_IO;
   for (size_t i = 0; i < p->n_prices; i++) {
     const struct tw_store_cat_price *x = &p->prices[i];
-    sqlite3_bind_text(pq, 1, x->offer_id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(pq, 2, x->price_uusd_per_hour);
-    sqlite3_bind_int64(pq, 3, x->observed_ms);
-    sqlite3_bind_int64(pq, 4, a->id);
-    r = sqlite3_step(pq);
-    sqlite3_reset(pq);
-    sqlite3_clear_bindings(pq);
-    if (r != SQLITE_DONE)
+    tw_db_bind_text(pq, 1, x->offer_id, -1);
+    tw_db_bind_int64(pq, 2, x->price_uusd_per_hour);
+    tw_db_bind_int64(pq, 3, x->observed_ms);
+    tw_db_bind_int64(pq, 4, a->id);
+    r = tw_db_step(pq);
+    tw_db_reset(pq);
+    tw_db_clear_bindings(pq);
+    if (r != TW_DB_DONE)
       return fail(db, "insert price", err);
   }
 
-  sqlite3_stmt *pr = tw_store_stmt(s, db, SQL_PRUNE, err);
+  struct tw_db_stmt *pr = tw_store_stmt(s, db, SQL_PRUNE, err);
   if (!pr)
     return TW_E_IO;
   store__bind_text(pr, 1, p->source);
-  sqlite3_bind_int(pr, 2, p->keep);
-  r = sqlite3_step(pr);
-  sqlite3_reset(pr);
-  if (r != SQLITE_DONE)
+  tw_db_bind_int(pr, 2, p->keep);
+  r = tw_db_step(pr);
+  tw_db_reset(pr);
+  if (r != TW_DB_DONE)
     return fail(db, "prune snapshots", err);
   return TW_OK;
 }
@@ -126,18 +125,18 @@ struct latest_arg {
   bool found;
 };
 
-static enum tw_rc op_latest(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_latest(struct tw_store *s, struct tw_db *db, void *varg,
                             struct tw_err *err) {
   struct latest_arg *a = varg;
-  sqlite3_stmt *q = tw_store_stmt(s, db, SQL_LATEST, err);
+  struct tw_db_stmt *q = tw_store_stmt(s, db, SQL_LATEST, err);
   if (!q)
     return TW_E_IO;
   store__bind_text(q, 1, a->source);
-  int r = sqlite3_step(q);
-  if (r == SQLITE_ROW) {
+  int r = tw_db_step(q);
+  if (r == TW_DB_ROW) {
     struct tw_store_cat_latest *l = a->out;
     memset(l, 0, sizeof *l);
-    l->id = sqlite3_column_int64(q, 0);
+    l->id = tw_db_column_int64(q, 0);
     store__col(q, 1, l->kind, sizeof l->kind);
     store__col(q, 2, l->mode, sizeof l->mode);
     store__col(q, 3, l->provider, sizeof l->provider);
@@ -147,19 +146,19 @@ static enum tw_rc op_latest(struct tw_store *s, sqlite3 *db, void *varg,
     store__col(q, 7, l->currency, sizeof l->currency);
     store__col(q, 8, l->rate, sizeof l->rate);
     store__col(q, 9, l->rate_date, sizeof l->rate_date);
-    l->fetched_ms = sqlite3_column_int64(q, 10);
-    const unsigned char *rj = sqlite3_column_text(q, 11);
+    l->fetched_ms = tw_db_column_int64(q, 10);
+    const unsigned char *rj = tw_db_column_text(q, 11);
     l->report_json = tw_strdup(rj ? (const char *)rj : "{}");
-    const void *blob = sqlite3_column_blob(q, 12);
-    l->body_len = (size_t)sqlite3_column_bytes(q, 12);
+    const void *blob = tw_db_column_blob(q, 12);
+    l->body_len = (size_t)tw_db_column_bytes(q, 12);
     l->body = tw_malloc(l->body_len + 1);
     if (l->body_len)
       memcpy(l->body, blob, l->body_len);
     l->body[l->body_len] = '\0';
     a->found = true;
   }
-  sqlite3_reset(q);
-  if (r != SQLITE_ROW && r != SQLITE_DONE)
+  tw_db_reset(q);
+  if (r != TW_DB_ROW && r != TW_DB_DONE)
     return fail(db, "read snapshot", err);
   return TW_OK;
 }
@@ -182,24 +181,24 @@ struct history_arg {
   size_t n;
 };
 
-static enum tw_rc op_history(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_history(struct tw_store *s, struct tw_db *db, void *varg,
                              struct tw_err *err) {
   struct history_arg *a = varg;
-  sqlite3_stmt *q = tw_store_stmt(s, db, SQL_HISTORY, err);
+  struct tw_db_stmt *q = tw_store_stmt(s, db, SQL_HISTORY, err);
   if (!q)
     return TW_E_IO;
   store__bind_text(q, 1, a->id);
-  sqlite3_bind_int64(q, 2, (sqlite3_int64)a->max);
+  tw_db_bind_int64(q, 2, (int64_t)a->max);
   int r;
   a->pts = tw_calloc(a->max ? a->max : 1, sizeof *a->pts);
-  while ((r = sqlite3_step(q)) == SQLITE_ROW && a->n < a->max) {
-    a->pts[a->n].price_uusd_per_hour = sqlite3_column_int64(q, 0);
-    a->pts[a->n].observed_ms = sqlite3_column_int64(q, 1);
-    a->pts[a->n].snapshot = sqlite3_column_int64(q, 2);
+  while ((r = tw_db_step(q)) == TW_DB_ROW && a->n < a->max) {
+    a->pts[a->n].price_uusd_per_hour = tw_db_column_int64(q, 0);
+    a->pts[a->n].observed_ms = tw_db_column_int64(q, 1);
+    a->pts[a->n].snapshot = tw_db_column_int64(q, 2);
     a->n++;
   }
-  sqlite3_reset(q);
-  if (r != SQLITE_ROW && r != SQLITE_DONE)
+  tw_db_reset(q);
+  if (r != TW_DB_ROW && r != TW_DB_DONE)
     return fail(db, "read price history", err);
   return TW_OK;
 }

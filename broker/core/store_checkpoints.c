@@ -32,35 +32,35 @@ static const char SQL_DEC_OF[] =
     "SELECT at_ms, job_id, event, strategy, action, market, reason"
     " FROM spot_decisions WHERE job_id = ?1 ORDER BY seq";
 
-static enum tw_rc step_done(struct sqlite3 *db, sqlite3_stmt *st,
+static enum tw_rc step_done(struct tw_db *db, struct tw_db_stmt *st,
                             const char *what, struct tw_err *err) {
-  int r = sqlite3_step(st);
-  sqlite3_reset(st);
-  if (r != SQLITE_DONE)
+  int r = tw_db_step(st);
+  tw_db_reset(st);
+  if (r != TW_DB_DONE)
     return tw_err_set(err, TW_E_IO, "checkpoint: %s: %s", what,
-                      sqlite3_errmsg(db));
+                      tw_db_errmsg(db));
   return TW_OK;
 }
 
-static void col_copy(char *dst, size_t n, sqlite3_stmt *st, int i) {
-  const unsigned char *t = sqlite3_column_text(st, i);
+static void col_copy(char *dst, size_t n, struct tw_db_stmt *st, int i) {
+  const unsigned char *t = tw_db_column_text(st, i);
   snprintf(dst, n, "%s", t ? (const char *)t : "");
 }
 
 /* ---- requests -------------------------------------------------------------
  */
 
-static enum tw_rc op_req_add(struct tw_store *s, struct sqlite3 *db, void *arg,
+static enum tw_rc op_req_add(struct tw_store *s, struct tw_db *db, void *arg,
                              struct tw_err *err) {
   const struct tw_ckpt_request *r = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_REQ_ADD, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_REQ_ADD, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, r->attempt_id);
-  sqlite3_bind_text(st, 2, r->job_id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 3, r->cause, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 4, r->requested_ms);
-  sqlite3_bind_int64(st, 5, r->deadline_ms);
+  tw_db_bind_int64(st, 1, r->attempt_id);
+  tw_db_bind_text(st, 2, r->job_id, -1);
+  tw_db_bind_text(st, 3, r->cause, -1);
+  tw_db_bind_int64(st, 4, r->requested_ms);
+  tw_db_bind_int64(st, 5, r->deadline_ms);
   return step_done(db, st, "add request", err);
 }
 
@@ -78,26 +78,26 @@ struct req_get {
   char job[32];
 };
 
-static enum tw_rc op_req_get(struct tw_store *s, struct sqlite3 *db, void *arg,
+static enum tw_rc op_req_get(struct tw_store *s, struct tw_db *db, void *arg,
                              struct tw_err *err) {
   struct req_get *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_REQ_GET, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_REQ_GET, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->id);
-  int r = sqlite3_step(st);
-  *a->found = r == SQLITE_ROW;
-  if (r == SQLITE_ROW) {
+  tw_db_bind_int64(st, 1, a->id);
+  int r = tw_db_step(st);
+  *a->found = r == TW_DB_ROW;
+  if (r == TW_DB_ROW) {
     col_copy(a->job, sizeof a->job, st, 0);
     col_copy(a->cause, 16, st, 1);
     a->out->attempt_id = a->id;
-    a->out->requested_ms = sqlite3_column_int64(st, 2);
-    a->out->deadline_ms = sqlite3_column_int64(st, 3);
+    a->out->requested_ms = tw_db_column_int64(st, 2);
+    a->out->deadline_ms = tw_db_column_int64(st, 3);
   }
-  sqlite3_reset(st);
-  if (r != SQLITE_ROW && r != SQLITE_DONE)
+  tw_db_reset(st);
+  if (r != TW_DB_ROW && r != TW_DB_DONE)
     return tw_err_set(err, TW_E_IO, "checkpoint: read request: %s",
-                      sqlite3_errmsg(db));
+                      tw_db_errmsg(db));
   return TW_OK;
 }
 
@@ -117,20 +117,20 @@ enum tw_rc tw_store_ckpt_request_get(struct tw_store *s, int64_t attempt_id,
 /* ---- progress -------------------------------------------------------------
  */
 
-static enum tw_rc op_prog_add(struct tw_store *s, struct sqlite3 *db, void *arg,
+static enum tw_rc op_prog_add(struct tw_store *s, struct tw_db *db, void *arg,
                               struct tw_err *err) {
   const struct tw_ckpt_outcome *o = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_PROG_ADD, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_PROG_ADD, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, o->attempt_id);
-  sqlite3_bind_text(st, 2, o->job_id, -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 3, o->attempt_n);
-  sqlite3_bind_int64(st, 4, o->resume_s);
-  sqlite3_bind_int64(st, 5, o->run_s);
-  sqlite3_bind_int64(st, 6, o->kept_s);
-  sqlite3_bind_text(st, 7, o->how ? o->how : "", -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 8, o->at_ms);
+  tw_db_bind_int64(st, 1, o->attempt_id);
+  tw_db_bind_text(st, 2, o->job_id, -1);
+  tw_db_bind_int(st, 3, o->attempt_n);
+  tw_db_bind_int64(st, 4, o->resume_s);
+  tw_db_bind_int64(st, 5, o->run_s);
+  tw_db_bind_int64(st, 6, o->kept_s);
+  tw_db_bind_text(st, 7, o->how ? o->how : "", -1);
+  tw_db_bind_int64(st, 8, o->at_ms);
   return step_done(db, st, "add progress", err);
 }
 
@@ -145,19 +145,19 @@ struct prog_get {
   int64_t *kept;
 };
 
-static enum tw_rc op_prog_last(struct tw_store *s, struct sqlite3 *db,
+static enum tw_rc op_prog_last(struct tw_store *s, struct tw_db *db,
                                void *arg, struct tw_err *err) {
   struct prog_get *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_PROG_LAST, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_PROG_LAST, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->job, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
-  *a->kept = r == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-  sqlite3_reset(st);
-  if (r != SQLITE_ROW && r != SQLITE_DONE)
+  tw_db_bind_text(st, 1, a->job, -1);
+  int r = tw_db_step(st);
+  *a->kept = r == TW_DB_ROW ? tw_db_column_int64(st, 0) : 0;
+  tw_db_reset(st);
+  if (r != TW_DB_ROW && r != TW_DB_DONE)
     return tw_err_set(err, TW_E_IO, "checkpoint: read progress: %s",
-                      sqlite3_errmsg(db));
+                      tw_db_errmsg(db));
   return TW_OK;
 }
 
@@ -175,32 +175,32 @@ struct dec_add {
   bool added;
 };
 
-static enum tw_rc op_dec_add(struct tw_store *s, struct sqlite3 *db, void *arg,
+static enum tw_rc op_dec_add(struct tw_store *s, struct tw_db *db, void *arg,
                              struct tw_err *err) {
   struct dec_add *a = arg;
   const struct tw_ckpt_decision *d = a->d;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_DEC_LAST, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_DEC_LAST, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, d->job_id, -1, SQLITE_STATIC);
+  tw_db_bind_text(st, 1, d->job_id, -1);
   bool same = false;
-  if (sqlite3_step(st) == SQLITE_ROW) {
-    const unsigned char *t = sqlite3_column_text(st, 0);
+  if (tw_db_step(st) == TW_DB_ROW) {
+    const unsigned char *t = tw_db_column_text(st, 0);
     same = t && !strcmp((const char *)t, d->reason);
   }
-  sqlite3_reset(st);
+  tw_db_reset(st);
   a->added = false;
   if (same)
     return TW_OK;
   if (!(st = tw_store_stmt(s, db, SQL_DEC_ADD, err)))
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, d->job_id, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, d->at_ms);
-  sqlite3_bind_text(st, 3, d->event, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 4, d->strategy, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 5, d->action, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 6, d->market, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 7, d->reason, -1, SQLITE_STATIC);
+  tw_db_bind_text(st, 1, d->job_id, -1);
+  tw_db_bind_int64(st, 2, d->at_ms);
+  tw_db_bind_text(st, 3, d->event, -1);
+  tw_db_bind_text(st, 4, d->strategy, -1);
+  tw_db_bind_text(st, 5, d->action, -1);
+  tw_db_bind_text(st, 6, d->market, -1);
+  tw_db_bind_text(st, 7, d->reason, -1);
   enum tw_rc rc = step_done(db, st, "add decision", err);
   a->added = rc == TW_OK;
   return rc;
@@ -222,22 +222,22 @@ struct dec_of {
   size_t n, cap;
 };
 
-static enum tw_rc op_dec_of(struct tw_store *s, struct sqlite3 *db, void *arg,
+static enum tw_rc op_dec_of(struct tw_store *s, struct tw_db *db, void *arg,
                             struct tw_err *err) {
   struct dec_of *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_DEC_OF, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_DEC_OF, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->job, -1, SQLITE_STATIC);
+  tw_db_bind_text(st, 1, a->job, -1);
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     if (a->n == a->cap) {
       a->cap = a->cap ? a->cap * 2 : 8;
       a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
     }
     struct tw_ckpt_decision *d = &a->items[a->n++];
     memset(d, 0, sizeof *d);
-    d->at_ms = sqlite3_column_int64(st, 0);
+    d->at_ms = tw_db_column_int64(st, 0);
     col_copy(d->job_id, sizeof d->job_id, st, 1);
     col_copy(d->event, sizeof d->event, st, 2);
     col_copy(d->strategy, sizeof d->strategy, st, 3);
@@ -245,10 +245,10 @@ static enum tw_rc op_dec_of(struct tw_store *s, struct sqlite3 *db, void *arg,
     col_copy(d->market, sizeof d->market, st, 5);
     col_copy(d->reason, sizeof d->reason, st, 6);
   }
-  sqlite3_reset(st);
-  if (r != SQLITE_DONE)
+  tw_db_reset(st);
+  if (r != TW_DB_DONE)
     return tw_err_set(err, TW_E_IO, "checkpoint: read decisions: %s",
-                      sqlite3_errmsg(db));
+                      tw_db_errmsg(db));
   return TW_OK;
 }
 

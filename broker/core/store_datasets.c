@@ -49,25 +49,25 @@ static const char SQL_ADD_LOC[] =
 /* ---- reading ----------------------------------------------------------------
  */
 
-static char *col_dup(sqlite3_stmt *st, int i) {
-  const unsigned char *t = sqlite3_column_text(st, i);
+static char *col_dup(struct tw_db_stmt *st, int i) {
+  const unsigned char *t = tw_db_column_text(st, i);
   return tw_strdup(t ? (const char *)t : "");
 }
 
-static void col_copy(sqlite3_stmt *st, int i, char *out, size_t outsz) {
-  const unsigned char *t = sqlite3_column_text(st, i);
+static void col_copy(struct tw_db_stmt *st, int i, char *out, size_t outsz) {
+  const unsigned char *t = tw_db_column_text(st, i);
   snprintf(out, outsz, "%s", t ? (const char *)t : "");
 }
 
-static enum tw_rc read_locations(struct tw_store *s, sqlite3 *db,
+static enum tw_rc read_locations(struct tw_store *s, struct tw_db *db,
                                  struct tw_dataset_rec *r, struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LOCATIONS, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_LOCATIONS, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, r->uri, -1, SQLITE_STATIC);
+  tw_db_bind_text(st, 1, r->uri, -1);
   size_t cap = 0;
   int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((rc = tw_db_step(st)) == TW_DB_ROW) {
     if (r->n_locations == cap) {
       cap = cap ? cap * 2 : 4;
       r->locations = tw_realloc(r->locations, cap * sizeof *r->locations);
@@ -76,12 +76,12 @@ static enum tw_rc read_locations(struct tw_store *s, sqlite3 *db,
     memset(l, 0, sizeof *l);
     col_copy(st, 0, l->location, sizeof l->location);
     col_copy(st, 1, l->origin, sizeof l->origin);
-    l->cost_uusd = sqlite3_column_int64(st, 2);
-    l->created_ms = sqlite3_column_int64(st, 3);
+    l->cost_uusd = tw_db_column_int64(st, 2);
+    l->created_ms = tw_db_column_int64(st, 3);
     col_copy(st, 4, l->note, sizeof l->note);
   }
-  if (rc != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
+  if (rc != TW_DB_DONE)
+    return tw_err_set(err, TW_E_IO, "datasets: %s", tw_db_errmsg(db));
   return TW_OK;
 }
 
@@ -90,26 +90,26 @@ struct get_arg {
   struct tw_dataset_rec *out;
 };
 
-static enum tw_rc get_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc get_fn(struct tw_store *s, struct tw_db *db, void *arg,
                          struct tw_err *err) {
   struct get_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_GET, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_GET, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->uri, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(st);
-  if (rc == SQLITE_DONE)
+  tw_db_bind_text(st, 1, a->uri, -1);
+  int rc = tw_db_step(st);
+  if (rc == TW_DB_DONE)
     return tw_err_set(err, TW_E_NOTFOUND, "no dataset %.200s", a->uri);
-  if (rc != SQLITE_ROW)
-    return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
+  if (rc != TW_DB_ROW)
+    return tw_err_set(err, TW_E_IO, "datasets: %s", tw_db_errmsg(db));
   memset(a->out, 0, sizeof *a->out);
   a->out->uri = col_dup(st, 0);
-  a->out->size_bytes = sqlite3_column_int64(st, 1);
-  a->out->created_ms = sqlite3_column_int64(st, 2);
-  a->out->updated_ms = sqlite3_column_int64(st, 3);
+  a->out->size_bytes = tw_db_column_int64(st, 1);
+  a->out->created_ms = tw_db_column_int64(st, 2);
+  a->out->updated_ms = tw_db_column_int64(st, 3);
   col_copy(st, 4, a->out->owner, sizeof a->out->owner);
-  a->out->shared = sqlite3_column_int(st, 5) != 0;
-  sqlite3_reset(st);
+  a->out->shared = tw_db_column_int(st, 5) != 0;
+  tw_db_reset(st);
   enum tw_rc r = read_locations(s, db, a->out, err);
   if (r)
     tw_dataset_rec_release(a->out);
@@ -132,36 +132,36 @@ struct list_arg {
   bool more;
 };
 
-static enum tw_rc list_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc list_fn(struct tw_store *s, struct tw_db *db, void *arg,
                           struct tw_err *err) {
   struct list_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LIST, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_LIST, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->after ? a->after : "", -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 2, a->limit + 1);
+  tw_db_bind_text(st, 1, a->after ? a->after : "", -1);
+  tw_db_bind_int(st, 2, a->limit + 1);
   if (a->tenant)
-    sqlite3_bind_text(st, 3, a->tenant, -1, SQLITE_STATIC);
+    tw_db_bind_text(st, 3, a->tenant, -1);
   else
-    sqlite3_bind_null(st, 3);
+    tw_db_bind_null(st, 3);
   a->items = tw_calloc((size_t)a->limit + 1, sizeof *a->items);
   int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((rc = tw_db_step(st)) == TW_DB_ROW) {
     if (a->n == (size_t)a->limit) {
       a->more = true;
       break;
     }
     struct tw_dataset_rec *r = &a->items[a->n++];
     r->uri = col_dup(st, 0);
-    r->size_bytes = sqlite3_column_int64(st, 1);
-    r->created_ms = sqlite3_column_int64(st, 2);
-    r->updated_ms = sqlite3_column_int64(st, 3);
+    r->size_bytes = tw_db_column_int64(st, 1);
+    r->created_ms = tw_db_column_int64(st, 2);
+    r->updated_ms = tw_db_column_int64(st, 3);
     col_copy(st, 4, r->owner, sizeof r->owner);
-    r->shared = sqlite3_column_int(st, 5) != 0;
+    r->shared = tw_db_column_int(st, 5) != 0;
   }
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-    return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
+  tw_db_reset(st);
+  if (rc != TW_DB_DONE && rc != TW_DB_ROW)
+    return tw_err_set(err, TW_E_IO, "datasets: %s", tw_db_errmsg(db));
   for (size_t i = 0; i < a->n; i++) {
     enum tw_rc r = read_locations(s, db, &a->items[i], err);
     if (r)
@@ -191,16 +191,16 @@ enum tw_rc tw_store_datasets_list(struct tw_store *s, const char *after,
   return TW_OK;
 }
 
-static enum tw_rc version_of(struct tw_store *s, sqlite3 *db, int64_t *v,
+static enum tw_rc version_of(struct tw_store *s, struct tw_db *db, int64_t *v,
                              struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_VERSION, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_VERSION, err);
   if (!st)
     return TW_E_IO;
-  int rc = sqlite3_step(st);
-  *v = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-  sqlite3_reset(st);
-  if (rc != SQLITE_ROW)
-    return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
+  int rc = tw_db_step(st);
+  *v = rc == TW_DB_ROW ? tw_db_column_int64(st, 0) : 0;
+  tw_db_reset(st);
+  if (rc != TW_DB_ROW)
+    return tw_err_set(err, TW_E_IO, "datasets: %s", tw_db_errmsg(db));
   return TW_OK;
 }
 
@@ -210,33 +210,33 @@ struct each_arg {
   int64_t version;
 };
 
-static enum tw_rc each_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc each_fn(struct tw_store *s, struct tw_db *db, void *arg,
                           struct tw_err *err) {
   struct each_arg *a = arg;
   enum tw_rc r = version_of(s, db, &a->version, err);
   if (r)
     return r;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_ALL, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_ALL, err);
   if (!st)
     return TW_E_IO;
   int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-    a->fn(a->ctx, (const char *)sqlite3_column_text(st, 0),
-          sqlite3_column_int64(st, 1), NULL,
-          (const char *)sqlite3_column_text(st, 2),
-          sqlite3_column_int(st, 3) != 0);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
+  while ((rc = tw_db_step(st)) == TW_DB_ROW)
+    a->fn(a->ctx, (const char *)tw_db_column_text(st, 0),
+          tw_db_column_int64(st, 1), NULL,
+          (const char *)tw_db_column_text(st, 2),
+          tw_db_column_int(st, 3) != 0);
+  tw_db_reset(st);
+  if (rc != TW_DB_DONE)
+    return tw_err_set(err, TW_E_IO, "datasets: %s", tw_db_errmsg(db));
   st = tw_store_stmt(s, db, SQL_ALL_LOCATIONS, err);
   if (!st)
     return TW_E_IO;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-    a->fn(a->ctx, (const char *)sqlite3_column_text(st, 0), 0,
-          (const char *)sqlite3_column_text(st, 1), NULL, false);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
+  while ((rc = tw_db_step(st)) == TW_DB_ROW)
+    a->fn(a->ctx, (const char *)tw_db_column_text(st, 0), 0,
+          (const char *)tw_db_column_text(st, 1), NULL, false);
+  tw_db_reset(st);
+  if (rc != TW_DB_DONE)
+    return tw_err_set(err, TW_E_IO, "datasets: %s", tw_db_errmsg(db));
   return TW_OK;
 }
 
@@ -254,7 +254,7 @@ struct version_arg {
   int64_t v;
 };
 
-static enum tw_rc version_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc version_fn(struct tw_store *s, struct tw_db *db, void *arg,
                              struct tw_err *err) {
   return version_of(s, db, &((struct version_arg *)arg)->v, err);
 }
@@ -270,26 +270,26 @@ enum tw_rc tw_store_datasets_version(struct tw_store *s, int64_t *version,
 /* ---- writing ----------------------------------------------------------------
  */
 
-static enum tw_rc step_done(sqlite3 *db, sqlite3_stmt *st, struct tw_err *err) {
-  int rc = sqlite3_step(st);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "datasets: %s", sqlite3_errmsg(db));
+static enum tw_rc step_done(struct tw_db *db, struct tw_db_stmt *st, struct tw_err *err) {
+  int rc = tw_db_step(st);
+  tw_db_reset(st);
+  if (rc != TW_DB_DONE)
+    return tw_err_set(err, TW_E_IO, "datasets: %s", tw_db_errmsg(db));
   return TW_OK;
 }
 
-static enum tw_rc add_location(struct tw_store *s, sqlite3 *db, const char *uri,
+static enum tw_rc add_location(struct tw_store *s, struct tw_db *db, const char *uri,
                                const char *loc, const char *origin,
                                int64_t cost, const char *note, int64_t now,
                                struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_COUNT_LOC, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_COUNT_LOC, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, uri, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, loc, -1, SQLITE_STATIC);
+  tw_db_bind_text(st, 1, uri, -1);
+  tw_db_bind_text(st, 2, loc, -1);
   int64_t others =
-      sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-  sqlite3_reset(st);
+      tw_db_step(st) == TW_DB_ROW ? tw_db_column_int64(st, 0) : 0;
+  tw_db_reset(st);
   if (others >= TW_DATASET_LOCATIONS)
     return tw_err_field(err, TW_E_TOOBIG, "locations",
                         "locations: a dataset has at most %d locations",
@@ -297,17 +297,17 @@ static enum tw_rc add_location(struct tw_store *s, sqlite3 *db, const char *uri,
   st = tw_store_stmt(s, db, SQL_ADD_LOC, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, uri, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, loc, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 3, origin, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 4, cost);
-  sqlite3_bind_int64(st, 5, now);
-  sqlite3_bind_text(st, 6, note ? note : "", -1, SQLITE_STATIC);
+  tw_db_bind_text(st, 1, uri, -1);
+  tw_db_bind_text(st, 2, loc, -1);
+  tw_db_bind_text(st, 3, origin, -1);
+  tw_db_bind_int64(st, 4, cost);
+  tw_db_bind_int64(st, 5, now);
+  tw_db_bind_text(st, 6, note ? note : "", -1);
   return step_done(db, st, err);
 }
 
-static enum tw_rc bump(struct tw_store *s, sqlite3 *db, struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_BUMP, err);
+static enum tw_rc bump(struct tw_store *s, struct tw_db *db, struct tw_err *err) {
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_BUMP, err);
   return st ? step_done(db, st, err) : TW_E_IO;
 }
 
@@ -321,19 +321,19 @@ struct put_arg {
   bool created, skipped;
 };
 
-static enum tw_rc put_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc put_fn(struct tw_store *s, struct tw_db *db, void *arg,
                          struct tw_err *err) {
   struct put_arg *a = arg;
   const char *owner = a->w->owner && *a->w->owner ? a->w->owner : "*";
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_OWNER, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_OWNER, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->uri, -1, SQLITE_STATIC);
-  int step = sqlite3_step(st);
-  a->created = step != SQLITE_ROW;
-  bool other = step == SQLITE_ROW && strcmp(owner, "*") &&
-               strcmp((const char *)sqlite3_column_text(st, 0), owner);
-  sqlite3_reset(st);
+  tw_db_bind_text(st, 1, a->uri, -1);
+  int step = tw_db_step(st);
+  a->created = step != TW_DB_ROW;
+  bool other = step == TW_DB_ROW && strcmp(owner, "*") &&
+               strcmp((const char *)tw_db_column_text(st, 0), owner);
+  tw_db_reset(st);
   if (other) {
     if (a->w->learn) { /* what a job's spec says of another's: not taken */
       a->skipped = true;
@@ -347,12 +347,12 @@ static enum tw_rc put_fn(struct tw_store *s, sqlite3 *db, void *arg,
   st = tw_store_stmt(s, db, SQL_INSERT, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->uri, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 2, a->size_bytes);
-  sqlite3_bind_int64(st, 3, a->now);
-  sqlite3_bind_text(st, 4, owner, -1, SQLITE_STATIC);
+  tw_db_bind_text(st, 1, a->uri, -1);
+  tw_db_bind_int64(st, 2, a->size_bytes);
+  tw_db_bind_int64(st, 3, a->now);
+  tw_db_bind_text(st, 4, owner, -1);
   /* the operator's datasets are everybody's */
-  sqlite3_bind_int(st, 5, a->created && !strcmp(owner, "*") ? 1 : a->w->shared);
+  tw_db_bind_int(st, 5, a->created && !strcmp(owner, "*") ? 1 : a->w->shared);
   enum tw_rc rc = step_done(db, st, err);
   for (size_t i = 0; !rc && i < a->n_locations; i++)
     rc = add_location(s, db, a->uri, a->locations[i], "registered", 0, NULL,
@@ -384,15 +384,15 @@ struct replica_arg {
   int64_t cost, now;
 };
 
-static enum tw_rc replica_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc replica_fn(struct tw_store *s, struct tw_db *db, void *arg,
                              struct tw_err *err) {
   struct replica_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_EXISTS, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_EXISTS, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->uri, -1, SQLITE_STATIC);
-  bool exists = sqlite3_step(st) == SQLITE_ROW;
-  sqlite3_reset(st);
+  tw_db_bind_text(st, 1, a->uri, -1);
+  bool exists = tw_db_step(st) == TW_DB_ROW;
+  tw_db_reset(st);
   if (!exists)
     return tw_err_set(err, TW_E_NOTFOUND, "no dataset %.200s", a->uri);
   enum tw_rc rc = add_location(s, db, a->uri, a->loc, "replicated", a->cost,

@@ -4,7 +4,7 @@
 #include "broker/core/store_flow.h"
 
 #include <openssl/rand.h>
-#include <sqlite3.h>
+#include "broker/core/db.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,18 +80,18 @@ static const char SQL_STARTED_AT[] =
 static const char SQL_TASK_OF_JOB[] =
     "SELECT gid, idx, state FROM flow_tasks WHERE job_id = ?1";
 static const char SQL_EDGES_FROM[] =
-    "SELECT rowid, dgid, didx, cond, delay_s FROM flow_edges"
+    "SELECT id, dgid, didx, cond, delay_s FROM flow_edges"
     " WHERE src = ?1 AND sidx = ?2 AND res = 0";
 static const char SQL_EDGE_SET[] =
-    "UPDATE flow_edges SET res = ?2 WHERE rowid = ?1 AND res IN (0, 3)";
+    "UPDATE flow_edges SET res = ?2 WHERE id = ?1 AND res IN (0, 3)";
 static const char SQL_EDGE_GET[] =
-    "SELECT dgid, didx FROM flow_edges WHERE rowid = ?1";
+    "SELECT dgid, didx FROM flow_edges WHERE id = ?1";
 static const char SQL_TIMER_INSERT[] =
     "INSERT INTO flow_timers (due_ms, edge) VALUES (?1, ?2)";
 static const char SQL_TIMERS_DUE[] =
-    "SELECT rowid, edge FROM flow_timers WHERE due_ms <= ?1 ORDER BY due_ms"
+    "SELECT id, edge FROM flow_timers WHERE due_ms <= ?1 ORDER BY due_ms"
     " LIMIT 1000";
-static const char SQL_TIMER_DEL[] = "DELETE FROM flow_timers WHERE rowid = ?1";
+static const char SQL_TIMER_DEL[] = "DELETE FROM flow_timers WHERE id = ?1";
 static const char SQL_TASK_COUNT[] =
     "UPDATE flow_tasks SET n_met = n_met + ?3, n_never = n_never + ?4"
     " WHERE gid = ?1 AND idx = ?2"
@@ -138,7 +138,7 @@ static const char SQL_CANCEL_OPEN[] =
 static const char SQL_RELEASED_JOBS[] =
     "SELECT job_id FROM flow_tasks WHERE gid = ?1 AND state = 'released'";
 static const char SQL_OUT_EDGES_OF_GROUP[] =
-    "SELECT e.rowid, e.dgid, e.didx, e.cond, e.delay_s FROM flow_edges e"
+    "SELECT e.id, e.dgid, e.didx, e.cond, e.delay_s FROM flow_edges e"
     " JOIN flow_tasks t ON t.gid = e.src AND t.idx = e.sidx"
     " WHERE e.src = ?1 AND e.sidx >= 0 AND e.dgid <> ?1 AND e.res = 0"
     " AND t.state = 'cancelled'";
@@ -168,21 +168,21 @@ static const char SQL_TASKS[] =
     " m.t = t.tmpl LEFT JOIN jobs j ON j.id = t.job_id"
     " WHERE t.gid = ?1 AND t.idx > ?2 ORDER BY t.idx LIMIT ?3";
 static const char SQL_EDGES_INTO[] =
-    "SELECT rowid, src, sidx, didx, cond, res FROM flow_edges"
-    " WHERE dgid = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3";
+    "SELECT id, src, sidx, didx, cond, res FROM flow_edges"
+    " WHERE dgid = ?1 AND id > ?2 ORDER BY id LIMIT ?3";
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static sqlite3_stmt *st_of(struct tw_store *s, sqlite3 *db, const char *sql,
+static struct tw_db_stmt *st_of(struct tw_store *s, struct tw_db *db, const char *sql,
                            struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, sql, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, sql, err);
   if (st)
-    sqlite3_reset(st);
+    tw_db_reset(st);
   return st;
 }
 
-static const char *col_text(sqlite3_stmt *st, int i) {
-  const char *t = (const char *)sqlite3_column_text(st, i);
+static const char *col_text(struct tw_db_stmt *st, int i) {
+  const char *t = (const char *)tw_db_column_text(st, i);
   return t ? t : "";
 }
 
@@ -235,28 +235,28 @@ static bool job_event_of(enum tw_job_state js, enum tw_flow_event *ev) {
   }
 }
 
-static enum tw_rc job_move(struct tw_store *s, sqlite3 *db, const char *id,
+static enum tw_rc job_move(struct tw_store *s, struct tw_db *db, const char *id,
                            enum tw_job_state from, enum tw_job_state to,
                            const char *reason, int64_t now, bool *moved,
                            struct tw_err *err) {
-  sqlite3_stmt *st = st_of(s, db, SQL_JOB_MOVE, err);
+  struct tw_db_stmt *st = st_of(s, db, SQL_JOB_MOVE, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, id);
   store__bind_text(st, 2, tw_job_state_str(to));
   store__bind_text(st, 3, reason);
-  sqlite3_bind_int64(st, 4, now);
+  tw_db_bind_int64(st, 4, now);
   store__bind_text(st, 5, tw_job_state_str(from));
   enum tw_rc rc = store__step_done(db, st, "flow: move job", err);
   if (rc)
     return rc;
-  *moved = sqlite3_changes(db) > 0;
+  *moved = tw_db_changes(db) > 0;
   if (!*moved)
     return TW_OK;
   if (!(st = st_of(s, db, SQL_JOB_EVENT, err)))
     return TW_E_IO;
   store__bind_text(st, 1, id);
-  sqlite3_bind_int64(st, 2, now);
+  tw_db_bind_int64(st, 2, now);
   store__bind_text(st, 3, tw_job_state_str(from));
   store__bind_text(st, 4, tw_job_state_str(to));
   store__bind_text(st, 5, reason);
@@ -264,21 +264,21 @@ static enum tw_rc job_move(struct tw_store *s, sqlite3 *db, const char *id,
 }
 
 /* Moves a live job to `to` from whatever live state it is in. */
-static enum tw_rc job_end(struct tw_store *s, sqlite3 *db, const char *id,
+static enum tw_rc job_end(struct tw_store *s, struct tw_db *db, const char *id,
                           enum tw_job_state to, const char *reason, int64_t now,
                           struct tw_err *err) {
-  sqlite3_stmt *st = st_of(s, db, SQL_JOB_GET_STATE, err);
+  struct tw_db_stmt *st = st_of(s, db, SQL_JOB_GET_STATE, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, id);
   enum tw_job_state js = TW_JOB_SUCCEEDED;
-  int r = sqlite3_step(st);
-  if (r == SQLITE_ROW)
+  int r = tw_db_step(st);
+  if (r == TW_DB_ROW)
     tw_job_state_parse(col_text(st, 0), &js);
-  sqlite3_reset(st);
-  if (r != SQLITE_ROW && r != SQLITE_DONE)
+  tw_db_reset(st);
+  if (r != TW_DB_ROW && r != TW_DB_DONE)
     return store__db_err(db, err, "flow: job state");
-  if (r == SQLITE_DONE || !live_state(js) ||
+  if (r == TW_DB_DONE || !live_state(js) ||
       tw_job_transition_check(js, to, NULL) != TW_OK)
     return TW_OK;
   bool moved;
@@ -287,12 +287,12 @@ static enum tw_rc job_end(struct tw_store *s, sqlite3 *db, const char *id,
 
 /* The cursor starts at the newest job event when the first group is
  * stored (or the first pass runs): events before concern no group. */
-static enum tw_rc cursor_start(struct tw_store *s, sqlite3 *db,
+static enum tw_rc cursor_start(struct tw_store *s, struct tw_db *db,
                                struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_CURSOR_START, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_CURSOR_START, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_reset(st);
+  tw_db_reset(st);
   return store__step_done(db, st, "flow: cursor", err);
 }
 
@@ -300,7 +300,7 @@ static enum tw_rc cursor_start(struct tw_store *s, sqlite3 *db,
 
 struct eng {
   struct tw_store *s;
-  sqlite3 *db;
+  struct tw_db *db;
   int64_t now;
   int64_t event_ms; /* when the event being applied happened; 0: now */
   struct tw_flow_pass_stats *st;
@@ -321,27 +321,27 @@ static enum tw_rc group_add(struct eng *e, const char *gid, int64_t ready,
 /* A task's edge met or never met: its counters, then its readiness. */
 static enum tw_rc task_count(struct eng *e, const char *gid, int64_t idx,
                              enum tw_edge_res res, struct tw_err *err) {
-  sqlite3_stmt *st = st_of(e->s, e->db, SQL_TASK_COUNT, err);
+  struct tw_db_stmt *st = st_of(e->s, e->db, SQL_TASK_COUNT, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, gid);
-  sqlite3_bind_int64(st, 2, idx);
-  sqlite3_bind_int(st, 3, res == TW_EDGE_MET);
-  sqlite3_bind_int(st, 4, res == TW_EDGE_NEVER);
-  int r = sqlite3_step(st);
-  if (r != SQLITE_ROW) {
-    sqlite3_reset(st);
-    return r == SQLITE_DONE ? TW_OK : store__db_err(e->db, err, "flow: count");
+  tw_db_bind_int64(st, 2, idx);
+  tw_db_bind_int(st, 3, res == TW_EDGE_MET);
+  tw_db_bind_int(st, 4, res == TW_EDGE_NEVER);
+  int r = tw_db_step(st);
+  if (r != TW_DB_ROW) {
+    tw_db_reset(st);
+    return r == TW_DB_DONE ? TW_OK : store__db_err(e->db, err, "flow: count");
   }
   char state[16], job_id[TW_JOB_ID_LEN + 1];
   snprintf(state, sizeof state, "%s", col_text(st, 0));
-  bool any = sqlite3_column_int(st, 1), kill = sqlite3_column_int(st, 2);
-  int64_t n_in = sqlite3_column_int64(st, 3), n_met = sqlite3_column_int64(st, 4),
-          n_never = sqlite3_column_int64(st, 5);
+  bool any = tw_db_column_int(st, 1), kill = tw_db_column_int(st, 2);
+  int64_t n_in = tw_db_column_int64(st, 3), n_met = tw_db_column_int64(st, 4),
+          n_never = tw_db_column_int64(st, 5);
   snprintf(job_id, sizeof job_id, "%s", col_text(st, 6));
-  while (r == SQLITE_ROW)
-    r = sqlite3_step(st);
-  sqlite3_reset(st);
+  while (r == TW_DB_ROW)
+    r = tw_db_step(st);
+  tw_db_reset(st);
   e->st->resolved++;
   if (strcmp(state, T_WAITING))
     return TW_OK;
@@ -350,7 +350,7 @@ static enum tw_rc task_count(struct eng *e, const char *gid, int64_t idx,
     if (!(st = st_of(e->s, e->db, SQL_TASK_SET, err)))
       return TW_E_IO;
     store__bind_text(st, 1, gid);
-    sqlite3_bind_int64(st, 2, idx);
+    tw_db_bind_int64(st, 2, idx);
     store__bind_text(st, 3, T_READY);
     store__bind_text(st, 4, "dependencies met");
     enum tw_rc rc = store__step_done(e->db, st, "flow: ready", err);
@@ -363,7 +363,7 @@ static enum tw_rc task_count(struct eng *e, const char *gid, int64_t idx,
     if (!(st = st_of(e->s, e->db, SQL_TASK_SET, err)))
       return TW_E_IO;
     store__bind_text(st, 1, gid);
-    sqlite3_bind_int64(st, 2, idx);
+    tw_db_bind_int64(st, 2, idx);
     store__bind_text(st, 3, T_WAITING);
     store__bind_text(st, 4, why);
     return store__step_done(e->db, st, "flow: never", err);
@@ -382,29 +382,29 @@ static enum tw_rc edge_resolve(struct eng *e, int64_t rowid, const char *dgid,
   if (res == TW_EDGE_OPEN)
     return TW_OK;
   if (res == TW_EDGE_MET && delay_s > 0) { /* after:ID+minutes */
-    sqlite3_stmt *st = st_of(e->s, e->db, SQL_EDGE_SET, err);
+    struct tw_db_stmt *st = st_of(e->s, e->db, SQL_EDGE_SET, err);
     if (!st)
       return TW_E_IO;
-    sqlite3_bind_int64(st, 1, rowid);
-    sqlite3_bind_int(st, 2, 3);
+    tw_db_bind_int64(st, 1, rowid);
+    tw_db_bind_int(st, 2, 3);
     enum tw_rc rc = store__step_done(e->db, st, "flow: edge", err);
-    if (rc || !sqlite3_changes(e->db))
+    if (rc || !tw_db_changes(e->db))
       return rc;
     if (!(st = st_of(e->s, e->db, SQL_TIMER_INSERT, err)))
       return TW_E_IO;
     /* the delay runs from the start, as Slurm's after:ID+time */
-    sqlite3_bind_int64(st, 1,
+    tw_db_bind_int64(st, 1,
                        (e->event_ms ? e->event_ms : e->now) + delay_s * 1000);
-    sqlite3_bind_int64(st, 2, rowid);
+    tw_db_bind_int64(st, 2, rowid);
     return store__step_done(e->db, st, "flow: timer", err);
   }
-  sqlite3_stmt *st = st_of(e->s, e->db, SQL_EDGE_SET, err);
+  struct tw_db_stmt *st = st_of(e->s, e->db, SQL_EDGE_SET, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, rowid);
-  sqlite3_bind_int(st, 2, (int)res);
+  tw_db_bind_int64(st, 1, rowid);
+  tw_db_bind_int(st, 2, (int)res);
   enum tw_rc rc = store__step_done(e->db, st, "flow: edge", err);
-  if (rc || !sqlite3_changes(e->db))
+  if (rc || !tw_db_changes(e->db))
     return rc;
   return task_count(e, dgid, didx, res, err);
 }
@@ -421,28 +421,28 @@ static enum tw_rc collect_edges(struct eng *e, const char *sql, const char *src,
                                 struct tw_err *err) {
   *out = NULL;
   *n = 0;
-  sqlite3_stmt *st = st_of(e->s, e->db, sql, err);
+  struct tw_db_stmt *st = st_of(e->s, e->db, sql, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, src);
   if (bind_sidx)
-    sqlite3_bind_int64(st, 2, sidx);
+    tw_db_bind_int64(st, 2, sidx);
   size_t cap = 0;
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     if (*n == cap) {
       cap = cap ? cap * 2 : 16;
       *out = tw_realloc(*out, cap * sizeof **out);
     }
     struct edge_row *er = &(*out)[(*n)++];
-    er->rowid = sqlite3_column_int64(st, 0);
+    er->rowid = tw_db_column_int64(st, 0);
     snprintf(er->dgid, sizeof er->dgid, "%s", col_text(st, 1));
-    er->didx = sqlite3_column_int64(st, 2);
-    er->cond = (enum tw_flow_cond)sqlite3_column_int(st, 3);
-    er->delay_s = sqlite3_column_int64(st, 4);
+    er->didx = tw_db_column_int64(st, 2);
+    er->cond = (enum tw_flow_cond)tw_db_column_int(st, 3);
+    er->delay_s = tw_db_column_int64(st, 4);
   }
-  sqlite3_reset(st);
-  if (r != SQLITE_DONE) {
+  tw_db_reset(st);
+  if (r != TW_DB_DONE) {
     free(*out);
     *out = NULL;
     return store__db_err(e->db, err, "flow: edges");
@@ -468,32 +468,32 @@ static enum tw_rc source_event(struct eng *e, const char *src, int64_t sidx,
 static enum tw_rc group_add(struct eng *e, const char *gid, int64_t ready,
                             int64_t done, int64_t active, int64_t failed,
                             int64_t cancelled, struct tw_err *err) {
-  sqlite3_stmt *st = st_of(e->s, e->db, SQL_GROUP_ADD, err);
+  struct tw_db_stmt *st = st_of(e->s, e->db, SQL_GROUP_ADD, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, gid);
-  sqlite3_bind_int64(st, 2, ready);
-  sqlite3_bind_int64(st, 3, done);
-  sqlite3_bind_int64(st, 4, active);
-  sqlite3_bind_int64(st, 5, failed);
-  sqlite3_bind_int64(st, 6, cancelled);
-  sqlite3_bind_int64(st, 7, e->now);
-  int r = sqlite3_step(st);
-  if (r != SQLITE_ROW) {
-    sqlite3_reset(st);
-    return r == SQLITE_DONE ? TW_OK : store__db_err(e->db, err, "flow: group");
+  tw_db_bind_int64(st, 2, ready);
+  tw_db_bind_int64(st, 3, done);
+  tw_db_bind_int64(st, 4, active);
+  tw_db_bind_int64(st, 5, failed);
+  tw_db_bind_int64(st, 6, cancelled);
+  tw_db_bind_int64(st, 7, e->now);
+  int r = tw_db_step(st);
+  if (r != TW_DB_ROW) {
+    tw_db_reset(st);
+    return r == TW_DB_DONE ? TW_OK : store__db_err(e->db, err, "flow: group");
   }
   char state[16];
   snprintf(state, sizeof state, "%s", col_text(st, 0));
-  int64_t n_tasks = sqlite3_column_int64(st, 1),
-          n_done = sqlite3_column_int64(st, 2),
-          n_failed = sqlite3_column_int64(st, 3),
-          n_cancelled = sqlite3_column_int64(st, 4);
-  bool fail_fast = sqlite3_column_int(st, 5),
-       asked = sqlite3_column_int(st, 6);
-  while (r == SQLITE_ROW)
-    r = sqlite3_step(st);
-  sqlite3_reset(st);
+  int64_t n_tasks = tw_db_column_int64(st, 1),
+          n_done = tw_db_column_int64(st, 2),
+          n_failed = tw_db_column_int64(st, 3),
+          n_cancelled = tw_db_column_int64(st, 4);
+  bool fail_fast = tw_db_column_int(st, 5),
+       asked = tw_db_column_int(st, 6);
+  while (r == TW_DB_ROW)
+    r = tw_db_step(st);
+  tw_db_reset(st);
   if (strcmp(state, "running"))
     return TW_OK;
   enum tw_rc rc = TW_OK;
@@ -518,7 +518,7 @@ static enum tw_rc group_add(struct eng *e, const char *gid, int64_t ready,
   store__bind_text(st, 1, gid);
   store__bind_text(st, 2, end);
   store__bind_text(st, 3, why);
-  sqlite3_bind_int64(st, 4, e->now);
+  tw_db_bind_int64(st, 4, e->now);
   if ((rc = store__step_done(e->db, st, "flow: group end", err)))
     return rc;
   enum tw_flow_event ev = !strcmp(end, "succeeded") ? TW_FLOW_SUCCEEDED
@@ -534,11 +534,11 @@ static enum tw_rc task_finished(struct eng *e, const char *gid, int64_t idx,
   const char *to = ev == TW_FLOW_SUCCEEDED ? "succeeded"
                    : ev == TW_FLOW_FAILED  ? "failed"
                                            : "cancelled";
-  sqlite3_stmt *st = st_of(e->s, e->db, SQL_TASK_SET, err);
+  struct tw_db_stmt *st = st_of(e->s, e->db, SQL_TASK_SET, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, gid);
-  sqlite3_bind_int64(st, 2, idx);
+  tw_db_bind_int64(st, 2, idx);
   store__bind_text(st, 3, to);
   store__bind_text(st, 4, reason ? reason : "");
   enum tw_rc rc = store__step_done(e->db, st, "flow: task end", err);
@@ -556,7 +556,7 @@ static enum tw_rc task_finished(struct eng *e, const char *gid, int64_t idx,
 static enum tw_rc group_cancel(struct eng *e, const char *gid,
                                const char *reason, int64_t *n,
                                struct tw_err *err) {
-  sqlite3_stmt *st = st_of(e->s, e->db, SQL_CANCEL_OPEN, err);
+  struct tw_db_stmt *st = st_of(e->s, e->db, SQL_CANCEL_OPEN, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, gid);
@@ -564,7 +564,7 @@ static enum tw_rc group_cancel(struct eng *e, const char *gid,
   enum tw_rc rc = store__step_done(e->db, st, "flow: cancel", err);
   if (rc)
     return rc;
-  int64_t ch = sqlite3_changes(e->db);
+  int64_t ch = tw_db_changes(e->db);
   if (n)
     *n = ch;
   /* the jobs released: cancelled now, their events finish their tasks */
@@ -574,14 +574,14 @@ static enum tw_rc group_cancel(struct eng *e, const char *gid,
   char (*ids)[TW_JOB_ID_LEN + 1] = NULL;
   size_t nj = 0, cap = 0;
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     if (nj == cap) {
       cap = cap ? cap * 2 : 16;
       ids = tw_realloc(ids, cap * sizeof *ids);
     }
     snprintf(ids[nj++], TW_JOB_ID_LEN + 1, "%s", col_text(st, 0));
   }
-  sqlite3_reset(st);
+  tw_db_reset(st);
   for (size_t i = 0; i < nj && !rc; i++)
     rc = job_end(e->s, e->db, ids[i], TW_JOB_CANCELLED, reason, e->now, err);
   free(ids);
@@ -648,38 +648,38 @@ struct ext_src {
 };
 
 /* Where an outside id's edges come from, and what it did already. */
-static enum tw_rc ext_lookup(struct tw_store *s, sqlite3 *db,
+static enum tw_rc ext_lookup(struct tw_store *s, struct tw_db *db,
                              const struct tw_flow_ext *x, int64_t aindex,
                              struct ext_src *o, struct tw_err *err) {
   memset(o, 0, sizeof *o);
   snprintf(o->src, sizeof o->src, "%s", x->id);
   if (x->id[0] == 'j' && x->id[1] == '-') {
-    sqlite3_stmt *st = st_of(s, db, SQL_JOB_STATE, err);
+    struct tw_db_stmt *st = st_of(s, db, SQL_JOB_STATE, err);
     if (!st)
       return TW_E_IO;
     store__bind_text(st, 1, x->id);
-    int r = sqlite3_step(st);
-    if (r == SQLITE_ROW) {
+    int r = tw_db_step(st);
+    if (r == TW_DB_ROW) {
       enum tw_job_state js;
       o->known = true;
       o->sidx = -1;
       if (tw_job_state_parse(col_text(st, 0), &js))
         o->has_ev = job_event_of(js, &o->ev);
     }
-    sqlite3_reset(st);
-    return r == SQLITE_ROW || r == SQLITE_DONE
+    tw_db_reset(st);
+    return r == TW_DB_ROW || r == TW_DB_DONE
                ? TW_OK
                : store__db_err(db, err, "flow: dependency");
   }
   if (x->corr) { /* the task of that array with the same index */
-    sqlite3_stmt *g = st_of(s, db, SQL_GROUP_SIZE, err);
+    struct tw_db_stmt *g = st_of(s, db, SQL_GROUP_SIZE, err);
     if (!g)
       return TW_E_IO;
     store__bind_text(g, 1, x->id);
     int64_t n = -1;
-    if (sqlite3_step(g) == SQLITE_ROW && !strcmp(col_text(g, 1), "array"))
-      n = sqlite3_column_int64(g, 0);
-    sqlite3_reset(g);
+    if (tw_db_step(g) == TW_DB_ROW && !strcmp(col_text(g, 1), "array"))
+      n = tw_db_column_int64(g, 0);
+    tw_db_reset(g);
     if (n < 0)
       return TW_OK; /* not an array: unknown */
     o->known = true;
@@ -688,20 +688,20 @@ static enum tw_rc ext_lookup(struct tw_store *s, sqlite3 *db,
     int64_t lo = 0, hi = n - 1;
     while (lo <= hi) {
       int64_t mid = lo + (hi - lo) / 2;
-      sqlite3_stmt *st = st_of(s, db, SQL_TASK_AT, err);
+      struct tw_db_stmt *st = st_of(s, db, SQL_TASK_AT, err);
       if (!st)
         return TW_E_IO;
       store__bind_text(st, 1, x->id);
-      sqlite3_bind_int64(st, 2, mid);
-      int r = sqlite3_step(st);
-      if (r != SQLITE_ROW) {
-        sqlite3_reset(st);
+      tw_db_bind_int64(st, 2, mid);
+      int r = tw_db_step(st);
+      if (r != TW_DB_ROW) {
+        tw_db_reset(st);
         return store__db_err(db, err, "flow: dependency");
       }
-      int64_t ai = sqlite3_column_int64(st, 0);
+      int64_t ai = tw_db_column_int64(st, 0);
       char ts[16];
       snprintf(ts, sizeof ts, "%s", col_text(st, 1));
-      sqlite3_reset(st);
+      tw_db_reset(st);
       if (ai < aindex) {
         lo = mid + 1;
       } else if (ai > aindex) {
@@ -722,12 +722,12 @@ static enum tw_rc ext_lookup(struct tw_store *s, sqlite3 *db,
     }
     return TW_OK;
   }
-  sqlite3_stmt *st = st_of(s, db, SQL_GROUP_STATE, err);
+  struct tw_db_stmt *st = st_of(s, db, SQL_GROUP_STATE, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, x->id);
-  int r = sqlite3_step(st);
-  if (r == SQLITE_ROW) {
+  int r = tw_db_step(st);
+  if (r == TW_DB_ROW) {
     o->known = true;
     o->sidx = -2;
     const char *gs = col_text(st, 0);
@@ -736,33 +736,33 @@ static enum tw_rc ext_lookup(struct tw_store *s, sqlite3 *db,
             : !strcmp(gs, "failed")  ? TW_FLOW_FAILED
                                      : TW_FLOW_CANCELLED;
   }
-  sqlite3_reset(st);
-  return r == SQLITE_ROW || r == SQLITE_DONE
+  tw_db_reset(st);
+  return r == TW_DB_ROW || r == TW_DB_DONE
              ? TW_OK
              : store__db_err(db, err, "flow: dependency");
 }
 
-static enum tw_rc edge_put(struct tw_store *s, sqlite3 *db, const char *src,
+static enum tw_rc edge_put(struct tw_store *s, struct tw_db *db, const char *src,
                            int64_t sidx, const char *dgid, int64_t didx,
                            enum tw_flow_cond c, int64_t delay, int res,
                            int64_t *rowid, struct tw_err *err) {
-  sqlite3_stmt *st = st_of(s, db, SQL_EDGE_INSERT, err);
+  struct tw_db_stmt *st = st_of(s, db, SQL_EDGE_INSERT, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, src);
-  sqlite3_bind_int64(st, 2, sidx);
+  tw_db_bind_int64(st, 2, sidx);
   store__bind_text(st, 3, dgid);
-  sqlite3_bind_int64(st, 4, didx);
-  sqlite3_bind_int(st, 5, (int)c);
-  sqlite3_bind_int64(st, 6, delay);
-  sqlite3_bind_int(st, 7, res);
+  tw_db_bind_int64(st, 4, didx);
+  tw_db_bind_int(st, 5, (int)c);
+  tw_db_bind_int64(st, 6, delay);
+  tw_db_bind_int(st, 7, res);
   enum tw_rc rc = store__step_done(db, st, "flow: insert edge", err);
   if (rowid)
-    *rowid = sqlite3_last_insert_rowid(db);
+    *rowid = tw_db_last_insert_id(db);
   return rc;
 }
 
-static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_submit(struct tw_store *s, struct tw_db *db, void *varg,
                             struct tw_err *err) {
   struct submit_arg *a = varg;
   const struct tw_flow_plan *p = a->p;
@@ -781,7 +781,7 @@ static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
    * the commit instead of spilling to the WAL mid-transaction (64 MiB;
    * sqlite's default is 2 MiB) */
   if (n + p->n_edges > 20000)
-    sqlite3_exec(db, "PRAGMA cache_size = -65536", NULL, NULL, NULL);
+    tw_db_exec(db, "PRAGMA cache_size = -65536", NULL);
   int64_t *n_in = tw_calloc(n ? n : 1, sizeof *n_in);
   int64_t *n_met = tw_calloc(n ? n : 1, sizeof *n_met);
   int64_t *n_never = tw_calloc(n ? n : 1, sizeof *n_never);
@@ -793,7 +793,7 @@ static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
   size_t n_timers = 0, cap_timers = 0;
   struct tw_buf b;
   tw_buf_init(&b);
-  sqlite3_stmt *st = st_of(s, db, SQL_GROUP_INSERT, err);
+  struct tw_db_stmt *st = st_of(s, db, SQL_GROUP_INSERT, err);
   if (!st) {
     rc = TW_E_IO;
     goto out;
@@ -803,13 +803,13 @@ static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
   store__bind_text(st, 3, p->name);
   store__bind_text(st, 4, p->tenant);
   store__bind_text(st, 5, p->project);
-  sqlite3_bind_int(st, 6, p->fail_fast);
-  sqlite3_bind_int(st, 7, p->max_running);
-  sqlite3_bind_int64(st, 8, (int64_t)n);
-  sqlite3_bind_int64(st, 9, a->projected);
-  sqlite3_bind_int64(st, 10, e.now);
+  tw_db_bind_int(st, 6, p->fail_fast);
+  tw_db_bind_int(st, 7, p->max_running);
+  tw_db_bind_int64(st, 8, (int64_t)n);
+  tw_db_bind_int64(st, 9, a->projected);
+  tw_db_bind_int64(st, 10, e.now);
   if ((rc = store__step_done(db, st, "flow: insert group", err))) {
-    if (sqlite3_extended_errcode(db) == SQLITE_CONSTRAINT_PRIMARYKEY)
+    if (tw_db_errclass(db) == TW_DB_C_CONSTRAINT)
       rc = tw_err_set(err, TW_E_CONFLICT, "flow: group %s exists", a->id);
     goto out;
   }
@@ -821,7 +821,7 @@ static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
     tw_buf_reset(&b);
     outputs_json(&p->tmpl[t], &b);
     store__bind_text(st, 1, a->id);
-    sqlite3_bind_int64(st, 2, (int64_t)t);
+    tw_db_bind_int64(st, 2, (int64_t)t);
     store__bind_text(st, 3, p->tmpl[t].task);
     /* a plain job's spec is the job's own: none kept twice */
     store__bind_text(st, 4, a->job_id ? "" : p->tmpl[t].spec_json);
@@ -841,12 +841,12 @@ static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
       int o = j * 7;
       n_in[fe->to]++;
       store__bind_text(st, o + 1, a->id);
-      sqlite3_bind_int64(st, o + 2, fe->from);
+      tw_db_bind_int64(st, o + 2, fe->from);
       store__bind_text(st, o + 3, a->id);
-      sqlite3_bind_int64(st, o + 4, fe->to);
-      sqlite3_bind_int(st, o + 5, (int)fe->cond);
-      sqlite3_bind_int64(st, o + 6, fe->delay_s);
-      sqlite3_bind_int(st, o + 7, 0);
+      tw_db_bind_int64(st, o + 4, fe->to);
+      tw_db_bind_int(st, o + 5, (int)fe->cond);
+      tw_db_bind_int64(st, o + 6, fe->delay_s);
+      tw_db_bind_int(st, o + 7, 0);
     }
     if ((rc = store__step_done(db, st, "flow: insert edges", err)))
       goto out;
@@ -873,14 +873,14 @@ static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
       char (*ids)[TW_JOB_ID_LEN + 1] = NULL;
       size_t nid = 0, cap = 0;
       int r;
-      while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+      while ((r = tw_db_step(st)) == TW_DB_ROW) {
         if (nid == cap) {
           cap = cap ? cap * 2 : 8;
           ids = tw_realloc(ids, cap * sizeof *ids);
         }
         snprintf(ids[nid++], TW_JOB_ID_LEN + 1, "%s", col_text(st, 0));
       }
-      sqlite3_reset(st);
+      tw_db_reset(st);
       for (size_t i = 0; i < nid && !rc; i++) {
         n_in[x->to]++;
         rc = edge_put(s, db, ids[i], -1, a->id, x->to, TW_COND_ANY, 0, 0, NULL,
@@ -913,16 +913,16 @@ static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
       goto out;
     int64_t due = 0;
     if (delayed) { /* started already: the delay runs from its start */
-      sqlite3_stmt *q = st_of(s, db, SQL_STARTED_AT, err);
+      struct tw_db_stmt *q = st_of(s, db, SQL_STARTED_AT, err);
       if (!q) {
         rc = TW_E_IO;
         goto out;
       }
       store__bind_text(q, 1, o.src);
       due = e.now + x->delay_s * 1000; /* ended without starting: from now */
-      if (sqlite3_step(q) == SQLITE_ROW)
-        due = sqlite3_column_int64(q, 0) + x->delay_s * 1000;
-      sqlite3_reset(q);
+      if (tw_db_step(q) == TW_DB_ROW)
+        due = tw_db_column_int64(q, 0) + x->delay_s * 1000;
+      tw_db_reset(q);
     }
     if (delayed) {
       if (n_timers == cap_timers) {
@@ -942,8 +942,8 @@ static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
       rc = TW_E_IO;
       goto out;
     }
-    sqlite3_bind_int64(st, 1, timers[i].due);
-    sqlite3_bind_int64(st, 2, timers[i].rowid);
+    tw_db_bind_int64(st, 1, timers[i].due);
+    tw_db_bind_int64(st, 2, timers[i].rowid);
     if ((rc = store__step_done(db, st, "flow: timer", err)))
       goto out;
   }
@@ -980,17 +980,17 @@ static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
       }
     }
     store__bind_text(st, o + 1, a->id);
-    sqlite3_bind_int64(st, o + 2, (int64_t)k);
-    sqlite3_bind_int64(st, o + 3, t->tmpl);
-    sqlite3_bind_int64(st, o + 4, t->index);
+    tw_db_bind_int64(st, o + 2, (int64_t)k);
+    tw_db_bind_int64(st, o + 3, t->tmpl);
+    tw_db_bind_int64(st, o + 4, t->index);
     store__bind_opt(st, o + 5, t->param);
     store__bind_text(st, o + 6, state);
     store__bind_opt(st, o + 7, a->job_id);
-    sqlite3_bind_int(st, o + 8, t->any);
-    sqlite3_bind_int(st, o + 9, t->kill);
-    sqlite3_bind_int64(st, o + 10, n_in[k]);
-    sqlite3_bind_int64(st, o + 11, n_met[k]);
-    sqlite3_bind_int64(st, o + 12, n_never[k]);
+    tw_db_bind_int(st, o + 8, t->any);
+    tw_db_bind_int(st, o + 9, t->kill);
+    tw_db_bind_int64(st, o + 10, n_in[k]);
+    tw_db_bind_int64(st, o + 11, n_met[k]);
+    tw_db_bind_int64(st, o + 12, n_never[k]);
     store__bind_text(st, o + 13, reason);
     if ((!batch || j == TASK_BATCH - 1) &&
         (rc = store__step_done(db, st, "flow: insert task", err))) {
@@ -1065,7 +1065,7 @@ enum tw_rc tw_store_flow_submit(struct tw_store *s,
   return rc;
 }
 
-enum tw_rc store__flow_job_created(struct tw_store *s, sqlite3 *db,
+enum tw_rc store__flow_job_created(struct tw_store *s, struct tw_db *db,
                                    const char *job_id,
                                    const struct tw_flow_plan *p,
                                    enum tw_job_state *state_out,
@@ -1086,12 +1086,12 @@ static void pred_datasets(struct eng *e, const char *gid, int64_t idx,
   *out = NULL;
   *n = 0;
   struct tw_err err = {0};
-  sqlite3_stmt *st = st_of(e->s, e->db, SQL_PRED_OUTPUTS, &err);
+  struct tw_db_stmt *st = st_of(e->s, e->db, SQL_PRED_OUTPUTS, &err);
   if (!st)
     return;
   store__bind_text(st, 1, gid);
-  sqlite3_bind_int64(st, 2, idx);
-  while (sqlite3_step(st) == SQLITE_ROW) {
+  tw_db_bind_int64(st, 2, idx);
+  while (tw_db_step(st) == TW_DB_ROW) {
     const char *outs = col_text(st, 0), *pl = col_text(st, 1);
     /* the placement's provider and region ("provider":"aws",...,
      * "region":"us-east-1") */
@@ -1122,7 +1122,7 @@ static void pred_datasets(struct eng *e, const char *gid, int64_t idx,
       q += lu;
     }
   }
-  sqlite3_reset(st);
+  tw_db_reset(st);
 }
 
 static enum tw_rc release_one(struct eng *e, const char *gid,
@@ -1138,17 +1138,17 @@ static enum tw_rc release_one(struct eng *e, const char *gid,
                        "dependencies met", e->now, &moved, err)))
       return rc;
   } else {
-    sqlite3_stmt *st = st_of(e->s, e->db, SQL_TMPL_GET, err);
+    struct tw_db_stmt *st = st_of(e->s, e->db, SQL_TMPL_GET, err);
     if (!st)
       return TW_E_IO;
     store__bind_text(st, 1, gid);
-    sqlite3_bind_int64(st, 2, tmpl);
+    tw_db_bind_int64(st, 2, tmpl);
     char *task = NULL, *spec = NULL;
-    if (sqlite3_step(st) == SQLITE_ROW) {
+    if (tw_db_step(st) == TW_DB_ROW) {
       task = tw_strdup(col_text(st, 0));
       spec = tw_strdup(col_text(st, 1));
     }
-    sqlite3_reset(st);
+    tw_db_reset(st);
     if (!spec) {
       free(task);
       return tw_err_set(err, TW_E_INTERNAL, "flow: %s has no template %lld",
@@ -1197,7 +1197,7 @@ static enum tw_rc release_one(struct eng *e, const char *gid,
       return TW_E_IO;
     }
     store__bind_text(st, 1, gid);
-    sqlite3_bind_int64(st, 2, idx);
+    tw_db_bind_int64(st, 2, idx);
     store__bind_text(st, 3, rec.id);
     rc = store__step_done(e->db, st, "flow: released", err);
     tw_job_rec_release(&rec);
@@ -1205,11 +1205,11 @@ static enum tw_rc release_one(struct eng *e, const char *gid,
       return rc;
   }
   if (kind == TW_FLOW_JOB) {
-    sqlite3_stmt *st = st_of(e->s, e->db, SQL_TASK_SET, err);
+    struct tw_db_stmt *st = st_of(e->s, e->db, SQL_TASK_SET, err);
     if (!st)
       return TW_E_IO;
     store__bind_text(st, 1, gid);
-    sqlite3_bind_int64(st, 2, idx);
+    tw_db_bind_int64(st, 2, idx);
     store__bind_text(st, 3, T_RELEASED);
     store__bind_text(st, 4, "");
     if ((rc = store__step_done(e->db, st, "flow: released", err)))
@@ -1226,7 +1226,7 @@ struct ready_row {
 };
 
 static enum tw_rc release_ready(struct eng *e, int budget, struct tw_err *err) {
-  sqlite3_stmt *st = st_of(e->s, e->db, SQL_GROUPS_READY, err);
+  struct tw_db_stmt *st = st_of(e->s, e->db, SQL_GROUPS_READY, err);
   if (!st)
     return TW_E_IO;
   struct grow {
@@ -1236,7 +1236,7 @@ static enum tw_rc release_ready(struct eng *e, int budget, struct tw_err *err) {
   } *g = NULL;
   size_t ng = 0, cap = 0;
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     if (ng == cap) {
       cap = cap ? cap * 2 : 8;
       g = tw_realloc(g, cap * sizeof *g);
@@ -1246,13 +1246,13 @@ static enum tw_rc release_ready(struct eng *e, int budget, struct tw_err *err) {
     g[ng].kind = !strcmp(k, "array")      ? TW_FLOW_ARRAY
                  : !strcmp(k, "workflow") ? TW_FLOW_WORKFLOW
                                           : TW_FLOW_JOB;
-    g[ng].max_running = sqlite3_column_int64(st, 2);
-    g[ng].active = sqlite3_column_int64(st, 3);
-    g[ng].ready = sqlite3_column_int64(st, 4);
+    g[ng].max_running = tw_db_column_int64(st, 2);
+    g[ng].active = tw_db_column_int64(st, 3);
+    g[ng].ready = tw_db_column_int64(st, 4);
     ng++;
   }
-  sqlite3_reset(st);
-  enum tw_rc rc = r == SQLITE_DONE ? TW_OK : store__db_err(e->db, err, "flow");
+  tw_db_reset(st);
+  enum tw_rc rc = r == TW_DB_DONE ? TW_OK : store__db_err(e->db, err, "flow");
   for (size_t i = 0; i < ng && !rc && budget > 0; i++) {
     int64_t k = g[i].ready < budget ? g[i].ready : budget;
     if (g[i].max_running > 0) {
@@ -1262,38 +1262,38 @@ static enum tw_rc release_ready(struct eng *e, int budget, struct tw_err *err) {
     }
     if (k <= 0)
       continue;
-    sqlite3_stmt *q = st_of(e->s, e->db, SQL_GROUP_ROW, err);
+    struct tw_db_stmt *q = st_of(e->s, e->db, SQL_GROUP_ROW, err);
     if (!q) {
       rc = TW_E_IO;
       break;
     }
     store__bind_text(q, 1, g[i].id);
     char name[160] = "", tenant[129] = "", project[129] = "";
-    if (sqlite3_step(q) == SQLITE_ROW) {
+    if (tw_db_step(q) == TW_DB_ROW) {
       snprintf(name, sizeof name, "%s", col_text(q, 1));
       snprintf(tenant, sizeof tenant, "%s", col_text(q, 2));
       snprintf(project, sizeof project, "%s", col_text(q, 3));
     }
-    sqlite3_reset(q);
+    tw_db_reset(q);
     if (!(q = st_of(e->s, e->db, SQL_READY_TASKS, err))) {
       rc = TW_E_IO;
       break;
     }
     store__bind_text(q, 1, g[i].id);
-    sqlite3_bind_int64(q, 2, k);
+    tw_db_bind_int64(q, 2, k);
     struct ready_row *rows = tw_calloc((size_t)k, sizeof *rows);
     size_t nr = 0;
-    while (nr < (size_t)k && sqlite3_step(q) == SQLITE_ROW) {
-      rows[nr].idx = sqlite3_column_int64(q, 0);
-      rows[nr].tmpl = sqlite3_column_int64(q, 1);
-      rows[nr].aindex = sqlite3_column_int64(q, 2);
-      rows[nr].param = sqlite3_column_type(q, 3) == SQLITE_NULL
+    while (nr < (size_t)k && tw_db_step(q) == TW_DB_ROW) {
+      rows[nr].idx = tw_db_column_int64(q, 0);
+      rows[nr].tmpl = tw_db_column_int64(q, 1);
+      rows[nr].aindex = tw_db_column_int64(q, 2);
+      rows[nr].param = tw_db_column_type(q, 3) == TW_DB_NULL
                            ? NULL
                            : tw_strdup(col_text(q, 3));
       snprintf(rows[nr].job_id, sizeof rows[nr].job_id, "%s", col_text(q, 4));
       nr++;
     }
-    sqlite3_reset(q);
+    tw_db_reset(q);
     for (size_t j = 0; j < nr; j++) {
       if (!rc)
         rc = release_one(e, g[i].id, g[i].kind, name, tenant, project,
@@ -1328,20 +1328,20 @@ static enum tw_rc one_event(struct eng *e, const struct ev_row *ev,
   if (ev->to == TW_JOB_INTERRUPTED || ev->to == TW_JOB_RECOVERING)
     return TW_OK; /* it started before */
   /* its task, when a group made it */
-  sqlite3_stmt *st = st_of(e->s, e->db, SQL_TASK_OF_JOB, err);
+  struct tw_db_stmt *st = st_of(e->s, e->db, SQL_TASK_OF_JOB, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, ev->job_id);
   char gid[TW_FLOW_ID_MAX + 1] = "", tstate[16] = "";
   int64_t idx = 0;
-  int r = sqlite3_step(st);
-  if (r == SQLITE_ROW) {
+  int r = tw_db_step(st);
+  if (r == TW_DB_ROW) {
     snprintf(gid, sizeof gid, "%s", col_text(st, 0));
-    idx = sqlite3_column_int64(st, 1);
+    idx = tw_db_column_int64(st, 1);
     snprintf(tstate, sizeof tstate, "%s", col_text(st, 2));
   }
-  sqlite3_reset(st);
-  if (r != SQLITE_ROW && r != SQLITE_DONE)
+  tw_db_reset(st);
+  if (r != TW_DB_ROW && r != TW_DB_DONE)
     return store__db_err(e->db, err, "flow: task of job");
   enum tw_rc rc = TW_OK;
   if (gid[0]) {
@@ -1358,44 +1358,44 @@ static enum tw_rc one_event(struct eng *e, const struct ev_row *ev,
   return source_event(e, ev->job_id, -1, fe, err);
 }
 
-static enum tw_rc op_pass(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_pass(struct tw_store *s, struct tw_db *db, void *varg,
                           struct tw_err *err) {
   struct pass_arg *a = varg;
   struct eng e = {.s = s, .db = db, .now = a->now, .st = &a->st};
   enum tw_rc rc0 = cursor_start(s, db, err);
   if (rc0)
     return rc0;
-  sqlite3_stmt *st = st_of(s, db, SQL_CURSOR, err);
+  struct tw_db_stmt *st = st_of(s, db, SQL_CURSOR, err);
   if (!st)
     return TW_E_IO;
   int64_t cursor = 0;
-  if (sqlite3_step(st) == SQLITE_ROW)
-    cursor = sqlite3_column_int64(st, 0);
-  sqlite3_reset(st);
+  if (tw_db_step(st) == TW_DB_ROW)
+    cursor = tw_db_column_int64(st, 0);
+  tw_db_reset(st);
   enum tw_rc rc = TW_OK;
   /* the events since the cursor, a bounded batch at a time */
   for (int round = 0; round < 8 && !rc; round++) {
     if (!(st = st_of(s, db, SQL_EVENTS_SINCE, err)))
       return TW_E_IO;
-    sqlite3_bind_int64(st, 1, cursor);
-    sqlite3_bind_int(st, 2, 4096);
+    tw_db_bind_int64(st, 1, cursor);
+    tw_db_bind_int(st, 2, 4096);
     struct ev_row *evs = NULL;
     size_t n = 0, cap = 0;
     int r;
-    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((r = tw_db_step(st)) == TW_DB_ROW) {
       if (n == cap) {
         cap = cap ? cap * 2 : 64;
         evs = tw_realloc(evs, cap * sizeof *evs);
       }
-      evs[n].seq = sqlite3_column_int64(st, 0);
+      evs[n].seq = tw_db_column_int64(st, 0);
       snprintf(evs[n].job_id, sizeof evs[n].job_id, "%s", col_text(st, 1));
       if (!tw_job_state_parse(col_text(st, 2), &evs[n].to))
         evs[n].to = TW_JOB_PENDING;
-      evs[n].at_ms = sqlite3_column_int64(st, 3);
+      evs[n].at_ms = tw_db_column_int64(st, 3);
       n++;
     }
-    sqlite3_reset(st);
-    if (r != SQLITE_DONE) {
+    tw_db_reset(st);
+    if (r != TW_DB_DONE) {
       free(evs);
       return store__db_err(db, err, "flow: events");
     }
@@ -1415,33 +1415,33 @@ static enum tw_rc op_pass(struct tw_store *s, sqlite3 *db, void *varg,
   /* delays that fell due */
   if (!(st = st_of(s, db, SQL_TIMERS_DUE, err)))
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->now);
+  tw_db_bind_int64(st, 1, a->now);
   int64_t (*due)[2] = NULL;
   size_t nd = 0, capd = 0;
-  while (sqlite3_step(st) == SQLITE_ROW) {
+  while (tw_db_step(st) == TW_DB_ROW) {
     if (nd == capd) {
       capd = capd ? capd * 2 : 16;
       due = tw_realloc(due, capd * sizeof *due);
     }
-    due[nd][0] = sqlite3_column_int64(st, 0);
-    due[nd][1] = sqlite3_column_int64(st, 1);
+    due[nd][0] = tw_db_column_int64(st, 0);
+    due[nd][1] = tw_db_column_int64(st, 1);
     nd++;
   }
-  sqlite3_reset(st);
+  tw_db_reset(st);
   for (size_t i = 0; i < nd && !rc; i++) {
-    sqlite3_stmt *g = st_of(s, db, SQL_EDGE_GET, err);
+    struct tw_db_stmt *g = st_of(s, db, SQL_EDGE_GET, err);
     if (!g) {
       rc = TW_E_IO;
       break;
     }
-    sqlite3_bind_int64(g, 1, due[i][1]);
+    tw_db_bind_int64(g, 1, due[i][1]);
     char dgid[TW_FLOW_ID_MAX + 1] = "";
     int64_t didx = -1;
-    if (sqlite3_step(g) == SQLITE_ROW) {
+    if (tw_db_step(g) == TW_DB_ROW) {
       snprintf(dgid, sizeof dgid, "%s", col_text(g, 0));
-      didx = sqlite3_column_int64(g, 1);
+      didx = tw_db_column_int64(g, 1);
     }
-    sqlite3_reset(g);
+    tw_db_reset(g);
     if (dgid[0])
       rc = edge_resolve(&e, due[i][1], dgid, didx, TW_EDGE_MET, 0, err);
     if (rc)
@@ -1450,7 +1450,7 @@ static enum tw_rc op_pass(struct tw_store *s, sqlite3 *db, void *varg,
       rc = TW_E_IO;
       break;
     }
-    sqlite3_bind_int64(g, 1, due[i][0]);
+    tw_db_bind_int64(g, 1, due[i][0]);
     rc = store__step_done(db, g, "flow: timer", err);
   }
   free(due);
@@ -1461,20 +1461,20 @@ static enum tw_rc op_pass(struct tw_store *s, sqlite3 *db, void *varg,
   if (a->st.events) {
     if (!(st = st_of(s, db, SQL_CURSOR_SET, err)))
       return TW_E_IO;
-    sqlite3_bind_int64(st, 1, cursor);
+    tw_db_bind_int64(st, 1, cursor);
     rc = store__step_done(db, st, "flow: cursor", err);
   }
   return rc;
 }
 
-static enum tw_rc op_any_running(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_any_running(struct tw_store *s, struct tw_db *db, void *varg,
                                  struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_ANY_RUNNING, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_ANY_RUNNING, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_reset(st);
-  *(bool *)varg = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0);
-  sqlite3_reset(st);
+  tw_db_reset(st);
+  *(bool *)varg = tw_db_step(st) == TW_DB_ROW && tw_db_column_int(st, 0);
+  tw_db_reset(st);
   return TW_OK;
 }
 
@@ -1506,23 +1506,23 @@ struct cancel_arg {
   int64_t now;
 };
 
-static enum tw_rc op_cancel(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_cancel(struct tw_store *s, struct tw_db *db, void *varg,
                             struct tw_err *err) {
   struct cancel_arg *a = varg;
   struct tw_flow_pass_stats dummy = {0};
   struct eng e = {.s = s, .db = db, .now = a->now, .st = &dummy};
-  sqlite3_stmt *st = st_of(s, db, SQL_GROUP_STATE, err);
+  struct tw_db_stmt *st = st_of(s, db, SQL_GROUP_STATE, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, a->gid);
-  int r = sqlite3_step(st);
+  int r = tw_db_step(st);
   char state[16] = "";
-  if (r == SQLITE_ROW)
+  if (r == TW_DB_ROW)
     snprintf(state, sizeof state, "%s", col_text(st, 0));
-  sqlite3_reset(st);
-  if (r == SQLITE_DONE)
+  tw_db_reset(st);
+  if (r == TW_DB_DONE)
     return tw_err_set(err, TW_E_NOTFOUND, "workflow %s not found", a->gid);
-  if (r != SQLITE_ROW)
+  if (r != TW_DB_ROW)
     return store__db_err(db, err, "flow: cancel");
   if (strcmp(state, "running"))
     return tw_err_set(err, TW_E_CONFLICT, "%s already %s", a->gid, state);
@@ -1563,16 +1563,16 @@ struct get_arg {
   bool found;
 };
 
-static enum tw_rc op_get(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_get(struct tw_store *s, struct tw_db *db, void *varg,
                          struct tw_err *err) {
   struct get_arg *a = varg;
   struct tw_flow_rec *o = a->out;
-  sqlite3_stmt *st = st_of(s, db, SQL_GET, err);
+  struct tw_db_stmt *st = st_of(s, db, SQL_GET, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, a->gid);
-  int r = sqlite3_step(st);
-  if (r == SQLITE_ROW) {
+  int r = tw_db_step(st);
+  if (r == TW_DB_ROW) {
     a->found = true;
     snprintf(o->id, sizeof o->id, "%s", col_text(st, 0));
     const char *k = col_text(st, 1);
@@ -1584,24 +1584,24 @@ static enum tw_rc op_get(struct tw_store *s, sqlite3 *db, void *varg,
     snprintf(o->project, sizeof o->project, "%s", col_text(st, 4));
     snprintf(o->state, sizeof o->state, "%s", col_text(st, 5));
     snprintf(o->reason, sizeof o->reason, "%s", col_text(st, 6));
-    o->fail_fast = sqlite3_column_int(st, 7);
-    o->max_running = sqlite3_column_int(st, 8);
-    o->n_tasks = sqlite3_column_int64(st, 9);
-    o->projected_uusd = sqlite3_column_int64(st, 10);
-    o->created_ms = sqlite3_column_int64(st, 11);
-    o->updated_ms = sqlite3_column_int64(st, 12);
+    o->fail_fast = tw_db_column_int(st, 7);
+    o->max_running = tw_db_column_int(st, 8);
+    o->n_tasks = tw_db_column_int64(st, 9);
+    o->projected_uusd = tw_db_column_int64(st, 10);
+    o->created_ms = tw_db_column_int64(st, 11);
+    o->updated_ms = tw_db_column_int64(st, 12);
   }
-  sqlite3_reset(st);
-  if (r == SQLITE_DONE)
+  tw_db_reset(st);
+  if (r == TW_DB_DONE)
     return TW_OK;
-  if (r != SQLITE_ROW)
+  if (r != TW_DB_ROW)
     return store__db_err(db, err, "flow: get");
   if (!(st = st_of(s, db, SQL_COUNT_TASKS, err)))
     return TW_E_IO;
   store__bind_text(st, 1, a->gid);
-  while (sqlite3_step(st) == SQLITE_ROW) {
+  while (tw_db_step(st) == TW_DB_ROW) {
     const char *ts = col_text(st, 0);
-    int64_t c = sqlite3_column_int64(st, 1);
+    int64_t c = tw_db_column_int64(st, 1);
     if (!strcmp(ts, "waiting"))
       o->waiting += c;
     else if (!strcmp(ts, "ready"))
@@ -1613,13 +1613,13 @@ static enum tw_rc op_get(struct tw_store *s, sqlite3 *db, void *varg,
     else if (!strcmp(ts, "cancelled"))
       o->cancelled += c;
   }
-  sqlite3_reset(st);
+  tw_db_reset(st);
   if (!(st = st_of(s, db, SQL_COUNT_JOBS, err)))
     return TW_E_IO;
   store__bind_text(st, 1, a->gid);
-  while (sqlite3_step(st) == SQLITE_ROW) {
+  while (tw_db_step(st) == TW_DB_ROW) {
     enum tw_job_state js;
-    int64_t c = sqlite3_column_int64(st, 1);
+    int64_t c = tw_db_column_int64(st, 1);
     if (!tw_job_state_parse(col_text(st, 0), &js))
       continue;
     switch (js) {
@@ -1643,13 +1643,13 @@ static enum tw_rc op_get(struct tw_store *s, sqlite3 *db, void *varg,
       o->running += c;
     }
   }
-  sqlite3_reset(st);
+  tw_db_reset(st);
   if (!(st = st_of(s, db, SQL_COST, err)))
     return TW_E_IO;
   store__bind_text(st, 1, a->gid);
-  if (sqlite3_step(st) == SQLITE_ROW)
-    o->cost_uusd = sqlite3_column_int64(st, 0);
-  sqlite3_reset(st);
+  if (tw_db_step(st) == TW_DB_ROW)
+    o->cost_uusd = tw_db_column_int64(st, 0);
+  tw_db_reset(st);
   return TW_OK;
 }
 
@@ -1671,23 +1671,23 @@ struct tasks_arg {
   size_t n;
 };
 
-static enum tw_rc op_tasks(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_tasks(struct tw_store *s, struct tw_db *db, void *varg,
                            struct tw_err *err) {
   struct tasks_arg *a = varg;
-  sqlite3_stmt *st = st_of(s, db, SQL_TASKS, err);
+  struct tw_db_stmt *st = st_of(s, db, SQL_TASKS, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, a->gid);
-  sqlite3_bind_int64(st, 2, a->after);
-  sqlite3_bind_int(st, 3, a->limit);
+  tw_db_bind_int64(st, 2, a->after);
+  tw_db_bind_int(st, 3, a->limit);
   a->out = tw_calloc((size_t)a->limit, sizeof *a->out);
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW && a->n < (size_t)a->limit) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW && a->n < (size_t)a->limit) {
     struct tw_flow_task_rec *t = &a->out[a->n++];
-    t->idx = sqlite3_column_int64(st, 0);
-    t->index = sqlite3_column_int64(st, 1);
+    t->idx = tw_db_column_int64(st, 0);
+    t->index = tw_db_column_int64(st, 1);
     snprintf(t->task, sizeof t->task, "%s", col_text(st, 2));
-    t->param = sqlite3_column_type(st, 3) == SQLITE_NULL
+    t->param = tw_db_column_type(st, 3) == TW_DB_NULL
                    ? NULL
                    : tw_strdup(col_text(st, 3));
     snprintf(t->state, sizeof t->state, "%s", col_text(st, 4));
@@ -1695,8 +1695,8 @@ static enum tw_rc op_tasks(struct tw_store *s, sqlite3 *db, void *varg,
     snprintf(t->job_state, sizeof t->job_state, "%s", col_text(st, 6));
     snprintf(t->reason, sizeof t->reason, "%s", col_text(st, 7));
   }
-  sqlite3_reset(st);
-  return r == SQLITE_DONE || r == SQLITE_ROW ? TW_OK
+  tw_db_reset(st);
+  return r == TW_DB_DONE || r == TW_DB_ROW ? TW_OK
                                              : store__db_err(db, err, "tasks");
 }
 
@@ -1732,33 +1732,33 @@ struct edges_arg {
   size_t n;
 };
 
-static enum tw_rc op_edges(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_edges(struct tw_store *s, struct tw_db *db, void *varg,
                            struct tw_err *err) {
   struct edges_arg *a = varg;
-  sqlite3_stmt *st = st_of(s, db, SQL_EDGES_INTO, err);
+  struct tw_db_stmt *st = st_of(s, db, SQL_EDGES_INTO, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, a->gid);
-  sqlite3_bind_int64(st, 2, a->after);
-  sqlite3_bind_int(st, 3, a->limit + 1);
+  tw_db_bind_int64(st, 2, a->after);
+  tw_db_bind_int(st, 3, a->limit + 1);
   a->out = tw_calloc((size_t)a->limit, sizeof *a->out);
   int r;
   int64_t last = 0;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     if (a->n == (size_t)a->limit) {
       a->next = last;
       break;
     }
     struct tw_flow_edge_rec *e = &a->out[a->n++];
-    last = sqlite3_column_int64(st, 0);
+    last = tw_db_column_int64(st, 0);
     snprintf(e->src, sizeof e->src, "%s", col_text(st, 1));
-    e->sidx = sqlite3_column_int64(st, 2);
-    e->didx = sqlite3_column_int64(st, 3);
-    e->cond = (enum tw_flow_cond)sqlite3_column_int(st, 4);
-    e->res = sqlite3_column_int(st, 5);
+    e->sidx = tw_db_column_int64(st, 2);
+    e->didx = tw_db_column_int64(st, 3);
+    e->cond = (enum tw_flow_cond)tw_db_column_int(st, 4);
+    e->res = tw_db_column_int(st, 5);
   }
-  sqlite3_reset(st);
-  return r == SQLITE_DONE || r == SQLITE_ROW ? TW_OK
+  tw_db_reset(st);
+  return r == TW_DB_DONE || r == TW_DB_ROW ? TW_OK
                                              : store__db_err(db, err, "edges");
 }
 

@@ -4,7 +4,7 @@
 #ifndef TW_CORE_STORE_INT_H
 #define TW_CORE_STORE_INT_H
 
-#include <sqlite3.h>
+#include "broker/core/db.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,16 +26,16 @@ extern const size_t TW_STORE_N_MODULES;
 enum tw_rc store__migrate_all(struct tw_store *s, struct tw_err *err);
 
 /* TW_E_IO with sqlite's message, copied at once. */
-enum tw_rc store__db_err(sqlite3 *db, struct tw_err *err, const char *what);
+enum tw_rc store__db_err(struct tw_db *db, struct tw_err *err, const char *what);
 /* Steps a statement that returns no row; TW_E_IO otherwise. */
-enum tw_rc store__step_done(sqlite3 *db, sqlite3_stmt *st, const char *what,
+enum tw_rc store__step_done(struct tw_db *db, struct tw_db_stmt *st, const char *what,
                             struct tw_err *err);
 /* Binds text, NULL as "". */
-void store__bind_text(sqlite3_stmt *st, int i, const char *s);
+void store__bind_text(struct tw_db_stmt *st, int i, const char *s);
 /* Binds text, NULL as SQL NULL (an optional filter). */
-void store__bind_opt(sqlite3_stmt *st, int i, const char *s);
+void store__bind_opt(struct tw_db_stmt *st, int i, const char *s);
 /* Copies column i into out ("" for NULL), truncating. */
-void store__col(sqlite3_stmt *st, int i, char *out, size_t outsz);
+void store__col(struct tw_db_stmt *st, int i, char *out, size_t outsz);
 
 /* store.c: what a new job's write needs that does not depend on the
  * database (the spec's digest for the idempotency check, the random part
@@ -62,13 +62,20 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
  * the change it records and the entry commit together.  *seq_out may be
  * NULL. */
 struct tw_audit_event;
-enum tw_rc store__audit_append(struct tw_store *s, sqlite3 *db,
+enum tw_rc store__audit_append(struct tw_store *s, struct tw_db *db,
                                const struct tw_audit_event *ev, int64_t at_ms,
                                int64_t *seq_out, struct tw_err *err);
 
+/* store.c: inside a write function, on PostgreSQL, waits for (and holds
+ * until the commit) the lease row's lock, so that a check-then-write of
+ * state every replica shares (the audit chain's last entry, the first
+ * admin) runs for one broker at a time, as sqlite's single writer runs
+ * it.  sqlite: nothing. */
+enum tw_rc store__serialize(struct tw_store *s, struct tw_db *db,
+                            struct tw_err *err);
 /* store_obs.c: a new job's trace context, inside its write (writer
  * thread). */
-enum tw_rc store__job_trace_insert(struct tw_store *s, sqlite3 *db,
+enum tw_rc store__job_trace_insert(struct tw_store *s, struct tw_db *db,
                                    const char *job_id, const char *traceparent,
                                    struct tw_err *err);
 
@@ -80,7 +87,7 @@ int64_t store__now_ms(struct tw_store *s);
  * waiting (or failed: a dependency that can never be met, with kill)
  * inside the submission's write; *state_out is the job's state after. */
 struct tw_flow_plan;
-enum tw_rc store__flow_job_created(struct tw_store *s, sqlite3 *db,
+enum tw_rc store__flow_job_created(struct tw_store *s, struct tw_db *db,
                                    const char *job_id,
                                    const struct tw_flow_plan *p,
                                    enum tw_job_state *state_out,

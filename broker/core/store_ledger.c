@@ -29,12 +29,13 @@ static const char SQL_ROLLUP_DAY[] =
     " source_rows)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1, ?9, ?10)"
     " ON CONFLICT (day, tenant, project, provider, region) DO UPDATE SET"
-    " list_uusd = list_uusd + excluded.list_uusd,"
-    " effective_uusd = effective_uusd + excluded.effective_uusd,"
-    " usage_ms = usage_ms + excluded.usage_ms, rows = rows + 1,"
-    " source_effective_micro = source_effective_micro"
+    " list_uusd = ledger_day.list_uusd + excluded.list_uusd,"
+    " effective_uusd = ledger_day.effective_uusd + excluded.effective_uusd,"
+    " usage_ms = ledger_day.usage_ms + excluded.usage_ms,"
+    " rows = ledger_day.rows + 1,"
+    " source_effective_micro = ledger_day.source_effective_micro"
     " + excluded.source_effective_micro,"
-    " source_rows = source_rows + excluded.source_rows";
+    " source_rows = ledger_day.source_rows + excluded.source_rows";
 
 static const char SQL_ROLLUP_JOB[] =
     "INSERT INTO ledger_job_day (job_id, day, provider, region, tenant,"
@@ -43,51 +44,54 @@ static const char SQL_ROLLUP_JOB[] =
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, ?10, ?11)"
     " ON CONFLICT (day, job_id, tenant, project, provider, region) DO UPDATE "
     "SET"
-    " list_uusd = list_uusd + excluded.list_uusd,"
-    " effective_uusd = effective_uusd + excluded.effective_uusd,"
-    " usage_ms = usage_ms + excluded.usage_ms, rows = rows + 1,"
-    " source_effective_micro = source_effective_micro"
+    " list_uusd = ledger_job_day.list_uusd + excluded.list_uusd,"
+    " effective_uusd = ledger_job_day.effective_uusd + excluded.effective_uusd,"
+    " usage_ms = ledger_job_day.usage_ms + excluded.usage_ms,"
+    " rows = ledger_job_day.rows + 1,"
+    " source_effective_micro = ledger_job_day.source_effective_micro"
     " + excluded.source_effective_micro,"
-    " source_rows = source_rows + excluded.source_rows";
+    " source_rows = ledger_job_day.source_rows + excluded.source_rows";
 
 static const char SQL_ROLLUP_MARKET[] =
     "INSERT INTO ledger_market_day (day, tenant, project, market, list_uusd,"
     " effective_uusd, usage_ms, rows) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1)"
     " ON CONFLICT (day, tenant, project, market) DO UPDATE SET"
-    " list_uusd = list_uusd + excluded.list_uusd,"
-    " effective_uusd = effective_uusd + excluded.effective_uusd,"
-    " usage_ms = usage_ms + excluded.usage_ms, rows = rows + 1";
+    " list_uusd = ledger_market_day.list_uusd + excluded.list_uusd,"
+    " effective_uusd = ledger_market_day.effective_uusd"
+    " + excluded.effective_uusd,"
+    " usage_ms = ledger_market_day.usage_ms + excluded.usage_ms,"
+    " rows = ledger_market_day.rows + 1";
 
 /* "ledger: <what>: <sqlite's message>", as the ledger always said. */
-static enum tw_rc fail(sqlite3 *db, const char *what, struct tw_err *err) {
-  return tw_err_set(err, TW_E_IO, "ledger: %s: %s", what, sqlite3_errmsg(db));
+static enum tw_rc fail(struct tw_db *db, const char *what, struct tw_err *err) {
+  return tw_err_set(err, TW_E_IO, "ledger: %s: %s", what, tw_db_errmsg(db));
 }
 
-static enum tw_rc step_done(sqlite3 *db, sqlite3_stmt *st, const char *what,
+static enum tw_rc step_done(struct tw_db *db, struct tw_db_stmt *st, const char *what,
                             struct tw_err *err) {
-  return sqlite3_step(st) == SQLITE_DONE ? TW_OK : fail(db, what, err);
+  return tw_db_step(st) == TW_DB_DONE ? TW_OK : fail(db, what, err);
 }
 
-static enum tw_rc insert_one(struct tw_store *s, sqlite3 *db,
+static enum tw_rc insert_one(struct tw_store *s, struct tw_db *db,
                              struct tw_ledger_row *r, int64_t now_ms,
                              struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_INSERT, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_INSERT, err);
   if (!st)
     return TW_E_IO;
   if (!r->recorded_ms)
     r->recorded_ms = now_ms;
   int64_t day = tw_ledger_day(r->start_ms);
-  sqlite3_bind_int64(st, 1, r->recorded_ms);
-  sqlite3_bind_int64(st, 2, r->start_ms);
-  sqlite3_bind_int64(st, 3, r->end_ms);
-  sqlite3_bind_int64(st, 4, day);
-  sqlite3_bind_int(st, 5, (int)r->category);
-  sqlite3_bind_int(st, 6, r->correction ? 1 : 0);
-  sqlite3_bind_int(st, 7, (int)r->service);
+  tw_db_bind_int64(st, 1, r->recorded_ms);
+  tw_db_bind_int64(st, 2, r->start_ms);
+  tw_db_bind_int64(st, 3, r->end_ms);
+  tw_db_bind_int64(st, 4, day);
+  tw_db_bind_int(st, 5, (int)r->category);
+  tw_db_bind_int(st, 6, r->correction ? 1 : 0);
+  tw_db_bind_int(st, 7, (int)r->service);
   store__bind_text(st, 8, r->tenant);
   store__bind_text(st, 9, r->project);
   store__bind_text(st, 10, r->job_id);
-  sqlite3_bind_int64(st, 11, r->attempt_id);
+  tw_db_bind_int64(st, 11, r->attempt_id);
   store__bind_text(st, 12, r->provider);
   store__bind_text(st, 13, r->account);
   store__bind_text(st, 14, r->region);
@@ -95,46 +99,46 @@ static enum tw_rc insert_one(struct tw_store *s, sqlite3 *db,
   store__bind_text(st, 16, r->instance_type);
   store__bind_text(st, 17, r->resource_id);
   store__bind_text(st, 18, r->market);
-  sqlite3_bind_int(st, 19, r->nodes);
-  sqlite3_bind_int64(st, 20, r->usage_ms);
-  sqlite3_bind_int64(st, 21, r->quantity);
-  sqlite3_bind_int64(st, 22, r->unit_price_uusd);
-  sqlite3_bind_int64(st, 23, r->list_uusd);
-  sqlite3_bind_int64(st, 24, r->effective_uusd);
-  sqlite3_bind_int64(st, 25, r->corrects_seq);
+  tw_db_bind_int(st, 19, r->nodes);
+  tw_db_bind_int64(st, 20, r->usage_ms);
+  tw_db_bind_int64(st, 21, r->quantity);
+  tw_db_bind_int64(st, 22, r->unit_price_uusd);
+  tw_db_bind_int64(st, 23, r->list_uusd);
+  tw_db_bind_int64(st, 24, r->effective_uusd);
+  tw_db_bind_int64(st, 25, r->corrects_seq);
   store__bind_text(st, 26, r->description);
-  sqlite3_bind_int64(st, 27, r->discount_bp);
-  sqlite3_bind_int(st, 28, r->commitment ? 1 : 0);
+  tw_db_bind_int64(st, 27, r->discount_bp);
+  tw_db_bind_int(st, 28, r->commitment ? 1 : 0);
   store__bind_text(st, 29, r->source_currency);
-  sqlite3_bind_int64(st, 30, r->source_effective_micro);
+  tw_db_bind_int64(st, 30, r->source_effective_micro);
   enum tw_rc rc = step_done(db, st, "insert", err);
   if (rc)
     return rc;
-  r->seq = sqlite3_last_insert_rowid(db);
+  r->seq = tw_db_last_insert_id(db);
 
   if (!(st = tw_store_stmt(s, db, SQL_ROLLUP_DAY, err)))
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, day);
+  tw_db_bind_int64(st, 1, day);
   store__bind_text(st, 2, r->tenant);
   store__bind_text(st, 3, r->project);
   store__bind_text(st, 4, r->provider);
   store__bind_text(st, 5, r->region);
-  sqlite3_bind_int64(st, 6, r->list_uusd);
-  sqlite3_bind_int64(st, 7, r->effective_uusd);
-  sqlite3_bind_int64(st, 8, r->usage_ms);
-  sqlite3_bind_int64(st, 9, r->source_effective_micro);
-  sqlite3_bind_int(st, 10, r->source_currency[0] != '\0');
+  tw_db_bind_int64(st, 6, r->list_uusd);
+  tw_db_bind_int64(st, 7, r->effective_uusd);
+  tw_db_bind_int64(st, 8, r->usage_ms);
+  tw_db_bind_int64(st, 9, r->source_effective_micro);
+  tw_db_bind_int(st, 10, r->source_currency[0] != '\0');
   if ((rc = step_done(db, st, "day rollup", err)))
     return rc;
   if (!(st = tw_store_stmt(s, db, SQL_ROLLUP_MARKET, err)))
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, day);
+  tw_db_bind_int64(st, 1, day);
   store__bind_text(st, 2, r->tenant);
   store__bind_text(st, 3, r->project);
   store__bind_text(st, 4, r->market);
-  sqlite3_bind_int64(st, 5, r->list_uusd);
-  sqlite3_bind_int64(st, 6, r->effective_uusd);
-  sqlite3_bind_int64(st, 7, r->usage_ms);
+  tw_db_bind_int64(st, 5, r->list_uusd);
+  tw_db_bind_int64(st, 6, r->effective_uusd);
+  tw_db_bind_int64(st, 7, r->usage_ms);
   if ((rc = step_done(db, st, "market rollup", err)))
     return rc;
   if (!r->job_id[0])
@@ -142,16 +146,16 @@ static enum tw_rc insert_one(struct tw_store *s, sqlite3 *db,
   if (!(st = tw_store_stmt(s, db, SQL_ROLLUP_JOB, err)))
     return TW_E_IO;
   store__bind_text(st, 1, r->job_id);
-  sqlite3_bind_int64(st, 2, day);
+  tw_db_bind_int64(st, 2, day);
   store__bind_text(st, 3, r->provider);
   store__bind_text(st, 4, r->region);
   store__bind_text(st, 5, r->tenant);
   store__bind_text(st, 6, r->project);
-  sqlite3_bind_int64(st, 7, r->list_uusd);
-  sqlite3_bind_int64(st, 8, r->effective_uusd);
-  sqlite3_bind_int64(st, 9, r->usage_ms);
-  sqlite3_bind_int64(st, 10, r->source_effective_micro);
-  sqlite3_bind_int(st, 11, r->source_currency[0] != '\0');
+  tw_db_bind_int64(st, 7, r->list_uusd);
+  tw_db_bind_int64(st, 8, r->effective_uusd);
+  tw_db_bind_int64(st, 9, r->usage_ms);
+  tw_db_bind_int64(st, 10, r->source_effective_micro);
+  tw_db_bind_int(st, 11, r->source_currency[0] != '\0');
   return step_done(db, st, "job rollup", err);
 }
 
@@ -161,7 +165,7 @@ struct append_arg {
   int64_t now_ms;
 };
 
-static enum tw_rc append_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc append_fn(struct tw_store *s, struct tw_db *db, void *arg,
                             struct tw_err *err) {
   struct append_arg *a = arg;
   enum tw_rc rc;
@@ -199,23 +203,23 @@ static const char SQL_SCAN[] =
     " AND (?3 IS NULL OR tenant = ?3) AND (?4 IS NULL OR project = ?4)"
     " ORDER BY start_ms, seq";
 
-static void read_row(sqlite3_stmt *st, struct tw_ledger_row *r) {
+static void read_row(struct tw_db_stmt *st, struct tw_ledger_row *r) {
   memset(r, 0, sizeof *r);
-  r->seq = sqlite3_column_int64(st, 0);
-  r->recorded_ms = sqlite3_column_int64(st, 1);
-  r->start_ms = sqlite3_column_int64(st, 2);
-  r->end_ms = sqlite3_column_int64(st, 3);
-  r->category = sqlite3_column_int(st, 4) == TW_CHARGE_ADJUSTMENT
+  r->seq = tw_db_column_int64(st, 0);
+  r->recorded_ms = tw_db_column_int64(st, 1);
+  r->start_ms = tw_db_column_int64(st, 2);
+  r->end_ms = tw_db_column_int64(st, 3);
+  r->category = tw_db_column_int(st, 4) == TW_CHARGE_ADJUSTMENT
                     ? TW_CHARGE_ADJUSTMENT
                     : TW_CHARGE_USAGE;
-  r->correction = sqlite3_column_int(st, 5) != 0;
-  r->service = sqlite3_column_int(st, 6) == TW_SERVICE_NETWORK
+  r->correction = tw_db_column_int(st, 5) != 0;
+  r->service = tw_db_column_int(st, 6) == TW_SERVICE_NETWORK
                    ? TW_SERVICE_NETWORK
                    : TW_SERVICE_COMPUTE;
   store__col(st, 7, r->tenant, sizeof r->tenant);
   store__col(st, 8, r->project, sizeof r->project);
   store__col(st, 9, r->job_id, sizeof r->job_id);
-  r->attempt_id = sqlite3_column_int64(st, 10);
+  r->attempt_id = tw_db_column_int64(st, 10);
   store__col(st, 11, r->provider, sizeof r->provider);
   store__col(st, 12, r->account, sizeof r->account);
   store__col(st, 13, r->region, sizeof r->region);
@@ -223,18 +227,18 @@ static void read_row(sqlite3_stmt *st, struct tw_ledger_row *r) {
   store__col(st, 15, r->instance_type, sizeof r->instance_type);
   store__col(st, 16, r->resource_id, sizeof r->resource_id);
   store__col(st, 17, r->market, sizeof r->market);
-  r->nodes = sqlite3_column_int(st, 18);
-  r->usage_ms = sqlite3_column_int64(st, 19);
-  r->quantity = sqlite3_column_int64(st, 20);
-  r->unit_price_uusd = sqlite3_column_int64(st, 21);
-  r->list_uusd = sqlite3_column_int64(st, 22);
-  r->effective_uusd = sqlite3_column_int64(st, 23);
-  r->corrects_seq = sqlite3_column_int64(st, 24);
+  r->nodes = tw_db_column_int(st, 18);
+  r->usage_ms = tw_db_column_int64(st, 19);
+  r->quantity = tw_db_column_int64(st, 20);
+  r->unit_price_uusd = tw_db_column_int64(st, 21);
+  r->list_uusd = tw_db_column_int64(st, 22);
+  r->effective_uusd = tw_db_column_int64(st, 23);
+  r->corrects_seq = tw_db_column_int64(st, 24);
   store__col(st, 25, r->description, sizeof r->description);
-  r->discount_bp = sqlite3_column_int64(st, 26);
-  r->commitment = sqlite3_column_int(st, 27) != 0;
+  r->discount_bp = tw_db_column_int64(st, 26);
+  r->commitment = tw_db_column_int(st, 27) != 0;
   store__col(st, 28, r->source_currency, sizeof r->source_currency);
-  r->source_effective_micro = sqlite3_column_int64(st, 29);
+  r->source_effective_micro = tw_db_column_int64(st, 29);
 }
 
 struct derive_arg {
@@ -244,21 +248,21 @@ struct derive_arg {
   struct tw_ledger_row of, row;
 };
 
-static enum tw_rc derive_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc derive_fn(struct tw_store *s, struct tw_db *db, void *arg,
                             struct tw_err *err) {
   struct derive_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_ROW_BY_SEQ, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_ROW_BY_SEQ, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->seq);
-  int r = sqlite3_step(st);
-  if (r == SQLITE_DONE)
+  tw_db_bind_int64(st, 1, a->seq);
+  int r = tw_db_step(st);
+  if (r == TW_DB_DONE)
     return tw_err_set(err, TW_E_NOTFOUND, "ledger: no row %lld",
                       (long long)a->seq);
-  if (r != SQLITE_ROW)
-    return tw_err_set(err, TW_E_IO, "ledger: %s", sqlite3_errmsg(db));
+  if (r != TW_DB_ROW)
+    return tw_err_set(err, TW_E_IO, "ledger: %s", tw_db_errmsg(db));
   read_row(st, &a->of);
-  sqlite3_reset(st);
+  tw_db_reset(st);
   memset(&a->row, 0, sizeof a->row);
   enum tw_rc rc = a->fn(a->arg, &a->of, &a->row, err);
   return rc ? rc : insert_one(s, db, &a->row, a->now_ms, err);
@@ -288,27 +292,27 @@ struct scan_arg {
   void *ctx;
 };
 
-static enum tw_rc scan_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc scan_fn(struct tw_store *s, struct tw_db *db, void *arg,
                           struct tw_err *err) {
   struct scan_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_SCAN, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_SCAN, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->from);
-  sqlite3_bind_int64(st, 2, a->to);
+  tw_db_bind_int64(st, 1, a->from);
+  tw_db_bind_int64(st, 2, a->to);
   store__bind_opt(st, 3, a->f ? a->f->tenant : NULL);
   store__bind_opt(st, 4, a->f ? a->f->project : NULL);
   struct tw_ledger_row *row = tw_malloc(sizeof *row);
   enum tw_rc rc = TW_OK;
   int step;
-  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((step = tw_db_step(st)) == TW_DB_ROW) {
     read_row(st, row);
     if (a->fn(a->ctx, row))
       break;
   }
-  if (step != SQLITE_ROW && step != SQLITE_DONE)
+  if (step != TW_DB_ROW && step != TW_DB_DONE)
     rc = fail(db, "scan", err);
-  sqlite3_reset(st);
+  tw_db_reset(st);
   free(row);
   return rc;
 }
@@ -381,7 +385,7 @@ static const char SQL_SUM_ROWS[] =
     " SUM(CASE WHEN end_ms = start_ms THEN usage_ms ELSE"
     " MIN(end_ms, ?2) - MAX(start_ms, ?1) END), COUNT(*),"
     " SUM(" SQL_PART("source_effective_micro") "),"
-    " SUM(source_currency <> '')"
+    " SUM(CASE WHEN source_currency <> '' THEN 1 ELSE 0 END)"
     " FROM ledger WHERE start_ms >= ?11 AND start_ms < ?2"
     " AND (CASE WHEN end_ms = start_ms THEN start_ms >= ?1"
     " ELSE end_ms > ?1 END)"
@@ -397,30 +401,30 @@ struct sum_arg {
   size_t n, cap;
 };
 
-static enum tw_rc sum_query(struct tw_store *s, sqlite3 *db, const char *sql,
+static enum tw_rc sum_query(struct tw_store *s, struct tw_db *db, const char *sql,
                             int64_t lo, int64_t hi, struct sum_arg *a,
                             struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, sql, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, sql, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, lo);
-  sqlite3_bind_int64(st, 2, hi);
-  sqlite3_bind_int(st, 3, (a->mask & TW_GROUP_TENANT) != 0);
-  sqlite3_bind_int(st, 4, (a->mask & TW_GROUP_PROJECT) != 0);
-  sqlite3_bind_int(st, 5, (a->mask & TW_GROUP_PROVIDER) != 0);
-  sqlite3_bind_int(st, 6, (a->mask & TW_GROUP_REGION) != 0);
-  sqlite3_bind_int(st, 7, (a->mask & TW_GROUP_DAY) != 0);
+  tw_db_bind_int64(st, 1, lo);
+  tw_db_bind_int64(st, 2, hi);
+  tw_db_bind_int(st, 3, (a->mask & TW_GROUP_TENANT) != 0);
+  tw_db_bind_int(st, 4, (a->mask & TW_GROUP_PROJECT) != 0);
+  tw_db_bind_int(st, 5, (a->mask & TW_GROUP_PROVIDER) != 0);
+  tw_db_bind_int(st, 6, (a->mask & TW_GROUP_REGION) != 0);
+  tw_db_bind_int(st, 7, (a->mask & TW_GROUP_DAY) != 0);
   if (sql == SQL_SUM_JOB_DAY || sql == SQL_SUM_ROWS)
-    sqlite3_bind_int(st, 8, (a->mask & TW_GROUP_JOB) != 0);
+    tw_db_bind_int(st, 8, (a->mask & TW_GROUP_JOB) != 0);
   store__bind_opt(st, 9, a->f ? a->f->tenant : NULL);
   store__bind_opt(st, 10, a->f ? a->f->project : NULL);
   if (sql == SQL_SUM_ROWS) {
-    sqlite3_bind_int64(st, 11, tw_ledger_day(lo) * TW_DAY_MS);
-    sqlite3_bind_int(st, 12, (a->mask & TW_GROUP_MARKET) != 0);
+    tw_db_bind_int64(st, 11, tw_ledger_day(lo) * TW_DAY_MS);
+    tw_db_bind_int(st, 12, (a->mask & TW_GROUP_MARKET) != 0);
   }
   int step;
-  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-    if (sqlite3_column_type(st, 7) == SQLITE_NULL)
+  while ((step = tw_db_step(st)) == TW_DB_ROW) {
+    if (tw_db_column_type(st, 7) == TW_DB_NULL)
       continue; /* an aggregate over no rows */
     if (a->n == a->cap) {
       a->cap = a->cap ? a->cap * 2 : 64;
@@ -432,20 +436,20 @@ static enum tw_rc sum_query(struct tw_store *s, sqlite3 *db, const char *sql,
     store__col(st, 1, g->project, sizeof g->project);
     store__col(st, 2, g->provider, sizeof g->provider);
     store__col(st, 3, g->region, sizeof g->region);
-    g->day = sqlite3_column_int64(st, 4);
+    g->day = tw_db_column_int64(st, 4);
     store__col(st, 5, g->job_id, sizeof g->job_id);
     store__col(st, 6, g->market, sizeof g->market);
-    g->list_uusd = sqlite3_column_int64(st, 7);
-    g->effective_uusd = sqlite3_column_int64(st, 8);
-    g->usage_ms = sqlite3_column_int64(st, 9);
-    g->rows = sqlite3_column_int64(st, 10);
-    g->source_effective_micro = sqlite3_column_int64(st, 11);
-    g->source_rows = sqlite3_column_int64(st, 12);
+    g->list_uusd = tw_db_column_int64(st, 7);
+    g->effective_uusd = tw_db_column_int64(st, 8);
+    g->usage_ms = tw_db_column_int64(st, 9);
+    g->rows = tw_db_column_int64(st, 10);
+    g->source_effective_micro = tw_db_column_int64(st, 11);
+    g->source_rows = tw_db_column_int64(st, 12);
   }
   enum tw_rc rc = TW_OK;
-  if (step != SQLITE_DONE)
+  if (step != TW_DB_DONE)
     rc = fail(db, "sum", err);
-  sqlite3_reset(st);
+  tw_db_reset(st);
   return rc;
 }
 
@@ -453,7 +457,7 @@ static int64_t floor_div(int64_t a, int64_t b) {
   return a >= 0 ? a / b : -((-a + b - 1) / b);
 }
 
-static enum tw_rc sum_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc sum_fn(struct tw_store *s, struct tw_db *db, void *arg,
                          struct tw_err *err) {
   struct sum_arg *a = arg;
   /* whole days [d0, d1) from a rollup, the rest from the rows */
@@ -543,21 +547,21 @@ struct job_cost_arg {
   int64_t list, eff;
 };
 
-static enum tw_rc job_cost_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc job_cost_fn(struct tw_store *s, struct tw_db *db, void *arg,
                               struct tw_err *err) {
   struct job_cost_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_JOB_COST, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_JOB_COST, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->job_id, -1, SQLITE_STATIC);
+  tw_db_bind_text(st, 1, a->job_id, -1);
   enum tw_rc rc = TW_OK;
-  if (sqlite3_step(st) == SQLITE_ROW) {
-    a->list = sqlite3_column_int64(st, 0);
-    a->eff = sqlite3_column_int64(st, 1);
+  if (tw_db_step(st) == TW_DB_ROW) {
+    a->list = tw_db_column_int64(st, 0);
+    a->eff = tw_db_column_int64(st, 1);
   } else {
     rc = fail(db, "job cost", err);
   }
-  sqlite3_reset(st);
+  tw_db_reset(st);
   return rc;
 }
 
@@ -573,17 +577,17 @@ enum tw_rc tw_store_ledger_job_cost(struct tw_store *s, const char *job_id,
 
 static const char SQL_COUNT[] = "SELECT COUNT(*) FROM ledger";
 
-static enum tw_rc count_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc count_fn(struct tw_store *s, struct tw_db *db, void *arg,
                            struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_COUNT, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_COUNT, err);
   if (!st)
     return TW_E_IO;
   enum tw_rc rc = TW_OK;
-  if (sqlite3_step(st) == SQLITE_ROW)
-    *(int64_t *)arg = sqlite3_column_int64(st, 0);
+  if (tw_db_step(st) == TW_DB_ROW)
+    *(int64_t *)arg = tw_db_column_int64(st, 0);
   else
     rc = fail(db, "count", err);
-  sqlite3_reset(st);
+  tw_db_reset(st);
   return rc;
 }
 
@@ -598,8 +602,9 @@ enum tw_rc tw_store_ledger_count(struct tw_store *s, int64_t *rows,
 
 static const char SQL_BUDGETS_CLEAR[] = "DELETE FROM ledger_budgets";
 static const char SQL_BUDGET_PUT[] =
-    "INSERT OR REPLACE INTO ledger_budgets (tenant, project, limit_uusd)"
-    " VALUES (?1, ?2, ?3)";
+    "INSERT INTO ledger_budgets (tenant, project, limit_uusd)"
+    " VALUES (?1, ?2, ?3) ON CONFLICT (tenant, project)"
+    " DO UPDATE SET limit_uusd = excluded.limit_uusd";
 static const char SQL_BUDGETS_GET[] =
     "SELECT tenant, project, limit_uusd FROM ledger_budgets"
     " ORDER BY tenant, project";
@@ -610,10 +615,10 @@ struct budgets_arg {
   size_t n;
 };
 
-static enum tw_rc budgets_set_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc budgets_set_fn(struct tw_store *s, struct tw_db *db, void *arg,
                                  struct tw_err *err) {
   struct budgets_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_BUDGETS_CLEAR, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_BUDGETS_CLEAR, err);
   enum tw_rc rc;
   if (!st)
     return TW_E_IO;
@@ -624,7 +629,7 @@ static enum tw_rc budgets_set_fn(struct tw_store *s, sqlite3 *db, void *arg,
       return TW_E_IO;
     store__bind_text(st, 1, a->in[i].tenant);
     store__bind_text(st, 2, a->in[i].project);
-    sqlite3_bind_int64(st, 3, a->in[i].limit_uusd);
+    tw_db_bind_int64(st, 3, a->in[i].limit_uusd);
     if ((rc = step_done(db, st, "budgets", err)))
       return rc;
   }
@@ -638,15 +643,15 @@ enum tw_rc tw_store_ledger_budgets_set(struct tw_store *s,
   return tw_store_write(s, budgets_set_fn, &a, err);
 }
 
-static enum tw_rc budgets_get_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc budgets_get_fn(struct tw_store *s, struct tw_db *db, void *arg,
                                  struct tw_err *err) {
   struct budgets_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_BUDGETS_GET, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_BUDGETS_GET, err);
   if (!st)
     return TW_E_IO;
   size_t cap = 0;
   int step;
-  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((step = tw_db_step(st)) == TW_DB_ROW) {
     if (a->n == cap) {
       cap = cap ? cap * 2 : 8;
       a->out = tw_realloc(a->out, cap * sizeof *a->out);
@@ -655,12 +660,12 @@ static enum tw_rc budgets_get_fn(struct tw_store *s, sqlite3 *db, void *arg,
     memset(b, 0, sizeof *b);
     store__col(st, 0, b->tenant, sizeof b->tenant);
     store__col(st, 1, b->project, sizeof b->project);
-    b->limit_uusd = sqlite3_column_int64(st, 2);
+    b->limit_uusd = tw_db_column_int64(st, 2);
   }
   enum tw_rc rc = TW_OK;
-  if (step != SQLITE_DONE)
+  if (step != TW_DB_DONE)
     rc = fail(db, "budgets", err);
-  sqlite3_reset(st);
+  tw_db_reset(st);
   return rc;
 }
 
@@ -684,10 +689,17 @@ enum tw_rc tw_store_ledger_budgets_get(struct tw_store *s,
 
 static const char SQL_ACCOUNTS_CLEAR[] = "DELETE FROM ledger_accounts";
 static const char SQL_ACCOUNT_PUT[] =
-    "INSERT OR REPLACE INTO ledger_accounts (account, account_id,"
+    "INSERT INTO ledger_accounts (account, account_id,"
     " account_name, account_type, commitment_id, commitment_name,"
     " commitment_type, commitment_category)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (account) DO UPDATE"
+    " SET account_id = excluded.account_id,"
+    " account_name = excluded.account_name,"
+    " account_type = excluded.account_type,"
+    " commitment_id = excluded.commitment_id,"
+    " commitment_name = excluded.commitment_name,"
+    " commitment_type = excluded.commitment_type,"
+    " commitment_category = excluded.commitment_category";
 static const char SQL_ACCOUNTS_GET[] =
     "SELECT account, account_id, account_name, account_type, commitment_id,"
     " commitment_name, commitment_type, commitment_category"
@@ -699,10 +711,10 @@ struct accounts_arg {
   size_t n, cap;
 };
 
-static enum tw_rc accounts_set_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc accounts_set_fn(struct tw_store *s, struct tw_db *db, void *arg,
                                   struct tw_err *err) {
   struct accounts_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_ACCOUNTS_CLEAR, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_ACCOUNTS_CLEAR, err);
   enum tw_rc rc;
   if (!st)
     return TW_E_IO;
@@ -733,14 +745,14 @@ enum tw_rc tw_store_ledger_accounts_set(struct tw_store *s,
   return tw_store_write(s, accounts_set_fn, &a, err);
 }
 
-static enum tw_rc accounts_get_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc accounts_get_fn(struct tw_store *s, struct tw_db *db, void *arg,
                                   struct tw_err *err) {
   struct accounts_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_ACCOUNTS_GET, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_ACCOUNTS_GET, err);
   if (!st)
     return TW_E_IO;
   int step;
-  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((step = tw_db_step(st)) == TW_DB_ROW) {
     if (a->n == a->cap) {
       a->cap = a->cap ? a->cap * 2 : 8;
       a->out = tw_realloc(a->out, a->cap * sizeof *a->out);
@@ -756,8 +768,8 @@ static enum tw_rc accounts_get_fn(struct tw_store *s, sqlite3 *db, void *arg,
     store__col(st, 6, x->commitment_type, sizeof x->commitment_type);
     store__col(st, 7, x->commitment_category, sizeof x->commitment_category);
   }
-  enum tw_rc rc = step == SQLITE_DONE ? TW_OK : fail(db, "accounts", err);
-  sqlite3_reset(st);
+  enum tw_rc rc = step == TW_DB_DONE ? TW_OK : fail(db, "accounts", err);
+  tw_db_reset(st);
   return rc;
 }
 
@@ -780,12 +792,25 @@ enum tw_rc tw_store_ledger_accounts_get(struct tw_store *s,
  * ------------------------------------------------------ */
 
 static const char SQL_METER_PUT[] =
-    "INSERT OR REPLACE INTO meter_attempts (attempt_id, job_id, tenant,"
+    "INSERT INTO meter_attempts (attempt_id, job_id, tenant,"
     " project, provider, account, region, zone, instance_type, market,"
     " resource_id, nodes, granularity_s, min_charge_s, price_uusd_per_hour,"
     " running_ms, metered_to_ms, billed_s, last_seq, ended, discount_bp)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
-    " ?15, ?16, ?17, ?18, ?19, ?20, ?21)";
+    " ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
+    " ON CONFLICT (attempt_id) DO UPDATE SET job_id = excluded.job_id,"
+    " tenant = excluded.tenant, project = excluded.project,"
+    " provider = excluded.provider, account = excluded.account,"
+    " region = excluded.region, zone = excluded.zone,"
+    " instance_type = excluded.instance_type, market = excluded.market,"
+    " resource_id = excluded.resource_id, nodes = excluded.nodes,"
+    " granularity_s = excluded.granularity_s,"
+    " min_charge_s = excluded.min_charge_s,"
+    " price_uusd_per_hour = excluded.price_uusd_per_hour,"
+    " running_ms = excluded.running_ms,"
+    " metered_to_ms = excluded.metered_to_ms, billed_s = excluded.billed_s,"
+    " last_seq = excluded.last_seq, ended = excluded.ended,"
+    " discount_bp = excluded.discount_bp";
 
 static const char SQL_METER_OPEN[] =
     "SELECT attempt_id, job_id, tenant, project, provider, account, region,"
@@ -802,15 +827,15 @@ struct meter_open_arg {
   void *ctx;
 };
 
-static enum tw_rc meter_open_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc meter_open_fn(struct tw_store *s, struct tw_db *db, void *arg,
                                 struct tw_err *err) {
   struct meter_open_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_METER_OPEN, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_METER_OPEN, err);
   if (!st)
     return TW_E_IO;
   int step;
   struct tw_store_meter_progress one;
-  while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((step = tw_db_step(st)) == TW_DB_ROW) {
     struct tw_store_meter_progress *x = &one;
     if (!a->fn) {
       if (a->n == a->cap) {
@@ -820,7 +845,7 @@ static enum tw_rc meter_open_fn(struct tw_store *s, sqlite3 *db, void *arg,
       x = &a->items[a->n++];
     }
     memset(x, 0, sizeof *x);
-    x->attempt_id = sqlite3_column_int64(st, 0);
+    x->attempt_id = tw_db_column_int64(st, 0);
     store__col(st, 1, x->job_id, sizeof x->job_id);
     store__col(st, 2, x->tenant, sizeof x->tenant);
     store__col(st, 3, x->project, sizeof x->project);
@@ -831,22 +856,22 @@ static enum tw_rc meter_open_fn(struct tw_store *s, sqlite3 *db, void *arg,
     store__col(st, 8, x->instance_type, sizeof x->instance_type);
     store__col(st, 9, x->market, sizeof x->market);
     store__col(st, 10, x->resource_id, sizeof x->resource_id);
-    x->nodes = sqlite3_column_int(st, 11);
-    x->granularity_s = sqlite3_column_int64(st, 12);
-    x->min_charge_s = sqlite3_column_int64(st, 13);
-    x->price_uusd_per_hour = sqlite3_column_int64(st, 14);
-    x->running_ms = sqlite3_column_int64(st, 15);
-    x->metered_to_ms = sqlite3_column_int64(st, 16);
-    x->billed_s = sqlite3_column_int64(st, 17);
-    x->last_seq = sqlite3_column_int64(st, 18);
-    x->discount_bp = sqlite3_column_int64(st, 19);
+    x->nodes = tw_db_column_int(st, 11);
+    x->granularity_s = tw_db_column_int64(st, 12);
+    x->min_charge_s = tw_db_column_int64(st, 13);
+    x->price_uusd_per_hour = tw_db_column_int64(st, 14);
+    x->running_ms = tw_db_column_int64(st, 15);
+    x->metered_to_ms = tw_db_column_int64(st, 16);
+    x->billed_s = tw_db_column_int64(st, 17);
+    x->last_seq = tw_db_column_int64(st, 18);
+    x->discount_bp = tw_db_column_int64(st, 19);
     if (a->fn)
       a->fn(a->ctx, x);
   }
   enum tw_rc rc = TW_OK;
-  if (step != SQLITE_DONE)
-    rc = tw_err_set(err, TW_E_IO, "meter: load: %s", sqlite3_errmsg(db));
-  sqlite3_reset(st);
+  if (step != TW_DB_DONE)
+    rc = tw_err_set(err, TW_E_IO, "meter: load: %s", tw_db_errmsg(db));
+  tw_db_reset(st);
   return rc;
 }
 
@@ -871,13 +896,13 @@ enum tw_rc tw_store_meter_scan_open(struct tw_store *s, tw_store_meter_fn fn,
   return tw_store_read(s, meter_open_fn, &a, err);
 }
 
-static enum tw_rc meter_put(struct tw_store *s, sqlite3 *db,
+static enum tw_rc meter_put(struct tw_store *s, struct tw_db *db,
                             const struct tw_store_meter_progress *p,
                             struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_METER_PUT, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_METER_PUT, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, p->attempt_id);
+  tw_db_bind_int64(st, 1, p->attempt_id);
   store__bind_text(st, 2, p->job_id);
   store__bind_text(st, 3, p->tenant);
   store__bind_text(st, 4, p->project);
@@ -888,18 +913,18 @@ static enum tw_rc meter_put(struct tw_store *s, sqlite3 *db,
   store__bind_text(st, 9, p->instance_type);
   store__bind_text(st, 10, p->market);
   store__bind_text(st, 11, p->resource_id);
-  sqlite3_bind_int(st, 12, p->nodes);
-  sqlite3_bind_int64(st, 13, p->granularity_s);
-  sqlite3_bind_int64(st, 14, p->min_charge_s);
-  sqlite3_bind_int64(st, 15, p->price_uusd_per_hour);
-  sqlite3_bind_int64(st, 16, p->running_ms);
-  sqlite3_bind_int64(st, 17, p->metered_to_ms);
-  sqlite3_bind_int64(st, 18, p->billed_s);
-  sqlite3_bind_int64(st, 19, p->last_seq);
-  sqlite3_bind_int(st, 20, p->ended ? 1 : 0);
-  sqlite3_bind_int64(st, 21, p->discount_bp);
-  if (sqlite3_step(st) != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "meter: progress: %s", sqlite3_errmsg(db));
+  tw_db_bind_int(st, 12, p->nodes);
+  tw_db_bind_int64(st, 13, p->granularity_s);
+  tw_db_bind_int64(st, 14, p->min_charge_s);
+  tw_db_bind_int64(st, 15, p->price_uusd_per_hour);
+  tw_db_bind_int64(st, 16, p->running_ms);
+  tw_db_bind_int64(st, 17, p->metered_to_ms);
+  tw_db_bind_int64(st, 18, p->billed_s);
+  tw_db_bind_int64(st, 19, p->last_seq);
+  tw_db_bind_int(st, 20, p->ended ? 1 : 0);
+  tw_db_bind_int64(st, 21, p->discount_bp);
+  if (tw_db_step(st) != TW_DB_DONE)
+    return tw_err_set(err, TW_E_IO, "meter: progress: %s", tw_db_errmsg(db));
   return TW_OK;
 }
 
@@ -909,7 +934,7 @@ struct meter_commit_arg {
   int64_t now_ms;
 };
 
-static enum tw_rc meter_commit_fn(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc meter_commit_fn(struct tw_store *s, struct tw_db *db, void *arg,
                                   struct tw_err *err) {
   struct meter_commit_arg *a = arg;
   enum tw_rc rc;

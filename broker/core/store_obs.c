@@ -11,14 +11,14 @@ static const char SQL_TRACE_ADD[] =
 static const char SQL_TRACE_GET[] =
     "SELECT traceparent FROM job_traces WHERE job_id = ?1";
 
-enum tw_rc store__job_trace_insert(struct tw_store *s, sqlite3 *db,
+enum tw_rc store__job_trace_insert(struct tw_store *s, struct tw_db *db,
                                    const char *job_id, const char *traceparent,
                                    struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_TRACE_ADD, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_TRACE_ADD, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, traceparent, -1, SQLITE_STATIC);
+  tw_db_bind_text(st, 1, job_id, -1);
+  tw_db_bind_text(st, 2, traceparent, -1);
   return store__step_done(db, st, "insert job trace", err);
 }
 
@@ -28,22 +28,22 @@ struct get_arg {
   size_t outsz;
 };
 
-static enum tw_rc op_get(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_get(struct tw_store *s, struct tw_db *db, void *varg,
                          struct tw_err *err) {
   struct get_arg *a = varg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_TRACE_GET, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_TRACE_GET, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->id, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
+  tw_db_bind_text(st, 1, a->id, -1);
+  int r = tw_db_step(st);
   enum tw_rc rc = TW_OK;
-  if (r == SQLITE_ROW)
+  if (r == TW_DB_ROW)
     store__col(st, 0, a->out, a->outsz);
-  else if (r == SQLITE_DONE)
+  else if (r == TW_DB_DONE)
     rc = tw_err_set(err, TW_E_NOTFOUND, "job %s has no trace", a->id);
   else
     rc = store__db_err(db, err, "job trace");
-  sqlite3_reset(st);
+  tw_db_reset(st);
   return rc;
 }
 
@@ -73,26 +73,26 @@ struct gauge_arg {
   void *ctx;
 };
 
-static enum tw_rc op_gauges(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_gauges(struct tw_store *s, struct tw_db *db, void *varg,
                             struct tw_err *err) {
   struct gauge_arg *a = varg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_TENANT_GAUGES, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_TENANT_GAUGES, err);
   if (!st)
     return TW_E_IO;
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-    const unsigned char *t = sqlite3_column_text(st, 0);
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
+    const unsigned char *t = tw_db_column_text(st, 0);
     struct tw_tenant_gauge g = {
         .tenant = t ? (const char *)t : "",
-        .pending = sqlite3_column_int64(st, 1),
-        .oldest_pending_ms = sqlite3_column_int64(st, 2),
-        .live_attempts = sqlite3_column_int64(st, 3),
-        .spend_uusd_per_hour = sqlite3_column_int64(st, 4)};
+        .pending = tw_db_column_int64(st, 1),
+        .oldest_pending_ms = tw_db_column_int64(st, 2),
+        .live_attempts = tw_db_column_int64(st, 3),
+        .spend_uusd_per_hour = tw_db_column_int64(st, 4)};
     a->fn(a->ctx, &g);
   }
   enum tw_rc rc =
-      r == SQLITE_DONE ? TW_OK : store__db_err(db, err, "tenant gauges");
-  sqlite3_reset(st);
+      r == TW_DB_DONE ? TW_OK : store__db_err(db, err, "tenant gauges");
+  tw_db_reset(st);
   return rc;
 }
 

@@ -14,23 +14,23 @@ static const char SQL_LOG_LIST[] =
     "SELECT at_ms, provider, instance_id, job_id, attempt, action, reason"
     " FROM reconcile_log ORDER BY seq LIMIT ?1";
 
-static enum tw_rc op_log_add(struct tw_store *s, struct sqlite3 *db, void *arg,
+static enum tw_rc op_log_add(struct tw_store *s, struct tw_db *db, void *arg,
                              struct tw_err *err) {
   const struct tw_reconcile_action *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LOG_ADD, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_LOG_ADD, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->at_ms);
-  sqlite3_bind_text(st, 2, a->provider, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 3, a->instance_id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 4, a->job_id, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 5, a->attempt, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 6, a->action, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 7, a->reason, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(st);
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE)
-    return tw_err_set(err, TW_E_IO, "reconcile: log: %s", sqlite3_errmsg(db));
+  tw_db_bind_int64(st, 1, a->at_ms);
+  tw_db_bind_text(st, 2, a->provider, -1);
+  tw_db_bind_text(st, 3, a->instance_id, -1);
+  tw_db_bind_text(st, 4, a->job_id, -1);
+  tw_db_bind_text(st, 5, a->attempt, -1);
+  tw_db_bind_text(st, 6, a->action, -1);
+  tw_db_bind_text(st, 7, a->reason, -1);
+  int rc = tw_db_step(st);
+  tw_db_reset(st);
+  if (rc != TW_DB_DONE)
+    return tw_err_set(err, TW_E_IO, "reconcile: log: %s", tw_db_errmsg(db));
   return TW_OK;
 }
 
@@ -46,26 +46,26 @@ struct log_read {
   size_t n, cap;
 };
 
-static void col(char *dst, size_t n, sqlite3_stmt *st, int i) {
-  const unsigned char *t = sqlite3_column_text(st, i);
+static void col(char *dst, size_t n, struct tw_db_stmt *st, int i) {
+  const unsigned char *t = tw_db_column_text(st, i);
   snprintf(dst, n, "%s", t ? (const char *)t : "");
 }
 
-static enum tw_rc op_log_list(struct tw_store *s, struct sqlite3 *db, void *arg,
+static enum tw_rc op_log_list(struct tw_store *s, struct tw_db *db, void *arg,
                               struct tw_err *err) {
   struct log_read *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LOG_LIST, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_LOG_LIST, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int(st, 1, a->limit);
+  tw_db_bind_int(st, 1, a->limit);
   int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((rc = tw_db_step(st)) == TW_DB_ROW) {
     if (a->n == a->cap) {
       a->cap = a->cap ? a->cap * 2 : 16;
       a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
     }
     struct tw_reconcile_logrec *l = &a->items[a->n++];
-    l->at_ms = sqlite3_column_int64(st, 0);
+    l->at_ms = tw_db_column_int64(st, 0);
     col(l->provider, sizeof l->provider, st, 1);
     col(l->instance_id, sizeof l->instance_id, st, 2);
     col(l->job_id, sizeof l->job_id, st, 3);
@@ -73,10 +73,10 @@ static enum tw_rc op_log_list(struct tw_store *s, struct sqlite3 *db, void *arg,
     col(l->action, sizeof l->action, st, 5);
     col(l->reason, sizeof l->reason, st, 6);
   }
-  sqlite3_reset(st);
-  if (rc != SQLITE_DONE)
+  tw_db_reset(st);
+  if (rc != TW_DB_DONE)
     return tw_err_set(err, TW_E_IO, "reconcile: read log: %s",
-                      sqlite3_errmsg(db));
+                      tw_db_errmsg(db));
   return TW_OK;
 }
 

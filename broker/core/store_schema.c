@@ -436,19 +436,43 @@ static const char *const MIG_FLOW[] = {
     "CREATE INDEX flow_tasks_ready ON flow_tasks(gid, idx) WHERE state = 'ready';"
     "CREATE INDEX flow_tasks_released ON flow_tasks(gid)"
     "  WHERE state = 'released';"
-    "CREATE TABLE flow_edges ("
+    "CREATE TABLE flow_edges (id INTEGER PRIMARY KEY,"
     "  src TEXT NOT NULL, sidx INTEGER NOT NULL, dgid TEXT NOT NULL,"
     "  didx INTEGER NOT NULL, cond INTEGER NOT NULL,"
     "  delay_s INTEGER NOT NULL DEFAULT 0, res INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX flow_edges_src ON flow_edges(src, sidx);"
     "CREATE INDEX flow_edges_dst ON flow_edges(dgid, didx);"
-    "CREATE TABLE flow_timers (due_ms INTEGER NOT NULL, edge INTEGER NOT NULL);"
+    "CREATE TABLE flow_timers (id INTEGER PRIMARY KEY, due_ms INTEGER NOT NULL,"
+    "  edge INTEGER NOT NULL);"
     "CREATE INDEX flow_timers_due ON flow_timers(due_ms);"
     "CREATE TABLE flow_cursor (id INTEGER PRIMARY KEY CHECK (id = 1),"
     "  seq INTEGER NOT NULL);"
     /* -1: set to the newest job event by the first write that needs it
      * (store_flow.c, cursor_start): older events concern no group */
     "INSERT INTO flow_cursor VALUES (1, -1);",
+};
+
+/* ---- module "ha" (store_ha.c, docs/ha.md) */
+
+static const char *const MIG_HA[] = {
+    /* 1: the one leader lease (its epoch is the fencing token) and the
+     * replicas that share this database */
+    "CREATE TABLE ha_lease ("
+    "  id INTEGER PRIMARY KEY,"
+    "  holder TEXT NOT NULL,"
+    "  epoch INTEGER NOT NULL,"
+    "  acquired_ms INTEGER NOT NULL,"
+    "  renewed_ms INTEGER NOT NULL,"
+    "  expires_ms INTEGER NOT NULL,"
+    "  takeovers INTEGER NOT NULL);"
+    "INSERT INTO ha_lease (id, holder, epoch, acquired_ms, renewed_ms,"
+    "  expires_ms, takeovers) VALUES (1, '', 0, 0, 0, 0, 0);"
+    "CREATE TABLE ha_replicas ("
+    "  name TEXT PRIMARY KEY,"
+    "  url TEXT NOT NULL,"
+    "  started_ms INTEGER NOT NULL,"
+    "  seen_ms INTEGER NOT NULL,"
+    "  epoch INTEGER NOT NULL);",
 };
 
 /* ---- the order ----------------------------------------------------------- */
@@ -477,6 +501,7 @@ const struct tw_store_module TW_STORE_MODULES[] = {
     MODULE("health", MIG_HEALTH),
     MODULE("trace", MIG_TRACE),
     MODULE("flow", MIG_FLOW),
+    MODULE("ha", MIG_HA),
 };
 const size_t TW_STORE_N_MODULES =
     sizeof TW_STORE_MODULES / sizeof TW_STORE_MODULES[0];

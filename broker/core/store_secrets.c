@@ -22,13 +22,13 @@ static const char SQL_LIST[] =
     "SELECT name, key_id, updated_at_ms FROM secrets ORDER BY name";
 static const char SQL_DELETE[] = "DELETE FROM secrets WHERE name = ?1";
 
-static enum tw_rc sec_err(sqlite3 *db, struct tw_err *err) {
-  return tw_err_set(err, TW_E_IO, "secrets: %s", sqlite3_errmsg(db));
+static enum tw_rc sec_err(struct tw_db *db, struct tw_err *err) {
+  return tw_err_set(err, TW_E_IO, "secrets: %s", tw_db_errmsg(db));
 }
 
-static sqlite3_stmt *prepare(sqlite3 *db, const char *sql, struct tw_err *err) {
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+static struct tw_db_stmt *prepare(struct tw_db *db, const char *sql, struct tw_err *err) {
+  struct tw_db_stmt *st = NULL;
+  if (tw_db_prepare(db, sql, &st) != TW_DB_OK) {
     sec_err(db, err);
     return NULL;
   }
@@ -41,24 +41,23 @@ struct put_arg {
   int64_t at_ms;
 };
 
-static enum tw_rc op_put(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_put(struct tw_store *s, struct tw_db *db, void *varg,
                          struct tw_err *err) {
   (void)s;
   struct put_arg *a = varg;
   const struct tw_store_secret *v = a->v;
-  sqlite3_stmt *st = prepare(db, SQL_PUT, err);
+  struct tw_db_stmt *st = prepare(db, SQL_PUT, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, v->key_id, -1, SQLITE_STATIC);
-  sqlite3_bind_blob(st, 3, v->nonce, sizeof v->nonce, SQLITE_STATIC);
-  sqlite3_bind_blob(st, 4, v->len ? (const void *)v->ct : "", (int)v->len,
-                    SQLITE_STATIC);
-  sqlite3_bind_blob(st, 5, v->tag, sizeof v->tag, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 6, a->at_ms);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : sec_err(db, err);
+  tw_db_bind_text(st, 1, a->name, -1);
+  tw_db_bind_text(st, 2, v->key_id, -1);
+  tw_db_bind_blob(st, 3, v->nonce, sizeof v->nonce);
+  tw_db_bind_blob(st, 4, v->len ? (const void *)v->ct : "", (int)v->len);
+  tw_db_bind_blob(st, 5, v->tag, sizeof v->tag);
+  tw_db_bind_int64(st, 6, a->at_ms);
+  int r = tw_db_step(st);
+  tw_db_finalize(st);
+  return r == TW_DB_DONE ? TW_OK : sec_err(db, err);
 }
 
 enum tw_rc tw_store_secret_put(struct tw_store *s, const char *name,
@@ -74,29 +73,29 @@ struct get_arg {
   struct tw_store_secret *out;
 };
 
-static enum tw_rc op_get(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_get(struct tw_store *s, struct tw_db *db, void *varg,
                          struct tw_err *err) {
   (void)s;
   struct get_arg *a = varg;
   struct tw_store_secret *o = a->out;
-  sqlite3_stmt *st = prepare(db, SQL_GET, err);
+  struct tw_db_stmt *st = prepare(db, SQL_GET, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
-  if (r == SQLITE_ROW && sqlite3_column_bytes(st, 1) == sizeof o->nonce &&
-      sqlite3_column_bytes(st, 3) == sizeof o->tag) {
+  tw_db_bind_text(st, 1, a->name, -1);
+  int r = tw_db_step(st);
+  if (r == TW_DB_ROW && tw_db_column_bytes(st, 1) == sizeof o->nonce &&
+      tw_db_column_bytes(st, 3) == sizeof o->tag) {
     a->found = true;
     store__col(st, 0, o->key_id, sizeof o->key_id);
-    memcpy(o->nonce, sqlite3_column_blob(st, 1), sizeof o->nonce);
-    memcpy(o->tag, sqlite3_column_blob(st, 3), sizeof o->tag);
-    o->len = (size_t)sqlite3_column_bytes(st, 2);
+    memcpy(o->nonce, tw_db_column_blob(st, 1), sizeof o->nonce);
+    memcpy(o->tag, tw_db_column_blob(st, 3), sizeof o->tag);
+    o->len = (size_t)tw_db_column_bytes(st, 2);
     o->ct = tw_malloc(o->len ? o->len : 1);
     if (o->len)
-      memcpy(o->ct, sqlite3_column_blob(st, 2), o->len);
+      memcpy(o->ct, tw_db_column_blob(st, 2), o->len);
   }
-  sqlite3_finalize(st);
-  if (r != SQLITE_ROW && r != SQLITE_DONE)
+  tw_db_finalize(st);
+  if (r != TW_DB_ROW && r != TW_DB_DONE)
     return sec_err(db, err);
   return TW_OK;
 }
@@ -120,15 +119,15 @@ struct list_arg {
   size_t n, cap;
 };
 
-static enum tw_rc op_list(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_list(struct tw_store *s, struct tw_db *db, void *varg,
                           struct tw_err *err) {
   (void)s;
   struct list_arg *a = varg;
-  sqlite3_stmt *st = prepare(db, SQL_LIST, err);
+  struct tw_db_stmt *st = prepare(db, SQL_LIST, err);
   if (!st)
     return TW_E_IO;
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     if (a->n == a->cap) {
       a->cap = a->cap ? 2 * a->cap : 8;
       a->items = tw_realloc(a->items, a->cap * sizeof *a->items);
@@ -137,10 +136,10 @@ static enum tw_rc op_list(struct tw_store *s, sqlite3 *db, void *varg,
     memset(i, 0, sizeof *i);
     store__col(st, 0, i->name, sizeof i->name);
     store__col(st, 1, i->key_id, sizeof i->key_id);
-    i->updated_ms = sqlite3_column_int64(st, 2);
+    i->updated_ms = tw_db_column_int64(st, 2);
   }
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : sec_err(db, err);
+  tw_db_finalize(st);
+  return r == TW_DB_DONE ? TW_OK : sec_err(db, err);
 }
 
 enum tw_rc tw_store_secret_list(struct tw_store *s,
@@ -158,18 +157,18 @@ enum tw_rc tw_store_secret_list(struct tw_store *s,
   return rc;
 }
 
-static enum tw_rc op_delete(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_delete(struct tw_store *s, struct tw_db *db, void *varg,
                             struct tw_err *err) {
   (void)s;
-  sqlite3_stmt *st = prepare(db, SQL_DELETE, err);
+  struct tw_db_stmt *st = prepare(db, SQL_DELETE, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, varg, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (r != SQLITE_DONE)
+  tw_db_bind_text(st, 1, varg, -1);
+  int r = tw_db_step(st);
+  tw_db_finalize(st);
+  if (r != TW_DB_DONE)
     return sec_err(db, err);
-  if (sqlite3_changes(db) == 0)
+  if (tw_db_changes(db) == 0)
     return tw_err_set(err, TW_E_NOTFOUND, "secret %s not found",
                       (const char *)varg);
   return TW_OK;

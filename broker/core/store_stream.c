@@ -19,17 +19,17 @@ struct last_arg {
   int64_t *seq;
 };
 
-static enum tw_rc op_last(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc op_last(struct tw_store *s, struct tw_db *db, void *arg,
                           struct tw_err *err) {
   struct last_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_LAST, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_LAST, err);
   if (!st)
     return TW_E_IO;
-  int r = sqlite3_step(st);
-  if (r == SQLITE_ROW)
-    *a->seq = sqlite3_column_int64(st, 0);
-  sqlite3_reset(st);
-  if (r != SQLITE_ROW)
+  int r = tw_db_step(st);
+  if (r == TW_DB_ROW)
+    *a->seq = tw_db_column_int64(st, 0);
+  tw_db_reset(st);
+  if (r != TW_DB_ROW)
     return store__db_err(db, err, "events: last seq");
   return TW_OK;
 }
@@ -48,32 +48,32 @@ struct since_arg {
   size_t max, *n;
 };
 
-static enum tw_rc op_since(struct tw_store *s, sqlite3 *db, void *arg,
+static enum tw_rc op_since(struct tw_store *s, struct tw_db *db, void *arg,
                            struct tw_err *err) {
   struct since_arg *a = arg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_SINCE, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_SINCE, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_int64(st, 1, a->after);
-  sqlite3_bind_int64(st, 2, (sqlite3_int64)a->max);
+  tw_db_bind_int64(st, 1, a->after);
+  tw_db_bind_int64(st, 2, (int64_t)a->max);
   store__bind_opt(st, 3, a->tenant);
   store__bind_opt(st, 4, a->job);
-  int r = SQLITE_DONE;
-  while (*a->n < a->max && (r = sqlite3_step(st)) == SQLITE_ROW) {
+  int r = TW_DB_DONE;
+  while (*a->n < a->max && (r = tw_db_step(st)) == TW_DB_ROW) {
     struct tw_stream_event *e = &a->out[(*a->n)++];
-    e->seq = sqlite3_column_int64(st, 0);
-    e->at_ms = sqlite3_column_int64(st, 1);
+    e->seq = tw_db_column_int64(st, 0);
+    e->at_ms = tw_db_column_int64(st, 1);
     store__col(st, 2, e->job_id, sizeof e->job_id);
     store__col(st, 3, e->tenant, sizeof e->tenant);
     store__col(st, 4, e->from, sizeof e->from);
     store__col(st, 5, e->to, sizeof e->to);
     store__col(st, 6, e->reason, sizeof e->reason);
   }
-  if (*a->n < a->max && r != SQLITE_DONE) {
-    sqlite3_reset(st);
+  if (*a->n < a->max && r != TW_DB_DONE) {
+    tw_db_reset(st);
     return store__db_err(db, err, "events: since");
   }
-  sqlite3_reset(st);
+  tw_db_reset(st);
   return TW_OK;
 }
 

@@ -81,22 +81,25 @@ static const char SQL_TENANT_QUOTA_SET[] =
 static const char SQL_RESV_ALL[] = "SELECT job_id, tenant, vcpus, accel, gpus, "
                                    "spot, at_ms FROM tenancy_reservations";
 static const char SQL_RESV_PUT[] =
-    "INSERT OR REPLACE INTO tenancy_reservations (job_id, tenant, offer_id, "
-    "vcpus,"
-    " accel, gpus, spot, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    "INSERT INTO tenancy_reservations (job_id, tenant, offer_id, vcpus,"
+    " accel, gpus, spot, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+    " ON CONFLICT (job_id) DO UPDATE SET tenant = excluded.tenant,"
+    " offer_id = excluded.offer_id, vcpus = excluded.vcpus,"
+    " accel = excluded.accel, gpus = excluded.gpus, spot = excluded.spot,"
+    " at_ms = excluded.at_ms";
 static const char SQL_RESV_DELETE[] =
     "DELETE FROM tenancy_reservations WHERE job_id = ?1";
 
 /* ---- helpers ------------------------------------------------------------- */
 
-static enum tw_rc tn_err(sqlite3 *db, struct tw_err *err, const char *what) {
-  return tw_err_set(err, TW_E_IO, "tenancy: %s: %s", what, sqlite3_errmsg(db));
+static enum tw_rc tn_err(struct tw_db *db, struct tw_err *err, const char *what) {
+  return tw_err_set(err, TW_E_IO, "tenancy: %s: %s", what, tw_db_errmsg(db));
 }
 
 /* A statement for this call only: finalize it. */
-static sqlite3_stmt *prepare(sqlite3 *db, const char *sql, struct tw_err *err) {
-  sqlite3_stmt *st = NULL;
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+static struct tw_db_stmt *prepare(struct tw_db *db, const char *sql, struct tw_err *err) {
+  struct tw_db_stmt *st = NULL;
+  if (tw_db_prepare(db, sql, &st) != TW_DB_OK) {
     tn_err(db, err, "prepare");
     return NULL;
   }
@@ -113,17 +116,17 @@ static sqlite3_stmt *prepare(sqlite3 *db, const char *sql, struct tw_err *err) {
 
 /* ---- tenants ------------------------------------------------------------- */
 
-static enum tw_rc tenant_exists(sqlite3 *db, const char *name,
+static enum tw_rc tenant_exists(struct tw_db *db, const char *name,
                                 struct tw_err *err) {
-  sqlite3_stmt *st = prepare(db, SQL_TENANT_GET, err);
+  struct tw_db_stmt *st = prepare(db, SQL_TENANT_GET, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, name);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (r == SQLITE_DONE)
+  int r = tw_db_step(st);
+  tw_db_finalize(st);
+  if (r == TW_DB_DONE)
     return tw_err_set(err, TW_E_NOTFOUND, "tenant %s not found", name);
-  return r == SQLITE_ROW ? TW_OK : tn_err(db, err, "tenant lookup");
+  return r == TW_DB_ROW ? TW_OK : tn_err(db, err, "tenant lookup");
 }
 
 struct tenant_arg {
@@ -133,23 +136,23 @@ struct tenant_arg {
   size_t n, cap;
 };
 
-static enum tw_rc tenant_create(sqlite3 *db, const char *name, int64_t at_ms,
+static enum tw_rc tenant_create(struct tw_db *db, const char *name, int64_t at_ms,
                                 struct tw_err *err) {
   struct tw_err ignore = {0};
   if (tenant_exists(db, name, &ignore) == TW_OK)
     return tw_err_field(err, TW_E_CONFLICT, "name", "tenant %s already exists",
                         name);
-  sqlite3_stmt *st = prepare(db, SQL_TENANT_INSERT, err);
+  struct tw_db_stmt *st = prepare(db, SQL_TENANT_INSERT, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, name);
-  sqlite3_bind_int64(st, 2, at_ms);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : tn_err(db, err, "tenant insert");
+  tw_db_bind_int64(st, 2, at_ms);
+  int r = tw_db_step(st);
+  tw_db_finalize(st);
+  return r == TW_DB_DONE ? TW_OK : tn_err(db, err, "tenant insert");
 }
 
-static enum tw_rc op_tenant_create(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_tenant_create(struct tw_store *s, struct tw_db *db, void *varg,
                                    struct tw_err *err) {
   (void)s;
   struct tenant_arg *a = varg;
@@ -162,25 +165,25 @@ enum tw_rc tw_store_tenant_create(struct tw_store *s, const char *name,
   return tw_store_write(s, op_tenant_create, &a, err);
 }
 
-static enum tw_rc op_tenant_list(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_tenant_list(struct tw_store *s, struct tw_db *db, void *varg,
                                  struct tw_err *err) {
   (void)s;
   struct tenant_arg *a = varg;
-  sqlite3_stmt *st =
+  struct tw_db_stmt *st =
       prepare(db, a->name ? SQL_TENANT_GET : SQL_TENANT_LIST, err);
   if (!st)
     return TW_E_IO;
   if (a->name)
     store__bind_text(st, 1, a->name);
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     struct tw_store_tenant *o = PUSH(a->items, a->n, a->cap);
     store__col(st, 0, o->name, sizeof o->name);
     store__col(st, 1, o->cohort, sizeof o->cohort);
-    o->created_ms = sqlite3_column_int64(st, 2);
+    o->created_ms = tw_db_column_int64(st, 2);
   }
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : tn_err(db, err, "tenant list");
+  tw_db_finalize(st);
+  return r == TW_DB_DONE ? TW_OK : tn_err(db, err, "tenant list");
 }
 
 enum tw_rc tw_store_tenant_get(struct tw_store *s, const char *name,
@@ -214,31 +217,31 @@ enum tw_rc tw_store_tenant_list(struct tw_store *s,
 /* ---- principals ---------------------------------------------------------- */
 
 /* Columns name, tenant, role, service, disabled, created_at_ms from i. */
-static void read_principal(sqlite3_stmt *st, int i,
+static void read_principal(struct tw_db_stmt *st, int i,
                            struct tw_store_principal *o) {
   memset(o, 0, sizeof *o);
   store__col(st, i, o->name, sizeof o->name);
   store__col(st, i + 1, o->tenant, sizeof o->tenant);
   store__col(st, i + 2, o->role, sizeof o->role);
-  o->service = sqlite3_column_int(st, i + 3) != 0;
-  o->disabled = sqlite3_column_int(st, i + 4) != 0;
-  o->created_ms = sqlite3_column_int64(st, i + 5);
+  o->service = tw_db_column_int(st, i + 3) != 0;
+  o->disabled = tw_db_column_int(st, i + 4) != 0;
+  o->created_ms = tw_db_column_int64(st, i + 5);
 }
 
-static enum tw_rc get_principal(sqlite3 *db, const char *name,
+static enum tw_rc get_principal(struct tw_db *db, const char *name,
                                 struct tw_store_principal *out,
                                 struct tw_err *err) {
-  sqlite3_stmt *st = prepare(db, SQL_PRINCIPAL_GET, err);
+  struct tw_db_stmt *st = prepare(db, SQL_PRINCIPAL_GET, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, name);
-  int r = sqlite3_step(st);
-  if (r == SQLITE_ROW)
+  int r = tw_db_step(st);
+  if (r == TW_DB_ROW)
     read_principal(st, 0, out);
-  sqlite3_finalize(st);
-  if (r == SQLITE_DONE)
+  tw_db_finalize(st);
+  if (r == TW_DB_DONE)
     return tw_err_set(err, TW_E_NOTFOUND, "principal %s not found", name);
-  return r == SQLITE_ROW ? TW_OK : tn_err(db, err, "principal lookup");
+  return r == TW_DB_ROW ? TW_OK : tn_err(db, err, "principal lookup");
 }
 
 struct principal_arg {
@@ -249,7 +252,7 @@ struct principal_arg {
   size_t n, cap;
 };
 
-static enum tw_rc principal_create(sqlite3 *db,
+static enum tw_rc principal_create(struct tw_db *db,
                                    const struct tw_store_principal *p,
                                    bool in_tenant, struct tw_err *err) {
   enum tw_rc rc;
@@ -260,20 +263,20 @@ static enum tw_rc principal_create(sqlite3 *db,
   if (get_principal(db, p->name, &old, &ignore) == TW_OK)
     return tw_err_field(err, TW_E_CONFLICT, "name",
                         "principal %s already exists", p->name);
-  sqlite3_stmt *st = prepare(db, SQL_PRINCIPAL_INSERT, err);
+  struct tw_db_stmt *st = prepare(db, SQL_PRINCIPAL_INSERT, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, p->name);
   store__bind_text(st, 2, p->tenant);
   store__bind_text(st, 3, p->role);
-  sqlite3_bind_int(st, 4, p->service);
-  sqlite3_bind_int64(st, 5, p->created_ms);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : tn_err(db, err, "principal insert");
+  tw_db_bind_int(st, 4, p->service);
+  tw_db_bind_int64(st, 5, p->created_ms);
+  int r = tw_db_step(st);
+  tw_db_finalize(st);
+  return r == TW_DB_DONE ? TW_OK : tn_err(db, err, "principal insert");
 }
 
-static enum tw_rc op_principal_create(struct tw_store *s, sqlite3 *db,
+static enum tw_rc op_principal_create(struct tw_store *s, struct tw_db *db,
                                       void *varg, struct tw_err *err) {
   (void)s;
   struct principal_arg *a = varg;
@@ -287,7 +290,7 @@ enum tw_rc tw_store_principal_create(struct tw_store *s,
   return tw_store_write(s, op_principal_create, &a, err);
 }
 
-static enum tw_rc op_principal_get(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_principal_get(struct tw_store *s, struct tw_db *db, void *varg,
                                    struct tw_err *err) {
   (void)s;
   struct principal_arg *a = varg;
@@ -301,19 +304,19 @@ enum tw_rc tw_store_principal_get(struct tw_store *s, const char *name,
   return tw_store_read(s, op_principal_get, &a, err);
 }
 
-static enum tw_rc op_principal_list(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_principal_list(struct tw_store *s, struct tw_db *db, void *varg,
                                     struct tw_err *err) {
   (void)s;
   struct principal_arg *a = varg;
-  sqlite3_stmt *st = prepare(db, SQL_PRINCIPAL_LIST, err);
+  struct tw_db_stmt *st = prepare(db, SQL_PRINCIPAL_LIST, err);
   if (!st)
     return TW_E_IO;
   store__bind_opt(st, 1, a->tenant);
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW)
+  while ((r = tw_db_step(st)) == TW_DB_ROW)
     read_principal(st, 0, PUSH(a->items, a->n, a->cap));
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : tn_err(db, err, "principal list");
+  tw_db_finalize(st);
+  return r == TW_DB_DONE ? TW_OK : tn_err(db, err, "principal list");
 }
 
 enum tw_rc tw_store_principal_list(struct tw_store *s, const char *tenant,
@@ -331,19 +334,19 @@ enum tw_rc tw_store_principal_list(struct tw_store *s, const char *tenant,
   return rc;
 }
 
-static enum tw_rc op_principal_disable(struct tw_store *s, sqlite3 *db,
+static enum tw_rc op_principal_disable(struct tw_store *s, struct tw_db *db,
                                        void *varg, struct tw_err *err) {
   (void)s;
   const char *name = varg;
-  sqlite3_stmt *st = prepare(db, SQL_PRINCIPAL_DISABLE, err);
+  struct tw_db_stmt *st = prepare(db, SQL_PRINCIPAL_DISABLE, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, name);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (r != SQLITE_DONE)
+  int r = tw_db_step(st);
+  tw_db_finalize(st);
+  if (r != TW_DB_DONE)
     return tn_err(db, err, "principal disable");
-  if (sqlite3_changes(db) == 0)
+  if (tw_db_changes(db) == 0)
     return tw_err_set(err, TW_E_NOTFOUND, "principal %s not found", name);
   return TW_OK;
 }
@@ -353,17 +356,17 @@ enum tw_rc tw_store_principal_disable(struct tw_store *s, const char *name,
   return tw_store_write(s, op_principal_disable, (void *)name, err);
 }
 
-static enum tw_rc op_count(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_count(struct tw_store *s, struct tw_db *db, void *varg,
                            struct tw_err *err) {
   (void)s;
   int64_t *n = varg;
-  sqlite3_stmt *st = prepare(db, SQL_COUNT_PRINCIPALS, err);
+  struct tw_db_stmt *st = prepare(db, SQL_COUNT_PRINCIPALS, err);
   if (!st)
     return TW_E_IO;
-  int r = sqlite3_step(st);
-  *n = r == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-  sqlite3_finalize(st);
-  return r == SQLITE_ROW ? TW_OK : tn_err(db, err, "count principals");
+  int r = tw_db_step(st);
+  *n = r == TW_DB_ROW ? tw_db_column_int64(st, 0) : -1;
+  tw_db_finalize(st);
+  return r == TW_DB_ROW ? TW_OK : tn_err(db, err, "count principals");
 }
 
 enum tw_rc tw_store_principal_count(struct tw_store *s, int64_t *n,
@@ -373,18 +376,18 @@ enum tw_rc tw_store_principal_count(struct tw_store *s, int64_t *n,
 
 /* ---- tokens -------------------------------------------------------------- */
 
-static void read_token(sqlite3_stmt *st, struct tw_store_token *o) {
+static void read_token(struct tw_db_stmt *st, struct tw_store_token *o) {
   memset(o, 0, sizeof *o);
   store__col(st, 0, o->id, sizeof o->id);
   store__col(st, 1, o->principal, sizeof o->principal);
   store__col(st, 2, o->tenant, sizeof o->tenant);
   store__col(st, 3, o->name, sizeof o->name);
-  o->created_ms = sqlite3_column_int64(st, 4);
-  o->expires_ms = sqlite3_column_int64(st, 5);
-  o->revoked_ms = sqlite3_column_int64(st, 6);
+  o->created_ms = tw_db_column_int64(st, 4);
+  o->expires_ms = tw_db_column_int64(st, 5);
+  o->revoked_ms = tw_db_column_int64(st, 6);
 }
 
-static enum tw_rc token_create(sqlite3 *db, const struct tw_store_token_new *t,
+static enum tw_rc token_create(struct tw_db *db, const struct tw_store_token_new *t,
                                struct tw_store_token *out, struct tw_err *err) {
   struct tw_store_principal p;
   enum tw_rc rc = get_principal(db, t->principal, &p, err);
@@ -393,18 +396,18 @@ static enum tw_rc token_create(sqlite3 *db, const struct tw_store_token_new *t,
   if (p.disabled)
     return tw_err_set(err, TW_E_CONFLICT, "principal %s is disabled",
                       t->principal);
-  sqlite3_stmt *st = prepare(db, SQL_TOKEN_INSERT, err);
+  struct tw_db_stmt *st = prepare(db, SQL_TOKEN_INSERT, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, t->id);
   store__bind_text(st, 2, t->principal);
-  sqlite3_bind_blob(st, 3, t->hash, 32, SQLITE_STATIC);
+  tw_db_bind_blob(st, 3, t->hash, 32);
   store__bind_text(st, 4, t->name);
-  sqlite3_bind_int64(st, 5, t->created_ms);
-  sqlite3_bind_int64(st, 6, t->expires_ms);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (r != SQLITE_DONE)
+  tw_db_bind_int64(st, 5, t->created_ms);
+  tw_db_bind_int64(st, 6, t->expires_ms);
+  int r = tw_db_step(st);
+  tw_db_finalize(st);
+  if (r != TW_DB_DONE)
     return tn_err(db, err, "token insert");
   if (out) {
     memset(out, 0, sizeof *out);
@@ -427,7 +430,7 @@ struct token_arg {
   struct tw_store_token_auth *auth;
 };
 
-static enum tw_rc op_token_create(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_token_create(struct tw_store *s, struct tw_db *db, void *varg,
                                   struct tw_err *err) {
   (void)s;
   struct token_arg *a = varg;
@@ -442,27 +445,27 @@ enum tw_rc tw_store_token_create(struct tw_store *s,
   return tw_store_write(s, op_token_create, &a, err);
 }
 
-static enum tw_rc op_auth(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_auth(struct tw_store *s, struct tw_db *db, void *varg,
                           struct tw_err *err) {
   struct token_arg *a = varg;
   struct tw_store_token_auth *o = a->auth;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_AUTH, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_AUTH, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, a->id, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
-  if (r == SQLITE_ROW) {
-    const void *h = sqlite3_column_blob(st, 0);
-    if (h && sqlite3_column_bytes(st, 0) == 32) {
+  tw_db_bind_text(st, 1, a->id, -1);
+  int r = tw_db_step(st);
+  if (r == TW_DB_ROW) {
+    const void *h = tw_db_column_blob(st, 0);
+    if (h && tw_db_column_bytes(st, 0) == 32) {
       o->found = true;
       memcpy(o->hash, h, 32);
     }
-    o->expires_ms = sqlite3_column_int64(st, 1);
-    o->revoked_ms = sqlite3_column_int64(st, 2);
+    o->expires_ms = tw_db_column_int64(st, 1);
+    o->revoked_ms = tw_db_column_int64(st, 2);
     read_principal(st, 3, &o->p);
   }
-  sqlite3_reset(st);
-  if (r != SQLITE_ROW && r != SQLITE_DONE)
+  tw_db_reset(st);
+  if (r != TW_DB_ROW && r != TW_DB_DONE)
     return tn_err(db, err, "token lookup");
   return TW_OK;
 }
@@ -475,11 +478,11 @@ enum tw_rc tw_store_token_auth(struct tw_store *s, const char *id,
   return tw_store_read(s, op_auth, &a, err);
 }
 
-static enum tw_rc op_token_list(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_token_list(struct tw_store *s, struct tw_db *db, void *varg,
                                 struct tw_err *err) {
   (void)s;
   struct token_arg *a = varg;
-  sqlite3_stmt *st = prepare(db, a->id ? SQL_TOKEN_GET : SQL_TOKEN_LIST, err);
+  struct tw_db_stmt *st = prepare(db, a->id ? SQL_TOKEN_GET : SQL_TOKEN_LIST, err);
   if (!st)
     return TW_E_IO;
   if (a->id) {
@@ -489,10 +492,10 @@ static enum tw_rc op_token_list(struct tw_store *s, sqlite3 *db, void *varg,
     store__bind_opt(st, 2, a->tenant);
   }
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW)
+  while ((r = tw_db_step(st)) == TW_DB_ROW)
     read_token(st, PUSH(a->items, a->n, a->cap));
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : tn_err(db, err, "token list");
+  tw_db_finalize(st);
+  return r == TW_DB_DONE ? TW_OK : tn_err(db, err, "token list");
 }
 
 enum tw_rc tw_store_token_get(struct tw_store *s, const char *id,
@@ -522,27 +525,27 @@ enum tw_rc tw_store_token_list(struct tw_store *s, const char *principal,
   return rc;
 }
 
-static enum tw_rc op_revoke(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_revoke(struct tw_store *s, struct tw_db *db, void *varg,
                             struct tw_err *err) {
   (void)s;
   struct token_arg *a = varg;
-  sqlite3_stmt *st = prepare(db, SQL_TOKEN_EXISTS, err);
+  struct tw_db_stmt *st = prepare(db, SQL_TOKEN_EXISTS, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, a->id);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (r == SQLITE_DONE)
+  int r = tw_db_step(st);
+  tw_db_finalize(st);
+  if (r == TW_DB_DONE)
     return tw_err_set(err, TW_E_NOTFOUND, "token %s not found", a->id);
-  if (r != SQLITE_ROW)
+  if (r != TW_DB_ROW)
     return tn_err(db, err, "token lookup");
   if (!(st = prepare(db, SQL_TOKEN_REVOKE, err)))
     return TW_E_IO;
   store__bind_text(st, 1, a->id);
-  sqlite3_bind_int64(st, 2, a->at_ms);
-  r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : tn_err(db, err, "token revoke");
+  tw_db_bind_int64(st, 2, a->at_ms);
+  r = tw_db_step(st);
+  tw_db_finalize(st);
+  return r == TW_DB_DONE ? TW_OK : tn_err(db, err, "token revoke");
 }
 
 enum tw_rc tw_store_token_revoke(struct tw_store *s, const char *id,
@@ -558,12 +561,16 @@ struct boot_arg {
   bool made;
 };
 
-static enum tw_rc op_bootstrap(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_bootstrap(struct tw_store *s, struct tw_db *db, void *varg,
                                struct tw_err *err) {
   struct boot_arg *a = varg;
   const struct tw_store_bootstrap *b = a->b;
   int64_t n = 0;
-  enum tw_rc rc = op_count(s, db, &n, err);
+  /* brokers starting together on one PostgreSQL: one makes the admin */
+  enum tw_rc rc = store__serialize(s, db, err);
+  if (rc)
+    return rc;
+  rc = op_count(s, db, &n, err);
   if (rc || n > 0)
     return rc; /* somebody else made one meanwhile: nothing to do */
   struct tw_err ignore = {0};
@@ -605,25 +612,25 @@ struct owner_arg {
   struct tw_store_owner_rec *rec;
 };
 
-static enum tw_rc owner_insert(struct tw_store *s, sqlite3 *db,
+static enum tw_rc owner_insert(struct tw_store *s, struct tw_db *db,
                                const struct tw_store_owner *o,
                                const char *job_id, int64_t at_ms,
                                struct tw_err *err) {
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_OWNER_INSERT, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_OWNER_INSERT, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, job_id);
   store__bind_text(st, 2, o->tenant);
   store__bind_text(st, 3, o->project);
   store__bind_text(st, 4, o->principal);
-  sqlite3_bind_int64(st, 5, o->projected_uusd);
-  sqlite3_bind_int64(st, 6, at_ms);
-  int r = sqlite3_step(st);
-  sqlite3_reset(st);
-  return r == SQLITE_DONE ? TW_OK : tn_err(db, err, "owner insert");
+  tw_db_bind_int64(st, 5, o->projected_uusd);
+  tw_db_bind_int64(st, 6, at_ms);
+  int r = tw_db_step(st);
+  tw_db_reset(st);
+  return r == TW_DB_DONE ? TW_OK : tn_err(db, err, "owner insert");
 }
 
-static enum tw_rc op_owner_put(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_owner_put(struct tw_store *s, struct tw_db *db, void *varg,
                                struct tw_err *err) {
   struct owner_arg *a = varg;
   enum tw_rc rc;
@@ -654,7 +661,7 @@ struct submit_arg {
 
 /* The job, its creation event, its owner and the request's audit entry in
  * one savepoint: the writer rolls back all of them when any step fails. */
-static enum tw_rc op_submit(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_submit(struct tw_store *s, struct tw_db *db, void *varg,
                             struct tw_err *err) {
   struct submit_arg *a = varg;
   enum tw_rc rc =
@@ -691,23 +698,23 @@ enum tw_rc tw_store_job_submit(struct tw_store *s, const struct tw_job_new *job,
   return rc;
 }
 
-static enum tw_rc op_owner_get(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_owner_get(struct tw_store *s, struct tw_db *db, void *varg,
                                struct tw_err *err) {
   struct owner_arg *a = varg;
-  sqlite3_stmt *st = tw_store_stmt(s, db, SQL_OWNER, err);
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_OWNER, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, a->job_id);
-  int r = sqlite3_step(st);
-  if (r == SQLITE_ROW) {
+  int r = tw_db_step(st);
+  if (r == TW_DB_ROW) {
     a->found = true;
     store__col(st, 0, a->rec->principal, sizeof a->rec->principal);
     store__col(st, 1, a->rec->tenant, sizeof a->rec->tenant);
     store__col(st, 2, a->rec->project, sizeof a->rec->project);
-    a->rec->projected_uusd = sqlite3_column_int64(st, 3);
+    a->rec->projected_uusd = tw_db_column_int64(st, 3);
   }
-  sqlite3_reset(st);
-  return r == SQLITE_ROW || r == SQLITE_DONE ? TW_OK
+  tw_db_reset(st);
+  return r == TW_DB_ROW || r == TW_DB_DONE ? TW_OK
                                              : tn_err(db, err, "owner lookup");
 }
 
@@ -738,39 +745,39 @@ struct quota_arg {
   const struct tw_store_quota_set *set;
 };
 
-static enum tw_rc load_quotas(sqlite3 *db, struct quota_arg *a,
+static enum tw_rc load_quotas(struct tw_db *db, struct quota_arg *a,
                               struct tw_err *err) {
   struct tw_store_quotas *q = a->out;
-  sqlite3_stmt *st = prepare(db, SQL_QUOTA_TENANTS, err);
+  struct tw_db_stmt *st = prepare(db, SQL_QUOTA_TENANTS, err);
   if (!st)
     return TW_E_IO;
   store__bind_opt(st, 1, a->tenant);
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     struct tw_store_quota_tenant *t = PUSH(q->tenants, q->n_tenants, a->cap_t);
     store__col(st, 0, t->tenant, sizeof t->tenant);
     store__col(st, 1, t->cohort, sizeof t->cohort);
-    t->spot_share_pct = sqlite3_column_int(st, 2);
-    t->version = sqlite3_column_int64(st, 3);
+    t->spot_share_pct = tw_db_column_int(st, 2);
+    t->version = tw_db_column_int64(st, 3);
   }
-  sqlite3_finalize(st);
-  if (r != SQLITE_DONE)
+  tw_db_finalize(st);
+  if (r != TW_DB_DONE)
     return tn_err(db, err, "tenant quota");
   if (!(st = prepare(db, SQL_QUOTA_ROWS, err)))
     return TW_E_IO;
   store__bind_opt(st, 1, a->tenant);
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     struct tw_store_quota_row *w = PUSH(q->rows, q->n_rows, a->cap_r);
     store__col(st, 0, w->tenant, sizeof w->tenant);
     store__col(st, 1, w->resource, sizeof w->resource);
-    w->limit = sqlite3_column_int64(st, 2);
-    w->borrow = sqlite3_column_int64(st, 3);
+    w->limit = tw_db_column_int64(st, 2);
+    w->borrow = tw_db_column_int64(st, 3);
   }
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : tn_err(db, err, "quota rows");
+  tw_db_finalize(st);
+  return r == TW_DB_DONE ? TW_OK : tn_err(db, err, "quota rows");
 }
 
-static enum tw_rc op_quota_load(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_quota_load(struct tw_store *s, struct tw_db *db, void *varg,
                                 struct tw_err *err) {
   (void)s;
   return load_quotas(db, varg, err);
@@ -787,7 +794,7 @@ enum tw_rc tw_store_quotas_get(struct tw_store *s, const char *tenant,
   return rc;
 }
 
-static enum tw_rc op_quota_set(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_quota_set(struct tw_store *s, struct tw_db *db, void *varg,
                                struct tw_err *err) {
   (void)s;
   struct quota_arg *a = varg;
@@ -803,36 +810,36 @@ static enum tw_rc op_quota_set(struct tw_store *s, sqlite3 *db, void *varg,
                       "the quota of %s changed meanwhile (now version %" PRId64
                       ", If-Match named %" PRId64 "): read it again",
                       q->tenant, version, q->if_version);
-  sqlite3_stmt *st = prepare(db, SQL_QUOTA_DELETE, err);
+  struct tw_db_stmt *st = prepare(db, SQL_QUOTA_DELETE, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, q->tenant);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (r != SQLITE_DONE)
+  int r = tw_db_step(st);
+  tw_db_finalize(st);
+  if (r != TW_DB_DONE)
     return tn_err(db, err, "quota delete");
   if (!(st = prepare(db, SQL_QUOTA_INSERT, err)))
     return TW_E_IO;
   for (size_t i = 0; i < q->n_rows && !rc; i++) {
-    sqlite3_reset(st);
+    tw_db_reset(st);
     store__bind_text(st, 1, q->tenant);
     store__bind_text(st, 2, q->rows[i].resource);
-    sqlite3_bind_int64(st, 3, q->rows[i].limit);
-    sqlite3_bind_int64(st, 4, q->rows[i].borrow);
-    if (sqlite3_step(st) != SQLITE_DONE)
+    tw_db_bind_int64(st, 3, q->rows[i].limit);
+    tw_db_bind_int64(st, 4, q->rows[i].borrow);
+    if (tw_db_step(st) != TW_DB_DONE)
       rc = tn_err(db, err, "quota insert");
   }
-  sqlite3_finalize(st);
+  tw_db_finalize(st);
   if (rc)
     return rc;
   if (!(st = prepare(db, SQL_TENANT_QUOTA_SET, err)))
     return TW_E_IO;
   store__bind_text(st, 1, q->tenant);
   store__bind_text(st, 2, q->cohort);
-  sqlite3_bind_int(st, 3, q->spot_share_pct);
-  r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  if (r != SQLITE_DONE)
+  tw_db_bind_int(st, 3, q->spot_share_pct);
+  r = tw_db_step(st);
+  tw_db_finalize(st);
+  if (r != TW_DB_DONE)
     return tn_err(db, err, "tenant quota update");
   tw_store_quotas_release(a->out);
   a->cap_t = a->cap_r = 0;
@@ -859,26 +866,26 @@ struct resv_arg {
   size_t n, cap;
 };
 
-static enum tw_rc op_resv_load(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_resv_load(struct tw_store *s, struct tw_db *db, void *varg,
                                struct tw_err *err) {
   (void)s;
   struct resv_arg *a = varg;
-  sqlite3_stmt *st = prepare(db, SQL_RESV_ALL, err);
+  struct tw_db_stmt *st = prepare(db, SQL_RESV_ALL, err);
   if (!st)
     return TW_E_IO;
   int r;
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
     struct tw_store_resv *v = PUSH(a->items, a->n, a->cap);
     store__col(st, 0, v->job_id, sizeof v->job_id);
     store__col(st, 1, v->tenant, sizeof v->tenant);
-    v->vcpus = sqlite3_column_int64(st, 2);
+    v->vcpus = tw_db_column_int64(st, 2);
     store__col(st, 3, v->accel, sizeof v->accel);
-    v->gpus = sqlite3_column_int64(st, 4);
-    v->spot = sqlite3_column_int(st, 5) != 0;
-    v->at_ms = sqlite3_column_int64(st, 6);
+    v->gpus = tw_db_column_int64(st, 4);
+    v->spot = tw_db_column_int(st, 5) != 0;
+    v->at_ms = tw_db_column_int64(st, 6);
   }
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : tn_err(db, err, "reservations");
+  tw_db_finalize(st);
+  return r == TW_DB_DONE ? TW_OK : tn_err(db, err, "reservations");
 }
 
 enum tw_rc tw_store_reservations(struct tw_store *s, struct tw_store_resv **out,
@@ -895,24 +902,24 @@ enum tw_rc tw_store_reservations(struct tw_store *s, struct tw_store_resv **out,
   return rc;
 }
 
-static enum tw_rc op_resv_put(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_resv_put(struct tw_store *s, struct tw_db *db, void *varg,
                               struct tw_err *err) {
   (void)s;
   struct resv_arg *a = varg;
-  sqlite3_stmt *st = prepare(db, SQL_RESV_PUT, err);
+  struct tw_db_stmt *st = prepare(db, SQL_RESV_PUT, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, a->v->job_id);
   store__bind_text(st, 2, a->v->tenant);
   store__bind_text(st, 3, a->offer_id);
-  sqlite3_bind_int64(st, 4, a->v->vcpus);
+  tw_db_bind_int64(st, 4, a->v->vcpus);
   store__bind_text(st, 5, a->v->accel);
-  sqlite3_bind_int64(st, 6, a->v->gpus);
-  sqlite3_bind_int(st, 7, a->v->spot);
-  sqlite3_bind_int64(st, 8, a->v->at_ms);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : tn_err(db, err, "reservation insert");
+  tw_db_bind_int64(st, 6, a->v->gpus);
+  tw_db_bind_int(st, 7, a->v->spot);
+  tw_db_bind_int64(st, 8, a->v->at_ms);
+  int r = tw_db_step(st);
+  tw_db_finalize(st);
+  return r == TW_DB_DONE ? TW_OK : tn_err(db, err, "reservation insert");
 }
 
 enum tw_rc tw_store_reservation_put(struct tw_store *s,
@@ -922,16 +929,16 @@ enum tw_rc tw_store_reservation_put(struct tw_store *s,
   return tw_store_write(s, op_resv_put, &a, err);
 }
 
-static enum tw_rc op_resv_delete(struct tw_store *s, sqlite3 *db, void *varg,
+static enum tw_rc op_resv_delete(struct tw_store *s, struct tw_db *db, void *varg,
                                  struct tw_err *err) {
   (void)s;
-  sqlite3_stmt *st = prepare(db, SQL_RESV_DELETE, err);
+  struct tw_db_stmt *st = prepare(db, SQL_RESV_DELETE, err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, varg, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
-  sqlite3_finalize(st);
-  return r == SQLITE_DONE ? TW_OK : tn_err(db, err, "reservation delete");
+  tw_db_bind_text(st, 1, varg, -1);
+  int r = tw_db_step(st);
+  tw_db_finalize(st);
+  return r == TW_DB_DONE ? TW_OK : tn_err(db, err, "reservation delete");
 }
 
 enum tw_rc tw_store_reservation_delete(struct tw_store *s, const char *job_id,

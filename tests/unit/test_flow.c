@@ -20,10 +20,12 @@
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "broker/core/store_flow.h"
+#include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
 static struct tw_clock clk;
 static char dir[64], path[128];
+static struct tw_test_pg pg; /* --backend=postgres: the same cases there */
 
 static struct tw_store *open_store(void) {
   snprintf(dir, sizeof dir, "/tmp/twflowXXXXXX");
@@ -31,6 +33,9 @@ static struct tw_store *open_store(void) {
   snprintf(path, sizeof path, "%s/t.db", dir);
   tw_clock_fake_init(&clk, 1700000000000LL);
   struct tw_store_opts o = {.path = path, .clock = &clk, .sync_full = false};
+  if (pg.on)
+    TW_CHECK(tw_test_pg_schema_new(&pg) == 0, "a PostgreSQL schema");
+  tw_test_pg_opts(&pg, &o);
   struct tw_store *s = NULL;
   struct tw_err err = {0};
   TW_CHECK_RC(tw_store_open(&o, &s, &err), TW_OK, err);
@@ -40,6 +45,7 @@ static struct tw_store *open_store(void) {
 static void close_store(struct tw_store *s) {
   tw_store_close(s);
   tw_test_store_remove(path, dir);
+  tw_test_pg_schema_drop(&pg);
 }
 
 static void pass(struct tw_store *s) {
@@ -831,7 +837,12 @@ static void large_fan_out(void **state) {
   close_store(s);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (tw_test_pg_wanted(argc, argv)) {
+    int r = tw_test_pg_init(&pg);
+    if (r)
+      return r;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(dependency_syntax),
       cmocka_unit_test(array_syntax),

@@ -15,6 +15,7 @@
 
 #include "billing/ledger/ledger.h"
 #include "broker/core/store.h"
+#include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
 #define T0 1764460800000LL /* 2025-11-30T00:00:00Z */
@@ -22,6 +23,7 @@
 
 static char dir[64], path[128];
 static struct tw_clock clk;
+static struct tw_test_pg pg; /* on: the suite runs on PostgreSQL */
 static struct tw_store *store;
 
 static int setup(void **state) {
@@ -29,10 +31,13 @@ static int setup(void **state) {
   snprintf(dir, sizeof dir, "/tmp/tw-ledger-XXXXXX");
   if (!mkdtemp(dir))
     return -1;
+  if (pg.on && tw_test_pg_schema_new(&pg))
+    return -1;
   snprintf(path, sizeof path, "%s/t.db", dir);
   tw_clock_fake_init(&clk, T0);
   struct tw_err err = {0};
   struct tw_store_opts o = {.path = path, .clock = &clk, .sync_full = false};
+  tw_test_pg_opts(&pg, &o);
   if (tw_store_open(&o, &store, &err)) {
     fprintf(stderr, "setup: %s\n", err.msg);
     return -1;
@@ -42,6 +47,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
+  tw_test_pg_schema_drop(&pg);
   tw_store_close(store);
   tw_test_store_remove(path, dir);
   return 0;
@@ -331,6 +337,17 @@ static void ledger_refuses_updates_and_deletes(void **state) {
       mkrow("t", "p", "aws", "us-east-1", "j-a", T0, T0 + HOUR, 1000, 900);
   assert_int_equal(tw_ledger_append(store, &r, 1, T0, &err), TW_OK);
   assert_true(r.seq > 0);
+  if (pg.on) {
+    char m[512];
+    assert_int_not_equal(
+        tw_test_pg_try(&pg, "UPDATE ledger SET list_uusd = 0", m, sizeof m),
+        TW_DB_OK);
+    assert_non_null(strstr(m, "append-only"));
+    assert_int_not_equal(
+        tw_test_pg_try(&pg, "DELETE FROM ledger", m, sizeof m), TW_DB_OK);
+    assert_non_null(strstr(m, "append-only"));
+    return;
+  }
   sqlite3 *db;
   assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
   char *msg = NULL;
@@ -423,7 +440,12 @@ static void budgets_are_replaced_whole(void **state) {
   free(out);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (tw_test_pg_wanted(argc, argv)) {
+    int r = tw_test_pg_init(&pg);
+    if (r)
+      return r;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(a_range_splits_a_row_by_time, setup,
                                       teardown),

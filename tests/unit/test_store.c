@@ -14,11 +14,13 @@
 #include <unistd.h>
 
 #include "broker/core/store.h"
+#include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
 static char dir[64];
 static char path[128];
 static struct tw_clock clk;
+static struct tw_test_pg pg; /* on: the suite runs on PostgreSQL */
 
 static int setup(void **state) {
   (void)state;
@@ -27,12 +29,15 @@ static int setup(void **state) {
     return -1;
   snprintf(path, sizeof path, "%s/t.db", dir);
   tw_clock_fake_init(&clk, 1764460800000); /* 2025-11-30T00:00:00Z */
+  if (pg.on && tw_test_pg_schema_new(&pg))
+    return -1;
   return 0;
 }
 
 static int teardown(void **state) {
   (void)state;
   tw_test_store_remove(path, dir);
+  tw_test_pg_schema_drop(&pg);
   return 0;
 }
 
@@ -40,7 +45,9 @@ static struct tw_store *open_store(void) {
   struct tw_store *s = NULL;
   struct tw_err err = {0};
   struct tw_store_opts o = {.path = path, .clock = &clk, .sync_full = false};
-  assert_int_equal(tw_store_open(&o, &s, &err), TW_OK);
+  tw_test_pg_opts(&pg, &o);
+  if (tw_store_open(&o, &s, &err) != TW_OK)
+    fail_msg("%s", err.msg);
   return s;
 }
 
@@ -90,6 +97,8 @@ static void create_get_and_reopen(void **state) {
  * the umask; an existing file keeps its mode. */
 static void a_new_database_and_its_wal_are_the_owners_alone(void **state) {
   (void)state;
+  if (pg.on)
+    skip(); /* the sqlite file itself */
   mode_t old = umask(022);
   struct tw_store *s = open_store();
   struct tw_job_rec j;
@@ -313,6 +322,8 @@ static void concurrent_writes_share_commits(void **state) {
 
 static void schema_version_is_recorded(void **state) {
   (void)state;
+  if (pg.on)
+    skip(); /* the sqlite file itself */
   struct tw_store *s = open_store();
   tw_store_close(s);
   sqlite3 *db;
@@ -334,6 +345,8 @@ static void schema_version_is_recorded(void **state) {
 
 static void newer_schema_is_refused(void **state) {
   (void)state;
+  if (pg.on)
+    skip(); /* the sqlite file itself */
   struct tw_store *s = open_store();
   tw_store_close(s);
   sqlite3 *db;
@@ -468,29 +481,29 @@ static const char *const MOD_V1[] = {
     "ALTER TABLE widgets ADD COLUMN size INTEGER NOT NULL DEFAULT 0;",
 };
 
-static enum tw_rc put_widget(struct tw_store *s, struct sqlite3 *db, void *arg,
+static enum tw_rc put_widget(struct tw_store *s, struct tw_db *db, void *arg,
                              struct tw_err *err) {
-  sqlite3_stmt *st =
+  struct tw_db_stmt *st =
       tw_store_stmt(s, db, "INSERT INTO widgets (name) VALUES (?1)", err);
   if (!st)
     return TW_E_IO;
-  sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
-  int r = sqlite3_step(st);
-  sqlite3_reset(st);
-  return r == SQLITE_DONE ? TW_OK : tw_err_set(err, TW_E_IO, "insert");
+  tw_db_bind_text(st, 1, arg, -1);
+  int r = tw_db_step(st);
+  tw_db_reset(st);
+  return r == TW_DB_DONE ? TW_OK : tw_err_set(err, TW_E_IO, "insert");
 }
 
-static enum tw_rc count_widgets(struct tw_store *s, struct sqlite3 *db,
+static enum tw_rc count_widgets(struct tw_store *s, struct tw_db *db,
                                 void *arg, struct tw_err *err) {
-  sqlite3_stmt *st =
+  struct tw_db_stmt *st =
       tw_store_stmt(s, db, "SELECT count(*), sum(size + 3) FROM widgets", err);
   if (!st)
     return TW_E_IO;
-  int r = sqlite3_step(st);
-  ((int *)arg)[0] = sqlite3_column_int(st, 0);
-  ((int *)arg)[1] = sqlite3_column_int(st, 1);
-  sqlite3_reset(st);
-  return r == SQLITE_ROW ? TW_OK : TW_E_IO;
+  int r = tw_db_step(st);
+  ((int *)arg)[0] = tw_db_column_int(st, 0);
+  ((int *)arg)[1] = tw_db_column_int(st, 1);
+  tw_db_reset(st);
+  return r == TW_DB_ROW ? TW_OK : TW_E_IO;
 }
 
 static void modules_migrate_themselves(void **state) {
@@ -525,6 +538,8 @@ static void modules_migrate_themselves(void **state) {
  * creates the rest, under the same module names and numbers. */
 static void earlier_layout_opens_and_gains_missing_modules(void **state) {
   (void)state;
+  if (pg.on)
+    skip(); /* the sqlite file itself */
   struct tw_store *s = open_store();
   struct tw_job_rec j;
   create(s, "old", NULL, "{}", &j, NULL, TW_OK);
@@ -562,7 +577,12 @@ static void earlier_layout_opens_and_gains_missing_modules(void **state) {
   sqlite3_close(db);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (tw_test_pg_wanted(argc, argv)) {
+    int r = tw_test_pg_init(&pg);
+    if (r)
+      return r;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(create_get_and_reopen, setup, teardown),
       cmocka_unit_test_setup_teardown(
