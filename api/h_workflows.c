@@ -96,6 +96,13 @@ static void admit_and_store(struct tw_req *r, struct tw_flow_plan *p) {
     }
     sp[parsed] = &specs[parsed];
     counts[parsed] = (int64_t)p->tmpl[parsed].n_tasks;
+    if (specs[parsed].n_secrets) { /* tasks come from the canonical spec */
+      tw_problem(r, 400, "invalid-field", "secrets",
+                 "secrets: not in a workflow's tasks (their specs keep no "
+                 "values); submit the task as a job of its own");
+      parsed++;
+      goto out;
+    }
   }
   int64_t projected = 0;
   if (!tw_auth_admit_group(r, &p->tenant, sp, counts, n, &projected))

@@ -17,6 +17,7 @@
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "broker/core/store_agent.h"
+#include "broker/tenancy/secrets.h"
 #include "providers/provider.h"
 
 static void add_time(struct tw_buf *b, const char *key, int64_t ms) {
@@ -171,6 +172,28 @@ static bool valid_idem_key(const char *k) {
   return true;
 }
 
+/* A spec naming secrets is taken with every value given and a key to seal
+ * them under; else the problem is answered. */
+static bool secrets_ready(struct tw_req *r, const struct tw_job_spec *spec) {
+  for (size_t i = 0; i < spec->n_secrets; i++)
+    if (!spec->secrets[i].value) {
+      tw_problem(r, 400, "invalid-field", "secrets",
+                 "secrets.%s: no value; give it at submission (tradewind "
+                 "submit --secret %s=VALUE, or --secret %s to take it from "
+                 "the environment)",
+                 spec->secrets[i].key, spec->secrets[i].key,
+                 spec->secrets[i].key);
+      return false;
+    }
+  if (!tw_auth_secrets(r)) {
+    tw_problem(r, 400, "invalid-field", "secrets",
+               "secrets: this broker keeps no secrets (it has no "
+               "secrets.key_file or secrets.key_env to seal them with)");
+    return false;
+  }
+  return true;
+}
+
 void tw_h_jobs_create(struct tw_req *r) {
   const char *ct = tw_req_header(r, "Content-Type");
   bool is_json;
@@ -222,6 +245,13 @@ void tw_h_jobs_create(struct tw_req *r) {
     tw_spec_release(&spec);
     return;
   }
+  if (spec.array && spec.n_secrets) {
+    tw_problem(r, 400, "invalid-field", "secrets",
+               "secrets: not with array (the tasks are made from the stored "
+               "spec, which keeps no values)");
+    tw_spec_release(&spec);
+    return;
+  }
   if (spec.array) { /* one group of tasks (h_workflows.c) */
     tw_h_array_submit(r, &spec);
     tw_spec_release(&spec);
@@ -241,6 +271,10 @@ void tw_h_jobs_create(struct tw_req *r) {
   }
   tw_span_end(&adm);
   if (!admitted) {
+    tw_spec_release(&spec);
+    return;
+  }
+  if (spec.n_secrets && !secrets_ready(r, &spec)) {
     tw_spec_release(&spec);
     return;
   }
@@ -275,8 +309,23 @@ void tw_h_jobs_create(struct tw_req *r) {
   bool replayed = false;
   /* the job, its owner and the audit entry commit together */
   enum tw_rc rc = tw_auth_job_store(r, &req, &job, &replayed, &err);
-  tw_spec_release(&spec);
   tw_buf_release(&canon);
+  /* the values, sealed apart from the job (a replay sealed them the first
+   * time); until they are, the agent's side answers no register */
+  if (rc == TW_OK && !replayed && spec.n_secrets &&
+      (rc = tw_secrets_job_put(tw_auth_secrets(r), job.id, spec.secrets,
+                               spec.n_secrets, &err))) {
+    struct tw_err cerr = {0};
+    tw_log_error("api", "request=%s job=%s secrets not sealed: %s",
+                 r->request_id, job.id, err.msg);
+    struct tw_job_transition t = {.id = job.id,
+                                  .to = TW_JOB_CANCELLED,
+                                  .reason = "its secrets could not be stored"};
+    if (tw_store_job_transition(tw_api_store(r->api), &t, NULL, &cerr))
+      tw_log_error("api", "job=%s not cancelled: %s", job.id, cerr.msg);
+    tw_job_rec_release(&job);
+  }
+  tw_spec_release(&spec);
   tw_flow_plan_release(&plan);
   if (rc) {
     if (rc != TW_E_CONFLICT)
@@ -397,6 +446,12 @@ void tw_h_jobs_cancel(struct tw_req *r) {
     tw_problem_err(r, &err);
     return;
   }
+  /* a job cancelled before its agent registered keeps no secrets; one
+   * running has its register answer already */
+  struct tw_secrets *sec = tw_auth_secrets(r);
+  struct tw_err serr = {0};
+  if (sec && tw_secrets_job_delete(sec, job.id, &serr))
+    tw_log_warn("api", "job=%s secrets not deleted: %s", job.id, serr.msg);
   render_job(&r->out, &job);
   tw_job_rec_release(&job);
   tw_req_json(r, 200);

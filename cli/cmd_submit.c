@@ -1,5 +1,6 @@
 /* cmd_submit.c - `tradewind submit FILE [--wait] [--timeout D]
- * [--idempotency-key K]`: POST /v1/jobs with the spec as written. */
+ * [--idempotency-key K] [--secret KEY[=VALUE]]...`: POST /v1/jobs with the
+ * spec as written (with --secret: its `secrets` filled in, sent as JSON). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,17 +8,19 @@
 
 #include <jansson.h>
 
+#include "broker/base/node.h"
 #include "cli/cli_int.h"
 
 /* Specs are a few kilobytes; anything near this is a wrong file. */
 #define SPEC_MAX_BYTES (8u * 1024 * 1024)
 
-enum { OPT_WAIT = 1, OPT_TIMEOUT, OPT_IDEMPOTENCY_KEY };
+enum { OPT_WAIT = 1, OPT_TIMEOUT, OPT_IDEMPOTENCY_KEY, OPT_SECRET };
 
 static const struct tw_cli_opt submit_opts[] = {
     {"wait", 0, false, OPT_WAIT},
     {"timeout", 0, true, OPT_TIMEOUT},
     {"idempotency-key", 0, true, OPT_IDEMPOTENCY_KEY},
+    {"secret", 0, true, OPT_SECRET},
     {0},
 };
 
@@ -55,9 +58,115 @@ static const char *media_type(const char *file, const char *text, size_t len) {
   return "application/yaml";
 }
 
+/* Zeroes b's bytes (it may hold secret values) and releases it. */
+static void wipe_buf(struct tw_buf *b) {
+  for (volatile char *q = b->data, *e = b->data + b->len; q && q < e; q++)
+    *q = 0;
+  tw_buf_release(b);
+}
+
+static bool env_name(const char *s, size_t n) {
+  if (n == 0 || n > 128 || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') ||
+                             (s[0] >= 'a' && s[0] <= 'z')))
+    return false;
+  for (size_t i = 0; i < n; i++)
+    if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') ||
+          (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+      return false;
+  return true;
+}
+
+static struct tw_node *new_scalar(const char *v) {
+  struct tw_node *n = tw_calloc(1, sizeof *n);
+  n->kind = TW_NODE_SCALAR;
+  n->str = tw_strdup(v);
+  n->quoted = true;
+  return n;
+}
+
+/* Sets m[key] (m a mapping) to n, replacing what was there. */
+static void map_set(struct tw_node *m, const char *key, size_t klen,
+                    struct tw_node *n) {
+  for (size_t i = 0; i < m->n; i++)
+    if (strlen(m->keys[i]) == klen && !strncmp(m->keys[i], key, klen)) {
+      tw_node_free(m->items[i]);
+      m->items[i] = n;
+      return;
+    }
+  m->keys = tw_realloc(m->keys, (m->n + 1) * sizeof *m->keys);
+  m->items = tw_realloc(m->items, (m->n + 1) * sizeof *m->items);
+  m->keys[m->n] = tw_strndup(key, klen);
+  m->items[m->n++] = n;
+}
+
+/* SkyPilot's --secret: KEY=VALUE, or KEY taking the value from the
+ * environment, put in the file's `secrets` (the same key in a task and in
+ * a spec), which is then sent as JSON.  TW_EXIT_OK, or a usage error. */
+static int fill_secrets(struct tw_cli *c, const struct tw_cli_parsed *p,
+                        struct tw_buf *spec, bool is_json) {
+  struct tw_node *root = NULL;
+  struct tw_err err = {0};
+  if ((is_json ? tw_node_parse_json : tw_node_parse_yaml)(spec->data,
+                                                          spec->len, &root,
+                                                          &err) ||
+      !root || root->kind != TW_NODE_MAP) {
+    tw_node_free(root);
+    return tw_cli_usage(c, "--secret: the file is not a mapping%s%s",
+                        err.msg[0] ? ": " : "", err.msg);
+  }
+  struct tw_node *sec = tw_node_get(root, "secrets");
+  if (!sec || sec->kind != TW_NODE_MAP) {
+    if (sec && sec->kind != TW_NODE_NULL) {
+      tw_node_free(root);
+      return tw_cli_usage(c, "--secret: the file's secrets is not a mapping");
+    }
+    sec = tw_calloc(1, sizeof *sec);
+    sec->kind = TW_NODE_MAP;
+    map_set(root, "secrets", 7, sec);
+  }
+  for (size_t i = 0; i < p->nopts; i++) {
+    const struct tw_cli_optval *o = &p->opts[i];
+    if (o->id != OPT_SECRET)
+      continue;
+    const char *eq = strchr(o->value, '=');
+    size_t klen = eq ? (size_t)(eq - o->value) : strlen(o->value);
+    if (!env_name(o->value, klen)) {
+      tw_node_free(root);
+      return tw_cli_usage(c,
+                          "--secret: expected KEY or KEY=VALUE with KEY a "
+                          "variable name ([A-Za-z_][A-Za-z0-9_]*)");
+    }
+    const char *v = eq ? eq + 1 : NULL;
+    if (!v) {
+      char name[129];
+      memcpy(name, o->value, klen);
+      name[klen] = '\0';
+      v = getenv(name);
+      if (!v) {
+        tw_node_free(root);
+        return tw_cli_usage(c,
+                            "--secret %s: not set in the environment (give "
+                            "--secret %s=VALUE)",
+                            name, name);
+      }
+    }
+    map_set(sec, o->value, klen, new_scalar(v));
+  }
+  wipe_buf(spec);
+  tw_buf_init(spec);
+  tw_node_to_json(root, spec);
+  /* the parsed copy held the values too */
+  for (size_t i = 0; i < sec->n; i++)
+    if (sec->items[i] && sec->items[i]->str)
+      for (volatile char *q = sec->items[i]->str; *q; q++)
+        *q = 0;
+  tw_node_free(root);
+  return TW_EXIT_OK;
+}
+
 static int cmd_submit(struct tw_cli *c, const struct tw_cli_parsed *p) {
   const char *file = p->pos[0], *key = NULL;
-  bool wait = false, timeout_given = false;
+  bool wait = false, timeout_given = false, secrets = false;
   int64_t timeout_ms = 0;
   struct tw_buf spec;
   struct tw_cli_http_resp resp;
@@ -98,6 +207,9 @@ static int cmd_submit(struct tw_cli *c, const struct tw_cli_parsed *p) {
           goto out;
         }
       break;
+    case OPT_SECRET:
+      secrets = true;
+      break;
     default:
       break;
     }
@@ -133,9 +245,14 @@ static int cmd_submit(struct tw_cli *c, const struct tw_cli_parsed *p) {
     goto out;
   }
 
-  code = tw_cli_request(c, "POST", "/v1/jobs",
-                        media_type(file, spec.data, spec.len), spec.data,
-                        spec.len, key, &resp, &job);
+  const char *mt = media_type(file, spec.data, spec.len);
+  if (secrets) {
+    if ((code = fill_secrets(c, p, &spec, !strcmp(mt, "application/json"))))
+      goto out;
+    mt = "application/json";
+  }
+  code = tw_cli_request(c, "POST", "/v1/jobs", mt, spec.data, spec.len, key,
+                        &resp, &job);
   if (code != TW_EXIT_OK)
     goto out;
   json_t *idv = json_object_get(job, "id");
@@ -179,7 +296,7 @@ static int cmd_submit(struct tw_cli *c, const struct tw_cli_parsed *p) {
 out:
   json_decref(job);
   tw_cli_http_resp_release(&resp);
-  tw_buf_release(&spec);
+  wipe_buf(&spec);
   return code;
 }
 
@@ -203,7 +320,11 @@ const struct tw_cli_cmd tw_cli_cmd_submit = {
         "                          1h30m); needs --wait\n"
         "  --idempotency-key KEY   1..128 characters; submitting the same\n"
         "                          spec with the same key again returns the\n"
-        "                          first job instead of a new one\n",
+        "                          first job instead of a new one\n"
+        "  --secret KEY[=VALUE]    a secret of the job's environment (the\n"
+        "                          file's secrets: KEY); without a value it\n"
+        "                          is taken from this environment.  Sealed\n"
+        "                          by the broker, never shown; repeatable\n",
     .opts = submit_opts,
     .min_pos = 1,
     .max_pos = 1,

@@ -159,8 +159,8 @@ static const char *const SKY_TOP[] = {
     "secrets",  "file_mounts", "setup", "run",       "config",
     "service",  "volumes", "event_callback", "experimental", NULL};
 static const char *const SKY_ONLY_TOP[] = {
-    "workdir", "num_nodes", "envs",    "secrets",        "file_mounts",
-    "config",  "service",   "volumes", "event_callback", "experimental",
+    "workdir", "num_nodes", "envs",    "file_mounts",  "config",
+    "service", "volumes",   "event_callback", "experimental",
     NULL};
 static const char *const SKY_RES[] = {
     "infra",         "cloud",        "region",    "zone",
@@ -1118,10 +1118,12 @@ enum tw_rc tw_skypilot_to_native(const struct tw_node *root,
     } else if (!strcmp(key, "envs")) {
       map_envs(&k, v);
     } else if (!strcmp(key, "secrets")) {
-      errs_add(errs, path, v,
-               "a job's spec is stored and shown with the job, so it takes "
-               "no secret values; read them on the machine (the cloud's "
-               "secret store through the instance's role)");
+      /* the same key and shape in the spec; a null value is given at
+       * submission (tradewind submit --secret KEY[=VALUE]) */
+      if (probe(errs, NULL, "secrets", v, "secrets")) {
+        member(&k.top, &k.top_first, "secrets");
+        tw_node_to_json(v, &k.top);
+      }
     } else if (!strcmp(key, "file_mounts")) {
       map_file_mounts(&k, v);
     } else if (!strcmp(key, "setup") || !strcmp(key, "run")) {

@@ -1220,23 +1220,27 @@ static int kv_cmp(const void *a, const void *b) {
   return strcmp(((const struct tw_kv *)a)->key, ((const struct tw_kv *)b)->key);
 }
 
-static enum tw_rc parse_env(const struct tw_node *m, struct tw_job_spec *spec,
-                            struct tw_err *err) {
+/* env and secrets: a mapping of NAME: value, sorted by name.  secrets'
+ * values may be null (given at submission, docs/jobspec.md#secrets); a
+ * value never appears in an error. */
+static enum tw_rc parse_kv(const struct tw_node *m, const char *field,
+                           bool secret, struct tw_kv **out, size_t *n_out,
+                           struct tw_err *err) {
   char d[128], sub[PATH_MAX_LEN];
   enum tw_rc rc;
+  size_t max = secret ? TW_SPEC_SECRETS_MAX : TW_SPEC_ENV_MAX;
   if (m->kind != TW_NODE_MAP)
-    return fail(err, "env", m, "expected a mapping of NAME: value, got %s",
+    return fail(err, field, m, "expected a mapping of NAME: value, got %s",
                 describe(m, d, sizeof d));
-  if (m->n > TW_SPEC_ENV_MAX)
-    return fail(err, "env", m, "at most %d variables, got %zu", TW_SPEC_ENV_MAX,
-                m->n);
+  if (m->n > max)
+    return fail(err, field, m, "at most %zu variables, got %zu", max, m->n);
   if (m->n == 0)
     return TW_OK;
-  spec->env = tw_calloc(m->n, sizeof *spec->env);
+  *out = tw_calloc(m->n, sizeof **out);
   for (size_t i = 0; i < m->n; i++) {
     const char *k = m->keys[i];
     const struct tw_node *v = m->items[i];
-    path_key(sub, "env", k);
+    path_key(sub, field, k);
     bool ok = (isalpha((unsigned char)k[0]) || k[0] == '_') && strlen(k) <= 128;
     for (const char *p = k; ok && *p; p++)
       ok = isalnum((unsigned char)*p) || *p == '_';
@@ -1248,18 +1252,44 @@ static enum tw_rc parse_env(const struct tw_node *m, struct tw_job_spec *spec,
                   "(at most 128), got %s",
                   q);
     }
+    *n_out = i + 1;
+    (*out)[i].key = tw_strdup(k);
+    if (secret && is_null(v))
+      continue; /* the value comes with the submission */
     if (v->kind != TW_NODE_SCALAR)
       return fail(err, sub, v, "expected a string, number or boolean, got %s",
                   describe(v, d, sizeof d));
-    spec->n_env = i + 1;
-    spec->env[i].key = tw_strdup(k);
-    if ((rc =
-             get_text(v, sub, TW_SPEC_ENV_VALUE_MAX, &spec->env[i].value, err)))
+    if ((rc = get_text(v, sub,
+                       secret ? TW_SPEC_SECRET_VALUE_MAX : TW_SPEC_ENV_VALUE_MAX,
+                       &(*out)[i].value, err)))
       return rc;
   }
   /* Sorted, so equal specs give equal canonical JSON whatever the order
    * they were written in. */
-  qsort(spec->env, spec->n_env, sizeof *spec->env, kv_cmp);
+  qsort(*out, *n_out, sizeof **out, kv_cmp);
+  return TW_OK;
+}
+
+static enum tw_rc parse_env(const struct tw_node *m, struct tw_job_spec *spec,
+                            struct tw_err *err) {
+  return parse_kv(m, "env", false, &spec->env, &spec->n_env, err);
+}
+
+/* After env: a name is a variable or a secret, not both. */
+static enum tw_rc parse_secrets(const struct tw_node *m,
+                                struct tw_job_spec *spec, struct tw_err *err) {
+  enum tw_rc rc =
+      parse_kv(m, "secrets", true, &spec->secrets, &spec->n_secrets, err);
+  if (rc)
+    return rc;
+  for (size_t i = 0; i < spec->n_secrets; i++)
+    for (size_t j = 0; j < spec->n_env; j++)
+      if (!strcmp(spec->secrets[i].key, spec->env[j].key)) {
+        char sub[PATH_MAX_LEN];
+        path_key(sub, "secrets", spec->secrets[i].key);
+        return fail(err, sub, m,
+                    "also in env; a variable is either a secret or not");
+      }
   return TW_OK;
 }
 
@@ -1608,6 +1638,7 @@ static enum tw_rc parse_top(const struct tw_node *root,
                                      "setup",
                                      "run",
                                      "env",
+                                     "secrets",
                                      "fallback",
                                      "depends_on",
                                      "kill_on_invalid_dep",
@@ -1713,6 +1744,9 @@ static enum tw_rc parse_top(const struct tw_node *root,
       (rc = get_text(n, "run", TW_SPEC_RUN_MAX, &spec->run, err)))
     return rc;
   if (!is_null(n = tw_node_get(root, "env")) && (rc = parse_env(n, spec, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(root, "secrets")) &&
+      (rc = parse_secrets(n, spec, err)))
     return rc;
   /* The strategy's name is checked against the fallback table's names
    * after the shape (check_fallback_name), when the caller has them. */
@@ -1901,6 +1935,25 @@ static void free_list(char **v, size_t n) {
   free(v);
 }
 
+/* Zeroes then frees a secret's value (the stores through a volatile
+ * pointer are not optimized away). */
+static void wipe_free(char *v) {
+  for (volatile char *p = v; *p; p++)
+    *p = 0;
+  free(v);
+}
+
+void tw_spec_secrets_wipe(struct tw_job_spec *spec) {
+  for (size_t i = 0; i < spec->n_secrets; i++) {
+    free(spec->secrets[i].key);
+    if (spec->secrets[i].value)
+      wipe_free(spec->secrets[i].value);
+  }
+  free(spec->secrets);
+  spec->secrets = NULL;
+  spec->n_secrets = 0;
+}
+
 void tw_spec_release(struct tw_job_spec *spec) {
   if (!spec)
     return;
@@ -1940,6 +1993,7 @@ void tw_spec_release(struct tw_job_spec *spec) {
     free(spec->env[i].value);
   }
   free(spec->env);
+  tw_spec_secrets_wipe(spec);
   free(spec->image);
   free(spec->disk_type);
   free(spec->ports);
@@ -2167,6 +2221,17 @@ void tw_spec_to_json(const struct tw_job_spec *s, struct tw_buf *b) {
       tw_buf_json_str(b, s->env[i].key);
       tw_buf_addc(b, ':');
       tw_buf_json_str(b, s->env[i].value);
+    }
+    tw_buf_addc(b, '}');
+  }
+  if (s->n_secrets) { /* names only: the values are sealed apart */
+    json_key(b, &first, "secrets");
+    tw_buf_addc(b, '{');
+    for (size_t i = 0; i < s->n_secrets; i++) {
+      if (i)
+        tw_buf_addc(b, ',');
+      tw_buf_json_str(b, s->secrets[i].key);
+      tw_buf_adds(b, ":null");
     }
     tw_buf_addc(b, '}');
   }

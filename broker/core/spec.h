@@ -39,6 +39,8 @@ struct tw_node;
 #define TW_SPEC_URI_MAX 2048
 #define TW_SPEC_RUN_MAX (64 * 1024)
 #define TW_SPEC_ENV_VALUE_MAX (32 * 1024)
+#define TW_SPEC_SECRETS_MAX 64
+#define TW_SPEC_SECRET_VALUE_MAX (16 * 1024)
 #define TW_SPEC_SELECTORS_MAX 32
 #define TW_SPEC_SELECTOR_VALUES_MAX 64
 #define TW_SPEC_LABEL_MAX 31 /* the selector filter's label buffer */
@@ -176,6 +178,12 @@ struct tw_job_spec {
   char *run;   /* the script; NULL = none */
   struct tw_kv *env;
   size_t n_env;
+  /* secrets: variables of the job's environment whose values are sealed
+   * (docs/jobspec.md#secrets).  A value is NULL when not given: always in
+   * a stored spec, which keeps the names only (tw_spec_to_json() writes
+   * null for each); the API seals the values it was given apart. */
+  struct tw_kv *secrets;
+  size_t n_secrets;
 
   /* the machine (docs/jobspec.md#image-disk-ports), each from the
    * operator's allow-list (struct tw_spec_machine) */
@@ -247,6 +255,9 @@ enum tw_rc tw_spec_parse(const char *text, size_t len, bool is_json,
                          struct tw_job_spec *spec, struct tw_err *err);
 
 void tw_spec_release(struct tw_job_spec *spec);
+/* Frees the secrets, their values zeroed first (tw_spec_release() does
+ * it too). */
+void tw_spec_secrets_wipe(struct tw_job_spec *spec);
 
 /* Appends the normalized spec as canonical JSON (fixed key order, units in
  * the key names: memory_mib, duration_s, max_price_uusd_per_hour, deadline

@@ -47,6 +47,7 @@ struct tw_agent {
   struct gang *gangs;
   atomic_uint_fast64_t news; /* reports that wake the scheduler, so far */
   struct tw_tracer *tracer;
+  struct tw_secrets *secrets; /* borrowed: the jobs' sealed variables */
 };
 
 /* ---- pure ---------------------------------------------------------------- */
@@ -198,6 +199,20 @@ void tw_agent_register_answer(const struct tw_agent_job *j,
     tw_buf_addc(out, ':');
     tw_buf_json_str(out, sp->env[i].value ? sp->env[i].value : "");
   }
+  /* the sealed ones, opened for this answer only */
+  for (size_t i = 0; i < j->n_secrets; i++) {
+    bool ours = j->traceparent && !strcmp(j->secrets[i].key, "TRACEPARENT");
+    for (size_t k = 0; OURS[k] && !ours; k++)
+      ours = !strcmp(j->secrets[i].key, OURS[k]);
+    if (ours)
+      continue;
+    if (!first)
+      tw_buf_addc(out, ',');
+    first = false;
+    tw_buf_json_str(out, j->secrets[i].key);
+    tw_buf_addc(out, ':');
+    tw_buf_json_str(out, j->secrets[i].value ? j->secrets[i].value : "");
+  }
   tw_buf_printf(out, "%s\"TRADEWIND_JOB_ID\":", first ? "" : ",");
   tw_buf_json_str(out, j->job_id);
   tw_buf_printf(out, ",\"TRADEWIND_ATTEMPT\":\"%d\"", j->attempt_n);
@@ -345,6 +360,7 @@ enum tw_rc tw_agent_new(const struct tw_agent_opts *o, struct tw_agent **out,
   *out = NULL;
   struct tw_agent *a = tw_calloc(1, sizeof *a);
   a->store = o->store;
+  a->secrets = o->secrets;
   a->clock = o->clock ? o->clock : tw_clock_real();
   a->preinstalled = o->preinstalled;
   a->agent_path = tw_strdup(o->agent_path ? o->agent_path : "tradewind-agent");
@@ -418,6 +434,14 @@ void tw_agent_free(struct tw_agent *a) {
 void tw_agent_set_wake(struct tw_agent *a, void (*fn)(void *ctx), void *ctx) {
   a->wake = fn;
   a->wake_ctx = ctx;
+}
+
+void tw_agent_forget_secrets(struct tw_agent *a, const char *job_id) {
+  if (!a || !a->secrets)
+    return;
+  struct tw_err err = {0};
+  if (tw_secrets_job_delete(a->secrets, job_id, &err))
+    tw_log_warn("agent", "job=%s secrets not deleted: %s", job_id, err.msg);
 }
 
 uint64_t tw_agent_news(struct tw_agent *a) {
@@ -611,6 +635,26 @@ enum tw_rc tw_agent_on_register(struct tw_agent *a,
     tw_spec_release(&spec);
     return rc;
   }
+  /* the job's sealed variables: none stored yet is the short moment
+   * between the job's row and its secrets (retried); no key is a broker
+   * whose secrets went away (refused) */
+  struct tw_kv *secrets = NULL;
+  size_t n_secrets = 0;
+  if (spec.n_secrets) {
+    if (!a->secrets)
+      rc = tw_err_field(err, TW_E_INVALID, "secrets",
+                        "secrets: job %s has secrets and this broker has no "
+                        "key to open them",
+                        c->job_id);
+    else if ((rc = tw_secrets_job_get(a->secrets, c->job_id, &secrets,
+                                      &n_secrets, err)) == TW_E_NOTFOUND)
+      rc = tw_err_set(err, TW_E_RETRYABLE,
+                      "secrets: job %s's are not stored yet", c->job_id);
+    if (rc) {
+      tw_spec_release(&spec);
+      return rc;
+    }
+  }
   struct tw_store_agent_reg r = {.attempt_id = c->attempt_id,
                                  .instance_id = m->instance_id,
                                  .cloud = m->cloud,
@@ -638,7 +682,9 @@ enum tw_rc tw_agent_on_register(struct tw_agent *a,
                              .heartbeat_s = a->heartbeat_s,
                              .node_rank = m->node_rank > 0 ? m->node_rank : 0,
                              .nodes = spec.nodes,
-                             .traceparent = tp[0] ? tp : NULL};
+                             .traceparent = tp[0] ? tp : NULL,
+                             .secrets = secrets,
+                             .n_secrets = n_secrets};
     const char **ips = gang_register(a, c->attempt_id, &spec, m);
     j.ips = ips;
     tw_agent_register_answer(&j, out);
@@ -650,6 +696,7 @@ enum tw_rc tw_agent_on_register(struct tw_agent *a,
       tw_log_info("agent", "job=%s attempt=%s instance=%s cloud=%s registered",
                   c->job_id, c->client_token, m->instance_id, m->cloud);
   }
+  tw_secrets_job_free(secrets, n_secrets);
   tw_spec_release(&spec);
   return rc;
 }

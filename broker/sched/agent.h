@@ -69,6 +69,7 @@ void tw_agent_bootstrap(const struct tw_agent_boot *b, struct tw_buf *out);
 /* What the agent is told at register about its job (pure over the stored
  * spec): the JSON answer of POST .../register. */
 struct tw_job_spec;
+struct tw_kv;
 struct tw_agent_job {
   const char *job_id;
   int attempt_n;
@@ -81,6 +82,10 @@ struct tw_agent_job {
   const char *const *ips;
   const char *traceparent; /* the job's trace context, given to the job as
                               TRACEPARENT; NULL: none */
+  /* the job's secrets, opened (docs/jobspec.md#secrets): in the env after
+   * the spec's own variables */
+  const struct tw_kv *secrets;
+  size_t n_secrets;
 };
 void tw_agent_register_answer(const struct tw_agent_job *j, struct tw_buf *out);
 
@@ -89,8 +94,10 @@ void tw_agent_register_answer(const struct tw_agent_job *j, struct tw_buf *out);
 struct tw_tracer;
 struct tw_agent_opts {
   struct tw_store *store;     /* borrowed; outlives the module */
-  struct tw_secrets *secrets; /* borrowed for tw_agent_new only; NULL: the
-                                 key is kept in plain in the store */
+  struct tw_secrets *secrets; /* borrowed, outlives the module: the agent
+                                 key's and the jobs' secrets; NULL: the key
+                                 is kept in plain in the store, and jobs
+                                 with secrets are refused */
   struct tw_clock *clock;     /* NULL: real */
   bool preinstalled;          /* agent.install */
   const char *agent_path;     /* agent.path */
@@ -131,6 +138,10 @@ int64_t tw_agent_grace_s(const struct tw_agent *a);
  * stored so far: the scheduler reads the quiet attempts' reports again
  * only when it moved (agent_follow.c). */
 uint64_t tw_agent_news(struct tw_agent *a);
+
+/* Deletes job_id's sealed secrets, if any (its job ended); failures are
+ * logged.  Nothing without secrets. */
+void tw_agent_forget_secrets(struct tw_agent *a, const char *job_id);
 
 /* The served binary: its path and SHA-256 hex; false when none. */
 bool tw_agent_binary(const struct tw_agent *a, const char **path,

@@ -108,6 +108,7 @@ static int apply_exit(struct tw_sched *s, const struct tw_job_rec *job,
      * again */
     sched__capacity_return(s, a, sched__job_nodes(s, job, nd.n));
     tw_log_info("agent", "job=%s attempt=%d %s", a->job_id, a->n, why);
+    tw_agent_forget_secrets(s->agent, a->job_id); /* the job ended */
   }
   tw_spec_cache_forget(s->specs, job->id);
   /* terminated by the account's workers (follow.c's owed terminates),

@@ -387,6 +387,13 @@ static void job_copy(struct tw_job_rec *dst, const struct tw_job_rec *r) {
  * scheduler's touched (a gang's nodes are recorded in the store, which
  * guards itself). */
 static void launch_run(struct sched_call *c) {
+  if (c->secrets_undeliverable) {
+    c->rc = tw_err_field(&c->err, TW_E_INVALID, "secrets",
+                         "secrets: %s runs no tradewind-agent, the only way "
+                         "they reach a job (agent: true)",
+                         c->o.account);
+    return;
+  }
   c->rc = TW_E_NOTFOUND;
   if (c->resolve && c->nodes <= 1) {
     c->rc = tw_provider_find_by_token(c->p, c->a.client_token, c->o.region,
@@ -482,6 +489,7 @@ sched__launch_call(struct tw_sched *s, const struct tw_job_rec *job,
       .env = env,
       .n_env = n_env};
   c->nodes = is_gang(s, sp, o->account) ? sp->nodes : 1;
+  c->secrets_undeliverable = sp->n_secrets && !agent_user_data_for(s, o);
   if (c->nodes > 1 && c->ud.len && agent_user_data_for(s, o))
     c->ud_nodes = gang_user_data(s, &c->job, &c->a, o, c->nodes);
   return c;

@@ -420,6 +420,9 @@ struct sched_call {
   struct tw_provider *p;
   struct tw_store *store;
   bool resolve, first, found;
+  /* the job has secrets and the provider runs no agent, the one path
+   * they reach a job by: refused without a call (its next offer tried) */
+  bool secrets_undeliverable;
   struct tw_job_rec job;
   const struct tw_job_spec *spec;
   struct tw_attempt_rec a;

@@ -12,6 +12,8 @@
 
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
+#include "broker/base/node.h"
+#include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "broker/core/store_secrets.h"
 
@@ -326,4 +328,109 @@ enum tw_rc tw_secrets_rotate(struct tw_secrets *s, size_t *rotated,
     *rotated = done;
   tw_log_info("secrets", "key=%s rotated=%zu", s->cur.id, done);
   return first_bad;
+}
+
+/* ---- a job's secrets -------------------------------------------------------- */
+
+static void job_name(const char *job_id, char *out, size_t outsz) {
+  snprintf(out, outsz, "job.%s", job_id);
+}
+
+enum tw_rc tw_secrets_job_put(struct tw_secrets *s, const char *job_id,
+                              const struct tw_kv *kv, size_t n,
+                              struct tw_err *err) {
+  struct tw_buf b;
+  tw_buf_init(&b);
+  tw_buf_addc(&b, '{');
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      tw_buf_addc(&b, ',');
+    tw_buf_json_str(&b, kv[i].key);
+    tw_buf_addc(&b, ':');
+    tw_buf_json_str(&b, kv[i].value ? kv[i].value : "");
+  }
+  tw_buf_addc(&b, '}');
+  enum tw_rc rc;
+  if (b.len >= TW_SECRET_VALUE_MAX) {
+    rc = tw_err_field(err, TW_E_INVALID, "secrets",
+                      "secrets: %zu bytes together, at most %d", b.len,
+                      TW_SECRET_VALUE_MAX - 1);
+  } else {
+    char name[TW_SECRET_NAME_MAX];
+    job_name(job_id, name, sizeof name);
+    rc = tw_secrets_put(s, name, b.data, b.len, err);
+  }
+  OPENSSL_cleanse(b.data, b.len);
+  tw_buf_release(&b);
+  return rc;
+}
+
+void tw_secrets_job_free(struct tw_kv *kv, size_t n) {
+  if (!kv)
+    return;
+  for (size_t i = 0; i < n; i++) {
+    free(kv[i].key);
+    if (kv[i].value) {
+      OPENSSL_cleanse(kv[i].value, strlen(kv[i].value));
+      free(kv[i].value);
+    }
+  }
+  free(kv);
+}
+
+enum tw_rc tw_secrets_job_get(struct tw_secrets *s, const char *job_id,
+                              struct tw_kv **kv, size_t *n,
+                              struct tw_err *err) {
+  *kv = NULL;
+  *n = 0;
+  char name[TW_SECRET_NAME_MAX];
+  job_name(job_id, name, sizeof name);
+  char *v = NULL;
+  size_t len = 0;
+  enum tw_rc rc = tw_secrets_get(s, name, &v, &len, err);
+  if (rc)
+    return rc;
+  struct tw_node *root = NULL;
+  struct tw_err perr = {0};
+  rc = tw_node_parse_json(v, len, &root, &perr);
+  tw_secrets_value_free(v, len);
+  if (rc || !root || root->kind != TW_NODE_MAP) {
+    tw_node_free(root);
+    return tw_err_set(err, TW_E_INVALID,
+                      "secrets: the sealed variables of job %s are not an "
+                      "object",
+                      job_id);
+  }
+  struct tw_kv *out = tw_calloc(root->n ? root->n : 1, sizeof *out);
+  size_t k = 0;
+  for (size_t i = 0; i < root->n; i++) {
+    const struct tw_node *it = root->items[i];
+    if (!it || it->kind != TW_NODE_SCALAR)
+      continue;
+    out[k].key = tw_strdup(root->keys[i]);
+    out[k].value = tw_strdup(it->str ? it->str : "");
+    k++;
+  }
+  /* the parsed copy holds the values too */
+  for (size_t i = 0; i < root->n; i++)
+    if (root->items[i] && root->items[i]->kind == TW_NODE_SCALAR &&
+        root->items[i]->str)
+      OPENSSL_cleanse(root->items[i]->str, strlen(root->items[i]->str));
+  tw_node_free(root);
+  *kv = out;
+  *n = k;
+  return TW_OK;
+}
+
+enum tw_rc tw_secrets_job_delete(struct tw_secrets *s, const char *job_id,
+                                 struct tw_err *err) {
+  char name[TW_SECRET_NAME_MAX];
+  job_name(job_id, name, sizeof name);
+  enum tw_rc rc = tw_secrets_delete(s, name, err);
+  if (rc == TW_E_NOTFOUND) {
+    if (err)
+      *err = (struct tw_err){0};
+    return TW_OK;
+  }
+  return rc;
 }

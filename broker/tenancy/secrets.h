@@ -82,4 +82,28 @@ enum tw_rc tw_secrets_delete(struct tw_secrets *s, const char *name,
 enum tw_rc tw_secrets_rotate(struct tw_secrets *s, size_t *rotated,
                              struct tw_err *err);
 
+/* ---- a job's secrets (docs/jobspec.md#secrets) ----------------------------
+ *
+ * One sealed value per job, named "job.<id>": the variables as a JSON
+ * object of strings.  The API puts them before the job can be placed,
+ * the agent's side reads them into the register answer, and they are
+ * deleted when the job ends by its agent's exit report or a cancel. */
+struct tw_kv;
+
+/* Seals the n variables (every value non-NULL) for job_id.  TW_E_INVALID
+ * naming "secrets" when together they exceed TW_SECRET_VALUE_MAX. */
+enum tw_rc tw_secrets_job_put(struct tw_secrets *s, const char *job_id,
+                              const struct tw_kv *kv, size_t n,
+                              struct tw_err *err);
+/* Opens job_id's variables into *kv (owned: tw_secrets_job_free).
+ * TW_E_NOTFOUND when none are stored. */
+enum tw_rc tw_secrets_job_get(struct tw_secrets *s, const char *job_id,
+                              struct tw_kv **kv, size_t *n,
+                              struct tw_err *err);
+/* Zeroes the values, then frees.  NULL ok. */
+void tw_secrets_job_free(struct tw_kv *kv, size_t n);
+/* Deletes job_id's variables; TW_OK when there were none. */
+enum tw_rc tw_secrets_job_delete(struct tw_secrets *s, const char *job_id,
+                                 struct tw_err *err);
+
 #endif

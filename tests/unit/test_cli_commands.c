@@ -290,6 +290,45 @@ static void submit_usage_errors_exit_2_without_a_request(void **state) {
   assert_int_equal(fake_nreq(srv), 0);
 }
 
+/* --secret fills the file's secrets (KEY=VALUE, or KEY from the
+ * environment), adding what the file lacks; the result goes as JSON. */
+static void submit_secret_fills_the_secrets(void **state) {
+  struct fake_srv *srv = *state;
+  fake_reply(srv, 201, "application/json", JOB("j-1", "pending", ""), NULL);
+  setenv("TW_TEST_HF_TOKEN", "hf_from_env", 1);
+  struct result *r = run(
+      fake_url(srv), NULL,
+      "name: a\nsecrets:\n  TW_TEST_HF_TOKEN: null\n  KEEP: kept\nrun: x\n",
+      ARGS("submit", "-", "--secret", "TW_TEST_HF_TOKEN", "--secret",
+           "EXTRA=a=b"));
+  unsetenv("TW_TEST_HF_TOKEN");
+  assert_int_equal(r->code, 0);
+  assert_string_equal(r->out, "j-1\n");
+  const struct fake_req *q = fake_req(srv, 0);
+  assert_string_equal(q->content_type, "application/json");
+  json_t *j = json_loads(q->body, 0, NULL);
+  assert_non_null(j);
+  json_t *sec = json_object_get(j, "secrets");
+  assert_string_equal(
+      json_string_value(json_object_get(sec, "TW_TEST_HF_TOKEN")),
+      "hf_from_env");
+  assert_string_equal(json_string_value(json_object_get(sec, "KEEP")), "kept");
+  assert_string_equal(json_string_value(json_object_get(sec, "EXTRA")), "a=b");
+  assert_string_equal(json_string_value(json_object_get(j, "run")), "x");
+  json_decref(j);
+  /* a KEY not in the environment, a bad name: usage errors, no request */
+  r = run(fake_url(srv), NULL, "name: a\n",
+          ARGS("submit", "-", "--secret", "TW_TEST_UNSET_SECRET"));
+  assert_int_equal(r->code, 2);
+  assert_non_null(strstr(r->err, "TW_TEST_UNSET_SECRET: not set"));
+  r = run(fake_url(srv), NULL, "name: a\n",
+          ARGS("submit", "-", "--secret", "1BAD=x"));
+  assert_int_equal(r->code, 2);
+  assert_non_null(strstr(r->err, "--secret: expected KEY"));
+  assert_null(strstr(r->err, "=x"));
+  assert_int_equal(fake_nreq(srv), 1);
+}
+
 static void submit_wait_follows_states_to_success(void **state) {
   struct fake_srv *srv = *state;
   fake_reply(srv, 201, "application/json",
@@ -875,6 +914,7 @@ int main(void) {
       T(submit_notes_an_idempotent_replay),
       T(submit_invalid_spec_exits_5_naming_the_field),
       T(submit_usage_errors_exit_2_without_a_request),
+      T(submit_secret_fills_the_secrets),
       T(submit_wait_follows_states_to_success),
       T(submit_wait_json_prints_only_the_final_job),
       T(submit_wait_exits_with_the_jobs_own_code),

@@ -141,7 +141,7 @@ static void test_bad_file_all_errors(void **state) {
       {"resources.labels", "tagged by the broker", 11},
       {"resources.job_recovery", "always recovers", 12},
       {"envs.1BAD", "variable names", 14},
-      {"secrets", "no secret values", 16},
+      {"secrets.HF-TOKEN", "variable names", 16},
       {"file_mounts./remote/code", "a local path", 18},
   };
   size_t nw = sizeof want / sizeof want[0];
@@ -282,6 +282,60 @@ static void test_refusals(void **state) {
   }
 }
 
+/* secrets: the same key in a task and a spec; the canonical JSON (what is
+ * stored, shown and converted) names them only, the parsed spec has the
+ * values; a null one waits for the submission. */
+static void test_secrets(void **state) {
+  (void)state;
+  size_t len = 0;
+  char *text = slurp("secrets.yaml", &len);
+  TW_CHECK(text != NULL, "no secrets.yaml");
+  struct tw_job_spec s;
+  struct tw_spec_errs errs;
+  struct tw_err err = {0};
+  bool sky = false;
+  TW_CHECK_RC(tw_spec_parse_any(text, len, false, &OPTS, &s, &errs, &sky, &err),
+              TW_OK, err);
+  free(text);
+  TW_CHECK(sky, "secrets.yaml not read as SkyPilot");
+  TW_CHECK_INT(s.n_secrets, 2);
+  TW_CHECK_STR(s.secrets[0].key, "HF_TOKEN");
+  TW_CHECK(s.secrets[0].value == NULL, "a null secret got a value");
+  TW_CHECK_STR(s.secrets[1].key, "WANDB_API_KEY");
+  TW_CHECK_STR(s.secrets[1].value, "wandb-0f3c9a7e5b2d4c1a");
+  struct tw_buf b;
+  tw_buf_init(&b);
+  tw_spec_to_json(&s, &b);
+  contains(b.data, "\"secrets\":{\"HF_TOKEN\":null,\"WANDB_API_KEY\":null}");
+  TW_CHECK(!strstr(b.data, "wandb-0f3c"), "a secret value in %s", b.data);
+  contains(b.data, "\"env\":{\"MODEL\":\"llama-3-8b\"}");
+  tw_spec_release(&s);
+  /* the canonical form is a spec, read back with the names and no value */
+  TW_CHECK_RC(tw_spec_parse(b.data, b.len, true, &s, &err), TW_OK, err);
+  TW_CHECK_INT(s.n_secrets, 2);
+  TW_CHECK(!s.secrets[1].value, "a stored spec has a value");
+  tw_spec_release(&s);
+  tw_buf_release(&b);
+
+  static const struct {
+    const char *text, *field, *part;
+  } bad[] = {
+      {"name: a\nenv: {T: x}\nsecrets: {T: y}\n", "secrets.T", "also in env"},
+      {"name: a\nsecrets: [T]\n", "secrets", "expected a mapping"},
+      {"name: a\nsecrets: {T: {a: 1}}\n", "secrets.T", "expected a string"},
+      {"name: a\nsecrets: {1T: x}\n", "secrets.1T", "variable names"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    err = (struct tw_err){0};
+    TW_CHECK_INT(tw_spec_parse(bad[i].text, strlen(bad[i].text), false, &s,
+                               &err),
+                 TW_E_INVALID);
+    TW_CHECK_STR(err.field, bad[i].field);
+    TW_CHECK(strstr(err.msg, bad[i].part), "%s lacks \"%s\"", err.msg,
+             bad[i].part);
+  }
+}
+
 /* What `tradewind convert` prints, submitted as a native spec, is the
  * same job; and a native spec goes through tw_spec_parse_any unchanged. */
 static void test_convert_round_trip(void **state) {
@@ -313,6 +367,7 @@ int main(void) {
       cmocka_unit_test(test_mappings),
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_convert_round_trip),
+      cmocka_unit_test(test_secrets),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -455,6 +455,64 @@ static void secrets_are_sealed_and_rotate(void **state) {
   assert_null(strstr(err.msg, "not-a-key"));
 }
 
+/* A job's secrets: sealed as one value per job, opened back, never in the
+ * file in plain, gone once deleted. */
+static void job_secrets_are_sealed(void **state) {
+  (void)state;
+  char kp[200];
+  snprintf(kp, sizeof kp, "%s/key", dir);
+  write_key("key",
+            "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
+  struct tw_secrets *s;
+  struct tw_err err = {0};
+  struct tw_secrets_opts so = {.store = store, .clock = &clk, .key_file = kp};
+  assert_int_equal(tw_secrets_open(&so, &s, &err), TW_OK);
+  char k1[] = "HF_TOKEN", v1[] = "hf_QmVyeVNlY3JldFRva2Vu\"\n\\x",
+       k2[] = "EMPTY", v2[] = "";
+  struct tw_kv kv[] = {{k1, v1}, {k2, v2}};
+  assert_int_equal(tw_secrets_job_put(s, "j-01", kv, 2, &err), TW_OK);
+  struct tw_kv *got = NULL;
+  size_t n = 0;
+  assert_int_equal(tw_secrets_job_get(s, "j-01", &got, &n, &err), TW_OK);
+  assert_int_equal(n, 2);
+  assert_string_equal(got[0].key, "HF_TOKEN");
+  assert_string_equal(got[0].value, v1);
+  assert_string_equal(got[1].key, "EMPTY");
+  assert_string_equal(got[1].value, "");
+  tw_secrets_job_free(got, n);
+  assert_int_equal(tw_secrets_job_get(s, "j-02", &got, &n, &err),
+                   TW_E_NOTFOUND);
+  /* no plaintext in the file */
+  sqlite3 *db;
+  sqlite3_stmt *st;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  assert_int_equal(
+      sqlite3_prepare_v2(db, "SELECT ciphertext FROM secrets WHERE name = ?",
+                         -1, &st, NULL),
+      SQLITE_OK);
+  sqlite3_bind_text(st, 1, "job.j-01", -1, SQLITE_STATIC);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  assert_null(find(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0),
+                   "hf_Qm", 5));
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  /* too much together is refused, naming the field */
+  size_t big = TW_SECRET_VALUE_MAX;
+  char *bv = malloc(big + 1);
+  memset(bv, 'x', big);
+  bv[big] = '\0';
+  struct tw_kv kb[] = {{k1, bv}};
+  err = (struct tw_err){0};
+  assert_int_equal(tw_secrets_job_put(s, "j-03", kb, 1, &err), TW_E_INVALID);
+  assert_string_equal(err.field, "secrets");
+  free(bv);
+  assert_int_equal(tw_secrets_job_delete(s, "j-01", &err), TW_OK);
+  assert_int_equal(tw_secrets_job_get(s, "j-01", &got, &n, &err),
+                   TW_E_NOTFOUND);
+  assert_int_equal(tw_secrets_job_delete(s, "j-01", &err), TW_OK);
+  tw_secrets_free(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(first_start_writes_a_private_admin_token,
@@ -467,6 +525,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(quota_versions_conflict, setup, teardown),
       cmocka_unit_test_setup_teardown(admission_names_the_quota_and_the_numbers,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(job_secrets_are_sealed, setup, teardown),
       cmocka_unit_test_setup_teardown(secrets_are_sealed_and_rotate, setup,
                                       teardown),
   };

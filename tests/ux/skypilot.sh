@@ -7,7 +7,11 @@
 #   - bad.yaml refused with every one of its errors in one answer;
 #   - `tradewind convert` of each task, submitted as a native spec, is the
 #     same job (the stored specs are equal);
-#   - a gang whose node 1 fails fails at once with that node's code.
+#   - a gang whose node 1 fails fails at once with that node's code;
+#   - secrets.yaml, one secret in the file and one given with --secret
+#     from the environment, runs on both; the job prints their digests
+#     (compared), and neither value is in any API answer, log file or the
+#     database (sealed there); a null one without --secret is refused.
 # Needs TW_DAEMON, TW_FAKECLOUD, TW_CLI, TW_AGENT.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,6 +37,8 @@ scheduler: {tick_ms: 200}
 agent: {install: fetch, binary: $TW_AGENT, heartbeat_s: 1, heartbeat_timeout_s: 60, grace_s: 10}
 # train.yaml's disk_size and disk_tier, allowed by the operator
 machine: {disk_types: [medium], disk_max_gb: 512}
+# secrets.yaml's secrets, sealed under this key
+secrets: {key_env: TW_UX_SECRETS_KEY}
 providers:
 $2
 YAML
@@ -50,6 +56,70 @@ submit_ok() {
   tw jobs logs "$id" >"$work/$id.log" 2>&1 || fail "no logs of $id"
   for want in "$@"; do
     grep -q -- "$want" "$work/$id.log" || fail "$(basename "$f"): output lacks \"$want\": $(cat "$work/$id.log")"
+  done
+}
+
+# secrets_ok NAME: secrets.yaml with HF_TOKEN from the environment; the
+# digests the job printed match, and no value is anywhere it must not be
+hf_token=hf_$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+wandb_key=wandb-0f3c9a7e5b2d4c1a
+export TW_UX_SECRETS_KEY
+TW_UX_SECRETS_KEY=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+secrets_ok() {
+  if tw submit "$tasks/secrets.yaml" >/dev/null 2>"$work/nosecret.err"; then
+    fail "secrets.yaml without --secret HF_TOKEN was accepted"
+  fi
+  grep -q "secrets.HF_TOKEN: no value" "$work/nosecret.err" ||
+    fail "a null secret: $(cat "$work/nosecret.err")"
+  # an array's tasks are made from the stored spec, which has no values
+  printf 'name: arr\narray: "0-1"\nsecrets: {A: b}\nrun: "true"\n' >"$work/arr.yaml"
+  if tw submit "$work/arr.yaml" >/dev/null 2>"$work/arr.err"; then
+    fail "an array with secrets was accepted"
+  fi
+  grep -q "secrets: not with array" "$work/arr.err" || fail "array: $(cat "$work/arr.err")"
+  id=$(env HF_TOKEN="$hf_token" "$TW_CLI" --url "$url" submit \
+    "$tasks/secrets.yaml" --secret HF_TOKEN) || fail "$1: secrets.yaml refused"
+  tw jobs wait "$id" --timeout 120s >/dev/null 2>"$work/wait.err" ||
+    fail "$1: secrets.yaml: job $id did not succeed: $(cat "$work/wait.err"); $(tw jobs get "$id" -o json | head -40)"
+  tw jobs logs "$id" >"$work/$id.log" 2>&1 || fail "no logs of $id"
+  grep -q "setup: pushing llama-3-8b with a token of ${#hf_token} bytes" \
+    "$work/$id.log" || fail "setup did not see HF_TOKEN: $(cat "$work/$id.log")"
+  for pair in "hf=$hf_token" "wandb=$wandb_key"; do
+    want=${pair%%=*}=$(printf %s "${pair#*=}" | sha256sum | cut -d' ' -f1)
+    grep -qx "$want" "$work/$id.log" ||
+      fail "$1: the job's $want is not in its output: $(cat "$work/$id.log")"
+  done
+  # sealed while the job lived, deleted once it ended (the list names the
+  # sealed values: the agent key's is one)
+  curl -s "$url/v1/secrets" | grep -q '"tradewind.agent-key"' ||
+    fail "$1: GET /v1/secrets lists no sealed value: $(curl -s "$url/v1/secrets")"
+  i=0
+  while curl -s "$url/v1/secrets" | grep -q "\"job.$id\""; do
+    i=$((i + 1))
+    [ $i -lt 50 ] || fail "$1: job $id's sealed secrets outlived it: $(curl -s "$url/v1/secrets")"
+    sleep 0.1
+  done
+  # shown by name only
+  tw jobs get "$id" -o json >"$work/$1.get.json"
+  python3 - "$work/$1.get.json" <<'PY' || fail "$1: the job's secrets: $(cat "$work/$1.get.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))["spec"]["secrets"]
+assert s == {"HF_TOKEN": None, "WANDB_API_KEY": None}, s
+PY
+  { tw jobs list -o json; tw jobs get "$id" -o yaml; tw jobs logs "$id"
+    tw plan "$tasks/secrets.yaml" -o json; tw convert "$tasks/secrets.yaml"
+    curl -s "$url/v1/jobs/$id/events"; curl -s "$url/v1/jobs/$id/attempts"
+  } >"$work/$1.answers" 2>&1
+  cat "$work/$1.get.json" >>"$work/$1.answers"
+  for v in "$hf_token" "$wandb_key"; do
+    grep -qF -- "$v" "$work/$1.answers" && fail "$1: a secret value in an API answer"
+    # every log: the daemon's, the fake cloud's, the agents'
+    leak=$(find "$work" \( -name '*.log' -o -name '*.out' -o -name '*.err' \) \
+      -exec grep -lF -- "$v" {} + 2>/dev/null || :)
+    [ -z "$leak" ] || fail "$1: a secret value in $leak"
+    # the database (the audit rows, the jobs, the sealed values)
+    leak=$(find "$work" -name "$1.db*" -exec grep -lF -- "$v" {} + 2>/dev/null || :)
+    [ -z "$leak" ] || fail "$1: a secret value in plain in $leak"
   done
 }
 
@@ -79,6 +149,7 @@ grep -l -- "--node-rank 1" "$work"/boot/*/user-data >/dev/null ||
   fail "no node was given rank 1 in its bootstrap"
 submit_ok "$tasks/batch.yaml" \
   "evaluating s3://tradewind-ux-data/eval/ in batches of 32 (verbose=true)" done
+secrets_ok ec2
 
 # --- every error of a bad file at once -------------------------------------------
 if tw submit "$tasks/bad.yaml" >"$work/bad.out" 2>"$work/bad.err"; then
@@ -88,7 +159,7 @@ n=$(grep -c '^  .*(line [0-9]*)$' "$work/bad.err" || :)
 [ "$n" -eq 12 ] || fail "bad.yaml: $n errors reported, want 12: $(cat "$work/bad.err")"
 for k in name workdir num_nodes resources.infra resources.accelerators.H100 \
   resources.cpus resources.disk_tier resources.labels resources.job_recovery \
-  envs.1BAD secrets file_mounts./remote/code; do
+  envs.1BAD secrets.HF-TOKEN file_mounts./remote/code; do
   grep -q "^ *\(tradewind: rejected (400): \)\{0,1\}$k: " "$work/bad.err" ||
     fail "bad.yaml: no error for $k: $(cat "$work/bad.err")"
 done
@@ -129,6 +200,7 @@ start_daemon local "  - name: here
 submit_ok "$tasks/distributed.yaml" "setup on node 0" "node 0 of 2, head " \
   "torchrun --nnodes=2 --node_rank=0"
 submit_ok "$tasks/batch.yaml" "verbose=true" done
+secrets_ok local
 # a node other than the head that fails fails the job at once, with its
 # code, while the head still runs
 printf 'name: rank1-fails\nnum_nodes: 2\nresources: {cpus: 1+}\nrun: |\n  if [ "$SKYPILOT_NODE_RANK" = 1 ]; then exit 3; fi\n  sleep 60\n' \
