@@ -209,8 +209,11 @@ static char *released_placement(const char *gid, int idx) {
         assert_int_equal(jr.status, 200);
         /* the job's placement, not its spec's */
         const char *pl = strstr(jr.body.data, "\"placement\":{\"provider\"");
-        if (pl)
-          return strdup(pl);
+        if (pl) {
+          char *copy = strdup(pl);
+          tw_buf_release(&jr.body);
+          return copy;
+        }
         tw_buf_release(&jr.body);
         tw_sched_tick(sched);
       }
