@@ -605,7 +605,8 @@ static void record(struct tw_auth *a, struct tw_req *r, struct tw_auth_ctx *c) {
     else if (r->params[0])
       snprintf(c->object, sizeof c->object, "%s", r->params[0]);
   }
-  snprintf(detail, sizeof detail, "status=%u", r->status);
+  snprintf(detail, sizeof detail, "status=%u%s%s", r->status,
+           c->note[0] ? " " : "", c->note);
   if (r->status >= 400 && r->out.data) {
     /* the problem's detail, without the JSON around it */
     const char *d = strstr(r->out.data, "\"detail\":\"");

@@ -43,6 +43,7 @@ struct tw_auth_ctx {
   bool denied;                    /* answered 403/404 by authorization */
   bool audited; /* the handler's write carried the entry: none after */
   int64_t projected_uusd; /* of the job being submitted (admission) */
+  char note[96]; /* the handler's words for the audit detail; "" none */
   /* a `twa_` token: the agent of one attempt (docs/agent.md), which may
    * call its own attempt's TW_TGT_AGENT routes and nothing else; who is
    * then "agent:<attempt>" and holds no role */

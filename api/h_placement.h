@@ -35,4 +35,11 @@ bool tw_h_placement_media(struct tw_req *r, bool *is_json);
  * the body is no workflow. */
 bool tw_h_plan_workflow(struct tw_req *r, bool is_json);
 
+/* h_plan_workflow.c: the registry's view of every task's datasets (those
+ * the caller may read), as a job's plan has it; release *ds. */
+struct tw_joint_problem;
+struct tw_dataset_set;
+void tw_h_joint_datasets(struct tw_req *r, const struct tw_joint_problem *p,
+                         struct tw_dataset_set *ds);
+
 #endif

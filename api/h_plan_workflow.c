@@ -18,10 +18,8 @@
 #include "policies/place/placer.h"
 #include "policies/place/plan.h"
 
-/* The registry's view of every task's datasets, as a job's plan has it. */
-static void workflow_datasets(struct tw_req *r,
-                              const struct tw_joint_problem *p,
-                              struct tw_dataset_set *ds) {
+void tw_h_joint_datasets(struct tw_req *r, const struct tw_joint_problem *p,
+                         struct tw_dataset_set *ds) {
   tw_dataset_set_init(ds);
   const struct tw_principal *who = tw_auth_who(r);
   for (size_t t = 0; t < p->n_tasks; t++) {
@@ -79,7 +77,7 @@ bool tw_h_plan_workflow(struct tw_req *r, bool is_json) {
     tw_offer_index_build(&none, &ix, NULL);
   }
   struct tw_dataset_set ds;
-  workflow_datasets(r, &p, &ds);
+  tw_h_joint_datasets(r, &p, &ds);
   struct tw_place_snapshot snap = {.index = ix, .datasets = &ds};
   struct tw_joint_result res;
   if (tw_joint_plan(set, &snap, &p, tw_clock_now_ms(tw_api_clock(r->api)), &res,

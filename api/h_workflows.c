@@ -3,6 +3,7 @@
  * (status, progress, cost so far), DELETE (bulk cancel), /graph (its
  * edges) and /tasks (per-task status).  Semantics: docs/workflows.md. */
 #include <ctype.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,12 +11,16 @@
 
 #include "api/api_int.h"
 #include "api/auth_int.h"
+#include "api/h_placement.h"
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
 #include "broker/core/flow.h"
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "broker/core/store_flow.h"
+#include "policies/place/joint.h"
+#include "policies/place/placer.h"
+#include "policies/place/plan.h"
 
 static void add_usd(struct tw_buf *b, const char *key, int64_t uusd) {
   tw_buf_printf(b, ",\"%s\":\"%s%lld.%06lld\"", key, uusd < 0 ? "-" : "",
@@ -64,8 +69,10 @@ static bool media_is(const char *ct, const char *want) {
   return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
 }
 
-/* The group just stored, answered 201 with its Location. */
-static void created(struct tw_req *r, const char *gid) {
+/* The group just stored, answered 201 with its Location; extra (may be
+ * NULL) is a member or more appended to the group's object. */
+static void created(struct tw_req *r, const char *gid,
+                    const struct tw_buf *extra) {
   struct tw_flow_rec g;
   struct tw_err err = {0};
   if (tw_store_flow_get(tw_api_store(r->api), gid, &g, &err)) {
@@ -73,10 +80,225 @@ static void created(struct tw_req *r, const char *gid) {
     return;
   }
   render(&r->out, &g);
+  if (extra && extra->len) {
+    r->out.len--; /* the group's closing brace */
+    tw_buf_add(&r->out, extra->data, extra->len);
+    tw_buf_addc(&r->out, '}');
+  }
   char loc[64];
   snprintf(loc, sizeof loc, "/v1/workflows/%s", gid);
   tw_req_add_header(r, "Location", loc);
   tw_req_json(r, 201);
+}
+
+/* ---- joint placement at submission (docs/workflows.md#placement) ---- */
+
+/* The joint problem of a workflow's plan: one ask per template (a
+ * fanned-out template is one ask: its tasks share one region), its
+ * outputs' sizes summed; one edge per pair of templates with an edge
+ * between their tasks, carrying the source's outputs. */
+static enum tw_rc joint_problem_of(const struct tw_flow_plan *p,
+                                   struct tw_joint_problem *jp,
+                                   struct tw_err *err) {
+  memset(jp, 0, sizeof *jp);
+  snprintf(jp->name, sizeof jp->name, "%s", p->name ? p->name : "");
+  jp->tasks = tw_calloc(p->n_tmpl ? p->n_tmpl : 1, sizeof *jp->tasks);
+  for (size_t i = 0; i < p->n_tmpl; i++) {
+    const struct tw_flow_tmpl *t = &p->tmpl[i];
+    struct tw_joint_task *jt = &jp->tasks[jp->n_tasks];
+    snprintf(jt->name, sizeof jt->name, "%s", t->task ? t->task : "");
+    jt->spec = tw_calloc(1, sizeof *jt->spec);
+    if (tw_spec_parse(t->spec_json, strlen(t->spec_json), true, jt->spec,
+                      err)) {
+      free(jt->spec);
+      jt->spec = NULL;
+      return TW_E_INTERNAL;
+    }
+    jp->n_tasks++;
+    for (size_t o = 0; o < t->n_outputs; o++)
+      if (t->outputs[o].size_bytes > 0 &&
+          jt->output_bytes <= INT64_MAX / 2 - t->outputs[o].size_bytes)
+        jt->output_bytes += t->outputs[o].size_bytes;
+    if (t->n_outputs && t->outputs[0].uri)
+      snprintf(jt->output_where, sizeof jt->output_where, "%s",
+               t->outputs[0].uri);
+  }
+  /* template pairs, deduplicated through a bitmap of n_tmpl^2 bits (at
+   * most 10,000 named tasks: 12.5 MB at worst, freed at once) */
+  size_t nt = p->n_tmpl;
+  uint8_t *seen = tw_calloc((nt * nt + 7) / 8 + 1, 1);
+  size_t cap = 0;
+  for (size_t e = 0; e < p->n_edges; e++) {
+    uint32_t a = p->tasks[p->edges[e].from].tmpl;
+    uint32_t b = p->tasks[p->edges[e].to].tmpl;
+    size_t bit = (size_t)a * nt + b;
+    if (a == b || (seen[bit / 8] & (1u << (bit % 8))))
+      continue;
+    seen[bit / 8] |= (uint8_t)(1u << (bit % 8));
+    if (jp->n_edges == cap) {
+      cap = cap ? 2 * cap : 16;
+      jp->edges = tw_realloc(jp->edges, cap * sizeof *jp->edges);
+    }
+    jp->edges[jp->n_edges++] = (struct tw_joint_edge){
+        .from = a, .to = b, .bytes = jp->tasks[a].output_bytes};
+  }
+  free(seen);
+  return TW_OK;
+}
+
+/* The spec's region selectors narrowed to `where` ("provider:region"):
+ * where itself when no selector was given or a region selector matches
+ * it, else the zone selectors inside it; never wider than what the spec
+ * allowed.  false (spec unchanged) when nothing of it is left. */
+static bool narrow_regions(struct tw_job_spec *s, const char *where) {
+  char **keep = tw_calloc(s->n_regions + 1, sizeof *keep);
+  size_t n = 0;
+  bool region_ok = s->n_regions == 0;
+  for (size_t i = 0; i < s->n_regions; i++) {
+    const char *sel = s->regions[i];
+    const char *c1 = strchr(sel, ':');
+    const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2) {
+      region_ok |= !fnmatch(sel, where, 0);
+      continue;
+    }
+    char rp[256];
+    snprintf(rp, sizeof rp, "%.*s", (int)(c2 - sel), sel);
+    if (!fnmatch(rp, where, 0))
+      keep[n++] = tw_strdup(sel);
+  }
+  if (region_ok) {
+    for (size_t i = 0; i < n; i++)
+      free(keep[i]);
+    n = 0;
+    keep[n++] = tw_strdup(where);
+  }
+  if (!n) {
+    free(keep);
+    return false;
+  }
+  for (size_t i = 0; i < s->n_regions; i++)
+    free(s->regions[i]);
+  free(s->regions);
+  s->regions = keep;
+  s->n_regions = n;
+  return true;
+}
+
+/* The placement mode in the request's audit detail. */
+static void audit_note(struct tw_req *r, const char *mode, const char *why) {
+  if (r->auth)
+    snprintf(r->auth->note, sizeof r->auth->note, "placement=%s%s%.60s", mode,
+             why && *why ? ": " : "", why ? why : "");
+}
+
+static void step_because(struct tw_req *r, struct tw_buf *pl,
+                         const char *why) {
+  audit_note(r, "step", why);
+  tw_buf_adds(pl, ",\"placement\":{\"mode\":\"step\",\"reason\":");
+  tw_buf_json_str(pl, why);
+  tw_buf_addc(pl, '}');
+}
+
+/* Plans p's templates jointly over the placer's snapshot and pins each to
+ * its region (its spec_json rewritten, specs[] narrowed alike); falls
+ * back to step by step, saying why in pl, when a task fits nowhere or the
+ * plan cannot be made.  pl receives the answer's placement member. */
+static void place_jointly(struct tw_req *r, struct tw_flow_plan *p,
+                          struct tw_job_spec *specs, struct tw_buf *pl) {
+  if (p->step_placement) {
+    step_because(r, pl, "placement: step in the document");
+    return;
+  }
+  if (p->n_tmpl > TW_JOINT_TASKS_MAX) {
+    step_because(r, pl, "too many tasks to plan jointly");
+    return;
+  }
+  struct tw_joint_problem jp;
+  struct tw_err err = {0};
+  if (joint_problem_of(p, &jp, &err)) {
+    tw_log_error("api", "request=%s joint problem: %s", r->request_id,
+                 err.msg);
+    step_because(r, pl, "the joint problem could not be built");
+    tw_joint_problem_release(&jp);
+    return;
+  }
+  struct tw_placer *placer = tw_api_placer(r->api);
+  struct tw_policy_set *set = NULL;
+  struct tw_offer_index *ix = NULL;
+  if (placer)
+    tw_placer_acquire(placer, &set, &ix);
+  else
+    set = tw_policy_set_default();
+  if (!ix) {
+    struct tw_offer_source none;
+    tw_offer_source_array(&none, NULL, 0);
+    tw_offer_index_build(&none, &ix, NULL);
+  }
+  struct tw_dataset_set ds;
+  tw_h_joint_datasets(r, &jp, &ds);
+  struct tw_place_snapshot snap = {.index = ix, .datasets = &ds};
+  struct tw_joint_result res;
+  memset(&res, 0, sizeof res);
+  bool planned = !tw_joint_plan(set, &snap, &jp,
+                                tw_clock_now_ms(tw_api_clock(r->api)), &res,
+                                &err);
+  if (!planned) {
+    char why[300];
+    snprintf(why, sizeof why, "the joint plan failed: %s", err.msg);
+    step_because(r, pl, why);
+  } else if (res.infeasible[0]) {
+    char why[300];
+    snprintf(why, sizeof why,
+             "task %s fits nowhere jointly: placed step by step",
+             res.infeasible);
+    step_because(r, pl, why);
+  } else {
+    size_t pinned = 0;
+    for (size_t i = 0; i < p->n_tmpl; i++) {
+      const char *where = res.joint.tasks[i].where;
+      if (!where[0] || !narrow_regions(&specs[i], where))
+        continue;
+      struct tw_buf j;
+      tw_buf_init(&j);
+      tw_spec_to_json(&specs[i], &j);
+      free(p->tmpl[i].spec_json);
+      p->tmpl[i].spec_json = tw_buf_detach(&j);
+      pinned++;
+    }
+    int64_t saving = res.greedy.total_uusd - res.joint.total_uusd;
+    char why[64];
+    snprintf(why, sizeof why, "saving %lld uUSD over step by step",
+             (long long)saving);
+    audit_note(r, "joint", why);
+    tw_buf_adds(pl, ",\"placement\":{\"mode\":\"joint\",\"method\":");
+    tw_buf_json_str(pl, res.info.method ? res.info.method : "");
+    tw_buf_printf(pl, ",\"exact\":%s", res.info.exact ? "true" : "false");
+    add_usd(pl, "joint_cost_usd", res.joint.total_uusd);
+    add_usd(pl, "step_cost_usd", res.greedy.total_uusd);
+    add_usd(pl, "saving_usd", saving);
+    tw_buf_adds(pl, ",\"tasks\":[");
+    for (size_t i = 0; i < p->n_tmpl; i++) {
+      tw_buf_adds(pl, i ? ",{\"task\":" : "{\"task\":");
+      tw_buf_json_str(pl, jp.tasks[i].name);
+      tw_buf_adds(pl, ",\"where\":");
+      tw_buf_json_str(pl, res.joint.tasks[i].where);
+      tw_buf_adds(pl, ",\"step_where\":");
+      tw_buf_json_str(pl, res.greedy.tasks[i].where);
+      tw_buf_addc(pl, '}');
+    }
+    tw_buf_adds(pl, "]}");
+    tw_log_info("api",
+                "request=%s workflow %s placed jointly: %zu of %zu tasks "
+                "pinned, saving %lld uUSD over step by step",
+                r->request_id, p->name ? p->name : "", pinned, p->n_tmpl,
+                (long long)saving);
+  }
+  if (planned)
+    tw_joint_result_release(&res);
+  tw_dataset_set_release(&ds);
+  tw_placer_release(set, ix);
+  tw_joint_problem_release(&jp);
 }
 
 /* Admission over the plan's templates (quotas, budgets on the whole
@@ -87,6 +309,8 @@ static void admit_and_store(struct tw_req *r, struct tw_flow_plan *p) {
   const struct tw_job_spec **sp = tw_calloc(n ? n : 1, sizeof *sp);
   int64_t *counts = tw_calloc(n ? n : 1, sizeof *counts);
   struct tw_err err = {0};
+  struct tw_buf pl; /* the placement member of the answer */
+  tw_buf_init(&pl);
   size_t parsed = 0;
   for (; parsed < n; parsed++) {
     const char *j = p->tmpl[parsed].spec_json;
@@ -107,13 +331,13 @@ static void admit_and_store(struct tw_req *r, struct tw_flow_plan *p) {
   int64_t projected = 0;
   if (!tw_auth_admit_group(r, &p->tenant, sp, counts, n, &projected))
     goto out;
-  /* Where a whole workflow's placement is decided.  Today it is step by
-   * step: each task is placed by the scheduler's placer when it is
-   * released (store_flow.c, release_one), reading its predecessors'
-   * outputs as datasets where they ran.  Joint placement of the chains
-   * (policies/place/joint.h) plugs in here: it sees every template and
-   * edge of the plan and pins each template's placement (its spec's
-   * placement.regions) before the plan is stored. */
+  /* Where a whole workflow's placement is decided: jointly (the
+   * default) by pinning every template to its region in the joint plan,
+   * or step by step (`placement: step`, an array, a job with
+   * dependencies), each task placed by the scheduler's placer when it is
+   * released (store_flow.c, release_one). */
+  if (p->kind == TW_FLOW_WORKFLOW)
+    place_jointly(r, p, specs, &pl);
   char gid[TW_FLOW_GID_LEN + 1];
   if (tw_store_flow_submit(tw_api_store(r->api), p, projected, NULL,
                            "depends_on", gid, &err)) {
@@ -125,8 +349,9 @@ static void admit_and_store(struct tw_req *r, struct tw_flow_plan *p) {
   }
   tw_log_info("api", "request=%s %s %s stored: %zu tasks", r->request_id,
               tw_flow_kind_str(p->kind), gid, p->n_tasks);
-  created(r, gid);
+  created(r, gid, &pl);
 out:
+  tw_buf_release(&pl);
   for (size_t i = 0; i < parsed; i++)
     tw_spec_release(&specs[i]);
   free(specs);

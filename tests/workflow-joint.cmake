@@ -17,3 +17,9 @@ tw_add_test(test_joint_api SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_jo
 tw_add_fuzz(fuzz_joint_doc SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_joint_doc.c
             LIBS tw_policies LABELS workflow
             CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/joint)
+# POST /v1/workflows placing a workflow jointly: the released jobs run in
+# the joint plan's regions; `placement: step` and a task fitting nowhere
+# keep step-by-step placement.
+tw_add_test(test_joint_submit SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_joint_submit.c
+            LIBS tw_api tw_sched tw_fake_provider PkgConfig::CURL PkgConfig::CMOCKA
+            LABELS integration workflow)

@@ -837,7 +837,7 @@ enum tw_rc tw_flow_doc_parse(const char *text, size_t len, bool is_json,
   out->fail_fast = true;
   static const char *const keys[] = {"name",      "tenant",      "project",
                                      "fail_fast", "max_running", "tasks",
-                                     NULL};
+                                     "placement", NULL};
   static const char *const tkeys[] = {"name",    "depends", "fan_in",
                                       "for_each", "outputs", "on_invalid",
                                       "job",     NULL};
@@ -873,6 +873,14 @@ enum tw_rc tw_flow_doc_parse(const char *text, size_t len, bool is_json,
       goto done;
     }
     out->max_running = (int)v;
+  }
+  if ((n = tw_node_get(root, "placement")) && n->kind != TW_NODE_NULL) {
+    if (n->kind != TW_NODE_SCALAR ||
+        (strcmp(n->str, "joint") && strcmp(n->str, "step"))) {
+      rc = doc_fail(err, "placement", n, "expected joint or step");
+      goto done;
+    }
+    out->step_placement = !strcmp(n->str, "step");
   }
   const struct tw_node *tasks = tw_node_get(root, "tasks");
   if (!tasks || tasks->kind != TW_NODE_SEQ || !tasks->n) {

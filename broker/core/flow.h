@@ -158,6 +158,9 @@ struct tw_flow_plan {
   char *name, *tenant, *project;
   bool fail_fast;
   int max_running;
+  /* a workflow's `placement: step`: every task placed on its own when it
+   * is released; false: the whole workflow placed jointly at submission */
+  bool step_placement;
   struct tw_flow_tmpl *tmpl;
   size_t n_tmpl;
   struct tw_flow_task *tasks;

@@ -115,8 +115,8 @@ void tw_joint_problem_release(struct tw_joint_problem *p);
  * Also the form workflow submissions write: the job's keys under `job:`,
  * `depends: [a, b.succeeded]` (the condition dropped), outputs as a list
  * of {name, uri, size} (sizes summed), and tenant, project, fail_fast,
- * max_running, fan_in and on_invalid accepted and ignored; for_each is
- * refused.
+ * max_running, placement, fan_in and on_invalid accepted and ignored;
+ * for_each is refused.
  *
  * Every task becomes a job spec (through tw_spec_from_node_opts with
  * opts) with its inputs as datasets.  Errors name the field:

@@ -185,7 +185,7 @@ enum tw_rc tw_joint_doc_parse(const struct tw_node *root,
     /* the submissions' words, which do not change where tasks run */
     if (!strcmp(key, "tasks") || !strcmp(key, "tenant") ||
         !strcmp(key, "project") || !strcmp(key, "fail_fast") ||
-        !strcmp(key, "max_running"))
+        !strcmp(key, "max_running") || !strcmp(key, "placement"))
       continue;
     if (!strcmp(key, "name")) {
       const struct tw_node *v = root->items[k];
