@@ -20,7 +20,7 @@ function(ux_openapi)
   set_tests_properties(ux_openapi_client PROPERTIES
     LABELS "conformance;ux" FIXTURES_REQUIRED openapi_npm
     SKIP_RETURN_CODE 77 TIMEOUT 240
-    ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>")
+    ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_FAKECLOUD=$<TARGET_FILE:tradewind-fakecloud>;TW_AGENT=$<TARGET_FILE:tradewind-agent>")
 endfunction()
 cmake_language(DEFER CALL ux_openapi)
 

@@ -98,7 +98,11 @@ client)
     echo "$name did not start" >&2
     exit 1
   }
-  start fakecloud "$TW_FAKECLOUD" --listen 127.0.0.1:0 --seed 3 --pending-ms 200
+  : "${TW_AGENT:?TW_AGENT: the tradewind-agent binary}"
+  # --boot: the instance runs its bootstrap and the agent the job's
+  # script, so the job ends with its exit code
+  start fakecloud "$TW_FAKECLOUD" --listen 127.0.0.1:0 --seed 3 --pending-ms 200 \
+    --boot --boot-dir "$work/run/boot"
   fake=$url
   export TW_OA_AWS_ACCESS_KEY=AKIDTRADEWINDFAKE TW_OA_AWS_SECRET_KEY=tradewind-fake-secret
   cat >run/tradewind.yaml <<YAML
@@ -106,6 +110,7 @@ listen: 127.0.0.1:0
 db: $work/run/tradewind.db
 auth: {mode: open}
 scheduler: {tick_ms: 200}
+agent: {install: fetch, binary: $TW_AGENT, heartbeat_s: 1}
 providers:
   - name: aws-fake
     type: aws
@@ -114,7 +119,7 @@ providers:
     access_key_env: TW_OA_AWS_ACCESS_KEY
     secret_key_env: TW_OA_AWS_SECRET_KEY
     image: ami-0123456789abcdef0
-    metadata_url: $fake/_fake/ec2/instances/{id}
+    agent: true
 YAML
   start tradewindd "$TW_DAEMON" --config run/tradewind.yaml
   node out/client.js "$url" || { tail -20 run/tradewindd.err >&2; exit 1; }
