@@ -36,8 +36,15 @@ tw_add_test(test_plan_queue SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_plan_que
 tw_add_test(test_plan_datasets SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_plan_datasets.c
             LIBS tw_core PkgConfig::CMOCKA LABELS unit placement)
 # (tw_fake_provider is defined by a later fragment, providers-aws.cmake)
+# an in-process API server over the scheduler's index and a fake
+# provider: the plan, workflow and joint-placement tests share it
+add_library(twtest_plan_server STATIC
+            ${CMAKE_SOURCE_DIR}/tests/integration/twtest_plan_server.c)
+target_link_libraries(twtest_plan_server PUBLIC tw_api tw_sched tw_cli
+                      tw_fake_provider tw_adapters_test PkgConfig::CURL
+                      PkgConfig::CMOCKA)
 tw_add_test(test_plan_api SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_plan_api.c
-            LIBS tw_api tw_sched tw_cli tw_fake_provider tw_adapters_test PkgConfig::CURL PkgConfig::CMOCKA
+            LIBS twtest_plan_server
             LABELS integration placement)
 tw_add_test(test_plan_reload SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_plan_reload.c
             LIBS twtest_daemon PkgConfig::CMOCKA LABELS integration placement TIMEOUT 120)

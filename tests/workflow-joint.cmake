@@ -10,7 +10,7 @@ tw_add_test(test_joint_real SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_j
 # POST /v1/plan with a workflow and `tradewind plan WORKFLOW`.
 # (tw_fake_provider is defined by an earlier fragment, providers-aws.cmake)
 tw_add_test(test_joint_api SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_joint_api.c
-            LIBS tw_api tw_sched tw_cli tw_fake_provider tw_adapters_test PkgConfig::CURL PkgConfig::CMOCKA
+            LIBS twtest_plan_server
             LABELS integration workflow)
 # The minimal workflow document on arbitrary bytes, with the placement
 # bounds checked on whatever parses.
@@ -21,5 +21,5 @@ tw_add_fuzz(fuzz_joint_doc SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_joint_doc
 # the joint plan's regions; `placement: step` and a task fitting nowhere
 # keep step-by-step placement.
 tw_add_test(test_joint_submit SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_joint_submit.c
-            LIBS tw_api tw_sched tw_fake_provider PkgConfig::CURL PkgConfig::CMOCKA
+            LIBS twtest_plan_server
             LABELS integration workflow)

@@ -20,130 +20,26 @@
 #include "broker/sched/sched.h"
 #include "policies/place/placer.h"
 #include "tests/fakes/fake_provider.h"
+#include "tests/integration/twtest_plan_server.h"
 
-static char dir[64], path[128];
-static struct tw_clock clk;
-static struct tw_store *store;
-static struct tw_provider *prov;
-static struct tw_sched *sched;
-static struct tw_api *api;
-static struct tw_placer *placer;
-
-struct resp {
-  long status;
-  struct tw_buf body;
-};
-
-static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
-  tw_buf_add(&((struct resp *)ud)->body, p, sz * n);
-  return sz * n;
-}
-
-static struct resp call(const char *method, const char *p, const char *ctype,
-                        const char *body) {
-  char url[512];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d%s", tw_api_port(api), p);
-  struct resp r = {0};
-  tw_buf_init(&r.body);
-  tw_buf_adds(&r.body, "");
-  CURL *c = curl_easy_init();
-  struct curl_slist *h = NULL;
-  if (ctype) {
-    char line[128];
-    snprintf(line, sizeof line, "Content-Type: %s", ctype);
-    h = curl_slist_append(h, line);
-  }
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-  if (body)
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-  assert_int_equal(curl_easy_perform(c), CURLE_OK);
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
-  curl_slist_free_all(h);
-  curl_easy_cleanup(c);
-  return r;
-}
-
-static void offer(const char *region, const char *zone, const char *type,
-                  int64_t price, int vcpus, const char *accel, int accels,
-                  const char *juris) {
-  struct tw_offer o;
-  tw_offer_init(&o);
-  snprintf(o.provider, sizeof o.provider, "aws");
-  snprintf(o.account, sizeof o.account, "lab");
-  snprintf(o.region, sizeof o.region, "%s", region);
-  snprintf(o.zone, sizeof o.zone, "%s", zone);
-  snprintf(o.instance_type, sizeof o.instance_type, "%s", type);
-  o.arch = TW_ARCH_X86_64;
-  o.vcpus = vcpus;
-  o.memory_mib = vcpus * 4096LL;
-  if (accel) {
-    snprintf(o.accel_name, sizeof o.accel_name, "%s", accel);
-    o.accel_count = accels;
-  }
-  o.market = TW_MARKET_ON_DEMAND;
-  o.price_uusd_per_hour = price;
-  o.billing_granularity_s = 1;
-  tw_offer_set_label(&o, "jurisdiction", juris);
-  tw_offer_make_id(&o);
-  tw_fake_add_offer(tw_fake_of(prov), &o);
-}
+static struct twtest_ps F;
 
 static int setup(void **state) {
   (void)state;
-  snprintf(dir, sizeof dir, "/tmp/tw-jsub-XXXXXX");
-  if (!mkdtemp(dir))
+  if (twtest_ps_open(&F, "jsub"))
     return -1;
-  snprintf(path, sizeof path, "%s/p.db", dir);
-  tw_clock_fake_init(&clk, 1764460800000);
-  struct tw_err err = {0};
-  struct tw_store_opts so = {.path = path, .clock = &clk};
-  if (tw_store_open(&so, &store, &err) ||
-      tw_provider_new_ops(&tw_provider_fake, "lab", NULL, &clk, &prov, &err))
-    return -1;
-  /* the CPU step is cheaper in us-east-1 on its own; the GPU step runs
-   * only in eu-west-1 */
-  offer("eu-west-1", "eu-west-1a", "p4de.24xlarge", 45000000, 96, "A100-80GB",
-        8, "EU");
-  offer("eu-west-1", "eu-west-1b", "c5.2xlarge", 384000, 8, NULL, 0, "EU");
-  offer("us-east-1", "us-east-1b", "c5.2xlarge", 340000, 8, NULL, 0, "US");
-  placer = tw_placer_new(NULL);
-  struct tw_sched_opts sopt = {.store = store,
-                               .clock = &clk,
-                               .providers = &prov,
-                               .n_providers = 1,
-                               .placer = placer};
-  struct tw_api_opts aopt = {.listen = "127.0.0.1:0",
-                             .store = store,
-                             .clock = &clk,
-                             .providers = &prov,
-                             .n_providers = 1,
-                             .auth = {.open = true},
-                             .placer = placer};
-  curl_global_init(CURL_GLOBAL_ALL);
-  if (tw_sched_new(&sopt, &sched, &err) || tw_api_start(&aopt, &api, &err))
-    return -1;
-  tw_sched_tick(sched); /* lists the offers, builds the index, publishes it */
-  return 0;
+  twtest_ps_offer(&F, "eu-west-1", "eu-west-1a", "p4de.24xlarge",
+                  TW_MARKET_ON_DEMAND, 45000000, 96, "A100-80GB", 8, "EU");
+  twtest_ps_offer(&F, "eu-west-1", "eu-west-1b", "c5.2xlarge",
+                  TW_MARKET_ON_DEMAND, 384000, 8, NULL, 0, "EU");
+  twtest_ps_offer(&F, "us-east-1", "us-east-1b", "c5.2xlarge",
+                  TW_MARKET_ON_DEMAND, 340000, 8, NULL, 0, "US");
+  return twtest_ps_start(&F, false);
 }
 
 static int teardown(void **state) {
   (void)state;
-  tw_api_stop(api);
-  tw_sched_free(sched);
-  tw_placer_free(placer);
-  tw_provider_free(prov);
-  tw_store_close(store);
-  char p[160];
-  const char *sfx[] = {"", "-wal", "-shm"};
-  for (int i = 0; i < 3; i++) {
-    snprintf(p, sizeof p, "%s%s", path, sfx[i]);
-    unlink(p);
-  }
-  rmdir(dir);
+  twtest_ps_close(&F);
   return 0;
 }
 
@@ -153,24 +49,25 @@ static int teardown(void **state) {
 static char *workflow(const char *mode, const char *train_accel) {
   struct tw_buf b;
   tw_buf_init(&b);
-  tw_buf_printf(&b,
-                "name: etl-train\n"
-                "%s%s%s"
-                "tasks:\n"
-                "  - name: prep\n"
-                "    outputs:\n"
-                "      - {name: features, uri: 's3://corpus/features', "
-                "size: 500GB}\n"
-                "    job: {resources: {cpus: 8}, duration: 1h, run: ./prep.sh}\n"
-                "  - name: train\n"
-                "    depends: [prep]\n"
-                "    job:\n"
-                "      resources: {accelerators: '%s:8', market: on-demand}\n"
-                "      placement: {residency: [EU]}\n"
-                "      duration: 1h\n"
-                "      run: ./train.sh\n",
-                mode ? "placement: " : "", mode ? mode : "", mode ? "\n" : "",
-                train_accel);
+  tw_buf_printf(
+      &b,
+      "name: etl-train\n"
+      "%s%s%s"
+      "tasks:\n"
+      "  - name: prep\n"
+      "    outputs:\n"
+      "      - {name: features, uri: 's3://corpus/features', "
+      "size: 500GB}\n"
+      "    job: {resources: {cpus: 8}, duration: 1h, run: ./prep.sh}\n"
+      "  - name: train\n"
+      "    depends: [prep]\n"
+      "    job:\n"
+      "      resources: {accelerators: '%s:8', market: on-demand}\n"
+      "      placement: {residency: [EU]}\n"
+      "      duration: 1h\n"
+      "      run: ./train.sh\n",
+      mode ? "placement: " : "", mode ? mode : "", mode ? "\n" : "",
+      train_accel);
   return tw_buf_detach(&b);
 }
 
@@ -190,8 +87,8 @@ static char *released_placement(const char *gid, int idx) {
   char url[160];
   snprintf(url, sizeof url, "/v1/workflows/%s/tasks", gid);
   for (int tick = 0; tick < 10; tick++) {
-    tw_sched_tick(sched);
-    struct resp r = call("GET", url, NULL, NULL);
+    tw_sched_tick(F.sched);
+    struct twtest_ps_resp r = twtest_ps_call(&F, "GET", url, NULL, NULL);
     assert_int_equal(r.status, 200);
     char key[40];
     snprintf(key, sizeof key, "{\"idx\":%d,", idx);
@@ -205,7 +102,7 @@ static char *released_placement(const char *gid, int idx) {
       snprintf(jurl, sizeof jurl, "/v1/jobs/%.*s", (int)strcspn(j, "\""), j);
       tw_buf_release(&r.body);
       for (int k = 0; k < 10; k++) {
-        struct resp jr = call("GET", jurl, NULL, NULL);
+        struct twtest_ps_resp jr = twtest_ps_call(&F, "GET", jurl, NULL, NULL);
         assert_int_equal(jr.status, 200);
         /* the job's placement, not its spec's */
         const char *pl = strstr(jr.body.data, "\"placement\":{\"provider\"");
@@ -215,7 +112,7 @@ static char *released_placement(const char *gid, int idx) {
           return copy;
         }
         tw_buf_release(&jr.body);
-        tw_sched_tick(sched);
+        tw_sched_tick(F.sched);
       }
       fail_msg("job %s never placed", jurl);
     }
@@ -239,8 +136,9 @@ static bool ran_in(const char *pl, const char *region) {
   return true;
 }
 
-static void submit(const char *doc, char *gid, size_t sz, struct resp *out) {
-  *out = call("POST", "/v1/workflows", "application/yaml", doc);
+static void submit(const char *doc, char *gid, size_t sz,
+                   struct twtest_ps_resp *out) {
+  *out = twtest_ps_call(&F, "POST", "/v1/workflows", "application/yaml", doc);
   if (out->status != 201)
     fail_msg("POST /v1/workflows: %ld %s", out->status, out->body.data);
   group_id(out->body.data, gid, sz);
@@ -250,15 +148,14 @@ static void a_workflow_runs_where_the_joint_plan_puts_it(void **state) {
   (void)state;
   char *doc = workflow(NULL, "A100-80GB");
   char gid[64];
-  struct resp r;
+  struct twtest_ps_resp r;
   submit(doc, gid, sizeof gid, &r);
   const char *j = r.body.data;
   printf("%s\n", j);
   assert_non_null(strstr(j, "\"placement\":{\"mode\":\"joint\""));
   assert_non_null(strstr(j, "{\"task\":\"prep\",\"where\":\"aws:eu-west-1\","
                             "\"step_where\":\"aws:us-east-1\"}"));
-  assert_non_null(
-      strstr(j, "{\"task\":\"train\",\"where\":\"aws:eu-west-1\""));
+  assert_non_null(strstr(j, "{\"task\":\"train\",\"where\":\"aws:eu-west-1\""));
   /* the saving: at least the $10 of 500 GB across regions, less the
    * cheaper CPU step */
   const char *sv = strstr(j, "\"saving_usd\":\"");
@@ -275,7 +172,7 @@ static void step_placement_keeps_step_by_step(void **state) {
   (void)state;
   char *doc = workflow("step", "A100-80GB");
   char gid[64];
-  struct resp r;
+  struct twtest_ps_resp r;
   submit(doc, gid, sizeof gid, &r);
   assert_non_null(strstr(r.body.data, "\"placement\":{\"mode\":\"step\","
                                       "\"reason\":\"placement: step"));
@@ -286,7 +183,7 @@ static void step_placement_keeps_step_by_step(void **state) {
   free(pl);
   /* a bad mode names the field */
   doc = workflow("together", "A100-80GB");
-  r = call("POST", "/v1/workflows", "application/yaml", doc);
+  r = twtest_ps_call(&F, "POST", "/v1/workflows", "application/yaml", doc);
   assert_int_equal(r.status, 400);
   assert_non_null(strstr(r.body.data, "\"field\":\"placement\""));
   tw_buf_release(&r.body);
@@ -297,11 +194,12 @@ static void a_task_fitting_nowhere_falls_back(void **state) {
   (void)state;
   char *doc = workflow("joint", "H100");
   char gid[64];
-  struct resp r;
+  struct twtest_ps_resp r;
   submit(doc, gid, sizeof gid, &r);
   printf("%s\n", r.body.data);
-  assert_non_null(strstr(r.body.data, "\"placement\":{\"mode\":\"step\","
-                                      "\"reason\":\"task train fits nowhere jointly"));
+  assert_non_null(strstr(r.body.data,
+                         "\"placement\":{\"mode\":\"step\","
+                         "\"reason\":\"task train fits nowhere jointly"));
   tw_buf_release(&r.body);
   free(doc);
   /* prep still runs, step by step */
@@ -334,7 +232,7 @@ static void constraints_narrow_and_fan_outs_share(void **state) {
       "      duration: 1h\n"
       "      run: ./train.sh\n";
   char gid[64];
-  struct resp r;
+  struct twtest_ps_resp r;
   submit(doc, gid, sizeof gid, &r);
   assert_non_null(strstr(r.body.data, "{\"task\":\"prep\",\"where\":"
                                       "\"aws:eu-west-1\",\"step_where\":"
@@ -346,13 +244,13 @@ static void constraints_narrow_and_fan_outs_share(void **state) {
   /* the released job's spec: only the zone selector is left */
   char url[160];
   snprintf(url, sizeof url, "/v1/workflows/%s/tasks", gid);
-  r = call("GET", url, NULL, NULL);
+  r = twtest_ps_call(&F, "GET", url, NULL, NULL);
   const char *j = strstr(r.body.data, "\"job_id\":\"");
   assert_non_null(j);
   j += 10;
   snprintf(url, sizeof url, "/v1/jobs/%.*s", (int)strcspn(j, "\""), j);
   tw_buf_release(&r.body);
-  r = call("GET", url, NULL, NULL);
+  r = twtest_ps_call(&F, "GET", url, NULL, NULL);
   assert_non_null(
       strstr(r.body.data, "\"regions\":[\"aws:eu-west-1:eu-west-1b\"]"));
   tw_buf_release(&r.body);

@@ -361,7 +361,7 @@ static void index_cases(void **state) {
   TW_CHECK(n >= 3);
   for (size_t i = 0; i < n; i++) {
     struct tw_store *s = open_store();
-    char y[256], gid[32];
+    char y[512], gid[32];
     snprintf(y, sizeof y, "name: ix\narray: \"%s\"\nrun: echo $TW_ARRAY_INDEX\n",
              c[i].f[1]);
     submit(s, y, gid, TW_OK);
@@ -401,7 +401,7 @@ static void throttle_cases(void **state) {
   TW_CHECK(n >= 1);
   for (size_t i = 0; i < n; i++) {
     struct tw_store *s = open_store();
-    char y[256], gid[32];
+    char y[512], gid[32];
     snprintf(y, sizeof y, "name: th\narray: \"%s\"\n", c[i].f[1]);
     submit(s, y, gid, TW_OK);
     int most = 0, rounds = 0;
