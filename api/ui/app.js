@@ -511,9 +511,10 @@ function buildGraph(tasks, edges) {
     if (typeof e.from === 'number') from = byIdx.get(e.from);
     else {
       // a job or group outside this workflow
-      const k = 'ext:' + e.from;
+      const label = e.from + (e.from_task !== undefined ? `[${e.from_task}]` : '');
+      const k = 'ext:' + label;
       from = nodes.get(k);
-      if (!from) nodes.set(k, (from = { key: k, label: e.from, tasks: [], counts: {}, external: true, state: 'external' }));
+      if (!from) nodes.set(k, (from = { key: k, label, tasks: [], counts: {}, external: true, state: 'external' }));
     }
     if (!from || from === to) continue; // a sequential array's chain stays inside its node
     const k = from.key + '\u0000' + to.key;
@@ -572,9 +573,12 @@ function layout(g) {
 function nodeSub(n) {
   if (n.external) return 'outside this workflow';
   if (n.tasks.length === 1) return n.state;
-  const c = n.counts;
-  return `×${n.tasks.length}: ${c.succeeded || 0} ok` + (c.running ? `, ${c.running} run` : '') +
-    (c.failed ? `, ${c.failed} failed` : '') + (c.cancelled ? `, ${c.cancelled} cancelled` : '');
+  // the counts, live states first: "×8: 3 running, 5 succeeded"
+  const order = ['running', 'provisioning', 'placing', 'pending', 'ready', 'waiting', 'recovering', 'interrupted',
+    'failed', 'cancelled', 'succeeded'];
+  const parts = Object.keys(n.counts).sort((a, b) => order.indexOf(a) - order.indexOf(b))
+    .map((s) => `${n.counts[s]} ${s}`);
+  return `×${n.tasks.length}: ` + parts.join(', ');
 }
 
 function clip(s, n) { return s.length > n ? s.slice(0, n - 1) + '…' : s; }
@@ -611,7 +615,7 @@ function drawGraph(g, onNode) {
     const name = svg('text', { x: 10, y: 19, class: 'name' });
     name.textContent = clip(n.label, 22);
     const sub = svg('text', { x: 10, y: 36, class: 'sub' });
-    sub.textContent = clip(nodeSub(n), 26);
+    sub.textContent = clip(nodeSub(n), 28);
     const title = svg('title', {});
     title.textContent = `${n.label}: ${nodeSub(n)}`;
     el.append(name, sub, title);
@@ -718,7 +722,7 @@ async function pageWorkflow(main, id, signal) {
         const d = drawn.els.get(n.key);
         d.el.setAttribute('class', 'node s-' + n.state + (n.tasks.length > 1 ? ' fanout' : ''));
         d.el.setAttribute('data-state', n.state);
-        d.sub.textContent = clip(nodeSub(n), 26);
+        d.sub.textContent = clip(nodeSub(n), 28);
         d.title.textContent = `${n.label}: ${nodeSub(n)}`;
       }
       for (const l of g.links) {
@@ -726,16 +730,18 @@ async function pageWorkflow(main, id, signal) {
         if (p) { p.setAttribute('class', 'edge edge-' + l.state); p.setAttribute('data-state', l.state); }
       }
     }
-    graphNote.textContent = `${g.nodes.length} nodes, ${g.links.length} edges` +
+    const plural = (k, w) => `${k} ${w}${k === 1 ? '' : 's'}`;
+    graphNote.textContent = `${plural(g.nodes.length, 'node')}, ${plural(g.links.length, 'edge')}` +
       (tk.truncated || ed.truncated ? '; the graph shows the first 20,000 tasks only' : '') +
       '. A fan-out is one node with its counts; click a task to open its job.';
   }
   await refresh();
   // live: the graph route and the tasks are polled until everything ended
+  // (a large group less often: each round reads every page)
   (async () => {
     let quiet = 0;
     while (!signal.aborted) {
-      await sleep(2000, signal);
+      await sleep(tasks.length > 5000 ? 10000 : 2000, signal);
       if (signal.aborted) return;
       try {
         await refresh();

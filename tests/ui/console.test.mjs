@@ -250,7 +250,8 @@ try {
   assert.ok(page.url().endsWith('#/job/' + bJob), 'clicking b opened ' + page.url());
   // a long one, for the viewer's bulk cancel below
   const wlong = await api(ADMIN, 'POST', '/v1/workflows', { name: 'console-long-flow',
-    tasks: [{ name: 'wait', for_each: ['1', '2'], job: { resources: { cpus: '1' }, run: 'sleep 120' } }] });
+    tasks: [{ name: 'wait', for_each: ['1', '2'], job: { resources: { cpus: '1' }, run: 'sleep 120' } },
+      { name: 'after', depends: ['wait'], job: { resources: { cpus: '1' }, run: 'true' } }] });
   assert.equal(wlong.status, 201, wlong.text);
 
   step("a viewer's token: the API's refusal shown on cancel");
@@ -279,7 +280,13 @@ try {
   await vpage.goto(URL_ + '/ui#/workflow/' + wlong.json.id, { waitUntil: 'domcontentloaded' });
   await vpage.waitForSelector('main[data-ready="workflow"]', { timeout: T });
   await vpage.waitForSelector('#wf-graph g.node[data-node="wait"][data-tasks="2"]', { timeout: T });
-  assert.equal((await vpage.$$('#wf-graph g.node')).length, 1, 'a fan-out is one node');
+  assert.deepEqual(await vpage.$$eval('#wf-graph g.node', (l) => l.map((e) => e.dataset.node).sort()), ['after', 'wait'],
+    'a fan-out is one node');
+  assert.deepEqual(await vpage.$$eval('#wf-graph path.edge', (l) => l.map((e) => e.dataset.from + '>' + e.dataset.to)),
+    ['wait>after'], "the fan-out's two edges are one path");
+  const fanSub = await vpage.$eval('#wf-graph g.node[data-node="wait"] .sub', (e) => e.textContent);
+  assert.match(fanSub, /^×2: /, "the fan-out node's counts");
+  await vpage.screenshot({ path: ART + '/workflow-fanout.png', fullPage: true });
   await vpage.click('#wf-cancel');
   await vpage.waitForSelector('#wf-cancel-result.error', { timeout: T });
   const wrefusal = await vpage.$eval('#wf-cancel-result', (el) => el.textContent);
