@@ -72,6 +72,7 @@ void tw_h_jobs_logs(struct tw_req *r);
 void tw_h_reports_spend(struct tw_req *r); /* h_reports.c */
 /* h_workflows.c */
 void tw_h_workflows_create(struct tw_req *r);
+void tw_h_workflows_list(struct tw_req *r);
 void tw_h_workflows_get(struct tw_req *r);
 void tw_h_workflows_cancel(struct tw_req *r);
 void tw_h_workflows_tasks(struct tw_req *r);

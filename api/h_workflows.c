@@ -448,6 +448,94 @@ void tw_h_workflows_cancel(struct tw_req *r) {
   tw_req_json(r, 200);
 }
 
+/* GET /v1/workflows: the tenant's arrays and workflows, newest first
+ * (?tenant= is set by the route's rule for a tenant's principal), each as
+ * GET /v1/workflows/{id} renders it. */
+void tw_h_workflows_list(struct tw_req *r) {
+  static const char *const STATES[] = {"running", "succeeded", "failed",
+                                       "cancelled"};
+  const char *state = tw_req_query(r, "state");
+  const char *tenant = tw_req_query(r, "tenant");
+  const char *l = tw_req_query(r, "limit"), *c = tw_req_query(r, "cursor");
+  if (state && !*state)
+    state = NULL;
+  if (state) {
+    bool ok = false;
+    for (size_t i = 0; i < sizeof STATES / sizeof *STATES; i++)
+      ok = ok || !strcmp(state, STATES[i]);
+    if (!ok) {
+      tw_problem(r, 400, "invalid-field", "state",
+                 "state: expected running, succeeded, failed or cancelled, "
+                 "got \"%.32s\"",
+                 state);
+      return;
+    }
+  }
+  int limit = 50;
+  if (l) {
+    char *end;
+    long v = strtol(l, &end, 10);
+    if (!*l || *end || v < 1 || v > 500) {
+      tw_problem(r, 400, "invalid-field", "limit",
+                 "limit: expected an integer from 1 to 500, got \"%.32s\"",
+                 l);
+      return;
+    }
+    limit = (int)v;
+  }
+  /* the cursor: "c" + the last group's created_at_ms + "_" + its id */
+  int64_t before_ms = 0;
+  char before_id[TW_FLOW_GID_LEN + 1] = "";
+  if (c && *c) {
+    char *end;
+    long long v = strtoll(c + 1, &end, 10);
+    size_t idlen = *end == '_' ? strlen(end + 1) : 0;
+    if (c[0] != 'c' || !isdigit((unsigned char)c[1]) || v < 0 || !idlen ||
+        idlen > TW_FLOW_GID_LEN) {
+      tw_problem(r, 400, "invalid-field", "cursor",
+                 "cursor: not a cursor this server issued");
+      return;
+    }
+    before_ms = v;
+    memcpy(before_id, end + 1, idlen + 1);
+  }
+  char(*ids)[TW_FLOW_GID_LEN + 1] = tw_calloc((size_t)limit, sizeof *ids);
+  size_t n = 0;
+  int64_t next_ms = -1;
+  struct tw_err err = {0};
+  if (tw_store_flow_list(tw_api_store(r->api), tenant && *tenant ? tenant : NULL,
+                         state, before_ms, before_id[0] ? before_id : NULL,
+                         limit, ids, &n, &next_ms, &err)) {
+    free(ids);
+    tw_problem_err(r, &err);
+    return;
+  }
+  tw_buf_adds(&r->out, "{\"items\":[");
+  size_t shown = 0;
+  for (size_t i = 0; i < n; i++) {
+    struct tw_flow_rec g;
+    if (tw_store_flow_get(tw_api_store(r->api), ids[i], &g, &err)) {
+      if (err.rc == TW_E_NOTFOUND)
+        continue; /* gone between the two reads */
+      free(ids);
+      tw_buf_reset(&r->out);
+      tw_problem_err(r, &err);
+      return;
+    }
+    if (shown++)
+      tw_buf_addc(&r->out, ',');
+    render(&r->out, &g);
+  }
+  if (next_ms >= 0 && n) {
+    tw_buf_printf(&r->out, "],\"next_cursor\":\"c%lld_", (long long)next_ms);
+    tw_buf_adds(&r->out, ids[n - 1]);
+    tw_buf_adds(&r->out, "\"}");
+  } else
+    tw_buf_adds(&r->out, "],\"next_cursor\":null}");
+  free(ids);
+  tw_req_json(r, 200);
+}
+
 static bool page_args(struct tw_req *r, int64_t *after, int *limit) {
   const char *c = tw_req_query(r, "cursor"), *l = tw_req_query(r, "limit");
   *after = -1;

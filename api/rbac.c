@@ -23,6 +23,7 @@ static const struct tw_rbac_rule RULES[] = {
     {"GET", "/v1/jobs/{id}/logs", TW_TGT_JOB, {A, T, T, T, D, O}},
     /* arrays and workflows: the handler finds the group's tenant */
     {"POST", "/v1/workflows", TW_TGT_BODY, {A, T, T, D, D, T}},
+    {"GET", "/v1/workflows", TW_TGT_QUERY_TENANT, {A, T, T, T, T, D}},
     {"GET", "/v1/workflows/{id}", TW_TGT_WORKFLOW, {A, T, T, T, T, T}},
     {"DELETE", "/v1/workflows/{id}", TW_TGT_WORKFLOW, {A, T, T, D, D, T}},
     {"GET", "/v1/workflows/{id}/tasks", TW_TGT_WORKFLOW, {A, T, T, T, T, T}},

@@ -39,6 +39,7 @@ const struct tw_route tw_routes[] = {
     {"GET", "/v1/jobs/{id}/events", tw_h_jobs_events, "jobs_events"},
     {"GET", "/v1/jobs/{id}/logs", tw_h_jobs_logs, "jobs_logs"},
     {"POST", "/v1/workflows", tw_h_workflows_create, "workflows_create"},
+    {"GET", "/v1/workflows", tw_h_workflows_list, "workflows_list"},
     {"GET", "/v1/workflows/{id}", tw_h_workflows_get, "workflows_get"},
     {"DELETE", "/v1/workflows/{id}", tw_h_workflows_cancel,
      "workflows_cancel"},

@@ -414,6 +414,354 @@ async function pageJob(main, id, signal) {
   })();
 }
 
+// ---- workflows -------------------------------------------------------------
+
+const WF_STATES = ['running', 'succeeded', 'failed', 'cancelled'];
+const PROGRESS = ['waiting', 'ready', 'pending', 'running', 'succeeded', 'failed', 'cancelled'];
+
+// "12.345678" (the API's decimal dollars) as "$12.345678"
+function dollars(s) {
+  if (s === null || s === undefined) return '';
+  return String(s).startsWith('-') ? '-$' + String(s).slice(1) : '$' + s;
+}
+
+function progressText(w) {
+  const p = w.progress || {};
+  return `${p.succeeded ?? 0}/${w.tasks} succeeded` + (p.running ? `, ${p.running} running` : '') +
+    (p.failed ? `, ${p.failed} failed` : '') + (p.cancelled ? `, ${p.cancelled} cancelled` : '');
+}
+
+async function pageWorkflows(main, params, signal) {
+  const f = { state: params.get('state') || '', tenant: params.get('tenant') || '', cursor: params.get('cursor') || '' };
+  const stateSel = h('select', { name: 'state', id: 'wf-state' }, h('option', { value: '' }, 'any state'),
+    WF_STATES.map((s) => h('option', { value: s, selected: s === f.state }, s)));
+  const tenant = h('input', { name: 'tenant', id: 'wf-tenant', value: f.tenant, placeholder: 'tenant' });
+  const form = h('form', { class: 'filters', id: 'workflow-filters' }, stateSel, tenant,
+    h('button', { type: 'submit' }, 'Filter'));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    location.hash = '#/workflows' + qs({ state: stateSel.value, tenant: tenant.value.trim() });
+  });
+  const tbody = h('tbody', { id: 'workflows-body' });
+  const pager = h('div', { class: 'pager' });
+  main.append(h('h1', {}, 'Workflows and arrays'), form,
+    h('table', { id: 'workflows' }, h('thead', {}, h('tr', {},
+      ['Id', 'Name', 'Kind', 'Tenant', 'State', 'Progress', 'Cost so far', 'Created'].map((c) => h('th', {}, c)))), tbody),
+    pager);
+  async function load() {
+    const page = await api('/v1/workflows' + qs({ state: f.state, tenant: f.tenant, cursor: f.cursor, limit: 50 }), { signal });
+    tbody.replaceChildren(...page.items.map((w) => h('tr', { 'data-workflow': w.id },
+      h('td', {}, h('a', { href: '#/workflow/' + encodeURIComponent(w.id) }, w.id)),
+      h('td', {}, w.name), h('td', {}, w.kind), h('td', {}, w.tenant),
+      h('td', { class: 'cell-state' }, stateBadge(w.state)),
+      h('td', { class: 'cell-progress' }, progressText(w)),
+      h('td', {}, dollars(w.cost_so_far_usd)), h('td', {}, when(w.created_at)))));
+    if (!page.items.length) tbody.append(h('tr', {}, h('td', { colspan: 8, class: 'empty' }, 'No workflows.')));
+    pager.replaceChildren(
+      f.cursor ? h('a', { href: '#/workflows' + qs({ state: f.state, tenant: f.tenant }) }, 'Newest') : '',
+      page.next_cursor ? h('a', { id: 'next-page', href: '#/workflows' + qs({ state: f.state, tenant: f.tenant, cursor: page.next_cursor }) }, 'Older →') : '');
+  }
+  await load();
+  // live enough: the list is polled while the page is open
+  (async () => {
+    while (!signal.aborted) {
+      await sleep(3000, signal);
+      if (!signal.aborted) await load().catch(() => {});
+    }
+  })();
+}
+
+// Every page of a paged route (items or edges), at most cap rows.
+async function allPages(path, key, cap, signal) {
+  const out = [];
+  let cursor = '';
+  for (;;) {
+    const page = await api(path + qs({ limit: 5000, cursor }), { signal });
+    out.push(...page[key]);
+    if (!page.next_cursor || out.length >= cap) return { rows: out, truncated: !!page.next_cursor };
+    cursor = page.next_cursor;
+  }
+}
+
+// A fan-out's state from its tasks': the worst live one first.
+function groupState(counts) {
+  for (const s of ['failed', 'interrupted', 'recovering', 'running', 'provisioning', 'placing', 'pending', 'ready', 'waiting', 'cancelled'])
+    if (counts[s]) return s;
+  return 'succeeded';
+}
+
+// The graph of templates: a task per node, a fan-out (for_each, an
+// array's tasks) as one node with its counts; edges between templates.
+function buildGraph(tasks, edges) {
+  const nodes = new Map();
+  const byIdx = new Map();
+  for (const t of tasks) {
+    let n = nodes.get(t.task);
+    if (!n) nodes.set(t.task, (n = { key: t.task, label: t.task, tasks: [], counts: {}, external: false }));
+    n.tasks.push(t);
+    n.counts[t.state] = (n.counts[t.state] || 0) + 1;
+    byIdx.set(t.idx, n);
+  }
+  for (const n of nodes.values()) n.state = n.tasks.length === 1 ? n.tasks[0].state : groupState(n.counts);
+  const links = new Map();
+  for (const e of edges) {
+    const to = byIdx.get(e.to);
+    if (!to) continue;
+    let from;
+    if (typeof e.from === 'number') from = byIdx.get(e.from);
+    else {
+      // a job or group outside this workflow
+      const label = e.from + (e.from_task !== undefined ? `[${e.from_task}]` : '');
+      const k = 'ext:' + label;
+      from = nodes.get(k);
+      if (!from) nodes.set(k, (from = { key: k, label, tasks: [], counts: {}, external: true, state: 'external' }));
+    }
+    if (!from || from === to) continue; // a sequential array's chain stays inside its node
+    const k = from.key + '\u0000' + to.key;
+    const l = links.get(k) || { from, to, n: 0, states: new Set() };
+    l.n++;
+    l.states.add(e.state);
+    links.set(k, l);
+  }
+  for (const l of links.values()) l.state = l.states.has('never') ? 'never' : l.states.has('open') || l.states.has('delayed') ? 'open' : 'met';
+  return { nodes: [...nodes.values()], links: [...links.values()] };
+}
+
+// A layered layout: each node's layer is its longest path from a source
+// (topological order), nodes in a layer ordered by their predecessors'
+// mean row.
+function layout(g) {
+  const preds = new Map(g.nodes.map((n) => [n, []]));
+  const succs = new Map(g.nodes.map((n) => [n, []]));
+  for (const l of g.links) { preds.get(l.to).push(l.from); succs.get(l.from).push(l.to); }
+  const indeg = new Map(g.nodes.map((n) => [n, preds.get(n).length]));
+  const depth = new Map();
+  const queue = g.nodes.filter((n) => !indeg.get(n));
+  for (const n of queue) depth.set(n, 0);
+  for (let i = 0; i < queue.length; i++) {
+    const n = queue[i];
+    for (const s of succs.get(n)) {
+      depth.set(s, Math.max(depth.get(s) || 0, depth.get(n) + 1));
+      indeg.set(s, indeg.get(s) - 1);
+      if (!indeg.get(s)) queue.push(s);
+    }
+  }
+  for (const n of g.nodes) if (!depth.has(n)) depth.set(n, 0); // a cycle cannot be stored; be safe
+  const layers = [];
+  for (const n of g.nodes) (layers[depth.get(n)] ||= []).push(n);
+  const row = new Map();
+  layers.forEach((layer, d) => {
+    if (d) {
+      const bary = (n) => { const p = preds.get(n); return p.length ? p.reduce((a, q) => a + row.get(q), 0) / p.length : 0; };
+      layer.sort((a, b) => bary(a) - bary(b));
+    }
+    layer.forEach((n, i) => row.set(n, i));
+  });
+  const NW = 168, NH = 46, GX = 72, GY = 22, P = 16;
+  const tallest = Math.max(1, ...layers.map((l) => l.length));
+  for (const n of g.nodes) {
+    const layer = layers[depth.get(n)];
+    const off = ((tallest - layer.length) * (NH + GY)) / 2; // centre short layers
+    n.x = P + depth.get(n) * (NW + GX);
+    n.y = P + off + row.get(n) * (NH + GY);
+    n.w = NW;
+    n.h = NH;
+  }
+  return { width: 2 * P + layers.length * NW + Math.max(0, layers.length - 1) * GX, height: 2 * P + tallest * NH + (tallest - 1) * GY };
+}
+
+function nodeSub(n) {
+  if (n.external) return 'outside this workflow';
+  if (n.tasks.length === 1) return n.state;
+  // the counts, live states first: "×8: 3 running, 5 succeeded"
+  const order = ['running', 'provisioning', 'placing', 'pending', 'ready', 'waiting', 'recovering', 'interrupted',
+    'failed', 'cancelled', 'succeeded'];
+  const parts = Object.keys(n.counts).sort((a, b) => order.indexOf(a) - order.indexOf(b))
+    .map((s) => `${n.counts[s]} ${s}`);
+  return `×${n.tasks.length}: ` + parts.join(', ');
+}
+
+function clip(s, n) { return s.length > n ? s.slice(0, n - 1) + '…' : s; }
+
+function drawGraph(g, onNode) {
+  const box = layout(g);
+  const root = svg('svg', { id: 'wf-graph', class: 'graph', viewBox: `0 0 ${box.width} ${box.height}`,
+    width: box.width, height: box.height, role: 'img', 'aria-label': 'workflow graph' });
+  const defs = svg('defs', {});
+  const marker = svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' });
+  marker.append(svg('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'arrow' }));
+  defs.append(marker);
+  root.append(defs);
+  const edges = svg('g', { class: 'edges' });
+  for (const l of g.links) {
+    const x1 = l.from.x + l.from.w, y1 = l.from.y + l.from.h / 2, x2 = l.to.x, y2 = l.to.y + l.to.h / 2;
+    const mx = (x1 + x2) / 2;
+    const p = svg('path', { d: `M ${x1} ${y1} C ${mx} ${y1}, ${mx} ${y2}, ${x2} ${y2}`, class: 'edge edge-' + l.state,
+      'data-from': l.from.key, 'data-to': l.to.key, 'data-state': l.state, 'marker-end': 'url(#arrow)' });
+    const t = svg('title', {});
+    t.textContent = `${l.from.label} → ${l.to.label}` + (l.n > 1 ? ` (${l.n} edges)` : '') + `: ${l.state}`;
+    p.append(t);
+    edges.append(p);
+  }
+  root.append(edges);
+  const nodes = svg('g', { class: 'nodes' });
+  const els = new Map();
+  for (const n of g.nodes) {
+    const el = svg('g', { class: 'node s-' + n.state + (n.tasks.length > 1 ? ' fanout' : ''), 'data-node': n.key,
+      'data-state': n.state, 'data-tasks': n.tasks.length, transform: `translate(${n.x},${n.y})`, tabindex: 0 });
+    if (n.tasks.length === 1 && n.tasks[0].job_id) el.setAttribute('data-job', n.tasks[0].job_id);
+    if (n.tasks.length > 1) el.append(svg('rect', { x: 4, y: 4, width: n.w, height: n.h, rx: 6, class: 'stack' }));
+    el.append(svg('rect', { width: n.w, height: n.h, rx: 6, class: 'box' }));
+    const name = svg('text', { x: 10, y: 19, class: 'name' });
+    name.textContent = clip(n.label, 22);
+    const sub = svg('text', { x: 10, y: 36, class: 'sub' });
+    sub.textContent = clip(nodeSub(n), 28);
+    const title = svg('title', {});
+    title.textContent = `${n.label}: ${nodeSub(n)}`;
+    el.append(name, sub, title);
+    if (!n.external) {
+      el.addEventListener('click', () => onNode(n));
+      el.addEventListener('keydown', (ev) => { if (ev.key === 'Enter') onNode(n); });
+    }
+    nodes.append(el);
+    els.set(n.key, { el, sub, title });
+  }
+  root.append(nodes);
+  return { root, els };
+}
+
+// The structure of a graph (what a redraw depends on): nodes and links.
+function graphShape(g) {
+  return g.nodes.map((n) => n.key + ':' + n.tasks.length + ':' + (n.tasks.length === 1 ? n.tasks[0].job_id || '' : '')).join('|') +
+    '#' + g.links.map((l) => l.from.key + '>' + l.to.key).join('|');
+}
+
+async function pageWorkflow(main, id, signal) {
+  const path = '/v1/workflows/' + encodeURIComponent(id);
+  let w = await api(path, { signal });
+  if (signal.aborted) return;
+  const stateEl = h('span', { id: 'wf-state-now' }, stateBadge(w.state));
+  const live = h('span', { class: 'live', id: 'live', 'data-live': 'live' }, 'live');
+  const cancel = h('button', { id: 'wf-cancel', type: 'button', class: 'danger' }, 'Cancel all');
+  const cancelMsg = h('p', { id: 'wf-cancel-result', role: 'status' });
+  const summary = h('div', { id: 'wf-summary' });
+  const counts = h('div', { class: 'counts', id: 'wf-progress' });
+  const graphBox = h('div', { class: 'graph-box', id: 'wf-graph-box' });
+  const graphNote = h('p', { class: 'muted', id: 'wf-graph-note' });
+  const taskHead = h('h2', {}, 'Tasks');
+  const taskBody = h('tbody', { id: 'wf-tasks' });
+  main.append(h('h1', {}, w.kind === 'array' ? 'Array ' : 'Workflow ', h('code', {}, w.id), ' ', stateEl, ' ', live),
+    h('div', { class: 'actions' }, cancel, cancelMsg), summary, h('h2', {}, 'Progress'), counts,
+    h('section', { id: 'wf-graph-section' }, h('h2', {}, 'Graph'), graphBox, graphNote),
+    h('section', {}, taskHead, h('table', { id: 'wf-task-table' }, h('thead', {}, h('tr', {},
+      ['Task', 'Index', 'Item', 'State', 'Job', 'Reason'].map((c) => h('th', {}, c)))), taskBody)));
+
+  cancel.addEventListener('click', async () => {
+    cancelMsg.textContent = '';
+    cancelMsg.className = '';
+    try {
+      const after = await api(path, { method: 'DELETE' });
+      cancelMsg.textContent = `Cancelled: ${after.progress.cancelled} tasks cancelled, the workflow is ${after.state}`;
+      cancelMsg.className = 'ok';
+      refresh().catch(() => {});
+    } catch (e) {
+      cancelMsg.textContent = 'Refused: ' + problemText(e);
+      cancelMsg.className = 'error';
+    }
+  });
+
+  let filter = null; // a fan-out node's name: the task table shows its tasks
+  let shape = null, drawn = null, tasks = [];
+  function showSummary() {
+    stateEl.replaceChildren(stateBadge(w.state));
+    summary.replaceChildren(kv([['Name', w.name], ['Kind', w.kind], ['Tenant', w.tenant], ['Project', w.project],
+      ['Tasks', w.tasks], ['Fail fast', w.fail_fast ? 'yes' : 'no'], ['At most running', w.max_running || 'no limit'],
+      ['Reason', w.reason, 'wf-reason'], ['Projected cost', dollars(w.projected_cost_usd)],
+      ['Cost so far', h('span', { id: 'wf-cost', class: 'money' }, dollars(w.cost_so_far_usd))],
+      ['Created', when(w.created_at)], ['Updated', when(w.updated_at)]]));
+    const p = w.progress || {};
+    counts.replaceChildren(...PROGRESS.map((s) => h('span', { class: 'count', 'data-state': s },
+      h('span', { class: 'state state-' + s }, s), ' ', h('b', { id: 'wf-count-' + s }, p[s] ?? 0))));
+  }
+  function showTasks() {
+    const rows = (filter ? tasks.filter((t) => t.task === filter) : tasks).slice(0, 500);
+    taskHead.replaceChildren('Tasks', filter ? [' of ', h('code', {}, filter), ' ',
+      h('a', { href: '#', id: 'wf-all-tasks', onclick: (ev) => { ev.preventDefault(); filter = null; showTasks(); } }, 'show all')] : '');
+    taskBody.replaceChildren(...rows.map((t) => h('tr', { 'data-idx': t.idx },
+      h('td', {}, t.task), h('td', {}, t.index), h('td', {}, t.param ?? ''), h('td', {}, stateBadge(t.state)),
+      h('td', {}, t.job_id ? h('a', { href: '#/job/' + encodeURIComponent(t.job_id) }, t.job_id) : h('span', { class: 'muted' }, 'not released')),
+      h('td', {}, t.reason || ''))));
+  }
+  function onNode(n) {
+    if (n.tasks.length === 1) {
+      if (n.tasks[0].job_id) location.hash = '#/job/' + encodeURIComponent(n.tasks[0].job_id);
+      else cancelMsg.textContent = `${n.label} is ${n.state}: it has no job yet.`;
+      return;
+    }
+    filter = n.key;
+    showTasks();
+    taskHead.scrollIntoView();
+  }
+  async function refresh() {
+    const [wf, tk, ed] = await Promise.all([api(path, { signal }),
+      allPages(path + '/tasks', 'items', 20000, signal), allPages(path + '/graph', 'edges', 50000, signal)]);
+    if (signal.aborted) return;
+    w = wf;
+    tasks = tk.rows;
+    showSummary();
+    showTasks();
+    const g = buildGraph(tk.rows, ed.rows);
+    const s = graphShape(g);
+    if (s !== shape) {
+      shape = s;
+      drawn = drawGraph(g, onNode);
+      graphBox.replaceChildren(drawn.root);
+    } else {
+      // the same graph: states and counts change in place
+      for (const n of g.nodes) {
+        const d = drawn.els.get(n.key);
+        d.el.setAttribute('class', 'node s-' + n.state + (n.tasks.length > 1 ? ' fanout' : ''));
+        d.el.setAttribute('data-state', n.state);
+        d.sub.textContent = clip(nodeSub(n), 28);
+        d.title.textContent = `${n.label}: ${nodeSub(n)}`;
+      }
+      for (const l of g.links) {
+        const p = drawn.root.querySelector(`path.edge[data-from="${CSS.escape(l.from.key)}"][data-to="${CSS.escape(l.to.key)}"]`);
+        if (p) { p.setAttribute('class', 'edge edge-' + l.state); p.setAttribute('data-state', l.state); }
+      }
+    }
+    const plural = (k, w) => `${k} ${w}${k === 1 ? '' : 's'}`;
+    graphNote.textContent = `${plural(g.nodes.length, 'node')}, ${plural(g.links.length, 'edge')}` +
+      (tk.truncated || ed.truncated ? '; the graph shows the first 20,000 tasks only' : '') +
+      '. A fan-out is one node with its counts; click a task to open its job.';
+  }
+  await refresh();
+  // live: the graph route and the tasks are polled until everything ended
+  // (a large group less often: each round reads every page)
+  (async () => {
+    let quiet = 0;
+    while (!signal.aborted) {
+      await sleep(tasks.length > 5000 ? 10000 : 2000, signal);
+      if (signal.aborted) return;
+      try {
+        await refresh();
+        live.textContent = 'live';
+        live.setAttribute('data-live', 'live');
+      } catch (e) {
+        if (signal.aborted) return;
+        live.textContent = 'reconnecting';
+        live.setAttribute('data-live', 'reconnecting');
+      }
+      const ended = w.state !== 'running' && tasks.every((t) => TERMINAL.has(t.state));
+      if (ended && ++quiet >= 2) {
+        live.textContent = 'ended';
+        live.setAttribute('data-live', 'ended');
+        return;
+      }
+    }
+  })();
+}
+
 // ---- offers ----------------------------------------------------------------
 
 const OFFER_FILTERS = [['accelerator', 'A100:8'], ['cpus', 'cpus ≥'], ['memory_gib', 'memory GiB ≥'],
@@ -648,7 +996,7 @@ async function pageProviders(main, params, signal) {
 
 // ---- the router ------------------------------------------------------------
 
-const PAGES = { jobs: pageJobs, offers: pageOffers, spend: pageSpend, tenancy: pageTenancy, audit: pageAudit, providers: pageProviders };
+const PAGES = { jobs: pageJobs, workflows: pageWorkflows, offers: pageOffers, spend: pageSpend, tenancy: pageTenancy, audit: pageAudit, providers: pageProviders };
 
 async function route() {
   if (pageCtl) pageCtl.abort();
@@ -674,6 +1022,7 @@ async function route() {
     document.getElementById('who').textContent = `${me.name} (${me.role}, tenant ${me.tenant})`;
     for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('current', a.dataset.page === parts[0]);
     if (parts[0] === 'job' && parts[1]) await pageJob(main, decodeURIComponent(parts[1]), signal);
+    else if (parts[0] === 'workflow' && parts[1]) await pageWorkflow(main, decodeURIComponent(parts[1]), signal);
     else await (PAGES[parts[0]] || pageJobs)(main, params, signal);
     main.setAttribute('data-ready', parts[0] || 'jobs');
   } catch (e) {

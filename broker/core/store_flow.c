@@ -153,6 +153,11 @@ static const char SQL_GET[] =
     "SELECT id, kind, name, tenant, project, state, reason, fail_fast,"
     " max_running, n_tasks, projected_uusd, created_at_ms, updated_at_ms"
     " FROM flow_groups WHERE id = ?1";
+static const char SQL_LIST[] =
+    "SELECT created_at_ms, id FROM flow_groups WHERE kind <> 'job'"
+    " AND (?1 IS NULL OR tenant = ?1) AND (?2 IS NULL OR state = ?2)"
+    " AND (created_at_ms < ?3 OR (created_at_ms = ?3 AND id < ?4))"
+    " ORDER BY created_at_ms DESC, id DESC LIMIT ?5";
 static const char SQL_COUNT_TASKS[] =
     "SELECT state, count(*) FROM flow_tasks WHERE gid = ?1 GROUP BY state";
 static const char SQL_COUNT_JOBS[] =
@@ -1660,6 +1665,59 @@ enum tw_rc tw_store_flow_get(struct tw_store *s, const char *gid,
   enum tw_rc rc = tw_store_read(s, op_get, &a, err);
   if (rc == TW_OK && !a.found)
     return tw_err_set(err, TW_E_NOTFOUND, "workflow %s not found", gid);
+  return rc;
+}
+
+struct list_arg {
+  const char *tenant, *state, *before_id;
+  int64_t before_ms, next_ms;
+  int limit;
+  char (*ids)[TW_FLOW_GID_LEN + 1];
+  size_t n;
+};
+
+static enum tw_rc op_list(struct tw_store *s, struct tw_db *db, void *varg,
+                          struct tw_err *err) {
+  struct list_arg *a = varg;
+  struct tw_db_stmt *st = st_of(s, db, SQL_LIST, err);
+  if (!st)
+    return TW_E_IO;
+  store__bind_opt(st, 1, a->tenant);
+  store__bind_opt(st, 2, a->state);
+  /* the first page: every group is before (INT64_MAX, "") */
+  tw_db_bind_int64(st, 3, a->before_id ? a->before_ms : INT64_MAX);
+  store__bind_text(st, 4, a->before_id ? a->before_id : "");
+  tw_db_bind_int(st, 5, a->limit + 1);
+  int r;
+  int64_t last = 0;
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
+    if (a->n == (size_t)a->limit) {
+      a->next_ms = last; /* one more row exists: this page ends at last */
+      break;
+    }
+    last = tw_db_column_int64(st, 0);
+    snprintf(a->ids[a->n++], TW_FLOW_GID_LEN + 1, "%s", col_text(st, 1));
+  }
+  tw_db_reset(st);
+  return r == TW_DB_DONE || r == TW_DB_ROW ? TW_OK
+                                           : store__db_err(db, err, "list");
+}
+
+enum tw_rc tw_store_flow_list(struct tw_store *s, const char *tenant,
+                              const char *state, int64_t before_ms,
+                              const char *before_id, int limit,
+                              char (*ids)[TW_FLOW_GID_LEN + 1], size_t *n,
+                              int64_t *next_ms, struct tw_err *err) {
+  struct list_arg a = {.tenant = tenant,
+                       .state = state,
+                       .before_id = before_id,
+                       .before_ms = before_ms,
+                       .next_ms = -1,
+                       .limit = limit < 1 ? 1 : limit > 500 ? 500 : limit,
+                       .ids = ids};
+  enum tw_rc rc = tw_store_read(s, op_list, &a, err);
+  *n = rc ? 0 : a.n;
+  *next_ms = rc ? -1 : a.next_ms;
   return rc;
 }
 

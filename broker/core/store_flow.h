@@ -82,6 +82,18 @@ struct tw_flow_rec {
 enum tw_rc tw_store_flow_get(struct tw_store *s, const char *gid,
                              struct tw_flow_rec *out, struct tw_err *err);
 
+/* Groups of kind array or workflow, newest first (created_at_ms, then
+ * id, both descending): tenant and state (NULL: any) filter; a page
+ * starts after the group (before_ms, before_id) (before_id NULL: from the
+ * newest), at most limit (1..500) ids into ids (caller's, limit long).
+ * *next_ms is the last id's created_at_ms when another page follows (its
+ * cursor is that and ids[*n - 1]), -1 on the last page. */
+enum tw_rc tw_store_flow_list(struct tw_store *s, const char *tenant,
+                              const char *state, int64_t before_ms,
+                              const char *before_id, int limit,
+                              char (*ids)[TW_FLOW_GID_LEN + 1], size_t *n,
+                              int64_t *next_ms, struct tw_err *err);
+
 struct tw_flow_task_rec {
   int64_t idx, index;
   char task[72];

@@ -242,11 +242,103 @@ static void bad_documents_get_problems(void **state) {
   }
 }
 
+/* GET /v1/workflows: arrays and workflows (never a plain job's group of
+ * one), newest first, paged, filtered by state and tenant; after the
+ * tests above: pipe (cancelled), sweep (an array, running). */
+static void the_list_pages_and_filters(void **state) {
+  (void)state;
+  struct resp r = req("POST", "/v1/workflows",
+                      "name: l1\ntasks:\n  - {name: a, job: {run: a}}\n");
+  TW_CHECK(r.status == 201, "%ld: %s", r.status, r.body.data);
+  resp_free(&r);
+  r = req("POST", "/v1/workflows",
+          "name: l2\ntasks:\n  - {name: a, job: {run: a}}\n");
+  TW_CHECK(r.status == 201, "%ld: %s", r.status, r.body.data);
+  resp_free(&r);
+  /* newest first: (created_at, id) descending; groups made in the same
+   * millisecond are ordered by id */
+  r = req("GET", "/v1/workflows", NULL);
+  TW_CHECK(r.status == 200, "%ld: %s", r.status, r.body.data);
+  json_t *items = json_object_get(r.json, "items");
+  TW_CHECK_INT(json_array_size(items), 4);
+  char all[4][64], names[160] = "";
+  for (size_t i = 0; i < 4; i++) {
+    json_t *it = json_array_get(items, i);
+    snprintf(all[i], sizeof all[i], "%s", jstr(it, "id"));
+    size_t o = strlen(names);
+    snprintf(names + o, sizeof names - o, "%s%s", i ? "," : "",
+             jstr(it, "name"));
+    if (i) {
+      json_t *prev = json_array_get(items, i - 1);
+      int c = strcmp(jstr(prev, "created_at"), jstr(it, "created_at"));
+      TW_CHECK(c > 0 || (c == 0 && strcmp(all[i - 1], all[i]) > 0),
+               "not newest first at %zu: %s", i, r.body.data);
+    }
+    if (!strcmp(jstr(it, "name"), "sweep")) {
+      TW_CHECK_STR(jstr(it, "kind"), "array");
+      TW_CHECK_INT(jint(it, "tasks"), 10);
+    }
+  }
+  /* l1 and l2 are the newest two, in either order (one millisecond) */
+  TW_CHECK(!strncmp(names, "l1,l2,", 6) || !strncmp(names, "l2,l1,", 6),
+           "%s", names);
+  TW_CHECK_STR(names + 6, "sweep,pipe");
+  TW_CHECK(json_is_null(json_object_get(r.json, "next_cursor")), "%s",
+           r.body.data);
+  resp_free(&r);
+  /* two pages of two: the same four in the same order */
+  r = req("GET", "/v1/workflows?limit=2", NULL);
+  items = json_object_get(r.json, "items");
+  TW_CHECK_INT(json_array_size(items), 2);
+  TW_CHECK_STR(jstr(json_array_get(items, 0), "id"), all[0]);
+  TW_CHECK_STR(jstr(json_array_get(items, 1), "id"), all[1]);
+  char path[128];
+  const char *cur = jstr(r.json, "next_cursor");
+  TW_CHECK(cur, "%s", r.body.data);
+  snprintf(path, sizeof path, "/v1/workflows?limit=2&cursor=%s", cur);
+  resp_free(&r);
+  r = req("GET", path, NULL);
+  TW_CHECK(r.status == 200, "%ld: %s", r.status, r.body.data);
+  items = json_object_get(r.json, "items");
+  TW_CHECK_INT(json_array_size(items), 2);
+  TW_CHECK_STR(jstr(json_array_get(items, 0), "id"), all[2]);
+  TW_CHECK_STR(jstr(json_array_get(items, 1), "id"), all[3]);
+  TW_CHECK(json_is_null(json_object_get(r.json, "next_cursor")), "%s",
+           r.body.data);
+  resp_free(&r);
+  r = req("GET", "/v1/workflows?state=cancelled", NULL);
+  items = json_object_get(r.json, "items");
+  TW_CHECK_INT(json_array_size(items), 1);
+  TW_CHECK_STR(jstr(json_array_get(items, 0), "name"), "pipe");
+  resp_free(&r);
+  r = req("GET", "/v1/workflows?state=running&limit=500", NULL);
+  TW_CHECK_INT(json_array_size(json_object_get(r.json, "items")), 3);
+  resp_free(&r);
+  r = req("GET", "/v1/workflows?tenant=nobody", NULL);
+  TW_CHECK(r.status == 200, "%ld: %s", r.status, r.body.data);
+  TW_CHECK_INT(json_array_size(json_object_get(r.json, "items")), 0);
+  resp_free(&r);
+  static const struct {
+    const char *q, *field;
+  } BAD[] = {{"state=sleepy", "state"}, {"limit=0", "limit"},
+             {"limit=501", "limit"},    {"limit=2x", "limit"},
+             {"cursor=zz", "cursor"},   {"cursor=c-3", "cursor"},
+             {"cursor=c5", "cursor"},   {"cursor=c5_", "cursor"}};
+  for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+    snprintf(path, sizeof path, "/v1/workflows?%s", BAD[i].q);
+    r = req("GET", path, NULL);
+    TW_CHECK(r.status == 400, "%s: %ld %s", BAD[i].q, r.status, r.body.data);
+    TW_CHECK_STR(jstr(r.json, "field"), BAD[i].field);
+    resp_free(&r);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(workflow_round_trip),
       cmocka_unit_test(arrays_and_dependencies_through_jobs),
       cmocka_unit_test(bad_documents_get_problems),
+      cmocka_unit_test(the_list_pages_and_filters),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -8,11 +8,15 @@
 //   its page shows the timeline (through running, then succeeded, live)
 //     and its output
 //   the spend page's totals and per-provider sums equal the report API's
-//   a viewer's token gets the API's refusal shown when it cancels
+//   a workflow (a -> b, a -> c): the list, its page's graph (3 nodes, 2
+//     edges, layered), its nodes turning succeeded without a reload, a
+//     node opening its job
+//   a viewer's token gets the API's refusal shown when it cancels a job
+//     or a workflow
 //   every other page renders; no script error, no CSP violation
 // Screenshots go to $TW_ARTIFACTS.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import puppeteer from 'puppeteer-core';
 
 const URL_ = process.env.TW_URL;
@@ -185,6 +189,71 @@ try {
   await page.click('#verify');
   await page.waitForFunction(() => /Intact/.test(document.querySelector('#verdict')?.textContent), { timeout: T });
 
+  step('a workflow (a -> b, a -> c): its page draws the graph, nodes turn succeeded live');
+  // a holds until the test has seen the graph drawn with b and c not yet
+  // run, then lets go: the page must show them turn succeeded by itself
+  const go = ART + '/wf-go';
+  const wfDoc = {
+    name: 'console-flow',
+    tasks: [
+      { name: 'a', job: { resources: { cpus: '1' },
+        run: `i=0; while [ ! -e '${go}' ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; echo a-done` } },
+      { name: 'b', depends: ['a'], job: { resources: { cpus: '1' }, run: 'echo b-done' } },
+      { name: 'c', depends: ['a'], job: { resources: { cpus: '1' }, run: 'echo c-done' } },
+    ],
+  };
+  const wf = await api(ADMIN, 'POST', '/v1/workflows', wfDoc);
+  assert.equal(wf.status, 201, wf.text);
+  const wid = wf.json.id;
+  const listed = await api(ADMIN, 'GET', '/v1/workflows?state=running');
+  assert.equal(listed.status, 200, listed.text);
+  assert.ok(listed.json.items.some((w) => w.id === wid), 'GET /v1/workflows?state=running lacks the new workflow');
+  assert.equal((await api(ADMIN, 'GET', '/v1/workflows?state=sleepy')).status, 400, 'a bad state filter is refused');
+  await page.goto(URL_ + '/ui#/workflows', { waitUntil: 'domcontentloaded' });
+  await page.waitForSelector(`tr[data-workflow="${wid}"]`, { timeout: T });
+  await Promise.all([
+    page.waitForSelector('main[data-ready="workflow"]', { timeout: T }),
+    page.click(`tr[data-workflow="${wid}"] a`),
+  ]);
+  await page.evaluate(() => { window.__noReload = 'still here'; });
+  await page.waitForSelector('#wf-graph', { timeout: T });
+  const nodes = await page.$$eval('#wf-graph g.node', (l) => l.map((e) => e.dataset.node).sort());
+  assert.deepEqual(nodes, ['a', 'b', 'c'], 'the graph nodes');
+  const edges = await page.$$eval('#wf-graph path.edge', (l) => l.map((e) => e.dataset.from + '>' + e.dataset.to).sort());
+  assert.deepEqual(edges, ['a>b', 'a>c'], 'the graph edges');
+  // the layered layout: a in the first layer, b and c in the second
+  const xs = await page.$$eval('#wf-graph g.node', (l) => Object.fromEntries(l.map((e) =>
+    [e.dataset.node, Number(/translate\(([-\d.]+)/.exec(e.getAttribute('transform'))[1])])));
+  assert.ok(xs.a < xs.b && xs.b === xs.c, 'layers: ' + JSON.stringify(xs));
+  const before = await page.$$eval('#wf-graph g.node', (l) => Object.fromEntries(l.map((e) => [e.dataset.node, e.dataset.state])));
+  assert.ok(!['succeeded', 'failed', 'cancelled'].includes(before.a), 'a ended before it was let go: ' + JSON.stringify(before));
+  assert.equal(before.b, 'waiting', 'b before a ended');
+  assert.equal(before.c, 'waiting', 'c before a ended');
+  writeFileSync(go, '');
+  await page.waitForFunction(() => [...document.querySelectorAll('#wf-graph g.node')].length === 3 &&
+    [...document.querySelectorAll('#wf-graph g.node')].every((e) => e.dataset.state === 'succeeded'), { timeout: T });
+  assert.equal(await page.evaluate(() => window.__noReload), 'still here', 'the workflow page reloaded');
+  await page.waitForFunction(() => document.querySelector('#wf-count-succeeded')?.textContent === '3', { timeout: T });
+  await page.waitForSelector('#wf-state-now [data-state="succeeded"]', { timeout: T });
+  const edgeStates = await page.$$eval('#wf-graph path.edge', (l) => l.map((e) => e.dataset.state));
+  assert.deepEqual(edgeStates, ['met', 'met'], 'the edges are met');
+  const wfNow = (await api(ADMIN, 'GET', '/v1/workflows/' + wid)).json;
+  assert.equal(await page.$eval('#wf-cost', (e) => e.textContent), '$' + wfNow.cost_so_far_usd, 'cost so far');
+  await page.screenshot({ path: ART + '/workflow.png', fullPage: true });
+  // a node opens its task's job
+  const bJob = await page.$eval('#wf-graph g.node[data-node="b"]', (e) => e.dataset.job);
+  assert.ok(bJob, 'node b has no job');
+  await Promise.all([
+    page.waitForSelector('main[data-ready="job"]', { timeout: T }),
+    page.click('#wf-graph g.node[data-node="b"]'),
+  ]);
+  assert.ok(page.url().endsWith('#/job/' + bJob), 'clicking b opened ' + page.url());
+  // a long one, for the viewer's bulk cancel below
+  const wlong = await api(ADMIN, 'POST', '/v1/workflows', { name: 'console-long-flow',
+    tasks: [{ name: 'wait', for_each: ['1', '2'], job: { resources: { cpus: '1' }, run: 'sleep 120' } },
+      { name: 'after', depends: ['wait'], job: { resources: { cpus: '1' }, run: 'true' } }] });
+  assert.equal(wlong.status, 201, wlong.text);
+
   step("a viewer's token: the API's refusal shown on cancel");
   assert.equal((await api(ADMIN, 'POST', '/v1/users', { name: 'ui-viewer', tenant: 'default', role: 'viewer' })).status, 201);
   const vt = await api(ADMIN, 'POST', '/v1/tokens', { principal: 'ui-viewer', name: 'console test' });
@@ -207,6 +276,26 @@ try {
   const still = await api(ADMIN, 'GET', '/v1/jobs/' + long.json.id);
   assert.notEqual(still.json.state, 'cancelled', "the viewer's cancel went through");
   await vpage.screenshot({ path: ART + '/viewer-refused.png', fullPage: true });
+  // and on a workflow's bulk cancel; its fan-out is one node with counts
+  await vpage.goto(URL_ + '/ui#/workflow/' + wlong.json.id, { waitUntil: 'domcontentloaded' });
+  await vpage.waitForSelector('main[data-ready="workflow"]', { timeout: T });
+  await vpage.waitForSelector('#wf-graph g.node[data-node="wait"][data-tasks="2"]', { timeout: T });
+  assert.deepEqual(await vpage.$$eval('#wf-graph g.node', (l) => l.map((e) => e.dataset.node).sort()), ['after', 'wait'],
+    'a fan-out is one node');
+  assert.deepEqual(await vpage.$$eval('#wf-graph path.edge', (l) => l.map((e) => e.dataset.from + '>' + e.dataset.to)),
+    ['wait>after'], "the fan-out's two edges are one path");
+  const fanSub = await vpage.$eval('#wf-graph g.node[data-node="wait"] .sub', (e) => e.textContent);
+  assert.match(fanSub, /^×2: /, "the fan-out node's counts");
+  await vpage.screenshot({ path: ART + '/workflow-fanout.png', fullPage: true });
+  await vpage.click('#wf-cancel');
+  await vpage.waitForSelector('#wf-cancel-result.error', { timeout: T });
+  const wrefusal = await vpage.$eval('#wf-cancel-result', (el) => el.textContent);
+  const wdirect = await api(vt.json.token, 'DELETE', '/v1/workflows/' + wlong.json.id);
+  assert.equal(wdirect.status, 403);
+  assert.ok(wrefusal.includes('403') && wrefusal.includes(wdirect.json.detail),
+    `the refusal shown "${wrefusal}" is not the API's "${wdirect.json.detail}"`);
+  assert.equal((await api(ADMIN, 'GET', '/v1/workflows/' + wlong.json.id)).json.state, 'running', "the viewer's bulk cancel went through");
+  await api(ADMIN, 'DELETE', '/v1/workflows/' + wlong.json.id);
   // the viewer's sign-out forgets the token
   await vpage.click('#signout');
   await vpage.waitForSelector('#signin #token', { timeout: T });
