@@ -950,7 +950,7 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
       if (!pplan.rejects[i].count)
         continue;
       char k[TW_SPAN_KEY_MAX];
-      snprintf(k, sizeof k, "tradewind.refused.%s", pplan.rejects[i].filter);
+      snprintf(k, sizeof k, "tradewind.refused.%.29s", pplan.rejects[i].filter);
       tw_span_attr_int(psp, k, (int64_t)pplan.rejects[i].count);
     }
     s->cur_trace = psp->ctx;
