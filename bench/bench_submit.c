@@ -776,9 +776,15 @@ static void *sink_main(void *arg) {
         len += (size_t)n;
       }
       size_t head = (size_t)(end - buf) + 4, body = 0;
-      for (char *h = buf; h < end; h = strstr(h, "\r\n") + 2)
+      /* the head's lines, within the bytes read (buf is not a string) */
+      for (char *h = buf; h < end;) {
         if (!strncasecmp(h, "Content-Length:", 15))
           body = strtoul(h + 15, NULL, 10);
+        char *nl = memmem(h, (size_t)(end + 2 - h), "\r\n", 2);
+        if (!nl)
+          break;
+        h = nl + 2;
+      }
       while (len < head + body) {
         if (len == cap)
           buf = realloc(buf, cap *= 2);
