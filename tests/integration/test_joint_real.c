@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tests/integration/twtest_real_catalog.h"
 #include "tests/twtest.h"
 #include "billing/catalog/catalog.h"
 #include "broker/base/node.h"
@@ -27,21 +28,6 @@
 #include "policies/place/plan.h"
 #include "policies/place/policy.h"
 #include "providers/registry.h"
-
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  struct tw_buf b;
-  tw_buf_init(&b);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    tw_buf_add(&b, chunk, n);
-  fclose(f);
-  *len = b.len;
-  return b.data ? tw_buf_detach(&b) : calloc(1, 1);
-}
 
 static struct tw_regions *regions;
 static char dir[1100];
@@ -60,37 +46,11 @@ static int failed;
 static struct tw_cat_snap *load(const char *rel, const char *provider,
                                 const char *columns, const char *type,
                                 const struct tw_csv_specs *specs) {
-  char path[2048];
-  snprintf(path, sizeof path, "%s/%s", dir, rel);
-  size_t len;
-  char *text = slurp(path, &len);
-  if (!text) {
-    CHECK(false, "cannot read %s", path);
-    return NULL;
-  }
-  struct tw_csv_opts o = {.provider = provider,
-                          .columns = columns,
-                          .instance_type = type,
-                          .specs = specs,
-                          .regions = regions,
-                          .adapters = tw_adapters};
-  struct tw_cat_source_info info;
-  memset(&info, 0, sizeof info);
-  snprintf(info.name, sizeof info.name, "%.60s", rel);
-  snprintf(info.kind, sizeof info.kind, "file");
-  struct tw_cat_snap *s = NULL;
-  struct tw_err err = {0};
-  if (tw_cat_snap_from_csv(text, len, &o, &info, &s, &err))
-    CHECK(false, "%s: %s", rel, err.msg);
-  free(text);
+  char why[1024] = "";
+  struct tw_cat_snap *s = twtest_real_load(dir, rel, provider, columns, type,
+                                           specs, regions, why, sizeof why);
+  CHECK(!why[0], "%s", why);
   return s;
-}
-
-/* The merged catalog as placement's offers, made one at a time. */
-static const struct tw_offer *snap_get(const struct tw_offer_source *src,
-                                       size_t i, struct tw_offer *scratch) {
-  tw_cat_snap_to_offer(src->ctx, i, scratch);
-  return scratch;
 }
 
 /* The issue's chain.  The 1 TB sits in a GCS bucket of the EU
@@ -123,7 +83,7 @@ static void gcs_chain_jointly_at_the_issues_price_or_below(void **state) {
   char sp_path[2048];
   snprintf(sp_path, sizeof sp_path, "%s/skypilot/aws_v8_subset/specs.csv", dir);
   size_t sp_len;
-  char *sp_text = slurp(sp_path, &sp_len);
+  char *sp_text = twtest_slurp(sp_path, &sp_len);
   struct tw_csv_specs *specs = NULL;
   if (!sp_text || tw_csv_specs_load(sp_text, sp_len, &specs, &err)) {
     CHECK(false, "specs %s", sp_path);
@@ -151,8 +111,10 @@ static void gcs_chain_jointly_at_the_issues_price_or_below(void **state) {
     assert_non_null(srcs[i]);
   struct tw_cat_snap *m = NULL;
   tw_cat_snap_merge(srcs, n, NULL, tw_adapters, 1, 0, &m);
-  struct tw_offer_source src = {
-      .n = tw_cat_snap_count(m), .get = snap_get, .ctx = m, .stable = false};
+  struct tw_offer_source src = {.n = tw_cat_snap_count(m),
+                                .get = twtest_snap_get,
+                                .ctx = m,
+                                .stable = false};
   struct tw_offer_index *ix = NULL;
   assert_int_equal(tw_offer_index_build(&src, &ix, &err), TW_OK);
   struct tw_policy_set *set = tw_policy_set_default();

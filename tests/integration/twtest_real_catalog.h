@@ -1,0 +1,31 @@
+/* twtest_real_catalog.h - the real catalog files of $TRADEWIND_TESTDATA
+ * read as the catalog reads them, for the tests that plan over them
+ * (test_place_real, test_joint_real). */
+#ifndef TW_TESTS_INTEGRATION_TWTEST_REAL_CATALOG_H
+#define TW_TESTS_INTEGRATION_TWTEST_REAL_CATALOG_H
+
+#include <stddef.h>
+
+#include "billing/catalog/catalog.h"
+#include "policies/place/index.h"
+
+/* The whole file at path (NUL-terminated, free it), its length in *len;
+ * NULL when it cannot be read. */
+char *twtest_slurp(const char *path, size_t *len);
+
+/* dir/rel as a CSV source of provider (tw_cat_snap_from_csv with the
+ * built-in adapters); NULL with why filled when it cannot be read or
+ * parsed. */
+struct tw_cat_snap *twtest_real_load(const char *dir, const char *rel,
+                                     const char *provider, const char *columns,
+                                     const char *type,
+                                     const struct tw_csv_specs *specs,
+                                     struct tw_regions *regions, char *why,
+                                     size_t why_sz);
+
+/* An offer source's get over a merged snapshot (src->ctx), one offer at a
+ * time into scratch. */
+const struct tw_offer *twtest_snap_get(const struct tw_offer_source *src,
+                                       size_t i, struct tw_offer *scratch);
+
+#endif
