@@ -83,7 +83,7 @@ static void gcs_chain_jointly_at_the_issues_price_or_below(void **state) {
   char sp_path[2048];
   snprintf(sp_path, sizeof sp_path, "%s/skypilot/aws_v8_subset/specs.csv", dir);
   size_t sp_len;
-  char *sp_text = twtest_slurp(sp_path, &sp_len);
+  char *sp_text = tw_test_slurp(sp_path, &sp_len);
   struct tw_csv_specs *specs = NULL;
   if (!sp_text || tw_csv_specs_load(sp_text, sp_len, &specs, &err)) {
     CHECK(false, "specs %s", sp_path);

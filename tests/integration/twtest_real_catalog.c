@@ -7,21 +7,7 @@
 
 #include "broker/base/mem.h"
 #include "providers/registry.h"
-
-char *twtest_slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  struct tw_buf b;
-  tw_buf_init(&b);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    tw_buf_add(&b, chunk, n);
-  fclose(f);
-  *len = b.len;
-  return b.data ? tw_buf_detach(&b) : calloc(1, 1);
-}
+#include "tests/twtest.h"
 
 struct tw_cat_snap *twtest_real_load(const char *dir, const char *rel,
                                      const char *provider, const char *columns,
@@ -32,7 +18,7 @@ struct tw_cat_snap *twtest_real_load(const char *dir, const char *rel,
   char path[2048];
   snprintf(path, sizeof path, "%s/%s", dir, rel);
   size_t len;
-  char *text = twtest_slurp(path, &len);
+  char *text = tw_test_slurp(path, &len);
   if (!text) {
     snprintf(why, why_sz, "cannot read %s", path);
     return NULL;

@@ -9,10 +9,6 @@
 #include "billing/catalog/catalog.h"
 #include "policies/place/index.h"
 
-/* The whole file at path (NUL-terminated, free it), its length in *len;
- * NULL when it cannot be read. */
-char *twtest_slurp(const char *path, size_t *len);
-
 /* dir/rel as a CSV source of provider (tw_cat_snap_from_csv with the
  * built-in adapters); NULL with why filled when it cannot be read or
  * parsed. */
