@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "billing/catalog/normalize.h"
+
 #include "billing/catalog/catalog.h"
 #include "policies/place/index.h"
 
@@ -23,5 +25,24 @@ struct tw_cat_snap *twtest_real_load(const char *dir, const char *rel,
  * time into scratch. */
 const struct tw_offer *twtest_snap_get(const struct tw_offer_source *src,
                                        size_t i, struct tw_offer *scratch);
+
+/* The catalogs both tests plan over, as one index: the anycloud Azure and
+ * GCP files, SkyPilot's AWS v8 subset (its specs and .rows files), then
+ * the transcribed p5.48xlarge excerpt (after the subset, so the subset
+ * wins where both list an offer: the first source does). */
+struct twtest_real {
+  struct tw_regions *regions;
+  struct tw_cat_snap *srcs[32];
+  size_t n;
+  struct tw_csv_specs *specs;
+  struct tw_cat_snap *merged;
+  struct tw_offer_index *ix;
+};
+
+/* Loads dir's catalogs into r; every file that cannot be read or parsed
+ * is counted in the return value and printed to stderr (0: all loaded,
+ * r->ix built).  Release r with twtest_real_close whatever it returns. */
+int twtest_real_open(struct twtest_real *r, const char *dir);
+void twtest_real_close(struct twtest_real *r);
 
 #endif
