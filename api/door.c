@@ -57,8 +57,10 @@ static enum tw_door_verdict refuse(struct tw_door_problem *p, unsigned status,
 /* The line at *pos: [*s, *s + *n) without its CR LF (or bare LF, which
  * the library accepts too); false when no LF has arrived yet. */
 static bool next_line(const char *buf, size_t len, size_t *pos,
-                      const char **s, size_t *n) {
+                      const char **s, size_t *n, bool *nul) {
   const char *lf = memchr(buf + *pos, '\n', len - *pos);
+  size_t end = lf ? (size_t)(lf - buf) : len;
+  *nul = memchr(buf + *pos, '\0', end - *pos) != NULL;
   if (!lf)
     return false;
   *s = buf + *pos;
@@ -67,6 +69,13 @@ static bool next_line(const char *buf, size_t len, size_t *pos,
     (*n)--;
   *pos = (size_t)(lf - buf) + 1;
   return true;
+}
+
+/* A NUL is never part of a head (RFC 9110 section 5.5), and the library
+ * reads its lines as C strings: refused as soon as it arrives. */
+static enum tw_door_verdict refuse_nul(struct tw_door_problem *p) {
+  return refuse(p, 400, "malformed", "headers",
+                "the request head holds a NUL byte");
 }
 
 static size_t count_byte(const char *s, size_t n, char c) {
@@ -82,18 +91,17 @@ enum tw_door_verdict tw_door_judge(const char *buf, size_t len,
   memset(p, 0, sizeof *p);
   /* what was sent beyond the limit is not looked at */
   size_t seen = len > lim->max_head ? lim->max_head : len;
-  /* a NUL is never part of a head (RFC 9110 section 5.5), and the library
-   * reads lines as C strings: refused at once, whole head or not */
-  if (memchr(buf, '\0', seen))
-    return refuse(p, 400, "malformed", "headers",
-                  "the request head holds a NUL byte");
   size_t pos = 0, fields = 0, cookie_bytes = 0;
   const char *s;
   size_t n;
   /* empty lines before the request line are ignored (RFC 9112 2.2) */
+  bool nul;
   for (;;) {
     size_t at = pos;
-    if (!next_line(buf, seen, &pos, &s, &n)) {
+    bool whole = next_line(buf, seen, &pos, &s, &n, &nul);
+    if (nul)
+      return refuse_nul(p);
+    if (!whole) {
       if (len > lim->max_head)
         return refuse(p, 414, "uri-too-long", NULL,
                       "the request line is over %zu bytes", lim->max_head);
@@ -104,7 +112,7 @@ enum tw_door_verdict tw_door_judge(const char *buf, size_t len,
       break;
     }
   }
-  next_line(buf, seen, &pos, &s, &n);
+  next_line(buf, seen, &pos, &s, &n, &nul);
   /* METHOD SP TARGET SP HTTP/x.y (the library, like RFC 9112 section
    * 3, takes the version after the last space) */
   const char *sp1 = memchr(s, ' ', n);
@@ -140,7 +148,10 @@ enum tw_door_verdict tw_door_judge(const char *buf, size_t len,
     fields += 1 + count_byte(q, tn - (size_t)(q - target), '&');
   /* the header fields, to the blank line */
   for (;;) {
-    if (!next_line(buf, seen, &pos, &s, &n)) {
+    bool whole = next_line(buf, seen, &pos, &s, &n, &nul);
+    if (nul)
+      return refuse_nul(p);
+    if (!whole) {
       if (len > lim->max_head)
         return refuse(p, 431, "headers-too-large", NULL,
                       "the request head is over %zu bytes", lim->max_head);
