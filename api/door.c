@@ -572,12 +572,15 @@ enum tw_rc tw_door_start(const struct tw_door_opts *o, struct tw_door **out,
     tw_door_free(d);
     return tw_err_set(err, TW_E_IO, "api: the front door: %s", strerror(e));
   }
+  /* *out is set before the thread runs: the library's notifications for
+   * the connections it hands over read it */
+  *out = d;
   if (pthread_create(&d->thread, NULL, door_main, d)) {
+    *out = NULL;
     tw_door_free(d);
     return tw_err_set(err, TW_E_IO, "api: cannot start the front door thread");
   }
   d->running = true;
-  *out = d;
   return TW_OK;
 }
 
