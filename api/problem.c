@@ -51,20 +51,30 @@ static const char *title_of(unsigned status) {
     return "Not Found";
   case 405:
     return "Method Not Allowed";
+  case 408:
+    return "Request Timeout";
   case 409:
     return "Conflict";
-  case 413:
-    return "Content Too Large";
+  case 411:
+    return "Length Required";
   case 412:
     return "Precondition Failed";
+  case 413:
+    return "Content Too Large";
+  case 414:
+    return "URI Too Long";
   case 415:
     return "Unsupported Media Type";
   case 428:
     return "Precondition Required";
   case 429:
     return "Too Many Requests";
+  case 431:
+    return "Request Header Fields Too Large";
   case 503:
     return "Service Unavailable";
+  case 505:
+    return "HTTP Version Not Supported";
   case 507:
     return "Insufficient Storage";
   default:

@@ -18,6 +18,7 @@
 #include "billing/catalog/clouds.h"
 #include "api/auth_int.h"
 #include "api/auth_routes.h"
+#include "api/door.h"
 #include "api/h_agent.h"
 #include "api/h_placement.h"
 #include "api/h_stream.h"
@@ -98,6 +99,8 @@ enum conn_phase {
 struct conn_slot {
   struct conn_slot *prev, *next;
   int fd;
+  struct tw_door *door; /* the door that handed it over, or NULL */
+  struct sockaddr_storage peer; /* its client, for the door's count */
   enum conn_phase phase;
   bool reused; /* a request was answered on it already (keep-alive) */
   int64_t deadline_us;
@@ -112,6 +115,8 @@ struct tw_api {
   struct MHD_Daemon *probe_mhd; /* api.probe_listen, or NULL */
   int probe_fd;
   int probe_port;
+  /* the pre-readers of a plain listener (api/door.h); NULL over TLS */
+  struct tw_door *door, *probe_door;
   int64_t head_us, body_us; /* the deadlines */
   size_t max_head, max_url;
   bool tls;
@@ -383,8 +388,19 @@ void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out) {
       "# TYPE tradewind_http_deadline_cuts_total counter\n"
       "tradewind_http_deadline_cuts_total{part=\"head\"} %llu\n"
       "tradewind_http_deadline_cuts_total{part=\"body\"} %llu\n",
-      (unsigned long long)__atomic_load_n(&api->cut_head, __ATOMIC_RELAXED),
+      (unsigned long long)(__atomic_load_n(&api->cut_head, __ATOMIC_RELAXED) +
+                           tw_door_cut(api->door) +
+                           tw_door_cut(api->probe_door)),
       (unsigned long long)__atomic_load_n(&api->cut_body, __ATOMIC_RELAXED));
+  tw_buf_printf(
+      out,
+      "# HELP tradewind_http_door_refused_total Request heads refused "
+      "before the HTTP library parsed them (malformed, too large, not "
+      "HTTP/1.x).\n"
+      "# TYPE tradewind_http_door_refused_total counter\n"
+      "tradewind_http_door_refused_total %llu\n",
+      (unsigned long long)(tw_door_refused(api->door) +
+                           tw_door_refused(api->probe_door)));
   if (api->metrics_fn)
     api->metrics_fn(api->metrics_ctx, out);
   tw_stream_hub_metrics(api->hub, out);
@@ -483,15 +499,23 @@ static void finish(struct tw_req *r, bool send_body,
 
 /* ---- connections and their deadlines ------------------------------------ */
 
-static void on_connection(void *cls, struct MHD_Connection *conn,
-                          void **socket_context,
-                          enum MHD_ConnectionNotificationCode code) {
-  struct tw_api *api = cls;
+static void connection_note(struct tw_api *api, struct tw_door *door,
+                            struct MHD_Connection *conn, void **socket_context,
+                            enum MHD_ConnectionNotificationCode code) {
   if (code == MHD_CONNECTION_NOTIFY_STARTED) {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     struct conn_slot *c = tw_calloc(1, sizeof *c);
     c->fd = ci ? ci->connect_fd : -1;
+    const union MHD_ConnectionInfo *ai =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (door && ai && ai->client_addr) {
+      size_t len = ai->client_addr->sa_family == AF_INET6
+                       ? sizeof(struct sockaddr_in6)
+                       : sizeof(struct sockaddr_in);
+      memcpy(&c->peer, ai->client_addr, len);
+      c->door = door;
+    }
     c->phase = PH_HEAD;
     c->deadline_us = tw_mono_us() + api->head_us;
     pthread_mutex_lock(&api->conn_mu);
@@ -514,9 +538,27 @@ static void on_connection(void *cls, struct MHD_Connection *conn,
   if (c->next)
     c->next->prev = c->prev;
   pthread_mutex_unlock(&api->conn_mu);
+  /* its place at the door is free */
+  tw_door_release(c->door, (struct sockaddr *)&c->peer);
   free(c);
   *socket_context = NULL;
 }
+
+static void on_connection(void *cls, struct MHD_Connection *conn,
+                          void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+  struct tw_api *api = cls;
+  connection_note(api, api->door, conn, socket_context, code);
+}
+
+static void on_probe_connection(void *cls, struct MHD_Connection *conn,
+                                void **socket_context,
+                                enum MHD_ConnectionNotificationCode code) {
+  struct tw_api *api = cls;
+  connection_note(api, api->probe_door, conn, socket_context, code);
+}
+
+static void door_request_id(void *ctx, char out[17]) { request_id(ctx, out); }
 
 static struct conn_slot *slot_of(struct MHD_Connection *conn) {
   const union MHD_ConnectionInfo *ci =
@@ -673,6 +715,15 @@ static bool head_ok(struct tw_api *api, struct tw_req *r, const char *version,
     tw_problem(r, 400, "malformed", "Transfer-Encoding",
                "Transfer-Encoding: only a single \"chunked\" is accepted, "
                "and only over HTTP/1.1");
+    return false;
+  }
+  if (h.n_te) {
+    /* a body's length is declared up front (RFC 9112 section 6.3 lets a
+     * server refuse one without it): no chunk is ever parsed, so no
+     * malformed chunk can reach the library's own error answer */
+    tw_problem(r, 411, "length-required", "Transfer-Encoding",
+               "a request body must come with Content-Length: chunked "
+               "bodies are refused");
     return false;
   }
   if (http11 && h.n_host != 1) {
@@ -898,8 +949,21 @@ static enum tw_rc bind_listen(const char *listen_addr, int *fd_out,
 }
 
 static void fail_start(struct tw_api *api) {
-  if (api->mhd)
+  tw_door_stop(api->door);
+  tw_door_stop(api->probe_door);
+  /* without a door the library closes the listening socket it was given */
+  if (api->probe_mhd) {
+    MHD_stop_daemon(api->probe_mhd);
+    if (api->tls)
+      api->probe_fd = -1;
+  }
+  if (api->mhd) {
     MHD_stop_daemon(api->mhd);
+    if (api->tls)
+      api->listen_fd = -1;
+  }
+  tw_door_free(api->door);
+  tw_door_free(api->probe_door);
   if (api->listen_fd >= 0)
     close(api->listen_fd);
   if (api->probe_fd >= 0)
@@ -1007,20 +1071,50 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
     fail_start(api);
     return rc;
   }
+  /* Over plain HTTP the door (api/door.h) accepts, judges the first
+   * head and hands the connection over; it holds the connection limits
+   * itself, so the library's are only a backstop, loose enough never to
+   * refuse what the door admitted while a closed connection is still
+   * being cleaned up.  Over TLS the library listens itself. */
+  bool door = !api->tls;
+  struct MHD_OptionItem listen_opt[2] = {
+      {MHD_OPTION_LISTEN_SOCKET, api->listen_fd, NULL},
+      {MHD_OPTION_END, 0, NULL}};
+  if (door) {
+    main_flags |= MHD_USE_NO_LISTEN_SOCKET;
+    listen_opt[0] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+  }
+  unsigned lib_conn = door ? 2 * max_conn + threads : max_conn;
+  unsigned lib_per_addr = door ? 2 * per_addr : per_addr;
   api->mhd = MHD_start_daemon(
       main_flags, 0, NULL, NULL, on_request, api,
       /* the logger first, so the TLS setup's complaints reach it */
       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_ARRAY, tls,
-      MHD_OPTION_LISTEN_SOCKET, api->listen_fd, MHD_OPTION_NOTIFY_COMPLETED,
-      on_completed, api, MHD_OPTION_NOTIFY_CONNECTION, on_connection, api,
+      MHD_OPTION_ARRAY, listen_opt, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+      api, MHD_OPTION_NOTIFY_CONNECTION, on_connection, api,
       MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
-      max_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_addr,
+      lib_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, lib_per_addr,
       MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s ? opts->timeout_s : 60u,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool, MHD_OPTION_THREAD_STACK_SIZE,
       (size_t)(1u << 20), MHD_OPTION_END);
   if (!api->mhd) {
     fail_start(api);
     return tw_err_set(err, TW_E_IO, "api: cannot start the HTTP server");
+  }
+  /* the head as sent: at most what the server's own checks measure
+   * (max_head_bytes, the target included) with room for its encoding */
+  struct tw_door_opts dopts = {
+      .listen_fd = api->listen_fd,
+      .mhd = api->mhd,
+      .max_connections = max_conn,
+      .max_per_address = per_addr,
+      .head_us = api->head_us,
+      .limits = {.max_head = api->max_head + api->max_url, .pool = pool},
+      .request_id = door_request_id,
+      .ctx = api};
+  if (door && (rc = tw_door_start(&dopts, &api->door, err))) {
+    fail_start(api);
+    return rc;
   }
   if (opts->probe_listen && *opts->probe_listen) {
     if ((rc = bind_listen(opts->probe_listen, &api->probe_fd, &api->probe_port,
@@ -1029,22 +1123,33 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
       return rc;
     }
     /* one thread, few connections: probes are small and quick */
+    listen_opt[0] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET,
+                                            api->probe_fd, NULL};
+    if (door)
+      listen_opt[0] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     api->probe_mhd = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_probe, api, MHD_OPTION_EXTERNAL_LOGGER,
-        mhd_log, NULL, MHD_OPTION_ARRAY, tls, MHD_OPTION_LISTEN_SOCKET,
-        api->probe_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, api,
-        MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        8u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool, MHD_OPTION_END);
+        flags | (door ? MHD_USE_NO_LISTEN_SOCKET : 0), 0, NULL, NULL, on_probe,
+        api, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_ARRAY, tls,
+        MHD_OPTION_ARRAY, listen_opt, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, api, MHD_OPTION_NOTIFY_CONNECTION, on_probe_connection,
+        api, MHD_OPTION_CONNECTION_LIMIT, door ? 2 * 64u : 64u,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, door ? 2 * 8u : 8u,
+        MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        pool, MHD_OPTION_END);
     if (!api->probe_mhd) {
       fail_start(api);
       return tw_err_set(err, TW_E_IO, "api: cannot start the probe listener");
     }
+    dopts.listen_fd = api->probe_fd;
+    dopts.mhd = api->probe_mhd;
+    dopts.max_connections = 64;
+    dopts.max_per_address = 8;
+    if (door && (rc = tw_door_start(&dopts, &api->probe_door, err))) {
+      fail_start(api);
+      return rc;
+    }
   }
   if (pthread_create(&api->reaper, NULL, reaper_main, api)) {
-    if (api->probe_mhd)
-      MHD_stop_daemon(api->probe_mhd);
     fail_start(api);
     return tw_err_set(err, TW_E_IO, "api: cannot start the deadline thread");
   }
@@ -1063,6 +1168,11 @@ void tw_api_drain(struct tw_api *api) {
    * their own time after the quiesce: closing it now would race them.  It
    * stops listening at once (new connections are refused) and is closed
    * once the daemon has stopped. */
+  if (api->door) {
+    /* the door stops accepting; the socket is closed at the stop */
+    tw_door_quiesce(api->door);
+    return;
+  }
   MHD_socket fd = MHD_quiesce_daemon(api->mhd);
   if (fd != MHD_INVALID_SOCKET)
     shutdown(fd, SHUT_RDWR);
@@ -1086,11 +1196,18 @@ void tw_api_stop(struct tw_api *api) {
   pthread_mutex_unlock(&api->conn_mu);
   if (api->reaper_on)
     pthread_join(api->reaper, NULL);
+  /* the doors first: they hand connections to the library */
+  tw_door_stop(api->door);
+  tw_door_stop(api->probe_door);
   MHD_stop_daemon(api->mhd);
   if (api->listen_fd >= 0)
     close(api->listen_fd); /* quiesced by tw_api_drain */
   if (api->probe_mhd)
     MHD_stop_daemon(api->probe_mhd);
+  if (api->probe_door && api->probe_fd >= 0)
+    close(api->probe_fd); /* the library never held it */
+  tw_door_free(api->door);
+  tw_door_free(api->probe_door);
   pthread_mutex_destroy(&api->conn_mu);
   pthread_cond_destroy(&api->conn_cv);
   tw_stream_hub_free(api->hub);

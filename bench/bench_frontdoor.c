@@ -7,8 +7,10 @@
  * second, what the daemon cuts reconnected at once).  Meanwhile a client
  * on 127.0.0.2 alternates GET /healthz and an authenticated GET /v1/jobs,
  * each on a new connection as a prober's would be, 50 a second, and the
- * bench samples the daemon's threads and RSS from /proc.  One line per
- * figure: `key value unit`.  Exit 1 when a request of the honest client
+ * bench samples the daemon's threads and RSS from /proc, and the CPU time
+ * the daemon spent over the attack (a figure the machine's load does not
+ * scatter as it does the latencies).  One line per figure: `key value
+ * unit`.  Exit 1 when a request of the honest client
  * went unanswered.
  *
  *   bench-frontdoor            # 30 s of attack
@@ -152,6 +154,23 @@ static long proc_field(const char *name) {
   return v;
 }
 
+/* The daemon's CPU time (user and system) in seconds, from /proc. */
+static double daemon_cpu_s(void) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)daemon_pid);
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f)
+    fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* after the command's name */
+  unsigned long long ut = 0, st = 0;
+  if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+                   &ut, &st) != 2)
+    return -1;
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
 static void start_daemon(const char *tradewindd) {
   const char *tmp = getenv("TMPDIR");
   snprintf(dir, sizeof dir, "%s/tw-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -259,6 +278,7 @@ int main(int argc, char **argv) {
          "127.0.0.1, %d-connection slowloris from 127.0.0.3, %d s\n",
          tradewindd, n_idle, n_slow, seconds);
   long threads0 = proc_field("Threads");
+  double cpu0 = daemon_cpu_s();
   static int idle[MAX_IDLE];
   for (int i = 0; i < n_idle; i++)
     idle[i] = connect_from("127.0.0.1", true);
@@ -294,6 +314,7 @@ int main(int argc, char **argv) {
     if (left > 0)
       usleep((useconds_t)left);
   }
+  double cpu = daemon_cpu_s() - cpu0;
   atomic_store(&stop, true);
   pthread_join(th, NULL);
   for (int i = 0; i < n_idle; i++)
@@ -306,11 +327,13 @@ int main(int argc, char **argv) {
   printf("frontdoor_threads_before %ld threads\n", threads0);
   printf("frontdoor_threads_max %ld threads\n", threads_max);
   printf("frontdoor_rss_max %.1f MB\n", (double)rss_max / 1024);
+  printf("frontdoor_daemon_cpu %.2f s\n", cpu);
   kill(daemon_pid, SIGTERM);
   waitpid(daemon_pid, NULL, 0);
   static const char *const files[] = {"tradewind.yaml",   "tradewind.db",
                                       "tradewind.db-wal", "tradewind.db-shm",
-                                      "admin.token",      "tradewindd.log"};
+                                      "admin.token",      "tradewindd.log",
+                                      "tradewind.db.lock"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     char path[400];
     snprintf(path, sizeof path, "%s/%s", dir, files[i]);

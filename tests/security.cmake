@@ -24,3 +24,19 @@ tw_add_fuzz(fuzz_jwt
   LIBS twtest_oidc tw_api
   LABELS security
   CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/jwt)
+
+# The front door's judgement of a first request head (api/door.c): what
+# passes to libmicrohttpd, what waits, what is refused with which status.
+tw_add_test(test_door_judge
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_door_judge.c
+  LIBS tw_api PkgConfig::CMOCKA PkgConfig::JANSSON
+  LABELS unit security)
+
+# The front door's judgement of a request head (api/door.c): a prefix
+# decides as the whole does, a passing head is a whole HTTP/1.x head
+# within the limit, every refusal a problem+json answer.
+tw_add_fuzz(fuzz_door_head
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_door_head.c
+  LIBS tw_api PkgConfig::JANSSON
+  LABELS security
+  CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/door_head)

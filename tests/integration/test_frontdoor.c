@@ -15,6 +15,14 @@
  *     closed, so the bytes behind never run as a second request.
  *   bad_heads_get_problems: HTTP/1.1 without Host, an overlong target and
  *     head: 400, 414, 431 as problem+json.
+ *   library_errors_are_problems: the heads libmicrohttpd 0.9.75 would
+ *     answer itself with HTML (a Content-Length that is not a number, a
+ *     malformed chunk, a head over its connection memory, the HTTP/2
+ *     preface, and their kin), on the main and the probe listener: one
+ *     status line, application/problem+json, a body that parses as the
+ *     problem with that status, the connection closed; the largest heads
+ *     the door lets through get the server's own answer, never the
+ *     library's.
  *   ten_gib_declaration: an unauthenticated POST declaring 10 GiB with
  *     Expect: 100-continue gets 401 and no 100 Continue; with a token it
  *     gets 413, again without 100 Continue; a body trickled with a token
@@ -41,6 +49,8 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "tests/integration/twtest_daemon.h"
 #include "tests/twtest.h"
@@ -385,6 +395,144 @@ static void bad_heads_get_problems(void **state) {
                200);
 }
 
+/* ---- what the library would have answered itself ----------------------- */
+
+static int probe_port(void);
+
+/* One raw request on its own connection: exactly one answer, with the
+ * status, as application/problem+json whose body parses and says the
+ * same status, and the connection closed after it. */
+static void expect_problem_raw(const char *what, int port, const char *req,
+                               size_t len, int status) {
+  char out[16384];
+  bool closed = false;
+  out[0] = '\0';
+  int fd = connect_from("127.0.0.2", port, false);
+  TW_CHECK(fd >= 0, "%s: no connection", what);
+  if (fd < 0)
+    return;
+  TW_CHECK(send(fd, req, len, MSG_NOSIGNAL) == (ssize_t)len, "%s: send",
+           what);
+  read_all(fd, out, sizeof out, 5000, &closed);
+  close(fd);
+  int st = 0;
+  sscanf(out, "HTTP/1.1 %d", &st);
+  TW_CHECK(st == status, "%s: status %d, want %d: %.300s", what, st, status,
+           out);
+  TW_CHECK(status_lines(out) == 1, "%s: %d status lines: %.600s", what,
+           status_lines(out), out);
+  TW_CHECK(strstr(out, "\r\nContent-Type: application/problem+json\r\n"),
+           "%s: not problem+json: %.300s", what, out);
+  TW_CHECK(!strstr(out, "<html"), "%s: an HTML body: %.300s", what, out);
+  const char *body = strstr(out, "\r\n\r\n");
+  json_error_t je;
+  json_t *j = body ? json_loads(body + 4, 0, &je) : NULL;
+  TW_CHECK(j != NULL, "%s: the body does not parse: %.300s", what,
+           body ? body + 4 : out);
+  if (j) {
+    TW_CHECK(json_integer_value(json_object_get(j, "status")) == status &&
+                 json_is_string(json_object_get(j, "type")) &&
+                 json_is_string(json_object_get(j, "detail")),
+             "%s: not a problem: %.300s", what, body + 4);
+    json_decref(j);
+  }
+  TW_CHECK(closed, "%s: the connection stayed open", what);
+}
+
+static char *padded_head(const char *start, int lines, int each) {
+  size_t cap = strlen(start) + (size_t)lines * ((size_t)each + 32) + 8;
+  char *h = malloc(cap);
+  int n = snprintf(h, cap, "%s", start);
+  for (int i = 0; i < lines; i++)
+    n += snprintf(h + n, cap - (size_t)n, "X-Pad-%d: %0*d\r\n", i, each, 0);
+  snprintf(h + n, cap - (size_t)n, "\r\n");
+  return h;
+}
+
+static void library_errors_are_problems(void **state) {
+  (void)state;
+  int ports[2] = {d.port, probe_port()};
+  TW_CHECK(ports[1] > 0, "no probe port in the log");
+  /* a head over the connection memory: 60 fields of 1000 bytes */
+  char *big = padded_head("GET /healthz HTTP/1.1\r\nHost: x\r\n", 60, 1000);
+  /* a head under its byte limit whose 2,000 fields the memory cannot hold */
+  char *fields = padded_head("GET /healthz HTTP/1.1\r\nHost: x\r\n", 2000, 1);
+  static const char nul[] = "GET /healthz HTTP/1.1\r\nHost: x\0\r\n\r\n";
+  for (int k = 0; k < 2; k++) {
+    int port = ports[k];
+    if (port <= 0)
+      continue;
+    const char *where = k ? "probe listener" : "main listener";
+    char what[96];
+#define CASE(name, req, len, status)                                           \
+  do {                                                                         \
+    snprintf(what, sizeof what, "%s: %s", where, name);                        \
+    expect_problem_raw(what, port, req, len, status);                          \
+  } while (0)
+#define CASE_S(name, req, status) CASE(name, req, strlen(req), status)
+    /* (a) */
+    CASE_S("a Content-Length that is not a number",
+           "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n"
+           "\r\n",
+           400);
+    CASE_S("a negative Content-Length",
+           "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+           400);
+    CASE_S("a Content-Length over 64 bits",
+           "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: "
+           "99999999999999999999\r\n\r\n",
+           413);
+    /* (b): chunked is refused from the head, no chunk is parsed */
+    CASE_S("a malformed chunk size",
+           "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: "
+           "application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+           "zz\r\nabc\r\n0\r\n\r\n",
+           411);
+    /* (c) */
+    CASE_S("a head over the connection memory", big, 431);
+    CASE_S("more fields than the connection memory holds", fields, 431);
+    /* (d) */
+    CASE_S("the HTTP/2 connection preface",
+           "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505);
+    CASE_S("HTTP/0.9", "GET /healthz\r\n\r\n", 400);
+    CASE_S("HTTP/3.0", "GET /healthz HTTP/3.0\r\nHost: x\r\n\r\n", 505);
+    CASE_S("a header line without a colon",
+           "GET /healthz HTTP/1.1\r\nHost: x\r\nNo-Colon\r\n\r\n", 400);
+    CASE_S("obsolete line folding",
+           "GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n 2\r\n\r\n",
+           400);
+    CASE("a NUL in the head", nul, sizeof nul - 1, 400);
+#undef CASE_S
+#undef CASE
+  }
+  free(big);
+  free(fields);
+  /* The largest heads the door lets through (just under the connection
+   * memory it reckons with: bytes, fields, a cookie) reach the server,
+   * which answers them itself: 200, or its own 431 problem. */
+  static const int shapes[][2] = {{100, 1}, {400, 1}, {20, 1000}, {120, 190}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    char *h = padded_head("GET /healthz HTTP/1.1\r\nHost: x\r\nCookie: "
+                          "a=1;b=2;c=3\r\n",
+                          shapes[i][0], shapes[i][1]);
+    char out[16384];
+    bool closed;
+    int fd = connect_from("127.0.0.2", d.port, false);
+    TW_CHECK(fd >= 0);
+    TW_CHECK(send(fd, h, strlen(h), MSG_NOSIGNAL) == (ssize_t)strlen(h));
+    shutdown(fd, SHUT_WR);
+    read_all(fd, out, sizeof out, 5000, &closed);
+    close(fd);
+    int st = 0;
+    sscanf(out, "HTTP/1.1 %d", &st);
+    TW_CHECK((st == 200 || (st == 431 && strstr(out, "application/problem+"
+                                                     "json"))) &&
+                 status_lines(out) == 1 && !strstr(out, "<html"),
+             "%d fields of %d bytes: %.400s", shapes[i][0], shapes[i][1], out);
+    free(h);
+  }
+}
+
 /* A head that stops half-way gets a 408 problem at its deadline. */
 static void partial_head_gets_408(void **state) {
   (void)state;
@@ -571,6 +719,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(smuggling_pairs_refused),
       cmocka_unit_test(bad_heads_get_problems),
+      cmocka_unit_test(library_errors_are_problems),
       cmocka_unit_test(partial_head_gets_408),
       cmocka_unit_test(ten_gib_declaration),
       cmocka_unit_test(flood_and_slowloris),

@@ -1,0 +1,96 @@
+/* door.h - the pre-reader in front of libmicrohttpd on a plain listener.
+ *
+ * libmicrohttpd 0.9.75 answers some malformed heads itself, with an HTML
+ * body and no content type, before any handler runs (a Content-Length
+ * that is not a number, a head larger than its connection memory, a
+ * request line it cannot parse or an HTTP version it does not speak).
+ * The door accepts each connection itself, peeks (MSG_PEEK) until the
+ * first request head is whole, and judges it: a head the library could
+ * not take is answered here with one problem+json and the connection
+ * closed; any other is handed, untouched, to the library
+ * (MHD_add_connection).  The door also holds the connection limits (in
+ * total and per address) and the head's deadline while it waits.
+ * docs/security.md, "The front door". */
+#ifndef TW_API_DOOR_H
+#define TW_API_DOOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+
+#include "broker/base/err.h"
+
+/* ---- the judgement of a head (pure; fuzzed by tests/fuzz/fuzz_door_head) */
+
+struct tw_door_limits {
+  size_t max_head;  /* the head as sent, request line included */
+  size_t pool;      /* libmicrohttpd's memory per connection */
+};
+
+enum tw_door_verdict {
+  TW_DOOR_MORE,   /* not whole yet, nothing wrong so far */
+  TW_DOOR_PASS,   /* whole, and the library can take it */
+  TW_DOOR_REFUSE  /* answer with the problem below, then close */
+};
+
+struct tw_door_problem {
+  unsigned status;   /* 400, 413, 414, 431, 505 */
+  const char *type;  /* /problems/<type> */
+  const char *field; /* or NULL */
+  char detail[200];
+  size_t head_len;   /* PASS: the head's bytes, the blank line included */
+};
+
+/* Judges the first len bytes a connection sent.  len above
+ * lim->max_head means the head, if whole, is over the limit. */
+enum tw_door_verdict tw_door_judge(const char *buf, size_t len,
+                                   const struct tw_door_limits *lim,
+                                   struct tw_door_problem *p);
+
+/* The answer to a refusal: a whole HTTP/1.1 response with a problem+json
+ * body and Connection: close.  Returns its length (< cap), 0 when it does
+ * not fit. */
+size_t tw_door_answer(const struct tw_door_problem *p, const char *request_id,
+                      char *out, size_t cap);
+
+/* ---- the listener ------------------------------------------------------- */
+
+struct tw_door;
+
+struct tw_door_opts {
+  int listen_fd;             /* bound and listening; stays the caller's */
+  struct MHD_Daemon *mhd;    /* started with MHD_USE_NO_LISTEN_SOCKET */
+  unsigned max_connections;  /* held here or by the library */
+  unsigned max_per_address;
+  int64_t head_us;           /* the head's deadline, from the accept */
+  struct tw_door_limits limits;
+  /* fills a request id for a refusal's problem */
+  void (*request_id)(void *ctx, char out[17]);
+  void *ctx;
+};
+
+/* Starts the door's thread. */
+enum tw_rc tw_door_start(const struct tw_door_opts *o, struct tw_door **out,
+                         struct tw_err *err);
+
+/* A connection the door handed over was closed by the library (its
+ * NOTIFY_CONNECTION, CLOSED): its place is free.  addr: its client. */
+void tw_door_release(struct tw_door *d, const struct sockaddr *addr);
+
+/* Accepts no more connections; those it holds go on. */
+void tw_door_quiesce(struct tw_door *d);
+
+/* Stops the thread and closes what it holds; call before stopping the
+ * library.  tw_door_free after the library stopped. */
+void tw_door_stop(struct tw_door *d);
+void tw_door_free(struct tw_door *d);
+
+/* Counters for /metrics: heads refused here, connections cut at the
+ * head's deadline while here. */
+uint64_t tw_door_refused(const struct tw_door *d);
+uint64_t tw_door_cut(const struct tw_door *d);
+
+#endif
