@@ -351,6 +351,37 @@ enum tw_rc tw_store_agent_heartbeat(struct tw_store *s, int64_t attempt_id,
   return tw_store_write(s, op_upd, &a, err);
 }
 
+struct beats_arg {
+  const int64_t *ids, *at;
+  size_t n;
+};
+
+static enum tw_rc op_beats(struct tw_store *s, struct tw_db *db, void *varg,
+                           struct tw_err *err) {
+  struct beats_arg *a = varg;
+  for (size_t i = 0; i < a->n; i++) {
+    struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_HB, err);
+    if (!st)
+      return TW_E_IO;
+    tw_db_bind_int64(st, 1, a->ids[i]);
+    tw_db_bind_int64(st, 2, a->at[i]);
+    store__bind_text(st, 3, "");
+    enum tw_rc rc = store__step_done(db, st, "agent: heartbeats", err);
+    if (rc)
+      return rc;
+  }
+  return TW_OK;
+}
+
+enum tw_rc tw_store_agent_heartbeats(struct tw_store *s, const int64_t *ids,
+                                     const int64_t *at_ms, size_t n,
+                                     struct tw_err *err) {
+  if (!n)
+    return TW_OK;
+  struct beats_arg a = {.ids = ids, .at = at_ms, .n = n};
+  return tw_store_write(s, op_beats, &a, err);
+}
+
 enum tw_rc tw_store_agent_checkpoint(struct tw_store *s, int64_t attempt_id,
                                      int64_t at_ms, int64_t progress_s,
                                      struct tw_err *err) {
