@@ -960,6 +960,105 @@ static void heartbeats_are_stored_in_batches(void **state) {
   assert_int_equal(g.last_hb_ms, tw_clock_now_ms(&clk));
 }
 
+static char *read_all(const char *file, size_t *len) {
+  FILE *f = fopen(file, "rb");
+  if (!f)
+    return NULL;
+  char *b = malloc(1 << 20);
+  *len = fread(b, 1, 1 << 20, f);
+  fclose(f);
+  return b;
+}
+
+static void read_stream(int64_t attempt_id, int64_t from, const char *want) {
+  struct tw_buf out;
+  tw_buf_init(&out);
+  int64_t total = 0;
+  assert_int_equal(tw_store_agent_log_read(store, attempt_id, TW_AGENT_STDOUT,
+                                           from, 1 << 20, &out, &total, NULL),
+                   TW_OK);
+  TW_CHECK(out.len == strlen(want) && !memcmp(out.data, want, out.len),
+           "read from %lld: \"%.*s\", want \"%s\"", (long long)from,
+           (int)out.len, out.data ? out.data : "", want);
+  tw_buf_release(&out);
+}
+
+/* A file store keeps the agent's output in segment files beside the
+ * database, the rows saying where; bytes beyond the committed rows (a
+ * crash between the write and the commit) are never read. */
+static void the_output_lives_beside_the_database(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: seg\nresources: {cpus: 2}\nrun: \"sleep 1000\"\n", id);
+  struct tw_agent_caller c;
+  struct tw_attempt_rec at;
+  launch_and_register(id, &c, &at);
+  enum tw_store_log_result res;
+  int64_t next = -1;
+  assert_int_equal(
+      tw_agent_on_logs(agent, &c, false, 0, "hello\n", 6, &res, &next, NULL),
+      TW_OK);
+  assert_int_equal(next, 6);
+  assert_int_equal(
+      tw_agent_on_logs(agent, &c, true, 0, "oops\n", 5, &res, &next, NULL),
+      TW_OK);
+  char seg[256];
+  snprintf(seg, sizeof seg, "%s-logs/seg-000001", path);
+  size_t n = 0;
+  char *b = read_all(seg, &n);
+  TW_CHECK(b != NULL, "no segment file %s", seg);
+  TW_CHECK(n == 11 && !memcmp(b, "hello\noops\n", 11), "segment: %.*s",
+           (int)n, b ? b : "");
+  free(b);
+  /* a crash after a write, before its row: bytes the rows do not hold */
+  FILE *f = fopen(seg, "ab");
+  assert_non_null(f);
+  fputs("LOST", f);
+  fclose(f);
+  read_stream(at.id, 0, "hello\n");
+  /* the store reopened (the daemon restarted): appends go after them */
+  tw_sched_free(sched);
+  sched = NULL;
+  tw_agent_free(agent);
+  agent = NULL;
+  tw_store_close(store);
+  struct tw_store_opts so = {.path = path, .clock = &clk};
+  assert_int_equal(tw_store_open(&so, &store, NULL), TW_OK);
+  agent = new_agent(NULL);
+  assert_int_equal(
+      tw_agent_on_logs(agent, &c, false, 6, "world\n", 6, &res, &next, NULL),
+      TW_OK);
+  assert_int_equal(res, TW_STORE_LOG_OK);
+  assert_int_equal(next, 12);
+  read_stream(at.id, 0, "hello\nworld\n");
+  read_stream(at.id, 3, "lo\nworld\n");
+  read_stream(at.id, 8, "rld\n");
+  /* resent bytes are skipped, a gap refused, the bound kept */
+  assert_int_equal(tw_agent_on_logs(agent, &c, false, 0, "hello\nworld\n!", 13,
+                                    &res, &next, NULL),
+                   TW_OK);
+  assert_int_equal(next, 13);
+  read_stream(at.id, 11, "\n!");
+  assert_int_equal(
+      tw_agent_on_logs(agent, &c, false, 20, "x", 1, &res, &next, NULL), TW_OK);
+  assert_int_equal(res, TW_STORE_LOG_GAP);
+  char big[4096];
+  memset(big, 'x', sizeof big);
+  assert_int_equal(tw_agent_on_logs(agent, &c, false, 13, big, sizeof big,
+                                    &res, &next, NULL),
+                   TW_OK);
+  assert_int_equal(res, TW_STORE_LOG_FULL); /* max_log_bytes 4096 */
+  b = read_all(seg, &n);
+  TW_CHECK(n == 11 + 4 + 6 + 1, "segment of %zu bytes", n);
+  free(b);
+  struct tw_sched_opts sopt = {.store = store,
+                               .clock = &clk,
+                               .providers = &prov,
+                               .n_providers = 1,
+                               .agent = agent};
+  assert_int_equal(tw_sched_new(&sopt, &sched, NULL), TW_OK);
+}
+
 static void an_agents_notice_goes_the_providers_way(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
@@ -1133,6 +1232,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(a_cancels_terminate_waits_on_the_workers,
                                       setup_sched, teardown_sched),
       cmocka_unit_test_setup_teardown(heartbeats_are_stored_in_batches,
+                                      setup_sched, teardown_sched),
+      cmocka_unit_test_setup_teardown(the_output_lives_beside_the_database,
                                       setup_sched, teardown_sched),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
