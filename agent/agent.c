@@ -39,6 +39,12 @@
 extern char **environ;
 
 #define CHUNK_MAX (1u << 20) /* one log report: at most 1 MiB */
+/* A stream's output is sent at once after a quiet spell, then at most
+ * every LOG_EVERY_MS while the job keeps printing, unless LOG_BATCH bytes
+ * wait (and all of it once the job ended): a chatty job costs the broker
+ * one report per stream per LOG_EVERY_MS, not one per line. */
+#define LOG_EVERY_MS 5000
+#define LOG_BATCH (64u << 10)
 #define RESP_MAX (4u << 20)  /* largest answer read */
 #define NOTICE_POLL_MS 2000  /* docs/agent.md: every 2 s */
 #define BACKOFF_MIN_MS 1000  /* retries: 1 s doubling to 30 s */
@@ -330,6 +336,7 @@ struct stream {
   int64_t dropped;    /* unsent bytes dropped, still to be told */
   bool stopped;       /* 413 or a final 4xx: no more sending */
   int fd;             /* read side of the file */
+  int64_t sent_ms;    /* when output was last sent (not kept: 0 at start) */
 };
 
 struct notice_state {
@@ -1124,9 +1131,10 @@ static void bound_buffer(struct agent *a, int i, int64_t size) {
   }
 }
 
-/* Sends one chunk of stream i.  Returns SENT_OK when nothing is left or
- * something moved, SENT_RETRY when the broker is away. */
-static enum sent ship(struct agent *a, int i, bool *more) {
+/* Sends one chunk of stream i when due (LOG_EVERY_MS; always: all).
+ * Returns SENT_OK when nothing is left or something moved, SENT_RETRY
+ * when the broker is away. */
+static enum sent ship(struct agent *a, int i, bool all, bool *more) {
   struct stream *s = &a->s.st[i];
   *more = false;
   if (s->stopped)
@@ -1149,6 +1157,9 @@ static enum sent ship(struct agent *a, int i, bool *more) {
     int64_t avail = (int64_t)st.st_size - s->file_pos;
     if (avail <= 0)
       return SENT_OK;
+    if (!all && avail < (int64_t)LOG_BATCH &&
+        now_ms() - s->sent_ms < LOG_EVERY_MS)
+      return SENT_OK; /* more may come: sent together */
     len = avail > CHUNK_MAX ? CHUNK_MAX : (size_t)avail;
     buf = malloc(len);
     ssize_t r = pread(fd, buf, len, (off_t)s->file_pos);
@@ -1165,6 +1176,8 @@ static enum sent ship(struct agent *a, int i, bool *more) {
   enum sent e =
       report(a, "logs", route, "application/octet-stream", buf, len, &r);
   free(buf);
+  if (e == SENT_OK)
+    s->sent_ms = now_ms();
   int64_t next;
   if (e == SENT_OK && r.status == 413) {
     say("%s: the broker keeps no more output of this attempt", stream_name[i]);
@@ -1303,7 +1316,7 @@ static bool flush(struct agent *a) {
   for (int i = 0; ships && i < N_STREAMS; i++) {
     bool more = true;
     for (int k = 0; k < 8 && more; k++)
-      if (ship(a, i, &more) == SENT_RETRY)
+      if (ship(a, i, s->ended || s->cancelled, &more) == SENT_RETRY)
         return false;
   }
   if (s->ended && !s->exit_sent && (!ships || logs_drained(a))) {

@@ -240,7 +240,10 @@ struct tw_store {
   int lock_fd;
   char *path;
   bool backed_up;
+  struct store_logs *logs; /* the agent's output in files; NULL: rows */
 };
+
+struct store_logs *store__logs(struct tw_store *s) { return s->logs; }
 
 /* A failure of the storage under a statement that may well succeed later
  * (I/O, a lock, a lost connection), as opposed to a statement that is
@@ -819,6 +822,8 @@ enum tw_rc tw_store_open(const struct tw_store_opts *opts,
   }
   if ((rc = conn_open(s, &s->w, false, opts->sync_full, err)))
     goto fail;
+  if (s->backend == TW_DB_SQLITE && tw_store_is_file_path(opts->path))
+    s->logs = store__logs_open(opts->path, opts->sync_full);
   /* brokers started together on one PostgreSQL migrate in turn: the
    * lock is held until every module is migrated (unlock_schema) */
   if (tw_db_schema_lock(s->w.db, true) != TW_DB_OK) {
@@ -871,6 +876,7 @@ fail:
   if (s->lock_fd >= 0)
     close(s->lock_fd);
   free(s->path);
+  store__logs_close(s->logs);
   free_conf(s);
   free(s);
   return rc;
@@ -897,6 +903,7 @@ void tw_store_close(struct tw_store *s) {
   if (s->lock_fd >= 0)
     close(s->lock_fd); /* releases the flock */
   free(s->path);
+  store__logs_close(s->logs);
   free_conf(s);
   free(s);
 }

@@ -2,10 +2,16 @@
  * (store_agent.h). */
 #include "broker/core/store_agent.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "broker/base/log.h"
 #include "broker/core/store_int.h"
 
 /* ---- statements ---------------------------------------------------------- */
@@ -71,15 +77,15 @@ static const char SQL_NOTICE_DONE[] =
 static const char SQL_LOG_LEN[] =
     "SELECT out_bytes, err_bytes FROM agent_attempts WHERE attempt_id = ?1";
 static const char SQL_LOG_ADD[] =
-    "INSERT INTO agent_logs (attempt_id, stream, off, data)"
-    " VALUES (?1, ?2, ?3, ?4)";
+    "INSERT INTO agent_logs (attempt_id, stream, off, data, seg, pos, len)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 static const char SQL_LOG_OUT[] =
     "UPDATE agent_attempts SET out_bytes = ?2 WHERE attempt_id = ?1";
 static const char SQL_LOG_ERR[] =
     "UPDATE agent_attempts SET err_bytes = ?2 WHERE attempt_id = ?1";
 static const char SQL_LOG_READ[] =
-    "SELECT off, data FROM agent_logs WHERE attempt_id = ?1 AND stream = ?2"
-    " AND off + length(data) > ?3 ORDER BY off";
+    "SELECT off, data, seg, pos, len FROM agent_logs WHERE attempt_id = ?1"
+    " AND stream = ?2 AND off + len > ?3 ORDER BY off";
 
 /* ---- the key ------------------------------------------------------------- */
 
@@ -351,6 +357,37 @@ enum tw_rc tw_store_agent_heartbeat(struct tw_store *s, int64_t attempt_id,
   return tw_store_write(s, op_upd, &a, err);
 }
 
+struct beats_arg {
+  const int64_t *ids, *at;
+  size_t n;
+};
+
+static enum tw_rc op_beats(struct tw_store *s, struct tw_db *db, void *varg,
+                           struct tw_err *err) {
+  struct beats_arg *a = varg;
+  for (size_t i = 0; i < a->n; i++) {
+    struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_HB, err);
+    if (!st)
+      return TW_E_IO;
+    tw_db_bind_int64(st, 1, a->ids[i]);
+    tw_db_bind_int64(st, 2, a->at[i]);
+    store__bind_text(st, 3, "");
+    enum tw_rc rc = store__step_done(db, st, "agent: heartbeats", err);
+    if (rc)
+      return rc;
+  }
+  return TW_OK;
+}
+
+enum tw_rc tw_store_agent_heartbeats(struct tw_store *s, const int64_t *ids,
+                                     const int64_t *at_ms, size_t n,
+                                     struct tw_err *err) {
+  if (!n)
+    return TW_OK;
+  struct beats_arg a = {.ids = ids, .at = at_ms, .n = n};
+  return tw_store_write(s, op_beats, &a, err);
+}
+
 enum tw_rc tw_store_agent_checkpoint(struct tw_store *s, int64_t attempt_id,
                                      int64_t at_ms, int64_t progress_s,
                                      struct tw_err *err) {
@@ -529,59 +566,317 @@ enum tw_rc tw_store_agent_notice_applied(struct tw_store *s, int64_t attempt_id,
   return tw_store_write(s, op_notice_done, &a, err);
 }
 
-/* ---- logs ---------------------------------------------------------------- */
+/* ---- logs ----------------------------------------------------------------
+ *
+ * A sqlite file's store keeps the agent's output out of its rows: the
+ * bytes are appended to segment files in DB-logs/ (seg-000001, ...; a new
+ * one past SEG_MAX), synced, and only then is the chunk's row (its
+ * segment, position and length; data empty) committed with the stream's
+ * length.  One fdatasync covers every chunk written before it, whatever
+ * its attempt (a group: the first waiter syncs for all, the others wait
+ * for it), and the rows commit in the writer's batches.  A read follows
+ * the committed rows only, so bytes a crash left beyond them are never
+ * shown.  PostgreSQL keeps the bytes in the rows (seg -1): every replica
+ * reads them there. */
+
+#define SEG_MAX ((int64_t)256 << 20)
+
+struct store_logs {
+  char *dir;
+  bool sync;
+  pthread_mutex_t mu;
+  pthread_cond_t synced_cv;
+  bool ready;      /* the directory exists and the segment is open */
+  int fd;          /* the segment written: seg */
+  int seg;
+  int64_t size;    /* its length, what was written included */
+  int64_t synced;  /* its bytes known on disk */
+  bool syncing;    /* a waiter is in fdatasync for all */
+  int *rfd;        /* read side, by segment number (-1: not open) */
+  int n_rfd;
+};
+
+struct store_logs *store__logs_open(const char *db_path, bool sync) {
+  struct store_logs *l = tw_calloc(1, sizeof *l);
+  size_t n = strlen(db_path) + 8;
+  l->dir = tw_calloc(1, n);
+  snprintf(l->dir, n, "%s-logs", db_path);
+  l->sync = sync;
+  l->fd = -1;
+  pthread_mutex_init(&l->mu, NULL);
+  pthread_cond_init(&l->synced_cv, NULL);
+  return l;
+}
+
+void store__logs_close(struct store_logs *l) {
+  if (!l)
+    return;
+  if (l->fd >= 0)
+    close(l->fd);
+  for (int i = 0; i < l->n_rfd; i++)
+    if (l->rfd[i] >= 0)
+      close(l->rfd[i]);
+  free(l->rfd);
+  pthread_mutex_destroy(&l->mu);
+  pthread_cond_destroy(&l->synced_cv);
+  free(l->dir);
+  free(l);
+}
+
+static void seg_path(const struct store_logs *l, int seg, char *out,
+                     size_t n) {
+  snprintf(out, n, "%s/seg-%06d", l->dir, seg);
+}
+
+/* Opens segment seg for appending at its end; mu held. */
+static enum tw_rc seg_open(struct store_logs *l, int seg, struct tw_err *err) {
+  char path[4200];
+  seg_path(l, seg, path, sizeof path);
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st)) {
+    int e = errno;
+    if (fd >= 0)
+      close(fd);
+    return tw_err_set(err, e == ENOSPC ? TW_E_FULL : TW_E_IO,
+                      "agent: log segment %s: %s", path, strerror(e));
+  }
+  if (l->fd >= 0)
+    close(l->fd);
+  l->fd = fd;
+  l->seg = seg;
+  l->size = l->synced = (int64_t)st.st_size;
+  return TW_OK;
+}
+
+/* The directory and the newest segment, at the first write; mu held. */
+static enum tw_rc logs_ready(struct store_logs *l, struct tw_err *err) {
+  if (l->ready)
+    return TW_OK;
+  if (mkdir(l->dir, 0700) && errno != EEXIST)
+    return tw_err_set(err, errno == ENOSPC ? TW_E_FULL : TW_E_IO,
+                      "agent: log directory %s: %s", l->dir, strerror(errno));
+  int seg = 1;
+  char path[4200];
+  for (;;) { /* the newest one: segments are numbered from 1, none skipped */
+    seg_path(l, seg + 1, path, sizeof path);
+    if (access(path, F_OK))
+      break;
+    seg++;
+  }
+  enum tw_rc rc = seg_open(l, seg, err);
+  l->ready = rc == TW_OK;
+  return rc;
+}
+
+/* Appends len bytes and returns once they are on disk (with the store's
+ * sync setting), with where they are. */
+static enum tw_rc logs_append(struct store_logs *l, const void *data,
+                              size_t len, int *seg, int64_t *pos,
+                              struct tw_err *err) {
+  pthread_mutex_lock(&l->mu);
+  enum tw_rc rc = logs_ready(l, err);
+  if (rc == TW_OK && l->size > 0 && l->size + (int64_t)len > SEG_MAX) {
+    /* the full segment is synced before the next one takes writes */
+    while (l->syncing)
+      pthread_cond_wait(&l->synced_cv, &l->mu);
+    if (l->sync && l->synced < l->size && fdatasync(l->fd))
+      rc = tw_err_set(err, TW_E_IO, "agent: log segment sync: %s",
+                      strerror(errno));
+    if (rc == TW_OK) {
+      l->synced = l->size;
+      rc = seg_open(l, l->seg + 1, err);
+    }
+  }
+  if (rc) {
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+  }
+  *seg = l->seg;
+  *pos = l->size;
+  size_t done = 0;
+  while (done < len) {
+    ssize_t w = pwrite(l->fd, (const char *)data + done, len - done,
+                       (off_t)(*pos + (int64_t)done));
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      int e = w < 0 ? errno : EIO;
+      pthread_mutex_unlock(&l->mu);
+      return tw_err_set(err, e == ENOSPC ? TW_E_FULL : TW_E_IO,
+                        "agent: log segment write: %s", strerror(e));
+    }
+    done += (size_t)w;
+  }
+  l->size += (int64_t)len;
+  int64_t want = l->size;
+  int my_seg = l->seg;
+  /* group sync: one waiter syncs what all wrote so far */
+  while (l->sync && l->seg == my_seg && l->synced < want) {
+    if (l->syncing) {
+      pthread_cond_wait(&l->synced_cv, &l->mu);
+      continue;
+    }
+    l->syncing = true;
+    int fd = l->fd;
+    int64_t upto = l->size;
+    pthread_mutex_unlock(&l->mu);
+    int r = fdatasync(fd);
+    int e = errno;
+    pthread_mutex_lock(&l->mu);
+    l->syncing = false;
+    pthread_cond_broadcast(&l->synced_cv);
+    if (r) {
+      rc = tw_err_set(err, TW_E_IO, "agent: log segment sync: %s",
+                      strerror(e));
+      break;
+    }
+    if (upto > l->synced)
+      l->synced = upto;
+  }
+  pthread_mutex_unlock(&l->mu);
+  return rc;
+}
+
+/* Reads len bytes of segment seg at pos into out; *short_read when the
+ * segment ends first (its bytes lost with the page cache, when the store
+ * does not sync): what is there is added. */
+static enum tw_rc logs_read(struct store_logs *l, int seg, int64_t pos,
+                            size_t len, struct tw_buf *out, bool *short_read,
+                            struct tw_err *err) {
+  *short_read = false;
+  pthread_mutex_lock(&l->mu);
+  if (seg >= l->n_rfd) {
+    int n = seg + 16;
+    l->rfd = tw_realloc(l->rfd, (size_t)n * sizeof *l->rfd);
+    for (int i = l->n_rfd; i < n; i++)
+      l->rfd[i] = -1;
+    l->n_rfd = n;
+  }
+  if (l->rfd[seg] < 0) {
+    char path[4200];
+    seg_path(l, seg, path, sizeof path);
+    l->rfd[seg] = open(path, O_RDONLY | O_CLOEXEC);
+  }
+  int fd = l->rfd[seg];
+  pthread_mutex_unlock(&l->mu);
+  if (fd < 0)
+    return tw_err_set(err, TW_E_IO, "agent: log segment %d: %s", seg,
+                      strerror(errno));
+  char *buf = tw_malloc(len ? len : 1);
+  size_t done = 0;
+  while (done < len) {
+    ssize_t r = pread(fd, buf + done, len - done, (off_t)(pos + (int64_t)done));
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0) {
+      free(buf);
+      return tw_err_set(err, TW_E_IO, "agent: log segment %d: %s", seg,
+                        strerror(errno));
+    }
+    if (r == 0) {
+      *short_read = true;
+      break;
+    }
+    done += (size_t)r;
+  }
+  tw_buf_add(out, buf, done);
+  free(buf);
+  return TW_OK;
+}
 
 struct log_arg {
   int64_t id, offset, max_total;
   int stream;
   const unsigned char *data;
   size_t len;
+  /* in a segment already (seg >= 0): where, and the stream's length it
+   * was written for (anything else: written again) */
+  int seg;
+  int64_t pos, at;
+  bool moved;
   enum tw_store_log_result res;
   int64_t next;
 };
 
-static enum tw_rc op_log_append(struct tw_store *s, struct tw_db *db, void *varg,
-                                struct tw_err *err) {
-  struct log_arg *a = varg;
+/* What chunk a would add to the stored stream (have, both streams'
+ * total): *skip bytes already stored, *add new; false when the result is
+ * decided without a write (a->res). */
+static bool log_plan(struct log_arg *a, int64_t have, int64_t total,
+                     int64_t *skip, int64_t *add) {
+  a->next = have;
+  if (a->offset > have) {
+    a->res = TW_STORE_LOG_GAP;
+    return false;
+  }
+  *skip = have - a->offset;
+  if ((int64_t)a->len <= *skip) {
+    a->res = TW_STORE_LOG_OK; /* all of it stored already */
+    return false;
+  }
+  *add = (int64_t)a->len - *skip;
+  if (total + *add > a->max_total) {
+    a->res = TW_STORE_LOG_FULL;
+    return false;
+  }
+  return true;
+}
+
+static enum tw_rc log_len(struct tw_store *s, struct tw_db *db, int64_t id,
+                          int64_t *out, int64_t *errb, struct tw_err *err) {
   struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_LOG_LEN, err);
   if (!st)
     return TW_E_IO;
-  tw_db_bind_int64(st, 1, a->id);
+  tw_db_bind_int64(st, 1, id);
   int r = tw_db_step(st);
-  int64_t out = 0, errb = 0;
+  *out = *errb = 0;
   if (r == TW_DB_ROW) {
-    out = tw_db_column_int64(st, 0);
-    errb = tw_db_column_int64(st, 1);
+    *out = tw_db_column_int64(st, 0);
+    *errb = tw_db_column_int64(st, 1);
   }
   tw_db_reset(st);
   if (r != TW_DB_ROW && r != TW_DB_DONE)
     return store__db_err(db, err, "agent: read log length");
   if (r == TW_DB_DONE)
     return tw_err_set(err, TW_E_NOTFOUND, "agent: attempt %lld not known",
-                      (long long)a->id);
-  int64_t have = a->stream ? errb : out;
-  a->next = have;
-  if (a->offset > have) {
-    a->res = TW_STORE_LOG_GAP;
+                      (long long)id);
+  return TW_OK;
+}
+
+static enum tw_rc op_log_len(struct tw_store *s, struct tw_db *db, void *varg,
+                             struct tw_err *err) {
+  int64_t *v = varg;
+  return log_len(s, db, v[0], &v[1], &v[2], err);
+}
+
+static enum tw_rc op_log_append(struct tw_store *s, struct tw_db *db, void *varg,
+                                struct tw_err *err) {
+  struct log_arg *a = varg;
+  int64_t out = 0, errb = 0;
+  enum tw_rc rc = log_len(s, db, a->id, &out, &errb, err);
+  if (rc)
+    return rc;
+  int64_t have = a->stream ? errb : out, skip = 0, add = 0;
+  if (!log_plan(a, have, out + errb, &skip, &add))
+    return TW_OK;
+  if (a->seg >= 0 && have != a->at) {
+    a->moved = true; /* another report moved the stream meanwhile */
     return TW_OK;
   }
-  int64_t skip = have - a->offset;
-  if ((int64_t)a->len <= skip) {
-    a->res = TW_STORE_LOG_OK; /* all of it stored already */
-    return TW_OK;
-  }
-  int64_t add = (int64_t)a->len - skip;
-  if (out + errb + add > a->max_total) {
-    a->res = TW_STORE_LOG_FULL;
-    return TW_OK;
-  }
-  if (!(st = tw_store_stmt(s, db, SQL_LOG_ADD, err)))
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_LOG_ADD, err);
+  if (!st)
     return TW_E_IO;
   tw_db_bind_int64(st, 1, a->id);
   tw_db_bind_int(st, 2, a->stream);
   tw_db_bind_int64(st, 3, have);
-  tw_db_bind_blob(st, 4, a->data + skip, (int)add);
-  enum tw_rc rc = store__step_done(db, st, "agent: store log", err);
+  if (a->seg >= 0)
+    tw_db_bind_blob(st, 4, "", 0);
+  else
+    tw_db_bind_blob(st, 4, a->data + skip, (int)add);
+  tw_db_bind_int64(st, 5, a->seg);
+  tw_db_bind_int64(st, 6, a->seg >= 0 ? a->pos : 0);
+  tw_db_bind_int64(st, 7, add);
+  rc = store__step_done(db, st, "agent: store log", err);
   if (rc)
     return rc;
   if (!(st = tw_store_stmt(s, db, a->stream ? SQL_LOG_ERR : SQL_LOG_OUT, err)))
@@ -607,10 +902,40 @@ enum tw_rc tw_store_agent_log_append(struct tw_store *s, int64_t attempt_id,
                       .max_total = max_total,
                       .stream = stream == TW_AGENT_STDERR,
                       .data = data,
-                      .len = len};
+                      .len = len,
+                      .seg = -1};
+  *res = TW_STORE_LOG_OK;
+  *next = 0;
   if (len > (size_t)1 << 30)
     return tw_err_set(err, TW_E_INVALID, "agent: log chunk too large");
-  enum tw_rc rc = tw_store_write(s, op_log_append, &a, err);
+  struct store_logs *l = store__logs(s);
+  enum tw_rc rc = TW_OK;
+  for (int tries = 0; l && tries < 4; tries++) {
+    /* the bytes to a segment first, synced; then their row */
+    int64_t v[3] = {attempt_id, 0, 0};
+    if ((rc = tw_store_read(s, op_log_len, v, err)))
+      return rc;
+    int64_t have = a.stream ? v[2] : v[1], skip = 0, add = 0;
+    if (!log_plan(&a, have, v[1] + v[2], &skip, &add)) {
+      *res = a.res;
+      *next = a.next;
+      return TW_OK;
+    }
+    if ((rc = logs_append(l, a.data + skip, (size_t)add, &a.seg, &a.pos,
+                          err)))
+      return rc;
+    a.at = have;
+    a.moved = false;
+    if ((rc = tw_store_write(s, op_log_append, &a, err)) || !a.moved) {
+      *res = a.res;
+      *next = a.next;
+      return rc;
+    }
+    /* the stream moved between the read and the write (the same chunk
+     * sent twice at once): its bytes in the segment are left unread */
+  }
+  a.seg = -1; /* rows: PostgreSQL, or a stream that kept moving */
+  rc = tw_store_write(s, op_log_append, &a, err);
   *res = a.res;
   *next = a.next;
   return rc;
@@ -622,6 +947,7 @@ struct read_arg {
   size_t limit;
   struct tw_buf *out;
   int64_t total;
+  struct store_logs *logs;
 };
 
 static enum tw_rc op_log_read(struct tw_store *s, struct tw_db *db, void *varg,
@@ -643,20 +969,47 @@ static enum tw_rc op_log_read(struct tw_store *s, struct tw_db *db, void *varg,
   tw_db_bind_int(st, 2, a->stream);
   tw_db_bind_int64(st, 3, a->offset);
   size_t got = 0;
+  enum tw_rc rc = TW_OK;
   while (got < a->limit && (r = tw_db_step(st)) == TW_DB_ROW) {
     int64_t off = tw_db_column_int64(st, 0);
-    const unsigned char *d = tw_db_column_blob(st, 1);
-    int64_t n = tw_db_column_bytes(st, 1);
+    int64_t seg = tw_db_column_int64(st, 2);
+    int64_t n = tw_db_column_int64(st, 4);
     int64_t from = a->offset > off ? a->offset - off : 0;
     int64_t take = n - from;
     if (take > (int64_t)(a->limit - got))
       take = (int64_t)(a->limit - got);
-    if (take > 0 && d) {
-      tw_buf_add(a->out, d + from, (size_t)take);
-      got += (size_t)take;
+    if (take <= 0)
+      continue;
+    if (seg < 0) {
+      const unsigned char *d = tw_db_column_blob(st, 1);
+      if (d && tw_db_column_bytes(st, 1) >= from + take)
+        tw_buf_add(a->out, d + from, (size_t)take);
+      else
+        take = 0;
+    } else if (!a->logs || seg > 1 << 30) {
+      rc = tw_err_set(err, TW_E_IO,
+                      "agent: log segment %lld of a store without them",
+                      (long long)seg);
+      break;
+    } else {
+      bool short_read = false;
+      size_t before = a->out->len;
+      if ((rc = logs_read(a->logs, (int)seg, tw_db_column_int64(st, 3) + from,
+                          (size_t)take, a->out, &short_read, err)))
+        break;
+      if (short_read) {
+        tw_log_warn("agent", "attempt %lld: log segment %lld is shorter than "
+                    "its rows; output read up to there",
+                    (long long)a->id, (long long)seg);
+        got += a->out->len - before;
+        break;
+      }
     }
+    got += (size_t)take;
   }
   tw_db_reset(st);
+  if (rc)
+    return rc;
   if (r != TW_DB_ROW && r != TW_DB_DONE)
     return store__db_err(db, err, "agent: read log");
   return TW_OK;
@@ -670,7 +1023,8 @@ enum tw_rc tw_store_agent_log_read(struct tw_store *s, int64_t attempt_id,
                        .offset = offset,
                        .stream = stream == TW_AGENT_STDERR,
                        .limit = limit,
-                       .out = out};
+                       .out = out,
+                       .logs = store__logs(s)};
   enum tw_rc rc = tw_store_read(s, op_log_read, &a, err);
   *total = a.total;
   return rc;

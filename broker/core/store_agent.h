@@ -88,6 +88,11 @@ enum tw_rc tw_store_agent_register(struct tw_store *s,
 enum tw_rc tw_store_agent_heartbeat(struct tw_store *s, int64_t attempt_id,
                                     const char *phase, int64_t at_ms,
                                     struct tw_err *err);
+/* Heartbeats kept in memory (broker/sched/agent.c), stored in one write:
+ * attempt ids[i] was heard from at at_ms[i]; the latest time wins. */
+enum tw_rc tw_store_agent_heartbeats(struct tw_store *s, const int64_t *ids,
+                                     const int64_t *at_ms, size_t n,
+                                     struct tw_err *err);
 /* A saved checkpoint: the largest progress is kept. */
 enum tw_rc tw_store_agent_checkpoint(struct tw_store *s, int64_t attempt_id,
                                      int64_t at_ms, int64_t progress_s,

@@ -25,6 +25,14 @@ extern const size_t TW_STORE_N_MODULES;
  * step ("store: ledger migration 1 failed: ..."). */
 enum tw_rc store__migrate_all(struct tw_store *s, struct tw_err *err);
 
+/* store_agent.c: the agent's output beside a sqlite file's database, in
+ * append-only segment files (NULL for PostgreSQL and in-memory stores:
+ * the output stays in rows).  Opened with the store, closed with it. */
+struct store_logs;
+struct store_logs *store__logs_open(const char *db_path, bool sync);
+void store__logs_close(struct store_logs *l);
+struct store_logs *store__logs(struct tw_store *s);
+
 /* TW_E_IO with sqlite's message, copied at once. */
 enum tw_rc store__db_err(struct tw_db *db, struct tw_err *err, const char *what);
 /* Steps a statement that returns no row; TW_E_IO otherwise. */

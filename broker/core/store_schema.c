@@ -392,6 +392,12 @@ static const char *const MIG_AGENT[] = {
     "  off INTEGER NOT NULL,"
     "  data BLOB NOT NULL,"
     "  PRIMARY KEY (attempt_id, stream, off)) WITHOUT ROWID;",
+    /* 2: a chunk's bytes in a segment file beside the database (seg, pos;
+     * data empty) or in the row (seg -1); len either way */
+    "ALTER TABLE agent_logs ADD COLUMN seg INTEGER NOT NULL DEFAULT -1;"
+    "ALTER TABLE agent_logs ADD COLUMN pos INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE agent_logs ADD COLUMN len INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE agent_logs SET len = length(data);",
 };
 
 /* ---- module "health" */

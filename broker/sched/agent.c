@@ -30,6 +30,19 @@ struct gang {
   struct gang *next;
 };
 
+/* What the broker last heard from an attempt's agent: heartbeats that
+ * change nothing but the time are kept here and stored in batches
+ * (beats_flush), at most BEATS_FLUSH_MS (a quarter of the heartbeat
+ * timeout, when less) behind. */
+struct beat {
+  int64_t attempt_id;
+  int64_t seen_ms;   /* the last report heard */
+  int64_t stored_ms; /* what the store has */
+  char phase[16];    /* the phase the store has */
+  struct beat *next;
+};
+#define BEATS_FLUSH_MS 30000
+
 struct tw_agent {
   struct tw_store *store;
   struct tw_clock *clock;
@@ -46,9 +59,16 @@ struct tw_agent {
   pthread_mutex_t gang_mu;
   struct gang *gangs;
   atomic_uint_fast64_t news; /* reports that wake the scheduler, so far */
+  pthread_mutex_t beat_mu; /* guards the beats */
+  struct beat **beats;     /* by attempt id, n_buckets chains */
+  size_t n_buckets, n_beats;
+  int64_t beats_flushed_ms, flush_ms;
+  int64_t since_ms; /* when this broker began hearing agents */
   struct tw_tracer *tracer;
   struct tw_secrets *secrets; /* borrowed: the jobs' sealed variables */
 };
+
+static void beats_flush(struct tw_agent *a, int64_t now, bool force);
 
 /* ---- pure ---------------------------------------------------------------- */
 
@@ -370,6 +390,11 @@ enum tw_rc tw_agent_new(const struct tw_agent_opts *o, struct tw_agent **out,
   a->max_log = o->max_log_bytes > 0 ? o->max_log_bytes : (int64_t)64 << 20;
   a->grace_s = o->grace_s > 0 ? o->grace_s : 30;
   pthread_mutex_init(&a->gang_mu, NULL);
+  pthread_mutex_init(&a->beat_mu, NULL);
+  a->flush_ms = a->timeout_s * 1000 / 4 < BEATS_FLUSH_MS
+                    ? a->timeout_s * 1000 / 4
+                    : BEATS_FLUSH_MS;
+  a->since_ms = a->beats_flushed_ms = tw_clock_now_ms(a->clock);
   a->tracer = o->tracer;
   enum tw_rc rc = load_key(o->store, o->secrets, a->key, err);
   if (rc)
@@ -418,12 +443,21 @@ void tw_agent_free(struct tw_agent *a) {
   if (!a)
     return;
   OPENSSL_cleanse(a->key, sizeof a->key);
+  if (a->store)
+    beats_flush(a, tw_clock_now_ms(a->clock), true); /* what is in memory */
   for (struct gang *g = a->gangs, *next; g; g = next) {
     next = g->next;
     free(g->ips);
     free(g);
   }
   pthread_mutex_destroy(&a->gang_mu);
+  for (size_t i = 0; i < a->n_buckets; i++)
+    for (struct beat *b = a->beats[i], *next; b; b = next) {
+      next = b->next;
+      free(b);
+    }
+  free(a->beats);
+  pthread_mutex_destroy(&a->beat_mu);
   free(a->agent_path);
   free(a->binary_path);
   free(a->url);
@@ -701,13 +735,158 @@ enum tw_rc tw_agent_on_register(struct tw_agent *a,
   return rc;
 }
 
+/* ---- heartbeats in memory ------------------------------------------------ */
+
+static size_t beat_slot(const struct tw_agent *a, int64_t id) {
+  uint64_t h = (uint64_t)id * 0x9E3779B97F4A7C15ull;
+  return (size_t)(h >> 32) & (a->n_buckets - 1);
+}
+
+/* attempt id's beat, made when missing (and make); beat_mu held. */
+static struct beat *beat_of(struct tw_agent *a, int64_t id, bool make) {
+  if (a->n_buckets) {
+    for (struct beat *b = a->beats[beat_slot(a, id)]; b; b = b->next)
+      if (b->attempt_id == id)
+        return b;
+  }
+  if (!make)
+    return NULL;
+  if (a->n_beats >= a->n_buckets) { /* grown: chains stay short */
+    size_t nb = a->n_buckets ? a->n_buckets * 2 : 256;
+    struct beat **nt = tw_calloc(nb, sizeof *nt);
+    size_t old = a->n_buckets;
+    struct beat **ot = a->beats;
+    a->beats = nt;
+    a->n_buckets = nb;
+    for (size_t i = 0; i < old; i++)
+      for (struct beat *b = ot[i], *next; b; b = next) {
+        next = b->next;
+        size_t k = beat_slot(a, b->attempt_id);
+        b->next = nt[k];
+        nt[k] = b;
+      }
+    free(ot);
+  }
+  struct beat *b = tw_calloc(1, sizeof *b);
+  b->attempt_id = id;
+  size_t k = beat_slot(a, id);
+  b->next = a->beats[k];
+  a->beats[k] = b;
+  a->n_beats++;
+  return b;
+}
+
+static void beat_drop(struct tw_agent *a, int64_t id) {
+  pthread_mutex_lock(&a->beat_mu);
+  if (a->n_buckets)
+    for (struct beat **p = &a->beats[beat_slot(a, id)]; *p; p = &(*p)->next)
+      if ((*p)->attempt_id == id) {
+        struct beat *b = *p;
+        *p = b->next;
+        free(b);
+        a->n_beats--;
+        break;
+      }
+  pthread_mutex_unlock(&a->beat_mu);
+}
+
+/* Stores, in one write, the beats the store is behind on, once flush_ms
+ * passed since the last time (or always: force); forgets the attempts
+ * not heard from for twice the heartbeat timeout (ended ones). */
+static void beats_flush(struct tw_agent *a, int64_t now, bool force) {
+  pthread_mutex_lock(&a->beat_mu);
+  if (!force && now - a->beats_flushed_ms < a->flush_ms) {
+    pthread_mutex_unlock(&a->beat_mu);
+    return;
+  }
+  a->beats_flushed_ms = now;
+  size_t n = 0;
+  int64_t *ids = a->n_beats ? tw_calloc(a->n_beats, sizeof *ids) : NULL;
+  int64_t *at = a->n_beats ? tw_calloc(a->n_beats, sizeof *at) : NULL;
+  for (size_t i = 0; i < a->n_buckets; i++)
+    for (struct beat **p = &a->beats[i]; *p;) {
+      struct beat *b = *p;
+      if (b->seen_ms > b->stored_ms) {
+        ids[n] = b->attempt_id;
+        at[n++] = b->seen_ms;
+        b->stored_ms = b->seen_ms;
+      }
+      if (now - b->seen_ms > 2 * a->timeout_s * 1000) {
+        *p = b->next;
+        free(b);
+        a->n_beats--;
+      } else {
+        p = &b->next;
+      }
+    }
+  pthread_mutex_unlock(&a->beat_mu);
+  struct tw_err err = {0};
+  if (tw_store_agent_heartbeats(a->store, ids, at, n, &err))
+    tw_log_warn("agent", "%zu heartbeats not stored: %s", n, err.msg);
+  free(ids);
+  free(at);
+}
+
+void tw_agent_flush_heartbeats(struct tw_agent *a) {
+  if (a)
+    beats_flush(a, now_of(a), true);
+}
+
+int64_t tw_agent_last_seen_ms(struct tw_agent *a, int64_t attempt_id,
+                              int64_t stored_ms) {
+  int64_t last = stored_ms;
+  pthread_mutex_lock(&a->beat_mu);
+  struct beat *b = beat_of(a, attempt_id, false);
+  if (b && b->seen_ms > last)
+    last = b->seen_ms;
+  pthread_mutex_unlock(&a->beat_mu);
+  /* what a broker before this one heard is stored up to flush_ms late,
+   * and the agents need a moment to find this one: the silence of an
+   * attempt that had reported counts from this broker's start at the
+   * earliest */
+  if (last && last < a->since_ms)
+    last = a->since_ms;
+  return last;
+}
+
+/* A heartbeat (or phase report) at now: stored when it says something
+ * new (the attempt's first since this broker started, or another phase),
+ * else kept in memory for beats_flush. */
+static enum tw_rc beat(struct tw_agent *a, int64_t attempt_id,
+                       const char *phase, int64_t now, struct tw_err *err) {
+  const char *ph = phase ? phase : "";
+  pthread_mutex_lock(&a->beat_mu);
+  struct beat *b = beat_of(a, attempt_id, true);
+  bool news = !b->stored_ms || (ph[0] && strcmp(ph, b->phase) &&
+                                strcmp(b->phase, "exited"));
+  if (!news && now > b->seen_ms)
+    b->seen_ms = now;
+  pthread_mutex_unlock(&a->beat_mu);
+  if (!news) {
+    beats_flush(a, now, false);
+    return TW_OK;
+  }
+  enum tw_rc rc = tw_store_agent_heartbeat(a->store, attempt_id, ph, now, err);
+  if (rc)
+    return rc;
+  pthread_mutex_lock(&a->beat_mu);
+  b = beat_of(a, attempt_id, true);
+  if (now > b->seen_ms)
+    b->seen_ms = now;
+  if (now > b->stored_ms)
+    b->stored_ms = now;
+  if (ph[0] && strcmp(b->phase, "exited"))
+    snprintf(b->phase, sizeof b->phase, "%s", ph);
+  pthread_mutex_unlock(&a->beat_mu);
+  return TW_OK;
+}
+
 enum tw_rc tw_agent_on_heartbeat(struct tw_agent *a,
                                  const struct tw_agent_caller *c,
                                  const struct tw_agent_phase_msg *m,
                                  const char **action, struct tw_err *err) {
   *action = "none";
-  enum tw_rc rc = tw_store_agent_heartbeat(a->store, c->attempt_id, m->phase,
-                                           now_of(a), err);
+  enum tw_rc rc = beat(a, c->attempt_id, m->phase, now_of(a), err);
   if (rc)
     return rc;
   struct tw_job_rec job;
@@ -741,8 +920,7 @@ enum tw_rc tw_agent_on_phase(struct tw_agent *a,
                              const struct tw_agent_caller *c,
                              const struct tw_agent_phase_msg *m,
                              struct tw_err *err) {
-  enum tw_rc rc = tw_store_agent_heartbeat(a->store, c->attempt_id, m->phase,
-                                           now_of(a), err);
+  enum tw_rc rc = beat(a, c->attempt_id, m->phase, now_of(a), err);
   if (rc == TW_OK)
     agent_span(a, c->job_id, "agent.phase", "tradewind.agent.phase", m->phase,
                "tradewind.attempt", c->client_token);
@@ -795,6 +973,7 @@ enum tw_rc tw_agent_on_exit(struct tw_agent *a, const struct tw_agent_caller *c,
   enum tw_rc rc = tw_store_agent_exit(a->store, &e, first, err);
   if (rc == TW_OK && *first) {
     gang_forget(a, c->attempt_id);
+    beat_drop(a, c->attempt_id); /* the exit is its last report */
     tw_log_info("agent", "job=%s attempt=%s exit %s %d%s", c->job_id,
                 c->client_token, m->has_code ? "code" : "signal",
                 m->has_code ? m->exit_code : m->signal,

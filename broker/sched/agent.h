@@ -139,6 +139,17 @@ int64_t tw_agent_grace_s(const struct tw_agent *a);
  * only when it moved (agent_follow.c). */
 uint64_t tw_agent_news(struct tw_agent *a);
 
+/* When attempt_id's agent was last heard from: the later of stored_ms
+ * (its stored last heartbeat or registration, 0: never) and what this
+ * broker heard and has not stored yet (heartbeats that change nothing but
+ * the time are stored in batches, at most a quarter of the heartbeat
+ * timeout and 30 s behind); an attempt that had reported is not silent
+ * from before this broker started.  Any thread. */
+int64_t tw_agent_last_seen_ms(struct tw_agent *a, int64_t attempt_id,
+                              int64_t stored_ms);
+/* Stores the heartbeats kept in memory now (the daemon, stopping). */
+void tw_agent_flush_heartbeats(struct tw_agent *a);
+
 /* Deletes job_id's sealed secrets, if any (its job ended); failures are
  * logged.  Nothing without secrets. */
 void tw_agent_forget_secrets(struct tw_agent *a, const char *job_id);

@@ -7,7 +7,7 @@
  *   - the job cancelled: the agent is told so at its next heartbeat
  *     (agent.c); its exit report ends the attempt as cancelled and the
  *     instance is terminated after; without an exit within grace_s +
- *     heartbeat_timeout_s the instance is terminated anyway;
+ *     heartbeat_timeout_s the instance is terminated anyway (follow.c);
  *   - the agent's notices: each goes through sched__spot_notice(), as a
  *     provider's would;
  *   - the exit report: code 0 succeeded, else failed with the code (a
@@ -18,8 +18,15 @@
  *   - registered: the attempt is running; a deadline job's attempt on
  *     on-demand is reviewed for its move back to spot (spot.c);
  *   - silent for heartbeat_timeout_s (twice that before it first
- *     registered: the boot and the fetch): the instance is described;
- *     gone is an interruption, alive is terminated and placed again.
+ *     registered: the boot and the fetch; the time the broker heard it
+ *     last, tw_agent_last_seen_ms): the instance is described by a call
+ *     on the account's workers (follow.c), and its answer decides
+ *     (sched__agent_lost_applied): gone is an interruption, alive is
+ *     terminated (follow.c's end_after_terminate) and placed again.
+ *
+ * No provider is called here: a hung cloud never holds the pass.  A
+ * cancel's attempt without an exit report in time is given back as any
+ * cancelled job's (follow.c's give_back).
  *
  * An attempt whose notice ran out is left to follow.c's own rule.  Calls
  * spot.c and launch.c only (sched_int.h). */
@@ -150,38 +157,62 @@ static void heartbeat_lost_count(struct tw_sched *s,
   sched__obs_count(s, "tradewind_agent_heartbeats_lost_total", lab);
 }
 
-/* Heartbeats lost: describe; gone is an interruption, alive is silent and
- * replaced.  Returns state changes. */
-static int heartbeats_lost(struct tw_sched *s, struct pcache *pc,
-                           const struct tw_attempt_rec *a,
-                           struct sched_nodes nd, struct sched_att *st,
-                           int64_t silent_s, int64_t now) {
-  struct tw_instance inst;
+/* How long attempt g's agent has been silent (ms) and how long it may be:
+ * heartbeat_timeout_s from its last report, twice that before it first
+ * registered (the boot and the fetch). */
+static int64_t silence_ms(struct tw_sched *s, const struct tw_store_agent *g,
+                          int64_t now, int64_t *allow_ms) {
+  int64_t timeout_ms = tw_agent_heartbeat_timeout_s(s->agent) * 1000;
+  int64_t last = tw_agent_last_seen_ms(s->agent, g->attempt_id,
+                                       g->last_hb_ms > g->registered_ms
+                                           ? g->last_hb_ms
+                                           : g->registered_ms);
+  *allow_ms = timeout_ms;
+  if (!last) {
+    last = g->created_ms; /* booting: the bootstrap fetches and starts it */
+    *allow_ms = 2 * timeout_ms;
+  }
+  return now - last;
+}
+
+int sched__agent_lost_applied(struct tw_sched *s, const struct tw_attempt_rec *a,
+                              struct sched_nodes nd, struct sched_att *st,
+                              enum tw_rc rc, const struct tw_instance *inst,
+                              int64_t now, struct sched_agent_step *out) {
+  memset(out, 0, sizeof *out);
+  struct tw_store_agent g;
+  bool found = false;
   struct tw_err err = {0};
-  enum tw_rc rc = tw_provider_describe(pc->p, a->instance_id, &inst, &err);
-  char why[400];
-  if (rc == TW_E_NOTFOUND ||
-      (rc == TW_OK && tw_instance_state_gone(inst.state))) {
+  if (tw_store_agent_get(s->store, a->id, &found, &g, &err) || !found ||
+      g.exit_ms)
+    return 0; /* its exit came meanwhile: the next pass applies it */
+  int64_t allow = 0, silent = silence_ms(s, &g, now, &allow);
+  if (silent <= allow)
+    return 0; /* heard from meanwhile */
+  if (rc == TW_E_NOTFOUND || (rc == TW_OK && tw_instance_state_gone(inst->state))) {
+    heartbeat_lost_count(s, a);
+    char why[400];
     snprintf(why, sizeof why,
              "instance %s interrupted: no heartbeat for %llds and the "
              "instance is %s",
-             a->instance_id, (long long)silent_s,
-             rc ? "unknown to the provider" : inst.provider_state);
-    if (nd.n)
-      sched__terminate_all(s, pc, a, nd, &err);
-    heartbeat_lost_count(s, a);
+             a->instance_id, (long long)(silent / 1000),
+             rc ? "unknown to the provider" : inst->provider_state);
+    if (nd.n) { /* a gang's other nodes go first */
+      snprintf(out->end_why, sizeof out->end_why, "%s", why);
+      out->end_after_terminate = true;
+      return 0;
+    }
     return sched__spot_end(s, a, st, "interrupted", why, now);
   }
   if (rc)
-    return 0; /* no answer: asked again next pass */
-  if (sched__terminate_all(s, pc, a, nd, &err))
-    return 0; /* tried again next pass */
-  snprintf(why, sizeof why,
+    return 0; /* no answer: asked again at the next look */
+  heartbeat_lost_count(s, a);
+  snprintf(out->end_why, sizeof out->end_why,
            "instance %s terminated: its agent sent no heartbeat for %llds "
            "while the instance is %s; placing again",
-           a->instance_id, (long long)silent_s, inst.provider_state);
-  heartbeat_lost_count(s, a);
-  return sched__spot_end(s, a, st, "interrupted", why, now);
+           a->instance_id, (long long)(silent / 1000), inst->provider_state);
+  out->end_after_terminate = true; /* ended once the terminate confirms */
+  return 0;
 }
 
 void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
@@ -220,20 +251,15 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
     }
     if (now < g.cancel_ms + grace_ms + timeout_ms)
       return;
-    if (sched__terminate_all(s, pc, a, nd, &err))
-      return; /* tried again next pass */
-    struct tw_attempt_close c = {.attempt_id = a->id,
-                                 .end_reason = "cancelled",
-                                 .job_to = TW_JOB_NSTATES};
-    if (tw_store_attempt_close(s->store, &c, &err) == TW_OK) {
-      out->changes++;
-      sched__capacity_return(s, a, sched__job_nodes(s, job, nd.n));
-      tw_log_info("agent",
-                  "job=%s attempt=%d no exit report %llds after the cancel; "
-                  "instance terminated",
-                  a->job_id, a->n, (long long)((now - g.cancel_ms) / 1000));
-    }
-    tw_spec_cache_forget(s->specs, job->id);
+    /* given back as any cancelled job's instances are (follow.c's
+     * give_back: a terminate call on the account's workers, the attempt
+     * closed as cancelled once it confirms), so a hung cloud never holds
+     * the pass */
+    tw_log_info("agent",
+                "job=%s attempt=%d no exit report %llds after the cancel; "
+                "terminating the instance",
+                a->job_id, a->n, (long long)((now - g.cancel_ms) / 1000));
+    out->handled = false;
     return;
   }
   apply_notices(s, a, st, now);
@@ -248,15 +274,11 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
     out->changes++;
     return;
   }
-  int64_t last =
-      g.last_hb_ms > g.registered_ms ? g.last_hb_ms : g.registered_ms;
-  int64_t allow = timeout_ms;
-  if (!last) {
-    last = g.created_ms; /* booting: the bootstrap fetches and starts it */
-    allow = 2 * timeout_ms;
-  }
-  if (now - last > allow) {
-    out->changes += heartbeats_lost(s, pc, a, nd, st, (now - last) / 1000, now);
+  int64_t allow = 0;
+  if (silence_ms(s, &g, now, &allow) > allow) {
+    /* described by a call on the account's workers (follow.c); its
+     * answer decides (sched__agent_lost_applied) */
+    out->heartbeat_lost = true;
     return;
   }
   if (a->state == TW_ATTEMPT_RUNNING && !st->notice_deadline_ms &&

@@ -794,6 +794,30 @@ static void describe_run(struct sched_call *c) {
   c->rc = describe_all(c->p, &c->a, nd, &c->inst, c->which, &c->err);
 }
 
+/* A describe call for live attempt a on its account's workers (none when
+ * they are busy: due still, next pass); the answer comes back through
+ * sched__follow_applied().  agent_lost: its agent went silent. */
+static void describe_send(struct tw_sched *s, struct pcache *pc,
+                          const struct tw_attempt_rec *a,
+                          struct sched_nodes nd, bool agent_lost) {
+  if (!sched__call_room(s, pc))
+    return;
+  struct sched_call *c = tw_calloc(1, sizeof *c);
+  c->kind = SCHED_CALL_DESCRIBE;
+  c->run = describe_run;
+  c->attempt_id = a->id;
+  c->p = pc->p;
+  c->a = *a;
+  c->agent_lost = agent_lost;
+  if (nd.n) {
+    c->g = tw_calloc(nd.n, sizeof *c->g);
+    memcpy(c->g, nd.g, nd.n * sizeof *c->g);
+    c->n_g = nd.n;
+  }
+  if (!sched__call_submit(s, pc, c))
+    sched__call_free(s, c);
+}
+
 /* 2. one live attempt: a launching one settled by its token, one whose
  * job ended given back, any other described when due.  Returns state
  * changes. */
@@ -824,6 +848,8 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
     ending_add_all(s, a, nd);
   if (ag.end_after_terminate)
     changes += end_after_terminate(s, pc, a, nd, st, ag.end_why, now);
+  if (ag.heartbeat_lost)
+    describe_send(s, pc, a, nd, true);
   if (ag.handled)
     goto out;
   if (tw_job_state_terminal(job.state)) {
@@ -837,22 +863,7 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
   bool notice_due = st->notice_deadline_ms && now >= st->notice_deadline_ms;
   if (now < st->next_poll_ms && !notice_due)
     goto out;
-  if (!sched__call_room(s, pc))
-    goto out; /* the account's workers are busy: due still, next pass */
-  /* the answer comes back through sched__follow_applied() */
-  struct sched_call *c = tw_calloc(1, sizeof *c);
-  c->kind = SCHED_CALL_DESCRIBE;
-  c->run = describe_run;
-  c->attempt_id = a->id;
-  c->p = pc->p;
-  c->a = *a;
-  if (nd.n) {
-    c->g = tw_calloc(nd.n, sizeof *c->g);
-    memcpy(c->g, nd.g, nd.n * sizeof *c->g);
-    c->n_g = nd.n;
-  }
-  if (!sched__call_submit(s, pc, c))
-    sched__call_free(s, c);
+  describe_send(s, pc, a, nd, false);
 out:
   tw_job_rec_release(&job);
   return changes;
@@ -890,8 +901,17 @@ static int describe_applied(struct tw_sched *s, const struct sched_call *c,
     poll_later(s, st, a, now);
     goto out;
   }
-  changes = decide(s, pc, &job, a, (struct sched_nodes){c->g, c->n_g}, st,
-                   c->rc, &c->inst, c->which, now);
+  struct sched_nodes nd = {c->g, c->n_g};
+  if (c->agent_lost) {
+    /* its agent went silent: agent_follow.c decides */
+    struct sched_agent_step ag;
+    changes = sched__agent_lost_applied(s, a, nd, st, c->rc, &c->inst, now,
+                                        &ag);
+    if (ag.end_after_terminate)
+      changes += end_after_terminate(s, pc, a, nd, st, ag.end_why, now);
+    goto out;
+  }
+  changes = decide(s, pc, &job, a, nd, st, c->rc, &c->inst, c->which, now);
   ending_send(s); /* what it finished is given back in this pass */
 out:
   free(mine);

@@ -463,6 +463,9 @@ struct sched_call {
   char which[128];     /* describe: the instance that decided */
   bool end_after;      /* terminate: then end a as interrupted, end_why */
   char end_why[520];
+  /* describe: a's agent went silent (agent_follow.c decides on the
+   * answer, sched__agent_lost_applied) */
+  bool agent_lost;
 };
 
 /* obs.c */
@@ -663,6 +666,10 @@ struct sched_agent_step {
    * the interruption recorded with end_why (follow.c) */
   bool end_after_terminate;
   char end_why[512];
+  /* its heartbeats were lost: its instance is described by a call on
+   * the account's workers (follow.c), answered in
+   * sched__agent_lost_applied */
+  bool heartbeat_lost;
 };
 /* Applies the stored reports of attempt a (docs/agent.md): the exit
  * report ends it, a cancel is handed to the agent and ends on its exit
@@ -676,6 +683,16 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
                          const struct tw_attempt_rec *a, struct sched_nodes nd,
                          struct sched_att *st, int64_t now,
                          struct sched_agent_step *out);
+/* The answer rc (inst) to the describe of attempt a whose heartbeats were
+ * lost, a read again from the store: gone (or unknown) is an
+ * interruption, alive is terminated and placed again (out's
+ * end_after_terminate, follow.c's call), no answer is asked again at the
+ * next look; an agent heard from meanwhile changes nothing.  Returns
+ * state changes. */
+int sched__agent_lost_applied(struct tw_sched *s, const struct tw_attempt_rec *a,
+                              struct sched_nodes nd, struct sched_att *st,
+                              enum tw_rc rc, const struct tw_instance *inst,
+                              int64_t now, struct sched_agent_step *out);
 
 /* ---- follow.c ------------------------------------------------------------ */
 

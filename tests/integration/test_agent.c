@@ -85,6 +85,37 @@ static void exit_zero_with_output(void **state) {
   fx_end(&f, fails);
 }
 
+static bool first_line(struct tb *b) {
+  return b->log[0].data && strstr(b->log[0].data, "line 1\n");
+}
+
+/* A job that prints a line every 100 ms: its first line reaches the
+ * broker at once, the rest together (one report per 5 s while it
+ * prints), not one report per line. */
+static void a_chatty_job_is_sent_in_few_chunks(void **state) {
+  int fails = tw_failures();
+  struct fx f;
+  char *ans = answer(
+      "i=1; while [ $i -le 30 ]; do echo line $i; i=$((i+1)); sleep 0.1; done",
+      "", 0, 5);
+  fx_start(&f, ans);
+  free(ans);
+  pid_t a = tb_agent_start(&f.b, f.dir, "local", NULL, NULL);
+  TW_CHECK(tb_wait(&f.b, first_line, 10000), "the first line never came");
+  TW_CHECK_INT(tb_agent_wait(&f.b, a, 30000), 0);
+  char want[512];
+  size_t n = 0;
+  for (int i = 1; i <= 30; i++)
+    n += (size_t)snprintf(want + n, sizeof want - n, "line %d\n", i);
+  TW_CHECK_STR(f.b.log[0].data, want);
+  /* 30 lines over 3 s or more: the first at once, the rest at the 5 s
+   * mark or at the exit (a loaded machine may stretch it to a second
+   * mark) */
+  TW_CHECK(f.b.log_posts >= 2 && f.b.log_posts <= 4,
+           "%d log reports for 30 lines", f.b.log_posts);
+  fx_end(&f, fails);
+}
+
 static void exit_three_and_setup_failure(void **state) {
   int fails = tw_failures();
   struct fx f;
@@ -400,6 +431,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(exit_zero_with_output),
       cmocka_unit_test(exit_three_and_setup_failure),
+      cmocka_unit_test(a_chatty_job_is_sent_in_few_chunks),
       cmocka_unit_test(a_signal_is_reported_as_such),
       cmocka_unit_test(cancel_by_heartbeat),
       cmocka_unit_test(time_limit_terms_then_kills),

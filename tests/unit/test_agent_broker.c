@@ -785,6 +785,289 @@ static void a_cancel_is_handed_over_and_ends_on_the_exit(void **state) {
   assert_true(tw_instance_state_gone(inst.state));
 }
 
+/* One pass that must not wait for a held call: held calls block until
+ * released, so any finite bound tells a pass that waited from one that
+ * did not (generous for a loaded machine). */
+static void timed_tick_ms(int64_t ms) {
+  int64_t t0 = tw_sched_mono_ms();
+  tick_ms(ms);
+  int64_t took = tw_sched_mono_ms() - t0;
+  TW_CHECK(took < 3000, "a pass took %lld ms: it waited for a held call",
+           (long long)took);
+}
+
+/* Passes until attempt id's state is want (the workers' answers are
+ * applied by the passes after them); false after ~4 s. */
+static bool ticks_until_ended(const char *id, int64_t attempt_id) {
+  for (int i = 0; i < 200; i++) {
+    struct tw_attempt_rec *all = NULL;
+    size_t n = 0;
+    assert_int_equal(tw_store_attempts_of(store, id, &all, &n, NULL), TW_OK);
+    bool ended = false;
+    for (size_t k = 0; k < n; k++)
+      ended = ended || (all[k].id == attempt_id &&
+                        all[k].state == TW_ATTEMPT_ENDED);
+    free(all);
+    if (ended)
+      return true;
+    usleep(20 * 1000);
+    tick_ms(100);
+  }
+  return false;
+}
+
+static struct tw_attempt_rec attempt_by_id(const char *id, int64_t attempt_id) {
+  struct tw_attempt_rec *all = NULL, r;
+  size_t n = 0;
+  memset(&r, 0, sizeof r);
+  assert_int_equal(tw_store_attempts_of(store, id, &all, &n, NULL), TW_OK);
+  for (size_t k = 0; k < n; k++)
+    if (all[k].id == attempt_id)
+      r = all[k];
+  free(all);
+  return r;
+}
+
+static void a_hung_cloud_holds_no_pass_of_a_silent_agent(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: hung\nresources: {cpus: 2}\nrun: \"sleep 1000\"\n", id);
+  struct tw_agent_caller c;
+  struct tw_attempt_rec at;
+  launch_and_register(id, &c, &at);
+  /* silent past the timeout while describes hang: the pass goes on */
+  tw_fake_hold(fake, TW_POP_DESCRIBE, true);
+  timed_tick_ms(121000);
+  timed_tick_ms(100);
+  assert_int_equal(tw_fake_held(fake, TW_POP_DESCRIBE), 1);
+  assert_int_equal(attempt_by_id(id, at.id).state, TW_ATTEMPT_RUNNING);
+  char other[TW_JOB_ID_LEN + 1];
+  submit("name: other\nresources: {cpus: 2}\nrun: \"true\"\n", other);
+  for (int i = 0; i < 5 && state_of(other) != TW_JOB_PROVISIONING; i++)
+    timed_tick_ms(100);
+  TW_CHECK(state_of(other) == TW_JOB_PROVISIONING,
+           "another job waited for the hung describe: %s",
+           tw_job_state_str(state_of(other)));
+  /* heard from while the describe hung: its answer changes nothing */
+  struct tw_agent_phase_msg hb = {.phase = "run"};
+  const char *action = NULL;
+  assert_int_equal(tw_agent_on_heartbeat(agent, &c, &hb, &action, NULL), TW_OK);
+  tw_fake_hold(fake, TW_POP_DESCRIBE, false);
+  for (int i = 0; i < 10; i++) {
+    usleep(20 * 1000);
+    timed_tick_ms(100);
+  }
+  assert_int_equal(attempt_by_id(id, at.id).state, TW_ATTEMPT_RUNNING);
+  struct tw_instance inst;
+  assert_int_equal(tw_fake_get(fake, at.instance_id, &inst), TW_OK);
+  assert_false(tw_instance_state_gone(inst.state));
+
+  /* silent again, the terminate hangs: the attempt stays live (its
+   * instance may still run) and the pass goes on */
+  tw_fake_hold(fake, TW_POP_TERMINATE, true);
+  timed_tick_ms(121000);
+  for (int i = 0; i < 50 && !tw_fake_held(fake, TW_POP_TERMINATE); i++) {
+    usleep(20 * 1000);
+    timed_tick_ms(100);
+  }
+  assert_int_equal(tw_fake_held(fake, TW_POP_TERMINATE), 1);
+  assert_int_equal(attempt_by_id(id, at.id).state, TW_ATTEMPT_RUNNING);
+  tw_fake_hold(fake, TW_POP_TERMINATE, false);
+  TW_CHECK(ticks_until_ended(id, at.id), "the silent attempt never ended");
+  struct tw_attempt_rec end = attempt_by_id(id, at.id);
+  assert_string_equal(end.end_reason, "interrupted");
+  assert_int_equal(tw_fake_get(fake, at.instance_id, &inst), TW_OK);
+  assert_true(tw_instance_state_gone(inst.state));
+  TW_CHECK(has_event(id, "its agent sent no heartbeat for"),
+           "no event says the agent was silent");
+}
+
+static void a_cancels_terminate_waits_on_the_workers(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: cancel3\nresources: {cpus: 2}\nrun: \"sleep 1000\"\n", id);
+  struct tw_agent_caller c;
+  struct tw_attempt_rec at;
+  launch_and_register(id, &c, &at);
+  struct tw_job_transition t = {
+      .id = id, .to = TW_JOB_CANCELLED, .reason = "cancelled by the test"};
+  assert_int_equal(tw_store_job_transition(store, &t, NULL, NULL), TW_OK);
+  tick_ms(100);
+  /* no exit report within grace + timeout, and the cloud hangs */
+  tw_fake_hold(fake, TW_POP_TERMINATE, true);
+  timed_tick_ms(151000);
+  for (int i = 0; i < 50 && !tw_fake_held(fake, TW_POP_TERMINATE); i++) {
+    usleep(20 * 1000);
+    timed_tick_ms(100);
+  }
+  assert_int_equal(tw_fake_held(fake, TW_POP_TERMINATE), 1);
+  timed_tick_ms(100);
+  assert_int_equal(attempt_by_id(id, at.id).state, TW_ATTEMPT_RUNNING);
+  tw_fake_hold(fake, TW_POP_TERMINATE, false);
+  TW_CHECK(ticks_until_ended(id, at.id), "the cancelled attempt never ended");
+  struct tw_attempt_rec end = attempt_by_id(id, at.id);
+  assert_string_equal(end.end_reason, "cancelled");
+  assert_int_equal(state_of(id), TW_JOB_CANCELLED);
+  struct tw_instance inst;
+  assert_int_equal(tw_fake_get(fake, at.instance_id, &inst), TW_OK);
+  assert_true(tw_instance_state_gone(inst.state));
+}
+
+/* Heartbeats that change nothing but the time are kept in memory and
+ * stored in batches; the silence is still measured from the last one. */
+static void heartbeats_are_stored_in_batches(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: beats\nresources: {cpus: 2}\nrun: \"sleep 1000\"\n", id);
+  struct tw_agent_caller c;
+  struct tw_attempt_rec at;
+  launch_and_register(id, &c, &at);
+  struct tw_agent_phase_msg hb = {.phase = "run"};
+  const char *action = NULL;
+  assert_int_equal(tw_agent_on_heartbeat(agent, &c, &hb, &action, NULL), TW_OK);
+  struct tw_store_agent g;
+  bool found = false;
+  assert_int_equal(tw_store_agent_get(store, at.id, &found, &g, NULL), TW_OK);
+  int64_t first = g.last_hb_ms;
+  assert_string_equal(g.phase, "run"); /* a new phase is stored at once */
+  struct tw_store_stats s0, s1;
+  tw_store_stats(store, &s0);
+  for (int i = 0; i < 2; i++) {
+    tw_clock_advance(&clk, 10000);
+    assert_int_equal(tw_agent_on_heartbeat(agent, &c, &hb, &action, NULL),
+                     TW_OK);
+  }
+  tw_store_stats(store, &s1);
+  assert_int_equal(s1.ops, s0.ops); /* nothing new: nothing written */
+  assert_int_equal(tw_store_agent_get(store, at.id, &found, &g, NULL), TW_OK);
+  assert_int_equal(g.last_hb_ms, first);
+  /* the scheduler sees the beats in memory */
+  assert_int_equal(tw_agent_last_seen_ms(agent, at.id, g.last_hb_ms),
+                   first + 20000);
+  tick_ms(100);
+  /* a beat 30 s after the last batch stores them all, the latest wins */
+  tw_clock_advance(&clk, 15000);
+  assert_int_equal(tw_agent_on_heartbeat(agent, &c, &hb, &action, NULL), TW_OK);
+  assert_int_equal(tw_store_agent_get(store, at.id, &found, &g, NULL), TW_OK);
+  assert_int_equal(g.last_hb_ms, tw_clock_now_ms(&clk));
+  /* stopping stores what is in memory */
+  tw_clock_advance(&clk, 10000);
+  assert_int_equal(tw_agent_on_heartbeat(agent, &c, &hb, &action, NULL), TW_OK);
+  assert_int_equal(tw_store_agent_get(store, at.id, &found, &g, NULL), TW_OK);
+  assert_int_equal(g.last_hb_ms, tw_clock_now_ms(&clk) - 10000);
+  tw_agent_flush_heartbeats(agent);
+  assert_int_equal(tw_store_agent_get(store, at.id, &found, &g, NULL), TW_OK);
+  assert_int_equal(g.last_hb_ms, tw_clock_now_ms(&clk));
+  /* a broker started later (a restart) counts the silence from its own
+   * start: beats its predecessor heard but never stored are not lost
+   * ones; an attempt never heard from is not helped */
+  tw_clock_advance(&clk, 100000);
+  struct tw_agent *later = new_agent(NULL);
+  assert_int_equal(tw_agent_last_seen_ms(later, at.id, g.last_hb_ms),
+                   tw_clock_now_ms(&clk));
+  assert_int_equal(tw_agent_last_seen_ms(later, at.id, 0), 0);
+  tw_agent_free(later);
+}
+
+static char *read_all(const char *file, size_t *len) {
+  FILE *f = fopen(file, "rb");
+  if (!f)
+    return NULL;
+  char *b = malloc(1 << 20);
+  *len = fread(b, 1, 1 << 20, f);
+  fclose(f);
+  return b;
+}
+
+static void read_stream(int64_t attempt_id, int64_t from, const char *want) {
+  struct tw_buf out;
+  tw_buf_init(&out);
+  int64_t total = 0;
+  assert_int_equal(tw_store_agent_log_read(store, attempt_id, TW_AGENT_STDOUT,
+                                           from, 1 << 20, &out, &total, NULL),
+                   TW_OK);
+  TW_CHECK(out.len == strlen(want) && !memcmp(out.data, want, out.len),
+           "read from %lld: \"%.*s\", want \"%s\"", (long long)from,
+           (int)out.len, out.data ? out.data : "", want);
+  tw_buf_release(&out);
+}
+
+/* A file store keeps the agent's output in segment files beside the
+ * database, the rows saying where; bytes beyond the committed rows (a
+ * crash between the write and the commit) are never read. */
+static void the_output_lives_beside_the_database(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  submit("name: seg\nresources: {cpus: 2}\nrun: \"sleep 1000\"\n", id);
+  struct tw_agent_caller c;
+  struct tw_attempt_rec at;
+  launch_and_register(id, &c, &at);
+  enum tw_store_log_result res;
+  int64_t next = -1;
+  assert_int_equal(
+      tw_agent_on_logs(agent, &c, false, 0, "hello\n", 6, &res, &next, NULL),
+      TW_OK);
+  assert_int_equal(next, 6);
+  assert_int_equal(
+      tw_agent_on_logs(agent, &c, true, 0, "oops\n", 5, &res, &next, NULL),
+      TW_OK);
+  char seg[256];
+  snprintf(seg, sizeof seg, "%s-logs/seg-000001", path);
+  size_t n = 0;
+  char *b = read_all(seg, &n);
+  TW_CHECK(b != NULL, "no segment file %s", seg);
+  TW_CHECK(n == 11 && !memcmp(b, "hello\noops\n", 11), "segment: %.*s",
+           (int)n, b ? b : "");
+  free(b);
+  /* a crash after a write, before its row: bytes the rows do not hold */
+  FILE *f = fopen(seg, "ab");
+  assert_non_null(f);
+  fputs("LOST", f);
+  fclose(f);
+  read_stream(at.id, 0, "hello\n");
+  /* the store reopened (the daemon restarted): appends go after them */
+  tw_sched_free(sched);
+  sched = NULL;
+  tw_agent_free(agent);
+  agent = NULL;
+  tw_store_close(store);
+  struct tw_store_opts so = {.path = path, .clock = &clk};
+  assert_int_equal(tw_store_open(&so, &store, NULL), TW_OK);
+  agent = new_agent(NULL);
+  assert_int_equal(
+      tw_agent_on_logs(agent, &c, false, 6, "world\n", 6, &res, &next, NULL),
+      TW_OK);
+  assert_int_equal(res, TW_STORE_LOG_OK);
+  assert_int_equal(next, 12);
+  read_stream(at.id, 0, "hello\nworld\n");
+  read_stream(at.id, 3, "lo\nworld\n");
+  read_stream(at.id, 8, "rld\n");
+  /* resent bytes are skipped, a gap refused, the bound kept */
+  assert_int_equal(tw_agent_on_logs(agent, &c, false, 0, "hello\nworld\n!", 13,
+                                    &res, &next, NULL),
+                   TW_OK);
+  assert_int_equal(next, 13);
+  read_stream(at.id, 11, "\n!");
+  assert_int_equal(
+      tw_agent_on_logs(agent, &c, false, 20, "x", 1, &res, &next, NULL), TW_OK);
+  assert_int_equal(res, TW_STORE_LOG_GAP);
+  char big[4096];
+  memset(big, 'x', sizeof big);
+  assert_int_equal(tw_agent_on_logs(agent, &c, false, 13, big, sizeof big,
+                                    &res, &next, NULL),
+                   TW_OK);
+  assert_int_equal(res, TW_STORE_LOG_FULL); /* max_log_bytes 4096 */
+  b = read_all(seg, &n);
+  TW_CHECK(n == 11 + 4 + 6 + 1, "segment of %zu bytes", n);
+  free(b);
+  struct tw_sched_opts sopt = {.store = store,
+                               .clock = &clk,
+                               .providers = &prov,
+                               .n_providers = 1,
+                               .agent = agent};
+  assert_int_equal(tw_sched_new(&sopt, &sched, NULL), TW_OK);
+}
+
 static void an_agents_notice_goes_the_providers_way(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
@@ -951,6 +1234,15 @@ int main(void) {
           a_cancel_is_handed_over_and_ends_on_the_exit, setup_sched,
           teardown_sched),
       cmocka_unit_test_setup_teardown(an_agents_notice_goes_the_providers_way,
+                                      setup_sched, teardown_sched),
+      cmocka_unit_test_setup_teardown(
+          a_hung_cloud_holds_no_pass_of_a_silent_agent, setup_sched,
+          teardown_sched),
+      cmocka_unit_test_setup_teardown(a_cancels_terminate_waits_on_the_workers,
+                                      setup_sched, teardown_sched),
+      cmocka_unit_test_setup_teardown(heartbeats_are_stored_in_batches,
+                                      setup_sched, teardown_sched),
+      cmocka_unit_test_setup_teardown(the_output_lives_beside_the_database,
                                       setup_sched, teardown_sched),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

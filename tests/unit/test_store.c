@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "broker/core/store.h"
+#include "broker/core/store_agent.h"
 #include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
@@ -577,6 +578,84 @@ static void earlier_layout_opens_and_gains_missing_modules(void **state) {
   sqlite3_close(db);
 }
 
+static void expect_log(struct tw_store *s, int64_t id, enum tw_agent_stream st,
+                       int64_t from, size_t limit, const char *want,
+                       int64_t want_total) {
+  struct tw_buf out;
+  tw_buf_init(&out);
+  int64_t total = -1;
+  struct tw_err err = {0};
+  assert_int_equal(
+      tw_store_agent_log_read(s, id, st, from, limit, &out, &total, &err),
+      TW_OK);
+  assert_int_equal(out.len, strlen(want));
+  assert_memory_equal(out.len ? out.data : "", want, strlen(want));
+  assert_int_equal(total, want_total);
+  tw_buf_release(&out);
+}
+
+/* The agent's output: appended by offset (resent bytes skipped, a gap
+ * refused, the bound kept) and read back from any offset, on either
+ * backend: in segment files beside a sqlite database, in rows on
+ * PostgreSQL; the same after a reopen. */
+static void agent_output_appends_and_reads_back(void **state) {
+  (void)state;
+  struct tw_store *s = open_store();
+  struct tw_job_rec j;
+  bool rep;
+  struct tw_err err = {0};
+  create(s, "j", NULL, "{}", &j, &rep, TW_OK);
+  struct tw_attempt_new an = {.job_id = j.id,
+                              .provider = "fake",
+                              .offer_id = "fake:r:z:t:on-demand",
+                              .market = "on-demand",
+                              .price_uusd_per_hour = 1000,
+                              .reason = "test"};
+  struct tw_attempt_rec a;
+  assert_int_equal(tw_store_attempt_open(s, &an, &a, &err), TW_OK);
+  char hash[65];
+  memset(hash, 'a', 64);
+  hash[64] = '\0';
+  assert_int_equal(tw_store_agent_add(s, a.id, j.id, a.client_token, hash,
+                                      1000, &err),
+                   TW_OK);
+  enum tw_store_log_result res;
+  int64_t next = -1;
+#define APPEND(stream, off, text, want_res, want_next)                         \
+  do {                                                                         \
+    assert_int_equal(tw_store_agent_log_append(s, a.id, stream, off, text,     \
+                                               strlen(text), 40, &res, &next,  \
+                                               &err),                          \
+                     TW_OK);                                                   \
+    assert_int_equal(res, want_res);                                           \
+    assert_int_equal(next, want_next);                                         \
+  } while (0)
+  APPEND(TW_AGENT_STDOUT, 0, "one\n", TW_STORE_LOG_OK, 4);
+  APPEND(TW_AGENT_STDERR, 0, "err\n", TW_STORE_LOG_OK, 4);
+  APPEND(TW_AGENT_STDOUT, 0, "one\ntwo\n", TW_STORE_LOG_OK, 8);
+  APPEND(TW_AGENT_STDOUT, 12, "x", TW_STORE_LOG_GAP, 8);
+  APPEND(TW_AGENT_STDOUT, 8, "three\n", TW_STORE_LOG_OK, 14);
+  /* 14 + 4 stored, the bound 40: 23 more would pass it */
+  APPEND(TW_AGENT_STDOUT, 14, "aaaaaaaaaaaaaaaaaaaaaaa", TW_STORE_LOG_FULL, 14);
+#undef APPEND
+  expect_log(s, a.id, TW_AGENT_STDOUT, 0, 1 << 20, "one\ntwo\nthree\n", 14);
+  expect_log(s, a.id, TW_AGENT_STDOUT, 2, 5, "e\ntwo", 14);
+  expect_log(s, a.id, TW_AGENT_STDOUT, 14, 100, "", 14);
+  expect_log(s, a.id, TW_AGENT_STDERR, 1, 100, "rr\n", 4);
+  char segs[160];
+  snprintf(segs, sizeof segs, "%s-logs", path);
+  struct stat st;
+  if (pg.on)
+    assert_int_not_equal(stat(segs, &st), 0); /* rows: every replica */
+  else
+    assert_int_equal(stat(segs, &st), 0);
+  tw_store_close(s);
+  s = open_store();
+  expect_log(s, a.id, TW_AGENT_STDOUT, 4, 100, "two\nthree\n", 14);
+  tw_job_rec_release(&j);
+  tw_store_close(s);
+}
+
 int main(int argc, char **argv) {
   if (tw_test_pg_wanted(argc, argv)) {
     int r = tw_test_pg_init(&pg);
@@ -607,6 +686,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(newer_schema_is_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(
           earlier_layout_opens_and_gains_missing_modules, setup, teardown),
+      cmocka_unit_test_setup_teardown(agent_output_appends_and_reads_back,
+                                      setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
