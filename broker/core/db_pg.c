@@ -19,7 +19,9 @@
  * its use, as sqlite's affinity does), blobs in binary; a statement whose
  * parameter the server cannot infer (`?9 IS NULL OR tenant = ?9`) is
  * prepared at its first step instead, that parameter typed as what was
- * bound to it (bigint, text, bytea).  Results come as
+ * bound to it (bigint, text, bytea); one whose text tests a parameter for
+ * NULL is known to be such without asking the server, whose refusal
+ * would abort the transaction the statement runs in.  Results come as
  * text, bytea decoded on demand.  A statement is prepared once per
  * connection (PQprepare); a connection found broken is reset before the
  * next statement and its statements prepared again. */
@@ -72,6 +74,7 @@ struct pst {
   bool insert;
   int nparams;
   uint64_t used; /* placeholders the text names (1 << (n - 1)) */
+  uint64_t nulltest; /* of those, the ones tested `IS [NOT] NULL` */
   struct param *p;
   PGresult *res;
   int row, nrows;
@@ -427,13 +430,35 @@ static int untyped_param(const PGresult *r) {
   return atoi(m + 1);
 }
 
+/* The placeholders sql tests for NULL (`?N IS NULL`, `?N IS NOT NULL`):
+ * nothing else in such a test tells the server their type, so it cannot
+ * prepare the statement before they are bound (42P18), and a prepare it
+ * refuses inside a transaction aborts the transaction. */
+static uint64_t null_tested(const char *sql) {
+  uint64_t m = 0;
+  for (const char *q = sql; (q = strchr(q, '?'));) {
+    q++;
+    int n = 0;
+    while (isdigit((unsigned char)*q) && n <= 64)
+      n = n * 10 + (*q++ - '0');
+    while (*q == ' ')
+      q++;
+    if (n >= 1 && n <= 64 && !strncmp(q, "IS ", 3))
+      m |= 1ull << (n - 1);
+  }
+  return m;
+}
+
 /* Prepares st on d.  A number the text skips (?1 ?2 ?4) has no use to
  * infer its type from: text, as the NULL it is bound to.  With bound, a
  * parameter the server cannot type takes the type of its binding. */
 static int do_prepare(struct pdb *d, struct pst *st, bool bound) {
   Oid types[st->nparams ? st->nparams : 1];
-  for (int i = 0; i < st->nparams; i++)
+  for (int i = 0; i < st->nparams; i++) {
     types[i] = i < 64 && !(st->used & (1ull << i)) ? 25 : 0;
+    if (bound && i < 64 && (st->nulltest & (1ull << i)))
+      types[i] = st->p[i].type ? st->p[i].type : 25;
+  }
   for (int tries = 0; tries <= st->nparams; tries++) {
     PGresult *r = PQprepare(d->c, st->name, st->sql, st->nparams, types);
     if (PQresultStatus(r) == PGRES_COMMAND_OK) {
@@ -474,6 +499,8 @@ static int p_prepare(struct tw_db *db, const char *sql,
   snprintf(st->name, sizeof st->name, "tw%u", d->next_name++);
   st->p = tw_calloc((size_t)(st->nparams ? st->nparams : 1), sizeof *st->p);
   st->row = -1;
+  st->nulltest = null_tested(sql);
+  st->deferred = st->nulltest != 0;
   for (int i = 0; i < d->n_late && !st->deferred; i++)
     st->deferred = d->late[i] == sql;
   if (!st->simple && !st->deferred &&
