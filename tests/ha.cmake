@@ -28,6 +28,10 @@ tw_pg_variant(test_store_pg test_store)
 tw_pg_variant(test_ledger_pg test_ledger)
 # dependencies, arrays and workflows (store_flow.c)
 tw_pg_variant(test_flow_pg test_flow)
+# the audit chain (store_audit.c), tokens, quotas and secrets
+# (store_tenancy.c, store_secrets.c)
+tw_pg_variant(test_audit_pg test_audit)
+tw_pg_variant(test_tenancy_pg test_tenancy)
 
 # The leader lease and its fence, on both backends.
 tw_add_test(test_ha_lease SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_ha_lease.c
