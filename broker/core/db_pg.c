@@ -11,6 +11,8 @@
  *   REAL -> DOUBLE PRECISION, WITHOUT ROWID -> (nothing),
  *   IFNULL -> COALESCE, PRAGMA ...; -> (nothing)
  *   MIN(a, b), MAX(a, b) (sqlite's scalar forms) -> LEAST, GREATEST
+ *   json_extract(col, '$.key') -> (col::jsonb ->> 'key') (a text key of
+ *     a JSON object column, compared with text)
  *   CREATE TRIGGER t BEFORE UPDATE|DELETE ON x
  *     BEGIN SELECT RAISE(ABORT, 'why'); END;  (the one shape the schema
  *     uses: a table that refuses a change) -> a plpgsql function raising
@@ -134,6 +136,40 @@ static const char *ident(const char *p, char *out, size_t n) {
   return k ? p : NULL;
 }
 
+/* json_extract(col, '$.key') at p, written to b as (col::jsonb ->> 'key');
+ * the end of its ")", or NULL when it is not that shape. */
+static const char *json_key(const char *p, struct buf *b) {
+  char col[64], key[64];
+  const char *e = words(p, "json_extract");
+  if (!e || *e != '(' || !(e = ident(e + 1, col, sizeof col)))
+    return NULL;
+  while (*e == ' ')
+    e++;
+  if (*e++ != ',')
+    return NULL;
+  while (*e == ' ')
+    e++;
+  if (strncmp(e, "'$.", 3))
+    return NULL;
+  e += 3;
+  size_t k = 0;
+  while (is_word(*e) && k + 1 < sizeof key)
+    key[k++] = *e++;
+  key[k] = 0;
+  if (!k || *e++ != '\'')
+    return NULL;
+  while (*e == ' ')
+    e++;
+  if (*e++ != ')')
+    return NULL;
+  puts_(b, "(");
+  puts_(b, col);
+  puts_(b, "::jsonb ->> '");
+  puts_(b, key);
+  puts_(b, "')");
+  return e;
+}
+
 /* sqlite's refusing trigger (see the head of the file) at p, written to
  * b in PostgreSQL's terms; the end of its END;, or NULL when it is not
  * that shape. */
@@ -244,7 +280,7 @@ static char *translate(const char *sql, int *nparams, uint64_t *used) {
     }
     if (is_word(*p) && (p == sql || !is_word(p[-1]))) {
       const char *e;
-      if ((e = trigger(p, &b))) {
+      if ((e = trigger(p, &b)) || (e = json_key(p, &b))) {
         p = e;
         continue;
       }

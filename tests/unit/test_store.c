@@ -211,6 +211,66 @@ static void list_pages_newest_first_with_filters(void **state) {
   tw_store_close(s);
 }
 
+/* By the placement's provider (a key of its JSON): only the jobs placed
+ * there, newest first, with the other filters too; the same answers on
+ * both backends. */
+static void list_filters_by_the_placements_provider(void **state) {
+  (void)state;
+  struct tw_store *s = open_store();
+  struct tw_err err = {0};
+  const char *where[] = {"aws", "gcp", NULL, "aws", "azure", "aws"};
+  char ids[6][64];
+  for (int i = 0; i < 6; i++) {
+    struct tw_job_rec j, u;
+    bool rep;
+    char name[16];
+    snprintf(name, sizeof name, "p%d", i);
+    create(s, name, NULL, "{}", &j, &rep, TW_OK);
+    snprintf(ids[i], sizeof ids[i], "%s", j.id);
+    tw_job_rec_release(&j);
+    if (!where[i])
+      continue; /* still pending: no placement */
+    char pl[64];
+    snprintf(pl, sizeof pl, "{\"provider\":\"%s\",\"region\":\"r\"}", where[i]);
+    struct tw_job_transition t1 = {.id = ids[i], .to = TW_JOB_PLACING};
+    struct tw_job_transition t2 = {
+        .id = ids[i], .to = TW_JOB_PROVISIONING, .placement_json = pl};
+    assert_int_equal(tw_store_job_transition(s, &t1, NULL, &err), TW_OK);
+    assert_int_equal(tw_store_job_transition(s, &t2, &u, &err), TW_OK);
+    tw_job_rec_release(&u);
+  }
+  struct tw_job_filter f = {.limit = 2, .provider = "aws"};
+  struct tw_job_rec *recs;
+  size_t n;
+  int64_t next;
+  assert_int_equal(tw_store_job_list(s, &f, &recs, &n, &next, &err), TW_OK);
+  assert_int_equal(n, 2);
+  assert_string_equal(recs[0].id, ids[5]);
+  assert_string_equal(recs[1].id, ids[3]);
+  assert_true(next > 0);
+  for (size_t i = 0; i < n; i++)
+    tw_job_rec_release(&recs[i]);
+  free(recs);
+  f.before_seq = next;
+  assert_int_equal(tw_store_job_list(s, &f, &recs, &n, &next, &err), TW_OK);
+  assert_int_equal(n, 1);
+  assert_string_equal(recs[0].id, ids[0]);
+  tw_job_rec_release(&recs[0]);
+  free(recs);
+  struct tw_job_filter fs = {
+      .limit = 10, .provider = "gcp", .state = "provisioning"};
+  assert_int_equal(tw_store_job_list(s, &fs, &recs, &n, &next, &err), TW_OK);
+  assert_int_equal(n, 1);
+  assert_string_equal(recs[0].id, ids[1]);
+  tw_job_rec_release(&recs[0]);
+  free(recs);
+  struct tw_job_filter fn = {.limit = 10, .provider = "oci"};
+  assert_int_equal(tw_store_job_list(s, &fn, &recs, &n, &next, &err), TW_OK);
+  assert_int_equal(n, 0);
+  free(recs);
+  tw_store_close(s);
+}
+
 static void transitions_are_validated_and_recorded(void **state) {
   (void)state;
   struct tw_store *s = open_store();
@@ -592,6 +652,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(idempotency_replays_and_conflicts, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(list_pages_newest_first_with_filters,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(list_filters_by_the_placements_provider,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(transitions_are_validated_and_recorded,
                                       setup, teardown),
