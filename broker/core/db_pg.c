@@ -74,6 +74,7 @@ struct pst {
   bool simple;  /* transaction control or empty: PQexec */
   bool deferred; /* prepared at the first step, with the bound types */
   bool insert;
+  bool reads; /* a SELECT: may run again when the connection was dead */
   int nparams;
   uint64_t used; /* placeholders the text names (1 << (n - 1)) */
   uint64_t nulltest; /* of those, the ones tested `IS [NOT] NULL` */
@@ -532,6 +533,7 @@ static int p_prepare(struct tw_db *db, const char *sql,
   while (*w == ' ')
     w++;
   st->insert = words(w, "INSERT") != NULL;
+  st->reads = words(w, "SELECT") != NULL;
   snprintf(st->name, sizeof st->name, "tw%u", d->next_name++);
   st->p = tw_calloc((size_t)(st->nparams ? st->nparams : 1), sizeof *st->p);
   st->row = -1;
@@ -539,8 +541,12 @@ static int p_prepare(struct tw_db *db, const char *sql,
   st->deferred = st->nulltest != 0;
   for (int i = 0; i < d->n_late && !st->deferred; i++)
     st->deferred = d->late[i] == sql;
+  bool idle = PQtransactionStatus(d->c) == PQTRANS_IDLE;
   if (!st->simple && !st->deferred &&
-      (!ensure_conn(d) || do_prepare(d, st, false) != TW_DB_OK)) {
+      (!ensure_conn(d) || (do_prepare(d, st, false) != TW_DB_OK &&
+                           /* dead while idle: once more on a new one */
+                           !(idle && d->broken && ensure_conn(d) &&
+                             do_prepare(d, st, false) == TW_DB_OK)))) {
     free(st->sql);
     free(st->p);
     free(st);
@@ -673,27 +679,51 @@ static int p_step(struct tw_db_stmt *s) {
   clear_err(d);
   if (!ensure_conn(d))
     return TW_DB_ERROR;
-  PGresult *r;
-  if (st->simple) {
-    r = PQexec(d->c, st->sql);
-  } else {
-    if (st->deferred && st->gen != d->gen + 1u) {
-      /* first step: prepare with the types bound; gen + 1 marks it done */
-      if (do_prepare(d, st, true) != TW_DB_OK)
+  /* A connection that died while idle (the server restarted, a proxy cut
+   * it) looks fine until used: outside a transaction, a prepare, a read
+   * or BEGIN that finds it dead ran nothing, so it runs again, once, on
+   * a new connection rather than failing its caller. */
+  bool idle = PQtransactionStatus(d->c) == PQTRANS_IDLE;
+  PGresult *r = NULL;
+  for (int attempt = 0;; attempt++) {
+    bool again = attempt == 0 && idle;
+    if (st->simple) {
+      r = PQexec(d->c, st->sql);
+    } else {
+      int prc = TW_DB_OK;
+      if (st->deferred && st->gen != d->gen + 1u) {
+        /* first step: prepare with the types bound; gen + 1 marks it done */
+        if ((prc = do_prepare(d, st, true)) == TW_DB_OK)
+          st->gen = d->gen + 1u;
+      } else if (!st->deferred && st->gen != d->gen) {
+        prc = do_prepare(d, st, false);
+      }
+      if (prc != TW_DB_OK) {
+        if (again && d->broken && ensure_conn(d))
+          continue;
         return TW_DB_ERROR;
-      st->gen = d->gen + 1u;
-    } else if (!st->deferred && st->gen != d->gen &&
-               do_prepare(d, st, false) != TW_DB_OK) {
+      }
+      const char *vals[st->nparams ? st->nparams : 1];
+      int lens[st->nparams ? st->nparams : 1],
+          fmts[st->nparams ? st->nparams : 1];
+      for (int i = 0; i < st->nparams; i++) {
+        vals[i] = st->p[i].v;
+        lens[i] = st->p[i].len;
+        fmts[i] = st->p[i].fmt;
+      }
+      r = PQexecPrepared(d->c, st->name, st->nparams, vals, lens, fmts, 0);
+    }
+    ExecStatusType rt = PQresultStatus(r);
+    if (again && (st->simple || st->reads) && rt != PGRES_TUPLES_OK &&
+        rt != PGRES_COMMAND_OK && PQstatus(d->c) != CONNECTION_OK) {
+      PQclear(r);
+      r = NULL;
+      d->broken = true;
+      if (ensure_conn(d))
+        continue;
       return TW_DB_ERROR;
     }
-    const char *vals[st->nparams ? st->nparams : 1];
-    int lens[st->nparams ? st->nparams : 1], fmts[st->nparams ? st->nparams : 1];
-    for (int i = 0; i < st->nparams; i++) {
-      vals[i] = st->p[i].v;
-      lens[i] = st->p[i].len;
-      fmts[i] = st->p[i].fmt;
-    }
-    r = PQexecPrepared(d->c, st->name, st->nparams, vals, lens, fmts, 0);
+    break;
   }
   ExecStatusType t = PQresultStatus(r);
   if (t == PGRES_TUPLES_OK) {
