@@ -32,6 +32,19 @@ tw_pg_variant(test_flow_pg test_flow)
 # (store_tenancy.c, store_secrets.c)
 tw_pg_variant(test_audit_pg test_audit)
 tw_pg_variant(test_tenancy_pg test_tenancy)
+# budgets and their alerts (store_budgets.c), the meter and the reports
+# over the ledger, the catalog's snapshots and price history
+# (store_catalog.c), the reconciler (store_reconcile.c), datasets
+# (store_datasets.c), the agent's rows (store_agent.c)
+tw_pg_variant(test_tenancy_budget_pg test_tenancy_budget)
+tw_pg_variant(test_meter_pg test_meter)
+tw_pg_variant(test_report_pg test_report)
+tw_pg_variant(test_catalog_pg test_catalog)
+tw_pg_variant(test_reconcile_pg test_reconcile)
+tw_pg_variant(test_plan_datasets_pg test_plan_datasets)
+tw_pg_variant(test_agent_broker_pg test_agent_broker)
+# the console's event stream (store_stream.c)
+tw_pg_variant(test_events_stream_pg test_events_stream)
 
 # The leader lease and its fence, on both backends.
 tw_add_test(test_ha_lease SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_ha_lease.c
