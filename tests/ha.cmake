@@ -46,6 +46,16 @@ tw_pg_variant(test_agent_broker_pg test_agent_broker)
 tw_pg_variant(test_agent_gang_pg test_agent_gang)
 tw_pg_variant(test_webhook_guard_pg test_webhook_guard)
 tw_pg_variant(test_catalog_api_pg test_catalog_api)
+# the scheduler's suites over tests/unit/sched_fixture.c (attempts, the
+# queue, gangs, fallback and the monitor; store.c, store_flow.c) and
+# quota admission (store_tenancy.c)
+tw_pg_variant(test_sched_pg test_sched)
+tw_pg_variant(test_launch_pg test_launch)
+tw_pg_variant(test_gang_pg test_gang)
+tw_pg_variant(test_calls_pg test_calls)
+tw_pg_variant(test_fallback_monitor_pg test_fallback_monitor)
+tw_pg_variant(test_flow_sched_pg test_flow_sched)
+tw_pg_variant(test_tenancy_quota_pg test_tenancy_quota)
 # the console's event stream (store_stream.c)
 tw_pg_variant(test_events_stream_pg test_events_stream)
 
