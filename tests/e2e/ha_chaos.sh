@@ -317,6 +317,18 @@ for mode in $CUTS; do
   grep -q "r$L epoch=.* lost the lease" "$work/r$L.log" ||
     fail "cut $mode: r$L did not say it lost the lease"
   cut "$L" pass # healed: what it had sent (blackhole) reaches the server
+  if [ "$mode" = blackhole ]; then
+    # the dead leader's held connections deliver what they held, then
+    # close: its last statements reach the server after the takeover
+    for _ in $(seq 100); do
+      grep -q "^$L held-closed " "$work/proxy/stats" && break
+      sleep 0.05
+    done
+    sleep 0.5
+    held_bytes=$(awk -v i="$L" '$1 == i && $2 == "held-closed" {split($3, b, "="); n += b[2]} END {print n + 0}' "$work/proxy/stats")
+    echo "ha_chaos: cut $mode: r$L's held connections delivered $held_bytes bytes after the heal" >&2
+    [ "$held_bytes" -gt 0 ] || fail "cut $mode: nothing of r$L's was held to reach the server late"
+  fi
   start_replica "$L"
   ok=""
   for _ in $(seq 100); do
@@ -405,6 +417,7 @@ echo "ha_jobs_two_live ${two_live} jobs"
 echo "ha_stale_writes_accepted ${stale_landed} writes"
 echo "ha_stale_writes_refused ${refusals} lines"
 echo "ha_rows_logged ${logged} rows"
+[ -n "${held_bytes:-}" ] && echo "ha_cut_bytes_after_heal ${held_bytes} bytes"
 echo "ha_takeover_p50 ${p50} ms"
 echo "ha_takeover_max ${max} ms"
 echo "ha_lease ${LEASE_MS} ms"

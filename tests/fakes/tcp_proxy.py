@@ -17,7 +17,10 @@ the first word of DIR/mode-I (no file: pass), read every 50 ms:
                accepted and held the same way
 
 DIR/stats gets one line per mode change: `I MODE connections=N` (the
-connections the listener had open then).
+connections the listener had open then), and one per connection that was
+held by a blackhole and closed after the heal: `I held-closed
+client_bytes=N`, what its client had sent that reached the server only
+after the heal.
 """
 import argparse
 import os
@@ -34,6 +37,8 @@ class Pair:
         self.upstream = upstream
         self.registered = False
         self.closed = False
+        self.held = False  # blackholed, then healed
+        self.held_bytes = 0
 
 
 def main():
@@ -70,6 +75,9 @@ def main():
         if p.closed:
             return
         p.closed = True
+        if p.held:
+            with open(os.path.join(a.control, "stats"), "a") as f:
+                f.write("%d held-closed client_bytes=%d\n" % (p.idx, p.held_bytes))
         if p.registered:
             sel.unregister(p.client)
             sel.unregister(p.upstream)
@@ -103,6 +111,8 @@ def main():
             elif mode == "blackhole":
                 disarm(p)
             else:
+                if not p.registered:
+                    p.held = True
                 arm(p)
 
     last = 0.0
@@ -132,8 +142,10 @@ def main():
                 except OSError:
                     c.close()
                     continue
-                c.setblocking(True)
-                u.setblocking(True)
+                # a peer that stops reading (a frozen broker) costs its own
+                # connection, not the proxy's loop
+                c.settimeout(2.0)
+                u.settimeout(2.0)
                 p = Pair(i, c, u)
                 pairs.append(p)
                 if modes[i] == "pass":
@@ -149,6 +161,8 @@ def main():
             if not data:
                 close_pair(p)
                 continue
+            if p.held and key.fileobj is p.client:
+                p.held_bytes += len(data)
             try:
                 other.sendall(data)
             except OSError:
