@@ -16,8 +16,9 @@
 # the replica back as a follower:
 #   kill     SIGKILL
 #   stop     SIGSTOP for lease + 1 s, then SIGCONT: it must find its lease
-#            gone and stop (exit 3) rather than write; its first write
-#            after the resume is refused by the fence (its log says so)
+#            gone and stop (exit 3) rather than write (its watchdog sees
+#            the last renewal too old, or a write of its is refused by
+#            the fence; its log says "lost the lease")
 # then, each replica reaching PostgreSQL through a TCP proxy the test
 # controls (tests/fakes/tcp_proxy.py), the leader cut from the database:
 #   drop       its connections closed, new ones refused
