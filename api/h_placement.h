@@ -27,7 +27,8 @@ void tw_h_policies_put(struct tw_req *r);
       {"PUT", "/v1/policies", tw_h_policies_put, "policies_put"},
 
 /* h_plan.c: the body's media type, JSON or YAML (415 answered when
- * neither); false when r was answered. */
+ * neither); false when r was answered.  Every route that takes a job,
+ * workflow, plan, dataset or policy document reads it this way. */
 bool tw_h_placement_media(struct tw_req *r, bool *is_json);
 
 /* h_plan_workflow.c: POST /v1/plan for a workflow document (`tasks:`),

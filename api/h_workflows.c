@@ -62,13 +62,6 @@ static void render(struct tw_buf *b, const struct tw_flow_rec *g) {
   tw_buf_addc(b, '}');
 }
 
-static bool media_is(const char *ct, const char *want) {
-  size_t n = strlen(want);
-  if (strncasecmp(ct, want, n))
-    return false;
-  return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
-}
-
 /* The group just stored, answered 201 with its Location; extra (may be
  * NULL) is a member or more appended to the group's object. */
 static void created(struct tw_req *r, const char *gid,
@@ -376,27 +369,9 @@ void tw_h_array_submit(struct tw_req *r, const struct tw_job_spec *spec) {
 }
 
 void tw_h_workflows_create(struct tw_req *r) {
-  const char *ct = tw_req_header(r, "Content-Type");
   bool is_json;
-  if (!ct) {
-    tw_problem(
-        r, 415, "unsupported-media-type", NULL,
-        "Content-Type is required: application/json or application/yaml");
+  if (!tw_h_placement_media(r, &is_json))
     return;
-  }
-  if (media_is(ct, "application/json"))
-    is_json = true;
-  else if (media_is(ct, "application/yaml") ||
-           media_is(ct, "application/x-yaml") || media_is(ct, "text/yaml") ||
-           media_is(ct, "text/x-yaml"))
-    is_json = false;
-  else {
-    tw_problem(r, 415, "unsupported-media-type", NULL,
-               "Content-Type %s is not accepted: use application/json or "
-               "application/yaml",
-               ct);
-    return;
-  }
   struct tw_spec_opts sopts = {.providers = tw_api_provider_names(r->api),
                                .fallbacks = tw_api_fallback_names(r->api)};
   struct tw_flow_plan p;

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "api/api_int.h"
+#include "api/h_placement.h"
 #include "billing/catalog/catalog.h"
 #include "api/auth_int.h"
 #include "broker/base/clock.h"
@@ -155,13 +156,6 @@ void tw_h_metrics(struct tw_req *r) {
 }
 
 /* Media type without parameters, compared case-insensitively. */
-static bool media_is(const char *ct, const char *want) {
-  size_t n = strlen(want);
-  if (strncasecmp(ct, want, n))
-    return false;
-  return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
-}
-
 static bool valid_idem_key(const char *k) {
   size_t n = strlen(k);
   if (n == 0 || n > 128)
@@ -195,27 +189,9 @@ static bool secrets_ready(struct tw_req *r, const struct tw_job_spec *spec) {
 }
 
 void tw_h_jobs_create(struct tw_req *r) {
-  const char *ct = tw_req_header(r, "Content-Type");
   bool is_json;
-  if (!ct) {
-    tw_problem(
-        r, 415, "unsupported-media-type", NULL,
-        "Content-Type is required: application/json or application/yaml");
+  if (!tw_h_placement_media(r, &is_json))
     return;
-  }
-  if (media_is(ct, "application/json"))
-    is_json = true;
-  else if (media_is(ct, "application/yaml") ||
-           media_is(ct, "application/x-yaml") || media_is(ct, "text/yaml") ||
-           media_is(ct, "text/x-yaml"))
-    is_json = false;
-  else {
-    tw_problem(r, 415, "unsupported-media-type", NULL,
-               "Content-Type %s is not accepted: use application/json or "
-               "application/yaml",
-               ct);
-    return;
-  }
   const char *key = tw_req_header(r, "Idempotency-Key");
   if (key && !valid_idem_key(key)) {
     tw_problem(r, 400, "invalid-field", "Idempotency-Key",

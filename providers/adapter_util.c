@@ -7,6 +7,8 @@
 #include <time.h>
 
 #include "broker/base/mem.h"
+#include "broker/base/node.h"
+#include "providers/provider.h"
 
 enum tw_rc tw_adapter_offers_by_region(struct tw_provider *p,
                                        char *const *regions, size_t n,
@@ -139,4 +141,79 @@ const char *tw_adapter_disk_tier(const char *const tiers[4], const char *type) {
     if (!strcmp(type, words[i]))
       return tiers[i];
   return type;
+}
+
+/* ---- machine images per region and architecture ------------------------- */
+
+enum tw_rc tw_adapter_images_read(const struct tw_node *cfg, const char *what,
+                                  struct tw_adapter_images *out,
+                                  struct tw_err *err) {
+  memset(out, 0, sizeof *out);
+  const char *img;
+  enum tw_rc rc = tw_provider_cfg_str(cfg, "image", NULL, &img, err);
+  if (rc)
+    return rc;
+  const struct tw_node *imgs = tw_node_get(cfg, "images");
+  if (imgs && imgs->kind != TW_NODE_MAP)
+    return tw_err_field(err, TW_E_INVALID, "images",
+                        "images: expected a mapping of regions to images");
+  size_t cap = 1;
+  for (size_t i = 0; imgs && i < imgs->n; i++)
+    cap += imgs->items[i]->kind == TW_NODE_MAP ? imgs->items[i]->n : 1;
+  out->v = tw_calloc(cap, sizeof *out->v);
+  if (img)
+    out->v[out->n++].image = tw_strdup(img);
+  for (size_t i = 0; imgs && i < imgs->n; i++) {
+    const struct tw_node *iv = imgs->items[i];
+    bool map = iv->kind == TW_NODE_MAP;
+    for (size_t j = 0; j < (map ? iv->n : 1); j++) {
+      const struct tw_node *e = map ? iv->items[j] : iv;
+      enum tw_arch arch = TW_ARCH_ANY;
+      if (map && !strcmp(iv->keys[j], "x86_64"))
+        arch = TW_ARCH_X86_64;
+      else if (map && !strcmp(iv->keys[j], "arm64"))
+        arch = TW_ARCH_ARM64;
+      else if (map)
+        return tw_err_field(err, TW_E_INVALID, "images",
+                            "images.%s.%s: expected x86_64 or arm64",
+                            imgs->keys[i], iv->keys[j]);
+      if (e->kind != TW_NODE_SCALAR ||
+          strlen(imgs->keys[i]) >= TW_MODEL_NAME_MAX)
+        return tw_err_field(err, TW_E_INVALID, "images",
+                            "images.%s: expected %s or {x86_64: id, "
+                            "arm64: id}",
+                            imgs->keys[i], what);
+      struct tw_adapter_image *im = &out->v[out->n++];
+      TW_SET(im->region, strcmp(imgs->keys[i], "*") ? imgs->keys[i] : "");
+      im->arch = arch;
+      im->image = tw_strdup(e->str);
+    }
+  }
+  return TW_OK;
+}
+
+const char *tw_adapter_image_for(const struct tw_adapter_images *ims,
+                                 const char *region, enum tw_arch arch) {
+  const char *best = NULL;
+  int best_score = -1;
+  for (size_t i = 0; i < ims->n; i++) {
+    const struct tw_adapter_image *im = &ims->v[i];
+    bool here = !strcmp(im->region, region);
+    if ((!here && im->region[0]) ||
+        (im->arch != TW_ARCH_ANY && im->arch != arch))
+      continue;
+    int score = (here ? 2 : 0) + (im->arch != TW_ARCH_ANY);
+    if (score > best_score) {
+      best_score = score;
+      best = im->image;
+    }
+  }
+  return best;
+}
+
+void tw_adapter_images_release(struct tw_adapter_images *ims) {
+  for (size_t i = 0; i < ims->n; i++)
+    free(ims->v[i].image);
+  free(ims->v);
+  memset(ims, 0, sizeof *ims);
 }

@@ -112,4 +112,32 @@ enum tw_rc tw_region_memo_run(struct tw_region_memo *m, struct tw_provider *p,
  * stays NULL. */
 const char *tw_adapter_disk_tier(const char *const tiers[4], const char *type);
 
+/* The machine image of each region and architecture, from a provider's
+ * config: `image` for every region, `images: {region: image}` or
+ * `{region: {x86_64: image, arm64: image}}`, region "*" every region. */
+struct tw_adapter_image {
+  char region[TW_MODEL_NAME_MAX]; /* "" = default */
+  enum tw_arch arch;              /* TW_ARCH_ANY: every architecture */
+  char *image;
+};
+struct tw_adapter_images {
+  struct tw_adapter_image *v;
+  size_t n;
+};
+
+/* Reads cfg's image and images into out (released by
+ * tw_adapter_images_release whatever it returns); what ids look like is
+ * the cloud's (what says so in errors: "an AMI id", "an image URN or
+ * id"). TW_E_INVALID naming `images` for a bad shape. */
+struct tw_node;
+enum tw_rc tw_adapter_images_read(const struct tw_node *cfg, const char *what,
+                                  struct tw_adapter_images *out,
+                                  struct tw_err *err);
+/* The image of region and arch: the region's for that architecture, the
+ * region's for every one, then the defaults' in the same order; NULL when
+ * none is configured. */
+const char *tw_adapter_image_for(const struct tw_adapter_images *im,
+                                 const char *region, enum tw_arch arch);
+void tw_adapter_images_release(struct tw_adapter_images *im);
+
 #endif

@@ -57,6 +57,8 @@ DBNAME=tradewind
 log() { echo "postgres: $*" >&2; }
 die() { log "$*"; exit 1; }
 cannot() { log "$*"; exit 77; }
+# shellcheck source=scripts/apt-quiet.sh
+. "$(dirname "${BASH_SOURCE[0]}")/apt-quiet.sh"
 
 # The server refuses to run as root: root runs it as the `postgres` user
 # the package creates (or nobody, failing that).
@@ -81,25 +83,9 @@ install_missing() {
   command -v apt-get >/dev/null || cannot "missing packages: ${missing[*]} and no apt-get"
   [ "$(id -u)" -eq 0 ] || cannot "missing packages: ${missing[*]} (installing needs root)"
   log "installing: ${missing[*]}"
-  local rc=0 made_policy=0 aptlog
-  aptlog=$(mktemp /tmp/tw-pg-apt.XXXXXX)
-  export DEBIAN_FRONTEND=noninteractive
-  # Keep the package's scripts from starting the system-wide cluster.
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-    chmod 755 /usr/sbin/policy-rc.d
-    made_policy=1
-  fi
-  { apt-get -o DPkg::Lock::Timeout=600 -qq update &&
-    apt-get -o DPkg::Lock::Timeout=600 -y -qq install --no-install-recommends "${missing[@]}"; } \
-    >"$aptlog" 2>&1 || rc=$?
-  [ $made_policy = 1 ] && rm -f /usr/sbin/policy-rc.d
-  if [ $rc != 0 ]; then
-    tail -20 "$aptlog" >&2
-    rm -f "$aptlog"
-    cannot "apt-get could not install ${missing[*]} (rc=$rc)"
-  fi
-  rm -f "$aptlog"
+  local rc=0
+  tw_apt_quiet pg "${missing[@]}" || rc=$?
+  [ $rc = 0 ] || cannot "apt-get could not install ${missing[*]} (rc=$rc)"
   [ -x "$BIN/initdb" ] || cannot "installed, but no $BIN/initdb"
 }
 

@@ -81,6 +81,8 @@ CONF=$ETC/slurm.conf
 log() { printf '[slurm.sh %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 cannot() { log "SKIPPED: $*"; exit 77; }
+# shellcheck source=scripts/apt-quiet.sh
+. "$(dirname "${BASH_SOURCE[0]}")/apt-quiet.sh"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # running PID COMM: PID is alive (not a zombie) and runs COMM.  Checking the
@@ -246,27 +248,10 @@ install_missing() {
   [ "${TW_SLURM_NO_INSTALL:-0}" = 1 ] && cannot "missing packages: ${missing[*]} (TW_SLURM_NO_INSTALL=1)"
   command -v apt-get >/dev/null || cannot "missing packages: ${missing[*]} and no apt-get"
   log "installing: ${missing[*]}"
-  local t0 rc=0 made_policy=0 aptlog
+  local t0 rc=0
   t0=$(now_ms)
-  aptlog=$(mktemp /tmp/tw-slurm-apt.XXXXXX)
-  export DEBIAN_FRONTEND=noninteractive
-  # Keep the packages' scripts from starting system-wide daemons; only when
-  # the admin has no policy of their own.
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-    chmod 755 /usr/sbin/policy-rc.d
-    made_policy=1
-  fi
-  { apt-get -o DPkg::Lock::Timeout=600 -qq update &&
-    apt-get -o DPkg::Lock::Timeout=600 -y -qq install --no-install-recommends "${missing[@]}"; } \
-    >"$aptlog" 2>&1 || rc=$?
-  [ $made_policy = 1 ] && rm -f /usr/sbin/policy-rc.d
-  if [ $rc != 0 ]; then
-    tail -20 "$aptlog" >&2
-    rm -f "$aptlog"
-    cannot "apt-get could not install ${missing[*]} (rc=$rc)"
-  fi
-  rm -f "$aptlog"
+  tw_apt_quiet slurm "${missing[@]}" || rc=$?
+  [ $rc = 0 ] || cannot "apt-get could not install ${missing[*]} (rc=$rc)"
   log "installed in $(($(now_ms) - t0)) ms"
 }
 

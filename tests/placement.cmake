@@ -61,5 +61,6 @@ tw_add_test(test_place_trust SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_place_t
 # The 16 asks of issue 22 over the real public catalogs (SKIPPED without
 # them): SkyPilot's price or below under the exact-ask rules.
 tw_add_test(test_place_real SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_place_real.c
+            ${CMAKE_SOURCE_DIR}/tests/integration/twtest_real_catalog.c
             LIBS tw_policies tw_billing tw_adapters PkgConfig::CMOCKA
             LABELS integration placement TIMEOUT 120)

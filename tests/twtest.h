@@ -124,4 +124,34 @@ static inline void tw_testdata_dir(char *buf, size_t size) {
     snprintf(buf, size, "%s/../shared/data", src && *src ? src : ".");
 }
 
+/* The whole file at path, NUL-terminated (free it), its length in *len;
+ * NULL when it cannot be read.  For test data and fixtures. */
+static inline char *tw_test_slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  size_t cap = 65536, n = 0, got;
+  char *buf = malloc(cap + 1);
+  while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+    n += got;
+    if (n == cap) {
+      char *more = realloc(buf, cap * 2 + 1);
+      if (!more) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = more;
+      cap *= 2;
+    }
+  }
+  fclose(f);
+  if (!buf)
+    return NULL;
+  buf[n] = '\0';
+  if (len)
+    *len = n;
+  return buf;
+}
+
 #endif

@@ -5,6 +5,7 @@ tw_add_test(test_joint SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_joint.c
 # Issue 18's chain over the real public catalogs (SKIPPED without them):
 # jointly at $22.34 or less, printed beside step-by-step placement.
 tw_add_test(test_joint_real SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_joint_real.c
+            ${CMAKE_SOURCE_DIR}/tests/integration/twtest_real_catalog.c
             LIBS tw_policies tw_billing tw_adapters PkgConfig::CMOCKA
             LABELS integration workflow TIMEOUT 300)
 # POST /v1/plan with a workflow and `tradewind plan WORKFLOW`.

@@ -27,7 +27,7 @@ tw_slurm_cluster_test(workflow_slurm_cases)
 # The routes over loopback (in-process server, open mode).
 tw_add_test(test_workflow_api
             SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_workflow_api.c
-            LIBS tw_api PkgConfig::CURL PkgConfig::CMOCKA
+            LIBS tw_api twtest_daemon PkgConfig::CMOCKA
             LABELS integration workflow api TIMEOUT 120)
 
 # The daemon, the fake EC2 and the CLI together: submit --wait's exit codes

@@ -964,16 +964,16 @@ static void row_to_job(struct tw_db_stmt *st, struct tw_job_rec *r) {
 
 /* Time-ordered id: 48 bits of milliseconds then 80 random bits, in
  * Crockford base32, so ids sort by creation and never collide.  The
- * random bits are drawn by the caller (store__job_prepare), off the
- * writer thread. */
-static void new_job_id(int64_t now_ms, const unsigned char rnd[10],
-                       char out[TW_JOB_ID_LEN + 1]) {
+ * random bits are drawn by the caller (store__job_prepare for jobs), off
+ * the writer thread. */
+void store__sortable_id(char prefix, int64_t now_ms,
+                        const unsigned char rnd[10], char out[29]) {
   static const char b32[] = "0123456789abcdefghjkmnpqrstvwxyz";
   unsigned char bytes[16];
   for (int i = 0; i < 6; i++)
     bytes[i] = (unsigned char)((uint64_t)now_ms >> (40 - 8 * i));
   memcpy(bytes + 6, rnd, 10);
-  out[0] = 'j';
+  out[0] = prefix;
   out[1] = '-';
   /* 128 bits -> 26 base32 digits (130 bits, top two zero) */
   int bit = -2;
@@ -987,7 +987,7 @@ static void new_job_id(int64_t now_ms, const unsigned char rnd[10],
     }
     out[2 + i] = b32[v];
   }
-  out[TW_JOB_ID_LEN] = '\0';
+  out[28] = '\0';
 }
 
 static enum tw_rc step_done(struct conn *c, struct tw_db_stmt *st, const char *what,
@@ -1072,7 +1072,7 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
   }
   int64_t now = tw_clock_now_ms(s->clock);
   char id[TW_JOB_ID_LEN + 1];
-  new_job_id(now, jp->rnd, id);
+  store__sortable_id('j', now, jp->rnd, id);
   struct tw_db_stmt *st = prep(&s->w, SQL_JOB_INSERT, err);
   if (!st)
     return TW_E_IO;

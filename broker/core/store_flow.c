@@ -191,27 +191,12 @@ static const char *col_text(struct tw_db_stmt *st, int i) {
   return t ? t : "";
 }
 
-static void new_gid(char prefix, int64_t now_ms, char out[TW_FLOW_GID_LEN + 1]) {
-  static const char b32[] = "0123456789abcdefghjkmnpqrstvwxyz";
-  unsigned char bytes[16];
-  for (int i = 0; i < 6; i++)
-    bytes[i] = (unsigned char)((uint64_t)now_ms >> (40 - 8 * i));
-  if (RAND_bytes(bytes + 6, 10) != 1)
-    memset(bytes + 6, 0x5a, 10);
-  out[0] = prefix;
-  out[1] = '-';
-  int bit = -2;
-  for (int i = 0; i < 26; i++, bit += 5) {
-    int v = 0;
-    for (int b = 0; b < 5; b++) {
-      int pos = bit + b;
-      v <<= 1;
-      if (pos >= 0)
-        v |= (bytes[pos / 8] >> (7 - pos % 8)) & 1;
-    }
-    out[2 + i] = b32[v];
-  }
-  out[TW_FLOW_GID_LEN] = '\0';
+static void new_gid(char prefix, int64_t now_ms,
+                    char out[TW_FLOW_GID_LEN + 1]) {
+  unsigned char rnd[10];
+  if (RAND_bytes(rnd, 10) != 1)
+    memset(rnd, 0x5a, 10);
+  store__sortable_id(prefix, now_ms, rnd, out);
 }
 
 static bool live_state(enum tw_job_state js) {

@@ -98,4 +98,9 @@ enum tw_rc store__flow_job_created(struct tw_store *s, struct tw_db *db,
 bool tw_store_is_file_path(const char *path);
 int tw_store_lock(const char *db_path, struct tw_err *err);
 
+/* A time-ordered id "<prefix>-" + 26 Crockford base32 digits of now_ms's
+ * 48 bits and rnd's 80 (store.c): jobs 'j', arrays 'a', workflows 'w'. */
+void store__sortable_id(char prefix, int64_t now_ms,
+                        const unsigned char rnd[10], char out[29]);
+
 #endif

@@ -831,6 +831,11 @@ int sched__place_pending(struct tw_sched *s, int64_t now) {
     tw_policy_set_unref(set);
     return 0;
   }
+  /* the quotas as they are now, after the queue: a quota set before a
+   * queued job's submission is one this pass sees (the view of
+   * place_begin may predate both) */
+  if (s->tenancy && n)
+    tw_tenancy_quotas_reload(s->tenancy);
   /* NULL where the stored spec does not parse */
   const struct tw_job_spec **specs = tw_calloc(n ? n : 1, sizeof *specs);
   struct tw_queue_job *qj = tw_calloc(n ? n : 1, sizeof *qj);

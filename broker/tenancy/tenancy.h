@@ -404,6 +404,14 @@ void tw_tenancy_set_offers(struct tw_tenancy *t, const struct tw_offer *offers,
  * dropped: this is where reservations are released).  Scheduler thread. */
 void tw_tenancy_place_begin(struct tw_tenancy *t);
 
+/* Reads the quotas again for the placements that follow: the scheduler
+ * calls it after reading its queue, so every queued job is judged by a
+ * quota at least as new as its submission (a quota set before a job was
+ * submitted is never missed because the pass began before both).  On a
+ * store error the previous view stays and false is returned.  Scheduler
+ * thread. */
+bool tw_tenancy_quotas_reload(struct tw_tenancy *t);
+
 /* Drops from pl's candidates the offers job cannot take within its
  * tenant's quota now (pl is the job's plan, policies/place/plan.h; its
  * order is kept).  When none is left but the cheapest would fit in the

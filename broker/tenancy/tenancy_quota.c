@@ -278,6 +278,20 @@ static void resv_drop(struct tw_tenancy *t, size_t i) {
   t->resv[i] = t->resv[--t->n_resv];
 }
 
+bool tw_tenancy_quotas_reload(struct tw_tenancy *t) {
+  struct tw_err err = {0};
+  struct tw_quota *quotas = NULL;
+  size_t n_quotas = 0;
+  if (tn_load_all_quotas(t, &quotas, &n_quotas, &err)) {
+    tw_log_warn("tenancy", "quotas not reloaded for placement: %s", err.msg);
+    return false;
+  }
+  free(t->quotas);
+  t->quotas = quotas;
+  t->n_quotas = n_quotas;
+  return true;
+}
+
 void tw_tenancy_place_begin(struct tw_tenancy *t) {
   struct tw_err err = {0};
   struct tw_store_resv *rows = NULL;

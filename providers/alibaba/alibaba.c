@@ -47,12 +47,6 @@
 /* DescribeInstanceTypes takes at most 10 InstanceTypes.N. */
 #define ALI_TYPES_PER_CALL 10
 
-struct ali_image {
-  char region[TW_MODEL_NAME_MAX]; /* "" = default */
-  enum tw_arch arch;              /* TW_ARCH_ANY: every architecture */
-  char *image;
-};
-
 struct ali_vswitch {
   char zone[TW_MODEL_NAME_MAX]; /* "" = default */
   char *id;
@@ -64,12 +58,11 @@ struct ali_ctx {
   char *cms_endpoint;     /* CloudMonitor; NULL: no reclaim times */
   char **regions;
   size_t n_regions;
-  struct tw_ali_creds *creds;    /* ali_creds.h; never logged */
-  bool acs3;                     /* sign ACS3-HMAC-SHA256, else HMAC-SHA1 */
+  struct tw_ali_creds *creds; /* ali_creds.h; never logged */
+  bool acs3;                  /* sign ACS3-HMAC-SHA256, else HMAC-SHA1 */
   long timeout_ms, connect_timeout_ms;
   char *ca_file;
-  struct ali_image *images;
-  size_t n_images;
+  struct tw_adapter_images images;
   struct ali_vswitch *vswitches;
   size_t n_vswitches;
   int64_t disk_gb;                     /* SystemDisk.Size; 0 the image's */
@@ -146,9 +139,7 @@ static void ali_free(struct tw_provider *p) {
   /* wiped, not just freed (ali_creds.c) */
   tw_ali_creds_free(a->creds);
   free(a->ca_file);
-  for (size_t i = 0; i < a->n_images; i++)
-    free(a->images[i].image);
-  free(a->images);
+  tw_adapter_images_release(&a->images);
   for (size_t i = 0; i < a->n_vswitches; i++)
     free(a->vswitches[i].id);
   free(a->vswitches);
@@ -352,43 +343,8 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
   size_t nv = 0;
   /* image: every region's; images: {region: image} or {region:
    * {x86_64: image, arm64: image}}, region "*" every region */
-  const char *img;
-  if ((rc = tw_provider_cfg_str(cfg, "image", NULL, &img, err)))
+  if ((rc = tw_adapter_images_read(cfg, "an image id", &a->images, err)))
     return rc;
-  const struct tw_node *imgs = tw_node_get(cfg, "images");
-  if (imgs && imgs->kind != TW_NODE_MAP)
-    return tw_err_field(err, TW_E_INVALID, "images",
-                        "images: expected a mapping of regions to images");
-  size_t cap = 1;
-  for (size_t i = 0; imgs && i < imgs->n; i++)
-    cap += imgs->items[i]->kind == TW_NODE_MAP ? imgs->items[i]->n : 1;
-  a->images = tw_calloc(cap, sizeof *a->images);
-  if (img)
-    a->images[a->n_images++].image = tw_strdup(img);
-  for (size_t i = 0; imgs && i < imgs->n; i++) {
-    const struct tw_node *iv = imgs->items[i];
-    bool map = iv->kind == TW_NODE_MAP;
-    for (size_t j = 0; j < (map ? iv->n : 1); j++) {
-      const struct tw_node *e = map ? iv->items[j] : iv;
-      enum tw_arch arch = TW_ARCH_ANY;
-      if (map && !strcmp(iv->keys[j], "x86_64"))
-        arch = TW_ARCH_X86_64;
-      else if (map && !strcmp(iv->keys[j], "arm64"))
-        arch = TW_ARCH_ARM64;
-      else if (map)
-        return tw_err_field(err, TW_E_INVALID, "images",
-                            "images.%s.%s: expected x86_64 or arm64",
-                            imgs->keys[i], iv->keys[j]);
-      if (e->kind != TW_NODE_SCALAR ||
-          strlen(imgs->keys[i]) >= TW_MODEL_NAME_MAX)
-        return tw_err_field(err, TW_E_INVALID, "images",
-                            "images.%s: expected an image id", imgs->keys[i]);
-      struct ali_image *im = &a->images[a->n_images++];
-      TW_SET(im->region, strcmp(imgs->keys[i], "*") ? imgs->keys[i] : "");
-      im->arch = arch;
-      im->image = tw_strdup(e->str);
-    }
-  }
   if ((rc = tw_provider_cfg_int(cfg, "system_disk_size_gb", 0, 2048, 0,
                                 &a->disk_gb, err)) ||
       (rc = tw_provider_cfg_strdup(cfg, "system_disk_category", NULL,
@@ -411,26 +367,6 @@ static enum tw_rc ali_init(struct tw_provider *p, const struct tw_node *cfg,
   if ((rc = tw_http_new(&ho, &a->http, err)))
     return rc;
   return init_creds(p, a, cfg, err);
-}
-
-/* The region's image for arch, the region's for any, then the defaults'. */
-static const char *image_for(const struct ali_ctx *a, const char *region,
-                             enum tw_arch arch) {
-  const char *best = NULL;
-  int best_score = -1;
-  for (size_t i = 0; i < a->n_images; i++) {
-    const struct ali_image *im = &a->images[i];
-    bool here = !strcmp(im->region, region);
-    if ((!here && im->region[0]) ||
-        (im->arch != TW_ARCH_ANY && im->arch != arch))
-      continue;
-    int score = (here ? 2 : 0) + (im->arch != TW_ARCH_ANY);
-    if (score > best_score) {
-      best_score = score;
-      best = im->image;
-    }
-  }
-  return best;
 }
 
 static const char *vswitch_for(const struct ali_ctx *a, const char *zone) {
@@ -763,7 +699,8 @@ static enum tw_rc ali_launch(struct tw_provider *p, const struct tw_launch *req,
                       "alibaba launch: region %s is not configured for %s",
                       o->region, p->account);
   const char *image =
-      req->image ? req->image : image_for(a, o->region, o->arch);
+      req->image ? req->image
+                 : tw_adapter_image_for(&a->images, o->region, o->arch);
   if (!image)
     return tw_err_field(err, TW_E_INVALID, "image",
                         "alibaba launch: no image for region %s (set image "

@@ -44,12 +44,6 @@ struct aws_price {
   int64_t uusd;
 };
 
-struct aws_image {
-  char region[TW_MODEL_NAME_MAX]; /* "" = default */
-  enum tw_arch arch;              /* TW_ARCH_ANY: every architecture */
-  char *image;
-};
-
 /* port_security_groups: {"22": sg-..., "8000-8100": sg-...} */
 struct aws_port_sg {
   int lo, hi;
@@ -69,8 +63,7 @@ struct aws_ctx {
   struct tw_aws_creds *creds; /* the chain (aws_creds.h); never logged */
   long timeout_ms, connect_timeout_ms;
   char *ca_file;
-  struct aws_image *images;
-  size_t n_images;
+  struct tw_adapter_images images;
   char *subnet_id, *key_name;
   struct aws_subnet *subnets;
   size_t n_subnets;
@@ -247,27 +240,6 @@ find_price(const struct aws_ctx *a, const char *type, const char *region) {
   return bsearch(&key, a->prices, a->n_prices, sizeof *a->prices, price_cmp);
 }
 
-/* The image of region and arch: the region's for that architecture, the
- * region's for every one, then the defaults' in the same order. */
-static const char *image_for(const struct aws_ctx *a, const char *region,
-                             enum tw_arch arch) {
-  const char *best = NULL;
-  int best_score = -1;
-  for (size_t i = 0; i < a->n_images; i++) {
-    const struct aws_image *im = &a->images[i];
-    bool here = !strcmp(im->region, region);
-    if ((!here && im->region[0]) ||
-        (im->arch != TW_ARCH_ANY && im->arch != arch))
-      continue;
-    int score = (here ? 2 : 0) + (im->arch != TW_ARCH_ANY);
-    if (score > best_score) {
-      best_score = score;
-      best = im->image;
-    }
-  }
-  return best;
-}
-
 /* The subnet of zone (in region): the zone's, the region's, subnet_id. */
 static const char *subnet_for(const struct aws_ctx *a, const char *region,
                               const char *zone) {
@@ -291,9 +263,7 @@ static void aws_free(struct tw_provider *p) {
   /* credentials are wiped, not just freed (aws_creds.c) */
   tw_aws_creds_free(a->creds);
   free(a->ca_file);
-  for (size_t i = 0; i < a->n_images; i++)
-    free(a->images[i].image);
-  free(a->images);
+  tw_adapter_images_release(&a->images);
   free(a->subnet_id);
   free(a->key_name);
   for (size_t i = 0; i < a->n_subnets; i++)
@@ -474,48 +444,8 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
                         "instance id");
 
   /* image: ami-... for every region; images: {region: ami-...}. */
-  const char *img;
-  if ((rc = tw_provider_cfg_str(cfg, "image", NULL, &img, err)))
+  if ((rc = tw_adapter_images_read(cfg, "an AMI id", &a->images, err)))
     return rc;
-  const struct tw_node *imgs = tw_node_get(cfg, "images");
-  if (imgs && imgs->kind != TW_NODE_MAP)
-    return tw_err_field(err, TW_E_INVALID, "images",
-                        "images: expected a mapping of regions to image ids");
-  /* images: {region: ami-...} or {region: {x86_64: ami-..., arm64:
-   * ami-...}}; region "*" is every region */
-  size_t cap = 1;
-  for (size_t i = 0; imgs && i < imgs->n; i++)
-    cap += imgs->items[i]->kind == TW_NODE_MAP ? imgs->items[i]->n : 1;
-  a->images = tw_calloc(cap, sizeof *a->images);
-  if (img)
-    a->images[a->n_images++].image = tw_strdup(img);
-  for (size_t i = 0; imgs && i < imgs->n; i++) {
-    const struct tw_node *iv = imgs->items[i];
-    const char *region = strcmp(imgs->keys[i], "*") ? imgs->keys[i] : "";
-    bool map = iv->kind == TW_NODE_MAP;
-    for (size_t j = 0; j < (map ? iv->n : 1); j++) {
-      const struct tw_node *e = map ? iv->items[j] : iv;
-      enum tw_arch arch = TW_ARCH_ANY;
-      if (map && !strcmp(iv->keys[j], "x86_64"))
-        arch = TW_ARCH_X86_64;
-      else if (map && !strcmp(iv->keys[j], "arm64"))
-        arch = TW_ARCH_ARM64;
-      else if (map)
-        return tw_err_field(err, TW_E_INVALID, "images",
-                            "images.%s.%s: expected x86_64 or arm64",
-                            imgs->keys[i], iv->keys[j]);
-      if (e->kind != TW_NODE_SCALAR ||
-          strlen(imgs->keys[i]) >= TW_MODEL_NAME_MAX)
-        return tw_err_field(err, TW_E_INVALID, "images",
-                            "images.%s: expected an image id or "
-                            "{x86_64: id, arm64: id}",
-                            imgs->keys[i]);
-      struct aws_image *im = &a->images[a->n_images++];
-      TW_SET(im->region, region);
-      im->arch = arch;
-      im->image = tw_strdup(e->str);
-    }
-  }
 
   /* subnets: {us-east-1a: subnet-..., us-west-2: subnet-...} */
   const struct tw_node *sn = tw_node_get(cfg, "subnets");
@@ -837,7 +767,8 @@ static enum tw_rc aws_launch(struct tw_provider *p, const struct tw_launch *req,
                       "aws launch: region %s is not configured for %s",
                       o->region, p->account);
   const char *image =
-      req->image ? req->image : image_for(a, o->region, o->arch);
+      req->image ? req->image
+                 : tw_adapter_image_for(&a->images, o->region, o->arch);
   if (!image)
     return tw_err_field(err, TW_E_INVALID, "image",
                         "aws launch: no image for region %s and %s (set "
@@ -895,8 +826,8 @@ static enum tw_rc aws_launch(struct tw_provider *p, const struct tw_launch *req,
   int64_t disk_gb = req->disk_size_gb ? req->disk_size_gb : a->disk_size_gb;
   /* tier words as EBS volume types: standard (HDD), gp3, gp3, io2 */
   static const char *const tiers[4] = {"standard", "gp3", "gp3", "io2"};
-  const char *disk_type =
-      tw_adapter_disk_tier(tiers, req->disk_type ? req->disk_type : a->disk_type);
+  const char *disk_type = tw_adapter_disk_tier(
+      tiers, req->disk_type ? req->disk_type : a->disk_type);
   if (disk_gb || disk_type) {
     char gb[24];
     form_add(&f, "BlockDeviceMapping.1.DeviceName", a->root_device);
@@ -1318,10 +1249,9 @@ static enum tw_rc pricing_call(struct tw_provider *p, const struct tw_buf *body,
   rc = tw_http_do(a->http, &req, &resp, err);
   if (rc == TW_OK && resp.status != 200)
     rc = tw_err_set(err,
-                    resp.status == 429 || resp.status >= 500 ? TW_E_RETRYABLE
-                    : resp.status == 401 || resp.status == 403
-                        ? TW_E_AUTH
-                        : TW_E_INVALID,
+                    resp.status == 429 || resp.status >= 500   ? TW_E_RETRYABLE
+                    : resp.status == 401 || resp.status == 403 ? TW_E_AUTH
+                                                               : TW_E_INVALID,
                     "aws pricing GetProducts: HTTP %ld", resp.status);
   if (rc == TW_OK) {
     tw_buf_release(out);

@@ -43,12 +43,6 @@
 static const char *const az_disk_tiers[4] = {"Standard_LRS", "StandardSSD_LRS",
                                              "Premium_LRS", "Premium_LRS"};
 
-struct az_image {
-  char region[TW_MODEL_NAME_MAX]; /* "" = default */
-  enum tw_arch arch;              /* TW_ARCH_ANY: every architecture */
-  char *image;
-};
-
 struct az_prices {
   char region[TW_MODEL_NAME_MAX];
   int64_t fetched_ms;
@@ -75,8 +69,7 @@ struct az_ctx {
   char *compute_api, *resources_api, *skus_api, *prices_api;
   long timeout_ms, connect_timeout_ms;
   char *ca_file;
-  struct az_image *images;
-  size_t n_images;
+  struct tw_adapter_images images;
   char *admin_user, *ssh_key, *subnet_id, *os_disk_type, *eviction_policy;
   int64_t os_disk_gb; /* osDisk.diskSizeGB; 0: the image's */
   char *vm_identity;  /* "system" or a user-assigned identity's id */
@@ -269,9 +262,7 @@ static void az_free(struct tw_provider *p) {
   free(a->skus_api);
   free(a->prices_api);
   free(a->ca_file);
-  for (size_t i = 0; i < a->n_images; i++)
-    free(a->images[i].image);
-  free(a->images);
+  tw_adapter_images_release(&a->images);
   free(a->admin_user);
   free(a->ssh_key);
   free(a->subnet_id);
@@ -563,45 +554,9 @@ static enum tw_rc az_init(struct tw_provider *p, const struct tw_node *cfg,
 
   /* image: a URN "publisher:offer:sku:version" or an image resource id,
    * for every region; images: {region: ...}. */
-  const char *img;
-  if ((rc = tw_provider_cfg_str(cfg, "image", NULL, &img, err)))
+  if ((rc = tw_adapter_images_read(cfg, "an image URN or resource id",
+                                   &a->images, err)))
     return rc;
-  const struct tw_node *imgs = tw_node_get(cfg, "images");
-  if (imgs && imgs->kind != TW_NODE_MAP)
-    return tw_err_field(err, TW_E_INVALID, "images",
-                        "images: expected a mapping of regions to images");
-  /* images: {region: image} or {region: {x86_64: image, arm64: image}};
-   * region "*": every region */
-  size_t cap = 1;
-  for (size_t i = 0; imgs && i < imgs->n; i++)
-    cap += imgs->items[i]->kind == TW_NODE_MAP ? imgs->items[i]->n : 1;
-  a->images = tw_calloc(cap, sizeof *a->images);
-  if (img)
-    a->images[a->n_images++].image = tw_strdup(img);
-  for (size_t i = 0; imgs && i < imgs->n; i++) {
-    const struct tw_node *iv = imgs->items[i];
-    bool map = iv->kind == TW_NODE_MAP;
-    for (size_t j = 0; j < (map ? iv->n : 1); j++) {
-      const struct tw_node *e = map ? iv->items[j] : iv;
-      enum tw_arch arch = TW_ARCH_ANY;
-      if (map && !strcmp(iv->keys[j], "x86_64"))
-        arch = TW_ARCH_X86_64;
-      else if (map && !strcmp(iv->keys[j], "arm64"))
-        arch = TW_ARCH_ARM64;
-      else if (map)
-        return tw_err_field(err, TW_E_INVALID, "images",
-                            "images.%s.%s: expected x86_64 or arm64",
-                            imgs->keys[i], iv->keys[j]);
-      if (e->kind != TW_NODE_SCALAR ||
-          strlen(imgs->keys[i]) >= TW_MODEL_NAME_MAX)
-        return tw_err_field(err, TW_E_INVALID, "images",
-                            "images.%s: expected an image", imgs->keys[i]);
-      struct az_image *im = &a->images[a->n_images++];
-      TW_SET(im->region, strcmp(imgs->keys[i], "*") ? imgs->keys[i] : "");
-      im->arch = arch;
-      im->image = tw_strdup(e->str);
-    }
-  }
   if ((rc = tw_provider_cfg_int(cfg, "os_disk_size_gb", 0, 4095, 0,
                                 &a->os_disk_gb, err)) ||
       (rc = tw_provider_cfg_strdup(cfg, "vm_identity", NULL, &a->vm_identity,
@@ -616,26 +571,6 @@ static enum tw_rc az_init(struct tw_provider *p, const struct tw_node *cfg,
   ho.sleep_ms = http_sleep;
   ho.sleep_ctx = a;
   return tw_http_new(&ho, &a->http, err);
-}
-
-/* The region's image for arch, the region's for any, then the defaults'. */
-static const char *image_for(const struct az_ctx *a, const char *region,
-                             enum tw_arch arch) {
-  const char *best = NULL;
-  int best_score = -1;
-  for (size_t i = 0; i < a->n_images; i++) {
-    const struct az_image *im = &a->images[i];
-    bool here = !strcmp(im->region, region);
-    if ((!here && im->region[0]) ||
-        (im->arch != TW_ARCH_ANY && im->arch != arch))
-      continue;
-    int score = (here ? 2 : 0) + (im->arch != TW_ARCH_ANY);
-    if (score > best_score) {
-      best_score = score;
-      best = im->image;
-    }
-  }
-  return best;
 }
 
 /* ---- identity: OAuth2 client credentials --------------------------------- */
@@ -1113,7 +1048,8 @@ static enum tw_rc vm_body(struct az_ctx *a, const struct tw_launch *req,
                           const char *name, char **out, struct tw_err *err) {
   const struct tw_offer *o = req->offer;
   const char *image =
-      req->image ? req->image : image_for(a, o->region, o->arch);
+      req->image ? req->image
+                 : tw_adapter_image_for(&a->images, o->region, o->arch);
   if (!image)
     return tw_err_field(err, TW_E_INVALID, "image",
                         "azure launch: no image for region %s (set image or "
@@ -1172,8 +1108,7 @@ static enum tw_rc vm_body(struct az_ctx *a, const struct tw_launch *req,
       "deleteOption", "Delete", "managedDisk", "storageAccountType",
       tw_adapter_disk_tier(az_disk_tiers,
                            req->disk_type ? req->disk_type : a->os_disk_type),
-      "osProfile", os,
-      "networkProfile", "networkApiVersion", "2022-11-01",
+      "osProfile", os, "networkProfile", "networkApiVersion", "2022-11-01",
       "networkInterfaceConfigurations", "name", nic, "properties", "primary", 1,
       "deleteOption", "Delete", "ipConfigurations", "name", "ipconfig1",
       "properties", "subnet", "id", a->subnet_id);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tests/integration/twtest_real_catalog.h"
 #include "tests/twtest.h"
 #include "billing/catalog/catalog.h"
 #include "broker/base/node.h"
@@ -28,22 +29,6 @@
 #include "policies/place/policy.h"
 #include "providers/registry.h"
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  struct tw_buf b;
-  tw_buf_init(&b);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    tw_buf_add(&b, chunk, n);
-  fclose(f);
-  *len = b.len;
-  return b.data ? tw_buf_detach(&b) : calloc(1, 1);
-}
-
-static struct tw_regions *regions;
 static char dir[1100];
 static int failed;
 
@@ -57,41 +42,6 @@ static int failed;
     }                                                                          \
   } while (0)
 
-static struct tw_cat_snap *load(const char *rel, const char *provider,
-                                const char *columns, const char *type,
-                                const struct tw_csv_specs *specs) {
-  char path[2048];
-  snprintf(path, sizeof path, "%s/%s", dir, rel);
-  size_t len;
-  char *text = slurp(path, &len);
-  if (!text) {
-    CHECK(false, "cannot read %s", path);
-    return NULL;
-  }
-  struct tw_csv_opts o = {.provider = provider,
-                          .columns = columns,
-                          .instance_type = type,
-                          .specs = specs,
-                          .regions = regions,
-                          .adapters = tw_adapters};
-  struct tw_cat_source_info info;
-  memset(&info, 0, sizeof info);
-  snprintf(info.name, sizeof info.name, "%.60s", rel);
-  snprintf(info.kind, sizeof info.kind, "file");
-  struct tw_cat_snap *s = NULL;
-  struct tw_err err = {0};
-  if (tw_cat_snap_from_csv(text, len, &o, &info, &s, &err))
-    CHECK(false, "%s: %s", rel, err.msg);
-  free(text);
-  return s;
-}
-
-/* The merged catalog as placement's offers, made one at a time. */
-static const struct tw_offer *snap_get(const struct tw_offer_source *src,
-                                       size_t i, struct tw_offer *scratch) {
-  tw_cat_snap_to_offer(src->ctx, i, scratch);
-  return scratch;
-}
 
 /* The issue's chain.  The 1 TB sits in a GCS bucket of the EU
  * multi-region, registered as readable in place from europe-west1 and
@@ -115,46 +65,11 @@ static const char *const CHAIN =
 static void gcs_chain_jointly_at_the_issues_price_or_below(void **state) {
   (void)state;
   struct tw_err err = {0};
-  assert_int_equal(tw_regions_builtin(&regions, &err), TW_OK);
-  struct tw_cat_snap *srcs[32];
-  size_t n = 0;
-  srcs[n++] = load("anycloud/azure/vms.csv", "azure", NULL, NULL, NULL);
-  srcs[n++] = load("anycloud/gcp/vms.csv", "gcp", NULL, NULL, NULL);
-  char sp_path[2048];
-  snprintf(sp_path, sizeof sp_path, "%s/skypilot/aws_v8_subset/specs.csv", dir);
-  size_t sp_len;
-  char *sp_text = slurp(sp_path, &sp_len);
-  struct tw_csv_specs *specs = NULL;
-  if (!sp_text || tw_csv_specs_load(sp_text, sp_len, &specs, &err)) {
-    CHECK(false, "specs %s", sp_path);
-  } else {
-    char sub[2048];
-    snprintf(sub, sizeof sub, "%s/skypilot/aws_v8_subset", dir);
-    DIR *d = opendir(sub);
-    struct dirent *e;
-    while (d && (e = readdir(d)) && n < 30) {
-      size_t l = strlen(e->d_name);
-      if (l < 6 || strcmp(e->d_name + l - 5, ".rows"))
-        continue;
-      char rel[512], type[256];
-      snprintf(rel, sizeof rel, "skypilot/aws_v8_subset/%s", e->d_name);
-      snprintf(type, sizeof type, "%.*s", (int)(l - 5), e->d_name);
-      srcs[n++] = load(rel, "aws", "Price,SpotPrice,Region,AvailabilityZone",
-                       type, specs);
-    }
-    if (d)
-      closedir(d);
-  }
-  srcs[n++] = load("skypilot/aws_vms_v8_excerpt_p5.48xlarge.csv", "aws", NULL,
-                   NULL, NULL);
-  for (size_t i = 0; i < n; i++)
-    assert_non_null(srcs[i]);
-  struct tw_cat_snap *m = NULL;
-  tw_cat_snap_merge(srcs, n, NULL, tw_adapters, 1, 0, &m);
-  struct tw_offer_source src = {
-      .n = tw_cat_snap_count(m), .get = snap_get, .ctx = m, .stable = false};
-  struct tw_offer_index *ix = NULL;
-  assert_int_equal(tw_offer_index_build(&src, &ix, &err), TW_OK);
+  struct twtest_real cat;
+  int bad = twtest_real_open(&cat, dir);
+  failed += bad;
+  assert_int_equal(bad, 0);
+  struct tw_offer_index *ix = cat.ix;
   struct tw_policy_set *set = tw_policy_set_default();
   struct tw_node *root = NULL;
   assert_int_equal(tw_node_parse_yaml(CHAIN, strlen(CHAIN), &root, &err),
@@ -174,7 +89,7 @@ static void gcs_chain_jointly_at_the_issues_price_or_below(void **state) {
   struct tw_buf b;
   tw_buf_init(&b);
   tw_joint_explain(&r, &p, &b);
-  printf("%zu offers, %llu plans\n%s", tw_cat_snap_count(m),
+  printf("%zu offers, %llu plans\n%s", tw_cat_snap_count(cat.merged),
          (unsigned long long)r.plans, b.data);
   printf("greedy %.6f joint %.6f (issue: greedy 33.71, joint 22.34)\n",
          r.greedy.total_uusd / 1e6, r.joint.total_uusd / 1e6);
@@ -200,13 +115,7 @@ static void gcs_chain_jointly_at_the_issues_price_or_below(void **state) {
   tw_joint_problem_release(&p);
   tw_dataset_set_release(&ds);
   tw_policy_set_unref(set);
-  tw_offer_index_unref(ix);
-  tw_cat_snap_release(m);
-  for (size_t i = 0; i < n; i++)
-    tw_cat_snap_release(srcs[i]);
-  tw_csv_specs_free(specs);
-  free(sp_text);
-  tw_regions_free(regions);
+  twtest_real_close(&cat);
   assert_int_equal(failed, 0);
 }
 

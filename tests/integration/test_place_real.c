@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tests/integration/twtest_real_catalog.h"
 #include "tests/twtest.h"
 #include "billing/catalog/catalog.h"
 #include "broker/core/spec.h"
@@ -28,22 +29,6 @@
 #include "policies/place/policy.h"
 #include "providers/registry.h"
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  struct tw_buf b;
-  tw_buf_init(&b);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    tw_buf_add(&b, chunk, n);
-  fclose(f);
-  *len = b.len;
-  return b.data ? tw_buf_detach(&b) : calloc(1, 1);
-}
-
-static struct tw_regions *regions;
 static char dir[1100];
 static int failed;
 
@@ -57,42 +42,6 @@ static int failed;
     }                                                                          \
   } while (0)
 
-static struct tw_cat_snap *load(const char *rel,
-                                const char *provider, const char *columns,
-                                const char *type,
-                                const struct tw_csv_specs *specs) {
-  char path[2048];
-  snprintf(path, sizeof path, "%s/%s", dir, rel);
-  size_t len;
-  char *text = slurp(path, &len);
-  if (!text) {
-    CHECK(false, "cannot read %s", path);
-    return NULL;
-  }
-  struct tw_csv_opts o = {.provider = provider,
-                          .columns = columns,
-                          .instance_type = type,
-                          .specs = specs,
-                          .regions = regions,
-                          .adapters = tw_adapters};
-  struct tw_cat_source_info info;
-  memset(&info, 0, sizeof info);
-  snprintf(info.name, sizeof info.name, "%.60s", rel);
-  snprintf(info.kind, sizeof info.kind, "file");
-  struct tw_cat_snap *s = NULL;
-  struct tw_err err = {0};
-  if (tw_cat_snap_from_csv(text, len, &o, &info, &s, &err))
-    CHECK(false, "%s: %s", rel, err.msg);
-  free(text);
-  return s;
-}
-
-/* The merged catalog as placement's offers, made one at a time. */
-static const struct tw_offer *snap_get(const struct tw_offer_source *src,
-                                       size_t i, struct tw_offer *scratch) {
-  tw_cat_snap_to_offer(src->ctx, i, scratch);
-  return scratch;
-}
 
 /* SkyPilot's choices on those catalogs (1 h, one node), from the issue. */
 static const struct {
@@ -140,55 +89,13 @@ static const struct {
 static void sixteen_asks_at_skypilots_price_or_below(void **state) {
   (void)state;
   struct tw_err err = {0};
-  assert_int_equal(tw_regions_builtin(&regions, &err), TW_OK);
-  /* the anycloud Azure and GCP files and SkyPilot's AWS rows */
-  struct tw_cat_snap *srcs[32];
-  size_t n = 0;
-  srcs[n++] = load("anycloud/azure/vms.csv", "azure", NULL, NULL, NULL);
-  srcs[n++] = load("anycloud/gcp/vms.csv", "gcp", NULL, NULL, NULL);
-  char sp_path[2048];
-  snprintf(sp_path, sizeof sp_path, "%s/skypilot/aws_v8_subset/specs.csv", dir);
-  size_t sp_len;
-  char *sp_text = slurp(sp_path, &sp_len);
-  struct tw_csv_specs *specs = NULL;
-  if (!sp_text || tw_csv_specs_load(sp_text, sp_len, &specs, &err)) {
-    CHECK(false, "specs %s", sp_path);
-  } else {
-    char sub[2048];
-    snprintf(sub, sizeof sub, "%s/skypilot/aws_v8_subset", dir);
-    DIR *d = opendir(sub);
-    struct dirent *e;
-    while (d && (e = readdir(d)) && n < 30) {
-      size_t l = strlen(e->d_name);
-      if (l < 6 || strcmp(e->d_name + l - 5, ".rows"))
-        continue;
-      char rel[512], type[256];
-      snprintf(rel, sizeof rel, "skypilot/aws_v8_subset/%s", e->d_name);
-      snprintf(type, sizeof type, "%.*s", (int)(l - 5), e->d_name);
-      srcs[n++] =
-          load(rel, "aws", "Price,SpotPrice,Region,AvailabilityZone", type,
-               specs);
-    }
-    if (d)
-      closedir(d);
-  }
-  /* after the v8 subset, which wins where both list an offer (the first
-   * source does): the transcribed excerpt's apse3-az1 spot price is its
-   * on-demand price (75.9552), the subset's 7.5955 is what SkyPilot chose */
-  srcs[n++] = load("skypilot/aws_vms_v8_excerpt_p5.48xlarge.csv", "aws", NULL,
-                   NULL, NULL);
-  for (size_t i = 0; i < n; i++)
-    assert_non_null(srcs[i]);
-  struct tw_cat_snap *m = NULL;
-  tw_cat_snap_merge(srcs, n, NULL, tw_adapters, 1, 0, &m);
-  struct tw_offer_source src = {.n = tw_cat_snap_count(m),
-                                .get = snap_get,
-                                .ctx = m,
-                                .stable = false};
-  struct tw_offer_index *ix = NULL;
-  assert_int_equal(tw_offer_index_build(&src, &ix, &err), TW_OK);
+  struct twtest_real cat;
+  int bad = twtest_real_open(&cat, dir);
+  failed += bad;
+  assert_int_equal(bad, 0);
+  struct tw_offer_index *ix = cat.ix;
   struct tw_policy_set *set = tw_policy_set_default();
-  printf("%zu offers\n", tw_cat_snap_count(m));
+  printf("%zu offers\n", tw_cat_snap_count(cat.merged));
   printf("%-38s %-62s %12s %12s\n", "ask", "Tradewind's choice", "$/h",
          "SkyPilot");
   for (size_t a = 0; a < sizeof ASKS / sizeof ASKS[0]; a++) {
@@ -230,13 +137,11 @@ static void sixteen_asks_at_skypilots_price_or_below(void **state) {
       printf("%-38s %-62s %12.6f %12.6f\n", ASKS[a].what, c->id,
              c->price_uusd_per_hour / 1e6, ASKS[a].skypilot_uusd / 1e6);
       CHECK(c->price_uusd_per_hour <= ASKS[a].skypilot_uusd,
-               "%s: %s at %" PRId64 " uUSD/h, over SkyPilot's %" PRId64,
-               ASKS[a].what, c->id, c->price_uusd_per_hour,
-               ASKS[a].skypilot_uusd);
-      CHECK(c->arch != TW_ARCH_ARM64 && !c->type_traits &&
-                   !c->quarantine[0],
-               "%s: %s is arm64, burstable, confidential or quarantined",
-               ASKS[a].what, c->id);
+            "%s: %s at %" PRId64 " uUSD/h, over SkyPilot's %" PRId64,
+            ASKS[a].what, c->id, c->price_uusd_per_hour, ASKS[a].skypilot_uusd);
+      CHECK(c->arch != TW_ARCH_ARM64 && !c->type_traits && !c->quarantine[0],
+            "%s: %s is arm64, burstable, confidential or quarantined",
+            ASKS[a].what, c->id);
     }
     /* the counts agree with the reference scan (every offer visited) */
     struct tw_plan_opts ro = {.counts = true, .scan = true, .candidates = 64};
@@ -262,30 +167,23 @@ static void sixteen_asks_at_skypilots_price_or_below(void **state) {
     for (size_t k = 0; k < p.n; k++) {
       const struct tw_offer *c = p.cands[k].offer;
       CHECK(tw_place_accel_satisfies(&spec, c->accel_name, c->accel_count),
-               "%s: %s (%d x %s) does not satisfy the ask", ASKS[a].what,
-               c->id, c->accel_count, c->accel_name);
+            "%s: %s (%d x %s) does not satisfy the ask", ASKS[a].what, c->id,
+            c->accel_count, c->accel_name);
       if (spec.cpus)
-        CHECK(c->vcpus >= spec.cpus &&
-                     c->memory_mib >= spec.memory_mib,
-                 "%s: %s is too small", ASKS[a].what, c->id);
+        CHECK(c->vcpus >= spec.cpus && c->memory_mib >= spec.memory_mib,
+              "%s: %s is too small", ASKS[a].what, c->id);
       /* a machine with bundled GPUs is offered with them, at their price */
       bool gpu_machine = !strncmp(c->instance_type, "a2-", 3) ||
                          !strncmp(c->instance_type, "a3-", 3) ||
                          !strncmp(c->instance_type, "g2-", 3);
       CHECK(!gpu_machine || c->accel_count > 0,
-               "%s: %s offered without its GPUs", ASKS[a].what, c->id);
+            "%s: %s offered without its GPUs", ASKS[a].what, c->id);
     }
     tw_plan_release(&p);
     tw_spec_release(&spec);
   }
   tw_policy_set_unref(set);
-  tw_offer_index_unref(ix);
-  tw_cat_snap_release(m);
-  for (size_t i = 0; i < n; i++)
-    tw_cat_snap_release(srcs[i]);
-  tw_csv_specs_free(specs);
-  free(sp_text);
-  tw_regions_free(regions);
+  twtest_real_close(&cat);
   assert_int_equal(failed, 0);
 }
 

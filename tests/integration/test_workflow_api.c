@@ -4,7 +4,6 @@
  * /graph, DELETE, and the problems bad documents get. */
 #include "tests/twtest.h"
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <strings.h>
 #include <unistd.h>
@@ -13,72 +12,37 @@
 #include "broker/base/mem.h"
 #include "broker/core/store.h"
 #include "broker/core/store_flow.h"
+#include "tests/integration/twtest_daemon.h"
 
 static char dir[64], dbpath[128];
 static struct tw_store *store;
 static struct tw_api *api;
-static CURL *curl;
 static int port;
 
 struct resp {
   long status;
-  struct tw_buf body;
-  char location[128];
+  struct twtest_resp r;
+  const char *body; /* r.body */
   json_t *json;
 };
-
-static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
-  tw_buf_add(&((struct resp *)ud)->body, p, sz * n);
-  return sz * n;
-}
-
-static size_t on_header(char *p, size_t sz, size_t n, void *ud) {
-  struct resp *r = ud;
-  size_t len = sz * n;
-  if (len > 9 && !strncasecmp(p, "location:", 9)) {
-    size_t l = len - 9;
-    const char *v = p + 9;
-    while (l && (*v == ' '))
-      v++, l--;
-    while (l && (v[l - 1] == '\r' || v[l - 1] == '\n'))
-      l--;
-    snprintf(r->location, sizeof r->location, "%.*s", (int)l, v);
-  }
-  return len;
-}
 
 static struct resp req(const char *method, const char *path,
                        const char *yaml) {
   struct resp r;
   memset(&r, 0, sizeof r);
-  tw_buf_init(&r.body);
-  char url[512];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
-  curl_easy_reset(curl);
-  curl_easy_setopt(curl, CURLOPT_URL, url);
-  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &r);
-  struct curl_slist *h = NULL;
-  if (yaml) {
-    h = curl_slist_append(h, "Content-Type: application/yaml");
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, yaml);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(yaml));
-  }
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
-  CURLcode cc = curl_easy_perform(curl);
-  curl_slist_free_all(h);
-  TW_CHECK(cc == CURLE_OK, "%s %s: %s", method, path, curl_easy_strerror(cc));
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
-  if (r.body.data)
-    r.json = json_loads(r.body.data, 0, NULL);
+  char base[64];
+  snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
+  int rc = twtest_http(base, method, path, yaml ? "application/yaml" : NULL,
+                       yaml, &r.r);
+  TW_CHECK(rc == 0, "%s %s: %s", method, path, r.r.error);
+  r.status = r.r.status;
+  r.body = r.r.body;
+  r.json = json_loads(r.r.body, 0, NULL);
   return r;
 }
 
 static void resp_free(struct resp *r) {
-  tw_buf_release(&r->body);
+  twtest_resp_release(&r->r);
   json_decref(r->json);
 }
 
@@ -107,14 +71,11 @@ static int setup(void **state) {
   if (tw_api_start(&ao, &api, &err))
     return -1;
   port = tw_api_port(api);
-  curl_global_init(CURL_GLOBAL_ALL);
-  curl = curl_easy_init();
   return 0;
 }
 
 static int teardown(void **state) {
   (void)state;
-  curl_easy_cleanup(curl);
   tw_api_stop(api);
   tw_store_close(store);
   const char *sfx[] = {"", "-wal", "-shm"};
@@ -139,13 +100,13 @@ static void workflow_round_trip(void **state) {
                       "  - {name: prep, job: {run: a}}\n"
                       "  - {name: train, depends: [prep], for_each: [x, y],"
                       " job: {run: b}}\n");
-  TW_CHECK(r.status == 201, "%ld: %s", r.status, r.body.data);
+  TW_CHECK(r.status == 201, "%ld: %s", r.status, r.body);
   const char *id = jstr(r.json, "id");
-  TW_CHECK(id && !strncmp(id, "w-", 2), "%s", r.body.data);
+  TW_CHECK(id && !strncmp(id, "w-", 2), "%s", r.body);
   char gid[64], path[128];
   snprintf(gid, sizeof gid, "%s", id);
   snprintf(path, sizeof path, "/v1/workflows/%s", gid);
-  TW_CHECK_STR(r.location, path);
+  TW_CHECK_STR(r.r.location, path);
   TW_CHECK_STR(jstr(r.json, "kind"), "workflow");
   TW_CHECK_STR(jstr(r.json, "state"), "running");
   TW_CHECK_INT(jint(r.json, "tasks"), 3);
@@ -161,7 +122,7 @@ static void workflow_round_trip(void **state) {
   resp_free(&r);
   snprintf(path, sizeof path, "/v1/workflows/%s/tasks?limit=2", gid);
   r = req("GET", path, NULL);
-  TW_CHECK(r.status == 200, "%ld: %s", r.status, r.body.data);
+  TW_CHECK(r.status == 200, "%ld: %s", r.status, r.body);
   json_t *items = json_object_get(r.json, "items");
   TW_CHECK_INT(json_array_size(items), 2);
   TW_CHECK_STR(jstr(json_array_get(items, 0), "state"), "pending");
@@ -170,7 +131,7 @@ static void workflow_round_trip(void **state) {
   resp_free(&r);
   snprintf(path, sizeof path, "/v1/workflows/%s/graph", gid);
   r = req("GET", path, NULL);
-  TW_CHECK(r.status == 200, "%ld: %s", r.status, r.body.data);
+  TW_CHECK(r.status == 200, "%ld: %s", r.status, r.body);
   json_t *edges = json_object_get(r.json, "edges");
   TW_CHECK_INT(json_array_size(edges), 2);
   TW_CHECK_INT(jint(json_array_get(edges, 0), "from"), 0);
@@ -179,7 +140,7 @@ static void workflow_round_trip(void **state) {
   resp_free(&r);
   snprintf(path, sizeof path, "/v1/workflows/%s", gid);
   r = req("DELETE", path, NULL);
-  TW_CHECK(r.status == 200, "%ld: %s", r.status, r.body.data);
+  TW_CHECK(r.status == 200, "%ld: %s", r.status, r.body);
   resp_free(&r);
   pass();
   r = req("GET", path, NULL);
@@ -197,10 +158,10 @@ static void workflow_round_trip(void **state) {
 static void arrays_and_dependencies_through_jobs(void **state) {
   (void)state;
   struct resp r = req("POST", "/v1/jobs", "name: sweep\narray: \"0-9%3\"\n");
-  TW_CHECK(r.status == 201, "%ld: %s", r.status, r.body.data);
+  TW_CHECK(r.status == 201, "%ld: %s", r.status, r.body);
   TW_CHECK_STR(jstr(r.json, "kind"), "array");
   TW_CHECK_INT(jint(r.json, "max_running"), 3);
-  TW_CHECK(!strncmp(r.location, "/v1/workflows/a-", 16), "%s", r.location);
+  TW_CHECK(!strncmp(r.r.location, "/v1/workflows/a-", 16), "%s", r.r.location);
   char aid[64];
   snprintf(aid, sizeof aid, "%s", jstr(r.json, "id"));
   resp_free(&r);
@@ -208,7 +169,7 @@ static void arrays_and_dependencies_through_jobs(void **state) {
   char y[256];
   snprintf(y, sizeof y, "name: after\ndepends_on: \"afterok:%s\"\n", aid);
   r = req("POST", "/v1/jobs", y);
-  TW_CHECK(r.status == 201, "%ld: %s", r.status, r.body.data);
+  TW_CHECK(r.status == 201, "%ld: %s", r.status, r.body);
   TW_CHECK_STR(jstr(r.json, "state"), "waiting");
   resp_free(&r);
   r = req("GET", "/v1/jobs?state=waiting", NULL);
@@ -236,7 +197,7 @@ static void bad_documents_get_problems(void **state) {
   };
   for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
     struct resp r = req("POST", BAD[i].path, BAD[i].body);
-    TW_CHECK(r.status == 400, "case %zu: %ld %s", i, r.status, r.body.data);
+    TW_CHECK(r.status == 400, "case %zu: %ld %s", i, r.status, r.body);
     TW_CHECK_STR(jstr(r.json, "field"), BAD[i].field);
     resp_free(&r);
   }
@@ -249,16 +210,16 @@ static void the_list_pages_and_filters(void **state) {
   (void)state;
   struct resp r = req("POST", "/v1/workflows",
                       "name: l1\ntasks:\n  - {name: a, job: {run: a}}\n");
-  TW_CHECK(r.status == 201, "%ld: %s", r.status, r.body.data);
+  TW_CHECK(r.status == 201, "%ld: %s", r.status, r.body);
   resp_free(&r);
   r = req("POST", "/v1/workflows",
           "name: l2\ntasks:\n  - {name: a, job: {run: a}}\n");
-  TW_CHECK(r.status == 201, "%ld: %s", r.status, r.body.data);
+  TW_CHECK(r.status == 201, "%ld: %s", r.status, r.body);
   resp_free(&r);
   /* newest first: (created_at, id) descending; groups made in the same
    * millisecond are ordered by id */
   r = req("GET", "/v1/workflows", NULL);
-  TW_CHECK(r.status == 200, "%ld: %s", r.status, r.body.data);
+  TW_CHECK(r.status == 200, "%ld: %s", r.status, r.body);
   json_t *items = json_object_get(r.json, "items");
   TW_CHECK_INT(json_array_size(items), 4);
   char all[4][64], names[160] = "";
@@ -272,7 +233,7 @@ static void the_list_pages_and_filters(void **state) {
       json_t *prev = json_array_get(items, i - 1);
       int c = strcmp(jstr(prev, "created_at"), jstr(it, "created_at"));
       TW_CHECK(c > 0 || (c == 0 && strcmp(all[i - 1], all[i]) > 0),
-               "not newest first at %zu: %s", i, r.body.data);
+               "not newest first at %zu: %s", i, r.body);
     }
     if (!strcmp(jstr(it, "name"), "sweep")) {
       TW_CHECK_STR(jstr(it, "kind"), "array");
@@ -284,7 +245,7 @@ static void the_list_pages_and_filters(void **state) {
            "%s", names);
   TW_CHECK_STR(names + 6, "sweep,pipe");
   TW_CHECK(json_is_null(json_object_get(r.json, "next_cursor")), "%s",
-           r.body.data);
+           r.body);
   resp_free(&r);
   /* two pages of two: the same four in the same order */
   r = req("GET", "/v1/workflows?limit=2", NULL);
@@ -294,17 +255,17 @@ static void the_list_pages_and_filters(void **state) {
   TW_CHECK_STR(jstr(json_array_get(items, 1), "id"), all[1]);
   char path[128];
   const char *cur = jstr(r.json, "next_cursor");
-  TW_CHECK(cur, "%s", r.body.data);
+  TW_CHECK(cur, "%s", r.body);
   snprintf(path, sizeof path, "/v1/workflows?limit=2&cursor=%s", cur);
   resp_free(&r);
   r = req("GET", path, NULL);
-  TW_CHECK(r.status == 200, "%ld: %s", r.status, r.body.data);
+  TW_CHECK(r.status == 200, "%ld: %s", r.status, r.body);
   items = json_object_get(r.json, "items");
   TW_CHECK_INT(json_array_size(items), 2);
   TW_CHECK_STR(jstr(json_array_get(items, 0), "id"), all[2]);
   TW_CHECK_STR(jstr(json_array_get(items, 1), "id"), all[3]);
   TW_CHECK(json_is_null(json_object_get(r.json, "next_cursor")), "%s",
-           r.body.data);
+           r.body);
   resp_free(&r);
   r = req("GET", "/v1/workflows?state=cancelled", NULL);
   items = json_object_get(r.json, "items");
@@ -315,7 +276,7 @@ static void the_list_pages_and_filters(void **state) {
   TW_CHECK_INT(json_array_size(json_object_get(r.json, "items")), 3);
   resp_free(&r);
   r = req("GET", "/v1/workflows?tenant=nobody", NULL);
-  TW_CHECK(r.status == 200, "%ld: %s", r.status, r.body.data);
+  TW_CHECK(r.status == 200, "%ld: %s", r.status, r.body);
   TW_CHECK_INT(json_array_size(json_object_get(r.json, "items")), 0);
   resp_free(&r);
   static const struct {
@@ -327,7 +288,7 @@ static void the_list_pages_and_filters(void **state) {
   for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
     snprintf(path, sizeof path, "/v1/workflows?%s", BAD[i].q);
     r = req("GET", path, NULL);
-    TW_CHECK(r.status == 400, "%s: %ld %s", BAD[i].q, r.status, r.body.data);
+    TW_CHECK(r.status == 400, "%s: %ld %s", BAD[i].q, r.status, r.body);
     TW_CHECK_STR(jstr(r.json, "field"), BAD[i].field);
     resp_free(&r);
   }

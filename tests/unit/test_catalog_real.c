@@ -22,20 +22,6 @@
            "%s: got %" PRIu64 ", want %" PRIu64, what, (uint64_t)(got),        \
            (uint64_t)(want))
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  struct tw_buf b;
-  tw_buf_init(&b);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    tw_buf_add(&b, chunk, n);
-  fclose(f);
-  *len = b.len;
-  return b.data ? tw_buf_detach(&b) : calloc(1, 1);
-}
 
 static double now_s(void) {
   struct timespec ts;
@@ -51,7 +37,7 @@ static struct tw_cat_snap *load(const char *dir, const char *rel,
                                 char **text, size_t *len) {
   char path[2048];
   snprintf(path, sizeof path, "%s/%s", dir, rel);
-  *text = slurp(path, len);
+  *text = tw_test_slurp(path, len);
   if (!*text) {
     TW_FAIL("FAIL: cannot read %s", path);
     return NULL;
@@ -302,7 +288,7 @@ static void real_catalogs(void **state) {
   char sp_path[2048];
   snprintf(sp_path, sizeof sp_path, "%s/skypilot/aws_v8_subset/specs.csv", dir);
   size_t sp_len;
-  char *sp_text = slurp(sp_path, &sp_len);
+  char *sp_text = tw_test_slurp(sp_path, &sp_len);
   struct tw_csv_specs *specs = NULL;
   if (sp_text && tw_csv_specs_load(sp_text, sp_len, &specs, &err) == TW_OK) {
     char sub[2048];
@@ -352,7 +338,7 @@ static void real_catalogs(void **state) {
   char ra_path[2048];
   snprintf(ra_path, sizeof ra_path,
            "%s/../spot/aws-spot-advisor/spot-advisor-data.json", dir);
-  char *ra = slurp(ra_path, &len);
+  char *ra = tw_test_slurp(ra_path, &len);
   struct tw_cat_risk *risk = NULL;
   if (ra && tw_cat_risk_load(ra, len, &risk, &err) == TW_OK && aws) {
     CHECK_EQ(tw_cat_risk_count(risk), 14962, "spot advisor entries");

@@ -11,21 +11,8 @@
 
 #include "api/api.h"
 #include "broker/base/node.h"
+#include "tests/twtest.h"
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  struct tw_buf b;
-  tw_buf_init(&b);
-  char chunk[4096];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    tw_buf_add(&b, chunk, n);
-  fclose(f);
-  *len = b.len;
-  return tw_buf_detach(&b);
-}
 
 static void routes_match_the_document(void **state) {
   (void)state;
@@ -33,7 +20,7 @@ static void routes_match_the_document(void **state) {
   char path[1024];
   snprintf(path, sizeof path, "%s/api/openapi.yaml", src ? src : ".");
   size_t len = 0;
-  char *text = slurp(path, &len);
+  char *text = tw_test_slurp(path, &len);
   assert_non_null(text);
   struct tw_node *doc = NULL;
   struct tw_err err = {0};

@@ -619,20 +619,6 @@ static void test_names(void **state) {
 
 /* ---- configs/jobs ------------------------------------------------------ */
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  struct tw_buf b;
-  tw_buf_init(&b);
-  char chunk[4096];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    tw_buf_add(&b, chunk, n);
-  fclose(f);
-  *len = b.len;
-  return tw_buf_detach(&b);
-}
 
 static void test_example_jobs(void **state) {
   const char *src = getenv("TW_SOURCE_DIR");
@@ -654,7 +640,7 @@ static void test_example_jobs(void **state) {
     char path[2048];
     size_t len;
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    char *text = slurp(path, &len);
+    char *text = tw_test_slurp(path, &len);
     TW_CHECK(text != NULL, "cannot read %s", path);
     if (!text)
       continue;

@@ -8,7 +8,10 @@
  *     job waits, noted once, and runs again when capacity frees up.
  *   reservations_end_with_their_attempts: a finished job's share returns;
  *   concurrent_jobs_limit_holds_the_next_job;
- *   spot_share_zero_places_on_demand: the cheaper spot offer is skipped. */
+ *   spot_share_zero_places_on_demand: the cheaper spot offer is skipped;
+ *   quota_set_after_the_pass_began_is_seen: the quotas are read again
+ *     after the queue, so a pass that began before a quota change and a
+ *     submission judges the job by the new quota. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -316,6 +319,34 @@ static void spot_share_zero_goes_on_demand_past_many_spot_offers(void **state) {
   tw_job_rec_release(&ja);
 }
 
+/* A quota set after a pass began but before a job's submission is the
+ * one that job is placed under: the scheduler reads the quotas again
+ * after its queue (tw_tenancy_quotas_reload), so the view of
+ * place_begin, older than both, is not what judges the job. */
+static void quota_set_after_the_pass_began_is_seen(void **state) {
+  (void)state;
+  tenant("ml", "", 64, 0, -1, 100);
+  char a[TW_JOB_ID_LEN + 1];
+  tw_tenancy_place_begin(ten); /* the pass's first view: share 100 % */
+  struct tw_quota q, out;
+  tw_quota_init(&q);
+  q.vcpus = (struct tw_quota_limit){64, 0};
+  q.spot_share_pct = 0;
+  assert_int_equal(tw_tenancy_quota_set(ten, "ml", &q, 0, &out, NULL), TW_OK);
+  submit("name: a\ntenant: ml\nresources: {cpus: 8}\n", a);
+  struct tw_job_rec ja = get(a);
+  assert_true(tw_tenancy_spot_vcpus_left(ten, &ja) > 8); /* stale view */
+  assert_true(tw_tenancy_quotas_reload(ten));
+  assert_int_equal(tw_tenancy_spot_vcpus_left(ten, &ja), 0);
+  tw_job_rec_release(&ja);
+  /* and the pass itself: the job goes on demand at its first placement */
+  ticks(1);
+  ja = get(a);
+  assert_non_null(ja.placement_json);
+  assert_non_null(strstr(ja.placement_json, "\"market\":\"on-demand\""));
+  tw_job_rec_release(&ja);
+}
+
 int main(int argc, char **argv) {
   if (tw_test_pg_wanted(argc, argv)) {
     int r = tw_test_pg_init(&pg);
@@ -334,6 +365,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(
           spot_share_zero_goes_on_demand_past_many_spot_offers, setup,
           teardown),
+      cmocka_unit_test_setup_teardown(quota_set_after_the_pass_began_is_seen,
+                                      setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
