@@ -90,13 +90,19 @@ struct tw_daemon {
  * finds the lease gone, or cannot renew it within the lease, has lost it
  * and stops at once (exit 3): its loops may be mid-call, and a fresh start
  * as a follower is the one state known to be right.  Its supervisor
- * restarts it (systemd Restart=, packaging/tradewindd.service). */
+ * restarts it (systemd Restart=, packaging/tradewindd.service).  A renewal
+ * can hang rather than fail (the database behind a partition that drops
+ * packets: the statement waits in a socket nobody reads), so a watchdog
+ * thread of its own stops the leader too once its last renewal is that
+ * old, whatever the lease thread is waiting for.  Starting to lead (the
+ * reconciler's pass over every provider first) runs on a thread of its
+ * own, so the renewals go on meanwhile however long that pass takes. */
 struct daemon_ha {
   struct tw_daemon *d;
   char name[128];
   int64_t renew_ms, lease_ms;
-  pthread_t th;
-  bool started;
+  pthread_t th, wd, lead;
+  bool started, wd_started, lead_started;
   pthread_mutex_t mu;
   pthread_cond_t cv;
   bool stopping;
@@ -638,6 +644,23 @@ static void ha_beat(struct daemon_ha *h, int64_t epoch, int64_t now) {
     tw_log_debug("ha", "replica beat: %s", err.msg);
 }
 
+/* A new leader's start: the reconciler's pass, then the loops. */
+static void *ha_lead(void *arg) {
+  struct daemon_ha *h = arg;
+  int64_t t0 = ha_now();
+  pthread_mutex_lock(&h->mu);
+  int64_t epoch = h->epoch;
+  pthread_mutex_unlock(&h->mu);
+  struct tw_err serr = {0};
+  if (start_leading(h->d, &serr)) {
+    tw_log_error("ha", "cannot start leading: %s", serr.msg);
+    _exit(3);
+  }
+  tw_log_info("ha", "replica=%s epoch=%lld leads after %lld ms", h->name,
+              (long long)epoch, (long long)(ha_now() - t0));
+  return NULL;
+}
+
 static void *ha_main(void *arg) {
   struct daemon_ha *h = arg;
   struct tw_daemon *d = h->d;
@@ -680,13 +703,11 @@ static void *ha_main(void *arg) {
                   "replica=%s epoch=%lld leading (takeovers=%lld); "
                   "reconciling every provider before launching",
                   h->name, (long long)l.epoch, (long long)l.takeovers);
-      struct tw_err serr = {0};
-      if (start_leading(d, &serr)) {
-        tw_log_error("ha", "cannot start leading: %s", serr.msg);
+      if (pthread_create(&h->lead, NULL, ha_lead, h) != 0) {
+        tw_log_error("ha", "cannot start leading: no thread");
         _exit(3);
       }
-      tw_log_info("ha", "replica=%s epoch=%lld leads after %lld ms", h->name,
-                  (long long)l.epoch, (long long)(ha_now() - now));
+      h->lead_started = true;
     } else if (rc) {
       tw_log_debug("ha", "replica=%s lease: %s", h->name, err.msg);
     }
@@ -701,6 +722,37 @@ static void *ha_main(void *arg) {
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_sec += h->renew_ms / 1000;
     ts.tv_nsec += (h->renew_ms % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+  }
+  pthread_mutex_unlock(&h->mu);
+  return NULL;
+}
+
+/* The watchdog: a leader whose lease went unconfirmed for lease - renew
+ * stops, as the lease thread would after a failed renewal, even while that
+ * thread hangs in a renewal that neither succeeds nor fails. */
+static void *ha_watch(void *arg) {
+  struct daemon_ha *h = arg;
+  int64_t step = h->renew_ms / 4 > 10 ? h->renew_ms / 4 : 10;
+  pthread_mutex_lock(&h->mu);
+  while (!h->stopping) {
+    int64_t now = ha_now();
+    if (h->epoch > 0 && now - h->renewed_ms >= h->lease_ms - h->renew_ms) {
+      tw_log_error("ha",
+                   "replica=%s epoch=%lld lost the lease (no renewal for %lld "
+                   "ms); stopping so that a fresh start follows",
+                   h->name, (long long)h->epoch,
+                   (long long)(now - h->renewed_ms));
+      _exit(3);
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += step / 1000;
+    ts.tv_nsec += (step % 1000) * 1000000;
     if (ts.tv_nsec >= 1000000000) {
       ts.tv_sec++;
       ts.tv_nsec -= 1000000000;
@@ -728,6 +780,10 @@ static enum tw_rc ha_start(struct tw_daemon *d, struct tw_err *err) {
   if (pthread_create(&h->th, NULL, ha_main, h) != 0)
     return tw_err_set(err, TW_E_INTERNAL, "ha: cannot start the lease thread");
   h->started = true;
+  if (pthread_create(&h->wd, NULL, ha_watch, h) != 0)
+    return tw_err_set(err, TW_E_INTERNAL,
+                      "ha: cannot start the lease watchdog");
+  h->wd_started = true;
   tw_log_info("ha", "replica=%s renew_ms=%lld lease_ms=%lld following",
               h->name, (long long)h->renew_ms, (long long)h->lease_ms);
   return TW_OK;
@@ -742,10 +798,22 @@ static void ha_stop(struct tw_daemon *d) {
   if (h->started) {
     pthread_mutex_lock(&h->mu);
     h->stopping = true;
-    pthread_cond_signal(&h->cv);
+    pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
     pthread_join(h->th, NULL);
     h->started = false;
+  }
+  if (h->lead_started) { /* a start under way ends before the loops stop */
+    pthread_join(h->lead, NULL);
+    h->lead_started = false;
+  }
+  if (h->wd_started) {
+    pthread_mutex_lock(&h->mu);
+    h->stopping = true;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    pthread_join(h->wd, NULL);
+    h->wd_started = false;
   }
 }
 

@@ -28,6 +28,36 @@ tw_pg_variant(test_store_pg test_store)
 tw_pg_variant(test_ledger_pg test_ledger)
 # dependencies, arrays and workflows (store_flow.c)
 tw_pg_variant(test_flow_pg test_flow)
+# the audit chain (store_audit.c), tokens, quotas and secrets
+# (store_tenancy.c, store_secrets.c)
+tw_pg_variant(test_audit_pg test_audit)
+tw_pg_variant(test_tenancy_pg test_tenancy)
+# budgets and their alerts (store_budgets.c), the meter and the reports
+# over the ledger, the catalog's snapshots and price history
+# (store_catalog.c), the reconciler (store_reconcile.c), datasets
+# (store_datasets.c), the agent's rows (store_agent.c)
+tw_pg_variant(test_tenancy_budget_pg test_tenancy_budget)
+tw_pg_variant(test_meter_pg test_meter)
+tw_pg_variant(test_report_pg test_report)
+tw_pg_variant(test_catalog_pg test_catalog)
+tw_pg_variant(test_reconcile_pg test_reconcile)
+tw_pg_variant(test_plan_datasets_pg test_plan_datasets)
+tw_pg_variant(test_agent_broker_pg test_agent_broker)
+tw_pg_variant(test_agent_gang_pg test_agent_gang)
+tw_pg_variant(test_webhook_guard_pg test_webhook_guard)
+tw_pg_variant(test_catalog_api_pg test_catalog_api)
+# the scheduler's suites over tests/unit/sched_fixture.c (attempts, the
+# queue, gangs, fallback and the monitor; store.c, store_flow.c) and
+# quota admission (store_tenancy.c)
+tw_pg_variant(test_sched_pg test_sched)
+tw_pg_variant(test_launch_pg test_launch)
+tw_pg_variant(test_gang_pg test_gang)
+tw_pg_variant(test_calls_pg test_calls)
+tw_pg_variant(test_fallback_monitor_pg test_fallback_monitor)
+tw_pg_variant(test_flow_sched_pg test_flow_sched)
+tw_pg_variant(test_tenancy_quota_pg test_tenancy_quota)
+# the console's event stream (store_stream.c)
+tw_pg_variant(test_events_stream_pg test_events_stream)
 
 # The leader lease and its fence, on both backends.
 tw_add_test(test_ha_lease SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_ha_lease.c

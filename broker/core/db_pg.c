@@ -11,6 +11,8 @@
  *   REAL -> DOUBLE PRECISION, WITHOUT ROWID -> (nothing),
  *   IFNULL -> COALESCE, PRAGMA ...; -> (nothing)
  *   MIN(a, b), MAX(a, b) (sqlite's scalar forms) -> LEAST, GREATEST
+ *   json_extract(col, '$.key') -> (col::jsonb ->> 'key') (a text key of
+ *     a JSON object column, compared with text)
  *   CREATE TRIGGER t BEFORE UPDATE|DELETE ON x
  *     BEGIN SELECT RAISE(ABORT, 'why'); END;  (the one shape the schema
  *     uses: a table that refuses a change) -> a plpgsql function raising
@@ -19,7 +21,9 @@
  * its use, as sqlite's affinity does), blobs in binary; a statement whose
  * parameter the server cannot infer (`?9 IS NULL OR tenant = ?9`) is
  * prepared at its first step instead, that parameter typed as what was
- * bound to it (bigint, text, bytea).  Results come as
+ * bound to it (bigint, text, bytea); one whose text tests a parameter for
+ * NULL is known to be such without asking the server, whose refusal
+ * would abort the transaction the statement runs in.  Results come as
  * text, bytea decoded on demand.  A statement is prepared once per
  * connection (PQprepare); a connection found broken is reset before the
  * next statement and its statements prepared again. */
@@ -70,8 +74,10 @@ struct pst {
   bool simple;  /* transaction control or empty: PQexec */
   bool deferred; /* prepared at the first step, with the bound types */
   bool insert;
+  bool reads; /* a SELECT: may run again when the connection was dead */
   int nparams;
   uint64_t used; /* placeholders the text names (1 << (n - 1)) */
+  uint64_t nulltest; /* of those, the ones tested `IS [NOT] NULL` */
   struct param *p;
   PGresult *res;
   int row, nrows;
@@ -129,6 +135,40 @@ static const char *ident(const char *p, char *out, size_t n) {
     out[k++] = *p++;
   out[k] = 0;
   return k ? p : NULL;
+}
+
+/* json_extract(col, '$.key') at p, written to b as (col::jsonb ->> 'key');
+ * the end of its ")", or NULL when it is not that shape. */
+static const char *json_key(const char *p, struct buf *b) {
+  char col[64], key[64];
+  const char *e = words(p, "json_extract");
+  if (!e || *e != '(' || !(e = ident(e + 1, col, sizeof col)))
+    return NULL;
+  while (*e == ' ')
+    e++;
+  if (*e++ != ',')
+    return NULL;
+  while (*e == ' ')
+    e++;
+  if (strncmp(e, "'$.", 3))
+    return NULL;
+  e += 3;
+  size_t k = 0;
+  while (is_word(*e) && k + 1 < sizeof key)
+    key[k++] = *e++;
+  key[k] = 0;
+  if (!k || *e++ != '\'')
+    return NULL;
+  while (*e == ' ')
+    e++;
+  if (*e++ != ')')
+    return NULL;
+  puts_(b, "(");
+  puts_(b, col);
+  puts_(b, "::jsonb ->> '");
+  puts_(b, key);
+  puts_(b, "')");
+  return e;
 }
 
 /* sqlite's refusing trigger (see the head of the file) at p, written to
@@ -241,7 +281,7 @@ static char *translate(const char *sql, int *nparams, uint64_t *used) {
     }
     if (is_word(*p) && (p == sql || !is_word(p[-1]))) {
       const char *e;
-      if ((e = trigger(p, &b))) {
+      if ((e = trigger(p, &b)) || (e = json_key(p, &b))) {
         p = e;
         continue;
       }
@@ -427,13 +467,35 @@ static int untyped_param(const PGresult *r) {
   return atoi(m + 1);
 }
 
+/* The placeholders sql tests for NULL (`?N IS NULL`, `?N IS NOT NULL`):
+ * nothing else in such a test tells the server their type, so it cannot
+ * prepare the statement before they are bound (42P18), and a prepare it
+ * refuses inside a transaction aborts the transaction. */
+static uint64_t null_tested(const char *sql) {
+  uint64_t m = 0;
+  for (const char *q = sql; (q = strchr(q, '?'));) {
+    q++;
+    int n = 0;
+    while (isdigit((unsigned char)*q) && n <= 64)
+      n = n * 10 + (*q++ - '0');
+    while (*q == ' ')
+      q++;
+    if (n >= 1 && n <= 64 && !strncmp(q, "IS ", 3))
+      m |= 1ull << (n - 1);
+  }
+  return m;
+}
+
 /* Prepares st on d.  A number the text skips (?1 ?2 ?4) has no use to
  * infer its type from: text, as the NULL it is bound to.  With bound, a
  * parameter the server cannot type takes the type of its binding. */
 static int do_prepare(struct pdb *d, struct pst *st, bool bound) {
   Oid types[st->nparams ? st->nparams : 1];
-  for (int i = 0; i < st->nparams; i++)
+  for (int i = 0; i < st->nparams; i++) {
     types[i] = i < 64 && !(st->used & (1ull << i)) ? 25 : 0;
+    if (bound && i < 64 && (st->nulltest & (1ull << i)))
+      types[i] = st->p[i].type ? st->p[i].type : 25;
+  }
   for (int tries = 0; tries <= st->nparams; tries++) {
     PGresult *r = PQprepare(d->c, st->name, st->sql, st->nparams, types);
     if (PQresultStatus(r) == PGRES_COMMAND_OK) {
@@ -471,13 +533,20 @@ static int p_prepare(struct tw_db *db, const char *sql,
   while (*w == ' ')
     w++;
   st->insert = words(w, "INSERT") != NULL;
+  st->reads = words(w, "SELECT") != NULL;
   snprintf(st->name, sizeof st->name, "tw%u", d->next_name++);
   st->p = tw_calloc((size_t)(st->nparams ? st->nparams : 1), sizeof *st->p);
   st->row = -1;
+  st->nulltest = null_tested(sql);
+  st->deferred = st->nulltest != 0;
   for (int i = 0; i < d->n_late && !st->deferred; i++)
     st->deferred = d->late[i] == sql;
+  bool idle = PQtransactionStatus(d->c) == PQTRANS_IDLE;
   if (!st->simple && !st->deferred &&
-      (!ensure_conn(d) || do_prepare(d, st, false) != TW_DB_OK)) {
+      (!ensure_conn(d) || (do_prepare(d, st, false) != TW_DB_OK &&
+                           /* dead while idle: once more on a new one */
+                           !(idle && d->broken && ensure_conn(d) &&
+                             do_prepare(d, st, false) == TW_DB_OK)))) {
     free(st->sql);
     free(st->p);
     free(st);
@@ -610,27 +679,51 @@ static int p_step(struct tw_db_stmt *s) {
   clear_err(d);
   if (!ensure_conn(d))
     return TW_DB_ERROR;
-  PGresult *r;
-  if (st->simple) {
-    r = PQexec(d->c, st->sql);
-  } else {
-    if (st->deferred && st->gen != d->gen + 1u) {
-      /* first step: prepare with the types bound; gen + 1 marks it done */
-      if (do_prepare(d, st, true) != TW_DB_OK)
+  /* A connection that died while idle (the server restarted, a proxy cut
+   * it) looks fine until used: outside a transaction, a prepare, a read
+   * or BEGIN that finds it dead ran nothing, so it runs again, once, on
+   * a new connection rather than failing its caller. */
+  bool idle = PQtransactionStatus(d->c) == PQTRANS_IDLE;
+  PGresult *r = NULL;
+  for (int attempt = 0;; attempt++) {
+    bool again = attempt == 0 && idle;
+    if (st->simple) {
+      r = PQexec(d->c, st->sql);
+    } else {
+      int prc = TW_DB_OK;
+      if (st->deferred && st->gen != d->gen + 1u) {
+        /* first step: prepare with the types bound; gen + 1 marks it done */
+        if ((prc = do_prepare(d, st, true)) == TW_DB_OK)
+          st->gen = d->gen + 1u;
+      } else if (!st->deferred && st->gen != d->gen) {
+        prc = do_prepare(d, st, false);
+      }
+      if (prc != TW_DB_OK) {
+        if (again && d->broken && ensure_conn(d))
+          continue;
         return TW_DB_ERROR;
-      st->gen = d->gen + 1u;
-    } else if (!st->deferred && st->gen != d->gen &&
-               do_prepare(d, st, false) != TW_DB_OK) {
+      }
+      const char *vals[st->nparams ? st->nparams : 1];
+      int lens[st->nparams ? st->nparams : 1],
+          fmts[st->nparams ? st->nparams : 1];
+      for (int i = 0; i < st->nparams; i++) {
+        vals[i] = st->p[i].v;
+        lens[i] = st->p[i].len;
+        fmts[i] = st->p[i].fmt;
+      }
+      r = PQexecPrepared(d->c, st->name, st->nparams, vals, lens, fmts, 0);
+    }
+    ExecStatusType rt = PQresultStatus(r);
+    if (again && (st->simple || st->reads) && rt != PGRES_TUPLES_OK &&
+        rt != PGRES_COMMAND_OK && PQstatus(d->c) != CONNECTION_OK) {
+      PQclear(r);
+      r = NULL;
+      d->broken = true;
+      if (ensure_conn(d))
+        continue;
       return TW_DB_ERROR;
     }
-    const char *vals[st->nparams ? st->nparams : 1];
-    int lens[st->nparams ? st->nparams : 1], fmts[st->nparams ? st->nparams : 1];
-    for (int i = 0; i < st->nparams; i++) {
-      vals[i] = st->p[i].v;
-      lens[i] = st->p[i].len;
-      fmts[i] = st->p[i].fmt;
-    }
-    r = PQexecPrepared(d->c, st->name, st->nparams, vals, lens, fmts, 0);
+    break;
   }
   ExecStatusType t = PQresultStatus(r);
   if (t == PGRES_TUPLES_OK) {

@@ -30,7 +30,7 @@ static const char SQL_LATEST[] =
     " WHERE source = ?1 AND body IS NOT NULL ORDER BY id DESC LIMIT 1";
 static const char SQL_HISTORY[] =
     "SELECT price_uusd, observed_ms, snapshot FROM catalog_prices"
-    " WHERE offer_id = ?1 ORDER BY observed_ms DESC, rowid DESC LIMIT ?2";
+    " WHERE offer_id = ?1 ORDER BY observed_ms DESC, snapshot DESC LIMIT ?2";
 
 /* "catalog store: <what>: <sqlite's message>", as the catalog said. */
 static enum tw_rc fail(struct tw_db *db, const char *what, struct tw_err *err) {

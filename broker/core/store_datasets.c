@@ -18,8 +18,8 @@ static const char SQL_LOCATIONS[] =
 /* ?3: the reader's tenant (NULL: every dataset) */
 static const char SQL_LIST[] =
     "SELECT uri, size_bytes, created_ms, updated_ms, owner, shared "
-    "FROM datasets WHERE uri > ?1 AND (?3 IS NULL OR owner = ?3 OR shared)"
-    " ORDER BY uri LIMIT ?2";
+    "FROM datasets WHERE uri > ?1"
+    " AND (?3 IS NULL OR owner = ?3 OR shared = 1) ORDER BY uri LIMIT ?2";
 static const char SQL_ALL_LOCATIONS[] =
     "SELECT uri, location, cost_uusd FROM dataset_locations ORDER BY uri, "
     "created_ms";
@@ -35,8 +35,8 @@ static const char SQL_INSERT[] =
     " shared) VALUES (?1, ?2, ?3, ?3, ?4, CASE WHEN ?5 = 1 THEN 1 ELSE 0 END)"
     " ON CONFLICT (uri) DO UPDATE SET"
     " size_bytes = CASE WHEN excluded.size_bytes > 0 THEN excluded.size_bytes"
-    " ELSE size_bytes END, updated_ms = excluded.updated_ms,"
-    " shared = CASE WHEN ?5 >= 0 THEN ?5 ELSE shared END";
+    " ELSE datasets.size_bytes END, updated_ms = excluded.updated_ms,"
+    " shared = CASE WHEN ?5 >= 0 THEN ?5 ELSE datasets.shared END";
 static const char SQL_EXISTS[] = "SELECT 1 FROM datasets WHERE uri = ?1";
 static const char SQL_OWNER[] = "SELECT owner FROM datasets WHERE uri = ?1";
 static const char SQL_COUNT_LOC[] =

@@ -65,7 +65,7 @@ static const char SQL_TENANT_GAUGES[] =
     " SELECT j.tenant, 0, NULL, COUNT(*), SUM(a.price_uusd_per_hour)"
     "  FROM attempts a JOIN jobs j ON j.id = a.job_id"
     "  WHERE a.state IN ('launching', 'provisioning', 'running')"
-    "  GROUP BY j.tenant)"
+    "  GROUP BY j.tenant) AS g"
     " GROUP BY tenant ORDER BY tenant";
 
 struct gauge_arg {

@@ -22,10 +22,12 @@
 #include "broker/base/clock.h"
 #include "broker/base/mem.h"
 #include "broker/core/store.h"
+#include "tests/unit/pg_store.h"
 
 #define THREADS 2
 #define MAX_STREAMS 6
 
+static struct tw_test_pg pg; /* --backend=postgres: the same cases there */
 static char dir[64], dbpath[128];
 static struct tw_store *store;
 static struct tw_api *api;
@@ -133,6 +135,9 @@ static int setup(void **state) {
   snprintf(dbpath, sizeof dbpath, "%s/sse.db", dir);
   struct tw_err err = {0};
   struct tw_store_opts so = {.path = dbpath};
+  if (pg.on && !pg.schema[0] && tw_test_pg_schema_new(&pg))
+    return -1;
+  tw_test_pg_opts(&pg, &so);
   if (tw_store_open(&so, &store, &err))
     return -1;
   struct tw_api_opts ao = {.listen = "127.0.0.1:0",
@@ -151,6 +156,7 @@ static int teardown(void **state) {
   (void)state;
   tw_api_stop(api);
   tw_store_close(store);
+  tw_test_pg_schema_drop(&pg);
   char p[160];
   const char *sfx[] = {"", "-wal", "-shm", ".lock"};
   for (int i = 0; i < 4; i++) {
@@ -286,7 +292,12 @@ static void streams_do_not_starve_the_pool(void **state) {
   }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (tw_test_pg_wanted(argc, argv)) {
+    int r = tw_test_pg_init(&pg);
+    if (r)
+      return r;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(events_arrive_live_and_resume),
       cmocka_unit_test(filters_hold),

@@ -177,6 +177,27 @@ static inline void tw_test_pg_schema_drop(struct tw_test_pg *pg) {
   pg->schema[0] = 0;
 }
 
+/* A connection of the test's own to the suite's database: the sqlite file
+ * at path, or this case's schema on PostgreSQL; for cases that edit rows
+ * directly, as an intruder with access to the database would.  NULL after
+ * printing why it cannot open. */
+static inline struct tw_db *tw_test_db_raw(struct tw_test_pg *pg,
+                                           const char *path) {
+  struct tw_db *db = NULL;
+  struct tw_err err = {0};
+  struct tw_db_opts o = {.backend = TW_DB_SQLITE, .path = path};
+  if (pg->on) {
+    o.backend = TW_DB_POSTGRES;
+    o.dsn = pg->dsn;
+    o.password = pg->password[0] ? pg->password : NULL;
+  }
+  if (tw_db_open(&o, &db, &err) != TW_OK) {
+    fprintf(stderr, "raw connection: %s\n", err.msg);
+    return NULL;
+  }
+  return db;
+}
+
 /* Points o at this case's schema when the suite runs on PostgreSQL. */
 static inline void tw_test_pg_opts(struct tw_test_pg *pg,
                                    struct tw_store_opts *o) {

@@ -14,6 +14,7 @@
 #include "broker/core/spec.h"
 #include "tests/unit/agent_play.h"
 #include "tests/unit/sched_fixture.h"
+#include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
 struct tw_clock sfx_clk;
@@ -24,6 +25,11 @@ struct tw_sched *sfx_sched;
 struct tw_play *sfx_play;
 
 static char dir[64], path[128];
+static struct tw_test_pg sfx_pg; /* on: the store is on PostgreSQL */
+
+int sfx_backend(int argc, char **argv) {
+  return tw_test_pg_wanted(argc, argv) ? tw_test_pg_init(&sfx_pg) : 0;
+}
 
 static int open_with(const char *tag, int64_t t0_ms,
                      const struct tw_provider_ops *ops, bool agents) {
@@ -34,6 +40,9 @@ static int open_with(const char *tag, int64_t t0_ms,
   tw_clock_fake_init(&sfx_clk, t0_ms);
   struct tw_err err = {0};
   struct tw_store_opts so = {.path = path, .clock = &sfx_clk};
+  if (sfx_pg.on && tw_test_pg_schema_new(&sfx_pg))
+    return -1;
+  tw_test_pg_opts(&sfx_pg, &so);
   if (tw_store_open(&so, &sfx_store, &err))
     return -1;
   struct tw_node *cfg = agents ? tw_play_provider_cfg() : NULL;
@@ -77,6 +86,7 @@ void sfx_close(void) {
   sfx_play = NULL;
   tw_provider_free(sfx_prov);
   tw_store_close(sfx_store);
+  tw_test_pg_schema_drop(&sfx_pg);
   tw_test_store_remove(path, dir);
 }
 

@@ -43,6 +43,12 @@ struct tw_play;
 /* the agents of sfx_prov's instances (sfx_open_agents), else NULL */
 extern struct tw_play *sfx_play;
 
+/* With --backend=postgres in argv, the fixture's store is on PostgreSQL
+ * (tests/unit/pg_store.h), each case in a schema of its own: one suite,
+ * two backends.  0, or 77 after saying why PostgreSQL cannot be used (main
+ * returns it: ctest shows the test SKIPPED). */
+int sfx_backend(int argc, char **argv);
+
 /* Makes /tmp/tw-<tag>-XXXXXX, sets the fake clock to t0_ms, opens the
  * store there and the provider with ops (NULL: tw_provider_fake; ops must
  * outlive the fixture).  Returns 0, or -1 with nothing to close. */

@@ -38,10 +38,12 @@
 #include "broker/tenancy/secrets.h"
 #include "tests/fakes/fake_provider.h"
 #include "tests/twtest.h"
+#include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
 #define T0 1790000000000LL
 
+static struct tw_test_pg pg; /* --backend=postgres: the same cases there */
 static char dir[64], path[128];
 static struct tw_clock clk;
 static struct tw_store *store;
@@ -57,6 +59,9 @@ static int open_store(void) {
   snprintf(path, sizeof path, "%s/s.db", dir);
   tw_clock_fake_init(&clk, T0);
   struct tw_store_opts so = {.path = path, .clock = &clk};
+  if (pg.on && !pg.schema[0] && tw_test_pg_schema_new(&pg))
+    return -1;
+  tw_test_pg_opts(&pg, &so);
   return tw_store_open(&so, &store, NULL) ? -1 : 0;
 }
 
@@ -69,6 +74,7 @@ static int teardown_store(void **state) {
   (void)state;
   tw_store_close(store);
   store = NULL;
+  tw_test_pg_schema_drop(&pg);
   tw_test_store_remove(path, dir);
   return 0;
 }
@@ -1206,7 +1212,12 @@ static void the_agents_times_are_the_attempts_run_times(void **state) {
   assert_int_equal(end.ended_ms, now + 100);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (tw_test_pg_wanted(argc, argv)) {
+    int r = tw_test_pg_init(&pg);
+    if (r)
+      return r;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(a_notice_from_two_sources_is_one,
                                       setup_sched, teardown_sched),

@@ -19,10 +19,12 @@
 #include "broker/core/store.h"
 #include "broker/sched/agent.h"
 #include "broker/sched/agent_msg.h"
+#include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
 #define T0 1790000000000LL
 
+static struct tw_test_pg pg; /* --backend=postgres: the same cases there */
 static char dir[64], path[128];
 static struct tw_clock clk;
 static struct tw_store *store;
@@ -35,6 +37,9 @@ static int setup_store(void **state) {
   snprintf(path, sizeof path, "%s/s.db", dir);
   tw_clock_fake_init(&clk, T0);
   struct tw_store_opts so = {.path = path, .clock = &clk};
+  if (pg.on && !pg.schema[0] && tw_test_pg_schema_new(&pg))
+    return -1;
+  tw_test_pg_opts(&pg, &so);
   return tw_store_open(&so, &store, NULL) ? -1 : 0;
 }
 
@@ -42,6 +47,7 @@ static int teardown_store(void **state) {
   (void)state;
   tw_store_close(store);
   store = NULL;
+  tw_test_pg_schema_drop(&pg);
   tw_test_store_remove(path, dir);
   return 0;
 }
@@ -239,7 +245,12 @@ static void a_gang_is_ready_once_every_node_registered(void **state) {
   tw_job_rec_release(&j);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (tw_test_pg_wanted(argc, argv)) {
+    int r = tw_test_pg_init(&pg);
+    if (r)
+      return r;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(the_bootstrap_names_the_nodes_rank),
       cmocka_unit_test(the_answer_places_the_node_in_its_gang),

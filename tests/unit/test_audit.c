@@ -3,7 +3,9 @@
  * reordered when the sqlite file is edited directly, as an intruder with
  * the file would.  Exports re-verify from their JSON.  Entries that store
  * functions append with their change join the same chain, and commit or
- * roll back with it: a submission's job, owner and entry are one write. */
+ * roll back with it: a submission's job, owner and entry are one write.
+ * With --backend=postgres the same cases run on PostgreSQL
+ * (tests/unit/pg_store.h), the intruder editing the rows there. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +13,6 @@
 
 #include <jansson.h>
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,14 +22,17 @@
 #include "broker/core/store.h"
 #include "broker/core/store_budgets.h"
 #include "broker/core/store_tenancy.h"
+#include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
 static char dir[64], path[128];
 static struct tw_clock clk;
+static struct tw_test_pg pg; /* on: the suite runs on PostgreSQL */
 
 static void open_log(struct tw_store **s, struct tw_audit **a) {
   struct tw_err err = {0};
   struct tw_store_opts so = {.path = path, .clock = &clk};
+  tw_test_pg_opts(&pg, &so);
   if (tw_store_open(&so, s, &err) || tw_audit_open(*s, &clk, a, &err))
     fail_msg("open: %s", err.msg);
 }
@@ -45,11 +49,14 @@ static int setup(void **state) {
     return -1;
   snprintf(path, sizeof path, "%s/a.db", dir);
   tw_clock_fake_init(&clk, 1764460800000);
+  if (pg.on && tw_test_pg_schema_new(&pg))
+    return -1;
   return 0;
 }
 
 static int teardown(void **state) {
   (void)state;
+  tw_test_pg_schema_drop(&pg);
   tw_test_store_remove(path, dir);
   return 0;
 }
@@ -75,34 +82,43 @@ static void fill(struct tw_audit *a, int n) {
 }
 
 static void sql(const char *stmt) {
-  sqlite3 *db = NULL;
-  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  struct tw_db *db = tw_test_db_raw(&pg, path);
+  assert_non_null(db);
   char *msg = NULL;
-  if (sqlite3_exec(db, stmt, NULL, NULL, &msg) != SQLITE_OK)
+  if (tw_db_exec(db, stmt, &msg) != TW_DB_OK)
     fail_msg("%s: %s", stmt, msg);
-  sqlite3_close(db);
+  tw_db_close(db);
 }
 
 static int64_t scalar(const char *stmt) {
-  sqlite3 *db = NULL;
-  sqlite3_stmt *st = NULL;
+  struct tw_db *db = tw_test_db_raw(&pg, path);
+  struct tw_db_stmt *st = NULL;
   int64_t v = -1;
-  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-  if (sqlite3_prepare_v2(db, stmt, -1, &st, NULL) == SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW)
-    v = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+  assert_non_null(db);
+  if (tw_db_prepare(db, stmt, &st) == TW_DB_OK && tw_db_step(st) == TW_DB_ROW)
+    v = tw_db_column_int64(st, 0);
+  tw_db_finalize(st);
+  tw_db_close(db);
   return v;
 }
 
-/* Verifies the file as `tradewind audit verify --db` does and returns the
+/* Verifies the file as `tradewind audit verify --db` does (on PostgreSQL,
+ * which has no file: as a broker opened afresh on it does) and returns the
  * message (static). */
 static const char *verify_file(void) {
   static struct tw_err err;
   memset(&err, 0, sizeof err);
   int64_t n = 0;
-  enum tw_rc rc = tw_audit_verify_file(path, &n, NULL, &err);
+  enum tw_rc rc;
+  if (pg.on) {
+    struct tw_store *s;
+    struct tw_audit *a;
+    open_log(&s, &a);
+    rc = tw_audit_verify(a, &n, NULL, &err);
+    close_log(s, a);
+  } else {
+    rc = tw_audit_verify_file(path, &n, NULL, &err);
+  }
   if (rc == TW_OK)
     return NULL;
   assert_int_equal(rc, TW_E_CONFLICT);
@@ -148,34 +164,34 @@ static void altered_and_rehashed_entry_breaks_the_next_link(void **state) {
   /* a careful intruder recomputes entry 3's hash too; entry 4 still
    * links to the old one */
   sql("UPDATE audit_log SET outcome = 'denied' WHERE seq = 3");
-  sqlite3 *db;
-  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-  sqlite3_stmt *st;
-  assert_int_equal(sqlite3_prepare_v2(
+  struct tw_db *db = tw_test_db_raw(&pg, path);
+  assert_non_null(db);
+  struct tw_db_stmt *st;
+  assert_int_equal(tw_db_prepare(
                        db,
                        "SELECT seq, at_ms, principal, tenant, action, object,"
                        " outcome, request_id, detail, prev_hash FROM audit_log"
                        " WHERE seq = 3",
-                       -1, &st, NULL),
-                   SQLITE_OK);
-  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-  struct tw_audit_entry e = {.seq = 3, .at_ms = sqlite3_column_int64(st, 1)};
-  e.principal = (char *)sqlite3_column_text(st, 2);
-  e.tenant = (char *)sqlite3_column_text(st, 3);
-  e.action = (char *)sqlite3_column_text(st, 4);
-  e.object = (char *)sqlite3_column_text(st, 5);
-  e.outcome = (char *)sqlite3_column_text(st, 6);
-  e.request_id = (char *)sqlite3_column_text(st, 7);
-  e.detail = (char *)sqlite3_column_text(st, 8);
+                       &st),
+                   TW_DB_OK);
+  assert_int_equal(tw_db_step(st), TW_DB_ROW);
+  struct tw_audit_entry e = {.seq = 3, .at_ms = tw_db_column_int64(st, 1)};
+  e.principal = (char *)tw_db_column_text(st, 2);
+  e.tenant = (char *)tw_db_column_text(st, 3);
+  e.action = (char *)tw_db_column_text(st, 4);
+  e.object = (char *)tw_db_column_text(st, 5);
+  e.outcome = (char *)tw_db_column_text(st, 6);
+  e.request_id = (char *)tw_db_column_text(st, 7);
+  e.detail = (char *)tw_db_column_text(st, 8);
   char h[TW_AUDIT_HASH_HEX];
-  tw_audit_entry_hash(&e, (const char *)sqlite3_column_text(st, 9), h);
-  sqlite3_finalize(st);
+  tw_audit_entry_hash(&e, (const char *)tw_db_column_text(st, 9), h);
+  tw_db_finalize(st);
   char upd[200];
   snprintf(upd, sizeof upd, "UPDATE audit_log SET hash = '%s' WHERE seq = 3",
            h);
   char *msg = NULL;
-  assert_int_equal(sqlite3_exec(db, upd, NULL, NULL, &msg), SQLITE_OK);
-  sqlite3_close(db);
+  assert_int_equal(tw_db_exec(db, upd, &msg), TW_DB_OK);
+  tw_db_close(db);
   const char *why = verify_file();
   assert_non_null(why);
   assert_non_null(strstr(why, "entry 4 does not follow entry 3"));
@@ -492,7 +508,12 @@ static void submission_without_its_entry_stores_no_job(void **state) {
   assert_int_equal(scalar("SELECT count(*) FROM jobs"), 0);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (tw_test_pg_wanted(argc, argv)) {
+    int r = tw_test_pg_init(&pg);
+    if (r)
+      return r;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(intact_chain_verifies, setup, teardown),
       cmocka_unit_test_setup_teardown(altered_entry_is_named, setup, teardown),

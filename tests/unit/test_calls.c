@@ -376,7 +376,10 @@ static void jobs_reach_provisioning(void **state) {
          N, (long long)ms, passes + 1, ms ? N * 1000.0 / (double)ms : 0.0);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  int r = sfx_backend(argc, argv);
+  if (r)
+    return r;
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 #define TA(f) cmocka_unit_test_setup_teardown(f, setup_agents_a, teardown)
   const struct CMUnitTest tests[] = {

@@ -18,7 +18,9 @@
 #include "broker/core/store.h"
 #include "tests/fakes/fake_provider.h"
 #include "providers/registry.h"
+#include "tests/unit/pg_store.h"
 
+static struct tw_test_pg pg; /* --backend=postgres: the same cases there */
 static char dir[64], db[128], csv[128], cfgfile[128];
 static struct tw_clock clk;
 static struct tw_store *store;
@@ -78,6 +80,9 @@ static int setup(void **state) {
   tw_clock_fake_init(&clk, 1764460800000);
   struct tw_err err = {0};
   struct tw_store_opts so = {.path = db, .clock = &clk};
+  if (pg.on && !pg.schema[0] && tw_test_pg_schema_new(&pg))
+    return -1;
+  tw_test_pg_opts(&pg, &so);
   if (tw_store_open(&so, &store, &err))
     return -1;
   if (tw_provider_new_ops(&tw_provider_fake, "fake-a", NULL, &clk, &prov, &err))
@@ -96,6 +101,7 @@ static int teardown(void **state) {
   (void)state;
   tw_provider_free(prov);
   tw_store_close(store);
+  tw_test_pg_schema_drop(&pg);
   char p[200];
   const char *files[] = {"s.db",   "s.db-wal", "s.db-shm",     "seed.csv",
                          "c.yaml", "other.db", "other.db-wal", "other.db-shm"};
@@ -249,6 +255,11 @@ static void snapshots_are_stored_and_loaded_back(void **state) {
   struct tw_store *st2 = NULL;
   struct tw_err err = {0};
   struct tw_store_opts so = {.path = other, .clock = &clk};
+  struct tw_test_pg pg2 = pg; /* on PostgreSQL: a schema of its own */
+  pg2.schema[0] = 0;
+  if (pg.on)
+    assert_int_equal(tw_test_pg_schema_new(&pg2), 0);
+  tw_test_pg_opts(&pg2, &so);
   assert_int_equal(tw_store_open(&so, &st2, &err), TW_OK);
   struct tw_catalog *c = make(st2);
   tw_catalog_refresh_due(c, tw_clock_now_ms(&clk));
@@ -302,6 +313,7 @@ static void snapshots_are_stored_and_loaded_back(void **state) {
   tw_cat_snap_release(s);
   tw_catalog_free(c);
   tw_store_close(st2);
+  tw_test_pg_schema_drop(&pg2);
   write_file(csv, SEED_V1);
 }
 
@@ -511,15 +523,20 @@ static void shipped_tables_and_demo_catalog_load(void **state) {
   struct tw_cat_snap *s = tw_catalog_acquire(c);
   struct tw_cat_query q = {
       .accel = "A100", .market = TW_MARKET_SPOT, .limit = 10};
-  struct tw_cat_page pg;
-  assert_int_equal(tw_cat_snap_query(s, &q, &pg, &err), TW_OK);
-  assert_int_equal(pg.n, 3); /* two A100-80GB and one A100-40GB on spot */
-  tw_cat_page_release(&pg);
+  struct tw_cat_page page;
+  assert_int_equal(tw_cat_snap_query(s, &q, &page, &err), TW_OK);
+  assert_int_equal(page.n, 3); /* two A100-80GB and one A100-40GB on spot */
+  tw_cat_page_release(&page);
   tw_cat_snap_release(s);
   tw_catalog_free(c);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (tw_test_pg_wanted(argc, argv)) {
+    int r = tw_test_pg_init(&pg);
+    if (r)
+      return r;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(shipped_tables_and_demo_catalog_load),
       cmocka_unit_test(adapter_currency_goes_through_the_rate_table),

@@ -20,7 +20,9 @@
 #include "broker/core/store.h"
 #include "tests/fakes/fake_provider.h"
 #include "providers/registry.h"
+#include "tests/unit/pg_store.h"
 
+static struct tw_test_pg pg; /* --backend=postgres: the same cases there */
 static char dir[64], db[128], csv[128], base[64];
 static struct tw_clock clk;
 static struct tw_store *store;
@@ -96,6 +98,9 @@ static int setup(void **state) {
   tw_clock_fake_init(&clk, 1764460800000);
   struct tw_err err = {0};
   struct tw_store_opts so = {.path = db, .clock = &clk};
+  if (pg.on && !pg.schema[0] && tw_test_pg_schema_new(&pg))
+    return -1;
+  tw_test_pg_opts(&pg, &so);
   if (tw_store_open(&so, &store, &err) ||
       tw_provider_new_ops(&tw_provider_fake, "aws-main", NULL, &clk, &prov,
                           &err))
@@ -148,6 +153,7 @@ static int teardown(void **state) {
   tw_catalog_free(cat);
   tw_provider_free(prov);
   tw_store_close(store);
+  tw_test_pg_schema_drop(&pg);
   char p[200];
   const char *files[] = {"s.db", "s.db-wal", "s.db-shm", "seed.csv"};
   for (size_t i = 0; i < 4; i++) {
@@ -417,7 +423,12 @@ static void the_cli_prints_a_table_or_json(void **state) {
   assert_non_null(strstr(errs, "sort"));
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (tw_test_pg_wanted(argc, argv)) {
+    int r = tw_test_pg_init(&pg);
+    if (r)
+      return r;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(the_cli_prints_a_table_or_json),
       cmocka_unit_test(gpu_filter_spot_cheapest_first),

@@ -709,7 +709,10 @@ static void config_spot_section_is_validated(void **state) {
   assert_non_null(strstr(err.msg, "did you mean \"on_demand_after\""));
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  int r = sfx_backend(argc, argv);
+  if (r)
+    return r;
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 #define TA(f) cmocka_unit_test_setup_teardown(f, setup_agents, teardown)
   const struct CMUnitTest tests[] = {

@@ -207,7 +207,10 @@ static void exit_code_decides_dependencies(void **state) {
            "afternotok: %s", tw_job_state_str(ns));
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  int r = sfx_backend(argc, argv);
+  if (r)
+    return r;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(workflow_runs_in_order, setup, teardown),
       cmocka_unit_test_setup_teardown(throttled_array_runs_two_at_a_time,

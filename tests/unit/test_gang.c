@@ -432,7 +432,10 @@ a_lost_node_places_the_gang_again_only_once_the_rest_are_gone(void **state) {
   assert_int_equal(tw_fake_live_for_job(sfx_fake, id), 3);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  int r = sfx_backend(argc, argv);
+  if (r)
+    return r;
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 #define TA(f) cmocka_unit_test_setup_teardown(f, setup_agents, teardown)
   const struct CMUnitTest tests[] = {

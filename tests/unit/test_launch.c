@@ -302,7 +302,10 @@ static void no_second_attempt_while_one_is_live(void **state) {
   assert_non_null(strstr(err.msg, "still live"));
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  int r = sfx_backend(argc, argv);
+  if (r)
+    return r;
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 #define TA(f) cmocka_unit_test_setup_teardown(f, setup_agents, teardown)
   const struct CMUnitTest tests[] = {

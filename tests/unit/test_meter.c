@@ -24,6 +24,7 @@
 #include "broker/core/store.h"
 #include "broker/core/store_tenancy.h"
 #include "providers/registry.h"
+#include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
 #define T0 1764460800000LL /* 2025-11-30T00:00:00Z */
@@ -31,6 +32,7 @@
 #define MIN (60 * SEC)
 #define HOUR (60 * MIN)
 
+static struct tw_test_pg pg; /* --backend=postgres: the same cases there */
 static char dir[64], path[128];
 static struct tw_clock clk;
 static struct tw_store *store;
@@ -67,6 +69,9 @@ static int setup(void **state) {
   tw_clock_fake_init(&clk, T0);
   struct tw_err err = {0};
   struct tw_store_opts o = {.path = path, .clock = &clk, .sync_full = false};
+  if (pg.on && !pg.schema[0] && tw_test_pg_schema_new(&pg))
+    return -1;
+  tw_test_pg_opts(&pg, &o);
   if (tw_store_open(&o, &store, &err))
     return -1;
   meter = NULL;
@@ -79,6 +84,7 @@ static int teardown(void **state) {
   (void)state;
   tw_meter_free(meter);
   tw_store_close(store);
+  tw_test_pg_schema_drop(&pg);
   tw_test_store_remove(path, dir);
   return 0;
 }
@@ -975,7 +981,12 @@ static void alibaba_rows_keep_the_cny_amount_as_billed(void **state) {
   assert_int_equal(adj.source_effective_micro, -4166663);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (tw_test_pg_wanted(argc, argv)) {
+    int r = tw_test_pg_init(&pg);
+    if (r)
+      return r;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(billing_rules_table),
       cmocka_unit_test_setup_teardown(alibaba_rows_keep_the_cny_amount_as_billed,

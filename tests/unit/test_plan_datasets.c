@@ -12,8 +12,10 @@
 
 #include "broker/core/datasets.h"
 #include "broker/core/store.h"
+#include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
+static struct tw_test_pg pg; /* --backend=postgres: the same cases there */
 static char dir[64], path[128];
 static struct tw_store *store;
 
@@ -24,12 +26,16 @@ static int setup(void **state) {
     return -1;
   snprintf(path, sizeof path, "%s/s.db", dir);
   struct tw_store_opts so = {.path = path};
+  if (pg.on && !pg.schema[0] && tw_test_pg_schema_new(&pg))
+    return -1;
+  tw_test_pg_opts(&pg, &so);
   return tw_store_open(&so, &store, NULL) ? -1 : 0;
 }
 
 static int teardown(void **state) {
   (void)state;
   tw_store_close(store);
+  tw_test_pg_schema_drop(&pg);
   tw_test_store_remove(path, dir);
   return 0;
 }
@@ -192,7 +198,12 @@ static void bad_input_is_named(void **state) {
   }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (tw_test_pg_wanted(argc, argv)) {
+    int r = tw_test_pg_init(&pg);
+    if (r)
+      return r;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(register_merge_and_replicate, setup,
                                       teardown),

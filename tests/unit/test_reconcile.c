@@ -17,8 +17,10 @@
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "tests/fakes/fake_provider.h"
+#include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
+static struct tw_test_pg pg; /* --backend=postgres: the same cases there */
 static char dir[64], path[128];
 static struct tw_clock clk;
 static struct tw_store *store;
@@ -47,6 +49,9 @@ static int setup(void **state) {
   tw_clock_fake_init(&clk, 1764460800000);
   struct tw_err err = {0};
   struct tw_store_opts so = {.path = path, .clock = &clk};
+  if (pg.on && !pg.schema[0] && tw_test_pg_schema_new(&pg))
+    return -1;
+  tw_test_pg_opts(&pg, &so);
   if (tw_store_open(&so, &store, &err))
     return -1;
   if (tw_provider_new_ops(&tw_provider_fake, "fake-a", NULL, &clk, &prov, &err))
@@ -79,6 +84,7 @@ static int teardown(void **state) {
   tw_reconcile_free(rec);
   tw_provider_free(prov);
   tw_store_close(store);
+  tw_test_pg_schema_drop(&pg);
   tw_test_store_remove(path, dir);
   return 0;
 }
@@ -313,7 +319,12 @@ static void the_thread_runs_a_pass_at_once(void **state) {
   assert_int_equal(state_of(x.id), TW_INST_TERMINATED);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (tw_test_pg_wanted(argc, argv)) {
+    int r = tw_test_pg_init(&pg);
+    if (r)
+      return r;
+  }
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
       T(instance_without_an_attempt_is_terminated),

@@ -25,12 +25,14 @@
 #include "providers/registry.h"
 #include "billing/report/report.h"
 #include "broker/core/store.h"
+#include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
 #define NOV1 1761955200000LL /* 2025-11-01T00:00:00Z */
 #define DEC1 1764547200000LL /* 2025-12-01T00:00:00Z */
 #define HOUR 3600000LL
 
+static struct tw_test_pg pg; /* --backend=postgres: the same cases there */
 static char dir[64], path[128];
 static struct tw_clock clk;
 static struct tw_store *store;
@@ -44,6 +46,9 @@ static int setup(void **state) {
   tw_clock_fake_init(&clk, NOV1);
   struct tw_err err = {0};
   struct tw_store_opts o = {.path = path, .clock = &clk, .sync_full = false};
+  if (pg.on && !pg.schema[0] && tw_test_pg_schema_new(&pg))
+    return -1;
+  tw_test_pg_opts(&pg, &o);
   if (tw_store_open(&o, &store, &err))
     return -1;
   return 0;
@@ -52,6 +57,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   (void)state;
   tw_store_close(store);
+  tw_test_pg_schema_drop(&pg);
   tw_test_store_remove(path, dir);
   return 0;
 }
@@ -1367,7 +1373,12 @@ static void catalog_names_the_providers_priced_in_cny(void **state) {
   unlink(aws);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (tw_test_pg_wanted(argc, argv)) {
+    int r = tw_test_pg_init(&pg);
+    if (r)
+      return r;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(reports_include_accrued_cost, setup,
                                       teardown),

@@ -689,7 +689,10 @@ static void data_moved_for_a_launch_is_metered_as_egress(void **state) {
   tw_meter_free(m);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  int r = sfx_backend(argc, argv);
+  if (r)
+    return r;
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 #define TA(f) cmocka_unit_test_setup_teardown(f, setup_agents, teardown)
   const struct CMUnitTest tests[] = {

@@ -15,6 +15,7 @@
 
 #include "broker/core/store.h"
 #include "broker/core/store_agent.h"
+#include "broker/core/store_obs.h"
 #include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
@@ -209,6 +210,125 @@ static void list_pages_newest_first_with_filters(void **state) {
   assert_int_equal(tw_store_job_list(s, &ft, &recs, &n, &next, &err), TW_OK);
   assert_int_equal(n, 0);
   free(recs);
+  tw_store_close(s);
+}
+
+/* By the placement's provider (a key of its JSON): only the jobs placed
+ * there, newest first, with the other filters too; the same answers on
+ * both backends. */
+static void list_filters_by_the_placements_provider(void **state) {
+  (void)state;
+  struct tw_store *s = open_store();
+  struct tw_err err = {0};
+  const char *where[] = {"aws", "gcp", NULL, "aws", "azure", "aws"};
+  char ids[6][64];
+  for (int i = 0; i < 6; i++) {
+    struct tw_job_rec j, u;
+    bool rep;
+    char name[16];
+    snprintf(name, sizeof name, "p%d", i);
+    create(s, name, NULL, "{}", &j, &rep, TW_OK);
+    snprintf(ids[i], sizeof ids[i], "%s", j.id);
+    tw_job_rec_release(&j);
+    if (!where[i])
+      continue; /* still pending: no placement */
+    char pl[64];
+    snprintf(pl, sizeof pl, "{\"provider\":\"%s\",\"region\":\"r\"}", where[i]);
+    struct tw_job_transition t1 = {.id = ids[i], .to = TW_JOB_PLACING};
+    struct tw_job_transition t2 = {
+        .id = ids[i], .to = TW_JOB_PROVISIONING, .placement_json = pl};
+    assert_int_equal(tw_store_job_transition(s, &t1, NULL, &err), TW_OK);
+    assert_int_equal(tw_store_job_transition(s, &t2, &u, &err), TW_OK);
+    tw_job_rec_release(&u);
+  }
+  struct tw_job_filter f = {.limit = 2, .provider = "aws"};
+  struct tw_job_rec *recs;
+  size_t n;
+  int64_t next;
+  assert_int_equal(tw_store_job_list(s, &f, &recs, &n, &next, &err), TW_OK);
+  assert_int_equal(n, 2);
+  assert_string_equal(recs[0].id, ids[5]);
+  assert_string_equal(recs[1].id, ids[3]);
+  assert_true(next > 0);
+  for (size_t i = 0; i < n; i++)
+    tw_job_rec_release(&recs[i]);
+  free(recs);
+  f.before_seq = next;
+  assert_int_equal(tw_store_job_list(s, &f, &recs, &n, &next, &err), TW_OK);
+  assert_int_equal(n, 1);
+  assert_string_equal(recs[0].id, ids[0]);
+  tw_job_rec_release(&recs[0]);
+  free(recs);
+  struct tw_job_filter fs = {
+      .limit = 10, .provider = "gcp", .state = "provisioning"};
+  assert_int_equal(tw_store_job_list(s, &fs, &recs, &n, &next, &err), TW_OK);
+  assert_int_equal(n, 1);
+  assert_string_equal(recs[0].id, ids[1]);
+  tw_job_rec_release(&recs[0]);
+  free(recs);
+  struct tw_job_filter fn = {.limit = 10, .provider = "oci"};
+  assert_int_equal(tw_store_job_list(s, &fn, &recs, &n, &next, &err), TW_OK);
+  assert_int_equal(n, 0);
+  free(recs);
+  tw_store_close(s);
+}
+
+/* The per-tenant gauges of /metrics: pending jobs and the oldest of them,
+ * live attempts and what they spend, one row per tenant in name order; the
+ * same on both backends. */
+struct gauges {
+  int n;
+  struct tw_tenant_gauge g[4];
+  char names[4][16];
+};
+
+static void on_gauge(void *ctx, const struct tw_tenant_gauge *g) {
+  struct gauges *a = ctx;
+  if (a->n >= 4)
+    return;
+  a->g[a->n] = *g;
+  snprintf(a->names[a->n], sizeof a->names[a->n], "%s", g->tenant);
+  a->g[a->n].tenant = a->names[a->n];
+  a->n++;
+}
+
+static void tenant_gauges_count_pending_and_live(void **state) {
+  (void)state;
+  struct tw_store *s = open_store();
+  struct tw_err err = {0};
+  struct tw_job_rec j1, j2, j3;
+  bool rep;
+  create(s, "a", NULL, "{}", &j1, &rep, TW_OK);
+  int64_t oldest = j1.created_ms;
+  tw_clock_advance(&clk, 1000);
+  create(s, "b", NULL, "{}", &j2, &rep, TW_OK);
+  struct tw_job_new other = {
+      .name = "c", .tenant = "a-team", .project = "p", .spec_json = "{}"};
+  assert_int_equal(tw_store_job_create(s, &other, &j3, &rep, &err), TW_OK);
+  struct tw_attempt_new an = {.job_id = j3.id,
+                              .provider = "aws",
+                              .offer_id = "aws:r:z:t:spot",
+                              .market = "spot",
+                              .price_uusd_per_hour = 1500000,
+                              .reason = "cheapest offer"};
+  struct tw_attempt_rec a;
+  assert_int_equal(tw_store_attempt_open(s, &an, &a, &err), TW_OK);
+  struct gauges got = {0};
+  assert_int_equal(tw_store_tenant_gauges(s, on_gauge, &got, &err), TW_OK);
+  assert_int_equal(got.n, 2);
+  assert_string_equal(got.g[0].tenant, "a-team");
+  assert_int_equal(got.g[0].pending, 0);
+  assert_int_equal(got.g[0].oldest_pending_ms, 0);
+  assert_int_equal(got.g[0].live_attempts, 1);
+  assert_int_equal(got.g[0].spend_uusd_per_hour, 1500000);
+  assert_string_equal(got.g[1].tenant, "t1");
+  assert_int_equal(got.g[1].pending, 2);
+  assert_int_equal(got.g[1].oldest_pending_ms, oldest);
+  assert_int_equal(got.g[1].live_attempts, 0);
+  assert_int_equal(got.g[1].spend_uusd_per_hour, 0);
+  tw_job_rec_release(&j1);
+  tw_job_rec_release(&j2);
+  tw_job_rec_release(&j3);
   tw_store_close(s);
 }
 
@@ -671,6 +791,10 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(idempotency_replays_and_conflicts, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(list_pages_newest_first_with_filters,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(list_filters_by_the_placements_provider,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(tenant_gauges_count_pending_and_live,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(transitions_are_validated_and_recorded,
                                       setup, teardown),

@@ -9,14 +9,15 @@
  *   principals_are_validated: admin only in "*", unknown tenant, twice;
  *   quota_versions_conflict: If-Match semantics of quota updates;
  *   admission_names_the_quota_and_the_numbers;
- *   secrets_are_sealed_and_rotate. */
+ *   secrets_are_sealed_and_rotate.
+ * With --backend=postgres the same cases run on PostgreSQL
+ * (tests/unit/pg_store.h): the rows read there hold no secret either. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
 #include <openssl/evp.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +28,13 @@
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "broker/tenancy/tenancy.h"
+#include "tests/unit/pg_store.h"
 
 static char dir[64], path[128], tokfile[128];
 static struct tw_clock clk;
 static struct tw_store *store;
 static struct tw_tenancy *ten;
+static struct tw_test_pg pg; /* on: the suite runs on PostgreSQL */
 
 /* memmem without _GNU_SOURCE */
 static const void *find(const void *hay, size_t n, const void *needle,
@@ -45,6 +48,7 @@ static const void *find(const void *hay, size_t n, const void *needle,
 static void open_all(void) {
   struct tw_err err = {0};
   struct tw_store_opts so = {.path = path, .clock = &clk};
+  tw_test_pg_opts(&pg, &so);
   if (tw_store_open(&so, &store, &err))
     fail_msg("store: %s", err.msg);
   struct tw_tenancy_opts to = {
@@ -68,6 +72,8 @@ static int setup(void **state) {
   snprintf(path, sizeof path, "%s/t.db", dir);
   tw_tenancy_token_path(path, tokfile, sizeof tokfile);
   tw_clock_fake_init(&clk, 1764460800000);
+  if (pg.on && tw_test_pg_schema_new(&pg))
+    return -1;
   open_all();
   return 0;
 }
@@ -75,6 +81,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   (void)state;
   close_all();
+  tw_test_pg_schema_drop(&pg);
   char p[200];
   const char *sfx[] = {"/t.db",        "/t.db-wal", "/t.db-shm",
                        "/admin.token", "/key",      "/key.old"};
@@ -135,22 +142,29 @@ static void tokens_are_kept_only_as_hashes(void **state) {
   assert_int_equal(strlen(tok + 5 + TW_TOKEN_ID_LEN),
                    43); /* "_" may occur in it */
   close_all();
-  sqlite3 *db;
-  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-  sqlite3_stmt *st;
+  struct tw_db *db = tw_test_db_raw(&pg, path);
+  assert_non_null(db);
+  struct tw_db_stmt *st;
+  /* every column of tenancy_tokens (store_schema.c) */
+  static const char *const cols[] = {"id",      "principal",     "hash",
+                                     "name",    "created_at_ms", "expires_at_ms",
+                                     "revoked_at_ms"};
   assert_int_equal(
-      sqlite3_prepare_v2(db, "SELECT * FROM tenancy_tokens WHERE id = ?1", -1,
-                         &st, NULL),
-      SQLITE_OK);
-  sqlite3_bind_text(st, 1, info.id, -1, SQLITE_STATIC);
-  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+      tw_db_prepare(db,
+                    "SELECT id, principal, hash, name, created_at_ms,"
+                    " expires_at_ms, revoked_at_ms FROM tenancy_tokens"
+                    " WHERE id = ?1",
+                    &st),
+      TW_DB_OK);
+  tw_db_bind_text(st, 1, info.id, -1);
+  assert_int_equal(tw_db_step(st), TW_DB_ROW);
   const char *secret = tok + 5 + TW_TOKEN_ID_LEN;
-  for (int c = 0; c < sqlite3_column_count(st); c++) {
-    const void *v = sqlite3_column_blob(st, c);
-    int n = sqlite3_column_bytes(st, c);
+  for (int c = 0; c < (int)(sizeof cols / sizeof cols[0]); c++) {
+    const void *v = tw_db_column_blob(st, c);
+    int n = tw_db_column_bytes(st, c);
     if (v && n >= 8)
       assert_null(find(v, (size_t)n, secret, 8));
-    if (!strcmp(sqlite3_column_name(st, c), "hash")) {
+    if (!strcmp(cols[c], "hash")) {
       unsigned char h[32];
       unsigned int hl;
       EVP_Digest(tok, strlen(tok), h, &hl, EVP_sha256(), NULL);
@@ -158,8 +172,8 @@ static void tokens_are_kept_only_as_hashes(void **state) {
       assert_memory_equal(v, h, 32);
     }
   }
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+  tw_db_finalize(st);
+  tw_db_close(db);
   open_all();
 }
 
@@ -386,40 +400,42 @@ static void secrets_are_sealed_and_rotate(void **state) {
   assert_string_equal(v, value);
   tw_secrets_value_free(v, n);
   /* the file holds no plaintext */
-  sqlite3 *db;
-  sqlite3_stmt *st;
-  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-  assert_int_equal(sqlite3_prepare_v2(db,
-                                      "SELECT ciphertext, key_id FROM secrets",
-                                      -1, &st, NULL),
-                   SQLITE_OK);
-  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-  assert_int_equal(sqlite3_column_bytes(st, 0), (int)strlen(value));
-  assert_null(find(sqlite3_column_blob(st, 0), strlen(value), "AKIA", 4));
+  struct tw_db *db = tw_test_db_raw(&pg, path);
+  struct tw_db_stmt *st;
+  assert_non_null(db);
+  assert_int_equal(
+      tw_db_prepare(db, "SELECT ciphertext, key_id FROM secrets", &st),
+      TW_DB_OK);
+  assert_int_equal(tw_db_step(st), TW_DB_ROW);
+  assert_int_equal(tw_db_column_bytes(st, 0), (int)strlen(value));
+  assert_null(find(tw_db_column_blob(st, 0), strlen(value), "AKIA", 4));
   char old_id[16];
   snprintf(old_id, sizeof old_id, "%s",
-           (const char *)sqlite3_column_text(st, 1));
-  sqlite3_finalize(st);
+           (const char *)tw_db_column_text(st, 1));
+  tw_db_finalize(st);
   /* a ciphertext moved to another name does not open (the name is AAD) */
   char *msg = NULL;
-  assert_int_equal(
-      sqlite3_exec(db,
-                   "INSERT INTO secrets SELECT 'stolen', key_id, nonce,"
-                   " ciphertext, tag, updated_at_ms FROM secrets",
-                   NULL, NULL, &msg),
-      SQLITE_OK);
+  assert_int_equal(tw_db_exec(db,
+                              "INSERT INTO secrets SELECT 'stolen', key_id,"
+                              " nonce, ciphertext, tag, updated_at_ms FROM"
+                              " secrets",
+                              &msg),
+                   TW_DB_OK);
   assert_int_equal(tw_secrets_get(s, "stolen", &v, &n, &err), TW_E_AUTH);
   /* nor a flipped byte */
+  static const unsigned char zero_tag[16];
   assert_int_equal(
-      sqlite3_exec(
-          db, "UPDATE secrets SET tag = zeroblob(16) WHERE name = 'stolen'",
-          NULL, NULL, &msg),
-      SQLITE_OK);
+      tw_db_prepare(db, "UPDATE secrets SET tag = ?1 WHERE name = 'stolen'",
+                    &st),
+      TW_DB_OK);
+  tw_db_bind_blob(st, 1, zero_tag, sizeof zero_tag);
+  assert_int_equal(tw_db_step(st), TW_DB_DONE);
+  tw_db_finalize(st);
   assert_int_equal(tw_secrets_get(s, "stolen", &v, &n, NULL), TW_E_AUTH);
-  assert_int_equal(sqlite3_exec(db, "DELETE FROM secrets WHERE name = 'stolen'",
-                                NULL, NULL, &msg),
-                   SQLITE_OK);
-  sqlite3_close(db);
+  assert_int_equal(
+      tw_db_exec(db, "DELETE FROM secrets WHERE name = 'stolen'", &msg),
+      TW_DB_OK);
+  tw_db_close(db);
   tw_secrets_free(s);
   /* rotation: a new current key (base64 this time), the old as previous */
   write_key("key", "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=");
@@ -483,19 +499,18 @@ static void job_secrets_are_sealed(void **state) {
   assert_int_equal(tw_secrets_job_get(s, "j-02", &got, &n, &err),
                    TW_E_NOTFOUND);
   /* no plaintext in the file */
-  sqlite3 *db;
-  sqlite3_stmt *st;
-  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  struct tw_db *db = tw_test_db_raw(&pg, path);
+  struct tw_db_stmt *st;
+  assert_non_null(db);
   assert_int_equal(
-      sqlite3_prepare_v2(db, "SELECT ciphertext FROM secrets WHERE name = ?",
-                         -1, &st, NULL),
-      SQLITE_OK);
-  sqlite3_bind_text(st, 1, "job.j-01", -1, SQLITE_STATIC);
-  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-  assert_null(find(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0),
+      tw_db_prepare(db, "SELECT ciphertext FROM secrets WHERE name = ?1", &st),
+      TW_DB_OK);
+  tw_db_bind_text(st, 1, "job.j-01", -1);
+  assert_int_equal(tw_db_step(st), TW_DB_ROW);
+  assert_null(find(tw_db_column_blob(st, 0), (size_t)tw_db_column_bytes(st, 0),
                    "hf_Qm", 5));
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+  tw_db_finalize(st);
+  tw_db_close(db);
   /* too much together is refused, naming the field */
   size_t big = TW_SECRET_VALUE_MAX;
   char *bv = malloc(big + 1);
@@ -513,7 +528,12 @@ static void job_secrets_are_sealed(void **state) {
   tw_secrets_free(s);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (tw_test_pg_wanted(argc, argv)) {
+    int r = tw_test_pg_init(&pg);
+    if (r)
+      return r;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(first_start_writes_a_private_admin_token,
                                       setup, teardown),

@@ -35,8 +35,10 @@
 #include "broker/tenancy/tenancy.h"
 #include "broker/tenancy/tenancy_int.h"
 #include "tests/fakes/fake_provider.h"
+#include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
+static struct tw_test_pg pg; /* --backend=postgres: the same cases there */
 static char dir[64], path[128];
 static struct tw_clock clk;
 static struct tw_store *store;
@@ -100,6 +102,9 @@ static int setup(void **state) {
   tw_clock_fake_init(&clk, 1764460800000); /* 2025-11-30 00:00 UTC */
   struct tw_err err = {0};
   struct tw_store_opts so = {.path = path, .clock = &clk};
+  if (pg.on && !pg.schema[0] && tw_test_pg_schema_new(&pg))
+    return -1;
+  tw_test_pg_opts(&pg, &so);
   if (tw_store_open(&so, &store, &err) ||
       tw_provider_new_ops(&tw_provider_fake, "fake-a", NULL, &clk, &prov, &err))
     return -1;
@@ -161,6 +166,7 @@ static int teardown(void **state) {
   tw_tenancy_free(ten);
   tw_provider_free(prov);
   tw_store_close(store);
+  tw_test_pg_schema_drop(&pg);
   tw_test_store_remove(path, dir);
   return 0;
 }
@@ -460,7 +466,12 @@ static void periods_are_calendar_months_weeks_and_days(void **state) {
   assert_int_equal(e, 1709251200000); /* 2024-03-01 */
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (tw_test_pg_wanted(argc, argv)) {
+    int r = tw_test_pg_init(&pg);
+    if (r)
+      return r;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(hard_budget_refuses_then_stops, setup,
                                       teardown),

@@ -29,8 +29,10 @@
 #include "broker/tenancy/tenancy.h"
 #include "tests/fakes/fake_provider.h"
 #include "tests/unit/agent_play.h"
+#include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
+static struct tw_test_pg pg; /* --backend=postgres: the same cases there */
 static char dir[64], path[128];
 static struct tw_clock clk;
 static struct tw_store *store;
@@ -70,6 +72,9 @@ static int setup(void **state) {
   struct tw_err err = {0};
   struct tw_store_opts so = {.path = path, .clock = &clk};
   struct tw_node *cfg = tw_play_provider_cfg();
+  if (pg.on && !pg.schema[0] && tw_test_pg_schema_new(&pg))
+    return -1;
+  tw_test_pg_opts(&pg, &so);
   if (tw_store_open(&so, &store, &err) ||
       tw_provider_new_ops(&tw_provider_fake, "fake-a", cfg, &clk, &prov, &err))
     return -1;
@@ -101,6 +106,7 @@ static int teardown(void **state) {
   tw_tenancy_free(ten);
   tw_provider_free(prov);
   tw_store_close(store);
+  tw_test_pg_schema_drop(&pg);
   tw_test_store_remove(path, dir);
   return 0;
 }
@@ -341,7 +347,12 @@ static void quota_set_after_the_pass_began_is_seen(void **state) {
   tw_job_rec_release(&ja);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (tw_test_pg_wanted(argc, argv)) {
+    int r = tw_test_pg_init(&pg);
+    if (r)
+      return r;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(cohort_borrowing_and_reclaim, setup,
                                       teardown),
