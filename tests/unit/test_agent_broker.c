@@ -1003,6 +1003,8 @@ static void read_stream(int64_t attempt_id, int64_t from, const char *want) {
  * crash between the write and the commit) are never read. */
 static void the_output_lives_beside_the_database(void **state) {
   (void)state;
+  if (pg.on) /* PostgreSQL keeps the bytes in rows, for every replica */
+    return;
   char id[TW_JOB_ID_LEN + 1];
   submit("name: seg\nresources: {cpus: 2}\nrun: \"sleep 1000\"\n", id);
   struct tw_agent_caller c;
