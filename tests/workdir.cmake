@@ -1,0 +1,14 @@
+# A SkyPilot task's workdir: packed by the CLI, uploaded, fetched and
+# unpacked by tradewind-agent (broker/base/tar.c, docs/skypilot.md).
+tw_add_test(test_tar
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_tar.c
+  LIBS tw_base PkgConfig::CMOCKA
+  LABELS unit ux
+  TIMEOUT 30)
+
+tw_add_fuzz(fuzz_tar
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_tar.c
+  LIBS tw_base
+  LABELS ux
+  ITERATIONS 5000
+  CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/tar)
