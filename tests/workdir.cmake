@@ -12,3 +12,8 @@ tw_add_fuzz(fuzz_tar
   LABELS ux
   ITERATIONS 5000
   CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/tar)
+
+tw_add_test(test_store_workdirs
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_store_workdirs.c
+  LIBS tw_core PkgConfig::CMOCKA
+  LABELS unit ux)
