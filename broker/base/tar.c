@@ -414,7 +414,8 @@ struct packer {
   uint64_t max_bytes;
   size_t start;
   struct rules rules;
-  bool sky; /* .skyignore at the top: no .gitignore is read */
+  bool sky; /* .skyignore at the top: each directory's .skyignore is read,
+               no .gitignore */
   char *err;
   size_t cap;
 };
@@ -522,9 +523,9 @@ static int cmp_str(const void *a, const void *b) {
 
 static int pack_dir(struct packer *k, const char *path, const char *rel) {
   size_t mark = k->rules.n;
-  if (!k->sky) {
+  if (*rel || !k->sky) { /* the top's .skyignore is read already */
     char gi[4200];
-    snprintf(gi, sizeof gi, "%s/.gitignore", path);
+    snprintf(gi, sizeof gi, "%s/%s", path, k->sky ? ".skyignore" : ".gitignore");
     rules_read(&k->rules, gi, rel);
   }
   DIR *dir = opendir(path);
@@ -625,6 +626,11 @@ int tw_tar_pack(const char *dir, uint64_t max_bytes, struct tw_buf *out,
   if (access(sky, F_OK) == 0) {
     k.sky = true;
     rules_read(&k.rules, sky, "");
+  } else {
+    /* the repository's own excludes, as for the top's .gitignore */
+    char ex[4200];
+    snprintf(ex, sizeof ex, "%s/.git/info/exclude", dir);
+    rules_read(&k.rules, ex, "");
   }
   int rc = pack_dir(&k, dir, "");
   rules_truncate(&k.rules, 0);

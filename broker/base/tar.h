@@ -56,8 +56,9 @@ int tw_tar_walk(const void *data, size_t len, const struct tw_tar_limits *lim,
                 tw_tar_fn fn, void *ctx, char *err, size_t cap);
 
 /* Packs the tree under dir into out (appended), as described above,
- * leaving out what the directory's ignore files exclude: `.skyignore` at
- * its top when there is one, else each directory's `.gitignore`
+ * leaving out what the directory's ignore files exclude, as SkyPilot does:
+ * with a `.skyignore` at its top, each directory's `.skyignore`; else
+ * `.git/info/exclude` at the top and each directory's `.gitignore`
  * (patterns as git reads them: `#` comments, `!` negation, a trailing `/`
  * for directories only, a `/` elsewhere anchors the pattern to the file's
  * directory, `*`, `?`, `[...]` and `**`).  At most max_bytes (0: 1 GiB) of

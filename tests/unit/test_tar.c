@@ -156,6 +156,9 @@ static void gitignore_and_skyignore_exclude(void **state) {
   put("ign/lib/a.tmp", "t", 0644);
   put("ign/b.tmp", "t", 0644); /* lib's .gitignore is lib's alone */
   put("ign/docs/deep/n/x.log", "l", 0644);
+  put("ign/.git/info/exclude", "# the repository's own\n/.git/\nlocal.env\n",
+      0644);
+  put("ign/local.env", "K=v", 0644);
   struct tw_buf t;
   pack_ok(src, &t);
   char *l = listing(&t);
@@ -164,13 +167,15 @@ static void gitignore_and_skyignore_exclude(void **state) {
                   "lib/.gitignore\nd lib/out\nf lib/out/y\nf main.c\n");
   free(l);
   tw_buf_release(&t);
-  /* .skyignore at the top replaces every .gitignore */
-  put("ign/.skyignore", "docs/**/*.log\nlib/\n", 0644);
+  /* .skyignore at the top replaces every .gitignore (and the
+   * repository's excludes); a deeper .skyignore counts too */
+  put("ign/.skyignore", "docs/**/*.log\nlib/\n.git/\n", 0644);
+  put("ign/out/.skyignore", "x\n", 0644);
   pack_ok(src, &t);
   l = listing(&t);
   TW_CHECK_STR(l, "f .gitignore\nf .skyignore\nf b.tmp\nd docs\nd "
-                  "docs/deep\nd docs/deep/n\nf keep.o\nf main.c\nf "
-                  "main.o\nd out\nf out/x\n");
+                  "docs/deep\nd docs/deep/n\nf keep.o\nf local.env\nf "
+                  "main.c\nf main.o\nd out\nf out/.skyignore\n");
   free(l);
   tw_buf_release(&t);
 }
