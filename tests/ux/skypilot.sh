@@ -174,6 +174,13 @@ workdir_ok() {
   code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'Content-Type: application/x-tar' \
     --data-binary "@$work/junk" "$url/v1/workdirs/$(printf %063d 0)g")
   [ "$code" = 400 ] || fail "$1: a malformed hash answered $code"
+  # an array's tasks hold nothing: refused (the CLI has uploaded it)
+  printf 'name: arr\ntenant: default\narray: "0-1"\nworkdir: %s/workdir-code\nrun: "true"\n' "$tasks" >"$work/wd-arr.yaml"
+  if tw submit "$work/wd-arr.yaml" >/dev/null 2>"$work/wd-arr.err"; then
+    fail "$1: an array with a workdir was accepted"
+  fi
+  grep -q "workdir: not with array" "$work/wd-arr.err" ||
+    fail "$1: array with a workdir: $(cat "$work/wd-arr.err")"
   code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'Content-Type: text/plain' \
     --data-binary "@$work/junk" "$url/v1/workdirs/$jhex")
   [ "$code" = 415 ] || fail "$1: a text body answered $code"
