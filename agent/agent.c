@@ -996,8 +996,8 @@ static int workdir_get(struct agent *a, const char *path, char *why,
 
 /* Fetches, checks and unpacks the job's workdir into a->rundir; 0, or -1
  * with the reason in why. */
-static int prepare_workdir(struct agent *a, const struct passwd *pw,
-                           char *why, size_t cap) {
+static int prepare_workdir(struct agent *a, const struct passwd *pw, char *why,
+                           size_t cap) {
   char tar[4200], part[4300];
   p(tar, sizeof tar, a->o->dir, "workdir.tar");
   snprintf(a->rundir, sizeof a->rundir, "%s/sky_workdir", a->workdir);

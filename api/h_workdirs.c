@@ -75,12 +75,10 @@ void tw_h_workdirs_put(struct tw_req *r) {
   }
   char why[512] = "";
   struct tw_tar_limits lim = {.max_bytes = (uint64_t)r->body.len + 1};
-  if (!r->body.len ||
-      tw_tar_walk(r->body.data, r->body.len, &lim, NULL, NULL, why,
-                  sizeof why)) {
+  if (!r->body.len || tw_tar_walk(r->body.data, r->body.len, &lim, NULL, NULL,
+                                  why, sizeof why)) {
     tw_problem(r, 400, "invalid-field", "body",
-               "body: not a workdir archive: %s",
-               r->body.len ? why : "empty");
+               "body: not a workdir archive: %s", r->body.len ? why : "empty");
     return;
   }
   bool created = false;
@@ -128,8 +126,8 @@ void tw_workdir_hold(struct tw_req *r, const char *job_id,
   if (tw_store_workdir_hold(tw_api_store(r->api), job_id, spec->tenant,
                             spec->workdir + 7,
                             tw_clock_now_ms(tw_api_clock(r->api)), &err))
-    tw_log_error("api", "request=%s job=%s workdir not held: %s",
-                 r->request_id, job_id, err.msg);
+    tw_log_error("api", "request=%s job=%s workdir not held: %s", r->request_id,
+                 job_id, err.msg);
 }
 
 void tw_h_agent_workdir(struct tw_req *r) {
@@ -146,8 +144,8 @@ void tw_h_agent_workdir(struct tw_req *r) {
   }
   struct tw_job_spec spec;
   enum tw_rc rc = tw_spec_parse(job.spec_json ? job.spec_json : "{}",
-                                job.spec_json ? strlen(job.spec_json) : 2,
-                                true, &spec, &err);
+                                job.spec_json ? strlen(job.spec_json) : 2, true,
+                                &spec, &err);
   if (rc) {
     tw_job_rec_release(&job);
     tw_problem_err(r, &err);

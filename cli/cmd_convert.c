@@ -55,8 +55,7 @@ static int cmd_convert(struct tw_cli *c, const struct tw_cli_parsed *p) {
   bool sky = false;
   int code = TW_EXIT_OK;
   if (tw_spec_parse_any(text.data, text.len, packed || json_name(file), NULL,
-                        &spec,
-                        errs, &sky, &err)) {
+                        &spec, errs, &sky, &err)) {
     for (size_t i = 0; i < errs->n; i++) {
       struct tw_buf line;
       tw_buf_init(&line);

@@ -77,9 +77,9 @@ int tw_cli_workdir(struct tw_cli *c, struct tw_buf *doc, bool is_json,
   int code = TW_EXIT_OK;
   if (upload) {
     const struct tw_node *t = tw_node_get(root, "tenant");
-    const char *tenant =
-        t && t->kind == TW_NODE_SCALAR && t->str && *t->str ? t->str
-                                                            : "default";
+    const char *tenant = t && t->kind == TW_NODE_SCALAR && t->str && *t->str
+                             ? t->str
+                             : "default";
     struct tw_buf path;
     tw_buf_init(&path);
     tw_buf_printf(&path, "/v1/workdirs/%s?tenant=", hex);

@@ -112,10 +112,10 @@ static bool link_inside(const char *path, const char *target) {
 int tw_tar_walk(const void *data, size_t len, const struct tw_tar_limits *lim,
                 tw_tar_fn fn, void *ctx, char *err, size_t cap) {
   const unsigned char *d = data;
-  uint64_t max_bytes = lim && lim->max_bytes ? lim->max_bytes
-                                             : DEFAULT_MAX_BYTES;
-  uint64_t max_entries = lim && lim->max_entries ? lim->max_entries
-                                                 : DEFAULT_MAX_ENTRIES;
+  uint64_t max_bytes =
+      lim && lim->max_bytes ? lim->max_bytes : DEFAULT_MAX_BYTES;
+  uint64_t max_entries =
+      lim && lim->max_entries ? lim->max_entries : DEFAULT_MAX_ENTRIES;
   uint64_t bytes = 0, entries = 0;
   size_t off = 0;
   struct tw_tar_entry *e = malloc(sizeof *e);
@@ -177,8 +177,8 @@ int tw_tar_walk(const void *data, size_t len, const struct tw_tar_limits *lim,
     }
     size_t blocks = ((size_t)size + BLOCK - 1) / BLOCK;
     if ((uint64_t)size > len || blocks * BLOCK > len - off - BLOCK) {
-      snprintf(err, cap, "%.256s: its %lld bytes run past the archive's end",
-               p, (long long)size);
+      snprintf(err, cap, "%.256s: its %lld bytes run past the archive's end", p,
+               (long long)size);
       break;
     }
     memset(e, 0, sizeof *e);
@@ -192,9 +192,9 @@ int tw_tar_walk(const void *data, size_t len, const struct tw_tar_limits *lim,
       e->type = TW_TAR_LINK;
     } else {
       const char *what =
-          type == '1'                 ? "a hard link"
+          type == '1'                  ? "a hard link"
           : type == '3' || type == '4' ? "a device"
-          : type == '6'               ? "a FIFO"
+          : type == '6'                ? "a FIFO"
           : type == 'x' || type == 'g' || type == 'L' || type == 'K'
               ? "an extended header (pack with tradewind submit, or tar "
                 "--format=ustar)"
@@ -492,8 +492,7 @@ static int add_file(struct packer *k, const char *path, const char *rel,
     snprintf(k->err, k->cap, "%.256s: cannot read: %s", rel, strerror(errno));
     return -1;
   }
-  if (header(k, rel, '0', (st->st_mode & S_IXUSR) ? 0755 : 0644, size,
-             NULL)) {
+  if (header(k, rel, '0', (st->st_mode & S_IXUSR) ? 0755 : 0644, size, NULL)) {
     close(fd);
     return -1;
   }
@@ -525,7 +524,8 @@ static int pack_dir(struct packer *k, const char *path, const char *rel) {
   size_t mark = k->rules.n;
   if (*rel || !k->sky) { /* the top's .skyignore is read already */
     char gi[4200];
-    snprintf(gi, sizeof gi, "%s/%s", path, k->sky ? ".skyignore" : ".gitignore");
+    snprintf(gi, sizeof gi, "%s/%s", path,
+             k->sky ? ".skyignore" : ".gitignore");
     rules_read(&k->rules, gi, rel);
   }
   DIR *dir = opendir(path);
@@ -714,8 +714,8 @@ static int on_entry(void *ctx, const struct tw_tar_entry *e, char *err,
         fchownat(fd, base, (uid_t)u->uid, (gid_t)u->gid, AT_SYMLINK_NOFOLLOW))
       goto fail;
   } else {
-    int f = openat(fd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                   0600);
+    int f = openat(fd, base,
+                   O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (f < 0) {
       if (errno == EEXIST) {
         snprintf(err, cap, "%.256s: named twice", e->path);
@@ -751,9 +751,8 @@ fail:
   return -1;
 }
 
-int tw_tar_unpack(const void *data, size_t len,
-                  const struct tw_tar_limits *lim, const char *dir, int uid,
-                  int gid, char *err, size_t cap) {
+int tw_tar_unpack(const void *data, size_t len, const struct tw_tar_limits *lim,
+                  const char *dir, int uid, int gid, char *err, size_t cap) {
   /* checked whole first: a bad archive leaves nothing behind */
   if (tw_tar_walk(data, len, lim, NULL, NULL, err, cap))
     return -1;

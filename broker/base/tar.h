@@ -73,9 +73,8 @@ int tw_tar_pack(const char *dir, uint64_t max_bytes, struct tw_buf *out,
  * With uid and gid other than -1 every entry is given to them.  Returns 0,
  * or -1 with the message in err (what was unpacked stays; the caller
  * removes it). */
-int tw_tar_unpack(const void *data, size_t len,
-                  const struct tw_tar_limits *lim, const char *dir, int uid,
-                  int gid, char *err, size_t cap);
+int tw_tar_unpack(const void *data, size_t len, const struct tw_tar_limits *lim,
+                  const char *dir, int uid, int gid, char *err, size_t cap);
 
 /* Removes the tree at path (never following a link).  0 or -1. */
 int tw_tar_remove_tree(const char *path);

@@ -30,8 +30,7 @@ static int check(void *ctx, const struct tw_tar_entry *e, char *err,
   if (!e->path[0] || e->path[0] == '/' || strstr(e->path, "//") ||
       !strcmp(e->path, "..") || !strncmp(e->path, "../", 3) ||
       strstr(e->path, "/../") ||
-      (strlen(e->path) >= 3 &&
-       !strcmp(e->path + strlen(e->path) - 3, "/..")))
+      (strlen(e->path) >= 3 && !strcmp(e->path + strlen(e->path) - 3, "/..")))
     abort();
   if (e->type == TW_TAR_LINK && (!e->link[0] || e->link[0] == '/'))
     abort();

@@ -48,11 +48,13 @@ static void register_answer(void **state) {
   TW_CHECK_INT(
       tw_agent_parse_register(
           P("{\"job_id\":\"j\",\"run\":\"true\",\"workdir\":{\"sha256\":"
-            "\"28f801cac0e80495295217d464ce99cfe5d783e94129e26d53a4b10f670c87d6\"}}"),
+            "\"28f801cac0e80495295217d464ce99cfe5d783e94129e26d53a4b10f670c87d6"
+            "\"}}"),
           &j, err, sizeof err),
       0);
-  TW_CHECK_STR(j.workdir_sha,
-               "28f801cac0e80495295217d464ce99cfe5d783e94129e26d53a4b10f670c87d6");
+  TW_CHECK_STR(
+      j.workdir_sha,
+      "28f801cac0e80495295217d464ce99cfe5d783e94129e26d53a4b10f670c87d6");
   tw_agent_job_free(&j);
 
   /* errors name the field */

@@ -94,9 +94,9 @@ static void kept_held_and_swept(void **state) {
   TW_CHECK(found);
 
   /* an archive nobody holds, used recently: kept until it is old */
-  TW_CHECK_RC(tw_store_workdir_put(s, "t1", SHA_B, "b", 1, t0 + 500, &created,
-                                   &err),
-              TW_OK, err);
+  TW_CHECK_RC(
+      tw_store_workdir_put(s, "t1", SHA_B, "b", 1, t0 + 500, &created, &err),
+      TW_OK, err);
   TW_CHECK_RC(tw_store_workdir_sweep(s, t0 + 400, &removed, &err), TW_OK, err);
   TW_CHECK_INT(removed, 0);
   TW_CHECK_RC(tw_store_workdir_sweep(s, t0 + 600, &removed, &err), TW_OK, err);

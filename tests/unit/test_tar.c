@@ -117,9 +117,9 @@ static void a_tree_packs_the_same_bytes_and_unpacks_to_itself(void **state) {
 
   char dst[300], err[512] = "";
   snprintf(dst, sizeof dst, "%s/out", tmp);
-  TW_CHECK(tw_tar_unpack(one.data, one.len, NULL, dst, -1, -1, err,
-                         sizeof err) == 0,
-           "%s", err);
+  TW_CHECK(
+      tw_tar_unpack(one.data, one.len, NULL, dst, -1, -1, err, sizeof err) == 0,
+      "%s", err);
   snprintf(p, sizeof p, "%s/run.sh", dst);
   char *t = read_text(p);
   TW_CHECK_STR(t, "#!/bin/sh\necho run\n");
@@ -239,14 +239,13 @@ static void refused(struct tw_buf *b, const char *want) {
   char err[512] = "";
   unsigned char end[1024] = {0};
   tw_buf_add(b, end, sizeof end);
-  TW_CHECK(tw_tar_walk(b->data, b->len, NULL, NULL, NULL, err, sizeof err) !=
-               0,
+  TW_CHECK(tw_tar_walk(b->data, b->len, NULL, NULL, NULL, err, sizeof err) != 0,
            "accepted, wanted %s", want);
   TW_CHECK(strstr(err, want) != NULL, "got \"%s\", wanted \"%s\"", err, want);
   char dst[300];
   snprintf(dst, sizeof dst, "%s/refused", tmp);
-  TW_CHECK(tw_tar_unpack(b->data, b->len, NULL, dst, -1, -1, err,
-                         sizeof err) != 0);
+  TW_CHECK(tw_tar_unpack(b->data, b->len, NULL, dst, -1, -1, err, sizeof err) !=
+           0);
   struct stat st;
   TW_CHECK(lstat(dst, &st) != 0, "a refused archive left %s behind", dst);
   tw_buf_release(b);
