@@ -17,3 +17,5 @@ tw_add_test(test_store_workdirs
   SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_store_workdirs.c
   LIBS tw_core PkgConfig::CMOCKA
   LABELS unit ux)
+# the same on PostgreSQL (tests/ha.cmake's server; skipped without one)
+tw_pg_variant(test_store_workdirs_pg test_store_workdirs)

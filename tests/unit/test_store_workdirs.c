@@ -1,7 +1,8 @@
 /* test_store_workdirs.c - the tasks' working directories in the store
  * (broker/core/store_workdirs.h): an archive kept per tenant under its
  * hash, written once, held by the jobs that name it, and swept once no
- * job that has not ended holds it and it went unused. */
+ * job that has not ended holds it and it went unused.  On sqlite, or on
+ * PostgreSQL with --backend=postgres (tests/unit/pg_store.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,10 +13,12 @@
 #include "broker/base/mem.h"
 #include "broker/core/store.h"
 #include "broker/core/store_workdirs.h"
+#include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
 static char dir[64], path[128];
 static struct tw_clock clk;
+static struct tw_test_pg pg; /* on: the suite runs on PostgreSQL */
 
 static const char SHA_A[] =
     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
@@ -29,12 +32,15 @@ static int setup(void **state) {
     return -1;
   snprintf(path, sizeof path, "%s/t.db", dir);
   tw_clock_fake_init(&clk, 1764460800000);
+  if (pg.on && tw_test_pg_schema_new(&pg))
+    return -1;
   return 0;
 }
 
 static int teardown(void **state) {
   (void)state;
   tw_test_store_remove(path, dir);
+  tw_test_pg_schema_drop(&pg);
   return 0;
 }
 
@@ -43,6 +49,7 @@ static void kept_held_and_swept(void **state) {
   struct tw_store *s = NULL;
   struct tw_err err = {0};
   struct tw_store_opts o = {.path = path, .clock = &clk};
+  tw_test_pg_opts(&pg, &o);
   TW_CHECK_RC(tw_store_open(&o, &s, &err), TW_OK, err);
   const int64_t t0 = 1764460800000;
   bool created = false, found = false;
@@ -119,7 +126,12 @@ static void kept_held_and_swept(void **state) {
   tw_store_close(s);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (tw_test_pg_wanted(argc, argv)) {
+    int r = tw_test_pg_init(&pg);
+    if (r)
+      return r;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(kept_held_and_swept),
   };
