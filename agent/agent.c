@@ -940,6 +940,34 @@ static size_t to_file(char *p, size_t sz, size_t n, void *ud) {
   return fwrite(p, sz, n, ud) == n ? sz * n : 0;
 }
 
+/* While the archive comes down (the broker's handle is busy with it), a
+ * heartbeat every heartbeat_s on the other handle, so a long fetch is not
+ * taken for a lost agent.  Its answer waits for the loop's next one. */
+static int fetch_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,
+                          curl_off_t ultotal, curl_off_t ulnow) {
+  (void)ultotal, (void)ulnow;
+  struct agent *a = ud;
+  int64_t now = now_ms();
+  if (now < a->next_heartbeat_ms)
+    return 0;
+  a->next_heartbeat_ms = now + a->job.heartbeat_s * 1000;
+  char url[8192], body[96];
+  snprintf(url, sizeof url, "%s/v1/agent/attempts/%s/heartbeat", a->o->broker,
+           a->o->attempt);
+  int n = snprintf(body, sizeof body, "{\"phase\":\"setup\",\"at_ms\":%lld}",
+                   (long long)now);
+  struct curl_slist *h = curl_slist_append(NULL, a->auth);
+  h = curl_slist_append(h, "Content-Type: application/json");
+  h = curl_slist_append(h, "Expect:");
+  struct resp r;
+  http(a->meta, "POST", url, h, body, (size_t)n, 5000, a->o->ca, &r);
+  curl_slist_free_all(h);
+  say("workdir: %lld of %lld bytes fetched; heartbeat answered %ld",
+      (long long)dlnow, (long long)dltotal, r.status);
+  resp_free(&r);
+  return 0;
+}
+
 /* Downloads the archive into path; 0, 1 to retry later, -1 for good. */
 static int workdir_get(struct agent *a, const char *path, char *why,
                        size_t cap) {
@@ -964,6 +992,9 @@ static int workdir_get(struct agent *a, const char *path, char *why,
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, to_file);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
   curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, WORKDIR_MAX);
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, fetch_progress);
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, a);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "tradewind-agent/" TW_AGENT_VERSION);
   if (a->o->ca)
     curl_easy_setopt(c, CURLOPT_CAINFO, a->o->ca);
