@@ -19,3 +19,15 @@ tw_add_test(test_store_workdirs
   LABELS unit ux)
 # the same on PostgreSQL (tests/ha.cmake's server; skipped without one)
 tw_pg_variant(test_store_workdirs_pg test_store_workdirs)
+
+# examples/github-actions/submit.yml's submit step signed in with a
+# (stand-in) Actions OIDC token through auth.oidc
+function(ux_actions_oidc)
+  add_test(NAME ux_actions_oidc
+    COMMAND sh ${CMAKE_SOURCE_DIR}/tests/ux/actions_oidc.sh
+            ${CMAKE_BINARY_DIR}/ux-actions-oidc ${CMAKE_SOURCE_DIR})
+  set_tests_properties(ux_actions_oidc PROPERTIES
+    LABELS "e2e;ux" SKIP_RETURN_CODE 77 TIMEOUT 300
+    ENVIRONMENT "TW_DAEMON=$<TARGET_FILE:tradewindd>;TW_CLI=$<TARGET_FILE:tradewind>;TW_AGENT=$<TARGET_FILE:tradewind-agent>")
+endfunction()
+cmake_language(DEFER CALL ux_actions_oidc)
