@@ -1,5 +1,6 @@
-# A SkyPilot task's workdir: packed by the CLI, uploaded, fetched and
-# unpacked by tradewind-agent (broker/base/tar.c, docs/skypilot.md).
+# Issue 21 (ux): a SkyPilot task's workdir, packed by the CLI, uploaded,
+# fetched and unpacked by tradewind-agent (broker/base/tar.c,
+# docs/skypilot.md); and the GitHub Actions example's OIDC sign-in.
 tw_add_test(test_tar
   SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_tar.c
   LIBS tw_base PkgConfig::CMOCKA
