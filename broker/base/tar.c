@@ -214,7 +214,7 @@ int tw_tar_walk(const void *data, size_t len, const struct tw_tar_limits *lim,
       snprintf(err, cap, "%.256s: longer than %d bytes", p, TW_TAR_PATH_MAX);
       break;
     }
-    snprintf(e->path, sizeof e->path, "%s", p);
+    memcpy(e->path, p, strlen(p) + 1); /* at most TW_TAR_PATH_MAX bytes */
     if (e->type != TW_TAR_FILE && size) {
       snprintf(err, cap, "%.256s: a %s with content", p,
                e->type == TW_TAR_DIR ? "directory" : "link");
