@@ -20,6 +20,7 @@
 #include <jansson.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <pwd.h>
 #include <signal.h>
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -35,6 +37,7 @@
 #include <unistd.h>
 
 #include "agent/agent_parse.h"
+#include "broker/base/tar.h"
 
 extern char **environ;
 
@@ -50,6 +53,7 @@ extern char **environ;
 #define BACKOFF_MIN_MS 1000  /* retries: 1 s doubling to 30 s */
 #define BACKOFF_MAX_MS 30000
 #define KILL_BEFORE_DEADLINE_MS 5000
+#define WORKDIR_MAX ((curl_off_t)1 << 30) /* the largest archive fetched */
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -384,6 +388,8 @@ struct agent {
   int64_t imds_token_until_ms;
   char path_state[4096], path_phase[4096], path_exit[4096], path_ckpt[4096],
       path_register[4096], workdir[4096];
+  char rundir[4200]; /* where setup and run run: workdir, or its
+                        sky_workdir when the job has one */
 };
 
 static void p(char *out, size_t cap, const char *dir, const char *name) {
@@ -906,7 +912,7 @@ static void keeper(struct agent *a, char **env, const struct passwd *pw) {
   signal(SIGQUIT, SIG_IGN);
   int st = 0;
   if (a->job.setup[0]) {
-    st = run_step(a->job.setup, env, pw, a->workdir);
+    st = run_step(a->job.setup, env, pw, a->rundir);
     if (st < 0) {
       keeper_write(a->path_exit, "exit", 127);
       _exit(0);
@@ -914,7 +920,7 @@ static void keeper(struct agent *a, char **env, const struct passwd *pw) {
   }
   if (!a->job.setup[0] || (WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
     keeper_write(a->path_phase, "run", 0);
-    st = run_step(a->job.run, env, pw, a->workdir);
+    st = run_step(a->job.run, env, pw, a->rundir);
   }
   if (st < 0)
     keeper_write(a->path_exit, "exit", 127);
@@ -929,6 +935,165 @@ static int open_log(const char *dir, const char *name) {
   char path[4200];
   p(path, sizeof path, dir, name);
   return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+}
+
+/* ---- the job's working directory ---------------------------------------
+ * GET .../workdir into a file of the directory, its SHA-256 checked, then
+ * unpacked (broker/base/tar.h: no absolute path, no "..", no link out,
+ * never through a link) into sky_workdir beside the job's files, as
+ * SkyPilot's ~/sky_workdir: setup and run run in it. */
+
+static size_t to_file(char *p, size_t sz, size_t n, void *ud) {
+  return fwrite(p, sz, n, ud) == n ? sz * n : 0;
+}
+
+/* While the archive comes down (the broker's handle is busy with it), a
+ * heartbeat every heartbeat_s on the other handle, so a long fetch is not
+ * taken for a lost agent.  Its answer waits for the loop's next one. */
+static int fetch_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow,
+                          curl_off_t ultotal, curl_off_t ulnow) {
+  (void)ultotal, (void)ulnow;
+  struct agent *a = ud;
+  int64_t now = now_ms();
+  if (now < a->next_heartbeat_ms)
+    return 0;
+  a->next_heartbeat_ms = now + a->job.heartbeat_s * 1000;
+  char url[8192], body[96];
+  snprintf(url, sizeof url, "%s/v1/agent/attempts/%s/heartbeat", a->o->broker,
+           a->o->attempt);
+  int n = snprintf(body, sizeof body, "{\"phase\":\"setup\",\"at_ms\":%lld}",
+                   (long long)now);
+  struct curl_slist *h = curl_slist_append(NULL, a->auth);
+  h = curl_slist_append(h, "Content-Type: application/json");
+  h = curl_slist_append(h, "Expect:");
+  struct resp r;
+  http(a->meta, "POST", url, h, body, (size_t)n, 5000, a->o->ca, &r);
+  curl_slist_free_all(h);
+  say("workdir: %lld of %lld bytes fetched; heartbeat answered %ld",
+      (long long)dlnow, (long long)dltotal, r.status);
+  resp_free(&r);
+  return 0;
+}
+
+/* Downloads the archive into path; 0, 1 to retry later, -1 for good. */
+static int workdir_get(struct agent *a, const char *path, char *why,
+                       size_t cap) {
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    snprintf(why, cap, "cannot write %.300s: %s", path, strerror(errno));
+    return -1;
+  }
+  char url[8192];
+  snprintf(url, sizeof url, "%s/v1/agent/attempts/%s/workdir", a->o->broker,
+           a->o->attempt);
+  struct curl_slist *h = curl_slist_append(NULL, a->auth);
+  CURL *c = a->broker;
+  curl_easy_reset(c);
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
+  /* a large archive on a slow link: bounded by progress, not a total */
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 60L);
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, to_file);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
+  curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, WORKDIR_MAX);
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, fetch_progress);
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, a);
+  curl_easy_setopt(c, CURLOPT_USERAGENT, "tradewind-agent/" TW_AGENT_VERSION);
+  if (a->o->ca)
+    curl_easy_setopt(c, CURLOPT_CAINFO, a->o->ca);
+  CURLcode cr = curl_easy_perform(c);
+  long status = 0;
+  if (cr == CURLE_OK)
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(h);
+  bool wrote = fclose(f) == 0;
+  if (cr == CURLE_FILESIZE_EXCEEDED) {
+    snprintf(why, cap, "the archive is over %lld bytes",
+             (long long)WORKDIR_MAX);
+    return -1;
+  }
+  if (status == 0 || status >= 500 || status == 429) {
+    backoff(a, "workdir", status);
+    return 1;
+  }
+  a->failures = 0;
+  if (status != 200) {
+    snprintf(why, cap, "the broker refused it (%ld)", status);
+    return -1;
+  }
+  if (!wrote) {
+    snprintf(why, cap, "cannot write %.300s: %s", path, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* Fetches, checks and unpacks the job's workdir into a->rundir; 0, or -1
+ * with the reason in why. */
+static int prepare_workdir(struct agent *a, const struct passwd *pw, char *why,
+                           size_t cap) {
+  char tar[4200], part[4300];
+  p(tar, sizeof tar, a->o->dir, "workdir.tar");
+  snprintf(a->rundir, sizeof a->rundir, "%s/sky_workdir", a->workdir);
+  snprintf(part, sizeof part, "%s.part", a->rundir);
+  struct stat st;
+  if (lstat(a->rundir, &st) == 0 && S_ISDIR(st.st_mode))
+    return 0; /* unpacked before this agent started again */
+  int rc;
+  while ((rc = workdir_get(a, tar, why, cap)) == 1) {
+    int64_t wait = a->next_try_ms - now_ms();
+    if (wait > 0)
+      sleep_ms(wait);
+  }
+  if (rc)
+    return -1;
+  int fd = open(tar, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || fstat(fd, &st)) {
+    snprintf(why, cap, "cannot read %.300s: %s", tar, strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    return -1;
+  }
+  size_t len = (size_t)st.st_size;
+  void *data = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+  close(fd);
+  if (len && data == MAP_FAILED) {
+    snprintf(why, cap, "cannot map %.300s: %s", tar, strerror(errno));
+    return -1;
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned mdlen = 0;
+  char hex[65] = "";
+  if (EVP_Digest(len ? data : "", len, md, &mdlen, EVP_sha256(), NULL))
+    for (unsigned i = 0; i < 32; i++)
+      snprintf(hex + 2 * i, 3, "%02x", md[i]);
+  rc = -1;
+  if (strcmp(hex, a->job.workdir_sha)) {
+    snprintf(why, cap, "the archive's SHA-256 is %s, not %s", hex,
+             a->job.workdir_sha);
+  } else if (tw_tar_remove_tree(part)) {
+    snprintf(why, cap, "cannot remove %.300s: %s", part, strerror(errno));
+  } else {
+    struct tw_tar_limits lim = {.max_bytes = (uint64_t)1 << 34};
+    char terr[512] = "";
+    if (tw_tar_unpack(data, len, &lim, part, pw ? (int)pw->pw_uid : -1,
+                      pw ? (int)pw->pw_gid : -1, terr, sizeof terr)) {
+      snprintf(why, cap, "%s", terr);
+      tw_tar_remove_tree(part);
+    } else if (rename(part, a->rundir)) {
+      snprintf(why, cap, "cannot rename %.300s: %s", part, strerror(errno));
+    } else {
+      rc = 0;
+    }
+  }
+  if (len)
+    munmap(data, len);
+  unlink(tar);
+  return rc;
 }
 
 static int start_job(struct agent *a) {
@@ -947,6 +1112,23 @@ static int start_job(struct agent *a) {
     p(a->path_ckpt, sizeof a->path_ckpt, a->workdir, ".checkpoint-saved");
   }
   int out = open_log(a->o->dir, "stdout"), err = open_log(a->o->dir, "stderr");
+  snprintf(a->rundir, sizeof a->rundir, "%s", a->workdir);
+  if (a->job.workdir_sha[0]) {
+    char why[768];
+    if (prepare_workdir(a, pw, why, sizeof why)) {
+      /* the job's end, and its output says why */
+      say("workdir: %s", why);
+      if (err >= 0)
+        dprintf(err, "tradewind-agent: workdir: %s\n", why);
+      if (out >= 0)
+        close(out);
+      if (err >= 0)
+        close(err);
+      errno = EINVAL;
+      return -1;
+    }
+    say("workdir unpacked into %s", a->rundir);
+  }
   int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (out < 0 || err < 0 || nul < 0) {
     say("cannot open the job's output files: %s", strerror(errno));

@@ -106,6 +106,20 @@ int tw_agent_parse_register(const char *body, size_t len,
     goto out;
   }
   job->run = dup_str(json_string_value(v));
+  v = json_object_get(o, "workdir");
+  if (v && !json_is_null(v)) {
+    json_t *h = json_is_object(v) ? json_object_get(v, "sha256") : NULL;
+    const char *hs = json_is_string(h) ? json_string_value(h) : "";
+    bool ok = strlen(hs) == 64 && json_string_length(h) == 64;
+    for (size_t i = 0; ok && i < 64; i++)
+      ok = (hs[i] >= '0' && hs[i] <= '9') || (hs[i] >= 'a' && hs[i] <= 'f');
+    if (!ok) {
+      fail(err, cap, "workdir",
+           "expected {\"sha256\": 64 lower-case hex digits} or null");
+      goto out;
+    }
+    memcpy(job->workdir_sha, hs, 65);
+  }
   if (opt_int(o, "time_limit_s", 0, INT64_C(1) << 40, &job->time_limit_s, err,
               cap) ||
       opt_int(o, "grace_s", 0, 86400, &job->grace_s, err, cap) ||

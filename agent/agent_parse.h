@@ -15,6 +15,9 @@ struct tw_agent_job {
   int attempt;
   char *setup; /* "" when none */
   char *run;
+  /* the job's working directory to fetch and unpack before setup: its
+   * SHA-256, 64 lower-case hex digits; "" when the job has none */
+  char workdir_sha[65];
   char **env; /* "NAME=value", NULL-terminated */
   size_t n_env;
   int64_t time_limit_s; /* 0: none */

@@ -45,6 +45,9 @@ struct tw_api_opts {
    * NULL: provider names are not checked beyond their shape. */
   const struct tw_provider_ops *const *adapters;
   int64_t max_body_bytes;
+  /* the bound of an uploaded workdir archive (PUT /v1/workdirs/{sha256},
+   * api/h_workdirs.h); 0: 64 MiB */
+  int64_t max_workdir_bytes;
   /* The front door (docs/security.md); 0 takes the default in brackets. */
   unsigned max_connections; /* connections at once (1024) */
   unsigned timeout_s;       /* idle: no byte either way for this long (60) */

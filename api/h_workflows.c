@@ -320,6 +320,13 @@ static void admit_and_store(struct tw_req *r, struct tw_flow_plan *p) {
       parsed++;
       goto out;
     }
+    if (specs[parsed].workdir) { /* no task holds it (h_workdirs.h) */
+      tw_problem(r, 400, "invalid-field", "workdir",
+                 "workdir: not in a workflow's tasks yet; submit the task "
+                 "as a job of its own");
+      parsed++;
+      goto out;
+    }
   }
   int64_t projected = 0;
   if (!tw_auth_admit_group(r, &p->tenant, sp, counts, n, &projected))

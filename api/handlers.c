@@ -10,6 +10,7 @@
 #include "api/h_placement.h"
 #include "billing/catalog/catalog.h"
 #include "api/auth_int.h"
+#include "api/h_workdirs.h"
 #include "broker/base/clock.h"
 #include "broker/base/log.h"
 #include "broker/core/flow.h"
@@ -228,6 +229,12 @@ void tw_h_jobs_create(struct tw_req *r) {
     tw_spec_release(&spec);
     return;
   }
+  if (spec.array && spec.workdir) {
+    tw_problem(r, 400, "invalid-field", "workdir",
+               "workdir: not with array (each task would need to hold it)");
+    tw_spec_release(&spec);
+    return;
+  }
   if (spec.array) { /* one group of tasks (h_workflows.c) */
     tw_h_array_submit(r, &spec);
     tw_spec_release(&spec);
@@ -251,6 +258,10 @@ void tw_h_jobs_create(struct tw_req *r) {
     return;
   }
   if (spec.n_secrets && !secrets_ready(r, &spec)) {
+    tw_spec_release(&spec);
+    return;
+  }
+  if (!tw_workdir_known(r, &spec)) { /* uploaded to its tenant */
     tw_spec_release(&spec);
     return;
   }
@@ -301,6 +312,8 @@ void tw_h_jobs_create(struct tw_req *r) {
       tw_log_error("api", "job=%s not cancelled: %s", job.id, cerr.msg);
     tw_job_rec_release(&job);
   }
+  if (rc == TW_OK && !replayed)
+    tw_workdir_hold(r, job.id, &spec);
   tw_spec_release(&spec);
   tw_flow_plan_release(&plan);
   if (rc) {

@@ -99,6 +99,11 @@ static const struct tw_rbac_rule RULES[] = {
     {"POST", "/v1/agent/attempts/{attempt}/exit", TW_TGT_AGENT,
      {D, D, D, D, D, D}},
     {"GET", "/v1/agent/binary", TW_TGT_AGENT, {A, D, D, D, D, D}},
+    /* a SkyPilot task's workdir: uploaded by who may submit to the
+     * tenant, fetched by the attempt's agent alone */
+    {"PUT", "/v1/workdirs/{sha256}", TW_TGT_QUERY_TENANT, {A, T, T, D, D, T}},
+    {"GET", "/v1/agent/attempts/{attempt}/workdir", TW_TGT_AGENT,
+     {D, D, D, D, D, D}},
     /* live job events: who may list the jobs (a tenant its own) */
     {"GET", "/v1/events/stream", TW_TGT_QUERY_TENANT, {A, T, T, T, T, D}},
     {"GET", "/v1/jobs/{id}/attempts", TW_TGT_JOB, {A, T, T, T, T, O}},

@@ -20,6 +20,7 @@
 #include "api/auth_routes.h"
 #include "api/door.h"
 #include "api/h_agent.h"
+#include "api/h_workdirs.h"
 #include "api/h_placement.h"
 #include "api/h_stream.h"
 #include "api/h_ui.h"
@@ -55,7 +56,7 @@ const struct tw_route tw_routes[] = {
                                           "healthz"},
     {"GET", "/readyz", tw_h_readyz, "readyz"},
     {"GET", "/metrics", tw_h_metrics, "metrics"},
-    TW_AGENT_ROUTES TW_STREAM_ROUTES TW_UI_ROUTES};
+    TW_AGENT_ROUTES TW_WORKDIR_ROUTES TW_STREAM_ROUTES TW_UI_ROUTES};
 const size_t tw_n_routes = sizeof tw_routes / sizeof tw_routes[0];
 
 struct tw_api_route_info *tw_api_route_table(size_t *n) {
@@ -137,6 +138,7 @@ struct tw_api {
   const char *fallback_names[16];
   const struct tw_spec_machine *machine; /* borrowed; NULL: none allowed */
   int64_t max_body; /* atomic */
+  int64_t max_workdir; /* the bound of big_body routes */
   int draining;     /* atomic */
   struct route_metrics metrics[sizeof tw_routes / sizeof tw_routes[0] + 1];
   uint64_t in_flight; /* atomic */
@@ -199,6 +201,14 @@ bool tw_api_draining(struct tw_api *api) {
 }
 int tw_api_port(const struct tw_api *api) { return api->port; }
 int tw_api_probe_port(const struct tw_api *api) { return api->probe_port; }
+/* The bound of r's body: api.max_workdir_bytes for an uploaded workdir
+ * (api/h_workdirs.h), api.max_body_bytes for the rest. */
+static int64_t body_max(struct tw_api *api, const struct tw_req *r) {
+  if (r->route >= 0 && !strcmp(tw_routes[r->route].name, "workdirs_put"))
+    return api->max_workdir;
+  return __atomic_load_n(&api->max_body, __ATOMIC_ACQUIRE);
+}
+
 void tw_api_set_max_body(struct tw_api *api, int64_t bytes) {
   __atomic_store_n(&api->max_body, bytes, __ATOMIC_RELEASE);
 }
@@ -761,7 +771,7 @@ static bool head_ok(struct tw_api *api, struct tw_req *r, const char *version,
   }
   if (!tw_auth_head(r))
     return false; /* 401 or 429: the body is never read */
-  int64_t max = __atomic_load_n(&api->max_body, __ATOMIC_ACQUIRE);
+  int64_t max = body_max(api, r);
   if (h.cl) {
     /* libmicrohttpd refused a malformed one before this call */
     unsigned long long n = strtoull(h.cl, NULL, 10);
@@ -823,7 +833,7 @@ static enum MHD_Result serve(struct tw_api *api, bool probe_only,
     return MHD_YES;
   }
   if (*upload_size) {
-    int64_t max = __atomic_load_n(&api->max_body, __ATOMIC_ACQUIRE);
+    int64_t max = body_max(api, r);
     if (!r->too_big && (int64_t)(r->body.len + *upload_size) <= max)
       tw_buf_add(&r->body, upload_data, *upload_size);
     else
@@ -838,7 +848,7 @@ static enum MHD_Result serve(struct tw_api *api, bool probe_only,
   if (r->too_big) {
     r->close = true;
     tw_problem(r, 413, "too-large", NULL, "request body exceeds %lld bytes",
-               (long long)__atomic_load_n(&api->max_body, __ATOMIC_ACQUIRE));
+               (long long)body_max(api, r));
   } else {
     span_log(r, true);
     tw_auth_dispatch(r, tw_routes[r->route].fn); /* authn, authz, audit */
@@ -1014,6 +1024,8 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
                     sizeof api->fallback_names / sizeof api->fallback_names[0]);
   api->machine = opts->machine;
   api->max_body = opts->max_body_bytes > 0 ? opts->max_body_bytes : (1 << 20);
+  api->max_workdir =
+      opts->max_workdir_bytes > 0 ? opts->max_workdir_bytes : (64 << 20);
   api->catalog = opts->catalog;
   api->placer = opts->placer;
   api->ready = opts->ready;

@@ -365,7 +365,10 @@ int tw_cli_request(struct tw_cli *c, const char *method, const char *path,
                                 .body = body,
                                 .body_len = len,
                                 .idempotency_key = idempotency_key,
-                                .cacert = c->cacert};
+                                .cacert = c->cacert,
+                                /* a large body (a packed workdir) gets
+                                 * longer than the default to go up */
+                                .timeout_ms = len > (1u << 20) ? 600000L : 0};
   struct tw_cli_http_resp local;
   struct tw_buf line;
   tw_cli_http_resp_init(&local);

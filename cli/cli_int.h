@@ -210,6 +210,16 @@ int tw_cli_request_quiet(struct tw_cli *c, const char *method, const char *path,
 int tw_cli_usage(struct tw_cli *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* cli/workdir.c: when the document (a spec or a SkyPilot task, JSON or
+ * YAML) has a top-level `workdir:` naming a local directory, packs it
+ * (broker/base/tar.h), uploads it with PUT /v1/workdirs/{sha256} when
+ * upload is set (to the document's tenant, else default), and rewrites
+ * doc as JSON with `workdir: sha256:<hex>` (*changed true).  A document
+ * that does not parse is left to the server.  TW_EXIT_OK, TW_EXIT_USAGE
+ * (not a directory, cannot be packed, printed) or the upload's code. */
+int tw_cli_workdir(struct tw_cli *c, struct tw_buf *doc, bool is_json,
+                   bool upload, bool *changed);
+
 /* Prints "tradewind: <fmt>" on stderr. */
 void tw_cli_errorf(struct tw_cli *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

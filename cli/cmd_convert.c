@@ -41,13 +41,21 @@ static int cmd_convert(struct tw_cli *c, const struct tw_cli_parsed *p) {
     return tw_cli_usage(c, "cannot read %s: %s", file,
                         big ? "too large" : bad ? "read error" : "empty");
   }
+  /* a local workdir: packed (not uploaded) and named by its hash, as
+   * submit would store it */
+  bool packed = false;
+  int wcode = tw_cli_workdir(c, &text, json_name(file), false, &packed);
+  if (wcode) {
+    tw_buf_release(&text);
+    return wcode;
+  }
   struct tw_job_spec spec;
   struct tw_spec_errs *errs = tw_calloc(1, sizeof *errs);
   struct tw_err err = {0};
   bool sky = false;
   int code = TW_EXIT_OK;
-  if (tw_spec_parse_any(text.data, text.len, json_name(file), NULL, &spec,
-                        errs, &sky, &err)) {
+  if (tw_spec_parse_any(text.data, text.len, packed || json_name(file), NULL,
+                        &spec, errs, &sky, &err)) {
     for (size_t i = 0; i < errs->n; i++) {
       struct tw_buf line;
       tw_buf_init(&line);
@@ -79,7 +87,8 @@ const struct tw_cli_cmd tw_cli_cmd_convert = {
         "Reads FILE (- reads stdin), a SkyPilot task or a Tradewind spec,\n"
         "and prints the Tradewind spec it is, in canonical JSON (-o yaml\n"
         "for YAML), without a server: the translation is the daemon's, so\n"
-        "`submit FILE` stores the same.  Every problem of the file is\n"
+        "`submit FILE` stores the same (a local workdir: packed, and shown\n"
+        "as the hash submit would upload).  Every problem of the file is\n"
         "printed, one a line, and the exit code is 5.  docs/skypilot.md\n"
         "says what each SkyPilot key becomes.\n",
     .min_pos = 1,

@@ -224,6 +224,15 @@ static int cmd_plan(struct tw_cli *c, const struct tw_cli_parsed *p) {
       (fl > 5 && !strcasecmp(file + fl - 5, ".json")) ||
       (!(fl > 5 && !strcasecmp(file + fl - 5, ".yaml")) &&
        !(fl > 4 && !strcasecmp(file + fl - 4, ".yml")) && spec.data[0] == '{');
+  /* a local workdir: packed (not uploaded; a plan runs nothing) and named
+   * by its hash */
+  bool packed = false;
+  int wcode = tw_cli_workdir(c, &spec, json, false, &packed);
+  if (wcode) {
+    tw_buf_release(&spec);
+    return wcode;
+  }
+  json = json || packed;
   char path[64];
   snprintf(path, sizeof path, "/v1/plan?candidates=%ld", n);
   struct tw_cli_http_resp resp;

@@ -246,6 +246,13 @@ static int cmd_submit(struct tw_cli *c, const struct tw_cli_parsed *p) {
   }
 
   const char *mt = media_type(file, spec.data, spec.len);
+  /* a local workdir: packed and uploaded first, then named by its hash */
+  bool packed = false;
+  if ((code = tw_cli_workdir(c, &spec, !strcmp(mt, "application/json"), true,
+                             &packed)))
+    goto out;
+  if (packed)
+    mt = "application/json";
   if (secrets) {
     if ((code = fill_secrets(c, p, &spec, !strcmp(mt, "application/json"))))
       goto out;
@@ -309,7 +316,10 @@ const struct tw_cli_cmd tw_cli_cmd_submit = {
         "application/yaml (stdin: JSON when it opens with '{').  Prints the\n"
         "job id, or the job with -o json.  A SkyPilot task file is taken as\n"
         "it is (docs/skypilot.md); every problem of a refused file is\n"
-        "printed, one a line.\n"
+        "printed, one a line.  A local `workdir:` (relative to the current\n"
+        "directory, ~ for home) is packed, what its .skyignore or\n"
+        ".gitignore files name left out, uploaded first, and sent as its\n"
+        "hash; the job's setup and run run in it.\n"
         "\n"
         "Options:\n"
         "  --wait                  wait until the job finishes; the exit code\n"

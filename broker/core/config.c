@@ -29,6 +29,8 @@ static const struct key KEYS[] = {
     {"log.format", K_STR, OFF(log_format), "text", 0, 0, true},
     {"api.max_body_bytes", K_INT, OFF(api_max_body_bytes), "1048576", 1024,
      64 << 20, true},
+    {"api.max_workdir_bytes", K_INT, OFF(api_max_workdir_bytes), "67108864",
+     1024, 1 << 30, false},
     {"api.max_connections", K_INT, OFF(api_max_connections), "1024", 1, 65536,
      false},
     {"api.timeout_s", K_INT, OFF(api_timeout_s), "60", 1, 3600, false},

@@ -25,6 +25,7 @@ struct tw_cfg {
   char *log_debug; /* comma-separated subsystems, "" for none */
   char *log_format; /* text | journald | json (broker/base/log.h) */
   int64_t api_max_body_bytes;
+  int64_t api_max_workdir_bytes; /* PUT /v1/workdirs/{sha256} bodies */
   int64_t api_max_connections;
   int64_t api_timeout_s;       /* idle connection timeout */
   int64_t api_max_per_address; /* connections from one address at once */

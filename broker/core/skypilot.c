@@ -1104,10 +1104,21 @@ enum tw_rc tw_skypilot_to_native(const struct tw_node *root,
         tw_node_to_json(v, &k.top);
       }
     } else if (!strcmp(key, "workdir")) {
-      errs_add(errs, path, v,
-               "a local directory: the broker has no way to copy it from "
-               "the submitting machine; build the code into image_id, or "
-               "fetch it in setup (git clone, a bucket)");
+      const char *w = scalar(v);
+      if (w && tw_spec_workdir_ref(w)) {
+        /* packed and uploaded by tradewind submit (docs/skypilot.md) */
+        member(&k.top, &k.top_first, "workdir");
+        tw_node_to_json(v, &k.top);
+      } else if (w && *w) {
+        errs_add(errs, path, v,
+                 "a local directory: submit the task with tradewind submit, "
+                 "which packs and uploads it (the API takes sha256:<hex> of "
+                 "a workdir uploaded with PUT /v1/workdirs/{sha256})");
+      } else {
+        errs_add(errs, path, v,
+                 "a git repository or another form: only a local directory "
+                 "is taken (clone a repository in setup)");
+      }
     } else if (!strcmp(key, "num_nodes")) {
       if (probe(errs, NULL, "nodes", v, "num_nodes")) {
         member(&k.top, &k.top_first, "nodes");

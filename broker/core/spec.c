@@ -1356,6 +1356,30 @@ static enum tw_rc parse_flow(const struct tw_node *root,
   return TW_OK;
 }
 
+/* ---- the working directory ---------------------------------------------- */
+
+bool tw_spec_workdir_ref(const char *s) {
+  if (!s || strncmp(s, "sha256:", 7) || strlen(s) != 7 + 64)
+    return false;
+  for (const char *q = s + 7; *q; q++)
+    if (!((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f')))
+      return false;
+  return true;
+}
+
+static enum tw_rc parse_workdir(const struct tw_node *n,
+                                struct tw_job_spec *spec, struct tw_err *err) {
+  char d[128];
+  if (n->kind != TW_NODE_SCALAR || !tw_spec_workdir_ref(n->str))
+    return fail(err, "workdir", n,
+                "expected sha256: and the 64 lower-case hex digits of an "
+                "uploaded workdir (tradewind submit packs and uploads a "
+                "local directory), got %s",
+                describe(n, d, sizeof d));
+  spec->workdir = tw_strdup(n->str);
+  return TW_OK;
+}
+
 /* ---- the machine: image, disk, ports ------------------------------------ */
 
 static bool image_char(char c) {
@@ -1646,6 +1670,7 @@ static enum tw_rc parse_top(const struct tw_node *root,
                                      "image",
                                      "disk",
                                      "ports",
+                                     "workdir",
                                      NULL};
   char d[128];
   enum tw_rc rc;
@@ -1761,6 +1786,9 @@ static enum tw_rc parse_top(const struct tw_node *root,
   }
   if (!is_null(n = tw_node_get(root, "image")) &&
       (rc = parse_image(n, spec, err)))
+    return rc;
+  if (!is_null(n = tw_node_get(root, "workdir")) &&
+      (rc = parse_workdir(n, spec, err)))
     return rc;
   if (!is_null(n = tw_node_get(root, "disk")) &&
       (rc = parse_disk(n, spec, err)))
@@ -1995,6 +2023,7 @@ void tw_spec_release(struct tw_job_spec *spec) {
   free(spec->env);
   tw_spec_secrets_wipe(spec);
   free(spec->image);
+  free(spec->workdir);
   free(spec->disk_type);
   free(spec->ports);
   memset(spec, 0, sizeof *spec);
@@ -2238,6 +2267,10 @@ void tw_spec_to_json(const struct tw_job_spec *s, struct tw_buf *b) {
   if (s->image) {
     json_key(b, &first, "image");
     tw_buf_json_str(b, s->image);
+  }
+  if (s->workdir) {
+    json_key(b, &first, "workdir");
+    tw_buf_json_str(b, s->workdir);
   }
   if (s->disk_size_gb || s->disk_type) {
     json_key(b, &first, "disk");

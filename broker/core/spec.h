@@ -174,6 +174,10 @@ struct tw_job_spec {
    * (struct tw_spec_opts); NULL: the policy's (the config's spot.fallback) */
   char *fallback;
 
+  /* the job's working directory, an archive uploaded beforehand
+   * (PUT /v1/workdirs/{sha256}): "sha256:" and 64 lower-case hex digits;
+   * NULL = none.  The agent unpacks it and runs setup and run in it. */
+  char *workdir;
   char *setup; /* run before `run` on every node; NULL = none */
   char *run;   /* the script; NULL = none */
   struct tw_kv *env;
@@ -272,6 +276,9 @@ void tw_spec_to_json(const struct tw_job_spec *spec, struct tw_buf *out);
  * then lower-case letters, digits and '-', at most 63 bytes.  What
  * `fallback:` and spot.fallback accept when no names list is given. */
 bool tw_spec_name_word(const char *s);
+
+/* s is a workdir reference: "sha256:" and 64 lower-case hex digits. */
+bool tw_spec_workdir_ref(const char *s);
 
 /* Writes the NULL-terminated names as "a, b, c or d" into out (truncated
  * to outsz), for messages listing what is valid. */

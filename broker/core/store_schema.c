@@ -497,6 +497,26 @@ static const char *const MIG_TRACE[] = {
     "  traceparent TEXT NOT NULL) WITHOUT ROWID;",
 };
 
+/* ---- module "workdir": SkyPilot tasks' working directories
+ * (store_workdirs.c) */
+
+static const char *const MIG_WORKDIR[] = {
+    /* 1: the archives per tenant, and which job holds which */
+    "CREATE TABLE workdirs ("
+    "  tenant TEXT NOT NULL,"
+    "  sha256 TEXT NOT NULL,"
+    "  size INTEGER NOT NULL,"
+    "  data BLOB NOT NULL,"
+    "  created_ms INTEGER NOT NULL,"
+    "  used_ms INTEGER NOT NULL,"
+    "  PRIMARY KEY (tenant, sha256)) WITHOUT ROWID;"
+    "CREATE TABLE workdir_jobs ("
+    "  job_id TEXT PRIMARY KEY,"
+    "  tenant TEXT NOT NULL,"
+    "  sha256 TEXT NOT NULL) WITHOUT ROWID;"
+    "CREATE INDEX workdir_jobs_sha ON workdir_jobs(tenant, sha256);",
+};
+
 const struct tw_store_module TW_STORE_MODULES[] = {
     MODULE("gang", MIG_GANG),       MODULE("datasets", MIG_DATASETS),
     MODULE("catalog", MIG_CATALOG), MODULE("ledger", MIG_LEDGER),
@@ -508,6 +528,7 @@ const struct tw_store_module TW_STORE_MODULES[] = {
     MODULE("trace", MIG_TRACE),
     MODULE("flow", MIG_FLOW),
     MODULE("ha", MIG_HA),
+    MODULE("workdir", MIG_WORKDIR),
 };
 const size_t TW_STORE_N_MODULES =
     sizeof TW_STORE_MODULES / sizeof TW_STORE_MODULES[0];

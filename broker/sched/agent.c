@@ -188,6 +188,10 @@ void tw_agent_register_answer(const struct tw_agent_job *j,
   tw_buf_json_str(out, sp->setup ? sp->setup : "");
   tw_buf_adds(out, ",\"run\":");
   tw_buf_json_str(out, sp->run ? sp->run : "");
+  /* the working directory to fetch (GET .../workdir) and unpack before
+   * setup; 64 hex digits, checked by the agent */
+  if (sp->workdir)
+    tw_buf_printf(out, ",\"workdir\":{\"sha256\":\"%s\"}", sp->workdir + 7);
   tw_buf_adds(out, ",\"env\":{");
   /* the spec's own first; the broker's variables win over a spec that
    * names them too (they are what the contract promises) */

@@ -19,6 +19,7 @@
 #include "broker/base/log.h"
 #include "broker/core/store.h"
 #include "broker/core/store_tenancy.h"
+#include "broker/core/store_workdirs.h"
 #include "broker/tenancy/tenancy_int.h"
 #include "policies/place/index.h"
 #include "policies/place/policy.h"
@@ -663,12 +664,32 @@ enum tw_rc tw_tenancy_open(const struct tw_tenancy_opts *opts,
 /* ---- maintenance thread
  * ------------------------------------------------------------ */
 
+/* SkyPilot tasks' workdirs (store_workdirs.h): once a minute, those no
+ * job that has not ended holds and nobody used for an hour go. */
+#define WORKDIR_SWEEP_MS 60000
+#define WORKDIR_KEEP_MS 3600000
+
+static void sweep_workdirs(struct tw_tenancy *t) {
+  int64_t now = tw_clock_now_ms(t->clock);
+  if (now - t->workdirs_swept_ms < WORKDIR_SWEEP_MS)
+    return;
+  t->workdirs_swept_ms = now;
+  int64_t removed = 0;
+  struct tw_err err = {0};
+  if (tw_store_workdir_sweep(t->store, now - WORKDIR_KEEP_MS, &removed, &err))
+    tw_log_warn("tenancy", "workdirs not swept: %s", err.msg);
+  else if (removed)
+    tw_log_info("tenancy", "workdirs removed=%lld (no job holds them)",
+                (long long)removed);
+}
+
 static void *tick_main(void *arg) {
   struct tw_tenancy *t = arg;
   pthread_mutex_lock(&t->tmu);
   while (!t->stopping) {
     pthread_mutex_unlock(&t->tmu);
     tw_tenancy_tick(t);
+    sweep_workdirs(t);
     pthread_mutex_lock(&t->tmu);
     if (t->stopping)
       break;

@@ -93,6 +93,7 @@ struct tw_tenancy {
   pthread_mutex_t tmu;
   pthread_cond_t tcv;
   int64_t interval_ms;
+  int64_t workdirs_swept_ms; /* the maintenance thread's last sweep */
 };
 
 void tn_audit(struct tw_tenancy *t, const char *principal, const char *tenant,

@@ -41,6 +41,20 @@ static void register_answer(void **state) {
   TW_CHECK_INT(j.grace_s, 30);
   TW_CHECK_INT(j.heartbeat_s, 10);
   TW_CHECK(j.user == NULL && !j.has_checkpoint);
+  TW_CHECK_STR(j.workdir_sha, ""); /* no workdir */
+  tw_agent_job_free(&j);
+
+  /* a workdir to fetch: its hash */
+  TW_CHECK_INT(
+      tw_agent_parse_register(
+          P("{\"job_id\":\"j\",\"run\":\"true\",\"workdir\":{\"sha256\":"
+            "\"28f801cac0e80495295217d464ce99cfe5d783e94129e26d53a4b10f670c87d6"
+            "\"}}"),
+          &j, err, sizeof err),
+      0);
+  TW_CHECK_STR(
+      j.workdir_sha,
+      "28f801cac0e80495295217d464ce99cfe5d783e94129e26d53a4b10f670c87d6");
   tw_agent_job_free(&j);
 
   /* errors name the field */
@@ -57,6 +71,9 @@ static void register_answer(void **state) {
       {"{\"job_id\":\"j\",\"run\":\"x\",\"time_limit_s\":-1}", "time_limit_s"},
       {"{\"job_id\":\"j\",\"run\":\"x\",\"user\":\"\"}", "user"},
       {"{\"job_id\":\"j\",\"run\":\"x\",\"checkpoint\":3}", "checkpoint"},
+      {"{\"job_id\":\"j\",\"run\":\"x\",\"workdir\":\"abc\"}", "workdir"},
+      {"{\"job_id\":\"j\",\"run\":\"x\",\"workdir\":{\"sha256\":\"../x\"}}",
+       "workdir"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     err[0] = '\0';

@@ -132,7 +132,7 @@ static void test_bad_file_all_errors(void **state) {
     int line;
   } want[] = {
       {"name", "may only contain", 2},
-      {"workdir", "no way to copy", 3},
+      {"workdir", "only a local directory is taken", 3},
       {"num_nodes", "without quotes", 4},
       {"resources.infra", "no provider \"lambda\"", 6},
       {"resources.accelerators.H100", "many", 7},

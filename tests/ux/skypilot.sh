@@ -4,6 +4,10 @@
 #     and run to success by tradewind-agent on a booting fake EC2, their
 #     output checked (setup before run, the gang's rank and node list);
 #   - the two that need no GPU again on the local provider;
+#   - workdir.yaml, submitted unchanged from its directory on both: its
+#     workdir packed (.gitignore honoured), uploaded, fetched by the agent
+#     and unpacked, setup and run reading files from it; the upload's and
+#     the submission's refusals, and the fetch only with the agent token;
 #   - bad.yaml refused with every one of its errors in one answer;
 #   - `tradewind convert` of each task, submitted as a native spec, is the
 #     same job (the stored specs are equal);
@@ -123,6 +127,65 @@ PY
   done
 }
 
+# workdir_ok NAME: workdir.yaml as it is, from its own directory (SkyPilot
+# reads a relative workdir from where the command runs)
+workdir_ok() {
+  id=$(cd "$tasks" && "$TW_CLI" --url "$url" submit workdir.yaml) ||
+    fail "$1: workdir.yaml refused"
+  tw jobs wait "$id" --timeout 120s >/dev/null 2>"$work/wait.err" ||
+    fail "$1: workdir.yaml: job $id did not succeed: $(cat "$work/wait.err"); $(tw jobs logs "$id" 2>&1 | tail -5)"
+  tw jobs logs "$id" >"$work/$id.log" 2>&1 || fail "no logs of $id"
+  for want in "setup in sky_workdir" "hello from the workdir" \
+    "train: lr=0.001" "scratch.ckpt left out"; do
+    grep -qx -- "$want" "$work/$id.log" ||
+      fail "$1: workdir.yaml: output lacks \"$want\": $(cat "$work/$id.log")"
+  done
+  # the stored spec names the archive convert computes, byte for byte
+  want=$(cd "$tasks" && tw convert workdir.yaml | python3 -c 'import json,sys; print(json.load(sys.stdin)["workdir"])')
+  got=$(tw jobs get "$id" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["spec"]["workdir"])')
+  [ "$want" = "$got" ] || fail "$1: convert says $want, the job holds $got"
+  hex=${got#sha256:}
+  # the archive, fetched only with the attempt's own token
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$url/v1/agent/attempts/$id-1/workdir")
+  [ "$code" = 403 ] || [ "$code" = 401 ] ||
+    fail "$1: the workdir fetched without an agent token: $code"
+  # what goes wrong is refused, naming the field
+  printf 'name: w\nworkdir: "sha256:%064d"\nrun: "true"\n' 0 >"$work/unknown-wd.yaml"
+  if tw submit "$work/unknown-wd.yaml" >/dev/null 2>"$work/unknown-wd.err"; then
+    fail "$1: a workdir never uploaded was accepted"
+  fi
+  grep -q "workdir: sha256:0* is not uploaded to tenant default" "$work/unknown-wd.err" ||
+    fail "$1: unknown workdir: $(cat "$work/unknown-wd.err")"
+  curl -s -X POST -H 'Content-Type: application/yaml' \
+    --data-binary "@$tasks/workdir.yaml" "$url/v1/jobs" >"$work/wd-api.json"
+  grep -q '"field":"workdir"' "$work/wd-api.json" &&
+    grep -q 'submit the task with tradewind submit' "$work/wd-api.json" ||
+    fail "$1: a task's local workdir through the API: $(cat "$work/wd-api.json")"
+  printf 'not a tar' >"$work/junk"
+  jhex=$(sha256sum "$work/junk" | cut -c1-64)
+  curl -s -X PUT -H 'Content-Type: application/x-tar' --data-binary "@$work/junk" \
+    "$url/v1/workdirs/$jhex" >"$work/wd-junk.json"
+  grep -q '"field":"body"' "$work/wd-junk.json" ||
+    fail "$1: a body that is no archive: $(cat "$work/wd-junk.json")"
+  curl -s -X PUT -H 'Content-Type: application/x-tar' --data-binary "@$work/junk" \
+    "$url/v1/workdirs/$hex" >"$work/wd-hash.json"
+  grep -q '"field":"sha256"' "$work/wd-hash.json" ||
+    fail "$1: a body of another hash: $(cat "$work/wd-hash.json")"
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'Content-Type: application/x-tar' \
+    --data-binary "@$work/junk" "$url/v1/workdirs/$(printf %063d 0)g")
+  [ "$code" = 400 ] || fail "$1: a malformed hash answered $code"
+  # an array's tasks hold nothing: refused (the CLI has uploaded it)
+  printf 'name: arr\ntenant: default\narray: "0-1"\nworkdir: %s/workdir-code\nrun: "true"\n' "$tasks" >"$work/wd-arr.yaml"
+  if tw submit "$work/wd-arr.yaml" >/dev/null 2>"$work/wd-arr.err"; then
+    fail "$1: an array with a workdir was accepted"
+  fi
+  grep -q "workdir: not with array" "$work/wd-arr.err" ||
+    fail "$1: array with a workdir: $(cat "$work/wd-arr.err")"
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'Content-Type: text/plain' \
+    --data-binary "@$work/junk" "$url/v1/workdirs/$jhex")
+  [ "$code" = 415 ] || fail "$1: a text body answered $code"
+}
+
 # --- the fake EC2, booting its instances ---------------------------------------
 ux_start fakecloud "$TW_FAKECLOUD" --listen 127.0.0.1:0 --seed 5 --pending-ms 200 \
   --clock-speed 1 --boot --boot-dir "$work/boot"
@@ -150,6 +213,7 @@ grep -l -- "--node-rank 1" "$work"/boot/*/user-data >/dev/null ||
 submit_ok "$tasks/batch.yaml" \
   "evaluating s3://tradewind-ux-data/eval/ in batches of 32 (verbose=true)" done
 secrets_ok ec2
+workdir_ok ec2
 
 # --- every error of a bad file at once -------------------------------------------
 if tw submit "$tasks/bad.yaml" >"$work/bad.out" 2>"$work/bad.err"; then
@@ -201,6 +265,7 @@ submit_ok "$tasks/distributed.yaml" "setup on node 0" "node 0 of 2, head " \
   "torchrun --nnodes=2 --node_rank=0"
 submit_ok "$tasks/batch.yaml" "verbose=true" done
 secrets_ok local
+workdir_ok local
 # a node other than the head that fails fails the job at once, with its
 # code, while the head still runs
 printf 'name: rank1-fails\nnum_nodes: 2\nresources: {cpus: 1+}\nrun: |\n  if [ "$SKYPILOT_NODE_RANK" = 1 ]; then exit 3; fi\n  sleep 60\n' \

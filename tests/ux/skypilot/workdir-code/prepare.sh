@@ -1,0 +1,3 @@
+#!/bin/sh
+# setup: runs in the unpacked workdir
+echo "setup in $(basename "$PWD")"
