@@ -899,11 +899,16 @@ out:
   return changes;
 }
 
+static int notices_applied(struct tw_sched *s, struct sched_call *c,
+                           bool timed_out, int64_t now);
+
 int sched__follow_applied(struct tw_sched *s, struct sched_call *c,
                           bool timed_out, int64_t now) {
   (void)now;
   if (c->kind == SCHED_CALL_DESCRIBE)
     return describe_applied(s, c, timed_out, now);
+  if (c->kind == SCHED_CALL_NOTICES)
+    return notices_applied(s, c, timed_out, now);
   if (c->end_after)
     return ended_after_terminate(s, c, timed_out, now);
   if (!c->cancel) {
@@ -958,26 +963,78 @@ static bool notice_is_of(const struct tw_attempt_rec *a, struct sched_nodes nd,
   return false;
 }
 
-static void poll_notices(struct tw_sched *s, const struct tw_attempt_rec *live,
-                         size_t n_live, const struct tw_attempt_instance *g,
-                         size_t n_g, int64_t now) {
+/* On the worker: the account's notices in force. */
+static void notices_run(struct sched_call *c) {
+  c->rc = tw_provider_poll_events(c->p, &c->ev, &c->err);
+}
+
+/* The pseudo attempt id of account i's notice poll, for sched__call_busy:
+ * one poll in flight per account (attempt ids are positive). */
+static int64_t notices_key(size_t i) { return -(int64_t)(i + 1); }
+
+/* Sends each account's notice poll to its workers when one is due: none
+ * in flight (an abandoned one included) and notice_poll_ms passed since
+ * the last one was sent.  The poll costs the cloud requests per live
+ * instance (EC2: two metadata documents each), which is why it is never
+ * made on the scheduler's thread. */
+static void notices_send(struct tw_sched *s) {
+  int64_t mono = sched__mono_ms();
   for (size_t i = 0; i < s->n_pc && !sched__stopping(s); i++) {
-    struct tw_event_list ev;
-    struct tw_err err = {0};
-    tw_event_list_init(&ev);
-    if (tw_provider_poll_events(s->pc[i].p, &ev, &err) == TW_OK) {
-      for (size_t e = 0; e < ev.n; e++)
-        for (size_t k = 0; k < n_live; k++)
-          if (notice_is_of(&live[k], nodes_of(g, n_g, live[k].id),
-                           ev.items[e].instance_id) &&
-              !strcmp(live[k].provider, tw_provider_account(s->pc[i].p))) {
-            struct sched_att *st = att_get(s, &live[k], now);
-            if (sched__spot_notice(s, &live[k], st, &ev.items[e], now))
-              poll_soon(s, st, now);
-          }
+    struct pcache *pc = &s->pc[i];
+    if (!tw_provider_supports(pc->p, TW_PROV_EVENTS) ||
+        mono < pc->notices_next_ms || sched__call_busy(s, notices_key(i)) ||
+        !sched__call_room(s, pc))
+      continue;
+    struct sched_call *c = tw_calloc(1, sizeof *c);
+    c->kind = SCHED_CALL_NOTICES;
+    c->run = notices_run;
+    c->p = pc->p;
+    c->attempt_id = notices_key(i);
+    tw_event_list_init(&c->ev);
+    if (!sched__call_submit(s, pc, c)) {
+      sched__call_free(s, c);
+      continue;
     }
-    tw_event_list_release(&ev);
+    pc->notices_next_ms = mono + tw_provider_info(pc->p)->notice_poll_ms;
   }
+}
+
+/* A notice poll answered: each notice matched to the live attempt whose
+ * instance (or gang node) it names, on the poll's account, read now. */
+static int notices_applied(struct tw_sched *s, struct sched_call *c,
+                           bool timed_out, int64_t now) {
+  if (timed_out || c->rc) {
+    if (!timed_out)
+      tw_log_warn("spot", "provider=%s notices not read: %s",
+                  tw_provider_account(c->p), c->err.msg);
+    return 0;
+  }
+  if (!c->ev.n)
+    return 0;
+  struct tw_attempt_rec *live = NULL;
+  size_t n_live = 0;
+  struct tw_err err = {0};
+  if (tw_store_attempts_live(s->store, &live, &n_live, &err)) {
+    tw_log_warn("spot", "notices not matched: %s", err.msg);
+    return 0;
+  }
+  struct tw_attempt_instance *g = NULL;
+  size_t n_g = 0;
+  if (tw_store_attempt_instances(s->store, 0, &g, &n_g, &err))
+    tw_log_warn("spot", "gang nodes unreadable: %s", err.msg);
+  const char *account = tw_provider_account(c->p);
+  for (size_t e = 0; e < c->ev.n; e++)
+    for (size_t k = 0; k < n_live; k++)
+      if (notice_is_of(&live[k], nodes_of(g, n_g, live[k].id),
+                       c->ev.items[e].instance_id) &&
+          !strcmp(live[k].provider, account)) {
+        struct sched_att *st = att_get(s, &live[k], now);
+        if (sched__spot_notice(s, &live[k], st, &c->ev.items[e], now))
+          poll_soon(s, st, now);
+      }
+  free(g);
+  free(live);
+  return 0;
 }
 
 /* A provisioning or running job whose attempts all ended without moving
@@ -1121,7 +1178,7 @@ int sched__follow(struct tw_sched *s, int64_t now) {
     size_t n_g = 0;
     if (tw_store_attempt_instances(s->store, 0, &g, &n_g, &err))
       tw_log_warn("spot", "gang nodes unreadable: %s", err.msg);
-    poll_notices(s, live, n_live, g, n_g, now);
+    notices_send(s); /* answered at this pass's end, or a later one */
     /* describes go to the accounts' workers; a drain stops the pass
      * between two attempts (the ones not looked at are followed by the
      * next start; nothing of theirs is lost) */

@@ -512,6 +512,7 @@ void sched__call_free(struct tw_sched *s, struct sched_call *c) {
   free(c->g);
   free(c->g_rc);
   tw_buf_release(&c->ud);
+  tw_event_list_release(&c->ev);
   tw_policy_set_unref(c->set);
   if (c->env)
     free(c->env[c->n_env - 1].value); /* TRACEPARENT's; the rest borrowed */

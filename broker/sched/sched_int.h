@@ -74,6 +74,9 @@ struct pcache {
   struct tw_offer_list offers;
   int64_t fetched_ms;      /* 0: never */
   struct sched_pool *pool; /* its calls' workers (calls.c) */
+  /* follow.c: monotonic ms before which no notice poll is sent (the
+   * provider's notice_poll_ms after the last one) */
+  int64_t notices_next_ms;
 };
 
 /* obs.c: what /metrics shows of the scheduler (tw_sched_metrics).  Fixed
@@ -402,7 +405,8 @@ enum sched_call_kind {
   SCHED_CALL_LAUNCH = 0, /* launch.c: a launch, or a launching attempt's
                             settling by its token */
   SCHED_CALL_DESCRIBE,   /* follow.c: a live attempt's instances described */
-  SCHED_CALL_TERMINATE   /* follow.c: instances given back */
+  SCHED_CALL_TERMINATE,  /* follow.c: instances given back */
+  SCHED_CALL_NOTICES     /* follow.c: the account's notices polled */
 };
 
 /* A provider call run by an account's worker.  The fields above `run` are
@@ -463,6 +467,7 @@ struct sched_call {
   char which[128];     /* describe: the instance that decided */
   bool end_after;      /* terminate: then end a as interrupted, end_why */
   char end_why[520];
+  struct tw_event_list ev; /* notices: what the poll reported */
 };
 
 /* obs.c */
@@ -679,7 +684,9 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
 
 /* ---- follow.c ------------------------------------------------------------ */
 
-/* Notices, then every live attempt (a launching one settled by its client
+/* Notices (a poll per account on its workers, at most every
+ * notice_poll_ms, matched to the live attempts when it answers), then
+ * every live attempt (a launching one settled by its client
  * token, any other described when due: calls on the accounts' workers,
  * applied by sched__follow_applied), the terminates still owed, then jobs
  * left half way (every non-terminal state but pending without a live
@@ -690,7 +697,7 @@ int sched__follow(struct tw_sched *s, int64_t now);
  * refused, a placing job goes back to pending.  Returns state changes. */
 int sched__follow_resolved(struct tw_sched *s, const struct sched_call *c,
                            enum sched_launch_outcome r, int64_t now);
-/* Applies follow.c's describe or terminate call c (timed_out: past its
+/* Applies follow.c's describe, terminate or notice call c (timed_out: past its
  * deadline, still running: no answer, so a describe looks again later and
  * a terminate is tried again; nothing is concluded from it).  Returns
  * state changes. */
