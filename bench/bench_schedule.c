@@ -321,7 +321,7 @@ struct world {
   char token[256];
   double cpu0_daemon, cpu0_fake;
   /* at world_mark: the store's commits and writes (/metrics) and the
-   * fake EC2's calls of each action (/_fake/ec2/state) */
+   * fake EC2's calls of each action (/_fake/ec2/calls) */
   long long commits0, writes0;
   struct fake_calls {
     char name[64];
@@ -457,7 +457,7 @@ static bool store_counts(const struct world *w, long long *commits,
   return ok;
 }
 
-/* The fake EC2's calls per action (its state's "calls" object, flat
+/* The fake EC2's calls per action (GET /_fake/ec2/calls: "calls", flat
  * "Name":n pairs); how many, at most cap. */
 static size_t fake_calls_read(const struct world *w, struct fake_calls *out,
                               size_t cap) {
@@ -467,7 +467,7 @@ static size_t fake_calls_read(const struct world *w, struct fake_calls *out,
   bench_conn_init(&c, w->fake.port);
   const char *body = NULL;
   size_t n = 0;
-  if (conn_call(&c, "GET", "/_fake/ec2/state", NULL, NULL, &body) == 200) {
+  if (conn_call(&c, "GET", "/_fake/ec2/calls", NULL, NULL, &body) == 200) {
     const char *p = strstr(body, "\"calls\":{");
     if (p)
       p += 9;

@@ -79,6 +79,9 @@ void sched__follow_release(struct tw_sched *s) {
   }
   free(s->follow);
   s->follow = NULL;
+  free(s->runs); /* emptied by every flush */
+  s->runs = NULL;
+  s->n_runs = s->cap_runs = 0;
 }
 
 void sched__run_times(struct sched_att *st, const struct tw_instance *inst) {
@@ -744,11 +747,32 @@ static int decide(struct tw_sched *s, struct pcache *pc,
     for (size_t i = 0; i < nd.n; i++)
       tw_store_attempt_instance_put(s->store, a->id, nd.g[i].k,
                                     nd.g[i].instance_id, "running", &err);
+    bool no_agent = !tw_provider_supports(pc->p, TW_PROV_BATCH) &&
+                    !(s->agent && tw_provider_agent(pc->p));
+    if (s->defer_running) {
+      /* stored with the others of this collect (sched__follow_flush) */
+      if (s->n_runs == s->cap_runs) {
+        s->cap_runs = s->cap_runs ? s->cap_runs * 2 : 64;
+        s->runs = tw_realloc(s->runs, s->cap_runs * sizeof *s->runs);
+      }
+      struct sched_running *r = &s->runs[s->n_runs++];
+      r->attempt_id = a->id;
+      r->at_ms = st->ran_from_ms;
+      snprintf(r->job_id, sizeof r->job_id, "%s", a->job_id);
+      r->note[0] = '\0';
+      if (no_agent)
+        snprintf(r->note, sizeof r->note,
+                 "running on %s, which has no agent: nothing reports this "
+                 "job's end, so it runs until cancelled or its instance "
+                 "goes (set agent: true; docs/agent.md)",
+                 a->provider);
+      poll_soon(s, st, now);
+      return changes + 1;
+    }
     if (tw_store_attempt_running_at(s->store, a->id, st->ran_from_ms, &err) ==
         TW_OK) {
       changes++;
-      if (!tw_provider_supports(pc->p, TW_PROV_BATCH) &&
-          !(s->agent && tw_provider_agent(pc->p))) {
+      if (no_agent) {
         /* a describe sees the instance, never the job (see below) */
         char note[320];
         snprintf(note, sizeof note,
@@ -1191,4 +1215,33 @@ int sched__follow(struct tw_sched *s, int64_t now) {
   }
   free(live);
   return changes;
+}
+
+int sched__follow_flush(struct tw_sched *s) {
+  size_t n = s->n_runs;
+  if (!n)
+    return 0;
+  struct tw_attempt_running *rs = tw_calloc(n, sizeof *rs);
+  enum tw_rc *rc = tw_calloc(n, sizeof *rc);
+  struct tw_err *err = tw_calloc(n, sizeof *err);
+  for (size_t i = 0; i < n; i++)
+    rs[i] = (struct tw_attempt_running){
+        .attempt_id = s->runs[i].attempt_id,
+        .at_ms = s->runs[i].at_ms,
+        .job_id = s->runs[i].job_id,
+        .note = s->runs[i].note[0] ? s->runs[i].note : NULL};
+  tw_store_attempt_running_many(s->store, rs, n, rc, err);
+  int done = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (rc[i] == TW_OK)
+      done++;
+    else /* moved meanwhile (ended, cancelled): the next look decides */
+      tw_log_info("sched", "job=%s attempt running not recorded: %s",
+                  s->runs[i].job_id, err[i].msg);
+  }
+  s->n_runs = 0;
+  free(rs);
+  free(rc);
+  free(err);
+  return done;
 }

@@ -93,6 +93,8 @@ void sched__place_release(struct tw_sched *s) {
   s->place = NULL;
   free(s->backoff);
   s->backoff = NULL;
+  free(s->opens); /* emptied by every flush */
+  s->opens = NULL;
 }
 
 /* s->all is about to be replaced (or freed).  The index built over it
@@ -857,8 +859,19 @@ int sched__place_pending(struct tw_sched *s, int64_t now) {
   size_t todo = n < (size_t)s->max_place ? n : (size_t)s->max_place;
   sched_replicate(s, p, set, queue, specs, order, todo, now);
   tw_policy_set_unref(set);
+  /* the queue's attempts are opened together after its last placement
+   * (one transaction), and their launches sent then */
+  s->batch_opens = true;
   for (size_t k = 0; k < todo; k++)
     changes += sched__place_job(s, &queue[order[k]], now);
+  s->batch_opens = false;
+  int sent = sched__launch_flush(s);
+  /* a backlog: every job this pass may place was sent and more wait, so
+   * the next pass starts at once instead of after the tick (the tick is
+   * the idle cadence; a full pool or jobs that fit nowhere send fewer,
+   * and wait for it) */
+  if (n > todo && sent >= s->max_place)
+    tw_sched_wake(s);
   for (size_t i = 0; i < n; i++) {
     sched__spec_release(s, specs[i]);
     tw_job_rec_release(&queue[i]);
