@@ -320,6 +320,14 @@ struct world {
   bool has_fake;
   char token[256];
   double cpu0_daemon, cpu0_fake;
+  /* at world_mark: the store's commits and writes (/metrics) and the
+   * fake EC2's calls of each action (/_fake/ec2/calls) */
+  long long commits0, writes0;
+  struct fake_calls {
+    char name[64];
+    long long n;
+  } calls0[64];
+  size_t n_calls0;
 };
 
 static void world_dir(struct world *w, const char *tag) {
@@ -422,9 +430,107 @@ static void aws_provider(const struct world *w, const struct opts *o, char *out,
     die("provider config does not fit %zu bytes", size);
 }
 
+/* The value of the /metrics line starting with key ("name "); -1 when
+ * absent. */
+static long long metric_of(const char *body, const char *key) {
+  size_t k = strlen(key);
+  for (const char *p = body; (p = strstr(p, key)); p += k)
+    if (p == body || p[-1] == '\n')
+      return strtoll(p + k, NULL, 10);
+  return -1;
+}
+
+/* The store's commits and writes so far; false when /metrics did not
+ * answer. */
+static bool store_counts(const struct world *w, long long *commits,
+                         long long *writes) {
+  struct bench_conn c;
+  bench_conn_init(&c, w->daemon.port);
+  const char *body = NULL;
+  bool ok = conn_call(&c, "GET", "/metrics", w->token, NULL, &body) == 200;
+  if (ok) {
+    *commits = metric_of(body, "tradewind_store_commits_total ");
+    *writes = metric_of(body, "tradewind_store_writes_total ");
+    ok = *commits >= 0 && *writes >= 0;
+  }
+  bench_conn_release(&c);
+  return ok;
+}
+
+/* The fake EC2's calls per action (GET /_fake/ec2/calls: "calls", flat
+ * "Name":n pairs); how many, at most cap. */
+static size_t fake_calls_read(const struct world *w, struct fake_calls *out,
+                              size_t cap) {
+  if (!w->has_fake)
+    return 0;
+  struct bench_conn c;
+  bench_conn_init(&c, w->fake.port);
+  const char *body = NULL;
+  size_t n = 0;
+  if (conn_call(&c, "GET", "/_fake/ec2/calls", NULL, NULL, &body) == 200) {
+    const char *p = strstr(body, "\"calls\":{");
+    if (p)
+      p += 9;
+    while (p && *p == '"' && n < cap) {
+      const char *q = strchr(p + 1, '"');
+      if (!q || q[1] != ':' || (size_t)(q - p - 1) >= sizeof out[n].name)
+        break;
+      snprintf(out[n].name, sizeof out[n].name, "%.*s", (int)(q - p - 1),
+               p + 1);
+      char *end;
+      out[n].n = strtoll(q + 2, &end, 10);
+      n++;
+      p = *end == ',' ? end + 1 : NULL;
+    }
+  }
+  bench_conn_release(&c);
+  return n;
+}
+
 static void world_mark(struct world *w) {
   w->cpu0_daemon = proc_cpu_s(&w->daemon);
   w->cpu0_fake = proc_cpu_s(&w->fake);
+  if (!store_counts(w, &w->commits0, &w->writes0))
+    w->commits0 = w->writes0 = -1;
+  w->n_calls0 = fake_calls_read(w, w->calls0, 64);
+}
+
+/* What each job cost since world_mark(), over `jobs` jobs: CPU of each
+ * process, store transactions and writes, the fake EC2's calls (in all
+ * and per action).  Submissions are included: they are the same for
+ * every build of the scheduler. */
+static void world_costs(const struct world *w, const char *prefix,
+                        long long jobs) {
+  if (jobs <= 0)
+    return;
+  double j = (double)jobs;
+  printf("%s_daemon_cpu_per_job %.3f ms\n", prefix,
+         (proc_cpu_s(&w->daemon) - w->cpu0_daemon) * 1000 / j);
+  if (w->has_fake)
+    printf("%s_fake_cpu_per_job %.3f ms\n", prefix,
+           (proc_cpu_s(&w->fake) - w->cpu0_fake) * 1000 / j);
+  long long commits, writes;
+  if (w->commits0 >= 0 && store_counts(w, &commits, &writes)) {
+    printf("%s_store_commits_per_job %.2f transactions\n", prefix,
+           (double)(commits - w->commits0) / j);
+    printf("%s_store_writes_per_job %.2f writes\n", prefix,
+           (double)(writes - w->writes0) / j);
+  }
+  struct fake_calls now[64];
+  size_t n = fake_calls_read(w, now, 64);
+  long long all = 0;
+  for (size_t i = 0; i < n; i++) {
+    long long before = 0;
+    for (size_t k = 0; k < w->n_calls0; k++)
+      if (!strcmp(w->calls0[k].name, now[i].name))
+        before = w->calls0[k].n;
+    all += now[i].n - before;
+    if (now[i].n - before > 0)
+      printf("%s_ec2_%s_per_job %.2f calls\n", prefix, now[i].name,
+             (double)(now[i].n - before) / j);
+  }
+  if (n)
+    printf("%s_ec2_calls_per_job %.2f calls\n", prefix, (double)all / j);
 }
 
 /* CPU seconds each process used since world_mark(). */
@@ -912,6 +1018,7 @@ static void phase_burst(const struct opts *o) {
                                  o->quick || o->smoke ? 100 : 250);
   int64_t t_end = mono_ms();
   world_cpu(&w, "schedule");
+  world_costs(&w, "schedule", fl.reached);
   long read = read_all_events(&w, jobs, o->jobs, o->sample, false);
   struct figures f = figures_of(jobs, o->jobs);
   /* the counts cover every job; the times only those read */

@@ -138,6 +138,11 @@ struct tw_provider_info {
    * script beyond it is delivered by the agent's bootstrap instead
    * (broker/sched/launch.c).  0: no limit. */
   size_t user_data_max;
+  /* How often the scheduler asks for notices (poll_events), at most, in
+   * milliseconds of real time: a poll costs requests per live instance
+   * (EC2: two metadata documents each), so a pass does not send one every
+   * tick.  0: every pass (one poll in flight per account at a time). */
+  int64_t notice_poll_ms;
 
   /* ---- whole prices and instance families ---- */
 

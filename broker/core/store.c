@@ -189,7 +189,7 @@ struct wop {
   struct tw_err *err;
   enum tw_rc rc;
   bool done;
-  pthread_cond_t cv; /* this caller's own: a commit wakes only its callers */
+  pthread_cond_t *cv; /* its caller's own: a commit wakes only its callers */
   struct wop *next;
 };
 
@@ -590,7 +590,7 @@ static void *writer_main(void *arg) {
     for (struct wop *o = batch, *nx; o; o = nx) {
       nx = o->next; /* o lives on its caller's stack: read next first */
       o->done = true;
-      pthread_cond_signal(&o->cv);
+      pthread_cond_signal(o->cv);
     }
     pthread_mutex_unlock(&s->mu);
   }
@@ -599,26 +599,52 @@ static void *writer_main(void *arg) {
 
 enum tw_rc tw_store_write(struct tw_store *s, tw_store_write_fn fn, void *arg,
                           struct tw_err *err) {
+  enum tw_rc rc;
+  tw_store_write_many(s, fn, &arg, 1, &rc, err);
+  return rc;
+}
+
+void tw_store_write_many(struct tw_store *s, tw_store_write_fn fn,
+                         void *const *args, size_t n, enum tw_rc *rcs,
+                         struct tw_err *errs) {
+  if (!n)
+    return;
   struct tw_err local = {0};
-  struct wop op = {.fn = fn, .arg = arg, .err = err ? err : &local};
-  pthread_cond_init(&op.cv, NULL);
+  struct wop one, *ops = n == 1 ? &one : tw_calloc(n, sizeof *ops);
+  pthread_cond_t cv;
+  pthread_cond_init(&cv, NULL);
+  for (size_t i = 0; i < n; i++) {
+    ops[i] = (struct wop){
+        .fn = fn, .arg = args[i], .err = errs ? &errs[i] : &local, .cv = &cv};
+    ops[i].next = i + 1 < n ? &ops[i + 1] : NULL;
+  }
   pthread_mutex_lock(&s->mu);
   if (s->stopping) {
     pthread_mutex_unlock(&s->mu);
-    pthread_cond_destroy(&op.cv);
-    return tw_err_set(err, TW_E_IO, "store: closing");
+    pthread_cond_destroy(&cv);
+    for (size_t i = 0; i < n; i++)
+      rcs[i] = tw_err_set(errs ? &errs[i] : NULL, TW_E_IO, "store: closing");
+    if (ops != &one)
+      free(ops);
+    return;
   }
+  /* queued together: the writer takes them into one transaction (up to
+   * max_batch), each in its own savepoint */
   if (s->tail)
-    s->tail->next = &op;
+    s->tail->next = &ops[0];
   else
-    s->head = &op;
-  s->tail = &op;
+    s->head = &ops[0];
+  s->tail = &ops[n - 1];
   pthread_cond_signal(&s->work);
-  while (!op.done)
-    pthread_cond_wait(&op.cv, &s->mu);
+  for (size_t i = 0; i < n; i++)
+    while (!ops[i].done)
+      pthread_cond_wait(&cv, &s->mu);
   pthread_mutex_unlock(&s->mu);
-  pthread_cond_destroy(&op.cv);
-  return op.rc;
+  pthread_cond_destroy(&cv);
+  for (size_t i = 0; i < n; i++)
+    rcs[i] = ops[i].rc;
+  if (ops != &one)
+    free(ops);
 }
 
 enum tw_rc tw_store_write_health(struct tw_store *s, int64_t *since_ms) {
@@ -1503,6 +1529,21 @@ enum tw_rc tw_store_attempt_open(struct tw_store *s,
   return tw_store_write(s, op_attempt_open, &a, err);
 }
 
+void tw_store_attempt_open_many(struct tw_store *s,
+                                const struct tw_attempt_new *reqs,
+                                struct tw_attempt_rec *outs, size_t n,
+                                enum tw_rc *rcs, struct tw_err *errs) {
+  struct attempt_open_arg *a = tw_calloc(n ? n : 1, sizeof *a);
+  void **args = tw_calloc(n ? n : 1, sizeof *args);
+  for (size_t i = 0; i < n; i++) {
+    a[i] = (struct attempt_open_arg){.req = &reqs[i], .out = &outs[i]};
+    args[i] = &a[i];
+  }
+  tw_store_write_many(s, op_attempt_open, args, n, rcs, errs);
+  free(args);
+  free(a);
+}
+
 struct attempt_step_arg {
   int64_t id;
   const char *instance_id;
@@ -1758,6 +1799,40 @@ enum tw_rc tw_store_job_note(struct tw_store *s, const char *job_id,
                              const char *reason, struct tw_err *err) {
   struct note_arg a = {.id = job_id, .reason = reason};
   return tw_store_write(s, op_note, &a, err);
+}
+
+/* One attempt seen running, and its job's note (tw_store_attempt_running_many):
+ * the note is written only when the step was, and its own failure does
+ * not undo the step. */
+static enum tw_rc op_running_noted(struct tw_store *s, struct tw_db *db,
+                                   void *varg, struct tw_err *err) {
+  const struct tw_attempt_running *r = varg;
+  struct attempt_step_arg a = {.id = r->attempt_id, .kind = 1, .at_ms = r->at_ms};
+  enum tw_rc rc = op_attempt_step(s, db, &a, err);
+  if (rc || !r->note || !r->job_id)
+    return rc;
+  struct note_arg na = {.id = r->job_id, .reason = r->note};
+  struct tw_err nerr = {0};
+  if (exec_simple(&s->w, SQL_SAVEPOINT, &nerr) == TW_OK) {
+    if (op_note(s, db, &na, &nerr)) {
+      exec_simple(&s->w, SQL_ROLLBACK_TO, NULL);
+      tw_log_warn("store", "job=%s note not recorded: %s", r->job_id,
+                  nerr.msg);
+    }
+    exec_simple(&s->w, SQL_RELEASE, NULL);
+  }
+  return TW_OK;
+}
+
+void tw_store_attempt_running_many(struct tw_store *s,
+                                   const struct tw_attempt_running *rs,
+                                   size_t n, enum tw_rc *rcs,
+                                   struct tw_err *errs) {
+  void **args = tw_calloc(n ? n : 1, sizeof *args);
+  for (size_t i = 0; i < n; i++)
+    args[i] = (void *)&rs[i];
+  tw_store_write_many(s, op_running_noted, args, n, rcs, errs);
+  free(args);
 }
 
 /* ---- module schemas and statements ----------------------------------------

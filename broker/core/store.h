@@ -184,6 +184,13 @@ typedef enum tw_rc (*tw_store_write_fn)(struct tw_store *s, struct tw_db *db,
                                         void *arg, struct tw_err *err);
 enum tw_rc tw_store_write(struct tw_store *s, tw_store_write_fn fn, void *arg,
                           struct tw_err *err);
+/* tw_store_write of fn on each of the n args, queued at once so that they
+ * commit in one transaction (up to max_batch operations each), every one
+ * in its own savepoint: rcs[i] (and errs[i], errs may be NULL) is args[i]'s
+ * own outcome.  Returns once all are durable or failed. */
+void tw_store_write_many(struct tw_store *s, tw_store_write_fn fn,
+                         void *const *args, size_t n, enum tw_rc *rcs,
+                         struct tw_err *errs);
 
 /* Statistics for /metrics and the benchmark. */
 struct tw_store_stats {
@@ -293,6 +300,13 @@ enum tw_rc tw_store_attempt_open(struct tw_store *s,
                                  const struct tw_attempt_new *req,
                                  struct tw_attempt_rec *out,
                                  struct tw_err *err);
+/* tw_store_attempt_open of each of the n requests, in one transaction
+ * (tw_store_write_many): outs[i], rcs[i] and errs[i] (errs may be NULL)
+ * are reqs[i]'s. */
+void tw_store_attempt_open_many(struct tw_store *s,
+                                const struct tw_attempt_new *reqs,
+                                struct tw_attempt_rec *outs, size_t n,
+                                enum tw_rc *rcs, struct tw_err *errs);
 
 /* The provider returned instance_id: the attempt is provisioning and the
  * job moves placing (or recovering; pending through placing) ->
@@ -305,6 +319,19 @@ enum tw_rc tw_store_attempt_launched(struct tw_store *s, int64_t attempt_id,
 
 /* The instance runs: attempt running, job provisioning -> running.
  * running_ms is recorded as now. */
+/* Attempts seen running, in one transaction (tw_store_write_many): each
+ * as tw_store_attempt_running_at, then, when note is set and the step
+ * was made, job_id noted with it (tw_store_job_note).  rcs[i] (and
+ * errs[i]; errs may be NULL) are the step's. */
+struct tw_attempt_running {
+  int64_t attempt_id;
+  int64_t at_ms; /* the provider's time; 0: now */
+  const char *job_id, *note; /* note NULL: none */
+};
+void tw_store_attempt_running_many(struct tw_store *s,
+                                   const struct tw_attempt_running *rs,
+                                   size_t n, enum tw_rc *rcs,
+                                   struct tw_err *errs);
 enum tw_rc tw_store_attempt_running(struct tw_store *s, int64_t attempt_id,
                                     struct tw_err *err);
 /* The same, recording when the provider says the instance started

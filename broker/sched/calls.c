@@ -167,11 +167,21 @@ bool sched__call_room(struct tw_sched *s, struct pcache *pc) {
   if (!cs || !pl)
     return false;
   pthread_mutex_lock(&cs->mu);
-  bool room =
-      !cs->stopping && pl->n_queued + pl->n_running <
-                           (size_t)pl->n_threads * SCHED_CALLS_QUEUE_PER_WORKER;
+  bool room = !cs->stopping &&
+              pl->n_queued + pl->n_running + pc->deferred <
+                  (size_t)pl->n_threads * SCHED_CALLS_QUEUE_PER_WORKER;
   pthread_mutex_unlock(&cs->mu);
   return room;
+}
+
+bool sched__call_abandoned(const struct sched_call *c) {
+  struct sched_calls *cs = c->owner;
+  if (!cs)
+    return false;
+  pthread_mutex_lock(&cs->mu);
+  bool gone = c->abandoned || cs->leaked;
+  pthread_mutex_unlock(&cs->mu);
+  return gone;
 }
 
 /* A call done but not yet collected counts too: the attempt's stored
@@ -210,6 +220,7 @@ bool sched__call_submit(struct tw_sched *s, struct pcache *pc,
   }
   c->status = CALL_QUEUED;
   c->abandoned = false;
+  c->owner = cs;
   c->deadline_ms = sched__mono_ms() + tw_provider_call_deadline_ms(pl->p);
   c->next = NULL;
   if (pl->queue_tail)

@@ -68,6 +68,11 @@ struct sched_ending {
 struct sched_follow {
   struct sched_att *a;
   size_t n, cap;
+  /* a's index by attempt id (open addressing; slot = index + 1, 0 free),
+   * rebuilt when it fills or a is pruned: a pass looks up every live
+   * attempt, which a scan made quadratic */
+  size_t *ix;
+  size_t ix_cap;
   struct sched_ending *end;
   size_t n_end, cap_end;
 };
@@ -75,10 +80,14 @@ struct sched_follow {
 void sched__follow_release(struct tw_sched *s) {
   if (s->follow) {
     free(s->follow->a);
+    free(s->follow->ix);
     free(s->follow->end);
   }
   free(s->follow);
   s->follow = NULL;
+  free(s->runs); /* emptied by every flush */
+  s->runs = NULL;
+  s->n_runs = s->cap_runs = 0;
 }
 
 void sched__run_times(struct sched_att *st, const struct tw_instance *inst) {
@@ -296,14 +305,53 @@ static void ending_applied(struct tw_sched *s, const struct sched_call *c,
   }
 }
 
+static size_t att_slot(int64_t id, size_t mask) {
+  uint64_t h = (uint64_t)id * 0x9E3779B97F4A7C15ull;
+  return (size_t)(h >> 17) & mask;
+}
+
+/* Places m->a[k] in the index (which has room). */
+static void att_ix_put(struct sched_follow *m, size_t k) {
+  size_t mask = m->ix_cap - 1, i = att_slot(m->a[k].attempt_id, mask);
+  while (m->ix[i])
+    i = (i + 1) & mask;
+  m->ix[i] = k + 1;
+}
+
+/* The index rebuilt over m->a[0..n), for at least `want` entries. */
+static void att_ix_build(struct sched_follow *m, size_t want) {
+  size_t cap = 64;
+  while (cap < want * 2)
+    cap *= 2;
+  if (cap != m->ix_cap) {
+    free(m->ix);
+    m->ix = tw_calloc(cap, sizeof *m->ix);
+    m->ix_cap = cap;
+  } else {
+    memset(m->ix, 0, cap * sizeof *m->ix);
+  }
+  for (size_t k = 0; k < m->n; k++)
+    att_ix_put(m, k);
+}
+
+static struct sched_att *att_find(struct sched_follow *m, int64_t id) {
+  if (!m->ix_cap)
+    return NULL;
+  size_t mask = m->ix_cap - 1;
+  for (size_t i = att_slot(id, mask); m->ix[i]; i = (i + 1) & mask)
+    if (m->a[m->ix[i] - 1].attempt_id == id)
+      return &m->a[m->ix[i] - 1];
+  return NULL;
+}
+
 static struct sched_att *att_get(struct tw_sched *s,
                                  const struct tw_attempt_rec *a, int64_t now) {
   struct sched_follow *m = follow_of(s);
-  for (size_t i = 0; i < m->n; i++)
-    if (m->a[i].attempt_id == a->id) {
-      m->a[i].seen = true;
-      return &m->a[i];
-    }
+  struct sched_att *found = att_find(m, a->id);
+  if (found) {
+    found->seen = true;
+    return found;
+  }
   if (m->n == m->cap) {
     m->cap = m->cap ? m->cap * 2 : 32;
     m->a = tw_realloc(m->a, m->cap * sizeof *m->a);
@@ -315,6 +363,10 @@ static struct sched_att *att_get(struct tw_sched *s,
   st->interval_ms = s->tick_ms;
   st->resume_s = -1;
   st->seen = true;
+  if ((m->n + 1) * 2 > m->ix_cap)
+    att_ix_build(m, m->n + 1);
+  else
+    att_ix_put(m, m->n - 1);
   return st;
 }
 
@@ -330,6 +382,7 @@ static void att_prune(struct tw_sched *s) {
       m->a[k++] = m->a[i];
     }
   m->n = k;
+  att_ix_build(m, k);
 }
 
 /* Describe at once next pass (something moved). */
@@ -744,11 +797,32 @@ static int decide(struct tw_sched *s, struct pcache *pc,
     for (size_t i = 0; i < nd.n; i++)
       tw_store_attempt_instance_put(s->store, a->id, nd.g[i].k,
                                     nd.g[i].instance_id, "running", &err);
+    bool no_agent = !tw_provider_supports(pc->p, TW_PROV_BATCH) &&
+                    !(s->agent && tw_provider_agent(pc->p));
+    if (s->defer_running) {
+      /* stored with the others of this collect (sched__follow_flush) */
+      if (s->n_runs == s->cap_runs) {
+        s->cap_runs = s->cap_runs ? s->cap_runs * 2 : 64;
+        s->runs = tw_realloc(s->runs, s->cap_runs * sizeof *s->runs);
+      }
+      struct sched_running *r = &s->runs[s->n_runs++];
+      r->attempt_id = a->id;
+      r->at_ms = st->ran_from_ms;
+      snprintf(r->job_id, sizeof r->job_id, "%s", a->job_id);
+      r->note[0] = '\0';
+      if (no_agent)
+        snprintf(r->note, sizeof r->note,
+                 "running on %s, which has no agent: nothing reports this "
+                 "job's end, so it runs until cancelled or its instance "
+                 "goes (set agent: true; docs/agent.md)",
+                 a->provider);
+      poll_soon(s, st, now);
+      return changes + 1;
+    }
     if (tw_store_attempt_running_at(s->store, a->id, st->ran_from_ms, &err) ==
         TW_OK) {
       changes++;
-      if (!tw_provider_supports(pc->p, TW_PROV_BATCH) &&
-          !(s->agent && tw_provider_agent(pc->p))) {
+      if (no_agent) {
         /* a describe sees the instance, never the job (see below) */
         char note[320];
         snprintf(note, sizeof note,
@@ -919,11 +993,16 @@ out:
   return changes;
 }
 
+static int notices_applied(struct tw_sched *s, struct sched_call *c,
+                           bool timed_out, int64_t now);
+
 int sched__follow_applied(struct tw_sched *s, struct sched_call *c,
                           bool timed_out, int64_t now) {
   (void)now;
   if (c->kind == SCHED_CALL_DESCRIBE)
     return describe_applied(s, c, timed_out, now);
+  if (c->kind == SCHED_CALL_NOTICES)
+    return notices_applied(s, c, timed_out, now);
   if (c->end_after)
     return ended_after_terminate(s, c, timed_out, now);
   if (!c->cancel) {
@@ -978,26 +1057,78 @@ static bool notice_is_of(const struct tw_attempt_rec *a, struct sched_nodes nd,
   return false;
 }
 
-static void poll_notices(struct tw_sched *s, const struct tw_attempt_rec *live,
-                         size_t n_live, const struct tw_attempt_instance *g,
-                         size_t n_g, int64_t now) {
+/* On the worker: the account's notices in force. */
+static void notices_run(struct sched_call *c) {
+  c->rc = tw_provider_poll_events(c->p, &c->ev, &c->err);
+}
+
+/* The pseudo attempt id of account i's notice poll, for sched__call_busy:
+ * one poll in flight per account (attempt ids are positive). */
+static int64_t notices_key(size_t i) { return -(int64_t)(i + 1); }
+
+/* Sends each account's notice poll to its workers when one is due: none
+ * in flight (an abandoned one included) and notice_poll_ms passed since
+ * the last one was sent.  The poll costs the cloud requests per live
+ * instance (EC2: two metadata documents each), which is why it is never
+ * made on the scheduler's thread. */
+static void notices_send(struct tw_sched *s) {
+  int64_t mono = sched__mono_ms();
   for (size_t i = 0; i < s->n_pc && !sched__stopping(s); i++) {
-    struct tw_event_list ev;
-    struct tw_err err = {0};
-    tw_event_list_init(&ev);
-    if (tw_provider_poll_events(s->pc[i].p, &ev, &err) == TW_OK) {
-      for (size_t e = 0; e < ev.n; e++)
-        for (size_t k = 0; k < n_live; k++)
-          if (notice_is_of(&live[k], nodes_of(g, n_g, live[k].id),
-                           ev.items[e].instance_id) &&
-              !strcmp(live[k].provider, tw_provider_account(s->pc[i].p))) {
-            struct sched_att *st = att_get(s, &live[k], now);
-            if (sched__spot_notice(s, &live[k], st, &ev.items[e], now))
-              poll_soon(s, st, now);
-          }
+    struct pcache *pc = &s->pc[i];
+    if (!tw_provider_supports(pc->p, TW_PROV_EVENTS) ||
+        mono < pc->notices_next_ms || sched__call_busy(s, notices_key(i)) ||
+        !sched__call_room(s, pc))
+      continue;
+    struct sched_call *c = tw_calloc(1, sizeof *c);
+    c->kind = SCHED_CALL_NOTICES;
+    c->run = notices_run;
+    c->p = pc->p;
+    c->attempt_id = notices_key(i);
+    tw_event_list_init(&c->ev);
+    if (!sched__call_submit(s, pc, c)) {
+      sched__call_free(s, c);
+      continue;
     }
-    tw_event_list_release(&ev);
+    pc->notices_next_ms = mono + tw_provider_info(pc->p)->notice_poll_ms;
   }
+}
+
+/* A notice poll answered: each notice matched to the live attempt whose
+ * instance (or gang node) it names, on the poll's account, read now. */
+static int notices_applied(struct tw_sched *s, struct sched_call *c,
+                           bool timed_out, int64_t now) {
+  if (timed_out || c->rc) {
+    if (!timed_out)
+      tw_log_warn("spot", "provider=%s notices not read: %s",
+                  tw_provider_account(c->p), c->err.msg);
+    return 0;
+  }
+  if (!c->ev.n)
+    return 0;
+  struct tw_attempt_rec *live = NULL;
+  size_t n_live = 0;
+  struct tw_err err = {0};
+  if (tw_store_attempts_live(s->store, &live, &n_live, &err)) {
+    tw_log_warn("spot", "notices not matched: %s", err.msg);
+    return 0;
+  }
+  struct tw_attempt_instance *g = NULL;
+  size_t n_g = 0;
+  if (tw_store_attempt_instances(s->store, 0, &g, &n_g, &err))
+    tw_log_warn("spot", "gang nodes unreadable: %s", err.msg);
+  const char *account = tw_provider_account(c->p);
+  for (size_t e = 0; e < c->ev.n; e++)
+    for (size_t k = 0; k < n_live; k++)
+      if (notice_is_of(&live[k], nodes_of(g, n_g, live[k].id),
+                       c->ev.items[e].instance_id) &&
+          !strcmp(live[k].provider, account)) {
+        struct sched_att *st = att_get(s, &live[k], now);
+        if (sched__spot_notice(s, &live[k], st, &c->ev.items[e], now))
+          poll_soon(s, st, now);
+      }
+  free(g);
+  free(live);
+  return 0;
 }
 
 /* A provisioning or running job whose attempts all ended without moving
@@ -1141,7 +1272,7 @@ int sched__follow(struct tw_sched *s, int64_t now) {
     size_t n_g = 0;
     if (tw_store_attempt_instances(s->store, 0, &g, &n_g, &err))
       tw_log_warn("spot", "gang nodes unreadable: %s", err.msg);
-    poll_notices(s, live, n_live, g, n_g, now);
+    notices_send(s); /* answered at this pass's end, or a later one */
     /* describes go to the accounts' workers; a drain stops the pass
      * between two attempts (the ones not looked at are followed by the
      * next start; nothing of theirs is lost) */
@@ -1154,4 +1285,33 @@ int sched__follow(struct tw_sched *s, int64_t now) {
   }
   free(live);
   return changes;
+}
+
+int sched__follow_flush(struct tw_sched *s) {
+  size_t n = s->n_runs;
+  if (!n)
+    return 0;
+  struct tw_attempt_running *rs = tw_calloc(n, sizeof *rs);
+  enum tw_rc *rc = tw_calloc(n, sizeof *rc);
+  struct tw_err *err = tw_calloc(n, sizeof *err);
+  for (size_t i = 0; i < n; i++)
+    rs[i] = (struct tw_attempt_running){
+        .attempt_id = s->runs[i].attempt_id,
+        .at_ms = s->runs[i].at_ms,
+        .job_id = s->runs[i].job_id,
+        .note = s->runs[i].note[0] ? s->runs[i].note : NULL};
+  tw_store_attempt_running_many(s->store, rs, n, rc, err);
+  int done = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (rc[i] == TW_OK)
+      done++;
+    else /* moved meanwhile (ended, cancelled): the next look decides */
+      tw_log_info("sched", "job=%s attempt running not recorded: %s",
+                  s->runs[i].job_id, err[i].msg);
+  }
+  s->n_runs = 0;
+  free(rs);
+  free(rc);
+  free(err);
+  return done;
 }

@@ -363,6 +363,18 @@ static void store_launched(struct tw_sched *s, const struct tw_job_rec *job,
   blocklist_ok(s, o, tw_clock_now_ms(s->clock));
 }
 
+/* What store_launched() does beside the store, for a launch whose worker
+ * stored it (launch_store()): the log line and the blocklist. */
+static void launched_applied(struct tw_sched *s, const struct sched_call *c) {
+  if (c->store_rc)
+    tw_log_warn("sched", "job=%s attempt=%d launched %s but not recorded: %s",
+                c->job.id, c->a.n, c->inst.id, c->store_err.msg);
+  else
+    tw_log_info("sched", "job=%s attempt=%d offer=%s instance=%s launched",
+                c->job.id, c->a.n, c->o.id, c->inst.id);
+  blocklist_ok(s, &c->o, tw_clock_now_ms(s->clock));
+}
+
 void sched__launch_found(struct tw_sched *s, const struct tw_job_rec *job,
                          const struct tw_attempt_rec *a,
                          const struct tw_offer *o,
@@ -383,10 +395,48 @@ static void job_copy(struct tw_job_rec *dst, const struct tw_job_rec *r) {
   dst->placement_json = r->placement_json ? tw_strdup(r->placement_json) : NULL;
 }
 
+/* On the worker, once c's launch has its instance (launched now, or
+ * found by its token): the placement stored and the launch audited, as
+ * store_launched() did on the scheduler's thread, so that the outcomes of
+ * the workers' launches commit together instead of one after another.
+ * Nothing when c was abandoned: its outcome is then settled by the token
+ * later, as any unanswered launch. */
+static void launch_call_run(struct sched_call *c);
+
+static void launch_store(struct sched_call *c) {
+  if (sched__call_abandoned(c))
+    return;
+  const char *explain =
+      c->found ? "found by its client token: the launch's answer was lost"
+               : c->explain;
+  struct tw_buf pj;
+  tw_buf_init(&pj);
+  placement_json(&pj, &c->o, &c->a, c->inst.id,
+                 c->found ? NULL : (const char(*)[128])c->ids,
+                 c->found || !c->ids ? 0 : (size_t)c->nodes,
+                 c->found ? 0 : c->cost, explain,
+                 c->found || !c->first ? NULL : c->plan_json);
+  c->store_rc = tw_store_attempt_launched(c->store, c->a.id, c->inst.id,
+                                          pj.data, &c->store_err);
+  tw_buf_release(&pj);
+  if (c->tenancy)
+    tw_tenancy_audit_launch(c->tenancy, &c->job, c->a.n, &c->o, TW_OK, NULL,
+                            explain);
+  c->stored = true;
+}
+
 /* On the worker: the provider's calls for one launch call, nothing of the
  * scheduler's touched (a gang's nodes are recorded in the store, which
- * guards itself). */
+ * guards itself; so is the launch's outcome, launch_store()). */
 static void launch_run(struct sched_call *c) {
+  c->rc = TW_E_NOTFOUND;
+  c->stored = false;
+  launch_call_run(c);
+  if (c->rc == TW_OK || c->found)
+    launch_store(c);
+}
+
+static void launch_call_run(struct sched_call *c) {
   if (c->secrets_undeliverable) {
     c->rc = tw_err_field(&c->err, TW_E_INVALID, "secrets",
                          "secrets: %s runs no tradewind-agent, the only way "
@@ -443,6 +493,7 @@ sched__launch_call(struct tw_sched *s, const struct tw_job_rec *job,
   c->attempt_id = a->id;
   c->p = pc->p;
   c->store = s->store;
+  c->tenancy = s->tenancy;
   c->resolve = resolve;
   c->first = first;
   c->a = *a;
@@ -512,6 +563,7 @@ void sched__call_free(struct tw_sched *s, struct sched_call *c) {
   free(c->g);
   free(c->g_rc);
   tw_buf_release(&c->ud);
+  tw_event_list_release(&c->ev);
   tw_policy_set_unref(c->set);
   if (c->env)
     free(c->env[c->n_env - 1].value); /* TRACEPARENT's; the rest borrowed */
@@ -554,13 +606,19 @@ enum sched_launch_outcome sched__launch_apply(struct tw_sched *s,
                 "launch's answer was lost",
                 job->id, a->n, a->client_token, c->inst.id,
                 c->inst.provider_state);
-    sched__launch_found(s, job, a, o, &c->inst);
+    if (c->stored)
+      launched_applied(s, c);
+    else
+      sched__launch_found(s, job, a, o, &c->inst);
     return SCHED_LAUNCH_OK;
   }
   if (rc == TW_OK) {
-    store_launched(s, job, a, o, c->inst.id, (const char(*)[128])c->ids,
-                   c->ids ? (size_t)c->nodes : 0, c->cost, c->explain,
-                   c->first ? c->plan_json : NULL);
+    if (c->stored)
+      launched_applied(s, c);
+    else
+      store_launched(s, job, a, o, c->inst.id, (const char(*)[128])c->ids,
+                     c->ids ? (size_t)c->nodes : 0, c->cost, c->explain,
+                     c->first ? c->plan_json : NULL);
     if (c->first && c->spec)
       meter_data_moved(s, job, c->spec, a, o, c->set ? c->set->net : NULL,
                        tw_clock_now_ms(s->clock));
@@ -696,6 +754,34 @@ void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
     struct tw_err aerr = {0};
     if (s->tenancy) /* the job's share, held while its attempt lives */
       tw_tenancy_place_commit(s->tenancy, job, spec, o);
+    if (s->batch_opens && o->capacity < 0) {
+      /* the queue's pass: opened with the others at its end, in one
+       * transaction, and sent then (sched__launch_flush); a cloud offer
+       * only, so no private capacity is taken for an open that fails */
+      if (s->n_opens == s->cap_opens) {
+        s->cap_opens = s->cap_opens ? s->cap_opens * 2 : 64;
+        s->opens = tw_realloc(s->opens, s->cap_opens * sizeof *s->opens);
+      }
+      struct sched_open *e = &s->opens[s->n_opens++];
+      *e = (struct sched_open){
+          .job = job,
+          .o = *o,
+          .why = tw_strdup(why),
+          .explain = tw_strdup(explain ? explain : ""),
+          .plan_json = plan_json ? tw_strdup(plan_json) : NULL,
+          .cost = pl->cands[i].cost.total_uusd,
+          .set = set ? tw_policy_set_ref(set) : NULL,
+          .trace = s->cur_trace};
+      snprintf(e->traceparent, sizeof e->traceparent, "%s",
+               s->cur_traceparent);
+      pc->deferred++;
+      out->opened = true;
+      out->changes++;
+      out->unknown = true;
+      out->inflight = true;
+      out->offer = o;
+      break;
+    }
     if (tw_store_attempt_open(s->store, &an, &a, &aerr)) {
       /* cancelled meanwhile, most likely */
       break;
@@ -716,4 +802,65 @@ void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
     }
     break;
   }
+}
+
+int sched__launch_flush(struct tw_sched *s) {
+  size_t n = s->n_opens;
+  if (!n)
+    return 0;
+  struct tw_attempt_new *an = tw_calloc(n, sizeof *an);
+  struct tw_attempt_rec *a = tw_calloc(n, sizeof *a);
+  enum tw_rc *rc = tw_calloc(n, sizeof *rc);
+  struct tw_err *err = tw_calloc(n, sizeof *err);
+  for (size_t i = 0; i < n; i++) {
+    const struct sched_open *e = &s->opens[i];
+    an[i] = (struct tw_attempt_new){.job_id = e->job->id,
+                                    .provider = e->o.account,
+                                    .offer_id = e->o.id,
+                                    .market = tw_market_str(e->o.market),
+                                    .price_uusd_per_hour =
+                                        e->o.price_uusd_per_hour,
+                                    .reason = e->why};
+  }
+  /* the attempts stored before their launches, all in one transaction */
+  tw_store_attempt_open_many(s->store, an, a, n, rc, err);
+  int sent = 0;
+  for (size_t i = 0; i < n; i++) {
+    struct sched_open *e = &s->opens[i];
+    struct pcache *pc = sched__provider(s, e->o.account);
+    if (pc && pc->deferred)
+      pc->deferred--;
+    if (rc[i]) {
+      tw_log_info("sched", "job=%s attempt not opened: %s", e->job->id,
+                  err[i].msg); /* cancelled meanwhile, most likely */
+    } else if (pc) {
+      /* the placement's span and trace context, for the call's span */
+      s->cur_trace = e->trace;
+      snprintf(s->cur_traceparent, sizeof s->cur_traceparent, "%s",
+               e->traceparent);
+      struct sched_call *c =
+          sched__launch_call(s, e->job, NULL, &a[i], &e->o, e->cost,
+                             e->explain, e->plan_json, true, false);
+      if (c) {
+        c->set = e->set;
+        e->set = NULL;
+        if (sched__call_submit(s, pc, c))
+          sent++;
+        else
+          sched__call_free(s, c); /* stopping: the next start sends it */
+      }
+      memset(&s->cur_trace, 0, sizeof s->cur_trace);
+      s->cur_traceparent[0] = '\0';
+    }
+    free(e->why);
+    free(e->explain);
+    free(e->plan_json);
+    tw_policy_set_unref(e->set);
+  }
+  s->n_opens = 0;
+  free(an);
+  free(a);
+  free(rc);
+  free(err);
+  return sent;
 }

@@ -141,6 +141,16 @@ static int apply_call(struct tw_sched *s, struct sched_call *c, bool timed_out,
   return r == SCHED_LAUNCH_OK;
 }
 
+/* The pass's collect: the attempts its answers show running are stored
+ * together once it returns (follow.c), one transaction for all. */
+static int collect(struct tw_sched *s, int64_t until_mono_ms, int64_t now) {
+  s->defer_running = true;
+  int changes = sched__calls_collect(s, until_mono_ms, apply_call, now);
+  s->defer_running = false;
+  sched__follow_flush(s);
+  return changes;
+}
+
 int tw_sched_tick(struct tw_sched *s) {
   int changes = 0;
   int64_t start = sched__mono_ms();
@@ -151,7 +161,7 @@ int tw_sched_tick(struct tw_sched *s) {
   if (s->tenancy) /* what each tenant holds: live attempts' reservations */
     tw_tenancy_place_begin(s->tenancy);
   /* what came back since the last pass, without waiting */
-  changes += sched__calls_collect(s, 0, apply_call, now);
+  changes += collect(s, 0, now);
   /* 2.-3. notices and live attempts first: an interrupted job is placed
    * again in this pass, ahead of the queue */
   changes += sched__follow(s, now);
@@ -160,8 +170,7 @@ int tw_sched_tick(struct tw_sched *s) {
   changes += sched__place_pending(s, now);
   /* the calls of this pass, waited for within its budget: what does not
    * come back by then is applied by a later pass */
-  changes +=
-      sched__calls_collect(s, start + s->pass_budget_ms, apply_call, now);
+  changes += collect(s, start + s->pass_budget_ms, now);
   struct timespec end;
   clock_gettime(CLOCK_MONOTONIC, &end);
   sched__obs_pass(s, (int64_t)(end.tv_sec - t0.tv_sec) * 1000000 +

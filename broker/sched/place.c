@@ -58,6 +58,11 @@ struct sched_place {
   struct tw_health health;
   struct sched_demand *dem;
   size_t n_dem, cap_dem;
+  /* dem's index by job id (open addressing, slot = index + 1, 0 free),
+   * rebuilt when it fills or dem is compacted: every live attempt is
+   * looked up each pass */
+  size_t *dem_ix;
+  size_t dem_ix_cap;
   /* Jobs that fit nowhere: what their last plan saw (so an unchanged
    * situation is not counted again every pass) and what was last noted
    * on them (so their events do not repeat it every pass). */
@@ -88,11 +93,14 @@ void sched__place_release(struct tw_sched *s) {
   tw_capacity_view_release(&p->cap);
   tw_reservations_release(&p->res);
   free(p->dem);
+  free(p->dem_ix);
   free(p->wait);
   free(p);
   s->place = NULL;
   free(s->backoff);
   s->backoff = NULL;
+  free(s->opens); /* emptied by every flush */
+  s->opens = NULL;
 }
 
 /* s->all is about to be replaced (or freed).  The index built over it
@@ -245,11 +253,43 @@ static void demand_of(const struct tw_job_spec *spec, struct sched_demand *d) {
   d->nodes = (int)nodes;
 }
 
+static uint64_t fnv64(uint64_t h, const void *data, size_t n);
+
+static size_t dem_slot(const char *job_id, size_t mask) {
+  return (size_t)fnv64(1469598103934665603ULL, job_id, strlen(job_id)) & mask;
+}
+
+static void dem_ix_put(struct sched_place *p, size_t k) {
+  size_t mask = p->dem_ix_cap - 1, i = dem_slot(p->dem[k].job_id, mask);
+  while (p->dem_ix[i])
+    i = (i + 1) & mask;
+  p->dem_ix[i] = k + 1;
+}
+
+/* The index rebuilt over dem[0..n_dem), for at least want entries. */
+static void dem_ix_build(struct sched_place *p, size_t want) {
+  size_t cap = 64;
+  while (cap < want * 2)
+    cap *= 2;
+  if (cap != p->dem_ix_cap) {
+    free(p->dem_ix);
+    p->dem_ix = tw_calloc(cap, sizeof *p->dem_ix);
+    p->dem_ix_cap = cap;
+  } else {
+    memset(p->dem_ix, 0, cap * sizeof *p->dem_ix);
+  }
+  for (size_t k = 0; k < p->n_dem; k++)
+    dem_ix_put(p, k);
+}
+
 static struct sched_demand *demand_find(struct sched_place *p,
                                         const char *job_id) {
-  for (size_t i = 0; i < p->n_dem; i++)
-    if (!strcmp(p->dem[i].job_id, job_id))
-      return &p->dem[i];
+  if (!p->dem_ix_cap)
+    return NULL;
+  size_t mask = p->dem_ix_cap - 1;
+  for (size_t i = dem_slot(job_id, mask); p->dem_ix[i]; i = (i + 1) & mask)
+    if (!strcmp(p->dem[p->dem_ix[i] - 1].job_id, job_id))
+      return &p->dem[p->dem_ix[i] - 1];
   return NULL;
 }
 
@@ -276,6 +316,10 @@ static void sched_usage(struct tw_sched *s, struct sched_place *p,
         snprintf(d->job_id, sizeof d->job_id, "%s", job.id);
         snprintf(d->tenant, sizeof d->tenant, "%s", job.tenant);
         demand_of(spec, d);
+        if (p->n_dem * 2 > p->dem_ix_cap)
+          dem_ix_build(p, p->n_dem);
+        else
+          dem_ix_put(p, p->n_dem - 1);
         sched__spec_release(s, spec);
       }
       tw_job_rec_release(&job);
@@ -293,6 +337,7 @@ static void sched_usage(struct tw_sched *s, struct sched_place *p,
     if (p->dem[i].live)
       p->dem[k++] = p->dem[i];
   p->n_dem = k;
+  dem_ix_build(p, k);
 }
 
 /* The plan of one job with its exclusions; counts every rejection, so
@@ -362,10 +407,20 @@ static uint64_t fnv64(uint64_t h, const void *data, size_t n) {
   return h;
 }
 
-static struct sched_wait *wait_of(struct sched_place *p, const char *job_id) {
-  for (size_t i = 0; i < p->n_wait; i++)
+/* job_id's entry, NULL when it has none (newest first: a job waiting
+ * now was most likely added lately). */
+static struct sched_wait *wait_find(struct sched_place *p,
+                                    const char *job_id) {
+  for (size_t i = p->n_wait; i-- > 0;)
     if (!strcmp(p->wait[i].job_id, job_id))
       return &p->wait[i];
+  return NULL;
+}
+
+static struct sched_wait *wait_of(struct sched_place *p, const char *job_id) {
+  struct sched_wait *found = wait_find(p, job_id);
+  if (found)
+    return found;
   if (p->n_wait >= 4096) { /* forget the older half */
     memmove(p->wait, p->wait + 2048, (p->n_wait - 2048) * sizeof *p->wait);
     p->n_wait -= 2048;
@@ -862,8 +917,19 @@ int sched__place_pending(struct tw_sched *s, int64_t now) {
   size_t todo = n < (size_t)s->max_place ? n : (size_t)s->max_place;
   sched_replicate(s, p, set, queue, specs, order, todo, now);
   tw_policy_set_unref(set);
+  /* the queue's attempts are opened together after its last placement
+   * (one transaction), and their launches sent then */
+  s->batch_opens = true;
   for (size_t k = 0; k < todo; k++)
     changes += sched__place_job(s, &queue[order[k]], now);
+  s->batch_opens = false;
+  int sent = sched__launch_flush(s);
+  /* a backlog: every job this pass may place was sent and more wait, so
+   * the next pass starts at once instead of after the tick (the tick is
+   * the idle cadence; a full pool or jobs that fit nowhere send fewer,
+   * and wait for it) */
+  if (n > todo && sent >= s->max_place)
+    tw_sched_wake(s);
   for (size_t i = 0; i < n; i++) {
     sched__spec_release(s, specs[i]);
     tw_job_rec_release(&queue[i]);
@@ -925,12 +991,17 @@ int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,
   struct tw_plan pplan;
   sched_plan(s, sp, job, &spec, excl, n_excl, now, set, false, &pplan);
   uint64_t wkey = wait_key(sp, set, job, excl, n_excl);
-  struct sched_wait *wt = wait_of(sp, job->id);
-  bool counted = pplan.n || wt->key != wkey;
+  /* only a job that fits nowhere keeps an entry (a job placed at its
+   * first look never gets one, so the lookups stay among the waiting) */
+  struct sched_wait *wt = wait_find(sp, job->id);
+  bool counted = pplan.n || !wt || wt->key != wkey;
   if (counted) {
     tw_plan_release(&pplan);
     sched_plan(s, sp, job, &spec, excl, n_excl, now, set, true, &pplan);
-    wt->key = pplan.n ? 0 : wkey;
+    if (!pplan.n)
+      wait_of(sp, job->id)->key = wkey;
+    else if (wt)
+      wt->key = 0;
   }
   char explain[512];
   struct tw_buf eb, planj;

@@ -74,6 +74,12 @@ struct pcache {
   struct tw_offer_list offers;
   int64_t fetched_ms;      /* 0: never */
   struct sched_pool *pool; /* its calls' workers (calls.c) */
+  /* follow.c: monotonic ms before which no notice poll is sent (the
+   * provider's notice_poll_ms after the last one) */
+  int64_t notices_next_ms;
+  /* launch.c: launches of this pass's queue waiting for their attempts'
+   * batched open (sched__launch_flush), counted against the pool's room */
+  size_t deferred;
 };
 
 /* obs.c: what /metrics shows of the scheduler (tw_sched_metrics).  Fixed
@@ -141,6 +147,12 @@ struct tw_sched {
   struct tw_placer *placer;
   bool own_placer;
   struct sched_place *place; /* placement's own state (place.c) */
+  /* launch.c: while place.c places the queue, the attempts to open are
+   * gathered here and opened in one transaction at the end of the queue
+   * (sched__launch_flush), their launches sent then */
+  bool batch_opens;
+  struct sched_open *opens;
+  size_t n_opens, cap_opens;
 
   /* Jobs whose last launch failed for a reason that is not the offer's
    * (throttled, auth, provider down) wait before the next try, doubling
@@ -161,6 +173,16 @@ struct tw_sched {
   int64_t review_ms;
   int64_t offer_block_ms;
   struct sched_follow *follow;
+  /* follow.c: while loop.c applies a collect's answers, the attempts seen
+   * running are gathered here and stored together after it
+   * (sched__follow_flush): one transaction, not one per attempt */
+  bool defer_running;
+  struct sched_running {
+    int64_t attempt_id, at_ms;
+    char job_id[TW_JOB_ID_LEN + 1];
+    char note[320]; /* "": none */
+  } * runs;
+  size_t n_runs, cap_runs;
 
   /* calls.c: the cloud calls in flight, per account; a pass waits for
    * their completions at most pass_budget_ms (real time). */
@@ -385,6 +407,22 @@ void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
                         const char *plan_json, struct tw_policy_set *set,
                         int64_t now, struct sched_launched *out);
 
+/* One attempt of the queue to open at the pass's end, and its launch
+ * (launch.c, while s->batch_opens). */
+struct sched_open {
+  const struct tw_job_rec *job; /* borrowed from the pass's queue */
+  struct tw_offer o;
+  char *why, *explain, *plan_json;
+  int64_t cost;
+  struct tw_policy_set *set; /* a reference */
+  struct tw_trace_ctx trace;
+  char traceparent[64];
+};
+/* Opens the gathered attempts in one transaction and sends each launch to
+ * its account's workers; a job whose attempt cannot be opened (cancelled
+ * meanwhile) is left as it is.  Returns how many were sent. */
+int sched__launch_flush(struct tw_sched *s);
+
 /* Terminates every instance of attempt a: its one instance, or each node
  * of its gang (each recorded as terminated).  The first failure is
  * returned; the others are still tried.  On the caller's thread: only a
@@ -402,7 +440,8 @@ enum sched_call_kind {
   SCHED_CALL_LAUNCH = 0, /* launch.c: a launch, or a launching attempt's
                             settling by its token */
   SCHED_CALL_DESCRIBE,   /* follow.c: a live attempt's instances described */
-  SCHED_CALL_TERMINATE   /* follow.c: instances given back */
+  SCHED_CALL_TERMINATE,  /* follow.c: instances given back */
+  SCHED_CALL_NOTICES     /* follow.c: the account's notices polled */
 };
 
 /* A provider call run by an account's worker.  The fields above `run` are
@@ -466,6 +505,15 @@ struct sched_call {
   /* describe: a's agent went silent (agent_follow.c decides on the
    * answer, sched__agent_lost_applied) */
   bool agent_lost;
+  struct tw_event_list ev; /* notices: what the poll reported */
+  /* launch.c: a launch's outcome stored by the worker itself (the
+   * placement and its audit entry), so that the workers' writes commit
+   * together; stored: done (store_rc its rc) */
+  struct tw_tenancy *tenancy; /* borrowed */
+  bool stored;
+  enum tw_rc store_rc;
+  struct tw_err store_err;
+  struct sched_calls *owner; /* calls.c: set at submit */
 };
 
 /* obs.c */
@@ -512,8 +560,12 @@ void sched__calls_release(struct tw_sched *s);
 /* Frees call c (launch.c). */
 void sched__call_free(struct tw_sched *s, struct sched_call *c);
 
-/* Whether pc's pool takes another call now. */
+/* Whether pc's pool takes another call now (its deferred launches
+ * counted). */
 bool sched__call_room(struct tw_sched *s, struct pcache *pc);
+/* On the worker running c: whether c was abandoned (past its deadline, or
+ * a drain's): its answer will be dropped, so it stores nothing. */
+bool sched__call_abandoned(const struct sched_call *c);
 /* Whether attempt_id has a call queued, running (an abandoned one
  * included) or done but not yet collected: one call in flight per
  * attempt, and none sent on a stored state its answer is about to
@@ -696,7 +748,9 @@ int sched__agent_lost_applied(struct tw_sched *s, const struct tw_attempt_rec *a
 
 /* ---- follow.c ------------------------------------------------------------ */
 
-/* Notices, then every live attempt (a launching one settled by its client
+/* Notices (a poll per account on its workers, at most every
+ * notice_poll_ms, matched to the live attempts when it answers), then
+ * every live attempt (a launching one settled by its client
  * token, any other described when due: calls on the accounts' workers,
  * applied by sched__follow_applied), the terminates still owed, then jobs
  * left half way (every non-terminal state but pending without a live
@@ -707,12 +761,15 @@ int sched__follow(struct tw_sched *s, int64_t now);
  * refused, a placing job goes back to pending.  Returns state changes. */
 int sched__follow_resolved(struct tw_sched *s, const struct sched_call *c,
                            enum sched_launch_outcome r, int64_t now);
-/* Applies follow.c's describe or terminate call c (timed_out: past its
+/* Applies follow.c's describe, terminate or notice call c (timed_out: past its
  * deadline, still running: no answer, so a describe looks again later and
  * a terminate is tried again; nothing is concluded from it).  Returns
  * state changes. */
 int sched__follow_applied(struct tw_sched *s, struct sched_call *c,
                           bool timed_out, int64_t now);
 void sched__follow_release(struct tw_sched *s);
+/* Stores the attempts gathered as running while s->defer_running (one
+ * transaction); returns how many were stored. */
+int sched__follow_flush(struct tw_sched *s);
 
 #endif

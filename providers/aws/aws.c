@@ -1599,6 +1599,9 @@ static const struct tw_provider_info aws_info = {
     .focus_network_service = "AWS Data Transfer",
     .focus_resource_type = "Virtual Machine",
     .user_data_max = 16384, /* EC2: 16 KiB before encoding */
+    /* EC2's guide: check for interruption notices every 5 seconds (the
+     * notice comes two minutes ahead) */
+    .notice_poll_ms = 5000,
     .catalog_zone_ids = true,
     .catalog_risk_feed = true,
     .arch_of_type = aws_arch_of_type,

@@ -3194,6 +3194,20 @@ static bool ec2_control(void *ctx, const char *method, const char *rest,
     fc_json_reply(resp, 200, out);
     return true;
   }
+  if (!strcmp(rest, "/calls") && !strcmp(method, "GET")) {
+    /* the counters alone, without every instance (bench-schedule) */
+    json_t *out = json_object(), *calls = json_object(), *errs = json_object();
+    for (size_t i = 0; i < 64 && e->calls[i].name[0]; i++)
+      json_object_set_new(calls, e->calls[i].name,
+                          json_integer(e->calls[i].n));
+    for (size_t i = 0; i < 64 && e->errors[i].name[0]; i++)
+      json_object_set_new(errs, e->errors[i].name,
+                          json_integer(e->errors[i].n));
+    json_object_set_new(out, "calls", calls);
+    json_object_set_new(out, "errors", errs);
+    fc_json_reply(resp, 200, out);
+    return true;
+  }
   if (!strncmp(rest, "/instances/", 11))
     return ctl_instance(e, method, rest + 11, body, resp);
   if (!strcmp(rest, "/config")) {

@@ -69,6 +69,7 @@ static const char usage[] =
     "  GET  /_fake/state                        every module's state\n"
     "  GET  /_fake/ec2/state                    instances, tags, per-action\n"
     "                                           call and error counters\n"
+    "  GET  /_fake/ec2/calls                    the counters alone\n"
     "  GET/POST /_fake/ec2/config               {pending_ms, shutdown_ms,\n"
     "                                           vcpu_limit_on_demand,\n"
     "                                           vcpu_limit_spot}\n"

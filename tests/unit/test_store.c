@@ -557,6 +557,75 @@ static void attempts_carry_tokens_and_move_the_job(void **state) {
   tw_store_close(s);
 }
 
+/* tw_store_write_many and the batches over it: one transaction for
+ * the lot, each operation's own outcome (a refused one undoes nothing of
+ * its neighbours). */
+static void batched_writes_commit_together_each_with_its_outcome(
+    void **state) {
+  (void)state;
+  struct tw_store *s = open_store();
+  struct tw_job_rec j[3];
+  bool rep;
+  struct tw_err err = {0};
+  for (int i = 0; i < 3; i++)
+    create(s, "j", NULL, "{}", &j[i], &rep, TW_OK);
+  /* the middle job ends first: its attempt cannot be opened */
+  struct tw_job_transition t = {.id = j[1].id, .to = TW_JOB_CANCELLED,
+                                .reason = "cancelled"};
+  assert_int_equal(tw_store_job_transition(s, &t, NULL, &err), TW_OK);
+  struct tw_attempt_new an[3];
+  for (int i = 0; i < 3; i++)
+    an[i] = (struct tw_attempt_new){.job_id = j[i].id,
+                                    .provider = "aws",
+                                    .offer_id = "aws:r:z:t:spot",
+                                    .market = "spot",
+                                    .price_uusd_per_hour = 1500000,
+                                    .reason = "cheapest offer"};
+  struct tw_attempt_rec a[3];
+  enum tw_rc rc[3];
+  struct tw_err errs[3] = {{0}};
+  struct tw_store_stats st0, st1;
+  tw_store_stats(s, &st0);
+  tw_store_attempt_open_many(s, an, a, 3, rc, errs);
+  tw_store_stats(s, &st1);
+  assert_int_equal(rc[0], TW_OK);
+  assert_int_equal(rc[1], TW_E_CONFLICT);
+  assert_non_null(strstr(errs[1].msg, j[1].id));
+  assert_int_equal(rc[2], TW_OK);
+  assert_int_equal(st1.commits - st0.commits, 1); /* one transaction */
+  assert_int_equal(st1.ops - st0.ops, 2);         /* the two that wrote */
+  assert_int_equal(a[0].n, 1);
+  assert_int_equal(a[2].n, 1);
+  struct tw_job_rec g;
+  assert_int_equal(tw_store_job_get(s, j[2].id, &g, &err), TW_OK);
+  assert_int_equal(g.state, TW_JOB_PLACING);
+  tw_job_rec_release(&g);
+  /* running, with a note on one of them; an attempt that is not launched
+   * yet cannot run, and its neighbours do */
+  assert_int_equal(tw_store_attempt_launched(s, a[0].id, "i-1", "{}", &err),
+                   TW_OK);
+  struct tw_attempt_running r[2] = {
+      {.attempt_id = a[2].id, .job_id = j[2].id, .note = "never"},
+      {.attempt_id = a[0].id, .job_id = j[0].id, .note = "no agent here"}};
+  tw_store_stats(s, &st0);
+  tw_store_attempt_running_many(s, r, 2, rc, errs);
+  tw_store_stats(s, &st1);
+  assert_int_not_equal(rc[0], TW_OK);
+  assert_int_equal(rc[1], TW_OK);
+  assert_int_equal(st1.commits - st0.commits, 1);
+  assert_int_equal(tw_store_job_get(s, j[0].id, &g, &err), TW_OK);
+  assert_int_equal(g.state, TW_JOB_RUNNING);
+  assert_string_equal(g.reason, "no agent here");
+  tw_job_rec_release(&g);
+  assert_int_equal(tw_store_job_get(s, j[2].id, &g, &err), TW_OK);
+  assert_int_equal(g.state, TW_JOB_PLACING); /* nothing of its note */
+  assert_string_not_equal(g.reason, "never");
+  tw_job_rec_release(&g);
+  for (int i = 0; i < 3; i++)
+    tw_job_rec_release(&j[i]);
+  tw_store_close(s);
+}
+
 static void queue_order_and_notes(void **state) {
   (void)state;
   struct tw_store *s = open_store();
@@ -805,6 +874,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(attempts_carry_tokens_and_move_the_job,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(queue_order_and_notes, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          batched_writes_commit_together_each_with_its_outcome, setup,
+          teardown),
       cmocka_unit_test_setup_teardown(modules_migrate_themselves, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(newer_schema_is_refused, setup, teardown),
