@@ -377,7 +377,7 @@ static int pages(const char *key, const char *path, int n,
       if (!failed)
         fprintf(stderr, "bench-scale: GET %s: status %d\n", path, st);
       failed++;
-    } else if (i == 0) {
+    } else if (!items) {
       for (const char *p = body; (p = strstr(p, "\"id\":\"j-")); p++)
         items++;
     }
@@ -538,6 +538,8 @@ int main(int argc, char **argv) {
 
   int failed = 0;
   char path[256];
+  /* the daemon closed the connection idle through the load: a fresh one */
+  bench_conn_close(&c);
   failed += pages("page_first", "/v1/jobs?limit=50", o.requests, &c);
   snprintf(path, sizeof path, "/v1/jobs?limit=50&cursor=c%lld",
            first + o.jobs / 2);
