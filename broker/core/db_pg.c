@@ -85,6 +85,7 @@ struct pdb {
   struct fail *fails;
   int nfails, capfails;
   unsigned gen; /* bumped by every reset: statements prepare again */
+  unsigned lastval_gen; /* gen + 1 when "tw_lastval" is prepared */
   unsigned next_name;
   char msg[512];
   char state[6]; /* SQLSTATE of the last failure; "" none */
@@ -1156,9 +1157,22 @@ static int64_t p_last_insert_id(struct tw_db *db) {
   if (!d->last_was_insert)
     return 0;
   PGresult *r = NULL;
+  /* prepared once per connection: asked after every job's insert */
+  static const char LASTVAL[] = "SELECT lastval()";
+  if (d->lastval_gen != d->gen + 1u) {
+    PGresult *p = d->pipe ? pipe_prepare(d, "tw_lastval", LASTVAL, 0, NULL)
+                          : PQprepare(d->c, "tw_lastval", LASTVAL, 0, NULL);
+    if (PQresultStatus(p) == PGRES_COMMAND_OK)
+      d->lastval_gen = d->gen + 1u;
+    PQclear(p);
+  }
+  bool named = d->lastval_gen == d->gen + 1u;
   if (d->pipe) {
     struct ent *e = q_push(d);
-    e->sql = tw_strdup("SELECT lastval()");
+    if (named)
+      snprintf(e->name, sizeof e->name, "tw_lastval");
+    else
+      e->sql = tw_strdup(LASTVAL);
     e->want = true;
     if (!sends(d, e)) {
       go_dead(d);
@@ -1169,7 +1183,8 @@ static int64_t p_last_insert_id(struct tw_db *db) {
     r = d->wanted;
     d->wanted = NULL;
   } else {
-    r = PQexec(d->c, "SELECT lastval()");
+    r = named ? PQexecPrepared(d->c, "tw_lastval", 0, NULL, NULL, NULL, 0)
+              : PQexec(d->c, LASTVAL);
   }
   int64_t v = 0;
   if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
