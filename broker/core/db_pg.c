@@ -58,6 +58,7 @@ struct ent {
   int tag;       /* the batch's operation (tw_db_batch_op), or TAG_* */
   bool want;     /* the caller waits for this result */
   bool commit;   /* COMMIT: "ROLLBACK" as its status is a failure */
+  bool insert;   /* an INSERT: whether it inserted is last_was_insert */
   int n;
   char **v; /* owned copies; NULL for SQL NULL */
   int *len, *fmt;
@@ -628,6 +629,8 @@ static int drain(struct pdb *d) {
       } else {
         d->changes = atoi(PQcmdTuples(r));
         d->total += d->changes;
+        if (e->insert)
+          d->last_was_insert = d->changes > 0;
       }
       if (!keep)
         PQclear(r);
@@ -709,6 +712,7 @@ static bool q_stmt(struct pdb *d, struct pst *st, bool want) {
     e->commit = words(w, "COMMIT") != NULL;
   } else {
     memcpy(e->name, st->name, sizeof e->name);
+    e->insert = st->insert;
     e->n = st->nparams;
     size_t k = (size_t)(e->n ? e->n : 1);
     e->v = tw_calloc(k, sizeof *e->v);
@@ -1182,6 +1186,10 @@ static int64_t p_last_insert_id(struct tw_db *db) {
       return 0;
     r = d->wanted;
     d->wanted = NULL;
+    if (!d->last_was_insert) { /* known only now: it inserted nothing */
+      PQclear(r);
+      return 0;
+    }
   } else {
     r = named ? PQexecPrepared(d->c, "tw_lastval", 0, NULL, NULL, NULL, 0)
               : PQexec(d->c, LASTVAL);
