@@ -49,7 +49,16 @@
  * and the cost of tracing is the ratio of the two sides' median rates over
  * three rounds per level, run one after the other in alternating order:
  *   ratio_traced_vs_untraced_c16 0.98 x
- * (1.00: free; the goal is at least 0.95). `--no-traced` skips it. */
+ * (1.00: free; the goal is at least 0.95). `--no-traced` skips it.
+ *
+ * PostgreSQL (`--pg`, docs/ha.md): after the sqlite broker, in the same
+ * run, `--replicas N` (default 2) brokers on one PostgreSQL database (the
+ * cluster of scripts/postgres.sh, a schema of their own), the clients
+ * dealt round-robin over them; figures submit_pg_*, among them the
+ * server's CPU per job (its backends' /proc time), and
+ *   ratio_submit_pg_vs_submit_c64 0.45 x
+ * When PostgreSQL cannot start the line `# submit_pg: skipped: ...` says
+ * why and the rest of the run goes on. */
 #define _GNU_SOURCE /* pipe2, close_range, mkdtemp under strict C11 */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -59,6 +68,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -100,6 +110,9 @@ struct opts {
   bool no_traced;        /* skip the broker with tracing on */
   bool quiet;            /* run_level: measure, print nothing */
   const char *otel_endpoint; /* set for the traced broker's start */
+  bool pg;                   /* --pg: replicas on PostgreSQL too */
+  const char *pg_dir;        /* NULL: $TW_PG_DIR, else .state/postgres */
+  int replicas;              /* --replicas N (default 2) */
 };
 
 static int64_t mono_ns(void) {
@@ -171,6 +184,12 @@ struct peer {
    * returns the failures.  NULL: none. */
   long (*check)(struct peer *p, const struct opts *o);
   void *ctx;
+  /* Several replicas: client i connects to ports[i % n_ports]; NULL: port.
+   * broker_side: another setup of the broker, its ratio printed to the
+   * sqlite broker's (ratio_<prefix>_vs_submit_cN). */
+  int *ports;
+  int n_ports;
+  bool broker_side;
 };
 
 /* -- the broker
@@ -468,6 +487,310 @@ static void broker_stop(struct peer *p, bool keep) {
   }
   free(b);
   p->ctx = NULL;
+}
+
+/* -- the brokers on PostgreSQL: --pg
+ * ---------------------------------------------- */
+
+/* Two (--replicas N) tradewindd on one PostgreSQL database, the cluster of
+ * scripts/postgres.sh in --pg-dir (default $TW_PG_DIR, else .state/postgres
+ * under the current directory; started when it is not up and the script
+ * is found, stopped afterwards if started here), each run in a schema of
+ * its own (dropped at the end).  Client i keeps its connection to replica
+ * i mod N: the clients are dealt round-robin over the replicas, as a
+ * client-side list or a connection-balancing proxy would.  PostgreSQL runs
+ * with fsync and synchronous_commit on: every acknowledged job is durable.
+ * The figures are submit_pg_*, the ratio to the sqlite broker of the same
+ * run ratio_submit_pg_vs_submit_cN. */
+#define MAX_REPLICAS 4
+static struct {
+  bool started;
+  char dir[512], script[600];
+  char dsn[1024], password_file[700];
+  char schema[48];
+  char cfgdir[256], config[320];
+  struct peer sub[MAX_REPLICAS];
+  int ports[MAX_REPLICAS];
+  int n;
+  PGconn *c; /* the bench's own: schema, counts, backends' pids */
+  double cpu0, pg_cpu0;
+  uint64_t commits0, writes0;
+} pgr;
+
+static void pg_env_value(const char *text, const char *key, char *out,
+                         size_t size) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "%s=", key);
+  out[0] = '\0';
+  for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p) {
+    if (strncmp(p, pat, strlen(pat)))
+      continue;
+    p += strlen(pat);
+    size_t n = strcspn(p, "\n");
+    if (n && p[0] == '\'' && p[n - 1] == '\'') { /* the quoted DSN */
+      p++;
+      n -= 2;
+    }
+    if (n >= size)
+      n = size - 1;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return;
+  }
+}
+
+static bool pg_exec(const char *sql) {
+  PGresult *r = PQexec(pgr.c, sql);
+  bool ok = PQresultStatus(r) == PGRES_COMMAND_OK ||
+            PQresultStatus(r) == PGRES_TUPLES_OK;
+  if (!ok)
+    fprintf(stderr, "bench-submit: postgres: %s: %s", sql,
+            PQerrorMessage(pgr.c));
+  PQclear(r);
+  return ok;
+}
+
+static int64_t pg_count(const char *sql) {
+  PGresult *r = PQexec(pgr.c, sql);
+  int64_t v = -1;
+  if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+    v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+  else
+    fprintf(stderr, "bench-submit: postgres: %s: %s", sql,
+            PQerrorMessage(pgr.c));
+  PQclear(r);
+  return v;
+}
+
+/* CPU seconds of the server's backends serving the brokers' schema. */
+static double pg_backends_cpu(void) {
+  PGresult *r = PQexec(pgr.c, "SELECT pid FROM pg_stat_activity WHERE"
+                              " datname = current_database() AND"
+                              " pid <> pg_backend_pid()");
+  double s = 0;
+  if (PQresultStatus(r) == PGRES_TUPLES_OK)
+    for (int i = 0; i < PQntuples(r); i++) {
+      double c = proc_cpu_s((pid_t)atoi(PQgetvalue(r, i, 0)));
+      if (c > 0)
+        s += c;
+    }
+  PQclear(r);
+  return s;
+}
+
+static int pgr_start(struct peer *p, const struct opts *o) {
+  if (!o->pg)
+    return 1;
+  const char *d = o->pg_dir ? o->pg_dir : getenv("TW_PG_DIR");
+  if (d && *d)
+    snprintf(pgr.dir, sizeof pgr.dir, "%s", d);
+  else if (!getcwd(pgr.dir, sizeof pgr.dir - 20))
+    return 1;
+  else
+    strcat(pgr.dir, "/.state/postgres");
+  const char *src = getenv("TW_SOURCE_DIR");
+  if (access("scripts/postgres.sh", R_OK) == 0)
+    snprintf(pgr.script, sizeof pgr.script, "scripts/postgres.sh");
+  else if (src && *src)
+    snprintf(pgr.script, sizeof pgr.script, "%s/scripts/postgres.sh", src);
+  char cmd[1400];
+  if (pgr.script[0]) {
+    snprintf(cmd, sizeof cmd, "bash '%s' status '%s' >/dev/null 2>&1",
+             pgr.script, pgr.dir);
+    bool was_up = system(cmd) == 0;
+    snprintf(cmd, sizeof cmd, "bash '%s' start '%s' >/dev/null 2>&1",
+             pgr.script, pgr.dir);
+    int rc = system(cmd);
+    if (rc != 0) {
+      printf("# submit_pg: skipped: %s start %s exited %d (PostgreSQL "
+             "cannot start here)\n",
+             pgr.script, pgr.dir, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
+      return 1;
+    }
+    pgr.started = !was_up;
+  }
+  char path[600], text[4096] = "", password[256] = "";
+  snprintf(path, sizeof path, "%s/pg.env", pgr.dir);
+  FILE *f = fopen(path, "r");
+  if (f) {
+    text[fread(text, 1, sizeof text - 1, f)] = '\0';
+    fclose(f);
+  }
+  pg_env_value(text, "TW_PG_DSN", pgr.dsn, sizeof pgr.dsn);
+  pg_env_value(text, "TW_PG_PASSWORD_FILE", pgr.password_file,
+               sizeof pgr.password_file);
+  if ((f = fopen(pgr.password_file, "r"))) {
+    if (!fgets(password, sizeof password, f))
+      password[0] = '\0';
+    fclose(f);
+    password[strcspn(password, "\r\n")] = '\0';
+  }
+  if (!pgr.dsn[0]) {
+    printf("# submit_pg: skipped: no PostgreSQL in %s (scripts/postgres.sh "
+           "start)\n",
+           pgr.dir);
+    return 1;
+  }
+  const char *keys[] = {"dbname", "password", NULL};
+  const char *vals[] = {pgr.dsn, password, NULL};
+  pgr.c = PQconnectdbParams(keys, vals, 1);
+  if (PQstatus(pgr.c) != CONNECTION_OK) {
+    printf("# submit_pg: skipped: cannot connect: %s", PQerrorMessage(pgr.c));
+    PQfinish(pgr.c);
+    pgr.c = NULL;
+    return 1;
+  }
+  PQclear(PQexec(pgr.c, "SET client_min_messages = warning"));
+  snprintf(pgr.schema, sizeof pgr.schema, "bench_submit_%ld",
+           (long)getpid());
+  snprintf(cmd, sizeof cmd, "CREATE SCHEMA %s", pgr.schema);
+  if (!pg_exec(cmd))
+    return -1;
+  snprintf(cmd, sizeof cmd, "SET search_path TO %s", pgr.schema);
+  if (!pg_exec(cmd))
+    return -1;
+  const char *tmp = getenv("TMPDIR");
+  snprintf(pgr.cfgdir, sizeof pgr.cfgdir, "%s/tw-bench-pg-XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(pgr.cfgdir))
+    die("mkdtemp %s: %s", pgr.cfgdir, strerror(errno));
+  snprintf(pgr.config, sizeof pgr.config, "%s/tradewind.yaml", pgr.cfgdir);
+  pgr.n = o->replicas;
+  printf("# submit_pg: %d replicas on PostgreSQL (%s, schema %s), clients "
+         "dealt round-robin\n",
+         pgr.n, pgr.dsn, pgr.schema);
+  struct opts o2 = *o;
+  o2.config = pgr.config;
+  struct broker *first = NULL;
+  for (int i = 0; i < pgr.n; i++) {
+    /* the same config but for the replica's name */
+    if (!(f = fopen(pgr.config, "w")))
+      die("cannot write %s", pgr.config);
+    fprintf(f,
+            "log:\n  level: warn\nstore:\n  backend: postgres\n"
+            "  dsn: \"%s options='-csearch_path=%s'\"\n"
+            "  password_file: %s\n  max_batch: 512\n"
+            "scheduler:\n  tick_ms: 600000\nha:\n  name: bench-%d\n",
+            pgr.dsn, pgr.schema, pgr.password_file, i + 1);
+    fputs(o->open_auth ? "auth:\n  mode: open\n"
+                       : "auth:\n  mode: tokens\n  rate_limit_per_s: 0\n",
+          f);
+    fclose(f);
+    /* only the first start writes admin.token: the others use its token */
+    o2.open_auth = o->open_auth || i > 0;
+    struct peer *s = &pgr.sub[i];
+    *s = *p;
+    if (broker_start(s, &o2) != 0)
+      return -1;
+    struct broker *b = s->ctx;
+    if (i == 0)
+      first = b;
+    else
+      memcpy(b->auth, first->auth, sizeof b->auth);
+    pgr.ports[i] = s->port;
+  }
+  p->ports = pgr.ports;
+  p->n_ports = pgr.n;
+  p->port = pgr.ports[0];
+  return 0;
+}
+
+static size_t pgr_request(struct peer *p, int level, int client, long i,
+                          char *buf, size_t bufsz) {
+  (void)p;
+  return broker_request(&pgr.sub[client % pgr.n], level, client, i, buf,
+                        bufsz);
+}
+
+static void pgr_observe(struct peer *p, int level, bool before) {
+  uint64_t commits = 0, writes = 0;
+  double cpu = 0;
+  p->committed = -1;
+  for (int i = 0; i < pgr.n; i++) {
+    struct broker *b = pgr.sub[i].ctx;
+    uint64_t c = 0, w = 0;
+    if (broker_metric(pgr.sub[i].port, b->auth,
+                      "tradewind_store_commits_total", &c) ||
+        broker_metric(pgr.sub[i].port, b->auth, "tradewind_store_writes_total",
+                      &w)) {
+      fprintf(stderr, "bench-submit: cannot read /metrics of replica %d\n",
+              i + 1);
+      return;
+    }
+    commits += c;
+    writes += w;
+    cpu += proc_cpu_s(b->pid);
+  }
+  double pg_cpu = pg_backends_cpu();
+  if (before) {
+    pgr.commits0 = commits;
+    pgr.writes0 = writes;
+    pgr.cpu0 = cpu;
+    pgr.pg_cpu0 = pg_cpu;
+    return;
+  }
+  uint64_t dc = commits - pgr.commits0, dw = writes - pgr.writes0;
+  p->committed = (long long)dw;
+  p->cpu_s = cpu - pgr.cpu0;
+  printf("%s_c%d_commits %llu commits\n", p->prefix, level,
+         (unsigned long long)dc);
+  printf("%s_c%d_writes_per_commit %.1f writes/commit\n", p->prefix, level,
+         dc ? (double)dw / (double)dc : 0.0);
+  if (dw)
+    printf("%s_c%d_server_cpu_per_job %.1f us/job\n", p->prefix, level,
+           (pg_cpu - pgr.pg_cpu0) * 1e6 / (double)dw);
+}
+
+static long pgr_check(struct peer *p, const struct opts *o) {
+  int64_t jobs = pg_count("SELECT count(*) FROM jobs");
+  printf("%s_jobs %lld jobs (%lld acknowledged)\n", p->prefix, (long long)jobs,
+         p->acked);
+  long failed = jobs != p->acked;
+  if (failed)
+    fprintf(stderr, "bench-submit: postgres: %lld jobs stored, %lld "
+                    "acknowledged\n",
+            (long long)jobs, p->acked);
+  if (!o->open_auth) {
+    int64_t unaudited = pg_count(
+        "SELECT count(*) FROM jobs WHERE id NOT IN (SELECT object FROM"
+        " audit_log WHERE action = 'POST /v1/jobs' AND outcome = 'ok')");
+    int64_t unowned = pg_count("SELECT count(*) FROM jobs WHERE id NOT IN"
+                               " (SELECT job_id FROM tenancy_jobs)");
+    printf("%s_unaudited_jobs %lld jobs\n", p->prefix, (long long)unaudited);
+    printf("%s_unowned_jobs %lld jobs\n", p->prefix, (long long)unowned);
+    failed += unaudited != 0 || unowned != 0;
+  }
+  fflush(stdout);
+  return failed;
+}
+
+static void pgr_stop(struct peer *p, bool keep) {
+  (void)p;
+  for (int i = 0; i < pgr.n; i++)
+    if (pgr.sub[i].ctx)
+      broker_stop(&pgr.sub[i], keep);
+  pgr.n = 0;
+  if (pgr.cfgdir[0]) {
+    unlink(pgr.config);
+    rmdir(pgr.cfgdir);
+    pgr.cfgdir[0] = '\0';
+  }
+  char cmd[1400];
+  if (pgr.c && pgr.schema[0] && !keep) {
+    snprintf(cmd, sizeof cmd, "DROP SCHEMA %s CASCADE", pgr.schema);
+    pg_exec(cmd);
+  } else if (pgr.schema[0]) {
+    printf("# kept schema %s\n", pgr.schema);
+  }
+  PQfinish(pgr.c);
+  pgr.c = NULL;
+  if (pgr.started && !keep) {
+    snprintf(cmd, sizeof cmd, "bash '%s' stop '%s' >/dev/null 2>&1",
+             pgr.script, pgr.dir);
+    if (system(cmd) != 0)
+      fprintf(stderr, "bench-submit: stopping PostgreSQL in %s failed\n",
+              pgr.dir);
+  }
 }
 
 /* -- Slurm: slurmrestd and sbatch
@@ -889,6 +1212,15 @@ static struct peer PEERS[] = {
      .observe = broker_observe,
      .check = traced_check,
      .stop = broker_stop},
+    {.name = "tradewind brokers on PostgreSQL (replicas, round-robin)",
+     .prefix = "submit_pg",
+     .ok_status = 201,
+     .start = pgr_start,
+     .request = pgr_request,
+     .observe = pgr_observe,
+     .check = pgr_check,
+     .stop = pgr_stop,
+     .broker_side = true},
     {.name = "slurmrestd",
      .prefix = "slurm_rest",
      .ok_status = 200,
@@ -928,7 +1260,9 @@ static void *worker_main(void *arg) {
   struct worker *w = arg;
   struct run *r = w->run;
   struct bench_conn c;
-  bench_conn_init(&c, r->peer->port);
+  bench_conn_init(&c, r->peer->ports
+                         ? r->peer->ports[w->index % r->peer->n_ports]
+                         : r->peer->port);
   char req[1024];
   bench_conn_open(&c);
   pthread_barrier_wait(&r->ready);
@@ -1088,7 +1422,7 @@ static void usage(FILE *f) {
       "1,16,64]\n"
       "                    [--tradewindd PATH] [--config FILE] [--keep]\n"
       "                    [--auth tokens|open] [--no-slurm] [--slurm-dir D]\n"
-      "                    [--no-traced]\n"
+      "                    [--no-traced] [--pg [--pg-dir D] [--replicas N]]\n"
       "\n"
       "Measures durable job submissions per second through the REST API of a\n"
       "tradewindd it starts itself (temp db, port 0), at each concurrency "
@@ -1111,7 +1445,15 @@ static void usage(FILE *f) {
       "  --slurm-dir D  the scripts/slurm.sh cluster to use (default "
       "$TW_SLURM_DIR,\n"
       "                 else .state/slurm); --smoke measures Slurm only with "
-      "it\n");
+      "it\n"
+      "  --pg           also N tradewindd replicas on one PostgreSQL (the "
+      "cluster\n"
+      "                 of scripts/postgres.sh), clients dealt round-robin; "
+      "skipped\n"
+      "                 with the reason when PostgreSQL cannot start\n"
+      "  --pg-dir D     its state dir (default $TW_PG_DIR, else "
+      ".state/postgres)\n"
+      "  --replicas N   how many replicas with --pg (default 2, at most 4)\n");
 }
 
 static void parse_levels(struct opts *o, const char *s) {
@@ -1140,7 +1482,8 @@ int main(int argc, char **argv) {
                    .levels = {1, 16, 64},
                    .n_levels = 3,
                    .seconds = 10,
-                   .warmup_s = 1};
+                   .warmup_s = 1,
+                   .replicas = 2};
   const char *env = getenv("TRADEWINDD");
   if (env && *env)
     o.tradewindd = env;
@@ -1177,6 +1520,19 @@ int main(int argc, char **argv) {
         return 2;
       }
       o.open_auth = !strcmp(m, "open");
+    } else if (!strcmp(a, "--pg")) {
+      o.pg = true;
+    } else if (!strcmp(a, "--pg-dir") && i + 1 < argc) {
+      o.pg_dir = argv[++i];
+      o.pg = true;
+    } else if (!strcmp(a, "--replicas") && i + 1 < argc) {
+      o.replicas = atoi(argv[++i]);
+      o.pg = true;
+      if (o.replicas < 1 || o.replicas > MAX_REPLICAS) {
+        fprintf(stderr, "bench-submit: --replicas: expected 1..%d\n",
+                MAX_REPLICAS);
+        return 2;
+      }
     } else if (!strcmp(a, "--no-slurm")) {
       no_slurm = true;
     } else if (!strcmp(a, "--slurm-dir") && i + 1 < argc) {
@@ -1297,7 +1653,12 @@ int main(int argc, char **argv) {
   /* the broker's rate beside each peer's, level by level */
   for (size_t pi = 2; pi < sizeof PEERS / sizeof PEERS[0]; pi++)
     for (int l = 0; !PEERS[pi].skipped && l < o.n_levels; l++)
-      if (PEERS[0].rate[l] > 0 && PEERS[pi].rate[l] > 0)
+      if (PEERS[0].rate[l] > 0 && PEERS[pi].rate[l] > 0 &&
+          PEERS[pi].broker_side)
+        printf("ratio_%s_vs_%s_c%d %.2f x\n", PEERS[pi].prefix,
+               PEERS[0].prefix, o.levels[l],
+               PEERS[pi].rate[l] / PEERS[0].rate[l]);
+      else if (PEERS[0].rate[l] > 0 && PEERS[pi].rate[l] > 0)
         printf("ratio_%s_vs_%s_c%d %.2f x\n", PEERS[0].prefix, PEERS[pi].prefix,
                o.levels[l], PEERS[0].rate[l] / PEERS[pi].rate[l]);
   if (o.smoke)

@@ -73,3 +73,10 @@ add_test(NAME ha_chaos
          COMMAND bash ${CMAKE_SOURCE_DIR}/tests/e2e/ha_chaos.sh ${CMAKE_BINARY_DIR})
 set_tests_properties(ha_chaos PROPERTIES LABELS "e2e;ha" TIMEOUT 300
                      SKIP_RETURN_CODE 77)
+
+# A group-committed batch whose operations fail in different places: on
+# PostgreSQL the batch is one pipeline, a failure found after its
+# operation returned stays with that operation (broker/core/db_pg.c).
+tw_add_test(test_store_batch SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_store_batch.c
+            LIBS tw_core PkgConfig::CMOCKA Threads::Threads LABELS unit ha store)
+tw_pg_variant(test_store_batch_pg test_store_batch)

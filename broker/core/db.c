@@ -99,3 +99,18 @@ int tw_db_test_cap_pages(struct tw_db *db, bool cap) {
 int tw_db_schema_lock(struct tw_db *db, bool lock) {
   return db->ops->schema_lock ? db->ops->schema_lock(db, lock) : TW_DB_OK;
 }
+void tw_db_batch_begin(struct tw_db *db) {
+  if (db->ops->batch_begin)
+    db->ops->batch_begin(db);
+}
+void tw_db_batch_op(struct tw_db *db, int i) {
+  if (db->ops->batch_op)
+    db->ops->batch_op(db, i);
+}
+bool tw_db_batch_failed(struct tw_db *db, int i) {
+  return db->ops->batch_failed && db->ops->batch_failed(db, i);
+}
+void tw_db_batch_end(struct tw_db *db) {
+  if (db->ops->batch_end)
+    db->ops->batch_end(db);
+}

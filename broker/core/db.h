@@ -123,6 +123,23 @@ int tw_db_set_user_version(struct tw_db *db, int v);
  * tw_store_lock). */
 int tw_db_schema_lock(struct tw_db *db, bool lock);
 
+/* A batch: the writer's group commit, one transaction of several
+ * operations, each in its own savepoint.  On PostgreSQL the batch goes
+ * through libpq's pipeline mode: statements whose result nobody reads
+ * are sent without waiting, so a batch costs about one round trip per
+ * statement that returns rows instead of one per statement (db_pg.c).
+ * tw_db_batch_op(i) before each operation's SAVEPOINT (i from 0), and
+ * once more past the last before the COMMIT; after the COMMIT,
+ * tw_db_batch_failed(i) says whether operation i failed after its
+ * function returned (a statement of it failed, found when a later result
+ * was read: the operation's savepoint was rolled back and the others ran
+ * on without it), tw_db_errmsg/errclass then saying why.  sqlite: the
+ * calls do nothing, tw_db_batch_failed is false. */
+void tw_db_batch_begin(struct tw_db *db);
+void tw_db_batch_op(struct tw_db *db, int i);
+bool tw_db_batch_failed(struct tw_db *db, int i);
+void tw_db_batch_end(struct tw_db *db);
+
 /* sqlite only (tests): caps the file at its current size so the next
  * write that needs a page fails as on a full disk.  PostgreSQL:
  * TW_DB_ERROR. */

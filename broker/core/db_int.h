@@ -32,6 +32,11 @@ struct tw_db_ops {
   int (*set_user_version)(struct tw_db *db, int v);
   int (*test_cap_pages)(struct tw_db *db, bool cap);
   int (*schema_lock)(struct tw_db *db, bool lock);
+  /* NULL: batches are plain transactions (sqlite) */
+  void (*batch_begin)(struct tw_db *db);
+  void (*batch_op)(struct tw_db *db, int i);
+  bool (*batch_failed)(struct tw_db *db, int i);
+  void (*batch_end)(struct tw_db *db);
 };
 
 /* The head of each backend's connection and statement. */

@@ -26,7 +26,23 @@
  * would abort the transaction the statement runs in.  Results come as
  * text, bytea decoded on demand.  A statement is prepared once per
  * connection (PQprepare); a connection found broken is reset before the
- * next statement and its statements prepared again. */
+ * next statement and its statements prepared again.
+ *
+ * A batch (tw_db_batch_begin .. tw_db_batch_end: the writer's group
+ * commit) runs in libpq's pipeline mode.  A statement whose result the
+ * caller cannot look at (an INSERT, UPDATE or DELETE without RETURNING,
+ * BEGIN, SAVEPOINT, RELEASE, ROLLBACK TO) is sent and its step answers
+ * DONE at once; the first call that needs an answer (a statement that
+ * returns rows, changes(), last_insert_id(), COMMIT, ROLLBACK, a
+ * prepare) sends a sync and reads every result owed, in order.  Each
+ * statement sent carries the number of the batch's operation it belongs
+ * to (tw_db_batch_op) and a copy of its parameters.  When one failed, the
+ * server skipped everything after it up to the sync: if it belongs to an
+ * earlier operation than the current one, that operation is marked failed
+ * (tw_db_batch_failed), its savepoint rolled back, and the skipped
+ * statements of the others sent again -- they looked at no result after
+ * the failure, so sending them again is running them again.  A failure in
+ * the current operation is its step's error, as without a pipeline. */
 #include <libpq-fe.h>
 #include <ctype.h>
 #include <stdio.h>
@@ -39,10 +55,42 @@
 #define BYTEAOID 17
 #define BOOLOID 16
 
+/* A statement sent in pipeline mode whose result is not read yet. */
+struct ent {
+  char name[16]; /* prepared statement; "" for sql */
+  char *sql;     /* simple statement text (owned) */
+  int tag;       /* the batch's operation (tw_db_batch_op), or TAG_* */
+  bool want;     /* the caller waits for this result */
+  bool commit;   /* COMMIT: "ROLLBACK" as its status is a failure */
+  bool insert;   /* an INSERT: whether it inserted is last_was_insert */
+  int n;
+  char **v; /* owned copies; NULL for SQL NULL */
+  int *len, *fmt;
+};
+#define TAG_TXN (-1)  /* BEGIN, the fence: before the first operation */
+#define TAG_FIX (-2)  /* the savepoint rolled back after a failure */
+#define PIPE_MAX 256  /* results owed at most before a sync */
+
+struct fail {
+  int tag;
+  char state[6];
+  char msg[256];
+};
+
 struct pdb {
   struct tw_db base;
   PGconn *c;
+  /* the batch in pipeline mode (see the head of the file) */
+  bool pipe;
+  bool dead; /* the batch's transaction is lost: every statement fails */
+  int tag;
+  struct ent *q;
+  int nq, capq;
+  PGresult *wanted; /* the result of the entry with want, after a drain */
+  struct fail *fails;
+  int nfails, capfails;
   unsigned gen; /* bumped by every reset: statements prepare again */
+  unsigned lastval_gen; /* gen + 1 when "tw_lastval" is prepared */
   unsigned next_name;
   char msg[512];
   char state[6]; /* SQLSTATE of the last failure; "" none */
@@ -375,6 +423,12 @@ static void clear_err(struct pdb *d) {
 static bool ensure_conn(struct pdb *d) {
   if (!d->broken && PQstatus(d->c) == CONNECTION_OK)
     return true;
+  if (d->pipe) { /* the batch's transaction went with the connection */
+    set_err(d, NULL, "connection lost");
+    d->broken = true;
+    snprintf(d->state, sizeof d->state, "08006");
+    return false;
+  }
   PQreset(d->c);
   if (PQstatus(d->c) != CONNECTION_OK) {
     set_err(d, NULL, "connection lost");
@@ -412,7 +466,30 @@ static const char *p_errmsg(struct tw_db *db) {
 
 /* ---- connection ---------------------------------------------------------- */
 
+static void ent_free(struct ent *e) {
+  for (int i = 0; i < e->n; i++)
+    free(e->v[i]);
+  free(e->v);
+  free(e->len);
+  free(e->fmt);
+  free(e->sql);
+  memset(e, 0, sizeof *e);
+}
+
+static void q_clear(struct pdb *d) {
+  for (int i = 0; i < d->nq; i++)
+    ent_free(&d->q[i]);
+  d->nq = 0;
+}
+
+static int drain(struct pdb *d);
+static int go_dead(struct pdb *d);
+
 static void p_close(struct tw_db *db) {
+  q_clear(D(db));
+  free(D(db)->q);
+  free(D(db)->fails);
+  PQclear(D(db)->wanted);
   PQfinish(D(db)->c);
   free(D(db)->late);
   free(db);
@@ -424,6 +501,28 @@ static int run_simple(struct pdb *d, const char *sql, char **errmsg) {
     if (errmsg)
       *errmsg = tw_strdup(d->msg);
     return TW_DB_ERROR;
+  }
+  if (d->pipe) {
+    /* several statements, or a lock: outside the pipeline, inside its
+     * transaction (what is owed is read first) */
+    if (drain(d) != TW_DB_OK || PQexitPipelineMode(d->c) != 1) {
+      if (!d->msg[0])
+        set_err(d, NULL, "pipeline: cannot leave");
+      if (errmsg)
+        *errmsg = tw_strdup(d->msg);
+      return TW_DB_ERROR;
+    }
+    d->pipe = false;
+    int rc = run_simple(d, sql, errmsg);
+    if (PQenterPipelineMode(d->c) == 1) {
+      d->pipe = true;
+    } else {
+      d->pipe = true;
+      set_err(d, NULL, "pipeline: cannot enter again");
+      go_dead(d);
+      rc = TW_DB_ERROR;
+    }
+    return rc;
   }
   PGresult *r = PQexec(d->c, sql);
   ExecStatusType t = PQresultStatus(r);
@@ -443,8 +542,14 @@ static int run_simple(struct pdb *d, const char *sql, char **errmsg) {
 static int p_exec(struct tw_db *db, const char *sql, char **errmsg) {
   int np;
   uint64_t used;
+  struct pdb *d = D(db);
   char *t = translate(sql, &np, &used);
-  int rc = run_simple(D(db), t, errmsg);
+  int rc;
+  const char *w = t;
+  while (*w == ' ' || *w == '\n' || *w == ';')
+    w++;
+  rc = d->pipe && !*w ? TW_DB_OK /* a PRAGMA: nothing to send */
+                      : run_simple(d, t, errmsg);
   free(t);
   return rc;
 }
@@ -454,6 +559,292 @@ static bool is_simple(const char *t) {
     t++;
   return !*t || words(t, "BEGIN") || words(t, "COMMIT") ||
          words(t, "ROLLBACK") || words(t, "SAVEPOINT") || words(t, "RELEASE");
+}
+
+/* ---- pipeline mode (a batch) ------------------------------------------- */
+
+static void add_fail(struct pdb *d, int tag, const char *state,
+                     const char *msg) {
+  for (int i = 0; i < d->nfails; i++)
+    if (d->fails[i].tag == tag)
+      return; /* the first failure of an operation is its cause */
+  if (d->nfails == d->capfails) {
+    d->capfails = d->capfails ? 2 * d->capfails : 8;
+    d->fails = tw_realloc(d->fails, (size_t)d->capfails * sizeof *d->fails);
+  }
+  struct fail *f = &d->fails[d->nfails++];
+  f->tag = tag;
+  snprintf(f->state, sizeof f->state, "%s", state);
+  snprintf(f->msg, sizeof f->msg, "%s", msg);
+}
+
+static struct ent *q_push(struct pdb *d) {
+  if (d->nq == d->capq) {
+    d->capq = d->capq ? 2 * d->capq : 64;
+    d->q = tw_realloc(d->q, (size_t)d->capq * sizeof *d->q);
+  }
+  struct ent *e = &d->q[d->nq++];
+  memset(e, 0, sizeof *e);
+  e->tag = d->tag;
+  return e;
+}
+
+static bool ent_send(struct pdb *d, const struct ent *e) {
+  if (e->name[0])
+    return PQsendQueryPrepared(d->c, e->name, e->n, (const char *const *)e->v,
+                               e->len, e->fmt, 0) == 1;
+  return PQsendQueryParams(d->c, e->sql, 0, NULL, NULL, NULL, NULL, 0) == 1;
+}
+
+/* The batch's transaction is lost (the connection broke, BEGIN failed):
+ * what was owed is dropped, and every statement until the batch ends
+ * fails with the message now in d->msg. */
+static int go_dead(struct pdb *d) {
+  d->dead = true;
+  q_clear(d);
+  PQclear(d->wanted);
+  d->wanted = NULL;
+  if (PQstatus(d->c) != CONNECTION_OK)
+    d->broken = true;
+  add_fail(d, TAG_TXN, d->state, d->msg);
+  return TW_DB_ERROR;
+}
+
+static int dead_err(struct pdb *d) {
+  for (int i = 0; i < d->nfails; i++)
+    if (d->fails[i].tag == TAG_TXN) {
+      snprintf(d->msg, sizeof d->msg, "%s", d->fails[i].msg);
+      snprintf(d->state, sizeof d->state, "%s", d->fails[i].state);
+    }
+  return TW_DB_ERROR;
+}
+
+static bool sends(struct pdb *d, struct ent *e) {
+  if (ent_send(d, e))
+    return true;
+  set_err(d, NULL, "pipeline: cannot send");
+  return false;
+}
+
+/* Sends a sync and reads every result owed.  The wanted entry's result
+ * is left in d->wanted.  TW_DB_ERROR with d->msg when a statement of the
+ * current operation failed, or the transaction is lost. */
+static int drain(struct pdb *d) {
+  if (d->dead)
+    return dead_err(d);
+  while (d->nq > 0) {
+    if (PQpipelineSync(d->c) != 1) {
+      set_err(d, NULL, "pipeline: cannot sync");
+      return go_dead(d);
+    }
+    int failed = -1;
+    bool *aborted = tw_calloc((size_t)d->nq, sizeof *aborted);
+    for (int i = 0; i < d->nq; i++) {
+      struct ent *e = &d->q[i];
+      PGresult *r = PQgetResult(d->c);
+      if (!r) {
+        free(aborted);
+        set_err(d, NULL, "pipeline: connection lost");
+        return go_dead(d);
+      }
+      ExecStatusType t = PQresultStatus(r);
+      bool keep = false;
+      if (t == PGRES_PIPELINE_ABORTED) {
+        aborted[i] = true;
+      } else if (t == PGRES_FATAL_ERROR ||
+                 (e->commit && !strcmp(PQcmdStatus(r), "ROLLBACK"))) {
+        if (t == PGRES_FATAL_ERROR)
+          set_err(d, r, "statement failed");
+        else {
+          snprintf(d->msg, sizeof d->msg,
+                   "COMMIT: the transaction was rolled back");
+          snprintf(d->state, sizeof d->state, "40000");
+        }
+        if (failed < 0)
+          failed = i;
+      } else if (e->want) {
+        PQclear(d->wanted);
+        d->wanted = r;
+        keep = true;
+      } else {
+        d->changes = atoi(PQcmdTuples(r));
+        d->total += d->changes;
+        if (e->insert)
+          d->last_was_insert = d->changes > 0;
+      }
+      if (!keep)
+        PQclear(r);
+      PGresult *nul = PQgetResult(d->c); /* the end of this one's results */
+      PQclear(nul);
+    }
+    PGresult *sync = PQgetResult(d->c);
+    bool synced = sync && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+    PQclear(sync);
+    if (!synced) {
+      free(aborted);
+      set_err(d, NULL, "pipeline: no sync");
+      return go_dead(d);
+    }
+    if (failed < 0) {
+      free(aborted);
+      q_clear(d);
+      return TW_DB_OK;
+    }
+    int tag = d->q[failed].tag;
+    add_fail(d, tag, d->state, d->msg);
+    if (tag < 0 || tag > d->tag || d->broken) {
+      free(aborted);
+      return go_dead(d);
+    }
+    if (tag == d->tag) {
+      /* the current operation's: its error, as without a pipeline; the
+       * transaction waits for the operation's ROLLBACK TO */
+      free(aborted);
+      q_clear(d);
+      PQclear(d->wanted);
+      d->wanted = NULL;
+      return TW_DB_ERROR;
+    }
+    /* An earlier operation's, found after it returned: undo it, and run
+     * again what the server skipped of the later ones. */
+    char keep_msg[sizeof d->msg], keep_state[sizeof d->state];
+    memcpy(keep_msg, d->msg, sizeof keep_msg);
+    memcpy(keep_state, d->state, sizeof keep_state);
+    struct ent *old = d->q;
+    int nold = d->nq, capold = d->capq;
+    d->q = NULL;
+    d->nq = d->capq = 0;
+    int cur = d->tag;
+    d->tag = TAG_FIX;
+    q_push(d)->sql = tw_strdup("ROLLBACK TO op");
+    q_push(d)->sql = tw_strdup("RELEASE op");
+    d->tag = cur;
+    for (int i = 0; i < nold; i++) {
+      if (aborted[i] && old[i].tag != tag) {
+        struct ent *e = q_push(d);
+        *e = old[i];
+        memset(&old[i], 0, sizeof old[i]);
+      } else {
+        ent_free(&old[i]);
+      }
+    }
+    (void)capold;
+    free(old);
+    free(aborted);
+    for (int i = 0; i < d->nq; i++)
+      if (!sends(d, &d->q[i]))
+        return go_dead(d);
+    memcpy(d->msg, keep_msg, sizeof d->msg);
+    memcpy(d->state, keep_state, sizeof d->state);
+  }
+  return TW_DB_OK;
+}
+
+/* Queues st with its parameters as they are bound now. */
+static bool q_stmt(struct pdb *d, struct pst *st, bool want) {
+  struct ent *e = q_push(d);
+  e->want = want;
+  if (st->simple) {
+    e->sql = tw_strdup(st->sql);
+    const char *w = st->sql;
+    while (*w == ' ' || *w == '\n')
+      w++;
+    e->commit = words(w, "COMMIT") != NULL;
+  } else {
+    memcpy(e->name, st->name, sizeof e->name);
+    e->insert = st->insert;
+    e->n = st->nparams;
+    size_t k = (size_t)(e->n ? e->n : 1);
+    e->v = tw_calloc(k, sizeof *e->v);
+    e->len = tw_calloc(k, sizeof *e->len);
+    e->fmt = tw_calloc(k, sizeof *e->fmt);
+    for (int i = 0; i < e->n; i++) {
+      const struct param *p = &st->p[i];
+      if (p->v) {
+        e->v[i] = tw_malloc((size_t)p->len + 1);
+        memcpy(e->v[i], p->v, (size_t)p->len);
+        e->v[i][p->len] = 0;
+      }
+      e->len[i] = p->len;
+      e->fmt[i] = p->fmt;
+    }
+  }
+  return sends(d, e);
+}
+
+/* Whether a step of st must wait for its result in a pipeline: it
+ * returns rows, or it ends the transaction. */
+static bool must_wait(const struct pst *st) {
+  const char *w = st->sql;
+  while (*w == ' ' || *w == '\n' || *w == '\t' || *w == '(')
+    w++;
+  if (st->simple)
+    return (words(w, "COMMIT") || words(w, "ROLLBACK") || words(w, "END")) &&
+           !words(w, "ROLLBACK TO");
+  if (!words(w, "INSERT") && !words(w, "UPDATE") && !words(w, "DELETE"))
+    return true; /* SELECT, WITH, anything else */
+  for (const char *p = w; *p; p++)
+    if ((p == w || !is_word(p[-1])) && words(p, "RETURNING"))
+      return true;
+  return false;
+}
+
+static void p_batch_begin(struct tw_db *db) {
+  struct pdb *d = D(db);
+  d->dead = false;
+  d->nfails = 0;
+  d->tag = TAG_TXN;
+  if (ensure_conn(d) && PQenterPipelineMode(d->c) == 1)
+    d->pipe = true;
+}
+
+static void p_batch_op(struct tw_db *db, int i) { D(db)->tag = i; }
+
+static bool p_batch_failed(struct tw_db *db, int i) {
+  struct pdb *d = D(db);
+  for (int k = 0; k < d->nfails; k++)
+    if (d->fails[k].tag == i) {
+      snprintf(d->msg, sizeof d->msg, "%s", d->fails[k].msg);
+      snprintf(d->state, sizeof d->state, "%s", d->fails[k].state);
+      return true;
+    }
+  return false;
+}
+
+static void p_batch_end(struct tw_db *db) {
+  struct pdb *d = D(db);
+  if (!d->pipe)
+    return;
+  if (d->nq)
+    drain(d);
+  PQclear(d->wanted);
+  d->wanted = NULL;
+  if (PQexitPipelineMode(d->c) != 1) {
+    /* results still owed (a lost connection): start afresh */
+    d->broken = true;
+  }
+  d->pipe = false;
+  d->dead = false;
+  d->tag = TAG_TXN;
+}
+
+/* Prepares name on a connection in pipeline mode: what is owed first,
+ * then the prepare and a sync.  No failure of it is an operation's. */
+static PGresult *pipe_prepare(struct pdb *d, const char *name, const char *sql,
+                              int n, const Oid *types) {
+  if (drain(d) != TW_DB_OK)
+    return NULL;
+  if (PQsendPrepare(d->c, name, sql, n, types) != 1 ||
+      PQpipelineSync(d->c) != 1) {
+    set_err(d, NULL, "pipeline: cannot prepare");
+    go_dead(d);
+    return NULL;
+  }
+  PGresult *r = PQgetResult(d->c);
+  PQclear(PQgetResult(d->c));
+  PGresult *sync = PQgetResult(d->c);
+  PQclear(sync);
+  return r;
 }
 
 /* The parameter PostgreSQL could not type (42P18 or 42P08: "... of parameter
@@ -497,7 +888,11 @@ static int do_prepare(struct pdb *d, struct pst *st, bool bound) {
       types[i] = st->p[i].type ? st->p[i].type : 25;
   }
   for (int tries = 0; tries <= st->nparams; tries++) {
-    PGresult *r = PQprepare(d->c, st->name, st->sql, st->nparams, types);
+    PGresult *r =
+        d->pipe ? pipe_prepare(d, st->name, st->sql, st->nparams, types)
+                : PQprepare(d->c, st->name, st->sql, st->nparams, types);
+    if (!r && d->pipe)
+      return TW_DB_ERROR; /* d->msg says why */
     if (PQresultStatus(r) == PGRES_COMMAND_OK) {
       PQclear(r);
       st->gen = d->gen;
@@ -608,7 +1003,7 @@ static void p_finalize(struct tw_db_stmt *s) {
   p_clear_bindings(s);
   bool prepared = st->deferred ? st->gen == d->gen + 1u : st->gen == d->gen;
   PGTransactionStatusType ts = PQtransactionStatus(d->c);
-  if (!st->simple && prepared && PQstatus(d->c) == CONNECTION_OK &&
+  if (!st->simple && prepared && !d->pipe && PQstatus(d->c) == CONNECTION_OK &&
       (ts == PQTRANS_IDLE || ts == PQTRANS_INTRANS)) {
     char sql[48];
     snprintf(sql, sizeof sql, "DEALLOCATE %s", st->name);
@@ -677,53 +1072,89 @@ static int p_step(struct tw_db_stmt *s) {
     return TW_DB_DONE;
   }
   clear_err(d);
+  if (d->pipe && d->dead)
+    return dead_err(d);
   if (!ensure_conn(d))
-    return TW_DB_ERROR;
-  /* A connection that died while idle (the server restarted, a proxy cut
-   * it) looks fine until used: outside a transaction, a prepare, a read
-   * or BEGIN that finds it dead ran nothing, so it runs again, once, on
-   * a new connection rather than failing its caller. */
-  bool idle = PQtransactionStatus(d->c) == PQTRANS_IDLE;
+    return d->pipe ? go_dead(d) : TW_DB_ERROR;
   PGresult *r = NULL;
-  for (int attempt = 0;; attempt++) {
-    bool again = attempt == 0 && idle;
-    if (st->simple) {
-      r = PQexec(d->c, st->sql);
-    } else {
-      int prc = TW_DB_OK;
+  if (d->pipe) {
+    if (!st->simple) {
       if (st->deferred && st->gen != d->gen + 1u) {
-        /* first step: prepare with the types bound; gen + 1 marks it done */
-        if ((prc = do_prepare(d, st, true)) == TW_DB_OK)
-          st->gen = d->gen + 1u;
-      } else if (!st->deferred && st->gen != d->gen) {
-        prc = do_prepare(d, st, false);
+        if (do_prepare(d, st, true) != TW_DB_OK)
+          return TW_DB_ERROR;
+        st->gen = d->gen + 1u;
+      } else if (!st->deferred && st->gen != d->gen &&
+                 do_prepare(d, st, false) != TW_DB_OK) {
+        return TW_DB_ERROR;
       }
-      if (prc != TW_DB_OK) {
-        if (again && d->broken && ensure_conn(d))
+    }
+    bool wait = must_wait(st);
+    if (!q_stmt(d, st, wait))
+      return go_dead(d);
+    if (!wait && d->nq < PIPE_MAX) {
+      st->row = 0; /* answered when its result is read */
+      if (st->insert)
+        d->last_was_insert = true;
+      return TW_DB_DONE;
+    }
+    if (drain(d) != TW_DB_OK)
+      return TW_DB_ERROR;
+    if (!wait) {
+      st->row = 0;
+      return TW_DB_DONE;
+    }
+    r = d->wanted;
+    d->wanted = NULL;
+    if (!r) {
+      snprintf(d->msg, sizeof d->msg, "pipeline: no result");
+      return go_dead(d);
+    }
+  } else {
+    /* A connection that died while idle (the server restarted, a proxy cut
+     * it) looks fine until used: outside a transaction, a prepare, a read
+     * or BEGIN that finds it dead ran nothing, so it runs again, once, on
+     * a new connection rather than failing its caller. */
+    bool idle = PQtransactionStatus(d->c) == PQTRANS_IDLE;
+    for (int attempt = 0;; attempt++) {
+      bool again = attempt == 0 && idle;
+      if (st->simple) {
+        r = PQexec(d->c, st->sql);
+      } else {
+        int prc = TW_DB_OK;
+        if (st->deferred && st->gen != d->gen + 1u) {
+          /* first step: prepare with the types bound; gen + 1 marks it done */
+          if ((prc = do_prepare(d, st, true)) == TW_DB_OK)
+            st->gen = d->gen + 1u;
+        } else if (!st->deferred && st->gen != d->gen) {
+          prc = do_prepare(d, st, false);
+        }
+        if (prc != TW_DB_OK) {
+          if (again && d->broken && ensure_conn(d))
+            continue;
+          return TW_DB_ERROR;
+        }
+        const char *vals[st->nparams ? st->nparams : 1];
+        int lens[st->nparams ? st->nparams : 1],
+            fmts[st->nparams ? st->nparams : 1];
+        for (int i = 0; i < st->nparams; i++) {
+          vals[i] = st->p[i].v;
+          lens[i] = st->p[i].len;
+          fmts[i] = st->p[i].fmt;
+        }
+        r = PQexecPrepared(d->c, st->name, st->nparams, vals, lens, fmts, 0);
+      }
+      ExecStatusType rt = PQresultStatus(r);
+      if (again && (st->simple || st->reads) && rt != PGRES_TUPLES_OK &&
+          rt != PGRES_COMMAND_OK && PQstatus(d->c) != CONNECTION_OK) {
+        PQclear(r);
+        r = NULL;
+        d->broken = true;
+        if (ensure_conn(d))
           continue;
         return TW_DB_ERROR;
       }
-      const char *vals[st->nparams ? st->nparams : 1];
-      int lens[st->nparams ? st->nparams : 1],
-          fmts[st->nparams ? st->nparams : 1];
-      for (int i = 0; i < st->nparams; i++) {
-        vals[i] = st->p[i].v;
-        lens[i] = st->p[i].len;
-        fmts[i] = st->p[i].fmt;
-      }
-      r = PQexecPrepared(d->c, st->name, st->nparams, vals, lens, fmts, 0);
+      break;
     }
-    ExecStatusType rt = PQresultStatus(r);
-    if (again && (st->simple || st->reads) && rt != PGRES_TUPLES_OK &&
-        rt != PGRES_COMMAND_OK && PQstatus(d->c) != CONNECTION_OK) {
-      PQclear(r);
-      r = NULL;
-      d->broken = true;
-      if (ensure_conn(d))
-        continue;
-      return TW_DB_ERROR;
-    }
-    break;
   }
   ExecStatusType t = PQresultStatus(r);
   if (t == PGRES_TUPLES_OK) {
@@ -737,6 +1168,14 @@ static int p_step(struct tw_db_stmt *s) {
       d->last_was_insert = true;
     }
     return st->nrows > 0 ? TW_DB_ROW : TW_DB_DONE;
+  }
+  if ((t == PGRES_COMMAND_OK || t == PGRES_EMPTY_QUERY) && st->simple &&
+      !strcmp(PQcmdStatus(r), "ROLLBACK") && words(st->sql, "COMMIT")) {
+    /* COMMIT of a transaction a failure had aborted */
+    PQclear(r);
+    snprintf(d->msg, sizeof d->msg, "COMMIT: the transaction was rolled back");
+    snprintf(d->state, sizeof d->state, "40000");
+    return TW_DB_ERROR;
   }
   if (t == PGRES_COMMAND_OK || t == PGRES_EMPTY_QUERY) {
     d->changes = atoi(PQcmdTuples(r));
@@ -805,13 +1244,51 @@ static int p_column_type(struct tw_db_stmt *s, int i) {
   return !have(st, i) || PQgetisnull(st->res, st->row, i) ? TW_DB_NULL : 1;
 }
 
-static int p_changes(struct tw_db *db) { return D(db)->changes; }
+static int p_changes(struct tw_db *db) {
+  struct pdb *d = D(db);
+  if (d->pipe && d->nq && drain(d) != TW_DB_OK)
+    return 0;
+  return d->changes;
+}
 static int64_t p_total_changes(struct tw_db *db) { return D(db)->total; }
 static int64_t p_last_insert_id(struct tw_db *db) {
   struct pdb *d = D(db);
   if (!d->last_was_insert)
     return 0;
-  PGresult *r = PQexec(d->c, "SELECT lastval()");
+  PGresult *r = NULL;
+  /* prepared once per connection: asked after every job's insert */
+  static const char LASTVAL[] = "SELECT lastval()";
+  if (d->lastval_gen != d->gen + 1u) {
+    PGresult *p = d->pipe ? pipe_prepare(d, "tw_lastval", LASTVAL, 0, NULL)
+                          : PQprepare(d->c, "tw_lastval", LASTVAL, 0, NULL);
+    if (PQresultStatus(p) == PGRES_COMMAND_OK)
+      d->lastval_gen = d->gen + 1u;
+    PQclear(p);
+  }
+  bool named = d->lastval_gen == d->gen + 1u;
+  if (d->pipe) {
+    struct ent *e = q_push(d);
+    if (named)
+      snprintf(e->name, sizeof e->name, "tw_lastval");
+    else
+      e->sql = tw_strdup(LASTVAL);
+    e->want = true;
+    if (!sends(d, e)) {
+      go_dead(d);
+      return 0;
+    }
+    if (drain(d) != TW_DB_OK)
+      return 0;
+    r = d->wanted;
+    d->wanted = NULL;
+    if (!d->last_was_insert) { /* known only now: it inserted nothing */
+      PQclear(r);
+      return 0;
+    }
+  } else {
+    r = named ? PQexecPrepared(d->c, "tw_lastval", 0, NULL, NULL, NULL, 0)
+              : PQexec(d->c, LASTVAL);
+  }
   int64_t v = 0;
   if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
     v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
@@ -819,6 +1296,8 @@ static int64_t p_last_insert_id(struct tw_db *db) {
   return v;
 }
 static bool p_autocommit(struct tw_db *db) {
+  if (D(db)->pipe)
+    return D(db)->dead; /* a lost batch is as sqlite's rolled-back one */
   PGTransactionStatusType t = PQtransactionStatus(D(db)->c);
   return t == PQTRANS_IDLE || t == PQTRANS_UNKNOWN;
 }
@@ -892,6 +1371,10 @@ static const struct tw_db_ops OPS = {
     .set_user_version = p_set_user_version,
     .test_cap_pages = p_test_cap_pages,
     .schema_lock = p_schema_lock,
+    .batch_begin = p_batch_begin,
+    .batch_op = p_batch_op,
+    .batch_failed = p_batch_failed,
+    .batch_end = p_batch_end,
 };
 
 static void quiet(void *arg, const char *message) {

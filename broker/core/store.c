@@ -495,6 +495,7 @@ static void *writer_main(void *arg) {
     char holder[sizeof s->fence_holder];
     memcpy(holder, s->fence_holder, sizeof holder);
     pthread_mutex_unlock(&s->mu);
+    tw_db_batch_begin(s->w.db);
     enum tw_rc brc = exec_simple(&s->w, SQL_BEGIN, &berr);
     enum tw_rc storage =
         brc && storage_failure(s->w.db, &brc, &berr) ? brc : TW_OK;
@@ -515,11 +516,13 @@ static void *writer_main(void *arg) {
      * to do) proves nothing about the storage: it does not make the
      * store healthy again */
     int64_t changes0 = tw_db_total_changes(s->w.db);
+    int idx = 0;
     for (struct wop *o = batch; o; o = o->next) {
       if (brc) {
         fail_op(o, brc, &berr);
         continue;
       }
+      tw_db_batch_op(s->w.db, idx++);
       if ((o->rc = exec_simple(&s->w, SQL_SAVEPOINT, o->err)))
         continue;
       o->rc = o->fn(s, s->w.db, o->arg, o->err);
@@ -548,7 +551,8 @@ static void *writer_main(void *arg) {
           fail_op(o, brc, &berr);
       committed = 0;
       tw_log_error("store", "transaction rolled back: %s", berr.msg);
-    } else if (!brc && (brc = exec_simple(&s->w, SQL_COMMIT, &berr))) {
+    } else if (!brc && (tw_db_batch_op(s->w.db, idx),
+                        brc = exec_simple(&s->w, SQL_COMMIT, &berr))) {
       if (storage_failure(s->w.db, &brc, &berr) && !storage)
         storage = brc;
       exec_simple(&s->w, SQL_ROLLBACK, NULL);
@@ -557,7 +561,23 @@ static void *writer_main(void *arg) {
           fail_op(o, brc, &berr);
       committed = 0;
       tw_log_error("store", "commit failed: %s", berr.msg);
+    } else if (!brc) {
+      /* PostgreSQL's pipeline: an operation whose statement failed after
+       * its function returned was rolled back to its savepoint */
+      idx = 0;
+      for (struct wop *o = batch; o; o = o->next, idx++) {
+        if (o->rc != TW_OK || !tw_db_batch_failed(s->w.db, idx))
+          continue;
+        o->rc = tw_db_errclass(s->w.db) == TW_DB_C_CONSTRAINT
+                    ? tw_err_set(o->err, TW_E_CONFLICT, "store: write refused: %s",
+                                 tw_db_errmsg(s->w.db))
+                    : db_err(s->w.db, o->err, "write");
+        if (storage_failure(s->w.db, &o->rc, o->err) && !storage)
+          storage = o->rc;
+        committed--;
+      }
     }
+    tw_db_batch_end(s->w.db);
     pthread_mutex_lock(&s->mu);
     if (!brc) {
       s->commits++;

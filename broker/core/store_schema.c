@@ -481,6 +481,15 @@ static const char *const MIG_HA[] = {
     "  epoch INTEGER NOT NULL);",
 };
 
+/* ---- module "scale" (the queries of a large store, docs/ha.md) */
+
+static const char *const MIG_SCALE[] = {
+    /* 1: the scheduler's window of the queue (SQL_JOBS_QUEUED: a state,
+     * the highest priorities first, then the oldest) read off an index
+     * instead of sorting every job of the state */
+    "CREATE INDEX jobs_queue ON jobs(state, priority DESC, seq);",
+};
+
 /* ---- the order ----------------------------------------------------------- */
 
 #define MODULE(name, arr)                                                      \
@@ -529,6 +538,7 @@ const struct tw_store_module TW_STORE_MODULES[] = {
     MODULE("flow", MIG_FLOW),
     MODULE("ha", MIG_HA),
     MODULE("workdir", MIG_WORKDIR),
+    MODULE("scale", MIG_SCALE),
 };
 const size_t TW_STORE_N_MODULES =
     sizeof TW_STORE_MODULES / sizeof TW_STORE_MODULES[0];

@@ -113,8 +113,8 @@ static void fresh_database_starts(void **state) {
   sqlite3_finalize(st);
   sqlite3_close(db);
   /* gang, datasets, catalog, ledger, meter, audit, tenancy, secrets,
-   * spot, reconcile, agent, health, trace, flow, ha, workdir */
-  TW_CHECK(n == 16, "schema_modules holds %d modules, expected 16", n);
+   * spot, reconcile, agent, health, trace, flow, ha, workdir, scale */
+  TW_CHECK(n == 17, "schema_modules holds %d modules, expected 17", n);
 }
 
 int main(void) {

@@ -150,6 +150,9 @@ import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
 c.execute("CREATE TABLE old_rows (x)")
 c.execute("INSERT INTO old_rows VALUES (42)")
+# what of version 1's jobs table a later migration indexes (module scale)
+c.execute("CREATE TABLE jobs (seq INTEGER PRIMARY KEY, state TEXT NOT NULL,"
+          " priority INTEGER NOT NULL DEFAULT 0)")
 c.execute("PRAGMA user_version = 1")
 c.commit()
 PY
