@@ -217,3 +217,23 @@ void tw_adapter_images_release(struct tw_adapter_images *ims) {
   free(ims->v);
   memset(ims, 0, sizeof *ims);
 }
+
+/* ---- a refusal after an unanswered try ---------------------------------- */
+
+enum tw_rc tw_adapter_refusal_settled(enum tw_rc rc, unsigned unanswered,
+                                      const char *what, struct tw_err *err) {
+  if (rc == TW_OK || rc == TW_E_RETRYABLE || !unanswered)
+    return rc;
+  struct tw_err was = err ? *err : (struct tw_err){0};
+  if (err)
+    tw_err_clear(err);
+  tw_err_set(err, TW_E_RETRYABLE,
+             "%s: refused after %u unanswered tr%s, which may still be acted "
+             "on, so the outcome is unknown: %s%s%s",
+             what, unanswered, unanswered == 1 ? "y" : "ies", tw_rc_str(rc),
+             was.msg[0] ? ": " : "", was.msg);
+  if (err)
+    tw_err_detail(err,
+                  was.detail[0] ? was.detail : "refused_after_unanswered");
+  return TW_E_RETRYABLE;
+}

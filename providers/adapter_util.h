@@ -140,4 +140,13 @@ const char *tw_adapter_image_for(const struct tw_adapter_images *im,
                                  const char *region, enum tw_arch arch);
 void tw_adapter_images_release(struct tw_adapter_images *im);
 
+/* A launch's refusal after a try that went unanswered (resp.unanswered)
+ * does not say the cloud made nothing: that try may still be acted on
+ * after the refusal was sent (a retry answered first).  Such a refusal
+ * becomes TW_E_RETRYABLE, the outcome unknown, and the launch is settled
+ * by its token as any unanswered one; err says both.  Any other rc is
+ * returned as it is. */
+enum tw_rc tw_adapter_refusal_settled(enum tw_rc rc, unsigned unanswered,
+                                      const char *what, struct tw_err *err);
+
 #endif

@@ -350,6 +350,19 @@ static bool http_method_has_body(const char *m, const void *body) {
 }
 
 /* Connection-level failures that may go away on a new attempt. */
+/* A failure after the request may have left: the server may act on it. */
+static bool http_curl_maybe_sent(CURLcode cc) {
+  switch (cc) {
+  case CURLE_COULDNT_CONNECT:
+  case CURLE_COULDNT_RESOLVE_HOST:
+  case CURLE_COULDNT_RESOLVE_PROXY:
+  case CURLE_SSL_CONNECT_ERROR:
+    return false;
+  default:
+    return true;
+  }
+}
+
 static bool http_curl_retryable(CURLcode cc) {
   switch (cc) {
   case CURLE_OPERATION_TIMEDOUT:
@@ -554,6 +567,8 @@ enum tw_rc tw_http_do(struct tw_http *h, const struct tw_http_request *req,
         goto out;
       }
       const char *msg = errbuf[0] ? errbuf : curl_easy_strerror(cc);
+      if (http_curl_maybe_sent(cc))
+        resp->unanswered++;
       if (!http_curl_retryable(cc) || n >= max) {
         rc = tw_err_set(err, http_curl_rc(cc), "%s %s: %s (attempt %u of %u)",
                         req->method, where, msg, n, max);
@@ -573,11 +588,12 @@ out:
     http_pool_put(h, c);
   free(where);
   if (rc != TW_OK) {
-    unsigned attempts = resp->attempts;
+    unsigned attempts = resp->attempts, unanswered = resp->unanswered;
     int64_t slept = resp->slept_ms;
     long status = resp->status;
     tw_http_response_release(resp);
     resp->attempts = attempts;
+    resp->unanswered = unanswered;
     resp->slept_ms = slept;
     resp->status = status;
   }

@@ -119,6 +119,10 @@ struct tw_http_response {
   struct tw_http_header *headers;    /* every response header, as sent */
   size_t n_headers;
   unsigned attempts; /* attempts made, 1 when not retried */
+  /* Tries that may have reached the server and got no answer (timed out,
+   * the connection lost after sending): whatever a later try was told,
+   * such a try may still be acted on (tw_adapter_refusal_settled). */
+  unsigned unanswered;
   int64_t slept_ms;  /* total backoff requested between attempts */
 };
 

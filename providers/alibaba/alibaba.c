@@ -674,6 +674,9 @@ static enum tw_rc ali_call(struct tw_provider *p, const char *tmpl,
       *err = e;
     break;
   }
+  if (!strcmp(action, "RunInstances"))
+    rc = tw_adapter_refusal_settled(rc, resp.unanswered,
+                                    "alibaba RunInstances", err);
   tw_http_response_release(&resp);
   tw_buf_release(&r->body);
   free(r);

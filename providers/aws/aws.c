@@ -751,6 +751,9 @@ static enum tw_rc aws_call(struct tw_provider *p, const char *region,
       *err = e;
     break;
   }
+  if (!strcmp(action, "RunInstances"))
+    rc = tw_adapter_refusal_settled(rc, resp.unanswered, "aws RunInstances",
+                                    err);
   tw_http_response_release(&resp);
   tw_buf_release(&body);
   return rc;

@@ -1249,6 +1249,8 @@ static enum tw_rc az_launch(struct tw_provider *p, const struct tw_launch *req,
   if (resp.status != 200 && resp.status != 201) {
     rc = tw_arm_response_error("azure create VM", resp.status, resp.body.data,
                                resp.body.len, err);
+    rc = tw_adapter_refusal_settled(rc, resp.unanswered, "azure create VM",
+                                    err);
     goto out;
   }
   const char *mon = resp.azure_async_operation ? resp.azure_async_operation

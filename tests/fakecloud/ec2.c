@@ -2987,6 +2987,11 @@ static void ec2_handle(void *ctx, const struct fc_request *req,
   struct fc_fault_query q = {.service = "ec2", .action = action};
   struct fc_faults *fl = fc_faults(e->s);
   struct fc_fault *f;
+  if (!req->late && (f = fc_faults_fire(fl, FC_FAULT_LATE, &q,
+                                         fc_elapsed_ms(e->s), fc_rng(e->s)))) {
+    resp->late_ms = f->delay_ms;
+    goto out;
+  }
   if ((f = fc_faults_fire(fl, FC_FAULT_SLOW, &q, fc_elapsed_ms(e->s),
                           fc_rng(e->s))))
     resp->delay_ms += f->delay_ms;

@@ -17,6 +17,7 @@ static const char *const kind_names[] = {
     [FC_FAULT_SPOT_INTERRUPTION] = "spot_interruption",
     [FC_FAULT_REBALANCE] = "rebalance",
     [FC_FAULT_REGION_DOWN] = "region_down",
+    [FC_FAULT_LATE] = "late",
 };
 #define N_KINDS (sizeof kind_names / sizeof kind_names[0])
 
@@ -159,9 +160,10 @@ enum tw_rc fc_fault_from_json(const json_t *j, struct fc_fault *out,
   if (out->kind == FC_FAULT_REGION_DOWN && !out->region[0])
     return tw_err_field(err, TW_E_INVALID, "region",
                         "region: a region_down fault names its region");
-  if (out->kind == FC_FAULT_SLOW && out->delay_ms <= 0)
+  if ((out->kind == FC_FAULT_SLOW || out->kind == FC_FAULT_LATE) &&
+      out->delay_ms <= 0)
     return tw_err_field(err, TW_E_INVALID, "delay_ms",
-                        "delay_ms: a slow fault needs a delay > 0");
+                        "delay_ms: a %s fault needs a delay > 0", kind);
   if ((out->kind == FC_FAULT_SPOT_INTERRUPTION ||
        out->kind == FC_FAULT_REBALANCE) &&
       !out->instance_id[0] && out->after_ms < 0 && out->rate_per_hour <= 0)

@@ -26,9 +26,11 @@ enum fc_fault_kind {
   FC_FAULT_QUOTA,             /* VcpuLimitExceeded / MaxSpot...Exceeded */
   FC_FAULT_SPOT_INTERRUPTION, /* two-minute notice, then termination */
   FC_FAULT_REBALANCE,         /* rebalance recommendation */
-  FC_FAULT_REGION_DOWN        /* a region loses power: every live instance
+  FC_FAULT_REGION_DOWN,       /* a region loses power: every live instance
                                  there interrupted after lead_ms, every
                                  launch there refused */
+  FC_FAULT_LATE               /* acted on delay_ms late, then answered: a
+                                 retry sent meanwhile is served first */
 };
 
 struct fc_fault {
@@ -48,7 +50,7 @@ struct fc_fault {
   char code[64]; /* error: EC2 code; default InternalError */
   char message[256];
   int status;           /* error: HTTP status; default 500 */
-  int64_t delay_ms;     /* slow */
+  int64_t delay_ms;     /* slow, late */
   int64_t lead_ms;      /* spot: notice to termination, default 120000 */
   int64_t after_ms;     /* spot/rebalance: after launch; -1 unset */
   double rate_per_hour; /* spot/rebalance: Poisson rate per instance */

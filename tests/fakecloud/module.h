@@ -5,7 +5,8 @@
  * Threads: the server holds its one mutex around every call into a
  * module, so modules keep plain in-memory state and never lock.  A module
  * may ask for a slow answer (resp->delay_ms); the server sleeps after
- * releasing the mutex. */
+ * releasing the mutex.  A late one (resp->late_ms) is acted on only after
+ * such a sleep: the request is dispatched again then. */
 #ifndef TW_TESTS_FAKECLOUD_MODULE_H
 #define TW_TESTS_FAKECLOUD_MODULE_H
 
@@ -37,6 +38,7 @@ struct fc_request {
   const char *body; /* NUL-terminated copy; may hold NULs */
   size_t body_len;
   bool body_too_big; /* the body passed the limit and was dropped */
+  bool late;         /* dispatched again after a late fault's delay */
 };
 
 #define FC_RESPONSE_EXTRA_MAX 8
@@ -46,6 +48,10 @@ struct fc_response {
   const char *content_type; /* static string */
   struct tw_buf body;
   int64_t delay_ms;    /* slow fault: sleep before answering */
+  /* late fault: nothing was done; the server sleeps this long (without
+   * its mutex, so other requests go on) and dispatches the request
+   * again with req->late set */
+  int64_t late_ms;
   char request_id[40]; /* x-amzn-RequestId when set */
   /* More headers (Azure-AsyncOperation, Retry-After, ...), added with
    * fc_response_header(); names are static strings, values copies. */

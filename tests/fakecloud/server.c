@@ -515,6 +515,19 @@ static enum MHD_Result respond(struct fc_server *s, struct MHD_Connection *con,
   pthread_mutex_lock(&s->mu);
   s->requests++;
   dispatch(s, &req, &resp);
+  if (resp.late_ms > 0) {
+    /* a late request: acted on after the delay, others served meanwhile */
+    struct timespec ts = {resp.late_ms / 1000,
+                          (long)(resp.late_ms % 1000) * 1000000L};
+    pthread_mutex_unlock(&s->mu);
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&s->mu);
+    tw_buf_release(&resp.body);
+    resp = (struct fc_response){.status = 500, .content_type = "text/plain"};
+    tw_buf_init(&resp.body);
+    req.late = true;
+    dispatch(s, &req, &resp);
+  }
   char date[32];
   fc_http_date(fc_clock_now(&s->clock), date);
   pthread_mutex_unlock(&s->mu);

@@ -471,6 +471,45 @@ static void timeout_then_retry_buys_once(void **state) {
   tw_provider_free(p);
 }
 
+/* A try that times out, a retry refused for capacity, then the first try
+ * acted on after all (the fake's `late` fault: EC2 took the request in
+ * and ran it after the client gave up).  The refusal came after an
+ * unanswered try, so it says nothing of what that try did: the launch's
+ * outcome is unknown (TW_E_RETRYABLE, settled by its token), never a
+ * definite capacity refusal that would close the attempt while its
+ * instance comes up. */
+static void refusal_after_an_unanswered_try_is_no_refusal(void **state) {
+  const struct tw_offer *od =
+      find_offer(&offers, "m5.large", "us-east-1d", TW_MARKET_ON_DEMAND);
+  if (!od)
+    return;
+  struct tw_err err = {0};
+  struct tw_instance d;
+  struct tw_provider *p = provider("timeout_ms: 400\nmax_attempts: 2\n");
+  twtest_fake_add_fault("{\"kind\": \"late\", \"action\": \"RunInstances\", "
+                        "\"delay_ms\": 1500, \"count\": 1}");
+  twtest_fake_add_fault("{\"kind\": \"capacity\", \"instance_type\": "
+                        "\"m5.large\", \"count\": 1}");
+  struct tw_launch req = launch_req(od, "tok-late-1", "job-late");
+  enum tw_rc rc = tw_provider_launch(p, &req, &d, &err);
+  TW_CHECK(rc == TW_E_RETRYABLE,
+           "a capacity refusal after an unanswered try: rc %s (%s)",
+           tw_rc_str(rc), err.msg);
+  TW_CHECK(strstr(err.msg, "unanswered"), "%s", err.msg);
+  /* the first try is acted on once its delay has passed */
+  size_t n = 0;
+  for (int i = 0; i < 40 && (n = instances_with_token("tok-late-1")) == 0; i++)
+    usleep(100 * 1000);
+  TW_CHECK(n == 1, "the late try made %zu instances", n);
+  /* and asking with the token finds it: one instance, this job's */
+  memset(&err, 0, sizeof err);
+  TW_CHECK_RC(tw_provider_launch(p, &req, &d, &err), TW_OK, err);
+  TW_CHECK(instances_with_token("tok-late-1") == 1);
+  TW_CHECK(!strcmp(d.job_id, "job-late"));
+  twtest_fake_clear_faults();
+  tw_provider_free(p);
+}
+
 /* The fake's clock an hour ahead of ours: the first call is refused as
  * expired, the adapter learns the offset from Date and signs again. */
 static void clock_skew_is_corrected(void **state) {
@@ -581,6 +620,7 @@ int main(void) {
       cmocka_unit_test(error_classes),
       cmocka_unit_test(terminate),
       cmocka_unit_test(timeout_then_retry_buys_once),
+      cmocka_unit_test(refusal_after_an_unanswered_try_is_no_refusal),
       cmocka_unit_test(paging),
       cmocka_unit_test(clock_skew_is_corrected),
       cmocka_unit_test(launch_stats),

@@ -496,6 +496,8 @@ static void timeout_is_retryable(void **state) {
            tw_rc_str(rc));
   TW_CHECK(r.attempts == 2 && sl.n == 1, "timeout: attempts %u sleeps %d",
            r.attempts, sl.n);
+  TW_CHECK(r.unanswered == 2, "timeout: %u tries counted unanswered",
+           r.unanswered);
   TW_CHECK(strstr(err.msg, "imed out") && strstr(err.msg, "/slow"),
            "timeout message lacks curl's text or the URL: %s", err.msg);
   tw_http_response_release(&r);
@@ -525,6 +527,8 @@ static void refused_is_retryable(void **state) {
   TW_CHECK(rc == TW_E_RETRYABLE && r.attempts == 5 && sl.n == 4,
            "refused: rc %s attempts %u sleeps %d", tw_rc_str(rc), r.attempts,
            sl.n);
+  TW_CHECK(r.unanswered == 0, "refused: %u tries counted unanswered (none "
+           "reached a server)", r.unanswered);
   TW_CHECK(!strstr(err.msg, "secret"), "query leaked into message: %s",
            err.msg);
   tw_http_response_release(&r);
