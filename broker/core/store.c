@@ -85,8 +85,8 @@ int tw_store_schema_version(void) { return N_MIGRATIONS; }
 
 static const char SQL_JOB_INSERT[] =
     "INSERT INTO jobs (id, tenant, project, name, state, reason, priority,"
-    " spec, idem_key, idem_hash, created_at_ms, updated_at_ms)"
-    " VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?7, ?8, ?9, ?10, ?10)";
+    " spec, idem_key, idem_hash, created_at_ms, updated_at_ms, traceparent)"
+    " VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)";
 static const char SQL_EVENT_INSERT[] =
     "INSERT INTO job_events (job_id, at_ms, from_state, to_state, reason)"
     " VALUES (?1, ?2, ?3, ?4, ?5)";
@@ -1089,13 +1089,12 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
     tw_db_bind_text(st, 9, hash, -1);
   }
   tw_db_bind_int64(st, 10, now);
+  if (req->traceparent) /* the context the job's spans join (store_obs.h) */
+    tw_db_bind_text(st, 11, req->traceparent, -1);
   if ((rc = step_done(&s->w, st, "insert job", err)))
     return rc;
   int64_t seq = tw_db_last_insert_id(s->w.db);
   if ((rc = insert_event(s, id, now, NULL, "pending", reason, err)))
-    return rc;
-  if (req->traceparent &&
-      (rc = store__job_trace_insert(s, s->w.db, id, req->traceparent, err)))
     return rc;
   enum tw_job_state state = TW_JOB_PENDING;
   if (req->flow && req->flow->n_ext && /* depends_on: store_flow.c */
