@@ -114,7 +114,18 @@ struct tw_tracer {
   bool stopping, busy;
   pthread_t thread;
   uint64_t started, exported, dropped, failures; /* atomic */
+  /* Queued copies of spans with at most POOL_ATTRS attributes (a request's,
+   * an admission's) are blocks of one size, POOL_BLOCK: the exporter hands
+   * them back here after their batch, and the next tw_span_end() reuses
+   * one, so a traced request allocates nothing once the daemon is warm.
+   * At most batch_max kept; under mu. */
+  struct tw_span **pool;
+  size_t pool_n;
 };
+
+#define POOL_ATTRS 8
+#define POOL_BLOCK                                                             \
+  (offsetof(struct tw_span, attrs) + POOL_ATTRS * sizeof(struct tw_span_attr))
 
 static uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -279,14 +290,26 @@ void tw_span_end(struct tw_span *sp) {
   /* only the attributes used are copied */
   size_t sz = offsetof(struct tw_span, attrs) +
               (size_t)sp->n_attrs * sizeof(struct tw_span_attr);
+  bool small = sp->n_attrs <= POOL_ATTRS;
   pthread_mutex_lock(&t->mu);
   if (t->n >= t->queue_max || t->stopping) {
     pthread_mutex_unlock(&t->mu);
     __atomic_add_fetch(&t->dropped, 1, __ATOMIC_RELAXED);
     return;
   }
+  if (small && t->pool_n) {
+    /* a recycled block: copied and queued under the one lock */
+    struct tw_span *c = t->pool[--t->pool_n];
+    memcpy(c, sp, sz);
+    t->q[(t->head + t->n) % t->queue_max] = c;
+    t->n++;
+    if (t->n >= t->batch_max)
+      pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    return;
+  }
   pthread_mutex_unlock(&t->mu);
-  struct tw_span *c = malloc(sz);
+  struct tw_span *c = malloc(small ? POOL_BLOCK : sz);
   if (!c) {
     __atomic_add_fetch(&t->dropped, 1, __ATOMIC_RELAXED);
     return;
@@ -506,9 +529,14 @@ static void *exporter_main(void *arg) {
     t->busy = true;
     pthread_mutex_unlock(&t->mu);
     export_batch(t, batch, k);
-    for (size_t i = 0; i < k; i++)
-      free(batch[i]);
     pthread_mutex_lock(&t->mu);
+    /* the small blocks back to the pool, as many as it keeps */
+    for (size_t i = 0; i < k; i++) {
+      if (batch[i]->n_attrs <= POOL_ATTRS && t->pool_n < t->batch_max)
+        t->pool[t->pool_n++] = batch[i];
+      else
+        free(batch[i]);
+    }
     t->busy = false;
     pthread_cond_broadcast(&t->idle);
   }
@@ -560,6 +588,7 @@ enum tw_rc tw_tracer_new(const struct tw_tracer_opts *o, struct tw_tracer **out,
   if (getrandom(&t->seed, sizeof t->seed, 0) != sizeof t->seed)
     t->seed = (uint64_t)now_ns() ^ (uint64_t)(uintptr_t)t;
   t->q = tw_calloc(t->queue_max, sizeof *t->q);
+  t->pool = tw_calloc(t->batch_max, sizeof *t->pool);
   pthread_mutex_init(&t->mu, NULL);
   pthread_cond_init(&t->cv, NULL);
   pthread_cond_init(&t->idle, NULL);
@@ -606,6 +635,9 @@ void tw_tracer_free(struct tw_tracer *t, int64_t deadline_ms) {
   pthread_cond_destroy(&t->cv);
   pthread_cond_destroy(&t->idle);
   free(t->q);
+  while (t->pool && t->pool_n)
+    free(t->pool[--t->pool_n]);
+  free(t->pool);
   for (size_t i = 0; t->headers && t->headers[i]; i++)
     free(t->headers[i]);
   free(t->headers);

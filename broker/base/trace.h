@@ -8,7 +8,10 @@
  * per batch, the protobuf JSON mapping with the OTLP rules: ids in hex,
  * enums as integers, 64-bit integers as strings) and hands each to a send
  * function, retried with backoff.  A full queue drops the span and counts
- * it: nothing that ends a span ever waits for the network.
+ * it: nothing that ends a span ever waits for the network.  The copies of
+ * small spans (a request's, an admission's) are blocks of one size, handed
+ * back after their batch is sent and reused, so a traced request allocates
+ * nothing for its spans once the daemon is warm.
  *
  * The transport is a function (tw_tracer_opts.send): the providers' HTTP
  * helper in the daemon (providers/otlp_send.h), anything in tests.  The

@@ -210,6 +210,78 @@ static void spans_are_exported_as_otlp_json(void **state) {
   recv_free(&r);
 }
 
+static int bodies_seen(struct recv *r) {
+  pthread_mutex_lock(&r->mu);
+  int n = r->n;
+  pthread_mutex_unlock(&r->mu);
+  return n;
+}
+
+static size_t n_attrs_of(json_t *span) {
+  return json_array_size(json_object_get(span, "attributes"));
+}
+
+/* The copies queued for export are reused once their batch is sent: a
+ * span written into a block another span used carries only its own
+ * attributes and name, and a span with more attributes than a reused
+ * block holds is exported whole. */
+static void reused_blocks_carry_only_their_own_span(void **state) {
+  (void)state;
+  struct recv r;
+  recv_init(&r);
+  struct tw_tracer *t = tracer(&r, 1, 64, 20);
+  char key[16], name[32];
+  for (int i = 0; i < 8; i++) { /* one full batch of 6-attribute spans */
+    struct tw_span sp;
+    snprintf(name, sizeof name, "first-%d", i);
+    tw_span_start(t, &sp, name, TW_SPAN_INTERNAL, NULL);
+    for (int k = 0; k < 6; k++) {
+      snprintf(key, sizeof key, "k%d", k);
+      tw_span_attr_str(&sp, key, "old");
+    }
+    tw_span_end(&sp);
+  }
+  for (int w = 0; w < 200 && bodies_seen(&r) < 1; w++)
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
+  assert_int_equal(bodies_seen(&r), 1);
+  for (int i = 0; i < 7; i++) {
+    struct tw_span sp;
+    snprintf(name, sizeof name, "second-%d", i);
+    tw_span_start(t, &sp, name, TW_SPAN_INTERNAL, NULL);
+    tw_span_attr_int(&sp, "only", i);
+    tw_span_end(&sp);
+  }
+  struct tw_span big;
+  tw_span_start(t, &big, "big", TW_SPAN_INTERNAL, NULL);
+  for (int k = 0; k < 12; k++) {
+    snprintf(key, sizeof key, "b%d", k);
+    tw_span_attr_int(&big, key, k);
+  }
+  tw_span_end(&big);
+  tw_tracer_free(t, 2000);
+  assert_int_equal(r.n, 2);
+  json_error_t je;
+  json_t *doc = json_loads(r.bodies[1], 0, &je);
+  assert_non_null(doc);
+  for (int i = 0; i < 7; i++) {
+    snprintf(name, sizeof name, "second-%d", i);
+    json_t *sp = find_span(doc, name);
+    assert_non_null(sp);
+    assert_int_equal(n_attrs_of(sp), 1);
+    char want[8];
+    snprintf(want, sizeof want, "%d", i);
+    assert_string_equal(attr_of(sp, "only", "intValue"), want);
+    assert_null(attr_of(sp, "k0", "stringValue"));
+  }
+  json_t *b = find_span(doc, "big");
+  assert_non_null(b);
+  assert_int_equal(n_attrs_of(b), 12);
+  assert_string_equal(attr_of(b, "b11", "intValue"), "11");
+  assert_null(find_span(doc, "first-0"));
+  json_decref(doc);
+  recv_free(&r);
+}
+
 static void a_full_queue_drops_and_counts_without_waiting(void **state) {
   (void)state;
   struct recv r;
@@ -357,6 +429,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(traceparent_is_read_as_w3c_says),
       cmocka_unit_test(spans_are_exported_as_otlp_json),
+      cmocka_unit_test(reused_blocks_carry_only_their_own_span),
       cmocka_unit_test(a_full_queue_drops_and_counts_without_waiting),
       cmocka_unit_test(a_failed_export_is_retried_then_dropped),
       cmocka_unit_test(sampling_decides_new_traces_and_parents_decide_theirs),
