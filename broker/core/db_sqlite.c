@@ -190,6 +190,15 @@ enum tw_rc tw_db_sqlite_open(const struct tw_db_opts *o, struct tw_db **out,
     if (fd >= 0)
       close(fd);
   }
+  /* sqlite's memory statistics (on by default) take one process-wide
+   * mutex around every sqlite3_malloc and sqlite3_free of every
+   * connection: the writer and the API's readers queued on it, about 5 %
+   * of the daemon's CPU under load.  Nothing here reads those statistics
+   * (no sqlite3_memory_used, no soft heap limit).  This only takes effect
+   * before sqlite's first initialisation, the first open of the process
+   * (tw_store_open at start-up, before any thread uses sqlite); after it
+   * sqlite answers SQLITE_MISUSE and keeps its setting, harmlessly. */
+  (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
   int flags = (o->readonly ? SQLITE_OPEN_READONLY
                            : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
               SQLITE_OPEN_NOMUTEX;

@@ -682,6 +682,21 @@ static void earlier_trace_rows_move_into_the_job_row(void **state) {
   tw_job_rec_release(&c);
 }
 
+/* sqlite's memory statistics take a process-wide mutex around every
+ * allocation of every connection; the store turns them off at the first
+ * open (db_sqlite.c), so they count nothing. */
+static void sqlite_keeps_no_memory_statistics(void **state) {
+  (void)state;
+  if (pg.on)
+    skip(); /* no sqlite connection */
+  struct tw_store *s = open_store();
+  struct tw_job_rec j;
+  create(s, "m", NULL, "{}", &j, NULL, TW_OK);
+  assert_int_equal(sqlite3_memory_used(), 0);
+  tw_job_rec_release(&j);
+  tw_store_close(s);
+}
+
 int main(int argc, char **argv) {
   if (tw_test_pg_wanted(argc, argv)) {
     int r = tw_test_pg_init(&pg);
@@ -716,6 +731,8 @@ int main(int argc, char **argv) {
           trace_context_survives_a_restart_in_the_job_row, setup, teardown),
       cmocka_unit_test_setup_teardown(earlier_trace_rows_move_into_the_job_row,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(sqlite_keeps_no_memory_statistics, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
