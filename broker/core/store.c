@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include "broker/core/db.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,8 +189,9 @@ struct wop {
   void *arg;
   struct tw_err *err;
   enum tw_rc rc;
-  bool done;
-  pthread_cond_t cv; /* this caller's own: a commit wakes only its callers */
+  /* this caller's own: a commit wakes only its callers, posted after the
+   * writer let go of mu, so a woken caller never waits for it */
+  sem_t done;
   struct wop *next;
 };
 
@@ -584,12 +586,11 @@ static void *writer_main(void *arg) {
           (long long)(tw_clock_now_ms(s->clock) - s->unhealthy_since_ms));
       s->health = TW_OK;
     }
+    pthread_mutex_unlock(&s->mu);
     for (struct wop *o = batch, *nx; o; o = nx) {
       nx = o->next; /* o lives on its caller's stack: read next first */
-      o->done = true;
-      pthread_cond_signal(&o->cv);
+      sem_post(&o->done);
     }
-    pthread_mutex_unlock(&s->mu);
   }
   return NULL;
 }
@@ -598,23 +599,22 @@ enum tw_rc tw_store_write(struct tw_store *s, tw_store_write_fn fn, void *arg,
                           struct tw_err *err) {
   struct tw_err local = {0};
   struct wop op = {.fn = fn, .arg = arg, .err = err ? err : &local};
-  pthread_cond_init(&op.cv, NULL);
   pthread_mutex_lock(&s->mu);
   if (s->stopping) {
     pthread_mutex_unlock(&s->mu);
-    pthread_cond_destroy(&op.cv);
     return tw_err_set(err, TW_E_IO, "store: closing");
   }
+  sem_init(&op.done, 0, 0);
   if (s->tail)
     s->tail->next = &op;
   else
     s->head = &op;
   s->tail = &op;
-  pthread_cond_signal(&s->work);
-  while (!op.done)
-    pthread_cond_wait(&op.cv, &s->mu);
   pthread_mutex_unlock(&s->mu);
-  pthread_cond_destroy(&op.cv);
+  pthread_cond_signal(&s->work); /* the writer wakes to a free mu */
+  while (sem_wait(&op.done) != 0) /* EINTR: a signal's handler ran */
+    ;
+  sem_destroy(&op.done);
   return op.rc;
 }
 
