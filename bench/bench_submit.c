@@ -480,7 +480,8 @@ static void broker_stop(struct peer *p, bool keep) {
   } else {
     static const char *const files[] = {"tradewind.db",     "tradewind.db-wal",
                                         "tradewind.db-shm", "tradewind.yaml",
-                                        "admin.token",      "tradewindd.log"};
+                                        "admin.token",      "tradewindd.log",
+                                        "tradewind.db.lock"};
     char path[400];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
       snprintf(path, sizeof path, "%s/%s", b->dir, files[i]);
