@@ -190,15 +190,25 @@ enum tw_rc tw_db_sqlite_open(const struct tw_db_opts *o, struct tw_db **out,
     if (fd >= 0)
       close(fd);
   }
-  /* sqlite's memory statistics (on by default) take one process-wide
-   * mutex around every sqlite3_malloc and sqlite3_free of every
-   * connection: the writer and the API's readers queued on it, about 5 %
-   * of the daemon's CPU under load.  Nothing here reads those statistics
-   * (no sqlite3_memory_used, no soft heap limit).  This only takes effect
-   * before sqlite's first initialisation, the first open of the process
-   * (tw_store_open at start-up, before any thread uses sqlite); after it
-   * sqlite answers SQLITE_MISUSE and keeps its setting, harmlessly. */
+  /* Two settings of sqlite's own, which take effect only before its
+   * first initialisation, the first open of the process (tw_store_open at
+   * start-up, before any thread uses sqlite); later opens get
+   * SQLITE_MISUSE and change nothing.
+   * - Memory statistics off: on (the default) they take one process-wide
+   *   mutex around every sqlite3_malloc and sqlite3_free of every
+   *   connection, the writer and the API's readers queued on it, about
+   *   5 % of the daemon's CPU under load.  Nothing here reads them (no
+   *   sqlite3_memory_used, no soft heap limit).
+   * - Sub-journals kept in memory up to 8 MiB (64 KiB by default): every
+   *   operation of a group commit runs in its own savepoint, whose
+   *   sub-journal holds the image of each page the operation touches (a
+   *   dozen per submission); past the limit sqlite spills it to a
+   *   temporary file, opened, written page by page and deleted in every
+   *   commit.  8 MiB covers batches of about 150 submissions; temporary
+   *   tables and sorts still spill to disk as before (temp_store is
+   *   unchanged). */
   (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+  (void)sqlite3_config(SQLITE_CONFIG_STMTJRNL_SPILL, 8 << 20);
   int flags = (o->readonly ? SQLITE_OPEN_READONLY
                            : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
               SQLITE_OPEN_NOMUTEX;
@@ -210,19 +220,14 @@ enum tw_rc tw_db_sqlite_open(const struct tw_db_opts *o, struct tw_db **out,
     return rc;
   }
   sqlite3_busy_timeout(h, 5000);
-  /* Constant pragmas, run through sqlite3_exec as the migrations are.
-   * The writer's temp_store=MEMORY: each operation of a group commit runs
-   * in its own savepoint, whose sub-journal keeps the image of every page
-   * the operation touches (a dozen per submission); past 64 KiB sqlite
-   * spills it to a temporary file, a file opened, written page by page
-   * and deleted in every commit.  In memory it is a copy. */
+  /* Constant pragmas, run through sqlite3_exec as the migrations are. */
   const char *pragmas =
       o->readonly
           ? "PRAGMA foreign_keys=ON;"
           : (o->sync_full ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
-                            " PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;"
+                            " PRAGMA foreign_keys=ON;"
                           : "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                            " PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;");
+                            " PRAGMA foreign_keys=ON;");
   char *msg = NULL;
   if (sqlite3_exec(h, pragmas, NULL, NULL, &msg) != SQLITE_OK) {
     enum tw_rc rc = tw_err_set(err, TW_E_IO, "store: %s: %s", path,
