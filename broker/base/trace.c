@@ -389,10 +389,27 @@ static void jstr(struct tw_buf *o, const char *s) {
   tw_buf_add(o, "\"", 1);
 }
 
+/* v in decimal: the encoder's integers without printf's format parsing,
+ * which was a third of the encoding's time. */
+static void add_i64(struct tw_buf *o, int64_t v) {
+  char b[24];
+  size_t n = sizeof b;
+  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+  do {
+    b[--n] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0)
+    b[--n] = '-';
+  tw_buf_add(o, b + n, sizeof b - n);
+}
+
 static void any_value(struct tw_buf *o, const struct tw_span_attr *a) {
   switch (a->type) {
   case TW_ATTR_INT: /* int64 as a decimal string (proto3 JSON mapping) */
-    tw_buf_printf(o, "{\"intValue\":\"%lld\"}", (long long)a->i);
+    tw_buf_adds(o, "{\"intValue\":\"");
+    add_i64(o, a->i);
+    tw_buf_adds(o, "\"}");
     break;
   case TW_ATTR_BOOL:
     tw_buf_printf(o, "{\"boolValue\":%s}", a->i ? "true" : "false");
@@ -412,17 +429,26 @@ static void span_json(struct tw_buf *o, const struct tw_span *sp) {
   char tid[33], sid[17], pid[17];
   tw_trace_hex(sp->ctx.trace_id, 16, tid);
   tw_trace_hex(sp->ctx.span_id, 8, sid);
-  tw_buf_printf(o, "{\"traceId\":\"%s\",\"spanId\":\"%s\",", tid, sid);
+  tw_buf_adds(o, "{\"traceId\":\"");
+  tw_buf_add(o, tid, 32);
+  tw_buf_adds(o, "\",\"spanId\":\"");
+  tw_buf_add(o, sid, 16);
+  tw_buf_adds(o, "\",");
   if (sp->has_parent) {
     tw_trace_hex(sp->parent, 8, pid);
-    tw_buf_printf(o, "\"parentSpanId\":\"%s\",", pid);
+    tw_buf_adds(o, "\"parentSpanId\":\"");
+    tw_buf_add(o, pid, 16);
+    tw_buf_adds(o, "\",");
   }
   tw_buf_adds(o, "\"name\":");
   jstr(o, sp->name);
-  tw_buf_printf(o,
-                ",\"kind\":%d,\"startTimeUnixNano\":\"%lld\","
-                "\"endTimeUnixNano\":\"%lld\",\"attributes\":[",
-                (int)sp->kind, (long long)sp->start_ns, (long long)sp->end_ns);
+  tw_buf_adds(o, ",\"kind\":");
+  add_i64(o, (int64_t)sp->kind);
+  tw_buf_adds(o, ",\"startTimeUnixNano\":\"");
+  add_i64(o, sp->start_ns);
+  tw_buf_adds(o, "\",\"endTimeUnixNano\":\"");
+  add_i64(o, sp->end_ns);
+  tw_buf_adds(o, "\",\"attributes\":[");
   for (int i = 0; i < sp->n_attrs; i++) {
     tw_buf_adds(o, i ? ",{\"key\":" : "{\"key\":");
     jstr(o, sp->attrs[i].key);

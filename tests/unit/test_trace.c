@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +157,9 @@ static void spans_are_exported_as_otlp_json(void **state) {
   tw_span_attr_bool(&b, "b", true);
   tw_span_attr_double(&b, "d", 0.25);
   tw_span_attr_int(&b, "i", 7); /* the same key: replaced */
+  tw_span_attr_int(&b, "min", INT64_MIN);
+  tw_span_attr_int(&b, "max", INT64_MAX);
+  tw_span_attr_int(&b, "zero", 0);
   tw_span_error(&b, "refused: %s", "capacity");
   tw_span_end(&b);
   tw_span_attr_int(&a, "http.response.status_code", 201);
@@ -191,6 +195,14 @@ static void spans_are_exported_as_otlp_json(void **state) {
   /* 64-bit integers as strings */
   assert_true(json_is_string(json_object_get(sa, "startTimeUnixNano")));
   assert_string_equal(attr_of(sb, "i", "intValue"), "7");
+  assert_string_equal(attr_of(sb, "min", "intValue"), "-9223372036854775808");
+  assert_string_equal(attr_of(sb, "max", "intValue"), "9223372036854775807");
+  assert_string_equal(attr_of(sb, "zero", "intValue"), "0");
+  assert_int_equal(json_integer_value(json_object_get(sb, "kind")), 3);
+  char want[24];
+  snprintf(want, sizeof want, "%lld", (long long)b.end_ns);
+  assert_string_equal(json_string_value(json_object_get(sb, "endTimeUnixNano")),
+                      want);
   assert_string_equal(attr_of(sb, "s", "stringValue"), "v\x01");
   assert_string_equal(attr_of(sb, "u", "stringValue"),
                       "caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd(");
