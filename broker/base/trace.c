@@ -185,6 +185,15 @@ static int64_t now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* src into dst of cap bytes, cut as snprintf cuts it ("%s"), without
+ * printf's format parsing: a span's name, keys and values are copied a
+ * dozen times per traced request. */
+static void copy_str(char *dst, size_t cap, const char *src) {
+  size_t n = strnlen(src, cap - 1);
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
 void tw_span_start(struct tw_tracer *t, struct tw_span *sp, const char *name,
                    enum tw_span_kind kind, const struct tw_trace_ctx *parent) {
   sp->t = t;
@@ -211,7 +220,7 @@ void tw_span_start(struct tw_tracer *t, struct tw_span *sp, const char *name,
   if (!(sp->ctx.flags & 1))
     return; /* the context propagates, nothing is recorded */
   sp->recording = true;
-  snprintf(sp->name, sizeof sp->name, "%s", name);
+  copy_str(sp->name, sizeof sp->name, name);
   sp->kind = kind;
   sp->start_ns = now_ns();
   __atomic_add_fetch(&t->started, 1, __ATOMIC_RELAXED);
@@ -226,7 +235,7 @@ static struct tw_span_attr *attr_slot(struct tw_span *sp, const char *key) {
   if (sp->n_attrs >= TW_SPAN_MAX_ATTRS)
     return NULL;
   struct tw_span_attr *a = &sp->attrs[sp->n_attrs++];
-  snprintf(a->key, sizeof a->key, "%s", key);
+  copy_str(a->key, sizeof a->key, key);
   return a;
 }
 
@@ -234,7 +243,7 @@ void tw_span_attr_str(struct tw_span *sp, const char *key, const char *v) {
   struct tw_span_attr *a = attr_slot(sp, key);
   if (a) {
     a->type = TW_ATTR_STR;
-    snprintf(a->s, sizeof a->s, "%s", v ? v : "");
+    copy_str(a->s, sizeof a->s, v ? v : "");
   }
 }
 void tw_span_attr_int(struct tw_span *sp, const char *key, int64_t v) {

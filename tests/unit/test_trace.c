@@ -160,6 +160,10 @@ static void spans_are_exported_as_otlp_json(void **state) {
   tw_span_attr_int(&b, "min", INT64_MIN);
   tw_span_attr_int(&b, "max", INT64_MAX);
   tw_span_attr_int(&b, "zero", 0);
+  char longv[400];
+  memset(longv, 'x', sizeof longv - 1);
+  longv[sizeof longv - 1] = '\0';
+  tw_span_attr_str(&b, "long", longv); /* cut to the slot's 255 bytes */
   tw_span_error(&b, "refused: %s", "capacity");
   tw_span_end(&b);
   tw_span_attr_int(&a, "http.response.status_code", 201);
@@ -198,6 +202,8 @@ static void spans_are_exported_as_otlp_json(void **state) {
   assert_string_equal(attr_of(sb, "min", "intValue"), "-9223372036854775808");
   assert_string_equal(attr_of(sb, "max", "intValue"), "9223372036854775807");
   assert_string_equal(attr_of(sb, "zero", "intValue"), "0");
+  longv[TW_SPAN_VAL_MAX - 1] = '\0';
+  assert_string_equal(attr_of(sb, "long", "stringValue"), longv);
   assert_int_equal(json_integer_value(json_object_get(sb, "kind")), 3);
   char want[24];
   snprintf(want, sizeof want, "%lld", (long long)b.end_ns);
