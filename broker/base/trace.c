@@ -94,6 +94,8 @@ void tw_trace_url_redact(char *url) {
   memcpy(host, "***@", 4);
 }
 
+#define WHOLE_MAX 64 /* whole spans kept for tw_span_alloc() */
+
 struct tw_tracer {
   char *url;
   char *url_log; /* url without user:password@, for the log */
@@ -121,6 +123,9 @@ struct tw_tracer {
    * At most batch_max kept; under mu. */
   struct tw_span **pool;
   size_t pool_n;
+  /* whole spans for tw_span_alloc(): at most WHOLE_MAX kept; under mu */
+  struct tw_span *whole[WHOLE_MAX];
+  size_t whole_n;
 };
 
 #define POOL_ATTRS 8
@@ -183,6 +188,32 @@ static int64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+struct tw_span *tw_span_alloc(struct tw_tracer *t) {
+  struct tw_span *sp = NULL;
+  if (t) {
+    pthread_mutex_lock(&t->mu);
+    if (t->whole_n)
+      sp = t->whole[--t->whole_n];
+    pthread_mutex_unlock(&t->mu);
+  }
+  return sp ? sp : tw_malloc(sizeof *sp);
+}
+
+void tw_span_release(struct tw_tracer *t, struct tw_span *sp) {
+  if (!sp)
+    return;
+  if (t) {
+    pthread_mutex_lock(&t->mu);
+    bool kept = t->whole_n < WHOLE_MAX;
+    if (kept)
+      t->whole[t->whole_n++] = sp;
+    pthread_mutex_unlock(&t->mu);
+    if (kept)
+      return;
+  }
+  free(sp);
 }
 
 /* src into dst of cap bytes, cut as snprintf cuts it ("%s"), without
@@ -672,6 +703,8 @@ void tw_tracer_free(struct tw_tracer *t, int64_t deadline_ms) {
   free(t->q);
   while (t->pool && t->pool_n)
     free(t->pool[--t->pool_n]);
+  while (t->whole_n)
+    free(t->whole[--t->whole_n]);
   free(t->pool);
   for (size_t i = 0; t->headers && t->headers[i]; i++)
     free(t->headers[i]);

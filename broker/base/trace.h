@@ -137,6 +137,14 @@ void tw_tracer_metrics(struct tw_tracer *t, struct tw_buf *out);
  * caller's next span becomes its child).  false when t is NULL. */
 bool tw_tracer_new_ctx(struct tw_tracer *t, struct tw_trace_ctx *out);
 
+/* A span kept on the heap by its caller (a request's, across the
+ * server's callbacks): a whole block from the tracer's own pool, or newly
+ * allocated when the pool is empty or t is NULL.  tw_span_release() gives
+ * it back (NULL ok), to the pool of the same tracer, which must outlive
+ * it. */
+struct tw_span *tw_span_alloc(struct tw_tracer *t);
+void tw_span_release(struct tw_tracer *t, struct tw_span *sp);
+
 /* Starts sp.  parent: its context (NULL or !valid: a new trace, sampled
  * at the tracer's share; a valid parent's sampled flag decides). */
 void tw_span_start(struct tw_tracer *t, struct tw_span *sp, const char *name,

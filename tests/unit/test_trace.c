@@ -300,6 +300,47 @@ static void reused_blocks_carry_only_their_own_span(void **state) {
   recv_free(&r);
 }
 
+/* A span the caller keeps on the heap comes back from the tracer's pool
+ * after its release (no allocation per request once warm), and still
+ * records and exports as one on the stack does; without a tracer it is
+ * simply allocated and freed. */
+static void heap_spans_are_reused_from_the_tracer(void **state) {
+  (void)state;
+  struct recv r;
+  recv_init(&r);
+  struct tw_tracer *t = tracer(&r, 1, 64, 20);
+  struct tw_span *a = tw_span_alloc(t);
+  assert_non_null(a);
+  tw_span_start(t, a, "first", TW_SPAN_SERVER, NULL);
+  tw_span_end(a);
+  tw_span_release(t, a);
+  struct tw_span *b = tw_span_alloc(t);
+  assert_ptr_equal(b, a); /* the released block again */
+  tw_span_start(t, b, "second", TW_SPAN_SERVER, NULL);
+  tw_span_attr_int(b, "n", 2);
+  tw_span_end(b);
+  struct tw_span *c = tw_span_alloc(t); /* the pool is empty: a new one */
+  assert_non_null(c);
+  assert_ptr_not_equal(c, b);
+  tw_span_release(t, b);
+  tw_span_release(t, c);
+  tw_span_release(t, NULL);
+  struct tw_span *d = tw_span_alloc(NULL);
+  assert_non_null(d);
+  tw_span_release(NULL, d);
+  tw_tracer_free(t, 2000);
+  assert_int_equal(r.n, 1);
+  json_error_t je;
+  json_t *doc = json_loads(r.bodies[0], 0, &je);
+  assert_non_null(doc);
+  assert_non_null(find_span(doc, "first"));
+  json_t *sp = find_span(doc, "second");
+  assert_non_null(sp);
+  assert_string_equal(attr_of(sp, "n", "intValue"), "2");
+  json_decref(doc);
+  recv_free(&r);
+}
+
 static void a_full_queue_drops_and_counts_without_waiting(void **state) {
   (void)state;
   struct recv r;
@@ -448,6 +489,7 @@ int main(void) {
       cmocka_unit_test(traceparent_is_read_as_w3c_says),
       cmocka_unit_test(spans_are_exported_as_otlp_json),
       cmocka_unit_test(reused_blocks_carry_only_their_own_span),
+      cmocka_unit_test(heap_spans_are_reused_from_the_tracer),
       cmocka_unit_test(a_full_queue_drops_and_counts_without_waiting),
       cmocka_unit_test(a_failed_export_is_retried_then_dropped),
       cmocka_unit_test(sampling_decides_new_traces_and_parents_decide_theirs),
