@@ -432,7 +432,7 @@ static void span_begin(struct tw_req *r) {
       (!strcmp(rn, "healthz") || !strcmp(rn, "readyz") ||
        !strncmp(r->url, "/v1/agent/", 10)))
     return;
-  r->span = tw_malloc(sizeof *r->span);
+  r->span = tw_span_alloc(r->api->tracer); /* a block of the tracer's */
   const char *tmpl = r->route >= 0 ? tw_routes[r->route].path : "unmatched";
   char name[96];
   snprintf(name, sizeof name, "%s %s", r->method, tmpl);
@@ -890,7 +890,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
   for (int i = 0; i < r->n_hdr; i++)
     free(r->hdr_value[i]);
   free(r->head_auth);
-  free(r->span);
+  tw_span_release(api->tracer, r->span);
   free(r);
   *con_cls = NULL;
   __atomic_sub_fetch(&api->in_flight, 1, __ATOMIC_RELAXED);

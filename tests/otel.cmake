@@ -51,3 +51,10 @@ tw_add_fuzz(fuzz_traceparent
   LIBS tw_base
   LABELS otel
   CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/traceparent)
+
+# A job's trace context in its own row, across a restart and from the
+# table of earlier builds; on PostgreSQL too.
+tw_add_test(test_trace_store
+  SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_trace_store.c
+  LIBS tw_core PkgConfig::CMOCKA LABELS unit otel observability)
+tw_pg_variant(test_trace_store_pg test_trace_store)

@@ -8,7 +8,10 @@
  * per batch, the protobuf JSON mapping with the OTLP rules: ids in hex,
  * enums as integers, 64-bit integers as strings) and hands each to a send
  * function, retried with backoff.  A full queue drops the span and counts
- * it: nothing that ends a span ever waits for the network.
+ * it: nothing that ends a span ever waits for the network.  The copies of
+ * small spans (a request's, an admission's) are blocks of one size, handed
+ * back after their batch is sent and reused, so a traced request allocates
+ * nothing for its spans once the daemon is warm.
  *
  * The transport is a function (tw_tracer_opts.send): the providers' HTTP
  * helper in the daemon (providers/otlp_send.h), anything in tests.  The
@@ -133,6 +136,14 @@ void tw_tracer_metrics(struct tw_tracer *t, struct tw_buf *out);
  * sampling decision of the tracer (flags); span id random too (the
  * caller's next span becomes its child).  false when t is NULL. */
 bool tw_tracer_new_ctx(struct tw_tracer *t, struct tw_trace_ctx *out);
+
+/* A span kept on the heap by its caller (a request's, across the
+ * server's callbacks): a whole block from the tracer's own pool, or newly
+ * allocated when the pool is empty or t is NULL.  tw_span_release() gives
+ * it back (NULL ok), to the pool of the same tracer, which must outlive
+ * it. */
+struct tw_span *tw_span_alloc(struct tw_tracer *t);
+void tw_span_release(struct tw_tracer *t, struct tw_span *sp);
 
 /* Starts sp.  parent: its context (NULL or !valid: a new trace, sampled
  * at the tracer's share; a valid parent's sampled flag decides). */

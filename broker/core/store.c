@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include "broker/core/db.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,8 +86,8 @@ int tw_store_schema_version(void) { return N_MIGRATIONS; }
 
 static const char SQL_JOB_INSERT[] =
     "INSERT INTO jobs (id, tenant, project, name, state, reason, priority,"
-    " spec, idem_key, idem_hash, created_at_ms, updated_at_ms)"
-    " VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?7, ?8, ?9, ?10, ?10)";
+    " spec, idem_key, idem_hash, created_at_ms, updated_at_ms, traceparent)"
+    " VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)";
 static const char SQL_EVENT_INSERT[] =
     "INSERT INTO job_events (job_id, at_ms, from_state, to_state, reason)"
     " VALUES (?1, ?2, ?3, ?4, ?5)";
@@ -188,8 +189,9 @@ struct wop {
   void *arg;
   struct tw_err *err;
   enum tw_rc rc;
-  bool done;
-  pthread_cond_t *cv; /* its caller's own: a commit wakes only its callers */
+  /* this caller's own: a commit wakes only its callers, posted after the
+   * writer let go of mu, so a woken caller never waits for it */
+  sem_t done;
   struct wop *next;
 };
 
@@ -607,12 +609,11 @@ static void *writer_main(void *arg) {
           (long long)(tw_clock_now_ms(s->clock) - s->unhealthy_since_ms));
       s->health = TW_OK;
     }
+    pthread_mutex_unlock(&s->mu);
     for (struct wop *o = batch, *nx; o; o = nx) {
       nx = o->next; /* o lives on its caller's stack: read next first */
-      o->done = true;
-      pthread_cond_signal(o->cv);
+      sem_post(&o->done);
     }
-    pthread_mutex_unlock(&s->mu);
   }
   return NULL;
 }
@@ -631,23 +632,22 @@ void tw_store_write_many(struct tw_store *s, tw_store_write_fn fn,
     return;
   struct tw_err local = {0};
   struct wop one, *ops = n == 1 ? &one : tw_calloc(n, sizeof *ops);
-  pthread_cond_t cv;
-  pthread_cond_init(&cv, NULL);
   for (size_t i = 0; i < n; i++) {
     ops[i] = (struct wop){
-        .fn = fn, .arg = args[i], .err = errs ? &errs[i] : &local, .cv = &cv};
+        .fn = fn, .arg = args[i], .err = errs ? &errs[i] : &local};
     ops[i].next = i + 1 < n ? &ops[i + 1] : NULL;
   }
   pthread_mutex_lock(&s->mu);
   if (s->stopping) {
     pthread_mutex_unlock(&s->mu);
-    pthread_cond_destroy(&cv);
     for (size_t i = 0; i < n; i++)
       rcs[i] = tw_err_set(errs ? &errs[i] : NULL, TW_E_IO, "store: closing");
     if (ops != &one)
       free(ops);
     return;
   }
+  for (size_t i = 0; i < n; i++)
+    sem_init(&ops[i].done, 0, 0);
   /* queued together: the writer takes them into one transaction (up to
    * max_batch), each in its own savepoint */
   if (s->tail)
@@ -655,14 +655,14 @@ void tw_store_write_many(struct tw_store *s, tw_store_write_fn fn,
   else
     s->head = &ops[0];
   s->tail = &ops[n - 1];
-  pthread_cond_signal(&s->work);
-  for (size_t i = 0; i < n; i++)
-    while (!ops[i].done)
-      pthread_cond_wait(&cv, &s->mu);
   pthread_mutex_unlock(&s->mu);
-  pthread_cond_destroy(&cv);
-  for (size_t i = 0; i < n; i++)
+  pthread_cond_signal(&s->work); /* the writer wakes to a free mu */
+  for (size_t i = 0; i < n; i++) {
+    while (sem_wait(&ops[i].done) != 0) /* EINTR: a signal's handler ran */
+      ;
+    sem_destroy(&ops[i].done);
     rcs[i] = ops[i].rc;
+  }
   if (ops != &one)
     free(ops);
 }
@@ -1142,13 +1142,12 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
     tw_db_bind_text(st, 9, hash, -1);
   }
   tw_db_bind_int64(st, 10, now);
+  if (req->traceparent) /* the context the job's spans join (store_obs.h) */
+    tw_db_bind_text(st, 11, req->traceparent, -1);
   if ((rc = step_done(&s->w, st, "insert job", err)))
     return rc;
   int64_t seq = tw_db_last_insert_id(s->w.db);
   if ((rc = insert_event(s, id, now, NULL, "pending", reason, err)))
-    return rc;
-  if (req->traceparent &&
-      (rc = store__job_trace_insert(s, s->w.db, id, req->traceparent, err)))
     return rc;
   enum tw_job_state state = TW_JOB_PENDING;
   if (req->flow && req->flow->n_ext && /* depends_on: store_flow.c */

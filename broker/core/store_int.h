@@ -81,11 +81,6 @@ enum tw_rc store__audit_append(struct tw_store *s, struct tw_db *db,
  * it.  sqlite: nothing. */
 enum tw_rc store__serialize(struct tw_store *s, struct tw_db *db,
                             struct tw_err *err);
-/* store_obs.c: a new job's trace context, inside its write (writer
- * thread). */
-enum tw_rc store__job_trace_insert(struct tw_store *s, struct tw_db *db,
-                                   const char *job_id, const char *traceparent,
-                                   struct tw_err *err);
 
 /* store.c: the store's clock, now. */
 int64_t store__now_ms(struct tw_store *s);

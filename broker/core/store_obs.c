@@ -6,21 +6,10 @@
 
 #include "broker/core/store_int.h"
 
-static const char SQL_TRACE_ADD[] =
-    "INSERT OR REPLACE INTO job_traces (job_id, traceparent) VALUES (?1, ?2)";
+/* The job row's column (module "trace" migration 2, store_schema.c), set
+ * by the job's insert (store.c); NULL for a job stored without one. */
 static const char SQL_TRACE_GET[] =
-    "SELECT traceparent FROM job_traces WHERE job_id = ?1";
-
-enum tw_rc store__job_trace_insert(struct tw_store *s, struct tw_db *db,
-                                   const char *job_id, const char *traceparent,
-                                   struct tw_err *err) {
-  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_TRACE_ADD, err);
-  if (!st)
-    return TW_E_IO;
-  tw_db_bind_text(st, 1, job_id, -1);
-  tw_db_bind_text(st, 2, traceparent, -1);
-  return store__step_done(db, st, "insert job trace", err);
-}
+    "SELECT traceparent FROM jobs WHERE id = ?1 AND traceparent IS NOT NULL";
 
 struct get_arg {
   const char *id;

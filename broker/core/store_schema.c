@@ -504,6 +504,14 @@ static const char *const MIG_TRACE[] = {
     "CREATE TABLE job_traces ("
     "  job_id TEXT PRIMARY KEY,"
     "  traceparent TEXT NOT NULL) WITHOUT ROWID;",
+    /* 2: the traceparent is a column of the job's own row, written by the
+     * job's insert (one statement less per traced submission); the rows of
+     * earlier builds move into it, and job_traces stays, empty */
+    "ALTER TABLE jobs ADD COLUMN traceparent TEXT;"
+    "UPDATE jobs SET traceparent ="
+    "  (SELECT t.traceparent FROM job_traces t WHERE t.job_id = jobs.id)"
+    "  WHERE id IN (SELECT job_id FROM job_traces);"
+    "DELETE FROM job_traces;",
 };
 
 /* ---- module "workdir": SkyPilot tasks' working directories

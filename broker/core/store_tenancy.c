@@ -165,12 +165,13 @@ enum tw_rc tw_store_tenant_create(struct tw_store *s, const char *name,
   return tw_store_write(s, op_tenant_create, &a, err);
 }
 
+/* Every submission asks for its tenant (admission): the statements are the
+ * connection's cached ones, not prepared per call. */
 static enum tw_rc op_tenant_list(struct tw_store *s, struct tw_db *db, void *varg,
                                  struct tw_err *err) {
-  (void)s;
   struct tenant_arg *a = varg;
   struct tw_db_stmt *st =
-      prepare(db, a->name ? SQL_TENANT_GET : SQL_TENANT_LIST, err);
+      tw_store_stmt(s, db, a->name ? SQL_TENANT_GET : SQL_TENANT_LIST, err);
   if (!st)
     return TW_E_IO;
   if (a->name)
@@ -182,8 +183,9 @@ static enum tw_rc op_tenant_list(struct tw_store *s, struct tw_db *db, void *var
     store__col(st, 1, o->cohort, sizeof o->cohort);
     o->created_ms = tw_db_column_int64(st, 2);
   }
-  tw_db_finalize(st);
-  return r == TW_DB_DONE ? TW_OK : tn_err(db, err, "tenant list");
+  enum tw_rc rc = r == TW_DB_DONE ? TW_OK : tn_err(db, err, "tenant list");
+  tw_db_reset(st);
+  return rc;
 }
 
 enum tw_rc tw_store_tenant_get(struct tw_store *s, const char *name,

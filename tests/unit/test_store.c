@@ -845,6 +845,21 @@ static void agent_output_appends_and_reads_back(void **state) {
   tw_store_close(s);
 }
 
+/* sqlite's memory statistics take a process-wide mutex around every
+ * allocation of every connection; the store turns them off at the first
+ * open (db_sqlite.c), so they count nothing. */
+static void sqlite_keeps_no_memory_statistics(void **state) {
+  (void)state;
+  if (pg.on)
+    skip(); /* no sqlite connection */
+  struct tw_store *s = open_store();
+  struct tw_job_rec j;
+  create(s, "m", NULL, "{}", &j, NULL, TW_OK);
+  assert_int_equal(sqlite3_memory_used(), 0);
+  tw_job_rec_release(&j);
+  tw_store_close(s);
+}
+
 int main(int argc, char **argv) {
   if (tw_test_pg_wanted(argc, argv)) {
     int r = tw_test_pg_init(&pg);
@@ -884,6 +899,8 @@ int main(int argc, char **argv) {
           earlier_layout_opens_and_gains_missing_modules, setup, teardown),
       cmocka_unit_test_setup_teardown(agent_output_appends_and_reads_back,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(sqlite_keeps_no_memory_statistics, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +157,13 @@ static void spans_are_exported_as_otlp_json(void **state) {
   tw_span_attr_bool(&b, "b", true);
   tw_span_attr_double(&b, "d", 0.25);
   tw_span_attr_int(&b, "i", 7); /* the same key: replaced */
+  tw_span_attr_int(&b, "min", INT64_MIN);
+  tw_span_attr_int(&b, "max", INT64_MAX);
+  tw_span_attr_int(&b, "zero", 0);
+  char longv[400];
+  memset(longv, 'x', sizeof longv - 1);
+  longv[sizeof longv - 1] = '\0';
+  tw_span_attr_str(&b, "long", longv); /* cut to the slot's 255 bytes */
   tw_span_error(&b, "refused: %s", "capacity");
   tw_span_end(&b);
   tw_span_attr_int(&a, "http.response.status_code", 201);
@@ -191,6 +199,16 @@ static void spans_are_exported_as_otlp_json(void **state) {
   /* 64-bit integers as strings */
   assert_true(json_is_string(json_object_get(sa, "startTimeUnixNano")));
   assert_string_equal(attr_of(sb, "i", "intValue"), "7");
+  assert_string_equal(attr_of(sb, "min", "intValue"), "-9223372036854775808");
+  assert_string_equal(attr_of(sb, "max", "intValue"), "9223372036854775807");
+  assert_string_equal(attr_of(sb, "zero", "intValue"), "0");
+  longv[TW_SPAN_VAL_MAX - 1] = '\0';
+  assert_string_equal(attr_of(sb, "long", "stringValue"), longv);
+  assert_int_equal(json_integer_value(json_object_get(sb, "kind")), 3);
+  char want[24];
+  snprintf(want, sizeof want, "%lld", (long long)b.end_ns);
+  assert_string_equal(json_string_value(json_object_get(sb, "endTimeUnixNano")),
+                      want);
   assert_string_equal(attr_of(sb, "s", "stringValue"), "v\x01");
   assert_string_equal(attr_of(sb, "u", "stringValue"),
                       "caf\xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd(");
@@ -206,6 +224,119 @@ static void spans_are_exported_as_otlp_json(void **state) {
   assert_int_equal(json_integer_value(json_object_get(
                        json_object_get(sa, "status"), "code")),
                    1);
+  json_decref(doc);
+  recv_free(&r);
+}
+
+static int bodies_seen(struct recv *r) {
+  pthread_mutex_lock(&r->mu);
+  int n = r->n;
+  pthread_mutex_unlock(&r->mu);
+  return n;
+}
+
+static size_t n_attrs_of(json_t *span) {
+  return json_array_size(json_object_get(span, "attributes"));
+}
+
+/* The copies queued for export are reused once their batch is sent: a
+ * span written into a block another span used carries only its own
+ * attributes and name, and a span with more attributes than a reused
+ * block holds is exported whole. */
+static void reused_blocks_carry_only_their_own_span(void **state) {
+  (void)state;
+  struct recv r;
+  recv_init(&r);
+  struct tw_tracer *t = tracer(&r, 1, 64, 20);
+  char key[16], name[32];
+  for (int i = 0; i < 8; i++) { /* one full batch of 6-attribute spans */
+    struct tw_span sp;
+    snprintf(name, sizeof name, "first-%d", i);
+    tw_span_start(t, &sp, name, TW_SPAN_INTERNAL, NULL);
+    for (int k = 0; k < 6; k++) {
+      snprintf(key, sizeof key, "k%d", k);
+      tw_span_attr_str(&sp, key, "old");
+    }
+    tw_span_end(&sp);
+  }
+  for (int w = 0; w < 200 && bodies_seen(&r) < 1; w++)
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
+  assert_int_equal(bodies_seen(&r), 1);
+  for (int i = 0; i < 7; i++) {
+    struct tw_span sp;
+    snprintf(name, sizeof name, "second-%d", i);
+    tw_span_start(t, &sp, name, TW_SPAN_INTERNAL, NULL);
+    tw_span_attr_int(&sp, "only", i);
+    tw_span_end(&sp);
+  }
+  struct tw_span big;
+  tw_span_start(t, &big, "big", TW_SPAN_INTERNAL, NULL);
+  for (int k = 0; k < 12; k++) {
+    snprintf(key, sizeof key, "b%d", k);
+    tw_span_attr_int(&big, key, k);
+  }
+  tw_span_end(&big);
+  tw_tracer_free(t, 2000);
+  assert_int_equal(r.n, 2);
+  json_error_t je;
+  json_t *doc = json_loads(r.bodies[1], 0, &je);
+  assert_non_null(doc);
+  for (int i = 0; i < 7; i++) {
+    snprintf(name, sizeof name, "second-%d", i);
+    json_t *sp = find_span(doc, name);
+    assert_non_null(sp);
+    assert_int_equal(n_attrs_of(sp), 1);
+    char want[8];
+    snprintf(want, sizeof want, "%d", i);
+    assert_string_equal(attr_of(sp, "only", "intValue"), want);
+    assert_null(attr_of(sp, "k0", "stringValue"));
+  }
+  json_t *b = find_span(doc, "big");
+  assert_non_null(b);
+  assert_int_equal(n_attrs_of(b), 12);
+  assert_string_equal(attr_of(b, "b11", "intValue"), "11");
+  assert_null(find_span(doc, "first-0"));
+  json_decref(doc);
+  recv_free(&r);
+}
+
+/* A span the caller keeps on the heap comes back from the tracer's pool
+ * after its release (no allocation per request once warm), and still
+ * records and exports as one on the stack does; without a tracer it is
+ * simply allocated and freed. */
+static void heap_spans_are_reused_from_the_tracer(void **state) {
+  (void)state;
+  struct recv r;
+  recv_init(&r);
+  struct tw_tracer *t = tracer(&r, 1, 64, 20);
+  struct tw_span *a = tw_span_alloc(t);
+  assert_non_null(a);
+  tw_span_start(t, a, "first", TW_SPAN_SERVER, NULL);
+  tw_span_end(a);
+  tw_span_release(t, a);
+  struct tw_span *b = tw_span_alloc(t);
+  assert_ptr_equal(b, a); /* the released block again */
+  tw_span_start(t, b, "second", TW_SPAN_SERVER, NULL);
+  tw_span_attr_int(b, "n", 2);
+  tw_span_end(b);
+  struct tw_span *c = tw_span_alloc(t); /* the pool is empty: a new one */
+  assert_non_null(c);
+  assert_ptr_not_equal(c, b);
+  tw_span_release(t, b);
+  tw_span_release(t, c);
+  tw_span_release(t, NULL);
+  struct tw_span *d = tw_span_alloc(NULL);
+  assert_non_null(d);
+  tw_span_release(NULL, d);
+  tw_tracer_free(t, 2000);
+  assert_int_equal(r.n, 1);
+  json_error_t je;
+  json_t *doc = json_loads(r.bodies[0], 0, &je);
+  assert_non_null(doc);
+  assert_non_null(find_span(doc, "first"));
+  json_t *sp = find_span(doc, "second");
+  assert_non_null(sp);
+  assert_string_equal(attr_of(sp, "n", "intValue"), "2");
   json_decref(doc);
   recv_free(&r);
 }
@@ -357,6 +488,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(traceparent_is_read_as_w3c_says),
       cmocka_unit_test(spans_are_exported_as_otlp_json),
+      cmocka_unit_test(reused_blocks_carry_only_their_own_span),
+      cmocka_unit_test(heap_spans_are_reused_from_the_tracer),
       cmocka_unit_test(a_full_queue_drops_and_counts_without_waiting),
       cmocka_unit_test(a_failed_export_is_retried_then_dropped),
       cmocka_unit_test(sampling_decides_new_traces_and_parents_decide_theirs),

@@ -142,17 +142,24 @@ kill -TERM "$d3"
 wait "$d3" || :
 
 # --- a backup before migrating an existing schema ----------------------------
-# a database at schema version 1 (an old build's), with a row of its own
+# a database at schema version 1 (an old build's: its jobs table, the one
+# later migrations alter and index), with a row of its own
 mig=$work/mig
 mkdir -p "$mig"
 python3 - "$mig/tw.db" <<'PY'
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
+c.execute("CREATE TABLE jobs (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
+          " tenant TEXT NOT NULL, project TEXT NOT NULL, name TEXT NOT NULL,"
+          " state TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',"
+          " priority INTEGER NOT NULL DEFAULT 0, spec TEXT NOT NULL,"
+          " placement TEXT, exit_code INTEGER, idem_key TEXT, idem_hash TEXT,"
+          " created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL)")
+c.execute("CREATE TABLE job_events (seq INTEGER PRIMARY KEY,"
+          " job_id TEXT NOT NULL REFERENCES jobs(id), at_ms INTEGER NOT NULL,"
+          " from_state TEXT, to_state TEXT NOT NULL, reason TEXT NOT NULL)")
 c.execute("CREATE TABLE old_rows (x)")
 c.execute("INSERT INTO old_rows VALUES (42)")
-# what of version 1's jobs table a later migration indexes (module scale)
-c.execute("CREATE TABLE jobs (seq INTEGER PRIMARY KEY, state TEXT NOT NULL,"
-          " priority INTEGER NOT NULL DEFAULT 0)")
 c.execute("PRAGMA user_version = 1")
 c.commit()
 PY
