@@ -32,6 +32,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libpq-fe.h>
+
+#include "bench/bench_pg.h"
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -63,10 +65,8 @@ struct opts {
 };
 
 static struct {
-  bool started;
-  char dir[512], script[600], dsn[1024], password[256], pwfile[700];
+  struct bench_pg pg; /* the cluster and the bench's connection */
   char schema[48], schema_dsn[1200];
-  PGconn *c;
   char tmp[256], config[320], log[320];
   pid_t pid;
   int port;
@@ -94,100 +94,29 @@ static void die(const char *fmt, ...) {
 }
 
 static PGresult *q(const char *sql) {
-  PGresult *r = PQexec(g.c, sql);
+  PGresult *r = PQexec(g.pg.c, sql);
   ExecStatusType t = PQresultStatus(r);
   if (t != PGRES_COMMAND_OK && t != PGRES_TUPLES_OK)
-    die("postgres: %.80s: %s", sql, PQerrorMessage(g.c));
+    die("postgres: %.80s: %s", sql, PQerrorMessage(g.pg.c));
   return r;
 }
 
-static void env_value(const char *text, const char *key, char *out,
-                      size_t size) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "%s=", key);
-  out[0] = '\0';
-  for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p) {
-    if (strncmp(p, pat, strlen(pat)))
-      continue;
-    p += strlen(pat);
-    size_t n = strcspn(p, "\n");
-    if (n && p[0] == '\'' && p[n - 1] == '\'') {
-      p++;
-      n -= 2;
-    }
-    if (n >= size)
-      n = size - 1;
-    memcpy(out, p, n);
-    out[n] = '\0';
-    return;
-  }
-}
 
 /* 0, or 77 after saying why PostgreSQL cannot be used. */
 static int pg_up(const struct opts *o) {
-  const char *d = o->pg_dir ? o->pg_dir : getenv("TW_PG_DIR");
-  if (d && *d)
-    snprintf(g.dir, sizeof g.dir, "%s", d);
-  else if (!getcwd(g.dir, sizeof g.dir - 20))
+  char why[1200];
+  if (bench_pg_up(&g.pg, o->pg_dir, why, sizeof why)) {
+    printf("SKIPPED: %s\n", why);
     return 77;
-  else
-    strcat(g.dir, "/.state/postgres");
-  const char *src = getenv("TW_SOURCE_DIR");
-  if (access("scripts/postgres.sh", R_OK) == 0)
-    snprintf(g.script, sizeof g.script, "scripts/postgres.sh");
-  else if (src && *src)
-    snprintf(g.script, sizeof g.script, "%s/scripts/postgres.sh", src);
+  }
   char cmd[1400];
-  if (g.script[0]) {
-    snprintf(cmd, sizeof cmd, "bash '%s' status '%s' >/dev/null 2>&1",
-             g.script, g.dir);
-    bool was_up = system(cmd) == 0;
-    snprintf(cmd, sizeof cmd, "bash '%s' start '%s' >/dev/null 2>&1", g.script,
-             g.dir);
-    int rc = system(cmd);
-    if (rc != 0) {
-      printf("SKIPPED: %s start %s exited %d (PostgreSQL cannot start "
-             "here)\n",
-             g.script, g.dir, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
-      return 77;
-    }
-    g.started = !was_up;
-  }
-  char path[600], text[4096] = "";
-  snprintf(path, sizeof path, "%s/pg.env", g.dir);
-  FILE *f = fopen(path, "r");
-  if (f) {
-    text[fread(text, 1, sizeof text - 1, f)] = '\0';
-    fclose(f);
-  }
-  env_value(text, "TW_PG_DSN", g.dsn, sizeof g.dsn);
-  env_value(text, "TW_PG_PASSWORD_FILE", g.pwfile, sizeof g.pwfile);
-  if ((f = fopen(g.pwfile, "r"))) {
-    if (!fgets(g.password, sizeof g.password, f))
-      g.password[0] = '\0';
-    fclose(f);
-    g.password[strcspn(g.password, "\r\n")] = '\0';
-  }
-  if (!g.dsn[0]) {
-    printf("SKIPPED: no PostgreSQL in %s (scripts/postgres.sh start)\n",
-           g.dir);
-    return 77;
-  }
-  const char *keys[] = {"dbname", "password", NULL};
-  const char *vals[] = {g.dsn, g.password, NULL};
-  g.c = PQconnectdbParams(keys, vals, 1);
-  if (PQstatus(g.c) != CONNECTION_OK) {
-    printf("SKIPPED: cannot connect to PostgreSQL: %s", PQerrorMessage(g.c));
-    return 77;
-  }
-  PQclear(q("SET client_min_messages = warning"));
   snprintf(g.schema, sizeof g.schema, "bench_scale_%ld", (long)getpid());
   snprintf(cmd, sizeof cmd, "CREATE SCHEMA %s", g.schema);
   PQclear(q(cmd));
   snprintf(cmd, sizeof cmd, "SET search_path TO %s", g.schema);
   PQclear(q(cmd));
   snprintf(g.schema_dsn, sizeof g.schema_dsn, "%s options='-csearch_path=%s'",
-           g.dsn, g.schema);
+           g.pg.dsn, g.schema);
   return 0;
 }
 
@@ -206,7 +135,7 @@ static int daemon_start(const struct opts *o) {
           "log:\n  level: warn\nstore:\n  backend: postgres\n"
           "  dsn: \"%s\"\n  password_file: %s\n"
           "scheduler:\n  tick_ms: 600000\nauth:\n  mode: open\n",
-          g.schema_dsn, g.pwfile);
+          g.schema_dsn, g.pg.password_file);
   fclose(f);
   char db[400];
   snprintf(db, sizeof db, "%s/tradewind.db", g.tmp);
@@ -273,23 +202,15 @@ static void cleanup(void) {
     rmdir(g.tmp);
     g.tmp[0] = '\0';
   }
-  if (g.c && g.schema[0]) {
+  if (g.pg.c && g.schema[0]) {
     char cmd[128];
     snprintf(cmd, sizeof cmd, "DROP SCHEMA %s CASCADE", g.schema);
-    PQclear(PQexec(g.c, cmd));
+    PQclear(PQexec(g.pg.c, cmd));
     g.schema[0] = '\0';
   }
-  PQfinish(g.c);
-  g.c = NULL;
-  if (g.started) {
-    char cmd[1400];
-    snprintf(cmd, sizeof cmd, "bash '%s' stop '%s' >/dev/null 2>&1", g.script,
-             g.dir);
-    if (system(cmd) != 0)
-      fprintf(stderr, "bench-scale: stopping PostgreSQL in %s failed\n",
-              g.dir);
-    g.started = false;
-  }
+  if (!bench_pg_down(&g.pg, false))
+    fprintf(stderr, "bench-scale: stopping PostgreSQL in %s failed\n",
+            g.pg.dir);
 }
 
 /* The text of COPY's format: backslash, tab and newline escaped. */
@@ -309,11 +230,11 @@ static size_t copy_text(char *out, const char *s) {
 /* Loads jobs seq from..to (inclusive) with COPY. */
 static void load(long long from, long long to, long long pending_from,
                  const char *spec, int64_t t0) {
-  PGresult *cr = PQexec(g.c, "COPY jobs (seq, id, tenant, project, name,"
+  PGresult *cr = PQexec(g.pg.c, "COPY jobs (seq, id, tenant, project, name,"
                              " state, reason, priority, spec, created_at_ms,"
                              " updated_at_ms) FROM STDIN");
   if (PQresultStatus(cr) != PGRES_COPY_IN)
-    die("COPY: %s", PQerrorMessage(g.c));
+    die("COPY: %s", PQerrorMessage(g.pg.c));
   PQclear(cr);
   char *esc = malloc(2 * strlen(spec) + 1);
   if (!esc)
@@ -327,8 +248,8 @@ static void load(long long from, long long to, long long pending_from,
     bool pend = seq >= pending_from;
     int64_t at = t0 + seq; /* a millisecond apart */
     if (len + strlen(esc) + 256 > cap) {
-      if (PQputCopyData(g.c, buf, (int)len) != 1)
-        die("COPY: %s", PQerrorMessage(g.c));
+      if (PQputCopyData(g.pg.c, buf, (int)len) != 1)
+        die("COPY: %s", PQerrorMessage(g.pg.c));
       len = 0;
     }
     len += (size_t)snprintf(
@@ -339,14 +260,14 @@ static void load(long long from, long long to, long long pending_from,
         pend ? "submitted" : "exit 0", seq % 10, esc, (long long)at,
         (long long)at);
   }
-  if ((len && PQputCopyData(g.c, buf, (int)len) != 1) ||
-      PQputCopyEnd(g.c, NULL) != 1)
-    die("COPY: %s", PQerrorMessage(g.c));
-  PGresult *r = PQgetResult(g.c);
+  if ((len && PQputCopyData(g.pg.c, buf, (int)len) != 1) ||
+      PQputCopyEnd(g.pg.c, NULL) != 1)
+    die("COPY: %s", PQerrorMessage(g.pg.c));
+  PGresult *r = PQgetResult(g.pg.c);
   if (PQresultStatus(r) != PGRES_COMMAND_OK)
-    die("COPY: %s", PQerrorMessage(g.c));
+    die("COPY: %s", PQerrorMessage(g.pg.c));
   PQclear(r);
-  while ((r = PQgetResult(g.c)))
+  while ((r = PQgetResult(g.pg.c)))
     PQclear(r);
   free(buf);
   free(esc);
@@ -488,7 +409,7 @@ int main(int argc, char **argv) {
   if (daemon_start(&o))
     die("tradewindd did not start (log %s)", g.log);
   printf("# tradewindd on 127.0.0.1:%d, PostgreSQL %s, schema %s\n", g.port,
-         g.dsn, g.schema);
+         g.pg.dsn, g.schema);
   /* one job through the API: the spec as the API stores it */
   struct bench_conn c;
   bench_conn_init(&c, g.port);
@@ -558,7 +479,7 @@ int main(int argc, char **argv) {
   struct tw_err err = {0};
   struct tw_store_opts so = {.backend = TW_DB_POSTGRES,
                              .dsn = g.schema_dsn,
-                             .password = g.password,
+                             .password = g.pg.password,
                              .readers = 2};
   if (tw_store_open(&so, &s, &err))
     die("store: %s", err.msg);
@@ -589,7 +510,7 @@ int main(int argc, char **argv) {
   if (o.keep) {
     printf("# kept schema %s\n", g.schema);
     g.schema[0] = '\0';
-    g.started = false;
+    g.pg.started = false;
   }
   cleanup();
   return failed ? 1 : 0;

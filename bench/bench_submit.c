@@ -76,6 +76,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <libpq-fe.h>
+
+#include "bench/bench_pg.h"
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -527,67 +529,44 @@ static void broker_stop(struct peer *p, bool keep) {
  * run ratio_submit_pg_vs_submit_cN. */
 #define MAX_REPLICAS 4
 static struct {
-  bool started;
-  char dir[512], script[600];
-  char dsn[1024], password_file[700];
+  struct bench_pg pg; /* the cluster; pg.c the bench's own connection:
+                         schema, counts, backends' pids */
   char schema[48];
   char cfgdir[256], config[320];
   struct peer sub[MAX_REPLICAS];
   int ports[MAX_REPLICAS];
   int n;
-  PGconn *c; /* the bench's own: schema, counts, backends' pids */
   double cpu0, pg_cpu0;
   uint64_t commits0, writes0;
 } pgr;
 
-static void pg_env_value(const char *text, const char *key, char *out,
-                         size_t size) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "%s=", key);
-  out[0] = '\0';
-  for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p) {
-    if (strncmp(p, pat, strlen(pat)))
-      continue;
-    p += strlen(pat);
-    size_t n = strcspn(p, "\n");
-    if (n && p[0] == '\'' && p[n - 1] == '\'') { /* the quoted DSN */
-      p++;
-      n -= 2;
-    }
-    if (n >= size)
-      n = size - 1;
-    memcpy(out, p, n);
-    out[n] = '\0';
-    return;
-  }
-}
 
 static bool pg_exec(const char *sql) {
-  PGresult *r = PQexec(pgr.c, sql);
+  PGresult *r = PQexec(pgr.pg.c, sql);
   bool ok = PQresultStatus(r) == PGRES_COMMAND_OK ||
             PQresultStatus(r) == PGRES_TUPLES_OK;
   if (!ok)
     fprintf(stderr, "bench-submit: postgres: %s: %s", sql,
-            PQerrorMessage(pgr.c));
+            PQerrorMessage(pgr.pg.c));
   PQclear(r);
   return ok;
 }
 
 static int64_t pg_count(const char *sql) {
-  PGresult *r = PQexec(pgr.c, sql);
+  PGresult *r = PQexec(pgr.pg.c, sql);
   int64_t v = -1;
   if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
     v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
   else
     fprintf(stderr, "bench-submit: postgres: %s: %s", sql,
-            PQerrorMessage(pgr.c));
+            PQerrorMessage(pgr.pg.c));
   PQclear(r);
   return v;
 }
 
 /* CPU seconds of the server's backends serving the brokers' schema. */
 static double pg_backends_cpu(void) {
-  PGresult *r = PQexec(pgr.c, "SELECT pid FROM pg_stat_activity WHERE"
+  PGresult *r = PQexec(pgr.pg.c, "SELECT pid FROM pg_stat_activity WHERE"
                               " datname = current_database() AND"
                               " pid <> pg_backend_pid()");
   double s = 0;
@@ -604,66 +583,13 @@ static double pg_backends_cpu(void) {
 static int pgr_start(struct peer *p, const struct opts *o) {
   if (!o->pg)
     return 1;
-  const char *d = o->pg_dir ? o->pg_dir : getenv("TW_PG_DIR");
-  if (d && *d)
-    snprintf(pgr.dir, sizeof pgr.dir, "%s", d);
-  else if (!getcwd(pgr.dir, sizeof pgr.dir - 20))
+  char why[1200];
+  if (bench_pg_up(&pgr.pg, o->pg_dir, why, sizeof why)) {
+    printf("# submit_pg: skipped: %s\n", why);
     return 1;
-  else
-    strcat(pgr.dir, "/.state/postgres");
-  const char *src = getenv("TW_SOURCE_DIR");
-  if (access("scripts/postgres.sh", R_OK) == 0)
-    snprintf(pgr.script, sizeof pgr.script, "scripts/postgres.sh");
-  else if (src && *src)
-    snprintf(pgr.script, sizeof pgr.script, "%s/scripts/postgres.sh", src);
+  }
   char cmd[1400];
-  if (pgr.script[0]) {
-    snprintf(cmd, sizeof cmd, "bash '%s' status '%s' >/dev/null 2>&1",
-             pgr.script, pgr.dir);
-    bool was_up = system(cmd) == 0;
-    snprintf(cmd, sizeof cmd, "bash '%s' start '%s' >/dev/null 2>&1",
-             pgr.script, pgr.dir);
-    int rc = system(cmd);
-    if (rc != 0) {
-      printf("# submit_pg: skipped: %s start %s exited %d (PostgreSQL "
-             "cannot start here)\n",
-             pgr.script, pgr.dir, WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
-      return 1;
-    }
-    pgr.started = !was_up;
-  }
-  char path[600], text[4096] = "", password[256] = "";
-  snprintf(path, sizeof path, "%s/pg.env", pgr.dir);
-  FILE *f = fopen(path, "r");
-  if (f) {
-    text[fread(text, 1, sizeof text - 1, f)] = '\0';
-    fclose(f);
-  }
-  pg_env_value(text, "TW_PG_DSN", pgr.dsn, sizeof pgr.dsn);
-  pg_env_value(text, "TW_PG_PASSWORD_FILE", pgr.password_file,
-               sizeof pgr.password_file);
-  if ((f = fopen(pgr.password_file, "r"))) {
-    if (!fgets(password, sizeof password, f))
-      password[0] = '\0';
-    fclose(f);
-    password[strcspn(password, "\r\n")] = '\0';
-  }
-  if (!pgr.dsn[0]) {
-    printf("# submit_pg: skipped: no PostgreSQL in %s (scripts/postgres.sh "
-           "start)\n",
-           pgr.dir);
-    return 1;
-  }
-  const char *keys[] = {"dbname", "password", NULL};
-  const char *vals[] = {pgr.dsn, password, NULL};
-  pgr.c = PQconnectdbParams(keys, vals, 1);
-  if (PQstatus(pgr.c) != CONNECTION_OK) {
-    printf("# submit_pg: skipped: cannot connect: %s", PQerrorMessage(pgr.c));
-    PQfinish(pgr.c);
-    pgr.c = NULL;
-    return 1;
-  }
-  PQclear(PQexec(pgr.c, "SET client_min_messages = warning"));
+  FILE *f;
   snprintf(pgr.schema, sizeof pgr.schema, "bench_submit_%ld",
            (long)getpid());
   snprintf(cmd, sizeof cmd, "CREATE SCHEMA %s", pgr.schema);
@@ -681,7 +607,7 @@ static int pgr_start(struct peer *p, const struct opts *o) {
   pgr.n = o->replicas;
   printf("# submit_pg: %d replicas on PostgreSQL (%s, schema %s), clients "
          "dealt round-robin\n",
-         pgr.n, pgr.dsn, pgr.schema);
+         pgr.n, pgr.pg.dsn, pgr.schema);
   struct opts o2 = *o;
   o2.config = pgr.config;
   struct broker *first = NULL;
@@ -694,7 +620,7 @@ static int pgr_start(struct peer *p, const struct opts *o) {
             "  dsn: \"%s options='-csearch_path=%s'\"\n"
             "  password_file: %s\n  max_batch: 512\n"
             "scheduler:\n  tick_ms: 600000\nha:\n  name: bench-%d\n",
-            pgr.dsn, pgr.schema, pgr.password_file, i + 1);
+            pgr.pg.dsn, pgr.schema, pgr.pg.password_file, i + 1);
     fputs(o->open_auth ? "auth:\n  mode: open\n"
                        : "auth:\n  mode: tokens\n  rate_limit_per_s: 0\n",
           f);
@@ -799,21 +725,15 @@ static void pgr_stop(struct peer *p, bool keep) {
     pgr.cfgdir[0] = '\0';
   }
   char cmd[1400];
-  if (pgr.c && pgr.schema[0] && !keep) {
+  if (pgr.pg.c && pgr.schema[0] && !keep) {
     snprintf(cmd, sizeof cmd, "DROP SCHEMA %s CASCADE", pgr.schema);
     pg_exec(cmd);
   } else if (pgr.schema[0]) {
     printf("# kept schema %s\n", pgr.schema);
   }
-  PQfinish(pgr.c);
-  pgr.c = NULL;
-  if (pgr.started && !keep) {
-    snprintf(cmd, sizeof cmd, "bash '%s' stop '%s' >/dev/null 2>&1",
-             pgr.script, pgr.dir);
-    if (system(cmd) != 0)
-      fprintf(stderr, "bench-submit: stopping PostgreSQL in %s failed\n",
-              pgr.dir);
-  }
+  if (!bench_pg_down(&pgr.pg, keep))
+    fprintf(stderr, "bench-submit: stopping PostgreSQL in %s failed\n",
+            pgr.pg.dir);
 }
 
 /* -- Slurm: slurmrestd and sbatch
