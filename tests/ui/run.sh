@@ -54,7 +54,18 @@ browser)
   cd "$work"
   rm -rf run artifacts && mkdir -p run artifacts
   pid=""
-  trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null || :' EXIT INT TERM
+  # the daemon, then the agents its local provider started for the test's
+  # jobs (each in a session of its own, under run/local): they would go on
+  # calling a broker that is gone
+  stop() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null
+    # an agent stops its job on SIGTERM and would report that to nobody
+    # for ever: KILL whatever of them is left a moment later
+    pkill -TERM -f -- "--dir $work/run/local/" 2>/dev/null && sleep 1
+    pkill -KILL -f -- "--dir $work/run/local/" 2>/dev/null
+    :
+  }
+  trap stop EXIT INT TERM
   cat >run/tradewind.yaml <<YAML
 listen: 127.0.0.1:0
 db: $work/run/tradewind.db
