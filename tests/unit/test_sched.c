@@ -313,16 +313,30 @@ static void throttled_launch_is_sent_again_with_the_same_token(void **state) {
   assert_int_equal(tw_fake_instances_created(sfx_fake), 1);
 }
 
+/* The instance of job id's only attempt (out: 128 bytes). */
+static void instance_of_job(const char *id, char *out) {
+  struct tw_attempt_rec *a = NULL;
+  size_t n = 0;
+  assert_int_equal(tw_store_attempts_of(sfx_store, id, &a, &n, NULL), TW_OK);
+  assert_int_equal(n, 1);
+  snprintf(out, 128, "%s", a[0].instance_id);
+  free(a);
+}
+
 static void batch_workload_exit_code_decides_the_outcome(void **state) {
   (void)state;
   char ok[TW_JOB_ID_LEN + 1], bad[TW_JOB_ID_LEN + 1];
   sfx_submit("name: ok\nresources: {cpus: 4}\n", ok);
   sfx_submit("name: bad\nresources: {cpus: 4}\n", bad);
   sfx_tick();
-  /* both provisioning on fake-a-1 and fake-a-2; the script of the second
+  /* both provisioning, each on its instance (which one got fake-a-1 is
+   * the order the workers' launches ran in); the script of the second
    * exits 3 before we ever see it running */
-  assert_int_equal(tw_fake_finish(sfx_fake, "fake-a-1", 0), TW_OK);
-  assert_int_equal(tw_fake_finish(sfx_fake, "fake-a-2", 3), TW_OK);
+  char ok_inst[128], bad_inst[128];
+  instance_of_job(ok, ok_inst);
+  instance_of_job(bad, bad_inst);
+  assert_int_equal(tw_fake_finish(sfx_fake, ok_inst, 0), TW_OK);
+  assert_int_equal(tw_fake_finish(sfx_fake, bad_inst, 3), TW_OK);
   sfx_tick();
   struct tw_job_rec j = sfx_get(ok);
   assert_int_equal(j.state, TW_JOB_SUCCEEDED);
