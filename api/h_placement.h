@@ -26,6 +26,14 @@ void tw_h_policies_put(struct tw_req *r);
       {"GET", "/v1/policies", tw_h_policies_get, "policies_get"},              \
       {"PUT", "/v1/policies", tw_h_policies_put, "policies_put"},
 
+/* h_plan.c: the policy set and offer index a plan is made over: the
+ * scheduler's placer's (references: unref both), or the default set over
+ * an empty index before anything was listed. */
+struct tw_policy_set;
+struct tw_offer_index;
+void tw_h_placement_view(struct tw_req *r, struct tw_policy_set **set,
+                         struct tw_offer_index **ix);
+
 /* h_plan.c: the body's media type, JSON or YAML (415 answered when
  * neither); false when r was answered.  Every route that takes a job,
  * workflow, plan, dataset or policy document reads it this way. */

@@ -28,6 +28,22 @@ static bool media_is(const char *ct, const char *want) {
   return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
 }
 
+void tw_h_placement_view(struct tw_req *r, struct tw_policy_set **set,
+                         struct tw_offer_index **ix) {
+  struct tw_placer *pl = tw_api_placer(r->api);
+  *set = NULL;
+  *ix = NULL;
+  if (pl)
+    tw_placer_acquire(pl, set, ix);
+  else
+    *set = tw_policy_set_default();
+  if (!*ix) { /* nothing listed yet: a plan over no offers says so */
+    struct tw_offer_source none;
+    tw_offer_source_array(&none, NULL, 0);
+    tw_offer_index_build(&none, ix, NULL);
+  }
+}
+
 bool tw_h_placement_media(struct tw_req *r, bool *is_json) {
   const char *ct = tw_req_header(r, "Content-Type");
   if (!ct) {
@@ -156,18 +172,9 @@ void tw_h_plan(struct tw_req *r) {
     return;
   }
   free(errs);
-  struct tw_placer *pl = tw_api_placer(r->api);
   struct tw_policy_set *set = NULL;
   struct tw_offer_index *ix = NULL;
-  if (pl)
-    tw_placer_acquire(pl, &set, &ix);
-  else
-    set = tw_policy_set_default();
-  if (!ix) { /* nothing listed yet: a plan over no offers says so */
-    struct tw_offer_source none;
-    tw_offer_source_array(&none, NULL, 0);
-    tw_offer_index_build(&none, &ix, NULL);
-  }
+  tw_h_placement_view(r, &set, &ix);
   struct tw_dataset_set ds;
   job_datasets(r, &spec, &ds);
   struct tw_place_snapshot snap = {.index = ix, .datasets = &ds};

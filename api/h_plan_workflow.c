@@ -64,18 +64,9 @@ bool tw_h_plan_workflow(struct tw_req *r, bool is_json) {
     tw_problem_err(r, &err);
     return true;
   }
-  struct tw_placer *pl = tw_api_placer(r->api);
   struct tw_policy_set *set = NULL;
   struct tw_offer_index *ix = NULL;
-  if (pl)
-    tw_placer_acquire(pl, &set, &ix);
-  else
-    set = tw_policy_set_default();
-  if (!ix) {
-    struct tw_offer_source none;
-    tw_offer_source_array(&none, NULL, 0);
-    tw_offer_index_build(&none, &ix, NULL);
-  }
+  tw_h_placement_view(r, &set, &ix);
   struct tw_dataset_set ds;
   tw_h_joint_datasets(r, &p, &ds);
   struct tw_place_snapshot snap = {.index = ix, .datasets = &ds};

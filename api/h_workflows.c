@@ -216,18 +216,9 @@ static void place_jointly(struct tw_req *r, struct tw_flow_plan *p,
     tw_joint_problem_release(&jp);
     return;
   }
-  struct tw_placer *placer = tw_api_placer(r->api);
   struct tw_policy_set *set = NULL;
   struct tw_offer_index *ix = NULL;
-  if (placer)
-    tw_placer_acquire(placer, &set, &ix);
-  else
-    set = tw_policy_set_default();
-  if (!ix) {
-    struct tw_offer_source none;
-    tw_offer_source_array(&none, NULL, 0);
-    tw_offer_index_build(&none, &ix, NULL);
-  }
+  tw_h_placement_view(r, &set, &ix);
   struct tw_dataset_set ds;
   tw_h_joint_datasets(r, &jp, &ds);
   struct tw_place_snapshot snap = {.index = ix, .datasets = &ds};
