@@ -2,10 +2,14 @@
  * and checked (a missing, empty or unreadable file is a usage error that
  * names its source), listed in the help, and the file reaches libcurl.
  *
- * That last part is seen from outside: an https:// URL to the scripted
- * (plain HTTP) fake server with a CA file that holds no certificate makes
- * libcurl fail while loading that file, and its message names the file;
- * without a CA file the failure is the TLS handshake's and names none.
+ * That last part is seen from outside: an https:// URL with a CA file that
+ * holds no certificate makes libcurl fail while loading that file, and its
+ * message names the file; without a CA file, against the scripted (plain
+ * HTTP) fake server, the failure is the TLS handshake's and names none.
+ * libcurl (7.88 with OpenSSL) loads the CA file lazily, after it has sent
+ * its ClientHello: a server that answered at once could make the handshake
+ * fail before the file is read, so the rows with a CA file go to a socket
+ * that listens and never answers.
  * Plain http:// is unaffected by a CA file.  The daemon over real TLS is
  * tests/integration/test_tls.c. */
 #include <signal.h>
@@ -18,6 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <curl/curl.h>
 
@@ -167,6 +175,21 @@ static void plain_http_is_unaffected(void **state) {
   assert_int_equal(fake_nreq(srv), 2);
 }
 
+/* A TCP listener on 127.0.0.1 that never accepts: the kernel completes the
+ * connections, nothing ever answers.  Returns the socket; *port is set. */
+static int silent_listener(int *port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(fd >= 0);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t alen = sizeof a;
+  assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  assert_int_equal(listen(fd, 16), 0);
+  assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
 static void the_file_reaches_libcurl(void **state) {
   struct fake_srv *srv = *state;
   const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
@@ -176,9 +199,11 @@ static void the_file_reaches_libcurl(void **state) {
            v->ssl_version ? v->ssl_version : "absent");
     skip();
   }
-  char https[128];
+  char https[128], silent[64];
   snprintf(https, sizeof https, "https://%s",
            fake_url(srv) + strlen("http://"));
+  int port, lfd = silent_listener(&port);
+  snprintf(silent, sizeof silent, "https://127.0.0.1:%d", port);
   struct {
     const char *env, *flag;
     const char *want, *not_want; /* in stderr */
@@ -190,15 +215,17 @@ static void the_file_reaches_libcurl(void **state) {
       {bad2, bad1, bad1, bad2}, /* the flag wins */
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    const char *url = rows[i].env || rows[i].flag ? silent : https;
     struct result *r = rows[i].flag
-                           ? run(https, rows[i].env,
+                           ? run(url, rows[i].env,
                                  ARGS("--cacert", rows[i].flag, "jobs", "list"))
-                           : run(https, rows[i].env, ARGS("jobs", "list"));
+                           : run(url, rows[i].env, ARGS("jobs", "list"));
     if (r->code != TW_EXIT_UNREACHABLE || !strstr(r->err, rows[i].want) ||
         strstr(r->err, rows[i].not_want))
       fail_msg("row %zu: exit %d, stderr %s (want \"%s\", not \"%s\")", i,
                r->code, r->err, rows[i].want, rows[i].not_want);
   }
+  close(lfd);
 }
 
 int main(void) {
