@@ -21,8 +21,13 @@ void tw_log_set_trace(const char *trace_id, const char *span_id) {
     log_trace.trace[0] = log_trace.span[0] = '\0';
     return;
   }
-  snprintf(log_trace.trace, sizeof log_trace.trace, "%s", trace_id);
-  snprintf(log_trace.span, sizeof log_trace.span, "%s", span_id);
+  /* twice per traced request: copies, not printf */
+  size_t t = strnlen(trace_id, sizeof log_trace.trace - 1);
+  size_t s = strnlen(span_id, sizeof log_trace.span - 1);
+  memcpy(log_trace.trace, trace_id, t);
+  log_trace.trace[t] = '\0';
+  memcpy(log_trace.span, span_id, s);
+  log_trace.span[s] = '\0';
 }
 
 void tw_log_get_trace(char trace_id[33], char span_id[17]) {

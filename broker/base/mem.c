@@ -92,6 +92,8 @@ static void grow(struct tw_buf *b, size_t extra) {
   b->cap = cap;
 }
 
+void tw_buf_reserve(struct tw_buf *b, size_t extra) { grow(b, extra); }
+
 void tw_buf_add(struct tw_buf *b, const void *data, size_t n) {
   grow(b, n);
   if (n)

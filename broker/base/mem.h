@@ -38,6 +38,9 @@ void tw_buf_reset(struct tw_buf *b);
 void tw_buf_add(struct tw_buf *b, const void *data, size_t n);
 void tw_buf_adds(struct tw_buf *b, const char *s);
 void tw_buf_addc(struct tw_buf *b, char c);
+/* Makes room for extra more bytes (and the NUL) without adding any: a
+ * writer that knows its bound then writes data + len directly. */
+void tw_buf_reserve(struct tw_buf *b, size_t extra);
 void tw_buf_printf(struct tw_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void tw_buf_vprintf(struct tw_buf *b, const char *fmt, va_list ap)

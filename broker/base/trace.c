@@ -70,10 +70,19 @@ void tw_trace_hex(const uint8_t *b, size_t n, char *out) {
 }
 
 void tw_traceparent_fmt(const struct tw_trace_ctx *c, char *out, size_t cap) {
-  char t[33], sp[17];
-  tw_trace_hex(c->trace_id, 16, t);
-  tw_trace_hex(c->span_id, 8, sp);
-  snprintf(out, cap, "00-%s-%s-%02x", t, sp, c->flags);
+  /* written in place (one per traced submission): no printf */
+  char b[TW_TRACEPARENT_LEN + 1];
+  memcpy(b, "00-", 3);
+  tw_trace_hex(c->trace_id, 16, b + 3);
+  b[35] = '-';
+  tw_trace_hex(c->span_id, 8, b + 36);
+  b[52] = '-';
+  tw_trace_hex(&c->flags, 1, b + 53);
+  if (!cap)
+    return;
+  size_t n = cap - 1 < TW_TRACEPARENT_LEN ? cap - 1 : TW_TRACEPARENT_LEN;
+  memcpy(out, b, n);
+  out[n] = '\0';
 }
 
 /* ---- the tracer --------------------------------------------------------- */
@@ -377,7 +386,7 @@ void tw_span_end(struct tw_span *sp) {
 /* Bytes in a valid UTF-8 sequence at p (1 to 4), 0 when it is not one. */
 static size_t utf8_len(const unsigned char *p) {
   size_t n = *p >= 0xf0 && *p <= 0xf4 ? 4
-             : *p >= 0xe0             ? 3
+             : *p >= 0xe0 && *p <= 0xef ? 3
              : *p >= 0xc2 && *p < 0xe0 ? 2
                                        : 0;
   for (size_t i = 1; i < n; i++)
@@ -391,47 +400,51 @@ static size_t utf8_len(const unsigned char *p) {
   return n;
 }
 
+/* The encoder writes through a cursor into room reserved beforehand
+ * (tw_buf_reserve(), a bound per span): no bounds check, no call and no
+ * NUL per piece.  A span's strings live in fixed arrays, and one input
+ * byte becomes at most six output bytes ("\u00XX", "\ufffd"), so the
+ * bound is known before the first byte is written. */
+#define LIT(o, s) (memcpy((o), (s), sizeof(s) - 1), (o) + sizeof(s) - 1)
+
 /* s as a JSON string; bytes that are not UTF-8 (a path, a header) become
  * U+FFFD, so one odd value never makes a collector refuse the batch. */
-static void jstr(struct tw_buf *o, const char *s) {
+static char *jstr(char *o, const char *s) {
   static const char hex[] = "0123456789abcdef";
-  char tmp[8];
-  tw_buf_add(o, "\"", 1);
-  const unsigned char *p = (const unsigned char *)s, *run = p;
-  for (; *p; p++) {
-    if (*p >= 0x80) {
+  *o++ = '"';
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    unsigned char c = *p;
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      *o++ = (char)c;
+      continue;
+    }
+    if (c >= 0x80) {
       size_t n = utf8_len(p);
       if (n) {
+        memcpy(o, p, n);
+        o += n;
         p += n - 1;
-        continue;
+      } else {
+        o = LIT(o, "\\ufffd");
       }
-      tw_buf_add(o, run, (size_t)(p - run));
-      tw_buf_adds(o, "\\ufffd");
-      run = p + 1;
       continue;
     }
-    if (*p >= 0x20 && *p != '"' && *p != '\\' && *p != 0x7f)
-      continue;
-    tw_buf_add(o, run, (size_t)(p - run));
-    if (*p == '"' || *p == '\\') {
-      tmp[0] = '\\';
-      tmp[1] = (char)*p;
-      tw_buf_add(o, tmp, 2);
+    if (c == '"' || c == '\\') {
+      *o++ = '\\';
+      *o++ = (char)c;
     } else {
-      memcpy(tmp, "\\u00", 4);
-      tmp[4] = hex[*p >> 4];
-      tmp[5] = hex[*p & 15];
-      tw_buf_add(o, tmp, 6);
+      o = LIT(o, "\\u00");
+      *o++ = hex[c >> 4];
+      *o++ = hex[c & 15];
     }
-    run = p + 1;
   }
-  tw_buf_add(o, run, (size_t)(p - run));
-  tw_buf_add(o, "\"", 1);
+  *o++ = '"';
+  return o;
 }
 
 /* v in decimal: the encoder's integers without printf's format parsing,
  * which was a third of the encoding's time. */
-static void add_i64(struct tw_buf *o, int64_t v) {
+static char *add_i64(char *o, int64_t v) {
   char b[24];
   size_t n = sizeof b;
   uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
@@ -441,87 +454,121 @@ static void add_i64(struct tw_buf *o, int64_t v) {
   } while (u);
   if (v < 0)
     b[--n] = '-';
-  tw_buf_add(o, b + n, sizeof b - n);
+  memcpy(o, b + n, sizeof b - n);
+  return o + (sizeof b - n);
 }
 
-static void any_value(struct tw_buf *o, const struct tw_span_attr *a) {
+static char *add_hex(char *o, const uint8_t *b, size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  for (size_t i = 0; i < n; i++) {
+    *o++ = digits[b[i] >> 4];
+    *o++ = digits[b[i] & 15];
+  }
+  return o;
+}
+
+static char *any_value(char *o, const struct tw_span_attr *a) {
   switch (a->type) {
   case TW_ATTR_INT: /* int64 as a decimal string (proto3 JSON mapping) */
-    tw_buf_adds(o, "{\"intValue\":\"");
-    add_i64(o, a->i);
-    tw_buf_adds(o, "\"}");
-    break;
+    o = LIT(o, "{\"intValue\":\"");
+    o = add_i64(o, a->i);
+    return LIT(o, "\"}");
   case TW_ATTR_BOOL:
-    tw_buf_printf(o, "{\"boolValue\":%s}", a->i ? "true" : "false");
-    break;
+    return a->i ? LIT(o, "{\"boolValue\":true}")
+                : LIT(o, "{\"boolValue\":false}");
   case TW_ATTR_DOUBLE:
-    tw_buf_printf(o, "{\"doubleValue\":%.17g}", a->d);
-    break;
+    o = LIT(o, "{\"doubleValue\":");
+    if (a->d != a->d) /* proto3 JSON: the non-finite ones are strings */
+      o = LIT(o, "\"NaN\"");
+    else if (a->d > 1.7976931348623157e308)
+      o = LIT(o, "\"Infinity\"");
+    else if (a->d < -1.7976931348623157e308)
+      o = LIT(o, "\"-Infinity\"");
+    else
+      o += snprintf(o, 32, "%.17g", a->d); /* at most 24 characters */
+    return LIT(o, "}");
   case TW_ATTR_STR:
   default:
-    tw_buf_adds(o, "{\"stringValue\":");
-    jstr(o, a->s);
-    tw_buf_add(o, "}", 1);
+    o = LIT(o, "{\"stringValue\":");
+    o = jstr(o, a->s);
+    return LIT(o, "}");
   }
 }
 
-static void span_json(struct tw_buf *o, const struct tw_span *sp) {
-  char tid[33], sid[17], pid[17];
-  tw_trace_hex(sp->ctx.trace_id, 16, tid);
-  tw_trace_hex(sp->ctx.span_id, 8, sid);
-  tw_buf_adds(o, "{\"traceId\":\"");
-  tw_buf_add(o, tid, 32);
-  tw_buf_adds(o, "\",\"spanId\":\"");
-  tw_buf_add(o, sid, 16);
-  tw_buf_adds(o, "\",");
+/* The most span_json() writes for sp. */
+static size_t span_bound(const struct tw_span *sp) {
+  return 512 + 6 * sizeof sp->name + 6 * sizeof sp->status_msg +
+         (size_t)sp->n_attrs *
+             (128 + 6 * (size_t)TW_SPAN_KEY_MAX + 6 * (size_t)TW_SPAN_VAL_MAX);
+}
+
+static char *span_json(char *o, const struct tw_span *sp) {
+  o = LIT(o, "{\"traceId\":\"");
+  o = add_hex(o, sp->ctx.trace_id, 16);
+  o = LIT(o, "\",\"spanId\":\"");
+  o = add_hex(o, sp->ctx.span_id, 8);
+  o = LIT(o, "\",");
   if (sp->has_parent) {
-    tw_trace_hex(sp->parent, 8, pid);
-    tw_buf_adds(o, "\"parentSpanId\":\"");
-    tw_buf_add(o, pid, 16);
-    tw_buf_adds(o, "\",");
+    o = LIT(o, "\"parentSpanId\":\"");
+    o = add_hex(o, sp->parent, 8);
+    o = LIT(o, "\",");
   }
-  tw_buf_adds(o, "\"name\":");
-  jstr(o, sp->name);
-  tw_buf_adds(o, ",\"kind\":");
-  add_i64(o, (int64_t)sp->kind);
-  tw_buf_adds(o, ",\"startTimeUnixNano\":\"");
-  add_i64(o, sp->start_ns);
-  tw_buf_adds(o, "\",\"endTimeUnixNano\":\"");
-  add_i64(o, sp->end_ns);
-  tw_buf_adds(o, "\",\"attributes\":[");
+  o = LIT(o, "\"name\":");
+  o = jstr(o, sp->name);
+  o = LIT(o, ",\"kind\":");
+  o = add_i64(o, (int64_t)sp->kind);
+  o = LIT(o, ",\"startTimeUnixNano\":\"");
+  o = add_i64(o, sp->start_ns);
+  o = LIT(o, "\",\"endTimeUnixNano\":\"");
+  o = add_i64(o, sp->end_ns);
+  o = LIT(o, "\",\"attributes\":[");
   for (int i = 0; i < sp->n_attrs; i++) {
-    tw_buf_adds(o, i ? ",{\"key\":" : "{\"key\":");
-    jstr(o, sp->attrs[i].key);
-    tw_buf_adds(o, ",\"value\":");
-    any_value(o, &sp->attrs[i]);
-    tw_buf_add(o, "}", 1);
+    if (i)
+      *o++ = ',';
+    o = LIT(o, "{\"key\":");
+    o = jstr(o, sp->attrs[i].key);
+    o = LIT(o, ",\"value\":");
+    o = any_value(o, &sp->attrs[i]);
+    *o++ = '}';
   }
-  tw_buf_add(o, "]", 1);
+  *o++ = ']';
   if (sp->status) {
-    tw_buf_printf(o, ",\"status\":{\"code\":%d", sp->status);
+    o = LIT(o, ",\"status\":{\"code\":");
+    o = add_i64(o, sp->status);
     if (sp->status_msg[0]) {
-      tw_buf_adds(o, ",\"message\":");
-      jstr(o, sp->status_msg);
+      o = LIT(o, ",\"message\":");
+      o = jstr(o, sp->status_msg);
     }
-    tw_buf_add(o, "}", 1);
+    *o++ = '}';
   }
-  tw_buf_add(o, "}", 1);
+  *o++ = '}';
+  return o;
 }
 
 void tw_trace_encode(const struct tw_span *const *spans, size_t n,
                      const char *service_name, struct tw_buf *out) {
-  tw_buf_adds(out, "{\"resourceSpans\":[{\"resource\":{\"attributes\":["
-                   "{\"key\":\"service.name\",\"value\":{\"stringValue\":");
-  jstr(out, service_name ? service_name : "tradewindd");
-  tw_buf_adds(out, "}},{\"key\":\"telemetry.sdk.name\",\"value\":{"
-                   "\"stringValue\":\"tradewind\"}}]},\"scopeSpans\":[{"
-                   "\"scope\":{\"name\":\"tradewind\"},\"spans\":[");
+  const char *svc = service_name ? service_name : "tradewindd";
+  tw_buf_reserve(out, 256 + 6 * strlen(svc));
+  char *o = out->data + out->len;
+  o = LIT(o, "{\"resourceSpans\":[{\"resource\":{\"attributes\":["
+             "{\"key\":\"service.name\",\"value\":{\"stringValue\":");
+  o = jstr(o, svc);
+  o = LIT(o, "}},{\"key\":\"telemetry.sdk.name\",\"value\":{"
+             "\"stringValue\":\"tradewind\"}}]},\"scopeSpans\":[{"
+             "\"scope\":{\"name\":\"tradewind\"},\"spans\":[");
+  out->len = (size_t)(o - out->data);
   for (size_t i = 0; i < n; i++) {
+    tw_buf_reserve(out, span_bound(spans[i]) + 1);
+    o = out->data + out->len;
     if (i)
-      tw_buf_add(out, ",", 1);
-    span_json(out, spans[i]);
+      *o++ = ',';
+    o = span_json(o, spans[i]);
+    out->len = (size_t)(o - out->data);
   }
-  tw_buf_adds(out, "]}]}]}");
+  tw_buf_reserve(out, 8);
+  o = LIT(out->data + out->len, "]}]}]}");
+  out->len = (size_t)(o - out->data);
+  out->data[out->len] = '\0';
 }
 
 /* ---- the exporter thread ------------------------------------------------ */
@@ -533,15 +580,15 @@ static void sleep_ms(int64_t ms) {
 
 /* One batch, tried up to max_attempts times with doubling waits (cut short
  * once stopping: the last try is made, no more waiting). */
-static void export_batch(struct tw_tracer *t, struct tw_span **b, size_t n) {
-  struct tw_buf body;
-  tw_buf_init(&body);
-  tw_trace_encode((const struct tw_span *const *)b, n, t->service, &body);
+static void export_batch(struct tw_tracer *t, struct tw_span **b, size_t n,
+                         struct tw_buf *body) {
+  tw_buf_reset(body); /* the thread's own: grown once, not per export */
+  tw_trace_encode((const struct tw_span *const *)b, n, t->service, body);
   int64_t wait = 100;
   bool ok = false;
   for (int i = 0; i < t->max_attempts; i++) {
     long st = t->send(t->send_ctx, t->url, (const char *const *)t->headers,
-                      body.data ? body.data : "", body.len);
+                      body->data ? body->data : "", body->len);
     if (st >= 200 && st < 300) {
       ok = true;
       break;
@@ -565,12 +612,13 @@ static void export_batch(struct tw_tracer *t, struct tw_span **b, size_t n) {
     tw_log_warn("trace", "spans=%zu export to %s failed; dropped", n,
                 t->url_log);
   }
-  tw_buf_release(&body);
 }
 
 static void *exporter_main(void *arg) {
   struct tw_tracer *t = arg;
   struct tw_span **batch = tw_calloc(t->batch_max, sizeof *batch);
+  struct tw_buf body; /* one body for every export of the thread */
+  tw_buf_init(&body);
   pthread_mutex_lock(&t->mu);
   for (;;) {
     if (t->n < t->batch_max && !t->stopping) {
@@ -594,7 +642,7 @@ static void *exporter_main(void *arg) {
     }
     t->busy = true;
     pthread_mutex_unlock(&t->mu);
-    export_batch(t, batch, k);
+    export_batch(t, batch, k, &body);
     pthread_mutex_lock(&t->mu);
     /* the small blocks back to the pool, as many as it keeps */
     for (size_t i = 0; i < k; i++) {
@@ -608,6 +656,7 @@ static void *exporter_main(void *arg) {
   }
   pthread_mutex_unlock(&t->mu);
   free(batch);
+  tw_buf_release(&body);
   return NULL;
 }
 

@@ -484,10 +484,90 @@ static void bad_options_are_refused_by_name(void **state) {
   assert_null(t);
 }
 
+/* The encoder's output is JSON a strict decoder takes whatever bytes the
+ * strings held: lead bytes that start no UTF-8 sequence (0xf5 to 0xff,
+ * stray continuations, overlongs, surrogates) become U+FFFD, valid
+ * sequences pass; non-finite doubles are the mapping's strings. */
+static void any_bytes_encode_as_valid_utf8_json(void **state) {
+  (void)state;
+  static const char *const vals[] = {
+      "\xf7\x80\x80",     /* not a lead byte, then continuations */
+      "\xf5\x80\x80\x80", /* beyond U+10FFFF */
+      "\xff\xfe",         "\x80 stray",
+      "\xc0\xaf",         /* overlong '/' */
+      "\xe0\x80\xaf",     /* overlong, three bytes */
+      "\xed\xa0\x80",     /* a surrogate */
+      "\xf4\x90\x80\x80", /* beyond U+10FFFF, four bytes */
+      "\xe2\x82",         /* cut short */
+      "ok \xe2\x82\xac \xf0\x9f\x98\x80", /* the euro sign, an emoji */
+  };
+  size_t nv = sizeof vals / sizeof vals[0];
+  static struct tw_span sp;
+  memset(&sp, 0, sizeof sp);
+  sp.ctx.trace_id[0] = 1;
+  sp.ctx.span_id[0] = 1;
+  sp.kind = TW_SPAN_INTERNAL;
+  snprintf(sp.name, sizeof sp.name, "n\xf8\x88\x80\x80\x80");
+  for (size_t i = 0; i < nv; i++) {
+    snprintf(sp.attrs[i].key, sizeof sp.attrs[i].key, "k%zu", i);
+    sp.attrs[i].type = TW_ATTR_STR;
+    snprintf(sp.attrs[i].s, sizeof sp.attrs[i].s, "%s", vals[i]);
+  }
+  sp.attrs[nv].type = TW_ATTR_DOUBLE;
+  snprintf(sp.attrs[nv].key, sizeof sp.attrs[nv].key, "inf");
+  sp.attrs[nv].d = 1e308 * 10;
+  sp.attrs[nv + 1].type = TW_ATTR_DOUBLE;
+  snprintf(sp.attrs[nv + 1].key, sizeof sp.attrs[nv + 1].key, "nan");
+  sp.attrs[nv + 1].d = sp.attrs[nv].d - sp.attrs[nv].d;
+  sp.n_attrs = (int)nv + 2;
+  sp.status = 2;
+  snprintf(sp.status_msg, sizeof sp.status_msg, "\xfa\x80");
+  const struct tw_span *one = &sp;
+  struct tw_buf b;
+  tw_buf_init(&b);
+  tw_trace_encode(&one, 1, "svc", &b);
+  assert_int_equal(strlen(b.data), b.len);
+  json_error_t je;
+  json_t *doc = json_loads(b.data, 0, &je); /* jansson refuses bad UTF-8 */
+  if (!doc)
+    fail_msg("not JSON: %s at %d: %s", je.text, je.position, b.data);
+  json_t *s = find_span(doc, "n\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf"
+                             "\xbd\xef\xbf\xbd");
+  assert_non_null(s);
+  assert_string_equal(attr_of(s, "k0", "stringValue"),
+                      "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+  assert_string_equal(attr_of(s, "k9", "stringValue"),
+                      "ok \xe2\x82\xac \xf0\x9f\x98\x80");
+  assert_string_equal(attr_of(s, "inf", "doubleValue"), "Infinity");
+  assert_string_equal(attr_of(s, "nan", "doubleValue"), "NaN");
+  json_decref(doc);
+  tw_buf_release(&b);
+}
+
+/* tw_traceparent_fmt() writes what tw_traceparent_parse() reads, and cuts
+ * to the room given. */
+static void traceparent_is_written_as_read(void **state) {
+  (void)state;
+  const char *tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  struct tw_trace_ctx c;
+  assert_true(tw_traceparent_parse(tp, &c));
+  char out[TW_TRACEPARENT_LEN + 1];
+  tw_traceparent_fmt(&c, out, sizeof out);
+  assert_string_equal(out, tp);
+  c.flags = 0xa0;
+  tw_traceparent_fmt(&c, out, sizeof out);
+  assert_string_equal(out + 52, "-a0");
+  char small[8];
+  tw_traceparent_fmt(&c, small, sizeof small);
+  assert_string_equal(small, "00-4bf9");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(traceparent_is_read_as_w3c_says),
       cmocka_unit_test(spans_are_exported_as_otlp_json),
+      cmocka_unit_test(any_bytes_encode_as_valid_utf8_json),
+      cmocka_unit_test(traceparent_is_written_as_read),
       cmocka_unit_test(reused_blocks_carry_only_their_own_span),
       cmocka_unit_test(heap_spans_are_reused_from_the_tracer),
       cmocka_unit_test(a_full_queue_drops_and_counts_without_waiting),
