@@ -405,10 +405,12 @@ static void a_failed_export_is_retried_then_dropped(void **state) {
   }
   assert_int_equal(st.exported, 1);
   assert_int_equal(st.export_failures, 2);
+  pthread_mutex_lock(&r.mu);
   assert_int_equal(r.calls, 3);
   /* a 400 will not get better: one try, then dropped */
   r.answers[3] = 400;
   r.n_answers = 4;
+  pthread_mutex_unlock(&r.mu);
   tw_span_start(t, &s, "refused", TW_SPAN_INTERNAL, NULL);
   tw_span_end(&s);
   for (int i = 0; i < 200; i++) {
@@ -419,7 +421,9 @@ static void a_failed_export_is_retried_then_dropped(void **state) {
     nanosleep(&w, NULL);
   }
   assert_int_equal(st.dropped, 1);
+  pthread_mutex_lock(&r.mu);
   assert_int_equal(r.calls, 4);
+  pthread_mutex_unlock(&r.mu);
   tw_tracer_free(t, 2000);
   recv_free(&r);
 }
@@ -562,6 +566,126 @@ static void traceparent_is_written_as_read(void **state) {
   assert_string_equal(small, "00-4bf9");
 }
 
+/* ---- many threads ending spans at once ----------------------------------- */
+
+#define CW_THREADS 8
+#define CW_SPANS 500
+
+struct counted {
+  pthread_mutex_t mu;
+  unsigned char seen[CW_THREADS][CW_SPANS];
+  int twice, bad;
+  long spans;
+};
+
+static long counting_send(void *ctx, const char *url,
+                          const char *const *headers, const char *body,
+                          size_t len) {
+  (void)url;
+  (void)headers;
+  struct counted *c = ctx;
+  json_error_t je;
+  json_t *doc = json_loadb(body, len, 0, &je);
+  json_t *spans = json_object_get(
+      json_array_get(
+          json_object_get(json_array_get(json_object_get(doc, "resourceSpans"),
+                                         0),
+                          "scopeSpans"),
+          0),
+      "spans");
+  pthread_mutex_lock(&c->mu);
+  if (!doc)
+    c->bad++;
+  size_t i;
+  json_t *sp;
+  json_array_foreach(spans, i, sp) {
+    int w = -1, k = -1;
+    const char *name = json_string_value(json_object_get(sp, "name"));
+    if (!name || sscanf(name, "w%d-%d", &w, &k) != 2 || w < 0 ||
+        w >= CW_THREADS || k < 0 || k >= CW_SPANS) {
+      c->bad++;
+      continue;
+    }
+    c->twice += c->seen[w][k]++ > 0;
+    c->spans++;
+  }
+  pthread_mutex_unlock(&c->mu);
+  json_decref(doc);
+  return 200;
+}
+
+struct cw_arg {
+  struct tw_tracer *t;
+  int w;
+};
+
+static void *cw_main(void *arg) {
+  struct cw_arg *a = arg;
+  for (int k = 0; k < CW_SPANS; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "w%d-%d", a->w, k);
+    struct tw_span *sp = tw_span_alloc(a->t); /* a request's, shared pool */
+    tw_span_start(a->t, sp, name, TW_SPAN_SERVER, NULL);
+    int n_attrs = k % 5 ? 3 : 12; /* a pooled block, or one of its own */
+    for (int i = 0; i < n_attrs; i++) {
+      char key[16];
+      snprintf(key, sizeof key, "a%d", i);
+      tw_span_attr_int(sp, key, k);
+    }
+    tw_span_end(sp);
+    tw_span_release(a->t, sp);
+  }
+  return NULL;
+}
+
+/* Spans ended by eight threads at once through a small queue: each one is
+ * exported at most once, whole, and every one is either exported or
+ * counted as dropped. */
+static void concurrent_spans_are_exported_once_or_counted(void **state) {
+  (void)state;
+  static struct counted c;
+  memset(&c, 0, sizeof c);
+  pthread_mutex_init(&c.mu, NULL);
+  struct tw_tracer_opts o = {.endpoint = "http://collector:4318",
+                             .sampling = 1,
+                             .queue_max = 64,
+                             .batch_max = 8,
+                             .flush_ms = 5,
+                             .max_attempts = 1,
+                             .send = counting_send,
+                             .send_ctx = &c};
+  struct tw_tracer *t = NULL;
+  struct tw_err err = {0};
+  assert_int_equal(tw_tracer_new(&o, &t, &err), TW_OK);
+  pthread_t th[CW_THREADS];
+  struct cw_arg args[CW_THREADS];
+  for (int w = 0; w < CW_THREADS; w++) {
+    args[w] = (struct cw_arg){t, w};
+    assert_int_equal(pthread_create(&th[w], NULL, cw_main, &args[w]), 0);
+  }
+  for (int w = 0; w < CW_THREADS; w++)
+    pthread_join(th[w], NULL);
+  /* every span recorded is, within a while, exported or dropped */
+  struct tw_tracer_stats st;
+  for (int i = 0; i < 1000; i++) {
+    tw_tracer_stats(t, &st);
+    if (!st.queued && st.exported + st.dropped == st.started)
+      break;
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
+  }
+  assert_int_equal(st.started, CW_THREADS * CW_SPANS);
+  assert_int_equal(st.queued, 0);
+  assert_int_equal(st.exported + st.dropped, st.started);
+  pthread_mutex_lock(&c.mu);
+  assert_int_equal(c.bad, 0);
+  assert_int_equal(c.twice, 0);
+  assert_int_equal(c.spans, (long)st.exported); /* what was counted came */
+  pthread_mutex_unlock(&c.mu);
+  assert_true(st.exported > 0);
+  tw_tracer_free(t, 5000);
+  pthread_mutex_destroy(&c.mu);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(traceparent_is_read_as_w3c_says),
@@ -571,6 +695,7 @@ int main(void) {
       cmocka_unit_test(reused_blocks_carry_only_their_own_span),
       cmocka_unit_test(heap_spans_are_reused_from_the_tracer),
       cmocka_unit_test(a_full_queue_drops_and_counts_without_waiting),
+      cmocka_unit_test(concurrent_spans_are_exported_once_or_counted),
       cmocka_unit_test(a_failed_export_is_retried_then_dropped),
       cmocka_unit_test(sampling_decides_new_traces_and_parents_decide_theirs),
       cmocka_unit_test(credentials_in_the_endpoint_never_reach_the_log),
