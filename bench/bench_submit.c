@@ -72,6 +72,7 @@
  * why and the rest of the run goes on. */
 #define _GNU_SOURCE /* pipe2, close_range, mkdtemp under strict C11 */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -223,6 +224,7 @@ struct broker {
   int out_fd;
   uint64_t commits0, writes0;
   double cpu0;    /* the daemon's user + system seconds */
+  double trace0;  /* its tracer thread's ("tw-trace"), -1: none */
   char auth[128]; /* "Authorization: Bearer ...\r\n", "" when open */
 };
 
@@ -369,9 +371,11 @@ static size_t broker_request(struct peer *p, int level, int client, long i,
 }
 
 /* User plus system CPU seconds of process pid so far; -1 when unknown. */
-static double proc_cpu_s(pid_t pid) {
-  char path[64], text[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+/* utime + stime of /proc/<sub>/stat in seconds (sub: "PID" or
+ * "PID/task/TID"), -1 when unreadable. */
+static double proc_cpu_path(const char *sub) {
+  char path[96], text[1024];
+  snprintf(path, sizeof path, "/proc/%s/stat", sub);
   FILE *f = fopen(path, "r");
   if (!f)
     return -1;
@@ -387,6 +391,49 @@ static double proc_cpu_s(pid_t pid) {
              &ut, &st) != 2)
     return -1;
   return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static double proc_cpu_s(pid_t pid) {
+  char sub[16];
+  snprintf(sub, sizeof sub, "%d", (int)pid);
+  return proc_cpu_path(sub);
+}
+
+/* The CPU seconds of pid's thread named comm, -1 if none. */
+static double thread_cpu_s(pid_t pid, const char *comm) {
+  char path[96], name[32];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  if (!d)
+    return -1;
+  double v = -1;
+  for (struct dirent *e; v < 0 && (e = readdir(d));) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9')
+      continue;
+    snprintf(path, sizeof path, "/proc/%d/task/%.16s/comm", (int)pid,
+             e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+      continue;
+    size_t n = fread(name, 1, sizeof name - 1, f);
+    fclose(f);
+    name[n] = '\0';
+    name[strcspn(name, "\n")] = '\0';
+    if (strcmp(name, comm))
+      continue;
+    /* schedstat's first field: the thread's time on a CPU in ns (stat
+     * counts clock ticks, coarse for a thread's share of a short round) */
+    snprintf(path, sizeof path, "/proc/%d/task/%.16s/schedstat", (int)pid,
+             e->d_name);
+    unsigned long long ns;
+    if ((f = fopen(path, "r"))) {
+      if (fscanf(f, "%llu", &ns) == 1)
+        v = (double)ns / 1e9;
+      fclose(f);
+    }
+  }
+  closedir(d);
+  return v;
 }
 
 static double broker_cpu(struct peer *p) {
@@ -411,6 +458,7 @@ static void broker_observe(struct peer *p, int level, bool before) {
     b->commits0 = commits;
     b->writes0 = writes;
     b->cpu0 = cpu;
+    b->trace0 = thread_cpu_s(b->pid, "tw-trace");
     return;
   }
   uint64_t dc = commits - b->commits0, dw = writes - b->writes0;
@@ -420,6 +468,12 @@ static void broker_observe(struct peer *p, int level, bool before) {
          (unsigned long long)dc);
   printf("%s_c%d_writes_per_commit %.1f writes/commit\n", p->prefix, level,
          dc ? (double)dw / (double)dc : 0.0);
+  /* the tracer's exporter thread alone: encoding and sending, per job
+   * committed (one write per job) */
+  double tr = b->trace0 >= 0 ? thread_cpu_s(b->pid, "tw-trace") : -1;
+  if (tr >= 0 && dw)
+    printf("%s_c%d_export_cpu_per_job %.1f us/job\n", p->prefix, level,
+           (tr - b->trace0) * 1e6 / (double)dw);
 }
 
 static int64_t db_count(sqlite3 *db, const char *sql) {
