@@ -118,8 +118,8 @@ struct ring_cell {
 };
 struct ring {
   struct ring_cell *cells;
-  size_t mask; /* capacity - 1, a power of two */
-  size_t tail; /* atomic: next push */
+  size_t mask;    /* capacity - 1, a power of two */
+  size_t tail;    /* atomic: next push */
   char apart[64]; /* the pushers' and the popper's ends on their own lines */
   size_t head;    /* atomic: next pop */
 };
@@ -417,7 +417,7 @@ void tw_span_end(struct tw_span *sp) {
     __atomic_add_fetch(&t->dropped, 1, __ATOMIC_RELAXED);
     return;
   }
-  memcpy(c, sp, sz); /* outside any lock */
+  memcpy(c, sp, sz);          /* outside any lock */
   if (!ring_push(&t->q, c)) { /* cannot be full: its place was reserved */
     free(c);
     __atomic_sub_fetch(&t->n, 1, __ATOMIC_RELEASE);
@@ -438,14 +438,14 @@ void tw_span_end(struct tw_span *sp) {
 
 /* Bytes in a valid UTF-8 sequence at p (1 to 4), 0 when it is not one. */
 static size_t utf8_len(const unsigned char *p) {
-  size_t n = *p >= 0xf0 && *p <= 0xf4 ? 4
+  size_t n = *p >= 0xf0 && *p <= 0xf4   ? 4
              : *p >= 0xe0 && *p <= 0xef ? 3
-             : *p >= 0xc2 && *p < 0xe0 ? 2
-                                       : 0;
+             : *p >= 0xc2 && *p < 0xe0  ? 2
+                                        : 0;
   for (size_t i = 1; i < n; i++)
     if ((p[i] & 0xc0) != 0x80)
       return 0;
-  if ((n == 3 && *p == 0xe0 && p[1] < 0xa0) || /* overlong */
+  if ((n == 3 && *p == 0xe0 && p[1] < 0xa0) ||  /* overlong */
       (n == 3 && *p == 0xed && p[1] >= 0xa0) || /* surrogates */
       (n == 4 && *p == 0xf0 && p[1] < 0x90) ||
       (n == 4 && *p == 0xf4 && p[1] >= 0x90))
@@ -677,8 +677,7 @@ static void *exporter_main(void *arg) {
   pthread_mutex_lock(&t->mu);
   for (;;) {
     bool stopping = __atomic_load_n(&t->stopping, __ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&t->n, __ATOMIC_ACQUIRE) < t->batch_max &&
-        !stopping) {
+    if (__atomic_load_n(&t->n, __ATOMIC_ACQUIRE) < t->batch_max && !stopping) {
       struct timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
       int64_t ns = (int64_t)ts.tv_nsec + (t->flush_ms % 1000) * 1000000;

@@ -497,12 +497,13 @@ static void any_bytes_encode_as_valid_utf8_json(void **state) {
   static const char *const vals[] = {
       "\xf7\x80\x80",     /* not a lead byte, then continuations */
       "\xf5\x80\x80\x80", /* beyond U+10FFFF */
-      "\xff\xfe",         "\x80 stray",
-      "\xc0\xaf",         /* overlong '/' */
-      "\xe0\x80\xaf",     /* overlong, three bytes */
-      "\xed\xa0\x80",     /* a surrogate */
-      "\xf4\x90\x80\x80", /* beyond U+10FFFF, four bytes */
-      "\xe2\x82",         /* cut short */
+      "\xff\xfe",
+      "\x80 stray",
+      "\xc0\xaf",                         /* overlong '/' */
+      "\xe0\x80\xaf",                     /* overlong, three bytes */
+      "\xed\xa0\x80",                     /* a surrogate */
+      "\xf4\x90\x80\x80",                 /* beyond U+10FFFF, four bytes */
+      "\xe2\x82",                         /* cut short */
       "ok \xe2\x82\xac \xf0\x9f\x98\x80", /* the euro sign, an emoji */
   };
   size_t nv = sizeof vals / sizeof vals[0];
@@ -588,9 +589,9 @@ static long counting_send(void *ctx, const char *url,
   json_t *doc = json_loadb(body, len, 0, &je);
   json_t *spans = json_object_get(
       json_array_get(
-          json_object_get(json_array_get(json_object_get(doc, "resourceSpans"),
-                                         0),
-                          "scopeSpans"),
+          json_object_get(
+              json_array_get(json_object_get(doc, "resourceSpans"), 0),
+              "scopeSpans"),
           0),
       "spans");
   pthread_mutex_lock(&c->mu);
