@@ -86,6 +86,12 @@ int64_t tw_db_total_changes(struct tw_db *db) {
 int64_t tw_db_last_insert_id(struct tw_db *db) {
   return db->ops->last_insert_id(db);
 }
+void tw_db_last_insert_id_into(struct tw_db *db, int64_t *dst) {
+  if (db->ops->last_insert_id_into)
+    db->ops->last_insert_id_into(db, dst);
+  else
+    *dst = db->ops->last_insert_id(db);
+}
 bool tw_db_autocommit(struct tw_db *db) { return db->ops->autocommit(db); }
 int tw_db_user_version(struct tw_db *db, int *out) {
   return db->ops->user_version(db, out);

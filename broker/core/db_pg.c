@@ -31,10 +31,11 @@
  * A batch (tw_db_batch_begin .. tw_db_batch_end: the writer's group
  * commit) runs in libpq's pipeline mode.  A statement whose result the
  * caller cannot look at (an INSERT, UPDATE or DELETE without RETURNING,
- * BEGIN, SAVEPOINT, RELEASE, ROLLBACK TO) is sent and its step answers
- * DONE at once; the first call that needs an answer (a statement that
- * returns rows, changes(), last_insert_id(), COMMIT, ROLLBACK, a
- * prepare) sends a sync and reads every result owed, in order.  Each
+ * BEGIN, SAVEPOINT, RELEASE, ROLLBACK TO, SELECT pg_advisory_xact_lock)
+ * is sent and its step answers DONE at once; the first call that needs
+ * an answer (a statement that returns rows, changes(), last_insert_id(),
+ * COMMIT, ROLLBACK, a prepare) sends a sync and reads every result owed,
+ * in order; last_insert_id_into() is read with that next answer.  Each
  * statement sent carries the number of the batch's operation it belongs
  * to (tw_db_batch_op) and a copy of its parameters.  When one failed, the
  * server skipped everything after it up to the sync: if it belongs to an
@@ -63,6 +64,7 @@ struct ent {
   bool want;     /* the caller waits for this result */
   bool commit;   /* COMMIT: "ROLLBACK" as its status is a failure */
   bool insert;   /* an INSERT: whether it inserted is last_was_insert */
+  int64_t *dst;  /* lastval() read into *dst (tw_db_last_insert_id_into) */
   int n;
   char **v; /* owned copies; NULL for SQL NULL */
   int *len, *fmt;
@@ -662,6 +664,12 @@ static int drain(struct pdb *d) {
         }
         if (failed < 0)
           failed = i;
+      } else if (e->dst) {
+        /* 0 when the INSERT before it inserted nothing */
+        *e->dst = d->last_was_insert && t == PGRES_TUPLES_OK &&
+                          PQntuples(r) == 1
+                      ? strtoll(PQgetvalue(r, 0, 0), NULL, 10)
+                      : 0;
       } else if (e->want) {
         PQclear(d->wanted);
         d->wanted = r;
@@ -781,6 +789,8 @@ static bool must_wait(const struct pst *st) {
   if (st->simple)
     return (words(w, "COMMIT") || words(w, "ROLLBACK") || words(w, "END")) &&
            !words(w, "ROLLBACK TO");
+  if (words(w, "SELECT pg_advisory_xact_lock"))
+    return false; /* a lock until the commit: nothing to read but a void */
   if (!words(w, "INSERT") && !words(w, "UPDATE") && !words(w, "DELETE"))
     return true; /* SELECT, WITH, anything else */
   for (const char *p = w; *p; p++)
@@ -1251,13 +1261,9 @@ static int p_changes(struct tw_db *db) {
   return d->changes;
 }
 static int64_t p_total_changes(struct tw_db *db) { return D(db)->total; }
-static int64_t p_last_insert_id(struct tw_db *db) {
-  struct pdb *d = D(db);
-  if (!d->last_was_insert)
-    return 0;
-  PGresult *r = NULL;
-  /* prepared once per connection: asked after every job's insert */
-  static const char LASTVAL[] = "SELECT lastval()";
+/* prepared once per connection: asked after every job's insert */
+static const char LASTVAL[] = "SELECT lastval()";
+static bool lastval_prepared(struct pdb *d) {
   if (d->lastval_gen != d->gen + 1u) {
     PGresult *p = d->pipe ? pipe_prepare(d, "tw_lastval", LASTVAL, 0, NULL)
                           : PQprepare(d->c, "tw_lastval", LASTVAL, 0, NULL);
@@ -1265,7 +1271,15 @@ static int64_t p_last_insert_id(struct tw_db *db) {
       d->lastval_gen = d->gen + 1u;
     PQclear(p);
   }
-  bool named = d->lastval_gen == d->gen + 1u;
+  return d->lastval_gen == d->gen + 1u;
+}
+
+static int64_t p_last_insert_id(struct tw_db *db) {
+  struct pdb *d = D(db);
+  if (!d->last_was_insert)
+    return 0;
+  PGresult *r = NULL;
+  bool named = lastval_prepared(d);
   if (d->pipe) {
     struct ent *e = q_push(d);
     if (named)
@@ -1294,6 +1308,29 @@ static int64_t p_last_insert_id(struct tw_db *db) {
     v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
   PQclear(r);
   return v;
+}
+/* In a batch: lastval() sent after the INSERT and read with whatever
+ * result is read next, into *dst (see db.h). */
+static void p_last_insert_id_into(struct tw_db *db, int64_t *dst) {
+  struct pdb *d = D(db);
+  if (!d->pipe || d->dead || !d->last_was_insert) {
+    *dst = p_last_insert_id(db);
+    return;
+  }
+  *dst = 0;
+  bool named = lastval_prepared(d);
+  if (d->dead)
+    return; /* the prepare found the batch lost: the op fails with it */
+  struct ent *e = q_push(d);
+  if (named)
+    snprintf(e->name, sizeof e->name, "tw_lastval");
+  else
+    e->sql = tw_strdup(LASTVAL);
+  e->dst = dst;
+  if (!sends(d, e))
+    go_dead(d);
+  else if (d->nq >= PIPE_MAX)
+    drain(d);
 }
 static bool p_autocommit(struct tw_db *db) {
   if (D(db)->pipe)
@@ -1366,6 +1403,7 @@ static const struct tw_db_ops OPS = {
     .changes = p_changes,
     .total_changes = p_total_changes,
     .last_insert_id = p_last_insert_id,
+    .last_insert_id_into = p_last_insert_id_into,
     .autocommit = p_autocommit,
     .user_version = p_user_version,
     .set_user_version = p_set_user_version,
