@@ -241,6 +241,13 @@ enum tw_rc store__audit_flush(struct tw_store *s, struct tw_db *db,
   return TW_OK;
 }
 
+enum tw_rc tw_store_audit_append_in(struct tw_store *s, struct tw_db *db,
+                                    const struct tw_audit_event *ev,
+                                    int64_t at_ms, int64_t *seq_out,
+                                    struct tw_err *err) {
+  return store__audit_append(s, db, ev, at_ms, seq_out, err);
+}
+
 struct append_arg {
   const struct tw_audit_event *ev;
   int64_t at_ms;
