@@ -88,6 +88,18 @@ static const char SQL_JOB_INSERT[] =
     "INSERT INTO jobs (id, tenant, project, name, state, reason, priority,"
     " spec, idem_key, idem_hash, created_at_ms, updated_at_ms, traceparent)"
     " VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)";
+/* PostgreSQL, a submission whose seq may come later: the job and its
+ * creation event in one statement (one execution instead of three with
+ * lastval()), the job's seq its one answer */
+static const char SQL_JOB_INSERT_PG[] =
+    "WITH j AS (INSERT INTO jobs (id, tenant, project, name, state, reason,"
+    " priority, spec, idem_key, idem_hash, created_at_ms, updated_at_ms,"
+    " traceparent)"
+    " VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)"
+    " RETURNING seq, id),"
+    " e AS (INSERT INTO job_events (job_id, at_ms, from_state, to_state,"
+    " reason) SELECT id, ?10, NULL, 'pending', ?5 FROM j)"
+    " SELECT seq FROM j";
 static const char SQL_EVENT_INSERT[] =
     "INSERT INTO job_events (job_id, at_ms, from_state, to_state, reason)"
     " VALUES (?1, ?2, ?3, ?4, ?5)";
@@ -1158,7 +1170,9 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
   int64_t now = tw_clock_now_ms(s->clock);
   char id[TW_JOB_ID_LEN + 1];
   store__sortable_id('j', now, jp->rnd, id);
-  struct tw_db_stmt *st = prep(&s->w, SQL_JOB_INSERT, err);
+  bool one = jp->seq_later && tw_db_backend(s->w.db) == TW_DB_POSTGRES;
+  struct tw_db_stmt *st =
+      prep(&s->w, one ? SQL_JOB_INSERT_PG : SQL_JOB_INSERT, err);
   if (!st)
     return TW_E_IO;
   const char *reason = "submitted";
@@ -1176,18 +1190,22 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
   tw_db_bind_int64(st, 10, now);
   if (req->traceparent) /* the context the job's spans join (store_obs.h) */
     tw_db_bind_text(st, 11, req->traceparent, -1);
-  if ((rc = step_done(&s->w, st, "insert job", err)))
-    return rc;
   struct tw_job_rec *r = out;
   memset(r, 0, sizeof *r);
-  /* out outliving the write: the seq is read with the batch's next
-   * answer (on PostgreSQL no round trip of its own) */
-  if (jp->seq_later)
-    tw_db_last_insert_id_into(s->w.db, &r->seq);
-  else
+  if (one) {
+    /* out outlives the write: the seq is read with the batch's next
+     * answer, no round trip of its own */
+    int sr = tw_db_step_into(st, &r->seq);
+    tw_db_reset(st);
+    if (sr != TW_DB_DONE)
+      return db_err(s->w.db, err, "insert job");
+  } else {
+    if ((rc = step_done(&s->w, st, "insert job", err)))
+      return rc;
     r->seq = tw_db_last_insert_id(s->w.db);
-  if ((rc = insert_event(s, id, now, NULL, "pending", reason, err)))
-    return rc;
+    if ((rc = insert_event(s, id, now, NULL, "pending", reason, err)))
+      return rc;
+  }
   enum tw_job_state state = TW_JOB_PENDING;
   if (req->flow && req->flow->n_ext && /* depends_on: store_flow.c */
       (rc = store__flow_job_created(s, s->w.db, id, req->flow, &state, err)))

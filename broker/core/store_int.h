@@ -54,7 +54,7 @@ struct store_job_prep {
   unsigned char rnd[10];
   /* the job's record outlives the write (the caller's, read after its
    * commit): its seq may be filled when the batch reads its next answer
-   * (tw_db_last_insert_id_into); false: at once */
+   * (tw_db_step_into); false: at once */
   bool seq_later;
 };
 enum tw_rc store__job_prepare(struct tw_store *s, const struct tw_job_new *req,
