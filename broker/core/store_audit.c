@@ -17,6 +17,21 @@ static const char SQL_INSERT[] =
     "INSERT INTO audit_log (seq, at_ms, principal, tenant, action, object,"
     " outcome, request_id, detail, prev_hash, hash)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+/* Eight entries at once: a batch's entries cost one execution per eight
+ * rather than one each (the rest go one by one); entry r's fields are
+ * ?(11r + 1) .. ?(11r + 11), in SQL_INSERT's order. */
+#define AUDIT_ROWS 8
+static const char SQL_INSERT8[] =
+    "INSERT INTO audit_log (seq, at_ms, principal, tenant, action, object,"
+    " outcome, request_id, detail, prev_hash, hash) VALUES"
+    " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11),"
+    " (?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22),"
+    " (?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33),"
+    " (?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44),"
+    " (?45, ?46, ?47, ?48, ?49, ?50, ?51, ?52, ?53, ?54, ?55),"
+    " (?56, ?57, ?58, ?59, ?60, ?61, ?62, ?63, ?64, ?65, ?66),"
+    " (?67, ?68, ?69, ?70, ?71, ?72, ?73, ?74, ?75, ?76, ?77),"
+    " (?78, ?79, ?80, ?81, ?82, ?83, ?84, ?85, ?86, ?87, ?88)";
 static const char SQL_LIST[] =
     "SELECT seq, at_ms, principal, tenant, action, object, outcome,"
     " request_id, detail, prev_hash, hash FROM audit_log"
@@ -200,43 +215,64 @@ enum tw_rc store__audit_flush(struct tw_store *s, struct tw_db *db,
   }
   tw_db_reset(st);
   /* every earlier statement's outcome is known now (that read waited for
-   * them): the entries of the operations that failed are left out */
-  for (size_t i = 0; i < q->n; i++) {
-    struct store_audit_item *it = &q->v[i];
-    if (failed && failed(ctx, it->op))
-      continue;
-    struct tw_audit_entry e = {.seq = seq + 1,
-                               .at_ms = it->at_ms,
-                               .principal = it->principal,
-                               .tenant = it->tenant,
-                               .action = it->action,
-                               .object = it->object,
-                               .outcome = it->outcome,
-                               .request_id = it->request_id,
-                               .detail = it->detail};
-    char h[TW_AUDIT_HASH_HEX];
-    tw_store_audit_hash(&e, prev, h);
-    if (!(st = tw_store_stmt(s, db, SQL_INSERT, err)))
-      return TW_E_IO;
-    tw_db_bind_int64(st, 1, e.seq);
-    tw_db_bind_int64(st, 2, e.at_ms);
-    store__bind_text(st, 3, e.principal);
-    store__bind_text(st, 4, e.tenant);
-    store__bind_text(st, 5, e.action);
-    store__bind_text(st, 6, e.object);
-    store__bind_text(st, 7, e.outcome);
-    store__bind_text(st, 8, e.request_id);
-    store__bind_text(st, 9, e.detail);
-    store__bind_text(st, 10, prev);
-    store__bind_text(st, 11, h);
-    r = tw_db_step(st);
-    tw_db_reset(st);
-    if (r != TW_DB_DONE)
-      return audit_err(db, err, "append");
-    seq = e.seq;
-    memcpy(prev, h, sizeof prev);
-    if (it->seq_out)
-      *it->seq_out = e.seq;
+   * them): the entries of the operations that failed are left out; the
+   * others are linked in order, then inserted eight at a time */
+  struct tw_audit_entry e[AUDIT_ROWS];
+  char prevs[AUDIT_ROWS][TW_AUDIT_HASH_HEX], hs[AUDIT_ROWS][TW_AUDIT_HASH_HEX];
+  struct store_audit_item *its[AUDIT_ROWS];
+  size_t i = 0;
+  for (;;) {
+    int k = 0; /* the next up to eight entries that stay */
+    while (k < AUDIT_ROWS && i < q->n) {
+      struct store_audit_item *it = &q->v[i++];
+      if (failed && failed(ctx, it->op))
+        continue;
+      e[k] = (struct tw_audit_entry){.seq = ++seq,
+                                     .at_ms = it->at_ms,
+                                     .principal = it->principal,
+                                     .tenant = it->tenant,
+                                     .action = it->action,
+                                     .object = it->object,
+                                     .outcome = it->outcome,
+                                     .request_id = it->request_id,
+                                     .detail = it->detail};
+      memcpy(prevs[k], prev, sizeof prev);
+      tw_store_audit_hash(&e[k], prev, hs[k]);
+      memcpy(prev, hs[k], sizeof prev);
+      its[k++] = it;
+    }
+    if (!k)
+      break;
+    /* eight rows in one statement, or the rest one by one */
+    for (int j = 0; j < k;) {
+      int rows = k == AUDIT_ROWS ? AUDIT_ROWS : 1;
+      if (!(st = tw_store_stmt(s, db, rows > 1 ? SQL_INSERT8 : SQL_INSERT,
+                               err)))
+        return TW_E_IO;
+      for (int m = 0; m < rows; m++) {
+        const struct tw_audit_entry *x = &e[j + m];
+        int b0 = 11 * m;
+        tw_db_bind_int64(st, b0 + 1, x->seq);
+        tw_db_bind_int64(st, b0 + 2, x->at_ms);
+        store__bind_text(st, b0 + 3, x->principal);
+        store__bind_text(st, b0 + 4, x->tenant);
+        store__bind_text(st, b0 + 5, x->action);
+        store__bind_text(st, b0 + 6, x->object);
+        store__bind_text(st, b0 + 7, x->outcome);
+        store__bind_text(st, b0 + 8, x->request_id);
+        store__bind_text(st, b0 + 9, x->detail);
+        store__bind_text(st, b0 + 10, prevs[j + m]);
+        store__bind_text(st, b0 + 11, hs[j + m]);
+      }
+      r = tw_db_step(st);
+      tw_db_reset(st);
+      if (r != TW_DB_DONE)
+        return audit_err(db, err, "append");
+      for (int m = 0; m < rows; m++)
+        if (its[j + m]->seq_out)
+          *its[j + m]->seq_out = e[j + m].seq;
+      j += rows;
+    }
   }
   return TW_OK;
 }
