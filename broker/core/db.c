@@ -86,6 +86,15 @@ int64_t tw_db_total_changes(struct tw_db *db) {
 int64_t tw_db_last_insert_id(struct tw_db *db) {
   return db->ops->last_insert_id(db);
 }
+int tw_db_step_into(struct tw_db_stmt *st, int64_t *dst) {
+  if (st->db->ops->step_into)
+    return st->db->ops->step_into(st, dst);
+  int r = st->db->ops->step(st);
+  *dst = r == TW_DB_ROW ? st->db->ops->column_int64(st, 0) : 0;
+  while (r == TW_DB_ROW)
+    r = st->db->ops->step(st);
+  return r;
+}
 bool tw_db_autocommit(struct tw_db *db) { return db->ops->autocommit(db); }
 int tw_db_user_version(struct tw_db *db, int *out) {
   return db->ops->user_version(db, out);

@@ -109,6 +109,12 @@ int tw_db_column_type(struct tw_db_stmt *st, int i); /* TW_DB_NULL or 1 */
 int tw_db_changes(struct tw_db *db);
 int64_t tw_db_total_changes(struct tw_db *db);
 int64_t tw_db_last_insert_id(struct tw_db *db);
+/* Steps st, a statement that returns one row whose first column is an
+ * integer (INSERT ... RETURNING), that integer into *dst: inside a batch
+ * on PostgreSQL sent without waiting and *dst filled when the batch reads
+ * its next answer (0 if no row); elsewhere at once.  TW_DB_DONE, or an
+ * error as tw_db_step's; the caller resets st as after a step. */
+int tw_db_step_into(struct tw_db_stmt *st, int64_t *dst);
 /* Whether no transaction is open (sqlite rolled one back by itself). */
 bool tw_db_autocommit(struct tw_db *db);
 

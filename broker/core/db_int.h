@@ -27,6 +27,8 @@ struct tw_db_ops {
   int (*changes)(struct tw_db *db);
   int64_t (*total_changes)(struct tw_db *db);
   int64_t (*last_insert_id)(struct tw_db *db);
+  /* NULL: step, the first column into *dst */
+  int (*step_into)(struct tw_db_stmt *st, int64_t *dst);
   bool (*autocommit)(struct tw_db *db);
   int (*user_version)(struct tw_db *db, int *out);
   int (*set_user_version)(struct tw_db *db, int v);

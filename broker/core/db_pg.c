@@ -31,10 +31,11 @@
  * A batch (tw_db_batch_begin .. tw_db_batch_end: the writer's group
  * commit) runs in libpq's pipeline mode.  A statement whose result the
  * caller cannot look at (an INSERT, UPDATE or DELETE without RETURNING,
- * BEGIN, SAVEPOINT, RELEASE, ROLLBACK TO) is sent and its step answers
- * DONE at once; the first call that needs an answer (a statement that
- * returns rows, changes(), last_insert_id(), COMMIT, ROLLBACK, a
- * prepare) sends a sync and reads every result owed, in order.  Each
+ * BEGIN, SAVEPOINT, RELEASE, ROLLBACK TO, SELECT pg_advisory_xact_lock)
+ * is sent and its step answers DONE at once; the first call that needs
+ * an answer (a statement that returns rows, changes(), last_insert_id(),
+ * COMMIT, ROLLBACK, a prepare) sends a sync and reads every result owed,
+ * in order; a step_into()'s row is read with that next answer.  Each
  * statement sent carries the number of the batch's operation it belongs
  * to (tw_db_batch_op) and a copy of its parameters.  When one failed, the
  * server skipped everything after it up to the sync: if it belongs to an
@@ -63,6 +64,7 @@ struct ent {
   bool want;     /* the caller waits for this result */
   bool commit;   /* COMMIT: "ROLLBACK" as its status is a failure */
   bool insert;   /* an INSERT: whether it inserted is last_was_insert */
+  int64_t *dst;  /* the first column of its row read into *dst (step_into) */
   int n;
   char **v; /* owned copies; NULL for SQL NULL */
   int *len, *fmt;
@@ -662,6 +664,12 @@ static int drain(struct pdb *d) {
         }
         if (failed < 0)
           failed = i;
+      } else if (e->dst) { /* INSERT ... RETURNING: rows changed */
+        bool rows = t == PGRES_TUPLES_OK && PQntuples(r) >= 1;
+        *e->dst = rows ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+        d->changes = rows ? PQntuples(r) : 0;
+        d->total += d->changes;
+        d->last_was_insert = d->changes > 0;
       } else if (e->want) {
         PQclear(d->wanted);
         d->wanted = r;
@@ -781,6 +789,8 @@ static bool must_wait(const struct pst *st) {
   if (st->simple)
     return (words(w, "COMMIT") || words(w, "ROLLBACK") || words(w, "END")) &&
            !words(w, "ROLLBACK TO");
+  if (words(w, "SELECT pg_advisory_xact_lock"))
+    return false; /* a lock until the commit: nothing to read but a void */
   if (!words(w, "INSERT") && !words(w, "UPDATE") && !words(w, "DELETE"))
     return true; /* SELECT, WITH, anything else */
   for (const char *p = w; *p; p++)
@@ -1191,6 +1201,45 @@ static int p_step(struct tw_db_stmt *s) {
   return TW_DB_ERROR;
 }
 
+static int64_t p_column_int64(struct tw_db_stmt *s, int i);
+
+/* In a batch: st sent without waiting, its row's first column read
+ * into *dst with the batch's next answer (see db.h). */
+static int p_step_into(struct tw_db_stmt *s, int64_t *dst) {
+  struct pst *st = P(s);
+  struct pdb *d = D(s->db);
+  *dst = 0;
+  if (!d->pipe || st->simple || st->res || st->row >= 0) {
+    int r = p_step(s);
+    if (r == TW_DB_ROW)
+      *dst = p_column_int64(s, 0);
+    while (r == TW_DB_ROW)
+      r = p_step(s);
+    return r;
+  }
+  clear_err(d);
+  if (d->dead)
+    return dead_err(d);
+  if (!ensure_conn(d))
+    return go_dead(d);
+  if (st->deferred && st->gen != d->gen + 1u) {
+    if (do_prepare(d, st, true) != TW_DB_OK)
+      return TW_DB_ERROR;
+    st->gen = d->gen + 1u;
+  } else if (!st->deferred && st->gen != d->gen &&
+             do_prepare(d, st, false) != TW_DB_OK) {
+    return TW_DB_ERROR;
+  }
+  if (!q_stmt(d, st, false))
+    return go_dead(d);
+  d->q[d->nq - 1].dst = dst;
+  d->last_was_insert = true;
+  st->row = 0; /* answered when its result is read */
+  if (d->nq >= PIPE_MAX && drain(d) != TW_DB_OK)
+    return TW_DB_ERROR;
+  return TW_DB_DONE;
+}
+
 static bool have(struct pst *st, int i) {
   return st->res && st->row >= 0 && st->row < st->nrows && i >= 0 &&
          i < PQnfields(st->res);
@@ -1251,13 +1300,9 @@ static int p_changes(struct tw_db *db) {
   return d->changes;
 }
 static int64_t p_total_changes(struct tw_db *db) { return D(db)->total; }
-static int64_t p_last_insert_id(struct tw_db *db) {
-  struct pdb *d = D(db);
-  if (!d->last_was_insert)
-    return 0;
-  PGresult *r = NULL;
-  /* prepared once per connection: asked after every job's insert */
-  static const char LASTVAL[] = "SELECT lastval()";
+/* prepared once per connection: asked after every job's insert */
+static const char LASTVAL[] = "SELECT lastval()";
+static bool lastval_prepared(struct pdb *d) {
   if (d->lastval_gen != d->gen + 1u) {
     PGresult *p = d->pipe ? pipe_prepare(d, "tw_lastval", LASTVAL, 0, NULL)
                           : PQprepare(d->c, "tw_lastval", LASTVAL, 0, NULL);
@@ -1265,7 +1310,15 @@ static int64_t p_last_insert_id(struct tw_db *db) {
       d->lastval_gen = d->gen + 1u;
     PQclear(p);
   }
-  bool named = d->lastval_gen == d->gen + 1u;
+  return d->lastval_gen == d->gen + 1u;
+}
+
+static int64_t p_last_insert_id(struct tw_db *db) {
+  struct pdb *d = D(db);
+  if (!d->last_was_insert)
+    return 0;
+  PGresult *r = NULL;
+  bool named = lastval_prepared(d);
   if (d->pipe) {
     struct ent *e = q_push(d);
     if (named)
@@ -1366,6 +1419,7 @@ static const struct tw_db_ops OPS = {
     .changes = p_changes,
     .total_changes = p_total_changes,
     .last_insert_id = p_last_insert_id,
+    .step_into = p_step_into,
     .autocommit = p_autocommit,
     .user_version = p_user_version,
     .set_user_version = p_set_user_version,

@@ -88,6 +88,18 @@ static const char SQL_JOB_INSERT[] =
     "INSERT INTO jobs (id, tenant, project, name, state, reason, priority,"
     " spec, idem_key, idem_hash, created_at_ms, updated_at_ms, traceparent)"
     " VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)";
+/* PostgreSQL, a submission whose seq may come later: the job and its
+ * creation event in one statement (one execution instead of three with
+ * lastval()), the job's seq its one answer */
+static const char SQL_JOB_INSERT_PG[] =
+    "WITH j AS (INSERT INTO jobs (id, tenant, project, name, state, reason,"
+    " priority, spec, idem_key, idem_hash, created_at_ms, updated_at_ms,"
+    " traceparent)"
+    " VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)"
+    " RETURNING seq, id),"
+    " e AS (INSERT INTO job_events (job_id, at_ms, from_state, to_state,"
+    " reason) SELECT id, ?10, NULL, 'pending', ?5 FROM j)"
+    " SELECT seq FROM j";
 static const char SQL_EVENT_INSERT[] =
     "INSERT INTO job_events (job_id, at_ms, from_state, to_state, reason)"
     " VALUES (?1, ?2, ?3, ?4, ?5)";
@@ -243,9 +255,30 @@ struct tw_store {
   char *path;
   bool backed_up;
   struct store_logs *logs; /* the agent's output in files; NULL: rows */
+  /* the audit entries of the batch running (writer thread only) */
+  struct store_audit_q audit_q;
 };
 
 struct store_logs *store__logs(struct tw_store *s) { return s->logs; }
+struct store_audit_q *store__audit_q(struct tw_store *s) {
+  return &s->audit_q;
+}
+
+/* store__audit_flush's question: whether operation i of the batch failed
+ * (in its function, or after it returned: a statement of it failed in
+ * PostgreSQL's pipeline). */
+struct batch_view {
+  struct wop *batch;
+  struct tw_db *db;
+};
+static bool batch_op_failed(void *ctx, int i) {
+  struct batch_view *v = ctx;
+  int k = 0;
+  for (struct wop *o = v->batch; o; o = o->next, k++)
+    if (k == i)
+      return o->rc != TW_OK || tw_db_batch_failed(v->db, i);
+  return true;
+}
 
 /* A failure of the storage under a statement that may well succeed later
  * (I/O, a lock, a lost connection), as opposed to a statement that is
@@ -524,6 +557,7 @@ static void *writer_main(void *arg) {
         fail_op(o, brc, &berr);
         continue;
       }
+      s->audit_q.op = idx;
       tw_db_batch_op(s->w.db, idx++);
       if ((o->rc = exec_simple(&s->w, SQL_SAVEPOINT, o->err)))
         continue;
@@ -553,8 +587,14 @@ static void *writer_main(void *arg) {
           fail_op(o, brc, &berr);
       committed = 0;
       tw_log_error("store", "transaction rolled back: %s", berr.msg);
-    } else if (!brc && (tw_db_batch_op(s->w.db, idx),
-                        brc = exec_simple(&s->w, SQL_COMMIT, &berr))) {
+    } else if (!brc &&
+               (tw_db_batch_op(s->w.db, idx),
+                /* the batch's audit entries, then the commit */
+                (brc = store__audit_flush(
+                     s, s->w.db, batch_op_failed,
+                     &(struct batch_view){.batch = batch, .db = s->w.db},
+                     &berr)) != TW_OK ||
+                    (brc = exec_simple(&s->w, SQL_COMMIT, &berr)) != TW_OK)) {
       if (storage_failure(s->w.db, &brc, &berr) && !storage)
         storage = brc;
       exec_simple(&s->w, SQL_ROLLBACK, NULL);
@@ -580,6 +620,7 @@ static void *writer_main(void *arg) {
       }
     }
     tw_db_batch_end(s->w.db);
+    store__audit_clear(s);
     pthread_mutex_lock(&s->mu);
     if (!brc) {
       s->commits++;
@@ -941,6 +982,8 @@ void tw_store_close(struct tw_store *s) {
   free(s->readers);
   free(s->reader_busy);
   conn_close(&s->w);
+  store__audit_clear(s);
+  free(s->audit_q.v);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->work);
   pthread_mutex_destroy(&s->rmu);
@@ -1074,6 +1117,7 @@ enum tw_rc store__job_prepare(struct tw_store *s, const struct tw_job_new *req,
   static const char digits[] = "0123456789abcdef";
   unsigned char md[32];
   unsigned len = 0;
+  out->seq_later = false;
   if (EVP_Digest(req->spec_json, strlen(req->spec_json), md, &len,
                  s->sha256 ? s->sha256 : EVP_sha256(), NULL) != 1 ||
       len != sizeof md || RAND_bytes(out->rnd, sizeof out->rnd) != 1)
@@ -1126,7 +1170,9 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
   int64_t now = tw_clock_now_ms(s->clock);
   char id[TW_JOB_ID_LEN + 1];
   store__sortable_id('j', now, jp->rnd, id);
-  struct tw_db_stmt *st = prep(&s->w, SQL_JOB_INSERT, err);
+  bool one = jp->seq_later && tw_db_backend(s->w.db) == TW_DB_POSTGRES;
+  struct tw_db_stmt *st =
+      prep(&s->w, one ? SQL_JOB_INSERT_PG : SQL_JOB_INSERT, err);
   if (!st)
     return TW_E_IO;
   const char *reason = "submitted";
@@ -1144,18 +1190,26 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
   tw_db_bind_int64(st, 10, now);
   if (req->traceparent) /* the context the job's spans join (store_obs.h) */
     tw_db_bind_text(st, 11, req->traceparent, -1);
-  if ((rc = step_done(&s->w, st, "insert job", err)))
-    return rc;
-  int64_t seq = tw_db_last_insert_id(s->w.db);
-  if ((rc = insert_event(s, id, now, NULL, "pending", reason, err)))
-    return rc;
+  struct tw_job_rec *r = out;
+  memset(r, 0, sizeof *r);
+  if (one) {
+    /* out outlives the write: the seq is read with the batch's next
+     * answer, no round trip of its own */
+    int sr = tw_db_step_into(st, &r->seq);
+    tw_db_reset(st);
+    if (sr != TW_DB_DONE)
+      return db_err(s->w.db, err, "insert job");
+  } else {
+    if ((rc = step_done(&s->w, st, "insert job", err)))
+      return rc;
+    r->seq = tw_db_last_insert_id(s->w.db);
+    if ((rc = insert_event(s, id, now, NULL, "pending", reason, err)))
+      return rc;
+  }
   enum tw_job_state state = TW_JOB_PENDING;
   if (req->flow && req->flow->n_ext && /* depends_on: store_flow.c */
       (rc = store__flow_job_created(s, s->w.db, id, req->flow, &state, err)))
     return rc;
-  struct tw_job_rec *r = out;
-  memset(r, 0, sizeof *r);
-  r->seq = seq;
   memcpy(r->id, id, sizeof r->id);
   r->name = tw_strdup(req->name);
   r->tenant = tw_strdup(req->tenant);
@@ -1186,6 +1240,7 @@ enum tw_rc tw_store_job_create(struct tw_store *s, const struct tw_job_new *req,
   struct create_arg a = {.req = req, .jp = &jp, .out = out};
   memset(out, 0, sizeof *out);
   enum tw_rc rc = store__job_prepare(s, req, &jp, err);
+  jp.seq_later = true; /* out is the caller's, read after the commit */
   if (rc == TW_OK)
     rc = tw_store_write(s, op_create, &a, err);
   if (rc)

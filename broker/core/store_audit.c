@@ -17,6 +17,21 @@ static const char SQL_INSERT[] =
     "INSERT INTO audit_log (seq, at_ms, principal, tenant, action, object,"
     " outcome, request_id, detail, prev_hash, hash)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+/* Eight entries at once: a batch's entries cost one execution per eight
+ * rather than one each (the rest go one by one); entry r's fields are
+ * ?(11r + 1) .. ?(11r + 11), in SQL_INSERT's order. */
+#define AUDIT_ROWS 8
+static const char SQL_INSERT8[] =
+    "INSERT INTO audit_log (seq, at_ms, principal, tenant, action, object,"
+    " outcome, request_id, detail, prev_hash, hash) VALUES"
+    " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11),"
+    " (?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22),"
+    " (?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33),"
+    " (?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44),"
+    " (?45, ?46, ?47, ?48, ?49, ?50, ?51, ?52, ?53, ?54, ?55),"
+    " (?56, ?57, ?58, ?59, ?60, ?61, ?62, ?63, ?64, ?65, ?66),"
+    " (?67, ?68, ?69, ?70, ?71, ?72, ?73, ?74, ?75, ?76, ?77),"
+    " (?78, ?79, ?80, ?81, ?82, ?83, ?84, ?85, ?86, ?87, ?88)";
 static const char SQL_LIST[] =
     "SELECT seq, at_ms, principal, tenant, action, object, outcome,"
     " request_id, detail, prev_hash, hash FROM audit_log"
@@ -105,63 +120,168 @@ static enum tw_rc audit_err(struct tw_db *db, struct tw_err *err, const char *wh
   return tw_err_set(err, TW_E_IO, "audit: %s: %s", what, tw_db_errmsg(db));
 }
 
+/* One queued entry: the event's fields copied (the write function's
+ * event may live on its stack). */
+struct store_audit_item {
+  int op;
+  int64_t at_ms;
+  int64_t *seq_out;
+  char *principal, *tenant, *action, *object, *outcome, *request_id, *detail;
+};
+
+static void item_free(struct store_audit_item *it) {
+  free(it->principal);
+  free(it->tenant);
+  free(it->action);
+  free(it->object);
+  free(it->outcome);
+  free(it->request_id);
+  free(it->detail);
+}
+
 enum tw_rc store__audit_append(struct tw_store *s, struct tw_db *db,
                                const struct tw_audit_event *ev, int64_t at_ms,
                                int64_t *seq_out, struct tw_err *err) {
+  (void)db, (void)err;
+  struct store_audit_q *q = store__audit_q(s);
+  if (q->n == q->cap) {
+    q->cap = q->cap ? 2 * q->cap : 64;
+    q->v = tw_realloc(q->v, q->cap * sizeof *q->v);
+  }
+  struct store_audit_item *it = &q->v[q->n++];
+  it->op = q->op;
+  it->at_ms = at_ms;
+  it->seq_out = seq_out;
+  it->principal = tw_strdup(ev->principal ? ev->principal : "");
+  it->tenant = tw_strdup(ev->tenant ? ev->tenant : "");
+  it->action = tw_strdup(ev->action ? ev->action : "");
+  it->object = tw_strdup(ev->object ? ev->object : "");
+  it->outcome = tw_strdup(ev->outcome ? ev->outcome : "");
+  it->request_id = tw_strdup(ev->request_id ? ev->request_id : "");
+  it->detail = tw_strdup(ev->detail ? ev->detail : "");
+  if (seq_out)
+    *seq_out = 0;
+  return TW_OK;
+}
+
+void store__audit_clear(struct tw_store *s) {
+  struct store_audit_q *q = store__audit_q(s);
+  for (size_t i = 0; i < q->n; i++)
+    item_free(&q->v[i]);
+  q->n = 0;
+  q->op = 0;
+}
+
+/* The chain's lock on PostgreSQL: a transaction-level advisory lock of
+ * this schema's chain (several schemas, several chains, on one server).
+ * Its own statement, before the read of the last entry: that read's
+ * snapshot (READ COMMITTED: one per statement) then sees the entries of
+ * whoever held the lock before.  Sent without waiting (db_pg.c): the
+ * lock and the read cost one round trip. */
+static const char SQL_LOCK_PG[] =
+    "SELECT pg_advisory_xact_lock(7477, hashtext('audit ' || current_schema()))";
+
+enum tw_rc store__audit_flush(struct tw_store *s, struct tw_db *db,
+                              bool (*failed)(void *ctx, int op), void *ctx,
+                              struct tw_err *err) {
+  struct store_audit_q *q = store__audit_q(s);
+  if (!q->n)
+    return TW_OK;
   struct tw_db_stmt *st;
-  /* several brokers on one PostgreSQL append to one chain: in turn, so no
-   * two read the same last entry */
-  enum tw_rc lrc = store__serialize(s, db, err);
-  if (lrc)
-    return lrc;
+  int r;
+  if (tw_db_backend(db) == TW_DB_POSTGRES) {
+    if (!(st = tw_store_stmt(s, db, SQL_LOCK_PG, err)))
+      return TW_E_IO;
+    r = tw_db_step(st);
+    tw_db_reset(st);
+    if (r != TW_DB_ROW && r != TW_DB_DONE)
+      return audit_err(db, err, "wait for the chain");
+  }
   if (!(st = tw_store_stmt(s, db, SQL_LAST, err)))
     return TW_E_IO;
-  struct tw_audit_entry e = {0};
+  int64_t seq;
   char prev[TW_AUDIT_HASH_HEX];
-  int r = tw_db_step(st);
+  r = tw_db_step(st);
   if (r == TW_DB_ROW) {
-    e.seq = tw_db_column_int64(st, 0) + 1;
+    seq = tw_db_column_int64(st, 0);
     const unsigned char *h = tw_db_column_text(st, 1);
     snprintf(prev, sizeof prev, "%s", h ? (const char *)h : TW_AUDIT_HASH_ZERO);
   } else if (r == TW_DB_DONE) {
-    e.seq = 1;
+    seq = 0;
     memcpy(prev, TW_AUDIT_HASH_ZERO, sizeof prev);
   } else {
     tw_db_reset(st);
     return audit_err(db, err, "read the last entry");
   }
   tw_db_reset(st);
-  e.at_ms = at_ms;
-  /* the hash reads the fields; they stay borrowed from ev */
-  e.principal = (char *)(ev->principal ? ev->principal : "");
-  e.tenant = (char *)(ev->tenant ? ev->tenant : "");
-  e.action = (char *)(ev->action ? ev->action : "");
-  e.object = (char *)(ev->object ? ev->object : "");
-  e.outcome = (char *)(ev->outcome ? ev->outcome : "");
-  e.request_id = (char *)(ev->request_id ? ev->request_id : "");
-  e.detail = (char *)(ev->detail ? ev->detail : "");
-  char h[TW_AUDIT_HASH_HEX];
-  tw_store_audit_hash(&e, prev, h);
-  if (!(st = tw_store_stmt(s, db, SQL_INSERT, err)))
-    return TW_E_IO;
-  tw_db_bind_int64(st, 1, e.seq);
-  tw_db_bind_int64(st, 2, e.at_ms);
-  store__bind_text(st, 3, e.principal);
-  store__bind_text(st, 4, e.tenant);
-  store__bind_text(st, 5, e.action);
-  store__bind_text(st, 6, e.object);
-  store__bind_text(st, 7, e.outcome);
-  store__bind_text(st, 8, e.request_id);
-  store__bind_text(st, 9, e.detail);
-  store__bind_text(st, 10, prev);
-  store__bind_text(st, 11, h);
-  r = tw_db_step(st);
-  tw_db_reset(st);
-  if (r != TW_DB_DONE)
-    return audit_err(db, err, "append");
-  if (seq_out)
-    *seq_out = e.seq;
+  /* every earlier statement's outcome is known now (that read waited for
+   * them): the entries of the operations that failed are left out; the
+   * others are linked in order, then inserted eight at a time */
+  struct tw_audit_entry e[AUDIT_ROWS];
+  char prevs[AUDIT_ROWS][TW_AUDIT_HASH_HEX], hs[AUDIT_ROWS][TW_AUDIT_HASH_HEX];
+  struct store_audit_item *its[AUDIT_ROWS];
+  size_t i = 0;
+  for (;;) {
+    int k = 0; /* the next up to eight entries that stay */
+    while (k < AUDIT_ROWS && i < q->n) {
+      struct store_audit_item *it = &q->v[i++];
+      if (failed && failed(ctx, it->op))
+        continue;
+      e[k] = (struct tw_audit_entry){.seq = ++seq,
+                                     .at_ms = it->at_ms,
+                                     .principal = it->principal,
+                                     .tenant = it->tenant,
+                                     .action = it->action,
+                                     .object = it->object,
+                                     .outcome = it->outcome,
+                                     .request_id = it->request_id,
+                                     .detail = it->detail};
+      memcpy(prevs[k], prev, sizeof prev);
+      tw_store_audit_hash(&e[k], prev, hs[k]);
+      memcpy(prev, hs[k], sizeof prev);
+      its[k++] = it;
+    }
+    if (!k)
+      break;
+    /* eight rows in one statement, or the rest one by one */
+    for (int j = 0; j < k;) {
+      int rows = k == AUDIT_ROWS ? AUDIT_ROWS : 1;
+      if (!(st = tw_store_stmt(s, db, rows > 1 ? SQL_INSERT8 : SQL_INSERT,
+                               err)))
+        return TW_E_IO;
+      for (int m = 0; m < rows; m++) {
+        const struct tw_audit_entry *x = &e[j + m];
+        int b0 = 11 * m;
+        tw_db_bind_int64(st, b0 + 1, x->seq);
+        tw_db_bind_int64(st, b0 + 2, x->at_ms);
+        store__bind_text(st, b0 + 3, x->principal);
+        store__bind_text(st, b0 + 4, x->tenant);
+        store__bind_text(st, b0 + 5, x->action);
+        store__bind_text(st, b0 + 6, x->object);
+        store__bind_text(st, b0 + 7, x->outcome);
+        store__bind_text(st, b0 + 8, x->request_id);
+        store__bind_text(st, b0 + 9, x->detail);
+        store__bind_text(st, b0 + 10, prevs[j + m]);
+        store__bind_text(st, b0 + 11, hs[j + m]);
+      }
+      r = tw_db_step(st);
+      tw_db_reset(st);
+      if (r != TW_DB_DONE)
+        return audit_err(db, err, "append");
+      for (int m = 0; m < rows; m++)
+        if (its[j + m]->seq_out)
+          *its[j + m]->seq_out = e[j + m].seq;
+      j += rows;
+    }
+  }
   return TW_OK;
+}
+
+enum tw_rc tw_store_audit_append_in(struct tw_store *s, struct tw_db *db,
+                                    const struct tw_audit_event *ev,
+                                    int64_t at_ms, int64_t *seq_out,
+                                    struct tw_err *err) {
+  return store__audit_append(s, db, ev, at_ms, seq_out, err);
 }
 
 struct append_arg {

@@ -3,8 +3,10 @@
  * The structs are the audit module's (broker/tenancy/audit.h includes this
  * header and documents the chain); the store keeps them.  The store also
  * computes each entry's link: the writer reads the last entry and hashes
- * the new one inside the transaction that appends it, so concurrent
- * appends form one chain, and a store function that changes something
+ * the new ones inside the transaction that appends them (once per group
+ * commit, at its end: the entries of its operations that did not fail,
+ * in their order), so concurrent appends form one chain, and a store
+ * function that changes something
  * another table records (a budget alert, a job's owner, the first admin)
  * appends its entry in its own transaction: the change and its entry
  * commit together or not at all.  Thread-safe, as the store. */
@@ -70,6 +72,17 @@ void tw_store_audit_entries_free(struct tw_audit_entry *e, size_t n);
 enum tw_rc tw_store_audit_append(struct tw_store *s,
                                  const struct tw_audit_event *ev, int64_t at_ms,
                                  int64_t *seq_out, struct tw_err *err);
+
+/* The same inside a write function (tw_store_write's fn, the writer
+ * thread, db its connection): the entry commits with that write, and
+ * not at all when the write fails.  *seq_out (may be NULL) is set when
+ * the batch's entries are linked, after fn returned: it must outlive
+ * fn (the caller of tw_store_write's). */
+struct tw_db;
+enum tw_rc tw_store_audit_append_in(struct tw_store *s, struct tw_db *db,
+                                    const struct tw_audit_event *ev,
+                                    int64_t at_ms, int64_t *seq_out,
+                                    struct tw_err *err);
 
 /* Up to f->limit entries matching f, oldest first, into *out (an array of
  * *n; tw_store_audit_entries_free).  f->limit must be positive. */

@@ -52,6 +52,10 @@ void store__col(struct tw_db_stmt *st, int i, char *out, size_t outsz);
 struct store_job_prep {
   char hash[65];
   unsigned char rnd[10];
+  /* the job's record outlives the write (the caller's, read after its
+   * commit): its seq may be filled when the batch reads its next answer
+   * (tw_db_step_into); false: at once */
+  bool seq_later;
 };
 enum tw_rc store__job_prepare(struct tw_store *s, const struct tw_job_new *req,
                               struct store_job_prep *out, struct tw_err *err);
@@ -67,18 +71,43 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
 
 /* store_audit.c: appends one audit entry inside the transaction of the
  * calling write function (writer thread), linked to the last entry, so
- * the change it records and the entry commit together.  *seq_out may be
- * NULL. */
+ * the change it records and the entry commit together.  The entry is
+ * queued with the number of the batch's operation running now (struct
+ * store_audit_q) and written by store__audit_flush() at the end of the
+ * batch, before its COMMIT: the chain's head is read and advanced once
+ * per batch.  *seq_out (may be NULL) is set by that flush, so it must
+ * outlive the write function (the caller's, read after the commit). */
 struct tw_audit_event;
 enum tw_rc store__audit_append(struct tw_store *s, struct tw_db *db,
                                const struct tw_audit_event *ev, int64_t at_ms,
                                int64_t *seq_out, struct tw_err *err);
+/* The entries queued during the writer's batch (store.c holds one, the
+ * writer sets op before each operation). */
+struct store_audit_item;
+struct store_audit_q {
+  struct store_audit_item *v;
+  size_t n, cap;
+  int op;
+};
+struct store_audit_q *store__audit_q(struct tw_store *s);
+/* The end of a batch, before its COMMIT: the queued entries of the
+ * operations that did not fail (failed(ctx, op) false, asked after every
+ * earlier statement's outcome is known), in order, linked to the chain's
+ * last entry and inserted.  On PostgreSQL it first takes the chain's
+ * transaction lock (one per schema), held until the commit, so the
+ * replicas' batches append in turn; nothing else of a batch waits for
+ * it.  A failure fails the whole batch.  store__audit_clear drops what
+ * is queued (every batch's end). */
+enum tw_rc store__audit_flush(struct tw_store *s, struct tw_db *db,
+                              bool (*failed)(void *ctx, int op), void *ctx,
+                              struct tw_err *err);
+void store__audit_clear(struct tw_store *s);
 
 /* store.c: inside a write function, on PostgreSQL, waits for (and holds
  * until the commit) the lease row's lock, so that a check-then-write of
- * state every replica shares (the audit chain's last entry, the first
- * admin) runs for one broker at a time, as sqlite's single writer runs
- * it.  sqlite: nothing. */
+ * state every replica shares (the first admin) runs for one broker at a
+ * time, as sqlite's single writer runs it.  sqlite: nothing.  (The audit
+ * chain has a lock of its own: store__audit_flush.) */
 enum tw_rc store__serialize(struct tw_store *s, struct tw_db *db,
                             struct tw_err *err);
 

@@ -691,6 +691,7 @@ enum tw_rc tw_store_job_submit(struct tw_store *s, const struct tw_job_new *job,
       .job = job, .prep = &prep, .owner = owner, .audit = audit, .out = out};
   memset(out, 0, sizeof *out);
   enum tw_rc rc = store__job_prepare(s, job, &prep, err);
+  prep.seq_later = true; /* out is the caller's, read after the commit */
   if (rc == TW_OK)
     rc = tw_store_write(s, op_submit, &a, err);
   if (rc)

@@ -12,7 +12,13 @@
  *     insert a duplicate (on PostgreSQL the failure is found by their own
  *     read, so it is their step's error, as on sqlite).
  *     Each caller hears its own outcome, every success is stored once,
- *     no failure's row is, and the store keeps writing afterwards. */
+ *     no failure's row is, and the store keeps writing afterwards.
+ *   audit_entries_stay_with_their_operation: the same batch with every
+ *     operation appending an audit entry (before its insert or after it):
+ *     the entries are linked at the batch's end, so the log holds exactly
+ *     the successes' entries, in the order they ran, numbered 1, 2, ...
+ *     without a gap, each linked to the one before and its hash right,
+ *     and each caller's seq is its own entry's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +32,7 @@
 
 #include "broker/core/db.h"
 #include "broker/core/store.h"
+#include "broker/core/store_audit.h"
 #include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
@@ -64,7 +71,23 @@ struct op {
   int64_t seen; /* what the read counted */
   int ran;      /* the order the writer ran the operations in */
   enum tw_rc rc;
+  int audit;         /* 0 none, 1 an entry before the insert, 2 after it */
+  char object[32];   /* the entry's object */
+  int64_t audit_seq; /* its seq, set by the batch's end */
 };
+
+static enum tw_rc op_audit(struct tw_store *s, struct tw_db *db,
+                           struct op *o, struct tw_err *err) {
+  snprintf(o->object, sizeof o->object, "k-%d-%d", o->key, o->ran);
+  struct tw_audit_event ev = {.principal = "test",
+                              .tenant = "t",
+                              .action = "batch.insert",
+                              .object = o->object,
+                              .outcome = "ok",
+                              .detail = o->dup ? "dup" : ""};
+  return tw_store_audit_append_in(s, db, &ev, 1000 + o->ran, &o->audit_seq,
+                                  err);
+}
 
 static int ran_count;   /* the writer thread's alone */
 static int n_queueing;  /* op threads about to queue (atomic) */
@@ -77,6 +100,9 @@ static enum tw_rc op_fn(struct tw_store *s, struct tw_db *db, void *varg,
                         struct tw_err *err) {
   struct op *o = varg;
   o->ran = ++ran_count;
+  enum tw_rc rc;
+  if (o->audit == 1 && (rc = op_audit(s, db, o, err)))
+    return rc;
   struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_INSERT, err);
   if (!st)
     return TW_E_IO;
@@ -97,6 +123,8 @@ static enum tw_rc op_fn(struct tw_store *s, struct tw_db *db, void *varg,
     if (r != TW_DB_ROW)
       return fail_db(db, err);
   }
+  if (o->audit == 2)
+    return op_audit(s, db, o, err);
   return TW_OK;
 }
 
@@ -144,8 +172,42 @@ static int64_t count_all(struct tw_store *s) {
   return o.seen;
 }
 
-static void failures_stay_with_their_operation(void **state) {
-  (void)state;
+/* The log holds the successes' entries alone, in the order they ran, as
+ * one unbroken chain; each caller's seq is its entry's. */
+static void check_audit(struct tw_store *s, const struct op *ops, int n,
+                        int ok) {
+  struct tw_audit_filter f = {.limit = 1000};
+  struct tw_audit_entry *e = NULL;
+  size_t got = 0;
+  struct tw_err err = {0};
+  if (tw_store_audit_list(s, &f, &e, &got, &err))
+    fail_msg("audit list: %s", err.msg);
+  assert_int_equal((int)got, ok);
+  char prev[TW_AUDIT_HASH_HEX] = TW_AUDIT_HASH_ZERO;
+  int last_ran = 0;
+  for (size_t k = 0; k < got; k++) {
+    assert_int_equal(e[k].seq, (int64_t)k + 1);
+    assert_string_equal(e[k].prev_hash, prev);
+    char h[TW_AUDIT_HASH_HEX];
+    tw_store_audit_hash(&e[k], prev, h);
+    assert_string_equal(e[k].hash, h);
+    memcpy(prev, h, sizeof prev);
+    const struct op *o = NULL;
+    for (int i = 0; i < n && !o; i++)
+      if (!strcmp(ops[i].object, e[k].object))
+        o = &ops[i];
+    if (!o)
+      fail_msg("entry %zu: %s is no operation's", k + 1, e[k].object);
+    if (o->dup || o->rc != TW_OK)
+      fail_msg("entry %zu: %s failed, its entry stayed", k + 1, e[k].object);
+    assert_int_equal(o->audit_seq, e[k].seq);
+    assert_true(o->ran > last_ran); /* in the order they ran */
+    last_ran = o->ran;
+  }
+  tw_store_audit_entries_free(e, got);
+}
+
+static void run_batch(bool audit) {
   struct tw_store *s = NULL;
   struct tw_err err = {0};
   struct tw_store_opts so = {.path = path, .readers = 2};
@@ -176,7 +238,8 @@ static void failures_stay_with_their_operation(void **state) {
                          .key = dup ? 1 + i % 8 : 100 + i,
                          .dup = dup,
                          .read = i % 4 == 3,
-                         .seen = -1};
+                         .seen = -1,
+                         .audit = audit ? 1 + i % 2 : 0};
     pthread_create(&th[i], NULL, op_main, &ops[i]);
     usleep(2000); /* most likely in this order in the writer's queue */
   }
@@ -212,7 +275,19 @@ static void failures_stay_with_their_operation(void **state) {
   struct tw_store_stats st;
   tw_store_stats(s, &st);
   assert_true(st.max_batch >= N / 2); /* they did share a batch */
+  if (audit)
+    check_audit(s, ops, N, ok);
   tw_store_close(s);
+}
+
+static void failures_stay_with_their_operation(void **state) {
+  (void)state;
+  run_batch(false);
+}
+
+static void audit_entries_stay_with_their_operation(void **state) {
+  (void)state;
+  run_batch(true);
 }
 
 int main(int argc, char **argv) {
@@ -223,6 +298,8 @@ int main(int argc, char **argv) {
   }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(failures_stay_with_their_operation,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(audit_entries_stay_with_their_operation,
                                       setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
