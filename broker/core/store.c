@@ -625,16 +625,33 @@ enum tw_rc tw_store_write(struct tw_store *s, tw_store_write_fn fn, void *arg,
   return rc;
 }
 
+static void write_ops(struct tw_store *s, tw_store_write_fn fn,
+                      void *const *args, const struct tw_store_op *each,
+                      size_t n, enum tw_rc *rcs, struct tw_err *errs);
+
 void tw_store_write_many(struct tw_store *s, tw_store_write_fn fn,
                          void *const *args, size_t n, enum tw_rc *rcs,
                          struct tw_err *errs) {
+  write_ops(s, fn, args, NULL, n, rcs, errs);
+}
+
+void tw_store_write_ops(struct tw_store *s, const struct tw_store_op *ops,
+                        size_t n, enum tw_rc *rcs, struct tw_err *errs) {
+  write_ops(s, NULL, NULL, ops, n, rcs, errs);
+}
+
+/* fn on each of args, or each[i].fn on each[i].arg. */
+static void write_ops(struct tw_store *s, tw_store_write_fn fn,
+                      void *const *args, const struct tw_store_op *each,
+                      size_t n, enum tw_rc *rcs, struct tw_err *errs) {
   if (!n)
     return;
   struct tw_err local = {0};
   struct wop one, *ops = n == 1 ? &one : tw_calloc(n, sizeof *ops);
   for (size_t i = 0; i < n; i++) {
-    ops[i] = (struct wop){
-        .fn = fn, .arg = args[i], .err = errs ? &errs[i] : &local};
+    ops[i] = (struct wop){.fn = each ? each[i].fn : fn,
+                          .arg = each ? each[i].arg : args[i],
+                          .err = errs ? &errs[i] : &local};
     ops[i].next = i + 1 < n ? &ops[i + 1] : NULL;
   }
   pthread_mutex_lock(&s->mu);
@@ -1561,6 +1578,13 @@ void tw_store_attempt_open_many(struct tw_store *s,
   tw_store_write_many(s, op_attempt_open, args, n, rcs, errs);
   free(args);
   free(a);
+}
+
+enum tw_rc tw_store_attempt_open_op(struct tw_store *s, struct tw_db *db,
+                                    void *arg, struct tw_err *err) {
+  const struct tw_store_attempt_open *o = arg;
+  struct attempt_open_arg a = {.req = o->req, .out = o->out};
+  return op_attempt_open(s, db, &a, err);
 }
 
 struct attempt_step_arg {
