@@ -153,6 +153,10 @@ static const char SQL_ATTEMPT_SET_ENDED[] =
     " WHERE id = ?1 AND state <> 'ended'";
 static const char SQL_ATTEMPTS_LIVE[] =
     "SELECT " ATTEMPT_COLS " FROM attempts WHERE state <> 'ended' ORDER BY id";
+static const char SQL_ATTEMPTS_LIVE_ENDED[] =
+    "SELECT a.id FROM attempts a JOIN jobs j ON j.id = a.job_id"
+    " WHERE a.state <> 'ended'"
+    " AND j.state IN ('succeeded', 'failed', 'cancelled') ORDER BY a.id";
 static const char SQL_ATTEMPTS_OF[] =
     "SELECT " ATTEMPT_COLS " FROM attempts WHERE job_id = ?1 ORDER BY n";
 static const char SQL_JOBS_QUEUED[] =
@@ -1764,6 +1768,38 @@ enum tw_rc tw_store_attempts_live(struct tw_store *s,
                                   struct tw_attempt_rec **out, size_t *n,
                                   struct tw_err *err) {
   return attempts_query(s, SQL_ATTEMPTS_LIVE, NULL, out, n, err);
+}
+
+enum tw_rc tw_store_attempts_live_ended(struct tw_store *s, int64_t **out,
+                                        size_t *n, struct tw_err *err) {
+  *out = NULL;
+  *n = 0;
+  struct conn *c = reader_get(s);
+  enum tw_rc rc = TW_OK;
+  struct tw_db_stmt *st = prep(c, SQL_ATTEMPTS_LIVE_ENDED, err);
+  if (!st) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  size_t cap = 0;
+  int r;
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 8;
+      *out = tw_realloc(*out, cap * sizeof **out);
+    }
+    (*out)[(*n)++] = tw_db_column_int64(st, 0);
+  }
+  if (r != TW_DB_DONE) {
+    rc = db_err(c->db, err, "list attempts of ended jobs");
+    free(*out);
+    *out = NULL;
+    *n = 0;
+  }
+  tw_db_reset(st);
+out:
+  reader_put(s, c);
+  return rc;
 }
 
 enum tw_rc tw_store_attempts_of(struct tw_store *s, const char *job_id,

@@ -395,6 +395,11 @@ enum tw_rc tw_store_attempt_close(struct tw_store *s,
 enum tw_rc tw_store_attempts_live(struct tw_store *s,
                                   struct tw_attempt_rec **out, size_t *n,
                                   struct tw_err *err);
+/* The ids of the live attempts whose job has ended (succeeded, failed or
+ * cancelled), ascending, in one read: the scheduler's pass reads the job
+ * of only these and of the attempts it must decide on.  free() *out. */
+enum tw_rc tw_store_attempts_live_ended(struct tw_store *s, int64_t **out,
+                                        size_t *n, struct tw_err *err);
 /* A job's attempts, oldest first; free() the array. */
 enum tw_rc tw_store_attempts_of(struct tw_store *s, const char *job_id,
                                 struct tw_attempt_rec **out, size_t *n,

@@ -976,14 +976,31 @@ static void describes_flush(struct tw_sched *s) {
  * job ended given back, any other described when due.  Returns state
  * changes. */
 static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
-                          struct sched_nodes nd, int64_t now) {
+                          struct sched_nodes nd, bool job_ended,
+                          bool ended_known, int64_t now) {
   struct tw_err err = {0};
+  struct sched_att *st = att_get(s, a, now);
+  struct pcache *pc = sched__provider(s, a->provider);
+  /* nothing an agent reports can decide it (agent_follow.c) */
+  bool agentless = pc && !tw_provider_agent(pc->p) &&
+                   (!s->agent || st->agent_absent ||
+                    !tw_provider_info(pc->p)->user_data_max);
+  if (agentless && ended_known && !job_ended &&
+      a->state != TW_ATTEMPT_LAUNCHING) {
+    /* launched, no agent, its job still live (read for the whole pass at
+     * once): nothing to do but a look when due, which needs no job */
+    if (sched__call_busy(s, a->id))
+      return 0;
+    bool due = now >= st->next_poll_ms ||
+               (st->notice_deadline_ms && now >= st->notice_deadline_ms);
+    if (due)
+      describe_send(s, pc, a, nd, false);
+    return 0;
+  }
   struct tw_job_rec job;
   if (tw_store_job_get(s->store, a->job_id, &job, &err))
     return 0;
   int changes = 0;
-  struct sched_att *st = att_get(s, a, now);
-  struct pcache *pc = sched__provider(s, a->provider);
   if (!pc) {
     tw_log_warn("sched",
                 "job=%s attempt=%d provider=%s is no longer configured",
@@ -1386,11 +1403,25 @@ int sched__follow(struct tw_sched *s, int64_t now) {
     if (tw_store_attempt_instances(s->store, 0, &g, &n_g, &err))
       tw_log_warn("spot", "gang nodes unreadable: %s", err.msg);
     notices_send(s); /* answered at this pass's end, or a later one */
+    /* the live attempts whose job ended (cancelled, mostly), in one read:
+     * the others' jobs are read only when something is to be decided */
+    int64_t *ended = NULL;
+    size_t n_ended = 0;
+    bool ended_known =
+        tw_store_attempts_live_ended(s->store, &ended, &n_ended, &err) == TW_OK;
+    size_t e = 0;
     /* describes go to the accounts' workers; a drain stops the pass
      * between two attempts (the ones not looked at are followed by the
      * next start; nothing of theirs is lost) */
-    for (size_t i = 0; i < n_live && !sched__stopping(s); i++)
-      changes += follow_attempt(s, &live[i], nodes_of(g, n_g, live[i].id), now);
+    for (size_t i = 0; i < n_live && !sched__stopping(s); i++) {
+      /* both ascending by id */
+      while (e < n_ended && ended[e] < live[i].id)
+        e++;
+      bool job_ended = e < n_ended && ended[e] == live[i].id;
+      changes += follow_attempt(s, &live[i], nodes_of(g, n_g, live[i].id),
+                                job_ended, ended_known, now);
+    }
+    free(ended);
     describes_flush(s);
     ending_send(s); /* the terminates still owed, this pass's included */
     free(g);

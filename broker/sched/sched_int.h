@@ -298,6 +298,10 @@ struct sched_att {
    * (agent_news_seen) or at agent_look_ms, whichever is first */
   uint64_t agent_news_seen;
   int64_t agent_look_ms;
+  /* agent_follow.c: launched, and no agent row of its own (its script
+   * fitted the user data): none will ever come, so its reports are not
+   * read again, and follow.c reads its job only when the job ended */
+  bool agent_absent;
 };
 
 /* Sets st's billing times from what the provider reported of inst (its
