@@ -22,9 +22,9 @@
 #include "providers/http.h"
 
 static const char *const op_names[TW_POP_COUNT] = {
-    "list_offers",  "launch",      "describe",    "terminate",
-    "list_managed", "poll_events", "read_output", "find_by_token",
-    "describe_many"};
+    "list_offers", "launch",        "describe",
+    "terminate",   "list_managed",  "poll_events",
+    "read_output", "find_by_token", "describe_many"};
 
 const char *tw_provider_op_str(enum tw_provider_op op) {
   return (unsigned)op < TW_POP_COUNT ? op_names[op] : "unknown";
@@ -547,8 +547,8 @@ enum tw_rc tw_provider_describe_many(struct tw_provider *p,
                    TW_PROVIDER_DESCRIBE_MAX);
   for (size_t i = 0; i < n; i++)
     if (!valid_id(ids[i]))
-      return bad_arg(p, TW_POP_DESCRIBE_MANY, err,
-                     "instance id %zu required", i + 1);
+      return bad_arg(p, TW_POP_DESCRIBE_MANY, err, "instance id %zu required",
+                     i + 1);
   enum tw_rc first = TW_OK;
   if (p->ops->version < 5 || !p->ops->describe_many) {
     for (size_t i = 0; i < n; i++) {

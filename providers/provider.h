@@ -256,8 +256,8 @@ struct tw_provider_ops {
    * TW_PROVIDER_DESCRIBE_MAX.  NULL: tw_provider_describe_many()
    * describes each id with describe. */
   enum tw_rc (*describe_many)(struct tw_provider *p, const char *const *ids,
-                              size_t n, struct tw_instance *out,
-                              enum tw_rc *rc, struct tw_err *err);
+                              size_t n, struct tw_instance *out, enum tw_rc *rc,
+                              struct tw_err *err);
 };
 
 /* The most ids one tw_provider_describe_many() takes. */

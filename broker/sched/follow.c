@@ -1108,15 +1108,13 @@ static int describe_applied(struct tw_sched *s, const struct sched_call *c,
   int changes = 0;
   if (c->n_batch) {
     for (size_t i = 0; i < c->n_batch; i++)
-      changes += describe_answer(s, c->p, &c->batch[i],
-                                 (struct sched_nodes){0}, false, c->b_rc[i],
-                                 &c->b_inst[i], c->batch[i].instance_id,
-                                 timed_out, now);
+      changes += describe_answer(s, c->p, &c->batch[i], (struct sched_nodes){0},
+                                 false, c->b_rc[i], &c->b_inst[i],
+                                 c->batch[i].instance_id, timed_out, now);
   } else {
     changes = describe_answer(s, c->p, &c->a,
-                              (struct sched_nodes){c->g, c->n_g},
-                              c->agent_lost, c->rc, &c->inst, c->which,
-                              timed_out, now);
+                              (struct sched_nodes){c->g, c->n_g}, c->agent_lost,
+                              c->rc, &c->inst, c->which, timed_out, now);
   }
   if (!timed_out)
     ending_send(s); /* what it finished is given back in this pass */

@@ -770,16 +770,16 @@ void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
         s->opens = tw_realloc(s->opens, s->cap_opens * sizeof *s->opens);
       }
       struct sched_open *e = &s->opens[s->n_opens++];
-      *e = (struct sched_open){
-          .job = job,
-          .o = *o,
-          .why = tw_strdup(why),
-          .explain = tw_strdup(explain ? explain : ""),
-          .plan_json = plan_json ? tw_strdup(plan_json) : NULL,
-          .cost = pl->cands[i].cost.total_uusd,
-          .set = set ? tw_policy_set_ref(set) : NULL,
-          .trace = s->cur_trace,
-          .has_resv = s->tenancy != NULL};
+      *e = (struct sched_open){.job = job,
+                               .o = *o,
+                               .why = tw_strdup(why),
+                               .explain = tw_strdup(explain ? explain : ""),
+                               .plan_json =
+                                   plan_json ? tw_strdup(plan_json) : NULL,
+                               .cost = pl->cands[i].cost.total_uusd,
+                               .set = set ? tw_policy_set_ref(set) : NULL,
+                               .trace = s->cur_trace,
+                               .has_resv = s->tenancy != NULL};
       if (e->has_resv)
         e->resv = resv;
       snprintf(e->traceparent, sizeof e->traceparent, "%s",
@@ -856,8 +856,8 @@ int sched__launch_flush(struct tw_sched *s) {
   size_t k = 0;
   for (size_t i = 0; i < nd; i++, k++) {
     if (orc[k])
-      tw_log_warn("spot", "job=%s decision not recorded: %s",
-                  s->decs[i].job_id, oerr[k].msg);
+      tw_log_warn("spot", "job=%s decision not recorded: %s", s->decs[i].job_id,
+                  oerr[k].msg);
     else
       sched__fallback_recorded(s, &s->decs[i], da[i].added);
   }

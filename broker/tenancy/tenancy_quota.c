@@ -697,7 +697,8 @@ void tw_tenancy_place_commit(struct tw_tenancy *t, const struct tw_job_rec *job,
 
 void tw_tenancy_place_hold(struct tw_tenancy *t, const struct tw_job_rec *job,
                            const struct tw_job_spec *spec,
-                           const struct tw_offer *o, struct tw_store_resv *row) {
+                           const struct tw_offer *o,
+                           struct tw_store_resv *row) {
   place_hold(t, job, spec, o, row);
 }
 

@@ -1060,8 +1060,8 @@ static enum tw_rc aws_describe_many(struct tw_provider *p,
   for (size_t i = 0; i < n; i++)
     if (!done[i]) {
       struct tw_err e = {0};
-      rc[i] = tw_region_memo_run(&a->where, p, ids[i], describe_fn, &out[i],
-                                 &e);
+      rc[i] =
+          tw_region_memo_run(&a->where, p, ids[i], describe_fn, &out[i], &e);
       if (rc[i] && rc[i] != TW_E_NOTFOUND && err && err->rc == TW_OK)
         *err = e;
     }

@@ -298,8 +298,10 @@ static void describe_many_batches(void **state) {
     TW_CHECK(rc[i] == TW_OK && !strcmp(out[i].id, ids[i]));
     char job[32];
     snprintf(job, sizeof job, "job-many-%d", i);
-    TW_CHECK(!strcmp(out[i].job_id, job) && !strcmp(out[i].region, "us-east-1"));
-    TW_CHECK(out[i].state == TW_INST_PENDING || out[i].state == TW_INST_RUNNING);
+    TW_CHECK(!strcmp(out[i].job_id, job) &&
+             !strcmp(out[i].region, "us-east-1"));
+    TW_CHECK(out[i].state == TW_INST_PENDING ||
+             out[i].state == TW_INST_RUNNING);
   }
   /* with an id EC2 does not know: 4 -> 2 + 2 (one fails) -> 1 + 1 (one
    * fails, alone) -> that one described alone: 6 calls */
