@@ -22,8 +22,9 @@
 #include "providers/http.h"
 
 static const char *const op_names[TW_POP_COUNT] = {
-    "list_offers",  "launch",      "describe",    "terminate",
-    "list_managed", "poll_events", "read_output", "find_by_token"};
+    "list_offers", "launch",        "describe",
+    "terminate",   "list_managed",  "poll_events",
+    "read_output", "find_by_token", "describe_many"};
 
 const char *tw_provider_op_str(enum tw_provider_op op) {
   return (unsigned)op < TW_POP_COUNT ? op_names[op] : "unknown";
@@ -535,6 +536,53 @@ enum tw_rc tw_provider_describe(struct tw_provider *p, const char *id,
   }
   complete_instance(p, out);
   return TW_OK;
+}
+
+enum tw_rc tw_provider_describe_many(struct tw_provider *p,
+                                     const char *const *ids, size_t n,
+                                     struct tw_instance *out, enum tw_rc *rc,
+                                     struct tw_err *err) {
+  if (!n || n > TW_PROVIDER_DESCRIBE_MAX)
+    return bad_arg(p, TW_POP_DESCRIBE_MANY, err, "1 to %d instance ids",
+                   TW_PROVIDER_DESCRIBE_MAX);
+  for (size_t i = 0; i < n; i++)
+    if (!valid_id(ids[i]))
+      return bad_arg(p, TW_POP_DESCRIBE_MANY, err, "instance id %zu required",
+                     i + 1);
+  enum tw_rc first = TW_OK;
+  if (p->ops->version < 5 || !p->ops->describe_many) {
+    for (size_t i = 0; i < n; i++) {
+      rc[i] = tw_provider_describe(p, ids[i], &out[i], err);
+      if (rc[i] && rc[i] != TW_E_NOTFOUND && !first)
+        first = rc[i];
+    }
+    return first;
+  }
+  for (size_t i = 0; i < n; i++) {
+    tw_instance_init(&out[i]);
+    rc[i] = TW_E_INTERNAL;
+  }
+  struct call c;
+  enter(&c, p, TW_POP_DESCRIBE_MANY, ids[0]);
+  enum tw_rc all = p->ops->describe_many(p, ids, n, out, rc, &c.e);
+  for (size_t i = 0; i < n; i++) {
+    if (all)
+      rc[i] = all;
+    else if (rc[i] == TW_OK && strcmp(out[i].id, ids[i]))
+      rc[i] = tw_err_set(&c.e, TW_E_INTERNAL,
+                         "%s describe_many %s: answered for \"%s\"",
+                         p->ops->name, ids[i], out[i].id);
+    if (rc[i] && rc[i] != TW_E_NOTFOUND && !first)
+      first = rc[i];
+    if (rc[i])
+      tw_instance_init(&out[i]);
+    else
+      complete_instance(p, &out[i]);
+  }
+  if (first && c.e.rc == TW_OK)
+    tw_err_set(&c.e, first, "%s describe_many failed", p->ops->name);
+  /* an id the provider does not know is an answer, not a failure */
+  return leave(&c, first, err);
 }
 
 enum tw_rc tw_provider_terminate(struct tw_provider *p, const char *id,

@@ -45,7 +45,7 @@ struct tw_provider;
 /* Bumped whenever a slot is appended to struct tw_provider_ops; slots are
  * only ever appended, and the generic layer gives new ones a default so an
  * adapter built against an older version keeps working. */
-#define TW_PROVIDER_OPS_VERSION 4
+#define TW_PROVIDER_OPS_VERSION 5
 
 /* supports bits */
 #define TW_PROV_SPOT (1u << 0)   /* can launch spot offers */
@@ -243,7 +243,25 @@ struct tw_provider_ops {
   enum tw_rc (*find_by_token)(struct tw_provider *p, const char *token,
                               const char *region, struct tw_instance *out,
                               struct tw_err *err);
+
+  /* ---- version 5 ---- */
+
+  /* Describes the n instances ids[0..n) together (EC2: one
+   * DescribeInstances per region with many InstanceId.N): out[i] and rc[i]
+   * are what describe would answer for ids[i], TW_E_NOTFOUND only where
+   * describe would say so (an id missing from a batched answer is asked
+   * about again, never taken for gone).  Every rc[i] is set; *err holds
+   * the first failure.  Returns TW_OK unless the call as a whole failed
+   * (then every rc[i] is that class).  n is at most
+   * TW_PROVIDER_DESCRIBE_MAX.  NULL: tw_provider_describe_many()
+   * describes each id with describe. */
+  enum tw_rc (*describe_many)(struct tw_provider *p, const char *const *ids,
+                              size_t n, struct tw_instance *out, enum tw_rc *rc,
+                              struct tw_err *err);
 };
+
+/* The most ids one tw_provider_describe_many() takes. */
+#define TW_PROVIDER_DESCRIBE_MAX 1000
 
 /* The generic layer's operations, for tw_provider_stats(). */
 enum tw_provider_op {
@@ -255,6 +273,7 @@ enum tw_provider_op {
   TW_POP_POLL_EVENTS,
   TW_POP_READ_OUTPUT,
   TW_POP_FIND_BY_TOKEN,
+  TW_POP_DESCRIBE_MANY, /* one per batch (the fallback counts describes) */
   TW_POP_COUNT
 };
 
@@ -429,6 +448,17 @@ enum tw_rc tw_provider_launch(struct tw_provider *p,
  * through list_managed. */
 enum tw_rc tw_provider_describe(struct tw_provider *p, const char *id,
                                 struct tw_instance *out, struct tw_err *err);
+
+/* Describes ids[0..n) (1 <= n <= TW_PROVIDER_DESCRIBE_MAX) at once: out[i]
+ * and rc[i] as tw_provider_describe() would answer each, completed the
+ * same way.  Returns TW_OK when every rc[i] is an answer of the provider
+ * (TW_OK or TW_E_NOTFOUND included), else the first other class (*err
+ * its error): callers read rc[i].  An adapter older than version 5, or
+ * without the slot: each id described with tw_provider_describe(). */
+enum tw_rc tw_provider_describe_many(struct tw_provider *p,
+                                     const char *const *ids, size_t n,
+                                     struct tw_instance *out, enum tw_rc *rc,
+                                     struct tw_err *err);
 
 /* Terminates instance id; succeeds for one already gone.  NULL slot:
  * TW_E_INVALID. */

@@ -165,6 +165,10 @@ static const char SQL_ATTEMPT_SET_ENDED[] =
     " WHERE id = ?1 AND state <> 'ended'";
 static const char SQL_ATTEMPTS_LIVE[] =
     "SELECT " ATTEMPT_COLS " FROM attempts WHERE state <> 'ended' ORDER BY id";
+static const char SQL_ATTEMPTS_LIVE_ENDED[] =
+    "SELECT a.id FROM attempts a JOIN jobs j ON j.id = a.job_id"
+    " WHERE a.state <> 'ended'"
+    " AND j.state IN ('succeeded', 'failed', 'cancelled') ORDER BY a.id";
 static const char SQL_ATTEMPTS_OF[] =
     "SELECT " ATTEMPT_COLS " FROM attempts WHERE job_id = ?1 ORDER BY n";
 static const char SQL_JOBS_QUEUED[] =
@@ -666,16 +670,33 @@ enum tw_rc tw_store_write(struct tw_store *s, tw_store_write_fn fn, void *arg,
   return rc;
 }
 
+static void write_ops(struct tw_store *s, tw_store_write_fn fn,
+                      void *const *args, const struct tw_store_op *each,
+                      size_t n, enum tw_rc *rcs, struct tw_err *errs);
+
 void tw_store_write_many(struct tw_store *s, tw_store_write_fn fn,
                          void *const *args, size_t n, enum tw_rc *rcs,
                          struct tw_err *errs) {
+  write_ops(s, fn, args, NULL, n, rcs, errs);
+}
+
+void tw_store_write_ops(struct tw_store *s, const struct tw_store_op *ops,
+                        size_t n, enum tw_rc *rcs, struct tw_err *errs) {
+  write_ops(s, NULL, NULL, ops, n, rcs, errs);
+}
+
+/* fn on each of args, or each[i].fn on each[i].arg. */
+static void write_ops(struct tw_store *s, tw_store_write_fn fn,
+                      void *const *args, const struct tw_store_op *each,
+                      size_t n, enum tw_rc *rcs, struct tw_err *errs) {
   if (!n)
     return;
   struct tw_err local = {0};
   struct wop one, *ops = n == 1 ? &one : tw_calloc(n, sizeof *ops);
   for (size_t i = 0; i < n; i++) {
-    ops[i] = (struct wop){
-        .fn = fn, .arg = args[i], .err = errs ? &errs[i] : &local};
+    ops[i] = (struct wop){.fn = each ? each[i].fn : fn,
+                          .arg = each ? each[i].arg : args[i],
+                          .err = errs ? &errs[i] : &local};
     ops[i].next = i + 1 < n ? &ops[i + 1] : NULL;
   }
   pthread_mutex_lock(&s->mu);
@@ -1618,6 +1639,13 @@ void tw_store_attempt_open_many(struct tw_store *s,
   free(a);
 }
 
+enum tw_rc tw_store_attempt_open_op(struct tw_store *s, struct tw_db *db,
+                                    void *arg, struct tw_err *err) {
+  const struct tw_store_attempt_open *o = arg;
+  struct attempt_open_arg a = {.req = o->req, .out = o->out};
+  return op_attempt_open(s, db, &a, err);
+}
+
 struct attempt_step_arg {
   int64_t id;
   const char *instance_id;
@@ -1795,6 +1823,38 @@ enum tw_rc tw_store_attempts_live(struct tw_store *s,
                                   struct tw_attempt_rec **out, size_t *n,
                                   struct tw_err *err) {
   return attempts_query(s, SQL_ATTEMPTS_LIVE, NULL, out, n, err);
+}
+
+enum tw_rc tw_store_attempts_live_ended(struct tw_store *s, int64_t **out,
+                                        size_t *n, struct tw_err *err) {
+  *out = NULL;
+  *n = 0;
+  struct conn *c = reader_get(s);
+  enum tw_rc rc = TW_OK;
+  struct tw_db_stmt *st = prep(c, SQL_ATTEMPTS_LIVE_ENDED, err);
+  if (!st) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  size_t cap = 0;
+  int r;
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 8;
+      *out = tw_realloc(*out, cap * sizeof **out);
+    }
+    (*out)[(*n)++] = tw_db_column_int64(st, 0);
+  }
+  if (r != TW_DB_DONE) {
+    rc = db_err(c->db, err, "list attempts of ended jobs");
+    free(*out);
+    *out = NULL;
+    *n = 0;
+  }
+  tw_db_reset(st);
+out:
+  reader_put(s, c);
+  return rc;
 }
 
 enum tw_rc tw_store_attempts_of(struct tw_store *s, const char *job_id,

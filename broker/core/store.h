@@ -192,6 +192,19 @@ void tw_store_write_many(struct tw_store *s, tw_store_write_fn fn,
                          void *const *args, size_t n, enum tw_rc *rcs,
                          struct tw_err *errs);
 
+/* One write of tw_store_write_ops(): fn on arg. */
+struct tw_store_op {
+  tw_store_write_fn fn;
+  void *arg;
+};
+/* tw_store_write_many of different functions: each ops[i].fn on its arg,
+ * queued at once and in order, so that they commit in one transaction
+ * (up to max_batch operations each), every one in its own savepoint:
+ * rcs[i] (and errs[i]; errs may be NULL) is ops[i]'s own outcome.
+ * Returns once all are durable or failed. */
+void tw_store_write_ops(struct tw_store *s, const struct tw_store_op *ops,
+                        size_t n, enum tw_rc *rcs, struct tw_err *errs);
+
 /* Statistics for /metrics and the benchmark. */
 struct tw_store_stats {
   uint64_t commits;   /* transactions committed */
@@ -307,6 +320,15 @@ void tw_store_attempt_open_many(struct tw_store *s,
                                 const struct tw_attempt_new *reqs,
                                 struct tw_attempt_rec *outs, size_t n,
                                 enum tw_rc *rcs, struct tw_err *errs);
+/* tw_store_attempt_open as one operation of tw_store_write_ops(), beside
+ * writes of other kinds in the same transaction: arg is a struct
+ * tw_store_attempt_open. */
+struct tw_store_attempt_open {
+  const struct tw_attempt_new *req;
+  struct tw_attempt_rec *out;
+};
+enum tw_rc tw_store_attempt_open_op(struct tw_store *s, struct tw_db *db,
+                                    void *arg, struct tw_err *err);
 
 /* The provider returned instance_id: the attempt is provisioning and the
  * job moves placing (or recovering; pending through placing) ->
@@ -373,6 +395,11 @@ enum tw_rc tw_store_attempt_close(struct tw_store *s,
 enum tw_rc tw_store_attempts_live(struct tw_store *s,
                                   struct tw_attempt_rec **out, size_t *n,
                                   struct tw_err *err);
+/* The ids of the live attempts whose job has ended (succeeded, failed or
+ * cancelled), ascending, in one read: the scheduler's pass reads the job
+ * of only these and of the attempts it must decide on.  free() *out. */
+enum tw_rc tw_store_attempts_live_ended(struct tw_store *s, int64_t **out,
+                                        size_t *n, struct tw_err *err);
 /* A job's attempts, oldest first; free() the array. */
 enum tw_rc tw_store_attempts_of(struct tw_store *s, const char *job_id,
                                 struct tw_attempt_rec **out, size_t *n,

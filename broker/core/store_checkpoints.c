@@ -216,6 +216,15 @@ enum tw_rc tw_store_ckpt_decision_add(struct tw_store *s,
   return rc;
 }
 
+enum tw_rc tw_store_ckpt_decision_add_op(struct tw_store *s, struct tw_db *db,
+                                         void *arg, struct tw_err *err) {
+  struct tw_store_decision_add *o = arg;
+  struct dec_add a = {.d = o->d};
+  enum tw_rc rc = op_dec_add(s, db, &a, err);
+  o->added = rc == TW_OK && a.added;
+  return rc;
+}
+
 struct dec_of {
   const char *job;
   struct tw_ckpt_decision *items;

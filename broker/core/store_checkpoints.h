@@ -65,6 +65,15 @@ enum tw_rc tw_store_ckpt_progress(struct tw_store *s, const char *job_id,
 enum tw_rc tw_store_ckpt_decision_add(struct tw_store *s,
                                       const struct tw_ckpt_decision *d,
                                       bool *added, struct tw_err *err);
+/* tw_store_ckpt_decision_add as one operation of tw_store_write_ops():
+ * arg is a struct tw_store_decision_add, its added set by the write. */
+struct tw_db;
+struct tw_store_decision_add {
+  const struct tw_ckpt_decision *d;
+  bool added;
+};
+enum tw_rc tw_store_ckpt_decision_add_op(struct tw_store *s, struct tw_db *db,
+                                         void *arg, struct tw_err *err);
 /* The job's decisions, oldest first; free() *out. */
 enum tw_rc tw_store_ckpt_decisions_of(struct tw_store *s, const char *job_id,
                                       struct tw_ckpt_decision **out, size_t *n,

@@ -932,6 +932,13 @@ enum tw_rc tw_store_reservation_put(struct tw_store *s,
   return tw_store_write(s, op_resv_put, &a, err);
 }
 
+enum tw_rc tw_store_reservation_put_op(struct tw_store *s, struct tw_db *db,
+                                       void *arg, struct tw_err *err) {
+  const struct tw_store_resv_put *p = arg;
+  struct resv_arg a = {.v = p->v, .offer_id = p->offer_id};
+  return op_resv_put(s, db, &a, err);
+}
+
 static enum tw_rc op_resv_delete(struct tw_store *s, struct tw_db *db, void *varg,
                                  struct tw_err *err) {
   (void)s;

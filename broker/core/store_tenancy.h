@@ -236,6 +236,14 @@ enum tw_rc tw_store_reservations(struct tw_store *s, struct tw_store_resv **out,
 enum tw_rc tw_store_reservation_put(struct tw_store *s,
                                     const struct tw_store_resv *v,
                                     const char *offer_id, struct tw_err *err);
+/* tw_store_reservation_put as one operation of tw_store_write_ops(): arg
+ * is a struct tw_store_resv_put. */
+struct tw_store_resv_put {
+  const struct tw_store_resv *v;
+  const char *offer_id;
+};
+enum tw_rc tw_store_reservation_put_op(struct tw_store *s, struct tw_db *db,
+                                       void *arg, struct tw_err *err);
 enum tw_rc tw_store_reservation_delete(struct tw_store *s, const char *job_id,
                                        struct tw_err *err);
 

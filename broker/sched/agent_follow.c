@@ -223,14 +223,20 @@ void sched__agent_follow(struct tw_sched *s, struct pcache *pc,
   memset(out, 0, sizeof *out);
   /* attempts of providers without `agent: true` have an agent too when
    * their script outgrew the user data (launch.c): its row says so */
-  if (!s->agent || a->state == TW_ATTEMPT_LAUNCHING ||
+  if (!s->agent || a->state == TW_ATTEMPT_LAUNCHING || st->agent_absent ||
       (!tw_provider_agent(pc->p) && !tw_provider_info(pc->p)->user_data_max))
     return;
   struct tw_store_agent g;
   bool found = false;
   struct tw_err err = {0};
-  if (tw_store_agent_get(s->store, a->id, &found, &g, &err) || !found)
+  if (tw_store_agent_get(s->store, a->id, &found, &g, &err))
     return;
+  if (!found) {
+    /* its row is made with its launch's user data: launched without one,
+     * it never has one */
+    st->agent_absent = true;
+    return;
+  }
   bool cancelled = tw_job_state_terminal(job->state);
   if (cancelled && !g.registered_ms && !g.exit_ms)
     return; /* nobody to tell: follow.c gives the instance back at once */

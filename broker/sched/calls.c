@@ -33,18 +33,108 @@ struct sched_pool {
   size_t n_queued, n_running;
 };
 
+/* The attempts with a call of theirs queued, running or done and not yet
+ * applied, counted (open addressing, linear probing, deletion by
+ * backward shift): sched__call_busy is asked for every live attempt each
+ * pass, and a batched describe holds hundreds of them. */
+struct busy_set {
+  int64_t *key; /* 0: free (attempt ids are never 0) */
+  uint32_t *cnt;
+  size_t cap, n;
+};
+
 struct sched_calls {
   pthread_mutex_t mu;
+  struct busy_set busy;
   pthread_cond_t done; /* a call finished */
   struct sched_pool *pools;
   size_t n_pools;
   bool stopping;
   bool leaked; /* calls were abandoned at a drain: workers left running */
-  /* done calls taken by a collect and not yet applied: still busy, so
-   * that applying one does not send a call on an attempt whose answer is
-   * next in line */
-  struct sched_call *applying;
 };
+
+static size_t busy_slot(int64_t k, size_t mask) {
+  return (size_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> 17) & mask;
+}
+
+static void busy_put(struct busy_set *b, int64_t k, uint32_t cnt) {
+  size_t mask = b->cap - 1, i = busy_slot(k, mask);
+  while (b->key[i] && b->key[i] != k)
+    i = (i + 1) & mask;
+  if (!b->key[i]) {
+    b->key[i] = k;
+    b->n++;
+  }
+  b->cnt[i] += cnt;
+}
+
+static void busy_add(struct busy_set *b, int64_t k) {
+  if (!k)
+    return;
+  if ((b->n + 1) * 2 > b->cap) {
+    struct busy_set old = *b;
+    b->cap = old.cap ? old.cap * 2 : 256;
+    b->key = tw_calloc(b->cap, sizeof *b->key);
+    b->cnt = tw_calloc(b->cap, sizeof *b->cnt);
+    b->n = 0;
+    for (size_t i = 0; i < old.cap; i++)
+      if (old.key[i])
+        busy_put(b, old.key[i], old.cnt[i]);
+    free(old.key);
+    free(old.cnt);
+  }
+  busy_put(b, k, 1);
+}
+
+static bool busy_has(const struct busy_set *b, int64_t k) {
+  if (!k || !b->cap)
+    return false;
+  size_t mask = b->cap - 1;
+  for (size_t i = busy_slot(k, mask); b->key[i]; i = (i + 1) & mask)
+    if (b->key[i] == k)
+      return true;
+  return false;
+}
+
+static void busy_del(struct busy_set *b, int64_t k) {
+  if (!k || !b->cap)
+    return;
+  size_t mask = b->cap - 1, i = busy_slot(k, mask);
+  while (b->key[i] && b->key[i] != k)
+    i = (i + 1) & mask;
+  if (!b->key[i] || --b->cnt[i])
+    return;
+  /* backward shift: move later entries of the run into the hole */
+  b->key[i] = 0;
+  b->n--;
+  for (size_t j = (i + 1) & mask; b->key[j]; j = (j + 1) & mask) {
+    size_t h = busy_slot(b->key[j], mask);
+    /* the entry at j may move to the hole at i when its home h does not
+     * lie cyclically in (i, j] */
+    bool stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
+    if (stays)
+      continue;
+    b->key[i] = b->key[j];
+    b->cnt[i] = b->cnt[j];
+    b->key[j] = 0;
+    b->cnt[j] = 0;
+    i = j;
+  }
+}
+
+/* c's attempts into (or out of) the busy set, under cs->mu. */
+static void busy_mark(struct sched_calls *cs, const struct sched_call *c,
+                      bool on) {
+  if (on)
+    busy_add(&cs->busy, c->attempt_id);
+  else
+    busy_del(&cs->busy, c->attempt_id);
+  for (size_t i = 0; i < c->n_batch; i++)
+    if (on)
+      busy_add(&cs->busy, c->batch[i].id);
+    else
+      busy_del(&cs->busy, c->batch[i].id);
+}
 
 int64_t sched__mono_ms(void) {
   struct timespec ts;
@@ -155,6 +245,8 @@ void sched__calls_release(struct tw_sched *s) {
     s->pc[i].pool = NULL;
   }
   free(cs->pools);
+  free(cs->busy.key);
+  free(cs->busy.cnt);
   pthread_mutex_destroy(&cs->mu);
   pthread_cond_destroy(&cs->done);
   free(cs);
@@ -185,24 +277,14 @@ bool sched__call_abandoned(const struct sched_call *c) {
 }
 
 /* A call done but not yet collected counts too: the attempt's stored
- * state does not show its answer yet. */
-static bool busy_in(const struct sched_call *l, int64_t attempt_id) {
-  for (; l; l = l->next)
-    if (l->attempt_id == attempt_id)
-      return true;
-  return false;
-}
-
+ * state does not show its answer yet (the busy set holds a call's
+ * attempts from its submit to its apply). */
 bool sched__call_busy(struct tw_sched *s, int64_t attempt_id) {
   struct sched_calls *cs = s->calls;
   if (!cs)
     return false;
-  bool busy = false;
   pthread_mutex_lock(&cs->mu);
-  for (size_t i = 0; i < cs->n_pools && !busy; i++)
-    busy = busy_in(cs->pools[i].queue, attempt_id) ||
-           busy_in(cs->pools[i].out, attempt_id);
-  busy = busy || busy_in(cs->applying, attempt_id);
+  bool busy = busy_has(&cs->busy, attempt_id);
   pthread_mutex_unlock(&cs->mu);
   return busy;
 }
@@ -229,6 +311,7 @@ bool sched__call_submit(struct tw_sched *s, struct pcache *pc,
     pl->queue = c;
   pl->queue_tail = c;
   pl->n_queued++;
+  busy_mark(cs, c, true);
   pthread_cond_signal(&pl->work);
   pthread_mutex_unlock(&cs->mu);
   return true;
@@ -307,7 +390,6 @@ int sched__calls_collect(struct tw_sched *s, int64_t until_mono_ms,
       pthread_mutex_unlock(&cs->mu);
       continue;
     }
-    cs->applying = done;
     pthread_mutex_unlock(&cs->mu);
     /* late calls first: their worker still runs, so only the outcome is
      * applied (unknown); the call itself is freed once it returns */
@@ -317,7 +399,7 @@ int sched__calls_collect(struct tw_sched *s, int64_t until_mono_ms,
       struct sched_call *c = done;
       done = c->next;
       pthread_mutex_lock(&cs->mu);
-      cs->applying = done; /* c's own apply may send the next call */
+      busy_mark(cs, c, false); /* c's own apply may send the next call */
       pthread_mutex_unlock(&cs->mu);
       if (!c->abandoned)
         changes += apply(s, c, false, now);

@@ -75,13 +75,26 @@ struct sched_follow {
   size_t ix_cap;
   struct sched_ending *end;
   size_t n_end, cap_end;
+  /* describes of this pass's attempts of one instance, sent together per
+   * account at the pass's end (describes_flush) */
+  struct sched_batched {
+    struct pcache *pc;
+    struct tw_attempt_rec a;
+  } * q;
+  size_t n_q, cap_q;
 };
+
+/* Attempts one batched describe call asks about (at most
+ * TW_PROVIDER_DESCRIBE_MAX; the EC2 adapter sends them in calls of its
+ * own size per region). */
+#define DESCRIBE_BATCH 500
 
 void sched__follow_release(struct tw_sched *s) {
   if (s->follow) {
     free(s->follow->a);
     free(s->follow->ix);
     free(s->follow->end);
+    free(s->follow->q);
   }
   free(s->follow);
   s->follow = NULL;
@@ -874,6 +887,17 @@ static void describe_run(struct sched_call *c) {
 static void describe_send(struct tw_sched *s, struct pcache *pc,
                           const struct tw_attempt_rec *a,
                           struct sched_nodes nd, bool agent_lost) {
+  if (!nd.n && !agent_lost && a->instance_id[0]) {
+    /* one instance: described with the others at the pass's end */
+    struct sched_follow *m = follow_of(s);
+    if (m->n_q == m->cap_q) {
+      m->cap_q = m->cap_q ? m->cap_q * 2 : 64;
+      m->q = tw_realloc(m->q, m->cap_q * sizeof *m->q);
+    }
+    m->q[m->n_q].pc = pc;
+    m->q[m->n_q++].a = *a;
+    return;
+  }
   if (!sched__call_room(s, pc))
     return;
   struct sched_call *c = tw_calloc(1, sizeof *c);
@@ -892,18 +916,91 @@ static void describe_send(struct tw_sched *s, struct pcache *pc,
     sched__call_free(s, c);
 }
 
+/* On the worker: a batched describe call. */
+static void describe_many_run(struct sched_call *c) {
+  const char **ids = tw_calloc(c->n_batch, sizeof *ids);
+  for (size_t i = 0; i < c->n_batch; i++) {
+    ids[i] = c->batch[i].instance_id;
+    c->b_rc[i] = TW_E_INTERNAL; /* no answer unless the provider gives one */
+  }
+  c->rc = tw_provider_describe_many(c->p, ids, c->n_batch, c->b_inst, c->b_rc,
+                                    &c->err);
+  free(ids);
+}
+
+/* The describes gathered by describe_send, one call per account for up
+ * to DESCRIBE_BATCH attempts (none when its workers are busy: they are
+ * still due, and asked at the next pass). */
+static void describes_flush(struct tw_sched *s) {
+  struct sched_follow *m = s->follow;
+  if (!m || !m->n_q)
+    return;
+  bool *sent = tw_calloc(m->n_q, sizeof *sent);
+  for (size_t i = 0; i < m->n_q; i++) {
+    if (sent[i])
+      continue;
+    struct pcache *pc = m->q[i].pc;
+    size_t k = 0;
+    for (size_t j = i; j < m->n_q; j++)
+      k += !sent[j] && m->q[j].pc == pc;
+    for (size_t j = i; j < m->n_q && k;) {
+      size_t n = k < DESCRIBE_BATCH ? k : DESCRIBE_BATCH;
+      if (!sched__call_room(s, pc)) {
+        for (; j < m->n_q; j++)
+          if (m->q[j].pc == pc)
+            sent[j] = true; /* left for the next pass */
+        break;
+      }
+      struct sched_call *c = tw_calloc(1, sizeof *c);
+      c->kind = SCHED_CALL_DESCRIBE;
+      c->run = describe_many_run;
+      c->p = pc->p;
+      c->batch = tw_calloc(n, sizeof *c->batch);
+      c->b_inst = tw_calloc(n, sizeof *c->b_inst);
+      c->b_rc = tw_calloc(n, sizeof *c->b_rc);
+      for (; j < m->n_q && c->n_batch < n; j++)
+        if (!sent[j] && m->q[j].pc == pc) {
+          c->batch[c->n_batch++] = m->q[j].a;
+          sent[j] = true;
+        }
+      k -= n;
+      if (!sched__call_submit(s, pc, c))
+        sched__call_free(s, c);
+    }
+  }
+  free(sent);
+  m->n_q = 0;
+}
+
 /* 2. one live attempt: a launching one settled by its token, one whose
  * job ended given back, any other described when due.  Returns state
  * changes. */
 static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
-                          struct sched_nodes nd, int64_t now) {
+                          struct sched_nodes nd, bool job_ended,
+                          bool ended_known, int64_t now) {
   struct tw_err err = {0};
+  struct sched_att *st = att_get(s, a, now);
+  struct pcache *pc = sched__provider(s, a->provider);
+  /* nothing an agent reports can decide it (agent_follow.c) */
+  bool agentless = pc && !tw_provider_agent(pc->p) &&
+                   (!s->agent || st->agent_absent ||
+                    !tw_provider_info(pc->p)->user_data_max);
+  if (agentless && ended_known && !job_ended &&
+      a->state != TW_ATTEMPT_LAUNCHING) {
+    /* launched, no agent, its job still live (read for the whole pass at
+     * once): nothing to do but a look when due, which needs no job */
+    if (sched__call_busy(s, a->id))
+      return 0;
+    bool due = now >= st->next_poll_ms ||
+               (st->notice_deadline_ms && now >= st->notice_deadline_ms);
+    if (due)
+      describe_send(s, pc, a, nd, false);
+    return 0;
+  }
   struct tw_job_rec job;
   if (tw_store_job_get(s->store, a->job_id, &job, &err))
     return 0;
   int changes = 0;
-  struct sched_att *st = att_get(s, a, now);
-  struct pcache *pc = sched__provider(s, a->provider);
   if (!pc) {
     tw_log_warn("sched",
                 "job=%s attempt=%d provider=%s is no longer configured",
@@ -943,15 +1040,31 @@ out:
   return changes;
 }
 
-/* A describe's answer: applied to the attempt as it is stored now.  One
- * that moved meanwhile (ended, or started by another way) is left to the
- * next pass's look; no answer within the deadline is "unknown, look again
- * later". */
-static int describe_applied(struct tw_sched *s, const struct sched_call *c,
-                            bool timed_out, int64_t now) {
+/* A describe's answer rc (inst, which) about attempt `asked` (as it was
+ * when asked; nd its gang's nodes): applied to the attempt as it is stored
+ * now.  One that moved meanwhile (ended, or started by another way) is
+ * left to the next pass's look; no answer within the deadline is
+ * "unknown, look again later".  An instance still starting under a
+ * provisioning attempt changes nothing whatever the store says now, so
+ * it is not read again: the attempt is looked at later. */
+static int describe_answer(struct tw_sched *s, struct tw_provider *p,
+                           const struct tw_attempt_rec *asked,
+                           struct sched_nodes nd, bool agent_lost,
+                           enum tw_rc rc, const struct tw_instance *inst,
+                           const char *which, bool timed_out, int64_t now) {
+  if (!timed_out && rc == TW_OK && !agent_lost && !nd.n &&
+      inst->state == TW_INST_PENDING && !inst->finished &&
+      asked->state == TW_ATTEMPT_PROVISIONING) {
+    struct sched_att *st = att_find(follow_of(s), asked->id);
+    if (st && !(st->notice_deadline_ms && now >= st->notice_deadline_ms)) {
+      sched__run_times(st, inst);
+      poll_later(s, st, asked, now);
+      return 0;
+    }
+  }
   struct tw_err err = {0};
   struct tw_job_rec job;
-  if (tw_store_job_get(s->store, c->a.job_id, &job, &err))
+  if (tw_store_job_get(s->store, asked->job_id, &job, &err))
     return 0;
   int changes = 0;
   struct tw_attempt_rec *mine = NULL;
@@ -959,11 +1072,11 @@ static int describe_applied(struct tw_sched *s, const struct sched_call *c,
   const struct tw_attempt_rec *a = NULL;
   if (tw_store_attempts_of(s->store, job.id, &mine, &n, &err) == TW_OK)
     for (size_t i = 0; i < n; i++)
-      if (mine[i].id == c->a.id)
+      if (mine[i].id == asked->id)
         a = &mine[i];
-  struct pcache *pc = sched__provider(s, c->a.provider);
-  if (!a || !pc || a->state != c->a.state ||
-      strcmp(a->instance_id, c->a.instance_id) ||
+  struct pcache *pc = sched__provider(s, asked->provider);
+  if (!a || !pc || a->state != asked->state ||
+      strcmp(a->instance_id, asked->instance_id) ||
       tw_job_state_terminal(job.state))
     goto out;
   struct sched_att *st = att_get(s, a, now);
@@ -971,25 +1084,40 @@ static int describe_applied(struct tw_sched *s, const struct sched_call *c,
     tw_log_info("sched",
                 "job=%s attempt=%d describe unanswered within %lld ms; "
                 "looked at again later",
-                job.id, a->n, (long long)tw_provider_call_deadline_ms(c->p));
+                job.id, a->n, (long long)tw_provider_call_deadline_ms(p));
     poll_later(s, st, a, now);
     goto out;
   }
-  struct sched_nodes nd = {c->g, c->n_g};
-  if (c->agent_lost) {
+  if (agent_lost) {
     /* its agent went silent: agent_follow.c decides */
     struct sched_agent_step ag;
-    changes = sched__agent_lost_applied(s, a, nd, st, c->rc, &c->inst, now,
-                                        &ag);
+    changes = sched__agent_lost_applied(s, a, nd, st, rc, inst, now, &ag);
     if (ag.end_after_terminate)
       changes += end_after_terminate(s, pc, a, nd, st, ag.end_why, now);
     goto out;
   }
-  changes = decide(s, pc, &job, a, nd, st, c->rc, &c->inst, c->which, now);
-  ending_send(s); /* what it finished is given back in this pass */
+  changes = decide(s, pc, &job, a, nd, st, rc, inst, which, now);
 out:
   free(mine);
   tw_job_rec_release(&job);
+  return changes;
+}
+
+static int describe_applied(struct tw_sched *s, const struct sched_call *c,
+                            bool timed_out, int64_t now) {
+  int changes = 0;
+  if (c->n_batch) {
+    for (size_t i = 0; i < c->n_batch; i++)
+      changes += describe_answer(s, c->p, &c->batch[i], (struct sched_nodes){0},
+                                 false, c->b_rc[i], &c->b_inst[i],
+                                 c->batch[i].instance_id, timed_out, now);
+  } else {
+    changes = describe_answer(s, c->p, &c->a,
+                              (struct sched_nodes){c->g, c->n_g}, c->agent_lost,
+                              c->rc, &c->inst, c->which, timed_out, now);
+  }
+  if (!timed_out)
+    ending_send(s); /* what it finished is given back in this pass */
   return changes;
 }
 
@@ -1273,11 +1401,26 @@ int sched__follow(struct tw_sched *s, int64_t now) {
     if (tw_store_attempt_instances(s->store, 0, &g, &n_g, &err))
       tw_log_warn("spot", "gang nodes unreadable: %s", err.msg);
     notices_send(s); /* answered at this pass's end, or a later one */
+    /* the live attempts whose job ended (cancelled, mostly), in one read:
+     * the others' jobs are read only when something is to be decided */
+    int64_t *ended = NULL;
+    size_t n_ended = 0;
+    bool ended_known =
+        tw_store_attempts_live_ended(s->store, &ended, &n_ended, &err) == TW_OK;
+    size_t e = 0;
     /* describes go to the accounts' workers; a drain stops the pass
      * between two attempts (the ones not looked at are followed by the
      * next start; nothing of theirs is lost) */
-    for (size_t i = 0; i < n_live && !sched__stopping(s); i++)
-      changes += follow_attempt(s, &live[i], nodes_of(g, n_g, live[i].id), now);
+    for (size_t i = 0; i < n_live && !sched__stopping(s); i++) {
+      /* both ascending by id */
+      while (e < n_ended && ended[e] < live[i].id)
+        e++;
+      bool job_ended = e < n_ended && ended[e] == live[i].id;
+      changes += follow_attempt(s, &live[i], nodes_of(g, n_g, live[i].id),
+                                job_ended, ended_known, now);
+    }
+    free(ended);
+    describes_flush(s);
     ending_send(s); /* the terminates still owed, this pass's included */
     free(g);
     att_prune(s);

@@ -562,6 +562,9 @@ void sched__call_free(struct tw_sched *s, struct sched_call *c) {
   free(c->ids);
   free(c->g);
   free(c->g_rc);
+  free(c->batch);
+  free(c->b_inst);
+  free(c->b_rc);
   tw_buf_release(&c->ud);
   tw_event_list_release(&c->ev);
   tw_policy_set_unref(c->set);
@@ -752,9 +755,13 @@ void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
                                 .reason = why};
     struct tw_attempt_rec a;
     struct tw_err aerr = {0};
-    if (s->tenancy) /* the job's share, held while its attempt lives */
+    bool batched = s->batch_opens && o->capacity < 0;
+    struct tw_store_resv resv;
+    if (s->tenancy && batched) /* its row stored with the attempt's open */
+      tw_tenancy_place_hold(s->tenancy, job, spec, o, &resv);
+    else if (s->tenancy) /* the job's share, held while its attempt lives */
       tw_tenancy_place_commit(s->tenancy, job, spec, o);
-    if (s->batch_opens && o->capacity < 0) {
+    if (batched) {
       /* the queue's pass: opened with the others at its end, in one
        * transaction, and sent then (sched__launch_flush); a cloud offer
        * only, so no private capacity is taken for an open that fails */
@@ -763,15 +770,18 @@ void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
         s->opens = tw_realloc(s->opens, s->cap_opens * sizeof *s->opens);
       }
       struct sched_open *e = &s->opens[s->n_opens++];
-      *e = (struct sched_open){
-          .job = job,
-          .o = *o,
-          .why = tw_strdup(why),
-          .explain = tw_strdup(explain ? explain : ""),
-          .plan_json = plan_json ? tw_strdup(plan_json) : NULL,
-          .cost = pl->cands[i].cost.total_uusd,
-          .set = set ? tw_policy_set_ref(set) : NULL,
-          .trace = s->cur_trace};
+      *e = (struct sched_open){.job = job,
+                               .o = *o,
+                               .why = tw_strdup(why),
+                               .explain = tw_strdup(explain ? explain : ""),
+                               .plan_json =
+                                   plan_json ? tw_strdup(plan_json) : NULL,
+                               .cost = pl->cands[i].cost.total_uusd,
+                               .set = set ? tw_policy_set_ref(set) : NULL,
+                               .trace = s->cur_trace,
+                               .has_resv = s->tenancy != NULL};
+      if (e->has_resv)
+        e->resv = resv;
       snprintf(e->traceparent, sizeof e->traceparent, "%s",
                s->cur_traceparent);
       pc->deferred++;
@@ -805,13 +815,25 @@ void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
 }
 
 int sched__launch_flush(struct tw_sched *s) {
-  size_t n = s->n_opens;
-  if (!n)
+  size_t n = s->n_opens, nd = s->n_decs;
+  if (!n && !nd)
     return 0;
-  struct tw_attempt_new *an = tw_calloc(n, sizeof *an);
-  struct tw_attempt_rec *a = tw_calloc(n, sizeof *a);
-  enum tw_rc *rc = tw_calloc(n, sizeof *rc);
-  struct tw_err *err = tw_calloc(n, sizeof *err);
+  struct tw_attempt_new *an = tw_calloc(n ? n : 1, sizeof *an);
+  struct tw_attempt_rec *a = tw_calloc(n ? n : 1, sizeof *a);
+  struct tw_store_attempt_open *ao = tw_calloc(n ? n : 1, sizeof *ao);
+  struct tw_store_resv_put *rp = tw_calloc(n ? n : 1, sizeof *rp);
+  struct tw_store_decision_add *da = tw_calloc(nd ? nd : 1, sizeof *da);
+  /* the pass's decisions, then each attempt's reservation and open: one
+   * transaction (tw_store_write_ops), in the order they were made */
+  struct tw_store_op *ops = tw_calloc(nd + 2 * n, sizeof *ops);
+  enum tw_rc *orc = tw_calloc(nd + 2 * n, sizeof *orc);
+  struct tw_err *oerr = tw_calloc(nd + 2 * n, sizeof *oerr);
+  size_t n_ops = 0;
+  for (size_t i = 0; i < nd; i++) {
+    da[i].d = &s->decs[i];
+    ops[n_ops++] = (struct tw_store_op){tw_store_ckpt_decision_add_op, &da[i]};
+  }
+  size_t *open_at = tw_calloc(n ? n : 1, sizeof *open_at);
   for (size_t i = 0; i < n; i++) {
     const struct sched_open *e = &s->opens[i];
     an[i] = (struct tw_attempt_new){.job_id = e->job->id,
@@ -821,9 +843,42 @@ int sched__launch_flush(struct tw_sched *s) {
                                     .price_uusd_per_hour =
                                         e->o.price_uusd_per_hour,
                                     .reason = e->why};
+    if (e->has_resv) {
+      rp[i] = (struct tw_store_resv_put){.v = &e->resv, .offer_id = e->o.id};
+      ops[n_ops++] = (struct tw_store_op){tw_store_reservation_put_op, &rp[i]};
+    }
+    ao[i] = (struct tw_store_attempt_open){.req = &an[i], .out = &a[i]};
+    open_at[i] = n_ops;
+    ops[n_ops++] = (struct tw_store_op){tw_store_attempt_open_op, &ao[i]};
   }
   /* the attempts stored before their launches, all in one transaction */
-  tw_store_attempt_open_many(s->store, an, a, n, rc, err);
+  tw_store_write_ops(s->store, ops, n_ops, orc, oerr);
+  size_t k = 0;
+  for (size_t i = 0; i < nd; i++, k++) {
+    if (orc[k])
+      tw_log_warn("spot", "job=%s decision not recorded: %s", s->decs[i].job_id,
+                  oerr[k].msg);
+    else
+      sched__fallback_recorded(s, &s->decs[i], da[i].added);
+  }
+  s->n_decs = 0;
+  enum tw_rc *rc = tw_calloc(n ? n : 1, sizeof *rc);
+  struct tw_err *err = tw_calloc(n ? n : 1, sizeof *err);
+  for (size_t i = 0; i < n; i++) {
+    const struct sched_open *e = &s->opens[i];
+    if (e->has_resv && orc[open_at[i] - 1])
+      tw_log_warn("tenancy", "job=%s reservation not stored: %s", e->job->id,
+                  oerr[open_at[i] - 1].msg);
+    rc[i] = orc[open_at[i]];
+    err[i] = oerr[open_at[i]];
+  }
+  free(open_at);
+  free(ops);
+  free(orc);
+  free(oerr);
+  free(ao);
+  free(rp);
+  free(da);
   int sent = 0;
   for (size_t i = 0; i < n; i++) {
     struct sched_open *e = &s->opens[i];

@@ -100,6 +100,9 @@ void sched__place_release(struct tw_sched *s) {
   free(s->backoff);
   s->backoff = NULL;
   free(s->opens); /* emptied by every flush */
+  free(s->decs);
+  s->decs = NULL;
+  s->n_decs = s->cap_decs = 0;
   s->opens = NULL;
 }
 
@@ -722,13 +725,30 @@ void sched__fallback_record(struct tw_sched *s, const char *job_id,
                ? "spot>on-demand"
                : tw_market_str(d->market));
   snprintf(r.reason, sizeof r.reason, "%s", d->reason);
+  if (s->batch_opens) {
+    /* stored with the queue's attempts, in one transaction */
+    if (s->n_decs == s->cap_decs) {
+      s->cap_decs = s->cap_decs ? s->cap_decs * 2 : 64;
+      s->decs = tw_realloc(s->decs, s->cap_decs * sizeof *s->decs);
+    }
+    s->decs[s->n_decs++] = r;
+    return;
+  }
   struct tw_err err = {0};
   bool added = false;
   if (tw_checkpoint_decision_add(s->store, &r, &added, &err))
     tw_log_warn("spot", "job=%s decision not recorded: %s", job_id, err.msg);
-  else if (added) {
+  else
+    sched__fallback_recorded(s, &r, added);
+}
+
+void sched__fallback_recorded(struct tw_sched *s,
+                              const struct tw_ckpt_decision *rp, bool added) {
+  const struct tw_ckpt_decision r = *rp;
+  const char *job_id = r.job_id;
+  if (added) {
     tw_log_info("spot", "job=%s strategy=%s event=%s %s", job_id, r.strategy,
-                r.event, d->reason);
+                r.event, r.reason);
     char lab[128];
     snprintf(lab, sizeof lab, "strategy=\"%s\",action=\"%s\"", r.strategy,
              r.action);

@@ -52,6 +52,8 @@
 #include "broker/core/spec.h"
 #include "broker/core/spec_cache.h"
 #include "broker/core/store.h"
+#include "broker/core/store_checkpoints.h"
+#include "broker/core/store_tenancy.h"
 #include "broker/sched/sched.h"
 #include "policies/fallback/fallback_strategy.h"
 #include "policies/place/cost.h"
@@ -153,6 +155,10 @@ struct tw_sched {
   bool batch_opens;
   struct sched_open *opens;
   size_t n_opens, cap_opens;
+  /* place.c: the fallback decisions of the queue's pass, stored in that
+   * transaction too (sched__fallback_record while s->batch_opens) */
+  struct tw_ckpt_decision *decs;
+  size_t n_decs, cap_decs;
 
   /* Jobs whose last launch failed for a reason that is not the offer's
    * (throttled, auth, provider down) wait before the next try, doubling
@@ -292,6 +298,10 @@ struct sched_att {
    * (agent_news_seen) or at agent_look_ms, whichever is first */
   uint64_t agent_news_seen;
   int64_t agent_look_ms;
+  /* agent_follow.c: launched, and no agent row of its own (its script
+   * fitted the user data): none will ever come, so its reports are not
+   * read again, and follow.c reads its job only when the job ended */
+  bool agent_absent;
 };
 
 /* Sets st's billing times from what the provider reported of inst (its
@@ -417,10 +427,15 @@ struct sched_open {
   struct tw_policy_set *set; /* a reference */
   struct tw_trace_ctx trace;
   char traceparent[64];
+  /* the tenant's reservation for it (tw_tenancy_place_hold), stored in
+   * the same transaction; has_resv false: none (no tenancy) */
+  bool has_resv;
+  struct tw_store_resv resv;
 };
-/* Opens the gathered attempts in one transaction and sends each launch to
- * its account's workers; a job whose attempt cannot be opened (cancelled
- * meanwhile) is left as it is.  Returns how many were sent. */
+/* Opens the gathered attempts in one transaction, with the pass's
+ * fallback decisions and the attempts' reservations, and sends each
+ * launch to its account's workers; a job whose attempt cannot be opened
+ * (cancelled meanwhile) is left as it is.  Returns how many were sent. */
 int sched__launch_flush(struct tw_sched *s);
 
 /* Terminates every instance of attempt a: its one instance, or each node
@@ -506,6 +521,14 @@ struct sched_call {
    * answer, sched__agent_lost_applied) */
   bool agent_lost;
   struct tw_event_list ev; /* notices: what the poll reported */
+  /* describe: a batch of live attempts of one instance each, described
+   * together (tw_provider_describe_many); b_inst[i] and b_rc[i] answer
+   * batch[i].  n_batch 0: a describe of a alone.  Every member counts as
+   * busy (sched__call_busy) while the call is. */
+  struct tw_attempt_rec *batch;
+  size_t n_batch;
+  struct tw_instance *b_inst;
+  enum tw_rc *b_rc;
   /* launch.c: a launch's outcome stored by the worker itself (the
    * placement and its audit entry), so that the workers' writes commit
    * together; stored: done (store_rc its rc) */
@@ -645,10 +668,16 @@ void sched__fallback_view(struct tw_sched *s, const struct tw_job_rec *job,
                           int64_t now, struct tw_fallback_job *j,
                           char region[TW_MODEL_NAME_MAX],
                           char zone[TW_MODEL_NAME_MAX]);
-/* Stores the strategy's decision d for job_id (once per change). */
+/* Stores the strategy's decision d for job_id (once per change); while
+ * s->batch_opens, in the queue's transaction (sched__launch_flush), which
+ * then reports it (sched__fallback_recorded). */
 void sched__fallback_record(struct tw_sched *s, const char *job_id,
                             enum tw_fallback_event ev,
                             const struct tw_fallback_decision *d, int64_t now);
+/* Decision r was stored (added: not the same as the job's last one): its
+ * log line, counter and span. */
+void sched__fallback_recorded(struct tw_sched *s,
+                              const struct tw_ckpt_decision *r, bool added);
 /* Whether the plan of job under spec (the scheduler's offers, policy set
  * and snapshot; excl avoided) has a candidate now. */
 bool sched__placeable(struct tw_sched *s, const struct tw_job_rec *job,

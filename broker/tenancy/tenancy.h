@@ -439,6 +439,14 @@ int64_t tw_tenancy_spot_vcpus_left(struct tw_tenancy *t,
 void tw_tenancy_place_commit(struct tw_tenancy *t, const struct tw_job_rec *job,
                              const struct tw_job_spec *spec,
                              const struct tw_offer *o);
+/* As tw_tenancy_place_commit, with the reservation's row handed to the
+ * caller in *row instead of stored here: the scheduler stores it in the
+ * transaction that opens the attempt (tw_store_reservation_put_op, on
+ * o->id).  Scheduler thread. */
+struct tw_store_resv;
+void tw_tenancy_place_hold(struct tw_tenancy *t, const struct tw_job_rec *job,
+                           const struct tw_job_spec *spec,
+                           const struct tw_offer *o, struct tw_store_resv *row);
 
 /* Audits a launch: "sched.place" when rc is TW_OK, else "sched.fallback"
  * with the provider's message (the scheduler moves on or retries).

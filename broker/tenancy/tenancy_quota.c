@@ -685,9 +685,28 @@ int64_t tw_tenancy_spot_vcpus_left(struct tw_tenancy *t,
   return left > 0 ? left : 0;
 }
 
+static void place_hold(struct tw_tenancy *t, const struct tw_job_rec *job,
+                       const struct tw_job_spec *spec, const struct tw_offer *o,
+                       struct tw_store_resv *deferred);
+
 void tw_tenancy_place_commit(struct tw_tenancy *t, const struct tw_job_rec *job,
                              const struct tw_job_spec *spec,
                              const struct tw_offer *o) {
+  place_hold(t, job, spec, o, NULL);
+}
+
+void tw_tenancy_place_hold(struct tw_tenancy *t, const struct tw_job_rec *job,
+                           const struct tw_job_spec *spec,
+                           const struct tw_offer *o,
+                           struct tw_store_resv *row) {
+  place_hold(t, job, spec, o, row);
+}
+
+/* The reservation in memory, and its row stored (deferred NULL) or handed
+ * to the caller to store. */
+static void place_hold(struct tw_tenancy *t, const struct tw_job_rec *job,
+                       const struct tw_job_spec *spec, const struct tw_offer *o,
+                       struct tw_store_resv *deferred) {
   int nodes = spec->nodes > 0 ? spec->nodes : 1;
   struct tn_resv v = {.vcpus = (int64_t)o->vcpus * nodes,
                       .gpus = (int64_t)o->accel_count * nodes,
@@ -703,7 +722,9 @@ void tw_tenancy_place_commit(struct tw_tenancy *t, const struct tw_job_rec *job,
   snprintf(row.tenant, sizeof row.tenant, "%s", v.tenant);
   snprintf(row.accel, sizeof row.accel, "%s", v.accel);
   struct tw_err err = {0};
-  if (tw_store_reservation_put(t->store, &row, o->id, &err))
+  if (deferred)
+    *deferred = row;
+  else if (tw_store_reservation_put(t->store, &row, o->id, &err))
     tw_log_warn("tenancy", "job=%s reservation not stored: %s", job->id,
                 err.msg);
   unheld(t, job->id);

@@ -949,6 +949,128 @@ static enum tw_rc aws_describe(struct tw_provider *p, const char *id,
   return tw_region_memo_run(&a->where, p, id, describe_fn, out, err);
 }
 
+/* Ids asked in one batched DescribeInstances (EC2 takes up to 1,000; a
+ * smaller batch keeps one answer's parse short and a whole-call NotFound
+ * cheap to split). */
+#define AWS_DESCRIBE_BATCH 200
+
+/* DescribeInstances of ids[idx[0..k)] in region, one call.  Each id the
+ * answer holds is answered (rc TW_OK, done); one the answer leaves out
+ * stays not done, for the per-instance path.  Returns the call's class:
+ * TW_E_NOTFOUND when EC2 refused the whole call for an id this region
+ * does not know (InvalidInstanceID.NotFound names the call, not one id). */
+static enum tw_rc describe_batch_in(struct tw_provider *p, const char *region,
+                                    const char *const *ids, const size_t *idx,
+                                    size_t k, struct tw_instance *out,
+                                    enum tw_rc *rc, bool *done,
+                                    struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  struct tw_buf f, body;
+  tw_buf_init(&f);
+  tw_buf_init(&body);
+  for (size_t j = 0; j < k; j++)
+    form_addf(&f, ids[idx[j]], "InstanceId.%zu", j + 1);
+  enum tw_rc r = aws_call(p, region, "DescribeInstances", &f, &body, err);
+  struct tw_instance_list l;
+  tw_instance_list_init(&l);
+  if (r == TW_OK)
+    r = tw_ec2_parse_instances(body.data, body.len, &l, NULL, err);
+  if (r == TW_OK) {
+    /* the answer mostly keeps the order asked: look from the last hit */
+    size_t at = 0;
+    for (size_t j = 0; j < k && l.n; j++) {
+      size_t i = idx[j];
+      for (size_t t = 0; t < l.n; t++) {
+        size_t m = (at + t) % l.n;
+        if (strcmp(l.items[m].id, ids[i]))
+          continue;
+        out[i] = l.items[m];
+        TW_SET(out[i].region, region);
+        tw_region_memo_put(&a->where, ids[i], region);
+        rc[i] = TW_OK;
+        done[i] = true;
+        at = m + 1;
+        break;
+      }
+    }
+  }
+  tw_instance_list_release(&l);
+  tw_buf_release(&f);
+  tw_buf_release(&body);
+  return r;
+}
+
+/* describe_batch_in, with a whole-call NotFound split in halves until the
+ * ids this region does not know are alone (left to the per-instance
+ * path, which asks the other regions); any other failure answers every
+ * id of the batch with its class. */
+static void describe_split(struct tw_provider *p, const char *region,
+                           const char *const *ids, const size_t *idx, size_t k,
+                           struct tw_instance *out, enum tw_rc *rc, bool *done,
+                           struct tw_err *err) {
+  struct tw_err e = {0};
+  enum tw_rc r = describe_batch_in(p, region, ids, idx, k, out, rc, done, &e);
+  if (r == TW_OK)
+    return;
+  /* a malformed id fails the whole call too: split until it is alone,
+   * and answered as its own describe would be */
+  bool malformed = r == TW_E_INVALID && k > 1 &&
+                   !strcmp(e.detail, "InvalidInstanceID.Malformed");
+  if (r == TW_E_NOTFOUND || malformed) {
+    if (k > 1) {
+      describe_split(p, region, ids, idx, k / 2, out, rc, done, err);
+      describe_split(p, region, ids, idx + k / 2, k - k / 2, out, rc, done,
+                     err);
+    }
+    return;
+  }
+  for (size_t j = 0; j < k; j++) {
+    rc[idx[j]] = r;
+    done[idx[j]] = true;
+  }
+  if (err && err->rc == TW_OK)
+    *err = e;
+}
+
+/* Many instances described together: one DescribeInstances per region
+ * (the one each id was launched or last seen in) for up to
+ * AWS_DESCRIBE_BATCH ids; an id no batch answered for is described alone
+ * (aws_describe: every region tried, an empty answer or NotFound from
+ * each is TW_E_NOTFOUND), so a batch never calls an instance gone that a
+ * describe of its own would find. */
+static enum tw_rc aws_describe_many(struct tw_provider *p,
+                                    const char *const *ids, size_t n,
+                                    struct tw_instance *out, enum tw_rc *rc,
+                                    struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  size_t *hint = tw_calloc(n, sizeof *hint), *idx = tw_calloc(n, sizeof *idx);
+  bool *done = tw_calloc(n, sizeof *done);
+  for (size_t i = 0; i < n; i++)
+    hint[i] = tw_region_memo_hint(&a->where, ids[i]);
+  for (size_t r = 0; r < a->n_regions; r++) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+      if (hint[i] == r)
+        idx[k++] = i;
+    for (size_t at = 0; at < k; at += AWS_DESCRIBE_BATCH)
+      describe_split(p, a->regions[r], ids, idx + at,
+                     k - at < AWS_DESCRIBE_BATCH ? k - at : AWS_DESCRIBE_BATCH,
+                     out, rc, done, err);
+  }
+  for (size_t i = 0; i < n; i++)
+    if (!done[i]) {
+      struct tw_err e = {0};
+      rc[i] =
+          tw_region_memo_run(&a->where, p, ids[i], describe_fn, &out[i], &e);
+      if (rc[i] && rc[i] != TW_E_NOTFOUND && err && err->rc == TW_OK)
+        *err = e;
+    }
+  free(hint);
+  free(idx);
+  free(done);
+  return TW_OK;
+}
+
 static enum tw_rc terminate_fn(struct tw_provider *p, const char *region,
                                const char *id, void *arg, struct tw_err *err) {
   struct tw_buf f, body;
@@ -1623,6 +1745,7 @@ const struct tw_provider_ops tw_provider_aws = {
     .list_offers = aws_list_offers,
     .launch = aws_launch,
     .describe = aws_describe,
+    .describe_many = aws_describe_many,
     .terminate = aws_terminate,
     .list_managed = aws_list_managed,
     .poll_events = aws_poll_events,

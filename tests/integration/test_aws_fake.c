@@ -266,6 +266,60 @@ static void launch_describe_list_terminate(void **state) {
   tw_instance_list_release(&l);
 }
 
+/* Many instances described at once: one DescribeInstances for the lot;
+ * an id EC2 does not know fails its batch as a whole, which is split
+ * until that id is alone and asked about by itself, and answered
+ * NotFound while the others are answered as found. */
+static void describe_many_batches(void **state) {
+  struct tw_provider *p = *state;
+  const struct tw_offer *od =
+      find_offer(&offers, "m5.large", "us-east-1a", TW_MARKET_ON_DEMAND);
+  if (!od)
+    return;
+  struct tw_err err = {0};
+  char ids[3][TW_MODEL_ID_MAX];
+  for (int i = 0; i < 3; i++) {
+    char tok[32], job[32];
+    snprintf(tok, sizeof tok, "tok-many-%d", i);
+    snprintf(job, sizeof job, "job-many-%d", i);
+    struct tw_launch req = launch_req(od, tok, job);
+    struct tw_instance a;
+    TW_CHECK_RC(tw_provider_launch(p, &req, &a, &err), TW_OK, err);
+    snprintf(ids[i], sizeof ids[i], "%s", a.id);
+  }
+  const char *all[4] = {ids[0], ids[1], ids[2], "i-0123456789abcdef0"};
+  struct tw_instance out[4];
+  enum tw_rc rc[4];
+  long before = calls_of("DescribeInstances");
+  TW_CHECK_RC(tw_provider_describe_many(p, all, 3, out, rc, &err), TW_OK, err);
+  TW_CHECK(calls_of("DescribeInstances") == before + 1, "%ld calls",
+           calls_of("DescribeInstances") - before);
+  for (int i = 0; i < 3; i++) {
+    TW_CHECK(rc[i] == TW_OK && !strcmp(out[i].id, ids[i]));
+    char job[32];
+    snprintf(job, sizeof job, "job-many-%d", i);
+    TW_CHECK(!strcmp(out[i].job_id, job) &&
+             !strcmp(out[i].region, "us-east-1"));
+    TW_CHECK(out[i].state == TW_INST_PENDING ||
+             out[i].state == TW_INST_RUNNING);
+  }
+  /* with an id EC2 does not know: 4 -> 2 + 2 (one fails) -> 1 + 1 (one
+   * fails, alone) -> that one described alone: 6 calls */
+  before = calls_of("DescribeInstances");
+  TW_CHECK_RC(tw_provider_describe_many(p, all, 4, out, rc, &err), TW_OK, err);
+  TW_CHECK(calls_of("DescribeInstances") == before + 6, "%ld calls",
+           calls_of("DescribeInstances") - before);
+  for (int i = 0; i < 3; i++)
+    TW_CHECK(rc[i] == TW_OK && !strcmp(out[i].id, ids[i]));
+  TW_CHECK(rc[3] == TW_E_NOTFOUND);
+  /* the same answers as one describe each */
+  struct tw_instance d;
+  TW_CHECK_RC(tw_provider_describe(p, ids[1], &d, &err), TW_OK, err);
+  TW_CHECK(d.state == out[1].state && !strcmp(d.job_id, out[1].job_id));
+  for (int i = 0; i < 3; i++)
+    TW_CHECK_RC(tw_provider_terminate(p, ids[i], &err), TW_OK, err);
+}
+
 static void spot_notices(void **state) {
   struct tw_provider *p = *state;
   struct tw_err err = {0};
@@ -616,6 +670,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(offers_from_the_fake),
       cmocka_unit_test(launch_describe_list_terminate),
+      cmocka_unit_test(describe_many_batches),
       cmocka_unit_test(spot_notices),
       cmocka_unit_test(error_classes),
       cmocka_unit_test(terminate),

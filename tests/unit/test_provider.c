@@ -402,6 +402,24 @@ static void generic_checks_and_defaults(void **state) {
   TW_CHECK(!strcmp(inst.id, "h-2") && !strcmp(inst.provider, "holes"));
   TW_CHECK(!strcmp(inst.provider_state, "unknown"));
   TW_CHECK(tw_provider_describe(p, "h-3", &inst, NULL) == TW_E_NOTFOUND);
+  /* describe_many without the slot: each id described, answered in order
+   * (an unknown one is an answer, not a failure of the call) */
+  {
+    const char *ids[] = {"h-2", "h-3", "h-1"};
+    struct tw_instance many[3];
+    enum tw_rc rcs[3];
+    TW_CHECK(tw_provider_describe_many(p, ids, 3, many, rcs, NULL) == TW_OK);
+    TW_CHECK(rcs[0] == TW_OK && !strcmp(many[0].id, "h-2"));
+    TW_CHECK(rcs[1] == TW_E_NOTFOUND);
+    TW_CHECK(rcs[2] == TW_OK && !strcmp(many[2].id, "h-1") &&
+             many[2].state == TW_INST_RUNNING);
+    TW_CHECK(!strcmp(many[0].provider, "holes"));
+    TW_CHECK(tw_provider_describe_many(p, ids, 0, many, rcs, NULL) ==
+             TW_E_INVALID);
+    const char *empty[] = {"h-1", ""};
+    TW_CHECK(tw_provider_describe_many(p, empty, 2, many, rcs, NULL) ==
+             TW_E_INVALID);
+  }
   /* The listing holds only what lives, though the default describe still
    * sees a terminated instance (the monitor needs its end). */
   tw_instance_list_init(&il);
