@@ -17,11 +17,16 @@
  *           pending jobs' first page (?state=pending), and a deep page of
  *           a tenant; limit 50.  p50 and p99 of each (goal p99 <= 20 ms).
  *   pass    a scheduler (broker/sched, in this process, on a store of its
- *           own on the same database, no provider configured) runs
- *           tw_sched_tick(): the first pass (it notes a reason on every
- *           job of its window, one write each) and the next --passes K:
- *           p50 and max (goal <= 100 ms).  A pass reads a window of the
- *           queue (the highest priorities first), never the whole queue.
+ *           own on the same database, no provider configured) starts as
+ *           the daemon's does: the store opened, the scheduler made and
+ *           its start-up work done (tw_sched_warm: statements prepared,
+ *           the window's specs parsed; --no-warm leaves it to the first
+ *           pass), timed apart as scale_startup_ms.  Then tw_sched_tick():
+ *           the first pass (it notes a reason on every job it looks at,
+ *           all in one transaction), its steps and commits printed, and
+ *           the next --passes K: p50 and max (goal <= 100 ms).  A pass
+ *           reads a window of the queue (the highest priorities first),
+ *           never the whole queue.
  *
  * Output: one `key value unit` line per figure, lines starting with # are
  * context (sizes, load times, the machine's load).  --quick: 300,000 jobs
@@ -61,7 +66,7 @@ struct opts {
   const char *pg_dir;
   long long jobs, pending;
   int requests, passes;
-  bool keep;
+  bool keep, no_warm;
 };
 
 static struct {
@@ -320,7 +325,7 @@ static void usage(FILE *f) {
           "usage: bench-scale [--quick] [--jobs N] [--pending P] "
           "[--requests R]\n"
           "                   [--passes K] [--pg-dir D] [--tradewindd PATH] "
-          "[--keep]\n"
+          "[--keep] [--no-warm]\n"
           "\n"
           "The store at scale on PostgreSQL: N jobs loaded with COPY (P of "
           "them\n"
@@ -337,7 +342,8 @@ static void usage(FILE *f) {
           "                 else .state/postgres)\n"
           "  --tradewindd P the daemon (default: the one built with this "
           "bench)\n"
-          "  --keep         keep the schema (and the cluster running)\n");
+          "  --keep         keep the schema (and the cluster running)\n"
+          "  --no-warm      no start-up work before the first pass\n");
 }
 
 int main(int argc, char **argv) {
@@ -369,6 +375,8 @@ int main(int argc, char **argv) {
       o.tradewindd = argv[++i];
     } else if (!strcmp(a, "--keep")) {
       o.keep = true;
+    } else if (!strcmp(a, "--no-warm")) {
+      o.no_warm = true;
     } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       return 0;
@@ -474,22 +482,44 @@ int main(int argc, char **argv) {
                   &c);
   bench_conn_release(&c);
 
-  /* the scheduler's pass, in this process, on the same database */
+  /* the scheduler's pass, in this process, on the same database, started
+   * as the daemon starts it */
   struct tw_store *s = NULL;
   struct tw_err err = {0};
   struct tw_store_opts so = {.backend = TW_DB_POSTGRES,
                              .dsn = g.schema_dsn,
                              .password = g.pg.password,
                              .readers = 2};
+  t = mono_ns();
   if (tw_store_open(&so, &s, &err))
     die("store: %s", err.msg);
+  double open_ms = ms_since(t);
   struct tw_sched *sc = NULL;
   struct tw_sched_opts sched_opts = {.store = s};
   if (tw_sched_new(&sched_opts, &sc, &err))
     die("scheduler: %s", err.msg);
+  int64_t warm_ms = o.no_warm ? 0 : tw_sched_warm(sc);
+  printf("# start-up: store opened %.1f ms (migrations checked, connections "
+         "made), scheduler's start-up work %s%lld ms\n",
+         open_ms, o.no_warm ? "skipped (--no-warm) " : "", (long long)warm_ms);
+  printf("scale_startup_ms %.1f ms\n", ms_since(t));
+  struct tw_store_stats st0, st1;
+  tw_store_stats(s, &st0);
   t = mono_ns();
   tw_sched_tick(sc);
-  printf("scale_pass_first_ms %.1f ms\n", ms_since(t));
+  double first_ms = ms_since(t);
+  tw_store_stats(s, &st1);
+  struct tw_sched_pass_stats ps;
+  tw_sched_last_pass(sc, &ps);
+  printf("# first pass: offers %.1f, follow %.1f, flow %.1f, queue %.1f "
+         "(%zu jobs read), plans %.1f (%zu jobs), notes %.1f (%zu), "
+         "launches %.1f ms\n",
+         ps.offers_us / 1e3, ps.follow_us / 1e3, ps.flow_us / 1e3,
+         ps.queue_us / 1e3, ps.queued, ps.plan_us / 1e3, ps.looked_at,
+         ps.notes_us / 1e3, ps.notes, ps.launch_us / 1e3);
+  printf("scale_pass_first_ms %.1f ms\n", first_ms);
+  printf("scale_pass_first_commits %llu commits\n",
+         (unsigned long long)(st1.commits - st0.commits));
   int64_t *pass = calloc((size_t)o.passes, sizeof *pass);
   if (!pass)
     abort();
@@ -499,9 +529,12 @@ int main(int argc, char **argv) {
     pass[i] = mono_ns() - t;
   }
   qsort(pass, (size_t)o.passes, sizeof *pass, cmp_i64);
+  tw_sched_last_pass(sc, &ps);
   printf("# pass: tw_sched_tick() over %lld pending jobs, no provider "
-         "configured\n",
-         o.pending);
+         "configured; the last: follow %.1f, queue %.1f, plans %.1f, notes "
+         "%.1f (%zu) ms\n",
+         o.pending, ps.follow_us / 1e3, ps.queue_us / 1e3, ps.plan_us / 1e3,
+         ps.notes_us / 1e3, ps.notes);
   printf("scale_pass_p50_ms %.1f ms\n", (double)pass[(o.passes - 1) / 2] / 1e6);
   printf("scale_pass_max_ms %.1f ms\n", (double)pass[o.passes - 1] / 1e6);
   free(pass);

@@ -624,6 +624,9 @@ static enum tw_rc start_leading(struct tw_daemon *d, struct tw_err *err) {
   enum tw_rc rc;
   if (d->rec)
     tw_reconcile_pass(d->rec, NULL, NULL);
+  /* the first pass's start-up work (statements, specs), before the loop */
+  tw_log_info("sched", "warm_ms=%lld first pass prepared",
+              (long long)tw_sched_warm(d->sched));
   if ((rc = tw_sched_start(d->sched, err)) ||
       (rc = tw_meter_start(d->meter, err)) ||
       (d->rec && (rc = tw_reconcile_start(d->rec, err))))

@@ -176,6 +176,16 @@ static const char SQL_JOBS_QUEUED[] =
     " ORDER BY priority DESC, seq ASC LIMIT ?2";
 static const char SQL_JOB_SET_REASON[] =
     "UPDATE jobs SET reason = ?2, updated_at_ms = ?3 WHERE id = ?1";
+/* A note without reading the job first (tw_store_job_note_many): its
+ * event, then the reason, both only when the reason changes; neither
+ * returns a row, so a batch of them goes in one round trip. */
+static const char SQL_NOTE_EVENT[] =
+    "INSERT INTO job_events (job_id, at_ms, from_state, to_state, reason)"
+    " SELECT id, CAST(?2 AS INTEGER), state, state, CAST(?3 AS TEXT)"
+    " FROM jobs WHERE id = ?1 AND reason <> ?3";
+static const char SQL_NOTE_SET[] =
+    "UPDATE jobs SET reason = ?2, updated_at_ms = ?3"
+    " WHERE id = ?1 AND reason <> ?2";
 static const char SQL_BEGIN[] = "BEGIN IMMEDIATE";
 static const char SQL_COMMIT[] = "COMMIT";
 static const char SQL_ROLLBACK[] = "ROLLBACK";
@@ -1029,6 +1039,20 @@ static struct conn *reader_get(struct tw_store *s) {
       }
     pthread_cond_wait(&s->rfree, &s->rmu);
   }
+}
+
+/* Reader i itself, once it is free.  A wake-up meant for another waiter
+ * (another reader came free) is passed on. */
+static struct conn *reader_take(struct tw_store *s, int i) {
+  pthread_mutex_lock(&s->rmu);
+  while (s->reader_busy[i]) {
+    pthread_cond_wait(&s->rfree, &s->rmu);
+    if (s->reader_busy[i])
+      pthread_cond_signal(&s->rfree);
+  }
+  s->reader_busy[i] = true;
+  pthread_mutex_unlock(&s->rmu);
+  return &s->readers[i];
 }
 
 static void reader_put(struct tw_store *s, struct conn *c) {
@@ -1933,6 +1957,73 @@ enum tw_rc tw_store_job_note(struct tw_store *s, const char *job_id,
                              const char *reason, struct tw_err *err) {
   struct note_arg a = {.id = job_id, .reason = reason};
   return tw_store_write(s, op_note, &a, err);
+}
+
+struct notes_arg {
+  const struct tw_job_note *notes;
+  size_t n;
+};
+
+static enum tw_rc op_notes(struct tw_store *s, struct tw_db *db, void *varg,
+                           struct tw_err *err) {
+  (void)db;
+  const struct notes_arg *a = varg;
+  int64_t now = tw_clock_now_ms(s->clock);
+  for (size_t i = 0; i < a->n; i++) {
+    const struct tw_job_note *nt = &a->notes[i];
+    struct tw_db_stmt *st = prep(&s->w, SQL_NOTE_EVENT, err);
+    if (!st)
+      return TW_E_IO;
+    tw_db_bind_text(st, 1, nt->job_id, -1);
+    tw_db_bind_int64(st, 2, now);
+    tw_db_bind_text(st, 3, nt->reason, -1);
+    enum tw_rc rc = step_done(&s->w, st, "note event", err);
+    if (rc)
+      return rc;
+    if (!(st = prep(&s->w, SQL_NOTE_SET, err)))
+      return TW_E_IO;
+    tw_db_bind_text(st, 1, nt->job_id, -1);
+    tw_db_bind_text(st, 2, nt->reason, -1);
+    tw_db_bind_int64(st, 3, now);
+    if ((rc = step_done(&s->w, st, "set reason", err)))
+      return rc;
+  }
+  return TW_OK;
+}
+
+enum tw_rc tw_store_job_note_many(struct tw_store *s,
+                                  const struct tw_job_note *notes, size_t n,
+                                  struct tw_err *err) {
+  if (!n)
+    return TW_OK;
+  struct notes_arg a = {.notes = notes, .n = n};
+  return tw_store_write(s, op_notes, &a, err);
+}
+
+static enum tw_rc op_warm(struct tw_store *s, struct tw_db *db, void *varg,
+                          struct tw_err *err) {
+  (void)db;
+  (void)varg;
+  if (!prep(&s->w, SQL_NOTE_EVENT, err) || !prep(&s->w, SQL_NOTE_SET, err))
+    return TW_E_IO;
+  return TW_OK;
+}
+
+enum tw_rc tw_store_warm(struct tw_store *s, struct tw_err *err) {
+  static const char *const reads[] = {SQL_JOBS_QUEUED, SQL_ATTEMPTS_LIVE,
+                                      SQL_ATTEMPTS_OF, SQL_JOB_BY_ID};
+  enum tw_rc rc = TW_OK;
+  /* each reader in turn, one held at a time */
+  for (int i = 0; i < s->n_readers && !rc; i++) {
+    struct conn *c = reader_take(s, i);
+    for (size_t k = 0; k < sizeof reads / sizeof *reads && !rc; k++)
+      if (!prep(c, reads[k], err))
+        rc = TW_E_IO;
+    reader_put(s, c);
+  }
+  if (rc)
+    return rc;
+  return tw_store_write(s, op_warm, NULL, err);
 }
 
 /* One attempt seen running, and its job's note (tw_store_attempt_running_many):

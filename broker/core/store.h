@@ -415,6 +415,22 @@ enum tw_rc tw_store_jobs_queued(struct tw_store *s, enum tw_job_state state,
  * a placement decision).  from and to are the job's current state. */
 enum tw_rc tw_store_job_note(struct tw_store *s, const char *job_id,
                              const char *reason, struct tw_err *err);
+/* Several notes in one transaction (one commit instead of one each), for
+ * the scheduler's pass: each as tw_store_job_note, except that a job not
+ * found is skipped, and nothing is read back (a job whose reason is the
+ * text already keeps it, and no event).  On a failure none is written. */
+struct tw_job_note {
+  const char *job_id, *reason;
+};
+enum tw_rc tw_store_job_note_many(struct tw_store *s,
+                                  const struct tw_job_note *notes, size_t n,
+                                  struct tw_err *err);
+/* Start-up work of a scheduler's pass done before its first one: the
+ * statements of the queue's reads (the window, live attempts, a job's
+ * attempts, a job by id) prepared on every reader connection, and those
+ * of tw_store_job_note_many on the writer (one empty transaction).  A
+ * reader busy elsewhere is waited for.  sqlite: the same, and cheap. */
+enum tw_rc tw_store_warm(struct tw_store *s, struct tw_err *err);
 
 /* ---- module schemas and statements ------------------------------------------
  *

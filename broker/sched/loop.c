@@ -154,10 +154,13 @@ static int collect(struct tw_sched *s, int64_t until_mono_ms, int64_t now) {
 int tw_sched_tick(struct tw_sched *s) {
   int changes = 0;
   int64_t start = sched__mono_ms();
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  memset(&s->pass, 0, sizeof s->pass);
+  int64_t t0 = tw_mono_us(), t = t0, u;
   int64_t now = tw_clock_now_ms(s->clock);
   refresh_offers(s, now);
+  u = tw_mono_us();
+  s->pass.offers_us = u - t;
+  t = u;
   if (s->tenancy) /* what each tenant holds: live attempts' reservations */
     tw_tenancy_place_begin(s->tenancy);
   /* what came back since the last pass, without waiting */
@@ -165,17 +168,46 @@ int tw_sched_tick(struct tw_sched *s) {
   /* 2.-3. notices and live attempts first: an interrupted job is placed
    * again in this pass, ahead of the queue */
   changes += sched__follow(s, now);
+  u = tw_mono_us();
+  s->pass.follow_us = u - t;
+  t = u;
   /* 4. the queue: what dependencies released joins it first */
   changes += sched__flow(s, now);
-  changes += sched__place_pending(s, now);
+  u = tw_mono_us();
+  s->pass.flow_us = u - t;
+  t = u;
+  changes += sched__place_pending(s, now); /* times its own steps */
   /* the calls of this pass, waited for within its budget: what does not
    * come back by then is applied by a later pass */
   changes += collect(s, start + s->pass_budget_ms, now);
-  struct timespec end;
-  clock_gettime(CLOCK_MONOTONIC, &end);
-  sched__obs_pass(s, (int64_t)(end.tv_sec - t0.tv_sec) * 1000000 +
-                         (end.tv_nsec - t0.tv_nsec) / 1000);
+  u = tw_mono_us();
+  /* the rest of the queue's step: its attempts opened, their launches
+   * sent, and this collect */
+  s->pass.launch_us =
+      u - t - s->pass.queue_us - s->pass.plan_us - s->pass.notes_us;
+  s->pass.total_us = u - t0;
+  pthread_mutex_lock(&s->mu);
+  s->last_pass = s->pass;
+  pthread_mutex_unlock(&s->mu);
+  sched__obs_pass(s, u - t0);
   return changes;
+}
+
+int64_t tw_sched_warm(struct tw_sched *s) {
+  int64_t t0 = tw_mono_us();
+  /* not the offers: the daemon's catalog may still be listing them, and
+   * the first pass waits for that as it always did */
+  struct tw_err err = {0};
+  if (tw_store_warm(s->store, &err))
+    tw_log_warn("sched", "statements not prepared ahead: %s", err.msg);
+  sched__place_warm(s);
+  return (tw_mono_us() - t0) / 1000;
+}
+
+void tw_sched_last_pass(struct tw_sched *s, struct tw_sched_pass_stats *out) {
+  pthread_mutex_lock(&s->mu);
+  *out = s->last_pass;
+  pthread_mutex_unlock(&s->mu);
 }
 
 static void *loop_main(void *arg) {

@@ -71,6 +71,16 @@ struct sched_place {
     uint64_t key, note;
   } * wait;
   size_t n_wait, cap_wait;
+  /* While the queue is placed (batch_notes), what note_once would write
+   * is gathered here and written in one transaction after the queue's
+   * last job (notes_flush): a first pass notes every job of it that fits
+   * nowhere, and one commit each was most of that pass. */
+  bool batch_notes;
+  struct sched_note {
+    char job_id[TW_JOB_ID_LEN + 1];
+    char *text;
+  } * notes;
+  size_t n_notes, cap_notes;
 };
 
 void sched__place_init(struct tw_sched *s) {
@@ -95,6 +105,9 @@ void sched__place_release(struct tw_sched *s) {
   free(p->dem);
   free(p->dem_ix);
   free(p->wait);
+  for (size_t i = 0; i < p->n_notes; i++)
+    free(p->notes[i].text);
+  free(p->notes);
   free(p);
   s->place = NULL;
   free(s->backoff);
@@ -446,7 +459,42 @@ static void note_once(struct tw_sched *s, struct sched_place *p,
   if (w->note == h)
     return;
   w->note = h;
-  tw_store_job_note(s->store, job_id, text, NULL);
+  if (!p->batch_notes) {
+    tw_store_job_note(s->store, job_id, text, NULL);
+    return;
+  }
+  if (p->n_notes == p->cap_notes) {
+    p->cap_notes = p->cap_notes ? p->cap_notes * 2 : 64;
+    p->notes = tw_realloc(p->notes, p->cap_notes * sizeof *p->notes);
+  }
+  struct sched_note *n = &p->notes[p->n_notes++];
+  snprintf(n->job_id, sizeof n->job_id, "%s", job_id);
+  n->text = tw_strdup(text);
+}
+
+/* The notes gathered while the queue was placed, in one transaction.  If
+ * it fails, none was written: their jobs are noted again at their next
+ * look. */
+static void notes_flush(struct tw_sched *s, struct sched_place *p) {
+  if (!p->n_notes)
+    return;
+  struct tw_job_note *nv = tw_calloc(p->n_notes, sizeof *nv);
+  for (size_t i = 0; i < p->n_notes; i++)
+    nv[i] = (struct tw_job_note){p->notes[i].job_id, p->notes[i].text};
+  struct tw_err err = {0};
+  s->pass.notes += p->n_notes;
+  if (tw_store_job_note_many(s->store, nv, p->n_notes, &err)) {
+    tw_log_warn("sched", "notes=%zu not recorded: %s", p->n_notes, err.msg);
+    for (size_t i = 0; i < p->n_notes; i++) {
+      struct sched_wait *w = wait_find(p, p->notes[i].job_id);
+      if (w)
+        w->note = 0;
+    }
+  }
+  for (size_t i = 0; i < p->n_notes; i++)
+    free(p->notes[i].text);
+  p->n_notes = 0;
+  free(nv);
 }
 
 /* Everything a plan of this job reads that can change between passes: if
@@ -883,6 +931,7 @@ static void fb_order(struct tw_sched *s, const struct tw_job_rec *job,
 }
 
 int sched__place_pending(struct tw_sched *s, int64_t now) {
+  int64_t t0 = tw_mono_us();
   struct sched_place *p = s->place;
   struct tw_policy_set *set = policies_now(s);
   sched_datasets(s, p);
@@ -904,6 +953,7 @@ int sched__place_pending(struct tw_sched *s, int64_t now) {
   if (tw_store_jobs_queued(s->store, TW_JOB_PENDING, window, &queue, &n,
                            &err)) {
     tw_policy_set_unref(set);
+    s->pass.queue_us = tw_mono_us() - t0;
     return 0;
   }
   /* the quotas as they are now, after the queue: a quota set before a
@@ -937,12 +987,22 @@ int sched__place_pending(struct tw_sched *s, int64_t now) {
   size_t todo = n < (size_t)s->max_place ? n : (size_t)s->max_place;
   sched_replicate(s, p, set, queue, specs, order, todo, now);
   tw_policy_set_unref(set);
+  int64_t t1 = tw_mono_us();
+  s->pass.queue_us = t1 - t0;
+  s->pass.queued = n;
+  s->pass.looked_at = todo;
   /* the queue's attempts are opened together after its last placement
    * (one transaction), and their launches sent then */
   s->batch_opens = true;
+  p->batch_notes = true;
   for (size_t k = 0; k < todo; k++)
     changes += sched__place_job(s, &queue[order[k]], now);
+  p->batch_notes = false;
   s->batch_opens = false;
+  int64_t t2 = tw_mono_us();
+  s->pass.plan_us = t2 - t1;
+  notes_flush(s, p);
+  s->pass.notes_us = tw_mono_us() - t2;
   int sent = sched__launch_flush(s);
   /* a backlog: every job this pass may place was sent and more wait, so
    * the next pass starts at once instead of after the tick (the tick is
@@ -959,6 +1019,35 @@ int sched__place_pending(struct tw_sched *s, int64_t now) {
   free(qj);
   free(order);
   return changes;
+}
+
+void sched__place_warm(struct tw_sched *s) {
+  struct sched_place *p = s->place;
+  sched_datasets(s, p);
+  struct tw_err err = {0};
+  struct tw_attempt_rec *live = NULL;
+  size_t n_live = 0;
+  if (tw_store_attempts_live(s->store, &live, &n_live, &err) == TW_OK)
+    sched_usage(s, p, live, n_live);
+  free(live);
+  int window = s->max_place * 4 < 1024 ? s->max_place * 4 : 1024;
+  struct tw_job_rec *queue = NULL;
+  size_t n = 0;
+  if (tw_store_jobs_queued(s->store, TW_JOB_PENDING, window, &queue, &n,
+                           &err))
+    return;
+  for (size_t i = 0; i < n; i++) /* parsed now, kept in the spec cache */
+    sched__spec_release(s, sched__spec(s, &queue[i]));
+  if (n) { /* a placement's reads, once */
+    struct tw_attempt_rec *past = NULL;
+    size_t n_past = 0;
+    tw_store_attempts_of(s->store, queue[0].id, &past, &n_past, &err);
+    free(past);
+    (void)sched__resume_s(s, queue[0].id);
+  }
+  for (size_t i = 0; i < n; i++)
+    tw_job_rec_release(&queue[i]);
+  free(queue);
 }
 
 int sched__place_job(struct tw_sched *s, const struct tw_job_rec *job,

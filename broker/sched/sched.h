@@ -117,6 +117,36 @@ enum tw_rc tw_sched_start(struct tw_sched *s, struct tw_err *err);
 void tw_sched_wake(struct tw_sched *s);
 /* One pass; returns the number of state changes it made. */
 int tw_sched_tick(struct tw_sched *s);
+/* The start-up work of the first pass, done before it (the daemon runs
+ * it before it starts the loop): the datasets loaded, the store's
+ * statements of a pass prepared (tw_store_warm), the reads of a pass run
+ * once (live attempts, the queue's window, the first queued job's
+ * attempts and progress: the connection's caches and the index pages
+ * they read) and the window's specs parsed into the spec cache, where the
+ * pass finds them.  Not the offers (the first pass takes them from the
+ * catalog, waiting for its first listing as before).  Places nothing,
+ * writes no job, calls no provider.  Returns the milliseconds it took;
+ * call it before tw_sched_start (not thread-safe with the loop). */
+int64_t tw_sched_warm(struct tw_sched *s);
+/* What the last pass took, step by step (wall-clock microseconds, each
+ * step's own), and how much it did: for the benchmarks (bench-scale
+ * prints the first pass's) and the logs.  Thread-safe; zeros before the
+ * first pass. */
+struct tw_sched_pass_stats {
+  int64_t total_us;
+  int64_t offers_us;  /* 1. the offers from the catalog */
+  int64_t follow_us;  /* answers collected, notices, live attempts */
+  int64_t flow_us;    /* dependencies, arrays, workflows */
+  int64_t queue_us;   /* the queue's window read, its specs, its order */
+  int64_t plan_us;    /* the jobs of the window placed (their reads, plans) */
+  int64_t notes_us;   /* the notes of those that fit nowhere, one commit */
+  int64_t launch_us;  /* attempts opened, launches sent and waited for */
+  size_t queued;      /* jobs in the window */
+  size_t looked_at;   /* of which placed or found to fit nowhere */
+  size_t notes;       /* notes sent (a job whose reason is already the
+                         text keeps it: tw_store_job_note_many) */
+};
+void tw_sched_last_pass(struct tw_sched *s, struct tw_sched_pass_stats *out);
 /* The placer s plans with and publishes its offer index to (the one in
  * its options, else its own); borrowed for s's lifetime.  What the REST
  * handlers read of the scheduler's state (its last offer index) they read

@@ -112,6 +112,9 @@ struct tw_sched {
   /* sched__mono_ms() when the loop thread last began or finished a pass
    * (0: not started); atomic, read by tw_sched_stalled_ms */
   int64_t beat_ms;
+  /* this pass's steps as they are timed (loop.c, place.c: scheduler
+   * thread), and the last complete pass's (under mu) */
+  struct tw_sched_pass_stats pass, last_pass;
   /* obs.c: spans of placements, launches and provider calls (NULL: none);
    * the job being placed, on the scheduler's thread (its context, for the
    * launch call made while placing it, and its stored traceparent) */
@@ -635,6 +638,10 @@ void sched__capacity_return(struct tw_sched *s, const struct tw_attempt_rec *a,
 
 /* The pending jobs of this pass in queue order; returns state changes. */
 int sched__place_pending(struct tw_sched *s, int64_t now);
+/* tw_sched_warm's part in placement: the datasets, the reads of
+ * sched__place_pending (the window's specs parsed) and of one job's
+ * placement; nothing written. */
+void sched__place_warm(struct tw_sched *s);
 /* sched_flow.c: dependencies met and tasks released, before the queue. */
 int sched__flow(struct tw_sched *s, int64_t now);
 

@@ -667,6 +667,40 @@ static void a_job_that_fits_nowhere_is_noted_once(void **state) {
   assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
 }
 
+/* A pass's notes (every job of the queue that fits nowhere) commit once,
+ * after the start-up work done ahead of the first pass; the pass says
+ * what it did. */
+static void the_notes_of_a_pass_commit_together(void **state) {
+  (void)state;
+  char id[5][TW_JOB_ID_LEN + 1];
+  for (int i = 0; i < 5; i++)
+    sfx_submit("name: h\nresources: {accelerators: H100:8}\n", id[i]);
+  assert_true(tw_sched_warm(sfx_sched) >= 0);
+  struct tw_store_stats before, after;
+  tw_store_stats(sfx_store, &before);
+  sfx_tick();
+  tw_store_stats(sfx_store, &after);
+  struct tw_sched_pass_stats ps;
+  tw_sched_last_pass(sfx_sched, &ps);
+  assert_int_equal(ps.queued, 5);
+  assert_int_equal(ps.looked_at, 5);
+  assert_int_equal(ps.notes, 5);
+  assert_true(ps.total_us >= ps.plan_us + ps.notes_us);
+  /* one transaction for the five notes (there were five) */
+  assert_int_equal(after.commits - before.commits, 1);
+  for (int i = 0; i < 5; i++) {
+    struct tw_job_rec j = sfx_get(id[i]);
+    assert_int_equal(j.state, TW_JOB_PENDING);
+    assert_non_null(strstr(j.reason, "no offer fits: 4 offers, 0 fit"));
+    tw_job_rec_release(&j);
+  }
+  sfx_tick(); /* the same situation: nothing noted again */
+  tw_sched_last_pass(sfx_sched, &ps);
+  assert_int_equal(ps.notes, 0);
+  for (int i = 0; i < 5; i++)
+    assert_int_equal(count_events(id[i], "no offer fits"), 1);
+}
+
 static void data_moved_for_a_launch_is_metered_as_egress(void **state) {
   (void)state;
   struct tw_meter *m = NULL;
@@ -727,6 +761,7 @@ int main(int argc, char **argv) {
       TA(freed_private_nodes_count_at_the_next_pass),
       TA(the_head_job_starts_when_its_nodes_come_back),
       T(a_job_that_fits_nowhere_is_noted_once),
+      T(the_notes_of_a_pass_commit_together),
       T(data_moved_for_a_launch_is_metered_as_egress),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

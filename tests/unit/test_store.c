@@ -666,6 +666,77 @@ static void queue_order_and_notes(void **state) {
   tw_store_close(s);
 }
 
+/* The scheduler's notes of one pass: one commit for all, each job's
+ * reason and one event when the reason is news, none when it is not, a
+ * job that is not there skipped; the statements prepared ahead at
+ * start-up (tw_store_warm) serve the reads and the notes after it. */
+static void notes_of_a_pass_commit_once(void **state) {
+  (void)state;
+  struct tw_store *s = open_store();
+  struct tw_err err = {0};
+  assert_int_equal(tw_store_warm(s, &err), TW_OK);
+  char ids[3][TW_JOB_ID_LEN + 1];
+  for (int i = 0; i < 3; i++) {
+    struct tw_job_rec j;
+    create(s, "n", NULL, "{\"name\":\"n\"}", &j, NULL, TW_OK);
+    memcpy(ids[i], j.id, sizeof ids[i]);
+    tw_job_rec_release(&j);
+  }
+  struct tw_job_transition t = {
+      .id = ids[2], .to = TW_JOB_CANCELLED, .reason = "by hand"};
+  assert_int_equal(tw_store_job_transition(s, &t, NULL, &err), TW_OK);
+  struct tw_job_note notes[] = {
+      {ids[0], "no offer fits: gpu 12"},
+      {ids[1], "submitted"}, /* its reason already */
+      {"j-00000000000000000000000000", "nobody"},
+      {ids[2], "no offer fits: gpu 12"}};
+  struct tw_store_stats before, after;
+  tw_store_stats(s, &before);
+  tw_clock_advance(&clk, 1000);
+  assert_int_equal(tw_store_job_note_many(s, notes, 4, &err), TW_OK);
+  tw_store_stats(s, &after);
+  assert_int_equal(after.commits - before.commits, 1);
+  assert_int_equal(tw_store_job_note_many(s, notes, 0, &err), TW_OK);
+  const char *want_reason[] = {"no offer fits: gpu 12", "submitted",
+                               "no offer fits: gpu 12"};
+  const size_t want_events[] = {2, 1, 3};
+  for (int i = 0; i < 3; i++) {
+    struct tw_job_rec g;
+    assert_int_equal(tw_store_job_get(s, ids[i], &g, &err), TW_OK);
+    assert_string_equal(g.reason, want_reason[i]);
+    /* a note changes no state, and only a new reason moves the stamp */
+    assert_int_equal(g.state, i == 2 ? TW_JOB_CANCELLED : TW_JOB_PENDING);
+    assert_int_equal(g.updated_ms,
+                     i == 1 ? 1764460800000 : 1764460801000);
+    enum tw_job_state now_in = g.state;
+    tw_job_rec_release(&g);
+    struct tw_job_event *ev;
+    size_t n;
+    assert_int_equal(tw_store_job_events(s, ids[i], &ev, &n, &err), TW_OK);
+    assert_int_equal(n, want_events[i]);
+    if (i != 1) {
+      assert_string_equal(ev[n - 1].reason, "no offer fits: gpu 12");
+      assert_true(ev[n - 1].has_from);
+      assert_int_equal(ev[n - 1].from, ev[n - 1].to);
+      assert_int_equal(ev[n - 1].to, now_in);
+      assert_int_equal(ev[n - 1].at_ms, 1764460801000);
+    }
+    for (size_t k = 0; k < n; k++)
+      free(ev[k].reason);
+    free(ev);
+  }
+  /* the same notes again: nothing is news */
+  assert_int_equal(tw_store_job_note_many(s, notes, 4, &err), TW_OK);
+  struct tw_job_event *ev;
+  size_t n;
+  assert_int_equal(tw_store_job_events(s, ids[0], &ev, &n, &err), TW_OK);
+  assert_int_equal(n, 2);
+  for (size_t k = 0; k < n; k++)
+    free(ev[k].reason);
+  free(ev);
+  tw_store_close(s);
+}
+
 static const char *const MOD_V1[] = {
     "CREATE TABLE widgets (id INTEGER PRIMARY KEY, name TEXT NOT NULL);",
     "ALTER TABLE widgets ADD COLUMN size INTEGER NOT NULL DEFAULT 0;",
@@ -889,6 +960,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(attempts_carry_tokens_and_move_the_job,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(queue_order_and_notes, setup, teardown),
+      cmocka_unit_test_setup_teardown(notes_of_a_pass_commit_once, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(
           batched_writes_commit_together_each_with_its_outcome, setup,
           teardown),
