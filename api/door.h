@@ -1,16 +1,20 @@
-/* door.h - the pre-reader in front of libmicrohttpd on a plain listener.
+/* door.h - the pre-reader in front of libmicrohttpd, on every listener.
  *
  * libmicrohttpd 0.9.75 answers some malformed heads itself, with an HTML
  * body and no content type, before any handler runs (a Content-Length
  * that is not a number, a head larger than its connection memory, a
  * request line it cannot parse or an HTTP version it does not speak).
- * The door accepts each connection itself, peeks (MSG_PEEK) until the
- * first request head is whole, and judges it: a head the library could
- * not take is answered here with one problem+json and the connection
- * closed; any other is handed, untouched, to the library
- * (MHD_add_connection).  The door also holds the connection limits (in
- * total and per address) and the head's deadline while it waits.
- * docs/security.md, "The front door". */
+ * The door accepts each connection itself and judges its heads: a head
+ * the library could not take is answered here with one problem+json and
+ * the connection closed.  On a plain connection it peeks (MSG_PEEK)
+ * until the first head is whole and hands the socket, untouched, to the
+ * library (MHD_add_connection); or, relayed (TLS, which the door ends
+ * with OpenSSL, and opts.relay), it reads every byte, hands the library
+ * one end of a socket pair, frames each request (head, Content-Length
+ * bytes) and judges every head before passing it, and relays the
+ * answers back.  The door also holds the connection limits (in total and
+ * per address) and the first head's deadline.  docs/security.md, "The
+ * front door". */
 #ifndef TW_API_DOOR_H
 #define TW_API_DOOR_H
 

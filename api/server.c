@@ -1044,6 +1044,15 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   unsigned threads = opts->threads ? opts->threads : 64;
   unsigned per_addr = opts->max_per_address ? opts->max_per_address : 128;
   unsigned max_conn = opts->max_connections ? opts->max_connections : 1024u;
+  bool every_head = opts->judge_heads && !strcmp(opts->judge_heads, "every");
+  if (!every_head && opts->judge_heads && *opts->judge_heads &&
+      strcmp(opts->judge_heads, "first")) {
+    fail_start(api);
+    return tw_err_field(err, TW_E_INVALID, "api.judge_heads",
+                        "api.judge_heads: \"%.32s\" is neither \"every\" nor "
+                        "\"first\"",
+                        opts->judge_heads);
+  }
   if (!opts->threads && threads > max_conn)
     threads = max_conn; /* the default: no more threads than connections */
   if (threads > max_conn) {
@@ -1087,8 +1096,8 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
     return rc;
   }
   /* The door (api/door.h) accepts every connection, judges its heads and
-   * hands it over (relayed: TLS, and every plain one, so that each later
-   * head on it is judged too); it holds the connection limits itself, so
+   * hands it over (relayed: TLS, and with api.judge_heads "every" each
+   * plain one, so that each later head on it is judged too); it holds the connection limits itself, so
    * the library's are only a backstop, loose enough never to refuse what
    * the door admitted while a closed connection is still being cleaned
    * up. */
@@ -1120,7 +1129,7 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
       .request_id = door_request_id,
       .ctx = api,
       .tls = api->ssl,
-      .relay = true,
+      .relay = every_head,
       .idle_us = (int64_t)(opts->timeout_s ? opts->timeout_s : 60u) * 1000000};
   if ((rc = tw_door_start(&dopts, &api->door, err))) {
     fail_start(api);

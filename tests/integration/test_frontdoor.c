@@ -849,7 +849,7 @@ int main(void) {
            "log:\n  level: info\n"
            "api:\n  max_per_address: %d\n  head_timeout_s: %d\n"
            "  body_timeout_s: %d\n  threads: 8\n"
-           "  probe_listen: 127.0.0.1:0\n"
+           "  probe_listen: 127.0.0.1:0\n  judge_heads: every\n"
            "auth:\n  mode: tokens\n  rate_limit_per_s: 0\n",
            PER_ADDRESS, HEAD_TIMEOUT_S, BODY_TIMEOUT_S);
   if (twtest_daemon_init(&d, cfg) != 0) {
