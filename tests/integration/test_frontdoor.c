@@ -18,10 +18,13 @@
  *   library_errors_are_problems: the heads libmicrohttpd 0.9.75 would
  *     answer itself with HTML (a Content-Length that is not a number, a
  *     malformed chunk, a head over its connection memory, the HTTP/2
- *     preface, and their kin), on the main and the probe listener: one
+ *     preface, and their kin), on the main and the probe listener of a
+ *     plain daemon (api.judge_heads: every) and of one serving TLS, on a
+ *     new connection and as the second request of a kept-alive one: one
  *     status line, application/problem+json, a body that parses as the
- *     problem with that status, the connection closed; the largest heads
- *     the door lets through get the server's own answer, never the
+ *     problem with that status, the connection closed; pipelined behind
+ *     a good request, the good one's answer whole first; the largest
+ *     heads the door lets through get the server's own answer, never the
  *     library's.
  *   ten_gib_declaration: an unauthenticated POST declaring 10 GiB with
  *     Expect: 100-continue gets 401 and no 100 Continue; with a token it
@@ -612,6 +615,37 @@ static void library_errors_are_problems(void **state) {
     CASE("a NUL in the head", nul, sizeof nul - 1, 400);
 #undef CASE_S
 #undef CASE
+  }
+  /* pipelined: a good request and a bad one in the same packets; the
+   * good one's whole answer comes first, then the problem, then the
+   * close (the library's side is shut for writing once it has the
+   * good one, and answers it before it closes) */
+  for (int k = 0; k < 2; k++) {
+    static const char two[] =
+        "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+        "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n";
+    struct raw c;
+    char out[16384];
+    bool closed;
+    TW_CHECK(raw_open(&c, k ? dt.port : d.port, k), "pipelined: no connection");
+    if (c.fd < 0)
+      continue;
+    TW_CHECK(raw_send(&c, two, sizeof two - 1));
+    raw_read(&c, out, sizeof out, 5000, &closed, NULL);
+    raw_close(&c);
+    /* the second answer starts where the first one's body ends */
+    const char *end = strstr(out, "\r\n\r\n");
+    const char *cl = strcasestr(out, "\r\nContent-Length:");
+    const char *second = NULL;
+    if (end && cl && cl < end &&
+        strlen(end + 4) >= strtoul(cl + 17, NULL, 10))
+      second = end + 4 + strtoul(cl + 17, NULL, 10);
+    TW_CHECK(!strncmp(out, "HTTP/1.1 200 ", 13) && answer_whole(out) &&
+                 second && !strncmp(second, "HTTP/1.1 400 ", 13) &&
+                 status_lines(second) == 1 &&
+                 strstr(second, "application/problem+json") &&
+                 strstr(second, "\"field\":\"Content-Length\"") && closed,
+             "%s, pipelined: %.800s", k ? "TLS" : "plain", out);
   }
   free(big);
   free(fields);
