@@ -593,9 +593,9 @@ static void relay_start(struct tw_door *d, struct held *h, SSL *ssl) {
   struct relay *r = tw_calloc(1, sizeof *r);
   r->ssl = ssl;
   r->lib = -1;
+  /* the buffers come with the first bytes each way: a flood of idle
+   * TLS connections holds a session each, not 88 KiB */
   r->in_cap = d->o.limits.max_head + 1;
-  r->in = tw_malloc(r->in_cap);
-  r->out = tw_malloc(OUT_CAP);
   r->cli_rd = true;
   h->r = r;
 }
@@ -764,6 +764,8 @@ static void relay_pump(struct tw_door *d, struct held *h) {
     /* from the client */
     if (!r->stop_up && !r->cli_eof && r->in_len < r->in_cap &&
         (r->cli_rd || r->ssl)) {
+      if (!r->in)
+        r->in = tw_malloc(r->in_cap);
       size_t room = r->in_cap - r->in_len;
       ssize_t k = cli_read(h, r->in + r->in_len, room);
       if (k == -2) {
@@ -808,6 +810,8 @@ static void relay_pump(struct tw_door *d, struct held *h) {
     if (r->out_off == r->out_len)
       r->out_off = r->out_len = 0;
     if (r->lib >= 0 && r->out_len < OUT_CAP && r->lib_rd) {
+      if (!r->out)
+        r->out = tw_malloc(OUT_CAP);
       size_t room = OUT_CAP - r->out_len;
       ssize_t k = recv(r->lib, r->out + r->out_len, room, MSG_DONTWAIT);
       if (k < (ssize_t)room)
@@ -829,6 +833,8 @@ static void relay_pump(struct tw_door *d, struct held *h) {
     }
     /* the door's own answer, after the library's last */
     if (r->lib_done && r->out_off == r->out_len && r->problem_len) {
+      if (!r->out)
+        r->out = tw_malloc(OUT_CAP);
       memcpy(r->out, r->problem, r->problem_len);
       r->out_off = 0;
       r->out_len = r->problem_len;
