@@ -39,7 +39,7 @@ struct tw_auth {
   pthread_mutex_t mu;
   struct bucket b[BUCKETS];
   char *cert_file, *key_file;
-  char *tls_cert, *tls_key; /* PEM; libmicrohttpd keeps the pointers */
+  char *tls_cert, *tls_key; /* PEM, read at the start */
   struct tw_oidc *oidc;     /* NULL: no identity provider */
   /* refused-token log lines: at most REFUSED_LINES_PER_S a second, the
    * rest counted and reported with the next line written (under mu) */
@@ -122,25 +122,17 @@ static char *read_pem(const char *path, struct tw_err *err) {
 
 bool tw_auth_tls_on(const struct tw_auth *a) { return a->cert_file != NULL; }
 
-enum tw_rc tw_auth_tls(struct tw_auth *a, unsigned *flags,
-                       struct MHD_OptionItem *items, size_t cap, size_t *n,
-                       struct tw_err *err) {
+enum tw_rc tw_auth_tls_pem(struct tw_auth *a, const char **cert,
+                           const char **key, struct tw_err *err) {
+  *cert = *key = NULL;
   if (!a->cert_file)
     return TW_OK;
-  if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
-    return tw_err_set(err, TW_E_INTERNAL,
-                      "tls: this libmicrohttpd was built without TLS (GnuTLS)");
-  if (cap < *n + 2)
-    return tw_err_set(err, TW_E_INTERNAL, "tls: no room for the options");
   if (!a->tls_cert && !(a->tls_cert = read_pem(a->cert_file, err)))
     return err ? err->rc : TW_E_IO;
   if (!a->tls_key && !(a->tls_key = read_pem(a->key_file, err)))
     return err ? err->rc : TW_E_IO;
-  *flags |= MHD_USE_TLS;
-  items[(*n)++] =
-      (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, a->tls_cert};
-  items[(*n)++] =
-      (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, a->tls_key};
+  *cert = a->tls_cert;
+  *key = a->tls_key;
   return TW_OK;
 }
 

@@ -55,14 +55,12 @@ enum tw_rc tw_auth_new(const struct tw_auth_opts *o, struct tw_clock *clock,
                        struct tw_auth **out, struct tw_err *err);
 void tw_auth_free(struct tw_auth *a);
 
-/* Adds to *flags and items[] (cap slots, *n used, MHD_OPTION_END not
- * included) what libmicrohttpd needs to serve TLS; nothing without a
- * certificate.  TW_E_IO when a file cannot be read, TW_E_INVALID when
- * only one of the two is given, TW_E_INTERNAL when this libmicrohttpd
- * lacks TLS. */
-enum tw_rc tw_auth_tls(struct tw_auth *a, unsigned *flags,
-                       struct MHD_OptionItem *items, size_t cap, size_t *n,
-                       struct tw_err *err);
+/* The PEM certificate (its chain following) and key the server serves
+ * TLS with (api/door.h terminates it), both NULL without a certificate;
+ * the texts stay a's.  TW_E_IO when a file cannot be read, TW_E_INVALID
+ * when one is not PEM. */
+enum tw_rc tw_auth_tls_pem(struct tw_auth *a, const char **cert,
+                           const char **key, struct tw_err *err);
 bool tw_auth_tls_on(const struct tw_auth *a);
 
 /* Step 3 and 4 from the request head alone, before any body byte is read

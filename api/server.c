@@ -116,8 +116,9 @@ struct tw_api {
   struct MHD_Daemon *probe_mhd; /* api.probe_listen, or NULL */
   int probe_fd;
   int probe_port;
-  /* the pre-readers of a plain listener (api/door.h); NULL over TLS */
+  /* the doors of the listeners (api/door.h) */
   struct tw_door *door, *probe_door;
+  SSL_CTX *ssl; /* TLS, terminated by the doors; or NULL */
   int64_t head_us, body_us; /* the deadlines */
   size_t max_head, max_url;
   bool tls;
@@ -553,7 +554,7 @@ static void connection_note(struct tw_api *api, struct tw_door *door,
     c->next->prev = c->prev;
   pthread_mutex_unlock(&api->conn_mu);
   /* its place at the door is free */
-  tw_door_release(c->door, (struct sockaddr *)&c->peer);
+  tw_door_release(c->door, c->fd, (struct sockaddr *)&c->peer);
   free(c);
   *socket_context = NULL;
 }
@@ -598,11 +599,11 @@ static void slot_set(struct tw_api *api, struct conn_slot *c,
 /* Under conn_mu.  A client that sent a part of a first request, or a body,
  * gets a 408 problem before the cut; an idle keep-alive connection is
  * closed without a word (RFC 9112 section 9.5), since its client may be
- * sending its next request right now.  Over TLS nothing can be written
- * beside the library's own session: the connection is closed. */
+ * sending its next request right now.  Over TLS too: the library's
+ * socket is the door's relay, which says it through the session. */
 static void cut(struct tw_api *api, struct conn_slot *c) {
   bool body = c->phase == PH_BODY;
-  if (!api->tls && c->fd >= 0 && (body || !c->reused)) {
+  if (c->fd >= 0 && (body || !c->reused)) {
     char json[256], msg[512];
     int jl =
         snprintf(json, sizeof json,
@@ -904,6 +905,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
  * log as debug lines of the `http` subsystem: they are the client's fault. */
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
   (void)cls;
+  /* its socket is the door's relay, a local socket: TCP options fail on
+   * it, which says nothing (and would cost a formatted line an answer) */
+  if (!strncmp(fmt, "Setting %s option to %s state failed", 36) ||
+      !strncmp(fmt, "Failed to push the data from buffers", 36))
+    return;
   char line[512];
   vsnprintf(line, sizeof line, fmt, ap);
   size_t n = strlen(line);
@@ -965,17 +971,10 @@ static enum tw_rc bind_listen(const char *listen_addr, int *fd_out,
 static void fail_start(struct tw_api *api) {
   tw_door_stop(api->door);
   tw_door_stop(api->probe_door);
-  /* without a door the library closes the listening socket it was given */
-  if (api->probe_mhd) {
+  if (api->probe_mhd)
     MHD_stop_daemon(api->probe_mhd);
-    if (api->tls)
-      api->probe_fd = -1;
-  }
-  if (api->mhd) {
+  if (api->mhd)
     MHD_stop_daemon(api->mhd);
-    if (api->tls)
-      api->listen_fd = -1;
-  }
   tw_door_free(api->door);
   tw_door_free(api->probe_door);
   if (api->listen_fd >= 0)
@@ -986,6 +985,7 @@ static void fail_start(struct tw_api *api) {
   pthread_cond_destroy(&api->conn_cv);
   tw_stream_hub_free(api->hub);
   tw_auth_free(api->auth);
+  SSL_CTX_free(api->ssl);
   free(api);
 }
 
@@ -1048,6 +1048,15 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   unsigned threads = opts->threads ? opts->threads : 64;
   unsigned per_addr = opts->max_per_address ? opts->max_per_address : 128;
   unsigned max_conn = opts->max_connections ? opts->max_connections : 1024u;
+  bool every_head = opts->judge_heads && !strcmp(opts->judge_heads, "every");
+  if (!every_head && opts->judge_heads && *opts->judge_heads &&
+      strcmp(opts->judge_heads, "first")) {
+    fail_start(api);
+    return tw_err_field(err, TW_E_INVALID, "api.judge_heads",
+                        "api.judge_heads: \"%.32s\" is neither \"every\" nor "
+                        "\"first\"",
+                        opts->judge_heads);
+  }
   if (!opts->threads && threads > max_conn)
     threads = max_conn; /* the default: no more threads than connections */
   if (threads > max_conn) {
@@ -1062,15 +1071,19 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
    * with epoll: the thread count does not follow the connection count. */
   unsigned flags =
       MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
-  struct MHD_OptionItem tls[3];
-  size_t ntls = 0;
+  const char *cert_pem, *key_pem;
   if ((rc = tw_auth_new(&opts->auth, api->clock, &api->auth, err)) ||
-      (rc = tw_auth_tls(api->auth, &flags, tls, 2, &ntls, err))) {
+      (rc = tw_auth_tls_pem(api->auth, &cert_pem, &key_pem, err))) {
     fail_start(api);
     return rc;
   }
-  api->tls = tw_auth_tls_on(api->auth);
-  tls[ntls] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+  api->tls = cert_pem != NULL;
+  /* TLS ends at the door (api/door.h), which hands the library plain
+   * text: the same judgement for every head, over either */
+  if (api->tls && !(api->ssl = tw_door_tls_ctx(cert_pem, key_pem, err))) {
+    fail_start(api);
+    return err ? err->rc : TW_E_INVALID;
+  }
   if ((rc = bind_listen(opts->listen, &api->listen_fd, &api->port, err))) {
     fail_start(api);
     return rc;
@@ -1079,35 +1092,26 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
    * the answer, so our own 414 and 431 (problem+json) come before the
    * library's (which has no content type). */
   size_t pool = api->max_head + api->max_url + 16384;
-  /* event streams wait suspended, off the pool (h_stream.h); after
-   * tw_auth_tls, which adds the TLS flag */
+  /* event streams wait suspended, off the pool (h_stream.h) */
   unsigned main_flags = flags | MHD_ALLOW_SUSPEND_RESUME;
   if ((rc = tw_stream_hub_start(api->store, opts->max_streams, &api->hub,
                                  err))) {
     fail_start(api);
     return rc;
   }
-  /* Over plain HTTP the door (api/door.h) accepts, judges the first
-   * head and hands the connection over; it holds the connection limits
-   * itself, so the library's are only a backstop, loose enough never to
-   * refuse what the door admitted while a closed connection is still
-   * being cleaned up.  Over TLS the library listens itself. */
-  bool door = !api->tls;
-  struct MHD_OptionItem listen_opt[2] = {
-      {MHD_OPTION_LISTEN_SOCKET, api->listen_fd, NULL},
-      {MHD_OPTION_END, 0, NULL}};
-  if (door) {
-    main_flags |= MHD_USE_NO_LISTEN_SOCKET;
-    listen_opt[0] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-  }
-  unsigned lib_conn = door ? 2 * max_conn + threads : max_conn;
-  unsigned lib_per_addr = door ? 2 * per_addr : per_addr;
+  /* The door (api/door.h) accepts every connection, judges its heads and
+   * hands it over (relayed: TLS, and with api.judge_heads "every" each
+   * plain one, so that each later head on it is judged too); it holds the connection limits itself, so
+   * the library's are only a backstop, loose enough never to refuse what
+   * the door admitted while a closed connection is still being cleaned
+   * up. */
+  main_flags |= MHD_USE_NO_LISTEN_SOCKET;
+  unsigned lib_conn = 2 * max_conn + threads;
+  unsigned lib_per_addr = 2 * per_addr;
   api->mhd = MHD_start_daemon(
       main_flags, 0, NULL, NULL, on_request, api,
-      /* the logger first, so the TLS setup's complaints reach it */
-      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_ARRAY, tls,
-      MHD_OPTION_ARRAY, listen_opt, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-      api, MHD_OPTION_NOTIFY_CONNECTION, on_connection, api,
+      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+      on_completed, api, MHD_OPTION_NOTIFY_CONNECTION, on_connection, api,
       MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
       lib_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, lib_per_addr,
       MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s ? opts->timeout_s : 60u,
@@ -1127,8 +1131,11 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
       .head_us = api->head_us,
       .limits = {.max_head = api->max_head + api->max_url, .pool = pool},
       .request_id = door_request_id,
-      .ctx = api};
-  if (door && (rc = tw_door_start(&dopts, &api->door, err))) {
+      .ctx = api,
+      .tls = api->ssl,
+      .relay = every_head,
+      .idle_us = (int64_t)(opts->timeout_s ? opts->timeout_s : 60u) * 1000000};
+  if ((rc = tw_door_start(&dopts, &api->door, err))) {
     fail_start(api);
     return rc;
   }
@@ -1139,17 +1146,12 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
       return rc;
     }
     /* one thread, few connections: probes are small and quick */
-    listen_opt[0] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET,
-                                            api->probe_fd, NULL};
-    if (door)
-      listen_opt[0] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     api->probe_mhd = MHD_start_daemon(
-        flags | (door ? MHD_USE_NO_LISTEN_SOCKET : 0), 0, NULL, NULL, on_probe,
-        api, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_ARRAY, tls,
-        MHD_OPTION_ARRAY, listen_opt, MHD_OPTION_NOTIFY_COMPLETED,
+        flags | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, on_probe, api,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, api, MHD_OPTION_NOTIFY_CONNECTION, on_probe_connection,
-        api, MHD_OPTION_CONNECTION_LIMIT, door ? 2 * 64u : 64u,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, door ? 2 * 8u : 8u,
+        api, MHD_OPTION_CONNECTION_LIMIT, 2 * 64u,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, 2 * 8u,
         MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         pool, MHD_OPTION_END);
     if (!api->probe_mhd) {
@@ -1160,7 +1162,7 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
     dopts.mhd = api->probe_mhd;
     dopts.max_connections = 64;
     dopts.max_per_address = 8;
-    if (door && (rc = tw_door_start(&dopts, &api->probe_door, err))) {
+    if ((rc = tw_door_start(&dopts, &api->probe_door, err))) {
       fail_start(api);
       return rc;
     }
@@ -1228,5 +1230,6 @@ void tw_api_stop(struct tw_api *api) {
   pthread_cond_destroy(&api->conn_cv);
   tw_stream_hub_free(api->hub);
   tw_auth_free(api->auth);
+  SSL_CTX_free(api->ssl);
   free(api);
 }

@@ -17,6 +17,7 @@ tw_add_test(test_api_store_full
 tw_add_test(test_frontdoor
             SOURCES ${CMAKE_SOURCE_DIR}/tests/integration/test_frontdoor.c
             LIBS twtest_daemon Threads::Threads PkgConfig::JANSSON
+                 PkgConfig::OPENSSL
             LABELS integration security api TIMEOUT 120)
 set_tests_properties(test_frontdoor PROPERTIES
   ENVIRONMENT "TW_SOURCE_DIR=${CMAKE_SOURCE_DIR};TW_BINARY_DIR=${CMAKE_BINARY_DIR}")

@@ -8,7 +8,8 @@
  *   - a head that passes ends in its blank line, within the limit, and
  *     starts (after empty lines) with a request line in HTTP/1.x;
  *   - what a prefix decides, the whole input decides alike: a passing
- *     head passes with the same length, a refusal is the same refusal
+ *     head passes with the same length and the same body framing
+ *     (Content-Length, or unframed), a refusal is the same refusal
  *     (the door never answers before it could know);
  *   - every refusal is one of the statuses the door answers, and its
  *     answer is one HTTP/1.1 response whose body is a JSON object with
@@ -61,7 +62,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         strcmp(whole.detail, part.detail))
       abort();
   }
-  if (vp == TW_DOOR_PASS && (vw != TW_DOOR_PASS || whole.head_len != part.head_len))
+  /* a prefix that passes frames its body as the whole does (the relay
+   * takes a body's length from what it judged) */
+  if (vp == TW_DOOR_PASS &&
+      (vw != TW_DOOR_PASS || whole.head_len != part.head_len ||
+       whole.body_len != part.body_len || whole.unframed != part.unframed))
+    abort();
+  if (vw == TW_DOOR_PASS && whole.unframed && whole.body_len)
     abort();
   if (vw == TW_DOOR_PASS) {
     size_t h = whole.head_len;

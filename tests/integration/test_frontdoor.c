@@ -18,10 +18,13 @@
  *   library_errors_are_problems: the heads libmicrohttpd 0.9.75 would
  *     answer itself with HTML (a Content-Length that is not a number, a
  *     malformed chunk, a head over its connection memory, the HTTP/2
- *     preface, and their kin), on the main and the probe listener: one
+ *     preface, and their kin), on the main and the probe listener of a
+ *     plain daemon (api.judge_heads: every) and of one serving TLS, on a
+ *     new connection and as the second request of a kept-alive one: one
  *     status line, application/problem+json, a body that parses as the
- *     problem with that status, the connection closed; the largest heads
- *     the door lets through get the server's own answer, never the
+ *     problem with that status, the connection closed; pipelined behind
+ *     a good request, the good one's answer whole first; the largest
+ *     heads the door lets through get the server's own answer, never the
  *     library's.
  *   ten_gib_declaration: an unauthenticated POST declaring 10 GiB with
  *     Expect: 100-continue gets 401 and no 100 Continue; with a token it
@@ -33,6 +36,7 @@
  *
  * Linux routes all of 127.0.0.0/8 to loopback: a socket bound to
  * 127.0.0.2 is "another address" for the daemon. */
+#define _GNU_SOURCE /* strcasestr */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +55,11 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include "tests/integration/twtest_daemon.h"
 #include "tests/twtest.h"
@@ -61,7 +70,7 @@
 #define HEAD_TIMEOUT_S 2
 #define BODY_TIMEOUT_S 3
 
-static struct twtest_daemon d;
+static struct twtest_daemon d, dt; /* plain, TLS */
 static int failures_before;
 static char token[128];
 
@@ -397,24 +406,120 @@ static void bad_heads_get_problems(void **state) {
 
 /* ---- what the library would have answered itself ----------------------- */
 
-static int probe_port(void);
+static int probe_port(const struct twtest_daemon *dd);
 
-/* One raw request on its own connection: exactly one answer, with the
- * status, as application/problem+json whose body parses and says the
- * same status, and the connection closed after it. */
-static void expect_problem_raw(const char *what, int port, const char *req,
-                               size_t len, int status) {
+/* A raw client, plain or over TLS (trusting any certificate: what is
+ * checked here is the answer, not the server's name). */
+struct raw {
+  int fd;
+  SSL *ssl;
+};
+
+static SSL_CTX *client_tls;
+
+static bool raw_open(struct raw *c, int port, bool tls) {
+  c->ssl = NULL;
+  c->fd = connect_from("127.0.0.2", port, false);
+  if (c->fd < 0 || !tls)
+    return c->fd >= 0;
+  c->ssl = SSL_new(client_tls);
+  SSL_set_fd(c->ssl, c->fd);
+  if (SSL_connect(c->ssl) != 1) {
+    SSL_free(c->ssl);
+    close(c->fd);
+    return false;
+  }
+  return true;
+}
+
+static void raw_close(struct raw *c) {
+  SSL_free(c->ssl);
+  close(c->fd);
+}
+
+static bool raw_send(struct raw *c, const char *buf, size_t len) {
+  if (!c->ssl)
+    return send(c->fd, buf, len, MSG_NOSIGNAL) == (ssize_t)len;
+  for (size_t off = 0; off < len;) {
+    int k = SSL_write(c->ssl, buf + off, (int)(len - off));
+    if (k <= 0)
+      return false;
+    off += (size_t)k;
+  }
+  return true;
+}
+
+/* Reads until the peer closes, timeout_ms pass or, with `until`, once
+ * until(buf) says the answer is whole; the byte count (buf NUL-ended). */
+static size_t raw_read(struct raw *c, char *buf, size_t cap, int timeout_ms,
+                       bool *closed, bool (*until)(const char *)) {
+  size_t n = 0;
+  int64_t end = mono_ms() + timeout_ms;
+  *closed = false;
+  buf[0] = '\0';
+  while (n + 1 < cap && !(until && until(buf))) {
+    int left = (int)(end - mono_ms());
+    if (left <= 0)
+      break;
+    if (!c->ssl || !SSL_pending(c->ssl)) {
+      struct pollfd p = {.fd = c->fd, .events = POLLIN};
+      if (poll(&p, 1, left) <= 0)
+        break;
+    }
+    int k = c->ssl ? SSL_read(c->ssl, buf + n, (int)(cap - 1 - n))
+                   : (int)recv(c->fd, buf + n, cap - 1 - n, 0);
+    if (k <= 0) {
+      if (c->ssl && k < 0 &&
+          SSL_get_error(c->ssl, k) == SSL_ERROR_WANT_READ)
+        continue;
+      *closed = true;
+      break;
+    }
+    n += (size_t)k;
+    buf[n] = '\0';
+  }
+  buf[n] = '\0';
+  return n;
+}
+
+/* A whole answer with a Content-Length: its head and that many bytes. */
+static bool answer_whole(const char *buf) {
+  const char *end = strstr(buf, "\r\n\r\n");
+  const char *cl = strcasestr(buf, "\r\nContent-Length:");
+  if (!end || !cl || cl > end)
+    return false;
+  return strlen(end + 4) >= strtoul(cl + 17, NULL, 10);
+}
+
+/* One raw request: exactly one answer, with the status, as
+ * application/problem+json whose body parses and says the same status,
+ * and the connection closed after it.  On its own connection, or
+ * (second) after a good request on the same one, whose whole answer
+ * must arrive first. */
+static void expect_problem_raw(const char *what, int port, bool tls,
+                               bool second, const char *req, size_t len,
+                               int status) {
   char out[16384];
   bool closed = false;
-  out[0] = '\0';
-  int fd = connect_from("127.0.0.2", port, false);
-  TW_CHECK(fd >= 0, "%s: no connection", what);
-  if (fd < 0)
+  struct raw c;
+  TW_CHECK(raw_open(&c, port, tls), "%s: no connection", what);
+  if (c.fd < 0)
     return;
-  TW_CHECK(send(fd, req, len, MSG_NOSIGNAL) == (ssize_t)len, "%s: send",
-           what);
-  read_all(fd, out, sizeof out, 5000, &closed);
-  close(fd);
+  if (second) {
+    static const char good[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    TW_CHECK(raw_send(&c, good, sizeof good - 1), "%s: send", what);
+    raw_read(&c, out, sizeof out, 5000, &closed, answer_whole);
+    TW_CHECK(!strncmp(out, "HTTP/1.1 200 ", 13) && answer_whole(out) &&
+                 status_lines(out) == 1 && !closed,
+             "%s: the first answer on the connection: %.300s", what, out);
+    if (closed) {
+      raw_close(&c);
+      return;
+    }
+  }
+  TW_CHECK(raw_send(&c, req, len), "%s: send", what);
+  raw_read(&c, out, sizeof out, 5000, &closed, NULL);
+  raw_close(&c);
   int st = 0;
   sscanf(out, "HTTP/1.1 %d", &st);
   TW_CHECK(st == status, "%s: status %d, want %d: %.300s", what, st, status,
@@ -451,23 +556,29 @@ static char *padded_head(const char *start, int lines, int each) {
 
 static void library_errors_are_problems(void **state) {
   (void)state;
-  int ports[2] = {d.port, probe_port()};
+  int ports[2] = {d.port, probe_port(&d)};
   TW_CHECK(ports[1] > 0, "no probe port in the log");
   /* a head over the connection memory: 60 fields of 1000 bytes */
   char *big = padded_head("GET /healthz HTTP/1.1\r\nHost: x\r\n", 60, 1000);
   /* a head under its byte limit whose 2,000 fields the memory cannot hold */
   char *fields = padded_head("GET /healthz HTTP/1.1\r\nHost: x\r\n", 2000, 1);
   static const char nul[] = "GET /healthz HTTP/1.1\r\nHost: x\0\r\n\r\n";
-  for (int k = 0; k < 2; k++) {
-    int port = ports[k];
+  /* each listener of each daemon (plain, TLS), each case on a new
+   * connection and as the second request of a kept-alive one */
+  for (int k = 0; k < 8; k++) {
+    bool tls = k & 4, second = k & 2;
+    int port = tls ? ((k & 1) ? probe_port(&dt) : dt.port) : ports[k & 1];
     if (port <= 0)
       continue;
-    const char *where = k ? "probe listener" : "main listener";
-    char what[96];
+    char where[80];
+    snprintf(where, sizeof where, "%s %s listener%s", tls ? "TLS" : "plain",
+             (k & 1) ? "probe" : "main",
+             second ? ", the second request of a connection" : "");
+    char what[160];
 #define CASE(name, req, len, status)                                           \
   do {                                                                         \
     snprintf(what, sizeof what, "%s: %s", where, name);                        \
-    expect_problem_raw(what, port, req, len, status);                          \
+    expect_problem_raw(what, port, tls, second, req, len, status);             \
   } while (0)
 #define CASE_S(name, req, status) CASE(name, req, strlen(req), status)
     /* (a) */
@@ -504,6 +615,37 @@ static void library_errors_are_problems(void **state) {
     CASE("a NUL in the head", nul, sizeof nul - 1, 400);
 #undef CASE_S
 #undef CASE
+  }
+  /* pipelined: a good request and a bad one in the same packets; the
+   * good one's whole answer comes first, then the problem, then the
+   * close (the library's side is shut for writing once it has the
+   * good one, and answers it before it closes) */
+  for (int k = 0; k < 2; k++) {
+    static const char two[] =
+        "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+        "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n";
+    struct raw c;
+    char out[16384];
+    bool closed;
+    TW_CHECK(raw_open(&c, k ? dt.port : d.port, k), "pipelined: no connection");
+    if (c.fd < 0)
+      continue;
+    TW_CHECK(raw_send(&c, two, sizeof two - 1));
+    raw_read(&c, out, sizeof out, 5000, &closed, NULL);
+    raw_close(&c);
+    /* the second answer starts where the first one's body ends */
+    const char *end = strstr(out, "\r\n\r\n");
+    const char *cl = strcasestr(out, "\r\nContent-Length:");
+    const char *second = NULL;
+    if (end && cl && cl < end &&
+        strlen(end + 4) >= strtoul(cl + 17, NULL, 10))
+      second = end + 4 + strtoul(cl + 17, NULL, 10);
+    TW_CHECK(!strncmp(out, "HTTP/1.1 200 ", 13) && answer_whole(out) &&
+                 second && !strncmp(second, "HTTP/1.1 400 ", 13) &&
+                 status_lines(second) == 1 &&
+                 strstr(second, "application/problem+json") &&
+                 strstr(second, "\"field\":\"Content-Length\"") && closed,
+             "%s, pipelined: %.800s", k ? "TLS" : "plain", out);
   }
   free(big);
   free(fields);
@@ -609,8 +751,8 @@ static void ten_gib_declaration(void **state) {
 /* ---- the probe listener -----------------------------------------------------
  */
 
-static int probe_port(void) {
-  char *log = twtest_daemon_log_read(&d);
+static int probe_port(const struct twtest_daemon *dd) {
+  char *log = twtest_daemon_log_read(dd);
   const char *p = strstr(log, "probes on ");
   int port = 0;
   if (p) {
@@ -626,7 +768,7 @@ static int probe_port(void) {
 
 static void probe_listener_when_budget_spent(void **state) {
   (void)state;
-  int pp = probe_port();
+  int pp = probe_port(&d);
   TW_CHECK(pp > 0, "no probe port in the log");
   /* 20 addresses at the per-address limit: over the 1024 connections */
   enum { ADDRS = 20, EACH = PER_ADDRESS };
@@ -653,6 +795,38 @@ static void probe_listener_when_budget_spent(void **state) {
 /* ---- the group
  * ---------------------------------------------------------------- */
 
+/* A self-signed P-256 certificate and its key, as PEM files in dir. */
+static int make_cert(const char *dir, char *certf, char *keyf, size_t cap) {
+  snprintf(certf, cap, "%s/tls.crt", dir);
+  snprintf(keyf, cap, "%s/tls.key", dir);
+  EVP_PKEY *key = EVP_EC_gen("P-256");
+  X509 *x = X509_new();
+  int rc = -1;
+  if (key && x) {
+    X509_set_version(x, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+    X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+    X509_gmtime_adj(X509_getm_notAfter(x), 3600L * 24);
+    X509_set_pubkey(x, key);
+    X509_NAME *name = X509_get_subject_name(x);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                               (const unsigned char *)"127.0.0.1", -1, -1, 0);
+    X509_set_issuer_name(x, name);
+    FILE *cf = NULL, *kf = NULL;
+    if (X509_sign(x, key, EVP_sha256()) && (cf = fopen(certf, "w")) &&
+        (kf = fopen(keyf, "w")) && PEM_write_X509(cf, x) &&
+        PEM_write_PrivateKey(kf, key, NULL, NULL, 0, NULL, NULL))
+      rc = 0;
+    if (cf)
+      fclose(cf);
+    if (kf)
+      fclose(kf);
+  }
+  X509_free(x);
+  EVP_PKEY_free(key);
+  return rc;
+}
+
 static int setup(void **state) {
   (void)state;
   failures_before = tw_failures();
@@ -674,14 +848,21 @@ static int teardown(void **state) {
   (void)state;
   /* a clean exit, and no sanitizer report on the way (ASan builds) */
   int code = twtest_daemon_stop(&d, 10000);
+  int code_tls = twtest_daemon_stop(&dt, 10000);
+  if (!code)
+    code = code_tls;
   bool reported = twtest_daemon_log_count(&d, "runtime error") +
-                      twtest_daemon_log_count(&d, "Sanitizer") >
+                      twtest_daemon_log_count(&d, "Sanitizer") +
+                      twtest_daemon_log_count(&dt, "runtime error") +
+                      twtest_daemon_log_count(&dt, "Sanitizer") >
                   0;
   bool bad = code != 0 || reported || tw_failures() != failures_before;
   if (code != 0 || reported)
     fprintf(stderr, "tradewindd exited %d%s\n", code,
             reported ? ", with a sanitizer report in its log" : "");
   twtest_daemon_cleanup(&d, bad);
+  twtest_daemon_cleanup(&dt, bad);
+  SSL_CTX_free(client_tls);
   return code != 0 || reported ? -1 : 0;
 }
 
@@ -702,7 +883,7 @@ int main(void) {
            "log:\n  level: info\n"
            "api:\n  max_per_address: %d\n  head_timeout_s: %d\n"
            "  body_timeout_s: %d\n  threads: 8\n"
-           "  probe_listen: 127.0.0.1:0\n"
+           "  probe_listen: 127.0.0.1:0\n  judge_heads: every\n"
            "auth:\n  mode: tokens\n  rate_limit_per_s: 0\n",
            PER_ADDRESS, HEAD_TIMEOUT_S, BODY_TIMEOUT_S);
   if (twtest_daemon_init(&d, cfg) != 0) {
@@ -713,6 +894,27 @@ int main(void) {
     char *log = twtest_daemon_log_read(&d);
     fprintf(stderr, "the daemon did not start:\n%s\n", log);
     free(log);
+    twtest_daemon_cleanup(&d, true);
+    return 1;
+  }
+  /* the same door over TLS: a daemon with a certificate */
+  char certf[400], keyf[400], tcfg[2048];
+  if (twtest_daemon_init(&dt, "log:\n  level: info\n") != 0 ||
+      make_cert(dt.dir, certf, keyf, sizeof certf) != 0) {
+    fprintf(stderr, "cannot prepare the TLS daemon\n");
+    twtest_daemon_cleanup(&d, true);
+    return 1;
+  }
+  snprintf(tcfg, sizeof tcfg,
+           "%stls:\n  cert_file: %s\n  key_file: %s\n", cfg, certf, keyf);
+  client_tls = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_set_verify(client_tls, SSL_VERIFY_NONE, NULL);
+  if (twtest_daemon_write_config(&dt, tcfg) != 0 ||
+      twtest_daemon_start(&dt) != 0) {
+    char *log = twtest_daemon_log_read(&dt);
+    fprintf(stderr, "the TLS daemon did not start:\n%s\n", log);
+    free(log);
+    twtest_daemon_cleanup(&dt, true);
     twtest_daemon_cleanup(&d, true);
     return 1;
   }

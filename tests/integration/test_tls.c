@@ -1,15 +1,15 @@
 /* The API over TLS from a configured certificate.
  *
  * Makes a self-signed P-256 certificate for 127.0.0.1 (OpenSSL), starts
- * the server with it (libmicrohttpd over GnuTLS) and checks that a client
+ * the server with it (TLS ended by the front door, OpenSSL) and checks that a client
  * trusting that certificate gets its answers over HTTPS with a token, that
  * plain HTTP to the same port gets nothing, that a client trusting nothing
  * refuses the server, and that half a TLS configuration or a file that is
  * not PEM stops the start with a reason.  With the tradewind binary's path
  * (TW_CLI_BIN), runs it against the server: trusting the certificate by
  * --cacert or TRADEWIND_CACERT it gets answers; trusting only the
- * system's store it is refused.  Skips (77) when this libmicrohttpd lacks
- * TLS. */
+ * system's store it is refused.  A key that is not the certificate's
+ * stops the start too. */
 #include <curl/curl.h>
 #include <microhttpd.h>
 #include <openssl/evp.h>
@@ -251,6 +251,28 @@ static void bad_tls_config_stops_the_start(void **state) {
     tw_api_stop(other);
   TW_CHECK(rc == TW_E_INVALID && strstr(err.msg, "not a PEM"), "not PEM: %s",
            err.msg);
+  /* a key of another certificate */
+  char otherkey[160];
+  snprintf(otherkey, sizeof otherkey, "%s/other.key", dir);
+  EVP_PKEY *k = EVP_EC_gen("P-256");
+  FILE *f = fopen(otherkey, "w");
+  TW_CHECK(k && f && PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL));
+  if (f)
+    fclose(f);
+  EVP_PKEY_free(k);
+  struct tw_api_opts mismatch = {
+      .listen = "127.0.0.1:0",
+      .store = store,
+      .auth = {.tenancy = ten, .tls_cert_file = certf,
+               .tls_key_file = otherkey}};
+  memset(&err, 0, sizeof err);
+  rc = tw_api_start(&mismatch, &other, &err);
+  if (rc == TW_OK)
+    tw_api_stop(other);
+  TW_CHECK(rc == TW_E_INVALID && strstr(err.msg, "does not match") &&
+               !strcmp(err.field, "tls"),
+           "a key of another certificate: %s", err.msg);
+  unlink(otherkey);
 }
 
 /* A certificate, the store, the tenancy (its admin token) and the server
@@ -265,7 +287,7 @@ static int setup(void **state) {
     fprintf(stderr, "cannot make a certificate\n");
     return -1;
   }
-  tw_log_set_debug("http"); /* GnuTLS's reasons, should a start fail */
+  tw_log_set_debug("http"); /* the door's reasons, should a start fail */
   curl_global_init(CURL_GLOBAL_ALL);
   char path[128];
   snprintf(path, sizeof path, "%s/t.db", dir);
@@ -310,10 +332,6 @@ static int teardown(void **state) {
 }
 
 int main(void) {
-  if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-    printf("SKIPPED: this libmicrohttpd has no TLS\n");
-    return TW_SKIP;
-  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(https_with_the_certificate),
       cmocka_unit_test(untrusted_or_plain_get_nothing),

@@ -274,7 +274,9 @@ int twtest_daemon_start(struct twtest_daemon *d) {
   }
   const char *prefix = "listening http://";
   const char *colon = strrchr(line, ':');
-  if (strncmp(line, prefix, strlen(prefix)) != 0 || !colon) {
+  /* a daemon given tls: says https */
+  bool https = !strncmp(line, "listening https://", 18);
+  if ((!https && strncmp(line, prefix, strlen(prefix)) != 0) || !colon) {
     fprintf(stderr, "twtest: unexpected first line from tradewindd: \"%s\"\n",
             line);
     twtest_daemon_kill(d);
@@ -286,7 +288,8 @@ int twtest_daemon_start(struct twtest_daemon *d) {
     twtest_daemon_kill(d);
     return -1;
   }
-  snprintf(d->url, sizeof d->url, "http://127.0.0.1:%d", d->port);
+  snprintf(d->url, sizeof d->url, "%s://127.0.0.1:%d",
+           https ? "https" : "http", d->port);
   return 0;
 }
 

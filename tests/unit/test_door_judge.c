@@ -56,6 +56,36 @@ static void whole_heads_pass(void **state) {
          0, NULL);
 }
 
+/* What the relay frames by: the body's length, or none it can trust. */
+static void bodies_are_framed_by_their_length(void **state) {
+  (void)state;
+  struct tw_door_problem p;
+  assert_int_equal(judge("GET / HTTP/1.1\r\nHost: x\r\n\r\n", &p),
+                   TW_DOOR_PASS);
+  assert_true(p.body_len == 0 && !p.unframed);
+  assert_int_equal(
+      judge("POST / HTTP/1.1\r\ncontent-length: 1234\r\n\r\n", &p),
+      TW_DOOR_PASS);
+  assert_true(p.body_len == 1234 && !p.unframed);
+  /* the same length twice is one length */
+  assert_int_equal(judge("POST / HTTP/1.1\r\nContent-Length: 7\r\n"
+                         "Content-Length: 7\r\n\r\n",
+                         &p),
+                   TW_DOOR_PASS);
+  assert_true(p.body_len == 7 && !p.unframed);
+  /* two lengths, or chunked: the end of the body is unknown here */
+  assert_int_equal(judge("POST / HTTP/1.1\r\nContent-Length: 0\r\n"
+                         "Content-Length: 35\r\n\r\n",
+                         &p),
+                   TW_DOOR_PASS);
+  assert_true(p.unframed && p.body_len == 0);
+  assert_int_equal(judge("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+                         "Content-Length: 5\r\n\r\n",
+                         &p),
+                   TW_DOOR_PASS);
+  assert_true(p.unframed && p.body_len == 0);
+}
+
 static void partial_heads_wait(void **state) {
   (void)state;
   expect("", TW_DOOR_MORE, 0, NULL);
@@ -189,6 +219,7 @@ static void answers_are_one_problem(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(whole_heads_pass),
+      cmocka_unit_test(bodies_are_framed_by_their_length),
       cmocka_unit_test(partial_heads_wait),
       cmocka_unit_test(the_library_s_own_errors_are_refused),
       cmocka_unit_test(sizes_are_bounded),
