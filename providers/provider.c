@@ -139,9 +139,15 @@ static enum tw_rc new_ops(const struct tw_provider_ops *ops,
                         "agent: expected true or false, got %s",
                         an->kind == TW_NODE_SCALAR ? an->str
                                                    : tw_node_type_name(an));
+  int64_t notice_poll = 0;
+  if (cfg && cfg->kind == TW_NODE_MAP && tw_node_get(cfg, "notice_poll_ms") &&
+      (crc = tw_provider_cfg_int(cfg, "notice_poll_ms", 100, 600000, 0,
+                                 &notice_poll, err)))
+    return crc;
   struct tw_provider *p = tw_calloc(1, sizeof *p);
   p->ops = ops;
   p->concurrency = (int)conc;
+  p->notice_poll_ms = notice_poll;
   p->call_deadline_ms = deadline;
   p->agent = agent;
   p->account = tw_strdup(account);

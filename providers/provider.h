@@ -308,9 +308,12 @@ struct tw_provider {
   struct tw_provider_stats stats[TW_POP_COUNT];
   /* The scheduler's calls to this account (broker/sched/calls.c): how
    * many run at once, and how long one call may take in all, its
-   * retries included (`concurrency`, `call_deadline_ms`). */
+   * retries included (`concurrency`, `call_deadline_ms`), and how often
+   * its interruption notices are asked for (`notice_poll_ms`; 0: the
+   * adapter's own interval). */
   int concurrency;
   int64_t call_deadline_ms;
+  int64_t notice_poll_ms;
   /* `agent: true`: its attempts run under tradewind-agent (docs/agent.md) */
   bool agent;
 };
@@ -390,6 +393,14 @@ static inline const char *tw_provider_name(const struct tw_provider *p) {
  * default 8). */
 static inline int tw_provider_concurrency(const struct tw_provider *p) {
   return p->concurrency > 0 ? p->concurrency : 8;
+}
+
+/* How often the scheduler asks p for interruption notices: the section's
+ * `notice_poll_ms` (100..600000), else the adapter's interval
+ * (tw_provider_info.notice_poll_ms; EC2 5 s, as its guide says). */
+static inline int64_t tw_provider_notice_poll_ms(const struct tw_provider *p) {
+  return p->notice_poll_ms > 0 ? p->notice_poll_ms
+                               : tw_provider_ops_info(p->ops)->notice_poll_ms;
 }
 
 /* How long one call to p may take in all, every retry of the http layer
@@ -514,7 +525,7 @@ const char *tw_provider_op_str(enum tw_provider_op op);
 /* The keys every provider section may carry whatever its type. */
 #define TW_PROVIDER_COMMON_KEYS                                                \
   "name", "type", "enabled", "labels", "concurrency", "call_deadline_ms",   \
-      "agent"
+      "notice_poll_ms", "agent"
 
 /* TW_E_INVALID naming the first key of the map cfg that is neither in
  * keys (NULL-terminated) nor a common key, with the closest known key

@@ -108,7 +108,10 @@ providers:
     image: ami-0123456789abcdef0
     # where interruption notices are read: on EC2 the instance metadata
     # service; the fake serves the same documents per instance
-    metadata_url: $fake/_fake/ec2/instances/{id}$slurm_entry
+    metadata_url: $fake/_fake/ec2/instances/{id}
+    # the demo's notice comes 4 s ahead, not two minutes: ask every
+    # second rather than EC2's guide's 5 s
+    notice_poll_ms: 1000$slurm_entry
 YAML
 start "$state/tradewindd" "$TRADEWINDD" --config "$state/tradewind.yaml"
 export TRADEWIND_URL=$url

@@ -1217,7 +1217,7 @@ static void notices_send(struct tw_sched *s) {
       sched__call_free(s, c);
       continue;
     }
-    pc->notices_next_ms = mono + tw_provider_info(pc->p)->notice_poll_ms;
+    pc->notices_next_ms = mono + tw_provider_notice_poll_ms(pc->p);
   }
 }
 

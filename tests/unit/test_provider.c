@@ -988,7 +988,29 @@ static void registry_and_new(void **state) {
   memset(&err, 0, sizeof err);
   TW_CHECK(tw_provider_new(reg, n, NULL, &p, &err) == TW_OK && p);
   TW_CHECK(p && !strcmp(tw_provider_account(p), "lab"));
+  /* no notice_poll_ms: the adapter's own interval */
+  TW_CHECK(tw_provider_notice_poll_ms(p) ==
+           tw_provider_ops_info(&tw_provider_fake)->notice_poll_ms);
   tw_provider_free(p);
+  tw_node_free(n);
+  /* notice_poll_ms overrides it, within 100..600000 */
+  n = yaml("type: fake\nnotice_poll_ms: 1000\n");
+  const struct tw_provider_ops *aws = tw_provider_find(reg, "aws");
+  TW_CHECK(aws && tw_provider_ops_info(aws)->notice_poll_ms == 5000);
+  p = NULL;
+  memset(&err, 0, sizeof err);
+  if (tw_provider_new(reg, n, NULL, &p, &err) == TW_OK) {
+    TW_CHECK(tw_provider_notice_poll_ms(p) == 1000);
+    tw_provider_free(p);
+  } else {
+    fail_msg("notice_poll_ms 1000 refused: %s", err.msg);
+  }
+  tw_node_free(n);
+  n = yaml("type: fake\nnotice_poll_ms: 50\n");
+  p = NULL;
+  memset(&err, 0, sizeof err);
+  TW_CHECK(tw_provider_new(reg, n, NULL, &p, &err) == TW_E_INVALID && !p);
+  TW_CHECK(!strcmp(err.field, "notice_poll_ms"));
   tw_node_free(n);
 }
 
