@@ -108,6 +108,10 @@ static const char SQL_JOB_BY_IDEM[] =
     ", idem_hash FROM jobs WHERE tenant = ?1 AND idem_key = ?2";
 static const char SQL_JOB_BY_ID[] =
     "SELECT " JOB_COLS " FROM jobs WHERE id = ?1";
+/* The writer's own look at a job before it changes it: its state (and
+ * reason, for a note), not the whole row with its spec. */
+static const char SQL_JOB_STATE_BY_ID[] =
+    "SELECT state, reason FROM jobs WHERE id = ?1";
 static const char SQL_JOB_SET_STATE[] =
     "UPDATE jobs SET state = ?1, reason = ?2, updated_at_ms = ?3,"
     " placement = COALESCE(?4, placement),"
@@ -1313,6 +1317,34 @@ static enum tw_rc get_on(struct conn *c, const char *id, struct tw_job_rec *out,
   return rc;
 }
 
+/* A job's state on c; with same_reason, whether its reason is reason.
+ * The same errors as get_on(). */
+static enum tw_rc state_on(struct conn *c, const char *id,
+                           enum tw_job_state *state, const char *reason,
+                           bool *same_reason, struct tw_err *err) {
+  struct tw_db_stmt *st = prep(c, SQL_JOB_STATE_BY_ID, err);
+  if (!st)
+    return TW_E_IO;
+  tw_db_bind_text(st, 1, id, -1);
+  int r = tw_db_step(st);
+  enum tw_rc rc = TW_OK;
+  if (r == TW_DB_ROW) {
+    const char *sv = (const char *)tw_db_column_text(st, 0);
+    if (!sv || !tw_job_state_parse(sv, state))
+      *state = TW_JOB_FAILED; /* unreachable: states are written by us */
+    if (same_reason) {
+      const char *rv = (const char *)tw_db_column_text(st, 1);
+      *same_reason = !strcmp(rv ? rv : "", reason);
+    }
+  } else if (r == TW_DB_DONE) {
+    rc = tw_err_set(err, TW_E_NOTFOUND, "job %s not found", id);
+  } else {
+    rc = db_err(c->db, err, "get job");
+  }
+  tw_db_reset(st);
+  return rc;
+}
+
 enum tw_rc tw_store_job_get(struct tw_store *s, const char *id,
                             struct tw_job_rec *out, struct tw_err *err) {
   struct conn *c = reader_get(s);
@@ -1376,6 +1408,9 @@ out:
 struct transition_arg {
   const struct tw_job_transition *t;
   struct tw_job_rec *out;
+  /* the job's state as the writer just read it in this transaction (the
+   * update still checks it), or NULL to read it */
+  const enum tw_job_state *from;
 };
 
 static enum tw_rc op_transition(struct tw_store *s, struct tw_db *db, void *varg,
@@ -1383,14 +1418,16 @@ static enum tw_rc op_transition(struct tw_store *s, struct tw_db *db, void *varg
   (void)db;
   struct transition_arg *a = varg;
   const struct tw_job_transition *t = a->t;
-  struct tw_job_rec cur;
-  enum tw_rc rc = get_on(&s->w, t->id, &cur, err);
-  if (rc)
+  enum tw_job_state cur;
+  enum tw_rc rc = TW_OK;
+  if (a->from)
+    cur = *a->from;
+  else if ((rc = state_on(&s->w, t->id, &cur, NULL, NULL, err)))
     return rc;
-  if ((rc = tw_job_transition_check(cur.state, t->to, err)))
+  if ((rc = tw_job_transition_check(cur, t->to, err)))
     goto out;
   int64_t now = tw_clock_now_ms(s->clock);
-  const char *from = tw_job_state_str(cur.state), *to = tw_job_state_str(t->to);
+  const char *from = tw_job_state_str(cur), *to = tw_job_state_str(t->to);
   const char *reason = t->reason ? t->reason : "";
   struct tw_db_stmt *st = prep(&s->w, SQL_JOB_SET_STATE, err);
   if (!st) {
@@ -1418,7 +1455,6 @@ static enum tw_rc op_transition(struct tw_store *s, struct tw_db *db, void *varg
   if (a->out)
     rc = get_on(&s->w, t->id, a->out, err);
 out:
-  tw_job_rec_release(&cur);
   return rc;
 }
 
@@ -1577,6 +1613,14 @@ static enum tw_rc transition_w(struct tw_store *s,
   return op_transition(s, s->w.db, &a, err);
 }
 
+/* As transition_w() for a job whose state the operation has just read. */
+static enum tw_rc transition_from(struct tw_store *s,
+                                  const struct tw_job_transition *t,
+                                  enum tw_job_state from, struct tw_err *err) {
+  struct transition_arg a = {.t = t, .out = NULL, .from = &from};
+  return op_transition(s, s->w.db, &a, err);
+}
+
 struct attempt_open_arg {
   const struct tw_attempt_new *req;
   struct tw_attempt_rec *out;
@@ -1587,18 +1631,16 @@ static enum tw_rc op_attempt_open(struct tw_store *s, struct tw_db *db, void *va
   (void)db;
   struct attempt_open_arg *a = varg;
   const struct tw_attempt_new *req = a->req;
-  struct tw_job_rec job;
-  enum tw_rc rc = get_on(&s->w, req->job_id, &job, err);
+  enum tw_job_state state;
+  enum tw_rc rc = state_on(&s->w, req->job_id, &state, NULL, NULL, err);
   if (rc)
     return rc;
-  enum tw_job_state state = job.state;
-  tw_job_rec_release(&job);
   if (state == TW_JOB_PENDING) {
     struct tw_job_transition t = {.id = req->job_id,
                                   .to = TW_JOB_PLACING,
                                   .reason =
                                       req->reason ? req->reason : "placing"};
-    if ((rc = transition_w(s, &t, err)))
+    if ((rc = transition_from(s, &t, state, err)))
       return rc;
   } else if (state != TW_JOB_PLACING && state != TW_JOB_RECOVERING) {
     /* recovering: placed again right after an interruption, the job goes
@@ -1709,24 +1751,23 @@ static enum tw_rc op_attempt_step(struct tw_store *s, struct tw_db *db, void *va
     char reason[256];
     snprintf(reason, sizeof reason, "launched %s on %s", a->instance_id,
              at.offer_id);
-    struct tw_job_rec job;
-    if ((rc = get_on(&s->w, at.job_id, &job, err)))
+    enum tw_job_state js;
+    if ((rc = state_on(&s->w, at.job_id, &js, NULL, NULL, err)))
       return rc;
-    enum tw_job_state js = job.state;
-    tw_job_rec_release(&job);
     if (js == TW_JOB_PENDING) {
       /* sent back to the queue while its launch was unanswered (an older
        * build did): it goes on with the instance it got */
       struct tw_job_transition tp = {
           .id = at.job_id, .to = TW_JOB_PLACING, .reason = reason};
-      if ((rc = transition_w(s, &tp, err)))
+      if ((rc = transition_from(s, &tp, js, err)))
         return rc;
+      js = TW_JOB_PLACING;
     }
     struct tw_job_transition t = {.id = at.job_id,
                                   .to = TW_JOB_PROVISIONING,
                                   .reason = reason,
                                   .placement_json = a->placement_json};
-    return transition_w(s, &t, err);
+    return transition_from(s, &t, js, err);
   }
   if (a->kind == 1) {
     if (!(st = prep(&s->w, SQL_ATTEMPT_SET_RUNNING, err)))
@@ -1767,11 +1808,10 @@ static enum tw_rc op_attempt_step(struct tw_store *s, struct tw_db *db, void *va
     return rc;
   if (c->job_to == TW_JOB_NSTATES)
     return TW_OK;
-  struct tw_job_rec job;
-  if ((rc = get_on(&s->w, at.job_id, &job, err)))
+  enum tw_job_state js;
+  if ((rc = state_on(&s->w, at.job_id, &js, NULL, NULL, err)))
     return rc;
-  bool finished = tw_job_state_terminal(job.state);
-  tw_job_rec_release(&job);
+  bool finished = tw_job_state_terminal(js);
   if (finished)
     return TW_OK; /* cancelled meanwhile: the attempt still ends */
   struct tw_job_transition t = {.id = at.job_id,
@@ -1779,7 +1819,7 @@ static enum tw_rc op_attempt_step(struct tw_store *s, struct tw_db *db, void *va
                                 .reason = c->job_reason,
                                 .has_exit = c->has_exit,
                                 .exit_code = c->exit_code};
-  return transition_w(s, &t, err);
+  return transition_from(s, &t, js, err);
 }
 
 enum tw_rc tw_store_attempt_launched(struct tw_store *s, int64_t attempt_id,
@@ -1926,31 +1966,25 @@ static enum tw_rc op_note(struct tw_store *s, struct tw_db *db, void *varg,
                           struct tw_err *err) {
   (void)db;
   struct note_arg *a = varg;
-  struct tw_job_rec job;
-  enum tw_rc rc = get_on(&s->w, a->id, &job, err);
+  enum tw_job_state js;
+  bool same = false;
+  enum tw_rc rc = state_on(&s->w, a->id, &js, a->reason, &same, err);
   if (rc)
     return rc;
   /* the same reason again (a job that still fits nowhere) is not news */
-  if (!strcmp(job.reason, a->reason)) {
-    tw_job_rec_release(&job);
+  if (same)
     return TW_OK;
-  }
   int64_t now = tw_clock_now_ms(s->clock);
-  const char *state = tw_job_state_str(job.state);
+  const char *state = tw_job_state_str(js);
   struct tw_db_stmt *st = prep(&s->w, SQL_JOB_SET_REASON, err);
-  if (!st) {
-    rc = TW_E_IO;
-    goto out;
-  }
+  if (!st)
+    return TW_E_IO;
   tw_db_bind_text(st, 1, a->id, -1);
   tw_db_bind_text(st, 2, a->reason, -1);
   tw_db_bind_int64(st, 3, now);
   if ((rc = step_done(&s->w, st, "set reason", err)))
-    goto out;
-  rc = insert_event(s, a->id, now, state, state, a->reason, err);
-out:
-  tw_job_rec_release(&job);
-  return rc;
+    return rc;
+  return insert_event(s, a->id, now, state, state, a->reason, err);
 }
 
 enum tw_rc tw_store_job_note(struct tw_store *s, const char *job_id,
