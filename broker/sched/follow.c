@@ -1103,18 +1103,25 @@ out:
   return changes;
 }
 
+/* A call past its deadline is abandoned, not finished: its worker may
+ * still be writing the answer fields, so they are not read then (only
+ * what the scheduler put in the call before it was sent). */
 static int describe_applied(struct tw_sched *s, const struct sched_call *c,
                             bool timed_out, int64_t now) {
   int changes = 0;
   if (c->n_batch) {
     for (size_t i = 0; i < c->n_batch; i++)
-      changes += describe_answer(s, c->p, &c->batch[i], (struct sched_nodes){0},
-                                 false, c->b_rc[i], &c->b_inst[i],
-                                 c->batch[i].instance_id, timed_out, now);
+      changes += describe_answer(
+          s, c->p, &c->batch[i], (struct sched_nodes){0}, false,
+          timed_out ? TW_E_RETRYABLE : c->b_rc[i],
+          timed_out ? NULL : &c->b_inst[i], c->batch[i].instance_id,
+          timed_out, now);
   } else {
     changes = describe_answer(s, c->p, &c->a,
                               (struct sched_nodes){c->g, c->n_g}, c->agent_lost,
-                              c->rc, &c->inst, c->which, timed_out, now);
+                              timed_out ? TW_E_RETRYABLE : c->rc,
+                              timed_out ? NULL : &c->inst, c->which, timed_out,
+                              now);
   }
   if (!timed_out)
     ending_send(s); /* what it finished is given back in this pass */
