@@ -64,10 +64,10 @@ struct tw_api_opts {
    * only, with its own connections: probes answered while the main
    * listener's budget is spent.  NULL or "": none. */
   const char *probe_listen;
-  /* "every" (NULL, "": the default): every head of every connection is
-   * judged by the door, plain connections relayed through it; "first": a
-   * plain connection is handed to the library after the door judged its
-   * first head (later heads on it are the library's to read; cheaper).
+  /* "first" (NULL, "": the default): a plain connection is handed to the
+   * library after the door judged its first head (later heads on it are
+   * the library's to read); "every": every head of every connection is
+   * judged by the door, plain connections relayed through it (dearer).
    * TLS is always relayed (docs/security.md, "The front door"). */
   const char *judge_heads;
   struct tw_auth_opts auth; /* tokens or open, rate limit, TLS (auth.h) */

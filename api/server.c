@@ -1048,10 +1048,9 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   unsigned threads = opts->threads ? opts->threads : 64;
   unsigned per_addr = opts->max_per_address ? opts->max_per_address : 128;
   unsigned max_conn = opts->max_connections ? opts->max_connections : 1024u;
-  bool every_head =
-      !(opts->judge_heads && !strcmp(opts->judge_heads, "first"));
-  if (every_head && opts->judge_heads && *opts->judge_heads &&
-      strcmp(opts->judge_heads, "every")) {
+  bool every_head = opts->judge_heads && !strcmp(opts->judge_heads, "every");
+  if (!every_head && opts->judge_heads && *opts->judge_heads &&
+      strcmp(opts->judge_heads, "first")) {
     fail_start(api);
     return tw_err_field(err, TW_E_INVALID, "api.judge_heads",
                         "api.judge_heads: \"%.32s\" is neither \"every\" nor "
