@@ -930,6 +930,24 @@ static void fb_order(struct tw_sched *s, const struct tw_job_rec *job,
     sched__fallback_record(s, job->id, plan->event, &d, now);
 }
 
+/* The live attempts' usage counted into p, then the pending jobs of
+ * this pass's window read: a window larger than one pass places, so fair
+ * share and aging can bring a job from further back. */
+static enum tw_rc queue_window(struct tw_sched *s, struct sched_place *p,
+                               struct tw_job_rec **queue, size_t *n,
+                               struct tw_err *err) {
+  struct tw_attempt_rec *live = NULL;
+  size_t n_live = 0;
+  if (tw_store_attempts_live(s->store, &live, &n_live, err) == TW_OK)
+    sched_usage(s, p, live, n_live);
+  free(live);
+  int window = s->max_place * 4 < 1024 ? s->max_place * 4 : 1024;
+  *queue = NULL;
+  *n = 0;
+  return tw_store_jobs_queued(s->store, TW_JOB_PENDING, window, queue, n,
+                              err);
+}
+
 int sched__place_pending(struct tw_sched *s, int64_t now) {
   int64_t t0 = tw_mono_us();
   struct sched_place *p = s->place;
@@ -939,19 +957,10 @@ int sched__place_pending(struct tw_sched *s, int64_t now) {
   tw_reservations_release(&p->res);
   tw_reservations_init(&p->res);
   struct tw_err err = {0};
-  struct tw_attempt_rec *live = NULL;
-  size_t n_live = 0;
-  if (tw_store_attempts_live(s->store, &live, &n_live, &err) == TW_OK)
-    sched_usage(s, p, live, n_live);
-  free(live);
-  /* a window larger than one pass places, so fair share and aging can
-   * bring a job from further back */
-  int window = s->max_place * 4 < 1024 ? s->max_place * 4 : 1024;
   struct tw_job_rec *queue = NULL;
   size_t n = 0;
   int changes = 0;
-  if (tw_store_jobs_queued(s->store, TW_JOB_PENDING, window, &queue, &n,
-                           &err)) {
+  if (queue_window(s, p, &queue, &n, &err)) {
     tw_policy_set_unref(set);
     s->pass.queue_us = tw_mono_us() - t0;
     return 0;
@@ -1025,16 +1034,9 @@ void sched__place_warm(struct tw_sched *s) {
   struct sched_place *p = s->place;
   sched_datasets(s, p);
   struct tw_err err = {0};
-  struct tw_attempt_rec *live = NULL;
-  size_t n_live = 0;
-  if (tw_store_attempts_live(s->store, &live, &n_live, &err) == TW_OK)
-    sched_usage(s, p, live, n_live);
-  free(live);
-  int window = s->max_place * 4 < 1024 ? s->max_place * 4 : 1024;
   struct tw_job_rec *queue = NULL;
   size_t n = 0;
-  if (tw_store_jobs_queued(s->store, TW_JOB_PENDING, window, &queue, &n,
-                           &err))
+  if (queue_window(s, p, &queue, &n, &err))
     return;
   for (size_t i = 0; i < n; i++) /* parsed now, kept in the spec cache */
     sched__spec_release(s, sched__spec(s, &queue[i]));
