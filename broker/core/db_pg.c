@@ -926,6 +926,20 @@ static int do_prepare(struct pdb *d, struct pst *st, bool bound) {
   return TW_DB_ERROR;
 }
 
+/* st prepared on d's connection as it is now: once per connection (gen),
+ * a deferred one again with its first bindings' types (gen + 1). */
+static int prepared_on(struct pdb *d, struct pst *st) {
+  if (st->deferred && st->gen != d->gen + 1u) {
+    if (do_prepare(d, st, true) != TW_DB_OK)
+      return TW_DB_ERROR;
+    st->gen = d->gen + 1u;
+  } else if (!st->deferred && st->gen != d->gen &&
+             do_prepare(d, st, false) != TW_DB_OK) {
+    return TW_DB_ERROR;
+  }
+  return TW_DB_OK;
+}
+
 static int p_prepare(struct tw_db *db, const char *sql,
                      struct tw_db_stmt **out) {
   struct pdb *d = D(db);
@@ -1088,16 +1102,8 @@ static int p_step(struct tw_db_stmt *s) {
     return d->pipe ? go_dead(d) : TW_DB_ERROR;
   PGresult *r = NULL;
   if (d->pipe) {
-    if (!st->simple) {
-      if (st->deferred && st->gen != d->gen + 1u) {
-        if (do_prepare(d, st, true) != TW_DB_OK)
-          return TW_DB_ERROR;
-        st->gen = d->gen + 1u;
-      } else if (!st->deferred && st->gen != d->gen &&
-                 do_prepare(d, st, false) != TW_DB_OK) {
-        return TW_DB_ERROR;
-      }
-    }
+    if (!st->simple && prepared_on(d, st) != TW_DB_OK)
+      return TW_DB_ERROR;
     bool wait = must_wait(st);
     if (!q_stmt(d, st, wait))
       return go_dead(d);
@@ -1222,14 +1228,8 @@ static int p_step_into(struct tw_db_stmt *s, int64_t *dst) {
     return dead_err(d);
   if (!ensure_conn(d))
     return go_dead(d);
-  if (st->deferred && st->gen != d->gen + 1u) {
-    if (do_prepare(d, st, true) != TW_DB_OK)
-      return TW_DB_ERROR;
-    st->gen = d->gen + 1u;
-  } else if (!st->deferred && st->gen != d->gen &&
-             do_prepare(d, st, false) != TW_DB_OK) {
+  if (prepared_on(d, st) != TW_DB_OK)
     return TW_DB_ERROR;
-  }
   if (!q_stmt(d, st, false))
     return go_dead(d);
   d->q[d->nq - 1].dst = dst;
