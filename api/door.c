@@ -514,11 +514,20 @@ static void move(struct tw_door *d, struct held *h, enum held_state state,
     list_add(l, h);
 }
 
-static void relay_free(struct relay *r) {
+/* Closes a socket in the door's epoll set.  Out of the set first: a
+ * child forked elsewhere in the process may hold the socket a moment
+ * (until its exec), and a closed socket still open there would stay in
+ * the set, naming a connection freed. */
+static void close_polled(struct tw_door *d, int fd) {
+  epoll_ctl(d->ep, EPOLL_CTL_DEL, fd, NULL);
+  close(fd);
+}
+
+static void relay_free(struct tw_door *d, struct relay *r) {
   if (!r)
     return;
   if (r->lib >= 0)
-    close(r->lib); /* the library sees the end, and closes its side */
+    close_polled(d, r->lib); /* the library sees the end, and closes its side */
   SSL_free(r->ssl);
   free(r->in);
   free(r->out);
@@ -532,9 +541,9 @@ static void drop(struct tw_door *d, struct held *h) {
   struct held_list *l = list_of(d, h);
   if (l)
     list_del(l, h);
-  relay_free(h->r);
+  relay_free(d, h->r);
   h->r = NULL;
-  close(h->fd); /* leaves the epoll set with it */
+  close_polled(d, h->fd);
   release(d, (struct sockaddr *)&h->sa);
   h->dead = true;
   h->next = d->dead;
@@ -554,7 +563,7 @@ static void bury(struct tw_door *d) {
 static void linger(struct tw_door *d, struct held *h) {
   shutdown(h->fd, SHUT_WR);
   if (h->r) {
-    relay_free(h->r);
+    relay_free(d, h->r);
     h->r = NULL;
     struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
                              .data.ptr = &h->t_cli};
@@ -821,7 +830,7 @@ static void relay_pump(struct tw_door *d, struct held *h) {
         moved = true;
       } else if (k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK &&
                             errno != EINTR)) {
-        close(r->lib);
+        close_polled(d, r->lib);
         r->lib = -1;
         r->lib_done = true;
         r->stop_up = true;
