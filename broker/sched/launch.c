@@ -858,8 +858,12 @@ int sched__launch_flush(struct tw_sched *s) {
     if (orc[k])
       tw_log_warn("spot", "job=%s decision not recorded: %s", s->decs[i].job_id,
                   oerr[k].msg);
-    else
+    else {
+      /* logged after the placement span ended: with the job's trace */
+      sched__obs_log_job(s, s->decs[i].job_id);
       sched__fallback_recorded(s, &s->decs[i], da[i].added);
+      sched__obs_log_job_end();
+    }
   }
   s->n_decs = 0;
   enum tw_rc *rc = tw_calloc(n ? n : 1, sizeof *rc);
