@@ -684,17 +684,17 @@ static bool relay_frame(struct tw_door *d, struct held *h) {
   return true;
 }
 
-/* Reads from the client: > 0 bytes, 0 its end, -1 nothing now, -2 an
- * error (r->want_* set for TLS). */
-static ssize_t cli_read(struct held *h, char *buf, size_t cap) {
-  struct relay *r = h->r;
-  if (!r->ssl) {
-    ssize_t k = recv(h->fd, buf, cap, MSG_DONTWAIT);
-    if (k >= 0)
-      return k;
-    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
-  }
-  int k = SSL_read(r->ssl, buf, cap > INT32_MAX ? INT32_MAX : (int)cap);
+/* A plain socket call's result: > 0 bytes (0 the end, reading), -1
+ * nothing now, -2 an error. */
+static ssize_t sock_result(ssize_t k) {
+  if (k >= 0)
+    return k;
+  return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
+}
+
+/* An SSL_read or SSL_write's result in the same terms, r->want_* set for
+ * what the session waits on. */
+static ssize_t tls_result(struct relay *r, int k) {
   if (k > 0)
     return k;
   switch (SSL_get_error(r->ssl, k)) {
@@ -712,29 +712,27 @@ static ssize_t cli_read(struct held *h, char *buf, size_t cap) {
   }
 }
 
+/* Reads from the client: > 0 bytes, 0 its end, -1 nothing now, -2 an
+ * error (r->want_* set for TLS). */
+static ssize_t cli_read(struct held *h, char *buf, size_t cap) {
+  struct relay *r = h->r;
+  if (!r->ssl)
+    return sock_result(recv(h->fd, buf, cap, MSG_DONTWAIT));
+  int n = cap > INT32_MAX ? INT32_MAX : (int)cap;
+  return tls_result(r, SSL_read(r->ssl, buf, n));
+}
+
+/* Writes to the client, in the same terms (a TLS session closed while
+ * writing is an error, never "0 written"). */
 static ssize_t cli_write(struct held *h, const char *buf, size_t len) {
   struct relay *r = h->r;
-  if (!r->ssl) {
-    ssize_t k = send(h->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (k >= 0)
-      return k;
-    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
-  }
-  int k = SSL_write(r->ssl, buf, len > INT32_MAX ? INT32_MAX : (int)len);
-  if (k > 0)
-    return k;
-  switch (SSL_get_error(r->ssl, k)) {
-  case SSL_ERROR_WANT_READ:
-    r->want_in = true;
-    return -1;
-  case SSL_ERROR_WANT_WRITE:
-    r->want_out = true;
-    return -1;
-  default:
-    ERR_clear_error();
-    return -2;
-  }
+  if (!r->ssl)
+    return sock_result(send(h->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT));
+  int n = len > INT32_MAX ? INT32_MAX : (int)len;
+  ssize_t k = tls_result(r, SSL_write(r->ssl, buf, n));
+  return k == 0 ? -2 : k;
 }
+
 
 static void set_mask(struct tw_door *d, int fd, struct tag *t, uint32_t *have,
                      uint32_t want) {
