@@ -859,10 +859,11 @@ int sched__launch_flush(struct tw_sched *s) {
       tw_log_warn("spot", "job=%s decision not recorded: %s", s->decs[i].job_id,
                   oerr[k].msg);
     else {
-      /* logged after the placement span ended: with the job's trace */
-      sched__obs_log_job(s, s->decs[i].job_id);
+      /* logged after the placement span ended: with its trace ids */
+      const struct sched_dec_trace *dt = &s->dec_trace[i];
+      tw_log_set_trace(dt->trace[0] ? dt->trace : NULL, dt->span);
       sched__fallback_recorded(s, &s->decs[i], da[i].added);
-      sched__obs_log_job_end();
+      tw_log_set_trace(NULL, NULL);
     }
   }
   s->n_decs = 0;

@@ -270,19 +270,6 @@ bool sched__obs_job_trace(struct tw_sched *s, const char *job_id,
   return true;
 }
 
-void sched__obs_log_job(struct tw_sched *s, const char *job_id) {
-  struct tw_trace_ctx ctx;
-  char tp[64];
-  if (!sched__obs_job_trace(s, job_id, &ctx, tp, sizeof tp))
-    return;
-  char t[33], sp[17];
-  tw_trace_hex(ctx.trace_id, 16, t);
-  tw_trace_hex(ctx.span_id, 8, sp);
-  tw_log_set_trace(t, sp);
-}
-
-void sched__obs_log_job_end(void) { tw_log_set_trace(NULL, NULL); }
-
 static const char *const CALL_OPS[] = {"launch", "describe", "terminate"};
 
 void sched__obs_run_call(struct sched_call *c) {

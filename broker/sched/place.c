@@ -115,6 +115,8 @@ void sched__place_release(struct tw_sched *s) {
   free(s->opens); /* emptied by every flush */
   free(s->decs);
   s->decs = NULL;
+  free(s->dec_trace);
+  s->dec_trace = NULL;
   s->n_decs = s->cap_decs = 0;
   s->opens = NULL;
 }
@@ -778,7 +780,11 @@ void sched__fallback_record(struct tw_sched *s, const char *job_id,
     if (s->n_decs == s->cap_decs) {
       s->cap_decs = s->cap_decs ? s->cap_decs * 2 : 64;
       s->decs = tw_realloc(s->decs, s->cap_decs * sizeof *s->decs);
+      s->dec_trace =
+          tw_realloc(s->dec_trace, s->cap_decs * sizeof *s->dec_trace);
     }
+    struct sched_dec_trace *dt = &s->dec_trace[s->n_decs];
+    tw_log_get_trace(dt->trace, dt->span);
     s->decs[s->n_decs++] = r;
     return;
   }

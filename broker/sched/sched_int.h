@@ -161,6 +161,11 @@ struct tw_sched {
   /* place.c: the fallback decisions of the queue's pass, stored in that
    * transaction too (sched__fallback_record while s->batch_opens) */
   struct tw_ckpt_decision *decs;
+  /* each decision's log trace ids as they were when it was made (its
+   * placement span's; empty: untraced), for its line logged at the end */
+  struct sched_dec_trace {
+    char trace[33], span[17];
+  } *dec_trace;
   size_t n_decs, cap_decs;
 
   /* Jobs whose last launch failed for a reason that is not the offer's
@@ -555,11 +560,6 @@ void sched__obs_count(struct tw_sched *s, const char *name,
 /* The job's stored trace context into *out (false: untraced). */
 bool sched__obs_job_trace(struct tw_sched *s, const char *job_id,
                           struct tw_trace_ctx *out, char *tp, size_t tpsz);
-/* The scheduler thread's log lines carry job_id's trace (when tracing and
- * the job has one) until sched__obs_log_job_end: for what a pass logs of
- * a job after its placement span has ended. */
-void sched__obs_log_job(struct tw_sched *s, const char *job_id);
-void sched__obs_log_job_end(void);
 /* On the worker: c->run(c) inside a CLIENT span when c->trace is valid. */
 void sched__obs_run_call(struct sched_call *c);
 /* A provider call made on the scheduler's thread itself, as a CLIENT span
