@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "broker/base/log.h"
+#include "broker/base/sort.h"
 #include "broker/sched/agent.h"
 #include "broker/sched/checkpoint.h"
 #include "broker/sched/sched_int.h"
@@ -1318,6 +1319,15 @@ static int repair_started(struct tw_sched *s, const struct tw_job_rec *job,
   return 1 + sched__spot_to_recovering(s, job->id, now);
 }
 
+static int job_id_cmp_q(const void *x, const void *y) {
+  return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+static int job_id_cmp(const void *x, const void *y, void *ctx) {
+  (void)ctx;
+  return job_id_cmp_q(x, y);
+}
+
 /* 3. jobs left half way: every non-terminal state but pending (which
  * placement serves) without a live attempt.  A restart between two
  * writes, or a late answer that closed the attempt that owned the
@@ -1329,6 +1339,11 @@ static int sweep(struct tw_sched *s, const struct tw_attempt_rec *live,
       TW_JOB_PLACING, TW_JOB_PROVISIONING, TW_JOB_RUNNING, TW_JOB_INTERRUPTED,
       TW_JOB_RECOVERING};
   int changes = 0;
+  /* the live attempts' jobs, sorted: a lookup each rather than a scan */
+  const char **live_jobs = tw_calloc(n_live ? n_live : 1, sizeof *live_jobs);
+  for (size_t l = 0; l < n_live; l++)
+    live_jobs[l] = live[l].job_id;
+  tw_sort_r(live_jobs, n_live, sizeof *live_jobs, job_id_cmp, NULL);
   for (size_t k = 0; k < sizeof STATES / sizeof STATES[0]; k++) {
     struct tw_job_rec *jobs = NULL;
     size_t n = 0;
@@ -1337,9 +1352,9 @@ static int sweep(struct tw_sched *s, const struct tw_attempt_rec *live,
                              &err))
       continue;
     for (size_t i = 0; i < n; i++) {
-      bool has_live = false;
-      for (size_t l = 0; l < n_live && !has_live; l++)
-        has_live = !strcmp(live[l].job_id, jobs[i].id);
+      const char *id = jobs[i].id;
+      bool has_live = n_live && bsearch(&id, live_jobs, n_live,
+                                        sizeof *live_jobs, job_id_cmp_q);
       /* attempts opened during this pass are not in live: read again */
       struct tw_attempt_rec *mine = NULL;
       size_t n_mine = 0;
@@ -1390,6 +1405,7 @@ static int sweep(struct tw_sched *s, const struct tw_attempt_rec *live,
     }
     free(jobs);
   }
+  free(live_jobs);
   return changes;
 }
 

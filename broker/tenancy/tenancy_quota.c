@@ -22,6 +22,8 @@
 
 #include "broker/core/job.h"
 #include "broker/base/log.h"
+#include "broker/base/mem.h"
+#include "broker/base/sort.h"
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "broker/core/store_tenancy.h"
@@ -292,6 +294,31 @@ bool tw_tenancy_quotas_reload(struct tw_tenancy *t) {
   return true;
 }
 
+/* Orders live attempts by job id, the first stored first (the sort is
+ * stable and the store lists them by id). */
+static int live_by_job(const void *x, const void *y, void *ctx) {
+  (void)ctx;
+  const struct tw_attempt_rec *a = *(const struct tw_attempt_rec *const *)x;
+  const struct tw_attempt_rec *b = *(const struct tw_attempt_rec *const *)y;
+  return strcmp(a->job_id, b->job_id);
+}
+
+/* The first live attempt of job_id in by_job[0..n) (live_by_job's
+ * order), or NULL. */
+static const struct tw_attempt_rec *
+live_of(const struct tw_attempt_rec *const *by_job, size_t n,
+        const char *job_id) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (strcmp(by_job[mid]->job_id, job_id) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < n && !strcmp(by_job[lo]->job_id, job_id) ? by_job[lo] : NULL;
+}
+
 void tw_tenancy_place_begin(struct tw_tenancy *t) {
   struct tw_err err = {0};
   struct tw_store_resv *rows = NULL;
@@ -326,12 +353,16 @@ void tw_tenancy_place_begin(struct tw_tenancy *t) {
   free(t->quotas);
   t->quotas = quotas;
   t->n_quotas = n_quotas;
+  /* the live attempts by job id, so that matching the reservations to
+   * them costs n log n rather than one scan of them per reservation */
+  const struct tw_attempt_rec **by_job =
+      tw_calloc(n_live ? n_live : 1, sizeof *by_job);
+  for (size_t k = 0; k < n_live; k++)
+    by_job[k] = &live[k];
+  tw_sort_r(by_job, n_live, sizeof *by_job, live_by_job, NULL);
   for (size_t i = 0; i < t->n_resv;) {
     struct tn_resv *v = &t->resv[i];
-    const struct tw_attempt_rec *at = NULL;
-    for (size_t k = 0; k < n_live && !at; k++)
-      if (!strcmp(live[k].job_id, v->job_id))
-        at = &live[k];
+    const struct tw_attempt_rec *at = live_of(by_job, n_live, v->job_id);
     if (!at) {
       resv_drop(t, i); /* its attempt ended: the share is given back */
       continue;
@@ -341,6 +372,7 @@ void tw_tenancy_place_begin(struct tw_tenancy *t) {
     snprintf(v->provider, sizeof v->provider, "%s", at->provider);
     i++;
   }
+  free(by_job);
   free(live);
 }
 
