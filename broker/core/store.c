@@ -1558,9 +1558,14 @@ const char *tw_attempt_state_str(enum tw_attempt_state st) {
   return (unsigned)st < 4 ? ATTEMPT_STATES[st] : "unknown";
 }
 
+/* Column i's text into dst[n], cut as snprintf would cut it, without
+ * its cost: the live attempts are read this way several times a pass. */
 static void copy_col(char *dst, size_t n, struct tw_db_stmt *st, int i) {
   const unsigned char *t = tw_db_column_text(st, i);
-  snprintf(dst, n, "%s", t ? (const char *)t : "");
+  size_t len = t ? strnlen((const char *)t, n - 1) : 0;
+  if (len)
+    memcpy(dst, t, len);
+  dst[len] = '\0';
 }
 
 static void row_to_attempt(struct tw_db_stmt *st, struct tw_attempt_rec *a) {
