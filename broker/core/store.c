@@ -275,7 +275,76 @@ struct tw_store {
   struct store_logs *logs; /* the agent's output in files; NULL: rows */
   /* the audit entries of the batch running (writer thread only) */
   struct store_audit_q audit_q;
+  /* the attempts and jobs the running batch changed (writer thread only),
+   * published to chg once its transaction ends (tw_store_changes_since) */
+  struct tw_store_change *chg_w;
+  size_t n_chg_w, cap_chg_w;
+  /* under mu: the changes published, chg[0] numbered chg_base (from 1) */
+  struct tw_store_change *chg;
+  size_t n_chg, cap_chg;
+  uint64_t chg_base;
 };
+
+/* Changes kept for tw_store_changes_since(); a follower further behind
+ * reads afresh. */
+#define CHG_KEEP 65536
+
+static void chg_note(struct tw_store *s, int64_t attempt_id,
+                     const char *job_id) {
+  if (s->n_chg_w == s->cap_chg_w) {
+    s->cap_chg_w = s->cap_chg_w ? s->cap_chg_w * 2 : 64;
+    s->chg_w = tw_realloc(s->chg_w, s->cap_chg_w * sizeof *s->chg_w);
+  }
+  struct tw_store_change *c = &s->chg_w[s->n_chg_w++];
+  c->attempt_id = attempt_id;
+  snprintf(c->job_id, sizeof c->job_id, "%s", job_id ? job_id : "");
+}
+
+void store__job_ended(struct tw_store *s, const char *job_id) {
+  chg_note(s, 0, job_id);
+}
+
+/* Under mu, after the batch's transaction ended (committed or not: a
+ * change told that did not happen costs a read, one not told is missed):
+ * the batch's changes published. */
+static void chg_publish(struct tw_store *s) {
+  if (!s->n_chg_w)
+    return;
+  if (s->n_chg + s->n_chg_w > CHG_KEEP) {
+    size_t drop = s->n_chg + s->n_chg_w - CHG_KEEP / 2;
+    if (drop > s->n_chg)
+      drop = s->n_chg;
+    memmove(s->chg, s->chg + drop, (s->n_chg - drop) * sizeof *s->chg);
+    s->n_chg -= drop;
+    s->chg_base += drop;
+  }
+  if (s->n_chg + s->n_chg_w > s->cap_chg) {
+    while (s->n_chg + s->n_chg_w > s->cap_chg)
+      s->cap_chg = s->cap_chg ? s->cap_chg * 2 : 256;
+    s->chg = tw_realloc(s->chg, s->cap_chg * sizeof *s->chg);
+  }
+  memcpy(s->chg + s->n_chg, s->chg_w, s->n_chg_w * sizeof *s->chg);
+  s->n_chg += s->n_chg_w;
+  s->n_chg_w = 0;
+}
+
+bool tw_store_changes_since(struct tw_store *s, uint64_t *cursor,
+                            struct tw_store_change **out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  pthread_mutex_lock(&s->mu);
+  uint64_t end = s->chg_base + s->n_chg;
+  bool known = *cursor && *cursor >= s->chg_base && *cursor <= end;
+  if (known && *cursor < end) {
+    size_t k = (size_t)(end - *cursor);
+    *out = tw_malloc(k * sizeof **out);
+    memcpy(*out, s->chg + (*cursor - s->chg_base), k * sizeof **out);
+    *n = k;
+  }
+  *cursor = end;
+  pthread_mutex_unlock(&s->mu);
+  return known;
+}
 
 struct store_logs *store__logs(struct tw_store *s) { return s->logs; }
 struct store_audit_q *store__audit_q(struct tw_store *s) {
@@ -640,6 +709,7 @@ static void *writer_main(void *arg) {
     tw_db_batch_end(s->w.db);
     store__audit_clear(s);
     pthread_mutex_lock(&s->mu);
+    chg_publish(s);
     if (!brc) {
       s->commits++;
       s->ops += (uint64_t)committed;
@@ -925,6 +995,7 @@ enum tw_rc tw_store_open(const struct tw_store_opts *opts,
   s->n_readers = opts->readers > 0 ? opts->readers : 8;
   s->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL); /* NULL: EVP_sha256() */
   s->lock_fd = -1;
+  s->chg_base = 1;
   s->backend = opts->backend;
   s->txn_timeout_ms = opts->txn_timeout_ms;
   s->db_path = opts->path ? tw_strdup(opts->path) : NULL;
@@ -1019,6 +1090,8 @@ void tw_store_close(struct tw_store *s) {
   conn_close(&s->w);
   store__audit_clear(s);
   free(s->audit_q.v);
+  free(s->chg_w);
+  free(s->chg);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->work);
   pthread_mutex_destroy(&s->rmu);
@@ -1450,6 +1523,8 @@ static enum tw_rc op_transition(struct tw_store *s, struct tw_db *db, void *varg
                     t->id);
     goto out;
   }
+  if (tw_job_state_terminal(t->to))
+    store__job_ended(s, t->id);
   if ((rc = insert_event(s, t->id, now, from, to, reason, err)))
     goto out;
   if (a->out)
@@ -1684,7 +1759,9 @@ static enum tw_rc op_attempt_open(struct tw_store *s, struct tw_db *db, void *va
   tw_db_bind_int64(st, 8, now);
   if ((rc = step_done(&s->w, st, "insert attempt", err)))
     return rc;
-  return attempt_get_w(s, tw_db_last_insert_id(s->w.db), a->out, err);
+  int64_t id = tw_db_last_insert_id(s->w.db);
+  chg_note(s, id, NULL);
+  return attempt_get_w(s, id, a->out, err);
 }
 
 enum tw_rc tw_store_attempt_open(struct tw_store *s,
@@ -1738,6 +1815,7 @@ static enum tw_rc op_attempt_step(struct tw_store *s, struct tw_db *db, void *va
   (void)db;
   struct attempt_step_arg *a = varg;
   struct tw_attempt_rec at;
+  chg_note(s, a->id, NULL);
   enum tw_rc rc = attempt_get_w(s, a->id, &at, err);
   if (rc)
     return rc;
@@ -1883,6 +1961,31 @@ static enum tw_rc attempts_query(struct tw_store *s, const char *sql,
   if (r != TW_DB_DONE)
     rc = db_err(c->db, err, "list attempts");
   tw_db_reset(st);
+out:
+  reader_put(s, c);
+  return rc;
+}
+
+enum tw_rc tw_store_attempts_by_id(struct tw_store *s, const int64_t *ids,
+                                   size_t n, struct tw_attempt_rec *out,
+                                   bool *found, struct tw_err *err) {
+  struct conn *c = reader_get(s);
+  enum tw_rc rc = TW_OK;
+  struct tw_db_stmt *st = prep(c, SQL_ATTEMPT_BY_ID, err);
+  if (!st) {
+    rc = TW_E_IO;
+    goto out;
+  }
+  for (size_t i = 0; i < n && !rc; i++) {
+    tw_db_bind_int64(st, 1, ids[i]);
+    int r = tw_db_step(st);
+    found[i] = r == TW_DB_ROW;
+    if (found[i])
+      row_to_attempt(st, &out[i]);
+    else if (r != TW_DB_DONE)
+      rc = db_err(c->db, err, "get attempt");
+    tw_db_reset(st);
+  }
 out:
   reader_put(s, c);
   return rc;

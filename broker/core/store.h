@@ -395,6 +395,27 @@ enum tw_rc tw_store_attempt_close(struct tw_store *s,
 enum tw_rc tw_store_attempts_live(struct tw_store *s,
                                   struct tw_attempt_rec **out, size_t *n,
                                   struct tw_err *err);
+/* What the committed writes of this store changed that a follower of the
+ * live attempts must read again: an attempt opened or moved (attempt_id
+ * > 0), or a job moved to a terminal state (attempt_id 0, job_id). */
+struct tw_store_change {
+  int64_t attempt_id;
+  char job_id[TW_JOB_ID_LEN + 1];
+};
+/* The changes committed through this store since *cursor, oldest first,
+ * into *out (free() it), *cursor moved past them.  False when they are
+ * not all known (a *cursor of 0, or one older than the changes kept): the
+ * caller reads what it follows afresh, having taken *cursor first, so
+ * that what commits meanwhile comes with the next call.  Writes of other
+ * processes on the same database are not seen: a follower reads afresh
+ * now and then. */
+bool tw_store_changes_since(struct tw_store *s, uint64_t *cursor,
+                            struct tw_store_change **out, size_t *n);
+/* The attempts ids[0..n) as stored now, into out[] (found[i] false: none
+ * with that id). */
+enum tw_rc tw_store_attempts_by_id(struct tw_store *s, const int64_t *ids,
+                                   size_t n, struct tw_attempt_rec *out,
+                                   bool *found, struct tw_err *err);
 /* The ids of the live attempts whose job has ended (succeeded, failed or
  * cancelled), ascending, in one read: the scheduler's pass reads the job
  * of only these and of the attempts it must decide on.  free() *out. */

@@ -243,6 +243,8 @@ static enum tw_rc job_move(struct tw_store *s, struct tw_db *db, const char *id,
   *moved = tw_db_changes(db) > 0;
   if (!*moved)
     return TW_OK;
+  if (tw_job_state_terminal(to))
+    store__job_ended(s, id);
   if (!(st = st_of(s, db, SQL_JOB_EVENT, err)))
     return TW_E_IO;
   store__bind_text(st, 1, id);

@@ -32,6 +32,9 @@ struct store_logs;
 struct store_logs *store__logs_open(const char *db_path, bool sync);
 void store__logs_close(struct store_logs *l);
 struct store_logs *store__logs(struct tw_store *s);
+/* On the writer, inside an operation: job id moved to a terminal state,
+ * told to tw_store_changes_since() once the batch's transaction ends. */
+void store__job_ended(struct tw_store *s, const char *job_id);
 
 /* TW_E_IO with sqlite's message, copied at once. */
 enum tw_rc store__db_err(struct tw_db *db, struct tw_err *err, const char *what);

@@ -83,7 +83,22 @@ struct sched_follow {
     struct tw_attempt_rec a;
   } * q;
   size_t n_q, cap_q;
+  /* the live attempts (ascending id) and those of them whose job ended
+   * (ascending), kept from the store's changes (sched__live) */
+  struct tw_attempt_rec *lv;
+  size_t n_lv, cap_lv;
+  int64_t *lv_ended;
+  size_t n_lv_ended;
+  bool lv_ended_known, lv_have;
+  uint64_t lv_cursor;
+  int64_t lv_full_ms; /* monotonic: when they were last read whole */
 };
+
+/* The live attempts are read whole at the first pass, when the store no
+ * longer holds every change since the last look, and at least this often
+ * (what another process wrote on the same database: the store tells only
+ * its own writes). */
+#define LIVE_FULL_MS 10000
 
 /* Attempts one batched describe call asks about (at most
  * TW_PROVIDER_DESCRIBE_MAX; the EC2 adapter sends them in calls of its
@@ -92,6 +107,8 @@ struct sched_follow {
 
 void sched__follow_release(struct tw_sched *s) {
   if (s->follow) {
+    free(s->follow->lv);
+    free(s->follow->lv_ended);
     free(s->follow->a);
     free(s->follow->ix);
     free(s->follow->end);
@@ -126,6 +143,189 @@ static struct sched_follow *follow_of(struct tw_sched *s) {
   if (!s->follow)
     s->follow = tw_calloc(1, sizeof *s->follow);
   return s->follow;
+}
+
+/* ---- the live attempts, kept from the store's changes ---------------- */
+
+static int id_cmp(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+static int job_cmp(const void *x, const void *y) {
+  return strcmp((const char *)x, (const char *)y);
+}
+
+/* Every live attempt and those whose job ended, read whole. */
+static enum tw_rc live_full(struct tw_sched *s, struct sched_follow *m,
+                            struct tw_err *err) {
+  struct tw_attempt_rec *live = NULL;
+  size_t n = 0;
+  enum tw_rc rc = tw_store_attempts_live(s->store, &live, &n, err);
+  if (rc)
+    return rc;
+  free(m->lv);
+  m->lv = live;
+  m->n_lv = m->cap_lv = n;
+  free(m->lv_ended);
+  m->lv_ended = NULL;
+  m->n_lv_ended = 0;
+  struct tw_err eerr = {0};
+  m->lv_ended_known = tw_store_attempts_live_ended(s->store, &m->lv_ended,
+                                                   &m->n_lv_ended,
+                                                   &eerr) == TW_OK;
+  m->lv_have = true;
+  m->lv_full_ms = sched__mono_ms();
+  return TW_OK;
+}
+
+/* Where attempt id is in m->lv, or where it would go. */
+static size_t lv_pos(const struct sched_follow *m, int64_t id) {
+  size_t lo = 0, hi = m->n_lv;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (m->lv[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* The changes ch[0..n) applied: each attempt named read again (kept if
+ * live, dropped if ended), the live attempts of each job that ended
+ * marked.  Only when one could not be read is the whole read again. */
+static enum tw_rc live_apply(struct tw_sched *s, struct sched_follow *m,
+                             const struct tw_store_change *ch, size_t n,
+                             struct tw_err *err) {
+  int64_t *ids = tw_calloc(n ? n : 1, sizeof *ids);
+  char(*jobs)[TW_JOB_ID_LEN + 1] = tw_calloc(n ? n : 1, sizeof *jobs);
+  size_t n_ids = 0, n_jobs = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (ch[i].attempt_id > 0)
+      ids[n_ids++] = ch[i].attempt_id;
+    else
+      memcpy(jobs[n_jobs++], ch[i].job_id, sizeof *jobs);
+  }
+  qsort(ids, n_ids, sizeof *ids, id_cmp);
+  size_t k = 0;
+  for (size_t i = 0; i < n_ids; i++)
+    if (!k || ids[k - 1] != ids[i])
+      ids[k++] = ids[i];
+  n_ids = k;
+  struct tw_attempt_rec *now = tw_calloc(n_ids ? n_ids : 1, sizeof *now);
+  bool *found = tw_calloc(n_ids ? n_ids : 1, sizeof *found);
+  enum tw_rc rc = n_ids ? tw_store_attempts_by_id(s->store, ids, n_ids, now,
+                                                  found, err)
+                        : TW_OK;
+  if (rc)
+    goto out;
+  /* each one replaced in place, appended (a new one: ids ascend), or left
+   * for the merge below (dropped, or new below the last) */
+  bool merge = false;
+  for (size_t i = 0; i < n_ids; i++) {
+    bool live = found[i] && now[i].state != TW_ATTEMPT_ENDED;
+    size_t at = lv_pos(m, ids[i]);
+    bool there = at < m->n_lv && m->lv[at].id == ids[i];
+    if (there && live) {
+      m->lv[at] = now[i];
+      found[i] = false; /* done */
+    } else if (there) {
+      m->lv[at].state = TW_ATTEMPT_ENDED; /* dropped by the merge */
+      merge = true;
+    } else if (live && at == m->n_lv) {
+      if (m->n_lv == m->cap_lv) {
+        m->cap_lv = m->cap_lv ? m->cap_lv * 2 : 64;
+        m->lv = tw_realloc(m->lv, m->cap_lv * sizeof *m->lv);
+      }
+      m->lv[m->n_lv++] = now[i];
+      found[i] = false;
+    } else if (live) {
+      merge = true; /* found[i] stays: inserted by the merge */
+    } else {
+      found[i] = false;
+    }
+  }
+  if (merge) {
+    size_t extra = 0;
+    for (size_t i = 0; i < n_ids; i++)
+      extra += found[i] && now[i].state != TW_ATTEMPT_ENDED;
+    struct tw_attempt_rec *out =
+        tw_calloc(m->n_lv + extra ? m->n_lv + extra : 1, sizeof *out);
+    size_t o = 0, j = 0;
+    for (size_t i = 0; i < m->n_lv; i++) {
+      for (; j < n_ids; j++) {
+        if (!found[j] || now[j].state == TW_ATTEMPT_ENDED)
+          continue;
+        if (now[j].id > m->lv[i].id)
+          break;
+        out[o++] = now[j];
+      }
+      if (m->lv[i].state != TW_ATTEMPT_ENDED)
+        out[o++] = m->lv[i];
+    }
+    for (; j < n_ids; j++)
+      if (found[j] && now[j].state != TW_ATTEMPT_ENDED)
+        out[o++] = now[j];
+    free(m->lv);
+    m->lv = out;
+    m->n_lv = o;
+    m->cap_lv = m->n_lv + extra ? m->n_lv + extra : 1;
+  }
+  /* the jobs that ended: their live attempts marked, and the marks of
+   * attempts no longer live dropped */
+  if (n_jobs) {
+    qsort(jobs, n_jobs, sizeof *jobs, job_cmp);
+    for (size_t i = 0; i < m->n_lv; i++)
+      if (bsearch(m->lv[i].job_id, jobs, n_jobs, sizeof *jobs, job_cmp)) {
+        m->lv_ended = tw_realloc(m->lv_ended, (m->n_lv_ended + 1) *
+                                                  sizeof *m->lv_ended);
+        m->lv_ended[m->n_lv_ended++] = m->lv[i].id;
+      }
+  }
+  if (n_jobs || merge) {
+    qsort(m->lv_ended, m->n_lv_ended, sizeof *m->lv_ended, id_cmp);
+    size_t w = 0;
+    for (size_t i = 0; i < m->n_lv_ended; i++) {
+      int64_t id = m->lv_ended[i];
+      size_t at = lv_pos(m, id);
+      if ((!w || m->lv_ended[w - 1] != id) && at < m->n_lv &&
+          m->lv[at].id == id)
+        m->lv_ended[w++] = id;
+    }
+    m->n_lv_ended = w;
+  }
+out:
+  free(ids);
+  free(jobs);
+  free(now);
+  free(found);
+  return rc;
+}
+
+enum tw_rc sched__live(struct tw_sched *s, const struct tw_attempt_rec **out,
+                       size_t *n, struct tw_err *err) {
+  struct sched_follow *m = follow_of(s);
+  struct tw_store_change *ch = NULL;
+  size_t n_ch = 0;
+  /* the cursor first: what commits after it comes with the next look */
+  bool known = tw_store_changes_since(s->store, &m->lv_cursor, &ch, &n_ch);
+  enum tw_rc rc = TW_OK;
+  if (!known || !m->lv_have ||
+      sched__mono_ms() - m->lv_full_ms >= LIVE_FULL_MS)
+    rc = live_full(s, m, err);
+  else if ((rc = live_apply(s, m, ch, n_ch, err)) != TW_OK)
+    rc = live_full(s, m, err);
+  free(ch);
+  if (rc) {
+    m->lv_have = false; /* read whole next time */
+    *out = NULL;
+    *n = 0;
+    return rc;
+  }
+  *out = m->lv;
+  *n = m->n_lv;
+  return TW_OK;
 }
 
 static void ending_add(struct tw_sched *s, const char *account,
@@ -990,11 +1190,9 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
       a->state != TW_ATTEMPT_LAUNCHING) {
     /* launched, no agent, its job still live (read for the whole pass at
      * once): nothing to do but a look when due, which needs no job */
-    if (sched__call_busy(s, a->id))
-      return 0;
     bool due = now >= st->next_poll_ms ||
                (st->notice_deadline_ms && now >= st->notice_deadline_ms);
-    if (due)
+    if (due && !sched__call_busy(s, a->id))
       describe_send(s, pc, a, nd, false);
     return 0;
   }
@@ -1410,26 +1608,28 @@ static int sweep(struct tw_sched *s, const struct tw_attempt_rec *live,
 }
 
 int sched__follow(struct tw_sched *s, int64_t now) {
-  struct tw_attempt_rec *live = NULL;
+  const struct tw_attempt_rec *live = NULL;
   size_t n_live = 0;
   struct tw_err err = {0};
   int changes = 0;
   /* read before the attempts: a report stored after this is seen at the
    * next pass (sched__agent_quiet) */
   s->agent_news = s->agent ? tw_agent_news(s->agent) : 0;
-  if (tw_store_attempts_live(s->store, &live, &n_live, &err) == TW_OK) {
+  /* the live attempts as the store has them now, read again only where
+   * its writes changed them (sched__live) */
+  if (sched__live(s, &live, &n_live, &err) == TW_OK) {
     /* the nodes of the live gangs, read once per pass */
     struct tw_attempt_instance *g = NULL;
     size_t n_g = 0;
     if (tw_store_attempt_instances(s->store, 0, &g, &n_g, &err))
       tw_log_warn("spot", "gang nodes unreadable: %s", err.msg);
     notices_send(s); /* answered at this pass's end, or a later one */
-    /* the live attempts whose job ended (cancelled, mostly), in one read:
-     * the others' jobs are read only when something is to be decided */
-    int64_t *ended = NULL;
-    size_t n_ended = 0;
-    bool ended_known =
-        tw_store_attempts_live_ended(s->store, &ended, &n_ended, &err) == TW_OK;
+    /* the live attempts whose job ended (cancelled, mostly), kept with
+     * them: the others' jobs are read only when something is to be
+     * decided */
+    const int64_t *ended = s->follow->lv_ended;
+    size_t n_ended = s->follow->n_lv_ended;
+    bool ended_known = s->follow->lv_ended_known;
     size_t e = 0;
     /* describes go to the accounts' workers; a drain stops the pass
      * between two attempts (the ones not looked at are followed by the
@@ -1442,14 +1642,12 @@ int sched__follow(struct tw_sched *s, int64_t now) {
       changes += follow_attempt(s, &live[i], nodes_of(g, n_g, live[i].id),
                                 job_ended, ended_known, now);
     }
-    free(ended);
     describes_flush(s);
     ending_send(s); /* the terminates still owed, this pass's included */
     free(g);
     att_prune(s);
     changes += sweep(s, live, n_live, now);
   }
-  free(live);
   return changes;
 }
 

@@ -161,8 +161,16 @@ int tw_sched_tick(struct tw_sched *s) {
   u = tw_mono_us();
   s->pass.offers_us = u - t;
   t = u;
-  if (s->tenancy) /* what each tenant holds: live attempts' reservations */
-    tw_tenancy_place_begin(s->tenancy);
+  if (s->tenancy) { /* what each tenant holds: live attempts' reservations */
+    const struct tw_attempt_rec *live = NULL;
+    size_t n_live = 0;
+    struct tw_err err = {0};
+    if (sched__live(s, &live, &n_live, &err) == TW_OK)
+      tw_tenancy_place_begin_live(s->tenancy, live, n_live);
+    else
+      tw_log_warn("tenancy", "placement phase without fresh usage: %s",
+                  err.msg);
+  }
   /* what came back since the last pass, without waiting */
   changes += collect(s, 0, now);
   /* 2.-3. notices and live attempts first: an interrupted job is placed

@@ -942,11 +942,10 @@ static void fb_order(struct tw_sched *s, const struct tw_job_rec *job,
 static enum tw_rc queue_window(struct tw_sched *s, struct sched_place *p,
                                struct tw_job_rec **queue, size_t *n,
                                struct tw_err *err) {
-  struct tw_attempt_rec *live = NULL;
+  const struct tw_attempt_rec *live = NULL;
   size_t n_live = 0;
-  if (tw_store_attempts_live(s->store, &live, &n_live, err) == TW_OK)
+  if (sched__live(s, &live, &n_live, err) == TW_OK)
     sched_usage(s, p, live, n_live);
-  free(live);
   int window = s->max_place * 4 < 1024 ? s->max_place * 4 : 1024;
   *queue = NULL;
   *n = 0;

@@ -797,6 +797,13 @@ int sched__agent_lost_applied(struct tw_sched *s, const struct tw_attempt_rec *a
  * left half way (every non-terminal state but pending without a live
  * attempt); returns state changes. */
 int sched__follow(struct tw_sched *s, int64_t now);
+/* The live attempts (ascending id) as the store has them now: read whole
+ * the first time and every LIVE_FULL_MS, else only those the store's
+ * committed writes changed since the last call (tw_store_changes_since).
+ * *out is the scheduler's own, valid until the next call.  Scheduler
+ * thread. */
+enum tw_rc sched__live(struct tw_sched *s, const struct tw_attempt_rec **out,
+                       size_t *n, struct tw_err *err);
 /* The answer r to the settling call c of a launching attempt (applied by
  * sched__launch_apply): found or launched, the attempt is described soon;
  * refused, a placing job goes back to pending.  Returns state changes. */

@@ -403,6 +403,12 @@ void tw_tenancy_set_offers(struct tw_tenancy *t, const struct tw_offer *offers,
  * reservations of attempts still live (those of ended attempts are
  * dropped: this is where reservations are released).  Scheduler thread. */
 void tw_tenancy_place_begin(struct tw_tenancy *t);
+/* The same over live[0..n_live), the live attempts as the caller read
+ * them just now (the scheduler keeps them from the store's changes). */
+struct tw_attempt_rec;
+void tw_tenancy_place_begin_live(struct tw_tenancy *t,
+                                 const struct tw_attempt_rec *live,
+                                 size_t n_live);
 
 /* Reads the quotas again for the placements that follow: the scheduler
  * calls it after reading its queue, so every queued job is judged by a

@@ -319,21 +319,18 @@ live_of(const struct tw_attempt_rec *const *by_job, size_t n,
   return lo < n && !strcmp(by_job[lo]->job_id, job_id) ? by_job[lo] : NULL;
 }
 
-void tw_tenancy_place_begin(struct tw_tenancy *t) {
+static void place_begin(struct tw_tenancy *t, const struct tw_attempt_rec *live,
+                        size_t n_live) {
   struct tw_err err = {0};
   struct tw_store_resv *rows = NULL;
   size_t n_rows = 0, n_quotas = 0;
   struct tw_quota *quotas = NULL;
-  struct tw_attempt_rec *live = NULL;
-  size_t n_live = 0;
   if (tw_store_reservations(t->store, &rows, &n_rows, &err) ||
-      tn_load_all_quotas(t, &quotas, &n_quotas, &err) ||
-      tw_store_attempts_live(t->store, &live, &n_live, &err)) {
+      tn_load_all_quotas(t, &quotas, &n_quotas, &err)) {
     /* keep the previous phase's view rather than forget every holding */
     tw_log_warn("tenancy", "placement phase without fresh usage: %s", err.msg);
     free(rows);
     free(quotas);
-    free(live);
     return;
   }
   free(t->resv);
@@ -373,6 +370,23 @@ void tw_tenancy_place_begin(struct tw_tenancy *t) {
     i++;
   }
   free(by_job);
+}
+
+void tw_tenancy_place_begin_live(struct tw_tenancy *t,
+                                 const struct tw_attempt_rec *live,
+                                 size_t n_live) {
+  place_begin(t, live, n_live);
+}
+
+void tw_tenancy_place_begin(struct tw_tenancy *t) {
+  struct tw_err err = {0};
+  struct tw_attempt_rec *live = NULL;
+  size_t n_live = 0;
+  if (tw_store_attempts_live(t->store, &live, &n_live, &err)) {
+    tw_log_warn("tenancy", "placement phase without fresh usage: %s", err.msg);
+    return;
+  }
+  place_begin(t, live, n_live);
   free(live);
 }
 
