@@ -39,7 +39,6 @@
 #include <string.h>
 
 #include "broker/base/log.h"
-#include "broker/base/sort.h"
 #include "broker/sched/agent.h"
 #include "broker/sched/checkpoint.h"
 #include "broker/sched/sched_int.h"
@@ -1517,13 +1516,12 @@ static int repair_started(struct tw_sched *s, const struct tw_job_rec *job,
   return 1 + sched__spot_to_recovering(s, job->id, now);
 }
 
-static int job_id_cmp_q(const void *x, const void *y) {
-  return strcmp(*(const char *const *)x, *(const char *const *)y);
-}
-
-static int job_id_cmp(const void *x, const void *y, void *ctx) {
-  (void)ctx;
-  return job_id_cmp_q(x, y);
+/* FNV-1a of a job id. */
+static size_t job_hash(const char *id) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (; *id; id++)
+    h = (h ^ (unsigned char)*id) * 0x100000001b3ull;
+  return (size_t)(h ^ (h >> 29));
 }
 
 /* 3. jobs left half way: every non-terminal state but pending (which
@@ -1537,11 +1535,18 @@ static int sweep(struct tw_sched *s, const struct tw_attempt_rec *live,
       TW_JOB_PLACING, TW_JOB_PROVISIONING, TW_JOB_RUNNING, TW_JOB_INTERRUPTED,
       TW_JOB_RECOVERING};
   int changes = 0;
-  /* the live attempts' jobs, sorted: a lookup each rather than a scan */
-  const char **live_jobs = tw_calloc(n_live ? n_live : 1, sizeof *live_jobs);
-  for (size_t l = 0; l < n_live; l++)
-    live_jobs[l] = live[l].job_id;
-  tw_sort_r(live_jobs, n_live, sizeof *live_jobs, job_id_cmp, NULL);
+  /* the live attempts' jobs in a hash set: a lookup each rather than a
+   * scan, built in one walk */
+  size_t cap = 64;
+  while (cap < n_live * 2)
+    cap *= 2;
+  const char **live_jobs = tw_calloc(cap, sizeof *live_jobs);
+  for (size_t l = 0; l < n_live; l++) {
+    size_t i = job_hash(live[l].job_id) & (cap - 1);
+    while (live_jobs[i] && strcmp(live_jobs[i], live[l].job_id))
+      i = (i + 1) & (cap - 1);
+    live_jobs[i] = live[l].job_id;
+  }
   for (size_t k = 0; k < sizeof STATES / sizeof STATES[0]; k++) {
     struct tw_job_rec *jobs = NULL;
     size_t n = 0;
@@ -1550,9 +1555,10 @@ static int sweep(struct tw_sched *s, const struct tw_attempt_rec *live,
                              &err))
       continue;
     for (size_t i = 0; i < n; i++) {
-      const char *id = jobs[i].id;
-      bool has_live = n_live && bsearch(&id, live_jobs, n_live,
-                                        sizeof *live_jobs, job_id_cmp_q);
+      bool has_live = false;
+      for (size_t h = job_hash(jobs[i].id) & (cap - 1); live_jobs[h] && !has_live;
+           h = (h + 1) & (cap - 1))
+        has_live = !strcmp(live_jobs[h], jobs[i].id);
       /* attempts opened during this pass are not in live: read again */
       struct tw_attempt_rec *mine = NULL;
       size_t n_mine = 0;

@@ -294,6 +294,15 @@ bool tw_tenancy_quotas_reload(struct tw_tenancy *t) {
   return true;
 }
 
+/* src into dst[n], cut as snprintf would cut it (a phase copies every
+ * reservation's strings). */
+static void cut_set(char *dst, size_t n, const char *src) {
+  size_t len = strnlen(src, n - 1);
+  memcpy(dst, src, len);
+  dst[len] = '\0';
+}
+#define CUT_SET(dst, src) cut_set((dst), sizeof(dst), (src))
+
 /* Orders live attempts by job id, the first stored first (the sort is
  * stable and the store lists them by id). */
 static int live_by_job(const void *x, const void *y, void *ctx) {
@@ -338,9 +347,9 @@ static void place_begin(struct tw_tenancy *t, const struct tw_attempt_rec *live,
   t->n_resv = t->cap_resv = n_rows;
   for (size_t i = 0; i < n_rows; i++) {
     struct tn_resv *v = &t->resv[i];
-    snprintf(v->job_id, sizeof v->job_id, "%s", rows[i].job_id);
-    snprintf(v->tenant, sizeof v->tenant, "%s", rows[i].tenant);
-    snprintf(v->accel, sizeof v->accel, "%s", rows[i].accel);
+    CUT_SET(v->job_id, rows[i].job_id);
+    CUT_SET(v->tenant, rows[i].tenant);
+    CUT_SET(v->accel, rows[i].accel);
     v->vcpus = rows[i].vcpus;
     v->gpus = rows[i].gpus;
     v->spot = rows[i].spot;
@@ -365,8 +374,8 @@ static void place_begin(struct tw_tenancy *t, const struct tw_attempt_rec *live,
       continue;
     }
     v->attempt_id = at->id;
-    snprintf(v->instance_id, sizeof v->instance_id, "%s", at->instance_id);
-    snprintf(v->provider, sizeof v->provider, "%s", at->provider);
+    CUT_SET(v->instance_id, at->instance_id);
+    CUT_SET(v->provider, at->provider);
     i++;
   }
   free(by_job);
