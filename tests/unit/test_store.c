@@ -557,6 +557,88 @@ static void attempts_carry_tokens_and_move_the_job(void **state) {
   tw_store_close(s);
 }
 
+/* tw_store_changes_since: each attempt opened or moved and each job that
+ * ended, told once its write committed; a cursor of 0 (or one too old)
+ * says "read afresh"; a refused write may be told too, never missed. */
+static void committed_changes_are_told_once_in_order(void **state) {
+  (void)state;
+  struct tw_store *s = open_store();
+  struct tw_err err = {0};
+  uint64_t cur = 0;
+  struct tw_store_change *ch = NULL;
+  size_t n = 0;
+  assert_false(tw_store_changes_since(s, &cur, &ch, &n)); /* nothing known */
+  assert_int_equal(n, 0);
+  assert_true(cur > 0);
+  struct tw_job_rec j, k;
+  bool rep;
+  create(s, "j", NULL, "{}", &j, &rep, TW_OK);
+  create(s, "k", NULL, "{}", &k, &rep, TW_OK);
+  /* a submission changes no attempt and ends no job */
+  assert_true(tw_store_changes_since(s, &cur, &ch, &n));
+  assert_int_equal(n, 0);
+  free(ch);
+  struct tw_attempt_new an = {.job_id = j.id,
+                              .provider = "aws",
+                              .offer_id = "aws:r:z:t:spot",
+                              .market = "spot",
+                              .reason = "best offer"};
+  struct tw_attempt_rec a;
+  assert_int_equal(tw_store_attempt_open(s, &an, &a, &err), TW_OK);
+  assert_int_equal(tw_store_attempt_launched(s, a.id, "i-1", NULL, &err),
+                   TW_OK);
+  assert_true(tw_store_changes_since(s, &cur, &ch, &n));
+  assert_int_equal(n, 2);
+  assert_int_equal(ch[0].attempt_id, a.id);
+  assert_int_equal(ch[1].attempt_id, a.id);
+  free(ch);
+  /* asked again: nothing new */
+  assert_true(tw_store_changes_since(s, &cur, &ch, &n));
+  assert_int_equal(n, 0);
+  free(ch);
+  /* k cancelled: its job told, with no attempt */
+  struct tw_job_transition t = {
+      .id = k.id, .to = TW_JOB_CANCELLED, .reason = "test"};
+  assert_int_equal(tw_store_job_transition(s, &t, NULL, &err), TW_OK);
+  assert_true(tw_store_changes_since(s, &cur, &ch, &n));
+  assert_int_equal(n, 1);
+  assert_int_equal(ch[0].attempt_id, 0);
+  assert_string_equal(ch[0].job_id, k.id);
+  free(ch);
+  /* the attempts read back by id, one of them unknown */
+  int64_t ids[2] = {a.id, a.id + 1000};
+  struct tw_attempt_rec got[2];
+  bool found[2];
+  assert_int_equal(tw_store_attempts_by_id(s, ids, 2, got, found, &err), TW_OK);
+  assert_true(found[0]);
+  assert_false(found[1]);
+  assert_string_equal(got[0].instance_id, "i-1");
+  assert_int_equal(got[0].state, TW_ATTEMPT_PROVISIONING);
+  /* a follower too far behind is told to read afresh */
+  size_t flood = 70000; /* more than the store keeps */
+  struct tw_attempt_running *rs = calloc(flood, sizeof *rs);
+  enum tw_rc *rcs = calloc(flood, sizeof *rcs);
+  struct tw_err *errs = calloc(flood, sizeof *errs);
+  for (size_t i = 0; i < flood; i++)
+    rs[i] = (struct tw_attempt_running){.attempt_id = a.id + 1000 + (int64_t)i};
+  tw_store_attempt_running_many(s, rs, flood, rcs, errs); /* each refused */
+  assert_int_equal(rcs[0], TW_E_NOTFOUND);
+  free(rs);
+  free(rcs);
+  free(errs);
+  assert_false(tw_store_changes_since(s, &cur, &ch, &n));
+  assert_int_equal(n, 0);
+  /* read afresh from here: what follows is told again */
+  assert_int_equal(tw_store_attempt_running(s, a.id, &err), TW_OK);
+  assert_true(tw_store_changes_since(s, &cur, &ch, &n));
+  assert_int_equal(n, 1);
+  assert_int_equal(ch[0].attempt_id, a.id);
+  free(ch);
+  tw_job_rec_release(&j);
+  tw_job_rec_release(&k);
+  tw_store_close(s);
+}
+
 /* tw_store_write_many and the batches over it: one transaction for
  * the lot, each operation's own outcome (a refused one undoes nothing of
  * its neighbours). */
@@ -960,6 +1042,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(attempts_carry_tokens_and_move_the_job,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(queue_order_and_notes, setup, teardown),
+      cmocka_unit_test_setup_teardown(committed_changes_are_told_once_in_order,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(notes_of_a_pass_commit_once, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(
