@@ -314,9 +314,11 @@ static void chg_publish(struct tw_store *s) {
     size_t drop = s->n_chg + s->n_chg_w - CHG_KEEP / 2;
     if (drop > s->n_chg)
       drop = s->n_chg;
-    memmove(s->chg, s->chg + drop, (s->n_chg - drop) * sizeof *s->chg);
-    s->n_chg -= drop;
-    s->chg_base += drop;
+    if (drop) {
+      memmove(s->chg, s->chg + drop, (s->n_chg - drop) * sizeof *s->chg);
+      s->n_chg -= drop;
+      s->chg_base += drop;
+    }
   }
   if (s->n_chg + s->n_chg_w > s->cap_chg) {
     while (s->n_chg + s->n_chg_w > s->cap_chg)

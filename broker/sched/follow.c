@@ -282,7 +282,7 @@ static enum tw_rc live_apply(struct tw_sched *s, struct sched_follow *m,
         m->lv_ended[m->n_lv_ended++] = m->lv[i].id;
       }
   }
-  if (n_jobs || merge) {
+  if ((n_jobs || merge) && m->n_lv_ended) {
     qsort(m->lv_ended, m->n_lv_ended, sizeof *m->lv_ended, id_cmp);
     size_t w = 0;
     for (size_t i = 0; i < m->n_lv_ended; i++) {
