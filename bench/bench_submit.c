@@ -129,7 +129,7 @@ struct opts {
   const char *pg_dir;        /* NULL: $TW_PG_DIR, else .state/postgres */
   int replicas;              /* --replicas N (default 2) */
   int rounds;                /* --rounds N: plain/traced pairs per level */
-  double slice_ms; /* --slice-ms: a side's turn within a round (250) */
+  double slice_ms; /* --slice-ms: a side's turn within a round (100) */
   bool turns;      /* --turns: print each turn's rate */
 };
 
@@ -1491,10 +1491,10 @@ static long run_level(struct peer *p, int level, const struct opts *o) {
 /* ---- the plain and the traced broker, slice by slice -------------------
  *
  * Both brokers' clients are connected at once, but only one side sends at
- * a time: the turn passes every slice (--slice-ms, 250 ms) in ABBA order
+ * a time: the turn passes every slice (--slice-ms, 100 ms) in ABBA order
  * (each pair of slices swaps which side goes first, and so does each
- * round), so the two are measured within the same quarter-seconds of the
- * machine's load rather than seconds apart.  A request counts for the
+ * round), so the two are measured within the same tenths of a second of
+ * the machine's load rather than seconds apart.  A request counts for the
  * slice in which it was sent; the few in flight when the turn passes end
  * during the other side's first milliseconds, the same for both.  Both
  * daemons start from empty databases and grow together, so they see the
@@ -1826,7 +1826,8 @@ static void usage(FILE *f) {
       "level:\n"
       "N client threads, one keep-alive connection each.\n"
       "\n"
-      "  --quick        1.5 s per level and round (under a minute in all)\n"
+      "  --quick        1 s per level and round, 6 rounds (under a minute in "
+      "all)\n"
       "  --smoke        1 s at concurrency 4; fails unless every submission "
       "succeeded\n"
       "  --seconds S    measured seconds per level (default 10)\n"
@@ -1842,7 +1843,7 @@ static void usage(FILE *f) {
       "  --rounds N     plain and traced rounds per level (default 4), "
       "each of\n"
       "                 turns of --slice-ms per side in ABBA order\n"
-      "  --slice-ms MS  one side's turn within a round (default 250)\n"
+      "  --slice-ms MS  one side's turn within a round (default 100)\n"
       "  --turns        print each turn's rate (# lines)\n"
       "  --slurm-dir D  the scripts/slurm.sh cluster to use (default "
       "$TW_SLURM_DIR,\n"
@@ -1887,18 +1888,20 @@ int main(int argc, char **argv) {
                    .warmup_s = 1,
                    .replicas = 2,
                    .rounds = 4,
-                   .slice_ms = 250};
+                   .slice_ms = 100};
   const char *env = getenv("TRADEWINDD");
   if (env && *env)
     o.tradewindd = env;
   bool seconds_set = false, levels_set = false, no_slurm = false;
+  bool quick = false, rounds_set = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--quick")) {
-      /* four short rounds per level say more about tracing's cost than
-       * three long ones: the machine's load moves between rounds */
-      o.seconds = 1.5;
+      /* six rounds of 1 s per side (ten turns each) per level: a median
+       * of six rounds moves less than one of four */
+      o.seconds = 1;
       o.warmup_s = 0.4;
+      quick = true;
     } else if (!strcmp(a, "--smoke")) {
       o.smoke = true;
     } else if (!strcmp(a, "--keep")) {
@@ -1941,6 +1944,7 @@ int main(int argc, char **argv) {
       }
     } else if (!strcmp(a, "--rounds") && i + 1 < argc) {
       o.rounds = atoi(argv[++i]);
+      rounds_set = true;
       if (o.rounds < 1 || o.rounds > MAX_ROUNDS) {
         fprintf(stderr, "bench-submit: --rounds: expected 1..%d\n",
                 MAX_ROUNDS);
@@ -1967,6 +1971,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  if (quick && !rounds_set)
+    o.rounds = 6;
   /* the smoke run stays a check of the broker unless a cluster is named */
   o.slurm = !no_slurm && (!o.smoke || o.slurm_dir);
   if (o.smoke) {
