@@ -185,6 +185,10 @@ struct peer {
   /* Figures read from the system itself around a level; NULL: none.
    * `before` is true before the level, false after (then print). */
   void (*observe)(struct peer *p, int level, bool before);
+  /* Brings the system to the same state before each round of the traced
+   * comparison (the broker: its WAL checkpointed and restarted); returns
+   * false when it could not.  NULL: nothing to do. */
+  bool (*settle)(struct peer *p);
   void (*stop)(struct peer *p, bool keep);
   /* Measures one level itself instead of the HTTP clients (sbatch);
    * returns the failures like run_level().  NULL: the HTTP clients. */
@@ -465,6 +469,26 @@ static double proc_tasks_cpu_s(pid_t pid) {
   }
   closedir(d);
   return (double)sum / 1e9;
+}
+
+/* The daemon's WAL checkpointed into the db and restarted from its first
+ * frame, by a connection of the bench's own (sqlite allows it beside the
+ * daemon's in WAL mode; its syncs are the bench's, between rounds): each
+ * round of the traced comparison begins with both WALs empty, so neither
+ * daemon meets a checkpoint or a growing WAL file the other does not.
+ * False when the checkpoint could not finish (a writer busy past 2 s). */
+static bool broker_settle(struct peer *p) {
+  struct broker *b = p->ctx;
+  sqlite3 *db = NULL;
+  bool ok = false;
+  if (b && sqlite3_open_v2(b->db, &db, SQLITE_OPEN_READWRITE, NULL) ==
+               SQLITE_OK) {
+    sqlite3_busy_timeout(db, 2000);
+    ok = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_RESTART, NULL,
+                                   NULL) == SQLITE_OK;
+  }
+  sqlite3_close(db);
+  return ok;
 }
 
 static double broker_cpu(struct peer *p) {
@@ -1267,6 +1291,7 @@ static struct peer PEERS[] = {
      .start = broker_start,
      .request = broker_request,
      .observe = broker_observe,
+     .settle = broker_settle,
      .cpu = broker_cpu,
      .check = broker_check,
      .stop = broker_stop},
@@ -1276,6 +1301,7 @@ static struct peer PEERS[] = {
      .start = traced_start,
      .request = broker_request,
      .observe = broker_observe,
+     .settle = broker_settle,
      .cpu = broker_cpu,
      .check = traced_check,
      .stop = broker_stop},
@@ -1530,7 +1556,9 @@ struct pair_worker {
   int first_bad_status;
 };
 
-static bool pair_my_turn(int st, int side) { return st >= 0 && (st & 1) == side; }
+static bool pair_my_turn(int st, int side) {
+  return st >= 0 && (st & 1) == side;
+}
 
 static void *pair_worker_main(void *arg) {
   struct pair_worker *w = arg;
@@ -1662,6 +1690,7 @@ static long run_pair(struct peer *pp[2], int li, int rounds, double slice_ms,
   double cpu_at[2][MAX_ROUNDS + 1];
   double sink0 = -1, sink1 = -1;
   int64_t busy[2][MAX_ROUNDS] = {{0}}; /* each side's turns, ns */
+  int unsettled = 0;                   /* rounds a WAL was not restarted */
   for (int s = 0; s < n_sl; s++) {
     if (s == first_measured) {
       pair_set(r, PAIR_PAUSE); /* the warm-up's last requests end */
@@ -1673,9 +1702,18 @@ static long run_pair(struct peer *pp[2], int li, int rounds, double slice_ms,
       sink0 = sink_cpu_s(traced_sink);
     }
     int rd = r->slice_round[s];
-    if (rd >= 0 && (s == first_measured || r->slice_round[s - 1] != rd))
+    if (rd >= 0 && (s == first_measured || r->slice_round[s - 1] != rd)) {
+      /* a round begins: both daemons idle and their WALs restarted */
+      if (s != first_measured) {
+        pair_set(r, PAIR_PAUSE);
+        usleep(20000);
+      }
+      for (int k = 0; k < 2; k++)
+        if (pp[k]->settle && !pp[k]->settle(pp[k]))
+          unsettled++;
       for (int k = 0; k < 2; k++)
         cpu_at[k][rd] = pp[k]->cpu ? pp[k]->cpu(pp[k]) : -1;
+    }
     int64_t t0 = mono_ns();
     pair_set(r, s * 2 + side_of[s]);
     sleep_until(t0 + len_of[s]);
@@ -1708,8 +1746,8 @@ static long run_pair(struct peer *pp[2], int li, int rounds, double slice_ms,
       }
       ok += okr;
       t_all += busy[k][rd];
-      rate[k][rd] = busy[k][rd] > 0 ? (double)okr * 1e9 / (double)busy[k][rd]
-                                    : 0;
+      rate[k][rd] =
+          busy[k][rd] > 0 ? (double)okr * 1e9 / (double)busy[k][rd] : 0;
       cpu[k][rd] = okr && cpu_at[k][rd] >= 0 && cpu_at[k][rd + 1] >= 0
                        ? (cpu_at[k][rd + 1] - cpu_at[k][rd]) / (double)okr
                        : -1;
@@ -1768,8 +1806,10 @@ static long run_pair(struct peer *pp[2], int li, int rounds, double slice_ms,
     failed_all += failed + (ok == 0);
     free(all);
   }
-  printf("# c%d: %d rounds of %d turns of %.0f ms per side, ABBA\n", level,
-         rounds, per, (double)sl / 1e6);
+  printf("# c%d: %d rounds of %d turns of %.0f ms per side, ABBA, each "
+         "begun with both WALs checkpointed and restarted%s\n",
+         level, rounds, per, (double)sl / 1e6,
+         unsettled ? " (but for some: a checkpoint was busy)" : "");
   if (o->turns) /* each turn's rate, in the order they ran */
     for (int rd = 0; rd < rounds; rd++) {
       printf("# c%d round %d turns (p plain, t traced, jobs/s):", level,
