@@ -46,16 +46,18 @@
  * `otel:` on at sampling 1 (every request's spans recorded and exported)
  * to an OTLP/HTTP sink inside this program, which reads each export and
  * answers 200 (docs/observability.md).  Its figures are submit_traced_*.
- * Each level runs --rounds (4) rounds, each round the plain and the traced
- * broker one after the other, the order swapped every round; a round's
- * ratio is its traced rate over its plain rate (the same few seconds of
- * the machine's load), printed as a # line, and the cost of tracing is
- * the median of the rounds' ratios:
+ * Each level runs --rounds (4; 6 with --quick) rounds, each of --seconds
+ * of turns per side: both brokers' clients connected, one side sending at
+ * a time, the turn passing every --slice-ms (100) in ABBA order, and both
+ * WALs restarted before the round (run_pair()); a round's ratio is its
+ * traced rate over its plain rate (the same tenths of a second of the
+ * machine's load), printed as a # line, and the cost of tracing is the
+ * median of the rounds' ratios:
  *   ratio_traced_vs_untraced_c16 0.98 x
  * (1.00: free; the goal is at least 0.95). `--no-traced` skips it.  The
  * rate moves with whatever else the machine runs; the daemon's own CPU
- * time per acknowledged job (utime + stime of /proc/<pid>/stat over the
- * measured window, every thread) moves far less, so the same comparison
+ * time per acknowledged job (every thread's schedstat over the round)
+ * moves far less, so the same comparison
  * is printed on it too, as the rate a CPU-bound daemon would keep:
  *   submit_traced_c16_cpu_per_job_median 61.0 us/job
  *   ratio_traced_vs_untraced_cpu_c16 0.97 x

@@ -5,9 +5,10 @@
  * api/handlers.c; the traceparent written for the job's row) in a loop on
  * N threads of one process, with the tracer's exporter thread encoding
  * every batch as the daemon's does and the HTTP send replaced by a
- * function that counts the bytes.  CPU time, unlike bench-submit's rates,
- * moves little with the load of a shared machine, so this is the figure
- * to compare builds of the tracer by:
+ * function that counts the bytes.  CPU time moves less with the load of a
+ * shared machine than bench-submit's rates (though a loaded machine's
+ * cache and core contention still move it), so this is the figure to
+ * compare builds of the tracer by, alternating them:
  *   trace_t16_cpu_per_job 1.25 us/job      (the whole process)
  *   trace_t16_request_cpu_per_job 0.80 us/job  (the request threads)
  *   trace_t16_export_cpu_per_job 0.45 us/job   (the rest: the exporter)
