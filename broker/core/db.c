@@ -165,6 +165,10 @@ void tw_db_batch_op(struct tw_db *db, int i) {
 bool tw_db_batch_failed(struct tw_db *db, int i) {
   return db->ops->batch_failed && db->ops->batch_failed(db, i);
 }
+void tw_db_batch_forget(struct tw_db *db, int i) {
+  if (db->ops->batch_forget)
+    db->ops->batch_forget(db, i);
+}
 void tw_db_batch_end(struct tw_db *db) {
   if (db->ops->batch_end)
     db->ops->batch_end(db);

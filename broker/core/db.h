@@ -152,6 +152,10 @@ int tw_db_schema_lock(struct tw_db *db, bool lock);
 void tw_db_batch_begin(struct tw_db *db);
 void tw_db_batch_op(struct tw_db *db, int i);
 bool tw_db_batch_failed(struct tw_db *db, int i);
+/* Operation i's failures recorded so far are no longer its own: a
+ * statement run for it failed and was undone by a savepoint of the
+ * caller's, which then runs it again (store.c, a run of grouped writes). */
+void tw_db_batch_forget(struct tw_db *db, int i);
 void tw_db_batch_end(struct tw_db *db);
 
 /* sqlite only (tests): caps the file at its current size so the next

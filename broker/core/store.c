@@ -581,10 +581,13 @@ static enum tw_rc write_run(struct tw_store *s, struct run_item *run, int n,
     } else {
       for (int k = 0; k < n; k++)
         done[k] = false;
-      tw_log_warn("store", "%d writes together failed, each alone now: %s",
-                  n, gerr.msg);
+      /* the message's first line: a DETAIL may quote a row's values */
+      tw_log_warn("store", "%d writes together failed, each alone now: %.*s",
+                  n, (int)strcspn(gerr.msg, "\n"), gerr.msg);
       if ((rc = exec_simple(&s->w, SQL_ROLLBACK_TO_GROUP, err)) == TW_OK)
         rc = exec_simple(&s->w, SQL_RELEASE_GROUP, err);
+      /* that failure was the run's, undone: not its first write's */
+      tw_db_batch_forget(s->w.db, run[0].idx);
     }
   } else if (!tw_db_autocommit(s->w.db)) {
     rc = TW_OK; /* each alone */

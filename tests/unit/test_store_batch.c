@@ -29,7 +29,11 @@
  *     outcome and the seq and id of its job as stored, a plain write
  *     reading the jobs counts every submission queued before it and none
  *     after, every stored job has its owner and one audit entry, the
- *     refused and the replayed none, and the chain is unbroken. */
+ *     refused and the replayed none, and the chain is unbroken.
+ *   a_failed_run_goes_one_by_one: a run whose statement fails (on
+ *     PostgreSQL a name that is not UTF-8) runs each submission alone:
+ *     the others are stored with owner and entry, the bad one is refused
+ *     and leaves nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -537,6 +541,96 @@ static void submissions_share_a_batch(void **state) {
   tw_store_close(s);
 }
 
+/* A run whose one statement fails (PostgreSQL refuses a name that is not
+ * UTF-8, sqlite stores its bytes): every submission of it runs alone,
+ * the others are stored with their owners and entries, the bad one alone
+ * is refused, nothing of it stored. */
+static void a_failed_run_goes_one_by_one(void **state) {
+  (void)state;
+  struct tw_store *s = NULL;
+  struct tw_err err = {0};
+  struct tw_store_opts so = {.path = path, .readers = 2};
+  tw_test_pg_opts(&pg, &so);
+  if (tw_store_open(&so, &s, &err))
+    fail_msg("open: %s", err.msg);
+  enum { N = 8, BAD = 3 };
+  struct sub ops[N];
+  pthread_t th[N], gate;
+  gate_open = gate_held = false;
+  n_queueing = 0;
+  pthread_create(&gate, NULL, gate_main, s);
+  pthread_mutex_lock(&gate_mu);
+  while (!gate_held)
+    pthread_cond_wait(&gate_cv, &gate_mu);
+  pthread_mutex_unlock(&gate_mu);
+  for (int i = 0; i < N; i++) {
+    ops[i] = (struct sub){.s = s};
+    snprintf(ops[i].name, sizeof ops[i].name, i == BAD ? "bad-\xff\xfe" : "ok-%d",
+             i);
+    snprintf(ops[i].spec, sizeof ops[i].spec, "{\"i\":%d}", i);
+    pthread_create(&th[i], NULL, sub_main, &ops[i]);
+  }
+  while (__atomic_load_n(&n_queueing, __ATOMIC_SEQ_CST) < N)
+    usleep(1000);
+  usleep(100000);
+  pthread_mutex_lock(&gate_mu);
+  gate_open = true;
+  pthread_cond_broadcast(&gate_cv);
+  pthread_mutex_unlock(&gate_mu);
+  pthread_join(gate, NULL);
+  for (int i = 0; i < N; i++)
+    pthread_join(th[i], NULL);
+  bool bad_refused = pg.on; /* sqlite stores any bytes */
+  int stored = 0;
+  for (int i = 0; i < N; i++) {
+    struct sub *o = &ops[i];
+    if (i == BAD && bad_refused) {
+      assert_int_not_equal(o->rc, TW_OK);
+      continue;
+    }
+    if (o->rc != TW_OK)
+      fail_msg("submission %d: rc %d", i, o->rc);
+    struct tw_job_rec got = {0};
+    assert_int_equal(tw_store_job_get(s, o->out.id, &got, &err), TW_OK);
+    assert_int_equal(got.seq, o->out.seq);
+    assert_string_equal(got.name, o->name);
+    tw_job_rec_release(&got);
+    bool found = false;
+    struct tw_store_owner_rec rec;
+    assert_int_equal(tw_store_job_owner_get(s, o->out.id, &found, &rec, &err),
+                     TW_OK);
+    assert_true(found);
+    stored++;
+  }
+  int64_t counts[TW_JOB_NSTATES];
+  assert_int_equal(tw_store_job_counts(s, counts, NULL), TW_OK);
+  assert_int_equal(counts[TW_JOB_PENDING], stored);
+  struct tw_audit_filter f = {.limit = 100};
+  struct tw_audit_entry *e = NULL;
+  size_t got = 0;
+  if (tw_store_audit_list(s, &f, &e, &got, &err))
+    fail_msg("audit list: %s", err.msg);
+  assert_int_equal((int)got, stored);
+  char prev[TW_AUDIT_HASH_HEX] = TW_AUDIT_HASH_ZERO;
+  for (size_t k = 0; k < got; k++) {
+    assert_int_equal(e[k].seq, (int64_t)k + 1);
+    assert_string_equal(e[k].prev_hash, prev);
+    char h[TW_AUDIT_HASH_HEX];
+    tw_store_audit_hash(&e[k], prev, h);
+    assert_string_equal(e[k].hash, h);
+    memcpy(prev, h, sizeof prev);
+    if (bad_refused) /* the refused one left no entry */
+      assert_string_not_equal(e[k].detail, ops[BAD].name);
+  }
+  tw_store_audit_entries_free(e, got);
+  struct tw_store_stats st;
+  tw_store_stats(s, &st);
+  assert_true(st.max_batch >= N / 2);
+  for (int i = 0; i < N; i++)
+    tw_job_rec_release(&ops[i].out);
+  tw_store_close(s);
+}
+
 int main(int argc, char **argv) {
   if (tw_test_pg_wanted(argc, argv)) {
     int r = tw_test_pg_init(&pg);
@@ -549,6 +643,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(audit_entries_stay_with_their_operation,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(submissions_share_a_batch, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(a_failed_run_goes_one_by_one, setup,
                                       teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
