@@ -15,11 +15,12 @@
  *     closed, so the bytes behind never run as a second request.
  *   bad_heads_get_problems: HTTP/1.1 without Host, an overlong target and
  *     head: 400, 414, 431 as problem+json.
- *   library_errors_are_problems: the heads libmicrohttpd 0.9.75 would
- *     answer itself with HTML (a Content-Length that is not a number, a
- *     malformed chunk, a head over its connection memory, the HTTP/2
- *     preface, and their kin), on the main and the probe listener of a
- *     plain daemon (api.judge_heads: every) and of one serving TLS, on a
+ *   library_errors_are_problems: the heads an HTTP library (libmicrohttpd
+ *     0.9.75, which the server once used) would answer itself with HTML
+ *     (a Content-Length that is not a number, a malformed chunk, a head
+ *     over its connection memory, the HTTP/2 preface, and their kin), on
+ *     the main and the probe listener of a plain daemon (the default
+ *     configuration) and of one serving TLS, on a
  *     new connection and as the second request of a kept-alive one: one
  *     status line, application/problem+json, a body that parses as the
  *     problem with that status, the connection closed; pipelined behind
@@ -883,7 +884,7 @@ int main(void) {
            "log:\n  level: info\n"
            "api:\n  max_per_address: %d\n  head_timeout_s: %d\n"
            "  body_timeout_s: %d\n  threads: 8\n"
-           "  probe_listen: 127.0.0.1:0\n  judge_heads: every\n"
+           "  probe_listen: 127.0.0.1:0\n"
            "auth:\n  mode: tokens\n  rate_limit_per_s: 0\n",
            PER_ADDRESS, HEAD_TIMEOUT_S, BODY_TIMEOUT_S);
   if (twtest_daemon_init(&d, cfg) != 0) {
