@@ -474,7 +474,6 @@ struct tw_door_conn {
   /* the request in hand */
   struct tw_door_req q;
   void *req;
-  bool head_only; /* HEAD: no body in the answer (the server omits it) */
   struct tw_buf body;
   uint64_t body_left;
   bool close_after;
@@ -805,7 +804,6 @@ static void start_request(struct tw_door_conn *c,
   tw_door_parse(c->in, p->head_len, &c->q);
   memmove(c->in, c->in + p->head_len, c->in_len - p->head_len);
   c->in_len -= p->head_len;
-  c->head_only = !strcmp(c->q.method, "HEAD");
   c->close_after = false;
   struct tw_door_reply rep = {0};
   tw_buf_init(&rep.bytes);
