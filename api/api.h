@@ -1,4 +1,4 @@
-/* api.h - the REST server (libmicrohttpd), routes under /v1.
+/* api.h - the REST server (its own HTTP/1.1, api/door.h), routes under /v1.
  *
  * A fixed pool of threads (epoll) serves every connection, however many
  * are open: a handler may block until the store's group commit makes its
@@ -64,11 +64,9 @@ struct tw_api_opts {
    * only, with its own connections: probes answered while the main
    * listener's budget is spent.  NULL or "": none. */
   const char *probe_listen;
-  /* "first" (NULL, "": the default): a plain connection is handed to the
-   * library after the door judged its first head (later heads on it are
-   * the library's to read); "every": every head of every connection is
-   * judged by the door, plain connections relayed through it (dearer).
-   * TLS is always relayed (docs/security.md, "The front door"). */
+  /* "first" or "every" (NULL, ""): accepted for the configurations that
+   * name it, and nothing else: the door judges every head of every
+   * connection (docs/security.md, "The front door"). */
   const char *judge_heads;
   struct tw_auth_opts auth; /* tokens or open, rate limit, TLS (auth.h) */
   /* What the handlers read of the daemon, borrowed and outliving the

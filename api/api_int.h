@@ -2,11 +2,11 @@
 #ifndef TW_API_API_INT_H
 #define TW_API_API_INT_H
 
-#include <microhttpd.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "api/api.h"
+#include "api/door.h"
 #include "broker/base/err.h"
 #include "broker/base/mem.h"
 
@@ -19,14 +19,14 @@ struct tw_auth_ctx;
 
 struct tw_req {
   struct tw_api *api;
-  struct MHD_Connection *conn;
+  struct tw_door_conn *conn; /* its connection (api/door.h) */
+  struct tw_door_req *q;     /* its head, parsed */
   const char *method;
   const char *url;
   int route;             /* index in the route table, -1 when none */
   const char *params[2]; /* path parameters ({id}) */
   char param_buf[256];
   struct tw_buf body; /* request body */
-  bool too_big;
   bool answered; /* a response is queued */
   bool close;    /* answer with Connection: close */
   /* api/auth.c: the caller authenticated from the head (tw_auth_head),
@@ -38,7 +38,11 @@ struct tw_req {
   struct tw_span *span;     /* the request's span (owned), NULL: no tracer */
 
   /* the answer */
-  struct MHD_Response *stream; /* set: answered with it (h_stream.c), owned */
+  /* a stream (h_stream.c): its bytes as they come (api/door.h's pull),
+   * and its end, called once the connection is done with it */
+  int (*stream_pull)(void *ctx, struct tw_buf *out);
+  void (*stream_done)(void *ctx);
+  void *stream_ctx;
   unsigned status;
   const char *content_type;
   struct tw_buf out;
@@ -115,6 +119,9 @@ struct tw_stream_hub *tw_api_stream_hub(struct tw_api *api); /* h_stream.h */
 void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out);
 const char *tw_req_header(struct tw_req *r, const char *name);
 const char *tw_req_query(struct tw_req *r, const char *name);
+/* Sets a query parameter as the handler will read it (value outlives the
+ * request's handler). */
+void tw_req_set_query(struct tw_req *r, const char *name, const char *value);
 /* Every query parameter is one of keys (NULL-terminated); false: answered
  * 400 naming the first other one. */
 bool tw_req_known_query(struct tw_req *r, const char *const *keys);

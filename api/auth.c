@@ -494,8 +494,7 @@ static bool authorize(struct tw_auth *a, struct tw_req *r,
       /* handlers read ?tenant=; the value must outlive this call only
        * until the handler returns, which it does inside dispatch */
       snprintf(c->query_tenant, sizeof c->query_tenant, "%s", c->who.tenant);
-      MHD_set_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "tenant",
-                               c->query_tenant);
+      tw_req_set_query(r, "tenant", c->query_tenant);
     }
     return true;
   }

@@ -1,10 +1,12 @@
-/* door.c - the pre-reader in front of libmicrohttpd on a plain listener
+/* door.c - the server's own HTTP/1.1 front on every listener
  * (api/door.h). */
 #define _GNU_SOURCE /* accept4 */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,7 +16,6 @@
 #include <sys/epoll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,11 +29,10 @@
 
 /* ---- the judgement ------------------------------------------------------ */
 
-/* What libmicrohttpd takes from a connection's memory beyond the head's
- * bytes: a record per header field, query argument and cookie (56 bytes,
- * aligned to 64), the Cookie header's copy, and room to write the
- * answer's header (its write buffer comes from the same memory: without
- * room the library closes without an answer). */
+/* What a head may cost a connection beyond its bytes, bounded by
+ * limits.pool: a record per header field, query argument and cookie (64
+ * bytes each), the Cookie header's copy, and room for the answer's
+ * head.  A head with more fields than its connection may hold is 431. */
 #define FIELD_COST 64
 #define ANSWER_ROOM 8192
 
@@ -60,7 +60,7 @@ static enum tw_door_verdict refuse(struct tw_door_problem *p, unsigned status,
 }
 
 /* The line at *pos: [*s, *s + *n) without its CR LF (or bare LF, which
- * the library accepts too); false when no LF has arrived yet. */
+ * the parser accepts too); false when no LF has arrived yet. */
 static bool next_line(const char *buf, size_t len, size_t *pos,
                       const char **s, size_t *n, bool *nul) {
   const char *lf = memchr(buf + *pos, '\n', len - *pos);
@@ -76,7 +76,7 @@ static bool next_line(const char *buf, size_t len, size_t *pos,
   return true;
 }
 
-/* A NUL is never part of a head (RFC 9110 section 5.5), and the library
+/* A NUL is never part of a head (RFC 9110 section 5.5), and the parser
  * reads its lines as C strings: refused as soon as it arrives. */
 static enum tw_door_verdict refuse_nul(struct tw_door_problem *p) {
   return refuse(p, 400, "malformed", "headers",
@@ -121,13 +121,13 @@ enum tw_door_verdict tw_door_judge(const char *buf, size_t len,
     }
   }
   next_line(buf, seen, &pos, &s, &n, &nul);
-  /* METHOD SP TARGET SP HTTP/x.y (the library, like RFC 9112 section
+  /* METHOD SP TARGET SP HTTP/x.y (the parser, like RFC 9112 section
    * 3, takes the version after the last space) */
   const char *sp1 = memchr(s, ' ', n);
   const char *sp2 = s + n;
   while (sp2 > s && sp2[-1] != ' ')
     sp2--;
-  if (!sp1 || sp2 <= sp1 + 1)
+  if (!sp1 || sp1 == s || sp2 <= sp1 + 1)
     return refuse(p, 400, "malformed", "request-line",
                   "the request line is not METHOD TARGET HTTP-VERSION");
   for (const char *m = s; m < sp1; m++)
@@ -181,7 +181,7 @@ enum tw_door_verdict tw_door_judge(const char *buf, size_t len,
     while (val < end && (*val == ' ' || *val == '\t'))
       val++;
     if (nn == 14 && !strncasecmp(s, "Content-Length", 14)) {
-      /* the library reads it as digits to the end of the line: nothing
+      /* read as digits to the end of the line: nothing
        * else, at most 64 bits (RFC 9110 section 8.6) */
       if (val == end)
         return refuse(p, 400, "malformed", "Content-Length",
@@ -203,7 +203,7 @@ enum tw_door_verdict tw_door_judge(const char *buf, size_t len,
     } else if (nn == 17 && !strncasecmp(s, "Transfer-Encoding", 17)) {
       te = true;
     } else if (nn == 6 && !strncasecmp(s, "Cookie", 6) && !cookie_bytes) {
-      /* the library copies the first Cookie header and splits it */
+      /* the first Cookie header counts as its parts */
       size_t cn = (size_t)(end - val);
       cookie_bytes = cn + 1;
       fields += 1 + count_byte(val, cn, ';');
@@ -278,44 +278,232 @@ size_t tw_door_answer(const struct tw_door_problem *p, const char *request_id,
   return k > 0 && (size_t)k < cap ? (size_t)k : 0;
 }
 
+/* ---- the parsed head ------------------------------------------------------ */
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+/* %XX decoded in place (a malformed escape stays as it is); plus: '+' is
+ * a space (query arguments). */
+static void unescape(char *s, bool plus) {
+  char *w = s;
+  for (char *p = s; *p; p++) {
+    int hi, lo;
+    if (*p == '%' && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0) {
+      *w++ = (char)(hi * 16 + lo);
+      p += 2;
+    } else {
+      *w++ = plus && *p == '+' ? ' ' : *p;
+    }
+  }
+  *w = '\0';
+}
+
+static void add_arg(struct tw_door_req *q, const char *key,
+                    const char *value) {
+  if (q->n_arg == q->cap_arg) {
+    q->cap_arg = q->cap_arg ? 2 * q->cap_arg : 8;
+    q->arg = tw_realloc(q->arg, q->cap_arg * sizeof *q->arg);
+  }
+  q->arg[q->n_arg++] = (struct tw_door_kv){key, value};
+}
+
+static bool has_token(const char *list, const char *tok) {
+  size_t n = strlen(tok);
+  for (const char *p = list; p && *p;) {
+    while (*p == ' ' || *p == '\t' || *p == ',')
+      p++;
+    const char *e = p;
+    while (*e && *e != ',')
+      e++;
+    const char *t = e;
+    while (t > p && (t[-1] == ' ' || t[-1] == '\t'))
+      t--;
+    if ((size_t)(t - p) == n && !strncasecmp(p, tok, n))
+      return true;
+    p = e;
+  }
+  return false;
+}
+
+void tw_door_parse(const char *head, size_t len, struct tw_door_req *q) {
+  memset(q, 0, sizeof *q);
+  char *m = q->mem = tw_malloc(len + 1);
+  memcpy(m, head, len);
+  m[len] = '\0';
+  size_t lines = 0;
+  for (size_t i = 0; i < len; i++)
+    lines += m[i] == '\n';
+  q->hdr = tw_calloc(lines ? lines : 1, sizeof *q->hdr);
+  char *p = m;
+  while (*p == '\r' || *p == '\n')
+    p++;
+  /* the request line */
+  char *eol = strchr(p, '\n');
+  *eol = '\0';
+  if (eol > p && eol[-1] == '\r')
+    eol[-1] = '\0';
+  char *sp1 = strchr(p, ' ');
+  char *sp2 = strrchr(p, ' ');
+  *sp1 = '\0';
+  *sp2 = '\0';
+  q->method = p;
+  q->version = sp2 + 1;
+  q->http11 = !strcmp(q->version, "HTTP/1.1");
+  char *target = sp1 + 1;
+  char *qm = strchr(target, '?');
+  if (qm)
+    *qm = '\0';
+  char *frag = strchr(target, '#');
+  if (frag)
+    *frag = '\0';
+  unescape(target, false);
+  q->path = target;
+  if (qm) {
+    char *a = qm + 1;
+    frag = strchr(a, '#');
+    if (frag)
+      *frag = '\0';
+    while (a && *a) {
+      char *amp = strchr(a, '&');
+      if (amp)
+        *amp = '\0';
+      if (*a) {
+        char *eq = strchr(a, '=');
+        if (eq) {
+          *eq = '\0';
+          unescape(eq + 1, true);
+        }
+        unescape(a, true);
+        add_arg(q, a, eq ? eq + 1 : NULL);
+      }
+      a = amp ? amp + 1 : NULL;
+    }
+  }
+  /* the header fields */
+  p = eol + 1;
+  for (;;) {
+    eol = strchr(p, '\n');
+    if (!eol)
+      break;
+    *eol = '\0';
+    if (eol > p && eol[-1] == '\r')
+      eol[-1] = '\0';
+    if (!*p)
+      break;
+    char *colon = strchr(p, ':');
+    *colon = '\0';
+    char *v = colon + 1;
+    while (*v == ' ' || *v == '\t')
+      v++;
+    char *e = v + strlen(v);
+    while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+      *--e = '\0';
+    q->hdr[q->n_hdr++] = (struct tw_door_kv){p, v};
+    p = eol + 1;
+  }
+  const char *conn = tw_door_req_header(q, "Connection");
+  q->want_close = q->http11 ? has_token(conn, "close")
+                            : !has_token(conn, "keep-alive");
+}
+
+void tw_door_req_release(struct tw_door_req *q) {
+  free(q->mem);
+  free(q->hdr);
+  free(q->arg);
+  memset(q, 0, sizeof *q);
+}
+
+const char *tw_door_req_header(const struct tw_door_req *q, const char *name) {
+  for (size_t i = 0; i < q->n_hdr; i++)
+    if (!strcasecmp(q->hdr[i].key, name))
+      return q->hdr[i].value;
+  return NULL;
+}
+
+const char *tw_door_req_arg(const struct tw_door_req *q, const char *name) {
+  for (size_t i = 0; i < q->n_arg; i++)
+    if (!strcasecmp(q->arg[i].key, name))
+      return q->arg[i].value;
+  return NULL;
+}
+
+void tw_door_req_set_arg(struct tw_door_req *q, const char *key,
+                         const char *value) {
+  for (size_t i = 0; i < q->n_arg; i++)
+    if (!strcasecmp(q->arg[i].key, key)) {
+      q->arg[i].value = value;
+      return;
+    }
+  add_arg(q, key, value);
+}
+
 /* ---- the listener -------------------------------------------------------- */
 
-/* A connection held here.  Without a relay: waiting for its first head
- * (peeked, nothing consumed), or answered and lingering (reading what the
- * client still sends, so that closing does not reset the answer away).
- * With a relay (TLS, or opts.relay): the door reads every byte the client
- * sends, judges each head and passes what it judged to the library over
- * a socket pair, and relays the library's answers back (below).  The
- * lists are each in order of their deadlines, which all have the same
- * length within a list. */
-enum held_state {
-  H_WAIT,    /* its first head not judged yet: waiting list */
-  H_RELAY,   /* relayed, the library holds its other end: relaying */
-  H_CLOSING, /* relayed, the library is done: writing what is left */
-  H_LINGER   /* answered, shut for writing: lingering list */
+/* A connection, owned by one pool thread from its accept to its close. */
+enum cstate {
+  C_HEAD,   /* reading (the rest of) a request head */
+  C_BODY,   /* reading its body */
+  C_SEND,   /* writing its answer */
+  C_STREAM, /* writing a stream's answer, or waiting for its next bytes */
+  C_LINGER  /* answered and shut for writing: reading what still comes */
 };
 
-struct tag {
-  char kind; /* 'c' the client's socket, 'l' the library's, 'L', 'W' */
-  struct held *h;
-};
+struct worker;
 
-struct relay;
-
-struct held {
-  struct held *prev, *next;
+struct tw_door_conn {
+  struct tw_door_conn *prev, *next; /* the thread's list */
+  struct worker *w;
   int fd;
-  enum held_state state;
-  int64_t deadline_us;
   struct sockaddr_storage sa;
-  socklen_t salen;
-  struct tag t_cli, t_lib;
-  struct relay *r; /* or NULL */
-  bool dead;       /* dropped: freed after the events at hand */
+  SSL *ssl; /* NULL: plain */
+  bool shaken;
+  enum cstate st;
+  int64_t deadline_us; /* 0: none */
+  bool reused;         /* a request was answered on it already */
+  bool rd, wr, hup;    /* epoll said readable, writable, hung up */
+  char *in;
+  size_t in_len, in_cap;
+  /* the request in hand */
+  struct tw_door_req q;
+  void *req;
+  struct tw_buf body;
+  uint64_t body_left;
+  bool close_after;
+  struct tw_buf out;
+  size_t out_off;
+  /* a stream */
+  int (*pull)(void *sctx, struct tw_buf *out);
+  void *sctx;
+  bool chunked, parked, stream_end;
+  bool wake_queued; /* under w->mu */
+  struct tw_door_conn *wnext; /* under w->mu */
+  bool dead;
 };
 
-struct held_list {
-  struct held *head, *tail;
+struct worker {
+  struct tw_door *d;
+  int ep, wake;
+  pthread_t thread;
+  bool running;
+  struct tw_door_conn tag_wake; /* its address tags the eventfd */
+  pthread_mutex_t mu;
+  struct tw_door_conn *incoming; /* under mu: accepted, not yet listed */
+  struct tw_door_conn *wq;       /* under mu: streams to pull again */
+  bool stop;                     /* under mu */
+  /* this thread only */
+  struct tw_door_conn *conns, *dead;
+  struct tw_door_conn **woken; /* the streams taken from wq */
+  size_t woken_cap;
+  int64_t next_check;
+  struct tw_buf chunk;
 };
 
 struct addr_count {
@@ -327,53 +515,22 @@ struct addr_count {
 #define ADDR_BUCKETS 1024
 #define LINGER_US (1000 * 1000)
 #define ACCEPT_BATCH 64
-#define OUT_CAP (64 * 1024)
-
-/* What a relay holds.  in[0, ok) is judged and goes to the library next;
- * in[ok, in_len) is the start of a head (or a body still to frame). */
-struct relay {
-  SSL *ssl; /* NULL: plain */
-  bool shaken;  /* the TLS handshake is done */
-  bool want_in, want_out; /* what the last TLS call waits for */
-  int lib;      /* the door's end of the pair; -1 before or after */
-  bool lib_done; /* the library closed its end (or never had one) */
-  char *in;
-  size_t in_len, in_cap, ok;
-  uint64_t body_left; /* of the request being passed */
-  bool stop_up;   /* nothing more to the library: refused, or unframed */
-  bool up_shut;   /* the library's side shut for writing */
-  bool cli_eof;   /* the client shut its side */
-  char *out;
-  size_t out_off, out_len;
-  char problem[1024]; /* to write once the library is done */
-  size_t problem_len;
-  uint32_t cli_mask, lib_mask; /* as set in the epoll set */
-  /* epoll said readable, and no short read since: a read is worth its
-   * system call (over TLS the client is always tried: the session may
-   * hold bytes the socket does not show) */
-  bool cli_rd, lib_rd;
-};
+#define IN_FIRST 4096
+#define READ_MAX (256 * 1024)
 
 struct tw_door {
   struct tw_door_opts o;
   int ep, wake;
   pthread_t thread;
   bool running;
-  struct tag tag_listen, tag_wake;
-  /* this thread only */
-  struct held_list waiting, lingering, closing;
-  struct held_list relaying; /* no deadline here: the library's */
-  struct held *dead;         /* dropped, to free */
-  char *scratch;
-  size_t scratch_cap;
+  int tag_listen, tag_wake;
+  struct worker *workers;
+  unsigned n_workers, next_worker;
+  size_t in_max; /* a connection's read buffer at most */
   pthread_mutex_t mu;
-  unsigned count; /* under mu: held here, or by the library */
+  unsigned count; /* under mu */
   struct addr_count *addrs[ADDR_BUCKETS]; /* under mu */
-  /* under mu: the library's ends of the pairs, by descriptor (their
-   * close is not a place freed: the door holds the client's socket) */
-  uint8_t *lib_fds;
-  size_t n_lib_fds;
-  uint64_t refused, cut, relayed;         /* atomic */
+  uint64_t refused, cut_head, cut_body;   /* atomic */
 };
 
 static void addr_key(const struct sockaddr *sa, uint8_t key[16]) {
@@ -441,505 +598,549 @@ static void release(struct tw_door *d, const struct sockaddr *sa) {
   pthread_mutex_unlock(&d->mu);
 }
 
-void tw_door_release(struct tw_door *d, int fd, const struct sockaddr *sa) {
-  if (!d || !sa)
-    return;
-  pthread_mutex_lock(&d->mu);
-  if (fd >= 0 && (size_t)fd < d->n_lib_fds && d->lib_fds[fd])
-    d->lib_fds[fd] = 0; /* a relayed one: the door frees its place */
-  else
-    release_locked(d, sa);
-  pthread_mutex_unlock(&d->mu);
-}
+/* ---- a connection's bytes ------------------------------------------------- */
 
-static void mark_lib_fd(struct tw_door *d, int fd, bool on) {
-  pthread_mutex_lock(&d->mu);
-  if ((size_t)fd >= d->n_lib_fds) {
-    size_t n = d->n_lib_fds ? d->n_lib_fds : 1024;
-    while (n <= (size_t)fd)
-      n *= 2;
-    d->lib_fds = tw_realloc(d->lib_fds, n);
-    memset(d->lib_fds + d->n_lib_fds, 0, n - d->n_lib_fds);
-    d->n_lib_fds = n;
-  }
-  d->lib_fds[fd] = on;
-  pthread_mutex_unlock(&d->mu);
-}
-
-static struct held_list *list_of(struct tw_door *d, struct held *h) {
-  switch (h->state) {
-  case H_WAIT:
-    return &d->waiting;
-  case H_LINGER:
-    return &d->lingering;
-  case H_CLOSING:
-    return &d->closing;
-  case H_RELAY:
-    return &d->relaying;
-  }
-  return NULL;
-}
-
-static void list_add(struct held_list *l, struct held *h) {
-  h->next = NULL;
-  h->prev = l->tail;
-  if (l->tail)
-    l->tail->next = h;
-  else
-    l->head = h;
-  l->tail = h;
-}
-
-static void list_del(struct held_list *l, struct held *h) {
-  if (h->prev)
-    h->prev->next = h->next;
-  else
-    l->head = h->next;
-  if (h->next)
-    h->next->prev = h->prev;
-  else
-    l->tail = h->prev;
-  h->prev = h->next = NULL;
-}
-
-/* Moves h to state, on that state's list with its deadline `us` ahead. */
-static void move(struct tw_door *d, struct held *h, enum held_state state,
-                 int64_t us) {
-  struct held_list *l = list_of(d, h);
-  if (l)
-    list_del(l, h);
-  h->state = state;
-  h->deadline_us = tw_mono_us() + us;
-  if ((l = list_of(d, h)))
-    list_add(l, h);
-}
-
-/* Closes a socket in the door's epoll set.  Out of the set first: a
- * child forked elsewhere in the process may hold the socket a moment
- * (until its exec), and a closed socket still open there would stay in
- * the set, naming a connection freed. */
-static void close_polled(struct tw_door *d, int fd) {
-  epoll_ctl(d->ep, EPOLL_CTL_DEL, fd, NULL);
-  close(fd);
-}
-
-static void relay_free(struct tw_door *d, struct relay *r) {
-  if (!r)
-    return;
-  if (r->lib >= 0)
-    close_polled(d, r->lib); /* the library sees the end, and closes its side */
-  SSL_free(r->ssl);
-  free(r->in);
-  free(r->out);
-  free(r);
-}
-
-/* Closes a connection held here and frees its place.  Its memory goes
- * once the events at hand are seen: another of them may name it (a
- * relay's two sockets). */
-static void drop(struct tw_door *d, struct held *h) {
-  struct held_list *l = list_of(d, h);
-  if (l)
-    list_del(l, h);
-  relay_free(d, h->r);
-  h->r = NULL;
-  close_polled(d, h->fd);
-  release(d, (struct sockaddr *)&h->sa);
-  h->dead = true;
-  h->next = d->dead;
-  d->dead = h;
-}
-
-static void bury(struct tw_door *d) {
-  while (d->dead) {
-    struct held *h = d->dead;
-    d->dead = h->next;
-    free(h);
-  }
-}
-
-/* Shuts a connection for writing and lingers: what the client still
- * sends is read and thrown away for a second, then it is closed. */
-static void linger(struct tw_door *d, struct held *h) {
-  shutdown(h->fd, SHUT_WR);
-  if (h->r) {
-    relay_free(d, h->r);
-    h->r = NULL;
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
-                             .data.ptr = &h->t_cli};
-    epoll_ctl(d->ep, EPOLL_CTL_MOD, h->fd, &ev);
-  }
-  move(d, h, H_LINGER, LINGER_US);
-}
-
-/* Sends a whole answer on a connection without a relay and lingers. */
-static void answer(struct tw_door *d, struct held *h, const char *msg,
-                   size_t len) {
-  (void)!send(h->fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-  linger(d, h);
-}
-
-static size_t problem_msg(struct tw_door *d, const struct tw_door_problem *p,
-                          char *msg, size_t cap) {
-  char id[17];
-  d->o.request_id(d->o.ctx, id);
-  tw_log_debug("http", "request=%s refused at the door: %u %s", id, p->status,
-               p->detail);
-  return tw_door_answer(p, id, msg, cap);
-}
-
-static void refuse_conn(struct tw_door *d, struct held *h,
-                        const struct tw_door_problem *p) {
-  char msg[1024];
-  size_t len = problem_msg(d, p, msg, sizeof msg);
-  __atomic_add_fetch(&d->refused, 1, __ATOMIC_RELAXED);
-  answer(d, h, msg, len);
-}
-
-/* ---- the relay ------------------------------------------------------------ */
-
-static void relay_start(struct tw_door *d, struct held *h, SSL *ssl) {
-  struct relay *r = tw_calloc(1, sizeof *r);
-  r->ssl = ssl;
-  r->lib = -1;
-  /* the buffers come with the first bytes each way: a flood of idle
-   * TLS connections holds a session each, not 88 KiB */
-  r->in_cap = d->o.limits.max_head + 1;
-  r->cli_rd = true;
-  h->r = r;
-}
-
-/* The library takes the other end of a new pair: its client is h's. */
-static bool relay_hand_over(struct tw_door *d, struct held *h) {
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
-    return false;
-  mark_lib_fd(d, sv[1], true);
-  /* given as what it is, a local socket, the library spends no TCP
-   * options on it (the client's address is the door's to count) */
-  struct sockaddr_un un = {.sun_family = AF_UNIX};
-  if (MHD_add_connection(d->o.mhd, sv[1], (struct sockaddr *)&un,
-                         sizeof un) != MHD_YES) {
-    mark_lib_fd(d, sv[1], false); /* it closed the socket */
-    close(sv[0]);
-    return false;
-  }
-  h->r->lib = sv[0];
-  struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &h->t_lib};
-  h->r->lib_mask = EPOLLIN;
-  epoll_ctl(d->ep, EPOLL_CTL_ADD, sv[0], &ev);
-  move(d, h, H_RELAY, 0);
-  __atomic_add_fetch(&d->relayed, 1, __ATOMIC_RELAXED);
-  return true;
-}
-
-/* Frames what arrived from the client: each head judged, its body passed
- * by its Content-Length.  false: h is gone. */
-static bool relay_frame(struct tw_door *d, struct held *h) {
-  struct relay *r = h->r;
-  while (!r->stop_up) {
-    if (r->body_left) {
-      size_t take = r->in_len - r->ok;
-      if (take > r->body_left)
-        take = (size_t)r->body_left;
-      r->ok += take;
-      r->body_left -= take;
-      if (r->body_left)
-        return true;
-      continue;
-    }
-    if (r->ok == r->in_len)
-      return true;
-    struct tw_door_problem p;
-    switch (tw_door_judge(r->in + r->ok, r->in_len - r->ok, &d->o.limits,
-                          &p)) {
-    case TW_DOOR_MORE:
-      return true;
-    case TW_DOOR_REFUSE:
-      /* the answers owed to what was passed come first: the library's
-       * side is shut once they are, and the problem written after its
-       * last answer */
-      r->problem_len = problem_msg(d, &p, r->problem, sizeof r->problem);
-      __atomic_add_fetch(&d->refused, 1, __ATOMIC_RELAXED);
-      r->stop_up = true;
-      r->in_len = r->ok;
-      if (r->lib < 0)
-        r->lib_done = true; /* it never had it */
-      return true;
-    case TW_DOOR_PASS:
-      break;
-    }
-    if (r->lib < 0 && !r->lib_done && !relay_hand_over(d, h)) {
-      drop(d, h);
-      return false;
-    }
-    r->ok += p.head_len;
-    r->body_left = p.body_len;
-    if (p.unframed) {
-      /* the server answers it from the head alone and closes */
-      r->stop_up = true;
-      r->in_len = r->ok;
-    }
-  }
-  return true;
-}
-
-/* A plain socket call's result: > 0 bytes (0 the end, reading), -1
- * nothing now, -2 an error. */
-static ssize_t sock_result(ssize_t k) {
-  if (k >= 0)
-    return k;
-  return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? -1 : -2;
-}
-
-/* An SSL_read or SSL_write's result in the same terms, r->want_* set for
- * what the session waits on. */
-static ssize_t tls_result(struct relay *r, int k) {
+/* > 0 bytes, 0 the end (reading), -1 nothing now, -2 an error. */
+static ssize_t conn_io(struct tw_door_conn *c, int k, bool reading) {
   if (k > 0)
     return k;
-  switch (SSL_get_error(r->ssl, k)) {
+  if (!c->ssl) {
+    if (k == 0 && reading)
+      return 0;
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+      if (reading)
+        c->rd = false;
+      else
+        c->wr = false;
+      return -1;
+    }
+    return -2;
+  }
+  switch (SSL_get_error(c->ssl, k)) {
   case SSL_ERROR_WANT_READ:
-    r->want_in = true;
+    c->rd = false;
     return -1;
   case SSL_ERROR_WANT_WRITE:
-    r->want_out = true;
+    c->wr = false;
     return -1;
   case SSL_ERROR_ZERO_RETURN:
-    return 0;
+    return reading ? 0 : -2;
   default:
     ERR_clear_error();
     return -2;
   }
 }
 
-/* Reads from the client: > 0 bytes, 0 its end, -1 nothing now, -2 an
- * error (r->want_* set for TLS). */
-static ssize_t cli_read(struct held *h, char *buf, size_t cap) {
-  struct relay *r = h->r;
-  if (!r->ssl)
-    return sock_result(recv(h->fd, buf, cap, MSG_DONTWAIT));
-  int n = cap > INT32_MAX ? INT32_MAX : (int)cap;
-  return tls_result(r, SSL_read(r->ssl, buf, n));
+static ssize_t conn_read(struct tw_door_conn *c, char *buf, size_t n) {
+  if (n > INT_MAX)
+    n = INT_MAX;
+  if (c->ssl)
+    return conn_io(c, SSL_read(c->ssl, buf, (int)n), true);
+  ssize_t k = recv(c->fd, buf, n, MSG_DONTWAIT);
+  if (k > 0 && (size_t)k < n && !c->hup)
+    c->rd = false; /* drained: the next edge says when more comes */
+  return k < 0 ? conn_io(c, -1, true) : k == 0 ? 0 : k;
 }
 
-/* Writes to the client, in the same terms (a TLS session closed while
- * writing is an error, never "0 written"). */
-static ssize_t cli_write(struct held *h, const char *buf, size_t len) {
-  struct relay *r = h->r;
-  if (!r->ssl)
-    return sock_result(send(h->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT));
-  int n = len > INT32_MAX ? INT32_MAX : (int)len;
-  ssize_t k = tls_result(r, SSL_write(r->ssl, buf, n));
-  return k == 0 ? -2 : k;
+static ssize_t conn_write(struct tw_door_conn *c, const char *buf, size_t n) {
+  if (n > INT_MAX)
+    n = INT_MAX;
+  if (c->ssl)
+    return conn_io(c, SSL_write(c->ssl, buf, (int)n), false);
+  ssize_t k = send(c->fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (k >= 0 && (size_t)k < n)
+    c->wr = false;
+  return k < 0 ? conn_io(c, -1, false) : k;
 }
 
+static void set_deadline(struct tw_door_conn *c, int64_t us) {
+  c->deadline_us = us ? tw_mono_us() + us : 0;
+  if (c->deadline_us && c->deadline_us < c->w->next_check)
+    c->w->next_check = c->deadline_us;
+}
 
-static void set_mask(struct tw_door *d, int fd, struct tag *t, uint32_t *have,
-                     uint32_t want) {
-  if (*have == want)
+/* Closes a connection and frees its place; its memory goes once the
+ * events at hand are seen. */
+static void drop(struct tw_door_conn *c) {
+  if (c->dead)
     return;
-  struct epoll_event ev = {.events = want, .data.ptr = t};
-  epoll_ctl(d->ep, EPOLL_CTL_MOD, fd, &ev);
-  *have = want;
+  struct worker *w = c->w;
+  struct tw_door *d = w->d;
+  if (c->req) {
+    d->o.ops.done(d->o.ctx, c->req); /* a stream: no wake after this */
+    c->req = NULL;
+  }
+  pthread_mutex_lock(&w->mu);
+  if (c->wake_queued) {
+    struct tw_door_conn **p = &w->wq;
+    while (*p != c)
+      p = &(*p)->wnext;
+    *p = c->wnext;
+    c->wake_queued = false;
+  }
+  pthread_mutex_unlock(&w->mu);
+  /* out of the set first: a child forked elsewhere may hold the socket
+   * a moment, and it would stay in the set naming a connection freed */
+  epoll_ctl(w->ep, EPOLL_CTL_DEL, c->fd, NULL);
+  close(c->fd);
+  SSL_free(c->ssl);
+  c->ssl = NULL;
+  release(d, (struct sockaddr *)&c->sa);
+  tw_door_req_release(&c->q);
+  tw_buf_release(&c->body);
+  tw_buf_release(&c->out);
+  free(c->in);
+  c->in = NULL;
+  if (c->prev)
+    c->prev->next = c->next;
+  else
+    w->conns = c->next;
+  if (c->next)
+    c->next->prev = c->prev;
+  c->dead = true;
+  c->next = w->dead;
+  w->dead = c;
 }
 
-/* Moves every byte that can move, both ways; then asks epoll for what it
- * waits on.  The end: once the library is done and its answers (and a
- * problem of the door's, if any) are written, the connection lingers. */
-static void relay_pump(struct tw_door *d, struct held *h) {
-  struct relay *r = h->r;
-  for (bool moved = true; moved;) {
-    moved = false;
-    r->want_in = r->want_out = false;
-    if (r->ssl && !r->shaken) {
-      int k = SSL_accept(r->ssl);
-      if (k != 1) {
-        int e = SSL_get_error(r->ssl, k);
-        if (e == SSL_ERROR_WANT_READ)
-          r->want_in = true;
-        else if (e == SSL_ERROR_WANT_WRITE)
-          r->want_out = true;
-        else {
-          ERR_clear_error();
-          drop(d, h); /* not TLS, or no common ground: nothing to say */
+/* Shut for writing, then what the client still sends is read and thrown
+ * away for a second, so that the close does not reset the answer away. */
+static void linger(struct tw_door_conn *c) {
+  if (c->ssl && c->shaken)
+    SSL_shutdown(c->ssl); /* close_notify, if it fits now */
+  shutdown(c->fd, SHUT_WR);
+  c->st = C_LINGER;
+  c->rd = true;
+  set_deadline(c, LINGER_US);
+}
+
+/* Writes what the answer holds; true when all of it is out. */
+static bool flush_out(struct tw_door_conn *c) {
+  while (c->out_off < c->out.len) {
+    if (!c->wr)
+      return false;
+    ssize_t k = conn_write(c, c->out.data + c->out_off,
+                           c->out.len - c->out_off);
+    if (k == -2) {
+      drop(c);
+      return false;
+    }
+    if (k < 0)
+      return false;
+    c->out_off += (size_t)k;
+    if (c->st != C_BODY) /* 100 Continue: the body's deadline runs */
+      set_deadline(c, c->w->d->o.idle_us);
+  }
+  tw_buf_reset(&c->out);
+  c->out_off = 0;
+  return true;
+}
+
+/* A refusal (or a cut) written as it fits, and the connection lingers. */
+static void say_and_close(struct tw_door_conn *c,
+                          const struct tw_door_problem *p) {
+  struct tw_door *d = c->w->d;
+  char id[17], msg[1024];
+  d->o.request_id(d->o.ctx, id);
+  tw_log_debug("http", "request=%s refused at the door: %u %s", id, p->status,
+               p->detail);
+  size_t len = tw_door_answer(p, id, msg, sizeof msg);
+  tw_buf_reset(&c->out);
+  c->out_off = 0;
+  tw_buf_add(&c->out, msg, len);
+  c->close_after = true;
+  c->st = C_SEND;
+  set_deadline(c, d->o.idle_us);
+}
+
+static void take_reply(struct tw_door_conn *c, struct tw_door_reply *rep) {
+  tw_buf_release(&c->out);
+  c->out = rep->bytes;
+  c->out_off = 0;
+  c->close_after = c->close_after || rep->close || c->q.want_close;
+  c->pull = rep->pull;
+  c->sctx = rep->sctx;
+  c->chunked = rep->chunked;
+  c->parked = c->stream_end = false;
+  c->st = rep->pull ? C_STREAM : C_SEND;
+  set_deadline(c, c->w->d->o.idle_us);
+}
+
+/* The answer is out: the next request, or the close. */
+static void request_done(struct tw_door_conn *c) {
+  struct tw_door *d = c->w->d;
+  if (c->req) {
+    d->o.ops.done(d->o.ctx, c->req);
+    c->req = NULL;
+  }
+  tw_door_req_release(&c->q);
+  tw_buf_release(&c->body);
+  c->pull = NULL;
+  c->reused = true;
+  if (c->close_after) {
+    linger(c);
+    return;
+  }
+  c->st = C_HEAD;
+  set_deadline(c, d->o.head_us);
+  if (!c->in_len && c->in_cap > IN_FIRST) {
+    free(c->in); /* an idle connection holds little */
+    c->in = NULL;
+    c->in_cap = 0;
+  }
+}
+
+static void run_request(struct tw_door_conn *c) {
+  struct tw_door *d = c->w->d;
+  struct tw_door_reply rep = {0};
+  tw_buf_init(&rep.bytes);
+  d->o.ops.run(d->o.ctx, c->req, &c->body, &rep);
+  take_reply(c, &rep);
+}
+
+/* A head judged whole and fit: parsed, handed to the server. */
+static void start_request(struct tw_door_conn *c,
+                          const struct tw_door_problem *p) {
+  struct tw_door *d = c->w->d;
+  tw_door_parse(c->in, p->head_len, &c->q);
+  memmove(c->in, c->in + p->head_len, c->in_len - p->head_len);
+  c->in_len -= p->head_len;
+  c->close_after = false;
+  struct tw_door_reply rep = {0};
+  tw_buf_init(&rep.bytes);
+  tw_buf_init(&c->body);
+  if (!d->o.ops.head(d->o.ctx, c, &c->q, p->body_len, &c->req, &rep)) {
+    /* answered from the head alone: its body, if any, is never read,
+     * and what follows cannot be trusted */
+    c->close_after = true;
+    c->in_len = 0;
+    take_reply(c, &rep);
+    return;
+  }
+  tw_buf_release(&rep.bytes);
+  c->body_left = p->body_len;
+  c->st = C_BODY;
+  set_deadline(c, d->o.body_us);
+  if (c->body_left) {
+    tw_buf_reserve(&c->body, (size_t)c->body_left);
+    const char *ex = tw_door_req_header(&c->q, "Expect");
+    if (ex && c->q.http11 && !strcasecmp(ex, "100-continue") &&
+        c->in_len < c->body_left) {
+      static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+      tw_buf_add(&c->out, cont, sizeof cont - 1);
+      c->out_off = 0;
+    }
+  }
+}
+
+/* Pulls a stream's next bytes into out; false: nothing now. */
+static bool stream_fill(struct tw_door_conn *c) {
+  if (c->stream_end || c->parked)
+    return false;
+  struct worker *w = c->w;
+  tw_buf_reset(&w->chunk);
+  int k = c->pull(c->sctx, &w->chunk);
+  if (k < 0) {
+    c->stream_end = true;
+    c->close_after = true;
+    if (c->chunked)
+      tw_buf_adds(&c->out, "0\r\n\r\n");
+    return true;
+  }
+  if (!w->chunk.len) {
+    c->parked = true; /* until tw_door_wake */
+    set_deadline(c, 0);
+    return false;
+  }
+  if (c->chunked)
+    tw_buf_printf(&c->out, "%zx\r\n", w->chunk.len);
+  tw_buf_add(&c->out, w->chunk.data, w->chunk.len);
+  if (c->chunked)
+    tw_buf_adds(&c->out, "\r\n");
+  set_deadline(c, w->d->o.idle_us);
+  return true;
+}
+
+/* Reads into the head buffer; false: nothing more now (or c is gone). */
+static bool read_in(struct tw_door_conn *c) {
+  struct tw_door *d = c->w->d;
+  if (!c->rd)
+    return false;
+  if (c->in_len == c->in_cap) {
+    if (c->in_cap >= d->in_max)
+      return false; /* judged before more is read */
+    c->in_cap = c->in_cap ? 2 * c->in_cap : IN_FIRST;
+    if (c->in_cap > d->in_max)
+      c->in_cap = d->in_max;
+    c->in = tw_realloc(c->in, c->in_cap);
+  }
+  ssize_t k = conn_read(c, c->in + c->in_len, c->in_cap - c->in_len);
+  if (k == 0 || k == -2) {
+    drop(c); /* gone before (the rest of) a head: nothing to answer */
+    return false;
+  }
+  if (k < 0)
+    return false;
+  c->in_len += (size_t)k;
+  return true;
+}
+
+static void pump(struct tw_door_conn *c) {
+  struct tw_door *d = c->w->d;
+  while (!c->dead) {
+    switch (c->st) {
+    case C_HEAD: {
+      if (c->ssl && !c->shaken) {
+        int k = SSL_accept(c->ssl);
+        if (k != 1) {
+          if (conn_io(c, k, true) == -2)
+            drop(c);
           return;
         }
-        break;
+        c->shaken = true;
+        c->rd = c->wr = true;
       }
-      r->shaken = true;
+      if (c->in_len) {
+        struct tw_door_problem p;
+        switch (tw_door_judge(c->in, c->in_len, &d->o.limits, &p)) {
+        case TW_DOOR_REFUSE:
+          __atomic_add_fetch(&d->refused, 1, __ATOMIC_RELAXED);
+          say_and_close(c, &p);
+          continue;
+        case TW_DOOR_PASS:
+          start_request(c, &p);
+          continue;
+        case TW_DOOR_MORE:
+          break;
+        }
+      }
+      if (!read_in(c))
+        return;
+      continue;
     }
-    /* from the client */
-    if (!r->stop_up && !r->cli_eof && r->in_len < r->in_cap &&
-        (r->cli_rd || r->ssl)) {
-      if (!r->in)
-        r->in = tw_malloc(r->in_cap);
-      size_t room = r->in_cap - r->in_len;
-      ssize_t k = cli_read(h, r->in + r->in_len, room);
-      if (k == -2) {
-        drop(d, h);
+    case C_BODY: {
+      if (c->out.len && !flush_out(c)) /* 100 Continue */
+        return;
+      if (c->body_left && c->in_len) {
+        size_t take = c->in_len < c->body_left ? c->in_len
+                                               : (size_t)c->body_left;
+        tw_buf_add(&c->body, c->in, take);
+        memmove(c->in, c->in + take, c->in_len - take);
+        c->in_len -= take;
+        c->body_left -= take;
+      }
+      if (!c->body_left) {
+        run_request(c);
+        continue;
+      }
+      if (!c->rd)
+        return;
+      size_t want = c->body_left < READ_MAX ? (size_t)c->body_left : READ_MAX;
+      tw_buf_reserve(&c->body, want);
+      ssize_t k = conn_read(c, c->body.data + c->body.len, want);
+      if (k == 0 || k == -2) {
+        drop(c);
         return;
       }
-      if (k < (ssize_t)room)
-        r->cli_rd = false;
-      if (k == 0)
-        r->cli_eof = true;
-      if (k >= 0)
-        moved = true;
-      if (k > 0) {
-        r->in_len += (size_t)k;
-        if (!relay_frame(d, h))
-          return;
+      if (k < 0)
+        return;
+      c->body.len += (size_t)k;
+      c->body_left -= (uint64_t)k;
+      continue;
+    }
+    case C_SEND:
+      if (!flush_out(c))
+        return;
+      request_done(c);
+      continue;
+    case C_STREAM:
+      if (c->out.len && !flush_out(c))
+        return;
+      if (c->stream_end) {
+        request_done(c);
+        continue;
       }
-    }
-    /* to the library */
-    if (r->lib >= 0 && r->ok) {
-      ssize_t k = send(r->lib, r->in, r->ok, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (k > 0) {
-        memmove(r->in, r->in + k, r->in_len - (size_t)k);
-        r->in_len -= (size_t)k;
-        r->ok -= (size_t)k;
-        moved = true;
-        if (!relay_frame(d, h)) /* room for the rest of a head */
-          return;
-      } else if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
-                 errno != EINTR) {
-        r->stop_up = true; /* the library closed: what it said comes */
-        r->in_len = r->ok = 0;
-      }
-    }
-    /* nothing more for the library: its side is shut for writing, so it
-     * answers what it has and closes */
-    if (r->lib >= 0 && !r->up_shut && !r->ok && (r->stop_up || r->cli_eof)) {
-      shutdown(r->lib, SHUT_WR);
-      r->up_shut = true;
-    }
-    /* from the library */
-    if (r->out_off == r->out_len)
-      r->out_off = r->out_len = 0;
-    if (r->lib >= 0 && r->out_len < OUT_CAP && r->lib_rd) {
-      if (!r->out)
-        r->out = tw_malloc(OUT_CAP);
-      size_t room = OUT_CAP - r->out_len;
-      ssize_t k = recv(r->lib, r->out + r->out_len, room, MSG_DONTWAIT);
-      if (k < (ssize_t)room)
-        r->lib_rd = false;
-      if (k > 0) {
-        r->out_len += (size_t)k;
-        moved = true;
-      } else if (k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK &&
-                            errno != EINTR)) {
-        close_polled(d, r->lib);
-        r->lib = -1;
-        r->lib_done = true;
-        r->stop_up = true;
-        r->in_len = r->ok = 0;
-        moved = true;
-        if (h->state != H_CLOSING)
-          move(d, h, H_CLOSING, d->o.idle_us);
-      }
-    }
-    /* the door's own answer, after the library's last */
-    if (r->lib_done && r->out_off == r->out_len && r->problem_len) {
-      if (!r->out)
-        r->out = tw_malloc(OUT_CAP);
-      memcpy(r->out, r->problem, r->problem_len);
-      r->out_off = 0;
-      r->out_len = r->problem_len;
-      r->problem_len = 0;
-    }
-    /* to the client */
-    if (r->out_off < r->out_len && (!r->ssl || r->shaken)) {
-      ssize_t k = cli_write(h, r->out + r->out_off, r->out_len - r->out_off);
-      if (k == -2) {
-        drop(d, h);
+      if (c->hup) {
+        drop(c); /* its client is gone: the stream ends */
         return;
       }
-      if (k > 0) {
-        r->out_off += (size_t)k;
-        moved = true;
+      if (!stream_fill(c))
+        return; /* waiting, off the pool */
+      continue;
+    case C_LINGER:
+      for (;;) {
+        char tmp[4096];
+        ssize_t k = c->ssl ? recv(c->fd, tmp, sizeof tmp, MSG_DONTWAIT)
+                           : conn_read(c, tmp, sizeof tmp);
+        if (k > 0)
+          continue;
+        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+                       errno != EINTR))
+          drop(c);
+        return;
       }
     }
-  }
-  if (r->lib_done && r->out_off == r->out_len && !r->problem_len) {
-    if (r->ssl && r->shaken)
-      SSL_shutdown(r->ssl); /* close_notify, if it fits now */
-    linger(d, h);
-    return;
-  }
-  if (h->state == H_WAIT && r->lib_done)
-    move(d, h, H_CLOSING, LINGER_US); /* refused before the library */
-  if (h->state == H_WAIT && r->cli_eof) {
-    drop(d, h); /* the rest of the head can never come */
-    return;
-  }
-  uint32_t cm = 0, lm = 0;
-  if (r->want_in ||
-      (!r->want_out && !r->stop_up && !r->cli_eof && r->in_len < r->in_cap))
-    cm |= EPOLLIN;
-  if (r->want_out || (r->out_off < r->out_len && (!r->ssl || r->shaken)))
-    cm |= EPOLLOUT;
-  set_mask(d, h->fd, &h->t_cli, &r->cli_mask, cm);
-  if (r->lib >= 0) {
-    if (r->ok)
-      lm |= EPOLLOUT;
-    if (r->out_len < OUT_CAP)
-      lm |= EPOLLIN;
-    set_mask(d, r->lib, &h->t_lib, &r->lib_mask, lm);
   }
 }
 
-/* ---- the events ------------------------------------------------------------ */
-
-/* New bytes on a waiting plain connection: judge what arrived so far. */
-static void on_bytes(struct tw_door *d, struct held *h, bool hup) {
-  ssize_t k = recv(h->fd, d->scratch, d->scratch_cap, MSG_PEEK | MSG_DONTWAIT);
-  if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-    return;
-  if (k <= 0) {
-    drop(d, h); /* gone before a head */
-    return;
-  }
-  struct tw_door_problem p;
-  switch (tw_door_judge(d->scratch, (size_t)k, &d->o.limits, &p)) {
-  case TW_DOOR_MORE:
-    if (hup)
-      drop(d, h); /* the rest of the head can never come */
-    return;
-  case TW_DOOR_REFUSE:
-    refuse_conn(d, h, &p);
-    return;
-  case TW_DOOR_PASS:
-    break;
-  }
-  if (d->o.relay) {
-    /* the relay reads the head again, and every later one */
-    relay_start(d, h, NULL);
-    h->r->cli_mask = EPOLLIN | EPOLLRDHUP | EPOLLET; /* as added */
-    relay_pump(d, h);
+/* A deadline passed.  A client that sent a part of a first request, or a
+ * body, gets a 408 problem; an idle kept-alive connection is closed
+ * without a word (RFC 9112 section 9.5), since its client may be sending
+ * its next request right now; a TLS handshake not done has no session to
+ * say it in. */
+static void cut(struct tw_door_conn *c) {
+  struct tw_door *d = c->w->d;
+  if (c->st == C_LINGER || c->st == C_SEND || c->st == C_STREAM) {
+    drop(c); /* lingered enough, or its client reads nothing */
     return;
   }
-  list_del(&d->waiting, h);
-  epoll_ctl(d->ep, EPOLL_CTL_DEL, h->fd, NULL);
-  /* the library takes the socket, the head unread; its limits are ours
-   * (counted here until it says the connection closed) */
-  if (MHD_add_connection(d->o.mhd, h->fd, (struct sockaddr *)&h->sa,
-                         h->salen) != MHD_YES)
-    release(d, (struct sockaddr *)&h->sa); /* it closed the socket */
-  free(h);
+  bool body = c->st == C_BODY;
+  __atomic_add_fetch(body ? &d->cut_body : &d->cut_head, 1, __ATOMIC_RELAXED);
+  if ((c->ssl && !c->shaken) || (!body && c->reused && !c->in_len)) {
+    drop(c);
+    return;
+  }
+  struct tw_door_problem p = {.status = 408, .type = "timeout"};
+  snprintf(p.detail, sizeof p.detail, "the request %s did not arrive within "
+           "%lld s", body ? "body" : "head",
+           (long long)((body ? d->o.body_us : d->o.head_us) / 1000000));
+  if (c->req) {
+    d->o.ops.done(d->o.ctx, c->req);
+    c->req = NULL;
+  }
+  c->in_len = 0;
+  say_and_close(c, &p);
+  pump(c);
 }
 
-static void on_linger(struct tw_door *d, struct held *h) {
+static void check_deadlines(struct worker *w, int64_t now) {
+  int64_t next = INT64_MAX;
+  for (struct tw_door_conn *c = w->conns, *n; c; c = n) {
+    n = c->next;
+    if (c->deadline_us && c->deadline_us <= now)
+      cut(c);
+    if (!c->dead && c->deadline_us && c->deadline_us < next)
+      next = c->deadline_us;
+  }
+  w->next_check = next; /* every connection of the thread looked at */
+}
+
+static void bury(struct worker *w) {
+  while (w->dead) {
+    struct tw_door_conn *c = w->dead;
+    w->dead = c->next;
+    free(c);
+  }
+}
+
+static void take_incoming(struct worker *w) {
+  pthread_mutex_lock(&w->mu);
+  struct tw_door_conn *in = w->incoming;
+  w->incoming = NULL;
+  pthread_mutex_unlock(&w->mu);
+  while (in) {
+    struct tw_door_conn *c = in;
+    in = c->wnext;
+    c->wnext = NULL;
+    c->prev = NULL;
+    c->next = w->conns;
+    if (w->conns)
+      w->conns->prev = c;
+    w->conns = c;
+    if (c->deadline_us < w->next_check)
+      w->next_check = c->deadline_us;
+  }
+}
+
+static void *worker_main(void *arg) {
+  struct worker *w = arg;
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, NULL);
+  struct epoll_event evs[64];
+  w->next_check = INT64_MAX;
   for (;;) {
-    ssize_t k = recv(h->fd, d->scratch, d->scratch_cap, MSG_DONTWAIT);
-    if (k > 0)
-      continue;
-    if (k < 0 && errno == EINTR)
-      continue;
-    if (k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-      drop(d, h);
-    return;
+    take_incoming(w);
+    int64_t now = tw_mono_us();
+    if (now >= w->next_check)
+      check_deadlines(w, now);
+    bury(w);
+    int64_t wait = w->next_check == INT64_MAX
+                       ? -1
+                       : (w->next_check - now + 999) / 1000;
+    if (wait > INT_MAX)
+      wait = INT_MAX;
+    if (wait < -1)
+      wait = 0;
+    int n = epoll_wait(w->ep, evs, 64, (int)wait);
+    take_incoming(w);
+    for (int i = 0; i < n; i++) {
+      struct tw_door_conn *c = evs[i].data.ptr;
+      if (c == &w->tag_wake) {
+        uint64_t v;
+        (void)!read(w->wake, &v, sizeof v);
+        /* the streams to pull, copied out: a wake while they are pulled
+         * queues one again, and a drop finds it no longer queued */
+        size_t nw = 0;
+        pthread_mutex_lock(&w->mu);
+        bool stop = w->stop;
+        for (struct tw_door_conn *x = w->wq; x; x = x->wnext) {
+          if (nw == w->woken_cap) {
+            w->woken_cap = w->woken_cap ? 2 * w->woken_cap : 16;
+            w->woken = tw_realloc(w->woken, w->woken_cap * sizeof *w->woken);
+          }
+          w->woken[nw++] = x;
+          x->wake_queued = false;
+        }
+        w->wq = NULL;
+        pthread_mutex_unlock(&w->mu);
+        if (stop)
+          return NULL;
+        for (size_t k = 0; k < nw; k++) {
+          struct tw_door_conn *x = w->woken[k];
+          if (!x->dead) {
+            x->parked = false;
+            pump(x);
+          }
+        }
+        continue;
+      }
+      if (c->dead)
+        continue;
+      uint32_t e = evs[i].events;
+      if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        c->rd = true;
+      if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+        c->wr = true;
+      if (e & (EPOLLRDHUP | EPOLLHUP))
+        c->hup = true;
+      if ((e & (EPOLLHUP | EPOLLERR)) && c->st != C_HEAD && c->st != C_LINGER) {
+        drop(c); /* hung up both ways, or reset: nothing to tell it */
+        continue;
+      }
+      pump(c);
+    }
+    bury(w);
   }
 }
+
+void tw_door_wake(struct tw_door_conn *c) {
+  struct worker *w = c->w;
+  pthread_mutex_lock(&w->mu);
+  bool first = !w->wq;
+  if (!c->wake_queued) {
+    c->wake_queued = true;
+    c->wnext = w->wq;
+    w->wq = c;
+  }
+  pthread_mutex_unlock(&w->mu);
+  if (first) {
+    uint64_t one = 1;
+    (void)!write(w->wake, &one, sizeof one);
+  }
+}
+
+/* ---- accepting ------------------------------------------------------------- */
 
 static void on_accept(struct tw_door *d) {
   for (int i = 0; i < ACCEPT_BATCH; i++) {
@@ -962,124 +1163,79 @@ static void on_accept(struct tw_door *d) {
       return;
     }
     if (!admit(d, (struct sockaddr *)&sa)) {
-      close(fd); /* over a limit: closed at once, as the library would */
+      close(fd); /* over a limit: closed at once */
       continue;
     }
-    struct held *h = tw_calloc(1, sizeof *h);
-    h->fd = fd;
-    h->sa = sa;
-    h->salen = sl;
-    h->t_cli = (struct tag){'c', h};
-    h->t_lib = (struct tag){'l', h};
-    h->state = H_WAIT;
-    h->deadline_us = tw_mono_us() + d->o.head_us;
-    list_add(&d->waiting, h);
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
-                             .data.ptr = &h->t_cli};
-    if (d->o.tls) {
-      SSL *ssl = SSL_new(d->o.tls);
-      if (!ssl || !SSL_set_fd(ssl, fd)) {
-        SSL_free(ssl);
-        drop(d, h);
-        continue;
-      }
-      relay_start(d, h, ssl);
-      ev.events = EPOLLIN;
-      h->r->cli_mask = EPOLLIN;
+    SSL *ssl = NULL;
+    if (d->o.tls && (!(ssl = SSL_new(d->o.tls)) || !SSL_set_fd(ssl, fd))) {
+      SSL_free(ssl);
+      close(fd);
+      release(d, (struct sockaddr *)&sa);
+      continue;
     }
-    if (epoll_ctl(d->ep, EPOLL_CTL_ADD, fd, &ev))
-      drop(d, h);
+    if (sa.ss_family == AF_INET || sa.ss_family == AF_INET6) {
+      int one = 1; /* answers go out as they are written */
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    struct worker *w = &d->workers[d->next_worker++ % d->n_workers];
+    struct tw_door_conn *c = tw_calloc(1, sizeof *c);
+    c->w = w;
+    c->fd = fd;
+    c->sa = sa;
+    c->ssl = ssl;
+    c->st = C_HEAD;
+    c->wr = true;
+    c->deadline_us = tw_mono_us() + d->o.head_us;
+    tw_buf_init(&c->out);
+    tw_buf_init(&c->body);
+    pthread_mutex_lock(&w->mu);
+    c->wnext = w->incoming;
+    w->incoming = c;
+    pthread_mutex_unlock(&w->mu);
+    /* listed before it is polled: its first event (a new socket is
+     * writable at once, and the set reports that on the add) makes the
+     * thread take it, and its deadline, even if its client never sends
+     * a byte */
+    struct epoll_event ev = {.events =
+                                 EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+                             .data.ptr = c};
+    if (epoll_ctl(w->ep, EPOLL_CTL_ADD, fd, &ev)) {
+      uint64_t one = 1; /* not polled: its thread cuts it at its deadline */
+      shutdown(fd, SHUT_RDWR);
+      (void)!write(w->wake, &one, sizeof one);
+    }
   }
-}
-
-/* The head's deadline passed at the door: a 408 problem, as the library's
- * connections get from the deadline thread (api/server.c). */
-static void cut(struct tw_door *d, struct held *h) {
-  struct tw_door_problem p = {.status = 408, .type = "timeout"};
-  snprintf(p.detail, sizeof p.detail,
-           "the request head did not arrive within %lld s",
-           (long long)(d->o.head_us / 1000000));
-  char id[17], msg[1024];
-  d->o.request_id(d->o.ctx, id);
-  size_t len = tw_door_answer(&p, id, msg, sizeof msg);
-  __atomic_add_fetch(&d->cut, 1, __ATOMIC_RELAXED);
-  struct relay *r = h->r;
-  if (!r) {
-    answer(d, h, msg, len);
-    return;
-  }
-  if (!r->shaken) {
-    drop(d, h); /* no TLS session to say it in */
-    return;
-  }
-  /* over TLS: said through the session, as much as fits now */
-  memcpy(r->problem, msg, len);
-  r->problem_len = len;
-  r->stop_up = r->lib_done = true;
-  move(d, h, H_CLOSING, LINGER_US);
-  relay_pump(d, h);
-}
-
-static void on_event(struct tw_door *d, struct tag *t, uint32_t events) {
-  struct held *h = t->h;
-  if (h->dead)
-    return;
-  if (h->state == H_LINGER) {
-    on_linger(d, h);
-    return;
-  }
-  if (!h->r) {
-    on_bytes(d, h, events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR));
-    return;
-  }
-  /* a client that hung up both ways (or reset) can be told nothing */
-  if (t->kind == 'c' && (events & (EPOLLHUP | EPOLLERR))) {
-    drop(d, h);
-    return;
-  }
-  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-    if (t->kind == 'c')
-      h->r->cli_rd = true;
-    else
-      h->r->lib_rd = true;
-  }
-  relay_pump(d, h);
 }
 
 static void *door_main(void *arg) {
   struct tw_door *d = arg;
-  /* a TLS write to a client gone is an error returned, not a signal */
-  sigset_t pipe;
-  sigemptyset(&pipe);
-  sigaddset(&pipe, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe, NULL);
-  struct epoll_event evs[64];
+  struct epoll_event evs[8];
   for (;;) {
-    int64_t now = tw_mono_us(), next = -1;
-    bury(d);
-    while (d->waiting.head && d->waiting.head->deadline_us <= now)
-      cut(d, d->waiting.head);
-    while (d->closing.head && d->closing.head->deadline_us <= now)
-      drop(d, d->closing.head);
-    while (d->lingering.head && d->lingering.head->deadline_us <= now)
-      drop(d, d->lingering.head);
-    struct held_list *lists[] = {&d->waiting, &d->closing, &d->lingering};
-    for (size_t i = 0; i < 3; i++)
-      if (lists[i]->head && (next < 0 || lists[i]->head->deadline_us < next))
-        next = lists[i]->head->deadline_us;
-    int timeout = next < 0 ? -1 : (int)((next - now + 999) / 1000);
-    int n = epoll_wait(d->ep, evs, 64, timeout);
+    int n = epoll_wait(d->ep, evs, 8, -1);
     for (int i = 0; i < n; i++) {
-      struct tag *t = evs[i].data.ptr;
-      if (t->kind == 'W')
+      if (evs[i].data.ptr == &d->tag_wake)
         return NULL;
-      if (t->kind == 'L') {
-        on_accept(d);
-        continue;
-      }
-      on_event(d, t, evs[i].events);
+      on_accept(d);
     }
-    bury(d);
+  }
+}
+
+static void stop_workers(struct tw_door *d) {
+  for (unsigned i = 0; i < d->n_workers; i++) {
+    struct worker *w = &d->workers[i];
+    if (!w->running)
+      continue;
+    pthread_mutex_lock(&w->mu);
+    w->stop = true;
+    pthread_mutex_unlock(&w->mu);
+    uint64_t one = 1;
+    (void)!write(w->wake, &one, sizeof one);
+    pthread_join(w->thread, NULL);
+    w->running = false;
+    take_incoming(w);
+    while (w->conns)
+      drop(w->conns);
+    bury(w);
   }
 }
 
@@ -1089,34 +1245,55 @@ enum tw_rc tw_door_start(const struct tw_door_opts *o, struct tw_door **out,
   d->o = *o;
   if (d->o.idle_us <= 0)
     d->o.idle_us = 60 * 1000000LL;
-  d->tag_listen = (struct tag){'L', NULL};
-  d->tag_wake = (struct tag){'W', NULL};
+  if (d->o.body_us <= 0)
+    d->o.body_us = 60 * 1000000LL;
+  d->n_workers = o->threads ? o->threads : 1;
+  /* the largest head judged, and one byte more */
+  d->in_max = o->limits.max_head + 1;
   d->ep = epoll_create1(EPOLL_CLOEXEC);
   d->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  /* one peek holds the largest head we judge, and one byte more */
-  d->scratch_cap = o->limits.max_head + 1;
-  d->scratch = tw_malloc(d->scratch_cap);
   pthread_mutex_init(&d->mu, NULL);
+  d->workers = tw_calloc(d->n_workers, sizeof *d->workers);
   int fl = fcntl(o->listen_fd, F_GETFL);
   struct epoll_event lev = {.events = EPOLLIN, .data.ptr = &d->tag_listen};
   struct epoll_event wev = {.events = EPOLLIN, .data.ptr = &d->tag_wake};
-  if (d->ep < 0 || d->wake < 0 || fl < 0 ||
-      fcntl(o->listen_fd, F_SETFL, fl | O_NONBLOCK) ||
-      epoll_ctl(d->ep, EPOLL_CTL_ADD, o->listen_fd, &lev) ||
-      epoll_ctl(d->ep, EPOLL_CTL_ADD, d->wake, &wev)) {
+  bool ok = d->ep >= 0 && d->wake >= 0 && fl >= 0 &&
+            !fcntl(o->listen_fd, F_SETFL, fl | O_NONBLOCK) &&
+            !epoll_ctl(d->ep, EPOLL_CTL_ADD, o->listen_fd, &lev) &&
+            !epoll_ctl(d->ep, EPOLL_CTL_ADD, d->wake, &wev);
+  for (unsigned i = 0; i < d->n_workers; i++) {
+    struct worker *w = &d->workers[i];
+    w->d = d;
+    pthread_mutex_init(&w->mu, NULL);
+    tw_buf_init(&w->chunk);
+    w->ep = epoll_create1(EPOLL_CLOEXEC);
+    w->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &w->tag_wake};
+    if (!ok || w->ep < 0 || w->wake < 0 ||
+        epoll_ctl(w->ep, EPOLL_CTL_ADD, w->wake, &ev)) {
+      ok = false;
+      continue;
+    }
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, (size_t)1 << 20);
+    if (pthread_create(&w->thread, &at, worker_main, w))
+      ok = false;
+    else
+      w->running = true;
+    pthread_attr_destroy(&at);
+  }
+  if (!ok) {
     int e = errno;
     tw_door_free(d);
     return tw_err_set(err, TW_E_IO, "api: the front door: %s", strerror(e));
   }
-  /* *out is set before the thread runs: the library's notifications for
-   * the connections it hands over read it */
-  *out = d;
   if (pthread_create(&d->thread, NULL, door_main, d)) {
-    *out = NULL;
     tw_door_free(d);
     return tw_err_set(err, TW_E_IO, "api: cannot start the front door thread");
   }
   d->running = true;
+  *out = d;
   return TW_OK;
 }
 
@@ -1126,29 +1303,33 @@ void tw_door_quiesce(struct tw_door *d) {
     shutdown(d->o.listen_fd, SHUT_RDWR);
 }
 
-static void drop_all(struct tw_door *d, struct held_list *l) {
-  while (l->head)
-    drop(d, l->head);
-}
-
 void tw_door_stop(struct tw_door *d) {
-  if (!d || !d->running)
+  if (!d)
     return;
-  uint64_t one = 1;
-  (void)!write(d->wake, &one, sizeof one);
-  pthread_join(d->thread, NULL);
-  d->running = false;
-  drop_all(d, &d->waiting);
-  drop_all(d, &d->closing);
-  drop_all(d, &d->lingering);
-  drop_all(d, &d->relaying);
-  bury(d);
+  if (d->running) {
+    uint64_t one = 1;
+    (void)!write(d->wake, &one, sizeof one);
+    pthread_join(d->thread, NULL);
+    d->running = false;
+  }
+  stop_workers(d);
 }
 
 void tw_door_free(struct tw_door *d) {
   if (!d)
     return;
   tw_door_stop(d);
+  for (unsigned i = 0; d->workers && i < d->n_workers; i++) {
+    struct worker *w = &d->workers[i];
+    if (w->ep > 0)
+      close(w->ep);
+    if (w->wake > 0)
+      close(w->wake);
+    pthread_mutex_destroy(&w->mu);
+    tw_buf_release(&w->chunk);
+    free(w->woken);
+  }
+  free(d->workers);
   if (d->ep >= 0)
     close(d->ep);
   if (d->wake >= 0)
@@ -1160,8 +1341,6 @@ void tw_door_free(struct tw_door *d) {
       free(a);
     }
   pthread_mutex_destroy(&d->mu);
-  free(d->lib_fds);
-  free(d->scratch);
   free(d);
 }
 
@@ -1169,8 +1348,10 @@ uint64_t tw_door_refused(const struct tw_door *d) {
   return d ? __atomic_load_n(&d->refused, __ATOMIC_RELAXED) : 0;
 }
 
-uint64_t tw_door_cut(const struct tw_door *d) {
-  return d ? __atomic_load_n(&d->cut, __ATOMIC_RELAXED) : 0;
+uint64_t tw_door_cut(const struct tw_door *d, bool body) {
+  return d ? __atomic_load_n(body ? &d->cut_body : &d->cut_head,
+                             __ATOMIC_RELAXED)
+           : 0;
 }
 
 /* ---- TLS ------------------------------------------------------------------- */

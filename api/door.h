@@ -1,20 +1,18 @@
-/* door.h - the pre-reader in front of libmicrohttpd, on every listener.
+/* door.h - the server's own HTTP/1.1 front, on every listener.
  *
- * libmicrohttpd 0.9.75 answers some malformed heads itself, with an HTML
- * body and no content type, before any handler runs (a Content-Length
- * that is not a number, a head larger than its connection memory, a
- * request line it cannot parse or an HTTP version it does not speak).
- * The door accepts each connection itself and judges its heads: a head
- * the library could not take is answered here with one problem+json and
- * the connection closed.  On a plain connection it peeks (MSG_PEEK)
- * until the first head is whole and hands the socket, untouched, to the
- * library (MHD_add_connection); or, relayed (TLS, which the door ends
- * with OpenSSL, and opts.relay), it reads every byte, hands the library
- * one end of a socket pair, frames each request (head, Content-Length
- * bytes) and judges every head before passing it, and relays the
- * answers back.  The door also holds the connection limits (in total and
- * per address) and the first head's deadline.  docs/security.md, "The
- * front door". */
+ * The door accepts each connection, ends TLS (OpenSSL), reads every byte
+ * a client sends and judges each request head (tw_door_judge) before it
+ * is parsed: a head that is malformed, too large or not HTTP/1.x is
+ * answered here with one problem+json and the connection closed.  A head
+ * that passes is parsed (struct tw_door_req), its body read by its
+ * Content-Length, and the server's handler runs on the thread that owns
+ * the connection: a fixed pool of threads, each polling its share of the
+ * connections with epoll, writing each answer straight to the socket
+ * (what does not fit waits for the socket, on the same thread).
+ * Keep-alive, pipelining (in order), HEAD, Expect: 100-continue (sent
+ * only once the server accepted the head), event streams (chunked, off
+ * the pool while they wait), the connection limits and the deadlines of
+ * heads and bodies are held here.  docs/security.md, "The front door". */
 #ifndef TW_API_DOOR_H
 #define TW_API_DOOR_H
 
@@ -23,16 +21,16 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include <microhttpd.h>
 #include <openssl/ssl.h>
 
 #include "broker/base/err.h"
+#include "broker/base/mem.h"
 
 /* ---- the judgement of a head (pure; fuzzed by tests/fuzz/fuzz_door_head) */
 
 struct tw_door_limits {
   size_t max_head;  /* the head as sent, request line included */
-  size_t pool;      /* libmicrohttpd's memory per connection */
+  size_t pool;      /* what a head may take parsed (its fields) */
 };
 
 enum tw_door_verdict {
@@ -66,36 +64,91 @@ enum tw_door_verdict tw_door_judge(const char *buf, size_t len,
 size_t tw_door_answer(const struct tw_door_problem *p, const char *request_id,
                       char *out, size_t cap);
 
+/* ---- a parsed head ------------------------------------------------------ */
+
+struct tw_door_kv {
+  const char *key, *value; /* an argument without '=' has value NULL */
+};
+
+/* A head that passed tw_door_judge, parsed: the request line's parts,
+ * the path and the query's arguments percent-decoded (arguments with '+'
+ * as a space), the header fields with their values trimmed of white
+ * space.  Lookups ignore case. */
+struct tw_door_req {
+  const char *method, *path, *version;
+  struct tw_door_kv *hdr, *arg;
+  size_t n_hdr, n_arg, cap_arg;
+  bool http11;     /* HTTP/1.1 (else 1.0) */
+  bool want_close; /* Connection: close, or HTTP/1.0 without keep-alive */
+  char *mem;       /* the strings */
+};
+
+/* Parses a head tw_door_judge passed (len: its head_len). */
+void tw_door_parse(const char *head, size_t len, struct tw_door_req *q);
+void tw_door_req_release(struct tw_door_req *q);
+const char *tw_door_req_header(const struct tw_door_req *q, const char *name);
+const char *tw_door_req_arg(const struct tw_door_req *q, const char *name);
+/* Sets (or adds) an argument; key and value must outlive q's use. */
+void tw_door_req_set_arg(struct tw_door_req *q, const char *key,
+                         const char *value);
+
 /* ---- the listener ------------------------------------------------------- */
 
 struct tw_door;
+struct tw_door_conn;
+
+/* The server's answer to one request. */
+struct tw_door_reply {
+  struct tw_buf bytes; /* as sent: status line, fields, body (a stream: its
+                          head only) */
+  bool close;          /* close the connection once it is sent */
+  /* a stream: after bytes, what pull appends to out (as chunks when
+   * chunked, else until the close); > 0 bytes added, 0 nothing now (the
+   * connection waits, off the pool, until tw_door_wake), -1 the end */
+  int (*pull)(void *sctx, struct tw_buf *out);
+  void *sctx;
+  bool chunked;
+};
+
+struct tw_door_ops {
+  /* A judged and parsed head.  *req: the server's request (always set).
+   * true: read the body (body_len bytes; 100 Continue first if asked)
+   * and call run; false: out holds the answer, sent without reading the
+   * body, and the connection closes. */
+  bool (*head)(void *ctx, struct tw_door_conn *c, struct tw_door_req *q,
+               uint64_t body_len, void **req, struct tw_door_reply *out);
+  /* The body is whole (the server may take its storage). */
+  void (*run)(void *ctx, void *req, struct tw_buf *body,
+              struct tw_door_reply *out);
+  /* The request's answer is sent, or its connection gone (a stream's
+   * included): the request is the server's to free. */
+  void (*done)(void *ctx, void *req);
+};
 
 struct tw_door_opts {
   int listen_fd;             /* bound and listening; stays the caller's */
-  struct MHD_Daemon *mhd;    /* started with MHD_USE_NO_LISTEN_SOCKET */
-  /* TLS terminated here (tw_door_tls_ctx; the caller's), or NULL */
-  SSL_CTX *tls;
-  /* relay plain connections too: every head judged, not only the first */
-  bool relay;
-  int64_t idle_us;           /* a relayed connection's last answer, to go */
-  unsigned max_connections;  /* held here or by the library */
+  SSL_CTX *tls;              /* TLS terminated here (tw_door_tls_ctx), or NULL */
+  unsigned threads;          /* the pool serving the connections */
+  int64_t idle_us;           /* no byte either way while answering */
+  unsigned max_connections;
   unsigned max_per_address;
-  int64_t head_us;           /* the head's deadline, from the accept */
+  int64_t head_us;           /* a head's deadline: from the accept, or the
+                                previous answer */
+  int64_t body_us;           /* a body's deadline, from its head */
   struct tw_door_limits limits;
+  struct tw_door_ops ops;
   /* fills a request id for a refusal's problem */
   void (*request_id)(void *ctx, char out[17]);
   void *ctx;
 };
 
-/* Starts the door's thread. */
+/* Starts the door's threads (one accepting, o->threads serving). */
 enum tw_rc tw_door_start(const struct tw_door_opts *o, struct tw_door **out,
                          struct tw_err *err);
 
-/* A connection the door handed over was closed by the library (its
- * NOTIFY_CONNECTION, CLOSED; fd its socket): its place is free, unless
- * the door relays it (then the door frees it when its client's socket
- * closes).  addr: its client. */
-void tw_door_release(struct tw_door *d, int fd, const struct sockaddr *addr);
+/* A stream's connection waiting for its pull to give something: pull
+ * again (any thread; until the request's done was called). */
+void tw_door_wake(struct tw_door_conn *c);
 
 /* A TLS context serving the PEM certificate (its chain following) and
  * key: TLS 1.2 and above, HTTP/1.1 by ALPN.  NULL with err (field
@@ -106,14 +159,14 @@ SSL_CTX *tw_door_tls_ctx(const char *cert_pem, const char *key_pem,
 /* Accepts no more connections; those it holds go on. */
 void tw_door_quiesce(struct tw_door *d);
 
-/* Stops the thread and closes what it holds; call before stopping the
- * library.  tw_door_free after the library stopped. */
+/* Stops the threads and closes every connection (each request's done
+ * called). */
 void tw_door_stop(struct tw_door *d);
 void tw_door_free(struct tw_door *d);
 
-/* Counters for /metrics: heads refused here, connections cut at the
- * head's deadline while here. */
+/* Counters for /metrics: heads refused here, connections cut at a
+ * head's or a body's deadline. */
 uint64_t tw_door_refused(const struct tw_door *d);
-uint64_t tw_door_cut(const struct tw_door *d);
+uint64_t tw_door_cut(const struct tw_door *d, bool body);
 
 #endif

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +24,7 @@
 
 struct stream {
   struct stream *next;
-  struct MHD_Connection *conn;
-  int fd;                   /* the connection's socket, -1 unknown */
+  struct tw_door_conn *conn;
   char tenant[64], job[64]; /* "" : any */
   int64_t last_seq;         /* hub thread only */
   int64_t next_beat_us, end_us;
@@ -50,30 +48,30 @@ struct tw_stream_hub {
 
 /* ---- the response: a pool thread sends what the hub wrote --------------- */
 
-static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max) {
+#define PULL_MAX 8192 /* bytes taken per pull */
+
+static int stream_pull(void *cls, struct tw_buf *out) {
   struct stream *s = cls;
   struct tw_stream_hub *hub = *(struct tw_stream_hub **)(s + 1);
-  (void)pos;
   pthread_mutex_lock(&hub->mu);
   size_t have = s->buf.len - s->off;
   if (have) {
-    size_t n = have < max ? have : max;
-    memcpy(out, s->buf.data + s->off, n);
+    size_t n = have < PULL_MAX ? have : PULL_MAX;
+    tw_buf_add(out, s->buf.data + s->off, n);
     s->off += n;
     if (s->off == s->buf.len) {
       tw_buf_reset(&s->buf);
       s->off = 0;
     }
     pthread_mutex_unlock(&hub->mu);
-    return (ssize_t)n;
+    return (int)n;
   }
   if (s->ended) {
     pthread_mutex_unlock(&hub->mu);
-    return MHD_CONTENT_READER_END_OF_STREAM;
+    return -1;
   }
   /* nothing to send: off the pool until the hub has something */
   s->suspended = true;
-  MHD_suspend_connection(s->conn);
   pthread_mutex_unlock(&hub->mu);
   return 0;
 }
@@ -112,35 +110,6 @@ static void render_event(struct tw_buf *b, const struct tw_stream_event *e) {
   tw_buf_adds(b, "}\n\n");
 }
 
-/* Whether the client of a suspended stream has gone: libmicrohttpd does
- * not watch a suspended connection, so the hub looks (a peek that reads
- * the end of the stream), and the slot is free again within a tick
- * rather than at the next heartbeat. */
-static void find_gone(struct stream **work, const bool *susp, bool *dead,
-                      size_t nw, struct pollfd *pf) {
-  size_t np = 0;
-  for (size_t i = 0; i < nw; i++) {
-    dead[i] = false;
-    if (susp[i] && work[i]->fd >= 0)
-      pf[np++] = (struct pollfd){.fd = work[i]->fd, .events = POLLIN};
-  }
-  if (!np || poll(pf, np, 0) <= 0)
-    return;
-  size_t k = 0;
-  for (size_t i = 0; i < nw; i++) {
-    if (!susp[i] || work[i]->fd < 0)
-      continue;
-    struct pollfd *p = &pf[k++];
-    if (p->revents & (POLLHUP | POLLERR)) {
-      dead[i] = true;
-    } else if (p->revents & POLLIN) {
-      char c;
-      ssize_t n = recv(p->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-      dead[i] = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
-    }
-  }
-}
-
 /* One stream's work for a tick, outside the lock (only this thread writes
  * last_seq; the stream is not freed while the hub holds it). */
 static bool fill(struct tw_stream_hub *hub, struct stream *s, int64_t head,
@@ -172,9 +141,6 @@ static bool fill(struct tw_stream_hub *hub, struct stream *s, int64_t head,
 static void *hub_main(void *arg) {
   struct tw_stream_hub *hub = arg;
   struct stream **work = tw_calloc(hub->max, sizeof *work);
-  bool *susp = tw_calloc(hub->max, sizeof *susp);
-  bool *dead = tw_calloc(hub->max, sizeof *dead);
-  struct pollfd *pf = tw_calloc(hub->max, sizeof *pf);
   struct tw_stream_event *ev = tw_calloc(BATCH, sizeof *ev);
   struct tw_buf b;
   tw_buf_init(&b);
@@ -190,10 +156,8 @@ static void *hub_main(void *arg) {
         free(s);
         continue;
       }
-      if (!s->ended && nw < hub->max) {
-        susp[nw] = s->suspended;
+      if (!s->ended && nw < hub->max)
         work[nw++] = s;
-      }
       p = &s->next;
     }
     pthread_mutex_unlock(&hub->mu);
@@ -202,11 +166,10 @@ static void *hub_main(void *arg) {
     if (nw && tw_store_events_last_seq(hub->store, &head, &err))
       tw_log_warn("api", "event stream: %s", err.msg);
     int64_t now = tw_mono_us();
-    find_gone(work, susp, dead, nw, pf);
     for (size_t i = 0; i < nw; i++) {
       struct stream *s = work[i];
       tw_buf_reset(&b);
-      bool end = dead[i] || fill(hub, s, head, now, &b, ev);
+      bool end = fill(hub, s, head, now, &b, ev);
       pthread_mutex_lock(&hub->mu);
       if (!s->gone) {
         if (s->buf.len - s->off + b.len > MAX_UNSENT) {
@@ -219,7 +182,7 @@ static void *hub_main(void *arg) {
           s->ended = true;
         if (s->suspended && (s->buf.len > s->off || s->ended)) {
           s->suspended = false;
-          MHD_resume_connection(s->conn);
+          tw_door_wake(s->conn);
         }
       }
       pthread_mutex_unlock(&hub->mu);
@@ -239,9 +202,6 @@ static void *hub_main(void *arg) {
   pthread_mutex_unlock(&hub->mu);
   tw_buf_release(&b);
   free(ev);
-  free(pf);
-  free(dead);
-  free(susp);
   free(work);
   return NULL;
 }
@@ -281,7 +241,7 @@ void tw_stream_hub_end_all(struct tw_stream_hub *hub) {
     s->ended = true;
     if (s->suspended) {
       s->suspended = false;
-      MHD_resume_connection(s->conn);
+      tw_door_wake(s->conn);
     }
   }
   pthread_mutex_unlock(&hub->mu);
@@ -385,9 +345,6 @@ void tw_h_events_stream(struct tw_req *r) {
   struct stream *s = tw_calloc(1, sizeof *s + sizeof hub);
   *(struct tw_stream_hub **)(s + 1) = hub;
   s->conn = r->conn;
-  const union MHD_ConnectionInfo *ci =
-      MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-  s->fd = ci ? ci->connect_fd : -1;
   if (tenant && *tenant)
     snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
   if (job && *job)
@@ -419,22 +376,15 @@ void tw_h_events_stream(struct tw_req *r) {
     }
     return;
   }
-  struct MHD_Response *resp = MHD_create_response_from_callback(
-      MHD_SIZE_UNKNOWN, 8192, stream_read, s, stream_done);
-  if (!resp) {
-    pthread_mutex_unlock(&hub->mu);
-    tw_buf_release(&s->buf);
-    free(s);
-    tw_problem(r, 503, "unavailable", NULL, "cannot open an event stream");
-    return;
-  }
   s->next = hub->list;
   hub->list = s;
   hub->n++;
   hub->opened++;
   pthread_cond_signal(&hub->cv); /* a first fill at once */
   pthread_mutex_unlock(&hub->mu);
-  r->stream = resp;
+  r->stream_pull = stream_pull;
+  r->stream_done = stream_done;
+  r->stream_ctx = s;
   r->status = 200;
   r->content_type = "text/event-stream";
   tw_req_add_header(r, "Cache-Control", "no-store");

@@ -1,11 +1,10 @@
-/* server.c - libmicrohttpd glue: listening, the front door's limits and
- * deadlines, routing, body limits, metrics, draining. */
+/* server.c - the server behind the front door (api/door.h): listening,
+ * the checks of a request head, routing, body limits, answers, metrics,
+ * spans, draining. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,38 +82,12 @@ struct route_metrics {
   uint64_t count;
 };
 
-/* One open connection, for the deadlines of its request head and body
- * (libmicrohttpd's own timeout is an idle timer, restarted by every byte
- * a slow client sends).  The reaper thread cuts a connection past its
- * deadline with shutdown(2): libmicrohttpd then sees the end of the
- * stream and closes it itself.  The list is under tw_api.conn_mu, and
- * libmicrohttpd announces a connection closed before it closes the
- * socket, so the reaper never touches a descriptor reused by another. */
-enum conn_phase {
-  PH_HEAD,   /* waiting for (the rest of) a request head */
-  PH_BODY,   /* head accepted, reading its body */
-  PH_ANSWER, /* in the handler or sending the answer: the idle timer only */
-  PH_CUT     /* past a deadline, shut down */
-};
-
-struct conn_slot {
-  struct conn_slot *prev, *next;
-  int fd;
-  struct tw_door *door; /* the door that handed it over, or NULL */
-  struct sockaddr_storage peer; /* its client, for the door's count */
-  enum conn_phase phase;
-  bool reused; /* a request was answered on it already (keep-alive) */
-  int64_t deadline_us;
-};
-
 struct tw_api {
   bool (*ready)(void *ctx, char *why, size_t whysz); /* opts->ready */
   void *ready_ctx;
-  struct MHD_Daemon *mhd;
   int listen_fd;
   int port;
-  struct MHD_Daemon *probe_mhd; /* api.probe_listen, or NULL */
-  int probe_fd;
+  int probe_fd; /* api.probe_listen, or -1 */
   int probe_port;
   /* the doors of the listeners (api/door.h) */
   struct tw_door *door, *probe_door;
@@ -122,12 +95,6 @@ struct tw_api {
   int64_t head_us, body_us; /* the deadlines */
   size_t max_head, max_url;
   bool tls;
-  pthread_mutex_t conn_mu;
-  pthread_cond_t conn_cv;
-  pthread_t reaper;
-  bool reaper_on, stopping;    /* under conn_mu */
-  struct conn_slot *conns;     /* under conn_mu */
-  uint64_t cut_head, cut_body; /* atomic: connections cut at a deadline */
   struct tw_store *store;
   struct tw_clock *clock;
   struct tw_provider **providers;
@@ -230,41 +197,35 @@ static void request_id(struct tw_api *api, char out[17]) {
 }
 
 const char *tw_req_header(struct tw_req *r, const char *name) {
-  return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+  return tw_door_req_header(r->q, name);
 }
 
 const char *tw_req_query(struct tw_req *r, const char *name) {
-  return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+  return tw_door_req_arg(r->q, name);
 }
 
-struct query_scan {
-  const char *const *keys;
-  const char *unknown;
-};
-
-static enum MHD_Result scan_query(void *cls, enum MHD_ValueKind kind,
-                                  const char *key, const char *value) {
-  struct query_scan *q = cls;
-  (void)kind;
-  (void)value;
-  for (size_t i = 0; q->keys[i]; i++)
-    if (key && !strcmp(q->keys[i], key))
-      return MHD_YES;
-  q->unknown = key ? key : "";
-  return MHD_NO;
+void tw_req_set_query(struct tw_req *r, const char *name, const char *value) {
+  tw_door_req_set_arg(r->q, name, value);
 }
 
 bool tw_req_known_query(struct tw_req *r, const char *const *keys) {
-  struct query_scan q = {.keys = keys};
-  MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, scan_query, &q);
-  if (!q.unknown)
+  const char *unknown = NULL;
+  for (size_t a = 0; a < r->q->n_arg && !unknown; a++) {
+    const char *key = r->q->arg[a].key;
+    bool known = false;
+    for (size_t i = 0; keys[i] && !known; i++)
+      known = !strcmp(keys[i], key);
+    if (!known)
+      unknown = key;
+  }
+  if (!unknown)
     return true;
   struct tw_buf list;
   tw_buf_init(&list);
   for (size_t i = 0; keys[i]; i++)
     tw_buf_printf(&list, "%s%s", i ? ", " : "", keys[i]);
-  tw_problem(r, 400, "invalid-field", q.unknown,
-             "%.64s: unknown query parameter; expected one of %s", q.unknown,
+  tw_problem(r, 400, "invalid-field", unknown,
+             "%.64s: unknown query parameter; expected one of %s", unknown,
              list.data ? list.data : "none");
   tw_buf_release(&list);
   return false;
@@ -399,15 +360,15 @@ void tw_api_metrics_render(struct tw_api *api, struct tw_buf *out) {
       "# TYPE tradewind_http_deadline_cuts_total counter\n"
       "tradewind_http_deadline_cuts_total{part=\"head\"} %llu\n"
       "tradewind_http_deadline_cuts_total{part=\"body\"} %llu\n",
-      (unsigned long long)(__atomic_load_n(&api->cut_head, __ATOMIC_RELAXED) +
-                           tw_door_cut(api->door) +
-                           tw_door_cut(api->probe_door)),
-      (unsigned long long)__atomic_load_n(&api->cut_body, __ATOMIC_RELAXED));
+      (unsigned long long)(tw_door_cut(api->door, false) +
+                           tw_door_cut(api->probe_door, false)),
+      (unsigned long long)(tw_door_cut(api->door, true) +
+                           tw_door_cut(api->probe_door, true)));
   tw_buf_printf(
       out,
       "# HELP tradewind_http_door_refused_total Request heads refused "
-      "before the HTTP library parsed them (malformed, too large, not "
-      "HTTP/1.x).\n"
+      "at the front door before they were parsed (malformed, too large, "
+      "not HTTP/1.x).\n"
       "# TYPE tradewind_http_door_refused_total counter\n"
       "tradewind_http_door_refused_total %llu\n",
       (unsigned long long)(tw_door_refused(api->door) +
@@ -471,25 +432,92 @@ static void span_finish(struct tw_req *r) {
   tw_span_end(r->span);
 }
 
-static void finish(struct tw_req *r, bool send_body,
-                   struct MHD_Connection *conn, enum MHD_Result *res) {
-  struct MHD_Response *resp = r->stream;
-  r->stream = NULL;
-  if (!resp)
-    resp = MHD_create_response_from_buffer(
-        r->out.len, r->out.data ? r->out.data : (void *)"",
-        MHD_RESPMEM_MUST_COPY);
-  (void)send_body;
+static const char *status_reason(unsigned status) {
+  switch (status) {
+  case 100: return "Continue";
+  case 200: return "OK";
+  case 201: return "Created";
+  case 202: return "Accepted";
+  case 204: return "No Content";
+  case 206: return "Partial Content";
+  case 301: return "Moved Permanently";
+  case 302: return "Found";
+  case 303: return "See Other";
+  case 304: return "Not Modified";
+  case 307: return "Temporary Redirect";
+  case 308: return "Permanent Redirect";
+  case 400: return "Bad Request";
+  case 401: return "Unauthorized";
+  case 402: return "Payment Required";
+  case 403: return "Forbidden";
+  case 404: return "Not Found";
+  case 405: return "Method Not Allowed";
+  case 406: return "Not Acceptable";
+  case 408: return "Request Timeout";
+  case 409: return "Conflict";
+  case 410: return "Gone";
+  case 411: return "Length Required";
+  case 412: return "Precondition Failed";
+  case 413: return "Content Too Large";
+  case 414: return "URI Too Long";
+  case 415: return "Unsupported Media Type";
+  case 416: return "Range Not Satisfiable";
+  case 422: return "Unprocessable Content";
+  case 423: return "Locked";
+  case 425: return "Too Early";
+  case 428: return "Precondition Required";
+  case 429: return "Too Many Requests";
+  case 431: return "Request Header Fields Too Large";
+  case 500: return "Internal Server Error";
+  case 501: return "Not Implemented";
+  case 502: return "Bad Gateway";
+  case 503: return "Service Unavailable";
+  case 504: return "Gateway Timeout";
+  case 505: return "HTTP Version Not Supported";
+  case 507: return "Insufficient Storage";
+  default: return "Unknown";
+  }
+}
+
+/* The Date field (RFC 9110 section 6.6.1, IMF-fixdate in English names). */
+static void add_date(struct tw_buf *b) {
+  static const char days[] = "SunMonTueWedThuFriSat",
+                    months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  tw_buf_printf(b, "Date: %.3s, %02d %.3s %04d %02d:%02d:%02d GMT\r\n",
+                days + 3 * tm.tm_wday, tm.tm_mday, months + 3 * tm.tm_mon,
+                tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+static void add_field(struct tw_buf *b, const char *name, const char *value) {
+  tw_buf_adds(b, name);
+  tw_buf_add(b, ": ", 2);
+  tw_buf_adds(b, value);
+  tw_buf_add(b, "\r\n", 2);
+}
+
+/* r's answer, as sent, into out. */
+static void finish(struct tw_req *r, struct tw_door_reply *out) {
+  struct tw_buf *b = &out->bytes;
+  bool http11 = !r->q || r->q->http11;
+  tw_buf_reserve(b, 256 + r->out.len);
+  tw_buf_printf(b, "HTTP/1.1 %u %s\r\n", r->status, status_reason(r->status));
+  add_date(b);
   if (r->content_type)
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            r->content_type);
+    add_field(b, "Content-Type", r->content_type);
   /* while draining, clients must not reuse the connection; nor after an
    * answer from the head alone (its body, if any, was never read) */
-  if (tw_api_draining(r->api) || r->close)
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-  MHD_add_response_header(resp, "X-Request-Id", r->request_id);
+  out->close = tw_api_draining(r->api) || r->close ||
+               (r->q && r->q->want_close) || (r->stream_pull && !http11);
+  if (out->close)
+    add_field(b, "Connection", "close");
+  else if (!http11)
+    add_field(b, "Connection", "keep-alive");
+  add_field(b, "X-Request-Id", r->request_id);
   for (int i = 0; i < r->n_hdr; i++)
-    MHD_add_response_header(resp, r->hdr_name[i], r->hdr_value[i]);
+    add_field(b, r->hdr_name[i], r->hdr_value[i]);
   if (r->status == 405) {
     /* the methods this path accepts */
     struct tw_buf allow;
@@ -499,11 +527,26 @@ static void finish(struct tw_req *r, bool send_body,
       if (match(tw_routes[i].path, r->url, &probe))
         tw_buf_printf(&allow, "%s%s", allow.len ? ", " : "",
                       tw_routes[i].method);
-    MHD_add_response_header(resp, "Allow", allow.data ? allow.data : "");
+    add_field(b, "Allow", allow.data ? allow.data : "");
     tw_buf_release(&allow);
   }
-  *res = MHD_queue_response(conn, r->status, resp);
-  MHD_destroy_response(resp);
+  bool head_only = r->method && !strcmp(r->method, "HEAD");
+  if (r->stream_pull) {
+    /* its length is not known: chunks over HTTP/1.1, else to the close */
+    out->pull = r->stream_pull;
+    out->sctx = r->stream_ctx;
+    out->chunked = http11;
+    if (http11)
+      add_field(b, "Transfer-Encoding", "chunked");
+    tw_buf_add(b, "\r\n", 2);
+  } else {
+    bool bodiless = r->status < 200 || r->status == 204 || r->status == 304;
+    if (!bodiless)
+      tw_buf_printf(b, "Content-Length: %zu\r\n", r->out.len);
+    tw_buf_add(b, "\r\n", 2);
+    if (!bodiless && !head_only && r->out.len)
+      tw_buf_add(b, r->out.data, r->out.len);
+  }
   record(r->api, r->route, r->status, tw_mono_us() - r->start_us);
   tw_log_debug("api", "request=%s method=%s path=%s status=%u us=%lld",
                r->request_id, r->method, r->url, r->status,
@@ -512,141 +555,7 @@ static void finish(struct tw_req *r, bool send_body,
   span_log(r, false);
 }
 
-/* ---- connections and their deadlines ------------------------------------ */
-
-static void connection_note(struct tw_api *api, struct tw_door *door,
-                            struct MHD_Connection *conn, void **socket_context,
-                            enum MHD_ConnectionNotificationCode code) {
-  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    struct conn_slot *c = tw_calloc(1, sizeof *c);
-    c->fd = ci ? ci->connect_fd : -1;
-    const union MHD_ConnectionInfo *ai =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (door && ai && ai->client_addr) {
-      size_t len = ai->client_addr->sa_family == AF_INET6
-                       ? sizeof(struct sockaddr_in6)
-                       : sizeof(struct sockaddr_in);
-      memcpy(&c->peer, ai->client_addr, len);
-      c->door = door;
-    }
-    c->phase = PH_HEAD;
-    c->deadline_us = tw_mono_us() + api->head_us;
-    pthread_mutex_lock(&api->conn_mu);
-    c->next = api->conns;
-    if (api->conns)
-      api->conns->prev = c;
-    api->conns = c;
-    pthread_mutex_unlock(&api->conn_mu);
-    *socket_context = c;
-    return;
-  }
-  struct conn_slot *c = *socket_context;
-  if (!c)
-    return;
-  pthread_mutex_lock(&api->conn_mu);
-  if (c->prev)
-    c->prev->next = c->next;
-  else
-    api->conns = c->next;
-  if (c->next)
-    c->next->prev = c->prev;
-  pthread_mutex_unlock(&api->conn_mu);
-  /* its place at the door is free */
-  tw_door_release(c->door, c->fd, (struct sockaddr *)&c->peer);
-  free(c);
-  *socket_context = NULL;
-}
-
-static void on_connection(void *cls, struct MHD_Connection *conn,
-                          void **socket_context,
-                          enum MHD_ConnectionNotificationCode code) {
-  struct tw_api *api = cls;
-  connection_note(api, api->door, conn, socket_context, code);
-}
-
-static void on_probe_connection(void *cls, struct MHD_Connection *conn,
-                                void **socket_context,
-                                enum MHD_ConnectionNotificationCode code) {
-  struct tw_api *api = cls;
-  connection_note(api, api->probe_door, conn, socket_context, code);
-}
-
 static void door_request_id(void *ctx, char out[17]) { request_id(ctx, out); }
-
-static struct conn_slot *slot_of(struct MHD_Connection *conn) {
-  const union MHD_ConnectionInfo *ci =
-      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-  return ci ? ci->socket_context : NULL;
-}
-
-/* Moves a connection to phase, with a deadline of `us` from now (0: none);
- * a connection already cut stays cut. */
-static void slot_set(struct tw_api *api, struct conn_slot *c,
-                     enum conn_phase phase, int64_t us, bool reused) {
-  if (!c)
-    return;
-  pthread_mutex_lock(&api->conn_mu);
-  if (c->phase != PH_CUT) {
-    c->phase = phase;
-    c->deadline_us = us ? tw_mono_us() + us : 0;
-    c->reused |= reused;
-  }
-  pthread_mutex_unlock(&api->conn_mu);
-}
-
-/* Under conn_mu.  A client that sent a part of a first request, or a body,
- * gets a 408 problem before the cut; an idle keep-alive connection is
- * closed without a word (RFC 9112 section 9.5), since its client may be
- * sending its next request right now.  Over TLS too: the library's
- * socket is the door's relay, which says it through the session. */
-static void cut(struct tw_api *api, struct conn_slot *c) {
-  bool body = c->phase == PH_BODY;
-  if (c->fd >= 0 && (body || !c->reused)) {
-    char json[256], msg[512];
-    int jl =
-        snprintf(json, sizeof json,
-                 "{\"type\":\"/problems/timeout\",\"title\":\"Request "
-                 "Timeout\",\"status\":408,\"detail\":\"the request %s "
-                 "did not arrive within %lld s\"}",
-                 body ? "body" : "head",
-                 (long long)((body ? api->body_us : api->head_us) / 1000000));
-    int ml = snprintf(msg, sizeof msg,
-                      "HTTP/1.1 408 Request Timeout\r\nContent-Type: "
-                      "application/problem+json\r\nConnection: close\r\n"
-                      "Content-Length: %d\r\n\r\n%s",
-                      jl, json);
-    (void)!send(c->fd, msg, (size_t)ml, MSG_NOSIGNAL | MSG_DONTWAIT);
-  }
-  if (c->fd >= 0)
-    shutdown(c->fd, SHUT_RDWR);
-  __atomic_add_fetch(body ? &api->cut_body : &api->cut_head, 1,
-                     __ATOMIC_RELAXED);
-  c->phase = PH_CUT;
-}
-
-static void *reaper_main(void *arg) {
-  struct tw_api *api = arg;
-  pthread_mutex_lock(&api->conn_mu);
-  while (!api->stopping) {
-    int64_t now = tw_mono_us();
-    for (struct conn_slot *c = api->conns; c; c = c->next)
-      if ((c->phase == PH_HEAD || c->phase == PH_BODY) && c->deadline_us &&
-          now >= c->deadline_us)
-        cut(api, c);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += 100 * 1000000L; /* deadlines are kept to 0.1 s */
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&api->conn_cv, &api->conn_mu, &ts);
-  }
-  pthread_mutex_unlock(&api->conn_mu);
-  return NULL;
-}
 
 /* ---- the request head -----------------------------------------------------
  */
@@ -665,51 +574,40 @@ static bool tchar(unsigned char ch) {
          (ch >= 'A' && ch <= 'Z') || (ch && strchr("!#$%&'*+-.^_`|~", ch));
 }
 
-static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind,
-                                   const char *key, const char *value) {
-  struct head_scan *h = cls;
-  (void)kind;
-  if (!key)
-    return MHD_YES;
-  h->bytes += strlen(key) + (value ? strlen(value) : 0) + 4;
+static void scan_header(struct head_scan *h, const char *key,
+                        const char *value) {
+  h->bytes += strlen(key) + strlen(value) + 4;
   for (const char *p = key; *p && !h->bad_name; p++)
     if (!tchar((unsigned char)*p))
       h->bad_name = key;
   if (!*key && !h->bad_name)
     h->bad_name = key;
-  if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
-    if (h->n_cl++ && strcmp(h->cl, value ? value : ""))
+  if (!strcasecmp(key, "Content-Length")) {
+    if (h->n_cl++ && strcmp(h->cl, value))
       h->cl_differ = true;
     else
-      h->cl = value ? value : "";
-  } else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+      h->cl = value;
+  } else if (!strcasecmp(key, "Transfer-Encoding")) {
     h->n_te++;
-    h->te = value ? value : "";
-  } else if (!strcasecmp(key, MHD_HTTP_HEADER_HOST)) {
+    h->te = value;
+  } else if (!strcasecmp(key, "Host")) {
     h->n_host++;
   }
-  return MHD_YES;
-}
-
-static enum MHD_Result scan_arg(void *cls, enum MHD_ValueKind kind,
-                                const char *key, const char *value) {
-  (void)kind;
-  *(size_t *)cls += (key ? strlen(key) : 0) + (value ? strlen(value) : 0) + 2;
-  return MHD_YES;
 }
 
 /* Checks the head before any body byte is read: framing (RFC 9112 sections
  * 6.1 and 6.3), sizes, Host, the route, the token, the declared length.
  * false: answered (r->status set), and the connection is to be closed. */
-static bool head_ok(struct tw_api *api, struct tw_req *r, const char *version,
-                    bool probe_only, bool *has_body) {
-  struct MHD_Connection *conn = r->conn;
+static bool head_ok(struct tw_api *api, struct tw_req *r, bool probe_only) {
+  struct tw_door_req *q = r->q;
   struct head_scan h = {0};
-  MHD_get_connection_values(conn, MHD_HEADER_KIND, scan_header, &h);
+  for (size_t i = 0; i < q->n_hdr; i++)
+    scan_header(&h, q->hdr[i].key, q->hdr[i].value);
   size_t url_bytes = strlen(r->url);
-  MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, scan_arg, &url_bytes);
-  bool http11 = !strcmp(version, MHD_HTTP_VERSION_1_1);
-  *has_body = false;
+  for (size_t i = 0; i < q->n_arg; i++)
+    url_bytes += strlen(q->arg[i].key) +
+                 (q->arg[i].value ? strlen(q->arg[i].value) : 0) + 2;
+  bool http11 = q->http11;
   if (h.bad_name) {
     tw_problem(r, 400, "malformed", "headers",
                "a header name must be a token (RFC 9110 section 5.1)");
@@ -734,8 +632,7 @@ static bool head_ok(struct tw_api *api, struct tw_req *r, const char *version,
   }
   if (h.n_te) {
     /* a body's length is declared up front (RFC 9112 section 6.3 lets a
-     * server refuse one without it): no chunk is ever parsed, so no
-     * malformed chunk can reach the library's own error answer */
+     * server refuse one without it): no chunk is ever parsed */
     tw_problem(r, 411, "length-required", "Transfer-Encoding",
                "a request body must come with Content-Length: chunked "
                "bodies are refused");
@@ -778,144 +675,90 @@ static bool head_ok(struct tw_api *api, struct tw_req *r, const char *version,
     return false; /* 401 or 429: the body is never read */
   int64_t max = body_max(api, r);
   if (h.cl) {
-    /* libmicrohttpd refused a malformed one before this call */
+    /* the door refused one that is not digits */
     unsigned long long n = strtoull(h.cl, NULL, 10);
     if (n > (unsigned long long)max) {
       tw_problem(r, 413, "too-large", NULL, "request body exceeds %lld bytes",
                  (long long)max);
       return false;
     }
-    *has_body = n > 0;
   }
-  if (h.n_te)
-    *has_body = true;
   return true;
 }
 
-static enum MHD_Result serve(struct tw_api *api, bool probe_only,
-                             struct MHD_Connection *conn, const char *url,
-                             const char *method, const char *version,
-                             const char *upload_data, size_t *upload_size,
-                             void **con_cls) {
-  struct tw_req *r = *con_cls;
-  enum MHD_Result res = MHD_YES;
-  if (!r) {
-    r = tw_calloc(1, sizeof *r);
-    r->api = api;
-    r->conn = conn;
-    r->method = method;
-    r->url = url;
-    r->start_us = tw_mono_us();
-    request_id(api, r->request_id);
-    tw_buf_init(&r->body);
-    tw_buf_init(&r->out);
-    bool known;
-    r->route = route(r, &known);
-    span_begin(r);
-    span_log(r, true);
-    *con_cls = r;
-    __atomic_add_fetch(&api->in_flight, 1, __ATOMIC_RELAXED);
-    struct conn_slot *slot = slot_of(conn);
-    bool has_body = false;
-    if (!head_ok(api, r, version, probe_only, &has_body)) {
-      /* answered from the head alone: no 100 Continue, no body byte read,
-       * and the connection closes (what follows is not to be trusted) */
-      r->answered = true;
-      r->close = true;
-      slot_set(api, slot, PH_ANSWER, 0, false);
-      finish(r, strcmp(method, "HEAD") != 0, conn, &res);
-      return res;
-    }
-    if (has_body)
-      slot_set(api, slot, PH_BODY, api->body_us, false);
-    else
-      slot_set(api, slot, PH_ANSWER, 0, false);
-    span_log(r, false);
-    return MHD_YES;
-  }
-  if (r->answered) {
-    *upload_size = 0;
-    return MHD_YES;
-  }
-  if (*upload_size) {
-    int64_t max = body_max(api, r);
-    if (!r->too_big && (int64_t)(r->body.len + *upload_size) <= max)
-      tw_buf_add(&r->body, upload_data, *upload_size);
-    else
-      r->too_big = true; /* keep reading and discarding, answer at the end;
-                            the body's deadline bounds how long */
-    *upload_size = 0;
-    return MHD_YES;
-  }
-  slot_set(api, slot_of(conn), PH_ANSWER, 0, false);
-  r->answered = true;
-  r->status = 500;
-  if (r->too_big) {
+/* ---- the door's calls ------------------------------------------------------ */
+
+static bool serve_head(struct tw_api *api, bool probe_only,
+                       struct tw_door_conn *c, struct tw_door_req *q,
+                       void **req, struct tw_door_reply *out) {
+  struct tw_req *r = tw_calloc(1, sizeof *r);
+  r->api = api;
+  r->conn = c;
+  r->q = q;
+  r->method = q->method;
+  r->url = q->path;
+  r->start_us = tw_mono_us();
+  request_id(api, r->request_id);
+  tw_buf_init(&r->body);
+  tw_buf_init(&r->out);
+  bool known;
+  r->route = route(r, &known);
+  span_begin(r);
+  span_log(r, true);
+  *req = r;
+  __atomic_add_fetch(&api->in_flight, 1, __ATOMIC_RELAXED);
+  if (!head_ok(api, r, probe_only)) {
+    /* answered from the head alone: no 100 Continue, no body byte read,
+     * and the connection closes (what follows is not to be trusted) */
+    r->answered = true;
     r->close = true;
-    tw_problem(r, 413, "too-large", NULL, "request body exceeds %lld bytes",
-               (long long)body_max(api, r));
-  } else {
-    span_log(r, true);
-    tw_auth_dispatch(r, tw_routes[r->route].fn); /* authn, authz, audit */
+    finish(r, out);
+    return false;
   }
-  finish(r, strcmp(method, "HEAD") != 0, conn, &res);
-  return res;
+  span_log(r, false);
+  return true;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
-                                  const char *url, const char *method,
-                                  const char *version, const char *upload_data,
-                                  size_t *upload_size, void **con_cls) {
-  return serve(cls, false, conn, url, method, version, upload_data, upload_size,
-               con_cls);
+static bool on_head(void *ctx, struct tw_door_conn *c, struct tw_door_req *q,
+                    uint64_t body_len, void **req, struct tw_door_reply *out) {
+  (void)body_len;
+  return serve_head(ctx, false, c, q, req, out);
 }
 
 /* The probe listener: /healthz and /readyz, nothing else. */
-static enum MHD_Result on_probe(void *cls, struct MHD_Connection *conn,
-                                const char *url, const char *method,
-                                const char *version, const char *upload_data,
-                                size_t *upload_size, void **con_cls) {
-  return serve(cls, true, conn, url, method, version, upload_data, upload_size,
-               con_cls);
+static bool on_probe_head(void *ctx, struct tw_door_conn *c,
+                          struct tw_door_req *q, uint64_t body_len, void **req,
+                          struct tw_door_reply *out) {
+  (void)body_len;
+  return serve_head(ctx, true, c, q, req, out);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-                         enum MHD_RequestTerminationCode toe) {
-  (void)toe;
-  struct tw_api *api = cls;
-  struct tw_req *r = *con_cls;
-  /* the next request's head has its deadline from now */
-  slot_set(api, slot_of(conn), PH_HEAD, api->head_us, true);
-  if (!r)
-    return;
+static void on_run(void *ctx, void *req, struct tw_buf *body,
+                   struct tw_door_reply *out) {
+  (void)ctx;
+  struct tw_req *r = req;
+  r->body = *body; /* the request takes the storage */
+  tw_buf_init(body);
+  r->answered = true;
+  r->status = 500;
+  span_log(r, true);
+  tw_auth_dispatch(r, tw_routes[r->route].fn); /* authn, authz, audit */
+  finish(r, out);
+}
+
+static void on_done(void *ctx, void *req) {
+  struct tw_api *api = ctx;
+  struct tw_req *r = req;
   tw_buf_release(&r->body);
   tw_buf_release(&r->out);
-  if (r->stream)
-    MHD_destroy_response(r->stream);
+  if (r->stream_done)
+    r->stream_done(r->stream_ctx);
   for (int i = 0; i < r->n_hdr; i++)
     free(r->hdr_value[i]);
   free(r->head_auth);
   tw_span_release(api->tracer, r->span);
   free(r);
-  *con_cls = NULL;
   __atomic_sub_fetch(&api->in_flight, 1, __ATOMIC_RELAXED);
-}
-
-/* libmicrohttpd's own diagnostics (malformed requests it refused) go to our
- * log as debug lines of the `http` subsystem: they are the client's fault. */
-static void mhd_log(void *cls, const char *fmt, va_list ap) {
-  (void)cls;
-  /* its socket is the door's relay, a local socket: TCP options fail on
-   * it, which says nothing (and would cost a formatted line an answer) */
-  if (!strncmp(fmt, "Setting %s option to %s state failed", 36) ||
-      !strncmp(fmt, "Failed to push the data from buffers", 36))
-    return;
-  char line[512];
-  vsnprintf(line, sizeof line, fmt, ap);
-  size_t n = strlen(line);
-  while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-    line[--n] = '\0';
-  tw_log_debug("http", "%s", line);
 }
 
 static enum tw_rc bind_listen(const char *listen_addr, int *fd_out,
@@ -971,18 +814,12 @@ static enum tw_rc bind_listen(const char *listen_addr, int *fd_out,
 static void fail_start(struct tw_api *api) {
   tw_door_stop(api->door);
   tw_door_stop(api->probe_door);
-  if (api->probe_mhd)
-    MHD_stop_daemon(api->probe_mhd);
-  if (api->mhd)
-    MHD_stop_daemon(api->mhd);
   tw_door_free(api->door);
   tw_door_free(api->probe_door);
   if (api->listen_fd >= 0)
     close(api->listen_fd);
   if (api->probe_fd >= 0)
     close(api->probe_fd);
-  pthread_mutex_destroy(&api->conn_mu);
-  pthread_cond_destroy(&api->conn_cv);
   tw_stream_hub_free(api->hub);
   tw_auth_free(api->auth);
   SSL_CTX_free(api->ssl);
@@ -995,12 +832,6 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   enum tw_rc rc;
   *out = NULL;
   api->listen_fd = api->probe_fd = -1;
-  pthread_mutex_init(&api->conn_mu, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-  pthread_cond_init(&api->conn_cv, &ca);
-  pthread_condattr_destroy(&ca);
   api->store = opts->store;
   api->clock = opts->clock ? opts->clock : tw_clock_real();
   api->providers = opts->providers;
@@ -1048,9 +879,10 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   unsigned threads = opts->threads ? opts->threads : 64;
   unsigned per_addr = opts->max_per_address ? opts->max_per_address : 128;
   unsigned max_conn = opts->max_connections ? opts->max_connections : 1024u;
-  bool every_head = opts->judge_heads && !strcmp(opts->judge_heads, "every");
-  if (!every_head && opts->judge_heads && *opts->judge_heads &&
-      strcmp(opts->judge_heads, "first")) {
+  /* api.judge_heads is read for the configurations that name it: every
+   * head is judged at the door whatever it says */
+  if (opts->judge_heads && *opts->judge_heads &&
+      strcmp(opts->judge_heads, "every") && strcmp(opts->judge_heads, "first")) {
     fail_start(api);
     return tw_err_field(err, TW_E_INVALID, "api.judge_heads",
                         "api.judge_heads: \"%.32s\" is neither \"every\" nor "
@@ -1067,10 +899,6 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
                         "(api.max_connections); give at most %u",
                         threads, max_conn, max_conn);
   }
-  /* A fixed pool of threads, each polling its share of the connections
-   * with epoll: the thread count does not follow the connection count. */
-  unsigned flags =
-      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
   const char *cert_pem, *key_pem;
   if ((rc = tw_auth_new(&opts->auth, api->clock, &api->auth, err)) ||
       (rc = tw_auth_tls_pem(api->auth, &cert_pem, &key_pem, err))) {
@@ -1078,8 +906,8 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
     return rc;
   }
   api->tls = cert_pem != NULL;
-  /* TLS ends at the door (api/door.h), which hands the library plain
-   * text: the same judgement for every head, over either */
+  /* TLS ends at the door (api/door.h): the same judgement for every
+   * head, over either */
   if (api->tls && !(api->ssl = tw_door_tls_ctx(cert_pem, key_pem, err))) {
     fail_start(api);
     return err ? err->rc : TW_E_INVALID;
@@ -1088,52 +916,29 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
     fail_start(api);
     return rc;
   }
-  /* Each connection's memory: the largest head we accept with room for
-   * the answer, so our own 414 and 431 (problem+json) come before the
-   * library's (which has no content type). */
-  size_t pool = api->max_head + api->max_url + 16384;
-  /* event streams wait suspended, off the pool (h_stream.h) */
-  unsigned main_flags = flags | MHD_ALLOW_SUSPEND_RESUME;
   if ((rc = tw_stream_hub_start(api->store, opts->max_streams, &api->hub,
                                  err))) {
     fail_start(api);
     return rc;
   }
-  /* The door (api/door.h) accepts every connection, judges its heads and
-   * hands it over (relayed: TLS, and with api.judge_heads "every" each
-   * plain one, so that each later head on it is judged too); it holds the connection limits itself, so
-   * the library's are only a backstop, loose enough never to refuse what
-   * the door admitted while a closed connection is still being cleaned
-   * up. */
-  main_flags |= MHD_USE_NO_LISTEN_SOCKET;
-  unsigned lib_conn = 2 * max_conn + threads;
-  unsigned lib_per_addr = 2 * per_addr;
-  api->mhd = MHD_start_daemon(
-      main_flags, 0, NULL, NULL, on_request, api,
-      MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-      on_completed, api, MHD_OPTION_NOTIFY_CONNECTION, on_connection, api,
-      MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_LIMIT,
-      lib_conn, MHD_OPTION_PER_IP_CONNECTION_LIMIT, lib_per_addr,
-      MHD_OPTION_CONNECTION_TIMEOUT, opts->timeout_s ? opts->timeout_s : 60u,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, pool, MHD_OPTION_THREAD_STACK_SIZE,
-      (size_t)(1u << 20), MHD_OPTION_END);
-  if (!api->mhd) {
-    fail_start(api);
-    return tw_err_set(err, TW_E_IO, "api: cannot start the HTTP server");
-  }
-  /* the head as sent: at most what the server's own checks measure
-   * (max_head_bytes, the target included) with room for its encoding */
+  /* The door (api/door.h) accepts every connection, judges each head,
+   * parses it and runs the handler on its pool of threads.  The head as
+   * sent: at most what the checks above measure (max_head_bytes, the
+   * target included) with room for its encoding; its fields within what
+   * a connection may hold parsed. */
+  size_t pool = api->max_head + api->max_url + 16384;
   struct tw_door_opts dopts = {
       .listen_fd = api->listen_fd,
-      .mhd = api->mhd,
+      .threads = threads,
       .max_connections = max_conn,
       .max_per_address = per_addr,
       .head_us = api->head_us,
+      .body_us = api->body_us,
       .limits = {.max_head = api->max_head + api->max_url, .pool = pool},
+      .ops = {.head = on_head, .run = on_run, .done = on_done},
       .request_id = door_request_id,
       .ctx = api,
       .tls = api->ssl,
-      .relay = every_head,
       .idle_us = (int64_t)(opts->timeout_s ? opts->timeout_s : 60u) * 1000000};
   if ((rc = tw_door_start(&dopts, &api->door, err))) {
     fail_start(api);
@@ -1146,32 +951,17 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
       return rc;
     }
     /* one thread, few connections: probes are small and quick */
-    api->probe_mhd = MHD_start_daemon(
-        flags | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, on_probe, api,
-        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, api, MHD_OPTION_NOTIFY_CONNECTION, on_probe_connection,
-        api, MHD_OPTION_CONNECTION_LIMIT, 2 * 64u,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, 2 * 8u,
-        MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        pool, MHD_OPTION_END);
-    if (!api->probe_mhd) {
-      fail_start(api);
-      return tw_err_set(err, TW_E_IO, "api: cannot start the probe listener");
-    }
     dopts.listen_fd = api->probe_fd;
-    dopts.mhd = api->probe_mhd;
+    dopts.threads = 1;
     dopts.max_connections = 64;
     dopts.max_per_address = 8;
+    dopts.idle_us = 10 * 1000000LL;
+    dopts.ops.head = on_probe_head;
     if ((rc = tw_door_start(&dopts, &api->probe_door, err))) {
       fail_start(api);
       return rc;
     }
   }
-  if (pthread_create(&api->reaper, NULL, reaper_main, api)) {
-    fail_start(api);
-    return tw_err_set(err, TW_E_IO, "api: cannot start the deadline thread");
-  }
-  api->reaper_on = true;
   *out = api;
   return TW_OK;
 }
@@ -1179,55 +969,32 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
 void tw_api_drain(struct tw_api *api) {
   if (__atomic_exchange_n(&api->draining, 1, __ATOMIC_ACQ_REL))
     return;
-  /* streams end (their clients resume elsewhere): none may stay
-   * suspended when the daemon stops */
+  /* streams end (their clients resume elsewhere): none may stay open
+   * when the daemon stops */
   tw_stream_hub_end_all(api->hub);
-  /* The pool's workers drop the listening socket from their epoll sets on
-   * their own time after the quiesce: closing it now would race them.  It
-   * stops listening at once (new connections are refused) and is closed
-   * once the daemon has stopped. */
-  if (api->door) {
-    /* the door stops accepting; the socket is closed at the stop */
-    tw_door_quiesce(api->door);
-    return;
-  }
-  MHD_socket fd = MHD_quiesce_daemon(api->mhd);
-  if (fd != MHD_INVALID_SOCKET)
-    shutdown(fd, SHUT_RDWR);
-  api->listen_fd = fd != MHD_INVALID_SOCKET ? fd : -1;
+  /* the door stops accepting; the socket is closed at the stop */
+  tw_door_quiesce(api->door);
 }
 
 void tw_api_stop(struct tw_api *api) {
   if (!api)
     return;
   tw_api_drain(api);
-  /* MHD_stop_daemon closes every connection, including those whose request
-   * is still in a handler: wait (bounded) until every request in flight has
-   * had its answer queued and sent, so a stored job never loses its 2xx. */
+  /* the stop closes every connection, including those whose request is
+   * still in a handler: wait (bounded) until every request in flight has
+   * had its answer sent, so a stored job never loses its 2xx. */
   int64_t deadline = tw_mono_us() + 30 * 1000000LL;
   while (__atomic_load_n(&api->in_flight, __ATOMIC_ACQUIRE) > 0 &&
          tw_mono_us() < deadline)
     usleep(1000);
-  pthread_mutex_lock(&api->conn_mu);
-  api->stopping = true;
-  pthread_cond_signal(&api->conn_cv);
-  pthread_mutex_unlock(&api->conn_mu);
-  if (api->reaper_on)
-    pthread_join(api->reaper, NULL);
-  /* the doors first: they hand connections to the library */
   tw_door_stop(api->door);
   tw_door_stop(api->probe_door);
-  MHD_stop_daemon(api->mhd);
-  if (api->listen_fd >= 0)
-    close(api->listen_fd); /* quiesced by tw_api_drain */
-  if (api->probe_mhd)
-    MHD_stop_daemon(api->probe_mhd);
-  if (api->probe_door && api->probe_fd >= 0)
-    close(api->probe_fd); /* the library never held it */
   tw_door_free(api->door);
   tw_door_free(api->probe_door);
-  pthread_mutex_destroy(&api->conn_mu);
-  pthread_cond_destroy(&api->conn_cv);
+  if (api->listen_fd >= 0)
+    close(api->listen_fd);
+  if (api->probe_fd >= 0)
+    close(api->probe_fd);
   tw_stream_hub_free(api->hub);
   tw_auth_free(api->auth);
   SSL_CTX_free(api->ssl);

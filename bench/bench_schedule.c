@@ -102,7 +102,8 @@ struct opts {
   int n_sched_extra;
   const char *aws_extra[MAX_EXTRA]; /* "key: value" into the provider */
   int n_aws_extra;
-  bool smoke, quick, keep, slurm, no_notices;
+  bool smoke, quick, keep, slurm;
+  const char *notices; /* the adapter's notice_source */
   double hang_s; /* the hang phase: 0 skips it */
   const char *slurm_dir;
   unsigned seed;
@@ -421,7 +422,9 @@ static void aws_provider(const struct world *w, const struct opts *o, char *out,
                    "    on_demand_prices: {m5.large: \"0.096\", m6g.large: "
                    "\"0.077\", c5.xlarge: \"0.17\"}\n",
                    url);
-  if (!o->no_notices)
+  n += snprintf(out + n, size - (size_t)n, "    notice_source: %s\n",
+                o->notices);
+  if (!strcmp(o->notices, "metadata"))
     n += snprintf(out + n, size - (size_t)n,
                   "    metadata_url: %s/_fake/ec2/instances/{id}\n", url);
   for (int i = 0; i < o->n_aws_extra; i++)
@@ -959,9 +962,14 @@ static void print_config(const struct opts *o, const struct world *w) {
   printf("; scheduler.max_place_per_tick as built (64 on main unless set); "
          "reconcile.interval_s default (60); log warn; store.synchronous "
          "full; auth tokens (admin token), rate limit 1000000/s\n");
-  printf("# config: aws provider, regions [" FAKE_REGIONS "], %s",
-         o->no_notices ? "no metadata_url (no interruption notices)"
-                       : "metadata_url on the fake (interruption notices)");
+  printf("# config: aws provider, regions [" FAKE_REGIONS "], "
+         "notice_source %s (%s)",
+         o->notices,
+         !strcmp(o->notices, "none") ? "no interruption notices"
+         : !strcmp(o->notices, "metadata")
+             ? "metadata_url on the fake: two documents per live spot "
+               "instance per poll"
+             : "DescribeSpotInstanceRequests: one call per region per poll");
   for (int i = 0; i < o->n_aws_extra; i++)
     printf(", %s", o->aws_extra[i]);
   printf("\n# fake: %s --seed %u --pending-ms %d, built-in catalog, vCPU "
@@ -1537,7 +1545,10 @@ static void usage(FILE *f) {
       "  --sched 'K: V'   add K: V to the daemon's scheduler: map "
       "(repeatable)\n"
       "  --aws 'K: V'     add K: V to the aws provider entry (repeatable)\n"
-      "  --no-notices     no metadata_url (the adapter polls no notices)\n"
+      "  --notices S      the adapter's notice_source: spot-requests\n"
+      "                   (default), metadata (metadata_url on the fake) or\n"
+      "                   none\n"
+      "  --no-notices     --notices none\n"
       "  --hang S         hang phase: one of two clouds stopped for S s\n"
       "                   (default 0: skipped; 60 as issue 20 asks)\n"
       "  --seed N         the fake's seed (default 1)\n"
@@ -1563,6 +1574,7 @@ int main(int argc, char **argv) {
                    .jobs = 20000,
                    .clients = 16,
                    .market = "spot",
+                   .notices = "spot-requests",
                    .runtime = "1h",
                    .tick_ms = 100,
                    .pending_ms = 200,
@@ -1591,7 +1603,13 @@ int main(int argc, char **argv) {
     } else if (!strcmp(a, "--no-slurm")) {
       no_slurm = true;
     } else if (!strcmp(a, "--no-notices")) {
-      o.no_notices = true;
+      o.notices = "none";
+    } else if (!strcmp(a, "--notices") && more) {
+      o.notices = argv[++i];
+      if (strcmp(o.notices, "spot-requests") && strcmp(o.notices, "metadata") &&
+          strcmp(o.notices, "none"))
+        die("--notices: \"%s\" is not spot-requests, metadata or none",
+            o.notices);
     } else if (!strcmp(a, "--hang") && more) {
       o.hang_s = num_arg(a, argv[++i], 0, 3600);
     } else if (!strcmp(a, "--jobs") && more) {

@@ -46,16 +46,18 @@
  * `otel:` on at sampling 1 (every request's spans recorded and exported)
  * to an OTLP/HTTP sink inside this program, which reads each export and
  * answers 200 (docs/observability.md).  Its figures are submit_traced_*.
- * Each level runs --rounds (4) rounds, each round the plain and the traced
- * broker one after the other, the order swapped every round; a round's
- * ratio is its traced rate over its plain rate (the same few seconds of
- * the machine's load), printed as a # line, and the cost of tracing is
- * the median of the rounds' ratios:
+ * Each level runs --rounds (4; 6 with --quick) rounds, each of --seconds
+ * of turns per side: both brokers' clients connected, one side sending at
+ * a time, the turn passing every --slice-ms (100) in ABBA order, and both
+ * WALs restarted before the round (run_pair()); a round's ratio is its
+ * traced rate over its plain rate (the same tenths of a second of the
+ * machine's load), printed as a # line, and the cost of tracing is the
+ * median of the rounds' ratios:
  *   ratio_traced_vs_untraced_c16 0.98 x
  * (1.00: free; the goal is at least 0.95). `--no-traced` skips it.  The
  * rate moves with whatever else the machine runs; the daemon's own CPU
- * time per acknowledged job (utime + stime of /proc/<pid>/stat over the
- * measured window, every thread) moves far less, so the same comparison
+ * time per acknowledged job (every thread's schedstat over the round)
+ * moves far less, so the same comparison
  * is printed on it too, as the rate a CPU-bound daemon would keep:
  *   submit_traced_c16_cpu_per_job_median 61.0 us/job
  *   ratio_traced_vs_untraced_cpu_c16 0.97 x
@@ -129,6 +131,8 @@ struct opts {
   const char *pg_dir;        /* NULL: $TW_PG_DIR, else .state/postgres */
   int replicas;              /* --replicas N (default 2) */
   int rounds;                /* --rounds N: plain/traced pairs per level */
+  double slice_ms; /* --slice-ms: a side's turn within a round (100) */
+  bool turns;      /* --turns: print each turn's rate */
 };
 
 static int64_t mono_ns(void) {
@@ -183,6 +187,10 @@ struct peer {
   /* Figures read from the system itself around a level; NULL: none.
    * `before` is true before the level, false after (then print). */
   void (*observe)(struct peer *p, int level, bool before);
+  /* Brings the system to the same state before each round of the traced
+   * comparison (the broker: its WAL checkpointed and restarted); returns
+   * false when it could not.  NULL: nothing to do. */
+  bool (*settle)(struct peer *p);
   void (*stop)(struct peer *p, bool keep);
   /* Measures one level itself instead of the HTTP clients (sbatch);
    * returns the failures like run_level().  NULL: the HTTP clients. */
@@ -436,9 +444,58 @@ static double thread_cpu_s(pid_t pid, const char *comm) {
   return v;
 }
 
+/* The time on a CPU of every thread of pid so far, in seconds, from each
+ * task's schedstat (nanoseconds; /proc/PID/stat counts 10 ms ticks, which
+ * is 1 to 2 % of a daemon's CPU in one short round); -1 when unreadable.
+ * A thread that ended is not counted: the daemon's pools live as long as
+ * the daemon. */
+static double proc_tasks_cpu_s(pid_t pid) {
+  char path[96];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  if (!d)
+    return -1;
+  unsigned long long sum = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9')
+      continue;
+    snprintf(path, sizeof path, "/proc/%d/task/%.16s/schedstat", (int)pid,
+             e->d_name);
+    FILE *f = fopen(path, "r");
+    unsigned long long ns;
+    if (f) {
+      if (fscanf(f, "%llu", &ns) == 1)
+        sum += ns;
+      fclose(f);
+    }
+  }
+  closedir(d);
+  return (double)sum / 1e9;
+}
+
+/* The daemon's WAL checkpointed into the db and restarted from its first
+ * frame, by a connection of the bench's own (sqlite allows it beside the
+ * daemon's in WAL mode; its syncs are the bench's, between rounds): each
+ * round of the traced comparison begins with both WALs empty, so neither
+ * daemon meets a checkpoint or a growing WAL file the other does not.
+ * False when the checkpoint could not finish (a writer busy past 2 s). */
+static bool broker_settle(struct peer *p) {
+  struct broker *b = p->ctx;
+  sqlite3 *db = NULL;
+  bool ok = false;
+  if (b && sqlite3_open_v2(b->db, &db, SQLITE_OPEN_READWRITE, NULL) ==
+               SQLITE_OK) {
+    sqlite3_busy_timeout(db, 2000);
+    ok = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_RESTART, NULL,
+                                   NULL) == SQLITE_OK;
+  }
+  sqlite3_close(db);
+  return ok;
+}
+
 static double broker_cpu(struct peer *p) {
   struct broker *b = p->ctx;
-  return b && b->pid > 0 ? proc_cpu_s(b->pid) : -1;
+  return b && b->pid > 0 ? proc_tasks_cpu_s(b->pid) : -1;
 }
 
 static void broker_observe(struct peer *p, int level, bool before) {
@@ -453,7 +510,7 @@ static void broker_observe(struct peer *p, int level, bool before) {
             "bench-submit: cannot read the store counters from /metrics\n");
     return;
   }
-  double cpu = proc_cpu_s(b->pid);
+  double cpu = proc_tasks_cpu_s(b->pid);
   if (before) {
     b->commits0 = commits;
     b->writes0 = writes;
@@ -1073,30 +1130,42 @@ static long sbatch_run(struct peer *p, int level, const struct opts *o) {
 
 /* ---- the traced broker and its OTLP sink ------------------------------ */
 
-/* A minimal OTLP/HTTP receiver: one thread, keep-alive, reads each request
- * whole (Content-Length) and answers 200 with an empty JSON object;
- * counts the exports and their bytes. */
+/* A minimal OTLP/HTTP receiver: one thread, keep-alive, reads each
+ * request's head (Content-Length) and then its body in pieces into one
+ * 64 KiB buffer, counting the bytes and keeping none (it shares the two
+ * cores with the daemons it measures, so it does as little as it can:
+ * otel_span_tree decodes the same exports against the OTLP schema), and
+ * answers 200 with an empty JSON object.  Its thread's CPU time is read
+ * around each level (submit_traced_cN_sink_cpu_per_job). */
 struct sink {
   int fd, port;
+  int tid; /* atomic: the thread's id, for /proc/self/task/TID */
   pthread_t thread;
   long exports;
   long long bytes;
 };
 
+#define SINK_BUF (1 << 16)
+
 static void *sink_main(void *arg) {
   struct sink *k = arg;
+  __atomic_store_n(&k->tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+  char *buf = malloc(SINK_BUF);
+  if (!buf)
+    abort();
   for (;;) {
     int c = accept(k->fd, NULL, NULL);
     if (c < 0)
-      return NULL;
-    char *buf = malloc(1 << 16);
-    size_t cap = 1 << 16, len = 0;
+      break;
+    size_t len = 0;
     for (;;) {
       char *end = NULL;
-      while (!(end = memmem(buf, len, "\r\n\r\n", 4))) {
-        if (len == cap)
-          buf = realloc(buf, cap *= 2);
-        ssize_t n = read(c, buf + len, cap - len);
+      size_t scanned = 0;
+      while (!(end = memmem(buf + scanned, len - scanned, "\r\n\r\n", 4))) {
+        scanned = len > 3 ? len - 3 : 0;
+        if (len == SINK_BUF)
+          goto closed; /* a head of 64 KiB is no exporter's */
+        ssize_t n = read(c, buf + len, SINK_BUF - len);
         if (n <= 0)
           goto closed;
         len += (size_t)n;
@@ -1111,13 +1180,18 @@ static void *sink_main(void *arg) {
           break;
         h = nl + 2;
       }
-      while (len < head + body) {
-        if (len == cap)
-          buf = realloc(buf, cap *= 2);
-        ssize_t n = read(c, buf + len, cap - len);
-        if (n <= 0)
-          goto closed;
-        len += (size_t)n;
+      size_t have = len - head;
+      if (have >= body) { /* the whole body came with the head */
+        memmove(buf, buf + head + body, have - body);
+        len = have - body;
+      } else { /* the rest read and dropped, never past this request */
+        for (size_t left = body - have; left;) {
+          ssize_t n = read(c, buf, left < SINK_BUF ? left : SINK_BUF);
+          if (n <= 0)
+            goto closed;
+          left -= (size_t)n;
+        }
+        len = 0;
       }
       __atomic_add_fetch(&k->exports, 1, __ATOMIC_RELAXED);
       __atomic_add_fetch(&k->bytes, (long long)body, __ATOMIC_RELAXED);
@@ -1126,13 +1200,27 @@ static void *sink_main(void *arg) {
                                "\r\n{}";
       if (write(c, ok, sizeof ok - 1) < 0)
         goto closed;
-      memmove(buf, buf + head + body, len - head - body);
-      len -= head + body;
     }
   closed:
-    free(buf);
     close(c);
   }
+  free(buf);
+  return NULL;
+}
+
+/* The sink thread's CPU seconds so far, -1 when unknown. */
+static double sink_cpu_s(struct sink *k) {
+  int tid = k ? __atomic_load_n(&k->tid, __ATOMIC_ACQUIRE) : 0;
+  if (tid <= 0)
+    return -1;
+  char path[96];
+  snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
+  FILE *f = fopen(path, "r");
+  unsigned long long ns = 0;
+  bool ok = f && fscanf(f, "%llu", &ns) == 1;
+  if (f)
+    fclose(f);
+  return ok ? (double)ns / 1e9 : -1;
 }
 
 static struct sink *traced_sink;
@@ -1205,6 +1293,7 @@ static struct peer PEERS[] = {
      .start = broker_start,
      .request = broker_request,
      .observe = broker_observe,
+     .settle = broker_settle,
      .cpu = broker_cpu,
      .check = broker_check,
      .stop = broker_stop},
@@ -1214,6 +1303,7 @@ static struct peer PEERS[] = {
      .start = traced_start,
      .request = broker_request,
      .observe = broker_observe,
+     .settle = broker_settle,
      .cpu = broker_cpu,
      .check = traced_check,
      .stop = broker_stop},
@@ -1426,6 +1516,321 @@ static long run_level(struct peer *p, int level, const struct opts *o) {
   return failed + (total == 0);
 }
 
+/* ---- the plain and the traced broker, slice by slice -------------------
+ *
+ * Both brokers' clients are connected at once, but only one side sends at
+ * a time: the turn passes every slice (--slice-ms, 100 ms) in ABBA order
+ * (each pair of slices swaps which side goes first, and so does each
+ * round), so the two are measured within the same tenths of a second of
+ * the machine's load rather than seconds apart.  A request counts for the
+ * slice in which it was sent; the few in flight when the turn passes end
+ * during the other side's first milliseconds, the same for both.  Both
+ * daemons start from empty databases and grow together, so they see the
+ * same db size and the same share of WAL checkpoints.  A round is
+ * `seconds` of turns per side; its ratio is the traced side's rate over
+ * the plain side's in that round, its CPU per job the daemon's CPU over
+ * the whole round (its idle turns too: the exporter's last flush of a
+ * turn falls in the other side's) per acknowledged job. */
+
+#define MAX_SLICES 4096
+#define PAIR_PAUSE (-2) /* state: no side's turn */
+#define PAIR_STOP (-1)  /* state: the clients end */
+
+struct pair_run {
+  struct peer *p[2];
+  int level;
+  int state; /* atomic: slice * 2 + side whose turn it is, or the above */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  pthread_barrier_t ready;
+  signed char slice_round[MAX_SLICES]; /* -1: warm-up, not measured */
+  long slice_ok[MAX_SLICES];           /* atomic: acknowledged per turn */
+  int64_t slice_ns[MAX_SLICES];        /* each turn's length */
+};
+
+struct pair_worker {
+  struct pair_run *run;
+  int side, index;
+  int64_t *lat_ns; /* measured successes */
+  size_t n, cap;
+  long ok[MAX_ROUNDS], failed[MAX_ROUNDS]; /* measured, per round */
+  long acked; /* successful answers, warm-up included */
+  int first_bad_status;
+};
+
+static bool pair_my_turn(int st, int side) {
+  return st >= 0 && (st & 1) == side;
+}
+
+static void *pair_worker_main(void *arg) {
+  struct pair_worker *w = arg;
+  struct pair_run *r = w->run;
+  struct peer *p = r->p[w->side];
+  struct bench_conn c;
+  bench_conn_init(&c, p->port);
+  char req[1024];
+  bench_conn_open(&c);
+  pthread_barrier_wait(&r->ready);
+  for (long i = 0;;) {
+    int st = __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
+    if (st == PAIR_STOP)
+      break;
+    if (!pair_my_turn(st, w->side)) {
+      pthread_mutex_lock(&r->mu);
+      while ((st = __atomic_load_n(&r->state, __ATOMIC_ACQUIRE)) !=
+                 PAIR_STOP &&
+             !pair_my_turn(st, w->side))
+        pthread_cond_wait(&r->cv, &r->mu);
+      pthread_mutex_unlock(&r->mu);
+      continue;
+    }
+    size_t len = p->request(p, r->level, w->index, i++, req, sizeof req);
+    int64_t t0 = mono_ns();
+    int status = bench_conn_roundtrip(&c, req, len, NULL, NULL);
+    int64_t t1 = mono_ns();
+    if (status == p->ok_status)
+      w->acked++;
+    int rd = r->slice_round[st >> 1];
+    if (rd < 0)
+      continue; /* warm-up */
+    if (status == p->ok_status) {
+      w->ok[rd]++;
+      __atomic_add_fetch(&r->slice_ok[st >> 1], 1, __ATOMIC_RELAXED);
+      if (w->n == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 4096;
+        if (!(w->lat_ns = realloc(w->lat_ns, w->cap * sizeof *w->lat_ns)))
+          abort();
+      }
+      w->lat_ns[w->n++] = t1 - t0;
+    } else {
+      w->failed[rd]++;
+      if (!w->first_bad_status)
+        w->first_bad_status = status;
+    }
+  }
+  bench_conn_release(&c);
+  return NULL;
+}
+
+static void pair_set(struct pair_run *r, int st) {
+  pthread_mutex_lock(&r->mu);
+  __atomic_store_n(&r->state, st, __ATOMIC_RELEASE);
+  pthread_cond_broadcast(&r->cv);
+  pthread_mutex_unlock(&r->mu);
+}
+
+static void sleep_until(int64_t t) {
+  struct timespec ts = {t / 1000000000, t % 1000000000};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+    ;
+}
+
+/* Measures the pair at one level (index li): rounds of slices, as above.
+ * Fills rate[side][round] (jobs/s) and cpu[side][round] (CPU seconds per
+ * job, -1 unknown), prints each side's figures for the level; returns the
+ * failed submissions. */
+static long run_pair(struct peer *pp[2], int li, int rounds, double slice_ms,
+                     const struct opts *o, double rate[2][MAX_ROUNDS],
+                     double cpu[2][MAX_ROUNDS]) {
+  int level = o->levels[li];
+  struct pair_run *r = calloc(1, sizeof *r);
+  struct pair_worker *w = calloc(2 * (size_t)level, sizeof *w);
+  pthread_t *th = calloc(2 * (size_t)level, sizeof *th);
+  if (!r || !w || !th)
+    abort();
+  r->p[0] = pp[0];
+  r->p[1] = pp[1];
+  r->level = level;
+  r->state = PAIR_PAUSE;
+  pthread_mutex_init(&r->mu, NULL);
+  pthread_cond_init(&r->cv, NULL);
+  pthread_barrier_init(&r->ready, NULL, 2 * (unsigned)level + 1);
+  /* the slices: a warm-up turn each (when there is a warm-up), then per
+   * round `per` pairs of slices of `sl` ns per side */
+  int per = (int)(o->seconds * 1000 / slice_ms + 0.5);
+  if (per < 1)
+    per = 1;
+  if (2 + 2 * per * rounds > MAX_SLICES) {
+    per = (MAX_SLICES - 2) / (2 * rounds);
+  }
+  int64_t sl = (int64_t)(o->seconds * 1e9 / per);
+  int n_sl = 0;
+  int side_of[MAX_SLICES];
+  int64_t len_of[MAX_SLICES];
+  if (o->warmup_s > 0)
+    for (int k = 0; k < 2; k++) {
+      r->slice_round[n_sl] = -1;
+      side_of[n_sl] = k;
+      len_of[n_sl++] = (int64_t)(o->warmup_s * 1e9);
+    }
+  int first_measured = n_sl;
+  for (int rd = 0; rd < rounds; rd++)
+    for (int k = 0; k < per; k++)
+      for (int j = 0; j < 2; j++) {
+        r->slice_round[n_sl] = (signed char)rd;
+        side_of[n_sl] = (rd + k) % 2 ? 1 - j : j; /* ABBA, rounds too */
+        len_of[n_sl++] = sl;
+      }
+  /* Without a warm-up every request is measured: the store counters
+   * before any client runs, so the smoke run can match them exactly. */
+  if (o->warmup_s <= 0)
+    for (int k = 0; k < 2; k++)
+      if (pp[k]->observe)
+        pp[k]->observe(pp[k], level, true);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256 * 1024);
+  for (int i = 0; i < 2 * level; i++) {
+    w[i].run = r;
+    w[i].side = i / level;
+    w[i].index = i % level;
+    if (pthread_create(&th[i], &attr, pair_worker_main, &w[i]) != 0)
+      die("cannot start client thread %d", i);
+  }
+  pthread_attr_destroy(&attr);
+  pthread_barrier_wait(&r->ready);
+  double cpu_at[2][MAX_ROUNDS + 1];
+  double sink0 = -1, sink1 = -1;
+  int64_t busy[2][MAX_ROUNDS] = {{0}}; /* each side's turns, ns */
+  int unsettled = 0;                   /* rounds a WAL was not restarted */
+  for (int s = 0; s < n_sl; s++) {
+    if (s == first_measured) {
+      pair_set(r, PAIR_PAUSE); /* the warm-up's last requests end */
+      usleep(20000);
+      if (o->warmup_s > 0)
+        for (int k = 0; k < 2; k++)
+          if (pp[k]->observe)
+            pp[k]->observe(pp[k], level, true);
+      sink0 = sink_cpu_s(traced_sink);
+    }
+    int rd = r->slice_round[s];
+    if (rd >= 0 && (s == first_measured || r->slice_round[s - 1] != rd)) {
+      /* a round begins: both daemons idle and their WALs restarted */
+      if (s != first_measured) {
+        pair_set(r, PAIR_PAUSE);
+        usleep(20000);
+      }
+      for (int k = 0; k < 2; k++)
+        if (pp[k]->settle && !pp[k]->settle(pp[k]))
+          unsettled++;
+      for (int k = 0; k < 2; k++)
+        cpu_at[k][rd] = pp[k]->cpu ? pp[k]->cpu(pp[k]) : -1;
+    }
+    int64_t t0 = mono_ns();
+    pair_set(r, s * 2 + side_of[s]);
+    sleep_until(t0 + len_of[s]);
+    r->slice_ns[s] = mono_ns() - t0;
+    if (rd >= 0)
+      busy[side_of[s]][rd] += r->slice_ns[s];
+  }
+  pair_set(r, PAIR_STOP);
+  for (int i = 0; i < 2 * level; i++)
+    pthread_join(th[i], NULL);
+  for (int k = 0; k < 2; k++)
+    cpu_at[k][rounds] = pp[k]->cpu ? pp[k]->cpu(pp[k]) : -1;
+  sink1 = sink_cpu_s(traced_sink);
+  pthread_barrier_destroy(&r->ready);
+  pthread_cond_destroy(&r->cv);
+  pthread_mutex_destroy(&r->mu);
+
+  long failed_all = 0;
+  for (int k = 0; k < 2; k++) {
+    struct peer *p = pp[k];
+    long ok = 0, failed = 0;
+    int bad = 0;
+    int64_t t_all = 0;
+    size_t total = 0;
+    for (int rd = 0; rd < rounds; rd++) {
+      long okr = 0;
+      for (int i = k * level; i < (k + 1) * level; i++) {
+        okr += w[i].ok[rd];
+        failed += w[i].failed[rd];
+      }
+      ok += okr;
+      t_all += busy[k][rd];
+      rate[k][rd] =
+          busy[k][rd] > 0 ? (double)okr * 1e9 / (double)busy[k][rd] : 0;
+      cpu[k][rd] = okr && cpu_at[k][rd] >= 0 && cpu_at[k][rd + 1] >= 0
+                       ? (cpu_at[k][rd + 1] - cpu_at[k][rd]) / (double)okr
+                       : -1;
+    }
+    for (int i = k * level; i < (k + 1) * level; i++) {
+      total += w[i].n;
+      p->acked += w[i].acked;
+      if (!bad)
+        bad = w[i].first_bad_status;
+    }
+    int64_t *all = malloc((total ? total : 1) * sizeof *all);
+    if (!all)
+      abort();
+    size_t n = 0;
+    for (int i = k * level; i < (k + 1) * level; i++) {
+      memcpy(all + n, w[i].lat_ns, w[i].n * sizeof *all);
+      n += w[i].n;
+      free(w[i].lat_ns);
+    }
+    qsort(all, total, sizeof *all, cmp_i64);
+    double secs = (double)t_all / 1e9;
+    p->rate[li] = secs > 0 ? (double)ok / secs : 0;
+    p->cpu_job[li] = ok && cpu_at[k][rounds] >= 0 && cpu_at[k][0] >= 0
+                         ? (cpu_at[k][rounds] - cpu_at[k][0]) / (double)ok
+                         : -1;
+    printf("# %s\n", p->name);
+    printf("%s_c%d_rate %.0f jobs/s\n", p->prefix, level, p->rate[li]);
+    printf("%s_c%d_p50 %.2f ms\n", p->prefix, level,
+           total ? (double)all[(total - 1) / 2] / 1e6 : 0);
+    printf("%s_c%d_p99 %.2f ms\n", p->prefix, level,
+           total ? (double)all[(size_t)((double)(total - 1) * 0.99)] / 1e6
+                 : 0);
+    printf("%s_c%d_submitted %ld jobs\n", p->prefix, level, ok);
+    printf("%s_c%d_failed %ld requests\n", p->prefix, level, failed);
+    if (failed)
+      fprintf(stderr,
+              "bench-submit: %s c%d: %ld submissions failed (first status "
+              "%d)\n",
+              p->name, level, failed, bad);
+    p->cpu_s = -1;
+    if (p->observe)
+      p->observe(p, level, false);
+    if (p->cpu_s >= 0 && ok)
+      printf("%s_c%d_cpu_per_job %.1f us/job\n", p->prefix, level,
+             p->cpu_s * 1e6 / (double)ok);
+    if (k == 1 && sink0 >= 0 && sink1 >= 0 && ok)
+      printf("%s_c%d_sink_cpu_per_job %.1f us/job\n", p->prefix, level,
+             (sink1 - sink0) * 1e6 / (double)ok);
+    if (o->smoke && p->committed >= 0 && p->committed != (long long)ok) {
+      fprintf(stderr,
+              "bench-submit: %s c%d: %ld submissions acknowledged, %lld "
+              "committed\n",
+              p->name, level, ok, p->committed);
+      failed++;
+    }
+    failed_all += failed + (ok == 0);
+    free(all);
+  }
+  printf("# c%d: %d rounds of %d turns of %.0f ms per side, ABBA, each "
+         "begun with both WALs checkpointed and restarted%s\n",
+         level, rounds, per, (double)sl / 1e6,
+         unsettled ? " (but for some: a checkpoint was busy)" : "");
+  if (o->turns) /* each turn's rate, in the order they ran */
+    for (int rd = 0; rd < rounds; rd++) {
+      printf("# c%d round %d turns (p plain, t traced, jobs/s):", level,
+             rd + 1);
+      for (int s = first_measured; s < n_sl; s++)
+        if (r->slice_round[s] == rd)
+          printf(" %c%.0f", side_of[s] ? 't' : 'p',
+                 r->slice_ns[s] > 0 ? (double)r->slice_ok[s] * 1e9 /
+                                          (double)r->slice_ns[s]
+                                    : 0.0);
+      printf("\n");
+    }
+  fflush(stdout);
+  free(w);
+  free(th);
+  free(r);
+  return failed_all;
+}
+
 /* ---- main
  * ------------------------------------------------------------------------ */
 
@@ -1454,7 +1859,8 @@ static void usage(FILE *f) {
       "1,16,64]\n"
       "                    [--tradewindd PATH] [--config FILE] [--keep]\n"
       "                    [--auth tokens|open] [--no-slurm] [--slurm-dir D]\n"
-      "                    [--no-traced] [--rounds N]\n"
+      "                    [--no-traced] [--rounds N] [--slice-ms MS]\n"
+      "                    [--turns]\n"
       "                    [--pg [--pg-dir D] [--replicas N]]\n"
       "\n"
       "Measures durable job submissions per second through the REST API of a\n"
@@ -1462,7 +1868,8 @@ static void usage(FILE *f) {
       "level:\n"
       "N client threads, one keep-alive connection each.\n"
       "\n"
-      "  --quick        1.5 s per level and round (under a minute in all)\n"
+      "  --quick        1 s per level and round, 6 rounds (under a minute in "
+      "all)\n"
       "  --smoke        1 s at concurrency 4; fails unless every submission "
       "succeeded\n"
       "  --seconds S    measured seconds per level (default 10)\n"
@@ -1475,8 +1882,11 @@ static void usage(FILE *f) {
       "                 each audited, checked in the db at the end) or open\n"
       "  --no-slurm     do not measure Slurm (slurmrestd, sbatch) beside it\n"
       "  --no-traced    do not measure the broker again with tracing on\n"
-      "  --rounds N     plain and traced rounds per level, alternating "
-      "(default 4)\n"
+      "  --rounds N     plain and traced rounds per level (default 4), "
+      "each of\n"
+      "                 turns of --slice-ms per side in ABBA order\n"
+      "  --slice-ms MS  one side's turn within a round (default 100)\n"
+      "  --turns        print each turn's rate (# lines)\n"
       "  --slurm-dir D  the scripts/slurm.sh cluster to use (default "
       "$TW_SLURM_DIR,\n"
       "                 else .state/slurm); --smoke measures Slurm only with "
@@ -1519,18 +1929,21 @@ int main(int argc, char **argv) {
                    .seconds = 10,
                    .warmup_s = 1,
                    .replicas = 2,
-                   .rounds = 4};
+                   .rounds = 4,
+                   .slice_ms = 100};
   const char *env = getenv("TRADEWINDD");
   if (env && *env)
     o.tradewindd = env;
   bool seconds_set = false, levels_set = false, no_slurm = false;
+  bool quick = false, rounds_set = false;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--quick")) {
-      /* four short rounds per level say more about tracing's cost than
-       * three long ones: the machine's load moves between rounds */
-      o.seconds = 1.5;
+      /* six rounds of 1 s per side (ten turns each) per level: a median
+       * of six rounds moves less than one of four */
+      o.seconds = 1;
       o.warmup_s = 0.4;
+      quick = true;
     } else if (!strcmp(a, "--smoke")) {
       o.smoke = true;
     } else if (!strcmp(a, "--keep")) {
@@ -1573,11 +1986,20 @@ int main(int argc, char **argv) {
       }
     } else if (!strcmp(a, "--rounds") && i + 1 < argc) {
       o.rounds = atoi(argv[++i]);
+      rounds_set = true;
       if (o.rounds < 1 || o.rounds > MAX_ROUNDS) {
         fprintf(stderr, "bench-submit: --rounds: expected 1..%d\n",
                 MAX_ROUNDS);
         return 2;
       }
+    } else if (!strcmp(a, "--slice-ms") && i + 1 < argc) {
+      o.slice_ms = strtod(argv[++i], NULL);
+      if (!(o.slice_ms >= 10 && o.slice_ms <= 60000)) {
+        fprintf(stderr, "bench-submit: --slice-ms: expected 10..60000\n");
+        return 2;
+      }
+    } else if (!strcmp(a, "--turns")) {
+      o.turns = true;
     } else if (!strcmp(a, "--no-slurm")) {
       no_slurm = true;
     } else if (!strcmp(a, "--slurm-dir") && i + 1 < argc) {
@@ -1591,6 +2013,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
+  if (quick && !rounds_set)
+    o.rounds = 6;
   /* the smoke run stays a check of the broker unless a cluster is named */
   o.slurm = !no_slurm && (!o.smoke || o.slurm_dir);
   if (o.smoke) {
@@ -1648,19 +2072,15 @@ int main(int argc, char **argv) {
     double rr[2][MAX_ROUNDS] = {{0}}, cc[2][MAX_ROUNDS] = {{0}};
     double ratio[MAX_ROUNDS] = {0}, cratio[MAX_ROUNDS] = {0};
     int nr = 0, ncr = 0;
-    for (int rd = 0; rd < rounds; rd++) {
-      for (int j = 0; j < 2; j++) {
-        int k = rd % 2 ? 1 - j : j;
-        if (pair[k]->skipped)
-          continue;
-        o.quiet = rd + 1 < rounds;
-        if (!o.quiet)
-          printf("# %s\n", pair[k]->name);
-        failed += run_level(pair[k], o.levels[l], &o);
-        rr[k][rd] = pair[k]->rate[l];
-        cc[k][rd] = pair[k]->cpu_job[l];
-      }
-      if (pair[1]->skipped || rr[0][rd] <= 0 || rr[1][rd] <= 0)
+    if (pair[1]->skipped) {
+      failed += run_level(pair[0], o.levels[l], &o);
+      rr[0][0] = pair[0]->rate[l];
+      cc[0][0] = pair[0]->cpu_job[l];
+    } else {
+      failed += run_pair(pair, l, rounds, o.slice_ms, &o, rr, cc);
+    }
+    for (int rd = 0; rd < rounds && !pair[1]->skipped; rd++) {
+      if (rr[0][rd] <= 0 || rr[1][rd] <= 0)
         continue;
       ratio[nr] = rr[1][rd] / rr[0][rd];
       bool cpu_ok = cc[0][rd] > 0 && cc[1][rd] > 0;

@@ -67,9 +67,55 @@ void tw_region_memo_init(struct tw_region_memo *m) {
 
 void tw_region_memo_release(struct tw_region_memo *m) {
   free(m->where);
+  free(m->slots);
   m->where = NULL;
+  m->slots = NULL;
   m->n_where = m->next_where = 0;
   pthread_mutex_destroy(&m->lock);
+}
+
+#define MEMO_SLOTS (2u * TW_REGION_MEMO_MAX) /* a power of two */
+
+static uint64_t memo_hash(const char *id) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const unsigned char *c = (const unsigned char *)id; *c; c++)
+    h = (h ^ *c) * 1099511628211ull;
+  return h;
+}
+
+/* The slot holding id's entry, or the empty slot where it would go. */
+static size_t memo_slot(const struct tw_region_memo *m, const char *id,
+                        uint64_t h) {
+  size_t i = (size_t)(h & (MEMO_SLOTS - 1));
+  while (m->slots[i]) {
+    const struct tw_region_memo_entry *e = &m->where[m->slots[i] - 1];
+    if (e->hash == h && !strcmp(e->id, id))
+      break;
+    i = (i + 1) & (MEMO_SLOTS - 1);
+  }
+  return i;
+}
+
+/* Empties slot i, moving later entries of its probe run back so that
+ * every entry stays reachable from its home slot. */
+static void memo_unslot(struct tw_region_memo *m, size_t i) {
+  for (;;) {
+    m->slots[i] = 0;
+    size_t k = i;
+    for (;;) {
+      k = (k + 1) & (MEMO_SLOTS - 1);
+      if (!m->slots[k])
+        return;
+      size_t home =
+          (size_t)(m->where[m->slots[k] - 1].hash & (MEMO_SLOTS - 1));
+      /* k stays when its home lies cyclically in (i, k] */
+      bool stays = i <= k ? (i < home && home <= k) : (i < home || home <= k);
+      if (!stays)
+        break;
+    }
+    m->slots[i] = m->slots[k];
+    i = k;
+  }
 }
 
 void tw_region_memo_put(struct tw_region_memo *m, const char *id,
@@ -77,20 +123,28 @@ void tw_region_memo_put(struct tw_region_memo *m, const char *id,
   if (m->n_regions == 1)
     return;
   pthread_mutex_lock(&m->lock);
+  if (!m->where) {
+    m->where = tw_calloc(TW_REGION_MEMO_MAX, sizeof *m->where);
+    m->slots = tw_calloc(MEMO_SLOTS, sizeof *m->slots);
+  }
+  uint64_t h = memo_hash(id);
+  size_t s = memo_slot(m, id, h);
   size_t i;
-  for (i = 0; i < m->n_where && strcmp(m->where[i].id, id); i++)
-    ;
-  if (i == m->n_where) {
-    if (!m->where)
-      m->where = tw_calloc(TW_REGION_MEMO_MAX, sizeof *m->where);
+  if (m->slots[s]) {
+    i = m->slots[s] - 1;
+  } else {
     if (m->n_where < TW_REGION_MEMO_MAX) {
       i = m->n_where++;
     } else {
       i = m->next_where; /* the oldest goes */
       m->next_where = (m->next_where + 1) % TW_REGION_MEMO_MAX;
+      memo_unslot(m, memo_slot(m, m->where[i].id, m->where[i].hash));
+      s = memo_slot(m, id, h); /* the run may have moved */
     }
+    TW_SET(m->where[i].id, id);
+    m->where[i].hash = h;
+    m->slots[s] = (uint32_t)i + 1;
   }
-  TW_SET(m->where[i].id, id);
   TW_SET(m->where[i].region, region);
   pthread_mutex_unlock(&m->lock);
 }
@@ -98,13 +152,15 @@ void tw_region_memo_put(struct tw_region_memo *m, const char *id,
 size_t tw_region_memo_hint(struct tw_region_memo *m, const char *id) {
   size_t hint = 0;
   pthread_mutex_lock(&m->lock);
-  for (size_t i = 0; i < m->n_where; i++)
-    if (!strcmp(m->where[i].id, id)) {
+  if (m->where) {
+    size_t s = memo_slot(m, id, memo_hash(id));
+    if (m->slots[s]) {
+      const struct tw_region_memo_entry *e = &m->where[m->slots[s] - 1];
       for (size_t r = 0; r < m->n_regions; r++)
-        if (!strcmp(m->regions[r], m->where[i].region))
+        if (!strcmp(m->regions[r], e->region))
           hint = r;
-      break;
     }
+  }
   pthread_mutex_unlock(&m->lock);
   return hint;
 }

@@ -53,12 +53,15 @@ enum tw_rc tw_adapter_offers_by_region(struct tw_provider *p,
 bool tw_adapter_find_instance(const struct tw_instance_list *l, const char *id,
                               const char *region, struct tw_instance *out);
 
-/* Instance -> region pairs remembered at the most. */
-#define TW_REGION_MEMO_MAX 4096
+/* Instance -> region pairs remembered at the most (above the live
+ * instances of a 20,000-job burst: a forgotten instance is looked for
+ * region by region). */
+#define TW_REGION_MEMO_MAX 32768
 
 struct tw_region_memo_entry {
   char id[TW_MODEL_ID_MAX];
   char region[TW_MODEL_NAME_MAX];
+  uint64_t hash; /* of id */
 };
 
 struct tw_region_memo {
@@ -70,6 +73,10 @@ struct tw_region_memo {
   pthread_mutex_t lock;               /* guards the rest */
   struct tw_region_memo_entry *where; /* allocated on first use */
   size_t n_where, next_where;
+  /* where's index by id: open addressing, linear probing, 2 x
+   * TW_REGION_MEMO_MAX slots holding an entry's index + 1 (0: empty), so
+   * a put or a hint costs a few probes, not a scan of every entry */
+  uint32_t *slots;
 };
 
 /* Initializes m with no regions and nothing remembered. */

@@ -7,7 +7,8 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config
   libcurl4-openssl-dev libssl-dev libjansson-dev libxml2-dev
-  libsqlite3-dev uuid-dev libmicrohttpd-dev libyaml-dev libcmocka-dev
+  libsqlite3-dev uuid-dev libyaml-dev libcmocka-dev
+  libmicrohttpd-dev            # the tests' fake servers (the daemon's is its own)
   libpq-dev postgresql-15      # the PostgreSQL store backend and its tests
   sqlite3 curl ca-certificates
   chromium                     # renders the HTML spend report in its test

@@ -120,7 +120,8 @@ void tw_tracer_free(struct tw_tracer *t, int64_t deadline_ms);
 void tw_tracer_set_sampling(struct tw_tracer *t, double sampling);
 
 struct tw_tracer_stats {
-  uint64_t started;  /* spans recorded */
+  uint64_t started;  /* spans recorded: counted when they end (queued or
+                        dropped), not when they start */
   uint64_t exported; /* spans accepted by the endpoint (2xx) */
   uint64_t dropped;  /* spans lost: the queue was full, or every try of
                         their batch failed */

@@ -2,7 +2,12 @@
  * backend (db_sqlite.c, db_pg.c). */
 #include "broker/core/db.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "broker/base/mem.h"
 
 #include "broker/core/db_int.h"
 
@@ -59,6 +64,47 @@ int tw_db_bind_blob(struct tw_db_stmt *st, int i, const void *p, size_t n) {
 }
 int tw_db_bind_null(struct tw_db_stmt *st, int i) {
   return st->db->ops->bind_null(st, i);
+}
+
+int tw_db_bind_text_array(struct tw_db_stmt *st, int i, const char *const *v,
+                          size_t n) {
+  size_t cap = 3;
+  for (size_t k = 0; k < n; k++)
+    cap += v[k] ? 2 * strlen(v[k]) + 3 : 5;
+  char *b = tw_malloc(cap), *o = b;
+  *o++ = '{';
+  for (size_t k = 0; k < n; k++) {
+    if (k)
+      *o++ = ',';
+    if (!v[k]) {
+      memcpy(o, "NULL", 4);
+      o += 4;
+      continue;
+    }
+    *o++ = '"'; /* quoted: backslash before '"' and '\\' */
+    for (const char *c = v[k]; *c; c++) {
+      if (*c == '"' || *c == '\\')
+        *o++ = '\\';
+      *o++ = *c;
+    }
+    *o++ = '"';
+  }
+  *o++ = '}';
+  int r = tw_db_bind_text(st, i, b, (int)(o - b));
+  free(b);
+  return r;
+}
+
+int tw_db_bind_int64_array(struct tw_db_stmt *st, int i, const int64_t *v,
+                           size_t n) {
+  char *b = tw_malloc(n * 21 + 3), *o = b;
+  *o++ = '{';
+  for (size_t k = 0; k < n; k++)
+    o += sprintf(o, "%s%" PRId64, k ? "," : "", v[k]);
+  *o++ = '}';
+  int r = tw_db_bind_text(st, i, b, (int)(o - b));
+  free(b);
+  return r;
 }
 int tw_db_step(struct tw_db_stmt *st) { return st->db->ops->step(st); }
 int64_t tw_db_column_int64(struct tw_db_stmt *st, int i) {
@@ -118,6 +164,10 @@ void tw_db_batch_op(struct tw_db *db, int i) {
 }
 bool tw_db_batch_failed(struct tw_db *db, int i) {
   return db->ops->batch_failed && db->ops->batch_failed(db, i);
+}
+void tw_db_batch_forget(struct tw_db *db, int i) {
+  if (db->ops->batch_forget)
+    db->ops->batch_forget(db, i);
 }
 void tw_db_batch_end(struct tw_db *db) {
   if (db->ops->batch_end)

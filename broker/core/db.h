@@ -90,6 +90,14 @@ int tw_db_bind_int(struct tw_db_stmt *st, int i, int v);
 int tw_db_bind_text(struct tw_db_stmt *st, int i, const char *s, int n);
 int tw_db_bind_blob(struct tw_db_stmt *st, int i, const void *p, size_t n);
 int tw_db_bind_null(struct tw_db_stmt *st, int i);
+/* An array bound as PostgreSQL's array literal text (`{"a",NULL,"b"}`,
+ * `{1,2}`), for a parameter the statement casts (`?1::text[]`): a batch
+ * of rows in one statement (`unnest`).  v[k] NULL is SQL NULL.  The
+ * literal is plain text to sqlite, which has no arrays: PostgreSQL only. */
+int tw_db_bind_text_array(struct tw_db_stmt *st, int i, const char *const *v,
+                          size_t n);
+int tw_db_bind_int64_array(struct tw_db_stmt *st, int i, const int64_t *v,
+                           size_t n);
 
 /* TW_DB_ROW, TW_DB_DONE, or an error code (see tw_db_errclass). */
 int tw_db_step(struct tw_db_stmt *st);
@@ -144,6 +152,10 @@ int tw_db_schema_lock(struct tw_db *db, bool lock);
 void tw_db_batch_begin(struct tw_db *db);
 void tw_db_batch_op(struct tw_db *db, int i);
 bool tw_db_batch_failed(struct tw_db *db, int i);
+/* Operation i's failures recorded so far are no longer its own: a
+ * statement run for it failed and was undone by a savepoint of the
+ * caller's, which then runs it again (store.c, a run of grouped writes). */
+void tw_db_batch_forget(struct tw_db *db, int i);
 void tw_db_batch_end(struct tw_db *db);
 
 /* sqlite only (tests): caps the file at its current size so the next

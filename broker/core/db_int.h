@@ -38,6 +38,7 @@ struct tw_db_ops {
   void (*batch_begin)(struct tw_db *db);
   void (*batch_op)(struct tw_db *db, int i);
   bool (*batch_failed)(struct tw_db *db, int i);
+  void (*batch_forget)(struct tw_db *db, int i);
   void (*batch_end)(struct tw_db *db);
 };
 

@@ -821,6 +821,15 @@ static bool p_batch_failed(struct tw_db *db, int i) {
   return false;
 }
 
+static void p_batch_forget(struct tw_db *db, int i) {
+  struct pdb *d = D(db);
+  int n = 0;
+  for (int k = 0; k < d->nfails; k++)
+    if (d->fails[k].tag != i)
+      d->fails[n++] = d->fails[k];
+  d->nfails = n;
+}
+
 static void p_batch_end(struct tw_db *db) {
   struct pdb *d = D(db);
   if (!d->pipe)
@@ -1428,6 +1437,7 @@ static const struct tw_db_ops OPS = {
     .batch_begin = p_batch_begin,
     .batch_op = p_batch_op,
     .batch_failed = p_batch_failed,
+    .batch_forget = p_batch_forget,
     .batch_end = p_batch_end,
 };
 

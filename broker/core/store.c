@@ -196,6 +196,9 @@ static const char SQL_ROLLBACK[] = "ROLLBACK";
 static const char SQL_SAVEPOINT[] = "SAVEPOINT op";
 static const char SQL_RELEASE[] = "RELEASE op";
 static const char SQL_ROLLBACK_TO[] = "ROLLBACK TO op";
+static const char SQL_SAVEPOINT_GROUP[] = "SAVEPOINT grp";
+static const char SQL_RELEASE_GROUP[] = "RELEASE grp";
+static const char SQL_ROLLBACK_TO_GROUP[] = "ROLLBACK TO grp";
 /* The fence (store_ha.h): conditioned on the epoch, checked, and on
  * PostgreSQL the lease row locked until the commit. */
 static const char SQL_FENCE[] = "UPDATE ha_lease SET epoch = epoch"
@@ -216,6 +219,7 @@ struct conn {
 
 struct wop {
   tw_store_write_fn fn;
+  const struct store_group *g; /* store__write_grouped; fn is g->one */
   void *arg;
   struct tw_err *err;
   enum tw_rc rc;
@@ -223,6 +227,11 @@ struct wop {
    * writer let go of mu, so a woken caller never waits for it */
   sem_t done;
   struct wop *next;
+};
+
+struct run_item {
+  struct wop *o;
+  int idx; /* its number in the batch */
 };
 
 struct tw_store {
@@ -283,6 +292,10 @@ struct tw_store {
   struct tw_store_change *chg;
   size_t n_chg, cap_chg;
   uint64_t chg_base;
+  /* writer thread only: a run of grouped writes (max_batch each) */
+  struct run_item *run;
+  void **run_args;
+  bool *run_done;
 };
 
 /* Changes kept for tw_store_changes_since(); a follower further behind
@@ -592,8 +605,94 @@ static enum tw_rc check_fence(struct conn *c, const char *holder,
   return TW_OK;
 }
 
+/* One operation in its own savepoint (fn: its function, or its group's
+ * one()); counts it in *committed when it is released.  True when sqlite
+ * lost the whole transaction under it. */
+static bool run_op(struct tw_store *s, struct wop *o, tw_store_write_fn fn,
+                   int idx, int *committed, enum tw_rc *storage) {
+  s->audit_q.op = idx;
+  tw_db_batch_op(s->w.db, idx);
+  if ((o->rc = exec_simple(&s->w, SQL_SAVEPOINT, o->err)))
+    return false;
+  o->rc = fn(s, s->w.db, o->arg, o->err);
+  if (o->rc) {
+    if (storage_failure(s->w.db, &o->rc, o->err) && !*storage)
+      *storage = o->rc;
+    if (tw_db_autocommit(s->w.db))
+      return true;
+    exec_simple(&s->w, SQL_ROLLBACK_TO, NULL);
+    exec_simple(&s->w, SQL_RELEASE, NULL);
+  } else if ((o->rc = exec_simple(&s->w, SQL_RELEASE, o->err)) == TW_OK) {
+    (*committed)++;
+  }
+  return false;
+}
+
+/* A run of grouped writes (store__write_grouped): their group's many() in
+ * one savepoint, then after() on each it wrote and one() on the others;
+ * every one of them through one() when many() failed.  Non-zero: the
+ * batch cannot go on (*err says why). */
+static enum tw_rc write_run(struct tw_store *s, struct run_item *run, int n,
+                            int *committed, enum tw_rc *storage,
+                            struct tw_err *err) {
+  const struct store_group *g = run[0].o->g;
+  void **args = s->run_args;
+  bool *done = s->run_done;
+  for (int k = 0; k < n; k++) {
+    args[k] = run[k].o->arg;
+    done[k] = false;
+  }
+  s->audit_q.op = run[0].idx;
+  tw_db_batch_op(s->w.db, run[0].idx);
+  struct tw_err gerr = {0};
+  enum tw_rc rc = exec_simple(&s->w, SQL_SAVEPOINT_GROUP, &gerr);
+  if (rc == TW_OK) {
+    if (g->many(s, s->w.db, args, (size_t)n, done, &gerr) == TW_OK) {
+      rc = exec_simple(&s->w, SQL_RELEASE_GROUP, err);
+    } else {
+      for (int k = 0; k < n; k++)
+        done[k] = false;
+      /* the message's first line: a DETAIL may quote a row's values */
+      tw_log_warn("store", "%d writes together failed, each alone now: %.*s",
+                  n, (int)strcspn(gerr.msg, "\n"), gerr.msg);
+      if ((rc = exec_simple(&s->w, SQL_ROLLBACK_TO_GROUP, err)) == TW_OK)
+        rc = exec_simple(&s->w, SQL_RELEASE_GROUP, err);
+      /* that failure was the run's, undone: not its first write's */
+      tw_db_batch_forget(s->w.db, run[0].idx);
+    }
+  } else if (!tw_db_autocommit(s->w.db)) {
+    rc = TW_OK; /* each alone */
+  } else {
+    *err = gerr;
+  }
+  if (rc)
+    return rc;
+  for (int k = 0; k < n; k++) {
+    struct wop *o = run[k].o;
+    if (!done[k]) {
+      if (run_op(s, o, g->one, run[k].idx, committed, storage)) {
+        *err = *o->err;
+        return o->rc;
+      }
+      continue;
+    }
+    s->audit_q.op = run[k].idx;
+    tw_db_batch_op(s->w.db, run[k].idx);
+    if (g->after && (o->rc = g->after(s, s->w.db, o->arg, o->err))) {
+      /* its row is in already: the batch cannot keep it alone */
+      *err = *o->err;
+      return o->rc;
+    }
+    (*committed)++;
+  }
+  return TW_OK;
+}
+
 static void *writer_main(void *arg) {
   struct tw_store *s = arg;
+  s->run = tw_calloc((size_t)s->max_batch, sizeof *s->run);
+  s->run_args = tw_calloc((size_t)s->max_batch, sizeof *s->run_args);
+  s->run_done = tw_calloc((size_t)s->max_batch, sizeof *s->run_done);
   for (;;) {
     pthread_mutex_lock(&s->mu);
     while (!s->head && !s->stopping)
@@ -641,33 +740,57 @@ static void *writer_main(void *arg) {
      * store healthy again */
     int64_t changes0 = tw_db_total_changes(s->w.db);
     int idx = 0;
+    /* the run of grouped writes not written yet (PostgreSQL) */
+    bool grouping = tw_db_backend(s->w.db) == TW_DB_POSTGRES, run_lost = false;
+    struct run_item *run = s->run;
+    int nrun = 0;
     for (struct wop *o = batch; o; o = o->next) {
       if (brc) {
         fail_op(o, brc, &berr);
         continue;
       }
-      s->audit_q.op = idx;
-      tw_db_batch_op(s->w.db, idx++);
-      if ((o->rc = exec_simple(&s->w, SQL_SAVEPOINT, o->err)))
+      if (grouping && o->g) {
+        if (nrun && run[0].o->g != o->g) {
+          brc = write_run(s, run, nrun, &committed, &storage, &berr);
+          nrun = 0;
+          if (brc) {
+            run_lost = true;
+            fail_op(o, brc, &berr);
+            continue;
+          }
+        }
+        o->rc = TW_OK;
+        run[nrun++] = (struct run_item){.o = o, .idx = idx++};
         continue;
-      o->rc = o->fn(s, s->w.db, o->arg, o->err);
-      if (o->rc) {
-        if (storage_failure(s->w.db, &o->rc, o->err) && !storage)
-          storage = o->rc;
-        if (tw_db_autocommit(s->w.db)) {
-          /* sqlite rolled the whole transaction back (it may on
-           * SQLITE_FULL or an I/O error): the operations before this one
-           * are undone too, and the rest must not run outside it. */
-          txn_lost = true;
-          brc = o->rc;
-          berr = *o->err;
+      }
+      if (nrun) { /* what this one may read is written first */
+        brc = write_run(s, run, nrun, &committed, &storage, &berr);
+        nrun = 0;
+        if (brc) {
+          run_lost = true;
+          fail_op(o, brc, &berr);
           continue;
         }
-        exec_simple(&s->w, SQL_ROLLBACK_TO, NULL);
-        exec_simple(&s->w, SQL_RELEASE, NULL);
-      } else if ((o->rc = exec_simple(&s->w, SQL_RELEASE, o->err)) == TW_OK) {
-        committed++;
       }
+      if (run_op(s, o, o->fn, idx++, &committed, &storage)) {
+        /* sqlite rolled the whole transaction back (it may on
+         * SQLITE_FULL or an I/O error): the operations before this one
+         * are undone too, and the rest must not run outside it. */
+        txn_lost = true;
+        brc = o->rc;
+        berr = *o->err;
+      }
+    }
+    if (nrun && !brc &&
+        (brc = write_run(s, run, nrun, &committed, &storage, &berr)))
+      run_lost = true;
+    if (run_lost) {
+      /* a run of grouped writes failed past its own savepoint: the batch
+       * is rolled back whole, as when sqlite loses it */
+      if (storage_failure(s->w.db, &brc, &berr) && !storage)
+        storage = brc;
+      exec_simple(&s->w, SQL_ROLLBACK, NULL);
+      txn_lost = true;
     }
     if (txn_lost) {
       /* Nothing of this batch is on disk: no caller may hear otherwise. */
@@ -746,7 +869,33 @@ static void *writer_main(void *arg) {
       sem_post(&o->done);
     }
   }
+  free(s->run);
+  free(s->run_args);
+  free(s->run_done);
   return NULL;
+}
+
+enum tw_rc store__write_grouped(struct tw_store *s, const struct store_group *g,
+                                void *arg, struct tw_err *err) {
+  struct tw_err local = {0};
+  struct wop one = {.fn = g->one, .g = g, .arg = arg, .err = err ? err : &local};
+  pthread_mutex_lock(&s->mu);
+  if (s->stopping) {
+    pthread_mutex_unlock(&s->mu);
+    return tw_err_set(err, TW_E_IO, "store: closing");
+  }
+  sem_init(&one.done, 0, 0);
+  if (s->tail)
+    s->tail->next = &one;
+  else
+    s->head = &one;
+  s->tail = &one;
+  pthread_mutex_unlock(&s->mu);
+  pthread_cond_signal(&s->work);
+  while (sem_wait(&one.done) != 0) /* EINTR: a signal's handler ran */
+    ;
+  sem_destroy(&one.done);
+  return one.rc;
 }
 
 enum tw_rc tw_store_write(struct tw_store *s, tw_store_write_fn fn, void *arg,
@@ -1334,20 +1483,26 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
   if (req->flow && req->flow->n_ext && /* depends_on: store_flow.c */
       (rc = store__flow_job_created(s, s->w.db, id, req->flow, &state, err)))
     return rc;
+  store__job_rec_new(r, req, id, state, now);
+  return TW_OK;
+}
+
+void store__job_rec_new(struct tw_job_rec *r, const struct tw_job_new *req,
+                        const char *id, enum tw_job_state state,
+                        int64_t now_ms) {
   memcpy(r->id, id, sizeof r->id);
   r->name = tw_strdup(req->name);
   r->tenant = tw_strdup(req->tenant);
   r->project = tw_strdup(req->project);
   r->state = state;
-  r->reason = tw_strdup(state == TW_JOB_PENDING ? reason
+  r->reason = tw_strdup(state == TW_JOB_PENDING ? "submitted"
                         : state == TW_JOB_WAITING ? "waiting on dependencies"
                                                   : "DependencyNeverSatisfied: "
                                                     "a dependency can never be "
                                                     "met");
   r->priority = req->priority;
   r->spec_json = tw_strdup(req->spec_json);
-  r->created_ms = r->updated_ms = now;
-  return TW_OK;
+  r->created_ms = r->updated_ms = now_ms;
 }
 
 static enum tw_rc op_create(struct tw_store *s, struct tw_db *db, void *varg,

@@ -181,6 +181,45 @@ void store__audit_clear(struct tw_store *s) {
 static const char SQL_LOCK_PG[] =
     "SELECT pg_advisory_xact_lock(7477, hashtext('audit ' || current_schema()))";
 
+/* PostgreSQL: a batch's entries in one statement, from arrays (one
+ * element per entry, in SQL_INSERT's order). */
+static const char SQL_INSERT_MANY_PG[] =
+    "INSERT INTO audit_log (seq, at_ms, principal, tenant, action, object,"
+    " outcome, request_id, detail, prev_hash, hash)"
+    " SELECT * FROM unnest(?1::bigint[], ?2::bigint[], ?3::text[],"
+    " ?4::text[], ?5::text[], ?6::text[], ?7::text[], ?8::text[], ?9::text[],"
+    " ?10::text[], ?11::text[])";
+
+static enum tw_rc insert_many(struct tw_store *s, struct tw_db *db,
+                              const struct tw_audit_entry *e,
+                              char (*prevs)[TW_AUDIT_HASH_HEX],
+                              char (*hs)[TW_AUDIT_HASH_HEX], size_t n,
+                              struct tw_err *err) {
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_INSERT_MANY_PG, err);
+  if (!st)
+    return TW_E_IO;
+  int64_t *num = tw_calloc(2 * n, sizeof *num);
+  const char **t = tw_calloc(9 * n, sizeof *t);
+  for (size_t k = 0; k < n; k++) {
+    num[k] = e[k].seq;
+    num[n + k] = e[k].at_ms;
+    const char *row[9] = {e[k].principal, e[k].tenant,     e[k].action,
+                          e[k].object,    e[k].outcome,    e[k].request_id,
+                          e[k].detail,    prevs[k],        hs[k]};
+    for (int c = 0; c < 9; c++)
+      t[(size_t)c * n + k] = row[c] ? row[c] : "";
+  }
+  tw_db_bind_int64_array(st, 1, num, n);
+  tw_db_bind_int64_array(st, 2, num + n, n);
+  for (int c = 0; c < 9; c++)
+    tw_db_bind_text_array(st, 3 + c, t + (size_t)c * n, n);
+  int r = tw_db_step(st);
+  tw_db_reset(st);
+  free(num);
+  free(t);
+  return r == TW_DB_DONE ? TW_OK : audit_err(db, err, "append");
+}
+
 enum tw_rc store__audit_flush(struct tw_store *s, struct tw_db *db,
                               bool (*failed)(void *ctx, int op), void *ctx,
                               struct tw_err *err) {
@@ -216,65 +255,71 @@ enum tw_rc store__audit_flush(struct tw_store *s, struct tw_db *db,
   tw_db_reset(st);
   /* every earlier statement's outcome is known now (that read waited for
    * them): the entries of the operations that failed are left out; the
-   * others are linked in order, then inserted eight at a time */
-  struct tw_audit_entry e[AUDIT_ROWS];
-  char prevs[AUDIT_ROWS][TW_AUDIT_HASH_HEX], hs[AUDIT_ROWS][TW_AUDIT_HASH_HEX];
-  struct store_audit_item *its[AUDIT_ROWS];
-  size_t i = 0;
-  for (;;) {
-    int k = 0; /* the next up to eight entries that stay */
-    while (k < AUDIT_ROWS && i < q->n) {
-      struct store_audit_item *it = &q->v[i++];
-      if (failed && failed(ctx, it->op))
-        continue;
-      e[k] = (struct tw_audit_entry){.seq = ++seq,
-                                     .at_ms = it->at_ms,
-                                     .principal = it->principal,
-                                     .tenant = it->tenant,
-                                     .action = it->action,
-                                     .object = it->object,
-                                     .outcome = it->outcome,
-                                     .request_id = it->request_id,
-                                     .detail = it->detail};
-      memcpy(prevs[k], prev, sizeof prev);
-      tw_store_audit_hash(&e[k], prev, hs[k]);
-      memcpy(prev, hs[k], sizeof prev);
-      its[k++] = it;
-    }
-    if (!k)
-      break;
-    /* eight rows in one statement, or the rest one by one */
-    for (int j = 0; j < k;) {
-      int rows = k == AUDIT_ROWS ? AUDIT_ROWS : 1;
-      if (!(st = tw_store_stmt(s, db, rows > 1 ? SQL_INSERT8 : SQL_INSERT,
-                               err)))
-        return TW_E_IO;
-      for (int m = 0; m < rows; m++) {
-        const struct tw_audit_entry *x = &e[j + m];
-        int b0 = 11 * m;
-        tw_db_bind_int64(st, b0 + 1, x->seq);
-        tw_db_bind_int64(st, b0 + 2, x->at_ms);
-        store__bind_text(st, b0 + 3, x->principal);
-        store__bind_text(st, b0 + 4, x->tenant);
-        store__bind_text(st, b0 + 5, x->action);
-        store__bind_text(st, b0 + 6, x->object);
-        store__bind_text(st, b0 + 7, x->outcome);
-        store__bind_text(st, b0 + 8, x->request_id);
-        store__bind_text(st, b0 + 9, x->detail);
-        store__bind_text(st, b0 + 10, prevs[j + m]);
-        store__bind_text(st, b0 + 11, hs[j + m]);
-      }
-      r = tw_db_step(st);
-      tw_db_reset(st);
-      if (r != TW_DB_DONE)
-        return audit_err(db, err, "append");
-      for (int m = 0; m < rows; m++)
-        if (its[j + m]->seq_out)
-          *its[j + m]->seq_out = e[j + m].seq;
-      j += rows;
-    }
+   * others are linked in order, then inserted: on PostgreSQL all in one
+   * statement, on sqlite eight at a time (the rest one by one) */
+  struct tw_audit_entry *e = tw_calloc(q->n, sizeof *e);
+  char(*prevs)[TW_AUDIT_HASH_HEX] = tw_calloc(q->n, sizeof *prevs);
+  char(*hs)[TW_AUDIT_HASH_HEX] = tw_calloc(q->n, sizeof *hs);
+  struct store_audit_item **its = tw_calloc(q->n, sizeof *its);
+  size_t k = 0;
+  for (size_t i = 0; i < q->n; i++) {
+    struct store_audit_item *it = &q->v[i];
+    if (failed && failed(ctx, it->op))
+      continue;
+    e[k] = (struct tw_audit_entry){.seq = ++seq,
+                                   .at_ms = it->at_ms,
+                                   .principal = it->principal,
+                                   .tenant = it->tenant,
+                                   .action = it->action,
+                                   .object = it->object,
+                                   .outcome = it->outcome,
+                                   .request_id = it->request_id,
+                                   .detail = it->detail};
+    memcpy(prevs[k], prev, sizeof prev);
+    tw_store_audit_hash(&e[k], prev, hs[k]);
+    memcpy(prev, hs[k], sizeof prev);
+    its[k++] = it;
   }
-  return TW_OK;
+  enum tw_rc rc = TW_OK;
+  if (k && tw_db_backend(db) == TW_DB_POSTGRES)
+    rc = insert_many(s, db, e, prevs, hs, k, err);
+  for (size_t j = 0; j < k && rc == TW_OK && tw_db_backend(db) != TW_DB_POSTGRES;) {
+    /* eight rows in one statement, or the rest one by one */
+    int rows = k - j >= AUDIT_ROWS ? AUDIT_ROWS : 1;
+    if (!(st = tw_store_stmt(s, db, rows > 1 ? SQL_INSERT8 : SQL_INSERT,
+                             err))) {
+      rc = TW_E_IO;
+      break;
+    }
+    for (int m = 0; m < rows; m++) {
+      const struct tw_audit_entry *x = &e[j + (size_t)m];
+      int b0 = 11 * m;
+      tw_db_bind_int64(st, b0 + 1, x->seq);
+      tw_db_bind_int64(st, b0 + 2, x->at_ms);
+      store__bind_text(st, b0 + 3, x->principal);
+      store__bind_text(st, b0 + 4, x->tenant);
+      store__bind_text(st, b0 + 5, x->action);
+      store__bind_text(st, b0 + 6, x->object);
+      store__bind_text(st, b0 + 7, x->outcome);
+      store__bind_text(st, b0 + 8, x->request_id);
+      store__bind_text(st, b0 + 9, x->detail);
+      store__bind_text(st, b0 + 10, prevs[j + (size_t)m]);
+      store__bind_text(st, b0 + 11, hs[j + (size_t)m]);
+    }
+    r = tw_db_step(st);
+    tw_db_reset(st);
+    if (r != TW_DB_DONE)
+      rc = audit_err(db, err, "append");
+    j += (size_t)rows;
+  }
+  for (size_t j = 0; j < k && rc == TW_OK; j++)
+    if (its[j]->seq_out)
+      *its[j]->seq_out = e[j].seq;
+  free(e);
+  free(prevs);
+  free(hs);
+  free(its);
+  return rc;
 }
 
 enum tw_rc tw_store_audit_append_in(struct tw_store *s, struct tw_db *db,

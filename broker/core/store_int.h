@@ -71,6 +71,11 @@ enum tw_rc store__job_insert(struct tw_store *s, const struct tw_job_new *req,
                              const struct store_job_prep *jp,
                              struct tw_job_rec *out, bool *replayed,
                              struct tw_err *err);
+/* store.c: *r filled as a new job id in state, created now_ms (its seq
+ * left to the caller), as store__job_insert fills it. */
+void store__job_rec_new(struct tw_job_rec *r, const struct tw_job_new *req,
+                        const char *id, enum tw_job_state state,
+                        int64_t now_ms);
 
 /* store_audit.c: appends one audit entry inside the transaction of the
  * calling write function (writer thread), linked to the last entry, so
@@ -105,6 +110,28 @@ enum tw_rc store__audit_flush(struct tw_store *s, struct tw_db *db,
                               bool (*failed)(void *ctx, int op), void *ctx,
                               struct tw_err *err);
 void store__audit_clear(struct tw_store *s);
+
+/* store.c: a write that, on PostgreSQL, joins the writes of the same
+ * kind next to it in its batch in one statement: no savepoint and no
+ * statement of its own.  The writer gathers the run of consecutive such
+ * operations (a write of another kind first writes the run before it, so
+ * it reads what ran before it, as always) and calls many() on their args;
+ * many() marks done[k] for each one it wrote, fills what its caller reads
+ * back, and the writer then calls after() on each done one (its audit
+ * entry, numbered as that operation) and one() -- the write alone, in its
+ * own savepoint -- on each that many() left undone (a conflict that a row
+ * of its own decides: an idempotency key already used).  When many()
+ * fails, its savepoint is rolled back and every one of the run goes
+ * through one().  On sqlite every such write is one() in its savepoint,
+ * as any write. */
+struct store_group {
+  tw_store_write_fn one;
+  enum tw_rc (*many)(struct tw_store *s, struct tw_db *db, void *const *args,
+                     size_t n, bool *done, struct tw_err *err);
+  tw_store_write_fn after;
+};
+enum tw_rc store__write_grouped(struct tw_store *s, const struct store_group *g,
+                                void *arg, struct tw_err *err);
 
 /* store.c: inside a write function, on PostgreSQL, waits for (and holds
  * until the commit) the lease row's lock, so that a check-then-write of

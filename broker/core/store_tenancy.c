@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "broker/base/mem.h"
+#include "broker/core/flow.h"
 #include "broker/core/store_audit.h"
 #include "broker/core/store_int.h"
 
@@ -681,6 +682,126 @@ static enum tw_rc op_submit(struct tw_store *s, struct tw_db *db, void *varg,
   return store__audit_append(s, db, &ev, at, NULL, err);
 }
 
+/* PostgreSQL: a batch's submissions in one statement (store__write_grouped):
+ * their jobs, creation events and owners, from arrays (one element per
+ * submission) rather than a savepoint and two statements each.  A job
+ * whose idempotency key is taken (by a committed job or by an earlier one
+ * of the same statement) is not inserted, nor its owner: it is not
+ * returned, and op_submit then decides it alone (a replay, or a
+ * conflict), its lookup seeing the row that took the key. */
+static const char SQL_SUBMIT_MANY_PG[] =
+    "WITH x AS (SELECT * FROM unnest(?1::text[], ?2::text[], ?3::text[],"
+    " ?4::text[], ?5::bigint[], ?6::text[], ?7::text[], ?8::text[],"
+    " ?9::bigint[], ?10::text[], ?11::text[], ?12::text[], ?13::text[],"
+    " ?14::bigint[]) WITH ORDINALITY AS u(id, tenant, project, name,"
+    " priority, spec, idem_key, idem_hash, at_ms, traceparent, o_tenant,"
+    " o_project, o_principal, o_uusd, ord)),"
+    " j AS (INSERT INTO jobs (id, tenant, project, name, state, reason,"
+    " priority, spec, idem_key, idem_hash, created_at_ms, updated_at_ms,"
+    " traceparent) SELECT id, tenant, project, name, 'pending', 'submitted',"
+    " priority, spec, idem_key, idem_hash, at_ms, at_ms, traceparent"
+    " FROM x ORDER BY ord ON CONFLICT DO NOTHING"
+    " RETURNING seq, id, created_at_ms),"
+    " e AS (INSERT INTO job_events (job_id, at_ms, from_state, to_state,"
+    " reason) SELECT id, created_at_ms, NULL, 'pending', 'submitted'"
+    " FROM j ORDER BY seq),"
+    " o AS (INSERT INTO tenancy_jobs (job_id, tenant, project, principal,"
+    " projected_uusd, created_at_ms) SELECT x.id, x.o_tenant, x.o_project,"
+    " x.o_principal, x.o_uusd, x.at_ms FROM x JOIN j ON j.id = x.id"
+    " WHERE x.o_principal IS NOT NULL ON CONFLICT DO NOTHING)"
+    " SELECT seq, id FROM j";
+
+/* As store__bind_text binds the owner's fields: NULL as "". */
+static const char *nz(const char *v) { return v ? v : ""; }
+
+static enum tw_rc submit_many(struct tw_store *s, struct tw_db *db,
+                              void *const *args, size_t n, bool *done,
+                              struct tw_err *err) {
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_SUBMIT_MANY_PG, err);
+  if (!st)
+    return TW_E_IO;
+  int64_t now = store__now_ms(s);
+  char(*ids)[TW_JOB_ID_LEN + 1] = tw_calloc(n, sizeof *ids);
+  const char **t = tw_calloc(n * 11, sizeof *t);
+  int64_t *num = tw_calloc(n * 3, sizeof *num);
+  for (size_t k = 0; k < n; k++) {
+    const struct submit_arg *a = args[k];
+    const struct tw_job_new *j = a->job;
+    const struct tw_store_owner *o = a->owner;
+    store__sortable_id('j', now, a->prep->rnd, ids[k]);
+    const char *row[11] = {ids[k],
+                           j->tenant,
+                           j->project,
+                           j->name,
+                           j->spec_json,
+                           j->idem_key,
+                           j->idem_key ? a->prep->hash : NULL,
+                           j->traceparent,
+                           o ? nz(o->tenant) : NULL,
+                           o ? nz(o->project) : NULL,
+                           o ? nz(o->principal) : NULL};
+    for (int c = 0; c < 11; c++)
+      t[(size_t)c * n + k] = row[c];
+    num[k] = j->priority;
+    num[n + k] = now;
+    num[2 * n + k] = o ? o->projected_uusd : 0;
+  }
+  /* the parameters in the statement's order: text columns 0..3, then
+   * priority, spec, idem_key, idem_hash, at_ms, traceparent, the owner */
+  static const int text_param[11] = {1, 2, 3, 4, 6, 7, 8, 10, 11, 12, 13};
+  for (int c = 0; c < 11; c++)
+    tw_db_bind_text_array(st, text_param[c], t + (size_t)c * n, n);
+  tw_db_bind_int64_array(st, 5, num, n);
+  tw_db_bind_int64_array(st, 9, num + n, n);
+  tw_db_bind_int64_array(st, 14, num + 2 * n, n);
+  int r;
+  size_t next = 0; /* rows come back in the order given, as a rule */
+  while ((r = tw_db_step(st)) == TW_DB_ROW) {
+    const char *id = (const char *)tw_db_column_text(st, 1);
+    size_t k = n;
+    for (size_t m = 0; id && m < n && k == n; m++) {
+      size_t c = (next + m) % n;
+      if (!done[c] && strcmp(ids[c], id) == 0)
+        k = c;
+    }
+    if (k == n)
+      continue;
+    struct submit_arg *a = args[k];
+    store__job_rec_new(a->out, a->job, ids[k], TW_JOB_PENDING, now);
+    a->out->seq = tw_db_column_int64(st, 0);
+    done[k] = true;
+    next = k + 1;
+  }
+  tw_db_reset(st);
+  free(ids);
+  free(t);
+  free(num);
+  if (r != TW_DB_DONE) {
+    for (size_t k = 0; k < n; k++)
+      if (done[k]) { /* the writer runs each alone now */
+        struct submit_arg *a = args[k];
+        tw_job_rec_release(a->out);
+        memset(a->out, 0, sizeof *a->out);
+      }
+    return tn_err(db, err, "submissions together");
+  }
+  return TW_OK;
+}
+
+/* After submit_many wrote a submission: its audit entry, as op_submit's. */
+static enum tw_rc submit_after(struct tw_store *s, struct tw_db *db,
+                               void *varg, struct tw_err *err) {
+  struct submit_arg *a = varg;
+  if (!a->audit)
+    return TW_OK;
+  struct tw_audit_event ev = *a->audit;
+  ev.object = a->out->id;
+  return store__audit_append(s, db, &ev, a->out->created_ms, NULL, err);
+}
+
+static const struct store_group SUBMIT_GROUP = {
+    .one = op_submit, .many = submit_many, .after = submit_after};
+
 enum tw_rc tw_store_job_submit(struct tw_store *s, const struct tw_job_new *job,
                                const struct tw_store_owner *owner,
                                const struct tw_audit_event *audit,
@@ -692,8 +813,11 @@ enum tw_rc tw_store_job_submit(struct tw_store *s, const struct tw_job_new *job,
   memset(out, 0, sizeof *out);
   enum tw_rc rc = store__job_prepare(s, job, &prep, err);
   prep.seq_later = true; /* out is the caller's, read after the commit */
+  /* a job with depends_on writes its group and edges too: alone */
   if (rc == TW_OK)
-    rc = tw_store_write(s, op_submit, &a, err);
+    rc = job->flow && job->flow->n_ext
+             ? tw_store_write(s, op_submit, &a, err)
+             : store__write_grouped(s, &SUBMIT_GROUP, &a, err);
   if (rc)
     tw_job_rec_release(out);
   if (replayed)

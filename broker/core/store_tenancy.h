@@ -154,8 +154,10 @@ enum tw_rc tw_store_job_owner_put(struct tw_store *s,
                                   int64_t at_ms, struct tw_err *err);
 /* A submission in one write: the new job as tw_store_job_create() stores
  * it (pending, its creation event, the idempotency key), its owner and
- * the request's audit entry, in one savepoint of one group-committed
- * transaction, durable before returning.  A crash leaves all of them or
+ * the request's audit entry, in one group-committed transaction, durable
+ * before returning (on sqlite in a savepoint of its own; on PostgreSQL
+ * with the submissions next to it in the batch, in one statement, one
+ * savepoint for them all: store_int.h, store__write_grouped).  A crash leaves all of them or
  * none: never a job that runs unaudited, or without the owner row whose
  * projection counts against its budget.  The new job's id is the owner's
  * job and the entry's object (owner->job_id and audit->object are

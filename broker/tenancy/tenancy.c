@@ -529,6 +529,34 @@ bool tn_cache_quota(struct tw_tenancy *t, const char *tenant,
   return found;
 }
 
+#define KNOWN_MAX 1024 /* more tenants than that: the rest looked up */
+
+bool tn_tenant_known(struct tw_tenancy *t, const char *tenant) {
+  bool found = false;
+  if (!tenant)
+    return false;
+  pthread_mutex_lock(&t->cmu);
+  for (size_t i = 0; i < t->n_known && !found; i++)
+    found = !strcmp(t->known[i], tenant);
+  pthread_mutex_unlock(&t->cmu);
+  return found;
+}
+
+void tn_tenant_seen(struct tw_tenancy *t, const char *tenant) {
+  if (!tenant || strlen(tenant) >= sizeof t->known[0])
+    return;
+  pthread_mutex_lock(&t->cmu);
+  bool found = false;
+  for (size_t i = 0; i < t->n_known && !found; i++)
+    found = !strcmp(t->known[i], tenant);
+  if (!found && t->n_known < KNOWN_MAX) {
+    if (!t->known)
+      t->known = tw_calloc(KNOWN_MAX, sizeof *t->known);
+    snprintf(t->known[t->n_known++], sizeof t->known[0], "%s", tenant);
+  }
+  pthread_mutex_unlock(&t->cmu);
+}
+
 size_t tn_cache_budgets(struct tw_tenancy *t, const char *tenant,
                         const char *project, struct tw_budget out[2]) {
   size_t n = 0;
@@ -734,6 +762,7 @@ void tw_tenancy_free(struct tw_tenancy *t) {
   tw_policy_set_unref(t->place_set);
   free(t->resv);
   free(t->quotas);
+  free(t->known);
   free(t->cq);
   free(t->cb);
   pthread_mutex_destroy(&t->mu);

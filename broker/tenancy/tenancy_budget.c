@@ -498,7 +498,10 @@ enum tw_rc tw_tenancy_admit(struct tw_tenancy *t,
    * charged to nobody's budget */
   struct tw_tenant_info ti;
   struct tw_err e2 = {0};
-  enum tw_rc rc = tw_tenancy_tenant_get(t, spec->tenant, &ti, &e2);
+  enum tw_rc rc = TW_OK;
+  if (!tn_tenant_known(t, spec->tenant) &&
+      (rc = tw_tenancy_tenant_get(t, spec->tenant, &ti, &e2)) == TW_OK)
+    tn_tenant_seen(t, spec->tenant);
   if (rc == TW_E_NOTFOUND)
     return tw_err_field(err, TW_E_INVALID, "tenant",
                         "tenant: no tenant named \"%.64s\"; an admin creates "

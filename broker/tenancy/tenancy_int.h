@@ -86,6 +86,12 @@ struct tw_tenancy {
   size_t n_cq;
   struct tw_budget *cb;
   size_t n_cb;
+  /* Tenants an admission found to exist (under cmu): a tenant is never
+   * deleted, so one seen once exists for good and its submissions skip
+   * the lookup (a round trip to the store each); one not found is asked
+   * again every time (another replica may create it). */
+  char (*known)[64];
+  size_t n_known;
 
   /* maintenance thread */
   pthread_t thread;
@@ -95,6 +101,11 @@ struct tw_tenancy {
   int64_t interval_ms;
   int64_t workdirs_swept_ms; /* the maintenance thread's last sweep */
 };
+
+/* tenancy.c: whether an admission found tenant to exist before (then it
+ * exists: tenants are never deleted); tn_tenant_seen records one found. */
+bool tn_tenant_known(struct tw_tenancy *t, const char *tenant);
+void tn_tenant_seen(struct tw_tenancy *t, const char *tenant);
 
 void tn_audit(struct tw_tenancy *t, const char *principal, const char *tenant,
               const char *action, const char *object, const char *outcome,

@@ -56,6 +56,13 @@ struct aws_subnet {
   char *subnet;
 };
 
+/* `notice_source`: where poll_events reads interruption notices. */
+enum aws_notices {
+  AWS_NOTICES_SPOT_REQUESTS, /* DescribeSpotInstanceRequests, per region */
+  AWS_NOTICES_METADATA,      /* metadata_url, per live spot instance */
+  AWS_NOTICES_NONE
+};
+
 struct aws_ctx {
   char *endpoint; /* may hold "{region}" */
   char **regions;
@@ -83,6 +90,7 @@ struct aws_ctx {
   int64_t max_pages;
   int64_t page_size;  /* MaxResults of the paged calls */
   char *metadata_url; /* events: per-instance metadata, "{id}" inside */
+  enum aws_notices notices; /* where interruption notices are read */
   /* on-demand prices of types without a configured one: the Price List
    * Query API (pricing.h) at pricing_endpoint, unless price_list: false */
   bool price_list;
@@ -127,6 +135,7 @@ static const char *const aws_keys[] = {"endpoint",
                                        "max_pages",
                                        "page_size",
                                        "metadata_url",
+                                       "notice_source",
                                        "price_list",
                                        "pricing_endpoint",
                                        "profile",
@@ -442,6 +451,27 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
     return tw_err_field(err, TW_E_INVALID, "metadata_url",
                         "metadata_url: must contain {id}, replaced by the "
                         "instance id");
+  /* notice_source: spot-requests, metadata (the default when metadata_url
+   * is set, as before the key existed) or none. */
+  const char *ns;
+  if ((rc = tw_provider_cfg_str(cfg, "notice_source",
+                                a->metadata_url ? "metadata" : "spot-requests",
+                                &ns, err)))
+    return rc;
+  if (!strcmp(ns, "spot-requests"))
+    a->notices = AWS_NOTICES_SPOT_REQUESTS;
+  else if (!strcmp(ns, "metadata"))
+    a->notices = AWS_NOTICES_METADATA;
+  else if (!strcmp(ns, "none"))
+    a->notices = AWS_NOTICES_NONE;
+  else
+    return tw_err_field(err, TW_E_INVALID, "notice_source",
+                        "notice_source: \"%s\" is not spot-requests, "
+                        "metadata or none",
+                        ns);
+  if (a->notices == AWS_NOTICES_METADATA && !a->metadata_url)
+    return tw_err_field(err, TW_E_INVALID, "notice_source",
+                        "notice_source: metadata needs metadata_url");
 
   /* image: ami-... for every region; images: {region: ami-...}. */
   if ((rc = tw_adapter_images_read(cfg, "an AMI id", &a->images, err)))
@@ -1598,8 +1628,11 @@ static bool json_member(const char *json, const char *key, char *out,
   return true;
 }
 
+/* The metadata documents of instance id: instance-action unless
+ * rebalance_only, then the rebalance recommendation. */
 static enum tw_rc events_of(struct tw_provider *p, const char *id,
-                            struct tw_event_list *out, struct tw_err *err) {
+                            bool rebalance_only, struct tw_event_list *out,
+                            struct tw_err *err) {
   struct tw_buf b;
   tw_buf_init(&b);
   char action[16], when[40];
@@ -1607,7 +1640,9 @@ static enum tw_rc events_of(struct tw_provider *p, const char *id,
   /* latest/meta-data/spot/instance-action: {"action", "time"} where time
    * is when the action happens; the notice itself went out two minutes
    * earlier, which keeps noticed_ms stable from poll to poll. */
-  enum tw_rc rc = metadata_get(p, id, "/spot/instance-action", &b, err);
+  enum tw_rc rc = rebalance_only ? TW_E_NOTFOUND
+                                 : metadata_get(p, id, "/spot/instance-action",
+                                                &b, err);
   if (rc == TW_OK) {
     if (!json_member(b.data, "action", action, sizeof action) ||
         !json_member(b.data, "time", when, sizeof when) ||
@@ -1647,15 +1682,95 @@ out:
   return rc;
 }
 
+/* The interruption notices in force in one region: the spot instance
+ * requests EC2 has marked (status code marked-for-termination or
+ * marked-for-stop, request still active), every page.  One call a page
+ * whatever the number of live instances; the answer holds only the
+ * instances marked.  The status's updateTime is when the notice went out,
+ * two minutes before the action (EC2's fixed lead), which keeps
+ * noticed_ms stable from poll to poll.  Requests of instances that are
+ * not Tradewind's are reported too: the caller matches ids to its own. */
+static enum tw_rc spot_notices_in(struct tw_provider *p, const char *region,
+                                  struct tw_event_list *out,
+                                  struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  char *next = NULL, page[24];
+  enum tw_rc rc = TW_OK;
+  struct tw_buf f, body;
+  tw_buf_init(&f);
+  tw_buf_init(&body);
+  struct tw_ec2_spot_request_list l;
+  tw_ec2_spot_request_list_init(&l);
+  snprintf(page, sizeof page, "%lld", (long long)a->page_size);
+  int64_t pages = 0;
+  do {
+    if (++pages > a->max_pages) {
+      rc = tw_err_set(err, TW_E_TOOBIG,
+                      "aws DescribeSpotInstanceRequests %s: more than %lld "
+                      "pages",
+                      region, (long long)a->max_pages);
+      break;
+    }
+    tw_buf_reset(&f);
+    form_add(&f, "Filter.1.Name", "status-code");
+    form_add(&f, "Filter.1.Value.1", "marked-for-termination");
+    form_add(&f, "Filter.1.Value.2", "marked-for-stop");
+    form_add(&f, "Filter.2.Name", "state");
+    form_add(&f, "Filter.2.Value.1", "active");
+    form_add(&f, "MaxResults", page);
+    if (next)
+      form_add(&f, "NextToken", next);
+    free(next);
+    next = NULL;
+    l.n = 0;
+    if ((rc = aws_call(p, region, "DescribeSpotInstanceRequests", &f, &body,
+                       err)) ||
+        (rc = tw_ec2_parse_spot_requests(body.data, body.len, &l, &next, err)))
+      break;
+    for (size_t i = 0; i < l.n; i++) {
+      const struct tw_ec2_spot_request *r = &l.items[i];
+      bool term = !strcmp(r->code, "marked-for-termination");
+      if (!r->instance_id[0] || (!term && strcmp(r->code, "marked-for-stop")))
+        continue; /* a filter the server did not apply */
+      int64_t at = r->updated_ms > 0 ? r->updated_ms
+                                     : tw_clock_now_ms(p->clock) +
+                                           atomic_load(&a->skew_ms);
+      struct tw_event *e = tw_event_list_add(out);
+      e->kind = TW_EVENT_INTERRUPTION;
+      TW_SET(e->instance_id, r->instance_id);
+      TW_SET(e->action, term                               ? "terminate"
+                        : !strcmp(r->behavior, "hibernate") ? "hibernate"
+                                                            : "stop");
+      e->noticed_ms = at;
+      e->deadline_ms = at + AWS_NOTICE_LEAD_MS;
+    }
+  } while (next);
+  free(next);
+  tw_ec2_spot_request_list_release(&l);
+  tw_buf_release(&f);
+  tw_buf_release(&body);
+  return rc;
+}
+
+/* Interruption notices from notice_source (spot requests: one call per
+ * region and page; metadata: two documents per live spot instance), and
+ * rebalance recommendations from metadata_url when it is set (one document
+ * per live spot instance: EC2's API has no call that lists them, see
+ * docs/providers.md). */
 static enum tw_rc aws_poll_events(struct tw_provider *p,
                                   struct tw_event_list *out,
                                   struct tw_err *err) {
   struct aws_ctx *a = p->ctx;
-  if (!a->metadata_url)
-    return TW_OK; /* see docs/providers.md: notices need a relay */
+  if (a->notices == AWS_NOTICES_NONE)
+    return TW_OK;
+  enum tw_rc rc = TW_OK;
+  if (a->notices == AWS_NOTICES_SPOT_REQUESTS)
+    for (size_t r = 0; r < a->n_regions && !rc; r++)
+      rc = spot_notices_in(p, a->regions[r], out, err);
+  if (rc || !a->metadata_url)
+    return rc;
   struct tw_instance_list l;
   tw_instance_list_init(&l);
-  enum tw_rc rc = TW_OK;
   /* Only live spot instances get notices. */
   for (size_t r = 0; r < a->n_regions && !rc; r++)
     rc = managed_in(p, a->regions[r], running_states, "instance-lifecycle",
@@ -1663,7 +1778,8 @@ static enum tw_rc aws_poll_events(struct tw_provider *p,
   for (size_t i = 0; i < l.n && !rc; i++)
     if (l.items[i].state == TW_INST_PENDING ||
         l.items[i].state == TW_INST_RUNNING)
-      rc = events_of(p, l.items[i].id, out, err);
+      rc = events_of(p, l.items[i].id,
+                     a->notices == AWS_NOTICES_SPOT_REQUESTS, out, err);
   tw_instance_list_release(&l);
   return rc;
 }

@@ -590,6 +590,53 @@ out:
   return rc;
 }
 
+/* ---- spot requests ------------------------------------------------------ */
+
+enum tw_rc tw_ec2_parse_spot_requests(const char *body, size_t len,
+                                      struct tw_ec2_spot_request_list *out,
+                                      char **next_token, struct tw_err *err) {
+  xmlDoc *doc;
+  xmlNode *top;
+  size_t first = out->n;
+  if (next_token)
+    *next_token = NULL;
+  static const char *const roots[] = {"DescribeSpotInstanceRequestsResponse",
+                                      NULL};
+  enum tw_rc rc = load(body, len, roots, &doc, &top, err);
+  if (rc)
+    return rc;
+  FOR_EACH(item, first_elem(top, "spotInstanceRequestSet"), "item") {
+    struct tw_ec2_spot_request *r = tw_ec2_spot_request_list_add(out);
+    char ts[48];
+    if ((rc = GET(item, "spotInstanceRequestId", r->id)) ||
+        (rc = GET(item, "instanceId", r->instance_id)) ||
+        (rc = GET(item, "state", r->state)) ||
+        (rc = GET(item, "status/code", r->code)) ||
+        (rc = GET(item, "status/updateTime", ts)) ||
+        (rc = GET(item, "instanceInterruptionBehavior", r->behavior)))
+      goto out;
+    if (!*r->id) {
+      rc = tw_err_set(err, TW_E_INVALID,
+                      "EC2 response: spot instance request without "
+                      "<spotInstanceRequestId>");
+      goto out;
+    }
+    if (*ts && tw_time_parse_rfc3339(ts, &r->updated_ms)) {
+      rc = tw_err_set(err, TW_E_INVALID,
+                      "EC2 response: spot request %s <status><updateTime> "
+                      "\"%s\" is not RFC 3339",
+                      r->id, ts);
+      goto out;
+    }
+  }
+  rc = take_next_token(top, next_token, err);
+out:
+  if (rc)
+    out->n = first;
+  xmlFreeDoc(doc);
+  return rc;
+}
+
 /* ---- instance types ----------------------------------------------------- */
 
 void tw_ec2_accel_name(const char *name, int64_t memory_mib, char *out,

@@ -111,6 +111,29 @@ enum tw_rc tw_ec2_parse_spot_prices(const char *body, size_t len,
                                     struct tw_ec2_spot_price_list *out,
                                     char **next_token, struct tw_err *err);
 
+/* One spot instance request of a DescribeSpotInstanceRequests page: the
+ * instance it made, the request's state and status (code, updateTime) and
+ * what EC2 does to the instance at an interruption. */
+struct tw_ec2_spot_request {
+  char id[TW_MODEL_ID_MAX];          /* "sir-..." */
+  char instance_id[TW_MODEL_ID_MAX]; /* "" while none was made */
+  char state[24];                    /* open, active, closed, ... */
+  char code[48];                     /* status code: "marked-for-termination" */
+  char behavior[16];                 /* terminate, stop, hibernate */
+  int64_t updated_ms;                /* status updateTime; 0 absent */
+};
+static inline void tw_ec2_spot_request_init(struct tw_ec2_spot_request *r) {
+  memset(r, 0, sizeof *r);
+}
+TW_MODEL_LIST(tw_ec2_spot_request_list, tw_ec2_spot_request,
+              tw_ec2_spot_request_init)
+
+/* Parses a DescribeSpotInstanceRequestsResponse page
+ * (<spotInstanceRequestSet>). */
+enum tw_rc tw_ec2_parse_spot_requests(const char *body, size_t len,
+                                      struct tw_ec2_spot_request_list *out,
+                                      char **next_token, struct tw_err *err);
+
 struct tw_ec2_instance_type {
   char name[TW_MODEL_NAME_MAX]; /* "p4d.24xlarge" */
   enum tw_arch arch;            /* x86_64 preferred when both */

@@ -344,3 +344,46 @@ test("a spot RunInstances makes a spot request DescribeSpotInstanceRequests show
   assert.equal(byToken.Reservations[0].Instances[0].InstanceId, i.InstanceId);
   assert.equal(byToken.Reservations[0].Instances[0].LaunchTime.getUTCMilliseconds(), 0);
 });
+
+test("an interruption notice marks the spot request: status-code filter, paged", async () => {
+  const ec2 = client();
+  const ids = [];
+  for (let k = 0; k < 7; k++) {
+    const run = await ec2.send(new RunInstancesCommand(spotRequest(`conf-sirn-${k}`)));
+    ids.push(run.Instances[0].InstanceId);
+  }
+  const marked = ids.slice(0, 6);
+  for (const id of marked) {
+    const n = await control("POST", `/_fake/ec2/instances/${id}/interrupt`, { lead_ms: 120000 });
+    assert.equal(n.status, 200);
+  }
+  const Filters = [
+    { Name: "status-code", Values: ["marked-for-termination", "marked-for-stop"] },
+    { Name: "state", Values: ["active"] },
+  ];
+  const seen = [];
+  let NextToken, pages = 0;
+  do {
+    const out = await ec2.send(new DescribeSpotInstanceRequestsCommand({ Filters, MaxResults: 5, NextToken }));
+    pages++;
+    for (const r of out.SpotInstanceRequests) {
+      assert.equal(r.State, "active");
+      assert.equal(r.Status.Code, "marked-for-termination");
+      assert.ok(r.Status.UpdateTime instanceof Date);
+      assert.equal(r.InstanceInterruptionBehavior, "terminate");
+      seen.push(r.InstanceId);
+    }
+    NextToken = out.NextToken;
+  } while (NextToken);
+  assert.equal(pages, 2);
+  for (const id of marked) assert.ok(seen.includes(id), `${id} not marked`);
+  assert.ok(!seen.includes(ids[6]), "an unmarked request answered");
+  await ec2.send(new TerminateInstancesCommand({ InstanceIds: ids }));
+  const after = await ec2.send(new DescribeSpotInstanceRequestsCommand({ Filters }));
+  assert.ok(!after.SpotInstanceRequests.some((r) => ids.includes(r.InstanceId)));
+  const closed = await ec2.send(new DescribeSpotInstanceRequestsCommand({
+    Filters: [{ Name: "instance-id", Values: [ids[0]] }],
+  }));
+  assert.equal(closed.SpotInstanceRequests[0].State, "closed");
+  assert.equal(closed.SpotInstanceRequests[0].Status.Code, "instance-terminated-by-user");
+});

@@ -13,11 +13,15 @@
  *     (the door never answers before it could know);
  *   - every refusal is one of the statuses the door answers, and its
  *     answer is one HTTP/1.1 response whose body is a JSON object with
- *     that status. */
+ *     that status;
+ *   - a head that passes parses (tw_door_parse): a method, a path and a
+ *     version HTTP/1.x, each header field a name and a value without
+ *     white space at either end, each found by its name. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "api/door.h"
 #include "tests/fuzz/fuzz.h"
@@ -83,6 +87,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       e--;
     if (e < i + 9 || memcmp(buf + e - 8, "HTTP/1.", 7))
       abort();
+    struct tw_door_req q;
+    tw_door_parse(buf, h, &q);
+    if (!q.method || !*q.method || !q.path || strncmp(q.version, "HTTP/1.", 7))
+      abort();
+    for (size_t k = 0; k < q.n_hdr; k++) {
+      const char *v = q.hdr[k].value;
+      size_t vn = strlen(v);
+      if (!q.hdr[k].key || (vn && (v[0] == ' ' || v[0] == '\t' ||
+                                   v[vn - 1] == ' ' || v[vn - 1] == '\t')))
+        abort();
+      if (tw_door_req_header(&q, q.hdr[k].key) == NULL)
+        abort();
+    }
+    for (size_t k = 0; k < q.n_arg; k++) {
+      size_t first = 0; /* a lookup finds the first of a name */
+      while (strcasecmp(q.arg[first].key, q.arg[k].key))
+        first++;
+      if (tw_door_req_arg(&q, q.arg[k].key) != q.arg[first].value)
+        abort();
+    }
+    tw_door_req_release(&q);
   }
   return 0;
 }

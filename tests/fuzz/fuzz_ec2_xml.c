@@ -41,6 +41,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   next = NULL;
   tw_ec2_spot_price_list_release(&pl);
 
+  struct tw_ec2_spot_request_list rl;
+  tw_ec2_spot_request_list_init(&rl);
+  if (tw_ec2_parse_spot_requests(s, size, &rl, &next, &err) != TW_OK &&
+      (rl.n || next))
+    abort();
+  for (size_t i = 0; i < rl.n; i++)
+    if (!rl.items[i].id[0])
+      abort();
+  free(next);
+  next = NULL;
+  tw_ec2_spot_request_list_release(&rl);
+
   struct tw_ec2_instance_type_list tl;
   tw_ec2_instance_type_list_init(&tl);
   if (tw_ec2_parse_instance_types(s, size, &tl, &next, &err) != TW_OK &&

@@ -58,10 +58,10 @@ static json_t *fake_instance(const char *id) {
 
 /* ---- providers ------------------------------------------------------ */
 
-/* A provider on the fake with the given credentials' variables and extra
- * config lines. */
-static struct tw_provider *provider_as(const char *ak_env, const char *sk_env,
-                                       const char *extra) {
+/* A provider on the fake with the given credentials' variables, the
+ * fake's metadata_url when metadata, and extra config lines. */
+static struct tw_provider *provider_on(const char *ak_env, const char *sk_env,
+                                       bool metadata, const char *extra) {
   char *doc = tw_asprintf("name: aws-test\n"
                           "type: aws\n"
                           "endpoint: %s\n"
@@ -73,9 +73,12 @@ static struct tw_provider *provider_as(const char *ak_env, const char *sk_env,
                           "on_demand_prices: {m5.large: \"0.096\"}\n"
                           "backoff_base_ms: 1\n"
                           "backoff_cap_ms: 5\n"
-                          "metadata_url: %s/_fake/ec2/instances/{id}\n"
+                          "%s%s%s"
                           "%s",
-                          twtest_fake_url, ak_env, sk_env, twtest_fake_url,
+                          twtest_fake_url, ak_env, sk_env,
+                          metadata ? "metadata_url: " : "",
+                          metadata ? twtest_fake_url : "",
+                          metadata ? "/_fake/ec2/instances/{id}\n" : "",
                           extra ? extra : "");
   struct tw_node *cfg = NULL;
   struct tw_err err = {0};
@@ -87,6 +90,11 @@ static struct tw_provider *provider_as(const char *ak_env, const char *sk_env,
   tw_node_free(cfg);
   free(doc);
   return p;
+}
+
+static struct tw_provider *provider_as(const char *ak_env, const char *sk_env,
+                                       const char *extra) {
+  return provider_on(ak_env, sk_env, true, extra);
 }
 
 static struct tw_provider *provider(const char *extra) {
@@ -370,6 +378,112 @@ static void spot_notices(void **state) {
   TW_CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
   TW_CHECK(ev.n == 0);
   tw_event_list_release(&ev);
+}
+
+/* notice_source spot-requests (the default without metadata_url): one
+ * DescribeSpotInstanceRequests per region and page, whatever the number
+ * of live spot instances, answering only the marked ones. */
+static void spot_request_notices(void **state) {
+  (void)state;
+  const struct tw_offer *sp =
+      find_offer(&offers, "m5.large", "us-east-1b", TW_MARKET_SPOT);
+  if (!sp)
+    return;
+  struct tw_provider *p =
+      provider_on("TW_TEST_AWS_AK", "TW_TEST_AWS_SK", false, "page_size: 5\n");
+  struct tw_err err = {0};
+  enum { N = 8 };
+  char id[N][TW_MODEL_ID_MAX];
+  for (int i = 0; i < N; i++) {
+    char tok[32], job[32];
+    snprintf(tok, sizeof tok, "tok-sirn-%d", i);
+    snprintf(job, sizeof job, "job-sirn-%d", i);
+    struct tw_launch req = launch_req(sp, tok, job);
+    req.max_price_uusd_per_hour = 50000;
+    struct tw_instance b;
+    TW_CHECK_RC(tw_provider_launch(p, &req, &b, &err), TW_OK, err);
+    snprintf(id[i], sizeof id[i], "%s", b.id);
+  }
+  struct tw_event_list ev;
+  tw_event_list_init(&ev);
+  long sirs = calls_of("DescribeSpotInstanceRequests");
+  long dis = calls_of("DescribeInstances");
+  TW_CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  TW_CHECK(ev.n == 0, "%zu events before any notice", ev.n);
+  TW_CHECK(calls_of("DescribeSpotInstanceRequests") == sirs + 1);
+  TW_CHECK(calls_of("DescribeInstances") == dis, "no per-instance listing");
+
+  /* Six notices (one a stop): two pages of five at most. */
+  int64_t noticed[N] = {0};
+  for (int i = 0; i < 6; i++) {
+    char path[N * TW_MODEL_ID_MAX + 64];
+    snprintf(path, sizeof path, "/_fake/ec2/instances/%s/interrupt", id[i]);
+    json_t *n = twtest_fake_ctl("POST", path,
+                                i == 3 ? "{\"lead_ms\": 120000, \"action\": "
+                                         "\"stop\"}"
+                                       : "{\"lead_ms\": 120000}");
+    TW_CHECK(!tw_time_parse_rfc3339(js(n, "notice_time"), &noticed[i]));
+    json_decref(n);
+  }
+  /* a rebalance recommendation is not in the spot request's status */
+  char path[N * TW_MODEL_ID_MAX + 64];
+  snprintf(path, sizeof path, "/_fake/ec2/instances/%s/rebalance", id[7]);
+  twtest_fake_ctl_ok("POST", path, "{}");
+  sirs = calls_of("DescribeSpotInstanceRequests");
+  TW_CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  TW_CHECK(calls_of("DescribeSpotInstanceRequests") == sirs + 2, "%ld calls",
+           calls_of("DescribeSpotInstanceRequests") - sirs);
+  TW_CHECK(calls_of("DescribeInstances") == dis);
+  TW_CHECK(ev.n == 6, "%zu events", ev.n);
+  for (int i = 0; i < N; i++) {
+    int seen = 0;
+    for (size_t k = 0; k < ev.n; k++) {
+      const struct tw_event *e = &ev.items[k];
+      if (strcmp(e->instance_id, id[i]))
+        continue;
+      seen++;
+      TW_CHECK(e->kind == TW_EVENT_INTERRUPTION);
+      TW_CHECK(!strcmp(e->action, i == 3 ? "stop" : "terminate"), "%s",
+               e->action);
+      /* updateTime is whole seconds */
+      TW_CHECK(e->noticed_ms == noticed[i] / 1000 * 1000, "%lld vs %lld",
+               (long long)e->noticed_ms, (long long)noticed[i]);
+      TW_CHECK(e->deadline_ms == e->noticed_ms + 120000);
+    }
+    TW_CHECK(seen == (i < 6), "%s seen %d times", id[i], seen);
+  }
+  /* Stable from poll to poll. */
+  struct tw_event_list again;
+  tw_event_list_init(&again);
+  TW_CHECK_RC(tw_provider_poll_events(p, &again, &err), TW_OK, err);
+  TW_CHECK(again.n == ev.n);
+  for (size_t i = 0; i < again.n && i < ev.n; i++)
+    TW_CHECK(!strcmp(again.items[i].instance_id, ev.items[i].instance_id) &&
+             again.items[i].noticed_ms == ev.items[i].noticed_ms);
+  tw_event_list_release(&again);
+  tw_event_list_release(&ev);
+
+  /* Ended by the user: the request closes, no notice is left in force. */
+  for (int i = 0; i < N; i++)
+    TW_CHECK_RC(tw_provider_terminate(p, id[i], &err), TW_OK, err);
+  TW_CHECK_RC(tw_provider_poll_events(p, &ev, &err), TW_OK, err);
+  TW_CHECK(ev.n == 0, "%zu events after terminate", ev.n);
+  tw_event_list_release(&ev);
+
+  /* notice_source is checked */
+  struct tw_node *cfg = NULL;
+  struct tw_provider *bad = NULL;
+  const char *doc = "name: aws-bad\ntype: aws\nregions: [us-east-1]\n"
+                    "access_key: AKIDX\nsecret_key: x\n"
+                    "notice_source: metadata\n";
+  TW_CHECK_RC(tw_node_parse_yaml(doc, strlen(doc), &cfg, &err), TW_OK, err);
+  memset(&err, 0, sizeof err);
+  TW_CHECK(tw_provider_new(tw_adapters, cfg, NULL, &bad, &err) ==
+           TW_E_INVALID);
+  TW_CHECK(strstr(err.msg, "notice_source") != NULL, "%s", err.msg);
+  tw_node_free(cfg);
+  tw_provider_free(bad);
+  tw_provider_free(p);
 }
 
 static void terminate(void **state) {
@@ -672,6 +786,7 @@ int main(void) {
       cmocka_unit_test(launch_describe_list_terminate),
       cmocka_unit_test(describe_many_batches),
       cmocka_unit_test(spot_notices),
+      cmocka_unit_test(spot_request_notices),
       cmocka_unit_test(error_classes),
       cmocka_unit_test(terminate),
       cmocka_unit_test(timeout_then_retry_buys_once),

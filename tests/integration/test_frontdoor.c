@@ -15,17 +15,22 @@
  *     closed, so the bytes behind never run as a second request.
  *   bad_heads_get_problems: HTTP/1.1 without Host, an overlong target and
  *     head: 400, 414, 431 as problem+json.
- *   library_errors_are_problems: the heads libmicrohttpd 0.9.75 would
- *     answer itself with HTML (a Content-Length that is not a number, a
- *     malformed chunk, a head over its connection memory, the HTTP/2
- *     preface, and their kin), on the main and the probe listener of a
- *     plain daemon (api.judge_heads: every) and of one serving TLS, on a
+ *   library_errors_are_problems: the heads an HTTP library (libmicrohttpd
+ *     0.9.75, which the server once used) would answer itself with HTML
+ *     (a Content-Length that is not a number, a malformed chunk, a head
+ *     over its connection memory, the HTTP/2 preface, and their kin), on
+ *     the main and the probe listener of a plain daemon (the default
+ *     configuration) and of one serving TLS, on a
  *     new connection and as the second request of a kept-alive one: one
  *     status line, application/problem+json, a body that parses as the
  *     problem with that status, the connection closed; pipelined behind
  *     a good request, the good one's answer whole first; the largest
  *     heads the door lets through get the server's own answer, never the
  *     library's.
+ *   keep_alive_in_order: three requests in one write get three answers
+ *     in order and the close the last asked for; HTTP/1.0 closes;
+ *     Expect: 100-continue gets 100 Continue once the head is accepted,
+ *     then the answer after the body (plain and TLS).
  *   ten_gib_declaration: an unauthenticated POST declaring 10 GiB with
  *     Expect: 100-continue gets 401 and no 100 Continue; with a token it
  *     gets 413, again without 100 Continue; a body trickled with a token
@@ -697,6 +702,81 @@ static void partial_head_gets_408(void **state) {
            "closed %d after %lld ms", closed, (long long)took);
 }
 
+/* ---- keep-alive, pipelining, HTTP/1.0, 100 Continue ---------------------- */
+
+static bool has_continue(const char *buf) {
+  return strstr(buf, "HTTP/1.1 100 Continue\r\n\r\n") != NULL;
+}
+
+/* Three requests in one write: three answers, in order, and the close the
+ * last asked for; HTTP/1.0 closes unless kept; 100 Continue comes once
+ * the head is accepted, and the answer after the body.  Over plain HTTP
+ * and TLS. */
+static void keep_alive_in_order(void **state) {
+  (void)state;
+  for (int tls = 0; tls < 2; tls++) {
+    int port = tls ? dt.port : d.port;
+    const char *what = tls ? "tls" : "plain";
+    struct raw c;
+    static char out[65536];
+    bool closed;
+    TW_CHECK(raw_open(&c, port, tls), "%s: connect", what);
+    static const char three[] =
+        "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+        "GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n"
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    TW_CHECK(raw_send(&c, three, sizeof three - 1), "%s: send", what);
+    raw_read(&c, out, sizeof out, 5000, &closed, NULL);
+    raw_close(&c);
+    const char *a1 = strstr(out, "{\"status\":\"ok\"}");
+    const char *a2 = a1 ? strstr(a1, "\"status\":\"ready\"") : NULL;
+    const char *a3 = a2 ? strstr(a2, "{\"status\":\"ok\"}") : NULL;
+    int answers = 0; /* each after the body before it, no newline between */
+    for (const char *p = out; (p = strstr(p, "HTTP/1.1 ")); p++)
+      answers++;
+    TW_CHECK(answers == 3 && a3 && closed,
+             "%s: pipelined, closed %d: %.600s", what, closed, out);
+    const char *last = a2 ? strstr(a2, "HTTP/1.1 200 ") : NULL;
+    TW_CHECK(last && strstr(last, "\r\nConnection: close\r\n"),
+             "%s: the last answer says close: %.600s", what, out);
+    /* HTTP/1.0 without keep-alive: answered and closed */
+    TW_CHECK(raw_open(&c, port, tls), "%s: connect", what);
+    static const char old[] = "GET /healthz HTTP/1.0\r\n\r\n";
+    TW_CHECK(raw_send(&c, old, sizeof old - 1), "%s: send", what);
+    raw_read(&c, out, sizeof out, 5000, &closed, NULL);
+    raw_close(&c);
+    TW_CHECK(status_lines(out) == 1 && closed &&
+                 strstr(out, "\r\nConnection: close\r\n"),
+             "%s: HTTP/1.0, closed %d: %.400s", what, closed, out);
+    /* 100 Continue once the head is accepted, then the answer (each
+     * daemon has its own admin token) */
+    char tok[128] = "", path[400];
+    snprintf(path, sizeof path, "%s/admin.token", tls ? dt.dir : d.dir);
+    FILE *f = fopen(path, "r");
+    TW_CHECK(f && fgets(tok, sizeof tok, f), "%s: no token in %s", what, path);
+    if (f)
+      fclose(f);
+    tok[strcspn(tok, "\r\n")] = '\0';
+    char head[1024];
+    snprintf(head, sizeof head,
+             "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: "
+             "application/json\r\nContent-Length: 2\r\nExpect: "
+             "100-continue\r\nAuthorization: Bearer %s\r\n\r\n",
+             tok);
+    TW_CHECK(raw_open(&c, port, tls), "%s: connect", what);
+    TW_CHECK(raw_send(&c, head, strlen(head)), "%s: send", what);
+    raw_read(&c, out, sizeof out, 5000, &closed, has_continue);
+    TW_CHECK(has_continue(out) && status_lines(out) == 1,
+             "%s: no 100 Continue: %.400s", what, out);
+    TW_CHECK(raw_send(&c, "{}", 2), "%s: send", what);
+    raw_read(&c, out, sizeof out, 5000, &closed, answer_whole);
+    raw_close(&c);
+    TW_CHECK(!strncmp(out, "HTTP/1.1 400 ", 13) &&
+                 strstr(out, "application/problem+json"),
+             "%s: the answer after the body: %.400s", what, out);
+  }
+}
+
 /* ---- the body is not read before the head is judged --------------------- */
 
 static void ten_gib_declaration(void **state) {
@@ -883,7 +963,7 @@ int main(void) {
            "log:\n  level: info\n"
            "api:\n  max_per_address: %d\n  head_timeout_s: %d\n"
            "  body_timeout_s: %d\n  threads: 8\n"
-           "  probe_listen: 127.0.0.1:0\n  judge_heads: every\n"
+           "  probe_listen: 127.0.0.1:0\n"
            "auth:\n  mode: tokens\n  rate_limit_per_s: 0\n",
            PER_ADDRESS, HEAD_TIMEOUT_S, BODY_TIMEOUT_S);
   if (twtest_daemon_init(&d, cfg) != 0) {
@@ -923,6 +1003,7 @@ int main(void) {
       cmocka_unit_test(bad_heads_get_problems),
       cmocka_unit_test(library_errors_are_problems),
       cmocka_unit_test(partial_head_gets_408),
+      cmocka_unit_test(keep_alive_in_order),
       cmocka_unit_test(ten_gib_declaration),
       cmocka_unit_test(flood_and_slowloris),
       cmocka_unit_test(probe_listener_when_budget_spent),

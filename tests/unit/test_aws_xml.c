@@ -293,6 +293,81 @@ static void spot_prices(void **state) {
   tw_ec2_spot_price_list_release(&l);
 }
 
+/* DescribeSpotInstanceRequests: jclouds' captures (2012-06-01: requests
+ * without <status>, and one fulfilled with its status after the instance
+ * id) and a marked request as EC2 answers it now (status before the
+ * instance id, interruption behaviour, nextToken). */
+static void spot_requests(void **state) {
+  size_t len;
+  struct tw_ec2_spot_request_list l;
+  struct tw_err err = {0};
+  char *next = NULL;
+  tw_ec2_spot_request_list_init(&l);
+  char *x = slurp(JCA "describe_spot_instance_requests.xml", &len);
+  TW_CHECK_RC(tw_ec2_parse_spot_requests(x, len, &l, &next, &err), TW_OK, err);
+  TW_CHECK(l.n == 18, "%zu requests", l.n);
+  TW_CHECK(next == NULL);
+  if (l.n) {
+    TW_CHECK_STR(l.items[0].id, "sir-067a4805");
+    TW_CHECK_STR(l.items[0].state, "cancelled");
+    TW_CHECK_STR(l.items[0].code, "");
+    TW_CHECK(l.items[0].updated_ms == 0);
+  }
+  free(x);
+  l.n = 0;
+  x = slurp(JCA "describe_spot_instance.xml", &len);
+  TW_CHECK_RC(tw_ec2_parse_spot_requests(x, len, &l, &next, &err), TW_OK, err);
+  TW_CHECK(l.n == 1);
+  if (l.n == 1) {
+    TW_CHECK_STR(l.items[0].id, "sir-1ede0012");
+    TW_CHECK_STR(l.items[0].instance_id, "i-ef308e8e");
+    TW_CHECK_STR(l.items[0].state, "active");
+    TW_CHECK_STR(l.items[0].code, "fulfilled");
+    TW_CHECK(l.items[0].updated_ms == 1311917259000LL);
+  }
+  free(x);
+  l.n = 0;
+  static const char marked[] =
+      "<DescribeSpotInstanceRequestsResponse "
+      "xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\">"
+      "<requestId>r-1</requestId><spotInstanceRequestSet><item>"
+      "<spotInstanceRequestId>sir-1a2b3c4d</spotInstanceRequestId>"
+      "<state>active</state><status><code>marked-for-stop</code>"
+      "<updateTime>2026-01-05T10:00:00.000Z</updateTime>"
+      "<message>Spot Instance is marked for stop due to no available "
+      "capacity.</message></status>"
+      "<launchSpecification><imageId>ami-1</imageId><groupSet><item>"
+      "<groupId>sg-1</groupId></item></groupSet></launchSpecification>"
+      "<instanceId>i-0123456789abcdef0</instanceId>"
+      "<instanceInterruptionBehavior>hibernate</instanceInterruptionBehavior>"
+      "</item></spotInstanceRequestSet><nextToken>tok-2</nextToken>"
+      "</DescribeSpotInstanceRequestsResponse>";
+  TW_CHECK_RC(tw_ec2_parse_spot_requests(marked, sizeof marked - 1, &l, &next,
+                                         &err),
+              TW_OK, err);
+  TW_CHECK(l.n == 1);
+  TW_CHECK(next && !strcmp(next, "tok-2"));
+  free(next);
+  next = NULL;
+  if (l.n == 1) {
+    TW_CHECK_STR(l.items[0].instance_id, "i-0123456789abcdef0");
+    TW_CHECK_STR(l.items[0].code, "marked-for-stop");
+    TW_CHECK_STR(l.items[0].behavior, "hibernate");
+    TW_CHECK(l.items[0].updated_ms == 1767607200000LL);
+  }
+  /* a request without its id, a time that is not one: errors, no items */
+  static const char bad[] =
+      "<DescribeSpotInstanceRequestsResponse><spotInstanceRequestSet><item>"
+      "<state>active</state><status><updateTime>yesterday</updateTime>"
+      "</status></item></spotInstanceRequestSet>"
+      "</DescribeSpotInstanceRequestsResponse>";
+  l.n = 0;
+  TW_CHECK(tw_ec2_parse_spot_requests(bad, sizeof bad - 1, &l, &next, &err) ==
+           TW_E_INVALID);
+  TW_CHECK(l.n == 0 && next == NULL);
+  tw_ec2_spot_request_list_release(&l);
+}
+
 static void instance_types_eucalyptus(void **state) {
   size_t len;
   struct tw_ec2_instance_type_list l;
@@ -794,6 +869,7 @@ int main(void) {
       cmocka_unit_test(state_changes),
       cmocka_unit_test(zones),
       cmocka_unit_test(spot_prices),
+      cmocka_unit_test(spot_requests),
       cmocka_unit_test(instance_types_eucalyptus),
       cmocka_unit_test(errors),
       cmocka_unit_test(every_fixture_file),

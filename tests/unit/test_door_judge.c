@@ -216,6 +216,52 @@ static void answers_are_one_problem(void **state) {
   assert_int_equal(tw_door_answer(&p, "00112233445566aa", out, 64), 0);
 }
 
+/* What passes is parsed as the server reads it: the path and the
+ * arguments percent-decoded ('+' a space in arguments only), fields
+ * trimmed and found whatever their case, the connection's fate. */
+static void heads_parse(void **state) {
+  (void)state;
+  const char *h = "\r\nGET /v1/jobs%2Fx+y?tenant=a%20b&state=run+ning&flag"
+                  "&%74=1 HTTP/1.1\r\nHost: example\r\n"
+                  "X-Empty:\r\nAuthorization:  Bearer t  \r\n"
+                  "Connection: keep-alive, Close\r\n\r\n";
+  struct tw_door_problem p;
+  assert_int_equal(judge(h, &p), TW_DOOR_PASS);
+  struct tw_door_req q;
+  tw_door_parse(h, p.head_len, &q);
+  assert_string_equal(q.method, "GET");
+  assert_string_equal(q.path, "/v1/jobs/x+y");
+  assert_string_equal(q.version, "HTTP/1.1");
+  assert_true(q.http11);
+  assert_true(q.want_close);
+  assert_string_equal(tw_door_req_arg(&q, "tenant"), "a b");
+  assert_string_equal(tw_door_req_arg(&q, "state"), "run ning");
+  assert_int_equal(q.n_arg, 4);
+  assert_null(tw_door_req_arg(&q, "flag")); /* present, without a value */
+  assert_string_equal(q.arg[2].key, "flag");
+  assert_string_equal(tw_door_req_arg(&q, "t"), "1");
+  assert_string_equal(tw_door_req_header(&q, "authorization"), "Bearer t");
+  assert_string_equal(tw_door_req_header(&q, "X-EMPTY"), "");
+  assert_null(tw_door_req_header(&q, "Cookie"));
+  tw_door_req_set_arg(&q, "tenant", "c");
+  tw_door_req_set_arg(&q, "job", "j");
+  assert_string_equal(tw_door_req_arg(&q, "tenant"), "c");
+  assert_string_equal(tw_door_req_arg(&q, "job"), "j");
+  tw_door_req_release(&q);
+  /* HTTP/1.0 closes unless it asks to be kept */
+  const char *h10 = "GET / HTTP/1.0\r\n\r\n";
+  assert_int_equal(judge(h10, &p), TW_DOOR_PASS);
+  tw_door_parse(h10, p.head_len, &q);
+  assert_false(q.http11);
+  assert_true(q.want_close);
+  tw_door_req_release(&q);
+  const char *k10 = "GET / HTTP/1.0\nConnection: Keep-Alive\n\n";
+  assert_int_equal(judge(k10, &p), TW_DOOR_PASS);
+  tw_door_parse(k10, p.head_len, &q);
+  assert_false(q.want_close);
+  tw_door_req_release(&q);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(whole_heads_pass),
@@ -224,6 +270,7 @@ int main(void) {
       cmocka_unit_test(the_library_s_own_errors_are_refused),
       cmocka_unit_test(sizes_are_bounded),
       cmocka_unit_test(answers_are_one_problem),
+      cmocka_unit_test(heads_parse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 #include "tests/fakecloud/ec2_req.h"
 #include "tests/fakecloud/fault.h"
 #include "tests/fakecloud/params.h"
+#include "tests/fakecloud/xml.h"
 
 static void decoding(void **state) {
   static const struct {
@@ -363,8 +364,30 @@ static void scaled_clock(void **state) {
   TW_CHECK(!strcmp(d, "2024-05-01T12:02:05Z"), "%s", d);
 }
 
+/* The XML writer: references for the five, XML 1.0's forbidden control
+ * characters dropped, empty elements self-closed. */
+static void xml_writer(void **state) {
+  struct tw_buf b;
+  tw_buf_init(&b);
+  fc_xml_open(&b, "r");
+  fc_xml_elem(&b, "a", "x&y<z>\"q'\x01\tend");
+  fc_xml_elem(&b, "e", "");
+  fc_xml_elem(&b, "n", NULL);
+  fc_xml_elem(&b, "p", "plain text");
+  fc_xml_elem(&b, "s", "&");
+  fc_xml_elem_i64(&b, "i", -42);
+  fc_xml_elem_bool(&b, "t", 1);
+  fc_xml_close(&b, "r");
+  TW_CHECK(!strcmp(b.data, "<r><a>x&amp;y&lt;z&gt;&quot;q&apos;\tend</a>"
+                           "<e/><n/><p>plain text</p><s>&amp;</s>"
+                           "<i>-42</i><t>true</t></r>"),
+           "%s", b.data);
+  tw_buf_release(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(xml_writer),
       cmocka_unit_test(scaled_clock),      cmocka_unit_test(decoding),
       cmocka_unit_test(lists_and_filters), cmocka_unit_test(globbing),
       cmocka_unit_test(run_validation),    cmocka_unit_test(prices_and_catalog),

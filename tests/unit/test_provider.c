@@ -950,6 +950,25 @@ static void region_memo_table(void **state) {
   TW_CHECK(tw_region_memo_hint(&m, "i-1") == 1);
   TW_CHECK(m.n_where == TW_REGION_MEMO_MAX);
   tw_region_memo_release(&m);
+
+  /* Around the table twice and a half, each id in its own region: the
+   * last TW_REGION_MEMO_MAX are all found where they were put (every
+   * eviction kept the index whole), the ones before are forgotten. */
+  tw_region_memo_init(&m);
+  m.regions = three;
+  m.n_regions = 3;
+  int total = TW_REGION_MEMO_MAX * 5 / 2, wrong = 0;
+  for (int i = 0; i < total; i++) {
+    snprintf(id, sizeof id, "i-%x", (unsigned)i * 2654435761u);
+    tw_region_memo_put(&m, id, three[i % 3]);
+  }
+  for (int i = 0; i < total; i++) {
+    snprintf(id, sizeof id, "i-%x", (unsigned)i * 2654435761u);
+    size_t want = i >= total - TW_REGION_MEMO_MAX ? (size_t)(i % 3) : 0;
+    wrong += tw_region_memo_hint(&m, id) != want;
+  }
+  TW_CHECK(wrong == 0, "%d ids with a wrong hint", wrong);
+  tw_region_memo_release(&m);
 }
 
 static void registry_and_new(void **state) {

@@ -18,7 +18,22 @@
  *     the entries are linked at the batch's end, so the log holds exactly
  *     the successes' entries, in the order they ran, numbered 1, 2, ...
  *     without a gap, each linked to the one before and its hash right,
- *     and each caller's seq is its own entry's. */
+ *     and each caller's seq is its own entry's.
+ *   submissions_share_a_batch: 30 submissions (tw_store_job_submit, with
+ *     an owner and an audit entry) queued behind the held writer with
+ *     plain writes between them; on PostgreSQL each run of them is one
+ *     statement (store__write_grouped).  Idempotency keys decide row by
+ *     row: a key stored before with the same spec replays that job, with
+ *     another spec is refused, a key used twice in the batch stores the
+ *     first and replays it to the second.  Each caller hears its own
+ *     outcome and the seq and id of its job as stored, a plain write
+ *     reading the jobs counts every submission queued before it and none
+ *     after, every stored job has its owner and one audit entry, the
+ *     refused and the replayed none, and the chain is unbroken.
+ *   a_failed_run_goes_one_by_one: a run whose statement fails (on
+ *     PostgreSQL a name that is not UTF-8) runs each submission alone:
+ *     the others are stored with owner and entry, the bad one is refused
+ *     and leaves nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,6 +48,7 @@
 #include "broker/core/db.h"
 #include "broker/core/store.h"
 #include "broker/core/store_audit.h"
+#include "broker/core/store_tenancy.h"
 #include "tests/unit/pg_store.h"
 #include "tests/unit/tmp_store.h"
 
@@ -290,6 +306,331 @@ static void audit_entries_stay_with_their_operation(void **state) {
   run_batch(true);
 }
 
+/* ---- submissions sharing a batch ---------------------------------------- */
+
+struct sub {
+  struct tw_store *s;
+  int kind; /* 0 new, 1 replay of a stored key, 2 a stored key with
+               another spec, 3 a key new to the batch, 4 that key again
+               (same spec), 5 a plain write counting the jobs */
+  char key[32], spec[64], name[32];
+  struct tw_job_rec out;
+  bool replayed;
+  enum tw_rc rc;
+  int64_t seen; /* kind 5 */
+  int ran;      /* kind 5: when the writer ran it */
+};
+
+static const char SQL_JOBS[] = "SELECT count(*) FROM jobs";
+
+static enum tw_rc count_jobs_fn(struct tw_store *s, struct tw_db *db,
+                                void *varg, struct tw_err *err) {
+  struct sub *o = varg;
+  o->ran = ++ran_count;
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_JOBS, err);
+  if (!st)
+    return TW_E_IO;
+  int r = tw_db_step(st);
+  if (r == TW_DB_ROW)
+    o->seen = tw_db_column_int64(st, 0);
+  tw_db_reset(st);
+  if (r != TW_DB_ROW)
+    return fail_db(db, err);
+  /* its place among the submissions: its entry's in the chain */
+  struct tw_audit_event ev = {.principal = "test",
+                              .tenant = "t",
+                              .action = "batch.count",
+                              .object = o->name,
+                              .outcome = "ok"};
+  return tw_store_audit_append_in(s, db, &ev, 1, NULL, err);
+}
+
+static enum tw_rc submit(struct sub *o) {
+  struct tw_job_new j = {.name = o->name,
+                         .tenant = "t",
+                         .project = "p",
+                         .priority = 3,
+                         .spec_json = o->spec,
+                         .idem_key = o->key[0] ? o->key : NULL};
+  struct tw_store_owner ow = {
+      .tenant = "t", .project = "p", .principal = "alice", .projected_uusd = 7};
+  struct tw_audit_event ev = {.principal = "alice",
+                              .tenant = "t",
+                              .action = "job.submit",
+                              .outcome = "ok",
+                              .detail = o->name};
+  struct tw_err err = {0};
+  return tw_store_job_submit(o->s, &j, &ow, &ev, &o->out, &o->replayed, &err);
+}
+
+static void *sub_main(void *arg) {
+  struct sub *o = arg;
+  __atomic_add_fetch(&n_queueing, 1, __ATOMIC_SEQ_CST);
+  if (o->kind == 5)
+    o->rc = tw_store_write(o->s, count_jobs_fn, o, NULL);
+  else
+    o->rc = submit(o);
+  return NULL;
+}
+
+static void submissions_share_a_batch(void **state) {
+  (void)state;
+  struct tw_store *s = NULL;
+  struct tw_err err = {0};
+  struct tw_store_opts so = {.path = path, .readers = 2};
+  tw_test_pg_opts(&pg, &so);
+  if (tw_store_open(&so, &s, &err))
+    fail_msg("open: %s", err.msg);
+  /* two keys stored before the batch */
+  struct sub old[2];
+  for (int k = 0; k < 2; k++) {
+    old[k] = (struct sub){.s = s};
+    snprintf(old[k].key, sizeof old[k].key, "old-%d", k);
+    snprintf(old[k].spec, sizeof old[k].spec, "{\"old\":%d}", k);
+    snprintf(old[k].name, sizeof old[k].name, "old-%d", k);
+    assert_int_equal(submit(&old[k]), TW_OK);
+  }
+  enum { N = 30 };
+  struct sub ops[N];
+  pthread_t th[N], gate;
+  gate_open = gate_held = false;
+  n_queueing = 0;
+  ran_count = 0;
+  pthread_create(&gate, NULL, gate_main, s);
+  pthread_mutex_lock(&gate_mu);
+  while (!gate_held)
+    pthread_cond_wait(&gate_cv, &gate_mu);
+  pthread_mutex_unlock(&gate_mu);
+  for (int i = 0; i < N; i++) {
+    struct sub *o = &ops[i];
+    /* kinds 0, 1, 3, 0, 4, 2, 0, 5, ... (a key's second use after its
+     * first, a plain write every so often) */
+    static const int order[10] = {0, 1, 3, 0, 4, 2, 0, 5, 0, 0};
+    *o = (struct sub){.s = s, .kind = order[i % 10], .seen = -1};
+    snprintf(o->name, sizeof o->name, "job-%d", i);
+    snprintf(o->spec, sizeof o->spec, "{\"i\":%d,\"q\":\"a\\\"b\"}", i);
+    switch (o->kind) {
+    case 1: /* replay: the stored key, its spec */
+    case 2: /* the stored key, another spec */
+      snprintf(o->key, sizeof o->key, "old-%d", (i / 10) % 2);
+      if (o->kind == 1)
+        snprintf(o->spec, sizeof o->spec, "{\"old\":%d}", (i / 10) % 2);
+      break;
+    case 3:
+      snprintf(o->key, sizeof o->key, "new-%d", i / 10);
+      snprintf(o->spec, sizeof o->spec, "{\"new\":%d}", i / 10);
+      break;
+    case 4: /* the same key and spec as the kind 3 two before */
+      snprintf(o->key, sizeof o->key, "new-%d", i / 10);
+      snprintf(o->spec, sizeof o->spec, "{\"new\":%d}", i / 10);
+      break;
+    }
+    pthread_create(&th[i], NULL, sub_main, o);
+    usleep(2000); /* most likely in this order in the writer's queue */
+  }
+  while (__atomic_load_n(&n_queueing, __ATOMIC_SEQ_CST) < N)
+    usleep(1000);
+  usleep(100000);
+  pthread_mutex_lock(&gate_mu);
+  gate_open = true;
+  pthread_cond_broadcast(&gate_cv);
+  pthread_mutex_unlock(&gate_mu);
+  pthread_join(gate, NULL);
+  for (int i = 0; i < N; i++)
+    pthread_join(th[i], NULL);
+  int stored = 0;
+  for (int i = 0; i < N; i++) {
+    struct sub *o = &ops[i];
+    switch (o->kind) {
+    case 2:
+      if (o->rc != TW_E_CONFLICT)
+        fail_msg("submission %d: a key used with another spec: rc %d", i,
+                 o->rc);
+      assert_int_equal(o->out.seq, 0);
+      continue;
+    case 5:
+      assert_int_equal(o->rc, TW_OK);
+      continue;
+    }
+    if (o->rc != TW_OK)
+      fail_msg("submission %d (kind %d): rc %d", i, o->kind, o->rc);
+    assert_true(o->out.seq > 0);
+    /* its record is the job as stored */
+    struct tw_job_rec got = {0};
+    assert_int_equal(tw_store_job_get(s, o->out.id, &got, &err), TW_OK);
+    assert_int_equal(got.seq, o->out.seq);
+    assert_string_equal(got.spec_json, o->spec);
+    assert_int_equal(got.created_ms, o->out.created_ms);
+    if (!o->replayed)
+      assert_string_equal(got.name, o->name);
+    tw_job_rec_release(&got);
+    if (o->kind == 1) {
+      assert_true(o->replayed);
+      assert_string_equal(o->out.id, old[(i / 10) % 2].out.id);
+      continue;
+    }
+    if (o->kind == 3 || o->kind == 4) {
+      /* the pair's key: whichever ran first stored it, the other replays */
+      struct sub *p = &ops[o->kind == 3 ? i + 2 : i - 2];
+      assert_int_equal(p->rc, TW_OK);
+      assert_string_equal(o->out.id, p->out.id);
+      assert_true(o->replayed != p->replayed);
+      if (o->replayed)
+        continue;
+    } else {
+      assert_false(o->replayed);
+    }
+    stored++;
+    bool found = false;
+    struct tw_store_owner_rec rec;
+    assert_int_equal(tw_store_job_owner_get(s, o->out.id, &found, &rec, &err),
+                     TW_OK);
+    assert_true(found);
+    assert_string_equal(rec.principal, "alice");
+    assert_int_equal(rec.projected_uusd, 7);
+  }
+  /* one entry per stored job, the two before first, one chain */
+  struct tw_audit_filter f = {.limit = 1000};
+  struct tw_audit_entry *e = NULL;
+  size_t got = 0;
+  if (tw_store_audit_list(s, &f, &e, &got, &err))
+    fail_msg("audit list: %s", err.msg);
+  assert_int_equal((int)got, 2 + stored + N / 10);
+  char prev[TW_AUDIT_HASH_HEX] = TW_AUDIT_HASH_ZERO;
+  int jobs_before = 0; /* the stored jobs' entries before this one */
+  for (size_t k = 0; k < got; k++) {
+    assert_int_equal(e[k].seq, (int64_t)k + 1);
+    assert_string_equal(e[k].prev_hash, prev);
+    char h[TW_AUDIT_HASH_HEX];
+    tw_store_audit_hash(&e[k], prev, h);
+    assert_string_equal(e[k].hash, h);
+    memcpy(prev, h, sizeof prev);
+    if (!strcmp(e[k].action, "batch.count")) {
+      /* a plain write sees every job queued before it and none after */
+      const struct sub *c = NULL;
+      for (int i = 0; i < N && !c; i++)
+        if (ops[i].kind == 5 && !strcmp(ops[i].name, e[k].object))
+          c = &ops[i];
+      assert_non_null(c);
+      if (c->seen != jobs_before)
+        fail_msg("%s counted %lld jobs, %d were queued before it", c->name,
+                 (long long)c->seen, jobs_before);
+      continue;
+    }
+    jobs_before++;
+    int owners = 0;
+    for (int i = 0; i < N; i++)
+      if (ops[i].rc == TW_OK && ops[i].kind != 5 && !ops[i].replayed &&
+          !strcmp(ops[i].out.id, e[k].object)) {
+        owners++;
+        assert_string_equal(e[k].detail, ops[i].name);
+      }
+    for (int i = 0; i < 2; i++)
+      owners += !strcmp(old[i].out.id, e[k].object);
+    if (owners != 1)
+      fail_msg("entry %zu (%s): %d stored jobs", k + 1, e[k].object, owners);
+  }
+  tw_store_audit_entries_free(e, got);
+  struct tw_store_stats st;
+  tw_store_stats(s, &st);
+  assert_true(st.max_batch >= N / 2); /* they did share a batch */
+  for (int i = 0; i < N; i++)
+    tw_job_rec_release(&ops[i].out);
+  for (int i = 0; i < 2; i++)
+    tw_job_rec_release(&old[i].out);
+  tw_store_close(s);
+}
+
+/* A run whose one statement fails (PostgreSQL refuses a name that is not
+ * UTF-8, sqlite stores its bytes): every submission of it runs alone,
+ * the others are stored with their owners and entries, the bad one alone
+ * is refused, nothing of it stored. */
+static void a_failed_run_goes_one_by_one(void **state) {
+  (void)state;
+  struct tw_store *s = NULL;
+  struct tw_err err = {0};
+  struct tw_store_opts so = {.path = path, .readers = 2};
+  tw_test_pg_opts(&pg, &so);
+  if (tw_store_open(&so, &s, &err))
+    fail_msg("open: %s", err.msg);
+  enum { N = 8, BAD = 3 };
+  struct sub ops[N];
+  pthread_t th[N], gate;
+  gate_open = gate_held = false;
+  n_queueing = 0;
+  pthread_create(&gate, NULL, gate_main, s);
+  pthread_mutex_lock(&gate_mu);
+  while (!gate_held)
+    pthread_cond_wait(&gate_cv, &gate_mu);
+  pthread_mutex_unlock(&gate_mu);
+  for (int i = 0; i < N; i++) {
+    ops[i] = (struct sub){.s = s};
+    snprintf(ops[i].name, sizeof ops[i].name, i == BAD ? "bad-\xff\xfe" : "ok-%d",
+             i);
+    snprintf(ops[i].spec, sizeof ops[i].spec, "{\"i\":%d}", i);
+    pthread_create(&th[i], NULL, sub_main, &ops[i]);
+  }
+  while (__atomic_load_n(&n_queueing, __ATOMIC_SEQ_CST) < N)
+    usleep(1000);
+  usleep(100000);
+  pthread_mutex_lock(&gate_mu);
+  gate_open = true;
+  pthread_cond_broadcast(&gate_cv);
+  pthread_mutex_unlock(&gate_mu);
+  pthread_join(gate, NULL);
+  for (int i = 0; i < N; i++)
+    pthread_join(th[i], NULL);
+  bool bad_refused = pg.on; /* sqlite stores any bytes */
+  int stored = 0;
+  for (int i = 0; i < N; i++) {
+    struct sub *o = &ops[i];
+    if (i == BAD && bad_refused) {
+      assert_int_not_equal(o->rc, TW_OK);
+      continue;
+    }
+    if (o->rc != TW_OK)
+      fail_msg("submission %d: rc %d", i, o->rc);
+    struct tw_job_rec got = {0};
+    assert_int_equal(tw_store_job_get(s, o->out.id, &got, &err), TW_OK);
+    assert_int_equal(got.seq, o->out.seq);
+    assert_string_equal(got.name, o->name);
+    tw_job_rec_release(&got);
+    bool found = false;
+    struct tw_store_owner_rec rec;
+    assert_int_equal(tw_store_job_owner_get(s, o->out.id, &found, &rec, &err),
+                     TW_OK);
+    assert_true(found);
+    stored++;
+  }
+  int64_t counts[TW_JOB_NSTATES];
+  assert_int_equal(tw_store_job_counts(s, counts, NULL), TW_OK);
+  assert_int_equal(counts[TW_JOB_PENDING], stored);
+  struct tw_audit_filter f = {.limit = 100};
+  struct tw_audit_entry *e = NULL;
+  size_t got = 0;
+  if (tw_store_audit_list(s, &f, &e, &got, &err))
+    fail_msg("audit list: %s", err.msg);
+  assert_int_equal((int)got, stored);
+  char prev[TW_AUDIT_HASH_HEX] = TW_AUDIT_HASH_ZERO;
+  for (size_t k = 0; k < got; k++) {
+    assert_int_equal(e[k].seq, (int64_t)k + 1);
+    assert_string_equal(e[k].prev_hash, prev);
+    char h[TW_AUDIT_HASH_HEX];
+    tw_store_audit_hash(&e[k], prev, h);
+    assert_string_equal(e[k].hash, h);
+    memcpy(prev, h, sizeof prev);
+    if (bad_refused) /* the refused one left no entry */
+      assert_string_not_equal(e[k].detail, ops[BAD].name);
+  }
+  tw_store_audit_entries_free(e, got);
+  struct tw_store_stats st;
+  tw_store_stats(s, &st);
+  assert_true(st.max_batch >= N / 2);
+  for (int i = 0; i < N; i++)
+    tw_job_rec_release(&ops[i].out);
+  tw_store_close(s);
+}
+
 int main(int argc, char **argv) {
   if (tw_test_pg_wanted(argc, argv)) {
     int r = tw_test_pg_init(&pg);
@@ -301,6 +642,10 @@ int main(int argc, char **argv) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(audit_entries_stay_with_their_operation,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(submissions_share_a_batch, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(a_failed_run_goes_one_by_one, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,8 @@
  *   principals_are_validated: admin only in "*", unknown tenant, twice;
  *   quota_versions_conflict: If-Match semantics of quota updates;
  *   admission_names_the_quota_and_the_numbers;
+ *   a_tenant_made_elsewhere_is_admitted_after_a_refusal: an admission
+ *     remembers the tenants it found, never one it did not;
  *   secrets_are_sealed_and_rotate.
  * With --backend=postgres the same cases run on PostgreSQL
  * (tests/unit/pg_store.h): the rows read there hold no secret either. */
@@ -368,6 +370,29 @@ static void admission_names_the_quota_and_the_numbers(void **state) {
         "tenant", "no tenant named \"nobody\"");
 }
 
+/* An admission remembers a tenant it found (tenants are never deleted)
+ * but not one it did not: a tenant created after a refusal, by another
+ * replica, is admitted at the next submission, and from then on. */
+static void a_tenant_made_elsewhere_is_admitted_after_a_refusal(void **state) {
+  (void)state;
+  admit("name: a\ntenant: late\nresources:\n  cpus: 1\n", TW_E_INVALID,
+        "tenant", "no tenant named \"late\"");
+  /* another broker's tenancy on the same database */
+  struct tw_tenancy *other = NULL;
+  struct tw_err err = {0};
+  struct tw_tenancy_opts to = {
+      .store = store, .clock = &clk, .admin_token_file = tokfile};
+  if (tw_tenancy_open(&to, &other, &err))
+    fail_msg("tenancy: %s", err.msg);
+  assert_int_equal(tw_tenancy_tenant_create(other, "late", NULL), TW_OK);
+  tw_tenancy_free(other);
+  for (int i = 0; i < 3; i++)
+    admit("name: b\ntenant: late\nresources:\n  cpus: 1\n", TW_OK, NULL,
+          NULL);
+  admit("name: c\ntenant: still-nobody\nresources:\n  cpus: 1\n",
+        TW_E_INVALID, "tenant", "no tenant named \"still-nobody\"");
+}
+
 static void write_key(const char *name, const char *text) {
   char p[200];
   snprintf(p, sizeof p, "%s/%s", dir, name);
@@ -545,6 +570,9 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(quota_versions_conflict, setup, teardown),
       cmocka_unit_test_setup_teardown(admission_names_the_quota_and_the_numbers,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          a_tenant_made_elsewhere_is_admitted_after_a_refusal, setup,
+          teardown),
       cmocka_unit_test_setup_teardown(job_secrets_are_sealed, setup, teardown),
       cmocka_unit_test_setup_teardown(secrets_are_sealed_and_rotate, setup,
                                       teardown),
