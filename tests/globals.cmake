@@ -3,6 +3,10 @@
 # thread-local qsort contexts.
 tw_add_test(test_sort SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_sort.c
             LIBS tw_base PkgConfig::CMOCKA LABELS unit architecture)
+# The index of positions by id the scheduler's live attempts and the
+# meter's states share.
+tw_add_test(test_idix SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_idix.c
+            LIBS tw_base PkgConfig::CMOCKA LABELS unit sched)
 
 # Every library made with tw_library() (the top CMakeLists.txt records
 # them), read with objdump: fails on a mutable global outside the test's

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "broker/base/idix.h"
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
 #include "broker/base/model.h"
@@ -534,52 +535,23 @@ struct tw_meter {
   pthread_mutex_t mu; /* guards the rest */
   struct mst *st;
   size_t n, cap;
-  /* st's index by attempt id (open addressing; slot = index + 1, 0
-   * free), rebuilt when it fills or st is compacted: every pass looks up
-   * every live attempt, which a scan made quadratic */
-  size_t *ix;
-  size_t ix_cap;
+  /* st's index by attempt id, rebuilt when st is compacted: every pass
+   * looks up every live attempt, which a scan made quadratic */
+  struct tw_idix ix;
   int64_t last_now;
   struct tw_meter_stats stats;
 };
 
-static size_t ix_slot(int64_t id, size_t mask) {
-  uint64_t h = (uint64_t)id * 0x9E3779B97F4A7C15ull;
-  return (size_t)(h >> 17) & mask;
-}
-
-/* Places m->st[k] in the index (which has room). */
-static void ix_put(struct tw_meter *m, size_t k) {
-  size_t mask = m->ix_cap - 1, i = ix_slot(m->st[k].attempt_id, mask);
-  while (m->ix[i])
-    i = (i + 1) & mask;
-  m->ix[i] = k + 1;
-}
-
-/* The index rebuilt over st[0..n), with room for twice as many. */
+/* The index rebuilt over st[0..n). */
 static void ix_build(struct tw_meter *m) {
-  size_t cap = 64;
-  while (cap < (m->n + 1) * 2)
-    cap *= 2;
-  if (cap != m->ix_cap) {
-    free(m->ix);
-    m->ix = tw_calloc(cap, sizeof *m->ix);
-    m->ix_cap = cap;
-  } else {
-    memset(m->ix, 0, cap * sizeof *m->ix);
-  }
+  tw_idix_reset(&m->ix, m->n + 1);
   for (size_t k = 0; k < m->n; k++)
-    ix_put(m, k);
+    tw_idix_put(&m->ix, m->st[k].attempt_id, k);
 }
 
 static struct mst *find_state(struct tw_meter *m, int64_t id) {
-  if (!m->ix_cap)
-    return NULL;
-  size_t mask = m->ix_cap - 1;
-  for (size_t i = ix_slot(id, mask); m->ix[i]; i = (i + 1) & mask)
-    if (m->st[m->ix[i] - 1].attempt_id == id)
-      return &m->st[m->ix[i] - 1];
-  return NULL;
+  size_t k = tw_idix_get(&m->ix, id);
+  return k == SIZE_MAX ? NULL : &m->st[k];
 }
 
 static struct mst *add_state(struct tw_meter *m, int64_t id) {
@@ -590,10 +562,7 @@ static struct mst *add_state(struct tw_meter *m, int64_t id) {
   struct mst *s = &m->st[m->n++];
   memset(s, 0, sizeof *s);
   s->attempt_id = id;
-  if ((m->n + 1) * 2 > m->ix_cap)
-    ix_build(m);
-  else
-    ix_put(m, m->n - 1);
+  tw_idix_put(&m->ix, id, m->n - 1);
   return s;
 }
 
@@ -716,7 +685,7 @@ void tw_meter_free(struct tw_meter *m) {
   tw_meter_cfg_release(&m->cfg);
   tw_offer_list_release(&m->offers);
   free(m->st);
-  free(m->ix);
+  tw_idix_free(&m->ix);
   pthread_mutex_destroy(&m->mu);
   pthread_mutex_destroy(&m->run_mu);
   pthread_cond_destroy(&m->run_cv);

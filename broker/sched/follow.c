@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "broker/base/idix.h"
 #include "broker/base/log.h"
 #include "broker/sched/agent.h"
 #include "broker/sched/checkpoint.h"
@@ -68,11 +69,9 @@ struct sched_ending {
 struct sched_follow {
   struct sched_att *a;
   size_t n, cap;
-  /* a's index by attempt id (open addressing; slot = index + 1, 0 free),
-   * rebuilt when it fills or a is pruned: a pass looks up every live
-   * attempt, which a scan made quadratic */
-  size_t *ix;
-  size_t ix_cap;
+  /* a's index by attempt id, rebuilt when a is pruned: a pass looks up
+   * every live attempt, which a scan made quadratic */
+  struct tw_idix ix;
   struct sched_ending *end;
   size_t n_end, cap_end;
   /* describes of this pass's attempts of one instance, sent together per
@@ -109,7 +108,7 @@ void sched__follow_release(struct tw_sched *s) {
     free(s->follow->lv);
     free(s->follow->lv_ended);
     free(s->follow->a);
-    free(s->follow->ix);
+    tw_idix_free(&s->follow->ix);
     free(s->follow->end);
     free(s->follow->q);
   }
@@ -518,43 +517,9 @@ static void ending_applied(struct tw_sched *s, const struct sched_call *c,
   }
 }
 
-static size_t att_slot(int64_t id, size_t mask) {
-  uint64_t h = (uint64_t)id * 0x9E3779B97F4A7C15ull;
-  return (size_t)(h >> 17) & mask;
-}
-
-/* Places m->a[k] in the index (which has room). */
-static void att_ix_put(struct sched_follow *m, size_t k) {
-  size_t mask = m->ix_cap - 1, i = att_slot(m->a[k].attempt_id, mask);
-  while (m->ix[i])
-    i = (i + 1) & mask;
-  m->ix[i] = k + 1;
-}
-
-/* The index rebuilt over m->a[0..n), for at least `want` entries. */
-static void att_ix_build(struct sched_follow *m, size_t want) {
-  size_t cap = 64;
-  while (cap < want * 2)
-    cap *= 2;
-  if (cap != m->ix_cap) {
-    free(m->ix);
-    m->ix = tw_calloc(cap, sizeof *m->ix);
-    m->ix_cap = cap;
-  } else {
-    memset(m->ix, 0, cap * sizeof *m->ix);
-  }
-  for (size_t k = 0; k < m->n; k++)
-    att_ix_put(m, k);
-}
-
 static struct sched_att *att_find(struct sched_follow *m, int64_t id) {
-  if (!m->ix_cap)
-    return NULL;
-  size_t mask = m->ix_cap - 1;
-  for (size_t i = att_slot(id, mask); m->ix[i]; i = (i + 1) & mask)
-    if (m->a[m->ix[i] - 1].attempt_id == id)
-      return &m->a[m->ix[i] - 1];
-  return NULL;
+  size_t k = tw_idix_get(&m->ix, id);
+  return k == SIZE_MAX ? NULL : &m->a[k];
 }
 
 static struct sched_att *att_get(struct tw_sched *s,
@@ -576,10 +541,7 @@ static struct sched_att *att_get(struct tw_sched *s,
   st->interval_ms = s->tick_ms;
   st->resume_s = -1;
   st->seen = true;
-  if ((m->n + 1) * 2 > m->ix_cap)
-    att_ix_build(m, m->n + 1);
-  else
-    att_ix_put(m, m->n - 1);
+  tw_idix_put(&m->ix, st->attempt_id, m->n - 1);
   return st;
 }
 
@@ -595,7 +557,9 @@ static void att_prune(struct tw_sched *s) {
       m->a[k++] = m->a[i];
     }
   m->n = k;
-  att_ix_build(m, k);
+  tw_idix_reset(&m->ix, k);
+  for (size_t i = 0; i < k; i++)
+    tw_idix_put(&m->ix, m->a[i].attempt_id, i);
 }
 
 /* Describe at once next pass (something moved). */
