@@ -749,21 +749,10 @@ static void *writer_main(void *arg) {
         fail_op(o, brc, &berr);
         continue;
       }
-      if (grouping && o->g) {
-        if (nrun && run[0].o->g != o->g) {
-          brc = write_run(s, run, nrun, &committed, &storage, &berr);
-          nrun = 0;
-          if (brc) {
-            run_lost = true;
-            fail_op(o, brc, &berr);
-            continue;
-          }
-        }
-        o->rc = TW_OK;
-        run[nrun++] = (struct run_item){.o = o, .idx = idx++};
-        continue;
-      }
-      if (nrun) { /* what this one may read is written first */
+      bool joins = grouping && o->g;
+      /* a run of another kind, or an operation that may read what the run
+       * writes: the run is written first */
+      if (nrun && (!joins || run[0].o->g != o->g)) {
         brc = write_run(s, run, nrun, &committed, &storage, &berr);
         nrun = 0;
         if (brc) {
@@ -771,6 +760,11 @@ static void *writer_main(void *arg) {
           fail_op(o, brc, &berr);
           continue;
         }
+      }
+      if (joins) {
+        o->rc = TW_OK;
+        run[nrun++] = (struct run_item){.o = o, .idx = idx++};
+        continue;
       }
       if (run_op(s, o, o->fn, idx++, &committed, &storage)) {
         /* sqlite rolled the whole transaction back (it may on
