@@ -672,6 +672,8 @@ static int resolve_launch(struct tw_sched *s, struct pcache *pc,
   struct sched_call *c = sched__launch_call(
       s, job, spec, a, o, 0, "sent again with its client token after no answer",
       NULL, false, true);
+  if (c)
+    c->settle_rc = st->settle_rc;
   sched__spec_release(s, spec);
   if (c && !sched__call_submit(s, pc, c))
     sched__call_free(s, c);
@@ -681,11 +683,18 @@ static int resolve_launch(struct tw_sched *s, struct pcache *pc,
 
 int sched__follow_resolved(struct tw_sched *s, const struct sched_call *c,
                            enum sched_launch_outcome r, int64_t now) {
-  struct sched_att *st = NULL;
-  if (s->follow)
-    for (size_t i = 0; i < s->follow->n; i++)
-      if (s->follow->a[i].attempt_id == c->a.id)
-        st = &s->follow->a[i];
+  struct sched_att *st = s->follow ? att_find(s->follow, c->a.id) : NULL;
+  if (r == SCHED_LAUNCH_SETTLE) {
+    /* asked for its token again after twice the call's deadline (the
+     * longest its first send waited unanswered, and as long again), at
+     * most a minute */
+    if (st) {
+      int64_t d = 2 * tw_provider_call_deadline_ms(c->p);
+      st->settle_rc = c->rc;
+      st->next_poll_ms = now + (d < 60000 ? d : 60000);
+    }
+    return 0;
+  }
   if (r == SCHED_LAUNCH_OK) {
     if (st) {
       st->launch_wait_ms = 0;

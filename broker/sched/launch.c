@@ -455,6 +455,12 @@ static void launch_call_run(struct sched_call *c) {
     if (c->rc != TW_E_NOTFOUND)
       return; /* no answer: asked again later */
     memset(&c->err, 0, sizeof c->err);
+    if (c->settle_rc) { /* still none, a settle time after the refusal */
+      c->rc = tw_err_set(&c->err, c->settle_rc,
+                         "refused when sent again with its client token, "
+                         "and no instance under that token since");
+      return;
+    }
   }
   /* definitely none (or a first launch): sent, the same token */
   if (c->nodes > 1) {
@@ -651,6 +657,28 @@ enum sched_launch_outcome sched__launch_apply(struct tw_sched *s,
     }
     return SCHED_LAUNCH_UNKNOWN;
   }
+  /* The resend of a launch whose first send went unanswered: that send
+   * may still be in the cloud's queue (a slow or stopped endpoint serves
+   * a later connection first) and make an instance under this token after
+   * this refusal.  Unless the instance was adopted meanwhile, the attempt
+   * stays launching and its token is asked for again a settle time later;
+   * only none then closes it (follow.c). */
+  bool adopted = false;
+  if (c->resolve && !c->settle_rc && c->nodes <= 1) {
+    struct tw_attempt_rec cur;
+    bool have = false;
+    adopted = tw_store_attempts_by_id(s->store, &a->id, 1, &cur, &have,
+                                      &serr) == TW_OK &&
+              have && cur.state != TW_ATTEMPT_LAUNCHING;
+    if (!adopted) {
+      tw_log_info("sched",
+                  "job=%s attempt=%d offer=%s launch refused (%s) when sent "
+                  "again after no answer: %s; its token asked for again "
+                  "before the attempt ends",
+                  job->id, a->n, o->id, tw_rc_str(rc), err.msg);
+      return SCHED_LAUNCH_SETTLE;
+    }
+  }
   /* capacity: that offer is full now; rejected: that offer refuses this
    * request (an image missing in that region, say), so both are avoided
    * for this job; failed: nothing wrong with the offer (auth) */
@@ -661,7 +689,7 @@ enum sched_launch_outcome sched__launch_apply(struct tw_sched *s,
                                 .end_reason = end,
                                 .job_to = TW_JOB_NSTATES,
                                 .only_launching = true};
-  if (tw_store_attempt_close(s->store, &cl, &serr) == TW_E_CONFLICT) {
+  if (adopted || tw_store_attempt_close(s->store, &cl, &serr) == TW_E_CONFLICT) {
     /* An earlier try's instance was adopted meanwhile (the reconciler):
      * that instance is the attempt's, and this late refusal changes
      * nothing. */

@@ -290,6 +290,7 @@ struct sched_att {
   int64_t resume_s; /* progress it started from; -1 unknown */
   int64_t review_at_ms;
   bool blocked;           /* its offer was blocklisted at the notice */
+  enum tw_rc settle_rc;   /* launching: its resend's refusal, settling */
   int64_t launch_wait_ms; /* launching: the wait before the next question
                              to the provider (doubles to 60 s) */
   bool seen;              /* live at this pass */
@@ -355,7 +356,11 @@ enum sched_launch_outcome {
   SCHED_LAUNCH_OK,      /* the attempt has its instance (launched now, or
                            adopted meanwhile by the reconciler) */
   SCHED_LAUNCH_UNKNOWN, /* no answer: the attempt stays launching */
-  SCHED_LAUNCH_REFUSED  /* a definite refusal: the attempt is closed */
+  SCHED_LAUNCH_REFUSED, /* a definite refusal: the attempt is closed */
+  /* a launch sent again after no answer was refused: the first send may
+   * still make the instance, so the attempt stays launching and its token
+   * is asked for once more a settle time later (follow.c) */
+  SCHED_LAUNCH_SETTLE
 };
 
 /* Calls the provider for attempt a on offer o (the same client token,
@@ -482,6 +487,9 @@ struct sched_call {
   struct tw_provider *p;
   struct tw_store *store;
   bool resolve, first, found;
+  /* resolving after a resend was refused (SCHED_LAUNCH_SETTLE): only the
+   * token asked for, and none found means this refusal; else TW_OK */
+  enum tw_rc settle_rc;
   /* the job has secrets and the provider runs no agent, the one path
    * they reach a job by: refused without a call (its next offer tried) */
   bool secrets_undeliverable;

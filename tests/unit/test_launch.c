@@ -126,6 +126,61 @@ static void a_definite_refusal_closes_the_attempt(void **state) {
   free(a);
 }
 
+/* The first send lands after the resend was refused: the cloud served the
+ * resend's connection first (a stopped or slow endpoint takes its queued
+ * connections in any order).  Closing the attempt on that refusal placed
+ * the job again beside the instance its first send then made (seen in the
+ * chaos test with the fake stopped).  The attempt now stays launching and
+ * its token is asked for once more a settle time later. */
+static void a_refused_resend_waits_for_the_first_send(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  sfx_submit("name: t\nresources: {cpus: 4}\n", id);
+  /* the instance is made, its answer lost; asked by token, the cloud does
+   * not know it yet; the resend is refused */
+  tw_fake_lose(sfx_fake, TW_POP_LAUNCH, TW_E_RETRYABLE, "RequestTimeout", 1);
+  tick_one_instance(id);
+  tw_fake_fail(sfx_fake, TW_POP_FIND_BY_TOKEN, TW_E_NOTFOUND, "", 1);
+  tw_fake_fail(sfx_fake, TW_POP_LAUNCH, TW_E_CAPACITY,
+               "InsufficientInstanceCapacity", 1);
+  tick_one_instance(id);
+  tick_one_instance(id);
+  struct tw_attempt_rec *a;
+  assert_int_equal(attempts_of(id, &a), 1);
+  assert_int_equal(a[0].state, TW_ATTEMPT_LAUNCHING);
+  free(a);
+  assert_int_equal(sfx_state_of(id), TW_JOB_PLACING);
+  /* a settle time later the token finds it: the attempt goes on with it */
+  tw_clock_advance(&sfx_clk, 61000);
+  tick_one_instance(id);
+  tick_one_instance(id);
+  assert_int_equal(attempts_of(id, &a), 1);
+  assert_string_equal(a[0].instance_id, "fake-a-1");
+  free(a);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  assert_int_equal(tw_fake_instances_created(sfx_fake), 1);
+
+  /* nothing under the token a settle time after the refusal: closed, and
+   * the job placed again */
+  char id2[TW_JOB_ID_LEN + 1];
+  sfx_submit("name: u\nresources: {cpus: 4}\n", id2);
+  tw_fake_fail(sfx_fake, TW_POP_LAUNCH, TW_E_RETRYABLE, "ConnectionReset", 1);
+  tick_one_instance(id2);
+  tw_fake_fail(sfx_fake, TW_POP_LAUNCH, TW_E_CAPACITY,
+               "InsufficientInstanceCapacity", 1);
+  tick_one_instance(id2);
+  assert_int_equal(attempts_of(id2, &a), 1);
+  assert_int_equal(a[0].state, TW_ATTEMPT_LAUNCHING);
+  free(a);
+  tw_clock_advance(&sfx_clk, 61000);
+  tick_one_instance(id2);
+  tick_one_instance(id2);
+  assert_int_equal(attempts_of(id2, &a), 2);
+  assert_string_equal(a[0].end_reason, "capacity");
+  assert_int_equal(a[1].state, TW_ATTEMPT_PROVISIONING);
+  free(a);
+}
+
 static void lost_terminate_answer_after_success(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
@@ -312,6 +367,7 @@ int main(int argc, char **argv) {
       TA(timeouts_on_every_try_then_the_instance_appears),
       T(unknown_then_absent_is_sent_again_with_the_same_token),
       T(a_definite_refusal_closes_the_attempt),
+      T(a_refused_resend_waits_for_the_first_send),
       TA(lost_terminate_answer_after_success),
       TA(failed_terminate_after_success_is_tried_again),
       T(a_started_job_without_a_live_attempt_is_repaired),
