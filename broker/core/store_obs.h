@@ -44,7 +44,7 @@ enum tw_rc tw_store_tenant_gauges(struct tw_store *s,
  * its wait: a wait computed at rendering time is exact; the counts are
  * those of at most max_age_ms ago.  Release with tw_store_gauges_release.
  * docs/observability.md. */
-#define TW_STORE_GAUGES_MAX_AGE_MS 1000
+#define TW_STORE_GAUGES_MAX_AGE_MS 2000
 struct tw_store_gauges {
   int64_t jobs[TW_JOB_NSTATES];
   struct tw_tenant_gauge *tenants; /* each tenant name its own copy */
