@@ -1220,6 +1220,7 @@ fail:
     close(s->lock_fd);
   free(s->path);
   store__logs_close(s->logs);
+  store__gauges_free(s->gauges);
   free_conf(s);
   free(s);
   return rc;
