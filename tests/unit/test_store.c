@@ -470,6 +470,58 @@ static void metrics_gauges_follow_submissions_placements_and_ends(
   tw_store_close(s);
 }
 
+struct scraper {
+  struct tw_store *s;
+  int64_t max_age_ms;
+  int reads, failed;
+};
+
+static void *scrape(void *varg) {
+  struct scraper *a = varg;
+  for (int i = 0; i < a->reads; i++) {
+    struct tw_store_gauges g;
+    struct tw_err err = {0};
+    if (tw_store_gauges(a->s, a->max_age_ms, &g, &err) != TW_OK)
+      a->failed++;
+    else if (g.n_tenants > 1 || g.jobs[TW_JOB_PENDING] < 0)
+      a->failed++;
+    tw_store_gauges_release(&g);
+  }
+  return NULL;
+}
+
+/* Scrapes from several threads while jobs arrive share the one reading;
+ * the last reading once they stop holds every job. */
+static void metrics_gauges_shared_by_concurrent_scrapes(void **state) {
+  (void)state;
+  struct tw_store *s = open_store();
+  struct scraper sc[4];
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) {
+    sc[i] = (struct scraper){.s = s, .max_age_ms = i % 2 ? 1000 : 0,
+                             .reads = 50};
+    assert_int_equal(pthread_create(&th[i], NULL, scrape, &sc[i]), 0);
+  }
+  for (int i = 0; i < 40; i++) {
+    struct tw_job_rec j;
+    bool rep;
+    create(s, "x", NULL, "{}", &j, &rep, TW_OK);
+    tw_job_rec_release(&j);
+  }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    assert_int_equal(sc[i].failed, 0);
+  }
+  struct tw_store_gauges g;
+  struct tw_err err = {0};
+  assert_int_equal(tw_store_gauges(s, 0, &g, &err), TW_OK);
+  assert_int_equal(g.jobs[TW_JOB_PENDING], 40);
+  assert_int_equal(g.n_tenants, 1);
+  assert_int_equal(g.tenants[0].pending, 40);
+  tw_store_gauges_release(&g);
+  tw_store_close(s);
+}
+
 static void transitions_are_validated_and_recorded(void **state) {
   (void)state;
   struct tw_store *s = open_store();
@@ -1174,6 +1226,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(
           metrics_gauges_follow_submissions_placements_and_ends, setup,
           teardown),
+      cmocka_unit_test_setup_teardown(
+          metrics_gauges_shared_by_concurrent_scrapes, setup, teardown),
       cmocka_unit_test_setup_teardown(transitions_are_validated_and_recorded,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(concurrent_writes_share_commits, setup,
