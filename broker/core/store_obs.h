@@ -34,7 +34,6 @@ enum tw_rc tw_store_tenant_gauges(struct tw_store *s,
                                              const struct tw_tenant_gauge *g),
                                   void *ctx, struct tw_err *err);
 
-
 /* What /metrics shows of the jobs, read once for all its gauges: the jobs
  * by state (as tw_store_job_counts) and the tenants' gauges (as
  * tw_store_tenant_gauges, in name order).  The reading is kept: a call
