@@ -314,8 +314,8 @@ enum tw_rc sched__live(struct tw_sched *s, const struct tw_attempt_rec **out,
   if (!known || !m->lv_have ||
       sched__mono_ms() - m->lv_full_ms >= LIVE_FULL_MS)
     rc = live_full(s, m, err);
-  else if ((rc = live_apply(s, m, ch, n_ch, err)) != TW_OK)
-    rc = live_full(s, m, err);
+  else if (n_ch && (rc = live_apply(s, m, ch, n_ch, err)) != TW_OK)
+    rc = live_full(s, m, err); /* nothing changed: nothing to read */
   free(ch);
   if (rc) {
     m->lv_have = false; /* read whole next time */
