@@ -548,6 +548,12 @@ struct tw_meter {
   uint64_t lv_cursor;
   bool lv_have;
   int64_t lv_full_ms; /* the clock's: when they were last read whole */
+  /* what the last tw_meter_observe left (under mu): the periods it
+   * closed up to, whether it left anything to retry (a state not set up,
+   * a batch not written), and whether tw_meter_tick made it (another
+   * caller's lists are not the tick's) */
+  int64_t obs_close_to;
+  bool obs_clean, obs_by_tick;
 };
 
 /* The live attempts are read whole at the first tick, when the store no
@@ -923,6 +929,7 @@ static void batch_commit(struct tw_meter *m, struct batch *b) {
   free(sp);
   if (rc) {
     m->stats.errors++;
+    m->obs_clean = false; /* the same rows again next pass */
     tw_log_warn("billing",
                 "attempts=%zu metering not written, retried next pass: %s",
                 b->n, err.msg);
@@ -1084,6 +1091,9 @@ void tw_meter_observe(struct tw_meter *m, const struct tw_attempt_rec *live,
    * end. */
   int64_t close_to = m->last_now > 0 ? m->last_now / p * p : 0;
   m->last_now = now_ms;
+  m->obs_close_to = close_to;
+  m->obs_clean = true;
+  m->obs_by_tick = false;
   for (size_t i = 0; i < m->n; i++)
     m->st[i].seen = false;
 
@@ -1104,8 +1114,10 @@ void tw_meter_observe(struct tw_meter *m, const struct tw_attempt_rec *live,
     }
     s->seen = true;
     bool fresh = !s->running;
-    if (fresh && !start_state(m, s, a, offers, n_offers))
+    if (fresh && !start_state(m, s, a, offers, n_offers)) {
+      m->obs_clean = false;
       continue;
+    }
     if (close_to > s->metered_to_ms) {
       struct work *w = batch_add(&b, s);
       int64_t src = 0;
@@ -1132,8 +1144,10 @@ void tw_meter_observe(struct tw_meter *m, const struct tw_attempt_rec *live,
       s->ended = true; /* never ran: providers do not bill */
       continue;
     }
-    if (!s->running && !start_state(m, s, &a, offers, n_offers))
+    if (!s->running && !start_state(m, s, &a, offers, n_offers)) {
+      m->obs_clean = false;
       continue;
+    }
     enum tw_bill_phase ph =
         !strcmp(a.market, "spot") && !strcmp(a.end_reason, "interrupted")
             ? TW_BILL_RECLAIMED
@@ -1177,7 +1191,7 @@ static size_t lv_pos(const struct tw_meter *m, int64_t id) {
  * (replaced, or inserted in id order), dropped if ended or gone. */
 static enum tw_rc live_apply(struct tw_meter *m,
                              const struct tw_store_change *ch, size_t n,
-                             struct tw_err *err) {
+                             bool *changed, struct tw_err *err) {
   int64_t *ids = tw_calloc(n ? n : 1, sizeof *ids);
   size_t n_ids = 0;
   for (size_t i = 0; i < n; i++)
@@ -1202,6 +1216,7 @@ static enum tw_rc live_apply(struct tw_meter *m,
     size_t at = lv_pos(m, ids[i]);
     bool there = at < m->n_lv && m->lv[at].id == ids[i];
     found[i] = false; /* true below: inserted by the merge */
+    *changed |= there || live;
     if (there && live) {
       m->lv[at] = now[i];
     } else if (there) {
@@ -1250,7 +1265,7 @@ static enum tw_rc live_apply(struct tw_meter *m,
  * tick, when its changes since the last are not all known, and every
  * METER_LIVE_FULL_MS; otherwise only the attempts its changes name. */
 static enum tw_rc live_follow(struct tw_meter *m, int64_t now,
-                              struct tw_err *err) {
+                              bool *changed, struct tw_err *err) {
   struct tw_store_change *ch = NULL;
   size_t n_ch = 0;
   /* the cursor first: what commits after it comes with the next tick */
@@ -1258,7 +1273,7 @@ static enum tw_rc live_follow(struct tw_meter *m, int64_t now,
   enum tw_rc rc = TW_OK;
   if (known && m->lv_have && now >= m->lv_full_ms &&
       now - m->lv_full_ms < METER_LIVE_FULL_MS)
-    rc = live_apply(m, ch, n_ch, err);
+    rc = live_apply(m, ch, n_ch, changed, err);
   else
     rc = TW_E_RETRYABLE; /* read whole */
   free(ch);
@@ -1274,6 +1289,7 @@ static enum tw_rc live_follow(struct tw_meter *m, int64_t now,
     m->n_lv = m->cap_lv = n;
     m->lv_have = true;
     m->lv_full_ms = now;
+    *changed = true;
   }
   return TW_OK;
 }
@@ -1281,11 +1297,25 @@ static enum tw_rc live_follow(struct tw_meter *m, int64_t now,
 void tw_meter_tick(struct tw_meter *m) {
   int64_t now = tw_clock_now_ms(m->clock);
   struct tw_err err = {0};
-  if (live_follow(m, now, &err)) {
+  bool changed = false;
+  if (live_follow(m, now, &changed, &err)) {
     tw_log_warn("billing", "live attempts not read, metering waits: %s",
                 err.msg);
     return;
   }
+  /* Nothing changed since the tick's last pass, which left nothing to
+   * retry, and no period closes now that it did not close then: the
+   * pass would find every attempt as it left it and write nothing, so
+   * only its time is kept (the next pass closes periods from it). */
+  pthread_mutex_lock(&m->mu);
+  int64_t p = m->cfg.charge_period_s * 1000;
+  bool idle = !changed && m->obs_by_tick && m->obs_clean &&
+              (m->last_now > 0 ? m->last_now / p * p : 0) == m->obs_close_to;
+  if (idle)
+    m->last_now = now;
+  pthread_mutex_unlock(&m->mu);
+  if (idle)
+    return;
   const struct tw_attempt_rec *live = m->lv;
   size_t n_live = m->n_lv;
   /* The price in force matters when a period closes; list offers only
@@ -1304,6 +1334,9 @@ void tw_meter_tick(struct tw_meter *m) {
     m->offers_at_ms = now;
   }
   tw_meter_observe(m, live, n_live, m->offers.items, m->offers.n, now);
+  pthread_mutex_lock(&m->mu);
+  m->obs_by_tick = true;
+  pthread_mutex_unlock(&m->mu);
 }
 
 static void *meter_main(void *arg) {
