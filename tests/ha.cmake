@@ -38,6 +38,12 @@ tw_pg_variant(test_tenancy_pg test_tenancy)
 # (store_datasets.c), the agent's rows (store_agent.c)
 tw_pg_variant(test_tenancy_budget_pg test_tenancy_budget)
 tw_pg_variant(test_meter_pg test_meter)
+add_test(NAME test_meter_tick_pg
+         COMMAND test_meter --backend=postgres --by-tick)
+set_tests_properties(test_meter_tick_pg PROPERTIES
+  LABELS "integration;ha;store" SKIP_RETURN_CODE 77 TIMEOUT 300
+  FIXTURES_REQUIRED ha_pg
+  ENVIRONMENT "TW_TEST_PG_DIR=${TW_PG_DIR};TW_SOURCE_DIR=${CMAKE_SOURCE_DIR};TW_BINARY_DIR=${CMAKE_BINARY_DIR}")
 tw_pg_variant(test_report_pg test_report)
 tw_pg_variant(test_catalog_pg test_catalog)
 tw_pg_variant(test_reconcile_pg test_reconcile)

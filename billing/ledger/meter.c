@@ -540,7 +540,27 @@ struct tw_meter {
   struct tw_idix ix;
   int64_t last_now;
   struct tw_meter_stats stats;
+  /* tw_meter_tick's: the live attempts (ascending id) as the store has
+   * them, kept from its changes (live_follow) rather than read whole
+   * each tick.  Touched by the ticking thread only. */
+  struct tw_attempt_rec *lv;
+  size_t n_lv, cap_lv;
+  uint64_t lv_cursor;
+  bool lv_have;
+  int64_t lv_full_ms; /* the clock's: when they were last read whole */
+  /* what the last tw_meter_observe left (under mu): the periods it
+   * closed up to, whether it left anything to retry (a state not set up,
+   * a batch not written), and whether tw_meter_tick made it (another
+   * caller's lists are not the tick's) */
+  int64_t obs_close_to;
+  bool obs_clean, obs_by_tick;
 };
+
+/* The live attempts are read whole at the first tick, when the store no
+ * longer holds every change since the last, and at least this often by
+ * the meter's clock (what another process wrote on the same database,
+ * a former leader's last writes: the store tells only its own). */
+#define METER_LIVE_FULL_MS 10000
 
 /* The index rebuilt over st[0..n). */
 static void ix_build(struct tw_meter *m) {
@@ -552,6 +572,19 @@ static void ix_build(struct tw_meter *m) {
 static struct mst *find_state(struct tw_meter *m, int64_t id) {
   size_t k = tw_idix_get(&m->ix, id);
   return k == SIZE_MAX ? NULL : &m->st[k];
+}
+
+/* The ended states dropped, the index rebuilt when any was: a pass that
+ * dropped none costs nothing here. */
+static void compact(struct tw_meter *m) {
+  size_t w = 0;
+  for (size_t i = 0; i < m->n; i++)
+    if (!m->st[i].ended)
+      m->st[w++] = m->st[i];
+  if (w == m->n)
+    return;
+  m->n = w;
+  ix_build(m);
 }
 
 static struct mst *add_state(struct tw_meter *m, int64_t id) {
@@ -685,6 +718,7 @@ void tw_meter_free(struct tw_meter *m) {
   tw_meter_cfg_release(&m->cfg);
   tw_offer_list_release(&m->offers);
   free(m->st);
+  free(m->lv);
   tw_idix_free(&m->ix);
   pthread_mutex_destroy(&m->mu);
   pthread_mutex_destroy(&m->run_mu);
@@ -895,6 +929,7 @@ static void batch_commit(struct tw_meter *m, struct batch *b) {
   free(sp);
   if (rc) {
     m->stats.errors++;
+    m->obs_clean = false; /* the same rows again next pass */
     tw_log_warn("billing",
                 "attempts=%zu metering not written, retried next pass: %s",
                 b->n, err.msg);
@@ -908,12 +943,7 @@ static void batch_commit(struct tw_meter *m, struct batch *b) {
     if (b->w[i].next.ended)
       m->stats.attempts++;
   }
-  size_t w = 0;
-  for (size_t i = 0; i < m->n; i++)
-    if (!m->st[i].ended)
-      m->st[w++] = m->st[i];
-  m->n = w;
-  ix_build(m);
+  compact(m);
 }
 
 /* ---- following attempts ----------------------------------------------------
@@ -1061,6 +1091,9 @@ void tw_meter_observe(struct tw_meter *m, const struct tw_attempt_rec *live,
    * end. */
   int64_t close_to = m->last_now > 0 ? m->last_now / p * p : 0;
   m->last_now = now_ms;
+  m->obs_close_to = close_to;
+  m->obs_clean = true;
+  m->obs_by_tick = false;
   for (size_t i = 0; i < m->n; i++)
     m->st[i].seen = false;
 
@@ -1081,8 +1114,10 @@ void tw_meter_observe(struct tw_meter *m, const struct tw_attempt_rec *live,
     }
     s->seen = true;
     bool fresh = !s->running;
-    if (fresh && !start_state(m, s, a, offers, n_offers))
+    if (fresh && !start_state(m, s, a, offers, n_offers)) {
+      m->obs_clean = false;
       continue;
+    }
     if (close_to > s->metered_to_ms) {
       struct work *w = batch_add(&b, s);
       int64_t src = 0;
@@ -1109,8 +1144,10 @@ void tw_meter_observe(struct tw_meter *m, const struct tw_attempt_rec *live,
       s->ended = true; /* never ran: providers do not bill */
       continue;
     }
-    if (!s->running && !start_state(m, s, &a, offers, n_offers))
+    if (!s->running && !start_state(m, s, &a, offers, n_offers)) {
+      m->obs_clean = false;
       continue;
+    }
     enum tw_bill_phase ph =
         !strcmp(a.market, "spot") && !strcmp(a.end_reason, "interrupted")
             ? TW_BILL_RECLAIMED
@@ -1123,12 +1160,7 @@ void tw_meter_observe(struct tw_meter *m, const struct tw_attempt_rec *live,
   }
   /* States ended without anything to write (never ran) are dropped here;
    * the others once their rows are durable (batch_commit). */
-  size_t w = 0;
-  for (size_t i = 0; i < m->n; i++)
-    if (!m->st[i].ended)
-      m->st[w++] = m->st[i];
-  m->n = w;
-  ix_build(m);
+  compact(m);
   batch_commit(m, &b);
   batch_release(&b);
   pthread_mutex_unlock(&m->mu);
@@ -1137,16 +1169,155 @@ void tw_meter_observe(struct tw_meter *m, const struct tw_attempt_rec *live,
 /* ---- the pass and its thread
  * ------------------------------------------------- */
 
+static int id_cmp(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* Where attempt id is in m->lv, or where it would go. */
+static size_t lv_pos(const struct tw_meter *m, int64_t id) {
+  size_t lo = 0, hi = m->n_lv;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (m->lv[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* The attempts changes ch[0..n) name, read again: each kept if live
+ * (replaced, or inserted in id order), dropped if ended or gone. */
+static enum tw_rc live_apply(struct tw_meter *m,
+                             const struct tw_store_change *ch, size_t n,
+                             bool *changed, struct tw_err *err) {
+  int64_t *ids = tw_calloc(n ? n : 1, sizeof *ids);
+  size_t n_ids = 0;
+  for (size_t i = 0; i < n; i++)
+    if (ch[i].attempt_id > 0) /* a job's end changes no attempt's time */
+      ids[n_ids++] = ch[i].attempt_id;
+  qsort(ids, n_ids, sizeof *ids, id_cmp);
+  size_t k = 0;
+  for (size_t i = 0; i < n_ids; i++)
+    if (!k || ids[k - 1] != ids[i])
+      ids[k++] = ids[i];
+  n_ids = k;
+  struct tw_attempt_rec *now = tw_calloc(n_ids ? n_ids : 1, sizeof *now);
+  bool *found = tw_calloc(n_ids ? n_ids : 1, sizeof *found);
+  enum tw_rc rc = n_ids ? tw_store_attempts_by_id(m->store, ids, n_ids, now,
+                                                  found, err)
+                        : TW_OK;
+  /* replaced in place or appended (new ones come last: ids ascend); the
+   * rest (dropped, or new below the last) left to one merge */
+  bool merge = false;
+  for (size_t i = 0; i < n_ids && !rc; i++) {
+    bool live = found[i] && now[i].state != TW_ATTEMPT_ENDED;
+    size_t at = lv_pos(m, ids[i]);
+    bool there = at < m->n_lv && m->lv[at].id == ids[i];
+    found[i] = false; /* true below: inserted by the merge */
+    *changed |= there || live;
+    if (there && live) {
+      m->lv[at] = now[i];
+    } else if (there) {
+      m->lv[at].state = TW_ATTEMPT_ENDED;
+      merge = true;
+    } else if (live && at == m->n_lv) {
+      if (m->n_lv == m->cap_lv) {
+        m->cap_lv = m->cap_lv ? m->cap_lv * 2 : 64;
+        m->lv = tw_realloc(m->lv, m->cap_lv * sizeof *m->lv);
+      }
+      m->lv[m->n_lv++] = now[i];
+    } else if (live) {
+      found[i] = true;
+      merge = true;
+    }
+  }
+  if (merge && !rc) {
+    size_t extra = 0;
+    for (size_t i = 0; i < n_ids; i++)
+      extra += found[i];
+    size_t cap = m->n_lv + extra ? m->n_lv + extra : 1;
+    struct tw_attempt_rec *out = tw_calloc(cap, sizeof *out);
+    size_t o = 0, j = 0;
+    for (size_t i = 0; i < m->n_lv; i++) {
+      for (; j < n_ids && (!found[j] || now[j].id < m->lv[i].id); j++)
+        if (found[j])
+          out[o++] = now[j];
+      if (m->lv[i].state != TW_ATTEMPT_ENDED)
+        out[o++] = m->lv[i];
+    }
+    for (; j < n_ids; j++)
+      if (found[j])
+        out[o++] = now[j];
+    free(m->lv);
+    m->lv = out;
+    m->n_lv = o;
+    m->cap_lv = cap;
+  }
+  free(ids);
+  free(now);
+  free(found);
+  return rc;
+}
+
+/* The live attempts as the store has them now: read whole at the first
+ * tick, when its changes since the last are not all known, and every
+ * METER_LIVE_FULL_MS; otherwise only the attempts its changes name. */
+static enum tw_rc live_follow(struct tw_meter *m, int64_t now,
+                              bool *changed, struct tw_err *err) {
+  struct tw_store_change *ch = NULL;
+  size_t n_ch = 0;
+  /* the cursor first: what commits after it comes with the next tick */
+  bool known = tw_store_changes_since(m->store, &m->lv_cursor, &ch, &n_ch);
+  enum tw_rc rc = TW_OK;
+  if (known && m->lv_have && now >= m->lv_full_ms &&
+      now - m->lv_full_ms < METER_LIVE_FULL_MS)
+    rc = live_apply(m, ch, n_ch, changed, err);
+  else
+    rc = TW_E_RETRYABLE; /* read whole */
+  free(ch);
+  if (rc) {
+    struct tw_attempt_rec *live = NULL;
+    size_t n = 0;
+    if ((rc = tw_store_attempts_live(m->store, &live, &n, err))) {
+      m->lv_have = false; /* read whole next time */
+      return rc;
+    }
+    free(m->lv);
+    m->lv = live;
+    m->n_lv = m->cap_lv = n;
+    m->lv_have = true;
+    m->lv_full_ms = now;
+    *changed = true;
+  }
+  return TW_OK;
+}
+
 void tw_meter_tick(struct tw_meter *m) {
   int64_t now = tw_clock_now_ms(m->clock);
-  struct tw_attempt_rec *live = NULL;
-  size_t n_live = 0;
   struct tw_err err = {0};
-  if (tw_store_attempts_live(m->store, &live, &n_live, &err)) {
+  bool changed = false;
+  if (live_follow(m, now, &changed, &err)) {
     tw_log_warn("billing", "live attempts not read, metering waits: %s",
                 err.msg);
     return;
   }
+  /* Nothing changed since the tick's last pass, which left nothing to
+   * retry, and no period closes now that it did not close then: the
+   * pass would find every attempt as it left it and write nothing, so
+   * only its time is kept (the next pass closes periods from it). */
+  pthread_mutex_lock(&m->mu);
+  int64_t p = m->cfg.charge_period_s * 1000;
+  bool idle = !changed && m->obs_by_tick && m->obs_clean &&
+              (m->last_now > 0 ? m->last_now / p * p : 0) == m->obs_close_to;
+  if (idle)
+    m->last_now = now;
+  pthread_mutex_unlock(&m->mu);
+  if (idle)
+    return;
+  const struct tw_attempt_rec *live = m->lv;
+  size_t n_live = m->n_lv;
   /* The price in force matters when a period closes; list offers only
    * when something runs and the last listing is stale. */
   if (m->offers_fn && n_live &&
@@ -1163,7 +1334,9 @@ void tw_meter_tick(struct tw_meter *m) {
     m->offers_at_ms = now;
   }
   tw_meter_observe(m, live, n_live, m->offers.items, m->offers.n, now);
-  free(live);
+  pthread_mutex_lock(&m->mu);
+  m->obs_by_tick = true;
+  pthread_mutex_unlock(&m->mu);
 }
 
 static void *meter_main(void *arg) {

@@ -2,8 +2,10 @@
  * billing rules, and data movement into egress rows.
  *
  * The meter follows attempts through the store on its own (a thread,
- * tw_meter_start, one pass per tick): each pass reads the attempts not yet
- * ended and the offers as last listed, and hands them to
+ * tw_meter_start, one pass per tick): each pass takes the attempts not yet
+ * ended (kept in memory from the store's changes, read whole at the first
+ * pass, when the changes are not all known, and every 10 s for what other
+ * processes wrote) and the offers as last listed, and hands them to
  * tw_meter_observe().  From that it sees each attempt start running, run,
  * and end, one pass after the fact, and charges it with the times the
  * store recorded (running_ms, ended_ms), so the lag costs no precision.
@@ -220,9 +222,11 @@ void tw_meter_free(struct tw_meter *m);
 enum tw_rc tw_meter_set_cfg(struct tw_meter *m, const struct tw_meter_cfg *cfg,
                             struct tw_err *err);
 
-/* One pass: the live attempts from the store, the offers (listed again
- * when older than offers_ttl_ms), then tw_meter_observe at the clock's
- * now.  Tests call it with a fake clock instead of starting the thread. */
+/* One pass: the live attempts as the store has them (the attempts its
+ * changes name read again, or all of them, above), the offers (listed
+ * again when older than offers_ttl_ms), then tw_meter_observe at the
+ * clock's now.  Tests call it with a fake clock instead of starting the
+ * thread; one thread at a time. */
 void tw_meter_tick(struct tw_meter *m);
 
 /* The pass itself, on given lists: live holds the attempts not ended when

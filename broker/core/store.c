@@ -257,6 +257,7 @@ struct tw_store {
   pthread_cond_t rfree;
 
   uint64_t commits, ops, max_seen;
+  uint64_t job_reads; /* atomic: tw_store_job_get calls */
   /* the leader's fence (store_ha.h): 0 none; under mu */
   int64_t fence_epoch;
   char fence_holder[128];
@@ -1108,6 +1109,7 @@ void tw_store_stats(struct tw_store *s, struct tw_store_stats *out) {
   out->ops = s->ops;
   out->max_batch = s->max_seen;
   pthread_mutex_unlock(&s->mu);
+  out->job_reads = __atomic_load_n(&s->job_reads, __ATOMIC_RELAXED);
 }
 
 /* ---- open / close ------------------------------------------------------ */
@@ -1578,6 +1580,7 @@ static enum tw_rc state_on(struct conn *c, const char *id,
 
 enum tw_rc tw_store_job_get(struct tw_store *s, const char *id,
                             struct tw_job_rec *out, struct tw_err *err) {
+  __atomic_fetch_add(&s->job_reads, 1, __ATOMIC_RELAXED);
   struct conn *c = reader_get(s);
   enum tw_rc rc = get_on(c, id, out, err);
   reader_put(s, c);

@@ -210,6 +210,7 @@ struct tw_store_stats {
   uint64_t commits;   /* transactions committed */
   uint64_t ops;       /* write operations committed */
   uint64_t max_batch; /* largest batch so far */
+  uint64_t job_reads; /* one job's row read by id (tw_store_job_get) */
 };
 void tw_store_stats(struct tw_store *s, struct tw_store_stats *out);
 

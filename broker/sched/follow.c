@@ -22,8 +22,10 @@
  *
  * Describes and terminates are calls on the account's workers (calls.c),
  * like launches: the pass submits them and goes on, and their answers are
- * applied when collected (decide(), ending_applied()), the attempt read
- * again from the store.  One call per attempt at a time.  A call past its
+ * applied when collected (decide(), ending_applied()) to the attempt as
+ * the store has it then: the live set kept from the store's changes
+ * (sched__live), the job's row read only for an answer that may end the
+ * attempt.  One call per attempt at a time.  A call past its
  * deadline is no answer: a describe is looked at again later (never taken
  * for a vanished instance), a terminate tried again (never taken for
  * done).
@@ -312,8 +314,8 @@ enum tw_rc sched__live(struct tw_sched *s, const struct tw_attempt_rec **out,
   if (!known || !m->lv_have ||
       sched__mono_ms() - m->lv_full_ms >= LIVE_FULL_MS)
     rc = live_full(s, m, err);
-  else if ((rc = live_apply(s, m, ch, n_ch, err)) != TW_OK)
-    rc = live_full(s, m, err);
+  else if (n_ch && (rc = live_apply(s, m, ch, n_ch, err)) != TW_OK)
+    rc = live_full(s, m, err); /* nothing changed: nothing to read */
   free(ch);
   if (rc) {
     m->lv_have = false; /* read whole next time */
@@ -887,9 +889,10 @@ out:
   return changes;
 }
 
-/* The answer rc (inst, which) to the describe of live attempt a (read
- * again from the store when it came): running, completed, interrupted or
- * unchanged.  Returns state changes. */
+/* The answer rc (inst, which) to the describe of live attempt a (as the
+ * store has it when the answer came): running, completed, interrupted or
+ * unchanged.  job is NULL when the answer cannot end the attempt
+ * (decide_reads_job).  Returns state changes. */
 static int decide(struct tw_sched *s, struct pcache *pc,
                   const struct tw_job_rec *job, const struct tw_attempt_rec *a,
                   struct sched_nodes nd, struct sched_att *st, enum tw_rc rc,
@@ -1034,6 +1037,10 @@ static int decide(struct tw_sched *s, struct pcache *pc,
      * the broker sees the instance, not the job, so the attempt runs
      * until its instance goes or the job is cancelled; its outcome is
      * never guessed (docs/agent.md, "Without the agent"). */
+    if (!job) { /* no review due (decide_reads_job) */
+      poll_later(s, st, a, now);
+      return 0;
+    }
     const struct tw_job_spec *spec = sched__spec(s, job);
     if (!spec)
       return 0;
@@ -1211,13 +1218,70 @@ out:
   return changes;
 }
 
+/* Attempt id as the store has it now, from the live set (sched__live:
+ * the store's changes since its last look applied first, so no row is
+ * read unless one changed): true and *out when it is live.  *job_ended
+ * tells whether its job ended, *ended_known false when that is not known
+ * (then its job must be read).  False with *known true: not live any
+ * more; *known false: the set could not be read. */
+static bool live_now(struct tw_sched *s, int64_t id, struct tw_attempt_rec *out,
+                     bool *job_ended, bool *ended_known, bool *known) {
+  const struct tw_attempt_rec *live = NULL;
+  size_t n = 0;
+  struct tw_err err = {0};
+  *known = sched__live(s, &live, &n, &err) == TW_OK;
+  if (!*known)
+    return false;
+  struct sched_follow *m = s->follow;
+  size_t at = lv_pos(m, id);
+  if (at >= m->n_lv || m->lv[at].id != id)
+    return false;
+  *out = m->lv[at];
+  *ended_known = m->lv_ended_known;
+  *job_ended = false;
+  if (m->n_lv_ended)
+    *job_ended = bsearch(&id, m->lv_ended, m->n_lv_ended, sizeof id,
+                         id_cmp) != NULL;
+  return true;
+}
+
+/* Whether decide() must see attempt a's job to apply answer rc (inst):
+ * only for what ends the attempt or reviews its market, which is rare.
+ * Seeing it running, or looking again later, needs nothing of the job:
+ * the live set says the job has not ended (sched__live), and the store
+ * refuses the running step of a job another replica ended since. */
+static bool decide_reads_job(const struct pcache *pc,
+                             const struct tw_attempt_rec *a,
+                             const struct sched_att *st, enum tw_rc rc,
+                             const struct tw_instance *inst, int64_t now) {
+  if (rc == TW_E_NOTFOUND)
+    return true;
+  if (rc)
+    return false; /* looked at again later */
+  if (inst->finished || (st->notice_deadline_ms &&
+                         now >= st->notice_deadline_ms))
+    return true;
+  if (inst->state == TW_INST_TERMINATED ||
+      inst->state == TW_INST_SHUTTING_DOWN ||
+      inst->state == TW_INST_STOPPED || inst->state == TW_INST_STOPPING)
+    return true;
+  /* running without a batch system: only an on-demand attempt due for
+   * its review (sched__spot_review) reads the job's spec */
+  return a->state == TW_ATTEMPT_RUNNING &&
+         !tw_provider_supports(pc->p, TW_PROV_BATCH) &&
+         !strcmp(a->market, "on-demand") && now >= st->review_at_ms;
+}
+
 /* A describe's answer rc (inst, which) about attempt `asked` (as it was
  * when asked; nd its gang's nodes): applied to the attempt as it is stored
- * now.  One that moved meanwhile (ended, or started by another way) is
- * left to the next pass's look; no answer within the deadline is
- * "unknown, look again later".  An instance still starting under a
- * provisioning attempt changes nothing whatever the store says now, so
- * it is not read again: the attempt is looked at later. */
+ * now, which the live set holds (live_now).  One that moved meanwhile
+ * (ended, or started by another way) is left to the next pass's look; no
+ * answer within the deadline is "unknown, look again later".  An
+ * instance still starting under a provisioning attempt changes nothing
+ * whatever the store says now, so it is not even looked up: the attempt
+ * is looked at later.  The job's row is read only when the answer may
+ * end the attempt (decide_reads_job), its job's end is unknown, or the
+ * live set cannot be read. */
 static int describe_answer(struct tw_sched *s, struct tw_provider *p,
                            const struct tw_attempt_rec *asked,
                            struct sched_nodes nd, bool agent_lost,
@@ -1235,27 +1299,43 @@ static int describe_answer(struct tw_sched *s, struct tw_provider *p,
   }
   struct tw_err err = {0};
   struct tw_job_rec job;
-  if (tw_store_job_get(s->store, asked->job_id, &job, &err))
-    return 0;
+  bool have_job = false;
   int changes = 0;
   struct tw_attempt_rec *mine = NULL;
   size_t n = 0;
   const struct tw_attempt_rec *a = NULL;
-  if (tw_store_attempts_of(s->store, job.id, &mine, &n, &err) == TW_OK)
-    for (size_t i = 0; i < n; i++)
-      if (mine[i].id == asked->id)
-        a = &mine[i];
+  struct tw_attempt_rec held;
+  bool job_ended = false, ended_known = false, known = false;
   struct pcache *pc = sched__provider(s, asked->provider);
+  if (live_now(s, asked->id, &held, &job_ended, &ended_known, &known))
+    a = &held;
+  else if (known)
+    goto out; /* ended meanwhile */
+  if (a && ended_known && job_ended)
+    goto out; /* its job ended: give_back's */
+  if (!a || !ended_known || !pc || agent_lost ||
+      (!timed_out &&
+       decide_reads_job(pc, a, att_get(s, a, now), rc, inst, now))) {
+    /* the job as stored now, and the attempt too when the set failed */
+    if (tw_store_job_get(s->store, asked->job_id, &job, &err))
+      goto out;
+    have_job = true;
+    if (!a && tw_store_attempts_of(s->store, job.id, &mine, &n, &err) == TW_OK)
+      for (size_t i = 0; i < n; i++)
+        if (mine[i].id == asked->id)
+          a = &mine[i];
+    if (tw_job_state_terminal(job.state))
+      goto out;
+  }
   if (!a || !pc || a->state != asked->state ||
-      strcmp(a->instance_id, asked->instance_id) ||
-      tw_job_state_terminal(job.state))
+      strcmp(a->instance_id, asked->instance_id))
     goto out;
   struct sched_att *st = att_get(s, a, now);
   if (timed_out) {
     tw_log_info("sched",
                 "job=%s attempt=%d describe unanswered within %lld ms; "
                 "looked at again later",
-                job.id, a->n, (long long)tw_provider_call_deadline_ms(p));
+                a->job_id, a->n, (long long)tw_provider_call_deadline_ms(p));
     poll_later(s, st, a, now);
     goto out;
   }
@@ -1267,10 +1347,12 @@ static int describe_answer(struct tw_sched *s, struct tw_provider *p,
       changes += end_after_terminate(s, pc, a, nd, st, ag.end_why, now);
     goto out;
   }
-  changes = decide(s, pc, &job, a, nd, st, rc, inst, which, now);
+  changes = decide(s, pc, have_job ? &job : NULL, a, nd, st, rc, inst, which,
+                   now);
 out:
   free(mine);
-  tw_job_rec_release(&job);
+  if (have_job)
+    tw_job_rec_release(&job);
   return changes;
 }
 

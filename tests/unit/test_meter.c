@@ -41,6 +41,18 @@ static struct tw_offer offers[8];
 static size_t n_offers;
 
 static const struct tw_provider_ops *const *registry; /* NULL: none */
+/* --by-tick: every pass is tw_meter_tick's, on the live attempts the
+ * meter keeps from the store's changes, the offers listed through its
+ * offers function; else the pass is tw_meter_observe on the live
+ * attempts read whole.  Both give the same ledger. */
+static bool by_tick;
+
+/* The meter's offers function: the test's offers as they are now. */
+static void list_offers(void *ctx, struct tw_offer_list *out) {
+  (void)ctx;
+  for (size_t i = 0; i < n_offers; i++)
+    tw_offer_list_push(out, &offers[i]);
+}
 
 static struct tw_meter *new_meter(const char *billing_yaml) {
   struct tw_err err = {0};
@@ -53,6 +65,10 @@ static struct tw_meter *new_meter(const char *billing_yaml) {
   assert_int_equal(tw_meter_cfg_parse(n, &cfg, &err), TW_OK);
   struct tw_meter_opts o = {
       .store = store, .cfg = &cfg, .clock = &clk, .adapters = registry};
+  if (by_tick) { /* listed again at every pass, as pass_at hands them */
+    o.offers = list_offers;
+    o.offers_ttl_ms = 1;
+  }
   struct tw_meter *m = NULL;
   assert_int_equal(tw_meter_new(&o, &m, &err), TW_OK);
   tw_meter_cfg_release(&cfg);
@@ -159,6 +175,10 @@ static void end_attempt(int64_t id, const char *reason) {
 /* One meter pass at the clock's time, as the meter's thread does it. */
 static void pass_at(int64_t t) {
   clk.fake_ms = t;
+  if (by_tick) {
+    tw_meter_tick(meter);
+    return;
+  }
   struct tw_attempt_rec *live = NULL;
   size_t n = 0;
   struct tw_err err = {0};
@@ -827,6 +847,93 @@ static void attempt_that_never_ran_costs_nothing(void **state) {
   assert_int_equal(st.open, 0);
 }
 
+/* The meter's own pass (tw_meter_tick) keeps the live attempts from the
+ * store's changes, which tell only this process's writes: what another
+ * replica writes on the same database (a former leader's last steps) is
+ * read at the next whole read, at most 10 s later by the meter's clock,
+ * and charged then from the times the store recorded, to the same
+ * amounts. */
+static void another_replicas_writes_are_metered_at_the_whole_read(
+    void **state) {
+  (void)state;
+  bool was = by_tick;
+  by_tick = true;
+  meter = new_meter(NULL);
+  by_tick = was;
+  const struct tw_offer *o =
+      add_offer("aws-main", "aws", TW_MARKET_ON_DEMAND, 3600000, 1, 60);
+  const struct tw_offer *spot =
+      add_offer("aws-main", "aws", TW_MARKET_SPOT, 3600000, 1, 60);
+  struct tw_err err = {0};
+  struct tw_store *other = NULL; /* the other replica, on the same data */
+  struct tw_store_opts so = {.path = path, .clock = &clk, .sync_full = false};
+  tw_test_pg_opts(&pg, &so);
+  assert_int_equal(tw_store_open(&so, &other, &err), TW_OK);
+  /* a: started and ended here, seen at the next tick */
+  int64_t a = start_attempt(o, "ml", 1);
+  /* b: started here, ended by the other replica */
+  int64_t b = start_attempt(spot, "ml", 1);
+  /* c: set running and ended by the other replica */
+  int64_t c = start_attempt(o, "ml", 2);
+  struct tw_meter_stats st;
+  clk.fake_ms = T0 + 10 * MIN;
+  set_running(a);
+  set_running(b);
+  tw_meter_tick(meter); /* the first tick reads them whole */
+  tw_meter_stats(meter, &st);
+  assert_int_equal(st.open, 2);
+  clk.fake_ms = T0 + 10 * MIN + 1 * SEC;
+  assert_int_equal(tw_store_attempt_running(other, c, &err), TW_OK);
+  clk.fake_ms = T0 + 10 * MIN + 2 * SEC;
+  tw_meter_tick(meter);
+  tw_meter_stats(meter, &st);
+  assert_int_equal(st.open, 2); /* c not told: not in this feed */
+  clk.fake_ms = T0 + 10 * MIN + 11 * SEC; /* 10 s after the whole read */
+  tw_meter_tick(meter);
+  tw_meter_stats(meter, &st);
+  assert_int_equal(st.open, 3);
+  clk.fake_ms = T0 + 10 * MIN + 15 * SEC;
+  end_attempt(a, "completed");
+  clk.fake_ms = T0 + 10 * MIN + 16 * SEC;
+  struct tw_attempt_close cb = {
+      .attempt_id = b, .end_reason = "interrupted", .job_to = TW_JOB_NSTATES};
+  assert_int_equal(tw_store_attempt_close(other, &cb, &err), TW_OK);
+  clk.fake_ms = T0 + 10 * MIN + 17 * SEC;
+  tw_meter_tick(meter); /* a's end told; b's not */
+  read_rows();
+  assert_int_equal(n_got, 1);
+  assert_int_equal(got[0].attempt_id, a);
+  assert_int_equal(got[0].quantity, 60); /* 15 s, the minimum 60 */
+  tw_meter_stats(meter, &st);
+  assert_int_equal(st.open, 2);
+  clk.fake_ms = T0 + 10 * MIN + 20 * SEC;
+  struct tw_attempt_close cc = {
+      .attempt_id = c, .end_reason = "completed", .job_to = TW_JOB_NSTATES};
+  assert_int_equal(tw_store_attempt_close(other, &cc, &err), TW_OK);
+  clk.fake_ms = T0 + 10 * MIN + 21 * SEC;
+  tw_meter_tick(meter); /* whole again: b and c ended */
+  read_rows();
+  assert_int_equal(n_got, 3);
+  for (size_t i = 0; i < n_got; i++) {
+    if (got[i].attempt_id == b) { /* reclaimed spot: to the second */
+      assert_int_equal(got[i].quantity, 16);
+      assert_int_equal(got[i].end_ms, T0 + 10 * MIN + 16 * SEC);
+    } else if (got[i].attempt_id == c) { /* 19 s, the minimum, 2 nodes */
+      assert_int_equal(got[i].quantity, 120);
+      assert_int_equal(got[i].usage_ms, 19 * SEC);
+      assert_int_equal(got[i].start_ms, T0 + 10 * MIN + 1 * SEC);
+      assert_int_equal(got[i].end_ms, T0 + 10 * MIN + 20 * SEC);
+      assert_int_equal(got[i].list_uusd, 120000);
+    } else {
+      assert_int_equal(got[i].attempt_id, a);
+    }
+  }
+  tw_meter_stats(meter, &st);
+  assert_int_equal(st.open, 0);
+  assert_int_equal(st.attempts, 3);
+  tw_store_close(other);
+}
+
 static void egress_is_charged_per_gigabyte(void **state) {
   (void)state;
   meter = new_meter(
@@ -982,6 +1089,8 @@ static void alibaba_rows_keep_the_cny_amount_as_billed(void **state) {
 }
 
 int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    by_tick |= !strcmp(argv[i], "--by-tick");
   if (tw_test_pg_wanted(argc, argv)) {
     int r = tw_test_pg_init(&pg);
     if (r)
@@ -1016,6 +1125,9 @@ int main(int argc, char **argv) {
           a_restart_neither_skips_nor_repeats_a_period, setup, teardown),
       cmocka_unit_test_setup_teardown(attempt_that_never_ran_costs_nothing,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          another_replicas_writes_are_metered_at_the_whole_read, setup,
+          teardown),
       cmocka_unit_test_setup_teardown(egress_is_charged_per_gigabyte, setup,
                                       teardown),
       cmocka_unit_test(billing_section_is_validated),

@@ -314,6 +314,58 @@ static void throttled_launch_is_sent_again_with_the_same_token(void **state) {
 }
 
 /* The instance of job id's only attempt (out: 128 bytes). */
+static uint64_t job_reads(void) {
+  struct tw_store_stats st;
+  tw_store_stats(sfx_store, &st);
+  return st.job_reads;
+}
+
+/* A describe's answer is applied to the attempt as the scheduler's live
+ * set holds it (kept from the store's changes): seen running, and looked
+ * at again while quiet, with no read of the job's row; an answer that
+ * ends the attempt reads it, and ends it as before. */
+static void describe_answers_need_no_read_of_the_job(void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  sfx_submit("name: spot\nresources: {accelerators: A100-80GB:8, use_spot: "
+             "true}\nduration: 1h\n",
+             id);
+  sfx_tick();
+  assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
+  uint64_t before = job_reads();
+  sfx_tick(); /* described: running */
+  uint64_t reads = job_reads() - before;
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  /* one read: the queue's usage view reads a job once, when it first
+   * has a live attempt (place.c); the answer read none */
+  assert_int_equal(reads, 1);
+  before = job_reads();
+  for (int i = 0; i < 8; i++) { /* quiet looks, further and further apart */
+    tw_clock_advance(&sfx_clk, 20 * 1000);
+    sfx_tick();
+  }
+  assert_int_equal(job_reads() - before, 0);
+  assert_true(tw_fake_calls(sfx_fake, TW_POP_DESCRIBE) +
+                  tw_fake_calls(sfx_fake, TW_POP_DESCRIBE_MANY) >= 3);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  /* its instance goes: interrupted and placed again, as ever */
+  assert_int_equal(tw_fake_set_state(sfx_fake, "fake-a-1", TW_INST_TERMINATED),
+                   TW_OK);
+  tw_clock_advance(&sfx_clk, 60 * 1000);
+  sfx_tick();
+  sfx_tick();
+  struct tw_attempt_rec *a = NULL;
+  size_t n = 0;
+  assert_int_equal(tw_store_attempts_of(sfx_store, id, &a, &n, NULL), TW_OK);
+  assert_true(n >= 2);
+  assert_int_equal(a[0].state, TW_ATTEMPT_ENDED);
+  assert_string_equal(a[0].end_reason, "interrupted");
+  assert_true(a[0].running_ms > 0);
+  assert_int_not_equal(a[1].state, TW_ATTEMPT_ENDED);
+  free(a);
+  assert_false(tw_job_state_terminal(sfx_state_of(id)));
+}
+
 static void instance_of_job(const char *id, char *out) {
   struct tw_attempt_rec *a = NULL;
   size_t n = 0;
@@ -750,6 +802,7 @@ int main(int argc, char **argv) {
       T(nothing_fits_stays_pending_with_counts),
       T(interruption_sends_the_job_elsewhere),
       T(cancel_terminates_the_instance),
+      T(describe_answers_need_no_read_of_the_job),
       T(lost_launch_answer_is_resumed_with_the_same_token),
       T(throttled_launch_is_sent_again_with_the_same_token),
       T(batch_workload_exit_code_decides_the_outcome),
