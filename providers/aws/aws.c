@@ -68,6 +68,7 @@ struct aws_ctx {
   char **regions;
   size_t n_regions;
   struct tw_aws_creds *creds; /* the chain (aws_creds.h); never logged */
+  struct tw_sigv4_key_cache sign_keys; /* per day, region and service */
   long timeout_ms, connect_timeout_ms;
   char *ca_file;
   struct tw_adapter_images images;
@@ -271,6 +272,7 @@ static void aws_free(struct tw_provider *p) {
   tw_provider_strv_free(a->regions, a->n_regions);
   /* credentials are wiped, not just freed (aws_creds.c) */
   tw_aws_creds_free(a->creds);
+  tw_sigv4_key_cache_release(&a->sign_keys);
   free(a->ca_file);
   tw_adapter_images_release(&a->images);
   free(a->subnet_id);
@@ -393,6 +395,7 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
     return rc;
   tw_ec2_xml_init();
   struct aws_ctx *a = tw_calloc(1, sizeof *a);
+  tw_sigv4_key_cache_init(&a->sign_keys);
   tw_region_memo_init(&a->where);
   atomic_init(&a->skew_ms, 0);
   p->ctx = a;
@@ -678,7 +681,8 @@ static enum tw_rc aws_sign(void *vctx, struct tw_http_attempt *att,
                                .region = r->region,
                                .service = r->service ? r->service : "ec2",
                                .amz_date = date,
-                               .normalize_path = 1};
+                               .normalize_path = 1,
+                               .key_cache = &a->sign_keys};
   struct tw_sigv4_result res;
   memset(&res, 0, sizeof res);
   rc = tw_sigv4_sign(&sr, &sp, &res, err);

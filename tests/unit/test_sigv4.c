@@ -180,6 +180,8 @@ static bool same(const char *what, const char *name, const char *got,
   return false;
 }
 
+static struct tw_sigv4_key_cache suite_keys;
+
 /* Signs r and compares with the expected texts (NULL: not compared), then
  * checks that the verifier accepts the request carrying the expected
  * Authorization.  Returns true when everything matched. */
@@ -199,6 +201,23 @@ static bool run_case(const char *name, struct req_file *r,
   if (sig)
     ok = same("signature", name, res.signature, sig) && ok;
   ok = same("authorization", name, res.authorization, authz) && ok;
+
+  /* The same through a key cache shared by every case: derived the first
+   * time, kept after. */
+  for (int k = 0; k < 2; k++) {
+    struct tw_sigv4_params pc = *p;
+    struct tw_sigv4_result rc2;
+    pc.key_cache = &suite_keys;
+    if (tw_sigv4_sign(&r->req, &pc, &rc2, NULL) != TW_OK) {
+      fprintf(stderr, "FAIL %s: sign with a key cache\n", name);
+      ok = false;
+      break;
+    }
+    ok = same("signature with a key cache", name, rc2.signature,
+              res.signature) &&
+         ok;
+    tw_sigv4_result_release(&rc2);
+  }
   tw_sigv4_result_release(&res);
 
   /* The suite's own signed request must pass verification.  The verifier
@@ -587,6 +606,47 @@ static void expect_verify(const char *what, struct vreq *v, const char *service,
   }
   TW_CHECK(calls <= 1, "%s: secret looked up %d times", what, calls);
   free(who);
+}
+
+/* A key cache of 4 scopes under secrets, days, regions and services
+ * that change in turn: every signature is the one derived afresh. */
+static void key_cache_scopes(void **state) {
+  (void)state;
+  static const char *const secrets[] = {SK, "other-secret", "other-secreT"};
+  static const char *const dates[] = {"20150830T123600Z", "20150831T000000Z",
+                                      "20150830T235959Z"};
+  static const char *const regions[] = {"us-east-1", "eu-west-1",
+                                        "ap-south-1"};
+  static const char *const services[] = {"ec2", "sts"};
+  struct tw_sigv4_key_cache c;
+  tw_sigv4_key_cache_init(&c);
+  uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < 300; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    struct tw_sigv4_header h[] = {{"host", "ec2.amazonaws.com"},
+                                  {"x-amz-date", dates[x % 3]}};
+    struct tw_sigv4_request req = {.method = "POST",
+                                   .path = "/",
+                                   .headers = h,
+                                   .n_headers = 2,
+                                   .body = "Action=DescribeInstances",
+                                   .body_len = 24};
+    struct tw_sigv4_params p = {.access_key = AK,
+                                .secret_key = secrets[(x >> 8) % 3],
+                                .region = regions[(x >> 16) % 3],
+                                .service = services[(x >> 24) % 2],
+                                .amz_date = dates[x % 3],
+                                .normalize_path = 1};
+    struct tw_sigv4_result a, b;
+    TW_CHECK(tw_sigv4_sign(&req, &p, &a, NULL) == TW_OK);
+    p.key_cache = &c;
+    TW_CHECK(tw_sigv4_sign(&req, &p, &b, NULL) == TW_OK);
+    TW_CHECK_STR(a.signature, b.signature);
+    TW_CHECK_STR(a.authorization, b.authorization);
+    tw_sigv4_result_release(&a);
+    tw_sigv4_result_release(&b);
+  }
+  tw_sigv4_key_cache_release(&c);
 }
 
 static void verify(void **state) {
@@ -1151,7 +1211,9 @@ static void botocore(void **state) {
 int main(int argc, char **argv) {
   const char *mode = argc >= 2 ? argv[1] : "";
   const struct CMUnitTest suite_tests[] = {cmocka_unit_test(suites)};
-  const struct CMUnitTest verify_tests[] = {cmocka_unit_test(verify)};
+  const struct CMUnitTest verify_tests[] = {cmocka_unit_test(verify),
+                                            cmocka_unit_test(key_cache_scopes)};
+  tw_sigv4_key_cache_init(&suite_keys);
   const struct CMUnitTest botocore_tests[] = {cmocka_unit_test(botocore)};
   if (!strcmp(mode, "--suites"))
     return suites_present() ? cmocka_run_group_tests(suite_tests, NULL, NULL)
