@@ -8,6 +8,7 @@
  * zone and spot-price data exercise the parsers too. */
 #include <dirent.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -979,6 +980,46 @@ static void sax_shapes(void **state) {
   tw_instance_list_release(&l);
 }
 
+/* Each thread parses with its own context and arrays (ec2_xml.c keeps
+ * them per thread and frees them when the thread ends): threads parsing
+ * at once, good and bad answers mixed, each get their own results. */
+static const char thread_doc[] =
+    "<DescribeInstancesResponse><reservationSet><item><instancesSet><item>"
+    "<instanceId>i-1</instanceId><tagSet><item><key>tradewind:job</key>"
+    "<value>j-1</value></item></tagSet></item><item><instanceId>i-2"
+    "</instanceId></item></instancesSet></item></reservationSet>"
+    "</DescribeInstancesResponse>";
+
+static void *thread_parses(void *arg) {
+  long bad = 0;
+  (void)arg;
+  for (int i = 0; i < 300; i++) {
+    struct tw_instance_list l;
+    struct tw_err err = {0};
+    tw_instance_list_init(&l);
+    size_t len = i % 3 == 2 ? sizeof thread_doc / 2 : sizeof thread_doc - 1;
+    enum tw_rc rc = tw_ec2_parse_instances(thread_doc, len, &l, NULL, &err);
+    if (i % 3 == 2)
+      bad += rc != TW_E_INVALID || l.n;
+    else
+      bad += rc != TW_OK || l.n != 2 || strcmp(l.items[0].job_id, "j-1") ||
+             strcmp(l.items[1].id, "i-2");
+    tw_instance_list_release(&l);
+  }
+  return (void *)bad;
+}
+
+static void threads_parse(void **state) {
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++)
+    TW_CHECK(pthread_create(&t[i], NULL, thread_parses, NULL) == 0);
+  for (int i = 0; i < 4; i++) {
+    void *bad = NULL;
+    pthread_join(t[i], &bad);
+    TW_CHECK(bad == NULL, "thread %d: %ld wrong results", i, (long)bad);
+  }
+}
+
 /* Every recorded EC2 answer parses (a count of files, not of checks). */
 static void every_fixture_file(void **state) {
   int files = 0;
@@ -1016,6 +1057,7 @@ int main(void) {
       cmocka_unit_test(sdk_spot_prices_paged),
       cmocka_unit_test(hostile_input),
       cmocka_unit_test(sax_shapes),
+      cmocka_unit_test(threads_parse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
