@@ -55,11 +55,21 @@ struct lnode {
   uint32_t next;     /* next sibling element; 0 none */
   uint32_t text;     /* offset of the element's own text in bytes */
   uint32_t text_len; /* not NUL-terminated */
+  /* Text after a child element, while the element is open: more runs
+   * (segs), joined after text when the element ends. */
+  uint32_t seg_first, seg_last; /* 0 none */
+};
+
+struct lseg {
+  uint32_t off, len;
+  uint32_t next; /* 0 none */
 };
 
 struct ldoc {
   struct lnode *n;
   size_t n_len, n_cap;
+  struct lseg *s; /* s[0] unused */
+  size_t s_len, s_cap;
   char *b;
   size_t b_len, b_cap;
   uint32_t cur;             /* the open element */
@@ -89,6 +99,7 @@ static void xml_tls_free(void *p) {
   if (t->ctxt)
     xmlFreeParserCtxt(t->ctxt);
   free(t->d.n);
+  free(t->d.s);
   free(t->d.b);
   free(t);
 }
@@ -173,8 +184,28 @@ static void sax_end(void *ctx, const xmlChar *localname, const xmlChar *prefix,
                     const xmlChar *uri) {
   (void)localname, (void)prefix, (void)uri;
   struct ldoc *d = doc_of(ctx);
-  if (d && d->cur)
-    d->cur = d->n[d->cur].parent;
+  if (!d || !d->cur)
+    return;
+  struct lnode *n = &d->n[d->cur];
+  if (n->seg_first) {
+    /* the runs joined, once: each byte of text is copied once at most */
+    size_t total = n->text_len;
+    for (uint32_t g = n->seg_first; g; g = d->s[g].next)
+      total += d->s[g].len;
+    if (!grow((void **)&d->b, &d->b_cap, d->b_len + total + 1, 1))
+      return fail(d);
+    uint32_t off = (uint32_t)d->b_len;
+    memcpy(d->b + d->b_len, d->b + n->text, n->text_len);
+    d->b_len += n->text_len;
+    for (uint32_t g = n->seg_first; g; g = d->s[g].next) {
+      memcpy(d->b + d->b_len, d->b + d->s[g].off, d->s[g].len);
+      d->b_len += d->s[g].len;
+    }
+    n->text = off;
+    n->text_len = (uint32_t)total;
+    n->seg_first = n->seg_last = 0;
+  }
+  d->cur = n->parent;
 }
 
 static void sax_text(void *ctx, const xmlChar *s, int len) {
@@ -183,25 +214,35 @@ static void sax_text(void *ctx, const xmlChar *s, int len) {
     return;
   struct lnode *n = &d->n[d->cur];
   /* libxml2's tree refuses a text run over XML_MAX_TEXT_LENGTH. */
-  if ((size_t)n->text_len + (size_t)len > XML_MAX_TEXT_LENGTH)
+  size_t run = n->seg_last ? d->s[n->seg_last].len : n->text_len;
+  if (run + (size_t)len > XML_MAX_TEXT_LENGTH)
     return fail(d);
-  if (n->text_len && n->text + n->text_len != d->b_len) {
-    /* text after a child element: move the first part to the end */
-    uint32_t off = bytes_add(d, "", 0);
-    if (d->failed)
-      return fail(d);
-    if (!grow((void **)&d->b, &d->b_cap, d->b_len + n->text_len + 1, 1))
-      return fail(d);
-    memcpy(d->b + off, d->b + n->text, n->text_len);
-    d->b_len += n->text_len;
-    n->text = off;
-  }
   uint32_t off = bytes_add(d, s, (size_t)len);
   if (d->failed)
     return fail(d);
-  if (!n->text_len)
+  if (!n->text_len) {
     n->text = off;
-  n->text_len += (uint32_t)len;
+    n->text_len = (uint32_t)len;
+    return;
+  }
+  if (!n->seg_first && n->text + n->text_len == off) {
+    n->text_len += (uint32_t)len;
+    return;
+  }
+  if (n->seg_last && d->s[n->seg_last].off + d->s[n->seg_last].len == off) {
+    d->s[n->seg_last].len += (uint32_t)len;
+    return;
+  }
+  /* text after a child element: one more run, joined at the end */
+  if (!grow((void **)&d->s, &d->s_cap, d->s_len + 1, sizeof *d->s))
+    return fail(d);
+  uint32_t g = (uint32_t)d->s_len++;
+  d->s[g] = (struct lseg){.off = off, .len = (uint32_t)len};
+  if (n->seg_last)
+    d->s[n->seg_last].next = g;
+  else
+    n->seg_first = g;
+  n->seg_last = g;
 }
 
 /* Entity references are not expanded; like the tree's entity reference
@@ -258,6 +299,7 @@ static bool ldoc_parse(struct xml_tls *t, const char *body, size_t len) {
     return false;
   xmlParserCtxtPtr c = t->ctxt;
   d->n_len = 0;
+  d->s_len = 1;
   d->b_len = 0;
   d->cur = 0;
   d->failed = false;
@@ -324,6 +366,11 @@ static void tls_done(struct xml_tls *t) {
     free(t->d.n);
     t->d.n = NULL;
     t->d.n_cap = 0;
+  }
+  if (t->d.s_cap > XML_KEEP_NODES) {
+    free(t->d.s);
+    t->d.s = NULL;
+    t->d.s_cap = 0;
   }
 }
 
