@@ -76,6 +76,7 @@ struct ldoc {
   xmlParserCtxtPtr ctxt;    /* the one whose events count */
   bool failed;              /* out of memory or a limit */
   bool dtd;                 /* the document had a DOCTYPE */
+  xmlNodePtr stand_in;      /* see sax_get_entity() */
 };
 
 /* Per thread: a parser context (its dictionary and buffers) and the
@@ -90,7 +91,7 @@ struct xml_tls {
  * after the parse. */
 #define XML_DICT_MAX 2048
 #define XML_KEEP_BYTES (1u << 20)
-#define XML_KEEP_NODES (1u << 15)
+#define XML_KEEP_NODES (1u << 16)
 
 static void xml_tls_free(void *p) {
   struct xml_tls *t = p;
@@ -251,6 +252,28 @@ static void sax_reference(void *ctx, const xmlChar *name) {
   (void)ctx, (void)name;
 }
 
+/* libxml2 parses an internal entity's content once, at its first
+ * reference, to check it, and keeps what a tree builder made of it as the
+ * entity's children; with no children (nothing built here) it parses the
+ * content again at every later reference, which costs the entity's
+ * length times the references: a small answer of many references to a
+ * long entity would take minutes.  An entity checked once is given a
+ * stand-in child (an empty text node the entity does not own, freed after
+ * the document), which spares the parses again; the reference itself
+ * still adds nothing. */
+static xmlEntityPtr sax_get_entity(void *ctx, const xmlChar *name) {
+  xmlParserCtxtPtr c = ctx;
+  xmlEntityPtr ent = xmlSAX2GetEntity(ctx, name);
+  struct ldoc *d = c->_private;
+  if (ent && d && ent->etype == XML_INTERNAL_GENERAL_ENTITY && ent->checked &&
+      !ent->children) {
+    if (!d->stand_in)
+      d->stand_in = xmlNewText((const xmlChar *)"");
+    ent->children = d->stand_in;
+  }
+  return ent;
+}
+
 /* A DOCTYPE: libxml2's SAX2 callbacks keep its declarations in a document
  * of their own (entities must be declared to be refused unexpanded rather
  * than as undeclared), made only then. */
@@ -286,6 +309,7 @@ static xmlParserCtxtPtr ctxt_new(void) {
   h->cdataBlock = sax_text;
   h->ignorableWhitespace = sax_text;
   h->reference = sax_reference;
+  h->getEntity = sax_get_entity;
   h->comment = NULL;
   h->processingInstruction = NULL;
   return c;
@@ -330,6 +354,10 @@ static bool ldoc_parse(struct xml_tls *t, const char *body, size_t len) {
     xmlFreeDoc(c->myDoc);
     c->myDoc = NULL;
   }
+  if (d->stand_in) {
+    xmlFreeNode(d->stand_in);
+    d->stand_in = NULL;
+  }
   c->_private = NULL;
   d->ctxt = NULL;
   return ok;
@@ -351,7 +379,7 @@ static struct xml_tls *tls_get(void) {
 
 /* After a parse: what was kept of an odd document is dropped. */
 static void tls_done(struct xml_tls *t) {
-  if (t->ctxt && (t->d.dtd || !t->ctxt->wellFormed ||
+  if (t->ctxt && (t->d.dtd || t->d.failed || !t->ctxt->wellFormed ||
                   (t->ctxt->dict && xmlDictSize(t->ctxt->dict) >
                                         XML_DICT_MAX))) {
     xmlFreeParserCtxt(t->ctxt);
