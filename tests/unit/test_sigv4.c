@@ -14,6 +14,7 @@
  * botocore is missing. */
 #include <dirent.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
@@ -649,6 +650,60 @@ static void key_cache_scopes(void **state) {
   tw_sigv4_key_cache_release(&c);
 }
 
+/* Threads signing at once through one cache, each its own region. */
+static struct tw_sigv4_key_cache shared_keys;
+
+static void *sign_many(void *arg) {
+  static const char *const regions[] = {"us-east-1", "eu-west-1",
+                                        "ap-south-1", "us-west-2",
+                                        "sa-east-1", "eu-north-1"};
+  long bad = 0;
+  const char *region = regions[(intptr_t)arg % 6];
+  for (int i = 0; i < 200; i++) {
+    struct tw_sigv4_header h[] = {{"host", "ec2.amazonaws.com"},
+                                  {"x-amz-date", "20150830T123600Z"}};
+    struct tw_sigv4_request req = {.method = "POST",
+                                   .path = "/",
+                                   .headers = h,
+                                   .n_headers = 2,
+                                   .body = "Action=RunInstances",
+                                   .body_len = 19};
+    struct tw_sigv4_params p = {.access_key = AK,
+                                .secret_key = SK,
+                                .region = region,
+                                .service = "ec2",
+                                .amz_date = "20150830T123600Z",
+                                .normalize_path = 1};
+    struct tw_sigv4_result a, b;
+    if (tw_sigv4_sign(&req, &p, &a, NULL) != TW_OK)
+      return (void *)-1;
+    p.key_cache = &shared_keys;
+    if (tw_sigv4_sign(&req, &p, &b, NULL) != TW_OK) {
+      tw_sigv4_result_release(&a);
+      return (void *)-1;
+    }
+    bad += strcmp(a.signature, b.signature) != 0;
+    tw_sigv4_result_release(&a);
+    tw_sigv4_result_release(&b);
+  }
+  return (void *)bad;
+}
+
+static void key_cache_threads(void **state) {
+  (void)state;
+  pthread_t t[6];
+  tw_sigv4_key_cache_init(&shared_keys);
+  for (intptr_t i = 0; i < 6; i++)
+    TW_CHECK(pthread_create(&t[i], NULL, sign_many, (void *)i) == 0);
+  for (int i = 0; i < 6; i++) {
+    void *bad = NULL;
+    pthread_join(t[i], &bad);
+    TW_CHECK(bad == NULL, "thread %d: %ld differing signatures", i,
+             (long)bad);
+  }
+  tw_sigv4_key_cache_release(&shared_keys);
+}
+
 static void verify(void **state) {
   struct vreq v;
   const char *date = "20150830T123600Z";
@@ -1212,7 +1267,8 @@ int main(int argc, char **argv) {
   const char *mode = argc >= 2 ? argv[1] : "";
   const struct CMUnitTest suite_tests[] = {cmocka_unit_test(suites)};
   const struct CMUnitTest verify_tests[] = {cmocka_unit_test(verify),
-                                            cmocka_unit_test(key_cache_scopes)};
+                                            cmocka_unit_test(key_cache_scopes),
+                                            cmocka_unit_test(key_cache_threads)};
   tw_sigv4_key_cache_init(&suite_keys);
   const struct CMUnitTest botocore_tests[] = {cmocka_unit_test(botocore)};
   if (!strcmp(mode, "--suites"))
