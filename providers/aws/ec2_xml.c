@@ -647,7 +647,8 @@ bool tw_ec2_parse_error(const char *body, size_t len,
   struct xml_tls *t = NULL;
   xnode r;
   bool found = false;
-  if (len <= TW_EC2_XML_MAX_BYTES && parse_doc(body, len, &t, &r, NULL) == TW_OK)
+  if (len <= TW_EC2_XML_MAX_BYTES &&
+      parse_doc(body, len, &t, &r, NULL) == TW_OK)
     found = error_of(r, out);
   if (t)
     tls_done(t);

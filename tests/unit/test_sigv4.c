@@ -1266,9 +1266,9 @@ static void botocore(void **state) {
 int main(int argc, char **argv) {
   const char *mode = argc >= 2 ? argv[1] : "";
   const struct CMUnitTest suite_tests[] = {cmocka_unit_test(suites)};
-  const struct CMUnitTest verify_tests[] = {cmocka_unit_test(verify),
-                                            cmocka_unit_test(key_cache_scopes),
-                                            cmocka_unit_test(key_cache_threads)};
+  const struct CMUnitTest verify_tests[] = {
+      cmocka_unit_test(verify), cmocka_unit_test(key_cache_scopes),
+      cmocka_unit_test(key_cache_threads)};
   tw_sigv4_key_cache_init(&suite_keys);
   const struct CMUnitTest botocore_tests[] = {cmocka_unit_test(botocore)};
   if (!strcmp(mode, "--suites"))
