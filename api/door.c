@@ -24,6 +24,7 @@
 
 #include "api/door.h"
 #include "broker/base/clock.h"
+#include "broker/base/hex.h"
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
 
@@ -280,23 +281,14 @@ size_t tw_door_answer(const struct tw_door_problem *p, const char *request_id,
 
 /* ---- the parsed head ------------------------------------------------------ */
 
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 /* %XX decoded in place (a malformed escape stays as it is); plus: '+' is
  * a space (query arguments). */
 static void unescape(char *s, bool plus) {
   char *w = s;
   for (char *p = s; *p; p++) {
     int hi, lo;
-    if (*p == '%' && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0) {
+    if (*p == '%' && (hi = tw_hexval((unsigned char)p[1])) >= 0 &&
+        (lo = tw_hexval((unsigned char)p[2])) >= 0) {
       *w++ = (char)(hi * 16 + lo);
       p += 2;
     } else {

@@ -18,6 +18,7 @@
 #include "broker/base/trace.h"
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
+#include "broker/core/store_obs.h"
 #include "broker/core/store_agent.h"
 #include "broker/tenancy/secrets.h"
 #include "providers/provider.h"
@@ -102,16 +103,19 @@ void tw_h_readyz(struct tw_req *r) {
 }
 
 void tw_h_metrics(struct tw_req *r) {
-  int64_t counts[TW_JOB_NSTATES];
+  struct tw_store_gauges g;
   struct tw_err err = {0};
   tw_api_metrics_render(r->api, &r->out);
-  if (tw_store_job_counts(tw_api_store(r->api), counts, &err) == TW_OK) {
+  /* the reading the scheduler's tenant gauges share (store_obs.h) */
+  if (tw_store_gauges(tw_api_store(r->api), TW_STORE_GAUGES_MAX_AGE_MS, &g,
+                      &err) == TW_OK) {
     tw_buf_adds(&r->out, "# HELP tradewind_jobs Jobs in the store, by state.\n"
                          "# TYPE tradewind_jobs gauge\n");
     for (int s = 0; s < TW_JOB_NSTATES; s++)
       tw_buf_printf(&r->out, "tradewind_jobs{state=\"%s\"} %lld\n",
                     tw_job_state_str((enum tw_job_state)s),
-                    (long long)counts[s]);
+                    (long long)g.jobs[s]);
+    tw_store_gauges_release(&g);
   }
   struct tw_store_stats st;
   tw_store_stats(tw_api_store(r->api), &st);

@@ -879,15 +879,19 @@ enum tw_rc tw_api_start(const struct tw_api_opts *opts, struct tw_api **out,
   unsigned threads = opts->threads ? opts->threads : 64;
   unsigned per_addr = opts->max_per_address ? opts->max_per_address : 128;
   unsigned max_conn = opts->max_connections ? opts->max_connections : 1024u;
-  /* api.judge_heads is read for the configurations that name it: every
-   * head is judged at the door whatever it says */
-  if (opts->judge_heads && *opts->judge_heads &&
-      strcmp(opts->judge_heads, "every") && strcmp(opts->judge_heads, "first")) {
-    fail_start(api);
-    return tw_err_field(err, TW_E_INVALID, "api.judge_heads",
-                        "api.judge_heads: \"%.32s\" is neither \"every\" nor "
-                        "\"first\"",
-                        opts->judge_heads);
+  /* api.judge_heads is deprecated: every head is judged at the door
+   * whatever it says; the configurations that still name it start */
+  if (opts->judge_heads && *opts->judge_heads) {
+    if (strcmp(opts->judge_heads, "every") &&
+        strcmp(opts->judge_heads, "first")) {
+      fail_start(api);
+      return tw_err_field(err, TW_E_INVALID, "api.judge_heads",
+                          "api.judge_heads: \"%.32s\" is neither \"every\" "
+                          "nor \"first\"",
+                          opts->judge_heads);
+    }
+    tw_log_warn("api", "api.judge_heads is deprecated and has no effect: "
+                       "every head of every connection is judged");
   }
   if (!opts->threads && threads > max_conn)
     threads = max_conn; /* the default: no more threads than connections */

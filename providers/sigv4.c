@@ -19,6 +19,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "broker/base/hex.h"
 #include "broker/base/mem.h"
 
 #define SIGV4_ALGO "AWS4-HMAC-SHA256"
@@ -53,16 +54,6 @@ static bool sigv4_is_ws(unsigned char c) {
 static bool sigv4_unreserved(unsigned char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
          (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '~';
-}
-
-static int sigv4_hexval(unsigned char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
 }
 
 static void sigv4_hex(const unsigned char *d, size_t n, char *out) {
@@ -112,8 +103,8 @@ static void sigv4_canon_component(struct tw_buf *b, const char *s, size_t len) {
   for (size_t i = 0; i < len; i++) {
     int hi, lo;
     if (s[i] == '%' && i + 2 < len &&
-        (hi = sigv4_hexval((unsigned char)s[i + 1])) >= 0 &&
-        (lo = sigv4_hexval((unsigned char)s[i + 2])) >= 0) {
+        (hi = tw_hexval((unsigned char)s[i + 1])) >= 0 &&
+        (lo = tw_hexval((unsigned char)s[i + 2])) >= 0) {
       tw_buf_addc(&raw, (char)(hi * 16 + lo));
       i += 2;
     } else {

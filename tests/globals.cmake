@@ -7,6 +7,9 @@ tw_add_test(test_sort SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_sort.c
 # meter's states share.
 tw_add_test(test_idix SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_idix.c
             LIBS tw_base PkgConfig::CMOCKA LABELS unit sched)
+# The one hex digit reader (keys, trace ids, percent-escapes).
+tw_add_test(test_hex SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_hex.c
+            LIBS tw_base PkgConfig::CMOCKA LABELS unit architecture)
 
 # Every library made with tw_library() (the top CMakeLists.txt records
 # them), read with objdump: fails on a mutable global outside the test's

@@ -10,28 +10,23 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "broker/base/hex.h"
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
 
 /* ---- W3C Trace Context ------------------------------------------------- */
 
+/* upper case is invalid (W3C trace-context 3.2.2) */
 static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  return -1; /* upper case is invalid (W3C trace-context 3.2.2) */
+  return c >= 'A' && c <= 'F' ? -1 : tw_hexval((unsigned char)c);
 }
 
 static bool unhex(const char *s, uint8_t *out, size_t n) {
+  if (!tw_unhex(s, n, out, true))
+    return false;
   bool nonzero = false;
-  for (size_t i = 0; i < n; i++) {
-    int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
-    if (hi < 0 || lo < 0)
-      return false;
-    out[i] = (uint8_t)(hi << 4 | lo);
+  for (size_t i = 0; i < n; i++)
     nonzero |= out[i] != 0;
-  }
   return nonzero;
 }
 

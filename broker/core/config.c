@@ -48,7 +48,7 @@ static const struct key KEYS[] = {
     {"api.max_url_bytes", K_INT, OFF(api_max_url_bytes), "8192", 256, 16384,
      false},
     {"api.probe_listen", K_STR, OFF(api_probe_listen), "", 0, 0, false},
-    {"api.judge_heads", K_STR, OFF(api_judge_heads), "every", 0, 0, false},
+    {"api.judge_heads", K_STR, OFF(api_judge_heads), "", 0, 0, false},
     {"store.synchronous", K_SYNC, OFF(store_sync_full), "full", 0, 0, false},
     {"store.max_batch", K_INT, OFF(store_max_batch), "512", 1, 10000, false},
     {"store.readers", K_INT, OFF(store_readers), "8", 1, 64, false},

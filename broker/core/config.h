@@ -36,7 +36,7 @@ struct tw_cfg {
   int64_t api_max_url_bytes;   /* 414 beyond */
   int64_t api_max_streams;     /* GET /v1/events/stream open at once */
   char *api_probe_listen;      /* "HOST:PORT" of the probes alone; "" none */
-  char *api_judge_heads;       /* "every" or "first" (docs/security.md) */
+  char *api_judge_heads;       /* deprecated, no effect (docs/security.md) */
   bool store_sync_full;        /* synchronous: full | normal */
   int64_t store_max_batch;
   int64_t store_readers;

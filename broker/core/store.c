@@ -296,6 +296,8 @@ struct tw_store {
   struct run_item *run;
   void **run_args;
   bool *run_done;
+  /* store_obs.c: /metrics' last reading of the jobs (tw_store_gauges) */
+  struct store_gauges *gauges;
 };
 
 /* Changes kept for tw_store_changes_since(); a follower further behind
@@ -1064,6 +1066,8 @@ enum tw_rc tw_store_test_cap_pages(struct tw_store *s, bool cap,
 
 int64_t store__now_ms(struct tw_store *s) { return tw_clock_now_ms(s->clock); }
 
+struct store_gauges *store__gauges(struct tw_store *s) { return s->gauges; }
+
 void tw_store_fence(struct tw_store *s, const char *holder, int64_t epoch) {
   pthread_mutex_lock(&s->mu);
   snprintf(s->fence_holder, sizeof s->fence_holder, "%s", holder ? holder : "");
@@ -1141,6 +1145,7 @@ enum tw_rc tw_store_open(const struct tw_store_opts *opts,
   s->sha256 = EVP_MD_fetch(NULL, "SHA256", NULL); /* NULL: EVP_sha256() */
   s->lock_fd = -1;
   s->chg_base = 1;
+  s->gauges = store__gauges_new();
   s->backend = opts->backend;
   s->txn_timeout_ms = opts->txn_timeout_ms;
   s->db_path = opts->path ? tw_strdup(opts->path) : NULL;
@@ -1215,6 +1220,7 @@ fail:
     close(s->lock_fd);
   free(s->path);
   store__logs_close(s->logs);
+  store__gauges_free(s->gauges);
   free_conf(s);
   free(s);
   return rc;
@@ -1237,6 +1243,7 @@ void tw_store_close(struct tw_store *s) {
   free(s->audit_q.v);
   free(s->chg_w);
   free(s->chg);
+  store__gauges_free(s->gauges);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->work);
   pthread_mutex_destroy(&s->rmu);

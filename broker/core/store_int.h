@@ -36,6 +36,13 @@ struct store_logs *store__logs(struct tw_store *s);
  * told to tw_store_changes_since() once the batch's transaction ends. */
 void store__job_ended(struct tw_store *s, const char *job_id);
 
+/* store_obs.c: the last reading of /metrics' figures (tw_store_gauges),
+ * made with the store and freed with it. */
+struct store_gauges;
+struct store_gauges *store__gauges_new(void);
+void store__gauges_free(struct store_gauges *g);
+struct store_gauges *store__gauges(struct tw_store *s);
+
 /* TW_E_IO with sqlite's message, copied at once. */
 enum tw_rc store__db_err(struct tw_db *db, struct tw_err *err, const char *what);
 /* Steps a statement that returns no row; TW_E_IO otherwise. */

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "broker/base/err.h"
+#include "broker/core/job.h"
 
 struct tw_store;
 
@@ -32,5 +33,25 @@ enum tw_rc tw_store_tenant_gauges(struct tw_store *s,
                                   void (*fn)(void *ctx,
                                              const struct tw_tenant_gauge *g),
                                   void *ctx, struct tw_err *err);
+
+/* What /metrics shows of the jobs, read once for all its gauges: the jobs
+ * by state (as tw_store_job_counts) and the tenants' gauges (as
+ * tw_store_tenant_gauges, in name order).  The reading is kept: a call
+ * within max_age_ms of the last reading (store clock) is answered from it,
+ * so scrapes however frequent cost at most one reading per max_age_ms
+ * (0: read now).  The oldest pending job's submission time is kept, not
+ * its wait: a wait computed at rendering time is exact; the counts are
+ * those of at most max_age_ms ago.  Release with tw_store_gauges_release.
+ * docs/observability.md. */
+#define TW_STORE_GAUGES_MAX_AGE_MS 2000
+struct tw_store_gauges {
+  int64_t jobs[TW_JOB_NSTATES];
+  struct tw_tenant_gauge *tenants; /* each tenant name its own copy */
+  size_t n_tenants;
+  int64_t read_ms; /* when read, on the store's clock */
+};
+enum tw_rc tw_store_gauges(struct tw_store *s, int64_t max_age_ms,
+                           struct tw_store_gauges *out, struct tw_err *err);
+void tw_store_gauges_release(struct tw_store_gauges *g);
 
 #endif

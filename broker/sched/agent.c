@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "broker/base/hex.h"
 #include "broker/base/log.h"
 #include "broker/base/trace.h"
 #include "broker/core/spec.h"
@@ -314,23 +315,7 @@ static enum tw_rc read_file(const char *path, size_t max, struct tw_buf *out,
 }
 
 static bool unhex32(const char *s, size_t len, unsigned char out[32]) {
-  if (len != 64)
-    return false;
-  for (size_t i = 0; i < 32; i++) {
-    unsigned v = 0;
-    for (int k = 0; k < 2; k++) {
-      char c = s[2 * i + k];
-      v <<= 4;
-      if (c >= '0' && c <= '9')
-        v |= (unsigned)(c - '0');
-      else if (c >= 'a' && c <= 'f')
-        v |= (unsigned)(c - 'a' + 10);
-      else
-        return false;
-    }
-    out[i] = (unsigned char)v;
-  }
-  return true;
+  return len == 64 && tw_unhex(s, 32, out, true);
 }
 
 static enum tw_rc load_key(struct tw_store *st, struct tw_secrets *sec,

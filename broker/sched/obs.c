@@ -190,7 +190,13 @@ void tw_sched_metrics(struct tw_sched *s, struct tw_buf *out) {
   tw_buf_init(&g.spend);
   tw_buf_init(&g.live);
   struct tw_err err = {0};
-  if (tw_store_tenant_gauges(s->store, on_gauge, &g, &err) == TW_OK) {
+  /* read at most once a TW_STORE_GAUGES_MAX_AGE_MS, however often scraped */
+  struct tw_store_gauges sg;
+  if (tw_store_gauges(s->store, TW_STORE_GAUGES_MAX_AGE_MS, &sg, &err) ==
+      TW_OK) {
+    for (size_t i = 0; i < sg.n_tenants; i++)
+      on_gauge(&g, &sg.tenants[i]);
+    tw_store_gauges_release(&sg);
     tw_buf_printf(out, "# HELP tradewind_queue_depth Jobs pending, by "
                        "tenant.\n# TYPE tradewind_queue_depth gauge\n%s",
                   g.depth.data ? g.depth.data : "");

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "broker/base/hex.h"
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
 #include "broker/base/node.h"
@@ -34,16 +35,6 @@ const char *tw_secrets_key_id(const struct tw_secrets *s) { return s->cur.id; }
 /* ---- keys ------------------------------------------------------------------
  */
 
-static int hexval(int c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 /* 64 hex digits or standard/url base64 of 32 bytes, surrounding blanks
  * ignored. */
 static bool decode_key(const char *text, unsigned char out[32]) {
@@ -55,14 +46,7 @@ static bool decode_key(const char *text, unsigned char out[32]) {
   buf[n] = '\0';
   bool ok = false;
   if (n == 64) {
-    ok = true;
-    for (size_t i = 0; i < 32 && ok; i++) {
-      int hi = hexval(buf[2 * i]), lo = hexval(buf[2 * i + 1]);
-      if (hi < 0 || lo < 0)
-        ok = false;
-      else
-        out[i] = (unsigned char)(hi << 4 | lo);
-    }
+    ok = tw_unhex(buf, 32, out, false);
   } else if (n == 43 || n == 44) {
     for (size_t i = 0; i < n; i++)
       if (buf[i] == '-')

@@ -1,5 +1,6 @@
 /* slurm_json.c - see slurm_json.h. */
 #include "providers/slurm/slurm_json.h"
+#include "broker/base/hex.h"
 #include "broker/core/spec.h"
 
 #include <ctype.h>
@@ -615,13 +616,6 @@ void slurm_tags_format(const struct slurm_tags *t, struct tw_buf *out) {
   put_tag(out, "type", t->type);
 }
 
-static int hexval(int c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  c = tolower(c);
-  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 /* Decodes src[0..n) into dst[size]; false when it does not fit or is
  * malformed. */
 static bool get_tag(const char *src, size_t n, char *dst, size_t size) {
@@ -631,7 +625,8 @@ static bool get_tag(const char *src, size_t n, char *dst, size_t size) {
     if (c == '%') {
       if (i + 2 >= n)
         return false;
-      int hi = hexval(src[i + 1]), lo = hexval(src[i + 2]);
+      int hi = tw_hexval((unsigned char)src[i + 1]),
+          lo = tw_hexval((unsigned char)src[i + 2]);
       if (hi < 0 || lo < 0)
         return false;
       c = hi * 16 + lo;

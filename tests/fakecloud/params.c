@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "broker/base/hex.h"
 #include "broker/base/mem.h"
 
 void fc_params_init(struct fc_params *p) {
@@ -23,16 +24,6 @@ void fc_params_release(struct fc_params *p) {
   p->n = 0;
 }
 
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 char *fc_url_decode(const char *s, size_t len, bool plus_is_space,
                     size_t *out_len) {
   char *out = tw_malloc(len + 1);
@@ -44,7 +35,8 @@ char *fc_url_decode(const char *s, size_t len, bool plus_is_space,
         free(out);
         return NULL;
       }
-      int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
+      int hi = tw_hexval((unsigned char)s[i + 1]),
+          lo = tw_hexval((unsigned char)s[i + 2]);
       if (hi < 0 || lo < 0) {
         free(out);
         return NULL;

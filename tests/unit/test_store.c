@@ -332,6 +332,196 @@ static void tenant_gauges_count_pending_and_live(void **state) {
   tw_store_close(s);
 }
 
+/* The gauges as tw_store_gauges tells them, checked against the store's
+ * uncached count of every state. */
+static void check_jobs(struct tw_store *s, const struct tw_store_gauges *g) {
+  int64_t c[TW_JOB_NSTATES];
+  assert_int_equal(tw_store_job_counts(s, c, NULL), TW_OK);
+  for (int i = 0; i < TW_JOB_NSTATES; i++)
+    assert_int_equal(g->jobs[i], c[i]);
+}
+
+static const struct tw_tenant_gauge *tenant_of(const struct tw_store_gauges *g,
+                                               const char *t) {
+  for (size_t i = 0; i < g->n_tenants; i++)
+    if (!strcmp(g->tenants[i].tenant, t))
+      return &g->tenants[i];
+  return NULL;
+}
+
+static void metrics_gauges_follow_submissions_placements_and_ends(
+    void **state) {
+  (void)state;
+  struct tw_store *s = open_store();
+  struct tw_err err = {0};
+  struct tw_store_gauges g;
+  assert_int_equal(tw_store_gauges(s, 0, &g, &err), TW_OK);
+  assert_int_equal(g.n_tenants, 0);
+  check_jobs(s, &g);
+  tw_store_gauges_release(&g);
+
+  /* submissions: two of t1's, one of a-team's */
+  struct tw_job_rec j1, j2, j3;
+  bool rep;
+  create(s, "a", NULL, "{}", &j1, &rep, TW_OK);
+  tw_clock_advance(&clk, 1000);
+  create(s, "b", NULL, "{}", &j2, &rep, TW_OK);
+  struct tw_job_new other = {
+      .name = "c", .tenant = "a-team", .project = "p", .spec_json = "{}"};
+  assert_int_equal(tw_store_job_create(s, &other, &j3, &rep, &err), TW_OK);
+  assert_int_equal(tw_store_gauges(s, 0, &g, &err), TW_OK);
+  assert_int_equal(g.jobs[TW_JOB_PENDING], 3);
+  check_jobs(s, &g);
+  assert_int_equal(g.n_tenants, 2);
+  assert_string_equal(g.tenants[0].tenant, "a-team"); /* name order */
+  assert_int_equal(g.tenants[0].pending, 1);
+  assert_int_equal(g.tenants[1].pending, 2);
+  assert_int_equal(g.tenants[1].oldest_pending_ms, j1.created_ms);
+  assert_int_equal(g.tenants[1].live_attempts, 0);
+  tw_store_gauges_release(&g);
+
+  /* placements: a-team's job and t1's oldest each get an attempt */
+  struct tw_attempt_new an = {.job_id = j3.id,
+                              .provider = "aws",
+                              .offer_id = "aws:r:z:t:spot",
+                              .market = "spot",
+                              .price_uusd_per_hour = 1500000,
+                              .reason = "cheapest offer"};
+  struct tw_attempt_rec a3, a1;
+  assert_int_equal(tw_store_attempt_open(s, &an, &a3, &err), TW_OK);
+  an.job_id = j1.id;
+  an.price_uusd_per_hour = 250001;
+  assert_int_equal(tw_store_attempt_open(s, &an, &a1, &err), TW_OK);
+  assert_int_equal(tw_store_attempt_launched(s, a3.id, "i-3", NULL, &err),
+                   TW_OK);
+  assert_int_equal(tw_store_attempt_running(s, a3.id, &err), TW_OK);
+  assert_int_equal(tw_store_gauges(s, 0, &g, &err), TW_OK);
+  check_jobs(s, &g);
+  assert_int_equal(g.jobs[TW_JOB_PENDING], 1);
+  const struct tw_tenant_gauge *t = tenant_of(&g, "a-team");
+  assert_non_null(t);
+  assert_int_equal(t->pending, 0);
+  assert_int_equal(t->oldest_pending_ms, 0);
+  assert_int_equal(t->live_attempts, 1);
+  assert_int_equal(t->spend_uusd_per_hour, 1500000);
+  t = tenant_of(&g, "t1");
+  assert_non_null(t);
+  assert_int_equal(t->pending, 1);
+  assert_int_equal(t->oldest_pending_ms, j2.created_ms);
+  assert_int_equal(t->live_attempts, 1);
+  assert_int_equal(t->spend_uusd_per_hour, 250001);
+  tw_store_gauges_release(&g);
+
+  /* ends: a-team's job succeeds (nothing of it left to show); t1's
+   * attempt fails on capacity and its job stays placing */
+  struct tw_attempt_close c3 = {.attempt_id = a3.id,
+                                .end_reason = "completed",
+                                .job_to = TW_JOB_SUCCEEDED,
+                                .job_reason = "done",
+                                .has_exit = true};
+  assert_int_equal(tw_store_attempt_close(s, &c3, &err), TW_OK);
+  struct tw_attempt_close c1 = {
+      .attempt_id = a1.id, .end_reason = "capacity", .job_to = TW_JOB_NSTATES};
+  assert_int_equal(tw_store_attempt_close(s, &c1, &err), TW_OK);
+  assert_int_equal(tw_store_gauges(s, 0, &g, &err), TW_OK);
+  check_jobs(s, &g);
+  assert_int_equal(g.jobs[TW_JOB_SUCCEEDED], 1);
+  assert_null(tenant_of(&g, "a-team"));
+  t = tenant_of(&g, "t1");
+  assert_non_null(t);
+  assert_int_equal(t->pending, 1);
+  assert_int_equal(t->live_attempts, 0);
+  assert_int_equal(t->spend_uusd_per_hour, 0);
+  int64_t read_ms = g.read_ms;
+  tw_store_gauges_release(&g);
+
+  /* kept for max_age_ms: a submission shows once the reading is that old */
+  struct tw_job_rec j4;
+  create(s, "d", NULL, "{}", &j4, &rep, TW_OK);
+  tw_clock_advance(&clk, 999);
+  assert_int_equal(tw_store_gauges(s, 1000, &g, &err), TW_OK);
+  assert_int_equal(g.read_ms, read_ms);
+  assert_int_equal(g.jobs[TW_JOB_PENDING], 1);
+  assert_int_equal(tenant_of(&g, "t1")->pending, 1);
+  tw_store_gauges_release(&g);
+  tw_clock_advance(&clk, 1);
+  assert_int_equal(tw_store_gauges(s, 1000, &g, &err), TW_OK);
+  assert_int_equal(g.read_ms, read_ms + 1000);
+  assert_int_equal(g.jobs[TW_JOB_PENDING], 2);
+  assert_int_equal(tenant_of(&g, "t1")->pending, 2);
+  check_jobs(s, &g);
+  tw_store_gauges_release(&g);
+  tw_store_close(s);
+
+  /* a restart reads the same figures from the store */
+  s = open_store();
+  assert_int_equal(tw_store_gauges(s, 1000, &g, &err), TW_OK);
+  check_jobs(s, &g);
+  assert_int_equal(g.jobs[TW_JOB_PENDING], 2);
+  assert_int_equal(g.jobs[TW_JOB_SUCCEEDED], 1);
+  assert_int_equal(g.n_tenants, 1);
+  assert_int_equal(g.tenants[0].pending, 2);
+  assert_int_equal(g.tenants[0].oldest_pending_ms, j2.created_ms);
+  tw_store_gauges_release(&g);
+  tw_job_rec_release(&j1);
+  tw_job_rec_release(&j2);
+  tw_job_rec_release(&j3);
+  tw_job_rec_release(&j4);
+  tw_store_close(s);
+}
+
+struct scraper {
+  struct tw_store *s;
+  int64_t max_age_ms;
+  int reads, failed;
+};
+
+static void *scrape(void *varg) {
+  struct scraper *a = varg;
+  for (int i = 0; i < a->reads; i++) {
+    struct tw_store_gauges g;
+    struct tw_err err = {0};
+    if (tw_store_gauges(a->s, a->max_age_ms, &g, &err) != TW_OK)
+      a->failed++;
+    else if (g.n_tenants > 1 || g.jobs[TW_JOB_PENDING] < 0)
+      a->failed++;
+    tw_store_gauges_release(&g);
+  }
+  return NULL;
+}
+
+/* Scrapes from several threads while jobs arrive share the one reading;
+ * the last reading once they stop holds every job. */
+static void metrics_gauges_shared_by_concurrent_scrapes(void **state) {
+  (void)state;
+  struct tw_store *s = open_store();
+  struct scraper sc[4];
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) {
+    sc[i] = (struct scraper){.s = s, .max_age_ms = i % 2 ? 1000 : 0,
+                             .reads = 50};
+    assert_int_equal(pthread_create(&th[i], NULL, scrape, &sc[i]), 0);
+  }
+  for (int i = 0; i < 40; i++) {
+    struct tw_job_rec j;
+    bool rep;
+    create(s, "x", NULL, "{}", &j, &rep, TW_OK);
+    tw_job_rec_release(&j);
+  }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    assert_int_equal(sc[i].failed, 0);
+  }
+  struct tw_store_gauges g;
+  struct tw_err err = {0};
+  assert_int_equal(tw_store_gauges(s, 0, &g, &err), TW_OK);
+  assert_int_equal(g.jobs[TW_JOB_PENDING], 40);
+  assert_int_equal(g.n_tenants, 1);
+  assert_int_equal(g.tenants[0].pending, 40);
+  tw_store_gauges_release(&g);
+  tw_store_close(s);
+}
+
 static void transitions_are_validated_and_recorded(void **state) {
   (void)state;
   struct tw_store *s = open_store();
@@ -1033,6 +1223,11 @@ int main(int argc, char **argv) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(tenant_gauges_count_pending_and_live,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          metrics_gauges_follow_submissions_placements_and_ends, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          metrics_gauges_shared_by_concurrent_scrapes, setup, teardown),
       cmocka_unit_test_setup_teardown(transitions_are_validated_and_recorded,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(concurrent_writes_share_commits, setup,
