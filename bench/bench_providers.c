@@ -4,7 +4,10 @@
  *
  * Figures, one `key value unit` line each:
  *   sigv4_signatures_per_s        SigV4 signatures of a RunInstances body
+ *   sigv4_signatures_cached_key_per_s  the same with a key cache, as the
+ *                                 adapter signs (one derivation a day)
  *   ec2_xml_describe_pages_per_s  DescribeInstances pages of 100 parsed
+ *   ec2_xml_run_answers_per_s     RunInstances answers (one instance) parsed
  *   launch_round_trips_per_s      tw_provider_launch through the AWS
  *                                 adapter against tradewind-fakecloud
  *                                 (signed, over loopback HTTP, parsed)
@@ -109,25 +112,36 @@ static void bench_sigv4(void) {
                                "us-east-1",
                                "ec2",
                                "20260105T100000Z",
-                               1};
-  long n = 0;
-  double t0 = now_s(), t;
-  do {
-    for (int i = 0; i < 256; i++) {
-      struct tw_sigv4_result r;
-      memset(&r, 0, sizeof r);
-      struct tw_err err = {0};
-      if (tw_sigv4_sign(&req, &sp, &r, &err)) {
-        fprintf(stderr, "sign: %s\n", err.msg);
-        failed++;
-        return;
+                               1,
+                               NULL};
+  /* without a key cache, then with one as the adapter signs */
+  struct tw_sigv4_key_cache keys;
+  tw_sigv4_key_cache_init(&keys);
+  for (int cached = 0; cached < 2; cached++) {
+    sp.key_cache = cached ? &keys : NULL;
+    long n = 0;
+    double t0 = now_s(), t;
+    do {
+      for (int i = 0; i < 256; i++) {
+        struct tw_sigv4_result r;
+        memset(&r, 0, sizeof r);
+        struct tw_err err = {0};
+        if (tw_sigv4_sign(&req, &sp, &r, &err)) {
+          fprintf(stderr, "sign: %s\n", err.msg);
+          failed++;
+          tw_sigv4_key_cache_release(&keys);
+          return;
+        }
+        tw_sigv4_result_release(&r);
+        n++;
       }
-      tw_sigv4_result_release(&r);
-      n++;
-    }
-    t = now_s() - t0;
-  } while (t < seconds_per_figure);
-  figure("sigv4_signatures_per_s", n / t, "1/s");
+      t = now_s() - t0;
+    } while (t < seconds_per_figure);
+    figure(cached ? "sigv4_signatures_cached_key_per_s"
+                  : "sigv4_signatures_per_s",
+           n / t, "1/s");
+  }
+  tw_sigv4_key_cache_release(&keys);
 }
 
 /* ---- XML ---------------------------------------------------------------- */
@@ -171,6 +185,42 @@ static void bench_xml(void) {
     t = now_s() - t0;
   } while (t < seconds_per_figure);
   figure("ec2_xml_describe_pages_per_s", n / t, "1/s");
+
+  /* RunInstances' answer: one instance, as the launch path reads it */
+  tw_buf_reset(&b);
+  tw_buf_adds(&b, "<RunInstancesResponse xmlns=\"http://ec2.amazonaws.com/"
+                  "doc/2016-11-15/\"><requestId>r</requestId><reservationId>"
+                  "r-1</reservationId><ownerId>1</ownerId><groupSet/>"
+                  "<instancesSet><item><instanceId>i-0123456789abcdef0"
+                  "</instanceId><imageId>ami-0abc</imageId><instanceState>"
+                  "<code>0</code><name>pending</name></instanceState>"
+                  "<instanceType>m5.large</instanceType><launchTime>"
+                  "2026-01-05T10:00:00.000Z</launchTime><placement>"
+                  "<availabilityZone>us-east-1a</availabilityZone></placement>"
+                  "<privateIpAddress>10.0.0.1</privateIpAddress><clientToken>"
+                  "tok-1</clientToken><instanceLifecycle>spot"
+                  "</instanceLifecycle><tagSet><item><key>tradewind:job</key>"
+                  "<value>job-1</value></item><item><key>tradewind:attempt"
+                  "</key><value>att-1</value></item><item><key>"
+                  "tradewind:tenant</key><value>physics</value></item>"
+                  "</tagSet></item></instancesSet></RunInstancesResponse>");
+  n = 0;
+  t0 = now_s();
+  do {
+    for (int i = 0; i < 256; i++) {
+      struct tw_instance_list l;
+      struct tw_err err = {0};
+      tw_instance_list_init(&l);
+      if (tw_ec2_parse_instances(b.data, b.len, &l, NULL, &err) || l.n != 1) {
+        fprintf(stderr, "parse: %s\n", err.msg);
+        failed++;
+      }
+      tw_instance_list_release(&l);
+      n++;
+    }
+    t = now_s() - t0;
+  } while (t < seconds_per_figure);
+  figure("ec2_xml_run_answers_per_s", n / t, "1/s");
   tw_buf_release(&b);
 }
 

@@ -310,6 +310,69 @@ static void sigv4_hmac(const void *key, size_t klen, const void *msg,
   HMAC(EVP_sha256(), key, (int)klen, msg, mlen, out, &n);
 }
 
+/* kSigning = HMAC(HMAC(HMAC(HMAC("AWS4" + secret, date), region),
+ * service), "aws4_request"). */
+static void derive_key(const struct tw_sigv4_params *p, const char *date8,
+                       unsigned char key[32]) {
+  unsigned char k1[32];
+  char *ksecret = tw_asprintf("AWS4%s", p->secret_key);
+  sigv4_hmac(ksecret, strlen(ksecret), date8, 8, k1);
+  OPENSSL_cleanse(ksecret, strlen(ksecret));
+  free(ksecret);
+  sigv4_hmac(k1, 32, p->region, strlen(p->region), key);
+  sigv4_hmac(key, 32, p->service, strlen(p->service), k1);
+  sigv4_hmac(k1, 32, "aws4_request", 12, key);
+  OPENSSL_cleanse(k1, sizeof k1);
+}
+
+void tw_sigv4_key_cache_init(struct tw_sigv4_key_cache *c) {
+  memset(c, 0, sizeof *c);
+  pthread_mutex_init(&c->mu, NULL);
+}
+
+void tw_sigv4_key_cache_release(struct tw_sigv4_key_cache *c) {
+  if (!c)
+    return;
+  pthread_mutex_destroy(&c->mu);
+  OPENSSL_cleanse(c, sizeof *c);
+}
+
+/* The signing key of p's secret, date8, region and service, from
+ * p->key_cache when it holds it (and into it when not). */
+static void signing_key(const struct tw_sigv4_params *p, const char *date8,
+                        unsigned char key[32]) {
+  struct tw_sigv4_key_cache *c = p->key_cache;
+  char secret[TW_SIGV4_KEY_SECRET_MAX + 1], scope[128];
+  size_t sl = strlen(p->secret_key);
+  if (!c || sl > TW_SIGV4_KEY_SECRET_MAX ||
+      snprintf(scope, sizeof scope, "%s/%s/%s", date8, p->region,
+               p->service) >= (int)sizeof scope) {
+    derive_key(p, date8, key);
+    return;
+  }
+  memset(secret, 0, sizeof secret);
+  memcpy(secret, p->secret_key, sl);
+  pthread_mutex_lock(&c->mu);
+  for (unsigned i = 0; i < TW_SIGV4_KEY_CACHE_N; i++)
+    if (c->e[i].used && !strcmp(c->e[i].scope, scope) &&
+        !CRYPTO_memcmp(c->e[i].secret, secret, sizeof secret)) {
+      memcpy(key, c->e[i].key, 32);
+      pthread_mutex_unlock(&c->mu);
+      OPENSSL_cleanse(secret, sizeof secret);
+      return;
+    }
+  pthread_mutex_unlock(&c->mu);
+  derive_key(p, date8, key);
+  pthread_mutex_lock(&c->mu);
+  unsigned i = c->next++ % TW_SIGV4_KEY_CACHE_N;
+  c->e[i].used = true;
+  memcpy(c->e[i].secret, secret, sizeof secret);
+  memcpy(c->e[i].scope, scope, sizeof scope);
+  memcpy(c->e[i].key, key, 32);
+  pthread_mutex_unlock(&c->mu);
+  OPENSSL_cleanse(secret, sizeof secret);
+}
+
 /* only_signed: when non-NULL (verification), the headers named in this
  * ';'-list are the ones signed, whatever they are; when NULL (signing), all
  * headers but UNSIGNED_HEADERS are. */
@@ -435,16 +498,8 @@ static enum tw_rc sigv4_sign(const struct tw_sigv4_request *req,
       tw_asprintf(SIGV4_ALGO "\n%s\n%s/%s/%s/aws4_request\n%s", p->amz_date,
                   date8, p->region, p->service, cr_hash);
 
-  /* kSigning = HMAC(HMAC(HMAC(HMAC("AWS4" + secret, date), region),
-   * service), "aws4_request"). */
   unsigned char k1[32], k2[32];
-  char *ksecret = tw_asprintf("AWS4%s", p->secret_key);
-  sigv4_hmac(ksecret, strlen(ksecret), date8, 8, k1);
-  OPENSSL_cleanse(ksecret, strlen(ksecret));
-  free(ksecret);
-  sigv4_hmac(k1, 32, p->region, strlen(p->region), k2);
-  sigv4_hmac(k2, 32, p->service, strlen(p->service), k1);
-  sigv4_hmac(k1, 32, "aws4_request", 12, k2);
+  signing_key(p, date8, k2);
   sigv4_hmac(k2, 32, out->string_to_sign, strlen(out->string_to_sign), k1);
   sigv4_hex(k1, 32, out->signature);
   OPENSSL_cleanse(k1, sizeof k1);

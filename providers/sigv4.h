@@ -19,10 +19,13 @@
  *     made one space, repeated names joined with ',' in the order sent.
  *   - payload: the value of an x-amz-content-sha256 header when present,
  *     else the hex SHA-256 of the body.
- * All functions are reentrant; none keeps state. */
+ * All functions are reentrant; none keeps state but a caller's
+ * tw_sigv4_key_cache. */
 #ifndef TW_PROVIDERS_SIGV4_H
 #define TW_PROVIDERS_SIGV4_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +46,30 @@ struct tw_sigv4_request {
   size_t body_len;
 };
 
+/* The signing key (kSigning) depends only on the secret, the day, the
+ * region and the service: a signer that keeps one of these derives it
+ * once a day per region and service, not with four HMACs on every
+ * request.  A few scopes are kept (a signer may alternate regions); the
+ * least recently derived is replaced.  Threads may share one (a mutex).
+ * Keys for a secret longer than TW_SIGV4_KEY_SECRET_MAX bytes are not
+ * kept.  tw_sigv4_key_cache_release() wipes the keys and the secrets. */
+#define TW_SIGV4_KEY_CACHE_N 4
+#define TW_SIGV4_KEY_SECRET_MAX 127
+
+struct tw_sigv4_key_cache {
+  pthread_mutex_t mu;
+  unsigned next; /* the entry replaced next */
+  struct {
+    bool used;
+    char secret[TW_SIGV4_KEY_SECRET_MAX + 1]; /* zero-padded */
+    char scope[128]; /* "20150830/us-east-1/ec2" */
+    unsigned char key[32];
+  } e[TW_SIGV4_KEY_CACHE_N];
+};
+
+void tw_sigv4_key_cache_init(struct tw_sigv4_key_cache *c);
+void tw_sigv4_key_cache_release(struct tw_sigv4_key_cache *c);
+
 struct tw_sigv4_params {
   const char *access_key;
   const char *secret_key;
@@ -51,6 +78,8 @@ struct tw_sigv4_params {
   const char *service;       /* "ec2" */
   const char *amz_date;      /* "20150830T123600Z" */
   int normalize_path;        /* 1 for every service but S3 */
+  /* NULL: the signing key is derived for this request alone */
+  struct tw_sigv4_key_cache *key_cache;
 };
 
 /* Outputs of signing; all owned by the struct, released by

@@ -14,7 +14,9 @@ tw_aws_labels(test_provider unit providers)
 
 tw_add_test(test_aws_xml
   SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_aws_xml.c
-  LIBS tw_providers LABELS unit)
+          ${CMAKE_SOURCE_DIR}/tests/fuzz/ec2_xml_tree.c
+          ${CMAKE_SOURCE_DIR}/tests/fuzz/ec2_xml_compare.c
+  LIBS tw_providers PkgConfig::LIBXML2 LABELS unit)
 tw_aws_labels(test_aws_xml unit providers aws)
 
 tw_add_test(test_aws_pricing
@@ -27,9 +29,13 @@ tw_add_test(test_aws_errors
   LIBS tw_providers LABELS unit)
 tw_aws_labels(test_aws_errors unit providers aws)
 
+# Each input also runs through the tree-based parsers the SAX2 ones
+# replaced (tests/fuzz/ec2_xml_tree.c), which must agree field by field.
 tw_add_fuzz(fuzz_ec2_xml
   SOURCES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_ec2_xml.c
-  LIBS tw_providers
+          ${CMAKE_SOURCE_DIR}/tests/fuzz/ec2_xml_tree.c
+          ${CMAKE_SOURCE_DIR}/tests/fuzz/ec2_xml_compare.c
+  LIBS tw_providers PkgConfig::LIBXML2
   LABELS providers aws
   CORPUS ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/ec2_xml)
 

@@ -68,6 +68,7 @@ struct aws_ctx {
   char **regions;
   size_t n_regions;
   struct tw_aws_creds *creds; /* the chain (aws_creds.h); never logged */
+  struct tw_sigv4_key_cache sign_keys; /* per day, region and service */
   long timeout_ms, connect_timeout_ms;
   char *ca_file;
   struct tw_adapter_images images;
@@ -271,6 +272,7 @@ static void aws_free(struct tw_provider *p) {
   tw_provider_strv_free(a->regions, a->n_regions);
   /* credentials are wiped, not just freed (aws_creds.c) */
   tw_aws_creds_free(a->creds);
+  tw_sigv4_key_cache_release(&a->sign_keys);
   free(a->ca_file);
   tw_adapter_images_release(&a->images);
   free(a->subnet_id);
@@ -393,6 +395,7 @@ static enum tw_rc aws_init(struct tw_provider *p, const struct tw_node *cfg,
     return rc;
   tw_ec2_xml_init();
   struct aws_ctx *a = tw_calloc(1, sizeof *a);
+  tw_sigv4_key_cache_init(&a->sign_keys);
   tw_region_memo_init(&a->where);
   atomic_init(&a->skew_ms, 0);
   p->ctx = a;
@@ -678,7 +681,8 @@ static enum tw_rc aws_sign(void *vctx, struct tw_http_attempt *att,
                                .region = r->region,
                                .service = r->service ? r->service : "ec2",
                                .amz_date = date,
-                               .normalize_path = 1};
+                               .normalize_path = 1,
+                               .key_cache = &a->sign_keys};
   struct tw_sigv4_result res;
   memset(&res, 0, sizeof res);
   rc = tw_sigv4_sign(&sr, &sp, &res, err);
@@ -1142,6 +1146,71 @@ static const char *const live_states[] = {
 /* Only these get interruption notices. */
 static const char *const running_states[] = {"pending", "running", NULL};
 
+/* One paged EC2 call in one region: form holds the call's own parameters
+ * (the same on every page); each page adds MaxResults (page_size) and the
+ * previous page's NextToken, is sent, and its answer goes to parse, which
+ * reads it and returns the next token (an owned string, NULL on the last
+ * page).  More than max_pages pages is TW_E_TOOBIG.  The answer's buffer
+ * is reused from page to page. */
+typedef enum tw_rc (*ec2_page_fn)(void *ctx, const struct tw_buf *body,
+                                  char **next, struct tw_err *err);
+
+static enum tw_rc ec2_pages(struct tw_provider *p, const char *region,
+                            const char *action, struct tw_buf *form,
+                            int64_t page_size, ec2_page_fn parse, void *ctx,
+                            struct tw_err *err) {
+  struct aws_ctx *a = p->ctx;
+  char *next = NULL, page[24];
+  enum tw_rc rc = TW_OK;
+  struct tw_buf body;
+  tw_buf_init(&body);
+  snprintf(page, sizeof page, "%lld", (long long)page_size);
+  size_t fixed = form->len;
+  int64_t pages = 0;
+  do {
+    if (++pages > a->max_pages) {
+      rc = tw_err_set(err, TW_E_TOOBIG, "aws %s %s: more than %lld pages",
+                      action, region, (long long)a->max_pages);
+      break;
+    }
+    form->len = fixed;
+    form_add(form, "MaxResults", page);
+    if (next)
+      form_add(form, "NextToken", next);
+    free(next);
+    next = NULL;
+    if ((rc = aws_call(p, region, action, form, &body, err)) ||
+        (rc = parse(ctx, &body, &next, err)))
+      break;
+  } while (next);
+  free(next);
+  form->len = fixed;
+  tw_buf_release(&body);
+  return rc;
+}
+
+struct managed_page {
+  struct tw_provider *p;
+  const char *region;
+  struct tw_instance_list *out;
+};
+
+static enum tw_rc managed_page(void *ctx, const struct tw_buf *body,
+                               char **next, struct tw_err *err) {
+  struct managed_page *m = ctx;
+  struct aws_ctx *a = m->p->ctx;
+  size_t first = m->out->n;
+  enum tw_rc rc =
+      tw_ec2_parse_instances(body->data, body->len, m->out, next, err);
+  if (rc)
+    return rc;
+  for (size_t i = first; i < m->out->n; i++) {
+    TW_SET(m->out->items[i].region, m->region);
+    tw_region_memo_put(&a->where, m->out->items[i].id, m->region);
+  }
+  return TW_OK;
+}
+
 /* Tradewind's instances in one region in one of states (NULL-terminated;
  * NULL: any state), every page (tag-key filter: all instances carrying
  * tradewind:job, whatever the value).  Each page is parsed and its buffer
@@ -1152,52 +1221,26 @@ static enum tw_rc managed_in(struct tw_provider *p, const char *region,
                              const char *extra_filter_value,
                              struct tw_instance_list *out, struct tw_err *err) {
   struct aws_ctx *a = p->ctx;
-  char *next = NULL, page[24];
-  enum tw_rc rc = TW_OK;
-  struct tw_buf f, body;
+  struct tw_buf f;
   tw_buf_init(&f);
-  tw_buf_init(&body);
-  snprintf(page, sizeof page, "%lld", (long long)a->page_size);
-  int64_t pages = 0;
-  do {
-    if (++pages > a->max_pages) {
-      rc = tw_err_set(err, TW_E_TOOBIG,
-                      "aws DescribeInstances %s: more than %lld pages", region,
-                      (long long)a->max_pages);
-      break;
-    }
-    tw_buf_reset(&f);
-    form_add(&f, "Filter.1.Name", "tag-key");
-    form_add(&f, "Filter.1.Value.1", TW_TAG_JOB);
-    int n_filter = 1;
-    if (states) {
-      n_filter++;
-      form_add(&f, "Filter.2.Name", "instance-state-name");
-      for (size_t i = 0; states[i]; i++)
-        form_addf(&f, states[i], "Filter.2.Value.%zu", i + 1);
-    }
-    if (extra_filter_name) {
-      n_filter++;
-      form_addf(&f, extra_filter_name, "Filter.%d.Name", n_filter);
-      form_addf(&f, extra_filter_value, "Filter.%d.Value.1", n_filter);
-    }
-    form_addf(&f, page, "MaxResults");
-    if (next)
-      form_add(&f, "NextToken", next);
-    free(next);
-    next = NULL;
-    size_t first = out->n;
-    if ((rc = aws_call(p, region, "DescribeInstances", &f, &body, err)) ||
-        (rc = tw_ec2_parse_instances(body.data, body.len, out, &next, err)))
-      break;
-    for (size_t i = first; i < out->n; i++) {
-      TW_SET(out->items[i].region, region);
-      tw_region_memo_put(&a->where, out->items[i].id, region);
-    }
-  } while (next);
-  free(next);
+  form_add(&f, "Filter.1.Name", "tag-key");
+  form_add(&f, "Filter.1.Value.1", TW_TAG_JOB);
+  int n_filter = 1;
+  if (states) {
+    n_filter++;
+    form_add(&f, "Filter.2.Name", "instance-state-name");
+    for (size_t i = 0; states[i]; i++)
+      form_addf(&f, states[i], "Filter.2.Value.%zu", i + 1);
+  }
+  if (extra_filter_name) {
+    n_filter++;
+    form_addf(&f, extra_filter_name, "Filter.%d.Name", n_filter);
+    form_addf(&f, extra_filter_value, "Filter.%d.Value.1", n_filter);
+  }
+  struct managed_page m = {p, region, out};
+  enum tw_rc rc = ec2_pages(p, region, "DescribeInstances", &f, a->page_size,
+                            managed_page, &m, err);
   tw_buf_release(&f);
-  tw_buf_release(&body);
   return rc;
 }
 
@@ -1248,84 +1291,49 @@ static void add_type_filter(const struct aws_ctx *a, struct tw_buf *f) {
     form_addf(f, a->types[i], "InstanceType.%zu", i + 1);
 }
 
+static enum tw_rc types_page(void *ctx, const struct tw_buf *body,
+                             char **next, struct tw_err *err) {
+  return tw_ec2_parse_instance_types(body->data, body->len, ctx, next, err);
+}
+
 static enum tw_rc types_in(struct tw_provider *p, const char *region,
                            struct tw_ec2_instance_type_list *out,
                            struct tw_err *err) {
   struct aws_ctx *a = p->ctx;
-  char *next = NULL, page[24];
-  enum tw_rc rc = TW_OK;
-  struct tw_buf f, body;
+  struct tw_buf f;
   tw_buf_init(&f);
-  tw_buf_init(&body);
+  add_type_filter(a, &f);
   /* DescribeInstanceTypes pages hold at most 100. */
-  snprintf(page, sizeof page, "%lld",
-           (long long)(a->page_size < 100 ? a->page_size : 100));
-  int64_t pages = 0;
-  do {
-    if (++pages > a->max_pages) {
-      rc = tw_err_set(err, TW_E_TOOBIG,
-                      "aws DescribeInstanceTypes %s: more than %lld pages",
-                      region, (long long)a->max_pages);
-      break;
-    }
-    tw_buf_reset(&f);
-    add_type_filter(a, &f);
-    form_addf(&f, page, "MaxResults");
-    if (next)
-      form_add(&f, "NextToken", next);
-    free(next);
-    next = NULL;
-    if ((rc = aws_call(p, region, "DescribeInstanceTypes", &f, &body, err)) ||
-        (rc =
-             tw_ec2_parse_instance_types(body.data, body.len, out, &next, err)))
-      break;
-  } while (next);
-  free(next);
+  enum tw_rc rc = ec2_pages(p, region, "DescribeInstanceTypes", &f,
+                            a->page_size < 100 ? a->page_size : 100,
+                            types_page, out, err);
   tw_buf_release(&f);
-  tw_buf_release(&body);
   return rc;
+}
+
+static enum tw_rc spot_page(void *ctx, const struct tw_buf *body, char **next,
+                            struct tw_err *err) {
+  return tw_ec2_parse_spot_prices(body->data, body->len, ctx, next, err);
 }
 
 static enum tw_rc spot_in(struct tw_provider *p, const char *region,
                           struct tw_ec2_spot_price_list *out,
                           struct tw_err *err) {
   struct aws_ctx *a = p->ctx;
-  char *next = NULL, start[32], page[24];
-  enum tw_rc rc = TW_OK;
-  struct tw_buf f, body;
+  char start[32];
+  struct tw_buf f;
   tw_buf_init(&f);
-  tw_buf_init(&body);
-  snprintf(page, sizeof page, "%lld", (long long)a->page_size);
   /* EC2 also returns the price in effect at StartTime, so every offered
    * type and zone has at least one row in the window. */
   tw_adapter_iso_time(tw_clock_now_ms(p->clock) + atomic_load(&a->skew_ms) -
                           a->spot_window_ms,
                       start);
-  int64_t pages = 0;
-  do {
-    if (++pages > a->max_pages) {
-      rc = tw_err_set(err, TW_E_TOOBIG,
-                      "aws DescribeSpotPriceHistory %s: more than %lld pages",
-                      region, (long long)a->max_pages);
-      break;
-    }
-    tw_buf_reset(&f);
-    add_type_filter(a, &f);
-    form_add(&f, "ProductDescription.1", a->product);
-    form_add(&f, "StartTime", start);
-    form_addf(&f, page, "MaxResults");
-    if (next)
-      form_add(&f, "NextToken", next);
-    free(next);
-    next = NULL;
-    if ((rc =
-             aws_call(p, region, "DescribeSpotPriceHistory", &f, &body, err)) ||
-        (rc = tw_ec2_parse_spot_prices(body.data, body.len, out, &next, err)))
-      break;
-  } while (next);
-  free(next);
+  add_type_filter(a, &f);
+  form_add(&f, "ProductDescription.1", a->product);
+  form_add(&f, "StartTime", start);
+  enum tw_rc rc = ec2_pages(p, region, "DescribeSpotPriceHistory", &f,
+                            a->page_size, spot_page, out, err);
   tw_buf_release(&f);
-  tw_buf_release(&body);
   return rc;
 }
 
@@ -1682,6 +1690,41 @@ out:
   return rc;
 }
 
+struct notices_page {
+  struct tw_provider *p;
+  struct tw_ec2_spot_request_list l;
+  struct tw_event_list *out;
+};
+
+static enum tw_rc notices_page(void *ctx, const struct tw_buf *body,
+                               char **next, struct tw_err *err) {
+  struct notices_page *np = ctx;
+  struct aws_ctx *a = np->p->ctx;
+  np->l.n = 0;
+  enum tw_rc rc =
+      tw_ec2_parse_spot_requests(body->data, body->len, &np->l, next, err);
+  if (rc)
+    return rc;
+  for (size_t i = 0; i < np->l.n; i++) {
+    const struct tw_ec2_spot_request *r = &np->l.items[i];
+    bool term = !strcmp(r->code, "marked-for-termination");
+    if (!r->instance_id[0] || (!term && strcmp(r->code, "marked-for-stop")))
+      continue; /* a filter the server did not apply */
+    int64_t at = r->updated_ms > 0
+                     ? r->updated_ms
+                     : tw_clock_now_ms(np->p->clock) + atomic_load(&a->skew_ms);
+    struct tw_event *e = tw_event_list_add(np->out);
+    e->kind = TW_EVENT_INTERRUPTION;
+    TW_SET(e->instance_id, r->instance_id);
+    TW_SET(e->action, term                               ? "terminate"
+                      : !strcmp(r->behavior, "hibernate") ? "hibernate"
+                                                          : "stop");
+    e->noticed_ms = at;
+    e->deadline_ms = at + AWS_NOTICE_LEAD_MS;
+  }
+  return TW_OK;
+}
+
 /* The interruption notices in force in one region: the spot instance
  * requests EC2 has marked (status code marked-for-termination or
  * marked-for-stop, request still active), every page.  One call a page
@@ -1694,61 +1737,19 @@ static enum tw_rc spot_notices_in(struct tw_provider *p, const char *region,
                                   struct tw_event_list *out,
                                   struct tw_err *err) {
   struct aws_ctx *a = p->ctx;
-  char *next = NULL, page[24];
-  enum tw_rc rc = TW_OK;
-  struct tw_buf f, body;
+  struct tw_buf f;
   tw_buf_init(&f);
-  tw_buf_init(&body);
-  struct tw_ec2_spot_request_list l;
-  tw_ec2_spot_request_list_init(&l);
-  snprintf(page, sizeof page, "%lld", (long long)a->page_size);
-  int64_t pages = 0;
-  do {
-    if (++pages > a->max_pages) {
-      rc = tw_err_set(err, TW_E_TOOBIG,
-                      "aws DescribeSpotInstanceRequests %s: more than %lld "
-                      "pages",
-                      region, (long long)a->max_pages);
-      break;
-    }
-    tw_buf_reset(&f);
-    form_add(&f, "Filter.1.Name", "status-code");
-    form_add(&f, "Filter.1.Value.1", "marked-for-termination");
-    form_add(&f, "Filter.1.Value.2", "marked-for-stop");
-    form_add(&f, "Filter.2.Name", "state");
-    form_add(&f, "Filter.2.Value.1", "active");
-    form_add(&f, "MaxResults", page);
-    if (next)
-      form_add(&f, "NextToken", next);
-    free(next);
-    next = NULL;
-    l.n = 0;
-    if ((rc = aws_call(p, region, "DescribeSpotInstanceRequests", &f, &body,
-                       err)) ||
-        (rc = tw_ec2_parse_spot_requests(body.data, body.len, &l, &next, err)))
-      break;
-    for (size_t i = 0; i < l.n; i++) {
-      const struct tw_ec2_spot_request *r = &l.items[i];
-      bool term = !strcmp(r->code, "marked-for-termination");
-      if (!r->instance_id[0] || (!term && strcmp(r->code, "marked-for-stop")))
-        continue; /* a filter the server did not apply */
-      int64_t at = r->updated_ms > 0 ? r->updated_ms
-                                     : tw_clock_now_ms(p->clock) +
-                                           atomic_load(&a->skew_ms);
-      struct tw_event *e = tw_event_list_add(out);
-      e->kind = TW_EVENT_INTERRUPTION;
-      TW_SET(e->instance_id, r->instance_id);
-      TW_SET(e->action, term                               ? "terminate"
-                        : !strcmp(r->behavior, "hibernate") ? "hibernate"
-                                                            : "stop");
-      e->noticed_ms = at;
-      e->deadline_ms = at + AWS_NOTICE_LEAD_MS;
-    }
-  } while (next);
-  free(next);
-  tw_ec2_spot_request_list_release(&l);
+  form_add(&f, "Filter.1.Name", "status-code");
+  form_add(&f, "Filter.1.Value.1", "marked-for-termination");
+  form_add(&f, "Filter.1.Value.2", "marked-for-stop");
+  form_add(&f, "Filter.2.Name", "state");
+  form_add(&f, "Filter.2.Value.1", "active");
+  struct notices_page np = {.p = p, .out = out};
+  tw_ec2_spot_request_list_init(&np.l);
+  enum tw_rc rc = ec2_pages(p, region, "DescribeSpotInstanceRequests", &f,
+                            a->page_size, notices_page, &np, err);
+  tw_ec2_spot_request_list_release(&np.l);
   tw_buf_release(&f);
-  tw_buf_release(&body);
   return rc;
 }
 

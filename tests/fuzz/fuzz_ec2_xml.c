@@ -1,18 +1,22 @@
 /* fuzz_ec2_xml.c - every AWS response parser over the same bytes (EC2's
  * XML and the Price List's JSON): none
  * may crash, leak or read out of bounds, and a failed parse leaves its
- * list as it found it. */
+ * list as it found it.  The EC2 parsers (SAX2) must also agree with the
+ * tree-based ones they replaced (tests/fuzz/ec2_xml_tree.c). */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "tests/fuzz/fuzz.h"
 #include "providers/aws/ec2_xml.h"
 #include "providers/aws/pricing.h"
+#include "tests/fuzz/ec2_xml_tree.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *s = (const char *)data;
   struct tw_err err = {0};
   char *next = NULL;
+
+  tw_ec2_tree_compare(s, size);
 
   struct tw_instance_list il;
   tw_instance_list_init(&il);

@@ -8,6 +8,7 @@
  * zone and spot-price data exercise the parsers too. */
 #include <dirent.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "broker/base/mem.h"
 #include "providers/aws/ec2_xml.h"
 #include "providers/provider.h"
+#include "tests/fuzz/ec2_xml_tree.h"
 
 static char data_dir[1024];
 
@@ -457,6 +459,8 @@ static void every_fixture(const char *dir_rel, int *files) {
     if (!x)
       continue;
     (*files)++;
+    /* the SAX2 parsers read what the tree-based ones read */
+    tw_ec2_tree_compare(x, len);
     struct tw_err err = {0};
     struct tw_instance_list il;
     struct tw_ec2_state_change_list sl;
@@ -841,6 +845,229 @@ static void accel_names(void **state) {
   TW_CHECK_STR(out, "H100");
 }
 
+/* Shapes the recordings do not show, each read as libxml2's tree read it
+ * (tw_ec2_tree_compare aborts on a difference) and checked for what
+ * matters: prefixes, text split by comments, CDATA and child elements,
+ * entities, nesting past libxml2's depth limit, and instance sets nested
+ * in items. */
+static void sax_shapes(void **state) {
+  static const char *const docs[] = {
+      /* a prefix, declared */
+      "<e:RunInstancesResponse xmlns:e=\"http://ec2.amazonaws.com/doc/"
+      "2016-11-15/\"><e:instancesSet><e:item><e:instanceId>i-1"
+      "</e:instanceId><e:instanceState><e:name>running</e:name>"
+      "</e:instanceState></e:item></e:instancesSet>"
+      "</e:RunInstancesResponse>",
+      /* a prefix never declared: the tree named it "x:RunInstances..." */
+      "<x:RunInstancesResponse><instancesSet><item><instanceId>i-1"
+      "</instanceId></item></instancesSet></x:RunInstancesResponse>",
+      /* text in pieces: a comment, CDATA, a child element between them */
+      "<RunInstancesResponse><instancesSet><item><instanceId> i-<!-- c -->1"
+      "<![CDATA[2]]><b>x</b>3 </instanceId><instanceState><code>16</code>"
+      "</instanceState><tagSet><item><key>tradewind:job</key><value>j"
+      "<?pi x?>1</value></item></tagSet></item></instancesSet>"
+      "</RunInstancesResponse>",
+      /* an internal entity, declared: not expanded */
+      "<!DOCTYPE r [<!ENTITY e \"<instanceId>i-9</instanceId>\">"
+      "<!ENTITY t \"text\">]><RunInstancesResponse><instancesSet><item>"
+      "<instanceId>i-1&t;</instanceId>&e;&t;<instanceType>m5&t;.large"
+      "</instanceType></item></instancesSet></RunInstancesResponse>",
+      /* an undeclared entity: not well-formed */
+      "<RunInstancesResponse><instancesSet><item><instanceId>i-1&u;"
+      "</instanceId></item></instancesSet></RunInstancesResponse>",
+      /* predefined and character references are text */
+      "<RunInstancesResponse><instancesSet><item><instanceId>i-&#49;&amp;"
+      "</instanceId></item></instancesSet></RunInstancesResponse>",
+      /* tagSet and groupSet items inside an instance item, and a
+       * reservation's own groupSet */
+      "<DescribeInstancesResponse><reservationSet><item><groupSet><item>"
+      "<groupId>sg-1</groupId></item></groupSet><instancesSet><item>"
+      "<instanceId>i-1</instanceId><groupSet><item><groupId>sg-2</groupId>"
+      "</item></groupSet><tagSet><item><key>tradewind:attempt</key><value>"
+      "a-1</value></item><item><key>other</key><value>v</value></item>"
+      "</tagSet><instanceState><name>pending</name></instanceState></item>"
+      "<item><instanceId>i-2</instanceId></item></instancesSet></item>"
+      "<item><instancesSet><item><instanceId>i-3</instanceId></item>"
+      "</instancesSet></item></reservationSet><nextToken> t1 </nextToken>"
+      "</DescribeInstancesResponse>",
+      /* an error envelope where an answer was expected */
+      "<Response><Errors><Error><Code>InsufficientInstanceCapacity</Code>"
+      "<Message>none</Message></Error></Errors><RequestID>r-1</RequestID>"
+      "</Response>",
+      "<ErrorResponse><Error><Code>Throttling</Code></Error>"
+      "<RequestId>r-2</RequestId></ErrorResponse>",
+      /* an external entity: declared, never read */
+      "<?xml version=\"1.0\"?><!DOCTYPE r SYSTEM \"http://127.0.0.1:1/x\">"
+      "<RunInstancesResponse><instancesSet><item><instanceId>i-1"
+      "</instanceId></item></instancesSet></RunInstancesResponse>",
+      /* leftovers after the root */
+      "<RunInstancesResponse/><x/>",
+      "<RunInstancesResponse/><!-- c -->",
+      "\xef\xbb\xbf<RunInstancesResponse/>",
+  };
+  for (size_t i = 0; i < sizeof docs / sizeof *docs; i++)
+    tw_ec2_tree_compare(docs[i], strlen(docs[i]));
+
+  struct tw_instance_list l;
+  struct tw_err err = {0};
+  char *next = NULL;
+  tw_instance_list_init(&l);
+  TW_CHECK(tw_ec2_parse_instances(docs[2], strlen(docs[2]), &l, NULL,
+                                  &err) == TW_OK);
+  TW_CHECK(l.n == 1);
+  if (l.n == 1) {
+    TW_CHECK_STR(l.items[0].id, "i-123");
+    TW_CHECK_STR(l.items[0].job_id, "j1");
+    TW_CHECK(l.items[0].state == TW_INST_RUNNING);
+  }
+  l.n = 0;
+  TW_CHECK(tw_ec2_parse_instances(docs[3], strlen(docs[3]), &l, NULL,
+                                  &err) == TW_OK);
+  TW_CHECK(l.n == 1);
+  if (l.n == 1) {
+    TW_CHECK_STR(l.items[0].id, "i-1");
+    TW_CHECK_STR(l.items[0].instance_type, "m5.large");
+  }
+  l.n = 0;
+  TW_CHECK(tw_ec2_parse_instances(docs[6], strlen(docs[6]), &l, &next,
+                                  &err) == TW_OK);
+  TW_CHECK(l.n == 3);
+  TW_CHECK_STR(next, "t1");
+  if (l.n == 3) {
+    TW_CHECK_STR(l.items[0].attempt_id, "a-1");
+    TW_CHECK(l.items[0].state == TW_INST_PENDING);
+    TW_CHECK_STR(l.items[2].id, "i-3");
+  }
+  free(next);
+  l.n = 0;
+  TW_CHECK(tw_ec2_parse_instances(docs[7], strlen(docs[7]), &l, NULL,
+                                  &err) == TW_E_CAPACITY);
+  TW_CHECK(l.n == 0);
+
+  /* An element's text in many runs between children (joined once when
+   * it ends, not moved at each run). */
+  struct tw_buf m;
+  tw_buf_init(&m);
+  tw_buf_adds(&m, "<RunInstancesResponse><instancesSet><item><instanceId>i-");
+  for (int i = 0; i < 2000; i++)
+    tw_buf_printf(&m, "%d<b>x</b><!-- -->", i % 10);
+  tw_buf_adds(&m, "</instanceId><instanceType>m5<c/>.large</instanceType>"
+                  "</item></instancesSet></RunInstancesResponse>");
+  tw_ec2_tree_compare(m.data, m.len);
+  l.n = 0;
+  memset(&err, 0, sizeof err);
+  TW_CHECK(tw_ec2_parse_instances(m.data, m.len, &l, NULL, &err) ==
+           TW_E_INVALID); /* 2,002 bytes: longer than an id may be */
+  tw_buf_reset(&m);
+  tw_buf_adds(&m, "<RunInstancesResponse><instancesSet><item><instanceId>"
+                  "i-<b/>1<b/>2<b>3</b>4</instanceId><instanceType>m5<c/>"
+                  ".large</instanceType></item></instancesSet>"
+                  "</RunInstancesResponse>");
+  tw_ec2_tree_compare(m.data, m.len);
+  l.n = 0;
+  TW_CHECK(tw_ec2_parse_instances(m.data, m.len, &l, NULL, &err) == TW_OK);
+  TW_CHECK(l.n == 1);
+  if (l.n == 1) {
+    TW_CHECK_STR(l.items[0].id, "i-124");
+    TW_CHECK_STR(l.items[0].instance_type, "m5.large");
+  }
+  tw_buf_release(&m);
+
+  /* Many references to a long internal entity: its content is parsed
+   * once, not again at each reference (which took seconds here, minutes
+   * for a body near the limit). */
+  tw_buf_init(&m);
+  tw_buf_adds(&m, "<!DOCTYPE r [<!ENTITY t \"");
+  for (int i = 0; i < 100000; i++)
+    tw_buf_addc(&m, i % 50 ? 'x' : ' ');
+  tw_buf_adds(&m, "\">]><RunInstancesResponse><instancesSet><item>"
+                  "<instanceId>i-1</instanceId><reason>");
+  for (int i = 0; i < 20000; i++)
+    tw_buf_adds(&m, "&t;");
+  tw_buf_adds(&m, "</reason></item></instancesSet></RunInstancesResponse>");
+  tw_ec2_tree_compare(m.data, m.len);
+  l.n = 0;
+  memset(&err, 0, sizeof err);
+  TW_CHECK(tw_ec2_parse_instances(m.data, m.len, &l, NULL, &err) == TW_OK);
+  TW_CHECK(l.n == 1);
+  tw_buf_release(&m);
+
+  /* Nesting past libxml2's limit (256) is refused, as it was. */
+  struct tw_buf b;
+  tw_buf_init(&b);
+  tw_buf_adds(&b, "<RunInstancesResponse>");
+  for (int i = 0; i < 300; i++)
+    tw_buf_adds(&b, "<a>");
+  for (int i = 0; i < 300; i++)
+    tw_buf_adds(&b, "</a>");
+  tw_buf_adds(&b, "</RunInstancesResponse>");
+  tw_ec2_tree_compare(b.data, b.len);
+  memset(&err, 0, sizeof err);
+  TW_CHECK(tw_ec2_parse_instances(b.data, b.len, &l, NULL, &err) ==
+           TW_E_INVALID);
+
+  /* Many element names (the thread's parser context is dropped past a
+   * bound on its dictionary), then an ordinary answer on the same
+   * thread. */
+  tw_buf_reset(&b);
+  tw_buf_adds(&b, "<RunInstancesResponse>");
+  for (int i = 0; i < 5000; i++)
+    tw_buf_printf(&b, "<n%d/>", i);
+  tw_buf_adds(&b, "<instancesSet><item><instanceId>i-7</instanceId></item>"
+                  "</instancesSet></RunInstancesResponse>");
+  tw_ec2_tree_compare(b.data, b.len);
+  for (int round = 0; round < 2; round++) {
+    l.n = 0;
+    memset(&err, 0, sizeof err);
+    const char *d = round ? docs[0] : b.data;
+    size_t dl = round ? strlen(docs[0]) : b.len;
+    TW_CHECK(tw_ec2_parse_instances(d, dl, &l, NULL, &err) == TW_OK);
+    TW_CHECK(l.n == 1);
+  }
+  tw_buf_release(&b);
+  tw_instance_list_release(&l);
+}
+
+/* Each thread parses with its own context and arrays (ec2_xml.c keeps
+ * them per thread and frees them when the thread ends): threads parsing
+ * at once, good and bad answers mixed, each get their own results. */
+static const char thread_doc[] =
+    "<DescribeInstancesResponse><reservationSet><item><instancesSet><item>"
+    "<instanceId>i-1</instanceId><tagSet><item><key>tradewind:job</key>"
+    "<value>j-1</value></item></tagSet></item><item><instanceId>i-2"
+    "</instanceId></item></instancesSet></item></reservationSet>"
+    "</DescribeInstancesResponse>";
+
+static void *thread_parses(void *arg) {
+  long bad = 0;
+  (void)arg;
+  for (int i = 0; i < 300; i++) {
+    struct tw_instance_list l;
+    struct tw_err err = {0};
+    tw_instance_list_init(&l);
+    size_t len = i % 3 == 2 ? sizeof thread_doc / 2 : sizeof thread_doc - 1;
+    enum tw_rc rc = tw_ec2_parse_instances(thread_doc, len, &l, NULL, &err);
+    if (i % 3 == 2)
+      bad += rc != TW_E_INVALID || l.n;
+    else
+      bad += rc != TW_OK || l.n != 2 || strcmp(l.items[0].job_id, "j-1") ||
+             strcmp(l.items[1].id, "i-2");
+    tw_instance_list_release(&l);
+  }
+  return (void *)bad;
+}
+
+static void threads_parse(void **state) {
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++)
+    TW_CHECK(pthread_create(&t[i], NULL, thread_parses, NULL) == 0);
+  for (int i = 0; i < 4; i++) {
+    void *bad = NULL;
+    pthread_join(t[i], &bad);
+    TW_CHECK(bad == NULL, "thread %d: %ld wrong results", i, (long)bad);
+  }
+}
+
 /* Every recorded EC2 answer parses (a count of files, not of checks). */
 static void every_fixture_file(void **state) {
   int files = 0;
@@ -877,6 +1104,8 @@ int main(void) {
       cmocka_unit_test(sdk_zones),
       cmocka_unit_test(sdk_spot_prices_paged),
       cmocka_unit_test(hostile_input),
+      cmocka_unit_test(sax_shapes),
+      cmocka_unit_test(threads_parse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

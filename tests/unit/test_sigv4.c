@@ -14,6 +14,7 @@
  * botocore is missing. */
 #include <dirent.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
@@ -180,6 +181,8 @@ static bool same(const char *what, const char *name, const char *got,
   return false;
 }
 
+static struct tw_sigv4_key_cache suite_keys;
+
 /* Signs r and compares with the expected texts (NULL: not compared), then
  * checks that the verifier accepts the request carrying the expected
  * Authorization.  Returns true when everything matched. */
@@ -199,6 +202,23 @@ static bool run_case(const char *name, struct req_file *r,
   if (sig)
     ok = same("signature", name, res.signature, sig) && ok;
   ok = same("authorization", name, res.authorization, authz) && ok;
+
+  /* The same through a key cache shared by every case: derived the first
+   * time, kept after. */
+  for (int k = 0; k < 2; k++) {
+    struct tw_sigv4_params pc = *p;
+    struct tw_sigv4_result rc2;
+    pc.key_cache = &suite_keys;
+    if (tw_sigv4_sign(&r->req, &pc, &rc2, NULL) != TW_OK) {
+      fprintf(stderr, "FAIL %s: sign with a key cache\n", name);
+      ok = false;
+      break;
+    }
+    ok = same("signature with a key cache", name, rc2.signature,
+              res.signature) &&
+         ok;
+    tw_sigv4_result_release(&rc2);
+  }
   tw_sigv4_result_release(&res);
 
   /* The suite's own signed request must pass verification.  The verifier
@@ -587,6 +607,101 @@ static void expect_verify(const char *what, struct vreq *v, const char *service,
   }
   TW_CHECK(calls <= 1, "%s: secret looked up %d times", what, calls);
   free(who);
+}
+
+/* A key cache of 4 scopes under secrets, days, regions and services
+ * that change in turn: every signature is the one derived afresh. */
+static void key_cache_scopes(void **state) {
+  (void)state;
+  static const char *const secrets[] = {SK, "other-secret", "other-secreT"};
+  static const char *const dates[] = {"20150830T123600Z", "20150831T000000Z",
+                                      "20150830T235959Z"};
+  static const char *const regions[] = {"us-east-1", "eu-west-1",
+                                        "ap-south-1"};
+  static const char *const services[] = {"ec2", "sts"};
+  struct tw_sigv4_key_cache c;
+  tw_sigv4_key_cache_init(&c);
+  uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < 300; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    struct tw_sigv4_header h[] = {{"host", "ec2.amazonaws.com"},
+                                  {"x-amz-date", dates[x % 3]}};
+    struct tw_sigv4_request req = {.method = "POST",
+                                   .path = "/",
+                                   .headers = h,
+                                   .n_headers = 2,
+                                   .body = "Action=DescribeInstances",
+                                   .body_len = 24};
+    struct tw_sigv4_params p = {.access_key = AK,
+                                .secret_key = secrets[(x >> 8) % 3],
+                                .region = regions[(x >> 16) % 3],
+                                .service = services[(x >> 24) % 2],
+                                .amz_date = dates[x % 3],
+                                .normalize_path = 1};
+    struct tw_sigv4_result a, b;
+    TW_CHECK(tw_sigv4_sign(&req, &p, &a, NULL) == TW_OK);
+    p.key_cache = &c;
+    TW_CHECK(tw_sigv4_sign(&req, &p, &b, NULL) == TW_OK);
+    TW_CHECK_STR(a.signature, b.signature);
+    TW_CHECK_STR(a.authorization, b.authorization);
+    tw_sigv4_result_release(&a);
+    tw_sigv4_result_release(&b);
+  }
+  tw_sigv4_key_cache_release(&c);
+}
+
+/* Threads signing at once through one cache, each its own region. */
+static struct tw_sigv4_key_cache shared_keys;
+
+static void *sign_many(void *arg) {
+  static const char *const regions[] = {"us-east-1", "eu-west-1",
+                                        "ap-south-1", "us-west-2",
+                                        "sa-east-1", "eu-north-1"};
+  long bad = 0;
+  const char *region = regions[(intptr_t)arg % 6];
+  for (int i = 0; i < 200; i++) {
+    struct tw_sigv4_header h[] = {{"host", "ec2.amazonaws.com"},
+                                  {"x-amz-date", "20150830T123600Z"}};
+    struct tw_sigv4_request req = {.method = "POST",
+                                   .path = "/",
+                                   .headers = h,
+                                   .n_headers = 2,
+                                   .body = "Action=RunInstances",
+                                   .body_len = 19};
+    struct tw_sigv4_params p = {.access_key = AK,
+                                .secret_key = SK,
+                                .region = region,
+                                .service = "ec2",
+                                .amz_date = "20150830T123600Z",
+                                .normalize_path = 1};
+    struct tw_sigv4_result a, b;
+    if (tw_sigv4_sign(&req, &p, &a, NULL) != TW_OK)
+      return (void *)-1;
+    p.key_cache = &shared_keys;
+    if (tw_sigv4_sign(&req, &p, &b, NULL) != TW_OK) {
+      tw_sigv4_result_release(&a);
+      return (void *)-1;
+    }
+    bad += strcmp(a.signature, b.signature) != 0;
+    tw_sigv4_result_release(&a);
+    tw_sigv4_result_release(&b);
+  }
+  return (void *)bad;
+}
+
+static void key_cache_threads(void **state) {
+  (void)state;
+  pthread_t t[6];
+  tw_sigv4_key_cache_init(&shared_keys);
+  for (intptr_t i = 0; i < 6; i++)
+    TW_CHECK(pthread_create(&t[i], NULL, sign_many, (void *)i) == 0);
+  for (int i = 0; i < 6; i++) {
+    void *bad = NULL;
+    pthread_join(t[i], &bad);
+    TW_CHECK(bad == NULL, "thread %d: %ld differing signatures", i,
+             (long)bad);
+  }
+  tw_sigv4_key_cache_release(&shared_keys);
 }
 
 static void verify(void **state) {
@@ -1151,7 +1266,10 @@ static void botocore(void **state) {
 int main(int argc, char **argv) {
   const char *mode = argc >= 2 ? argv[1] : "";
   const struct CMUnitTest suite_tests[] = {cmocka_unit_test(suites)};
-  const struct CMUnitTest verify_tests[] = {cmocka_unit_test(verify)};
+  const struct CMUnitTest verify_tests[] = {
+      cmocka_unit_test(verify), cmocka_unit_test(key_cache_scopes),
+      cmocka_unit_test(key_cache_threads)};
+  tw_sigv4_key_cache_init(&suite_keys);
   const struct CMUnitTest botocore_tests[] = {cmocka_unit_test(botocore)};
   if (!strcmp(mode, "--suites"))
     return suites_present() ? cmocka_run_group_tests(suite_tests, NULL, NULL)
