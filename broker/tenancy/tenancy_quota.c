@@ -651,8 +651,18 @@ static void place_begin(struct tw_tenancy *t, const struct tw_attempt_rec *live,
   bool known = tw_store_changes_since(t->store, &t->resv_cursor, &ch, &n_ch);
   int64_t now = tw_clock_now_ms(t->clock);
   bool due = now - t->resv_full_ms >= TN_FULL_MS || now < t->resv_full_ms;
-  if (!known || !t->resv_have || due ||
-      !resv_apply(t, live, n_live, ch, n_ch)) {
+  const char *why = NULL; /* why everything is read afresh */
+  if (!t->resv_have)
+    why = "first phase";
+  else if (!known)
+    why = "change feed too old";
+  else if (due)
+    why = "re-read period";
+  else if (!resv_apply(t, live, n_live, ch, n_ch))
+    why = "live attempts not as followed";
+  if (why) {
+    tw_log_debug("tenancy", "reservations=%zu live=%zu read whole: %s",
+                 t->n_resv, n_live, why);
     if (resv_full(t, live, n_live))
       /* what the feed showed may be newer than live[]: looked at again
        * by the next phase, as resv_apply does */
