@@ -760,7 +760,7 @@ void tw_tenancy_free(struct tw_tenancy *t) {
   free(t->hook_allow);
   tw_offer_index_unref(t->offers);
   tw_policy_set_unref(t->place_set);
-  free(t->resv);
+  tn_resv_free(t);
   free(t->quotas);
   free(t->known);
   free(t->cq);

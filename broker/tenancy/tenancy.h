@@ -399,12 +399,18 @@ void tw_tenancy_use_placer(struct tw_tenancy *t, struct tw_placer *placer);
 void tw_tenancy_set_offers(struct tw_tenancy *t, const struct tw_offer *offers,
                            size_t n);
 
-/* Starts a placement phase: what each tenant holds is rebuilt from the
- * reservations of attempts still live (those of ended attempts are
- * dropped: this is where reservations are released).  Scheduler thread. */
+/* Starts a placement phase: what each tenant holds is read afresh, the
+ * reservations from the store matched to the attempts still live (those
+ * of ended attempts are dropped: this is where reservations are
+ * released).  Scheduler thread. */
 void tw_tenancy_place_begin(struct tw_tenancy *t);
-/* The same over live[0..n_live), the live attempts as the caller read
- * them just now (the scheduler keeps them from the store's changes). */
+/* The same over live[0..n_live), the live attempts (ascending ids) as the
+ * caller read them just now (the scheduler keeps them from the store's
+ * changes).  The reservations are kept between phases: only the jobs
+ * whose attempts the store's change feed names, and those reserved for
+ * since the last phase, are looked at; everything is read afresh at the
+ * first phase, when the feed is too old, every 10 s (other replicas'
+ * writes) and when live[] is not as many attempts as the view follows. */
 struct tw_attempt_rec;
 void tw_tenancy_place_begin_live(struct tw_tenancy *t,
                                  const struct tw_attempt_rec *live,

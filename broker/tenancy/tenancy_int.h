@@ -41,6 +41,25 @@ struct tn_resv {
   char provider[TW_MODEL_NAME_MAX];  /* account */
 };
 
+/* An index of positions by a 64-bit key (an attempt id, or a job id's
+ * hash: then several entries may share a key, and the caller compares the
+ * ids).  Open addressing, at most half full; entries can be removed.
+ * tenancy_quota.c. */
+struct tn_ix_slot {
+  uint64_t key;
+  size_t pos1; /* position + 1; 0: free */
+};
+struct tn_ix {
+  struct tn_ix_slot *slot;
+  size_t cap, n; /* cap: a power of two, or 0 */
+};
+
+/* A live attempt the reservations are matched to. */
+struct tn_att {
+  int64_t id;
+  char job_id[40];
+};
+
 /* The last reason a job waited for, so it is noted and audited once. */
 struct tn_held {
   char job_id[40];
@@ -69,9 +88,25 @@ struct tw_tenancy {
   struct tw_placer *placer; /* borrowed; when set, projections use it */
   struct tw_http *http;     /* webhooks; made on first use */
 
-  /* placement phase: scheduler thread only */
+  /* placement phase: scheduler thread only.  The reservations are kept
+   * between phases and brought up to date from what changed (see
+   * tenancy_quota.c): resv by job id in resv_ix, the live attempts the
+   * scheduler handed over by id and by job id, the jobs reserved for
+   * since the last phase, and the attempts the last phase's changes
+   * named (looked at once more). */
   struct tn_resv *resv;
   size_t n_resv, cap_resv;
+  struct tn_ix resv_ix;
+  struct tn_att *att;
+  size_t n_att, cap_att;
+  struct tn_ix att_ix, att_job_ix;
+  char (*fresh)[40];
+  size_t n_fresh, cap_fresh;
+  int64_t *recheck;
+  size_t n_recheck, cap_recheck;
+  uint64_t resv_cursor; /* the store's change feed (tw_store_changes_since) */
+  bool resv_have;       /* false: read whole at the next phase */
+  int64_t resv_full_ms; /* t->clock's time of the last whole read */
   struct tw_quota *quotas; /* every tenant's, loaded at place_begin */
   size_t n_quotas;
   struct tn_held held[64];
@@ -124,6 +159,9 @@ enum tw_rc tn_load_all_budgets(struct tw_tenancy *t, struct tw_budget **out,
                                size_t *n, struct tw_err *err);
 enum tw_rc tn_load_all_quotas(struct tw_tenancy *t, struct tw_quota **out,
                               size_t *n, struct tw_err *err);
+
+/* tenancy_quota.c: frees what the placement phases keep. */
+void tn_resv_free(struct tw_tenancy *t);
 
 /* tenancy_budget.c: the period [start, end) holding now. */
 void tn_period(enum tw_budget_period p, int64_t now_ms, int64_t *start,

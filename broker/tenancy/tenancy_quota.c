@@ -23,7 +23,6 @@
 #include "broker/core/job.h"
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
-#include "broker/base/sort.h"
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
 #include "broker/core/store_tenancy.h"
@@ -272,12 +271,262 @@ enum tw_rc tn_quota_admit(struct tw_tenancy *t, const struct tw_job_spec *spec,
 /* ---- placement
  * ---------------------------------------------------------------- */
 
+/* ---- the reservations in memory ----------------------------------------
+ *
+ * A phase does not read every reservation again: what each tenant holds
+ * is kept between phases.  The reservations this process makes are added
+ * as it makes them (place_hold), and a phase looks only at the jobs whose
+ * attempts the store's change feed names since the last phase, and at the
+ * jobs reserved for meanwhile: one with no live attempt left gives its
+ * share back (its row is deleted), one with a live attempt is matched to
+ * the first (its instance, for a preemption).  So a phase costs what
+ * changed, not what is held.
+ *
+ * Everything is read afresh, the reservations from the store and the
+ * live attempts from the scheduler, where the scheduler does it too: at
+ * the first phase, when the feed no longer reaches back to the last one,
+ * and every TN_FULL_MS, because other replicas' writes (a former leader's)
+ * are not in this process's feed; also when the live attempts the
+ * scheduler hands over are not as many as those followed here (someone
+ * else's write it has read already). */
+
+#define TN_FULL_MS 10000
+
+/* src into dst[n], cut as snprintf would cut it. */
+static void cut_set(char *dst, size_t n, const char *src) {
+  size_t len = strnlen(src, n - 1);
+  memcpy(dst, src, len);
+  dst[len] = '\0';
+}
+#define CUT_SET(dst, src) cut_set((dst), sizeof(dst), (src))
+
+static uint64_t job_hash(const char *id) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (; *id; id++)
+    h = (h ^ (unsigned char)*id) * 1099511628211ull;
+  return h;
+}
+
+static size_t ix_home(uint64_t key, size_t mask) {
+  return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 17) & mask;
+}
+
+static void ix_reset(struct tn_ix *x, size_t want) {
+  size_t cap = 64;
+  while (cap < want * 2)
+    cap *= 2;
+  free(x->slot);
+  x->slot = tw_calloc(cap, sizeof *x->slot);
+  x->cap = cap;
+  x->n = 0;
+}
+
+static void ix_place(struct tn_ix_slot *sl, size_t mask, uint64_t key,
+                     size_t pos1) {
+  size_t i = ix_home(key, mask);
+  while (sl[i].pos1)
+    i = (i + 1) & mask;
+  sl[i].key = key;
+  sl[i].pos1 = pos1;
+}
+
+static void ix_put(struct tn_ix *x, uint64_t key, size_t pos) {
+  if ((x->n + 1) * 2 > x->cap) {
+    struct tn_ix_slot *old = x->slot;
+    size_t old_cap = x->cap;
+    x->slot = NULL;
+    ix_reset(x, 2 * (x->n + 1));
+    for (size_t i = 0; i < old_cap; i++)
+      if (old[i].pos1) {
+        ix_place(x->slot, x->cap - 1, old[i].key, old[i].pos1);
+        x->n++;
+      }
+    free(old);
+  }
+  ix_place(x->slot, x->cap - 1, key, pos + 1);
+  x->n++;
+}
+
+/* The next entry of key after slot *it (*it SIZE_MAX: the first), its
+ * slot in *it; its position, or SIZE_MAX when there is none. */
+static size_t ix_next(const struct tn_ix *x, uint64_t key, size_t *it) {
+  if (!x->cap)
+    return SIZE_MAX;
+  size_t mask = x->cap - 1;
+  size_t i = *it == SIZE_MAX ? ix_home(key, mask) : (*it + 1) & mask;
+  for (; x->slot[i].pos1; i = (i + 1) & mask)
+    if (x->slot[i].key == key) {
+      *it = i;
+      return x->slot[i].pos1 - 1;
+    }
+  return SIZE_MAX;
+}
+
+/* The slot of entry (key, pos), or SIZE_MAX. */
+static size_t ix_slot(const struct tn_ix *x, uint64_t key, size_t pos) {
+  size_t it = SIZE_MAX, p;
+  while ((p = ix_next(x, key, &it)) != SIZE_MAX)
+    if (p == pos)
+      return it;
+  return SIZE_MAX;
+}
+
+/* Removes entry (key, pos); the entries after it in its run move back so
+ * that every one stays reachable from its home slot. */
+static void ix_del(struct tn_ix *x, uint64_t key, size_t pos) {
+  size_t i = ix_slot(x, key, pos);
+  if (i == SIZE_MAX)
+    return;
+  size_t mask = x->cap - 1;
+  x->slot[i].pos1 = 0;
+  x->n--;
+  for (size_t j = (i + 1) & mask; x->slot[j].pos1; j = (j + 1) & mask) {
+    size_t h = ix_home(x->slot[j].key, mask);
+    /* j stays unless its home lies cyclically outside (i, j] */
+    bool stays = i < j ? (h > i && h <= j) : (h > i || h <= j);
+    if (stays)
+      continue;
+    x->slot[i] = x->slot[j];
+    x->slot[j].pos1 = 0;
+    i = j;
+  }
+}
+
+/* Entry (key, from) now at position to. */
+static void ix_move(struct tn_ix *x, uint64_t key, size_t from, size_t to) {
+  size_t i = ix_slot(x, key, from);
+  if (i != SIZE_MAX)
+    x->slot[i].pos1 = to + 1;
+}
+
+/* Where job_id's reservation is in t->resv, or SIZE_MAX. */
+static size_t resv_find(const struct tw_tenancy *t, const char *job_id) {
+  uint64_t h = job_hash(job_id);
+  size_t it = SIZE_MAX, p;
+  while ((p = ix_next(&t->resv_ix, h, &it)) != SIZE_MAX)
+    if (!strcmp(t->resv[p].job_id, job_id))
+      return p;
+  return SIZE_MAX;
+}
+
+static void resv_add(struct tw_tenancy *t, const struct tn_resv *v) {
+  if (t->n_resv == t->cap_resv) {
+    t->cap_resv = t->cap_resv ? 2 * t->cap_resv : 16;
+    t->resv = tw_realloc(t->resv, t->cap_resv * sizeof *t->resv);
+  }
+  t->resv[t->n_resv] = *v;
+  ix_put(&t->resv_ix, job_hash(v->job_id), t->n_resv);
+  t->n_resv++;
+}
+
+/* Reservation i out of memory (the last one takes its place). */
+static void resv_forget(struct tw_tenancy *t, size_t i) {
+  size_t last = t->n_resv - 1;
+  ix_del(&t->resv_ix, job_hash(t->resv[i].job_id), i);
+  if (i != last) {
+    ix_move(&t->resv_ix, job_hash(t->resv[last].job_id), last, i);
+    t->resv[i] = t->resv[last];
+  }
+  t->n_resv--;
+}
+
+/* Reservation i given back: its row deleted, and out of memory. */
 static void resv_drop(struct tw_tenancy *t, size_t i) {
   struct tw_err err = {0};
   if (tw_store_reservation_delete(t->store, t->resv[i].job_id, &err))
     tw_log_warn("tenancy", "job=%s reservation not dropped: %s",
                 t->resv[i].job_id, err.msg);
-  t->resv[i] = t->resv[--t->n_resv];
+  resv_forget(t, i);
+}
+
+static size_t att_find(const struct tw_tenancy *t, int64_t id) {
+  size_t it = SIZE_MAX;
+  return ix_next(&t->att_ix, (uint64_t)id, &it);
+}
+
+static void att_add(struct tw_tenancy *t, const struct tw_attempt_rec *a) {
+  if (t->n_att == t->cap_att) {
+    t->cap_att = t->cap_att ? 2 * t->cap_att : 64;
+    t->att = tw_realloc(t->att, t->cap_att * sizeof *t->att);
+  }
+  struct tn_att *e = &t->att[t->n_att];
+  e->id = a->id;
+  CUT_SET(e->job_id, a->job_id);
+  ix_put(&t->att_ix, (uint64_t)e->id, t->n_att);
+  ix_put(&t->att_job_ix, job_hash(e->job_id), t->n_att);
+  t->n_att++;
+}
+
+static void att_remove(struct tw_tenancy *t, size_t k) {
+  size_t last = t->n_att - 1;
+  ix_del(&t->att_ix, (uint64_t)t->att[k].id, k);
+  ix_del(&t->att_job_ix, job_hash(t->att[k].job_id), k);
+  if (k != last) {
+    const struct tn_att *l = &t->att[last];
+    ix_move(&t->att_ix, (uint64_t)l->id, last, k);
+    ix_move(&t->att_job_ix, job_hash(l->job_id), last, k);
+    t->att[k] = *l;
+  }
+  t->n_att--;
+}
+
+/* Attempt id in live[0..n) (ascending ids), or NULL. */
+static const struct tw_attempt_rec *
+live_find(const struct tw_attempt_rec *live, size_t n, int64_t id) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (live[mid].id < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < n && live[lo].id == id ? &live[lo] : NULL;
+}
+
+/* The first (lowest id) of job_id's live attempts, or NULL. */
+static const struct tw_attempt_rec *
+job_first_live(const struct tw_tenancy *t, const char *job_id,
+               const struct tw_attempt_rec *live, size_t n_live) {
+  uint64_t h = job_hash(job_id);
+  size_t it = SIZE_MAX, p;
+  const struct tw_attempt_rec *first = NULL;
+  while ((p = ix_next(&t->att_job_ix, h, &it)) != SIZE_MAX) {
+    if (strcmp(t->att[p].job_id, job_id) ||
+        (first && t->att[p].id > first->id))
+      continue;
+    const struct tw_attempt_rec *at = live_find(live, n_live, t->att[p].id);
+    if (at)
+      first = at;
+  }
+  return first;
+}
+
+/* Reservation i matched to its job's first live attempt; when it has
+ * none, given back (false). */
+static bool resv_settle(struct tw_tenancy *t, size_t i,
+                        const struct tw_attempt_rec *live, size_t n_live) {
+  struct tn_resv *v = &t->resv[i];
+  const struct tw_attempt_rec *at =
+      job_first_live(t, v->job_id, live, n_live);
+  if (!at) {
+    resv_drop(t, i); /* its attempt ended: the share is given back */
+    return false;
+  }
+  v->attempt_id = at->id;
+  CUT_SET(v->instance_id, at->instance_id);
+  CUT_SET(v->provider, at->provider);
+  return true;
+}
+
+void tn_resv_free(struct tw_tenancy *t) {
+  free(t->resv);
+  free(t->resv_ix.slot);
+  free(t->att);
+  free(t->att_ix.slot);
+  free(t->att_job_ix.slot);
+  free(t->fresh);
+  free(t->recheck);
 }
 
 bool tw_tenancy_quotas_reload(struct tw_tenancy *t) {
@@ -294,91 +543,134 @@ bool tw_tenancy_quotas_reload(struct tw_tenancy *t) {
   return true;
 }
 
-/* src into dst[n], cut as snprintf would cut it (a phase copies every
- * reservation's strings). */
-static void cut_set(char *dst, size_t n, const char *src) {
-  size_t len = strnlen(src, n - 1);
-  memcpy(dst, src, len);
-  dst[len] = '\0';
-}
-#define CUT_SET(dst, src) cut_set((dst), sizeof(dst), (src))
-
-/* Orders live attempts by job id, the first stored first (the sort is
- * stable and the store lists them by id). */
-static int live_by_job(const void *x, const void *y, void *ctx) {
-  (void)ctx;
-  const struct tw_attempt_rec *a = *(const struct tw_attempt_rec *const *)x;
-  const struct tw_attempt_rec *b = *(const struct tw_attempt_rec *const *)y;
-  return strcmp(a->job_id, b->job_id);
-}
-
-/* The first live attempt of job_id in by_job[0..n) (live_by_job's
- * order), or NULL. */
-static const struct tw_attempt_rec *
-live_of(const struct tw_attempt_rec *const *by_job, size_t n,
-        const char *job_id) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (strcmp(by_job[mid]->job_id, job_id) < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
+/* Everything read afresh: the live attempts from live[0..n_live), the
+ * reservations from the store (the feed's cursor taken before both).  On
+ * a store error the previous view stays and false is returned. */
+static bool resv_full(struct tw_tenancy *t, const struct tw_attempt_rec *live,
+                      size_t n_live) {
+  struct tw_err err = {0};
+  struct tw_store_resv *rows = NULL;
+  size_t n_rows = 0;
+  if (tw_store_reservations(t->store, &rows, &n_rows, &err)) {
+    tw_log_warn("tenancy", "placement phase without fresh usage: %s", err.msg);
+    t->resv_have = false;
+    return false;
   }
-  return lo < n && !strcmp(by_job[lo]->job_id, job_id) ? by_job[lo] : NULL;
+  t->n_att = 0;
+  ix_reset(&t->att_ix, n_live);
+  ix_reset(&t->att_job_ix, n_live);
+  for (size_t k = 0; k < n_live; k++)
+    att_add(t, &live[k]);
+  t->n_resv = 0;
+  ix_reset(&t->resv_ix, n_rows);
+  for (size_t i = 0; i < n_rows; i++) {
+    struct tn_resv v = {.vcpus = rows[i].vcpus,
+                        .gpus = rows[i].gpus,
+                        .spot = rows[i].spot,
+                        .at_ms = rows[i].at_ms};
+    CUT_SET(v.job_id, rows[i].job_id);
+    CUT_SET(v.tenant, rows[i].tenant);
+    CUT_SET(v.accel, rows[i].accel);
+    if (resv_find(t, v.job_id) == SIZE_MAX)
+      resv_add(t, &v);
+  }
+  free(rows);
+  for (size_t i = 0; i < t->n_resv;)
+    if (resv_settle(t, i, live, n_live))
+      i++;
+  t->n_fresh = t->n_recheck = 0;
+  t->resv_have = true;
+  t->resv_full_ms = tw_clock_now_ms(t->clock);
+  return true;
+}
+
+static void recheck_add(struct tw_tenancy *t, int64_t id) {
+  if (t->n_recheck == t->cap_recheck) {
+    t->cap_recheck = t->cap_recheck ? 2 * t->cap_recheck : 64;
+    t->recheck = tw_realloc(t->recheck, t->cap_recheck * sizeof *t->recheck);
+  }
+  t->recheck[t->n_recheck++] = id;
+}
+
+/* The job of attempt id brought up to date with live[] (its attempt
+ * followed or no longer), then its reservation settled. */
+static void resv_attempt_changed(struct tw_tenancy *t, int64_t id,
+                                 const struct tw_attempt_rec *live,
+                                 size_t n_live) {
+  const struct tw_attempt_rec *at = live_find(live, n_live, id);
+  size_t k = att_find(t, id);
+  char job_id[40];
+  if (at) {
+    if (k == SIZE_MAX)
+      att_add(t, at);
+    CUT_SET(job_id, at->job_id);
+  } else if (k != SIZE_MAX) {
+    CUT_SET(job_id, t->att[k].job_id);
+    att_remove(t, k);
+  } else {
+    return; /* neither live nor followed */
+  }
+  size_t i = resv_find(t, job_id);
+  if (i != SIZE_MAX)
+    resv_settle(t, i, live, n_live);
+}
+
+/* The changes since the last phase applied to the view kept.  Each
+ * attempt named is looked at in this phase and once more in the next:
+ * live[] may have been read before a write that the feed already shows,
+ * and it shows that write by the next phase.  false: read whole. */
+static bool resv_apply(struct tw_tenancy *t, const struct tw_attempt_rec *live,
+                       size_t n_live, const struct tw_store_change *ch,
+                       size_t n_ch) {
+  size_t n_prev = t->n_recheck;
+  for (size_t i = 0; i < n_prev; i++)
+    resv_attempt_changed(t, t->recheck[i], live, n_live);
+  t->n_recheck = 0;
+  for (size_t i = 0; i < n_ch; i++)
+    if (ch[i].attempt_id > 0) {
+      resv_attempt_changed(t, ch[i].attempt_id, live, n_live);
+      recheck_add(t, ch[i].attempt_id);
+    }
+  /* the jobs reserved for since: an attempt that did not open gives its
+   * share back now, as a whole read would */
+  for (size_t i = 0; i < t->n_fresh; i++) {
+    size_t r = resv_find(t, t->fresh[i]);
+    if (r != SIZE_MAX)
+      resv_settle(t, r, live, n_live);
+  }
+  t->n_fresh = 0;
+  return t->n_att == n_live;
 }
 
 static void place_begin(struct tw_tenancy *t, const struct tw_attempt_rec *live,
                         size_t n_live) {
-  struct tw_err err = {0};
-  struct tw_store_resv *rows = NULL;
-  size_t n_rows = 0, n_quotas = 0;
-  struct tw_quota *quotas = NULL;
-  if (tw_store_reservations(t->store, &rows, &n_rows, &err) ||
-      tn_load_all_quotas(t, &quotas, &n_quotas, &err)) {
-    /* keep the previous phase's view rather than forget every holding */
-    tw_log_warn("tenancy", "placement phase without fresh usage: %s", err.msg);
-    free(rows);
-    free(quotas);
-    return;
+  if (!tw_tenancy_quotas_reload(t))
+    return; /* keep the previous phase's view rather than forget holdings */
+  struct tw_store_change *ch = NULL;
+  size_t n_ch = 0;
+  bool known = tw_store_changes_since(t->store, &t->resv_cursor, &ch, &n_ch);
+  int64_t now = tw_clock_now_ms(t->clock);
+  bool due = now - t->resv_full_ms >= TN_FULL_MS || now < t->resv_full_ms;
+  const char *why = NULL; /* why everything is read afresh */
+  if (!t->resv_have)
+    why = "first phase";
+  else if (!known)
+    why = "change feed too old";
+  else if (due)
+    why = "re-read period";
+  else if (!resv_apply(t, live, n_live, ch, n_ch))
+    why = "live attempts not as followed";
+  if (why) {
+    tw_log_debug("tenancy", "reservations=%zu live=%zu read whole: %s",
+                 t->n_resv, n_live, why);
+    if (resv_full(t, live, n_live))
+      /* what the feed showed may be newer than live[]: looked at again
+       * by the next phase, as resv_apply does */
+      for (size_t i = 0; i < n_ch; i++)
+        if (ch[i].attempt_id > 0)
+          recheck_add(t, ch[i].attempt_id);
   }
-  free(t->resv);
-  t->resv = n_rows ? tw_calloc(n_rows, sizeof *t->resv) : NULL;
-  t->n_resv = t->cap_resv = n_rows;
-  for (size_t i = 0; i < n_rows; i++) {
-    struct tn_resv *v = &t->resv[i];
-    CUT_SET(v->job_id, rows[i].job_id);
-    CUT_SET(v->tenant, rows[i].tenant);
-    CUT_SET(v->accel, rows[i].accel);
-    v->vcpus = rows[i].vcpus;
-    v->gpus = rows[i].gpus;
-    v->spot = rows[i].spot;
-    v->at_ms = rows[i].at_ms;
-  }
-  free(rows);
-  free(t->quotas);
-  t->quotas = quotas;
-  t->n_quotas = n_quotas;
-  /* the live attempts by job id, so that matching the reservations to
-   * them costs n log n rather than one scan of them per reservation */
-  const struct tw_attempt_rec **by_job =
-      tw_calloc(n_live ? n_live : 1, sizeof *by_job);
-  for (size_t k = 0; k < n_live; k++)
-    by_job[k] = &live[k];
-  tw_sort_r(by_job, n_live, sizeof *by_job, live_by_job, NULL);
-  for (size_t i = 0; i < t->n_resv;) {
-    struct tn_resv *v = &t->resv[i];
-    const struct tw_attempt_rec *at = live_of(by_job, n_live, v->job_id);
-    if (!at) {
-      resv_drop(t, i); /* its attempt ended: the share is given back */
-      continue;
-    }
-    v->attempt_id = at->id;
-    CUT_SET(v->instance_id, at->instance_id);
-    CUT_SET(v->provider, at->provider);
-    i++;
-  }
-  free(by_job);
+  free(ch);
 }
 
 void tw_tenancy_place_begin_live(struct tw_tenancy *t,
@@ -391,11 +683,21 @@ void tw_tenancy_place_begin(struct tw_tenancy *t) {
   struct tw_err err = {0};
   struct tw_attempt_rec *live = NULL;
   size_t n_live = 0;
+  /* the feed's cursor before the read: what commits after it comes with
+   * the next phase */
+  struct tw_store_change *ch = NULL;
+  size_t n_ch = 0;
+  tw_store_changes_since(t->store, &t->resv_cursor, &ch, &n_ch);
+  free(ch);
   if (tw_store_attempts_live(t->store, &live, &n_live, &err)) {
     tw_log_warn("tenancy", "placement phase without fresh usage: %s", err.msg);
+    t->resv_have = false;
     return;
   }
-  place_begin(t, live, n_live);
+  if (tw_tenancy_quotas_reload(t))
+    resv_full(t, live, n_live);
+  else
+    t->resv_have = false;
   free(live);
 }
 
@@ -783,14 +1085,16 @@ static void place_hold(struct tw_tenancy *t, const struct tw_job_rec *job,
     tw_log_warn("tenancy", "job=%s reservation not stored: %s", job->id,
                 err.msg);
   unheld(t, job->id);
-  for (size_t i = 0; i < t->n_resv; i++)
-    if (!strcmp(t->resv[i].job_id, job->id)) {
-      t->resv[i] = v;
-      return;
-    }
-  if (t->n_resv == t->cap_resv) {
-    t->cap_resv = t->cap_resv ? 2 * t->cap_resv : 16;
-    t->resv = tw_realloc(t->resv, t->cap_resv * sizeof *t->resv);
+  size_t i = resv_find(t, job->id);
+  if (i != SIZE_MAX)
+    t->resv[i] = v;
+  else
+    resv_add(t, &v);
+  /* matched to its attempt, or given back, by the next phase */
+  if (t->n_fresh == t->cap_fresh) {
+    t->cap_fresh = t->cap_fresh ? 2 * t->cap_fresh : 64;
+    t->fresh = tw_realloc(t->fresh, t->cap_fresh * sizeof *t->fresh);
   }
-  t->resv[t->n_resv++] = v;
+  CUT_SET(t->fresh[t->n_fresh], job->id);
+  t->n_fresh++;
 }

@@ -11,7 +11,10 @@
  *   spot_share_zero_places_on_demand: the cheaper spot offer is skipped;
  *   quota_set_after_the_pass_began_is_seen: the quotas are read again
  *     after the queue, so a pass that began before a quota change and a
- *     submission judges the job by the new quota. */
+ *     submission judges the job by the new quota;
+ *   the reservations kept between phases: released by ends and cancels
+ *     without a whole read, another replica's writes seen after the
+ *     re-read, and many of them agreeing with a whole read. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +29,7 @@
 #include "broker/sched/sched.h"
 #include "broker/core/spec.h"
 #include "broker/core/store.h"
+#include "broker/core/store_tenancy.h"
 #include "broker/tenancy/tenancy.h"
 #include "tests/fakes/fake_provider.h"
 #include "tests/unit/agent_play.h"
@@ -347,6 +351,223 @@ static void quota_set_after_the_pass_began_is_seen(void **state) {
   tw_job_rec_release(&ja);
 }
 
+/* ---- the reservations kept between placement phases ---------------------
+ *
+ * A phase brings the reservations in memory up to date from the store's
+ * change feed rather than reading them all; these cases hold it to what a
+ * whole read would find.  The tenant's spot share shows what it holds:
+ * tw_tenancy_spot_vcpus_left is its spot limit less the spot vCPUs its
+ * reservations hold. */
+
+/* Spot vCPUs tenant ml may still take, as seen by a job holding none. */
+static int64_t ml_spot_left(void) {
+  struct tw_job_rec j = {.tenant = "ml"};
+  snprintf(j.id, sizeof j.id, "j-nobody");
+  return tw_tenancy_spot_vcpus_left(ten, &j);
+}
+
+static size_t stored_reservations(void) {
+  struct tw_store_resv *rows = NULL;
+  size_t n = 0;
+  assert_int_equal(tw_store_reservations(store, &rows, &n, NULL), TW_OK);
+  free(rows);
+  return n;
+}
+
+/* Ticks of 100 ms until job id is in state want (at most n). */
+static void quick_ticks_until(const char *id, enum tw_job_state want, int n) {
+  for (int i = 0; i < n && state_of(id) != want; i++) {
+    tw_play_step(play);
+    tw_sched_tick(sched);
+    tw_clock_advance(&clk, 100);
+  }
+  assert_int_equal(state_of(id), want);
+}
+
+/* Jobs that end and a job cancelled give their shares back at the next
+ * phase, without a whole read in between (the fake clock stays within
+ * one re-read period of the first pass), and the view kept is the one a
+ * whole read finds. */
+static void reservations_kept_are_released_by_ends_and_cancels(void **state) {
+  (void)state;
+  tenant("ml", "", 64, 0, -1, 50); /* 32 spot vCPUs */
+  char a[TW_JOB_ID_LEN + 1], b[TW_JOB_ID_LEN + 1], c[TW_JOB_ID_LEN + 1];
+  submit("name: a\ntenant: ml\nduration: 2s\nresources: {cpus: 8, market: "
+         "spot}\n",
+         a);
+  submit("name: b\ntenant: ml\nduration: 1h\nresources: {cpus: 8, market: "
+         "spot}\n",
+         b);
+  submit("name: c\ntenant: ml\nduration: 1h\nresources: {cpus: 8, market: "
+         "spot}\n",
+         c);
+  int64_t t0 = tw_clock_now_ms(&clk);
+  quick_ticks_until(b, TW_JOB_RUNNING, 20);
+  quick_ticks_until(c, TW_JOB_RUNNING, 20);
+  if (state_of(a) != TW_JOB_SUCCEEDED)
+    assert_int_equal(ml_spot_left(), 32 - 3 * 8);
+  /* a's work done: its share back */
+  quick_ticks_until(a, TW_JOB_SUCCEEDED, 40);
+  tw_play_step(play);
+  tw_sched_tick(sched);
+  assert_int_equal(ml_spot_left(), 32 - 2 * 8);
+  assert_int_equal(stored_reservations(), 2);
+  /* b cancelled: its share back once its attempt ended */
+  struct tw_job_transition t = {
+      .id = b, .to = TW_JOB_CANCELLED, .reason = "user"};
+  assert_int_equal(tw_store_job_transition(store, &t, NULL, NULL), TW_OK);
+  for (int i = 0; i < 10 && ml_spot_left() != 32 - 8; i++) {
+    tw_play_step(play);
+    tw_sched_tick(sched);
+    tw_clock_advance(&clk, 100);
+  }
+  assert_int_equal(ml_spot_left(), 32 - 8);
+  assert_int_equal(stored_reservations(), 1);
+  /* all of it within one re-read period: the view kept did this */
+  assert_true(tw_clock_now_ms(&clk) - t0 < 10000);
+  tw_tenancy_place_begin(ten); /* a whole read finds the same */
+  assert_int_equal(ml_spot_left(), 32 - 8);
+}
+
+/* The live attempts as stored now, handed to the phase as the scheduler
+ * would. */
+static void begin_with_stored_live(void) {
+  struct tw_attempt_rec *live = NULL;
+  size_t n = 0;
+  assert_int_equal(tw_store_attempts_live(store, &live, &n, NULL), TW_OK);
+  tw_tenancy_place_begin_live(ten, live, n);
+  free(live);
+}
+
+static int64_t open_attempt(struct tw_store *s, const char *job_id) {
+  struct tw_attempt_new an = {.job_id = job_id,
+                              .provider = "fake-a",
+                              .offer_id = "o-1",
+                              .market = "spot",
+                              .price_uusd_per_hour = 120000,
+                              .reason = "test"};
+  struct tw_attempt_rec a;
+  struct tw_err err = {0};
+  if (tw_store_attempt_open(s, &an, &a, &err))
+    fail_msg("attempt open: %s", err.msg);
+  return a.id;
+}
+
+static void reserve(struct tw_store *s, const char *job_id, int64_t vcpus) {
+  struct tw_store_resv v = {.vcpus = vcpus, .spot = true, .at_ms = 1};
+  snprintf(v.job_id, sizeof v.job_id, "%s", job_id);
+  snprintf(v.tenant, sizeof v.tenant, "ml");
+  assert_int_equal(tw_store_reservation_put(s, &v, "o-1", NULL), TW_OK);
+}
+
+static void end_attempt(struct tw_store *s, int64_t id) {
+  struct tw_attempt_close cl = {.attempt_id = id,
+                                .end_reason = "completed",
+                                .job_to = TW_JOB_NSTATES};
+  struct tw_err err = {0};
+  if (tw_store_attempt_close(s, &cl, &err))
+    fail_msg("attempt close: %s", err.msg);
+}
+
+/* Another replica's writes (a former leader's, on the same database) are
+ * not in this process's change feed: they are seen at the next whole
+ * read, at once when the live attempts are not as many as the view
+ * follows, else after the re-read period. */
+static void another_replicas_writes_are_seen_after_the_re_read(void **state) {
+  (void)state;
+  tenant("ml", "", 64, 0, -1, 50); /* 32 spot vCPUs */
+  char a[TW_JOB_ID_LEN + 1], b[TW_JOB_ID_LEN + 1], c[TW_JOB_ID_LEN + 1];
+  submit("name: a\ntenant: ml\nresources: {cpus: 8}\n", a);
+  submit("name: b\ntenant: ml\nresources: {cpus: 8}\n", b);
+  submit("name: c\ntenant: ml\nresources: {cpus: 8}\n", c);
+  int64_t at_a = open_attempt(store, a), at_c = open_attempt(store, c);
+  reserve(store, a, 8);
+  reserve(store, c, 8);
+  begin_with_stored_live();
+  assert_int_equal(ml_spot_left(), 16);
+  struct tw_store *other = NULL;
+  struct tw_err err = {0};
+  struct tw_store_opts so = {.path = path, .clock = &clk};
+  tw_test_pg_opts(&pg, &so);
+  if (tw_store_open(&so, &other, &err))
+    fail_msg("second store: %s", err.msg);
+  /* the other ends c's attempt: one live attempt fewer, read whole now */
+  end_attempt(other, at_c);
+  tw_clock_advance(&clk, 100);
+  begin_with_stored_live();
+  assert_int_equal(ml_spot_left(), 24);
+  assert_int_equal(stored_reservations(), 1);
+  /* it ends a's attempt and places b on 16 vCPUs: as many live attempts
+   * as before, so seen once the re-read period passed */
+  end_attempt(other, at_a);
+  open_attempt(other, b);
+  reserve(other, b, 16);
+  tw_store_close(other);
+  tw_clock_advance(&clk, 10000);
+  begin_with_stored_live();
+  assert_int_equal(ml_spot_left(), 16);
+  struct tw_store_resv *rows = NULL;
+  size_t n = 0;
+  assert_int_equal(tw_store_reservations(store, &rows, &n, NULL), TW_OK);
+  assert_int_equal(n, 1); /* a's given back, b's kept */
+  assert_string_equal(rows[0].job_id, b);
+  free(rows);
+}
+
+/* Many reservations, most matched to attempts that open and end at
+ * different phases: the view kept (its job index shuffled by every
+ * removal) agrees with a whole read at each step. */
+static void many_reservations_agree_with_a_whole_read(void **state) {
+  (void)state;
+  enum { N = 240 };
+  tenant("ml", "", 100000, 0, -1, 50); /* 50,000 spot vCPUs */
+  static char ids[N][TW_JOB_ID_LEN + 1];
+  int64_t att[N] = {0};
+  for (int i = 0; i < N; i++) {
+    char yaml[128];
+    snprintf(yaml, sizeof yaml,
+             "name: m%d\ntenant: ml\nresources: {cpus: 8, market: spot}\n", i);
+    submit(yaml, ids[i]);
+  }
+  begin_with_stored_live(); /* the first phase: a whole read of nothing */
+  struct tw_offer o;
+  tw_offer_init(&o);
+  snprintf(o.account, sizeof o.account, "fake-a");
+  snprintf(o.id, sizeof o.id, "o-spot");
+  o.vcpus = 8;
+  o.market = TW_MARKET_SPOT;
+  struct tw_job_spec spec = {.nodes = 1};
+  int held = 0;
+  for (int i = 0; i < N; i++) {
+    struct tw_job_rec j = {.tenant = "ml"};
+    memcpy(j.id, ids[i], sizeof j.id);
+    tw_tenancy_place_commit(ten, &j, &spec, &o);
+    if (i % 3) { /* every third one's attempt never opens */
+      att[i] = open_attempt(store, ids[i]);
+      held++;
+    }
+  }
+  tw_clock_advance(&clk, 100);
+  begin_with_stored_live();
+  assert_int_equal(ml_spot_left(), 50000 - 8 * held);
+  assert_int_equal(stored_reservations(), (size_t)held);
+  for (int round = 2; round <= 7; round++) {
+    for (int i = 0; i < N; i++)
+      if (att[i] && i % round == 1) {
+        end_attempt(store, att[i]);
+        att[i] = 0;
+        held--;
+      }
+    tw_clock_advance(&clk, 100);
+    begin_with_stored_live();
+    int64_t kept = ml_spot_left();
+    assert_int_equal(kept, 50000 - 8 * held);
+    assert_int_equal(stored_reservations(), (size_t)held);
+    tw_tenancy_place_begin(ten);
+    assert_int_equal(ml_spot_left(), kept);
+  }
+}
+
 int main(int argc, char **argv) {
   if (tw_test_pg_wanted(argc, argv)) {
     int r = tw_test_pg_init(&pg);
@@ -366,6 +587,12 @@ int main(int argc, char **argv) {
           spot_share_zero_goes_on_demand_past_many_spot_offers, setup,
           teardown),
       cmocka_unit_test_setup_teardown(quota_set_after_the_pass_began_is_seen,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          reservations_kept_are_released_by_ends_and_cancels, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          another_replicas_writes_are_seen_after_the_re_read, setup, teardown),
+      cmocka_unit_test_setup_teardown(many_reservations_agree_with_a_whole_read,
                                       setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
