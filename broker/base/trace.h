@@ -64,6 +64,7 @@ enum tw_attr_type { TW_ATTR_STR, TW_ATTR_INT, TW_ATTR_BOOL, TW_ATTR_DOUBLE };
 
 struct tw_span_attr {
   char key[TW_SPAN_KEY_MAX];
+  uint8_t klen; /* strlen(key), for the lookup of a key */
   enum tw_attr_type type;
   char s[TW_SPAN_VAL_MAX];
   int64_t i;
