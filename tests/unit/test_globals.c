@@ -42,6 +42,9 @@ static struct allowed allow[] = {
     ALLOW("log.c.o", "log_trace",
           "thread-local: the ids of the span the thread works for, which "
           "its log lines carry (log.h)"),
+    ALLOW("trace.c.o", "ids",
+          "thread-local: the thread's stream of trace and span ids, seeded "
+          "once per thread by getrandom() (broker/base/trace.c)"),
     ALLOW("http.c.o", "http_once",
           "curl_global_init() once per process (providers/http.h)"),
     ALLOW("http.c.o", "http_global_rc",
