@@ -38,6 +38,9 @@ static struct allowed allow[] = {
     ALLOW("log.c.o", "debug_subsys", "the logger's debug subsystems (log.h)"),
     ALLOW("log.c.o", "log_format",
           "the logger's line format, one for the process (log.h)"),
+    ALLOW("log.c.o", "debug_some",
+          "whether the logger's debug subsystems name any, for the test "
+          "without its lock (log.h)"),
     ALLOW("log.c.o", "log_mu", "keeps log lines whole across threads (log.h)"),
     ALLOW("log.c.o", "log_trace",
           "thread-local: the ids of the span the thread works for, which "
