@@ -2,21 +2,23 @@
  * JSON (docs/observability.md).
  *
  * A span lives on its creator's stack: tw_span_start() stamps its ids and
- * start time, tw_span_attr_*() add attributes, tw_span_end() copies it into
- * the tracer's bounded queue and returns at once.  The tracer's own thread
- * takes batches from the queue, encodes them (one ExportTraceServiceRequest
- * per batch, the protobuf JSON mapping with the OTLP rules: ids in hex,
- * enums as integers, 64-bit integers as strings) and hands each to a send
- * function, retried with backoff.  A full queue drops the span and counts
- * it: nothing that ends a span ever waits for the network.  The copies of
- * small spans (a request's, an admission's) are blocks of one size, handed
- * back after their batch is sent and reused, so a traced request allocates
- * nothing for its spans once the daemon is warm.
+ * start time, tw_span_attr_*() add attributes, tw_span_end() encodes it
+ * (the protobuf JSON mapping with the OTLP rules: ids in hex, enums as
+ * integers, 64-bit integers as strings) into the tracer's bounded queue
+ * and returns at once.  The tracer's own thread takes batches from the
+ * queue, joins them into one ExportTraceServiceRequest per batch and hands
+ * each to a send function, retried with backoff.  A full queue drops the
+ * span and counts it: nothing that ends a span ever waits for the network.
+ * The encoded small spans (a request's, an admission's) are blocks of one
+ * size, handed back after their batch is sent and reused, so a traced
+ * request allocates nothing for its spans once the daemon is warm.
  *
  * The transport is a function (tw_tracer_opts.send): the providers' HTTP
  * helper in the daemon (providers/otlp_send.h), anything in tests.  The
- * tracer holds no process-wide state; the ids of the span a thread works
- * for reach the logger through tw_log_set_trace() (log.h). */
+ * tracer holds no process-wide state: each thread draws ids from a stream
+ * of its own (thread-local, seeded once by getrandom()), and the ids of
+ * the span a thread works for reach the logger through tw_log_set_trace()
+ * (log.h). */
 #ifndef TW_BROKER_TRACE_H
 #define TW_BROKER_TRACE_H
 
@@ -64,6 +66,7 @@ enum tw_attr_type { TW_ATTR_STR, TW_ATTR_INT, TW_ATTR_BOOL, TW_ATTR_DOUBLE };
 
 struct tw_span_attr {
   char key[TW_SPAN_KEY_MAX];
+  uint8_t klen; /* strlen(key), for the lookup of a key */
   enum tw_attr_type type;
   char s[TW_SPAN_VAL_MAX];
   int64_t i;

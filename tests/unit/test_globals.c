@@ -38,10 +38,16 @@ static struct allowed allow[] = {
     ALLOW("log.c.o", "debug_subsys", "the logger's debug subsystems (log.h)"),
     ALLOW("log.c.o", "log_format",
           "the logger's line format, one for the process (log.h)"),
+    ALLOW("log.c.o", "debug_some",
+          "whether the logger's debug subsystems name any, for the test "
+          "without its lock (log.h)"),
     ALLOW("log.c.o", "log_mu", "keeps log lines whole across threads (log.h)"),
     ALLOW("log.c.o", "log_trace",
           "thread-local: the ids of the span the thread works for, which "
           "its log lines carry (log.h)"),
+    ALLOW("trace.c.o", "ids",
+          "thread-local: the thread's stream of trace and span ids, seeded "
+          "once per thread by getrandom() (broker/base/trace.c)"),
     ALLOW("http.c.o", "http_once",
           "curl_global_init() once per process (providers/http.h)"),
     ALLOW("http.c.o", "http_global_rc",
