@@ -14,6 +14,7 @@
 #include "broker/base/log.h"
 #include "broker/base/mem.h"
 #include "broker/core/flow.h"
+#include "broker/core/store_audit.h"
 #include "broker/core/store_ha.h"
 #include "broker/core/store_int.h"
 
@@ -226,6 +227,10 @@ struct wop {
   /* this caller's own: a commit wakes only its callers, posted after the
    * writer let go of mu, so a woken caller never waits for it */
   sem_t done;
+  /* tw_store_write_async: called instead of posting done, then the wop
+   * (allocated by the store) freed */
+  tw_store_done_fn done_fn;
+  void *done_ctx;
   struct wop *next;
 };
 
@@ -863,7 +868,12 @@ static void *writer_main(void *arg) {
     pthread_mutex_unlock(&s->mu);
     for (struct wop *o = batch, *nx; o; o = nx) {
       nx = o->next; /* o lives on its caller's stack: read next first */
-      sem_post(&o->done);
+      if (o->done_fn) {
+        o->done_fn(o->done_ctx, o->rc);
+        free(o);
+      } else {
+        sem_post(&o->done);
+      }
     }
   }
   free(s->run);
@@ -893,6 +903,36 @@ enum tw_rc store__write_grouped(struct tw_store *s, const struct store_group *g,
     ;
   sem_destroy(&one.done);
   return one.rc;
+}
+
+enum tw_rc tw_store_write_async(struct tw_store *s, tw_store_write_fn fn,
+                                void *arg, struct tw_err *err,
+                                tw_store_done_fn done, void *ctx) {
+  /* the wop first, so that free(o) frees both; its own err for a caller
+   * that keeps none */
+  struct async_wop {
+    struct wop o;
+    struct tw_err err;
+  } *w = tw_calloc(1, sizeof *w);
+  struct wop *o = &w->o;
+  *o = (struct wop){.fn = fn, .arg = arg, .done_fn = done, .done_ctx = ctx};
+  o->err = err ? err : &w->err;
+  pthread_mutex_lock(&s->mu);
+  if (s->stopping) {
+    pthread_mutex_unlock(&s->mu);
+    free(o);
+    return tw_err_set(err, TW_E_IO, "store: closing");
+  }
+  /* at the queue's end: its transaction is the next to start, as for a
+   * caller that waits */
+  if (s->tail)
+    s->tail->next = o;
+  else
+    s->head = o;
+  s->tail = o;
+  pthread_mutex_unlock(&s->mu);
+  pthread_cond_signal(&s->work);
+  return TW_OK;
 }
 
 enum tw_rc tw_store_write(struct tw_store *s, tw_store_write_fn fn, void *arg,
@@ -2075,6 +2115,19 @@ enum tw_rc tw_store_attempt_launched(struct tw_store *s, int64_t attempt_id,
                                .placement_json = placement_json,
                                .kind = 0};
   return tw_store_write(s, op_attempt_step, &a, err);
+}
+
+enum tw_rc tw_store_attempt_launched_op(struct tw_store *s, struct tw_db *db,
+                                        void *arg, struct tw_err *err) {
+  const struct tw_store_launched *l = arg;
+  struct attempt_step_arg a = {.id = l->attempt_id,
+                               .instance_id = l->instance_id,
+                               .placement_json = l->placement_json,
+                               .kind = 0};
+  enum tw_rc rc = op_attempt_step(s, db, &a, err);
+  if (rc == TW_OK && l->audit)
+    rc = tw_store_audit_append_in(s, db, l->audit, l->audit_at_ms, NULL, err);
+  return rc;
 }
 
 enum tw_rc tw_store_attempt_running(struct tw_store *s, int64_t attempt_id,

@@ -192,6 +192,21 @@ void tw_store_write_many(struct tw_store *s, tw_store_write_fn fn,
                          void *const *args, size_t n, enum tw_rc *rcs,
                          struct tw_err *errs);
 
+/* tw_store_write_async's answer, called on the writer thread once the
+ * transaction that held the write has ended: rc is its outcome (TW_OK:
+ * durable; else the write's err says why).  It must be quick and must
+ * not call the store (the writer would wait for itself). */
+typedef void (*tw_store_done_fn)(void *ctx, enum tw_rc rc);
+/* tw_store_write without waiting: fn(arg) is queued for the next group
+ * commit and done(ctx, rc) called once its transaction has ended, so a
+ * caller with more to do (a provider worker and its next call) is not held
+ * for the commit, and the writes of many such callers share one.  arg and
+ * err (may be NULL) must live until done is called.  TW_OK when queued;
+ * else (the store closing) the error, and done is not called. */
+enum tw_rc tw_store_write_async(struct tw_store *s, tw_store_write_fn fn,
+                                void *arg, struct tw_err *err,
+                                tw_store_done_fn done, void *ctx);
+
 /* One write of tw_store_write_ops(): fn on arg. */
 struct tw_store_op {
   tw_store_write_fn fn;
@@ -339,6 +354,22 @@ enum tw_rc tw_store_attempt_launched(struct tw_store *s, int64_t attempt_id,
                                      const char *instance_id,
                                      const char *placement_json,
                                      struct tw_err *err);
+
+/* tw_store_attempt_launched as one write function (tw_store_write,
+ * tw_store_write_async, tw_store_write_ops): arg is a struct
+ * tw_store_launched.  With audit set, that entry is appended in the same
+ * transaction (tw_store_audit_append_in), so the launch and the entry
+ * that records it commit together, or neither does. */
+struct tw_audit_event;
+struct tw_store_launched {
+  int64_t attempt_id;
+  const char *instance_id;
+  const char *placement_json;
+  const struct tw_audit_event *audit; /* NULL: none */
+  int64_t audit_at_ms;
+};
+enum tw_rc tw_store_attempt_launched_op(struct tw_store *s, struct tw_db *db,
+                                        void *arg, struct tw_err *err);
 
 /* The instance runs: attempt running, job provisioning -> running.
  * running_ms is recorded as now. */

@@ -1031,9 +1031,9 @@ enum tw_rc tw_store_reservations(struct tw_store *s, struct tw_store_resv **out,
 
 static enum tw_rc op_resv_put(struct tw_store *s, struct tw_db *db, void *varg,
                               struct tw_err *err) {
-  (void)s;
   struct resv_arg *a = varg;
-  struct tw_db_stmt *st = prepare(db, SQL_RESV_PUT, err);
+  /* one per job launched: prepared once for the connection */
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_RESV_PUT, err);
   if (!st)
     return TW_E_IO;
   store__bind_text(st, 1, a->v->job_id);
@@ -1045,8 +1045,10 @@ static enum tw_rc op_resv_put(struct tw_store *s, struct tw_db *db, void *varg,
   tw_db_bind_int(st, 7, a->v->spot);
   tw_db_bind_int64(st, 8, a->v->at_ms);
   int r = tw_db_step(st);
-  tw_db_finalize(st);
-  return r == TW_DB_DONE ? TW_OK : tn_err(db, err, "reservation insert");
+  enum tw_rc rc =
+      r == TW_DB_DONE ? TW_OK : tn_err(db, err, "reservation insert");
+  tw_db_reset(st);
+  return rc;
 }
 
 enum tw_rc tw_store_reservation_put(struct tw_store *s,
@@ -1065,14 +1067,16 @@ enum tw_rc tw_store_reservation_put_op(struct tw_store *s, struct tw_db *db,
 
 static enum tw_rc op_resv_delete(struct tw_store *s, struct tw_db *db, void *varg,
                                  struct tw_err *err) {
-  (void)s;
-  struct tw_db_stmt *st = prepare(db, SQL_RESV_DELETE, err);
+  /* one per attempt ended: prepared once for the connection */
+  struct tw_db_stmt *st = tw_store_stmt(s, db, SQL_RESV_DELETE, err);
   if (!st)
     return TW_E_IO;
   tw_db_bind_text(st, 1, varg, -1);
   int r = tw_db_step(st);
-  tw_db_finalize(st);
-  return r == TW_DB_DONE ? TW_OK : tn_err(db, err, "reservation delete");
+  enum tw_rc rc =
+      r == TW_DB_DONE ? TW_OK : tn_err(db, err, "reservation delete");
+  tw_db_reset(st);
+  return rc;
 }
 
 enum tw_rc tw_store_reservation_delete(struct tw_store *s, const char *job_id,

@@ -20,7 +20,9 @@
 #include "broker/base/mem.h"
 #include "broker/sched/sched_int.h"
 
-enum call_status { CALL_QUEUED, CALL_RUNNING, CALL_DONE };
+/* CALL_STORING: its worker is done with it, the store not yet
+ * (sched__call_storing) */
+enum call_status { CALL_QUEUED, CALL_RUNNING, CALL_STORING, CALL_DONE };
 
 struct sched_pool {
   struct sched_calls *owner;
@@ -163,7 +165,10 @@ static void *worker_main(void *arg) {
     pthread_mutex_unlock(&cs->mu);
     sched__obs_run_call(c); /* c->run(c), in its span when traced */
     pthread_mutex_lock(&cs->mu);
-    c->status = CALL_DONE;
+    /* a call whose answer is being stored is done when the store says so
+     * (sched__call_stored); this worker takes its next call meanwhile */
+    c->status =
+        c->storing && !c->store_answered ? CALL_STORING : CALL_DONE;
     pl->n_running--;
     pthread_cond_broadcast(&cs->done);
   }
@@ -195,6 +200,15 @@ void sched__calls_init(struct tw_sched *s) {
     s->pc[i].pool = pl;
   }
   s->calls = cs;
+}
+
+/* Whether a call of cs is storing, under cs->mu. */
+static bool any_storing(struct sched_calls *cs) {
+  for (size_t i = 0; i < cs->n_pools; i++)
+    for (struct sched_call *c = cs->pools[i].out; c; c = c->next)
+      if (c->status == CALL_STORING)
+        return true;
+  return false;
 }
 
 /* Frees the calls of list l (never started, or done). */
@@ -239,6 +253,14 @@ void sched__calls_release(struct tw_sched *s) {
     struct sched_pool *pl = &cs->pools[i];
     for (int k = 0; k < pl->n_threads; k++)
       pthread_join(pl->th[k], NULL);
+  }
+  /* the answers being stored: the store's writer still holds them */
+  pthread_mutex_lock(&cs->mu);
+  while (any_storing(cs))
+    pthread_cond_wait(&cs->done, &cs->mu);
+  pthread_mutex_unlock(&cs->mu);
+  for (size_t i = 0; i < cs->n_pools; i++) {
+    struct sched_pool *pl = &cs->pools[i];
     free_list(s, pl->out);
     free(pl->th);
     pthread_cond_destroy(&pl->work);
@@ -276,6 +298,22 @@ bool sched__call_abandoned(const struct sched_call *c) {
   return gone;
 }
 
+void sched__call_storing(struct sched_call *c) {
+  c->storing = true; /* the worker's own until its run() returns */
+  c->store_answered = false;
+}
+
+void sched__call_stored(struct sched_call *c) {
+  struct sched_calls *cs = c->owner;
+  pthread_mutex_lock(&cs->mu);
+  c->store_answered = true;
+  if (c->status == CALL_STORING) {
+    c->status = CALL_DONE;
+    pthread_cond_broadcast(&cs->done);
+  }
+  pthread_mutex_unlock(&cs->mu);
+}
+
 /* A call done but not yet collected counts too: the attempt's stored
  * state does not show its answer yet (the busy set holds a call's
  * attempts from its submit to its apply). */
@@ -302,6 +340,7 @@ bool sched__call_submit(struct tw_sched *s, struct pcache *pc,
   }
   c->status = CALL_QUEUED;
   c->abandoned = false;
+  c->storing = c->store_answered = false;
   c->owner = cs;
   c->deadline_ms = sched__mono_ms() + tw_provider_call_deadline_ms(pl->p);
   c->next = NULL;

@@ -351,14 +351,25 @@ static void store_launched(struct tw_sched *s, const struct tw_job_rec *job,
   tw_buf_init(&pj);
   placement_json(&pj, o, a, inst_id, ids, n_ids, cost, explain, plan_json);
   struct tw_err serr = {0};
-  if (tw_store_attempt_launched(s->store, a->id, inst_id, pj.data, &serr))
+  /* the launch and the audit entry that records it: one write */
+  char detail[900];
+  struct tw_audit_event ev;
+  struct tw_store_launched l = {
+      .attempt_id = a->id, .instance_id = inst_id, .placement_json = pj.data};
+  if (s->tenancy) {
+    tw_tenancy_audit_launch_entry(s->tenancy, job, a->n, o, explain, &ev,
+                                  detail, sizeof detail, &l.audit_at_ms);
+    l.audit = &ev;
+  }
+  if (tw_store_write(s->store, tw_store_attempt_launched_op, &l, &serr)) {
     tw_log_warn("sched", "job=%s attempt=%d launched %s but not recorded: %s",
                 job->id, a->n, inst_id, serr.msg);
-  else
+    if (s->tenancy) /* the launch happened: audited all the same */
+      tw_tenancy_audit_launch(s->tenancy, job, a->n, o, TW_OK, NULL, explain);
+  } else {
     tw_log_info("sched", "job=%s attempt=%d offer=%s instance=%s launched",
                 job->id, a->n, o->id, inst_id);
-  if (s->tenancy)
-    tw_tenancy_audit_launch(s->tenancy, job, a->n, o, TW_OK, NULL, explain);
+  }
   tw_buf_release(&pj);
   blocklist_ok(s, o, tw_clock_now_ms(s->clock));
 }
@@ -366,10 +377,17 @@ static void store_launched(struct tw_sched *s, const struct tw_job_rec *job,
 /* What store_launched() does beside the store, for a launch whose worker
  * stored it (launch_store()): the log line and the blocklist. */
 static void launched_applied(struct tw_sched *s, const struct sched_call *c) {
-  if (c->store_rc)
+  if (c->store_rc) {
     tw_log_warn("sched", "job=%s attempt=%d launched %s but not recorded: %s",
                 c->job.id, c->a.n, c->inst.id, c->store_err.msg);
-  else
+    /* its audit entry went with the write: the launch happened, so it is
+     * audited all the same */
+    if (c->tenancy)
+      tw_tenancy_audit_launch(c->tenancy, &c->job, c->a.n, &c->o, TW_OK, NULL,
+                              c->found ? "found by its client token: the "
+                                         "launch's answer was lost"
+                                       : c->explain);
+  } else
     tw_log_info("sched", "job=%s attempt=%d offer=%s instance=%s launched",
                 c->job.id, c->a.n, c->o.id, c->inst.id);
   blocklist_ok(s, &c->o, tw_clock_now_ms(s->clock));
@@ -396,12 +414,22 @@ static void job_copy(struct tw_job_rec *dst, const struct tw_job_rec *r) {
 }
 
 /* On the worker, once c's launch has its instance (launched now, or
- * found by its token): the placement stored and the launch audited, as
- * store_launched() did on the scheduler's thread, so that the outcomes of
- * the workers' launches commit together instead of one after another.
- * Nothing when c was abandoned: its outcome is then settled by the token
- * later, as any unanswered launch. */
+ * found by its token): the placement and the launch's audit entry, one
+ * write, queued for the store's next group commit without waiting for it
+ * (sched__call_storing): the worker goes on to its next call, and the
+ * outcomes of all the workers' launches that end during a commit share
+ * the next one.  c is done, and applied on the scheduler's thread, only
+ * once that write has ended (launch_stored), so nothing goes by the
+ * instance before it is durable.  Nothing when c was abandoned: its
+ * outcome is then settled by the token later, as any unanswered launch. */
 static void launch_call_run(struct sched_call *c);
+
+static void launch_stored(void *ctx, enum tw_rc rc) {
+  struct sched_call *c = ctx;
+  c->store_rc = rc;
+  c->stored = true;
+  sched__call_stored(c);
+}
 
 static void launch_store(struct sched_call *c) {
   if (sched__call_abandoned(c))
@@ -409,20 +437,30 @@ static void launch_store(struct sched_call *c) {
   const char *explain =
       c->found ? "found by its client token: the launch's answer was lost"
                : c->explain;
-  struct tw_buf pj;
-  tw_buf_init(&pj);
-  placement_json(&pj, &c->o, &c->a, c->inst.id,
+  tw_buf_reset(&c->store_pj);
+  placement_json(&c->store_pj, &c->o, &c->a, c->inst.id,
                  c->found ? NULL : (const char(*)[128])c->ids,
                  c->found || !c->ids ? 0 : (size_t)c->nodes,
                  c->found ? 0 : c->cost, explain,
                  c->found || !c->first ? NULL : c->plan_json);
-  c->store_rc = tw_store_attempt_launched(c->store, c->a.id, c->inst.id,
-                                          pj.data, &c->store_err);
-  tw_buf_release(&pj);
-  if (c->tenancy)
-    tw_tenancy_audit_launch(c->tenancy, &c->job, c->a.n, &c->o, TW_OK, NULL,
-                            explain);
-  c->stored = true;
+  c->store_l = (struct tw_store_launched){.attempt_id = c->a.id,
+                                          .instance_id = c->inst.id,
+                                          .placement_json = c->store_pj.data};
+  if (c->tenancy) {
+    tw_tenancy_audit_launch_entry(c->tenancy, &c->job, c->a.n, &c->o, explain,
+                                  &c->store_ev, c->store_detail,
+                                  sizeof c->store_detail,
+                                  &c->store_l.audit_at_ms);
+    c->store_l.audit = &c->store_ev;
+  }
+  memset(&c->store_err, 0, sizeof c->store_err);
+  sched__call_storing(c);
+  /* queued, c is the writer's to answer: nothing of it written here */
+  enum tw_rc rc =
+      tw_store_write_async(c->store, tw_store_attempt_launched_op, &c->store_l,
+                           &c->store_err, launch_stored, c);
+  if (rc) /* the store is closing: done now, unrecorded */
+    launch_stored(c, rc);
 }
 
 /* On the worker: the provider's calls for one launch call, nothing of the
@@ -572,6 +610,7 @@ void sched__call_free(struct tw_sched *s, struct sched_call *c) {
   free(c->b_inst);
   free(c->b_rc);
   tw_buf_release(&c->ud);
+  tw_buf_release(&c->store_pj);
   tw_event_list_release(&c->ev);
   tw_policy_set_unref(c->set);
   if (c->env)

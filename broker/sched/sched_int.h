@@ -52,6 +52,7 @@
 #include "broker/core/spec.h"
 #include "broker/core/spec_cache.h"
 #include "broker/core/store.h"
+#include "broker/core/store_audit.h"
 #include "broker/core/store_checkpoints.h"
 #include "broker/core/store_tenancy.h"
 #include "broker/sched/sched.h"
@@ -546,12 +547,21 @@ struct sched_call {
   struct tw_instance *b_inst;
   enum tw_rc *b_rc;
   /* launch.c: a launch's outcome stored by the worker itself (the
-   * placement and its audit entry), so that the workers' writes commit
-   * together; stored: done (store_rc its rc) */
+   * placement and its audit entry, one write), queued without waiting so
+   * that the workers' outcomes commit together and the worker goes on;
+   * stored: done (store_rc its rc).  The write's arguments live here
+   * until the store answers. */
   struct tw_tenancy *tenancy; /* borrowed */
   bool stored;
   enum tw_rc store_rc;
   struct tw_err store_err;
+  struct tw_buf store_pj;
+  char store_detail[900];
+  struct tw_audit_event store_ev;
+  struct tw_store_launched store_l;
+  /* calls.c: run() left the call storing (sched__call_storing); the
+   * store answered (sched__call_stored), under the pools' mutex */
+  bool storing, store_answered;
   struct sched_calls *owner; /* calls.c: set at submit */
 };
 
@@ -605,6 +615,14 @@ bool sched__call_room(struct tw_sched *s, struct pcache *pc);
 /* On the worker running c: whether c was abandoned (past its deadline, or
  * a drain's): its answer will be dropped, so it stores nothing. */
 bool sched__call_abandoned(const struct sched_call *c);
+/* On the worker running c, from its run(): c's answer is being stored
+ * (tw_store_write_async) and c is done only once sched__call_stored(c)
+ * says so, from the store's writer; the worker goes on to its next call
+ * meanwhile. */
+void sched__call_storing(struct sched_call *c);
+/* The store's answer for a call that was storing: c is done (collected
+ * by the next sched__calls_collect).  Any thread. */
+void sched__call_stored(struct sched_call *c);
 /* Whether attempt_id has a call queued, running (an abandoned one
  * included) or done but not yet collected: one call in flight per
  * attempt, and none sent on a stored state its answer is about to

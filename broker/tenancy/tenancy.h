@@ -468,6 +468,19 @@ void tw_tenancy_audit_launch(struct tw_tenancy *t, const struct tw_job_rec *job,
                              enum tw_rc rc, const char *msg,
                              const char *explain);
 
+/* The entry tw_tenancy_audit_launch appends for a launch that got its
+ * instance, not appended: *ev (its strings borrowed from job and detail,
+ * a buffer of detail_size bytes) and *at_ms, for the store to append in
+ * the transaction that records the launch (struct tw_store_launched).
+ * Any thread. */
+struct tw_audit_event;
+void tw_tenancy_audit_launch_entry(struct tw_tenancy *t,
+                                   const struct tw_job_rec *job, int attempt,
+                                   const struct tw_offer *o,
+                                   const char *explain,
+                                   struct tw_audit_event *ev, char *detail,
+                                   size_t detail_size, int64_t *at_ms);
+
 /* Audits one scheduler or reconciler decision under principal "sched". */
 void tw_tenancy_sched_audit(struct tw_tenancy *t, const char *job_id,
                             const char *tenant, const char *action,

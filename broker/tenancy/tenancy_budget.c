@@ -598,6 +598,26 @@ void tw_tenancy_audit_launch(struct tw_tenancy *t, const struct tw_job_rec *job,
            rc == TW_OK ? "ok" : "refused", "", detail);
 }
 
+void tw_tenancy_audit_launch_entry(struct tw_tenancy *t,
+                                   const struct tw_job_rec *job, int attempt,
+                                   const struct tw_offer *o,
+                                   const char *explain,
+                                   struct tw_audit_event *ev, char *detail,
+                                   size_t detail_size, int64_t *at_ms) {
+  char price[32];
+  tn_fmt_usd(o->price_uusd_per_hour, price, sizeof price);
+  snprintf(detail, detail_size, "attempt %d on %s at %s/h: %s", attempt,
+           o->id, price, explain ? explain : "");
+  *ev = (struct tw_audit_event){.principal = "sched",
+                                .tenant = job->tenant,
+                                .action = "sched.place",
+                                .object = job->id,
+                                .outcome = "ok",
+                                .request_id = "",
+                                .detail = detail};
+  *at_ms = tw_clock_now_ms(t->clock);
+}
+
 /* ---- maintenance
  * ----------------------------------------------------------------------- */
 

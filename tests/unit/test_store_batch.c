@@ -33,7 +33,15 @@
  *   a_failed_run_goes_one_by_one: a run whose statement fails (on
  *     PostgreSQL a name that is not UTF-8) runs each submission alone:
  *     the others are stored with owner and entry, the bad one is refused
- *     and leaves nothing. */
+ *     and leaves nothing.
+ *   async_writes_answer_after_their_commit: 20 writes queued with
+ *     tw_store_write_async behind the held writer, a third of them
+ *     duplicates: none is answered while the writer is held, then all in
+ *     one commit, each with its own outcome, the successes stored.
+ *   a_launch_and_its_entry_commit_together: tw_store_attempt_launched_op
+ *     with an audit entry stores the instance, moves the job to
+ *     provisioning and appends the entry; the same write again (the
+ *     attempt no longer launching) is refused and appends nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -631,6 +639,157 @@ static void a_failed_run_goes_one_by_one(void **state) {
   tw_store_close(s);
 }
 
+/* tw_store_write_async's answers, counted under amu. */
+static pthread_mutex_t amu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t acv = PTHREAD_COND_INITIALIZER;
+static int n_answered;
+
+struct async_op {
+  struct op o;
+  struct tw_err err;
+  enum tw_rc rc;
+  bool answered;
+};
+
+static void async_done(void *ctx, enum tw_rc rc) {
+  struct async_op *a = ctx;
+  pthread_mutex_lock(&amu);
+  a->rc = rc;
+  a->answered = true;
+  n_answered++;
+  pthread_cond_broadcast(&acv);
+  pthread_mutex_unlock(&amu);
+}
+
+static void async_writes_answer_after_their_commit(void **state) {
+  (void)state;
+  struct tw_store *s = NULL;
+  struct tw_err err = {0};
+  struct tw_store_opts so = {.path = path, .readers = 2};
+  tw_test_pg_opts(&pg, &so);
+  if (tw_store_open(&so, &s, &err))
+    fail_msg("open: %s", err.msg);
+  assert_int_equal(tw_store_write(s, table_fn, NULL, NULL), TW_OK);
+  for (int k = 1; k <= 8; k++) {
+    struct op o = {.s = s, .key = k};
+    assert_int_equal(tw_store_write(s, op_fn, &o, NULL), TW_OK);
+  }
+  pthread_t gate;
+  gate_open = gate_held = false;
+  pthread_create(&gate, NULL, gate_main, s);
+  pthread_mutex_lock(&gate_mu);
+  while (!gate_held)
+    pthread_cond_wait(&gate_cv, &gate_mu);
+  pthread_mutex_unlock(&gate_mu);
+  struct tw_store_stats st0;
+  tw_store_stats(s, &st0);
+  enum { N = 20 };
+  static struct async_op ops[N];
+  n_answered = 0;
+  for (int i = 0; i < N; i++) {
+    bool dup = i % 3 == 1;
+    ops[i] = (struct async_op){
+        .o = {.s = s, .key = dup ? 1 + i % 8 : 200 + i, .dup = dup}};
+    assert_int_equal(tw_store_write_async(s, op_fn, &ops[i].o, &ops[i].err,
+                                          async_done, &ops[i]),
+                     TW_OK);
+  }
+  usleep(50 * 1000);
+  pthread_mutex_lock(&amu);
+  assert_int_equal(n_answered, 0); /* nothing answered before its commit */
+  pthread_mutex_unlock(&amu);
+  pthread_mutex_lock(&gate_mu);
+  gate_open = true;
+  pthread_cond_broadcast(&gate_cv);
+  pthread_mutex_unlock(&gate_mu);
+  pthread_join(gate, NULL);
+  pthread_mutex_lock(&amu);
+  while (n_answered < N)
+    pthread_cond_wait(&acv, &amu);
+  pthread_mutex_unlock(&amu);
+  int ok = 0;
+  for (int i = 0; i < N; i++) {
+    assert_true(ops[i].answered);
+    if (ops[i].o.dup) {
+      assert_int_not_equal(ops[i].rc, TW_OK);
+      assert_int_equal(ops[i].err.rc, ops[i].rc);
+    } else {
+      assert_int_equal(ops[i].rc, TW_OK);
+      ok++;
+    }
+  }
+  struct tw_store_stats st1;
+  tw_store_stats(s, &st1);
+  /* the gate's transaction, then one for all twenty */
+  assert_int_equal(st1.commits - st0.commits, 2);
+  assert_int_equal(count_all(s), 8 + ok);
+  tw_store_close(s);
+}
+
+static void a_launch_and_its_entry_commit_together(void **state) {
+  (void)state;
+  struct tw_store *s = NULL;
+  struct tw_err err = {0};
+  struct tw_store_opts so = {.path = path, .readers = 2};
+  tw_test_pg_opts(&pg, &so);
+  if (tw_store_open(&so, &s, &err))
+    fail_msg("open: %s", err.msg);
+  struct tw_job_new req = {.name = "l",
+                           .tenant = "t",
+                           .project = "p",
+                           .spec_json = "{\"name\":\"l\"}"};
+  struct tw_job_rec job;
+  if (tw_store_job_create(s, &req, &job, NULL, &err))
+    fail_msg("create: %s", err.msg);
+  struct tw_attempt_new an = {.job_id = job.id,
+                              .provider = "fake",
+                              .offer_id = "fake:r1:r1a:small:spot",
+                              .market = "spot",
+                              .price_uusd_per_hour = 1000};
+  struct tw_attempt_rec a;
+  if (tw_store_attempt_open(s, &an, &a, &err))
+    fail_msg("open attempt: %s", err.msg);
+  struct tw_audit_event ev = {.principal = "sched",
+                              .tenant = "t",
+                              .action = "sched.place",
+                              .object = job.id,
+                              .outcome = "ok",
+                              .detail = "attempt 1"};
+  struct tw_store_launched l = {.attempt_id = a.id,
+                                .instance_id = "i-1",
+                                .placement_json = "{\"instance_id\":\"i-1\"}",
+                                .audit = &ev,
+                                .audit_at_ms = 1000};
+  assert_int_equal(tw_store_write(s, tw_store_attempt_launched_op, &l, &err),
+                   TW_OK);
+  struct tw_job_rec got;
+  assert_int_equal(tw_store_job_get(s, job.id, &got, &err), TW_OK);
+  assert_int_equal(got.state, TW_JOB_PROVISIONING);
+  tw_job_rec_release(&got);
+  struct tw_audit_filter f = {.limit = 100};
+  struct tw_audit_entry *e = NULL;
+  size_t n = 0;
+  assert_int_equal(tw_store_audit_list(s, &f, &e, &n, &err), TW_OK);
+  assert_int_equal((int)n, 1);
+  assert_string_equal(e[0].action, "sched.place");
+  assert_string_equal(e[0].object, job.id);
+  tw_store_audit_entries_free(e, n);
+  /* again: the attempt is provisioning, the write refused, no entry */
+  l.instance_id = "i-2";
+  assert_int_equal(tw_store_write(s, tw_store_attempt_launched_op, &l, &err),
+                   TW_E_CONFLICT);
+  assert_int_equal(tw_store_audit_list(s, &f, &e, &n, &err), TW_OK);
+  assert_int_equal((int)n, 1);
+  tw_store_audit_entries_free(e, n);
+  struct tw_attempt_rec *as = NULL;
+  assert_int_equal(tw_store_attempts_of(s, job.id, &as, &n, &err), TW_OK);
+  assert_int_equal((int)n, 1);
+  assert_string_equal(as[0].instance_id, "i-1");
+  free(as);
+  tw_job_rec_release(&job);
+  tw_store_close(s);
+}
+
 int main(int argc, char **argv) {
   if (tw_test_pg_wanted(argc, argv)) {
     int r = tw_test_pg_init(&pg);
@@ -646,6 +805,10 @@ int main(int argc, char **argv) {
                                       teardown),
       cmocka_unit_test_setup_teardown(a_failed_run_goes_one_by_one, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(async_writes_answer_after_their_commit,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(a_launch_and_its_entry_commit_together,
+                                      setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
