@@ -1,5 +1,9 @@
 tw_add_test(test_store SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_store.c
             LIBS tw_core PkgConfig::CMOCKA LABELS unit store)
+# The live attempts kept from the store's changes (broker/core/live.h),
+# shared by the scheduler and the meter.
+tw_add_test(test_live SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_live.c
+            LIBS tw_core PkgConfig::CMOCKA LABELS unit store)
 tw_add_test(test_job SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_job.c
             LIBS tw_core PkgConfig::CMOCKA LABELS unit store)
 # Only broker/core/store*.c may include sqlite3.h or call sqlite3_*.

@@ -14,6 +14,7 @@
 #include "broker/base/mem.h"
 #include "broker/base/model.h"
 #include "broker/base/node.h"
+#include "broker/core/live.h"
 #include "broker/core/spec.h"
 #include "broker/core/spec_cache.h"
 #include "broker/core/store.h"
@@ -543,11 +544,7 @@ struct tw_meter {
   /* tw_meter_tick's: the live attempts (ascending id) as the store has
    * them, kept from its changes (live_follow) rather than read whole
    * each tick.  Touched by the ticking thread only. */
-  struct tw_attempt_rec *lv;
-  size_t n_lv, cap_lv;
-  uint64_t lv_cursor;
-  bool lv_have;
-  int64_t lv_full_ms; /* the clock's: when they were last read whole */
+  struct tw_live lv; /* its clock: the meter's */
   /* what the last tw_meter_observe left (under mu): the periods it
    * closed up to, whether it left anything to retry (a state not set up,
    * a batch not written), and whether tw_meter_tick made it (another
@@ -718,7 +715,7 @@ void tw_meter_free(struct tw_meter *m) {
   tw_meter_cfg_release(&m->cfg);
   tw_offer_list_release(&m->offers);
   free(m->st);
-  free(m->lv);
+  tw_live_release(&m->lv);
   tw_idix_free(&m->ix);
   pthread_mutex_destroy(&m->mu);
   pthread_mutex_destroy(&m->run_mu);
@@ -1169,129 +1166,18 @@ void tw_meter_observe(struct tw_meter *m, const struct tw_attempt_rec *live,
 /* ---- the pass and its thread
  * ------------------------------------------------- */
 
-static int id_cmp(const void *x, const void *y) {
-  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-  return a < b ? -1 : a > b;
-}
-
-/* Where attempt id is in m->lv, or where it would go. */
-static size_t lv_pos(const struct tw_meter *m, int64_t id) {
-  size_t lo = 0, hi = m->n_lv;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (m->lv[mid].id < id)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-/* The attempts changes ch[0..n) name, read again: each kept if live
- * (replaced, or inserted in id order), dropped if ended or gone. */
-static enum tw_rc live_apply(struct tw_meter *m,
-                             const struct tw_store_change *ch, size_t n,
-                             bool *changed, struct tw_err *err) {
-  int64_t *ids = tw_calloc(n ? n : 1, sizeof *ids);
-  size_t n_ids = 0;
-  for (size_t i = 0; i < n; i++)
-    if (ch[i].attempt_id > 0) /* a job's end changes no attempt's time */
-      ids[n_ids++] = ch[i].attempt_id;
-  qsort(ids, n_ids, sizeof *ids, id_cmp);
-  size_t k = 0;
-  for (size_t i = 0; i < n_ids; i++)
-    if (!k || ids[k - 1] != ids[i])
-      ids[k++] = ids[i];
-  n_ids = k;
-  struct tw_attempt_rec *now = tw_calloc(n_ids ? n_ids : 1, sizeof *now);
-  bool *found = tw_calloc(n_ids ? n_ids : 1, sizeof *found);
-  enum tw_rc rc = n_ids ? tw_store_attempts_by_id(m->store, ids, n_ids, now,
-                                                  found, err)
-                        : TW_OK;
-  /* replaced in place or appended (new ones come last: ids ascend); the
-   * rest (dropped, or new below the last) left to one merge */
-  bool merge = false;
-  for (size_t i = 0; i < n_ids && !rc; i++) {
-    bool live = found[i] && now[i].state != TW_ATTEMPT_ENDED;
-    size_t at = lv_pos(m, ids[i]);
-    bool there = at < m->n_lv && m->lv[at].id == ids[i];
-    found[i] = false; /* true below: inserted by the merge */
-    *changed |= there || live;
-    if (there && live) {
-      m->lv[at] = now[i];
-    } else if (there) {
-      m->lv[at].state = TW_ATTEMPT_ENDED;
-      merge = true;
-    } else if (live && at == m->n_lv) {
-      if (m->n_lv == m->cap_lv) {
-        m->cap_lv = m->cap_lv ? m->cap_lv * 2 : 64;
-        m->lv = tw_realloc(m->lv, m->cap_lv * sizeof *m->lv);
-      }
-      m->lv[m->n_lv++] = now[i];
-    } else if (live) {
-      found[i] = true;
-      merge = true;
-    }
-  }
-  if (merge && !rc) {
-    size_t extra = 0;
-    for (size_t i = 0; i < n_ids; i++)
-      extra += found[i];
-    size_t cap = m->n_lv + extra ? m->n_lv + extra : 1;
-    struct tw_attempt_rec *out = tw_calloc(cap, sizeof *out);
-    size_t o = 0, j = 0;
-    for (size_t i = 0; i < m->n_lv; i++) {
-      for (; j < n_ids && (!found[j] || now[j].id < m->lv[i].id); j++)
-        if (found[j])
-          out[o++] = now[j];
-      if (m->lv[i].state != TW_ATTEMPT_ENDED)
-        out[o++] = m->lv[i];
-    }
-    for (; j < n_ids; j++)
-      if (found[j])
-        out[o++] = now[j];
-    free(m->lv);
-    m->lv = out;
-    m->n_lv = o;
-    m->cap_lv = cap;
-  }
-  free(ids);
-  free(now);
-  free(found);
+/* The live attempts as the store has them now (broker/core/live.h):
+ * read whole at the first tick, when its changes since the last are not
+ * all known, and every METER_LIVE_FULL_MS; otherwise only the attempts
+ * its changes name. */
+static enum tw_rc live_follow(struct tw_meter *m, int64_t now, bool *changed,
+                              struct tw_err *err) {
+  struct tw_live_sync y;
+  enum tw_rc rc =
+      tw_live_sync(&m->lv, m->store, now, METER_LIVE_FULL_MS, &y, err);
+  free(y.jobs); /* a job's end changes no attempt's time */
+  *changed = y.changed;
   return rc;
-}
-
-/* The live attempts as the store has them now: read whole at the first
- * tick, when its changes since the last are not all known, and every
- * METER_LIVE_FULL_MS; otherwise only the attempts its changes name. */
-static enum tw_rc live_follow(struct tw_meter *m, int64_t now,
-                              bool *changed, struct tw_err *err) {
-  struct tw_store_change *ch = NULL;
-  size_t n_ch = 0;
-  /* the cursor first: what commits after it comes with the next tick */
-  bool known = tw_store_changes_since(m->store, &m->lv_cursor, &ch, &n_ch);
-  enum tw_rc rc = TW_OK;
-  if (known && m->lv_have && now >= m->lv_full_ms &&
-      now - m->lv_full_ms < METER_LIVE_FULL_MS)
-    rc = live_apply(m, ch, n_ch, changed, err);
-  else
-    rc = TW_E_RETRYABLE; /* read whole */
-  free(ch);
-  if (rc) {
-    struct tw_attempt_rec *live = NULL;
-    size_t n = 0;
-    if ((rc = tw_store_attempts_live(m->store, &live, &n, err))) {
-      m->lv_have = false; /* read whole next time */
-      return rc;
-    }
-    free(m->lv);
-    m->lv = live;
-    m->n_lv = m->cap_lv = n;
-    m->lv_have = true;
-    m->lv_full_ms = now;
-    *changed = true;
-  }
-  return TW_OK;
 }
 
 void tw_meter_tick(struct tw_meter *m) {
@@ -1316,8 +1202,8 @@ void tw_meter_tick(struct tw_meter *m) {
   pthread_mutex_unlock(&m->mu);
   if (idle)
     return;
-  const struct tw_attempt_rec *live = m->lv;
-  size_t n_live = m->n_lv;
+  const struct tw_attempt_rec *live = m->lv.at;
+  size_t n_live = m->lv.n;
   /* The price in force matters when a period closes; list offers only
    * when something runs and the last listing is stale. */
   if (m->offers_fn && n_live &&

@@ -42,6 +42,7 @@
 
 #include "broker/base/idix.h"
 #include "broker/base/log.h"
+#include "broker/core/live.h"
 #include "broker/sched/agent.h"
 #include "broker/sched/checkpoint.h"
 #include "broker/sched/sched_int.h"
@@ -85,13 +86,10 @@ struct sched_follow {
   size_t n_q, cap_q;
   /* the live attempts (ascending id) and those of them whose job ended
    * (ascending), kept from the store's changes (sched__live) */
-  struct tw_attempt_rec *lv;
-  size_t n_lv, cap_lv;
+  struct tw_live lv; /* its clock: sched__mono_ms() */
   int64_t *lv_ended;
   size_t n_lv_ended;
-  bool lv_ended_known, lv_have;
-  uint64_t lv_cursor;
-  int64_t lv_full_ms; /* monotonic: when they were last read whole */
+  bool lv_ended_known;
 };
 
 /* The live attempts are read whole at the first pass, when the store no
@@ -107,7 +105,7 @@ struct sched_follow {
 
 void sched__follow_release(struct tw_sched *s) {
   if (s->follow) {
-    free(s->follow->lv);
+    tw_live_release(&s->follow->lv);
     free(s->follow->lv_ended);
     free(s->follow->a);
     tw_idix_free(&s->follow->ix);
@@ -156,175 +154,62 @@ static int job_cmp(const void *x, const void *y) {
   return strcmp((const char *)x, (const char *)y);
 }
 
-/* Every live attempt and those whose job ended, read whole. */
-static enum tw_rc live_full(struct tw_sched *s, struct sched_follow *m,
-                            struct tw_err *err) {
-  struct tw_attempt_rec *live = NULL;
-  size_t n = 0;
-  enum tw_rc rc = tw_store_attempts_live(s->store, &live, &n, err);
-  if (rc)
-    return rc;
-  free(m->lv);
-  m->lv = live;
-  m->n_lv = m->cap_lv = n;
-  free(m->lv_ended);
-  m->lv_ended = NULL;
-  m->n_lv_ended = 0;
-  struct tw_err eerr = {0};
-  m->lv_ended_known = tw_store_attempts_live_ended(s->store, &m->lv_ended,
-                                                   &m->n_lv_ended,
-                                                   &eerr) == TW_OK;
-  m->lv_have = true;
-  m->lv_full_ms = sched__mono_ms();
-  return TW_OK;
-}
-
-/* Where attempt id is in m->lv, or where it would go. */
-static size_t lv_pos(const struct sched_follow *m, int64_t id) {
-  size_t lo = 0, hi = m->n_lv;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (m->lv[mid].id < id)
-      lo = mid + 1;
-    else
-      hi = mid;
+/* The live attempts whose job ended, after sync y: read whole with the
+ * live attempts; else those of the jobs that ended marked, and the marks
+ * of attempts no longer live dropped. */
+static void ended_follow(struct tw_sched *s, struct sched_follow *m,
+                         const struct tw_live_sync *y) {
+  if (y->whole) {
+    free(m->lv_ended);
+    m->lv_ended = NULL;
+    m->n_lv_ended = 0;
+    struct tw_err eerr = {0};
+    m->lv_ended_known = tw_store_attempts_live_ended(
+                            s->store, &m->lv_ended, &m->n_lv_ended, &eerr) ==
+                        TW_OK;
+    return;
   }
-  return lo;
-}
-
-/* The changes ch[0..n) applied: each attempt named read again (kept if
- * live, dropped if ended), the live attempts of each job that ended
- * marked.  Only when one could not be read is the whole read again. */
-static enum tw_rc live_apply(struct tw_sched *s, struct sched_follow *m,
-                             const struct tw_store_change *ch, size_t n,
-                             struct tw_err *err) {
-  int64_t *ids = tw_calloc(n ? n : 1, sizeof *ids);
-  char(*jobs)[TW_JOB_ID_LEN + 1] = tw_calloc(n ? n : 1, sizeof *jobs);
-  size_t n_ids = 0, n_jobs = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (ch[i].attempt_id > 0)
-      ids[n_ids++] = ch[i].attempt_id;
-    else
-      memcpy(jobs[n_jobs++], ch[i].job_id, sizeof *jobs);
-  }
-  qsort(ids, n_ids, sizeof *ids, id_cmp);
-  size_t k = 0;
-  for (size_t i = 0; i < n_ids; i++)
-    if (!k || ids[k - 1] != ids[i])
-      ids[k++] = ids[i];
-  n_ids = k;
-  struct tw_attempt_rec *now = tw_calloc(n_ids ? n_ids : 1, sizeof *now);
-  bool *found = tw_calloc(n_ids ? n_ids : 1, sizeof *found);
-  enum tw_rc rc = n_ids ? tw_store_attempts_by_id(s->store, ids, n_ids, now,
-                                                  found, err)
-                        : TW_OK;
-  if (rc)
-    goto out;
-  /* each one replaced in place, appended (a new one: ids ascend), or left
-   * for the merge below (dropped, or new below the last) */
-  bool merge = false;
-  for (size_t i = 0; i < n_ids; i++) {
-    bool live = found[i] && now[i].state != TW_ATTEMPT_ENDED;
-    size_t at = lv_pos(m, ids[i]);
-    bool there = at < m->n_lv && m->lv[at].id == ids[i];
-    if (there && live) {
-      m->lv[at] = now[i];
-      found[i] = false; /* done */
-    } else if (there) {
-      m->lv[at].state = TW_ATTEMPT_ENDED; /* dropped by the merge */
-      merge = true;
-    } else if (live && at == m->n_lv) {
-      if (m->n_lv == m->cap_lv) {
-        m->cap_lv = m->cap_lv ? m->cap_lv * 2 : 64;
-        m->lv = tw_realloc(m->lv, m->cap_lv * sizeof *m->lv);
-      }
-      m->lv[m->n_lv++] = now[i];
-      found[i] = false;
-    } else if (live) {
-      merge = true; /* found[i] stays: inserted by the merge */
-    } else {
-      found[i] = false;
-    }
-  }
-  if (merge) {
-    size_t extra = 0;
-    for (size_t i = 0; i < n_ids; i++)
-      extra += found[i] && now[i].state != TW_ATTEMPT_ENDED;
-    struct tw_attempt_rec *out =
-        tw_calloc(m->n_lv + extra ? m->n_lv + extra : 1, sizeof *out);
-    size_t o = 0, j = 0;
-    for (size_t i = 0; i < m->n_lv; i++) {
-      for (; j < n_ids; j++) {
-        if (!found[j] || now[j].state == TW_ATTEMPT_ENDED)
-          continue;
-        if (now[j].id > m->lv[i].id)
-          break;
-        out[o++] = now[j];
-      }
-      if (m->lv[i].state != TW_ATTEMPT_ENDED)
-        out[o++] = m->lv[i];
-    }
-    for (; j < n_ids; j++)
-      if (found[j] && now[j].state != TW_ATTEMPT_ENDED)
-        out[o++] = now[j];
-    free(m->lv);
-    m->lv = out;
-    m->n_lv = o;
-    m->cap_lv = m->n_lv + extra ? m->n_lv + extra : 1;
-  }
-  /* the jobs that ended: their live attempts marked, and the marks of
-   * attempts no longer live dropped */
-  if (n_jobs) {
-    qsort(jobs, n_jobs, sizeof *jobs, job_cmp);
-    for (size_t i = 0; i < m->n_lv; i++)
-      if (bsearch(m->lv[i].job_id, jobs, n_jobs, sizeof *jobs, job_cmp)) {
+  if (y->n_jobs) {
+    char(*jobs)[TW_JOB_ID_LEN + 1] = tw_calloc(y->n_jobs, sizeof *jobs);
+    for (size_t i = 0; i < y->n_jobs; i++)
+      memcpy(jobs[i], y->jobs[i].job_id, sizeof *jobs);
+    qsort(jobs, y->n_jobs, sizeof *jobs, job_cmp);
+    for (size_t i = 0; i < m->lv.n; i++)
+      if (bsearch(m->lv.at[i].job_id, jobs, y->n_jobs, sizeof *jobs,
+                  job_cmp)) {
         m->lv_ended = tw_realloc(m->lv_ended, (m->n_lv_ended + 1) *
                                                   sizeof *m->lv_ended);
-        m->lv_ended[m->n_lv_ended++] = m->lv[i].id;
+        m->lv_ended[m->n_lv_ended++] = m->lv.at[i].id;
       }
+    free(jobs);
   }
-  if ((n_jobs || merge) && m->n_lv_ended) {
+  if ((y->n_jobs || y->dropped) && m->n_lv_ended) {
     qsort(m->lv_ended, m->n_lv_ended, sizeof *m->lv_ended, id_cmp);
     size_t w = 0;
     for (size_t i = 0; i < m->n_lv_ended; i++) {
       int64_t id = m->lv_ended[i];
-      size_t at = lv_pos(m, id);
-      if ((!w || m->lv_ended[w - 1] != id) && at < m->n_lv &&
-          m->lv[at].id == id)
+      if ((!w || m->lv_ended[w - 1] != id) && tw_live_find(&m->lv, id))
         m->lv_ended[w++] = id;
     }
     m->n_lv_ended = w;
   }
-out:
-  free(ids);
-  free(jobs);
-  free(now);
-  free(found);
-  return rc;
 }
 
 enum tw_rc sched__live(struct tw_sched *s, const struct tw_attempt_rec **out,
                        size_t *n, struct tw_err *err) {
   struct sched_follow *m = follow_of(s);
-  struct tw_store_change *ch = NULL;
-  size_t n_ch = 0;
-  /* the cursor first: what commits after it comes with the next look */
-  bool known = tw_store_changes_since(s->store, &m->lv_cursor, &ch, &n_ch);
-  enum tw_rc rc = TW_OK;
-  if (!known || !m->lv_have ||
-      sched__mono_ms() - m->lv_full_ms >= LIVE_FULL_MS)
-    rc = live_full(s, m, err);
-  else if (n_ch && (rc = live_apply(s, m, ch, n_ch, err)) != TW_OK)
-    rc = live_full(s, m, err); /* nothing changed: nothing to read */
-  free(ch);
+  struct tw_live_sync y;
+  enum tw_rc rc =
+      tw_live_sync(&m->lv, s->store, sched__mono_ms(), LIVE_FULL_MS, &y, err);
   if (rc) {
-    m->lv_have = false; /* read whole next time */
     *out = NULL;
     *n = 0;
     return rc;
   }
-  *out = m->lv;
-  *n = m->n_lv;
+  ended_follow(s, m, &y);
+  free(y.jobs);
+  *out = m->lv.at;
+  *n = m->lv.n;
   return TW_OK;
 }
 
@@ -1233,10 +1118,10 @@ static bool live_now(struct tw_sched *s, int64_t id, struct tw_attempt_rec *out,
   if (!*known)
     return false;
   struct sched_follow *m = s->follow;
-  size_t at = lv_pos(m, id);
-  if (at >= m->n_lv || m->lv[at].id != id)
+  const struct tw_attempt_rec *at = tw_live_find(&m->lv, id);
+  if (!at)
     return false;
-  *out = m->lv[at];
+  *out = *at;
   *ended_known = m->lv_ended_known;
   *job_ended = false;
   if (m->n_lv_ended)
