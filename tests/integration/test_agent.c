@@ -279,20 +279,32 @@ static void backoff_while_the_broker_is_down(void **state) {
 }
 
 /* The agent is killed in the middle of the job and started again on the
- * same directory: it adopts the job and reports nothing twice. */
+ * same directory: it adopts the job and reports nothing twice.  The job
+ * ends only once a gate file exists, made after the restart: on a slow
+ * machine it could otherwise end, and be reported, before the kill. */
 static void agent_restart_adopts_the_job(void **state) {
   int fails = tw_failures();
   struct fx f;
-  char *ans = answer("i=1; while [ $i -le 40 ]; do echo line $i; i=$((i+1)); "
-                     "sleep 0.05; done; exit 5",
-                     "", 0, 5);
+  char gate[64], run[256];
+  snprintf(gate, sizeof gate, "/tmp/tw-agent-gate-%d", (int)getpid());
+  unlink(gate);
+  snprintf(run, sizeof run,
+           "i=1; while [ $i -le 40 ]; do echo line $i; i=$((i+1)); "
+           "sleep 0.05; done; while [ ! -e %s ]; do sleep 0.05; done; exit 5",
+           gate);
+  char *ans = answer(run, "", 0, 5);
   fx_start(&f, ans);
   free(ans);
   pid_t a = tb_agent_start(&f.b, f.dir, "local", NULL, NULL);
   TW_CHECK(tb_wait(&f.b, some_output, 10000));
   kill(a, SIGKILL);
   tb_agent_wait(&f.b, a, 5000);
+  TW_CHECK_INT(f.b.exits, 0); /* killed before the job could end */
   a = tb_agent_start(&f.b, f.dir, "local", NULL, NULL);
+  FILE *g = fopen(gate, "w");
+  TW_CHECK(g != NULL);
+  if (g)
+    fclose(g);
   TW_CHECK_INT(tb_agent_wait(&f.b, a, 30000), 0);
   char *want = seq_text(40);
   TW_CHECK_STR(f.b.log[0].data, want);
@@ -300,6 +312,7 @@ static void agent_restart_adopts_the_job(void **state) {
   TW_CHECK_INT(f.b.exits, 1);
   TW_CHECK_INT(jint(f.b.exit_body, "exit_code"), 5);
   TW_CHECK_INT(f.b.phases, 2); /* setup and run, once each */
+  unlink(gate);
   fx_end(&f, fails);
 }
 
