@@ -345,17 +345,25 @@ static void sched_usage(struct tw_sched *s, struct sched_place *p,
         continue;
     }
     d->live = true;
-    snprintf(d->offer_id, sizeof d->offer_id, "%s", live[i].offer_id);
+    /* the same pool pass after pass: copied only when it changes */
+    if (strcmp(d->offer_id, live[i].offer_id))
+      snprintf(d->offer_id, sizeof d->offer_id, "%s", live[i].offer_id);
     int64_t from = live[i].running_ms ? live[i].running_ms : live[i].started_ms;
     d->end_ms = from + (d->duration_s > 0 ? d->duration_s : 3600) * 1000;
   }
-  /* forget the jobs that hold nothing any more */
+  /* forget the jobs that hold nothing any more; the index is built again
+   * only when one went (a pass of new launches only keeps it) */
   size_t k = 0;
   for (size_t i = 0; i < p->n_dem; i++)
-    if (p->dem[i].live)
-      p->dem[k++] = p->dem[i];
-  p->n_dem = k;
-  dem_ix_build(p, k);
+    if (p->dem[i].live) {
+      if (k != i)
+        p->dem[k] = p->dem[i];
+      k++;
+    }
+  if (k != p->n_dem) {
+    p->n_dem = k;
+    dem_ix_build(p, k);
+  }
 }
 
 /* The plan of one job with its exclusions; counts every rejection, so
