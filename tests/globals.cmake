@@ -11,6 +11,10 @@ tw_add_test(test_idix SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_idix.c
 tw_add_test(test_hex SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_hex.c
             LIBS tw_base PkgConfig::CMOCKA LABELS unit architecture)
 
+# The growable buffer's appends, formatted ones against snprintf.
+tw_add_test(test_buf SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_buf.c
+            LIBS tw_base PkgConfig::CMOCKA LABELS unit architecture)
+
 # Every library made with tw_library() (the top CMakeLists.txt records
 # them), read with objdump: fails on a mutable global outside the test's
 # allow-list.

@@ -108,15 +108,24 @@ void tw_buf_adds(struct tw_buf *b, const char *s) {
 
 void tw_buf_addc(struct tw_buf *b, char c) { tw_buf_add(b, &c, 1); }
 
+/* Formatted once into the room already there; a second time only when it
+ * did not fit (the first pass measured it). */
 void tw_buf_vprintf(struct tw_buf *b, const char *fmt, va_list ap) {
+  if (!b->cap)
+    grow(b, 0);
+  size_t room = b->cap - b->len; /* the NUL included */
   va_list cp;
   va_copy(cp, ap);
-  int n = vsnprintf(NULL, 0, fmt, cp);
+  int n = vsnprintf(b->data + b->len, room, fmt, cp);
   va_end(cp);
-  if (n < 0)
+  if (n < 0) {
+    b->data[b->len] = '\0';
     return;
-  grow(b, (size_t)n);
-  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  }
+  if ((size_t)n >= room) {
+    grow(b, (size_t)n);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  }
   b->len += (size_t)n;
 }
 

@@ -1,0 +1,86 @@
+/* tw_buf (broker/base/mem.h): formatted appends against snprintf at every
+ * length around the buffer's room, so both the formatted-in-place and the
+ * grown paths are taken; plain appends, reset and detach. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker/base/mem.h"
+
+/* Appends of every length from 0 to 300 after every prefix length from 0
+ * to 200: the result is what one snprintf of the whole would give. */
+static void printf_matches_snprintf_at_every_length(void **state) {
+  (void)state;
+  char piece[301], want[600];
+  for (size_t pre = 0; pre <= 200; pre += 7)
+    for (size_t n = 0; n <= 300; n++) {
+      memset(piece, 'a' + (int)(n % 26), n);
+      piece[n] = '\0';
+      struct tw_buf b;
+      tw_buf_init(&b);
+      for (size_t i = 0; i < pre; i++)
+        tw_buf_addc(&b, (char)('0' + i % 10));
+      tw_buf_printf(&b, "<%s|%zu>", piece, n);
+      char head[201];
+      for (size_t i = 0; i < pre; i++)
+        head[i] = (char)('0' + i % 10);
+      head[pre] = '\0';
+      int w = snprintf(want, sizeof want, "%s<%s|%zu>", head, piece, n);
+      assert_int_equal(b.len, (size_t)w);
+      assert_string_equal(b.data, want);
+      assert_true(b.cap > b.len);
+      tw_buf_release(&b);
+    }
+}
+
+/* Many small appends in a row keep every earlier byte. */
+static void appends_in_a_row_keep_what_was_there(void **state) {
+  (void)state;
+  struct tw_buf b, ref;
+  tw_buf_init(&b);
+  tw_buf_init(&ref);
+  for (int i = 0; i < 5000; i++) {
+    tw_buf_printf(&b, "%d,", i);
+    char t[16];
+    int n = snprintf(t, sizeof t, "%d,", i);
+    tw_buf_add(&ref, t, (size_t)n);
+  }
+  assert_int_equal(b.len, ref.len);
+  assert_memory_equal(b.data, ref.data, b.len + 1);
+  tw_buf_reset(&b);
+  assert_int_equal(b.len, 0);
+  assert_string_equal(b.data, "");
+  tw_buf_printf(&b, "%s", "");
+  assert_string_equal(b.data, "");
+  tw_buf_printf(&b, "x%dy", 7);
+  char *s = tw_buf_detach(&b);
+  assert_string_equal(s, "x7y");
+  free(s);
+  tw_buf_release(&ref);
+}
+
+/* An empty format on a buffer never written still leaves a string. */
+static void empty_format_on_a_new_buffer_is_a_string(void **state) {
+  (void)state;
+  struct tw_buf b;
+  tw_buf_init(&b);
+  tw_buf_printf(&b, "%s", "");
+  assert_non_null(b.data);
+  assert_string_equal(b.data, "");
+  assert_int_equal(b.len, 0);
+  tw_buf_release(&b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(printf_matches_snprintf_at_every_length),
+      cmocka_unit_test(appends_in_a_row_keep_what_was_there),
+      cmocka_unit_test(empty_format_on_a_new_buffer_is_a_string),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
