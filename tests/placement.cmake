@@ -2,7 +2,8 @@
 # plan and policies endpoints.  Every test carries the `placement` label
 # plus its kind.
 tw_add_test(test_plan SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_plan.c
-            LIBS tw_policies PkgConfig::CMOCKA LABELS unit placement)
+            LIBS tw_policies PkgConfig::JANSSON PkgConfig::CMOCKA
+            LABELS unit placement)
 tw_add_test(test_policy_filters SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/test_policy_filters.c
             LIBS tw_policies PkgConfig::CMOCKA LABELS unit placement)
 # Score plugins the loader must refuse, built as shared objects like the

@@ -108,6 +108,18 @@ void tw_buf_adds(struct tw_buf *b, const char *s) {
 
 void tw_buf_addc(struct tw_buf *b, char c) { tw_buf_add(b, &c, 1); }
 
+void tw_buf_add_i64(struct tw_buf *b, int64_t v) {
+  char t[24], *e = t + sizeof t, *q = e;
+  /* in unsigned arithmetic: INT64_MIN has no positive counterpart */
+  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+  do
+    *--q = (char)('0' + u % 10);
+  while (u /= 10);
+  if (v < 0)
+    *--q = '-';
+  tw_buf_add(b, q, (size_t)(e - q));
+}
+
 /* Formatted once into the room already there; a second time only when it
  * did not fit (the first pass measured it). */
 void tw_buf_vprintf(struct tw_buf *b, const char *fmt, va_list ap) {

@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 void *tw_malloc(size_t n);
 void *tw_calloc(size_t n, size_t size);
@@ -38,6 +39,8 @@ void tw_buf_reset(struct tw_buf *b);
 void tw_buf_add(struct tw_buf *b, const void *data, size_t n);
 void tw_buf_adds(struct tw_buf *b, const char *s);
 void tw_buf_addc(struct tw_buf *b, char c);
+/* Appends v in decimal, as "%lld" would, without a format. */
+void tw_buf_add_i64(struct tw_buf *b, int64_t v);
 /* Makes room for extra more bytes (and the NUL) without adding any: a
  * writer that knows its bound then writes data + len directly. */
 void tw_buf_reserve(struct tw_buf *b, size_t extra);

@@ -1377,24 +1377,38 @@ void tw_plan_to_json(const struct tw_plan *p, size_t max, struct tw_buf *b) {
     tw_buf_printf(b, ",\"launchable\":%s", o->no_account ? "false" : "true");
     if (o->no_account)
       tw_buf_adds(b, ",\"note\":\"no account can launch this\"");
-    tw_buf_printf(
-        b,
-        ",\"market\":\"%s\",\"price_uusd_per_hour\":%lld,\"cost\":{"
-        "\"total_uusd\":%lld,\"compute_uusd\":%lld,\"spot_risk_uusd\":%lld,"
-        "\"egress_uusd\":%lld,\"transfer_uusd\":%lld,\"transfer_s\":%lld,"
-        "\"spot_extra_s\":%lld,\"finish\":\"%s\"},\"scores\":{",
-        tw_market_str(o->market), (long long)o->price_uusd_per_hour,
-        (long long)c->cost.total_uusd, (long long)c->cost.compute_uusd,
-        (long long)c->cost.spot_risk_uusd, (long long)c->cost.egress_uusd,
-        (long long)c->cost.transfer_uusd, (long long)c->cost.transfer_s,
-        (long long)c->cost.spot_extra_s, fin);
+    /* every placement stores this: appended, not formatted */
+    tw_buf_adds(b, ",\"market\":\"");
+    tw_buf_adds(b, tw_market_str(o->market));
+    tw_buf_adds(b, "\",\"price_uusd_per_hour\":");
+    tw_buf_add_i64(b, o->price_uusd_per_hour);
+    tw_buf_adds(b, ",\"cost\":{\"total_uusd\":");
+    tw_buf_add_i64(b, c->cost.total_uusd);
+    tw_buf_adds(b, ",\"compute_uusd\":");
+    tw_buf_add_i64(b, c->cost.compute_uusd);
+    tw_buf_adds(b, ",\"spot_risk_uusd\":");
+    tw_buf_add_i64(b, c->cost.spot_risk_uusd);
+    tw_buf_adds(b, ",\"egress_uusd\":");
+    tw_buf_add_i64(b, c->cost.egress_uusd);
+    tw_buf_adds(b, ",\"transfer_uusd\":");
+    tw_buf_add_i64(b, c->cost.transfer_uusd);
+    tw_buf_adds(b, ",\"transfer_s\":");
+    tw_buf_add_i64(b, c->cost.transfer_s);
+    tw_buf_adds(b, ",\"spot_extra_s\":");
+    tw_buf_add_i64(b, c->cost.spot_extra_s);
+    tw_buf_adds(b, ",\"finish\":\"");
+    tw_buf_adds(b, fin);
+    tw_buf_adds(b, "\"},\"scores\":{");
     for (size_t i = 0; i < p->n_scores; i++) {
       if (i)
         tw_buf_addc(b, ',');
       tw_buf_json_str(b, p->score_names[i]);
-      tw_buf_printf(b, ":%lld", (long long)c->scores[i]);
+      tw_buf_addc(b, ':');
+      tw_buf_add_i64(b, c->scores[i]);
     }
-    tw_buf_printf(b, "},\"total_score\":%lld}", (long long)c->total);
+    tw_buf_adds(b, "},\"total_score\":");
+    tw_buf_add_i64(b, c->total);
+    tw_buf_addc(b, '}');
   }
   tw_buf_adds(b, "],\"rejected\":[");
   for (size_t i = 0; i < p->n_rejects; i++) {

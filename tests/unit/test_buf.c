@@ -1,11 +1,13 @@
 /* tw_buf (broker/base/mem.h): formatted appends against snprintf at every
  * length around the buffer's room, so both the formatted-in-place and the
- * grown paths are taken; plain appends, reset and detach. */
+ * grown paths are taken; plain appends, reset and detach; decimal
+ * integers against "%lld". */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,11 +78,39 @@ static void empty_format_on_a_new_buffer_is_a_string(void **state) {
   tw_buf_release(&b);
 }
 
+/* Decimal appends equal "%lld" at the edges and around every power of
+ * ten. */
+static void integers_as_lld_would_print_them(void **state) {
+  (void)state;
+  int64_t vals[64];
+  size_t n = 0;
+  vals[n++] = 0;
+  vals[n++] = INT64_MIN;
+  vals[n++] = INT64_MAX;
+  vals[n++] = INT64_MIN + 1;
+  for (int64_t p = 1; p <= INT64_MAX / 10; p *= 10) {
+    vals[n++] = p - 1;
+    vals[n++] = -p;
+  }
+  for (size_t i = 0; i < n; i++) {
+    struct tw_buf b;
+    tw_buf_init(&b);
+    tw_buf_adds(&b, "v=");
+    tw_buf_add_i64(&b, vals[i]);
+    char want[32];
+    snprintf(want, sizeof want, "v=%lld", (long long)vals[i]);
+    assert_string_equal(b.data, want);
+    assert_int_equal(b.len, strlen(want));
+    tw_buf_release(&b);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(printf_matches_snprintf_at_every_length),
       cmocka_unit_test(appends_in_a_row_keep_what_was_there),
       cmocka_unit_test(empty_format_on_a_new_buffer_is_a_string),
+      cmocka_unit_test(integers_as_lld_would_print_them),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,8 +383,61 @@ static void same_input_gives_the_same_json(void **state) {
   tw_plan_release(&b);
 }
 
+/* The stored plan read back by a JSON parser: every candidate's money,
+ * times and scores are the plan's own numbers. */
+static void json_numbers_are_the_plans(void **state) {
+  (void)state;
+  struct tw_plan a;
+  plan_yaml("name: t\nresources: {cpus: 2}\n", true, &a);
+  assert_true(a.n > 0);
+  struct tw_buf x;
+  tw_buf_init(&x);
+  tw_plan_to_json(&a, 0, &x);
+  json_error_t je;
+  json_t *root = json_loads(x.data, 0, &je);
+  assert_non_null(root);
+  json_t *cands = json_object_get(root, "candidates");
+  assert_int_equal(json_array_size(cands), a.n);
+  for (size_t j = 0; j < a.n; j++) {
+    const struct tw_cand *c = &a.cands[j];
+    json_t *o = json_array_get(cands, j), *cost = json_object_get(o, "cost");
+    assert_int_equal(json_integer_value(json_object_get(o, "rank")), j + 1);
+    assert_int_equal(
+        json_integer_value(json_object_get(o, "price_uusd_per_hour")),
+        c->offer->price_uusd_per_hour);
+    assert_string_equal(json_string_value(json_object_get(o, "market")),
+                        tw_market_str(c->offer->market));
+    assert_int_equal(json_integer_value(json_object_get(cost, "total_uusd")),
+                     c->cost.total_uusd);
+    assert_int_equal(
+        json_integer_value(json_object_get(cost, "compute_uusd")),
+        c->cost.compute_uusd);
+    assert_int_equal(
+        json_integer_value(json_object_get(cost, "spot_risk_uusd")),
+        c->cost.spot_risk_uusd);
+    assert_int_equal(json_integer_value(json_object_get(cost, "transfer_s")),
+                     c->cost.transfer_s);
+    assert_int_equal(
+        json_integer_value(json_object_get(cost, "spot_extra_s")),
+        c->cost.spot_extra_s);
+    assert_non_null(json_string_value(json_object_get(cost, "finish")));
+    json_t *sc = json_object_get(o, "scores");
+    assert_int_equal(json_object_size(sc), a.n_scores);
+    for (size_t i = 0; i < a.n_scores; i++)
+      assert_int_equal(
+          json_integer_value(json_object_get(sc, a.score_names[i])),
+          c->scores[i]);
+    assert_int_equal(json_integer_value(json_object_get(o, "total_score")),
+                     c->total);
+  }
+  json_decref(root);
+  tw_buf_release(&x);
+  tw_plan_release(&a);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(json_numbers_are_the_plans),
       cmocka_unit_test(cheapest_feasible_offer_comes_first),
       cmocka_unit_test(counts_name_each_reason),
       cmocka_unit_test(nothing_fits_gives_an_empty_plan),
