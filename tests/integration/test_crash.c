@@ -41,7 +41,10 @@
 
 #define CLIENTS 24
 #define ROUNDS 3
-#define BURST_TIMEOUT_S 6 /* kill anyway if the target is not reached */
+/* Kill anyway if the target is not reached: a liveness bound, not a
+ * rate (rates are bench-submit's).  Under ThreadSanitizer on a loaded
+ * 2-core machine a round's 2,000 audited submissions took over 6 s. */
+#define BURST_TIMEOUT_S 20
 
 /* `tokens`: bearer tokens required, every submission audited */
 static bool tokens;
