@@ -1382,20 +1382,20 @@ void tw_plan_to_json(const struct tw_plan *p, size_t max, struct tw_buf *b) {
     tw_buf_adds(b, tw_market_str(o->market));
     tw_buf_adds(b, "\",\"price_uusd_per_hour\":");
     tw_buf_add_i64(b, o->price_uusd_per_hour);
-    tw_buf_adds(b, ",\"cost\":{\"total_uusd\":");
-    tw_buf_add_i64(b, c->cost.total_uusd);
-    tw_buf_adds(b, ",\"compute_uusd\":");
-    tw_buf_add_i64(b, c->cost.compute_uusd);
-    tw_buf_adds(b, ",\"spot_risk_uusd\":");
-    tw_buf_add_i64(b, c->cost.spot_risk_uusd);
-    tw_buf_adds(b, ",\"egress_uusd\":");
-    tw_buf_add_i64(b, c->cost.egress_uusd);
-    tw_buf_adds(b, ",\"transfer_uusd\":");
-    tw_buf_add_i64(b, c->cost.transfer_uusd);
-    tw_buf_adds(b, ",\"transfer_s\":");
-    tw_buf_add_i64(b, c->cost.transfer_s);
-    tw_buf_adds(b, ",\"spot_extra_s\":");
-    tw_buf_add_i64(b, c->cost.spot_extra_s);
+    static const char *const cost_key[] = {
+        "total_uusd",    "compute_uusd", "spot_risk_uusd", "egress_uusd",
+        "transfer_uusd", "transfer_s",   "spot_extra_s"};
+    const int64_t cost_val[] = {c->cost.total_uusd,    c->cost.compute_uusd,
+                                c->cost.spot_risk_uusd, c->cost.egress_uusd,
+                                c->cost.transfer_uusd,  c->cost.transfer_s,
+                                c->cost.spot_extra_s};
+    tw_buf_adds(b, ",\"cost\":{");
+    for (size_t i = 0; i < sizeof cost_val / sizeof cost_val[0]; i++) {
+      tw_buf_adds(b, i ? ",\"" : "\"");
+      tw_buf_adds(b, cost_key[i]);
+      tw_buf_adds(b, "\":");
+      tw_buf_add_i64(b, cost_val[i]);
+    }
     tw_buf_adds(b, ",\"finish\":\"");
     tw_buf_adds(b, fin);
     tw_buf_adds(b, "\"},\"scores\":{");
