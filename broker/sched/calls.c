@@ -288,6 +288,13 @@ bool sched__call_room(struct tw_sched *s, struct pcache *pc) {
   return room;
 }
 
+bool sched__any_room(struct tw_sched *s) {
+  for (size_t i = 0; i < s->n_pc; i++)
+    if (sched__call_room(s, &s->pc[i]))
+      return true;
+  return false;
+}
+
 bool sched__call_abandoned(const struct sched_call *c) {
   struct sched_calls *cs = c->owner;
   if (!cs)
@@ -442,6 +449,7 @@ int sched__calls_collect(struct tw_sched *s, int64_t until_mono_ms,
       pthread_mutex_unlock(&cs->mu);
       if (!c->abandoned)
         changes += apply(s, c, false, now);
+      s->collected++;
       sched__call_free(s, c);
     }
   }

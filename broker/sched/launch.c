@@ -799,6 +799,7 @@ void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
                         int64_t now, struct sched_launched *out) {
   (void)now;
   memset(out, 0, sizeof *out);
+  bool full = false;
   /* The best candidate whose account takes a call now is launched: the
    * call goes to that account's workers and its outcome is applied when
    * collected (loop.c); a refusal there places the job again, on its next
@@ -807,8 +808,12 @@ void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
   for (size_t i = 0; i < pl->n; i++) {
     const struct tw_offer *o = pl->cands[i].offer;
     struct pcache *pc = sched__provider(s, o->account);
-    if (!pc || !sched__call_room(s, pc))
+    if (!pc)
       continue;
+    if (!sched__call_room(s, pc)) {
+      full = true;
+      continue;
+    }
     char why[1100];
     char cost[32];
     tw_policy_fmt_uusd(pl->cands[i].cost.total_uusd, cost, sizeof cost);
@@ -879,6 +884,8 @@ void sched__launch_best(struct tw_sched *s, const struct tw_job_rec *job,
     }
     break;
   }
+  if (!out->opened && full)
+    s->no_room++;
 }
 
 int sched__launch_flush(struct tw_sched *s) {

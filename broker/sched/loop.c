@@ -155,6 +155,8 @@ int tw_sched_tick(struct tw_sched *s) {
   int changes = 0;
   int64_t start = sched__mono_ms();
   memset(&s->pass, 0, sizeof s->pass);
+  s->backlog = false;
+  s->no_room = 0;
   int64_t t0 = tw_mono_us(), t = t0, u;
   int64_t now = tw_clock_now_ms(s->clock);
   refresh_offers(s, now);
@@ -186,8 +188,19 @@ int tw_sched_tick(struct tw_sched *s) {
   t = u;
   changes += sched__place_pending(s, now); /* times its own steps */
   /* the calls of this pass, waited for within its budget: what does not
-   * come back by then is applied by a later pass */
-  changes += collect(s, start + s->pass_budget_ms, now);
+   * come back by then is applied by a later pass.  With a backlog the
+   * next pass follows at once and collects them instead, so the loop
+   * places the next jobs while these launches run; when jobs found the
+   * pools full, what comes back makes room for the next pass, which then
+   * follows at once too. */
+  if (s->backlog) {
+    changes += collect(s, 0, now);
+  } else {
+    size_t before = s->collected;
+    changes += collect(s, start + s->pass_budget_ms, now);
+    if (s->no_room && s->collected != before)
+      tw_sched_wake(s);
+  }
   u = tw_mono_us();
   /* the rest of the queue's step: its attempts opened, their launches
    * sent, and this collect */

@@ -1017,8 +1017,15 @@ int sched__place_pending(struct tw_sched *s, int64_t now) {
    * (one transaction), and their launches sent then */
   s->batch_opens = true;
   p->batch_notes = true;
-  for (size_t k = 0; k < todo; k++)
+  for (size_t k = 0; k < todo; k++) {
+    /* every pool full: the rest would be planned for nothing (a later
+     * pass, once calls came back, places them) */
+    if (s->no_room && !sched__any_room(s)) {
+      s->pass.looked_at = k;
+      break;
+    }
     changes += sched__place_job(s, &queue[order[k]], now);
+  }
   p->batch_notes = false;
   s->batch_opens = false;
   int64_t t2 = tw_mono_us();
@@ -1030,8 +1037,10 @@ int sched__place_pending(struct tw_sched *s, int64_t now) {
    * the next pass starts at once instead of after the tick (the tick is
    * the idle cadence; a full pool or jobs that fit nowhere send fewer,
    * and wait for it) */
-  if (n > todo && sent >= s->max_place)
+  if (n > todo && sent >= s->max_place) {
+    s->backlog = true;
     tw_sched_wake(s);
+  }
   for (size_t i = 0; i < n; i++) {
     sched__spec_release(s, specs[i]);
     tw_job_rec_release(&queue[i]);

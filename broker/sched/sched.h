@@ -94,9 +94,11 @@ struct tw_sched_opts {
   struct tw_agent *agent;
   /* The longest a pass waits for the cloud calls it made (launches,
    * settling of unanswered ones), in real time; what answers later is
-   * applied by a later pass.  Default 500.  The calls themselves run on
-   * each provider's workers (tw_provider_concurrency) with a deadline of
-   * tw_provider_call_deadline_ms. */
+   * applied by a later pass.  Default 500.  A pass that sent as many
+   * launches as it may place while more jobs wait does not wait at all:
+   * the next pass follows at once and collects them.  The calls
+   * themselves run on each provider's workers (tw_provider_concurrency)
+   * with a deadline of tw_provider_call_deadline_ms. */
   int64_t pass_budget_ms;
   /* Spans of placements, launches and provider calls for jobs stored with
    * a trace context (docs/observability.md); borrowed, NULL: none. */

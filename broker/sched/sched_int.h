@@ -203,6 +203,14 @@ struct tw_sched {
    * their completions at most pass_budget_ms (real time). */
   struct sched_calls *calls;
   int64_t pass_budget_ms;
+  /* place.c, per pass: the queue had more than the pass may place and
+   * the pass sent that many (the next pass follows at once and this one
+   * does not wait for its calls: they come back while it places), and
+   * the jobs that found every account's pool full (the pass waits for
+   * completions to make room, then the next follows at once) */
+  bool backlog;
+  size_t no_room;
+  size_t collected; /* calls.c: calls whose answers were applied */
 
   pthread_t thread;
   bool started, stopping;
@@ -612,6 +620,8 @@ void sched__call_free(struct tw_sched *s, struct sched_call *c);
 /* Whether pc's pool takes another call now (its deferred launches
  * counted). */
 bool sched__call_room(struct tw_sched *s, struct pcache *pc);
+/* Whether any account's pool takes a call now (sched__call_room of one). */
+bool sched__any_room(struct tw_sched *s);
 /* On the worker running c: whether c was abandoned (past its deadline, or
  * a drain's): its answer will be dropped, so it stores nothing. */
 bool sched__call_abandoned(const struct sched_call *c);
