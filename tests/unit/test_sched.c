@@ -476,6 +476,71 @@ static void the_tenant_holding_less_goes_first(void **state) {
   assert_int_equal(sfx_state_of(a2), TW_JOB_PROVISIONING);
 }
 
+/* Fair share counts what the live jobs hold from their demands, kept
+ * from pass to pass and found by job id (place.c, sched_usage).  When a
+ * job ends, the ones after it move down and their index is built again:
+ * the next passes still count each live job, where it now is, without
+ * reading its row again, and order the queue as a scheduler counting
+ * from the live attempts afresh would. */
+static void usage_counts_the_jobs_moved_down_after_one_ends(void **state) {
+  (void)state;
+  tw_sched_free(sfx_sched);
+  struct tw_sched_opts o = {.store = sfx_store,
+                            .clock = &sfx_clk,
+                            .providers = &sfx_prov,
+                            .n_providers = 1,
+                            .max_place_per_tick = 1};
+  assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
+  /* four tenants' jobs of different sizes, each placed in a pass of its
+   * own and so counted from the next one: kept in this order */
+  static const char *const yaml[] = {
+      "name: x\ntenant: a\nresources: {cpus: 4}\nduration: 1h\n",
+      "name: y\ntenant: d\nresources: {cpus: 2+}\nduration: 2h\n",
+      "name: w\ntenant: b\nresources: {cpus: 1+, memory: 8+}\nduration: 3h\n",
+      "name: z\ntenant: c\nresources: {cpus: 4}\nduration: 4h\n"};
+  char live[4][TW_JOB_ID_LEN + 1];
+  for (int i = 0; i < 4; i++) {
+    sfx_submit(yaml[i], live[i]);
+    sfx_tick();
+    assert_int_equal(sfx_state_of(live[i]), TW_JOB_PROVISIONING);
+  }
+  sfx_tick(); /* z counted */
+  sfx_tick(); /* all four seen running */
+  uint64_t before = job_reads();
+  sfx_tick();
+  assert_int_equal(job_reads() - before, 0); /* a quiet pass reads none */
+  /* x, the first of the four, is cancelled: the pass that ends its
+   * attempt drops it, and y, w and z move down */
+  struct tw_job_transition t = {
+      .id = live[0], .to = TW_JOB_CANCELLED, .reason = "user"};
+  assert_int_equal(tw_store_job_transition(sfx_store, &t, NULL, NULL), TW_OK);
+  sfx_tick();
+  struct tw_attempt_rec *a = NULL;
+  size_t n = 0;
+  assert_int_equal(tw_store_attempts_live(sfx_store, &a, &n, NULL), TW_OK);
+  assert_int_equal(n, 3);
+  for (size_t i = 0; i < n; i++)
+    assert_string_not_equal(a[i].job_id, live[0]);
+  free(a);
+  /* the passes after it find each of the three where it went */
+  before = job_reads();
+  sfx_tick();
+  sfx_tick();
+  assert_int_equal(job_reads() - before, 0);
+  /* counted afresh, tenant c holds z's 4 vCPUs and tenant e nothing:
+   * e's job goes first although c's waited longer (were z not counted,
+   * the two would tie and the older one would win) */
+  char c2[TW_JOB_ID_LEN + 1], e1[TW_JOB_ID_LEN + 1];
+  sfx_submit("name: c2\ntenant: c\nresources: {cpus: 4}\n", c2);
+  tw_clock_advance(&sfx_clk, 1);
+  sfx_submit("name: e1\ntenant: e\nresources: {cpus: 4}\n", e1);
+  sfx_tick();
+  assert_int_equal(sfx_state_of(e1), TW_JOB_PROVISIONING);
+  assert_int_equal(sfx_state_of(c2), TW_JOB_PENDING);
+  sfx_tick();
+  assert_int_equal(sfx_state_of(c2), TW_JOB_PROVISIONING);
+}
+
 static void the_stored_placement_carries_its_plan(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
@@ -808,6 +873,7 @@ int main(int argc, char **argv) {
       T(batch_workload_exit_code_decides_the_outcome),
       T(offer_refusing_the_request_is_avoided),
       T(the_tenant_holding_less_goes_first),
+      T(usage_counts_the_jobs_moved_down_after_one_ends),
       T(the_stored_placement_carries_its_plan),
       T(readers_of_one_dataset_share_one_copy),
       T(backfill_keeps_the_head_jobs_reservation),
