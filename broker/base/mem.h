@@ -1,5 +1,6 @@
-/* mem.h - allocation that aborts on exhaustion (as Redis's zmalloc), and a
- * growable byte buffer.  Limits on growth are real errors (TW_E_TOOBIG). */
+/* mem.h - allocation that aborts on exhaustion (as Redis's zmalloc), a
+ * growable byte buffer, and the decimal writer its integer appends use.
+ * Limits on growth are real errors (TW_E_TOOBIG). */
 #ifndef TW_BROKER_MEM_H
 #define TW_BROKER_MEM_H
 
@@ -41,6 +42,15 @@ void tw_buf_adds(struct tw_buf *b, const char *s);
 void tw_buf_addc(struct tw_buf *b, char c);
 /* Appends v in decimal, as "%lld" would, without a format. */
 void tw_buf_add_i64(struct tw_buf *b, int64_t v);
+
+/* Writes v's decimal digits (a '-' first when negative), as "%lld" would,
+ * at out and returns how many: at most TW_I64_DEC_MAX, the length of
+ * INT64_MIN.  No NUL is written (out of TW_I64_DEC_MAX + 1 bytes has room
+ * for one at out[returned]).  tw_buf_add_i64 and the trace encoder both
+ * write with it; two digits per division.  Pure, any thread. */
+#define TW_I64_DEC_MAX 20 /* "-9223372036854775808" */
+size_t tw_i64_dec(char *out, int64_t v);
+
 /* Makes room for extra more bytes (and the NUL) without adding any: a
  * writer that knows its bound then writes data + len directly. */
 void tw_buf_reserve(struct tw_buf *b, size_t extra);

@@ -573,28 +573,7 @@ static char *jstr(char *o, const char *s, size_t n) {
 
 /* v in decimal: the encoder's integers without printf's format parsing,
  * which was a third of the encoding's time. */
-static char *add_i64(char *o, int64_t v) {
-  static const char pairs[] = "00010203040506070809101112131415161718192021222324"
-                              "25262728293031323334353637383940414243444546474849"
-                              "50515253545556575859606162636465666768697071727374"
-                              "75767778798081828384858687888990919293949596979899";
-  char b[24];
-  size_t n = sizeof b;
-  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-  while (u >= 100) { /* two digits per division: a time has nineteen */
-    n -= 2;
-    memcpy(b + n, pairs + 2 * (u % 100), 2);
-    u /= 100;
-  }
-  do {
-    b[--n] = (char)('0' + u % 10);
-    u /= 10;
-  } while (u);
-  if (v < 0)
-    b[--n] = '-';
-  memcpy(o, b + n, sizeof b - n);
-  return o + (sizeof b - n);
-}
+static char *add_i64(char *o, int64_t v) { return o + tw_i64_dec(o, v); }
 
 static char *add_hex(char *o, const uint8_t *b, size_t n) {
   static const char digits[] = "0123456789abcdef";

@@ -1,7 +1,7 @@
 /* tw_buf (broker/base/mem.h): formatted appends against snprintf at every
  * length around the buffer's room, so both the formatted-in-place and the
  * grown paths are taken; plain appends, reset and detach; decimal
- * integers against "%lld". */
+ * integers against "%lld", appended and written by tw_i64_dec. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -105,12 +105,53 @@ static void integers_as_lld_would_print_them(void **state) {
   }
 }
 
+/* The writer itself: the digits "%lld" prints, their count returned and
+ * not one byte written past them, at the edges of int64, around every
+ * power of ten and at every length of a pair loop's tail (9, 10, 99,
+ * 100, 999, ...), positive and negative. */
+static void the_decimal_writer_writes_what_lld_prints(void **state) {
+  (void)state;
+  int64_t vals[160];
+  size_t n = 0;
+  vals[n++] = 0;
+  vals[n++] = INT64_MIN;
+  vals[n++] = INT64_MAX;
+  vals[n++] = INT64_MIN + 1;
+  vals[n++] = INT64_MAX - 1;
+  for (int64_t p = 1;; p *= 10) {
+    int64_t near[] = {p - 1, p, p + 1};
+    for (size_t k = 0; k < 3; k++) {
+      vals[n++] = near[k];
+      vals[n++] = -near[k];
+    }
+    if (p > INT64_MAX / 10)
+      break;
+  }
+  for (size_t i = 0; i < n; i++) {
+    char out[TW_I64_DEC_MAX + 8];
+    memset(out, '#', sizeof out);
+    size_t len = tw_i64_dec(out, vals[i]);
+    char want[32];
+    int w = snprintf(want, sizeof want, "%lld", (long long)vals[i]);
+    assert_int_equal(len, (size_t)w);
+    assert_true(len <= TW_I64_DEC_MAX);
+    assert_memory_equal(out, want, len);
+    for (size_t k = len; k < sizeof out; k++)
+      assert_int_equal(out[k], '#');
+  }
+  /* INT64_MIN is the longest and fills the room exactly */
+  char room[TW_I64_DEC_MAX];
+  assert_int_equal(tw_i64_dec(room, INT64_MIN), TW_I64_DEC_MAX);
+  assert_memory_equal(room, "-9223372036854775808", TW_I64_DEC_MAX);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(printf_matches_snprintf_at_every_length),
       cmocka_unit_test(appends_in_a_row_keep_what_was_there),
       cmocka_unit_test(empty_format_on_a_new_buffer_is_a_string),
       cmocka_unit_test(integers_as_lld_would_print_them),
+      cmocka_unit_test(the_decimal_writer_writes_what_lld_prints),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
