@@ -32,7 +32,8 @@
  *
  * Polling is adaptive: an attempt whose instance is starting, has a notice
  * out or changed at the last look is described every pass; a quiet one
- * less and less often, up to SCHED_SPOT_POLL_MAX_MS (spot) or
+ * less and less often (a running one after QUIET_RUNNING_MIN_MS at the
+ * earliest), up to SCHED_SPOT_POLL_MAX_MS (spot) or
  * OD_POLL_MAX_MS (on-demand, which nobody takes away).  Notices are polled
  * every pass: they are what gives the job time to checkpoint.  Calls
  * spot.c and launch.c (sched_int.h). */
@@ -50,6 +51,11 @@
 
 /* Quiet on-demand attempts are described at least this often. */
 #define OD_POLL_MAX_MS 120000
+/* A running attempt found quiet is described again after this at the
+ * earliest (then twice as late each time): with a tick of 100 ms the ramp
+ * would otherwise describe every new instance five times in its first
+ * three seconds. */
+#define QUIET_RUNNING_MIN_MS 1000
 
 /* Terminates ended attempts owe (completed, or interrupted with the
  * instance still up), sent each pass until confirmed: the attempt is
@@ -462,7 +468,12 @@ static void poll_later(struct tw_sched *s, struct sched_att *st,
       !strcmp(a->market, "spot") ? SCHED_SPOT_POLL_MAX_MS : OD_POLL_MAX_MS;
   if (max < s->tick_ms)
     max = s->tick_ms;
-  st->interval_ms = st->interval_ms * 2 > max ? max : st->interval_ms * 2;
+  int64_t next = st->interval_ms * 2;
+  /* a quiet running instance: notices come by their own poll every
+   * pass, so its describes start at a second, not at a fast tick */
+  if (a->state == TW_ATTEMPT_RUNNING && next < QUIET_RUNNING_MIN_MS)
+    next = QUIET_RUNNING_MIN_MS;
+  st->interval_ms = next > max ? max : next;
   if (st->notice_deadline_ms)
     st->interval_ms = s->tick_ms;
   st->next_poll_ms = now + st->interval_ms;

@@ -243,6 +243,47 @@ static void cancel_terminates_the_instance(void **state) {
   assert_int_equal(sfx_state_of(id), TW_JOB_CANCELLED);
 }
 
+static size_t describes(void) {
+  return tw_fake_calls(sfx_fake, TW_POP_DESCRIBE) +
+         tw_fake_calls(sfx_fake, TW_POP_DESCRIBE_MANY);
+}
+
+/* A fast tick does not make a quiet running instance described at its
+ * pace: after the look that saw it running, the next comes a second
+ * later at the earliest, then twice as late each time (follow.c,
+ * QUIET_RUNNING_MIN_MS).  With the ramp from a 100 ms tick it would be
+ * looked at 0.3, 0.7, 1.5 and 3.1 s after. */
+static void a_quiet_running_instance_is_not_described_every_tick(void **state) {
+  (void)state;
+  tw_sched_free(sfx_sched);
+  struct tw_sched_opts o = {.store = sfx_store,
+                            .clock = &sfx_clk,
+                            .providers = &sfx_prov,
+                            .n_providers = 1,
+                            .tick_ms = 100};
+  assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
+  char id[TW_JOB_ID_LEN + 1];
+  sfx_submit("name: spot\nresources: {accelerators: A100-80GB:8, use_spot: "
+             "true}\nduration: 1h\n",
+             id);
+  sfx_tick();
+  assert_int_equal(sfx_state_of(id), TW_JOB_PROVISIONING);
+  for (int i = 0; i < 5 && sfx_state_of(id) != TW_JOB_RUNNING; i++) {
+    tw_clock_advance(&sfx_clk, 100);
+    sfx_tick();
+  }
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  size_t before = describes();
+  for (int i = 0; i < 30; i++) { /* 3 s of 100 ms ticks */
+    tw_clock_advance(&sfx_clk, 100);
+    sfx_tick();
+  }
+  size_t looks = describes() - before;
+  assert_true(looks >= 1); /* still followed */
+  assert_true(looks <= 2);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+}
+
 static void lost_launch_answer_is_resumed_with_the_same_token(void **state) {
   (void)state;
   char id[TW_JOB_ID_LEN + 1];
@@ -968,6 +1009,7 @@ int main(int argc, char **argv) {
       T(interruption_sends_the_job_elsewhere),
       T(cancel_terminates_the_instance),
       T(describe_answers_need_no_read_of_the_job),
+      T(a_quiet_running_instance_is_not_described_every_tick),
       T(lost_launch_answer_is_resumed_with_the_same_token),
       T(throttled_launch_is_sent_again_with_the_same_token),
       T(batch_workload_exit_code_decides_the_outcome),
