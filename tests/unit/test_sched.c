@@ -49,6 +49,17 @@ static int setup_as(bool agents) {
   return sfx_start_sched(NULL);
 }
 
+/* The fixture's scheduler started again with o's settings (the store,
+ * clock and provider the fixture's). */
+static void sched_again(struct tw_sched_opts o) {
+  tw_sched_free(sfx_sched);
+  o.store = sfx_store;
+  o.clock = &sfx_clk;
+  o.providers = &sfx_prov;
+  o.n_providers = 1;
+  assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
+}
+
 static int setup(void **state) {
   (void)state;
   return setup_as(false);
@@ -255,13 +266,7 @@ static size_t describes(void) {
  * looked at 0.3, 0.7, 1.5 and 3.1 s after. */
 static void a_quiet_running_instance_is_not_described_every_tick(void **state) {
   (void)state;
-  tw_sched_free(sfx_sched);
-  struct tw_sched_opts o = {.store = sfx_store,
-                            .clock = &sfx_clk,
-                            .providers = &sfx_prov,
-                            .n_providers = 1,
-                            .tick_ms = 100};
-  assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
+  sched_again((struct tw_sched_opts){.tick_ms = 100});
   char id[TW_JOB_ID_LEN + 1];
   sfx_submit("name: spot\nresources: {accelerators: A100-80GB:8, use_spot: "
              "true}\nduration: 1h\n",
@@ -500,13 +505,7 @@ static bool has_event(const char *id, const char *text) {
 
 static void the_tenant_holding_less_goes_first(void **state) {
   (void)state;
-  tw_sched_free(sfx_sched);
-  struct tw_sched_opts o = {.store = sfx_store,
-                            .clock = &sfx_clk,
-                            .providers = &sfx_prov,
-                            .n_providers = 1,
-                            .max_place_per_tick = 1};
-  assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
+  sched_again((struct tw_sched_opts){.max_place_per_tick = 1});
   char a1[TW_JOB_ID_LEN + 1], a2[TW_JOB_ID_LEN + 1], b1[TW_JOB_ID_LEN + 1];
   sfx_submit("name: a1\ntenant: a\nresources: {cpus: 4}\nduration: 1h\n", a1);
   sfx_tick();
@@ -545,14 +544,8 @@ static void held_launches_reach(size_t n) {
  * were a pass to wait for its calls, each would take the whole budget. */
 static void a_backlog_pass_does_not_wait_for_its_launches(void **state) {
   (void)state;
-  tw_sched_free(sfx_sched);
-  struct tw_sched_opts o = {.store = sfx_store,
-                            .clock = &sfx_clk,
-                            .providers = &sfx_prov,
-                            .n_providers = 1,
-                            .max_place_per_tick = 2,
-                            .pass_budget_ms = 20000};
-  assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
+  sched_again((struct tw_sched_opts){.max_place_per_tick = 2,
+                                     .pass_budget_ms = 20000});
   char id[5][TW_JOB_ID_LEN + 1];
   for (int i = 0; i < 5; i++)
     sfx_submit("name: b\nresources: {cpus: 4}\nduration: 1h\n", id[i]);
@@ -579,15 +572,9 @@ static void a_backlog_pass_does_not_wait_for_its_launches(void **state) {
  * are sent, the next job finds no room, and the pass looks at no other. */
 static void a_full_pool_ends_the_passs_planning(void **state) {
   (void)state;
-  tw_sched_free(sfx_sched);
   sfx_prov->concurrency = 1;
-  struct tw_sched_opts o = {.store = sfx_store,
-                            .clock = &sfx_clk,
-                            .providers = &sfx_prov,
-                            .n_providers = 1,
-                            .max_place_per_tick = 64,
-                            .pass_budget_ms = 100};
-  assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
+  sched_again((struct tw_sched_opts){.max_place_per_tick = 64,
+                                     .pass_budget_ms = 100});
   enum { N = 24 };
   char id[N][TW_JOB_ID_LEN + 1];
   for (int i = 0; i < N; i++)
@@ -623,13 +610,7 @@ static void a_full_pool_ends_the_passs_planning(void **state) {
  * from the live attempts afresh would. */
 static void usage_counts_the_jobs_moved_down_after_one_ends(void **state) {
   (void)state;
-  tw_sched_free(sfx_sched);
-  struct tw_sched_opts o = {.store = sfx_store,
-                            .clock = &sfx_clk,
-                            .providers = &sfx_prov,
-                            .n_providers = 1,
-                            .max_place_per_tick = 1};
-  assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
+  sched_again((struct tw_sched_opts){.max_place_per_tick = 1});
   /* four tenants' jobs of different sizes, each placed in a pass of its
    * own and so counted from the next one: kept in this order */
   static const char *const yaml[] = {
