@@ -503,25 +503,33 @@ static bool has_event(const char *id, const char *text) {
   return found;
 }
 
+/* older is submitted, then newer 1 ms later, under a scheduler placing
+ * one job per pass: newer's tenant holding less, newer is placed first
+ * (its launch collected by the next pass, since older waits), older in
+ * the pass after. */
+static void newer_goes_first(const char *older, const char *newer) {
+  char o[TW_JOB_ID_LEN + 1], n[TW_JOB_ID_LEN + 1];
+  sfx_submit(older, o);
+  tw_clock_advance(&sfx_clk, 1);
+  sfx_submit(newer, n);
+  sfx_tick();
+  assert_true(sfx_state_of(n) == TW_JOB_PLACING ||
+              sfx_state_of(n) == TW_JOB_PROVISIONING);
+  assert_int_equal(sfx_state_of(o), TW_JOB_PENDING);
+  sfx_tick();
+  assert_int_equal(sfx_state_of(o), TW_JOB_PROVISIONING);
+}
+
 static void the_tenant_holding_less_goes_first(void **state) {
   (void)state;
   sched_again((struct tw_sched_opts){.max_place_per_tick = 1});
-  char a1[TW_JOB_ID_LEN + 1], a2[TW_JOB_ID_LEN + 1], b1[TW_JOB_ID_LEN + 1];
+  char a1[TW_JOB_ID_LEN + 1];
   sfx_submit("name: a1\ntenant: a\nresources: {cpus: 4}\nduration: 1h\n", a1);
   sfx_tick();
   assert_int_equal(sfx_state_of(a1), TW_JOB_PROVISIONING);
   /* a2 waited longer than b1, but tenant a holds a1's vCPUs */
-  sfx_submit("name: a2\ntenant: a\nresources: {cpus: 4}\n", a2);
-  tw_clock_advance(&sfx_clk, 1);
-  sfx_submit("name: b1\ntenant: b\nresources: {cpus: 4}\n", b1);
-  sfx_tick();
-  /* b1 placed first; more waited, so the pass did not wait for its
-   * launch (the next pass collects it) */
-  assert_true(sfx_state_of(b1) == TW_JOB_PLACING ||
-              sfx_state_of(b1) == TW_JOB_PROVISIONING);
-  assert_int_equal(sfx_state_of(a2), TW_JOB_PENDING);
-  sfx_tick();
-  assert_int_equal(sfx_state_of(a2), TW_JOB_PROVISIONING);
+  newer_goes_first("name: a2\ntenant: a\nresources: {cpus: 4}\n",
+                   "name: b1\ntenant: b\nresources: {cpus: 4}\n");
 }
 
 static size_t count_in(const char ids[][TW_JOB_ID_LEN + 1], size_t n,
@@ -650,17 +658,8 @@ static void usage_counts_the_jobs_moved_down_after_one_ends(void **state) {
   /* counted afresh, tenant c holds z's 4 vCPUs and tenant e nothing:
    * e's job goes first although c's waited longer (were z not counted,
    * the two would tie and the older one would win) */
-  char c2[TW_JOB_ID_LEN + 1], e1[TW_JOB_ID_LEN + 1];
-  sfx_submit("name: c2\ntenant: c\nresources: {cpus: 4}\n", c2);
-  tw_clock_advance(&sfx_clk, 1);
-  sfx_submit("name: e1\ntenant: e\nresources: {cpus: 4}\n", e1);
-  sfx_tick();
-  /* e1 placed (its launch collected by the next pass: c2 waited) */
-  assert_true(sfx_state_of(e1) == TW_JOB_PLACING ||
-              sfx_state_of(e1) == TW_JOB_PROVISIONING);
-  assert_int_equal(sfx_state_of(c2), TW_JOB_PENDING);
-  sfx_tick();
-  assert_int_equal(sfx_state_of(c2), TW_JOB_PROVISIONING);
+  newer_goes_first("name: c2\ntenant: c\nresources: {cpus: 4}\n",
+                   "name: e1\ntenant: e\nresources: {cpus: 4}\n");
 }
 
 static void the_stored_placement_carries_its_plan(void **state) {
