@@ -34,7 +34,8 @@
  * out or changed at the last look is described every pass; a quiet one
  * less and less often (a running one after QUIET_RUNNING_MIN_MS at the
  * earliest), up to SCHED_SPOT_POLL_MAX_MS (spot) or
- * OD_POLL_MAX_MS (on-demand, which nobody takes away).  Notices are polled
+ * OD_POLL_MAX_MS (on-demand, which nobody takes away), a running batch
+ * job up to BATCH_POLL_MAX_MS (its end is seen only so).  Notices are polled
  * every pass: they are what gives the job time to checkpoint.  Calls
  * spot.c and launch.c (sched_int.h). */
 #include <stdio.h>
@@ -56,6 +57,10 @@
  * would otherwise describe every new instance five times in its first
  * three seconds. */
 #define QUIET_RUNNING_MIN_MS 1000
+/* A running batch job (Slurm) is described at least this often: its end
+ * is known only from the describe (no agent reports it), so a quiet job's
+ * end is seen within this, not after a doubling ramp of a minute. */
+#define BATCH_POLL_MAX_MS 5000
 
 /* Terminates ended attempts owe (completed, or interrupted with the
  * instance still up), sent each pass until confirmed: the attempt is
@@ -926,6 +931,12 @@ static int decide(struct tw_sched *s, struct pcache *pc,
     /* the batch system runs the script and reports its end (finished,
      * above): nothing to decide from the clock */
     poll_later(s, st, a, now);
+    int64_t bound = s->tick_ms > BATCH_POLL_MAX_MS ? s->tick_ms
+                                                   : BATCH_POLL_MAX_MS;
+    if (st->interval_ms > bound) {
+      st->interval_ms = bound;
+      st->next_poll_ms = now + bound;
+    }
     return 0;
   }
   if (a->state == TW_ATTEMPT_RUNNING) {

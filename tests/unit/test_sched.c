@@ -722,6 +722,53 @@ static void readers_of_one_dataset_share_one_copy(void **state) {
   }
 }
 
+/* A running batch job's end is known only from its describe: however
+ * long it has been quiet, it is looked at every 5 s at the latest
+ * (follow.c, BATCH_POLL_MAX_MS); the ramp alone would look 1, 3, 7, 15,
+ * 31 and 63 s after, six times in a minute. */
+static void a_running_batch_job_is_described_every_five_seconds(void **state) {
+  (void)state;
+  static struct tw_provider_ops batch;
+  batch = tw_provider_fake;
+  batch.supports |= TW_PROV_BATCH;
+  struct tw_provider *bp;
+  assert_int_equal(
+      tw_provider_new_ops(&batch, "fake-b", NULL, &sfx_clk, &bp, NULL), TW_OK);
+  offer_at(tw_fake_of(bp), "slurm", "fake-b", "hpc", "p1", "node",
+           TW_MARKET_PRIVATE, 500000, 4, 5);
+  tw_sched_free(sfx_sched);
+  struct tw_provider *both[] = {sfx_prov, bp};
+  struct tw_sched_opts o = {.store = sfx_store,
+                            .clock = &sfx_clk,
+                            .providers = both,
+                            .n_providers = 2,
+                            .tick_ms = 1000};
+  assert_int_equal(tw_sched_new(&o, &sfx_sched, NULL), TW_OK);
+  char id[TW_JOB_ID_LEN + 1];
+  sfx_submit("name: b\nduration: 10h\nplacement: {providers: [slurm]}\n", id);
+  sfx_tick();
+  for (int i = 0; i < 5 && sfx_state_of(id) != TW_JOB_RUNNING; i++) {
+    tw_clock_advance(&sfx_clk, 1000);
+    sfx_tick();
+  }
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  struct tw_fake *f = tw_fake_of(bp);
+  size_t before = tw_fake_calls(f, TW_POP_DESCRIBE) +
+                  tw_fake_calls(f, TW_POP_DESCRIBE_MANY);
+  for (int i = 0; i < 60; i++) { /* a minute of 1 s ticks */
+    tw_clock_advance(&sfx_clk, 1000);
+    sfx_tick();
+  }
+  size_t looks = tw_fake_calls(f, TW_POP_DESCRIBE) +
+                 tw_fake_calls(f, TW_POP_DESCRIBE_MANY) - before;
+  if (looks < 11)
+    fail_msg("%zu looks in 60 s", looks);
+  assert_int_equal(sfx_state_of(id), TW_JOB_RUNNING);
+  tw_sched_free(sfx_sched);
+  sfx_sched = NULL;
+  tw_provider_free(bp);
+}
+
 static void backfill_keeps_the_head_jobs_reservation(void **state) {
   (void)state;
   /* a batch provider with a private pool of 5 nodes */
@@ -990,6 +1037,7 @@ int main(int argc, char **argv) {
       T(cancel_terminates_the_instance),
       T(describe_answers_need_no_read_of_the_job),
       T(a_quiet_running_instance_is_not_described_every_tick),
+      T(a_running_batch_job_is_described_every_five_seconds),
       T(lost_launch_answer_is_resumed_with_the_same_token),
       T(throttled_launch_is_sent_again_with_the_same_token),
       T(batch_workload_exit_code_decides_the_outcome),
