@@ -80,6 +80,7 @@ static enum tw_rc apply(struct tw_live *l, struct tw_store *s,
     bool there = at < l->n && l->at[at].id == ids[i];
     found[i] = false; /* true below: inserted by the merge */
     out->changed |= there || live;
+    out->ended |= !live;
     if (there && live) {
       l->at[at] = now[i];
     } else if (there) {

@@ -33,6 +33,7 @@ struct tw_live_sync {
   bool whole;   /* read whole */
   bool changed; /* whole, or an attempt named became, stayed or left live */
   bool dropped; /* an attempt held left the set (not when whole) */
+  bool ended;   /* an attempt named is not live, held or not (ditto) */
   /* not when whole: the changes that name a job and no attempt (a job
    * that ended), oldest first; free() it */
   struct tw_store_change *jobs;

@@ -114,10 +114,19 @@ static void follows_opens_ends_and_other_writers(void **state) {
   assert_false(y.whole);
   assert_true(y.changed);
   assert_true(y.dropped);
+  assert_true(y.ended);
   agrees_with_the_store(&l);
   assert_null(tw_live_find(&l, a));
   assert_non_null(tw_live_find(&l, b));
   assert_non_null(tw_live_find(&l, c));
+  /* one opened and ended between two looks was never held: nothing is
+   * dropped, but an attempt ended (a job may be left without one) */
+  int64_t gone = open_attempt(store);
+  end_attempt(store, gone);
+  y = sync_at(&l, 2);
+  assert_false(y.dropped);
+  assert_true(y.ended);
+  assert_null(tw_live_find(&l, gone));
   /* another writer's attempt (not in this store's feed) below one of
    * ours: unseen until this store writes it, then merged in order */
   int64_t d = open_attempt(other);
@@ -132,6 +141,7 @@ static void follows_opens_ends_and_other_writers(void **state) {
   y = sync_at(&l, 4);
   assert_false(y.whole);
   assert_false(y.dropped);
+  assert_false(y.ended); /* opens and moves only */
   agrees_with_the_store(&l);
   assert_non_null(tw_live_find(&l, d));
   /* another writer's end: seen at the whole read, 10 s after the last */
