@@ -86,6 +86,9 @@ struct sched_follow {
   /* a's index by attempt id, rebuilt when a is pruned: a pass looks up
    * every live attempt, which a scan made quadratic */
   struct tw_idix ix;
+  /* where the walk of the live attempts (ascending id, as a is) expects
+   * the next one: a hit costs no look-up in ix */
+  size_t hint;
   struct sched_ending *end;
   size_t n_end, cap_end;
   /* describes of this pass's attempts of one instance, sent together per
@@ -101,6 +104,10 @@ struct sched_follow {
   int64_t *lv_ended;
   size_t n_lv_ended;
   bool lv_ended_known;
+  /* the sweep (sweep()) is owed when the set was read whole or an attempt
+   * ended, else it runs every SWEEP_MS at the latest */
+  bool sweep_owed;
+  int64_t swept_ms; /* sched__mono_ms() */
 };
 
 /* The live attempts are read whole at the first pass, when the store no
@@ -108,6 +115,13 @@ struct sched_follow {
  * (what another process wrote on the same database: the store tells only
  * its own writes). */
 #define LIVE_FULL_MS 10000
+
+/* A job left half way has no live attempt: one whose attempt ended (the
+ * store's changes name it) or that a restart left (the first read is
+ * whole) is looked for at once; this bounds the wait of any other (a
+ * write that failed between two others), and keeps a backlog's passes
+ * from reading the same started jobs again each time. */
+#define SWEEP_MS 1000
 
 /* Attempts one batched describe call asks about (at most
  * TW_PROVIDER_DESCRIBE_MAX; the EC2 adapter sends them in calls of its
@@ -217,6 +231,8 @@ enum tw_rc sched__live(struct tw_sched *s, const struct tw_attempt_rec **out,
     *n = 0;
     return rc;
   }
+  if (y.whole || y.ended)
+    m->sweep_owed = true;
   ended_follow(s, m, &y);
   free(y.jobs);
   *out = m->lv.at;
@@ -416,8 +432,13 @@ static void ending_applied(struct tw_sched *s, const struct sched_call *c,
 }
 
 static struct sched_att *att_find(struct sched_follow *m, int64_t id) {
-  size_t k = tw_idix_get(&m->ix, id);
-  return k == SIZE_MAX ? NULL : &m->a[k];
+  size_t k = m->hint < m->n && m->a[m->hint].attempt_id == id
+                 ? m->hint
+                 : tw_idix_get(&m->ix, id);
+  if (k == SIZE_MAX)
+    return NULL;
+  m->hint = k + 1;
+  return &m->a[k];
 }
 
 static struct sched_att *att_get(struct tw_sched *s,
@@ -440,6 +461,7 @@ static struct sched_att *att_get(struct tw_sched *s,
   st->resume_s = -1;
   st->seen = true;
   tw_idix_put(&m->ix, st->attempt_id, m->n - 1);
+  m->hint = m->n;
   return st;
 }
 
@@ -1082,18 +1104,20 @@ static int follow_attempt(struct tw_sched *s, const struct tw_attempt_rec *a,
       describe_send(s, pc, a, nd, false);
     return 0;
   }
-  struct tw_job_rec job;
-  if (tw_store_job_get(s->store, a->job_id, &job, &err))
-    return 0;
-  int changes = 0;
   if (!pc) {
     tw_log_warn("sched",
                 "job=%s attempt=%d provider=%s is no longer configured",
                 a->job_id, a->n, a->provider);
-    goto out;
+    return 0;
   }
+  /* a call of its own is in flight (its launch, mostly): one at a time,
+   * and its job is not read for nothing */
   if (sched__call_busy(s, a->id))
-    goto out; /* a call of its own is in flight: one at a time */
+    return 0;
+  struct tw_job_rec job;
+  if (tw_store_job_get(s->store, a->job_id, &job, &err))
+    return 0;
+  int changes = 0;
   /* run by tradewind-agent: its reports decide (agent_follow.c) */
   if (sched__agent_quiet(s, pc, &job, a, st, now))
     goto out; /* nothing new from its agent: no read this pass */
@@ -1602,6 +1626,7 @@ int sched__follow(struct tw_sched *s, int64_t now) {
     /* describes go to the accounts' workers; a drain stops the pass
      * between two attempts (the ones not looked at are followed by the
      * next start; nothing of theirs is lost) */
+    s->follow->hint = 0;
     for (size_t i = 0; i < n_live && !sched__stopping(s); i++) {
       /* both ascending by id */
       while (e < n_ended && ended[e] < live[i].id)
@@ -1614,7 +1639,13 @@ int sched__follow(struct tw_sched *s, int64_t now) {
     ending_send(s); /* the terminates still owed, this pass's included */
     free(g);
     att_prune(s);
-    changes += sweep(s, live, n_live, now);
+    struct sched_follow *m = s->follow;
+    int64_t mono = sched__mono_ms();
+    if (m->sweep_owed || mono - m->swept_ms >= SWEEP_MS) {
+      m->sweep_owed = false;
+      m->swept_ms = mono;
+      changes += sweep(s, live, n_live, now);
+    }
   }
   return changes;
 }

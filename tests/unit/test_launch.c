@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "broker/core/store.h"
 #include "broker/sched/reconcile.h"
@@ -271,6 +272,29 @@ static void a_running_job_without_a_live_attempt_is_placed_again(void **state) {
   free(a);
 }
 
+/* A job left placing with nothing in the store's changes to tell (a write
+ * that failed between two others leaves one so): the sweep that runs
+ * unasked at least every second finds it, and it waits to be placed
+ * again. */
+static void a_job_left_placing_unannounced_is_found_within_a_second(
+    void **state) {
+  (void)state;
+  char id[TW_JOB_ID_LEN + 1];
+  /* more than any offer holds: it stays pending, nothing of its own runs */
+  sfx_submit("name: t\nresources: {cpus: 1024}\n", id);
+  sfx_tick();
+  assert_int_equal(sfx_state_of(id), TW_JOB_PENDING);
+  struct tw_job_transition t = {
+      .id = id, .to = TW_JOB_PLACING, .reason = "a pass cut short"};
+  assert_int_equal(tw_store_job_transition(sfx_store, &t, NULL, NULL), TW_OK);
+  /* no attempt ended and nothing was read whole: only the clock owes the
+   * sweep */
+  struct timespec pause = {.tv_sec = 1, .tv_nsec = 100 * 1000 * 1000};
+  nanosleep(&pause, NULL);
+  sfx_tick();
+  assert_int_equal(sfx_state_of(id), TW_JOB_PENDING);
+}
+
 static struct tw_reconcile *rec;
 static int rec_passes;
 
@@ -372,6 +396,7 @@ int main(int argc, char **argv) {
       TA(failed_terminate_after_success_is_tried_again),
       T(a_started_job_without_a_live_attempt_is_repaired),
       T(a_running_job_without_a_live_attempt_is_placed_again),
+      T(a_job_left_placing_unannounced_is_found_within_a_second),
       T(adoption_then_late_failure_keeps_the_attempt),
       T(cancelled_while_unanswered_gives_the_instance_back),
       T(no_second_attempt_while_one_is_live),
