@@ -41,6 +41,7 @@ struct sched_demand {
   char offer_id[192]; /* private offers: the pool it holds nodes of */
   int nodes;
   int64_t end_ms; /* when its attempt is expected to end */
+  int64_t attempt_id; /* the live attempt it was last counted from */
   bool live;
 };
 
@@ -317,8 +318,15 @@ static void sched_usage(struct tw_sched *s, struct sched_place *p,
                         const struct tw_attempt_rec *live, size_t n_live) {
   for (size_t i = 0; i < p->n_dem; i++)
     p->dem[i].live = false;
+  /* dem is in the order the live attempts (ascending id) first named its
+   * jobs, kept by the compaction below: the next attempt's job is most
+   * often the entry after the last one's, found without a look-up */
+  size_t next = 0;
   for (size_t i = 0; i < n_live; i++) {
-    struct sched_demand *d = demand_find(p, live[i].job_id);
+    struct sched_demand *d = next < p->n_dem &&
+                                     p->dem[next].attempt_id == live[i].id
+                                 ? &p->dem[next]
+                                 : demand_find(p, live[i].job_id);
     if (!d) {
       struct tw_job_rec job;
       if (tw_store_job_get(s->store, live[i].job_id, &job, NULL))
@@ -344,6 +352,8 @@ static void sched_usage(struct tw_sched *s, struct sched_place *p,
       if (!d)
         continue;
     }
+    next = (size_t)(d - p->dem) + 1;
+    d->attempt_id = live[i].id;
     d->live = true;
     /* the same pool pass after pass: copied only when it changes */
     if (strcmp(d->offer_id, live[i].offer_id))
