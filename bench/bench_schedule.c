@@ -555,7 +555,8 @@ static void world_stop(struct world *w, bool keep) {
   static const char *const files[] = {"tradewind.db",     "tradewind.db-wal",
                                       "tradewind.db-shm", "tradewind.yaml",
                                       "tradewindd.log",   "fakecloud.log",
-                                      "fakecloud-b.log",  "admin.token"};
+                                      "fakecloud-b.log",  "admin.token",
+                                      "tradewind.db.lock"};
   char path[400];
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", w->dir, files[i]);
